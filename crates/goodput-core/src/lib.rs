@@ -1,0 +1,22 @@
+//! goodput-core: the pure heart of goodput. Request records, the metric
+//! formulas of DESIGN §2, exact statistics, and the result schema. No I/O, no
+//! async: every number in a report is a function of records defined here.
+
+pub mod metrics;
+pub mod record;
+pub mod result;
+pub mod stats;
+pub mod summary;
+mod serde_ns;
+
+pub use metrics::RequestMetrics;
+pub use record::{
+    spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk,
+    RequestRecord, TokenCounts,
+};
+pub use result::{Compat, RunResult, Target, Tool, Window, SCHEMA};
+pub use stats::{percentile, Distribution};
+pub use summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};
+
+/// Default percentiles reported for every latency metric.
+pub const DEFAULT_PERCENTILES: [f64; 4] = [50.0, 90.0, 95.0, 99.0];

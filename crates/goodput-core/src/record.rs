@@ -1,0 +1,277 @@
+//! The per-request record: every timestamp of DESIGN §2 as an offset from the
+//! run's origin, the token counts with their sources, and the outcome. The
+//! runner writes these; everything else is computed from them.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// One request, as the client saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Position in the load plan (0-based, warm-up included).
+    pub id: u64,
+    /// Warm-up requests are recorded but excluded from the measurement window.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub warmup: bool,
+    /// When the load plan wanted the request sent.
+    #[serde(rename = "scheduled_ns", with = "crate::serde_ns")]
+    pub scheduled: Duration,
+    /// When the request was handed to the connection.
+    #[serde(rename = "sent_ns", with = "crate::serde_ns")]
+    pub sent: Duration,
+    /// First response byte (headers included).
+    #[serde(rename = "first_byte_ns", with = "crate::serde_ns::option", default)]
+    pub first_byte: Option<Duration>,
+    /// Output-bearing chunks only, in arrival order.
+    #[serde(default)]
+    pub chunks: Vec<OutputChunk>,
+    /// The stream's close (`[DONE]`, usage chunk or end of body).
+    #[serde(rename = "stream_end_ns", with = "crate::serde_ns::option", default)]
+    pub stream_end: Option<Duration>,
+    /// When the request finished for the client, whatever the outcome.
+    #[serde(rename = "end_ns", with = "crate::serde_ns")]
+    pub end: Duration,
+    /// Input tokens and where the count came from.
+    pub input_tokens: u64,
+    pub input_tokens_source: CountSource,
+    /// Output tokens (`n_out`) and where the count came from.
+    pub output_tokens: u64,
+    pub output_tokens_source: CountSource,
+    /// Where the per-chunk counts `k_i` came from.
+    pub chunk_tokens_source: ChunkTokenSource,
+    /// Every count that was available, so disagreements can be reported.
+    #[serde(default)]
+    pub counts: TokenCounts,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    pub outcome: Outcome,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A chunk that carried generated output, stamped when its bytes were read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OutputChunk {
+    #[serde(rename = "t_ns", with = "crate::serde_ns")]
+    pub t: Duration,
+    /// Tokens attributed to this chunk (`k_i`).
+    pub tokens: u32,
+    pub channel: Channel,
+}
+
+/// Which output channel a chunk carried. A chunk with visible content counts
+/// as `content` even when it also carries reasoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    Content,
+    Reasoning,
+    ToolCalls,
+}
+
+/// Where a token count came from, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CountSource {
+    /// The server's `usage` block.
+    Usage,
+    /// The client's tokenizer.
+    Tokenizer,
+    /// The number of output-bearing chunks.
+    Chunks,
+    /// What the workload generator intended.
+    Intended,
+}
+
+impl fmt::Display for CountSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CountSource::Usage => "usage",
+            CountSource::Tokenizer => "tokenizer",
+            CountSource::Chunks => "chunks",
+            CountSource::Intended => "intended",
+        })
+    }
+}
+
+/// Where the per-chunk token counts came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkTokenSource {
+    /// Cumulative `usage` on every chunk (vLLM's continuous usage stats).
+    ContinuousUsage,
+    /// The client tokenizer, chunk by chunk.
+    Tokenizer,
+    /// `n_out` spread evenly over the chunks.
+    Even,
+}
+
+/// Every token count the client could see for one request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenCounts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_prompt: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_completion: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_prompt: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_completion: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intended_prompt: Option<u64>,
+    /// `max_tokens` as sent, when the request asked for a length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_completion: Option<u64>,
+    /// Output-bearing chunks.
+    #[serde(default)]
+    pub chunks: u64,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    Success,
+    Failed { kind: FailureKind, message: String },
+    /// Stopped by the user (Ctrl-C) or the end of the run before it finished.
+    Cancelled,
+}
+
+impl Outcome {
+    pub fn is_success(&self) -> bool {
+        matches!(self, Outcome::Success)
+    }
+
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        match self {
+            Outcome::Failed { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+}
+
+/// The kinds of failure goodput tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The connection could not be made or was refused.
+    Connect,
+    /// The server answered with a non-2xx status.
+    HttpStatus,
+    /// The per-request timeout ran out.
+    Timeout,
+    /// An `{"error": …}` event inside a 200 stream.
+    MidStreamError,
+    /// The stream ended before `[DONE]` or a finish reason.
+    TruncatedStream,
+    /// The request succeeded but carried no output.
+    EmptyOutput,
+    /// The body could not be understood (malformed JSON, wrong shape).
+    InvalidResponse,
+}
+
+impl FailureKind {
+    pub const ALL: [FailureKind; 7] = [
+        FailureKind::Connect,
+        FailureKind::HttpStatus,
+        FailureKind::Timeout,
+        FailureKind::MidStreamError,
+        FailureKind::TruncatedStream,
+        FailureKind::EmptyOutput,
+        FailureKind::InvalidResponse,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Connect => "connect",
+            FailureKind::HttpStatus => "http_status",
+            FailureKind::Timeout => "timeout",
+            FailureKind::MidStreamError => "mid_stream_error",
+            FailureKind::TruncatedStream => "truncated_stream",
+            FailureKind::EmptyOutput => "empty_output",
+            FailureKind::InvalidResponse => "invalid_response",
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Spreads `n` tokens over `chunks` chunks as evenly as integers allow: chunk
+/// `i` gets `⌊(i+1)·n/c⌋ − ⌊i·n/c⌋`, so the counts differ by at most one and
+/// add up to `n`.
+///
+/// ```
+/// assert_eq!(goodput_core::spread_evenly(64, 32), vec![2; 32]);
+/// assert_eq!(goodput_core::spread_evenly(5, 3), vec![1, 2, 2]);
+/// assert_eq!(goodput_core::spread_evenly(3, 0), Vec::<u32>::new());
+/// ```
+pub fn spread_evenly(n: u64, chunks: usize) -> Vec<u32> {
+    let c = chunks as u64;
+    (0..c)
+        .map(|i| ((i + 1) * n / c - i * n / c) as u32)
+        .collect()
+}
+
+impl RequestRecord {
+    /// A record with no response yet: the starting point the client fills in.
+    pub fn new(id: u64, scheduled: Duration, sent: Duration) -> Self {
+        RequestRecord {
+            id,
+            warmup: false,
+            scheduled,
+            sent,
+            first_byte: None,
+            chunks: Vec::new(),
+            stream_end: None,
+            end: sent,
+            input_tokens: 0,
+            input_tokens_source: CountSource::Intended,
+            output_tokens: 0,
+            output_tokens_source: CountSource::Chunks,
+            chunk_tokens_source: ChunkTokenSource::Even,
+            counts: TokenCounts::default(),
+            http_status: None,
+            finish_reason: None,
+            outcome: Outcome::Cancelled,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_adds_up_and_differs_by_at_most_one() {
+        for n in 0..50u64 {
+            for c in 1..20usize {
+                let s = spread_evenly(n, c);
+                assert_eq!(s.iter().map(|&k| k as u64).sum::<u64>(), n);
+                let (lo, hi) = (s.iter().min().unwrap(), s.iter().max().unwrap());
+                assert!(hi - lo <= 1, "n={n} c={c} {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn record_round_trips_through_json_exactly() {
+        let mut r = RequestRecord::new(7, Duration::from_nanos(1), Duration::from_nanos(123_456_789_123));
+        r.first_byte = Some(Duration::from_nanos(123_556_789_124));
+        r.chunks.push(OutputChunk { t: Duration::from_nanos(123_656_789_125), tokens: 2, channel: Channel::Reasoning });
+        r.outcome = Outcome::Failed { kind: FailureKind::MidStreamError, message: "boom".into() };
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"sent_ns\":123456789123"), "{text}");
+        assert!(text.contains("\"kind\":\"mid_stream_error\""), "{text}");
+        let back: RequestRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+    }
+}

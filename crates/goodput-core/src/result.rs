@@ -1,0 +1,66 @@
+//! The result document (DESIGN §8): one run, schema `goodput/v1`.
+
+use crate::record::RequestRecord;
+use crate::summary::{Summary, VllmCompat};
+use serde::{Deserialize, Serialize};
+
+/// The schema tag every result document carries.
+pub const SCHEMA: &str = "goodput/v1";
+
+/// One run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: String,
+    pub tool: Tool,
+    /// The command that produced it (`bench`, `estimate`).
+    pub kind: String,
+    /// Wall-clock start, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// True when the run was stopped early (Ctrl-C) and holds what was measured until then.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Everything needed to rerun it, secrets redacted.
+    pub config: serde_json::Value,
+    pub target: Target,
+    pub window: Window,
+    pub summary: Summary,
+    pub compat: Compat,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Per-request records, only when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<Vec<RequestRecord>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Target {
+    pub url: String,
+    pub model: String,
+    /// `chat` or `completions`.
+    pub api: String,
+    /// True when goodput started the server itself (the embedded default).
+    #[serde(default)]
+    pub embedded: bool,
+    /// The server's own name for itself (`Server` header), when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+/// The measurement window [T1, T2] on the run's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Window {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub duration_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Compat {
+    pub vllm: VllmCompat,
+}

@@ -1,0 +1,28 @@
+//! Durations travel as integer nanoseconds so that a saved record reads back
+//! bit-for-bit and `report` recomputes exactly the live run's numbers.
+
+use serde::{Deserialize, Deserializer, Serializer};
+use std::time::Duration;
+
+pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_nanos() as u64)
+}
+
+pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    Ok(Duration::from_nanos(u64::deserialize(d)?))
+}
+
+pub mod option {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_nanos() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_nanos))
+    }
+}

@@ -1,0 +1,220 @@
+//! Exact statistics over a run's samples: percentiles by linear interpolation
+//! between closest ranks (numpy's default), mean, population std, min, max.
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// The `p`-th percentile (0..=100) of sorted `samples`, interpolating linearly
+/// between closest ranks as numpy's default does. `None` when empty. An
+/// infinite sample (a failure in the error-adjusted view) yields `+∞` once the
+/// interpolation reaches it.
+///
+/// ```
+/// use goodput_core::percentile;
+/// let s = [1.0, 2.0, 3.0, 4.0];
+/// assert_eq!(percentile(&s, 50.0), Some(2.5));
+/// assert_eq!(percentile(&s, 0.0), Some(1.0));
+/// assert_eq!(percentile(&s, 100.0), Some(4.0));
+/// assert!((percentile(&s, 90.0).unwrap() - 3.7).abs() < 1e-12);
+/// ```
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let p = p.clamp(0.0, 100.0);
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let (a, b) = (sorted[lo], sorted[hi]);
+    if lo == hi || a == b {
+        return Some(a);
+    }
+    if b.is_infinite() {
+        return Some(f64::INFINITY);
+    }
+    Some(a + (b - a) * (rank - lo as f64))
+}
+
+/// Summary of one metric's samples. Fields are `None` when there were no
+/// samples (or, for percentiles, when the value is infinite).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Distribution {
+    pub count: u64,
+    pub mean: Option<f64>,
+    pub std: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// `(p, value)` pairs in the order asked for.
+    pub percentiles: Vec<(f64, Option<f64>)>,
+}
+
+impl Distribution {
+    /// Summarises `samples` (any order; sorted in place).
+    pub fn from_samples(samples: &mut [f64], percentiles: &[f64]) -> Self {
+        samples.sort_by(|a, b| a.total_cmp(b));
+        Self::from_sorted(samples, percentiles)
+    }
+
+    pub fn from_sorted(sorted: &[f64], percentiles: &[f64]) -> Self {
+        let n = sorted.len();
+        let finite = |v: f64| if v.is_finite() { Some(v) } else { None };
+        let ps = percentiles
+            .iter()
+            .map(|&p| (p, percentile(sorted, p).and_then(finite)))
+            .collect();
+        if n == 0 {
+            return Distribution { percentiles: ps, ..Default::default() };
+        }
+        let mean = sorted.iter().sum::<f64>() / n as f64;
+        let var = sorted.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+        Distribution {
+            count: n as u64,
+            mean: finite(mean),
+            std: finite(var.sqrt()),
+            min: finite(sorted[0]),
+            max: finite(sorted[n - 1]),
+            percentiles: ps,
+        }
+    }
+
+    /// The value at percentile `p`, if it was computed.
+    pub fn p(&self, p: f64) -> Option<f64> {
+        self.percentiles.iter().find(|(q, _)| *q == p).and_then(|(_, v)| *v)
+    }
+}
+
+/// `p99.9` → `p99_9`, `p50` → `p50`: the JSON key of a percentile.
+pub fn percentile_key(p: f64) -> String {
+    let s = format!("{p}");
+    format!("p{}", s.replace('.', "_"))
+}
+
+fn parse_percentile_key(k: &str) -> Option<f64> {
+    k.strip_prefix('p')?.replace('_', ".").parse().ok()
+}
+
+impl Serialize for Distribution {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("count", &self.count)?;
+        m.serialize_entry("mean", &self.mean)?;
+        m.serialize_entry("std", &self.std)?;
+        m.serialize_entry("min", &self.min)?;
+        for (p, v) in &self.percentiles {
+            m.serialize_entry(&percentile_key(*p), v)?;
+        }
+        m.serialize_entry("max", &self.max)?;
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Distribution {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Distribution;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a distribution {count, mean, std, min, pNN…, max}")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Distribution, A::Error> {
+                let mut d = Distribution::default();
+                while let Some(k) = map.next_key::<String>()? {
+                    match k.as_str() {
+                        "count" => d.count = map.next_value()?,
+                        "mean" => d.mean = map.next_value()?,
+                        "std" => d.std = map.next_value()?,
+                        "min" => d.min = map.next_value()?,
+                        "max" => d.max = map.next_value()?,
+                        other => match parse_percentile_key(other) {
+                            Some(p) => d.percentiles.push((p, map.next_value()?)),
+                            None => return Err(de::Error::unknown_field(other, &["count", "mean", "std", "min", "pNN", "max"])),
+                        },
+                    }
+                }
+                Ok(d)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// An independent oracle: numpy's "linear" method written from its
+    /// definition (virtual index (n−1)·q, then interpolate).
+    fn oracle(samples: &[f64], p: f64) -> f64 {
+        let mut v = samples.to_vec();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let h = (v.len() as f64 - 1.0) * p / 100.0;
+        let i = h as usize;
+        if i + 1 >= v.len() {
+            return v[v.len() - 1];
+        }
+        v[i] + (h - i as f64) * (v[i + 1] - v[i])
+    }
+
+    #[test]
+    fn table_of_known_values() {
+        // numpy.percentile([15, 20, 35, 40, 50], [5, 30, 40, 50, 100])
+        let s = [15.0, 20.0, 35.0, 40.0, 50.0];
+        let cases = [(5.0, 16.0), (30.0, 23.0), (40.0, 29.0), (50.0, 35.0), (100.0, 50.0)];
+        for (p, want) in cases {
+            let got = percentile(&s, p).unwrap();
+            assert!((got - want).abs() < 1e-9, "p{p}: {got} != {want}");
+        }
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile(&[3.0], 99.0), Some(3.0));
+    }
+
+    #[test]
+    fn infinite_samples_propagate() {
+        let s = [1.0, 2.0, f64::INFINITY];
+        assert_eq!(percentile(&s, 50.0), Some(2.0));
+        assert_eq!(percentile(&s, 75.0), Some(f64::INFINITY));
+        let d = Distribution::from_sorted(&s, &[50.0, 99.0]);
+        assert_eq!(d.p(50.0), Some(2.0));
+        assert_eq!(d.p(99.0), None);
+        assert_eq!(d.max, None);
+    }
+
+    #[test]
+    fn std_is_population() {
+        let d = Distribution::from_samples(&mut [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0], &[50.0]);
+        assert_eq!(d.mean, Some(5.0));
+        assert_eq!(d.std, Some(2.0));
+    }
+
+    #[test]
+    fn serialises_with_percentile_keys_and_reads_back() {
+        let d = Distribution::from_samples(&mut [1.0, 2.0, 3.0], &[50.0, 99.9]);
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["p50"], 2.0);
+        assert!(v.get("p99_9").is_some());
+        let back: Distribution = serde_json::from_value(v).unwrap();
+        assert_eq!(back, d);
+    }
+
+    proptest! {
+        #[test]
+        fn matches_oracle(mut v in prop::collection::vec(-1e6f64..1e6, 1..200), p in 0.0f64..=100.0) {
+            let want = oracle(&v, p);
+            v.sort_by(|a, b| a.total_cmp(b));
+            let got = percentile(&v, p).unwrap();
+            prop_assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "{} vs {}", got, want);
+        }
+
+        #[test]
+        fn monotonic_and_bounded(mut v in prop::collection::vec(-1e6f64..1e6, 1..200), a in 0.0f64..=100.0, b in 0.0f64..=100.0) {
+            v.sort_by(|a, b| a.total_cmp(b));
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            let (x, y) = (percentile(&v, lo).unwrap(), percentile(&v, hi).unwrap());
+            prop_assert!(x <= y);
+            prop_assert!(v[0] <= x && y <= v[v.len() - 1]);
+        }
+    }
+}

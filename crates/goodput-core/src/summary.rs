@@ -1,0 +1,494 @@
+//! Run-level analysis: the measurement window, latency distributions,
+//! throughput, in-flight load, failures, the error-adjusted view and the
+//! vLLM-named compatibility view. A pure function of the records, so a saved
+//! run re-analysed gives the live run's numbers.
+
+use crate::metrics::{ms, RequestMetrics};
+use crate::record::{CountSource, Outcome, RequestRecord};
+use crate::result::Window;
+use crate::stats::{percentile_key, Distribution};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What to compute beyond the records themselves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalysisOptions {
+    /// Percentiles to report for every latency metric (0..=100).
+    pub percentiles: Vec<f64>,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions { percentiles: crate::DEFAULT_PERCENTILES.to_vec() }
+    }
+}
+
+/// The result of analysing one run's records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub window: Window,
+    pub summary: Summary,
+    pub vllm: VllmCompat,
+    pub warnings: Vec<String>,
+}
+
+/// DESIGN §8 `summary`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub ttft_ms: Distribution,
+    pub ttft_content_ms: Distribution,
+    pub tpot_ms: Distribution,
+    pub itl_ms: Distribution,
+    pub chunk_gap_ms: Distribution,
+    pub itl_max_ms: Distribution,
+    pub e2e_ms: Distribution,
+    pub ttfb_ms: Distribution,
+    pub client_queue_ms: Distribution,
+    pub requests: RequestCounts,
+    pub throughput: Throughput,
+    pub in_flight: InFlight,
+    pub tokens: TokenTotals,
+    /// Latencies over all finished requests with each failure counted as +∞
+    /// (`null` where a percentile lands on a failure).
+    pub error_adjusted: ErrorAdjusted,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RequestCounts {
+    /// Measured requests sent (warm-up excluded).
+    pub sent: u64,
+    /// Succeeded.
+    pub completed: u64,
+    /// Failed, of any kind.
+    pub failed: u64,
+    /// Stopped before they finished (Ctrl-C, end of run); neither success nor failure.
+    pub cancelled: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Warm-up requests, sent before the window and excluded from it.
+    pub warmup: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Throughput {
+    pub requests_per_s: f64,
+    pub input_tokens_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub total_tokens_per_s: f64,
+    /// Highest output rate over any whole 1 s bucket of the window.
+    pub peak_output_tokens_per_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InFlight {
+    /// Time-weighted mean of requests in flight over the window.
+    pub mean: f64,
+    pub peak: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TokenTotals {
+    /// Input and output tokens of completed requests.
+    pub input: u64,
+    pub output: u64,
+    /// Output tokens of every measured request, failed and cancelled included.
+    pub output_all: u64,
+    /// How many completed requests took their output count from each source.
+    pub output_sources: BTreeMap<String, u64>,
+    /// Completed requests whose output length differs from the `max_tokens` asked.
+    pub length_mismatches: u64,
+    /// Requests where the server's usage and the client tokenizer disagree.
+    pub usage_tokenizer_disagreements: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ErrorAdjusted {
+    pub ttft_ms: Distribution,
+    pub e2e_ms: Distribution,
+}
+
+/// The run under the names and formulas of vLLM's `bench serve`: TPOT is
+/// (e2e − ttft)/(n_out − 1), ITL is the raw gap between chunks, throughput is
+/// over completed requests. Timestamps are goodput's (first output-bearing
+/// chunk), not vLLM's first chunk with any `choices`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct VllmCompat {
+    pub completed: u64,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    pub duration: f64,
+    pub request_throughput: f64,
+    pub output_throughput: f64,
+    pub total_token_throughput: f64,
+    pub mean_ttft_ms: Option<f64>,
+    pub median_ttft_ms: Option<f64>,
+    pub std_ttft_ms: Option<f64>,
+    pub p99_ttft_ms: Option<f64>,
+    pub mean_tpot_ms: Option<f64>,
+    pub median_tpot_ms: Option<f64>,
+    pub std_tpot_ms: Option<f64>,
+    pub p99_tpot_ms: Option<f64>,
+    pub mean_itl_ms: Option<f64>,
+    pub median_itl_ms: Option<f64>,
+    pub std_itl_ms: Option<f64>,
+    pub p99_itl_ms: Option<f64>,
+    pub mean_e2el_ms: Option<f64>,
+    pub median_e2el_ms: Option<f64>,
+    pub std_e2el_ms: Option<f64>,
+    pub p99_e2el_ms: Option<f64>,
+    /// `p{N}_{metric}_ms` for every other requested percentile, as vLLM's
+    /// `--metric-percentiles` names them.
+    #[serde(flatten)]
+    pub other_percentiles: BTreeMap<String, Option<f64>>,
+}
+
+/// Analyses a run's records.
+pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
+    let ps = &opts.percentiles;
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.outcome.is_success()).collect();
+
+    let (t1, t2) = window_of(&measured);
+    let dur = t2.saturating_sub(t1).as_secs_f64();
+    let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
+
+    let dist = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+        let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
+        Distribution::from_samples(&mut v, ps)
+    };
+    let pooled = |f: &dyn Fn(&RequestRecord) -> Vec<Duration>| {
+        let mut v: Vec<f64> = ok.iter().flat_map(|r| f(r)).map(ms).collect();
+        Distribution::from_samples(&mut v, ps)
+    };
+
+    let mut counts = RequestCounts {
+        sent: measured.len() as u64,
+        warmup: (records.len() - measured.len()) as u64,
+        ..Default::default()
+    };
+    for r in &measured {
+        match &r.outcome {
+            Outcome::Success => counts.completed += 1,
+            Outcome::Failed { kind, .. } => {
+                counts.failed += 1;
+                *counts.errors_by_kind.entry(kind.to_string()).or_default() += 1;
+            }
+            Outcome::Cancelled => counts.cancelled += 1,
+        }
+    }
+
+    let mut tokens = TokenTotals {
+        input: ok.iter().map(|r| r.input_tokens).sum(),
+        output: ok.iter().map(|r| r.output_tokens).sum(),
+        output_all: measured.iter().map(|r| r.output_tokens).sum(),
+        ..Default::default()
+    };
+    for r in &ok {
+        *tokens.output_sources.entry(r.output_tokens_source.to_string()).or_default() += 1;
+        if r.counts.requested_completion.is_some_and(|asked| asked != r.output_tokens) {
+            tokens.length_mismatches += 1;
+        }
+    }
+    tokens.usage_tokenizer_disagreements = measured
+        .iter()
+        .filter(|r| matches!((r.counts.usage_completion, r.counts.tokenizer_completion), (Some(a), Some(b)) if a != b))
+        .count() as u64;
+
+    let throughput = Throughput {
+        requests_per_s: per_s(counts.completed as f64),
+        input_tokens_per_s: per_s(tokens.input as f64),
+        output_tokens_per_s: per_s(tokens.output as f64),
+        total_tokens_per_s: per_s((tokens.input + tokens.output) as f64),
+        peak_output_tokens_per_s: peak_rate(&ok, t1, t2),
+    };
+
+    let finished: Vec<&RequestRecord> =
+        measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
+    let adjusted = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+        let mut v: Vec<f64> = finished
+            .iter()
+            .map(|r| if r.outcome.is_success() { f(r).map(ms).unwrap_or(f64::INFINITY) } else { f64::INFINITY })
+            .collect();
+        Distribution::from_samples(&mut v, ps)
+    };
+
+    let summary = Summary {
+        ttft_ms: dist(&|r| r.ttft()),
+        ttft_content_ms: dist(&|r| r.ttft_content()),
+        tpot_ms: dist(&|r| r.tpot()),
+        itl_ms: pooled(&|r| r.itl_samples()),
+        chunk_gap_ms: pooled(&|r| r.chunk_gaps()),
+        itl_max_ms: dist(&|r| r.itl_max()),
+        e2e_ms: dist(&|r| r.e2e()),
+        ttfb_ms: dist(&|r| r.ttfb()),
+        client_queue_ms: {
+            let mut v: Vec<f64> = measured.iter().map(|r| ms(r.client_queue())).collect();
+            Distribution::from_samples(&mut v, ps)
+        },
+        requests: counts,
+        throughput,
+        in_flight: in_flight(records, t1, t2),
+        tokens,
+        error_adjusted: ErrorAdjusted { ttft_ms: adjusted(&|r| r.ttft()), e2e_ms: adjusted(&|r| r.e2e()) },
+    };
+
+    let vllm = vllm_compat(&ok, &summary, ps, dur);
+    let warnings = warnings(&summary);
+    Analysis {
+        window: Window { start_s: t1.as_secs_f64(), end_s: t2.as_secs_f64(), duration_s: dur },
+        summary,
+        vllm,
+        warnings,
+    }
+}
+
+/// [T1, T2]: from the first measured request's send to the last one's end.
+fn window_of(measured: &[&RequestRecord]) -> (Duration, Duration) {
+    let t1 = measured.iter().map(|r| r.sent).min().unwrap_or_default();
+    let t2 = measured.iter().map(|r| r.end).max().unwrap_or_default();
+    (t1, t2.max(t1))
+}
+
+/// Peak output tokens/s over whole 1 s buckets starting at T1; over the whole
+/// window when it is shorter than a second.
+fn peak_rate(ok: &[&RequestRecord], t1: Duration, t2: Duration) -> f64 {
+    let dur = t2.saturating_sub(t1);
+    let full = dur.as_secs() as usize;
+    if full == 0 {
+        let total: u64 = ok.iter().map(|r| r.output_tokens).sum();
+        return if dur.is_zero() { 0.0 } else { total as f64 / dur.as_secs_f64() };
+    }
+    let mut buckets = vec![0u64; full];
+    for c in ok.iter().flat_map(|r| r.chunks.iter()) {
+        if c.t < t1 {
+            continue;
+        }
+        let i = (c.t - t1).as_secs() as usize;
+        if i < full {
+            buckets[i] += c.tokens as u64;
+        }
+    }
+    buckets.into_iter().max().unwrap_or(0) as f64
+}
+
+/// Time-weighted mean and peak of requests in flight (warm-up included: they
+/// load the server too) over [T1, T2].
+fn in_flight(records: &[RequestRecord], t1: Duration, t2: Duration) -> InFlight {
+    let mut events: Vec<(Duration, i64)> = Vec::with_capacity(records.len() * 2);
+    for r in records {
+        events.push((r.sent, 1));
+        events.push((r.end.max(r.sent), -1));
+    }
+    // Ends sort before starts at the same instant: a request that ends as
+    // another begins does not overlap it.
+    events.sort_by_key(|&(t, d)| (t, d));
+    let (mut level, mut peak, mut area) = (0i64, 0i64, 0f64);
+    for (i, &(t, d)) in events.iter().enumerate() {
+        level += d;
+        // `level` holds on [t, next event).
+        let next = events.get(i + 1).map_or(Duration::MAX, |e| e.0);
+        let (from, until) = (t.max(t1), next.min(t2));
+        if until > from {
+            peak = peak.max(level);
+            area += level as f64 * (until - from).as_secs_f64();
+        }
+    }
+    let dur = t2.saturating_sub(t1).as_secs_f64();
+    InFlight { mean: if dur > 0.0 { area / dur } else { 0.0 }, peak: peak.max(0) as u64 }
+}
+
+fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f64) -> VllmCompat {
+    let ps_all: Vec<f64> = {
+        let mut v = ps.to_vec();
+        for p in [50.0, 99.0] {
+            if !v.contains(&p) {
+                v.push(p);
+            }
+        }
+        v
+    };
+    let from = |f: &dyn Fn(&RequestRecord) -> Vec<Duration>| {
+        let mut v: Vec<f64> = ok.iter().flat_map(|r| f(r)).map(ms).collect();
+        Distribution::from_samples(&mut v, &ps_all)
+    };
+    let ttft = from(&|r| r.ttft().into_iter().collect());
+    let tpot = from(&|r| r.tpot_vllm().into_iter().collect());
+    let itl = from(&|r| r.chunk_gaps());
+    let e2el = from(&|r| r.e2e().into_iter().collect());
+    let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
+    let mut other = BTreeMap::new();
+    for (name, d) in [("ttft", &ttft), ("tpot", &tpot), ("itl", &itl), ("e2el", &e2el)] {
+        for &p in ps {
+            if p != 99.0 {
+                let key = percentile_key(p).replace('_', ".");
+                other.insert(format!("{key}_{name}_ms"), d.p(p));
+            }
+        }
+    }
+    VllmCompat {
+        completed: s.requests.completed,
+        total_input_tokens: s.tokens.input,
+        total_output_tokens: s.tokens.output,
+        duration: dur,
+        request_throughput: per_s(s.requests.completed as f64),
+        output_throughput: per_s(s.tokens.output as f64),
+        total_token_throughput: per_s((s.tokens.input + s.tokens.output) as f64),
+        mean_ttft_ms: ttft.mean,
+        median_ttft_ms: ttft.p(50.0),
+        std_ttft_ms: ttft.std,
+        p99_ttft_ms: ttft.p(99.0),
+        mean_tpot_ms: tpot.mean,
+        median_tpot_ms: tpot.p(50.0),
+        std_tpot_ms: tpot.std,
+        p99_tpot_ms: tpot.p(99.0),
+        mean_itl_ms: itl.mean,
+        median_itl_ms: itl.p(50.0),
+        std_itl_ms: itl.std,
+        p99_itl_ms: itl.p(99.0),
+        mean_e2el_ms: e2el.mean,
+        median_e2el_ms: e2el.p(50.0),
+        std_e2el_ms: e2el.std,
+        p99_e2el_ms: e2el.p(99.0),
+        other_percentiles: other,
+    }
+}
+
+fn warnings(s: &Summary) -> Vec<String> {
+    let mut w = Vec::new();
+    let t = &s.tokens;
+    if t.length_mismatches > 0 {
+        w.push(format!(
+            "{} of {} completed requests returned a different number of output tokens than max_tokens asked for; \
+             the server may stop at end-of-sequence: pass --ignore-eos if it supports ignore_eos/min_tokens",
+            t.length_mismatches, s.requests.completed
+        ));
+    }
+    if t.usage_tokenizer_disagreements > 0 {
+        w.push(format!(
+            "the server's usage and the client tokenizer disagree on the output length of {} requests; \
+             usage counts were used (check that --tokenizer matches the served model)",
+            t.usage_tokenizer_disagreements
+        ));
+    }
+    let by_chunks = t.output_sources.get(&CountSource::Chunks.to_string()).copied().unwrap_or(0);
+    if by_chunks > 0 {
+        w.push(format!(
+            "{by_chunks} completed requests had no usage block and no tokenizer: output tokens were counted as \
+             chunks, which undercounts when a chunk carries several tokens (drop --no-usage, or pass --tokenizer)"
+        ));
+    }
+    if s.requests.sent > 0 && s.requests.completed == 0 {
+        w.push("no request succeeded: latency figures are empty".to_string());
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Channel, FailureKind, OutputChunk};
+
+    fn ms_(x: u64) -> Duration {
+        Duration::from_millis(x)
+    }
+
+    /// A request sent at `sent` ms with `n` one-token chunks every `gap` ms after `ttft` ms.
+    fn req(id: u64, sent: u64, ttft: u64, gap: u64, n: u64) -> RequestRecord {
+        let mut r = RequestRecord::new(id, ms_(sent), ms_(sent));
+        r.first_byte = Some(ms_(sent + 1));
+        r.chunks = (0..n)
+            .map(|i| OutputChunk { t: ms_(sent + ttft + i * gap), tokens: 1, channel: Channel::Content })
+            .collect();
+        r.end = r.chunks.last().map(|c| c.t).unwrap_or(ms_(sent));
+        r.stream_end = Some(r.end);
+        r.input_tokens = 10;
+        r.output_tokens = n;
+        r.output_tokens_source = CountSource::Usage;
+        r.outcome = Outcome::Success;
+        r
+    }
+
+    #[test]
+    fn window_throughput_and_counts() {
+        let mut recs = vec![req(0, 0, 100, 10, 11), req(1, 1000, 100, 10, 11), req(2, 2000, 100, 10, 11)];
+        recs[0].warmup = true;
+        let mut failed = req(3, 1500, 100, 10, 3);
+        failed.outcome = Outcome::Failed { kind: FailureKind::MidStreamError, message: "x".into() };
+        recs.push(failed);
+        let a = analyze(&recs, &AnalysisOptions::default());
+        // Window: first measured send (1000) to last end (2000 + 100 + 100).
+        assert_eq!(a.window.start_s, 1.0);
+        assert!((a.window.end_s - 2.2).abs() < 1e-9);
+        let s = &a.summary;
+        assert_eq!((s.requests.sent, s.requests.completed, s.requests.failed, s.requests.warmup), (3, 2, 1, 1));
+        assert_eq!(s.requests.errors_by_kind.get("mid_stream_error"), Some(&1));
+        assert!((s.throughput.requests_per_s - 2.0 / 1.2).abs() < 1e-9);
+        assert!((s.throughput.output_tokens_per_s - 22.0 / 1.2).abs() < 1e-9);
+        assert!((s.throughput.input_tokens_per_s - 20.0 / 1.2).abs() < 1e-9);
+        assert_eq!(s.ttft_ms.p(50.0), Some(100.0));
+        assert_eq!(s.tpot_ms.p(50.0), Some(10.0));
+        assert_eq!(s.tokens.output_all, 25);
+        // Error-adjusted: one of three is +inf, so p50 is finite and p99 is not.
+        assert_eq!(s.error_adjusted.ttft_ms.p(50.0), Some(100.0));
+        assert_eq!(s.error_adjusted.ttft_ms.p(99.0), None);
+        assert_eq!(a.vllm.completed, 2);
+        assert_eq!(a.vllm.median_tpot_ms, Some(10.0));
+        assert_eq!(a.vllm.mean_itl_ms, Some(10.0));
+    }
+
+    #[test]
+    fn peak_rate_uses_whole_buckets() {
+        // 0..1 s: 10 tokens; 1..2 s: 30 tokens; trailing 0.5 s ignored.
+        let mut r = RequestRecord::new(0, ms_(0), ms_(0));
+        r.chunks = (0..10).map(|i| OutputChunk { t: ms_(i * 100), tokens: 1, channel: Channel::Content }).collect();
+        r.chunks.extend((0..10).map(|i| OutputChunk { t: ms_(1000 + i * 100), tokens: 3, channel: Channel::Content }));
+        r.chunks.push(OutputChunk { t: ms_(2400), tokens: 100, channel: Channel::Content });
+        r.end = ms_(2500);
+        r.output_tokens = 140;
+        r.outcome = Outcome::Success;
+        let a = analyze(&[r], &AnalysisOptions::default());
+        assert_eq!(a.summary.throughput.peak_output_tokens_per_s, 30.0);
+    }
+
+    #[test]
+    fn in_flight_is_time_weighted() {
+        // Two requests overlapping for half of a 2 s window.
+        let mut a = req(0, 0, 500, 500, 4); // 0 .. 2000
+        a.end = ms_(2000);
+        let mut b = req(1, 1000, 500, 500, 2); // 1000 .. 2000
+        b.end = ms_(2000);
+        let s = analyze(&[a, b], &AnalysisOptions::default()).summary;
+        assert!((s.in_flight.mean - 1.5).abs() < 1e-9, "{}", s.in_flight.mean);
+        assert_eq!(s.in_flight.peak, 2);
+    }
+
+    #[test]
+    fn back_to_back_requests_do_not_overlap() {
+        let mut a = req(0, 0, 500, 500, 2);
+        a.end = ms_(1000);
+        let mut b = req(1, 1000, 500, 500, 2);
+        b.end = ms_(2000);
+        let s = analyze(&[a, b], &AnalysisOptions::default()).summary;
+        assert_eq!(s.in_flight.peak, 1);
+        assert!((s.in_flight.mean - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn extra_percentiles_reach_every_view() {
+        let recs: Vec<_> = (0..100).map(|i| req(i, i * 10, 100 + i, 10, 5)).collect();
+        let a = analyze(&recs, &AnalysisOptions { percentiles: vec![50.0, 90.0, 99.9] });
+        let v = serde_json::to_value(&a.summary).unwrap();
+        assert!(v["ttft_ms"]["p99_9"].is_number());
+        let c = serde_json::to_value(&a.vllm).unwrap();
+        assert!(c["p99.9_ttft_ms"].is_number(), "{c}");
+        assert!(c["p99_ttft_ms"].is_number());
+    }
+
+    #[test]
+    fn empty_run_is_well_defined() {
+        let a = analyze(&[], &AnalysisOptions::default());
+        assert_eq!(a.summary.requests.sent, 0);
+        assert_eq!(a.summary.throughput.requests_per_s, 0.0);
+        assert_eq!(a.summary.ttft_ms.p(50.0), None);
+    }
+}
