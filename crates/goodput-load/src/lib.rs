@@ -1,1 +1,18 @@
+//! goodput-load: everything that puts load on a server and records what came
+//! back: workloads, arrival schedules, the OpenAI-compatible streaming client
+//! and the runner that turns a load plan into per-request records.
 
+pub mod client;
+pub mod openai;
+pub mod runner;
+pub mod schedule;
+pub mod sse;
+pub mod tokenizer;
+pub mod workload;
+
+pub use client::{Client, ClientConfig};
+pub use openai::{Api, BodyOptions, PromptBody};
+pub use runner::{run, Backend, Control, LoadPlan, RecordSink, RunOutput};
+pub use schedule::{Arrival, ArrivalSchedule};
+pub use tokenizer::TokenCounter;
+pub use workload::{LengthDist, WorkItem, Workload};

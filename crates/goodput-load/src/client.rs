@@ -1,0 +1,558 @@
+//! The HTTP client that turns one work item into one `RequestRecord`. The
+//! byte-level reading is a pure `ResponseReader` (fed every split of a stream
+//! in tests); `Client::execute` adds the socket, the clock and the timeout.
+
+use crate::openai::{build_body, error_message, parse_chunk, Api, BodyOptions, PromptBody, Usage};
+use crate::sse::{SseEvent, SseReader};
+use crate::tokenizer::TokenCounter;
+use crate::workload::WorkItem;
+use goodput_core::{
+    spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
+};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Reads one response, stream or whole body, into output chunks, counts and
+/// a failure if there was one. Times are offsets on the run's clock.
+#[derive(Debug, Default)]
+pub struct ResponseReader {
+    sse: SseReader,
+    events: Vec<SseEvent>,
+    chunks: Vec<OutputChunk>,
+    /// Each output chunk's text, kept only for per-chunk tokenizer counts.
+    chunk_texts: Option<Vec<String>>,
+    /// Cumulative `usage.completion_tokens` seen on each output chunk.
+    cumulative: Vec<Option<u64>>,
+    text: String,
+    usage: Option<Usage>,
+    done: bool,
+    finish_reason: Option<String>,
+    failure: Option<(FailureKind, String)>,
+    stream_end: Option<Duration>,
+}
+
+impl ResponseReader {
+    pub fn new(keep_chunk_texts: bool) -> Self {
+        ResponseReader { chunk_texts: keep_chunk_texts.then(Vec::new), ..Default::default() }
+    }
+
+    /// True once the stream said all it will say (`[DONE]` or an error).
+    pub fn finished(&self) -> bool {
+        self.done || self.failure.is_some()
+    }
+
+    /// Feeds bytes of an SSE stream read at `t`.
+    pub fn feed(&mut self, bytes: &[u8], t: Duration) {
+        if self.finished() {
+            return;
+        }
+        let mut events = std::mem::take(&mut self.events);
+        self.sse.feed(bytes, &mut events);
+        for ev in events.drain(..) {
+            self.event(ev, t);
+        }
+        self.events = events;
+    }
+
+    /// End of the body at `t`.
+    pub fn end_of_stream(&mut self, t: Duration) {
+        let mut events = Vec::new();
+        self.sse.finish(&mut events);
+        for ev in events {
+            self.event(ev, t);
+        }
+        self.stream_end.get_or_insert(t);
+    }
+
+    /// A whole non-streamed JSON body read at `t`.
+    pub fn whole_body(&mut self, body: &[u8], t: Duration) {
+        let text = String::from_utf8_lossy(body);
+        self.data(&text, t);
+        self.done = true;
+        self.stream_end = Some(t);
+    }
+
+    /// The connection broke while reading.
+    pub fn broken(&mut self, message: String) {
+        if self.failure.is_none() && !self.done {
+            self.failure = Some((FailureKind::TruncatedStream, message));
+        }
+    }
+
+    fn event(&mut self, ev: SseEvent, t: Duration) {
+        if self.finished() {
+            return;
+        }
+        if ev.event.as_deref() == Some("error") {
+            let msg = serde_json::from_str(&ev.data)
+                .map(|v: serde_json::Value| error_message(v.get("error").unwrap_or(&v)))
+                .unwrap_or(ev.data);
+            self.failure = Some((FailureKind::MidStreamError, msg));
+            self.stream_end = Some(t);
+            return;
+        }
+        if ev.data.trim() == "[DONE]" {
+            self.done = true;
+            self.stream_end = Some(t);
+            return;
+        }
+        self.data(&ev.data, t);
+    }
+
+    fn data(&mut self, data: &str, t: Duration) {
+        let info = match parse_chunk(data) {
+            Ok(i) => i,
+            Err(e) => {
+                self.failure = Some((FailureKind::InvalidResponse, e));
+                return;
+            }
+        };
+        if let Some(e) = info.error {
+            self.failure = Some((FailureKind::MidStreamError, e));
+            self.stream_end = Some(t);
+            return;
+        }
+        if let Some(u) = info.usage {
+            self.usage = Some(u);
+        }
+        if info.finish_reason.is_some() {
+            self.finish_reason = info.finish_reason;
+        }
+        if let Some(channel) = info.channel {
+            self.chunks.push(OutputChunk { t, tokens: 0, channel });
+            self.cumulative.push(info.usage.and_then(|u| u.completion_tokens));
+            if let Some(texts) = &mut self.chunk_texts {
+                texts.push(info.text.clone());
+            }
+            self.text.push_str(&info.text);
+        }
+    }
+
+    /// Completes `rec` with what was read: chunks with their token counts, the
+    /// counts and their sources, and the outcome.
+    pub fn into_record(self, rec: &mut RequestRecord, tokenizer: Option<&TokenCounter>, prompt: &PromptBody) {
+        let ResponseReader { chunks, chunk_texts, cumulative, text, usage, done, finish_reason, failure, stream_end, .. } =
+            self;
+        let usage = usage.unwrap_or_default();
+        rec.counts.chunks = chunks.len() as u64;
+        rec.counts.usage_completion = usage.completion_tokens;
+        rec.counts.usage_prompt = usage.prompt_tokens;
+        rec.counts.tokenizer_completion = tokenizer.map(|t| t.count(&text) as u64);
+        if rec.counts.intended_prompt.is_none() && usage.prompt_tokens.is_none() {
+            rec.counts.tokenizer_prompt = tokenizer.map(|t| prompt_tokens(t, prompt));
+        }
+
+        (rec.output_tokens, rec.output_tokens_source) = match (usage.completion_tokens, rec.counts.tokenizer_completion) {
+            (Some(n), _) => (n, CountSource::Usage),
+            (None, Some(n)) => (n, CountSource::Tokenizer),
+            (None, None) => (chunks.len() as u64, CountSource::Chunks),
+        };
+        (rec.input_tokens, rec.input_tokens_source) =
+            match (usage.prompt_tokens, rec.counts.tokenizer_prompt, rec.counts.intended_prompt) {
+                (Some(n), _, _) => (n, CountSource::Usage),
+                (None, Some(n), _) => (n, CountSource::Tokenizer),
+                (None, None, Some(n)) => (n, CountSource::Intended),
+                (None, None, None) => (0, CountSource::Intended),
+            };
+
+        let continuous = !cumulative.is_empty()
+            && cumulative.iter().all(Option::is_some)
+            && cumulative.last().copied().flatten() == Some(rec.output_tokens);
+        let (ks, source): (Vec<u32>, _) = if continuous {
+            let mut prev = 0;
+            let ks = cumulative
+                .iter()
+                .map(|c| {
+                    let c = c.unwrap_or(prev).max(prev);
+                    let k = (c - prev) as u32;
+                    prev = c;
+                    k
+                })
+                .collect();
+            (ks, ChunkTokenSource::ContinuousUsage)
+        } else if let (Some(t), Some(texts)) = (tokenizer, &chunk_texts) {
+            (texts.iter().map(|s| t.count(s) as u32).collect(), ChunkTokenSource::Tokenizer)
+        } else {
+            (spread_evenly(rec.output_tokens, chunks.len()), ChunkTokenSource::Even)
+        };
+        rec.chunk_tokens_source = source;
+        rec.chunks = chunks.into_iter().zip(ks).map(|(c, k)| OutputChunk { tokens: k, ..c }).collect();
+        rec.stream_end = stream_end;
+        rec.finish_reason = finish_reason.clone();
+
+        rec.outcome = match failure {
+            Some((kind, message)) => Outcome::Failed { kind, message },
+            None if !done && finish_reason.is_none() => Outcome::Failed {
+                kind: FailureKind::TruncatedStream,
+                message: "the stream ended before [DONE] or a finish reason".into(),
+            },
+            None if rec.chunks.is_empty() => Outcome::Failed {
+                kind: FailureKind::EmptyOutput,
+                message: format!("the response carried no output (finish reason: {})", finish_reason.as_deref().unwrap_or("none")),
+            },
+            None => Outcome::Success,
+        };
+    }
+}
+
+fn prompt_tokens(t: &TokenCounter, prompt: &PromptBody) -> u64 {
+    match prompt {
+        PromptBody::Text(s) => t.count(s) as u64,
+        PromptBody::Messages(m) => m
+            .iter()
+            .filter_map(|msg| msg.get("content").and_then(|c| c.as_str()))
+            .map(|s| t.count(s) as u64)
+            .sum(),
+    }
+}
+
+/// Client settings shared by every request of a run.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Server root, e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted).
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub body: BodyOptions,
+    pub timeout: Duration,
+}
+
+/// Sends requests and records them.
+pub struct Client {
+    http: reqwest::Client,
+    endpoint: String,
+    cfg: ClientConfig,
+    tokenizer: Option<Arc<TokenCounter>>,
+    server: OnceLock<String>,
+}
+
+/// The root URL without a trailing `/` or `/v1`.
+pub fn normalize_base(url: &str) -> String {
+    let u = url.trim_end_matches('/');
+    u.strip_suffix("/v1").unwrap_or(u).to_owned()
+}
+
+impl Client {
+    pub fn new(cfg: ClientConfig, tokenizer: Option<Arc<TokenCounter>>) -> Result<Self, String> {
+        let base = normalize_base(&cfg.base_url);
+        let parsed = reqwest::Url::parse(&base)
+            .map_err(|e| format!("invalid --url '{}': {e} (expected e.g. http://127.0.0.1:8000)", cfg.base_url))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(format!("invalid --url '{}': the scheme must be http or https", cfg.base_url));
+        }
+        let mut builder = reqwest::Client::builder().tcp_nodelay(true).pool_idle_timeout(Duration::from_secs(30));
+        if matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]" | "::1")) {
+            builder = builder.no_proxy();
+        }
+        let http = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Client { http, endpoint: format!("{base}{}", cfg.body.api.path()), cfg, tokenizer, server: OnceLock::new() })
+    }
+
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    pub fn api(&self) -> Api {
+        self.cfg.body.api
+    }
+
+    /// The `Server` header of the first response, if any came.
+    pub fn server_header(&self) -> Option<String> {
+        self.server.get().cloned()
+    }
+
+    /// Sends one request and records it. `abort` ends it early as `Cancelled`.
+    pub async fn execute(
+        &self,
+        id: u64,
+        item: &WorkItem,
+        scheduled: Duration,
+        origin: Instant,
+        abort: &CancellationToken,
+    ) -> RequestRecord {
+        let body = build_body(&self.cfg.body, &item.prompt, item.max_tokens);
+        let sent = origin.elapsed();
+        let mut rec = RequestRecord::new(id, scheduled, sent);
+        rec.counts.intended_prompt = item.intended_input_tokens;
+        rec.counts.requested_completion = item.max_tokens.map(u64::from);
+        let body = match body {
+            Ok(b) => b,
+            Err(e) => {
+                rec.outcome = Outcome::Failed { kind: FailureKind::InvalidResponse, message: e };
+                return rec;
+            }
+        };
+        let deadline = Instant::now() + self.cfg.timeout;
+        let mut reader = ResponseReader::new(self.tokenizer.is_some());
+        let mut early: Option<Outcome> = None;
+        {
+            let exchange = self.exchange(body, &mut rec, &mut reader, origin);
+            tokio::select! {
+                res = exchange => if let Err(o) = res { early = Some(o) },
+                _ = tokio::time::sleep_until(deadline) => early = Some(Outcome::Failed {
+                    kind: FailureKind::Timeout,
+                    message: format!("no complete response within {:?}", self.cfg.timeout),
+                }),
+                _ = abort.cancelled() => early = Some(Outcome::Cancelled),
+            }
+        }
+        rec.end = origin.elapsed();
+        let prompt = &item.prompt;
+        reader.into_record(&mut rec, self.tokenizer.as_deref(), prompt);
+        if let Some(o) = early {
+            rec.outcome = o;
+        }
+        if let Some(t) = rec.chunks.last().map(|c| c.t).or(rec.stream_end) {
+            rec.end = rec.end.max(t);
+        }
+        rec
+    }
+
+    /// The HTTP exchange. `Err` carries an outcome decided before any body.
+    async fn exchange(
+        &self,
+        body: Vec<u8>,
+        rec: &mut RequestRecord,
+        reader: &mut ResponseReader,
+        origin: Instant,
+    ) -> Result<(), Outcome> {
+        let mut req = self.http.post(&self.endpoint).header("content-type", "application/json").body(body);
+        if self.cfg.body.stream {
+            req = req.header("accept", "text/event-stream");
+        }
+        if let Some(key) = &self.cfg.api_key {
+            req = req.bearer_auth(key);
+        }
+        let mut resp = req.send().await.map_err(|e| Outcome::Failed {
+            kind: if e.is_timeout() { FailureKind::Timeout } else { FailureKind::Connect },
+            message: error_chain(&e),
+        })?;
+        rec.first_byte = Some(origin.elapsed());
+        rec.http_status = Some(resp.status().as_u16());
+        if self.server.get().is_none() {
+            if let Some(s) = resp.headers().get("server").and_then(|v| v.to_str().ok()) {
+                let _ = self.server.set(s.to_owned());
+            }
+        }
+        if !resp.status().is_success() {
+            let status = resp.status();
+            let text = read_limited(&mut resp, 64 * 1024).await;
+            let detail = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .map(|v| error_message(v.get("error").unwrap_or(&v)))
+                .unwrap_or(text);
+            let detail: String = detail.chars().take(500).collect();
+            return Err(Outcome::Failed { kind: FailureKind::HttpStatus, message: format!("HTTP {status}: {detail}") });
+        }
+        let is_json = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("application/json"));
+        if !self.cfg.body.stream || is_json {
+            let mut whole = Vec::new();
+            loop {
+                match resp.chunk().await {
+                    Ok(Some(b)) => whole.extend_from_slice(&b),
+                    Ok(None) => break,
+                    Err(e) => {
+                        reader.broken(format!("the connection broke while reading the body: {}", error_chain(&e)));
+                        return Ok(());
+                    }
+                }
+            }
+            reader.whole_body(&whole, origin.elapsed());
+            return Ok(());
+        }
+        loop {
+            match resp.chunk().await {
+                Ok(Some(bytes)) => {
+                    // Stamped before any parsing: the moment the bytes left the socket.
+                    let t = origin.elapsed();
+                    reader.feed(&bytes, t);
+                    if reader.finished() {
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    reader.end_of_stream(origin.elapsed());
+                    break;
+                }
+                Err(e) => {
+                    reader.end_of_stream(origin.elapsed());
+                    reader.broken(format!("the connection broke mid-stream: {}", error_chain(&e)));
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn read_limited(resp: &mut reqwest::Response, limit: usize) -> String {
+    let mut buf = Vec::new();
+    while let Ok(Some(b)) = resp.chunk().await {
+        buf.extend_from_slice(&b);
+        if buf.len() >= limit {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&buf).trim().to_owned()
+}
+
+/// An error with its causes, `a: b: c`, as people need to see it.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::{Channel, RequestMetrics};
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/");
+
+    fn read(bytes: &[u8], splits: &[usize]) -> RequestRecord {
+        let mut r = ResponseReader::new(false);
+        let mut last = 0;
+        for (i, &s) in splits.iter().chain(std::iter::once(&bytes.len())).enumerate() {
+            r.feed(&bytes[last..s], Duration::from_millis(i as u64 * 10));
+            last = s;
+        }
+        r.end_of_stream(Duration::from_secs(9));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        rec
+    }
+
+    /// Everything but the timestamps, which depend on the split.
+    fn shape(r: &RequestRecord) -> (u64, u64, usize, Vec<u32>, Outcome, Option<String>) {
+        (r.output_tokens, r.input_tokens, r.chunks.len(), r.chunks.iter().map(|c| c.tokens).collect(), r.outcome.clone(), r.finish_reason.clone())
+    }
+
+    #[test]
+    fn recorded_streams_read_the_same_at_every_split() {
+        for (file, n_out, n_in, chunks) in [
+            ("chat-stream-usage.sse", 24, 15, 24),
+            ("completions-stream-usage.sse", 24, 4, 24),
+        ] {
+            let bytes = std::fs::read(format!("{FIX}{file}")).unwrap();
+            let whole = read(&bytes, &[]);
+            assert_eq!(whole.outcome, Outcome::Success, "{file}");
+            assert_eq!((whole.output_tokens, whole.input_tokens, whole.chunks.len()), (n_out, n_in, chunks), "{file}");
+            assert_eq!(whole.output_tokens_source, CountSource::Usage);
+            for i in 0..=bytes.len() {
+                assert_eq!(shape(&read(&bytes, &[i])), shape(&whole), "{file} split at {i}");
+            }
+            // Three-way splits across a sample of positions.
+            for i in (0..bytes.len()).step_by(97) {
+                for j in (i..bytes.len()).step_by(89) {
+                    assert_eq!(shape(&read(&bytes, &[i, j])), shape(&whole), "{file} split at {i},{j}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn usage_on_the_last_choice_chunk_is_found_even_unasked() {
+        // llama.cpp puts usage on its final `"text": ""` chunk even without include_usage.
+        let bytes = std::fs::read(format!("{FIX}completions-stream.sse")).unwrap();
+        let rec = read(&bytes, &[]);
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (16, CountSource::Usage));
+    }
+
+    #[test]
+    fn stream_without_usage_counts_chunks() {
+        let s = b"data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+        let rec = read(s, &[]);
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (2, CountSource::Chunks));
+        assert_eq!(rec.input_tokens_source, CountSource::Intended);
+    }
+
+    #[test]
+    fn a_chunk_is_stamped_when_its_last_byte_arrives() {
+        let s = b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n";
+        let first_content = s.windows(7).position(|w| w == b"content").unwrap();
+        let rec = read(s, &[first_content, first_content + 30]);
+        // Split 0 → t=0 (role only), split 1 → t=10 ms completes the first content event.
+        assert_eq!(rec.chunks[0].t, Duration::from_millis(10));
+        assert_eq!(rec.chunks[1].t, Duration::from_millis(20));
+        assert_eq!(rec.ttft(), Some(Duration::from_millis(10)));
+    }
+
+    #[test]
+    fn failures_are_classified() {
+        let err = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"error\":{\"message\":\"engine died\"}}\n\n";
+        let rec = read(err, &[]);
+        assert_eq!(rec.outcome, Outcome::Failed { kind: FailureKind::MidStreamError, message: "engine died".into() });
+        assert_eq!(rec.chunks.len(), 1, "output before the error is kept");
+
+        let ev = b"event: error\ndata: {\"message\":\"overloaded\"}\n\n";
+        assert_eq!(read(ev, &[]).outcome.failure_kind(), Some(FailureKind::MidStreamError));
+
+        let cut = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+        assert_eq!(read(cut, &[]).outcome.failure_kind(), Some(FailureKind::TruncatedStream));
+
+        let empty = b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+        assert_eq!(read(empty, &[]).outcome.failure_kind(), Some(FailureKind::EmptyOutput));
+
+        let junk = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {oops\n\n";
+        assert_eq!(read(junk, &[]).outcome.failure_kind(), Some(FailureKind::InvalidResponse));
+
+        // A finish reason without [DONE] is a complete answer.
+        let no_done = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n";
+        assert_eq!(read(no_done, &[]).outcome, Outcome::Success);
+    }
+
+    #[test]
+    fn continuous_usage_gives_per_chunk_counts() {
+        let s = b"data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}],\"usage\":{\"completion_tokens\":2}}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"c\"}}],\"usage\":{\"completion_tokens\":3}}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":7}}\n\ndata: [DONE]\n\n";
+        let rec = read(s, &[]);
+        assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
+        assert_eq!(rec.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), vec![2, 1, 4]);
+    }
+
+    #[test]
+    fn whole_body_is_one_chunk() {
+        let body = std::fs::read(format!("{FIX}chat-nostream.json")).unwrap();
+        let mut r = ResponseReader::new(false);
+        r.whole_body(&body, Duration::from_millis(50));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!(rec.chunks.len(), 1);
+        assert_eq!(rec.chunks[0].channel, Channel::Content);
+        assert_eq!(rec.chunks[0].tokens as u64, rec.output_tokens);
+        assert_eq!(rec.tpot(), None);
+    }
+
+    #[test]
+    fn tokenizer_counts_when_usage_is_absent() {
+        let tok = TokenCounter::from_file(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny-bpe-tokenizer.json"))).unwrap();
+        let s = b"data: {\"choices\":[{\"delta\":{\"content\":\"the\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" other\"}}]}\n\ndata: [DONE]\n\n";
+        let mut r = ResponseReader::new(true);
+        r.feed(s, Duration::from_millis(1));
+        r.end_of_stream(Duration::from_millis(2));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, Some(&tok), &PromptBody::Text("and of".into()));
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (4, CountSource::Tokenizer));
+        assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::Tokenizer);
+        assert_eq!(rec.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!((rec.input_tokens, rec.input_tokens_source), (2, CountSource::Tokenizer));
+    }
+}

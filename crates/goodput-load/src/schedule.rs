@@ -1,0 +1,134 @@
+//! Open-loop arrival schedules: absolute send offsets from the run's origin,
+//! drawn ahead from a seed. Offsets accumulate in f64 seconds and are never
+//! re-derived from a sleep, so a late send never delays the next one.
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp, Gamma};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// How inter-arrival gaps are drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrival {
+    /// Exponential gaps with mean 1/rate.
+    Poisson,
+    /// Gamma gaps with shape = burstiness and scale = 1/(rate·burstiness);
+    /// burstiness 1 is Poisson, below 1 burstier, above 1 more regular.
+    Gamma { burstiness: f64 },
+    /// Exactly 1/rate apart.
+    Constant,
+}
+
+impl FromStr for Arrival {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "poisson" => Ok(Arrival::Poisson),
+            "gamma" => Ok(Arrival::Gamma { burstiness: 1.0 }),
+            "constant" => Ok(Arrival::Constant),
+            other => Err(format!("unknown arrival process '{other}': use poisson, gamma or constant")),
+        }
+    }
+}
+
+/// An endless, deterministic sequence of absolute send offsets. The first
+/// request goes at 0.
+pub struct ArrivalSchedule {
+    gaps: Gaps,
+    rng: StdRng,
+    next_s: f64,
+}
+
+enum Gaps {
+    Exp(Exp<f64>),
+    Gamma(Gamma<f64>),
+    Constant(f64),
+}
+
+impl ArrivalSchedule {
+    pub fn new(rate: f64, arrival: Arrival, seed: u64) -> Result<Self, String> {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(format!("--rate must be a positive number of requests per second, not {rate}"));
+        }
+        let gaps = match arrival {
+            Arrival::Poisson => Gaps::Exp(Exp::new(rate).map_err(|e| e.to_string())?),
+            Arrival::Gamma { burstiness } => {
+                if !(burstiness.is_finite() && burstiness > 0.0) {
+                    return Err(format!("--burstiness must be a positive number, not {burstiness}"));
+                }
+                Gaps::Gamma(Gamma::new(burstiness, 1.0 / (rate * burstiness)).map_err(|e| e.to_string())?)
+            }
+            Arrival::Constant => Gaps::Constant(1.0 / rate),
+        };
+        Ok(ArrivalSchedule { gaps, rng: StdRng::seed_from_u64(seed), next_s: 0.0 })
+    }
+}
+
+impl Iterator for ArrivalSchedule {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let at = self.next_s;
+        self.next_s += match &self.gaps {
+            Gaps::Exp(d) => d.sample(&mut self.rng),
+            Gaps::Gamma(d) => d.sample(&mut self.rng),
+            Gaps::Constant(g) => *g,
+        };
+        Some(Duration::from_secs_f64(at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gaps(rate: f64, arrival: Arrival, n: usize) -> Vec<f64> {
+        let times: Vec<f64> = ArrivalSchedule::new(rate, arrival, 42).unwrap().take(n + 1).map(|d| d.as_secs_f64()).collect();
+        times.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    fn mean_cv(g: &[f64]) -> (f64, f64) {
+        let m = g.iter().sum::<f64>() / g.len() as f64;
+        let var = g.iter().map(|x| (x - m).powi(2)).sum::<f64>() / g.len() as f64;
+        (m, var.sqrt() / m)
+    }
+
+    #[test]
+    fn poisson_has_the_rate_and_unit_cv() {
+        let (m, cv) = mean_cv(&gaps(20.0, Arrival::Poisson, 50_000));
+        assert!((m - 0.05).abs() / 0.05 < 0.02, "mean gap {m}");
+        assert!((cv - 1.0).abs() < 0.03, "cv {cv}");
+    }
+
+    #[test]
+    fn gamma_shape_sets_the_burstiness() {
+        // CV of a gamma gap is 1/sqrt(shape).
+        for b in [0.25, 1.0, 4.0] {
+            let (m, cv) = mean_cv(&gaps(10.0, Arrival::Gamma { burstiness: b }, 50_000));
+            assert!((m - 0.1).abs() / 0.1 < 0.03, "b={b} mean gap {m}");
+            let want = 1.0 / f64::sqrt(b);
+            assert!((cv - want).abs() / want < 0.05, "b={b} cv {cv} want {want}");
+        }
+    }
+
+    #[test]
+    fn constant_is_exact_and_absolute() {
+        let times: Vec<Duration> = ArrivalSchedule::new(4.0, Arrival::Constant, 0).unwrap().take(1001).collect();
+        assert_eq!(times[0], Duration::ZERO);
+        assert_eq!(times[1], Duration::from_millis(250));
+        // No drift after a thousand gaps.
+        assert_eq!(times[1000], Duration::from_secs(250));
+    }
+
+    #[test]
+    fn same_seed_same_schedule_and_bad_inputs_are_errors() {
+        let a: Vec<_> = ArrivalSchedule::new(5.0, Arrival::Poisson, 7).unwrap().take(10).collect();
+        let b: Vec<_> = ArrivalSchedule::new(5.0, Arrival::Poisson, 7).unwrap().take(10).collect();
+        assert_eq!(a, b);
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+        assert!(ArrivalSchedule::new(0.0, Arrival::Poisson, 0).is_err());
+        assert!(ArrivalSchedule::new(1.0, Arrival::Gamma { burstiness: 0.0 }, 0).is_err());
+        assert!("weird".parse::<Arrival>().unwrap_err().contains("poisson"));
+    }
+}

@@ -1,0 +1,161 @@
+//! A Server-Sent Events reader fed raw bytes as they come off the socket.
+//! Events may be split anywhere across reads; lines end in LF, CRLF or CR;
+//! comments and keep-alives are dropped; multi-line `data:` joins with LF.
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, when the server named the event type.
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// Incremental SSE parser (WHATWG "interpreting an event stream").
+#[derive(Debug, Default)]
+pub struct SseReader {
+    line: Vec<u8>,
+    data: String,
+    has_data: bool,
+    event: Option<String>,
+    /// The previous byte was a CR: a following LF belongs to the same line end.
+    after_cr: bool,
+}
+
+impl SseReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds bytes; complete events are appended to `out`.
+    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        if self.after_cr {
+            self.after_cr = false;
+            if let Some(rest) = bytes.strip_prefix(b"\n") {
+                bytes = rest;
+            }
+        }
+        while let Some(pos) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            self.line.extend_from_slice(&bytes[..pos]);
+            let line = std::mem::take(&mut self.line);
+            self.process_line(&line, out);
+            self.line = line;
+            self.line.clear();
+            if bytes[pos] == b'\r' {
+                match bytes.get(pos + 1) {
+                    Some(b'\n') => bytes = &bytes[pos + 2..],
+                    Some(_) => bytes = &bytes[pos + 1..],
+                    None => {
+                        self.after_cr = true;
+                        bytes = &[];
+                    }
+                }
+            } else {
+                bytes = &bytes[pos + 1..];
+            }
+        }
+        self.line.extend_from_slice(bytes);
+    }
+
+    /// End of stream. A final event whose blank line never came is still
+    /// dispatched: servers that close right after the last `data:` line mean it.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            self.process_line(&line, out);
+        }
+        self.dispatch(out);
+    }
+
+    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+        if line.is_empty() {
+            self.dispatch(out);
+            return;
+        }
+        if line[0] == b':' {
+            return; // comment or keep-alive
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &[][..]),
+        };
+        match field {
+            b"data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(&String::from_utf8_lossy(value));
+                self.has_data = true;
+            }
+            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            _ => {} // id, retry and unknown fields do not concern a benchmark client
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        if self.has_data {
+            out.push(SseEvent { event: self.event.take(), data: std::mem::take(&mut self.data) });
+        }
+        self.has_data = false;
+        self.event = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
+        let mut r = SseReader::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            r.feed(c, &mut out);
+        }
+        r.finish(&mut out);
+        out
+    }
+
+    fn data(s: &str) -> SseEvent {
+        SseEvent { event: None, data: s.into() }
+    }
+
+    #[test]
+    fn line_endings_comments_and_multiline() {
+        let text = b": keep-alive\r\n\r\ndata: a\r\ndata:b\r\n\r\nevent: error\ndata: {\"x\":1}\n\n:\n\ndata: c\rdata: d\r\r";
+        let got = parse_all(&[text]);
+        assert_eq!(
+            got,
+            vec![
+                data("a\nb"),
+                SseEvent { event: Some("error".into()), data: "{\"x\":1}".into() },
+                data("c\nd"),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_two_way_split_gives_the_same_events() {
+        let text = b"data: one\r\n\r\n: ping\n\ndata: two\ndata: lines\n\nevent: e\ndata: [DONE]\r\n\r\n";
+        let whole = parse_all(&[text]);
+        assert_eq!(whole.len(), 3);
+        for i in 0..=text.len() {
+            assert_eq!(parse_all(&[&text[..i], &text[i..]]), whole, "split at {i}");
+        }
+        let bytes: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(parse_all(&bytes), whole);
+    }
+
+    #[test]
+    fn event_without_trailing_blank_line_is_dispatched_at_end() {
+        assert_eq!(parse_all(&[b"data: last"]), vec![data("last")]);
+        assert_eq!(parse_all(&[b"data: x\n\n: trailing comment"]), vec![data("x")]);
+    }
+
+    #[test]
+    fn empty_data_field_still_dispatches() {
+        assert_eq!(parse_all(&[b"data\n\n"]), vec![data("")]);
+        assert_eq!(parse_all(&[b"event: only\n\n"]), vec![]);
+    }
+}

@@ -1,0 +1,380 @@
+//! What each request asks: synthetic prompts of drawn lengths, or entries of a
+//! dataset (JSONL or ShareGPT), with the output length to force. Item `i` is
+//! a pure function of the seed and `i`, so a run can be repeated exactly.
+
+use crate::openai::PromptBody;
+use crate::tokenizer::TokenCounter;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, LogNormal, Normal};
+use serde_json::Value;
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// A distribution of token lengths: `128`, `uniform:64..256`,
+/// `normal:512,128`, `lognormal:MEAN,SIGMA`. Draws are rounded and clamped at 1.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LengthDist {
+    Fixed(u32),
+    Uniform { lo: u32, hi: u32 },
+    Normal { mean: f64, std: f64 },
+    /// `mean` is the mean length in tokens; `sigma` the σ of the underlying normal.
+    LogNormal { mean: f64, sigma: f64 },
+}
+
+impl LengthDist {
+    pub fn sample(&self, rng: &mut impl Rng) -> u32 {
+        let x = match *self {
+            LengthDist::Fixed(n) => return n.max(1),
+            LengthDist::Uniform { lo, hi } => return rng.random_range(lo..=hi).max(1),
+            LengthDist::Normal { mean, std } => Normal::new(mean, std).map(|d| d.sample(rng)).unwrap_or(mean),
+            LengthDist::LogNormal { mean, sigma } => {
+                // E[X] = exp(μ + σ²/2), so μ = ln(mean) − σ²/2 keeps the mean as given.
+                let mu = mean.ln() - sigma * sigma / 2.0;
+                LogNormal::new(mu, sigma).map(|d| d.sample(rng)).unwrap_or(mean)
+            }
+        };
+        x.round().clamp(1.0, u32::MAX as f64) as u32
+    }
+
+    /// The distribution's mean, for summaries and planning.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            LengthDist::Fixed(n) => n as f64,
+            LengthDist::Uniform { lo, hi } => (lo as f64 + hi as f64) / 2.0,
+            LengthDist::Normal { mean, .. } | LengthDist::LogNormal { mean, .. } => mean,
+        }
+    }
+}
+
+impl FromStr for LengthDist {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = |why: &str| {
+            format!("invalid length '{s}': {why}; expected 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA")
+        };
+        let num = |t: &str| t.trim().parse::<f64>().map_err(|_| bad(&format!("'{t}' is not a number")));
+        let count = |t: &str| t.trim().parse::<u32>().map_err(|_| bad(&format!("'{t}' is not a whole number")));
+        let Some((kind, args)) = s.split_once(':') else {
+            let n = count(s)?;
+            return if n == 0 { Err(bad("a length must be at least 1")) } else { Ok(LengthDist::Fixed(n)) };
+        };
+        let pair = |sep: &str| args.split_once(sep).ok_or_else(|| bad(&format!("missing '{sep}'")));
+        match kind.trim() {
+            "fixed" => count(args).map(LengthDist::Fixed),
+            "uniform" => {
+                let (a, b) = pair("..")?;
+                let (lo, hi) = (count(a)?, count(b)?);
+                if lo > hi {
+                    return Err(bad("the lower bound is above the upper"));
+                }
+                Ok(LengthDist::Uniform { lo, hi })
+            }
+            "normal" => {
+                let (a, b) = pair(",")?;
+                let (mean, std) = (num(a)?, num(b)?);
+                if !(mean > 0.0 && std >= 0.0) {
+                    return Err(bad("the mean must be positive and the deviation not negative"));
+                }
+                Ok(LengthDist::Normal { mean, std })
+            }
+            "lognormal" => {
+                let (a, b) = pair(",")?;
+                let (mean, sigma) = (num(a)?, num(b)?);
+                if !(mean > 0.0 && sigma >= 0.0) {
+                    return Err(bad("the mean must be positive and sigma not negative"));
+                }
+                Ok(LengthDist::LogNormal { mean, sigma })
+            }
+            other => Err(bad(&format!("unknown distribution '{other}'"))),
+        }
+    }
+}
+
+impl fmt::Display for LengthDist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LengthDist::Fixed(n) => write!(f, "{n}"),
+            LengthDist::Uniform { lo, hi } => write!(f, "uniform:{lo}..{hi}"),
+            LengthDist::Normal { mean, std } => write!(f, "normal:{mean},{std}"),
+            LengthDist::LogNormal { mean, sigma } => write!(f, "lognormal:{mean},{sigma}"),
+        }
+    }
+}
+
+/// One request's content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkItem {
+    pub prompt: PromptBody,
+    /// Input tokens the generator meant (exact with a tokenizer).
+    pub intended_input_tokens: Option<u64>,
+    /// `max_tokens` to send.
+    pub max_tokens: Option<u32>,
+}
+
+/// One entry of a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetEntry {
+    pub prompt: PromptBody,
+    pub max_tokens: Option<u32>,
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    Synthetic {
+        input: LengthDist,
+        output: LengthDist,
+        seed: u64,
+        tokenizer: Option<Arc<TokenCounter>>,
+    },
+    Dataset {
+        entries: Arc<Vec<DatasetEntry>>,
+        /// Overrides the entries' own lengths when given.
+        output: Option<LengthDist>,
+        /// A seeded permutation of the entries, cycled.
+        order: Arc<Vec<usize>>,
+        seed: u64,
+    },
+}
+
+impl Workload {
+    pub fn dataset(entries: Vec<DatasetEntry>, output: Option<LengthDist>, seed: u64) -> Self {
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.shuffle(&mut StdRng::seed_from_u64(seed));
+        Workload::Dataset { entries: Arc::new(entries), output, order: Arc::new(order), seed }
+    }
+
+    /// The content of request `i`.
+    pub fn item(&self, i: u64) -> WorkItem {
+        match self {
+            Workload::Synthetic { input, output, seed, tokenizer } => {
+                let mut rng = item_rng(*seed, i);
+                let n_in = input.sample(&mut rng);
+                let n_out = output.sample(&mut rng);
+                let text = synthetic_text(&mut rng, n_in, tokenizer.as_deref());
+                WorkItem {
+                    prompt: PromptBody::Text(text),
+                    intended_input_tokens: Some(n_in as u64),
+                    max_tokens: Some(n_out),
+                }
+            }
+            Workload::Dataset { entries, output, order, seed } => {
+                let e = &entries[order[(i % order.len() as u64) as usize]];
+                let max_tokens = match output {
+                    Some(d) => Some(d.sample(&mut item_rng(*seed, i))),
+                    None => e.max_tokens,
+                };
+                WorkItem { prompt: e.prompt.clone(), intended_input_tokens: None, max_tokens }
+            }
+        }
+    }
+}
+
+fn item_rng(seed: u64, i: u64) -> StdRng {
+    // SplitMix64 of (seed, i): independent streams per item whatever the order of requests.
+    let mut z = seed ^ i.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    StdRng::seed_from_u64(z ^ (z >> 31))
+}
+
+/// Common English words that every mainstream BPE vocabulary holds as one
+/// token after a space, so a prompt of n words is close to n tokens even
+/// without a tokenizer.
+pub const WORDS: &[&str] = &[
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he",
+    "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they", "you", "were", "their",
+    "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when", "will", "would", "who", "so",
+    "no", "time", "people", "year", "way", "day", "man", "thing", "woman", "life", "child", "world", "school",
+    "state", "family", "student", "group", "country", "problem", "hand", "part", "place", "case", "week", "system",
+    "program", "question", "work", "number", "night", "point", "home", "water", "room", "mother", "area", "money",
+    "story", "fact", "month", "lot", "right", "study", "book", "eye", "job", "word", "business", "issue", "side",
+    "kind", "head", "house", "service", "friend", "father", "power", "hour", "game", "line", "end", "member", "law",
+    "car", "city", "name", "team", "minute", "idea", "body", "information", "back", "parent", "face", "level",
+    "office", "door", "health", "person", "art", "war", "history", "party", "result", "change", "morning", "reason",
+    "research", "girl", "guy", "moment", "air", "teacher", "force", "education", "good", "new", "first", "last",
+    "long", "great", "little", "own", "other", "old", "big", "high", "different", "small", "large", "next", "early",
+    "young", "important", "few", "public", "bad", "same", "able",
+];
+
+fn synthetic_text(rng: &mut StdRng, n: u32, tokenizer: Option<&TokenCounter>) -> String {
+    let mut words: Vec<&str> = (0..n).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect();
+    let Some(tok) = tokenizer else {
+        return words.join(" ");
+    };
+    // With a tokenizer the length is made exact: add words until long enough,
+    // then cut at the n-th token's end.
+    loop {
+        let text = words.join(" ");
+        match tok.truncate(&text, n as usize) {
+            Some(cut) => return cut,
+            None => words.extend((0..n.max(8) / 4).map(|_| WORDS[rng.random_range(0..WORDS.len())])),
+        }
+    }
+}
+
+/// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
+/// JSONL of `{"prompt": …}` / `{"messages": …}` with optional `max_tokens`.
+pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read dataset {}: {e}", path.display()))?;
+    let trimmed = text.trim_start();
+    let entries = if trimmed.starts_with('[') {
+        let v: Value = serde_json::from_str(trimmed)
+            .map_err(|e| format!("dataset {} looks like a JSON array but does not parse: {e}", path.display()))?;
+        sharegpt(&v, tokenizer).map_err(|e| format!("dataset {}: {e}", path.display()))?
+    } else {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| format!("dataset {} line {}: not JSON ({e})", path.display(), i + 1))?;
+            out.push(jsonl_entry(&v).map_err(|e| format!("dataset {} line {}: {e}", path.display(), i + 1))?);
+        }
+        out
+    };
+    if entries.is_empty() {
+        return Err(format!("dataset {} holds no usable entry", path.display()));
+    }
+    Ok(entries)
+}
+
+fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
+    let max_tokens = match v.get("max_tokens") {
+        None | Some(Value::Null) => None,
+        Some(m) => Some(
+            m.as_u64()
+                .filter(|&n| n > 0 && n <= u32::MAX as u64)
+                .ok_or("\"max_tokens\" must be a positive whole number")? as u32,
+        ),
+    };
+    let prompt = if let Some(p) = v.get("prompt") {
+        PromptBody::Text(p.as_str().ok_or("\"prompt\" must be a string")?.to_owned())
+    } else if let Some(m) = v.get("messages") {
+        let msgs = m.as_array().ok_or("\"messages\" must be an array")?;
+        if msgs.is_empty() {
+            return Err("\"messages\" is empty".into());
+        }
+        PromptBody::Messages(msgs.clone())
+    } else {
+        return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)".into());
+    };
+    Ok(DatasetEntry { prompt, max_tokens })
+}
+
+fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
+    let arr = v.as_array().ok_or("expected a JSON array")?;
+    let mut out = Vec::new();
+    for item in arr {
+        let Some(conv) = item.get("conversations").and_then(Value::as_array) else {
+            continue;
+        };
+        // The first human turn is the prompt; the reply that follows sets the output length.
+        let turn = |i: usize| conv.get(i).and_then(|t| t.get("value")).and_then(Value::as_str);
+        let (Some(prompt), Some(reply)) = (turn(0), turn(1)) else {
+            continue;
+        };
+        if prompt.is_empty() || reply.is_empty() {
+            continue;
+        }
+        let reply_tokens = match tokenizer {
+            Some(t) => t.count(reply),
+            None => reply.len().div_ceil(4), // ≈4 characters a token for English
+        };
+        out.push(DatasetEntry {
+            prompt: PromptBody::Text(prompt.to_owned()),
+            max_tokens: Some(reply_tokens.max(1) as u32),
+        });
+    }
+    if out.is_empty() && !arr.is_empty() {
+        return Err("no entry with \"conversations\" holding a prompt and a reply (ShareGPT format)".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_length_specs() {
+        assert_eq!("128".parse(), Ok(LengthDist::Fixed(128)));
+        assert_eq!("uniform:64..256".parse(), Ok(LengthDist::Uniform { lo: 64, hi: 256 }));
+        assert_eq!("normal:512,128".parse(), Ok(LengthDist::Normal { mean: 512.0, std: 128.0 }));
+        assert_eq!("lognormal:300,0.5".parse(), Ok(LengthDist::LogNormal { mean: 300.0, sigma: 0.5 }));
+        for bad in ["0", "abc", "uniform:9..3", "normal:5", "zipf:1,2", "lognormal:-1,1", "uniform:1-3"] {
+            let e = bad.parse::<LengthDist>().unwrap_err();
+            assert!(e.contains("expected 128"), "{bad}: {e}");
+        }
+        for s in ["128", "uniform:64..256", "normal:512,128", "lognormal:300,0.5"] {
+            assert_eq!(s.parse::<LengthDist>().unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn samples_respect_bounds_and_means() {
+        let mut rng = StdRng::seed_from_u64(1);
+        let u: LengthDist = "uniform:10..20".parse().unwrap();
+        assert!((0..1000).map(|_| u.sample(&mut rng)).all(|x| (10..=20).contains(&x)));
+        let n: LengthDist = "normal:5,50".parse().unwrap();
+        assert!((0..1000).all(|_| n.sample(&mut rng) >= 1), "clamped at 1");
+        let l: LengthDist = "lognormal:400,0.6".parse().unwrap();
+        let mean = (0..20000).map(|_| l.sample(&mut rng) as f64).sum::<f64>() / 20000.0;
+        assert!((mean - 400.0).abs() < 12.0, "lognormal mean {mean}");
+    }
+
+    #[test]
+    fn synthetic_items_are_deterministic_and_of_the_asked_length() {
+        let w = Workload::Synthetic { input: LengthDist::Fixed(50), output: LengthDist::Fixed(7), seed: 3, tokenizer: None };
+        let (a, b) = (w.item(5), w.item(5));
+        assert_eq!(a, b);
+        assert_ne!(w.item(5), w.item(6));
+        let PromptBody::Text(t) = &a.prompt else { panic!() };
+        assert_eq!(t.split_whitespace().count(), 50);
+        assert_eq!((a.intended_input_tokens, a.max_tokens), (Some(50), Some(7)));
+    }
+
+    #[test]
+    fn jsonl_and_sharegpt_datasets() {
+        let dir = tempfile::tempdir().unwrap();
+        let jl = dir.path().join("d.jsonl");
+        std::fs::write(&jl, "{\"prompt\":\"hello\",\"max_tokens\":5}\n\n{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n").unwrap();
+        let e = load_dataset(&jl, None).unwrap();
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0], DatasetEntry { prompt: PromptBody::Text("hello".into()), max_tokens: Some(5) });
+        assert!(matches!(e[1].prompt, PromptBody::Messages(_)));
+
+        let sg = dir.path().join("s.json");
+        std::fs::write(&sg, r#"[{"id":"a","conversations":[{"from":"human","value":"What is up?"},{"from":"gpt","value":"Not much, friend."}]},{"id":"b","conversations":[{"from":"human","value":"x"}]}]"#).unwrap();
+        let e = load_dataset(&sg, None).unwrap();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].max_tokens, Some(5));
+
+        let bad = dir.path().join("b.jsonl");
+        std::fs::write(&bad, "{\"prompt\":\"ok\"}\n{\"text\":\"no\"}\n").unwrap();
+        let err = load_dataset(&bad, None).unwrap_err();
+        assert!(err.contains("line 2") && err.contains("\"prompt\""), "{err}");
+        let missing = load_dataset(Path::new("/nonexistent/x.jsonl"), None).unwrap_err();
+        assert!(missing.contains("cannot read dataset"), "{missing}");
+    }
+
+    #[test]
+    fn dataset_workload_cycles_in_a_seeded_order() {
+        let entries: Vec<_> = (0..3)
+            .map(|i| DatasetEntry { prompt: PromptBody::Text(format!("p{i}")), max_tokens: Some(i + 1) })
+            .collect();
+        let w = Workload::dataset(entries, None, 9);
+        let first: Vec<_> = (0..3).map(|i| w.item(i)).collect();
+        let again: Vec<_> = (3..6).map(|i| w.item(i)).collect();
+        assert_eq!(first, again);
+        let mut seen: Vec<_> = first.iter().map(|x| x.max_tokens.unwrap()).collect();
+        seen.sort();
+        assert_eq!(seen, vec![1, 2, 3]);
+    }
+}

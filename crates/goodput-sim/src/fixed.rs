@@ -1,0 +1,165 @@
+//! The fixed-timing profile of `goodput serve`: every stream takes exactly
+//! `ttft` to its first output chunk and then one chunk of `tokens_per_chunk`
+//! tokens every `itl`, with the quirks real servers have (a role-only chunk
+//! and an empty delta first, usage in its own chunk, `[DONE]`). It is the
+//! instrument that tests and benchmarks of the client are read against.
+
+use crate::faults::{Fault, FaultConfig, FaultCounters};
+use crate::openai::{count_tokens, error_response, models_body, unix_now, ChunkWriter, GenerationRequest, Route};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The timings and shape of every response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FixedProfile {
+    pub model: String,
+    /// Request arrival to the first output chunk.
+    pub ttft: Duration,
+    /// Between output chunks.
+    pub itl: Duration,
+    pub tokens_per_chunk: u32,
+    /// Output length when a request gives no `max_tokens`.
+    pub default_max_tokens: u32,
+    pub faults: FaultConfig,
+}
+
+impl Default for FixedProfile {
+    fn default() -> Self {
+        FixedProfile {
+            model: "goodput-fixed".into(),
+            ttft: Duration::from_millis(150),
+            itl: Duration::from_millis(20),
+            tokens_per_chunk: 2,
+            default_max_tokens: 128,
+            faults: FaultConfig::default(),
+        }
+    }
+}
+
+impl FixedProfile {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tokens_per_chunk == 0 {
+            return Err("--tokens-per-chunk must be at least 1".into());
+        }
+        self.faults.validate()
+    }
+}
+
+/// Shared state of a fixed-profile server.
+#[derive(Debug)]
+pub struct FixedServer {
+    pub profile: FixedProfile,
+    pub counters: FaultCounters,
+}
+
+impl FixedServer {
+    pub fn new(profile: FixedProfile) -> Arc<Self> {
+        Arc::new(FixedServer { profile, counters: FaultCounters::default() })
+    }
+}
+
+/// The router: OpenAI routes, `/v1/models`, `/health`, `/metrics`.
+pub fn app(state: Arc<FixedServer>) -> Router {
+    let router = Router::new()
+        .route("/v1/chat/completions", post(|s: State<Arc<FixedServer>>, b: Bytes| generate(s, Route::Chat, b)))
+        .route("/v1/completions", post(|s: State<Arc<FixedServer>>, b: Bytes| generate(s, Route::Completions, b)))
+        .route("/v1/models", get(|State(s): State<Arc<FixedServer>>| async move { Json(models_body(&s.profile.model)) }))
+        .route("/health", get(|| async { "ok" }))
+        .route(
+            "/metrics",
+            get(|State(s): State<Arc<FixedServer>>| async move {
+                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.counters.prometheus())
+            }),
+        )
+        .with_state(state);
+    crate::server::with_server_header(router)
+}
+
+async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) -> Response {
+    let t0 = Instant::now();
+    let req = match GenerationRequest::parse(route, &body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let p = &s.profile;
+    let (n, fault) = s.counters.next(&p.faults);
+    if fault == Fault::HttpError {
+        return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal server error");
+    }
+    let n_out = req.max_tokens().unwrap_or(p.default_max_tokens) as u64;
+    let k = p.tokens_per_chunk as u64;
+    let n_chunks = n_out.div_ceil(k);
+    let prompt_tokens = count_tokens(&req.prompt_text());
+    let model = req.model.clone().unwrap_or_else(|| p.model.clone());
+    let writer = Arc::new(ChunkWriter::new(route, n, &model, unix_now()));
+    let stall = match fault {
+        Fault::Stall(d) => d,
+        _ => Duration::ZERO,
+    };
+    // The deadline of chunk i; a stall shifts every chunk from the middle on.
+    let (ttft, itl) = (p.ttft, p.itl);
+    let due = move |i: u64| t0 + ttft + itl * i as u32 + if i >= n_chunks / 2 { stall } else { Duration::ZERO };
+
+    if !req.stream() {
+        if matches!(fault, Fault::StreamError | Fault::Disconnect) {
+            tokio::time::sleep_until(due(n_chunks / 2)).await;
+            return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: generation failed");
+        }
+        tokio::time::sleep_until(due(n_chunks.saturating_sub(1))).await;
+        return Json(writer.whole(n_out, prompt_tokens, "length")).into_response();
+    }
+
+    let usage = req.include_usage().then_some((prompt_tokens, n_out));
+    enum Phase {
+        Preamble,
+        Tokens(u64),
+        Close,
+        Done,
+    }
+    let stream = futures::stream::unfold(Phase::Preamble, move |phase| {
+        let writer = writer.clone();
+        async move {
+            match phase {
+                Phase::Preamble => Some((Ok(writer.preamble()), Phase::Tokens(0))),
+                Phase::Tokens(i) if i < n_chunks => {
+                    if i == n_chunks / 2 {
+                        match fault {
+                            Fault::StreamError => {
+                                tokio::time::sleep_until(due(i)).await;
+                                let ev = writer.error_event("injected fault: the engine failed mid-stream");
+                                return Some((Ok(ev), Phase::Done));
+                            }
+                            Fault::Disconnect => {
+                                tokio::time::sleep_until(due(i)).await;
+                                return Some((Err(std::io::Error::other("injected disconnect")), Phase::Done));
+                            }
+                            _ => {}
+                        }
+                    }
+                    tokio::time::sleep_until(due(i)).await;
+                    let chunk = writer.tokens(i * k, ((i + 1) * k).min(n_out));
+                    Some((Ok(chunk), Phase::Tokens(i + 1)))
+                }
+                Phase::Tokens(_) => Some((Ok(writer.close("length", usage)), Phase::Close)),
+                Phase::Close | Phase::Done => None,
+            }
+        }
+    });
+    sse_response(Body::from_stream(stream))
+}
+
+/// A `text/event-stream` response around `body`.
+pub fn sse_response(body: Body) -> Response {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}

@@ -1,0 +1,310 @@
+//! The server side of the OpenAI-compatible protocol, shared by every
+//! simulated backend: request bodies, streamed chunk and whole-response
+//! JSON, error bodies, and the deterministic words that stand for tokens.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// Which route a request came in on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Chat,
+    Completions,
+}
+
+/// The fields of a completion request that the simulator honours.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GenerationRequest {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub messages: Option<Vec<Value>>,
+    #[serde(default)]
+    pub prompt: Option<Value>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    pub min_tokens: Option<u32>,
+    #[serde(default)]
+    pub ignore_eos: Option<bool>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: Option<bool>,
+}
+
+impl GenerationRequest {
+    /// Parses and checks a body for `route`; the error is an OpenAI-style 400.
+    pub fn parse(route: Route, body: &[u8]) -> Result<Self, Response> {
+        let req: GenerationRequest = serde_json::from_slice(body)
+            .map_err(|e| error_response(StatusCode::BAD_REQUEST, &format!("invalid JSON body: {e}")))?;
+        match route {
+            Route::Chat if req.messages.as_ref().is_none_or(|m| m.is_empty()) => {
+                Err(error_response(StatusCode::BAD_REQUEST, "\"messages\" is required and must not be empty"))
+            }
+            Route::Completions if req.prompt.is_none() => {
+                Err(error_response(StatusCode::BAD_REQUEST, "\"prompt\" is required"))
+            }
+            _ => Ok(req),
+        }
+    }
+
+    pub fn stream(&self) -> bool {
+        self.stream.unwrap_or(false)
+    }
+
+    pub fn include_usage(&self) -> bool {
+        self.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false)
+    }
+
+    pub fn max_tokens(&self) -> Option<u32> {
+        self.max_completion_tokens.or(self.max_tokens)
+    }
+
+    /// The prompt's text: chat message contents joined, or the completion prompt.
+    pub fn prompt_text(&self) -> String {
+        let mut out = String::new();
+        let mut push = |s: &str| {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(s);
+        };
+        if let Some(msgs) = &self.messages {
+            for m in msgs {
+                match m.get("content") {
+                    Some(Value::String(s)) => push(s),
+                    Some(Value::Array(parts)) => {
+                        for p in parts {
+                            if let Some(t) = p.get("text").and_then(Value::as_str) {
+                                push(t);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        match &self.prompt {
+            Some(Value::String(s)) => push(s),
+            Some(Value::Array(a)) => {
+                for p in a {
+                    if let Some(s) = p.as_str() {
+                        push(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// The simulator's tokenizer: one whitespace-separated word is one token.
+pub fn count_tokens(text: &str) -> u64 {
+    text.split_whitespace().count() as u64
+}
+
+const WORDS: &[&str] = &[
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
+    "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
+    "xray", "yankee", "zulu", "river", "stone", "cloud", "maple", "ember", "harbor",
+];
+
+/// Token `i` of request `seed`'s output: a deterministic word with a leading space.
+pub fn word(seed: u64, i: u64) -> &'static str {
+    let mut z = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z ^= z >> 31;
+    WORDS[(z % WORDS.len() as u64) as usize]
+}
+
+/// Renders streamed chunks for one response. The model name is JSON-escaped
+/// once; everything else is built with plain writes because this runs for
+/// every token of every stream.
+pub struct ChunkWriter {
+    route: Route,
+    id: String,
+    model_json: String,
+    created: u64,
+    seed: u64,
+}
+
+impl ChunkWriter {
+    pub fn new(route: Route, request_id: u64, model: &str, created: u64) -> Self {
+        let prefix = if route == Route::Chat { "chatcmpl" } else { "cmpl" };
+        ChunkWriter {
+            route,
+            id: format!("{prefix}-{request_id:016x}"),
+            model_json: serde_json::to_string(model).unwrap_or_else(|_| "\"model\"".into()),
+            created,
+            seed: request_id,
+        }
+    }
+
+    fn head(&self, out: &mut String) {
+        let object = if self.route == Route::Chat { "chat.completion.chunk" } else { "text_completion" };
+        let _ = write!(
+            out,
+            "data: {{\"id\":\"{}\",\"object\":\"{object}\",\"created\":{},\"model\":{},\"choices\":",
+            self.id, self.created, self.model_json
+        );
+    }
+
+    /// The words of tokens `from..to` of this response.
+    pub fn text(&self, from: u64, to: u64) -> String {
+        let mut s = String::new();
+        for i in from..to {
+            s.push(' ');
+            s.push_str(word(self.seed, i));
+        }
+        s
+    }
+
+    /// A chunk carrying tokens `from..to`.
+    pub fn tokens(&self, from: u64, to: u64) -> Bytes {
+        let text = self.text(from, to);
+        let mut out = String::with_capacity(200 + text.len());
+        self.head(&mut out);
+        match self.route {
+            Route::Chat => {
+                let _ = write!(out, "[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n");
+            }
+            Route::Completions => {
+                let _ = write!(out, "[{{\"index\":0,\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":null}}]}}\n\n");
+            }
+        }
+        Bytes::from(out)
+    }
+
+    /// What real servers send before the first token: a role-only chunk
+    /// (`content: null`) and an empty delta, for chat; an empty text for completions.
+    pub fn preamble(&self) -> Bytes {
+        let mut out = String::new();
+        match self.route {
+            Route::Chat => {
+                self.head(&mut out);
+                out.push_str("[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null},\"finish_reason\":null}]}\n\n");
+                self.head(&mut out);
+                out.push_str("[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":null}]}\n\n");
+            }
+            Route::Completions => {
+                self.head(&mut out);
+                out.push_str("[{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+            }
+        }
+        Bytes::from(out)
+    }
+
+    /// The finish chunk, the usage chunk when asked, and `[DONE]`.
+    pub fn close(&self, finish_reason: &str, usage: Option<(u64, u64)>) -> Bytes {
+        let mut out = String::new();
+        self.head(&mut out);
+        match self.route {
+            Route::Chat => {
+                let _ = write!(out, "[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish_reason}\"}}]}}\n\n");
+            }
+            Route::Completions => {
+                let _ = write!(out, "[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish_reason}\"}}]}}\n\n");
+            }
+        }
+        if let Some((p, c)) = usage {
+            self.head(&mut out);
+            let _ = write!(
+                out,
+                "[],\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{c},\"total_tokens\":{}}}}}\n\n",
+                p + c
+            );
+        }
+        out.push_str("data: [DONE]\n\n");
+        Bytes::from(out)
+    }
+
+    /// A mid-stream error event, as vLLM sends one inside a 200 stream.
+    pub fn error_event(&self, message: &str) -> Bytes {
+        let body = json!({ "error": { "message": message, "type": "server_error", "code": 500 } });
+        Bytes::from(format!("data: {body}\n\n"))
+    }
+
+    /// The whole non-streamed response.
+    pub fn whole(&self, n_out: u64, prompt_tokens: u64, finish_reason: &str) -> Value {
+        let text = self.text(0, n_out);
+        let choice = match self.route {
+            Route::Chat => json!({
+                "index": 0,
+                "message": { "role": "assistant", "content": text },
+                "finish_reason": finish_reason,
+            }),
+            Route::Completions => json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": finish_reason }),
+        };
+        json!({
+            "id": self.id,
+            "object": if self.route == Route::Chat { "chat.completion" } else { "text_completion" },
+            "created": self.created,
+            "model": serde_json::from_str::<Value>(&self.model_json).unwrap_or(Value::Null),
+            "choices": [choice],
+            "usage": { "prompt_tokens": prompt_tokens, "completion_tokens": n_out, "total_tokens": prompt_tokens + n_out },
+        })
+    }
+}
+
+/// An OpenAI-style error response.
+pub fn error_response(status: StatusCode, message: &str) -> Response {
+    let body = json!({ "error": { "message": message, "type": "invalid_request_error", "code": status.as_u16() } });
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// `/v1/models` for one served model.
+pub fn models_body(model: &str) -> Value {
+    json!({ "object": "list", "data": [{ "id": model, "object": "model", "created": 0, "owned_by": "goodput" }] })
+}
+
+/// Seconds since the Unix epoch, for `created` fields.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_are_valid_json_with_the_right_shape() {
+        let w = ChunkWriter::new(Route::Chat, 7, "m\"<odd>", 1);
+        let s = String::from_utf8(w.tokens(0, 2).to_vec()).unwrap();
+        let v: Value = serde_json::from_str(s.strip_prefix("data: ").unwrap().trim()).unwrap();
+        assert_eq!(v["model"], "m\"<odd>");
+        assert_eq!(v["choices"][0]["delta"]["content"].as_str().unwrap().split_whitespace().count(), 2);
+        let close = String::from_utf8(w.close("length", Some((3, 2))).to_vec()).unwrap();
+        let parts: Vec<&str> = close.split("\n\n").filter(|p| !p.is_empty()).collect();
+        assert_eq!(parts.len(), 3);
+        let usage: Value = serde_json::from_str(parts[1].strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(usage["usage"]["completion_tokens"], 2);
+        assert_eq!(parts[2], "data: [DONE]");
+        let c = ChunkWriter::new(Route::Completions, 7, "m", 1);
+        let s = String::from_utf8(c.tokens(0, 1).to_vec()).unwrap();
+        let v: Value = serde_json::from_str(s.strip_prefix("data: ").unwrap().trim()).unwrap();
+        assert_eq!(v["choices"][0]["text"].as_str().unwrap().split_whitespace().count(), 1);
+    }
+
+    #[test]
+    fn requests_are_checked_and_counted() {
+        let r = GenerationRequest::parse(Route::Chat, br#"{"messages":[{"role":"user","content":"a b c"}],"max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}"#).unwrap();
+        assert_eq!((r.max_tokens(), r.stream(), r.include_usage()), (Some(4), true, true));
+        assert_eq!(count_tokens(&r.prompt_text()), 3);
+        assert!(GenerationRequest::parse(Route::Chat, br#"{"prompt":"x"}"#).is_err());
+        assert!(GenerationRequest::parse(Route::Completions, br#"{"messages":[]}"#).is_err());
+        assert!(GenerationRequest::parse(Route::Completions, b"{nope").is_err());
+    }
+}
