@@ -16,6 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+const TIMER_HALF_TICK: Duration = Duration::from_micros(500);
+
 /// The timings and shape of every response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FixedProfile {
@@ -104,8 +106,14 @@ async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) 
         _ => Duration::ZERO,
     };
     // The deadline of chunk i; a stall shifts every chunk from the middle on.
+    // tokio's timers fire on the first whole-millisecond tick at or after a
+    // deadline (0–1 ms late); aiming half a tick early centres the error on
+    // the exact time instead of always erring late.
     let (ttft, itl) = (p.ttft, p.itl);
-    let due = move |i: u64| t0 + ttft + itl * i as u32 + if i >= n_chunks / 2 { stall } else { Duration::ZERO };
+    let due = move |i: u64| {
+        let exact = t0 + ttft + itl * i as u32 + if i >= n_chunks / 2 { stall } else { Duration::ZERO };
+        exact.checked_sub(TIMER_HALF_TICK).filter(|&d| d >= t0).unwrap_or(exact)
+    };
 
     if !req.stream() {
         if matches!(fault, Fault::StreamError | Fault::Disconnect) {

@@ -1,1 +1,50 @@
-fn main() {}
+//! goodput: measure, explain and predict the performance of LLM inference
+//! services. The binary is thin: parse, dispatch, print the error chain.
+
+mod bench;
+mod cli;
+mod serve;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    raise_fd_limit();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let res = rt.block_on(async {
+        match cli.command {
+            cli::Command::Bench(a) => bench::bench(*a).await,
+            cli::Command::Serve(a) => serve::serve(a).await,
+        }
+    });
+    // Streams of the embedded server may still be open; do not wait for them.
+    rt.shutdown_background();
+    match res {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Thousands of concurrent streams need as many sockets: lift the soft
+/// open-file limit to the hard one.
+fn raise_fd_limit() {
+    #[cfg(unix)]
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}

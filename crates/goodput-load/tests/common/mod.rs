@@ -1,0 +1,44 @@
+//! Helpers shared by the client tests: a fixed-timing server on
+//! 127.0.0.1:0 and a client and plan to load it with.
+#![allow(dead_code)]
+
+use goodput_core::RequestRecord;
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
+use goodput_sim::fixed::{FixedProfile, FixedServer};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn start(profile: FixedProfile) -> (String, Arc<FixedServer>) {
+    let server = FixedServer::new(profile);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = goodput_sim::fixed::app(server.clone());
+    tokio::spawn(goodput_sim::server::serve(listener, app, std::future::pending()));
+    (url, server)
+}
+
+pub fn client(url: &str, api: Api, stream: bool, timeout: Duration) -> Arc<Client> {
+    let body = BodyOptions { api, model: "goodput-fixed".into(), stream, include_usage: true, ..Default::default() };
+    Arc::new(Client::new(ClientConfig { base_url: url.into(), api_key: None, body, timeout }, None).unwrap())
+}
+
+pub fn workload(output: u32) -> Arc<Workload> {
+    Arc::new(Workload::Synthetic { input: LengthDist::Fixed(32), output: LengthDist::Fixed(output), seed: 1, tokenizer: None })
+}
+
+pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
+    LoadPlan {
+        requests: Some(requests),
+        duration: None,
+        warmup: 0,
+        concurrency: Some(concurrency),
+        rate: None,
+        seed: 0,
+        grace: Duration::from_secs(1),
+    }
+}
+
+pub async fn run(url: &str, api: Api, stream: bool, output: u32, p: LoadPlan) -> Vec<RequestRecord> {
+    let c = client(url, api, stream, Duration::from_secs(10));
+    goodput_load::run(&p, c, workload(output), Control::default(), |_: &RequestRecord| {}).await.unwrap().records
+}

@@ -1,0 +1,151 @@
+//! The terminal summary: a table of latency percentiles, throughput,
+//! failures and warnings, readable at a glance and pasteable into an issue.
+
+use goodput_core::{Distribution, RunResult};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Renders the summary of one run.
+pub fn render(r: &RunResult) -> String {
+    let mut o = String::new();
+    let s = &r.summary;
+    let t = &r.target;
+    let where_ = if t.embedded { " (embedded simulator)" } else { "" };
+    let _ = writeln!(o, "goodput {} · {}{} · model {} · {}", r.kind, t.url, where_, t.model, api_line(r));
+    let _ = writeln!(o, "load: {}", load_line(&r.config));
+    let _ = writeln!(
+        o,
+        "window: {:.2} s ({:.2} → {:.2} s){}",
+        r.window.duration_s,
+        r.window.start_s,
+        r.window.end_s,
+        if r.interrupted { " · INTERRUPTED: partial result" } else { "" }
+    );
+    let q = &s.requests;
+    let mut req = format!("requests: {} sent · {} completed · {} failed", q.sent, q.completed, q.failed);
+    if q.cancelled > 0 {
+        let _ = write!(req, " · {} cancelled", q.cancelled);
+    }
+    if q.warmup > 0 {
+        let _ = write!(req, " · {} warm-up (excluded)", q.warmup);
+    }
+    let _ = writeln!(o, "{req}");
+    if !q.errors_by_kind.is_empty() {
+        let kinds: Vec<String> = q.errors_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(o, "failures: {}", kinds.join(" · "));
+    }
+    o.push('\n');
+
+    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
+    let _ = write!(o, "{:<16}{:>10}{:>10}{:>10}", "latency (ms)", "mean", "std", "min");
+    for p in &ps {
+        let _ = write!(o, "{:>10}", format!("p{p}"));
+    }
+    let _ = writeln!(o, "{:>10}", "max");
+    let rows: [(&str, &Distribution); 9] = [
+        ("TTFT", &s.ttft_ms),
+        ("TTFT content", &s.ttft_content_ms),
+        ("TPOT", &s.tpot_ms),
+        ("ITL", &s.itl_ms),
+        ("chunk gap", &s.chunk_gap_ms),
+        ("ITL max/req", &s.itl_max_ms),
+        ("E2E", &s.e2e_ms),
+        ("TTFB", &s.ttfb_ms),
+        ("client queue", &s.client_queue_ms),
+    ];
+    for (name, d) in rows {
+        let _ = write!(o, "  {:<14}{:>10}{:>10}{:>10}", name, num(d.mean), num(d.std), num(d.min));
+        for p in &ps {
+            let _ = write!(o, "{:>10}", num(d.p(*p)));
+        }
+        let _ = writeln!(o, "{:>10}", num(d.max));
+    }
+    o.push('\n');
+
+    let th = &s.throughput;
+    let _ = writeln!(o, "throughput");
+    let _ = writeln!(o, "  requests/s      {:>12.3}", th.requests_per_s);
+    let _ = writeln!(
+        o,
+        "  output tok/s    {:>12.1}   (peak {:.1} over 1 s)",
+        th.output_tokens_per_s, th.peak_output_tokens_per_s
+    );
+    let _ = writeln!(o, "  input tok/s     {:>12.1}", th.input_tokens_per_s);
+    let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);
+    let _ = writeln!(o, "  in flight       {:>12.1}   (peak {})", s.in_flight.mean, s.in_flight.peak);
+    let tok = &s.tokens;
+    let sources: Vec<String> = tok.output_sources.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(
+        o,
+        "  tokens          {:>12}   in / {} out (counted by: {})",
+        tok.input,
+        tok.output,
+        if sources.is_empty() { "-".to_string() } else { sources.join(", ") }
+    );
+    if q.failed > 0 {
+        let ea = &s.error_adjusted;
+        let _ = writeln!(
+            o,
+            "  error-adjusted  TTFT p50 {} · p99 {} ms (a failure counts as ∞)",
+            num(ea.ttft_ms.p(50.0)),
+            num(ea.ttft_ms.p(99.0))
+        );
+    }
+    let v = &r.compat.vllm;
+    let _ = writeln!(
+        o,
+        "\nvLLM view: mean TTFT {} · median TPOT {} · mean ITL {} ms · {:.1} output tok/s",
+        num(v.mean_ttft_ms),
+        num(v.median_tpot_ms),
+        num(v.mean_itl_ms),
+        v.output_throughput
+    );
+    for w in &r.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}
+
+fn num(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.abs() >= 1e5 => format!("{x:.0}"),
+        Some(x) => format!("{x:.2}"),
+        None => "-".into(),
+    }
+}
+
+fn api_line(r: &RunResult) -> String {
+    let streaming = r.config.pointer("/client/stream").and_then(Value::as_bool).unwrap_or(true);
+    format!("{}, {}", r.target.api, if streaming { "streaming" } else { "non-streaming" })
+}
+
+/// A one-line description of the load from the config block.
+pub fn load_line(config: &Value) -> String {
+    let l = &config["load"];
+    let mut parts = Vec::new();
+    match (l["concurrency"].as_u64(), l["rate"].as_f64()) {
+        (Some(c), Some(r)) => parts.push(format!(
+            "open loop {r} req/s ({}) capped at {c} in flight",
+            l["arrival"].as_str().unwrap_or("poisson")
+        )),
+        (Some(c), None) => parts.push(format!("closed loop, concurrency {c}")),
+        (None, Some(r)) => parts.push(format!("open loop {r} req/s ({})", l["arrival"].as_str().unwrap_or("poisson"))),
+        (None, None) => {}
+    }
+    if let Some(n) = l["requests"].as_u64() {
+        parts.push(format!("{n} requests"));
+    }
+    if let Some(d) = l["duration"].as_str() {
+        parts.push(format!("for {d}"));
+    }
+    if let Some(w) = l["warmup"].as_u64().filter(|&w| w > 0) {
+        parts.push(format!("+{w} warm-up"));
+    }
+    let w = &config["workload"];
+    if let Some(d) = w["dataset"].as_str() {
+        parts.push(format!("dataset {d}"));
+    } else if let (Some(i), Some(o)) = (w["input_tokens"].as_str(), w["output_tokens"].as_str()) {
+        parts.push(format!("input {i} · output {o} tokens"));
+    }
+    parts.join(" · ")
+}
