@@ -5,14 +5,14 @@
 pub mod metrics;
 pub mod record;
 pub mod result;
+mod serde_ns;
 pub mod stats;
 pub mod summary;
-mod serde_ns;
 
 pub use metrics::RequestMetrics;
 pub use record::{
-    spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk,
-    RequestRecord, TokenCounts,
+    spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
+    TokenCounts,
 };
 pub use result::{Compat, RunResult, Target, Tool, Window, SCHEMA};
 pub use stats::{percentile, Distribution};

@@ -39,10 +39,7 @@ impl RequestMetrics for RequestRecord {
     }
 
     fn ttft_content(&self) -> Option<Duration> {
-        self.chunks
-            .iter()
-            .find(|c| c.channel == Channel::Content)
-            .map(|c| c.t.saturating_sub(self.sent))
+        self.chunks.iter().find(|c| c.channel == Channel::Content).map(|c| c.t.saturating_sub(self.sent))
     }
 
     fn e2e(&self) -> Option<Duration> {
@@ -104,10 +101,11 @@ pub fn ms(d: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{OutputChunk, Outcome};
+    use crate::record::{Outcome, OutputChunk};
 
     fn rec(sent_ms: u64, chunks: &[(u64, u32)], n_out: u64) -> RequestRecord {
-        let mut r = RequestRecord::new(0, Duration::from_millis(sent_ms.saturating_sub(2)), Duration::from_millis(sent_ms));
+        let mut r =
+            RequestRecord::new(0, Duration::from_millis(sent_ms.saturating_sub(2)), Duration::from_millis(sent_ms));
         r.first_byte = Some(Duration::from_millis(sent_ms + 1));
         r.chunks = chunks
             .iter()
@@ -121,18 +119,54 @@ mod tests {
     /// (chunks as (t_ms, k), n_out, ttft, e2e, tpot, tpot_vllm, itl samples, itl_max), sent at 100 ms.
     #[test]
     fn formulas_table() {
-        type Case = (&'static [(u64, u32)], u64, Option<f64>, Option<f64>, Option<f64>, Option<f64>, &'static [f64], Option<f64>);
+        type Case = (
+            &'static [(u64, u32)],
+            u64,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+            &'static [f64],
+            Option<f64>,
+        );
         let cases: &[Case] = &[
             // The fixed profile: 150 ms to first, 2 tokens every 20 ms, 8 tokens.
-            (&[(250, 2), (270, 2), (290, 2), (310, 2)], 8, Some(150.0), Some(210.0), Some(10.0), Some(60.0 / 7.0), &[10.0; 6], Some(20.0)),
+            (
+                &[(250, 2), (270, 2), (290, 2), (310, 2)],
+                8,
+                Some(150.0),
+                Some(210.0),
+                Some(10.0),
+                Some(60.0 / 7.0),
+                &[10.0; 6],
+                Some(20.0),
+            ),
             // One token per chunk: tpot == vLLM's formula.
-            (&[(150, 1), (160, 1), (180, 1)], 3, Some(50.0), Some(80.0), Some(15.0), Some(15.0), &[10.0, 20.0], Some(20.0)),
+            (
+                &[(150, 1), (160, 1), (180, 1)],
+                3,
+                Some(50.0),
+                Some(80.0),
+                Some(15.0),
+                Some(15.0),
+                &[10.0, 20.0],
+                Some(20.0),
+            ),
             // Single chunk with everything (non-streaming): no tpot, no itl.
             (&[(400, 5)], 5, Some(300.0), Some(300.0), None, Some(0.0), &[], None),
             // One token in total.
             (&[(120, 1)], 1, Some(20.0), Some(20.0), None, None, &[], None),
             // Uneven chunks: a 3-token chunk after 30 ms gives three 10 ms samples.
-            (&[(200, 1), (230, 3), (240, 1)], 5, Some(100.0), Some(140.0), Some(10.0), Some(10.0), &[10.0, 10.0, 10.0, 10.0], Some(30.0)),
+            (
+                &[(200, 1), (230, 3), (240, 1)],
+                5,
+                Some(100.0),
+                Some(140.0),
+                Some(10.0),
+                Some(10.0),
+                &[10.0, 10.0, 10.0, 10.0],
+                Some(30.0),
+            ),
             // No output at all.
             (&[], 0, None, None, None, None, &[], None),
         ];

@@ -137,7 +137,10 @@ pub struct TokenCounts {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     Success,
-    Failed { kind: FailureKind, message: String },
+    Failed {
+        kind: FailureKind,
+        message: String,
+    },
     /// Stopped by the user (Ctrl-C) or the end of the run before it finished.
     Cancelled,
 }
@@ -216,9 +219,7 @@ impl fmt::Display for FailureKind {
 /// ```
 pub fn spread_evenly(n: u64, chunks: usize) -> Vec<u32> {
     let c = chunks as u64;
-    (0..c)
-        .map(|i| ((i + 1) * n / c - i * n / c) as u32)
-        .collect()
+    (0..c).map(|i| ((i + 1) * n / c - i * n / c) as u32).collect()
 }
 
 impl RequestRecord {

@@ -60,10 +60,7 @@ impl Distribution {
     pub fn from_sorted(sorted: &[f64], percentiles: &[f64]) -> Self {
         let n = sorted.len();
         let finite = |v: f64| if v.is_finite() { Some(v) } else { None };
-        let ps = percentiles
-            .iter()
-            .map(|&p| (p, percentile(sorted, p).and_then(finite)))
-            .collect();
+        let ps = percentiles.iter().map(|&p| (p, percentile(sorted, p).and_then(finite))).collect();
         if n == 0 {
             return Distribution { percentiles: ps, ..Default::default() };
         }
@@ -129,7 +126,12 @@ impl<'de> Deserialize<'de> for Distribution {
                         "max" => d.max = map.next_value()?,
                         other => match parse_percentile_key(other) {
                             Some(p) => d.percentiles.push((p, map.next_value()?)),
-                            None => return Err(de::Error::unknown_field(other, &["count", "mean", "std", "min", "pNN", "max"])),
+                            None => {
+                                return Err(de::Error::unknown_field(
+                                    other,
+                                    &["count", "mean", "std", "min", "pNN", "max"],
+                                ))
+                            }
                         },
                     }
                 }

@@ -6,9 +6,7 @@ use crate::openai::{build_body, error_message, parse_chunk, Api, BodyOptions, Pr
 use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
-use goodput_core::{
-    spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
-};
+use goodput_core::{spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -133,8 +131,18 @@ impl ResponseReader {
     /// Completes `rec` with what was read: chunks with their token counts, the
     /// counts and their sources, and the outcome.
     pub fn into_record(self, rec: &mut RequestRecord, tokenizer: Option<&TokenCounter>, prompt: &PromptBody) {
-        let ResponseReader { chunks, chunk_texts, cumulative, text, usage, done, finish_reason, failure, stream_end, .. } =
-            self;
+        let ResponseReader {
+            chunks,
+            chunk_texts,
+            cumulative,
+            text,
+            usage,
+            done,
+            finish_reason,
+            failure,
+            stream_end,
+            ..
+        } = self;
         let usage = usage.unwrap_or_default();
         rec.counts.chunks = chunks.len() as u64;
         rec.counts.usage_completion = usage.completion_tokens;
@@ -144,7 +152,8 @@ impl ResponseReader {
             rec.counts.tokenizer_prompt = tokenizer.map(|t| prompt_tokens(t, prompt));
         }
 
-        (rec.output_tokens, rec.output_tokens_source) = match (usage.completion_tokens, rec.counts.tokenizer_completion) {
+        (rec.output_tokens, rec.output_tokens_source) = match (usage.completion_tokens, rec.counts.tokenizer_completion)
+        {
             (Some(n), _) => (n, CountSource::Usage),
             (None, Some(n)) => (n, CountSource::Tokenizer),
             (None, None) => (chunks.len() as u64, CountSource::Chunks),
@@ -190,7 +199,10 @@ impl ResponseReader {
             },
             None if rec.chunks.is_empty() => Outcome::Failed {
                 kind: FailureKind::EmptyOutput,
-                message: format!("the response carried no output (finish reason: {})", finish_reason.as_deref().unwrap_or("none")),
+                message: format!(
+                    "the response carried no output (finish reason: {})",
+                    finish_reason.as_deref().unwrap_or("none")
+                ),
             },
             None => Outcome::Success,
         };
@@ -200,11 +212,9 @@ impl ResponseReader {
 fn prompt_tokens(t: &TokenCounter, prompt: &PromptBody) -> u64 {
     match prompt {
         PromptBody::Text(s) => t.count(s) as u64,
-        PromptBody::Messages(m) => m
-            .iter()
-            .filter_map(|msg| msg.get("content").and_then(|c| c.as_str()))
-            .map(|s| t.count(s) as u64)
-            .sum(),
+        PromptBody::Messages(m) => {
+            m.iter().filter_map(|msg| msg.get("content").and_then(|c| c.as_str())).map(|s| t.count(s) as u64).sum()
+        }
     }
 }
 
@@ -438,15 +448,21 @@ mod tests {
 
     /// Everything but the timestamps, which depend on the split.
     fn shape(r: &RequestRecord) -> (u64, u64, usize, Vec<u32>, Outcome, Option<String>) {
-        (r.output_tokens, r.input_tokens, r.chunks.len(), r.chunks.iter().map(|c| c.tokens).collect(), r.outcome.clone(), r.finish_reason.clone())
+        (
+            r.output_tokens,
+            r.input_tokens,
+            r.chunks.len(),
+            r.chunks.iter().map(|c| c.tokens).collect(),
+            r.outcome.clone(),
+            r.finish_reason.clone(),
+        )
     }
 
     #[test]
     fn recorded_streams_read_the_same_at_every_split() {
-        for (file, n_out, n_in, chunks) in [
-            ("chat-stream-usage.sse", 24, 15, 24),
-            ("completions-stream-usage.sse", 24, 4, 24),
-        ] {
+        for (file, n_out, n_in, chunks) in
+            [("chat-stream-usage.sse", 24, 15, 24), ("completions-stream-usage.sse", 24, 4, 24)]
+        {
             let bytes = std::fs::read(format!("{FIX}{file}")).unwrap();
             let whole = read(&bytes, &[]);
             assert_eq!(whole.outcome, Outcome::Success, "{file}");
@@ -543,7 +559,11 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
 
     #[test]
     fn tokenizer_counts_when_usage_is_absent() {
-        let tok = TokenCounter::from_file(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny-bpe-tokenizer.json"))).unwrap();
+        let tok = TokenCounter::from_file(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tiny-bpe-tokenizer.json"
+        )))
+        .unwrap();
         let s = b"data: {\"choices\":[{\"delta\":{\"content\":\"the\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" other\"}}]}\n\ndata: [DONE]\n\n";
         let mut r = ResponseReader::new(true);
         r.feed(s, Duration::from_millis(1));

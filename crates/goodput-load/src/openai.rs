@@ -195,11 +195,9 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
 pub fn error_message(err: &Value) -> String {
     match err {
         Value::String(s) => s.clone(),
-        Value::Object(o) => o
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| err.to_string()),
+        Value::Object(o) => {
+            o.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| err.to_string())
+        }
         other => other.to_string(),
     }
 }
@@ -218,7 +216,8 @@ mod tests {
             ignore_eos: true,
             extra: serde_json::from_str(r#"{"temperature": 0}"#).unwrap(),
         };
-        let b: Value = serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), Some(64)).unwrap()).unwrap();
+        let b: Value =
+            serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), Some(64)).unwrap()).unwrap();
         assert_eq!(b["messages"][0]["content"], "hi");
         assert_eq!(b["max_tokens"], 64);
         assert_eq!(b["min_tokens"], 64);
@@ -230,7 +229,8 @@ mod tests {
     #[test]
     fn body_for_completions_without_stream_has_no_stream_options() {
         let opts = BodyOptions { api: Api::Completions, model: "m".into(), include_usage: true, ..Default::default() };
-        let b: Value = serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), None).unwrap()).unwrap();
+        let b: Value =
+            serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), None).unwrap()).unwrap();
         assert_eq!(b["prompt"], "hi");
         assert_eq!(b["stream"], false);
         assert!(b.get("stream_options").is_none() && b.get("max_tokens").is_none());
@@ -255,12 +255,13 @@ mod tests {
         assert_eq!(reasoning2.channel, Some(Channel::Reasoning));
         let thinking = parse_chunk(r#"{"choices":[{"delta":{"thinking":"hmm"}}]}"#).unwrap();
         assert_eq!(thinking.channel, Some(Channel::Reasoning));
-        let tool = parse_chunk(
-            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
-        )
-        .unwrap();
+        let tool =
+            parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#)
+                .unwrap();
         assert_eq!((tool.channel, tool.text.as_str()), (Some(Channel::ToolCalls), "{\"a\":"));
-        let text = parse_chunk(r#"{"choices":[{"text":" x","finish_reason":"length"}],"usage":{"completion_tokens":3}}"#).unwrap();
+        let text =
+            parse_chunk(r#"{"choices":[{"text":" x","finish_reason":"length"}],"usage":{"completion_tokens":3}}"#)
+                .unwrap();
         assert_eq!(text.channel, Some(Channel::Content));
         assert_eq!(text.finish_reason.as_deref(), Some("length"));
         let escaped = parse_chunk(r#"{"choices":[{"delta":{"content":"a\"b\n"}}]}"#).unwrap();
@@ -278,7 +279,11 @@ mod tests {
 
     #[test]
     fn whole_non_streamed_message() {
-        let body = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/chat-nostream.json")).unwrap();
+        let body = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/fixtures/llamacpp/chat-nostream.json"
+        ))
+        .unwrap();
         let info = parse_chunk(&body).unwrap();
         assert_eq!(info.channel, Some(Channel::Content));
         assert!(!info.text.is_empty());

@@ -231,7 +231,14 @@ mod tests {
     }
 
     impl Backend for Fake {
-        async fn execute(&self, id: u64, _item: WorkItem, scheduled: Duration, origin: Instant, abort: CancellationToken) -> RequestRecord {
+        async fn execute(
+            &self,
+            id: u64,
+            _item: WorkItem,
+            scheduled: Duration,
+            origin: Instant,
+            abort: CancellationToken,
+        ) -> RequestRecord {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.peak.fetch_max(now, Ordering::SeqCst);
             let mut rec = RequestRecord::new(id, scheduled, origin.elapsed());
@@ -257,11 +264,24 @@ mod tests {
     }
 
     fn workload() -> Arc<Workload> {
-        Arc::new(Workload::Synthetic { input: LengthDist::Fixed(4), output: LengthDist::Fixed(4), seed: 0, tokenizer: None })
+        Arc::new(Workload::Synthetic {
+            input: LengthDist::Fixed(4),
+            output: LengthDist::Fixed(4),
+            seed: 0,
+            tokenizer: None,
+        })
     }
 
     fn plan() -> LoadPlan {
-        LoadPlan { requests: Some(10), duration: None, warmup: 0, concurrency: None, rate: None, seed: 1, grace: Duration::from_secs(2) }
+        LoadPlan {
+            requests: Some(10),
+            duration: None,
+            warmup: 0,
+            concurrency: None,
+            rate: None,
+            seed: 1,
+            grace: Duration::from_secs(2),
+        }
     }
 
     #[tokio::test(start_paused = true)]
@@ -319,7 +339,12 @@ mod tests {
         assert_eq!(out.records.len(), 7);
         assert_eq!(out.records.iter().filter(|r| r.warmup).map(|r| r.id).collect::<Vec<_>>(), vec![0, 1]);
 
-        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(1)), rate: Some((10.0, Arrival::Constant)), ..plan() };
+        let p = LoadPlan {
+            requests: None,
+            duration: Some(Duration::from_secs(1)),
+            rate: Some((10.0, Arrival::Constant)),
+            ..plan()
+        };
         let out = run(&p, Fake::new(300, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
         assert_eq!(out.records.len(), 10, "sends at 0.0 … 0.9 s");
         assert!(!out.interrupted);

@@ -84,7 +84,8 @@ mod tests {
     use super::*;
 
     fn gaps(rate: f64, arrival: Arrival, n: usize) -> Vec<f64> {
-        let times: Vec<f64> = ArrivalSchedule::new(rate, arrival, 42).unwrap().take(n + 1).map(|d| d.as_secs_f64()).collect();
+        let times: Vec<f64> =
+            ArrivalSchedule::new(rate, arrival, 42).unwrap().take(n + 1).map(|d| d.as_secs_f64()).collect();
         times.windows(2).map(|w| w[1] - w[0]).collect()
     }
 

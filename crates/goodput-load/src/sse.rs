@@ -123,15 +123,12 @@ mod tests {
 
     #[test]
     fn line_endings_comments_and_multiline() {
-        let text = b": keep-alive\r\n\r\ndata: a\r\ndata:b\r\n\r\nevent: error\ndata: {\"x\":1}\n\n:\n\ndata: c\rdata: d\r\r";
+        let text =
+            b": keep-alive\r\n\r\ndata: a\r\ndata:b\r\n\r\nevent: error\ndata: {\"x\":1}\n\n:\n\ndata: c\rdata: d\r\r";
         let got = parse_all(&[text]);
         assert_eq!(
             got,
-            vec![
-                data("a\nb"),
-                SseEvent { event: Some("error".into()), data: "{\"x\":1}".into() },
-                data("c\nd"),
-            ]
+            vec![data("a\nb"), SseEvent { event: Some("error".into()), data: "{\"x\":1}".into() }, data("c\nd"),]
         );
     }
 

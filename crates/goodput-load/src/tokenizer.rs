@@ -23,9 +23,9 @@ impl TokenCounter {
                 path.display()
             ));
         }
-        Tokenizer::from_file(path)
-            .map(|inner| TokenCounter { inner })
-            .map_err(|e| format!("cannot load tokenizer {}: {e} (expected a Hugging Face tokenizer.json)", path.display()))
+        Tokenizer::from_file(path).map(|inner| TokenCounter { inner }).map_err(|e| {
+            format!("cannot load tokenizer {}: {e} (expected a Hugging Face tokenizer.json)", path.display())
+        })
     }
 
     /// Tokens in `text`, special tokens not added.
@@ -53,7 +53,11 @@ mod tests {
     use super::*;
 
     fn tiny() -> TokenCounter {
-        TokenCounter::from_file(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny-bpe-tokenizer.json"))).unwrap()
+        TokenCounter::from_file(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tiny-bpe-tokenizer.json"
+        )))
+        .unwrap()
     }
 
     #[test]

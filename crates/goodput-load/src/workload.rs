@@ -19,10 +19,19 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq)]
 pub enum LengthDist {
     Fixed(u32),
-    Uniform { lo: u32, hi: u32 },
-    Normal { mean: f64, std: f64 },
+    Uniform {
+        lo: u32,
+        hi: u32,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
     /// `mean` is the mean length in tokens; `sigma` the σ of the underlying normal.
-    LogNormal { mean: f64, sigma: f64 },
+    LogNormal {
+        mean: f64,
+        sigma: f64,
+    },
 }
 
 impl LengthDist {
@@ -55,7 +64,9 @@ impl FromStr for LengthDist {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = |why: &str| {
-            format!("invalid length '{s}': {why}; expected 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA")
+            format!(
+                "invalid length '{s}': {why}; expected 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA"
+            )
         };
         let num = |t: &str| t.trim().parse::<f64>().map_err(|_| bad(&format!("'{t}' is not a number")));
         let count = |t: &str| t.trim().parse::<u32>().map_err(|_| bad(&format!("'{t}' is not a whole number")));
@@ -187,19 +198,172 @@ fn item_rng(seed: u64, i: u64) -> StdRng {
 /// token after a space, so a prompt of n words is close to n tokens even
 /// without a tokenizer.
 pub const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he",
-    "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they", "you", "were", "their",
-    "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when", "will", "would", "who", "so",
-    "no", "time", "people", "year", "way", "day", "man", "thing", "woman", "life", "child", "world", "school",
-    "state", "family", "student", "group", "country", "problem", "hand", "part", "place", "case", "week", "system",
-    "program", "question", "work", "number", "night", "point", "home", "water", "room", "mother", "area", "money",
-    "story", "fact", "month", "lot", "right", "study", "book", "eye", "job", "word", "business", "issue", "side",
-    "kind", "head", "house", "service", "friend", "father", "power", "hour", "game", "line", "end", "member", "law",
-    "car", "city", "name", "team", "minute", "idea", "body", "information", "back", "parent", "face", "level",
-    "office", "door", "health", "person", "art", "war", "history", "party", "result", "change", "morning", "reason",
-    "research", "girl", "guy", "moment", "air", "teacher", "force", "education", "good", "new", "first", "last",
-    "long", "great", "little", "own", "other", "old", "big", "high", "different", "small", "large", "next", "early",
-    "young", "important", "few", "public", "bad", "same", "able",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "had",
+    "they",
+    "you",
+    "were",
+    "their",
+    "one",
+    "all",
+    "we",
+    "can",
+    "her",
+    "has",
+    "there",
+    "been",
+    "if",
+    "more",
+    "when",
+    "will",
+    "would",
+    "who",
+    "so",
+    "no",
+    "time",
+    "people",
+    "year",
+    "way",
+    "day",
+    "man",
+    "thing",
+    "woman",
+    "life",
+    "child",
+    "world",
+    "school",
+    "state",
+    "family",
+    "student",
+    "group",
+    "country",
+    "problem",
+    "hand",
+    "part",
+    "place",
+    "case",
+    "week",
+    "system",
+    "program",
+    "question",
+    "work",
+    "number",
+    "night",
+    "point",
+    "home",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "fact",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "eye",
+    "job",
+    "word",
+    "business",
+    "issue",
+    "side",
+    "kind",
+    "head",
+    "house",
+    "service",
+    "friend",
+    "father",
+    "power",
+    "hour",
+    "game",
+    "line",
+    "end",
+    "member",
+    "law",
+    "car",
+    "city",
+    "name",
+    "team",
+    "minute",
+    "idea",
+    "body",
+    "information",
+    "back",
+    "parent",
+    "face",
+    "level",
+    "office",
+    "door",
+    "health",
+    "person",
+    "art",
+    "war",
+    "history",
+    "party",
+    "result",
+    "change",
+    "morning",
+    "reason",
+    "research",
+    "girl",
+    "guy",
+    "moment",
+    "air",
+    "teacher",
+    "force",
+    "education",
+    "good",
+    "new",
+    "first",
+    "last",
+    "long",
+    "great",
+    "little",
+    "own",
+    "other",
+    "old",
+    "big",
+    "high",
+    "different",
+    "small",
+    "large",
+    "next",
+    "early",
+    "young",
+    "important",
+    "few",
+    "public",
+    "bad",
+    "same",
+    "able",
 ];
 
 fn synthetic_text(rng: &mut StdRng, n: u32, tokenizer: Option<&TokenCounter>) -> String {
@@ -331,7 +495,12 @@ mod tests {
 
     #[test]
     fn synthetic_items_are_deterministic_and_of_the_asked_length() {
-        let w = Workload::Synthetic { input: LengthDist::Fixed(50), output: LengthDist::Fixed(7), seed: 3, tokenizer: None };
+        let w = Workload::Synthetic {
+            input: LengthDist::Fixed(50),
+            output: LengthDist::Fixed(7),
+            seed: 3,
+            tokenizer: None,
+        };
         let (a, b) = (w.item(5), w.item(5));
         assert_eq!(a, b);
         assert_ne!(w.item(5), w.item(6));
@@ -344,7 +513,11 @@ mod tests {
     fn jsonl_and_sharegpt_datasets() {
         let dir = tempfile::tempdir().unwrap();
         let jl = dir.path().join("d.jsonl");
-        std::fs::write(&jl, "{\"prompt\":\"hello\",\"max_tokens\":5}\n\n{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n").unwrap();
+        std::fs::write(
+            &jl,
+            "{\"prompt\":\"hello\",\"max_tokens\":5}\n\n{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n",
+        )
+        .unwrap();
         let e = load_dataset(&jl, None).unwrap();
         assert_eq!(e.len(), 2);
         assert_eq!(e[0], DatasetEntry { prompt: PromptBody::Text("hello".into()), max_tokens: Some(5) });

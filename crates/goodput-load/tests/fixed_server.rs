@@ -29,8 +29,10 @@ async fn completions_and_non_streaming_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_faults_are_failures_of_the_right_kind() {
-    let faults = FaultConfig { error_rate: 0.2, stream_error_rate: 0.2, disconnect_rate: 0.15, seed: 11, ..Default::default() };
-    let profile = FixedProfile { ttft: Duration::from_millis(5), itl: Duration::from_millis(1), faults, ..Default::default() };
+    let faults =
+        FaultConfig { error_rate: 0.2, stream_error_rate: 0.2, disconnect_rate: 0.15, seed: 11, ..Default::default() };
+    let profile =
+        FixedProfile { ttft: Duration::from_millis(5), itl: Duration::from_millis(1), faults, ..Default::default() };
     let (url, server) = start(profile).await;
     let recs = run(&url, Api::Chat, true, 8, plan(120, 6)).await;
     let count = |k: FailureKind| recs.iter().filter(|r| r.outcome.failure_kind() == Some(k)).count() as u64;
@@ -45,7 +47,10 @@ async fn injected_faults_are_failures_of_the_right_kind() {
     let ok = recs.iter().filter(|r| r.outcome.is_success()).count() as u64;
     assert_eq!(ok + http + stream + disc, 120, "no failure is counted as a success");
     // Output received before a mid-stream failure is kept on the record.
-    assert!(recs.iter().filter(|r| r.outcome.failure_kind() == Some(FailureKind::MidStreamError)).all(|r| !r.chunks.is_empty()));
+    assert!(recs
+        .iter()
+        .filter(|r| r.outcome.failure_kind() == Some(FailureKind::MidStreamError))
+        .all(|r| !r.chunks.is_empty()));
     let s = analyze(&recs, &AnalysisOptions::default()).summary;
     assert_eq!(s.requests.failed, http + stream + disc);
     assert_eq!(s.requests.errors_by_kind.get("http_status"), Some(&http));
@@ -59,10 +64,14 @@ async fn injected_faults_are_failures_of_the_right_kind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_and_unreachable_servers() {
     let faults = FaultConfig { stall_rate: 1.0, stall: Duration::from_secs(30), ..Default::default() };
-    let profile = FixedProfile { ttft: Duration::from_millis(5), itl: Duration::from_millis(1), faults, ..Default::default() };
+    let profile =
+        FixedProfile { ttft: Duration::from_millis(5), itl: Duration::from_millis(1), faults, ..Default::default() };
     let (url, _s) = start(profile).await;
     let c = client(&url, Api::Chat, true, Duration::from_millis(300));
-    let recs = goodput_load::run(&plan(2, 2), c, workload(8), Control::default(), |_: &RequestRecord| {}).await.unwrap().records;
+    let recs = goodput_load::run(&plan(2, 2), c, workload(8), Control::default(), |_: &RequestRecord| {})
+        .await
+        .unwrap()
+        .records;
     for r in &recs {
         assert_eq!(r.outcome.failure_kind(), Some(FailureKind::Timeout));
         assert!(!r.chunks.is_empty(), "chunks before the stall are kept");
@@ -85,7 +94,9 @@ async fn a_server_that_closes_after_each_response() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let sse = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/chat-stream-usage.sse")).unwrap();
+    let sse =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/chat-stream-usage.sse"))
+            .unwrap();
     tokio::spawn(async move {
         loop {
             let (mut sock, _) = listener.accept().await.unwrap();

@@ -138,7 +138,14 @@ mod tests {
 
     #[test]
     fn rates_are_honoured_and_seeded() {
-        let cfg = FaultConfig { error_rate: 0.1, stream_error_rate: 0.2, disconnect_rate: 0.05, stall_rate: 0.1, stall: Duration::from_secs(1), seed: 5 };
+        let cfg = FaultConfig {
+            error_rate: 0.1,
+            stream_error_rate: 0.2,
+            disconnect_rate: 0.05,
+            stall_rate: 0.1,
+            stall: Duration::from_secs(1),
+            seed: 5,
+        };
         let n = 100_000;
         let draws: Vec<Fault> = (0..n).map(|i| cfg.draw(i)).collect();
         let share = |f: Fault| draws.iter().filter(|&&d| d == f).count() as f64 / n as f64;

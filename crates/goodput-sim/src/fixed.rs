@@ -72,7 +72,10 @@ pub fn app(state: Arc<FixedServer>) -> Router {
     let router = Router::new()
         .route("/v1/chat/completions", post(|s: State<Arc<FixedServer>>, b: Bytes| generate(s, Route::Chat, b)))
         .route("/v1/completions", post(|s: State<Arc<FixedServer>>, b: Bytes| generate(s, Route::Completions, b)))
-        .route("/v1/models", get(|State(s): State<Arc<FixedServer>>| async move { Json(models_body(&s.profile.model)) }))
+        .route(
+            "/v1/models",
+            get(|State(s): State<Arc<FixedServer>>| async move { Json(models_body(&s.profile.model)) }),
+        )
         .route("/health", get(|| async { "ok" }))
         .route(
             "/metrics",
@@ -88,7 +91,7 @@ async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) 
     let t0 = Instant::now();
     let req = match GenerationRequest::parse(route, &body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg),
     };
     let p = &s.profile;
     let (n, fault) = s.counters.next(&p.faults);

@@ -46,17 +46,14 @@ pub struct StreamOptions {
 }
 
 impl GenerationRequest {
-    /// Parses and checks a body for `route`; the error is an OpenAI-style 400.
-    pub fn parse(route: Route, body: &[u8]) -> Result<Self, Response> {
-        let req: GenerationRequest = serde_json::from_slice(body)
-            .map_err(|e| error_response(StatusCode::BAD_REQUEST, &format!("invalid JSON body: {e}")))?;
+    /// Parses and checks a body for `route`; the error is the message of a 400.
+    pub fn parse(route: Route, body: &[u8]) -> Result<Self, String> {
+        let req: GenerationRequest = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
         match route {
             Route::Chat if req.messages.as_ref().is_none_or(|m| m.is_empty()) => {
-                Err(error_response(StatusCode::BAD_REQUEST, "\"messages\" is required and must not be empty"))
+                Err("\"messages\" is required and must not be empty".into())
             }
-            Route::Completions if req.prompt.is_none() => {
-                Err(error_response(StatusCode::BAD_REQUEST, "\"prompt\" is required"))
-            }
+            Route::Completions if req.prompt.is_none() => Err("\"prompt\" is required".into()),
             _ => Ok(req),
         }
     }
@@ -119,8 +116,8 @@ pub fn count_tokens(text: &str) -> u64 {
 
 const WORDS: &[&str] = &[
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
-    "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
-    "xray", "yankee", "zulu", "river", "stone", "cloud", "maple", "ember", "harbor",
+    "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray",
+    "yankee", "zulu", "river", "stone", "cloud", "maple", "ember", "harbor",
 ];
 
 /// Token `i` of request `seed`'s output: a deterministic word with a leading space.
@@ -179,10 +176,12 @@ impl ChunkWriter {
         self.head(&mut out);
         match self.route {
             Route::Chat => {
-                let _ = write!(out, "[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n");
+                let _ =
+                    write!(out, "[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n");
             }
             Route::Completions => {
-                let _ = write!(out, "[{{\"index\":0,\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":null}}]}}\n\n");
+                let _ =
+                    write!(out, "[{{\"index\":0,\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":null}}]}}\n\n");
             }
         }
         Bytes::from(out)
@@ -195,7 +194,9 @@ impl ChunkWriter {
         match self.route {
             Route::Chat => {
                 self.head(&mut out);
-                out.push_str("[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null},\"finish_reason\":null}]}\n\n");
+                out.push_str(
+                    "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null},\"finish_reason\":null}]}\n\n",
+                );
                 self.head(&mut out);
                 out.push_str("[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":null}]}\n\n");
             }
@@ -216,7 +217,10 @@ impl ChunkWriter {
                 let _ = write!(out, "[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish_reason}\"}}]}}\n\n");
             }
             Route::Completions => {
-                let _ = write!(out, "[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish_reason}\"}}]}}\n\n");
+                let _ = write!(
+                    out,
+                    "[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish_reason}\"}}]}}\n\n"
+                );
             }
         }
         if let Some((p, c)) = usage {

@@ -147,9 +147,10 @@ async fn discover_model(http: &reqwest::Client, base: &str, api_key: Option<&str
     if let Some(k) = api_key {
         req = req.bearer_auth(k);
     }
-    let resp = req.send().await.map_err(|e| {
-        anyhow!("cannot reach {base}: {}. Is the server running and is --url right?", error_chain(&e))
-    })?;
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| anyhow!("cannot reach {base}: {}. Is the server running and is --url right?", error_chain(&e)))?;
     if !resp.status().is_success() {
         bail!(
             "the server at {base} did not list its models (HTTP {} from /v1/models): pass --model NAME",

@@ -37,7 +37,10 @@ pub struct PercentileList(pub Vec<f64>);
 fn parse_percentiles(s: &str) -> Result<PercentileList, String> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let p: f64 = part.trim_start_matches('p').parse().map_err(|_| format!("'{part}' is not a percentile; write e.g. 50,90,99.9"))?;
+        let p: f64 = part
+            .trim_start_matches('p')
+            .parse()
+            .map_err(|_| format!("'{part}' is not a percentile; write e.g. 50,90,99.9"))?;
         if !(0.0..=100.0).contains(&p) {
             return Err(format!("percentile {p} is outside 0..100"));
         }

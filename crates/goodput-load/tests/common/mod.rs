@@ -23,7 +23,12 @@ pub fn client(url: &str, api: Api, stream: bool, timeout: Duration) -> Arc<Clien
 }
 
 pub fn workload(output: u32) -> Arc<Workload> {
-    Arc::new(Workload::Synthetic { input: LengthDist::Fixed(32), output: LengthDist::Fixed(output), seed: 1, tokenizer: None })
+    Arc::new(Workload::Synthetic {
+        input: LengthDist::Fixed(32),
+        output: LengthDist::Fixed(output),
+        seed: 1,
+        tokenizer: None,
+    })
 }
 
 pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {

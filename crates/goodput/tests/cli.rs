@@ -1,0 +1,199 @@
+//! The `goodput` binary end to end: the embedded default, the result
+//! document's contract, records on disk, bad input, failures and Ctrl-C.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+fn goodput() -> Command {
+    let mut c = Command::cargo_bin("goodput").unwrap();
+    c.env_remove("OPENAI_API_KEY");
+    c
+}
+
+/// Fast embedded-server timings so a run takes well under a second.
+const FAST: &[&str] = &["--sim-ttft", "20ms", "--sim-itl", "2ms", "--output-tokens", "8", "--input-tokens", "16"];
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn embedded_default_writes_the_contracted_document_and_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let assert = goodput()
+        .args(["bench", "-n", "6", "-c", "3", "--quiet", "--api-key", "sk-secret-123"])
+        .args(FAST)
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
+    assert!(stdout.contains("TTFT") && stdout.contains("output tok/s"), "{stdout}");
+
+    let v = read_json(&out);
+    assert_eq!(v["schema"], "goodput/v1");
+    assert_eq!(v["target"]["embedded"], true);
+    for m in ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "ttfb_ms", "client_queue_ms"] {
+        for k in ["mean", "std", "min", "p50", "p90", "p95", "p99", "max"] {
+            assert!(v["summary"][m][k].is_number(), "summary.{m}.{k} missing: {}", v["summary"][m]);
+        }
+    }
+    for k in ["sent", "completed", "failed", "errors_by_kind"] {
+        assert!(!v["summary"]["requests"][k].is_null(), "summary.requests.{k}");
+    }
+    assert_eq!(v["summary"]["requests"]["completed"], 6);
+    for k in [
+        "requests_per_s",
+        "input_tokens_per_s",
+        "output_tokens_per_s",
+        "total_tokens_per_s",
+        "peak_output_tokens_per_s",
+    ] {
+        assert!(v["summary"]["throughput"][k].is_number(), "summary.throughput.{k}");
+    }
+    assert!(v["window"]["start_s"].is_number() && v["window"]["end_s"].is_number());
+    for k in [
+        "mean_ttft_ms",
+        "median_ttft_ms",
+        "p99_ttft_ms",
+        "mean_tpot_ms",
+        "median_tpot_ms",
+        "p99_tpot_ms",
+        "mean_itl_ms",
+        "median_itl_ms",
+        "p99_itl_ms",
+        "request_throughput",
+        "output_throughput",
+    ] {
+        assert!(v["compat"]["vllm"][k].is_number(), "compat.vllm.{k}");
+    }
+
+    let lines: Vec<String> = std::fs::read_to_string(&rec).unwrap().lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 6);
+    for l in &lines {
+        let r: goodput_core::RequestRecord = serde_json::from_str(l).unwrap();
+        assert!(r.outcome.is_success());
+        assert_eq!(r.output_tokens, 8);
+    }
+    // The key is used, never written.
+    for p in [&out, &rec] {
+        assert!(!std::fs::read_to_string(p).unwrap().contains("sk-secret-123"), "{} leaks the key", p.display());
+    }
+    assert_eq!(v["config"]["client"]["api_key"], "<redacted>");
+}
+
+#[test]
+fn extra_percentiles_and_completions_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    goodput()
+        .args(["bench", "-n", "4", "-c", "2", "-q", "--api", "completions", "--percentiles", "50,90,99.9"])
+        .args(FAST)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert!(v["summary"]["ttft_ms"]["p99_9"].is_number());
+    assert!(v["summary"]["ttft_ms"].get("p95").is_none());
+    assert_eq!(v["target"]["api"], "completions");
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_no_panic() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--input-tokens", "uniform:9..3"], "lower bound"),
+        (&["--output-tokens", "zipf:1"], "unknown distribution"),
+        (&["--extra-body", "[1]"], "JSON object"),
+        (&["--dataset", "/nonexistent/d.jsonl"], "cannot read dataset"),
+        (&["--tokenizer", "/nonexistent/tokenizer.json"], "tokenizer"),
+        (&["--burstiness", "0.5"], "--arrival gamma"),
+        (&["--rate=-3"], "positive"),
+        (&["--rate", "0"], "positive"),
+        (&["--timeout", "soon"], "duration"),
+        (&["--url", "ftp://example.invalid"], "http or https"),
+    ];
+    for (args, want) in cases {
+        let out = goodput().args(["bench", "-q", "-n", "1"]).args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_a_clear_failure() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    drop(l);
+    let out = goodput().args(["bench", "-q", "-n", "2", "--url", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach"), "{err}");
+    // With --model the discovery is skipped: every request fails to connect.
+    let out = goodput().args(["bench", "-q", "-n", "2", "--model", "m", "--url", &url]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no request succeeded") && err.contains("connect"), "{err}");
+}
+
+#[test]
+fn every_request_failing_is_a_non_zero_exit_with_the_reason() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = rt.block_on(async {
+        let profile = goodput_sim::fixed::FixedProfile {
+            faults: goodput_sim::faults::FaultConfig { error_rate: 1.0, ..Default::default() },
+            ..Default::default()
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = goodput_sim::fixed::app(goodput_sim::fixed::FixedServer::new(profile));
+        tokio::spawn(goodput_sim::server::serve(listener, app, std::future::pending()));
+        url
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("run.json");
+    let out = goodput().args(["bench", "-q", "-n", "3", "--url", &url]).arg("-o").arg(&out_path).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no request succeeded") && err.contains("http_status") && err.contains("500"), "{err}");
+    // The document is still written: failures are data.
+    let v = read_json(&out_path);
+    assert_eq!(v["summary"]["requests"]["errors_by_kind"]["http_status"], 3);
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_and_still_writes_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["bench", "-q", "-c", "4", "--duration", "60s", "--grace", "300ms"])
+        .args(["--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "a stopped run with successes exits 0");
+    let v = read_json(&out);
+    assert_eq!(v["interrupted"], true);
+    let completed = v["summary"]["requests"]["completed"].as_u64().unwrap();
+    assert!(completed >= 4, "completed {completed}");
+    let lines = std::fs::read_to_string(&rec).unwrap().lines().count() as u64;
+    assert_eq!(lines, v["summary"]["requests"]["sent"].as_u64().unwrap(), "every sent request has its record");
+}
