@@ -4,6 +4,7 @@
 //! and an empty delta first, usage in its own chunk, `[DONE]`). It is the
 //! instrument that tests and benchmarks of the client are read against.
 
+use crate::clock::sleep_until;
 use crate::faults::{Fault, FaultConfig, FaultCounters};
 use crate::openai::{count_tokens, error_response, models_body, unix_now, ChunkWriter, GenerationRequest, Route};
 use axum::body::{Body, Bytes};
@@ -15,8 +16,6 @@ use axum::{Json, Router};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
-
-const TIMER_HALF_TICK: Duration = Duration::from_micros(500);
 
 /// The timings and shape of every response.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,21 +108,15 @@ async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) 
         _ => Duration::ZERO,
     };
     // The deadline of chunk i; a stall shifts every chunk from the middle on.
-    // tokio's timers fire on the first whole-millisecond tick at or after a
-    // deadline (0–1 ms late); aiming half a tick early centres the error on
-    // the exact time instead of always erring late.
     let (ttft, itl) = (p.ttft, p.itl);
-    let due = move |i: u64| {
-        let exact = t0 + ttft + itl * i as u32 + if i >= n_chunks / 2 { stall } else { Duration::ZERO };
-        exact.checked_sub(TIMER_HALF_TICK).filter(|&d| d >= t0).unwrap_or(exact)
-    };
+    let due = move |i: u64| t0 + ttft + itl * i as u32 + if i >= n_chunks / 2 { stall } else { Duration::ZERO };
 
     if !req.stream() {
         if matches!(fault, Fault::StreamError | Fault::Disconnect) {
-            tokio::time::sleep_until(due(n_chunks / 2)).await;
+            sleep_until(due(n_chunks / 2)).await;
             return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: generation failed");
         }
-        tokio::time::sleep_until(due(n_chunks.saturating_sub(1))).await;
+        sleep_until(due(n_chunks.saturating_sub(1))).await;
         return Json(writer.whole(n_out, prompt_tokens, "length")).into_response();
     }
 
@@ -143,18 +136,18 @@ async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) 
                     if i == n_chunks / 2 {
                         match fault {
                             Fault::StreamError => {
-                                tokio::time::sleep_until(due(i)).await;
+                                sleep_until(due(i)).await;
                                 let ev = writer.error_event("injected fault: the engine failed mid-stream");
                                 return Some((Ok(ev), Phase::Done));
                             }
                             Fault::Disconnect => {
-                                tokio::time::sleep_until(due(i)).await;
+                                sleep_until(due(i)).await;
                                 return Some((Err(std::io::Error::other("injected disconnect")), Phase::Done));
                             }
                             _ => {}
                         }
                     }
-                    tokio::time::sleep_until(due(i)).await;
+                    sleep_until(due(i)).await;
                     let chunk = writer.tokens(i * k, ((i + 1) * k).min(n_out));
                     Some((Ok(chunk), Phase::Tokens(i + 1)))
                 }

@@ -1,0 +1,168 @@
+//! Precise deadlines for simulated servers. tokio's timers tick in whole
+//! milliseconds and are processed late when workers are busy, which would put
+//! up to a millisecond of the server's own jitter into every measured gap. A
+//! dedicated thread sleeps on a condition variable to the earliest deadline
+//! (microsecond resolution) and wakes every task due within a small window.
+
+use futures::task::AtomicWaker;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// Deadlines this close are fired together: one wake-up of the timer thread
+/// serves them all, so the thread wakes at most ~1/BATCH times a second.
+const BATCH: Duration = Duration::from_micros(20);
+
+struct Shared {
+    fired: AtomicBool,
+    waker: AtomicWaker,
+}
+
+struct Entry {
+    deadline: Instant,
+    seq: u64,
+    shared: Arc<Shared>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.deadline, self.seq) == (o.deadline, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.deadline, self.seq).cmp(&(o.deadline, o.seq))
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Reverse<Entry>>,
+    seq: u64,
+}
+
+struct Timer {
+    queue: Mutex<Queue>,
+    cv: Condvar,
+}
+
+fn timer() -> &'static Timer {
+    static TIMER: OnceLock<&'static Timer> = OnceLock::new();
+    TIMER.get_or_init(|| {
+        let t: &'static Timer = Box::leak(Box::new(Timer { queue: Mutex::default(), cv: Condvar::new() }));
+        std::thread::Builder::new()
+            .name("goodput-precise-timer".into())
+            .spawn(move || t.run())
+            .expect("cannot start the timer thread");
+        t
+    })
+}
+
+impl Timer {
+    fn run(&self) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let Some(next) = q.heap.peek().map(|e| e.0.deadline) else {
+                q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
+                continue;
+            };
+            let now = Instant::now();
+            if next > now + BATCH {
+                q = self.cv.wait_timeout(q, next - now).unwrap_or_else(|e| e.into_inner()).0;
+                continue;
+            }
+            let until = now + BATCH;
+            while q.heap.peek().is_some_and(|e| e.0.deadline <= until) {
+                let e = q.heap.pop().expect("peeked").0;
+                e.shared.fired.store(true, Ordering::Release);
+                e.shared.waker.wake();
+            }
+        }
+    }
+
+    fn register(&self, deadline: Instant, shared: Arc<Shared>) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let earliest = q.heap.peek().is_none_or(|e| deadline < e.0.deadline);
+        q.seq += 1;
+        let seq = q.seq;
+        q.heap.push(Reverse(Entry { deadline, seq, shared }));
+        drop(q);
+        if earliest {
+            self.cv.notify_one();
+        }
+    }
+}
+
+/// Completes at `deadline` (within tens of microseconds, never more than
+/// `BATCH` early).
+pub fn sleep_until(deadline: tokio::time::Instant) -> Sleep {
+    Sleep { deadline: deadline.into_std(), shared: None }
+}
+
+/// The future of [`sleep_until`].
+pub struct Sleep {
+    deadline: Instant,
+    shared: Option<Arc<Shared>>,
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match &self.shared {
+            Some(s) => {
+                s.waker.register(cx.waker());
+                if s.fired.load(Ordering::Acquire) {
+                    return Poll::Ready(());
+                }
+                Poll::Pending
+            }
+            None => {
+                if Instant::now() + BATCH >= self.deadline {
+                    return Poll::Ready(());
+                }
+                let s = Arc::new(Shared { fired: AtomicBool::new(false), waker: AtomicWaker::new() });
+                s.waker.register(cx.waker());
+                timer().register(self.deadline, s.clone());
+                self.shared = Some(s);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn fires_in_order_and_close_to_the_deadline() {
+        let start = tokio::time::Instant::now();
+        let mut handles = Vec::new();
+        for i in (1..=20u64).rev() {
+            handles.push(tokio::spawn(async move {
+                let due = start + Duration::from_millis(2 * i);
+                sleep_until(due).await;
+                tokio::time::Instant::now().saturating_duration_since(due)
+            }));
+        }
+        for h in handles {
+            let late = h.await.unwrap();
+            // Generous bound: the test machine is shared; the point is that it fired.
+            assert!(late < Duration::from_millis(50), "late by {late:?}");
+        }
+        // Past deadlines complete at once.
+        sleep_until(start).await;
+    }
+}
