@@ -1,10 +1,16 @@
 //! Server signals, the pure half: Prometheus text parsed into families
-//! ([`parse`]) and the histogram arithmetic on them ([`histogram`]). No I/O:
-//! the scraping loop that fetches `/metrics` and stamps each scrape on the
-//! run clock lives elsewhere.
+//! ([`parse`]), the histogram arithmetic on them ([`histogram`]), and engine
+//! metrics mapped to common signals ([`signals`]). No I/O: the scraping loop
+//! that fetches `/metrics` and stamps each scrape on the run clock lives
+//! elsewhere.
 
 pub mod histogram;
 pub mod parse;
+pub mod signals;
+
+#[cfg(test)]
+mod tests;
 
 pub use histogram::{histogram_quantile, Bucket, Histogram};
 pub use parse::{parse, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape};
+pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
