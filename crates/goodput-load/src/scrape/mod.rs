@@ -16,6 +16,6 @@ pub use histogram::{histogram_quantile, Bucket, Histogram};
 pub use parse::{parse, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape};
 pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
 pub use window::{
-    summarize, summarize_signals, CounterSummary, GaugeSummary, HistogramSummary, Series,
-    WindowSummary,
+    summarize, summarize_signals, CounterSummary, HistogramSummary, Series, WindowSummary,
+    GAUGE_PERCENTILES,
 };

@@ -1,5 +1,5 @@
 //! Server signals summarised over a measurement window [T1, T2] of the run's
-//! clock: gauges as mean, max and percentiles of their samples; counters as
+//! clock: gauges as distributions of their samples; counters as
 //! increases (resets handled) and rates; histograms as quantiles of their
 //! bucket increases; the prefix-cache hit rate and energy per output token
 //! from increases too, never from lifetime totals.
@@ -7,7 +7,7 @@
 use super::histogram::Histogram;
 use super::parse::Scrape;
 use super::signals::{map, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
-use goodput_core::percentile;
+use goodput_core::{Distribution, Window};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -15,8 +15,7 @@ use std::time::Duration;
 /// Everything the server said during one window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowSummary {
-    pub start_s: f64,
-    pub end_s: f64,
+    pub window: Window,
     /// Scrapes stamped inside the window.
     pub scrapes: usize,
     /// From the first to the last of those scrapes: what counter rates are
@@ -26,7 +25,9 @@ pub struct WindowSummary {
     pub engine: Option<Source>,
     /// Every source recognised, exporters included.
     pub sources: Vec<Source>,
-    pub gauges: BTreeMap<GaugeSignal, GaugeSummary>,
+    /// Mean, std, min, max and [`GAUGE_PERCENTILES`] of each gauge's
+    /// samples, in the shape of the run summary's latency distributions.
+    pub gauges: BTreeMap<GaugeSignal, Distribution>,
     pub counters: BTreeMap<CounterSignal, CounterSummary>,
     pub histograms: BTreeMap<HistogramSignal, HistogramSummary>,
     /// Δ prefix-cache hit tokens / Δ query tokens over the window.
@@ -37,15 +38,8 @@ pub struct WindowSummary {
     pub series: Series,
 }
 
-/// A gauge over the window's scrapes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GaugeSummary {
-    pub samples: usize,
-    pub mean: f64,
-    pub max: f64,
-    pub p50: f64,
-    pub p95: f64,
-}
+/// The percentiles reported for gauges.
+pub const GAUGE_PERCENTILES: [f64; 2] = [50.0, 95.0];
 
 /// A counter's increase over the window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,16 +122,10 @@ pub fn summarize_signals(
         if values.is_empty() {
             continue;
         }
-        values.sort_by(f64::total_cmp);
-        let p = |q| percentile(&values, q).unwrap_or(f64::NAN);
-        let summary = GaugeSummary {
-            samples: values.len(),
-            mean: values.iter().sum::<f64>() / values.len() as f64,
-            max: values[values.len() - 1],
-            p50: p(50.0),
-            p95: p(95.0),
-        };
-        gauges.insert(signal, summary);
+        gauges.insert(
+            signal,
+            Distribution::from_samples(&mut values, &GAUGE_PERCENTILES),
+        );
         series.gauges.insert(signal, column);
     }
 
@@ -187,8 +175,11 @@ pub fn summarize_signals(
     let ratio =
         |num: Option<f64>, den: Option<f64>| num.zip(den.filter(|&d| d > 0.0)).map(|(n, d)| n / d);
     WindowSummary {
-        start_s: start.as_secs_f64(),
-        end_s: end.as_secs_f64(),
+        window: Window {
+            start_s: start.as_secs_f64(),
+            end_s: end.as_secs_f64(),
+            duration_s: end.saturating_sub(start).as_secs_f64(),
+        },
         scrapes: points.len(),
         span_s,
         engine: sources.iter().copied().find(|s| s.is_engine()),
@@ -397,10 +388,9 @@ mod tests {
     #[test]
     fn a_two_scrape_window_by_hand() {
         let w = summarize(&run(), Duration::from_secs(10), Duration::from_secs(20));
-        assert_eq!(
-            (w.start_s, w.end_s, w.scrapes, w.span_s),
-            (10.0, 20.0, 2, 10.0)
-        );
+        let window = (w.window.start_s, w.window.end_s, w.window.duration_s);
+        assert_eq!(window, (10.0, 20.0, 10.0));
+        assert_eq!((w.scrapes, w.span_s), (2, 10.0));
         assert_eq!(
             (w.engine, w.sources.clone()),
             (Some(Source::Vllm), vec![Source::Vllm, Source::Dcgm])
@@ -409,11 +399,12 @@ mod tests {
         // gauges: running sums engines (6 then 10), KV use averages them (0.4 then 0.6)
         let running = &w.gauges[&GaugeSignal::RunningRequests];
         assert_eq!(
-            (running.samples, running.mean, running.max, running.p50),
-            (2, 8.0, 10.0, 8.0)
+            (running.count, running.mean, running.max, running.p(50.0)),
+            (2, Some(8.0), Some(10.0), Some(8.0))
         );
-        assert!((running.p95 - 9.8).abs() < 1e-12);
-        assert!((w.gauges[&GaugeSignal::KvCacheUsage].mean - 0.5).abs() < 1e-12);
+        assert!((running.p(95.0).unwrap() - 9.8).abs() < 1e-12);
+        let kv = w.gauges[&GaugeSignal::KvCacheUsage].mean.unwrap();
+        assert!((kv - 0.5).abs() < 1e-12);
 
         // counters: engine 0 gained 600; engine 1 reset, so its 300 is all new
         let generated = &w.counters[&CounterSignal::GenerationTokens];
@@ -458,7 +449,7 @@ mod tests {
     fn one_scrape_gives_gauges_but_no_increases() {
         let w = summarize(&run(), Duration::from_secs(9), Duration::from_secs(11));
         assert_eq!((w.scrapes, w.span_s), (1, 0.0));
-        assert_eq!(w.gauges[&GaugeSignal::RunningRequests].mean, 6.0);
+        assert_eq!(w.gauges[&GaugeSignal::RunningRequests].mean, Some(6.0));
         assert!(w.counters.is_empty() && w.histograms.is_empty());
         assert_eq!(
             (w.prefix_cache_hit_rate, w.energy_per_output_token_joules),
@@ -538,6 +529,8 @@ mod tests {
         let json = serde_json::to_value(&w).unwrap();
         assert_eq!(json["engine"], "vllm");
         assert_eq!(json["gauges"]["kv_cache_usage_ratio"]["mean"], 0.5);
+        assert_eq!(json["gauges"]["running_requests"]["p95"], 9.8);
+        assert_eq!(json["window"]["duration_s"], 10.0);
         assert_eq!(json["counters"]["generation_tokens"]["rate_per_s"], 90.0);
         assert_eq!(json["counters"]["gpu_energy_joules"]["delta"], 900.0);
         assert_eq!(json["histograms"]["ttft_seconds"]["count"], 100.0);
