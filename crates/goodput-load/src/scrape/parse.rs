@@ -320,7 +320,7 @@ impl Parser {
             self.skipping = Some((name.to_string(), MetricType::Untyped));
             return false;
         }
-        self.start(n, name, MetricType::Untyped);
+        self.start(n, name);
         true
     }
 
@@ -328,7 +328,9 @@ impl Parser {
         if !self.open_for_metadata(n, name) {
             return;
         }
-        let index = self.open.as_ref().map_or(0, |o| o.index);
+        let Some(index) = self.open.as_ref().map(|o| o.index) else {
+            return;
+        };
         if self.families[index].help.is_some() {
             self.error(n, ParseErrorKind::DuplicateMetadata(name.to_string()));
         } else {
@@ -377,7 +379,7 @@ impl Parser {
                 self.skipping = Some((name, kind));
                 return;
             }
-            self.start(n, &sample.name, MetricType::Untyped);
+            self.start(n, &sample.name);
         }
         let Some(open) = self.open.as_mut() else {
             return;
@@ -403,7 +405,7 @@ impl Parser {
             let f = &self.families[i];
             return Some((f.name.clone(), f.kind));
         }
-        let stems = ["", "_total", "_created", "_bucket", "_sum", "_count"]
+        let stems = ["_total", "_created", "_bucket", "_sum", "_count"]
             .iter()
             .filter_map(|suffix| sample.strip_suffix(suffix));
         for stem in stems {
@@ -417,11 +419,12 @@ impl Parser {
         None
     }
 
-    fn start(&mut self, n: usize, name: &str, kind: MetricType) {
+    /// Opens a new family, untyped until a `# TYPE` says otherwise.
+    fn start(&mut self, n: usize, name: &str) {
         let index = self.families.len();
         self.families.push(Family {
             name: name.to_string(),
-            kind,
+            kind: MetricType::Untyped,
             help: None,
             samples: Vec::new(),
         });
