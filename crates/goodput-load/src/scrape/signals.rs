@@ -605,3 +605,100 @@ fn series_id(metric: &str, labels: &Labels) -> String {
     }
     format!("{metric}{labels:?}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scrape::parse::parse;
+
+    fn signals(text: &str) -> Signals {
+        let scrape = parse(text);
+        assert!(scrape.errors.is_empty(), "{:?}", scrape.errors);
+        Signals::from_scrape(&scrape)
+    }
+
+    #[test]
+    fn sources_are_told_by_prefix() {
+        let cases = [
+            ("vllm:num_requests_running", Some(Source::Vllm)),
+            ("sglang:token_usage", Some(Source::Sglang)),
+            ("tgi_queue_size", Some(Source::Tgi)),
+            ("llamacpp:requests_deferred", Some(Source::LlamaCpp)),
+            ("nv_inference_request_success", Some(Source::Triton)),
+            ("nv_trt_llm_request_metrics", Some(Source::Triton)),
+            ("DCGM_FI_DEV_GPU_UTIL", Some(Source::Dcgm)),
+            ("process_cpu_seconds_total", None),
+            ("vllm_num_requests_running", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(Source::of_metric(name), want, "{name}");
+        }
+        assert!(Source::Triton.is_engine() && !Source::Dcgm.is_engine());
+    }
+
+    #[test]
+    fn deprecated_vllm_names_are_read_when_the_new_ones_are_absent() {
+        let s = signals(
+            "vllm:gpu_cache_usage_perc{engine=\"0\"} 0.25\n\
+             vllm:gpu_cache_usage_perc{engine=\"1\"} 0.75\n\
+             vllm:gpu_prefix_cache_hits_total 12\n\
+             vllm:time_per_output_token_seconds_bucket{le=\"0.05\"} 3\n\
+             vllm:time_per_output_token_seconds_bucket{le=\"+Inf\"} 4\n",
+        );
+        assert_eq!(s.gauges[&GaugeSignal::KvCacheUsage], 0.5);
+        assert_eq!(s.counter_total(CounterSignal::PrefixCacheHits), Some(12.0));
+        assert_eq!(s.histogram(HistogramSignal::Itl).unwrap().count, 4.0);
+        // and the new names win when both are there
+        let s = signals("vllm:gpu_cache_usage_perc 0.9\nvllm:kv_cache_usage_perc 0.1\n");
+        assert_eq!(s.gauges[&GaugeSignal::KvCacheUsage], 0.1);
+        assert_eq!(s.unmapped[0].name, "vllm:gpu_cache_usage_perc");
+    }
+
+    #[test]
+    fn triton_tensorrt_llm_signals_come_from_labelled_families() {
+        let s = signals(
+            "# TYPE nv_trt_llm_request_metrics gauge\n\
+             nv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"active\",version=\"1\"} 5\n\
+             nv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"waiting\",version=\"1\"} 2\n\
+             nv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"max\",version=\"1\"} 256\n\
+             # TYPE nv_trt_llm_kv_cache_block_metrics gauge\n\
+             nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"fraction\",model=\"tensorrt_llm\",version=\"1\"} 0.55\n\
+             nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"used\",model=\"tensorrt_llm\",version=\"1\"} 110\n\
+             # TYPE nv_inference_request_success counter\n\
+             nv_inference_request_success{model=\"ensemble\",version=\"1\"} 40\n\
+             nv_inference_request_success{model=\"tensorrt_llm\",version=\"1\"} 40\n\
+             # TYPE nv_gpu_utilization gauge\n\
+             nv_gpu_utilization{gpu_uuid=\"GPU-a\"} 0.5\n\
+             nv_gpu_utilization{gpu_uuid=\"GPU-b\"} 0.7\n\
+             # TYPE nv_inference_first_response_histogram_ms histogram\n\
+             nv_inference_first_response_histogram_ms_bucket{model=\"ensemble\",version=\"1\",le=\"100\"} 30\n\
+             nv_inference_first_response_histogram_ms_bucket{model=\"ensemble\",version=\"1\",le=\"+Inf\"} 40\n\
+             nv_inference_first_response_histogram_ms_sum{model=\"ensemble\",version=\"1\"} 3000\n\
+             nv_inference_first_response_histogram_ms_count{model=\"ensemble\",version=\"1\"} 40\n",
+        );
+        assert_eq!(s.sources, vec![Source::Triton]);
+        assert_eq!(s.gauges[&GaugeSignal::RunningRequests], 5.0);
+        assert_eq!(s.gauges[&GaugeSignal::WaitingRequests], 2.0);
+        assert_eq!(s.gauges[&GaugeSignal::KvCacheUsage], 0.55);
+        assert!((s.gauges[&GaugeSignal::GpuUtilization] - 0.6).abs() < 1e-12);
+        // a sum over models: an ensemble counts its requests again
+        assert_eq!(
+            s.counter_total(CounterSignal::RequestsSucceeded),
+            Some(80.0)
+        );
+        // milliseconds scaled to seconds, bounds and sum alike
+        let ttft = s.histogram(HistogramSignal::Ttft).unwrap();
+        assert_eq!(
+            (ttft.buckets[0].le, ttft.sum, ttft.mean()),
+            (0.1, Some(3.0), Some(0.075))
+        );
+    }
+
+    #[test]
+    fn non_finite_values_are_left_out() {
+        let s = signals("vllm:num_requests_running{engine=\"0\"} NaN\nvllm:num_requests_running{engine=\"1\"} 3\n");
+        assert_eq!(s.gauges[&GaugeSignal::RunningRequests], 3.0);
+        let s = signals("vllm:num_requests_running NaN\n");
+        assert!(s.gauges.is_empty());
+    }
+}
