@@ -6,6 +6,7 @@ pub mod client;
 pub mod openai;
 pub mod runner;
 pub mod schedule;
+pub mod scrape;
 pub mod sse;
 pub mod tokenizer;
 pub mod workload;

@@ -1,0 +1,250 @@
+//! Fixture tests: hand-made scrapes of each engine (tests/fixtures/prom) and
+//! the recorded llama.cpp scrape (../shared/fixtures) mapped to signals.
+
+use super::parse::{parse, ParseErrorKind, Scrape};
+use super::signals::{CounterSignal as C, GaugeSignal as G, HistogramSignal as H, Signals, Source};
+use std::path::PathBuf;
+
+fn read(relative: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn fixture(name: &str) -> String {
+    read(&format!("tests/fixtures/prom/{name}"))
+}
+
+fn clean(text: &str) -> Scrape {
+    let scrape = parse(text);
+    assert!(scrape.errors.is_empty(), "{:?}", scrape.errors);
+    scrape
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[track_caller]
+fn assert_gauges(s: &Signals, want: &[(G, f64)]) {
+    for &(g, v) in want {
+        let got = s.gauges.get(&g).copied();
+        assert!(got.is_some_and(|got| close(got, v)), "{}: {got:?}, want {v}", g.name());
+    }
+}
+
+#[track_caller]
+fn assert_counters(s: &Signals, want: &[(C, f64)]) {
+    for &(c, v) in want {
+        let got = s.counter_total(c);
+        assert!(got.is_some_and(|got| close(got, v)), "{}: {got:?}, want {v}", c.name());
+    }
+}
+
+#[track_caller]
+fn assert_histogram_counts(s: &Signals, want: &[(H, f64)]) {
+    for &(h, v) in want {
+        let got = s.histogram(h).map(|h| h.count);
+        assert_eq!(got, Some(v), "{}", h.name());
+    }
+}
+
+#[test]
+fn vllm_maps_to_common_signals() {
+    let s = Signals::from_scrape(&clean(&fixture("vllm.prom")));
+    assert_eq!(s.sources, vec![Source::Vllm]);
+    assert_gauges(&s, &[(G::RunningRequests, 12.0), (G::WaitingRequests, 3.0), (G::KvCacheUsage, 0.4375)]);
+    assert_eq!(s.gauges.len(), 3);
+    assert_counters(
+        &s,
+        &[
+            (C::PromptTokens, 250_000.0),
+            (C::GenerationTokens, 180_000.0),
+            (C::PrefixCacheQueries, 250_000.0),
+            (C::PrefixCacheHits, 60_000.0),
+            (C::Preemptions, 7.0),
+            // stop 905 + length 90; the 5 aborted are failures
+            (C::RequestsSucceeded, 995.0),
+            (C::RequestsFailed, 5.0),
+        ],
+    );
+    assert_histogram_counts(&s, &[(H::Ttft, 1000.0), (H::Itl, 179_000.0), (H::E2e, 1000.0), (H::Queue, 1000.0)]);
+    assert!(!s.histograms.contains_key(&H::Tpot));
+    let ttft = s.histogram(H::Ttft).unwrap();
+    // rank 500 lies 20 of the 320 observations into (0.1, 0.25]
+    assert_eq!(ttft.quantile(0.5), Some(0.1 + 0.15 * 20.0 / 320.0));
+    // rank 990 is the top of (0.75, 1.0]
+    assert_eq!(ttft.quantile(0.99), Some(1.0));
+    assert!(close(ttft.mean().unwrap(), 0.1427));
+
+    let unmapped: Vec<&str> = s.unmapped.iter().map(|x| x.name.as_str()).collect();
+    for name in ["python_info", "vllm:cache_config_info", "vllm:iteration_tokens_total_bucket"] {
+        assert!(unmapped.contains(&name), "{name} not kept raw");
+    }
+    for name in ["vllm:prompt_tokens_created", "vllm:time_to_first_token_seconds_created", "vllm:num_requests_running"]
+    {
+        assert!(!unmapped.contains(&name), "{name} wrongly unmapped");
+    }
+}
+
+#[test]
+fn sglang_maps_to_common_signals() {
+    let s = Signals::from_scrape(&clean(&fixture("sglang.prom")));
+    assert_eq!(s.sources, vec![Source::Sglang]);
+    assert_gauges(
+        &s,
+        &[
+            (G::RunningRequests, 162.0),
+            (G::WaitingRequests, 2826.0),
+            (G::KvCacheUsage, 0.28),
+            (G::PrefixCacheHitRateReported, 0.4),
+        ],
+    );
+    assert_counters(
+        &s,
+        &[
+            (C::PromptTokens, 8_128_902.0),
+            (C::GenerationTokens, 7_557_572.0),
+            (C::PrefixCacheQueries, 8_128_902.0),
+            (C::PrefixCacheHits, 3_251_561.0),
+            (C::Preemptions, 31.0),
+            (C::RequestsSucceeded, 11_008.0),
+            (C::RequestsFailed, 12.0),
+        ],
+    );
+    assert_histogram_counts(
+        &s,
+        &[(H::Ttft, 11_008.0), (H::Itl, 7_400_757.0), (H::E2e, 11_008.0), (H::Queue, 11_008.0)],
+    );
+    let ttft = s.histogram(H::Ttft).unwrap();
+    // rank 5504 lies in (20, 40], between cumulative counts 2513 and 6000
+    assert_eq!(ttft.quantile(0.5), Some(20.0 + 20.0 * (5504.0 - 2513.0) / (6000.0 - 2513.0)));
+    // the queue histogram's first bucket is le="0.0"
+    let queue = s.histogram(H::Queue).unwrap();
+    assert_eq!((queue.buckets[0].le, queue.buckets[0].count), (0.0, 0.0));
+    assert!(s.unmapped.iter().any(|x| x.name == "sglang:func_latency_seconds_bucket"));
+}
+
+#[test]
+fn tgi_maps_to_common_signals() {
+    let s = Signals::from_scrape(&clean(&fixture("tgi.prom")));
+    assert_eq!(s.sources, vec![Source::Tgi]);
+    assert_gauges(&s, &[(G::RunningRequests, 8.0), (G::WaitingRequests, 3.0)]);
+    assert!(!s.gauges.contains_key(&G::KvCacheUsage));
+    assert_counters(
+        &s,
+        &[
+            // TGI's token counts are the sums of its per-request histograms
+            (C::PromptTokens, 312_500.0),
+            (C::GenerationTokens, 187_345.0),
+            (C::RequestsSucceeded, 1000.0),
+            (C::RequestsFailed, 10.0),
+        ],
+    );
+    assert!(!s.counters.contains_key(&C::PrefixCacheHits));
+    assert_histogram_counts(
+        &s,
+        &[
+            (H::E2e, 1000.0),
+            (H::Queue, 1000.0),
+            (H::Tpot, 1000.0),
+            (H::PrefillBatch, 640.0),
+            (H::DecodeBatch, 60_210.0),
+        ],
+    );
+    assert!(!s.histograms.contains_key(&H::Ttft));
+    let decode = s.histogram(H::DecodeBatch).unwrap();
+    assert_eq!(decode.buckets.len(), 36);
+    assert!((0.005..0.02).contains(&decode.quantile(0.5).unwrap()));
+}
+
+#[test]
+fn dcgm_maps_to_gpu_signals_in_si_units() {
+    let s = Signals::from_scrape(&clean(&fixture("dcgm.prom")));
+    assert_eq!(s.sources, vec![Source::Dcgm]);
+    assert_gauges(
+        &s,
+        &[
+            // percent per GPU, averaged, as a ratio
+            (G::GpuUtilization, 0.89),
+            // MiB per GPU, summed, in bytes
+            (G::GpuMemoryUsed, (72_318.0 + 71_040.0) * 1024.0 * 1024.0),
+            (G::GpuPower, 1011.0),
+        ],
+    );
+    // mJ per GPU, summed, in joules
+    assert_counters(&s, &[(C::GpuEnergy, (43_200_123_456.0 + 42_900_654_321.0) / 1000.0)]);
+    assert!(s.unmapped.iter().any(|x| x.name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE"));
+}
+
+#[test]
+fn an_engine_and_dcgm_in_one_scrape_set() {
+    let s = Signals::from_scrape(&clean(&(fixture("vllm.prom") + &fixture("dcgm.prom"))));
+    assert_eq!(s.sources, vec![Source::Vllm, Source::Dcgm]);
+    assert_gauges(&s, &[(G::RunningRequests, 12.0), (G::GpuPower, 1011.0)]);
+    assert!(s.counters.contains_key(&C::GpuEnergy) && s.counters.contains_key(&C::GenerationTokens));
+}
+
+#[test]
+fn the_recorded_llamacpp_scrape_is_recognised() {
+    let scrape = clean(&read("../../../shared/fixtures/llamacpp/metrics.prom"));
+    let names: Vec<&str> = scrape.families.iter().map(|f| f.name.as_str()).collect();
+    assert!(names.contains(&"llamacpp:prompt_tokens_total") && names.contains(&"llamacpp:requests_deferred"));
+    let s = Signals::from_scrape(&scrape);
+    assert_eq!(s.sources, vec![Source::LlamaCpp]);
+    assert_gauges(&s, &[(G::RunningRequests, 0.0), (G::WaitingRequests, 0.0)]);
+    // this build has no KV-cache gauge
+    assert!(!s.gauges.contains_key(&G::KvCacheUsage));
+    assert_counters(
+        &s,
+        &[
+            // 33 computed + 0 reused
+            (C::PromptTokens, 33.0),
+            (C::GenerationTokens, 80.0),
+            (C::PrefixCacheQueries, 33.0),
+            (C::PrefixCacheHits, 0.0),
+        ],
+    );
+    let unmapped: Vec<&str> = s.unmapped.iter().map(|x| x.name.as_str()).collect();
+    assert!(unmapped.contains(&"llamacpp:n_decode_total") && unmapped.contains(&"llamacpp:n_tokens_max"));
+}
+
+#[test]
+fn a_malformed_line_keeps_every_other_family() {
+    let text = fixture("vllm.prom");
+    let broken = text.replacen(
+        "vllm:num_requests_waiting{model_name=\"meta-llama/Llama-3.1-8B-Instruct\",engine=\"0\"} 3.0",
+        "vllm:num_requests_waiting{model_name=\"meta-llama/Llama-3.1-8B-Instruct\",engine=\"0\" 3.0",
+        1,
+    );
+    assert_ne!(broken, text);
+    let (good, bad) = (parse(&text), parse(&broken));
+    assert_eq!(bad.errors.len(), 1);
+    assert!(matches!(bad.errors[0].kind, ParseErrorKind::Malformed(_)));
+    assert_eq!(bad.errors[0].line, 20);
+    let names = |s: &Scrape| s.families.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&bad), names(&good));
+    for (b, g) in bad.families.iter().zip(&good.families) {
+        if b.name != "vllm:num_requests_waiting" {
+            assert_eq!(b, g);
+        }
+    }
+    let s = Signals::from_scrape(&bad);
+    assert!(!s.gauges.contains_key(&G::WaitingRequests));
+    assert_gauges(&s, &[(G::RunningRequests, 12.0), (G::KvCacheUsage, 0.4375)]);
+    assert_histogram_counts(&s, &[(H::Ttft, 1000.0)]);
+}
+
+#[test]
+fn a_duplicated_family_is_reported_and_the_rest_kept() {
+    let text = fixture("vllm.prom");
+    let again = "# HELP vllm:num_requests_running Number of requests in model execution batches.\n\
+                 # TYPE vllm:num_requests_running gauge\n\
+                 vllm:num_requests_running{model_name=\"other\",engine=\"0\"} 99.0\n";
+    let doubled = parse(&format!("{text}{again}# TYPE tail gauge\ntail 1\n"));
+    let good = parse(&text);
+    assert_eq!(doubled.errors.len(), 1);
+    assert_eq!(doubled.errors[0].kind, ParseErrorKind::DuplicateFamily("vllm:num_requests_running".into()));
+    assert_eq!(&doubled.families[..good.families.len()], &good.families[..]);
+    assert_eq!(doubled.families.last().unwrap().name, "tail");
+    assert_gauges(&Signals::from_scrape(&doubled), &[(G::RunningRequests, 12.0)]);
+}
