@@ -2,10 +2,13 @@
 //! formulas of DESIGN §2, exact statistics, and the result schema. No I/O, no
 //! async: every number in a report is a function of records defined here.
 
+pub mod cost;
 pub mod metrics;
+pub mod ratings;
 pub mod record;
 pub mod result;
 mod serde_ns;
+pub mod slo;
 pub mod stats;
 pub mod summary;
 
@@ -15,6 +18,7 @@ pub use record::{
     TokenCounts,
 };
 pub use result::{Compat, RunResult, Target, Tool, Window, SCHEMA};
+pub use slo::{Slo, SloReport};
 pub use stats::{percentile, Distribution};
 pub use summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};
 

@@ -1,6 +1,8 @@
 //! The result document (DESIGN §8): one run, schema `goodput/v1`.
 
+use crate::cost::CostReport;
 use crate::record::RequestRecord;
+use crate::slo::SloReport;
 use crate::summary::{Summary, VllmCompat};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +26,11 @@ pub struct RunResult {
     pub target: Target,
     pub window: Window,
     pub summary: Summary,
+    /// The SLO the run was judged against, objective by objective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostReport>,
     pub compat: Compat,
     #[serde(default)]
     pub warnings: Vec<String>,

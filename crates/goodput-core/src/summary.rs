@@ -3,9 +3,12 @@
 //! vLLM-named compatibility view. A pure function of the records, so a saved
 //! run re-analysed gives the live run's numbers.
 
+use crate::cost::{CostConfig, CostReport};
 use crate::metrics::{ms, RequestMetrics};
+use crate::ratings::{rate, RatingThresholds, Ratings};
 use crate::record::{CountSource, Outcome, RequestRecord};
 use crate::result::Window;
+use crate::slo::{judge, Goodput, Slo, SloReport};
 use crate::stats::{percentile_key, Distribution};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -16,11 +19,21 @@ use std::time::Duration;
 pub struct AnalysisOptions {
     /// Percentiles to report for every latency metric (0..=100).
     pub percentiles: Vec<f64>,
+    /// Limits and objectives to judge the run against.
+    pub slo: Option<Slo>,
+    /// Price of the hardware, for the cost block.
+    pub cost: Option<CostConfig>,
+    pub ratings: RatingThresholds,
 }
 
 impl Default for AnalysisOptions {
     fn default() -> Self {
-        AnalysisOptions { percentiles: crate::DEFAULT_PERCENTILES.to_vec() }
+        AnalysisOptions {
+            percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
+            slo: None,
+            cost: None,
+            ratings: RatingThresholds::default(),
+        }
     }
 }
 
@@ -30,6 +43,8 @@ pub struct Analysis {
     pub window: Window,
     pub summary: Summary,
     pub vllm: VllmCompat,
+    pub slo: Option<SloReport>,
+    pub cost: Option<CostReport>,
     pub warnings: Vec<String>,
 }
 
@@ -52,6 +67,11 @@ pub struct Summary {
     /// Latencies over all finished requests with each failure counted as +∞
     /// (`null` where a percentile lands on a failure).
     pub error_adjusted: ErrorAdjusted,
+    /// Present when the run was judged against an SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
+    #[serde(default)]
+    pub ratings: Ratings,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -230,7 +250,25 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         in_flight: in_flight(records, t1, t2),
         tokens,
         error_adjusted: ErrorAdjusted { ttft_ms: adjusted(&|r| r.ttft()), e2e_ms: adjusted(&|r| r.e2e()) },
+        goodput: None,
+        ratings: Ratings::default(),
     };
+    let mut summary = summary;
+    summary.ratings = rate(&ok, &summary.ttft_ms, &summary.tpot_ms, &opts.ratings);
+    let slo = opts.slo.as_ref().map(|slo| {
+        let (g, report) = judge(records, slo, dur);
+        summary.goodput = Some(g);
+        report
+    });
+    let cost = opts.cost.map(|c| {
+        let th = &summary.throughput;
+        c.report(
+            th.output_tokens_per_s,
+            th.total_tokens_per_s,
+            th.requests_per_s,
+            summary.goodput.as_ref().map(|g| g.output_tokens_per_s),
+        )
+    });
 
     let vllm = vllm_compat(&ok, &summary, ps, dur);
     let warnings = warnings(&summary);
@@ -238,6 +276,8 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         window: Window { start_s: t1.as_secs_f64(), end_s: t2.as_secs_f64(), duration_s: dur },
         summary,
         vllm,
+        slo,
+        cost,
         warnings,
     }
 }
@@ -476,7 +516,7 @@ mod tests {
     #[test]
     fn extra_percentiles_reach_every_view() {
         let recs: Vec<_> = (0..100).map(|i| req(i, i * 10, 100 + i, 10, 5)).collect();
-        let a = analyze(&recs, &AnalysisOptions { percentiles: vec![50.0, 90.0, 99.9] });
+        let a = analyze(&recs, &AnalysisOptions { percentiles: vec![50.0, 90.0, 99.9], ..Default::default() });
         let v = serde_json::to_value(&a.summary).unwrap();
         assert!(v["ttft_ms"]["p99_9"].is_number());
         let c = serde_json::to_value(&a.vllm).unwrap();

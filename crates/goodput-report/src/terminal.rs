@@ -91,6 +91,61 @@ pub fn render(r: &RunResult) -> String {
             num(ea.ttft_ms.p(99.0))
         );
     }
+    let rt = &s.ratings;
+    let band = |x: &Option<goodput_core::ratings::Rated>| {
+        x.map(|x| format!("{} ({:.1} ms)", format!("{:?}", x.band).to_lowercase(), x.value_ms)).unwrap_or("-".into())
+    };
+    let _ = writeln!(
+        o,
+        "\nuser view: TTFT p50 {} · p95 {} · TPOT p50 {} · p95 {}",
+        band(&rt.ttft_p50),
+        band(&rt.ttft_p95),
+        band(&rt.tpot_p50),
+        band(&rt.tpot_p95)
+    );
+    if let Some(x) = rt.times_reading_speed {
+        let lm = &rt.latency_model;
+        let _ = writeln!(
+            o,
+            "  streams at {x:.1}× human reading speed · e2e p50 {} ms vs TTFT + TPOT × (n − 1) = {} ms ({})",
+            num(lm.measured_e2e_p50_ms),
+            num(lm.model_e2e_p50_ms),
+            lm.relative_deviation.map(|e| format!("{:+.1}%", e * 100.0)).unwrap_or("-".into())
+        );
+    }
+    if let (Some(slo), Some(g)) = (&r.slo, &s.goodput) {
+        let _ = writeln!(o, "\nSLO {}: {}", slo.spec, if slo.pass { "PASS" } else { "FAIL" });
+        let _ = writeln!(
+            o,
+            "  goodput {:.3} req/s · {:.1} output tok/s · attainment {:.1}% · useful work {:.1}%",
+            g.requests_per_s,
+            g.output_tokens_per_s,
+            g.slo_attainment * 100.0,
+            g.useful_work * 100.0
+        );
+        for ob in &slo.objectives {
+            let _ = writeln!(
+                o,
+                "  {:<24} measured {:>10} ms   {}",
+                ob.objective,
+                num(ob.measured_ms),
+                if ob.pass { "pass" } else { "FAIL" }
+            );
+        }
+    }
+    if let Some(c) = &r.cost {
+        let usd = |v: Option<f64>, d: usize| v.map(|v| format!("${v:.d$}")).unwrap_or("-".into());
+        let _ = writeln!(
+            o,
+            "\ncost (${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request · {} per M good output tokens",
+            c.gpu_hour_usd,
+            c.gpus,
+            usd(c.usd_per_million_output_tokens, 3),
+            usd(c.usd_per_million_total_tokens, 3),
+            usd(c.usd_per_request, 6),
+            usd(c.usd_per_million_good_output_tokens, 3)
+        );
+    }
     let v = &r.compat.vllm;
     let _ = writeln!(
         o,

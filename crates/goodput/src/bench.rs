@@ -136,6 +136,8 @@ fn setup(a: &BenchArgs, base_url: &str, model: String) -> Result<Setup> {
             "extra_body": extra,
         },
         "percentiles": a.percentiles.0,
+        "slo": a.judge.slo.as_ref().map(|s| s.to_string()),
+        "cost": { "gpu_hour_usd": a.judge.gpu_hour_usd, "gpus": a.judge.gpus },
     });
     Ok(Setup { plan, workload, client_cfg, tokenizer, percentiles: a.percentiles.0.clone(), config })
 }
@@ -231,6 +233,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         None => discover_model(probe.http(), &base, a.api_key.as_deref()).await?,
     };
     let s = setup(&a, &base, model.clone())?;
+    a.judge.cost().map_err(|e| anyhow!(e))?;
     let client = Arc::new(Client::new(s.client_cfg.clone(), s.tokenizer.clone()).map_err(|e| anyhow!(e))?);
 
     let control = Control::default();
@@ -300,7 +303,13 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         p.abort();
     }
 
-    let analysis = analyze(&out.records, &AnalysisOptions { percentiles: s.percentiles.clone() });
+    let opts = AnalysisOptions {
+        percentiles: s.percentiles.clone(),
+        slo: a.judge.slo.clone(),
+        cost: a.judge.cost().map_err(|e| anyhow!(e))?,
+        ..Default::default()
+    };
+    let analysis = analyze(&out.records, &opts);
     let result = RunResult {
         schema: SCHEMA.into(),
         tool: Tool { name: "goodput".into(), version: env!("CARGO_PKG_VERSION").into() },
@@ -317,6 +326,8 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         },
         window: analysis.window,
         summary: analysis.summary,
+        slo: analysis.slo,
+        cost: analysis.cost,
         compat: Compat { vllm: analysis.vllm },
         warnings: analysis.warnings,
         requests: a.include_requests.then(|| out.records.clone()),
@@ -340,6 +351,10 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
             .unwrap_or_else(|| "no request finished".into());
         eprintln!("error: no request succeeded ({} sent, {} failed); first failure: {first}", q.sent, q.failed);
         return Ok(ExitCode::from(1));
+    }
+    if a.judge.fail_on_slo && result.slo.as_ref().is_some_and(|s| !s.pass) {
+        eprintln!("error: the run missed its SLO objectives (--fail-on-slo)");
+        return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
 }

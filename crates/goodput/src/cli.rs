@@ -2,6 +2,8 @@
 //! turned into built objects by each command's module.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use goodput_core::cost::CostConfig;
+use goodput_core::Slo;
 use goodput_load::LengthDist;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -141,6 +143,8 @@ pub struct BenchArgs {
     /// Percentiles to report, e.g. 50,90,99.9.
     #[arg(long, value_parser = parse_percentiles, default_value = "50,90,95,99")]
     pub percentiles: PercentileList,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
     /// Stream per-request records to this JSONL file as they complete.
     #[arg(long)]
     pub records: Option<PathBuf>,
@@ -163,6 +167,36 @@ pub struct BenchArgs {
     /// Embedded simulator: tokens per chunk.
     #[arg(long, default_value_t = 2, help_heading = "Embedded simulator (no --url)")]
     pub sim_tokens_per_chunk: u32,
+}
+
+fn parse_slo(s: &str) -> Result<Slo, String> {
+    s.parse()
+}
+
+/// How a run is judged: SLOs and the price of the hardware.
+#[derive(Debug, Clone, Args)]
+pub struct JudgeArgs {
+    /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'.
+    #[arg(long, value_parser = parse_slo, help_heading = "SLOs and cost")]
+    pub slo: Option<Slo>,
+    /// Exit non-zero when a percentile objective of --slo fails (for CI).
+    #[arg(long, requires = "slo", help_heading = "SLOs and cost")]
+    pub fail_on_slo: bool,
+    /// Price of one GPU per hour in USD, for cost per million tokens.
+    #[arg(long, help_heading = "SLOs and cost")]
+    pub gpu_hour_usd: Option<f64>,
+    /// GPUs the server runs on.
+    #[arg(long, default_value_t = 1, help_heading = "SLOs and cost")]
+    pub gpus: u32,
+}
+
+impl JudgeArgs {
+    pub fn cost(&self) -> Result<Option<CostConfig>, String> {
+        let Some(p) = self.gpu_hour_usd else { return Ok(None) };
+        let c = CostConfig { gpu_hour_usd: p, gpus: self.gpus };
+        c.validate()?;
+        Ok(Some(c))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,0 +1,336 @@
+//! Service-level objectives and goodput (DESIGN §2): per-request limits that
+//! make a request "good", percentile objectives judged on the run, and the
+//! goodput figures that follow from them.
+
+use crate::metrics::{ms, RequestMetrics};
+use crate::record::{Outcome, RequestRecord};
+use crate::stats::{percentile_key, Distribution};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A per-request metric an SLO can bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SloMetric {
+    Ttft,
+    Tpot,
+    E2e,
+    ItlMax,
+    Ttfb,
+}
+
+impl SloMetric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SloMetric::Ttft => "ttft",
+            SloMetric::Tpot => "tpot",
+            SloMetric::E2e => "e2e",
+            SloMetric::ItlMax => "itl_max",
+            SloMetric::Ttfb => "ttfb",
+        }
+    }
+
+    /// The metric of one request; `None` where the request cannot define it
+    /// (a one-token answer has no TPOT), which no limit can violate.
+    pub fn of(self, r: &RequestRecord) -> Option<Duration> {
+        match self {
+            SloMetric::Ttft => r.ttft(),
+            SloMetric::Tpot => r.tpot(),
+            SloMetric::E2e => r.e2e(),
+            SloMetric::ItlMax => r.itl_max(),
+            SloMetric::Ttfb => r.ttfb(),
+        }
+    }
+}
+
+impl FromStr for SloMetric {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "ttft" => Ok(SloMetric::Ttft),
+            "tpot" => Ok(SloMetric::Tpot),
+            "e2e" => Ok(SloMetric::E2e),
+            "itl_max" => Ok(SloMetric::ItlMax),
+            "ttfb" => Ok(SloMetric::Ttfb),
+            other => Err(format!("unknown SLO metric '{other}': use ttft, tpot, e2e, itl_max or ttfb")),
+        }
+    }
+}
+
+/// `metric<=limit` for every request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit {
+    pub metric: SloMetric,
+    pub max: Duration,
+}
+
+/// `metric:pNN<=limit` over the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Objective {
+    pub metric: SloMetric,
+    pub percentile: f64,
+    pub max: Duration,
+}
+
+/// A set of per-request limits and percentile objectives.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Slo {
+    pub limits: Vec<Limit>,
+    pub objectives: Vec<Objective>,
+}
+
+fn fmt_ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
+        format!("{}s", ms / 1000.0)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}<={}", self.metric.as_str(), fmt_ms(self.max))
+    }
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:p{}<={}", self.metric.as_str(), self.percentile, fmt_ms(self.max))
+    }
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> =
+            self.limits.iter().map(|l| l.to_string()).chain(self.objectives.iter().map(|o| o.to_string())).collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// A duration with its unit: `200ms`, `1.5s`, `250us`.
+fn parse_limit(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        return Err(format!("'{s}' has no unit: write e.g. 200ms or 1.5s"));
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a duration: write e.g. 200ms or 1.5s"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("'{s}' must be a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+impl FromStr for Slo {
+    type Err = String;
+
+    /// `ttft<=200ms,tpot<=50ms,e2e<=10s,itl_max<=500ms` and/or
+    /// `ttft:p95<=200ms,tpot:p99<=40ms`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut slo = Slo::default();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (lhs, rhs) = part
+                .split_once("<=")
+                .ok_or_else(|| format!("SLO term '{part}' needs '<=': write e.g. ttft<=200ms or ttft:p95<=200ms"))?;
+            let max = parse_limit(rhs).map_err(|e| format!("SLO term '{part}': {e}"))?;
+            match lhs.split_once(':') {
+                None => slo.limits.push(Limit { metric: lhs.parse()?, max }),
+                Some((m, p)) => {
+                    let percentile: f64 = p
+                        .trim()
+                        .strip_prefix('p')
+                        .and_then(|v| v.replace('_', ".").parse().ok())
+                        .filter(|v| (0.0..=100.0).contains(v))
+                        .ok_or_else(|| format!("SLO term '{part}': '{p}' is not a percentile like p95"))?;
+                    slo.objectives.push(Objective { metric: m.parse()?, percentile, max });
+                }
+            }
+        }
+        if slo.limits.is_empty() && slo.objectives.is_empty() {
+            return Err("the SLO is empty: write e.g. ttft<=200ms,tpot<=50ms".into());
+        }
+        Ok(slo)
+    }
+}
+
+impl Slo {
+    /// Whether `r` succeeded and meets every per-request limit.
+    pub fn is_good(&self, r: &RequestRecord) -> bool {
+        r.outcome.is_success() && self.limits.iter().all(|l| l.metric.of(r).is_none_or(|v| v <= l.max))
+    }
+}
+
+/// DESIGN §8 `summary.goodput`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Goodput {
+    /// Good requests per second of the window.
+    pub requests_per_s: f64,
+    /// Output tokens of good requests per second of the window.
+    pub output_tokens_per_s: f64,
+    /// Good requests over all measured requests that finished (success or failure).
+    pub slo_attainment: f64,
+    /// Output tokens of good requests over all output tokens generated,
+    /// failed, timed-out and cancelled requests included.
+    pub useful_work: f64,
+    pub good_requests: u64,
+    pub judged_requests: u64,
+}
+
+/// One percentile objective, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectiveResult {
+    /// The objective as written, e.g. `ttft:p95<=200ms`.
+    pub objective: String,
+    pub metric: SloMetric,
+    pub percentile: f64,
+    pub limit_ms: f64,
+    /// Over successful requests, as in `summary`; `null` when none succeeded.
+    pub measured_ms: Option<f64>,
+    pub pass: bool,
+}
+
+/// The `slo` block of a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloReport {
+    /// The SLO as written.
+    pub spec: String,
+    pub limits: Vec<String>,
+    pub objectives: Vec<ObjectiveResult>,
+    /// Every objective met (true when there are none).
+    pub pass: bool,
+}
+
+/// Judges `records` (the measured ones, warm-up excluded) against `slo`
+/// over a window of `window_s` seconds.
+pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, SloReport) {
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let judged: Vec<&RequestRecord> =
+        measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
+    let good: Vec<&RequestRecord> = judged.iter().copied().filter(|r| slo.is_good(r)).collect();
+    let good_tokens: u64 = good.iter().map(|r| r.output_tokens).sum();
+    let all_tokens: u64 = measured.iter().map(|r| r.output_tokens).sum();
+    let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let goodput = Goodput {
+        requests_per_s: per_s(good.len() as f64),
+        output_tokens_per_s: per_s(good_tokens as f64),
+        slo_attainment: ratio(good.len() as f64, judged.len() as f64),
+        useful_work: ratio(good_tokens as f64, all_tokens as f64),
+        good_requests: good.len() as u64,
+        judged_requests: judged.len() as u64,
+    };
+    let objectives: Vec<ObjectiveResult> = slo
+        .objectives
+        .iter()
+        .map(|o| {
+            let mut v: Vec<f64> =
+                judged.iter().filter(|r| r.outcome.is_success()).filter_map(|r| o.metric.of(r)).map(ms).collect();
+            let measured = Distribution::from_samples(&mut v, &[o.percentile]).p(o.percentile);
+            let limit_ms = ms(o.max);
+            ObjectiveResult {
+                objective: o.to_string(),
+                metric: o.metric,
+                percentile: o.percentile,
+                limit_ms,
+                measured_ms: measured,
+                pass: measured.is_some_and(|m| m <= limit_ms),
+            }
+        })
+        .collect();
+    let report = SloReport {
+        spec: slo.to_string(),
+        limits: slo.limits.iter().map(|l| l.to_string()).collect(),
+        pass: objectives.iter().all(|o| o.pass),
+        objectives,
+    };
+    (goodput, report)
+}
+
+/// The JSON key of an objective's percentile (`p95`, `p99_9`).
+pub fn objective_key(o: &Objective) -> String {
+    format!("{}_{}", o.metric.as_str(), percentile_key(o.percentile))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Channel, FailureKind, OutputChunk};
+
+    fn req(ttft_ms: u64, gap_ms: u64, n: u64) -> RequestRecord {
+        let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.chunks = (0..n)
+            .map(|i| OutputChunk {
+                t: Duration::from_millis(ttft_ms + i * gap_ms),
+                tokens: 1,
+                channel: Channel::Content,
+            })
+            .collect();
+        r.end = r.chunks.last().unwrap().t;
+        r.output_tokens = n;
+        r.outcome = Outcome::Success;
+        r
+    }
+
+    #[test]
+    fn parses_limits_and_objectives_and_prints_them_back() {
+        let s: Slo = "ttft<=200ms,tpot<=50ms,e2e<=10s,itl_max<=500ms".parse().unwrap();
+        assert_eq!(s.limits.len(), 4);
+        assert_eq!(s.limits[2], Limit { metric: SloMetric::E2e, max: Duration::from_secs(10) });
+        assert_eq!(s.to_string(), "ttft<=200ms,tpot<=50ms,e2e<=10s,itl_max<=500ms");
+        let o: Slo = "ttft:p95<=200ms, tpot:p99.9<=40ms".parse().unwrap();
+        assert_eq!(
+            o.objectives[1],
+            Objective { metric: SloMetric::Tpot, percentile: 99.9, max: Duration::from_millis(40) }
+        );
+        assert_eq!(o.to_string(), "ttft:p95<=200ms,tpot:p99.9<=40ms");
+        for (bad, want) in [
+            ("ttft<200ms", "needs '<='"),
+            ("ttft<=200", "no unit"),
+            ("latency<=1s", "unknown SLO metric"),
+            ("ttft:q95<=1s", "percentile"),
+            ("ttft<=-1s", "positive"),
+            ("", "empty"),
+        ] {
+            let e = bad.parse::<Slo>().unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn goodput_attainment_and_useful_work_by_hand() {
+        // 4 requests: two good, one too slow to first token, one failed after 5 tokens.
+        let mut recs = vec![req(100, 10, 10), req(150, 10, 10), req(900, 10, 10), req(100, 10, 5)];
+        recs[3].outcome = Outcome::Failed { kind: FailureKind::MidStreamError, message: "x".into() };
+        let mut cancelled = req(100, 10, 3);
+        cancelled.outcome = Outcome::Cancelled;
+        recs.push(cancelled);
+        let slo: Slo = "ttft<=200ms,ttft:p50<=200ms".parse().unwrap();
+        let (g, rep) = judge(&recs, &slo, 2.0);
+        assert_eq!((g.good_requests, g.judged_requests), (2, 4));
+        assert_eq!(g.requests_per_s, 1.0);
+        assert_eq!(g.output_tokens_per_s, 10.0);
+        assert_eq!(g.slo_attainment, 0.5);
+        assert!((g.useful_work - 20.0 / 38.0).abs() < 1e-12);
+        // p50 of the successful requests' TTFT (100, 150, 900) is 150.
+        assert_eq!(rep.objectives[0].measured_ms, Some(150.0));
+        assert!(rep.pass);
+        let strict: Slo = "ttft:p99<=200ms".parse().unwrap();
+        assert!(!judge(&recs, &strict, 2.0).1.pass);
+    }
+
+    #[test]
+    fn undefined_metrics_do_not_violate_limits() {
+        let one = req(100, 0, 1);
+        assert_eq!(one.tpot(), None);
+        let slo: Slo = "tpot<=1ms,itl_max<=1ms".parse().unwrap();
+        assert!(slo.is_good(&one));
+    }
+}
