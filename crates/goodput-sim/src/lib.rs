@@ -1,3 +1,5 @@
 //! goodput-sim: the simulated inference engine (its model of a
 //! continuous-batching server) and the OpenAI-compatible HTTP front that
 //! serves it, plus the fixed-timing profile used to test clients.
+
+pub mod engine;
