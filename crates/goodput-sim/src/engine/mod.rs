@@ -6,7 +6,9 @@
 mod catalog;
 mod config;
 mod error;
+mod kv;
 mod roofline;
+mod scheduler;
 
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Moe, Precision};
 pub use config::{
@@ -14,4 +16,6 @@ pub use config::{
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
 };
 pub use error::Error;
+pub use kv::Prompt;
 pub use roofline::{kv_capacity, BatchShape, Calibration, KvCapacity, Roofline, StepBreakdown};
+pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
