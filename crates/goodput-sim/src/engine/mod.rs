@@ -2,6 +2,12 @@
 //! a vLLM-V1-like server (catalog, roofline step times, paged KV cache with
 //! prefix caching, continuous-batching scheduler), its virtual-time driver,
 //! and the check of its predictions against published measurements.
+//!
+//! A real-time driver (the HTTP front) owns an [`Engine`] and loops: call
+//! [`Engine::step`]; when it returns `None`, wait for a request; otherwise
+//! sleep the step's `duration`, then deliver its tokens. Requests added or
+//! aborted during the sleep take effect at the next step, as they would in
+//! a real engine whose step is already on the GPU.
 
 mod catalog;
 mod config;
@@ -9,6 +15,7 @@ mod error;
 mod kv;
 mod roofline;
 mod scheduler;
+mod virtual_time;
 
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Moe, Precision};
 pub use config::{
@@ -19,3 +26,6 @@ pub use error::Error;
 pub use kv::Prompt;
 pub use roofline::{kv_capacity, BatchShape, Calibration, KvCapacity, Roofline, StepBreakdown};
 pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
+pub use virtual_time::{
+    simulate, EngineSample, EngineView, SharedPrefix, SimRun, VirtualLoad, VirtualRequest,
+};
