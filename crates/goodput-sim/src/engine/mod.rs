@@ -15,6 +15,7 @@ mod error;
 mod kv;
 mod roofline;
 mod scheduler;
+pub mod validate;
 mod virtual_time;
 
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Moe, Precision};
