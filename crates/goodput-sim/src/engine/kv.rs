@@ -128,9 +128,11 @@ const NIL: u32 = u32::MAX;
 
 /// The block pool. Free blocks come in two kinds: plain ones (never cached,
 /// handed out first) and cached ones with no references, in an intrusive LRU
-/// list so a prefix hit can pull one out in O(1).
+/// list so a prefix hit can pull one out in O(1). Per-block state exists only
+/// for blocks ever handed out, so a large GPU with a small load costs little.
 pub(crate) struct BlockPool {
     block_size: u32,
+    num_blocks: u32,
     ref_count: Vec<u32>,
     /// The prefix hash a block is registered under, if any.
     hash: Vec<Option<u64>>,
@@ -147,38 +149,42 @@ pub(crate) struct BlockPool {
 
 impl BlockPool {
     pub fn new(num_blocks: u32, block_size: u32) -> BlockPool {
-        let n = num_blocks as usize;
         BlockPool {
             block_size,
-            ref_count: vec![0; n],
-            hash: vec![None; n],
-            prev: vec![NIL; n],
-            next: vec![NIL; n],
+            num_blocks,
+            ref_count: Vec::new(),
+            hash: Vec::new(),
+            prev: Vec::new(),
+            next: Vec::new(),
             lru_head: NIL,
             lru_tail: NIL,
             lru_len: 0,
-            // Reversed so blocks are handed out from 0 upwards.
-            plain_free: (0..num_blocks).rev().collect(),
+            plain_free: Vec::new(),
             cached: HashMap::default(),
             evictions: 0,
         }
     }
 
     pub fn num_blocks(&self) -> u32 {
-        self.ref_count.len() as u32
+        self.num_blocks
+    }
+
+    /// Blocks never handed out yet.
+    fn untouched(&self) -> u32 {
+        self.num_blocks - self.ref_count.len() as u32
     }
 
     /// Blocks a request could take: plain ones plus evictable cached ones.
     pub fn num_free(&self) -> u32 {
-        self.plain_free.len() as u32 + self.lru_len
+        self.untouched() + self.plain_free.len() as u32 + self.lru_len
     }
 
     /// Share of blocks held by requests (vLLM's `kv_cache_usage_perc`).
     pub fn usage(&self) -> f64 {
-        if self.ref_count.is_empty() {
+        if self.num_blocks == 0 {
             return 0.0;
         }
-        1.0 - self.num_free() as f64 / self.num_blocks() as f64
+        1.0 - self.num_free() as f64 / self.num_blocks as f64
     }
 
     /// Blocks needed to hold `tokens` tokens.
@@ -272,6 +278,14 @@ impl BlockPool {
     fn take_fresh(&mut self) -> u32 {
         let b = match self.plain_free.pop() {
             Some(b) => b,
+            None if self.untouched() > 0 => {
+                let b = self.ref_count.len() as u32;
+                self.ref_count.push(0);
+                self.hash.push(None);
+                self.prev.push(NIL);
+                self.next.push(NIL);
+                b
+            }
             None => {
                 let b = self.lru_head;
                 debug_assert!(b != NIL, "take_fresh called with no free block");
@@ -420,5 +434,18 @@ mod tests {
         assert_eq!(a.len(), 2);
         assert!(!pool.grow(&mut a, 49));
         assert_eq!(a.len(), 2);
+    }
+
+    #[test]
+    fn per_block_state_grows_only_with_use() {
+        let mut pool = BlockPool::new(10_000_000, 16);
+        assert_eq!((pool.num_free(), pool.ref_count.len()), (10_000_000, 0));
+        let mut a = Vec::new();
+        assert!(pool.grow(&mut a, 64));
+        assert_eq!((a.clone(), pool.ref_count.len()), (vec![0, 1, 2, 3], 4));
+        pool.release(&mut a);
+        // Freed blocks are reused before untouched ones.
+        assert!(pool.grow(&mut a, 16));
+        assert_eq!(pool.ref_count.len(), 4);
     }
 }

@@ -786,4 +786,25 @@ mod tests {
         assert!(out.admitted.is_empty() && out.tokens[0].finished);
         assert!(out.duration > Duration::ZERO);
     }
+
+    #[test]
+    fn engine_can_move_into_an_async_task_and_config_round_trips() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<Engine>();
+        send_sync::<StepOutcome>();
+        let cfg = config(None, 16);
+        let text = serde_json::to_string(&cfg).unwrap();
+        assert_eq!(serde_json::from_str::<EngineConfig>(&text).unwrap(), cfg);
+    }
+
+    #[test]
+    fn a_big_gpu_runs_a_small_load() {
+        let cfg = EngineConfig::from_names("llama-3.1-8b", "mi300x", Precision::Fp8).unwrap();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        assert!(e.capacity().num_blocks > 50_000);
+        e.add_request(1, prompt(64, 1, &cfg), 1).unwrap();
+        e.step().unwrap();
+        let s = e.stats();
+        assert_eq!(s.kv_blocks_free, s.kv_blocks_total);
+    }
 }
