@@ -3,6 +3,7 @@
 //! serves it, plus the fixed-timing profile used to test clients.
 
 pub mod clock;
+pub mod engine;
 pub mod faults;
 pub mod fixed;
 pub mod openai;

@@ -1,0 +1,62 @@
+//! Predicts every row of a reference CSV (validation/public.csv's format)
+//! with the simulated engine and prints the residual table.
+//!
+//! cargo run --release -p goodput-sim --example validate -- FILE.csv
+//!     [--calibration CAL.json] [--trt-kv-cache auto|fp8]
+//!
+//! CAL.json is either one set of overrides for every GPU family
+//! (`{"eta_kv": 0.6}`) or overrides per family (`{"hopper": {"eta_kv": 0.6}}`).
+
+use goodput_sim::engine::validate::{parse_csv, validate, ValidationOptions};
+use goodput_sim::engine::{Calibration, GpuFamily, KvCacheDtype};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let mut args = std::env::args().skip(1);
+    let mut csv = None;
+    let mut options = ValidationOptions::default();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--calibration" => {
+                let path = args.next().ok_or("--calibration needs a file")?;
+                let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+                options.calibrations = calibrations(&text).map_err(|e| format!("{path}: {e}"))?;
+            }
+            "--trt-kv-cache" => {
+                let v = args.next().ok_or("--trt-kv-cache needs auto or fp8")?;
+                options.tensorrt_llm_kv_cache = v.parse::<KvCacheDtype>().map_err(|e| e.to_string())?;
+            }
+            _ if csv.is_none() && !arg.starts_with("--") => csv = Some(arg),
+            _ => return Err(format!("unexpected argument `{arg}`")),
+        }
+    }
+    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8]")?;
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    let rows = parse_csv(&text).map_err(|e| e.to_string())?;
+    let report = validate(&rows, &options).map_err(|e| e.to_string())?;
+    print!("{}", report.to_markdown());
+    Ok(())
+}
+
+fn calibrations(text: &str) -> Result<std::collections::BTreeMap<GpuFamily, Calibration>, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let object = value.as_object().ok_or("a calibration file holds a JSON object")?;
+    let per_family = !object.is_empty() && object.keys().all(|k| GpuFamily::ALL.iter().any(|f| f.as_str() == k));
+    GpuFamily::ALL
+        .into_iter()
+        .filter_map(|family| {
+            let overrides = if per_family { object.get(family.as_str())? } else { &value };
+            Some(Calibration::for_family(family).overlay(overrides).map(|c| (family, c)).map_err(|e| e.to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,101 @@
+//! The engine's configuration: which model on which GPU at which precision,
+//! and the vLLM-style limits (batch budget, sequence cap, block size, chunked
+//! prefill, prefix caching), with the defaults vLLM uses.
+
+use super::catalog::{GpuSpec, KvCacheDtype, ModelSpec, Precision};
+use super::error::Error;
+use super::roofline::Calibration;
+use serde::{Deserialize, Serialize};
+
+/// Everything that defines one simulated engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineConfig {
+    pub model: ModelSpec,
+    pub gpu: GpuSpec,
+    pub precision: Precision,
+    pub kv_cache_dtype: KvCacheDtype,
+    /// Tensor-parallel degree: GPUs that share one copy of the model.
+    pub tp: u32,
+    /// Share of each GPU's memory the engine may use (vLLM's 0.9).
+    pub gpu_memory_utilization: f64,
+    /// `None`: vLLM's default, 1024 on GPUs with at least 70 GiB, else 256.
+    pub max_num_seqs: Option<u32>,
+    /// Token budget of one step.
+    pub max_num_batched_tokens: u32,
+    /// Tokens per KV block.
+    pub block_size: u32,
+    pub enable_chunked_prefill: bool,
+    pub enable_prefix_caching: bool,
+    /// Use exactly this many KV blocks instead of what memory allows (vLLM's
+    /// `num_gpu_blocks_override`); tests use it to build tiny caches.
+    pub num_gpu_blocks_override: Option<u32>,
+    pub calibration: Calibration,
+}
+
+pub const DEFAULT_MAX_NUM_BATCHED_TOKENS: u32 = 8192;
+pub const DEFAULT_BLOCK_SIZE: u32 = 16;
+pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
+
+impl EngineConfig {
+    /// vLLM's defaults for this model, GPU and precision, with the GPU
+    /// family's calibration.
+    pub fn new(model: ModelSpec, gpu: GpuSpec, precision: Precision) -> EngineConfig {
+        let calibration = Calibration::for_family(gpu.family);
+        EngineConfig {
+            model,
+            gpu,
+            precision,
+            kv_cache_dtype: KvCacheDtype::Auto,
+            tp: 1,
+            gpu_memory_utilization: DEFAULT_GPU_MEMORY_UTILIZATION,
+            max_num_seqs: None,
+            max_num_batched_tokens: DEFAULT_MAX_NUM_BATCHED_TOKENS,
+            block_size: DEFAULT_BLOCK_SIZE,
+            enable_chunked_prefill: true,
+            enable_prefix_caching: true,
+            num_gpu_blocks_override: None,
+            calibration,
+        }
+    }
+
+    /// Looks the model and GPU up in the catalog by name.
+    pub fn from_names(model: &str, gpu: &str, precision: Precision) -> Result<EngineConfig, Error> {
+        Ok(EngineConfig::new(ModelSpec::lookup(model)?, GpuSpec::lookup(gpu)?, precision))
+    }
+
+    /// The sequence cap in force: the configured one, else vLLM's default.
+    pub fn resolved_max_num_seqs(&self) -> u32 {
+        self.max_num_seqs.unwrap_or(if self.gpu.memory_gib >= 70.0 { 1024 } else { 256 })
+    }
+
+    /// Checks every setting; the roofline and KV sizing check the rest.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if self.tp == 0 {
+            return bad("--tp must be at least 1".into());
+        }
+        if self.model.num_heads % self.tp != 0 {
+            return bad(format!(
+                "--tp {} does not divide {}'s {} attention heads; use a divisor such as 1, 2, 4 or 8",
+                self.tp, self.model.name, self.model.num_heads
+            ));
+        }
+        if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
+            return bad(format!("--gpu-memory-utilization {} must lie in (0, 1]", self.gpu_memory_utilization));
+        }
+        if self.max_num_batched_tokens == 0 {
+            return bad("--max-num-batched-tokens must be at least 1".into());
+        }
+        if self.max_num_seqs == Some(0) {
+            return bad("--max-num-seqs must be at least 1".into());
+        }
+        if self.block_size == 0 || self.block_size > 1024 {
+            return bad(format!("--block-size {} must lie in 1..=1024 (vLLM uses 16)", self.block_size));
+        }
+        if self.num_gpu_blocks_override == Some(0) {
+            return bad("num_gpu_blocks_override must be at least 1".into());
+        }
+        self.gpu.peak_flops(self.precision)?;
+        self.calibration.check()
+    }
+}

@@ -1,0 +1,67 @@
+//! The one error type of the engine model. Every message names the problem and
+//! the fix, because these errors reach users of `serve` and `estimate` as is.
+
+use super::catalog::Precision;
+use std::path::PathBuf;
+
+/// What can go wrong when building or driving the simulated engine.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    #[error("unknown GPU `{name}`; known GPUs: {known}")]
+    UnknownGpu { name: String, known: String },
+
+    #[error(
+        "unknown model `{name}`; known models: {known}; for any other model pass the path \
+         to its Hugging Face config.json"
+    )]
+    UnknownModel { name: String, known: String },
+
+    #[error("unknown precision `{0}`; use one of bf16, fp8, int8, int4")]
+    UnknownPrecision(String),
+
+    #[error("unknown KV-cache dtype `{0}`; use auto (same as the activations, 16-bit) or fp8")]
+    UnknownKvCacheDtype(String),
+
+    #[error("{gpu} has no FP8 tensor cores, so --precision {precision} cannot run on it; use bf16, int8 or int4")]
+    PrecisionUnsupported { gpu: String, precision: Precision },
+
+    #[error("cannot read model config {}: {message}", path.display())]
+    ModelConfigRead { path: PathBuf, message: String },
+
+    #[error("model config {source_name} is not usable: {message}")]
+    ModelConfigInvalid { source_name: String, message: String },
+
+    #[error(
+        "{model} in {precision} does not fit on {gpu} with tensor parallelism {tp}: the weights \
+         take {weights_gib:.1} GiB per GPU, but {gpu_memory_utilization} of its memory minus \
+         activations and runtime leaves only {budget_gib:.1} GiB; {suggestion}"
+    )]
+    ModelDoesNotFit {
+        model: String,
+        gpu: String,
+        precision: Precision,
+        tp: u32,
+        gpu_memory_utilization: f64,
+        weights_gib: f64,
+        budget_gib: f64,
+        suggestion: String,
+    },
+
+    #[error("invalid engine setting: {0}")]
+    InvalidConfig(String),
+
+    #[error("invalid calibration: {0}")]
+    InvalidCalibration(String),
+
+    #[error("request {id} rejected: {message}")]
+    InvalidRequest { id: u64, message: String },
+
+    #[error("request id {0} is already in the engine; ids must be unique among live requests")]
+    DuplicateRequest(u64),
+
+    #[error("invalid virtual load: {0}")]
+    InvalidLoad(String),
+
+    #[error("validation CSV, line {line}: {message}")]
+    Csv { line: usize, message: String },
+}

@@ -1,0 +1,430 @@
+//! The paged KV cache: a pool of fixed-size blocks with reference counts, and
+//! prefix caching by chained hashes of full prompt blocks, with unreferenced
+//! cached blocks kept in LRU order and evicted only when a block is needed.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+/// A prompt as the engine sees it: its length and the chained hashes of its
+/// full blocks (the partial last block is never shared).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    len: u32,
+    block_size: u32,
+    block_hashes: Arc<[u64]>,
+}
+
+impl Prompt {
+    /// Hashes real token ids: block i's hash covers its parent's hash and its
+    /// own tokens, so equal hashes mean equal prefixes up to that block.
+    pub fn from_tokens(tokens: &[u32], block_size: u32) -> Prompt {
+        let bs = block_size.max(1) as usize;
+        let mut parent = ROOT_HASH;
+        let hashes = tokens
+            .chunks_exact(bs)
+            .map(|block| {
+                let content = block.iter().fold(0x243f_6a88_85a3_08d3u64, |h, &t| mix(h ^ t as u64));
+                parent = chain(parent, content);
+                parent
+            })
+            .collect();
+        Prompt { len: tokens.len().min(u32::MAX as usize) as u32, block_size: block_size.max(1), block_hashes: hashes }
+    }
+
+    /// A prompt of `len` tokens with no token array: the first `prefix_len`
+    /// tokens are the shared prefix `prefix_id` (equal for every prompt that
+    /// names it), the rest are unique to `unique_seed`. A block that straddles
+    /// the end of the prefix is unique, as its tokens would be.
+    pub fn synthetic(len: u32, shared_prefix: Option<(u64, u32)>, unique_seed: u64, block_size: u32) -> Prompt {
+        let bs = block_size.max(1);
+        let (prefix_id, prefix_len) = shared_prefix.unwrap_or((0, 0));
+        let shared_blocks = prefix_len.min(len) / bs;
+        let mut parent = ROOT_HASH;
+        let hashes = (0..len / bs)
+            .map(|i| {
+                let content = if i < shared_blocks {
+                    mix(mix(prefix_id ^ 0x5eed_0000_0000_0001).wrapping_add(i as u64))
+                } else {
+                    mix(mix(unique_seed ^ 0x5eed_0000_0000_0002).wrapping_add(i as u64))
+                };
+                parent = chain(parent, content);
+                parent
+            })
+            .collect();
+        Prompt { len, block_size: bs, block_hashes: hashes }
+    }
+
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    pub fn block_hashes(&self) -> &[u64] {
+        &self.block_hashes
+    }
+
+    pub(crate) fn block_hashes_arc(&self) -> Arc<[u64]> {
+        Arc::clone(&self.block_hashes)
+    }
+}
+
+const ROOT_HASH: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// splitmix64's finaliser: a cheap, well-mixed, run-to-run stable hash.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn chain(parent: u64, content: u64) -> u64 {
+    mix(parent.rotate_left(17) ^ content)
+}
+
+/// Block hashes are already uniform, so the map need not hash them again.
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+const NIL: u32 = u32::MAX;
+
+/// The block pool. Free blocks come in two kinds: plain ones (never cached,
+/// handed out first) and cached ones with no references, in an intrusive LRU
+/// list so a prefix hit can pull one out in O(1). Per-block state exists only
+/// for blocks ever handed out, so a large GPU with a small load costs little.
+pub(crate) struct BlockPool {
+    block_size: u32,
+    num_blocks: u32,
+    ref_count: Vec<u32>,
+    /// The prefix hash a block is registered under, if any.
+    hash: Vec<Option<u64>>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    lru_head: u32,
+    lru_tail: u32,
+    lru_len: u32,
+    plain_free: Vec<u32>,
+    cached: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
+    /// Blocks evicted from the cache to make room: a diagnostic.
+    pub evictions: u64,
+}
+
+impl BlockPool {
+    pub fn new(num_blocks: u32, block_size: u32) -> BlockPool {
+        BlockPool {
+            block_size,
+            num_blocks,
+            ref_count: Vec::new(),
+            hash: Vec::new(),
+            prev: Vec::new(),
+            next: Vec::new(),
+            lru_head: NIL,
+            lru_tail: NIL,
+            lru_len: 0,
+            plain_free: Vec::new(),
+            cached: HashMap::default(),
+            evictions: 0,
+        }
+    }
+
+    pub fn num_blocks(&self) -> u32 {
+        self.num_blocks
+    }
+
+    /// Blocks never handed out yet.
+    fn untouched(&self) -> u32 {
+        self.num_blocks - self.ref_count.len() as u32
+    }
+
+    /// Blocks a request could take: plain ones plus evictable cached ones.
+    pub fn num_free(&self) -> u32 {
+        self.untouched() + self.plain_free.len() as u32 + self.lru_len
+    }
+
+    /// Share of blocks held by requests (vLLM's `kv_cache_usage_perc`).
+    pub fn usage(&self) -> f64 {
+        if self.num_blocks == 0 {
+            return 0.0;
+        }
+        1.0 - self.num_free() as f64 / self.num_blocks as f64
+    }
+
+    /// Blocks needed to hold `tokens` tokens.
+    pub fn blocks_for(&self, tokens: u32) -> u32 {
+        tokens.div_ceil(self.block_size)
+    }
+
+    /// The cached blocks of the longest prefix of `hashes` (at most
+    /// `max_blocks`), written into `out`.
+    pub fn find_prefix(&self, hashes: &[u64], max_blocks: usize, out: &mut Vec<u32>) {
+        out.clear();
+        for h in hashes.iter().take(max_blocks) {
+            match self.cached.get(h) {
+                Some(&b) => out.push(b),
+                None => break,
+            }
+        }
+    }
+
+    /// Gives a request the cached blocks `hits` and enough fresh blocks to
+    /// hold `tokens` tokens in all, or nothing when that does not fit. A hit
+    /// on an unreferenced block takes it out of the free pool, so it counts
+    /// against what is free.
+    pub fn admit(&mut self, blocks: &mut Vec<u32>, hits: &[u32], tokens: u32) -> bool {
+        debug_assert!(blocks.is_empty());
+        let fresh = self.blocks_for(tokens).saturating_sub(hits.len() as u32);
+        let idle_hits = hits.iter().filter(|&&b| self.ref_count[b as usize] == 0).count() as u32;
+        if fresh + idle_hits > self.num_free() {
+            return false;
+        }
+        for &b in hits {
+            if self.ref_count[b as usize] == 0 {
+                self.lru_remove(b);
+            }
+            self.ref_count[b as usize] += 1;
+            blocks.push(b);
+        }
+        for _ in 0..fresh {
+            let b = self.take_fresh();
+            blocks.push(b);
+        }
+        true
+    }
+
+    /// Grows a request's blocks to hold `tokens` tokens; false (and no
+    /// change) when the pool has too few free blocks.
+    pub fn grow(&mut self, blocks: &mut Vec<u32>, tokens: u32) -> bool {
+        let need = self.blocks_for(tokens).saturating_sub(blocks.len() as u32);
+        if need > self.num_free() {
+            return false;
+        }
+        for _ in 0..need {
+            let b = self.take_fresh();
+            blocks.push(b);
+        }
+        true
+    }
+
+    /// Registers a full block under its prefix hash. When another block
+    /// already holds that prefix, the first stays the cached one.
+    pub fn register(&mut self, block: u32, hash: u64) {
+        if self.hash[block as usize].is_none() && !self.cached.contains_key(&hash) {
+            self.cached.insert(hash, block);
+            self.hash[block as usize] = Some(hash);
+        }
+    }
+
+    /// Drops a request's references, last block first, so the tail of a
+    /// sequence (the least shared part) is the first to be evicted.
+    pub fn release(&mut self, blocks: &mut Vec<u32>) {
+        for &b in blocks.iter().rev() {
+            let r = &mut self.ref_count[b as usize];
+            debug_assert!(*r > 0);
+            *r -= 1;
+            if *r == 0 {
+                if self.hash[b as usize].is_some() {
+                    self.lru_push_tail(b);
+                } else {
+                    self.plain_free.push(b);
+                }
+            }
+        }
+        blocks.clear();
+    }
+
+    /// A block for new tokens: a plain free one if any, else the least
+    /// recently used cached one, whose prefix is then forgotten.
+    fn take_fresh(&mut self) -> u32 {
+        let b = match self.plain_free.pop() {
+            Some(b) => b,
+            None if self.untouched() > 0 => {
+                let b = self.ref_count.len() as u32;
+                self.ref_count.push(0);
+                self.hash.push(None);
+                self.prev.push(NIL);
+                self.next.push(NIL);
+                b
+            }
+            None => {
+                let b = self.lru_head;
+                debug_assert!(b != NIL, "take_fresh called with no free block");
+                self.lru_remove(b);
+                if let Some(h) = self.hash[b as usize].take() {
+                    self.cached.remove(&h);
+                    self.evictions += 1;
+                }
+                b
+            }
+        };
+        self.ref_count[b as usize] = 1;
+        b
+    }
+
+    fn lru_push_tail(&mut self, b: u32) {
+        let i = b as usize;
+        self.prev[i] = self.lru_tail;
+        self.next[i] = NIL;
+        if self.lru_tail != NIL {
+            self.next[self.lru_tail as usize] = b;
+        } else {
+            self.lru_head = b;
+        }
+        self.lru_tail = b;
+        self.lru_len += 1;
+    }
+
+    fn lru_remove(&mut self, b: u32) {
+        let i = b as usize;
+        let (p, n) = (self.prev[i], self.next[i]);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            self.lru_head = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        } else {
+            self.lru_tail = p;
+        }
+        self.prev[i] = NIL;
+        self.next[i] = NIL;
+        self.lru_len -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_prefixes_hash_equal_and_divergence_propagates() {
+        let a: Vec<u32> = (0..40).collect();
+        let mut b = a.clone();
+        b[20] = 999;
+        let (pa, pb) = (Prompt::from_tokens(&a, 16), Prompt::from_tokens(&b, 16));
+        assert_eq!(pa.len(), 40);
+        assert_eq!(pa.block_hashes().len(), 2);
+        assert_eq!(pa.block_hashes()[0], pb.block_hashes()[0]);
+        assert_ne!(pa.block_hashes()[1], pb.block_hashes()[1]);
+        // Same block content under another parent is another prefix.
+        let shifted: Vec<u32> = (16..32).chain(16..32).collect();
+        let ps = Prompt::from_tokens(&shifted, 16);
+        assert_ne!(ps.block_hashes()[1], pa.block_hashes()[1]);
+    }
+
+    #[test]
+    fn synthetic_prompts_share_exactly_the_full_prefix_blocks() {
+        let a = Prompt::synthetic(100, Some((7, 40)), 1, 16);
+        let b = Prompt::synthetic(100, Some((7, 40)), 2, 16);
+        let c = Prompt::synthetic(100, Some((8, 40)), 1, 16);
+        assert_eq!(a.block_hashes().len(), 6);
+        // 40 tokens of prefix: blocks 0 and 1 are shared, block 2 straddles.
+        assert_eq!(a.block_hashes()[..2], b.block_hashes()[..2]);
+        assert_ne!(a.block_hashes()[2], b.block_hashes()[2]);
+        assert_ne!(a.block_hashes()[0], c.block_hashes()[0]);
+        assert_eq!(Prompt::synthetic(100, None, 3, 16), Prompt::synthetic(100, None, 3, 16));
+    }
+
+    #[test]
+    fn cached_blocks_survive_until_space_is_needed_then_lru_goes_first() {
+        let mut pool = BlockPool::new(4, 16);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        assert!(pool.admit(&mut a, &[], 32));
+        pool.register(a[0], 100);
+        pool.register(a[1], 101);
+        assert!(pool.admit(&mut b, &[], 16));
+        pool.register(b[0], 200);
+        pool.release(&mut a);
+        pool.release(&mut b);
+        assert_eq!(pool.num_free(), 4);
+        assert_eq!(pool.usage(), 0.0);
+        // One plain block left: the first fresh block evicts nothing.
+        let mut c = Vec::new();
+        assert!(pool.admit(&mut c, &[], 16));
+        assert_eq!(pool.evictions, 0);
+        // The next one evicts a's tail block (released first, last block
+        // first), keeping a's head and b.
+        let mut d = Vec::new();
+        assert!(pool.admit(&mut d, &[], 16));
+        assert_eq!(pool.evictions, 1);
+        let mut hits = Vec::new();
+        pool.find_prefix(&[100, 101], 2, &mut hits);
+        assert_eq!(hits.len(), 1);
+        pool.find_prefix(&[200], 1, &mut hits);
+        assert_eq!(hits.len(), 1);
+    }
+
+    #[test]
+    fn a_hit_on_an_idle_block_counts_against_free_space() {
+        let mut pool = BlockPool::new(2, 16);
+        let mut a = Vec::new();
+        assert!(pool.admit(&mut a, &[], 16));
+        pool.register(a[0], 1);
+        pool.release(&mut a);
+        let mut hits = Vec::new();
+        pool.find_prefix(&[1], 1, &mut hits);
+        // The hit plus two fresh blocks would need three of two.
+        let mut b = Vec::new();
+        assert!(!pool.admit(&mut b, &hits, 48));
+        assert!(b.is_empty() && pool.num_free() == 2);
+        assert!(pool.admit(&mut b, &hits, 32));
+        assert_eq!(b[0], hits[0]);
+        assert_eq!(pool.num_free(), 0);
+        // Shared: a second holder of the same block needs no new space.
+        let mut c = Vec::new();
+        assert!(pool.admit(&mut c, &hits, 16));
+        pool.release(&mut b);
+        assert_eq!(pool.num_free(), 1);
+        pool.release(&mut c);
+        assert_eq!(pool.num_free(), 2);
+    }
+
+    #[test]
+    fn grow_allocates_only_at_block_boundaries() {
+        let mut pool = BlockPool::new(3, 16);
+        let mut a = Vec::new();
+        assert!(pool.grow(&mut a, 16));
+        assert!(pool.grow(&mut a, 16));
+        assert_eq!(a.len(), 1);
+        assert!(pool.grow(&mut a, 17));
+        assert_eq!(a.len(), 2);
+        assert!(!pool.grow(&mut a, 49));
+        assert_eq!(a.len(), 2);
+    }
+
+    #[test]
+    fn per_block_state_grows_only_with_use() {
+        let mut pool = BlockPool::new(10_000_000, 16);
+        assert_eq!((pool.num_free(), pool.ref_count.len()), (10_000_000, 0));
+        let mut a = Vec::new();
+        assert!(pool.grow(&mut a, 64));
+        assert_eq!((a.clone(), pool.ref_count.len()), (vec![0, 1, 2, 3], 4));
+        pool.release(&mut a);
+        // Freed blocks are reused before untouched ones.
+        assert!(pool.grow(&mut a, 16));
+        assert_eq!(pool.ref_count.len(), 4);
+    }
+}

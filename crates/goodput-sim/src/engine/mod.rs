@@ -1,0 +1,27 @@
+//! The simulated inference engine of DESIGN §7: a pure, synchronous model of
+//! a vLLM-V1-like server (catalog, roofline step times, paged KV cache with
+//! prefix caching, continuous-batching scheduler), its virtual-time driver,
+//! and the check of its predictions against published measurements.
+//!
+//! A real-time driver (the HTTP front) owns an [`Engine`] and loops: call
+//! [`Engine::step`]; when it returns `None`, wait for a request; otherwise
+//! sleep the step's `duration`, then deliver its tokens. Requests added or
+//! aborted during the sleep take effect at the next step, as they would in
+//! a real engine whose step is already on the GPU.
+
+mod catalog;
+mod config;
+mod error;
+mod kv;
+mod roofline;
+mod scheduler;
+pub mod validate;
+mod virtual_time;
+
+pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Moe, Precision};
+pub use config::{EngineConfig, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS};
+pub use error::Error;
+pub use kv::Prompt;
+pub use roofline::{kv_capacity, BatchShape, Calibration, KvCapacity, Roofline, StepBreakdown};
+pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
+pub use virtual_time::{simulate, EngineSample, EngineView, SharedPrefix, SimRun, VirtualLoad, VirtualRequest};

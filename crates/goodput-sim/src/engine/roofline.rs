@@ -1,0 +1,521 @@
+//! The step-time model of DESIGN §7 (a roofline per step: matrix products,
+//! attention, tensor-parallel all-reduce, fixed overheads), the calibration
+//! constants it runs on, and the KV-cache sizing from GPU memory.
+
+use super::catalog::{GpuFamily, Moe, Precision, GIB};
+use super::config::EngineConfig;
+use super::error::Error;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The constants that turn datasheet peaks into achieved times, per GPU
+/// family. Serde names carry units; a calibration file may give any subset
+/// (see [`Calibration::overlay`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Calibration {
+    /// Share of the tensor-core peak matrix products reach (η_c).
+    pub eta_compute: f64,
+    /// Share of memory bandwidth achieved reading weights (η_w).
+    pub eta_weights: f64,
+    /// Share of memory bandwidth achieved reading the KV cache (η_kv).
+    pub eta_kv: f64,
+    /// Fixed cost per layer per step (kernel launches, norms, rotary…).
+    pub c_layer_us: f64,
+    /// Fixed cost per step (scheduling, sampling set-up, input preparation).
+    pub c_step_us: f64,
+    /// Cost per sequence in the batch (sampling, detokenising, bookkeeping).
+    pub c_seq_us: f64,
+    /// Latency of one tensor-parallel all-reduce call.
+    pub allreduce_latency_us: f64,
+    /// Share of the interconnect bandwidth an all-reduce achieves.
+    pub eta_link: f64,
+    /// Time from a request's arrival at the server to its arrival at the
+    /// scheduler (HTTP, parsing, tokenising).
+    pub frontend_overhead_ms: f64,
+    /// Activation memory the engine reserves per GPU.
+    pub activation_gib: f64,
+    /// Runtime memory outside PyTorch per GPU (CUDA context, NCCL, graphs).
+    pub runtime_gib: f64,
+}
+
+impl Default for Calibration {
+    fn default() -> Self {
+        Calibration::for_family(GpuFamily::Hopper)
+    }
+}
+
+impl Calibration {
+    /// The shipped constants for one GPU family. Only Hopper is calibrated
+    /// against public measurements (see CALIBRATION.md for the residuals and
+    /// why each constant moved from DESIGN's starting value); the others
+    /// start from Hopper's, a guess to be replaced when data comes.
+    pub fn for_family(family: GpuFamily) -> Calibration {
+        let hopper = Calibration {
+            eta_compute: 0.55,
+            eta_weights: 0.73,
+            eta_kv: 0.70,
+            c_layer_us: 32.0,
+            c_step_us: 600.0,
+            c_seq_us: 4.4,
+            allreduce_latency_us: 15.0,
+            eta_link: 0.7,
+            frontend_overhead_ms: 15.0,
+            activation_gib: 5.5,
+            runtime_gib: 0.15,
+        };
+        match family {
+            GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::Blackwell | GpuFamily::Cdna3 => hopper,
+        }
+    }
+
+    /// These constants with some replaced by the fields of a JSON object
+    /// (what a calibration file holds, parsed from JSON or TOML). An unknown
+    /// field is an error that lists the known ones.
+    pub fn overlay(&self, overrides: &serde_json::Value) -> Result<Calibration, Error> {
+        let serde_json::Value::Object(fields) = overrides else {
+            return Err(Error::InvalidCalibration("a calibration must be an object of named constants".into()));
+        };
+        let mut merged = serde_json::to_value(self).map_err(|e| Error::InvalidCalibration(e.to_string()))?;
+        let known =
+            merged.as_object_mut().ok_or_else(|| Error::InvalidCalibration("calibration is not an object".into()))?;
+        for (key, value) in fields {
+            if !known.contains_key(key) {
+                let names: Vec<&str> = known.keys().map(String::as_str).collect();
+                return Err(Error::InvalidCalibration(format!(
+                    "unknown constant `{key}`; known: {}",
+                    names.join(", ")
+                )));
+            }
+            if !value.is_number() {
+                return Err(Error::InvalidCalibration(format!("`{key}` must be a number, got {value}")));
+            }
+            known.insert(key.clone(), value.clone());
+        }
+        let out: Calibration = serde_json::from_value(merged).map_err(|e| Error::InvalidCalibration(e.to_string()))?;
+        out.check()?;
+        Ok(out)
+    }
+
+    /// [`overlay`](Self::overlay) from the text of a JSON file.
+    pub fn overlay_json(&self, text: &str) -> Result<Calibration, Error> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Error::InvalidCalibration(format!("not JSON: {e}")))?;
+        self.overlay(&value)
+    }
+
+    /// Efficiencies must lie in (0, 1]; times and memory must be finite and
+    /// not negative.
+    pub fn check(&self) -> Result<(), Error> {
+        let shares = [
+            ("eta_compute", self.eta_compute),
+            ("eta_weights", self.eta_weights),
+            ("eta_kv", self.eta_kv),
+            ("eta_link", self.eta_link),
+        ];
+        for (name, v) in shares {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(Error::InvalidCalibration(format!(
+                    "{name} = {v} must lie in (0, 1]: it is a share of a datasheet peak"
+                )));
+            }
+        }
+        let amounts = [
+            ("c_layer_us", self.c_layer_us),
+            ("c_step_us", self.c_step_us),
+            ("c_seq_us", self.c_seq_us),
+            ("allreduce_latency_us", self.allreduce_latency_us),
+            ("frontend_overhead_ms", self.frontend_overhead_ms),
+            ("activation_gib", self.activation_gib),
+            ("runtime_gib", self.runtime_gib),
+        ];
+        for (name, v) in amounts {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::InvalidCalibration(format!("{name} = {v} must be a finite number ≥ 0")));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn frontend_overhead(&self) -> Duration {
+        Duration::from_secs_f64(self.frontend_overhead_ms / 1e3)
+    }
+}
+
+/// How much KV cache the engine holds, and where the memory went.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct KvCapacity {
+    pub weight_bytes_per_gpu: f64,
+    /// Memory left for the KV cache on each GPU.
+    pub kv_bytes_per_gpu: f64,
+    pub kv_bytes_per_token_per_gpu: f64,
+    pub block_size: u32,
+    pub num_blocks: u32,
+}
+
+impl KvCapacity {
+    /// Tokens the cache holds when full.
+    pub fn tokens(&self) -> u64 {
+        self.num_blocks as u64 * self.block_size as u64
+    }
+}
+
+/// KV capacity = memory × utilisation − W/TP − activations − runtime, in
+/// whole blocks; an error that suggests what would fit when nothing is left.
+pub fn kv_capacity(cfg: &EngineConfig) -> Result<KvCapacity, Error> {
+    cfg.validate()?;
+    let cap = kv_capacity_unchecked(cfg);
+    if let Some(blocks) = cfg.num_gpu_blocks_override {
+        return Ok(KvCapacity { num_blocks: blocks, ..cap });
+    }
+    if cap.num_blocks == 0 {
+        return Err(Error::ModelDoesNotFit {
+            model: cfg.model.name.clone(),
+            gpu: cfg.gpu.name.clone(),
+            precision: cfg.precision,
+            tp: cfg.tp,
+            gpu_memory_utilization: cfg.gpu_memory_utilization,
+            weights_gib: cap.weight_bytes_per_gpu / GIB,
+            budget_gib: (cap.kv_bytes_per_gpu + cap.weight_bytes_per_gpu) / GIB,
+            suggestion: suggest_fit(cfg),
+        });
+    }
+    Ok(cap)
+}
+
+fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
+    let c = &cfg.calibration;
+    let weight_bytes_per_gpu = cfg.model.weight_bytes(cfg.precision) / cfg.tp as f64;
+    let kv_bytes_per_gpu = cfg.gpu.memory_bytes() * cfg.gpu_memory_utilization
+        - weight_bytes_per_gpu
+        - c.activation_gib * GIB
+        - c.runtime_gib * GIB;
+    let kv_bytes_per_token_per_gpu = cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp);
+    let block_bytes = kv_bytes_per_token_per_gpu * cfg.block_size as f64;
+    let num_blocks =
+        if kv_bytes_per_gpu > 0.0 { (kv_bytes_per_gpu / block_bytes).floor().min(u32::MAX as f64) as u32 } else { 0 };
+    KvCapacity {
+        weight_bytes_per_gpu,
+        kv_bytes_per_gpu,
+        kv_bytes_per_token_per_gpu,
+        block_size: cfg.block_size,
+        num_blocks,
+    }
+}
+
+/// Lists the single changes that would make the model fit.
+fn suggest_fit(cfg: &EngineConfig) -> String {
+    let fits = |c: &EngineConfig| c.validate().is_ok() && kv_capacity_unchecked(c).num_blocks > 0;
+    let mut options = Vec::new();
+    if let Some(tp) = [2, 4, 8, 16].into_iter().filter(|&t| t > cfg.tp).find(|&t| {
+        let mut c = cfg.clone();
+        c.tp = t;
+        fits(&c)
+    }) {
+        options.push(format!("--tp {tp}"));
+    }
+    let narrower =
+        Precision::ALL.into_iter().filter(|p| p.bytes_per_weight() < cfg.precision.bytes_per_weight()).find(|&p| {
+            let mut c = cfg.clone();
+            c.precision = p;
+            fits(&c)
+        });
+    if let Some(p) = narrower {
+        options.push(format!("--precision {p}"));
+    }
+    if cfg.gpu_memory_utilization < 0.95 {
+        let mut c = cfg.clone();
+        c.gpu_memory_utilization = 0.95;
+        if fits(&c) {
+            options.push("--gpu-memory-utilization 0.95".into());
+        }
+    }
+    if options.is_empty() {
+        "use a GPU with more memory".into()
+    } else {
+        format!("try {}", options.join(", or "))
+    }
+}
+
+/// What one step computes, summed over its sequences: prefill chunks of
+/// `c_i` new tokens after `p_i` cached ones, and decodes with contexts `s_j`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BatchShape {
+    /// N: tokens computed this step.
+    pub tokens: u64,
+    /// B: sequences in the batch.
+    pub seqs: u64,
+    /// Σ s_j over decodes.
+    pub decode_context: u64,
+    /// Σ p_i over prefill chunks.
+    pub prefill_context: u64,
+    /// Σ c_i (p_i + c_i / 2) over prefill chunks.
+    pub prefill_attention: f64,
+}
+
+impl BatchShape {
+    /// One decode whose new token attends to `context` cached tokens.
+    pub fn add_decode(&mut self, context: u32) {
+        self.tokens += 1;
+        self.seqs += 1;
+        self.decode_context += context as u64;
+    }
+
+    /// A prefill chunk of `new` tokens after `cached` ones.
+    pub fn add_prefill(&mut self, cached: u32, new: u32) {
+        self.tokens += new as u64;
+        self.seqs += 1;
+        self.prefill_context += cached as u64;
+        self.prefill_attention += new as f64 * (cached as f64 + new as f64 / 2.0);
+    }
+}
+
+/// A step's time, term by term.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepBreakdown {
+    pub gemm: Duration,
+    pub attention: Duration,
+    pub tensor_parallel: Duration,
+    pub overhead: Duration,
+}
+
+impl StepBreakdown {
+    pub fn total(&self) -> Duration {
+        self.gemm + self.attention + self.tensor_parallel + self.overhead
+    }
+}
+
+/// The step-time model for one configuration, with every per-configuration
+/// product folded in so a step costs a handful of flops.
+#[derive(Debug, Clone)]
+pub struct Roofline {
+    /// 2·P per token.
+    flops_per_token: f64,
+    /// TP · peak · η_c.
+    compute_rate: f64,
+    /// Weights read every step whatever the batch (all of W for dense).
+    fixed_weight_bytes: f64,
+    /// One expert's weights over all layers; with `moe`, read per expert hit.
+    expert_bytes: f64,
+    moe: Option<Moe>,
+    /// TP · BW · η_w.
+    weight_rate: f64,
+    /// 4·L·H·h_d.
+    attention_flops_per_pair: f64,
+    kv_bytes_per_token_per_gpu: f64,
+    /// BW · η_kv per GPU.
+    kv_rate: f64,
+    allreduce_calls: f64,
+    allreduce_latency: f64,
+    /// Ring all-reduce: each GPU sends 2(TP−1)/TP of the message.
+    allreduce_bytes_per_token: f64,
+    link_rate: f64,
+    fixed_overhead: f64,
+    per_seq_overhead: f64,
+}
+
+impl Roofline {
+    pub fn new(cfg: &EngineConfig) -> Result<Roofline, Error> {
+        cfg.validate()?;
+        let m = &cfg.model;
+        let c = &cfg.calibration;
+        let tp = cfg.tp as f64;
+        let peak = cfg.gpu.peak_flops(cfg.precision)?;
+        let bw = cfg.gpu.bandwidth_bytes_per_s();
+        let b_w = cfg.precision.bytes_per_weight();
+        let all_weights = m.weight_bytes(cfg.precision);
+        let (fixed_weight_bytes, expert_bytes) = match m.moe {
+            None => (all_weights, 0.0),
+            Some(moe) => {
+                let expert = m.mlp_params_per_expert() as f64 * m.num_layers as f64 * b_w;
+                (all_weights - expert * moe.num_experts as f64, expert)
+            }
+        };
+        let (allreduce_calls, allreduce_bytes_per_token) = if cfg.tp > 1 {
+            // Two all-reduces per layer (after attention and after the MLP) of
+            // N × d 16-bit activations.
+            (2.0 * m.num_layers as f64, 2.0 * (tp - 1.0) / tp * m.hidden_size as f64 * 2.0)
+        } else {
+            (0.0, 0.0)
+        };
+        Ok(Roofline {
+            flops_per_token: 2.0 * m.active_params() as f64,
+            compute_rate: tp * peak * c.eta_compute,
+            fixed_weight_bytes,
+            expert_bytes,
+            moe: m.moe,
+            weight_rate: tp * bw * c.eta_weights,
+            attention_flops_per_pair: 4.0 * m.num_layers as f64 * m.num_heads as f64 * m.head_dim as f64,
+            kv_bytes_per_token_per_gpu: m.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
+            kv_rate: bw * c.eta_kv,
+            allreduce_calls,
+            allreduce_latency: c.allreduce_latency_us * 1e-6,
+            allreduce_bytes_per_token,
+            link_rate: cfg.gpu.interconnect_bytes_per_s() * c.eta_link,
+            fixed_overhead: m.num_layers as f64 * c.c_layer_us * 1e-6 + c.c_step_us * 1e-6,
+            per_seq_overhead: c.c_seq_us * 1e-6,
+        })
+    }
+
+    /// T_step for one batch.
+    pub fn step_time(&self, b: &BatchShape) -> Duration {
+        let [gemm, attention, tp, overhead] = self.terms(b);
+        Duration::from_secs_f64(gemm + attention + tp + overhead)
+    }
+
+    pub fn breakdown(&self, b: &BatchShape) -> StepBreakdown {
+        let [gemm, attention, tp, overhead] = self.terms(b).map(Duration::from_secs_f64);
+        StepBreakdown { gemm, attention, tensor_parallel: tp, overhead }
+    }
+
+    /// Seconds: [T_gemm, T_att, T_tp, overheads].
+    fn terms(&self, b: &BatchShape) -> [f64; 4] {
+        if b.tokens == 0 {
+            return [0.0; 4];
+        }
+        let n = b.tokens as f64;
+        let weight_bytes = match self.moe {
+            None => self.fixed_weight_bytes,
+            Some(moe) => {
+                // Tokens route independently, so a batch of N touches
+                // E·(1 − (1 − k/E)^N) distinct experts per layer on average.
+                let e = moe.num_experts as f64;
+                let miss = 1.0 - moe.experts_per_token as f64 / e;
+                self.fixed_weight_bytes + self.expert_bytes * e * (1.0 - miss.powf(n))
+            }
+        };
+        let gemm = (n * self.flops_per_token / self.compute_rate).max(weight_bytes / self.weight_rate);
+        let pairs = b.prefill_attention + b.decode_context as f64;
+        let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64;
+        let attention = (self.attention_flops_per_pair * pairs / self.compute_rate)
+            .max(kv_tokens * self.kv_bytes_per_token_per_gpu / self.kv_rate);
+        let tp = self.allreduce_calls * (self.allreduce_latency + n * self.allreduce_bytes_per_token / self.link_rate);
+        let overhead = self.fixed_overhead + self.per_seq_overhead * b.seqs as f64;
+        [gemm, attention, tp, overhead]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::catalog::KvCacheDtype;
+
+    fn cfg(model: &str, gpu: &str, precision: Precision) -> EngineConfig {
+        EngineConfig::from_names(model, gpu, precision).unwrap()
+    }
+
+    #[test]
+    fn kv_capacity_of_llama_8b_bf16_on_h100_by_hand() {
+        // 80 GiB × 0.9 = 77,309,411,328 B; weights 8,029,995,008 × 2 =
+        // 16,059,990,016 B; activations 5.5 GiB = 5,905,580,032 B; runtime
+        // 0.15 GiB = 161,061,273.6 B. Left: 55,182,780,006.4 B. A token takes
+        // 2 × 32 × 8 × 128 × 2 = 131,072 B, a 16-token block 2,097,152 B:
+        // 26,313 whole blocks, 421,008 tokens.
+        let cap = kv_capacity(&cfg("llama-3.1-8b", "h100", Precision::Bf16)).unwrap();
+        assert_eq!(cap.weight_bytes_per_gpu, 16_059_990_016.0);
+        assert!((cap.kv_bytes_per_gpu - 55_182_780_006.4).abs() < 1.0);
+        assert_eq!(cap.num_blocks, 26_313);
+        assert_eq!(cap.tokens(), 421_008);
+    }
+
+    #[test]
+    fn a_model_too_big_says_what_would_fit() {
+        let err = kv_capacity(&cfg("llama-3.1-70b", "h100", Precision::Bf16)).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::ModelDoesNotFit { .. }));
+        assert!(text.contains("--tp 2") && text.contains("--precision int4"), "{text}");
+        let err = kv_capacity(&cfg("llama-3.1-405b", "l4", Precision::Int4)).unwrap_err();
+        assert!(err.to_string().contains("--tp 16"), "{err}");
+    }
+
+    #[test]
+    fn tensor_parallel_splits_weights_and_kv() {
+        let one = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        let mut two = one.clone();
+        two.tp = 2;
+        let (a, b) = (kv_capacity(&one).unwrap(), kv_capacity(&two).unwrap());
+        assert_eq!(b.weight_bytes_per_gpu * 2.0, a.weight_bytes_per_gpu);
+        assert_eq!(b.kv_bytes_per_token_per_gpu * 2.0, a.kv_bytes_per_token_per_gpu);
+        assert!(b.tokens() > 2 * a.tokens());
+        let mut three = one;
+        three.tp = 3;
+        assert!(matches!(kv_capacity(&three), Err(Error::InvalidConfig(_))));
+    }
+
+    #[test]
+    fn decode_is_weight_bound_and_large_prefill_compute_bound() {
+        let c = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        let r = Roofline::new(&c).unwrap();
+        let mut decode = BatchShape::default();
+        decode.add_decode(100);
+        let b = r.breakdown(&decode);
+        // 16.06 GB at 3.35 TB/s × 0.73.
+        let weights = 16_059_990_016.0 / (3.35e12 * c.calibration.eta_weights);
+        assert!((b.gemm.as_secs_f64() - weights).abs() < 1e-6);
+        assert_eq!(b.tensor_parallel, Duration::ZERO);
+        let mut prefill = BatchShape::default();
+        prefill.add_prefill(0, 8192);
+        let flops = 2.0 * 8192.0 * 6_979_321_856.0 / (989e12 * c.calibration.eta_compute);
+        assert!((r.breakdown(&prefill).gemm.as_secs_f64() - flops).abs() < 1e-6);
+        assert!(r.step_time(&prefill) > r.step_time(&decode) * 5);
+        assert_eq!(r.step_time(&BatchShape::default()), Duration::ZERO);
+    }
+
+    #[test]
+    fn fp8_halves_weight_reads_and_fp8_kv_halves_kv_reads() {
+        let bf16 = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        let mut fp8 = cfg("llama-3.1-8b", "h100", Precision::Fp8);
+        let mut decode = BatchShape::default();
+        decode.add_decode(100_000);
+        let t = |c: &EngineConfig| Roofline::new(c).unwrap().breakdown(&decode);
+        assert!(t(&fp8).gemm < t(&bf16).gemm.mul_f64(0.6));
+        let before = t(&fp8).attention;
+        fp8.kv_cache_dtype = KvCacheDtype::Fp8;
+        assert!((t(&fp8).attention.as_secs_f64() * 2.0 - before.as_secs_f64()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn tensor_parallel_all_reduce_costs_latency_and_bytes() {
+        let mut c = cfg("llama-3.1-70b", "h200", Precision::Bf16);
+        c.tp = 4;
+        let r = Roofline::new(&c).unwrap();
+        let mut small = BatchShape::default();
+        small.add_decode(10);
+        let mut big = BatchShape::default();
+        big.add_prefill(0, 8192);
+        let (s, b) = (r.breakdown(&small).tensor_parallel, r.breakdown(&big).tensor_parallel);
+        let floor = 160.0 * c.calibration.allreduce_latency_us * 1e-6;
+        assert!(s.as_secs_f64() >= floor && s.as_secs_f64() < floor * 1.01);
+        assert!(b > s * 2);
+    }
+
+    #[test]
+    fn moe_reads_more_experts_as_the_batch_grows() {
+        let r = Roofline::new(&cfg("mixtral-8x7b", "h100", Precision::Bf16)).unwrap();
+        let gemm = |n: u32| {
+            let mut b = BatchShape::default();
+            for _ in 0..n {
+                b.add_decode(100);
+            }
+            r.breakdown(&b).gemm
+        };
+        // One token reads 2 of 8 experts, 64 tokens nearly all of them.
+        assert!(gemm(64) > gemm(1).mul_f64(2.5));
+    }
+
+    #[test]
+    fn calibration_overlay_replaces_named_fields_only() {
+        let base = Calibration::default();
+        let out = base.overlay_json(r#"{"eta_kv": 0.6, "c_step_us": 200}"#).unwrap();
+        assert_eq!((out.eta_kv, out.c_step_us), (0.6, 200.0));
+        assert_eq!(out.eta_weights, base.eta_weights);
+        let err = base.overlay_json(r#"{"eta_kvv": 0.6}"#).unwrap_err().to_string();
+        assert!(err.contains("eta_kv,") || err.contains("eta_kv"), "{err}");
+        assert!(err.contains("eta_kvv"), "{err}");
+        assert!(base.overlay_json(r#"{"eta_kv": 1.5}"#).is_err());
+        assert!(base.overlay_json(r#"{"eta_kv": "fast"}"#).is_err());
+        let text = serde_json::to_string(&base).unwrap();
+        assert!(text.contains("\"frontend_overhead_ms\""), "{text}");
+        assert_eq!(serde_json::from_str::<Calibration>(&text).unwrap(), base);
+    }
+}

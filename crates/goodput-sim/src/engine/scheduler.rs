@@ -1,0 +1,780 @@
+//! The engine: a vLLM-V1-like continuous-batching scheduler over the paged
+//! KV cache, timed by the roofline. It has no clock of its own: a driver
+//! calls `step`, lets the returned duration pass (really or virtually), then
+//! delivers the step's tokens.
+
+use super::config::EngineConfig;
+use super::error::Error;
+use super::kv::{BlockPool, Prompt};
+use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One output token, emitted at the end of the step that computed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenEvent {
+    pub id: u64,
+    /// Position in the request's output, from 0. A request recomputed after
+    /// preemption continues where it stopped: no index repeats.
+    pub index: u32,
+    /// The request's first output token (its TTFT).
+    pub first: bool,
+    /// The request's last token: it has left the engine.
+    pub finished: bool,
+}
+
+/// What one step scheduled, in counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchSummary {
+    pub seqs: u32,
+    pub decodes: u32,
+    pub prefills: u32,
+    pub tokens: u32,
+    pub prefill_tokens: u32,
+}
+
+/// One step of the engine. A real-time driver sleeps `duration`, then
+/// delivers `tokens`; a request aborted meanwhile has its tokens dropped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepOutcome {
+    pub duration: Duration,
+    pub tokens: Vec<TokenEvent>,
+    /// Requests scheduled for the first time this step (their queue time
+    /// ends when the step starts). Re-admissions after preemption are not
+    /// listed.
+    pub admitted: Vec<u64>,
+    /// Requests preempted this step, in the order they were.
+    pub preempted: Vec<u64>,
+    pub batch: BatchSummary,
+}
+
+impl StepOutcome {
+    fn clear(&mut self) {
+        self.duration = Duration::ZERO;
+        self.tokens.clear();
+        self.admitted.clear();
+        self.preempted.clear();
+        self.batch = BatchSummary::default();
+    }
+}
+
+/// The engine's counters and gauges, named after vLLM's metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineStats {
+    pub running: u32,
+    pub waiting: u32,
+    /// Share of KV blocks held by requests (`vllm:kv_cache_usage_perc`).
+    pub kv_usage: f64,
+    pub kv_blocks_total: u32,
+    pub kv_blocks_free: u32,
+    /// Prompt tokens looked up in the prefix cache, and those found.
+    pub prefix_cache_queries: u64,
+    pub prefix_cache_hits: u64,
+    /// Cached blocks evicted to make room.
+    pub prefix_cache_evictions: u64,
+    pub preemptions: u64,
+    /// Prompt tokens of requests that produced their first token.
+    pub prompt_tokens: u64,
+    pub generation_tokens: u64,
+    pub requests_finished: u64,
+    pub requests_aborted: u64,
+    pub steps: u64,
+    /// Σ over steps of the sequences in the batch (decodes and prefills).
+    pub batch_seqs_total: u64,
+    pub batch_tokens_total: u64,
+    pub max_batch_seqs: u32,
+    /// Σ of step durations.
+    pub busy: Duration,
+}
+
+impl EngineStats {
+    pub fn mean_batch_seqs(&self) -> Option<f64> {
+        (self.steps > 0).then(|| self.batch_seqs_total as f64 / self.steps as f64)
+    }
+
+    pub fn mean_batch_tokens(&self) -> Option<f64> {
+        (self.steps > 0).then(|| self.batch_tokens_total as f64 / self.steps as f64)
+    }
+
+    pub fn prefix_cache_hit_rate(&self) -> Option<f64> {
+        (self.prefix_cache_queries > 0).then(|| self.prefix_cache_hits as f64 / self.prefix_cache_queries as f64)
+    }
+}
+
+struct Request {
+    id: u64,
+    prompt_len: u32,
+    max_tokens: u32,
+    hashes: Arc<[u64]>,
+    num_output: u32,
+    /// Tokens whose KV is in the cache.
+    num_computed: u32,
+    /// Leading prompt blocks registered in the prefix cache.
+    num_registered: u32,
+    blocks: Vec<u32>,
+    admitted_once: bool,
+    live: bool,
+}
+
+impl Request {
+    /// Prompt plus output so far: what a recompute after preemption redoes.
+    fn num_tokens(&self) -> u32 {
+        self.prompt_len + self.num_output
+    }
+}
+
+/// The simulated engine. Pure and synchronous; see the module doc for how a
+/// driver uses it.
+pub struct Engine {
+    cfg: EngineConfig,
+    roofline: Roofline,
+    capacity: KvCapacity,
+    max_num_seqs: u32,
+    pool: BlockPool,
+    slots: Vec<Request>,
+    free_slots: Vec<u32>,
+    index: HashMap<u64, u32>,
+    running: Vec<u32>,
+    waiting: VecDeque<u32>,
+    /// This step's (slot, new tokens), kept to reuse its allocation.
+    scheduled: Vec<(u32, u32)>,
+    hits: Vec<u32>,
+    stats: EngineStats,
+}
+
+impl Engine {
+    pub fn new(cfg: EngineConfig) -> Result<Engine, Error> {
+        let capacity = kv_capacity(&cfg)?;
+        let roofline = Roofline::new(&cfg)?;
+        let max_num_seqs = cfg.resolved_max_num_seqs();
+        Ok(Engine {
+            pool: BlockPool::new(capacity.num_blocks, cfg.block_size),
+            roofline,
+            capacity,
+            max_num_seqs,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            index: HashMap::new(),
+            running: Vec::new(),
+            waiting: VecDeque::new(),
+            scheduled: Vec::new(),
+            hits: Vec::new(),
+            stats: EngineStats::default(),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    pub fn capacity(&self) -> &KvCapacity {
+        &self.capacity
+    }
+
+    pub fn roofline(&self) -> &Roofline {
+        &self.roofline
+    }
+
+    pub fn max_num_seqs(&self) -> u32 {
+        self.max_num_seqs
+    }
+
+    /// Queues a request; it is first scheduled by the next `step`. The output
+    /// is exactly `max_tokens` tokens (the simulator ignores end of sequence).
+    pub fn add_request(&mut self, id: u64, prompt: Prompt, max_tokens: u32) -> Result<(), Error> {
+        let reject = |message: String| Err(Error::InvalidRequest { id, message });
+        if self.index.contains_key(&id) {
+            return Err(Error::DuplicateRequest(id));
+        }
+        if prompt.is_empty() {
+            return reject("the prompt is empty; send at least one token".into());
+        }
+        if max_tokens == 0 {
+            return reject("max_tokens is 0; ask for at least one token".into());
+        }
+        if prompt.block_size() != self.cfg.block_size {
+            return reject(format!(
+                "the prompt was hashed in blocks of {} tokens but the engine uses {}; build it \
+                 with the engine's block size",
+                prompt.block_size(),
+                self.cfg.block_size
+            ));
+        }
+        let total = prompt.len() as u64 + max_tokens as u64;
+        if total > self.cfg.model.max_context as u64 {
+            return reject(format!(
+                "{} prompt + {} output tokens exceed {}'s context of {} tokens; shorten the \
+                 prompt or lower max_tokens",
+                prompt.len(),
+                max_tokens,
+                self.cfg.model.name,
+                self.cfg.model.max_context
+            ));
+        }
+        if total > self.capacity.tokens() {
+            return reject(format!(
+                "{} prompt + {} output tokens need more KV cache than the engine's {} tokens; \
+                 shorten the request, or give the engine more memory (--tp, a lower precision, \
+                 --kv-cache-dtype fp8, --gpu-memory-utilization)",
+                prompt.len(),
+                max_tokens,
+                self.capacity.tokens()
+            ));
+        }
+        if !self.cfg.enable_chunked_prefill && prompt.len() > self.cfg.max_num_batched_tokens {
+            return reject(format!(
+                "the {}-token prompt exceeds the {}-token step budget and chunked prefill is \
+                 off; enable chunked prefill or raise --max-num-batched-tokens",
+                prompt.len(),
+                self.cfg.max_num_batched_tokens
+            ));
+        }
+        let request = Request {
+            id,
+            prompt_len: prompt.len(),
+            max_tokens,
+            hashes: prompt.block_hashes_arc(),
+            num_output: 0,
+            num_computed: 0,
+            num_registered: 0,
+            blocks: Vec::new(),
+            admitted_once: false,
+            live: true,
+        };
+        let slot = match self.free_slots.pop() {
+            Some(s) => {
+                let old = std::mem::replace(&mut self.slots[s as usize], request);
+                // Keep the block list's allocation for the next request.
+                self.slots[s as usize].blocks = old.blocks;
+                s
+            }
+            None => {
+                self.slots.push(request);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(id, slot);
+        self.waiting.push_back(slot);
+        Ok(())
+    }
+
+    /// Drops a request (a client disconnect), freeing its blocks. False when
+    /// the engine does not hold it (already finished, or never added).
+    pub fn abort(&mut self, id: u64) -> bool {
+        let Some(slot) = self.index.remove(&id) else {
+            return false;
+        };
+        if let Some(pos) = self.running.iter().position(|&s| s == slot) {
+            self.running.remove(pos);
+        } else if let Some(pos) = self.waiting.iter().position(|&s| s == slot) {
+            self.waiting.remove(pos);
+        }
+        let req = &mut self.slots[slot as usize];
+        self.pool.release(&mut req.blocks);
+        req.live = false;
+        self.free_slots.push(slot);
+        self.stats.requests_aborted += 1;
+        true
+    }
+
+    /// Whether a step would do anything.
+    pub fn has_work(&self) -> bool {
+        !self.running.is_empty() || !self.waiting.is_empty()
+    }
+
+    pub fn num_running(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn num_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    pub fn kv_usage(&self) -> f64 {
+        self.pool.usage()
+    }
+
+    /// Running requests, oldest admission first.
+    pub fn running_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.running.iter().map(|&s| self.slots[s as usize].id)
+    }
+
+    /// Waiting requests, next to be admitted first.
+    pub fn waiting_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.waiting.iter().map(|&s| self.slots[s as usize].id)
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            running: self.running.len() as u32,
+            waiting: self.waiting.len() as u32,
+            kv_usage: self.pool.usage(),
+            kv_blocks_total: self.pool.num_blocks(),
+            kv_blocks_free: self.pool.num_free(),
+            prefix_cache_evictions: self.pool.evictions,
+            ..self.stats.clone()
+        }
+    }
+
+    /// Schedules and runs one step; `None` when there is nothing to do.
+    pub fn step(&mut self) -> Option<StepOutcome> {
+        let mut out = StepOutcome::default();
+        self.step_into(&mut out).then_some(out)
+    }
+
+    /// [`step`](Self::step) into a caller's buffer, so a loop allocates
+    /// nothing per step. False (and `out` cleared) when idle.
+    pub fn step_into(&mut self, out: &mut StepOutcome) -> bool {
+        out.clear();
+        if !self.has_work() {
+            return false;
+        }
+        self.schedule(out);
+        if self.scheduled.is_empty() {
+            // Only a lone running request that preempted itself can leave a
+            // step empty, and add_request guarantees a lone request fits, so
+            // scheduling again (now admission is allowed) always succeeds.
+            self.schedule(out);
+        }
+        if self.scheduled.is_empty() {
+            return false;
+        }
+
+        let mut shape = BatchShape::default();
+        let mut batch = BatchSummary::default();
+        for &(slot, new) in &self.scheduled {
+            let r = &self.slots[slot as usize];
+            if new == 1 && r.num_output > 0 && r.num_computed + 1 == r.num_tokens() {
+                shape.add_decode(r.num_computed);
+                batch.decodes += 1;
+            } else {
+                shape.add_prefill(r.num_computed, new);
+                batch.prefills += 1;
+                batch.prefill_tokens += new;
+            }
+            batch.tokens += new;
+        }
+        batch.seqs = self.scheduled.len() as u32;
+        out.duration = self.roofline.step_time(&shape);
+        out.batch = batch;
+
+        let mut any_finished = false;
+        for &(slot, new) in &self.scheduled {
+            let r = &mut self.slots[slot as usize];
+            r.num_computed += new;
+            if r.num_computed < r.num_tokens() {
+                continue; // a prefill chunk that is not the last
+            }
+            let index = r.num_output;
+            r.num_output += 1;
+            let finished = r.num_output == r.max_tokens;
+            if index == 0 {
+                self.stats.prompt_tokens += r.prompt_len as u64;
+            }
+            self.stats.generation_tokens += 1;
+            out.tokens.push(TokenEvent { id: r.id, index, first: index == 0, finished });
+            if finished {
+                self.pool.release(&mut r.blocks);
+                r.live = false;
+                self.index.remove(&r.id);
+                self.free_slots.push(slot);
+                self.stats.requests_finished += 1;
+                any_finished = true;
+            }
+        }
+        if any_finished {
+            let slots = &self.slots;
+            self.running.retain(|&s| slots[s as usize].live);
+        }
+
+        self.stats.steps += 1;
+        self.stats.batch_seqs_total += batch.seqs as u64;
+        self.stats.batch_tokens_total += batch.tokens as u64;
+        self.stats.max_batch_seqs = self.stats.max_batch_seqs.max(batch.seqs);
+        self.stats.busy += out.duration;
+        true
+    }
+
+    /// vLLM V1's schedule: running requests first, in admission order, each
+    /// taking what is left of its prefill (within the budget) or one decode
+    /// token; a request that cannot get a block preempts the newest running
+    /// one (possibly itself). Then, unless this step preempted, waiting
+    /// requests are admitted first come, first served while the budget, the
+    /// sequence cap and the free blocks allow.
+    fn schedule(&mut self, out: &mut StepOutcome) {
+        self.scheduled.clear();
+        let mut budget = self.cfg.max_num_batched_tokens;
+        let mut preempted = false;
+
+        let mut i = 0;
+        while i < self.running.len() && budget > 0 {
+            let slot = self.running[i];
+            let r = &self.slots[slot as usize];
+            let new = (r.num_tokens() - r.num_computed).min(budget);
+            let target = r.num_computed + new;
+            let mut scheduled = true;
+            while !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+                let Some(victim) = self.running.pop() else {
+                    scheduled = false;
+                    break;
+                };
+                self.preempt(victim, out);
+                preempted = true;
+                if victim == slot {
+                    scheduled = false;
+                    break;
+                }
+            }
+            if !scheduled {
+                break;
+            }
+            self.register_full_blocks(slot, target);
+            self.scheduled.push((slot, new));
+            budget -= new;
+            i += 1;
+        }
+        if preempted {
+            return;
+        }
+
+        let bs = self.cfg.block_size;
+        while budget > 0 && (self.running.len() as u32) < self.max_num_seqs {
+            let Some(&slot) = self.waiting.front() else {
+                break;
+            };
+            let r = &self.slots[slot as usize];
+            let num_tokens = r.num_tokens();
+            if self.cfg.enable_prefix_caching {
+                // The last token is always recomputed: its logits are needed.
+                let max_hit = ((num_tokens - 1) / bs) as usize;
+                self.pool.find_prefix(&r.hashes, max_hit, &mut self.hits);
+            } else {
+                self.hits.clear();
+            }
+            let cached = self.hits.len() as u32 * bs;
+            let mut new = num_tokens - cached;
+            let whole_fits_a_step = new <= self.cfg.max_num_batched_tokens;
+            if !self.cfg.enable_chunked_prefill && whole_fits_a_step && new > budget {
+                break;
+            }
+            // Without chunked prefill only a recompute longer than a whole
+            // step is chunked; the alternative is never running it again.
+            new = new.min(budget);
+            if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
+                break;
+            }
+            self.waiting.pop_front();
+            let r = &mut self.slots[slot as usize];
+            r.num_computed = cached;
+            r.num_registered = self.hits.len() as u32;
+            if self.cfg.enable_prefix_caching {
+                self.stats.prefix_cache_queries += num_tokens as u64;
+                self.stats.prefix_cache_hits += cached as u64;
+            }
+            if !r.admitted_once {
+                r.admitted_once = true;
+                out.admitted.push(r.id);
+            }
+            self.register_full_blocks(slot, cached + new);
+            self.running.push(slot);
+            self.scheduled.push((slot, new));
+            budget -= new;
+        }
+    }
+
+    /// Frees a request's blocks and puts it at the front of the waiting
+    /// queue, to be recomputed (prompt and output so far) when readmitted.
+    fn preempt(&mut self, slot: u32, out: &mut StepOutcome) {
+        let r = &mut self.slots[slot as usize];
+        self.pool.release(&mut r.blocks);
+        r.num_computed = 0;
+        r.num_registered = 0;
+        out.preempted.push(r.id);
+        self.waiting.push_front(slot);
+        self.stats.preemptions += 1;
+    }
+
+    /// Registers the prompt blocks that will be full once `target` tokens are
+    /// computed. Done at allocation, as vLLM does: a request admitted later
+    /// in the same step may share them, since each layer writes its KV
+    /// before it reads attention.
+    fn register_full_blocks(&mut self, slot: u32, target: u32) {
+        if !self.cfg.enable_prefix_caching {
+            return;
+        }
+        let r = &mut self.slots[slot as usize];
+        let full = (target / self.cfg.block_size).min(r.hashes.len() as u32);
+        for j in r.num_registered..full {
+            self.pool.register(r.blocks[j as usize], r.hashes[j as usize]);
+        }
+        r.num_registered = r.num_registered.max(full);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::catalog::Precision;
+
+    /// Llama-3.1-8B on an H100 with a hand-sized cache.
+    fn config(blocks: Option<u32>, block_size: u32) -> EngineConfig {
+        let mut c = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        c.num_gpu_blocks_override = blocks;
+        c.block_size = block_size;
+        c
+    }
+
+    fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
+        Prompt::synthetic(len, None, seed, cfg.block_size)
+    }
+
+    /// Steps until idle, returning every outcome.
+    fn drain(engine: &mut Engine) -> Vec<StepOutcome> {
+        let mut steps = Vec::new();
+        while let Some(out) = engine.step() {
+            steps.push(out);
+            assert!(steps.len() < 100_000, "engine does not finish");
+        }
+        steps
+    }
+
+    fn indices(steps: &[StepOutcome], id: u64) -> Vec<u32> {
+        steps.iter().flat_map(|s| s.tokens.iter()).filter(|t| t.id == id).map(|t| t.index).collect()
+    }
+
+    #[test]
+    fn newest_running_request_is_preempted_to_the_front_and_recomputed() {
+        // 6 blocks of 4 tokens, two sequences at most, no prefix caching so a
+        // recompute is a full recompute. A and B (8-token prompts, 12 output
+        // tokens) run together; C waits for a sequence slot. Both grow into a
+        // third block; at 12 tokens each, A needs a fourth and none is free.
+        let mut cfg = config(Some(6), 4);
+        cfg.max_num_seqs = Some(2);
+        cfg.enable_prefix_caching = false;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(8, 1, &cfg), 12).unwrap();
+        e.add_request(2, prompt(8, 2, &cfg), 12).unwrap();
+        e.add_request(3, prompt(4, 3, &cfg), 2).unwrap();
+
+        let mut steps = Vec::new();
+        for _ in 0..5 {
+            steps.push(e.step().unwrap());
+        }
+        assert!(steps.iter().all(|s| s.preempted.is_empty()));
+        assert_eq!(e.stats().kv_blocks_free, 0);
+
+        let s6 = e.step().unwrap();
+        // B, admitted after A, goes; A continues.
+        assert_eq!(s6.preempted, vec![2]);
+        assert_eq!(s6.tokens.iter().map(|t| t.id).collect::<Vec<_>>(), vec![1]);
+        // No admission in a step that preempted, though C would have fit
+        // (a free sequence slot and two free blocks).
+        assert!(s6.admitted.is_empty());
+        assert_eq!(e.stats().kv_blocks_free, 2);
+        // B is at the front of the queue, ahead of C which came later.
+        assert_eq!(e.waiting_ids().collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(e.running_ids().collect::<Vec<_>>(), vec![1]);
+        steps.push(s6);
+
+        let rest = drain(&mut e);
+        // B waits at the head of the line (C behind it) until A is done.
+        let a_done = rest.iter().position(|s| s.tokens.iter().any(|t| t.id == 1 && t.finished));
+        let b_back = rest.iter().position(|s| s.tokens.iter().any(|t| t.id == 2));
+        let (a_done, b_back) = (a_done.unwrap(), b_back.unwrap());
+        assert_eq!(b_back, a_done + 1);
+        let resumed = &rest[b_back];
+        // The recompute is B's prompt plus its five tokens, beside C's prompt.
+        assert_eq!(resumed.batch.prefill_tokens, 8 + 5 + 4);
+        assert_eq!(resumed.admitted, vec![3]);
+        steps.extend(rest);
+        // Every token exactly once, in order, through the preemption.
+        assert_eq!(indices(&steps, 2), (0..12).collect::<Vec<_>>());
+        assert_eq!(indices(&steps, 1), (0..12).collect::<Vec<_>>());
+        let stats = e.stats();
+        assert_eq!(stats.preemptions, 1);
+        assert_eq!((stats.requests_finished, stats.kv_blocks_free), (3, 6));
+        assert_eq!(stats.generation_tokens, 26);
+    }
+
+    #[test]
+    fn a_cached_prefix_skips_its_prefill() {
+        let cfg = config(None, 16);
+        let tokens: Vec<u32> = (0..2048).collect();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, Prompt::from_tokens(&tokens, 16), 2).unwrap();
+        let first = drain(&mut e);
+        assert_eq!(first[0].batch.prefill_tokens, 2048);
+
+        e.add_request(2, Prompt::from_tokens(&tokens, 16), 2).unwrap();
+        let second = drain(&mut e);
+        // 127 of 128 blocks are reused; the last is recomputed because the
+        // last prompt token's logits are needed.
+        assert_eq!(second[0].batch.prefill_tokens, 16);
+        assert!(second[0].tokens[0].first);
+        // The first token comes after a decode-sized step, not a prefill.
+        assert!(second[0].duration * 3 < first[0].duration);
+        let s = e.stats();
+        assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (4096, 2032));
+    }
+
+    #[test]
+    fn prefix_caching_off_gives_no_hits() {
+        let mut cfg = config(None, 16);
+        cfg.enable_prefix_caching = false;
+        let tokens: Vec<u32> = (0..64).collect();
+        let mut e = Engine::new(cfg).unwrap();
+        for id in 1..=2 {
+            e.add_request(id, Prompt::from_tokens(&tokens, 16), 2).unwrap();
+            assert_eq!(drain(&mut e)[0].batch.prefill_tokens, 64);
+        }
+        let s = e.stats();
+        assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (0, 0));
+        assert_eq!(s.prefix_cache_hit_rate(), None);
+    }
+
+    #[test]
+    fn a_long_prompt_is_chunked_across_steps_by_the_budget() {
+        let mut cfg = config(None, 16);
+        cfg.max_num_batched_tokens = 64;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(200, 1, &cfg), 3).unwrap();
+        let steps = drain(&mut e);
+        let chunks: Vec<u32> = steps.iter().map(|s| s.batch.prefill_tokens).collect();
+        assert_eq!(chunks, vec![64, 64, 64, 8, 0, 0]);
+        // The first token comes with the final chunk, not before.
+        assert!(steps[..3].iter().all(|s| s.tokens.is_empty()));
+        assert!(steps[3].tokens[0].first);
+        assert!(steps[5].tokens[0].finished);
+    }
+
+    #[test]
+    fn chunked_prefill_off_runs_whole_prompts_only() {
+        let mut cfg = config(None, 16);
+        cfg.max_num_batched_tokens = 64;
+        cfg.enable_chunked_prefill = false;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        let err = e.add_request(9, prompt(65, 9, &cfg), 1).unwrap_err();
+        assert!(err.to_string().contains("chunked prefill"), "{err}");
+        e.add_request(1, prompt(40, 1, &cfg), 3).unwrap();
+        e.add_request(2, prompt(40, 2, &cfg), 3).unwrap();
+        let s1 = e.step().unwrap();
+        // 24 tokens of budget are left, but the second prompt is not split.
+        assert_eq!((s1.batch.tokens, s1.batch.seqs), (40, 1));
+        let s2 = e.step().unwrap();
+        assert_eq!((s2.batch.tokens, s2.batch.decodes, s2.batch.prefills), (41, 1, 1));
+
+        cfg.enable_chunked_prefill = true;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(40, 1, &cfg), 3).unwrap();
+        e.add_request(2, prompt(40, 2, &cfg), 3).unwrap();
+        assert_eq!(e.step().unwrap().batch.prefill_tokens, 64);
+    }
+
+    #[test]
+    fn max_num_seqs_caps_the_batch() {
+        let mut cfg = config(None, 16);
+        cfg.max_num_seqs = Some(2);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for id in 0..5 {
+            e.add_request(id, prompt(32, id, &cfg), 4).unwrap();
+        }
+        let s1 = e.step().unwrap();
+        assert_eq!(s1.batch.seqs, 2);
+        assert_eq!(s1.admitted, vec![0, 1]);
+        assert_eq!((e.num_running(), e.num_waiting()), (2, 3));
+        drain(&mut e);
+        let s = e.stats();
+        assert_eq!((s.max_batch_seqs, s.requests_finished), (2, 5));
+    }
+
+    #[test]
+    fn running_requests_go_before_waiting_ones_in_the_budget() {
+        let mut cfg = config(None, 16);
+        cfg.max_num_batched_tokens = 100;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(90, 1, &cfg), 5).unwrap();
+        e.step().unwrap();
+        e.add_request(2, prompt(500, 2, &cfg), 5).unwrap();
+        let s = e.step().unwrap();
+        // One decode for the running request, the other 99 to the newcomer.
+        assert_eq!((s.batch.decodes, s.batch.prefill_tokens), (1, 99));
+    }
+
+    #[test]
+    fn abort_frees_blocks_wherever_the_request_is() {
+        let mut cfg = config(None, 16);
+        cfg.max_num_seqs = Some(1);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(100, 1, &cfg), 50).unwrap();
+        e.add_request(2, prompt(100, 2, &cfg), 50).unwrap();
+        e.step().unwrap();
+        assert!(e.kv_usage() > 0.0);
+        assert!(e.abort(2));
+        assert!(e.abort(1));
+        assert!(!e.abort(1));
+        assert!(!e.has_work());
+        assert_eq!(e.kv_usage(), 0.0);
+        assert!(e.step().is_none());
+        assert_eq!(e.stats().requests_aborted, 2);
+        // Ids are free again once a request is gone.
+        e.add_request(1, prompt(10, 1, &cfg), 1).unwrap();
+        let s = e.step().unwrap();
+        assert!(s.tokens[0].first && s.tokens[0].finished);
+    }
+
+    #[test]
+    fn requests_that_can_never_run_are_rejected() {
+        let cfg = config(Some(4), 16);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(10, 1, &cfg), 1).unwrap();
+        assert_eq!(e.add_request(1, prompt(10, 1, &cfg), 1), Err(Error::DuplicateRequest(1)));
+        let cases = [
+            (prompt(0, 2, &cfg), 1, "empty"),
+            (prompt(10, 2, &cfg), 0, "max_tokens"),
+            (Prompt::synthetic(10, None, 2, 8), 1, "blocks of 8"),
+            (prompt(60, 2, &cfg), 5, "KV cache"),
+            (prompt(131_000, 2, &cfg), 100_000, "context"),
+        ];
+        for (p, max, needle) in cases {
+            let err = e.add_request(2, p, max).unwrap_err().to_string();
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    }
+
+    #[test]
+    fn step_into_reuses_the_callers_buffer() {
+        let cfg = config(None, 16);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        let mut out = StepOutcome::default();
+        assert!(!e.step_into(&mut out));
+        e.add_request(7, prompt(20, 7, &cfg), 2).unwrap();
+        assert!(e.step_into(&mut out));
+        assert_eq!(out.admitted, vec![7]);
+        assert!(e.step_into(&mut out));
+        assert!(out.admitted.is_empty() && out.tokens[0].finished);
+        assert!(out.duration > Duration::ZERO);
+    }
+
+    #[test]
+    fn engine_can_move_into_an_async_task_and_config_round_trips() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<Engine>();
+        send_sync::<StepOutcome>();
+        let cfg = config(None, 16);
+        let text = serde_json::to_string(&cfg).unwrap();
+        assert_eq!(serde_json::from_str::<EngineConfig>(&text).unwrap(), cfg);
+    }
+
+    #[test]
+    fn a_big_gpu_runs_a_small_load() {
+        let cfg = EngineConfig::from_names("llama-3.1-8b", "mi300x", Precision::Fp8).unwrap();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        assert!(e.capacity().num_blocks > 50_000);
+        e.add_request(1, prompt(64, 1, &cfg), 1).unwrap();
+        e.step().unwrap();
+        let s = e.stats();
+        assert_eq!(s.kv_blocks_free, s.kv_blocks_total);
+    }
+}

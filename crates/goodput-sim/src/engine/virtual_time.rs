@@ -1,0 +1,517 @@
+//! The virtual-time driver: runs the engine against a load (closed loop, open
+//! loop, or both) on a simulated clock, and returns the same per-request
+//! records a real run over HTTP would, plus the engine's own view.
+
+use super::config::EngineConfig;
+use super::error::Error;
+use super::kv::Prompt;
+use super::scheduler::{Engine, StepOutcome};
+use goodput_core::{Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// A prefix shared by every request that names the same `id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedPrefix {
+    pub id: u64,
+    pub len: u32,
+}
+
+/// One request of a virtual load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VirtualRequest {
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    #[serde(default)]
+    pub shared_prefix: Option<SharedPrefix>,
+}
+
+impl VirtualRequest {
+    pub fn new(input_tokens: u32, output_tokens: u32) -> VirtualRequest {
+        VirtualRequest { input_tokens, output_tokens, shared_prefix: None }
+    }
+}
+
+/// Requests and how they are sent. Requests go in order. With `arrivals`,
+/// request i is sent at `arrivals[i]` (open loop); with `concurrency`, no
+/// more than that many are in flight, a new one going when one finishes
+/// (closed loop); with both, a request goes at its arrival time or when a
+/// slot frees, whichever is later; with neither, all go at once (a burst).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VirtualLoad {
+    pub requests: Vec<VirtualRequest>,
+    /// Absolute send times from the run's start, non-decreasing.
+    pub arrivals: Option<Vec<Duration>>,
+    pub concurrency: Option<u32>,
+    /// Salt for the unique part of each prompt.
+    pub seed: u64,
+}
+
+impl VirtualLoad {
+    pub fn closed_loop(requests: Vec<VirtualRequest>, concurrency: u32) -> VirtualLoad {
+        VirtualLoad { requests, concurrency: Some(concurrency), ..VirtualLoad::default() }
+    }
+
+    pub fn open_loop(requests: Vec<VirtualRequest>, arrivals: Vec<Duration>) -> VirtualLoad {
+        VirtualLoad { requests, arrivals: Some(arrivals), ..VirtualLoad::default() }
+    }
+
+    /// Every request at time zero: the offline maximum-throughput case.
+    pub fn burst(requests: Vec<VirtualRequest>) -> VirtualLoad {
+        VirtualLoad { requests, ..VirtualLoad::default() }
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        if self.concurrency == Some(0) {
+            return Err(Error::InvalidLoad("concurrency must be at least 1".into()));
+        }
+        if let Some(a) = &self.arrivals {
+            if a.len() != self.requests.len() {
+                return Err(Error::InvalidLoad(format!(
+                    "{} arrival times for {} requests; give one per request",
+                    a.len(),
+                    self.requests.len()
+                )));
+            }
+            if let Some(i) = a.windows(2).position(|w| w[1] < w[0]) {
+                return Err(Error::InvalidLoad(format!(
+                    "arrival times must not decrease, but request {} arrives before request {i}",
+                    i + 1
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The engine's state at one instant of a virtual run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineSample {
+    pub t: Duration,
+    pub kv_usage: f64,
+    pub running: u32,
+    pub waiting: u32,
+}
+
+/// What the engine saw during a virtual run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineView {
+    pub steps: u64,
+    /// Sequences (decodes and prefill chunks) per step, averaged over steps.
+    pub mean_batch_seqs: f64,
+    pub mean_batch_tokens: f64,
+    pub max_batch_seqs: u32,
+    pub preemptions: u64,
+    pub prefix_cache_queries: u64,
+    pub prefix_cache_hits: u64,
+    pub prefix_cache_hit_rate: Option<f64>,
+    pub kv_capacity_tokens: u64,
+    pub max_num_seqs: u32,
+    /// KV usage and queue depths over time, at most a few thousand points
+    /// evenly spaced in virtual time.
+    pub samples: Vec<EngineSample>,
+    /// Time the engine spent in steps.
+    pub busy: Duration,
+    /// From the run's start to the last request's end.
+    pub makespan: Duration,
+}
+
+/// The result of a virtual run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimRun {
+    /// In request order, stamped on the virtual clock.
+    pub records: Vec<RequestRecord>,
+    pub engine: EngineView,
+}
+
+const MAX_SAMPLES: usize = 2048;
+const FIRST_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Runs `load` against an engine built from `cfg`, in virtual time. A request
+/// reaches the scheduler `frontend_overhead` after it is sent; its first
+/// response byte is its first token (vLLM writes nothing earlier on a
+/// stream); each token is one output chunk at the end of its step.
+pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error> {
+    load.check()?;
+    let mut engine = Engine::new(cfg.clone())?;
+    let n = load.requests.len();
+    let frontend = cfg.calibration.frontend_overhead();
+    let arrival = |i: usize| load.arrivals.as_ref().map_or(Duration::ZERO, |a| a[i]);
+    let capped = load.concurrency.is_some();
+    // Slots free from the start, then the times later slots freed (finishes
+    // come in time order, so this queue is sorted).
+    let mut initial_slots = load.concurrency.map_or(n, |c| (c as usize).min(n));
+    let mut freed: VecDeque<Duration> = VecDeque::new();
+    let mut transit: VecDeque<(Duration, usize)> = VecDeque::new();
+    let mut records: Vec<RequestRecord> = Vec::with_capacity(n);
+    let mut next = 0usize;
+    let mut now = Duration::ZERO;
+    let mut out = StepOutcome::default();
+    let mut samples = Vec::new();
+    let mut sample_interval = FIRST_SAMPLE_INTERVAL;
+    let mut next_sample = Duration::ZERO;
+
+    loop {
+        // Send every request whose time has come: its arrival, or the moment
+        // a slot freed, whichever is later.
+        while next < n {
+            let slot_time = if initial_slots > 0 {
+                Duration::ZERO
+            } else if let Some(&t) = freed.front() {
+                t
+            } else {
+                break;
+            };
+            let sent = arrival(next).max(slot_time);
+            if sent > now {
+                break;
+            }
+            if initial_slots > 0 {
+                initial_slots -= 1;
+            } else {
+                freed.pop_front();
+            }
+            let scheduled = if load.arrivals.is_some() { arrival(next) } else { sent };
+            let mut record = RequestRecord::new(next as u64, scheduled, sent);
+            record.chunks.reserve_exact(load.requests[next].output_tokens as usize);
+            records.push(record);
+            transit.push_back((sent + frontend, next));
+            next += 1;
+        }
+        while let Some(&(reach, i)) = transit.front() {
+            if reach > now {
+                break;
+            }
+            transit.pop_front();
+            let r = &load.requests[i];
+            let prompt = Prompt::synthetic(
+                r.input_tokens,
+                r.shared_prefix.map(|p| (p.id, p.len)),
+                load.seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                cfg.block_size,
+            );
+            engine.add_request(i as u64, prompt, r.output_tokens)?;
+        }
+
+        if engine.step_into(&mut out) {
+            now += out.duration;
+            for ev in &out.tokens {
+                let record = &mut records[ev.id as usize];
+                record.chunks.push(OutputChunk { t: now, tokens: 1, channel: Channel::Content });
+                if ev.first {
+                    record.first_byte = Some(now);
+                }
+                if ev.finished {
+                    finish(record, &load.requests[ev.id as usize], now);
+                    if capped {
+                        freed.push_back(now);
+                    }
+                }
+            }
+            if now >= next_sample {
+                samples.push(EngineSample {
+                    t: now,
+                    kv_usage: engine.kv_usage(),
+                    running: engine.num_running() as u32,
+                    waiting: engine.num_waiting() as u32,
+                });
+                if samples.len() >= MAX_SAMPLES {
+                    // Halve the resolution so a long run stays a few
+                    // thousand points.
+                    let mut keep = false;
+                    samples.retain(|_| {
+                        keep = !keep;
+                        keep
+                    });
+                    sample_interval *= 2;
+                }
+                next_sample = now + sample_interval;
+            }
+            continue;
+        }
+
+        // Idle: jump to the next request reaching the engine or being sent.
+        let next_reach = transit.front().map(|&(t, _)| t);
+        let next_send = (next < n)
+            .then(|| {
+                let slot = if initial_slots > 0 { Some(Duration::ZERO) } else { freed.front().copied() };
+                slot.map(|s| arrival(next).max(s))
+            })
+            .flatten();
+        match (next_reach, next_send) {
+            (Some(a), Some(b)) => now = now.max(a.min(b)),
+            (Some(t), None) | (None, Some(t)) => now = now.max(t),
+            (None, None) => break,
+        }
+    }
+
+    let stats = engine.stats();
+    let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
+    Ok(SimRun {
+        records,
+        engine: EngineView {
+            steps: stats.steps,
+            mean_batch_seqs: stats.mean_batch_seqs().unwrap_or(0.0),
+            mean_batch_tokens: stats.mean_batch_tokens().unwrap_or(0.0),
+            max_batch_seqs: stats.max_batch_seqs,
+            preemptions: stats.preemptions,
+            prefix_cache_queries: stats.prefix_cache_queries,
+            prefix_cache_hits: stats.prefix_cache_hits,
+            prefix_cache_hit_rate: stats.prefix_cache_hit_rate(),
+            kv_capacity_tokens: engine.capacity().tokens(),
+            max_num_seqs: engine.max_num_seqs(),
+            samples,
+            busy: stats.busy,
+            makespan,
+        },
+    })
+}
+
+fn finish(record: &mut RequestRecord, request: &VirtualRequest, now: Duration) {
+    let out = request.output_tokens as u64;
+    record.end = now;
+    record.stream_end = Some(now);
+    record.input_tokens = request.input_tokens as u64;
+    record.input_tokens_source = CountSource::Usage;
+    record.output_tokens = out;
+    record.output_tokens_source = CountSource::Usage;
+    record.chunk_tokens_source = ChunkTokenSource::ContinuousUsage;
+    record.counts.usage_prompt = Some(request.input_tokens as u64);
+    record.counts.usage_completion = Some(out);
+    record.counts.intended_prompt = Some(request.input_tokens as u64);
+    record.counts.requested_completion = Some(out);
+    record.counts.chunks = record.chunks.len() as u64;
+    record.http_status = Some(200);
+    record.finish_reason = Some("length".to_string());
+    record.outcome = Outcome::Success;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::catalog::Precision;
+    use goodput_core::RequestMetrics;
+
+    fn h100_8b() -> EngineConfig {
+        EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap()
+    }
+
+    fn same(n: usize, input: u32, output: u32) -> Vec<VirtualRequest> {
+        vec![VirtualRequest::new(input, output); n]
+    }
+
+    fn mean_ms(values: impl Iterator<Item = Duration>) -> f64 {
+        let v: Vec<f64> = values.map(|d| d.as_secs_f64() * 1e3).collect();
+        assert!(!v.is_empty());
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+
+    fn mean_tpot(run: &SimRun) -> f64 {
+        mean_ms(run.records.iter().filter_map(|r| r.tpot()))
+    }
+
+    fn mean_ttft(run: &SimRun) -> f64 {
+        mean_ms(run.records.iter().filter_map(|r| r.ttft()))
+    }
+
+    fn output_throughput(run: &SimRun) -> f64 {
+        let tokens: u64 = run.records.iter().map(|r| r.output_tokens).sum();
+        tokens as f64 / run.engine.makespan.as_secs_f64()
+    }
+
+    /// Arrivals evenly spaced at `rate` requests per second.
+    fn constant_rate(n: usize, rate: f64) -> Vec<Duration> {
+        (0..n).map(|i| Duration::from_secs_f64(i as f64 / rate)).collect()
+    }
+
+    #[test]
+    fn records_are_complete_and_stamped_on_the_virtual_clock() {
+        let cfg = h100_8b();
+        let run = simulate(&cfg, &VirtualLoad::closed_loop(same(12, 300, 20), 4)).unwrap();
+        assert_eq!(run.records.len(), 12);
+        let frontend = cfg.calibration.frontend_overhead();
+        for (i, r) in run.records.iter().enumerate() {
+            assert_eq!(r.id, i as u64);
+            assert!(r.outcome.is_success());
+            assert_eq!((r.input_tokens, r.output_tokens), (300, 20));
+            assert_eq!(r.output_tokens_source, CountSource::Usage);
+            assert_eq!(r.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
+            assert_eq!(r.chunks.len(), 20);
+            assert!(r.chunks.iter().all(|c| c.tokens == 1));
+            assert!(r.chunks.windows(2).all(|w| w[0].t < w[1].t));
+            assert_eq!(r.first_byte, Some(r.chunks[0].t));
+            assert_eq!((r.end, r.stream_end), (r.chunks[19].t, Some(r.chunks[19].t)));
+            assert!(r.ttft().unwrap() > frontend);
+            // Closed loop: sent when the slot freed, and that is the plan.
+            assert_eq!(r.scheduled, r.sent);
+        }
+        // Never more than four in flight.
+        for r in &run.records {
+            let overlapping = run.records.iter().filter(|o| o.sent <= r.sent && o.end > r.sent).count();
+            assert!(overlapping <= 4);
+        }
+        // The fifth request goes the moment the first one ends.
+        let first_end = run.records[..4].iter().map(|r| r.end).min().unwrap();
+        assert_eq!(run.records[4].sent, first_end);
+        assert!(run.engine.steps > 0 && !run.engine.samples.is_empty());
+        assert_eq!(simulate(&cfg, &VirtualLoad::closed_loop(same(12, 300, 20), 4)).unwrap(), run);
+    }
+
+    #[test]
+    fn open_loop_sends_on_schedule_and_a_cap_delays_sends() {
+        let cfg = h100_8b();
+        let arrivals = constant_rate(20, 1000.0);
+        let open = simulate(&cfg, &VirtualLoad::open_loop(same(20, 100, 50), arrivals.clone()));
+        for (r, &a) in open.unwrap().records.iter().zip(&arrivals) {
+            assert_eq!((r.scheduled, r.sent), (a, a));
+        }
+        let mut capped = VirtualLoad::open_loop(same(20, 100, 50), arrivals.clone());
+        capped.concurrency = Some(2);
+        let run = simulate(&cfg, &capped).unwrap();
+        assert_eq!(run.records[0].sent, Duration::ZERO);
+        assert_eq!(run.records[2].scheduled, arrivals[2]);
+        assert!(run.records[2].sent >= run.records[0].end.min(run.records[1].end));
+        assert!(run.records[2].sent > arrivals[2]);
+    }
+
+    #[test]
+    fn bad_loads_are_errors() {
+        let cfg = h100_8b();
+        let mut load = VirtualLoad::open_loop(same(2, 10, 10), vec![Duration::ZERO]);
+        assert!(simulate(&cfg, &load).unwrap_err().to_string().contains("one per request"));
+        load.arrivals = Some(vec![Duration::from_secs(1), Duration::ZERO]);
+        assert!(simulate(&cfg, &load).unwrap_err().to_string().contains("decrease"));
+        let load = VirtualLoad::closed_loop(same(2, 10, 10), 0);
+        assert!(simulate(&cfg, &load).is_err());
+        let empty = simulate(&cfg, &VirtualLoad::burst(Vec::new())).unwrap();
+        assert!(empty.records.is_empty());
+        assert_eq!(empty.engine.makespan, Duration::ZERO);
+    }
+
+    #[test]
+    fn tpot_grows_with_batch_size() {
+        let cfg = h100_8b();
+        let tpot: Vec<f64> = [1u32, 16, 128]
+            .iter()
+            .map(|&c| {
+                let load = VirtualLoad::closed_loop(same(2 * c as usize, 512, 64), c);
+                mean_tpot(&simulate(&cfg, &load).unwrap())
+            })
+            .collect();
+        assert!(tpot[0] < tpot[1] && tpot[1] < tpot[2], "{tpot:?}");
+        // A lone decode on an H100 is memory bound: a few milliseconds.
+        assert!(tpot[0] > 4.0 && tpot[0] < 10.0, "{tpot:?}");
+    }
+
+    #[test]
+    fn tpot_grows_with_context() {
+        let cfg = h100_8b();
+        let tpot = |input: u32| {
+            let load = VirtualLoad::closed_loop(same(16, input, 32), 16);
+            mean_tpot(&simulate(&cfg, &load).unwrap())
+        };
+        let (short, long) = (tpot(256), tpot(16_384));
+        assert!(long > 1.5 * short, "short {short} long {long}");
+    }
+
+    #[test]
+    fn throughput_rises_with_concurrency_then_plateaus() {
+        let mut cfg = h100_8b();
+        cfg.max_num_seqs = Some(256);
+        let tput: Vec<f64> = [1u32, 8, 64, 256, 512, 1024]
+            .iter()
+            .map(|&c| {
+                let load = VirtualLoad::closed_loop(same(2 * c as usize, 128, 64), c);
+                output_throughput(&simulate(&cfg, &load).unwrap())
+            })
+            .collect();
+        assert!(tput[1] > 4.0 * tput[0], "{tput:?}");
+        assert!(tput[2] > 2.0 * tput[1], "{tput:?}");
+        assert!(tput[3] > tput[2], "{tput:?}");
+        // Past the sequence cap more users only queue.
+        assert!((tput[5] / tput[4] - 1.0).abs() < 0.05, "{tput:?}");
+        assert!((tput[4] / tput[3] - 1.0).abs() < 0.15, "{tput:?}");
+    }
+
+    #[test]
+    fn ttft_explodes_past_saturation() {
+        let cfg = h100_8b();
+        let burst = simulate(&cfg, &VirtualLoad::burst(same(400, 1024, 128))).unwrap();
+        let capacity = 400.0 / burst.engine.makespan.as_secs_f64();
+        let at = |share: f64| {
+            let load = VirtualLoad::open_loop(same(300, 1024, 128), constant_rate(300, capacity * share));
+            simulate(&cfg, &load).unwrap()
+        };
+        let (calm, flooded) = (at(0.5), at(2.0));
+        let (calm_ttft, flooded_ttft) = (mean_ttft(&calm), mean_ttft(&flooded));
+        assert!(calm_ttft < 200.0, "{calm_ttft}");
+        assert!(flooded_ttft > 10.0 * calm_ttft, "{calm_ttft} vs {flooded_ttft}");
+        // And it keeps growing: the queue has no steady state.
+        let ttft = |r: &RequestRecord| r.ttft().unwrap();
+        let early = mean_ms(flooded.records[..30].iter().map(ttft));
+        let late = mean_ms(flooded.records[270..].iter().map(ttft));
+        assert!(late > 5.0 * early, "{early} vs {late}");
+    }
+
+    #[test]
+    fn llama_70b_fp8_on_one_h100_fits_only_a_small_cache_and_preempts() {
+        let mut cfg = EngineConfig::from_names("llama-3.1-70b", "h100", Precision::Fp8).unwrap();
+        // 67.7 GiB of weights (16-bit embeddings and LM head) plus 5.65 GiB
+        // reserved do not fit in 0.9 × 80 GiB.
+        let err = Engine::new(cfg.clone()).err().unwrap().to_string();
+        assert!(err.contains("--gpu-memory-utilization 0.95") && err.contains("--tp 2"), "{err}");
+        cfg.gpu_memory_utilization = 0.95;
+        let engine = Engine::new(cfg.clone()).unwrap();
+        let tokens = engine.capacity().tokens();
+        assert!(tokens > 4_000 && tokens < 16_000, "{tokens}");
+        let load = VirtualLoad::closed_loop(same(6, 2048, 1024), 3);
+        let run = simulate(&cfg, &load).unwrap();
+        assert!(run.engine.preemptions > 0);
+        assert!(run.records.iter().all(|r| r.outcome.is_success() && r.chunks.len() == 1024));
+        // Short contexts fit side by side without preemption.
+        let short = simulate(&cfg, &VirtualLoad::closed_loop(same(6, 256, 64), 3)).unwrap();
+        assert_eq!(short.engine.preemptions, 0);
+    }
+
+    #[test]
+    fn shared_prefixes_cut_ttft_only_with_prefix_caching() {
+        let shared = |n: usize| {
+            (0..n)
+                .map(|_| VirtualRequest {
+                    input_tokens: 2048 + 64,
+                    output_tokens: 16,
+                    shared_prefix: Some(SharedPrefix { id: 1, len: 2048 }),
+                })
+                .collect::<Vec<_>>()
+        };
+        let run = |requests: Vec<VirtualRequest>, caching: bool| {
+            let mut cfg = h100_8b();
+            cfg.enable_prefix_caching = caching;
+            let arrivals = constant_rate(requests.len(), 5.0);
+            simulate(&cfg, &VirtualLoad::open_loop(requests, arrivals)).unwrap()
+        };
+        let on = run(shared(40), true);
+        let off = run(shared(40), false);
+        let unique = run(same(40, 2048 + 64, 16), true);
+        assert!(mean_ttft(&on) < 0.6 * mean_ttft(&off), "{} vs {}", mean_ttft(&on), mean_ttft(&off));
+        assert!((mean_ttft(&off) / mean_ttft(&unique) - 1.0).abs() < 0.05);
+        assert!(on.engine.prefix_cache_hit_rate.unwrap() > 0.9);
+        assert_eq!(off.engine.prefix_cache_hits, 0);
+        assert_eq!(unique.engine.prefix_cache_hits, 0);
+    }
+
+    #[test]
+    fn kv_samples_stay_bounded_and_ordered() {
+        let mut cfg = h100_8b();
+        cfg.calibration.frontend_overhead_ms = 0.0;
+        let run = simulate(&cfg, &VirtualLoad::closed_loop(same(64, 64, 400), 64)).unwrap();
+        let s = &run.engine.samples;
+        assert!(s.len() > 10 && s.len() < MAX_SAMPLES);
+        assert!(s.windows(2).all(|w| w[0].t < w[1].t));
+        assert!(s.iter().all(|x| (0.0..=1.0).contains(&x.kv_usage)));
+        assert!(s.iter().any(|x| x.running == 64));
+        // With no front-end delay every step is full: 64 decodes.
+        assert!(run.engine.mean_batch_seqs > 60.0);
+    }
+}
