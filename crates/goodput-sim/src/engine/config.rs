@@ -74,7 +74,7 @@ impl EngineConfig {
         if self.tp == 0 {
             return bad("--tp must be at least 1".into());
         }
-        if self.model.num_heads % self.tp != 0 {
+        if !self.model.num_heads.is_multiple_of(self.tp) {
             return bad(format!(
                 "--tp {} does not divide {}'s {} attention heads; use a divisor such as 1, 2, 4 or 8",
                 self.tp, self.model.name, self.model.num_heads

@@ -274,7 +274,7 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
 /// split evenly between them.
 pub fn predict(row: &ReferenceRow, options: &ValidationOptions) -> Result<Prediction, Error> {
     let bad = |message: String| Error::Csv { line: row.line, message };
-    if row.gpus % row.tp != 0 {
+    if !row.gpus.is_multiple_of(row.tp) {
         return Err(bad(format!("{} GPUs is not a whole number of tensor-parallel groups of {}", row.gpus, row.tp)));
     }
     let replicas = row.gpus / row.tp;
