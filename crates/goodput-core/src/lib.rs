@@ -11,6 +11,7 @@ mod serde_ns;
 pub mod slo;
 pub mod stats;
 pub mod summary;
+pub mod sweep;
 
 pub use metrics::RequestMetrics;
 pub use record::{
