@@ -45,6 +45,10 @@ pub struct RequestRecord {
     pub counts: TokenCounts,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// Times the request was sent again because a pooled connection turned
+    /// out dead before any byte of the response came.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     pub outcome: Outcome,
@@ -52,6 +56,10 @@ pub struct RequestRecord {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A chunk that carried generated output, stamped when its bytes were read.
@@ -241,6 +249,7 @@ impl RequestRecord {
             chunk_tokens_source: ChunkTokenSource::Even,
             counts: TokenCounts::default(),
             http_status: None,
+            retries: 0,
             finish_reason: None,
             outcome: Outcome::Cancelled,
         }

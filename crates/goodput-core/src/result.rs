@@ -32,6 +32,12 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostReport>,
     pub compat: Compat,
+    /// The simulated engine's own view of the run (`estimate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<serde_json::Value>,
+    /// The server's own metrics scraped during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_signals: Option<serde_json::Value>,
     #[serde(default)]
     pub warnings: Vec<String>,
     /// Per-request records, only when asked for.

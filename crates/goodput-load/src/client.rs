@@ -327,17 +327,31 @@ impl Client {
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
-        let mut req = self.http.post(&self.endpoint).header("content-type", "application/json").body(body);
-        if self.cfg.body.stream {
-            req = req.header("accept", "text/event-stream");
-        }
-        if let Some(key) = &self.cfg.api_key {
-            req = req.bearer_auth(key);
-        }
-        let mut resp = req.send().await.map_err(|e| Outcome::Failed {
-            kind: if e.is_timeout() { FailureKind::Timeout } else { FailureKind::Connect },
-            message: error_chain(&e),
-        })?;
+        let body = bytes::Bytes::from(body);
+        let mut resp = loop {
+            let mut req = self.http.post(&self.endpoint).header("content-type", "application/json").body(body.clone());
+            if self.cfg.body.stream {
+                req = req.header("accept", "text/event-stream");
+            }
+            if let Some(key) = &self.cfg.api_key {
+                req = req.bearer_auth(key);
+            }
+            match req.send().await {
+                Ok(r) => break r,
+                // A server that closes idle keep-alive connections (llama.cpp
+                // does after every stream) races the pool: the request goes out
+                // on a connection whose close is already on its way, and not a
+                // byte comes back. Sending it once more on a fresh connection
+                // is what the server expects.
+                Err(e) if rec.retries == 0 && closed_before_response(&e) => rec.retries += 1,
+                Err(e) => {
+                    return Err(Outcome::Failed {
+                        kind: if e.is_timeout() { FailureKind::Timeout } else { FailureKind::Connect },
+                        message: error_chain(&e),
+                    })
+                }
+            }
+        };
         rec.first_byte = Some(origin.elapsed());
         rec.http_status = Some(resp.status().as_u16());
         if self.server.get().is_none() {
@@ -398,6 +412,18 @@ impl Client {
         }
         Ok(())
     }
+}
+
+/// The connection closed before any byte of the response arrived.
+fn closed_before_response(e: &reqwest::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = src {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        src = err.source();
+    }
+    false
 }
 
 async fn read_limited(resp: &mut reqwest::Response, limit: usize) -> String {

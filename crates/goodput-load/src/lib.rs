@@ -16,4 +16,4 @@ pub use openai::{Api, BodyOptions, PromptBody};
 pub use runner::{run, Backend, Control, LoadPlan, RecordSink, RunOutput};
 pub use schedule::{Arrival, ArrivalSchedule};
 pub use tokenizer::TokenCounter;
-pub use workload::{LengthDist, WorkItem, Workload};
+pub use workload::{LengthDist, Lengths, SharedPrefix, WorkItem, Workload};

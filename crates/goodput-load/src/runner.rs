@@ -269,6 +269,7 @@ mod tests {
             output: LengthDist::Fixed(4),
             seed: 0,
             tokenizer: None,
+            shared_prefix: None,
         })
     }
 

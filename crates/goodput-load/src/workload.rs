@@ -134,6 +134,40 @@ pub struct DatasetEntry {
     pub max_tokens: Option<u32>,
 }
 
+/// A system prompt shared by a share of requests, placed before each prompt
+/// so that servers with prefix caching can reuse its KV blocks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SharedPrefix {
+    /// Tokens of the shared prefix, on top of the drawn input length.
+    pub tokens: u32,
+    /// Share of requests that carry one (0..=1).
+    pub ratio: f64,
+    /// Distinct prefixes to draw from.
+    pub count: u32,
+}
+
+impl SharedPrefix {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.ratio) {
+            return Err(format!("--shared-prefix-ratio must be between 0 and 1, not {}", self.ratio));
+        }
+        if self.count == 0 {
+            return Err("--shared-prefixes must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// The lengths of one synthetic request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lengths {
+    /// Input tokens, shared prefix included.
+    pub input: u32,
+    pub output: u32,
+    /// `(prefix id, prefix tokens)` when the request carries a shared prefix.
+    pub prefix: Option<(u64, u32)>,
+}
+
 /// Where prompts come from.
 #[derive(Debug, Clone)]
 pub enum Workload {
@@ -142,6 +176,7 @@ pub enum Workload {
         output: LengthDist,
         seed: u64,
         tokenizer: Option<Arc<TokenCounter>>,
+        shared_prefix: Option<SharedPrefix>,
     },
     Dataset {
         entries: Arc<Vec<DatasetEntry>>,
@@ -160,18 +195,38 @@ impl Workload {
         Workload::Dataset { entries: Arc::new(entries), output, order: Arc::new(order), seed }
     }
 
+    /// The lengths of synthetic request `i` (the same draws `item` makes,
+    /// without building any text), or `None` for a dataset.
+    pub fn lengths(&self, i: u64) -> Option<Lengths> {
+        match self {
+            Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
+                Some(draw_lengths(&mut item_rng(*seed, i), input, output, shared_prefix.as_ref()))
+            }
+            Workload::Dataset { .. } => None,
+        }
+    }
+
     /// The content of request `i`.
     pub fn item(&self, i: u64) -> WorkItem {
         match self {
-            Workload::Synthetic { input, output, seed, tokenizer } => {
+            Workload::Synthetic { input, output, seed, tokenizer, shared_prefix } => {
                 let mut rng = item_rng(*seed, i);
-                let n_in = input.sample(&mut rng);
-                let n_out = output.sample(&mut rng);
-                let text = synthetic_text(&mut rng, n_in, tokenizer.as_deref());
+                let l = draw_lengths(&mut rng, input, output, shared_prefix.as_ref());
+                let unique = l.input - l.prefix.map_or(0, |p| p.1);
+                let mut text = match l.prefix {
+                    Some((id, n)) => {
+                        let mut prng = item_rng(*seed ^ PREFIX_SALT, id);
+                        let mut t = synthetic_text(&mut prng, n, tokenizer.as_deref());
+                        t.push(' ');
+                        t
+                    }
+                    None => String::new(),
+                };
+                text.push_str(&synthetic_text(&mut rng, unique, tokenizer.as_deref()));
                 WorkItem {
                     prompt: PromptBody::Text(text),
-                    intended_input_tokens: Some(n_in as u64),
-                    max_tokens: Some(n_out),
+                    intended_input_tokens: Some(l.input as u64),
+                    max_tokens: Some(l.output),
                 }
             }
             Workload::Dataset { entries, output, order, seed } => {
@@ -184,6 +239,19 @@ impl Workload {
             }
         }
     }
+}
+
+const PREFIX_SALT: u64 = 0x05EE_D0F5_A4ED_u64;
+
+fn draw_lengths(rng: &mut StdRng, input: &LengthDist, output: &LengthDist, prefix: Option<&SharedPrefix>) -> Lengths {
+    let n_in = input.sample(rng);
+    let n_out = output.sample(rng);
+    let prefix = prefix.filter(|p| p.tokens > 0).and_then(|p| {
+        let carries = rng.random::<f64>() < p.ratio;
+        let id = rng.random_range(0..p.count) as u64;
+        carries.then_some((id, p.tokens))
+    });
+    Lengths { input: n_in + prefix.map_or(0, |p| p.1), output: n_out, prefix }
 }
 
 fn item_rng(seed: u64, i: u64) -> StdRng {
@@ -500,6 +568,7 @@ mod tests {
             output: LengthDist::Fixed(7),
             seed: 3,
             tokenizer: None,
+            shared_prefix: None,
         };
         let (a, b) = (w.item(5), w.item(5));
         assert_eq!(a, b);
@@ -507,6 +576,36 @@ mod tests {
         let PromptBody::Text(t) = &a.prompt else { panic!() };
         assert_eq!(t.split_whitespace().count(), 50);
         assert_eq!((a.intended_input_tokens, a.max_tokens), (Some(50), Some(7)));
+    }
+
+    #[test]
+    fn shared_prefixes_are_common_text_and_lengths_match_items() {
+        let w = Workload::Synthetic {
+            input: "uniform:10..20".parse().unwrap(),
+            output: LengthDist::Fixed(7),
+            seed: 3,
+            tokenizer: None,
+            shared_prefix: Some(SharedPrefix { tokens: 30, ratio: 0.5, count: 2 }),
+        };
+        let mut by_prefix: std::collections::HashMap<u64, Vec<String>> = Default::default();
+        let mut without = 0;
+        for i in 0..200 {
+            let (l, item) = (w.lengths(i).unwrap(), w.item(i));
+            let PromptBody::Text(t) = &item.prompt else { panic!() };
+            let words: Vec<&str> = t.split_whitespace().collect();
+            assert_eq!(words.len() as u32, l.input, "lengths() agrees with item()");
+            assert_eq!(item.intended_input_tokens, Some(l.input as u64));
+            match l.prefix {
+                Some((id, n)) => by_prefix.entry(id).or_default().push(words[..n as usize].join(" ")),
+                None => without += 1,
+            }
+        }
+        assert!((60..140).contains(&without), "about half carry a prefix: {without}");
+        assert_eq!(by_prefix.len(), 2);
+        for texts in by_prefix.values() {
+            assert!(texts.iter().all(|t| t == &texts[0]), "one prefix, one text");
+        }
+        assert_ne!(by_prefix[&0][0], by_prefix[&1][0]);
     }
 
     #[test]

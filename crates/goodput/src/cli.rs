@@ -1,5 +1,6 @@
-//! Command-line arguments as clap parses them: raw options, checked and
-//! turned into built objects by each command's module.
+//! Command-line arguments as clap parses them: raw options in groups shared
+//! between commands, checked and turned into built objects by each command's
+//! module.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use goodput_core::cost::CostConfig;
@@ -19,8 +20,12 @@ pub struct Cli {
 pub enum Command {
     /// Load an OpenAI-compatible server (or, with no --url, the embedded simulator) and report what users feel.
     Bench(Box<BenchArgs>),
+    /// Predict a run with the simulated engine in virtual time (no HTTP, no GPU).
+    Estimate(Box<EstimateArgs>),
     /// Serve the simulated OpenAI-compatible server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// Re-analyse a saved run: other SLOs, percentiles or price.
+    Report(Box<ReportArgs>),
 }
 
 /// Parses `150ms`, `2s`, `1m30s`.
@@ -56,6 +61,10 @@ fn parse_percentiles(s: &str) -> Result<PercentileList, String> {
     Ok(PercentileList(out))
 }
 
+fn parse_slo(s: &str) -> Result<Slo, String> {
+    s.parse()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ApiArg {
     Chat,
@@ -69,8 +78,9 @@ pub enum ArrivalArg {
     Constant,
 }
 
-#[derive(Debug, Args)]
-pub struct BenchArgs {
+/// Where requests go and how they are sent.
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
     /// Server root URL (e.g. http://127.0.0.1:8000). Without it, goodput starts its embedded simulator on a loopback port.
     #[arg(long)]
     pub url: Option<String>,
@@ -89,8 +99,21 @@ pub struct BenchArgs {
     /// Do not ask for stream_options.include_usage.
     #[arg(long)]
     pub no_usage: bool,
+    /// Extra JSON fields merged into every request body, e.g. '{"temperature":0}'.
+    #[arg(long)]
+    pub extra_body: Option<String>,
+    /// Per-request timeout.
+    #[arg(long, value_parser = parse_duration, default_value = "120s")]
+    pub timeout: Duration,
+    /// After Ctrl-C, how long in-flight requests may finish before they are cancelled.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub grace: Duration,
+}
 
-    /// Closed loop: this many requests in flight at all times.
+/// How much load, shaped how.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Closed loop: this many requests in flight at all times (default 10 when no --rate).
     #[arg(long, short = 'c')]
     pub concurrency: Option<usize>,
     /// Open loop: requests per second on a schedule drawn ahead from --seed.
@@ -111,19 +134,29 @@ pub struct BenchArgs {
     /// Requests sent first and excluded from the measurement window.
     #[arg(long, default_value_t = 0)]
     pub warmup: u64,
-    /// Per-request timeout.
-    #[arg(long, value_parser = parse_duration, default_value = "120s")]
-    pub timeout: Duration,
-    /// After Ctrl-C, how long in-flight requests may finish before they are cancelled.
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
-    pub grace: Duration,
+    /// Seed for prompts and arrival times.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
 
+/// What each request asks.
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
     /// Input length: 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA (tokens).
     #[arg(long, value_parser = parse_length, default_value = "256")]
     pub input_tokens: LengthDist,
-    /// Output length, sent as max_tokens (same forms as --input-tokens).
+    /// Output length, sent as max_tokens (same forms as --input-tokens; default 128).
     #[arg(long, value_parser = parse_length)]
     pub output_tokens: Option<LengthDist>,
+    /// Tokens of a system prompt shared by requests, added before each prompt (exercises prefix caching).
+    #[arg(long, default_value_t = 0)]
+    pub shared_prefix_tokens: u32,
+    /// Share of requests that carry a shared prefix.
+    #[arg(long, default_value_t = 1.0)]
+    pub shared_prefix_ratio: f64,
+    /// How many distinct shared prefixes requests draw from.
+    #[arg(long, default_value_t = 1)]
+    pub shared_prefixes: u32,
     /// Force the output length: send ignore_eos and min_tokens (vLLM, SGLang, TGI honour them).
     #[arg(long)]
     pub ignore_eos: bool,
@@ -133,18 +166,14 @@ pub struct BenchArgs {
     /// A local Hugging Face tokenizer.json for exact input lengths and client-side counts.
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
-    /// Extra JSON fields merged into every request body, e.g. '{"temperature":0}'.
-    #[arg(long)]
-    pub extra_body: Option<String>,
-    /// Seed for prompts and arrival times.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+}
 
+/// What is written, and where.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
     /// Percentiles to report, e.g. 50,90,99.9.
     #[arg(long, value_parser = parse_percentiles, default_value = "50,90,95,99")]
     pub percentiles: PercentileList,
-    #[command(flatten)]
-    pub judge: JudgeArgs,
     /// Stream per-request records to this JSONL file as they complete.
     #[arg(long)]
     pub records: Option<PathBuf>,
@@ -157,20 +186,6 @@ pub struct BenchArgs {
     /// Print only the summary (no progress lines).
     #[arg(long, short = 'q')]
     pub quiet: bool,
-
-    /// Embedded simulator: time to first token.
-    #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Embedded simulator (no --url)")]
-    pub sim_ttft: Duration,
-    /// Embedded simulator: time between chunks.
-    #[arg(long, value_parser = parse_duration, default_value = "20ms", help_heading = "Embedded simulator (no --url)")]
-    pub sim_itl: Duration,
-    /// Embedded simulator: tokens per chunk.
-    #[arg(long, default_value_t = 2, help_heading = "Embedded simulator (no --url)")]
-    pub sim_tokens_per_chunk: u32,
-}
-
-fn parse_slo(s: &str) -> Result<Slo, String> {
-    s.parse()
 }
 
 /// How a run is judged: SLOs and the price of the hardware.
@@ -179,7 +194,7 @@ pub struct JudgeArgs {
     /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'.
     #[arg(long, value_parser = parse_slo, help_heading = "SLOs and cost")]
     pub slo: Option<Slo>,
-    /// Exit non-zero when a percentile objective of --slo fails (for CI).
+    /// Exit non-zero (3) when a percentile objective of --slo fails (for CI).
     #[arg(long, requires = "slo", help_heading = "SLOs and cost")]
     pub fail_on_slo: bool,
     /// Price of one GPU per hour in USD, for cost per million tokens.
@@ -197,6 +212,94 @@ impl JudgeArgs {
         c.validate()?;
         Ok(Some(c))
     }
+}
+
+/// The simulated engine: which model on which hardware, and vLLM's limits.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b) or a Hugging Face config.json.
+    #[arg(long = "model", default_value = "llama-3.1-8b", help_heading = "Simulated engine")]
+    pub engine_model: String,
+    /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, mi300x.
+    #[arg(long, default_value = "h100-sxm", help_heading = "Simulated engine")]
+    pub gpu: String,
+    /// Weight precision: bf16, fp8, int8, int4 (weight-only).
+    #[arg(long, default_value = "bf16", help_heading = "Simulated engine")]
+    pub precision: String,
+    /// KV-cache dtype: auto (the activation dtype) or fp8.
+    #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
+    pub kv_cache_dtype: String,
+    /// Tensor-parallel degree.
+    #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
+    pub tp: u32,
+    /// Share of GPU memory the engine may use.
+    #[arg(long, default_value_t = 0.9, help_heading = "Simulated engine")]
+    pub gpu_memory_utilization: f64,
+    /// Most sequences in one batch (default: 1024 on GPUs with ≥70 GiB, else 256).
+    #[arg(long, help_heading = "Simulated engine")]
+    pub max_num_seqs: Option<u32>,
+    /// Token budget of one step.
+    #[arg(long, default_value_t = 8192, help_heading = "Simulated engine")]
+    pub max_num_batched_tokens: u32,
+    /// Tokens per KV block.
+    #[arg(long, default_value_t = 16, help_heading = "Simulated engine")]
+    pub block_size: u32,
+    /// Turn chunked prefill off.
+    #[arg(long, help_heading = "Simulated engine")]
+    pub no_chunked_prefill: bool,
+    /// Turn prefix caching off.
+    #[arg(long, help_heading = "Simulated engine")]
+    pub no_prefix_caching: bool,
+    /// A JSON file of step-time constants overriding the GPU family's calibration.
+    #[arg(long, help_heading = "Simulated engine")]
+    pub calibration: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub sim: SimArgs,
+}
+
+/// The embedded server `bench` starts when there is no --url.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Embedded simulator: time to first token.
+    #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Embedded simulator (no --url)")]
+    pub sim_ttft: Duration,
+    /// Embedded simulator: time between chunks.
+    #[arg(long, value_parser = parse_duration, default_value = "20ms", help_heading = "Embedded simulator (no --url)")]
+    pub sim_itl: Duration,
+    /// Embedded simulator: tokens per chunk.
+    #[arg(long, default_value_t = 2, help_heading = "Embedded simulator (no --url)")]
+    pub sim_tokens_per_chunk: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct EstimateArgs {
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    /// Instead of one run: simulate each row of a reference CSV (the format of validation/public.csv) and print prediction, reference and error.
+    #[arg(long)]
+    pub validate: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -231,6 +334,12 @@ pub struct ServeArgs {
     /// Output length when a request sets no max_tokens.
     #[arg(long, default_value_t = 128)]
     pub default_max_tokens: u32,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FaultArgs {
     /// Share of requests answered with HTTP 500.
     #[arg(long, default_value_t = 0.0, help_heading = "Fault injection (seeded)")]
     pub fault_error_rate: f64,
@@ -249,6 +358,23 @@ pub struct ServeArgs {
     /// Seed for fault draws.
     #[arg(long, default_value_t = 0, help_heading = "Fault injection (seeded)")]
     pub fault_seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A result document written by bench or estimate (-o).
+    pub run: PathBuf,
+    /// The run's per-request records (--records), when the document does not hold them (--include-requests).
+    #[arg(long)]
+    pub records: Option<PathBuf>,
+    /// Percentiles to report, e.g. 50,90,99.9 (default: the run's own).
+    #[arg(long, value_parser = parse_percentiles)]
+    pub percentiles: Option<PercentileList>,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    /// Write the re-analysed document to this JSON file.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -3,6 +3,9 @@
 
 mod bench;
 mod cli;
+mod common;
+mod estimate;
+mod report;
 mod serve;
 
 use clap::Parser;
@@ -21,7 +24,9 @@ fn main() -> ExitCode {
     let res = rt.block_on(async {
         match cli.command {
             cli::Command::Bench(a) => bench::bench(*a).await,
-            cli::Command::Serve(a) => serve::serve(a).await,
+            cli::Command::Estimate(a) => estimate::estimate(*a),
+            cli::Command::Serve(a) => serve::serve(*a).await,
+            cli::Command::Report(a) => report::report(*a),
         }
     });
     // Streams of the embedded server may still be open; do not wait for them.

@@ -1,20 +1,23 @@
 //! `goodput serve`: the simulated OpenAI-compatible server on a socket.
 
-use crate::cli::{ProfileArg, ServeArgs};
+use crate::cli::{FaultArgs, ProfileArg, ServeArgs};
 use anyhow::{anyhow, Context, Result};
 use goodput_sim::faults::FaultConfig;
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use std::process::ExitCode;
 
+pub fn faults(f: &FaultArgs) -> FaultConfig {
+    FaultConfig {
+        error_rate: f.fault_error_rate,
+        stream_error_rate: f.fault_stream_error_rate,
+        disconnect_rate: f.fault_disconnect_rate,
+        stall_rate: f.fault_stall_rate,
+        stall: f.fault_stall,
+        seed: f.fault_seed,
+    }
+}
+
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
-    let faults = FaultConfig {
-        error_rate: a.fault_error_rate,
-        stream_error_rate: a.fault_stream_error_rate,
-        disconnect_rate: a.fault_disconnect_rate,
-        stall_rate: a.fault_stall_rate,
-        stall: a.fault_stall,
-        seed: a.fault_seed,
-    };
     let app = match a.profile {
         ProfileArg::Fixed => {
             let profile = FixedProfile {
@@ -23,7 +26,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                 itl: a.itl,
                 tokens_per_chunk: a.tokens_per_chunk,
                 default_max_tokens: a.default_max_tokens,
-                faults,
+                faults: faults(&a.faults),
             };
             profile.validate().map_err(|e| anyhow!(e))?;
             goodput_sim::fixed::app(FixedServer::new(profile))

@@ -28,6 +28,7 @@ pub fn workload(output: u32) -> Arc<Workload> {
         output: LengthDist::Fixed(output),
         seed: 1,
         tokenizer: None,
+        shared_prefix: None,
     })
 }
 

@@ -1,0 +1,243 @@
+//! Pieces every command shares: turning argument groups into built objects
+//! (load plan, workload, analysis options), assembling the result document,
+//! and writing what was asked for.
+
+use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, WorkloadArgs};
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::{analyze, AnalysisOptions, Compat, RequestRecord, RunResult, Target, Tool, SCHEMA};
+use goodput_load::workload::{load_dataset, SharedPrefix};
+use goodput_load::{Arrival, LengthDist, LoadPlan, TokenCounter, Workload};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn tool() -> Tool {
+    Tool { name: "goodput".into(), version: env!("CARGO_PKG_VERSION").into() }
+}
+
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+fn human(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// The load plan of `l`, with the defaults a bare command gets.
+pub fn plan(l: &LoadArgs, grace: Duration) -> Result<LoadPlan> {
+    if l.burstiness.is_some() && l.arrival != ArrivalArg::Gamma {
+        bail!("--burstiness shapes gamma arrivals only: add --arrival gamma");
+    }
+    if l.rate.is_none() && (l.arrival != ArrivalArg::Poisson || l.burstiness.is_some()) {
+        bail!("--arrival and --burstiness shape an open-loop schedule: add --rate R");
+    }
+    if let Some(r) = l.rate {
+        if !(r.is_finite() && r > 0.0) {
+            bail!("--rate must be a positive number of requests per second, not {r}");
+        }
+    }
+    let arrival = match l.arrival {
+        ArrivalArg::Poisson => Arrival::Poisson,
+        ArrivalArg::Gamma => Arrival::Gamma { burstiness: l.burstiness.unwrap_or(1.0) },
+        ArrivalArg::Constant => Arrival::Constant,
+    };
+    let plan = LoadPlan {
+        requests: match (l.requests, l.duration) {
+            (None, None) => Some(100),
+            (n, _) => n,
+        },
+        duration: l.duration,
+        warmup: l.warmup,
+        concurrency: match (l.concurrency, l.rate) {
+            (None, None) => Some(10),
+            (c, _) => c,
+        },
+        rate: l.rate.map(|r| (r, arrival)),
+        seed: l.seed,
+        grace,
+    };
+    plan.validate().map_err(|e| anyhow!(e))?;
+    Ok(plan)
+}
+
+pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
+    json!({
+        "concurrency": p.concurrency,
+        "rate": p.rate.map(|r| r.0),
+        "arrival": l.rate.map(|_| format!("{:?}", l.arrival).to_lowercase()),
+        "burstiness": l.burstiness,
+        "requests": p.requests,
+        "duration": p.duration.map(human),
+        "warmup": p.warmup,
+        "grace": human(p.grace),
+        "seed": p.seed,
+    })
+}
+
+/// The workload of `w` and its config block.
+pub fn workload(w: &WorkloadArgs, seed: u64) -> Result<(Workload, Option<Arc<TokenCounter>>, Value)> {
+    let tokenizer = match &w.tokenizer {
+        Some(p) => Some(Arc::new(TokenCounter::from_file(p).map_err(|e| anyhow!(e))?)),
+        None => None,
+    };
+    let shared_prefix = (w.shared_prefix_tokens > 0).then_some(SharedPrefix {
+        tokens: w.shared_prefix_tokens,
+        ratio: w.shared_prefix_ratio,
+        count: w.shared_prefixes,
+    });
+    if let Some(p) = &shared_prefix {
+        p.validate().map_err(|e| anyhow!(e))?;
+        if w.dataset.is_some() {
+            bail!("--shared-prefix-tokens shapes synthetic prompts; a --dataset brings its own prompts");
+        }
+    }
+    let output = match (&w.output_tokens, &w.dataset) {
+        (Some(o), _) => Some(o.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some(LengthDist::Fixed(128)),
+    };
+    let wl = match &w.dataset {
+        Some(path) => {
+            let entries = load_dataset(path, tokenizer.as_deref()).map_err(|e| anyhow!(e))?;
+            Workload::dataset(entries, output.clone(), seed)
+        }
+        None => Workload::Synthetic {
+            input: w.input_tokens.clone(),
+            output: output.clone().unwrap_or(LengthDist::Fixed(128)),
+            seed,
+            tokenizer: tokenizer.clone(),
+            shared_prefix,
+        },
+    };
+    let config = json!({
+        "input_tokens": w.dataset.is_none().then(|| w.input_tokens.to_string()),
+        "output_tokens": output.map(|o| o.to_string()),
+        "shared_prefix": shared_prefix.map(|p| json!({"tokens": p.tokens, "ratio": p.ratio, "count": p.count})),
+        "dataset": w.dataset.as_ref().map(|p| p.display().to_string()),
+        "tokenizer": w.tokenizer.as_ref().map(|p| p.display().to_string()),
+        "ignore_eos": w.ignore_eos,
+    });
+    Ok((wl, tokenizer, config))
+}
+
+pub fn analysis_options(percentiles: &[f64], judge: &JudgeArgs) -> Result<AnalysisOptions> {
+    Ok(AnalysisOptions {
+        percentiles: percentiles.to_vec(),
+        slo: judge.slo.clone(),
+        cost: judge.cost().map_err(|e| anyhow!(e))?,
+        ..Default::default()
+    })
+}
+
+pub fn judge_config(judge: &JudgeArgs) -> Value {
+    json!({
+        "slo": judge.slo.as_ref().map(|s| s.to_string()),
+        "cost": { "gpu_hour_usd": judge.gpu_hour_usd, "gpus": judge.gpus },
+    })
+}
+
+/// A result document from records.
+pub struct Assembly<'a> {
+    pub kind: &'a str,
+    pub started_unix_s: f64,
+    pub interrupted: bool,
+    pub config: Value,
+    pub target: Target,
+    pub include_requests: bool,
+}
+
+pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptions) -> RunResult {
+    let analysis = analyze(records, opts);
+    RunResult {
+        schema: SCHEMA.into(),
+        tool: tool(),
+        kind: a.kind.into(),
+        started_unix_s: a.started_unix_s,
+        interrupted: a.interrupted,
+        config: a.config,
+        target: a.target,
+        window: analysis.window,
+        summary: analysis.summary,
+        slo: analysis.slo,
+        cost: analysis.cost,
+        compat: Compat { vllm: analysis.vllm },
+        engine: None,
+        server_signals: None,
+        warnings: analysis.warnings,
+        requests: a.include_requests.then(|| records.to_vec()),
+    }
+}
+
+/// Prints the summary, writes `--output`, and picks the exit code: 1 when
+/// no request succeeded, 3 when `--fail-on-slo` and an objective failed.
+pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: &[RequestRecord]) -> Result<ExitCode> {
+    print!("{}", goodput_report::terminal::render(result));
+    if let Some(p) = &out.output {
+        goodput_report::write_json(p, result).with_context(|| format!("cannot write {}", p.display()))?;
+        if !out.quiet {
+            eprintln!("result written to {}", p.display());
+        }
+    }
+    let q = &result.summary.requests;
+    if q.completed == 0 {
+        let first = records
+            .iter()
+            .find_map(|r| match &r.outcome {
+                goodput_core::Outcome::Failed { kind, message } => Some(format!("{kind}: {message}")),
+                _ => None,
+            })
+            .unwrap_or_else(|| "no request finished".into());
+        eprintln!("error: no request succeeded ({} sent, {} failed); first failure: {first}", q.sent, q.failed);
+        return Ok(ExitCode::from(1));
+    }
+    if judge.fail_on_slo && result.slo.as_ref().is_some_and(|s| !s.pass) {
+        eprintln!("error: the run missed its SLO objectives (--fail-on-slo)");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes each record as one JSON line, flushed, the moment it completes.
+pub struct RecordFile {
+    out: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+    failed: bool,
+}
+
+impl RecordFile {
+    pub fn create(path: &Path) -> Result<Self> {
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("cannot create the records file {}", path.display()))?;
+        Ok(RecordFile { out: std::io::BufWriter::new(f), path: path.to_owned(), failed: false })
+    }
+
+    pub fn write(&mut self, r: &RequestRecord) {
+        if self.failed {
+            return;
+        }
+        let res = serde_json::to_writer(&mut self.out, r)
+            .map_err(std::io::Error::other)
+            .and_then(|_| self.out.write_all(b"\n"))
+            .and_then(|_| self.out.flush());
+        if let Err(e) = res {
+            eprintln!("warning: writing records to {} failed ({e}); the run goes on without it", self.path.display());
+            self.failed = true;
+        }
+    }
+}
+
+/// Reads records written by `RecordFile`.
+pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .with_context(|| format!("{} line {} is not a goodput record", path.display(), i + 1))
+        })
+        .collect()
+}

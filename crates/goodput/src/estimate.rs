@@ -1,0 +1,270 @@
+//! `goodput estimate`: the simulated engine in virtual time. The same load
+//! flags and the same result document as `bench`, plus the engine's own view
+//! (batch sizes, KV use over time, preemptions, prefix hits); or, with
+//! `--validate`, predictions set against reference measurements.
+
+use crate::cli::{EngineArgs, EstimateArgs, LoadArgs};
+use crate::common::{self, Assembly};
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::{AnalysisOptions, RequestRecord, RunResult, Target};
+use goodput_load::{ArrivalSchedule, LoadPlan, Workload};
+use goodput_sim::engine::{
+    simulate, validate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, SharedPrefix, SimRun,
+    VirtualLoad, VirtualRequest,
+};
+use serde_json::{json, Value};
+use std::fmt::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// The engine configuration the flags describe.
+pub fn engine_config(e: &EngineArgs) -> Result<EngineConfig> {
+    let model = if e.engine_model.ends_with(".json") || Path::new(&e.engine_model).is_file() {
+        ModelSpec::from_hf_config(Path::new(&e.engine_model))?
+    } else {
+        ModelSpec::lookup(&e.engine_model)?
+    };
+    let gpu = GpuSpec::lookup(&e.gpu)?;
+    let precision: Precision = e.precision.parse()?;
+    let mut cfg = EngineConfig::new(model, gpu, precision);
+    cfg.kv_cache_dtype = e.kv_cache_dtype.parse::<KvCacheDtype>()?;
+    cfg.tp = e.tp;
+    cfg.gpu_memory_utilization = e.gpu_memory_utilization;
+    cfg.max_num_seqs = e.max_num_seqs;
+    cfg.max_num_batched_tokens = e.max_num_batched_tokens;
+    cfg.block_size = e.block_size;
+    cfg.enable_chunked_prefill = !e.no_chunked_prefill;
+    cfg.enable_prefix_caching = !e.no_prefix_caching;
+    if let Some(p) = &e.calibration {
+        let text = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
+        cfg.calibration =
+            cfg.calibration.overlay_json(&text).with_context(|| format!("calibration {}", p.display()))?;
+    }
+    cfg.validate()?;
+    goodput_sim::engine::kv_capacity(&cfg)?;
+    Ok(cfg)
+}
+
+pub fn engine_config_json(cfg: &EngineConfig) -> Value {
+    json!({
+        "model": cfg.model.name,
+        "gpu": cfg.gpu.name,
+        "precision": cfg.precision.to_string(),
+        "kv_cache_dtype": cfg.kv_cache_dtype.to_string(),
+        "tp": cfg.tp,
+        "gpu_memory_utilization": cfg.gpu_memory_utilization,
+        "max_num_seqs": cfg.resolved_max_num_seqs(),
+        "max_num_batched_tokens": cfg.max_num_batched_tokens,
+        "block_size": cfg.block_size,
+        "enable_chunked_prefill": cfg.enable_chunked_prefill,
+        "enable_prefix_caching": cfg.enable_prefix_caching,
+        "calibration": cfg.calibration,
+    })
+}
+
+/// The virtual load of a plan: the same request lengths, prefixes and
+/// arrival times a `bench` with the same flags and seed would send.
+pub fn virtual_load(plan: &LoadPlan, workload: &Workload) -> Result<VirtualLoad> {
+    let arrivals: Option<Vec<std::time::Duration>> = match plan.rate {
+        Some((rate, arrival)) => {
+            let sched = ArrivalSchedule::new(rate, arrival, plan.seed).map_err(|e| anyhow!(e))?;
+            Some(match (plan.requests, plan.duration) {
+                (Some(n), _) => sched.take((n + plan.warmup) as usize).collect(),
+                (None, Some(d)) => sched.take_while(|t| *t < d).take(10_000_000).collect(),
+                (None, None) => bail!("the run has no end: give --requests N and/or --duration D"),
+            })
+        }
+        None => None,
+    };
+    let n = match (&arrivals, plan.requests) {
+        (Some(a), Some(n)) => (a.len() as u64).min(n + plan.warmup),
+        (Some(a), None) => a.len() as u64,
+        (None, Some(n)) => n + plan.warmup,
+        (None, None) => bail!("a closed-loop estimate needs --requests N (a duration alone gives no request count)"),
+    };
+    let mut requests = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let l = workload.lengths(i).ok_or_else(|| {
+            anyhow!("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench")
+        })?;
+        requests.push(VirtualRequest {
+            input_tokens: l.input,
+            output_tokens: l.output,
+            shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
+        });
+    }
+    Ok(VirtualLoad {
+        requests,
+        arrivals: arrivals.map(|mut a| {
+            a.truncate(n as usize);
+            a
+        }),
+        concurrency: plan.concurrency.map(|c| c as u32),
+        seed: plan.seed,
+    })
+}
+
+/// The engine's view as JSON, with its KV and queue series.
+pub fn engine_view_json(cfg: &EngineConfig, v: &EngineView) -> Value {
+    json!({
+        "config": engine_config_json(cfg),
+        "steps": v.steps,
+        "mean_batch_seqs": v.mean_batch_seqs,
+        "mean_batch_tokens": v.mean_batch_tokens,
+        "max_batch_seqs": v.max_batch_seqs,
+        "preemptions": v.preemptions,
+        "prefix_cache_queries_tokens": v.prefix_cache_queries,
+        "prefix_cache_hits_tokens": v.prefix_cache_hits,
+        "prefix_cache_hit_rate": v.prefix_cache_hit_rate,
+        "kv_capacity_tokens": v.kv_capacity_tokens,
+        "max_num_seqs": v.max_num_seqs,
+        "busy_s": v.busy.as_secs_f64(),
+        "makespan_s": v.makespan.as_secs_f64(),
+        "kv_usage_max": v.samples.iter().map(|s| s.kv_usage).fold(0.0, f64::max),
+        "series": {
+            "t_s": v.samples.iter().map(|s| s.t.as_secs_f64()).collect::<Vec<_>>(),
+            "kv_usage": v.samples.iter().map(|s| s.kv_usage).collect::<Vec<_>>(),
+            "running": v.samples.iter().map(|s| s.running).collect::<Vec<_>>(),
+            "waiting": v.samples.iter().map(|s| s.waiting).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// Runs one plan in virtual time.
+pub fn run_virtual(cfg: &EngineConfig, plan: &LoadPlan, workload: &Workload) -> Result<SimRun> {
+    let load = virtual_load(plan, workload)?;
+    let mut run = simulate(cfg, &load)?;
+    for r in &mut run.records {
+        r.warmup = r.id < plan.warmup;
+    }
+    Ok(run)
+}
+
+pub fn target_of(cfg: &EngineConfig) -> Target {
+    Target {
+        url: format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+        model: cfg.model.name.clone(),
+        api: "virtual".into(),
+        embedded: true,
+        server: Some("goodput-sim (virtual time)".into()),
+    }
+}
+
+/// One estimate as a result document.
+pub fn estimate_result(
+    cfg: &EngineConfig,
+    plan: &LoadPlan,
+    load: &LoadArgs,
+    workload: &Workload,
+    workload_config: Value,
+    opts: &AnalysisOptions,
+    include_requests: bool,
+) -> Result<(RunResult, Vec<RequestRecord>)> {
+    let started_unix_s = common::unix_now();
+    let run = run_virtual(cfg, plan, workload)?;
+    let config = json!({
+        "load": common::load_config(plan, load),
+        "workload": workload_config,
+        "engine": engine_config_json(cfg),
+        "percentiles": opts.percentiles,
+    });
+    let mut result = common::assemble(
+        Assembly {
+            kind: "estimate",
+            started_unix_s,
+            interrupted: false,
+            config,
+            target: target_of(cfg),
+            include_requests,
+        },
+        &run.records,
+        opts,
+    );
+    result.engine = Some(engine_view_json(cfg, &run.engine));
+    Ok((result, run.records))
+}
+
+fn engine_lines(e: &Value) -> String {
+    let mut o = String::new();
+    let f = |k: &str| e[k].as_f64().unwrap_or(0.0);
+    let _ = writeln!(
+        o,
+        "\nengine (simulated): {} steps · mean batch {:.1} seqs / {:.0} tokens (max {}) · KV capacity {} tokens, peak use {:.0}%",
+        e["steps"],
+        f("mean_batch_seqs"),
+        f("mean_batch_tokens"),
+        e["max_batch_seqs"],
+        e["kv_capacity_tokens"],
+        f("kv_usage_max") * 100.0
+    );
+    let _ = writeln!(
+        o,
+        "  preemptions {} · prefix cache hit rate {} · busy {:.1}% of {:.2} s",
+        e["preemptions"],
+        e["prefix_cache_hit_rate"].as_f64().map(|r| format!("{:.1}%", r * 100.0)).unwrap_or("-".into()),
+        100.0 * f("busy_s") / f("makespan_s").max(1e-9),
+        f("makespan_s")
+    );
+    o
+}
+
+pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
+    if let Some(csv) = &a.validate {
+        return validate_file(csv, &a.engine);
+    }
+    let cfg = engine_config(&a.engine)?;
+    let plan = common::plan(&a.load, std::time::Duration::ZERO)?;
+    let (workload, _, workload_config) = common::workload(&a.workload, a.load.seed)?;
+    let mut opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    if let Some(c) = &mut opts.cost {
+        // Cost of the replica modelled: tp GPUs unless --gpus says otherwise.
+        if a.judge.gpus == 1 {
+            c.gpus = cfg.tp;
+        }
+    }
+    let wall = std::time::Instant::now();
+    let (result, records) =
+        estimate_result(&cfg, &plan, &a.load, &workload, workload_config, &opts, a.output.include_requests)?;
+    let wall = wall.elapsed();
+    if let Some(p) = &a.output.records {
+        let mut f = common::RecordFile::create(p)?;
+        for r in &records {
+            f.write(r);
+        }
+    }
+    let code = common::finish(&result, &a.output, &a.judge, &records)?;
+    if let Some(e) = &result.engine {
+        print!("{}", engine_lines(e));
+    }
+    if !a.output.quiet {
+        let simulated = result.engine.as_ref().and_then(|e| e["makespan_s"].as_f64()).unwrap_or(0.0);
+        eprintln!(
+            "simulated {:.1} s in {:.3} s of wall time ({:.0}× real time)",
+            simulated,
+            wall.as_secs_f64(),
+            simulated / wall.as_secs_f64().max(1e-9)
+        );
+    }
+    Ok(code)
+}
+
+fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(csv).with_context(|| format!("cannot read {}", csv.display()))?;
+    let rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
+    let mut options = validate::ValidationOptions::default();
+    if let Some(p) = &e.calibration {
+        let overlay = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
+        for row in &rows {
+            let family = GpuSpec::lookup(&row.gpu)?.family;
+            let base = options
+                .calibrations
+                .get(&family)
+                .cloned()
+                .unwrap_or_else(|| goodput_sim::engine::Calibration::for_family(family));
+            options.calibrations.insert(family, base.overlay_json(&overlay)?);
+        }
+    }
+    let report = validate::validate(&rows, &options)?;
+    print!("{}", report.to_markdown());
+    Ok(ExitCode::SUCCESS)
+}
