@@ -162,9 +162,16 @@ impl FromStr for Slo {
 }
 
 impl Slo {
-    /// Whether `r` succeeded and meets every per-request limit.
+    /// Whether `r` succeeded and meets every per-request limit. A percentile
+    /// objective bounds each request too (`ttft:p95<=200ms` makes a request
+    /// with TTFT over 200 ms not good, and passes when 95% are within), as
+    /// DistServe defines goodput: otherwise an SLO of objectives alone would
+    /// count every success as good, however slow.
     pub fn is_good(&self, r: &RequestRecord) -> bool {
-        r.outcome.is_success() && self.limits.iter().all(|l| l.metric.of(r).is_none_or(|v| v <= l.max))
+        let within = |m: SloMetric, max: Duration| m.of(r).is_none_or(|v| v <= max);
+        r.outcome.is_success()
+            && self.limits.iter().all(|l| within(l.metric, l.max))
+            && self.objectives.iter().all(|o| within(o.metric, o.max))
     }
 }
 
@@ -314,6 +321,9 @@ mod tests {
         recs.push(cancelled);
         let slo: Slo = "ttft<=200ms,ttft:p50<=200ms".parse().unwrap();
         let (g, rep) = judge(&recs, &slo, 2.0);
+        // An objective alone bounds each request the same way.
+        let (g2, _) = judge(&recs, &"ttft:p50<=200ms".parse().unwrap(), 2.0);
+        assert_eq!(g2, g);
         assert_eq!((g.good_requests, g.judged_requests), (2, 4));
         assert_eq!(g.requests_per_s, 1.0);
         assert_eq!(g.output_tokens_per_s, 10.0);

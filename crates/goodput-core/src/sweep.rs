@@ -115,6 +115,30 @@ pub fn meets_slo(p: &RunResult, attainment_target: f64) -> Option<bool> {
     Some(slo.pass && g.slo_attainment >= attainment_target)
 }
 
+/// How hard a point loaded the server: mean requests in flight. Unlike the
+/// load value it orders closed-loop and open-loop points on one axis (an
+/// overloaded open loop piles requests up in flight).
+pub fn intensity(p: &SweepPoint) -> f64 {
+    p.result.summary.in_flight.mean
+}
+
+/// The index of the knee of an increasing, bending curve given as (x, y)
+/// pairs sorted by x: the point with the largest y − x after scaling both to
+/// 0..1. `None` with fewer than three points or a flat curve.
+pub fn knee(xy: &[(f64, f64)]) -> Option<usize> {
+    if xy.len() < 3 {
+        return None;
+    }
+    let (x0, x1) = (xy[0].0, xy[xy.len() - 1].0);
+    let (ymin, ymax) = xy.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    if x1 <= x0 || ymax <= ymin {
+        return None;
+    }
+    let d = |p: &(f64, f64)| (p.1 - ymin) / (ymax - ymin) - (p.0 - x0) / (x1 - x0);
+    let (i, best) = xy.iter().enumerate().map(|(i, p)| (i, d(p))).max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (best > 0.0).then_some(i)
+}
+
 /// Analyses the points of a sweep.
 pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnalysis {
     let mut a = SweepAnalysis::default();
@@ -130,18 +154,17 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
     let best = *order.iter().max_by(|&&x, &&y| thr(x).total_cmp(&thr(y))).expect("not empty");
     a.max_throughput = Some(point_ref(best, &points[best]));
 
-    // Saturation: the first point within 10% of the best throughput, provided
-    // TTFT at the highest load is at least 1.5× its TTFT (the queue grows).
+    // Saturation: the knee of output throughput against load (Kneedle: the
+    // point farthest above the chord once both axes are scaled to 0..1),
+    // provided TTFT climbs past it, so the extra load only queues.
     let last = *order.last().expect("not empty");
-    if let Some(&knee) = order.iter().find(|&&i| thr(i) >= 0.9 * thr(best)) {
-        if knee != last && ttft(last) >= 1.5 * ttft(knee).max(1e-9) {
-            a.saturation = Some(point_ref(knee, &points[knee]));
-        } else {
-            a.notes.push(
-                "throughput was still rising or TTFT flat at the highest load: the sweep did not reach saturation"
-                    .into(),
-            );
+    match knee(&order.iter().map(|&i| (intensity(&points[i]), thr(i))).collect::<Vec<_>>()) {
+        Some(k) if order[k] != last && ttft(last) >= 1.5 * ttft(order[k]).max(1e-9) => {
+            a.saturation = Some(point_ref(order[k], &points[order[k]]));
         }
+        _ => a.notes.push(
+            "throughput was still rising, or TTFT flat, at the highest load: the sweep did not reach saturation".into(),
+        ),
     }
 
     let judged: Vec<usize> = order.iter().copied().filter(|&i| points[i].result.slo.is_some()).collect();

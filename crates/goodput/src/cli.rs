@@ -26,6 +26,8 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Re-analyse a saved run: other SLOs, percentiles or price.
     Report(Box<ReportArgs>),
+    /// Run a series of loads: the latency–throughput curve, saturation, best goodput under the SLO, and the point to pick.
+    Sweep(Box<SweepArgs>),
 }
 
 /// Parses `150ms`, `2s`, `1m30s`.
@@ -218,8 +220,18 @@ impl JudgeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
     /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b) or a Hugging Face config.json.
-    #[arg(long = "model", default_value = "llama-3.1-8b", help_heading = "Simulated engine")]
+    #[arg(long = "model", default_value = DEFAULT_ENGINE_MODEL, help_heading = "Simulated engine")]
     pub engine_model: String,
+    #[command(flatten)]
+    pub hw: EngineHwArgs,
+}
+
+pub const DEFAULT_ENGINE_MODEL: &str = "llama-3.1-8b";
+
+/// The simulated engine's hardware and limits (the model is named apart, as
+/// `--model` means the served model in commands that talk to a server).
+#[derive(Debug, Clone, Args)]
+pub struct EngineHwArgs {
     /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, mi300x.
     #[arg(long, default_value = "h100-sxm", help_heading = "Simulated engine")]
     pub gpu: String,
@@ -300,6 +312,94 @@ pub struct EstimateArgs {
     /// Instead of one run: simulate each row of a reference CSV (the format of validation/public.csv) and print prediction, reference and error.
     #[arg(long)]
     pub validate: Option<PathBuf>,
+}
+
+fn parse_list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
+    let v: Result<Vec<T>, _> = s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::parse).collect();
+    match v {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => Err(format!("'{s}' is not a comma-separated list of numbers, e.g. 1,2,4,8")),
+    }
+}
+
+/// A list of concurrencies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountList(pub Vec<u64>);
+/// A list of rates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateList(pub Vec<f64>);
+
+fn parse_counts(s: &str) -> Result<CountList, String> {
+    let v: Vec<u64> = parse_list(s)?;
+    if v.contains(&0) {
+        return Err("a concurrency must be at least 1".into());
+    }
+    Ok(CountList(v))
+}
+
+fn parse_rates(s: &str) -> Result<RateList, String> {
+    let v: Vec<f64> = parse_list(s)?;
+    if v.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err("a rate must be a positive number of requests per second".into());
+    }
+    Ok(RateList(v))
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Sweep the simulated engine in virtual time instead of a server (--model names a catalog model then).
+    #[arg(long)]
+    pub estimate: bool,
+    /// Closed-loop points: a list of concurrencies, e.g. 1,2,4,8,16,32.
+    #[arg(long, value_parser = parse_counts, conflicts_with_all = ["rate", "auto"])]
+    pub concurrency: Option<CountList>,
+    /// Open-loop points: a list of rates in requests/s, e.g. 1,2,4,8.
+    #[arg(long, value_parser = parse_rates, conflicts_with = "auto")]
+    pub rate: Option<RateList>,
+    /// A synchronous baseline, then the throughput ceiling, then open-loop rates spread between.
+    #[arg(long)]
+    pub auto: bool,
+    /// Rates spread between baseline and ceiling with --auto.
+    #[arg(long, default_value_t = 6)]
+    pub points: u32,
+    /// Concurrency of the ceiling point with --auto, and the in-flight cap of open-loop points.
+    #[arg(long, default_value_t = 256)]
+    pub max_concurrency: u64,
+    /// Extra points placed by bisection to find the highest load that meets every SLO objective.
+    #[arg(long, default_value_t = 3)]
+    pub search_steps: u32,
+    /// Share of requests that must be good, beside every objective passing, for a point to meet the SLO.
+    #[arg(long, default_value_t = 0.9)]
+    pub attainment: f64,
+    /// Inter-arrival process of open-loop points.
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
+    pub arrival: ArrivalArg,
+    /// Gamma shape for --arrival gamma.
+    #[arg(long)]
+    pub burstiness: Option<f64>,
+    /// Measured requests per point (default 100 when no --duration).
+    #[arg(long, short = 'n')]
+    pub requests: Option<u64>,
+    /// Length of each point.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Warm-up requests per point, excluded from its window.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub hw: EngineHwArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub sim: SimArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -3,7 +3,7 @@
 //! (batch sizes, KV use over time, preemptions, prefix hits); or, with
 //! `--validate`, predictions set against reference measurements.
 
-use crate::cli::{EngineArgs, EstimateArgs, LoadArgs};
+use crate::cli::{EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult, Target};
@@ -18,11 +18,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// The engine configuration the flags describe.
-pub fn engine_config(e: &EngineArgs) -> Result<EngineConfig> {
-    let model = if e.engine_model.ends_with(".json") || Path::new(&e.engine_model).is_file() {
-        ModelSpec::from_hf_config(Path::new(&e.engine_model))?
+pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
+    let model = if model.ends_with(".json") || Path::new(model).is_file() {
+        ModelSpec::from_hf_config(Path::new(model))?
     } else {
-        ModelSpec::lookup(&e.engine_model)?
+        ModelSpec::lookup(model)?
     };
     let gpu = GpuSpec::lookup(&e.gpu)?;
     let precision: Precision = e.precision.parse()?;
@@ -212,7 +212,7 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     if let Some(csv) = &a.validate {
         return validate_file(csv, &a.engine);
     }
-    let cfg = engine_config(&a.engine)?;
+    let cfg = engine_config(&a.engine.engine_model, &a.engine.hw)?;
     let plan = common::plan(&a.load, std::time::Duration::ZERO)?;
     let (workload, _, workload_config) = common::workload(&a.workload, a.load.seed)?;
     let mut opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
@@ -252,7 +252,7 @@ fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
     let text = std::fs::read_to_string(csv).with_context(|| format!("cannot read {}", csv.display()))?;
     let rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
     let mut options = validate::ValidationOptions::default();
-    if let Some(p) = &e.calibration {
+    if let Some(p) = &e.hw.calibration {
         let overlay = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
         for row in &rows {
             let family = GpuSpec::lookup(&row.gpu)?.family;

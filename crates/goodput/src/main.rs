@@ -7,6 +7,7 @@ mod common;
 mod estimate;
 mod report;
 mod serve;
+mod sweep;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
             cli::Command::Estimate(a) => estimate::estimate(*a),
             cli::Command::Serve(a) => serve::serve(*a).await,
             cli::Command::Report(a) => report::report(*a),
+            cli::Command::Sweep(a) => sweep::sweep(*a).await,
         }
     });
     // Streams of the embedded server may still be open; do not wait for them.

@@ -1,0 +1,448 @@
+//! `goodput sweep`: a series of loads against a server (or, with
+//! `--estimate`, the simulated engine in virtual time). Each point is a full
+//! run; the document is rewritten after every point so an interrupted sweep
+//! keeps what it measured; the analysis names saturation, the best goodput,
+//! the highest load that meets the SLO (found by bisection) and the point
+//! to pick.
+
+use crate::bench::{self, HttpTarget};
+use crate::cli::{ArrivalArg, SweepArgs, DEFAULT_ENGINE_MODEL};
+use crate::common::{self, Assembly, RecordFile};
+use crate::estimate;
+use anyhow::{anyhow, bail, Result};
+use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
+use goodput_core::{AnalysisOptions, RunResult, Target, SCHEMA};
+use goodput_load::{Arrival, LoadPlan, Workload};
+use goodput_sim::engine::EngineConfig;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Where the points run.
+enum Runner {
+    Http { target: HttpTarget, stop: CancellationToken, grace: Duration },
+    Virtual { cfg: Box<EngineConfig> },
+}
+
+struct Sweep {
+    runner: Runner,
+    workload: Arc<Workload>,
+    workload_config: Value,
+    opts: AnalysisOptions,
+    args: SweepArgs,
+    points: Vec<SweepPoint>,
+    started_unix_s: f64,
+    config: Value,
+    target: Target,
+}
+
+impl Sweep {
+    fn plan(&self, load: Load) -> LoadPlan {
+        let a = &self.args;
+        let arrival = match a.arrival {
+            ArrivalArg::Poisson => Arrival::Poisson,
+            ArrivalArg::Gamma => Arrival::Gamma { burstiness: a.burstiness.unwrap_or(1.0) },
+            ArrivalArg::Constant => Arrival::Constant,
+        };
+        let (concurrency, rate) = match load {
+            Load::Concurrency(c) => (Some(c as usize), None),
+            Load::Rate(r) => (Some(a.max_concurrency as usize), Some((r, arrival))),
+        };
+        LoadPlan {
+            requests: match (a.requests, a.duration) {
+                (None, None) => Some(100),
+                (n, _) => n,
+            },
+            duration: a.duration,
+            warmup: a.warmup,
+            concurrency,
+            rate,
+            seed: a.seed,
+            grace: a.target.grace,
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        matches!(&self.runner, Runner::Http { stop, .. } if stop.is_cancelled())
+    }
+
+    /// Runs one point and writes the document.
+    async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
+        let plan = self.plan(load);
+        let point_config = json!({ "load": plan_config(&plan), "workload": self.workload_config });
+        let result = match &self.runner {
+            Runner::Http { target, stop, grace } => {
+                let control = goodput_load::Control::default();
+                // One Ctrl-C ends the sweep: the running point stops sending and
+                // its in-flight requests get the grace.
+                let (s, abort, g) = (control.stop.clone(), control.abort.clone(), *grace);
+                let watch = stop.clone();
+                let relay = tokio::spawn(async move {
+                    watch.cancelled().await;
+                    s.cancel();
+                    tokio::time::sleep(g).await;
+                    abort.cancel();
+                });
+                let records = match &self.args.output.records {
+                    Some(p) => Some(RecordFile::create(&point_path(p, self.points.len()))?),
+                    None => None,
+                };
+                let started = common::unix_now();
+                let (recs, interrupted) =
+                    bench::run_http(target, &plan, self.workload.clone(), control, records, false).await?;
+                relay.abort();
+                common::assemble(
+                    Assembly {
+                        kind: "bench",
+                        started_unix_s: started,
+                        interrupted,
+                        config: point_config,
+                        target: target.target(),
+                        include_requests: self.args.output.include_requests,
+                    },
+                    &recs,
+                    &self.opts,
+                )
+            }
+            Runner::Virtual { cfg } => {
+                let (mut r, recs) = estimate::estimate_result(
+                    cfg,
+                    &plan,
+                    &load_args(&plan),
+                    &self.workload,
+                    self.workload_config.clone(),
+                    &self.opts,
+                    self.args.output.include_requests,
+                )?;
+                if let Some(p) = &self.args.output.records {
+                    let mut f = RecordFile::create(&point_path(p, self.points.len()))?;
+                    for rec in &recs {
+                        f.write(rec);
+                    }
+                }
+                r.config = point_config;
+                r
+            }
+        };
+        if self.points.is_empty() {
+            println!("{}", row_header());
+        }
+        println!("{}", row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment));
+        self.points.push(SweepPoint { load, origin: origin.into(), result });
+        self.write(false)?;
+        Ok(self.points.last().expect("just pushed"))
+    }
+
+    fn document(&self, interrupted: bool) -> SweepResult {
+        SweepResult {
+            schema: SCHEMA.into(),
+            tool: common::tool(),
+            kind: "sweep".into(),
+            started_unix_s: self.started_unix_s,
+            interrupted,
+            config: self.config.clone(),
+            target: self.target.clone(),
+            points: self.points.clone(),
+            analysis: analyze_sweep(&self.points, self.args.attainment),
+        }
+    }
+
+    fn write(&self, interrupted: bool) -> Result<()> {
+        if let Some(p) = &self.args.output.output {
+            let doc = self.document(interrupted);
+            let text = serde_json::to_vec_pretty(&doc)?;
+            goodput_report::write_atomic(p, &text).map_err(|e| anyhow!("cannot write {}: {e}", p.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Requests per second a point achieved: the common scale of closed- and
+    /// open-loop points when bisecting.
+    fn rps(&self, i: usize) -> f64 {
+        self.points[i].result.summary.throughput.requests_per_s
+    }
+
+    /// Bisects between the highest point meeting the SLO and the next one
+    /// that does not, a few times, so the boundary is not only read off the grid.
+    async fn search(&mut self) -> Result<()> {
+        if self.opts.slo.is_none() {
+            return Ok(());
+        }
+        for _ in 0..self.args.search_steps {
+            if self.stopped() {
+                break;
+            }
+            let mut order: Vec<usize> = (0..self.points.len()).collect();
+            order.sort_by(|&x, &y| intensity(&self.points[x]).total_cmp(&intensity(&self.points[y])));
+            let meets = |i: usize| meets_slo(&self.points[i].result, self.args.attainment) == Some(true);
+            let Some(pos) = order.iter().rposition(|&i| meets(i)) else { break };
+            let Some(&fail) = order.get(pos + 1) else { break };
+            let pass = order[pos];
+            let next = match (self.points[pass].load, self.points[fail].load) {
+                (Load::Concurrency(a), Load::Concurrency(b)) => {
+                    if b <= a + 1 {
+                        break;
+                    }
+                    Load::Concurrency((a + b) / 2)
+                }
+                _ => {
+                    let (a, b) = (self.load_rate(pass), self.load_rate(fail));
+                    if !(b > a * 1.02) {
+                        break;
+                    }
+                    Load::Rate(round_rate((a + b) / 2.0))
+                }
+            };
+            if self.points.iter().any(|p| p.load == next) {
+                break;
+            }
+            self.run(next, "search").await?;
+        }
+        Ok(())
+    }
+
+    /// The rate a point offered (its own rate, or what a closed loop achieved).
+    fn load_rate(&self, i: usize) -> f64 {
+        match self.points[i].load {
+            Load::Rate(r) => r,
+            Load::Concurrency(_) => self.rps(i),
+        }
+    }
+}
+
+fn round_rate(r: f64) -> f64 {
+    (r * 1000.0).round() / 1000.0
+}
+
+fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
+    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "records".into());
+    let ext = p.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "jsonl".into());
+    p.with_file_name(format!("{stem}.point{i:02}.{ext}"))
+}
+
+fn plan_config(p: &LoadPlan) -> Value {
+    json!({
+        "concurrency": p.concurrency,
+        "rate": p.rate.map(|r| r.0),
+        "requests": p.requests,
+        "duration": p.duration.map(|d| humantime::format_duration(d).to_string()),
+        "warmup": p.warmup,
+        "seed": p.seed,
+    })
+}
+
+/// The LoadArgs a plan came from, for the estimate's config block.
+fn load_args(p: &LoadPlan) -> crate::cli::LoadArgs {
+    crate::cli::LoadArgs {
+        concurrency: p.concurrency,
+        rate: p.rate.map(|r| r.0),
+        arrival: ArrivalArg::Poisson,
+        burstiness: None,
+        requests: p.requests,
+        duration: p.duration,
+        warmup: p.warmup,
+        seed: p.seed,
+    }
+}
+
+fn row_header() -> String {
+    format!(
+        "{:<18}{:<10}{:>10}{:>12}{:>11}{:>11}{:>11}{:>11}{:>11}  {}",
+        "load", "origin", "req/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "in flight", "SLO"
+    )
+}
+
+fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f64) -> String {
+    let s = &r.summary;
+    let n = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
+    let slo = if judged {
+        let g = s.goodput.as_ref().map(|g| g.slo_attainment * 100.0).unwrap_or(0.0);
+        let verdict = if meets_slo(r, attainment) == Some(true) { "meets" } else { "misses" };
+        format!("{verdict} ({g:.0}% good)")
+    } else {
+        String::new()
+    };
+    format!(
+        "{:<18}{:<10}{:>10.2}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
+        load.label(),
+        origin,
+        s.throughput.requests_per_s,
+        s.throughput.output_tokens_per_s,
+        n(s.ttft_ms.p(50.0)),
+        n(s.ttft_ms.p(99.0)),
+        n(s.tpot_ms.p(50.0)),
+        n(s.tpot_ms.p(99.0)),
+        s.in_flight.mean,
+        slo
+    )
+}
+
+fn analysis_lines(doc: &SweepResult) -> String {
+    use std::fmt::Write;
+    let a = &doc.analysis;
+    let mut o = String::new();
+    let describe = |p: &goodput_core::sweep::PointRef| {
+        let mut s = format!(
+            "{} ({:.1} output tok/s, TTFT p50 {} ms",
+            p.load.label(),
+            p.output_tokens_per_s,
+            p.ttft_p50_ms.map(|v| format!("{v:.1}")).unwrap_or("-".into())
+        );
+        if let Some(g) = p.goodput_tokens_per_s {
+            let _ = write!(s, ", goodput {g:.1} tok/s");
+        }
+        if let Some(c) = p.usd_per_million_output_tokens {
+            let _ = write!(s, ", ${c:.3} per M output tokens");
+        }
+        s.push(')');
+        s
+    };
+    let _ = writeln!(o);
+    for (name, p) in [
+        ("saturation", &a.saturation),
+        ("max throughput", &a.max_throughput),
+        ("max goodput", &a.max_goodput),
+        ("highest load meeting SLO", &a.highest_load_meeting_slo),
+    ] {
+        if let Some(p) = p {
+            let _ = writeln!(o, "{name:<26}{}", describe(p));
+        }
+    }
+    if let Some(r) = &a.recommendation {
+        let _ = writeln!(o, "{:<26}{r}", "recommended");
+    }
+    for n in &a.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    o
+}
+
+pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
+    let started_unix_s = common::unix_now();
+    if a.concurrency.is_none() && a.rate.is_none() && !a.auto {
+        bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4 or --auto");
+    }
+    if a.burstiness.is_some() && a.arrival != ArrivalArg::Gamma {
+        bail!("--burstiness shapes gamma arrivals only: add --arrival gamma");
+    }
+    if !(0.0..=1.0).contains(&a.attainment) {
+        bail!("--attainment is a share between 0 and 1, not {}", a.attainment);
+    }
+    if a.max_concurrency == 0 || a.points == 0 {
+        bail!("--max-concurrency and --points must be at least 1");
+    }
+    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.seed)?;
+    let mut opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    let (runner, target, engine_config) = if a.estimate {
+        if a.target.url.is_some() {
+            bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");
+        }
+        let cfg = estimate::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
+        if let Some(c) = &mut opts.cost {
+            if a.judge.gpus == 1 {
+                c.gpus = cfg.tp;
+            }
+        }
+        let target = estimate::target_of(&cfg);
+        let ec = estimate::engine_config_json(&cfg);
+        (Runner::Virtual { cfg: Box::new(cfg) }, target, Some(ec))
+    } else {
+        let target = bench::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos).await?;
+        let t = target.target();
+        let stop = CancellationToken::new();
+        let s = stop.clone();
+        let grace = a.target.grace;
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!(
+                    "\nstopping the sweep: the running point finishes within {}",
+                    humantime::format_duration(grace)
+                );
+                s.cancel();
+            }
+        });
+        (Runner::Http { target, stop, grace }, t, None)
+    };
+    let config = json!({
+        "mode": if a.auto { "auto" } else if a.rate.is_some() { "rate" } else { "concurrency" },
+        "estimate": a.estimate,
+        "engine": engine_config,
+        "workload": workload_config,
+        "requests_per_point": a.requests,
+        "duration_per_point": a.duration.map(|d| humantime::format_duration(d).to_string()),
+        "max_concurrency": a.max_concurrency,
+        "attainment_target": a.attainment,
+        "percentiles": a.output.percentiles.0,
+        "judge": common::judge_config(&a.judge),
+    });
+    if !a.output.quiet {
+        eprintln!("goodput sweep → {} · model {}", target.url, target.model);
+    }
+    let mut sw = Sweep {
+        runner,
+        workload: Arc::new(workload),
+        workload_config,
+        opts,
+        args: a,
+        points: Vec::new(),
+        started_unix_s,
+        config,
+        target,
+    };
+
+    let grid: Vec<Load> = if let Some(c) = &sw.args.concurrency {
+        c.0.iter().map(|&c| Load::Concurrency(c)).collect()
+    } else if let Some(r) = &sw.args.rate {
+        r.0.iter().map(|&r| Load::Rate(r)).collect()
+    } else {
+        Vec::new()
+    };
+    for load in grid {
+        if sw.stopped() {
+            break;
+        }
+        sw.run(load, "grid").await?;
+    }
+    if sw.args.auto && !sw.stopped() {
+        let base = sw.run(Load::Concurrency(1), "baseline").await?.result.summary.throughput.requests_per_s;
+        let ceiling = if sw.stopped() {
+            None
+        } else {
+            let c = sw.args.max_concurrency;
+            Some(sw.run(Load::Concurrency(c), "ceiling").await?.result.summary.throughput.requests_per_s)
+        };
+        if let Some(ceil) = ceiling.filter(|&c| c > base) {
+            let k = sw.args.points;
+            for i in 1..=k {
+                if sw.stopped() {
+                    break;
+                }
+                let r = base + (ceil - base) * i as f64 / (k + 1) as f64;
+                sw.run(Load::Rate(round_rate(r)), "spread").await?;
+            }
+        }
+    }
+    sw.search().await?;
+
+    let interrupted = sw.stopped();
+    let doc = sw.document(interrupted);
+    sw.write(interrupted)?;
+    print!("{}", analysis_lines(&doc));
+    if let Some(p) = &sw.args.output.output {
+        if !sw.args.output.quiet {
+            eprintln!("sweep written to {}", p.display());
+        }
+    }
+    if doc.points.iter().all(|p| p.result.summary.requests.completed == 0) {
+        eprintln!("error: no point completed a request");
+        return Ok(ExitCode::from(1));
+    }
+    if sw.args.judge.fail_on_slo && doc.analysis.highest_load_meeting_slo.is_none() {
+        eprintln!("error: no load met the SLO (--fail-on-slo)");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
