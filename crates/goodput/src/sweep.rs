@@ -190,7 +190,7 @@ impl Sweep {
                 }
                 _ => {
                     let (a, b) = (self.load_rate(pass), self.load_rate(fail));
-                    if !(b > a * 1.02) {
+                    if b <= a * 1.02 {
                         break;
                     }
                     Load::Rate(round_rate((a + b) / 2.0))
