@@ -28,6 +28,9 @@ pub struct FixedProfile {
     pub tokens_per_chunk: u32,
     /// Output length when a request gives no `max_tokens`.
     pub default_max_tokens: u32,
+    /// Every n-th request (by arrival, the first included) waits this much
+    /// longer for its first chunk: a known tail for goodput tests.
+    pub slow_every: Option<(u64, Duration)>,
     pub faults: FaultConfig,
 }
 
@@ -39,6 +42,7 @@ impl Default for FixedProfile {
             itl: Duration::from_millis(20),
             tokens_per_chunk: 2,
             default_max_tokens: 128,
+            slow_every: None,
             faults: FaultConfig::default(),
         }
     }
@@ -48,6 +52,9 @@ impl FixedProfile {
     pub fn validate(&self) -> Result<(), String> {
         if self.tokens_per_chunk == 0 {
             return Err("--tokens-per-chunk must be at least 1".into());
+        }
+        if self.slow_every.is_some_and(|(n, _)| n == 0) {
+            return Err("--slow-every must be at least 1".into());
         }
         self.faults.validate()
     }
@@ -108,7 +115,8 @@ async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) 
         _ => Duration::ZERO,
     };
     // The deadline of chunk i; a stall shifts every chunk from the middle on.
-    let (ttft, itl) = (p.ttft, p.itl);
+    let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
+    let (ttft, itl) = (p.ttft + slow, p.itl);
     let due = move |i: u64| t0 + ttft + itl * i as u32 + if i >= n_chunks / 2 { stall } else { Duration::ZERO };
 
     if !req.stream() {

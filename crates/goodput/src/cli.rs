@@ -434,6 +434,12 @@ pub struct ServeArgs {
     /// Output length when a request sets no max_tokens.
     #[arg(long, default_value_t = 128)]
     pub default_max_tokens: u32,
+    /// Fixed profile: every N-th request (the first included) waits --slow-ttft longer for its first token.
+    #[arg(long, requires = "slow_ttft")]
+    pub slow_every: Option<u64>,
+    /// Fixed profile: the extra wait of --slow-every requests.
+    #[arg(long, value_parser = parse_duration)]
+    pub slow_ttft: Option<Duration>,
     #[command(flatten)]
     pub faults: FaultArgs,
 }

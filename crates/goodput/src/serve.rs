@@ -26,6 +26,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                 itl: a.itl,
                 tokens_per_chunk: a.tokens_per_chunk,
                 default_max_tokens: a.default_max_tokens,
+                slow_every: a.slow_every.zip(a.slow_ttft),
                 faults: faults(&a.faults),
             };
             profile.validate().map_err(|e| anyhow!(e))?;

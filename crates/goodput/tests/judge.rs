@@ -1,0 +1,200 @@
+//! SLOs, goodput, cost, `report`, `estimate` and `sweep` through the binary:
+//! figures checked against the records by hand, a saved run re-judged like a
+//! live one, and an auto sweep of the simulated engine.
+
+use assert_cmd::Command;
+use goodput_core::RequestRecord;
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+fn goodput() -> Command {
+    let mut c = Command::cargo_bin("goodput").unwrap();
+    c.env_remove("OPENAI_API_KEY");
+    c
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn records(p: &Path) -> Vec<RequestRecord> {
+    std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// A fixed-timing server where every 4th request waits 300 ms more for its first token.
+fn slow_every_fourth() -> (tokio::runtime::Runtime, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = rt.block_on(async {
+        let profile = goodput_sim::fixed::FixedProfile {
+            ttft: Duration::from_millis(20),
+            itl: Duration::from_millis(2),
+            tokens_per_chunk: 1,
+            slow_every: Some((4, Duration::from_millis(300))),
+            ..Default::default()
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = goodput_sim::fixed::app(goodput_sim::fixed::FixedServer::new(profile));
+        tokio::spawn(goodput_sim::server::serve(listener, app, std::future::pending()));
+        url
+    });
+    (rt, url)
+}
+
+#[test]
+fn goodput_attainment_useful_work_and_cost_equal_the_records_by_hand() {
+    let (_rt, url) = slow_every_fourth();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    goodput()
+        .args(["bench", "-q", "--url", &url, "-n", "40", "-c", "4", "--output-tokens", "10", "--input-tokens", "8"])
+        .args(["--slo", "ttft<=200ms", "--gpu-hour-usd", "3", "--gpus", "2"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let recs = records(&rec);
+    assert_eq!(recs.len(), 40);
+    // By hand: a request is good when it succeeded and its first output chunk
+    // came within 200 ms of sending.
+    let good: Vec<&RequestRecord> = recs
+        .iter()
+        .filter(|r| r.outcome.is_success() && r.chunks[0].t - r.sent <= Duration::from_millis(200))
+        .collect();
+    assert_eq!(good.len(), 30, "one request in four is slow");
+    let window = v["window"]["duration_s"].as_f64().unwrap();
+    let t1 = recs.iter().map(|r| r.sent).min().unwrap();
+    let t2 = recs.iter().map(|r| r.end).max().unwrap();
+    assert!((window - (t2 - t1).as_secs_f64()).abs() < 1e-9);
+    let good_tokens: u64 = good.iter().map(|r| r.output_tokens).sum();
+    let all_tokens: u64 = recs.iter().map(|r| r.output_tokens).sum();
+    let g = &v["summary"]["goodput"];
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    assert!(close(g["requests_per_s"].as_f64().unwrap(), 30.0 / window));
+    assert!(close(g["output_tokens_per_s"].as_f64().unwrap(), good_tokens as f64 / window));
+    assert!(close(g["slo_attainment"].as_f64().unwrap(), 30.0 / 40.0));
+    assert!(close(g["useful_work"].as_f64().unwrap(), good_tokens as f64 / all_tokens as f64));
+    // Cost: hourly price over measured tokens, to the cent and closer.
+    let out_tps = all_tokens as f64 / window;
+    let c = &v["cost"];
+    assert!(close(c["usd_per_hour"].as_f64().unwrap(), 6.0));
+    assert!(close(c["usd_per_million_output_tokens"].as_f64().unwrap(), 6.0 / (out_tps * 3600.0) * 1e6));
+    assert!(close(c["usd_per_request"].as_f64().unwrap(), 6.0 / (40.0 / window * 3600.0)));
+    assert!(close(
+        c["usd_per_million_good_output_tokens"].as_f64().unwrap(),
+        6.0 / (good_tokens as f64 / window * 3600.0) * 1e6
+    ));
+}
+
+#[test]
+fn report_rejudges_a_saved_run_like_a_live_one() {
+    let (_rt, url) = slow_every_fourth();
+    let dir = tempfile::tempdir().unwrap();
+    let (live, again, other) =
+        (dir.path().join("live.json"), dir.path().join("again.json"), dir.path().join("other.json"));
+    goodput()
+        .args(["bench", "-q", "--url", &url, "-n", "16", "-c", "4", "--output-tokens", "6", "--input-tokens", "8"])
+        .args(["--slo", "ttft<=200ms,ttft:p90<=400ms", "--include-requests"])
+        .arg("-o")
+        .arg(&live)
+        .assert()
+        .success();
+    goodput().arg("report").arg(&live).arg("-o").arg(&again).assert().success();
+    let (a, b) = (read_json(&live), read_json(&again));
+    assert_eq!(a["summary"], b["summary"], "the same records give the same numbers");
+    assert_eq!(a["slo"], b["slo"]);
+    assert_eq!(a["compat"], b["compat"]);
+
+    // Another SLO: every request now meets it; with --fail-on-slo a stricter one fails (exit 3).
+    goodput().arg("report").arg(&live).args(["--slo", "ttft<=2s"]).arg("-o").arg(&other).assert().success();
+    let o = read_json(&other);
+    assert_eq!(o["summary"]["goodput"]["slo_attainment"], 1.0);
+    assert_eq!(o["slo"]["spec"], "ttft<=2s");
+    let strict = goodput().arg("report").arg(&live).args(["--slo", "ttft:p99<=1ms", "--fail-on-slo"]).output().unwrap();
+    assert_eq!(strict.status.code(), Some(3));
+
+    // Without records, report says how to get them.
+    let bare = dir.path().join("bare.json");
+    goodput()
+        .args(["bench", "-q", "--url", &url, "-n", "2", "-c", "1", "--output-tokens", "2"])
+        .arg("-o")
+        .arg(&bare)
+        .assert()
+        .success();
+    let err = goodput().arg("report").arg(&bare).output().unwrap();
+    assert!(String::from_utf8_lossy(&err.stderr).contains("--records"));
+}
+
+#[test]
+fn estimate_writes_the_same_document_with_the_engine_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("est.json");
+    goodput()
+        .args(["estimate", "-q", "-c", "16", "-n", "200", "--input-tokens", "512", "--output-tokens", "64"])
+        .args(["--shared-prefix-tokens", "256"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["kind"], "estimate");
+    assert_eq!(v["summary"]["requests"]["completed"], 200);
+    assert!(v["summary"]["ttft_ms"]["p50"].as_f64().unwrap() > 0.0);
+    assert!(v["compat"]["vllm"]["mean_tpot_ms"].is_number());
+    let e = &v["engine"];
+    assert!(e["mean_batch_seqs"].as_f64().unwrap() > 1.0);
+    assert!(e["prefix_cache_hit_rate"].as_f64().unwrap() > 0.2, "a shared prefix is hit: {e}");
+    assert!(!e["series"]["kv_usage"].as_array().unwrap().is_empty());
+
+    // Bad engine settings say what to change.
+    let err =
+        goodput().args(["estimate", "--model", "llama-3.1-70b", "--precision", "fp8", "-n", "1"]).output().unwrap();
+    assert_eq!(err.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("--tp 2"));
+    let err = goodput().args(["estimate", "--gpu", "a100-80gb", "--precision", "fp8", "-n", "1"]).output().unwrap();
+    assert!(!err.status.success());
+    let err = goodput().args(["estimate", "--gpu", "tpu-v9", "-n", "1"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&err.stderr).contains("known GPUs"));
+}
+
+#[test]
+fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let slo = "ttft:p95<=500ms,tpot:p95<=50ms";
+    goodput()
+        .args(["sweep", "--estimate", "--auto", "-q", "-n", "200", "--input-tokens", "1024", "--output-tokens", "128"])
+        .args(["--slo", slo, "--gpu-hour-usd", "3"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 8, "baseline, ceiling, spread and search points");
+    let origins: Vec<&str> = points.iter().map(|p| p["origin"].as_str().unwrap()).collect();
+    assert!(origins.contains(&"baseline") && origins.contains(&"ceiling") && origins.contains(&"search"));
+    let a = &v["analysis"];
+    assert!(a["saturation"].is_object(), "{a}");
+    let best = &a["recommended"];
+    assert!(best.is_object(), "{a}");
+    assert!(best["usd_per_million_output_tokens"].as_f64().unwrap() > 0.0);
+
+    // The recommended point, re-run as a single estimate, meets the objectives.
+    let load = &best["load"];
+    let mut args: Vec<String> = ["estimate", "-q", "-n", "200", "--input-tokens", "1024", "--output-tokens", "128"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    match load["kind"].as_str().unwrap() {
+        "rate" => args.extend(["--rate".into(), load["value"].to_string(), "-c".into(), "256".into()]),
+        _ => args.extend(["-c".into(), load["value"].to_string()]),
+    }
+    let single = dir.path().join("single.json");
+    goodput().args(&args).args(["--slo", slo, "--fail-on-slo"]).arg("-o").arg(&single).assert().success();
+    assert_eq!(read_json(&single)["slo"]["pass"], true);
+}
