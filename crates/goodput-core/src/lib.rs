@@ -18,7 +18,7 @@ pub use record::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
     TokenCounts,
 };
-pub use result::{Compat, RunResult, Target, Tool, Window, SCHEMA};
+pub use result::{Compat, Diagnosis, RunResult, Target, Tool, Window, SCHEMA};
 pub use slo::{Slo, SloReport};
 pub use stats::{percentile, Distribution};
 pub use summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};

@@ -126,6 +126,9 @@ pub struct TokenCounts {
     pub usage_prompt: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_completion: Option<u64>,
+    /// Prompt tokens the server served from its prefix cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_cached_prompt: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer_prompt: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -40,6 +40,9 @@ pub struct RunResult {
     pub server_signals: Option<serde_json::Value>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// What the numbers suggest, each line backed by the figures it cites.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<Diagnosis>,
     /// Per-request records, only when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<RequestRecord>>,
@@ -71,6 +74,14 @@ pub struct Window {
     pub start_s: f64,
     pub end_s: f64,
     pub duration_s: f64,
+}
+
+/// One finding about a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// `queue_build_up`, `kv_cache_pressure`, `prefix_cache`, `tail_degrading`, `client_bottleneck`.
+    pub kind: String,
+    pub message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -147,6 +147,7 @@ impl ResponseReader {
         rec.counts.chunks = chunks.len() as u64;
         rec.counts.usage_completion = usage.completion_tokens;
         rec.counts.usage_prompt = usage.prompt_tokens;
+        rec.counts.usage_cached_prompt = usage.prompt_tokens_details.and_then(|d| d.cached_tokens);
         rec.counts.tokenizer_completion = tokenizer.map(|t| t.count(&text) as u64);
         if rec.counts.intended_prompt.is_none() && usage.prompt_tokens.is_none() {
             rec.counts.tokenizer_prompt = tokenizer.map(|t| prompt_tokens(t, prompt));

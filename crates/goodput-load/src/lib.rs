@@ -7,13 +7,14 @@ pub mod openai;
 pub mod runner;
 pub mod schedule;
 pub mod scrape;
+pub mod scraper;
 pub mod sse;
 pub mod tokenizer;
 pub mod workload;
 
 pub use client::{Client, ClientConfig};
 pub use openai::{Api, BodyOptions, PromptBody};
-pub use runner::{run, Backend, Control, LoadPlan, RecordSink, RunOutput};
+pub use runner::{run, run_at, Backend, Control, LoadPlan, RecordSink, RunOutput};
 pub use schedule::{Arrival, ArrivalSchedule};
 pub use tokenizer::TokenCounter;
 pub use workload::{LengthDist, Lengths, SharedPrefix, WorkItem, Workload};

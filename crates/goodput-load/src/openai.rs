@@ -97,6 +97,16 @@ pub struct Usage {
     pub prompt_tokens: Option<u64>,
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    /// `prompt_tokens_details.cached_tokens`: prompt tokens served from the
+    /// prefix cache (vLLM, llama.cpp, OpenAI).
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub struct PromptTokensDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
 }
 
 /// What one parsed chunk (or whole response) carried.

@@ -111,7 +111,20 @@ pub async fn run<B: Backend>(
     backend: Arc<B>,
     workload: Arc<Workload>,
     control: Control,
+    sink: impl RecordSink,
+) -> Result<RunOutput, String> {
+    run_at(plan, backend, workload, control, sink, Instant::now()).await
+}
+
+/// [`run`] on a clock whose origin the caller chose, so that what else it
+/// stamps (server scrapes) shares the run's clock.
+pub async fn run_at<B: Backend>(
+    plan: &LoadPlan,
+    backend: Arc<B>,
+    workload: Arc<Workload>,
+    control: Control,
     mut sink: impl RecordSink,
+    origin: Instant,
 ) -> Result<RunOutput, String> {
     plan.validate()?;
     let mut schedule = match plan.rate {
@@ -120,7 +133,6 @@ pub async fn run<B: Backend>(
     };
     let limit = plan.requests.map(|n| n + plan.warmup);
     let cap = plan.concurrency.map(|c| Arc::new(Semaphore::new(c)));
-    let origin = Instant::now();
     let end_of_sending = plan.duration.map(|d| origin + d);
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let stop = control.stop.clone();

@@ -155,10 +155,58 @@ pub fn render(r: &RunResult) -> String {
         num(v.mean_itl_ms),
         v.output_throughput
     );
+    if let Some(sig) = &r.server_signals {
+        server_lines(&mut o, sig);
+    }
+    for d in &r.diagnosis {
+        let _ = writeln!(o, "diagnosis: {}", d.message);
+    }
     for w in &r.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
     o
+}
+
+/// The server's side of the run, when its metrics were scraped.
+fn server_lines(o: &mut String, sig: &Value) {
+    let w = &sig["window"];
+    let engine = sig["engine"].as_str().unwrap_or("unrecognised");
+    let _ = write!(
+        o,
+        "\nserver ({engine}, {} scrapes of {})",
+        sig["scrapes"],
+        sig["urls"].as_array().map_or(0, |u| u.len())
+    );
+    let g = |name: &str, k: &str| w["gauges"][name][k].as_f64();
+    let mut parts = Vec::new();
+    if let Some(m) = g("running_requests", "mean") {
+        parts.push(format!("running mean {m:.1} (peak {:.0})", g("running_requests", "max").unwrap_or(0.0)));
+    }
+    if let Some(m) = g("waiting_requests", "mean") {
+        parts.push(format!("waiting mean {m:.1} (peak {:.0})", g("waiting_requests", "max").unwrap_or(0.0)));
+    }
+    if let Some(m) = g("kv_cache_usage_ratio", "max") {
+        parts.push(format!("KV peak {:.0}%", m * 100.0));
+    }
+    if let Some(h) = w["prefix_cache_hit_rate"].as_f64() {
+        parts.push(format!("prefix hits {:.1}%", h * 100.0));
+    }
+    if let Some(p) = w["counters"]["preemptions"]["delta"].as_f64() {
+        parts.push(format!("{p:.0} preemptions"));
+    }
+    if parts.is_empty() {
+        let _ = writeln!(o, ": no recognised engine signals");
+    } else {
+        let _ = writeln!(o, ": {}", parts.join(" · "));
+    }
+    if let Some(notes) = sig["cross_check"]["notes"].as_array() {
+        for n in notes.iter().filter_map(Value::as_str) {
+            let _ = writeln!(o, "  cross-check: {n}");
+        }
+    }
+    if sig["failed_scrapes"].as_u64().unwrap_or(0) > 0 {
+        let _ = writeln!(o, "  {} scrapes failed: {}", sig["failed_scrapes"], sig["last_error"].as_str().unwrap_or(""));
+    }
 }
 
 fn num(v: Option<f64>) -> String {

@@ -165,7 +165,8 @@ pub fn stop_on_ctrl_c(grace: Duration) -> Control {
     control
 }
 
-/// Runs one load over HTTP; records go to `records` as they complete.
+/// Runs one load over HTTP on a clock starting at `origin`; records go to
+/// `records` as they complete.
 pub async fn run_http(
     target: &HttpTarget,
     plan: &LoadPlan,
@@ -173,6 +174,7 @@ pub async fn run_http(
     control: Control,
     mut records: Option<RecordFile>,
     progress: bool,
+    origin: tokio::time::Instant,
 ) -> Result<(Vec<RequestRecord>, bool)> {
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
@@ -206,7 +208,9 @@ pub async fn run_http(
             }
         }
     };
-    let out = goodput_load::run(plan, target.client.clone(), workload, control, sink).await.map_err(|e| anyhow!(e));
+    let out = goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin)
+        .await
+        .map_err(|e| anyhow!(e));
     if let Some(t) = ticker {
         t.abort();
     }
@@ -241,8 +245,11 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         );
     }
     let control = stop_on_ctrl_c(a.target.grace);
-    let (recs, interrupted) = run_http(&target, &plan, Arc::new(workload), control, records, !a.output.quiet).await?;
-    let result = common::assemble(
+    let origin = tokio::time::Instant::now();
+    let scraping = crate::signals::start(&a.metrics, target.client.http(), &target.base, origin).await?;
+    let (recs, interrupted) =
+        run_http(&target, &plan, Arc::new(workload), control, records, !a.output.quiet, origin).await?;
+    let mut result = common::assemble(
         Assembly {
             kind: "bench",
             started_unix_s,
@@ -254,5 +261,6 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         &recs,
         &opts,
     );
+    crate::signals::finish(scraping, &mut result, &recs, plan.concurrency).await;
     common::finish(&result, &a.output, &a.judge, &recs)
 }

@@ -112,6 +112,20 @@ pub struct TargetArgs {
     pub grace: Duration,
 }
 
+/// The server's own metrics, scraped during the run.
+#[derive(Debug, Clone, Args)]
+pub struct MetricsArgs {
+    /// Prometheus endpoint(s) to scrape during the run (repeat for several, e.g. the engine and a DCGM exporter). Default: <url>/metrics when it answers.
+    #[arg(long, help_heading = "Server metrics")]
+    pub metrics_url: Vec<String>,
+    /// Do not scrape server metrics.
+    #[arg(long, conflicts_with = "metrics_url", help_heading = "Server metrics")]
+    pub no_metrics: bool,
+    /// Time between scrapes.
+    #[arg(long, value_parser = parse_duration, default_value = "1s", help_heading = "Server metrics")]
+    pub metrics_interval: Duration,
+}
+
 /// How much load, shaped how.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
@@ -272,6 +286,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
+    pub metrics: MetricsArgs,
+    #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -390,6 +406,8 @@ pub struct SweepArgs {
     pub seed: u64,
     #[command(flatten)]
     pub target: TargetArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
     #[command(flatten)]
     pub hw: EngineHwArgs,
     #[command(flatten)]

@@ -167,6 +167,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         engine: None,
         server_signals: None,
         warnings: analysis.warnings,
+        diagnosis: Vec::new(),
         requests: a.include_requests.then(|| records.to_vec()),
     }
 }

@@ -7,6 +7,7 @@ mod common;
 mod estimate;
 mod report;
 mod serve;
+mod signals;
 mod sweep;
 
 use clap::Parser;

@@ -91,10 +91,13 @@ impl Sweep {
                     None => None,
                 };
                 let started = common::unix_now();
+                let origin = tokio::time::Instant::now();
+                let scraping =
+                    crate::signals::start(&self.args.metrics, target.client.http(), &target.base, origin).await?;
                 let (recs, interrupted) =
-                    bench::run_http(target, &plan, self.workload.clone(), control, records, false).await?;
+                    bench::run_http(target, &plan, self.workload.clone(), control, records, false, origin).await?;
                 relay.abort();
-                common::assemble(
+                let mut r = common::assemble(
                     Assembly {
                         kind: "bench",
                         started_unix_s: started,
@@ -105,7 +108,9 @@ impl Sweep {
                     },
                     &recs,
                     &self.opts,
-                )
+                );
+                crate::signals::finish(scraping, &mut r, &recs, plan.concurrency).await;
+                r
             }
             Runner::Virtual { cfg } => {
                 let (mut r, recs) = estimate::estimate_result(

@@ -4,6 +4,7 @@
 //! window ([`window`]). No I/O: the scraping loop that fetches `/metrics` and
 //! stamps each scrape on the run clock lives elsewhere.
 
+pub mod diagnose;
 pub mod histogram;
 pub mod parse;
 pub mod signals;
@@ -12,6 +13,7 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
+pub use diagnose::{cross_check, diagnose, CrossCheck};
 pub use histogram::{histogram_quantile, Bucket, Histogram};
 pub use parse::{parse, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape};
 pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};

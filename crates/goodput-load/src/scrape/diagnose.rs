@@ -1,0 +1,218 @@
+//! From symptoms to causes: the server's signals set beside the client's
+//! measurements. A cross-check of the figures both sides count, and
+//! diagnosis lines, each citing the numbers behind it.
+
+use super::signals::{CounterSignal, GaugeSignal, HistogramSignal};
+use super::window::WindowSummary;
+use goodput_core::metrics::{ms, RequestMetrics};
+use goodput_core::{Diagnosis, Distribution, RequestRecord, Summary};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Server-side and client-side figures side by side.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CrossCheck {
+    pub client_ttft_p50_ms: Option<f64>,
+    pub server_ttft_p50_ms: Option<f64>,
+    /// client − server: network, HTTP and client overhead when small and positive.
+    pub ttft_gap_ms: Option<f64>,
+    /// Output tokens the client received over the whole run (every request).
+    pub client_output_tokens: u64,
+    /// Generation tokens the server counted over the whole run.
+    pub server_generation_tokens: Option<f64>,
+    pub client_completed: u64,
+    pub server_requests_succeeded: Option<f64>,
+    /// What the gaps mean, in words.
+    pub notes: Vec<String>,
+}
+
+/// Cross-checks a run. `run` summarises every scrape of the run (the first
+/// before any request, the last after the final one); `window` only the
+/// measurement window.
+pub fn cross_check(
+    records: &[RequestRecord],
+    summary: &Summary,
+    window: &WindowSummary,
+    run: &WindowSummary,
+) -> CrossCheck {
+    let mut c = CrossCheck {
+        client_ttft_p50_ms: summary.ttft_ms.p(50.0),
+        server_ttft_p50_ms: window.histograms.get(&HistogramSignal::Ttft).and_then(|h| h.p50).map(|s| s * 1e3),
+        client_output_tokens: records.iter().map(|r| r.output_tokens).sum(),
+        server_generation_tokens: run.counters.get(&CounterSignal::GenerationTokens).map(|c| c.delta),
+        client_completed: records.iter().filter(|r| r.outcome.is_success()).count() as u64,
+        server_requests_succeeded: run.counters.get(&CounterSignal::RequestsSucceeded).map(|c| c.delta),
+        ..Default::default()
+    };
+    if let (Some(cl), Some(sv)) = (c.client_ttft_p50_ms, c.server_ttft_p50_ms) {
+        let gap = cl - sv;
+        c.ttft_gap_ms = Some(gap);
+        // A server histogram's quantile is only as fine as its buckets.
+        c.notes.push(if gap >= 0.0 {
+            format!(
+                "client TTFT p50 {cl:.1} ms vs server {sv:.1} ms: {gap:.1} ms of network, HTTP and client overhead \
+                 (the server's figure is interpolated within its histogram bucket)"
+            )
+        } else {
+            format!(
+                "client TTFT p50 {cl:.1} ms is below the server's {sv:.1} ms: the server's histogram buckets are \
+                 coarser than the gap, or it counts from an earlier instant"
+            )
+        });
+    }
+    if let Some(sv) = c.server_generation_tokens {
+        let cl = c.client_output_tokens as f64;
+        let rel = if cl > 0.0 { (sv - cl) / cl } else { 0.0 };
+        if rel.abs() > 0.02 {
+            c.notes.push(format!(
+                "counting mismatch: the server generated {sv:.0} tokens during the run, the client received {cl:.0} \
+                 ({:+.1}%): other clients on the server, or tokens generated for requests the client gave up on",
+                rel * 100.0
+            ));
+        } else {
+            c.notes.push(format!("tokens agree: server {sv:.0}, client {cl:.0}"));
+        }
+    }
+    if let Some(sv) = c.server_requests_succeeded {
+        let cl = c.client_completed as f64;
+        if (sv - cl).abs() > 0.5 {
+            c.notes.push(format!("the server finished {sv:.0} requests during the run, the client completed {cl:.0}"));
+        }
+    }
+    c
+}
+
+fn thirds(v: &[Option<f64>]) -> Option<(f64, f64)> {
+    let vals: Vec<f64> = v.iter().flatten().copied().collect();
+    if vals.len() < 3 {
+        return None;
+    }
+    let k = vals.len() / 3;
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    Some((mean(&vals[..k.max(1)]), mean(&vals[vals.len() - k.max(1)..])))
+}
+
+/// Diagnosis lines for a run. `window` is `None` when no server metrics were
+/// scraped; `concurrency_cap` is the plan's in-flight cap, whose waits are
+/// the plan's own doing rather than the client's.
+pub fn diagnose(
+    records: &[RequestRecord],
+    summary: &Summary,
+    window: Option<&WindowSummary>,
+    concurrency_cap: Option<usize>,
+) -> Vec<Diagnosis> {
+    let mut out = Vec::new();
+    let mut push = |kind: &str, message: String| out.push(Diagnosis { kind: kind.into(), message });
+
+    if let Some(w) = window {
+        let waiting = w.gauges.get(&GaugeSignal::WaitingRequests);
+        let running = w.gauges.get(&GaugeSignal::RunningRequests);
+        if let (Some(wt), Some(rn)) = (waiting, running) {
+            let rising = w.series.gauges.get(&GaugeSignal::WaitingRequests).and_then(|s| thirds(s));
+            let (rmax, rp50) = (rn.max.unwrap_or(0.0), rn.p(50.0).unwrap_or(0.0));
+            let at_cap = rmax > 0.0 && rp50 >= 0.9 * rmax;
+            if wt.mean.unwrap_or(0.0) >= 1.0 && at_cap {
+                let trend = match rising {
+                    Some((a, b)) if b > a + 0.5 => {
+                        format!(" and rising ({a:.1} in the first third, {b:.1} in the last)")
+                    }
+                    _ => String::new(),
+                };
+                push(
+                    "queue_build_up",
+                    format!(
+                        "queue build-up: {:.1} requests waiting on average (peak {:.0}){trend} while running held at \
+                         {rp50:.0} of a peak {rmax:.0}: the server is at its batch limit and TTFT includes queueing",
+                        wt.mean.unwrap_or(0.0),
+                        wt.max.unwrap_or(0.0)
+                    ),
+                );
+            }
+        }
+        let kv = w.gauges.get(&GaugeSignal::KvCacheUsage);
+        let preempt = w.counters.get(&CounterSignal::Preemptions).map(|c| c.delta).unwrap_or(0.0);
+        let kv_max = kv.and_then(|d| d.max).unwrap_or(0.0);
+        if kv_max > 0.9 || preempt > 0.0 {
+            push(
+                "kv_cache_pressure",
+                format!(
+                    "KV-cache pressure: use peaked at {:.0}% (p95 {:.0}%), {preempt:.0} preemptions in the window \
+                     (a preempted request recomputes its prompt and context)",
+                    kv_max * 100.0,
+                    kv.and_then(|d| d.p(95.0)).unwrap_or(0.0) * 100.0
+                ),
+            );
+        }
+        if let Some(rate) = w.prefix_cache_hit_rate {
+            let cached: Vec<&RequestRecord> = records
+                .iter()
+                .filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt.is_some_and(|c| c > 0))
+                .collect();
+            let cold: Vec<&RequestRecord> =
+                records.iter().filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt == Some(0)).collect();
+            let p50 = |rs: &[&RequestRecord]| {
+                let mut v: Vec<f64> = rs.iter().filter_map(|r| r.ttft()).map(ms).collect();
+                Distribution::from_samples(&mut v, &[50.0]).p(50.0)
+            };
+            let effect = match (p50(&cached), p50(&cold)) {
+                (Some(a), Some(b)) => format!(
+                    "; requests served partly from cache had TTFT p50 {a:.1} ms against {b:.1} ms for the rest \
+                     ({} vs {} requests)",
+                    cached.len(),
+                    cold.len()
+                ),
+                _ => String::new(),
+            };
+            push(
+                "prefix_cache",
+                format!("prefix cache: {:.1}% of prompt tokens hit over the window{effect}", rate * 100.0),
+            );
+        }
+    }
+
+    // The tail degrading while the median holds, across the run's halves.
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
+    if ok.len() >= 40 {
+        let mid = {
+            let mut t: Vec<Duration> = ok.iter().map(|r| r.sent).collect();
+            t.sort();
+            t[t.len() / 2]
+        };
+        let half = |first: bool| {
+            let mut v: Vec<f64> =
+                ok.iter().filter(|r| (r.sent < mid) == first).filter_map(|r| r.ttft()).map(ms).collect();
+            let d = Distribution::from_samples(&mut v, &[50.0, 99.0]);
+            (d.p(50.0), d.p(99.0))
+        };
+        if let ((Some(a50), Some(a99)), (Some(b50), Some(b99))) = (half(true), half(false)) {
+            if a50 > 0.0 && (b50 - a50).abs() / a50 < 0.15 && b99 > 1.5 * a99 {
+                push(
+                    "tail_degrading",
+                    format!(
+                        "p99 degrading while p50 holds: TTFT p50 {a50:.1} → {b50:.1} ms but p99 {a99:.1} → {b99:.1} ms \
+                         from the first half of the run to the second: a queue or cache pressure building in bursts"
+                    ),
+                );
+            }
+        }
+    }
+
+    // The client falling behind its own schedule while the server has room.
+    let cq99 = summary.client_queue_ms.p(99.0).unwrap_or(0.0);
+    let server_idle = window
+        .and_then(|w| w.gauges.get(&GaugeSignal::WaitingRequests))
+        .map(|d| d.mean.unwrap_or(0.0) < 0.5)
+        .unwrap_or(true);
+    let cap_bound = concurrency_cap.is_some_and(|c| summary.in_flight.peak >= c as u64);
+    if cq99 > 10.0 && server_idle && !cap_bound {
+        push(
+            "client_bottleneck",
+            format!(
+                "client-side lateness: requests left up to {cq99:.1} ms (p99) after their scheduled time while the \
+                 server's queue was empty: the load generator, not the server, is behind (give it more CPU or fewer \
+                 streams per process)"
+            ),
+        );
+    }
+    out
+}

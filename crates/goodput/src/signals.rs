@@ -1,0 +1,95 @@
+//! The server's own signals beside a run: which endpoints to scrape, the
+//! scraping task, and the `server_signals` block, cross-check and diagnosis
+//! built from what it gathered.
+
+use crate::cli::MetricsArgs;
+use anyhow::Result;
+use goodput_core::{Diagnosis, RequestRecord, RunResult};
+use goodput_load::scrape::{cross_check, diagnose, summarize_signals};
+use goodput_load::scraper::{ScrapeLog, Scraper};
+use serde_json::json;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// A scraping task under way.
+pub struct Scraping {
+    urls: Vec<String>,
+    interval: Duration,
+    stop: CancellationToken,
+    task: JoinHandle<ScrapeLog>,
+}
+
+/// Resolves the endpoints (the given ones, or `<base>/metrics` when it
+/// answers), takes the first scrape and starts the loop.
+pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: Instant) -> Result<Option<Scraping>> {
+    if m.no_metrics {
+        return Ok(None);
+    }
+    if m.metrics_interval.is_zero() {
+        anyhow::bail!("--metrics-interval must be longer than zero");
+    }
+    let urls = if m.metrics_url.is_empty() {
+        let url = format!("{base}/metrics");
+        if !Scraper::answers(http, &url).await {
+            return Ok(None);
+        }
+        vec![url]
+    } else {
+        m.metrics_url.clone()
+    };
+    let scraper = Scraper::new(http.clone(), urls.clone(), m.metrics_interval);
+    let log = scraper.first(origin).await;
+    if log.points.is_empty() {
+        eprintln!(
+            "warning: the first scrape of {} failed ({}); the run goes on and scraping keeps trying",
+            urls.join(", "),
+            log.last_error.as_deref().unwrap_or("no answer")
+        );
+    }
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(scraper.run(log, origin, stop.clone()));
+    Ok(Some(Scraping { urls, interval: m.metrics_interval, stop, task }))
+}
+
+/// Stops the scraping (after one last scrape) and puts its findings into `result`.
+pub async fn finish(s: Option<Scraping>, result: &mut RunResult, records: &[RequestRecord], cap: Option<usize>) {
+    let Some(s) = s else {
+        result.diagnosis = diagnose(records, &result.summary, None, cap);
+        return;
+    };
+    s.stop.cancel();
+    let log = s.task.await.unwrap_or_default();
+    attach(&log, &s.urls, s.interval, result, records, cap);
+}
+
+/// Builds `server_signals`, the cross-check and the diagnosis from a scrape log.
+pub fn attach(
+    log: &ScrapeLog,
+    urls: &[String],
+    interval: Duration,
+    result: &mut RunResult,
+    records: &[RequestRecord],
+    cap: Option<usize>,
+) {
+    let w = &result.window;
+    let (t1, t2) = (Duration::from_secs_f64(w.start_s), Duration::from_secs_f64(w.end_s));
+    let window = summarize_signals(&log.points, t1, t2);
+    let last = log.points.last().map(|p| p.0).unwrap_or_default();
+    let whole = summarize_signals(&log.points, Duration::ZERO, last);
+    let check = cross_check(records, &result.summary, &window, &whole);
+    let diagnosis: Vec<Diagnosis> = diagnose(records, &result.summary, Some(&window), cap);
+    result.server_signals = Some(json!({
+        "urls": urls,
+        "interval_s": interval.as_secs_f64(),
+        "scrapes": log.points.len(),
+        "failed_scrapes": log.failures,
+        "parse_errors": log.parse_errors,
+        "last_error": log.last_error,
+        "engine": window.engine,
+        "window": window,
+        "cross_check": check,
+    }));
+    result.diagnosis = diagnosis;
+}
