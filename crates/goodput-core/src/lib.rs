@@ -3,6 +3,7 @@
 //! async: every number in a report is a function of records defined here.
 
 pub mod cost;
+pub mod live;
 pub mod metrics;
 pub mod ratings;
 pub mod record;

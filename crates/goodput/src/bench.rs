@@ -121,7 +121,7 @@ pub async fn connect(
 }
 
 /// Asks the server which model it serves (`/v1/models`), to send when --model is not given.
-async fn discover_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> Result<String> {
+pub async fn discover_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> Result<String> {
     let url = format!("{base}/v1/models");
     let mut req = http.get(&url).timeout(Duration::from_secs(10));
     if let Some(k) = api_key {
@@ -145,6 +145,22 @@ async fn discover_model(http: &reqwest::Client, base: &str, api_key: Option<&str
         .ok_or_else(|| anyhow!("the server at {base} lists no model at /v1/models: pass --model NAME"))
 }
 
+/// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background.
+pub async fn serve_live(addr: std::net::SocketAddr, live: Arc<goodput_core::live::LiveMetrics>) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot bind --prometheus-listen {addr} (is the port in use?)"))?;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let live = live.clone();
+            async move { ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], live.render()) }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(())
+}
+
 /// Ctrl-C once: stop sending and let in-flight requests finish within the
 /// grace; twice: cancel them.
 pub fn stop_on_ctrl_c(grace: Duration) -> Control {
@@ -165,17 +181,25 @@ pub fn stop_on_ctrl_c(grace: Duration) -> Control {
     control
 }
 
-/// Runs one load over HTTP on a clock starting at `origin`; records go to
-/// `records` as they complete.
+/// Where completed records go besides the run's own list.
+#[derive(Default)]
+pub struct Sinks {
+    pub records: Option<RecordFile>,
+    pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
+    /// Print a progress line every few seconds.
+    pub progress: bool,
+}
+
+/// Runs one load over HTTP on a clock starting at `origin`.
 pub async fn run_http(
     target: &HttpTarget,
     plan: &LoadPlan,
     workload: Arc<Workload>,
     control: Control,
-    mut records: Option<RecordFile>,
-    progress: bool,
+    sinks: Sinks,
     origin: tokio::time::Instant,
 ) -> Result<(Vec<RequestRecord>, bool)> {
+    let Sinks { mut records, live, progress } = sinks;
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let ticker = progress.then(|| {
@@ -205,6 +229,9 @@ pub async fn run_http(
             }
             if let Some(f) = records.as_mut() {
                 f.write(r);
+            }
+            if let Some(l) = &live {
+                l.observe(r);
             }
         }
     };
@@ -247,8 +274,17 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let control = stop_on_ctrl_c(a.target.grace);
     let origin = tokio::time::Instant::now();
     let scraping = crate::signals::start(&a.metrics, target.client.http(), &target.base, origin).await?;
-    let (recs, interrupted) =
-        run_http(&target, &plan, Arc::new(workload), control, records, !a.output.quiet, origin).await?;
+    let live = match a.metrics.prometheus_listen {
+        Some(addr) => {
+            let op = if target.client.api() == Api::Chat { "chat" } else { "text_completion" };
+            let live = Arc::new(goodput_core::live::LiveMetrics::new(op, &target.model, &target.base));
+            serve_live(addr, live.clone()).await?;
+            Some(live)
+        }
+        None => None,
+    };
+    let sinks = Sinks { records, live, progress: !a.output.quiet };
+    let (recs, interrupted) = run_http(&target, &plan, Arc::new(workload), control, sinks, origin).await?;
     let mut result = common::assemble(
         Assembly {
             kind: "bench",

@@ -28,6 +28,44 @@ pub enum Command {
     Report(Box<ReportArgs>),
     /// Run a series of loads: the latency–throughput curve, saturation, best goodput under the SLO, and the point to pick.
     Sweep(Box<SweepArgs>),
+    /// Watch a running server's own metrics live, optionally with probe requests and alerts.
+    Monitor(Box<MonitorArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// The server root (its /metrics is scraped) or a metrics URL ending in /metrics.
+    pub url: String,
+    /// More Prometheus endpoints to read with it (e.g. a DCGM exporter).
+    #[arg(long)]
+    pub metrics_url: Vec<String>,
+    /// Time between scrapes; rates and quantiles are over the last interval.
+    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    pub interval: Duration,
+    /// Send small real requests at this rate (requests/s) and show the TTFT and TPOT users see now.
+    #[arg(long)]
+    pub probe_rate: Option<f64>,
+    /// Model for probe requests (default: the first at /v1/models).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Bearer token for probes (never written anywhere).
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Alert thresholds, e.g. 'kv_cache>0.9,waiting>10,ttft_p99>2s,probe_ttft>1s'.
+    #[arg(long)]
+    pub alert: Option<String>,
+    /// Watch one interval, print, and exit (4 when an alert fired): for cron and CI.
+    #[arg(long)]
+    pub once: bool,
+    /// Stop after this long.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Write each interval's signals as one JSON line to this file.
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Serve the probes' client-side metrics in Prometheus text at this address.
+    #[arg(long)]
+    pub prometheus_listen: Option<std::net::SocketAddr>,
 }
 
 /// Parses `150ms`, `2s`, `1m30s`.
@@ -124,6 +162,9 @@ pub struct MetricsArgs {
     /// Time between scrapes.
     #[arg(long, value_parser = parse_duration, default_value = "1s", help_heading = "Server metrics")]
     pub metrics_interval: Duration,
+    /// Serve goodput's own live client-side metrics in Prometheus text at this address (e.g. 127.0.0.1:9464), named after OpenTelemetry's GenAI conventions.
+    #[arg(long, help_heading = "Server metrics")]
+    pub prometheus_listen: Option<std::net::SocketAddr>,
 }
 
 /// How much load, shaped how.

@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod common;
 mod estimate;
+mod monitor;
 mod report;
 mod serve;
 mod signals;
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
             cli::Command::Serve(a) => serve::serve(*a).await,
             cli::Command::Report(a) => report::report(*a),
             cli::Command::Sweep(a) => sweep::sweep(*a).await,
+            cli::Command::Monitor(a) => monitor::monitor(*a).await,
         }
     });
     // Streams of the embedded server may still be open; do not wait for them.

@@ -95,7 +95,8 @@ impl Sweep {
                 let scraping =
                     crate::signals::start(&self.args.metrics, target.client.http(), &target.base, origin).await?;
                 let (recs, interrupted) =
-                    bench::run_http(target, &plan, self.workload.clone(), control, records, false, origin).await?;
+                    bench::run_http(target, &plan, self.workload.clone(), control, records, false, origin, None)
+                        .await?;
                 relay.abort();
                 let mut r = common::assemble(
                     Assembly {

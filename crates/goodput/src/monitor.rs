@@ -1,0 +1,341 @@
+//! `goodput monitor`: a running server's own signals, interval by interval
+//! (queue, KV, prefix hits, token rates, server TTFT/ITL quantiles, GPU),
+//! with optional probe requests that show what users see now, alert
+//! thresholds, and a JSONL record of the series.
+
+use crate::cli::MonitorArgs;
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::live::LiveMetrics;
+use goodput_core::metrics::{ms, RequestMetrics};
+use goodput_core::{Distribution, RequestRecord};
+use goodput_load::client::normalize_base;
+use goodput_load::scrape::{summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary};
+use goodput_load::scraper::Scraper;
+use goodput_load::{Api, Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One alert: a named figure against a threshold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alert {
+    pub name: String,
+    pub above: bool,
+    pub threshold: f64,
+}
+
+const ALERT_NAMES: &[&str] = &[
+    "kv_cache",
+    "waiting",
+    "running",
+    "prefix_hit_rate",
+    "preemptions",
+    "gen_tokens_per_s",
+    "ttft_p50",
+    "ttft_p99",
+    "itl_p50",
+    "itl_p99",
+    "e2e_p99",
+    "queue_p99",
+    "gpu_util",
+    "gpu_power",
+    "probe_ttft",
+    "probe_tpot",
+    "probe_errors",
+];
+
+/// `kv_cache>0.9,ttft_p99>2s,waiting>10,prefix_hit_rate<20%`: durations
+/// become seconds, percentages shares.
+pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, above, value) = if let Some((n, v)) = part.split_once('>') {
+            (n, true, v)
+        } else if let Some((n, v)) = part.split_once('<') {
+            (n, false, v)
+        } else {
+            bail!("alert '{part}' needs > or <, e.g. kv_cache>0.9 or ttft_p99>2s");
+        };
+        let name = name.trim();
+        if !ALERT_NAMES.contains(&name) {
+            bail!("unknown alert figure '{name}'; known: {}", ALERT_NAMES.join(", "));
+        }
+        let v = value.trim().trim_start_matches('=');
+        let threshold = if let Some(p) = v.strip_suffix('%') {
+            p.trim().parse::<f64>().map(|x| x / 100.0).ok()
+        } else if let Ok(x) = v.parse::<f64>() {
+            Some(x)
+        } else {
+            humantime::parse_duration(v).ok().map(|d| d.as_secs_f64())
+        };
+        let threshold =
+            threshold.ok_or_else(|| anyhow!("alert '{part}': '{v}' is not a number, a percentage or a duration"))?;
+        out.push(Alert { name: name.into(), above, threshold });
+    }
+    Ok(out)
+}
+
+/// The figures of one interval that alerts can name.
+fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Option<f64>)> {
+    let gauge = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.max);
+    let hist = |h: HistogramSignal, q: fn(&goodput_load::scrape::HistogramSummary) -> Option<f64>| {
+        w.histograms.get(&h).and_then(q)
+    };
+    let ok: Vec<&RequestRecord> = probes.iter().filter(|r| r.outcome.is_success()).collect();
+    let p50 = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+        let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(|d| d.as_secs_f64()).collect();
+        Distribution::from_samples(&mut v, &[50.0]).p(50.0)
+    };
+    vec![
+        ("kv_cache", gauge(GaugeSignal::KvCacheUsage)),
+        ("waiting", gauge(GaugeSignal::WaitingRequests)),
+        ("running", gauge(GaugeSignal::RunningRequests)),
+        ("prefix_hit_rate", w.prefix_cache_hit_rate),
+        ("preemptions", w.counters.get(&CounterSignal::Preemptions).map(|c| c.delta)),
+        ("gen_tokens_per_s", w.counters.get(&CounterSignal::GenerationTokens).and_then(|c| c.rate_per_s)),
+        ("ttft_p50", hist(HistogramSignal::Ttft, |h| h.p50)),
+        ("ttft_p99", hist(HistogramSignal::Ttft, |h| h.p99)),
+        ("itl_p50", hist(HistogramSignal::Itl, |h| h.p50)),
+        ("itl_p99", hist(HistogramSignal::Itl, |h| h.p99)),
+        ("e2e_p99", hist(HistogramSignal::E2e, |h| h.p99)),
+        ("queue_p99", hist(HistogramSignal::Queue, |h| h.p99)),
+        ("gpu_util", gauge(GaugeSignal::GpuUtilization)),
+        ("gpu_power", gauge(GaugeSignal::GpuPower)),
+        ("probe_ttft", p50(&|r| r.ttft())),
+        ("probe_tpot", p50(&|r| r.tpot())),
+        ("probe_errors", Some(probes.iter().filter(|r| r.outcome.failure_kind().is_some()).count() as f64)),
+    ]
+}
+
+fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord]) -> String {
+    let mut parts = vec![w.engine.map(|e| format!("{e:?}").to_lowercase()).unwrap_or_else(|| "server".into())];
+    let g = |s: GaugeSignal| w.gauges.get(&s).and_then(|d| d.max);
+    if let Some(v) = g(GaugeSignal::RunningRequests) {
+        parts.push(format!("run {v:.0}"));
+    }
+    if let Some(v) = g(GaugeSignal::WaitingRequests) {
+        parts.push(format!("wait {v:.0}"));
+    }
+    if let Some(v) = g(GaugeSignal::KvCacheUsage) {
+        parts.push(format!("KV {:.0}%", v * 100.0));
+    }
+    if let Some(v) = w.prefix_cache_hit_rate {
+        parts.push(format!("hit {:.1}%", v * 100.0));
+    }
+    for (c, label) in [(CounterSignal::GenerationTokens, "gen"), (CounterSignal::PromptTokens, "prompt")] {
+        if let Some(r) = w.counters.get(&c).and_then(|c| c.rate_per_s) {
+            parts.push(format!("{label} {r:.0} tok/s"));
+        }
+    }
+    if let Some(p) = w.counters.get(&CounterSignal::Preemptions) {
+        parts.push(format!("preempt {:.0}", p.delta));
+    }
+    for (h, label) in [(HistogramSignal::Ttft, "TTFT"), (HistogramSignal::Itl, "ITL")] {
+        if let Some(s) = w.histograms.get(&h).filter(|s| s.count > 0.0) {
+            let f = |v: Option<f64>| v.map(|x| format!("{:.0}", x * 1e3)).unwrap_or("-".into());
+            parts.push(format!("{label} p50 {} p99 {} ms", f(s.p50), f(s.p99)));
+        }
+    }
+    if let Some(v) = g(GaugeSignal::GpuUtilization) {
+        parts.push(format!("GPU {:.0}%", v * 100.0));
+    }
+    if let Some(v) = g(GaugeSignal::GpuPower) {
+        parts.push(format!("{v:.0} W"));
+    }
+    if !probes.is_empty() {
+        let ok: Vec<&RequestRecord> = probes.iter().filter(|r| r.outcome.is_success()).collect();
+        let p50 = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+            let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
+            Distribution::from_samples(&mut v, &[50.0]).p(50.0).map(|x| format!("{x:.0}")).unwrap_or("-".into())
+        };
+        parts.push(format!(
+            "probe TTFT {} TPOT {} ms ({} ok, {} failed)",
+            p50(&|r| r.ttft()),
+            p50(&|r| r.tpot()),
+            ok.len(),
+            probes.len() - ok.len()
+        ));
+    }
+    format!("[{:>7.1}s] {}", t.as_secs_f64(), parts.join(" · "))
+}
+
+pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
+    let alerts = match &a.alert {
+        Some(s) => parse_alerts(s)?,
+        None => Vec::new(),
+    };
+    if a.interval.is_zero() {
+        bail!("--interval must be longer than zero");
+    }
+    let (base, metrics) = match a.url.trim_end_matches('/').strip_suffix("/metrics") {
+        Some(root) => (normalize_base(root), a.url.clone()),
+        None => {
+            let b = normalize_base(&a.url);
+            (b.clone(), format!("{b}/metrics"))
+        }
+    };
+    let probe_client = Client::new(
+        ClientConfig {
+            base_url: base.clone(),
+            api_key: a.api_key.clone(),
+            body: BodyOptions::default(),
+            timeout: Duration::from_secs(60),
+        },
+        None,
+    )
+    .map_err(|e| anyhow!(e))?;
+    let http = probe_client.http().clone();
+    let mut urls = vec![metrics];
+    urls.extend(a.metrics_url.iter().cloned());
+    let scraper = Scraper::new(http.clone(), urls.clone(), a.interval);
+    let origin = Instant::now();
+
+    // Probes: a slow open loop of small real requests.
+    let probes: Arc<Mutex<Vec<RequestRecord>>> = Arc::default();
+    let live = Arc::new(LiveMetrics::new("chat", a.model.as_deref().unwrap_or(""), &base));
+    let control = Control::default();
+    if let Some(rate) = a.probe_rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("--probe-rate must be a positive number of requests per second");
+        }
+        let model = match &a.model {
+            Some(m) => m.clone(),
+            None => crate::bench::discover_model(&http, &base, a.api_key.as_deref()).await?,
+        };
+        let body = BodyOptions { api: Api::Chat, model, stream: true, include_usage: true, ..Default::default() };
+        let client = Arc::new(
+            Client::new(
+                ClientConfig {
+                    base_url: base.clone(),
+                    api_key: a.api_key.clone(),
+                    body,
+                    timeout: Duration::from_secs(60),
+                },
+                None,
+            )
+            .map_err(|e| anyhow!(e))?,
+        );
+        let plan = LoadPlan {
+            requests: None,
+            duration: Some(a.duration.unwrap_or(Duration::from_secs(365 * 24 * 3600))),
+            warmup: 0,
+            concurrency: Some(8),
+            rate: Some((rate, Arrival::Poisson)),
+            seed: 0,
+            grace: Duration::from_secs(1),
+        };
+        let workload = Arc::new(Workload::Synthetic {
+            input: LengthDist::Fixed(32),
+            output: LengthDist::Fixed(16),
+            seed: 0,
+            tokenizer: None,
+            shared_prefix: None,
+        });
+        let (sink_probes, sink_live, c) = (probes.clone(), live.clone(), control.clone());
+        tokio::spawn(async move {
+            let sink = move |r: &RequestRecord| {
+                sink_live.observe(r);
+                sink_probes.lock().unwrap_or_else(|e| e.into_inner()).push(r.clone());
+            };
+            let _ = goodput_load::run_at(&plan, client, workload, c, sink, origin).await;
+        });
+    }
+    if let Some(addr) = a.prometheus_listen {
+        crate::bench::serve_live(addr, live.clone()).await?;
+    }
+    let mut record = match &a.record {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => None,
+    };
+
+    let stop = tokio_util::sync::CancellationToken::new();
+    let s = stop.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        s.cancel();
+    });
+    let end = a.duration.map(|d| origin + d);
+    let mut prev: Option<(Duration, Signals)> = None;
+    let mut fired_any = false;
+    eprintln!("goodput monitor → {} every {}", urls.join(", "), humantime::format_duration(a.interval));
+    let mut tick = tokio::time::interval(a.interval);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.cancelled() => break,
+        }
+        let sent = origin.elapsed();
+        let cur = match scraper.scrape_once().await {
+            Ok((signals, _)) => (sent + (origin.elapsed() - sent) / 2, signals),
+            Err(e) => {
+                eprintln!("[{:>7.1}s] scrape failed: {e}", origin.elapsed().as_secs_f64());
+                if a.once {
+                    return Ok(ExitCode::from(2));
+                }
+                continue;
+            }
+        };
+        let Some(p) = prev.take() else {
+            prev = Some(cur);
+            continue;
+        };
+        let (t0, t1) = (p.0, cur.0);
+        let w = summarize_signals(&[p, cur.clone()], t0, t1);
+        let batch: Vec<RequestRecord> = std::mem::take(&mut *probes.lock().unwrap_or_else(|e| e.into_inner()));
+        println!("{}", line(t1, &w, &batch));
+        let figs = figures(&w, &batch);
+        let mut fired = Vec::new();
+        for al in &alerts {
+            if let Some(Some(v)) = figs.iter().find(|(n, _)| *n == al.name).map(|(_, v)| *v) {
+                if (al.above && v > al.threshold) || (!al.above && v < al.threshold) {
+                    fired.push(format!("{} = {v:.4} {} {}", al.name, if al.above { ">" } else { "<" }, al.threshold));
+                }
+            }
+        }
+        for f in &fired {
+            println!("ALERT {f}");
+        }
+        fired_any |= !fired.is_empty();
+        if let Some(out) = record.as_mut() {
+            let v: Value = json!({
+                "t_s": t1.as_secs_f64(),
+                "figures": figs.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                "alerts": fired,
+                "window": w,
+            });
+            let _ = serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other).and_then(|_| {
+                out.write_all(b"\n")?;
+                out.flush()
+            });
+        }
+        prev = Some(cur);
+        if a.once || end.is_some_and(|e| Instant::now() >= e) {
+            break;
+        }
+    }
+    control.stop.cancel();
+    control.abort.cancel();
+    Ok(if a.once && fired_any { ExitCode::from(4) } else { ExitCode::SUCCESS })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alert_specs() {
+        let a = parse_alerts("kv_cache>0.9, ttft_p99>2s,waiting>10,prefix_hit_rate<20%,probe_ttft>500ms").unwrap();
+        assert_eq!(a[0], Alert { name: "kv_cache".into(), above: true, threshold: 0.9 });
+        assert_eq!(a[1].threshold, 2.0);
+        assert_eq!(a[3], Alert { name: "prefix_hit_rate".into(), above: false, threshold: 0.2 });
+        assert_eq!(a[4].threshold, 0.5);
+        assert!(parse_alerts("kv=0.9").unwrap_err().to_string().contains("> or <"));
+        assert!(parse_alerts("latency>1").unwrap_err().to_string().contains("known:"));
+        assert!(parse_alerts("kv_cache>lots").is_err());
+    }
+}
