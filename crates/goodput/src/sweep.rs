@@ -94,9 +94,15 @@ impl Sweep {
                 let origin = tokio::time::Instant::now();
                 let scraping =
                     crate::signals::start(&self.args.metrics, target.client.http(), &target.base, origin).await?;
-                let (recs, interrupted) =
-                    bench::run_http(target, &plan, self.workload.clone(), control, records, false, origin, None)
-                        .await?;
+                let (recs, interrupted) = bench::run_http(
+                    target,
+                    &plan,
+                    self.workload.clone(),
+                    control,
+                    bench::Sinks { records, ..Default::default() },
+                    origin,
+                )
+                .await?;
                 relay.abort();
                 let mut r = common::assemble(
                     Assembly {
