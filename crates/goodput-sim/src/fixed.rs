@@ -65,11 +65,59 @@ impl FixedProfile {
 pub struct FixedServer {
     pub profile: FixedProfile,
     pub counters: FaultCounters,
+    /// How late each output chunk left against its exact time: the
+    /// instrument's own precision, exposed at /metrics.
+    pub lateness: Lateness,
 }
 
 impl FixedServer {
     pub fn new(profile: FixedProfile) -> Arc<Self> {
-        Arc::new(FixedServer { profile, counters: FaultCounters::default() })
+        Arc::new(FixedServer { profile, counters: FaultCounters::default(), lateness: Lateness::default() })
+    }
+}
+
+/// A histogram of chunk lateness (µs buckets, powers of two).
+#[derive(Debug, Default)]
+pub struct Lateness {
+    buckets: [std::sync::atomic::AtomicU64; 24],
+}
+
+impl Lateness {
+    fn record(&self, late: Duration) {
+        let us = late.as_micros() as u64;
+        let i = (64 - us.leading_zeros() as usize).min(23);
+        self.buckets[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Chunks that left within `bound` of their time, and all chunks.
+    pub fn within(&self, bound: Duration) -> (u64, u64) {
+        let mut inside = 0;
+        let mut all = 0;
+        for (i, b) in self.buckets.iter().enumerate() {
+            let n = b.load(std::sync::atomic::Ordering::Relaxed);
+            all += n;
+            // Bucket i holds lateness below 2^i µs.
+            if (1u64 << i) <= bound.as_micros() as u64 {
+                inside += n;
+            }
+        }
+        (inside, all)
+    }
+
+    fn prometheus(&self) -> String {
+        let mut o = String::from(
+            "# HELP goodput_sim_chunk_lateness_seconds How late output chunks left against their exact time.\n\
+             # TYPE goodput_sim_chunk_lateness_seconds histogram\n",
+        );
+        let mut cum = 0;
+        for (i, b) in self.buckets.iter().enumerate() {
+            cum += b.load(std::sync::atomic::Ordering::Relaxed);
+            let le = (1u64 << i) as f64 / 1e6;
+            o.push_str(&format!("goodput_sim_chunk_lateness_seconds_bucket{{le=\"{le}\"}} {cum}\n"));
+        }
+        o.push_str(&format!("goodput_sim_chunk_lateness_seconds_bucket{{le=\"+Inf\"}} {cum}\n"));
+        o.push_str(&format!("goodput_sim_chunk_lateness_seconds_count {cum}\n"));
+        o
     }
 }
 
@@ -86,7 +134,8 @@ pub fn app(state: Arc<FixedServer>) -> Router {
         .route(
             "/metrics",
             get(|State(s): State<Arc<FixedServer>>| async move {
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.counters.prometheus())
+                let text = s.counters.prometheus() + &s.lateness.prometheus();
+                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
             }),
         )
         .with_state(state);
@@ -94,6 +143,7 @@ pub fn app(state: Arc<FixedServer>) -> Router {
 }
 
 async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) -> Response {
+    let state = s.clone();
     let t0 = Instant::now();
     let req = match GenerationRequest::parse(route, &body) {
         Ok(r) => r,
@@ -137,6 +187,7 @@ async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) 
     }
     let stream = futures::stream::unfold(Phase::Preamble, move |phase| {
         let writer = writer.clone();
+        let state = state.clone();
         async move {
             match phase {
                 Phase::Preamble => Some((Ok(writer.preamble()), Phase::Tokens(0))),
@@ -156,6 +207,7 @@ async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) 
                         }
                     }
                     sleep_until(due(i)).await;
+                    state.lateness.record(Instant::now().saturating_duration_since(due(i)));
                     let chunk = writer.tokens(i * k, ((i + 1) * k).min(n_out));
                     Some((Ok(chunk), Phase::Tokens(i + 1)))
                 }

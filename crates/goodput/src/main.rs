@@ -17,7 +17,13 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     raise_fd_limit();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let threads: Option<usize> = std::env::var("GOODPUT_THREADS").ok().and_then(|v| v.parse().ok());
+    let rt = match threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),
+        None => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+    };
+    let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

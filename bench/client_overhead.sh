@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The client's own cost and accuracy (issue: "a client that is provably not
+# the bottleneck"): the fixed-timing server sends 1 token per chunk every
+# 10 ms to STREAMS concurrent streams (100k tokens/s offered at 1,000), on
+# this same machine; goodput bench loads it. Reports the client's CPU time
+# per streamed token, |measured ITL − 10 ms|, and the achieved/offered rate.
+#   bench/client_overhead.sh [STREAMS] [REQUESTS] [OUTPUT_TOKENS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STREAMS=${1:-1000}
+REQUESTS=${2:-3000}
+OUT_TOKENS=${3:-500}
+PORT=${PORT:-18777}
+cargo build --release -q --bin goodput --example itl_error
+BIN=target/release/goodput
+TMP=$(mktemp -d)
+$BIN serve --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
+sleep 0.5
+read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
+/usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
+  --output-tokens "$OUT_TOKENS" --input-tokens 32 --no-metrics -q -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
+read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
+read -r user sys wall < "$TMP/time"
+TICK=$(getconf CLK_TCK)
+tokens=$(python3 -c "import json;print(json.load(open('$TMP/run.json'))['summary']['tokens']['output_all'])")
+echo "streams $STREAMS · requests $REQUESTS · $OUT_TOKENS tokens each · wall ${wall}s"
+python3 - "$user" "$sys" "$tokens" "$s_user0" "$s_sys0" "$s_user1" "$s_sys1" "$TICK" "$wall" <<'PY'
+import sys
+user, sys_, tokens, su0, ss0, su1, ss1, tick, wall = sys.argv[1:]
+cpu = float(user) + float(sys_)
+server = (int(su1) - int(su0) + int(ss1) - int(ss0)) / int(tick)
+print(f"client CPU {cpu:.2f} s ({float(user):.2f} user + {float(sys_):.2f} sys) = {cpu / int(tokens) * 1e6:.2f} µs per streamed token; "
+      f"{cpu / float(wall):.2f} cores")
+print(f"server CPU {server:.2f} s = {server / float(wall):.2f} cores")
+PY
+target/release/examples/itl_error "$TMP/rec.jsonl" 10ms
