@@ -4,11 +4,15 @@
 
 pub mod compare;
 pub mod escape;
+pub mod export;
 pub mod format;
 pub mod metric;
+pub mod series;
+pub mod svg;
 pub mod terminal;
 
 pub use compare::{compare, parse_rules, Comparison, Rule, Verdict};
+pub use export::{export_compare, export_run, export_sweep, ExportError, Exporter, Format, Rendered};
 pub use metric::Metric;
 
 use goodput_core::sweep::SweepResult;
@@ -36,7 +40,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes exactly `bytes` to `path` through a temporary file in the same
 /// folder, synced before the rename.
-#[allow(dead_code)]
 pub(crate) fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
