@@ -64,13 +64,36 @@ fn page(kind: &str, title: &str, body: &str, data: &str) -> String {
 /// The document as JSON for the page, without per-request records when it
 /// would be too large, and a note saying so.
 fn embed<T: Serialize>(doc: &T, strip: impl FnOnce(&mut serde_json::Value)) -> Result<(String, bool), ExportError> {
-    let text = serde_json::to_string(doc)?;
-    if text.len() <= EMBED_LIMIT_BYTES {
-        return Ok((text, false));
+    embed_within(doc, EMBED_LIMIT_BYTES, strip)
+}
+
+fn embed_within<T: Serialize>(
+    doc: &T,
+    limit: usize,
+    strip: impl FnOnce(&mut serde_json::Value),
+) -> Result<(String, bool), ExportError> {
+    // Measure before building: a long run's records can run to hundreds of MB.
+    let mut size = ByteCount(0);
+    serde_json::to_writer(&mut size, doc)?;
+    if size.0 <= limit {
+        return Ok((serde_json::to_string(doc)?, false));
     }
     let mut v = serde_json::to_value(doc)?;
     strip(&mut v);
     Ok((serde_json::to_string(&v)?, true))
+}
+
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn band_class(b: Band) -> &'static str {
@@ -567,11 +590,13 @@ fn footer(o: &mut String, tool: &goodput_core::Tool, schema: &str) {
     );
 }
 
+fn strip_requests(v: &mut serde_json::Value) {
+    v.as_object_mut().map(|m| m.remove("requests"));
+}
+
 /// One run as a page.
 pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
-    let (data, stripped) = embed(r, |v| {
-        v.as_object_mut().map(|m| m.remove("requests"));
-    })?;
+    let (data, stripped) = embed(r, strip_requests)?;
     let mut o = String::new();
     let load = load_line(&r.config);
     let mut lines = vec![target_line(&r.target, "")];
@@ -1010,3 +1035,18 @@ const JS: &str = r#"
   else body.setAttribute('data-render-ok', '1');
 })();
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_oversized_document_is_embedded_without_its_records() {
+        let doc = serde_json::json!({"schema": "goodput/v1", "requests": vec!["x".repeat(100); 50]});
+        let (small, stripped) = embed_within(&doc, 1 << 20, strip_requests).unwrap();
+        assert!(!stripped && small.contains("requests"));
+        let (text, stripped) = embed_within(&doc, 1000, strip_requests).unwrap();
+        assert!(stripped);
+        assert_eq!(text, r#"{"schema":"goodput/v1"}"#);
+    }
+}

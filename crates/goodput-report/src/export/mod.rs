@@ -103,6 +103,21 @@ impl Format {
     }
 }
 
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    /// `json`, `csv`, `markdown` (or `md`), `html`.
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "md" => Ok(Format::Markdown),
+            name => Format::ALL
+                .into_iter()
+                .find(|f| f.exporter().name() == name)
+                .ok_or_else(|| format!("unknown report format '{s}': use json, csv, markdown or html")),
+        }
+    }
+}
+
 /// Renders `run` as `format` and writes it to `dest` (a folder for CSV).
 pub fn export_run(format: Format, run: &RunResult, dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
     format.exporter().render_run(run)?.write_to(dest)
@@ -121,4 +136,18 @@ pub fn export_compare(
     dest: &Path,
 ) -> Result<Vec<PathBuf>, ExportError> {
     format.exporter().render_compare(c, runs)?.write_to(dest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_by_name() {
+        for f in Format::ALL {
+            assert_eq!(f.exporter().name().parse::<Format>(), Ok(f));
+        }
+        assert_eq!("MD".parse::<Format>(), Ok(Format::Markdown));
+        assert!("pdf".parse::<Format>().unwrap_err().contains("use json, csv, markdown or html"));
+    }
 }
