@@ -1,48 +1,94 @@
-//! goodput-report: renderings of a result document. Every exporter reads the
-//! same `RunResult`, so the terminal, JSON and later formats never disagree.
+//! goodput-report: renderings of the result documents. Every exporter reads
+//! the same `RunResult` or `SweepResult`, so the terminal, JSON, CSV,
+//! Markdown and HTML never disagree; `compare` sets runs side by side.
 
+pub mod compare;
+pub mod escape;
+pub mod export;
+pub mod format;
+pub mod metric;
+pub mod series;
+pub mod svg;
 pub mod terminal;
 
+pub use compare::{compare, parse_rules, Comparison, Rule, Verdict};
+pub use export::{export_compare, export_run, export_sweep, ExportError, Exporter, Format, Rendered};
+pub use metric::Metric;
+
+use goodput_core::sweep::SweepResult;
 use goodput_core::RunResult;
+use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
-/// Writes `result` as pretty JSON to `path`, atomically (a temporary file
-/// renamed into place) so a crash never leaves half a document.
-pub fn write_json(path: &Path, result: &RunResult) -> std::io::Result<()> {
+/// Writes a result document (a run or a sweep) as pretty JSON to `path`,
+/// atomically (a temporary file renamed into place) so a crash never leaves
+/// half a document.
+pub fn write_json<T: Serialize>(path: &Path, result: &T) -> std::io::Result<()> {
     let text = serde_json::to_vec_pretty(result).map_err(std::io::Error::other)?;
     write_atomic(path, &text)
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder.
+/// Writes `bytes` and a final newline to `path` through a temporary file in
+/// the same folder.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut v = Vec::with_capacity(bytes.len() + 1);
+    v.extend_from_slice(bytes);
+    v.push(b'\n');
+    write_file_atomic(path, &v)
+}
+
+/// Writes exactly `bytes` to `path` through a temporary file in the same
+/// folder, synced before the rename.
+pub(crate) fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.write_all(b"\n")?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
 }
 
-/// Reads a result document written by `write_json`.
+/// A saved result: one run or one sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Document {
+    Run(Box<RunResult>),
+    Sweep(Box<SweepResult>),
+}
+
+/// Reads a result document written by `write_json`, run or sweep.
+pub fn read_document(path: &Path) -> Result<Document, String> {
+    let v = read_value(path)?;
+    if v.get("points").is_some() {
+        return serde_json::from_value(v)
+            .map(|s| Document::Sweep(Box::new(s)))
+            .map_err(|e| format!("{} does not match the goodput/v1 sweep schema: {e}", path.display()));
+    }
+    serde_json::from_value(v)
+        .map(|r| Document::Run(Box::new(r)))
+        .map_err(|e| format!("{} does not match the goodput/v1 schema: {e}", path.display()))
+}
+
+/// Reads a run written by `write_json`; a sweep is an error that says so.
 pub fn read_json(path: &Path) -> Result<RunResult, String> {
+    match read_document(path)? {
+        Document::Run(r) => Ok(*r),
+        Document::Sweep(_) => Err(format!("{} is a sweep, not a single run", path.display())),
+    }
+}
+
+fn read_value(path: &Path) -> Result<serde_json::Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
     match v.get("schema").and_then(|s| s.as_str()) {
-        Some(goodput_core::SCHEMA) => {}
+        Some(goodput_core::SCHEMA) => Ok(v),
         Some(other) => {
-            return Err(format!(
-                "{} has schema '{other}', this goodput reads '{}'",
-                path.display(),
-                goodput_core::SCHEMA
-            ))
+            Err(format!("{} has schema '{other}', this goodput reads '{}'", path.display(), goodput_core::SCHEMA))
         }
-        None => return Err(format!("{} is not a goodput result (no \"schema\" field)", path.display())),
+        None => Err(format!("{} is not a goodput result (no \"schema\" field)", path.display())),
     }
-    serde_json::from_value(v).map_err(|e| format!("{} does not match the goodput/v1 schema: {e}", path.display()))
 }

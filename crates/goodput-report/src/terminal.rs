@@ -1,6 +1,9 @@
 //! The terminal summary: a table of latency percentiles, throughput,
 //! failures and warnings, readable at a glance and pasteable into an issue.
+//! Strings from the document pass through `escape::terminal`, so a server's
+//! error text or a model name cannot drive the terminal.
 
+use crate::escape::terminal as esc;
 use goodput_core::{Distribution, RunResult};
 use serde_json::Value;
 use std::fmt::Write;
@@ -11,8 +14,9 @@ pub fn render(r: &RunResult) -> String {
     let s = &r.summary;
     let t = &r.target;
     let where_ = if t.embedded { " (embedded simulator)" } else { "" };
-    let _ = writeln!(o, "goodput {} · {}{} · model {} · {}", r.kind, t.url, where_, t.model, api_line(r));
-    let _ = writeln!(o, "load: {}", load_line(&r.config));
+    let _ =
+        writeln!(o, "goodput {} · {}{} · model {} · {}", esc(&r.kind), esc(&t.url), where_, esc(&t.model), api_line(r));
+    let _ = writeln!(o, "load: {}", esc(&load_line(&r.config)));
     let _ = writeln!(
         o,
         "window: {:.2} s ({:.2} → {:.2} s){}",
@@ -31,7 +35,7 @@ pub fn render(r: &RunResult) -> String {
     }
     let _ = writeln!(o, "{req}");
     if !q.errors_by_kind.is_empty() {
-        let kinds: Vec<String> = q.errors_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let kinds: Vec<String> = q.errors_by_kind.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
         let _ = writeln!(o, "failures: {}", kinds.join(" · "));
     }
     o.push('\n');
@@ -74,7 +78,7 @@ pub fn render(r: &RunResult) -> String {
     let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);
     let _ = writeln!(o, "  in flight       {:>12.1}   (peak {})", s.in_flight.mean, s.in_flight.peak);
     let tok = &s.tokens;
-    let sources: Vec<String> = tok.output_sources.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let sources: Vec<String> = tok.output_sources.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
     let _ = writeln!(
         o,
         "  tokens          {:>12}   in / {} out (counted by: {})",
@@ -114,7 +118,7 @@ pub fn render(r: &RunResult) -> String {
         );
     }
     if let (Some(slo), Some(g)) = (&r.slo, &s.goodput) {
-        let _ = writeln!(o, "\nSLO {}: {}", slo.spec, if slo.pass { "PASS" } else { "FAIL" });
+        let _ = writeln!(o, "\nSLO {}: {}", esc(&slo.spec), if slo.pass { "PASS" } else { "FAIL" });
         let _ = writeln!(
             o,
             "  goodput {:.3} req/s · {:.1} output tok/s · attainment {:.1}% · useful work {:.1}%",
@@ -127,7 +131,7 @@ pub fn render(r: &RunResult) -> String {
             let _ = writeln!(
                 o,
                 "  {:<24} measured {:>10} ms   {}",
-                ob.objective,
+                esc(&ob.objective),
                 num(ob.measured_ms),
                 if ob.pass { "pass" } else { "FAIL" }
             );
@@ -162,7 +166,7 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(o, "diagnosis: {}", d.message);
     }
     for w in &r.warnings {
-        let _ = writeln!(o, "warning: {w}");
+        let _ = writeln!(o, "warning: {}", esc(w));
     }
     o
 }
@@ -219,7 +223,7 @@ fn num(v: Option<f64>) -> String {
 
 fn api_line(r: &RunResult) -> String {
     let streaming = r.config.pointer("/client/stream").and_then(Value::as_bool).unwrap_or(true);
-    format!("{}, {}", r.target.api, if streaming { "streaming" } else { "non-streaming" })
+    format!("{}, {}", esc(&r.target.api), if streaming { "streaming" } else { "non-streaming" })
 }
 
 /// A one-line description of the load from the config block.

@@ -1,0 +1,462 @@
+//! Runs side by side: the main metrics of each, their change against the
+//! first run (the baseline), and `--fail-if` rules that turn a regression
+//! into a failing exit for CI. Pure functions of the result documents.
+
+use crate::escape;
+use crate::format;
+use crate::metric::{Better, Metric, Unit, UnknownMetric};
+use goodput_core::RunResult;
+use serde::Serialize;
+use std::fmt::{self, Write};
+use std::str::FromStr;
+
+/// One regression rule, e.g. `ttft_ms.p95>+10%`: fails when the metric of a
+/// run moved past the threshold against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rule {
+    /// The rule as written (trimmed).
+    pub text: String,
+    pub metric: Metric,
+    pub op: Op,
+    pub threshold: Threshold,
+}
+
+/// `>`: fails when the change is above the threshold; `<`: below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Gt,
+    Lt,
+}
+
+/// A signed threshold on the change from the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Threshold {
+    /// (run − baseline) / |baseline|, as a fraction: `+10%` is 0.1.
+    Relative(f64),
+    /// run − baseline, in the metric's own unit (ms for latencies, a
+    /// fraction for ratios).
+    Absolute(f64),
+}
+
+/// A `--fail-if` specification that cannot be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuleError {
+    #[error("--fail-if rule '{rule}': {source}")]
+    UnknownMetric { rule: String, source: UnknownMetric },
+    #[error("--fail-if rule '{rule}': {reason}")]
+    Syntax { rule: String, reason: String },
+}
+
+impl FromStr for Rule {
+    type Err = RuleError;
+
+    fn from_str(s: &str) -> Result<Rule, RuleError> {
+        let text = s.trim().to_string();
+        let syntax = |reason: String| RuleError::Syntax { rule: text.clone(), reason };
+        let at = text
+            .find(['>', '<'])
+            .ok_or_else(|| syntax("needs > or <: write e.g. ttft_ms.p95>+10% or output_tokens_per_s<-5%".into()))?;
+        let op = if text.as_bytes()[at] == b'>' { Op::Gt } else { Op::Lt };
+        let metric: Metric =
+            text[..at].parse().map_err(|source| RuleError::UnknownMetric { rule: text.clone(), source })?;
+        let rhs = text[at + 1..].trim();
+        let threshold = parse_threshold(rhs, metric.unit()).map_err(syntax)?;
+        Ok(Rule { text: text.clone(), metric, op, threshold })
+    }
+}
+
+/// Reads a comma-separated list of rules.
+///
+/// ```
+/// use goodput_report::compare::{parse_rules, Op, Threshold};
+/// let rules = parse_rules("ttft_ms.p95>+10%, output_tokens_per_s<-5%, e2e_ms.p99>+200ms").unwrap();
+/// assert_eq!(rules[0].threshold, Threshold::Relative(0.1));
+/// assert_eq!(rules[1].op, Op::Lt);
+/// assert_eq!(rules[2].threshold, Threshold::Absolute(200.0));
+/// ```
+pub fn parse_rules(spec: &str) -> Result<Vec<Rule>, RuleError> {
+    let rules: Vec<Rule> =
+        spec.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::parse).collect::<Result<_, _>>()?;
+    if rules.is_empty() {
+        return Err(RuleError::Syntax {
+            rule: spec.to_string(),
+            reason: "no rule given: write e.g. ttft_ms.p95>+10%,output_tokens_per_s<-5%".into(),
+        });
+    }
+    Ok(rules)
+}
+
+fn parse_threshold(rhs: &str, unit: Unit) -> Result<Threshold, String> {
+    let sign = match rhs.chars().next() {
+        Some('+') => 1.0,
+        Some('-') => -1.0,
+        Some('=') => return Err("use > or < alone (a change is never exactly a threshold)".into()),
+        _ => {
+            return Err(format!(
+                "'{rhs}' needs an explicit sign: '>+10%' fails on a rise of more than 10%, '<-5%' on a drop of more than 5%"
+            ))
+        }
+    };
+    let body = rhs[1..].trim();
+    let split = body.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E')).unwrap_or(body.len());
+    let (num, suffix) = (body[..split].trim(), body[split..].trim());
+    let v: f64 = num.parse().map_err(|_| format!("'{rhs}' is not a number with an optional unit"))?;
+    if !v.is_finite() {
+        return Err(format!("'{rhs}' is not a finite threshold"));
+    }
+    let v = sign * v;
+    let units = match unit {
+        Unit::Ms => "%, ms, s or us",
+        Unit::TokensPerS => "% or tok/s",
+        Unit::RequestsPerS => "% or req/s",
+        Unit::Ratio => "% (relative) or pp (percentage points)",
+        Unit::Usd => "% or $",
+        Unit::Count | Unit::Plain => "% or a bare number",
+    };
+    let wrong = || format!("'{rhs}': the metric is in {}; write the threshold in {units}", unit_name(unit));
+    Ok(match (suffix, unit) {
+        ("%", _) => Threshold::Relative(v / 100.0),
+        ("", _) => Threshold::Absolute(v),
+        ("ms", Unit::Ms) => Threshold::Absolute(v),
+        ("s", Unit::Ms) => Threshold::Absolute(v * 1e3),
+        ("us" | "µs", Unit::Ms) => Threshold::Absolute(v / 1e3),
+        ("tok/s", Unit::TokensPerS) => Threshold::Absolute(v),
+        ("req/s", Unit::RequestsPerS) => Threshold::Absolute(v),
+        ("pp", Unit::Ratio) => Threshold::Absolute(v / 100.0),
+        ("$", Unit::Usd) => Threshold::Absolute(v),
+        _ => return Err(wrong()),
+    })
+}
+
+fn unit_name(u: Unit) -> &'static str {
+    match u {
+        Unit::Ms => "milliseconds",
+        Unit::TokensPerS => "tokens per second",
+        Unit::RequestsPerS => "requests per second",
+        Unit::Ratio => "a fraction",
+        Unit::Usd => "US dollars",
+        Unit::Count => "a count",
+        Unit::Plain => "a plain number",
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Whether a rule held for one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// A value was missing (no SLO in one run, a percentile it was not
+    /// analysed with): CI must not read that as a pass.
+    Unjudged,
+}
+
+/// One rule judged on one run against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleVerdict {
+    pub rule: String,
+    /// Index of the run in the comparison (≥ 1; 0 is the baseline).
+    pub run: usize,
+    pub baseline: Option<f64>,
+    pub value: Option<f64>,
+    /// The change the rule looks at: a fraction for relative thresholds, an
+    /// amount in the metric's unit for absolute ones.
+    pub change: Option<f64>,
+    pub verdict: Verdict,
+    /// Why, in words: `+14.2% > +10%`, or what was missing.
+    pub reason: String,
+}
+
+/// One metric across the runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub metric: Metric,
+    pub label: String,
+    pub unit: Unit,
+    pub better: Better,
+    pub values: Vec<Option<f64>>,
+    /// Relative change of each run against the first: `None` for the first
+    /// and where either value is missing; ±∞ from a zero baseline.
+    pub changes: Vec<Option<f64>>,
+}
+
+/// Runs side by side.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// A name per run (the file it came from), baseline first.
+    pub labels: Vec<String>,
+    pub rows: Vec<Row>,
+    pub verdicts: Vec<RuleVerdict>,
+}
+
+impl Comparison {
+    /// True when every rule held on every run: none failed, none was unjudged.
+    pub fn passed(&self) -> bool {
+        self.verdicts.iter().all(|v| v.verdict == Verdict::Pass)
+    }
+
+    /// The verdicts that make `passed` false.
+    pub fn failures(&self) -> impl Iterator<Item = &RuleVerdict> {
+        self.verdicts.iter().filter(|v| v.verdict != Verdict::Pass)
+    }
+}
+
+/// (run − base) / |base|; ±∞ from a zero baseline, 0 when both are zero.
+pub fn relative_change(base: f64, v: f64) -> f64 {
+    if base == 0.0 {
+        if v == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY.copysign(v)
+        }
+    } else {
+        (v - base) / base.abs()
+    }
+}
+
+/// Compares `runs` (label, result), the first being the baseline: the main
+/// metrics plus any a rule names, and every rule judged on every later run.
+/// Goodput and cost rows appear only when some run carries them.
+pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
+    let mut metrics: Vec<Metric> = Metric::main()
+        .into_iter()
+        .filter(|m| runs.iter().any(|(_, r)| m.value(r).is_some()) || matches!(m, Metric::Dist(..)))
+        .collect();
+    for r in rules {
+        if !metrics.contains(&r.metric) {
+            metrics.push(r.metric);
+        }
+    }
+    let rows = metrics
+        .into_iter()
+        .map(|m| {
+            let values: Vec<Option<f64>> = runs.iter().map(|(_, r)| m.value(r)).collect();
+            let base = values.first().copied().flatten();
+            let changes = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match (i, base, v) {
+                    (0, ..) => None,
+                    (_, Some(b), Some(v)) => Some(relative_change(b, *v)),
+                    _ => None,
+                })
+                .collect();
+            Row { metric: m, label: m.label(), unit: m.unit(), better: m.better(), values, changes }
+        })
+        .collect();
+    let mut verdicts = Vec::new();
+    if let Some((_, base)) = runs.first() {
+        for (i, (label, run)) in runs.iter().enumerate().skip(1) {
+            for rule in rules {
+                verdicts.push(judge(rule, base, run, i, label, runs[0].0));
+            }
+        }
+    }
+    Comparison { labels: runs.iter().map(|(l, _)| l.to_string()).collect(), rows, verdicts }
+}
+
+fn judge(rule: &Rule, base: &RunResult, run: &RunResult, i: usize, label: &str, base_label: &str) -> RuleVerdict {
+    let (b, v) = (rule.metric.value(base), rule.metric.value(run));
+    let mut out = RuleVerdict {
+        rule: rule.text.clone(),
+        run: i,
+        baseline: b,
+        value: v,
+        change: None,
+        verdict: Verdict::Unjudged,
+        reason: String::new(),
+    };
+    let (Some(b), Some(v)) = (b, v) else {
+        let missing = if b.is_none() { base_label } else { label };
+        out.reason = format!(
+            "{missing} has no value for {} (no SLO or price given, a percentile it was not analysed with, or no successful request)",
+            rule.metric
+        );
+        return out;
+    };
+    let (change, limit, shown) = match rule.threshold {
+        Threshold::Relative(t) => {
+            let c = relative_change(b, v);
+            (c, t, (format::change(Some(c)), format::change(Some(t))))
+        }
+        Threshold::Absolute(t) => {
+            let c = v - b;
+            let u = rule.metric.unit();
+            let f = |x: f64| match u {
+                Unit::Ratio => format!("{:+.2}pp", x * 100.0),
+                _ => format!("{:+} {}", round_sig(x), u.suffix()).trim_end().to_string(),
+            };
+            (c, t, (f(c), f(t)))
+        }
+    };
+    let failed = match rule.op {
+        Op::Gt => change > limit,
+        Op::Lt => change < limit,
+    };
+    let (op, not) = match rule.op {
+        Op::Gt => (">", "≤"),
+        Op::Lt => ("<", "≥"),
+    };
+    out.change = Some(change);
+    out.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
+    out.reason = format!("{} {} {}", shown.0, if failed { op } else { not }, shown.1);
+    out
+}
+
+/// Four significant digits: enough to read a threshold decision.
+fn round_sig(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(3 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// The comparison as a terminal table, verdicts below it.
+pub fn render_terminal(c: &Comparison) -> String {
+    let mut o = String::new();
+    let labels: Vec<String> = c.labels.iter().map(|l| escape::terminal(l)).collect();
+    let _ = writeln!(o, "baseline: {}", labels.first().map(String::as_str).unwrap_or("-"));
+    let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0).clamp(10, 28);
+    let name_w = c.rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(10);
+    let _ = write!(o, "{:<name_w$}", "metric");
+    for (i, l) in labels.iter().enumerate() {
+        let _ = write!(o, "  {:>width$}", truncate(l, width));
+        if i > 0 {
+            let _ = write!(o, "  {:>9}", "change");
+        }
+    }
+    o.push('\n');
+    for row in &c.rows {
+        let _ = write!(o, "{:<name_w$}", row.label);
+        for (i, v) in row.values.iter().enumerate() {
+            let _ = write!(o, "  {:>width$}", format::value(*v, row.unit));
+            if i > 0 {
+                let ch = row.changes[i];
+                let _ = write!(o, "  {:>9}", format!("{}{}", format::change(ch), mark(row.better, ch)));
+            }
+        }
+        o.push('\n');
+    }
+    if !c.verdicts.is_empty() {
+        o.push('\n');
+        for v in &c.verdicts {
+            let word = match v.verdict {
+                Verdict::Pass => "pass",
+                Verdict::Fail => "FAIL",
+                Verdict::Unjudged => "UNJUDGED",
+            };
+            let _ = writeln!(
+                o,
+                "{word:<8} {} on {}: {}",
+                escape::terminal(&v.rule),
+                labels.get(v.run).map(String::as_str).unwrap_or("?"),
+                escape::terminal(&v.reason)
+            );
+        }
+        let failed = c.failures().count();
+        let _ = writeln!(
+            o,
+            "{}",
+            if failed == 0 {
+                "every rule held".to_string()
+            } else {
+                format!("{failed} of {} rule checks did not pass", c.verdicts.len())
+            }
+        );
+    }
+    o
+}
+
+/// `+` when the change is an improvement, `!` when it is a regression, so a
+/// table reads without knowing each metric's direction. Changes under 1%
+/// are noise for this purpose.
+pub(crate) fn mark(better: Better, change: Option<f64>) -> &'static str {
+    match (better, change) {
+        (Better::Neither, _) | (_, None) => "",
+        (_, Some(c)) if c.abs() < 0.01 => "",
+        (Better::Lower, Some(c)) | (Better::Higher, Some(c)) => {
+            if (c < 0.0) == (better == Better::Lower) {
+                " +"
+            } else {
+                " !"
+            }
+        }
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let keep: String = s.chars().rev().take(n - 1).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("…{keep}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_table() {
+        let ok = [
+            ("ttft_ms.p95>+10%", Op::Gt, Threshold::Relative(0.1)),
+            ("output_tokens_per_s<-5%", Op::Lt, Threshold::Relative(-0.05)),
+            ("ttft_ms.p95 > +20ms", Op::Gt, Threshold::Absolute(20.0)),
+            ("e2e_ms.p99>+1.5s", Op::Gt, Threshold::Absolute(1500.0)),
+            ("itl_ms.p50>+500us", Op::Gt, Threshold::Absolute(0.5)),
+            ("error_rate>+1pp", Op::Gt, Threshold::Absolute(0.01)),
+            ("error_rate>+0.02", Op::Gt, Threshold::Absolute(0.02)),
+            ("output_tokens_per_s<-100tok/s", Op::Lt, Threshold::Absolute(-100.0)),
+            ("requests_per_s<-0.5 req/s", Op::Lt, Threshold::Absolute(-0.5)),
+            ("cost.usd_per_million_output_tokens>+0.1$", Op::Gt, Threshold::Absolute(0.1)),
+        ];
+        for (text, op, th) in ok {
+            let r: Rule = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!((r.op, r.threshold), (op, th), "{text}");
+        }
+        let bad = [
+            ("ttft_ms.p95", "needs > or <"),
+            ("ttft_ms.p95>10%", "explicit sign"),
+            ("ttft_ms.p95>=+10%", "use > or < alone"),
+            ("ttft_ms.p95>+10tok/s", "write the threshold in %, ms, s or us"),
+            ("output_tokens_per_s<-5ms", "tok/s"),
+            ("error_rate>+1ms", "pp"),
+            ("ttft_ms.p95>+ten%", "not a number"),
+            ("ttft.p95>+10%", "did you mean ttft_ms.p95?"),
+        ];
+        for (text, want) in bad {
+            let e = text.parse::<Rule>().unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+            assert!(e.contains(text.trim()), "{text}: {e}");
+        }
+        assert!(parse_rules(" , ").is_err());
+    }
+
+    #[test]
+    fn relative_change_edges() {
+        assert_eq!(relative_change(100.0, 110.0), 0.1);
+        assert_eq!(relative_change(-10.0, -5.0), 0.5);
+        assert_eq!(relative_change(0.0, 0.0), 0.0);
+        assert_eq!(relative_change(0.0, 1.0), f64::INFINITY);
+        assert_eq!(relative_change(0.0, -1.0), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn marks_follow_direction() {
+        assert_eq!(mark(Better::Lower, Some(0.2)), " !");
+        assert_eq!(mark(Better::Lower, Some(-0.2)), " +");
+        assert_eq!(mark(Better::Higher, Some(-0.2)), " !");
+        assert_eq!(mark(Better::Higher, Some(0.005)), "");
+        assert_eq!(mark(Better::Neither, Some(0.5)), "");
+    }
+}

@@ -1,0 +1,332 @@
+//! CSV for spreadsheets and dataframes: `summary.csv` as one wide row (a
+//! column per metric × statistic, unit in the name: `ttft_ms_p50`),
+//! `requests.csv` with a row per request, `points.csv` with a row per sweep
+//! point (the summary columns after the load), `compare.csv` for comparisons.
+//! Untrusted text is quoted and guarded against formula injection.
+
+use super::{ExportError, Exporter, Rendered};
+use crate::compare::Comparison;
+use crate::escape::{csv_num, csv_text};
+use crate::metric::{Dist, Scalar};
+use goodput_core::record::{CountSource, FailureKind};
+use goodput_core::stats::percentile_key;
+use goodput_core::sweep::{meets_slo, Load, SweepResult, DEFAULT_ATTAINMENT_TARGET};
+use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Csv;
+
+impl Exporter for Csv {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+
+    fn render_run(&self, run: &RunResult) -> Result<Rendered, ExportError> {
+        let ps = percentiles(std::iter::once(run));
+        let fields = summary_fields(run, &ps);
+        let mut files = vec![("summary.csv".to_string(), table(&names(&fields), &[cells(fields)]))];
+        if let Some(recs) = &run.requests {
+            files.push(("requests.csv".to_string(), requests_csv(recs.iter().map(|r| (None, r)))));
+        }
+        Ok(Rendered::Folder(files))
+    }
+
+    fn render_sweep(&self, sweep: &SweepResult) -> Result<Rendered, ExportError> {
+        let ps = percentiles(sweep.points.iter().map(|p| &p.result));
+        let mut header = Vec::new();
+        let mut rows = Vec::new();
+        for (i, p) in sweep.points.iter().enumerate() {
+            let (kind, value) = match p.load {
+                Load::Concurrency(c) => ("concurrency", c as f64),
+                Load::Rate(r) => ("rate", r),
+            };
+            let a = &sweep.analysis;
+            let is = |x: &Option<goodput_core::sweep::PointRef>| bool_cell(x.as_ref().is_some_and(|x| x.index == i));
+            let mut fields = vec![
+                ("point".to_string(), i.to_string()),
+                ("load_kind".to_string(), kind.to_string()),
+                ("load_value".to_string(), csv_num(Some(value))),
+                ("origin".to_string(), csv_text(&p.origin)),
+                ("meets_slo".to_string(), opt_bool(meets_slo(&p.result, DEFAULT_ATTAINMENT_TARGET))),
+                ("saturation".to_string(), is(&a.saturation)),
+                ("recommended".to_string(), is(&a.recommended)),
+            ];
+            fields.extend(summary_fields(&p.result, &ps));
+            if header.is_empty() {
+                header = names(&fields);
+            }
+            rows.push(cells(fields));
+        }
+        if header.is_empty() {
+            header = vec!["point".to_string(), "load_kind".to_string(), "load_value".to_string()];
+        }
+        let mut files = vec![("points.csv".to_string(), table(&header, &rows))];
+        if sweep.points.iter().any(|p| p.result.requests.is_some()) {
+            let recs = sweep
+                .points
+                .iter()
+                .enumerate()
+                .flat_map(|(i, p)| p.result.requests.iter().flatten().map(move |r| (Some(i), r)));
+            files.push(("requests.csv".to_string(), requests_csv(recs)));
+        }
+        Ok(Rendered::Folder(files))
+    }
+
+    fn render_compare(&self, c: &Comparison, _runs: &[&RunResult]) -> Result<Rendered, ExportError> {
+        let mut header = vec!["metric".to_string(), "unit".to_string()];
+        for (i, l) in c.labels.iter().enumerate() {
+            header.push(l.clone());
+            if i > 0 {
+                header.push(format!("change_{l}"));
+            }
+        }
+        let rows: Vec<Vec<String>> = c
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![csv_text(&r.metric.path()), csv_text(r.unit.suffix())];
+                for (i, v) in r.values.iter().enumerate() {
+                    row.push(csv_num(*v));
+                    if i > 0 {
+                        row.push(csv_num(r.changes[i]));
+                    }
+                }
+                row
+            })
+            .collect();
+        let mut files = vec![("compare.csv".to_string(), table(&header, &rows))];
+        if !c.verdicts.is_empty() {
+            let header: Vec<String> =
+                ["rule", "run", "baseline", "value", "change", "verdict", "reason"].map(String::from).to_vec();
+            let rows: Vec<Vec<String>> = c
+                .verdicts
+                .iter()
+                .map(|v| {
+                    vec![
+                        csv_text(&v.rule),
+                        csv_text(c.labels.get(v.run).map(String::as_str).unwrap_or("")),
+                        csv_num(v.baseline),
+                        csv_num(v.value),
+                        csv_num(v.change),
+                        csv_text(match v.verdict {
+                            crate::compare::Verdict::Pass => "pass",
+                            crate::compare::Verdict::Fail => "fail",
+                            crate::compare::Verdict::Unjudged => "unjudged",
+                        }),
+                        csv_text(&v.reason),
+                    ]
+                })
+                .collect();
+            files.push(("verdicts.csv".to_string(), table(&header, &rows)));
+        }
+        Ok(Rendered::Folder(files))
+    }
+}
+
+/// Header names are ours, but compare headers carry run labels (file
+/// names), so every header cell is escaped like data.
+fn table(header: &[String], rows: &[Vec<String>]) -> Vec<u8> {
+    let mut o = String::new();
+    let h: Vec<String> = header.iter().map(|n| csv_text(n)).collect();
+    o.push_str(&h.join(","));
+    o.push('\n');
+    for r in rows {
+        o.push_str(&r.join(","));
+        o.push('\n');
+    }
+    o.into_bytes()
+}
+
+fn names(fields: &[(String, String)]) -> Vec<String> {
+    fields.iter().map(|(n, _)| n.clone()).collect()
+}
+
+fn cells(fields: Vec<(String, String)>) -> Vec<String> {
+    fields.into_iter().map(|(_, v)| v).collect()
+}
+
+fn bool_cell(b: bool) -> String {
+    if b { "true" } else { "false" }.to_string()
+}
+
+fn opt_bool(b: Option<bool>) -> String {
+    b.map(bool_cell).unwrap_or_default()
+}
+
+/// Every percentile any of the runs was analysed with, in rising order, so
+/// the rows of a sweep share one header.
+fn percentiles<'a>(runs: impl Iterator<Item = &'a RunResult>) -> Vec<f64> {
+    let mut ps: Vec<f64> = Vec::new();
+    for r in runs {
+        for d in Dist::ALL {
+            for (p, _) in &d.of(&r.summary).percentiles {
+                if !ps.contains(p) {
+                    ps.push(*p);
+                }
+            }
+        }
+    }
+    ps.sort_by(f64::total_cmp);
+    ps
+}
+
+/// The wide summary row: (column, escaped cell).
+fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
+    let s = &r.summary;
+    let q = &s.requests;
+    let mut f: Vec<(String, String)> = Vec::new();
+    let mut put = |name: &str, v: String| f.push((name.to_string(), v));
+    put("kind", csv_text(&r.kind));
+    put("model", csv_text(&r.target.model));
+    put("url", csv_text(&r.target.url));
+    put("api", csv_text(&r.target.api));
+    put("server", csv_text(r.target.server.as_deref().unwrap_or("")));
+    put("started_unix_s", csv_num(Some(r.started_unix_s)));
+    put("interrupted", bool_cell(r.interrupted));
+    put("window_s", csv_num(Some(r.window.duration_s)));
+    put("requests_sent", q.sent.to_string());
+    put("requests_completed", q.completed.to_string());
+    put("requests_failed", q.failed.to_string());
+    put("requests_cancelled", q.cancelled.to_string());
+    put("requests_warmup", q.warmup.to_string());
+    put("error_rate", csv_num(crate::metric::Metric::Scalar(Scalar::ErrorRate).value(r)));
+    for k in FailureKind::ALL {
+        put(&format!("failed_{}", k.as_str()), q.errors_by_kind.get(k.as_str()).copied().unwrap_or(0).to_string());
+    }
+    let th = &s.throughput;
+    put("requests_per_s", csv_num(Some(th.requests_per_s)));
+    put("input_tokens_per_s", csv_num(Some(th.input_tokens_per_s)));
+    put("output_tokens_per_s", csv_num(Some(th.output_tokens_per_s)));
+    put("total_tokens_per_s", csv_num(Some(th.total_tokens_per_s)));
+    put("peak_output_tokens_per_s", csv_num(Some(th.peak_output_tokens_per_s)));
+    put("in_flight_mean", csv_num(Some(s.in_flight.mean)));
+    put("in_flight_peak", s.in_flight.peak.to_string());
+    put("input_tokens", s.tokens.input.to_string());
+    put("output_tokens", s.tokens.output.to_string());
+    put("output_tokens_all", s.tokens.output_all.to_string());
+    let g = s.goodput.as_ref();
+    put("goodput_requests_per_s", csv_num(g.map(|g| g.requests_per_s)));
+    put("goodput_output_tokens_per_s", csv_num(g.map(|g| g.output_tokens_per_s)));
+    put("slo_attainment", csv_num(g.map(|g| g.slo_attainment)));
+    put("useful_work", csv_num(g.map(|g| g.useful_work)));
+    put("good_requests", g.map(|g| g.good_requests.to_string()).unwrap_or_default());
+    put("slo", csv_text(r.slo.as_ref().map_or("", |s| s.spec.as_str())));
+    put("slo_objectives_pass", opt_bool(r.slo.as_ref().map(|s| s.pass)));
+    let c = r.cost.as_ref();
+    put("gpu_hour_usd", csv_num(c.map(|c| c.gpu_hour_usd)));
+    put("gpus", c.map(|c| c.gpus.to_string()).unwrap_or_default());
+    put("usd_per_hour", csv_num(c.map(|c| c.usd_per_hour)));
+    put("usd_per_million_output_tokens", csv_num(c.and_then(|c| c.usd_per_million_output_tokens)));
+    put("usd_per_million_total_tokens", csv_num(c.and_then(|c| c.usd_per_million_total_tokens)));
+    put("usd_per_request", csv_num(c.and_then(|c| c.usd_per_request)));
+    put("usd_per_million_good_output_tokens", csv_num(c.and_then(|c| c.usd_per_million_good_output_tokens)));
+    let rt = &s.ratings;
+    let band = |x: &Option<goodput_core::ratings::Rated>| {
+        x.map(|x| format!("{:?}", x.band).to_lowercase()).unwrap_or_default()
+    };
+    put("ttft_p50_rating", band(&rt.ttft_p50));
+    put("tpot_p50_rating", band(&rt.tpot_p50));
+    put("times_reading_speed", csv_num(rt.times_reading_speed));
+    for d in Dist::ALL {
+        let x = d.of(s);
+        // `error_adjusted.ttft_ms` → `error_adjusted_ttft_ms`.
+        let key = d.key().replace('.', "_");
+        let stem = key.trim_end_matches("_ms");
+        put(&format!("{stem}_count"), x.count.to_string());
+        put(&format!("{key}_mean"), csv_num(x.mean));
+        put(&format!("{key}_std"), csv_num(x.std));
+        put(&format!("{key}_min"), csv_num(x.min));
+        for &p in ps {
+            put(&format!("{key}_{}", percentile_key(p)), csv_num(x.p(p)));
+        }
+        put(&format!("{key}_max"), csv_num(x.max));
+    }
+    f
+}
+
+fn source(s: CountSource) -> String {
+    s.to_string()
+}
+
+/// One row per request; `point` is the sweep point it belongs to.
+fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord)>) -> Vec<u8> {
+    let mut recs = recs.peekable();
+    let with_point = recs.peek().is_some_and(|(p, _)| p.is_some());
+    let mut header: Vec<String> = Vec::new();
+    if with_point {
+        header.push("point".into());
+    }
+    header.extend(
+        [
+            "id",
+            "warmup",
+            "scheduled_ms",
+            "sent_ms",
+            "client_queue_ms",
+            "ttfb_ms",
+            "ttft_ms",
+            "ttft_content_ms",
+            "e2e_ms",
+            "tpot_ms",
+            "itl_max_ms",
+            "chunks",
+            "input_tokens",
+            "output_tokens",
+            "input_tokens_source",
+            "output_tokens_source",
+            "chunk_tokens_source",
+            "http_status",
+            "finish_reason",
+            "outcome",
+            "failure_kind",
+            "message",
+        ]
+        .map(String::from),
+    );
+    // From integer nanoseconds, so a cell reads 200.899871 rather than
+    // 200.89987100000002.
+    let d = |v: Option<std::time::Duration>| csv_num(v.map(|d| d.as_nanos() as f64 / 1e6));
+    let rows: Vec<Vec<String>> = recs
+        .map(|(point, r)| {
+            let (outcome, kind, message) = match &r.outcome {
+                Outcome::Success => ("success", String::new(), String::new()),
+                Outcome::Failed { kind, message } => ("failed", kind.to_string(), csv_text(message)),
+                Outcome::Cancelled => ("cancelled", String::new(), String::new()),
+            };
+            let chunk_source = serde_json::to_value(r.chunk_tokens_source)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            let mut row = Vec::with_capacity(header.len());
+            if with_point {
+                row.push(point.map(|p| p.to_string()).unwrap_or_default());
+            }
+            row.extend([
+                r.id.to_string(),
+                bool_cell(r.warmup),
+                d(Some(r.scheduled)),
+                d(Some(r.sent)),
+                d(Some(r.client_queue())),
+                d(r.ttfb()),
+                d(r.ttft()),
+                d(r.ttft_content()),
+                d(r.e2e()),
+                d(r.tpot()),
+                d(r.itl_max()),
+                r.chunks.len().to_string(),
+                r.input_tokens.to_string(),
+                r.output_tokens.to_string(),
+                source(r.input_tokens_source),
+                source(r.output_tokens_source),
+                csv_text(&chunk_source),
+                r.http_status.map(|s| s.to_string()).unwrap_or_default(),
+                csv_text(r.finish_reason.as_deref().unwrap_or("")),
+                outcome.to_string(),
+                kind,
+                message,
+            ]);
+            row
+        })
+        .collect();
+    table(&header, &rows)
+}

@@ -1,0 +1,334 @@
+//! Markdown fit for a pull request or an issue: the headline tables (latency
+//! percentiles, throughput, SLO verdicts, failures, cost) in GitHub-flavoured
+//! Markdown, every string from the document escaped.
+
+use super::{ExportError, Exporter, Rendered};
+use crate::compare::{mark, Comparison, Verdict};
+use crate::escape::markdown as md;
+use crate::format;
+use crate::metric::{Dist, Unit};
+use crate::series;
+use crate::terminal::load_line;
+use goodput_core::ratings::Rated;
+use goodput_core::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
+use goodput_core::RunResult;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+
+    fn render_run(&self, run: &RunResult) -> Result<Rendered, ExportError> {
+        Ok(Rendered::File(run_markdown(run).into_bytes()))
+    }
+
+    fn render_sweep(&self, sweep: &SweepResult) -> Result<Rendered, ExportError> {
+        Ok(Rendered::File(sweep_markdown(sweep).into_bytes()))
+    }
+
+    fn render_compare(&self, c: &Comparison, _runs: &[&RunResult]) -> Result<Rendered, ExportError> {
+        Ok(Rendered::File(compare_markdown(c).into_bytes()))
+    }
+}
+
+fn check(pass: bool) -> &'static str {
+    if pass {
+        "✅"
+    } else {
+        "❌"
+    }
+}
+
+fn rated(r: &Option<Rated>) -> String {
+    r.map(|r| format!("{} ms ({})", format::ms(Some(r.value_ms)), format!("{:?}", r.band).to_lowercase()))
+        .unwrap_or("-".into())
+}
+
+/// One run.
+pub fn run_markdown(r: &RunResult) -> String {
+    let mut o = String::new();
+    let s = &r.summary;
+    let q = &s.requests;
+    let t = &r.target;
+    let _ = writeln!(o, "### goodput {}: {}\n", md(&r.kind), md(&t.model));
+    let embedded = if t.embedded { " (embedded simulator)" } else { "" };
+    let _ = writeln!(o, "- **Target** {}{embedded} · {}", md(&t.url), md(&t.api));
+    let load = load_line(&r.config);
+    if !load.is_empty() {
+        let _ = writeln!(o, "- **Load** {}", md(&load));
+    }
+    let _ = writeln!(
+        o,
+        "- **Window** {:.2} s · started {}{}",
+        r.window.duration_s,
+        format::utc(r.started_unix_s),
+        if r.interrupted { " · **interrupted: partial result**" } else { "" }
+    );
+    let mut req = format!("- **Requests** {} sent · {} completed · {} failed", q.sent, q.completed, q.failed);
+    if q.cancelled > 0 {
+        let _ = write!(req, " · {} cancelled", q.cancelled);
+    }
+    if q.warmup > 0 {
+        let _ = write!(req, " · {} warm-up (excluded)", q.warmup);
+    }
+    let _ = writeln!(o, "{req}\n");
+
+    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
+    o.push_str("| latency (ms) | mean |");
+    for p in &ps {
+        let _ = write!(o, " p{p} |");
+    }
+    o.push_str(" max |\n| --- | ---: |");
+    for _ in &ps {
+        o.push_str(" ---: |");
+    }
+    o.push_str(" ---: |\n");
+    for d in [Dist::Ttft, Dist::Tpot, Dist::Itl, Dist::E2e, Dist::Ttfb] {
+        let x = d.of(s);
+        let _ = write!(o, "| {} | {} |", d.label(), format::ms(x.mean));
+        for p in &ps {
+            let _ = write!(o, " {} |", format::ms(x.p(*p)));
+        }
+        let _ = writeln!(o, " {} |", format::ms(x.max));
+    }
+    o.push('\n');
+
+    let th = &s.throughput;
+    o.push_str("| throughput | |\n| --- | ---: |\n");
+    let _ = writeln!(o, "| requests/s | {:.3} |", th.requests_per_s);
+    let _ = writeln!(o, "| output tok/s | {:.1} (peak {:.1}) |", th.output_tokens_per_s, th.peak_output_tokens_per_s);
+    let _ = writeln!(o, "| input tok/s | {:.1} |", th.input_tokens_per_s);
+    let _ = writeln!(o, "| total tok/s | {:.1} |", th.total_tokens_per_s);
+    let _ = writeln!(o, "| in flight | {:.2} mean · {} peak |", s.in_flight.mean, s.in_flight.peak);
+    let _ = writeln!(o, "| tokens | {} in · {} out |\n", s.tokens.input, s.tokens.output);
+
+    if let Some(slo) = &r.slo {
+        let _ = write!(
+            o,
+            "**SLO** {}: {} {}",
+            md(&slo.spec),
+            check(slo.pass),
+            if slo.pass { "objectives met" } else { "objective missed" }
+        );
+        if let Some(g) = &s.goodput {
+            let _ = write!(
+                o,
+                " · goodput {:.3} req/s, {:.1} tok/s · attainment {} ({} of {} good) · useful work {}",
+                g.requests_per_s,
+                g.output_tokens_per_s,
+                format::value(Some(g.slo_attainment), Unit::Ratio),
+                g.good_requests,
+                g.judged_requests,
+                format::value(Some(g.useful_work), Unit::Ratio)
+            );
+        }
+        o.push_str("\n\n");
+        if !slo.objectives.is_empty() {
+            o.push_str("| objective | limit (ms) | measured (ms) | verdict |\n| --- | ---: | ---: | --- |\n");
+            for ob in &slo.objectives {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} | {} {} |",
+                    md(&ob.objective),
+                    format::ms(Some(ob.limit_ms)),
+                    format::ms(ob.measured_ms),
+                    check(ob.pass),
+                    if ob.pass { "pass" } else { "fail" }
+                );
+            }
+            o.push('\n');
+        }
+    }
+
+    if q.errors_by_kind.is_empty() {
+        o.push_str("**Failures** none\n\n");
+    } else {
+        let kinds: Vec<String> = q.errors_by_kind.iter().map(|(k, n)| format!("{} {n}", md(k))).collect();
+        let _ = writeln!(o, "**Failures** {}\n", kinds.join(" · "));
+        let msgs = series::failure_messages(r, 10);
+        if !msgs.is_empty() {
+            o.push_str("| kind | count | message |\n| --- | ---: | --- |\n");
+            for (k, m, n) in msgs {
+                let short: String = m.chars().take(200).collect();
+                let more = if m.chars().count() > 200 { "…" } else { "" };
+                let _ = writeln!(o, "| {} | {n} | {}{more} |", md(&k), md(&short));
+            }
+            o.push('\n');
+        }
+    }
+
+    if let Some(c) = &r.cost {
+        let usd = |v: Option<f64>| v.map(|v| md(&format::usd(v))).unwrap_or("-".into());
+        let _ = writeln!(
+            o,
+            "**Cost** (\\${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request · {} per M good output tokens\n",
+            c.gpu_hour_usd,
+            c.gpus,
+            usd(c.usd_per_million_output_tokens),
+            usd(c.usd_per_million_total_tokens),
+            usd(c.usd_per_request),
+            usd(c.usd_per_million_good_output_tokens)
+        );
+    }
+    let rt = &s.ratings;
+    let _ = write!(
+        o,
+        "**User view** TTFT p50 {} · p95 {} · TPOT p50 {} · p95 {}",
+        rated(&rt.ttft_p50),
+        rated(&rt.ttft_p95),
+        rated(&rt.tpot_p50),
+        rated(&rt.tpot_p95)
+    );
+    if let Some(x) = rt.times_reading_speed {
+        let _ = write!(o, " · {x:.1}× human reading speed");
+    }
+    o.push('\n');
+    if !r.warnings.is_empty() {
+        o.push('\n');
+        for w in &r.warnings {
+            let _ = writeln!(o, "> ⚠️ {}", md(w));
+        }
+    }
+    o
+}
+
+fn point_line(p: &Option<PointRef>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) => {
+            let mut s = format!(
+                "{} · {:.1} tok/s · TTFT p50 {} ms",
+                md(&p.load.label()),
+                p.output_tokens_per_s,
+                format::ms(p.ttft_p50_ms)
+            );
+            if let Some(g) = p.goodput_tokens_per_s {
+                let _ = write!(s, " · goodput {g:.1} tok/s");
+            }
+            if let Some(c) = p.usd_per_million_output_tokens {
+                let _ = write!(s, " · {} per M", md(&format::usd(c)));
+            }
+            s
+        }
+    }
+}
+
+/// A sweep.
+pub fn sweep_markdown(sw: &SweepResult) -> String {
+    let mut o = String::new();
+    let a = &sw.analysis;
+    let _ = writeln!(o, "### goodput sweep: {}\n", md(&sw.target.model));
+    let _ = writeln!(o, "- **Target** {} · {}", md(&sw.target.url), md(&sw.target.api));
+    let _ = writeln!(
+        o,
+        "- **Points** {} · started {}{}",
+        sw.points.len(),
+        format::utc(sw.started_unix_s),
+        if sw.interrupted { " · **interrupted: partial result**" } else { "" }
+    );
+    if let Some(spec) = sw.points.iter().find_map(|p| p.result.slo.as_ref().map(|s| s.spec.as_str())) {
+        let _ = writeln!(o, "- **SLO** {}", md(spec));
+    }
+    if let Some(rec) = &a.recommendation {
+        let _ = writeln!(o, "- **Recommended** {}", md(rec));
+    }
+    let _ = writeln!(o, "- **Saturation** {}", point_line(&a.saturation));
+    let _ = writeln!(o, "- **Max throughput** {}", point_line(&a.max_throughput));
+    if a.max_goodput.is_some() {
+        let _ = writeln!(o, "- **Max goodput** {}", point_line(&a.max_goodput));
+        let _ = writeln!(o, "- **Highest load meeting the SLO** {}", point_line(&a.highest_load_meeting_slo));
+    }
+    for n in &a.notes {
+        let _ = writeln!(o, "- _{}_", md(n));
+    }
+    o.push('\n');
+    o.push_str(
+        "| load | req/s | output tok/s | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | E2E p99 (ms) | failed | goodput tok/s | SLO |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+    );
+    for (i, p) in sw.points.iter().enumerate() {
+        let s = &p.result.summary;
+        let mut load = md(&p.load.label());
+        if a.recommended.as_ref().is_some_and(|x| x.index == i) {
+            load.push_str(" **(recommended)**");
+        }
+        if a.saturation.as_ref().is_some_and(|x| x.index == i) {
+            load.push_str(" _(saturation)_");
+        }
+        let slo = match meets_slo(&p.result, DEFAULT_ATTAINMENT_TARGET) {
+            Some(true) => "✅ met",
+            Some(false) => "❌ missed",
+            None => "-",
+        };
+        let _ = writeln!(
+            o,
+            "| {load} | {:.3} | {:.1} | {} | {} | {} | {} | {} | {} | {slo} |",
+            s.throughput.requests_per_s,
+            s.throughput.output_tokens_per_s,
+            format::ms(s.ttft_ms.p(50.0)),
+            format::ms(s.ttft_ms.p(99.0)),
+            format::ms(s.tpot_ms.p(50.0)),
+            format::ms(s.e2e_ms.p(99.0)),
+            s.requests.failed,
+            s.goodput.as_ref().map(|g| format!("{:.1}", g.output_tokens_per_s)).unwrap_or("-".into()),
+        );
+    }
+    o
+}
+
+/// A comparison: the table, then the rule verdicts.
+pub fn compare_markdown(c: &Comparison) -> String {
+    let mut o = String::new();
+    let labels: Vec<String> = c.labels.iter().map(|l| md(l)).collect();
+    let _ = writeln!(o, "### goodput compare: {} runs, baseline {}\n", labels.len(), labels.first().map_or("-", |l| l));
+    o.push_str("| metric |");
+    for (i, l) in labels.iter().enumerate() {
+        let _ = write!(o, " {l} |");
+        if i > 0 {
+            o.push_str(" Δ |");
+        }
+    }
+    o.push_str("\n| --- |");
+    for i in 0..labels.len() {
+        o.push_str(if i > 0 { " ---: | ---: |" } else { " ---: |" });
+    }
+    o.push('\n');
+    for row in &c.rows {
+        let _ = write!(o, "| {} |", md(&row.label));
+        for (i, v) in row.values.iter().enumerate() {
+            let _ = write!(o, " {} |", md(&format::value(*v, row.unit)));
+            if i > 0 {
+                let ch = row.changes[i];
+                let flag = match mark(row.better, ch) {
+                    " !" => " ⚠️",
+                    " +" => " ✓",
+                    _ => "",
+                };
+                let _ = write!(o, " {}{flag} |", format::change(ch));
+            }
+        }
+        o.push('\n');
+    }
+    if !c.verdicts.is_empty() {
+        o.push('\n');
+        for v in &c.verdicts {
+            let word = match v.verdict {
+                Verdict::Pass => "✅ pass",
+                Verdict::Fail => "❌ fail",
+                Verdict::Unjudged => "❌ unjudged",
+            };
+            let _ = writeln!(
+                o,
+                "- {word} {} on {}: {}",
+                md(&v.rule),
+                c.labels.get(v.run).map_or("?".into(), |l| md(l)),
+                md(&v.reason)
+            );
+        }
+    }
+    o
+}

@@ -1,0 +1,153 @@
+//! The exporter interface: one `Exporter` per format (JSON, CSV, Markdown,
+//! HTML), each rendering a run, a sweep or a comparison from the result
+//! documents alone, and the atomic writing of what they render.
+
+pub mod csv;
+pub mod html;
+pub mod json;
+pub mod markdown;
+
+use crate::compare::Comparison;
+use goodput_core::sweep::SweepResult;
+use goodput_core::RunResult;
+use std::path::{Path, PathBuf};
+
+/// What an exporter produced: one file, or a folder of named files (CSV).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rendered {
+    File(Vec<u8>),
+    /// (file name, contents), in a stable order.
+    Folder(Vec<(String, Vec<u8>)>),
+}
+
+impl Rendered {
+    /// Writes to `dest`: the file itself, or a folder created as needed.
+    /// Every file goes through a temporary file and a rename, so a reader
+    /// never sees half a report. Returns the paths written.
+    pub fn write_to(&self, dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
+        let err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ExportError::Write { path, source }
+        };
+        match self {
+            Rendered::File(bytes) => {
+                crate::write_file_atomic(dest, bytes).map_err(err(dest))?;
+                Ok(vec![dest.to_path_buf()])
+            }
+            Rendered::Folder(files) => {
+                std::fs::create_dir_all(dest).map_err(err(dest))?;
+                let mut out = Vec::with_capacity(files.len());
+                for (name, bytes) in files {
+                    let path = dest.join(name);
+                    crate::write_file_atomic(&path, bytes).map_err(err(&path))?;
+                    out.push(path);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// The contents of one file: the file itself, or the named one of a folder.
+    pub fn file(&self, name: &str) -> Option<&[u8]> {
+        match self {
+            Rendered::File(b) => Some(b),
+            Rendered::Folder(files) => files.iter().find(|(n, _)| n == name).map(|(_, b)| b.as_slice()),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot serialise the result: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+/// One output format.
+pub trait Exporter {
+    /// The format's name, as the command line spells it.
+    fn name(&self) -> &'static str;
+    fn render_run(&self, run: &RunResult) -> Result<Rendered, ExportError>;
+    fn render_sweep(&self, sweep: &SweepResult) -> Result<Rendered, ExportError>;
+    /// `runs` are the compared documents in the comparison's order (the
+    /// HTML overlays their distributions).
+    fn render_compare(&self, c: &Comparison, runs: &[&RunResult]) -> Result<Rendered, ExportError>;
+}
+
+/// The formats a result can be exported to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    Json,
+    /// A folder: `summary.csv`, `requests.csv`, `points.csv`, `compare.csv`.
+    Csv,
+    Markdown,
+    Html,
+}
+
+impl Format {
+    pub const ALL: [Format; 4] = [Format::Json, Format::Csv, Format::Markdown, Format::Html];
+
+    pub fn exporter(self) -> &'static dyn Exporter {
+        match self {
+            Format::Json => &json::Json,
+            Format::Csv => &csv::Csv,
+            Format::Markdown => &markdown::Markdown,
+            Format::Html => &html::Html,
+        }
+    }
+
+    /// Whether the destination is a folder rather than a file.
+    pub fn is_folder(self) -> bool {
+        self == Format::Csv
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    /// `json`, `csv`, `markdown` (or `md`), `html`.
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "md" => Ok(Format::Markdown),
+            name => Format::ALL
+                .into_iter()
+                .find(|f| f.exporter().name() == name)
+                .ok_or_else(|| format!("unknown report format '{s}': use json, csv, markdown or html")),
+        }
+    }
+}
+
+/// Renders `run` as `format` and writes it to `dest` (a folder for CSV).
+pub fn export_run(format: Format, run: &RunResult, dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
+    format.exporter().render_run(run)?.write_to(dest)
+}
+
+/// Renders `sweep` as `format` and writes it to `dest` (a folder for CSV).
+pub fn export_sweep(format: Format, sweep: &SweepResult, dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
+    format.exporter().render_sweep(sweep)?.write_to(dest)
+}
+
+/// Renders a comparison as `format` and writes it to `dest` (a folder for CSV).
+pub fn export_compare(
+    format: Format,
+    c: &Comparison,
+    runs: &[&RunResult],
+    dest: &Path,
+) -> Result<Vec<PathBuf>, ExportError> {
+    format.exporter().render_compare(c, runs)?.write_to(dest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_by_name() {
+        for f in Format::ALL {
+            assert_eq!(f.exporter().name().parse::<Format>(), Ok(f));
+        }
+        assert_eq!("MD".parse::<Format>(), Ok(Format::Markdown));
+        assert!("pdf".parse::<Format>().unwrap_err().contains("use json, csv, markdown or html"));
+    }
+}

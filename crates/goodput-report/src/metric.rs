@@ -1,0 +1,587 @@
+//! Metric paths into a run's result (`ttft_ms.p95`, `throughput.output_tokens_per_s`,
+//! `error_rate`): the names `compare` and `--fail-if` speak, each with its
+//! unit, which direction is better, and how to read it from a `RunResult`.
+
+use goodput_core::{Distribution, RunResult, Summary};
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+/// A latency distribution of the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dist {
+    Ttft,
+    TtftContent,
+    Tpot,
+    Itl,
+    ChunkGap,
+    ItlMax,
+    E2e,
+    Ttfb,
+    ClientQueue,
+    ErrorAdjustedTtft,
+    ErrorAdjustedE2e,
+}
+
+impl Dist {
+    pub const ALL: [Dist; 11] = [
+        Dist::Ttft,
+        Dist::TtftContent,
+        Dist::Tpot,
+        Dist::Itl,
+        Dist::ChunkGap,
+        Dist::ItlMax,
+        Dist::E2e,
+        Dist::Ttfb,
+        Dist::ClientQueue,
+        Dist::ErrorAdjustedTtft,
+        Dist::ErrorAdjustedE2e,
+    ];
+
+    /// The path of the distribution in `summary`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Dist::Ttft => "ttft_ms",
+            Dist::TtftContent => "ttft_content_ms",
+            Dist::Tpot => "tpot_ms",
+            Dist::Itl => "itl_ms",
+            Dist::ChunkGap => "chunk_gap_ms",
+            Dist::ItlMax => "itl_max_ms",
+            Dist::E2e => "e2e_ms",
+            Dist::Ttfb => "ttfb_ms",
+            Dist::ClientQueue => "client_queue_ms",
+            Dist::ErrorAdjustedTtft => "error_adjusted.ttft_ms",
+            Dist::ErrorAdjustedE2e => "error_adjusted.e2e_ms",
+        }
+    }
+
+    /// A short name for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Dist::Ttft => "TTFT",
+            Dist::TtftContent => "TTFT content",
+            Dist::Tpot => "TPOT",
+            Dist::Itl => "ITL",
+            Dist::ChunkGap => "chunk gap",
+            Dist::ItlMax => "ITL max/req",
+            Dist::E2e => "E2E",
+            Dist::Ttfb => "TTFB",
+            Dist::ClientQueue => "client queue",
+            Dist::ErrorAdjustedTtft => "TTFT (errors as ∞)",
+            Dist::ErrorAdjustedE2e => "E2E (errors as ∞)",
+        }
+    }
+
+    pub fn of(self, s: &Summary) -> &Distribution {
+        match self {
+            Dist::Ttft => &s.ttft_ms,
+            Dist::TtftContent => &s.ttft_content_ms,
+            Dist::Tpot => &s.tpot_ms,
+            Dist::Itl => &s.itl_ms,
+            Dist::ChunkGap => &s.chunk_gap_ms,
+            Dist::ItlMax => &s.itl_max_ms,
+            Dist::E2e => &s.e2e_ms,
+            Dist::Ttfb => &s.ttfb_ms,
+            Dist::ClientQueue => &s.client_queue_ms,
+            Dist::ErrorAdjustedTtft => &s.error_adjusted.ttft_ms,
+            Dist::ErrorAdjustedE2e => &s.error_adjusted.e2e_ms,
+        }
+    }
+}
+
+/// A statistic of a distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stat {
+    Count,
+    Mean,
+    Std,
+    Min,
+    Max,
+    /// A percentile, 0..=100; present only when the run was analysed with it.
+    P(f64),
+}
+
+impl Stat {
+    fn key(self) -> String {
+        match self {
+            Stat::Count => "count".into(),
+            Stat::Mean => "mean".into(),
+            Stat::Std => "std".into(),
+            Stat::Min => "min".into(),
+            Stat::Max => "max".into(),
+            Stat::P(p) => goodput_core::stats::percentile_key(p),
+        }
+    }
+
+    fn parse(s: &str) -> Option<Stat> {
+        Some(match s {
+            "count" => Stat::Count,
+            "mean" => Stat::Mean,
+            "std" => Stat::Std,
+            "min" => Stat::Min,
+            "max" => Stat::Max,
+            _ => {
+                let p: f64 = s.strip_prefix('p')?.replace('_', ".").parse().ok()?;
+                if !(0.0..=100.0).contains(&p) {
+                    return None;
+                }
+                Stat::P(p)
+            }
+        })
+    }
+
+    fn of(self, d: &Distribution) -> Option<f64> {
+        match self {
+            Stat::Count => Some(d.count as f64),
+            Stat::Mean => d.mean,
+            Stat::Std => d.std,
+            Stat::Min => d.min,
+            Stat::Max => d.max,
+            Stat::P(p) => d.p(p),
+        }
+    }
+}
+
+/// A single number of the run outside the latency distributions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    RequestsPerS,
+    InputTokensPerS,
+    OutputTokensPerS,
+    TotalTokensPerS,
+    PeakOutputTokensPerS,
+    GoodputRequestsPerS,
+    GoodputOutputTokensPerS,
+    SloAttainment,
+    UsefulWork,
+    Sent,
+    Completed,
+    Failed,
+    Cancelled,
+    /// failed / (completed + failed): cancelled requests neither pass nor fail.
+    ErrorRate,
+    InFlightMean,
+    InFlightPeak,
+    UsdPerMillionOutputTokens,
+    UsdPerMillionTotalTokens,
+    UsdPerRequest,
+    UsdPerMillionGoodOutputTokens,
+    TimesReadingSpeed,
+}
+
+impl Scalar {
+    pub const ALL: [Scalar; 21] = [
+        Scalar::RequestsPerS,
+        Scalar::InputTokensPerS,
+        Scalar::OutputTokensPerS,
+        Scalar::TotalTokensPerS,
+        Scalar::PeakOutputTokensPerS,
+        Scalar::GoodputRequestsPerS,
+        Scalar::GoodputOutputTokensPerS,
+        Scalar::SloAttainment,
+        Scalar::UsefulWork,
+        Scalar::Sent,
+        Scalar::Completed,
+        Scalar::Failed,
+        Scalar::Cancelled,
+        Scalar::ErrorRate,
+        Scalar::InFlightMean,
+        Scalar::InFlightPeak,
+        Scalar::UsdPerMillionOutputTokens,
+        Scalar::UsdPerMillionTotalTokens,
+        Scalar::UsdPerRequest,
+        Scalar::UsdPerMillionGoodOutputTokens,
+        Scalar::TimesReadingSpeed,
+    ];
+
+    /// The path as the result document spells it (`cost.…` lives beside
+    /// `summary`, the rest inside it).
+    pub fn key(self) -> &'static str {
+        match self {
+            Scalar::RequestsPerS => "throughput.requests_per_s",
+            Scalar::InputTokensPerS => "throughput.input_tokens_per_s",
+            Scalar::OutputTokensPerS => "throughput.output_tokens_per_s",
+            Scalar::TotalTokensPerS => "throughput.total_tokens_per_s",
+            Scalar::PeakOutputTokensPerS => "throughput.peak_output_tokens_per_s",
+            Scalar::GoodputRequestsPerS => "goodput.requests_per_s",
+            Scalar::GoodputOutputTokensPerS => "goodput.output_tokens_per_s",
+            Scalar::SloAttainment => "goodput.slo_attainment",
+            Scalar::UsefulWork => "goodput.useful_work",
+            Scalar::Sent => "requests.sent",
+            Scalar::Completed => "requests.completed",
+            Scalar::Failed => "requests.failed",
+            Scalar::Cancelled => "requests.cancelled",
+            Scalar::ErrorRate => "error_rate",
+            Scalar::InFlightMean => "in_flight.mean",
+            Scalar::InFlightPeak => "in_flight.peak",
+            Scalar::UsdPerMillionOutputTokens => "cost.usd_per_million_output_tokens",
+            Scalar::UsdPerMillionTotalTokens => "cost.usd_per_million_total_tokens",
+            Scalar::UsdPerRequest => "cost.usd_per_request",
+            Scalar::UsdPerMillionGoodOutputTokens => "cost.usd_per_million_good_output_tokens",
+            Scalar::TimesReadingSpeed => "ratings.times_reading_speed",
+        }
+    }
+
+    /// Shorter names accepted on the command line.
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Scalar::RequestsPerS => &["requests_per_s"],
+            Scalar::InputTokensPerS => &["input_tokens_per_s"],
+            Scalar::OutputTokensPerS => &["output_tokens_per_s"],
+            Scalar::TotalTokensPerS => &["total_tokens_per_s"],
+            Scalar::PeakOutputTokensPerS => &["peak_output_tokens_per_s"],
+            // DESIGN §2: "goodput" is good requests per second.
+            Scalar::GoodputRequestsPerS => &["goodput"],
+            Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s"],
+            Scalar::SloAttainment => &["slo_attainment"],
+            _ => &[],
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Scalar::RequestsPerS => "requests/s",
+            Scalar::InputTokensPerS => "input tok/s",
+            Scalar::OutputTokensPerS => "output tok/s",
+            Scalar::TotalTokensPerS => "total tok/s",
+            Scalar::PeakOutputTokensPerS => "peak output tok/s",
+            Scalar::GoodputRequestsPerS => "goodput req/s",
+            Scalar::GoodputOutputTokensPerS => "goodput tok/s",
+            Scalar::SloAttainment => "SLO attainment",
+            Scalar::UsefulWork => "useful work",
+            Scalar::Sent => "requests sent",
+            Scalar::Completed => "requests completed",
+            Scalar::Failed => "requests failed",
+            Scalar::Cancelled => "requests cancelled",
+            Scalar::ErrorRate => "error rate",
+            Scalar::InFlightMean => "in flight (mean)",
+            Scalar::InFlightPeak => "in flight (peak)",
+            Scalar::UsdPerMillionOutputTokens => "$ per M output tokens",
+            Scalar::UsdPerMillionTotalTokens => "$ per M total tokens",
+            Scalar::UsdPerRequest => "$ per request",
+            Scalar::UsdPerMillionGoodOutputTokens => "$ per M good output tokens",
+            Scalar::TimesReadingSpeed => "× reading speed",
+        }
+    }
+
+    fn of(self, r: &RunResult) -> Option<f64> {
+        let s = &r.summary;
+        let th = &s.throughput;
+        let g = s.goodput.as_ref();
+        let c = r.cost.as_ref();
+        match self {
+            Scalar::RequestsPerS => Some(th.requests_per_s),
+            Scalar::InputTokensPerS => Some(th.input_tokens_per_s),
+            Scalar::OutputTokensPerS => Some(th.output_tokens_per_s),
+            Scalar::TotalTokensPerS => Some(th.total_tokens_per_s),
+            Scalar::PeakOutputTokensPerS => Some(th.peak_output_tokens_per_s),
+            Scalar::GoodputRequestsPerS => g.map(|g| g.requests_per_s),
+            Scalar::GoodputOutputTokensPerS => g.map(|g| g.output_tokens_per_s),
+            Scalar::SloAttainment => g.map(|g| g.slo_attainment),
+            Scalar::UsefulWork => g.map(|g| g.useful_work),
+            Scalar::Sent => Some(s.requests.sent as f64),
+            Scalar::Completed => Some(s.requests.completed as f64),
+            Scalar::Failed => Some(s.requests.failed as f64),
+            Scalar::Cancelled => Some(s.requests.cancelled as f64),
+            Scalar::ErrorRate => {
+                let finished = s.requests.completed + s.requests.failed;
+                (finished > 0).then(|| s.requests.failed as f64 / finished as f64)
+            }
+            Scalar::InFlightMean => Some(s.in_flight.mean),
+            Scalar::InFlightPeak => Some(s.in_flight.peak as f64),
+            Scalar::UsdPerMillionOutputTokens => c.and_then(|c| c.usd_per_million_output_tokens),
+            Scalar::UsdPerMillionTotalTokens => c.and_then(|c| c.usd_per_million_total_tokens),
+            Scalar::UsdPerRequest => c.and_then(|c| c.usd_per_request),
+            Scalar::UsdPerMillionGoodOutputTokens => c.and_then(|c| c.usd_per_million_good_output_tokens),
+            Scalar::TimesReadingSpeed => s.ratings.times_reading_speed,
+        }
+    }
+
+    fn unit(self) -> Unit {
+        match self {
+            Scalar::RequestsPerS | Scalar::GoodputRequestsPerS => Unit::RequestsPerS,
+            Scalar::InputTokensPerS
+            | Scalar::OutputTokensPerS
+            | Scalar::TotalTokensPerS
+            | Scalar::PeakOutputTokensPerS
+            | Scalar::GoodputOutputTokensPerS => Unit::TokensPerS,
+            Scalar::SloAttainment | Scalar::UsefulWork | Scalar::ErrorRate => Unit::Ratio,
+            Scalar::Sent | Scalar::Completed | Scalar::Failed | Scalar::Cancelled | Scalar::InFlightPeak => Unit::Count,
+            Scalar::InFlightMean | Scalar::TimesReadingSpeed => Unit::Plain,
+            Scalar::UsdPerMillionOutputTokens
+            | Scalar::UsdPerMillionTotalTokens
+            | Scalar::UsdPerRequest
+            | Scalar::UsdPerMillionGoodOutputTokens => Unit::Usd,
+        }
+    }
+
+    fn better(self) -> Better {
+        match self {
+            Scalar::RequestsPerS
+            | Scalar::InputTokensPerS
+            | Scalar::OutputTokensPerS
+            | Scalar::TotalTokensPerS
+            | Scalar::PeakOutputTokensPerS
+            | Scalar::GoodputRequestsPerS
+            | Scalar::GoodputOutputTokensPerS
+            | Scalar::SloAttainment
+            | Scalar::UsefulWork
+            | Scalar::Completed
+            | Scalar::TimesReadingSpeed => Better::Higher,
+            Scalar::Failed
+            | Scalar::Cancelled
+            | Scalar::ErrorRate
+            | Scalar::UsdPerMillionOutputTokens
+            | Scalar::UsdPerMillionTotalTokens
+            | Scalar::UsdPerRequest
+            | Scalar::UsdPerMillionGoodOutputTokens => Better::Lower,
+            Scalar::Sent | Scalar::InFlightMean | Scalar::InFlightPeak => Better::Neither,
+        }
+    }
+}
+
+/// What a metric's numbers are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Ms,
+    TokensPerS,
+    RequestsPerS,
+    /// A fraction 0..=1, shown as a percentage.
+    Ratio,
+    Usd,
+    Count,
+    Plain,
+}
+
+impl Unit {
+    /// The suffix shown after a value or in a header.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::TokensPerS => "tok/s",
+            Unit::RequestsPerS => "req/s",
+            Unit::Ratio => "%",
+            Unit::Usd => "$",
+            Unit::Count | Unit::Plain => "",
+        }
+    }
+}
+
+/// Which way a change is an improvement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Lower,
+    Higher,
+    Neither,
+}
+
+/// One number of a run, by path.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    Dist(Dist, Stat),
+    Scalar(Scalar),
+}
+
+impl Metric {
+    /// The canonical path, as `FromStr` reads it back.
+    pub fn path(&self) -> String {
+        match self {
+            Metric::Dist(d, s) => format!("{}.{}", d.key(), s.key()),
+            Metric::Scalar(s) => s.key().to_string(),
+        }
+    }
+
+    /// A short name for tables, unit included: `TTFT p95 (ms)`, `output tok/s`.
+    pub fn label(&self) -> String {
+        match self {
+            Metric::Dist(d, Stat::Count) => format!("{} count", d.label()),
+            Metric::Dist(d, s) => format!("{} {} (ms)", d.label(), s.key().replace('_', ".")),
+            Metric::Scalar(s) => s.label().to_string(),
+        }
+    }
+
+    /// The value in `r`; `None` when the run does not carry it (no SLO, no
+    /// price, a percentile it was not analysed with, no successful request).
+    pub fn value(&self, r: &RunResult) -> Option<f64> {
+        match self {
+            Metric::Dist(d, s) => s.of(d.of(&r.summary)),
+            Metric::Scalar(s) => s.of(r),
+        }
+    }
+
+    pub fn unit(&self) -> Unit {
+        match self {
+            Metric::Dist(_, Stat::Count) => Unit::Count,
+            Metric::Dist(..) => Unit::Ms,
+            Metric::Scalar(s) => s.unit(),
+        }
+    }
+
+    pub fn better(&self) -> Better {
+        match self {
+            Metric::Dist(_, Stat::Count) => Better::Neither,
+            Metric::Dist(..) => Better::Lower,
+            Metric::Scalar(s) => s.better(),
+        }
+    }
+
+    /// The headline metrics `compare` shows for every run.
+    pub fn main() -> Vec<Metric> {
+        use Dist::*;
+        let d = |d, p| Metric::Dist(d, Stat::P(p));
+        vec![
+            d(Ttft, 50.0),
+            d(Ttft, 95.0),
+            d(Ttft, 99.0),
+            d(Tpot, 50.0),
+            d(Tpot, 95.0),
+            d(Itl, 50.0),
+            d(Itl, 99.0),
+            d(E2e, 50.0),
+            d(E2e, 99.0),
+            Metric::Scalar(Scalar::OutputTokensPerS),
+            Metric::Scalar(Scalar::RequestsPerS),
+            Metric::Scalar(Scalar::GoodputRequestsPerS),
+            Metric::Scalar(Scalar::GoodputOutputTokensPerS),
+            Metric::Scalar(Scalar::ErrorRate),
+            Metric::Scalar(Scalar::UsdPerMillionOutputTokens),
+        ]
+    }
+
+    /// Every path `FromStr` accepts, for error messages.
+    pub fn valid_paths() -> String {
+        let dists: Vec<&str> = Dist::ALL.iter().map(|d| d.key()).collect();
+        let scalars: Vec<String> = Scalar::ALL
+            .iter()
+            .map(|s| match s.aliases() {
+                [] => s.key().to_string(),
+                a => format!("{} (or {})", s.key(), a.join(", ")),
+            })
+            .collect();
+        format!(
+            "<distribution>.<statistic> with distribution one of {} and statistic one of count, mean, std, min, max \
+             or a percentile the run was analysed with (p50, p90, p95, p99, p99_9…); or one of {}",
+            dists.join(", "),
+            scalars.join(", ")
+        )
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path())
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.path())
+    }
+}
+
+/// An unknown metric path, with the valid ones.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("unknown metric '{path}'{hint}. Valid metrics: {valid}")]
+pub struct UnknownMetric {
+    pub path: String,
+    /// A nearby valid path, when one is obvious (`: did you mean ttft_ms.p95?`).
+    pub hint: String,
+    pub valid: String,
+}
+
+impl FromStr for Metric {
+    type Err = UnknownMetric;
+
+    fn from_str(s: &str) -> Result<Self, UnknownMetric> {
+        let path = s.trim();
+        let bare = path.strip_prefix("summary.").unwrap_or(path);
+        if let Some(m) = parse_exact(bare) {
+            return Ok(m);
+        }
+        Err(UnknownMetric { path: path.to_string(), hint: hint(bare), valid: Metric::valid_paths() })
+    }
+}
+
+fn parse_exact(path: &str) -> Option<Metric> {
+    for s in Scalar::ALL {
+        if path == s.key() || s.aliases().contains(&path) {
+            return Some(Metric::Scalar(s));
+        }
+    }
+    // Longest key first, so `error_adjusted.ttft_ms.p99` is not read as
+    // something under a shorter key.
+    let mut dists = Dist::ALL;
+    dists.sort_by_key(|d| std::cmp::Reverse(d.key().len()));
+    for d in dists {
+        if let Some(stat) = path.strip_prefix(d.key()).and_then(|r| r.strip_prefix('.')) {
+            return Stat::parse(stat).map(|s| Metric::Dist(d, s));
+        }
+    }
+    None
+}
+
+fn hint(path: &str) -> String {
+    let mut tries = Vec::new();
+    if Dist::ALL.iter().any(|d| d.key() == path) {
+        tries.push(format!("{path}.p95"));
+    }
+    if let Some((head, tail)) = path.split_once('.') {
+        tries.push(format!("{head}_ms.{tail}"));
+        tries.push(format!("{}.{tail}", head.to_lowercase()));
+    } else {
+        tries.push(format!("{path}_ms.p95"));
+    }
+    tries.into_iter().find(|t| parse_exact(t).is_some()).map(|t| format!(": did you mean {t}?")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_round_trip() {
+        let mut all: Vec<Metric> = Scalar::ALL.iter().map(|&s| Metric::Scalar(s)).collect();
+        for d in Dist::ALL {
+            for s in [Stat::Count, Stat::Mean, Stat::Std, Stat::Min, Stat::Max, Stat::P(50.0), Stat::P(99.9)] {
+                all.push(Metric::Dist(d, s));
+            }
+        }
+        for m in all {
+            assert_eq!(m.path().parse::<Metric>(), Ok(m), "{m}");
+        }
+    }
+
+    #[test]
+    fn aliases_and_spellings() {
+        let cases = [
+            ("output_tokens_per_s", "throughput.output_tokens_per_s"),
+            ("goodput", "goodput.requests_per_s"),
+            ("ttft_ms.p99.9", "ttft_ms.p99_9"),
+            ("summary.ttft_ms.p95", "ttft_ms.p95"),
+            ("error_adjusted.e2e_ms.p99", "error_adjusted.e2e_ms.p99"),
+            (" e2e_ms.max ", "e2e_ms.max"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(input.parse::<Metric>().unwrap().path(), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn unknown_paths_list_the_valid_ones_and_hint() {
+        for (bad, hint) in [
+            ("ttft.p95", "did you mean ttft_ms.p95?"),
+            ("ttft_ms", "did you mean ttft_ms.p95?"),
+            ("TTFT_ms.p95", "did you mean ttft_ms.p95?"),
+            ("ttft_ms.p101", ""),
+            ("latency", ""),
+        ] {
+            let e = bad.parse::<Metric>().unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains(&format!("unknown metric '{bad}'")), "{text}");
+            assert!(text.contains(hint), "{bad}: {text}");
+            assert!(text.contains("tpot_ms") && text.contains("output_tokens_per_s") && text.contains("error_rate"));
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! What the charts plot, computed from a result document: latency CDFs (from
+//! per-request records, else from the summary's percentiles) and time series
+//! over the run (output throughput, requests in flight, TTFT by send time).
+
+use goodput_core::metrics::ms;
+use goodput_core::{Distribution, RequestMetrics, RequestRecord, RunResult};
+
+/// The most points a CDF line carries; more samples are thinned to evenly
+/// spaced quantiles, which a chart this size cannot tell apart.
+pub const CDF_POINTS: usize = 400;
+/// The most TTFT dots in the scatter over time.
+pub const SCATTER_POINTS: usize = 3000;
+
+/// The latency metrics shown as distributions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latency {
+    Ttft,
+    Tpot,
+    Itl,
+    E2e,
+}
+
+impl Latency {
+    pub const ALL: [Latency; 4] = [Latency::Ttft, Latency::Tpot, Latency::Itl, Latency::E2e];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Latency::Ttft => "ttft",
+            Latency::Tpot => "tpot",
+            Latency::Itl => "itl",
+            Latency::E2e => "e2e",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Latency::Ttft => "Time to first token",
+            Latency::Tpot => "Time per output token",
+            Latency::Itl => "Inter-token latency",
+            Latency::E2e => "End-to-end latency",
+        }
+    }
+
+    fn summary(self, r: &RunResult) -> &Distribution {
+        let s = &r.summary;
+        match self {
+            Latency::Ttft => &s.ttft_ms,
+            Latency::Tpot => &s.tpot_ms,
+            Latency::Itl => &s.itl_ms,
+            Latency::E2e => &s.e2e_ms,
+        }
+    }
+
+    /// Samples in ms from successful measured requests, as the summary
+    /// computes them (ITL pooled per token).
+    fn samples(self, records: &[RequestRecord]) -> Vec<f64> {
+        let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
+        match self {
+            Latency::Ttft => ok.filter_map(|r| r.ttft()).map(ms).collect(),
+            Latency::Tpot => ok.filter_map(|r| r.tpot()).map(ms).collect(),
+            Latency::Itl => ok.flat_map(|r| r.itl_samples()).map(ms).collect(),
+            Latency::E2e => ok.filter_map(|r| r.e2e()).map(ms).collect(),
+        }
+    }
+}
+
+/// A cumulative distribution: `(value_ms, share ≤ value)` in rising order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cdf {
+    pub points: Vec<(f64, f64)>,
+    /// True when drawn from the summary's percentiles (the run was saved
+    /// without per-request records): a handful of points, joined by lines.
+    pub from_percentiles: bool,
+    pub samples: u64,
+}
+
+/// The CDF of one latency metric of a run.
+pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
+    if let Some(recs) = &r.requests {
+        let mut v = m.samples(recs);
+        v.retain(|x| x.is_finite());
+        v.sort_by(f64::total_cmp);
+        return Cdf { samples: v.len() as u64, points: cdf_of_sorted(&v), from_percentiles: false };
+    }
+    let d = m.summary(r);
+    let mut points = Vec::new();
+    if let Some(min) = d.min {
+        points.push((min, 0.0));
+    }
+    for &(p, v) in &d.percentiles {
+        if let Some(v) = v {
+            points.push((v, p / 100.0));
+        }
+    }
+    if let Some(max) = d.max {
+        points.push((max, 1.0));
+    }
+    points.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.total_cmp(&b.0)));
+    Cdf { points, from_percentiles: true, samples: d.count }
+}
+
+/// Step points of the empirical CDF of sorted samples, thinned to
+/// [`CDF_POINTS`] evenly spaced quantiles when there are more.
+pub fn cdf_of_sorted(sorted: &[f64]) -> Vec<(f64, f64)> {
+    let n = sorted.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    if n <= CDF_POINTS {
+        // (x_i, i/n) then (x_i, (i+1)/n): the vertical step at each sample.
+        let mut pts = Vec::with_capacity(2 * n);
+        for (i, &x) in sorted.iter().enumerate() {
+            pts.push((x, i as f64 / n as f64));
+            pts.push((x, (i + 1) as f64 / n as f64));
+        }
+        return pts;
+    }
+    (0..=CDF_POINTS)
+        .map(|k| {
+            let q = k as f64 / CDF_POINTS as f64;
+            let i = ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
+            (sorted[i], q)
+        })
+        .collect()
+}
+
+/// Series over the run's clock, in seconds from its origin.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TimeSeries {
+    /// Bucket width, seconds (1 s, finer for short runs).
+    pub bucket_s: f64,
+    /// (bucket start, output tokens/s over the bucket).
+    pub output_tokens_per_s: Vec<(f64, f64)>,
+    /// (bucket start, time-weighted mean requests in flight over the bucket).
+    pub in_flight: Vec<(f64, f64)>,
+    /// (sent, TTFT ms) of successful requests.
+    pub ttft: Vec<(f64, f64)>,
+    /// Send times of failed requests.
+    pub failures: Vec<f64>,
+    /// The measurement window, shaded on the charts.
+    pub window: (f64, f64),
+}
+
+/// 1 s buckets, as DESIGN §2's peak throughput uses; a short run gets a
+/// finer width so its chart still has a shape (the width is labelled).
+pub fn bucket_width(span_s: f64) -> f64 {
+    for w in [1.0, 0.5, 0.2, 0.1, 0.05, 0.02] {
+        if span_s / w >= 10.0 {
+            return w;
+        }
+    }
+    0.01
+}
+
+/// Time series of a run; `None` without per-request records.
+pub fn time_series(r: &RunResult) -> Option<TimeSeries> {
+    let recs = r.requests.as_ref()?;
+    if recs.is_empty() {
+        return None;
+    }
+    let end = recs.iter().map(|r| r.end.max(r.sent)).max().unwrap_or_default();
+    let span = end.as_secs_f64();
+    let w = bucket_width(span);
+    let n = ((span / w).ceil() as usize).max(1);
+    let mut tokens = vec![0u64; n];
+    for c in recs.iter().filter(|r| r.outcome.is_success()).flat_map(|r| r.chunks.iter()) {
+        let i = ((c.t.as_secs_f64() / w) as usize).min(n - 1);
+        tokens[i] += c.tokens as u64;
+    }
+    // Each bucket divides by the time it covers: the last one may be partial.
+    let width = |i: usize| (span - i as f64 * w).clamp(0.0, w);
+    let output_tokens_per_s = tokens
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| width(i) > w * 0.05)
+        .map(|(i, &t)| (i as f64 * w, t as f64 / width(i)))
+        .collect();
+
+    let mut busy = vec![0f64; n];
+    for r in recs {
+        let (a, b) = (r.sent.as_secs_f64(), r.end.max(r.sent).as_secs_f64());
+        let (first, last) = ((a / w) as usize, ((b / w) as usize).min(n - 1));
+        for (i, slot) in busy.iter_mut().enumerate().take(last + 1).skip(first) {
+            let (lo, hi) = (i as f64 * w, (i + 1) as f64 * w);
+            *slot += (b.min(hi) - a.max(lo)).max(0.0);
+        }
+    }
+    let in_flight = busy
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| width(i) > w * 0.05)
+        .map(|(i, &t)| (i as f64 * w, t / width(i)))
+        .collect();
+
+    let ok: Vec<&RequestRecord> = recs.iter().filter(|r| r.outcome.is_success()).collect();
+    let stride = ok.len().div_ceil(SCATTER_POINTS).max(1);
+    let ttft = ok.iter().step_by(stride).filter_map(|r| r.ttft().map(|t| (r.sent.as_secs_f64(), ms(t)))).collect();
+    let failures = recs.iter().filter(|r| r.outcome.failure_kind().is_some()).map(|r| r.sent.as_secs_f64()).collect();
+    let window = (r.window.start_s, r.window.end_s);
+    Some(TimeSeries { bucket_s: w, output_tokens_per_s, in_flight, ttft, failures, window })
+}
+
+/// The first `limit` distinct failure messages with their kind and count,
+/// most frequent first: what a reader needs to see why requests failed.
+pub fn failure_messages(r: &RunResult, limit: usize) -> Vec<(String, String, u64)> {
+    let Some(recs) = &r.requests else { return Vec::new() };
+    let mut seen: Vec<(String, String, u64)> = Vec::new();
+    for rec in recs {
+        if let goodput_core::Outcome::Failed { kind, message } = &rec.outcome {
+            match seen.iter_mut().find(|(k, m, _)| k == kind.as_str() && m == message) {
+                Some(e) => e.2 += 1,
+                None => seen.push((kind.to_string(), message.clone(), 1)),
+            }
+        }
+    }
+    seen.sort_by_key(|e| std::cmp::Reverse(e.2));
+    seen.truncate(limit);
+    seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_cdf_steps_through_every_sample() {
+        let pts = cdf_of_sorted(&[1.0, 2.0]);
+        assert_eq!(pts, vec![(1.0, 0.0), (1.0, 0.5), (2.0, 0.5), (2.0, 1.0)]);
+    }
+
+    #[test]
+    fn large_cdf_is_thinned_to_quantiles() {
+        let v: Vec<f64> = (1..=10_000).map(f64::from).collect();
+        let pts = cdf_of_sorted(&v);
+        assert_eq!(pts.len(), CDF_POINTS + 1);
+        assert_eq!(pts.first(), Some(&(1.0, 0.0)));
+        assert_eq!(pts.last(), Some(&(10_000.0, 1.0)));
+        assert_eq!(pts[CDF_POINTS / 2], (5000.0, 0.5));
+        assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+    }
+
+    #[test]
+    fn bucket_width_keeps_ten_buckets() {
+        assert_eq!(bucket_width(60.0), 1.0);
+        assert_eq!(bucket_width(10.0), 1.0);
+        assert_eq!(bucket_width(1.27), 0.1);
+        assert_eq!(bucket_width(0.05), 0.01);
+    }
+}

@@ -1,0 +1,439 @@
+//! Charts as inline SVG, drawn in Rust: the HTML report needs no script to
+//! show them and tests can read every coordinate. Axes with "nice" ticks,
+//! line/dot/bar series, labelled marks and guides; colours come from CSS
+//! classes so the page's stylesheet (and dark mode) decides them.
+
+use crate::escape::html;
+use std::fmt::Write;
+
+const W: f64 = 640.0;
+const H: f64 = 340.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 22.0;
+const BOTTOM: f64 = 46.0;
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Style {
+    Line,
+    Dots,
+    LineDots,
+    /// Bars from zero, each `width` x-units wide starting at its x.
+    Bars {
+        width: f64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub style: Style,
+    /// Colour slot 0..=5.
+    pub color: usize,
+    pub points: Vec<(f64, f64)>,
+    /// A tooltip per point (dots only).
+    pub tips: Vec<String>,
+    pub dashed: bool,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, style: Style, color: usize, points: Vec<(f64, f64)>) -> Self {
+        Series { name: name.into(), style, color, points, tips: Vec::new(), dashed: false }
+    }
+}
+
+/// A labelled point drawn on top (saturation, recommended).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    pub x: f64,
+    pub y: f64,
+    pub label: String,
+    /// CSS class of the ring (`mark-sat`, `mark-rec`).
+    pub class: &'static str,
+}
+
+/// A vertical line at `x` (an SLO limit) or, with `horizontal`, at y = `x`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guide {
+    pub at: f64,
+    pub label: String,
+    pub horizontal: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Chart {
+    /// Stable id: `data-chart` in the page, what the browser test looks for.
+    pub id: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    pub marks: Vec<Mark>,
+    pub guides: Vec<Guide>,
+    /// Shaded x ranges with a label (warm-up).
+    pub bands: Vec<(f64, f64, String)>,
+    /// Y values are shares 0..=1, labelled as percentages, axis fixed to 0..=100%.
+    pub y_share: bool,
+    /// A line under the chart (how it was computed, what is missing).
+    pub note: Option<String>,
+}
+
+/// Tick positions covering [lo, hi] with a step of 1, 2 or 5 × 10ⁿ.
+///
+/// ```
+/// let (ticks, step) = goodput_report::svg::nice_ticks(0.0, 97.0, 5);
+/// assert_eq!(step, 20.0);
+/// assert_eq!(ticks, vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+/// ```
+pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> (Vec<f64>, f64) {
+    let span = (hi - lo).abs().max(f64::EPSILON);
+    let raw = span / target.max(1) as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+    let first = (lo / step).floor();
+    let last = (hi / step).ceil();
+    let ticks = (0..=((last - first) as usize)).map(|i| clean((first + i as f64) * step)).collect();
+    (ticks, step)
+}
+
+/// Removes float dust (0.30000000000000004) from tick values.
+fn clean(x: f64) -> f64 {
+    (x * 1e9).round() / 1e9
+}
+
+fn tick_label(v: f64, step: f64, share: bool) -> String {
+    if share {
+        return format!("{:.0}%", v * 100.0);
+    }
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    if v.abs() >= 10_000.0 && decimals == 0 {
+        let k = v / 1000.0;
+        return if k.fract() == 0.0 { format!("{k:.0}k") } else { format!("{k:.1}k") };
+    }
+    format!("{v:.decimals$}")
+}
+
+/// Coordinates to two decimals: plenty for a 640-unit canvas, and stable
+/// text for tests.
+fn c(v: f64) -> String {
+    let r = (v * 100.0).round() / 100.0;
+    if r == r.trunc() {
+        format!("{r:.0}")
+    } else {
+        format!("{r}")
+    }
+}
+
+impl Chart {
+    fn finite_points(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.series.iter().flat_map(|s| s.points.iter().copied()).filter(|(x, y)| x.is_finite() && y.is_finite())
+    }
+
+    /// How many data points the chart draws (what `data-points` says).
+    pub fn point_count(&self) -> usize {
+        self.finite_points().count()
+    }
+
+    fn domain(&self) -> ((f64, f64), (f64, f64)) {
+        let mut xs: Vec<f64> = self.finite_points().map(|p| p.0).collect();
+        let mut ys: Vec<f64> = self.finite_points().map(|p| p.1).collect();
+        for s in &self.series {
+            if let Style::Bars { width } = s.style {
+                xs.extend(s.points.iter().map(|p| p.0 + width).filter(|x| x.is_finite()));
+            }
+        }
+        xs.extend(self.marks.iter().map(|m| m.x));
+        ys.extend(self.marks.iter().map(|m| m.y));
+        for g in &self.guides {
+            if g.horizontal {
+                ys.push(g.at);
+            } else {
+                xs.push(g.at);
+            }
+        }
+        let range = |v: &[f64]| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if !lo.is_finite() {
+                (0.0, 1.0)
+            } else if hi - lo < 1e-12 {
+                let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+                (lo - pad, hi + pad)
+            } else {
+                (lo, hi)
+            }
+        };
+        let (mut x0, x1) = range(&xs);
+        let (mut y0, y1) = range(&ys);
+        // Quantities on these charts are never negative; starting at zero
+        // keeps differences honest.
+        if x0 > 0.0 && x0 < (x1 - x0) * 0.5 {
+            x0 = 0.0;
+        }
+        if y0 >= 0.0 {
+            y0 = 0.0;
+        }
+        if self.y_share {
+            return ((x0, x1), (0.0, 1.0));
+        }
+        ((x0, x1), (y0, y1))
+    }
+
+    /// The chart as a `<figure>` holding its title, the SVG, a legend and
+    /// the note.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        let n = self.point_count();
+        let _ = write!(
+            o,
+            r#"<figure class="chart{}" id="chart-{id}" data-chart="{id}" data-points="{n}"><figcaption>{}</figcaption>"#,
+            if n == 0 { " empty" } else { "" },
+            html(&self.title),
+            id = html(&self.id),
+        );
+        if n == 0 {
+            let _ = write!(o, r#"<p class="nodata">No data to draw.</p>"#);
+        } else {
+            self.svg(&mut o);
+            o.push_str(r#"<div class="legend">"#);
+            for s in &self.series {
+                let _ = write!(o, r#"<span><i class="sw c{}"></i>{}</span>"#, s.color % 6, html(&s.name));
+            }
+            for m in &self.marks {
+                let _ = write!(o, r#"<span><i class="sw ring {}"></i>{}</span>"#, m.class, html(&m.label));
+            }
+            o.push_str("</div>");
+        }
+        if let Some(note) = &self.note {
+            let _ = write!(o, r#"<p class="note">{}</p>"#, html(note));
+        }
+        o.push_str("</figure>");
+        o
+    }
+
+    fn svg(&self, o: &mut String) {
+        let ((x0, x1), (y0, y1)) = self.domain();
+        let (xt, xstep) = nice_ticks(x0, x1, 6);
+        let (yt, ystep) = if self.y_share { nice_ticks(0.0, 1.0, 5) } else { nice_ticks(y0, y1, 5) };
+        let (x0, x1) = (xt[0].min(x0), xt[xt.len() - 1].max(x1));
+        let (y0, y1) = (yt[0].min(y0), yt[yt.len() - 1].max(y1));
+        let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+        let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
+        let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
+        let _ = write!(
+            o,
+            r#"<svg viewBox="0 0 {W} {H}" role="img" aria-label="{}" preserveAspectRatio="xMidYMid meet">"#,
+            html(&self.title)
+        );
+        for (a, b, label) in &self.bands {
+            let (a, b) = (sx(a.max(x0)), sx(b.min(x1)));
+            if b > a {
+                let _ = write!(
+                    o,
+                    r#"<rect class="band" x="{}" y="{}" width="{}" height="{}"/><text class="band-label" x="{}" y="{}">{}</text>"#,
+                    c(a),
+                    c(TOP),
+                    c(b - a),
+                    c(ph),
+                    c(a + 3.0),
+                    c(TOP + 11.0),
+                    html(label)
+                );
+            }
+        }
+        o.push_str(r#"<g class="grid">"#);
+        for &t in &yt {
+            let _ = write!(o, r#"<line x1="{}" x2="{}" y1="{y}" y2="{y}"/>"#, c(LEFT), c(LEFT + pw), y = c(sy(t)));
+        }
+        for &t in &xt {
+            let _ = write!(o, r#"<line y1="{}" y2="{}" x1="{x}" x2="{x}"/>"#, c(TOP), c(TOP + ph), x = c(sx(t)));
+        }
+        o.push_str("</g><g class=\"axis\">");
+        let _ = write!(
+            o,
+            r#"<line x1="{l}" x2="{l}" y1="{t}" y2="{b}"/><line x1="{l}" x2="{r}" y1="{b}" y2="{b}"/>"#,
+            l = c(LEFT),
+            r = c(LEFT + pw),
+            t = c(TOP),
+            b = c(TOP + ph)
+        );
+        for &t in &yt {
+            let _ = write!(
+                o,
+                r#"<text class="yt" x="{}" y="{}">{}</text>"#,
+                c(LEFT - 6.0),
+                c(sy(t) + 3.5),
+                tick_label(t, ystep, self.y_share)
+            );
+        }
+        for &t in &xt {
+            let _ = write!(
+                o,
+                r#"<text class="xt" x="{}" y="{}">{}</text>"#,
+                c(sx(t)),
+                c(TOP + ph + 15.0),
+                tick_label(t, xstep, false)
+            );
+        }
+        let _ = write!(
+            o,
+            r#"<text class="xl" x="{}" y="{}">{}</text><text class="yl" transform="translate(14 {}) rotate(-90)">{}</text></g>"#,
+            c(LEFT + pw / 2.0),
+            c(H - 8.0),
+            html(&self.x_label),
+            c(TOP + ph / 2.0),
+            html(&self.y_label)
+        );
+        let _ = write!(o, r#"<g class="plot">"#);
+        for (i, s) in self.series.iter().enumerate() {
+            let pts: Vec<(f64, f64)> =
+                s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let cls = format!("c{}{}", s.color % 6, if s.dashed { " dashed" } else { "" });
+            let _ = write!(o, r#"<g class="series" data-series="{i}" data-n="{}">"#, pts.len());
+            match s.style {
+                Style::Bars { width } => {
+                    let bw = (sx(x0 + width) - sx(x0) - 1.0).max(1.0);
+                    for &(x, y) in &pts {
+                        let (top, base) = (sy(y.max(y0)), sy(0f64.max(y0)));
+                        let _ = write!(
+                            o,
+                            r#"<rect class="bar {cls}" x="{}" y="{}" width="{}" height="{}"/>"#,
+                            c(sx(x) + 0.5),
+                            c(top.min(base)),
+                            c(bw),
+                            c((base - top).abs())
+                        );
+                    }
+                }
+                Style::Line | Style::LineDots | Style::Dots => {
+                    if s.style != Style::Dots {
+                        let coords: Vec<String> =
+                            pts.iter().map(|&(x, y)| format!("{},{}", c(sx(x)), c(sy(y)))).collect();
+                        let _ = write!(o, r#"<polyline class="line {cls}" points="{}"/>"#, coords.join(" "));
+                    }
+                    if s.style != Style::Line {
+                        let r = if s.style == Style::Dots && pts.len() > 500 { 1.6 } else { 3.0 };
+                        for (k, &(x, y)) in pts.iter().enumerate() {
+                            let _ =
+                                write!(o, r#"<circle class="pt {cls}" cx="{}" cy="{}" r="{r}">"#, c(sx(x)), c(sy(y)));
+                            if let Some(t) = s.tips.get(k) {
+                                let _ = write!(o, "<title>{}</title>", html(t));
+                            }
+                            o.push_str("</circle>");
+                        }
+                    }
+                }
+            }
+            o.push_str("</g>");
+        }
+        for g in &self.guides {
+            if g.horizontal {
+                let y = c(sy(g.at));
+                let _ = write!(
+                    o,
+                    r#"<line class="guide" x1="{}" x2="{}" y1="{y}" y2="{y}"/><text class="guide-label" x="{}" y="{}">{}</text>"#,
+                    c(LEFT),
+                    c(LEFT + pw),
+                    c(LEFT + pw - 4.0),
+                    c(sy(g.at) - 4.0),
+                    html(&g.label)
+                );
+            } else {
+                let x = sx(g.at);
+                let anchor = if x > LEFT + pw * 0.8 { "end" } else { "start" };
+                let dx = if anchor == "end" { -4.0 } else { 4.0 };
+                let _ = write!(
+                    o,
+                    r#"<line class="guide" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="guide-label" text-anchor="{anchor}" x="{}" y="{}">{}</text>"#,
+                    c(TOP),
+                    c(TOP + ph),
+                    c(x + dx),
+                    c(TOP + ph - 6.0),
+                    html(&g.label),
+                    x = c(x)
+                );
+            }
+        }
+        for (k, m) in self.marks.iter().enumerate() {
+            let (x, y) = (sx(m.x), sy(m.y));
+            let anchor = if x > LEFT + pw * 0.7 { "end" } else { "start" };
+            let dx = if anchor == "end" { -10.0 } else { 10.0 };
+            // Stagger labels so two marks on one point stay readable.
+            let dy = -10.0 - 14.0 * k as f64;
+            let _ = write!(
+                o,
+                r#"<g class="mark {cls}"><circle cx="{}" cy="{}" r="8"><title>{t}</title></circle><text text-anchor="{anchor}" x="{}" y="{}">{t}</text></g>"#,
+                c(x),
+                c(y),
+                c(x + dx),
+                c((y + dy).max(TOP + 10.0)),
+                cls = m.class,
+                t = html(&m.label)
+            );
+        }
+        o.push_str("</g></svg>");
+    }
+}
+
+/// Points of a step function: each value holds until the next x, the last
+/// for `last_width`.
+pub fn steps(points: &[(f64, f64)], last_width: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for (i, &(x, y)) in points.iter().enumerate() {
+        let next = points.get(i + 1).map_or(x + last_width, |p| p.0);
+        out.push((x, y));
+        out.push((next, y));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_cover_the_range_with_round_steps() {
+        for (lo, hi) in [(0.0, 1.0), (50.4, 52.4), (0.0, 1010.9), (2.44, 2.53), (0.0, 1e6), (-3.0, 7.0)] {
+            let (t, step) = nice_ticks(lo, hi, 6);
+            assert!(t[0] <= lo && *t.last().unwrap() >= hi, "{lo}..{hi}: {t:?}");
+            let m = step / 10f64.powf(step.log10().floor());
+            assert!([1.0, 2.0, 5.0, 10.0].iter().any(|x| (x - m).abs() < 1e-9), "{step}");
+            assert!(t.len() <= 14, "{t:?}");
+        }
+        assert_eq!(tick_label(0.30000000000000004, 0.1, false), "0.3");
+        assert_eq!(tick_label(20_000.0, 5000.0, false), "20k");
+        assert_eq!(tick_label(0.5, 0.1, true), "50%");
+    }
+
+    #[test]
+    fn drops_non_finite_points_and_counts_the_rest() {
+        let chart = Chart {
+            id: "t".into(),
+            title: "<t>".into(),
+            series: vec![Series::new("s", Style::LineDots, 0, vec![(0.0, 1.0), (f64::NAN, 2.0), (2.0, 3.0)])],
+            ..Default::default()
+        };
+        let svg = chart.render();
+        assert_eq!(chart.point_count(), 2);
+        assert!(svg.contains(r#"data-points="2""#));
+        assert!(svg.contains(r#"data-n="2""#));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+        assert!(svg.contains("&lt;t&gt;") && !svg.contains("<t>"));
+    }
+
+    #[test]
+    fn empty_chart_says_so() {
+        let chart = Chart { id: "e".into(), title: "E".into(), ..Default::default() };
+        let html = chart.render();
+        assert!(html.contains(r#"data-points="0""#) && html.contains("No data"));
+    }
+
+    #[test]
+    fn steps_hold_each_value() {
+        assert_eq!(steps(&[(0.0, 1.0), (1.0, 2.0)], 1.0), vec![(0.0, 1.0), (1.0, 1.0), (1.0, 2.0), (2.0, 2.0)]);
+    }
+}

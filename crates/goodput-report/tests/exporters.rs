@@ -1,0 +1,562 @@
+//! Every exporter on real result documents: what each format holds, that
+//! the HTML is self-contained, and that hostile strings from a document stay
+//! text in HTML, Markdown, CSV and the terminal.
+
+mod common;
+
+use common::*;
+use goodput_core::RunResult;
+use goodput_report::{compare, export_run, parse_rules, read_document, terminal, Document, Format, Rendered};
+
+fn text(r: &Rendered, name: &str) -> String {
+    String::from_utf8(r.file(name).unwrap_or_else(|| panic!("no {name}")).to_vec()).unwrap()
+}
+
+fn render_run(f: Format, r: &RunResult) -> Rendered {
+    f.exporter().render_run(r).unwrap()
+}
+
+/// A strict RFC 4180 reader: fields, quotes, doubled quotes, line breaks
+/// inside quotes. Panics on anything malformed, which is the point.
+fn parse_csv(s: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let (mut row, mut field) = (Vec::new(), String::new());
+    let mut chars = s.chars().peekable();
+    let mut at_start = true;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if at_start => {
+                loop {
+                    match chars.next().expect("unterminated quoted field") {
+                        '"' if chars.peek() == Some(&'"') => {
+                            chars.next();
+                            field.push('"');
+                        }
+                        '"' => break,
+                        c => field.push(c),
+                    }
+                }
+                assert!(matches!(chars.peek(), Some(',') | Some('\n') | None), "text after a closing quote");
+                at_start = false;
+            }
+            '"' => panic!("a quote inside an unquoted field: {field}"),
+            ',' => {
+                row.push(std::mem::take(&mut field));
+                at_start = true;
+            }
+            '\n' => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+                at_start = true;
+            }
+            '\r' => panic!("bare CR outside quotes"),
+            c => {
+                field.push(c);
+                at_start = false;
+            }
+        }
+    }
+    assert!(field.is_empty() && row.is_empty(), "the file must end with a newline");
+    rows
+}
+
+fn column<'a>(rows: &'a [Vec<String>], name: &str) -> Vec<&'a str> {
+    let i = rows[0].iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    rows[1..].iter().map(|r| r[i].as_str()).collect()
+}
+
+/// No cell a spreadsheet would evaluate: nothing starts with = + @ (or -,
+/// unless it is a number we wrote).
+fn assert_no_formulas(rows: &[Vec<String>]) {
+    for row in rows {
+        for cell in row {
+            let risky = cell.starts_with(['=', '+', '@', '\t', '\r'])
+                || (cell.starts_with('-') && cell.parse::<f64>().is_err());
+            assert!(!risky, "formula-like cell {cell:?}");
+        }
+    }
+}
+
+#[test]
+fn csv_run_summary_is_one_wide_row_with_units_in_the_names() {
+    let r = run();
+    let out = render_run(Format::Csv, &r);
+    let Rendered::Folder(files) = &out else { panic!("CSV renders a folder") };
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["summary.csv", "requests.csv"]);
+    let rows = parse_csv(&text(&out, "summary.csv"));
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].len(), rows[1].len());
+    let get = |name: &str| column(&rows, name)[0].to_string();
+    let s = &r.summary;
+    assert_eq!(get("ttft_ms_p50").parse::<f64>().unwrap(), s.ttft_ms.p(50.0).unwrap());
+    assert_eq!(get("e2e_ms_p99").parse::<f64>().unwrap(), s.e2e_ms.p(99.0).unwrap());
+    assert_eq!(get("itl_count"), s.itl_ms.count.to_string());
+    assert_eq!(get("output_tokens_per_s").parse::<f64>().unwrap(), s.throughput.output_tokens_per_s);
+    assert_eq!(get("slo_attainment").parse::<f64>().unwrap(), s.goodput.as_ref().unwrap().slo_attainment);
+    assert_eq!(get("model"), "llama-3.1-8b");
+    assert_eq!(get("slo"), SLO);
+    assert_eq!(get("failed_mid_stream_error"), "0");
+    insta::assert_snapshot!("summary_csv_columns", rows[0].join("\n"));
+}
+
+#[test]
+fn csv_requests_have_one_row_per_record_and_exact_milliseconds() {
+    let r = run();
+    let rows = parse_csv(&text(&render_run(Format::Csv, &r), "requests.csv"));
+    let recs = r.requests.as_ref().unwrap();
+    assert_eq!(rows.len(), recs.len() + 1);
+    assert!(rows.iter().all(|row| row.len() == rows[0].len()));
+    let want = [
+        "id",
+        "warmup",
+        "scheduled_ms",
+        "sent_ms",
+        "client_queue_ms",
+        "ttfb_ms",
+        "ttft_ms",
+        "ttft_content_ms",
+        "e2e_ms",
+        "tpot_ms",
+        "itl_max_ms",
+        "chunks",
+        "input_tokens",
+        "output_tokens",
+        "input_tokens_source",
+        "output_tokens_source",
+        "chunk_tokens_source",
+        "http_status",
+        "finish_reason",
+        "outcome",
+        "failure_kind",
+        "message",
+    ];
+    assert_eq!(rows[0], want);
+    // Milliseconds from integer nanoseconds: at most six decimals, no float dust.
+    for cell in column(&rows, "ttft_ms").into_iter().chain(column(&rows, "sent_ms")) {
+        let decimals = cell.split_once('.').map_or(0, |(_, d)| d.len());
+        assert!(decimals <= 6, "{cell}");
+    }
+    let ttft: f64 = column(&rows, "ttft_ms")[3].parse().unwrap();
+    let rec = &recs[3];
+    assert_eq!(ttft, (rec.chunks[0].t - rec.sent).as_nanos() as f64 / 1e6);
+    assert_eq!(column(&rows, "outcome")[0], "success");
+}
+
+#[test]
+fn csv_neutralises_hostile_text_and_quotes_it_correctly() {
+    let r = adversarial_run();
+    let out = render_run(Format::Csv, &r);
+    for name in ["summary.csv", "requests.csv"] {
+        let rows = parse_csv(&text(&out, name));
+        assert!(rows.iter().all(|row| row.len() == rows[0].len()), "{name}: ragged rows");
+        assert_no_formulas(&rows);
+    }
+    let rows = parse_csv(&text(&out, "requests.csv"));
+    let messages: Vec<&str> = column(&rows, "message").into_iter().filter(|m| !m.is_empty()).collect();
+    assert_eq!(messages.len(), 12);
+    // Read back, each message is the original text; the one a spreadsheet
+    // would run gains a leading apostrophe.
+    let bare = format!("'{BARE_FORMULA}");
+    assert!(messages.contains(&FORMULA_MESSAGE));
+    assert!(messages.contains(&bare.as_str()));
+    assert!(messages.contains(&PWN_MESSAGE), "line breaks survive quoting");
+    assert_eq!(column(&rows, "finish_reason")[0], "'=HYPERLINK(\"http://evil.example\",\"x\")");
+    assert_eq!(column(&rows, "failure_kind").iter().filter(|k| **k == "mid_stream_error").count(), 12);
+    let summary = parse_csv(&text(&out, "summary.csv"));
+    assert_eq!(column(&summary, "model")[0], XSS_MODEL);
+    assert_eq!(column(&summary, "failed_mid_stream_error")[0], "12");
+    assert_eq!(column(&summary, "error_rate")[0], "0.2");
+}
+
+#[test]
+fn csv_sweep_points_share_one_header_and_mark_the_analysis() {
+    let sw = sweep();
+    let out = Format::Csv.exporter().render_sweep(&sw).unwrap();
+    let rows = parse_csv(&text(&out, "points.csv"));
+    assert_eq!(rows.len(), sw.points.len() + 1);
+    assert!(rows.iter().all(|row| row.len() == rows[0].len()));
+    assert_eq!(&rows[0][..7], ["point", "load_kind", "load_value", "origin", "meets_slo", "saturation", "recommended"]);
+    assert_eq!(column(&rows, "load_value"), ["1", "2", "4", "8", "16", "32"]);
+    let rec = sw.analysis.recommended.as_ref().unwrap().index;
+    let flags = column(&rows, "recommended");
+    assert_eq!(flags.iter().filter(|f| **f == "true").count(), 1);
+    assert_eq!(flags[rec], "true");
+    assert_eq!(column(&rows, "meets_slo")[5], "false");
+    let reqs = parse_csv(&text(&out, "requests.csv"));
+    assert_eq!(reqs[0][0], "point");
+    let with_records: usize = sw.points.iter().filter_map(|p| p.result.requests.as_ref()).map(Vec::len).sum();
+    assert_eq!(reqs.len(), with_records + 1);
+}
+
+fn strip_block(html: &str, open: &str, close: &str) -> (String, Vec<String>) {
+    let mut rest = html;
+    let mut out = String::new();
+    let mut bodies = Vec::new();
+    while let Some(i) = rest.find(open) {
+        let tag_end = i + rest[i..].find('>').unwrap() + 1;
+        out.push_str(&rest[..tag_end]);
+        let end = tag_end + rest[tag_end..].find(close).expect("unclosed block");
+        bodies.push(rest[tag_end..end].to_string());
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    (out, bodies)
+}
+
+/// Every tag of the page, as (name, [(attribute, value)]), script and style
+/// bodies skipped. Raw `<` only ever opens one of our tags: untrusted text
+/// is escaped.
+fn tags(html: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let (html, _) = strip_block(html, "<script", "</script>");
+    let (html, _) = strip_block(&html, "<style", "</style>");
+    let mut out = Vec::new();
+    let mut rest = html.as_str();
+    while let Some(i) = rest.find('<') {
+        let end = i + rest[i..].find('>').expect("unclosed tag");
+        let inner = &rest[i + 1..end];
+        rest = &rest[end + 1..];
+        if inner.starts_with('/') || inner.starts_with('!') {
+            continue;
+        }
+        let name: String = inner.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+        let mut attrs = Vec::new();
+        let mut a = inner[name.len()..].trim_start();
+        while !a.is_empty() && a != "/" {
+            let key: String = a.chars().take_while(|c| !c.is_whitespace() && *c != '=' && *c != '/').collect();
+            assert!(!key.is_empty(), "cannot read attributes of <{inner}>");
+            a = &a[key.len()..];
+            let mut value = String::new();
+            if let Some(v) = a.strip_prefix("=\"") {
+                let close = v.find('"').expect("unterminated attribute");
+                value = v[..close].to_string();
+                a = &v[close + 1..];
+            } else {
+                assert!(!a.starts_with('='), "unquoted attribute in <{inner}>");
+            }
+            attrs.push((key.to_lowercase(), value));
+            a = a.trim_start();
+        }
+        out.push((name.to_lowercase(), attrs));
+    }
+    out
+}
+
+const ALLOWED_TAGS: &[&str] = &[
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "header",
+    "main",
+    "section",
+    "footer",
+    "div",
+    "span",
+    "h1",
+    "h2",
+    "p",
+    "b",
+    "i",
+    "small",
+    "code",
+    "ul",
+    "li",
+    "pre",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "figure",
+    "figcaption",
+    "svg",
+    "g",
+    "line",
+    "polyline",
+    "circle",
+    "rect",
+    "text",
+    "script",
+];
+
+fn assert_self_contained(html: &str) {
+    let tags = tags(html);
+    for (name, attrs) in &tags {
+        assert!(ALLOWED_TAGS.contains(&name.as_str()), "unexpected <{name}>");
+        for (k, v) in attrs {
+            assert!(!k.starts_with("on"), "event handler {k} on <{name}>");
+            assert!(
+                ![
+                    "src",
+                    "href",
+                    "xlink:href",
+                    "srcset",
+                    "action",
+                    "formaction",
+                    "background",
+                    "poster",
+                    "style",
+                    "xmlns"
+                ]
+                .contains(&k.as_str()),
+                "<{name} {k}=\"{v}\">: a fetch or an inline style"
+            );
+            assert!(!v.contains("//"), "<{name} {k}=\"{v}\"> holds a URL");
+        }
+    }
+    let scripts: Vec<_> = tags.iter().filter(|(n, _)| n == "script").collect();
+    assert_eq!(scripts.len(), 2, "the data block and the checking script, nothing else");
+    assert_eq!(scripts[0].1, [("type".into(), "application/json".into()), ("id".into(), "goodput-data".into())]);
+    assert!(scripts[1].1.is_empty());
+    let (_, styles) = strip_block(html, "<style", "</style>");
+    for css in styles {
+        assert!(!css.contains("url(") && !css.contains("@import") && !css.contains("//"), "the stylesheet fetches");
+    }
+    let (_, code) = strip_block(html, "<script", "</script>");
+    // code[0] is the data block, checked by `embedded`.
+    for js in &code[1..] {
+        for bad in ["fetch(", "XMLHttpRequest", "import(", "http", "//", "eval(", "innerHTML"] {
+            assert!(!js.contains(bad), "script holds {bad}");
+        }
+    }
+    assert!(!html.contains("https://"), "an https URL in the page");
+    assert!(html.contains("Content-Security-Policy") && html.contains("default-src 'none'"));
+}
+
+/// The embedded document, read back.
+fn embedded(html: &str) -> serde_json::Value {
+    let start = html.find(r#"<script type="application/json" id="goodput-data">"#).unwrap();
+    let (_, bodies) = strip_block(&html[start..], "<script", "</script>");
+    assert!(!bodies[0].contains('<') && !bodies[0].contains('>'), "raw < or > in the data block");
+    serde_json::from_str(&bodies[0]).unwrap()
+}
+
+fn chart_points(html: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (name, attrs) in tags(html) {
+        if name == "figure" {
+            let get = |k: &str| attrs.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone()).unwrap();
+            out.push((get("data-chart"), get("data-points").parse().unwrap()));
+        }
+    }
+    out
+}
+
+#[test]
+fn html_run_is_self_contained_with_every_chart_drawn() {
+    let r = run();
+    let html = text(&render_run(Format::Html, &r), "");
+    assert_self_contained(&html);
+    let charts = chart_points(&html);
+    let ids: Vec<&str> = charts.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["ttft-cdf", "tpot-cdf", "itl-cdf", "e2e-cdf", "throughput-time", "inflight-time", "ttft-time"]);
+    for (id, n) in &charts {
+        assert!(*n > 0, "{id} has no points");
+    }
+    // The TTFT CDF steps through each of the 60 requests: two vertices each.
+    assert_eq!(charts[0].1, 2 * r.summary.ttft_ms.count as usize);
+    // SLO limits are drawn on the TTFT charts.
+    assert!(html.contains("limit ttft&lt;=60ms") && html.contains("objective ttft:p95&lt;=70ms"));
+    let back: RunResult = serde_json::from_value(embedded(&html)).unwrap();
+    assert_eq!(back, r, "the embedded document is the run, exactly");
+}
+
+#[test]
+fn html_without_records_draws_cdfs_from_the_percentiles() {
+    let r = run_without_requests();
+    let html = text(&render_run(Format::Html, &r), "");
+    assert_self_contained(&html);
+    let charts = chart_points(&html);
+    assert_eq!(charts.len(), 4, "no time series without records");
+    for (id, n) in &charts {
+        // min, p50, p90, p95, p99, max
+        assert_eq!(*n, 6, "{id}");
+    }
+    assert!(html.contains("Drawn from the summary"));
+    assert!(html.contains("No time series"));
+}
+
+#[test]
+fn html_keeps_every_hostile_string_as_text() {
+    let r = adversarial_run();
+    let html = text(&render_run(Format::Html, &r), "");
+    assert_self_contained(&html);
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the model name shows as text");
+    assert!(!html.contains("<script>alert"));
+    assert!(!html.contains("<b>x</b>") && html.contains("&lt;b&gt;x&lt;/b&gt;"));
+    assert!(!html.contains("<img") && !html.contains("<!--"));
+    assert!(
+        html.contains("&quot;=cmd|&#39; /C calc&#39;!A0&quot;, &lt;b&gt;x&lt;/b&gt;"),
+        "the message shows, escaped"
+    );
+    let back: RunResult = serde_json::from_value(embedded(&html)).unwrap();
+    assert_eq!(back.target.model, XSS_MODEL);
+    assert_eq!(back, r);
+}
+
+#[test]
+fn html_sweep_marks_saturation_and_the_recommended_point() {
+    let sw = sweep();
+    let html = text(&Format::Html.exporter().render_sweep(&sw).unwrap(), "");
+    assert_self_contained(&html);
+    let charts = chart_points(&html);
+    let ids: Vec<&str> = charts.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["sweep-ttft", "sweep-e2e", "sweep-goodput", "sweep-ttft-cdf"]);
+    // p50 and p99 per point on the latency curves; throughput and goodput by load.
+    assert_eq!(charts[0].1, 2 * sw.points.len());
+    assert_eq!(charts[2].1, 2 * sw.points.len());
+    let a = &sw.analysis;
+    let (sat, rec) = (a.saturation.as_ref().unwrap(), a.recommended.as_ref().unwrap());
+    assert_ne!(sat.index, rec.index, "the fixture tells the two apart");
+    assert_eq!(html.matches(r#"<g class="mark mark-sat">"#).count(), 3);
+    assert_eq!(html.matches(r#"<g class="mark mark-rec">"#).count(), 3);
+    assert!(html.contains(&format!("saturation: {}", sat.load.label())));
+    assert!(html.contains(&format!("recommended: {}", rec.load.label())));
+    let back: goodput_core::sweep::SweepResult = serde_json::from_value(embedded(&html)).unwrap();
+    assert_eq!(back, sw);
+}
+
+fn table_lines(md: &str) -> Vec<Vec<&str>> {
+    let mut tables: Vec<Vec<&str>> = Vec::new();
+    let mut in_table = false;
+    for line in md.lines() {
+        if line.starts_with('|') {
+            if !in_table {
+                tables.push(Vec::new());
+            }
+            tables.last_mut().unwrap().push(line);
+            in_table = true;
+        } else {
+            in_table = false;
+        }
+    }
+    tables
+}
+
+/// Pipes that delimit cells: not escaped with a backslash.
+fn cells(line: &str) -> usize {
+    let b = line.as_bytes();
+    (0..b.len()).filter(|&i| b[i] == b'|' && (i == 0 || b[i - 1] != b'\\')).count()
+}
+
+#[test]
+fn markdown_escapes_hostile_text_and_keeps_tables_whole() {
+    let r = adversarial_run();
+    let md = text(&render_run(Format::Markdown, &r), "");
+    assert!(!md.contains('<') && !md.contains('\x1b'), "raw HTML or escape codes in:\n{md}");
+    assert!(md.contains("&lt;script&gt;alert\\(1\\)&lt;/script&gt;"));
+    assert!(md.contains("\"=cmd\\|' /C calc'\\!A0\", &lt;b&gt;x&lt;/b&gt;"));
+    let b = md.as_bytes();
+    assert!((0..b.len()).all(|i| b[i] != b'`' || (i > 0 && b[i - 1] == b'\\')), "unescaped backtick");
+    let tables = table_lines(&md);
+    assert!(tables.len() >= 4);
+    for t in tables {
+        let n = cells(t[0]);
+        for line in &t {
+            assert_eq!(cells(line), n, "ragged row {line}");
+        }
+    }
+}
+
+#[test]
+fn markdown_run_snapshot() {
+    let p = Profile { requests: 8, concurrency: 2, fail_every: 4, ..Profile::default() };
+    let r = run_of("llama-3.1-8b", p, records(p), Some(SLO), false);
+    insta::assert_snapshot!("markdown_run", text(&render_run(Format::Markdown, &r), ""));
+}
+
+#[test]
+fn markdown_sweep_lists_points_and_the_recommendation() {
+    let sw = sweep();
+    let md = text(&Format::Markdown.exporter().render_sweep(&sw).unwrap(), "");
+    assert!(md.contains("- **Recommended** concurrency 16: the most goodput"));
+    assert!(md.contains("| concurrency 16 **(recommended)** |"));
+    assert!(md.contains("| concurrency 8 _(saturation)_ |"));
+    assert_eq!(md.lines().filter(|l| l.starts_with("| concurrency")).count(), sw.points.len());
+    assert!(md.contains("\\$0.705 per M"), "dollars are escaped so GitHub does not read maths");
+}
+
+#[test]
+fn terminal_shows_hostile_names_as_text_without_control_characters() {
+    let r = adversarial_run();
+    let out = terminal::render(&r);
+    assert!(out.contains("model <script>alert(1)</script>"));
+    assert!(out.chars().all(|c| c == '\n' || !c.is_control()), "a control character reached the terminal");
+    assert!(out.contains("\\u{1b}[31mred"));
+}
+
+#[test]
+fn json_round_trips_and_files_are_written_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run();
+    let json = text(&render_run(Format::Json, &r), "");
+    assert_eq!(serde_json::from_str::<RunResult>(&json).unwrap(), r);
+
+    let path = dir.path().join("run.json");
+    assert_eq!(export_run(Format::Json, &r, &path).unwrap(), std::slice::from_ref(&path));
+    assert!(matches!(read_document(&path).unwrap(), Document::Run(b) if *b == r));
+    let csv = dir.path().join("csv/nested");
+    let written = export_run(Format::Csv, &r, &csv).unwrap();
+    assert_eq!(written, [csv.join("summary.csv"), csv.join("requests.csv")]);
+    let html = dir.path().join("report.html");
+    export_run(Format::Html, &r, &html).unwrap();
+    assert!(std::fs::read_to_string(&html).unwrap().starts_with("<!DOCTYPE html>"));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    let sw = sweep();
+    let sw_path = dir.path().join("sweep.json");
+    goodput_report::export_sweep(Format::Json, &sw, &sw_path).unwrap();
+    assert!(matches!(read_document(&sw_path).unwrap(), Document::Sweep(b) if *b == sw));
+    let e = goodput_report::read_json(&sw_path).unwrap_err();
+    assert!(e.contains("is a sweep"), "{e}");
+}
+
+#[test]
+fn every_format_renders_a_comparison() {
+    let (a, b) = (run(), slower_run());
+    let rules = parse_rules("ttft_ms.p95>+10%").unwrap();
+    let c = compare(&[("=base.json", &a), ("<b>cand</b>.json", &b)], &rules);
+    for f in Format::ALL {
+        let out = f.exporter().render_compare(&c, &[&a, &b]).unwrap();
+        match f {
+            Format::Csv => {
+                let rows = parse_csv(&text(&out, "compare.csv"));
+                assert_eq!(
+                    rows[0][..5],
+                    ["metric", "unit", "'=base.json", "<b>cand</b>.json", "change_<b>cand</b>.json"]
+                );
+                assert_no_formulas(&rows);
+                let verdicts = parse_csv(&text(&out, "verdicts.csv"));
+                assert_eq!(column(&verdicts, "verdict"), ["fail"]);
+            }
+            Format::Html => {
+                let html = text(&out, "");
+                assert_self_contained(&html);
+                assert!(html.contains("&lt;b&gt;cand&lt;/b&gt;.json") && !html.contains("<b>cand</b>"));
+                let charts = chart_points(&html);
+                assert_eq!(charts.len(), 4);
+                assert!(charts.iter().all(|(_, n)| *n > 0));
+                assert_eq!(html.matches(r#"<g class="series""#).count(), 8, "both runs on each CDF");
+            }
+            Format::Markdown => {
+                let md = text(&out, "");
+                assert!(md.contains("&lt;b&gt;cand&lt;/b&gt;.json") && !md.contains('<'));
+                assert!(md.contains("❌ fail ttft\\_ms.p95&gt;+10%"));
+            }
+            Format::Json => {
+                let v: serde_json::Value = serde_json::from_str(&text(&out, "")).unwrap();
+                assert_eq!(v["rows"][0]["metric"], "ttft_ms.p50");
+                assert_eq!(v["verdicts"][0]["verdict"], "fail");
+            }
+        }
+    }
+}
