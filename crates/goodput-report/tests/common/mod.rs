@@ -140,7 +140,10 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
         slo: a.slo,
         cost: a.cost,
         compat: Compat { vllm: a.vllm },
+        engine: None,
+        server_signals: None,
         warnings: a.warnings,
+        diagnosis: Vec::new(),
         requests: with_requests.then_some(recs),
     }
 }
