@@ -28,11 +28,8 @@ fn main() {
     }
     err.sort_by(f64::total_cmp);
     // Per stream: tokens after the first over the time they took, against 1/ITL.
-    let mut ratio: Vec<f64> = ok
-        .iter()
-        .filter_map(|r| r.tpot())
-        .map(|t: Duration| itl.as_secs_f64() / t.as_secs_f64())
-        .collect();
+    let mut ratio: Vec<f64> =
+        ok.iter().filter_map(|r| r.tpot()).map(|t: Duration| itl.as_secs_f64() / t.as_secs_f64()).collect();
     ratio.sort_by(f64::total_cmp);
     let tokens: u64 = ok.iter().map(|r| r.output_tokens).sum();
     println!("requests {} ({} ok) · output tokens {tokens} · ITL samples {}", recs.len(), ok.len(), err.len());

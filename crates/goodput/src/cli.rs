@@ -30,6 +30,8 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// Watch a running server's own metrics live, optionally with probe requests and alerts.
     Monitor(Box<MonitorArgs>),
+    /// Set runs side by side; fail on a regression beyond a threshold.
+    Compare(Box<CompareArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -243,6 +245,40 @@ pub struct OutputArgs {
     /// Print only the summary (no progress lines).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}
+
+/// Renderings of the result besides JSON.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ExportArgs {
+    /// A self-contained HTML report (charts inline, no network fetch).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// CSV files (summary, per-request records, sweep points) into this folder, units in the headers.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// A Markdown summary table fit for a pull request.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+impl ExportArgs {
+    /// The formats asked for, with their destinations.
+    pub fn targets(&self) -> Vec<(goodput_report::Format, PathBuf)> {
+        use goodput_report::Format;
+        let mut v = Vec::new();
+        if let Some(p) = &self.html {
+            v.push((Format::Html, p.clone()));
+        }
+        if let Some(p) = &self.csv {
+            v.push((Format::Csv, p.clone()));
+        }
+        if let Some(p) = &self.markdown {
+            v.push((Format::Markdown, p.clone()));
+        }
+        v
+    }
 }
 
 /// How a run is judged: SLOs and the price of the hardware.
@@ -526,8 +562,20 @@ pub struct FaultArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Result documents: the first is the baseline.
+    #[arg(required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+    /// Regression rules, e.g. 'ttft_ms.p95>+10%,output_tokens_per_s<-5%': exit 1 when a later run breaks one against the first.
+    #[arg(long)]
+    pub fail_if: Option<String>,
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A result document written by bench or estimate (-o).
+    /// A result document written by bench, estimate or sweep (-o).
     pub run: PathBuf,
     /// The run's per-request records (--records), when the document does not hold them (--include-requests).
     #[arg(long)]
@@ -540,6 +588,8 @@ pub struct ReportArgs {
     /// Write the re-analysed document to this JSON file.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub exports: ExportArgs,
 }
 
 #[cfg(test)]

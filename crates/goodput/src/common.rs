@@ -182,6 +182,15 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
             eprintln!("result written to {}", p.display());
         }
     }
+    for (format, dest) in out.exports.targets() {
+        let files = goodput_report::export_run(format, result, &dest)
+            .with_context(|| format!("cannot write the {} report to {}", format.exporter().name(), dest.display()))?;
+        if !out.quiet {
+            for f in files {
+                eprintln!("{} written to {}", format.exporter().name(), f.display());
+            }
+        }
+    }
     let q = &result.summary.requests;
     if q.completed == 0 {
         let first = records

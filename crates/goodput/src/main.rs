@@ -4,6 +4,7 @@
 mod bench;
 mod cli;
 mod common;
+mod compare;
 mod estimate;
 mod monitor;
 mod report;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
             cli::Command::Report(a) => report::report(*a),
             cli::Command::Sweep(a) => sweep::sweep(*a).await,
             cli::Command::Monitor(a) => monitor::monitor(*a).await,
+            cli::Command::Compare(a) => compare::compare(*a),
         }
     });
     // Streams of the embedded server may still be open; do not wait for them.

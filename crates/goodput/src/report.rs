@@ -1,25 +1,70 @@
-//! `goodput report`: re-analyse a saved run from its records with other
-//! SLOs, percentiles or prices. The same `analyze` as the live run, on the
-//! same records (times saved as integer nanoseconds), gives the same numbers.
+//! `goodput report`: re-render or re-analyse a saved result. A run's records
+//! re-analysed with other SLOs, percentiles or prices give what a live run
+//! with those settings would (the same `analyze` on the same records, times
+//! saved as integer nanoseconds); a sweep is re-rendered as it is.
 
-use crate::cli::ReportArgs;
+use crate::cli::{OutputArgs, PercentileList, ReportArgs};
 use crate::common;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::RunResult;
+use goodput_report::Document;
 use std::process::ExitCode;
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
-    let run = goodput_report::read_json(&a.run).map_err(|e| anyhow!(e))?;
+    match goodput_report::read_document(&a.run).map_err(|e| anyhow!(e))? {
+        Document::Sweep(sweep) => {
+            if a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.records.is_some()
+            {
+                bail!(
+                    "{} is a sweep: it is re-rendered as it is; re-judge one of its points by re-running it, or sweep again with --slo",
+                    a.run.display()
+                );
+            }
+            print!("{}", crate::sweep::analysis_lines(&sweep));
+            if let Some(p) = &a.output {
+                goodput_report::write_json(p, &*sweep).with_context(|| format!("cannot write {}", p.display()))?;
+            }
+            for (format, dest) in a.exports.targets() {
+                for f in goodput_report::export_sweep(format, &sweep, &dest)
+                    .with_context(|| format!("cannot write {}", dest.display()))?
+                {
+                    eprintln!("{} written to {}", format.exporter().name(), f.display());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Document::Run(run) => report_run(*run, &a),
+    }
+}
+
+fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
+    let rejudge = a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some();
     let records = match (&a.records, &run.requests) {
-        (Some(p), _) => common::read_records(p)?,
-        (None, Some(r)) => r.clone(),
-        (None, None) => bail!(
-            "{} holds no per-request records: pass --records FILE (written by --records), or save runs with --include-requests",
-            a.run.display()
-        ),
+        (Some(p), _) => Some(common::read_records(p)?),
+        (None, Some(r)) => Some(r.clone()),
+        (None, None) => None,
+    };
+    let out = OutputArgs {
+        percentiles: PercentileList(run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect()),
+        records: None,
+        output: a.output.clone(),
+        include_requests: false,
+        quiet: false,
+        exports: a.exports.clone(),
+    };
+    let Some(records) = records else {
+        if rejudge {
+            bail!(
+                "{} holds no per-request records: pass --records FILE (written by --records), or save runs with --include-requests",
+                a.run.display()
+            );
+        }
+        // Nothing to recompute: render the document as saved.
+        return common::finish(&run, &out, &a.judge, &[]);
     };
     let percentiles = match &a.percentiles {
         Some(p) => p.0.clone(),
-        None => run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
+        None => out.percentiles.0.clone(),
     };
     let mut opts = common::analysis_options(&percentiles, &a.judge)?;
     if a.judge.slo.is_none() {
@@ -28,12 +73,17 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
             opts.slo = Some(spec.parse().map_err(|e: String| anyhow!("the saved SLO '{spec}': {e}"))?);
         }
     }
+    if a.judge.gpu_hour_usd.is_none() {
+        if let Some(c) = &run.cost {
+            opts.cost = Some(goodput_core::cost::CostConfig { gpu_hour_usd: c.gpu_hour_usd, gpus: c.gpus });
+        }
+    }
     let mut config = run.config.clone();
     config["percentiles"] = serde_json::json!(percentiles);
-    config["judge"] = common::judge_config(&a.judge);
-    if a.judge.slo.is_none() {
-        config["judge"]["slo"] = serde_json::json!(opts.slo.as_ref().map(|s| s.to_string()));
-    }
+    config["judge"] = serde_json::json!({
+        "slo": opts.slo.as_ref().map(|s| s.to_string()),
+        "cost": opts.cost.map(|c| serde_json::json!({ "gpu_hour_usd": c.gpu_hour_usd, "gpus": c.gpus })),
+    });
     let mut result = common::assemble(
         common::Assembly {
             kind: &run.kind,
@@ -48,12 +98,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     );
     result.engine = run.engine.clone();
     result.server_signals = run.server_signals.clone();
-    let out = crate::cli::OutputArgs {
-        percentiles: crate::cli::PercentileList(percentiles),
-        records: None,
-        output: a.output.clone(),
-        include_requests: false,
-        quiet: false,
-    };
+    result.diagnosis = run.diagnosis.clone();
+    let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     common::finish(&result, &out, &a.judge, &records)
 }

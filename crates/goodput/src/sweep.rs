@@ -292,7 +292,7 @@ fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f64) -
     )
 }
 
-fn analysis_lines(doc: &SweepResult) -> String {
+pub fn analysis_lines(doc: &SweepResult) -> String {
     use std::fmt::Write;
     let a = &doc.analysis;
     let mut o = String::new();
@@ -446,6 +446,15 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if let Some(p) = &sw.args.output.output {
         if !sw.args.output.quiet {
             eprintln!("sweep written to {}", p.display());
+        }
+    }
+    for (format, dest) in sw.args.output.exports.targets() {
+        for f in goodput_report::export_sweep(format, &doc, &dest)
+            .map_err(|e| anyhow!("cannot write {}: {e}", dest.display()))?
+        {
+            if !sw.args.output.quiet {
+                eprintln!("{} written to {}", format.exporter().name(), f.display());
+            }
         }
     }
     if doc.points.iter().all(|p| p.result.summary.requests.completed == 0) {

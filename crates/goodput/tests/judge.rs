@@ -198,3 +198,36 @@ fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     goodput().args(&args).args(["--slo", slo, "--fail-on-slo"]).arg("-o").arg(&single).assert().success();
     assert_eq!(read_json(&single)["slo"]["pass"], true);
 }
+
+#[test]
+fn compare_flags_a_ttft_regression_and_passes_a_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, c: &str| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-c", c, "-n", "300", "--input-tokens", "2048", "--output-tokens", "64"])
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .success();
+        p
+    };
+    let (a, a2, b) = (run("a.json", "8"), run("a2.json", "8"), run("b.json", "64"));
+    let rules = "ttft_ms.p95>+20%,output_tokens_per_s<-5%";
+    let same = goodput().args(["compare", "--fail-if", rules]).arg(&a).arg(&a2).output().unwrap();
+    assert!(same.status.success(), "{}", String::from_utf8_lossy(&same.stdout));
+    let html = dir.path().join("cmp.html");
+    let worse =
+        goodput().args(["compare", "--fail-if", rules]).arg(&a).arg(&b).arg("--html").arg(&html).output().unwrap();
+    assert_eq!(worse.status.code(), Some(1), "{}", String::from_utf8_lossy(&worse.stdout));
+    let text = String::from_utf8_lossy(&worse.stdout);
+    assert!(text.contains("ttft_ms.p95"), "{text}");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+
+    // A saved run re-rendered in every format; a sweep likewise.
+    let csv = dir.path().join("csv");
+    let md = dir.path().join("run.md");
+    goodput().arg("report").arg(&a).arg("--csv").arg(&csv).arg("--markdown").arg(&md).assert().success();
+    assert!(csv.join("summary.csv").exists());
+    assert!(std::fs::read_to_string(&md).unwrap().contains("| "));
+}

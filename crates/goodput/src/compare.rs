@@ -1,0 +1,36 @@
+//! `goodput compare`: runs side by side against the first, and a non-zero
+//! exit when a rule of `--fail-if` is broken, for CI.
+
+use crate::cli::CompareArgs;
+use anyhow::{anyhow, Context, Result};
+use goodput_core::RunResult;
+use std::process::ExitCode;
+
+pub fn compare(a: CompareArgs) -> Result<ExitCode> {
+    let mut runs: Vec<(String, RunResult)> = Vec::new();
+    for p in &a.runs {
+        let run = goodput_report::read_json(p).map_err(|e| anyhow!(e))?;
+        let label = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
+        runs.push((label, run));
+    }
+    let rules = match &a.fail_if {
+        Some(s) => goodput_report::parse_rules(s).map_err(|e| anyhow!("--fail-if: {e}"))?,
+        None => Vec::new(),
+    };
+    let refs: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    let c = goodput_report::compare(&refs, &rules);
+    print!("{}", goodput_report::compare::render_terminal(&c));
+    let docs: Vec<&RunResult> = runs.iter().map(|(_, r)| r).collect();
+    for (format, dest) in a.exports.targets() {
+        for f in goodput_report::export_compare(format, &c, &docs, &dest)
+            .with_context(|| format!("cannot write {}", dest.display()))?
+        {
+            eprintln!("{} written to {}", format.exporter().name(), f.display());
+        }
+    }
+    if !c.passed() {
+        eprintln!("error: a --fail-if rule was broken (or could not be judged)");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
