@@ -103,6 +103,8 @@ pub struct RunOutput {
 pub struct Control {
     pub stop: CancellationToken,
     pub abort: CancellationToken,
+    /// Requests sent so far, for live views (in flight = sent − completed).
+    pub sent: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Runs `plan`, sending each record to `sink` as it completes.
@@ -177,6 +179,7 @@ pub async fn run_at<B: Backend>(
             let (backend, workload, tx, abort) = (backend.clone(), workload.clone(), tx.clone(), control.abort.clone());
             let warmup = i < plan.warmup;
             let id = i;
+            control.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tokio::spawn(async move {
                 let item = workload.item(id);
                 let mut rec = backend.execute(id, item, scheduled, origin, abort).await;

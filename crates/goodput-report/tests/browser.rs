@@ -4,7 +4,7 @@
 //! became markup. Screenshots and the pages land in target/test-artifacts/
 //! for a person (or CI) to look at.
 //!
-//! Needs `chromium` (scripts/install-chromium.sh installs it); set
+//! Needs `chromium` (scripts/install-test-deps.sh installs it); set
 //! GOODPUT_SKIP_BROWSER=1 to skip.
 
 mod common;
@@ -36,7 +36,7 @@ fn browser_or_skip() -> Option<PathBuf> {
         Some(b) => Some(b),
         None => panic!(
             "no headless Chromium found ({} on PATH, or $GOODPUT_CHROMIUM). Install it with \
-             scripts/install-chromium.sh (on Debian: apt-get update && apt-get install -y chromium), \
+             scripts/install-test-deps.sh (on Debian: apt-get update && apt-get install -y chromium), \
              or set GOODPUT_SKIP_BROWSER=1 to skip the browser test",
             BROWSERS.join(", ")
         ),

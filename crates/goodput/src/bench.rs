@@ -11,7 +11,6 @@ use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LoadPlan, To
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use serde_json::{json, Value};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -186,8 +185,7 @@ pub fn stop_on_ctrl_c(grace: Duration) -> Control {
 pub struct Sinks {
     pub records: Option<RecordFile>,
     pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
-    /// Print a progress line every few seconds.
-    pub progress: bool,
+    pub progress: Option<Arc<crate::progress::Progress>>,
 }
 
 /// Runs one load over HTTP on a clock starting at `origin`.
@@ -200,48 +198,20 @@ pub async fn run_http(
     origin: tokio::time::Instant,
 ) -> Result<(Vec<RequestRecord>, bool)> {
     let Sinks { mut records, live, progress } = sinks;
-    let done = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
-    let ticker = progress.then(|| {
-        let (done, failed) = (done.clone(), failed.clone());
-        let planned = plan.requests.map(|n| n + plan.warmup);
-        tokio::spawn(async move {
-            let start = tokio::time::Instant::now();
-            let mut tick = tokio::time::interval_at(start + Duration::from_secs(5), Duration::from_secs(5));
-            loop {
-                tick.tick().await;
-                let of = planned.map(|p| format!("/{p}")).unwrap_or_default();
-                eprintln!(
-                    "[{:>6.1}s] {}{of} done · {} failed",
-                    start.elapsed().as_secs_f64(),
-                    done.load(Ordering::Relaxed),
-                    failed.load(Ordering::Relaxed)
-                );
-            }
-        })
-    });
-    let sink = {
-        let (done, failed) = (done.clone(), failed.clone());
-        move |r: &RequestRecord| {
-            done.fetch_add(1, Ordering::Relaxed);
-            if r.outcome.failure_kind().is_some() {
-                failed.fetch_add(1, Ordering::Relaxed);
-            }
-            if let Some(f) = records.as_mut() {
-                f.write(r);
-            }
-            if let Some(l) = &live {
-                l.observe(r);
-            }
+    let sink = move |r: &RequestRecord| {
+        if let Some(f) = records.as_mut() {
+            f.write(r);
+        }
+        if let Some(l) = &live {
+            l.observe(r);
+        }
+        if let Some(p) = &progress {
+            p.observe(r);
         }
     };
     let out = goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin)
         .await
-        .map_err(|e| anyhow!(e));
-    if let Some(t) = ticker {
-        t.abort();
-    }
-    let out = out?;
+        .map_err(|e| anyhow!(e))?;
     Ok((out.records, out.interrupted))
 }
 
@@ -283,8 +253,16 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let sinks = Sinks { records, live, progress: !a.output.quiet };
-    let (recs, interrupted) = run_http(&target, &plan, Arc::new(workload), control, sinks, origin).await?;
+    let title = format!(" goodput bench → {} · {} ", target.base, target.model);
+    let progress =
+        crate::progress::Progress::new(title, plan.requests.map(|n| n + plan.warmup), plan.duration, &control);
+    let view = crate::progress::LiveView::start(a.output.progress, a.output.quiet, progress.clone(), control.clone());
+    let sinks = Sinks { records, live, progress: Some(progress) };
+    let res = run_http(&target, &plan, Arc::new(workload), control, sinks, origin).await;
+    if let Some(v) = view {
+        v.finish();
+    }
+    let (recs, interrupted) = res?;
     let mut result = common::assemble(
         Assembly {
             kind: "bench",

@@ -245,8 +245,20 @@ pub struct OutputArgs {
     /// Print only the summary (no progress lines).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Live view while the run goes: a full-screen view on a terminal, periodic lines otherwise.
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    pub progress: ProgressArg,
     #[command(flatten)]
     pub exports: ExportArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressArg {
+    /// Full screen on a terminal, plain lines when not a terminal, nothing with --quiet.
+    Auto,
+    Tui,
+    Plain,
+    None,
 }
 
 /// Renderings of the result besides JSON.

@@ -7,6 +7,7 @@ mod common;
 mod compare;
 mod estimate;
 mod monitor;
+mod progress;
 mod report;
 mod serve;
 mod signals;

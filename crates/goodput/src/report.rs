@@ -50,6 +50,7 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         output: a.output.clone(),
         include_requests: false,
         quiet: false,
+        progress: crate::cli::ProgressArg::None,
         exports: a.exports.clone(),
     };
     let Some(records) = records else {

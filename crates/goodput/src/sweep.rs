@@ -94,15 +94,33 @@ impl Sweep {
                 let origin = tokio::time::Instant::now();
                 let scraping =
                     crate::signals::start(&self.args.metrics, target.client.http(), &target.base, origin).await?;
-                let (recs, interrupted) = bench::run_http(
+                let title =
+                    format!(" goodput sweep → {} · point {} · {} ", target.base, self.points.len() + 1, load.label());
+                let progress = crate::progress::Progress::new(
+                    title,
+                    plan.requests.map(|n| n + plan.warmup),
+                    plan.duration,
+                    &control,
+                );
+                let view = crate::progress::LiveView::start(
+                    self.args.output.progress,
+                    self.args.output.quiet,
+                    progress.clone(),
+                    control.clone(),
+                );
+                let res = bench::run_http(
                     target,
                     &plan,
                     self.workload.clone(),
                     control,
-                    bench::Sinks { records, ..Default::default() },
+                    bench::Sinks { records, progress: Some(progress), ..Default::default() },
                     origin,
                 )
-                .await?;
+                .await;
+                if let Some(v) = view {
+                    v.finish();
+                }
+                let (recs, interrupted) = res?;
                 relay.abort();
                 let mut r = common::assemble(
                     Assembly {

@@ -1,0 +1,320 @@
+//! The live view of a run: progress, live TTFT and TPOT percentiles over the
+//! most recent requests, output tokens/s, in-flight requests and failures by
+//! kind. Full screen (ratatui) on a terminal, plain periodic lines otherwise.
+//! The terminal is restored on every exit path: a guard on drop, a panic
+//! hook, and Ctrl-C read as a key (raw mode swallows the signal).
+
+use crate::cli::ProgressArg;
+use goodput_core::metrics::{ms, RequestMetrics};
+use goodput_core::{percentile, RequestRecord};
+use goodput_load::Control;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::crossterm::ExecutableCommand;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
+use std::collections::{BTreeMap, VecDeque};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Latencies of the most recent requests, for live percentiles.
+const RECENT: usize = 2000;
+
+#[derive(Default)]
+struct State {
+    done: u64,
+    failed: BTreeMap<String, u64>,
+    recent: VecDeque<(f64, Option<f64>)>,
+    /// Output tokens per whole second of the run.
+    per_second: Vec<u64>,
+}
+
+/// What the live view shows, fed by the run's record sink.
+pub struct Progress {
+    title: String,
+    start: Instant,
+    planned: Option<u64>,
+    duration: Option<Duration>,
+    sent: Arc<std::sync::atomic::AtomicU64>,
+    state: Mutex<State>,
+}
+
+/// One moment of the run.
+pub struct Snapshot {
+    pub elapsed: Duration,
+    pub done: u64,
+    pub in_flight: u64,
+    pub failed: BTreeMap<String, u64>,
+    pub ttft: (Option<f64>, Option<f64>),
+    pub tpot: (Option<f64>, Option<f64>),
+    pub tokens_per_s: f64,
+    pub per_second: Vec<u64>,
+    /// Share done, when the run has a known end.
+    pub fraction: Option<f64>,
+}
+
+impl Progress {
+    pub fn new(title: String, planned: Option<u64>, duration: Option<Duration>, control: &Control) -> Arc<Self> {
+        Arc::new(Progress {
+            title,
+            start: Instant::now(),
+            planned,
+            duration,
+            sent: control.sent.clone(),
+            state: Mutex::default(),
+        })
+    }
+
+    pub fn observe(&self, r: &RequestRecord) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.done += 1;
+        if let Some(k) = r.outcome.failure_kind() {
+            *s.failed.entry(k.to_string()).or_default() += 1;
+        }
+        if r.outcome.is_success() {
+            if let Some(t) = r.ttft() {
+                s.recent.push_back((ms(t), r.tpot().map(ms)));
+                if s.recent.len() > RECENT {
+                    s.recent.pop_front();
+                }
+            }
+        }
+        // Tokens land in the second of the run their chunk arrived (the run
+        // clock and this one start within microseconds of each other).
+        for c in &r.chunks {
+            let sec = c.t.as_secs() as usize;
+            if s.per_second.len() <= sec {
+                s.per_second.resize(sec + 1, 0);
+            }
+            s.per_second[sec] += c.tokens as u64;
+        }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let elapsed = self.start.elapsed();
+        let pct = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (percentile(&v, 50.0), percentile(&v, 99.0))
+        };
+        let ttft = pct(s.recent.iter().map(|x| x.0).collect());
+        let tpot = pct(s.recent.iter().filter_map(|x| x.1).collect());
+        // Output rate over the last five whole seconds (requests report their
+        // chunks when they complete, so recent seconds fill in late).
+        let now = elapsed.as_secs() as usize;
+        let from = now.saturating_sub(5);
+        let tokens: u64 = s.per_second.iter().skip(from).take(now - from).sum();
+        let fraction = match (self.planned, self.duration) {
+            (Some(n), _) if n > 0 => Some((s.done as f64 / n as f64).min(1.0)),
+            (None, Some(d)) => Some((elapsed.as_secs_f64() / d.as_secs_f64()).min(1.0)),
+            _ => None,
+        };
+        Snapshot {
+            elapsed,
+            done: s.done,
+            in_flight: self.sent.load(Ordering::Relaxed).saturating_sub(s.done),
+            failed: s.failed.clone(),
+            ttft,
+            tpot,
+            tokens_per_s: tokens as f64 / (now - from).max(1) as f64,
+            per_second: s.per_second.clone(),
+            fraction,
+        }
+    }
+
+    fn line(&self) -> String {
+        let s = self.snapshot();
+        let f = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
+        let of = self.planned.map(|p| format!("/{p}")).unwrap_or_default();
+        let eta = match s.fraction {
+            Some(x) if x > 0.0 && x < 1.0 => format!(" · ETA {:.0}s", s.elapsed.as_secs_f64() * (1.0 - x) / x),
+            _ => String::new(),
+        };
+        let failed: u64 = s.failed.values().sum();
+        let kinds = if s.failed.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", s.failed.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", "))
+        };
+        format!(
+            "[{:>6.1}s] {}{of} done{eta} · {} in flight · {failed} failed{kinds} · TTFT p50 {} p99 {} ms · TPOT p50 {} p99 {} ms · {:.0} out tok/s",
+            s.elapsed.as_secs_f64(),
+            s.done,
+            s.in_flight,
+            f(s.ttft.0),
+            f(s.ttft.1),
+            f(s.tpot.0),
+            f(s.tpot.1),
+            s.tokens_per_s
+        )
+    }
+}
+
+/// A running live view; `finish` stops it and gives the terminal back.
+pub struct LiveView {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveView {
+    /// Starts the view the flags ask for (`None` when there is nothing to show).
+    pub fn start(mode: ProgressArg, quiet: bool, progress: Arc<Progress>, control: Control) -> Option<LiveView> {
+        let tty = std::io::stderr().is_terminal() && std::io::stdout().is_terminal();
+        let mode = match (mode, quiet) {
+            (ProgressArg::Auto, true) | (ProgressArg::None, _) => return None,
+            (ProgressArg::Auto, false) if tty => ProgressArg::Tui,
+            (ProgressArg::Auto, false) => ProgressArg::Plain,
+            (m, _) => m,
+        };
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let thread = match mode {
+            ProgressArg::Tui => std::thread::Builder::new()
+                .name("goodput-live".into())
+                .spawn(move || {
+                    if let Err(e) = tui(&progress, &control, &d) {
+                        eprintln!("warning: the live view stopped: {e}");
+                    }
+                })
+                .ok(),
+            _ => std::thread::Builder::new()
+                .name("goodput-live".into())
+                .spawn(move || {
+                    let mut next = Instant::now() + Duration::from_secs(5);
+                    while !d.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(100));
+                        if Instant::now() >= next {
+                            eprintln!("{}", progress.line());
+                            next += Duration::from_secs(5);
+                        }
+                    }
+                })
+                .ok(),
+        };
+        Some(LiveView { done, thread })
+    }
+
+    pub fn finish(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for LiveView {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Raw mode and the alternate screen, undone on drop whatever happens.
+struct TerminalGuard;
+
+impl TerminalGuard {
+    fn enter() -> std::io::Result<TerminalGuard> {
+        enable_raw_mode()?;
+        let guard = TerminalGuard;
+        std::io::stderr().execute(EnterAlternateScreen)?;
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+        Ok(guard)
+    }
+}
+
+fn restore() {
+    let _ = std::io::stderr().execute(LeaveAlternateScreen);
+    let _ = disable_raw_mode();
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()> {
+    let _guard = TerminalGuard::enter()?;
+    let backend = ratatui::backend::CrosstermBackend::new(std::io::stderr());
+    let mut term = ratatui::Terminal::new(backend)?;
+    let mut note = String::from("q or Ctrl-C: stop sending and finish · twice: cancel in-flight requests");
+    while !done.load(Ordering::Relaxed) {
+        let s = p.snapshot();
+        term.draw(|f| {
+            let area = f.area();
+            let rows = Layout::vertical([
+                Constraint::Length(3),
+                Constraint::Length(7),
+                Constraint::Min(4),
+                Constraint::Length(1),
+            ])
+            .split(area);
+            let label = match s.fraction {
+                Some(x) => format!("{} done · {:.1}s · {:.0}%", s.done, s.elapsed.as_secs_f64(), x * 100.0),
+                None => format!("{} done · {:.1}s", s.done, s.elapsed.as_secs_f64()),
+            };
+            f.render_widget(
+                Gauge::default()
+                    .block(Block::default().borders(Borders::ALL).title(p.title.as_str()))
+                    .gauge_style(Style::default().fg(Color::Cyan))
+                    .ratio(s.fraction.unwrap_or(0.0))
+                    .label(label),
+                rows[0],
+            );
+            let fmt = |v: Option<f64>| v.map(|x| format!("{x:>8.1}")).unwrap_or(format!("{:>8}", "-"));
+            let failed: u64 = s.failed.values().sum();
+            let mut lines = vec![
+                Line::from(format!("in flight {:>6}    failed {:>6}", s.in_flight, failed)),
+                Line::from(format!("TTFT ms   p50 {}   p99 {}", fmt(s.ttft.0), fmt(s.ttft.1))),
+                Line::from(format!("TPOT ms   p50 {}   p99 {}", fmt(s.tpot.0), fmt(s.tpot.1))),
+                Line::from(format!("output    {:>8.0} tok/s (last 5 s)", s.tokens_per_s)),
+            ];
+            if !s.failed.is_empty() {
+                lines.push(Line::from(format!(
+                    "failures  {}",
+                    s.failed.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(" · ")
+                )));
+            }
+            f.render_widget(
+                Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title("live (last 2,000 requests)")),
+                rows[1],
+            );
+            let width = rows[2].width.saturating_sub(2) as usize;
+            let data: Vec<u64> = s.per_second.iter().rev().take(width).rev().copied().collect();
+            f.render_widget(
+                Sparkline::default()
+                    .block(Block::default().borders(Borders::ALL).title("output tokens per second"))
+                    .data(&data)
+                    .style(Style::default().fg(Color::Green)),
+                rows[2],
+            );
+            f.render_widget(Paragraph::new(note.as_str()), rows[3]);
+        })?;
+        if event::poll(Duration::from_millis(250))? {
+            if let Event::Key(k) = event::read()? {
+                let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                if k.kind == KeyEventKind::Press && (ctrl_c || k.code == KeyCode::Char('q')) {
+                    if control.stop.is_cancelled() {
+                        control.abort.cancel();
+                        note = "cancelling in-flight requests".into();
+                    } else {
+                        control.stop.cancel();
+                        note = "stopping: no new requests; in-flight ones finish (again to cancel them)".into();
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

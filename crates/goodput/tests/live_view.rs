@@ -1,0 +1,122 @@
+//! The full-screen live view in a real terminal (tmux): it draws, Ctrl-C
+//! stops the run and still writes the result, and the terminal comes back
+//! in its normal mode on every exit path.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(cmd: &str) -> Tmux {
+        assert!(
+            Command::new("tmux").arg("-V").output().is_ok(),
+            "tmux is needed to drive the live view in a real terminal: run scripts/install-test-deps.sh (apt-get install tmux)"
+        );
+        let socket = format!("goodput-test-{}-{}", std::process::id(), rand_suffix());
+        let t = Tmux { socket };
+        let ok = t.tmux(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "32", cmd]);
+        assert!(ok, "tmux could not start a session");
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> bool {
+        Command::new("tmux").arg("-L").arg(&self.socket).args(args).status().is_ok_and(|s| s.success())
+    }
+
+    fn screen(&self) -> String {
+        let out =
+            Command::new("tmux").arg("-L").arg(&self.socket).args(["capture-pane", "-t", "t", "-p"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: impl Fn(&str) -> bool, limit: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if what(&s) || start.elapsed() > limit {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64
+}
+
+fn wait_file(p: &Path, limit: Duration) -> String {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if let Ok(s) = std::fs::read_to_string(p) {
+            if !s.is_empty() {
+                return s;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{} never appeared", p.display());
+}
+
+fn normal_mode(stty: &str) -> bool {
+    stty.split_whitespace().any(|w| w == "icanon") && stty.split_whitespace().any(|w| w == "echo")
+}
+
+#[test]
+fn ctrl_c_in_the_live_view_stops_writes_and_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, stty) = (dir.path().join("run.json"), dir.path().join("stty.txt"));
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let cmd = format!(
+        "{} bench -n 100000 -c 4 --sim-ttft 20ms --sim-itl 10ms --output-tokens 20 --progress tui -o {}; stty -a > {}; sleep 60",
+        bin.display(),
+        out.display(),
+        stty.display()
+    );
+    let t = Tmux::start(&cmd);
+    let screen = t.wait_for(|s| s.contains("TTFT ms") && s.contains(" done"), Duration::from_secs(20));
+    assert!(screen.contains("live (last 2,000 requests)"), "the full-screen view is drawn:\n{screen}");
+    std::thread::sleep(Duration::from_millis(800));
+    t.tmux(&["send-keys", "-t", "t", "C-c"]);
+    let stty_text = wait_file(&stty, Duration::from_secs(30));
+    assert!(normal_mode(&stty_text), "terminal restored to canonical mode with echo:\n{stty_text}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["summary"]["requests"]["completed"].as_u64().unwrap() > 0);
+    let screen = t.screen();
+    assert!(screen.contains("INTERRUPTED"), "the summary is printed on the normal screen:\n{screen}");
+}
+
+#[test]
+fn a_run_that_ends_by_itself_or_fails_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    // One that completes, one whose every request fails (nothing listens).
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    for (i, args) in [
+        "bench -n 20 -c 4 --sim-ttft 10ms --sim-itl 2ms --output-tokens 5 --progress tui".to_string(),
+        format!("bench -n 4 -c 2 --model m --url http://{dead} --progress tui"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let stty = dir.path().join(format!("stty{i}.txt"));
+        let cmd = format!("{} {args}; stty -a > {}; sleep 60", bin.display(), stty.display());
+        let _t = Tmux::start(&cmd);
+        let s = wait_file(&stty, Duration::from_secs(30));
+        assert!(normal_mode(&s), "{args}: terminal restored:\n{s}");
+    }
+}
