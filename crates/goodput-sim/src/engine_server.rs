@@ -233,6 +233,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let ids = token_ids(&req.prompt_text());
     let prompt_tokens = ids.len() as u64;
     let prompt = Prompt::from_tokens(&ids, s.cfg.engine.block_size);
+    // Only the block hashes need to live through the wait below.
     drop(ids);
 
     // The front end's share of the latency (HTTP, parsing, tokenising, in a
@@ -244,20 +245,20 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // the answer still aborts it: the abort follows the add in the channel.
     let mut ticket = Ticket { id, commands: s.commands.clone(), live: true };
     let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply };
-    match s.commands.send(add).ok().map(|_| answer) {
-        Some(answer) => match answer.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                ticket.live = false;
-                let message = match e {
-                    Error::InvalidRequest { message, .. } => message,
-                    other => other.to_string(),
-                };
-                return error_response(StatusCode::BAD_REQUEST, &message);
-            }
-            Err(_) => return engine_gone(&mut ticket),
-        },
-        None => return engine_gone(&mut ticket),
+    if s.commands.send(add).is_err() {
+        return engine_gone(&mut ticket);
+    }
+    match answer.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            ticket.live = false;
+            let message = match e {
+                Error::InvalidRequest { message, .. } => message,
+                other => other.to_string(),
+            };
+            return error_response(StatusCode::BAD_REQUEST, &message);
+        }
+        Err(_) => return engine_gone(&mut ticket),
     }
 
     let model = req.model.clone().unwrap_or_else(|| s.cfg.model_name.clone());
