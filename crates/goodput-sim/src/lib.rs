@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod engine;
+pub mod engine_server;
 pub mod faults;
 pub mod fixed;
 pub mod openai;

@@ -114,6 +114,15 @@ pub fn count_tokens(text: &str) -> u64 {
     text.split_whitespace().count() as u64
 }
 
+/// The ids of the tokens [`count_tokens`] counts: one per word, a hash of
+/// the word (FNV-1a), so equal words are equal ids and prompts that share
+/// leading words share a cacheable prefix in the engine.
+pub fn token_ids(text: &str) -> Vec<u32> {
+    text.split_whitespace()
+        .map(|w| w.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193)))
+        .collect()
+}
+
 const WORDS: &[&str] = &[
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
     "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray",
@@ -307,6 +316,10 @@ mod tests {
         let r = GenerationRequest::parse(Route::Chat, br#"{"messages":[{"role":"user","content":"a b c"}],"max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}"#).unwrap();
         assert_eq!((r.max_tokens(), r.stream(), r.include_usage()), (Some(4), true, true));
         assert_eq!(count_tokens(&r.prompt_text()), 3);
+        let ids = token_ids(&r.prompt_text());
+        assert_eq!(ids.len(), 3);
+        assert_eq!(token_ids("  a\tb  c "), ids);
+        assert_ne!(ids[0], ids[1]);
         assert!(GenerationRequest::parse(Route::Chat, br#"{"prompt":"x"}"#).is_err());
         assert!(GenerationRequest::parse(Route::Completions, br#"{"messages":[]}"#).is_err());
         assert!(GenerationRequest::parse(Route::Completions, b"{nope").is_err());

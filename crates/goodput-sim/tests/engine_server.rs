@@ -1,0 +1,339 @@
+//! The engine server over real HTTP on 127.0.0.1:0: both routes streamed and
+//! whole with exact usage, models and errors, prefix-cache hits in /metrics,
+//! aborts on disconnect, injected faults, and thousands of concurrent streams.
+
+use goodput_sim::engine::{EngineConfig, Precision};
+use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
+use goodput_sim::faults::FaultConfig;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Stops the server it belongs to when dropped.
+struct Stop(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Llama-3.1-8B BF16 on an H100, ten times faster than real time.
+fn config() -> EngineServerConfig {
+    let engine = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+    EngineServerConfig {
+        speed: 10.0,
+        model_name: "sim-8b".into(),
+        default_max_tokens: 7,
+        ..EngineServerConfig::new(engine)
+    }
+}
+
+async fn start(cfg: EngineServerConfig) -> (String, Arc<EngineServer>, Stop) {
+    let server = EngineServer::start(cfg).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(goodput_sim::server::serve(listener, app(server.clone()), async {
+        let _ = rx.await;
+    }));
+    (base, server, Stop(Some(tx)))
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+fn post(http: &reqwest::Client, url: impl reqwest::IntoUrl, body: &Value) -> reqwest::RequestBuilder {
+    http.post(url).header("content-type", "application/json").body(body.to_string())
+}
+
+fn words(n: usize, salt: &str) -> String {
+    (0..n).map(|i| format!("{salt}{i}")).collect::<Vec<_>>().join(" ")
+}
+
+/// The `data:` payloads of an SSE body, `[DONE]` included.
+fn events(body: &str) -> Vec<String> {
+    body.split("\n\n").filter_map(|e| e.strip_prefix("data: ")).map(str::to_owned).collect()
+}
+
+/// The text a streamed chunk carries, on either route.
+fn chunk_text(v: &Value) -> Option<&str> {
+    let c = &v["choices"][0];
+    c["delta"]["content"].as_str().or(c["text"].as_str())
+}
+
+/// How many events carry a token (not the preamble, finish, usage or `[DONE]`).
+fn tokens(events: &[String]) -> usize {
+    let parsed = events.iter().filter_map(|e| serde_json::from_str::<Value>(e).ok());
+    parsed.filter(|v| chunk_text(v).is_some_and(|t| !t.is_empty())).count()
+}
+
+/// Waits (briefly, polling) until `f` holds.
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn metric(text: &str, prefix: &str) -> f64 {
+    let line = text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix} in\n{text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_routes_stream_and_answer_whole_with_exact_usage() {
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    for (path, body) in [
+        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": words(37, "w")}]})),
+        ("/v1/completions", json!({"prompt": words(37, "w")})),
+    ] {
+        let url = format!("{base}{path}");
+        // Streamed, with usage; ignore_eos and min_tokens are accepted.
+        let mut b = body.clone();
+        b["stream"] = json!(true);
+        b["stream_options"] = json!({"include_usage": true});
+        b["max_tokens"] = json!(12);
+        b["ignore_eos"] = json!(true);
+        b["min_tokens"] = json!(12);
+        let resp = post(&http, &url, &b).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        assert_eq!(resp.headers()["server"], "goodput-sim");
+        let ev = events(&resp.text().await.unwrap());
+        assert_eq!(ev.last().unwrap(), "[DONE]");
+        let parsed: Vec<Value> = ev[..ev.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+        let tokens: Vec<&str> = parsed.iter().filter_map(chunk_text).filter(|t| !t.is_empty()).collect();
+        assert_eq!(tokens.len(), 12, "{path}: one chunk per token");
+        assert!(tokens.iter().all(|t| t.split_whitespace().count() == 1));
+        let finish: Vec<&Value> = parsed.iter().filter(|v| v["choices"][0]["finish_reason"].is_string()).collect();
+        assert_eq!(finish.len(), 1);
+        assert_eq!(finish[0]["choices"][0]["finish_reason"], "length");
+        let usage = &parsed.last().unwrap()["usage"];
+        assert_eq!((usage["prompt_tokens"].as_u64(), usage["completion_tokens"].as_u64()), (Some(37), Some(12)));
+        assert_eq!(usage["total_tokens"], 49);
+
+        // Whole, with max_completion_tokens preferred to max_tokens.
+        let mut b = body.clone();
+        b["max_completion_tokens"] = json!(5);
+        b["max_tokens"] = json!(50);
+        let v: Value =
+            serde_json::from_slice(&post(&http, &url, &b).send().await.unwrap().bytes().await.unwrap()).unwrap();
+        assert_eq!(
+            (v["usage"]["prompt_tokens"].as_u64(), v["usage"]["completion_tokens"].as_u64()),
+            (Some(37), Some(5))
+        );
+        let c = &v["choices"][0];
+        let text = c["message"]["content"].as_str().or(c["text"].as_str()).unwrap();
+        assert_eq!(text.split_whitespace().count(), 5);
+        assert_eq!((c["finish_reason"].as_str(), v["model"].as_str()), (Some("length"), Some("sim-8b")));
+
+        // No length given: the server's default; no usage unless asked.
+        let mut b = body.clone();
+        b["stream"] = json!(true);
+        let ev = events(&post(&http, &url, &b).send().await.unwrap().text().await.unwrap());
+        let chunks: Vec<Value> = ev[..ev.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+        assert_eq!(chunks.iter().filter_map(chunk_text).filter(|t| !t.is_empty()).count(), 7);
+        assert!(chunks.iter().all(|c| c.get("usage").is_none()));
+    }
+    let s = server.stats();
+    assert_eq!((s.requests_finished, s.generation_tokens, s.prompt_tokens), (6, 2 * (12 + 5 + 7), 6 * 37));
+    assert_eq!((s.running, s.waiting, s.kv_usage), (0, 0, 0.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_health_and_bad_requests() {
+    let (base, _server, _stop) = start(config()).await;
+    let http = client();
+    let v: Value =
+        serde_json::from_slice(&http.get(format!("{base}/v1/models")).send().await.unwrap().bytes().await.unwrap())
+            .unwrap();
+    assert_eq!(v["data"][0]["id"], "sim-8b");
+    assert_eq!(http.get(format!("{base}/health")).send().await.unwrap().text().await.unwrap(), "ok");
+    let chat = format!("{base}/v1/chat/completions");
+    let msg = |content: &str, extra: Value| {
+        let mut b = json!({"messages": [{"role": "user", "content": content}]});
+        b.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        b
+    };
+    for (body, needle) in [
+        (msg("a b", json!({"max_tokens": 0})), "max_tokens is 0"),
+        (msg("   ", json!({})), "prompt is empty"),
+        (msg("a b", json!({"max_tokens": 200_000})), "context"),
+        (json!({"messages": []}), "messages"),
+    ] {
+        let resp = post(&http, &chat, &body).send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{body}");
+        let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert!(v["error"]["message"].as_str().unwrap().contains(needle), "{needle}: {v}");
+    }
+    let resp = http.post(&chat).body("{nope").header("content-type", "application/json").send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_prefixes_show_as_prefix_cache_hits_in_metrics() {
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    let shared = words(200, "s");
+    for tail in ["a", "b"] {
+        let prompt = format!("{shared} {}", words(56, tail));
+        let r = post(&http, format!("{base}/v1/completions"), &json!({"prompt": prompt, "max_tokens": 3}));
+        assert_eq!(r.send().await.unwrap().status(), 200);
+    }
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let labels = "{engine=\"0\",model_name=\"sim-8b\"}";
+    // 256 tokens looked up twice; the second finds the 12 full blocks of 16
+    // inside the 200 shared words.
+    assert_eq!(metric(&text, &format!("vllm:prefix_cache_queries_total{labels}")), 512.0);
+    assert_eq!(metric(&text, &format!("vllm:prefix_cache_hits_total{labels}")), 192.0);
+    let s = server.stats();
+    assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (512, 192));
+    assert_eq!(metric(&text, &format!("vllm:prompt_tokens_total{labels}")), 512.0);
+    assert_eq!(metric(&text, &format!("vllm:generation_tokens_total{labels}")), 6.0);
+    assert_eq!(
+        metric(&text, "vllm:request_success_total{engine=\"0\",model_name=\"sim-8b\",finished_reason=\"length\"}"),
+        2.0
+    );
+    assert_eq!(metric(&text, &format!("vllm:time_to_first_token_seconds_count{labels}")), 2.0);
+    assert_eq!(metric(&text, &format!("vllm:inter_token_latency_seconds_count{labels}")), 4.0);
+    assert_eq!(metric(&text, &format!("vllm:e2e_request_latency_seconds_count{labels}")), 2.0);
+    assert_eq!(metric(&text, &format!("vllm:request_queue_time_seconds_count{labels}")), 2.0);
+    for name in ["vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:time_to_first_token_seconds"] {
+        assert!(text.contains(&format!("# HELP {name} ")) && text.contains(&format!("# TYPE {name} ")), "{name}");
+    }
+    assert_eq!(metric(&text, "goodput_sim_requests_total"), 2.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_aborts_its_request() {
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    // Streamed: read the first token, then drop the response.
+    let body = json!({"prompt": words(10, "x"), "max_tokens": 20_000, "stream": true});
+    let mut resp = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    assert!(resp.chunk().await.unwrap().is_some());
+    assert_eq!(server.stats().running, 1);
+    drop(resp);
+    eventually("the streamed request's abort", || server.stats().requests_aborted == 1).await;
+    assert_eq!((server.stats().running, server.stats().kv_usage), (0, 0.0));
+
+    // Whole: the client gives up waiting.
+    let body = json!({"prompt": words(10, "y"), "max_tokens": 20_000});
+    let r = post(&http, format!("{base}/v1/completions"), &body).timeout(Duration::from_millis(100)).send().await;
+    assert!(r.is_err());
+    eventually("the whole request's abort", || server.stats().requests_aborted == 2).await;
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert_eq!(
+        metric(&text, "vllm:request_success_total{engine=\"0\",model_name=\"sim-8b\",finished_reason=\"abort\"}"),
+        2.0
+    );
+    assert_eq!(server.stats().running, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_are_injected_and_counted() {
+    let http = client();
+    let faulty = |f: FaultConfig| EngineServerConfig { faults: FaultConfig { seed: 1, ..f }, ..config() };
+    let body = json!({"prompt": words(8, "f"), "max_tokens": 10, "stream": true});
+
+    let (base, server, _stop) = start(faulty(FaultConfig { error_rate: 1.0, ..Default::default() })).await;
+    let resp = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    assert_eq!(resp.status(), 500);
+    assert_eq!(server.stats().requests_finished + server.stats().requests_aborted, 0);
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert_eq!(metric(&text, "goodput_sim_faults_injected_total{kind=\"http_error\"}"), 1.0);
+
+    // Mid-stream error: half the tokens, an error event, and the rest aborted.
+    let (base, server, _stop) = start(faulty(FaultConfig { stream_error_rate: 1.0, ..Default::default() })).await;
+    let text = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap().text().await.unwrap();
+    let ev = events(&text);
+    assert_eq!(tokens(&ev[..ev.len() - 1]), 5, "{text}");
+    assert!(ev.last().unwrap().contains("\"error\""), "{text}");
+    eventually("the broken stream's abort", || server.stats().requests_aborted == 1).await;
+
+    // Disconnect: the body breaks after half the tokens.
+    let (base, server, _stop) = start(faulty(FaultConfig { disconnect_rate: 1.0, ..Default::default() })).await;
+    let mut resp = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    let mut got = String::new();
+    let broke = loop {
+        match resp.chunk().await {
+            Ok(Some(b)) => got.push_str(&String::from_utf8_lossy(&b)),
+            Ok(None) => break false,
+            Err(_) => break true,
+        }
+    };
+    assert!(broke, "{got}");
+    assert_eq!(tokens(&events(&got)), 5, "{got}");
+    eventually("the dropped stream's abort", || server.stats().requests_aborted == 1).await;
+
+    // Stall: 300 ms simulated (30 ms at 10×) once, halfway; every token still comes.
+    let stall = FaultConfig { stall_rate: 1.0, stall: Duration::from_millis(300), ..Default::default() };
+    let (base, server, _stop) = start(faulty(stall)).await;
+    let mut resp = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    let mut stamps = Vec::new();
+    let mut got = String::new();
+    while let Some(b) = resp.chunk().await.unwrap() {
+        stamps.push(Instant::now());
+        got.push_str(&String::from_utf8_lossy(&b));
+    }
+    assert_eq!(tokens(&events(&got)), 10, "{got}");
+    let longest = stamps.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    assert!(longest >= Duration::from_millis(29), "{longest:?}");
+    assert_eq!(server.stats().requests_finished, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_concurrent_streams_all_complete() {
+    const N: usize = 2000;
+    raise_open_file_limit((2 * N + 256) as _);
+    let (base, server, _stop) = start(EngineServerConfig { speed: 20.0, ..config() }).await;
+    let http = reqwest::Client::builder().no_proxy().pool_max_idle_per_host(0).build().unwrap();
+    let url = format!("{base}/v1/chat/completions");
+    let tasks: Vec<_> = (0..N)
+        .map(|i| {
+            let (http, url) = (http.clone(), url.clone());
+            tokio::spawn(async move {
+                let body = json!({
+                    "messages": [{"role": "user", "content": words(8, &format!("u{i}-"))}],
+                    "max_tokens": 4, "stream": true, "stream_options": {"include_usage": true},
+                });
+                let text = post(&http, &url, &body).send().await?.text().await?;
+                Ok::<_, reqwest::Error>(events(&text))
+            })
+        })
+        .collect();
+    for t in tasks {
+        let ev = t.await.unwrap().unwrap();
+        assert_eq!(ev.last().map(String::as_str), Some("[DONE]"));
+        let usage: Value = serde_json::from_str(&ev[ev.len() - 2]).unwrap();
+        assert_eq!(usage["usage"]["completion_tokens"], 4);
+    }
+    let s = server.stats();
+    assert_eq!((s.requests_finished, s.generation_tokens, s.requests_aborted), (N as u64, 4 * N as u64, 0));
+    // They really ran side by side.
+    assert!(s.max_batch_seqs >= 100, "{s:?}");
+}
+
+/// Two sockets a stream (client and server are in this process), more
+/// than the common default soft limit of 1024.
+#[cfg(unix)]
+fn raise_open_file_limit(want: libc::rlim_t) {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain system calls on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < want {
+            l.rlim_cur = want.min(l.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn raise_open_file_limit(_want: u64) {}
