@@ -2,7 +2,7 @@
 //! is no --url, run the load over HTTP, stream records, analyse, print and
 //! write.
 
-use crate::cli::{ApiArg, BenchArgs, SimArgs, TargetArgs};
+use crate::cli::{ApiArg, BenchArgs, EngineHwArgs, ProfileArg, SimArgs, TargetArgs};
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
@@ -49,16 +49,31 @@ pub async fn connect(
     let (base, server) = match &t.url {
         Some(u) => (normalize_base(u), None),
         None => {
-            let profile = FixedProfile {
-                ttft: sim.sim_ttft,
-                itl: sim.sim_itl,
-                tokens_per_chunk: sim.sim_tokens_per_chunk,
-                ..FixedProfile::default()
+            let app = match sim.sim_profile {
+                ProfileArg::Engine => {
+                    let hw = EngineHwArgs {
+                        gpu: sim.sim_gpu.clone(),
+                        precision: sim.sim_precision.clone(),
+                        tp: sim.sim_tp,
+                        ..Default::default()
+                    };
+                    let cfg = crate::estimate::engine_config(&sim.sim_model, &hw)?;
+                    let server = crate::serve::engine_server(cfg, None, 1.0, 128, Default::default())?;
+                    goodput_sim::engine_server::app(server)
+                }
+                ProfileArg::Fixed => {
+                    let profile = FixedProfile {
+                        ttft: sim.sim_ttft,
+                        itl: sim.sim_itl,
+                        tokens_per_chunk: sim.sim_tokens_per_chunk,
+                        ..FixedProfile::default()
+                    };
+                    profile.validate().map_err(|e| anyhow!(e))?;
+                    goodput_sim::fixed::app(FixedServer::new(profile))
+                }
             };
-            profile.validate().map_err(|e| anyhow!(e))?;
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding a loopback port")?;
             let addr = listener.local_addr()?;
-            let app = goodput_sim::fixed::app(FixedServer::new(profile));
             let stop = CancellationToken::new();
             let s = stop.clone();
             tokio::spawn(goodput_sim::server::serve(listener, app, async move { s.cancelled().await }));
@@ -109,12 +124,21 @@ pub async fn connect(
         "api_key": t.api_key.as_ref().map(|_| "<redacted>"),
         "extra_body": extra,
         "timeout": humantime::format_duration(t.timeout).to_string(),
-        "embedded": embedded.then(|| json!({
-            "profile": "fixed",
-            "ttft": humantime::format_duration(sim.sim_ttft).to_string(),
-            "itl": humantime::format_duration(sim.sim_itl).to_string(),
-            "tokens_per_chunk": sim.sim_tokens_per_chunk,
-        })),
+        "embedded": embedded.then(|| match sim.sim_profile {
+            ProfileArg::Engine => json!({
+                "profile": "engine",
+                "model": sim.sim_model,
+                "gpu": sim.sim_gpu,
+                "precision": sim.sim_precision,
+                "tp": sim.sim_tp,
+            }),
+            ProfileArg::Fixed => json!({
+                "profile": "fixed",
+                "ttft": humantime::format_duration(sim.sim_ttft).to_string(),
+                "itl": humantime::format_duration(sim.sim_itl).to_string(),
+                "tokens_per_chunk": sim.sim_tokens_per_chunk,
+            }),
+        }),
     });
     Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
 }
@@ -236,7 +260,12 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         eprintln!(
             "goodput bench → {}{} · model {} · {}",
             target.base,
-            if target.embedded { " (embedded fixed-timing simulator)" } else { "" },
+            match (target.embedded, a.sim.sim_profile) {
+                (false, _) => String::new(),
+                (true, ProfileArg::Engine) =>
+                    format!(" (embedded simulated engine: {} on {})", a.sim.sim_model, a.sim.sim_gpu),
+                (true, ProfileArg::Fixed) => " (embedded fixed-timing simulator)".into(),
+            },
             target.model,
             goodput_report::terminal::load_line(&config)
         );

@@ -370,6 +370,25 @@ pub struct EngineHwArgs {
     pub calibration: Option<PathBuf>,
 }
 
+impl Default for EngineHwArgs {
+    /// The same defaults as the flags.
+    fn default() -> Self {
+        EngineHwArgs {
+            gpu: "h100-sxm".into(),
+            precision: "bf16".into(),
+            kv_cache_dtype: "auto".into(),
+            tp: 1,
+            gpu_memory_utilization: 0.9,
+            max_num_seqs: None,
+            max_num_batched_tokens: 8192,
+            block_size: 16,
+            no_chunked_prefill: false,
+            no_prefix_caching: false,
+            calibration: None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     #[command(flatten)]
@@ -391,13 +410,28 @@ pub struct BenchArgs {
 /// The embedded server `bench` starts when there is no --url.
 #[derive(Debug, Clone, Args)]
 pub struct SimArgs {
-    /// Embedded simulator: time to first token.
+    /// Embedded simulator: the simulated engine (default) or exact fixed timings.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Engine, help_heading = "Embedded simulator (no --url)")]
+    pub sim_profile: ProfileArg,
+    /// Embedded engine: catalog model or Hugging Face config.json.
+    #[arg(long, default_value = DEFAULT_ENGINE_MODEL, help_heading = "Embedded simulator (no --url)")]
+    pub sim_model: String,
+    /// Embedded engine: GPU.
+    #[arg(long, default_value = "h100-sxm", help_heading = "Embedded simulator (no --url)")]
+    pub sim_gpu: String,
+    /// Embedded engine: weight precision.
+    #[arg(long, default_value = "bf16", help_heading = "Embedded simulator (no --url)")]
+    pub sim_precision: String,
+    /// Embedded engine: tensor-parallel degree.
+    #[arg(long, default_value_t = 1, help_heading = "Embedded simulator (no --url)")]
+    pub sim_tp: u32,
+    /// Fixed profile: time to first token.
     #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Embedded simulator (no --url)")]
     pub sim_ttft: Duration,
-    /// Embedded simulator: time between chunks.
+    /// Fixed profile: time between chunks.
     #[arg(long, value_parser = parse_duration, default_value = "20ms", help_heading = "Embedded simulator (no --url)")]
     pub sim_itl: Duration,
-    /// Embedded simulator: tokens per chunk.
+    /// Fixed profile: tokens per chunk.
     #[arg(long, default_value_t = 2, help_heading = "Embedded simulator (no --url)")]
     pub sim_tokens_per_chunk: u32,
 }
@@ -511,6 +545,8 @@ pub struct SweepArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProfileArg {
+    /// The simulated continuous-batching engine (--model, --gpu, --precision, --tp, engine limits).
+    Engine,
     /// Exact timings: --ttft to the first chunk, then a chunk every --itl.
     Fixed,
 }
@@ -524,29 +560,40 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// Timing model.
-    #[arg(long, value_enum, default_value_t = ProfileArg::Fixed)]
+    #[arg(long, value_enum, default_value_t = ProfileArg::Engine)]
     pub profile: ProfileArg,
-    /// Model name the server reports and accepts.
-    #[arg(long, default_value = "goodput-fixed")]
+    /// The simulated engine's model: a catalog name or a Hugging Face config.json.
+    #[arg(long, default_value = DEFAULT_ENGINE_MODEL)]
     pub model: String,
+    #[command(flatten)]
+    pub hw: EngineHwArgs,
+    /// The name the server reports at /v1/models (default: the engine's model name, or goodput-fixed).
+    #[arg(long)]
+    pub served_model_name: Option<String>,
+    /// Time scale of the engine: 2 runs twice as fast as the hardware would.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
     /// Fixed profile: request arrival to first output chunk.
-    #[arg(long, value_parser = parse_duration, default_value = "150ms")]
+    #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Fixed profile")]
     pub ttft: Duration,
     /// Fixed profile: time between output chunks.
-    #[arg(long, value_parser = parse_duration, default_value = "20ms")]
+    #[arg(long, value_parser = parse_duration, default_value = "20ms", help_heading = "Fixed profile")]
     pub itl: Duration,
     /// Fixed profile: tokens in each output chunk.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, help_heading = "Fixed profile")]
     pub tokens_per_chunk: u32,
+    /// Fixed profile: every N-th request (the first included) waits --slow-ttft longer for its first token.
+    #[arg(long, requires = "slow_ttft", help_heading = "Fixed profile")]
+    pub slow_every: Option<u64>,
+    /// Fixed profile: the extra wait of --slow-every requests.
+    #[arg(long, value_parser = parse_duration, help_heading = "Fixed profile")]
+    pub slow_ttft: Option<Duration>,
     /// Output length when a request sets no max_tokens.
     #[arg(long, default_value_t = 128)]
     pub default_max_tokens: u32,
-    /// Fixed profile: every N-th request (the first included) waits --slow-ttft longer for its first token.
-    #[arg(long, requires = "slow_ttft")]
-    pub slow_every: Option<u64>,
-    /// Fixed profile: the extra wait of --slow-every requests.
-    #[arg(long, value_parser = parse_duration)]
-    pub slow_ttft: Option<Duration>,
+    /// Print no periodic status lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
     pub faults: FaultArgs,
 }
@@ -614,6 +661,14 @@ mod tests {
         assert_eq!(parse_percentiles("p50, p99").unwrap().0, vec![50.0, 99.0]);
         assert!(parse_percentiles("101").is_err());
         assert!(parse_percentiles("x").unwrap_err().contains("50,90,99.9"));
+    }
+
+    #[test]
+    fn engine_defaults_match_the_flags() {
+        let cli = Cli::try_parse_from(["goodput", "serve"]).unwrap();
+        let Command::Serve(a) = cli.command else { panic!() };
+        let d = EngineHwArgs::default();
+        assert_eq!(format!("{:?}", a.hw), format!("{d:?}"));
     }
 
     #[test]

@@ -1,10 +1,15 @@
-//! `goodput serve`: the simulated OpenAI-compatible server on a socket.
+//! `goodput serve`: the simulated OpenAI-compatible server on a socket — the
+//! engine model in real time (the default), or the fixed-timing profile.
 
 use crate::cli::{FaultArgs, ProfileArg, ServeArgs};
 use anyhow::{anyhow, Context, Result};
+use goodput_sim::engine::EngineConfig;
+use goodput_sim::engine_server::{EngineServer, EngineServerConfig};
 use goodput_sim::faults::FaultConfig;
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub fn faults(f: &FaultArgs) -> FaultConfig {
     FaultConfig {
@@ -17,11 +22,61 @@ pub fn faults(f: &FaultArgs) -> FaultConfig {
     }
 }
 
+/// Starts the engine server's driver on the current runtime.
+pub fn engine_server(
+    cfg: EngineConfig,
+    served: Option<String>,
+    speed: f64,
+    default_max_tokens: u32,
+    faults: FaultConfig,
+) -> Result<Arc<EngineServer>> {
+    let mut c = EngineServerConfig::new(cfg);
+    if let Some(name) = served {
+        c.model_name = name;
+    }
+    c.speed = speed;
+    c.default_max_tokens = default_max_tokens;
+    c.faults = faults;
+    Ok(EngineServer::start(c)?)
+}
+
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
-    let app = match a.profile {
+    let (app, what, status): (_, _, Box<dyn Fn() -> String + Send>) = match a.profile {
+        ProfileArg::Engine => {
+            let cfg = crate::estimate::engine_config(&a.model, &a.hw)?;
+            let server =
+                engine_server(cfg, a.served_model_name.clone(), a.speed, a.default_max_tokens, faults(&a.faults))?;
+            let c = server.config();
+            let what = format!(
+                "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · speed {}× · serving '{}'",
+                c.engine.model.name,
+                c.engine.precision,
+                c.engine.tp,
+                c.engine.gpu.name,
+                server.capacity().tokens(),
+                server.max_num_seqs(),
+                c.speed,
+                c.model_name
+            );
+            let s = server.clone();
+            let status = Box::new(move || {
+                let st = s.stats();
+                format!(
+                    "running {} · waiting {} · KV {:.0}% · {} finished · {} preemptions · {} tokens generated",
+                    st.running,
+                    st.waiting,
+                    st.kv_usage * 100.0,
+                    st.requests_finished,
+                    st.preemptions,
+                    st.generation_tokens
+                )
+            });
+            (goodput_sim::engine_server::app(server), what, status)
+        }
         ProfileArg::Fixed => {
+            let name = a.served_model_name.clone().unwrap_or_else(|| "goodput-fixed".into());
             let profile = FixedProfile {
-                model: a.model.clone(),
+                model: name.clone(),
                 ttft: a.ttft,
                 itl: a.itl,
                 tokens_per_chunk: a.tokens_per_chunk,
@@ -30,17 +85,41 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                 faults: faults(&a.faults),
             };
             profile.validate().map_err(|e| anyhow!(e))?;
-            goodput_sim::fixed::app(FixedServer::new(profile))
+            let server = FixedServer::new(profile);
+            let s = server.clone();
+            let status = Box::new(move || {
+                format!("{} requests received", s.counters.requests.load(std::sync::atomic::Ordering::Relaxed))
+            });
+            let what = format!(
+                "fixed timings: TTFT {}, a chunk of {} tokens every {} · serving '{name}'",
+                humantime::format_duration(a.ttft),
+                a.tokens_per_chunk,
+                humantime::format_duration(a.itl)
+            );
+            (goodput_sim::fixed::app(server), what, status)
         }
     };
     let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port))
         .await
         .with_context(|| format!("cannot bind {}:{} (is the port in use? pick another with --port)", a.host, a.port))?;
     let addr = listener.local_addr()?;
-    eprintln!(
-        "goodput serve: {:?} profile, model {} · listening on http://{addr} (Ctrl-C to stop)",
-        a.profile, a.model
-    );
+    eprintln!("goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop)");
+    if !a.quiet {
+        tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            let mut last = String::new();
+            let mut tick = tokio::time::interval_at(start + Duration::from_secs(10), Duration::from_secs(10));
+            loop {
+                tick.tick().await;
+                let line = status();
+                // Quiet while nothing changes.
+                if line != last {
+                    eprintln!("[{:>7.0}s] {line}", start.elapsed().as_secs_f64());
+                    last = line;
+                }
+            }
+        });
+    }
     goodput_sim::server::serve(listener, app, async {
         let _ = tokio::signal::ctrl_c().await;
     })

@@ -13,7 +13,18 @@ fn goodput() -> Command {
 }
 
 /// Fast embedded-server timings so a run takes well under a second.
-const FAST: &[&str] = &["--sim-ttft", "20ms", "--sim-itl", "2ms", "--output-tokens", "8", "--input-tokens", "16"];
+const FAST: &[&str] = &[
+    "--sim-profile",
+    "fixed",
+    "--sim-ttft",
+    "20ms",
+    "--sim-itl",
+    "2ms",
+    "--output-tokens",
+    "8",
+    "--input-tokens",
+    "16",
+];
 
 fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
@@ -176,7 +187,7 @@ fn ctrl_c_stops_and_still_writes_the_result() {
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let mut child = std::process::Command::new(bin)
         .args(["bench", "-q", "-c", "4", "--duration", "60s", "--grace", "300ms"])
-        .args(["--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
+        .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
         .arg("-o")
         .arg(&out)
         .arg("--records")

@@ -117,7 +117,7 @@ fn report_rejudges_a_saved_run_like_a_live_one() {
     let strict = goodput().arg("report").arg(&live).args(["--slo", "ttft:p99<=1ms", "--fail-on-slo"]).output().unwrap();
     assert_eq!(strict.status.code(), Some(3));
 
-    // Without records, report says how to get them.
+    // Without records a run renders as saved; re-judging it says how to get them.
     let bare = dir.path().join("bare.json");
     goodput()
         .args(["bench", "-q", "--url", &url, "-n", "2", "-c", "1", "--output-tokens", "2"])
@@ -125,7 +125,9 @@ fn report_rejudges_a_saved_run_like_a_live_one() {
         .arg(&bare)
         .assert()
         .success();
-    let err = goodput().arg("report").arg(&bare).output().unwrap();
+    goodput().arg("report").arg(&bare).assert().success();
+    let err = goodput().arg("report").arg(&bare).args(["--slo", "ttft<=1s"]).output().unwrap();
+    assert_eq!(err.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&err.stderr).contains("--records"));
 }
 

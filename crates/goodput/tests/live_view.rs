@@ -78,7 +78,7 @@ fn ctrl_c_in_the_live_view_stops_writes_and_restores_the_terminal() {
     let (out, stty) = (dir.path().join("run.json"), dir.path().join("stty.txt"));
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let cmd = format!(
-        "{} bench -n 100000 -c 4 --sim-ttft 20ms --sim-itl 10ms --output-tokens 20 --progress tui -o {}; stty -a > {}; sleep 60",
+        "{} bench -n 100000 -c 4 --sim-profile fixed --sim-ttft 20ms --sim-itl 10ms --output-tokens 20 --progress tui -o {}; stty -a > {}; sleep 60",
         bin.display(),
         out.display(),
         stty.display()
@@ -107,7 +107,8 @@ fn a_run_that_ends_by_itself_or_fails_restores_the_terminal() {
         l.local_addr().unwrap()
     };
     for (i, args) in [
-        "bench -n 20 -c 4 --sim-ttft 10ms --sim-itl 2ms --output-tokens 5 --progress tui".to_string(),
+        "bench -n 20 -c 4 --sim-profile fixed --sim-ttft 10ms --sim-itl 2ms --output-tokens 5 --progress tui"
+            .to_string(),
         format!("bench -n 4 -c 2 --model m --url http://{dead} --progress tui"),
     ]
     .iter()

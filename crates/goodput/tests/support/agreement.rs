@@ -93,7 +93,13 @@ impl Figures {
 }
 
 fn workload(plan: &Plan) -> Workload {
-    Workload::Synthetic { input: plan.input.clone(), output: plan.output.clone(), seed: plan.seed, tokenizer: None }
+    Workload::Synthetic {
+        input: plan.input.clone(),
+        output: plan.output.clone(),
+        seed: plan.seed,
+        tokenizer: None,
+        shared_prefix: None,
+    }
 }
 
 /// The same requests, in the same order, the estimate gets.
