@@ -75,7 +75,11 @@ pub fn attach(
 ) {
     let w = &result.window;
     let (t1, t2) = (Duration::from_secs_f64(w.start_s), Duration::from_secs_f64(w.end_s));
-    let window = summarize_signals(&log.points, t1, t2);
+    // Widen to the scrapes that bracket the window, so counters cover all of
+    // it (a scrape falls inside the window only by chance at its edges).
+    let before = log.points.iter().map(|p| p.0).filter(|&t| t <= t1).max().unwrap_or(t1);
+    let after = log.points.iter().map(|p| p.0).filter(|&t| t >= t2).min().unwrap_or(t2);
+    let window = summarize_signals(&log.points, before, after);
     let last = log.points.last().map(|p| p.0).unwrap_or_default();
     let whole = summarize_signals(&log.points, Duration::ZERO, last);
     let check = cross_check(records, &result.summary, &window, &whole);
