@@ -254,7 +254,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         "workload": workload_config,
         "client": target.config,
         "percentiles": a.output.percentiles.0,
-        "judge": common::judge_config(&a.judge),
+        "judge": common::judge_config(&opts),
     });
     if !a.output.quiet {
         eprintln!(

@@ -3,7 +3,6 @@
 //! module.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use goodput_core::cost::CostConfig;
 use goodput_core::Slo;
 use goodput_load::LengthDist;
 use std::path::PathBuf;
@@ -300,7 +299,7 @@ pub struct JudgeArgs {
     #[arg(long, value_parser = parse_slo, help_heading = "SLOs and cost")]
     pub slo: Option<Slo>,
     /// Exit non-zero (3) when a percentile objective of --slo fails (for CI).
-    #[arg(long, requires = "slo", help_heading = "SLOs and cost")]
+    #[arg(long, help_heading = "SLOs and cost")]
     pub fail_on_slo: bool,
     /// Price of one GPU per hour in USD, for cost per million tokens.
     #[arg(long, help_heading = "SLOs and cost")]
@@ -308,14 +307,18 @@ pub struct JudgeArgs {
     /// GPUs the server runs on.
     #[arg(long, default_value_t = 1, help_heading = "SLOs and cost")]
     pub gpus: u32,
+    /// A TOML file with `slo`, a `[prices]` list, `price`, `gpus` and `[ratings]` thresholds; flags win over it.
+    #[arg(long, help_heading = "SLOs and cost")]
+    pub config: Option<PathBuf>,
+    /// The entry of the config's [prices] list to use.
+    #[arg(long, help_heading = "SLOs and cost")]
+    pub price: Option<String>,
 }
 
 impl JudgeArgs {
-    pub fn cost(&self) -> Result<Option<CostConfig>, String> {
-        let Some(p) = self.gpu_hour_usd else { return Ok(None) };
-        let c = CostConfig { gpu_hour_usd: p, gpus: self.gpus };
-        c.validate()?;
-        Ok(Some(c))
+    /// Whether --gpus was given (it defaults to 1, which a config may change).
+    pub fn gpus_given(&self) -> bool {
+        self.gpus != 1
     }
 }
 

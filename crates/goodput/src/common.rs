@@ -124,18 +124,21 @@ pub fn workload(w: &WorkloadArgs, seed: u64) -> Result<(Workload, Option<Arc<Tok
 }
 
 pub fn analysis_options(percentiles: &[f64], judge: &JudgeArgs) -> Result<AnalysisOptions> {
-    Ok(AnalysisOptions {
-        percentiles: percentiles.to_vec(),
-        slo: judge.slo.clone(),
-        cost: judge.cost().map_err(|e| anyhow!(e))?,
-        ..Default::default()
-    })
+    analysis_options_for(percentiles, judge, 1)
 }
 
-pub fn judge_config(judge: &JudgeArgs) -> Value {
+/// [`analysis_options`] where the hardware priced defaults to `default_gpus` GPUs.
+pub fn analysis_options_for(percentiles: &[f64], judge: &JudgeArgs, default_gpus: u32) -> Result<AnalysisOptions> {
+    let j = crate::config::judging(judge, default_gpus)?;
+    Ok(AnalysisOptions { percentiles: percentiles.to_vec(), slo: j.slo, cost: j.cost, ratings: j.ratings })
+}
+
+/// The judging settings as they were applied, for the config block.
+pub fn judge_config(opts: &AnalysisOptions) -> Value {
     json!({
-        "slo": judge.slo.as_ref().map(|s| s.to_string()),
-        "cost": { "gpu_hour_usd": judge.gpu_hour_usd, "gpus": judge.gpus },
+        "slo": opts.slo.as_ref().map(|s| s.to_string()),
+        "cost": opts.cost.map(|c| json!({ "gpu_hour_usd": c.gpu_hour_usd, "gpus": c.gpus })),
+        "ratings": opts.ratings,
     })
 }
 
@@ -202,6 +205,10 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
             .unwrap_or_else(|| "no request finished".into());
         eprintln!("error: no request succeeded ({} sent, {} failed); first failure: {first}", q.sent, q.failed);
         return Ok(ExitCode::from(1));
+    }
+    if judge.fail_on_slo && result.slo.is_none() {
+        eprintln!("error: --fail-on-slo needs an SLO: give --slo, or a config with slo = \"...\"");
+        return Ok(ExitCode::from(2));
     }
     if judge.fail_on_slo && result.slo.as_ref().is_some_and(|s| !s.pass) {
         eprintln!("error: the run missed its SLO objectives (--fail-on-slo)");

@@ -167,6 +167,7 @@ pub fn estimate_result(
         "workload": workload_config,
         "engine": engine_config_json(cfg),
         "percentiles": opts.percentiles,
+        "judge": common::judge_config(opts),
     });
     let mut result = common::assemble(
         Assembly {
@@ -215,13 +216,8 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     let cfg = engine_config(&a.engine.engine_model, &a.engine.hw)?;
     let plan = common::plan(&a.load, std::time::Duration::ZERO)?;
     let (workload, _, workload_config) = common::workload(&a.workload, a.load.seed)?;
-    let mut opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
-    if let Some(c) = &mut opts.cost {
-        // Cost of the replica modelled: tp GPUs unless --gpus says otherwise.
-        if a.judge.gpus == 1 {
-            c.gpus = cfg.tp;
-        }
-    }
+    // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
+    let opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
     let wall = std::time::Instant::now();
     let (result, records) =
         estimate_result(&cfg, &plan, &a.load, &workload, workload_config, &opts, a.output.include_requests)?;

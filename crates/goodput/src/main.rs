@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod common;
 mod compare;
+mod config;
 mod estimate;
 mod monitor;
 mod progress;

@@ -74,17 +74,20 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
             opts.slo = Some(spec.parse().map_err(|e: String| anyhow!("the saved SLO '{spec}': {e}"))?);
         }
     }
-    if a.judge.gpu_hour_usd.is_none() {
+    if opts.cost.is_none() {
         if let Some(c) = &run.cost {
             opts.cost = Some(goodput_core::cost::CostConfig { gpu_hour_usd: c.gpu_hour_usd, gpus: c.gpus });
         }
     }
+    if a.judge.config.is_none() {
+        // Keep the run's own rating thresholds when no config gives others.
+        if let Some(r) = run.config.pointer("/judge/ratings") {
+            opts.ratings = serde_json::from_value(r.clone()).context("the saved rating thresholds")?;
+        }
+    }
     let mut config = run.config.clone();
     config["percentiles"] = serde_json::json!(percentiles);
-    config["judge"] = serde_json::json!({
-        "slo": opts.slo.as_ref().map(|s| s.to_string()),
-        "cost": opts.cost.map(|c| serde_json::json!({ "gpu_hour_usd": c.gpu_hour_usd, "gpus": c.gpus })),
-    });
+    config["judge"] = common::judge_config(&opts);
     let mut result = common::assemble(
         common::Assembly {
             kind: &run.kind,

@@ -371,11 +371,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");
         }
         let cfg = estimate::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
-        if let Some(c) = &mut opts.cost {
-            if a.judge.gpus == 1 {
-                c.gpus = cfg.tp;
-            }
-        }
+        opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
         let target = estimate::target_of(&cfg);
         let ec = estimate::engine_config_json(&cfg);
         (Runner::Virtual { cfg: Box::new(cfg) }, target, Some(ec))
@@ -406,7 +402,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         "max_concurrency": a.max_concurrency,
         "attainment_target": a.attainment,
         "percentiles": a.output.percentiles.0,
-        "judge": common::judge_config(&a.judge),
+        "judge": common::judge_config(&opts),
     });
     if !a.output.quiet {
         eprintln!("goodput sweep → {} · model {}", target.url, target.model);

@@ -233,3 +233,35 @@ fn compare_flags_a_ttft_regression_and_passes_a_repeat() {
     assert!(csv.join("summary.csv").exists());
     assert!(std::fs::read_to_string(&md).unwrap().contains("| "));
 }
+
+#[test]
+fn a_config_file_gives_the_slo_a_named_price_and_rating_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("goodput.toml");
+    std::fs::write(
+        &cfg,
+        "slo = \"ttft<=2s,ttft:p95<=3s\"\nprice = \"h100\"\ngpus = 2\n[prices]\nh100 = 3.0\nl4 = 0.8\n\
+         [ratings.ttft]\nexcellent = 1\nacceptable = 2\npoor = 3\n",
+    )
+    .unwrap();
+    let out = dir.path().join("run.json");
+    goodput()
+        .args(["estimate", "-q", "-c", "4", "-n", "40", "--input-tokens", "128", "--output-tokens", "16"])
+        .arg("--config")
+        .arg(&cfg)
+        .args(["--price", "l4"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["slo"]["spec"], "ttft<=2s,ttft:p95<=3s");
+    assert_eq!(v["cost"]["gpu_hour_usd"], 0.8, "--price picks another entry of the list");
+    assert_eq!(v["cost"]["gpus"], 2);
+    assert_eq!(v["summary"]["ratings"]["ttft_p50"]["band"], "poor", "tens of ms is poor under a 3 ms threshold");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "sloo = \"ttft<=1s\"\n").unwrap();
+    let err = goodput().args(["estimate", "-n", "1"]).arg("--config").arg(&bad).output().unwrap();
+    assert_eq!(err.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("sloo"));
+}

@@ -1,0 +1,169 @@
+//! The judging config file (`--config goodput.toml`): SLOs, a named price
+//! list, and the rating thresholds, so a team writes them once. Flags given
+//! on the command line win over the file.
+//!
+//! ```toml
+//! slo = "ttft<=500ms,tpot<=50ms,ttft:p95<=300ms"
+//! gpus = 2
+//! price = "h100"                  # a key of [prices]
+//! [prices]
+//! h100 = 3.00                     # USD per GPU-hour
+//! a100 = 1.80
+//! [ratings.ttft]                  # milliseconds
+//! excellent = 200
+//! acceptable = 800
+//! poor = 1000
+//! [ratings.tpot]
+//! excellent = 30
+//! acceptable = 80
+//! poor = 100
+//! [ratings]
+//! reading_tokens_per_s = 5
+//! ```
+
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::cost::CostConfig;
+use goodput_core::ratings::{RatingThresholds, Thresholds};
+use goodput_core::Slo;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub slo: Option<String>,
+    pub gpus: Option<u32>,
+    /// A key of `prices`.
+    pub price: Option<String>,
+    /// USD per GPU-hour, by name.
+    #[serde(default)]
+    pub prices: BTreeMap<String, f64>,
+    pub ratings: Option<RatingsFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatingsFile {
+    pub ttft: Option<ThresholdsFile>,
+    pub tpot: Option<ThresholdsFile>,
+    pub reading_tokens_per_s: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdsFile {
+    pub excellent: f64,
+    pub acceptable: f64,
+    pub poor: f64,
+}
+
+impl ThresholdsFile {
+    fn check(&self, name: &str) -> Result<Thresholds> {
+        if !(0.0 < self.excellent && self.excellent <= self.acceptable && self.acceptable <= self.poor) {
+            bail!("[ratings.{name}] needs 0 < excellent ≤ acceptable ≤ poor (milliseconds)");
+        }
+        Ok(Thresholds { excellent: self.excellent, acceptable: self.acceptable, poor: self.poor })
+    }
+}
+
+impl ConfigFile {
+    pub fn read(path: &Path) -> Result<ConfigFile> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --config {}", path.display()))?;
+        toml::from_str(&text).map_err(|e| anyhow!("--config {}: {e}", path.display()))
+    }
+
+    pub fn slo(&self) -> Result<Option<Slo>> {
+        self.slo.as_deref().map(|s| s.parse().map_err(|e: String| anyhow!("slo in the config: {e}"))).transpose()
+    }
+
+    /// The price named by `price` (or by `--price`), per GPU-hour.
+    pub fn price(&self, name: Option<&str>) -> Result<Option<f64>> {
+        let Some(name) = name.or(self.price.as_deref()) else { return Ok(None) };
+        match self.prices.get(name) {
+            Some(&p) => Ok(Some(p)),
+            None => bail!(
+                "no price named '{name}' in [prices]; known: {}",
+                if self.prices.is_empty() {
+                    "none".to_string()
+                } else {
+                    self.prices.keys().cloned().collect::<Vec<_>>().join(", ")
+                }
+            ),
+        }
+    }
+
+    pub fn ratings(&self) -> Result<RatingThresholds> {
+        let mut r = RatingThresholds::default();
+        if let Some(f) = &self.ratings {
+            if let Some(t) = &f.ttft {
+                r.ttft = t.check("ttft")?;
+            }
+            if let Some(t) = &f.tpot {
+                r.tpot = t.check("tpot")?;
+            }
+            if let Some(x) = f.reading_tokens_per_s {
+                if x.is_nan() || x <= 0.0 {
+                    bail!("[ratings] reading_tokens_per_s must be positive");
+                }
+                r.reading_tokens_per_s = x;
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// The SLO, price and ratings of a command: its flags over its config file.
+pub struct Judging {
+    pub slo: Option<Slo>,
+    pub cost: Option<CostConfig>,
+    pub ratings: RatingThresholds,
+}
+
+/// `default_gpus` applies when neither `--gpus` nor the file says (the
+/// simulated engine's tensor-parallel degree, say).
+pub fn judging(j: &crate::cli::JudgeArgs, default_gpus: u32) -> Result<Judging> {
+    let file = match &j.config {
+        Some(p) => ConfigFile::read(p)?,
+        None => ConfigFile::default(),
+    };
+    if j.price.is_some() && j.config.is_none() {
+        bail!("--price names an entry of a price list: give the list with --config FILE ([prices] table)");
+    }
+    let slo = match &j.slo {
+        Some(s) => Some(s.clone()),
+        None => file.slo()?,
+    };
+    let price = match j.gpu_hour_usd {
+        Some(p) => Some(p),
+        None => file.price(j.price.as_deref())?,
+    };
+    let gpus = if j.gpus_given() { j.gpus } else { file.gpus.unwrap_or(default_gpus) };
+    let cost = price.map(|p| CostConfig { gpu_hour_usd: p, gpus });
+    if let Some(c) = &cost {
+        c.validate().map_err(|e| anyhow!(e))?;
+    }
+    Ok(Judging { slo, cost, ratings: file.ratings()? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_slo_prices_and_ratings() {
+        let c: ConfigFile = toml::from_str(
+            "slo = \"ttft<=500ms,tpot:p95<=50ms\"\ngpus = 2\nprice = \"h100\"\n[prices]\nh100 = 3.0\na100 = 1.8\n\
+             [ratings.ttft]\nexcellent = 100\nacceptable = 300\npoor = 500\n",
+        )
+        .unwrap();
+        assert_eq!(c.slo().unwrap().unwrap().to_string(), "ttft<=500ms,tpot:p95<=50ms");
+        assert_eq!(c.price(None).unwrap(), Some(3.0));
+        assert_eq!(c.price(Some("a100")).unwrap(), Some(1.8));
+        assert!(c.price(Some("tpu")).unwrap_err().to_string().contains("known: a100, h100"));
+        assert_eq!(c.ratings().unwrap().ttft.excellent, 100.0);
+        assert!(toml::from_str::<ConfigFile>("sloo = \"x\"").is_err(), "unknown keys are errors");
+        let bad: ConfigFile = toml::from_str("[ratings.tpot]\nexcellent = 90\nacceptable = 80\npoor = 100\n").unwrap();
+        assert!(bad.ratings().is_err());
+    }
+}
