@@ -13,16 +13,24 @@ use goodput_sim::fixed::FixedProfile;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn known_timings_come_back_as_known_metrics() {
     let (url, _s) = start(FixedProfile::default()).await;
-    let recs = run(&url, Api::Chat, true, 64, plan(24, 8)).await;
-    let a = analyze(&recs, &AnalysisOptions::default());
+    // A wall-clock measurement on a shared machine: a host stall can spoil one
+    // run, so up to three are taken and the first inside the bounds counts; a
+    // client that mis-measures misses them every time.
+    let mut attempts = Vec::new();
+    let (recs, a) = loop {
+        let recs = run(&url, Api::Chat, true, 64, plan(24, 8)).await;
+        let a = analyze(&recs, &AnalysisOptions::default());
+        let s = &a.summary;
+        let (ttft, itl, tpot) = (s.ttft_ms.p(50.0).unwrap(), s.itl_ms.p(50.0).unwrap(), s.tpot_ms.p(50.0).unwrap());
+        attempts.push((ttft, itl, tpot));
+        let inside = (ttft - 150.0).abs() < 3.0 && (itl - 10.0).abs() < 1.0 && (tpot - 10.0).abs() < 1.0;
+        if inside || attempts.len() == 3 {
+            assert!(inside, "(ttft, itl, tpot) p50 of each attempt: {attempts:?}");
+            break (recs, a);
+        }
+    };
     let s = &a.summary;
     assert_eq!((s.requests.completed, s.requests.failed), (24, 0));
-    let ttft = s.ttft_ms.p(50.0).unwrap();
-    let itl = s.itl_ms.p(50.0).unwrap();
-    let tpot = s.tpot_ms.p(50.0).unwrap();
-    assert!((ttft - 150.0).abs() < 3.0, "ttft p50 {ttft}");
-    assert!((itl - 10.0).abs() < 1.0, "itl p50 {itl}");
-    assert!((tpot - 10.0).abs() < 1.0, "tpot p50 {tpot}");
     assert!(recs.iter().all(|r| r.output_tokens == 64 && r.chunks.len() == 32));
     assert!(recs.iter().all(|r| r.chunks.iter().all(|c| c.tokens == 2)));
     // vLLM's formula from the same records: (e2e − ttft)/(n_out − 1).
