@@ -3,11 +3,13 @@
 //! Markdown and HTML never disagree; `compare` sets runs side by side.
 
 pub mod compare;
+pub mod engine;
 pub mod escape;
 pub mod export;
 pub mod format;
 pub mod metric;
 pub mod series;
+pub mod server;
 pub mod svg;
 pub mod terminal;
 

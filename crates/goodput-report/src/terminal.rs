@@ -163,7 +163,7 @@ pub fn render(r: &RunResult) -> String {
         server_lines(&mut o, sig);
     }
     for d in &r.diagnosis {
-        let _ = writeln!(o, "diagnosis: {}", d.message);
+        let _ = writeln!(o, "diagnosis: {}", esc(&d.message));
     }
     for w in &r.warnings {
         let _ = writeln!(o, "warning: {}", esc(w));
@@ -174,7 +174,7 @@ pub fn render(r: &RunResult) -> String {
 /// The server's side of the run, when its metrics were scraped.
 fn server_lines(o: &mut String, sig: &Value) {
     let w = &sig["window"];
-    let engine = sig["engine"].as_str().unwrap_or("unrecognised");
+    let engine = esc(sig["engine"].as_str().unwrap_or("unrecognised"));
     let _ = write!(
         o,
         "\nserver ({engine}, {} scrapes of {})",
@@ -205,11 +205,16 @@ fn server_lines(o: &mut String, sig: &Value) {
     }
     if let Some(notes) = sig["cross_check"]["notes"].as_array() {
         for n in notes.iter().filter_map(Value::as_str) {
-            let _ = writeln!(o, "  cross-check: {n}");
+            let _ = writeln!(o, "  cross-check: {}", esc(n));
         }
     }
     if sig["failed_scrapes"].as_u64().unwrap_or(0) > 0 {
-        let _ = writeln!(o, "  {} scrapes failed: {}", sig["failed_scrapes"], sig["last_error"].as_str().unwrap_or(""));
+        let _ = writeln!(
+            o,
+            "  {} scrapes failed: {}",
+            sig["failed_scrapes"],
+            esc(sig["last_error"].as_str().unwrap_or(""))
+        );
     }
 }
 

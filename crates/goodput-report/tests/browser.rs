@@ -201,3 +201,48 @@ fn compare_report_renders_in_a_browser() {
     let html = Format::Html.exporter().render_compare(&c, &[&a, &s]).unwrap();
     check_page(&b, "compare-report", &html, &CDFS);
 }
+
+const SERVER_CHARTS: [&str; 3] = ["server-requests-time", "server-kv-time", "server-generation-time"];
+const ENGINE_CHARTS: [&str; 2] = ["engine-kv-time", "engine-requests-time"];
+
+/// A run's charts, then those of its server or engine section.
+fn with(extra: &[&'static str]) -> Vec<&'static str> {
+    RUN_CHARTS.iter().chain(extra).copied().collect()
+}
+
+#[test]
+fn server_signals_report_renders_in_a_browser() {
+    let Some(b) = browser_or_skip() else { return };
+    let html = Format::Html.exporter().render_run(&common::server_run()).unwrap();
+    let dom = check_page(&b, "server-report", &html, &with(&SERVER_CHARTS));
+    assert!(dom.contains("<h2>Diagnosis</h2>") && dom.contains("queue build-up: "), "the diagnosis shows");
+    assert!(dom.contains("<h2>Server signals</h2>") && dom.contains("engine <b>vllm</b>"));
+    assert!(dom.contains("tokens agree: server"), "the cross-check notes show");
+}
+
+#[test]
+fn hostile_server_signals_show_as_text() {
+    let Some(b) = browser_or_skip() else { return };
+    let html = Format::Html.exporter().render_run(&common::adversarial_server_run()).unwrap();
+    let dom = check_page(&b, "adversarial-server-report", &html, &with(&SERVER_CHARTS));
+    // The engine name, an endpoint and a diagnosis are text nodes, serialised escaped.
+    assert!(
+        dom.contains("engine <b>&lt;img src=x onerror=\"document.body.setAttribute('data-pwned','4')\"&gt;</b>"),
+        "{dom}"
+    );
+    assert!(dom.contains("javascript:alert(1)&lt;/span&gt;&lt;script&gt;"));
+    assert!(dom.contains("<li>&lt;/script&gt;&lt;!--&lt;img src=x onerror="), "the diagnosis message is text");
+    assert!(!dom.contains("<img") && !dom.contains("<i>dcgm"));
+}
+
+#[test]
+fn estimate_report_renders_its_engine_in_a_browser() {
+    let Some(b) = browser_or_skip() else { return };
+    let html = Format::Html.exporter().render_run(&common::estimate_run()).unwrap();
+    let dom = check_page(&b, "estimate-report", &html, &with(&ENGINE_CHARTS));
+    assert!(dom.contains("<h2>Engine (simulated)</h2>") && dom.contains("Llama-3.1-8B on 1× H100 SXM"));
+    let html = Format::Html.exporter().render_run(&common::adversarial_estimate_run()).unwrap();
+    let dom = check_page(&b, "adversarial-estimate-report", &html, &with(&ENGINE_CHARTS));
+    assert!(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt; on 1× &lt;img src=x"), "{dom}");
+    assert!(!dom.contains("<img"));
+}

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use goodput_core::RunResult;
-use goodput_report::{compare, export_run, parse_rules, read_document, terminal, Document, Format, Rendered};
+use goodput_report::{compare, escape, export_run, parse_rules, read_document, terminal, Document, Format, Rendered};
 
 fn text(r: &Rendered, name: &str) -> String {
     String::from_utf8(r.file(name).unwrap_or_else(|| panic!("no {name}")).to_vec()).unwrap()
@@ -559,4 +559,268 @@ fn every_format_renders_a_comparison() {
             }
         }
     }
+}
+
+fn server_block(r: &RunResult) -> &serde_json::Value {
+    r.server_signals.as_ref().expect("a run with server signals")
+}
+
+/// The scrapes inside the window: what each server series holds.
+fn window_scrapes(r: &RunResult) -> usize {
+    server_block(r)["window"]["series"]["t_s"].as_array().unwrap().len()
+}
+
+fn card(key: &str, value: &str) -> String {
+    format!(r#"<div class="k">{key}</div><div class="v">{value}</div>"#)
+}
+
+#[test]
+fn html_server_signals_show_figures_series_and_the_cross_check() {
+    let r = server_run();
+    let html = text(&render_run(Format::Html, &r), "");
+    assert_self_contained(&html);
+    let n = window_scrapes(&r);
+    assert!(n >= 20, "the fixture scrapes often enough to draw a shape");
+    let server: Vec<(String, usize)> =
+        chart_points(&html).into_iter().filter(|(id, _)| id.starts_with("server-")).collect();
+    // Running and waiting at every scrape, KV-cache and GPU use too; a rate
+    // for every scrape after the first.
+    let want = [("server-requests-time", 2 * n), ("server-kv-time", 2 * n), ("server-generation-time", n - 1)];
+    assert_eq!(server, want.map(|(id, k)| (id.to_string(), k)));
+
+    let w = &server_block(&r)["window"];
+    let f = |path: &str| w.pointer(path).and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("no {path}"));
+    assert!(html.contains("engine <b>vllm</b> (with dcgm) · "));
+    assert!(html.contains(&card(
+        "KV-cache use",
+        &format!("{:.1}% <small>peak</small>", f("/gauges/kv_cache_usage_ratio/max") * 100.0)
+    )));
+    assert!(html.contains(&card(
+        "waiting requests",
+        &format!("{:.1} <small>mean</small>", f("/gauges/waiting_requests/mean"))
+    )));
+    assert!(html.contains(&card("prefix-cache hit rate", "25.0%")));
+    assert!(html.contains(&card("preemptions", &format!("{}", f("/counters/preemptions/delta")))));
+    let ttft_p50 = f("/histograms/ttft_seconds/p50") * 1e3;
+    assert!(html.contains(&card("server TTFT p50", &format!("{ttft_p50:.2} <small>ms</small>"))));
+    assert!(html.contains(&card(
+        "generation tokens/s",
+        &format!("{:.1} <small>tok/s</small>", f("/counters/generation_tokens/rate_per_s"))
+    )));
+    assert!(html.contains(&card(
+        "energy per output token",
+        &format!("{:.3} <small>J</small>", f("/energy_per_output_token_joules"))
+    )));
+
+    // The server counted every token and request the client saw.
+    let out = r.summary.tokens.output_all;
+    assert!(
+        html.contains(&format!("<tr><td>output tokens (whole run)</td><td>{out}</td><td>{out}</td><td>+0</td></tr>"))
+    );
+    assert!(html.contains("<tr><td>requests completed (whole run)</td><td>96</td><td>96</td><td>+0</td></tr>"));
+    let notes = server_block(&r)["cross_check"]["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 2);
+    for note in notes {
+        assert!(html.contains(&format!("<li>{}</li>", escape::html(note.as_str().unwrap()))));
+    }
+
+    // The diagnosis comes right after the verdicts, before the cards.
+    let kinds: Vec<&str> = r.diagnosis.iter().map(|d| d.kind.as_str()).collect();
+    assert_eq!(kinds, ["queue_build_up", "kv_cache_pressure", "prefix_cache"]);
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("no {s}"));
+    let diagnosis = at("<h2>Diagnosis</h2>");
+    assert!(at("</header>") < diagnosis && diagnosis < at(r#"<section class="cards">"#));
+    assert!(at(r#"<section class="cards">"#) < at("<h2>Server signals</h2>"));
+    for d in &r.diagnosis {
+        assert!(html.contains(&format!("<li>{}</li>", escape::html(&d.message))), "{}", d.message);
+    }
+    let back: RunResult = serde_json::from_value(embedded(&html)).unwrap();
+    assert_eq!(back, r);
+}
+
+#[test]
+fn html_server_without_recognised_signals_says_so_and_draws_nothing() {
+    let mut r = run();
+    // What the fixed-timing simulator's /metrics gives: no engine names.
+    r.server_signals = Some(serde_json::json!({
+        "urls": ["http://127.0.0.1:39645/metrics"], "interval_s": 1.0, "scrapes": 3, "failed_scrapes": 0,
+        "parse_errors": 0, "last_error": null, "engine": null,
+        "window": {"counters": {}, "energy_per_output_token_joules": null, "engine": null, "gauges": {},
+            "histograms": {}, "prefix_cache_hit_rate": null, "scrapes": 1,
+            "series": {"gauges": {}, "rates_per_s": {}, "t_s": [1.00432382]}, "sources": [], "span_s": 0.0,
+            "window": {"duration_s": 1.26, "end_s": 1.27, "start_s": 0.003}},
+        "cross_check": {"client_completed": 40, "client_output_tokens": 1280, "client_ttft_p50_ms": 50.8,
+            "notes": [], "server_generation_tokens": null, "server_requests_succeeded": null,
+            "server_ttft_p50_ms": null, "ttft_gap_ms": null}
+    }));
+    let html = text(&render_run(Format::Html, &r), "");
+    assert_self_contained(&html);
+    assert!(html.contains("<h2>Server signals</h2>"));
+    assert!(html.contains("none of its metrics is one goodput recognises"));
+    assert!(chart_points(&html).iter().all(|(id, _)| !id.starts_with("server-")));
+    assert!(!html.contains("Cross-check"), "nothing from the server to set beside the client");
+    let md = text(&render_run(Format::Markdown, &r), "");
+    assert!(md.contains("**Server signals** no engine recognised · 3 scrapes of http://127.0.0.1:39645/metrics"));
+    let csv = text(&render_run(Format::Csv, &r), "server_signals.csv");
+    assert_eq!(csv, "t_s\n1.00432382\n");
+}
+
+#[test]
+fn an_unreadable_block_is_reported_not_fatal() {
+    let mut r = estimate_run();
+    r.server_signals = Some(serde_json::json!({"window": {"gauges": {"running_requests": "many"}}}));
+    r.engine = Some(serde_json::json!({"steps": "<b>lots</b>"}));
+    let html = text(&render_run(Format::Html, &r), "");
+    assert_self_contained(&html);
+    assert!(html.contains("the server_signals block cannot be read: "));
+    assert!(html.contains("the engine block cannot be read: ") && !html.contains("<b>lots"));
+    let md = text(&render_run(Format::Markdown, &r), "");
+    assert!(md.contains("**Server signals** the server\\_signals block cannot be read"));
+    let Rendered::Folder(files) = render_run(Format::Csv, &r) else { panic!("CSV renders a folder") };
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["summary.csv", "requests.csv"]);
+}
+
+#[test]
+fn html_estimate_shows_the_simulated_engine() {
+    let r = estimate_run();
+    let html = text(&render_run(Format::Html, &r), "");
+    assert_self_contained(&html);
+    let engine: Vec<(String, usize)> =
+        chart_points(&html).into_iter().filter(|(id, _)| id.starts_with("engine-")).collect();
+    let want = [("engine-kv-time", ENGINE_SAMPLES), ("engine-requests-time", 2 * ENGINE_SAMPLES)];
+    assert_eq!(engine, want.map(|(id, k)| (id.to_string(), k)));
+    assert!(html.contains(
+        r#"<p class="sub">Llama-3.1-8B on 1× H100 SXM · bf16 · max 8192 batched tokens · prefix caching on</p>"#
+    ));
+    assert!(html.contains(&card("mean batch", "7.4 <small>seqs</small>")));
+    assert!(html.contains(&card("preemptions", "3")));
+    assert!(html.contains(&card("KV capacity", "421008 <small>tokens</small>")));
+    assert!(html.contains("4096 of 16384 prompt tokens looked up"));
+    assert!(!html.contains("<h2>Server signals</h2>") && !html.contains("<h2>Diagnosis</h2>"));
+}
+
+#[test]
+fn html_keeps_hostile_server_and_engine_strings_as_text() {
+    for r in [adversarial_server_run(), adversarial_estimate_run()] {
+        let html = text(&render_run(Format::Html, &r), "");
+        assert_self_contained(&html);
+        assert!(!html.contains("<img") && !html.contains("<!--") && !html.contains("<i>dcgm"));
+        assert!(!html.contains("<script>alert") && !html.contains("<script>document"));
+        let back: RunResult = serde_json::from_value(embedded(&html)).unwrap();
+        assert_eq!(back, r);
+    }
+    let html = text(&render_run(Format::Html, &adversarial_server_run()), "");
+    assert!(html.contains("engine <b>&lt;img src=x onerror=&quot;document.body.setAttribute(&#39;data-pwned&#39;,&#39;4&#39;)&quot;&gt;</b>"));
+    assert!(html.contains("<li>&lt;/script&gt;&lt;!--&lt;img src=x onerror="), "the diagnosis message is text");
+    assert!(html.contains("(last error: &lt;/script&gt;&lt;!--"));
+}
+
+#[test]
+fn csv_server_signals_have_a_row_per_scrape_with_units_in_the_header() {
+    let r = server_run();
+    let out = render_run(Format::Csv, &r);
+    let Rendered::Folder(files) = &out else { panic!("CSV renders a folder") };
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["summary.csv", "requests.csv", "server_signals.csv"]);
+    let rows = parse_csv(&text(&out, "server_signals.csv"));
+    let header = [
+        "t_s",
+        "running_requests",
+        "waiting_requests",
+        "kv_cache_usage_ratio",
+        "gpu_utilization_ratio",
+        "gpu_memory_used_bytes",
+        "gpu_power_watts",
+        "generation_tokens_per_s",
+        "prompt_tokens_per_s",
+        "prefix_cache_query_tokens_per_s",
+        "prefix_cache_hit_tokens_per_s",
+        "preemptions_per_s",
+        "requests_succeeded_per_s",
+        "gpu_energy_joules_per_s",
+    ];
+    assert_eq!(rows[0], header);
+    assert_eq!(rows.len(), window_scrapes(&r) + 1);
+    assert!(rows.iter().all(|row| row.len() == header.len()));
+    let series = &server_block(&r)["window"]["series"];
+    let read = |col: &str| -> Vec<Option<f64>> { column(&rows, col).iter().map(|c| c.parse().ok()).collect() };
+    let want =
+        |v: &serde_json::Value| -> Vec<Option<f64>> { v.as_array().unwrap().iter().map(|x| x.as_f64()).collect() };
+    assert_eq!(read("t_s"), want(&series["t_s"]));
+    assert_eq!(read("kv_cache_usage_ratio"), want(&series["gauges"]["kv_cache_usage_ratio"]), "exact values");
+    let rates = read("generation_tokens_per_s");
+    assert_eq!(rates[0], None, "no rate before the second scrape");
+    assert_eq!(rates, want(&series["rates_per_s"]["generation_tokens"]));
+}
+
+#[test]
+fn csv_engine_series_has_a_row_per_sample() {
+    let r = estimate_run();
+    let out = render_run(Format::Csv, &r);
+    let rows = parse_csv(&text(&out, "engine_series.csv"));
+    assert_eq!(rows[0], ["t_s", "kv_cache_usage_ratio", "running_requests", "waiting_requests"]);
+    assert_eq!(rows.len(), ENGINE_SAMPLES + 1);
+    let s = &r.engine.as_ref().unwrap()["series"];
+    assert_eq!(column(&rows, "kv_cache_usage_ratio")[5].parse::<f64>().unwrap(), s["kv_usage"][5].as_f64().unwrap());
+    assert_eq!(column(&rows, "running_requests")[0], "1");
+    assert!(out.file("server_signals.csv").is_none());
+}
+
+#[test]
+fn csv_guards_hostile_signal_names() {
+    let out = render_run(Format::Csv, &adversarial_server_run());
+    let rows = parse_csv(&text(&out, "server_signals.csv"));
+    assert!(rows.iter().all(|row| row.len() == rows[0].len()));
+    assert_no_formulas(&rows);
+    assert_eq!(column(&rows, &format!("'{BARE_FORMULA}"))[0], "1");
+}
+
+/// The Markdown from `**Server signals**` (or another heading) to the end.
+fn from<'a>(md: &'a str, heading: &str) -> &'a str {
+    &md[md.find(heading).unwrap_or_else(|| panic!("no {heading} in:\n{md}"))..]
+}
+
+#[test]
+fn markdown_lists_the_diagnosis_and_the_server_signals() {
+    let r = server_run();
+    let md = text(&render_run(Format::Markdown, &r), "");
+    let diagnosis = from(&md, "**Diagnosis**\n\n- ⚠️ queue build-up: ");
+    assert_eq!(diagnosis.lines().skip(2).take_while(|l| l.starts_with("- ⚠️ ")).count(), 3);
+    assert!(md.find("**Diagnosis**") < md.find("**Failures**"), "near the top, with the verdicts");
+    insta::assert_snapshot!("markdown_server_signals", from(&md, "**Server signals**"));
+}
+
+#[test]
+fn markdown_summarises_the_simulated_engine() {
+    let md = text(&render_run(Format::Markdown, &estimate_run()), "");
+    insta::assert_snapshot!("markdown_engine", from(&md, "**Engine (simulated)**"));
+}
+
+#[test]
+fn markdown_escapes_hostile_server_and_engine_strings() {
+    for r in [adversarial_server_run(), adversarial_estimate_run()] {
+        let md = text(&render_run(Format::Markdown, &r), "");
+        assert!(!md.contains('<') && !md.contains('\x1b'), "raw HTML or escape codes in:\n{md}");
+        let b = md.as_bytes();
+        assert!((0..b.len()).all(|i| b[i] != b'`' || (i > 0 && b[i - 1] == b'\\')), "unescaped backtick");
+        for t in table_lines(&md) {
+            let n = cells(t[0]);
+            assert!(t.iter().all(|line| cells(line) == n), "ragged table {t:?}");
+        }
+    }
+    let md = text(&render_run(Format::Markdown, &adversarial_estimate_run()), "");
+    assert!(md.contains("**Engine (simulated)** &lt;script&gt;alert\\(1\\)&lt;/script&gt; on 1× &lt;img"));
+    assert!(md.contains("\\`bf16\\` \\| \\*\\*x\\*\\*"));
+    let md = text(&render_run(Format::Markdown, &adversarial_server_run()), "");
+    assert!(md.contains("- ⚠️ &lt;/script&gt;&lt;\\!--&lt;img src=x"), "the diagnosis shows, escaped");
+    assert!(md.contains("- ⚠️ =cmd\\|' /C calc'\\!A0"));
+}
+
+#[test]
+fn terminal_escapes_the_server_side_strings() {
+    let out = terminal::render(&adversarial_server_run());
+    assert!(out.chars().all(|c| c == '\n' || !c.is_control()), "a control character reached the terminal");
+    assert!(out.contains("diagnosis: </script><!--<img src=x"));
+    assert!(out.contains("\\u{a}\\u{1b}[31mred"), "the message's line break and escape show as text");
 }

@@ -1,7 +1,9 @@
 //! CSV for spreadsheets and dataframes: `summary.csv` as one wide row (a
 //! column per metric × statistic, unit in the name: `ttft_ms_p50`),
 //! `requests.csv` with a row per request, `points.csv` with a row per sweep
-//! point (the summary columns after the load), `compare.csv` for comparisons.
+//! point (the summary columns after the load), `compare.csv` for comparisons;
+//! `server_signals.csv` (a row per scrape) and `engine_series.csv` (a row per
+//! simulated-engine sample) when the run holds those blocks.
 //! Untrusted text is quoted and guarded against formula injection.
 
 use super::{ExportError, Exporter, Rendered};
@@ -27,6 +29,14 @@ impl Exporter for Csv {
         let mut files = vec![("summary.csv".to_string(), table(&names(&fields), &[cells(fields)]))];
         if let Some(recs) = &run.requests {
             files.push(("requests.csv".to_string(), requests_csv(recs.iter().map(|r| (None, r)))));
+        }
+        if let Some(Ok(s)) = crate::server::of(run) {
+            let (header, rows) = s.table();
+            files.push(("server_signals.csv".to_string(), numbers(&header, rows)));
+        }
+        if let Some(Ok(e)) = crate::engine::of(run) {
+            let (header, rows) = e.table();
+            files.push(("engine_series.csv".to_string(), numbers(&header, rows)));
         }
         Ok(Rendered::Folder(files))
     }
@@ -135,6 +145,12 @@ fn table(header: &[String], rows: &[Vec<String>]) -> Vec<u8> {
         o.push('\n');
     }
     o.into_bytes()
+}
+
+/// A table of numbers, a missing value as an empty cell.
+fn numbers(header: &[String], rows: Vec<Vec<Option<f64>>>) -> Vec<u8> {
+    let rows: Vec<Vec<String>> = rows.into_iter().map(|r| r.into_iter().map(csv_num).collect()).collect();
+    table(header, &rows)
 }
 
 fn names(fields: &[(String, String)]) -> Vec<String> {

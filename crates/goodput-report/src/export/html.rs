@@ -5,10 +5,12 @@
 
 use super::{ExportError, Exporter, Rendered};
 use crate::compare::{mark, Comparison, Verdict};
+use crate::engine;
 use crate::escape::{html, script_json};
 use crate::format;
 use crate::metric::{Better, Dist};
 use crate::series::{self, Latency};
+use crate::server::{self, Figure};
 use crate::svg::{self, Chart, Guide, Mark, Series, Style};
 use crate::terminal::load_line;
 use goodput_core::ratings::{Band, Rated};
@@ -441,6 +443,8 @@ fn run_body(o: &mut String, r: &RunResult) {
         charts(o, &tc);
     }
     o.push_str("</section>");
+    server_section(o, r);
+    engine_section(o, r);
 
     o.push_str(r#"<section><h2>Throughput, tokens and cost</h2><div class="scroll"><table class="kv"><tbody>"#);
     let tok = &s.tokens;
@@ -540,6 +544,262 @@ fn run_body(o: &mut String, r: &RunResult) {
     );
 }
 
+/// What the numbers suggest, right under the verdicts: the first thing to
+/// read after whether the SLO held.
+fn diagnosis(o: &mut String, r: &RunResult) {
+    if r.diagnosis.is_empty() {
+        return;
+    }
+    o.push_str(r#"<section class="diagnosis"><h2>Diagnosis</h2><ul>"#);
+    // Each message names its kind in its own first words.
+    for d in &r.diagnosis {
+        let _ = write!(o, "<li>{}</li>", html(&d.message));
+    }
+    o.push_str("</ul></section>");
+}
+
+fn figure_cards(o: &mut String, figures: &[Figure]) {
+    o.push_str(r#"<div class="cards">"#);
+    for f in figures {
+        let unit = if f.unit.is_empty() { String::new() } else { format!(" <small>{}</small>", html(f.unit)) };
+        card(o, &html(f.label), &format!("{}{unit}", html(&f.value)), &html(&f.detail));
+    }
+    o.push_str("</div>");
+}
+
+/// Line with dots while the dots can be told apart, a plain line beyond.
+fn line_style(points: usize) -> Style {
+    if points <= 120 {
+        Style::LineDots
+    } else {
+        Style::Line
+    }
+}
+
+/// A time-series chart from the series that hold points; `None` when none does.
+fn series_chart(id: &str, title: &str, y_label: &str, y_share: bool, series: Vec<Series>) -> Option<Chart> {
+    let series: Vec<Series> = series
+        .into_iter()
+        .filter(|s| !s.points.is_empty())
+        .map(|s| Series { style: line_style(s.points.len()), ..s })
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    Some(Chart {
+        id: id.into(),
+        title: title.into(),
+        x_label: "time since start (s)".into(),
+        y_label: y_label.into(),
+        series,
+        y_share,
+        ..Default::default()
+    })
+}
+
+fn count(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.0}"),
+        _ => "-".into(),
+    }
+}
+
+/// The server's own metrics during the run, beside the client's view.
+fn server_section(o: &mut String, r: &RunResult) {
+    let Some(read) = server::of(r) else { return };
+    o.push_str(r#"<section class="server"><h2>Server signals</h2>"#);
+    let s = match read {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = write!(o, r#"<p class="note">{}</p></section>"#, html(&e));
+            return;
+        }
+    };
+    let w = &s.window;
+    let mut line = match &s.engine {
+        Some(e) => format!("engine <b>{}</b>", html(e)),
+        None => "no inference engine recognised".into(),
+    };
+    let others: Vec<String> =
+        w.sources.iter().filter(|x| Some(x.as_str()) != s.engine.as_deref()).map(|x| html(x)).collect();
+    if !others.is_empty() {
+        let _ = write!(line, " (with {})", others.join(", "));
+    }
+    let urls: Vec<String> = s.urls.iter().map(|u| format!(r#"<span class="mono">{}</span>"#, html(u))).collect();
+    let _ = write!(
+        line,
+        " · {} scrapes of {}",
+        count(s.scrapes),
+        if urls.is_empty() { "-".into() } else { urls.join(", ") }
+    );
+    if let Some(i) = s.interval_s {
+        let _ = write!(line, " every {i} s");
+    }
+    let _ = write!(
+        line,
+        " · {} in the window over {} s",
+        count(w.scrapes),
+        w.span_s.map(|x| format!("{x:.2}")).unwrap_or("-".into())
+    );
+    let failed = s.failed_scrapes.unwrap_or(0.0);
+    if failed > 0.0 {
+        let _ = write!(
+            line,
+            r#" · <span class="worse">{} failed</span>{}"#,
+            count(Some(failed)),
+            s.last_error.as_deref().map(|e| format!(" (last error: {})", html(e))).unwrap_or_default()
+        );
+    }
+    if s.parse_errors.unwrap_or(0.0) > 0.0 {
+        let _ = write!(line, " · {} lines unreadable", count(s.parse_errors));
+    }
+    let _ = write!(o, r#"<p class="sub">{line}</p>"#);
+
+    let figures = s.figures();
+    if figures.is_empty() {
+        o.push_str(if w.scrapes.unwrap_or(0.0) > 0.0 {
+            r#"<p class="note">The endpoint answered, but none of its metrics is one goodput recognises (vLLM, SGLang, TGI, llama.cpp, Triton, DCGM).</p>"#
+        } else {
+            r#"<p class="note">No scrape succeeded inside the measurement window.</p>"#
+        });
+    } else {
+        figure_cards(o, &figures);
+    }
+
+    let gauge = |name: &str, label: &str, color: usize| Series::new(label, Style::Line, color, s.gauge_series(name));
+    let mut gpu = gauge("gpu_utilization_ratio", "GPU utilisation (mean over GPUs)", 3);
+    gpu.dashed = true;
+    let has_gpu = !gpu.points.is_empty();
+    let mut drawn: Vec<Chart> = [
+        series_chart(
+            "server-requests-time",
+            "Running and waiting requests (server)",
+            "requests",
+            false,
+            vec![gauge("running_requests", "running", 0), gauge("waiting_requests", "waiting (queued)", 1)],
+        ),
+        series_chart(
+            "server-kv-time",
+            if has_gpu { "KV-cache and GPU use (server)" } else { "KV-cache use (server)" },
+            "share of capacity",
+            true,
+            vec![gauge("kv_cache_usage_ratio", "KV-cache use", 2), gpu],
+        ),
+        series_chart(
+            "server-generation-time",
+            "Generation throughput (server)",
+            "tokens/s",
+            false,
+            vec![Series::new("generation tokens/s", Style::Line, 4, s.rate_series("generation_tokens"))],
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for c in &mut drawn {
+        let mut note = Vec::new();
+        if c.id == "server-generation-time" {
+            note.push("Each point is the counter's rate since the scrape before it.".to_string());
+        }
+        if s.thinned() {
+            note.push(format!("Every n-th of {} scrapes shown; the CSV holds them all.", w.series.t_s.len()));
+        }
+        c.note = (!note.is_empty()).then(|| note.join(" "));
+    }
+    if !drawn.is_empty() {
+        charts(o, &drawn);
+    }
+    if let Some(c) = &s.cross_check {
+        cross_check(o, c);
+    }
+    o.push_str("</section>");
+}
+
+/// The figures both sides count, side by side, and what the gaps mean.
+fn cross_check(o: &mut String, c: &server::CrossCheck) {
+    let server_side = [c.server_ttft_p50_ms, c.server_generation_tokens, c.server_requests_succeeded];
+    if server_side.iter().any(Option::is_some) {
+        let diff = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("{:+.0}", a - b),
+            _ => "-".into(),
+        };
+        o.push_str(r#"<h2 class="sub">Cross-check: client and server</h2><div class="scroll"><table class="crosscheck"><thead><tr><th></th><th>client</th><th>server</th><th>client − server</th></tr></thead><tbody>"#);
+        let _ = write!(
+            o,
+            "<tr><td>TTFT p50 (ms)</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            format::ms(c.client_ttft_p50_ms),
+            format::ms(c.server_ttft_p50_ms),
+            format::ms(c.ttft_gap_ms)
+        );
+        let _ = write!(
+            o,
+            "<tr><td>output tokens (whole run)</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            count(c.client_output_tokens),
+            count(c.server_generation_tokens),
+            diff(c.client_output_tokens, c.server_generation_tokens)
+        );
+        let _ = write!(
+            o,
+            "<tr><td>requests completed (whole run)</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            count(c.client_completed),
+            count(c.server_requests_succeeded),
+            diff(c.client_completed, c.server_requests_succeeded)
+        );
+        o.push_str("</tbody></table></div>");
+    }
+    if !c.notes.is_empty() {
+        o.push_str(r#"<ul class="notes">"#);
+        for n in &c.notes {
+            let _ = write!(o, "<li>{}</li>", html(n));
+        }
+        o.push_str("</ul>");
+    }
+}
+
+/// The simulated engine's own view of an estimate.
+fn engine_section(o: &mut String, r: &RunResult) {
+    let Some(read) = engine::of(r) else { return };
+    o.push_str(r#"<section class="engine"><h2>Engine (simulated)</h2>"#);
+    let e = match read {
+        Ok(e) => e,
+        Err(err) => {
+            let _ = write!(o, r#"<p class="note">{}</p></section>"#, html(&err));
+            return;
+        }
+    };
+    let line = e.config_line();
+    if !line.is_empty() {
+        let _ = write!(o, r#"<p class="sub">{}</p>"#, html(&line));
+    }
+    figure_cards(o, &e.figures());
+    let mut kv = series_chart(
+        "engine-kv-time",
+        "KV-cache use (simulated engine)",
+        "share of KV capacity",
+        true,
+        vec![Series::new("KV-cache use", Style::Line, 2, e.kv_usage())],
+    );
+    if let (Some(c), Some(cap)) = (kv.as_mut(), e.kv_capacity_tokens) {
+        c.note = Some(format!("Of a capacity of {} tokens.", count(Some(cap))));
+    }
+    let queue = series_chart(
+        "engine-requests-time",
+        "Running and waiting requests (simulated engine)",
+        "requests",
+        false,
+        vec![
+            Series::new("running", Style::Line, 0, e.running()),
+            Series::new("waiting (queued)", Style::Line, 1, e.waiting()),
+        ],
+    );
+    let cs: Vec<Chart> = [kv, queue].into_iter().flatten().collect();
+    if !cs.is_empty() {
+        charts(o, &cs);
+        o.push_str(r#"<p class="note">Over the virtual time of the simulation.</p>"#);
+    }
+    o.push_str("</section>");
+}
+
 fn failures(o: &mut String, r: &RunResult) {
     let q = &r.summary.requests;
     o.push_str(r#"<section><h2>Failures</h2>"#);
@@ -615,6 +875,7 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
     header(&mut o, &format!("{} report", r.kind), &r.target.model, &lines);
     verdicts(&mut o, r);
     o.push_str("</header><main>");
+    diagnosis(&mut o, r);
     run_cards(&mut o, r);
     run_body(&mut o, r);
     config_section(&mut o, &r.config, stripped)?;
@@ -993,6 +1254,11 @@ font:12.5px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",m
 .note{color:var(--muted);font-size:12px;margin:4px 0 0}
 .nodata{color:var(--muted);padding:40px 0;text-align:center}
 ul.warnings{margin:0;padding-left:20px;color:var(--warn)}
+.diagnosis ul{list-style:none;margin:0;padding:0}
+.diagnosis li{background:var(--warnbg);border:1px solid var(--warn);border-left-width:4px;border-radius:8px;padding:8px 12px;margin:6px 0;overflow-wrap:anywhere}
+.sub{color:var(--muted);margin:0 0 4px;overflow-wrap:anywhere}
+h2.sub{font-size:14px;color:var(--ink);margin:16px 0 8px}
+ul.notes{margin:0;padding-left:20px;color:var(--muted);overflow-wrap:anywhere}
 footer{color:var(--muted);font-size:12px;padding:12px 32px 28px}
 "#;
 

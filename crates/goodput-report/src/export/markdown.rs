@@ -1,13 +1,16 @@
 //! Markdown fit for a pull request or an issue: the headline tables (latency
-//! percentiles, throughput, SLO verdicts, failures, cost) in GitHub-flavoured
-//! Markdown, every string from the document escaped.
+//! percentiles, throughput, SLO verdicts, diagnosis, failures, cost, server
+//! signals, the simulated engine) in GitHub-flavoured Markdown, every string
+//! from the document escaped.
 
 use super::{ExportError, Exporter, Rendered};
 use crate::compare::{mark, Comparison, Verdict};
+use crate::engine;
 use crate::escape::markdown as md;
 use crate::format;
 use crate::metric::{Dist, Unit};
 use crate::series;
+use crate::server::{self, Figure};
 use crate::terminal::load_line;
 use goodput_core::ratings::Rated;
 use goodput_core::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
@@ -144,6 +147,14 @@ pub fn run_markdown(r: &RunResult) -> String {
         }
     }
 
+    if !r.diagnosis.is_empty() {
+        o.push_str("**Diagnosis**\n\n");
+        for d in &r.diagnosis {
+            let _ = writeln!(o, "- ⚠️ {}", md(&d.message));
+        }
+        o.push('\n');
+    }
+
     if q.errors_by_kind.is_empty() {
         o.push_str("**Failures** none\n\n");
     } else {
@@ -187,6 +198,8 @@ pub fn run_markdown(r: &RunResult) -> String {
         let _ = write!(o, " · {x:.1}× human reading speed");
     }
     o.push('\n');
+    server_signals(&mut o, r);
+    simulated_engine(&mut o, r);
     if !r.warnings.is_empty() {
         o.push('\n');
         for w in &r.warnings {
@@ -194,6 +207,75 @@ pub fn run_markdown(r: &RunResult) -> String {
         }
     }
     o
+}
+
+fn figures_table(o: &mut String, what: &str, figures: &[Figure]) {
+    if figures.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "| {what} | value | |\n| --- | ---: | --- |");
+    for f in figures {
+        let value = if f.unit.is_empty() { f.value.clone() } else { format!("{} {}", f.value, f.unit) };
+        let _ = writeln!(o, "| {} | {} | {} |", md(f.label), md(&value), md(&f.detail));
+    }
+}
+
+fn server_signals(o: &mut String, r: &RunResult) {
+    let s = match server::of(r) {
+        None => return,
+        Some(Err(e)) => {
+            let _ = writeln!(o, "\n**Server signals** {}", md(&e));
+            return;
+        }
+        Some(Ok(s)) => s,
+    };
+    let w = &s.window;
+    let engine = s.engine.as_deref().map(|e| format!("engine {}", md(e))).unwrap_or("no engine recognised".into());
+    let urls: Vec<String> = s.urls.iter().map(|u| md(u)).collect();
+    let count = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or("-".into());
+    let _ = write!(
+        o,
+        "\n**Server signals** {engine} · {} scrapes of {}",
+        count(s.scrapes),
+        if urls.is_empty() { "-".into() } else { urls.join(", ") }
+    );
+    if let Some(i) = s.interval_s {
+        let _ = write!(o, " every {i} s");
+    }
+    let _ = write!(o, " · {} in the window", count(w.scrapes));
+    if s.failed_scrapes.unwrap_or(0.0) > 0.0 {
+        let _ = write!(o, " · {} failed", count(s.failed_scrapes));
+        if let Some(e) = &s.last_error {
+            let _ = write!(o, " (last error: {})", md(e));
+        }
+    }
+    o.push_str("\n\n");
+    let figures = s.figures();
+    if figures.is_empty() {
+        o.push_str("No metric the server exposed is one goodput recognises.\n");
+    }
+    figures_table(o, "server signal", &figures);
+    if let Some(c) = &s.cross_check {
+        if !c.notes.is_empty() {
+            o.push('\n');
+        }
+        for n in &c.notes {
+            let _ = writeln!(o, "- cross-check: {}", md(n));
+        }
+    }
+}
+
+fn simulated_engine(o: &mut String, r: &RunResult) {
+    let e = match engine::of(r) {
+        None => return,
+        Some(Err(err)) => {
+            let _ = writeln!(o, "\n**Engine (simulated)** {}", md(&err));
+            return;
+        }
+        Some(Ok(e)) => e,
+    };
+    let _ = writeln!(o, "\n**Engine (simulated)** {}\n", md(&e.config_line()));
+    figures_table(o, "engine (simulated)", &e.figures());
 }
 
 fn point_line(p: &Option<PointRef>) -> String {

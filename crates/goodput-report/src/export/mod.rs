@@ -79,7 +79,8 @@ pub trait Exporter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     Json,
-    /// A folder: `summary.csv`, `requests.csv`, `points.csv`, `compare.csv`.
+    /// A folder: `summary.csv`, `requests.csv`, `points.csv`, `compare.csv`,
+    /// `server_signals.csv`, `engine_series.csv`.
     Csv,
     Markdown,
     Html,

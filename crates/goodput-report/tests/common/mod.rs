@@ -1,13 +1,16 @@
 //! Result documents for the exporter tests: runs built from synthetic,
 //! deterministic records through goodput-core's own analysis, a sweep of
-//! them at rising load, and an adversarial run whose strings try to break
-//! out of every format.
+//! them at rising load, a run beside the scraped metrics of a synthetic
+//! vLLM server, an estimate with its engine block, and adversarial runs
+//! whose strings try to break out of every format.
 #![allow(dead_code)]
 
 use goodput_core::cost::CostConfig;
 use goodput_core::record::{Channel, ChunkTokenSource, CountSource, FailureKind, OutputChunk};
 use goodput_core::sweep::{analyze_sweep, Load, SweepPoint, SweepResult, DEFAULT_ATTAINMENT_TARGET};
-use goodput_core::{analyze, AnalysisOptions, Compat, Outcome, RequestRecord, RunResult, Target, Tool, SCHEMA};
+use goodput_core::{
+    analyze, AnalysisOptions, Compat, Outcome, RequestMetrics, RequestRecord, RunResult, Target, Tool, SCHEMA,
+};
 use serde_json::json;
 use std::time::Duration;
 
@@ -225,4 +228,188 @@ pub fn sweep() -> SweepResult {
 pub fn slower_run() -> RunResult {
     let p = Profile { ttft_ms: 65.0, itl_ms: 5.5, seed: 7, ..Profile::default() };
     run_of("llama-3.1-8b", p, records(p), Some(SLO), true)
+}
+
+/// The server batches at most this many requests; the rest wait.
+const SERVER_BATCH: usize = 6;
+/// KV capacity, tokens: six requests of 256 + 32 tokens nearly fill it.
+const KV_TOKENS: f64 = 1800.0;
+const SCRAPE_EVERY_S: f64 = 0.1;
+const TTFT_BUCKETS: [f64; 10] = [0.01, 0.025, 0.04, 0.05, 0.06, 0.075, 0.1, 0.15, 0.25, 0.5];
+const ITL_BUCKETS: [f64; 8] = [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05];
+
+fn histogram_text(name: &str, bounds: &[f64], samples: &[f64]) -> String {
+    let mut o = format!("# TYPE {name} histogram\n");
+    for b in bounds {
+        let n = samples.iter().filter(|&&s| s <= *b).count();
+        o.push_str(&format!("{name}_bucket{{model_name=\"m\",le=\"{b}\"}} {n}\n"));
+    }
+    let sum: f64 = samples.iter().sum();
+    o.push_str(&format!("{name}_bucket{{model_name=\"m\",le=\"+Inf\"}} {}\n", samples.len()));
+    o.push_str(&format!("{name}_sum{{model_name=\"m\"}} {sum}\n{name}_count{{model_name=\"m\"}} {}\n", samples.len()));
+    o
+}
+
+/// What a vLLM server behind a DCGM exporter would expose at `t` seconds
+/// into a run of `recs`: counters and histograms hold what the records did
+/// by then, the gauges what was in flight.
+pub fn vllm_scrape(recs: &[RequestRecord], t: f64) -> String {
+    let s = |d: Duration| d.as_secs_f64();
+    let inside: Vec<&RequestRecord> = recs.iter().filter(|r| s(r.sent) <= t && t < s(r.end)).collect();
+    let running = inside.len().min(SERVER_BATCH);
+    let waiting = inside.len() - running;
+    let generated_by =
+        |r: &RequestRecord| r.chunks.iter().filter(|c| s(c.t) <= t).map(|c| c.tokens as u64).sum::<u64>();
+    let kv: f64 =
+        inside.iter().take(running).map(|r| (r.input_tokens + generated_by(r)) as f64).sum::<f64>() / KV_TOKENS;
+    let generated: u64 = recs.iter().map(generated_by).sum();
+    let prefilled: Vec<&RequestRecord> =
+        recs.iter().filter(|r| r.chunks.first().is_some_and(|c| s(c.t) <= t)).collect();
+    let prompt: u64 = prefilled.iter().map(|r| r.input_tokens).sum();
+    let hits: u64 = prefilled.iter().filter_map(|r| r.counts.usage_cached_prompt).sum();
+    let done = recs.iter().filter(|r| r.outcome.is_success() && s(r.end) <= t).count();
+    // The server starts its clock a little after the client sends.
+    let ttft: Vec<f64> = prefilled.iter().filter_map(|r| r.ttft()).map(|d| s(d) - 0.0015).collect();
+    let itl: Vec<f64> =
+        recs.iter().flat_map(|r| r.chunks.windows(2).filter(|w| s(w[1].t) <= t).map(|w| s(w[1].t - w[0].t))).collect();
+    let util = 0.35 + 0.6 * running as f64 / SERVER_BATCH as f64;
+    format!(
+        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"m\"}} {running}\n\
+         # TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{model_name=\"m\"}} {waiting}\n\
+         # TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{model_name=\"m\"}} {kv}\n\
+         # TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{{model_name=\"m\"}} {prompt}\n\
+         # TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"m\"}} {generated}\n\
+         # TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{{model_name=\"m\"}} {prompt}\n\
+         # TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{{model_name=\"m\"}} {hits}\n\
+         # TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total{{model_name=\"m\"}} {}\n\
+         # TYPE vllm:request_success_total counter\n\
+         vllm:request_success_total{{model_name=\"m\",finished_reason=\"length\"}} {done}\n\
+         {}{}\
+         # TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{gpu=\"0\"}} {}\n\
+         # TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{{gpu=\"0\"}} {}\n\
+         # TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{gpu=\"0\"}} {}\n\
+         # TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"0\"}} {}\n",
+        (t / 1.5).floor(),
+        histogram_text("vllm:time_to_first_token_seconds", &TTFT_BUCKETS, &ttft),
+        histogram_text("vllm:inter_token_latency_seconds", &ITL_BUCKETS, &itl),
+        (util * 100.0).round(),
+        (200.0 + 450.0 * util).round(),
+        (60_000.0 + 8_000.0 * kv).round(),
+        (550_000.0 * t).round(),
+    )
+}
+
+/// A run against a (synthetic) vLLM server whose metrics were scraped every
+/// 0.1 s: the `server_signals` block, cross-check and diagnosis built by
+/// goodput-load from the Prometheus text, as `bench` builds them (the JSON
+/// keys are those of goodput's `signals::attach`). The server batches six
+/// of eight streams, so requests queue and the KV cache runs near full.
+pub fn server_run() -> RunResult {
+    use goodput_load::scrape::{cross_check, diagnose, parse, summarize_signals, Signals};
+    let p = Profile { requests: 96, concurrency: 8, ttft_ms: 60.0, seed: 3, ..Profile::default() };
+    let mut recs = records(p);
+    for r in &mut recs {
+        r.counts.usage_cached_prompt = Some(if r.id % 2 == 0 { 128 } else { 0 });
+    }
+    let mut run = run_of("llama-3.1-8b", p, recs.clone(), Some(SLO), true);
+    let end = recs.iter().map(|r| r.end).max().unwrap().as_secs_f64();
+    let points: Vec<(Duration, Signals)> = (0..=((end / SCRAPE_EVERY_S).ceil() as u32 + 1))
+        .map(|k| {
+            let t = k as f64 * SCRAPE_EVERY_S;
+            (Duration::from_secs_f64(t), Signals::from_scrape(&parse(&vllm_scrape(&recs, t))))
+        })
+        .collect();
+    let w = &run.window;
+    let window = summarize_signals(&points, Duration::from_secs_f64(w.start_s), Duration::from_secs_f64(w.end_s));
+    let whole = summarize_signals(&points, Duration::ZERO, points.last().unwrap().0);
+    let check = cross_check(&recs, &run.summary, &window, &whole);
+    run.diagnosis = diagnose(&recs, &run.summary, Some(&window), Some(p.concurrency as usize));
+    run.server_signals = Some(json!({
+        "urls": ["http://127.0.0.1:8000/metrics", "http://127.0.0.1:9400/metrics"],
+        "interval_s": SCRAPE_EVERY_S,
+        "scrapes": points.len(),
+        "failed_scrapes": 0,
+        "parse_errors": 0,
+        "last_error": null,
+        "engine": window.engine,
+        "window": window,
+        "cross_check": check,
+    }));
+    run
+}
+
+/// `server_run` with every string of its server side hostile: the engine
+/// name, an endpoint, the last scrape error, a cross-check note, a signal
+/// name, and diagnosis lines.
+pub fn adversarial_server_run() -> RunResult {
+    let mut r = server_run();
+    let s = r.server_signals.as_mut().unwrap();
+    s["engine"] = json!("<img src=x onerror=\"document.body.setAttribute('data-pwned','4')\">");
+    s["urls"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("javascript:alert(1)</span><script>document.body.setAttribute('data-pwned','5')</script>"));
+    s["failed_scrapes"] = json!(2);
+    s["last_error"] = json!(PWN_MESSAGE);
+    s["window"]["sources"].as_array_mut().unwrap().push(json!("<i>dcgm</i>"));
+    s["cross_check"]["notes"].as_array_mut().unwrap().push(json!(FORMULA_MESSAGE));
+    let t = s["window"]["series"]["t_s"].as_array().unwrap().len();
+    s["window"]["series"]["gauges"][BARE_FORMULA] = json!(vec![1.0; t]);
+    r.diagnosis.push(goodput_core::Diagnosis { kind: "<b>kind</b>".into(), message: PWN_MESSAGE.into() });
+    r.diagnosis.push(goodput_core::Diagnosis { kind: "queue_build_up".into(), message: BARE_FORMULA.into() });
+    r
+}
+
+/// Samples of the simulated engine in `estimate_run`.
+pub const ENGINE_SAMPLES: usize = 90;
+
+/// An estimate: the run of a simulated engine, with its `engine` block in
+/// the shape `goodput estimate` writes (`engine_view_json`).
+pub fn estimate_run() -> RunResult {
+    let p = Profile { requests: 64, concurrency: 8, ttft_ms: 80.0, seed: 5, ..Profile::default() };
+    let mut r = run_of("Llama-3.1-8B", p, records(p), None, true);
+    r.kind = "estimate".into();
+    r.target = Target {
+        url: "virtual://Llama-3.1-8B@1xH100 SXM".into(),
+        model: "Llama-3.1-8B".into(),
+        api: "virtual".into(),
+        embedded: true,
+        server: Some("goodput-sim (virtual time)".into()),
+    };
+    let t: Vec<f64> = (0..ENGINE_SAMPLES).map(|i| 0.03 * (i + 1) as f64).collect();
+    let running: Vec<u64> = (0..ENGINE_SAMPLES).map(|i| (i as u64 + 1).min(8)).collect();
+    let waiting: Vec<u64> = (0..ENGINE_SAMPLES).map(|i| (6u64).saturating_sub(i as u64 / 4)).collect();
+    let kv: Vec<f64> = (0..ENGINE_SAMPLES).map(|i| 0.05 + 0.4 * (i as f64 / 15.0).sin().abs()).collect();
+    r.engine = Some(json!({
+        "config": {
+            "model": "Llama-3.1-8B", "gpu": "H100 SXM", "precision": "bf16", "kv_cache_dtype": "auto", "tp": 1,
+            "gpu_memory_utilization": 0.9, "max_num_seqs": 1024, "max_num_batched_tokens": 8192, "block_size": 16,
+            "enable_chunked_prefill": true, "enable_prefix_caching": true,
+        },
+        "steps": 1044,
+        "mean_batch_seqs": 7.4,
+        "mean_batch_tokens": 96.5,
+        "max_batch_seqs": 8,
+        "preemptions": 3,
+        "prefix_cache_queries_tokens": 16384,
+        "prefix_cache_hits_tokens": 4096,
+        "prefix_cache_hit_rate": 0.25,
+        "kv_capacity_tokens": 421008,
+        "max_num_seqs": 1024,
+        "busy_s": 2.6,
+        "makespan_s": 2.7,
+        "kv_usage_max": kv.iter().copied().fold(0.0, f64::max),
+        "series": {"t_s": t, "kv_usage": kv, "running": running, "waiting": waiting},
+    }));
+    r
+}
+
+/// `estimate_run` with hostile names in the engine's config.
+pub fn adversarial_estimate_run() -> RunResult {
+    let mut r = estimate_run();
+    let c = &mut r.engine.as_mut().unwrap()["config"];
+    c["model"] = json!(XSS_MODEL);
+    c["gpu"] = json!("<img src=x onerror=\"document.body.setAttribute('data-pwned','6')\">");
+    c["precision"] = json!("`bf16` | **x**");
+    r
 }
