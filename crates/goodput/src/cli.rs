@@ -266,7 +266,7 @@ pub struct ExportArgs {
     /// A self-contained HTML report (charts inline, no network fetch).
     #[arg(long)]
     pub html: Option<PathBuf>,
-    /// CSV files (summary, per-request records, sweep points) into this folder, units in the headers.
+    /// CSV files (summary, per-request records, sweep points, server signals, engine series) into this folder, units in the headers.
     #[arg(long)]
     pub csv: Option<PathBuf>,
     /// A Markdown summary table fit for a pull request.
