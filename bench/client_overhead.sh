@@ -14,12 +14,12 @@ PORT=${PORT:-18777}
 cargo build --release -q --bin goodput --example itl_error
 BIN=target/release/goodput
 TMP=$(mktemp -d)
-$BIN serve --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
+GOODPUT_THREADS=${SERVER_THREADS:-} $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 sleep 0.5
 read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
-/usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
+GOODPUT_THREADS=${CLIENT_THREADS:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
   --output-tokens "$OUT_TOKENS" --input-tokens 32 --no-metrics -q -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
 read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 read -r user sys wall < "$TMP/time"
@@ -36,3 +36,5 @@ print(f"client CPU {cpu:.2f} s ({float(user):.2f} user + {float(sys_):.2f} sys) 
 print(f"server CPU {server:.2f} s = {server / float(wall):.2f} cores")
 PY
 target/release/examples/itl_error "$TMP/rec.jsonl" 10ms
+# The server's own precision: how late its chunks left against their exact time.
+curl -s "http://127.0.0.1:$PORT/metrics" | awk '/chunk_lateness_seconds_bucket/ { split($1, a, "\""); le[n] = a[2]; c[n++] = $2 } END { for (i = 0; i < n; i++) if (le[i] == "0.000512" || le[i] == "0.001024" || le[i] == "0.004096" || le[i] == "0.016384") printf "server chunks within %s s of their time: %.2f%%\n", le[i], 100 * c[i] / c[n-1] }'
