@@ -265,3 +265,34 @@ fn a_config_file_gives_the_slo_a_named_price_and_rating_thresholds() {
     assert_eq!(err.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&err.stderr).contains("sloo"));
 }
+
+/// The point an estimate sweep recommends holds up when run for real: a
+/// `bench` over HTTP against the embedded simulated engine at that load
+/// meets the same objectives.
+#[test]
+fn the_recommended_point_meets_its_objectives_as_a_real_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let slo = "ttft:p95<=500ms,tpot:p95<=50ms";
+    let shape = ["-n", "120", "--input-tokens", "1024", "--output-tokens", "64"];
+    goodput()
+        .args(["sweep", "--estimate", "--auto", "-q"])
+        .args(shape)
+        .args(["--slo", slo])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let load = &v["analysis"]["recommended"]["load"];
+    let mut args: Vec<String> = vec!["bench".into(), "-q".into()];
+    match load["kind"].as_str().unwrap() {
+        "rate" => args.extend(["--rate".into(), load["value"].to_string(), "-c".into(), "256".into()]),
+        _ => args.extend(["-c".into(), load["value"].to_string()]),
+    }
+    let bench = dir.path().join("bench.json");
+    goodput().args(&args).args(shape).args(["--slo", slo, "--fail-on-slo"]).arg("-o").arg(&bench).assert().success();
+    let b = read_json(&bench);
+    assert_eq!(b["slo"]["pass"], true, "{}", b["slo"]);
+    assert_eq!(b["target"]["embedded"], true);
+}

@@ -91,3 +91,104 @@ fn prefix_caching_shows_only_where_prompts_share_a_prefix() {
     assert!(unique < 0.05, "unique prompts barely hit: {unique}");
     assert!(shared > 0.5, "a 512-token shared prefix is hit: {shared}");
 }
+
+#[test]
+fn monitor_once_shows_the_engine_and_fires_alerts() {
+    let (rt, url, _server) = start(None);
+    // Some load for the monitor to see.
+    let load_url = url.clone();
+    let load = std::thread::spawn(move || {
+        Command::cargo_bin("goodput")
+            .unwrap()
+            .args([
+                "bench",
+                "-q",
+                "--url",
+                &load_url,
+                "-n",
+                "40",
+                "-c",
+                "8",
+                "--input-tokens",
+                "64",
+                "--output-tokens",
+                "400",
+            ])
+            .args(["--no-metrics"])
+            .output()
+            .unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("mon.jsonl");
+    let out = Command::cargo_bin("goodput")
+        .unwrap()
+        .args([
+            "monitor",
+            &url,
+            "--interval",
+            "500ms",
+            "--once",
+            "--probe-rate",
+            "4",
+            "--alert",
+            "running>0,kv_cache>0.99",
+        ])
+        .arg("--record")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "an alert fired: {text}");
+    assert!(text.contains("vllm") && text.contains("run ") && text.contains("ALERT running"), "{text}");
+    assert!(!text.contains("ALERT kv_cache"), "{text}");
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&rec).unwrap().lines().next().unwrap()).unwrap();
+    assert!(line["figures"]["running"].as_f64().unwrap() > 0.0);
+    assert!(load.join().unwrap().status.success());
+    drop(rt);
+}
+
+#[test]
+fn prometheus_listen_serves_live_client_metrics_under_genai_names() {
+    let (_rt, url, _server) = start(None);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["bench", "-q", "--url", &url, "-n", "60", "-c", "4", "--input-tokens", "32", "--output-tokens", "300"])
+        .args(["--no-metrics", "--prometheus-listen", &addr])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Read it mid-run, the way Prometheus would.
+    let start = std::time::Instant::now();
+    let text = loop {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            use std::io::{Read, Write};
+            let _ = s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+            let mut body = String::new();
+            let _ = s.read_to_string(&mut body);
+            if body.contains("outcome=\"success\"") {
+                break body;
+            }
+        }
+        assert!(start.elapsed().as_secs() < 30, "no live metrics with a completed request");
+    };
+    let mut child = child;
+    let _ = child.wait();
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+    let scrape = goodput_load::scrape::parse(body);
+    assert!(scrape.errors.is_empty(), "{:?}", scrape.errors);
+    for name in [
+        "gen_ai_client_operation_duration_seconds",
+        "gen_ai_client_operation_time_to_first_chunk_seconds",
+        "gen_ai_client_operation_time_per_output_chunk_seconds",
+        "gen_ai_client_token_usage",
+    ] {
+        assert!(scrape.family(name).is_some(), "{name} missing");
+    }
+}
