@@ -597,6 +597,9 @@ pub struct ServeArgs {
     /// Print no periodic status lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Live view: full screen on a terminal, status lines every 10 s otherwise.
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    pub progress: ProgressArg,
     #[command(flatten)]
     pub faults: FaultArgs,
 }

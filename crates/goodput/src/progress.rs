@@ -318,3 +318,96 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
     }
     Ok(())
 }
+
+/// What a serving simulator shows in its live view.
+pub struct ServeStatus {
+    pub lines: Vec<String>,
+    /// Tokens generated so far, for the rate chart.
+    pub tokens_total: u64,
+    /// KV-cache use, 0..1, when the profile has one.
+    pub kv: Option<f64>,
+}
+
+/// The full-screen view of `goodput serve` on a terminal, until `stop`
+/// fires or the user presses q or Ctrl-C (which fires `stop`).
+pub fn serve_view(
+    title: String,
+    status: Box<dyn Fn() -> ServeStatus + Send>,
+    stop: tokio_util::sync::CancellationToken,
+) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("goodput-live".into())
+        .spawn(move || {
+            let run = || -> std::io::Result<()> {
+                let _guard = TerminalGuard::enter()?;
+                let mut term = ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stderr()))?;
+                let start = Instant::now();
+                let mut rates: Vec<u64> = Vec::new();
+                let (mut last_total, mut last_t) = (0u64, Instant::now());
+                while !stop.is_cancelled() {
+                    let s = status();
+                    if last_t.elapsed() >= Duration::from_secs(1) {
+                        rates.push(s.tokens_total.saturating_sub(last_total));
+                        last_total = s.tokens_total;
+                        last_t = Instant::now();
+                    }
+                    term.draw(|f| {
+                        let rows = Layout::vertical([
+                            Constraint::Length(s.lines.len() as u16 + 2),
+                            Constraint::Length(3),
+                            Constraint::Min(4),
+                            Constraint::Length(1),
+                        ])
+                        .split(f.area());
+                        let lines: Vec<Line> = s.lines.iter().map(|l| Line::from(l.as_str())).collect();
+                        f.render_widget(
+                            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title.as_str())),
+                            rows[0],
+                        );
+                        f.render_widget(
+                            Gauge::default()
+                                .block(Block::default().borders(Borders::ALL).title("KV cache"))
+                                .gauge_style(Style::default().fg(Color::Magenta))
+                                .ratio(s.kv.unwrap_or(0.0).clamp(0.0, 1.0))
+                                .label(s.kv.map(|k| format!("{:.1}%", k * 100.0)).unwrap_or("-".into())),
+                            rows[1],
+                        );
+                        let width = rows[2].width.saturating_sub(2) as usize;
+                        let data: Vec<u64> = rates.iter().rev().take(width).rev().copied().collect();
+                        f.render_widget(
+                            Sparkline::default()
+                                .block(Block::default().borders(Borders::ALL).title("tokens generated per second"))
+                                .data(&data)
+                                .style(Style::default().fg(Color::Green)),
+                            rows[2],
+                        );
+                        f.render_widget(
+                            Paragraph::new(format!(
+                                "up {:.0}s · q or Ctrl-C: stop the server",
+                                start.elapsed().as_secs_f64()
+                            )),
+                            rows[3],
+                        );
+                    })?;
+                    if event::poll(Duration::from_millis(250))? {
+                        if let Event::Key(k) = event::read()? {
+                            let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                            if k.kind == KeyEventKind::Press && (ctrl_c || k.code == KeyCode::Char('q')) {
+                                stop.cancel();
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            };
+            if let Err(e) = run() {
+                eprintln!("warning: the live view stopped: {e}");
+            }
+        })
+        .ok()
+}
+
+/// Whether a full-screen view fits: both streams on a terminal.
+pub fn on_terminal() -> bool {
+    std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
+}

@@ -1,7 +1,8 @@
 //! `goodput serve`: the simulated OpenAI-compatible server on a socket — the
 //! engine model in real time (the default), or the fixed-timing profile.
 
-use crate::cli::{FaultArgs, ProfileArg, ServeArgs};
+use crate::cli::{FaultArgs, ProfileArg, ProgressArg, ServeArgs};
+use crate::progress::ServeStatus;
 use anyhow::{anyhow, Context, Result};
 use goodput_sim::engine::EngineConfig;
 use goodput_sim::engine_server::{EngineServer, EngineServerConfig};
@@ -41,7 +42,7 @@ pub fn engine_server(
 }
 
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
-    let (app, what, status): (_, _, Box<dyn Fn() -> String + Send>) = match a.profile {
+    let (app, what, status): (_, _, Box<dyn Fn() -> ServeStatus + Send>) = match a.profile {
         ProfileArg::Engine => {
             let cfg = crate::estimate::engine_config(&a.model, &a.hw)?;
             let server =
@@ -61,15 +62,23 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
             let s = server.clone();
             let status = Box::new(move || {
                 let st = s.stats();
-                format!(
-                    "running {} · waiting {} · KV {:.0}% · {} finished · {} preemptions · {} tokens generated",
-                    st.running,
-                    st.waiting,
-                    st.kv_usage * 100.0,
-                    st.requests_finished,
-                    st.preemptions,
-                    st.generation_tokens
-                )
+                ServeStatus {
+                    lines: vec![
+                        format!("running {} · waiting {}", st.running, st.waiting),
+                        format!(
+                            "{} finished · {} aborted · {} preemptions",
+                            st.requests_finished, st.requests_aborted, st.preemptions
+                        ),
+                        format!(
+                            "{} prompt and {} generated tokens · prefix cache {}",
+                            st.prompt_tokens,
+                            st.generation_tokens,
+                            st.prefix_cache_hit_rate().map(|r| format!("{:.1}% hit", r * 100.0)).unwrap_or("-".into())
+                        ),
+                    ],
+                    tokens_total: st.generation_tokens,
+                    kv: Some(st.kv_usage),
+                }
             });
             (goodput_sim::engine_server::app(server), what, status)
         }
@@ -87,8 +96,13 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
             profile.validate().map_err(|e| anyhow!(e))?;
             let server = FixedServer::new(profile);
             let s = server.clone();
-            let status = Box::new(move || {
-                format!("{} requests received", s.counters.requests.load(std::sync::atomic::Ordering::Relaxed))
+            let status = Box::new(move || ServeStatus {
+                lines: vec![format!(
+                    "{} requests received",
+                    s.counters.requests.load(std::sync::atomic::Ordering::Relaxed)
+                )],
+                tokens_total: 0,
+                kv: None,
             });
             let what = format!(
                 "fixed timings: TTFT {}, a chunk of {} tokens every {} · serving '{name}'",
@@ -104,14 +118,23 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot bind {}:{} (is the port in use? pick another with --port)", a.host, a.port))?;
     let addr = listener.local_addr()?;
     eprintln!("goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop)");
-    if !a.quiet {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let tui = match a.progress {
+        ProgressArg::Tui => true,
+        ProgressArg::Auto => !a.quiet && crate::progress::on_terminal(),
+        _ => false,
+    };
+    let mut view = None;
+    if tui {
+        view = crate::progress::serve_view(format!(" goodput serve · http://{addr} "), status, stop.clone());
+    } else if !a.quiet && a.progress != ProgressArg::None {
         tokio::spawn(async move {
             let start = tokio::time::Instant::now();
             let mut last = String::new();
             let mut tick = tokio::time::interval_at(start + Duration::from_secs(10), Duration::from_secs(10));
             loop {
                 tick.tick().await;
-                let line = status();
+                let line = status().lines.join(" · ");
                 // Quiet while nothing changes.
                 if line != last {
                     eprintln!("[{:>7.0}s] {line}", start.elapsed().as_secs_f64());
@@ -120,10 +143,15 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
             }
         });
     }
-    goodput_sim::server::serve(listener, app, async {
+    let s = stop.clone();
+    tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
-    .context("serving")?;
+        s.cancel();
+    });
+    let res = goodput_sim::server::serve(listener, app, async move { stop.cancelled().await }).await;
+    if let Some(v) = view {
+        let _ = v.join();
+    }
+    res.context("serving")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -121,3 +121,17 @@ fn a_run_that_ends_by_itself_or_fails_restores_the_terminal() {
         assert!(normal_mode(&s), "{args}: terminal restored:\n{s}");
     }
 }
+
+#[test]
+fn serve_shows_its_engine_live_and_q_stops_it_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let stty = dir.path().join("stty.txt");
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let cmd = format!("{} serve --port 0 --progress tui; stty -a > {}; sleep 60", bin.display(), stty.display());
+    let t = Tmux::start(&cmd);
+    let screen = t.wait_for(|s| s.contains("KV cache") && s.contains("running 0"), Duration::from_secs(20));
+    assert!(screen.contains("goodput serve · http://127.0.0.1:"), "the view is drawn:\n{screen}");
+    t.tmux(&["send-keys", "-t", "t", "q"]);
+    let s = wait_file(&stty, Duration::from_secs(20));
+    assert!(normal_mode(&s), "terminal restored:\n{s}");
+}
