@@ -242,7 +242,7 @@ pub async fn run_http(
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let started_unix_s = common::unix_now();
     let plan = common::plan(&a.load, a.target.grace)?;
-    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.seed)?;
+    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.shape.seed)?;
     let opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
     let records = match &a.output.records {
         Some(p) => Some(RecordFile::create(p)?),

@@ -168,7 +168,7 @@ pub struct MetricsArgs {
     pub prometheus_listen: Option<std::net::SocketAddr>,
 }
 
-/// How much load, shaped how.
+/// How much load.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
     /// Closed loop: this many requests in flight at all times (default 10 when no --rate).
@@ -177,19 +177,27 @@ pub struct LoadArgs {
     /// Open loop: requests per second on a schedule drawn ahead from --seed.
     #[arg(long, short = 'r')]
     pub rate: Option<f64>,
-    /// Inter-arrival process for --rate.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+}
+
+/// The shape of a load, shared by a single run and each point of a sweep:
+/// arrivals, bounds, warm-up and seed.
+#[derive(Debug, Clone, Args)]
+pub struct ShapeArgs {
+    /// Inter-arrival process of open-loop (--rate) loads.
     #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
     pub arrival: ArrivalArg,
     /// Gamma shape for --arrival gamma: 1 is Poisson, below 1 burstier, above 1 smoother.
     #[arg(long)]
     pub burstiness: Option<f64>,
-    /// Measured requests to send (default 100 when no --duration).
+    /// Measured requests to send, per point in a sweep (default 100 when no --duration).
     #[arg(long, short = 'n')]
     pub requests: Option<u64>,
-    /// Stop sending after this long (e.g. 60s).
+    /// Stop sending after this long (e.g. 60s), per point in a sweep.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Requests sent first and excluded from the measurement window.
+    /// Requests sent first and excluded from the measurement window (per point in a sweep).
     #[arg(long, default_value_t = 0)]
     pub warmup: u64,
     /// Seed for prompts and arrival times.
@@ -513,23 +521,8 @@ pub struct SweepArgs {
     /// Share of requests that must be good, beside every objective passing, for a point to meet the SLO.
     #[arg(long, default_value_t = 0.9)]
     pub attainment: f64,
-    /// Inter-arrival process of open-loop points.
-    #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
-    pub arrival: ArrivalArg,
-    /// Gamma shape for --arrival gamma.
-    #[arg(long)]
-    pub burstiness: Option<f64>,
-    /// Measured requests per point (default 100 when no --duration).
-    #[arg(long, short = 'n')]
-    pub requests: Option<u64>,
-    /// Length of each point.
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Warm-up requests per point, excluded from its window.
-    #[arg(long, default_value_t = 0)]
-    pub warmup: u64,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]

@@ -2,7 +2,7 @@
 //! (load plan, workload, analysis options), assembling the result document,
 //! and writing what was asked for.
 
-use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, WorkloadArgs};
+use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WorkloadArgs};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{analyze, AnalysisOptions, Compat, RequestRecord, RunResult, Target, Tool, SCHEMA};
 use goodput_load::workload::{load_dataset, SharedPrefix};
@@ -26,49 +26,62 @@ fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
-/// The load plan of `l`, with the defaults a bare command gets.
-pub fn plan(l: &LoadArgs, grace: Duration) -> Result<LoadPlan> {
-    if l.burstiness.is_some() && l.arrival != ArrivalArg::Gamma {
+/// The arrival process the shape asks for.
+pub fn arrival(s: &ShapeArgs) -> Result<Arrival> {
+    if s.burstiness.is_some() && s.arrival != ArrivalArg::Gamma {
         bail!("--burstiness shapes gamma arrivals only: add --arrival gamma");
     }
-    if l.rate.is_none() && (l.arrival != ArrivalArg::Poisson || l.burstiness.is_some()) {
-        bail!("--arrival and --burstiness shape an open-loop schedule: add --rate R");
-    }
-    if let Some(r) = l.rate {
+    Ok(match s.arrival {
+        ArrivalArg::Poisson => Arrival::Poisson,
+        ArrivalArg::Gamma => Arrival::Gamma { burstiness: s.burstiness.unwrap_or(1.0) },
+        ArrivalArg::Constant => Arrival::Constant,
+    })
+}
+
+/// A plan of `concurrency` and/or `rate` in the given shape; requests
+/// default to 100 when neither a count nor a duration bounds the run.
+pub fn shaped_plan(s: &ShapeArgs, concurrency: Option<usize>, rate: Option<f64>, grace: Duration) -> Result<LoadPlan> {
+    let arrival = arrival(s)?;
+    if let Some(r) = rate {
         if !(r.is_finite() && r > 0.0) {
             bail!("--rate must be a positive number of requests per second, not {r}");
         }
     }
-    let arrival = match l.arrival {
-        ArrivalArg::Poisson => Arrival::Poisson,
-        ArrivalArg::Gamma => Arrival::Gamma { burstiness: l.burstiness.unwrap_or(1.0) },
-        ArrivalArg::Constant => Arrival::Constant,
-    };
     let plan = LoadPlan {
-        requests: match (l.requests, l.duration) {
+        requests: match (s.requests, s.duration) {
             (None, None) => Some(100),
             (n, _) => n,
         },
-        duration: l.duration,
-        warmup: l.warmup,
-        concurrency: match (l.concurrency, l.rate) {
-            (None, None) => Some(10),
-            (c, _) => c,
-        },
-        rate: l.rate.map(|r| (r, arrival)),
-        seed: l.seed,
+        duration: s.duration,
+        warmup: s.warmup,
+        concurrency,
+        rate: rate.map(|r| (r, arrival)),
+        seed: s.seed,
         grace,
     };
     plan.validate().map_err(|e| anyhow!(e))?;
     Ok(plan)
 }
 
+/// The load plan of `l`, with the defaults a bare command gets.
+pub fn plan(l: &LoadArgs, grace: Duration) -> Result<LoadPlan> {
+    arrival(&l.shape)?;
+    if l.rate.is_none() && (l.shape.arrival != ArrivalArg::Poisson || l.shape.burstiness.is_some()) {
+        bail!("--arrival and --burstiness shape an open-loop schedule: add --rate R");
+    }
+    let concurrency = match (l.concurrency, l.rate) {
+        (None, None) => Some(10),
+        (c, _) => c,
+    };
+    shaped_plan(&l.shape, concurrency, l.rate, grace)
+}
+
 pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
     json!({
         "concurrency": p.concurrency,
         "rate": p.rate.map(|r| r.0),
-        "arrival": l.rate.map(|_| format!("{:?}", l.arrival).to_lowercase()),
-        "burstiness": l.burstiness,
+        "arrival": l.rate.map(|_| format!("{:?}", l.shape.arrival).to_lowercase()),
+        "burstiness": l.shape.burstiness,
         "requests": p.requests,
         "duration": p.duration.map(human),
         "warmup": p.warmup,

@@ -215,7 +215,7 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     }
     let cfg = engine_config(&a.engine.engine_model, &a.engine.hw)?;
     let plan = common::plan(&a.load, std::time::Duration::ZERO)?;
-    let (workload, _, workload_config) = common::workload(&a.workload, a.load.seed)?;
+    let (workload, _, workload_config) = common::workload(&a.workload, a.load.shape.seed)?;
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
     let wall = std::time::Instant::now();

@@ -244,6 +244,21 @@ impl Drop for TerminalGuard {
     }
 }
 
+/// Waits up to `timeout` for a key; true for q or Ctrl-C (raw mode turns
+/// Ctrl-C into a key instead of a signal).
+fn quit_pressed(timeout: Duration) -> std::io::Result<bool> {
+    if !event::poll(timeout)? {
+        return Ok(false);
+    }
+    Ok(match event::read()? {
+        Event::Key(k) => {
+            let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+            k.kind == KeyEventKind::Press && (ctrl_c || k.code == KeyCode::Char('q'))
+        }
+        _ => false,
+    })
+}
+
 fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()> {
     let _guard = TerminalGuard::enter()?;
     let backend = ratatui::backend::CrosstermBackend::new(std::io::stderr());
@@ -301,18 +316,13 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
             );
             f.render_widget(Paragraph::new(note.as_str()), rows[3]);
         })?;
-        if event::poll(Duration::from_millis(250))? {
-            if let Event::Key(k) = event::read()? {
-                let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                if k.kind == KeyEventKind::Press && (ctrl_c || k.code == KeyCode::Char('q')) {
-                    if control.stop.is_cancelled() {
-                        control.abort.cancel();
-                        note = "cancelling in-flight requests".into();
-                    } else {
-                        control.stop.cancel();
-                        note = "stopping: no new requests; in-flight ones finish (again to cancel them)".into();
-                    }
-                }
+        if quit_pressed(Duration::from_millis(250))? {
+            if control.stop.is_cancelled() {
+                control.abort.cancel();
+                note = "cancelling in-flight requests".into();
+            } else {
+                control.stop.cancel();
+                note = "stopping: no new requests; in-flight ones finish (again to cancel them)".into();
             }
         }
     }
@@ -389,13 +399,8 @@ pub fn serve_view(
                             rows[3],
                         );
                     })?;
-                    if event::poll(Duration::from_millis(250))? {
-                        if let Event::Key(k) = event::read()? {
-                            let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
-                            if k.kind == KeyEventKind::Press && (ctrl_c || k.code == KeyCode::Char('q')) {
-                                stop.cancel();
-                            }
-                        }
+                    if quit_pressed(Duration::from_millis(250))? {
+                        stop.cancel();
                     }
                 }
                 Ok(())

@@ -6,13 +6,13 @@
 //! to pick.
 
 use crate::bench::{self, HttpTarget};
-use crate::cli::{ArrivalArg, SweepArgs, DEFAULT_ENGINE_MODEL};
+use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
 use crate::common::{self, Assembly, RecordFile};
 use crate::estimate;
 use anyhow::{anyhow, bail, Result};
 use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunResult, Target, SCHEMA};
-use goodput_load::{Arrival, LoadPlan, Workload};
+use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::EngineConfig;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -40,28 +40,11 @@ struct Sweep {
 }
 
 impl Sweep {
-    fn plan(&self, load: Load) -> LoadPlan {
+    fn plan(&self, load: Load) -> Result<LoadPlan> {
         let a = &self.args;
-        let arrival = match a.arrival {
-            ArrivalArg::Poisson => Arrival::Poisson,
-            ArrivalArg::Gamma => Arrival::Gamma { burstiness: a.burstiness.unwrap_or(1.0) },
-            ArrivalArg::Constant => Arrival::Constant,
-        };
-        let (concurrency, rate) = match load {
-            Load::Concurrency(c) => (Some(c as usize), None),
-            Load::Rate(r) => (Some(a.max_concurrency as usize), Some((r, arrival))),
-        };
-        LoadPlan {
-            requests: match (a.requests, a.duration) {
-                (None, None) => Some(100),
-                (n, _) => n,
-            },
-            duration: a.duration,
-            warmup: a.warmup,
-            concurrency,
-            rate,
-            seed: a.seed,
-            grace: a.target.grace,
+        match load {
+            Load::Concurrency(c) => common::shaped_plan(&a.shape, Some(c as usize), None, a.target.grace),
+            Load::Rate(r) => common::shaped_plan(&a.shape, Some(a.max_concurrency as usize), Some(r), a.target.grace),
         }
     }
 
@@ -71,7 +54,7 @@ impl Sweep {
 
     /// Runs one point and writes the document.
     async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
-        let plan = self.plan(load);
+        let plan = self.plan(load)?;
         let point_config = json!({ "load": plan_config(&plan), "workload": self.workload_config });
         let result = match &self.runner {
             Runner::Http { target, stop, grace } => {
@@ -141,7 +124,7 @@ impl Sweep {
                 let (mut r, recs) = estimate::estimate_result(
                     cfg,
                     &plan,
-                    &load_args(&plan),
+                    &load_args(&plan, &self.args.shape),
                     &self.workload,
                     self.workload_config.clone(),
                     &self.opts,
@@ -265,17 +248,8 @@ fn plan_config(p: &LoadPlan) -> Value {
 }
 
 /// The LoadArgs a plan came from, for the estimate's config block.
-fn load_args(p: &LoadPlan) -> crate::cli::LoadArgs {
-    crate::cli::LoadArgs {
-        concurrency: p.concurrency,
-        rate: p.rate.map(|r| r.0),
-        arrival: ArrivalArg::Poisson,
-        burstiness: None,
-        requests: p.requests,
-        duration: p.duration,
-        warmup: p.warmup,
-        seed: p.seed,
-    }
+fn load_args(p: &LoadPlan, shape: &crate::cli::ShapeArgs) -> crate::cli::LoadArgs {
+    crate::cli::LoadArgs { concurrency: p.concurrency, rate: p.rate.map(|r| r.0), shape: shape.clone() }
 }
 
 fn row_header() -> String {
@@ -355,16 +329,14 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if a.concurrency.is_none() && a.rate.is_none() && !a.auto {
         bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4 or --auto");
     }
-    if a.burstiness.is_some() && a.arrival != ArrivalArg::Gamma {
-        bail!("--burstiness shapes gamma arrivals only: add --arrival gamma");
-    }
+    common::arrival(&a.shape)?;
     if !(0.0..=1.0).contains(&a.attainment) {
         bail!("--attainment is a share between 0 and 1, not {}", a.attainment);
     }
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
     }
-    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.seed)?;
+    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.shape.seed)?;
     let mut opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
     let (runner, target, engine_config) = if a.estimate {
         if a.target.url.is_some() {
@@ -397,8 +369,8 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         "estimate": a.estimate,
         "engine": engine_config,
         "workload": workload_config,
-        "requests_per_point": a.requests,
-        "duration_per_point": a.duration.map(|d| humantime::format_duration(d).to_string()),
+        "requests_per_point": a.shape.requests,
+        "duration_per_point": a.shape.duration.map(|d| humantime::format_duration(d).to_string()),
         "max_concurrency": a.max_concurrency,
         "attainment_target": a.attainment,
         "percentiles": a.output.percentiles.0,
