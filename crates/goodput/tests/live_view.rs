@@ -6,9 +6,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// One tmux server per test, on a socket in the test's own folder (no
+/// shared /tmp/tmux-UID), one test at a time.
 struct Tmux {
-    socket: String,
+    socket: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
 }
+
+static TERMINALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Tmux {
     fn start(cmd: &str) -> Tmux {
@@ -16,20 +22,33 @@ impl Tmux {
             Command::new("tmux").arg("-V").output().is_ok(),
             "tmux is needed to drive the live view in a real terminal: run scripts/install-test-deps.sh (apt-get install tmux)"
         );
-        let socket = format!("goodput-test-{}-{}", std::process::id(), rand_suffix());
-        let t = Tmux { socket };
-        let ok = t.tmux(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "32", cmd]);
-        assert!(ok, "tmux could not start a session");
-        t
+        let guard = TERMINALS.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::tempdir().unwrap();
+        let t = Tmux { socket: dir.path().join("tmux.sock"), _dir: dir, _one_at_a_time: guard };
+        let mut last = String::new();
+        for _ in 0..3 {
+            let out = t.cmd(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "32", cmd]).output().unwrap();
+            if out.status.success() {
+                return t;
+            }
+            last = String::from_utf8_lossy(&out.stderr).into_owned();
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("tmux could not start a session: {last}");
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-S").arg(&self.socket).args(args).env_remove("TMUX");
+        c
     }
 
     fn tmux(&self, args: &[&str]) -> bool {
-        Command::new("tmux").arg("-L").arg(&self.socket).args(args).status().is_ok_and(|s| s.success())
+        self.cmd(args).status().is_ok_and(|s| s.success())
     }
 
     fn screen(&self) -> String {
-        let out =
-            Command::new("tmux").arg("-L").arg(&self.socket).args(["capture-pane", "-t", "t", "-p"]).output().unwrap();
+        let out = self.cmd(&["capture-pane", "-t", "t", "-p"]).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -49,10 +68,6 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         self.tmux(&["kill-server"]);
     }
-}
-
-fn rand_suffix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64
 }
 
 fn wait_file(p: &Path, limit: Duration) -> String {
@@ -84,11 +99,11 @@ fn ctrl_c_in_the_live_view_stops_writes_and_restores_the_terminal() {
         stty.display()
     );
     let t = Tmux::start(&cmd);
-    let screen = t.wait_for(|s| s.contains("TTFT ms") && s.contains(" done"), Duration::from_secs(20));
+    let screen = t.wait_for(|s| s.contains("TTFT ms") && s.contains(" done"), Duration::from_secs(60));
     assert!(screen.contains("live (last 2,000 requests)"), "the full-screen view is drawn:\n{screen}");
     std::thread::sleep(Duration::from_millis(800));
     t.tmux(&["send-keys", "-t", "t", "C-c"]);
-    let stty_text = wait_file(&stty, Duration::from_secs(30));
+    let stty_text = wait_file(&stty, Duration::from_secs(60));
     assert!(normal_mode(&stty_text), "terminal restored to canonical mode with echo:\n{stty_text}");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["interrupted"], true);
@@ -117,7 +132,7 @@ fn a_run_that_ends_by_itself_or_fails_restores_the_terminal() {
         let stty = dir.path().join(format!("stty{i}.txt"));
         let cmd = format!("{} {args}; stty -a > {}; sleep 60", bin.display(), stty.display());
         let _t = Tmux::start(&cmd);
-        let s = wait_file(&stty, Duration::from_secs(30));
+        let s = wait_file(&stty, Duration::from_secs(60));
         assert!(normal_mode(&s), "{args}: terminal restored:\n{s}");
     }
 }
@@ -129,9 +144,9 @@ fn serve_shows_its_engine_live_and_q_stops_it_cleanly() {
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let cmd = format!("{} serve --port 0 --progress tui; stty -a > {}; sleep 60", bin.display(), stty.display());
     let t = Tmux::start(&cmd);
-    let screen = t.wait_for(|s| s.contains("KV cache") && s.contains("running 0"), Duration::from_secs(20));
+    let screen = t.wait_for(|s| s.contains("KV cache") && s.contains("running 0"), Duration::from_secs(60));
     assert!(screen.contains("goodput serve · http://127.0.0.1:"), "the view is drawn:\n{screen}");
     t.tmux(&["send-keys", "-t", "t", "q"]);
-    let s = wait_file(&stty, Duration::from_secs(20));
+    let s = wait_file(&stty, Duration::from_secs(60));
     assert!(normal_mode(&s), "terminal restored:\n{s}");
 }
