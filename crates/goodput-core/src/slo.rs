@@ -336,6 +336,40 @@ mod tests {
         assert!(!judge(&recs, &strict, 2.0).1.pass);
     }
 
+    proptest::proptest! {
+        /// Goodput never exceeds throughput, and the shares stay shares,
+        /// whatever the mix of outcomes, latencies and limits.
+        #[test]
+        fn goodput_is_bounded_by_throughput(
+            reqs in proptest::collection::vec((0u64..3, 1u64..2000, 1u64..50, 1u64..40), 1..60),
+            limit_ms in 1u64..2000,
+        ) {
+            let recs: Vec<RequestRecord> = reqs
+                .iter()
+                .enumerate()
+                .map(|(i, &(kind, ttft, gap, n))| {
+                    let mut r = req(ttft, gap, n);
+                    r.id = i as u64;
+                    r.outcome = match kind {
+                        0 => Outcome::Success,
+                        1 => Outcome::Failed { kind: FailureKind::Timeout, message: String::new() },
+                        _ => Outcome::Cancelled,
+                    };
+                    r
+                })
+                .collect();
+            let slo: Slo = format!("ttft<={limit_ms}ms").parse().unwrap();
+            let opts = crate::AnalysisOptions { slo: Some(slo), ..Default::default() };
+            let a = crate::analyze(&recs, &opts);
+            let g = a.summary.goodput.unwrap();
+            let th = &a.summary.throughput;
+            proptest::prop_assert!(g.requests_per_s <= th.requests_per_s + 1e-9);
+            proptest::prop_assert!(g.output_tokens_per_s <= th.output_tokens_per_s + 1e-9);
+            proptest::prop_assert!((0.0..=1.0).contains(&g.slo_attainment));
+            proptest::prop_assert!((0.0..=1.0).contains(&g.useful_work));
+        }
+    }
+
     #[test]
     fn undefined_metrics_do_not_violate_limits() {
         let one = req(100, 0, 1);
