@@ -143,7 +143,8 @@ pub fn diagnose(
                 ),
             );
         }
-        if let Some(rate) = w.prefix_cache_hit_rate {
+        // Only a cache that hit explains anything; unique prompts at 0% say nothing.
+        if let Some(rate) = w.prefix_cache_hit_rate.filter(|&r| r >= 0.01) {
             let cached: Vec<&RequestRecord> = records
                 .iter()
                 .filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt.is_some_and(|c| c > 0))
