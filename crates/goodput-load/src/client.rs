@@ -19,11 +19,11 @@ pub struct ResponseReader {
     sse: SseReader,
     events: Vec<SseEvent>,
     chunks: Vec<OutputChunk>,
-    /// Each output chunk's text, kept only for per-chunk tokenizer counts.
+    /// Each output chunk's text, kept only when a tokenizer will count it
+    /// (per chunk, and joined for the whole output).
     chunk_texts: Option<Vec<String>>,
     /// Cumulative `usage.completion_tokens` seen on each output chunk.
     cumulative: Vec<Option<u64>>,
-    text: String,
     usage: Option<Usage>,
     done: bool,
     finish_reason: Option<String>,
@@ -122,33 +122,25 @@ impl ResponseReader {
             self.chunks.push(OutputChunk { t, tokens: 0, channel });
             self.cumulative.push(info.usage.and_then(|u| u.completion_tokens));
             if let Some(texts) = &mut self.chunk_texts {
-                texts.push(info.text.clone());
+                texts.push(info.text);
             }
-            self.text.push_str(&info.text);
         }
     }
 
     /// Completes `rec` with what was read: chunks with their token counts, the
     /// counts and their sources, and the outcome.
     pub fn into_record(self, rec: &mut RequestRecord, tokenizer: Option<&TokenCounter>, prompt: &PromptBody) {
-        let ResponseReader {
-            chunks,
-            chunk_texts,
-            cumulative,
-            text,
-            usage,
-            done,
-            finish_reason,
-            failure,
-            stream_end,
-            ..
-        } = self;
+        let ResponseReader { chunks, chunk_texts, cumulative, usage, done, finish_reason, failure, stream_end, .. } =
+            self;
         let usage = usage.unwrap_or_default();
         rec.counts.chunks = chunks.len() as u64;
         rec.counts.usage_completion = usage.completion_tokens;
         rec.counts.usage_prompt = usage.prompt_tokens;
         rec.counts.usage_cached_prompt = usage.prompt_tokens_details.and_then(|d| d.cached_tokens);
-        rec.counts.tokenizer_completion = tokenizer.map(|t| t.count(&text) as u64);
+        rec.counts.tokenizer_completion = match (tokenizer, &chunk_texts) {
+            (Some(t), Some(texts)) => Some(t.count(&texts.concat()) as u64),
+            _ => None,
+        };
         if rec.counts.intended_prompt.is_none() && usage.prompt_tokens.is_none() {
             rec.counts.tokenizer_prompt = tokenizer.map(|t| prompt_tokens(t, prompt));
         }
