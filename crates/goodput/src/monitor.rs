@@ -6,7 +6,7 @@
 use crate::cli::MonitorArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::live::LiveMetrics;
-use goodput_core::metrics::{ms, RequestMetrics};
+use goodput_core::metrics::RequestMetrics;
 use goodput_core::{Distribution, RequestRecord};
 use goodput_load::client::normalize_base;
 use goodput_load::scrape::{summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary};
@@ -79,15 +79,17 @@ pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
 }
 
 /// The figures of one interval that alerts can name.
+/// The median of `metric` over the probes that succeeded, in seconds.
+fn probe_p50(probes: &[RequestRecord], metric: impl Fn(&RequestRecord) -> Option<Duration>) -> Option<f64> {
+    let mut v: Vec<f64> =
+        probes.iter().filter(|r| r.outcome.is_success()).filter_map(metric).map(|d| d.as_secs_f64()).collect();
+    Distribution::from_samples(&mut v, &[50.0]).p(50.0)
+}
+
 fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Option<f64>)> {
     let gauge = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.max);
     let hist = |h: HistogramSignal, q: fn(&goodput_load::scrape::HistogramSummary) -> Option<f64>| {
         w.histograms.get(&h).and_then(q)
-    };
-    let ok: Vec<&RequestRecord> = probes.iter().filter(|r| r.outcome.is_success()).collect();
-    let p50 = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
-        let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(|d| d.as_secs_f64()).collect();
-        Distribution::from_samples(&mut v, &[50.0]).p(50.0)
     };
     vec![
         ("kv_cache", gauge(GaugeSignal::KvCacheUsage)),
@@ -104,8 +106,8 @@ fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Op
         ("queue_p99", hist(HistogramSignal::Queue, |h| h.p99)),
         ("gpu_util", gauge(GaugeSignal::GpuUtilization)),
         ("gpu_power", gauge(GaugeSignal::GpuPower)),
-        ("probe_ttft", p50(&|r| r.ttft())),
-        ("probe_tpot", p50(&|r| r.tpot())),
+        ("probe_ttft", probe_p50(probes, |r| r.ttft())),
+        ("probe_tpot", probe_p50(probes, |r| r.tpot())),
         ("probe_errors", Some(probes.iter().filter(|r| r.outcome.failure_kind().is_some()).count() as f64)),
     ]
 }
@@ -146,17 +148,13 @@ fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord]) -> String {
         parts.push(format!("{v:.0} W"));
     }
     if !probes.is_empty() {
-        let ok: Vec<&RequestRecord> = probes.iter().filter(|r| r.outcome.is_success()).collect();
-        let p50 = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
-            let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
-            Distribution::from_samples(&mut v, &[50.0]).p(50.0).map(|x| format!("{x:.0}")).unwrap_or("-".into())
-        };
+        let ok = probes.iter().filter(|r| r.outcome.is_success()).count();
+        let ms = |v: Option<f64>| v.map(|x| format!("{:.0}", x * 1e3)).unwrap_or("-".into());
         parts.push(format!(
-            "probe TTFT {} TPOT {} ms ({} ok, {} failed)",
-            p50(&|r| r.ttft()),
-            p50(&|r| r.tpot()),
-            ok.len(),
-            probes.len() - ok.len()
+            "probe TTFT {} TPOT {} ms ({ok} ok, {} failed)",
+            ms(probe_p50(probes, |r| r.ttft())),
+            ms(probe_p50(probes, |r| r.tpot())),
+            probes.len() - ok
         ));
     }
     format!("[{:>7.1}s] {}", t.as_secs_f64(), parts.join(" · "))
