@@ -1,16 +1,10 @@
 //! The `goodput` binary end to end: the embedded default, the result
 //! document's contract, records on disk, bad input, failures and Ctrl-C.
 
-use assert_cmd::Command;
-use serde_json::Value;
-use std::path::Path;
-use std::time::Duration;
+mod cmd;
 
-fn goodput() -> Command {
-    let mut c = Command::cargo_bin("goodput").unwrap();
-    c.env_remove("OPENAI_API_KEY");
-    c
-}
+use cmd::{goodput, read_json};
+use std::time::Duration;
 
 /// Fast embedded-server timings so a run takes well under a second.
 const FAST: &[&str] = &[
@@ -25,10 +19,6 @@ const FAST: &[&str] = &[
     "--input-tokens",
     "16",
 ];
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
 
 #[test]
 fn embedded_default_writes_the_contracted_document_and_records() {

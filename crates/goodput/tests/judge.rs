@@ -2,21 +2,12 @@
 //! figures checked against the records by hand, a saved run re-judged like a
 //! live one, and an auto sweep of the simulated engine.
 
-use assert_cmd::Command;
+mod cmd;
+
+use cmd::{goodput, read_json};
 use goodput_core::RequestRecord;
-use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
-
-fn goodput() -> Command {
-    let mut c = Command::cargo_bin("goodput").unwrap();
-    c.env_remove("OPENAI_API_KEY");
-    c
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
 
 fn records(p: &Path) -> Vec<RequestRecord> {
     std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
