@@ -2,6 +2,7 @@
 //! byte-level reading is a pure `ResponseReader` (fed every split of a stream
 //! in tests); `Client::execute` adds the socket, the clock and the timeout.
 
+use crate::http1::{HeadError, Http1};
 use crate::openai::{build_body, error_message, parse_chunk, Api, BodyOptions, PromptBody, Usage};
 use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
@@ -219,15 +220,40 @@ pub struct ClientConfig {
     pub api_key: Option<String>,
     pub body: BodyOptions,
     pub timeout: Duration,
+    pub transport: Transport,
+}
+
+/// Which HTTP stack carries the requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Our own HTTP/1.1 reader for `http://` servers reached directly
+    /// ([`crate::http1`]: one task per stream, no hop between tasks per
+    /// chunk); reqwest for https and through a proxy.
+    #[default]
+    Auto,
+    /// reqwest (hyper) for everything.
+    Reqwest,
 }
 
 /// Sends requests and records them.
 pub struct Client {
     http: reqwest::Client,
+    native: Option<Http1>,
     endpoint: String,
     cfg: ClientConfig,
     tokenizer: Option<Arc<TokenCounter>>,
     server: OnceLock<String>,
+}
+
+fn loopback(url: &reqwest::Url) -> bool {
+    matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]" | "::1"))
+}
+
+/// A proxy is configured for plain-HTTP requests (reqwest honours it).
+fn behind_proxy() -> bool {
+    ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
 }
 
 /// The root URL without a trailing `/` or `/v1`.
@@ -245,11 +271,29 @@ impl Client {
             return Err(format!("invalid --url '{}': the scheme must be http or https", cfg.base_url));
         }
         let mut builder = reqwest::Client::builder().tcp_nodelay(true).pool_idle_timeout(Duration::from_secs(30));
-        if matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]" | "::1")) {
+        if loopback(&parsed) {
             builder = builder.no_proxy();
         }
         let http = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(Client { http, endpoint: format!("{base}{}", cfg.body.api.path()), cfg, tokenizer, server: OnceLock::new() })
+        let endpoint = format!("{base}{}", cfg.body.api.path());
+        let native = match cfg.transport {
+            Transport::Auto if parsed.scheme() == "http" && !(behind_proxy() && !loopback(&parsed)) => {
+                let url =
+                    reqwest::Url::parse(&endpoint).map_err(|e| format!("invalid --url '{}': {e}", cfg.base_url))?;
+                Some(Http1::new(&url)?)
+            }
+            _ => None,
+        };
+        Ok(Client { http, native, endpoint, cfg, tokenizer, server: OnceLock::new() })
+    }
+
+    /// The stack that carries this client's requests, for reports.
+    pub fn transport_name(&self) -> &'static str {
+        if self.native.is_some() {
+            "goodput http/1.1"
+        } else {
+            "reqwest"
+        }
     }
 
     pub fn http(&self) -> &reqwest::Client {
@@ -320,6 +364,9 @@ impl Client {
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
+        if let Some(h) = &self.native {
+            return self.exchange_native(h, body, rec, reader, origin).await;
+        }
         let body = bytes::Bytes::from(body);
         let mut resp = loop {
             let mut req = self.http.post(&self.endpoint).header("content-type", "application/json").body(body.clone());
@@ -353,14 +400,8 @@ impl Client {
             }
         }
         if !resp.status().is_success() {
-            let status = resp.status();
-            let text = read_limited(&mut resp, 64 * 1024).await;
-            let detail = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .map(|v| error_message(v.get("error").unwrap_or(&v)))
-                .unwrap_or(text);
-            let detail: String = detail.chars().take(500).collect();
-            return Err(Outcome::Failed { kind: FailureKind::HttpStatus, message: format!("HTTP {status}: {detail}") });
+            let text = read_limited(&mut resp, ERROR_BODY_LIMIT).await;
+            return Err(status_failure(resp.status(), &text));
         }
         let is_json = resp
             .headers()
@@ -405,6 +446,128 @@ impl Client {
         }
         Ok(())
     }
+
+    /// The exchange over our own HTTP/1.1 reader ([`Http1`]).
+    async fn exchange_native(
+        &self,
+        h: &Http1,
+        body: Vec<u8>,
+        rec: &mut RequestRecord,
+        reader: &mut ResponseReader,
+        origin: Instant,
+    ) -> Result<(), Outcome> {
+        let req_head = h.request_head(body.len(), self.cfg.api_key.as_deref(), self.cfg.body.stream);
+        let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };
+        let (mut conn, mut head) = loop {
+            // After a failed try, a fresh connection.
+            let kept = if rec.retries == 0 { h.checkout() } else { None };
+            let mut conn = match kept {
+                Some(c) => c,
+                None => h.connect().await.map_err(connect_failure)?,
+            };
+            let mut first = None;
+            match conn.send(&req_head, &body, || first = Some(origin.elapsed())).await {
+                Ok(head) => {
+                    rec.first_byte = first;
+                    break (conn, head);
+                }
+                // A kept connection the server had already closed (llama.cpp
+                // closes after every stream), or a fresh one dropped before a
+                // byte came back: the request is sent once more, as reqwest does.
+                Err(HeadError::ClosedBeforeResponse(_)) if rec.retries == 0 => rec.retries += 1,
+                Err(HeadError::ClosedBeforeResponse(m)) => return Err(connect_failure(m)),
+                Err(HeadError::Invalid(message)) => {
+                    return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message })
+                }
+            }
+        };
+        rec.http_status = Some(head.status);
+        if self.server.get().is_none() {
+            if let Some(s) = &head.server {
+                let _ = self.server.set(s.clone());
+            }
+        }
+        // Stamped right after each read, before any parsing.
+        let mut clock = || origin.elapsed();
+        if !(200..300).contains(&head.status) {
+            let mut text = Vec::new();
+            let read = conn
+                .read_body(&mut head, &mut clock, &mut |p, _| {
+                    text.extend_from_slice(p);
+                    text.len() < ERROR_BODY_LIMIT
+                })
+                .await;
+            if read.is_ok() && head.reusable() {
+                h.checkin(conn);
+            }
+            let status = reqwest::StatusCode::from_u16(head.status).unwrap_or(reqwest::StatusCode::BAD_GATEWAY);
+            return Err(status_failure(status, String::from_utf8_lossy(&text).trim()));
+        }
+        let is_json = head.content_type.as_deref().is_some_and(|c| c.starts_with("application/json"));
+        if !self.cfg.body.stream || is_json {
+            let mut whole = Vec::new();
+            let read = conn
+                .read_body(&mut head, &mut clock, &mut |p, _| {
+                    whole.extend_from_slice(p);
+                    true
+                })
+                .await;
+            match read {
+                Ok(_) => {
+                    reader.whole_body(&whole, origin.elapsed());
+                    if head.reusable() {
+                        h.checkin(conn);
+                    }
+                }
+                Err(m) => reader.broken(format!("the connection broke while reading the body: {m}")),
+            }
+            return Ok(());
+        }
+        let read = conn
+            .read_body(&mut head, &mut clock, &mut |p, t| {
+                reader.feed(p, t);
+                !reader.finished()
+            })
+            .await;
+        match read {
+            Ok(true) => {
+                reader.end_of_stream(origin.elapsed());
+                if head.reusable() {
+                    h.checkin(conn);
+                }
+            }
+            // `[DONE]` or an error event: the rest of the framing (the last
+            // chunk) normally follows at once; read it so that the
+            // connection can carry the next request.
+            Ok(false) => {
+                let mut ignore = |_: &[u8], _| true;
+                let rest = conn.read_body(&mut head, &mut clock, &mut ignore);
+                if let Ok(Ok(true)) = tokio::time::timeout(Duration::from_millis(500), rest).await {
+                    if head.reusable() {
+                        h.checkin(conn);
+                    }
+                }
+            }
+            Err(m) => {
+                reader.end_of_stream(origin.elapsed());
+                reader.broken(format!("the connection broke mid-stream: {m}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How much of an error response's body is read for its message.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// The failure of a non-2xx response, with the server's message.
+fn status_failure(status: reqwest::StatusCode, text: &str) -> Outcome {
+    let detail = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .map(|v| error_message(v.get("error").unwrap_or(&v)))
+        .unwrap_or_else(|| text.to_owned());
+    let detail: String = detail.chars().take(500).collect();
+    Outcome::Failed { kind: FailureKind::HttpStatus, message: format!("HTTP {status}: {detail}") }
 }
 
 /// The connection closed before any byte of the response arrived.

@@ -3,6 +3,7 @@
 //! and the runner that turns a load plan into per-request records.
 
 pub mod client;
+pub mod http1;
 pub mod openai;
 pub mod runner;
 pub mod schedule;
@@ -12,7 +13,7 @@ pub mod sse;
 pub mod tokenizer;
 pub mod workload;
 
-pub use client::{Client, ClientConfig};
+pub use client::{Client, ClientConfig, Transport};
 pub use openai::{Api, BodyOptions, PromptBody};
 pub use runner::{run, run_at, Backend, Control, LoadPlan, RecordSink, RunOutput};
 pub use schedule::{Arrival, ArrivalSchedule};

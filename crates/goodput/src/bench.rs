@@ -2,12 +2,12 @@
 //! is no --url, run the load over HTTP, stream records, analyse, print and
 //! write.
 
-use crate::cli::{ApiArg, BenchArgs, EngineHwArgs, ProfileArg, SimArgs, TargetArgs};
+use crate::cli::{ApiArg, BenchArgs, EngineHwArgs, ProfileArg, SimArgs, TargetArgs, TransportArg};
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
 use goodput_load::client::{error_chain, normalize_base};
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LoadPlan, TokenCounter, Workload};
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LoadPlan, TokenCounter, Transport, Workload};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -93,7 +93,13 @@ pub async fn connect(
         ApiArg::Completions => Api::Completions,
     };
     let probe = Client::new(
-        ClientConfig { base_url: base.clone(), api_key: None, body: BodyOptions::default(), timeout: t.timeout },
+        ClientConfig {
+            base_url: base.clone(),
+            api_key: None,
+            body: BodyOptions::default(),
+            timeout: t.timeout,
+            transport: Transport::Reqwest,
+        },
         None,
     )
     .map_err(|e| anyhow!(e))?;
@@ -110,7 +116,16 @@ pub async fn connect(
         extra: extra.clone(),
     };
     let client = Client::new(
-        ClientConfig { base_url: base.clone(), api_key: t.api_key.clone(), body, timeout: t.timeout },
+        ClientConfig {
+            base_url: base.clone(),
+            api_key: t.api_key.clone(),
+            body,
+            timeout: t.timeout,
+            transport: match t.transport {
+                TransportArg::Auto => Transport::Auto,
+                TransportArg::Reqwest => Transport::Reqwest,
+            },
+        },
         tokenizer,
     )
     .map_err(|e| anyhow!(e))?;

@@ -107,6 +107,12 @@ fn parse_slo(s: &str) -> Result<Slo, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    Auto,
+    Reqwest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ApiArg {
     Chat,
     Completions,
@@ -149,6 +155,9 @@ pub struct TargetArgs {
     /// After Ctrl-C, how long in-flight requests may finish before they are cancelled.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
+    /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
+    #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
+    pub transport: TransportArg,
 }
 
 /// The server's own metrics, scraped during the run.

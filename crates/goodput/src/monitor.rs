@@ -181,6 +181,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             api_key: a.api_key.clone(),
             body: BodyOptions::default(),
             timeout: Duration::from_secs(60),
+            transport: Default::default(),
         },
         None,
     )
@@ -211,6 +212,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                     api_key: a.api_key.clone(),
                     body,
                     timeout: Duration::from_secs(60),
+                    transport: Default::default(),
                 },
                 None,
             )

@@ -19,7 +19,13 @@ pub async fn start(profile: FixedProfile) -> (String, Arc<FixedServer>) {
 
 pub fn client(url: &str, api: Api, stream: bool, timeout: Duration) -> Arc<Client> {
     let body = BodyOptions { api, model: "goodput-fixed".into(), stream, include_usage: true, ..Default::default() };
-    Arc::new(Client::new(ClientConfig { base_url: url.into(), api_key: None, body, timeout }, None).unwrap())
+    Arc::new(
+        Client::new(
+            ClientConfig { base_url: url.into(), api_key: None, body, timeout, transport: Default::default() },
+            None,
+        )
+        .unwrap(),
+    )
 }
 
 pub fn workload(output: u32) -> Arc<Workload> {

@@ -149,7 +149,13 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         ignore_eos: true,
         ..Default::default()
     };
-    let client = ClientConfig { base_url: base, api_key: None, body, timeout: Duration::from_secs(120) };
+    let client = ClientConfig {
+        base_url: base,
+        api_key: None,
+        body,
+        timeout: Duration::from_secs(120),
+        transport: Default::default(),
+    };
     let client = Arc::new(Client::new(client, None).expect("a client"));
     let load = LoadPlan {
         requests: Some(plan.requests),

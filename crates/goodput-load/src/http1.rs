@@ -1,0 +1,480 @@
+//! A lean HTTP/1.1 client for plain-text (`http://`) servers, the default for
+//! them. The request's own task reads the socket, so a chunk is stamped the
+//! moment its bytes come off the socket: there is no connection task and no
+//! body channel in between (hyper's client path hops through both, two task
+//! wakes per chunk), and a streamed chunk costs one read, a step of the
+//! chunked framing and the SSE parse. At 1,000 streams that is the difference
+//! between the client sharing a 2-core machine with the server and the client
+//! competing with it. https and proxies go through reqwest.
+//!
+//! Only what a completion request needs: POST with a Content-Length body,
+//! responses framed by `Transfer-Encoding: chunked`, `Content-Length` or the
+//! connection's close, and keep-alive reuse of connections that ended cleanly.
+
+use bytes::{Buf, BytesMut};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Idle connections older than this are not reused (reqwest's default too).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// A response head larger than this is refused.
+const MAX_HEAD: usize = 64 * 1024;
+/// Bytes asked of each read.
+const READ_SIZE: usize = 16 * 1024;
+
+/// Where requests go, and the connections kept open for the next ones.
+#[derive(Debug)]
+pub struct Http1 {
+    host: Host,
+    port: u16,
+    /// `Host:` header value.
+    authority: String,
+    /// Path and query of the endpoint.
+    target: String,
+    idle: Mutex<Vec<Conn>>,
+}
+
+#[derive(Debug, Clone)]
+enum Host {
+    Ip(IpAddr),
+    Name(String),
+}
+
+/// One open connection and the bytes read past the last response.
+#[derive(Debug)]
+pub struct Conn {
+    sock: TcpStream,
+    buf: BytesMut,
+    reused: bool,
+    idle_since: Instant,
+}
+
+/// Why no response head came back.
+#[derive(Debug)]
+pub enum HeadError {
+    /// The connection closed (or broke) before a single byte of the response:
+    /// the request may be sent again.
+    ClosedBeforeResponse(String),
+    /// Some bytes came but they are not an HTTP/1.x response head.
+    Invalid(String),
+}
+
+/// The parts of a response head the client uses.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub status: u16,
+    pub server: Option<String>,
+    pub content_type: Option<String>,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+/// How the body ends.
+#[derive(Debug, Clone)]
+enum Framing {
+    Chunked(Chunked),
+    Length(u64),
+    Close,
+}
+
+/// The incremental decoder of `Transfer-Encoding: chunked`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunked {
+    Size,
+    Data(u64),
+    DataEnd,
+    Trailer,
+    Done,
+}
+
+impl Chunked {
+    /// Decodes what it can of `input`, handing each piece of payload to `out`;
+    /// returns the bytes consumed (an incomplete size or trailer line is left).
+    pub fn decode(&mut self, input: &[u8], out: &mut impl FnMut(&[u8])) -> Result<usize, String> {
+        let mut i = 0;
+        loop {
+            let rest = &input[i..];
+            match *self {
+                Chunked::Done => return Ok(i),
+                Chunked::Size | Chunked::Trailer => {
+                    let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+                        if rest.len() > 4096 {
+                            return Err("a chunk-size line of the response is longer than 4 KiB".into());
+                        }
+                        return Ok(i);
+                    };
+                    let line = rest[..nl].strip_suffix(b"\r").unwrap_or(&rest[..nl]);
+                    i += nl + 1;
+                    if *self == Chunked::Trailer {
+                        if line.is_empty() {
+                            *self = Chunked::Done;
+                        }
+                        continue;
+                    }
+                    let size = line.split(|&b| b == b';').next().unwrap_or_default();
+                    let size = std::str::from_utf8(size).ok().map(str::trim).unwrap_or("");
+                    let n = u64::from_str_radix(size, 16).map_err(|_| {
+                        format!("invalid chunk size '{}' in the response", String::from_utf8_lossy(line))
+                    })?;
+                    *self = if n == 0 { Chunked::Trailer } else { Chunked::Data(n) };
+                }
+                Chunked::Data(left) => {
+                    if rest.is_empty() {
+                        return Ok(i);
+                    }
+                    let take = (left as usize).min(rest.len());
+                    out(&rest[..take]);
+                    i += take;
+                    *self = if take as u64 == left { Chunked::DataEnd } else { Chunked::Data(left - take as u64) };
+                }
+                Chunked::DataEnd => match rest {
+                    [] | [b'\r'] => return Ok(i),
+                    [b'\r', b'\n', ..] => {
+                        i += 2;
+                        *self = Chunked::Size;
+                    }
+                    [b'\n', ..] => {
+                        i += 1;
+                        *self = Chunked::Size;
+                    }
+                    _ => return Err("a chunk of the response does not end with CRLF".into()),
+                },
+            }
+        }
+    }
+}
+
+impl Http1 {
+    /// For `endpoint`, an `http://` URL.
+    pub fn new(endpoint: &url::Url) -> Result<Self, String> {
+        let host = match endpoint.host() {
+            Some(url::Host::Ipv4(a)) => Host::Ip(a.into()),
+            Some(url::Host::Ipv6(a)) => Host::Ip(a.into()),
+            Some(url::Host::Domain(d)) => Host::Name(d.to_owned()),
+            None => return Err(format!("the URL {endpoint} has no host")),
+        };
+        let port = endpoint.port_or_known_default().unwrap_or(80);
+        let host_str = endpoint.host_str().unwrap_or_default();
+        let authority = match endpoint.port() {
+            Some(p) => format!("{host_str}:{p}"),
+            None => host_str.to_owned(),
+        };
+        let target = match endpoint.query() {
+            Some(q) => format!("{}?{q}", endpoint.path()),
+            None => endpoint.path().to_owned(),
+        };
+        Ok(Http1 { host, port, authority, target, idle: Mutex::new(Vec::new()) })
+    }
+
+    /// The request head for a JSON body of `len` bytes.
+    pub fn request_head(&self, len: usize, api_key: Option<&str>, stream: bool) -> Vec<u8> {
+        let mut h = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n",
+            self.target, self.authority
+        );
+        if stream {
+            h.push_str("Accept: text/event-stream\r\n");
+        }
+        if let Some(k) = api_key {
+            h.push_str("Authorization: Bearer ");
+            h.push_str(k);
+            h.push_str("\r\n");
+        }
+        h.push_str(concat!("User-Agent: goodput/", env!("CARGO_PKG_VERSION"), "\r\n\r\n"));
+        h.into_bytes()
+    }
+
+    /// An idle connection that still looks open, if one is kept.
+    pub fn checkout(&self) -> Option<Conn> {
+        loop {
+            let mut c = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
+            if c.idle_since.elapsed() > IDLE_TIMEOUT {
+                continue;
+            }
+            // A peer that closed it, or sent bytes nobody asked for, is gone.
+            let mut probe = [0u8; 1];
+            match c.sock.try_read(&mut probe) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    c.reused = true;
+                    return Some(c);
+                }
+                _ => continue,
+            }
+        }
+    }
+
+    /// A new connection, with Nagle off (requests are written whole).
+    pub async fn connect(&self) -> Result<Conn, String> {
+        let sock = match &self.host {
+            Host::Ip(ip) => TcpStream::connect(SocketAddr::new(*ip, self.port)).await,
+            Host::Name(n) => TcpStream::connect((n.as_str(), self.port)).await,
+        }
+        .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
+        let _ = sock.set_nodelay(true);
+        Ok(Conn { sock, buf: BytesMut::with_capacity(READ_SIZE), reused: false, idle_since: Instant::now() })
+    }
+
+    /// Keeps `conn` for a later request.
+    pub fn checkin(&self, mut conn: Conn) {
+        conn.idle_since = Instant::now();
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
+    }
+}
+
+impl Conn {
+    /// True when the connection was kept from an earlier request.
+    pub fn reused(&self) -> bool {
+        self.reused
+    }
+
+    /// Writes the request and reads the response head. `on_first_byte` is
+    /// called when the first bytes of the response are read.
+    pub async fn send(&mut self, head: &[u8], body: &[u8], mut on_first_byte: impl FnMut()) -> Result<Head, HeadError> {
+        let mut req = Vec::with_capacity(head.len() + body.len());
+        req.extend_from_slice(head);
+        req.extend_from_slice(body);
+        self.buf.clear();
+        if let Err(e) = self.sock.write_all(&req).await {
+            return Err(HeadError::ClosedBeforeResponse(format!("the request could not be written: {e}")));
+        }
+        loop {
+            self.buf.reserve(READ_SIZE);
+            let n = match self.sock.read_buf(&mut self.buf).await {
+                Ok(n) => n,
+                Err(e) if self.buf.is_empty() => {
+                    return Err(HeadError::ClosedBeforeResponse(format!(
+                        "the connection broke before the response: {e}"
+                    )))
+                }
+                Err(e) => {
+                    return Err(HeadError::Invalid(format!("the connection broke inside the response head: {e}")))
+                }
+            };
+            if n == 0 {
+                return Err(if self.buf.is_empty() {
+                    HeadError::ClosedBeforeResponse("the server closed the connection before responding".into())
+                } else {
+                    HeadError::Invalid("the server closed the connection inside the response head".into())
+                });
+            }
+            if self.buf.len() == n {
+                on_first_byte();
+            }
+            // 1xx interim responses (100 Continue) are skipped.
+            match parse_head(&self.buf)? {
+                Some((len, head)) if (100..200).contains(&head.status) => {
+                    self.buf.advance(len);
+                    continue;
+                }
+                Some((len, head)) => {
+                    self.buf.advance(len);
+                    return Ok(head);
+                }
+                None if self.buf.len() > MAX_HEAD => {
+                    return Err(HeadError::Invalid("the response head is larger than 64 KiB".into()))
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Reads the body, handing each payload piece to `out` with the time its
+    /// bytes were read (`clock()`, called right after each read and before
+    /// any parsing). `out` returns false to stop reading after the pieces of
+    /// this read. Returns `Ok(true)` when the body ended as its framing says,
+    /// `Ok(false)` when `out` stopped it first.
+    pub async fn read_body(
+        &mut self,
+        head: &mut Head,
+        clock: &mut impl FnMut() -> Duration,
+        out: &mut impl FnMut(&[u8], Duration) -> bool,
+    ) -> Result<bool, String> {
+        // Bytes read with the head carry the head's time.
+        let mut t = clock();
+        loop {
+            if !self.buf.is_empty() || head.body_done() {
+                let mut go_on = true;
+                let consumed = match &mut head.framing {
+                    Framing::Chunked(c) => c.decode(&self.buf, &mut |p| go_on &= out(p, t))?,
+                    Framing::Length(left) => {
+                        let take = (*left as usize).min(self.buf.len());
+                        if take > 0 {
+                            go_on = out(&self.buf[..take], t);
+                        }
+                        *left -= take as u64;
+                        take
+                    }
+                    Framing::Close => {
+                        go_on = out(&self.buf, t);
+                        self.buf.len()
+                    }
+                };
+                self.buf.advance(consumed);
+                if head.body_done() {
+                    return Ok(true);
+                }
+                if !go_on {
+                    return Ok(false);
+                }
+            }
+            self.buf.reserve(READ_SIZE);
+            let n = self.sock.read_buf(&mut self.buf).await.map_err(|e| format!("the connection broke: {e}"))?;
+            t = clock();
+            if n == 0 {
+                return match head.framing {
+                    Framing::Close => {
+                        head.keep_alive = false;
+                        Ok(true)
+                    }
+                    _ => Err("the server closed the connection before the end of the body".into()),
+                };
+            }
+        }
+    }
+}
+
+impl Head {
+    /// The body ended as its framing says.
+    fn body_done(&self) -> bool {
+        matches!(self.framing, Framing::Chunked(Chunked::Done) | Framing::Length(0))
+    }
+
+    /// The connection may carry another request once this body is read.
+    pub fn reusable(&self) -> bool {
+        self.keep_alive && self.body_done()
+    }
+}
+
+/// Parses a complete response head at the start of `buf`: its length and
+/// parts, or `None` when more bytes are needed.
+fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
+    let mut headers = [httparse::EMPTY_HEADER; 96];
+    let mut r = httparse::Response::new(&mut headers);
+    let len = match r.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => {
+            let start: String = String::from_utf8_lossy(&buf[..buf.len().min(60)]).into_owned();
+            return Err(HeadError::Invalid(format!("not an HTTP/1.x response ({e}): {start:?}")));
+        }
+    };
+    let status = r.code.unwrap_or(0);
+    let mut head =
+        Head { status, server: None, content_type: None, framing: Framing::Close, keep_alive: r.version == Some(1) };
+    let mut chunked = false;
+    let mut length = None;
+    for h in r.headers.iter() {
+        let v = || String::from_utf8_lossy(h.value).trim().to_owned();
+        match h.name.to_ascii_lowercase().as_str() {
+            "server" => head.server = Some(v()),
+            "content-type" => head.content_type = Some(v()),
+            "transfer-encoding" => chunked = v().to_ascii_lowercase().split(',').any(|e| e.trim() == "chunked"),
+            "content-length" => {
+                length = Some(
+                    v().parse::<u64>()
+                        .map_err(|_| HeadError::Invalid(format!("invalid Content-Length '{}' in the response", v())))?,
+                )
+            }
+            "connection" => {
+                let c = v().to_ascii_lowercase();
+                if c.split(',').any(|t| t.trim() == "close") {
+                    head.keep_alive = false;
+                } else if c.split(',').any(|t| t.trim() == "keep-alive") {
+                    head.keep_alive = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    head.framing = if matches!(status, 204 | 304) {
+        Framing::Length(0)
+    } else if chunked {
+        Framing::Chunked(Chunked::Size)
+    } else if let Some(n) = length {
+        Framing::Length(n)
+    } else {
+        head.keep_alive = false;
+        Framing::Close
+    };
+    Ok(Some((len, head)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(input: &[u8], splits: &[usize]) -> Result<(Vec<u8>, Chunked, usize), String> {
+        let mut c = Chunked::Size;
+        let mut pending: Vec<u8> = Vec::new();
+        let mut payload = Vec::new();
+        let mut cuts = splits.to_vec();
+        cuts.push(input.len());
+        let mut prev = 0;
+        for cut in cuts {
+            pending.extend_from_slice(&input[prev..cut]);
+            prev = cut;
+            let n = c.decode(&pending, &mut |p| payload.extend_from_slice(p))?;
+            pending.drain(..n);
+        }
+        Ok((payload, c, pending.len()))
+    }
+
+    #[test]
+    fn chunked_bodies_decode_at_every_split() {
+        let pieces: [&[u8]; 2] = [b"data: a", b"\n\ndata: {\"x\": \"\\r\\n\"}\n\n"];
+        let mut body = format!("{:x}\r\n", pieces[0].len()).into_bytes();
+        body.extend_from_slice(pieces[0]);
+        // A chunk extension, and upper-case hex.
+        body.extend_from_slice(format!("\r\n{:X};ext=1\r\n", pieces[1].len()).as_bytes());
+        body.extend_from_slice(pieces[1]);
+        body.extend_from_slice(b"\r\n0\r\nX-Trailer: 1\r\n\r\nNEXT");
+        let body = &body[..];
+        let want = pieces.concat();
+        for i in 0..body.len() {
+            for j in i..body.len() {
+                let (payload, state, left) = decode_all(body, &[i, j]).unwrap();
+                assert_eq!(payload, want, "splits {i} {j}");
+                assert_eq!(state, Chunked::Done);
+                // What follows the body stays for the next response.
+                assert_eq!(left, 4, "splits {i} {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_chunk_framing_is_an_error() {
+        assert!(decode_all(b"zz\r\nabc", &[]).unwrap_err().contains("invalid chunk size 'zz'"));
+        assert!(decode_all(b"2\r\nabX\r\n", &[]).unwrap_err().contains("CRLF"));
+        assert!(decode_all(&[b'1'; 5000], &[]).unwrap_err().contains("longer than 4 KiB"));
+        // Incomplete is not an error: it waits for more.
+        assert_eq!(decode_all(b"5\r\nab", &[]).unwrap().1, Chunked::Data(3));
+    }
+
+    #[test]
+    fn heads_are_parsed_for_framing_and_reuse() {
+        let (n, h) = parse_head(b"HTTP/1.1 200 OK\r\nServer: x\r\nTransfer-Encoding: chunked\r\n\r\nrest")
+            .ok()
+            .flatten()
+            .unwrap();
+        assert_eq!((n, h.status, h.server.as_deref(), h.keep_alive), (58, 200, Some("x"), true));
+        assert!(matches!(h.framing, Framing::Chunked(Chunked::Size)));
+        let (_, h) =
+            parse_head(b"HTTP/1.1 400 Bad\r\nContent-Length: 12\r\nConnection: close\r\n\r\n").ok().flatten().unwrap();
+        assert!(matches!(h.framing, Framing::Length(12)) && !h.keep_alive);
+        // No length and no chunking: the body ends with the connection.
+        let (_, h) = parse_head(b"HTTP/1.0 200 OK\r\n\r\n").ok().flatten().unwrap();
+        assert!(matches!(h.framing, Framing::Close) && !h.keep_alive);
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nServer: x\r\n").ok().unwrap().is_none());
+        match parse_head(b"SSH-2.0-OpenSSH\r\n\r\n") {
+            Err(HeadError::Invalid(m)) => assert!(m.contains("not an HTTP/1.x response"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        match parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\n") {
+            Err(HeadError::Invalid(m)) => assert!(m.contains("Content-Length 'many'"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
