@@ -277,7 +277,7 @@ impl Client {
         let http = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         let endpoint = format!("{base}{}", cfg.body.api.path());
         let native = match cfg.transport {
-            Transport::Auto if parsed.scheme() == "http" && !(behind_proxy() && !loopback(&parsed)) => {
+            Transport::Auto if parsed.scheme() == "http" && (loopback(&parsed) || !behind_proxy()) => {
                 let url =
                     reqwest::Url::parse(&endpoint).map_err(|e| format!("invalid --url '{}': {e}", cfg.base_url))?;
                 Some(Http1::new(&url)?)
