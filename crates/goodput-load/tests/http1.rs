@@ -1,0 +1,228 @@
+//! goodput's own HTTP/1.1 client (the default for http:// servers) against
+//! hand-written servers on 127.0.0.1:0 that frame the recorded llama.cpp
+//! stream in each way HTTP/1.1 allows: kept connections are reused, bodies
+//! framed by chunks, by Content-Length or by the connection's close all read
+//! the same, bytes that trickle in one at a time too, and a server that is not
+//! speaking HTTP gives a failure that says so.
+
+mod common;
+
+use common::plan;
+use goodput_core::{FailureKind, Outcome, RequestRecord};
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, Transport};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Framing {
+    Chunked,
+    Length,
+    Close,
+}
+
+fn sse() -> Vec<u8> {
+    std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/chat-stream-usage.sse"))
+        .unwrap()
+}
+
+/// Reads one request (head and Content-Length body); false at end of input.
+async fn read_request(sock: &mut TcpStream, got: &mut Vec<u8>) -> bool {
+    let mut buf = vec![0u8; 65536];
+    loop {
+        if let Some(h) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..h]).to_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                .unwrap_or(0);
+            if got.len() >= h + 4 + len {
+                got.drain(..h + 4 + len);
+                return true;
+            }
+        }
+        let n = sock.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            return false;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A server answering every request with the recorded stream in `framing`,
+/// written `piece` bytes at a time; returns its URL and its count of accepted
+/// connections.
+async fn server(framing: Framing, piece: usize, prefix: &'static [u8]) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    let body = sse();
+    tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            sock.set_nodelay(true).unwrap();
+            count.fetch_add(1, Ordering::SeqCst);
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                while read_request(&mut sock, &mut got).await {
+                    let mut resp = prefix.to_vec();
+                    resp.extend_from_slice(
+                        b"HTTP/1.1 200 OK\r\nServer: raw-test\r\nContent-Type: text/event-stream\r\n",
+                    );
+                    match framing {
+                        Framing::Chunked => {
+                            resp.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+                            for part in body.chunks(300) {
+                                resp.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+                                resp.extend_from_slice(part);
+                                resp.extend_from_slice(b"\r\n");
+                            }
+                            resp.extend_from_slice(b"0\r\n\r\n");
+                        }
+                        Framing::Length => {
+                            resp.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+                            resp.extend_from_slice(&body);
+                        }
+                        Framing::Close => {
+                            resp.extend_from_slice(b"Connection: close\r\n\r\n");
+                            resp.extend_from_slice(&body);
+                        }
+                    }
+                    for p in resp.chunks(piece) {
+                        if sock.write_all(p).await.is_err() {
+                            return;
+                        }
+                    }
+                    if framing == Framing::Close {
+                        let _ = sock.shutdown().await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, accepted)
+}
+
+fn native_client(url: &str) -> Arc<Client> {
+    let body =
+        BodyOptions { api: Api::Chat, model: "m".into(), stream: true, include_usage: true, ..Default::default() };
+    let cfg = ClientConfig {
+        base_url: url.into(),
+        api_key: Some("sk-test".into()),
+        body,
+        timeout: Duration::from_secs(10),
+        transport: Transport::Auto,
+    };
+    let c = Client::new(cfg, None).unwrap();
+    assert_eq!(c.transport_name(), "goodput http/1.1");
+    Arc::new(c)
+}
+
+async fn load(c: Arc<Client>, requests: u64, concurrency: usize) -> Vec<RequestRecord> {
+    goodput_load::run(&plan(requests, concurrency), c, common::workload(24), Control::default(), |_: &RequestRecord| {})
+        .await
+        .unwrap()
+        .records
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_framing_reads_the_same_and_kept_connections_are_reused() {
+    let mut seen = Vec::new();
+    for framing in [Framing::Chunked, Framing::Length, Framing::Close] {
+        let (url, accepted) = server(framing, usize::MAX, b"").await;
+        let c = native_client(&url);
+        let recs = load(c.clone(), 6, 2).await;
+        for r in &recs {
+            assert_eq!(r.outcome, Outcome::Success, "{framing:?}");
+            assert_eq!(r.retries, 0, "{framing:?}: no request needed a second try");
+            assert_eq!(r.http_status, Some(200));
+            assert!(r.first_byte.is_some_and(|t| t >= r.sent));
+        }
+        assert_eq!(c.server_header().as_deref(), Some("raw-test"));
+        let conns = accepted.load(Ordering::SeqCst);
+        match framing {
+            // Two streams at a time, each kept for the next request.
+            Framing::Chunked | Framing::Length => assert_eq!(conns, 2, "{framing:?}"),
+            Framing::Close => assert_eq!(conns, 6),
+        }
+        seen.push(recs.iter().map(|r| (r.output_tokens, r.chunks.len())).collect::<Vec<_>>());
+    }
+    assert!(seen.iter().all(|s| s == &seen[0]), "{seen:?}");
+    assert_eq!(seen[0][0].0, 24);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bytes_that_trickle_in_one_at_a_time() {
+    // An interim 100 Continue first, then the response a byte per write.
+    let (url, _) = server(Framing::Chunked, 1, b"HTTP/1.1 100 Continue\r\n\r\n").await;
+    let recs = load(native_client(&url), 2, 1).await;
+    assert!(recs.iter().all(|r| r.outcome == Outcome::Success && r.output_tokens == 24), "{recs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_is_not_http_is_an_invalid_response() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let _ = read_request(&mut sock, &mut Vec::new()).await;
+                let _ = sock.write_all(b"SSH-2.0-OpenSSH_9.6\r\n\r\n").await;
+            });
+        }
+    });
+    let recs = load(native_client(&url), 2, 1).await;
+    for r in &recs {
+        match &r.outcome {
+            Outcome::Failed { kind: FailureKind::InvalidResponse, message } => {
+                assert!(message.contains("not an HTTP/1.x response"), "{message}")
+            }
+            o => panic!("{o:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_carries_its_head_and_body() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = sock.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..n]);
+        }
+        let _ = sock
+            .write_all(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 29\r\n\r\n{\"error\":{\"message\":\"busy!\"}}",
+            )
+            .await;
+        let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
+    });
+    let recs = load(native_client(&url), 1, 1).await;
+    let head = rx.await.unwrap();
+    assert!(head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"), "{head}");
+    for h in [
+        "Host: 127.0.0.1:",
+        "Content-Type: application/json",
+        "Accept: text/event-stream",
+        "Authorization: Bearer sk-test",
+    ] {
+        assert!(head.contains(h), "{h} in {head}");
+    }
+    match &recs[0].outcome {
+        Outcome::Failed { kind: FailureKind::HttpStatus, message } => {
+            assert_eq!(message, "HTTP 503 Service Unavailable: busy!")
+        }
+        o => panic!("{o:?}"),
+    }
+}
