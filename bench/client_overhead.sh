@@ -5,8 +5,9 @@
 # this same machine; goodput bench loads it. Reports the client's CPU time
 # per streamed token, |measured ITL − 10 ms|, and the achieved/offered rate.
 #   bench/client_overhead.sh [STREAMS] [REQUESTS] [OUTPUT_TOKENS]
-# Environment: TRANSPORT=auto|reqwest (the client's HTTP stack), SERVER_THREADS and
-# CLIENT_THREADS (tokio worker threads of each side).
+# Environment: TRANSPORT=auto|reqwest (the client's HTTP stack), STAMP=read|kernel
+# (when chunks are stamped), SERVER_THREADS and CLIENT_THREADS (tokio worker
+# threads of each side).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS=${1:-1000}
@@ -22,7 +23,7 @@ trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 sleep 0.5
 read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 GOODPUT_THREADS=${CLIENT_THREADS:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
-  --output-tokens "$OUT_TOKENS" --input-tokens 32 --no-metrics -q --transport "${TRANSPORT:-auto}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
+  --output-tokens "$OUT_TOKENS" --input-tokens 32 --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-read}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
 read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 read -r user sys wall < "$TMP/time"
 TICK=$(getconf CLK_TCK)

@@ -221,6 +221,9 @@ pub struct ClientConfig {
     pub body: BodyOptions,
     pub timeout: Duration,
     pub transport: Transport,
+    /// Stamp chunks with the kernel's receive time rather than the read's
+    /// (Linux, goodput's own HTTP/1.1 client only).
+    pub kernel_stamps: bool,
 }
 
 /// Which HTTP stack carries the requests.
@@ -280,10 +283,16 @@ impl Client {
             Transport::Auto if parsed.scheme() == "http" && (loopback(&parsed) || !behind_proxy()) => {
                 let url =
                     reqwest::Url::parse(&endpoint).map_err(|e| format!("invalid --url '{}': {e}", cfg.base_url))?;
-                Some(Http1::new(&url)?)
+                let h = Http1::new(&url)?;
+                Some(if cfg.kernel_stamps { h.with_kernel_stamps()? } else { h })
             }
             _ => None,
         };
+        if cfg.kernel_stamps && native.is_none() {
+            return Err("--stamp kernel needs goodput's own HTTP/1.1 client: an http:// URL reached directly \
+                        (no proxy) and --transport auto"
+                .into());
+        }
         Ok(Client { http, native, endpoint, cfg, tokenizer, server: OnceLock::new() })
     }
 
@@ -458,18 +467,19 @@ impl Client {
     ) -> Result<(), Outcome> {
         let req_head = h.request_head(body.len(), self.cfg.api_key.as_deref(), self.cfg.body.stream);
         let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };
-        let (mut conn, mut head) = loop {
+        // Stamped right after each read, before any parsing.
+        let mut clock = || origin.elapsed();
+        let (mut conn, mut head, head_t) = loop {
             // After a failed try, a fresh connection.
             let kept = if rec.retries == 0 { h.checkout() } else { None };
             let mut conn = match kept {
                 Some(c) => c,
                 None => h.connect().await.map_err(connect_failure)?,
             };
-            let mut first = None;
-            match conn.send(&req_head, &body, || first = Some(origin.elapsed())).await {
-                Ok(head) => {
-                    rec.first_byte = first;
-                    break (conn, head);
+            match conn.send(&req_head, &body, &mut clock).await {
+                Ok((head, first)) => {
+                    rec.first_byte = Some(first);
+                    break (conn, head, first);
                 }
                 // A kept connection the server had already closed (llama.cpp
                 // closes after every stream), or a fresh one dropped before a
@@ -487,15 +497,18 @@ impl Client {
                 let _ = self.server.set(s.clone());
             }
         }
-        // Stamped right after each read, before any parsing.
-        let mut clock = || origin.elapsed();
         if !(200..300).contains(&head.status) {
             let mut text = Vec::new();
             let read = conn
-                .read_body(&mut head, &mut clock, &mut |p, _| {
-                    text.extend_from_slice(p);
-                    text.len() < ERROR_BODY_LIMIT
-                })
+                .read_body(
+                    &mut head,
+                    &mut clock,
+                    &mut |p, _| {
+                        text.extend_from_slice(p);
+                        text.len() < ERROR_BODY_LIMIT
+                    },
+                    head_t,
+                )
                 .await;
             if read.is_ok() && head.reusable() {
                 h.checkin(conn);
@@ -507,10 +520,15 @@ impl Client {
         if !self.cfg.body.stream || is_json {
             let mut whole = Vec::new();
             let read = conn
-                .read_body(&mut head, &mut clock, &mut |p, _| {
-                    whole.extend_from_slice(p);
-                    true
-                })
+                .read_body(
+                    &mut head,
+                    &mut clock,
+                    &mut |p, _| {
+                        whole.extend_from_slice(p);
+                        true
+                    },
+                    head_t,
+                )
                 .await;
             match read {
                 Ok(_) => {
@@ -524,10 +542,15 @@ impl Client {
             return Ok(());
         }
         let read = conn
-            .read_body(&mut head, &mut clock, &mut |p, t| {
-                reader.feed(p, t);
-                !reader.finished()
-            })
+            .read_body(
+                &mut head,
+                &mut clock,
+                &mut |p, t| {
+                    reader.feed(p, t);
+                    !reader.finished()
+                },
+                head_t,
+            )
             .await;
         match read {
             Ok(true) => {
@@ -541,7 +564,7 @@ impl Client {
             // connection can carry the next request.
             Ok(false) => {
                 let mut ignore = |_: &[u8], _| true;
-                let rest = conn.read_body(&mut head, &mut clock, &mut ignore);
+                let rest = conn.read_body(&mut head, &mut clock, &mut ignore, head_t);
                 if let Ok(Ok(true)) = tokio::time::timeout(Duration::from_millis(500), rest).await {
                     if head.reusable() {
                         h.checkin(conn);

@@ -35,6 +35,7 @@ pub struct Http1 {
     /// Path and query of the endpoint.
     target: String,
     idle: Mutex<Vec<Conn>>,
+    kernel_stamps: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -50,6 +51,7 @@ pub struct Conn {
     buf: BytesMut,
     reused: bool,
     idle_since: Instant,
+    kernel_stamps: bool,
 }
 
 /// Why no response head came back.
@@ -166,7 +168,17 @@ impl Http1 {
             Some(q) => format!("{}?{q}", endpoint.path()),
             None => endpoint.path().to_owned(),
         };
-        Ok(Http1 { host, port, authority, target, idle: Mutex::new(Vec::new()) })
+        Ok(Http1 { host, port, authority, target, idle: Mutex::new(Vec::new()), kernel_stamps: false })
+    }
+
+    /// Stamps reads with the time the kernel received their last segment
+    /// (`SO_TIMESTAMPNS`) rather than the time the read returned; Linux only.
+    pub fn with_kernel_stamps(mut self) -> Result<Self, String> {
+        if !cfg!(target_os = "linux") {
+            return Err("kernel receive timestamps (--stamp kernel) are available on Linux only".into());
+        }
+        self.kernel_stamps = true;
+        Ok(self)
     }
 
     /// The request head for a JSON body of `len` bytes.
@@ -214,7 +226,17 @@ impl Http1 {
         }
         .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
         let _ = sock.set_nodelay(true);
-        Ok(Conn { sock, buf: BytesMut::with_capacity(READ_SIZE), reused: false, idle_since: Instant::now() })
+        #[cfg(target_os = "linux")]
+        if self.kernel_stamps {
+            stamp::enable(&sock).map_err(|e| format!("cannot turn on receive timestamps on the socket: {e}"))?;
+        }
+        Ok(Conn {
+            sock,
+            buf: BytesMut::with_capacity(READ_SIZE),
+            reused: false,
+            idle_since: Instant::now(),
+            kernel_stamps: self.kernel_stamps,
+        })
     }
 
     /// Keeps `conn` for a later request.
@@ -230,9 +252,27 @@ impl Conn {
         self.reused
     }
 
-    /// Writes the request and reads the response head. `on_first_byte` is
-    /// called when the first bytes of the response are read.
-    pub async fn send(&mut self, head: &[u8], body: &[u8], mut on_first_byte: impl FnMut()) -> Result<Head, HeadError> {
+    /// Reads what the socket has into the buffer: the byte count and the
+    /// time of the bytes (`clock()` right after the read, or with kernel
+    /// stamps that time less the bytes' age in the socket).
+    async fn fill(&mut self, clock: &mut impl FnMut() -> Duration) -> std::io::Result<(usize, Duration)> {
+        self.buf.reserve(READ_SIZE);
+        #[cfg(target_os = "linux")]
+        if self.kernel_stamps {
+            return stamp::read(&self.sock, &mut self.buf, clock).await;
+        }
+        let n = self.sock.read_buf(&mut self.buf).await?;
+        Ok((n, clock()))
+    }
+
+    /// Writes the request and reads the response head; returns it with the
+    /// time its first bytes were read.
+    pub async fn send(
+        &mut self,
+        head: &[u8],
+        body: &[u8],
+        clock: &mut impl FnMut() -> Duration,
+    ) -> Result<(Head, Duration), HeadError> {
         let mut req = Vec::with_capacity(head.len() + body.len());
         req.extend_from_slice(head);
         req.extend_from_slice(body);
@@ -248,10 +288,15 @@ impl Conn {
         if let Err(e) = self.sock.write_all(&req).await {
             return Err(HeadError::ClosedBeforeResponse(format!("the request could not be written: {e}")));
         }
+        let mut first = None;
         loop {
-            self.buf.reserve(READ_SIZE);
-            let n = match self.sock.read_buf(&mut self.buf).await {
-                Ok(n) => n,
+            let n = match self.fill(clock).await {
+                Ok((n, t)) => {
+                    if n > 0 {
+                        first.get_or_insert(t);
+                    }
+                    n
+                }
                 Err(e) if self.buf.is_empty() => {
                     return Err(HeadError::ClosedBeforeResponse(format!(
                         "the connection broke before the response: {e}"
@@ -268,9 +313,6 @@ impl Conn {
                     HeadError::Invalid("the server closed the connection inside the response head".into())
                 });
             }
-            if self.buf.len() == n {
-                on_first_byte();
-            }
             // 1xx interim responses (100 Continue) are skipped.
             match parse_head(&self.buf)? {
                 Some((len, head)) if (100..200).contains(&head.status) => {
@@ -279,7 +321,7 @@ impl Conn {
                 }
                 Some((len, head)) => {
                     self.buf.advance(len);
-                    return Ok(head);
+                    return Ok((head, first.unwrap_or_else(&mut *clock)));
                 }
                 None if self.buf.len() > MAX_HEAD => {
                     return Err(HeadError::Invalid("the response head is larger than 64 KiB".into()))
@@ -290,8 +332,8 @@ impl Conn {
     }
 
     /// Reads the body, handing each payload piece to `out` with the time its
-    /// bytes were read (`clock()`, called right after each read and before
-    /// any parsing). `out` returns false to stop reading after the pieces of
+    /// bytes were read (see [`Conn::fill`]; bytes that came with the head get
+    /// `head_t`). `out` returns false to stop reading after the pieces of
     /// this read. Returns `Ok(true)` when the body ended as its framing says,
     /// `Ok(false)` when `out` stopped it first.
     pub async fn read_body(
@@ -299,9 +341,9 @@ impl Conn {
         head: &mut Head,
         clock: &mut impl FnMut() -> Duration,
         out: &mut impl FnMut(&[u8], Duration) -> bool,
+        head_t: Duration,
     ) -> Result<bool, String> {
-        // Bytes read with the head carry the head's time.
-        let mut t = clock();
+        let mut t = head_t;
         loop {
             if !self.buf.is_empty() || head.body_done() {
                 let mut go_on = true;
@@ -328,9 +370,8 @@ impl Conn {
                     return Ok(false);
                 }
             }
-            self.buf.reserve(READ_SIZE);
-            let n = self.sock.read_buf(&mut self.buf).await.map_err(|e| format!("the connection broke: {e}"))?;
-            t = clock();
+            let (n, at) = self.fill(clock).await.map_err(|e| format!("the connection broke: {e}"))?;
+            t = at;
             if n == 0 {
                 return match head.framing {
                     Framing::Close => {
@@ -341,6 +382,96 @@ impl Conn {
                 };
             }
         }
+    }
+}
+
+/// Kernel receive timestamps on Linux (`SO_TIMESTAMPNS`): each read comes
+/// with the time the kernel queued its last segment on the socket, so the
+/// client's own scheduling delay between arrival and read stays out of the
+/// measured times. On loopback that is the moment the server's write
+/// delivered the bytes.
+#[cfg(target_os = "linux")]
+mod stamp {
+    use bytes::BytesMut;
+    use std::mem::MaybeUninit;
+    use std::os::fd::AsRawFd;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    use tokio::io::Interest;
+    use tokio::net::TcpStream;
+
+    /// An age beyond this means the wall clock was stepped: the read time is kept.
+    const MAX_AGE: Duration = Duration::from_secs(1);
+
+    pub fn enable(sock: &TcpStream) -> std::io::Result<()> {
+        let on: libc::c_int = 1;
+        // SAFETY: a valid socket descriptor and an int option of the right size.
+        let r = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// One `recvmsg` into the spare capacity of `buf`, stamped.
+    pub async fn read(
+        sock: &TcpStream,
+        buf: &mut BytesMut,
+        clock: &mut impl FnMut() -> Duration,
+    ) -> std::io::Result<(usize, Duration)> {
+        loop {
+            sock.readable().await?;
+            match sock.try_io(Interest::READABLE, || recv(sock.as_raw_fd(), buf.spare_capacity_mut())) {
+                Ok((n, kernel)) => {
+                    let now = clock();
+                    // SAFETY: recvmsg initialised the first n bytes of the spare capacity.
+                    unsafe { buf.set_len(buf.len() + n) };
+                    let age = kernel.and_then(|k| SystemTime::now().duration_since(k).ok()).filter(|a| *a < MAX_AGE);
+                    return Ok((n, now.saturating_sub(age.unwrap_or_default())));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn recv(fd: i32, spare: &mut [MaybeUninit<u8>]) -> std::io::Result<(usize, Option<SystemTime>)> {
+        let mut iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
+        // Room for one control message with a timespec, 8-byte aligned.
+        let mut control = [0u64; 8];
+        // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        // SAFETY: the iovec points into `spare` and the control buffer into
+        // `control`, both alive and of the lengths given.
+        let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut stamp = None;
+        // SAFETY: the CMSG_* walk stays inside msg_controllen as the kernel set it.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    stamp = Some(UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        Ok((n as usize, stamp))
     }
 }
 

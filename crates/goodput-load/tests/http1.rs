@@ -117,6 +117,7 @@ fn native_client(url: &str) -> Arc<Client> {
         body,
         timeout: Duration::from_secs(10),
         transport: Transport::Auto,
+        kernel_stamps: false,
     };
     let c = Client::new(cfg, None).unwrap();
     assert_eq!(c.transport_name(), "goodput http/1.1");
@@ -224,5 +225,90 @@ async fn the_request_carries_its_head_and_body() {
             assert_eq!(message, "HTTP 503 Service Unavailable: busy!")
         }
         o => panic!("{o:?}"),
+    }
+}
+
+/// With kernel receive stamps a chunk keeps the time it arrived even when the
+/// client's thread is busy when it does; read stamps take the busy time in.
+/// The server (its own thread) sends two chunks 150 ms apart; the client's
+/// only thread reads the first, then is blocked from 20 ms to 420 ms.
+#[cfg(target_os = "linux")]
+#[test]
+fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
+    let gap = |kernel: bool| -> Duration {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut sock, _) = listener.accept().unwrap();
+            sock.set_nodelay(true).unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = sock.read(&mut buf).unwrap();
+                got.extend_from_slice(&buf[..n]);
+            }
+            let event = |text: &str| {
+                let data = format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n");
+                format!("{:x}\r\n{data}\r\n", data.len())
+            };
+            let _ = sock
+                .write_all(format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{}", event("a")).as_bytes());
+            std::thread::sleep(Duration::from_millis(150));
+            let _ = sock.write_all(format!("{}{}0\r\n\r\n", event("b"), event_done()).as_bytes());
+            std::thread::sleep(Duration::from_millis(500));
+        });
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let body = BodyOptions { api: Api::Chat, model: "m".into(), stream: true, ..Default::default() };
+            let cfg = ClientConfig {
+                base_url: url,
+                api_key: None,
+                body,
+                timeout: Duration::from_secs(10),
+                transport: Transport::Auto,
+                kernel_stamps: kernel,
+            };
+            let c = Arc::new(Client::new(cfg, None).unwrap());
+            // Blocks the only thread soon after the request is sent.
+            tokio::spawn(async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                std::thread::sleep(Duration::from_millis(400));
+            });
+            let r = load(c, 1, 1).await.remove(0);
+            assert_eq!(r.outcome, Outcome::Success, "{r:?}");
+            assert_eq!(r.chunks.len(), 2);
+            assert!(r.first_byte.unwrap() <= r.chunks[0].t && r.chunks[1].t <= r.end);
+            r.chunks[1].t - r.chunks[0].t
+        })
+    };
+    let kernel = gap(true);
+    assert!(kernel >= Duration::from_millis(140) && kernel < Duration::from_millis(200), "kernel stamps: {kernel:?}");
+    let read = gap(false);
+    // The second chunk is read only when the thread is free again, ~420 ms in.
+    assert!(read > Duration::from_millis(300), "read stamps: {read:?}");
+}
+
+#[cfg(target_os = "linux")]
+fn event_done() -> String {
+    let data = "data: [DONE]\n\n";
+    format!("{:x}\r\n{data}\r\n", data.len())
+}
+
+#[test]
+fn kernel_stamps_need_our_http_client() {
+    let cfg = |url: &str, transport| ClientConfig {
+        base_url: url.into(),
+        api_key: None,
+        body: BodyOptions::default(),
+        timeout: Duration::from_secs(1),
+        transport,
+        kernel_stamps: true,
+    };
+    let err = Client::new(cfg("http://127.0.0.1:9", Transport::Reqwest), None).err().unwrap();
+    assert!(err.contains("--stamp kernel needs goodput's own HTTP/1.1 client"), "{err}");
+    assert!(Client::new(cfg("https://127.0.0.1:9", Transport::Auto), None).is_err());
+    if cfg!(target_os = "linux") {
+        assert!(Client::new(cfg("http://127.0.0.1:9", Transport::Auto), None).is_ok());
     }
 }

@@ -2,7 +2,7 @@
 //! is no --url, run the load over HTTP, stream records, analyse, print and
 //! write.
 
-use crate::cli::{ApiArg, BenchArgs, EngineHwArgs, ProfileArg, SimArgs, TargetArgs, TransportArg};
+use crate::cli::{ApiArg, BenchArgs, EngineHwArgs, ProfileArg, SimArgs, StampArg, TargetArgs, TransportArg};
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
@@ -99,6 +99,7 @@ pub async fn connect(
             body: BodyOptions::default(),
             timeout: t.timeout,
             transport: Transport::Reqwest,
+            kernel_stamps: false,
         },
         None,
     )
@@ -125,6 +126,7 @@ pub async fn connect(
                 TransportArg::Auto => Transport::Auto,
                 TransportArg::Reqwest => Transport::Reqwest,
             },
+            kernel_stamps: t.stamp == StampArg::Kernel,
         },
         tokenizer,
     )

@@ -107,6 +107,12 @@ fn parse_slo(s: &str) -> Result<Slo, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StampArg {
+    Read,
+    Kernel,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TransportArg {
     Auto,
     Reqwest,
@@ -158,6 +164,9 @@ pub struct TargetArgs {
     /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
     #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
     pub transport: TransportArg,
+    /// When a chunk is stamped: `read`, when the client reads its bytes off the socket (DESIGN §2); `kernel`, when the kernel received them (Linux, http:// with --transport auto), which keeps the client's own scheduling delays out of every time.
+    #[arg(long, value_enum, default_value_t = StampArg::Read)]
+    pub stamp: StampArg,
 }
 
 /// The server's own metrics, scraped during the run.

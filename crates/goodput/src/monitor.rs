@@ -182,6 +182,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             body: BodyOptions::default(),
             timeout: Duration::from_secs(60),
             transport: Default::default(),
+            kernel_stamps: false,
         },
         None,
     )
@@ -213,6 +214,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                     body,
                     timeout: Duration::from_secs(60),
                     transport: Default::default(),
+                    kernel_stamps: false,
                 },
                 None,
             )

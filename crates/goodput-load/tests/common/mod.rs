@@ -21,7 +21,14 @@ pub fn client(url: &str, api: Api, stream: bool, timeout: Duration) -> Arc<Clien
     let body = BodyOptions { api, model: "goodput-fixed".into(), stream, include_usage: true, ..Default::default() };
     Arc::new(
         Client::new(
-            ClientConfig { base_url: url.into(), api_key: None, body, timeout, transport: Default::default() },
+            ClientConfig {
+                base_url: url.into(),
+                api_key: None,
+                body,
+                timeout,
+                transport: Default::default(),
+                kernel_stamps: false,
+            },
             None,
         )
         .unwrap(),

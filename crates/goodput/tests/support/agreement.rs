@@ -155,6 +155,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         body,
         timeout: Duration::from_secs(120),
         transport: Default::default(),
+        kernel_stamps: false,
     };
     let client = Arc::new(Client::new(client, None).expect("a client"));
     let load = LoadPlan {
