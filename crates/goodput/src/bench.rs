@@ -141,6 +141,8 @@ pub async fn connect(
         "api_key": t.api_key.as_ref().map(|_| "<redacted>"),
         "extra_body": extra,
         "timeout": humantime::format_duration(t.timeout).to_string(),
+        "transport": client.transport_name(),
+        "stamp": if t.stamp == StampArg::Kernel { "kernel" } else { "read" },
         "embedded": embedded.then(|| match sim.sim_profile {
             ProfileArg::Engine => json!({
                 "profile": "engine",
