@@ -7,11 +7,10 @@
 use crate::clock::{sleep_until, Sleep};
 use crate::engine::{Engine, EngineConfig, EngineStats, Error, KvCapacity, Prompt, StepOutcome};
 use crate::faults::{Fault, FaultConfig, FaultCounters};
-use crate::fixed::sse_response;
 use crate::openai::{error_response, models_body, token_ids, unix_now, ChunkWriter, GenerationRequest, Route};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -729,6 +728,15 @@ impl Histogram {
 
 fn escape_label(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// A `text/event-stream` response around `body`.
+fn sse_response(body: Body) -> Response {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
 }
 
 #[cfg(test)]

@@ -3,19 +3,24 @@
 //! tokens every `itl`, with the quirks real servers have (a role-only chunk
 //! and an empty delta first, usage in its own chunk, `[DONE]`). It is the
 //! instrument that tests and benchmarks of the client are read against.
+//!
+//! It is served by a small HTTP/1.1 server of its own (`fixed/http.rs`)
+//! rather than axum: at a thousand lockstep streams a hyper dispatch and a
+//! tokio task wake per chunk cost more than the chunk itself and scatter the
+//! chunks of one instant in a different order every time. Instead one emitter
+//! thread (`fixed/emitter.rs`) owns the timing and the socket writes of every
+//! stream, so a chunk costs one `send(2)` and each stream keeps its place in
+//! a burst.
 
-use crate::clock::sleep_until;
+mod emitter;
+mod http;
+
+pub use http::serve;
+
 use crate::faults::{Fault, FaultConfig, FaultCounters};
-use crate::openai::{count_tokens, error_response, models_body, unix_now, ChunkWriter, GenerationRequest, Route};
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use crate::openai::{count_tokens, unix_now, ChunkWriter, GenerationRequest, Route};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The timings and shape of every response.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,6 +109,7 @@ impl Lateness {
         (inside, all)
     }
 
+    /// Prometheus text of the histogram.
     fn prometheus(&self) -> String {
         let mut o = String::from(
             "# HELP goodput_sim_chunk_lateness_seconds How late output chunks left against their exact time.\n\
@@ -121,109 +127,89 @@ impl Lateness {
     }
 }
 
-/// The router: OpenAI routes, `/v1/models`, `/health`, `/metrics`.
-pub fn app(state: Arc<FixedServer>) -> Router {
-    let router = Router::new()
-        .route("/v1/chat/completions", post(|s: State<Arc<FixedServer>>, b: Bytes| generate(s, Route::Chat, b)))
-        .route("/v1/completions", post(|s: State<Arc<FixedServer>>, b: Bytes| generate(s, Route::Completions, b)))
-        .route(
-            "/v1/models",
-            get(|State(s): State<Arc<FixedServer>>| async move { Json(models_body(&s.profile.model)) }),
-        )
-        .route("/health", get(|| async { "ok" }))
-        .route(
-            "/metrics",
-            get(|State(s): State<Arc<FixedServer>>| async move {
-                let text = s.counters.prometheus() + &s.lateness.prometheus();
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
-            }),
-        )
-        .with_state(state);
-    crate::server::with_server_header(router)
+/// `/metrics`: the fault counters and the lateness histogram.
+fn metrics_text(s: &FixedServer) -> String {
+    s.counters.prometheus() + &s.lateness.prometheus()
 }
 
-async fn generate(State(s): State<Arc<FixedServer>>, route: Route, body: Bytes) -> Response {
-    let state = s.clone();
-    let t0 = Instant::now();
-    let req = match GenerationRequest::parse(route, &body) {
-        Ok(r) => r,
-        Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg),
-    };
-    let p = &s.profile;
-    let (n, fault) = s.counters.next(&p.faults);
-    if fault == Fault::HttpError {
-        return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal server error");
-    }
-    let n_out = req.max_tokens().unwrap_or(p.default_max_tokens) as u64;
-    let k = p.tokens_per_chunk as u64;
-    let n_chunks = n_out.div_ceil(k);
-    let prompt_tokens = count_tokens(&req.prompt_text());
-    let model = req.model.clone().unwrap_or_else(|| p.model.clone());
-    let writer = Arc::new(ChunkWriter::new(route, n, &model, unix_now()));
-    let stall = match fault {
-        Fault::Stall(d) => d,
-        _ => Duration::ZERO,
-    };
-    // The deadline of chunk i; a stall shifts every chunk from the middle on.
-    let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
-    let (ttft, itl) = (p.ttft + slow, p.itl);
-    let due = move |i: u64| t0 + ttft + itl * i as u32 + if i >= n_chunks / 2 { stall } else { Duration::ZERO };
-
-    if !req.stream() {
-        if matches!(fault, Fault::StreamError | Fault::Disconnect) {
-            sleep_until(due(n_chunks / 2)).await;
-            return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: generation failed");
-        }
-        sleep_until(due(n_chunks.saturating_sub(1))).await;
-        return Json(writer.whole(n_out, prompt_tokens, "length")).into_response();
-    }
-
-    let usage = req.include_usage().then_some((prompt_tokens, n_out));
-    enum Phase {
-        Preamble,
-        Tokens(u64),
-        Close,
-        Done,
-    }
-    let stream = futures::stream::unfold(Phase::Preamble, move |phase| {
-        let writer = writer.clone();
-        let state = state.clone();
-        async move {
-            match phase {
-                Phase::Preamble => Some((Ok(writer.preamble()), Phase::Tokens(0))),
-                Phase::Tokens(i) if i < n_chunks => {
-                    if i == n_chunks / 2 {
-                        match fault {
-                            Fault::StreamError => {
-                                sleep_until(due(i)).await;
-                                let ev = writer.error_event("injected fault: the engine failed mid-stream");
-                                return Some((Ok(ev), Phase::Done));
-                            }
-                            Fault::Disconnect => {
-                                sleep_until(due(i)).await;
-                                return Some((Err(std::io::Error::other("injected disconnect")), Phase::Done));
-                            }
-                            _ => {}
-                        }
-                    }
-                    sleep_until(due(i)).await;
-                    state.lateness.record(Instant::now().saturating_duration_since(due(i)));
-                    let chunk = writer.tokens(i * k, ((i + 1) * k).min(n_out));
-                    Some((Ok(chunk), Phase::Tokens(i + 1)))
-                }
-                Phase::Tokens(_) => Some((Ok(writer.close("length", usage)), Phase::Close)),
-                Phase::Close | Phase::Done => None,
-            }
-        }
-    });
-    sse_response(Body::from_stream(stream))
+/// What a generation request gets, decided when it arrives.
+enum Reply {
+    /// An error status with its message (a bad body, an injected HTTP 500).
+    Error(u16, String),
+    /// A streamed or whole response timed by `Plan`.
+    Generate(Plan),
 }
 
-/// A `text/event-stream` response around `body`.
-pub fn sse_response(body: Body) -> Response {
-    let mut r = Response::new(body);
-    let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+/// Everything about one generation response, fixed on arrival: its chunks,
+/// their exact times, and its fault.
+pub(crate) struct Plan {
+    writer: ChunkWriter,
+    /// The request's arrival number: the fault draw and the output's seed.
+    n: u64,
+    fault: Fault,
+    stream: bool,
+    n_out: u64,
+    tokens_per_chunk: u64,
+    n_chunks: u64,
+    prompt_tokens: u64,
+    /// `(prompt, completion)` tokens for the usage chunk, when asked for.
+    usage: Option<(u64, u64)>,
+    t0: Instant,
+    /// TTFT, `slow_every`'s extra wait included.
+    ttft: Duration,
+    itl: Duration,
+    stall: Duration,
+}
+
+impl Reply {
+    /// Parses `body` for `route`, draws the request's number and fault, and
+    /// plans the response of a request that arrived at `t0`.
+    fn to(s: &FixedServer, route: Route, body: &[u8], t0: Instant) -> Reply {
+        let req = match GenerationRequest::parse(route, body) {
+            Ok(r) => r,
+            Err(msg) => return Reply::Error(400, msg),
+        };
+        let p = &s.profile;
+        let (n, fault) = s.counters.next(&p.faults);
+        if fault == Fault::HttpError {
+            return Reply::Error(500, "injected fault: internal server error".into());
+        }
+        let n_out = req.max_tokens().unwrap_or(p.default_max_tokens) as u64;
+        let k = p.tokens_per_chunk as u64;
+        let prompt_tokens = count_tokens(&req.prompt_text());
+        let model = req.model.as_deref().unwrap_or(&p.model);
+        let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
+        Reply::Generate(Plan {
+            writer: ChunkWriter::new(route, n, model, unix_now()),
+            n,
+            fault,
+            stream: req.stream(),
+            n_out,
+            tokens_per_chunk: k,
+            n_chunks: n_out.div_ceil(k),
+            prompt_tokens,
+            usage: req.include_usage().then_some((prompt_tokens, n_out)),
+            t0,
+            ttft: p.ttft + slow,
+            itl: p.itl,
+            stall: match fault {
+                Fault::Stall(d) => d,
+                _ => Duration::ZERO,
+            },
+        })
+    }
+}
+
+impl Plan {
+    /// The exact time of token chunk `i`; a stall shifts every chunk from the
+    /// middle on.
+    fn due(&self, i: u64) -> Instant {
+        let stall = if i >= self.n_chunks / 2 { self.stall } else { Duration::ZERO };
+        self.t0 + self.ttft + self.itl * i as u32 + stall
+    }
+
+    /// The chunk where an injected stream error or disconnect happens.
+    fn fault_at(&self) -> u64 {
+        self.n_chunks / 2
+    }
 }

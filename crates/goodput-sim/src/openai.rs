@@ -180,20 +180,28 @@ impl ChunkWriter {
 
     /// A chunk carrying tokens `from..to`.
     pub fn tokens(&self, from: u64, to: u64) -> Bytes {
-        let text = self.text(from, to);
-        let mut out = String::with_capacity(200 + text.len());
-        self.head(&mut out);
-        match self.route {
-            Route::Chat => {
-                let _ =
-                    write!(out, "[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n");
-            }
-            Route::Completions => {
-                let _ =
-                    write!(out, "[{{\"index\":0,\"text\":\"{text}\",\"logprobs\":null,\"finish_reason\":null}}]}}\n\n");
-            }
-        }
+        let mut out = String::with_capacity(200 + 8 * to.saturating_sub(from) as usize);
+        self.tokens_into(from, to, &mut out);
         Bytes::from(out)
+    }
+
+    /// Appends the chunk carrying tokens `from..to` to `out`: the same bytes as
+    /// [`ChunkWriter::tokens`] without an allocation of its own, for emitters
+    /// that reuse one buffer for every chunk.
+    pub fn tokens_into(&self, from: u64, to: u64, out: &mut String) {
+        self.head(out);
+        match self.route {
+            Route::Chat => out.push_str("[{\"index\":0,\"delta\":{\"content\":\""),
+            Route::Completions => out.push_str("[{\"index\":0,\"text\":\""),
+        }
+        for i in from..to {
+            out.push(' ');
+            out.push_str(word(self.seed, i));
+        }
+        match self.route {
+            Route::Chat => out.push_str("\"},\"finish_reason\":null}]}\n\n"),
+            Route::Completions => out.push_str("\",\"logprobs\":null,\"finish_reason\":null}]}\n\n"),
+        }
     }
 
     /// What real servers send before the first token: a role-only chunk
@@ -274,8 +282,12 @@ impl ChunkWriter {
 
 /// An OpenAI-style error response.
 pub fn error_response(status: StatusCode, message: &str) -> Response {
-    let body = json!({ "error": { "message": message, "type": "invalid_request_error", "code": status.as_u16() } });
-    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    (status, [(header::CONTENT_TYPE, "application/json")], error_body(status.as_u16(), message)).into_response()
+}
+
+/// The JSON body of an OpenAI-style error with HTTP status `status`.
+pub fn error_body(status: u16, message: &str) -> String {
+    json!({ "error": { "message": message, "type": "invalid_request_error", "code": status } }).to_string()
 }
 
 /// `/v1/models` for one served model.
@@ -305,6 +317,16 @@ mod tests {
         let usage: Value = serde_json::from_str(parts[1].strip_prefix("data: ").unwrap()).unwrap();
         assert_eq!(usage["usage"]["completion_tokens"], 2);
         assert_eq!(parts[2], "data: [DONE]");
+        // The exact bytes, appended after what the buffer already holds.
+        let mut into = String::from("x");
+        w.tokens_into(3, 5, &mut into);
+        let want = format!(
+            "xdata: {{\"id\":\"chatcmpl-0000000000000007\",\"object\":\"chat.completion.chunk\",\"created\":1,\
+             \"model\":\"m\\\"<odd>\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" {} {}\"}},\"finish_reason\":null}}]}}\n\n",
+            word(7, 3),
+            word(7, 4)
+        );
+        assert_eq!(into, want);
         let c = ChunkWriter::new(Route::Completions, 7, "m", 1);
         let s = String::from_utf8(c.tokens(0, 1).to_vec()).unwrap();
         let v: Value = serde_json::from_str(s.strip_prefix("data: ").unwrap().trim()).unwrap();

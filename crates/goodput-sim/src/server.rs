@@ -1,6 +1,7 @@
-//! Serving a router on a socket: TCP_NODELAY on every connection (SSE writes
-//! are small and must not wait for Nagle), a `Server` header, and a graceful
-//! shutdown.
+//! Serving an axum router (the engine profile's) on a socket: TCP_NODELAY on
+//! every connection (SSE writes are small and must not wait for Nagle), a
+//! `Server` header, and a graceful shutdown. The fixed profile has a server
+//! of its own, [`crate::fixed::serve`].
 
 use axum::http::{header, HeaderValue};
 use axum::response::Response;

@@ -59,7 +59,7 @@ pub async fn connect(
                     };
                     let cfg = crate::estimate::engine_config(&sim.sim_model, &hw)?;
                     let server = crate::serve::engine_server(cfg, None, 1.0, 128, Default::default())?;
-                    goodput_sim::engine_server::app(server)
+                    crate::serve::Served::Engine(goodput_sim::engine_server::app(server))
                 }
                 ProfileArg::Fixed => {
                     let profile = FixedProfile {
@@ -69,14 +69,14 @@ pub async fn connect(
                         ..FixedProfile::default()
                     };
                     profile.validate().map_err(|e| anyhow!(e))?;
-                    goodput_sim::fixed::app(FixedServer::new(profile))
+                    crate::serve::Served::Fixed(FixedServer::new(profile))
                 }
             };
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding a loopback port")?;
             let addr = listener.local_addr()?;
             let stop = CancellationToken::new();
             let s = stop.clone();
-            tokio::spawn(goodput_sim::server::serve(listener, app, async move { s.cancelled().await }));
+            tokio::spawn(app.serve(listener, async move { s.cancelled().await }));
             (format!("http://{addr}"), Some(stop.drop_guard()))
         }
     };

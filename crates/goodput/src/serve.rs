@@ -41,6 +41,27 @@ pub fn engine_server(
     Ok(EngineServer::start(c)?)
 }
 
+/// What `goodput serve` serves: the engine behind axum, or the fixed
+/// profile on its own HTTP server.
+pub enum Served {
+    Engine(axum::Router),
+    Fixed(Arc<FixedServer>),
+}
+
+impl Served {
+    /// Serves on `listener` until `shutdown` resolves.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        match self {
+            Served::Engine(app) => goodput_sim::server::serve(listener, app, shutdown).await,
+            Served::Fixed(server) => goodput_sim::fixed::serve(listener, server, shutdown).await,
+        }
+    }
+}
+
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let (app, what, status): (_, _, Box<dyn Fn() -> ServeStatus + Send>) = match a.profile {
         ProfileArg::Engine => {
@@ -80,7 +101,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                     kv: Some(st.kv_usage),
                 }
             });
-            (goodput_sim::engine_server::app(server), what, status)
+            (Served::Engine(goodput_sim::engine_server::app(server)), what, status)
         }
         ProfileArg::Fixed => {
             let name = a.served_model_name.clone().unwrap_or_else(|| "goodput-fixed".into());
@@ -110,7 +131,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                 a.tokens_per_chunk,
                 humantime::format_duration(a.itl)
             );
-            (goodput_sim::fixed::app(server), what, status)
+            (Served::Fixed(server), what, status)
         }
     };
     let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port))
@@ -148,7 +169,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
         let _ = tokio::signal::ctrl_c().await;
         s.cancel();
     });
-    let res = goodput_sim::server::serve(listener, app, async move { stop.cancelled().await }).await;
+    let res = app.serve(listener, async move { stop.cancelled().await }).await;
     if let Some(v) = view {
         let _ = v.join();
     }

@@ -154,8 +154,8 @@ fn every_request_failing_is_a_non_zero_exit_with_the_reason() {
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let app = goodput_sim::fixed::app(goodput_sim::fixed::FixedServer::new(profile));
-        tokio::spawn(goodput_sim::server::serve(listener, app, std::future::pending()));
+        let server = goodput_sim::fixed::FixedServer::new(profile);
+        tokio::spawn(goodput_sim::fixed::serve(listener, server, std::future::pending()));
         url
     });
     let dir = tempfile::tempdir().unwrap();

@@ -12,8 +12,7 @@ pub async fn start(profile: FixedProfile) -> (String, Arc<FixedServer>) {
     let server = FixedServer::new(profile);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let app = goodput_sim::fixed::app(server.clone());
-    tokio::spawn(goodput_sim::server::serve(listener, app, std::future::pending()));
+    tokio::spawn(goodput_sim::fixed::serve(listener, server.clone(), std::future::pending()));
     (url, server)
 }
 

@@ -1,0 +1,398 @@
+//! The emitter: one thread that owns the timing and the socket writes of
+//! every streamed response of a fixed-profile server.
+//!
+//! Why a thread of its own: a benchmark of the client puts a thousand streams
+//! in lockstep, so a thousand chunks fall due at the same instant every
+//! period. Waking a tokio task per chunk through hyper costs several times the
+//! chunk's own `send(2)` and writes the burst in whatever order the workers
+//! happen to run, so each stream's lateness changes from one chunk to the
+//! next: jitter in the very gaps the client measures. Here the streams wait in
+//! one min-heap keyed by (due time, stream sequence number); the thread sleeps
+//! to the earliest due time with microsecond precision, then writes every due
+//! chunk with one non-blocking `send(2)` each, ties in the order the streams
+//! arrived. A stream's place in a burst, and so its lateness, is the same
+//! every period: a constant offset the client's inter-token gaps do not see.
+//!
+//! A client that reads slowly never blocks the thread: what the socket does
+//! not take stays in that stream's buffer and is retried shortly after, while
+//! the other streams go on.
+
+use super::{FixedServer, Plan};
+use crate::faults::Fault;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::Write as _;
+use std::net::{Shutdown, TcpStream};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// Entries due this close together are written in one pass.
+const BATCH: Duration = Duration::from_micros(20);
+/// The condition variable's timed wait ends this long before the due time;
+/// the rest is spent yielding, because a timed wake-up can be tens of
+/// microseconds late.
+const SPIN: Duration = Duration::from_micros(100);
+/// First and longest pause before retrying a write a slow client did not take.
+const RETRY_MIN: Duration = Duration::from_micros(200);
+const RETRY_MAX: Duration = Duration::from_millis(5);
+/// Sent bytes are dropped from the front of a stream's buffer past this size
+/// (or whenever all is sent), so a slow client costs no copy per write.
+const COMPACT: usize = 64 * 1024;
+
+/// How a stream ended, for its connection task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct End {
+    /// The response ended cleanly and the connection can serve another request.
+    pub keep_alive: bool,
+}
+
+/// A streamed response handed to the emitter: the status line, the headers
+/// and the preamble are already written.
+pub(crate) struct Stream {
+    plan: Plan,
+    /// A duplicate of the connection's socket (non-blocking).
+    sock: TcpStream,
+    /// HTTP/1.1 chunked framing; without it (an HTTP/1.0 client) the body
+    /// ends when the connection closes.
+    chunked: bool,
+    done: oneshot::Sender<End>,
+    /// The next token chunk, or `None` once the end of the body is buffered.
+    next: Option<u64>,
+    out: Vec<u8>,
+    /// Bytes of `out` already sent.
+    sent: usize,
+    retry: Duration,
+}
+
+impl Stream {
+    /// A stream over `sock` (a duplicate of the connection's socket) that
+    /// reports its end on `done`.
+    pub fn new(plan: Plan, sock: TcpStream, chunked: bool, done: oneshot::Sender<End>) -> std::io::Result<Self> {
+        sock.set_nonblocking(true)?;
+        Ok(Stream { plan, sock, chunked, done, next: Some(0), out: Vec::new(), sent: 0, retry: RETRY_MIN })
+    }
+
+    /// When the stream next has something to do.
+    fn first_event(&self) -> Instant {
+        if self.plan.n_chunks == 0 {
+            self.plan.t0
+        } else {
+            self.plan.due(0)
+        }
+    }
+
+    /// Appends `payload` to the output, framed as one HTTP chunk.
+    fn frame(&mut self, payload: &[u8]) {
+        frame(&mut self.out, payload, self.chunked);
+    }
+
+    /// Ends the body: the last chunk of the chunked framing.
+    fn terminate(&mut self) {
+        if self.chunked {
+            self.out.extend_from_slice(b"0\r\n\r\n");
+        }
+        self.next = None;
+    }
+
+    /// Buffers what is due by `now`, writes what the socket takes, and says
+    /// when to come back.
+    fn step(&mut self, scratch: &mut String, server: &FixedServer, trace: &Trace) -> Step {
+        if self.done.is_closed() {
+            // The connection task is gone (the server shut down): nobody waits.
+            return Step::Finished(End { keep_alive: false });
+        }
+        let now = Instant::now();
+        while let Some(i) = self.next {
+            let p = &self.plan;
+            if i >= p.n_chunks {
+                let close = p.writer.close("length", p.usage);
+                self.frame(&close);
+                self.terminate();
+                break;
+            }
+            let due = p.due(i);
+            if due > now + BATCH {
+                break;
+            }
+            if i == p.fault_at() {
+                match p.fault {
+                    Fault::StreamError => {
+                        let ev = p.writer.error_event("injected fault: the engine failed mid-stream");
+                        self.frame(&ev);
+                        self.terminate();
+                        break;
+                    }
+                    Fault::Disconnect => {
+                        let _ = self.flush();
+                        let _ = self.sock.shutdown(Shutdown::Both);
+                        return Step::Finished(End { keep_alive: false });
+                    }
+                    _ => {}
+                }
+            }
+            let late = now.saturating_duration_since(due);
+            server.lateness.record(late);
+            trace.chunk(p.n, i, late);
+            let k = p.tokens_per_chunk;
+            scratch.clear();
+            p.writer.tokens_into(i * k, ((i + 1) * k).min(p.n_out), scratch);
+            self.frame(scratch.as_bytes());
+            self.next = Some(i + 1);
+        }
+        match self.flush() {
+            Err(_) => Step::Finished(End { keep_alive: false }),
+            Ok(true) => {
+                self.retry = RETRY_MIN;
+                match self.next {
+                    None => Step::Finished(End { keep_alive: self.chunked }),
+                    Some(i) if i < self.plan.n_chunks => Step::At(self.plan.due(i)),
+                    // The close chunk follows the last token chunk at once.
+                    Some(_) => Step::At(now),
+                }
+            }
+            Ok(false) => {
+                trace.deferred();
+                let retry = now + self.retry;
+                self.retry = (self.retry * 2).min(RETRY_MAX);
+                Step::At(match self.next {
+                    Some(i) if i < self.plan.n_chunks => retry.min(self.plan.due(i)),
+                    _ => retry,
+                })
+            }
+        }
+    }
+
+    /// Writes the unsent output without blocking; `Ok(true)` when all of it
+    /// went, an error when the client is gone.
+    fn flush(&mut self) -> std::io::Result<bool> {
+        while self.sent < self.out.len() {
+            // std's TcpStream sends with MSG_NOSIGNAL: a closed peer is an
+            // error here, not a SIGPIPE.
+            match (&self.sock).write(&self.out[self.sent..]) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.sent == self.out.len() {
+            self.out.clear();
+            self.sent = 0;
+            return Ok(true);
+        }
+        if self.sent >= COMPACT {
+            self.out.drain(..self.sent);
+            self.sent = 0;
+        }
+        Ok(false)
+    }
+
+    /// Closes the emitter's copy of the socket, then tells the connection task.
+    fn finish(self, end: End) {
+        let Stream { sock, done, .. } = self;
+        drop(sock);
+        let _ = done.send(end);
+    }
+}
+
+/// Appends `payload` to `out` as one chunk of HTTP/1.1 chunked framing
+/// (`{len:x}\r\n…\r\n`), or bare without it.
+pub(crate) fn frame(out: &mut Vec<u8>, payload: &[u8], chunked: bool) {
+    if chunked {
+        let _ = write!(out, "{:x}\r\n", payload.len());
+        out.extend_from_slice(payload);
+        out.extend_from_slice(b"\r\n");
+    } else {
+        out.extend_from_slice(payload);
+    }
+}
+
+/// What a stream does next.
+enum Step {
+    At(Instant),
+    Finished(End),
+}
+
+/// The handle connection tasks submit streams through; the thread stops when
+/// the last handle is dropped.
+pub(crate) struct Emitter {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    inbox: Mutex<Inbox>,
+    cv: Condvar,
+    trace: Trace,
+}
+
+#[derive(Default)]
+struct Inbox {
+    new: Vec<Stream>,
+    closed: bool,
+    /// The time the thread's timed wait ends, while it waits; a new stream
+    /// due earlier wakes it.
+    waiting_until: Option<Instant>,
+    /// The thread waits with no deadline (no stream at all).
+    idle: bool,
+}
+
+impl Emitter {
+    /// Starts the thread for `server`'s streams.
+    pub fn start(server: Arc<FixedServer>) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared { inbox: Mutex::default(), cv: Condvar::new(), trace: Trace::default() });
+        let s = shared.clone();
+        std::thread::Builder::new().name("goodput-sim-emitter".into()).spawn(move || run(&s, &server))?;
+        Ok(Emitter { shared })
+    }
+
+    /// Hands `stream` to the thread.
+    pub fn submit(&self, stream: Stream) {
+        let first = stream.first_event();
+        let mut inbox = lock(&self.shared.inbox);
+        inbox.new.push(stream);
+        let wake = inbox.idle || inbox.waiting_until.is_some_and(|t| first < t);
+        drop(inbox);
+        if wake {
+            self.shared.cv.notify_one();
+        }
+    }
+
+    /// What the thread recorded, for tests.
+    #[cfg(test)]
+    pub fn trace(&self) -> &Trace {
+        &self.shared.trace
+    }
+}
+
+impl Drop for Emitter {
+    fn drop(&mut self) {
+        lock(&self.shared.inbox).closed = true;
+        self.shared.cv.notify_one();
+    }
+}
+
+fn lock(m: &Mutex<Inbox>) -> MutexGuard<'_, Inbox> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The thread: sleep to the earliest due time, write everything due, repeat.
+fn run(shared: &Shared, server: &FixedServer) {
+    precise_timers();
+    let mut heap: BinaryHeap<Reverse<(Instant, u64, usize)>> = BinaryHeap::new();
+    let mut slots: Vec<Option<Stream>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut seq = 0u64;
+    let mut scratch = String::with_capacity(4096);
+    loop {
+        {
+            let mut inbox = lock(&shared.inbox);
+            loop {
+                if inbox.closed {
+                    return;
+                }
+                for s in inbox.new.drain(..) {
+                    let at = s.first_event();
+                    let slot = match free.pop() {
+                        Some(i) => {
+                            slots[i] = Some(s);
+                            i
+                        }
+                        None => {
+                            slots.push(Some(s));
+                            slots.len() - 1
+                        }
+                    };
+                    // Arrival order breaks ties in due time.
+                    heap.push(Reverse((at, seq, slot)));
+                    seq += 1;
+                }
+                let now = Instant::now();
+                match heap.peek() {
+                    None => {
+                        inbox.idle = true;
+                        inbox = shared.cv.wait(inbox).unwrap_or_else(|e| e.into_inner());
+                        inbox.idle = false;
+                    }
+                    Some(Reverse((at, _, _))) if *at > now + SPIN => {
+                        inbox.waiting_until = Some(*at);
+                        let d = *at - now - SPIN;
+                        inbox = shared.cv.wait_timeout(inbox, d).unwrap_or_else(|e| e.into_inner()).0;
+                        inbox.waiting_until = None;
+                    }
+                    Some(_) => break,
+                }
+            }
+        }
+        if let Some(Reverse((at, _, _))) = heap.peek() {
+            while Instant::now() + BATCH < *at {
+                std::thread::yield_now();
+            }
+        }
+        // Everything due, in (due time, sequence) order.
+        while let Some(&Reverse((at, n, slot))) = heap.peek() {
+            if at > Instant::now() + BATCH {
+                break;
+            }
+            heap.pop();
+            let Some(stream) = slots[slot].as_mut() else { continue };
+            match stream.step(&mut scratch, server, &shared.trace) {
+                Step::At(t) => heap.push(Reverse((t, n, slot))),
+                Step::Finished(end) => {
+                    if let Some(s) = slots[slot].take() {
+                        s.finish(end);
+                    }
+                    free.push(slot);
+                }
+            }
+        }
+    }
+}
+
+/// Asks Linux for timed waits without the default 50 µs of timer slack.
+fn precise_timers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and only affects the
+    // calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
+/// Test hooks: the order and lateness of every token chunk written, and how
+/// often a socket did not take a whole write. Compiled out of normal builds.
+#[derive(Default)]
+pub(crate) struct Trace {
+    #[cfg(test)]
+    chunks: std::sync::Mutex<Vec<(u64, u64, Duration)>>,
+    #[cfg(test)]
+    deferred: std::sync::atomic::AtomicU64,
+}
+
+impl Trace {
+    #[inline]
+    fn chunk(&self, _request: u64, _index: u64, _late: Duration) {
+        #[cfg(test)]
+        self.chunks.lock().unwrap().push((_request, _index, _late));
+    }
+
+    #[inline]
+    fn deferred(&self) {
+        #[cfg(test)]
+        self.deferred.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `(request number, chunk index, lateness)` of every token chunk, in
+    /// the order they were written.
+    #[cfg(test)]
+    pub fn chunks(&self) -> Vec<(u64, u64, Duration)> {
+        self.chunks.lock().unwrap().clone()
+    }
+
+    /// Writes a socket did not take whole.
+    #[cfg(test)]
+    pub fn deferred_writes(&self) -> u64 {
+        self.deferred.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,437 @@
+//! The fixed profile's HTTP/1.1 server: just enough of the protocol for the
+//! OpenAI-compatible routes, with keep-alive, and streams handed to the
+//! [`emitter`](super::emitter) thread.
+//!
+//! Why not axum: every chunk of a stream went through hyper's dispatch and a
+//! tokio task wake, which at 100k chunks/s on two cores cost most of a core
+//! and wrote each burst in a different order. Here a connection task reads
+//! requests (parsed with `httparse`, bodies by `Content-Length`), answers the
+//! small routes itself, and for a stream writes the status line, the headers
+//! and the preamble, then lends a duplicate of its socket to the emitter and
+//! waits until the stream has ended before it reads the next request.
+
+use super::emitter::{frame, Emitter, End, Stream};
+use super::{metrics_text, FixedServer, Plan, Reply};
+use crate::faults::Fault;
+use crate::openai::{error_body, models_body, Route};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+/// The largest request head (request line and headers) accepted.
+const MAX_HEAD: usize = 64 * 1024;
+/// The most header fields in a request.
+const MAX_HEADERS: usize = 64;
+/// The largest request body accepted: prompts of a million words fit.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+/// After a shutdown, how long responses in flight may take to finish.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Serves `state` on `listener` until `shutdown` resolves: accepts
+/// connections (TCP_NODELAY on each), then stops accepting, closes idle
+/// connections, and gives responses in flight a few seconds to finish.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<FixedServer>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let emitter = Arc::new(Emitter::start(state.clone())?);
+    serve_with(listener, state, emitter, shutdown).await
+}
+
+/// [`serve`] with a given emitter, which tests inspect.
+async fn serve_with(
+    listener: TcpListener,
+    state: Arc<FixedServer>,
+    emitter: Arc<Emitter>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut conns = JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            r = listener.accept() => match r {
+                Ok((sock, _)) => {
+                    // SSE writes are small and must not wait for Nagle.
+                    let _ = sock.set_nodelay(true);
+                    conns.spawn(connection(sock, state.clone(), emitter.clone(), stop_rx.clone()));
+                }
+                // A connection reset before it was accepted, or out of file
+                // descriptors: keep serving, after a pause in the second case.
+                Err(e) => {
+                    if !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+                    ) {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(GRACE, async { while conns.join_next().await.is_some() {} }).await;
+    // Dropping `conns` ends the connections still busy.
+    Ok(())
+}
+
+/// One connection: requests one after another until either side closes.
+async fn connection(sock: TcpStream, state: Arc<FixedServer>, emitter: Arc<Emitter>, mut stop: watch::Receiver<bool>) {
+    let mut c = Conn { sock, buf: Vec::with_capacity(8192) };
+    loop {
+        let req = match c.read_request(&mut stop).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(Reject(status, msg)) => {
+                if c.respond(status, CT_JSON, error_body(status, &msg).as_bytes(), false, "").await.is_ok() {
+                    c.linger().await;
+                }
+                return;
+            }
+        };
+        match c.handle(req, &state, &emitter).await {
+            Ok(true) if !*stop.borrow() => {}
+            _ => return,
+        }
+    }
+}
+
+const CT_JSON: &str = "application/json";
+
+/// A request refused before it is routed: the status and the message.
+#[derive(Debug)]
+struct Reject(u16, String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Get,
+    Head,
+    Post,
+    Other,
+}
+
+/// The routes, resolved from the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    Generate(Route),
+    Models,
+    Health,
+    Metrics,
+    Unknown(String),
+}
+
+/// A request whose head and body are in the connection's buffer.
+#[derive(Debug)]
+struct Request {
+    method: Method,
+    target: Target,
+    /// HTTP/1.1 (chunked responses, keep-alive by default); else HTTP/1.0.
+    http11: bool,
+    keep_alive: bool,
+    /// The body's place in the buffer; its end is where the next request starts.
+    body: std::ops::Range<usize>,
+}
+
+/// What the head of a request says, once complete.
+#[derive(Debug)]
+struct Head {
+    method: Method,
+    target: Target,
+    http11: bool,
+    keep_alive: bool,
+    len: usize,
+    content_length: usize,
+    expect_continue: bool,
+}
+
+/// Parses the head at the start of `buf`: `Ok(None)` while it is incomplete.
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, Reject> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) if n <= MAX_HEAD => n,
+        Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => return Ok(None),
+        Ok(_) => return Err(Reject(413, format!("the request head is larger than {} KiB", MAX_HEAD / 1024))),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(Reject(413, format!("the request has more than {MAX_HEADERS} header fields")))
+        }
+        Err(e) => return Err(Reject(400, format!("malformed HTTP request: {e}"))),
+    };
+    let method = match req.method {
+        Some("GET") => Method::Get,
+        Some("HEAD") => Method::Head,
+        Some("POST") => Method::Post,
+        _ => Method::Other,
+    };
+    let path = req.path.unwrap_or("/");
+    let target = match path.split('?').next().unwrap_or(path) {
+        "/v1/chat/completions" => Target::Generate(Route::Chat),
+        "/v1/completions" => Target::Generate(Route::Completions),
+        "/v1/models" => Target::Models,
+        "/health" => Target::Health,
+        "/metrics" => Target::Metrics,
+        other => Target::Unknown(other.to_owned()),
+    };
+    let http11 = req.version == Some(1);
+    let mut keep_alive = http11;
+    let mut content_length: Option<usize> = None;
+    let mut expect_continue = false;
+    for h in req.headers.iter() {
+        let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n = value
+                .parse::<usize>()
+                .ok()
+                .filter(|_| value.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| Reject(400, format!("invalid Content-Length: {value:?}")))?;
+            if content_length.is_some_and(|m| m != n) {
+                return Err(Reject(400, "conflicting Content-Length headers".into()));
+            }
+            content_length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(Reject(
+                400,
+                format!(
+                    "Transfer-Encoding {value:?} is not supported on requests: send the body with a Content-Length"
+                ),
+            ));
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',').map(str::trim) {
+                if token.eq_ignore_ascii_case("close") {
+                    keep_alive = false;
+                }
+            }
+        } else if h.name.eq_ignore_ascii_case("expect") && value.eq_ignore_ascii_case("100-continue") {
+            expect_continue = true;
+        }
+    }
+    let content_length = content_length.unwrap_or(0);
+    if content_length > MAX_BODY {
+        return Err(Reject(413, format!("the request body is larger than {} MiB", MAX_BODY / (1024 * 1024))));
+    }
+    Ok(Some(Head { method, target, http11, keep_alive, len, content_length, expect_continue }))
+}
+
+struct Conn {
+    sock: TcpStream,
+    /// Bytes read and not yet consumed: the request being read, and any
+    /// pipelined after it.
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    /// Reads more bytes into the buffer; 0 at the end of the stream.
+    async fn fill(&mut self) -> std::io::Result<usize> {
+        self.buf.reserve(8192);
+        self.sock.read_buf(&mut self.buf).await
+    }
+
+    /// Before closing on a request it did not read whole: ends the writing
+    /// half and discards what the client still sends for a moment, because
+    /// closing with unread bytes resets the connection and can destroy the
+    /// error response before the client has read it.
+    async fn linger(&mut self) {
+        if self.sock.shutdown().await.is_err() {
+            return;
+        }
+        let mut scrap = [0u8; 8192];
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            let mut left = 1 << 20;
+            while left > 0 {
+                match self.sock.read(&mut scrap).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => left -= n.min(left),
+                }
+            }
+        })
+        .await;
+    }
+
+    /// Reads the next request: `Ok(None)` when the client closed the
+    /// connection (or it went idle during a shutdown).
+    async fn read_request(&mut self, stop: &mut watch::Receiver<bool>) -> Result<Option<Request>, Reject> {
+        let head = loop {
+            if let Some(h) = parse_head(&self.buf)? {
+                break h;
+            }
+            let n = if self.buf.is_empty() {
+                // Idle between requests: a shutdown closes the connection.
+                tokio::select! {
+                    r = self.fill() => r,
+                    _ = stop.wait_for(|s| *s) => return Ok(None),
+                }
+            } else {
+                self.fill().await
+            };
+            match n {
+                Ok(0) | Err(_) => return Ok(None),
+                Ok(_) => {}
+            }
+        };
+        let end = head.len + head.content_length;
+        if head.expect_continue
+            && head.http11
+            && self.buf.len() < end
+            && self.sock.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await.is_err()
+        {
+            return Ok(None);
+        }
+        while self.buf.len() < end {
+            match self.fill().await {
+                Ok(0) | Err(_) => return Ok(None),
+                Ok(_) => {}
+            }
+        }
+        Ok(Some(Request {
+            method: head.method,
+            target: head.target,
+            http11: head.http11,
+            keep_alive: head.keep_alive,
+            body: head.len..end,
+        }))
+    }
+
+    /// Answers `req`; `Ok(true)` when the connection stays open for another.
+    async fn handle(&mut self, req: Request, state: &FixedServer, emitter: &Emitter) -> std::io::Result<bool> {
+        let keep = req.keep_alive;
+        let head_only = req.method == Method::Head;
+        let get = matches!(req.method, Method::Get | Method::Head);
+        let reply = match (&req.target, req.method) {
+            (Target::Generate(route), Method::Post) => {
+                Some(Reply::to(state, *route, &self.buf[req.body.clone()], Instant::now()))
+            }
+            _ => None,
+        };
+        self.buf.drain(..req.body.end);
+        match (req.target, reply) {
+            (_, Some(Reply::Error(status, msg))) => self.error(status, &msg, keep).await?,
+            (_, Some(Reply::Generate(plan))) if plan.stream => {
+                return self.stream(plan, keep, req.http11, emitter).await
+            }
+            (_, Some(Reply::Generate(plan))) => self.whole(plan, keep).await?,
+            (Target::Generate(_), None) => self.method_not_allowed("POST", keep).await?,
+            (Target::Models, None) if get => {
+                let body = models_body(&state.profile.model).to_string();
+                self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
+            }
+            (Target::Health, None) if get => {
+                self.respond_to(head_only, 200, "text/plain; charset=utf-8", b"ok", keep).await?
+            }
+            (Target::Metrics, None) if get => {
+                let text = metrics_text(state);
+                self.respond_to(head_only, 200, "text/plain; version=0.0.4", text.as_bytes(), keep).await?
+            }
+            (Target::Models | Target::Health | Target::Metrics, None) => {
+                self.method_not_allowed("GET, HEAD", keep).await?
+            }
+            (Target::Unknown(path), None) => self.error(404, &format!("no route for {path}"), keep).await?,
+        }
+        Ok(keep)
+    }
+
+    /// A whole response: it waits for the time of the last chunk, as a real
+    /// server answers once the generation is done.
+    async fn whole(&mut self, plan: Plan, keep: bool) -> std::io::Result<()> {
+        let at = |t: Instant| crate::clock::sleep_until(tokio::time::Instant::from_std(t));
+        if matches!(plan.fault, Fault::StreamError | Fault::Disconnect) {
+            at(plan.due(plan.fault_at())).await;
+            return self.error(500, "injected fault: generation failed", keep).await;
+        }
+        at(plan.due(plan.n_chunks.saturating_sub(1))).await;
+        let body = plan.writer.whole(plan.n_out, plan.prompt_tokens, "length").to_string();
+        self.respond(200, CT_JSON, body.as_bytes(), keep, "").await
+    }
+
+    /// A streamed response: the head and the preamble from here, the chunks
+    /// from the emitter; returns when the stream has ended.
+    async fn stream(&mut self, plan: Plan, keep: bool, http11: bool, emitter: &Emitter) -> std::io::Result<bool> {
+        let dup = std::net::TcpStream::from(socket2::SockRef::from(&self.sock).try_clone()?);
+        let keep = keep && http11;
+        let extra = if http11 {
+            "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n"
+        } else {
+            "Cache-Control: no-cache\r\n"
+        };
+        let mut out = head(200, "text/event-stream", None, keep, extra);
+        frame(&mut out, &plan.writer.preamble(), http11);
+        self.sock.write_all(&out).await?;
+        let (tx, rx) = oneshot::channel();
+        emitter.submit(Stream::new(plan, dup, http11, tx)?);
+        // No answer means the emitter stopped with the stream unfinished.
+        let end = rx.await.unwrap_or(End { keep_alive: false });
+        Ok(keep && end.keep_alive)
+    }
+
+    async fn error(&mut self, status: u16, message: &str, keep: bool) -> std::io::Result<()> {
+        self.respond(status, CT_JSON, error_body(status, message).as_bytes(), keep, "").await
+    }
+
+    async fn method_not_allowed(&mut self, allow: &str, keep: bool) -> std::io::Result<()> {
+        let body = error_body(405, &format!("method not allowed: use {allow}"));
+        self.respond(405, CT_JSON, body.as_bytes(), keep, &format!("Allow: {allow}\r\n")).await
+    }
+
+    /// [`Conn::respond`], without the body for a HEAD request.
+    async fn respond_to(
+        &mut self,
+        head_only: bool,
+        status: u16,
+        content_type: &str,
+        body: &[u8],
+        keep: bool,
+    ) -> std::io::Result<()> {
+        let mut out = head(status, content_type, Some(body.len()), keep, "");
+        if !head_only {
+            out.extend_from_slice(body);
+        }
+        self.sock.write_all(&out).await
+    }
+
+    /// A whole response with `extra` header lines (each ending in CRLF).
+    async fn respond(
+        &mut self,
+        status: u16,
+        content_type: &str,
+        body: &[u8],
+        keep: bool,
+        extra: &str,
+    ) -> std::io::Result<()> {
+        let mut out = head(status, content_type, Some(body.len()), keep, extra);
+        out.extend_from_slice(body);
+        self.sock.write_all(&out).await
+    }
+}
+
+/// The status line and headers of a response, through the blank line.
+fn head(status: u16, content_type: &str, content_length: Option<usize>, keep: bool, extra: &str) -> Vec<u8> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        413 => "Content Too Large",
+        500 => "Internal Server Error",
+        _ => "",
+    };
+    let mut h = format!("HTTP/1.1 {status} {reason}\r\nServer: goodput-sim\r\nContent-Type: {content_type}\r\n");
+    if let Some(n) = content_length {
+        h.push_str(&format!("Content-Length: {n}\r\n"));
+    }
+    if !keep {
+        h.push_str("Connection: close\r\n");
+    }
+    h.push_str(extra);
+    h.push_str("\r\n");
+    h.into_bytes()
+}
+
+#[cfg(test)]
+mod tests;
