@@ -20,10 +20,21 @@ fn main() {
     let ok: Vec<&RequestRecord> = recs.iter().filter(|r| r.outcome.is_success()).collect();
     let expected = itl.as_secs_f64() * 1e3;
     let mut err: Vec<f64> = Vec::new();
+    // Where in the run the gaps more than 1 ms off fall, by whole second.
+    let mut off_by_second: Vec<(u64, u64)> = Vec::new();
     for r in &ok {
         for w in r.chunks.windows(2) {
             let per = (w[1].t - w[0].t).as_secs_f64() * 1e3 / w[1].tokens.max(1) as f64;
-            err.push((per - expected).abs());
+            let e = (per - expected).abs();
+            err.push(e);
+            let s = w[1].t.as_secs() as usize;
+            if off_by_second.len() <= s {
+                off_by_second.resize(s + 1, (0, 0));
+            }
+            off_by_second[s].1 += 1;
+            if e > 1.0 {
+                off_by_second[s].0 += 1;
+            }
         }
     }
     err.sort_by(f64::total_cmp);
@@ -40,6 +51,13 @@ fn main() {
         percentile(&err, 99.0).unwrap_or(f64::NAN),
         err.last().copied().unwrap_or(f64::NAN)
     );
+    let seconds: Vec<String> = off_by_second
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, n))| *n > 0)
+        .map(|(i, (off, n))| format!("{i}s {:.1}%", 100.0 * *off as f64 / *n as f64))
+        .collect();
+    println!("gaps more than 1 ms off, by second of the run: {}", seconds.join(" · "));
     println!(
         "achieved/offered token rate per stream: median {:.4} · p1 {:.4} · min {:.4}",
         percentile(&ratio, 50.0).unwrap_or(f64::NAN),
