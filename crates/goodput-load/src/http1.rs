@@ -13,10 +13,10 @@
 
 use bytes::{Buf, BytesMut};
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::unix::AsyncFd;
 
 /// Idle connections older than this are not reused (reqwest's default too).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,7 +47,9 @@ enum Host {
 /// One open connection and the bytes read past the last response.
 #[derive(Debug)]
 pub struct Conn {
-    sock: TcpStream,
+    /// The socket, non-blocking, read and written with plain syscalls (see
+    /// [`Conn::fill`] for why not tokio's `TcpStream`).
+    sock: AsyncFd<std::net::TcpStream>,
     buf: BytesMut,
     reused: bool,
     idle_since: Instant,
@@ -208,7 +210,7 @@ impl Http1 {
             }
             // A peer that closed it, or sent bytes nobody asked for, is gone.
             let mut probe = [0u8; 1];
-            match c.sock.try_read(&mut probe) {
+            match std::io::Read::read(&mut c.sock.get_ref(), &mut probe) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     c.reused = true;
                     return Some(c);
@@ -221,8 +223,8 @@ impl Http1 {
     /// A new connection, with Nagle off (requests are written whole).
     pub async fn connect(&self) -> Result<Conn, String> {
         let sock = match &self.host {
-            Host::Ip(ip) => TcpStream::connect(SocketAddr::new(*ip, self.port)).await,
-            Host::Name(n) => TcpStream::connect((n.as_str(), self.port)).await,
+            Host::Ip(ip) => tokio::net::TcpStream::connect(SocketAddr::new(*ip, self.port)).await,
+            Host::Name(n) => tokio::net::TcpStream::connect((n.as_str(), self.port)).await,
         }
         .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
         let _ = sock.set_nodelay(true);
@@ -230,6 +232,12 @@ impl Http1 {
         if self.kernel_stamps {
             stamp::enable(&sock).map_err(|e| format!("cannot turn on receive timestamps on the socket: {e}"))?;
         }
+        // Still non-blocking, registered anew with the reactor.
+        let failed = |e: &dyn std::fmt::Display| format!("cannot register the connection to {}: {e}", self.authority);
+        let sock = sock.into_std().map_err(|e| failed(&e))?;
+        // SAFETY: the std stream owns its descriptor and gives the same one
+        // for as long as the AsyncFd holds it.
+        let sock = unsafe { AsyncFd::register(sock) }.map_err(|e| failed(&e))?;
         Ok(Conn {
             sock,
             buf: BytesMut::with_capacity(READ_SIZE),
@@ -255,14 +263,45 @@ impl Conn {
     /// Reads what the socket has into the buffer: the byte count and the
     /// time of the bytes (`clock()` right after the read, or with kernel
     /// stamps that time less the bytes' age in the socket).
+    ///
+    /// A read that returns less than it asked for has drained the socket, so
+    /// its readiness is cleared there and then (tokio's own `read` does the
+    /// same); without that every chunk would cost a second read that only
+    /// says EAGAIN. tokio offers no such clearing around a `recvmsg` on its
+    /// `TcpStream`, hence `AsyncFd`.
     async fn fill(&mut self, clock: &mut impl FnMut() -> Duration) -> std::io::Result<(usize, Duration)> {
         self.buf.reserve(READ_SIZE);
-        #[cfg(target_os = "linux")]
-        if self.kernel_stamps {
-            return stamp::read(&self.sock, &mut self.buf, clock).await;
+        let kernel = self.kernel_stamps;
+        loop {
+            let mut ready = self.sock.readable().await?;
+            let spare = self.buf.spare_capacity_mut();
+            let asked = spare.len();
+            let Ok(read) = ready.try_io(|s| recv(s.get_ref().as_raw_fd(), spare, kernel)) else {
+                continue; // EAGAIN: readiness was cleared, wait again.
+            };
+            let (n, stamp) = read?;
+            let now = clock();
+            if n < asked {
+                ready.clear_ready();
+            }
+            // SAFETY: recv initialised the first n bytes of the spare capacity.
+            unsafe { self.buf.set_len(self.buf.len() + n) };
+            return Ok((n, stamp::back_to(now, stamp)));
         }
-        let n = self.sock.read_buf(&mut self.buf).await?;
-        Ok((n, clock()))
+    }
+
+    /// Writes all of `data`.
+    async fn write_all(&self, mut data: &[u8]) -> std::io::Result<()> {
+        while !data.is_empty() {
+            let mut ready = self.sock.writable().await?;
+            match ready.try_io(|s| std::io::Write::write(&mut s.get_ref(), data)) {
+                Ok(Ok(0)) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(Ok(n)) => data = &data[n..],
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// Writes the request and reads the response head; returns it with the
@@ -284,8 +323,8 @@ impl Conn {
         // delayed by it (the sender has Nagle off). The mode can lapse between
         // requests, so it is asked for each time.
         #[cfg(target_os = "linux")]
-        let _ = socket2::SockRef::from(&self.sock).set_tcp_quickack(false);
-        if let Err(e) = self.sock.write_all(&req).await {
+        let _ = socket2::SockRef::from(self.sock.get_ref()).set_tcp_quickack(false);
+        if let Err(e) = self.write_all(&req).await {
             return Err(HeadError::ClosedBeforeResponse(format!("the request could not be written: {e}")));
         }
         let mut first = None;
@@ -385,24 +424,47 @@ impl Conn {
     }
 }
 
-/// Kernel receive timestamps on Linux (`SO_TIMESTAMPNS`): each read comes
-/// with the time the kernel queued its last segment on the socket, so the
+/// One `recvmsg` into `spare`: the byte count and, with `kernel`, the time
+/// the kernel received the last segment read (`SCM_TIMESTAMPNS`).
+fn recv(
+    fd: std::os::fd::RawFd,
+    spare: &mut [std::mem::MaybeUninit<u8>],
+    kernel: bool,
+) -> std::io::Result<(usize, Option<std::time::SystemTime>)> {
+    let mut iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
+    // Room for one control message with a timespec, 8-byte aligned.
+    let mut control = [0u64; 8];
+    // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if kernel {
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    }
+    // SAFETY: the iovec points into `spare` and the control buffer into
+    // `control`, both alive and of the lengths given.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((n as usize, if kernel { stamp::of(&msg) } else { None }))
+}
+
+/// Kernel receive timestamps (`SO_TIMESTAMPNS`, Linux): each read comes with
+/// the time the kernel queued its last segment on the socket, so the
 /// client's own scheduling delay between arrival and read stays out of the
 /// measured times. On loopback that is the moment the server's write
 /// delivered the bytes.
-#[cfg(target_os = "linux")]
 mod stamp {
-    use bytes::BytesMut;
-    use std::mem::MaybeUninit;
-    use std::os::fd::AsRawFd;
-    use std::time::{Duration, SystemTime, UNIX_EPOCH};
-    use tokio::io::Interest;
-    use tokio::net::TcpStream;
+    use std::time::{Duration, SystemTime};
 
     /// An age beyond this means the wall clock was stepped: the read time is kept.
     const MAX_AGE: Duration = Duration::from_secs(1);
 
-    pub fn enable(sock: &TcpStream) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    pub fn enable(sock: &tokio::net::TcpStream) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
         let on: libc::c_int = 1;
         // SAFETY: a valid socket descriptor and an int option of the right size.
         let r = unsafe {
@@ -421,57 +483,33 @@ mod stamp {
         }
     }
 
-    /// One `recvmsg` into the spare capacity of `buf`, stamped.
-    pub async fn read(
-        sock: &TcpStream,
-        buf: &mut BytesMut,
-        clock: &mut impl FnMut() -> Duration,
-    ) -> std::io::Result<(usize, Duration)> {
-        loop {
-            sock.readable().await?;
-            match sock.try_io(Interest::READABLE, || recv(sock.as_raw_fd(), buf.spare_capacity_mut())) {
-                Ok((n, kernel)) => {
-                    let now = clock();
-                    // SAFETY: recvmsg initialised the first n bytes of the spare capacity.
-                    unsafe { buf.set_len(buf.len() + n) };
-                    let age = kernel.and_then(|k| SystemTime::now().duration_since(k).ok()).filter(|a| *a < MAX_AGE);
-                    return Ok((n, now.saturating_sub(age.unwrap_or_default())));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    fn recv(fd: i32, spare: &mut [MaybeUninit<u8>]) -> std::io::Result<(usize, Option<SystemTime>)> {
-        let mut iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
-        // Room for one control message with a timespec, 8-byte aligned.
-        let mut control = [0u64; 8];
-        // SAFETY: msghdr is plain data; all-zero is a valid empty header.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        // SAFETY: the iovec points into `spare` and the control buffer into
-        // `control`, both alive and of the lengths given.
-        let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    /// The timestamp among the control messages of a `recvmsg`.
+    #[cfg(target_os = "linux")]
+    pub fn of(msg: &libc::msghdr) -> Option<SystemTime> {
         let mut stamp = None;
         // SAFETY: the CMSG_* walk stays inside msg_controllen as the kernel set it.
         unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            let mut c = libc::CMSG_FIRSTHDR(msg);
             while !c.is_null() {
                 if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                     let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                    stamp = Some(UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+                    stamp = Some(SystemTime::UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
                 }
-                c = libc::CMSG_NXTHDR(&msg, c);
+                c = libc::CMSG_NXTHDR(msg, c);
             }
         }
-        Ok((n as usize, stamp))
+        stamp
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn of(_: &libc::msghdr) -> Option<SystemTime> {
+        None
+    }
+
+    /// The run-clock time `now` less the age of the kernel's `stamp`.
+    pub fn back_to(now: Duration, stamp: Option<SystemTime>) -> Duration {
+        let age = stamp.and_then(|k| SystemTime::now().duration_since(k).ok()).filter(|a| *a < MAX_AGE);
+        now.saturating_sub(age.unwrap_or_default())
     }
 }
 
