@@ -15,7 +15,7 @@ REQUESTS=${2:-3000}
 OUT_TOKENS=${3:-500}
 PORT=${PORT:-18777}
 cargo build --release -q --bin goodput --example itl_error
-BIN=target/release/goodput
+BIN=${BIN:-target/release/goodput}
 TMP=$(mktemp -d)
 GOODPUT_THREADS=${SERVER_THREADS:-} $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
 SERVER=$!
