@@ -105,6 +105,37 @@ fn extra_percentiles_and_completions_api() {
     assert_eq!(v["target"]["api"], "completions");
 }
 
+/// goodput's own HTTP/1.1 client (the default), reqwest, and kernel receive
+/// stamps all measure the same known server alike: 20 ms to the first chunk,
+/// then a chunk of 2 tokens every 2 ms (1 ms per token).
+#[test]
+fn both_http_stacks_and_both_stamp_modes_measure_the_known_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut modes: Vec<(&str, &str, &str)> = vec![("auto", "read", "goodput http/1.1"), ("reqwest", "read", "reqwest")];
+    if cfg!(target_os = "linux") {
+        modes.push(("auto", "kernel", "goodput http/1.1"));
+    }
+    for (transport, stamp, name) in modes {
+        let out = dir.path().join(format!("{transport}-{stamp}.json"));
+        goodput()
+            .args(["bench", "-n", "6", "-c", "3", "-q", "--transport", transport, "--stamp", stamp])
+            .args(FAST)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v = read_json(&out);
+        assert_eq!(v["config"]["client"]["transport"], name);
+        assert_eq!(v["config"]["client"]["stamp"], stamp);
+        assert_eq!(v["summary"]["requests"]["completed"], 6);
+        let ttft = v["summary"]["ttft_ms"]["p50"].as_f64().unwrap();
+        let itl = v["summary"]["itl_ms"]["p50"].as_f64().unwrap();
+        // Loose: a shared test machine; the tight check is known_timings.
+        assert!((19.0..40.0).contains(&ttft), "{transport}/{stamp}: ttft p50 {ttft}");
+        assert!((0.9..2.0).contains(&itl), "{transport}/{stamp}: itl p50 {itl}");
+    }
+}
+
 #[test]
 fn bad_input_gets_a_clear_error_and_no_panic() {
     let cases: &[(&[&str], &str)] = &[
@@ -118,6 +149,7 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--rate", "0"], "positive"),
         (&["--timeout", "soon"], "duration"),
         (&["--url", "ftp://example.invalid"], "http or https"),
+        (&["--transport", "reqwest", "--stamp", "kernel"], "--stamp kernel needs goodput's own HTTP/1.1 client"),
     ];
     for (args, want) in cases {
         let out = goodput().args(["bench", "-q", "-n", "1"]).args(*args).output().unwrap();
