@@ -91,36 +91,18 @@ async fn timeouts_and_unreachable_servers() {
 /// the next request on the dead connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_closes_after_each_response() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let sse =
-        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/chat-stream-usage.sse"))
-            .unwrap();
+    let sse = common::sse();
     tokio::spawn(async move {
         loop {
             let (mut sock, _) = listener.accept().await.unwrap();
             let sse = sse.clone();
             tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                let mut got = Vec::new();
                 // Read headers and the body (Content-Length) before answering.
-                loop {
-                    let n = sock.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    got.extend_from_slice(&buf[..n]);
-                    if let Some(h) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&got[..h]).to_lowercase();
-                        let len: usize = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-                            .unwrap_or(0);
-                        if got.len() >= h + 4 + len {
-                            break;
-                        }
-                    }
+                if !common::read_request(&mut sock, &mut Vec::new()).await {
+                    return;
                 }
                 let mut resp = b"HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n".to_vec();
                 for part in sse.chunks(700) {

@@ -7,48 +7,19 @@
 
 mod common;
 
-use common::plan;
+use common::{plan, read_request, sse};
 use goodput_core::{FailureKind, Outcome, RequestRecord};
 use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, Transport};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Framing {
     Chunked,
     Length,
     Close,
-}
-
-fn sse() -> Vec<u8> {
-    std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/chat-stream-usage.sse"))
-        .unwrap()
-}
-
-/// Reads one request (head and Content-Length body); false at end of input.
-async fn read_request(sock: &mut TcpStream, got: &mut Vec<u8>) -> bool {
-    let mut buf = vec![0u8; 65536];
-    loop {
-        if let Some(h) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&got[..h]).to_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-                .unwrap_or(0);
-            if got.len() >= h + 4 + len {
-                got.drain(..h + 4 + len);
-                return true;
-            }
-        }
-        let n = sock.read(&mut buf).await.unwrap_or(0);
-        if n == 0 {
-            return false;
-        }
-        got.extend_from_slice(&buf[..n]);
-    }
 }
 
 /// A server answering every request with the recorded stream in `framing`,

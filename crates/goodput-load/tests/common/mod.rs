@@ -60,3 +60,33 @@ pub async fn run(url: &str, api: Api, stream: bool, output: u32, p: LoadPlan) ->
     let c = client(url, api, stream, Duration::from_secs(10));
     goodput_load::run(&p, c, workload(output), Control::default(), |_: &RequestRecord| {}).await.unwrap().records
 }
+
+/// The recorded llama.cpp chat stream (with usage).
+pub fn sse() -> Vec<u8> {
+    std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/chat-stream-usage.sse"))
+        .unwrap()
+}
+
+/// Reads one request (head and Content-Length body); false at end of input.
+pub async fn read_request(sock: &mut tokio::net::TcpStream, got: &mut Vec<u8>) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 65536];
+    loop {
+        if let Some(h) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..h]).to_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                .unwrap_or(0);
+            if got.len() >= h + 4 + len {
+                got.drain(..h + 4 + len);
+                return true;
+            }
+        }
+        let n = sock.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            return false;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+}
