@@ -73,22 +73,32 @@ pub struct FixedServer {
     /// How late each output chunk left against its exact time: the
     /// instrument's own precision, exposed at /metrics.
     pub lateness: Lateness,
+    /// How far each gap between two token chunks of a stream, taken when
+    /// their writes returned, strays from the exact gap: the server's own
+    /// share of any inter-token error a client measures.
+    pub gap_error: Lateness,
 }
 
 impl FixedServer {
     pub fn new(profile: FixedProfile) -> Arc<Self> {
-        Arc::new(FixedServer { profile, counters: FaultCounters::default(), lateness: Lateness::default() })
+        Arc::new(FixedServer {
+            profile,
+            counters: FaultCounters::default(),
+            lateness: Lateness::default(),
+            gap_error: Lateness::default(),
+        })
     }
 }
 
-/// A histogram of chunk lateness (µs buckets, powers of two).
+/// A histogram of small durations (µs buckets, powers of two): chunk
+/// lateness, and gap error.
 #[derive(Debug, Default)]
 pub struct Lateness {
     buckets: [std::sync::atomic::AtomicU64; 24],
 }
 
 impl Lateness {
-    fn record(&self, late: Duration) {
+    pub(crate) fn record(&self, late: Duration) {
         let us = late.as_micros() as u64;
         let i = (64 - us.leading_zeros() as usize).min(23);
         self.buckets[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -109,27 +119,30 @@ impl Lateness {
         (inside, all)
     }
 
-    /// Prometheus text of the histogram.
-    fn prometheus(&self) -> String {
-        let mut o = String::from(
-            "# HELP goodput_sim_chunk_lateness_seconds How late output chunks left against their exact time.\n\
-             # TYPE goodput_sim_chunk_lateness_seconds histogram\n",
-        );
+    /// Prometheus text of the histogram as `name`.
+    fn prometheus(&self, name: &str, help: &str) -> String {
+        let mut o = format!("# HELP {name} {help}\n# TYPE {name} histogram\n");
         let mut cum = 0;
         for (i, b) in self.buckets.iter().enumerate() {
             cum += b.load(std::sync::atomic::Ordering::Relaxed);
             let le = (1u64 << i) as f64 / 1e6;
-            o.push_str(&format!("goodput_sim_chunk_lateness_seconds_bucket{{le=\"{le}\"}} {cum}\n"));
+            o.push_str(&format!("{name}_bucket{{le=\"{le}\"}} {cum}\n"));
         }
-        o.push_str(&format!("goodput_sim_chunk_lateness_seconds_bucket{{le=\"+Inf\"}} {cum}\n"));
-        o.push_str(&format!("goodput_sim_chunk_lateness_seconds_count {cum}\n"));
+        o.push_str(&format!("{name}_bucket{{le=\"+Inf\"}} {cum}\n"));
+        o.push_str(&format!("{name}_count {cum}\n"));
         o
     }
 }
 
-/// `/metrics`: the fault counters and the lateness histogram.
+/// `/metrics`: the fault counters and the two precision histograms.
 fn metrics_text(s: &FixedServer) -> String {
-    s.counters.prometheus() + &s.lateness.prometheus()
+    s.counters.prometheus()
+        + &s.lateness
+            .prometheus("goodput_sim_chunk_lateness_seconds", "How late output chunks left against their exact time.")
+        + &s.gap_error.prometheus(
+            "goodput_sim_chunk_gap_error_seconds",
+            "How far the time between two output chunks of a stream, as written, strayed from the exact gap.",
+        )
 }
 
 /// What a generation request gets, decided when it arrives.

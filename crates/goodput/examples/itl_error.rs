@@ -51,6 +51,14 @@ fn main() {
         percentile(&err, 99.0).unwrap_or(f64::NAN),
         err.last().copied().unwrap_or(f64::NAN)
     );
+    let within = |ms: f64| 100.0 * err.iter().filter(|e| **e <= ms).count() as f64 / err.len().max(1) as f64;
+    println!(
+        "client gaps within: 0.512 ms {:.2}% · 1.024 ms {:.2}% · 4.096 ms {:.2}% · 8.192 ms {:.2}% of 10 ms",
+        within(0.512),
+        within(1.024),
+        within(4.096),
+        within(8.192)
+    );
     let seconds: Vec<String> = off_by_second
         .iter()
         .enumerate()

@@ -64,6 +64,8 @@ pub(crate) struct Stream {
     /// Bytes of `out` already sent.
     sent: usize,
     retry: Duration,
+    /// When the last token chunk's write returned.
+    last_write: Option<Instant>,
 }
 
 impl Stream {
@@ -71,7 +73,17 @@ impl Stream {
     /// reports its end on `done`.
     pub fn new(plan: Plan, sock: TcpStream, chunked: bool, done: oneshot::Sender<End>) -> std::io::Result<Self> {
         sock.set_nonblocking(true)?;
-        Ok(Stream { plan, sock, chunked, done, next: Some(0), out: Vec::new(), sent: 0, retry: RETRY_MIN })
+        Ok(Stream {
+            plan,
+            sock,
+            chunked,
+            done,
+            next: Some(0),
+            out: Vec::new(),
+            sent: 0,
+            retry: RETRY_MIN,
+            last_write: None,
+        })
     }
 
     /// When the stream next has something to do.
@@ -104,6 +116,9 @@ impl Stream {
             return Step::Finished(End { keep_alive: false });
         }
         let now = Instant::now();
+        // Token chunks framed in this step: `framed` of them from `first`.
+        let first = self.next.unwrap_or(0);
+        let mut framed = 0;
         while let Some(i) = self.next {
             let p = &self.plan;
             if i >= p.n_chunks {
@@ -139,9 +154,12 @@ impl Stream {
             scratch.clear();
             p.writer.tokens_into(i * k, ((i + 1) * k).min(p.n_out), scratch);
             self.frame(scratch.as_bytes());
+            framed += 1;
             self.next = Some(i + 1);
         }
-        match self.flush() {
+        let flushed = self.flush();
+        self.gap_errors(first, first + framed, server);
+        match flushed {
             Err(_) => Step::Finished(End { keep_alive: false }),
             Ok(true) => {
                 self.retry = RETRY_MIN;
@@ -162,6 +180,29 @@ impl Stream {
                 })
             }
         }
+    }
+
+    /// Records the gap error of token chunks `first..end`, written together
+    /// just now: the first against the previous write, the others at no gap.
+    fn gap_errors(&mut self, first: u64, end: u64, server: &FixedServer) {
+        if first >= end {
+            return;
+        }
+        let t = Instant::now();
+        for i in first..end {
+            let actual = match (i == first, self.last_write) {
+                (true, Some(prev)) => t.saturating_duration_since(prev),
+                (true, None) => {
+                    continue;
+                }
+                (false, _) => Duration::ZERO,
+            };
+            if i > 0 {
+                let exact = self.plan.due(i) - self.plan.due(i - 1);
+                server.gap_error.record(actual.abs_diff(exact));
+            }
+        }
+        self.last_write = Some(t);
     }
 
     /// Writes the unsent output without blocking; `Ok(true)` when all of it

@@ -168,6 +168,8 @@ async fn one_connection_serves_requests_one_after_another() {
     let text = String::from_utf8(r.body).unwrap();
     assert!(text.contains("goodput_sim_requests_total 2\n"), "{text}");
     assert!(text.contains("goodput_sim_chunk_lateness_seconds_count 2\n"), "{text}");
+    // Two token chunks, one gap between them.
+    assert!(text.contains("goodput_sim_chunk_gap_error_seconds_count 1\n"), "{text}");
     // `Connection: close` is honoured.
     sock.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").await.unwrap();
     let r = read_response(&mut sock, &mut buf).await;
