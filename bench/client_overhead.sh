@@ -5,7 +5,7 @@
 # this same machine; goodput bench loads it. Reports the client's CPU time
 # per streamed token, |measured ITL − 10 ms|, and the achieved/offered rate.
 #   bench/client_overhead.sh [STREAMS] [REQUESTS] [OUTPUT_TOKENS]
-# Environment: TRANSPORT=auto|reqwest (the client's HTTP stack), STAMP=read|kernel
+# Environment: PIN=1 (server on CPU 0, client on CPU 1), TRANSPORT=auto|reqwest (the client's HTTP stack), STAMP=read|kernel
 # (when chunks are stamped), SERVER_THREADS and CLIENT_THREADS (tokio worker
 # threads of each side).
 set -euo pipefail
@@ -17,12 +17,15 @@ PORT=${PORT:-18777}
 cargo build --release -q --bin goodput --example itl_error
 BIN=${BIN:-target/release/goodput}
 TMP=$(mktemp -d)
-GOODPUT_THREADS=${SERVER_THREADS:-} $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
+# PIN=1 puts the server on CPU 0 and the client on CPU 1.
+SERVER_CPU=() CLIENT_CPU=()
+if [ -n "${PIN:-}" ]; then SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1); fi
+GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 sleep 0.5
 read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
-GOODPUT_THREADS=${CLIENT_THREADS:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
+GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" /usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
   --output-tokens "$OUT_TOKENS" --input-tokens 32 --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-read}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
 read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 read -r user sys wall < "$TMP/time"
