@@ -34,12 +34,17 @@ impl SseReader {
                 bytes = rest;
             }
         }
-        while let Some(pos) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
-            self.line.extend_from_slice(&bytes[..pos]);
-            let line = std::mem::take(&mut self.line);
-            self.process_line(&line, out);
-            self.line = line;
-            self.line.clear();
+        while let Some(pos) = memchr::memchr2(b'\n', b'\r', bytes) {
+            if self.line.is_empty() {
+                // The whole line is in this read: parsed where it lies.
+                self.process_line(&bytes[..pos], out);
+            } else {
+                self.line.extend_from_slice(&bytes[..pos]);
+                let line = std::mem::take(&mut self.line);
+                self.process_line(&line, out);
+                self.line = line;
+                self.line.clear();
+            }
             if bytes[pos] == b'\r' {
                 match bytes.get(pos + 1) {
                     Some(b'\n') => bytes = &bytes[pos + 2..],
@@ -86,7 +91,10 @@ impl SseReader {
                 if self.has_data {
                     self.data.push('\n');
                 }
-                self.data.push_str(&String::from_utf8_lossy(value));
+                match std::str::from_utf8(value) {
+                    Ok(v) => self.data.push_str(v),
+                    Err(_) => self.data.push_str(&String::from_utf8_lossy(value)),
+                }
                 self.has_data = true;
             }
             b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
