@@ -465,7 +465,7 @@ impl Client {
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
-        let req_head = h.request_head(body.len(), self.cfg.api_key.as_deref(), self.cfg.body.stream);
+        let request = h.request(&body, self.cfg.api_key.as_deref(), self.cfg.body.stream);
         let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };
         // Stamped right after each read, before any parsing.
         let mut clock = || origin.elapsed();
@@ -476,7 +476,7 @@ impl Client {
                 Some(c) => c,
                 None => h.connect().await.map_err(connect_failure)?,
             };
-            match conn.send(&req_head, &body, &mut clock).await {
+            match conn.send(&request, &mut clock).await {
                 Ok((head, first)) => {
                     rec.first_byte = Some(first);
                     break (conn, head, first);
@@ -499,7 +499,8 @@ impl Client {
         }
         if !(200..300).contains(&head.status) {
             let mut text = Vec::new();
-            let read = conn
+            // The connection is kept only if the whole body was read.
+            let _ = conn
                 .read_body(
                     &mut head,
                     &mut clock,
@@ -510,9 +511,7 @@ impl Client {
                     head_t,
                 )
                 .await;
-            if read.is_ok() && head.reusable() {
-                h.checkin(conn);
-            }
+            h.checkin(conn, &head);
             let status = reqwest::StatusCode::from_u16(head.status).unwrap_or(reqwest::StatusCode::BAD_GATEWAY);
             return Err(status_failure(status, String::from_utf8_lossy(&text).trim()));
         }
@@ -531,11 +530,9 @@ impl Client {
                 )
                 .await;
             match read {
-                Ok(_) => {
-                    reader.whole_body(&whole, origin.elapsed());
-                    if head.reusable() {
-                        h.checkin(conn);
-                    }
+                Ok(end) => {
+                    reader.whole_body(&whole, end.at);
+                    h.checkin(conn, &head);
                 }
                 Err(m) => reader.broken(format!("the connection broke while reading the body: {m}")),
             }
@@ -553,23 +550,18 @@ impl Client {
             )
             .await;
         match read {
-            Ok(true) => {
-                reader.end_of_stream(origin.elapsed());
-                if head.reusable() {
-                    h.checkin(conn);
-                }
+            Ok(end) if end.complete => {
+                reader.end_of_stream(end.at);
+                h.checkin(conn, &head);
             }
             // `[DONE]` or an error event: the rest of the framing (the last
             // chunk) normally follows at once; read it so that the
             // connection can carry the next request.
-            Ok(false) => {
+            Ok(_) => {
                 let mut ignore = |_: &[u8], _| true;
                 let rest = conn.read_body(&mut head, &mut clock, &mut ignore, head_t);
-                if let Ok(Ok(true)) = tokio::time::timeout(Duration::from_millis(500), rest).await {
-                    if head.reusable() {
-                        h.checkin(conn);
-                    }
-                }
+                let _ = tokio::time::timeout(Duration::from_millis(500), rest).await;
+                h.checkin(conn, &head);
             }
             Err(m) => {
                 reader.end_of_stream(origin.elapsed());

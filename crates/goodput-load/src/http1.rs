@@ -51,9 +51,17 @@ pub struct Conn {
     /// [`Conn::fill`] for why not tokio's `TcpStream`).
     sock: AsyncFd<std::net::TcpStream>,
     buf: BytesMut,
-    reused: bool,
     idle_since: Instant,
     kernel_stamps: bool,
+}
+
+/// How a body read ended.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyEnd {
+    /// The body ended as its framing says (rather than the reader stopping first).
+    pub complete: bool,
+    /// When the last bytes read came (see [`Conn::fill`]).
+    pub at: Duration,
 }
 
 /// Why no response head came back.
@@ -183,11 +191,14 @@ impl Http1 {
         Ok(self)
     }
 
-    /// The request head for a JSON body of `len` bytes.
-    pub fn request_head(&self, len: usize, api_key: Option<&str>, stream: bool) -> Vec<u8> {
+    /// The whole request, head and JSON `body`, as written (and written
+    /// again unchanged when it is resent).
+    pub fn request(&self, body: &[u8], api_key: Option<&str>, stream: bool) -> Vec<u8> {
         let mut h = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n",
-            self.target, self.authority
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            self.target,
+            self.authority,
+            body.len()
         );
         if stream {
             h.push_str("Accept: text/event-stream\r\n");
@@ -198,23 +209,22 @@ impl Http1 {
             h.push_str("\r\n");
         }
         h.push_str(concat!("User-Agent: goodput/", env!("CARGO_PKG_VERSION"), "\r\n\r\n"));
-        h.into_bytes()
+        let mut req = h.into_bytes();
+        req.extend_from_slice(body);
+        req
     }
 
     /// An idle connection that still looks open, if one is kept.
     pub fn checkout(&self) -> Option<Conn> {
         loop {
-            let mut c = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
+            let c = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()?;
             if c.idle_since.elapsed() > IDLE_TIMEOUT {
                 continue;
             }
             // A peer that closed it, or sent bytes nobody asked for, is gone.
             let mut probe = [0u8; 1];
             match std::io::Read::read(&mut c.sock.get_ref(), &mut probe) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    c.reused = true;
-                    return Some(c);
-                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Some(c),
                 _ => continue,
             }
         }
@@ -241,25 +251,23 @@ impl Http1 {
         Ok(Conn {
             sock,
             buf: BytesMut::with_capacity(READ_SIZE),
-            reused: false,
             idle_since: Instant::now(),
             kernel_stamps: self.kernel_stamps,
         })
     }
 
-    /// Keeps `conn` for a later request.
-    pub fn checkin(&self, mut conn: Conn) {
+    /// Keeps `conn` for a later request when `head`'s response, now read,
+    /// left it fit for one; otherwise it is closed.
+    pub fn checkin(&self, mut conn: Conn, head: &Head) {
+        if !head.reusable() {
+            return;
+        }
         conn.idle_since = Instant::now();
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
     }
 }
 
 impl Conn {
-    /// True when the connection was kept from an earlier request.
-    pub fn reused(&self) -> bool {
-        self.reused
-    }
-
     /// Reads what the socket has into the buffer: the byte count and the
     /// time of the bytes (`clock()` right after the read, or with kernel
     /// stamps that time less the bytes' age in the socket).
@@ -304,17 +312,13 @@ impl Conn {
         Ok(())
     }
 
-    /// Writes the request and reads the response head; returns it with the
-    /// time its first bytes were read.
+    /// Writes `request` (from [`Http1::request`]) and reads the response
+    /// head; returns it with the time its first bytes were read.
     pub async fn send(
         &mut self,
-        head: &[u8],
-        body: &[u8],
+        request: &[u8],
         clock: &mut impl FnMut() -> Duration,
     ) -> Result<(Head, Duration), HeadError> {
-        let mut req = Vec::with_capacity(head.len() + body.len());
-        req.extend_from_slice(head);
-        req.extend_from_slice(body);
         self.buf.clear();
         // Delayed ACKs for this response ("ping-pong" mode): the client
         // acknowledges every second small segment rather than after each
@@ -324,7 +328,7 @@ impl Conn {
         // requests, so it is asked for each time.
         #[cfg(target_os = "linux")]
         let _ = socket2::SockRef::from(self.sock.get_ref()).set_tcp_quickack(false);
-        if let Err(e) = self.write_all(&req).await {
+        if let Err(e) = self.write_all(request).await {
             return Err(HeadError::ClosedBeforeResponse(format!("the request could not be written: {e}")));
         }
         let mut first = None;
@@ -373,15 +377,15 @@ impl Conn {
     /// Reads the body, handing each payload piece to `out` with the time its
     /// bytes were read (see [`Conn::fill`]; bytes that came with the head get
     /// `head_t`). `out` returns false to stop reading after the pieces of
-    /// this read. Returns `Ok(true)` when the body ended as its framing says,
-    /// `Ok(false)` when `out` stopped it first.
+    /// this read. Says whether the body ended as its framing says or `out`
+    /// stopped it first, and when the last bytes read came.
     pub async fn read_body(
         &mut self,
         head: &mut Head,
         clock: &mut impl FnMut() -> Duration,
         out: &mut impl FnMut(&[u8], Duration) -> bool,
         head_t: Duration,
-    ) -> Result<bool, String> {
+    ) -> Result<BodyEnd, String> {
         let mut t = head_t;
         loop {
             if !self.buf.is_empty() || head.body_done() {
@@ -402,24 +406,21 @@ impl Conn {
                     }
                 };
                 self.buf.advance(consumed);
-                if head.body_done() {
-                    return Ok(true);
-                }
-                if !go_on {
-                    return Ok(false);
+                if head.body_done() || !go_on {
+                    return Ok(BodyEnd { complete: head.body_done(), at: t });
                 }
             }
             let (n, at) = self.fill(clock).await.map_err(|e| format!("the connection broke: {e}"))?;
-            t = at;
             if n == 0 {
                 return match head.framing {
                     Framing::Close => {
                         head.keep_alive = false;
-                        Ok(true)
+                        Ok(BodyEnd { complete: true, at: t })
                     }
                     _ => Err("the server closed the connection before the end of the body".into()),
                 };
             }
+            t = at;
         }
     }
 }
