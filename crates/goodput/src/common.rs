@@ -233,9 +233,10 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
 /// Writes each record as one JSON line, flushed, the moment it completes.
 /// The serialising and writing happen on a thread of their own: at 1,000
 /// streams in step, a thousand records of hundreds of chunks each complete
-/// together, and writing them on the runtime's thread stalled every other
-/// stream by tens of milliseconds (measured reads then merged two chunks).
-/// Dropping the file waits until every record sent is on disk.
+/// together, and writing them on the runtime's thread stalls the streams
+/// still reading (the largest ITL error measured fell from 40–50 ms to
+/// 27–31 ms with the thread). Dropping the file waits until every record
+/// sent is on disk.
 pub struct RecordFile {
     tx: Option<std::sync::mpsc::Sender<RequestRecord>>,
     writer: Option<std::thread::JoinHandle<()>>,

@@ -184,23 +184,19 @@ impl Stream {
 
     /// Records the gap error of token chunks `first..end`, written together
     /// just now: the first against the previous write, the others at no gap.
+    /// (Chunk 0 has no gap before it.)
     fn gap_errors(&mut self, first: u64, end: u64, server: &FixedServer) {
         if first >= end {
             return;
         }
         let t = Instant::now();
-        for i in first..end {
-            let actual = match (i == first, self.last_write) {
-                (true, Some(prev)) => t.saturating_duration_since(prev),
-                (true, None) => {
-                    continue;
-                }
-                (false, _) => Duration::ZERO,
+        for i in first.max(1)..end {
+            let actual = match self.last_write {
+                Some(prev) if i == first => t.saturating_duration_since(prev),
+                _ => Duration::ZERO,
             };
-            if i > 0 {
-                let exact = self.plan.due(i) - self.plan.due(i - 1);
-                server.gap_error.record(actual.abs_diff(exact));
-            }
+            let exact = self.plan.due(i) - self.plan.due(i - 1);
+            server.gap_error.record(actual.abs_diff(exact));
         }
         self.last_write = Some(t);
     }
