@@ -288,6 +288,17 @@ mod tests {
         })
     }
 
+    /// A control whose stop (a first Ctrl-C) comes after `d`.
+    fn stopped_after(d: Duration) -> Control {
+        let control = Control::default();
+        let stopper = control.stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            stopper.cancel();
+        });
+        control
+    }
+
     fn plan() -> LoadPlan {
         LoadPlan {
             requests: Some(10),
@@ -368,12 +379,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn stop_waits_for_grace_then_cancels_and_keeps_records() {
-        let control = Control::default();
-        let stopper = control.stop.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            stopper.cancel();
-        });
+        let control = stopped_after(Duration::from_secs(1));
         // Requests of 10 s: still running when the 2 s grace ends.
         let p = LoadPlan { requests: Some(100), concurrency: Some(2), ..plan() };
         let mut seen = 0;
@@ -387,12 +393,7 @@ mod tests {
         }
 
         // Requests of 1.5 s finish inside the grace and count as successes.
-        let control = Control::default();
-        let stopper = control.stop.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            stopper.cancel();
-        });
+        let control = stopped_after(Duration::from_secs(1));
         let p = LoadPlan { requests: Some(100), concurrency: Some(2), ..plan() };
         let out = run(&p, Fake::new(1500, 0, 1), workload(), control, |_: &RequestRecord| {}).await.unwrap();
         assert_eq!(out.records.len(), 2);

@@ -3,7 +3,7 @@
 
 mod cmd;
 
-use cmd::{goodput, read_json};
+use cmd::{fixed_server, goodput, read_json};
 use std::time::Duration;
 
 /// Fast embedded-server timings so a run takes well under a second.
@@ -178,17 +178,9 @@ fn an_unreachable_server_is_a_clear_failure() {
 
 #[test]
 fn every_request_failing_is_a_non_zero_exit_with_the_reason() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let url = rt.block_on(async {
-        let profile = goodput_sim::fixed::FixedProfile {
-            faults: goodput_sim::faults::FaultConfig { error_rate: 1.0, ..Default::default() },
-            ..Default::default()
-        };
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = goodput_sim::fixed::FixedServer::new(profile);
-        tokio::spawn(goodput_sim::fixed::serve(listener, server, std::future::pending()));
-        url
+    let (_rt, url) = fixed_server(goodput_sim::fixed::FixedProfile {
+        faults: goodput_sim::faults::FaultConfig { error_rate: 1.0, ..Default::default() },
+        ..Default::default()
     });
     let dir = tempfile::tempdir().unwrap();
     let out_path = dir.path().join("run.json");

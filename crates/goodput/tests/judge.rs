@@ -4,7 +4,7 @@
 
 mod cmd;
 
-use cmd::{goodput, read_json};
+use cmd::{fixed_server, goodput, read_json};
 use goodput_core::RequestRecord;
 use std::path::Path;
 use std::time::Duration;
@@ -15,22 +15,13 @@ fn records(p: &Path) -> Vec<RequestRecord> {
 
 /// A fixed-timing server where every 4th request waits 300 ms more for its first token.
 fn slow_every_fourth() -> (tokio::runtime::Runtime, String) {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let url = rt.block_on(async {
-        let profile = goodput_sim::fixed::FixedProfile {
-            ttft: Duration::from_millis(20),
-            itl: Duration::from_millis(2),
-            tokens_per_chunk: 1,
-            slow_every: Some((4, Duration::from_millis(300))),
-            ..Default::default()
-        };
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = goodput_sim::fixed::FixedServer::new(profile);
-        tokio::spawn(goodput_sim::fixed::serve(listener, server, std::future::pending()));
-        url
-    });
-    (rt, url)
+    fixed_server(goodput_sim::fixed::FixedProfile {
+        ttft: Duration::from_millis(20),
+        itl: Duration::from_millis(2),
+        tokens_per_chunk: 1,
+        slow_every: Some((4, Duration::from_millis(300))),
+        ..Default::default()
+    })
 }
 
 #[test]

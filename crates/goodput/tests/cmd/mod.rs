@@ -1,5 +1,6 @@
 //! Running the goodput binary from tests: a command with no API key from the
-//! environment, and the JSON documents it writes.
+//! environment, the JSON documents it writes, and a fixed-timing server for
+//! it to load.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -13,4 +14,18 @@ pub fn goodput() -> Command {
 
 pub fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// A fixed-timing server with `profile` on 127.0.0.1:0, served by the runtime
+/// returned with its URL (the server lives as long as the runtime).
+pub fn fixed_server(profile: goodput_sim::fixed::FixedProfile) -> (tokio::runtime::Runtime, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = goodput_sim::fixed::FixedServer::new(profile);
+        tokio::spawn(goodput_sim::fixed::serve(listener, server, std::future::pending()));
+        url
+    });
+    (rt, url)
 }
