@@ -20,6 +20,13 @@ const FAST: &[&str] = &[
     "16",
 ];
 
+/// `goodput bench` with `args` against the FAST embedded server: the
+/// document it wrote to `out`.
+fn fast_bench(args: &[&str], out: &std::path::Path) -> serde_json::Value {
+    goodput().arg("bench").args(args).args(FAST).arg("-o").arg(out).assert().success();
+    read_json(out)
+}
+
 #[test]
 fn embedded_default_writes_the_contracted_document_and_records() {
     let dir = tempfile::tempdir().unwrap();
@@ -92,14 +99,7 @@ fn embedded_default_writes_the_contracted_document_and_records() {
 fn extra_percentiles_and_completions_api() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.json");
-    goodput()
-        .args(["bench", "-n", "4", "-c", "2", "-q", "--api", "completions", "--percentiles", "50,90,99.9"])
-        .args(FAST)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .success();
-    let v = read_json(&out);
+    let v = fast_bench(&["-n", "4", "-c", "2", "-q", "--api", "completions", "--percentiles", "50,90,99.9"], &out);
     assert!(v["summary"]["ttft_ms"]["p99_9"].is_number());
     assert!(v["summary"]["ttft_ms"].get("p95").is_none());
     assert_eq!(v["target"]["api"], "completions");
@@ -117,14 +117,7 @@ fn both_http_stacks_and_both_stamp_modes_measure_the_known_server() {
     }
     for (transport, stamp, name) in modes {
         let out = dir.path().join(format!("{transport}-{stamp}.json"));
-        goodput()
-            .args(["bench", "-n", "6", "-c", "3", "-q", "--transport", transport, "--stamp", stamp])
-            .args(FAST)
-            .arg("-o")
-            .arg(&out)
-            .assert()
-            .success();
-        let v = read_json(&out);
+        let v = fast_bench(&["-n", "6", "-c", "3", "-q", "--transport", transport, "--stamp", stamp], &out);
         assert_eq!(v["config"]["client"]["transport"], name);
         assert_eq!(v["config"]["client"]["stamp"], stamp);
         assert_eq!(v["summary"]["requests"]["completed"], 6);
