@@ -28,60 +28,68 @@ pub struct ScrapeLog {
     pub last_error: Option<String>,
 }
 
+/// One scrape of every URL, parsed and mapped.
+#[derive(Debug, Clone)]
+pub struct Scraped {
+    pub signals: Signals,
+    /// Lines the parser could not read.
+    pub parse_errors: usize,
+    /// Metric families read: none means the URLs do not serve Prometheus text.
+    pub families: usize,
+}
+
+/// How long the probe of a default `<url>/metrics` may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
 impl Scraper {
     pub fn new(http: reqwest::Client, urls: Vec<String>, interval: Duration) -> Self {
         Scraper { http, urls, interval }
     }
 
-    /// Whether `url` answers with Prometheus text: the check behind the
-    /// default `<url>/metrics`, which a server may not have.
-    pub async fn answers(http: &reqwest::Client, url: &str) -> bool {
-        match http.get(url).timeout(Duration::from_secs(5)).send().await {
-            Ok(r) if r.status().is_success() => match r.text().await {
-                Ok(t) => !parse(&t).families.is_empty(),
-                Err(_) => false,
-            },
-            _ => false,
-        }
+    /// One scrape of every URL, their texts read as one exposition, stamped
+    /// on the run's clock at the midpoint of its requests.
+    pub async fn scrape_at(&self, origin: Instant) -> Result<(Duration, Scraped), String> {
+        self.stamped(origin, self.interval.max(Duration::from_secs(2))).await
     }
 
-    /// One scrape of every URL, their texts read as one exposition.
-    pub async fn scrape_once(&self) -> Result<(Signals, usize), String> {
+    async fn stamped(&self, origin: Instant, timeout: Duration) -> Result<(Duration, Scraped), String> {
+        let sent = origin.elapsed();
         let fetches = self.urls.iter().map(|u| async move {
-            let resp = self
-                .http
-                .get(u)
-                .timeout(self.interval.max(Duration::from_secs(2)))
-                .send()
-                .await
-                .map_err(|e| format!("{u}: {}", error_chain(&e)))?;
+            let resp =
+                self.http.get(u).timeout(timeout).send().await.map_err(|e| format!("{u}: {}", error_chain(&e)))?;
             if !resp.status().is_success() {
                 return Err(format!("{u}: HTTP {}", resp.status()));
             }
             resp.text().await.map_err(|e| format!("{u}: {}", error_chain(&e)))
         });
         let texts = futures::future::join_all(fetches).await;
+        let t = sent + (origin.elapsed() - sent) / 2;
         let mut all = String::new();
-        for t in texts {
-            all.push_str(&t?);
+        for text in texts {
+            all.push_str(&text?);
             all.push('\n');
         }
         let scrape = parse(&all);
-        Ok((Signals::from_scrape(&scrape), scrape.errors.len()))
+        let scraped = Scraped {
+            signals: Signals::from_scrape(&scrape),
+            parse_errors: scrape.errors.len(),
+            families: scrape.families.len(),
+        };
+        Ok((t, scraped))
     }
 
-    async fn record(&self, origin: Instant, log: &mut ScrapeLog) {
-        let sent = origin.elapsed();
-        let res = self.scrape_once().await;
-        let t = sent + (origin.elapsed() - sent) / 2;
+    /// Adds a scrape, or its failure, to `log`; the metric families it read.
+    fn record(log: &mut ScrapeLog, res: Result<(Duration, Scraped), String>) -> Option<usize> {
         match res {
-            Ok((signals, errors)) => {
-                log.parse_errors += errors as u64;
-                log.points.push((t, signals));
+            Ok((t, scraped)) => {
+                log.parse_errors += scraped.parse_errors as u64;
+                log.points.push((t, scraped.signals));
+                Some(scraped.families)
             }
             Err(e) => {
                 log.failures += 1;
                 log.last_error = Some(e);
+                None
             }
         }
     }
@@ -89,8 +97,17 @@ impl Scraper {
     /// The first scrape, taken before the load starts so the run is bracketed.
     pub async fn first(&self, origin: Instant) -> ScrapeLog {
         let mut log = ScrapeLog::default();
-        self.record(origin, &mut log).await;
+        Self::record(&mut log, self.scrape_at(origin).await);
         log
+    }
+
+    /// The first scrape of URLs that may serve no metrics at all (the
+    /// default `<url>/metrics`): `None` unless they answered with Prometheus
+    /// text. The probe and the first scrape are one request.
+    pub async fn first_if_answers(&self, origin: Instant) -> Option<ScrapeLog> {
+        let mut log = ScrapeLog::default();
+        let families = Self::record(&mut log, self.stamped(origin, PROBE_TIMEOUT).await)?;
+        (families > 0).then_some(log)
     }
 
     /// Scrapes every interval after `first` until `stop`, then once more.
@@ -99,11 +116,13 @@ impl Scraper {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = tick.tick() => self.record(origin, &mut log).await,
+                _ = tick.tick() => {
+                    Self::record(&mut log, self.scrape_at(origin).await);
+                }
                 _ = stop.cancelled() => break,
             }
         }
-        self.record(origin, &mut log).await;
+        Self::record(&mut log, self.scrape_at(origin).await);
         log
     }
 }

@@ -271,9 +271,8 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             _ = tick.tick() => {}
             _ = stop.cancelled() => break,
         }
-        let sent = origin.elapsed();
-        let cur = match scraper.scrape_once().await {
-            Ok((signals, _)) => (sent + (origin.elapsed() - sent) / 2, signals),
+        let cur = match scraper.scrape_at(origin).await {
+            Ok((t, scraped)) => (t, scraped.signals),
             Err(e) => {
                 eprintln!("[{:>7.1}s] scrape failed: {e}", origin.elapsed().as_secs_f64());
                 if a.once {

@@ -30,17 +30,18 @@ pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: 
     if m.metrics_interval.is_zero() {
         anyhow::bail!("--metrics-interval must be longer than zero");
     }
-    let urls = if m.metrics_url.is_empty() {
-        let url = format!("{base}/metrics");
-        if !Scraper::answers(http, &url).await {
-            return Ok(None);
+    let (scraper, log) = if m.metrics_url.is_empty() {
+        let scraper = Scraper::new(http.clone(), vec![format!("{base}/metrics")], m.metrics_interval);
+        match scraper.first_if_answers(origin).await {
+            Some(log) => (scraper, log),
+            None => return Ok(None),
         }
-        vec![url]
     } else {
-        m.metrics_url.clone()
+        let scraper = Scraper::new(http.clone(), m.metrics_url.clone(), m.metrics_interval);
+        let log = scraper.first(origin).await;
+        (scraper, log)
     };
-    let scraper = Scraper::new(http.clone(), urls.clone(), m.metrics_interval);
-    let log = scraper.first(origin).await;
+    let urls = scraper.urls.clone();
     if log.points.is_empty() {
         eprintln!(
             "warning: the first scrape of {} failed ({}); the run goes on and scraping keeps trying",
