@@ -16,7 +16,8 @@ pub struct RunResult {
     pub tool: Tool,
     /// The command that produced it (`bench`, `estimate`).
     pub kind: String,
-    /// Wall-clock start, seconds since the Unix epoch.
+    /// Wall-clock start, seconds since the Unix epoch: the zero of every
+    /// `_ns` time in the records, so they line up with a server's logs.
     pub started_unix_s: f64,
     /// True when the run was stopped early (Ctrl-C) and holds what was measured until then.
     #[serde(default)]

@@ -259,7 +259,6 @@ pub async fn run_http(
 }
 
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
-    let started_unix_s = common::unix_now();
     let plan = common::plan(&a.load, a.target.grace)?;
     let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.shape.seed)?;
     let opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
@@ -290,6 +289,9 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         );
     }
     let control = stop_on_ctrl_c(a.target.grace);
+    // The wall-clock time of the records' zero, so that `t_ns` lines up with
+    // server logs (taken after the connect and probes, as sweep does).
+    let started_unix_s = common::unix_now();
     let origin = tokio::time::Instant::now();
     let scraping = crate::signals::start(&a.metrics, target.client.http(), &target.base, origin).await?;
     let live = match a.metrics.prometheus_listen {

@@ -215,3 +215,65 @@ fn ctrl_c_stops_and_still_writes_the_result() {
     let lines = std::fs::read_to_string(&rec).unwrap().lines().count() as u64;
     assert_eq!(lines, v["summary"]["requests"]["sent"].as_u64().unwrap(), "every sent request has its record");
 }
+
+/// `started_unix_s` is the wall-clock time of the records' zero, so that a
+/// record's times line up with a server's logs: a server that takes 400 ms
+/// to list its models (before the run starts) notes when the request came,
+/// and the record's `sent_ns` lands there.
+#[test]
+fn started_unix_s_is_the_zero_of_the_record_times() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let arrived = std::sync::Arc::new(std::sync::Mutex::new(None::<f64>));
+    let seen = arrived.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let (mut head, mut len) = (String::new(), 0usize);
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; len];
+            let _ = r.read_exact(&mut body);
+            let (kind, payload) = if head.starts_with("GET /v1/models") {
+                std::thread::sleep(Duration::from_millis(400));
+                ("application/json", r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#.to_string())
+            } else {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+                seen.lock().unwrap().get_or_insert(now.as_secs_f64());
+                let chunk =
+                    r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}"#;
+                ("text/event-stream", format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+                payload.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    goodput()
+        .args(["bench", "-q", "-n", "1", "--no-metrics", "--url", &url, "-o"])
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    let started = read_json(&out)["started_unix_s"].as_f64().unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&rec).unwrap().lines().next().unwrap()).unwrap();
+    let sent = started + record["sent_ns"].as_f64().unwrap() / 1e9;
+    let arrived = arrived.lock().unwrap().expect("the request reached the server");
+    assert!((sent - arrived).abs() < 0.1, "sent at {sent:.3}, arrived at {arrived:.3}");
+}
