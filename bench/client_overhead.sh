@@ -7,27 +7,34 @@
 #   bench/client_overhead.sh [STREAMS] [REQUESTS] [OUTPUT_TOKENS]
 # Environment: PIN=1 (server on CPU 0, client on CPU 1), TRANSPORT=auto|reqwest (the client's HTTP stack), STAMP=read|kernel
 # (when chunks are stamped), SERVER_THREADS and CLIENT_THREADS (tokio worker
-# threads of each side).
+# threads of each side), BENCH_ARGS (more `goodput bench` flags, e.g.
+# "--rate 210" for streams at independent phases), STALLS=1 (runs
+# stall_probe beside the run and splits the ITL errors by whether the machine
+# stalled near them), SERVER_WRAP and CLIENT_WRAP (a command put before
+# each side, e.g. "chrt -f 50").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS=${1:-1000}
 REQUESTS=${2:-3000}
 OUT_TOKENS=${3:-500}
 PORT=${PORT:-18777}
-cargo build --release -q --bin goodput --example itl_error
+cargo build --release -q --bin goodput --example itl_error --example stall_probe
 BIN=${BIN:-target/release/goodput}
 TMP=$(mktemp -d)
 # PIN=1 puts the server on CPU 0 and the client on CPU 1.
 SERVER_CPU=() CLIENT_CPU=()
 if [ -n "${PIN:-}" ]; then SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1); fi
-GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
+GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 sleep 0.5
 read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
-GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" /usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
-  --output-tokens "$OUT_TOKENS" --input-tokens 32 --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-read}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
+if [ -n "${STALLS:-}" ]; then target/release/examples/stall_probe 3600 "$TMP/stalls.csv" & PROBE=$!; fi
+GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
+  --output-tokens "$OUT_TOKENS" --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-read}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
 read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
+STALL_ARGS=()
+if [ -n "${STALLS:-}" ]; then kill -TERM $PROBE; wait $PROBE; STALL_ARGS=("$TMP/run.json" "$TMP/stalls.csv"); fi
 read -r user sys wall < "$TMP/time"
 TICK=$(getconf CLK_TCK)
 tokens=$(python3 -c "import json;print(json.load(open('$TMP/run.json'))['summary']['tokens']['output_all'])")
@@ -41,7 +48,7 @@ print(f"client CPU {cpu:.2f} s ({float(user):.2f} user + {float(sys_):.2f} sys) 
       f"{cpu / float(wall):.2f} cores")
 print(f"server CPU {server:.2f} s = {server / float(wall):.2f} cores")
 PY
-target/release/examples/itl_error "$TMP/rec.jsonl" 10ms
+target/release/examples/itl_error "$TMP/rec.jsonl" 10ms "${STALL_ARGS[@]}"
 # The server's own precision: how late its chunks left against their exact
 # time, and how far the gaps between a stream's writes strayed from 10 ms
 # (the server's share of any ITL error the client measures), from /metrics.

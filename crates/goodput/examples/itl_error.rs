@@ -2,6 +2,11 @@
 //! the fixed-timing server and reports how far the measured inter-token
 //! latency strays from the server's exact one, and whether the client kept
 //! up: `cargo run --release --example itl_error -- rec.jsonl 10ms`.
+//!
+//! With `run.json stalls.csv` after those (the run's document and what
+//! `stall_probe` logged beside it), it also splits the gaps into those near
+//! a stall of the machine (overlapping one, or within 20 ms after one ended:
+//! the time a loaded server or client needs to catch up) and the rest.
 
 use goodput_core::metrics::RequestMetrics;
 use goodput_core::{percentile, RequestRecord};
@@ -10,7 +15,7 @@ use std::time::Duration;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(path), Some(itl)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: itl_error RECORDS.jsonl ITL (e.g. 10ms)");
+        eprintln!("usage: itl_error RECORDS.jsonl ITL (e.g. 10ms) [RUN.json STALLS.csv]");
         std::process::exit(2);
     };
     let itl = humantime::parse_duration(itl).expect("ITL like 10ms");
@@ -19,19 +24,40 @@ fn main() {
         text.lines().filter(|l| !l.is_empty()).map(|l| serde_json::from_str(l).expect("a record")).collect();
     let ok: Vec<&RequestRecord> = recs.iter().filter(|r| r.outcome.is_success()).collect();
     let expected = itl.as_secs_f64() * 1e3;
+    let stalls = match (args.get(3), args.get(4)) {
+        (Some(run), Some(csv)) => Some(Stalls::read(run, csv)),
+        _ => None,
+    };
     let mut err: Vec<f64> = Vec::new();
+    // The same errors split by whether a stall of the machine was near.
+    let (mut near, mut clear): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     // Where in the run the gaps more than 1 ms off fall, by whole second.
-    let mut off_by_second: Vec<(u64, u64)> = Vec::new();
+    let mut off_by_second: Vec<(u64, u64, u64)> = Vec::new();
+    // Two chunks of one stream that came in one read carry the same stamp:
+    // the client fell a whole period behind on that socket. Each such read
+    // spoils two gaps (the one before it is long, its own is zero); this is
+    // the client's own share of the error, whatever the server did.
+    let mut merged = 0usize;
     for r in &ok {
         for w in r.chunks.windows(2) {
+            let same_read = w[1].t == w[0].t;
+            merged += usize::from(same_read);
             let per = (w[1].t - w[0].t).as_secs_f64() * 1e3 / w[1].tokens.max(1) as f64;
             let e = (per - expected).abs();
             err.push(e);
+            if let Some(st) = &stalls {
+                if st.near(w[0].t.as_secs_f64(), w[1].t.as_secs_f64()) {
+                    near.push(e);
+                } else {
+                    clear.push(e);
+                }
+            }
             let s = w[1].t.as_secs() as usize;
             if off_by_second.len() <= s {
-                off_by_second.resize(s + 1, (0, 0));
+                off_by_second.resize(s + 1, (0, 0, 0));
             }
             off_by_second[s].1 += 1;
+            off_by_second[s].2 += u64::from(same_read);
             if e > 1.0 {
                 off_by_second[s].0 += 1;
             }
@@ -59,11 +85,21 @@ fn main() {
         within(4.096),
         within(8.192)
     );
+    println!(
+        "chunks that shared a read with the one before: {:.3}% of gaps (the client's own share, ≈ twice that in spoiled gaps)",
+        100.0 * merged as f64 / err.len().max(1) as f64
+    );
     let seconds: Vec<String> = off_by_second
         .iter()
         .enumerate()
-        .filter(|(_, (_, n))| *n > 0)
-        .map(|(i, (off, n))| format!("{i}s {:.1}%", 100.0 * *off as f64 / *n as f64))
+        .filter(|(_, (_, n, _))| *n > 0)
+        .map(|(i, (off, n, same))| {
+            format!(
+                "{i}s {:.1}% ({:.1}% shared a read)",
+                100.0 * *off as f64 / *n as f64,
+                100.0 * *same as f64 / *n as f64
+            )
+        })
         .collect();
     println!("gaps more than 1 ms off, by second of the run: {}", seconds.join(" · "));
     println!(
@@ -72,4 +108,70 @@ fn main() {
         percentile(&ratio, 1.0).unwrap_or(f64::NAN),
         ratio.first().copied().unwrap_or(f64::NAN)
     );
+    if let Some(st) = &stalls {
+        st.report(&err, &mut near, &mut clear);
+    }
+}
+
+/// Stalls of the machine that `stall_probe` logged, on the run's clock.
+struct Stalls {
+    /// (start, end) in seconds since the run's zero, sorted by start.
+    spans: Vec<(f64, f64)>,
+    /// Stalls and stalled seconds per CPU.
+    per_cpu: Vec<(usize, f64)>,
+}
+
+/// How long after a stall the gaps still count as near it.
+const RECOVERY_S: f64 = 0.020;
+
+impl Stalls {
+    fn read(run: &str, csv: &str) -> Stalls {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run).expect("readable run document")).expect("JSON");
+        let zero = doc["started_unix_s"].as_f64().expect("started_unix_s in the run document");
+        let mut spans = Vec::new();
+        let mut per_cpu: Vec<(usize, f64)> = Vec::new();
+        for line in std::fs::read_to_string(csv).expect("readable stalls").lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            let (cpu, a, b): (usize, f64, f64) =
+                (f[0].parse().expect("cpu"), f[1].parse().expect("start"), f[2].parse().expect("end"));
+            if per_cpu.len() <= cpu {
+                per_cpu.resize(cpu + 1, (0, 0.0));
+            }
+            per_cpu[cpu].0 += 1;
+            per_cpu[cpu].1 += b - a;
+            spans.push((a - zero, b - zero));
+        }
+        spans.sort_by(|x, y| x.0.total_cmp(&y.0));
+        Stalls { spans, per_cpu }
+    }
+
+    /// Whether a stall overlaps the gap from `t0` to `t1`, or ended less than
+    /// `RECOVERY_S` before it began.
+    fn near(&self, t0: f64, t1: f64) -> bool {
+        // Spans starting before t1; any of them ending after t0 − recovery.
+        let end = self.spans.partition_point(|s| s.0 < t1);
+        self.spans[..end].iter().rev().take(64).any(|s| s.1 + RECOVERY_S > t0)
+    }
+
+    fn report(&self, all: &[f64], near: &mut [f64], clear: &mut [f64]) {
+        for (cpu, (n, secs)) in self.per_cpu.iter().enumerate() {
+            println!("stalls on CPU {cpu}: {n}, {:.1} ms in all", secs * 1e3);
+        }
+        near.sort_by(f64::total_cmp);
+        clear.sort_by(f64::total_cmp);
+        let bad = |v: &[f64]| v.iter().filter(|e| **e > 1.0).count();
+        println!(
+            "gaps near a stall (or within {} ms after one): {:.2}% of all gaps, {:.1}% of the gaps more than 1 ms off",
+            RECOVERY_S * 1e3,
+            100.0 * near.len() as f64 / all.len().max(1) as f64,
+            100.0 * bad(near) as f64 / bad(all).max(1) as f64
+        );
+        println!(
+            "the other gaps: |ITL error| median {:.3} ms · p99 {:.3} ms · {:.2}% within 1.024 ms",
+            percentile(clear, 50.0).unwrap_or(f64::NAN),
+            percentile(clear, 99.0).unwrap_or(f64::NAN),
+            100.0 * clear.iter().filter(|e| **e <= 1.024).count() as f64 / clear.len().max(1) as f64
+        );
+    }
 }
