@@ -51,6 +51,23 @@ pub struct RequestRecord {
     pub retries: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// The longest an output chunk's bytes had waited in the socket when the
+    /// client read them (the read's time less the kernel's receive time):
+    /// the client's own lateness on the receiving side, which read stamps
+    /// carry into every time. Only where the client sees the kernel's
+    /// receive times (Linux, goodput's own HTTP/1.1 client).
+    #[serde(
+        rename = "read_lag_max_ns",
+        with = "crate::serde_ns::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub read_lag_max: Option<Duration>,
+    /// Output chunks that came in the same read as the output chunk before
+    /// them, so the gap between the two could not be seen: the client was a
+    /// chunk behind, or the server wrote them together.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared_reads: u32,
     pub outcome: Outcome,
 }
 
@@ -254,6 +271,8 @@ impl RequestRecord {
             http_status: None,
             retries: 0,
             finish_reason: None,
+            read_lag_max: None,
+            shared_reads: 0,
             outcome: Outcome::Cancelled,
         }
     }

@@ -60,6 +60,16 @@ pub struct Summary {
     pub e2e_ms: Distribution,
     pub ttfb_ms: Distribution,
     pub client_queue_ms: Distribution,
+    /// Per request, the longest an output chunk had waited in the socket when
+    /// the client read it (records' `read_lag_max_ns`, where the client sees
+    /// the kernel's receive times): the client's own lateness on the
+    /// receiving side. Read stamps carry it into every time.
+    #[serde(default)]
+    pub client_read_lag_ms: Distribution,
+    /// Output chunks that came in one read with the output chunk before them
+    /// (records' `shared_reads`): gaps the client could not see.
+    #[serde(default)]
+    pub shared_read_chunks: u64,
     pub requests: RequestCounts,
     pub throughput: Throughput,
     pub in_flight: InFlight,
@@ -245,6 +255,11 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
             let mut v: Vec<f64> = measured.iter().map(|r| ms(r.client_queue())).collect();
             Distribution::from_samples(&mut v, ps)
         },
+        client_read_lag_ms: {
+            let mut v: Vec<f64> = measured.iter().filter_map(|r| r.read_lag_max).map(ms).collect();
+            Distribution::from_samples(&mut v, ps)
+        },
+        shared_read_chunks: measured.iter().map(|r| u64::from(r.shared_reads)).sum(),
         requests: counts,
         throughput,
         in_flight: in_flight(records, t1, t2),
@@ -420,8 +435,20 @@ fn warnings(s: &Summary) -> Vec<String> {
     if s.requests.sent > 0 && s.requests.completed == 0 {
         w.push("no request succeeded: latency figures are empty".to_string());
     }
+    if let Some(lag) = s.client_read_lag_ms.p(99.0).filter(|l| *l > CLIENT_READ_LAG_WARN_MS) {
+        w.push(format!(
+            "the client read output late: in 1% of requests a chunk waited {lag:.1} ms or more in the socket before it \
+             was read. With read stamps (the default) that wait is inside TTFT and ITL; with --stamp kernel it is not, \
+             but chunks that came in one read still hide the gap between them. More CPU or fewer streams per client \
+             process avoids it"
+        ));
+    }
     w
 }
+
+/// A p99 read lag beyond this (ms) is warned about: the ITL error budget that
+/// a client should stay well inside.
+const CLIENT_READ_LAG_WARN_MS: f64 = 1.0;
 
 #[cfg(test)]
 mod tests {
@@ -474,6 +501,31 @@ mod tests {
         assert_eq!(a.vllm.completed, 2);
         assert_eq!(a.vllm.median_tpot_ms, Some(10.0));
         assert_eq!(a.vllm.mean_itl_ms, Some(10.0));
+    }
+
+    #[test]
+    fn read_lag_and_shared_reads_sum_up_the_clients_own_lateness() {
+        let mut recs: Vec<RequestRecord> = (0..4).map(|i| req(i, i * 10, 100, 10, 5)).collect();
+        // Three requests saw the kernel's receive times, one did not.
+        for (r, lag_us) in recs.iter_mut().zip([200, 400, 600]) {
+            r.read_lag_max = Some(Duration::from_micros(lag_us));
+        }
+        recs[1].shared_reads = 2;
+        recs[2].shared_reads = 1;
+        let a = analyze(&recs, &AnalysisOptions::default());
+        let lag = &a.summary.client_read_lag_ms;
+        assert_eq!((lag.count, lag.min, lag.p(50.0), lag.max), (3, Some(0.2), Some(0.4), Some(0.6)));
+        assert_eq!(a.summary.shared_read_chunks, 3);
+        assert!(!a.warnings.iter().any(|w| w.contains("read output late")), "{:?}", a.warnings);
+        // A client 5 ms behind in one request of four is warned about.
+        recs[3].read_lag_max = Some(ms_(5));
+        let a = analyze(&recs, &AnalysisOptions::default());
+        assert!(a.warnings.iter().any(|w| w.contains("read output late") && w.contains("4.")), "{:?}", a.warnings);
+        // Documents from before the field read as empty.
+        let mut v = serde_json::to_value(&a.summary).unwrap();
+        v.as_object_mut().unwrap().remove("client_read_lag_ms");
+        let back: Summary = serde_json::from_value(v).unwrap();
+        assert_eq!(back.client_read_lag_ms.count, 0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! byte-level reading is a pure `ResponseReader` (fed every split of a stream
 //! in tests); `Client::execute` adds the socket, the clock and the timeout.
 
-use crate::http1::{HeadError, Http1};
+use crate::http1::{HeadError, Http1, ReadStamp};
 use crate::openai::{build_body, error_message, parse_chunk, Api, BodyOptions, PromptBody, Usage};
 use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
@@ -30,6 +30,11 @@ pub struct ResponseReader {
     finish_reason: Option<String>,
     failure: Option<(FailureKind, String)>,
     stream_end: Option<Duration>,
+    /// The read being parsed, and the one that brought the last output chunk.
+    read: ReadStamp,
+    last_chunk_read: Option<u64>,
+    read_lag_max: Option<Duration>,
+    shared_reads: u32,
 }
 
 impl ResponseReader {
@@ -42,11 +47,13 @@ impl ResponseReader {
         self.done || self.failure.is_some()
     }
 
-    /// Feeds bytes of an SSE stream read at `t`.
-    pub fn feed(&mut self, bytes: &[u8], t: Duration) {
+    /// Feeds bytes of an SSE stream that `read` brought.
+    pub fn feed(&mut self, bytes: &[u8], read: ReadStamp) {
         if self.finished() {
             return;
         }
+        self.read = read;
+        let t = read.t;
         let mut events = std::mem::take(&mut self.events);
         self.sse.feed(bytes, &mut events);
         for ev in events.drain(..) {
@@ -120,6 +127,14 @@ impl ResponseReader {
             self.finish_reason = info.finish_reason;
         }
         if let Some(channel) = info.channel {
+            let read = self.read;
+            if read.serial != 0 {
+                self.shared_reads += u32::from(self.last_chunk_read == Some(read.serial));
+                self.last_chunk_read = Some(read.serial);
+            }
+            if let Some(lag) = read.lag {
+                self.read_lag_max = Some(self.read_lag_max.map_or(lag, |m| m.max(lag)));
+            }
             self.chunks.push(OutputChunk { t, tokens: 0, channel });
             self.cumulative.push(info.usage.and_then(|u| u.completion_tokens));
             if let Some(texts) = &mut self.chunk_texts {
@@ -131,8 +146,21 @@ impl ResponseReader {
     /// Completes `rec` with what was read: chunks with their token counts, the
     /// counts and their sources, and the outcome.
     pub fn into_record(self, rec: &mut RequestRecord, tokenizer: Option<&TokenCounter>, prompt: &PromptBody) {
-        let ResponseReader { chunks, chunk_texts, cumulative, usage, done, finish_reason, failure, stream_end, .. } =
-            self;
+        let ResponseReader {
+            chunks,
+            chunk_texts,
+            cumulative,
+            usage,
+            done,
+            finish_reason,
+            failure,
+            stream_end,
+            read_lag_max,
+            shared_reads,
+            ..
+        } = self;
+        rec.read_lag_max = read_lag_max;
+        rec.shared_reads = shared_reads;
         let usage = usage.unwrap_or_default();
         rec.counts.chunks = chunks.len() as u64;
         rec.counts.usage_completion = usage.completion_tokens;
@@ -432,12 +460,14 @@ impl Client {
             reader.whole_body(&whole, origin.elapsed());
             return Ok(());
         }
+        let mut serial = 0;
         loop {
             match resp.chunk().await {
                 Ok(Some(bytes)) => {
                     // Stamped before any parsing: the moment the bytes left the socket.
                     let t = origin.elapsed();
-                    reader.feed(&bytes, t);
+                    serial += 1;
+                    reader.feed(&bytes, ReadStamp { t, lag: None, serial });
                     if reader.finished() {
                         break;
                     }
@@ -469,7 +499,7 @@ impl Client {
         let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };
         // Stamped right after each read, before any parsing.
         let mut clock = || origin.elapsed();
-        let (mut conn, mut head, head_t) = loop {
+        let (mut conn, mut head, head_read) = loop {
             // After a failed try, a fresh connection.
             let kept = if rec.retries == 0 { h.checkout() } else { None };
             let mut conn = match kept {
@@ -477,9 +507,9 @@ impl Client {
                 None => h.connect().await.map_err(connect_failure)?,
             };
             match conn.send(&request, &mut clock).await {
-                Ok((head, first)) => {
+                Ok((head, first, head_read)) => {
                     rec.first_byte = Some(first);
-                    break (conn, head, first);
+                    break (conn, head, head_read);
                 }
                 // A kept connection the server had already closed (llama.cpp
                 // closes after every stream), or a fresh one dropped before a
@@ -508,7 +538,7 @@ impl Client {
                         text.extend_from_slice(p);
                         text.len() < ERROR_BODY_LIMIT
                     },
-                    head_t,
+                    head_read,
                 )
                 .await;
             h.checkin(conn, &head);
@@ -526,7 +556,7 @@ impl Client {
                         whole.extend_from_slice(p);
                         true
                     },
-                    head_t,
+                    head_read,
                 )
                 .await;
             match read {
@@ -542,11 +572,11 @@ impl Client {
             .read_body(
                 &mut head,
                 &mut clock,
-                &mut |p, t| {
-                    reader.feed(p, t);
+                &mut |p, read| {
+                    reader.feed(p, read);
                     !reader.finished()
                 },
-                head_t,
+                head_read,
             )
             .await;
         match read {
@@ -559,7 +589,7 @@ impl Client {
             // connection can carry the next request.
             Ok(_) => {
                 let mut ignore = |_: &[u8], _| true;
-                let rest = conn.read_body(&mut head, &mut clock, &mut ignore, head_t);
+                let rest = conn.read_body(&mut head, &mut clock, &mut ignore, head_read);
                 let _ = tokio::time::timeout(Duration::from_millis(500), rest).await;
                 h.checkin(conn, &head);
             }
@@ -634,7 +664,8 @@ mod tests {
         let mut r = ResponseReader::new(false);
         let mut last = 0;
         for (i, &s) in splits.iter().chain(std::iter::once(&bytes.len())).enumerate() {
-            r.feed(&bytes[last..s], Duration::from_millis(i as u64 * 10));
+            let t = Duration::from_millis(i as u64 * 10);
+            r.feed(&bytes[last..s], ReadStamp { t, lag: None, serial: i as u64 + 1 });
             last = s;
         }
         r.end_of_stream(Duration::from_secs(9));
@@ -653,6 +684,39 @@ mod tests {
             r.outcome.clone(),
             r.finish_reason.clone(),
         )
+    }
+
+    #[test]
+    fn reads_that_carry_two_chunks_and_the_longest_wait_are_recorded() {
+        let chunk = |c: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{c}\"}}}}]}}\n\n");
+        let role = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+        let mut r = ResponseReader::new(false);
+        let at = |ms, lag_ms, serial| ReadStamp {
+            t: Duration::from_millis(ms),
+            lag: Some(Duration::from_millis(lag_ms)),
+            serial,
+        };
+        // A role-only chunk then the first output in one read: not a shared read.
+        r.feed(format!("{role}{}", chunk("a")).as_bytes(), at(10, 1, 1));
+        // Two output chunks in one read: the second shared it.
+        r.feed(format!("{}{}", chunk("b"), chunk("c")).as_bytes(), at(20, 7, 2));
+        // One read split across two feeds (two HTTP chunks) is still one read.
+        r.feed(chunk("d").as_bytes(), at(30, 2, 3));
+        r.feed(chunk("e").as_bytes(), at(30, 2, 3));
+        r.feed(b"data: [DONE]\n\n", at(40, 30, 4));
+        r.end_of_stream(Duration::from_millis(40));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        assert_eq!(rec.chunks.len(), 5);
+        assert_eq!(rec.shared_reads, 2);
+        // `[DONE]` carries no output: its read's wait is not an output chunk's.
+        assert_eq!(rec.read_lag_max, Some(Duration::from_millis(7)));
+        let line = serde_json::to_string(&rec).unwrap();
+        assert!(line.contains("\"read_lag_max_ns\":7000000") && line.contains("\"shared_reads\":2"), "{line}");
+        // Without the kernel's times (reqwest) the field is left out.
+        let plain = read(chunk("x").as_bytes(), &[]);
+        assert_eq!(plain.read_lag_max, None);
+        assert!(!serde_json::to_string(&plain).unwrap().contains("read_lag"));
     }
 
     #[test]
@@ -763,7 +827,7 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
         .unwrap();
         let s = b"data: {\"choices\":[{\"delta\":{\"content\":\"the\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" other\"}}]}\n\ndata: [DONE]\n\n";
         let mut r = ResponseReader::new(true);
-        r.feed(s, Duration::from_millis(1));
+        r.feed(s, ReadStamp { t: Duration::from_millis(1), ..Default::default() });
         r.end_of_stream(Duration::from_millis(2));
         let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
         r.into_record(&mut rec, Some(&tok), &PromptBody::Text("and of".into()));

@@ -53,6 +53,23 @@ pub struct Conn {
     buf: BytesMut,
     idle_since: Instant,
     kernel_stamps: bool,
+    /// Reads so far, to number them.
+    reads: u64,
+}
+
+/// One read off the socket, as the client saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReadStamp {
+    /// When the bytes came: the run-clock time right after the read, or with
+    /// kernel stamps that time less `lag`.
+    pub t: Duration,
+    /// How long the read's last bytes had waited in the socket when it was
+    /// made: the read's time less the kernel's receive time (Linux, where the
+    /// kernel gives it). Earlier bytes of the same read waited longer.
+    pub lag: Option<Duration>,
+    /// The read's number on its connection: chunks with the same number came
+    /// in one read.
+    pub serial: u64,
 }
 
 /// How a body read ended.
@@ -238,9 +255,14 @@ impl Http1 {
         }
         .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
         let _ = sock.set_nodelay(true);
+        // The kernel's receive times are asked for in both stamp modes: with
+        // read stamps they still tell how long each read came after its bytes
+        // (the client's own lag, reported beside the latencies).
         #[cfg(target_os = "linux")]
-        if self.kernel_stamps {
-            stamp::enable(&sock).map_err(|e| format!("cannot turn on receive timestamps on the socket: {e}"))?;
+        if let Err(e) = stamp::enable(&sock) {
+            if self.kernel_stamps {
+                return Err(format!("cannot turn on receive timestamps on the socket: {e}"));
+            }
         }
         // Still non-blocking, registered anew with the reactor.
         let failed = |e: &dyn std::fmt::Display| format!("cannot register the connection to {}: {e}", self.authority);
@@ -253,6 +275,7 @@ impl Http1 {
             buf: BytesMut::with_capacity(READ_SIZE),
             idle_since: Instant::now(),
             kernel_stamps: self.kernel_stamps,
+            reads: 0,
         })
     }
 
@@ -269,22 +292,20 @@ impl Http1 {
 
 impl Conn {
     /// Reads what the socket has into the buffer: the byte count and the
-    /// time of the bytes (`clock()` right after the read, or with kernel
-    /// stamps that time less the bytes' age in the socket).
+    /// read's stamp (see [`ReadStamp`]).
     ///
     /// A read that returns less than it asked for has drained the socket, so
     /// its readiness is cleared there and then (tokio's own `read` does the
     /// same); without that every chunk would cost a second read that only
     /// says EAGAIN. tokio offers no such clearing around a `recvmsg` on its
     /// `TcpStream`, hence `AsyncFd`.
-    async fn fill(&mut self, clock: &mut impl FnMut() -> Duration) -> std::io::Result<(usize, Duration)> {
+    async fn fill(&mut self, clock: &mut impl FnMut() -> Duration) -> std::io::Result<(usize, ReadStamp)> {
         self.buf.reserve(READ_SIZE);
-        let kernel = self.kernel_stamps;
         loop {
             let mut ready = self.sock.readable().await?;
             let spare = self.buf.spare_capacity_mut();
             let asked = spare.len();
-            let Ok(read) = ready.try_io(|s| recv(s.get_ref().as_raw_fd(), spare, kernel)) else {
+            let Ok(read) = ready.try_io(|s| recv(s.get_ref().as_raw_fd(), spare)) else {
                 continue; // EAGAIN: readiness was cleared, wait again.
             };
             let (n, stamp) = read?;
@@ -294,7 +315,10 @@ impl Conn {
             }
             // SAFETY: recv initialised the first n bytes of the spare capacity.
             unsafe { self.buf.set_len(self.buf.len() + n) };
-            return Ok((n, stamp::back_to(now, stamp)));
+            self.reads += 1;
+            let lag = stamp::age(stamp);
+            let t = if self.kernel_stamps { now.saturating_sub(lag.unwrap_or_default()) } else { now };
+            return Ok((n, ReadStamp { t, lag, serial: self.reads }));
         }
     }
 
@@ -313,12 +337,13 @@ impl Conn {
     }
 
     /// Writes `request` (from [`Http1::request`]) and reads the response
-    /// head; returns it with the time its first bytes were read.
+    /// head; returns it with the time its first bytes came and the stamp of
+    /// the read that completed it (body bytes read with the head carry it).
     pub async fn send(
         &mut self,
         request: &[u8],
         clock: &mut impl FnMut() -> Duration,
-    ) -> Result<(Head, Duration), HeadError> {
+    ) -> Result<(Head, Duration, ReadStamp), HeadError> {
         self.buf.clear();
         // Delayed ACKs for this response ("ping-pong" mode): the client
         // acknowledges every second small segment rather than after each
@@ -333,12 +358,12 @@ impl Conn {
         }
         let mut first = None;
         loop {
-            let n = match self.fill(clock).await {
-                Ok((n, t)) => {
+            let (n, last) = match self.fill(clock).await {
+                Ok((n, read)) => {
                     if n > 0 {
-                        first.get_or_insert(t);
+                        first.get_or_insert(read.t);
                     }
-                    n
+                    (n, read)
                 }
                 Err(e) if self.buf.is_empty() => {
                     return Err(HeadError::ClosedBeforeResponse(format!(
@@ -364,7 +389,7 @@ impl Conn {
                 }
                 Some((len, head)) => {
                     self.buf.advance(len);
-                    return Ok((head, first.unwrap_or_else(&mut *clock)));
+                    return Ok((head, first.unwrap_or(last.t), last));
                 }
                 None if self.buf.len() > MAX_HEAD => {
                     return Err(HeadError::Invalid("the response head is larger than 64 KiB".into()))
@@ -374,63 +399,62 @@ impl Conn {
         }
     }
 
-    /// Reads the body, handing each payload piece to `out` with the time its
-    /// bytes were read (see [`Conn::fill`]; bytes that came with the head get
-    /// `head_t`). `out` returns false to stop reading after the pieces of
-    /// this read. Says whether the body ended as its framing says or `out`
-    /// stopped it first, and when the last bytes read came.
+    /// Reads the body, handing each payload piece to `out` with the stamp of
+    /// the read that brought it (see [`Conn::fill`]; bytes that came with the
+    /// head get `head_read`). `out` returns false to stop reading after the
+    /// pieces of this read. Says whether the body ended as its framing says
+    /// or `out` stopped it first, and when the last bytes read came.
     pub async fn read_body(
         &mut self,
         head: &mut Head,
         clock: &mut impl FnMut() -> Duration,
-        out: &mut impl FnMut(&[u8], Duration) -> bool,
-        head_t: Duration,
+        out: &mut impl FnMut(&[u8], ReadStamp) -> bool,
+        head_read: ReadStamp,
     ) -> Result<BodyEnd, String> {
-        let mut t = head_t;
+        let mut read = head_read;
         loop {
             if !self.buf.is_empty() || head.body_done() {
                 let mut go_on = true;
                 let consumed = match &mut head.framing {
-                    Framing::Chunked(c) => c.decode(&self.buf, &mut |p| go_on &= out(p, t))?,
+                    Framing::Chunked(c) => c.decode(&self.buf, &mut |p| go_on &= out(p, read))?,
                     Framing::Length(left) => {
                         let take = (*left as usize).min(self.buf.len());
                         if take > 0 {
-                            go_on = out(&self.buf[..take], t);
+                            go_on = out(&self.buf[..take], read);
                         }
                         *left -= take as u64;
                         take
                     }
                     Framing::Close => {
-                        go_on = out(&self.buf, t);
+                        go_on = out(&self.buf, read);
                         self.buf.len()
                     }
                 };
                 self.buf.advance(consumed);
                 if head.body_done() || !go_on {
-                    return Ok(BodyEnd { complete: head.body_done(), at: t });
+                    return Ok(BodyEnd { complete: head.body_done(), at: read.t });
                 }
             }
-            let (n, at) = self.fill(clock).await.map_err(|e| format!("the connection broke: {e}"))?;
+            let (n, next) = self.fill(clock).await.map_err(|e| format!("the connection broke: {e}"))?;
             if n == 0 {
                 return match head.framing {
                     Framing::Close => {
                         head.keep_alive = false;
-                        Ok(BodyEnd { complete: true, at: t })
+                        Ok(BodyEnd { complete: true, at: read.t })
                     }
                     _ => Err("the server closed the connection before the end of the body".into()),
                 };
             }
-            t = at;
+            read = next;
         }
     }
 }
 
-/// One `recvmsg` into `spare`: the byte count and, with `kernel`, the time
-/// the kernel received the last segment read (`SCM_TIMESTAMPNS`).
+/// One `recvmsg` into `spare`: the byte count and the time the kernel
+/// received the last segment read (`SCM_TIMESTAMPNS`), when it says.
 fn recv(
     fd: std::os::fd::RawFd,
     spare: &mut [std::mem::MaybeUninit<u8>],
-    kernel: bool,
 ) -> std::io::Result<(usize, Option<std::time::SystemTime>)> {
     let mut iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
     // Room for one control message with a timespec, 8-byte aligned.
@@ -439,17 +463,15 @@ fn recv(
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
-    if kernel {
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    }
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
     // SAFETY: the iovec points into `spare` and the control buffer into
     // `control`, both alive and of the lengths given.
     let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
     if n < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok((n as usize, if kernel { stamp::of(&msg) } else { None }))
+    Ok((n as usize, stamp::of(&msg)))
 }
 
 /// Kernel receive timestamps (`SO_TIMESTAMPNS`, Linux): each read comes with
@@ -460,7 +482,8 @@ fn recv(
 mod stamp {
     use std::time::{Duration, SystemTime};
 
-    /// An age beyond this means the wall clock was stepped: the read time is kept.
+    /// An age beyond this means the wall clock was stepped: no lag is taken
+    /// from it, and the read time is kept.
     const MAX_AGE: Duration = Duration::from_secs(1);
 
     #[cfg(target_os = "linux")]
@@ -507,10 +530,9 @@ mod stamp {
         None
     }
 
-    /// The run-clock time `now` less the age of the kernel's `stamp`.
-    pub fn back_to(now: Duration, stamp: Option<SystemTime>) -> Duration {
-        let age = stamp.and_then(|k| SystemTime::now().duration_since(k).ok()).filter(|a| *a < MAX_AGE);
-        now.saturating_sub(age.unwrap_or_default())
+    /// How long ago the kernel's `stamp` was, by the wall clock.
+    pub fn age(stamp: Option<SystemTime>) -> Option<Duration> {
+        stamp.and_then(|k| SystemTime::now().duration_since(k).ok()).filter(|a| *a < MAX_AGE)
     }
 }
 

@@ -202,11 +202,13 @@ async fn the_request_carries_its_head_and_body() {
 /// With kernel receive stamps a chunk keeps the time it arrived even when the
 /// client's thread is busy when it does; read stamps take the busy time in.
 /// The server (its own thread) sends two chunks 150 ms apart; the client's
-/// only thread reads the first, then is blocked from 20 ms to 420 ms.
+/// only thread reads the first, then is blocked from 20 ms to 420 ms. Either
+/// way the record tells how long the second chunk waited in the socket.
 #[cfg(target_os = "linux")]
 #[test]
 fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
-    let gap = |kernel: bool| -> Duration {
+    // The gap between the two chunks, and the longest a chunk waited in the socket.
+    let gap = |kernel: bool| -> (Duration, Duration) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         std::thread::spawn(move || {
@@ -250,14 +252,18 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
             assert_eq!(r.outcome, Outcome::Success, "{r:?}");
             assert_eq!(r.chunks.len(), 2);
             assert!(r.first_byte.unwrap() <= r.chunks[0].t && r.chunks[1].t <= r.end);
-            r.chunks[1].t - r.chunks[0].t
+            (r.chunks[1].t - r.chunks[0].t, r.read_lag_max.expect("the kernel's receive times"))
         })
     };
-    let kernel = gap(true);
+    let (kernel, lag) = gap(true);
     assert!(kernel >= Duration::from_millis(140) && kernel < Duration::from_millis(200), "kernel stamps: {kernel:?}");
-    let read = gap(false);
+    // The second chunk waited from ~155 ms to ~420 ms in the socket.
+    assert!(lag > Duration::from_millis(200) && lag < Duration::from_millis(400), "kernel stamps, lag {lag:?}");
+    let (read, lag) = gap(false);
     // The second chunk is read only when the thread is free again, ~420 ms in.
     assert!(read > Duration::from_millis(300), "read stamps: {read:?}");
+    // Read stamps carry that wait; the record says how long it was.
+    assert!(lag > Duration::from_millis(200) && lag < Duration::from_millis(400), "read stamps, lag {lag:?}");
 }
 
 #[cfg(target_os = "linux")]

@@ -19,12 +19,13 @@ pub enum Dist {
     E2e,
     Ttfb,
     ClientQueue,
+    ClientReadLag,
     ErrorAdjustedTtft,
     ErrorAdjustedE2e,
 }
 
 impl Dist {
-    pub const ALL: [Dist; 11] = [
+    pub const ALL: [Dist; 12] = [
         Dist::Ttft,
         Dist::TtftContent,
         Dist::Tpot,
@@ -34,6 +35,7 @@ impl Dist {
         Dist::E2e,
         Dist::Ttfb,
         Dist::ClientQueue,
+        Dist::ClientReadLag,
         Dist::ErrorAdjustedTtft,
         Dist::ErrorAdjustedE2e,
     ];
@@ -50,6 +52,7 @@ impl Dist {
             Dist::E2e => "e2e_ms",
             Dist::Ttfb => "ttfb_ms",
             Dist::ClientQueue => "client_queue_ms",
+            Dist::ClientReadLag => "client_read_lag_ms",
             Dist::ErrorAdjustedTtft => "error_adjusted.ttft_ms",
             Dist::ErrorAdjustedE2e => "error_adjusted.e2e_ms",
         }
@@ -67,6 +70,7 @@ impl Dist {
             Dist::E2e => "E2E",
             Dist::Ttfb => "TTFB",
             Dist::ClientQueue => "client queue",
+            Dist::ClientReadLag => "read lag/req",
             Dist::ErrorAdjustedTtft => "TTFT (errors as ∞)",
             Dist::ErrorAdjustedE2e => "E2E (errors as ∞)",
         }
@@ -83,6 +87,7 @@ impl Dist {
             Dist::E2e => &s.e2e_ms,
             Dist::Ttfb => &s.ttfb_ms,
             Dist::ClientQueue => &s.client_queue_ms,
+            Dist::ClientReadLag => &s.client_read_lag_ms,
             Dist::ErrorAdjustedTtft => &s.error_adjusted.ttft_ms,
             Dist::ErrorAdjustedE2e => &s.error_adjusted.e2e_ms,
         }

@@ -46,7 +46,7 @@ pub fn render(r: &RunResult) -> String {
         let _ = write!(o, "{:>10}", format!("p{p}"));
     }
     let _ = writeln!(o, "{:>10}", "max");
-    let rows: [(&str, &Distribution); 9] = [
+    let mut rows: Vec<(&str, &Distribution)> = vec![
         ("TTFT", &s.ttft_ms),
         ("TTFT content", &s.ttft_content_ms),
         ("TPOT", &s.tpot_ms),
@@ -57,6 +57,10 @@ pub fn render(r: &RunResult) -> String {
         ("TTFB", &s.ttfb_ms),
         ("client queue", &s.client_queue_ms),
     ];
+    // Only where the client saw the kernel's receive times.
+    if s.client_read_lag_ms.count > 0 {
+        rows.push(("read lag/req", &s.client_read_lag_ms));
+    }
     for (name, d) in rows {
         let _ = write!(o, "  {:<14}{:>10}{:>10}{:>10}", name, num(d.mean), num(d.std), num(d.min));
         for p in &ps {
@@ -86,6 +90,13 @@ pub fn render(r: &RunResult) -> String {
         tok.output,
         if sources.is_empty() { "-".to_string() } else { sources.join(", ") }
     );
+    if s.shared_read_chunks > 0 {
+        let _ = writeln!(
+            o,
+            "  shared reads    {:>12}   output chunks came in one read with the chunk before them (gaps not seen)",
+            s.shared_read_chunks
+        );
+    }
     if q.failed > 0 {
         let ea = &s.error_adjusted;
         let _ = writeln!(

@@ -107,7 +107,8 @@ fn extra_percentiles_and_completions_api() {
 
 /// goodput's own HTTP/1.1 client (the default), reqwest, and kernel receive
 /// stamps all measure the same known server alike: 20 ms to the first chunk,
-/// then a chunk of 2 tokens every 2 ms (1 ms per token).
+/// then a chunk of 2 tokens every 2 ms (1 ms per token). Our client also
+/// reports its read lag in either stamp mode (on Linux).
 #[test]
 fn both_http_stacks_and_both_stamp_modes_measure_the_known_server() {
     let dir = tempfile::tempdir().unwrap();
@@ -126,6 +127,10 @@ fn both_http_stacks_and_both_stamp_modes_measure_the_known_server() {
         // Loose: a shared test machine; the tight check is known_timings.
         assert!((19.0..40.0).contains(&ttft), "{transport}/{stamp}: ttft p50 {ttft}");
         assert!((0.9..2.0).contains(&itl), "{transport}/{stamp}: itl p50 {itl}");
+        // The client's read lag, where it sees the kernel's receive times.
+        let lag = v["summary"]["client_read_lag_ms"]["count"].as_u64().unwrap();
+        let sees = cfg!(target_os = "linux") && transport == "auto";
+        assert_eq!(lag, if sees { 6 } else { 0 }, "{transport}/{stamp}: read lag count");
     }
 }
 

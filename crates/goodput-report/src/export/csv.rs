@@ -243,6 +243,7 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("ttft_p50_rating", band(&rt.ttft_p50));
     put("tpot_p50_rating", band(&rt.tpot_p50));
     put("times_reading_speed", csv_num(rt.times_reading_speed));
+    put("shared_read_chunks", s.shared_read_chunks.to_string());
     for d in Dist::ALL {
         let x = d.of(s);
         // `error_adjusted.ttft_ms` → `error_adjusted_ttft_ms`.

@@ -292,7 +292,9 @@ fn latency_table(o: &mut String, r: &RunResult) {
         let _ = write!(o, "<th>p{p}</th>");
     }
     o.push_str("<th>max</th></tr></thead><tbody>");
-    let mut dists: Vec<Dist> = Dist::ALL[..9].to_vec();
+    // The read lag only where the client saw the kernel's receive times.
+    let mut dists: Vec<Dist> =
+        Dist::ALL[..10].iter().copied().filter(|d| *d != Dist::ClientReadLag || d.of(s).count > 0).collect();
     if s.requests.failed > 0 {
         dists.extend([Dist::ErrorAdjustedTtft, Dist::ErrorAdjustedE2e]);
     }
