@@ -38,6 +38,15 @@ if [ -n "${STALLS:-}" ]; then kill -TERM $PROBE; wait $PROBE; STALL_ARGS=("$TMP/
 read -r user sys wall < "$TMP/time"
 TICK=$(getconf CLK_TCK)
 tokens=$(python3 -c "import json;print(json.load(open('$TMP/run.json'))['summary']['tokens']['output_all'])")
+# The client's own lateness on the receiving side, as the run reports it.
+python3 - "$TMP/run.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+lag = s.get("client_read_lag_ms", {})
+if lag.get("count"):
+    print(f"client read lag per request (longest wait of a chunk in the socket): p50 {lag['p50']:.3f} ms · "
+          f"p99 {lag['p99']:.3f} ms · max {lag['max']:.3f} ms; shared reads {s.get('shared_read_chunks', 0)}")
+PY
 echo "streams $STREAMS · requests $REQUESTS · $OUT_TOKENS tokens each · wall ${wall}s"
 python3 - "$user" "$sys" "$tokens" "$s_user0" "$s_sys0" "$s_user1" "$s_sys1" "$TICK" "$wall" <<'PY'
 import sys
