@@ -67,8 +67,8 @@ pub struct ReadStamp {
     /// made: the read's time less the kernel's receive time (Linux, where the
     /// kernel gives it). Earlier bytes of the same read waited longer.
     pub lag: Option<Duration>,
-    /// The read's number on its connection: chunks with the same number came
-    /// in one read.
+    /// The read's number on its connection, from 1 (0: not known): chunks
+    /// with the same number came in one read.
     pub serial: u64,
 }
 
