@@ -72,7 +72,7 @@ pub async fn connect(
                     crate::serve::Served::Fixed(FixedServer::new(profile))
                 }
             };
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding a loopback port")?;
+            let listener = crate::serve::listen("127.0.0.1:0").await.context("binding a loopback port")?;
             let addr = listener.local_addr()?;
             let stop = CancellationToken::new();
             let s = stop.clone();
