@@ -59,6 +59,47 @@ impl LengthDist {
     }
 }
 
+/// The request shapes users name (DESIGN §4), as an input and an output
+/// length. They are starting points: `--input-tokens`/`--output-tokens`
+/// given beside a preset win over its lengths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    /// A short prompt and a long answer.
+    Chat,
+    /// 2k–4k tokens in, a short summary out.
+    Summarization,
+    /// A code context in, a completion out.
+    Code,
+    /// A long document in (8k–12k tokens: the model's context must hold it),
+    /// a short answer out.
+    LongDocument,
+}
+
+impl Preset {
+    pub const ALL: [Preset; 4] = [Preset::Chat, Preset::Summarization, Preset::Code, Preset::LongDocument];
+
+    /// The name on the command line and in the result's config.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Chat => "chat",
+            Preset::Summarization => "summarization",
+            Preset::Code => "code",
+            Preset::LongDocument => "long-document",
+        }
+    }
+
+    /// Input and output lengths. Log-normal where real lengths skew long.
+    pub fn lengths(self) -> (LengthDist, LengthDist) {
+        let ln = |mean: f64, sigma: f64| LengthDist::LogNormal { mean, sigma };
+        match self {
+            Preset::Chat => (ln(256.0, 0.5), ln(512.0, 0.5)),
+            Preset::Summarization => (LengthDist::Uniform { lo: 2048, hi: 4096 }, ln(256.0, 0.4)),
+            Preset::Code => (ln(1024.0, 0.6), ln(256.0, 0.6)),
+            Preset::LongDocument => (LengthDist::Uniform { lo: 8192, hi: 12288 }, ln(256.0, 0.4)),
+        }
+    }
+}
+
 impl FromStr for LengthDist {
     type Err = String;
 
@@ -547,6 +588,29 @@ mod tests {
         for s in ["128", "uniform:64..256", "normal:512,128", "lognormal:300,0.5"] {
             assert_eq!(s.parse::<LengthDist>().unwrap().to_string(), s);
         }
+    }
+
+    #[test]
+    fn presets_have_the_shapes_their_names_promise() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let mean = |d: &LengthDist, rng: &mut StdRng| (0..20_000).map(|_| d.sample(rng) as f64).sum::<f64>() / 20_000.0;
+        for p in Preset::ALL {
+            let (input, output) = p.lengths();
+            let (i, o) = (mean(&input, &mut rng), mean(&output, &mut rng));
+            assert!((i / input.mean() - 1.0).abs() < 0.03 && (o / output.mean() - 1.0).abs() < 0.03, "{p:?}");
+            match p {
+                // Short prompt, long answer.
+                Preset::Chat => assert!(o > 1.5 * i),
+                // Long in, short out; summarisation is 2k+ tokens in every draw.
+                Preset::Summarization | Preset::LongDocument => {
+                    assert!(i > 8.0 * o);
+                    assert!((0..1000).all(|_| input.sample(&mut rng) >= 2048));
+                }
+                Preset::Code => assert!(i > 2.0 * o),
+            }
+        }
+        let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["chat", "summarization", "code", "long-document"]);
     }
 
     #[test]

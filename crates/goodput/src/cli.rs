@@ -226,12 +226,15 @@ pub struct ShapeArgs {
 /// What each request asks.
 #[derive(Debug, Clone, Args)]
 pub struct WorkloadArgs {
-    /// Input length: 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA (tokens).
-    #[arg(long, value_parser = parse_length, default_value = "256")]
-    pub input_tokens: LengthDist,
-    /// Output length, sent as max_tokens (same forms as --input-tokens; default 128).
+    /// Input length: 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA (tokens; default 256, or the preset's).
+    #[arg(long, value_parser = parse_length)]
+    pub input_tokens: Option<LengthDist>,
+    /// Output length, sent as max_tokens (same forms as --input-tokens; default 128, or the preset's).
     #[arg(long, value_parser = parse_length)]
     pub output_tokens: Option<LengthDist>,
+    /// A named request shape; --input-tokens and --output-tokens given beside it win.
+    #[arg(long, value_enum)]
+    pub preset: Option<PresetArg>,
     /// Tokens of a system prompt shared by requests, added before each prompt (exercises prefix caching).
     #[arg(long, default_value_t = 0)]
     pub shared_prefix_tokens: u32,
@@ -275,6 +278,29 @@ pub struct OutputArgs {
     pub progress: ProgressArg,
     #[command(flatten)]
     pub exports: ExportArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PresetArg {
+    /// Short prompt, long answer: input lognormal:256,0.5, output lognormal:512,0.5.
+    Chat,
+    /// 2k+ tokens in, short out: input uniform:2048..4096, output lognormal:256,0.4.
+    Summarization,
+    /// Code context in, completion out: input lognormal:1024,0.6, output lognormal:256,0.6.
+    Code,
+    /// Long document in, short answer out: input uniform:8192..12288, output lognormal:256,0.4.
+    LongDocument,
+}
+
+impl From<PresetArg> for goodput_load::Preset {
+    fn from(p: PresetArg) -> Self {
+        match p {
+            PresetArg::Chat => goodput_load::Preset::Chat,
+            PresetArg::Summarization => goodput_load::Preset::Summarization,
+            PresetArg::Code => goodput_load::Preset::Code,
+            PresetArg::LongDocument => goodput_load::Preset::LongDocument,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -107,10 +107,19 @@ pub fn workload(w: &WorkloadArgs, seed: u64) -> Result<(Workload, Option<Arc<Tok
             bail!("--shared-prefix-tokens shapes synthetic prompts; a --dataset brings its own prompts");
         }
     }
+    let preset = w.preset.map(goodput_load::Preset::from);
+    if let (Some(p), Some(_)) = (preset, &w.dataset) {
+        bail!("--preset {} shapes synthetic prompts; a --dataset brings its own (drop one of them)", p.name());
+    }
+    let (preset_input, preset_output) = match preset.map(|p| p.lengths()) {
+        Some((i, o)) => (Some(i), Some(o)),
+        None => (None, None),
+    };
+    let input = w.input_tokens.clone().or(preset_input).unwrap_or(LengthDist::Fixed(256));
     let output = match (&w.output_tokens, &w.dataset) {
         (Some(o), _) => Some(o.clone()),
         (None, Some(_)) => None,
-        (None, None) => Some(LengthDist::Fixed(128)),
+        (None, None) => Some(preset_output.unwrap_or(LengthDist::Fixed(128))),
     };
     let wl = match &w.dataset {
         Some(path) => {
@@ -118,7 +127,7 @@ pub fn workload(w: &WorkloadArgs, seed: u64) -> Result<(Workload, Option<Arc<Tok
             Workload::dataset(entries, output.clone(), seed)
         }
         None => Workload::Synthetic {
-            input: w.input_tokens.clone(),
+            input: input.clone(),
             output: output.clone().unwrap_or(LengthDist::Fixed(128)),
             seed,
             tokenizer: tokenizer.clone(),
@@ -126,7 +135,8 @@ pub fn workload(w: &WorkloadArgs, seed: u64) -> Result<(Workload, Option<Arc<Tok
         },
     };
     let config = json!({
-        "input_tokens": w.dataset.is_none().then(|| w.input_tokens.to_string()),
+        "preset": preset.map(|p| p.name()),
+        "input_tokens": w.dataset.is_none().then(|| input.to_string()),
         "output_tokens": output.map(|o| o.to_string()),
         "shared_prefix": shared_prefix.map(|p| json!({"tokens": p.tokens, "ratio": p.ratio, "count": p.count})),
         "dataset": w.dataset.as_ref().map(|p| p.display().to_string()),

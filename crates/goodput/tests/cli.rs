@@ -282,3 +282,35 @@ fn started_unix_s_is_the_zero_of_the_record_times() {
     let arrived = arrived.lock().unwrap().expect("the request reached the server");
     assert!((sent - arrived).abs() < 0.1, "sent at {sent:.3}, arrived at {arrived:.3}");
 }
+
+/// A preset sets both lengths; an explicit length beside it wins; with a
+/// dataset it is a clear error.
+#[test]
+fn presets_shape_the_requests_and_explicit_lengths_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let run = |args: &[&str]| {
+        goodput()
+            .args(["bench", "-q", "-n", "3", "--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms"])
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let v = run(&["--preset", "summarization"]);
+    let w = &v["config"]["workload"];
+    assert_eq!((w["preset"].as_str(), w["input_tokens"].as_str()), (Some("summarization"), Some("uniform:2048..4096")));
+    assert_eq!(w["output_tokens"], "lognormal:256,0.4");
+    let v = run(&["--preset", "chat", "--output-tokens", "4"]);
+    let w = &v["config"]["workload"];
+    assert_eq!((w["input_tokens"].as_str(), w["output_tokens"].as_str()), (Some("lognormal:256,0.5"), Some("4")));
+    // The server returned what was asked: 4 tokens per request.
+    assert_eq!(v["summary"]["tokens"]["output"], 12);
+    let data = dir.path().join("d.jsonl");
+    std::fs::write(&data, "{\"prompt\": \"hi\"}\n").unwrap();
+    let o = goodput().args(["bench", "-q", "-n", "1", "--preset", "code", "--dataset"]).arg(&data).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--preset code shapes synthetic prompts"), "{err}");
+}
