@@ -18,10 +18,13 @@ use tokio_util::sync::CancellationToken;
 pub struct LoadPlan {
     /// Measured requests to send (warm-up not included).
     pub requests: Option<u64>,
-    /// Stop sending after this long.
+    /// Stop sending this long after the warm-up.
     pub duration: Option<Duration>,
     /// Requests sent first and excluded from the window.
     pub warmup: u64,
+    /// Or a warm-up by time: requests due before it are excluded from the
+    /// window, and the bounds count from its end. Zero: none.
+    pub warmup_time: Duration,
     /// Most requests in flight at once.
     pub concurrency: Option<usize>,
     /// Open-loop rate (requests/s) and arrival process.
@@ -32,6 +35,17 @@ pub struct LoadPlan {
 }
 
 impl LoadPlan {
+    /// Every request the run will send, warm-up included, when that is
+    /// known ahead (not with a timed warm-up).
+    pub fn total_requests(&self) -> Option<u64> {
+        self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| n + self.warmup)
+    }
+
+    /// How long the run sends, warm-up included, when a duration bounds it.
+    pub fn sending_time(&self) -> Option<Duration> {
+        self.duration.map(|d| self.warmup_time + d)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.requests.is_none() && self.duration.is_none() {
             return Err("the run has no end: give --requests N and/or --duration D".into());
@@ -133,14 +147,18 @@ pub async fn run_at<B: Backend>(
         Some((rate, arrival)) => Some(ArrivalSchedule::new(rate, arrival, plan.seed)?),
         None => None,
     };
-    let limit = plan.requests.map(|n| n + plan.warmup);
     let cap = plan.concurrency.map(|c| Arc::new(Semaphore::new(c)));
-    let end_of_sending = plan.duration.map(|d| origin + d);
+    // The bounds count from the end of a timed warm-up.
+    let end_of_sending = plan.duration.map(|d| origin + plan.warmup_time + d);
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let stop = control.stop.clone();
 
     let sender = async {
         let mut i: u64 = 0;
+        // Warm-up requests sent so far: the measured ones are the rest. A
+        // request due after the timed warm-up is measured, and so is every
+        // later one (due times only grow), so the count is final once one is.
+        let mut warm: u64 = 0;
         let sleep_until_end = || async {
             match end_of_sending {
                 Some(t) => tokio::time::sleep_until(t).await,
@@ -148,13 +166,13 @@ pub async fn run_at<B: Backend>(
             }
         };
         loop {
-            if limit.is_some_and(|l| i >= l) {
+            if plan.requests.is_some_and(|n| i - warm >= n) {
                 break;
             }
             let mut scheduled = None;
             if let Some(s) = schedule.as_mut() {
                 let at = s.next().unwrap_or_default();
-                if plan.duration.is_some_and(|d| at >= d) {
+                if plan.duration.is_some_and(|d| at >= plan.warmup_time + d) {
                     break;
                 }
                 tokio::select! {
@@ -177,7 +195,8 @@ pub async fn run_at<B: Backend>(
             // Closed loop: the request was due the moment a user slot freed.
             let scheduled = scheduled.unwrap_or_else(|| origin.elapsed());
             let (backend, workload, tx, abort) = (backend.clone(), workload.clone(), tx.clone(), control.abort.clone());
-            let warmup = i < plan.warmup;
+            let warmup = i < plan.warmup || scheduled < plan.warmup_time;
+            warm += u64::from(warmup);
             let id = i;
             control.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tokio::spawn(async move {
@@ -304,6 +323,7 @@ mod tests {
             requests: Some(10),
             duration: None,
             warmup: 0,
+            warmup_time: Duration::ZERO,
             concurrency: None,
             rate: None,
             seed: 1,
@@ -357,6 +377,29 @@ mod tests {
         recs.sort_by_key(|r| r.id);
         assert_eq!(recs[4].scheduled, Duration::from_millis(400));
         assert_eq!(recs[4].sent, Duration::from_secs(4));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timed_warmup_comes_first_and_the_bounds_count_after_it() {
+        // Closed loop, 100 ms requests: those sent at 0, 0.1 and 0.2 s are warm-up.
+        let p = LoadPlan { requests: Some(3), warmup_time: Duration::from_millis(250), concurrency: Some(1), ..plan() };
+        let out = run(&p, Fake::new(100, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let warm: Vec<u64> = out.records.iter().filter(|r| r.warmup).map(|r| r.id).collect();
+        assert_eq!((out.records.len(), warm), (6, vec![0, 1, 2]));
+        // Open loop, 10/s: due at 0 … 0.3 s is warm-up; then 0.5 s of measured sending.
+        let p = LoadPlan {
+            requests: None,
+            duration: Some(Duration::from_millis(500)),
+            warmup_time: Duration::from_millis(350),
+            rate: Some((10.0, Arrival::Constant)),
+            ..plan()
+        };
+        let out = run(&p, Fake::new(10, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let mut recs = out.records;
+        recs.sort_by_key(|r| r.id);
+        let warm: Vec<bool> = recs.iter().map(|r| r.warmup).collect();
+        assert_eq!(warm, [true, true, true, true, false, false, false, false, false]);
+        assert_eq!(recs.last().unwrap().scheduled, Duration::from_millis(800));
     }
 
     #[tokio::test(start_paused = true)]

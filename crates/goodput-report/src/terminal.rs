@@ -264,6 +264,9 @@ pub fn load_line(config: &Value) -> String {
     if let Some(w) = l["warmup"].as_u64().filter(|&w| w > 0) {
         parts.push(format!("+{w} warm-up"));
     }
+    if let Some(w) = l["warmup_time"].as_str() {
+        parts.push(format!("after {w} of warm-up"));
+    }
     let w = &config["workload"];
     if let Some(d) = w["dataset"].as_str() {
         parts.push(format!("dataset {d}"));

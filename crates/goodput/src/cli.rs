@@ -74,6 +74,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); write e.g. 150ms, 2s, 1m"))
 }
 
+/// `--warmup`: a request count or a time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WarmupArg {
+    Requests(u64),
+    Time(Duration),
+}
+
+fn parse_warmup(s: &str) -> Result<WarmupArg, String> {
+    if let Ok(n) = s.trim().parse::<u64>() {
+        return Ok(WarmupArg::Requests(n));
+    }
+    humantime::parse_duration(s.trim())
+        .map(WarmupArg::Time)
+        .map_err(|_| format!("invalid warm-up '{s}': give a request count (10) or a time (30s)"))
+}
+
 fn parse_length(s: &str) -> Result<LengthDist, String> {
     s.parse()
 }
@@ -215,9 +231,9 @@ pub struct ShapeArgs {
     /// Stop sending after this long (e.g. 60s), per point in a sweep.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Requests sent first and excluded from the measurement window (per point in a sweep).
-    #[arg(long, default_value_t = 0)]
-    pub warmup: u64,
+    /// Warm-up excluded from the measurement window: a request count (10) or a time (30s); the bounds count after it (per point in a sweep).
+    #[arg(long, value_parser = parse_warmup, default_value = "0")]
+    pub warmup: WarmupArg,
     /// Seed for prompts and arrival times.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -2,7 +2,7 @@
 //! (load plan, workload, analysis options), assembling the result document,
 //! and writing what was asked for.
 
-use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WorkloadArgs};
+use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{analyze, AnalysisOptions, Compat, RequestRecord, RunResult, Target, Tool, SCHEMA};
 use goodput_load::workload::{load_dataset, SharedPrefix};
@@ -53,7 +53,14 @@ pub fn shaped_plan(s: &ShapeArgs, concurrency: Option<usize>, rate: Option<f64>,
             (n, _) => n,
         },
         duration: s.duration,
-        warmup: s.warmup,
+        warmup: match s.warmup {
+            WarmupArg::Requests(n) => n,
+            WarmupArg::Time(_) => 0,
+        },
+        warmup_time: match s.warmup {
+            WarmupArg::Time(d) => d,
+            WarmupArg::Requests(_) => std::time::Duration::ZERO,
+        },
         concurrency,
         rate: rate.map(|r| (r, arrival)),
         seed: s.seed,
@@ -85,6 +92,7 @@ pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
         "requests": p.requests,
         "duration": p.duration.map(human),
         "warmup": p.warmup,
+        "warmup_time": (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
         "grace": human(p.grace),
         "seed": p.seed,
     })

@@ -63,23 +63,34 @@ pub fn engine_config_json(cfg: &EngineConfig) -> Value {
 }
 
 /// The virtual load of a plan: the same request lengths, prefixes and
-/// arrival times a `bench` with the same flags and seed would send.
-pub fn virtual_load(plan: &LoadPlan, workload: &Workload) -> Result<VirtualLoad> {
+/// arrival times a `bench` with the same flags and seed would send. A closed
+/// loop gets `timed_warmup` requests more for those a timed warm-up takes
+/// (known only once simulated: see [`run_virtual`]).
+pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> Result<VirtualLoad> {
     let arrivals: Option<Vec<std::time::Duration>> = match plan.rate {
         Some((rate, arrival)) => {
+            if plan.requests.is_none() && plan.duration.is_none() {
+                bail!("the run has no end: give --requests N and/or --duration D");
+            }
             let sched = ArrivalSchedule::new(rate, arrival, plan.seed).map_err(|e| anyhow!(e))?;
-            Some(match (plan.requests, plan.duration) {
-                (Some(n), _) => sched.take((n + plan.warmup) as usize).collect(),
-                (None, Some(d)) => sched.take_while(|t| *t < d).take(10_000_000).collect(),
-                (None, None) => bail!("the run has no end: give --requests N and/or --duration D"),
-            })
+            let warm = |i: usize, at: std::time::Duration| (i as u64) < plan.warmup || at < plan.warmup_time;
+            // As bench sends them: warm-up first, then the bounds.
+            let end = plan.duration.map(|d| plan.warmup_time + d);
+            let (mut v, mut measured) = (Vec::new(), 0u64);
+            for at in sched.take(10_000_000) {
+                if plan.requests.is_some_and(|n| measured >= n) || end.is_some_and(|e| at >= e) {
+                    break;
+                }
+                measured += u64::from(!warm(v.len(), at));
+                v.push(at);
+            }
+            Some(v)
         }
         None => None,
     };
     let n = match (&arrivals, plan.requests) {
-        (Some(a), Some(n)) => (a.len() as u64).min(n + plan.warmup),
-        (Some(a), None) => a.len() as u64,
-        (None, Some(n)) => n + plan.warmup,
+        (Some(a), _) => a.len() as u64,
+        (None, Some(n)) => n + plan.warmup + timed_warmup,
         (None, None) => bail!("a closed-loop estimate needs --requests N (a duration alone gives no request count)"),
     };
     let mut requests = Vec::with_capacity(n as usize);
@@ -130,14 +141,25 @@ pub fn engine_view_json(cfg: &EngineConfig, v: &EngineView) -> Value {
     })
 }
 
-/// Runs one plan in virtual time.
+/// Runs one plan in virtual time. A closed loop with a timed warm-up learns
+/// how many requests the warm-up took only by simulating; it is simulated
+/// again with that many more, so that `--requests` are measured after it
+/// (requests added at the end leave the earlier ones' times as they were).
 pub fn run_virtual(cfg: &EngineConfig, plan: &LoadPlan, workload: &Workload) -> Result<SimRun> {
-    let load = virtual_load(plan, workload)?;
-    let mut run = simulate(cfg, &load)?;
-    for r in &mut run.records {
-        r.warmup = r.id < plan.warmup;
+    let mut timed_warmup = 0;
+    loop {
+        let load = virtual_load(plan, workload, timed_warmup)?;
+        let mut run = simulate(cfg, &load)?;
+        let mut warm = 0;
+        for r in &mut run.records {
+            r.warmup = r.id < plan.warmup || r.scheduled < plan.warmup_time;
+            warm += u64::from(r.warmup && r.id >= plan.warmup);
+        }
+        if plan.rate.is_some() || warm <= timed_warmup {
+            return Ok(run);
+        }
+        timed_warmup = warm;
     }
-    Ok(run)
 }
 
 pub fn target_of(cfg: &EngineConfig) -> Target {

@@ -224,6 +224,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             requests: None,
             duration: Some(a.duration.unwrap_or(Duration::from_secs(365 * 24 * 3600))),
             warmup: 0,
+            warmup_time: std::time::Duration::ZERO,
             concurrency: Some(8),
             rate: Some((rate, Arrival::Poisson)),
             seed: 0,

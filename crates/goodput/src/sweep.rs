@@ -79,12 +79,8 @@ impl Sweep {
                     crate::signals::start(&self.args.metrics, target.client.http(), &target.base, origin).await?;
                 let title =
                     format!(" goodput sweep → {} · point {} · {} ", target.base, self.points.len() + 1, load.label());
-                let progress = crate::progress::Progress::new(
-                    title,
-                    plan.requests.map(|n| n + plan.warmup),
-                    plan.duration,
-                    &control,
-                );
+                let progress =
+                    crate::progress::Progress::new(title, plan.total_requests(), plan.sending_time(), &control);
                 let view = crate::progress::LiveView::start(
                     self.args.output.progress,
                     self.args.output.quiet,
@@ -243,6 +239,7 @@ fn plan_config(p: &LoadPlan) -> Value {
         "requests": p.requests,
         "duration": p.duration.map(|d| humantime::format_duration(d).to_string()),
         "warmup": p.warmup,
+        "warmup_time": (!p.warmup_time.is_zero()).then(|| humantime::format_duration(p.warmup_time).to_string()),
         "seed": p.seed,
     })
 }

@@ -146,6 +146,7 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--rate=-3"], "positive"),
         (&["--rate", "0"], "positive"),
         (&["--timeout", "soon"], "duration"),
+        (&["--warmup", "soon"], "give a request count (10) or a time (30s)"),
         (&["--url", "ftp://example.invalid"], "http or https"),
         (&["--transport", "reqwest", "--stamp", "kernel"], "--stamp kernel needs goodput's own HTTP/1.1 client"),
     ];
@@ -313,4 +314,32 @@ fn presets_shape_the_requests_and_explicit_lengths_win() {
     let o = goodput().args(["bench", "-q", "-n", "1", "--preset", "code", "--dataset"]).arg(&data).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("--preset code shapes synthetic prompts"), "{err}");
+}
+
+/// `--warmup 300ms`: what is due in the first 300 ms is warm-up, and the
+/// requests counted by `-n` all come after it, in bench and in estimate
+/// (whose closed loop learns the warm-up's size by simulating it).
+#[test]
+fn a_timed_warmup_comes_before_the_measured_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let v = fast_bench(&["-q", "-n", "6", "-c", "2", "--warmup", "300ms"], &out);
+    assert_eq!(v["config"]["load"]["warmup_time"], "300ms");
+    assert_eq!(v["summary"]["requests"]["sent"], 6);
+    assert!(v["summary"]["requests"]["warmup"].as_u64().unwrap() >= 2);
+    assert!(v["window"]["start_s"].as_f64().unwrap() >= 0.3);
+    for load in [&["-c", "8"][..], &["-r", "5"][..]] {
+        goodput()
+            .args(["estimate", "-q", "-n", "30", "--warmup", "2s", "--output-tokens", "32"])
+            .args(load)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v = read_json(&out);
+        let q = &v["summary"]["requests"];
+        assert_eq!(q["sent"], 30, "{load:?}");
+        assert!(q["warmup"].as_u64().unwrap() > 0, "{load:?}");
+        assert!(v["window"]["start_s"].as_f64().unwrap() >= 2.0, "{load:?}: {}", v["window"]);
+    }
 }

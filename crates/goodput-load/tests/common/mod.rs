@@ -49,6 +49,7 @@ pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
         requests: Some(requests),
         duration: None,
         warmup: 0,
+        warmup_time: std::time::Duration::ZERO,
         concurrency: Some(concurrency),
         rate: None,
         seed: 0,

@@ -162,6 +162,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         requests: Some(plan.requests),
         duration: None,
         warmup: plan.warmup,
+        warmup_time: std::time::Duration::ZERO,
         concurrency: plan.concurrency.map(|c| c as usize),
         // The same arrivals, on the server's faster clock.
         rate: plan.rate.map(|r| (r * plan.speed, Arrival::Poisson)),
