@@ -11,6 +11,7 @@ pub mod scrape;
 pub mod scraper;
 pub mod sse;
 pub mod tokenizer;
+pub mod trace;
 pub mod workload;
 
 pub use client::{Client, ClientConfig, Transport};

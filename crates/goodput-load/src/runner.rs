@@ -29,6 +29,9 @@ pub struct LoadPlan {
     pub concurrency: Option<usize>,
     /// Open-loop rate (requests/s) and arrival process.
     pub rate: Option<(f64, Arrival)>,
+    /// Or send times replayed from a trace (open loop on the trace's clock);
+    /// the trace's end also ends the run.
+    pub trace: Option<Arc<Vec<Duration>>>,
     pub seed: u64,
     /// After a stop, how long in-flight requests may take before they are cancelled.
     pub grace: Duration,
@@ -47,8 +50,11 @@ impl LoadPlan {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.requests.is_none() && self.duration.is_none() {
+        if self.requests.is_none() && self.duration.is_none() && self.trace.is_none() {
             return Err("the run has no end: give --requests N and/or --duration D".into());
+        }
+        if self.trace.is_some() && self.rate.is_some() {
+            return Err("--trace brings its own send times: drop --rate".into());
         }
         if self.requests == Some(0) {
             return Err("--requests must be at least 1".into());
@@ -56,7 +62,7 @@ impl LoadPlan {
         if self.concurrency == Some(0) {
             return Err("--concurrency must be at least 1".into());
         }
-        if self.concurrency.is_none() && self.rate.is_none() {
+        if self.concurrency.is_none() && self.rate.is_none() && self.trace.is_none() {
             return Err("give --concurrency N (closed loop) and/or --rate R (open loop)".into());
         }
         Ok(())
@@ -143,9 +149,10 @@ pub async fn run_at<B: Backend>(
     origin: Instant,
 ) -> Result<RunOutput, String> {
     plan.validate()?;
-    let mut schedule = match plan.rate {
-        Some((rate, arrival)) => Some(ArrivalSchedule::new(rate, arrival, plan.seed)?),
-        None => None,
+    let mut schedule: Option<Box<dyn Iterator<Item = Duration> + Send>> = match (&plan.trace, plan.rate) {
+        (Some(t), _) => Some(Box::new(t.as_ref().clone().into_iter())),
+        (None, Some((rate, arrival))) => Some(Box::new(ArrivalSchedule::new(rate, arrival, plan.seed)?)),
+        (None, None) => None,
     };
     let cap = plan.concurrency.map(|c| Arc::new(Semaphore::new(c)));
     // The bounds count from the end of a timed warm-up.
@@ -171,7 +178,8 @@ pub async fn run_at<B: Backend>(
             }
             let mut scheduled = None;
             if let Some(s) = schedule.as_mut() {
-                let at = s.next().unwrap_or_default();
+                // A trace ends; a rate's schedule does not.
+                let Some(at) = s.next() else { break };
                 if plan.duration.is_some_and(|d| at >= plan.warmup_time + d) {
                     break;
                 }
@@ -326,6 +334,7 @@ mod tests {
             warmup_time: Duration::ZERO,
             concurrency: None,
             rate: None,
+            trace: None,
             seed: 1,
             grace: Duration::from_secs(2),
         }
@@ -377,6 +386,23 @@ mod tests {
         recs.sort_by_key(|r| r.id);
         assert_eq!(recs[4].scheduled, Duration::from_millis(400));
         assert_eq!(recs[4].sent, Duration::from_secs(4));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trace_is_replayed_on_its_clock_and_its_end_ends_the_run() {
+        let times: Vec<Duration> = [0, 50, 50, 400].into_iter().map(Duration::from_millis).collect();
+        let p = LoadPlan { requests: None, trace: Some(Arc::new(times.clone())), ..plan() };
+        let out = run(&p, Fake::new(10, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let mut recs = out.records;
+        recs.sort_by_key(|r| r.id);
+        assert_eq!(recs.iter().map(|r| r.scheduled).collect::<Vec<_>>(), times);
+        assert!(recs.iter().all(|r| r.sent == r.scheduled), "sent on time");
+        // -n cuts it short; a rate beside it is refused.
+        let p = LoadPlan { requests: Some(2), trace: Some(Arc::new(times.clone())), ..plan() };
+        let out = run(&p, Fake::new(10, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert_eq!(out.records.len(), 2);
+        let p = LoadPlan { trace: Some(Arc::new(times)), rate: Some((1.0, Arrival::Poisson)), ..plan() };
+        assert!(p.validate().unwrap_err().contains("drop --rate"));
     }
 
     #[tokio::test(start_paused = true)]

@@ -219,6 +219,8 @@ pub enum Workload {
         tokenizer: Option<Arc<TokenCounter>>,
         shared_prefix: Option<SharedPrefix>,
     },
+    /// Lengths and prefixes from a trace (its times go to the load plan).
+    Trace { entries: Arc<Vec<crate::trace::TraceEntry>>, seed: u64, tokenizer: Option<Arc<TokenCounter>> },
     Dataset {
         entries: Arc<Vec<DatasetEntry>>,
         /// Overrides the entries' own lengths when given.
@@ -243,6 +245,7 @@ impl Workload {
             Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
                 Some(draw_lengths(&mut item_rng(*seed, i), input, output, shared_prefix.as_ref()))
             }
+            Workload::Trace { entries, .. } => entries.get(i as usize).map(|e| e.lengths),
             Workload::Dataset { .. } => None,
         }
     }
@@ -253,22 +256,12 @@ impl Workload {
             Workload::Synthetic { input, output, seed, tokenizer, shared_prefix } => {
                 let mut rng = item_rng(*seed, i);
                 let l = draw_lengths(&mut rng, input, output, shared_prefix.as_ref());
-                let unique = l.input - l.prefix.map_or(0, |p| p.1);
-                let mut text = match l.prefix {
-                    Some((id, n)) => {
-                        let mut prng = item_rng(*seed ^ PREFIX_SALT, id);
-                        let mut t = synthetic_text(&mut prng, n, tokenizer.as_deref());
-                        t.push(' ');
-                        t
-                    }
-                    None => String::new(),
-                };
-                text.push_str(&synthetic_text(&mut rng, unique, tokenizer.as_deref()));
-                WorkItem {
-                    prompt: PromptBody::Text(text),
-                    intended_input_tokens: Some(l.input as u64),
-                    max_tokens: Some(l.output),
-                }
+                synthetic_item(&mut rng, *seed, l, tokenizer.as_deref())
+            }
+            Workload::Trace { entries, seed, tokenizer } => {
+                // Past the trace's end (never sent by a plan that replays it) the lines cycle.
+                let l = entries[(i % entries.len() as u64) as usize].lengths;
+                synthetic_item(&mut item_rng(*seed, i), *seed, l, tokenizer.as_deref())
             }
             Workload::Dataset { entries, output, order, seed } => {
                 let e = &entries[order[(i % order.len() as u64) as usize]];
@@ -283,6 +276,23 @@ impl Workload {
 }
 
 const PREFIX_SALT: u64 = 0x05EE_D0F5_A4ED_u64;
+
+/// A synthetic prompt of `l`'s lengths: its shared prefix (the same text for
+/// the same prefix id), then text of its own from `rng`.
+fn synthetic_item(rng: &mut StdRng, seed: u64, l: Lengths, tokenizer: Option<&TokenCounter>) -> WorkItem {
+    let unique = l.input - l.prefix.map_or(0, |p| p.1);
+    let mut text = match l.prefix {
+        Some((id, n)) => {
+            let mut prng = item_rng(seed ^ PREFIX_SALT, id);
+            let mut t = synthetic_text(&mut prng, n, tokenizer);
+            t.push(' ');
+            t
+        }
+        None => String::new(),
+    };
+    text.push_str(&synthetic_text(rng, unique, tokenizer));
+    WorkItem { prompt: PromptBody::Text(text), intended_input_tokens: Some(l.input as u64), max_tokens: Some(l.output) }
+}
 
 fn draw_lengths(rng: &mut StdRng, input: &LengthDist, output: &LengthDist, prefix: Option<&SharedPrefix>) -> Lengths {
     let n_in = input.sample(rng);

@@ -246,14 +246,21 @@ fn api_line(r: &RunResult) -> String {
 pub fn load_line(config: &Value) -> String {
     let l = &config["load"];
     let mut parts = Vec::new();
-    match (l["concurrency"].as_u64(), l["rate"].as_f64()) {
-        (Some(c), Some(r)) => parts.push(format!(
-            "open loop {r} req/s ({}) capped at {c} in flight",
-            l["arrival"].as_str().unwrap_or("poisson")
-        )),
-        (Some(c), None) => parts.push(format!("closed loop, concurrency {c}")),
-        (None, Some(r)) => parts.push(format!("open loop {r} req/s ({})", l["arrival"].as_str().unwrap_or("poisson"))),
-        (None, None) => {}
+    if let Some(t) = l["trace"].as_str() {
+        let cap = l["concurrency"].as_u64().map(|c| format!(" capped at {c} in flight")).unwrap_or_default();
+        parts.push(format!("trace replay of {} at {}×{cap}", esc(t), l["trace_speed"].as_f64().unwrap_or(1.0)));
+    } else {
+        match (l["concurrency"].as_u64(), l["rate"].as_f64()) {
+            (Some(c), Some(r)) => parts.push(format!(
+                "open loop {r} req/s ({}) capped at {c} in flight",
+                l["arrival"].as_str().unwrap_or("poisson")
+            )),
+            (Some(c), None) => parts.push(format!("closed loop, concurrency {c}")),
+            (None, Some(r)) => {
+                parts.push(format!("open loop {r} req/s ({})", l["arrival"].as_str().unwrap_or("poisson")))
+            }
+            (None, None) => {}
+        }
     }
     if let Some(n) = l["requests"].as_u64() {
         parts.push(format!("{n} requests"));
@@ -272,6 +279,10 @@ pub fn load_line(config: &Value) -> String {
         parts.push(format!("dataset {d}"));
     } else if let (Some(i), Some(o)) = (w["input_tokens"].as_str(), w["output_tokens"].as_str()) {
         parts.push(format!("input {i} · output {o} tokens"));
+    } else if let (Some(i), Some(o)) =
+        (w["trace"]["input_tokens_mean"].as_f64(), w["trace"]["output_tokens_mean"].as_f64())
+    {
+        parts.push(format!("input {i:.0} · output {o:.0} tokens on average"));
     }
     parts.join(" · ")
 }

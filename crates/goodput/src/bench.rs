@@ -259,8 +259,9 @@ pub async fn run_http(
 }
 
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
-    let plan = common::plan(&a.load, a.target.grace)?;
-    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.shape.seed)?;
+    let trace = common::trace(&a.load)?;
+    let plan = common::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
+    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.shape.seed, trace)?;
     let opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
     let records = match &a.output.records {
         Some(p) => Some(RecordFile::create(p)?),

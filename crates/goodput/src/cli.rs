@@ -211,6 +211,12 @@ pub struct LoadArgs {
     /// Open loop: requests per second on a schedule drawn ahead from --seed.
     #[arg(long, short = 'r')]
     pub rate: Option<f64>,
+    /// Replay a trace: JSONL of {"timestamp": SECONDS, "input_tokens": N, "output_tokens": N[, "prefix_id": ID, "prefix_tokens": N]}, sent on its own clock (the first line at once).
+    #[arg(long, conflicts_with = "rate")]
+    pub trace: Option<PathBuf>,
+    /// Replay the trace this many times faster (2 halves every gap).
+    #[arg(long, default_value_t = 1.0, requires = "trace")]
+    pub trace_speed: f64,
     #[command(flatten)]
     pub shape: ShapeArgs,
 }

@@ -5,6 +5,7 @@
 use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{analyze, AnalysisOptions, Compat, RequestRecord, RunResult, Target, Tool, SCHEMA};
+use goodput_load::trace::TraceEntry;
 use goodput_load::workload::{load_dataset, SharedPrefix};
 use goodput_load::{Arrival, LengthDist, LoadPlan, TokenCounter, Workload};
 use serde_json::{json, Value};
@@ -40,7 +41,13 @@ pub fn arrival(s: &ShapeArgs) -> Result<Arrival> {
 
 /// A plan of `concurrency` and/or `rate` in the given shape; requests
 /// default to 100 when neither a count nor a duration bounds the run.
-pub fn shaped_plan(s: &ShapeArgs, concurrency: Option<usize>, rate: Option<f64>, grace: Duration) -> Result<LoadPlan> {
+pub fn shaped_plan(
+    s: &ShapeArgs,
+    concurrency: Option<usize>,
+    rate: Option<f64>,
+    trace: Option<&[TraceEntry]>,
+    grace: Duration,
+) -> Result<LoadPlan> {
     let arrival = arrival(s)?;
     if let Some(r) = rate {
         if !(r.is_finite() && r > 0.0) {
@@ -49,7 +56,8 @@ pub fn shaped_plan(s: &ShapeArgs, concurrency: Option<usize>, rate: Option<f64>,
     }
     let plan = LoadPlan {
         requests: match (s.requests, s.duration) {
-            (None, None) => Some(100),
+            // A trace's own end bounds it.
+            (None, None) if trace.is_none() => Some(100),
             (n, _) => n,
         },
         duration: s.duration,
@@ -63,6 +71,7 @@ pub fn shaped_plan(s: &ShapeArgs, concurrency: Option<usize>, rate: Option<f64>,
         },
         concurrency,
         rate: rate.map(|r| (r, arrival)),
+        trace: trace.map(|t| Arc::new(t.iter().map(|e| e.at).collect())),
         seed: s.seed,
         grace,
     };
@@ -70,17 +79,26 @@ pub fn shaped_plan(s: &ShapeArgs, concurrency: Option<usize>, rate: Option<f64>,
     Ok(plan)
 }
 
-/// The load plan of `l`, with the defaults a bare command gets.
-pub fn plan(l: &LoadArgs, grace: Duration) -> Result<LoadPlan> {
+/// The trace `--trace` names, read and placed on the run's clock.
+pub fn trace(l: &LoadArgs) -> Result<Option<Arc<Vec<TraceEntry>>>> {
+    match &l.trace {
+        Some(p) => Ok(Some(Arc::new(goodput_load::trace::load_trace(p, l.trace_speed).map_err(|e| anyhow!(e))?))),
+        None => Ok(None),
+    }
+}
+
+/// The load plan of `l` (with its `trace`, read by [`trace`]), with the
+/// defaults a bare command gets.
+pub fn plan(l: &LoadArgs, trace: Option<&[TraceEntry]>, grace: Duration) -> Result<LoadPlan> {
     arrival(&l.shape)?;
     if l.rate.is_none() && (l.shape.arrival != ArrivalArg::Poisson || l.shape.burstiness.is_some()) {
         bail!("--arrival and --burstiness shape an open-loop schedule: add --rate R");
     }
-    let concurrency = match (l.concurrency, l.rate) {
-        (None, None) => Some(10),
-        (c, _) => c,
+    let concurrency = match (l.concurrency, l.rate, trace) {
+        (None, None, None) => Some(10),
+        (c, _, _) => c,
     };
-    shaped_plan(&l.shape, concurrency, l.rate, grace)
+    shaped_plan(&l.shape, concurrency, l.rate, trace, grace)
 }
 
 pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
@@ -89,6 +107,8 @@ pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
         "rate": p.rate.map(|r| r.0),
         "arrival": l.rate.map(|_| format!("{:?}", l.shape.arrival).to_lowercase()),
         "burstiness": l.shape.burstiness,
+        "trace": l.trace.as_ref().map(|p| p.display().to_string()),
+        "trace_speed": l.trace.as_ref().map(|_| l.trace_speed),
         "requests": p.requests,
         "duration": p.duration.map(human),
         "warmup": p.warmup,
@@ -98,12 +118,41 @@ pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
     })
 }
 
-/// The workload of `w` and its config block.
-pub fn workload(w: &WorkloadArgs, seed: u64) -> Result<(Workload, Option<Arc<TokenCounter>>, Value)> {
+/// The workload of `w` (or of a `trace`, which gives every request's
+/// lengths) and its config block.
+pub fn workload(
+    w: &WorkloadArgs,
+    seed: u64,
+    trace: Option<Arc<Vec<TraceEntry>>>,
+) -> Result<(Workload, Option<Arc<TokenCounter>>, Value)> {
     let tokenizer = match &w.tokenizer {
         Some(p) => Some(Arc::new(TokenCounter::from_file(p).map_err(|e| anyhow!(e))?)),
         None => None,
     };
+    if let Some(entries) = trace {
+        let given = [
+            (w.input_tokens.is_some(), "--input-tokens"),
+            (w.output_tokens.is_some(), "--output-tokens"),
+            (w.preset.is_some(), "--preset"),
+            (w.dataset.is_some(), "--dataset"),
+            (w.shared_prefix_tokens > 0, "--shared-prefix-tokens"),
+        ];
+        if let Some((_, flag)) = given.iter().find(|g| g.0) {
+            bail!("--trace gives every request's lengths and prefixes: drop {flag}");
+        }
+        let n = entries.len().max(1) as f64;
+        let config = json!({
+            "trace": {
+                "requests": entries.len(),
+                "input_tokens_mean": entries.iter().map(|e| e.lengths.input as f64).sum::<f64>() / n,
+                "output_tokens_mean": entries.iter().map(|e| e.lengths.output as f64).sum::<f64>() / n,
+                "with_prefix": entries.iter().filter(|e| e.lengths.prefix.is_some()).count(),
+            },
+            "tokenizer": w.tokenizer.as_ref().map(|p| p.display().to_string()),
+            "ignore_eos": w.ignore_eos,
+        });
+        return Ok((Workload::Trace { entries, seed, tokenizer: tokenizer.clone() }, tokenizer, config));
+    }
     let shared_prefix = (w.shared_prefix_tokens > 0).then_some(SharedPrefix {
         tokens: w.shared_prefix_tokens,
         ratio: w.shared_prefix_ratio,
@@ -209,7 +258,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
 /// Prints the summary, writes `--output`, and picks the exit code: 1 when
 /// no request succeeded, 3 when `--fail-on-slo` and an objective failed.
 pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: &[RequestRecord]) -> Result<ExitCode> {
-    print!("{}", goodput_report::terminal::render(result));
+    say(&goodput_report::terminal::render(result));
     if let Some(p) = &out.output {
         goodput_report::write_json(p, result).with_context(|| format!("cannot write {}", p.display()))?;
         if !out.quiet {
@@ -321,4 +370,13 @@ pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>> {
                 .with_context(|| format!("{} line {} is not a goodput record", path.display(), i + 1))
         })
         .collect()
+}
+
+/// Writes `text` to standard output. A reader that went away (`| head`) is
+/// no reason to stop, let alone panic as `print!` does: whatever goes to
+/// files is still written.
+pub fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }

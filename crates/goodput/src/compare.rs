@@ -19,7 +19,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     };
     let refs: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let c = goodput_report::compare(&refs, &rules);
-    print!("{}", goodput_report::compare::render_terminal(&c));
+    crate::common::say(&goodput_report::compare::render_terminal(&c));
     let docs: Vec<&RunResult> = runs.iter().map(|(_, r)| r).collect();
     for (format, dest) in a.exports.targets() {
         for f in goodput_report::export_compare(format, &c, &docs, &dest)

@@ -67,12 +67,18 @@ pub fn engine_config_json(cfg: &EngineConfig) -> Value {
 /// loop gets `timed_warmup` requests more for those a timed warm-up takes
 /// (known only once simulated: see [`run_virtual`]).
 pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> Result<VirtualLoad> {
-    let arrivals: Option<Vec<std::time::Duration>> = match plan.rate {
-        Some((rate, arrival)) => {
+    let schedule: Option<Box<dyn Iterator<Item = std::time::Duration>>> = match (&plan.trace, plan.rate) {
+        (Some(t), _) => Some(Box::new(t.as_ref().clone().into_iter())),
+        (None, Some((rate, arrival))) => {
             if plan.requests.is_none() && plan.duration.is_none() {
                 bail!("the run has no end: give --requests N and/or --duration D");
             }
-            let sched = ArrivalSchedule::new(rate, arrival, plan.seed).map_err(|e| anyhow!(e))?;
+            Some(Box::new(ArrivalSchedule::new(rate, arrival, plan.seed).map_err(|e| anyhow!(e))?))
+        }
+        (None, None) => None,
+    };
+    let arrivals: Option<Vec<std::time::Duration>> = match schedule {
+        Some(sched) => {
             let warm = |i: usize, at: std::time::Duration| (i as u64) < plan.warmup || at < plan.warmup_time;
             // As bench sends them: warm-up first, then the bounds.
             let end = plan.duration.map(|d| plan.warmup_time + d);
@@ -155,7 +161,8 @@ pub fn run_virtual(cfg: &EngineConfig, plan: &LoadPlan, workload: &Workload) -> 
             r.warmup = r.id < plan.warmup || r.scheduled < plan.warmup_time;
             warm += u64::from(r.warmup && r.id >= plan.warmup);
         }
-        if plan.rate.is_some() || warm <= timed_warmup {
+        let open_loop = plan.rate.is_some() || plan.trace.is_some();
+        if open_loop || warm <= timed_warmup {
             return Ok(run);
         }
         timed_warmup = warm;
@@ -236,8 +243,9 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
         return validate_file(csv, &a.engine);
     }
     let cfg = engine_config(&a.engine.engine_model, &a.engine.hw)?;
-    let plan = common::plan(&a.load, std::time::Duration::ZERO)?;
-    let (workload, _, workload_config) = common::workload(&a.workload, a.load.shape.seed)?;
+    let trace = common::trace(&a.load)?;
+    let plan = common::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), std::time::Duration::ZERO)?;
+    let (workload, _, workload_config) = common::workload(&a.workload, a.load.shape.seed, trace)?;
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
     let wall = std::time::Instant::now();
@@ -252,7 +260,7 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     }
     let code = common::finish(&result, &a.output, &a.judge, &records)?;
     if let Some(e) = &result.engine {
-        print!("{}", engine_lines(e));
+        crate::common::say(&engine_lines(e));
     }
     if !a.output.quiet {
         let simulated = result.engine.as_ref().and_then(|e| e["makespan_s"].as_f64()).unwrap_or(0.0);
@@ -283,6 +291,6 @@ fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
         }
     }
     let report = validate::validate(&rows, &options)?;
-    print!("{}", report.to_markdown());
+    crate::common::say(&report.to_markdown());
     Ok(ExitCode::SUCCESS)
 }

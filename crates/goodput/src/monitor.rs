@@ -227,6 +227,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             warmup_time: std::time::Duration::ZERO,
             concurrency: Some(8),
             rate: Some((rate, Arrival::Poisson)),
+            trace: None,
             seed: 0,
             grace: Duration::from_secs(1),
         };
@@ -289,7 +290,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let (t0, t1) = (p.0, cur.0);
         let w = summarize_signals(&[p, cur.clone()], t0, t1);
         let batch: Vec<RequestRecord> = std::mem::take(&mut *probes.lock().unwrap_or_else(|e| e.into_inner()));
-        println!("{}", line(t1, &w, &batch));
+        crate::common::say(&format!("{}\n", line(t1, &w, &batch)));
         let figs = figures(&w, &batch);
         let mut fired = Vec::new();
         for al in &alerts {
@@ -300,7 +301,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             }
         }
         for f in &fired {
-            println!("ALERT {f}");
+            crate::common::say(&format!("ALERT {f}\n"));
         }
         fired_any |= !fired.is_empty();
         if let Some(out) = record.as_mut() {

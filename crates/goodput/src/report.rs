@@ -20,7 +20,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
                     a.run.display()
                 );
             }
-            print!("{}", crate::sweep::analysis_lines(&sweep));
+            crate::common::say(&crate::sweep::analysis_lines(&sweep));
             if let Some(p) = &a.output {
                 goodput_report::write_json(p, &*sweep).with_context(|| format!("cannot write {}", p.display()))?;
             }

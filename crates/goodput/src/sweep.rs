@@ -43,8 +43,10 @@ impl Sweep {
     fn plan(&self, load: Load) -> Result<LoadPlan> {
         let a = &self.args;
         match load {
-            Load::Concurrency(c) => common::shaped_plan(&a.shape, Some(c as usize), None, a.target.grace),
-            Load::Rate(r) => common::shaped_plan(&a.shape, Some(a.max_concurrency as usize), Some(r), a.target.grace),
+            Load::Concurrency(c) => common::shaped_plan(&a.shape, Some(c as usize), None, None, a.target.grace),
+            Load::Rate(r) => {
+                common::shaped_plan(&a.shape, Some(a.max_concurrency as usize), Some(r), None, a.target.grace)
+            }
         }
     }
 
@@ -137,9 +139,9 @@ impl Sweep {
             }
         };
         if self.points.is_empty() {
-            println!("{}", row_header());
+            crate::common::say(&format!("{}\n", row_header()));
         }
-        println!("{}", row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment));
+        crate::common::say(&format!("{}\n", row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)));
         self.points.push(SweepPoint { load, origin: origin.into(), result });
         self.write(false)?;
         Ok(self.points.last().expect("just pushed"))
@@ -246,7 +248,13 @@ fn plan_config(p: &LoadPlan) -> Value {
 
 /// The LoadArgs a plan came from, for the estimate's config block.
 fn load_args(p: &LoadPlan, shape: &crate::cli::ShapeArgs) -> crate::cli::LoadArgs {
-    crate::cli::LoadArgs { concurrency: p.concurrency, rate: p.rate.map(|r| r.0), shape: shape.clone() }
+    crate::cli::LoadArgs {
+        concurrency: p.concurrency,
+        rate: p.rate.map(|r| r.0),
+        trace: None,
+        trace_speed: 1.0,
+        shape: shape.clone(),
+    }
 }
 
 fn row_header() -> String {
@@ -333,7 +341,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
     }
-    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.shape.seed)?;
+    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.shape.seed, None)?;
     let mut opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
     let (runner, target, engine_config) = if a.estimate {
         if a.target.url.is_some() {
@@ -425,7 +433,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let interrupted = sw.stopped();
     let doc = sw.document(interrupted);
     sw.write(interrupted)?;
-    print!("{}", analysis_lines(&doc));
+    crate::common::say(&analysis_lines(&doc));
     if let Some(p) = &sw.args.output.output {
         if !sw.args.output.quiet {
             eprintln!("sweep written to {}", p.display());

@@ -343,3 +343,81 @@ fn a_timed_warmup_comes_before_the_measured_requests() {
         assert!(v["window"]["start_s"].as_f64().unwrap() >= 2.0, "{load:?}: {}", v["window"]);
     }
 }
+
+/// A trace is replayed on its own clock (at --trace-speed), with its lengths
+/// and prefixes, by bench and by estimate; flags that would shape the same
+/// requests otherwise are refused with the reason.
+#[test]
+fn a_trace_is_replayed_by_bench_and_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(
+        &trace,
+        concat!(
+            "{\"timestamp\": 50.0, \"input_tokens\": 40, \"output_tokens\": 6}\n",
+            "{\"timestamp\": 50.2, \"input_tokens\": 90, \"output_tokens\": 4, \"prefix_id\": 1, \"prefix_tokens\": 32}\n",
+            "{\"timestamp\": 50.6, \"input_tokens\": 70, \"output_tokens\": 5, \"prefix_id\": 1, \"prefix_tokens\": 32}\n",
+        ),
+    )
+    .unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    goodput()
+        .args(["bench", "-q", "--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms", "--trace-speed", "2"])
+        .arg("--trace")
+        .arg(&trace)
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["completed"], 3);
+    assert_eq!(v["summary"]["tokens"]["output"], 15, "the trace's output lengths");
+    assert_eq!(v["config"]["workload"]["trace"]["with_prefix"], 2);
+    let mut scheduled: Vec<f64> = std::fs::read_to_string(&rec)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["scheduled_ns"].as_f64().unwrap() / 1e9)
+        .collect();
+    scheduled.sort_by(f64::total_cmp);
+    // Offsets from the first line, twice as fast: 0, 0.1, 0.3 s.
+    for (got, want) in scheduled.iter().zip([0.0, 0.1, 0.3]) {
+        assert!((got - want).abs() < 0.005, "scheduled {scheduled:?}");
+    }
+    goodput().args(["estimate", "-q", "-o"]).arg(&out).arg("--trace").arg(&trace).assert().success();
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["completed"], 3);
+    assert_eq!(v["summary"]["tokens"]["input"], 200);
+    for (extra, want) in [
+        (&["--input-tokens", "5"][..], "--trace gives every request's lengths and prefixes: drop --input-tokens"),
+        (&["--rate", "3"][..], "cannot be used with"),
+    ] {
+        let o = goodput().args(["bench", "-q"]).arg("--trace").arg(&trace).args(extra).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(want), "{extra:?}: {err}");
+    }
+    std::fs::write(&trace, "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 5}\n").unwrap();
+    let o = goodput().args(["bench", "-q"]).arg("--trace").arg(&trace).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("line 1 is not a trace entry"), "{err}");
+}
+
+/// Standard output closed early (`| head`): no panic, and the files are written.
+#[test]
+fn a_closed_stdout_is_no_panic_and_loses_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("est.json");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["estimate", "-n", "20", "-c", "2", "--output-tokens", "16", "-o"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && !err.contains("panicked"), "{err}");
+    assert_eq!(read_json(&out)["summary"]["requests"]["completed"], 20);
+}

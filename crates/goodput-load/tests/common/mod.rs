@@ -52,6 +52,7 @@ pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
         warmup_time: std::time::Duration::ZERO,
         concurrency: Some(concurrency),
         rate: None,
+        trace: None,
         seed: 0,
         grace: Duration::from_secs(1),
     }

@@ -166,6 +166,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         concurrency: plan.concurrency.map(|c| c as usize),
         // The same arrivals, on the server's faster clock.
         rate: plan.rate.map(|r| (r * plan.speed, Arrival::Poisson)),
+        trace: None,
         seed: plan.seed,
         grace: Duration::from_secs(10),
     };

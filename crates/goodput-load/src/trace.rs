@@ -1,0 +1,127 @@
+//! Trace replay (DESIGN §3): a JSONL file with one request per line, when it
+//! came and how long it was, replayed on its own clock:
+//!
+//! ```text
+//! {"timestamp": 0.0, "input_tokens": 512, "output_tokens": 128}
+//! {"timestamp": 0.35, "input_tokens": 2048, "output_tokens": 64, "prefix_id": 7, "prefix_tokens": 1024}
+//! ```
+//!
+//! `timestamp` is in seconds; the first request goes at once and the others
+//! keep their offsets from it, divided by the replay speed. Requests with
+//! the same `prefix_id` open with the same `prefix_tokens` of text (counted
+//! in `input_tokens`), for servers with prefix caching.
+
+use crate::workload::Lengths;
+use serde::Deserialize;
+use std::path::Path;
+use std::time::Duration;
+
+/// One request of a trace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceEntry {
+    /// When it is sent, from the run's start (already divided by the speed).
+    pub at: Duration,
+    pub lengths: Lengths,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    timestamp: f64,
+    input_tokens: u32,
+    output_tokens: u32,
+    prefix_id: Option<u64>,
+    prefix_tokens: Option<u32>,
+}
+
+/// Reads a trace and places its requests on the run's clock, `speed` times
+/// faster than recorded. Lines come out in time order (a stable sort).
+pub fn load_trace(path: &Path, speed: f64) -> Result<Vec<TraceEntry>, String> {
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(format!("--trace-speed must be a positive number, not {speed}"));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the trace {}: {e}", path.display()))?;
+    let entries = parse_trace(&text, speed).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(entries.into_iter().map(|(t, lengths)| TraceEntry { at: Duration::from_secs_f64(t), lengths }).collect())
+}
+
+fn parse_trace(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, String> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let at_line = |why: String| {
+            format!(
+                "line {} {why}; each line is {{\"timestamp\": SECONDS, \"input_tokens\": N, \"output_tokens\": N}}, \
+                 optionally with \"prefix_id\" and \"prefix_tokens\"",
+                i + 1
+            )
+        };
+        let l: Line = serde_json::from_str(raw).map_err(|e| at_line(format!("is not a trace entry ({e})")))?;
+        if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
+            return Err(at_line(format!("has a timestamp of {}: it must be a number of seconds ≥ 0", l.timestamp)));
+        }
+        if l.input_tokens == 0 || l.output_tokens == 0 {
+            return Err(at_line("asks for 0 tokens: input_tokens and output_tokens must be at least 1".into()));
+        }
+        let prefix = match (l.prefix_id, l.prefix_tokens) {
+            (None, None) => None,
+            (Some(id), Some(n)) if n > 0 && n < l.input_tokens => Some((id, n)),
+            (Some(_), Some(n)) => {
+                return Err(at_line(format!(
+                    "has prefix_tokens {n}: it must be at least 1 and less than input_tokens ({})",
+                    l.input_tokens
+                )))
+            }
+            _ => return Err(at_line("gives only one of prefix_id and prefix_tokens: give both or neither".into())),
+        };
+        out.push((l.timestamp / speed, Lengths { input: l.input_tokens, output: l.output_tokens, prefix }));
+    }
+    if out.is_empty() {
+        return Err("the trace has no requests".into());
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let t0 = out[0].0;
+    Ok(out.into_iter().map(|(t, l)| (t - t0, l)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_placed_on_the_run_clock_in_time_order() {
+        let text = "{\"timestamp\": 10.5, \"input_tokens\": 100, \"output_tokens\": 20}\n\n\
+                    {\"timestamp\": 10.0, \"input_tokens\": 300, \"output_tokens\": 5, \"prefix_id\": 2, \"prefix_tokens\": 128}\n\
+                    {\"timestamp\": 12.0, \"input_tokens\": 50, \"output_tokens\": 7}\n";
+        let e = parse_trace(text, 2.0).unwrap();
+        let times: Vec<f64> = e.iter().map(|x| x.0).collect();
+        // Offsets from the first request, twice as fast.
+        assert_eq!(times, [0.0, 0.25, 1.0]);
+        assert_eq!(e[0].1, Lengths { input: 300, output: 5, prefix: Some((2, 128)) });
+        assert_eq!(e[1].1, Lengths { input: 100, output: 20, prefix: None });
+    }
+
+    #[test]
+    fn bad_lines_are_named_with_the_fix() {
+        let cases = [
+            ("{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5}", "line 1 is not a trace entry"),
+            ("{\"timestamp\": -1, \"input_tokens\": 5, \"output_tokens\": 5}", "must be a number of seconds"),
+            ("{\"timestamp\": 0, \"input_tokens\": 0, \"output_tokens\": 5}", "at least 1"),
+            ("{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5, \"prefix_id\": 1}", "give both or neither"),
+            (
+                "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5, \"prefix_id\": 1, \"prefix_tokens\": 5}",
+                "less than input_tokens",
+            ),
+            ("", "no requests"),
+        ];
+        for (text, want) in cases {
+            let err = parse_trace(text, 1.0).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        let err = load_trace(Path::new("/nonexistent/trace.jsonl"), 1.0).unwrap_err();
+        assert!(err.contains("cannot read the trace"), "{err}");
+        assert!(load_trace(Path::new("x"), 0.0).unwrap_err().contains("--trace-speed"));
+    }
+}
