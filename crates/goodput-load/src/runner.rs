@@ -39,9 +39,15 @@ pub struct LoadPlan {
 
 impl LoadPlan {
     /// Every request the run will send, warm-up included, when that is
-    /// known ahead (not with a timed warm-up).
+    /// known ahead (a timed warm-up's size is not, a trace's length is).
     pub fn total_requests(&self) -> Option<u64> {
-        self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| n + self.warmup)
+        let counted = self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| n + self.warmup);
+        match &self.trace {
+            Some(t) if self.requests.is_none() || counted.is_some() => {
+                Some(counted.map_or(t.len() as u64, |n| n.min(t.len() as u64)))
+            }
+            _ => counted,
+        }
     }
 
     /// How long the run sends, warm-up included, when a duration bounds it.
@@ -401,8 +407,13 @@ mod tests {
         let p = LoadPlan { requests: Some(2), trace: Some(Arc::new(times.clone())), ..plan() };
         let out = run(&p, Fake::new(10, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
         assert_eq!(out.records.len(), 2);
-        let p = LoadPlan { trace: Some(Arc::new(times)), rate: Some((1.0, Arrival::Poisson)), ..plan() };
+        let p = LoadPlan { trace: Some(Arc::new(times.clone())), rate: Some((1.0, Arrival::Poisson)), ..plan() };
         assert!(p.validate().unwrap_err().contains("drop --rate"));
+        // What a live view expects: the whole trace, or the -n that cuts it.
+        let p = LoadPlan { requests: None, trace: Some(Arc::new(times.clone())), ..plan() };
+        assert_eq!(p.total_requests(), Some(4));
+        let p = LoadPlan { requests: Some(2), warmup: 1, trace: Some(Arc::new(times)), ..plan() };
+        assert_eq!(p.total_requests(), Some(3));
     }
 
     #[tokio::test(start_paused = true)]
