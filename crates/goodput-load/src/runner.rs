@@ -32,6 +32,10 @@ pub struct LoadPlan {
     /// Or send times replayed from a trace (open loop on the trace's clock);
     /// the trace's end also ends the run.
     pub trace: Option<Arc<Vec<Duration>>>,
+    /// The load climbs linearly to its target over this long: the rate (see
+    /// [`crate::schedule::ramped`]), or else the users of a closed loop, who
+    /// join one by one. Zero: all at once.
+    pub ramp_up: Duration,
     pub seed: u64,
     /// After a stop, how long in-flight requests may take before they are cancelled.
     pub grace: Duration,
@@ -61,6 +65,9 @@ impl LoadPlan {
         }
         if self.trace.is_some() && self.rate.is_some() {
             return Err("--trace brings its own send times: drop --rate".into());
+        }
+        if self.trace.is_some() && !self.ramp_up.is_zero() {
+            return Err("--trace brings its own send times: drop --ramp-up".into());
         }
         if self.requests == Some(0) {
             return Err("--requests must be at least 1".into());
@@ -157,10 +164,27 @@ pub async fn run_at<B: Backend>(
     plan.validate()?;
     let mut schedule: Option<Box<dyn Iterator<Item = Duration> + Send>> = match (&plan.trace, plan.rate) {
         (Some(t), _) => Some(Box::new(t.as_ref().clone().into_iter())),
-        (None, Some((rate, arrival))) => Some(Box::new(ArrivalSchedule::new(rate, arrival, plan.seed)?)),
+        (None, Some((rate, arrival))) => {
+            let ramp = plan.ramp_up;
+            Some(Box::new(
+                ArrivalSchedule::new(rate, arrival, plan.seed)?.map(move |at| crate::schedule::ramped(at, ramp)),
+            ))
+        }
         (None, None) => None,
     };
-    let cap = plan.concurrency.map(|c| Arc::new(Semaphore::new(c)));
+    // A closed loop's users join one by one over the ramp-up; with a rate the
+    // rate ramps and the cap stands from the start.
+    let ramp_users = plan.rate.is_none() && plan.trace.is_none() && !plan.ramp_up.is_zero();
+    let cap = plan.concurrency.map(|c| Arc::new(Semaphore::new(if ramp_users { 0 } else { c })));
+    if let (Some(sem), Some(c), true) = (&cap, plan.concurrency, ramp_users) {
+        let (sem, ramp) = (sem.clone(), plan.ramp_up);
+        tokio::spawn(async move {
+            for k in 0..c {
+                tokio::time::sleep_until(origin + ramp.mul_f64(k as f64 / c as f64)).await;
+                sem.add_permits(1);
+            }
+        });
+    }
     // The bounds count from the end of a timed warm-up.
     let end_of_sending = plan.duration.map(|d| origin + plan.warmup_time + d);
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
@@ -341,6 +365,7 @@ mod tests {
             concurrency: None,
             rate: None,
             trace: None,
+            ramp_up: Duration::ZERO,
             seed: 1,
             grace: Duration::from_secs(2),
         }
@@ -414,6 +439,30 @@ mod tests {
         assert_eq!(p.total_requests(), Some(4));
         let p = LoadPlan { requests: Some(2), warmup: 1, trace: Some(Arc::new(times)), ..plan() };
         assert_eq!(p.total_requests(), Some(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ramp_up_brings_users_in_one_by_one_and_warps_a_rate() {
+        // Four users over 400 ms, each request 1 s long.
+        let p = LoadPlan { requests: Some(4), concurrency: Some(4), ramp_up: Duration::from_millis(400), ..plan() };
+        let out = run(&p, Fake::new(1000, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let mut sent: Vec<Duration> = out.records.iter().map(|r| r.sent).collect();
+        sent.sort();
+        assert_eq!(sent, [0, 100, 200, 300].map(Duration::from_millis));
+        // 10/s over a 1 s ramp: the rate's schedule, warped.
+        let p = LoadPlan {
+            requests: Some(8),
+            rate: Some((10.0, Arrival::Constant)),
+            ramp_up: Duration::from_secs(1),
+            ..plan()
+        };
+        let out = run(&p, Fake::new(10, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let mut recs = out.records;
+        recs.sort_by_key(|r| r.id);
+        for r in &recs {
+            let base = Duration::from_millis(100 * r.id);
+            assert_eq!(r.scheduled, crate::schedule::ramped(base, Duration::from_secs(1)));
+        }
     }
 
     #[tokio::test(start_paused = true)]

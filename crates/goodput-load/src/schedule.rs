@@ -65,6 +65,19 @@ impl ArrivalSchedule {
     }
 }
 
+/// A send time `at` of a schedule at full rate, moved so that the rate
+/// climbs linearly from 0 to full over `ramp` (the arrival process warped in
+/// time: its cumulative intensity R·t²/2D during the ramp, R·(t − D/2)
+/// after it). After the ramp every gap is as it was; the whole schedule
+/// ends `ramp`/2 later.
+pub fn ramped(at: Duration, ramp: Duration) -> Duration {
+    let (s, d) = (at.as_secs_f64(), ramp.as_secs_f64());
+    if d <= 0.0 {
+        return at;
+    }
+    Duration::from_secs_f64(if s < d / 2.0 { (2.0 * d * s).sqrt() } else { s + d / 2.0 })
+}
+
 impl Iterator for ArrivalSchedule {
     type Item = Duration;
 
@@ -131,5 +144,23 @@ mod tests {
         assert!(ArrivalSchedule::new(0.0, Arrival::Poisson, 0).is_err());
         assert!(ArrivalSchedule::new(1.0, Arrival::Gamma { burstiness: 0.0 }, 0).is_err());
         assert!("weird".parse::<Arrival>().unwrap_err().contains("poisson"));
+    }
+
+    #[test]
+    fn a_ramp_climbs_linearly_then_keeps_the_gaps() {
+        let d = Duration::from_secs(1);
+        let ms = |x: u64| Duration::from_millis(x);
+        // 10/s constant: the first sends spread out, then 100 ms apart again.
+        let t: Vec<f64> = (0..10).map(|i| ramped(ms(i * 100), d).as_secs_f64()).collect();
+        assert_eq!(t[0], 0.0);
+        assert!((t[1] - 0.2f64.sqrt()).abs() < 1e-9 && (t[2] - 0.4f64.sqrt()).abs() < 1e-9);
+        assert!((t[5] - 1.0).abs() < 1e-9 && (t[9] - 1.4).abs() < 1e-9);
+        // 100/s: sends per 0.25 s during the ramp grow like t (about 3, 9, 16, 22 of a full 25).
+        let sched = ArrivalSchedule::new(100.0, Arrival::Constant, 0).unwrap();
+        let times: Vec<f64> = sched.take(200).map(|a| ramped(a, d).as_secs_f64()).collect();
+        let in_q = |q: f64| times.iter().filter(|t| **t >= q && **t < q + 0.25).count() as f64;
+        assert!(in_q(0.0) < in_q(0.25) && in_q(0.25) < in_q(0.5) && in_q(0.5) < in_q(0.75));
+        assert!((in_q(1.0) - 25.0).abs() <= 1.0, "full rate after the ramp");
+        assert_eq!(ramped(ms(300), Duration::ZERO), ms(300));
     }
 }

@@ -271,6 +271,9 @@ pub fn load_line(config: &Value) -> String {
     if let Some(w) = l["warmup"].as_u64().filter(|&w| w > 0) {
         parts.push(format!("+{w} warm-up"));
     }
+    if let Some(r) = l["ramp_up"].as_str() {
+        parts.push(format!("ramping up over {r}"));
+    }
     if let Some(w) = l["warmup_time"].as_str() {
         parts.push(format!("after {w} of warm-up"));
     }

@@ -240,6 +240,9 @@ pub struct ShapeArgs {
     /// Warm-up excluded from the measurement window: a request count (10) or a time (30s); the bounds count after it (per point in a sweep).
     #[arg(long, value_parser = parse_warmup, default_value = "0")]
     pub warmup: WarmupArg,
+    /// Climb to the load linearly over this long (e.g. 30s): users join one by one, or the rate ramps from 0. What is due meanwhile is warm-up.
+    #[arg(long, value_parser = parse_duration)]
+    pub ramp_up: Option<Duration>,
     /// Seed for prompts and arrival times.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

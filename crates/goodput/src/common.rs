@@ -65,13 +65,16 @@ pub fn shaped_plan(
             WarmupArg::Requests(n) => n,
             WarmupArg::Time(_) => 0,
         },
+        // What is due during a ramp-up is warm-up too: the load is not yet the one asked for.
         warmup_time: match s.warmup {
             WarmupArg::Time(d) => d,
             WarmupArg::Requests(_) => std::time::Duration::ZERO,
-        },
+        }
+        .max(s.ramp_up.unwrap_or_default()),
         concurrency,
         rate: rate.map(|r| (r, arrival)),
         trace: trace.map(|t| Arc::new(t.iter().map(|e| e.at).collect())),
+        ramp_up: s.ramp_up.unwrap_or_default(),
         seed: s.seed,
         grace,
     };
@@ -113,6 +116,7 @@ pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
         "duration": p.duration.map(human),
         "warmup": p.warmup,
         "warmup_time": (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
+        "ramp_up": (!p.ramp_up.is_zero()).then(|| human(p.ramp_up)),
         "grace": human(p.grace),
         "seed": p.seed,
     })

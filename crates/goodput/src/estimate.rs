@@ -73,7 +73,9 @@ pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> 
             if plan.requests.is_none() && plan.duration.is_none() {
                 bail!("the run has no end: give --requests N and/or --duration D");
             }
-            Some(Box::new(ArrivalSchedule::new(rate, arrival, plan.seed).map_err(|e| anyhow!(e))?))
+            let ramp = plan.ramp_up;
+            let sched = ArrivalSchedule::new(rate, arrival, plan.seed).map_err(|e| anyhow!(e))?;
+            Some(Box::new(sched.map(move |at| goodput_load::ramped(at, ramp))))
         }
         (None, None) => None,
     };
@@ -110,6 +112,8 @@ pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> 
             shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
         });
     }
+    // A rate's ramp is in its arrivals; a closed loop's users join over it.
+    let ramp_up = if arrivals.is_none() { plan.ramp_up } else { std::time::Duration::ZERO };
     Ok(VirtualLoad {
         requests,
         arrivals: arrivals.map(|mut a| {
@@ -117,6 +121,7 @@ pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> 
             a
         }),
         concurrency: plan.concurrency.map(|c| c as u32),
+        ramp_up,
         seed: plan.seed,
     })
 }

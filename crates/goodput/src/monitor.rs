@@ -228,6 +228,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             concurrency: Some(8),
             rate: Some((rate, Arrival::Poisson)),
             trace: None,
+            ramp_up: std::time::Duration::ZERO,
             seed: 0,
             grace: Duration::from_secs(1),
         };

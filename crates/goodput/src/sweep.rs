@@ -242,6 +242,7 @@ fn plan_config(p: &LoadPlan) -> Value {
         "duration": p.duration.map(|d| humantime::format_duration(d).to_string()),
         "warmup": p.warmup,
         "warmup_time": (!p.warmup_time.is_zero()).then(|| humantime::format_duration(p.warmup_time).to_string()),
+        "ramp_up": (!p.ramp_up.is_zero()).then(|| humantime::format_duration(p.ramp_up).to_string()),
         "seed": p.seed,
     })
 }

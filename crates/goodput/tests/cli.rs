@@ -328,7 +328,43 @@ fn a_timed_warmup_comes_before_the_measured_requests() {
     assert_eq!(v["summary"]["requests"]["sent"], 6);
     assert!(v["summary"]["requests"]["warmup"].as_u64().unwrap() >= 2);
     assert!(v["window"]["start_s"].as_f64().unwrap() >= 0.3);
-    for load in [&["-c", "8"][..], &["-r", "5"][..]] {
+    // A ramp-up: users join one by one, and what is due meanwhile is warm-up.
+    let (out2, rec) = (dir.path().join("ramp.json"), dir.path().join("ramp.jsonl"));
+    goodput()
+        .args(["bench", "-q", "-n", "6", "-c", "3", "--ramp-up", "300ms"])
+        .args(FAST)
+        .arg("-o")
+        .arg(&out2)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    let v = read_json(&out2);
+    assert_eq!(
+        (v["config"]["load"]["ramp_up"].as_str(), v["config"]["load"]["warmup_time"].as_str()),
+        (Some("300ms"), Some("300ms"))
+    );
+    assert_eq!(v["summary"]["requests"]["sent"], 6);
+    let mut sent: Vec<f64> = std::fs::read_to_string(&rec)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["sent_ns"].as_f64().unwrap() / 1e9)
+        .collect();
+    sent.sort_by(f64::total_cmp);
+    // The first user alone for 100 ms (one request at a time, each ≥ 20 ms),
+    // all three in the last 100 ms of the ramp.
+    let first: Vec<f64> = sent.iter().copied().filter(|t| *t < 0.095).collect();
+    assert!(first.windows(2).all(|w| w[1] - w[0] >= 0.02), "{sent:?}");
+    let third = sent.iter().filter(|t| (0.2..0.295).contains(*t)).count();
+    assert!(third > first.len(), "{sent:?}");
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(&trace, "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5}\n").unwrap();
+    let o = goodput().args(["bench", "-q", "--ramp-up", "1s", "--trace"]).arg(&trace).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("drop --ramp-up"), "{err}");
+    for load in
+        [&["-c", "8"][..], &["-r", "5"][..], &["-c", "8", "--ramp-up", "2s"][..], &["-r", "5", "--ramp-up", "2s"][..]]
+    {
         goodput()
             .args(["estimate", "-q", "-n", "30", "--warmup", "2s", "--output-tokens", "32"])
             .args(load)

@@ -53,6 +53,7 @@ pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
         concurrency: Some(concurrency),
         rate: None,
         trace: None,
+        ramp_up: std::time::Duration::ZERO,
         seed: 0,
         grace: Duration::from_secs(1),
     }

@@ -44,6 +44,9 @@ pub struct VirtualLoad {
     /// Absolute send times from the run's start, non-decreasing.
     pub arrivals: Option<Vec<Duration>>,
     pub concurrency: Option<u32>,
+    /// A closed loop's users join one by one over this long (user k of c at
+    /// k/c of it); zero: all at once.
+    pub ramp_up: Duration,
     /// Salt for the unique part of each prompt.
     pub seed: u64,
 }
@@ -142,6 +145,10 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
     // Slots free from the start, then the times later slots freed (finishes
     // come in time order, so this queue is sorted).
     let mut initial_slots = load.concurrency.map_or(n, |c| (c as usize).min(n));
+    // When each first slot opens: all at once, or one by one over the ramp-up.
+    let first_slots = initial_slots;
+    let users = load.concurrency.map_or(n, |c| c as usize).max(1);
+    let opens = |left: usize| load.ramp_up.mul_f64((first_slots - left) as f64 / users as f64);
     let mut freed: VecDeque<Duration> = VecDeque::new();
     let mut transit: VecDeque<(Duration, usize)> = VecDeque::new();
     let mut records: Vec<RequestRecord> = Vec::with_capacity(n);
@@ -157,7 +164,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
         // a slot freed, whichever is later.
         while next < n {
             let slot_time = if initial_slots > 0 {
-                Duration::ZERO
+                opens(initial_slots)
             } else if let Some(&t) = freed.front() {
                 t
             } else {
@@ -235,7 +242,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
         let next_reach = transit.front().map(|&(t, _)| t);
         let next_send = (next < n)
             .then(|| {
-                let slot = if initial_slots > 0 { Some(Duration::ZERO) } else { freed.front().copied() };
+                let slot = if initial_slots > 0 { Some(opens(initial_slots)) } else { freed.front().copied() };
                 slot.map(|s| arrival(next).max(s))
             })
             .flatten();
@@ -356,6 +363,19 @@ mod tests {
         assert_eq!(run.records[4].sent, first_end);
         assert!(run.engine.steps > 0 && !run.engine.samples.is_empty());
         assert_eq!(simulate(&cfg, &VirtualLoad::closed_loop(same(12, 300, 20), 4)).unwrap(), run);
+    }
+
+    #[test]
+    fn a_ramp_up_opens_the_users_one_by_one() {
+        let cfg = h100_8b();
+        let load =
+            VirtualLoad { ramp_up: Duration::from_millis(400), ..VirtualLoad::closed_loop(same(8, 300, 200), 4) };
+        let run = simulate(&cfg, &load).unwrap();
+        let first: Vec<Duration> = run.records[..4].iter().map(|r| r.sent).collect();
+        assert_eq!(first, [0, 100, 200, 300].map(Duration::from_millis));
+        // Later requests still go the moment a slot frees.
+        let first_end = run.records[..4].iter().map(|r| r.end).min().unwrap();
+        assert_eq!(run.records[4].sent, first_end);
     }
 
     #[test]

@@ -116,7 +116,7 @@ fn virtual_load(plan: &Plan) -> VirtualLoad {
         let schedule = ArrivalSchedule::new(rate, Arrival::Poisson, plan.seed).expect("a valid rate");
         schedule.take((plan.warmup + plan.requests) as usize).collect()
     });
-    VirtualLoad { requests, arrivals, concurrency: plan.concurrency, seed: plan.seed }
+    VirtualLoad { requests, arrivals, concurrency: plan.concurrency, ramp_up: Duration::ZERO, seed: plan.seed }
 }
 
 /// Predicts the plan's figures in virtual time.
@@ -167,6 +167,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         // The same arrivals, on the server's faster clock.
         rate: plan.rate.map(|r| (r * plan.speed, Arrival::Poisson)),
         trace: None,
+        ramp_up: std::time::Duration::ZERO,
         seed: plan.seed,
         grace: Duration::from_secs(10),
     };
