@@ -39,8 +39,9 @@ pub fn arrival(s: &ShapeArgs) -> Result<Arrival> {
     })
 }
 
-/// A plan of `concurrency` and/or `rate` in the given shape; requests
-/// default to 100 when neither a count nor a duration bounds the run.
+/// A plan of `concurrency` and/or `rate` (or a `trace`'s send times) in
+/// the given shape; requests default to 100 when neither a count, a
+/// duration nor a trace's end bounds the run.
 pub fn shaped_plan(
     s: &ShapeArgs,
     concurrency: Option<usize>,
