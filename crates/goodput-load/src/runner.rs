@@ -176,15 +176,18 @@ pub async fn run_at<B: Backend>(
     // rate ramps and the cap stands from the start.
     let ramp_users = plan.rate.is_none() && plan.trace.is_none() && !plan.ramp_up.is_zero();
     let cap = plan.concurrency.map(|c| Arc::new(Semaphore::new(if ramp_users { 0 } else { c })));
-    if let (Some(sem), Some(c), true) = (&cap, plan.concurrency, ramp_users) {
-        let (sem, ramp) = (sem.clone(), plan.ramp_up);
-        tokio::spawn(async move {
-            for k in 0..c {
-                tokio::time::sleep_until(origin + ramp.mul_f64(k as f64 / c as f64)).await;
-                sem.add_permits(1);
-            }
-        });
-    }
+    let ramp = match (&cap, plan.concurrency, ramp_users) {
+        (Some(sem), Some(c), true) => {
+            let (sem, ramp) = (sem.clone(), plan.ramp_up);
+            Some(tokio::spawn(async move {
+                for k in 0..c {
+                    tokio::time::sleep_until(origin + ramp.mul_f64(k as f64 / c as f64)).await;
+                    sem.add_permits(1);
+                }
+            }))
+        }
+        _ => None,
+    };
     // The bounds count from the end of a timed warm-up.
     let end_of_sending = plan.duration.map(|d| origin + plan.warmup_time + d);
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
@@ -269,6 +272,10 @@ pub async fn run_at<B: Backend>(
     tokio::select! {
         _ = async { tokio::join!(sender, collector) } => {}
         _ = watchdog => unreachable!("the watchdog never completes"),
+    }
+    // A run that ended within its ramp-up leaves no users still to join.
+    if let Some(r) = ramp {
+        r.abort();
     }
     records.sort_by_key(|r| r.end);
     Ok(RunOutput { records, interrupted: control.stop.is_cancelled(), origin })
