@@ -435,10 +435,10 @@ fn warnings(s: &Summary) -> Vec<String> {
     if s.requests.sent > 0 && s.requests.completed == 0 {
         w.push("no request succeeded: latency figures are empty".to_string());
     }
-    if let Some(lag) = s.client_read_lag_ms.p(99.0).filter(|l| *l > CLIENT_READ_LAG_WARN_MS) {
+    if let Some(lag) = s.client_read_lag_ms.p(50.0).filter(|l| *l > CLIENT_READ_LAG_WARN_MS) {
         w.push(format!(
-            "the client read output late: in 1% of requests a chunk waited {lag:.1} ms or more in the socket before it \
-             was read. With read stamps (the default) that wait is inside TTFT and ITL; with --stamp kernel it is not, \
+            "the client read output late: in half the requests a chunk waited {lag:.1} ms or more in the socket before \
+             it was read. With read stamps (the default) that wait is inside TTFT and ITL; with --stamp kernel it is not, \
              but chunks that came in one read still hide the gap between them. More CPU or fewer streams per client \
              process avoids it"
         ));
@@ -446,8 +446,10 @@ fn warnings(s: &Summary) -> Vec<String> {
     w
 }
 
-/// A p99 read lag beyond this (ms) is warned about: the ITL error budget that
-/// a client should stay well inside.
+/// A read lag beyond this (ms) in half the requests is warned about: the
+/// ITL error budget that a client should stay well inside. The median, not a
+/// tail: one pause of the machine touches every request in flight at once,
+/// and that is not a client that keeps falling behind.
 const CLIENT_READ_LAG_WARN_MS: f64 = 1.0;
 
 #[cfg(test)]
@@ -517,10 +519,15 @@ mod tests {
         assert_eq!((lag.count, lag.min, lag.p(50.0), lag.max), (3, Some(0.2), Some(0.4), Some(0.6)));
         assert_eq!(a.summary.shared_read_chunks, 3);
         assert!(!a.warnings.iter().any(|w| w.contains("read output late")), "{:?}", a.warnings);
-        // A client 5 ms behind in one request of four is warned about.
+        // 5 ms behind in one request of four is a tail, not a late client.
         recs[3].read_lag_max = Some(ms_(5));
         let a = analyze(&recs, &AnalysisOptions::default());
-        assert!(a.warnings.iter().any(|w| w.contains("read output late") && w.contains("4.")), "{:?}", a.warnings);
+        assert!(!a.warnings.iter().any(|w| w.contains("read output late")), "{:?}", a.warnings);
+        // In three of four it is warned about, with the median wait.
+        recs[1].read_lag_max = Some(ms_(3));
+        recs[2].read_lag_max = Some(ms_(4));
+        let a = analyze(&recs, &AnalysisOptions::default());
+        assert!(a.warnings.iter().any(|w| w.contains("read output late") && w.contains("3.5 ms")), "{:?}", a.warnings);
         // Documents from before the field read as empty.
         let mut v = serde_json::to_value(&a.summary).unwrap();
         v.as_object_mut().unwrap().remove("client_read_lag_ms");

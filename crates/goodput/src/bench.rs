@@ -23,7 +23,89 @@ pub struct HttpTarget {
     pub client: Arc<Client>,
     pub config: Value,
     /// Stops the embedded server when dropped.
-    _server: Option<DropGuard>,
+    _server: Option<Box<Embedded>>,
+}
+
+/// The embedded server, on a runtime of its own with one worker thread, as a
+/// real server would be in a process of its own: its work (the simulated
+/// engine's steps, its writes) never holds up the client's reads, so the
+/// client's read lag is the client's alone.
+struct Embedded {
+    rt: Option<tokio::runtime::Runtime>,
+    stop: Option<DropGuard>,
+}
+
+impl Embedded {
+    /// Starts the server `sim` describes; its address once it listens.
+    async fn start(sim: &SimArgs) -> Result<(Embedded, std::net::SocketAddr)> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("goodput-embedded")
+            .enable_all()
+            .build()
+            .context("cannot start the embedded server's runtime")?;
+        let stop = CancellationToken::new();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (sim, s) = (sim.clone(), stop.clone());
+        rt.spawn(async move {
+            let started = async {
+                // Built here so that the engine's own task runs on this runtime.
+                let app = embedded_app(&sim)?;
+                let listener = crate::serve::listen("127.0.0.1:0").await.context("binding a loopback port")?;
+                let addr = listener.local_addr()?;
+                anyhow::Ok((app, listener, addr))
+            };
+            match started.await {
+                Ok((app, listener, addr)) => {
+                    let _ = tx.send(Ok(addr));
+                    let _ = app.serve(listener, async move { s.cancelled().await }).await;
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        });
+        let embedded = Embedded { rt: Some(rt), stop: Some(stop.drop_guard()) };
+        let addr = rx.await.map_err(|_| anyhow!("the embedded server stopped before it listened"))??;
+        Ok((embedded, addr))
+    }
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        // Inside the client's runtime a runtime may not wait for its tasks.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The embedded server's app: the simulated engine or the fixed profile.
+fn embedded_app(sim: &SimArgs) -> Result<crate::serve::Served> {
+    Ok(match sim.sim_profile {
+        ProfileArg::Engine => {
+            let hw = EngineHwArgs {
+                gpu: sim.sim_gpu.clone(),
+                precision: sim.sim_precision.clone(),
+                tp: sim.sim_tp,
+                ..Default::default()
+            };
+            let cfg = crate::estimate::engine_config(&sim.sim_model, &hw)?;
+            let server = crate::serve::engine_server(cfg, None, 1.0, 128, Default::default())?;
+            crate::serve::Served::Engine(goodput_sim::engine_server::app(server))
+        }
+        ProfileArg::Fixed => {
+            let profile = FixedProfile {
+                ttft: sim.sim_ttft,
+                itl: sim.sim_itl,
+                tokens_per_chunk: sim.sim_tokens_per_chunk,
+                ..FixedProfile::default()
+            };
+            profile.validate().map_err(|e| anyhow!(e))?;
+            crate::serve::Served::Fixed(FixedServer::new(profile))
+        }
+    })
 }
 
 impl HttpTarget {
@@ -49,35 +131,8 @@ pub async fn connect(
     let (base, server) = match &t.url {
         Some(u) => (normalize_base(u), None),
         None => {
-            let app = match sim.sim_profile {
-                ProfileArg::Engine => {
-                    let hw = EngineHwArgs {
-                        gpu: sim.sim_gpu.clone(),
-                        precision: sim.sim_precision.clone(),
-                        tp: sim.sim_tp,
-                        ..Default::default()
-                    };
-                    let cfg = crate::estimate::engine_config(&sim.sim_model, &hw)?;
-                    let server = crate::serve::engine_server(cfg, None, 1.0, 128, Default::default())?;
-                    crate::serve::Served::Engine(goodput_sim::engine_server::app(server))
-                }
-                ProfileArg::Fixed => {
-                    let profile = FixedProfile {
-                        ttft: sim.sim_ttft,
-                        itl: sim.sim_itl,
-                        tokens_per_chunk: sim.sim_tokens_per_chunk,
-                        ..FixedProfile::default()
-                    };
-                    profile.validate().map_err(|e| anyhow!(e))?;
-                    crate::serve::Served::Fixed(FixedServer::new(profile))
-                }
-            };
-            let listener = crate::serve::listen("127.0.0.1:0").await.context("binding a loopback port")?;
-            let addr = listener.local_addr()?;
-            let stop = CancellationToken::new();
-            let s = stop.clone();
-            tokio::spawn(app.serve(listener, async move { s.cancelled().await }));
-            (format!("http://{addr}"), Some(stop.drop_guard()))
+            let (server, addr) = Embedded::start(sim).await?;
+            (format!("http://{addr}"), Some(Box::new(server)))
         }
     };
     let extra = match &t.extra_body {
