@@ -17,6 +17,6 @@ pub mod workload;
 pub use client::{Client, ClientConfig, Transport};
 pub use openai::{Api, BodyOptions, PromptBody};
 pub use runner::{run, run_at, Backend, Control, LoadPlan, RecordSink, RunOutput};
-pub use schedule::{ramped, Arrival, ArrivalSchedule};
+pub use schedule::{Arrival, ArrivalSchedule};
 pub use tokenizer::TokenCounter;
 pub use workload::{LengthDist, Lengths, Preset, SharedPrefix, WorkItem, Workload};

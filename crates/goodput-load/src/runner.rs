@@ -13,6 +13,9 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// Send times from the run's start, in order (see [`LoadPlan::send_times`]).
+pub type SendTimes = Box<dyn Iterator<Item = Duration> + Send>;
+
 /// How much load, and for how long.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
@@ -52,6 +55,21 @@ impl LoadPlan {
             }
             _ => counted,
         }
+    }
+
+    /// The open loop's send times from the run's start, in order: a trace's
+    /// (which end), or the rate's schedule drawn from the seed and ramped up
+    /// (which does not); `None` for a closed loop.
+    pub fn send_times(&self) -> Result<Option<SendTimes>, String> {
+        Ok(match (&self.trace, self.rate) {
+            (Some(t), _) => Some(Box::new(t.as_ref().clone().into_iter())),
+            (None, Some((rate, arrival))) => {
+                let ramp = self.ramp_up;
+                let sched = ArrivalSchedule::new(rate, arrival, self.seed)?;
+                Some(Box::new(sched.map(move |at| crate::schedule::ramped(at, ramp))))
+            }
+            (None, None) => None,
+        })
     }
 
     /// How long the run sends, warm-up included, when a duration bounds it.
@@ -162,16 +180,7 @@ pub async fn run_at<B: Backend>(
     origin: Instant,
 ) -> Result<RunOutput, String> {
     plan.validate()?;
-    let mut schedule: Option<Box<dyn Iterator<Item = Duration> + Send>> = match (&plan.trace, plan.rate) {
-        (Some(t), _) => Some(Box::new(t.as_ref().clone().into_iter())),
-        (None, Some((rate, arrival))) => {
-            let ramp = plan.ramp_up;
-            Some(Box::new(
-                ArrivalSchedule::new(rate, arrival, plan.seed)?.map(move |at| crate::schedule::ramped(at, ramp)),
-            ))
-        }
-        (None, None) => None,
-    };
+    let mut schedule = plan.send_times()?;
     // A closed loop's users join one by one over the ramp-up; with a rate the
     // rate ramps and the cap stands from the start.
     let ramp_users = plan.rate.is_none() && plan.trace.is_none() && !plan.ramp_up.is_zero();

@@ -7,7 +7,7 @@ use crate::cli::{EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult, Target};
-use goodput_load::{ArrivalSchedule, LoadPlan, Workload};
+use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
     simulate, validate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, SharedPrefix, SimRun,
     VirtualLoad, VirtualRequest,
@@ -67,19 +67,10 @@ pub fn engine_config_json(cfg: &EngineConfig) -> Value {
 /// loop gets `timed_warmup` requests more for those a timed warm-up takes
 /// (known only once simulated: see [`run_virtual`]).
 pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> Result<VirtualLoad> {
-    let schedule: Option<Box<dyn Iterator<Item = std::time::Duration>>> = match (&plan.trace, plan.rate) {
-        (Some(t), _) => Some(Box::new(t.as_ref().clone().into_iter())),
-        (None, Some((rate, arrival))) => {
-            if plan.requests.is_none() && plan.duration.is_none() {
-                bail!("the run has no end: give --requests N and/or --duration D");
-            }
-            let ramp = plan.ramp_up;
-            let sched = ArrivalSchedule::new(rate, arrival, plan.seed).map_err(|e| anyhow!(e))?;
-            Some(Box::new(sched.map(move |at| goodput_load::ramped(at, ramp))))
-        }
-        (None, None) => None,
-    };
-    let arrivals: Option<Vec<std::time::Duration>> = match schedule {
+    if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
+        bail!("the run has no end: give --requests N and/or --duration D");
+    }
+    let arrivals: Option<Vec<std::time::Duration>> = match plan.send_times().map_err(|e| anyhow!(e))? {
         Some(sched) => {
             let warm = |i: usize, at: std::time::Duration| (i as u64) < plan.warmup || at < plan.warmup_time;
             // As bench sends them: warm-up first, then the bounds.
