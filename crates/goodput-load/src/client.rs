@@ -528,37 +528,15 @@ impl Client {
             }
         }
         if !(200..300).contains(&head.status) {
-            let mut text = Vec::new();
             // The connection is kept only if the whole body was read.
-            let _ = conn
-                .read_body(
-                    &mut head,
-                    &mut clock,
-                    &mut |p, _| {
-                        text.extend_from_slice(p);
-                        text.len() < ERROR_BODY_LIMIT
-                    },
-                    head_read,
-                )
-                .await;
+            let (text, _) = conn.read_all(&mut head, &mut clock, head_read, ERROR_BODY_LIMIT).await;
             h.checkin(conn, &head);
             let status = reqwest::StatusCode::from_u16(head.status).unwrap_or(reqwest::StatusCode::BAD_GATEWAY);
             return Err(status_failure(status, String::from_utf8_lossy(&text).trim()));
         }
         let is_json = head.content_type.as_deref().is_some_and(|c| c.starts_with("application/json"));
         if !self.cfg.body.stream || is_json {
-            let mut whole = Vec::new();
-            let read = conn
-                .read_body(
-                    &mut head,
-                    &mut clock,
-                    &mut |p, _| {
-                        whole.extend_from_slice(p);
-                        true
-                    },
-                    head_read,
-                )
-                .await;
+            let (whole, read) = conn.read_all(&mut head, &mut clock, head_read, usize::MAX).await;
             match read {
                 Ok(end) => {
                     reader.whole_body(&whole, end.at);

@@ -399,6 +399,30 @@ impl Conn {
         }
     }
 
+    /// Reads the body into one buffer, stopping once it holds `limit` bytes
+    /// or more: the bytes and how the read ended.
+    pub async fn read_all(
+        &mut self,
+        head: &mut Head,
+        clock: &mut impl FnMut() -> Duration,
+        head_read: ReadStamp,
+        limit: usize,
+    ) -> (Vec<u8>, Result<BodyEnd, String>) {
+        let mut body = Vec::new();
+        let end = self
+            .read_body(
+                head,
+                clock,
+                &mut |p, _| {
+                    body.extend_from_slice(p);
+                    body.len() < limit
+                },
+                head_read,
+            )
+            .await;
+        (body, end)
+    }
+
     /// Reads the body, handing each payload piece to `out` with the stamp of
     /// the read that brought it (see [`Conn::fill`]; bytes that came with the
     /// head get `head_read`). `out` returns false to stop reading after the
