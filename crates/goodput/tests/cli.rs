@@ -3,7 +3,7 @@
 
 mod cmd;
 
-use cmd::{fixed_server, goodput, read_json};
+use cmd::{fixed_server, goodput, read_json, records};
 use std::time::Duration;
 
 /// Fast embedded-server timings so a run takes well under a second.
@@ -81,10 +81,9 @@ fn embedded_default_writes_the_contracted_document_and_records() {
         assert!(v["compat"]["vllm"][k].is_number(), "compat.vllm.{k}");
     }
 
-    let lines: Vec<String> = std::fs::read_to_string(&rec).unwrap().lines().map(str::to_owned).collect();
-    assert_eq!(lines.len(), 6);
-    for l in &lines {
-        let r: goodput_core::RequestRecord = serde_json::from_str(l).unwrap();
+    let recs = records(&rec);
+    assert_eq!(recs.len(), 6);
+    for r in &recs {
         assert!(r.outcome.is_success());
         assert_eq!(r.output_tokens, 8);
     }
@@ -277,9 +276,7 @@ fn started_unix_s_is_the_zero_of_the_record_times() {
         .assert()
         .success();
     let started = read_json(&out)["started_unix_s"].as_f64().unwrap();
-    let record: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(&rec).unwrap().lines().next().unwrap()).unwrap();
-    let sent = started + record["sent_ns"].as_f64().unwrap() / 1e9;
+    let sent = started + records(&rec)[0].sent.as_secs_f64();
     let arrived = arrived.lock().unwrap().expect("the request reached the server");
     assert!((sent - arrived).abs() < 0.1, "sent at {sent:.3}, arrived at {arrived:.3}");
 }
@@ -345,11 +342,7 @@ fn a_timed_warmup_comes_before_the_measured_requests() {
         (Some("300ms"), Some("300ms"))
     );
     assert_eq!(v["summary"]["requests"]["sent"], 6);
-    let mut sent: Vec<f64> = std::fs::read_to_string(&rec)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["sent_ns"].as_f64().unwrap() / 1e9)
-        .collect();
+    let mut sent: Vec<f64> = records(&rec).iter().map(|r| r.sent.as_secs_f64()).collect();
     sent.sort_by(f64::total_cmp);
     // The first user alone for 100 ms (one request at a time, each ≥ 20 ms),
     // all three in the last 100 ms of the ramp.
@@ -411,11 +404,7 @@ fn a_trace_is_replayed_by_bench_and_estimate() {
     assert_eq!(v["summary"]["requests"]["completed"], 3);
     assert_eq!(v["summary"]["tokens"]["output"], 15, "the trace's output lengths");
     assert_eq!(v["config"]["workload"]["trace"]["with_prefix"], 2);
-    let mut scheduled: Vec<f64> = std::fs::read_to_string(&rec)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["scheduled_ns"].as_f64().unwrap() / 1e9)
-        .collect();
+    let mut scheduled: Vec<f64> = records(&rec).iter().map(|r| r.scheduled.as_secs_f64()).collect();
     scheduled.sort_by(f64::total_cmp);
     // Offsets from the first line, twice as fast: 0, 0.1, 0.3 s.
     for (got, want) in scheduled.iter().zip([0.0, 0.1, 0.3]) {

@@ -4,14 +4,9 @@
 
 mod cmd;
 
-use cmd::{fixed_server, goodput, read_json};
+use cmd::{fixed_server, goodput, read_json, records};
 use goodput_core::RequestRecord;
-use std::path::Path;
 use std::time::Duration;
-
-fn records(p: &Path) -> Vec<RequestRecord> {
-    std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
 
 /// A fixed-timing server where every 4th request waits 300 ms more for its first token.
 fn slow_every_fourth() -> (tokio::runtime::Runtime, String) {

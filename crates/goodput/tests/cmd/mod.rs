@@ -16,6 +16,11 @@ pub fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// The per-request records a run wrote with `--records`.
+pub fn records(p: &Path) -> Vec<goodput_core::RequestRecord> {
+    std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 /// A fixed-timing server with `profile` on 127.0.0.1:0, served by the runtime
 /// returned with its URL (the server lives as long as the runtime).
 pub fn fixed_server(profile: goodput_sim::fixed::FixedProfile) -> (tokio::runtime::Runtime, String) {
