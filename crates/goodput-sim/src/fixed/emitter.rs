@@ -428,6 +428,12 @@ impl Trace {
         self.chunks.lock().unwrap().clone()
     }
 
+    /// The request numbers in the order their chunk `index` was written.
+    #[cfg(test)]
+    pub fn burst(&self, index: u64) -> Vec<u64> {
+        self.chunks.lock().unwrap().iter().filter(|c| c.1 == index).map(|c| c.0).collect()
+    }
+
     /// Writes a socket did not take whole.
     #[cfg(test)]
     pub fn deferred_writes(&self) -> u64 {
