@@ -7,7 +7,7 @@
 use crate::clock::{sleep_until, Sleep};
 use crate::engine::{Engine, EngineConfig, EngineStats, Error, KvCapacity, Prompt, StepOutcome};
 use crate::faults::{Fault, FaultConfig, FaultCounters};
-use crate::openai::{error_response, models_body, token_ids, unix_now, ChunkWriter, GenerationRequest, Route};
+use crate::openai::{error_response, models_body, token_ids, unix_now, ChunkWriter, GenerationRequest, Route, Usage};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -319,7 +319,12 @@ async fn whole(
     if let Fault::Stall(d) = fault {
         sleep_until(Instant::now() + d).await;
     }
-    Json(writer.whole(n_out as u64, prompt_tokens, "length")).into_response()
+    let usage = Usage {
+        prompt: prompt_tokens,
+        completion: n_out as u64,
+        cached: Some(progress.cached.load(Ordering::Acquire) as u64),
+    };
+    Json(writer.whole(usage, "length")).into_response()
 }
 
 /// A streamed response: one SSE chunk per token as the driver delivers it,
@@ -353,7 +358,11 @@ impl Stream for TokenStream {
         if this.emitted == this.n_out {
             this.done = true;
             this.ticket.live = false;
-            let usage = this.usage.map(|p| (p, this.n_out as u64));
+            let usage = this.usage.map(|p| Usage {
+                prompt: p,
+                completion: this.n_out as u64,
+                cached: Some(this.progress.cached.load(Ordering::Acquire) as u64),
+            });
             return Poll::Ready(Some(Ok(this.writer.close("length", usage))));
         }
         if this.produced <= this.emitted {
@@ -438,6 +447,8 @@ impl Drop for Ticket {
 #[derive(Default)]
 struct Progress {
     produced: AtomicU32,
+    /// Prompt tokens the prefix cache served when the request was admitted.
+    cached: AtomicU32,
     /// The driver let go of the request: finished, aborted, or gone.
     closed: AtomicBool,
     waker: AtomicWaker,
@@ -621,6 +632,11 @@ impl Driver {
         for id in &self.out.admitted {
             if let Some(l) = self.live.get_mut(id) {
                 l.queued = Some(step_start.saturating_duration_since(l.reached));
+            }
+        }
+        for (id, cached) in &self.out.prefix_hits {
+            if let Some(l) = self.live.get(id) {
+                l.producer.0.cached.store(*cached, Ordering::Release);
             }
         }
         for ev in &self.out.tokens {

@@ -136,6 +136,44 @@ pub fn word(seed: u64, i: u64) -> &'static str {
     WORDS[(z % WORDS.len() as u64) as usize]
 }
 
+/// A response's token counts, as its `usage` block reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt: u64,
+    pub completion: u64,
+    /// Prompt tokens served from the prefix cache, reported as vLLM does
+    /// with `--enable-prompt-tokens-details` (`prompt_tokens_details`).
+    pub cached: Option<u64>,
+}
+
+impl Usage {
+    pub fn new(prompt: u64, completion: u64) -> Usage {
+        Usage { prompt, completion, cached: None }
+    }
+
+    /// The block as JSON text, written by hand: every stream ends with one.
+    fn write(&self, out: &mut String) {
+        let (p, c) = (self.prompt, self.completion);
+        let _ = write!(out, "{{\"prompt_tokens\":{p},\"completion_tokens\":{c},\"total_tokens\":{}", p + c);
+        if let Some(cached) = self.cached {
+            let _ = write!(out, ",\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}}");
+        }
+        out.push('}');
+    }
+
+    fn json(&self) -> Value {
+        let mut u = json!({
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.completion,
+            "total_tokens": self.prompt + self.completion,
+        });
+        if let Some(c) = self.cached {
+            u["prompt_tokens_details"] = json!({ "cached_tokens": c });
+        }
+        u
+    }
+}
+
 /// Renders streamed chunks for one response. The model name is JSON-escaped
 /// once; everything else is built with plain writes because this runs for
 /// every token of every stream.
@@ -226,7 +264,7 @@ impl ChunkWriter {
     }
 
     /// The finish chunk, the usage chunk when asked, and `[DONE]`.
-    pub fn close(&self, finish_reason: &str, usage: Option<(u64, u64)>) -> Bytes {
+    pub fn close(&self, finish_reason: &str, usage: Option<Usage>) -> Bytes {
         let mut out = String::new();
         self.head(&mut out);
         match self.route {
@@ -240,13 +278,11 @@ impl ChunkWriter {
                 );
             }
         }
-        if let Some((p, c)) = usage {
+        if let Some(u) = usage {
             self.head(&mut out);
-            let _ = write!(
-                out,
-                "[],\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{c},\"total_tokens\":{}}}}}\n\n",
-                p + c
-            );
+            out.push_str("[],\"usage\":");
+            u.write(&mut out);
+            out.push_str("}\n\n");
         }
         out.push_str("data: [DONE]\n\n");
         Bytes::from(out)
@@ -259,8 +295,8 @@ impl ChunkWriter {
     }
 
     /// The whole non-streamed response.
-    pub fn whole(&self, n_out: u64, prompt_tokens: u64, finish_reason: &str) -> Value {
-        let text = self.text(0, n_out);
+    pub fn whole(&self, usage: Usage, finish_reason: &str) -> Value {
+        let text = self.text(0, usage.completion);
         let choice = match self.route {
             Route::Chat => json!({
                 "index": 0,
@@ -275,7 +311,7 @@ impl ChunkWriter {
             "created": self.created,
             "model": serde_json::from_str::<Value>(&self.model_json).unwrap_or(Value::Null),
             "choices": [choice],
-            "usage": { "prompt_tokens": prompt_tokens, "completion_tokens": n_out, "total_tokens": prompt_tokens + n_out },
+            "usage": usage.json(),
         })
     }
 }
@@ -311,7 +347,7 @@ mod tests {
         let v: Value = serde_json::from_str(s.strip_prefix("data: ").unwrap().trim()).unwrap();
         assert_eq!(v["model"], "m\"<odd>");
         assert_eq!(v["choices"][0]["delta"]["content"].as_str().unwrap().split_whitespace().count(), 2);
-        let close = String::from_utf8(w.close("length", Some((3, 2))).to_vec()).unwrap();
+        let close = String::from_utf8(w.close("length", Some(Usage::new(3, 2))).to_vec()).unwrap();
         let parts: Vec<&str> = close.split("\n\n").filter(|p| !p.is_empty()).collect();
         assert_eq!(parts.len(), 3);
         let usage: Value = serde_json::from_str(parts[1].strip_prefix("data: ").unwrap()).unwrap();

@@ -182,33 +182,46 @@ async fn shared_prefixes_show_as_prefix_cache_hits_in_metrics() {
     let (base, server, _stop) = start(config()).await;
     let http = client();
     let shared = words(200, "s");
-    for tail in ["a", "b"] {
+    let mut cached = Vec::new();
+    for (tail, stream) in [("a", false), ("b", false), ("c", true)] {
         let prompt = format!("{shared} {}", words(56, tail));
-        let r = post(&http, format!("{base}/v1/completions"), &json!({"prompt": prompt, "max_tokens": 3}));
-        assert_eq!(r.send().await.unwrap().status(), 200);
+        let body = json!({"prompt": prompt, "max_tokens": 3, "stream": stream,
+                          "stream_options": {"include_usage": true}});
+        let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let text = r.text().await.unwrap();
+        // Usage says what the prefix cache served, as vLLM's prompt_tokens_details does.
+        let usage: Value = if stream {
+            let usage = events(&text).into_iter().rev().nth(1).unwrap();
+            serde_json::from_str::<Value>(&usage).unwrap()["usage"].clone()
+        } else {
+            serde_json::from_str::<Value>(&text).unwrap()["usage"].clone()
+        };
+        cached.push(usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap());
     }
+    assert_eq!(cached, [0, 192, 192]);
     let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     let labels = "{engine=\"0\",model_name=\"sim-8b\"}";
-    // 256 tokens looked up twice; the second finds the 12 full blocks of 16
-    // inside the 200 shared words.
-    assert_eq!(metric(&text, &format!("vllm:prefix_cache_queries_total{labels}")), 512.0);
-    assert_eq!(metric(&text, &format!("vllm:prefix_cache_hits_total{labels}")), 192.0);
+    // 256 tokens looked up three times; the second and third find the 12
+    // full blocks of 16 inside the 200 shared words.
+    assert_eq!(metric(&text, &format!("vllm:prefix_cache_queries_total{labels}")), 768.0);
+    assert_eq!(metric(&text, &format!("vllm:prefix_cache_hits_total{labels}")), 384.0);
     let s = server.stats();
-    assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (512, 192));
-    assert_eq!(metric(&text, &format!("vllm:prompt_tokens_total{labels}")), 512.0);
-    assert_eq!(metric(&text, &format!("vllm:generation_tokens_total{labels}")), 6.0);
+    assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (768, 384));
+    assert_eq!(metric(&text, &format!("vllm:prompt_tokens_total{labels}")), 768.0);
+    assert_eq!(metric(&text, &format!("vllm:generation_tokens_total{labels}")), 9.0);
     assert_eq!(
         metric(&text, "vllm:request_success_total{engine=\"0\",model_name=\"sim-8b\",finished_reason=\"length\"}"),
-        2.0
+        3.0
     );
-    assert_eq!(metric(&text, &format!("vllm:time_to_first_token_seconds_count{labels}")), 2.0);
-    assert_eq!(metric(&text, &format!("vllm:inter_token_latency_seconds_count{labels}")), 4.0);
-    assert_eq!(metric(&text, &format!("vllm:e2e_request_latency_seconds_count{labels}")), 2.0);
-    assert_eq!(metric(&text, &format!("vllm:request_queue_time_seconds_count{labels}")), 2.0);
+    assert_eq!(metric(&text, &format!("vllm:time_to_first_token_seconds_count{labels}")), 3.0);
+    assert_eq!(metric(&text, &format!("vllm:inter_token_latency_seconds_count{labels}")), 6.0);
+    assert_eq!(metric(&text, &format!("vllm:e2e_request_latency_seconds_count{labels}")), 3.0);
+    assert_eq!(metric(&text, &format!("vllm:request_queue_time_seconds_count{labels}")), 3.0);
     for name in ["vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:time_to_first_token_seconds"] {
         assert!(text.contains(&format!("# HELP {name} ")) && text.contains(&format!("# TYPE {name} ")), "{name}");
     }
-    assert_eq!(metric(&text, "goodput_sim_requests_total"), 2.0);
+    assert_eq!(metric(&text, "goodput_sim_requests_total"), 3.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

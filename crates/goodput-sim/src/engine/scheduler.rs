@@ -44,6 +44,9 @@ pub struct StepOutcome {
     /// ends when the step starts). Re-admissions after preemption are not
     /// listed.
     pub admitted: Vec<u64>,
+    /// Of those, the ones whose prompt began in the prefix cache, with the
+    /// prompt tokens it served (what vLLM reports as `cached_tokens`).
+    pub prefix_hits: Vec<(u64, u32)>,
     /// Requests preempted this step, in the order they were.
     pub preempted: Vec<u64>,
     pub batch: BatchSummary,
@@ -54,6 +57,7 @@ impl StepOutcome {
         self.duration = Duration::ZERO;
         self.tokens.clear();
         self.admitted.clear();
+        self.prefix_hits.clear();
         self.preempted.clear();
         self.batch = BatchSummary::default();
     }
@@ -476,6 +480,9 @@ impl Engine {
             if !r.admitted_once {
                 r.admitted_once = true;
                 out.admitted.push(r.id);
+                if cached > 0 {
+                    out.prefix_hits.push((r.id, cached));
+                }
             }
             self.register_full_blocks(slot, cached + new);
             self.running.push(slot);

@@ -19,6 +19,7 @@
 
 use super::{FixedServer, Plan};
 use crate::faults::Fault;
+use crate::openai::Usage;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Write as _;
@@ -122,7 +123,7 @@ impl Stream {
         while let Some(i) = self.next {
             let p = &self.plan;
             if i >= p.n_chunks {
-                let close = p.writer.close("length", p.usage);
+                let close = p.writer.close("length", p.usage.map(|(prompt, n)| Usage::new(prompt, n)));
                 self.frame(&close);
                 self.terminate();
                 break;

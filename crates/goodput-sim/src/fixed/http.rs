@@ -13,7 +13,7 @@
 use super::emitter::{frame, Emitter, End, Stream};
 use super::{metrics_text, FixedServer, Plan, Reply};
 use crate::faults::Fault;
-use crate::openai::{error_body, models_body, Route};
+use crate::openai::{error_body, models_body, Route, Usage};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -346,7 +346,7 @@ impl Conn {
             return self.error(500, "injected fault: generation failed", keep).await;
         }
         at(plan.due(plan.n_chunks.saturating_sub(1))).await;
-        let body = plan.writer.whole(plan.n_out, plan.prompt_tokens, "length").to_string();
+        let body = plan.writer.whole(Usage::new(plan.prompt_tokens, plan.n_out), "length").to_string();
         self.respond(200, CT_JSON, body.as_bytes(), keep, "").await
     }
 

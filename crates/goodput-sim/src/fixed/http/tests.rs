@@ -6,7 +6,7 @@ use super::super::emitter::{Emitter, End, Stream};
 use super::super::{FixedProfile, FixedServer, Reply};
 use super::serve_with;
 use crate::faults::FaultConfig;
-use crate::openai::{ChunkWriter, Route};
+use crate::openai::{ChunkWriter, Route, Usage};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -250,7 +250,8 @@ async fn streamed_bytes_are_the_exact_chunk_sequence() {
     let w = ChunkWriter::new(Route::Chat, 0, "goodput-fixed", first["created"].as_u64().unwrap());
     // One HTTP chunk per piece: the preamble, each token chunk (2 tokens each,
     // the last 1), and the close with usage and [DONE].
-    let want = [w.preamble(), w.tokens(0, 2), w.tokens(2, 4), w.tokens(4, 5), w.close("length", Some((3, 5)))];
+    let want =
+        [w.preamble(), w.tokens(0, 2), w.tokens(2, 4), w.tokens(4, 5), w.close("length", Some(Usage::new(3, 5)))];
     assert_eq!(r.chunks.len(), want.len(), "{:?}", r.events());
     for (got, want) in r.chunks.iter().zip(&want) {
         assert_eq!(String::from_utf8_lossy(got), String::from_utf8_lossy(want));
