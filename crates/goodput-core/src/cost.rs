@@ -58,6 +58,7 @@ impl CostConfig {
         total_tokens_per_s: f64,
         requests_per_s: f64,
         good_output_tokens_per_s: Option<f64>,
+        sessions_per_s: Option<f64>,
     ) -> CostReport {
         let usd_per_hour = self.gpu_hour_usd * self.gpus as f64;
         CostReport {
@@ -71,7 +72,7 @@ impl CostConfig {
                 usd_per_hour,
                 good_output_tokens_per_s.unwrap_or(output_tokens_per_s),
             ),
-            usd_per_session: None,
+            usd_per_session: sessions_per_s.filter(|s| *s > 0.0).map(|s| usd_per_hour / (s * 3600.0)),
         }
     }
 }
@@ -83,7 +84,7 @@ mod tests {
     #[test]
     fn worked_examples_to_the_cent() {
         let c = CostConfig { gpu_hour_usd: 3.0, gpus: 1 };
-        let r = c.report(4000.0, 6000.0, 10.0, Some(2000.0));
+        let r = c.report(4000.0, 6000.0, 10.0, Some(2000.0), Some(0.5));
         assert_eq!((r.usd_per_million_output_tokens.unwrap() * 100.0).round() / 100.0, 0.21);
         assert!((r.usd_per_million_total_tokens.unwrap() - 3.0 / (6000.0 * 3600.0) * 1e6).abs() < 1e-12);
         assert!((r.usd_per_request.unwrap() - 3.0 / 36000.0).abs() < 1e-12);
@@ -91,9 +92,13 @@ mod tests {
             (r.usd_per_million_good_output_tokens.unwrap() - 2.0 * r.usd_per_million_output_tokens.unwrap()).abs()
                 < 1e-12
         );
-        let eight = CostConfig { gpu_hour_usd: 2.5, gpus: 8 }.report(1000.0, 1000.0, 1.0, None);
+        assert!((r.usd_per_session.unwrap() - 3.0 / 1800.0).abs() < 1e-12, "$3/h at a session every 2 s");
+        let eight = CostConfig { gpu_hour_usd: 2.5, gpus: 8 }.report(1000.0, 1000.0, 1.0, None, None);
         assert_eq!(eight.usd_per_hour, 20.0);
-        assert_eq!(CostConfig { gpu_hour_usd: 3.0, gpus: 1 }.report(0.0, 0.0, 0.0, None).usd_per_request, None);
+        assert_eq!(
+            CostConfig { gpu_hour_usd: 3.0, gpus: 1 }.report(0.0, 0.0, 0.0, None, Some(0.0)).usd_per_request,
+            None
+        );
         assert!(CostConfig { gpu_hour_usd: 3.0, gpus: 0 }.validate().is_err());
     }
 }

@@ -9,6 +9,7 @@ pub mod ratings;
 pub mod record;
 pub mod result;
 mod serde_ns;
+pub mod session;
 pub mod slo;
 pub mod stats;
 pub mod summary;
@@ -17,7 +18,7 @@ pub mod sweep;
 pub use metrics::RequestMetrics;
 pub use record::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
-    TokenCounts,
+    SessionTurn, TokenCounts,
 };
 pub use result::{Compat, Diagnosis, RunResult, Target, Tool, Window, SCHEMA};
 pub use slo::{Slo, SloReport};

@@ -68,7 +68,21 @@ pub struct RequestRecord {
     /// chunk behind, or the server wrote them together.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub shared_reads: u32,
+    /// The conversation this request is a turn of, when the load runs
+    /// multi-turn sessions (`--turns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionTurn>,
     pub outcome: Outcome,
+}
+
+/// Where a request sits in a multi-turn session: turn `turn` (1 for the
+/// opening one) of the `turns` that session `id` planned. A session whose
+/// turns did not all succeed ended early: a turn failed, or the run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionTurn {
+    pub id: u64,
+    pub turn: u32,
+    pub turns: u32,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -273,6 +287,7 @@ impl RequestRecord {
             finish_reason: None,
             read_lag_max: None,
             shared_reads: 0,
+            session: None,
             outcome: Outcome::Cancelled,
         }
     }

@@ -82,6 +82,9 @@ pub struct Summary {
     pub goodput: Option<Goodput>,
     #[serde(default)]
     pub ratings: Ratings,
+    /// Present when the load ran multi-turn sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::session::SessionSummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -267,6 +270,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         error_adjusted: ErrorAdjusted { ttft_ms: adjusted(&|r| r.ttft()), e2e_ms: adjusted(&|r| r.e2e()) },
         goodput: None,
         ratings: Ratings::default(),
+        sessions: crate::session::summarize(&measured, ps, dur),
     };
     let mut summary = summary;
     summary.ratings = rate(&ok, &summary.ttft_ms, &summary.tpot_ms, &opts.ratings);
@@ -282,6 +286,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
             th.total_tokens_per_s,
             th.requests_per_s,
             summary.goodput.as_ref().map(|g| g.output_tokens_per_s),
+            summary.sessions.as_ref().map(|s| s.per_s),
         )
     });
 
