@@ -35,11 +35,24 @@ pub struct ResponseReader {
     last_chunk_read: Option<u64>,
     read_lag_max: Option<Duration>,
     shared_reads: u32,
+    /// The visible content of the answer, kept when a conversation carries
+    /// it into its next turn.
+    reply: Option<String>,
 }
 
 impl ResponseReader {
     pub fn new(keep_chunk_texts: bool) -> Self {
         ResponseReader { chunk_texts: keep_chunk_texts.then(Vec::new), ..Default::default() }
+    }
+
+    /// Also keeps the answer's visible content, for [`ResponseReader::take_reply`].
+    pub fn keeping_reply(self) -> Self {
+        ResponseReader { reply: Some(String::new()), ..self }
+    }
+
+    /// The answer's visible content, when kept.
+    pub fn take_reply(&mut self) -> Option<String> {
+        self.reply.take()
     }
 
     /// True once the stream said all it will say (`[DONE]` or an error).
@@ -137,6 +150,9 @@ impl ResponseReader {
             }
             self.chunks.push(OutputChunk { t, tokens: 0, channel });
             self.cumulative.push(info.usage.and_then(|u| u.completion_tokens));
+            if let Some(reply) = &mut self.reply {
+                reply.push_str(&info.text[..info.content_len]);
+            }
             if let Some(texts) = &mut self.chunk_texts {
                 texts.push(info.text);
             }
@@ -234,6 +250,7 @@ impl ResponseReader {
 fn prompt_tokens(t: &TokenCounter, prompt: &PromptBody) -> u64 {
     match prompt {
         PromptBody::Text(s) => t.count(s) as u64,
+        PromptBody::Turns(turns) => turns.iter().map(|s| t.count(s) as u64).sum(),
         PromptBody::Messages(m) => {
             m.iter().filter_map(|msg| msg.get("content").and_then(|c| c.as_str())).map(|s| t.count(s) as u64).sum()
         }
@@ -355,6 +372,20 @@ impl Client {
         origin: Instant,
         abort: &CancellationToken,
     ) -> RequestRecord {
+        self.execute_keeping(id, item, scheduled, origin, abort, false).await.0
+    }
+
+    /// [`Client::execute`], also returning the answer's visible content when
+    /// `keep_reply` (a conversation carries it into its next turn).
+    pub async fn execute_keeping(
+        &self,
+        id: u64,
+        item: &WorkItem,
+        scheduled: Duration,
+        origin: Instant,
+        abort: &CancellationToken,
+        keep_reply: bool,
+    ) -> (RequestRecord, Option<String>) {
         let body = build_body(&self.cfg.body, &item.prompt, item.max_tokens);
         let sent = origin.elapsed();
         let mut rec = RequestRecord::new(id, scheduled, sent);
@@ -364,11 +395,14 @@ impl Client {
             Ok(b) => b,
             Err(e) => {
                 rec.outcome = Outcome::Failed { kind: FailureKind::InvalidResponse, message: e };
-                return rec;
+                return (rec, None);
             }
         };
         let deadline = Instant::now() + self.cfg.timeout;
         let mut reader = ResponseReader::new(self.tokenizer.is_some());
+        if keep_reply {
+            reader = reader.keeping_reply();
+        }
         let mut early: Option<Outcome> = None;
         {
             let exchange = self.exchange(body, &mut rec, &mut reader, origin);
@@ -383,6 +417,7 @@ impl Client {
         }
         rec.end = origin.elapsed();
         let prompt = &item.prompt;
+        let reply = reader.take_reply();
         reader.into_record(&mut rec, self.tokenizer.as_deref(), prompt);
         if let Some(o) = early {
             rec.outcome = o;
@@ -390,7 +425,7 @@ impl Client {
         if let Some(t) = rec.chunks.last().map(|c| c.t).or(rec.stream_end) {
             rec.end = rec.end.max(t);
         }
-        rec
+        (rec, reply)
     }
 
     /// The HTTP exchange. `Err` carries an outcome decided before any body.
@@ -650,6 +685,23 @@ mod tests {
         let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
         r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
         rec
+    }
+
+    #[test]
+    fn a_kept_reply_is_the_visible_content_only() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"let me think\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\" world\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let mut r = ResponseReader::new(false).keeping_reply();
+        r.feed(stream.as_bytes(), ReadStamp::default());
+        assert_eq!(r.take_reply().as_deref(), Some("Hello world"));
+        let mut r = ResponseReader::new(false);
+        r.feed(stream.as_bytes(), ReadStamp::default());
+        assert_eq!(r.take_reply(), None, "kept only when asked for");
     }
 
     /// Everything but the timestamps, which depend on the split.

@@ -37,7 +37,14 @@ pub enum PromptBody {
     Text(String),
     /// Chat messages exactly as a dataset gave them.
     Messages(Vec<Value>),
+    /// A conversation so far: user and assistant turns alternating, opening
+    /// and ending with the user's. Chat sends them as messages with their
+    /// roles; completions, as one prompt of the turns one after another.
+    Turns(Vec<String>),
 }
+
+/// How a conversation's turns join into one completions prompt.
+pub const TURN_SEPARATOR: &str = "\n\n";
 
 /// Options that shape every request body.
 #[derive(Debug, Clone, Default)]
@@ -63,6 +70,14 @@ pub fn build_body(opts: &BodyOptions, prompt: &PromptBody, max_tokens: Option<u3
         }
         (Api::Chat, PromptBody::Messages(m)) => {
             body.insert("messages".into(), Value::Array(m.clone()));
+        }
+        (Api::Chat, PromptBody::Turns(turns)) => {
+            let roles = ["user", "assistant"].into_iter().cycle();
+            let msgs = turns.iter().zip(roles).map(|(t, role)| json!({ "role": role, "content": t })).collect();
+            body.insert("messages".into(), Value::Array(msgs));
+        }
+        (Api::Completions, PromptBody::Turns(turns)) => {
+            body.insert("prompt".into(), Value::String(turns.join(TURN_SEPARATOR)));
         }
         (Api::Completions, PromptBody::Text(t)) => {
             body.insert("prompt".into(), Value::String(t.clone()));
@@ -116,6 +131,9 @@ pub struct ChunkInfo {
     pub channel: Option<Channel>,
     /// The generated text it carried (all channels, content first).
     pub text: String,
+    /// How much of `text` (bytes, from its start) is visible content: what
+    /// a conversation's history carries forward.
+    pub content_len: usize,
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
     /// An `{"error": …}` payload: the request failed.
@@ -178,12 +196,14 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
     if let Some(t) = choice.text.filter(|t| !t.is_empty()) {
         info.channel = Some(Channel::Content);
         info.text = t.into_owned();
+        info.content_len = info.text.len();
     }
     if let Some(m) = choice.delta.or(choice.message) {
         let reasoning = nonempty(m.reasoning_content).or(nonempty(m.reasoning)).or(nonempty(m.thinking));
         if let Some(c) = nonempty(m.content) {
             info.channel = Some(Channel::Content);
             info.text.push_str(&c);
+            info.content_len = info.text.len();
         }
         if let Some(r) = reasoning {
             info.channel.get_or_insert(Channel::Reasoning);
@@ -246,6 +266,29 @@ mod tests {
         assert!(b.get("stream_options").is_none() && b.get("max_tokens").is_none());
         let err = build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err();
         assert!(err.contains("--api chat"));
+    }
+
+    #[test]
+    fn a_conversation_is_messages_for_chat_and_one_prompt_for_completions() {
+        let turns = PromptBody::Turns(vec!["hi".into(), "hello there".into(), "and then?".into()]);
+        let opts = BodyOptions { api: Api::Chat, model: "m".into(), ..Default::default() };
+        let b: Value = serde_json::from_slice(&build_body(&opts, &turns, None).unwrap()).unwrap();
+        let roles: Vec<&str> = b["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(b["messages"][1]["content"], "hello there");
+        let opts = BodyOptions { api: Api::Completions, ..opts };
+        let b: Value = serde_json::from_slice(&build_body(&opts, &turns, None).unwrap()).unwrap();
+        assert_eq!(b["prompt"], "hi\n\nhello there\n\nand then?");
+    }
+
+    #[test]
+    fn the_content_of_a_chunk_is_told_from_its_reasoning() {
+        let both = parse_chunk(r#"{"choices":[{"delta":{"content":"yes","reasoning_content":"hmm"}}]}"#).unwrap();
+        assert_eq!((&both.text[..both.content_len], both.text.as_str()), ("yes", "yeshmm"));
+        let reasoning = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#).unwrap();
+        assert_eq!(reasoning.content_len, 0);
+        let text = parse_chunk(r#"{"choices":[{"text":" ok"}]}"#).unwrap();
+        assert_eq!(&text.text[..text.content_len], " ok");
     }
 
     #[test]

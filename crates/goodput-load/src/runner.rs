@@ -4,12 +4,13 @@
 
 use crate::client::Client;
 use crate::schedule::{Arrival, ArrivalSchedule};
-use crate::workload::{WorkItem, Workload};
-use goodput_core::RequestRecord;
+use crate::workload::{Conversation, LengthDist, Sessions, WorkItem, Workload};
+use goodput_core::{RequestRecord, SessionTurn};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +20,8 @@ pub type SendTimes = Box<dyn Iterator<Item = Duration> + Send>;
 /// How much load, and for how long.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
-    /// Measured requests to send (warm-up not included).
+    /// Measured requests to send (warm-up not included); with sessions,
+    /// measured sessions to hold.
     pub requests: Option<u64>,
     /// Stop sending this long after the warm-up.
     pub duration: Option<Duration>,
@@ -39,6 +41,13 @@ pub struct LoadPlan {
     /// [`crate::schedule::ramped`]), or else the users of a closed loop, who
     /// join one by one. Zero: all at once.
     pub ramp_up: Duration,
+    /// Multi-turn sessions: the plan then schedules sessions, not requests.
+    /// Their first turns go out as a lone request would (a user slot, or
+    /// the rate's schedule: sessions per second); each later turn follows
+    /// the answer before it after a think time, in the same user slot. The
+    /// request and warm-up counts count sessions, and a session still
+    /// talking when sending stops (end of `duration`, a stop) is cut there.
+    pub sessions: Option<Sessions>,
     pub seed: u64,
     /// After a stop, how long in-flight requests may take before they are cancelled.
     pub grace: Duration,
@@ -49,6 +58,12 @@ impl LoadPlan {
     /// known ahead (a timed warm-up's size is not, a trace's length is).
     pub fn total_requests(&self) -> Option<u64> {
         let counted = self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| n + self.warmup);
+        if let Some(s) = &self.sessions {
+            return match s.turns {
+                LengthDist::Fixed(k) => counted.map(|n| n * u64::from(k.max(1))),
+                _ => None,
+            };
+        }
         match &self.trace {
             Some(t) if self.requests.is_none() || counted.is_some() => {
                 Some(counted.map_or(t.len() as u64, |n| n.min(t.len() as u64)))
@@ -84,6 +99,9 @@ impl LoadPlan {
         if self.trace.is_some() && self.rate.is_some() {
             return Err("--trace brings its own send times: drop --rate".into());
         }
+        if self.trace.is_some() && self.sessions.is_some() {
+            return Err("--trace replays single requests: drop --turns".into());
+        }
         if self.trace.is_some() && !self.ramp_up.is_zero() {
             return Err("--trace brings its own send times: drop --ramp-up".into());
         }
@@ -111,6 +129,19 @@ pub trait Backend: Send + Sync + 'static {
         origin: Instant,
         abort: CancellationToken,
     ) -> impl Future<Output = RequestRecord> + Send;
+
+    /// [`Backend::execute`], also giving the answer's visible content, which
+    /// a session carries into its next turn (none by default).
+    fn execute_keeping(
+        &self,
+        id: u64,
+        item: WorkItem,
+        scheduled: Duration,
+        origin: Instant,
+        abort: CancellationToken,
+    ) -> impl Future<Output = (RequestRecord, Option<String>)> + Send {
+        async move { (self.execute(id, item, scheduled, origin, abort).await, None) }
+    }
 }
 
 impl Backend for Client {
@@ -123,6 +154,17 @@ impl Backend for Client {
         abort: CancellationToken,
     ) -> RequestRecord {
         Client::execute(self, id, &item, scheduled, origin, &abort).await
+    }
+
+    async fn execute_keeping(
+        &self,
+        id: u64,
+        item: WorkItem,
+        scheduled: Duration,
+        origin: Instant,
+        abort: CancellationToken,
+    ) -> (RequestRecord, Option<String>) {
+        Client::execute_keeping(self, id, &item, scheduled, origin, &abort, true).await
     }
 }
 
@@ -201,6 +243,12 @@ pub async fn run_at<B: Backend>(
     let end_of_sending = plan.duration.map(|d| origin + plan.warmup_time + d);
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let stop = control.stop.clone();
+    if plan.sessions.is_some() {
+        // Fails here rather than in every session: the workload cannot ask questions.
+        workload.question(0, 0)?;
+    }
+    // Requests of sessions are numbered as they are sent.
+    let next_id = Arc::new(AtomicU64::new(0));
 
     let sender = async {
         let mut i: u64 = 0;
@@ -247,8 +295,26 @@ pub async fn run_at<B: Backend>(
             let (backend, workload, tx, abort) = (backend.clone(), workload.clone(), tx.clone(), control.abort.clone());
             let warmup = i < plan.warmup || scheduled < plan.warmup_time;
             warm += u64::from(warmup);
+            if let Some(sessions) = &plan.sessions {
+                let talk = Session {
+                    id: i,
+                    first: scheduled,
+                    warmup,
+                    sessions: sessions.clone(),
+                    seed: plan.seed,
+                    origin,
+                    end_of_sending,
+                    stop: stop.clone(),
+                    abort: control.abort.clone(),
+                    sent: control.sent.clone(),
+                    next_id: next_id.clone(),
+                };
+                tokio::spawn(talk.hold(backend.clone(), workload.clone(), tx.clone(), permit));
+                i += 1;
+                continue;
+            }
             let id = i;
-            control.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            control.sent.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 let item = workload.item(id);
                 let mut rec = backend.execute(id, item, scheduled, origin, abort).await;
@@ -290,6 +356,70 @@ pub async fn run_at<B: Backend>(
     Ok(RunOutput { records, interrupted: control.stop.is_cancelled(), origin })
 }
 
+/// One multi-turn session of a run, and what it needs to hold it.
+struct Session {
+    id: u64,
+    /// When its first turn was due.
+    first: Duration,
+    warmup: bool,
+    sessions: Sessions,
+    seed: u64,
+    origin: Instant,
+    end_of_sending: Option<Instant>,
+    stop: CancellationToken,
+    abort: CancellationToken,
+    sent: Arc<AtomicU64>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Session {
+    /// Asks the session's questions in turn, each with the history before it,
+    /// each after the answer before it and a think time, holding the user
+    /// slot (`permit`) throughout. A failed turn ends the session (its
+    /// history would have a hole), and so does the end of sending.
+    async fn hold<B: Backend>(
+        self,
+        backend: Arc<B>,
+        workload: Arc<Workload>,
+        tx: mpsc::UnboundedSender<RequestRecord>,
+        permit: Option<OwnedSemaphorePermit>,
+    ) {
+        let (turns, think) = self.sessions.shape(self.seed, self.id);
+        let mut conversation = Conversation::default();
+        let mut due = self.first;
+        for turn in 0..turns {
+            if turn > 0 {
+                let at = self.origin + due;
+                if self.end_of_sending.is_some_and(|end| at >= end) {
+                    break;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => {}
+                    _ = self.stop.cancelled() => break,
+                }
+            }
+            if self.stop.is_cancelled() {
+                break;
+            }
+            let Ok(question) = workload.question(self.id, turn) else { break };
+            let item = conversation.ask(question);
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            self.sent.fetch_add(1, Ordering::Relaxed);
+            let (mut rec, reply) = backend.execute_keeping(id, item, due, self.origin, self.abort.clone()).await;
+            rec.warmup = self.warmup;
+            rec.session = Some(SessionTurn { id: self.id, turn: turn + 1, turns });
+            let (ok, end, tokens) = (rec.outcome.is_success(), rec.end, rec.output_tokens);
+            let _ = tx.send(rec);
+            if !ok {
+                break;
+            }
+            conversation.answered(reply.unwrap_or_default(), tokens);
+            due = end + think.get(turn as usize).copied().unwrap_or_default();
+        }
+        drop(permit);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +434,10 @@ mod tests {
         n: u64,
         in_flight: AtomicUsize,
         peak: AtomicUsize,
+        /// Every item asked, by request id.
+        seen: std::sync::Mutex<Vec<(u64, WorkItem)>>,
+        /// Fail requests whose prompt holds this many turns.
+        fail_at_turns: Option<usize>,
     }
 
     impl Fake {
@@ -314,6 +448,8 @@ mod tests {
                 n,
                 in_flight: AtomicUsize::new(0),
                 peak: AtomicUsize::new(0),
+                seen: Default::default(),
+                fail_at_turns: None,
             })
         }
     }
@@ -322,11 +458,16 @@ mod tests {
         async fn execute(
             &self,
             id: u64,
-            _item: WorkItem,
+            item: WorkItem,
             scheduled: Duration,
             origin: Instant,
             abort: CancellationToken,
         ) -> RequestRecord {
+            let turns = match &item.prompt {
+                crate::openai::PromptBody::Turns(t) => t.len(),
+                _ => 1,
+            };
+            self.seen.lock().unwrap().push((id, item));
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.peak.fetch_max(now, Ordering::SeqCst);
             let mut rec = RequestRecord::new(id, scheduled, origin.elapsed());
@@ -346,6 +487,9 @@ mod tests {
             rec.end = origin.elapsed();
             rec.output_tokens = rec.chunks.len() as u64;
             rec.outcome = if done { Outcome::Success } else { Outcome::Cancelled };
+            if self.fail_at_turns == Some(turns) {
+                rec.outcome = Outcome::Failed { kind: goodput_core::FailureKind::HttpStatus, message: "500".into() };
+            }
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             rec
         }
@@ -382,6 +526,7 @@ mod tests {
             rate: None,
             trace: None,
             ramp_up: Duration::ZERO,
+            sessions: None,
             seed: 1,
             grace: Duration::from_secs(2),
         }
@@ -543,6 +688,92 @@ mod tests {
         let out = run(&p, Fake::new(1500, 0, 1), workload(), control, |_: &RequestRecord| {}).await.unwrap();
         assert_eq!(out.records.len(), 2);
         assert!(out.records.iter().all(|r| r.outcome == Outcome::Success));
+    }
+
+    fn talks(turns: u32, think_ms: u64) -> Option<Sessions> {
+        Some(Sessions {
+            turns: LengthDist::Fixed(turns),
+            think: crate::workload::ThinkTime::Fixed(Duration::from_millis(think_ms)),
+        })
+    }
+
+    /// The records of each session, in turn order.
+    fn by_session(records: &[RequestRecord]) -> std::collections::BTreeMap<u64, Vec<&RequestRecord>> {
+        let mut m = std::collections::BTreeMap::<u64, Vec<&RequestRecord>>::new();
+        for r in records {
+            m.entry(r.session.unwrap().id).or_default().push(r);
+        }
+        m.values_mut().for_each(|v| v.sort_by_key(|r| r.session.unwrap().turn));
+        m
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sessions_ask_in_turn_after_think_time_carrying_the_history() {
+        // Two users, three sessions of three 100 ms turns with 1 s of thought between.
+        let fake = Fake::new(100, 0, 1);
+        let p = LoadPlan { requests: Some(3), concurrency: Some(2), sessions: talks(3, 1000), ..plan() };
+        let out = run(&p, fake.clone(), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert_eq!(out.records.len(), 9);
+        assert_eq!(fake.peak.load(Ordering::SeqCst), 2);
+        let sessions = by_session(&out.records);
+        let ms = Duration::from_millis;
+        for (s, first) in [(0, 0), (1, 0), (2, 2300)] {
+            let recs = &sessions[&s];
+            let sent: Vec<Duration> = recs.iter().map(|r| r.sent).collect();
+            // The third session takes the slot the first one left at 2.3 s.
+            assert_eq!(sent, [ms(first), ms(first + 1100), ms(first + 2200)], "session {s}");
+            assert!(recs.iter().all(|r| r.sent == r.scheduled), "no turn waited on the client");
+            assert!(recs.iter().all(|r| r.session.unwrap().turns == 3));
+        }
+        // Each turn carries the history: 1, 3, then 5 parts; the question
+        // tokens meant (4 each) plus the answers' (1 each).
+        let seen = fake.seen.lock().unwrap();
+        for r in &sessions[&2] {
+            let (_, item) = seen.iter().find(|(id, _)| *id == r.id).unwrap();
+            let crate::openai::PromptBody::Turns(parts) = &item.prompt else { panic!("not a conversation") };
+            let k = r.session.unwrap().turn as usize;
+            assert_eq!(parts.len(), 2 * k - 1);
+            assert_eq!(item.intended_input_tokens, Some(4 * k as u64 + (k as u64 - 1)));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_open_loop_starts_sessions_on_its_schedule() {
+        let p =
+            LoadPlan { requests: Some(3), rate: Some((10.0, Arrival::Constant)), sessions: talks(2, 500), ..plan() };
+        let out = run(&p, Fake::new(100, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let sessions = by_session(&out.records);
+        let ms = Duration::from_millis;
+        for s in 0..3u64 {
+            let sent: Vec<Duration> = sessions[&s].iter().map(|r| r.sent).collect();
+            assert_eq!(sent, [ms(100 * s), ms(100 * s + 600)]);
+        }
+        assert_eq!(p.total_requests(), Some(6));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_turn_ends_its_session_and_the_end_of_sending_cuts_one() {
+        let fake = Arc::new(Fake { fail_at_turns: Some(3), ..Arc::into_inner(Fake::new(100, 0, 1)).unwrap() });
+        let p = LoadPlan { requests: Some(1), concurrency: Some(1), sessions: talks(4, 100), ..plan() };
+        let out = run(&p, fake, workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let turns: Vec<(u32, bool)> =
+            out.records.iter().map(|r| (r.session.unwrap().turn, r.outcome.is_success())).collect();
+        assert_eq!(turns, [(1, true), (2, false)], "the second turn failed: no third");
+
+        // One user, 1.5 s of sending, turns 1 s apart: the first session's
+        // third turn would be due at 2.2 s, so it is cut after two.
+        let p = LoadPlan {
+            requests: None,
+            duration: Some(Duration::from_millis(1500)),
+            concurrency: Some(1),
+            sessions: talks(3, 1000),
+            ..plan()
+        };
+        let out = run(&p, Fake::new(100, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let sessions = by_session(&out.records);
+        assert_eq!(sessions[&0].len(), 2);
+        assert!(out.records.iter().all(|r| r.sent < Duration::from_millis(1500)));
+        assert!(sessions.len() > 1, "the slot went on to new sessions");
     }
 
     #[tokio::test]

@@ -7,12 +7,13 @@ use crate::tokenizer::TokenCounter;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, LogNormal, Normal};
+use rand_distr::{Distribution, Exp, LogNormal, Normal};
 use serde_json::Value;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A distribution of token lengths: `128`, `uniform:64..256`,
 /// `normal:512,128`, `lognormal:MEAN,SIGMA`. Draws are rounded and clamped at 1.
@@ -158,6 +159,127 @@ impl fmt::Display for LengthDist {
     }
 }
 
+/// The pause between a session's answer and its next question: `2s`,
+/// `uniform:1s..5s`, or `exponential:2s` (memoryless, with that mean).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThinkTime {
+    Fixed(Duration),
+    Uniform { lo: Duration, hi: Duration },
+    Exponential { mean: Duration },
+}
+
+impl ThinkTime {
+    pub fn sample(&self, rng: &mut impl Rng) -> Duration {
+        match *self {
+            ThinkTime::Fixed(d) => d,
+            ThinkTime::Uniform { lo, hi } => lo + (hi - lo).mul_f64(rng.random::<f64>()),
+            ThinkTime::Exponential { mean } => {
+                let x: f64 = Exp::new(1.0).map(|d| d.sample(rng)).unwrap_or(1.0);
+                mean.mul_f64(x.min(1e6))
+            }
+        }
+    }
+
+    pub fn mean(&self) -> Duration {
+        match *self {
+            ThinkTime::Fixed(d) | ThinkTime::Exponential { mean: d } => d,
+            ThinkTime::Uniform { lo, hi } => (lo + hi) / 2,
+        }
+    }
+}
+
+impl FromStr for ThinkTime {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad =
+            |why: String| format!("invalid think time '{s}': {why}; expected 2s, uniform:1s..5s or exponential:2s");
+        let dur =
+            |t: &str| humantime::parse_duration(t.trim()).map_err(|_| bad(format!("'{}' is not a duration", t.trim())));
+        match s.split_once(':') {
+            None => dur(s).map(ThinkTime::Fixed),
+            Some((kind, args)) => match kind.trim() {
+                "fixed" => dur(args).map(ThinkTime::Fixed),
+                "uniform" => {
+                    let (a, b) = args.split_once("..").ok_or_else(|| bad("missing '..'".into()))?;
+                    let (lo, hi) = (dur(a)?, dur(b)?);
+                    if lo > hi {
+                        return Err(bad("the lower bound is above the upper".into()));
+                    }
+                    Ok(ThinkTime::Uniform { lo, hi })
+                }
+                "exponential" | "exp" => dur(args).map(|mean| ThinkTime::Exponential { mean }),
+                other => Err(bad(format!("unknown distribution '{other}'"))),
+            },
+        }
+    }
+}
+
+impl fmt::Display for ThinkTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = |d: Duration| humantime::format_duration(d).to_string();
+        match *self {
+            ThinkTime::Fixed(d) => write!(f, "{}", h(d)),
+            ThinkTime::Uniform { lo, hi } => write!(f, "uniform:{}..{}", h(lo), h(hi)),
+            ThinkTime::Exponential { mean } => write!(f, "exponential:{}", h(mean)),
+        }
+    }
+}
+
+/// Multi-turn conversations (DESIGN §3): each session asks `turns`
+/// questions, each after the answer to the one before and a think time, and
+/// each carries the whole conversation so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sessions {
+    /// Turns per session (drawn per session, at least 1).
+    pub turns: LengthDist,
+    pub think: ThinkTime,
+}
+
+const SESSION_SALT: u64 = 0x5E55_1045_u64;
+const QUESTION_SALT: u64 = 0x0A5C_ED0F_u64;
+
+impl Sessions {
+    /// Session `s`'s turn count, and the think time before each turn after
+    /// the first: a pure function of the seed and `s`.
+    pub fn shape(&self, seed: u64, s: u64) -> (u32, Vec<Duration>) {
+        let mut rng = item_rng(seed ^ SESSION_SALT, s);
+        let turns = self.turns.sample(&mut rng).max(1);
+        let think = (1..turns).map(|_| self.think.sample(&mut rng)).collect();
+        (turns, think)
+    }
+}
+
+/// A conversation being held: the turns so far and their tokens. Each
+/// question is asked with the whole history before it.
+#[derive(Debug, Clone, Default)]
+pub struct Conversation {
+    turns: Vec<String>,
+    /// Tokens of the history: the questions as meant, the answers as counted.
+    tokens: u64,
+}
+
+impl Conversation {
+    /// The request that asks `question` after the history.
+    pub fn ask(&mut self, question: WorkItem) -> WorkItem {
+        let PromptBody::Text(text) = question.prompt else { unreachable!("session questions are synthetic text") };
+        self.turns.push(text);
+        let asked = question.intended_input_tokens.unwrap_or(0);
+        self.tokens += asked;
+        WorkItem {
+            prompt: PromptBody::Turns(self.turns.clone()),
+            intended_input_tokens: Some(self.tokens),
+            max_tokens: question.max_tokens,
+        }
+    }
+
+    /// The answer to the last question, `tokens` long, joins the history.
+    pub fn answered(&mut self, reply: String, tokens: u64) {
+        self.turns.push(reply);
+        self.tokens += tokens;
+    }
+}
+
 /// One request's content.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkItem {
@@ -247,6 +369,22 @@ impl Workload {
             }
             Workload::Trace { entries, .. } => entries.get(i as usize).map(|e| e.lengths),
             Workload::Dataset { .. } => None,
+        }
+    }
+
+    /// The question of turn `turn` (0 for the opening one) of session `s`,
+    /// alone: a [`Conversation`] puts the history before it. Synthetic
+    /// workloads only; the opening turn carries the shared prefix, if any.
+    pub fn question(&self, s: u64, turn: u32) -> Result<WorkItem, String> {
+        match self {
+            Workload::Synthetic { input, output, seed, tokenizer, shared_prefix } => {
+                let session_seed: u64 = item_rng(*seed ^ QUESTION_SALT, s).random();
+                let mut rng = item_rng(session_seed, u64::from(turn));
+                let prefix = shared_prefix.as_ref().filter(|_| turn == 0);
+                let l = draw_lengths(&mut rng, input, output, prefix);
+                Ok(synthetic_item(&mut rng, *seed, l, tokenizer.as_deref()))
+            }
+            _ => Err("multi-turn sessions ask synthetic questions: drop --dataset or --trace".into()),
         }
     }
 
@@ -584,6 +722,66 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
+        let w = Workload::Synthetic {
+            input: LengthDist::Fixed(8),
+            output: LengthDist::Fixed(3),
+            seed: 5,
+            tokenizer: None,
+            shared_prefix: Some(SharedPrefix { tokens: 16, ratio: 1.0, count: 1 }),
+        };
+        // A question is a pure function of (seed, session, turn); only the opening one has the prefix.
+        assert_eq!(w.question(4, 1).unwrap(), w.question(4, 1).unwrap());
+        assert_ne!(w.question(4, 1).unwrap(), w.question(5, 1).unwrap());
+        assert_eq!(w.question(4, 0).unwrap().intended_input_tokens, Some(24));
+        assert_eq!(w.question(4, 1).unwrap().intended_input_tokens, Some(8));
+        let mut c = Conversation::default();
+        let first = c.ask(w.question(4, 0).unwrap());
+        c.answered("an answer".into(), 3);
+        let second = c.ask(w.question(4, 1).unwrap());
+        let PromptBody::Turns(parts) = &second.prompt else { panic!("not a conversation") };
+        assert_eq!(parts.len(), 3);
+        assert_eq!(PromptBody::Turns(vec![parts[0].clone()]), first.prompt);
+        assert_eq!(parts[1], "an answer");
+        assert_eq!(second.intended_input_tokens, Some(24 + 3 + 8));
+        assert_eq!(second.max_tokens, Some(3));
+        // Datasets bring no questions.
+        let d =
+            Workload::dataset(vec![DatasetEntry { prompt: PromptBody::Text("x".into()), max_tokens: None }], None, 0);
+        assert!(d.question(0, 0).unwrap_err().contains("--dataset"));
+
+        // Turn counts and think times per session.
+        let s = Sessions { turns: LengthDist::Uniform { lo: 2, hi: 6 }, think: "exponential:2s".parse().unwrap() };
+        let shapes: Vec<(u32, Vec<Duration>)> = (0..2000).map(|i| s.shape(1, i)).collect();
+        assert_eq!(shapes[7], s.shape(1, 7));
+        assert!(shapes.iter().all(|(n, t)| (2..=6).contains(n) && t.len() == *n as usize - 1));
+        let thinks: Vec<f64> = shapes.iter().flat_map(|(_, t)| t.iter().map(Duration::as_secs_f64)).collect();
+        let mean = thinks.iter().sum::<f64>() / thinks.len() as f64;
+        assert!((mean - 2.0).abs() < 0.1, "exponential think time of mean 2 s, drew {mean}");
+    }
+
+    #[test]
+    fn think_times_parse_and_print() {
+        for (text, want) in [
+            ("2s", ThinkTime::Fixed(Duration::from_secs(2))),
+            ("uniform:500ms..3s", ThinkTime::Uniform { lo: Duration::from_millis(500), hi: Duration::from_secs(3) }),
+            ("exponential:2s", ThinkTime::Exponential { mean: Duration::from_secs(2) }),
+        ] {
+            let t: ThinkTime = text.parse().unwrap();
+            assert_eq!(t, want);
+            assert_eq!(t.to_string().parse::<ThinkTime>().unwrap(), want, "{text} round-trips");
+        }
+        assert_eq!(
+            ThinkTime::Uniform { lo: Duration::ZERO, hi: Duration::from_secs(4) }.mean(),
+            Duration::from_secs(2)
+        );
+        for bad in ["2", "uniform:3s..1s", "gamma:2s", "uniform:1s"] {
+            let e = bad.parse::<ThinkTime>().unwrap_err();
+            assert!(e.contains("expected 2s, uniform:1s..5s or exponential:2s"), "{e}");
+        }
+    }
 
     #[test]
     fn parses_length_specs() {

@@ -172,10 +172,13 @@ pub enum Scalar {
     UsdPerRequest,
     UsdPerMillionGoodOutputTokens,
     TimesReadingSpeed,
+    /// Completed multi-turn sessions per second (runs with `--turns`).
+    SessionsPerS,
+    UsdPerSession,
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 21] = [
+    pub const ALL: [Scalar; 23] = [
         Scalar::RequestsPerS,
         Scalar::InputTokensPerS,
         Scalar::OutputTokensPerS,
@@ -197,6 +200,8 @@ impl Scalar {
         Scalar::UsdPerRequest,
         Scalar::UsdPerMillionGoodOutputTokens,
         Scalar::TimesReadingSpeed,
+        Scalar::SessionsPerS,
+        Scalar::UsdPerSession,
     ];
 
     /// The path as the result document spells it (`cost.…` lives beside
@@ -224,6 +229,8 @@ impl Scalar {
             Scalar::UsdPerRequest => "cost.usd_per_request",
             Scalar::UsdPerMillionGoodOutputTokens => "cost.usd_per_million_good_output_tokens",
             Scalar::TimesReadingSpeed => "ratings.times_reading_speed",
+            Scalar::SessionsPerS => "sessions.per_s",
+            Scalar::UsdPerSession => "cost.usd_per_session",
         }
     }
 
@@ -266,6 +273,8 @@ impl Scalar {
             Scalar::UsdPerRequest => "$ per request",
             Scalar::UsdPerMillionGoodOutputTokens => "$ per M good output tokens",
             Scalar::TimesReadingSpeed => "× reading speed",
+            Scalar::SessionsPerS => "sessions/s",
+            Scalar::UsdPerSession => "$ per session",
         }
     }
 
@@ -299,6 +308,8 @@ impl Scalar {
             Scalar::UsdPerRequest => c.and_then(|c| c.usd_per_request),
             Scalar::UsdPerMillionGoodOutputTokens => c.and_then(|c| c.usd_per_million_good_output_tokens),
             Scalar::TimesReadingSpeed => s.ratings.times_reading_speed,
+            Scalar::SessionsPerS => s.sessions.as_ref().map(|s| s.per_s),
+            Scalar::UsdPerSession => c.and_then(|c| c.usd_per_session),
         }
     }
 
@@ -312,11 +323,12 @@ impl Scalar {
             | Scalar::GoodputOutputTokensPerS => Unit::TokensPerS,
             Scalar::SloAttainment | Scalar::UsefulWork | Scalar::ErrorRate => Unit::Ratio,
             Scalar::Sent | Scalar::Completed | Scalar::Failed | Scalar::Cancelled | Scalar::InFlightPeak => Unit::Count,
-            Scalar::InFlightMean | Scalar::TimesReadingSpeed => Unit::Plain,
+            Scalar::InFlightMean | Scalar::TimesReadingSpeed | Scalar::SessionsPerS => Unit::Plain,
             Scalar::UsdPerMillionOutputTokens
             | Scalar::UsdPerMillionTotalTokens
             | Scalar::UsdPerRequest
-            | Scalar::UsdPerMillionGoodOutputTokens => Unit::Usd,
+            | Scalar::UsdPerMillionGoodOutputTokens
+            | Scalar::UsdPerSession => Unit::Usd,
         }
     }
 
@@ -332,14 +344,16 @@ impl Scalar {
             | Scalar::SloAttainment
             | Scalar::UsefulWork
             | Scalar::Completed
-            | Scalar::TimesReadingSpeed => Better::Higher,
+            | Scalar::TimesReadingSpeed
+            | Scalar::SessionsPerS => Better::Higher,
             Scalar::Failed
             | Scalar::Cancelled
             | Scalar::ErrorRate
             | Scalar::UsdPerMillionOutputTokens
             | Scalar::UsdPerMillionTotalTokens
             | Scalar::UsdPerRequest
-            | Scalar::UsdPerMillionGoodOutputTokens => Better::Lower,
+            | Scalar::UsdPerMillionGoodOutputTokens
+            | Scalar::UsdPerSession => Better::Lower,
             Scalar::Sent | Scalar::InFlightMean | Scalar::InFlightPeak => Better::Neither,
         }
     }

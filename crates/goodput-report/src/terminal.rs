@@ -128,6 +128,9 @@ pub fn render(r: &RunResult) -> String {
             lm.relative_deviation.map(|e| format!("{:+.1}%", e * 100.0)).unwrap_or("-".into())
         );
     }
+    if let Some(ss) = &s.sessions {
+        sessions(&mut o, ss, &ps);
+    }
     if let (Some(slo), Some(g)) = (&r.slo, &s.goodput) {
         let _ = writeln!(o, "\nSLO {}: {}", esc(&slo.spec), if slo.pass { "PASS" } else { "FAIL" });
         let _ = writeln!(
@@ -150,14 +153,16 @@ pub fn render(r: &RunResult) -> String {
     }
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>, d: usize| v.map(|v| format!("${v:.d$}")).unwrap_or("-".into());
+        let per_session = c.usd_per_session.map(|_| format!(" · {} per session", usd(c.usd_per_session, 6)));
         let _ = writeln!(
             o,
-            "\ncost (${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request · {} per M good output tokens",
+            "\ncost (${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens",
             c.gpu_hour_usd,
             c.gpus,
             usd(c.usd_per_million_output_tokens, 3),
             usd(c.usd_per_million_total_tokens, 3),
             usd(c.usd_per_request, 6),
+            per_session.unwrap_or_default(),
             usd(c.usd_per_million_good_output_tokens, 3)
         );
     }
@@ -180,6 +185,49 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(o, "warning: {}", esc(w));
     }
     o
+}
+
+/// Multi-turn sessions: how many finished, what one took, and each turn's
+/// context and TTFT as the history grew.
+fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64]) {
+    let _ = write!(
+        o,
+        "\nsessions: {} started · {} completed · {} failed · {} cut short",
+        s.started, s.completed, s.failed, s.cut
+    );
+    let _ = writeln!(o, " · {:.3} completed/s", s.per_s);
+    if s.completed > 0 {
+        let secs = |v: Option<f64>| v.map(|v| format!("{:.2} s", v / 1000.0)).unwrap_or("-".into());
+        let _ = writeln!(
+            o,
+            "  a session: {} turns on average · {} p50 · {} p{} from its first question to its last answer",
+            num(s.turns.mean),
+            secs(s.duration_ms.p(50.0)),
+            secs(s.duration_ms.p(*ps.last().unwrap_or(&99.0))),
+            ps.last().unwrap_or(&99.0)
+        );
+    }
+    let cached = s.by_turn.iter().any(|t| t.cached_tokens_mean.is_some());
+    let _ = write!(o, "  {:<6}{:>9}{:>14}", "turn", "requests", "input tokens");
+    if cached {
+        let _ = write!(o, "{:>10}", "cached");
+    }
+    let _ = writeln!(o, "{:>14}{:>14}", "TTFT p50 ms", format!("TTFT p{} ms", ps.last().unwrap_or(&99.0)));
+    // Long sessions: the first turns, then the last ones.
+    let n = s.by_turn.len();
+    for (i, t) in s.by_turn.iter().enumerate() {
+        if n > 12 && i == 8 {
+            let _ = writeln!(o, "  {:<6}", "…");
+        }
+        if n > 12 && (8..n - 3).contains(&i) {
+            continue;
+        }
+        let _ = write!(o, "  {:<6}{:>9}{:>14.0}", t.turn, t.requests, t.input_tokens_mean);
+        if cached {
+            let _ = write!(o, "{:>10}", t.cached_tokens_mean.map(|c| format!("{c:.0}")).unwrap_or("-".into()));
+        }
+        let _ = writeln!(o, "{:>14}{:>14}", num(t.ttft_ms.p(50.0)), num(t.ttft_ms.p(*ps.last().unwrap_or(&99.0))));
+    }
 }
 
 /// The server's side of the run, when its metrics were scraped.
@@ -262,8 +310,13 @@ pub fn load_line(config: &Value) -> String {
             (None, None) => {}
         }
     }
+    let sessions = &l["sessions"];
+    let unit = if sessions.is_object() { "sessions" } else { "requests" };
     if let Some(n) = l["requests"].as_u64() {
-        parts.push(format!("{n} requests"));
+        parts.push(format!("{n} {unit}"));
+    }
+    if let (Some(t), Some(think)) = (sessions["turns"].as_str(), sessions["think_time"].as_str()) {
+        parts.push(format!("{t} turns each, {think} think time"));
     }
     if let Some(d) = l["duration"].as_str() {
         parts.push(format!("for {d}"));
@@ -281,7 +334,11 @@ pub fn load_line(config: &Value) -> String {
     if let Some(d) = w["dataset"].as_str() {
         parts.push(format!("dataset {d}"));
     } else if let (Some(i), Some(o)) = (w["input_tokens"].as_str(), w["output_tokens"].as_str()) {
-        parts.push(format!("input {i} · output {o} tokens"));
+        if sessions.is_object() {
+            parts.push(format!("questions of {i} · answers of {o} tokens"));
+        } else {
+            parts.push(format!("input {i} · output {o} tokens"));
+        }
     } else if let (Some(i), Some(o)) =
         (w["trace"]["input_tokens_mean"].as_f64(), w["trace"]["output_tokens_mean"].as_f64())
     {

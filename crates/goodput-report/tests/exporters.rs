@@ -824,3 +824,37 @@ fn terminal_escapes_the_server_side_strings() {
     assert!(out.contains("diagnosis: </script><!--<img src=x"));
     assert!(out.contains("\\u{a}\\u{1b}[31mred"), "the message's line break and escape show as text");
 }
+
+#[test]
+fn every_format_shows_the_sessions_of_a_multi_turn_run() {
+    // The profile's records as 15 sessions of four turns, with the history's
+    // tokens growing and the prefix cache serving what came before.
+    let p = Profile::default();
+    let mut recs = records(p);
+    for r in &mut recs {
+        let turn = (r.id % 4) as u32 + 1;
+        r.session = Some(goodput_core::SessionTurn { id: r.id / 4, turn, turns: 4 });
+        r.input_tokens = 256 * turn as u64;
+        r.counts.usage_cached_prompt = Some(256 * (turn as u64 - 1));
+    }
+    let r = run_of("llama-3.1-8b", p, recs, None, true);
+    let ss = r.summary.sessions.as_ref().unwrap();
+    assert_eq!(ss.by_turn.len(), 4);
+    let html = text(&render_run(Format::Html, &r), "");
+    assert_self_contained(&html);
+    assert!(html.contains("<h2>Sessions</h2>") && html.contains("served from prefix cache"));
+    assert!(html.contains(&format!("{} started · {} completed", ss.started, ss.completed)));
+    let md = text(&render_run(Format::Markdown, &r), "");
+    let table = table_lines(&md).into_iter().find(|t| t[0].contains("| turn |")).expect("a by-turn table");
+    assert_eq!(table.len(), 2 + 4);
+    assert!(table[5].starts_with("| 4 | ") && table[5].contains("| 1024 | 768 |"), "{}", table[5]);
+    assert!(md.contains(" per session"));
+    let rows = parse_csv(&text(&render_run(Format::Csv, &r), "requests.csv"));
+    assert_eq!(&rows[0][..3], ["session", "turn", "turns"]);
+    assert_eq!(&rows[4][..3], ["0", "4", "4"]);
+    let summary = parse_csv(&text(&render_run(Format::Csv, &r), "summary.csv"));
+    assert_eq!(column(&summary, "sessions_started"), [ss.started.to_string()]);
+    assert!(column(&summary, "usd_per_session")[0].parse::<f64>().unwrap() > 0.0);
+    let term = goodput_report::terminal::render(&r);
+    assert!(term.contains("sessions: 15 started") && term.contains("per session"), "{term}");
+}

@@ -4,7 +4,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use goodput_core::Slo;
-use goodput_load::LengthDist;
+use goodput_load::{LengthDist, ThinkTime};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -91,6 +91,14 @@ fn parse_warmup(s: &str) -> Result<WarmupArg, String> {
 }
 
 fn parse_length(s: &str) -> Result<LengthDist, String> {
+    s.parse()
+}
+
+fn parse_turns(s: &str) -> Result<LengthDist, String> {
+    s.parse().map_err(|e: String| e.replace("invalid length", "invalid turn count"))
+}
+
+fn parse_think_time(s: &str) -> Result<ThinkTime, String> {
     s.parse()
 }
 
@@ -243,6 +251,12 @@ pub struct ShapeArgs {
     /// Climb to the load linearly over this long (e.g. 30s): users join one by one, or the rate ramps from 0. What is due meanwhile is warm-up.
     #[arg(long, value_parser = parse_duration)]
     pub ramp_up: Option<Duration>,
+    /// Multi-turn sessions of this many turns (3, uniform:2..6, …): each question is asked after the answer before it, with the whole conversation so far. Users (-c) hold one session at a time, --rate starts sessions per second, and -n and --warmup N count sessions.
+    #[arg(long, value_parser = parse_turns, help_heading = "Sessions")]
+    pub turns: Option<LengthDist>,
+    /// Pause between an answer and the session's next question: 2s, uniform:1s..5s or exponential:2s (mean).
+    #[arg(long, value_parser = parse_think_time, requires = "turns", default_value = "0s", help_heading = "Sessions")]
+    pub think_time: ThinkTime,
     /// Seed for prompts and arrival times.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

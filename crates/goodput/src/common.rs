@@ -76,6 +76,7 @@ pub fn shaped_plan(
         rate: rate.map(|r| (r, arrival)),
         trace: trace.map(|t| Arc::new(t.iter().map(|e| e.at).collect())),
         ramp_up: s.ramp_up.unwrap_or_default(),
+        sessions: s.turns.clone().map(|turns| goodput_load::Sessions { turns, think: s.think_time }),
         seed: s.seed,
         grace,
     };
@@ -118,6 +119,7 @@ pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
         "warmup": p.warmup,
         "warmup_time": (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
         "ramp_up": (!p.ramp_up.is_zero()).then(|| human(p.ramp_up)),
+        "sessions": p.sessions.as_ref().map(|s| json!({"turns": s.turns.to_string(), "think_time": s.think.to_string()})),
         "grace": human(p.grace),
         "seed": p.seed,
     })

@@ -67,6 +67,12 @@ pub fn engine_config_json(cfg: &EngineConfig) -> Value {
 /// loop gets `timed_warmup` requests more for those a timed warm-up takes
 /// (known only once simulated: see [`run_virtual`]).
 pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> Result<VirtualLoad> {
+    if plan.sessions.is_some() {
+        bail!(
+            "estimate does not simulate multi-turn sessions yet (each turn waits on the answer before it): \
+             drop --turns, or run `goodput bench --turns …` against the embedded simulator, which answers in real time"
+        );
+    }
     if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
         bail!("the run has no end: give --requests N and/or --duration D");
     }

@@ -229,6 +229,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             rate: Some((rate, Arrival::Poisson)),
             trace: None,
             ramp_up: std::time::Duration::ZERO,
+            sessions: None,
             seed: 0,
             grace: Duration::from_secs(1),
         };

@@ -446,3 +446,62 @@ fn a_closed_stdout_is_no_panic_and_loses_no_file() {
     assert!(o.status.success() && !err.contains("panicked"), "{err}");
     assert_eq!(read_json(&out)["summary"]["requests"]["completed"], 20);
 }
+
+#[test]
+fn sessions_carry_their_history_and_are_summarised_and_priced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    // The embedded simulated engine: one word is one token, and its prefix cache is on.
+    goodput()
+        .args(["bench", "-q", "-n", "4", "-c", "2", "--turns", "3", "--think-time", "50ms"])
+        .args(["--input-tokens", "40", "--output-tokens", "8", "--shared-prefix-tokens", "32", "--gpu-hour-usd", "3"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["config"]["load"]["sessions"], serde_json::json!({"turns": "3", "think_time": "50ms"}));
+    assert_eq!(v["summary"]["requests"]["sent"], 12, "-n counts sessions");
+    let s = &v["summary"]["sessions"];
+    assert_eq!((s["started"].as_u64(), s["completed"].as_u64(), s["failed"].as_u64()), (Some(4), Some(4), Some(0)));
+    assert_eq!(s["turns"]["mean"], 3.0);
+    // Each turn carries the conversation: the prefix and first question
+    // (32 + 40), then each answer (8) and question (40) before it.
+    let turns = s["by_turn"].as_array().unwrap();
+    let inputs: Vec<f64> = turns.iter().map(|t| t["input_tokens_mean"].as_f64().unwrap()).collect();
+    assert_eq!(inputs, [72.0, 120.0, 168.0]);
+    // What the first turn left in the prefix cache (its 4 full blocks of 16) serves the second.
+    let cached: Vec<f64> = turns.iter().map(|t| t["cached_tokens_mean"].as_f64().unwrap()).collect();
+    assert!(cached[1] >= 64.0 && cached[2] >= 112.0, "{cached:?}");
+    let per_s = s["per_s"].as_f64().unwrap();
+    let usd = v["cost"]["usd_per_session"].as_f64().unwrap();
+    assert!((usd - 3.0 / (per_s * 3600.0)).abs() < 1e-12);
+
+    // Records: each session's turns in order, each after the answer before it and the think time.
+    let mut by_session = std::collections::BTreeMap::<u64, Vec<goodput_core::RequestRecord>>::new();
+    for r in records(&rec) {
+        by_session.entry(r.session.unwrap().id).or_default().push(r);
+    }
+    assert_eq!(by_session.len(), 4);
+    for recs in by_session.values_mut() {
+        recs.sort_by_key(|r| r.session.unwrap().turn);
+        assert_eq!(recs.iter().map(|r| r.session.unwrap().turn).collect::<Vec<_>>(), [1, 2, 3]);
+        for w in recs.windows(2) {
+            assert!(w[1].sent >= w[0].end + std::time::Duration::from_millis(50));
+        }
+    }
+
+    // What sessions cannot be combined with, and the fix.
+    let ds = dir.path().join("d.jsonl");
+    std::fs::write(&ds, "{\"prompt\": \"hello\"}\n").unwrap();
+    let o = goodput().args(["bench", "-q", "--turns", "2", "--dataset"]).arg(&ds).args(FAST).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("drop --dataset"), "{err}");
+    let o = goodput().args(["bench", "-q", "--think-time", "1s"]).output().unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--turns"));
+    let o = goodput().args(["estimate", "-q", "--turns", "3"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("goodput bench --turns"), "{err}");
+}

@@ -54,6 +54,7 @@ pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
         rate: None,
         trace: None,
         ramp_up: std::time::Duration::ZERO,
+        sessions: None,
         seed: 0,
         grace: Duration::from_secs(1),
     }

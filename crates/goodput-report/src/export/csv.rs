@@ -236,6 +236,11 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("usd_per_million_total_tokens", csv_num(c.and_then(|c| c.usd_per_million_total_tokens)));
     put("usd_per_request", csv_num(c.and_then(|c| c.usd_per_request)));
     put("usd_per_million_good_output_tokens", csv_num(c.and_then(|c| c.usd_per_million_good_output_tokens)));
+    put("usd_per_session", csv_num(c.and_then(|c| c.usd_per_session)));
+    let ss = s.sessions.as_ref();
+    put("sessions_started", ss.map(|s| s.started.to_string()).unwrap_or_default());
+    put("sessions_completed", ss.map(|s| s.completed.to_string()).unwrap_or_default());
+    put("sessions_per_s", csv_num(ss.map(|s| s.per_s)));
     let rt = &s.ratings;
     let band = |x: &Option<goodput_core::ratings::Rated>| {
         x.map(|x| format!("{:?}", x.band).to_lowercase()).unwrap_or_default()
@@ -269,9 +274,13 @@ fn source(s: CountSource) -> String {
 fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord)>) -> Vec<u8> {
     let mut recs = recs.peekable();
     let with_point = recs.peek().is_some_and(|(p, _)| p.is_some());
+    let with_session = recs.peek().is_some_and(|(_, r)| r.session.is_some());
     let mut header: Vec<String> = Vec::new();
     if with_point {
         header.push("point".into());
+    }
+    if with_session {
+        header.extend(["session", "turn", "turns"].map(String::from));
     }
     header.extend(
         [
@@ -317,6 +326,13 @@ fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord
             let mut row = Vec::with_capacity(header.len());
             if with_point {
                 row.push(point.map(|p| p.to_string()).unwrap_or_default());
+            }
+            if with_session {
+                let s = r.session;
+                row.extend(
+                    [s.map(|s| s.id), s.map(|s| s.turn.into()), s.map(|s| s.turns.into())]
+                        .map(|v| v.map(|v: u64| v.to_string()).unwrap_or_default()),
+                );
             }
             row.extend([
                 r.id.to_string(),

@@ -473,18 +473,20 @@ fn run_body(o: &mut String, r: &RunResult) {
         let usd = |v: Option<f64>| v.map(format::usd).unwrap_or("-".into());
         let _ = write!(
             o,
-            "<tr><td>cost</td><td class=\"text\">${:.2}/GPU-hour × {} = ${:.2}/hour · {} per M output tokens · {} per M total · {} per request · {} per M good output tokens</td></tr>",
+            "<tr><td>cost</td><td class=\"text\">${:.2}/GPU-hour × {} = ${:.2}/hour · {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens</td></tr>",
             c.gpu_hour_usd,
             c.gpus,
             c.usd_per_hour,
             usd(c.usd_per_million_output_tokens),
             usd(c.usd_per_million_total_tokens),
             usd(c.usd_per_request),
+            c.usd_per_session.map(|v| format!(" · {} per session", usd(Some(v)))).unwrap_or_default(),
             usd(c.usd_per_million_good_output_tokens)
         );
     }
     o.push_str("</tbody></table></div></section>");
 
+    sessions(o, r);
     failures(o, r);
     if let Some(slo) = &r.slo {
         o.push_str(r#"<section><h2>SLO</h2><div class="scroll"><table><thead><tr><th>objective</th><th>limit (ms)</th><th>measured (ms)</th><th>verdict</th></tr></thead><tbody>"#);
@@ -800,6 +802,39 @@ fn engine_section(o: &mut String, r: &RunResult) {
         o.push_str(r#"<p class="note">Over the virtual time of the simulation.</p>"#);
     }
     o.push_str("</section>");
+}
+
+/// Multi-turn sessions: what finished, what one took, and each turn as
+/// its conversation grew.
+fn sessions(o: &mut String, r: &RunResult) {
+    let Some(ss) = &r.summary.sessions else { return };
+    let secs = |v: Option<f64>| v.map(|v| format!("{:.2} s", v / 1000.0)).unwrap_or("-".into());
+    let _ = write!(
+        o,
+        r#"<section><h2>Sessions</h2><p>{} started · {} completed · {} failed · {} cut short · {:.3} completed per second · {} turns on average · {} p50 and {} max from a session's first question to its last answer</p>"#,
+        ss.started,
+        ss.completed,
+        ss.failed,
+        ss.cut,
+        ss.per_s,
+        ss.turns.mean.map(|m| format!("{m:.1}")).unwrap_or("-".into()),
+        secs(ss.duration_ms.p(50.0)),
+        secs(ss.duration_ms.max),
+    );
+    let cached = ss.by_turn.iter().any(|t| t.cached_tokens_mean.is_some());
+    o.push_str(r#"<div class="scroll"><table><thead><tr><th>turn</th><th>requests</th><th>input tokens (mean)</th>"#);
+    if cached {
+        o.push_str("<th>served from prefix cache (mean)</th>");
+    }
+    o.push_str("<th>TTFT p50 (ms)</th><th>TTFT max (ms)</th></tr></thead><tbody>");
+    for t in &ss.by_turn {
+        let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.0}</td>", t.turn, t.requests, t.input_tokens_mean);
+        if cached {
+            let _ = write!(o, "<td>{}</td>", t.cached_tokens_mean.map(|c| format!("{c:.0}")).unwrap_or("-".into()));
+        }
+        let _ = write!(o, "<td>{}</td><td>{}</td></tr>", format::ms(t.ttft_ms.p(50.0)), format::ms(t.ttft_ms.max));
+    }
+    o.push_str("</tbody></table></div></section>");
 }
 
 fn failures(o: &mut String, r: &RunResult) {

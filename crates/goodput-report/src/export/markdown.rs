@@ -172,16 +172,44 @@ pub fn run_markdown(r: &RunResult) -> String {
         }
     }
 
+    if let Some(ss) = &s.sessions {
+        let _ = writeln!(
+            o,
+            "**Sessions** {} started · {} completed · {} failed · {} cut short · {:.3} completed/s · p50 {} from first question to last answer\n",
+            ss.started,
+            ss.completed,
+            ss.failed,
+            ss.cut,
+            ss.per_s,
+            ss.duration_ms.p(50.0).map(|v| format!("{:.2} s", v / 1000.0)).unwrap_or("-".into())
+        );
+        o.push_str(
+            "| turn | requests | input tokens | cached | TTFT p50 (ms) |\n| ---: | ---: | ---: | ---: | ---: |\n",
+        );
+        for t in &ss.by_turn {
+            let cached = t.cached_tokens_mean.map(|c| format!("{c:.0}")).unwrap_or("-".into());
+            let _ = writeln!(
+                o,
+                "| {} | {} | {:.0} | {cached} | {} |",
+                t.turn,
+                t.requests,
+                t.input_tokens_mean,
+                format::ms(t.ttft_ms.p(50.0))
+            );
+        }
+        o.push('\n');
+    }
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>| v.map(|v| md(&format::usd(v))).unwrap_or("-".into());
         let _ = writeln!(
             o,
-            "**Cost** (\\${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request · {} per M good output tokens\n",
+            "**Cost** (\\${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens\n",
             c.gpu_hour_usd,
             c.gpus,
             usd(c.usd_per_million_output_tokens),
             usd(c.usd_per_million_total_tokens),
             usd(c.usd_per_request),
+            c.usd_per_session.map(|v| format!(" · {} per session", usd(Some(v)))).unwrap_or_default(),
             usd(c.usd_per_million_good_output_tokens)
         );
     }

@@ -168,6 +168,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         rate: plan.rate.map(|r| (r * plan.speed, Arrival::Poisson)),
         trace: None,
         ramp_up: std::time::Duration::ZERO,
+        sessions: None,
         seed: plan.seed,
         grace: Duration::from_secs(10),
     };
