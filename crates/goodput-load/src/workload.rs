@@ -376,13 +376,24 @@ impl Workload {
     /// alone: a [`Conversation`] puts the history before it. Synthetic
     /// workloads only; the opening turn carries the shared prefix, if any.
     pub fn question(&self, s: u64, turn: u32) -> Result<WorkItem, String> {
+        let (mut rng, l) = self.question_draw(s, turn)?;
+        let Workload::Synthetic { seed, tokenizer, .. } = self else { unreachable!("drawn above") };
+        Ok(synthetic_item(&mut rng, *seed, l, tokenizer.as_deref()))
+    }
+
+    /// The lengths of [`Workload::question`] (the same draws, no text).
+    pub fn question_lengths(&self, s: u64, turn: u32) -> Result<Lengths, String> {
+        self.question_draw(s, turn).map(|(_, l)| l)
+    }
+
+    fn question_draw(&self, s: u64, turn: u32) -> Result<(StdRng, Lengths), String> {
         match self {
-            Workload::Synthetic { input, output, seed, tokenizer, shared_prefix } => {
+            Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
                 let session_seed: u64 = item_rng(*seed ^ QUESTION_SALT, s).random();
                 let mut rng = item_rng(session_seed, u64::from(turn));
                 let prefix = shared_prefix.as_ref().filter(|_| turn == 0);
                 let l = draw_lengths(&mut rng, input, output, prefix);
-                Ok(synthetic_item(&mut rng, *seed, l, tokenizer.as_deref()))
+                Ok((rng, l))
             }
             _ => Err("multi-turn sessions ask synthetic questions: drop --dataset or --trace".into()),
         }
@@ -737,6 +748,7 @@ mod tests {
         assert_ne!(w.question(4, 1).unwrap(), w.question(5, 1).unwrap());
         assert_eq!(w.question(4, 0).unwrap().intended_input_tokens, Some(24));
         assert_eq!(w.question(4, 1).unwrap().intended_input_tokens, Some(8));
+        assert_eq!(w.question_lengths(4, 0).unwrap().prefix, Some((0, 16)));
         let mut c = Conversation::default();
         let first = c.ask(w.question(4, 0).unwrap());
         c.answered("an answer".into(), 3);

@@ -10,12 +10,14 @@ use goodput_core::{AnalysisOptions, RequestRecord, RunResult, Target};
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
     simulate, validate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, SharedPrefix, SimRun,
-    VirtualLoad, VirtualRequest,
+    VirtualLoad, VirtualRequest, VirtualTurn,
 };
 use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// The engine configuration the flags describe.
 pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
@@ -67,12 +69,6 @@ pub fn engine_config_json(cfg: &EngineConfig) -> Value {
 /// loop gets `timed_warmup` requests more for those a timed warm-up takes
 /// (known only once simulated: see [`run_virtual`]).
 pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> Result<VirtualLoad> {
-    if plan.sessions.is_some() {
-        bail!(
-            "estimate does not simulate multi-turn sessions yet (each turn waits on the answer before it): \
-             drop --turns, or run `goodput bench --turns …` against the embedded simulator, which answers in real time"
-        );
-    }
     if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
         bail!("the run has no end: give --requests N and/or --duration D");
     }
@@ -98,28 +94,58 @@ pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> 
         (None, Some(n)) => n + plan.warmup + timed_warmup,
         (None, None) => bail!("a closed-loop estimate needs --requests N (a duration alone gives no request count)"),
     };
+    // With sessions, `n` and the arrivals count sessions: each expands into
+    // its turns, whose prompts hold the conversation so far.
     let mut requests = Vec::with_capacity(n as usize);
+    let mut sent_at = Vec::new();
     for i in 0..n {
-        let l = workload.lengths(i).ok_or_else(|| {
-            anyhow!("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench")
-        })?;
-        requests.push(VirtualRequest {
-            input_tokens: l.input,
-            output_tokens: l.output,
-            shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
-        });
+        let at = arrivals.as_ref().map(|a| a[i as usize]);
+        let Some(sessions) = &plan.sessions else {
+            let l = workload.lengths(i).ok_or_else(|| {
+                anyhow!("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench")
+            })?;
+            requests.push(VirtualRequest {
+                input_tokens: l.input,
+                output_tokens: l.output,
+                shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
+                turn: None,
+            });
+            sent_at.extend(at);
+            continue;
+        };
+        let (turns, think) = sessions.shape(plan.seed, i);
+        let (mut context, mut prefix) = (0u32, None);
+        for t in 0..turns {
+            let l = workload.question_lengths(i, t).map_err(|e| anyhow!(e))?;
+            if t == 0 {
+                prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
+            }
+            context = context.saturating_add(l.input);
+            requests.push(VirtualRequest {
+                input_tokens: context,
+                output_tokens: l.output,
+                shared_prefix: prefix,
+                turn: Some(VirtualTurn {
+                    session: i,
+                    turn: t + 1,
+                    turns,
+                    think: t.checked_sub(1).map_or(Duration::ZERO, |k| think[k as usize]),
+                }),
+            });
+            // A later turn's arrival is its session's (it goes after the turn before it).
+            sent_at.extend(at);
+            context = context.saturating_add(l.output);
+        }
     }
     // A rate's ramp is in its arrivals; a closed loop's users join over it.
-    let ramp_up = if arrivals.is_none() { plan.ramp_up } else { std::time::Duration::ZERO };
+    let ramp_up = if arrivals.is_none() { plan.ramp_up } else { Duration::ZERO };
     Ok(VirtualLoad {
         requests,
-        arrivals: arrivals.map(|mut a| {
-            a.truncate(n as usize);
-            a
-        }),
+        arrivals: arrivals.map(|_| sent_at),
         concurrency: plan.concurrency.map(|c| c as u32),
         ramp_up,
         seed: plan.seed,
+        stop_sending: plan.sending_time(),
     })
 }
 
@@ -158,11 +184,22 @@ pub fn run_virtual(cfg: &EngineConfig, plan: &LoadPlan, workload: &Workload) -> 
     loop {
         let load = virtual_load(plan, workload, timed_warmup)?;
         let mut run = simulate(cfg, &load)?;
-        let mut warm = 0;
+        // A session is warm-up as a whole, as its first turn is: the count
+        // and the timed warm-up are of sessions.
+        let opened: HashMap<u64, Duration> =
+            run.records.iter().filter_map(|r| r.session.filter(|s| s.turn == 1).map(|s| (s.id, r.scheduled))).collect();
+        let mut warm_units = HashSet::new();
         for r in &mut run.records {
-            r.warmup = r.id < plan.warmup || r.scheduled < plan.warmup_time;
-            warm += u64::from(r.warmup && r.id >= plan.warmup);
+            let (unit, at) = match r.session {
+                Some(s) => (s.id, opened.get(&s.id).copied().unwrap_or(r.scheduled)),
+                None => (r.id, r.scheduled),
+            };
+            r.warmup = unit < plan.warmup || at < plan.warmup_time;
+            if r.warmup && unit >= plan.warmup {
+                warm_units.insert(unit);
+            }
         }
+        let warm = warm_units.len() as u64;
         let open_loop = plan.rate.is_some() || plan.trace.is_some();
         if open_loop || warm <= timed_warmup {
             return Ok(run);

@@ -501,7 +501,24 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     assert!(!o.status.success() && err.contains("drop --dataset"), "{err}");
     let o = goodput().args(["bench", "-q", "--think-time", "1s"]).output().unwrap();
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--turns"));
-    let o = goodput().args(["estimate", "-q", "--turns", "3"]).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("goodput bench --turns"), "{err}");
+
+    // The estimate simulates the same sessions in virtual time: the same
+    // conversations, so the same prompts and prefix-cache hits turn by turn.
+    let est = dir.path().join("est.json");
+    goodput()
+        .args(["estimate", "-q", "-n", "4", "-c", "2", "--turns", "3", "--think-time", "50ms"])
+        .args(["--input-tokens", "40", "--output-tokens", "8", "--shared-prefix-tokens", "32", "--gpu-hour-usd", "3"])
+        .arg("-o")
+        .arg(&est)
+        .assert()
+        .success();
+    let e = read_json(&est);
+    let es = &e["summary"]["sessions"];
+    assert_eq!((es["started"].as_u64(), es["completed"].as_u64()), (Some(4), Some(4)));
+    let turns = es["by_turn"].as_array().unwrap();
+    let est_inputs: Vec<f64> = turns.iter().map(|t| t["input_tokens_mean"].as_f64().unwrap()).collect();
+    assert_eq!(est_inputs, inputs);
+    let est_cached: Vec<f64> = turns.iter().map(|t| t["cached_tokens_mean"].as_f64().unwrap()).collect();
+    assert_eq!(est_cached, cached, "the same blocks hit, live and virtual");
+    assert!(e["cost"]["usd_per_session"].as_f64().unwrap() > 0.0);
 }

@@ -24,4 +24,6 @@ pub use error::Error;
 pub use kv::Prompt;
 pub use roofline::{kv_capacity, BatchShape, Calibration, KvCapacity, Roofline, StepBreakdown};
 pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
-pub use virtual_time::{simulate, EngineSample, EngineView, SharedPrefix, SimRun, VirtualLoad, VirtualRequest};
+pub use virtual_time::{
+    simulate, EngineSample, EngineView, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
+};

@@ -6,9 +6,10 @@ use super::config::EngineConfig;
 use super::error::Error;
 use super::kv::Prompt;
 use super::scheduler::{Engine, StepOutcome};
-use goodput_core::{Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord};
+use goodput_core::{Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, SessionTurn};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::Duration;
 
 /// A prefix shared by every request that names the same `id`.
@@ -25,11 +26,35 @@ pub struct VirtualRequest {
     pub output_tokens: u32,
     #[serde(default)]
     pub shared_prefix: Option<SharedPrefix>,
+    /// A turn of a multi-turn session. A session's turns are consecutive
+    /// requests. Its first turn is sent as a lone request would be; each
+    /// later one `think` after the turn before it ends, in the same user
+    /// slot, and its prompt (`input_tokens`: the whole conversation so far)
+    /// begins with the prompt and output of the turn before it, so what the
+    /// prefix cache holds of those serves it.
+    #[serde(default)]
+    pub turn: Option<VirtualTurn>,
+}
+
+/// Where a request sits in its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VirtualTurn {
+    pub session: u64,
+    /// 1 for the first of `turns`.
+    pub turn: u32,
+    pub turns: u32,
+    /// After the previous turn's end; zero for the first turn.
+    pub think: Duration,
 }
 
 impl VirtualRequest {
     pub fn new(input_tokens: u32, output_tokens: u32) -> VirtualRequest {
-        VirtualRequest { input_tokens, output_tokens, shared_prefix: None }
+        VirtualRequest { input_tokens, output_tokens, shared_prefix: None, turn: None }
+    }
+
+    /// A session's later turn: it follows the request before it.
+    fn follows(&self) -> bool {
+        self.turn.is_some_and(|t| t.turn > 1)
     }
 }
 
@@ -49,6 +74,9 @@ pub struct VirtualLoad {
     pub ramp_up: Duration,
     /// Salt for the unique part of each prompt.
     pub seed: u64,
+    /// No session's later turn is sent at or after this: the session is
+    /// cut there, as a real run's end of sending cuts it.
+    pub stop_sending: Option<Duration>,
 }
 
 impl VirtualLoad {
@@ -68,6 +96,19 @@ impl VirtualLoad {
     fn check(&self) -> Result<(), Error> {
         if self.concurrency == Some(0) {
             return Err(Error::InvalidLoad("concurrency must be at least 1".into()));
+        }
+        for (i, r) in self.requests.iter().enumerate().filter(|(_, r)| r.follows()) {
+            let t = r.turn.expect("a later turn is a turn");
+            let before = i.checked_sub(1).and_then(|j| self.requests[j].turn);
+            if !before.is_some_and(|b| b.session == t.session && b.turn + 1 == t.turn) {
+                return Err(Error::InvalidLoad(format!(
+                    "request {i} is turn {} of session {}, but the request before it is not turn {} of that session; \
+                     give each session's turns one after another",
+                    t.turn,
+                    t.session,
+                    t.turn - 1
+                )));
+            }
         }
         if let Some(a) = &self.arrivals {
             if a.len() != self.requests.len() {
@@ -151,17 +192,44 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
     let opens = |left: usize| load.ramp_up.mul_f64((first_slots - left) as f64 / users as f64);
     let mut freed: VecDeque<Duration> = VecDeque::new();
     let mut transit: VecDeque<(Duration, usize)> = VecDeque::new();
-    let mut records: Vec<RequestRecord> = Vec::with_capacity(n);
+    // Later turns of sessions, by the time they are due.
+    let mut follow: BinaryHeap<Reverse<(Duration, usize)>> = BinaryHeap::new();
+    let mut records: Vec<Option<RequestRecord>> = vec![None; n];
+    // Prompt tokens the prefix cache served, by request, as usage reports them.
+    let mut cached: HashMap<u64, u32> = HashMap::new();
     let mut next = 0usize;
     let mut now = Duration::ZERO;
     let mut out = StepOutcome::default();
     let mut samples = Vec::new();
     let mut sample_interval = FIRST_SAMPLE_INTERVAL;
     let mut next_sample = Duration::ZERO;
+    let send = |i: usize, scheduled: Duration, sent: Duration, records: &mut Vec<Option<RequestRecord>>| {
+        let mut record = RequestRecord::new(i as u64, scheduled, sent);
+        record.chunks.reserve_exact(load.requests[i].output_tokens as usize);
+        records[i] = Some(record);
+    };
+    // Keeps `transit` in time order: a later turn may be sent between two
+    // requests already on their way.
+    let reach = |transit: &mut VecDeque<(Duration, usize)>, at: Duration, i: usize| {
+        let pos = transit.partition_point(|&(t, _)| t <= at);
+        transit.insert(pos, (at, i));
+    };
 
     loop {
         // Send every request whose time has come: its arrival, or the moment
-        // a slot freed, whichever is later.
+        // a slot freed, whichever is later. Later turns of sessions go on
+        // their own, after the turn before them.
+        while let Some(&Reverse((due, i))) = follow.peek() {
+            if due > now {
+                break;
+            }
+            follow.pop();
+            send(i, due, due, &mut records);
+            reach(&mut transit, due + frontend, i);
+        }
+        while next < n && load.requests[next].follows() {
+            next += 1;
+        }
         while next < n {
             let slot_time = if initial_slots > 0 {
                 opens(initial_slots)
@@ -180,11 +248,12 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
                 freed.pop_front();
             }
             let scheduled = if load.arrivals.is_some() { arrival(next) } else { sent };
-            let mut record = RequestRecord::new(next as u64, scheduled, sent);
-            record.chunks.reserve_exact(load.requests[next].output_tokens as usize);
-            records.push(record);
-            transit.push_back((sent + frontend, next));
+            send(next, scheduled, sent, &mut records);
+            reach(&mut transit, sent + frontend, next);
             next += 1;
+            while next < n && load.requests[next].follows() {
+                next += 1;
+            }
         }
         while let Some(&(reach, i)) = transit.front() {
             if reach > now {
@@ -192,10 +261,13 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
             }
             transit.pop_front();
             let r = &load.requests[i];
+            // A session's turns share the unique part of their prompts: each
+            // one's conversation continues the one before.
+            let first = i - r.turn.map_or(0, |t| t.turn.saturating_sub(1) as usize);
             let prompt = Prompt::synthetic(
                 r.input_tokens,
                 r.shared_prefix.map(|p| (p.id, p.len)),
-                load.seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                load.seed ^ (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                 cfg.block_size,
             );
             engine.add_request(i as u64, prompt, r.output_tokens)?;
@@ -203,16 +275,30 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
 
         if engine.step_into(&mut out) {
             now += out.duration;
+            for &(id, c) in &out.prefix_hits {
+                cached.insert(id, c);
+            }
             for ev in &out.tokens {
-                let record = &mut records[ev.id as usize];
+                let i = ev.id as usize;
+                let record = records[i].as_mut().expect("a request is recorded when it is sent");
                 record.chunks.push(OutputChunk { t: now, tokens: 1, channel: Channel::Content });
                 if ev.first {
                     record.first_byte = Some(now);
                 }
                 if ev.finished {
-                    finish(record, &load.requests[ev.id as usize], now);
-                    if capped {
-                        freed.push_back(now);
+                    let request = &load.requests[i];
+                    finish(record, request, now, cached.remove(&ev.id).unwrap_or(0));
+                    let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
+                    match then.map(|t| now + t.think) {
+                        Some(due) if load.stop_sending.is_none_or(|end| due < end) => {
+                            follow.push(Reverse((due, i + 1)))
+                        }
+                        // The session's last turn, or one cut by the end of sending: its user is free.
+                        _ => {
+                            if capped {
+                                freed.push_back(now);
+                            }
+                        }
                     }
                 }
             }
@@ -246,13 +332,15 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
                 slot.map(|s| arrival(next).max(s))
             })
             .flatten();
-        match (next_reach, next_send) {
-            (Some(a), Some(b)) => now = now.max(a.min(b)),
-            (Some(t), None) | (None, Some(t)) => now = now.max(t),
-            (None, None) => break,
+        let next_turn = follow.peek().map(|Reverse((t, _))| *t);
+        match [next_reach, next_send, next_turn].into_iter().flatten().min() {
+            Some(t) => now = now.max(t),
+            None => break,
         }
     }
 
+    // Later turns never sent (their session was cut) leave no record.
+    let records: Vec<RequestRecord> = records.into_iter().flatten().collect();
     let stats = engine.stats();
     let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
     Ok(SimRun {
@@ -275,8 +363,10 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
     })
 }
 
-fn finish(record: &mut RequestRecord, request: &VirtualRequest, now: Duration) {
+fn finish(record: &mut RequestRecord, request: &VirtualRequest, now: Duration, cached: u32) {
     let out = request.output_tokens as u64;
+    record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
+    record.counts.usage_cached_prompt = Some(cached as u64);
     record.end = now;
     record.stream_end = Some(now);
     record.input_tokens = request.input_tokens as u64;
@@ -494,6 +584,64 @@ mod tests {
         assert_eq!(short.engine.preemptions, 0);
     }
 
+    /// `sessions` sessions of `turns` turns: questions of 512 tokens, answers
+    /// of 64, each turn's prompt the conversation so far, 1 s of thought.
+    fn sessions(sessions: u64, turns: u32) -> Vec<VirtualRequest> {
+        let mut out = Vec::new();
+        for session in 0..sessions {
+            for t in 1..=turns {
+                let think = if t == 1 { Duration::ZERO } else { Duration::from_secs(1) };
+                let mut r = VirtualRequest::new(512 * t + 64 * (t - 1), 64);
+                r.turn = Some(VirtualTurn { session, turn: t, turns, think });
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_session_s_turns_follow_each_other_and_the_cache_serves_the_history() {
+        let cfg = h100_8b();
+        let run = simulate(&cfg, &VirtualLoad::closed_loop(sessions(6, 3), 2)).unwrap();
+        assert_eq!(run.records.len(), 18);
+        let by = |s: u64, t: u32| {
+            run.records.iter().find(|r| r.session == Some(SessionTurn { id: s, turn: t, turns: 3 })).unwrap()
+        };
+        for s in 0..6 {
+            for t in 2..=3 {
+                // Sent a second after the turn before it ended.
+                assert_eq!(by(s, t).sent, by(s, t - 1).end + Duration::from_secs(1), "session {s} turn {t}");
+            }
+            // What the turn before left in the cache (its prompt's full blocks) serves the next.
+            assert_eq!(by(s, 1).counts.usage_cached_prompt, Some(0));
+            assert_eq!(by(s, 2).counts.usage_cached_prompt, Some(512));
+            assert_eq!(by(s, 3).counts.usage_cached_prompt, Some(1088 / 16 * 16));
+        }
+        // A cached history prefills less than the whole conversation.
+        let mut nocache = cfg.clone();
+        nocache.enable_prefix_caching = false;
+        let uncached = simulate(&nocache, &VirtualLoad::closed_loop(sessions(6, 3), 2)).unwrap();
+        let third = |run: &SimRun| {
+            let ttft = run.records.iter().filter(|r| r.session.unwrap().turn == 3).filter_map(|r| r.ttft());
+            ttft.sum::<Duration>() / 6
+        };
+        assert!(third(&run) < third(&uncached).mul_f64(0.8), "{:?} {:?}", third(&run), third(&uncached));
+        assert!(uncached.records.iter().all(|r| r.counts.usage_cached_prompt == Some(0)));
+        // Two users: the third session starts when the first one's last turn ends.
+        assert_eq!(by(2, 1).sent, by(0, 3).end.min(by(1, 3).end));
+        // The end of sending cuts sessions whose next turn falls after it.
+        let stop = by(0, 2).sent + Duration::from_millis(1);
+        let load = VirtualLoad { stop_sending: Some(stop), ..VirtualLoad::closed_loop(sessions(2, 3), 2) };
+        let cut = simulate(&cfg, &load).unwrap();
+        let turns: Vec<u32> = cut.records.iter().map(|r| r.session.unwrap().turn).collect();
+        assert_eq!(turns, [1, 2, 1, 2]);
+        // Turns out of order are refused.
+        let mut bad = sessions(1, 2);
+        bad.swap(0, 1);
+        let e = simulate(&cfg, &VirtualLoad::burst(bad)).unwrap_err().to_string();
+        assert!(e.contains("one after another"), "{e}");
+    }
+
     #[test]
     fn shared_prefixes_cut_ttft_only_with_prefix_caching() {
         let shared = |n: usize| {
@@ -502,6 +650,7 @@ mod tests {
                     input_tokens: 2048 + 64,
                     output_tokens: 16,
                     shared_prefix: Some(SharedPrefix { id: 1, len: 2048 }),
+                    turn: None,
                 })
                 .collect::<Vec<_>>()
         };

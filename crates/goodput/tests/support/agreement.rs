@@ -116,7 +116,14 @@ fn virtual_load(plan: &Plan) -> VirtualLoad {
         let schedule = ArrivalSchedule::new(rate, Arrival::Poisson, plan.seed).expect("a valid rate");
         schedule.take((plan.warmup + plan.requests) as usize).collect()
     });
-    VirtualLoad { requests, arrivals, concurrency: plan.concurrency, ramp_up: Duration::ZERO, seed: plan.seed }
+    VirtualLoad {
+        requests,
+        arrivals,
+        concurrency: plan.concurrency,
+        ramp_up: Duration::ZERO,
+        seed: plan.seed,
+        stop_sending: None,
+    }
 }
 
 /// Predicts the plan's figures in virtual time.
