@@ -7,7 +7,9 @@
 use crate::clock::{sleep_until, Sleep};
 use crate::engine::{Engine, EngineConfig, EngineStats, Error, KvCapacity, Prompt, StepOutcome};
 use crate::faults::{Fault, FaultConfig, FaultCounters};
-use crate::openai::{error_response, models_body, token_ids, unix_now, ChunkWriter, GenerationRequest, Route, Usage};
+use crate::openai::{
+    error_response, models_body, output_ids, token_ids, unix_now, ChunkWriter, GenerationRequest, Route, Usage,
+};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -231,7 +233,11 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let n_out = req.max_tokens().unwrap_or(s.cfg.default_max_tokens);
     let ids = token_ids(&req.prompt_text());
     let prompt_tokens = ids.len() as u64;
-    let prompt = Prompt::from_tokens(&ids, s.cfg.engine.block_size);
+    let mut prompt = Prompt::from_tokens(&ids, s.cfg.engine.block_size);
+    if s.cfg.engine.enable_prefix_caching {
+        // The answer's words (see ChunkWriter), so the blocks it fills are cached.
+        prompt = prompt.followed_by(&ids, output_ids(id, n_out));
+    }
     // Only the block hashes need to live through the wait below.
     drop(ids);
 

@@ -118,9 +118,18 @@ pub fn count_tokens(text: &str) -> u64 {
 /// the word (FNV-1a), so equal words are equal ids and prompts that share
 /// leading words share a cacheable prefix in the engine.
 pub fn token_ids(text: &str) -> Vec<u32> {
-    text.split_whitespace()
-        .map(|w| w.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193)))
-        .collect()
+    text.split_whitespace().map(token_id).collect()
+}
+
+/// The id of one word (see [`token_ids`]).
+pub fn token_id(word: &str) -> u32 {
+    word.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193))
+}
+
+/// The ids of the `n` tokens request `seed` answers with ([`word`]), as a
+/// prompt that repeats the answer (the next turn of a conversation) holds them.
+pub fn output_ids(seed: u64, n: u32) -> Vec<u32> {
+    (0..n as u64).map(|i| token_id(word(seed, i))).collect()
 }
 
 const WORDS: &[&str] = &[

@@ -7,12 +7,29 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// A prompt as the engine sees it: its length and the chained hashes of its
-/// full blocks (the partial last block is never shared).
+/// full blocks (the partial last block is never shared), and what follows it
+/// (its output), when known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
     len: u32,
     block_size: u32,
     block_hashes: Arc<[u64]>,
+    continuation: Continuation,
+}
+
+/// The tokens after a prompt, its output, so that the blocks they fill are
+/// cached as vLLM V1 caches every full block, and a later prompt that
+/// repeats them (the next turn of a conversation) finds them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+enum Continuation {
+    /// Unknown: output blocks are not cached.
+    #[default]
+    Unknown,
+    /// A synthetic prompt's unique content goes on, as [`Prompt::synthetic`]
+    /// draws it for the same seed and a longer length.
+    Synthetic { unique_seed: u64 },
+    /// Real token ids: the prompt's partial last block, then the output.
+    Tokens { tail: Arc<[u32]>, output: Arc<[u32]> },
 }
 
 impl Prompt {
@@ -24,12 +41,51 @@ impl Prompt {
         let hashes = tokens
             .chunks_exact(bs)
             .map(|block| {
-                let content = block.iter().fold(0x243f_6a88_85a3_08d3u64, |h, &t| mix(h ^ t as u64));
+                let content = block.iter().fold(BLOCK_SEED, |h, &t| mix(h ^ t as u64));
                 parent = chain(parent, content);
                 parent
             })
             .collect();
-        Prompt { len: tokens.len().min(u32::MAX as usize) as u32, block_size: block_size.max(1), block_hashes: hashes }
+        Prompt {
+            len: tokens.len().min(u32::MAX as usize) as u32,
+            block_size: block_size.max(1),
+            block_hashes: hashes,
+            continuation: Continuation::Unknown,
+        }
+    }
+
+    /// The same prompt (built by [`Prompt::from_tokens`] from `tokens`),
+    /// knowing that `output` token ids will follow it.
+    pub fn followed_by(self, tokens: &[u32], output: Vec<u32>) -> Prompt {
+        let full = self.block_hashes.len() * self.block_size as usize;
+        let tail = tokens.get(full..).unwrap_or_default().into();
+        Prompt { continuation: Continuation::Tokens { tail, output: output.into() }, ..self }
+    }
+
+    /// The hash of block `j`, past the prompt's full blocks, once its output
+    /// has filled it: chained to `parent` (block j − 1's hash; none for the
+    /// first block). `None` when the output is not known.
+    pub fn continued_hash(&self, j: u32, parent: Option<u64>) -> Option<u64> {
+        let parent = parent.unwrap_or(ROOT_HASH);
+        let bs = self.block_size as usize;
+        let content = match &self.continuation {
+            Continuation::Unknown => return None,
+            Continuation::Synthetic { unique_seed } => unique_content(*unique_seed, j),
+            Continuation::Tokens { tail, output } => {
+                let start = j as usize * bs;
+                let full = self.block_hashes.len() * bs;
+                let token = |pos: usize| match pos.checked_sub(self.len as usize) {
+                    None => tail.get(pos.checked_sub(full)?).copied(),
+                    Some(i) => output.get(i).copied(),
+                };
+                let mut h = BLOCK_SEED;
+                for pos in start..start + bs {
+                    h = mix(h ^ token(pos)? as u64);
+                }
+                h
+            }
+        };
+        Some(chain(parent, content))
     }
 
     /// A prompt of `len` tokens with no token array: the first `prefix_len`
@@ -46,13 +102,13 @@ impl Prompt {
                 let content = if i < shared_blocks {
                     mix(mix(prefix_id ^ 0x5eed_0000_0000_0001).wrapping_add(i as u64))
                 } else {
-                    mix(mix(unique_seed ^ 0x5eed_0000_0000_0002).wrapping_add(i as u64))
+                    unique_content(unique_seed, i)
                 };
                 parent = chain(parent, content);
                 parent
             })
             .collect();
-        Prompt { len, block_size: bs, block_hashes: hashes }
+        Prompt { len, block_size: bs, block_hashes: hashes, continuation: Continuation::Synthetic { unique_seed } }
     }
 
     pub fn len(&self) -> u32 {
@@ -70,13 +126,15 @@ impl Prompt {
     pub fn block_hashes(&self) -> &[u64] {
         &self.block_hashes
     }
-
-    pub(crate) fn block_hashes_arc(&self) -> Arc<[u64]> {
-        Arc::clone(&self.block_hashes)
-    }
 }
 
 const ROOT_HASH: u64 = 0x9e37_79b9_7f4a_7c15;
+const BLOCK_SEED: u64 = 0x243f_6a88_85a3_08d3;
+
+/// Block `i`'s content in a synthetic prompt's (or its output's) unique part.
+fn unique_content(unique_seed: u64, i: u32) -> u64 {
+    mix(mix(unique_seed ^ 0x5eed_0000_0000_0002).wrapping_add(i as u64))
+}
 
 /// splitmix64's finaliser: a cheap, well-mixed, run-to-run stable hash.
 fn mix(mut x: u64) -> u64 {
@@ -318,6 +376,27 @@ impl BlockPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_s_blocks_hash_as_the_prompt_that_repeats_it() {
+        // Real ids: a 20-token prompt, 30 output tokens, then a question of 10.
+        let prompt: Vec<u32> = (100..120).collect();
+        let output: Vec<u32> = (500..530).collect();
+        let next: Vec<u32> = prompt.iter().chain(&output).copied().chain(900..910).collect();
+        let p = Prompt::from_tokens(&prompt, 16).followed_by(&prompt, output.clone());
+        let q = Prompt::from_tokens(&next, 16);
+        let b1 = p.continued_hash(1, p.block_hashes().last().copied()).unwrap();
+        let b2 = p.continued_hash(2, Some(b1)).unwrap();
+        assert_eq!(&q.block_hashes()[..3], &[p.block_hashes()[0], b1, b2]);
+        assert_eq!(p.continued_hash(3, Some(b2)), None, "block 3 would need output token 30");
+        assert_eq!(Prompt::from_tokens(&prompt, 16).continued_hash(1, None), None, "no output known");
+        // Synthetic: a prompt's unique content goes on as the longer prompt's.
+        let s = Prompt::synthetic(40, Some((7, 16)), 99, 16);
+        let longer = Prompt::synthetic(100, Some((7, 16)), 99, 16);
+        let b2 = s.continued_hash(2, s.block_hashes().last().copied()).unwrap();
+        assert_eq!(longer.block_hashes()[2], b2);
+        assert_eq!(longer.block_hashes()[3], s.continued_hash(3, Some(b2)).unwrap());
+    }
 
     #[test]
     fn equal_prefixes_hash_equal_and_divergence_propagates() {

@@ -8,7 +8,6 @@ use super::error::Error;
 use super::kv::{BlockPool, Prompt};
 use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline};
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// One output token, emitted at the end of the step that computed it.
@@ -110,11 +109,14 @@ struct Request {
     id: u64,
     prompt_len: u32,
     max_tokens: u32,
-    hashes: Arc<[u64]>,
+    /// The prompt: its blocks' hashes, and how its output goes on.
+    prompt: Prompt,
+    /// Hashes of the blocks past the prompt's, as the output fills them.
+    output_hashes: Vec<u64>,
     num_output: u32,
     /// Tokens whose KV is in the cache.
     num_computed: u32,
-    /// Leading prompt blocks registered in the prefix cache.
+    /// Leading blocks (prompt, then output) registered in the prefix cache.
     num_registered: u32,
     blocks: Vec<u32>,
     admitted_once: bool,
@@ -239,7 +241,8 @@ impl Engine {
             id,
             prompt_len: prompt.len(),
             max_tokens,
-            hashes: prompt.block_hashes_arc(),
+            prompt,
+            output_hashes: Vec::new(),
             num_output: 0,
             num_computed: 0,
             num_registered: 0,
@@ -453,7 +456,7 @@ impl Engine {
             if self.cfg.enable_prefix_caching {
                 // The last token is always recomputed: its logits are needed.
                 let max_hit = ((num_tokens - 1) / bs) as usize;
-                self.pool.find_prefix(&r.hashes, max_hit, &mut self.hits);
+                self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
             } else {
                 self.hits.clear();
             }
@@ -512,9 +515,22 @@ impl Engine {
             return;
         }
         let r = &mut self.slots[slot as usize];
-        let full = (target / self.cfg.block_size).min(r.hashes.len() as u32);
+        let prompt = r.prompt.block_hashes();
+        let base = prompt.len() as u32;
+        let mut full = target / self.cfg.block_size;
+        // Blocks the output filled, hashed as vLLM V1 hashes every full block.
+        while base + (r.output_hashes.len() as u32) < full {
+            let j = base + r.output_hashes.len() as u32;
+            let parent = r.output_hashes.last().or(prompt.last()).copied();
+            match r.prompt.continued_hash(j, parent) {
+                Some(h) => r.output_hashes.push(h),
+                None => break,
+            }
+        }
+        full = full.min(base + r.output_hashes.len() as u32);
         for j in r.num_registered..full {
-            self.pool.register(r.blocks[j as usize], r.hashes[j as usize]);
+            let h = if j < base { prompt[j as usize] } else { r.output_hashes[(j - base) as usize] };
+            self.pool.register(r.blocks[j as usize], h);
         }
         r.num_registered = r.num_registered.max(full);
     }

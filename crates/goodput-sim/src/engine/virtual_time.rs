@@ -612,10 +612,12 @@ mod tests {
                 // Sent a second after the turn before it ended.
                 assert_eq!(by(s, t).sent, by(s, t - 1).end + Duration::from_secs(1), "session {s} turn {t}");
             }
-            // What the turn before left in the cache (its prompt's full blocks) serves the next.
+            // What the turn before left in the cache serves the next: the full
+            // blocks of its prompt and of its answer, as vLLM V1 caches every
+            // full block (but the answer's last token, whose KV is never computed).
             assert_eq!(by(s, 1).counts.usage_cached_prompt, Some(0));
-            assert_eq!(by(s, 2).counts.usage_cached_prompt, Some(512));
-            assert_eq!(by(s, 3).counts.usage_cached_prompt, Some(1088 / 16 * 16));
+            assert_eq!(by(s, 2).counts.usage_cached_prompt, Some((512 + 63) / 16 * 16));
+            assert_eq!(by(s, 3).counts.usage_cached_prompt, Some((1088 + 63) / 16 * 16));
         }
         // A cached history prefills less than the whole conversation.
         let mut nocache = cfg.clone();
