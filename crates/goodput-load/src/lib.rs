@@ -19,4 +19,6 @@ pub use openai::{Api, BodyOptions, PromptBody};
 pub use runner::{run, run_at, Backend, Control, LoadPlan, RecordSink, RunOutput};
 pub use schedule::{Arrival, ArrivalSchedule};
 pub use tokenizer::TokenCounter;
-pub use workload::{Conversation, LengthDist, Lengths, Preset, Sessions, SharedPrefix, ThinkTime, WorkItem, Workload};
+pub use workload::{
+    Conversation, LengthDist, Lengths, Preset, Sessions, SharedPrefix, ThinkTime, Turns, WorkItem, Workload,
+};

@@ -4,7 +4,7 @@
 
 use crate::client::Client;
 use crate::schedule::{Arrival, ArrivalSchedule};
-use crate::workload::{Conversation, LengthDist, Sessions, WorkItem, Workload};
+use crate::workload::{Conversation, LengthDist, Sessions, Turns, WorkItem, Workload};
 use goodput_core::{RequestRecord, SessionTurn};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -60,7 +60,7 @@ impl LoadPlan {
         let counted = self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| n + self.warmup);
         if let Some(s) = &self.sessions {
             return match s.turns {
-                LengthDist::Fixed(k) => counted.map(|n| n * u64::from(k.max(1))),
+                Turns::Drawn(LengthDist::Fixed(k)) => counted.map(|n| n * u64::from(k.max(1))),
                 _ => None,
             };
         }
@@ -243,9 +243,12 @@ pub async fn run_at<B: Backend>(
     let end_of_sending = plan.duration.map(|d| origin + plan.warmup_time + d);
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let stop = control.stop.clone();
-    if plan.sessions.is_some() {
-        // Fails here rather than in every session: the workload cannot ask questions.
+    if let Some(s) = &plan.sessions {
+        // Fails here rather than in every session: the workload cannot ask
+        // questions, or cannot say how many.
+        workload.check_sessions()?;
         workload.question(0, 0)?;
+        s.shape(plan.seed, 0, workload.conversation_turns(0))?;
     }
     // Requests of sessions are numbered as they are sent.
     let next_id = Arc::new(AtomicU64::new(0));
@@ -384,7 +387,9 @@ impl Session {
         tx: mpsc::UnboundedSender<RequestRecord>,
         permit: Option<OwnedSemaphorePermit>,
     ) {
-        let (turns, think) = self.sessions.shape(self.seed, self.id);
+        let Ok((turns, think)) = self.sessions.shape(self.seed, self.id, workload.conversation_turns(self.id)) else {
+            return; // checked before the run (the same for every session)
+        };
         let mut conversation = Conversation::default();
         let mut due = self.first;
         for turn in 0..turns {
@@ -692,7 +697,7 @@ mod tests {
 
     fn talks(turns: u32, think_ms: u64) -> Option<Sessions> {
         Some(Sessions {
-            turns: LengthDist::Fixed(turns),
+            turns: Turns::Drawn(LengthDist::Fixed(turns)),
             think: crate::workload::ThinkTime::Fixed(Duration::from_millis(think_ms)),
         })
     }

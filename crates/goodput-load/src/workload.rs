@@ -231,22 +231,61 @@ impl fmt::Display for ThinkTime {
 /// each carries the whole conversation so far.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sessions {
-    /// Turns per session (drawn per session, at least 1).
-    pub turns: LengthDist,
+    pub turns: Turns,
     pub think: ThinkTime,
+}
+
+/// How many turns a session holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turns {
+    /// Drawn per session (at least 1); a dataset's conversation caps it.
+    Drawn(LengthDist),
+    /// Each dataset conversation's own.
+    All,
+}
+
+impl FromStr for Turns {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim() == "all" {
+            return Ok(Turns::All);
+        }
+        s.parse().map(Turns::Drawn).map_err(|e: String| {
+            e.replace("invalid length", "invalid turn count")
+                .replace("expected 128", "expected all (a dataset's own), 3")
+        })
+    }
+}
+
+impl fmt::Display for Turns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Turns::Drawn(d) => d.fmt(f),
+            Turns::All => f.write_str("all"),
+        }
+    }
 }
 
 const SESSION_SALT: u64 = 0x5E55_1045_u64;
 const QUESTION_SALT: u64 = 0x0A5C_ED0F_u64;
 
 impl Sessions {
-    /// Session `s`'s turn count, and the think time before each turn after
-    /// the first: a pure function of the seed and `s`.
-    pub fn shape(&self, seed: u64, s: u64) -> (u32, Vec<Duration>) {
+    /// Session `s`'s turn count (at most `available`, the questions its
+    /// conversation holds, when bounded), and the think time before each
+    /// turn after the first: a pure function of the seed and `s`.
+    pub fn shape(&self, seed: u64, s: u64, available: Option<u32>) -> Result<(u32, Vec<Duration>), String> {
         let mut rng = item_rng(seed ^ SESSION_SALT, s);
-        let turns = self.turns.sample(&mut rng).max(1);
+        let drawn = match &self.turns {
+            Turns::Drawn(d) => d.sample(&mut rng).max(1),
+            Turns::All => available.ok_or(
+                "--turns all plays each ShareGPT conversation's own turns; synthetic questions need a count \
+                 (--turns 3, or uniform:2..6)",
+            )?,
+        };
+        let turns = drawn.min(available.unwrap_or(u32::MAX)).max(1);
         let think = (1..turns).map(|_| self.think.sample(&mut rng)).collect();
-        (turns, think)
+        Ok((turns, think))
     }
 }
 
@@ -295,6 +334,9 @@ pub struct WorkItem {
 pub struct DatasetEntry {
     pub prompt: PromptBody,
     pub max_tokens: Option<u32>,
+    /// A ShareGPT conversation's later questions, each with the length of
+    /// the answer it got: the turns of a session (`--turns`).
+    pub follow_ups: Vec<(String, Option<u32>)>,
 }
 
 /// A system prompt shared by a share of requests, placed before each prompt
@@ -376,6 +418,26 @@ impl Workload {
     /// alone: a [`Conversation`] puts the history before it. Synthetic
     /// workloads only; the opening turn carries the shared prefix, if any.
     pub fn question(&self, s: u64, turn: u32) -> Result<WorkItem, String> {
+        if let Workload::Dataset { entries, output, order, seed } = self {
+            // Session s holds conversation s of the seeded order, as lone requests take entries.
+            let e = &entries[order[(s % order.len() as u64) as usize]];
+            let (prompt, max_tokens) = match turn.checked_sub(1) {
+                None => match &e.prompt {
+                    PromptBody::Text(t) => (t.clone(), e.max_tokens),
+                    _ => {
+                        return Err("a JSONL entry of chat messages is one request; multi-turn sessions from a \
+                                    dataset need ShareGPT conversations (or prompts as {\"prompt\": …})"
+                            .into())
+                    }
+                },
+                Some(k) => e.follow_ups.get(k as usize).cloned().ok_or("the conversation has no more questions")?,
+            };
+            let max_tokens = match output {
+                Some(d) => Some(d.sample(&mut item_rng(*seed ^ QUESTION_SALT, s ^ u64::from(turn) << 48))),
+                None => max_tokens,
+            };
+            return Ok(WorkItem { prompt: PromptBody::Text(prompt), intended_input_tokens: None, max_tokens });
+        }
         let (mut rng, l) = self.question_draw(s, turn)?;
         let Workload::Synthetic { seed, tokenizer, .. } = self else { unreachable!("drawn above") };
         Ok(synthetic_item(&mut rng, *seed, l, tokenizer.as_deref()))
@@ -395,7 +457,36 @@ impl Workload {
                 let l = draw_lengths(&mut rng, input, output, prefix);
                 Ok((rng, l))
             }
-            _ => Err("multi-turn sessions ask synthetic questions: drop --dataset or --trace".into()),
+            Workload::Dataset { .. } => {
+                Err("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench".into())
+            }
+            Workload::Trace { .. } => Err("--trace replays single requests: drop --turns".into()),
+        }
+    }
+
+    /// Whether sessions can be held: a dataset must hold conversations of
+    /// more than one question.
+    pub fn check_sessions(&self) -> Result<(), String> {
+        match self {
+            Workload::Dataset { entries, .. } if entries.iter().all(|e| e.follow_ups.is_empty()) => Err(
+                "the dataset holds no conversation of more than one question: --turns needs ShareGPT conversations \
+                 with several human turns, or synthetic questions (drop --dataset)"
+                    .into(),
+            ),
+            Workload::Trace { .. } => Err("--trace replays single requests: drop --turns".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The questions session `s` can ask: a dataset conversation's, or
+    /// unbounded for synthetic ones.
+    pub fn conversation_turns(&self, s: u64) -> Option<u32> {
+        match self {
+            Workload::Dataset { entries, order, .. } => {
+                let e = &entries[order[(s % order.len() as u64) as usize]];
+                Some(1 + e.follow_ups.len() as u32)
+            }
+            _ => None,
         }
     }
 
@@ -697,7 +788,7 @@ fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
     } else {
         return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)".into());
     };
-    Ok(DatasetEntry { prompt, max_tokens })
+    Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new() })
 }
 
 fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
@@ -715,13 +806,23 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
         if prompt.is_empty() || reply.is_empty() {
             continue;
         }
-        let reply_tokens = match tokenizer {
-            Some(t) => t.count(reply),
-            None => reply.len().div_ceil(4), // ≈4 characters a token for English
+        let reply_tokens = |reply: &str| {
+            let n = match tokenizer {
+                Some(t) => t.count(reply),
+                None => reply.len().div_ceil(4), // ≈4 characters a token for English
+            };
+            n.max(1) as u32
         };
+        // Later questions, each with the answer it got, while the turns alternate.
+        let follow_ups = (1..)
+            .map_while(|k| Some((turn(2 * k)?, turn(2 * k + 1)?)))
+            .take_while(|(q, a)| !q.is_empty() && !a.is_empty())
+            .map(|(q, a)| (q.to_owned(), Some(reply_tokens(a))))
+            .collect();
         out.push(DatasetEntry {
             prompt: PromptBody::Text(prompt.to_owned()),
-            max_tokens: Some(reply_tokens.max(1) as u32),
+            max_tokens: Some(reply_tokens(reply)),
+            follow_ups,
         });
     }
     if out.is_empty() && !arr.is_empty() {
@@ -759,15 +860,23 @@ mod tests {
         assert_eq!(parts[1], "an answer");
         assert_eq!(second.intended_input_tokens, Some(24 + 3 + 8));
         assert_eq!(second.max_tokens, Some(3));
-        // Datasets bring no questions.
-        let d =
-            Workload::dataset(vec![DatasetEntry { prompt: PromptBody::Text("x".into()), max_tokens: None }], None, 0);
-        assert!(d.question(0, 0).unwrap_err().contains("--dataset"));
+        // A dataset of chat messages brings no questions.
+        let msgs = PromptBody::Messages(vec![serde_json::json!({"role": "user", "content": "x"})]);
+        let d = Workload::dataset(vec![DatasetEntry { prompt: msgs, max_tokens: None, follow_ups: vec![] }], None, 0);
+        assert!(d.question(0, 0).unwrap_err().contains("ShareGPT"));
+        let all = Sessions { turns: Turns::All, think: ThinkTime::Fixed(Duration::ZERO) };
+        assert!(all.shape(0, 0, None).unwrap_err().contains("--turns all"));
+        assert_eq!("all".parse::<Turns>().unwrap(), Turns::All);
+        assert!("x".parse::<Turns>().unwrap_err().contains("invalid turn count"));
 
         // Turn counts and think times per session.
-        let s = Sessions { turns: LengthDist::Uniform { lo: 2, hi: 6 }, think: "exponential:2s".parse().unwrap() };
-        let shapes: Vec<(u32, Vec<Duration>)> = (0..2000).map(|i| s.shape(1, i)).collect();
-        assert_eq!(shapes[7], s.shape(1, 7));
+        let s = Sessions {
+            turns: Turns::Drawn(LengthDist::Uniform { lo: 2, hi: 6 }),
+            think: "exponential:2s".parse().unwrap(),
+        };
+        let shapes: Vec<(u32, Vec<Duration>)> = (0..2000).map(|i| s.shape(1, i, None).unwrap()).collect();
+        assert_eq!(shapes[7], s.shape(1, 7, None).unwrap());
+        assert_eq!(s.shape(1, 7, Some(1)).unwrap(), (1, vec![]), "a conversation's questions cap the turns");
         assert!(shapes.iter().all(|(n, t)| (2..=6).contains(n) && t.len() == *n as usize - 1));
         let thinks: Vec<f64> = shapes.iter().flat_map(|(_, t)| t.iter().map(Duration::as_secs_f64)).collect();
         let mean = thinks.iter().sum::<f64>() / thinks.len() as f64;
@@ -903,7 +1012,10 @@ mod tests {
         .unwrap();
         let e = load_dataset(&jl, None).unwrap();
         assert_eq!(e.len(), 2);
-        assert_eq!(e[0], DatasetEntry { prompt: PromptBody::Text("hello".into()), max_tokens: Some(5) });
+        assert_eq!(
+            e[0],
+            DatasetEntry { prompt: PromptBody::Text("hello".into()), max_tokens: Some(5), follow_ups: vec![] }
+        );
         assert!(matches!(e[1].prompt, PromptBody::Messages(_)));
 
         let sg = dir.path().join("s.json");
@@ -911,6 +1023,22 @@ mod tests {
         let e = load_dataset(&sg, None).unwrap();
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].max_tokens, Some(5));
+        assert!(e[0].follow_ups.is_empty());
+        // A conversation's later questions, each with its answer's length, while the turns alternate.
+        std::fs::write(
+            &sg,
+            r#"[{"conversations":[{"from":"human","value":"Hi"},{"from":"gpt","value":"Hello there"},
+                {"from":"human","value":"And then?"},{"from":"gpt","value":"Then this, at length."},
+                {"from":"human","value":"Last"}]}]"#,
+        )
+        .unwrap();
+        let e = load_dataset(&sg, None).unwrap();
+        assert_eq!(e[0].follow_ups, [("And then?".to_string(), Some(6))]);
+        let w = Workload::dataset(e, None, 0);
+        assert_eq!(w.conversation_turns(0), Some(2));
+        let q = w.question(0, 1).unwrap();
+        assert_eq!((q.prompt, q.max_tokens), (PromptBody::Text("And then?".into()), Some(6)));
+        assert_eq!(w.question(0, 0).unwrap().max_tokens, Some(3));
 
         let bad = dir.path().join("b.jsonl");
         std::fs::write(&bad, "{\"prompt\":\"ok\"}\n{\"text\":\"no\"}\n").unwrap();
@@ -923,7 +1051,11 @@ mod tests {
     #[test]
     fn dataset_workload_cycles_in_a_seeded_order() {
         let entries: Vec<_> = (0..3)
-            .map(|i| DatasetEntry { prompt: PromptBody::Text(format!("p{i}")), max_tokens: Some(i + 1) })
+            .map(|i| DatasetEntry {
+                prompt: PromptBody::Text(format!("p{i}")),
+                max_tokens: Some(i + 1),
+                follow_ups: vec![],
+            })
             .collect();
         let w = Workload::dataset(entries, None, 9);
         let first: Vec<_> = (0..3).map(|i| w.item(i)).collect();

@@ -4,7 +4,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use goodput_core::Slo;
-use goodput_load::{LengthDist, ThinkTime};
+use goodput_load::{LengthDist, ThinkTime, Turns};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -94,8 +94,8 @@ fn parse_length(s: &str) -> Result<LengthDist, String> {
     s.parse()
 }
 
-fn parse_turns(s: &str) -> Result<LengthDist, String> {
-    s.parse().map_err(|e: String| e.replace("invalid length", "invalid turn count"))
+fn parse_turns(s: &str) -> Result<Turns, String> {
+    s.parse()
 }
 
 fn parse_think_time(s: &str) -> Result<ThinkTime, String> {
@@ -251,9 +251,9 @@ pub struct ShapeArgs {
     /// Climb to the load linearly over this long (e.g. 30s): users join one by one, or the rate ramps from 0. What is due meanwhile is warm-up.
     #[arg(long, value_parser = parse_duration)]
     pub ramp_up: Option<Duration>,
-    /// Multi-turn sessions of this many turns (3, uniform:2..6, …): each question is asked after the answer before it, with the whole conversation so far. Users (-c) hold one session at a time, --rate starts sessions per second, and -n and --warmup N count sessions.
+    /// Multi-turn sessions of this many turns (3, uniform:2..6, …; with a ShareGPT --dataset at most its conversation's, or `all` of them): each question is asked after the answer before it, with the whole conversation so far. Users (-c) hold one session at a time, --rate starts sessions per second, and -n and --warmup N count sessions.
     #[arg(long, value_parser = parse_turns, help_heading = "Sessions")]
-    pub turns: Option<LengthDist>,
+    pub turns: Option<Turns>,
     /// Pause between an answer and the session's next question: 2s, uniform:1s..5s or exponential:2s (mean).
     #[arg(long, value_parser = parse_think_time, requires = "turns", default_value = "0s", help_heading = "Sessions")]
     pub think_time: ThinkTime,

@@ -113,7 +113,7 @@ pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> 
             sent_at.extend(at);
             continue;
         };
-        let (turns, think) = sessions.shape(plan.seed, i);
+        let (turns, think) = sessions.shape(plan.seed, i, workload.conversation_turns(i)).map_err(|e| anyhow!(e))?;
         let (mut context, mut prefix) = (0u32, None);
         for t in 0..turns {
             let l = workload.question_lengths(i, t).map_err(|e| anyhow!(e))?;

@@ -524,3 +524,53 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     assert_eq!(est_cached, cached, "the same blocks hit, live and virtual");
     assert!(e["cost"]["usd_per_session"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn sessions_replay_sharegpt_conversations_with_the_server_s_own_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ds, out, rec) = (dir.path().join("sg.json"), dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    // Two conversations: three questions, then two. Answers of 8 and 12
+    // characters ask for 2 and 3 tokens (about 4 characters a token).
+    std::fs::write(
+        &ds,
+        r#"[{"conversations":[{"from":"human","value":"one two three"},{"from":"gpt","value":"12345678"},
+             {"from":"human","value":"four five"},{"from":"gpt","value":"123456789012"},
+             {"from":"human","value":"six"},{"from":"gpt","value":"12345678"}]},
+            {"conversations":[{"from":"human","value":"a b"},{"from":"gpt","value":"12345678"},
+             {"from":"human","value":"c"},{"from":"gpt","value":"12345678"}]}]"#,
+    )
+    .unwrap();
+    goodput()
+        .args(["bench", "-q", "-n", "2", "-c", "1", "--turns", "all", "--dataset"])
+        .arg(&ds)
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    let mut recs = records(&rec);
+    recs.sort_by_key(|r| (r.session.unwrap().id, r.session.unwrap().turn));
+    let turns: Vec<u32> = recs.iter().map(|r| r.session.unwrap().turns).collect();
+    let planned: std::collections::BTreeSet<u32> = turns.iter().copied().collect();
+    assert_eq!(planned, [2, 3].into(), "each conversation's own turns: {turns:?}");
+    assert_eq!(recs.len(), 5);
+    // The three-question conversation: each prompt holds the questions and
+    // the server's answers (as many words as tokens asked) before it.
+    let three: Vec<(u64, u64)> =
+        recs.iter().filter(|r| r.session.unwrap().turns == 3).map(|r| (r.input_tokens, r.output_tokens)).collect();
+    assert_eq!(three, [(3, 2), (3 + 2 + 2, 3), (7 + 3 + 1, 2)]);
+    assert_eq!(read_json(&out)["summary"]["sessions"]["completed"], 2);
+    // A count caps a conversation; a dataset of lone prompts is refused.
+    goodput()
+        .args(["bench", "-q", "-n", "2", "-c", "1", "--turns", "2", "--dataset"])
+        .arg(&ds)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    assert!(records(&rec).iter().all(|r| r.session.unwrap().turns == 2));
+    let o = goodput().args(["bench", "-q", "--turns", "all"]).args(FAST).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("synthetic questions need a count"), "{err}");
+}
