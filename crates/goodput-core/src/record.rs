@@ -9,7 +9,8 @@ use std::time::Duration;
 /// One request, as the client saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
-    /// Position in the load plan (0-based, warm-up included).
+    /// Position in the load plan (0-based, warm-up included); with sessions,
+    /// the order the turns were sent in.
     pub id: u64,
     /// Warm-up requests are recorded but excluded from the measurement window.
     #[serde(default, skip_serializing_if = "is_false")]

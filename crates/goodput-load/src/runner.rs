@@ -308,11 +308,11 @@ pub async fn run_at<B: Backend>(
                     origin,
                     end_of_sending,
                     stop: stop.clone(),
-                    abort: control.abort.clone(),
+                    abort,
                     sent: control.sent.clone(),
                     next_id: next_id.clone(),
                 };
-                tokio::spawn(talk.hold(backend.clone(), workload.clone(), tx.clone(), permit));
+                tokio::spawn(talk.hold(backend, workload, tx, permit));
                 i += 1;
                 continue;
             }
