@@ -466,6 +466,9 @@ impl Metric {
             Metric::Scalar(Scalar::GoodputOutputTokensPerS),
             Metric::Scalar(Scalar::ErrorRate),
             Metric::Scalar(Scalar::UsdPerMillionOutputTokens),
+            // Only for runs with sessions.
+            Metric::Scalar(Scalar::SessionsPerS),
+            Metric::Scalar(Scalar::UsdPerSession),
         ]
     }
 

@@ -857,4 +857,13 @@ fn every_format_shows_the_sessions_of_a_multi_turn_run() {
     assert!(column(&summary, "usd_per_session")[0].parse::<f64>().unwrap() > 0.0);
     let term = goodput_report::terminal::render(&r);
     assert!(term.contains("sessions: 15 started") && term.contains("per session"), "{term}");
+    // compare shows sessions per second and their price when a run has them, and not otherwise.
+    let labels = |c: &goodput_report::compare::Comparison| -> Vec<String> {
+        serde_json::to_value(c).unwrap()["rows"].as_array().unwrap().iter().map(|r| r["metric"].to_string()).collect()
+    };
+    let with = labels(&goodput_report::compare::compare(&[("a", &r), ("b", &r)], &[]));
+    assert!(with.iter().any(|m| m.contains("sessions.per_s")) && with.iter().any(|m| m.contains("usd_per_session")));
+    let plain = run();
+    let without = labels(&goodput_report::compare::compare(&[("a", &plain), ("b", &plain)], &[]));
+    assert!(!without.iter().any(|m| m.contains("session")), "{without:?}");
 }
