@@ -294,23 +294,25 @@ fn api_line(r: &RunResult) -> String {
 pub fn load_line(config: &Value) -> String {
     let l = &config["load"];
     let mut parts = Vec::new();
+    let sessions = &l["sessions"];
+    // With sessions a rate starts sessions.
+    let per = if sessions.is_object() { "sessions/s" } else { "req/s" };
     if let Some(t) = l["trace"].as_str() {
         let cap = l["concurrency"].as_u64().map(|c| format!(" capped at {c} in flight")).unwrap_or_default();
         parts.push(format!("trace replay of {} at {}×{cap}", esc(t), l["trace_speed"].as_f64().unwrap_or(1.0)));
     } else {
         match (l["concurrency"].as_u64(), l["rate"].as_f64()) {
             (Some(c), Some(r)) => parts.push(format!(
-                "open loop {r} req/s ({}) capped at {c} in flight",
+                "open loop {r} {per} ({}) capped at {c} in flight",
                 l["arrival"].as_str().unwrap_or("poisson")
             )),
             (Some(c), None) => parts.push(format!("closed loop, concurrency {c}")),
             (None, Some(r)) => {
-                parts.push(format!("open loop {r} req/s ({})", l["arrival"].as_str().unwrap_or("poisson")))
+                parts.push(format!("open loop {r} {per} ({})", l["arrival"].as_str().unwrap_or("poisson")))
             }
             (None, None) => {}
         }
     }
-    let sessions = &l["sessions"];
     let unit = if sessions.is_object() { "sessions" } else { "requests" };
     if let Some(n) = l["requests"].as_u64() {
         parts.push(format!("{n} {unit}"));
