@@ -360,7 +360,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         None => None,
     };
     let title = format!(" goodput bench → {} · {} ", target.base, target.model);
-    let progress = crate::progress::Progress::new(title, plan.total_requests(), plan.sending_time(), &control);
+    let progress = crate::progress::Progress::new(title, &plan, &control);
     let view = crate::progress::LiveView::start(a.output.progress, a.output.quiet, progress.clone(), control.clone());
     let sinks = Sinks { records, live, progress: Some(progress) };
     let res = run_http(&target, &plan, Arc::new(workload), control, sinks, origin).await;

@@ -7,7 +7,7 @@
 use crate::cli::ProgressArg;
 use goodput_core::metrics::{ms, RequestMetrics};
 use goodput_core::{percentile, RequestRecord};
-use goodput_load::Control;
+use goodput_load::{Control, LoadPlan};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::crossterm::ExecutableCommand;
@@ -27,6 +27,8 @@ const RECENT: usize = 2000;
 #[derive(Default)]
 struct State {
     done: u64,
+    /// Sessions whose last turn came back (or whose turn failed, which ends one).
+    sessions_ended: u64,
     failed: BTreeMap<String, u64>,
     recent: VecDeque<(f64, Option<f64>)>,
     /// Output tokens per whole second of the run.
@@ -38,6 +40,8 @@ pub struct Progress {
     title: String,
     start: Instant,
     planned: Option<u64>,
+    /// With sessions: `Some`, holding the sessions planned when known.
+    sessions: Option<Option<u64>>,
     duration: Option<Duration>,
     sent: Arc<std::sync::atomic::AtomicU64>,
     state: Mutex<State>,
@@ -47,6 +51,8 @@ pub struct Progress {
 pub struct Snapshot {
     pub elapsed: Duration,
     pub done: u64,
+    /// Sessions ended, when the run has sessions.
+    pub sessions_ended: Option<u64>,
     pub in_flight: u64,
     pub failed: BTreeMap<String, u64>,
     pub ttft: (Option<f64>, Option<f64>),
@@ -58,12 +64,14 @@ pub struct Snapshot {
 }
 
 impl Progress {
-    pub fn new(title: String, planned: Option<u64>, duration: Option<Duration>, control: &Control) -> Arc<Self> {
+    pub fn new(title: String, plan: &LoadPlan, control: &Control) -> Arc<Self> {
+        let counted = plan.requests.filter(|_| plan.warmup_time.is_zero()).map(|n| n + plan.warmup);
         Arc::new(Progress {
             title,
             start: Instant::now(),
-            planned,
-            duration,
+            planned: plan.total_requests(),
+            sessions: plan.sessions.as_ref().map(|_| counted),
+            duration: plan.sending_time(),
             sent: control.sent.clone(),
             state: Mutex::default(),
         })
@@ -72,6 +80,9 @@ impl Progress {
     pub fn observe(&self, r: &RequestRecord) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.done += 1;
+        if r.session.is_some_and(|t| t.turn == t.turns || !r.outcome.is_success()) {
+            s.sessions_ended += 1;
+        }
         if let Some(k) = r.outcome.failure_kind() {
             *s.failed.entry(k.to_string()).or_default() += 1;
         }
@@ -108,14 +119,17 @@ impl Progress {
         let now = elapsed.as_secs() as usize;
         let from = now.saturating_sub(5);
         let tokens: u64 = s.per_second.iter().skip(from).take(now - from).sum();
-        let fraction = match (self.planned, self.duration) {
-            (Some(n), _) if n > 0 => Some((s.done as f64 / n as f64).min(1.0)),
-            (None, Some(d)) => Some((elapsed.as_secs_f64() / d.as_secs_f64()).min(1.0)),
+        let fraction = match (self.planned, self.sessions.flatten(), self.duration) {
+            (Some(n), _, _) if n > 0 => Some((s.done as f64 / n as f64).min(1.0)),
+            // Sessions of drawn lengths: their count is what is known.
+            (None, Some(n), _) if n > 0 => Some((s.sessions_ended as f64 / n as f64).min(1.0)),
+            (None, _, Some(d)) => Some((elapsed.as_secs_f64() / d.as_secs_f64()).min(1.0)),
             _ => None,
         };
         Snapshot {
             elapsed,
             done: s.done,
+            sessions_ended: self.sessions.map(|_| s.sessions_ended),
             in_flight: self.sent.load(Ordering::Relaxed).saturating_sub(s.done),
             failed: s.failed.clone(),
             ttft,
@@ -135,13 +149,18 @@ impl Progress {
             _ => String::new(),
         };
         let failed: u64 = s.failed.values().sum();
+        let sessions = match (s.sessions_ended, self.sessions.flatten()) {
+            (Some(e), Some(n)) => format!(" · {e}/{n} sessions"),
+            (Some(e), None) => format!(" · {e} sessions"),
+            _ => String::new(),
+        };
         let kinds = if s.failed.is_empty() {
             String::new()
         } else {
             format!(" ({})", s.failed.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", "))
         };
         format!(
-            "[{:>6.1}s] {}{of} done{eta} · {} in flight · {failed} failed{kinds} · TTFT p50 {} p99 {} ms · TPOT p50 {} p99 {} ms · {:.0} out tok/s",
+            "[{:>6.1}s] {}{of} done{sessions}{eta} · {} in flight · {failed} failed{kinds} · TTFT p50 {} p99 {} ms · TPOT p50 {} p99 {} ms · {:.0} out tok/s",
             s.elapsed.as_secs_f64(),
             s.done,
             s.in_flight,
@@ -275,9 +294,10 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
                 Constraint::Length(1),
             ])
             .split(area);
+            let sessions = s.sessions_ended.map(|e| format!(" · {e} sessions ended")).unwrap_or_default();
             let label = match s.fraction {
-                Some(x) => format!("{} done · {:.1}s · {:.0}%", s.done, s.elapsed.as_secs_f64(), x * 100.0),
-                None => format!("{} done · {:.1}s", s.done, s.elapsed.as_secs_f64()),
+                Some(x) => format!("{} done{sessions} · {:.1}s · {:.0}%", s.done, s.elapsed.as_secs_f64(), x * 100.0),
+                None => format!("{} done{sessions} · {:.1}s", s.done, s.elapsed.as_secs_f64()),
             };
             f.render_widget(
                 Gauge::default()
@@ -415,4 +435,46 @@ pub fn serve_view(
 /// Whether a full-screen view fits: both streams on a terminal.
 pub fn on_terminal() -> bool {
     std::io::stderr().is_terminal() && std::io::stdout().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::{Outcome, SessionTurn};
+    use goodput_load::{LengthDist, Sessions, ThinkTime, Turns};
+
+    fn turn(id: u64, turn: u32, turns: u32, ok: bool) -> RequestRecord {
+        let mut r = RequestRecord::new(id, Duration::ZERO, Duration::ZERO);
+        r.outcome = if ok { Outcome::Success } else { Outcome::Cancelled };
+        r.session = Some(SessionTurn { id, turn, turns });
+        r
+    }
+
+    #[test]
+    fn sessions_of_drawn_lengths_show_progress_by_sessions_ended() {
+        let plan = LoadPlan {
+            requests: Some(4),
+            duration: None,
+            warmup: 0,
+            warmup_time: Duration::ZERO,
+            concurrency: Some(2),
+            rate: None,
+            trace: None,
+            ramp_up: Duration::ZERO,
+            sessions: Some(Sessions {
+                turns: Turns::Drawn(LengthDist::Uniform { lo: 2, hi: 4 }),
+                think: ThinkTime::Fixed(Duration::ZERO),
+            }),
+            seed: 0,
+            grace: Duration::from_secs(1),
+        };
+        let p = Progress::new("t".into(), &plan, &Control::default());
+        // Session 0 ends with its last turn, session 1 with a turn cut short; session 2 goes on.
+        for r in [turn(0, 1, 2, true), turn(0, 2, 2, true), turn(1, 1, 3, false), turn(2, 1, 4, true)] {
+            p.observe(&r);
+        }
+        let s = p.snapshot();
+        assert_eq!((s.done, s.sessions_ended, s.fraction), (4, Some(2), Some(0.5)));
+        assert!(p.line().contains("4 done · 2/4 sessions"), "{}", p.line());
+    }
 }

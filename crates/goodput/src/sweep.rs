@@ -81,8 +81,7 @@ impl Sweep {
                     crate::signals::start(&self.args.metrics, target.client.http(), &target.base, origin).await?;
                 let title =
                     format!(" goodput sweep → {} · point {} · {} ", target.base, self.points.len() + 1, load.label());
-                let progress =
-                    crate::progress::Progress::new(title, plan.total_requests(), plan.sending_time(), &control);
+                let progress = crate::progress::Progress::new(title, &plan, &control);
                 let view = crate::progress::LiveView::start(
                     self.args.output.progress,
                     self.args.output.quiet,
