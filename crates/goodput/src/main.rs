@@ -1,20 +1,8 @@
 //! goodput: measure, explain and predict the performance of LLM inference
 //! services. The binary is thin: parse, dispatch, print the error chain.
 
-mod bench;
-mod cli;
-mod common;
-mod compare;
-mod config;
-mod estimate;
-mod monitor;
-mod progress;
-mod report;
-mod serve;
-mod signals;
-mod sweep;
-
 use clap::Parser;
+use goodput::{bench, cli, compare, estimate, monitor, report, serve, sweep};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -4,10 +4,8 @@
 //! Shared by the sim_agreement test and the release example.
 
 use goodput_core::{analyze, AnalysisOptions, RequestRecord};
-use goodput_load::{
-    Api, Arrival, ArrivalSchedule, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload,
-};
-use goodput_sim::engine::{simulate, EngineConfig, VirtualLoad, VirtualRequest};
+use goodput_load::{Api, Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
+use goodput_sim::engine::EngineConfig;
 use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,36 +100,27 @@ fn workload(plan: &Plan) -> Workload {
     }
 }
 
-/// The same requests, in the same order, the estimate gets.
-fn virtual_load(plan: &Plan) -> VirtualLoad {
-    let w = workload(plan);
-    let requests = (0..plan.warmup + plan.requests)
-        .map(|i| {
-            let item = w.item(i);
-            let input = item.intended_input_tokens.expect("synthetic prompts know their length") as u32;
-            VirtualRequest::new(input, item.max_tokens.expect("synthetic items set max_tokens"))
-        })
-        .collect();
-    let arrivals = plan.rate.map(|rate| {
-        let schedule = ArrivalSchedule::new(rate, Arrival::Poisson, plan.seed).expect("a valid rate");
-        schedule.take((plan.warmup + plan.requests) as usize).collect()
-    });
-    VirtualLoad {
-        requests,
-        arrivals,
-        concurrency: plan.concurrency,
+/// The load plan both sides run: the estimate on the simulated clock, the
+/// bench on the server's, `speed` times faster (the same arrivals, sooner).
+fn load_plan(plan: &Plan, speed: f64) -> LoadPlan {
+    LoadPlan {
+        requests: Some(plan.requests),
+        duration: None,
+        warmup: plan.warmup,
+        warmup_time: Duration::ZERO,
+        concurrency: plan.concurrency.map(|c| c as usize),
+        rate: plan.rate.map(|r| (r * speed, Arrival::Poisson)),
+        trace: None,
         ramp_up: Duration::ZERO,
+        sessions: None,
         seed: plan.seed,
-        stop_sending: None,
+        grace: Duration::from_secs(10),
     }
 }
 
-/// Predicts the plan's figures in virtual time.
+/// Predicts the plan's figures in virtual time, as `goodput estimate` does.
 pub fn estimate(cfg: &EngineConfig, plan: &Plan) -> Figures {
-    let mut run = simulate(cfg, &virtual_load(plan)).expect("the estimate runs");
-    for r in &mut run.records[..plan.warmup as usize] {
-        r.warmup = true;
-    }
+    let run = goodput::estimate::run_virtual(cfg, &load_plan(plan, 1.0), &workload(plan)).expect("the estimate runs");
     Figures::of(&run.records, 1.0)
 }
 
@@ -165,20 +154,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         kernel_stamps: false,
     };
     let client = Arc::new(Client::new(client, None).expect("a client"));
-    let load = LoadPlan {
-        requests: Some(plan.requests),
-        duration: None,
-        warmup: plan.warmup,
-        warmup_time: std::time::Duration::ZERO,
-        concurrency: plan.concurrency.map(|c| c as usize),
-        // The same arrivals, on the server's faster clock.
-        rate: plan.rate.map(|r| (r * plan.speed, Arrival::Poisson)),
-        trace: None,
-        ramp_up: std::time::Duration::ZERO,
-        sessions: None,
-        seed: plan.seed,
-        grace: Duration::from_secs(10),
-    };
+    let load = load_plan(plan, plan.speed);
     let out = goodput_load::run(&load, client, Arc::new(workload(plan)), Control::default(), |_: &RequestRecord| {})
         .await
         .expect("the load runs");

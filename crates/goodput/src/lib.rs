@@ -1,0 +1,16 @@
+//! The commands of the `goodput` binary, as a library so that its tests and
+//! examples drive the same code paths (the estimate's virtual load, above
+//! all) rather than copies of them. `main.rs` parses and dispatches.
+
+pub mod bench;
+pub mod cli;
+pub mod common;
+pub mod compare;
+pub mod config;
+pub mod estimate;
+pub mod monitor;
+pub mod progress;
+pub mod report;
+pub mod serve;
+pub mod signals;
+pub mod sweep;
