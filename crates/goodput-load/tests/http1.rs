@@ -118,8 +118,11 @@ async fn every_framing_reads_the_same_and_kept_connections_are_reused() {
         assert_eq!(c.server_header().as_deref(), Some("raw-test"));
         let conns = accepted.load(Ordering::SeqCst);
         match framing {
-            // Two streams at a time, each kept for the next request.
-            Framing::Chunked | Framing::Length => assert_eq!(conns, 2, "{framing:?}"),
+            // Two streams at a time, each connection kept for the next
+            // request: never more than two. One when the second request's
+            // task first ran after the first request was done (a loaded
+            // machine), and took its kept connection.
+            Framing::Chunked | Framing::Length => assert!((1..=2).contains(&conns), "{framing:?}: {conns}"),
             Framing::Close => assert_eq!(conns, 6),
         }
         seen.push(recs.iter().map(|r| (r.output_tokens, r.chunks.len())).collect::<Vec<_>>());
