@@ -1,7 +1,7 @@
 //! The simulator's agreement check in a release build: a bench run over HTTP
 //! against the engine server and an estimate in virtual time, with the same
 //! model (Llama-3.1-8B BF16 on an H100), GPU and load, for the open-loop and
-//! closed-loop plans of tests/sim_agreement.rs, with every figure's error.
+//! closed-loop and session plans of tests/sim_agreement.rs, with every figure's error.
 //!
 //! cargo run --release -p goodput --example sim_agreement [-- SPEED]
 //!
@@ -33,12 +33,15 @@ async fn main() -> ExitCode {
         }
     };
     println!("Llama-3.1-8B BF16 on H100, engine server at {speed}x real time");
-    for (name, plan) in
-        [("open loop, 8 req/s", Plan::open_loop(speed)), ("closed loop, 16 users", Plan::closed_loop(speed))]
-    {
+    for (name, plan) in [
+        ("open loop, 8 req/s", Plan::open_loop(speed)),
+        ("closed loop, 16 users", Plan::closed_loop(speed)),
+        ("sessions, 8 users, 3 turns, 300 ms think time", Plan::sessions(speed)),
+    ] {
         let predicted = estimate(&cfg, &plan);
         let measured = bench(&cfg, &plan).await;
-        println!("\n{name} ({} requests after {} warm-up)", plan.requests, plan.warmup);
+        let unit = if plan.turns.is_some() { "sessions" } else { "requests" };
+        println!("\n{name} ({} {unit} after {} warm-up)", plan.requests, plan.warmup);
         println!("  {:<22} {:>10} {:>10} {:>8}", "", "bench", "estimate", "error");
         let rows = [
             ("TTFT p50 (ms)", measured.ttft_p50_ms, predicted.ttft_p50_ms),

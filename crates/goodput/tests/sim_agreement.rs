@@ -34,7 +34,10 @@ async fn bench_against_the_engine_server_agrees_with_the_estimate() {
     let cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
     // The phases run in turn: side by side they would share the two cores
     // and measure each other.
-    for (plan, compared) in [(Plan::open_loop(0.5), 3), (Plan::closed_loop(2.0), 2)] {
+    // Sessions are a closed loop too (each later turn goes a think time after
+    // an answer that ended on a step), held to TPOT and throughput: what
+    // they add is whether a user's slot is held through its thought.
+    for (plan, compared) in [(Plan::open_loop(0.5), 3), (Plan::closed_loop(2.0), 2), (Plan::sessions(2.0), 2)] {
         let predicted = estimate(&cfg, &plan);
         let mut report = format!("{plan:?}\n  estimate {predicted:?}");
         let mut agreed = false;

@@ -4,7 +4,10 @@
 //! Shared by the sim_agreement test and the release example.
 
 use goodput_core::{analyze, AnalysisOptions, RequestRecord};
-use goodput_load::{Api, Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
+use goodput_load::{
+    Api, Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Sessions, ThinkTime, Turns,
+    Workload,
+};
 use goodput_sim::engine::EngineConfig;
 use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
 use std::sync::Arc;
@@ -24,6 +27,10 @@ pub struct Plan {
     pub output: LengthDist,
     pub seed: u64,
     pub speed: f64,
+    /// Sessions of this many turns (`requests` and `warmup` then count
+    /// sessions), with `think` (simulated time) between answer and question.
+    pub turns: Option<u32>,
+    pub think: Duration,
 }
 
 impl Plan {
@@ -40,6 +47,8 @@ impl Plan {
             output: LengthDist::Uniform { lo: 32, hi: 96 },
             seed: 7,
             speed,
+            turns: None,
+            think: Duration::ZERO,
         }
     }
 
@@ -55,6 +64,21 @@ impl Plan {
             output: LengthDist::Uniform { lo: 32, hi: 96 },
             seed: 7,
             speed,
+            turns: None,
+            think: Duration::ZERO,
+        }
+    }
+
+    /// Eight users holding three-turn conversations with 300 ms of thought
+    /// between answer and question; the first eight sessions are warm-up.
+    pub fn sessions(speed: f64) -> Plan {
+        Plan {
+            concurrency: Some(8),
+            requests: 16,
+            warmup: 8,
+            turns: Some(3),
+            think: Duration::from_millis(300),
+            ..Plan::closed_loop(speed)
         }
     }
 }
@@ -112,7 +136,11 @@ fn load_plan(plan: &Plan, speed: f64) -> LoadPlan {
         rate: plan.rate.map(|r| (r * speed, Arrival::Poisson)),
         trace: None,
         ramp_up: Duration::ZERO,
-        sessions: None,
+        // Think times too pass `speed` times faster on the server's clock.
+        sessions: plan.turns.map(|k| Sessions {
+            turns: Turns::Drawn(LengthDist::Fixed(k)),
+            think: ThinkTime::Fixed(plan.think.div_f64(speed)),
+        }),
         seed: plan.seed,
         grace: Duration::from_secs(10),
     }
