@@ -138,7 +138,7 @@ impl Sweep {
             }
         };
         if self.points.is_empty() {
-            crate::common::say(&format!("{}\n", row_header()));
+            crate::common::say(&format!("{}\n", row_header(self.args.shape.turns.is_some())));
         }
         crate::common::say(&format!("{}\n", row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)));
         self.points.push(SweepPoint { load, origin: origin.into(), result });
@@ -257,10 +257,21 @@ fn load_args(p: &LoadPlan, shape: &crate::cli::ShapeArgs) -> crate::cli::LoadArg
     }
 }
 
-fn row_header() -> String {
+/// The table's head; with sessions, a column of completed sessions/s.
+fn row_header(sessions: bool) -> String {
     format!(
-        "{:<18}{:<10}{:>10}{:>12}{:>11}{:>11}{:>11}{:>11}{:>11}  {}",
-        "load", "origin", "req/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "in flight", "SLO"
+        "{:<18}{:<10}{:>10}{}{:>12}{:>11}{:>11}{:>11}{:>11}{:>11}  {}",
+        "load",
+        "origin",
+        "req/s",
+        if sessions { format!("{:>12}", "sessions/s") } else { String::new() },
+        "out tok/s",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "TPOT p99",
+        "in flight",
+        "SLO"
     )
 }
 
@@ -275,10 +286,11 @@ fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f64) -
         String::new()
     };
     format!(
-        "{:<18}{:<10}{:>10.2}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
+        "{:<18}{:<10}{:>10.2}{}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
         load.label(),
         origin,
         s.throughput.requests_per_s,
+        s.sessions.as_ref().map(|ss| format!("{:>12.3}", ss.per_s)).unwrap_or_default(),
         s.throughput.output_tokens_per_s,
         n(s.ttft_ms.p(50.0)),
         n(s.ttft_ms.p(99.0)),

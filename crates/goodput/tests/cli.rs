@@ -523,6 +523,15 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     let est_cached: Vec<f64> = turns.iter().map(|t| t["cached_tokens_mean"].as_f64().unwrap()).collect();
     assert_eq!(est_cached, cached, "the same blocks hit, live and virtual");
     assert!(e["cost"]["usd_per_session"].as_f64().unwrap() > 0.0);
+    // A sweep of users holding sessions: its table shows completed sessions/s.
+    let o = goodput()
+        .args(["sweep", "--estimate", "--turns", "2", "--concurrency", "2,4", "-n", "4", "--output-tokens", "8"])
+        .arg("-o")
+        .arg(dir.path().join("sweep.json"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && table.lines().next().unwrap().contains("sessions/s"), "{table}");
 }
 
 #[test]
