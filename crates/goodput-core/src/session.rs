@@ -158,4 +158,37 @@ mod tests {
         let plain = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
         assert_eq!(summarize(&[&plain], &[50.0], 1.0), None);
     }
+
+    proptest::proptest! {
+        /// Whatever the turns' outcomes and how many came back, every
+        /// session is completed, failed or cut, once; a completed one has all
+        /// its turns; the turns counted by place add up to the successes.
+        #[test]
+        fn every_session_is_counted_once(
+            sessions in proptest::collection::vec((1u32..5, proptest::collection::vec(0u8..3, 0..5)), 1..20)
+        ) {
+            let mut records = Vec::new();
+            for (id, (turns, outcomes)) in sessions.iter().enumerate() {
+                for (k, o) in outcomes.iter().take(*turns as usize).enumerate() {
+                    let mut r = turn(id as u64, k as u32 + 1, *turns, 10 * k as u64, 5, 10, 0);
+                    r.outcome = match o {
+                        0 => Outcome::Success,
+                        1 => Outcome::Failed { kind: FailureKind::HttpStatus, message: "500".into() },
+                        _ => Outcome::Cancelled,
+                    };
+                    records.push(r);
+                }
+            }
+            let measured: Vec<&RequestRecord> = records.iter().collect();
+            let Some(s) = summarize(&measured, &[50.0], 1.0) else {
+                proptest::prop_assert!(records.is_empty());
+                return Ok(());
+            };
+            proptest::prop_assert_eq!(s.started, s.completed + s.failed + s.cut);
+            let full = sessions.iter().filter(|(t, o)| o.len() >= *t as usize && o[..*t as usize].iter().all(|x| *x == 0));
+            proptest::prop_assert_eq!(s.completed, full.count() as u64);
+            let ok = records.iter().filter(|r| r.outcome.is_success()).count() as u64;
+            proptest::prop_assert_eq!(s.by_turn.iter().map(|t| t.requests).sum::<u64>(), ok);
+        }
+    }
 }

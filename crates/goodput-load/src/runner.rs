@@ -781,6 +781,46 @@ mod tests {
         assert!(sessions.len() > 1, "the slot went on to new sessions");
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_warm_up_takes_whole_sessions() {
+        // One user, two warm-up sessions then two measured, by count.
+        let p = LoadPlan { requests: Some(2), warmup: 2, concurrency: Some(1), sessions: talks(2, 100), ..plan() };
+        let out = run(&p, Fake::new(100, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let warm: Vec<(u64, u32, bool)> = {
+            let mut v: Vec<_> =
+                out.records.iter().map(|r| (r.session.unwrap().id, r.session.unwrap().turn, r.warmup)).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            warm,
+            [
+                (0, 1, true),
+                (0, 2, true),
+                (1, 1, true),
+                (1, 2, true),
+                (2, 1, false),
+                (2, 2, false),
+                (3, 1, false),
+                (3, 2, false)
+            ]
+        );
+        // By time: a session that opened in the warm-up is warm-up to its last
+        // turn, however late that comes.
+        let p = LoadPlan {
+            requests: Some(1),
+            warmup_time: Duration::from_millis(50),
+            concurrency: Some(1),
+            sessions: talks(3, 100),
+            ..plan()
+        };
+        let out = run(&p, Fake::new(100, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let first: Vec<bool> = out.records.iter().filter(|r| r.session.unwrap().id == 0).map(|r| r.warmup).collect();
+        assert_eq!(first, [true, true, true]);
+        assert!(out.records.iter().filter(|r| r.session.unwrap().id == 1).all(|r| !r.warmup));
+        assert_eq!(out.records.len(), 6);
+    }
+
     #[tokio::test]
     async fn a_plan_without_an_end_is_refused() {
         let p = LoadPlan { requests: None, ..plan() };
