@@ -619,7 +619,8 @@ fn html_server_signals_show_figures_series_and_the_cross_check() {
     );
     assert!(html.contains("<tr><td>requests completed (whole run)</td><td>96</td><td>96</td><td>+0</td></tr>"));
     let notes = server_block(&r)["cross_check"]["notes"].as_array().unwrap();
-    assert_eq!(notes.len(), 2);
+    // TTFT, tokens and the prefix cache.
+    assert_eq!(notes.len(), 3);
     for note in notes {
         assert!(html.contains(&format!("<li>{}</li>", escape::html(note.as_str().unwrap()))));
     }

@@ -84,6 +84,13 @@ fn prefix_caching_shows_only_where_prompts_share_a_prefix() {
             .assert()
             .success();
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        // The client's usage (cached_tokens) and the server's counters tell
+        // the same share of prompt tokens served from the cache.
+        let cc = &v["server_signals"]["cross_check"];
+        let (client, server) = (cc["client_cached_prompt_share"].as_f64(), cc["server_prefix_cache_hit_rate"].as_f64());
+        assert!((client.unwrap() - server.unwrap()).abs() < 1e-9, "{cc}");
+        let notes = cc["notes"].to_string();
+        assert!(notes.contains("prefix cache agrees"), "{notes}");
         v["server_signals"]["window"]["prefix_cache_hit_rate"].as_f64().unwrap()
     };
     let unique = run("unique.json", &[]);

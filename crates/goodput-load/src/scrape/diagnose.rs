@@ -22,6 +22,13 @@ pub struct CrossCheck {
     pub server_generation_tokens: Option<f64>,
     pub client_completed: u64,
     pub server_requests_succeeded: Option<f64>,
+    /// Share of prompt tokens served from the prefix cache, by the client's
+    /// usage blocks (`cached_tokens`) over every request that reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cached_prompt_share: Option<f64>,
+    /// The same by the server's counters (hits / queries) over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prefix_cache_hit_rate: Option<f64>,
     /// What the gaps mean, in words.
     pub notes: Vec<String>,
 }
@@ -42,6 +49,14 @@ pub fn cross_check(
         server_generation_tokens: run.counters.get(&CounterSignal::GenerationTokens).map(|c| c.delta),
         client_completed: records.iter().filter(|r| r.outcome.is_success()).count() as u64,
         server_requests_succeeded: run.counters.get(&CounterSignal::RequestsSucceeded).map(|c| c.delta),
+        client_cached_prompt_share: {
+            let (cached, prompt) = records
+                .iter()
+                .filter_map(|r| Some((r.counts.usage_cached_prompt?, r.counts.usage_prompt?)))
+                .fold((0u64, 0u64), |(c, p), (rc, rp)| (c + rc, p + rp));
+            (prompt > 0).then(|| cached as f64 / prompt as f64)
+        },
+        server_prefix_cache_hit_rate: run.prefix_cache_hit_rate,
         ..Default::default()
     };
     if let (Some(cl), Some(sv)) = (c.client_ttft_p50_ms, c.server_ttft_p50_ms) {
@@ -78,6 +93,18 @@ pub fn cross_check(
         if (sv - cl).abs() > 0.5 {
             c.notes.push(format!("the server finished {sv:.0} requests during the run, the client completed {cl:.0}"));
         }
+    }
+    if let (Some(cl), Some(sv)) = (c.client_cached_prompt_share, c.server_prefix_cache_hit_rate) {
+        let (cl, sv) = (cl * 100.0, sv * 100.0);
+        c.notes.push(if (cl - sv).abs() <= 2.0 {
+            format!("prefix cache agrees: the server hit {sv:.1}% of the prompt tokens it looked up, usage reported {cl:.1}% cached")
+        } else {
+            format!(
+                "prefix cache: the server hit {sv:.1}% of the prompt tokens it looked up, usage reported {cl:.1}% of \
+                 prompt tokens cached: other clients, lookups again after preemption, or a server that does not fill \
+                 cached_tokens (vLLM needs --enable-prompt-tokens-details)"
+            )
+        });
     }
     c
 }
