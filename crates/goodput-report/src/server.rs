@@ -84,6 +84,12 @@ pub struct CrossCheck {
     pub server_generation_tokens: Option<f64>,
     pub client_completed: Option<f64>,
     pub server_requests_succeeded: Option<f64>,
+    /// Share of prompt tokens served from the prefix cache: by the client's
+    /// usage blocks, and by the server's counters.
+    #[serde(default)]
+    pub client_cached_prompt_share: Option<f64>,
+    #[serde(default)]
+    pub server_prefix_cache_hit_rate: Option<f64>,
     pub notes: Vec<String>,
 }
 

@@ -618,6 +618,9 @@ fn html_server_signals_show_figures_series_and_the_cross_check() {
         html.contains(&format!("<tr><td>output tokens (whole run)</td><td>{out}</td><td>{out}</td><td>+0</td></tr>"))
     );
     assert!(html.contains("<tr><td>requests completed (whole run)</td><td>96</td><td>96</td><td>+0</td></tr>"));
+    assert!(html.contains(
+        "<tr><td>prompt tokens from the prefix cache (whole run)</td><td>25.0%</td><td>25.0%</td><td>+0.0 points</td></tr>"
+    ));
     let notes = server_block(&r)["cross_check"]["notes"].as_array().unwrap();
     // TTFT, tokens and the prefix cache.
     assert_eq!(notes.len(), 3);

@@ -749,6 +749,19 @@ fn cross_check(o: &mut String, c: &server::CrossCheck) {
             count(c.server_requests_succeeded),
             diff(c.client_completed, c.server_requests_succeeded)
         );
+        if c.client_cached_prompt_share.is_some() || c.server_prefix_cache_hit_rate.is_some() {
+            let pct = |v: Option<f64>| v.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or("-".into());
+            let points = match (c.client_cached_prompt_share, c.server_prefix_cache_hit_rate) {
+                (Some(a), Some(b)) => format!("{:+.1} points", (a - b) * 100.0),
+                _ => "-".into(),
+            };
+            let _ = write!(
+                o,
+                "<tr><td>prompt tokens from the prefix cache (whole run)</td><td>{}</td><td>{}</td><td>{points}</td></tr>",
+                pct(c.client_cached_prompt_share),
+                pct(c.server_prefix_cache_hit_rate),
+            );
+        }
         o.push_str("</tbody></table></div>");
     }
     if !c.notes.is_empty() {
