@@ -523,6 +523,35 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     let est_cached: Vec<f64> = turns.iter().map(|t| t["cached_tokens_mean"].as_f64().unwrap()).collect();
     assert_eq!(est_cached, cached, "the same blocks hit, live and virtual");
     assert!(e["cost"]["usd_per_session"].as_f64().unwrap() > 0.0);
+    // Completions and non-streamed answers carry the conversation the same way.
+    for extra in [&["--api", "completions"][..], &["--no-stream"][..]] {
+        let o = dir.path().join("other.json");
+        goodput()
+            .args([
+                "bench",
+                "-q",
+                "-n",
+                "2",
+                "-c",
+                "2",
+                "--turns",
+                "3",
+                "--input-tokens",
+                "40",
+                "--output-tokens",
+                "24",
+            ])
+            .args(["--shared-prefix-tokens", "32"])
+            .args(extra)
+            .arg("-o")
+            .arg(&o)
+            .assert()
+            .success();
+        let turns = read_json(&o)["summary"]["sessions"]["by_turn"].clone();
+        let inputs: Vec<f64> =
+            turns.as_array().unwrap().iter().map(|t| t["input_tokens_mean"].as_f64().unwrap()).collect();
+        assert_eq!(inputs, [72.0, 136.0, 200.0], "{extra:?}");
+    }
     // A sweep of users holding sessions: its table shows completed sessions/s.
     let o = goodput()
         .args(["sweep", "--estimate", "--turns", "2", "--concurrency", "2,4", "-n", "4", "--output-tokens", "8"])
