@@ -848,6 +848,10 @@ fn every_format_shows_the_sessions_of_a_multi_turn_run() {
     assert_self_contained(&html);
     assert!(html.contains("<h2>Sessions</h2>") && html.contains("served from prefix cache"));
     assert!(html.contains(&format!("{} started · {} completed", ss.started, ss.completed)));
+    let drawn: Vec<(String, usize)> =
+        chart_points(&html).into_iter().filter(|(id, _)| id.starts_with("session-")).collect();
+    // TTFT p50 and p99 at each of 4 turns; input and cached tokens likewise.
+    assert_eq!(drawn, [("session-ttft".to_string(), 8), ("session-prompt".to_string(), 8)]);
     let md = text(&render_run(Format::Markdown, &r), "");
     let table = table_lines(&md).into_iter().find(|t| t[0].contains("| turn |")).expect("a by-turn table");
     assert_eq!(table.len(), 2 + 4);

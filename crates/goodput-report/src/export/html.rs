@@ -847,7 +847,46 @@ fn sessions(o: &mut String, r: &RunResult) {
         }
         let _ = write!(o, "<td>{}</td><td>{}</td></tr>", format::ms(t.ttft_ms.p(50.0)), format::ms(t.ttft_ms.max));
     }
-    o.push_str("</tbody></table></div></section>");
+    o.push_str("</tbody></table></div>");
+    charts(o, &session_charts(ss));
+    o.push_str("</section>");
+}
+
+/// TTFT and the prompt, turn by turn: what a growing conversation costs,
+/// and how much of it the prefix cache served.
+fn session_charts(ss: &goodput_core::session::SessionSummary) -> Vec<Chart> {
+    let by = |f: &dyn Fn(&goodput_core::session::TurnStats) -> Option<f64>| -> Vec<(f64, f64)> {
+        ss.by_turn.iter().filter_map(|t| Some((t.turn as f64, f(t)?))).collect()
+    };
+    let mut ttft = vec![Series::new("TTFT p50", Style::LineDots, 0, by(&|t| t.ttft_ms.p(50.0)))];
+    let tail = ss.by_turn.first().and_then(|t| t.ttft_ms.percentiles.last()).map(|(p, _)| *p).filter(|p| *p > 50.0);
+    if let Some(p) = tail {
+        ttft.push(Series::new(format!("TTFT p{p}"), Style::LineDots, 1, by(&|t| t.ttft_ms.p(p))));
+    }
+    let mut prompt = vec![Series::new("input tokens (mean)", Style::LineDots, 2, by(&|t| Some(t.input_tokens_mean)))];
+    let cached = by(&|t| t.cached_tokens_mean);
+    if !cached.is_empty() {
+        prompt.push(Series::new("served from the prefix cache (mean)", Style::LineDots, 3, cached));
+    }
+    vec![
+        Chart {
+            id: "session-ttft".into(),
+            title: "TTFT by turn".into(),
+            x_label: "turn of the session".into(),
+            y_label: "TTFT (ms)".into(),
+            series: ttft,
+            ..Default::default()
+        },
+        Chart {
+            id: "session-prompt".into(),
+            title: "The prompt by turn".into(),
+            x_label: "turn of the session".into(),
+            y_label: "tokens".into(),
+            series: prompt,
+            note: Some("Each turn's prompt holds the conversation before it.".into()),
+            ..Default::default()
+        },
+    ]
 }
 
 fn failures(o: &mut String, r: &RunResult) {
