@@ -179,13 +179,6 @@ impl ThinkTime {
             }
         }
     }
-
-    pub fn mean(&self) -> Duration {
-        match *self {
-            ThinkTime::Fixed(d) | ThinkTime::Exponential { mean: d } => d,
-            ThinkTime::Uniform { lo, hi } => (lo + hi) / 2,
-        }
-    }
 }
 
 impl FromStr for ThinkTime {
@@ -416,51 +409,46 @@ impl Workload {
 
     /// The question of turn `turn` (0 for the opening one) of session `s`,
     /// alone: a [`Conversation`] puts the history before it. Synthetic
-    /// workloads only; the opening turn carries the shared prefix, if any.
+    /// questions carry the shared prefix on the opening turn, if any; a
+    /// dataset's are its conversation's human turns.
     pub fn question(&self, s: u64, turn: u32) -> Result<WorkItem, String> {
-        if let Workload::Dataset { entries, output, order, seed } = self {
-            // Session s holds conversation s of the seeded order, as lone requests take entries.
-            let e = &entries[order[(s % order.len() as u64) as usize]];
-            let (prompt, max_tokens) = match turn.checked_sub(1) {
-                None => match &e.prompt {
-                    PromptBody::Text(t) => (t.clone(), e.max_tokens),
-                    _ => {
-                        return Err("a JSONL entry of chat messages is one request; multi-turn sessions from a \
-                                    dataset need ShareGPT conversations (or prompts as {\"prompt\": …})"
-                            .into())
-                    }
-                },
-                Some(k) => e.follow_ups.get(k as usize).cloned().ok_or("the conversation has no more questions")?,
-            };
-            let max_tokens = match output {
-                Some(d) => Some(d.sample(&mut item_rng(*seed ^ QUESTION_SALT, s ^ u64::from(turn) << 48))),
-                None => max_tokens,
-            };
-            return Ok(WorkItem { prompt: PromptBody::Text(prompt), intended_input_tokens: None, max_tokens });
-        }
-        let (mut rng, l) = self.question_draw(s, turn)?;
-        let Workload::Synthetic { seed, tokenizer, .. } = self else { unreachable!("drawn above") };
-        Ok(synthetic_item(&mut rng, *seed, l, tokenizer.as_deref()))
-    }
-
-    /// The lengths of [`Workload::question`] (the same draws, no text).
-    pub fn question_lengths(&self, s: u64, turn: u32) -> Result<Lengths, String> {
-        self.question_draw(s, turn).map(|(_, l)| l)
-    }
-
-    fn question_draw(&self, s: u64, turn: u32) -> Result<(StdRng, Lengths), String> {
         match self {
-            Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
-                let session_seed: u64 = item_rng(*seed ^ QUESTION_SALT, s).random();
-                let mut rng = item_rng(session_seed, u64::from(turn));
-                let prefix = shared_prefix.as_ref().filter(|_| turn == 0);
-                let l = draw_lengths(&mut rng, input, output, prefix);
-                Ok((rng, l))
+            Workload::Synthetic { input, output, seed, tokenizer, shared_prefix } => {
+                let (mut rng, l) = synthetic_question(*seed, input, output, shared_prefix.as_ref(), s, turn);
+                Ok(synthetic_item(&mut rng, *seed, l, tokenizer.as_deref()))
             }
-            Workload::Dataset { .. } => {
-                Err("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench".into())
+            Workload::Dataset { entries, output, order, seed } => {
+                // Session s holds conversation s of the seeded order, as lone requests take entries.
+                let e = dataset_entry(entries, order, s);
+                let (prompt, max_tokens) = match turn.checked_sub(1) {
+                    None => match &e.prompt {
+                        PromptBody::Text(t) => (t.clone(), e.max_tokens),
+                        _ => {
+                            return Err("a JSONL entry of chat messages is one request; multi-turn sessions from a \
+                                        dataset need ShareGPT conversations (or prompts as {\"prompt\": …})"
+                                .into())
+                        }
+                    },
+                    Some(k) => e.follow_ups.get(k as usize).cloned().ok_or("the conversation has no more questions")?,
+                };
+                let max_tokens = match output {
+                    Some(d) => Some(d.sample(&mut item_rng(*seed ^ QUESTION_SALT, s ^ u64::from(turn) << 48))),
+                    None => max_tokens,
+                };
+                Ok(WorkItem { prompt: PromptBody::Text(prompt), intended_input_tokens: None, max_tokens })
             }
             Workload::Trace { .. } => Err("--trace replays single requests: drop --turns".into()),
+        }
+    }
+
+    /// The lengths of synthetic [`Workload::question`]s (the same draws,
+    /// without building any text), or `None` for a dataset or a trace.
+    pub fn question_lengths(&self, s: u64, turn: u32) -> Option<Lengths> {
+        match self {
+            Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
+                Some(synthetic_question(*seed, input, output, shared_prefix.as_ref(), s, turn).1)
+            }
+            _ => None,
         }
     }
 
@@ -473,7 +461,6 @@ impl Workload {
                  with several human turns, or synthetic questions (drop --dataset)"
                     .into(),
             ),
-            Workload::Trace { .. } => Err("--trace replays single requests: drop --turns".into()),
             _ => Ok(()),
         }
     }
@@ -483,8 +470,7 @@ impl Workload {
     pub fn conversation_turns(&self, s: u64) -> Option<u32> {
         match self {
             Workload::Dataset { entries, order, .. } => {
-                let e = &entries[order[(s % order.len() as u64) as usize]];
-                Some(1 + e.follow_ups.len() as u32)
+                Some(1 + dataset_entry(entries, order, s).follow_ups.len() as u32)
             }
             _ => None,
         }
@@ -504,7 +490,7 @@ impl Workload {
                 synthetic_item(&mut item_rng(*seed, i), *seed, l, tokenizer.as_deref())
             }
             Workload::Dataset { entries, output, order, seed } => {
-                let e = &entries[order[(i % order.len() as u64) as usize]];
+                let e = dataset_entry(entries, order, i);
                 let max_tokens = match output {
                     Some(d) => Some(d.sample(&mut item_rng(*seed, i))),
                     None => e.max_tokens,
@@ -516,6 +502,28 @@ impl Workload {
 }
 
 const PREFIX_SALT: u64 = 0x05EE_D0F5_A4ED_u64;
+
+/// Entry `i` of a dataset's seeded order, cycled.
+fn dataset_entry<'a>(entries: &'a [DatasetEntry], order: &[usize], i: u64) -> &'a DatasetEntry {
+    &entries[order[(i % order.len() as u64) as usize]]
+}
+
+/// The draws of synthetic question `turn` of session `s`: its lengths (the
+/// shared prefix on the opening turn only), and the generator its text
+/// comes from.
+fn synthetic_question(
+    seed: u64,
+    input: &LengthDist,
+    output: &LengthDist,
+    shared_prefix: Option<&SharedPrefix>,
+    s: u64,
+    turn: u32,
+) -> (StdRng, Lengths) {
+    let session_seed: u64 = item_rng(seed ^ QUESTION_SALT, s).random();
+    let mut rng = item_rng(session_seed, u64::from(turn));
+    let l = draw_lengths(&mut rng, input, output, shared_prefix.filter(|_| turn == 0));
+    (rng, l)
+}
 
 /// A synthetic prompt of `l`'s lengths: its shared prefix (the same text for
 /// the same prefix id), then text of its own from `rng`.
@@ -894,10 +902,6 @@ mod tests {
             assert_eq!(t, want);
             assert_eq!(t.to_string().parse::<ThinkTime>().unwrap(), want, "{text} round-trips");
         }
-        assert_eq!(
-            ThinkTime::Uniform { lo: Duration::ZERO, hi: Duration::from_secs(4) }.mean(),
-            Duration::from_secs(2)
-        );
         for bad in ["2", "uniform:3s..1s", "gamma:2s", "uniform:1s"] {
             let e = bad.parse::<ThinkTime>().unwrap_err();
             assert!(e.contains("expected 2s, uniform:1s..5s or exponential:2s"), "{e}");

@@ -96,14 +96,14 @@ pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> 
     };
     // With sessions, `n` and the arrivals count sessions: each expands into
     // its turns, whose prompts hold the conversation so far.
+    let synthetic_only =
+        || anyhow!("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench");
     let mut requests = Vec::with_capacity(n as usize);
     let mut sent_at = Vec::new();
     for i in 0..n {
         let at = arrivals.as_ref().map(|a| a[i as usize]);
         let Some(sessions) = &plan.sessions else {
-            let l = workload.lengths(i).ok_or_else(|| {
-                anyhow!("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench")
-            })?;
+            let l = workload.lengths(i).ok_or_else(synthetic_only)?;
             requests.push(VirtualRequest {
                 input_tokens: l.input,
                 output_tokens: l.output,
@@ -116,7 +116,7 @@ pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> 
         let (turns, think) = sessions.shape(plan.seed, i, workload.conversation_turns(i)).map_err(|e| anyhow!(e))?;
         let (mut context, mut prefix) = (0u32, None);
         for t in 0..turns {
-            let l = workload.question_lengths(i, t).map_err(|e| anyhow!(e))?;
+            let l = workload.question_lengths(i, t).ok_or_else(synthetic_only)?;
             if t == 0 {
                 prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
             }
