@@ -9,7 +9,7 @@ use super::scheduler::{Engine, StepOutcome};
 use goodput_core::{Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, SessionTurn};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 /// A prefix shared by every request that names the same `id`.
@@ -195,8 +195,6 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
     // Later turns of sessions, by the time they are due.
     let mut follow: BinaryHeap<Reverse<(Duration, usize)>> = BinaryHeap::new();
     let mut records: Vec<Option<RequestRecord>> = vec![None; n];
-    // Prompt tokens the prefix cache served, by request, as usage reports them.
-    let mut cached: HashMap<u64, u32> = HashMap::new();
     let mut next = 0usize;
     let mut now = Duration::ZERO;
     let mut out = StepOutcome::default();
@@ -275,8 +273,11 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
 
         if engine.step_into(&mut out) {
             now += out.duration;
+            // Prompt tokens the prefix cache served, as usage reports them.
             for &(id, c) in &out.prefix_hits {
-                cached.insert(id, c);
+                if let Some(r) = records[id as usize].as_mut() {
+                    r.counts.usage_cached_prompt = Some(c as u64);
+                }
             }
             for ev in &out.tokens {
                 let i = ev.id as usize;
@@ -287,7 +288,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
                 }
                 if ev.finished {
                     let request = &load.requests[i];
-                    finish(record, request, now, cached.remove(&ev.id).unwrap_or(0));
+                    finish(record, request, now);
                     let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
                     match then.map(|t| now + t.think) {
                         Some(due) if load.stop_sending.is_none_or(|end| due < end) => {
@@ -363,10 +364,10 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
     })
 }
 
-fn finish(record: &mut RequestRecord, request: &VirtualRequest, now: Duration, cached: u32) {
+fn finish(record: &mut RequestRecord, request: &VirtualRequest, now: Duration) {
     let out = request.output_tokens as u64;
     record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
-    record.counts.usage_cached_prompt = Some(cached as u64);
+    record.counts.usage_cached_prompt.get_or_insert(0);
     record.end = now;
     record.stream_end = Some(now);
     record.input_tokens = request.input_tokens as u64;
