@@ -54,10 +54,17 @@ pub struct LoadPlan {
 }
 
 impl LoadPlan {
+    /// The requests (or, with sessions, the sessions) counted, warm-up
+    /// included, when a count bounds the run (a timed warm-up's size is not
+    /// known ahead).
+    pub fn counted(&self) -> Option<u64> {
+        self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| n + self.warmup)
+    }
+
     /// Every request the run will send, warm-up included, when that is
     /// known ahead (a timed warm-up's size is not, a trace's length is).
     pub fn total_requests(&self) -> Option<u64> {
-        let counted = self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| n + self.warmup);
+        let counted = self.counted();
         if let Some(s) = &self.sessions {
             return match s.turns {
                 Turns::Drawn(LengthDist::Fixed(k)) => counted.map(|n| n * u64::from(k.max(1))),

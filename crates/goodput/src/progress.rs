@@ -65,12 +65,11 @@ pub struct Snapshot {
 
 impl Progress {
     pub fn new(title: String, plan: &LoadPlan, control: &Control) -> Arc<Self> {
-        let counted = plan.requests.filter(|_| plan.warmup_time.is_zero()).map(|n| n + plan.warmup);
         Arc::new(Progress {
             title,
             start: Instant::now(),
             planned: plan.total_requests(),
-            sessions: plan.sessions.as_ref().map(|_| counted),
+            sessions: plan.sessions.as_ref().map(|_| plan.counted()),
             duration: plan.sending_time(),
             sent: control.sent.clone(),
             state: Mutex::default(),
