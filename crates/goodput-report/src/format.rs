@@ -14,6 +14,12 @@ pub fn ms(v: Option<f64>) -> String {
     }
 }
 
+/// A duration given in milliseconds, read in seconds (`4.83 s`): what a
+/// whole session takes.
+pub fn seconds_of_ms(v: Option<f64>) -> String {
+    v.map(|v| format!("{:.2} s", v / 1000.0)).unwrap_or("-".into())
+}
+
 /// A value in its unit, with the unit when it is not obvious from a header.
 pub fn value(v: Option<f64>, unit: Unit) -> String {
     let Some(x) = v else { return "-".into() };

@@ -190,6 +190,8 @@ pub fn render(r: &RunResult) -> String {
 /// Multi-turn sessions: how many finished, what one took, and each turn's
 /// context and TTFT as the history grew.
 fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64]) {
+    // The tail shown beside the median: the highest percentile asked for.
+    let tail = ps.last().copied().unwrap_or(99.0);
     let _ = write!(
         o,
         "\nsessions: {} started · {} completed · {} failed · {} cut short",
@@ -197,14 +199,13 @@ fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64
     );
     let _ = writeln!(o, " · {:.3} completed/s", s.per_s);
     if s.completed > 0 {
-        let secs = |v: Option<f64>| v.map(|v| format!("{:.2} s", v / 1000.0)).unwrap_or("-".into());
+        let secs = crate::format::seconds_of_ms;
         let _ = writeln!(
             o,
-            "  a session: {} turns on average · {} p50 · {} p{} from its first question to its last answer",
+            "  a session: {} turns on average · {} p50 · {} p{tail} from its first question to its last answer",
             num(s.turns.mean),
             secs(s.duration_ms.p(50.0)),
-            secs(s.duration_ms.p(*ps.last().unwrap_or(&99.0))),
-            ps.last().unwrap_or(&99.0)
+            secs(s.duration_ms.p(tail)),
         );
     }
     let cached = s.by_turn.iter().any(|t| t.cached_tokens_mean.is_some());
@@ -212,7 +213,7 @@ fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64
     if cached {
         let _ = write!(o, "{:>10}", "cached");
     }
-    let _ = writeln!(o, "{:>14}{:>14}", "TTFT p50 ms", format!("TTFT p{} ms", ps.last().unwrap_or(&99.0)));
+    let _ = writeln!(o, "{:>14}{:>14}", "TTFT p50 ms", format!("TTFT p{tail} ms"));
     // Long sessions: the first turns, then the last ones.
     let n = s.by_turn.len();
     for (i, t) in s.by_turn.iter().enumerate() {
@@ -226,7 +227,7 @@ fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64
         if cached {
             let _ = write!(o, "{:>10}", t.cached_tokens_mean.map(|c| format!("{c:.0}")).unwrap_or("-".into()));
         }
-        let _ = writeln!(o, "{:>14}{:>14}", num(t.ttft_ms.p(50.0)), num(t.ttft_ms.p(*ps.last().unwrap_or(&99.0))));
+        let _ = writeln!(o, "{:>14}{:>14}", num(t.ttft_ms.p(50.0)), num(t.ttft_ms.p(tail)));
     }
 }
 

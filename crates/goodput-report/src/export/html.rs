@@ -821,7 +821,7 @@ fn engine_section(o: &mut String, r: &RunResult) {
 /// its conversation grew.
 fn sessions(o: &mut String, r: &RunResult) {
     let Some(ss) = &r.summary.sessions else { return };
-    let secs = |v: Option<f64>| v.map(|v| format!("{:.2} s", v / 1000.0)).unwrap_or("-".into());
+    let secs = format::seconds_of_ms;
     let _ = write!(
         o,
         r#"<section><h2>Sessions</h2><p>{} started · {} completed · {} failed · {} cut short · {:.3} completed per second · {} turns on average · {} p50 and {} max from a session's first question to its last answer</p>"#,

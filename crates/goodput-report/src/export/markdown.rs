@@ -181,7 +181,7 @@ pub fn run_markdown(r: &RunResult) -> String {
             ss.failed,
             ss.cut,
             ss.per_s,
-            ss.duration_ms.p(50.0).map(|v| format!("{:.2} s", v / 1000.0)).unwrap_or("-".into())
+            format::seconds_of_ms(ss.duration_ms.p(50.0))
         );
         o.push_str(
             "| turn | requests | input tokens | cached | TTFT p50 (ms) |\n| ---: | ---: | ---: | ---: | ---: |\n",
