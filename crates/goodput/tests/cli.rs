@@ -3,7 +3,7 @@
 
 mod cmd;
 
-use cmd::{fixed_server, goodput, read_json, records};
+use cmd::{fixed_server, goodput, read_json, records, GoodputCommand};
 use std::time::Duration;
 
 /// Fast embedded-server timings so a run takes well under a second.
@@ -34,10 +34,7 @@ fn embedded_default_writes_the_contracted_document_and_records() {
     let assert = goodput()
         .args(["bench", "-n", "6", "-c", "3", "--quiet", "--api-key", "sk-secret-123"])
         .args(FAST)
-        .arg("-o")
-        .arg(&out)
-        .arg("--records")
-        .arg(&rec)
+        .writing(&out, &rec)
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
@@ -268,13 +265,7 @@ fn started_unix_s_is_the_zero_of_the_record_times() {
     });
     let dir = tempfile::tempdir().unwrap();
     let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
-    goodput()
-        .args(["bench", "-q", "-n", "1", "--no-metrics", "--url", &url, "-o"])
-        .arg(&out)
-        .arg("--records")
-        .arg(&rec)
-        .assert()
-        .success();
+    goodput().args(["bench", "-q", "-n", "1", "--no-metrics", "--url", &url]).writing(&out, &rec).assert().success();
     let started = read_json(&out)["started_unix_s"].as_f64().unwrap();
     let sent = started + records(&rec)[0].sent.as_secs_f64();
     let arrived = arrived.lock().unwrap().expect("the request reached the server");
@@ -308,9 +299,8 @@ fn presets_shape_the_requests_and_explicit_lengths_win() {
     assert_eq!(v["summary"]["tokens"]["output"], 12);
     let data = dir.path().join("d.jsonl");
     std::fs::write(&data, "{\"prompt\": \"hi\"}\n").unwrap();
-    let o = goodput().args(["bench", "-q", "-n", "1", "--preset", "code", "--dataset"]).arg(&data).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("--preset code shapes synthetic prompts"), "{err}");
+    let err = goodput().args(["bench", "-q", "-n", "1", "--preset", "code", "--dataset"]).arg(&data).refusal();
+    assert!(err.contains("--preset code shapes synthetic prompts"), "{err}");
 }
 
 /// `--warmup 300ms`: what is due in the first 300 ms is warm-up, and the
@@ -330,10 +320,7 @@ fn a_timed_warmup_comes_before_the_measured_requests() {
     goodput()
         .args(["bench", "-q", "-n", "6", "-c", "3", "--ramp-up", "300ms"])
         .args(FAST)
-        .arg("-o")
-        .arg(&out2)
-        .arg("--records")
-        .arg(&rec)
+        .writing(&out2, &rec)
         .assert()
         .success();
     let v = read_json(&out2);
@@ -352,9 +339,8 @@ fn a_timed_warmup_comes_before_the_measured_requests() {
     assert!(third > first.len(), "{sent:?}");
     let trace = dir.path().join("t.jsonl");
     std::fs::write(&trace, "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5}\n").unwrap();
-    let o = goodput().args(["bench", "-q", "--ramp-up", "1s", "--trace"]).arg(&trace).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("drop --ramp-up"), "{err}");
+    let err = goodput().args(["bench", "-q", "--ramp-up", "1s", "--trace"]).arg(&trace).refusal();
+    assert!(err.contains("drop --ramp-up"), "{err}");
     for load in
         [&["-c", "8"][..], &["-r", "5"][..], &["-c", "8", "--ramp-up", "2s"][..], &["-r", "5", "--ramp-up", "2s"][..]]
     {
@@ -394,10 +380,7 @@ fn a_trace_is_replayed_by_bench_and_estimate() {
         .args(["bench", "-q", "--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms", "--trace-speed", "2"])
         .arg("--trace")
         .arg(&trace)
-        .arg("-o")
-        .arg(&out)
-        .arg("--records")
-        .arg(&rec)
+        .writing(&out, &rec)
         .assert()
         .success();
     let v = read_json(&out);
@@ -418,14 +401,12 @@ fn a_trace_is_replayed_by_bench_and_estimate() {
         (&["--input-tokens", "5"][..], "--trace gives every request's lengths and prefixes: drop --input-tokens"),
         (&["--rate", "3"][..], "cannot be used with"),
     ] {
-        let o = goodput().args(["bench", "-q"]).arg("--trace").arg(&trace).args(extra).output().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success() && err.contains(want), "{extra:?}: {err}");
+        let err = goodput().args(["bench", "-q"]).arg("--trace").arg(&trace).args(extra).refusal();
+        assert!(err.contains(want), "{extra:?}: {err}");
     }
     std::fs::write(&trace, "{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 5}\n").unwrap();
-    let o = goodput().args(["bench", "-q"]).arg("--trace").arg(&trace).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("line 1 is not a trace entry"), "{err}");
+    let err = goodput().args(["bench", "-q"]).arg("--trace").arg(&trace).refusal();
+    assert!(err.contains("line 1 is not a trace entry"), "{err}");
 }
 
 /// Standard output closed early (`| head`): no panic, and the files are written.
@@ -455,10 +436,7 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     goodput()
         .args(["bench", "-q", "-n", "4", "-c", "2", "--turns", "3", "--think-time", "50ms"])
         .args(["--input-tokens", "40", "--output-tokens", "24", "--shared-prefix-tokens", "32", "--gpu-hour-usd", "3"])
-        .arg("-o")
-        .arg(&out)
-        .arg("--records")
-        .arg(&rec)
+        .writing(&out, &rec)
         .assert()
         .success();
     let v = read_json(&out);
@@ -498,11 +476,9 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     // What sessions cannot be combined with, and the fix.
     let ds = dir.path().join("d.jsonl");
     std::fs::write(&ds, "{\"prompt\": \"hello\"}\n").unwrap();
-    let o = goodput().args(["bench", "-q", "--turns", "2", "--dataset"]).arg(&ds).args(FAST).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("drop --dataset"), "{err}");
-    let o = goodput().args(["bench", "-q", "--think-time", "1s"]).output().unwrap();
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--turns"));
+    let err = goodput().args(["bench", "-q", "--turns", "2", "--dataset"]).arg(&ds).args(FAST).refusal();
+    assert!(err.contains("drop --dataset"), "{err}");
+    assert!(goodput().args(["bench", "-q", "--think-time", "1s"]).refusal().contains("--turns"));
 
     // The estimate simulates the same sessions in virtual time: the same
     // conversations, so the same prompts and prefix-cache hits turn by turn.
@@ -581,10 +557,7 @@ fn sessions_replay_sharegpt_conversations_with_the_server_s_own_answers() {
     goodput()
         .args(["bench", "-q", "-n", "2", "-c", "1", "--turns", "all", "--dataset"])
         .arg(&ds)
-        .arg("-o")
-        .arg(&out)
-        .arg("--records")
-        .arg(&rec)
+        .writing(&out, &rec)
         .assert()
         .success();
     let mut recs = records(&rec);
@@ -608,7 +581,6 @@ fn sessions_replay_sharegpt_conversations_with_the_server_s_own_answers() {
         .assert()
         .success();
     assert!(records(&rec).iter().all(|r| r.session.unwrap().turns == 2));
-    let o = goodput().args(["bench", "-q", "--turns", "all"]).args(FAST).output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("synthetic questions need a count"), "{err}");
+    let err = goodput().args(["bench", "-q", "--turns", "all"]).args(FAST).refusal();
+    assert!(err.contains("synthetic questions need a count"), "{err}");
 }

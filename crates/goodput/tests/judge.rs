@@ -4,7 +4,7 @@
 
 mod cmd;
 
-use cmd::{fixed_server, goodput, read_json, records};
+use cmd::{fixed_server, goodput, read_json, records, GoodputCommand};
 use goodput_core::RequestRecord;
 use std::time::Duration;
 
@@ -27,10 +27,7 @@ fn goodput_attainment_useful_work_and_cost_equal_the_records_by_hand() {
     goodput()
         .args(["bench", "-q", "--url", &url, "-n", "40", "-c", "4", "--output-tokens", "10", "--input-tokens", "8"])
         .args(["--slo", "ttft<=200ms", "--gpu-hour-usd", "3", "--gpus", "2"])
-        .arg("-o")
-        .arg(&out)
-        .arg("--records")
-        .arg(&rec)
+        .writing(&out, &rec)
         .assert()
         .success();
     let v = read_json(&out);

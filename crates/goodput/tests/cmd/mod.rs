@@ -12,6 +12,28 @@ pub fn goodput() -> Command {
     c
 }
 
+/// What tests ask of a goodput command beyond assert_cmd's own.
+pub trait GoodputCommand {
+    /// Writes the result document to `out` and the records to `rec`.
+    fn writing(&mut self, out: &Path, rec: &Path) -> &mut Self;
+    /// Runs a command that must fail, and gives what it said on stderr.
+    #[allow(dead_code)] // the judge tests refuse nothing
+    fn refusal(&mut self) -> String;
+}
+
+impl GoodputCommand for Command {
+    fn writing(&mut self, out: &Path, rec: &Path) -> &mut Self {
+        self.arg("-o").arg(out).arg("--records").arg(rec)
+    }
+
+    fn refusal(&mut self) -> String {
+        let o = self.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!o.status.success(), "the command should have failed; it said: {err}");
+        err
+    }
+}
+
 pub fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
