@@ -3,7 +3,8 @@
 //! in tests); `Client::execute` adds the socket, the clock and the timeout.
 
 use crate::http1::{HeadError, Http1, ReadStamp};
-use crate::openai::{build_body, error_message, parse_chunk, Api, BodyOptions, PromptBody, Usage};
+use crate::native::LineReader;
+use crate::openai::{build_body, error_message, parse_for, Api, BodyOptions, PromptBody, Usage};
 use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
@@ -17,8 +18,12 @@ use tokio_util::sync::CancellationToken;
 /// a failure if there was one. Times are offsets on the run's clock.
 #[derive(Debug, Default)]
 pub struct ResponseReader {
+    /// Which protocol the bytes speak.
+    api: Api,
     sse: SseReader,
     events: Vec<SseEvent>,
+    /// NDJSON framing (Ollama), in place of SSE.
+    lines: LineReader,
     chunks: Vec<OutputChunk>,
     /// Each output chunk's text, kept only when a tokenizer will count it
     /// (per chunk, and joined for the whole output).
@@ -45,6 +50,11 @@ impl ResponseReader {
         ResponseReader { chunk_texts: keep_chunk_texts.then(Vec::new), ..Default::default() }
     }
 
+    /// Reads `api`'s responses (OpenAI's chat, by default).
+    pub fn for_api(self, api: Api) -> Self {
+        ResponseReader { api, ..self }
+    }
+
     /// Also keeps the answer's visible content, for [`ResponseReader::take_reply`].
     pub fn keeping_reply(self) -> Self {
         ResponseReader { reply: Some(String::new()), ..self }
@@ -55,18 +65,25 @@ impl ResponseReader {
         self.reply.take()
     }
 
-    /// True once the stream said all it will say (`[DONE]` or an error).
+    /// True once the stream said all it will say (`[DONE]`, its API's last
+    /// event, or an error).
     pub fn finished(&self) -> bool {
         self.done || self.failure.is_some()
     }
 
-    /// Feeds bytes of an SSE stream that `read` brought.
+    /// Feeds bytes of a stream (SSE, or NDJSON for Ollama) that `read` brought.
     pub fn feed(&mut self, bytes: &[u8], read: ReadStamp) {
         if self.finished() {
             return;
         }
         self.read = read;
         let t = read.t;
+        if self.api.ndjson() {
+            let mut lines = std::mem::take(&mut self.lines);
+            lines.feed(bytes, &mut |line| self.data(line, t));
+            self.lines = lines;
+            return;
+        }
         let mut events = std::mem::take(&mut self.events);
         self.sse.feed(bytes, &mut events);
         for ev in events.drain(..) {
@@ -77,6 +94,12 @@ impl ResponseReader {
 
     /// End of the body at `t`.
     pub fn end_of_stream(&mut self, t: Duration) {
+        if self.api.ndjson() {
+            let mut lines = std::mem::take(&mut self.lines);
+            lines.finish(&mut |line| self.data(line, t));
+            self.stream_end.get_or_insert(t);
+            return;
+        }
         let mut events = Vec::new();
         self.sse.finish(&mut events);
         for ev in events {
@@ -121,7 +144,10 @@ impl ResponseReader {
     }
 
     fn data(&mut self, data: &str, t: Duration) {
-        let info = match parse_chunk(data) {
+        if self.finished() {
+            return;
+        }
+        let info = match parse_for(self.api, data) {
             Ok(i) => i,
             Err(e) => {
                 self.failure = Some((FailureKind::InvalidResponse, e));
@@ -134,7 +160,7 @@ impl ResponseReader {
             return;
         }
         if let Some(u) = info.usage {
-            self.usage = Some(u);
+            self.usage = Some(self.usage.map_or(u, |old| old.merge(u)));
         }
         if info.finish_reason.is_some() {
             self.finish_reason = info.finish_reason;
@@ -156,6 +182,10 @@ impl ResponseReader {
             if let Some(texts) = &mut self.chunk_texts {
                 texts.push(info.text);
             }
+        }
+        if info.done {
+            self.done = true;
+            self.stream_end = Some(t);
         }
     }
 
@@ -399,7 +429,7 @@ impl Client {
             }
         };
         let deadline = Instant::now() + self.cfg.timeout;
-        let mut reader = ResponseReader::new(self.tokenizer.is_some());
+        let mut reader = ResponseReader::new(self.tokenizer.is_some()).for_api(self.cfg.body.api);
         if keep_reply {
             reader = reader.keeping_reply();
         }
@@ -443,10 +473,10 @@ impl Client {
         let mut resp = loop {
             let mut req = self.http.post(&self.endpoint).header("content-type", "application/json").body(body.clone());
             if self.cfg.body.stream {
-                req = req.header("accept", "text/event-stream");
+                req = req.header("accept", self.api().stream_accept());
             }
-            if let Some(key) = &self.cfg.api_key {
-                req = req.bearer_auth(key);
+            for (name, value) in self.api().auth_headers(self.cfg.api_key.as_deref()) {
+                req = req.header(name, value);
             }
             match req.send().await {
                 Ok(r) => break r,
@@ -530,7 +560,9 @@ impl Client {
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
-        let request = h.request(&body, self.cfg.api_key.as_deref(), self.cfg.body.stream);
+        let headers = self.api().auth_headers(self.cfg.api_key.as_deref());
+        let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
+        let request = h.request(&body, &headers, accept);
         let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };
         // Stamped right after each read, before any parsing.
         let mut clock = || origin.elapsed();
@@ -685,6 +717,101 @@ mod tests {
         let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
         r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
         rec
+    }
+
+    fn read_api(api: Api, bytes: &[u8], splits: &[usize]) -> (RequestRecord, Option<String>) {
+        let mut r = ResponseReader::new(false).for_api(api).keeping_reply();
+        let mut last = 0;
+        for (i, &s) in splits.iter().chain(std::iter::once(&bytes.len())).enumerate() {
+            let t = Duration::from_millis(i as u64 * 10);
+            r.feed(&bytes[last..s], ReadStamp { t, lag: None, serial: i as u64 + 1 });
+            last = s;
+        }
+        r.end_of_stream(Duration::from_secs(9));
+        let reply = r.take_reply();
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        (rec, reply)
+    }
+
+    /// A Messages stream as Anthropic sends one: typed events, a `ping`, a
+    /// thinking block before the text, the prompt's counts at the start and
+    /// the output's at the end.
+    const MESSAGES_STREAM: &str = concat!(
+        "event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"stop_reason\":null,\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":16,\"output_tokens\":1}}}\r\n\r\n",
+        "event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\r\n\r\n",
+        "event: ping\r\ndata: {\"type\": \"ping\"}\r\n\r\n",
+        "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\r\n\r\n",
+        "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"c2ln\"}}\r\n\r\n",
+        "event: content_block_stop\r\ndata: {\"type\":\"content_block_stop\",\"index\":0}\r\n\r\n",
+        "event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\n\r\n",
+        "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\r\n\r\n",
+        "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\" world\"}}\r\n\r\n",
+        "event: content_block_stop\r\ndata: {\"type\":\"content_block_stop\",\"index\":1}\r\n\r\n",
+        "event: message_delta\r\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":6}}\r\n\r\n",
+        "event: message_stop\r\ndata: {\"type\":\"message_stop\"}\r\n\r\n",
+    );
+
+    /// An Ollama `/api/chat` stream: one JSON object per line, the last with the counts.
+    const OLLAMA_STREAM: &str = concat!(
+        "{\"model\":\"m\",\"created_at\":\"2024-08-07T03:57:33.03Z\",\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"hmm\"},\"done\":false}\n",
+        "{\"model\":\"m\",\"created_at\":\"2024-08-07T03:57:33.04Z\",\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"done\":false}\n",
+        "{\"model\":\"m\",\"created_at\":\"2024-08-07T03:57:33.05Z\",\"message\":{\"role\":\"assistant\",\"content\":\" world\"},\"done\":false}\n",
+        "{\"model\":\"m\",\"created_at\":\"2024-08-07T03:57:33.06Z\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done_reason\":\"stop\",\"done\":true,\"total_duration\":4353619900,\"prompt_eval_count\":21,\"eval_count\":6}\n",
+    );
+
+    #[test]
+    fn native_streams_read_the_same_at_every_split() {
+        for (api, stream, finish, prompt, cached) in [
+            (Api::Messages, MESSAGES_STREAM, "end_turn", 21, Some(16)),
+            (Api::OllamaChat, OLLAMA_STREAM, "stop", 21, None),
+        ] {
+            let bytes = stream.as_bytes();
+            let (whole, reply) = read_api(api, bytes, &[]);
+            assert_eq!(whole.outcome, Outcome::Success, "{api:?}");
+            let channels: Vec<Channel> = whole.chunks.iter().map(|c| c.channel).collect();
+            assert_eq!(channels, [Channel::Reasoning, Channel::Content, Channel::Content], "{api:?}");
+            assert_eq!((whole.output_tokens, whole.output_tokens_source), (6, CountSource::Usage));
+            assert_eq!((whole.input_tokens, whole.counts.usage_cached_prompt), (prompt, cached), "{api:?}");
+            assert_eq!(whole.finish_reason.as_deref(), Some(finish));
+            assert_eq!(reply.as_deref(), Some("Hello world"), "the reply carries no reasoning");
+            for cut in 0..=bytes.len() {
+                let (rec, _) = read_api(api, bytes, &[cut]);
+                assert_eq!(rec.outcome, Outcome::Success, "{api:?} cut at {cut}");
+                assert_eq!(rec.output_tokens, 6);
+                let tokens: Vec<u32> = rec.chunks.iter().map(|c| c.tokens).collect();
+                assert_eq!(tokens, whole.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), "{api:?} cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn native_failures_are_classified() {
+        let overloaded = concat!(
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n",
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+        );
+        let (rec, _) = read_api(Api::Messages, overloaded.as_bytes(), &[]);
+        assert_eq!(rec.outcome, Outcome::Failed { kind: FailureKind::MidStreamError, message: "Overloaded".into() });
+        assert_eq!(rec.chunks.len(), 1, "output before the error is kept");
+        // Cut before message_delta and message_stop: no finish, no end.
+        let cut = &MESSAGES_STREAM[..MESSAGES_STREAM.find("event: message_delta").unwrap()];
+        assert_eq!(
+            read_api(Api::Messages, cut.as_bytes(), &[]).0.outcome.failure_kind(),
+            Some(FailureKind::TruncatedStream)
+        );
+
+        let died = "{\"model\":\"m\",\"response\":\"a\",\"done\":false}\n{\"error\":\"llama runner process has terminated\"}\n";
+        let (rec, _) = read_api(Api::OllamaGenerate, died.as_bytes(), &[]);
+        assert_eq!(rec.outcome.failure_kind(), Some(FailureKind::MidStreamError));
+        let cut = &OLLAMA_STREAM[..OLLAMA_STREAM.rfind("{\"model\"").unwrap()];
+        assert_eq!(
+            read_api(Api::OllamaChat, cut.as_bytes(), &[]).0.outcome.failure_kind(),
+            Some(FailureKind::TruncatedStream)
+        );
+        // A last line that lost its newline still counts.
+        let unterminated = OLLAMA_STREAM.trim_end();
+        assert_eq!(read_api(Api::OllamaChat, unterminated.as_bytes(), &[]).0.outcome, Outcome::Success);
     }
 
     #[test]

@@ -210,19 +210,22 @@ impl Http1 {
 
     /// The whole request, head and JSON `body`, as written (and written
     /// again unchanged when it is resent).
-    pub fn request(&self, body: &[u8], api_key: Option<&str>, stream: bool) -> Vec<u8> {
+    pub fn request(&self, body: &[u8], headers: &[(&str, String)], accept: Option<&str>) -> Vec<u8> {
         let mut h = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
             self.target,
             self.authority,
             body.len()
         );
-        if stream {
-            h.push_str("Accept: text/event-stream\r\n");
+        if let Some(a) = accept {
+            h.push_str("Accept: ");
+            h.push_str(a);
+            h.push_str("\r\n");
         }
-        if let Some(k) = api_key {
-            h.push_str("Authorization: Bearer ");
-            h.push_str(k);
+        for (name, value) in headers {
+            h.push_str(name);
+            h.push_str(": ");
+            h.push_str(value);
             h.push_str("\r\n");
         }
         h.push_str(concat!("User-Agent: goodput/", env!("CARGO_PKG_VERSION"), "\r\n\r\n"));

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod http1;
+pub mod native;
 pub mod openai;
 pub mod runner;
 pub mod schedule;

@@ -1,6 +1,8 @@
 //! The OpenAI-compatible protocol as a benchmark client needs it: request
 //! bodies for `/v1/chat/completions` and `/v1/completions`, and the reading
-//! of one streamed chunk or a whole non-streamed response.
+//! of one streamed chunk or a whole non-streamed response. The native APIs
+//! beside it (Anthropic Messages, Ollama) are in [`crate::native`]; [`Api`]
+//! names them all and [`parse_for`] reads any of them.
 
 use goodput_core::Channel;
 use serde::Deserialize;
@@ -13,21 +15,73 @@ pub enum Api {
     #[default]
     Chat,
     Completions,
+    /// Anthropic Messages, `/v1/messages` (also served by vLLM and SGLang).
+    Messages,
+    /// Ollama's native chat, `/api/chat` (newline-delimited JSON).
+    OllamaChat,
+    /// Ollama's native completion, `/api/generate` (newline-delimited JSON).
+    OllamaGenerate,
 }
 
 impl Api {
+    pub const ALL: [Api; 5] = [Api::Chat, Api::Completions, Api::Messages, Api::OllamaChat, Api::OllamaGenerate];
+
     pub fn path(self) -> &'static str {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
+            Api::Messages => "/v1/messages",
+            Api::OllamaChat => "/api/chat",
+            Api::OllamaGenerate => "/api/generate",
         }
     }
 
+    /// The name `--api` takes and results carry.
     pub fn as_str(self) -> &'static str {
         match self {
             Api::Chat => "chat",
             Api::Completions => "completions",
+            Api::Messages => "messages",
+            Api::OllamaChat => "ollama-chat",
+            Api::OllamaGenerate => "ollama-generate",
         }
+    }
+
+    /// A stream comes as newline-delimited JSON rather than SSE.
+    pub fn ndjson(self) -> bool {
+        matches!(self, Api::OllamaChat | Api::OllamaGenerate)
+    }
+
+    /// The request carries role messages (a conversation keeps its roles)
+    /// rather than one prompt.
+    pub fn takes_messages(self) -> bool {
+        matches!(self, Api::Chat | Api::Messages | Api::OllamaChat)
+    }
+
+    /// The `Accept` header of a streamed request.
+    pub fn stream_accept(self) -> &'static str {
+        if self.ndjson() {
+            "application/x-ndjson"
+        } else {
+            "text/event-stream"
+        }
+    }
+
+    /// The request headers that carry `api_key`, and any the API requires.
+    pub fn auth_headers(self, api_key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut h = Vec::new();
+        if self == Api::Messages {
+            // Anthropic's own key header; servers that take the OpenAI one
+            // behind /v1/messages (vLLM, SGLang) are sent both.
+            if let Some(k) = api_key {
+                h.push(("X-Api-Key", k.to_owned()));
+            }
+            h.push(("Anthropic-Version", crate::native::ANTHROPIC_VERSION.to_owned()));
+        }
+        if let Some(k) = api_key {
+            h.push(("Authorization", format!("Bearer {k}")));
+        }
+        h
     }
 }
 
@@ -64,6 +118,10 @@ pub struct BodyOptions {
 pub fn build_body(opts: &BodyOptions, prompt: &PromptBody, max_tokens: Option<u32>) -> Result<Vec<u8>, String> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(opts.model.clone()));
+    if !matches!(opts.api, Api::Chat | Api::Completions) {
+        crate::native::build_body(opts, prompt, max_tokens, &mut body)?;
+        return serde_json::to_vec(&Value::Object(body)).map_err(|e| e.to_string());
+    }
     match (opts.api, prompt) {
         (Api::Chat, PromptBody::Text(t)) => {
             body.insert("messages".into(), json!([{ "role": "user", "content": t }]));
@@ -87,6 +145,7 @@ pub fn build_body(opts: &BodyOptions, prompt: &PromptBody, max_tokens: Option<u3
                         use --api chat, or give the entry a \"prompt\""
                 .into())
         }
+        _ => unreachable!("native APIs are built above"),
     }
     if let Some(n) = max_tokens {
         body.insert("max_tokens".into(), json!(n));
@@ -124,6 +183,19 @@ pub struct PromptTokensDetails {
     pub cached_tokens: Option<u64>,
 }
 
+impl Usage {
+    /// These counts, with those that `newer` reports in their place: a
+    /// stream may report the prompt at its start and the output at its end
+    /// (Anthropic Messages).
+    pub fn merge(self, newer: Usage) -> Usage {
+        Usage {
+            prompt_tokens: newer.prompt_tokens.or(self.prompt_tokens),
+            completion_tokens: newer.completion_tokens.or(self.completion_tokens),
+            prompt_tokens_details: newer.prompt_tokens_details.or(self.prompt_tokens_details),
+        }
+    }
+}
+
 /// What one parsed chunk (or whole response) carried.
 #[derive(Debug, Default, PartialEq)]
 pub struct ChunkInfo {
@@ -138,6 +210,34 @@ pub struct ChunkInfo {
     pub finish_reason: Option<String>,
     /// An `{"error": …}` payload: the request failed.
     pub error: Option<String>,
+    /// The stream said its last word (Messages' `message_stop`, Ollama's
+    /// `done`), as `[DONE]` does for OpenAI's.
+    pub done: bool,
+}
+
+impl ChunkInfo {
+    /// Adds output text on `channel`. Visible content must come before any
+    /// other channel's text of the same chunk: `content_len` counts from the start.
+    pub fn push(&mut self, channel: Channel, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.channel.get_or_insert(channel);
+        self.text.push_str(text);
+        if channel == Channel::Content {
+            self.content_len = self.text.len();
+        }
+    }
+}
+
+/// Parses one streamed payload (an SSE event's data, or an NDJSON line) or
+/// a whole non-streamed body of `api`.
+pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, String> {
+    match api {
+        Api::Chat | Api::Completions => parse_chunk(data),
+        Api::Messages => crate::native::parse_messages(data),
+        Api::OllamaChat | Api::OllamaGenerate => crate::native::parse_ollama(data),
+    }
 }
 
 #[derive(Deserialize)]

@@ -80,8 +80,11 @@ async fn server(framing: Framing, piece: usize, prefix: &'static [u8]) -> (Strin
 }
 
 fn native_client(url: &str) -> Arc<Client> {
-    let body =
-        BodyOptions { api: Api::Chat, model: "m".into(), stream: true, include_usage: true, ..Default::default() };
+    native_client_for(url, Api::Chat)
+}
+
+fn native_client_for(url: &str, api: Api) -> Arc<Client> {
+    let body = BodyOptions { api, model: "m".into(), stream: true, include_usage: true, ..Default::default() };
     let cfg = ClientConfig {
         base_url: url.into(),
         api_key: Some("sk-test".into()),
@@ -163,8 +166,9 @@ async fn a_server_that_is_not_http_is_an_invalid_response() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_request_carries_its_head_and_body() {
+/// Sends one request with a client for `api` to a server that answers 503,
+/// and returns the request head the server received, and the record.
+async fn one_refused_request(api: Api) -> (String, Vec<RequestRecord>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -183,8 +187,13 @@ async fn the_request_carries_its_head_and_body() {
             .await;
         let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
     });
-    let recs = load(native_client(&url), 1, 1).await;
-    let head = rx.await.unwrap();
+    let recs = load(native_client_for(&url, api), 1, 1).await;
+    (rx.await.unwrap(), recs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_carries_its_head_and_body() {
+    let (head, recs) = one_refused_request(Api::Chat).await;
     assert!(head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"), "{head}");
     for h in [
         "Host: 127.0.0.1:",
@@ -194,12 +203,27 @@ async fn the_request_carries_its_head_and_body() {
     ] {
         assert!(head.contains(h), "{h} in {head}");
     }
+    assert!(!head.contains("Anthropic-Version"), "{head}");
     match &recs[0].outcome {
         Outcome::Failed { kind: FailureKind::HttpStatus, message } => {
             assert_eq!(message, "HTTP 503 Service Unavailable: busy!")
         }
         o => panic!("{o:?}"),
     }
+}
+
+/// Each native API's path, its own key header and the stream type it accepts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_requests_carry_their_api_s_path_and_headers() {
+    let (head, _) = one_refused_request(Api::Messages).await;
+    assert!(head.starts_with("POST /v1/messages HTTP/1.1\r\n"), "{head}");
+    for h in ["Accept: text/event-stream", "X-Api-Key: sk-test", "Anthropic-Version: 2023-06-01"] {
+        assert!(head.contains(h), "{h} in {head}");
+    }
+    let (head, recs) = one_refused_request(Api::OllamaChat).await;
+    assert!(head.starts_with("POST /api/chat HTTP/1.1\r\n"), "{head}");
+    assert!(head.contains("Accept: application/x-ndjson"), "{head}");
+    assert_eq!(recs[0].outcome.failure_kind(), Some(FailureKind::HttpStatus));
 }
 
 /// With kernel receive stamps a chunk keeps the time it arrived even when the

@@ -8,7 +8,8 @@ use crate::clock::{sleep_until, Sleep};
 use crate::engine::{Engine, EngineConfig, EngineStats, Error, KvCapacity, Prompt, StepOutcome};
 use crate::faults::{Fault, FaultConfig, FaultCounters};
 use crate::openai::{
-    error_response, models_body, output_ids, token_ids, unix_now, ChunkWriter, GenerationRequest, Route, Usage,
+    error_response, models_body, output_ids, tags_body, token_ids, unix_now, ChunkWriter, GenerationRequest, Route,
+    Usage,
 };
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -198,15 +199,19 @@ impl EngineServer {
     }
 }
 
-/// The router: OpenAI routes, `/v1/models`, `/health`, `/metrics`.
+/// The router: the generation routes (OpenAI's, Anthropic Messages,
+/// Ollama's), `/v1/models` and `/api/tags`, `/health`, `/metrics`.
 pub fn app(state: Arc<EngineServer>) -> Router {
-    let router = Router::new()
-        .route("/v1/chat/completions", post(|s: State<Arc<EngineServer>>, b: Bytes| generate(s, Route::Chat, b)))
-        .route("/v1/completions", post(|s: State<Arc<EngineServer>>, b: Bytes| generate(s, Route::Completions, b)))
+    let mut router = Router::new();
+    for route in Route::ALL {
+        router = router.route(route.path(), post(move |s: State<Arc<EngineServer>>, b: Bytes| generate(s, route, b)));
+    }
+    let router = router
         .route(
             "/v1/models",
             get(|State(s): State<Arc<EngineServer>>| async move { Json(models_body(&s.cfg.model_name)) }),
         )
+        .route("/api/tags", get(|State(s): State<Arc<EngineServer>>| async move { Json(tags_body(&s.cfg.model_name)) }))
         .route("/health", get(|| async { "ok" }))
         .route(
             "/metrics",
@@ -222,11 +227,11 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let arrived = Instant::now();
     let req = match GenerationRequest::parse(route, &body) {
         Ok(r) => r,
-        Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg),
+        Err(msg) => return error_response(route, StatusCode::BAD_REQUEST, &msg),
     };
     let (id, fault) = s.counters.next(&s.cfg.faults);
     if fault == Fault::HttpError {
-        return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal server error");
+        return error_response(route, StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal server error");
     }
     // `ignore_eos` and `min_tokens` need nothing: the simulated model never
     // ends early, so every response is exactly `max_tokens` long.
@@ -251,7 +256,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let mut ticket = Ticket { id, commands: s.commands.clone(), live: true };
     let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply };
     if s.commands.send(add).is_err() {
-        return engine_gone(&mut ticket);
+        return engine_gone(route, &mut ticket);
     }
     match answer.await {
         Ok(Ok(())) => {}
@@ -261,9 +266,9 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
                 Error::InvalidRequest { message, .. } => message,
                 other => other.to_string(),
             };
-            return error_response(StatusCode::BAD_REQUEST, &message);
+            return error_response(route, StatusCode::BAD_REQUEST, &message);
         }
-        Err(_) => return engine_gone(&mut ticket),
+        Err(_) => return engine_gone(route, &mut ticket),
     }
 
     let model = req.model.clone().unwrap_or_else(|| s.cfg.model_name.clone());
@@ -285,15 +290,16 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         half: n_out / 2,
         fault,
         stall: None,
-        usage: req.include_usage().then_some(prompt_tokens),
+        prompt_tokens,
+        usage: req.include_usage(),
         done: false,
     };
-    sse_response(Body::from_stream(stream))
+    stream_response(route, Body::from_stream(stream))
 }
 
-fn engine_gone(ticket: &mut Ticket) -> Response {
+fn engine_gone(route: Route, ticket: &mut Ticket) -> Response {
     ticket.live = false;
-    error_response(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped")
+    error_response(route, StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped")
 }
 
 /// A non-streamed response: waits for the whole output (or, for a fault,
@@ -313,13 +319,14 @@ async fn whole(
         match progress.changed(seen).await {
             Update::Produced(p) => seen = p,
             Update::Closed => {
-                return error_response(StatusCode::INTERNAL_SERVER_ERROR, "the engine dropped the request");
+                let route = writer.route();
+                return error_response(route, StatusCode::INTERNAL_SERVER_ERROR, "the engine dropped the request");
             }
         }
     }
     if breaks {
         // Dropping the live ticket aborts the rest of the generation.
-        return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault: generation failed");
+        return error_response(writer.route(), StatusCode::INTERNAL_SERVER_ERROR, "injected fault: generation failed");
     }
     ticket.live = false;
     if let Fault::Stall(d) = fault {
@@ -348,9 +355,21 @@ struct TokenStream {
     half: u32,
     fault: Fault,
     stall: Option<Sleep>,
-    /// Prompt tokens, when the client asked for usage.
-    usage: Option<u64>,
+    prompt_tokens: u64,
+    /// The client asked for usage (or the protocol always sends it).
+    usage: bool,
     done: bool,
+}
+
+impl TokenStream {
+    /// The prompt's counts, the prefix cache's share included.
+    fn prompt_usage(&self, completion: u64) -> Usage {
+        Usage {
+            prompt: self.prompt_tokens,
+            completion,
+            cached: Some(self.progress.cached.load(Ordering::Acquire) as u64),
+        }
+    }
 }
 
 impl Stream for TokenStream {
@@ -364,11 +383,7 @@ impl Stream for TokenStream {
         if this.emitted == this.n_out {
             this.done = true;
             this.ticket.live = false;
-            let usage = this.usage.map(|p| Usage {
-                prompt: p,
-                completion: this.n_out as u64,
-                cached: Some(this.progress.cached.load(Ordering::Acquire) as u64),
-            });
+            let usage = this.usage.then(|| this.prompt_usage(this.n_out as u64));
             return Poll::Ready(Some(Ok(this.writer.close("length", usage))));
         }
         if this.produced <= this.emitted {
@@ -409,7 +424,7 @@ impl Stream for TokenStream {
         if i > 0 {
             return Poll::Ready(Some(Ok(chunk)));
         }
-        let preamble = this.writer.preamble();
+        let preamble = this.writer.preamble(this.prompt_usage(0));
         let mut first = Vec::with_capacity(preamble.len() + chunk.len());
         first.extend_from_slice(&preamble);
         first.extend_from_slice(&chunk);
@@ -752,11 +767,11 @@ fn escape_label(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// A `text/event-stream` response around `body`.
-fn sse_response(body: Body) -> Response {
+/// A streamed response around `body`: `text/event-stream`, or NDJSON for Ollama's routes.
+fn stream_response(route: Route, body: Body) -> Response {
     let mut r = Response::new(body);
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(route.stream_content_type()));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }

@@ -150,7 +150,7 @@ enum Reply {
     /// An error status with its message (a bad body, an injected HTTP 500).
     Error(u16, String),
     /// A streamed or whole response timed by `Plan`.
-    Generate(Plan),
+    Generate(Box<Plan>),
 }
 
 /// Everything about one generation response, fixed on arrival: its chunks,
@@ -192,7 +192,7 @@ impl Reply {
         let prompt_tokens = count_tokens(&req.prompt_text());
         let model = req.model.as_deref().unwrap_or(&p.model);
         let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
-        Reply::Generate(Plan {
+        Reply::Generate(Box::new(Plan {
             writer: ChunkWriter::new(route, n, model, unix_now()),
             n,
             fault,
@@ -209,7 +209,7 @@ impl Reply {
                 Fault::Stall(d) => d,
                 _ => Duration::ZERO,
             },
-        })
+        }))
     }
 }
 

@@ -1,6 +1,9 @@
-//! The server side of the OpenAI-compatible protocol, shared by every
-//! simulated backend: request bodies, streamed chunk and whole-response
-//! JSON, error bodies, and the deterministic words that stand for tokens.
+//! The server side of the protocols, shared by every simulated backend:
+//! OpenAI's chat and completions, and the native APIs beside them
+//! (Anthropic Messages; Ollama's `/api/chat` and `/api/generate`, whose
+//! streams are newline-delimited JSON). Request bodies, streamed chunk and
+//! whole-response JSON, error bodies, and the deterministic words that
+//! stand for tokens.
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +17,60 @@ use std::fmt::Write;
 pub enum Route {
     Chat,
     Completions,
+    /// Anthropic Messages, `/v1/messages`.
+    Messages,
+    /// Ollama's `/api/chat`.
+    OllamaChat,
+    /// Ollama's `/api/generate`.
+    OllamaGenerate,
+}
+
+impl Route {
+    /// The route of a request path, if it is a generation route.
+    pub fn of_path(path: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|r| r.path() == path)
+    }
+
+    pub const ALL: [Route; 5] =
+        [Route::Chat, Route::Completions, Route::Messages, Route::OllamaChat, Route::OllamaGenerate];
+
+    /// The request path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Route::Chat => "/v1/chat/completions",
+            Route::Completions => "/v1/completions",
+            Route::Messages => "/v1/messages",
+            Route::OllamaChat => "/api/chat",
+            Route::OllamaGenerate => "/api/generate",
+        }
+    }
+
+    /// Ollama's: streams are newline-delimited JSON, and streaming is the default.
+    pub fn ollama(self) -> bool {
+        matches!(self, Route::OllamaChat | Route::OllamaGenerate)
+    }
+
+    /// The content type of a streamed response.
+    pub fn stream_content_type(self) -> &'static str {
+        if self.ollama() {
+            "application/x-ndjson"
+        } else {
+            "text/event-stream"
+        }
+    }
+
+    /// The JSON body of an error response with HTTP status `status`, in
+    /// this route's own shape.
+    pub fn error_body(self, status: u16, message: &str) -> String {
+        match self {
+            Route::Messages => {
+                let kind = if status >= 500 { "api_error" } else { "invalid_request_error" };
+                json!({ "type": "error", "error": { "type": kind, "message": message } }).to_string()
+            }
+            Route::OllamaChat | Route::OllamaGenerate => json!({ "error": message }).to_string(),
+            Route::Chat | Route::Completions => error_body(status, message),
+        }
+    }
 }
 
 /// The fields of a completion request that the simulator honours.
@@ -37,6 +94,21 @@ pub struct GenerationRequest {
     pub stream: Option<bool>,
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
+    /// Messages' system prompt: a string or text blocks.
+    #[serde(default)]
+    pub system: Option<Value>,
+    /// Ollama's generation options (`num_predict`).
+    #[serde(default)]
+    pub options: Option<OllamaOptions>,
+    #[serde(skip)]
+    route: Option<Route>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct OllamaOptions {
+    /// The output limit; negative means none.
+    #[serde(default)]
+    pub num_predict: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -48,25 +120,39 @@ pub struct StreamOptions {
 impl GenerationRequest {
     /// Parses and checks a body for `route`; the error is the message of a 400.
     pub fn parse(route: Route, body: &[u8]) -> Result<Self, String> {
-        let req: GenerationRequest = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+        let mut req: GenerationRequest = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+        req.route = Some(route);
         match route {
-            Route::Chat if req.messages.as_ref().is_none_or(|m| m.is_empty()) => {
+            Route::Chat | Route::Messages | Route::OllamaChat if req.messages.as_ref().is_none_or(|m| m.is_empty()) => {
                 Err("\"messages\" is required and must not be empty".into())
             }
-            Route::Completions if req.prompt.is_none() => Err("\"prompt\" is required".into()),
+            Route::Completions | Route::OllamaGenerate if req.prompt.is_none() => Err("\"prompt\" is required".into()),
+            Route::Messages if req.max_tokens.is_none() => Err("max_tokens: Field required".into()),
             _ => Ok(req),
         }
     }
 
+    /// Streamed: asked for, or by default on Ollama's routes.
     pub fn stream(&self) -> bool {
-        self.stream.unwrap_or(false)
+        self.stream.unwrap_or(self.route.is_some_and(Route::ollama))
     }
 
+    /// The stream reports token counts: asked for on OpenAI's routes,
+    /// always on the native ones.
     pub fn include_usage(&self) -> bool {
-        self.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false)
+        match self.route {
+            Some(Route::Chat | Route::Completions) | None => {
+                self.stream_options.as_ref().and_then(|o| o.include_usage).unwrap_or(false)
+            }
+            Some(_) => true,
+        }
     }
 
     pub fn max_tokens(&self) -> Option<u32> {
+        if self.route.is_some_and(Route::ollama) {
+            let n = self.options.as_ref().and_then(|o| o.num_predict)?;
+            return u32::try_from(n).ok();
+        }
         self.max_completion_tokens.or(self.max_tokens)
     }
 
@@ -79,6 +165,17 @@ impl GenerationRequest {
             }
             out.push_str(s);
         };
+        match &self.system {
+            Some(Value::String(s)) => push(s),
+            Some(Value::Array(parts)) => {
+                for p in parts {
+                    if let Some(t) = p.get("text").and_then(Value::as_str) {
+                        push(t);
+                    }
+                }
+            }
+            _ => {}
+        }
         if let Some(msgs) = &self.messages {
             for m in msgs {
                 match m.get("content") {
@@ -170,6 +267,17 @@ impl Usage {
         out.push('}');
     }
 
+    /// Messages' usage block: `input_tokens` excludes what the prefix cache
+    /// served, which is `cache_read_input_tokens`.
+    fn messages_json(&self, output_tokens: u64) -> Value {
+        let cached = self.cached.unwrap_or(0);
+        let mut u = json!({ "input_tokens": self.prompt.saturating_sub(cached), "output_tokens": output_tokens });
+        if self.cached.is_some() {
+            u["cache_read_input_tokens"] = json!(cached);
+        }
+        u
+    }
+
     fn json(&self) -> Value {
         let mut u = json!({
             "prompt_tokens": self.prompt,
@@ -183,27 +291,38 @@ impl Usage {
     }
 }
 
-/// Renders streamed chunks for one response. The model name is JSON-escaped
-/// once; everything else is built with plain writes because this runs for
-/// every token of every stream.
+/// Renders streamed chunks for one response, in its route's protocol. The
+/// model name is JSON-escaped once; everything else is built with plain
+/// writes because this runs for every token of every stream.
 pub struct ChunkWriter {
     route: Route,
     id: String,
     model_json: String,
     created: u64,
+    /// Ollama's `created_at` (RFC 3339, to the second).
+    created_at: String,
     seed: u64,
 }
 
 impl ChunkWriter {
     pub fn new(route: Route, request_id: u64, model: &str, created: u64) -> Self {
-        let prefix = if route == Route::Chat { "chatcmpl" } else { "cmpl" };
+        let prefix = match route {
+            Route::Chat => "chatcmpl",
+            Route::Messages => "msg",
+            _ => "cmpl",
+        };
         ChunkWriter {
             route,
             id: format!("{prefix}-{request_id:016x}"),
             model_json: serde_json::to_string(model).unwrap_or_else(|_| "\"model\"".into()),
             created,
+            created_at: rfc3339(created),
             seed: request_id,
         }
+    }
+
+    pub fn route(&self) -> Route {
+        self.route
     }
 
     fn head(&self, out: &mut String) {
@@ -213,6 +332,15 @@ impl ChunkWriter {
             "data: {{\"id\":\"{}\",\"object\":\"{object}\",\"created\":{},\"model\":{},\"choices\":",
             self.id, self.created, self.model_json
         );
+    }
+
+    /// The start of one Ollama line, up to its text's opening quote.
+    fn ollama_head(&self, out: &mut String) {
+        let _ = write!(out, "{{\"model\":{},\"created_at\":\"{}\",", self.model_json, self.created_at);
+        match self.route {
+            Route::OllamaChat => out.push_str("\"message\":{\"role\":\"assistant\",\"content\":\""),
+            _ => out.push_str("\"response\":\""),
+        }
     }
 
     /// The words of tokens `from..to` of this response.
@@ -236,10 +364,20 @@ impl ChunkWriter {
     /// [`ChunkWriter::tokens`] without an allocation of its own, for emitters
     /// that reuse one buffer for every chunk.
     pub fn tokens_into(&self, from: u64, to: u64, out: &mut String) {
-        self.head(out);
         match self.route {
-            Route::Chat => out.push_str("[{\"index\":0,\"delta\":{\"content\":\""),
-            Route::Completions => out.push_str("[{\"index\":0,\"text\":\""),
+            Route::Chat => {
+                self.head(out);
+                out.push_str("[{\"index\":0,\"delta\":{\"content\":\"");
+            }
+            Route::Completions => {
+                self.head(out);
+                out.push_str("[{\"index\":0,\"text\":\"");
+            }
+            Route::Messages => out.push_str(
+                "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\
+                 \"delta\":{\"type\":\"text_delta\",\"text\":\"",
+            ),
+            Route::OllamaChat | Route::OllamaGenerate => self.ollama_head(out),
         }
         for i in from..to {
             out.push(' ');
@@ -248,12 +386,18 @@ impl ChunkWriter {
         match self.route {
             Route::Chat => out.push_str("\"},\"finish_reason\":null}]}\n\n"),
             Route::Completions => out.push_str("\",\"logprobs\":null,\"finish_reason\":null}]}\n\n"),
+            Route::Messages => out.push_str("\"}}\n\n"),
+            Route::OllamaChat => out.push_str("\"},\"done\":false}\n"),
+            Route::OllamaGenerate => out.push_str("\",\"done\":false}\n"),
         }
     }
 
     /// What real servers send before the first token: a role-only chunk
-    /// (`content: null`) and an empty delta, for chat; an empty text for completions.
-    pub fn preamble(&self) -> Bytes {
+    /// (`content: null`) and an empty delta, for chat; an empty text for
+    /// completions; `message_start` (with the prompt's counts, from
+    /// `prompt`), the text block's start and a `ping`, for Messages;
+    /// nothing, for Ollama.
+    pub fn preamble(&self, prompt: Usage) -> Bytes {
         let mut out = String::new();
         match self.route {
             Route::Chat => {
@@ -268,23 +412,71 @@ impl ChunkWriter {
                 self.head(&mut out);
                 out.push_str("[{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n");
             }
+            Route::Messages => {
+                let start = json!({
+                    "type": "message_start",
+                    "message": {
+                        "id": self.id, "type": "message", "role": "assistant", "content": [],
+                        "model": self.model(), "stop_reason": null, "stop_sequence": null,
+                        "usage": prompt.messages_json(1),
+                    },
+                });
+                let _ = write!(
+                    out,
+                    "event: message_start\ndata: {start}\n\n\
+                     event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\
+                     \"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n\
+                     event: ping\ndata: {{\"type\": \"ping\"}}\n\n"
+                );
+            }
+            Route::OllamaChat | Route::OllamaGenerate => {}
         }
         Bytes::from(out)
     }
 
-    /// The finish chunk, the usage chunk when asked, and `[DONE]`.
+    /// The end of a stream: the finish chunk, the usage chunk when asked and
+    /// `[DONE]` (OpenAI); the block's stop, `message_delta` with the output
+    /// count and `message_stop` (Messages); the `done` line with the counts (Ollama).
     pub fn close(&self, finish_reason: &str, usage: Option<Usage>) -> Bytes {
         let mut out = String::new();
-        self.head(&mut out);
         match self.route {
             Route::Chat => {
+                self.head(&mut out);
                 let _ = write!(out, "[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish_reason}\"}}]}}\n\n");
             }
             Route::Completions => {
+                self.head(&mut out);
                 let _ = write!(
                     out,
                     "[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish_reason}\"}}]}}\n\n"
                 );
+            }
+            Route::Messages => {
+                let delta = json!({
+                    "type": "message_delta",
+                    "delta": { "stop_reason": messages_stop_reason(finish_reason), "stop_sequence": null },
+                    "usage": { "output_tokens": usage.map_or(0, |u| u.completion) },
+                });
+                let _ = write!(
+                    out,
+                    "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n\
+                     event: message_delta\ndata: {delta}\n\n\
+                     event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+                );
+                return Bytes::from(out);
+            }
+            Route::OllamaChat | Route::OllamaGenerate => {
+                self.ollama_head(&mut out);
+                out.push('"');
+                if self.route == Route::OllamaChat {
+                    out.push('}');
+                }
+                let _ = write!(out, ",\"done_reason\":\"{finish_reason}\",\"done\":true");
+                if let Some(u) = usage {
+                    let _ = write!(out, ",\"prompt_eval_count\":{},\"eval_count\":{}", u.prompt, u.completion);
+                }
+                out.push_str("}\n");
+                return Bytes::from(out);
             }
         }
         if let Some(u) = usage {
@@ -297,10 +489,22 @@ impl ChunkWriter {
         Bytes::from(out)
     }
 
-    /// A mid-stream error event, as vLLM sends one inside a 200 stream.
+    /// A mid-stream error, as each server sends one inside a 200 stream:
+    /// an `{"error": …}` event (vLLM), an `error` event (Messages), an
+    /// `{"error": …}` line (Ollama).
     pub fn error_event(&self, message: &str) -> Bytes {
-        let body = json!({ "error": { "message": message, "type": "server_error", "code": 500 } });
-        Bytes::from(format!("data: {body}\n\n"))
+        Bytes::from(match self.route {
+            Route::Chat | Route::Completions => {
+                let body = json!({ "error": { "message": message, "type": "server_error", "code": 500 } });
+                format!("data: {body}\n\n")
+            }
+            Route::Messages => format!("event: error\ndata: {}\n\n", self.route.error_body(500, message)),
+            Route::OllamaChat | Route::OllamaGenerate => format!("{}\n", self.route.error_body(500, message)),
+        })
+    }
+
+    fn model(&self) -> Value {
+        serde_json::from_str::<Value>(&self.model_json).unwrap_or(Value::Null)
     }
 
     /// The whole non-streamed response.
@@ -313,26 +517,78 @@ impl ChunkWriter {
                 "finish_reason": finish_reason,
             }),
             Route::Completions => json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": finish_reason }),
+            Route::Messages => {
+                return json!({
+                    "id": self.id, "type": "message", "role": "assistant", "model": self.model(),
+                    "content": [{ "type": "text", "text": text }],
+                    "stop_reason": messages_stop_reason(finish_reason), "stop_sequence": null,
+                    "usage": usage.messages_json(usage.completion),
+                })
+            }
+            Route::OllamaChat | Route::OllamaGenerate => {
+                let mut v = json!({
+                    "model": self.model(), "created_at": self.created_at,
+                    "done_reason": finish_reason, "done": true,
+                    "prompt_eval_count": usage.prompt, "eval_count": usage.completion,
+                });
+                if self.route == Route::OllamaChat {
+                    v["message"] = json!({ "role": "assistant", "content": text });
+                } else {
+                    v["response"] = json!(text);
+                }
+                return v;
+            }
         };
         json!({
             "id": self.id,
             "object": if self.route == Route::Chat { "chat.completion" } else { "text_completion" },
             "created": self.created,
-            "model": serde_json::from_str::<Value>(&self.model_json).unwrap_or(Value::Null),
+            "model": self.model(),
             "choices": [choice],
             "usage": usage.json(),
         })
     }
 }
 
-/// An OpenAI-style error response.
-pub fn error_response(status: StatusCode, message: &str) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], error_body(status.as_u16(), message)).into_response()
+/// Messages' name for an OpenAI finish reason.
+fn messages_stop_reason(finish_reason: &str) -> &str {
+    match finish_reason {
+        "length" => "max_tokens",
+        "stop" => "end_turn",
+        other => other,
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the Unix epoch (civil-from-days,
+/// proleptic Gregorian).
+fn rfc3339(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// An error response in `route`'s shape.
+pub fn error_response(route: Route, status: StatusCode, message: &str) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], route.error_body(status.as_u16(), message)).into_response()
 }
 
 /// The JSON body of an OpenAI-style error with HTTP status `status`.
 pub fn error_body(status: u16, message: &str) -> String {
     json!({ "error": { "message": message, "type": "invalid_request_error", "code": status } }).to_string()
+}
+
+/// Ollama's `/api/tags` for one served model.
+pub fn tags_body(model: &str) -> Value {
+    json!({ "models": [{ "name": model, "model": model, "size": 0, "details": { "family": "goodput-sim" } }] })
 }
 
 /// `/v1/models` for one served model.
@@ -376,6 +632,105 @@ mod tests {
         let s = String::from_utf8(c.tokens(0, 1).to_vec()).unwrap();
         let v: Value = serde_json::from_str(s.strip_prefix("data: ").unwrap().trim()).unwrap();
         assert_eq!(v["choices"][0]["text"].as_str().unwrap().split_whitespace().count(), 1);
+    }
+
+    /// Each `data:` payload of an SSE text, or each line of an NDJSON text, as JSON.
+    fn payloads(route: Route, b: &Bytes) -> Vec<Value> {
+        let s = std::str::from_utf8(b).unwrap();
+        let parse = |p: &str| serde_json::from_str::<Value>(p).unwrap_or_else(|e| panic!("{e}: {p}"));
+        if route.ollama() {
+            assert!(s.is_empty() || s.ends_with('\n'), "every line ends: {s:?}");
+            return s.lines().map(parse).collect();
+        }
+        s.split("\n\n")
+            .filter(|e| !e.is_empty())
+            .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+            .filter(|d| *d != "[DONE]")
+            .map(parse)
+            .collect()
+    }
+
+    #[test]
+    fn native_streams_have_each_protocol_s_shape() {
+        let w = ChunkWriter::new(Route::Messages, 7, "m\"x", 1_700_000_000);
+        let pre = payloads(Route::Messages, &w.preamble(Usage { prompt: 40, completion: 0, cached: Some(32) }));
+        let kinds: Vec<&str> = pre.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["message_start", "content_block_start", "ping"]);
+        assert_eq!(pre[0]["message"]["model"], "m\"x");
+        assert_eq!(pre[0]["message"]["usage"]["input_tokens"], 8, "the uncached part");
+        assert_eq!(pre[0]["message"]["usage"]["cache_read_input_tokens"], 32);
+        let delta = payloads(Route::Messages, &w.tokens(0, 2));
+        assert_eq!(delta[0]["delta"]["type"], "text_delta");
+        assert_eq!(delta[0]["delta"]["text"].as_str().unwrap().split_whitespace().count(), 2);
+        let close = payloads(Route::Messages, &w.close("length", Some(Usage::new(40, 2))));
+        let kinds: Vec<&str> = close.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["content_block_stop", "message_delta", "message_stop"]);
+        assert_eq!(
+            (close[1]["delta"]["stop_reason"].as_str(), close[1]["usage"]["output_tokens"].as_u64()),
+            (Some("max_tokens"), Some(2))
+        );
+        let err = String::from_utf8(w.error_event("boom").to_vec()).unwrap();
+        assert!(err.starts_with("event: error\ndata: "), "{err}");
+        assert_eq!(payloads(Route::Messages, &w.error_event("boom"))[0]["error"]["message"], "boom");
+        let whole = w.whole(Usage::new(40, 3), "length");
+        assert_eq!((whole["type"].as_str(), whole["stop_reason"].as_str()), (Some("message"), Some("max_tokens")));
+        assert_eq!(whole["content"][0]["text"].as_str().unwrap().split_whitespace().count(), 3);
+
+        for route in [Route::OllamaChat, Route::OllamaGenerate] {
+            let w = ChunkWriter::new(route, 7, "m", 1_700_000_000);
+            assert!(w.preamble(Usage::new(4, 0)).is_empty(), "Ollama sends nothing before the first token");
+            let line = &payloads(route, &w.tokens(0, 2))[0];
+            let text = if route == Route::OllamaChat { &line["message"]["content"] } else { &line["response"] };
+            assert_eq!(text.as_str().unwrap().split_whitespace().count(), 2);
+            assert_eq!(
+                (line["done"].as_bool(), line["created_at"].as_str()),
+                (Some(false), Some("2023-11-14T22:13:20Z"))
+            );
+            let last = &payloads(route, &w.close("length", Some(Usage::new(4, 2))))[0];
+            assert_eq!((last["done"].as_bool(), last["done_reason"].as_str()), (Some(true), Some("length")));
+            assert_eq!((last["prompt_eval_count"].as_u64(), last["eval_count"].as_u64()), (Some(4), Some(2)));
+            assert_eq!(payloads(route, &w.error_event("boom"))[0]["error"], "boom");
+            let whole = w.whole(Usage::new(4, 3), "length");
+            let text = if route == Route::OllamaChat { &whole["message"]["content"] } else { &whole["response"] };
+            assert_eq!(text.as_str().unwrap().split_whitespace().count(), 3);
+        }
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn native_requests_are_checked_and_counted() {
+        let m = GenerationRequest::parse(
+            Route::Messages,
+            br#"{"system":"be brief","messages":[{"role":"user","content":"a b"}],"max_tokens":5}"#,
+        )
+        .unwrap();
+        assert_eq!((m.max_tokens(), m.stream(), m.include_usage()), (Some(5), false, true));
+        assert_eq!(count_tokens(&m.prompt_text()), 4, "the system prompt counts");
+        let no_max = GenerationRequest::parse(Route::Messages, br#"{"messages":[{"role":"user","content":"a"}]}"#);
+        assert!(no_max.unwrap_err().contains("max_tokens"));
+        let o = GenerationRequest::parse(
+            Route::OllamaChat,
+            br#"{"messages":[{"role":"user","content":"a"}],"options":{"num_predict":9}}"#,
+        )
+        .unwrap();
+        assert_eq!((o.max_tokens(), o.stream(), o.include_usage()), (Some(9), true, true), "Ollama streams by default");
+        let unlimited = GenerationRequest::parse(
+            Route::OllamaGenerate,
+            br#"{"prompt":"a","stream":false,"options":{"num_predict":-1}}"#,
+        )
+        .unwrap();
+        assert_eq!((unlimited.max_tokens(), unlimited.stream()), (None, false));
+        assert!(GenerationRequest::parse(Route::OllamaGenerate, br#"{"messages":[]}"#).is_err());
+        assert_eq!(Route::of_path("/api/chat"), Some(Route::OllamaChat));
+        assert_eq!(Route::of_path("/api/pull"), None);
+        let body: Value = serde_json::from_str(&Route::Messages.error_body(400, "bad")).unwrap();
+        assert_eq!(
+            (body["type"].as_str(), body["error"]["type"].as_str()),
+            (Some("error"), Some("invalid_request_error"))
+        );
+        let body: Value = serde_json::from_str(&Route::OllamaChat.error_body(500, "bad")).unwrap();
+        assert_eq!(body, json!({ "error": "bad" }));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! is no --url, run the load over HTTP, stream records, analyse, print and
 //! write.
 
-use crate::cli::{ApiArg, BenchArgs, EngineHwArgs, ProfileArg, SimArgs, StampArg, TargetArgs, TransportArg};
+use crate::cli::{BenchArgs, EngineHwArgs, ProfileArg, SimArgs, StampArg, TargetArgs, TransportArg};
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
@@ -143,10 +143,15 @@ pub async fn connect(
         },
         None => Default::default(),
     };
-    let api = match t.api {
-        ApiArg::Chat => Api::Chat,
-        ApiArg::Completions => Api::Completions,
-    };
+    let api = t.api.api();
+    if ignore_eos && !matches!(api, Api::Chat | Api::Completions) {
+        bail!(
+            "--ignore-eos: the {} API has no field that forces the output length. Leave it out (lengths then \
+             follow the model; --output-tokens still caps them), or pass the server's own field with --extra-body, \
+             e.g. --extra-body '{{\"ignore_eos\":true}}' for vLLM's /v1/messages",
+            api.as_str()
+        );
+    }
     let probe = Client::new(
         ClientConfig {
             base_url: base.clone(),
@@ -161,7 +166,7 @@ pub async fn connect(
     .map_err(|e| anyhow!(e))?;
     let model = match &t.model {
         Some(m) => m.clone(),
-        None => discover_model(probe.http(), &base, t.api_key.as_deref()).await?,
+        None => discover_model(probe.http(), &base, api, t.api_key.as_deref()).await?,
     };
     let body = BodyOptions {
         api,
@@ -217,29 +222,29 @@ pub async fn connect(
     Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
 }
 
-/// Asks the server which model it serves (`/v1/models`), to send when --model is not given.
-pub async fn discover_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> Result<String> {
-    let url = format!("{base}/v1/models");
+/// Asks the server which model it serves, to send when --model is not
+/// given: `/v1/models` (OpenAI, Anthropic, and Ollama's compatible routes),
+/// or Ollama's own `/api/tags` for its native APIs.
+pub async fn discover_model(http: &reqwest::Client, base: &str, api: Api, api_key: Option<&str>) -> Result<String> {
+    let (path, pointer) = if api.ndjson() { ("/api/tags", "/models/0/name") } else { ("/v1/models", "/data/0/id") };
+    let url = format!("{base}{path}");
     let mut req = http.get(&url).timeout(Duration::from_secs(10));
-    if let Some(k) = api_key {
-        req = req.bearer_auth(k);
+    for (name, value) in api.auth_headers(api_key) {
+        req = req.header(name, value);
     }
     let resp = req
         .send()
         .await
         .map_err(|e| anyhow!("cannot reach {base}: {}. Is the server running and is --url right?", error_chain(&e)))?;
     if !resp.status().is_success() {
-        bail!(
-            "the server at {base} did not list its models (HTTP {} from /v1/models): pass --model NAME",
-            resp.status()
-        );
+        bail!("the server at {base} did not list its models (HTTP {} from {path}): pass --model NAME", resp.status());
     }
-    let body = resp.bytes().await.context("reading /v1/models")?;
-    let v: Value = serde_json::from_slice(&body).context("/v1/models did not answer JSON")?;
-    v.pointer("/data/0/id")
+    let body = resp.bytes().await.with_context(|| format!("reading {path}"))?;
+    let v: Value = serde_json::from_slice(&body).with_context(|| format!("{path} did not answer JSON"))?;
+    v.pointer(pointer)
         .and_then(Value::as_str)
         .map(str::to_owned)
-        .ok_or_else(|| anyhow!("the server at {base} lists no model at /v1/models: pass --model NAME"))
+        .ok_or_else(|| anyhow!("the server at {base} lists no model at {path}: pass --model NAME"))
 }
 
 /// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background.
@@ -352,7 +357,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let scraping = crate::signals::start(&a.metrics, target.client.http(), &target.base, origin).await?;
     let live = match a.metrics.prometheus_listen {
         Some(addr) => {
-            let op = if target.client.api() == Api::Chat { "chat" } else { "text_completion" };
+            let op = if target.client.api().takes_messages() { "chat" } else { "text_completion" };
             let live = Arc::new(goodput_core::live::LiveMetrics::new(op, &target.model, &target.base));
             serve_live(addr, live.clone()).await?;
             Some(live)

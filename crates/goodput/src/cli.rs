@@ -21,7 +21,7 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Predict a run with the simulated engine in virtual time (no HTTP, no GPU).
     Estimate(Box<EstimateArgs>),
-    /// Serve the simulated OpenAI-compatible server.
+    /// Serve the simulated server: OpenAI routes, Anthropic Messages and Ollama's native API.
     Serve(Box<ServeArgs>),
     /// Re-analyse a saved run: other SLOs, percentiles or price.
     Report(Box<ReportArgs>),
@@ -144,8 +144,29 @@ pub enum TransportArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ApiArg {
+    /// OpenAI /v1/chat/completions.
     Chat,
+    /// OpenAI /v1/completions.
     Completions,
+    /// Anthropic Messages, /v1/messages (Anthropic; vLLM and SGLang serve it too).
+    Messages,
+    /// Ollama's native /api/chat (NDJSON stream).
+    OllamaChat,
+    /// Ollama's native /api/generate (NDJSON stream).
+    OllamaGenerate,
+}
+
+impl ApiArg {
+    pub fn api(self) -> goodput_load::Api {
+        use goodput_load::Api;
+        match self {
+            ApiArg::Chat => Api::Chat,
+            ApiArg::Completions => Api::Completions,
+            ApiArg::Messages => Api::Messages,
+            ApiArg::OllamaChat => Api::OllamaChat,
+            ApiArg::OllamaGenerate => Api::OllamaGenerate,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -167,7 +188,7 @@ pub struct TargetArgs {
     /// Model name to send; by default the first model the server lists at /v1/models.
     #[arg(long)]
     pub model: Option<String>,
-    /// Bearer token (never written to any output).
+    /// API key, sent as a bearer token (and as x-api-key for --api messages); never written to any output.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Non-streaming requests (TTFT then equals E2E).

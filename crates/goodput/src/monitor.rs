@@ -203,7 +203,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         }
         let model = match &a.model {
             Some(m) => m.clone(),
-            None => crate::bench::discover_model(&http, &base, a.api_key.as_deref()).await?,
+            None => crate::bench::discover_model(&http, &base, Api::Chat, a.api_key.as_deref()).await?,
         };
         let body = BodyOptions { api: Api::Chat, model, stream: true, include_usage: true, ..Default::default() };
         let client = Arc::new(

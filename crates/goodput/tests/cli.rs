@@ -101,6 +101,39 @@ fn extra_percentiles_and_completions_api() {
     assert_eq!(v["target"]["api"], "completions");
 }
 
+/// The native APIs against the embedded engine, which serves them beside
+/// OpenAI's: the model is found (Ollama's from /api/tags), a conversation's
+/// second turn carries the first's answer, and the counts are the server's
+/// own (Messages reports what the prefix cache served).
+#[test]
+fn native_apis_measure_the_embedded_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    for api in ["messages", "ollama-chat", "ollama-generate"] {
+        let (out, rec) = (dir.path().join(format!("{api}.json")), dir.path().join(format!("{api}.jsonl")));
+        goodput()
+            .args(["bench", "-q", "--api", api, "-n", "3", "-c", "3", "--turns", "2", "--think-time", "1ms"])
+            .args(["--input-tokens", "64", "--output-tokens", "8"])
+            .writing(&out, &rec)
+            .assert()
+            .success();
+        let v = read_json(&out);
+        assert_eq!(v["target"]["api"], api);
+        assert_eq!(v["summary"]["requests"]["completed"], 6, "{api}");
+        assert_eq!(v["summary"]["tokens"]["output_sources"]["usage"], 6, "{api}: the server's own counts");
+        let turns = &v["summary"]["sessions"]["by_turn"];
+        let (first, second) =
+            (turns[0]["input_tokens_mean"].as_f64().unwrap(), turns[1]["input_tokens_mean"].as_f64().unwrap());
+        assert!(second > first + 8.0, "{api}: the second turn carries the first and its answer: {first} then {second}");
+        let cached = turns[1]["cached_tokens_mean"].as_f64();
+        if api == "messages" {
+            assert!(cached.unwrap() >= 64.0, "{api}: the first turn's blocks are served from the cache: {cached:?}");
+        } else {
+            assert_eq!(cached, None, "{api}: Ollama reports no cached count");
+        }
+        assert!(records(&rec).iter().all(|r| r.output_tokens == 8));
+    }
+}
+
 /// goodput's own HTTP/1.1 client (the default), reqwest, and kernel receive
 /// stamps all measure the same known server alike: 20 ms to the first chunk,
 /// then a chunk of 2 tokens every 2 ms (1 ms per token). Our client also
@@ -145,6 +178,8 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--warmup", "soon"], "give a request count (10) or a time (30s)"),
         (&["--url", "ftp://example.invalid"], "http or https"),
         (&["--transport", "reqwest", "--stamp", "kernel"], "--stamp kernel needs goodput's own HTTP/1.1 client"),
+        (&["--api", "ollama-chat", "--ignore-eos"], "no field that forces the output length"),
+        (&["--api", "ollama"], "invalid value 'ollama' for '--api <API>'"),
     ];
     for (args, want) in cases {
         let out = goodput().args(["bench", "-q", "-n", "1"]).args(*args).output().unwrap();

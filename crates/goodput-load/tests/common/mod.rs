@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use goodput_core::RequestRecord;
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Transport, Workload};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,17 +17,14 @@ pub async fn start(profile: FixedProfile) -> (String, Arc<FixedServer>) {
 }
 
 pub fn client(url: &str, api: Api, stream: bool, timeout: Duration) -> Arc<Client> {
+    client_over(url, api, stream, timeout, Transport::default())
+}
+
+pub fn client_over(url: &str, api: Api, stream: bool, timeout: Duration, transport: Transport) -> Arc<Client> {
     let body = BodyOptions { api, model: "goodput-fixed".into(), stream, include_usage: true, ..Default::default() };
     Arc::new(
         Client::new(
-            ClientConfig {
-                base_url: url.into(),
-                api_key: None,
-                body,
-                timeout,
-                transport: Default::default(),
-                kernel_stamps: false,
-            },
+            ClientConfig { base_url: url.into(), api_key: None, body, timeout, transport, kernel_stamps: false },
             None,
         )
         .unwrap(),

@@ -1,5 +1,5 @@
 //! The fixed profile's HTTP/1.1 server: just enough of the protocol for the
-//! OpenAI-compatible routes, with keep-alive, and streams handed to the
+//! generation routes (OpenAI's, Anthropic Messages, Ollama's), with keep-alive, and streams handed to the
 //! [`emitter`](super::emitter) thread.
 //!
 //! Why not axum: every chunk of a stream went through hyper's dispatch and a
@@ -13,7 +13,7 @@
 use super::emitter::{frame, Emitter, End, Stream};
 use super::{metrics_text, FixedServer, Plan, Reply};
 use crate::faults::Fault;
-use crate::openai::{error_body, models_body, Route, Usage};
+use crate::openai::{error_body, models_body, tags_body, Route, Usage};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -123,6 +123,8 @@ enum Method {
 enum Target {
     Generate(Route),
     Models,
+    /// Ollama's model list.
+    Tags,
     Health,
     Metrics,
     Unknown(String),
@@ -172,13 +174,14 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Reject> {
         _ => Method::Other,
     };
     let path = req.path.unwrap_or("/");
-    let target = match path.split('?').next().unwrap_or(path) {
-        "/v1/chat/completions" => Target::Generate(Route::Chat),
-        "/v1/completions" => Target::Generate(Route::Completions),
-        "/v1/models" => Target::Models,
-        "/health" => Target::Health,
-        "/metrics" => Target::Metrics,
-        other => Target::Unknown(other.to_owned()),
+    let path = path.split('?').next().unwrap_or(path);
+    let target = match (Route::of_path(path), path) {
+        (Some(route), _) => Target::Generate(route),
+        (None, "/v1/models") => Target::Models,
+        (None, "/api/tags") => Target::Tags,
+        (None, "/health") => Target::Health,
+        (None, "/metrics") => Target::Metrics,
+        (None, other) => Target::Unknown(other.to_owned()),
     };
     let http11 = req.version == Some(1);
     let mut keep_alive = http11;
@@ -312,11 +315,15 @@ impl Conn {
         };
         self.buf.drain(..req.body.end);
         match (req.target, reply) {
+            (Target::Generate(route), Some(Reply::Error(status, msg))) => {
+                let body = route.error_body(status, &msg);
+                self.respond(status, CT_JSON, body.as_bytes(), keep, "").await?
+            }
             (_, Some(Reply::Error(status, msg))) => self.error(status, &msg, keep).await?,
             (_, Some(Reply::Generate(plan))) if plan.stream => {
-                return self.stream(plan, keep, req.http11, emitter).await
+                return self.stream(*plan, keep, req.http11, emitter).await
             }
-            (_, Some(Reply::Generate(plan))) => self.whole(plan, keep).await?,
+            (_, Some(Reply::Generate(plan))) => self.whole(*plan, keep).await?,
             (Target::Generate(_), None) => self.method_not_allowed("POST", keep).await?,
             (Target::Models, None) if get => {
                 let body = models_body(&state.profile.model).to_string();
@@ -329,7 +336,11 @@ impl Conn {
                 let text = metrics_text(state);
                 self.respond_to(head_only, 200, "text/plain; version=0.0.4", text.as_bytes(), keep).await?
             }
-            (Target::Models | Target::Health | Target::Metrics, None) => {
+            (Target::Tags, None) if get => {
+                let body = tags_body(&state.profile.model).to_string();
+                self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
+            }
+            (Target::Models | Target::Tags | Target::Health | Target::Metrics, None) => {
                 self.method_not_allowed("GET, HEAD", keep).await?
             }
             (Target::Unknown(path), None) => self.error(404, &format!("no route for {path}"), keep).await?,
@@ -343,7 +354,8 @@ impl Conn {
         let at = |t: Instant| crate::clock::sleep_until(tokio::time::Instant::from_std(t));
         if matches!(plan.fault, Fault::StreamError | Fault::Disconnect) {
             at(plan.due(plan.fault_at())).await;
-            return self.error(500, "injected fault: generation failed", keep).await;
+            let body = plan.writer.route().error_body(500, "injected fault: generation failed");
+            return self.respond(500, CT_JSON, body.as_bytes(), keep, "").await;
         }
         at(plan.due(plan.n_chunks.saturating_sub(1))).await;
         let body = plan.writer.whole(Usage::new(plan.prompt_tokens, plan.n_out), "length").to_string();
@@ -360,8 +372,11 @@ impl Conn {
         } else {
             "Cache-Control: no-cache\r\n"
         };
-        let mut out = head(200, "text/event-stream", None, keep, extra);
-        frame(&mut out, &plan.writer.preamble(), http11);
+        let mut out = head(200, plan.writer.route().stream_content_type(), None, keep, extra);
+        let preamble = plan.writer.preamble(Usage::new(plan.prompt_tokens, 0));
+        if !preamble.is_empty() {
+            frame(&mut out, &preamble, http11);
+        }
         self.sock.write_all(&out).await?;
         let (tx, rx) = oneshot::channel();
         emitter.submit(Stream::new(plan, dup, http11, tx)?);

@@ -250,8 +250,13 @@ async fn streamed_bytes_are_the_exact_chunk_sequence() {
     let w = ChunkWriter::new(Route::Chat, 0, "goodput-fixed", first["created"].as_u64().unwrap());
     // One HTTP chunk per piece: the preamble, each token chunk (2 tokens each,
     // the last 1), and the close with usage and [DONE].
-    let want =
-        [w.preamble(), w.tokens(0, 2), w.tokens(2, 4), w.tokens(4, 5), w.close("length", Some(Usage::new(3, 5)))];
+    let want = [
+        w.preamble(Usage::new(3, 0)),
+        w.tokens(0, 2),
+        w.tokens(2, 4),
+        w.tokens(4, 5),
+        w.close("length", Some(Usage::new(3, 5))),
+    ];
     assert_eq!(r.chunks.len(), want.len(), "{:?}", r.events());
     for (got, want) in r.chunks.iter().zip(&want) {
         assert_eq!(String::from_utf8_lossy(got), String::from_utf8_lossy(want));
@@ -310,7 +315,7 @@ async fn ties_in_due_time_are_written_in_arrival_order() {
         clients.push(std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap());
         let (sock, _) = listener.accept().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        emitter.submit(Stream::new(plan, sock, true, tx).unwrap());
+        emitter.submit(Stream::new(*plan, sock, true, tx).unwrap());
         ends.push(rx);
     }
     for rx in ends {
