@@ -353,7 +353,7 @@ impl Client {
             builder = builder.no_proxy();
         }
         let http = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        let endpoint = format!("{base}{}", cfg.body.api.path());
+        let endpoint = format!("{base}{}", cfg.body.api.path(cfg.body.stream));
         let native = match cfg.transport {
             Transport::Auto if parsed.scheme() == "http" && (loopback(&parsed) || !behind_proxy()) => {
                 let url =
@@ -783,6 +783,48 @@ mod tests {
                 assert_eq!(tokens, whole.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), "{api:?} cut at {cut}");
             }
         }
+    }
+
+    /// TGI writes `data:` without a space, one event per token; the
+    /// end-of-sequence token is special and carries the details.
+    const TGI_STREAM: &str = concat!(
+        "data:{\"index\":1,\"token\":{\"id\":10,\"text\":\"Hello\",\"logprob\":-0.1,\"special\":false},\"generated_text\":null,\"details\":null}\n\n",
+        "data:{\"index\":2,\"token\":{\"id\":11,\"text\":\" world\",\"logprob\":-0.2,\"special\":false},\"generated_text\":null,\"details\":null}\n\n",
+        "data:{\"index\":3,\"token\":{\"id\":2,\"text\":\"</s>\",\"logprob\":-0.1,\"special\":true},\"generated_text\":\"Hello world\",\"details\":{\"finish_reason\":\"eos_token\",\"generated_tokens\":3,\"seed\":null,\"input_length\":21}}\n\n",
+    );
+
+    /// llama.cpp's `/completion`: pieces of text, then a `stop` event with the counts.
+    const LLAMACPP_STREAM: &str = concat!(
+        "data: {\"index\":0,\"content\":\"Hello\",\"tokens\":[],\"stop\":false,\"id_slot\":0,\"tokens_predicted\":1,\"tokens_evaluated\":21}\n\n",
+        "data: {\"index\":0,\"content\":\" world\",\"tokens\":[],\"stop\":false,\"id_slot\":0,\"tokens_predicted\":2,\"tokens_evaluated\":21}\n\n",
+        "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"id_slot\":0,\"stop\":true,\"model\":\"m\",\"tokens_predicted\":3,\"tokens_evaluated\":21,\"stop_type\":\"eos\",\"timings\":{\"cache_n\":16,\"prompt_n\":5}}\n\n",
+    );
+
+    #[test]
+    fn tgi_and_llamacpp_streams_read_the_same_at_every_split() {
+        for (api, stream, finish, chunks, cached) in
+            [(Api::Tgi, TGI_STREAM, "eos_token", 3, None), (Api::LlamaCpp, LLAMACPP_STREAM, "eos", 2, Some(16))]
+        {
+            let bytes = stream.as_bytes();
+            let (whole, reply) = read_api(api, bytes, &[]);
+            assert_eq!(whole.outcome, Outcome::Success, "{api:?}");
+            assert_eq!(whole.chunks.len(), chunks, "{api:?}");
+            assert!(whole.chunks.iter().all(|c| c.channel == Channel::Content));
+            assert_eq!((whole.output_tokens, whole.output_tokens_source), (3, CountSource::Usage), "{api:?}");
+            assert_eq!((whole.input_tokens, whole.counts.usage_cached_prompt), (21, cached), "{api:?}");
+            assert_eq!(whole.finish_reason.as_deref(), Some(finish));
+            assert_eq!(reply.as_deref(), Some("Hello world"), "{api:?}: the special token is not visible");
+            for cut in 0..=bytes.len() {
+                let (rec, _) = read_api(api, bytes, &[cut]);
+                assert_eq!((rec.outcome.clone(), rec.chunks.len()), (Outcome::Success, chunks), "{api:?} cut at {cut}");
+            }
+        }
+        // Without the details event a TGI stream is cut short.
+        let cut = &TGI_STREAM[..TGI_STREAM.rfind("data:").unwrap()];
+        assert_eq!(
+            read_api(Api::Tgi, cut.as_bytes(), &[]).0.outcome.failure_kind(),
+            Some(FailureKind::TruncatedStream)
+        );
     }
 
     #[test]

@@ -4,7 +4,11 @@
 //!   `message_stop`, `ping`, `error`), served by Anthropic and by vLLM and
 //!   SGLang beside their OpenAI routes;
 //! - Ollama (`/api/chat`, `/api/generate`): newline-delimited JSON, one
-//!   object per line, the last with `"done": true` and the counts.
+//!   object per line, the last with `"done": true` and the counts;
+//! - TGI (`/generate_stream`): SSE, one event per token, the last with the
+//!   whole text and `details`; no `[DONE]`;
+//! - llama.cpp (`/completion`): SSE, one event per piece of text, the last
+//!   with `"stop": true` and the counts.
 //!
 //! Request bodies, and the reading of one event, line or whole response
 //! into the same [`ChunkInfo`] the OpenAI reader gives.
@@ -45,37 +49,72 @@ pub fn build_body(
             body.insert("messages".into(), Value::Array(role_messages(prompt)));
         }
         Api::OllamaGenerate => {
-            let text = match prompt {
-                PromptBody::Text(t) => t.clone(),
-                PromptBody::Turns(turns) => turns.join(crate::openai::TURN_SEPARATOR),
-                PromptBody::Messages(_) => {
-                    return Err("a dataset entry holds chat messages but --api ollama-generate takes a prompt: \
-                                use --api ollama-chat, or give the entry a \"prompt\""
-                        .into())
+            body.insert("prompt".into(), Value::String(one_prompt(opts.api, prompt)?));
+        }
+        Api::Tgi | Api::LlamaCpp => {
+            let field = if opts.api == Api::Tgi { "inputs" } else { "prompt" };
+            body.insert(field.into(), Value::String(one_prompt(opts.api, prompt)?));
+            if opts.api == Api::LlamaCpp {
+                if let Some(n) = max_tokens {
+                    body.insert("n_predict".into(), json!(n));
                 }
-            };
-            body.insert("prompt".into(), Value::String(text));
+                if opts.ignore_eos {
+                    body.insert("ignore_eos".into(), json!(true));
+                }
+            }
         }
         Api::Chat | Api::Completions => unreachable!("OpenAI bodies are built in openai::build_body"),
     }
-    body.insert("stream".into(), json!(opts.stream));
     let mut extra = opts.extra.clone();
+    if opts.api == Api::Tgi {
+        // The route says whether it streams; `details` brings the counts.
+        body.remove("model");
+        let mut parameters = Map::new();
+        parameters.insert("details".into(), json!(true));
+        if let Some(n) = max_tokens {
+            parameters.insert("max_new_tokens".into(), json!(n));
+        }
+        merge_object(&mut parameters, &mut extra, "parameters");
+        body.insert("parameters".into(), Value::Object(parameters));
+    } else {
+        body.insert("stream".into(), json!(opts.stream));
+    }
     if opts.api.ndjson() {
-        // Ollama's length limit lives in `options`; an `options` object in
-        // --extra-body is merged into it rather than replacing it.
+        // Ollama's length limit lives in `options`.
         let mut options = Map::new();
         if let Some(n) = max_tokens {
             options.insert("num_predict".into(), json!(n));
         }
-        if let Some(Value::Object(more)) = extra.remove("options") {
-            options.extend(more);
-        }
+        merge_object(&mut options, &mut extra, "options");
         if !options.is_empty() {
             body.insert("options".into(), Value::Object(options));
         }
     }
     body.extend(extra);
     Ok(())
+}
+
+/// Moves `extra[key]`, when it is an object, into `into`: an `options` or
+/// `parameters` object in --extra-body adds to goodput's own rather than
+/// replacing them.
+fn merge_object(into: &mut Map<String, Value>, extra: &mut Map<String, Value>, key: &str) {
+    if let Some(Value::Object(more)) = extra.get(key) {
+        into.extend(more.clone());
+        extra.remove(key);
+    }
+}
+
+/// A prompt as one text, for the APIs that take no messages.
+fn one_prompt(api: Api, prompt: &PromptBody) -> Result<String, String> {
+    match prompt {
+        PromptBody::Text(t) => Ok(t.clone()),
+        PromptBody::Turns(turns) => Ok(turns.join(crate::openai::TURN_SEPARATOR)),
+        PromptBody::Messages(_) => Err(format!(
+            "a dataset entry holds chat messages but --api {} takes a prompt: give the entry a \"prompt\", \
+             or use an API that takes messages (chat, messages, ollama-chat)",
+            api.as_str()
+        )),
+    }
 }
 
 /// A prompt as user and assistant messages.
@@ -335,6 +374,127 @@ pub fn parse_ollama(data: &str) -> Result<ChunkInfo, String> {
     Ok(info)
 }
 
+#[derive(Deserialize)]
+struct TgiEvent<'a> {
+    /// A streamed event's token; absent from a whole `/generate` response.
+    #[serde(default, borrow)]
+    token: Option<TgiToken<'a>>,
+    /// The whole text: on the last event of a stream, and in a whole response.
+    #[serde(default, borrow)]
+    generated_text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    details: Option<TgiDetails<'a>>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct TgiToken<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default)]
+    special: bool,
+}
+
+#[derive(Deserialize)]
+struct TgiDetails<'a> {
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    generated_tokens: Option<u64>,
+    /// The prompt's length (TGI 2 and later, in streamed details).
+    #[serde(default)]
+    input_length: Option<u64>,
+}
+
+/// Parses one TGI event, or a whole `/generate` response (an object, or a
+/// list of one). Each event is one generated token; a special one (the
+/// end-of-sequence token) is output, counted in `generated_tokens`, with
+/// no visible text. The event with `details` is the last.
+pub fn parse_tgi(data: &str) -> Result<ChunkInfo, String> {
+    let trimmed = data.trim_start();
+    let one;
+    let data = if trimmed.starts_with('[') {
+        let list: Vec<Value> = serde_json::from_str(trimmed).map_err(|e| format!("malformed JSON in response: {e}"))?;
+        one = list.into_iter().next().unwrap_or(Value::Null).to_string();
+        one.as_str()
+    } else {
+        data
+    };
+    let ev: TgiEvent = serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))?;
+    let mut info = ChunkInfo::default();
+    if let Some(e) = ev.error {
+        info.error = Some(error_message(&e));
+        return Ok(info);
+    }
+    match ev.token {
+        Some(t) if t.special => info.channel = Some(Channel::Content),
+        Some(t) => info.push(Channel::Content, t.text.as_deref().unwrap_or("")),
+        None => info.push(Channel::Content, ev.generated_text.as_deref().unwrap_or("")),
+    }
+    if let Some(d) = ev.details {
+        info.done = true;
+        info.finish_reason = Some(d.finish_reason.map_or_else(|| "length".to_owned(), Cow::into_owned));
+        info.usage = Some(Usage {
+            prompt_tokens: d.input_length,
+            completion_tokens: d.generated_tokens,
+            prompt_tokens_details: None,
+        });
+    }
+    Ok(info)
+}
+
+#[derive(Deserialize)]
+struct LlamaCppEvent<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default)]
+    stop: bool,
+    #[serde(default, borrow)]
+    stop_type: Option<Cow<'a, str>>,
+    #[serde(default)]
+    tokens_predicted: Option<u64>,
+    #[serde(default)]
+    tokens_evaluated: Option<u64>,
+    #[serde(default)]
+    timings: Option<LlamaCppTimings>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct LlamaCppTimings {
+    /// Prompt tokens reused from the slot's cache.
+    #[serde(default)]
+    cache_n: Option<u64>,
+}
+
+/// Parses one llama.cpp `/completion` event, or a whole response (the same
+/// object with `"stop": true`). The finish reason is llama.cpp's
+/// `stop_type` (`limit`, `eos`, `word`).
+pub fn parse_llamacpp(data: &str) -> Result<ChunkInfo, String> {
+    let ev: LlamaCppEvent = serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))?;
+    let mut info = ChunkInfo::default();
+    if let Some(e) = ev.error {
+        info.error = Some(error_message(&e));
+        return Ok(info);
+    }
+    info.push(Channel::Content, ev.content.as_deref().unwrap_or(""));
+    if ev.stop {
+        info.done = true;
+        info.finish_reason = Some(ev.stop_type.map_or_else(|| "stop".to_owned(), Cow::into_owned));
+        info.usage = Some(Usage {
+            prompt_tokens: ev.tokens_evaluated,
+            completion_tokens: ev.tokens_predicted,
+            prompt_tokens_details: ev
+                .timings
+                .and_then(|t| t.cache_n)
+                .map(|c| PromptTokensDetails { cached_tokens: Some(c) }),
+        });
+    }
+    Ok(info)
+}
+
 /// Splits a byte stream into lines for NDJSON: lines may be split anywhere
 /// across reads and end in LF or CRLF; blank lines are skipped.
 #[derive(Debug, Default)]
@@ -428,7 +588,7 @@ mod tests {
         assert!(b.get("options").is_none());
         let opts = BodyOptions { api: Api::OllamaGenerate, ..Default::default() };
         let err = crate::openai::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err();
-        assert!(err.contains("--api ollama-chat"), "{err}");
+        assert!(err.contains("--api ollama-generate takes a prompt") && err.contains("ollama-chat"), "{err}");
     }
 
     #[test]
@@ -509,6 +669,74 @@ mod tests {
         );
         let err = parse_ollama(r#"{"error":"model 'x' not found"}"#).unwrap();
         assert_eq!(err.error.as_deref(), Some("model 'x' not found"));
+    }
+
+    #[test]
+    fn tgi_and_llamacpp_bodies() {
+        let b = body(Api::Tgi, PromptBody::Text("hi".into()), Some(16), r#"{"parameters":{"temperature":0.5}}"#);
+        assert_eq!(b["inputs"], "hi");
+        assert_eq!(b["parameters"], json!({"details": true, "max_new_tokens": 16, "temperature": 0.5}));
+        assert!(b.get("model").is_none() && b.get("stream").is_none(), "the route says it: {b}");
+        assert_eq!((Api::Tgi.path(true), Api::Tgi.path(false)), ("/generate_stream", "/generate"));
+        let b = body(Api::LlamaCpp, PromptBody::Turns(vec!["a".into(), "b".into(), "c".into()]), Some(16), "{}");
+        assert_eq!(
+            (b["prompt"].as_str(), b["n_predict"].as_u64(), b["stream"].as_bool()),
+            (Some("a\n\nb\n\nc"), Some(16), Some(true))
+        );
+        assert!(b.get("ignore_eos").is_none());
+        let opts = BodyOptions { api: Api::LlamaCpp, ignore_eos: true, ..Default::default() };
+        let b: Value =
+            serde_json::from_slice(&crate::openai::build_body(&opts, &PromptBody::Text("x".into()), Some(4)).unwrap())
+                .unwrap();
+        assert_eq!(b["ignore_eos"], true);
+        let err = crate::openai::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err();
+        assert!(err.contains("--api llamacpp takes a prompt"), "{err}");
+    }
+
+    #[test]
+    fn tgi_events() {
+        let tok = parse_tgi(r#"{"index":1,"token":{"id":1234,"text":" Hello","logprob":-0.3,"special":false},"generated_text":null,"details":null,"top_tokens":null}"#).unwrap();
+        assert_eq!((tok.channel, tok.text.as_str(), tok.done), (Some(Channel::Content), " Hello", false));
+        let eos = parse_tgi(r#"{"index":3,"token":{"id":2,"text":"</s>","logprob":-0.1,"special":true},"generated_text":" Hello world","details":{"finish_reason":"eos_token","generated_tokens":3,"seed":null,"input_length":7}}"#).unwrap();
+        assert_eq!(
+            (eos.channel, eos.text.as_str(), eos.done),
+            (Some(Channel::Content), "", true),
+            "output, with no visible text"
+        );
+        assert_eq!(eos.finish_reason.as_deref(), Some("eos_token"));
+        assert_eq!((eos.usage.unwrap().prompt_tokens, eos.usage.unwrap().completion_tokens), (Some(7), Some(3)));
+        let whole = parse_tgi(r#"{"generated_text":" Hello world","details":{"finish_reason":"length","generated_tokens":2,"seed":null,"prefill":[],"tokens":[]}}"#).unwrap();
+        assert_eq!(
+            (whole.text.as_str(), whole.done, whole.usage.unwrap().completion_tokens),
+            (" Hello world", true, Some(2))
+        );
+        let listed = parse_tgi(r#"[{"generated_text":" Hi"}]"#).unwrap();
+        assert_eq!(listed.text, " Hi");
+        let err = parse_tgi(
+            r#"{"error":"Input validation error: `inputs` must have less than 4096 tokens","error_type":"validation"}"#,
+        )
+        .unwrap();
+        assert!(err.error.unwrap().starts_with("Input validation error"));
+    }
+
+    #[test]
+    fn llamacpp_events() {
+        let piece = parse_llamacpp(r#"{"index":0,"content":" Hello","tokens":[],"stop":false,"id_slot":0,"tokens_predicted":1,"tokens_evaluated":7}"#).unwrap();
+        assert_eq!(
+            (piece.channel, piece.text.as_str(), piece.done, piece.usage),
+            (Some(Channel::Content), " Hello", false, None)
+        );
+        let last = parse_llamacpp(r#"{"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"model":"m","tokens_predicted":24,"tokens_evaluated":15,"stop_type":"limit","stopping_word":"","tokens_cached":38,"timings":{"cache_n":8,"prompt_n":7,"predicted_n":24}}"#).unwrap();
+        assert_eq!((last.channel, last.done, last.finish_reason.as_deref()), (None, true, Some("limit")));
+        let u = last.usage.unwrap();
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.prompt_tokens_details.unwrap().cached_tokens),
+            (Some(15), Some(24), Some(8))
+        );
+        let err =
+            parse_llamacpp(r#"{"error":{"code":500,"message":"context shift is disabled","type":"server_error"}}"#)
+                .unwrap();
+        assert_eq!(err.error.as_deref(), Some("context shift is disabled"));
     }
 
     #[test]

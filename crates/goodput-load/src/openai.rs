@@ -21,18 +21,27 @@ pub enum Api {
     OllamaChat,
     /// Ollama's native completion, `/api/generate` (newline-delimited JSON).
     OllamaGenerate,
+    /// Hugging Face TGI's native `/generate_stream` (and `/generate`, not streamed).
+    Tgi,
+    /// llama.cpp's native `/completion`.
+    LlamaCpp,
 }
 
 impl Api {
-    pub const ALL: [Api; 5] = [Api::Chat, Api::Completions, Api::Messages, Api::OllamaChat, Api::OllamaGenerate];
+    pub const ALL: [Api; 7] =
+        [Api::Chat, Api::Completions, Api::Messages, Api::OllamaChat, Api::OllamaGenerate, Api::Tgi, Api::LlamaCpp];
 
-    pub fn path(self) -> &'static str {
+    /// The request path, streamed or not (TGI streams on a route of its own).
+    pub fn path(self, stream: bool) -> &'static str {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
             Api::Messages => "/v1/messages",
             Api::OllamaChat => "/api/chat",
             Api::OllamaGenerate => "/api/generate",
+            Api::Tgi if stream => "/generate_stream",
+            Api::Tgi => "/generate",
+            Api::LlamaCpp => "/completion",
         }
     }
 
@@ -44,7 +53,15 @@ impl Api {
             Api::Messages => "messages",
             Api::OllamaChat => "ollama-chat",
             Api::OllamaGenerate => "ollama-generate",
+            Api::Tgi => "tgi",
+            Api::LlamaCpp => "llamacpp",
         }
+    }
+
+    /// The request can force the output length (`--ignore-eos`): vLLM's and
+    /// SGLang's OpenAI routes, and llama.cpp's `/completion`.
+    pub fn forces_length(self) -> bool {
+        matches!(self, Api::Chat | Api::Completions | Api::LlamaCpp)
     }
 
     /// A stream comes as newline-delimited JSON rather than SSE.
@@ -237,6 +254,8 @@ pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, String> {
         Api::Chat | Api::Completions => parse_chunk(data),
         Api::Messages => crate::native::parse_messages(data),
         Api::OllamaChat | Api::OllamaGenerate => crate::native::parse_ollama(data),
+        Api::Tgi => crate::native::parse_tgi(data),
+        Api::LlamaCpp => crate::native::parse_llamacpp(data),
     }
 }
 

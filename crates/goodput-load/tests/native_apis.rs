@@ -1,5 +1,6 @@
 //! The native APIs (Anthropic Messages, Ollama's /api/chat and
-//! /api/generate) against the fixed-timing server over real HTTP on
+//! /api/generate, TGI's /generate_stream and /generate, llama.cpp's
+//! /completion) against the fixed-timing server over real HTTP on
 //! 127.0.0.1:0, on both transports: complete records with the server's
 //! counts and timings, and injected faults as failures of the right kind.
 
@@ -13,7 +14,7 @@ use goodput_sim::fixed::FixedProfile;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-const NATIVE: [Api; 3] = [Api::Messages, Api::OllamaChat, Api::OllamaGenerate];
+const NATIVE: [Api; 5] = [Api::Messages, Api::OllamaChat, Api::OllamaGenerate, Api::Tgi, Api::LlamaCpp];
 
 async fn run_over(url: &str, api: Api, stream: bool, transport: Transport, requests: u64) -> Vec<RequestRecord> {
     let c = client_over(url, api, stream, Duration::from_secs(10), transport);
@@ -33,7 +34,11 @@ async fn native_apis_give_complete_records_on_both_transports() {
     };
     let (url, _s) = start(profile).await;
     for api in NATIVE {
-        let finish = if api == Api::Messages { "max_tokens" } else { "length" };
+        let finish = match api {
+            Api::Messages => "max_tokens",
+            Api::LlamaCpp => "limit",
+            _ => "length",
+        };
         for transport in [Transport::Auto, Transport::Reqwest] {
             let what = format!("{api:?} over {transport:?}");
             let recs = run_over(&url, api, true, transport, 6).await;

@@ -8,8 +8,8 @@ use crate::clock::{sleep_until, Sleep};
 use crate::engine::{Engine, EngineConfig, EngineStats, Error, KvCapacity, Prompt, StepOutcome};
 use crate::faults::{Fault, FaultConfig, FaultCounters};
 use crate::openai::{
-    error_response, models_body, output_ids, tags_body, token_ids, unix_now, ChunkWriter, GenerationRequest, Route,
-    Usage,
+    error_response, info_body, models_body, output_ids, tags_body, token_ids, unix_now, ChunkWriter, GenerationRequest,
+    Route, Usage,
 };
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -212,6 +212,7 @@ pub fn app(state: Arc<EngineServer>) -> Router {
             get(|State(s): State<Arc<EngineServer>>| async move { Json(models_body(&s.cfg.model_name)) }),
         )
         .route("/api/tags", get(|State(s): State<Arc<EngineServer>>| async move { Json(tags_body(&s.cfg.model_name)) }))
+        .route("/info", get(|State(s): State<Arc<EngineServer>>| async move { Json(info_body(&s.cfg.model_name)) }))
         .route("/health", get(|| async { "ok" }))
         .route(
             "/metrics",
@@ -272,7 +273,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     }
 
     let model = req.model.clone().unwrap_or_else(|| s.cfg.model_name.clone());
-    let writer = ChunkWriter::new(route, id, &model, unix_now());
+    let writer = ChunkWriter::new(route, id, &model, unix_now()).with_lengths(prompt_tokens, n_out as u64);
     let fault = match fault {
         Fault::Stall(d) => Fault::Stall(d.div_f64(s.cfg.speed)),
         f => f,
@@ -384,7 +385,9 @@ impl Stream for TokenStream {
             this.done = true;
             this.ticket.live = false;
             let usage = this.usage.then(|| this.prompt_usage(this.n_out as u64));
-            return Poll::Ready(Some(Ok(this.writer.close("length", usage))));
+            let close = this.writer.close("length", usage);
+            // TGI says its last word with the last token.
+            return Poll::Ready((!close.is_empty()).then_some(Ok(close)));
         }
         if this.produced <= this.emitted {
             match this.progress.poll_changed(this.emitted, cx) {

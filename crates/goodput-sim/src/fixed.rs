@@ -193,7 +193,7 @@ impl Reply {
         let model = req.model.as_deref().unwrap_or(&p.model);
         let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
         Reply::Generate(Box::new(Plan {
-            writer: ChunkWriter::new(route, n, model, unix_now()),
+            writer: ChunkWriter::new(route, n, model, unix_now()).with_lengths(prompt_tokens, n_out),
             n,
             fault,
             stream: req.stream(),

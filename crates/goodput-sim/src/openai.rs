@@ -23,6 +23,12 @@ pub enum Route {
     OllamaChat,
     /// Ollama's `/api/generate`.
     OllamaGenerate,
+    /// TGI's `/generate` (never streamed).
+    TgiGenerate,
+    /// TGI's `/generate_stream` (always streamed).
+    TgiGenerateStream,
+    /// llama.cpp's `/completion`.
+    LlamaCpp,
 }
 
 impl Route {
@@ -31,8 +37,16 @@ impl Route {
         Route::ALL.into_iter().find(|r| r.path() == path)
     }
 
-    pub const ALL: [Route; 5] =
-        [Route::Chat, Route::Completions, Route::Messages, Route::OllamaChat, Route::OllamaGenerate];
+    pub const ALL: [Route; 8] = [
+        Route::Chat,
+        Route::Completions,
+        Route::Messages,
+        Route::OllamaChat,
+        Route::OllamaGenerate,
+        Route::TgiGenerate,
+        Route::TgiGenerateStream,
+        Route::LlamaCpp,
+    ];
 
     /// The request path.
     pub fn path(self) -> &'static str {
@@ -42,7 +56,14 @@ impl Route {
             Route::Messages => "/v1/messages",
             Route::OllamaChat => "/api/chat",
             Route::OllamaGenerate => "/api/generate",
+            Route::TgiGenerate => "/generate",
+            Route::TgiGenerateStream => "/generate_stream",
+            Route::LlamaCpp => "/completion",
         }
+    }
+
+    fn tgi(self) -> bool {
+        matches!(self, Route::TgiGenerate | Route::TgiGenerateStream)
     }
 
     /// Ollama's: streams are newline-delimited JSON, and streaming is the default.
@@ -68,7 +89,11 @@ impl Route {
                 json!({ "type": "error", "error": { "type": kind, "message": message } }).to_string()
             }
             Route::OllamaChat | Route::OllamaGenerate => json!({ "error": message }).to_string(),
-            Route::Chat | Route::Completions => error_body(status, message),
+            Route::TgiGenerate | Route::TgiGenerateStream => {
+                let kind = if status >= 500 { "generation" } else { "validation" };
+                json!({ "error": message, "error_type": kind }).to_string()
+            }
+            Route::Chat | Route::Completions | Route::LlamaCpp => error_body(status, message),
         }
     }
 }
@@ -100,8 +125,22 @@ pub struct GenerationRequest {
     /// Ollama's generation options (`num_predict`).
     #[serde(default)]
     pub options: Option<OllamaOptions>,
+    /// TGI's prompt and parameters (`max_new_tokens`).
+    #[serde(default)]
+    pub inputs: Option<String>,
+    #[serde(default)]
+    pub parameters: Option<TgiParameters>,
+    /// llama.cpp's output limit; negative means none.
+    #[serde(default)]
+    pub n_predict: Option<i64>,
     #[serde(skip)]
     route: Option<Route>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TgiParameters {
+    #[serde(default)]
+    pub max_new_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -126,7 +165,12 @@ impl GenerationRequest {
             Route::Chat | Route::Messages | Route::OllamaChat if req.messages.as_ref().is_none_or(|m| m.is_empty()) => {
                 Err("\"messages\" is required and must not be empty".into())
             }
-            Route::Completions | Route::OllamaGenerate if req.prompt.is_none() => Err("\"prompt\" is required".into()),
+            Route::Completions | Route::OllamaGenerate | Route::LlamaCpp if req.prompt.is_none() => {
+                Err("\"prompt\" is required".into())
+            }
+            Route::TgiGenerate | Route::TgiGenerateStream if req.inputs.is_none() => {
+                Err("Failed to deserialize the JSON body into the target type: missing field `inputs`".into())
+            }
             Route::Messages if req.max_tokens.is_none() => Err("max_tokens: Field required".into()),
             _ => Ok(req),
         }
@@ -134,7 +178,11 @@ impl GenerationRequest {
 
     /// Streamed: asked for, or by default on Ollama's routes.
     pub fn stream(&self) -> bool {
-        self.stream.unwrap_or(self.route.is_some_and(Route::ollama))
+        match self.route {
+            Some(Route::TgiGenerateStream) => true,
+            Some(Route::TgiGenerate) => false,
+            route => self.stream.unwrap_or(route.is_some_and(Route::ollama)),
+        }
     }
 
     /// The stream reports token counts: asked for on OpenAI's routes,
@@ -149,11 +197,12 @@ impl GenerationRequest {
     }
 
     pub fn max_tokens(&self) -> Option<u32> {
-        if self.route.is_some_and(Route::ollama) {
-            let n = self.options.as_ref().and_then(|o| o.num_predict)?;
-            return u32::try_from(n).ok();
+        match self.route {
+            Some(r) if r.ollama() => u32::try_from(self.options.as_ref().and_then(|o| o.num_predict)?).ok(),
+            Some(r) if r.tgi() => self.parameters.as_ref().and_then(|p| p.max_new_tokens),
+            Some(Route::LlamaCpp) => u32::try_from(self.n_predict?).ok(),
+            _ => self.max_completion_tokens.or(self.max_tokens),
         }
-        self.max_completion_tokens.or(self.max_tokens)
     }
 
     /// The prompt's text: chat message contents joined, or the completion prompt.
@@ -190,6 +239,9 @@ impl GenerationRequest {
                     _ => {}
                 }
             }
+        }
+        if let Some(s) = &self.inputs {
+            push(s);
         }
         match &self.prompt {
             Some(Value::String(s)) => push(s),
@@ -278,6 +330,13 @@ impl Usage {
         u
     }
 
+    /// llama.cpp's `timings`: the prompt tokens reused from the cache and
+    /// those evaluated.
+    fn llamacpp_timings(&self) -> Value {
+        let cached = self.cached.unwrap_or(0);
+        json!({ "cache_n": cached, "prompt_n": self.prompt.saturating_sub(cached), "predicted_n": self.completion })
+    }
+
     fn json(&self) -> Value {
         let mut u = json!({
             "prompt_tokens": self.prompt,
@@ -302,6 +361,10 @@ pub struct ChunkWriter {
     /// Ollama's `created_at` (RFC 3339, to the second).
     created_at: String,
     seed: u64,
+    /// The prompt's and the whole output's lengths: TGI's last token event
+    /// and llama.cpp's events carry them.
+    prompt_tokens: u64,
+    n_out: u64,
 }
 
 impl ChunkWriter {
@@ -318,7 +381,15 @@ impl ChunkWriter {
             created,
             created_at: rfc3339(created),
             seed: request_id,
+            prompt_tokens: 0,
+            n_out: 0,
         }
+    }
+
+    /// The response's prompt and output lengths, which TGI's and
+    /// llama.cpp's events carry.
+    pub fn with_lengths(self, prompt_tokens: u64, n_out: u64) -> Self {
+        ChunkWriter { prompt_tokens, n_out, ..self }
     }
 
     pub fn route(&self) -> Route {
@@ -378,6 +449,11 @@ impl ChunkWriter {
                  \"delta\":{\"type\":\"text_delta\",\"text\":\"",
             ),
             Route::OllamaChat | Route::OllamaGenerate => self.ollama_head(out),
+            Route::TgiGenerate | Route::TgiGenerateStream => {
+                let id = token_id(word(self.seed, from));
+                let _ = write!(out, "data:{{\"index\":{},\"token\":{{\"id\":{id},\"text\":\"", from + 1);
+            }
+            Route::LlamaCpp => out.push_str("data: {\"index\":0,\"content\":\""),
         }
         for i in from..to {
             out.push(' ');
@@ -389,6 +465,26 @@ impl ChunkWriter {
             Route::Messages => out.push_str("\"}}\n\n"),
             Route::OllamaChat => out.push_str("\"},\"done\":false}\n"),
             Route::OllamaGenerate => out.push_str("\",\"done\":false}\n"),
+            // The last token's event is TGI's close: the whole text and the details.
+            Route::TgiGenerate | Route::TgiGenerateStream if to >= self.n_out => {
+                let text = serde_json::to_string(&self.text(0, self.n_out)).unwrap_or_default();
+                let _ = write!(
+                    out,
+                    "\",\"logprob\":0.0,\"special\":false}},\"generated_text\":{text},\"details\":\
+                     {{\"finish_reason\":\"length\",\"generated_tokens\":{},\"seed\":null,\"input_length\":{}}}}}\n\n",
+                    self.n_out, self.prompt_tokens
+                );
+            }
+            Route::TgiGenerate | Route::TgiGenerateStream => {
+                out.push_str("\",\"logprob\":0.0,\"special\":false},\"generated_text\":null,\"details\":null}\n\n")
+            }
+            Route::LlamaCpp => {
+                let _ = write!(
+                    out,
+                    "\",\"tokens\":[],\"stop\":false,\"id_slot\":0,\"tokens_predicted\":{to},\"tokens_evaluated\":{}}}\n\n",
+                    self.prompt_tokens
+                );
+            }
         }
     }
 
@@ -429,7 +525,11 @@ impl ChunkWriter {
                      event: ping\ndata: {{\"type\": \"ping\"}}\n\n"
                 );
             }
-            Route::OllamaChat | Route::OllamaGenerate => {}
+            Route::OllamaChat
+            | Route::OllamaGenerate
+            | Route::TgiGenerate
+            | Route::TgiGenerateStream
+            | Route::LlamaCpp => {}
         }
         Bytes::from(out)
     }
@@ -478,6 +578,19 @@ impl ChunkWriter {
                 out.push_str("}\n");
                 return Bytes::from(out);
             }
+            // Said with the last token (see `tokens_into`).
+            Route::TgiGenerate | Route::TgiGenerateStream => return Bytes::new(),
+            Route::LlamaCpp => {
+                let u = usage.unwrap_or(Usage::new(self.prompt_tokens, self.n_out));
+                let last = json!({
+                    "index": 0, "content": "", "tokens": [], "id_slot": 0, "stop": true, "model": self.model(),
+                    "tokens_predicted": u.completion, "tokens_evaluated": u.prompt,
+                    "stop_type": llamacpp_stop_type(finish_reason), "stopping_word": "",
+                    "timings": u.llamacpp_timings(),
+                });
+                let _ = write!(out, "data: {last}\n\n");
+                return Bytes::from(out);
+            }
         }
         if let Some(u) = usage {
             self.head(&mut out);
@@ -500,6 +613,13 @@ impl ChunkWriter {
             }
             Route::Messages => format!("event: error\ndata: {}\n\n", self.route.error_body(500, message)),
             Route::OllamaChat | Route::OllamaGenerate => format!("{}\n", self.route.error_body(500, message)),
+            Route::TgiGenerate | Route::TgiGenerateStream => {
+                format!("data:{}\n\n", self.route.error_body(500, message))
+            }
+            Route::LlamaCpp => {
+                let body = json!({ "error": { "code": 500, "message": message, "type": "server_error" } });
+                format!("data: {body}\n\n")
+            }
         })
     }
 
@@ -538,6 +658,23 @@ impl ChunkWriter {
                 }
                 return v;
             }
+            Route::TgiGenerate | Route::TgiGenerateStream => {
+                return json!({
+                    "generated_text": text,
+                    "details": {
+                        "finish_reason": finish_reason, "generated_tokens": usage.completion,
+                        "seed": null, "prefill": [], "tokens": [],
+                    },
+                })
+            }
+            Route::LlamaCpp => {
+                return json!({
+                    "index": 0, "content": text, "tokens": [], "id_slot": 0, "stop": true, "model": self.model(),
+                    "tokens_predicted": usage.completion, "tokens_evaluated": usage.prompt,
+                    "stop_type": llamacpp_stop_type(finish_reason), "stopping_word": "",
+                    "timings": usage.llamacpp_timings(),
+                })
+            }
         };
         json!({
             "id": self.id,
@@ -555,6 +692,15 @@ fn messages_stop_reason(finish_reason: &str) -> &str {
     match finish_reason {
         "length" => "max_tokens",
         "stop" => "end_turn",
+        other => other,
+    }
+}
+
+/// llama.cpp's name for an OpenAI finish reason.
+fn llamacpp_stop_type(finish_reason: &str) -> &str {
+    match finish_reason {
+        "length" => "limit",
+        "stop" => "eos",
         other => other,
     }
 }
@@ -584,6 +730,11 @@ pub fn error_response(route: Route, status: StatusCode, message: &str) -> Respon
 /// The JSON body of an OpenAI-style error with HTTP status `status`.
 pub fn error_body(status: u16, message: &str) -> String {
     json!({ "error": { "message": message, "type": "invalid_request_error", "code": status } }).to_string()
+}
+
+/// TGI's `/info` for one served model.
+pub fn info_body(model: &str) -> Value {
+    json!({ "model_id": model, "router": "goodput-sim", "version": env!("CARGO_PKG_VERSION") })
 }
 
 /// Ollama's `/api/tags` for one served model.
@@ -644,7 +795,7 @@ mod tests {
         }
         s.split("\n\n")
             .filter(|e| !e.is_empty())
-            .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+            .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data:")).map(str::trim_start))
             .filter(|d| *d != "[DONE]")
             .map(parse)
             .collect()
@@ -694,6 +845,38 @@ mod tests {
             let text = if route == Route::OllamaChat { &whole["message"]["content"] } else { &whole["response"] };
             assert_eq!(text.as_str().unwrap().split_whitespace().count(), 3);
         }
+        // TGI: one event per token; the last carries the whole text and the details.
+        let w = ChunkWriter::new(Route::TgiGenerateStream, 7, "m", 1).with_lengths(4, 3);
+        assert!(w.preamble(Usage::new(4, 0)).is_empty());
+        let mid = &payloads(Route::TgiGenerateStream, &w.tokens(1, 2))[0];
+        assert_eq!(
+            (mid["index"].as_u64(), mid["token"]["special"].as_bool(), &mid["details"]),
+            (Some(2), Some(false), &Value::Null)
+        );
+        let raw = String::from_utf8(w.tokens(2, 3).to_vec()).unwrap();
+        assert!(raw.starts_with("data:{"), "TGI writes no space after data: {raw}");
+        let last = &payloads(Route::TgiGenerateStream, &w.tokens(2, 3))[0];
+        assert_eq!(last["generated_text"].as_str(), Some(w.text(0, 3).as_str()));
+        assert_eq!(
+            (last["details"]["generated_tokens"].as_u64(), last["details"]["input_length"].as_u64()),
+            (Some(3), Some(4))
+        );
+        assert!(w.close("length", Some(Usage::new(4, 3))).is_empty(), "the last token said it");
+        assert_eq!(payloads(Route::TgiGenerateStream, &w.error_event("boom"))[0]["error"], "boom");
+        assert_eq!(w.whole(Usage::new(4, 3), "length")["details"]["generated_tokens"], 3);
+        // llama.cpp: pieces, then a stop event with the counts and the cache's share.
+        let w = ChunkWriter::new(Route::LlamaCpp, 7, "m", 1).with_lengths(40, 2);
+        let piece = &payloads(Route::LlamaCpp, &w.tokens(0, 1))[0];
+        assert_eq!((piece["stop"].as_bool(), piece["tokens_predicted"].as_u64()), (Some(false), Some(1)));
+        let stop =
+            &payloads(Route::LlamaCpp, &w.close("length", Some(Usage { prompt: 40, completion: 2, cached: Some(32) })))
+                [0];
+        assert_eq!(
+            (stop["stop"].as_bool(), stop["stop_type"].as_str(), stop["content"].as_str()),
+            (Some(true), Some("limit"), Some(""))
+        );
+        assert_eq!((stop["tokens_evaluated"].as_u64(), stop["timings"]["cache_n"].as_u64()), (Some(40), Some(32)));
+        assert_eq!(payloads(Route::LlamaCpp, &w.error_event("boom"))[0]["error"]["message"], "boom");
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
     }
@@ -724,6 +907,19 @@ mod tests {
         assert!(GenerationRequest::parse(Route::OllamaGenerate, br#"{"messages":[]}"#).is_err());
         assert_eq!(Route::of_path("/api/chat"), Some(Route::OllamaChat));
         assert_eq!(Route::of_path("/api/pull"), None);
+        let t = GenerationRequest::parse(
+            Route::TgiGenerateStream,
+            br#"{"inputs":"a b","parameters":{"max_new_tokens":7}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (t.max_tokens(), t.stream(), count_tokens(&t.prompt_text())),
+            (Some(7), true, 2),
+            "the route streams"
+        );
+        assert!(GenerationRequest::parse(Route::TgiGenerate, br#"{"prompt":"a"}"#).unwrap_err().contains("inputs"));
+        let l = GenerationRequest::parse(Route::LlamaCpp, br#"{"prompt":"a","n_predict":5,"stream":true}"#).unwrap();
+        assert_eq!((l.max_tokens(), l.stream()), (Some(5), true));
         let body: Value = serde_json::from_str(&Route::Messages.error_body(400, "bad")).unwrap();
         assert_eq!(
             (body["type"].as_str(), body["error"]["type"].as_str()),

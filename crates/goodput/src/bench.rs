@@ -144,7 +144,7 @@ pub async fn connect(
         None => Default::default(),
     };
     let api = t.api.api();
-    if ignore_eos && !matches!(api, Api::Chat | Api::Completions) {
+    if ignore_eos && !api.forces_length() {
         bail!(
             "--ignore-eos: the {} API has no field that forces the output length. Leave it out (lengths then \
              follow the model; --output-tokens still caps them), or pass the server's own field with --extra-body, \
@@ -223,10 +223,14 @@ pub async fn connect(
 }
 
 /// Asks the server which model it serves, to send when --model is not
-/// given: `/v1/models` (OpenAI, Anthropic, and Ollama's compatible routes),
-/// or Ollama's own `/api/tags` for its native APIs.
+/// given: `/v1/models` (OpenAI, Anthropic, llama.cpp), or the server's own
+/// list for its native API (Ollama's `/api/tags`, TGI's `/info`).
 pub async fn discover_model(http: &reqwest::Client, base: &str, api: Api, api_key: Option<&str>) -> Result<String> {
-    let (path, pointer) = if api.ndjson() { ("/api/tags", "/models/0/name") } else { ("/v1/models", "/data/0/id") };
+    let (path, pointer) = match api {
+        Api::OllamaChat | Api::OllamaGenerate => ("/api/tags", "/models/0/name"),
+        Api::Tgi => ("/info", "/model_id"),
+        _ => ("/v1/models", "/data/0/id"),
+    };
     let url = format!("{base}{path}");
     let mut req = http.get(&url).timeout(Duration::from_secs(10));
     for (name, value) in api.auth_headers(api_key) {

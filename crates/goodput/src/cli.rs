@@ -21,7 +21,7 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Predict a run with the simulated engine in virtual time (no HTTP, no GPU).
     Estimate(Box<EstimateArgs>),
-    /// Serve the simulated server: OpenAI routes, Anthropic Messages and Ollama's native API.
+    /// Serve the simulated server: OpenAI routes, and Anthropic's, Ollama's, TGI's and llama.cpp's native APIs.
     Serve(Box<ServeArgs>),
     /// Re-analyse a saved run: other SLOs, percentiles or price.
     Report(Box<ReportArgs>),
@@ -154,6 +154,10 @@ pub enum ApiArg {
     OllamaChat,
     /// Ollama's native /api/generate (NDJSON stream).
     OllamaGenerate,
+    /// Hugging Face TGI's native /generate_stream (/generate with --no-stream).
+    Tgi,
+    /// llama.cpp's native /completion.
+    Llamacpp,
 }
 
 impl ApiArg {
@@ -165,6 +169,8 @@ impl ApiArg {
             ApiArg::Messages => Api::Messages,
             ApiArg::OllamaChat => Api::OllamaChat,
             ApiArg::OllamaGenerate => Api::OllamaGenerate,
+            ApiArg::Tgi => Api::Tgi,
+            ApiArg::Llamacpp => Api::LlamaCpp,
         }
     }
 }
@@ -304,7 +310,7 @@ pub struct WorkloadArgs {
     /// How many distinct shared prefixes requests draw from.
     #[arg(long, default_value_t = 1)]
     pub shared_prefixes: u32,
-    /// Force the output length: send ignore_eos and min_tokens (vLLM, SGLang, TGI honour them).
+    /// Force the output length: send ignore_eos and min_tokens (vLLM and SGLang honour them; --api llamacpp sends ignore_eos).
     #[arg(long)]
     pub ignore_eos: bool,
     /// Prompts from a file: JSONL ({"prompt": …} or {"messages": …}, optional max_tokens) or ShareGPT JSON.

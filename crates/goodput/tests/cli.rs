@@ -102,13 +102,13 @@ fn extra_percentiles_and_completions_api() {
 }
 
 /// The native APIs against the embedded engine, which serves them beside
-/// OpenAI's: the model is found (Ollama's from /api/tags), a conversation's
+/// OpenAI's: the model is found (Ollama's from /api/tags, TGI's from /info), a conversation's
 /// second turn carries the first's answer, and the counts are the server's
 /// own (Messages reports what the prefix cache served).
 #[test]
 fn native_apis_measure_the_embedded_engine() {
     let dir = tempfile::tempdir().unwrap();
-    for api in ["messages", "ollama-chat", "ollama-generate"] {
+    for api in ["messages", "ollama-chat", "ollama-generate", "tgi", "llamacpp"] {
         let (out, rec) = (dir.path().join(format!("{api}.json")), dir.path().join(format!("{api}.jsonl")));
         goodput()
             .args(["bench", "-q", "--api", api, "-n", "3", "-c", "3", "--turns", "2", "--think-time", "1ms"])
@@ -125,10 +125,10 @@ fn native_apis_measure_the_embedded_engine() {
             (turns[0]["input_tokens_mean"].as_f64().unwrap(), turns[1]["input_tokens_mean"].as_f64().unwrap());
         assert!(second > first + 8.0, "{api}: the second turn carries the first and its answer: {first} then {second}");
         let cached = turns[1]["cached_tokens_mean"].as_f64();
-        if api == "messages" {
+        if api == "messages" || api == "llamacpp" {
             assert!(cached.unwrap() >= 64.0, "{api}: the first turn's blocks are served from the cache: {cached:?}");
         } else {
-            assert_eq!(cached, None, "{api}: Ollama reports no cached count");
+            assert_eq!(cached, None, "{api}: Ollama and TGI report no cached count");
         }
         assert!(records(&rec).iter().all(|r| r.output_tokens == 8));
     }
@@ -179,6 +179,7 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--url", "ftp://example.invalid"], "http or https"),
         (&["--transport", "reqwest", "--stamp", "kernel"], "--stamp kernel needs goodput's own HTTP/1.1 client"),
         (&["--api", "ollama-chat", "--ignore-eos"], "no field that forces the output length"),
+        (&["--api", "tgi", "--ignore-eos"], "no field that forces the output length"),
         (&["--api", "ollama"], "invalid value 'ollama' for '--api <API>'"),
     ];
     for (args, want) in cases {

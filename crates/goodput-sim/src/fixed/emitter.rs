@@ -239,6 +239,11 @@ impl Stream {
 /// Appends `payload` to `out` as one chunk of HTTP/1.1 chunked framing
 /// (`{len:x}\r\n…\r\n`), or bare without it.
 pub(crate) fn frame(out: &mut Vec<u8>, payload: &[u8], chunked: bool) {
+    // An empty chunk would end a chunked body (a protocol with nothing to
+    // say at some point, e.g. TGI, whose last token event is its close).
+    if payload.is_empty() {
+        return;
+    }
     if chunked {
         let _ = write!(out, "{:x}\r\n", payload.len());
         out.extend_from_slice(payload);

@@ -13,7 +13,7 @@
 use super::emitter::{frame, Emitter, End, Stream};
 use super::{metrics_text, FixedServer, Plan, Reply};
 use crate::faults::Fault;
-use crate::openai::{error_body, models_body, tags_body, Route, Usage};
+use crate::openai::{error_body, info_body, models_body, tags_body, Route, Usage};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -125,6 +125,8 @@ enum Target {
     Models,
     /// Ollama's model list.
     Tags,
+    /// TGI's model information.
+    Info,
     Health,
     Metrics,
     Unknown(String),
@@ -179,6 +181,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Reject> {
         (Some(route), _) => Target::Generate(route),
         (None, "/v1/models") => Target::Models,
         (None, "/api/tags") => Target::Tags,
+        (None, "/info") => Target::Info,
         (None, "/health") => Target::Health,
         (None, "/metrics") => Target::Metrics,
         (None, other) => Target::Unknown(other.to_owned()),
@@ -340,7 +343,11 @@ impl Conn {
                 let body = tags_body(&state.profile.model).to_string();
                 self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
             }
-            (Target::Models | Target::Tags | Target::Health | Target::Metrics, None) => {
+            (Target::Info, None) if get => {
+                let body = info_body(&state.profile.model).to_string();
+                self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
+            }
+            (Target::Models | Target::Tags | Target::Info | Target::Health | Target::Metrics, None) => {
                 self.method_not_allowed("GET, HEAD", keep).await?
             }
             (Target::Unknown(path), None) => self.error(404, &format!("no route for {path}"), keep).await?,
