@@ -138,7 +138,11 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
         .await
         .with_context(|| format!("cannot bind {}:{} (is the port in use? pick another with --port)", a.host, a.port))?;
     let addr = listener.local_addr()?;
-    eprintln!("goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop)");
+    eprintln!(
+        "goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop)\n\
+         routes: /v1/chat/completions /v1/completions /v1/messages /api/chat /api/generate \
+         /generate_stream /generate /completion · /v1/models /api/tags /info /health /metrics"
+    );
     let stop = tokio_util::sync::CancellationToken::new();
     let tui = match a.progress {
         ProgressArg::Tui => true,

@@ -134,6 +134,49 @@ fn native_apis_measure_the_embedded_engine() {
     }
 }
 
+/// `goodput serve` (the real binary, on a free port) speaks every API bench
+/// does, and names its model where each API looks for it: /v1/models,
+/// Ollama's /api/tags, TGI's /info.
+#[test]
+fn goodput_serve_answers_every_api() {
+    use std::io::BufRead;
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["serve", "--port", "0", "--profile", "fixed", "--ttft", "5ms", "--itl", "1ms", "-q"])
+        .args(["--served-model-name", "served-here"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _guard = Kill(child);
+    let url = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("listening on ").and_then(|r| r.split_whitespace().next()).map(str::to_owned))
+        .expect("serve prints where it listens");
+    let dir = tempfile::tempdir().unwrap();
+    for api in ["chat", "completions", "messages", "ollama-chat", "ollama-generate", "tgi", "llamacpp"] {
+        let out = dir.path().join(format!("{api}.json"));
+        goodput()
+            .args(["bench", "-q", "--url", &url, "--api", api, "-n", "2", "-c", "2", "--output-tokens", "4"])
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v = read_json(&out);
+        assert_eq!(v["target"]["model"], "served-here", "{api}");
+        assert_eq!(v["summary"]["requests"]["completed"], 2, "{api}");
+        assert_eq!(v["summary"]["tokens"]["output"], 8, "{api}");
+    }
+}
+
 /// goodput's own HTTP/1.1 client (the default), reqwest, and kernel receive
 /// stamps all measure the same known server alike: 20 ms to the first chunk,
 /// then a chunk of 2 tokens every 2 ms (1 ms per token). Our client also
