@@ -64,6 +64,16 @@ impl Api {
         matches!(self, Api::Chat | Api::Completions | Api::LlamaCpp)
     }
 
+    /// The OpenTelemetry GenAI operation name of a request (`chat` or
+    /// `text_completion`), for metrics labelled by it.
+    pub fn operation(self) -> &'static str {
+        if self.takes_messages() {
+            "chat"
+        } else {
+            "text_completion"
+        }
+    }
+
     /// A stream comes as newline-delimited JSON rather than SSE.
     pub fn ndjson(self) -> bool {
         matches!(self, Api::OllamaChat | Api::OllamaGenerate)

@@ -361,7 +361,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let scraping = crate::signals::start(&a.metrics, target.client.http(), &target.base, origin).await?;
     let live = match a.metrics.prometheus_listen {
         Some(addr) => {
-            let op = if target.client.api().takes_messages() { "chat" } else { "text_completion" };
+            let op = target.client.api().operation();
             let live = Arc::new(goodput_core::live::LiveMetrics::new(op, &target.model, &target.base));
             serve_live(addr, live.clone()).await?;
             Some(live)

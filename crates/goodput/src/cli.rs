@@ -46,9 +46,12 @@ pub struct MonitorArgs {
     /// Send small real requests at this rate (requests/s) and show the TTFT and TPOT users see now.
     #[arg(long)]
     pub probe_rate: Option<f64>,
-    /// Model for probe requests (default: the first at /v1/models).
+    /// Model for probe requests (default: the first at /v1/models, or the server's own list for a native --api).
     #[arg(long)]
     pub model: Option<String>,
+    /// Which endpoint probes use (as bench's --api).
+    #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
+    pub api: ApiArg,
     /// Bearer token for probes (never written anywhere).
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,

@@ -11,7 +11,7 @@ use goodput_core::{Distribution, RequestRecord};
 use goodput_load::client::normalize_base;
 use goodput_load::scrape::{summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary};
 use goodput_load::scraper::Scraper;
-use goodput_load::{Api, Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
+use goodput_load::{Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::process::ExitCode;
@@ -195,7 +195,8 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
 
     // Probes: a slow open loop of small real requests.
     let probes: Arc<Mutex<Vec<RequestRecord>>> = Arc::default();
-    let live = Arc::new(LiveMetrics::new("chat", a.model.as_deref().unwrap_or(""), &base));
+    let api = a.api.api();
+    let live = Arc::new(LiveMetrics::new(api.operation(), a.model.as_deref().unwrap_or(""), &base));
     let control = Control::default();
     if let Some(rate) = a.probe_rate {
         if !(rate.is_finite() && rate > 0.0) {
@@ -203,9 +204,9 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         }
         let model = match &a.model {
             Some(m) => m.clone(),
-            None => crate::bench::discover_model(&http, &base, Api::Chat, a.api_key.as_deref()).await?,
+            None => crate::bench::discover_model(&http, &base, api, a.api_key.as_deref()).await?,
         };
-        let body = BodyOptions { api: Api::Chat, model, stream: true, include_usage: true, ..Default::default() };
+        let body = BodyOptions { api, model, stream: true, include_usage: true, ..Default::default() };
         let client = Arc::new(
             Client::new(
                 ClientConfig {

@@ -138,6 +138,9 @@ fn monitor_once_shows_the_engine_and_fires_alerts() {
             "--once",
             "--probe-rate",
             "4",
+            // Probes may speak a native API; Ollama's finds its model at /api/tags.
+            "--api",
+            "ollama-chat",
             "--alert",
             "running>0,kv_cache>0.99",
         ])
@@ -151,6 +154,7 @@ fn monitor_once_shows_the_engine_and_fires_alerts() {
     assert!(!text.contains("ALERT kv_cache"), "{text}");
     let line: Value = serde_json::from_str(std::fs::read_to_string(&rec).unwrap().lines().next().unwrap()).unwrap();
     assert!(line["figures"]["running"].as_f64().unwrap() > 0.0);
+    assert_eq!(line["figures"]["probe_errors"].as_f64(), Some(0.0), "{line}");
     assert!(load.join().unwrap().status.success());
     drop(rt);
 }
