@@ -10,6 +10,7 @@ pub mod record;
 pub mod result;
 mod serde_ns;
 pub mod session;
+pub mod slice;
 pub mod slo;
 pub mod stats;
 pub mod summary;
@@ -21,6 +22,7 @@ pub use record::{
     SessionTurn, TokenCounts,
 };
 pub use result::{Compat, Diagnosis, RunResult, Target, Tool, Window, SCHEMA};
+pub use slice::TimeSlice;
 pub use slo::{Slo, SloReport};
 pub use stats::{percentile, Distribution};
 pub use summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};

@@ -77,6 +77,32 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); write e.g. 150ms, 2s, 1m"))
 }
 
+/// `--window`: `FROM..TO`, either end left open.
+pub fn parse_window(s: &str) -> Result<goodput_core::TimeSlice, String> {
+    let hint = "write FROM..TO with times from the run's start, e.g. 30s..90s, 1m.. or ..2m";
+    let (from, to) = s.split_once("..").ok_or_else(|| format!("'{s}' is not a window: {hint}"))?;
+    let at = |t: &str| -> Result<Option<Duration>, String> {
+        let t = t.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        humantime::parse_duration(t)
+            .map(Some)
+            .map_err(|e| format!("'{t}' in --window '{s}' is not a time ({e}): {hint}"))
+    };
+    let (from, to) = (at(from)?.unwrap_or_default(), at(to)?);
+    if to.is_some_and(|to| to <= from) {
+        return Err(format!("--window '{s}' ends before it starts: {hint}"));
+    }
+    Ok(goodput_core::TimeSlice { from, to })
+}
+
+/// `--window` as it was given, in humantime's words.
+pub fn window_text(w: &goodput_core::TimeSlice) -> String {
+    let t = |d: Duration| humantime::format_duration(d).to_string();
+    format!("{}..{}", t(w.from), w.to.map(t).unwrap_or_default())
+}
+
 /// `--warmup`: a request count or a time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum WarmupArg {
@@ -754,6 +780,9 @@ pub struct ReportArgs {
     /// Percentiles to report, e.g. 50,90,99.9 (default: the run's own).
     #[arg(long, value_parser = parse_percentiles)]
     pub percentiles: Option<PercentileList>,
+    /// Re-analyse only the requests sent in this stretch of the run, e.g. 30s..90s, 1m.. or ..2m (times from the run's start; a session counts by its first turn).
+    #[arg(long, value_parser = parse_window)]
+    pub window: Option<goodput_core::TimeSlice>,
     #[command(flatten)]
     pub judge: JudgeArgs,
     /// Write the re-analysed document to this JSON file.
@@ -766,6 +795,18 @@ pub struct ReportArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows() {
+        let w = parse_window("30s..1m30s").unwrap();
+        assert_eq!((w.from, w.to), (Duration::from_secs(30), Some(Duration::from_secs(90))));
+        assert_eq!(window_text(&w), "30s..1m 30s");
+        assert_eq!(parse_window("..2m").unwrap().from, Duration::ZERO);
+        assert_eq!(parse_window("1m..").unwrap().to, None);
+        assert!(parse_window("30s").unwrap_err().contains("e.g. 30s..90s"));
+        assert!(parse_window("30s..soon").unwrap_err().contains("'soon'"));
+        assert!(parse_window("90s..30s").unwrap_err().contains("ends before it starts"));
+    }
 
     #[test]
     fn percentile_lists() {

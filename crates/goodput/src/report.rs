@@ -13,7 +13,11 @@ use std::process::ExitCode;
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
     match goodput_report::read_document(&a.run).map_err(|e| anyhow!(e))? {
         Document::Sweep(sweep) => {
-            if a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.records.is_some()
+            if a.judge.slo.is_some()
+                || a.percentiles.is_some()
+                || a.judge.gpu_hour_usd.is_some()
+                || a.records.is_some()
+                || a.window.is_some()
             {
                 bail!(
                     "{} is a sweep: it is re-rendered as it is; re-judge one of its points by re-running it, or sweep again with --slo",
@@ -38,7 +42,8 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
 }
 
 fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
-    let rejudge = a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some();
+    let rejudge =
+        a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.window.is_some();
     let records = match (&a.records, &run.requests) {
         (Some(p), _) => Some(common::read_records(p)?),
         (None, Some(r)) => Some(r.clone()),
@@ -62,6 +67,21 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         }
         // Nothing to recompute: render the document as saved.
         return common::finish(&run, &out, &a.judge, &[]);
+    };
+    let records = match &a.window {
+        Some(w) => {
+            let inside = w.select(&records);
+            if inside.is_empty() {
+                let sent = records.iter().filter(|r| !r.warmup).map(|r| r.sent.as_secs_f64());
+                let (first, last) = sent.fold((f64::INFINITY, 0.0f64), |(a, b), t| (a.min(t), b.max(t)));
+                bail!(
+                    "no measured request was sent in --window {} (they were sent from {first:.1}s to {last:.1}s)",
+                    crate::cli::window_text(w)
+                );
+            }
+            inside
+        }
+        None => records,
     };
     let percentiles = match &a.percentiles {
         Some(p) => p.0.clone(),
@@ -88,6 +108,9 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     let mut config = run.config.clone();
     config["percentiles"] = serde_json::json!(percentiles);
     config["judge"] = common::judge_config(&opts);
+    if let Some(w) = &a.window {
+        config["report_window"] = serde_json::json!(crate::cli::window_text(w));
+    }
     let mut result = common::assemble(
         common::Assembly {
             kind: &run.kind,
@@ -103,6 +126,11 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     result.engine = run.engine.clone();
     result.server_signals = run.server_signals.clone();
     result.diagnosis = run.diagnosis.clone();
+    if a.window.is_some() && (result.server_signals.is_some() || !result.diagnosis.is_empty()) {
+        result.warnings.push(
+            "the server's signals, their cross-checks and the diagnosis cover the whole run, not --window".into(),
+        );
+    }
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     common::finish(&result, &out, &a.judge, &records)
 }

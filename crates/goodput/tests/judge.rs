@@ -64,6 +64,53 @@ fn goodput_attainment_useful_work_and_cost_equal_the_records_by_hand() {
     ));
 }
 
+/// `report --window` re-analyses the requests sent in a stretch of the run,
+/// as if the run had measured only them; the document says which stretch.
+#[test]
+fn report_re_analyses_a_window_of_the_run() {
+    let (_rt, url) = slow_every_fourth();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec, win) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"), dir.path().join("win.json"));
+    goodput()
+        .args(["bench", "-q", "--url", &url, "--rate", "40", "--arrival", "constant", "--duration", "1s"])
+        .args(["--output-tokens", "5", "--input-tokens", "8"])
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    let recs = records(&rec);
+    let from = Duration::from_millis(500);
+    let inside: Vec<&RequestRecord> = recs.iter().filter(|r| r.sent >= from).collect();
+    assert!(inside.len() >= 10 && inside.len() < recs.len(), "{} of {}", inside.len(), recs.len());
+    goodput()
+        .args(["report", "--window", "500ms.."])
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&win)
+        .assert()
+        .success();
+    let v = read_json(&win);
+    assert_eq!(v["config"]["report_window"], "500ms..");
+    assert!(!v["server_signals"].is_null(), "the fixed server's /metrics was scraped");
+    let warned = v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("not --window"));
+    assert!(warned, "the whole-run signals are flagged: {}", v["warnings"]);
+    assert_eq!(v["summary"]["requests"]["sent"], inside.len());
+    // The window runs from the first of them sent to the last of them done.
+    let t1 = inside.iter().map(|r| r.sent).min().unwrap().as_secs_f64();
+    let t2 = inside.iter().map(|r| r.end).max().unwrap().as_secs_f64();
+    assert!((v["window"]["start_s"].as_f64().unwrap() - t1).abs() < 1e-9);
+    assert!((v["window"]["end_s"].as_f64().unwrap() - t2).abs() < 1e-9);
+    let mut ttft: Vec<f64> = inside.iter().map(|r| (r.chunks[0].t - r.sent).as_secs_f64() * 1e3).collect();
+    ttft.sort_by(f64::total_cmp);
+    assert_eq!(v["summary"]["ttft_ms"]["max"].as_f64(), ttft.last().copied());
+
+    let err = goodput().args(["report", "--window", "1h.."]).arg(&out).arg("--records").arg(&rec).refusal();
+    assert!(err.contains("no measured request was sent in --window 1h.."), "{err}");
+    let err = goodput().args(["report", "--window", "2s..1s"]).arg(&out).refusal();
+    assert!(err.contains("ends before it starts"), "{err}");
+}
+
 #[test]
 fn report_rejudges_a_saved_run_like_a_live_one() {
     let (_rt, url) = slow_every_fourth();

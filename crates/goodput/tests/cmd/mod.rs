@@ -17,7 +17,6 @@ pub trait GoodputCommand {
     /// Writes the result document to `out` and the records to `rec`.
     fn writing(&mut self, out: &Path, rec: &Path) -> &mut Self;
     /// Runs a command that must fail, and gives what it said on stderr.
-    #[allow(dead_code)] // the judge tests refuse nothing
     fn refusal(&mut self) -> String;
 }
 
