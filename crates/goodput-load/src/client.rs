@@ -4,7 +4,7 @@
 
 use crate::http1::{HeadError, Http1, ReadStamp};
 use crate::native::LineReader;
-use crate::openai::{build_body, error_message, parse_for, Api, BodyOptions, PromptBody, Usage};
+use crate::openai::{build_body, error_message, parse_for, Api, BodyOptions, KeyHeader, PromptBody, Usage};
 use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
@@ -299,6 +299,8 @@ pub struct ClientConfig {
     /// Stamp chunks with the kernel's receive time rather than the read's
     /// (Linux, goodput's own HTTP/1.1 client only).
     pub kernel_stamps: bool,
+    /// The header that carries `api_key`.
+    pub key_header: KeyHeader,
 }
 
 /// Which HTTP stack carries the requests.
@@ -475,7 +477,7 @@ impl Client {
             if self.cfg.body.stream {
                 req = req.header("accept", self.api().stream_accept());
             }
-            for (name, value) in self.api().auth_headers(self.cfg.api_key.as_deref()) {
+            for (name, value) in self.api().auth_headers(self.cfg.api_key.as_deref(), self.cfg.key_header) {
                 req = req.header(name, value);
             }
             match req.send().await {
@@ -560,7 +562,7 @@ impl Client {
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
-        let headers = self.api().auth_headers(self.cfg.api_key.as_deref());
+        let headers = self.api().auth_headers(self.cfg.api_key.as_deref(), self.cfg.key_header);
         let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
         let request = h.request(&body, &headers, accept);
         let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };

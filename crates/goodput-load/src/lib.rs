@@ -16,7 +16,7 @@ pub mod trace;
 pub mod workload;
 
 pub use client::{Client, ClientConfig, Transport};
-pub use openai::{Api, BodyOptions, PromptBody};
+pub use openai::{Api, BodyOptions, KeyHeader, PromptBody};
 pub use runner::{run, run_at, Backend, Control, LoadPlan, RecordSink, RunOutput};
 pub use schedule::{Arrival, ArrivalSchedule};
 pub use tokenizer::TokenCounter;

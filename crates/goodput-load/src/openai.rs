@@ -94,22 +94,30 @@ impl Api {
         }
     }
 
-    /// The request headers that carry `api_key`, and any the API requires.
-    pub fn auth_headers(self, api_key: Option<&str>) -> Vec<(&'static str, String)> {
+    /// The request headers that carry `api_key` (in `key_header`), and any
+    /// the API requires.
+    pub fn auth_headers(self, api_key: Option<&str>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
         let mut h = Vec::new();
         if self == Api::Messages {
-            // Anthropic's own key header; servers that take the OpenAI one
-            // behind /v1/messages (vLLM, SGLang) are sent both.
-            if let Some(k) = api_key {
-                h.push(("X-Api-Key", k.to_owned()));
-            }
             h.push(("Anthropic-Version", crate::native::ANTHROPIC_VERSION.to_owned()));
         }
-        if let Some(k) = api_key {
-            h.push(("Authorization", format!("Bearer {k}")));
+        match (api_key, key_header) {
+            (Some(k), KeyHeader::Bearer) => h.push(("Authorization", format!("Bearer {k}"))),
+            (Some(k), KeyHeader::XApiKey) => h.push(("X-Api-Key", k.to_owned())),
+            (None, _) => {}
         }
         h
     }
+}
+
+/// The header that carries the API key. Anthropic's own API takes only
+/// `x-api-key` (a key sent as a bearer token is refused); vLLM's and
+/// SGLang's `/v1/messages`, like every OpenAI route, take the bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyHeader {
+    #[default]
+    Bearer,
+    XApiKey,
 }
 
 /// What one request asks the model.

@@ -9,7 +9,7 @@ mod common;
 
 use common::{plan, read_request, sse};
 use goodput_core::{FailureKind, Outcome, RequestRecord};
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, Transport};
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, Transport};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,10 +80,10 @@ async fn server(framing: Framing, piece: usize, prefix: &'static [u8]) -> (Strin
 }
 
 fn native_client(url: &str) -> Arc<Client> {
-    native_client_for(url, Api::Chat)
+    native_client_for(url, Api::Chat, KeyHeader::Bearer)
 }
 
-fn native_client_for(url: &str, api: Api) -> Arc<Client> {
+fn native_client_for(url: &str, api: Api, key_header: KeyHeader) -> Arc<Client> {
     let body = BodyOptions { api, model: "m".into(), stream: true, include_usage: true, ..Default::default() };
     let cfg = ClientConfig {
         base_url: url.into(),
@@ -92,6 +92,7 @@ fn native_client_for(url: &str, api: Api) -> Arc<Client> {
         timeout: Duration::from_secs(10),
         transport: Transport::Auto,
         kernel_stamps: false,
+        key_header,
     };
     let c = Client::new(cfg, None).unwrap();
     assert_eq!(c.transport_name(), "goodput http/1.1");
@@ -168,7 +169,7 @@ async fn a_server_that_is_not_http_is_an_invalid_response() {
 
 /// Sends one request with a client for `api` to a server that answers 503,
 /// and returns the request head the server received, and the record.
-async fn one_refused_request(api: Api) -> (String, Vec<RequestRecord>) {
+async fn one_refused_request(api: Api, key_header: KeyHeader) -> (String, Vec<RequestRecord>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -187,13 +188,13 @@ async fn one_refused_request(api: Api) -> (String, Vec<RequestRecord>) {
             .await;
         let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
     });
-    let recs = load(native_client_for(&url, api), 1, 1).await;
+    let recs = load(native_client_for(&url, api, key_header), 1, 1).await;
     (rx.await.unwrap(), recs)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_request_carries_its_head_and_body() {
-    let (head, recs) = one_refused_request(Api::Chat).await;
+    let (head, recs) = one_refused_request(Api::Chat, KeyHeader::Bearer).await;
     assert!(head.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"), "{head}");
     for h in [
         "Host: 127.0.0.1:",
@@ -215,12 +216,17 @@ async fn the_request_carries_its_head_and_body() {
 /// Each native API's path, its own key header and the stream type it accepts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_requests_carry_their_api_s_path_and_headers() {
-    let (head, _) = one_refused_request(Api::Messages).await;
+    // The bearer token by default (vLLM's and SGLang's /v1/messages take it),
+    // x-api-key alone when asked (Anthropic's own API refuses a key sent as a bearer token).
+    let (head, _) = one_refused_request(Api::Messages, KeyHeader::Bearer).await;
     assert!(head.starts_with("POST /v1/messages HTTP/1.1\r\n"), "{head}");
-    for h in ["Accept: text/event-stream", "X-Api-Key: sk-test", "Anthropic-Version: 2023-06-01"] {
+    for h in ["Accept: text/event-stream", "Authorization: Bearer sk-test", "Anthropic-Version: 2023-06-01"] {
         assert!(head.contains(h), "{h} in {head}");
     }
-    let (head, recs) = one_refused_request(Api::OllamaChat).await;
+    assert!(!head.contains("X-Api-Key"), "{head}");
+    let (head, _) = one_refused_request(Api::Messages, KeyHeader::XApiKey).await;
+    assert!(head.contains("X-Api-Key: sk-test") && !head.contains("Authorization"), "{head}");
+    let (head, recs) = one_refused_request(Api::OllamaChat, KeyHeader::Bearer).await;
     assert!(head.starts_with("POST /api/chat HTTP/1.1\r\n"), "{head}");
     assert!(head.contains("Accept: application/x-ndjson"), "{head}");
     assert_eq!(recs[0].outcome.failure_kind(), Some(FailureKind::HttpStatus));
@@ -268,6 +274,7 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
                 timeout: Duration::from_secs(10),
                 transport: Transport::Auto,
                 kernel_stamps: kernel,
+                key_header: Default::default(),
             };
             let c = Arc::new(Client::new(cfg, None).unwrap());
             // Blocks the only thread soon after the request is sent.
@@ -308,6 +315,7 @@ fn kernel_stamps_need_our_http_client() {
         timeout: Duration::from_secs(1),
         transport,
         kernel_stamps: true,
+        key_header: Default::default(),
     };
     let err = Client::new(cfg("http://127.0.0.1:9", Transport::Reqwest), None).err().unwrap();
     assert!(err.contains("--stamp kernel needs goodput's own HTTP/1.1 client"), "{err}");

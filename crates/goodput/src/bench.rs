@@ -7,7 +7,9 @@ use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
 use goodput_load::client::{error_chain, normalize_base};
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LoadPlan, TokenCounter, Transport, Workload};
+use goodput_load::{
+    Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, LoadPlan, TokenCounter, Transport, Workload,
+};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -144,6 +146,7 @@ pub async fn connect(
         None => Default::default(),
     };
     let api = t.api.api();
+    let key_header = t.key_header.resolve(api, &base);
     if ignore_eos && !api.forces_length() {
         bail!(
             "--ignore-eos: the {} API has no field that forces the output length. Leave it out (lengths then \
@@ -160,13 +163,14 @@ pub async fn connect(
             timeout: t.timeout,
             transport: Transport::Reqwest,
             kernel_stamps: false,
+            key_header: KeyHeader::Bearer,
         },
         None,
     )
     .map_err(|e| anyhow!(e))?;
     let model = match &t.model {
         Some(m) => m.clone(),
-        None => discover_model(probe.http(), &base, api, t.api_key.as_deref()).await?,
+        None => discover_model(probe.http(), &base, api, t.api_key.as_deref(), key_header).await?,
     };
     let body = BodyOptions {
         api,
@@ -187,6 +191,7 @@ pub async fn connect(
                 TransportArg::Reqwest => Transport::Reqwest,
             },
             kernel_stamps: t.stamp == StampArg::Kernel,
+            key_header,
         },
         tokenizer,
     )
@@ -199,6 +204,10 @@ pub async fn connect(
         "stream": !t.no_stream,
         "include_usage": !t.no_usage,
         "api_key": t.api_key.as_ref().map(|_| "<redacted>"),
+        "key_header": match key_header {
+            KeyHeader::Bearer => "bearer",
+            KeyHeader::XApiKey => "x-api-key",
+        },
         "extra_body": extra,
         "timeout": humantime::format_duration(t.timeout).to_string(),
         "transport": client.transport_name(),
@@ -225,7 +234,13 @@ pub async fn connect(
 /// Asks the server which model it serves, to send when --model is not
 /// given: `/v1/models` (OpenAI, Anthropic, llama.cpp), or the server's own
 /// list for its native API (Ollama's `/api/tags`, TGI's `/info`).
-pub async fn discover_model(http: &reqwest::Client, base: &str, api: Api, api_key: Option<&str>) -> Result<String> {
+pub async fn discover_model(
+    http: &reqwest::Client,
+    base: &str,
+    api: Api,
+    api_key: Option<&str>,
+    key_header: KeyHeader,
+) -> Result<String> {
     let (path, pointer) = match api {
         Api::OllamaChat | Api::OllamaGenerate => ("/api/tags", "/models/0/name"),
         Api::Tgi => ("/info", "/model_id"),
@@ -233,7 +248,7 @@ pub async fn discover_model(http: &reqwest::Client, base: &str, api: Api, api_ke
     };
     let url = format!("{base}{path}");
     let mut req = http.get(&url).timeout(Duration::from_secs(10));
-    for (name, value) in api.auth_headers(api_key) {
+    for (name, value) in api.auth_headers(api_key, key_header) {
         req = req.header(name, value);
     }
     let resp = req

@@ -52,9 +52,12 @@ pub struct MonitorArgs {
     /// Which endpoint probes use (as bench's --api).
     #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
     pub api: ApiArg,
-    /// Bearer token for probes (never written anywhere).
+    /// API key for probes (never written anywhere).
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Which header carries --api-key (as bench's --key-header).
+    #[arg(long, value_enum, default_value_t = KeyHeaderArg::Auto)]
+    pub key_header: KeyHeaderArg,
     /// Alert thresholds, e.g. 'kv_cache>0.9,waiting>10,ttft_p99>2s,probe_ttft>1s'.
     #[arg(long)]
     pub alert: Option<String>,
@@ -189,6 +192,35 @@ pub enum ApiArg {
     Llamacpp,
 }
 
+/// `--key-header`: which header carries the API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KeyHeaderArg {
+    /// x-api-key for --api messages at api.anthropic.com, a bearer token everywhere else.
+    Auto,
+    /// Authorization: Bearer (OpenAI routes, vLLM, SGLang, TGI, llama.cpp, Ollama behind a proxy).
+    Bearer,
+    /// x-api-key (Anthropic's own API).
+    XApiKey,
+}
+
+impl KeyHeaderArg {
+    pub fn resolve(self, api: goodput_load::Api, base: &str) -> goodput_load::KeyHeader {
+        use goodput_load::KeyHeader;
+        match self {
+            KeyHeaderArg::Bearer => KeyHeader::Bearer,
+            KeyHeaderArg::XApiKey => KeyHeader::XApiKey,
+            KeyHeaderArg::Auto => {
+                let host = reqwest::Url::parse(base).ok().and_then(|u| u.host_str().map(str::to_owned));
+                if api == goodput_load::Api::Messages && host.as_deref() == Some("api.anthropic.com") {
+                    KeyHeader::XApiKey
+                } else {
+                    KeyHeader::Bearer
+                }
+            }
+        }
+    }
+}
+
 impl ApiArg {
     pub fn api(self) -> goodput_load::Api {
         use goodput_load::Api;
@@ -223,9 +255,12 @@ pub struct TargetArgs {
     /// Model name to send; by default the first model the server lists at /v1/models.
     #[arg(long)]
     pub model: Option<String>,
-    /// API key, sent as a bearer token (and as x-api-key for --api messages); never written to any output.
+    /// API key (never written to any output), sent in the header --key-header names.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Which header carries --api-key: auto is x-api-key for --api messages at api.anthropic.com, a bearer token elsewhere.
+    #[arg(long, value_enum, default_value_t = KeyHeaderArg::Auto)]
+    pub key_header: KeyHeaderArg,
     /// Non-streaming requests (TTFT then equals E2E).
     #[arg(long)]
     pub no_stream: bool,
@@ -795,6 +830,16 @@ pub struct ReportArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_key_header_is_x_api_key_only_for_anthropic_s_own_messages_api() {
+        use goodput_load::{Api, KeyHeader};
+        let auto = KeyHeaderArg::Auto;
+        assert_eq!(auto.resolve(Api::Messages, "https://api.anthropic.com"), KeyHeader::XApiKey);
+        assert_eq!(auto.resolve(Api::Messages, "http://127.0.0.1:8000"), KeyHeader::Bearer);
+        assert_eq!(auto.resolve(Api::Chat, "https://api.anthropic.com"), KeyHeader::Bearer);
+        assert_eq!(KeyHeaderArg::XApiKey.resolve(Api::Chat, "http://h"), KeyHeader::XApiKey);
+    }
 
     #[test]
     fn windows() {

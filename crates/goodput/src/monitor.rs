@@ -183,6 +183,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             timeout: Duration::from_secs(60),
             transport: Default::default(),
             kernel_stamps: false,
+            key_header: a.key_header.resolve(a.api.api(), &base),
         },
         None,
     )
@@ -204,7 +205,10 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         }
         let model = match &a.model {
             Some(m) => m.clone(),
-            None => crate::bench::discover_model(&http, &base, api, a.api_key.as_deref()).await?,
+            None => {
+                crate::bench::discover_model(&http, &base, api, a.api_key.as_deref(), a.key_header.resolve(api, &base))
+                    .await?
+            }
         };
         let body = BodyOptions { api, model, stream: true, include_usage: true, ..Default::default() };
         let client = Arc::new(
@@ -216,6 +220,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                     timeout: Duration::from_secs(60),
                     transport: Default::default(),
                     kernel_stamps: false,
+                    key_header: a.key_header.resolve(api, &base),
                 },
                 None,
             )

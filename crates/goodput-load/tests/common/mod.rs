@@ -24,7 +24,15 @@ pub fn client_over(url: &str, api: Api, stream: bool, timeout: Duration, transpo
     let body = BodyOptions { api, model: "goodput-fixed".into(), stream, include_usage: true, ..Default::default() };
     Arc::new(
         Client::new(
-            ClientConfig { base_url: url.into(), api_key: None, body, timeout, transport, kernel_stamps: false },
+            ClientConfig {
+                base_url: url.into(),
+                api_key: None,
+                body,
+                timeout,
+                transport,
+                kernel_stamps: false,
+                key_header: Default::default(),
+            },
             None,
         )
         .unwrap(),

@@ -180,6 +180,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         timeout: Duration::from_secs(120),
         transport: Default::default(),
         kernel_stamps: false,
+        key_header: Default::default(),
     };
     let client = Arc::new(Client::new(client, None).expect("a client"));
     let load = load_plan(plan, plan.speed);
