@@ -301,6 +301,8 @@ pub struct ClientConfig {
     pub kernel_stamps: bool,
     /// The header that carries `api_key`.
     pub key_header: KeyHeader,
+    /// More request headers, sent as given (`--header`).
+    pub headers: Vec<(String, String)>,
 }
 
 /// Which HTTP stack carries the requests.
@@ -320,6 +322,9 @@ pub struct Client {
     http: reqwest::Client,
     native: Option<Http1>,
     endpoint: String,
+    /// Every request's headers beyond the body's: the key, those the API
+    /// requires, and the configured ones.
+    headers: Vec<(String, String)>,
     cfg: ClientConfig,
     tokenizer: Option<Arc<TokenCounter>>,
     server: OnceLock<String>,
@@ -334,6 +339,38 @@ fn behind_proxy() -> bool {
     ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
+}
+
+/// A header goodput may send as given: a token name (RFC 9110) and a value
+/// without line breaks, which would smuggle a header or a request in.
+pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(format!(
+            "'{name}' is not a header name: use letters, digits and - (e.g. --header 'X-Team: infra')"
+        ));
+    }
+    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
+        return Err(format!("the value of header '{name}' holds a line break or NUL: give it on one line"));
+    }
+    Ok(())
+}
+
+/// Every request's headers beyond the body's: the key in `key_header`,
+/// those `api` requires, and `extra` as given (checked).
+pub fn request_headers(
+    api: Api,
+    api_key: Option<&str>,
+    key_header: KeyHeader,
+    extra: &[(String, String)],
+) -> Result<Vec<(String, String)>, String> {
+    for (name, value) in extra {
+        check_header(name, value)?;
+    }
+    let mut headers: Vec<(String, String)> =
+        api.auth_headers(api_key, key_header).into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
+    headers.extend(extra.iter().cloned());
+    Ok(headers)
 }
 
 /// The root URL without a trailing `/` or `/v1`.
@@ -370,7 +407,8 @@ impl Client {
                         (no proxy) and --transport auto"
                 .into());
         }
-        Ok(Client { http, native, endpoint, cfg, tokenizer, server: OnceLock::new() })
+        let headers = request_headers(cfg.body.api, cfg.api_key.as_deref(), cfg.key_header, &cfg.headers)?;
+        Ok(Client { http, native, endpoint, headers, cfg, tokenizer, server: OnceLock::new() })
     }
 
     /// The stack that carries this client's requests, for reports.
@@ -477,7 +515,7 @@ impl Client {
             if self.cfg.body.stream {
                 req = req.header("accept", self.api().stream_accept());
             }
-            for (name, value) in self.api().auth_headers(self.cfg.api_key.as_deref(), self.cfg.key_header) {
+            for (name, value) in &self.headers {
                 req = req.header(name, value);
             }
             match req.send().await {
@@ -562,9 +600,8 @@ impl Client {
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
-        let headers = self.api().auth_headers(self.cfg.api_key.as_deref(), self.cfg.key_header);
         let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
-        let request = h.request(&body, &headers, accept);
+        let request = h.request(&body, &self.headers, accept);
         let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };
         // Stamped right after each read, before any parsing.
         let mut clock = || origin.elapsed();

@@ -210,7 +210,7 @@ impl Http1 {
 
     /// The whole request, head and JSON `body`, as written (and written
     /// again unchanged when it is resent).
-    pub fn request(&self, body: &[u8], headers: &[(&str, String)], accept: Option<&str>) -> Vec<u8> {
+    pub fn request(&self, body: &[u8], headers: &[(String, String)], accept: Option<&str>) -> Vec<u8> {
         let mut h = format!(
             "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
             self.target,

@@ -93,6 +93,7 @@ fn native_client_for(url: &str, api: Api, key_header: KeyHeader) -> Arc<Client> 
         transport: Transport::Auto,
         kernel_stamps: false,
         key_header,
+        headers: vec![("X-Team".into(), "infra".into())],
     };
     let c = Client::new(cfg, None).unwrap();
     assert_eq!(c.transport_name(), "goodput http/1.1");
@@ -201,6 +202,7 @@ async fn the_request_carries_its_head_and_body() {
         "Content-Type: application/json",
         "Accept: text/event-stream",
         "Authorization: Bearer sk-test",
+        "X-Team: infra",
     ] {
         assert!(head.contains(h), "{h} in {head}");
     }
@@ -275,6 +277,7 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
                 transport: Transport::Auto,
                 kernel_stamps: kernel,
                 key_header: Default::default(),
+                headers: Vec::new(),
             };
             let c = Arc::new(Client::new(cfg, None).unwrap());
             // Blocks the only thread soon after the request is sent.
@@ -316,6 +319,7 @@ fn kernel_stamps_need_our_http_client() {
         transport,
         kernel_stamps: true,
         key_header: Default::default(),
+        headers: Vec::new(),
     };
     let err = Client::new(cfg("http://127.0.0.1:9", Transport::Reqwest), None).err().unwrap();
     assert!(err.contains("--stamp kernel needs goodput's own HTTP/1.1 client"), "{err}");

@@ -6,7 +6,7 @@ use crate::cli::{BenchArgs, EngineHwArgs, ProfileArg, SimArgs, StampArg, TargetA
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
-use goodput_load::client::{error_chain, normalize_base};
+use goodput_load::client::{error_chain, normalize_base, request_headers};
 use goodput_load::{
     Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, LoadPlan, TokenCounter, Transport, Workload,
 };
@@ -164,13 +164,17 @@ pub async fn connect(
             transport: Transport::Reqwest,
             kernel_stamps: false,
             key_header: KeyHeader::Bearer,
+            headers: Vec::new(),
         },
         None,
     )
     .map_err(|e| anyhow!(e))?;
     let model = match &t.model {
         Some(m) => m.clone(),
-        None => discover_model(probe.http(), &base, api, t.api_key.as_deref(), key_header).await?,
+        None => {
+            let headers = request_headers(api, t.api_key.as_deref(), key_header, &t.header).map_err(|e| anyhow!(e))?;
+            discover_model(probe.http(), &base, api, &headers).await?
+        }
     };
     let body = BodyOptions {
         api,
@@ -192,6 +196,7 @@ pub async fn connect(
             },
             kernel_stamps: t.stamp == StampArg::Kernel,
             key_header,
+            headers: t.header.clone(),
         },
         tokenizer,
     )
@@ -204,6 +209,8 @@ pub async fn connect(
         "stream": !t.no_stream,
         "include_usage": !t.no_usage,
         "api_key": t.api_key.as_ref().map(|_| "<redacted>"),
+        // Names only: a header's value may be a secret.
+        "headers": t.header.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
         "key_header": match key_header {
             KeyHeader::Bearer => "bearer",
             KeyHeader::XApiKey => "x-api-key",
@@ -238,8 +245,7 @@ pub async fn discover_model(
     http: &reqwest::Client,
     base: &str,
     api: Api,
-    api_key: Option<&str>,
-    key_header: KeyHeader,
+    headers: &[(String, String)],
 ) -> Result<String> {
     let (path, pointer) = match api {
         Api::OllamaChat | Api::OllamaGenerate => ("/api/tags", "/models/0/name"),
@@ -248,7 +254,7 @@ pub async fn discover_model(
     };
     let url = format!("{base}{path}");
     let mut req = http.get(&url).timeout(Duration::from_secs(10));
-    for (name, value) in api.auth_headers(api_key, key_header) {
+    for (name, value) in headers {
         req = req.header(name, value);
     }
     let resp = req

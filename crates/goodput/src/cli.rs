@@ -58,6 +58,9 @@ pub struct MonitorArgs {
     /// Which header carries --api-key (as bench's --key-header).
     #[arg(long, value_enum, default_value_t = KeyHeaderArg::Auto)]
     pub key_header: KeyHeaderArg,
+    /// One more header for probes, 'Name: value' (repeatable).
+    #[arg(long, value_parser = parse_header)]
+    pub header: Vec<(String, String)>,
     /// Alert thresholds, e.g. 'kv_cache>0.9,waiting>10,ttft_p99>2s,probe_ttft>1s'.
     #[arg(long)]
     pub alert: Option<String>,
@@ -78,6 +81,15 @@ pub struct MonitorArgs {
 /// Parses `150ms`, `2s`, `1m30s`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); write e.g. 150ms, 2s, 1m"))
+}
+
+/// `--header 'Name: value'`.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) =
+        s.split_once(':').ok_or_else(|| format!("'{s}' is not a header: write 'Name: value', e.g. 'X-Team: infra'"))?;
+    let (name, value) = (name.trim(), value.trim());
+    goodput_load::client::check_header(name, value)?;
+    Ok((name.to_owned(), value.to_owned()))
 }
 
 /// `--window`: `FROM..TO`, either end left open.
@@ -261,6 +273,9 @@ pub struct TargetArgs {
     /// Which header carries --api-key: auto is x-api-key for --api messages at api.anthropic.com, a bearer token elsewhere.
     #[arg(long, value_enum, default_value_t = KeyHeaderArg::Auto)]
     pub key_header: KeyHeaderArg,
+    /// One more request header, 'Name: value' (repeatable); its value is never written to any output.
+    #[arg(long, value_parser = parse_header)]
+    pub header: Vec<(String, String)>,
     /// Non-streaming requests (TTFT then equals E2E).
     #[arg(long)]
     pub no_stream: bool,
@@ -839,6 +854,14 @@ mod tests {
         assert_eq!(auto.resolve(Api::Messages, "http://127.0.0.1:8000"), KeyHeader::Bearer);
         assert_eq!(auto.resolve(Api::Chat, "https://api.anthropic.com"), KeyHeader::Bearer);
         assert_eq!(KeyHeaderArg::XApiKey.resolve(Api::Chat, "http://h"), KeyHeader::XApiKey);
+    }
+
+    #[test]
+    fn headers() {
+        assert_eq!(parse_header("X-Team:  infra ").unwrap(), ("X-Team".into(), "infra".into()));
+        assert_eq!(parse_header("X-Empty:").unwrap().1, "");
+        assert!(parse_header("no colon").unwrap_err().contains("'Name: value'"));
+        assert!(parse_header("Bad Name: x").unwrap_err().contains("not a header name"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::live::LiveMetrics;
 use goodput_core::metrics::RequestMetrics;
 use goodput_core::{Distribution, RequestRecord};
-use goodput_load::client::normalize_base;
+use goodput_load::client::{normalize_base, request_headers};
 use goodput_load::scrape::{summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary};
 use goodput_load::scraper::Scraper;
 use goodput_load::{Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
@@ -184,6 +184,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             transport: Default::default(),
             kernel_stamps: false,
             key_header: a.key_header.resolve(a.api.api(), &base),
+            headers: Vec::new(),
         },
         None,
     )
@@ -206,8 +207,9 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let model = match &a.model {
             Some(m) => m.clone(),
             None => {
-                crate::bench::discover_model(&http, &base, api, a.api_key.as_deref(), a.key_header.resolve(api, &base))
-                    .await?
+                let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, &base), &a.header)
+                    .map_err(|e| anyhow!(e))?;
+                crate::bench::discover_model(&http, &base, api, &headers).await?
             }
         };
         let body = BodyOptions { api, model, stream: true, include_usage: true, ..Default::default() };
@@ -221,6 +223,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                     transport: Default::default(),
                     kernel_stamps: false,
                     key_header: a.key_header.resolve(api, &base),
+                    headers: a.header.clone(),
                 },
                 None,
             )

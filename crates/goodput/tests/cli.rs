@@ -33,6 +33,7 @@ fn embedded_default_writes_the_contracted_document_and_records() {
     let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
     let assert = goodput()
         .args(["bench", "-n", "6", "-c", "3", "--quiet", "--api-key", "sk-secret-123"])
+        .args(["--header", "X-Gateway-Token: gw-secret-456"])
         .args(FAST)
         .writing(&out, &rec)
         .assert()
@@ -84,11 +85,13 @@ fn embedded_default_writes_the_contracted_document_and_records() {
         assert!(r.outcome.is_success());
         assert_eq!(r.output_tokens, 8);
     }
-    // The key is used, never written.
+    // The key and header values are used, never written.
     for p in [&out, &rec] {
-        assert!(!std::fs::read_to_string(p).unwrap().contains("sk-secret-123"), "{} leaks the key", p.display());
+        let text = std::fs::read_to_string(p).unwrap();
+        assert!(!text.contains("sk-secret-123") && !text.contains("gw-secret-456"), "{} leaks a secret", p.display());
     }
     assert_eq!(v["config"]["client"]["api_key"], "<redacted>");
+    assert_eq!(v["config"]["client"]["headers"], serde_json::json!(["X-Gateway-Token"]));
 }
 
 #[test]
@@ -223,6 +226,7 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--transport", "reqwest", "--stamp", "kernel"], "--stamp kernel needs goodput's own HTTP/1.1 client"),
         (&["--api", "ollama-chat", "--ignore-eos"], "no field that forces the output length"),
         (&["--api", "tgi", "--ignore-eos"], "no field that forces the output length"),
+        (&["--header", "X-Team infra"], "write 'Name: value'"),
         (&["--api", "ollama"], "invalid value 'ollama' for '--api <API>'"),
     ];
     for (args, want) in cases {

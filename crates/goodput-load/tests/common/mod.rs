@@ -32,6 +32,7 @@ pub fn client_over(url: &str, api: Api, stream: bool, timeout: Duration, transpo
                 transport,
                 kernel_stamps: false,
                 key_header: Default::default(),
+                headers: Vec::new(),
             },
             None,
         )

@@ -181,6 +181,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         transport: Default::default(),
         kernel_stamps: false,
         key_header: Default::default(),
+        headers: Vec::new(),
     };
     let client = Arc::new(Client::new(client, None).expect("a client"));
     let load = load_plan(plan, plan.speed);
