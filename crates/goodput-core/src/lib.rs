@@ -2,6 +2,7 @@
 //! formulas of DESIGN §2, exact statistics, and the result schema. No I/O, no
 //! async: every number in a report is a function of records defined here.
 
+pub mod civil;
 pub mod cost;
 pub mod live;
 pub mod metrics;

@@ -745,17 +745,7 @@ mod tests {
     const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/");
 
     fn read(bytes: &[u8], splits: &[usize]) -> RequestRecord {
-        let mut r = ResponseReader::new(false);
-        let mut last = 0;
-        for (i, &s) in splits.iter().chain(std::iter::once(&bytes.len())).enumerate() {
-            let t = Duration::from_millis(i as u64 * 10);
-            r.feed(&bytes[last..s], ReadStamp { t, lag: None, serial: i as u64 + 1 });
-            last = s;
-        }
-        r.end_of_stream(Duration::from_secs(9));
-        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
-        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
-        rec
+        read_api(Api::Chat, bytes, splits).0
     }
 
     fn read_api(api: Api, bytes: &[u8], splits: &[usize]) -> (RequestRecord, Option<String>) {

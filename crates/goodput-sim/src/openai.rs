@@ -214,31 +214,19 @@ impl GenerationRequest {
             }
             out.push_str(s);
         };
-        match &self.system {
+        // A string, or content parts with their `text`.
+        let mut texts = |v: Option<&Value>| match v {
             Some(Value::String(s)) => push(s),
             Some(Value::Array(parts)) => {
-                for p in parts {
-                    if let Some(t) = p.get("text").and_then(Value::as_str) {
-                        push(t);
-                    }
+                for t in parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)) {
+                    push(t);
                 }
             }
             _ => {}
-        }
-        if let Some(msgs) = &self.messages {
-            for m in msgs {
-                match m.get("content") {
-                    Some(Value::String(s)) => push(s),
-                    Some(Value::Array(parts)) => {
-                        for p in parts {
-                            if let Some(t) = p.get("text").and_then(Value::as_str) {
-                                push(t);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
+        };
+        texts(self.system.as_ref());
+        for m in self.messages.iter().flatten() {
+            texts(m.get("content"));
         }
         if let Some(s) = &self.inputs {
             push(s);
@@ -705,21 +693,10 @@ fn llamacpp_stop_type(finish_reason: &str) -> &str {
     }
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the Unix epoch (civil-from-days,
-/// proleptic Gregorian).
+/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the Unix epoch.
 fn rfc3339(unix_s: u64) -> String {
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
+    let t = goodput_core::civil::civil_utc(unix_s as i64);
+    format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", t.year, t.month, t.day, t.hour, t.minute, t.second)
 }
 
 /// An error response in `route`'s shape.
