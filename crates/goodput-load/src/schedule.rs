@@ -47,11 +47,14 @@ enum Gaps {
 }
 
 impl ArrivalSchedule {
+    /// `rate` may be infinite: every request is due at once (vLLM's
+    /// `--request-rate inf`), whatever the arrival process.
     pub fn new(rate: f64, arrival: Arrival, seed: u64) -> Result<Self, String> {
-        if !(rate.is_finite() && rate > 0.0) {
+        if rate.is_nan() || rate <= 0.0 {
             return Err(format!("--rate must be a positive number of requests per second, not {rate}"));
         }
         let gaps = match arrival {
+            _ if rate.is_infinite() => Gaps::Constant(0.0),
             Arrival::Poisson => Gaps::Exp(Exp::new(rate).map_err(|e| e.to_string())?),
             Arrival::Gamma { burstiness } => {
                 if !(burstiness.is_finite() && burstiness > 0.0) {
@@ -106,6 +109,16 @@ mod tests {
         let m = g.iter().sum::<f64>() / g.len() as f64;
         let var = g.iter().map(|x| (x - m).powi(2)).sum::<f64>() / g.len() as f64;
         (m, var.sqrt() / m)
+    }
+
+    #[test]
+    fn an_infinite_rate_sends_everything_at_once() {
+        for arrival in [Arrival::Poisson, Arrival::Gamma { burstiness: 0.5 }, Arrival::Constant] {
+            let s = ArrivalSchedule::new(f64::INFINITY, arrival, 1).unwrap();
+            assert!(s.take(100).all(|t| t.is_zero()));
+        }
+        assert!(ArrivalSchedule::new(f64::NAN, Arrival::Poisson, 1).is_err());
+        assert!(ArrivalSchedule::new(0.0, Arrival::Poisson, 1).is_err());
     }
 
     #[test]

@@ -302,7 +302,11 @@ pub fn load_line(config: &Value) -> String {
         let cap = l["concurrency"].as_u64().map(|c| format!(" capped at {c} in flight")).unwrap_or_default();
         parts.push(format!("trace replay of {} at {}×{cap}", esc(t), l["trace_speed"].as_f64().unwrap_or(1.0)));
     } else {
+        // An unbounded rate is written "inf": everything is due at once.
+        let all_at_once = l["rate"].as_str() == Some("inf");
         match (l["concurrency"].as_u64(), l["rate"].as_f64()) {
+            (Some(c), _) if all_at_once => parts.push(format!("open loop, all at once, capped at {c} in flight")),
+            (None, _) if all_at_once => parts.push("open loop, all at once".into()),
             (Some(c), Some(r)) => parts.push(format!(
                 "open loop {r} {per} ({}) capped at {c} in flight",
                 l["arrival"].as_str().unwrap_or("poisson")

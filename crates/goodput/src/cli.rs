@@ -322,7 +322,7 @@ pub struct LoadArgs {
     /// Closed loop: this many requests in flight at all times (default 10 when no --rate).
     #[arg(long, short = 'c')]
     pub concurrency: Option<usize>,
-    /// Open loop: requests per second on a schedule drawn ahead from --seed.
+    /// Open loop: requests per second on a schedule drawn ahead from --seed; inf sends every request at once (as vLLM's --request-rate inf), -c capping how many are in flight.
     #[arg(long, short = 'r')]
     pub rate: Option<f64>,
     /// Replay a trace: JSONL of {"timestamp": SECONDS, "input_tokens": N, "output_tokens": N[, "prefix_id": ID, "prefix_tokens": N]}, sent on its own clock (the first line at once).

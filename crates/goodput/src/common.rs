@@ -51,8 +51,14 @@ pub fn shaped_plan(
 ) -> Result<LoadPlan> {
     let arrival = arrival(s)?;
     if let Some(r) = rate {
-        if !(r.is_finite() && r > 0.0) {
-            bail!("--rate must be a positive number of requests per second, not {r}");
+        if r.is_nan() || r <= 0.0 {
+            bail!("--rate must be a positive number of requests per second (or inf: all at once), not {r}");
+        }
+        if r.is_infinite() && s.requests.is_none() && s.duration.is_some() {
+            bail!(
+                "--rate inf sends every request at once, so --duration alone does not bound it: give -n N \
+                 (-c caps how many are in flight)"
+            );
         }
     }
     let plan = LoadPlan {
@@ -109,7 +115,8 @@ pub fn plan(l: &LoadArgs, trace: Option<&[TraceEntry]>, grace: Duration) -> Resu
 pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
     json!({
         "concurrency": p.concurrency,
-        "rate": p.rate.map(|r| r.0),
+        // JSON has no infinity: an unbounded rate is written "inf".
+        "rate": p.rate.map(|r| if r.0.is_infinite() { json!("inf") } else { json!(r.0) }),
         "arrival": l.rate.map(|_| format!("{:?}", l.shape.arrival).to_lowercase()),
         "burstiness": l.shape.burstiness,
         "trace": l.trace.as_ref().map(|p| p.display().to_string()),

@@ -209,6 +209,32 @@ fn both_http_stacks_and_both_stamp_modes_measure_the_known_server() {
     }
 }
 
+/// `--rate inf`: every request due at once, the cap holding the rest back
+/// (their wait is client queue time), as vLLM's `--request-rate inf`.
+#[test]
+fn an_infinite_rate_sends_everything_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    goodput()
+        .args(["bench", "-q", "--rate", "inf", "-n", "12", "-c", "4"])
+        .args(FAST)
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["config"]["load"]["rate"], "inf");
+    assert_eq!(v["summary"]["requests"]["completed"], 12);
+    let recs = records(&rec);
+    assert!(recs.iter().all(|r| r.scheduled.is_zero()), "all due at the start");
+    // Four at a time: the fifth and later went out only once a slot was free.
+    let first_end = recs.iter().map(|r| r.end).min().unwrap();
+    let mut sent: Vec<Duration> = recs.iter().map(|r| r.sent).collect();
+    sent.sort();
+    assert!(sent[4..].iter().all(|&t| t >= first_end), "{sent:?} vs the first end {first_end:?}");
+    let err = goodput().args(["bench", "-q", "--rate", "inf", "--duration", "1s"]).refusal();
+    assert!(err.contains("give -n N"), "{err}");
+}
+
 #[test]
 fn bad_input_gets_a_clear_error_and_no_panic() {
     let cases: &[(&[&str], &str)] = &[
