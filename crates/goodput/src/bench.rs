@@ -169,12 +169,13 @@ pub async fn connect(
         None,
     )
     .map_err(|e| anyhow!(e))?;
+    let headers = request_headers(api, t.api_key.as_deref(), key_header, &t.header).map_err(|e| anyhow!(e))?;
+    if let (Some(wait), None) = (t.wait_ready, &server) {
+        wait_ready(probe.http(), &base, api, &headers, wait).await?;
+    }
     let model = match &t.model {
         Some(m) => m.clone(),
-        None => {
-            let headers = request_headers(api, t.api_key.as_deref(), key_header, &t.header).map_err(|e| anyhow!(e))?;
-            discover_model(probe.http(), &base, api, &headers).await?
-        }
+        None => discover_model(probe.http(), &base, api, &headers).await?,
     };
     let body = BodyOptions {
         api,
@@ -247,11 +248,7 @@ pub async fn discover_model(
     api: Api,
     headers: &[(String, String)],
 ) -> Result<String> {
-    let (path, pointer) = match api {
-        Api::OllamaChat | Api::OllamaGenerate => ("/api/tags", "/models/0/name"),
-        Api::Tgi => ("/info", "/model_id"),
-        _ => ("/v1/models", "/data/0/id"),
-    };
+    let (path, pointer) = model_list(api);
     let url = format!("{base}{path}");
     let mut req = http.get(&url).timeout(Duration::from_secs(10));
     for (name, value) in headers {
@@ -270,6 +267,61 @@ pub async fn discover_model(
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| anyhow!("the server at {base} lists no model at {path}: pass --model NAME"))
+}
+
+/// Where `api`'s server lists its models, and where the first name is in the answer.
+fn model_list(api: Api) -> (&'static str, &'static str) {
+    match api {
+        Api::OllamaChat | Api::OllamaGenerate => ("/api/tags", "/models/0/name"),
+        Api::Tgi => ("/info", "/model_id"),
+        _ => ("/v1/models", "/data/0/id"),
+    }
+}
+
+/// Waits until the server is ready, up to `wait`: its `/health` answers
+/// 2xx (vLLM, SGLang, TGI, llama.cpp once its model is loaded), or, where
+/// there is no `/health` (Ollama), its model list does. Refused
+/// connections, 503s and the like are retried every 250 ms.
+pub async fn wait_ready(
+    http: &reqwest::Client,
+    base: &str,
+    api: Api,
+    headers: &[(String, String)],
+    wait: Duration,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + wait;
+    let get = |path: &str| {
+        let mut req = http.get(format!("{base}{path}")).timeout(Duration::from_secs(5));
+        for (name, value) in headers {
+            req = req.header(name, value);
+        }
+        req.send()
+    };
+    let mut said = false;
+    loop {
+        let last = match get("/health").await {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => match get(model_list(api).0).await {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                Ok(r) => format!("{} answered HTTP {}", model_list(api).0, r.status()),
+                Err(e) => error_chain(&e),
+            },
+            Ok(r) => format!("/health answered HTTP {}", r.status()),
+            Err(e) => error_chain(&e),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "the server at {base} was not ready within {} (last: {last}): is it starting, and is --url right? \
+                 A longer --wait-ready gives it more time",
+                humantime::format_duration(wait)
+            );
+        }
+        if !said {
+            eprintln!("waiting up to {} for {base} to be ready ({last})", humantime::format_duration(wait));
+            said = true;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background.

@@ -288,6 +288,9 @@ pub struct TargetArgs {
     /// Per-request timeout.
     #[arg(long, value_parser = parse_duration, default_value = "120s")]
     pub timeout: Duration,
+    /// Wait up to this long for the server to be ready (its /health, or its model list, answering 2xx) before the run: for a server still starting or loading its model.
+    #[arg(long, value_parser = parse_duration)]
+    pub wait_ready: Option<Duration>,
     /// After Ctrl-C, how long in-flight requests may finish before they are cancelled.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,

@@ -235,6 +235,43 @@ fn an_infinite_rate_sends_everything_at_once() {
     assert!(err.contains("give -n N"), "{err}");
 }
 
+/// `--wait-ready`: a server that comes up after the run starts is waited
+/// for; one that never does is a clear failure when the wait is over.
+#[test]
+fn wait_ready_waits_for_a_server_still_starting() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.spawn(async move {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+        let profile = goodput_sim::fixed::FixedProfile {
+            ttft: Duration::from_millis(5),
+            itl: Duration::from_millis(1),
+            ..Default::default()
+        };
+        goodput_sim::fixed::serve(listener, goodput_sim::fixed::FixedServer::new(profile), std::future::pending()).await
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let started = std::time::Instant::now();
+    let assert = goodput()
+        .args(["bench", "-q", "--url", &url, "--wait-ready", "20s", "-n", "3", "--output-tokens", "4"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(started.elapsed() >= Duration::from_millis(700));
+    assert!(String::from_utf8_lossy(&assert.get_output().stderr).contains("waiting up to 20s"));
+    assert_eq!(read_json(&out)["summary"]["requests"]["completed"], 3);
+
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", l.local_addr().unwrap());
+    drop(l);
+    let err = goodput().args(["bench", "-q", "--url", &dead, "--wait-ready", "600ms", "-n", "1"]).refusal();
+    assert!(err.contains("was not ready within 600ms") && err.contains("--wait-ready"), "{err}");
+}
+
 #[test]
 fn bad_input_gets_a_clear_error_and_no_panic() {
     let cases: &[(&[&str], &str)] = &[
