@@ -11,7 +11,8 @@
 # "--rate 210" for streams at independent phases), STALLS=1 (runs
 # stall_probe beside the run and splits the ITL errors by whether the machine
 # stalled near them), SERVER_WRAP and CLIENT_WRAP (a command put before
-# each side, e.g. "chrt -f 50").
+# each side, e.g. "chrt -f 50"), CLIENT_BIN (another goodput binary as the
+# client, e.g. an older build, against this build's server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS=${1:-1000}
@@ -20,6 +21,7 @@ OUT_TOKENS=${3:-500}
 PORT=${PORT:-18777}
 cargo build --release -q --bin goodput --example itl_error --example stall_probe
 BIN=${BIN:-target/release/goodput}
+CLIENT_BIN=${CLIENT_BIN:-$BIN}
 TMP=$(mktemp -d)
 # PIN=1 puts the server on CPU 0 and the client on CPU 1.
 SERVER_CPU=() CLIENT_CPU=()
@@ -30,7 +32,7 @@ trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 sleep 0.5
 read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 if [ -n "${STALLS:-}" ]; then target/release/examples/stall_probe 3600 "$TMP/stalls.csv" & PROBE=$!; fi
-GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
+GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $CLIENT_BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
   --output-tokens "$OUT_TOKENS" --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-read}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
 read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 STALL_ARGS=()
