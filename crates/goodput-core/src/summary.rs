@@ -418,8 +418,9 @@ fn warnings(s: &Summary) -> Vec<String> {
     let t = &s.tokens;
     if t.length_mismatches > 0 {
         w.push(format!(
-            "{} of {} completed requests returned a different number of output tokens than max_tokens asked for; \
-             the server may stop at end-of-sequence: pass --ignore-eos if it supports ignore_eos/min_tokens",
+            "{} of {} completed requests returned a different number of output tokens than the length asked for; \
+             the server may stop at end-of-sequence: pass --ignore-eos if it supports ignore_eos/min_tokens, \
+             or its own field with --extra-body",
             t.length_mismatches, s.requests.completed
         ));
     }
