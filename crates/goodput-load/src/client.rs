@@ -9,6 +9,7 @@ use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
 use goodput_core::{spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord};
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -325,6 +326,8 @@ pub struct Client {
     /// Every request's headers beyond the body's: the key, those the API
     /// requires, and the configured ones.
     headers: Vec<(String, String)>,
+    /// A configured header names `{session}` or `{request}`.
+    templated: bool,
     cfg: ClientConfig,
     tokenizer: Option<Arc<TokenCounter>>,
     server: OnceLock<String>,
@@ -408,7 +411,26 @@ impl Client {
                 .into());
         }
         let headers = request_headers(cfg.body.api, cfg.api_key.as_deref(), cfg.key_header, &cfg.headers)?;
-        Ok(Client { http, native, endpoint, headers, cfg, tokenizer, server: OnceLock::new() })
+        let templated = cfg.headers.iter().any(|(_, v)| v.contains("{session}") || v.contains("{request}"));
+        Ok(Client { http, native, endpoint, headers, templated, cfg, tokenizer, server: OnceLock::new() })
+    }
+
+    /// Request `id`'s headers: the configured ones, with `{session}` (the
+    /// session the request is a turn of, or the request itself outside
+    /// sessions) and `{request}` filled in where a value names them, e.g.
+    /// for a router that keeps a session on one replica.
+    fn headers_for(&self, id: u64, session: Option<u64>) -> Cow<'_, [(String, String)]> {
+        if !self.templated {
+            return Cow::Borrowed(&self.headers);
+        }
+        let session = session.unwrap_or(id).to_string();
+        let request = id.to_string();
+        Cow::Owned(
+            self.headers
+                .iter()
+                .map(|(n, v)| (n.clone(), v.replace("{session}", &session).replace("{request}", &request)))
+                .collect(),
+        )
     }
 
     /// The stack that carries this client's requests, for reports.
@@ -457,6 +479,7 @@ impl Client {
         keep_reply: bool,
     ) -> (RequestRecord, Option<String>) {
         let body = build_body(&self.cfg.body, &item.prompt, item.max_tokens);
+        let headers = self.headers_for(id, item.session);
         let sent = origin.elapsed();
         let mut rec = RequestRecord::new(id, scheduled, sent);
         rec.counts.intended_prompt = item.intended_input_tokens;
@@ -475,7 +498,7 @@ impl Client {
         }
         let mut early: Option<Outcome> = None;
         {
-            let exchange = self.exchange(body, &mut rec, &mut reader, origin);
+            let exchange = self.exchange(body, &headers, &mut rec, &mut reader, origin);
             tokio::select! {
                 res = exchange => if let Err(o) = res { early = Some(o) },
                 _ = tokio::time::sleep_until(deadline) => early = Some(Outcome::Failed {
@@ -502,12 +525,13 @@ impl Client {
     async fn exchange(
         &self,
         body: Vec<u8>,
+        headers: &[(String, String)],
         rec: &mut RequestRecord,
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
         if let Some(h) = &self.native {
-            return self.exchange_native(h, body, rec, reader, origin).await;
+            return self.exchange_native(h, body, headers, rec, reader, origin).await;
         }
         let body = bytes::Bytes::from(body);
         let mut resp = loop {
@@ -515,7 +539,7 @@ impl Client {
             if self.cfg.body.stream {
                 req = req.header("accept", self.api().stream_accept());
             }
-            for (name, value) in &self.headers {
+            for (name, value) in headers {
                 req = req.header(name, value);
             }
             match req.send().await {
@@ -596,12 +620,13 @@ impl Client {
         &self,
         h: &Http1,
         body: Vec<u8>,
+        headers: &[(String, String)],
         rec: &mut RequestRecord,
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
         let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
-        let request = h.request(&body, &self.headers, accept);
+        let request = h.request(&body, headers, accept);
         let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };
         // Stamped right after each read, before any parsing.
         let mut clock = || origin.elapsed();

@@ -414,7 +414,7 @@ impl Session {
                 break;
             }
             let Ok(question) = workload.question(self.id, turn) else { break };
-            let item = conversation.ask(question);
+            let item = WorkItem { session: Some(self.id), ..conversation.ask(question) };
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             self.sent.fetch_add(1, Ordering::Relaxed);
             let (mut rec, reply) = backend.execute_keeping(id, item, due, self.origin, self.abort.clone()).await;
@@ -745,6 +745,7 @@ mod tests {
             let crate::openai::PromptBody::Turns(parts) = &item.prompt else { panic!("not a conversation") };
             let k = r.session.unwrap().turn as usize;
             assert_eq!(parts.len(), 2 * k - 1);
+            assert_eq!(item.session, Some(2), "the item names its session, for headers");
             assert_eq!(item.intended_input_tokens, Some(4 * k as u64 + (k as u64 - 1)));
         }
     }

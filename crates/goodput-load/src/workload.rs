@@ -302,6 +302,7 @@ impl Conversation {
             prompt: PromptBody::Turns(self.turns.clone()),
             intended_input_tokens: Some(self.tokens),
             max_tokens: question.max_tokens,
+            session: question.session,
         }
     }
 
@@ -320,6 +321,8 @@ pub struct WorkItem {
     pub intended_input_tokens: Option<u64>,
     /// `max_tokens` to send.
     pub max_tokens: Option<u32>,
+    /// The session the request is a turn of, for headers that name it (`{session}`).
+    pub session: Option<u64>,
 }
 
 /// One entry of a dataset.
@@ -435,7 +438,12 @@ impl Workload {
                     Some(d) => Some(d.sample(&mut item_rng(*seed ^ QUESTION_SALT, s ^ u64::from(turn) << 48))),
                     None => max_tokens,
                 };
-                Ok(WorkItem { prompt: PromptBody::Text(prompt), intended_input_tokens: None, max_tokens })
+                Ok(WorkItem {
+                    prompt: PromptBody::Text(prompt),
+                    intended_input_tokens: None,
+                    max_tokens,
+                    session: None,
+                })
             }
             Workload::Trace { .. } => Err("--trace replays single requests: drop --turns".into()),
         }
@@ -495,7 +503,7 @@ impl Workload {
                     Some(d) => Some(d.sample(&mut item_rng(*seed, i))),
                     None => e.max_tokens,
                 };
-                WorkItem { prompt: e.prompt.clone(), intended_input_tokens: None, max_tokens }
+                WorkItem { prompt: e.prompt.clone(), intended_input_tokens: None, max_tokens, session: None }
             }
         }
     }
@@ -539,7 +547,12 @@ fn synthetic_item(rng: &mut StdRng, seed: u64, l: Lengths, tokenizer: Option<&To
         None => String::new(),
     };
     text.push_str(&synthetic_text(rng, unique, tokenizer));
-    WorkItem { prompt: PromptBody::Text(text), intended_input_tokens: Some(l.input as u64), max_tokens: Some(l.output) }
+    WorkItem {
+        prompt: PromptBody::Text(text),
+        intended_input_tokens: Some(l.input as u64),
+        max_tokens: Some(l.output),
+        session: None,
+    }
 }
 
 fn draw_lengths(rng: &mut StdRng, input: &LengthDist, output: &LengthDist, prefix: Option<&SharedPrefix>) -> Lengths {

@@ -93,7 +93,7 @@ fn native_client_for(url: &str, api: Api, key_header: KeyHeader) -> Arc<Client> 
         transport: Transport::Auto,
         kernel_stamps: false,
         key_header,
-        headers: vec![("X-Team".into(), "infra".into())],
+        headers: vec![("X-Team".into(), "infra".into()), ("X-Routing".into(), "s-{session}/r-{request}".into())],
     };
     let c = Client::new(cfg, None).unwrap();
     assert_eq!(c.transport_name(), "goodput http/1.1");
@@ -203,6 +203,8 @@ async fn the_request_carries_its_head_and_body() {
         "Accept: text/event-stream",
         "Authorization: Bearer sk-test",
         "X-Team: infra",
+        // Outside sessions a request is its own session.
+        "X-Routing: s-0/r-0",
     ] {
         assert!(head.contains(h), "{h} in {head}");
     }

@@ -273,7 +273,7 @@ pub struct TargetArgs {
     /// Which header carries --api-key: auto is x-api-key for --api messages at api.anthropic.com, a bearer token elsewhere.
     #[arg(long, value_enum, default_value_t = KeyHeaderArg::Auto)]
     pub key_header: KeyHeaderArg,
-    /// One more request header, 'Name: value' (repeatable); its value is never written to any output.
+    /// One more request header, 'Name: value' (repeatable); {session} and {request} in the value become the session's and the request's number. The value is never written to any output.
     #[arg(long, value_parser = parse_header)]
     pub header: Vec<(String, String)>,
     /// Non-streaming requests (TTFT then equals E2E).
