@@ -6,6 +6,7 @@ pub mod civil;
 pub mod cost;
 pub mod live;
 pub mod metrics;
+pub mod models;
 pub mod ratings;
 pub mod record;
 pub mod result;

@@ -73,6 +73,10 @@ pub struct RequestRecord {
     /// multi-turn sessions (`--turns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionTurn>,
+    /// The model the request asked for, when the run spread its requests
+    /// over several (`--model a,b`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     pub outcome: Outcome,
 }
 
@@ -289,6 +293,7 @@ impl RequestRecord {
             read_lag_max: None,
             shared_reads: 0,
             session: None,
+            model: None,
             outcome: Outcome::Cancelled,
         }
     }

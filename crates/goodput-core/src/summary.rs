@@ -85,6 +85,9 @@ pub struct Summary {
     /// Present when the load ran multi-turn sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::session::SessionSummary>,
+    /// A row per model, when the run spread its requests over several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_model: Vec<crate::models::ModelStats>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -271,6 +274,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         goodput: None,
         ratings: Ratings::default(),
         sessions: crate::session::summarize(&measured, ps, dur),
+        by_model: crate::models::by_model(&measured, ps, dur),
     };
     let mut summary = summary;
     summary.ratings = rate(&ok, &summary.ttft_ms, &summary.tpot_ms, &opts.ratings);

@@ -4,7 +4,7 @@
 
 use crate::http1::{HeadError, Http1, ReadStamp};
 use crate::native::LineReader;
-use crate::openai::{build_body, error_message, parse_for, Api, BodyOptions, KeyHeader, PromptBody, Usage};
+use crate::openai::{build_body_for, error_message, parse_for, Api, BodyOptions, KeyHeader, PromptBody, Usage};
 use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
@@ -415,6 +415,22 @@ impl Client {
         Ok(Client { http, native, endpoint, headers, templated, cfg, tokenizer, server: OnceLock::new() })
     }
 
+    /// The model request `id` asks, when the run spreads its requests over
+    /// several: drawn from the request's number, or its session's, so that
+    /// a conversation stays with one model.
+    fn pick_model(&self, id: u64, session: Option<u64>) -> Option<&str> {
+        let models = &self.cfg.body.models;
+        if models.len() < 2 {
+            return None;
+        }
+        // splitmix64 of the key: neighbouring numbers land on unrelated models.
+        let mut z = session.unwrap_or(id).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        Some(&models[(z % models.len() as u64) as usize])
+    }
+
     /// Request `id`'s headers: the configured ones, with `{session}` (the
     /// session the request is a turn of, or the request itself outside
     /// sessions) and `{request}` filled in where a value names them, e.g.
@@ -478,10 +494,12 @@ impl Client {
         abort: &CancellationToken,
         keep_reply: bool,
     ) -> (RequestRecord, Option<String>) {
-        let body = build_body(&self.cfg.body, &item.prompt, item.max_tokens);
+        let model = self.pick_model(id, item.session);
+        let body = build_body_for(&self.cfg.body, model.unwrap_or(&self.cfg.body.model), &item.prompt, item.max_tokens);
         let headers = self.headers_for(id, item.session);
         let sent = origin.elapsed();
         let mut rec = RequestRecord::new(id, scheduled, sent);
+        rec.model = model.map(str::to_owned);
         rec.counts.intended_prompt = item.intended_input_tokens;
         rec.counts.requested_completion = item.max_tokens.map(u64::from);
         let body = match body {

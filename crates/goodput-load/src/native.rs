@@ -545,6 +545,7 @@ mod tests {
             include_usage: true,
             ignore_eos: false,
             extra: serde_json::from_str(extra).unwrap(),
+            ..Default::default()
         };
         serde_json::from_slice(&crate::openai::build_body(&opts, &prompt, max).unwrap()).unwrap()
     }

@@ -140,6 +140,9 @@ pub const TURN_SEPARATOR: &str = "\n\n";
 pub struct BodyOptions {
     pub api: Api,
     pub model: String,
+    /// Several models to spread the requests over (`--model a,b`), each
+    /// request, or each session, asking one; empty for a run of one model.
+    pub models: Vec<String>,
     pub stream: bool,
     /// Ask for `stream_options.include_usage`.
     pub include_usage: bool,
@@ -151,8 +154,18 @@ pub struct BodyOptions {
 
 /// The JSON body of one request.
 pub fn build_body(opts: &BodyOptions, prompt: &PromptBody, max_tokens: Option<u32>) -> Result<Vec<u8>, String> {
+    build_body_for(opts, &opts.model, prompt, max_tokens)
+}
+
+/// The JSON body of one request to `model`.
+pub fn build_body_for(
+    opts: &BodyOptions,
+    model: &str,
+    prompt: &PromptBody,
+    max_tokens: Option<u32>,
+) -> Result<Vec<u8>, String> {
     let mut body = Map::new();
-    body.insert("model".into(), Value::String(opts.model.clone()));
+    body.insert("model".into(), Value::String(model.to_owned()));
     if !matches!(opts.api, Api::Chat | Api::Completions) {
         crate::native::build_body(opts, prompt, max_tokens, &mut body)?;
         return serde_json::to_vec(&Value::Object(body)).map_err(|e| e.to_string());
@@ -382,6 +395,7 @@ mod tests {
             include_usage: true,
             ignore_eos: true,
             extra: serde_json::from_str(r#"{"temperature": 0}"#).unwrap(),
+            ..Default::default()
         };
         let b: Value =
             serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), Some(64)).unwrap()).unwrap();

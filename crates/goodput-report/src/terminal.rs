@@ -131,6 +131,9 @@ pub fn render(r: &RunResult) -> String {
     if let Some(ss) = &s.sessions {
         sessions(&mut o, ss, &ps);
     }
+    if !s.by_model.is_empty() {
+        by_model(&mut o, &s.by_model, &ps);
+    }
     if let (Some(slo), Some(g)) = (&r.slo, &s.goodput) {
         let _ = writeln!(o, "\nSLO {}: {}", esc(&slo.spec), if slo.pass { "PASS" } else { "FAIL" });
         let _ = writeln!(
@@ -228,6 +231,38 @@ fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64
             let _ = write!(o, "{:>10}", t.cached_tokens_mean.map(|c| format!("{c:.0}")).unwrap_or("-".into()));
         }
         let _ = writeln!(o, "{:>14}{:>14}", num(t.ttft_ms.p(50.0)), num(t.ttft_ms.p(tail)));
+    }
+}
+
+/// A run spread over several models: each one's requests, speed and latency.
+fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64]) {
+    let tail = ps.last().copied().unwrap_or(99.0);
+    let width = rows.iter().map(|r| r.model.chars().count()).max().unwrap_or(5).clamp(5, 40);
+    let _ = writeln!(
+        o,
+        "\nby model\n  {:<width$}{:>10}{:>8}{:>13}{:>13}{:>14}{:>13}{:>14}",
+        "model",
+        "requests",
+        "failed",
+        "out tok/s",
+        "TTFT p50 ms",
+        format!("TTFT p{tail} ms"),
+        "TPOT p50 ms",
+        format!("TPOT p{tail} ms"),
+    );
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "  {:<width$}{:>10}{:>8}{:>13.1}{:>13}{:>14}{:>13}{:>14}",
+            esc(&r.model),
+            r.requests,
+            r.failed,
+            r.output_tokens_per_s,
+            num(r.ttft_ms.p(50.0)),
+            num(r.ttft_ms.p(tail)),
+            num(r.tpot_ms.p(50.0)),
+            num(r.tpot_ms.p(tail)),
+        );
     }
 }
 

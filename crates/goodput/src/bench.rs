@@ -173,13 +173,22 @@ pub async fn connect(
     if let (Some(wait), None) = (t.wait_ready, &server) {
         wait_ready(probe.http(), &base, api, &headers, wait).await?;
     }
-    let model = match &t.model {
-        Some(m) => m.clone(),
-        None => discover_model(probe.http(), &base, api, &headers).await?,
+    // Several models, comma-separated, spread the requests over them.
+    let models: Vec<String> = match &t.model {
+        Some(m) => m.split(',').map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned).collect(),
+        None => vec![discover_model(probe.http(), &base, api, &headers).await?],
     };
+    if models.is_empty() {
+        bail!(
+            "--model '{}' names no model: give a name, or several separated by commas",
+            t.model.as_deref().unwrap_or("")
+        );
+    }
+    let model = models.join(",");
     let body = BodyOptions {
         api,
-        model: model.clone(),
+        model: models[0].clone(),
+        models: if models.len() > 1 { models.clone() } else { Vec::new() },
         stream: !t.no_stream,
         include_usage: !t.no_usage,
         ignore_eos,

@@ -264,7 +264,7 @@ pub struct TargetArgs {
     /// Which endpoint to load.
     #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
     pub api: ApiArg,
-    /// Model name to send; by default the first model the server lists at /v1/models.
+    /// Model name to send; by default the first model the server lists at /v1/models. Several, comma-separated (e.g. LoRA adapters), spread the requests over them, each request or session drawing one; the summary then has a row per model.
     #[arg(long)]
     pub model: Option<String>,
     /// API key (never written to any output), sent in the header --key-header names.

@@ -209,6 +209,51 @@ fn both_http_stacks_and_both_stamp_modes_measure_the_known_server() {
     }
 }
 
+/// `--model a,b,c` spreads the requests over several models (LoRA adapters
+/// behind one server): each session keeps its model, records name it, and
+/// every rendering has a row per model.
+#[test]
+fn several_models_share_a_run_and_are_summarised_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec, md, csv) =
+        (dir.path().join("run.json"), dir.path().join("rec.jsonl"), dir.path().join("run.md"), dir.path().join("csv"));
+    let assert = goodput()
+        .args(["bench", "--model", "base, lora-a,lora-b", "-n", "12", "-c", "4", "--turns", "2", "--think-time", "1ms"])
+        .args(FAST)
+        .arg("--include-requests")
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--csv")
+        .arg(&csv)
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
+    let v = read_json(&out);
+    assert_eq!(v["target"]["model"], "base,lora-a,lora-b");
+    let recs = records(&rec);
+    assert_eq!(recs.len(), 24);
+    for pair in recs.iter().filter(|r| r.session.unwrap().turn == 1) {
+        let later =
+            recs.iter().find(|r| r.session.unwrap().id == pair.session.unwrap().id && r.session.unwrap().turn == 2);
+        assert_eq!(later.unwrap().model, pair.model, "a conversation keeps its model");
+    }
+    let rows = v["summary"]["by_model"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["model"].as_str().unwrap()).collect();
+    assert_eq!(names, ["base", "lora-a", "lora-b"], "every model drew some of 12 sessions");
+    for r in rows {
+        let name = r["model"].as_str().unwrap();
+        let n = recs.iter().filter(|x| x.model.as_deref() == Some(name)).count() as u64;
+        assert_eq!(r["requests"].as_u64(), Some(n), "{name}");
+        assert!(stdout.contains(&format!("  {name} ")), "the terminal has a row for {name}:\n{stdout}");
+    }
+    assert!(std::fs::read_to_string(&md).unwrap().contains("| lora-b |"));
+    let requests_csv = std::fs::read_to_string(csv.join("requests.csv")).unwrap();
+    assert!(requests_csv.lines().next().unwrap().contains(",model,"), "{requests_csv}");
+    let err = goodput().args(["bench", "-q", "--model", " , "]).args(FAST).refusal();
+    assert!(err.contains("names no model"), "{err}");
+}
+
 /// `--rate inf`: every request due at once, the cap holding the rest back
 /// (their wait is client queue time), as vLLM's `--request-rate inf`.
 #[test]

@@ -275,12 +275,16 @@ fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord
     let mut recs = recs.peekable();
     let with_point = recs.peek().is_some_and(|(p, _)| p.is_some());
     let with_session = recs.peek().is_some_and(|(_, r)| r.session.is_some());
+    let with_model = recs.peek().is_some_and(|(_, r)| r.model.is_some());
     let mut header: Vec<String> = Vec::new();
     if with_point {
         header.push("point".into());
     }
     if with_session {
         header.extend(["session", "turn", "turns"].map(String::from));
+    }
+    if with_model {
+        header.push("model".into());
     }
     header.extend(
         [
@@ -333,6 +337,9 @@ fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord
                     [s.map(|s| s.id), s.map(|s| s.turn.into()), s.map(|s| s.turns.into())]
                         .map(|v| v.map(|v: u64| v.to_string()).unwrap_or_default()),
                 );
+            }
+            if with_model {
+                row.push(r.model.as_deref().map(csv_text).unwrap_or_default());
             }
             row.extend([
                 r.id.to_string(),

@@ -487,6 +487,7 @@ fn run_body(o: &mut String, r: &RunResult) {
     o.push_str("</tbody></table></div></section>");
 
     sessions(o, r);
+    by_model(o, r);
     failures(o, r);
     if let Some(slo) = &r.slo {
         o.push_str(r#"<section><h2>SLO</h2><div class="scroll"><table><thead><tr><th>objective</th><th>limit (ms)</th><th>measured (ms)</th><th>verdict</th></tr></thead><tbody>"#);
@@ -850,6 +851,32 @@ fn sessions(o: &mut String, r: &RunResult) {
     o.push_str("</tbody></table></div>");
     charts(o, &session_charts(ss));
     o.push_str("</section>");
+}
+
+/// A run spread over several models: a row per model.
+fn by_model(o: &mut String, r: &RunResult) {
+    let rows = &r.summary.by_model;
+    if rows.is_empty() {
+        return;
+    }
+    o.push_str(
+        r#"<section><h2>By model</h2><div class="scroll"><table><thead><tr><th>model</th><th>requests</th><th>failed</th><th>output tok/s</th><th>TTFT p50 (ms)</th><th>TTFT max (ms)</th><th>TPOT p50 (ms)</th><th>TPOT max (ms)</th></tr></thead><tbody>"#,
+    );
+    for m in rows {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html(&m.model),
+            m.requests,
+            m.failed,
+            m.output_tokens_per_s,
+            format::ms(m.ttft_ms.p(50.0)),
+            format::ms(m.ttft_ms.max),
+            format::ms(m.tpot_ms.p(50.0)),
+            format::ms(m.tpot_ms.max),
+        );
+    }
+    o.push_str("</tbody></table></div></section>");
 }
 
 /// TTFT and the prompt, turn by turn: what a growing conversation costs,

@@ -199,6 +199,25 @@ pub fn run_markdown(r: &RunResult) -> String {
         }
         o.push('\n');
     }
+    if !s.by_model.is_empty() {
+        o.push_str(
+            "**By model**\n\n| model | requests | failed | output tok/s | TTFT p50 (ms) | TPOT p50 (ms) |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: |\n",
+        );
+        for m in &s.by_model {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {:.1} | {} | {} |",
+                md(&m.model),
+                m.requests,
+                m.failed,
+                m.output_tokens_per_s,
+                format::ms(m.ttft_ms.p(50.0)),
+                format::ms(m.tpot_ms.p(50.0))
+            );
+        }
+        o.push('\n');
+    }
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>| v.map(|v| md(&format::usd(v))).unwrap_or("-".into());
         let _ = writeln!(
