@@ -229,11 +229,15 @@ impl ServerSignals {
             ("queue_seconds", "server queue p50"),
         ] {
             if let Some(h) = self.histogram(name) {
+                // The mean is exact (from `_sum`); the percentiles are
+                // interpolated inside buckets that can be far wider than
+                // the values (vLLM's queue-time buckets start at 300 ms).
+                let mean = h.mean.map(|m| format!("mean {} ms · ", secs_ms(Some(m)))).unwrap_or_default();
                 out.push(fig(
                     label,
                     secs_ms(h.p50),
                     "ms",
-                    format!("p99 {} ms · {} observations", secs_ms(h.p99), num(h.count, 0)),
+                    format!("{mean}p99 {} ms · {} observations", secs_ms(h.p99), num(h.count, 0)),
                 ));
             }
         }
