@@ -150,8 +150,8 @@ pub async fn connect(
     if ignore_eos && !api.forces_length() {
         bail!(
             "--ignore-eos: the {} API has no field that forces the output length. Leave it out (lengths then \
-             follow the model; --output-tokens still caps them), or pass the server's own field with --extra-body, \
-             e.g. --extra-body '{{\"ignore_eos\":true}}' for vLLM's /v1/messages",
+             follow the model; --output-tokens still caps them), pass a server's own field with --extra-body \
+             where it has one, or load its OpenAI route (--api chat or completions) to force lengths",
             api.as_str()
         );
     }
