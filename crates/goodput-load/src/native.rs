@@ -402,8 +402,9 @@ struct TgiDetails<'a> {
     finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
     generated_tokens: Option<u64>,
-    /// The prompt's length (TGI 2 and later, in streamed details).
-    #[serde(default)]
+    /// The prompt's length (TGI 2 and later, in streamed details; some
+    /// builds name it `prompt_tokens`).
+    #[serde(default, alias = "prompt_tokens")]
     input_length: Option<u64>,
 }
 
@@ -452,6 +453,13 @@ struct LlamaCppEvent<'a> {
     stop: bool,
     #[serde(default, borrow)]
     stop_type: Option<Cow<'a, str>>,
+    /// Builds before `stop_type` said why with three flags.
+    #[serde(default)]
+    stopped_limit: bool,
+    #[serde(default)]
+    stopped_eos: bool,
+    #[serde(default)]
+    stopped_word: bool,
     #[serde(default)]
     tokens_predicted: Option<u64>,
     #[serde(default)]
@@ -482,7 +490,11 @@ pub fn parse_llamacpp(data: &str) -> Result<ChunkInfo, String> {
     info.push(Channel::Content, ev.content.as_deref().unwrap_or(""));
     if ev.stop {
         info.done = true;
-        info.finish_reason = Some(ev.stop_type.map_or_else(|| "stop".to_owned(), Cow::into_owned));
+        let flagged = [(ev.stopped_limit, "limit"), (ev.stopped_eos, "eos"), (ev.stopped_word, "word")]
+            .into_iter()
+            .find_map(|(set, name)| set.then_some(name));
+        info.finish_reason =
+            Some(ev.stop_type.map(Cow::into_owned).unwrap_or_else(|| flagged.unwrap_or("stop").to_owned()));
         info.usage = Some(Usage {
             prompt_tokens: ev.tokens_evaluated,
             completion_tokens: ev.tokens_predicted,
@@ -734,6 +746,11 @@ mod tests {
             (u.prompt_tokens, u.completion_tokens, u.prompt_tokens_details.unwrap().cached_tokens),
             (Some(15), Some(24), Some(8))
         );
+        let older = parse_llamacpp(
+            r#"{"content":"","stop":true,"tokens_predicted":5,"tokens_evaluated":9,"stopped_eos":false,"stopped_word":false,"stopped_limit":true}"#,
+        )
+        .unwrap();
+        assert_eq!(older.finish_reason.as_deref(), Some("limit"), "builds before stop_type");
         let err =
             parse_llamacpp(r#"{"error":{"code":500,"message":"context shift is disabled","type":"server_error"}}"#)
                 .unwrap();
