@@ -343,22 +343,12 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
         return Ok(info);
     };
     info.finish_reason = choice.finish_reason.map(Cow::into_owned);
-    if let Some(t) = choice.text.filter(|t| !t.is_empty()) {
-        info.channel = Some(Channel::Content);
-        info.text = t.into_owned();
-        info.content_len = info.text.len();
-    }
+    // Content first, then reasoning: `push` counts visible content from the start.
+    info.push(Channel::Content, choice.text.as_deref().unwrap_or(""));
     if let Some(m) = choice.delta.or(choice.message) {
+        info.push(Channel::Content, m.content.as_deref().unwrap_or(""));
         let reasoning = nonempty(m.reasoning_content).or(nonempty(m.reasoning)).or(nonempty(m.thinking));
-        if let Some(c) = nonempty(m.content) {
-            info.channel = Some(Channel::Content);
-            info.text.push_str(&c);
-            info.content_len = info.text.len();
-        }
-        if let Some(r) = reasoning {
-            info.channel.get_or_insert(Channel::Reasoning);
-            info.text.push_str(&r);
-        }
+        info.push(Channel::Reasoning, reasoning.as_deref().unwrap_or(""));
         if let Some(calls) = m.tool_calls.filter(|c| !c.is_empty()) {
             info.channel.get_or_insert(Channel::ToolCalls);
             for call in &calls {

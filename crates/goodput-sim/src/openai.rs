@@ -346,7 +346,7 @@ pub struct ChunkWriter {
     id: String,
     model_json: String,
     created: u64,
-    /// Ollama's `created_at` (RFC 3339, to the second).
+    /// Ollama's `created_at` (RFC 3339, to the second); empty on the other routes.
     created_at: String,
     seed: u64,
     /// The prompt's and the whole output's lengths: TGI's last token event
@@ -367,7 +367,8 @@ impl ChunkWriter {
             id: format!("{prefix}-{request_id:016x}"),
             model_json: serde_json::to_string(model).unwrap_or_else(|_| "\"model\"".into()),
             created,
-            created_at: rfc3339(created),
+            // Only Ollama's lines carry it; the other routes skip formatting it.
+            created_at: if route.ollama() { rfc3339(created) } else { String::new() },
             seed: request_id,
             prompt_tokens: 0,
             n_out: 0,
