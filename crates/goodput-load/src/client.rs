@@ -1089,6 +1089,78 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
         assert_eq!(rec.tpot(), None);
     }
 
+    const NATIVE_FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp-native/");
+
+    /// Responses recorded from a live llama.cpp `llama-server` (its native
+    /// `/completion` and its `/v1/messages`): read whole and at every split,
+    /// with the server's own counts, cached prompt tokens and finish reason.
+    #[test]
+    fn recorded_llamacpp_native_streams_read_the_same_at_every_split() {
+        for (file, api, chunks, output, prompt, cached, finish) in [
+            ("completion-stream.sse", Api::LlamaCpp, 6, 6, 5, Some(0), "limit"),
+            ("completion-stream-cached.sse", Api::LlamaCpp, 4, 4, 13, Some(12), "limit"),
+            ("messages-stream.sse", Api::Messages, 5, 5, 16, Some(0), "max_tokens"),
+        ] {
+            let bytes = std::fs::read(format!("{NATIVE_FIX}{file}")).unwrap();
+            let (whole, reply) = read_api(api, &bytes, &[]);
+            assert_eq!(whole.outcome, Outcome::Success, "{file}");
+            assert_eq!(whole.chunks.len(), chunks, "{file}: every token its own event, the closing event no output");
+            assert!(whole.chunks.iter().all(|c| c.channel == Channel::Content), "{file}");
+            assert_eq!((whole.output_tokens, whole.output_tokens_source), (output, CountSource::Usage), "{file}");
+            assert_eq!((whole.input_tokens, whole.input_tokens_source), (prompt, CountSource::Usage), "{file}");
+            assert_eq!(whole.counts.usage_cached_prompt, cached, "{file}");
+            assert_eq!(whole.finish_reason.as_deref(), Some(finish), "{file}");
+            assert!(reply.is_some_and(|r| !r.is_empty()), "{file}");
+            if api == Api::LlamaCpp {
+                // Each event's running `tokens_predicted` gives each chunk its count.
+                assert_eq!(whole.chunk_tokens_source, ChunkTokenSource::ContinuousUsage, "{file}");
+                assert!(whole.chunks.iter().all(|c| c.tokens == 1), "{file}");
+            }
+            for cut in 0..=bytes.len() {
+                let (rec, _) = read_api(api, &bytes, &[cut]);
+                assert_eq!(rec.outcome, Outcome::Success, "{file} cut at {cut}");
+                assert_eq!((rec.output_tokens, rec.input_tokens), (output, prompt), "{file} cut at {cut}");
+                assert_eq!(rec.chunks.len(), chunks, "{file} cut at {cut}");
+            }
+        }
+    }
+
+    /// llama.cpp holds back a token that ends inside a UTF-8 character and
+    /// sends its text with the next token's: recorded, the second event's
+    /// running count rises by 2, and that chunk, not the last, counts 2 tokens.
+    #[test]
+    fn recorded_llamacpp_held_back_token_counts_on_its_own_chunk() {
+        let bytes = std::fs::read(format!("{NATIVE_FIX}completion-stream-utf8.sse")).unwrap();
+        for cut in [None, Some(bytes.len() / 3)] {
+            let (rec, _) = read_api(Api::LlamaCpp, &bytes, cut.as_slice());
+            assert_eq!(rec.outcome, Outcome::Success);
+            assert_eq!(rec.output_tokens, 16);
+            assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
+            let ks: Vec<u32> = rec.chunks.iter().map(|c| c.tokens).collect();
+            assert_eq!(ks, [1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "cut at {cut:?}");
+        }
+    }
+
+    /// The same server's non-streamed bodies: one chunk, the server's counts.
+    #[test]
+    fn recorded_llamacpp_native_bodies_are_one_chunk() {
+        for (file, api, output, prompt, cached, finish) in [
+            ("completion.json", Api::LlamaCpp, 6, 5, Some(4), "limit"),
+            ("messages.json", Api::Messages, 5, 11, Some(10), "max_tokens"),
+        ] {
+            let body = std::fs::read(format!("{NATIVE_FIX}{file}")).unwrap();
+            let mut r = ResponseReader::new(false).for_api(api);
+            r.whole_body(&body, Duration::from_millis(50));
+            let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+            r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+            assert_eq!(rec.outcome, Outcome::Success, "{file}");
+            assert_eq!(rec.chunks.len(), 1, "{file}");
+            assert_eq!((rec.output_tokens, rec.output_tokens_source), (output, CountSource::Usage), "{file}");
+            assert_eq!((rec.input_tokens, rec.counts.usage_cached_prompt), (prompt, cached), "{file}");
+            assert_eq!(rec.finish_reason.as_deref(), Some(finish), "{file}");
+        }
+    }
+
     #[test]
     fn tokenizer_counts_when_usage_is_absent() {
         let tok = TokenCounter::from_file(std::path::Path::new(concat!(

@@ -488,6 +488,17 @@ pub fn parse_llamacpp(data: &str) -> Result<ChunkInfo, String> {
         return Ok(info);
     }
     info.push(Channel::Content, ev.content.as_deref().unwrap_or(""));
+    // Every event of a current build carries the running `tokens_predicted`,
+    // so each chunk's token count is exact: a token that ends inside a UTF-8
+    // character is held back and its text comes with the next one, whose
+    // count then rises by 2.
+    if ev.tokens_predicted.is_some() || ev.tokens_evaluated.is_some() {
+        info.usage = Some(Usage {
+            prompt_tokens: ev.tokens_evaluated,
+            completion_tokens: ev.tokens_predicted,
+            prompt_tokens_details: None,
+        });
+    }
     if ev.stop {
         info.done = true;
         let flagged = [(ev.stopped_limit, "limit"), (ev.stopped_eos, "eos"), (ev.stopped_word, "word")]
@@ -735,10 +746,14 @@ mod tests {
     #[test]
     fn llamacpp_events() {
         let piece = parse_llamacpp(r#"{"index":0,"content":" Hello","tokens":[],"stop":false,"id_slot":0,"tokens_predicted":1,"tokens_evaluated":7}"#).unwrap();
+        let running = Usage { prompt_tokens: Some(7), completion_tokens: Some(1), prompt_tokens_details: None };
         assert_eq!(
             (piece.channel, piece.text.as_str(), piece.done, piece.usage),
-            (Some(Channel::Content), " Hello", false, None)
+            (Some(Channel::Content), " Hello", false, Some(running)),
+            "each event's running count"
         );
+        let bare = parse_llamacpp(r#"{"content":" Hello","stop":false}"#).unwrap();
+        assert_eq!(bare.usage, None, "older builds' events carry no counts");
         let last = parse_llamacpp(r#"{"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"model":"m","tokens_predicted":24,"tokens_evaluated":15,"stop_type":"limit","stopping_word":"","tokens_cached":38,"timings":{"cache_n":8,"prompt_n":7,"predicted_n":24}}"#).unwrap();
         assert_eq!((last.channel, last.done, last.finish_reason.as_deref()), (None, true, Some("limit")));
         let u = last.usage.unwrap();
