@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# goodput beside the Python clients people use today (NVIDIA's AIPerf and
+# GuideLLM), each loading the same fixed-timing server on this machine: the
+# server answers every request after exactly 10 ms and then sends 1 token per
+# chunk every 10 ms, so the true TTFT is 10 ms and the true ITL 10 ms. Any
+# excess a client reports is its own, or the server's while the client took
+# the CPU from it (the last column: the server's chunks that left on time,
+# from its own /metrics). Per client: its own TTFT and ITL
+# figures, its output rate against the offered rate, and its CPU time (the
+# run's less a one-request run's, so start-up is not counted).
+# ITL is each tool's own: goodput's and AIPerf's inter_chunk_latency pool every
+# gap; GuideLLM's inter_token_latency is one mean gap per request.
+#   bench/vs_python_clients.sh [STREAMS] [REQUESTS] [OUTPUT_TOKENS]
+# The Python tools are installed from PyPI into venvs under $PY (default
+# target/pyclients) on first use; they get a tokenizer (our tiny test one)
+# from a local Hugging Face cache there, offline. CLIENTS picks which run
+# (default "goodput aiperf guidellm").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STREAMS=${1:-100}
+REQUESTS=${2:-$((3 * STREAMS))}
+OUT_TOKENS=${3:-100}
+PORT=${PORT:-18778}
+PY=$(mkdir -p "${PY:-target/pyclients}" && cd "${PY:-target/pyclients}" && pwd)
+CLIENTS=${CLIENTS:-goodput aiperf guidellm}
+AIPERF_VERSION=${AIPERF_VERSION:-0.13.0}
+GUIDELLM_VERSION=${GUIDELLM_VERSION:-0.8.1}
+cargo build --release -q --bin goodput
+G=$PWD/target/release/goodput
+URL=http://127.0.0.1:$PORT
+
+for tool in aiperf guidellm; do
+  case " $CLIENTS " in *" $tool "*) ;; *) continue ;; esac
+  version_var=${tool^^}_VERSION
+  if [ ! -x "$PY/$tool/bin/$tool" ]; then
+    echo "installing $tool ${!version_var} into $PY/$tool"
+    python3 -m venv "$PY/$tool"
+    "$PY/$tool/bin/pip" install -q "$tool==${!version_var}"
+  fi
+done
+# A local Hugging Face cache holding our tiny test tokenizer, so neither
+# tool reaches for the hub (AIPerf takes its name, GuideLLM its folder).
+SNAP=$PY/hf/hub/models--goodput--tiny-bpe/snapshots/0000000000000000000000000000000000000000
+mkdir -p "$SNAP" "$PY/hf/hub/models--goodput--tiny-bpe/refs"
+printf 0000000000000000000000000000000000000000 >"$PY/hf/hub/models--goodput--tiny-bpe/refs/main"
+cp crates/goodput-load/tests/fixtures/tiny-bpe-tokenizer.json "$SNAP/tokenizer.json"
+echo '{"tokenizer_class":"PreTrainedTokenizerFast","model_max_length":100000}' >"$SNAP/tokenizer_config.json"
+export HF_HOME=$PY/hf HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+
+TMP=$(mktemp -d)
+SERVER=
+trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
+
+# client NAME STREAMS REQUESTS TOKENS: one run against a fresh server;
+# leaves $TMP/NAME/{time,log,metrics.prom} and the tool's own result.
+client() {
+  local name=$1 c=$2 n=$3 k=$4 dir=$TMP/$1
+  rm -rf "$dir" && mkdir -p "$dir"
+  "$G" serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$dir/serve.log" &
+  SERVER=$!
+  for _ in $(seq 50); do curl -fs "$URL/v1/models" >/dev/null && break; sleep 0.1; done
+  local cmd
+  case $name in
+    goodput*) cmd=("$G" bench --url "$URL" -c "$c" -n "$n" --input-tokens 32 --output-tokens "$k" --no-metrics -q
+      -o "$dir/result.json") ;;
+    aiperf*) cmd=("$PY/aiperf/bin/aiperf" profile -m goodput-fixed --url "$URL" --endpoint-type chat --streaming
+      --tokenizer goodput/tiny-bpe --use-server-token-count --concurrency "$c" --request-count "$n"
+      --prompt-input-tokens-mean 32 --prompt-input-tokens-stddev 0 --prompt-output-tokens-mean "$k"
+      --prompt-output-tokens-stddev 0 --extra-inputs ignore_eos:true --no-server-metrics --no-gpu-telemetry
+      --ui none --output-artifact-dir "$dir/out") ;;
+    guidellm*) cmd=("$PY/guidellm/bin/guidellm" run --backend "kind=openai_http,target=$URL,model=goodput-fixed"
+      --profile "kind=concurrent,streams=$c" --constraint "kind=max_requests,count=$n"
+      --data "kind=synthetic_text,prompt_tokens=32,output_tokens=$k"
+      --tokenizer "kind=hf_auto,model=$SNAP" --output kind=json --disable-console-interactive) ;;
+  esac
+  (cd "$dir" && /usr/bin/time -f "%U %S %e" -o "$dir/time" "${cmd[@]}" >"$dir/log" 2>&1) ||
+    { echo "$name failed; the end of its output:" >&2; tail -20 "$dir/log" >&2; exit 1; }
+  curl -fs "$URL/metrics" >"$dir/metrics.prom"
+  kill $SERVER && wait $SERVER 2>/dev/null || true
+  SERVER=
+}
+
+for tool in $CLIENTS; do
+  echo "$tool: start-up run, then $STREAMS streams × $REQUESTS requests × $OUT_TOKENS tokens"
+  client "$tool-startup" 1 1 1
+  client "$tool" "$STREAMS" "$REQUESTS" "$OUT_TOKENS"
+done
+
+python3 - "$TMP" "$STREAMS" "$REQUESTS" "$OUT_TOKENS" $CLIENTS <<'PY'
+import json, sys, os, re
+tmp, streams, requests, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+tools = sys.argv[5:]
+
+def cpu(name):
+    u, s, wall = open(f"{tmp}/{name}/time").read().split()[-3:]
+    return float(u) + float(s), float(wall)
+
+def server_within_1ms(name):
+    # The server's own share: chunks that left more than 1 ms late.
+    b = {}
+    for line in open(f"{tmp}/{name}/metrics.prom"):
+        m = re.match(r'goodput_sim_chunk_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)', line)
+        if m:
+            b[m.group(1)] = float(m.group(2))
+    return 100 * b["0.001024"] / b["+Inf"] if b.get("+Inf") else float("nan")
+
+def figures(tool):
+    d = f"{tmp}/{tool}"
+    if tool == "goodput":
+        s = json.load(open(f"{d}/result.json"))["summary"]
+        return (s["ttft_ms"]["p50"], s["ttft_ms"]["p99"], s["itl_ms"]["p50"], s["itl_ms"]["p99"],
+                s["throughput"]["output_tokens_per_s"], s["requests"]["completed"])
+    if tool == "aiperf":
+        j = json.load(open(f"{d}/out/profile_export_aiperf.json"))
+        # AIPerf's inter_token_latency is one figure per request (its mean
+        # gap); inter_chunk_latency pools every gap, as goodput's ITL does.
+        return (j["time_to_first_token"]["p50"], j["time_to_first_token"]["p99"],
+                j["inter_chunk_latency"]["p50"], j["inter_chunk_latency"]["p99"],
+                j["output_token_throughput"]["avg"], j["request_count"]["avg"])
+    if tool == "guidellm":
+        b = json.load(open(f"{d}/benchmarks.json"))["benchmarks"][0]["metrics"]
+        p = lambda m, q: b[m]["successful"]["percentiles"][q]
+        return (p("time_to_first_token_ms", "p50"), p("time_to_first_token_ms", "p99"),
+                p("inter_token_latency_ms", "p50"), p("inter_token_latency_ms", "p99"),
+                b["output_tokens_per_second"]["successful"]["mean"],
+                b["request_totals"]["successful"])
+
+offered = streams * 100.0
+print(f"\n{streams} streams × {requests} requests × {k} tokens; the server's true TTFT and ITL are 10 ms; "
+      f"{offered:,.0f} tokens/s offered while all streams run")
+print("| client | wall s | client CPU s (less start-up) | µs CPU per token | output tok/s (its own) | TTFT p50 / p99 ms (its own) | ITL p50 / p99 ms (its own) | completed | server chunks ≤ 1 ms late |")
+print("|---|---|---|---|---|---|---|---|---|")
+for tool in tools:
+    run_cpu, wall = cpu(tool)
+    start_cpu, _ = cpu(f"{tool}-startup")
+    c = run_cpu - start_cpu
+    t50, t99, i50, i99, tps, done = figures(tool)
+    print(f"| {tool} | {wall:.2f} | {c:.2f} | {c / (requests * k) * 1e6:.1f} | {tps:,.0f} | {t50:.1f} / {t99:.1f} | "
+          f"{i50:.2f} / {i99:.2f} | {int(done)} | {server_within_1ms(tool):.1f}% |")
+PY
