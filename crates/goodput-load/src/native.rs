@@ -491,12 +491,15 @@ pub fn parse_llamacpp(data: &str) -> Result<ChunkInfo, String> {
     // Every event of a current build carries the running `tokens_predicted`,
     // so each chunk's token count is exact: a token that ends inside a UTF-8
     // character is held back and its text comes with the next one, whose
-    // count then rises by 2.
-    if ev.tokens_predicted.is_some() || ev.tokens_evaluated.is_some() {
+    // count then rises by 2. The closing event carries the whole request's.
+    if ev.stop || ev.tokens_predicted.is_some() || ev.tokens_evaluated.is_some() {
         info.usage = Some(Usage {
             prompt_tokens: ev.tokens_evaluated,
             completion_tokens: ev.tokens_predicted,
-            prompt_tokens_details: None,
+            prompt_tokens_details: ev
+                .timings
+                .and_then(|t| t.cache_n)
+                .map(|c| PromptTokensDetails { cached_tokens: Some(c) }),
         });
     }
     if ev.stop {
@@ -506,14 +509,6 @@ pub fn parse_llamacpp(data: &str) -> Result<ChunkInfo, String> {
             .find_map(|(set, name)| set.then_some(name));
         info.finish_reason =
             Some(ev.stop_type.map(Cow::into_owned).unwrap_or_else(|| flagged.unwrap_or("stop").to_owned()));
-        info.usage = Some(Usage {
-            prompt_tokens: ev.tokens_evaluated,
-            completion_tokens: ev.tokens_predicted,
-            prompt_tokens_details: ev
-                .timings
-                .and_then(|t| t.cache_n)
-                .map(|c| PromptTokensDetails { cached_tokens: Some(c) }),
-        });
     }
     Ok(info)
 }
