@@ -806,6 +806,15 @@ mod tests {
         (rec, reply)
     }
 
+    /// A whole non-streamed `body` of `api`, read at 50 ms.
+    fn read_whole(api: Api, body: &[u8]) -> RequestRecord {
+        let mut r = ResponseReader::new(false).for_api(api);
+        r.whole_body(body, Duration::from_millis(50));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        rec
+    }
+
     /// A Messages stream as Anthropic sends one: typed events, a `ping`, a
     /// thinking block before the text, the prompt's counts at the start and
     /// the output's at the end.
@@ -1077,11 +1086,7 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
 
     #[test]
     fn whole_body_is_one_chunk() {
-        let body = std::fs::read(format!("{FIX}chat-nostream.json")).unwrap();
-        let mut r = ResponseReader::new(false);
-        r.whole_body(&body, Duration::from_millis(50));
-        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
-        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        let rec = read_whole(Api::Chat, &std::fs::read(format!("{FIX}chat-nostream.json")).unwrap());
         assert_eq!(rec.outcome, Outcome::Success);
         assert_eq!(rec.chunks.len(), 1);
         assert_eq!(rec.chunks[0].channel, Channel::Content);
@@ -1148,11 +1153,7 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
             ("completion.json", Api::LlamaCpp, 6, 5, Some(4), "limit"),
             ("messages.json", Api::Messages, 5, 11, Some(10), "max_tokens"),
         ] {
-            let body = std::fs::read(format!("{NATIVE_FIX}{file}")).unwrap();
-            let mut r = ResponseReader::new(false).for_api(api);
-            r.whole_body(&body, Duration::from_millis(50));
-            let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
-            r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+            let rec = read_whole(api, &std::fs::read(format!("{NATIVE_FIX}{file}")).unwrap());
             assert_eq!(rec.outcome, Outcome::Success, "{file}");
             assert_eq!(rec.chunks.len(), 1, "{file}");
             assert_eq!((rec.output_tokens, rec.output_tokens_source), (output, CountSource::Usage), "{file}");

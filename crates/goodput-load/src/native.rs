@@ -13,7 +13,7 @@
 //! Request bodies, and the reading of one event, line or whole response
 //! into the same [`ChunkInfo`] the OpenAI reader gives.
 
-use crate::openai::{error_message, Api, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails, Usage};
+use crate::openai::{decode, error_message, Api, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails, Usage};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -238,7 +238,7 @@ impl MsgUsage {
 
 /// Parses one Messages event's data, or a whole non-streamed message.
 pub fn parse_messages(data: &str) -> Result<ChunkInfo, String> {
-    let ev: MsgEvent = serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))?;
+    let ev: MsgEvent = decode(data)?;
     let mut info = ChunkInfo::default();
     match ev.kind.as_ref() {
         "message_start" => {
@@ -342,7 +342,7 @@ struct OllamaMessage<'a> {
 /// was cached, and a record then counts the prompt with the tokenizer or
 /// as intended. Ollama reports no cached count.
 pub fn parse_ollama(data: &str) -> Result<ChunkInfo, String> {
-    let line: OllamaLine = serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))?;
+    let line: OllamaLine = decode(data)?;
     let mut info = ChunkInfo::default();
     if let Some(e) = line.error {
         info.error = Some(error_message(&e));
@@ -416,13 +416,13 @@ pub fn parse_tgi(data: &str) -> Result<ChunkInfo, String> {
     let trimmed = data.trim_start();
     let one;
     let data = if trimmed.starts_with('[') {
-        let list: Vec<Value> = serde_json::from_str(trimmed).map_err(|e| format!("malformed JSON in response: {e}"))?;
+        let list: Vec<Value> = decode(trimmed)?;
         one = list.into_iter().next().unwrap_or(Value::Null).to_string();
         one.as_str()
     } else {
         data
     };
-    let ev: TgiEvent = serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))?;
+    let ev: TgiEvent = decode(data)?;
     let mut info = ChunkInfo::default();
     if let Some(e) = ev.error {
         info.error = Some(error_message(&e));
@@ -481,7 +481,7 @@ struct LlamaCppTimings {
 /// object with `"stop": true`). The finish reason is llama.cpp's
 /// `stop_type` (`limit`, `eos`, `word`).
 pub fn parse_llamacpp(data: &str) -> Result<ChunkInfo, String> {
-    let ev: LlamaCppEvent = serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))?;
+    let ev: LlamaCppEvent = decode(data)?;
     let mut info = ChunkInfo::default();
     if let Some(e) = ev.error {
         info.error = Some(error_message(&e));

@@ -332,7 +332,7 @@ struct WireMessage<'a> {
 
 /// Parses one `data:` payload of a stream, or a whole non-streamed body.
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
-    let wire: Wire = serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))?;
+    let wire: Wire = decode(data)?;
     let mut info = ChunkInfo { usage: wire.usage, ..Default::default() };
     if let Some(err) = wire.error {
         info.error = Some(error_message(&err));
@@ -359,6 +359,11 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
         }
     }
     Ok(info)
+}
+
+/// Decodes one JSON payload of a response, or says it is malformed.
+pub(crate) fn decode<'a, T: Deserialize<'a>>(data: &'a str) -> Result<T, String> {
+    serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))
 }
 
 /// A readable message from an error payload (`{"message": …}`, a string, or anything).
