@@ -135,6 +135,46 @@ pub struct TokenTotals {
     pub length_mismatches: u64,
     /// Requests where the server's usage and the client tokenizer disagree.
     pub usage_tokenizer_disagreements: u64,
+    /// How many completed requests took their input count from each source.
+    #[serde(default)]
+    pub input_sources: BTreeMap<String, u64>,
+    /// The server's prompt count beyond the workload's, over completed
+    /// requests with both: what its chat template and special tokens add
+    /// (and, with no `--tokenizer`, how its tokenizer splits the words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_extra: Option<PromptExtra>,
+}
+
+/// Prompt tokens the server counted beyond those the workload intended, per
+/// request (server's `usage.prompt_tokens` − the workload's count).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PromptExtra {
+    /// Completed requests with both counts.
+    pub requests: u64,
+    pub mean: f64,
+    pub min: i64,
+    pub max: i64,
+}
+
+impl PromptExtra {
+    /// Over `(server, intended)` pairs; `None` when there are none.
+    fn of(pairs: impl Iterator<Item = (u64, u64)>) -> Option<PromptExtra> {
+        let mut e = PromptExtra { min: i64::MAX, max: i64::MIN, ..Default::default() };
+        let mut sum = 0i64;
+        for (server, intended) in pairs {
+            let d = server as i64 - intended as i64;
+            e.requests += 1;
+            sum += d;
+            e.min = e.min.min(d);
+            e.max = e.max.max(d);
+        }
+        (e.requests > 0).then(|| PromptExtra { mean: sum as f64 / e.requests as f64, ..e })
+    }
+
+    /// The server counted exactly what the workload intended.
+    pub fn is_zero(&self) -> bool {
+        self.min == 0 && self.max == 0
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -221,10 +261,13 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     };
     for r in &ok {
         *tokens.output_sources.entry(r.output_tokens_source.to_string()).or_default() += 1;
+        *tokens.input_sources.entry(r.input_tokens_source.to_string()).or_default() += 1;
         if r.counts.requested_completion.is_some_and(|asked| asked != r.output_tokens) {
             tokens.length_mismatches += 1;
         }
     }
+    tokens.prompt_extra =
+        PromptExtra::of(ok.iter().filter_map(|r| Some((r.counts.usage_prompt?, r.counts.intended_prompt?))));
     tokens.usage_tokenizer_disagreements = measured
         .iter()
         .filter(|r| matches!((r.counts.usage_completion, r.counts.tokenizer_completion), (Some(a), Some(b)) if a != b))
@@ -591,6 +634,46 @@ mod tests {
         let c = serde_json::to_value(&a.vllm).unwrap();
         assert!(c["p99.9_ttft_ms"].is_number(), "{c}");
         assert!(c["p99_ttft_ms"].is_number());
+    }
+
+    #[test]
+    fn prompt_extra_is_the_servers_count_beyond_the_workloads() {
+        // (usage prompt, intended prompt, succeeded)
+        type Req = (Option<u64>, Option<u64>, bool);
+        type Want = Option<(u64, f64, i64, i64)>;
+        let cases: &[(&[Req], Want)] = &[
+            // A chat template: 35 more on every request; the failed one is not counted.
+            (
+                &[(Some(291), Some(256), true), (Some(163), Some(128), true), (Some(9), Some(1), false)],
+                Some((2, 35.0, 35, 35)),
+            ),
+            // Turns: the template's share grows with the messages.
+            (&[(Some(40), Some(30), true), (Some(95), Some(70), true)], Some((2, 17.5, 10, 25))),
+            // A tokenizer that merges the workload's words.
+            (&[(Some(250), Some(256), true)], Some((1, -6.0, -6, -6))),
+            // No usage, or no intended count (a dataset): nothing to compare.
+            (&[(None, Some(256), true), (Some(300), None, true)], None),
+        ];
+        for (reqs, want) in cases {
+            let recs: Vec<_> = reqs
+                .iter()
+                .enumerate()
+                .map(|(i, &(usage, intended, ok))| {
+                    let mut r = req(i as u64, i as u64 * 10, 100, 10, 5);
+                    (r.counts.usage_prompt, r.counts.intended_prompt) = (usage, intended);
+                    r.input_tokens_source = if usage.is_some() { CountSource::Usage } else { CountSource::Intended };
+                    if !ok {
+                        r.outcome = Outcome::Failed { kind: FailureKind::HttpStatus, message: "HTTP 500".into() };
+                    }
+                    r
+                })
+                .collect();
+            let t = analyze(&recs, &AnalysisOptions::default()).summary.tokens;
+            let got = t.prompt_extra.map(|e| (e.requests, e.mean, e.min, e.max));
+            assert_eq!(got, *want, "{reqs:?}");
+            let counted: u64 = t.input_sources.values().sum();
+            assert_eq!(counted, reqs.iter().filter(|r| r.2).count() as u64, "{reqs:?}: sources cover the completed");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! full precision and never go through here.
 
 use crate::metric::Unit;
+use goodput_core::summary::PromptExtra;
 
 /// A latency in milliseconds: two decimals, whole numbers once large.
 pub fn ms(v: Option<f64>) -> String {
@@ -46,6 +47,26 @@ pub fn usd(x: f64) -> String {
     }
 }
 
+/// The server's prompt count beside the workload's, as a sentence; `None`
+/// when they agree on every request.
+pub fn prompt_extra(e: &PromptExtra) -> Option<String> {
+    if e.is_zero() {
+        return None;
+    }
+    let amount = if e.min == e.max {
+        format!("{:+} prompt tokens a request", e.min)
+    } else {
+        format!("{:+.1} prompt tokens a request (min {:+}, max {:+})", e.mean, e.min, e.max)
+    };
+    let why = if e.mean >= 0.0 {
+        "beyond the workload's count: the server's chat template and special tokens \
+         (or a tokenizer that splits the prompt otherwise than the workload counted)"
+    } else {
+        "below the workload's count: a tokenizer that splits the prompt otherwise than the workload counted"
+    };
+    Some(format!("{amount} {why}, over {} requests; input figures use the server's counts", e.requests))
+}
+
 /// A relative change (0.1 = +10%).
 pub fn change(c: Option<f64>) -> String {
     match c {
@@ -78,6 +99,22 @@ mod tests {
         assert_eq!(utc(1_700_000_000.0), "2023-11-14 22:13:20 UTC");
         assert_eq!(utc(-1.0), "1969-12-31 23:59:59 UTC");
         assert_eq!(utc(4_102_444_800.0), "2100-01-01 00:00:00 UTC");
+    }
+
+    #[test]
+    fn prompt_extra_in_words() {
+        let e = |requests, mean, min, max| PromptExtra { requests, mean, min, max };
+        assert_eq!(prompt_extra(&e(4, 0.0, 0, 0)), None, "agreement is no news");
+        let same = prompt_extra(&e(4, 35.0, 35, 35)).unwrap();
+        assert!(
+            same.starts_with("+35 prompt tokens a request beyond the workload's count: the server's chat template"),
+            "{same}"
+        );
+        assert!(same.ends_with("over 4 requests; input figures use the server's counts"), "{same}");
+        let range = prompt_extra(&e(2, 17.5, 10, 25)).unwrap();
+        assert!(range.starts_with("+17.5 prompt tokens a request (min +10, max +25) beyond"), "{range}");
+        let fewer = prompt_extra(&e(1, -6.0, -6, -6)).unwrap();
+        assert!(fewer.starts_with("-6 prompt tokens a request below the workload's count: a tokenizer"), "{fewer}");
     }
 
     #[test]

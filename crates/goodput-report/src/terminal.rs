@@ -4,6 +4,7 @@
 //! error text or a model name cannot drive the terminal.
 
 use crate::escape::terminal as esc;
+use crate::format;
 use goodput_core::{Distribution, RunResult};
 use serde_json::Value;
 use std::fmt::Write;
@@ -82,14 +83,25 @@ pub fn render(r: &RunResult) -> String {
     let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);
     let _ = writeln!(o, "  in flight       {:>12.1}   (peak {})", s.in_flight.mean, s.in_flight.peak);
     let tok = &s.tokens;
-    let sources: Vec<String> = tok.output_sources.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
+    let sources = |m: &std::collections::BTreeMap<String, u64>| {
+        let s: Vec<String> = m.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
+        if s.is_empty() {
+            "-".to_string()
+        } else {
+            s.join(", ")
+        }
+    };
     let _ = writeln!(
         o,
-        "  tokens          {:>12}   in / {} out (counted by: {})",
+        "  tokens          {:>12}   in / {} out (output counted by: {}; input by: {})",
         tok.input,
         tok.output,
-        if sources.is_empty() { "-".to_string() } else { sources.join(", ") }
+        sources(&tok.output_sources),
+        sources(&tok.input_sources)
     );
+    if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
+        let _ = writeln!(o, "  prompt extra    {}", esc(&extra));
+    }
     if s.shared_read_chunks > 0 {
         let _ = writeln!(
             o,

@@ -70,8 +70,9 @@ pub fn cross_check(
             )
         } else {
             format!(
-                "client TTFT p50 {cl:.1} ms is below the server's {sv:.1} ms: the server's histogram buckets are \
-                 coarser than the gap, or it counts from an earlier instant"
+                "client TTFT p50 {cl:.1} ms is {:.2} ms below the server's {sv:.1} ms: the server's histogram \
+                 buckets are coarser than the gap, or it counts from an earlier instant",
+                -gap
             )
         });
     }

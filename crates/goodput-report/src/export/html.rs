@@ -466,6 +466,10 @@ fn run_body(o: &mut String, r: &RunResult) {
         ),
         ("output counted by", if sources.is_empty() { "-".into() } else { sources.join(", ") }),
     ];
+    let mut rows = rows;
+    if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
+        rows.push(("prompt extra", html(&extra)));
+    }
     for (k, v) in rows {
         let _ = write!(o, "<tr><td>{k}</td><td class=\"text\">{v}</td></tr>");
     }

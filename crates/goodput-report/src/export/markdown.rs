@@ -107,7 +107,11 @@ pub fn run_markdown(r: &RunResult) -> String {
     let _ = writeln!(o, "| input tok/s | {:.1} |", th.input_tokens_per_s);
     let _ = writeln!(o, "| total tok/s | {:.1} |", th.total_tokens_per_s);
     let _ = writeln!(o, "| in flight | {:.2} mean · {} peak |", s.in_flight.mean, s.in_flight.peak);
-    let _ = writeln!(o, "| tokens | {} in · {} out |\n", s.tokens.input, s.tokens.output);
+    let _ = writeln!(o, "| tokens | {} in · {} out |", s.tokens.input, s.tokens.output);
+    if let Some(extra) = s.tokens.prompt_extra.as_ref().and_then(format::prompt_extra) {
+        let _ = writeln!(o, "| prompt extra | {} |", md(&extra));
+    }
+    o.push('\n');
 
     if let Some(slo) = &r.slo {
         let _ = write!(
