@@ -183,8 +183,11 @@ pub fn diagnose(
                 let mut v: Vec<f64> = rs.iter().filter_map(|r| r.ttft()).map(ms).collect();
                 Distribution::from_samples(&mut v, &[50.0]).p(50.0)
             };
+            // A comparison needs both groups: a lone cold request (the first
+            // one, on an idle server) against the rest says nothing.
+            let enough = |n: usize| n >= 5 && n * 10 >= cached.len() + cold.len();
             let effect = match (p50(&cached), p50(&cold)) {
-                (Some(a), Some(b)) => format!(
+                (Some(a), Some(b)) if enough(cached.len()) && enough(cold.len()) => format!(
                     "; requests served partly from cache had TTFT p50 {a:.1} ms against {b:.1} ms for the rest \
                      ({} vs {} requests)",
                     cached.len(),
@@ -244,4 +247,56 @@ pub fn diagnose(
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::{analyze, AnalysisOptions, CountSource, Outcome, RequestRecord, Window};
+
+    /// A served request with `cached` prompt tokens from the cache and TTFT `ttft_ms`.
+    fn served(id: u64, cached: u64, ttft_ms: u64) -> RequestRecord {
+        let mut r = RequestRecord::new(id, Duration::from_millis(id * 100), Duration::from_millis(id * 100));
+        let first = r.sent + Duration::from_millis(ttft_ms);
+        r.chunks = vec![goodput_core::OutputChunk { t: first, tokens: 1, channel: goodput_core::Channel::Content }];
+        (r.end, r.output_tokens, r.output_tokens_source) = (first, 1, CountSource::Usage);
+        r.counts.usage_cached_prompt = Some(cached);
+        r.outcome = Outcome::Success;
+        r
+    }
+
+    fn window(hit_rate: f64) -> WindowSummary {
+        WindowSummary {
+            window: Window::default(),
+            scrapes: 3,
+            span_s: 1.0,
+            engine: None,
+            sources: Vec::new(),
+            gauges: Default::default(),
+            counters: Default::default(),
+            histograms: Default::default(),
+            prefix_cache_hit_rate: Some(hit_rate),
+            energy_per_output_token_joules: None,
+            series: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_prefix_cache_effect_is_told_only_with_both_groups_large_enough() {
+        let prefix_note = |records: &[RequestRecord]| {
+            let summary = analyze(records, &AnalysisOptions::default()).summary;
+            let d = diagnose(records, &summary, Some(&window(0.2)), None);
+            d.into_iter().find(|d| d.kind == "prefix_cache").expect("a hit rate of 20% is told").message
+        };
+        // Every chat after the first finds its template's block: one cold
+        // request (the first, on an idle server) is no comparison.
+        let one_cold: Vec<_> = (0..50).map(|i| served(i, if i == 0 { 0 } else { 16 }, 60)).collect();
+        let m = prefix_note(&one_cold);
+        assert!(m.starts_with("prefix cache: 20.0% of prompt tokens hit") && !m.contains("TTFT p50"), "{m}");
+        // Ten of fifty cold: the groups are compared.
+        let ten_cold: Vec<_> =
+            (0..50).map(|i| served(i, if i < 10 { 0 } else { 512 }, if i < 10 { 90 } else { 30 })).collect();
+        let m = prefix_note(&ten_cold);
+        assert!(m.contains("TTFT p50 30.0 ms against 90.0 ms for the rest (40 vs 10 requests)"), "{m}");
+    }
 }
