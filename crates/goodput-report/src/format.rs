@@ -59,12 +59,12 @@ pub fn prompt_extra(e: &PromptExtra) -> Option<String> {
         format!("{:+.1} prompt tokens a request (min {:+}, max {:+})", e.mean, e.min, e.max)
     };
     let why = if e.mean >= 0.0 {
-        "beyond the workload's count: the server's chat template and special tokens \
-         (or a tokenizer that splits the prompt otherwise than the workload counted)"
+        "beyond the workload's count (the server's chat template and special tokens, \
+         or a tokenizer that splits the prompt otherwise)"
     } else {
-        "below the workload's count: a tokenizer that splits the prompt otherwise than the workload counted"
+        "below the workload's count (a tokenizer that splits the prompt otherwise)"
     };
-    Some(format!("{amount} {why}, over {} requests; input figures use the server's counts", e.requests))
+    Some(format!("{amount} {why}; input figures are the server's counts"))
 }
 
 /// A relative change (0.1 = +10%).
@@ -107,14 +107,14 @@ mod tests {
         assert_eq!(prompt_extra(&e(4, 0.0, 0, 0)), None, "agreement is no news");
         let same = prompt_extra(&e(4, 35.0, 35, 35)).unwrap();
         assert!(
-            same.starts_with("+35 prompt tokens a request beyond the workload's count: the server's chat template"),
+            same.starts_with("+35 prompt tokens a request beyond the workload's count (the server's chat template"),
             "{same}"
         );
-        assert!(same.ends_with("over 4 requests; input figures use the server's counts"), "{same}");
+        assert!(same.ends_with("; input figures are the server's counts"), "{same}");
         let range = prompt_extra(&e(2, 17.5, 10, 25)).unwrap();
         assert!(range.starts_with("+17.5 prompt tokens a request (min +10, max +25) beyond"), "{range}");
         let fewer = prompt_extra(&e(1, -6.0, -6, -6)).unwrap();
-        assert!(fewer.starts_with("-6 prompt tokens a request below the workload's count: a tokenizer"), "{fewer}");
+        assert!(fewer.starts_with("-6 prompt tokens a request below the workload's count (a tokenizer"), "{fewer}");
     }
 
     #[test]

@@ -8,8 +8,8 @@ use crate::clock::{sleep_until, Sleep};
 use crate::engine::{Engine, EngineConfig, EngineStats, Error, KvCapacity, Prompt, StepOutcome};
 use crate::faults::{Fault, FaultConfig, FaultCounters};
 use crate::openai::{
-    error_response, info_body, models_body, output_ids, tags_body, token_ids, unix_now, ChunkWriter, GenerationRequest,
-    Route, Usage,
+    error_response, info_body, models_body, output_ids, tags_body, unix_now, ChunkWriter, GenerationRequest, Route,
+    Usage,
 };
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -237,7 +237,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // `ignore_eos` and `min_tokens` need nothing: the simulated model never
     // ends early, so every response is exactly `max_tokens` long.
     let n_out = req.max_tokens().unwrap_or(s.cfg.default_max_tokens);
-    let ids = token_ids(&req.prompt_text());
+    let ids = req.prompt_ids(s.cfg.engine.chat_template);
     let prompt_tokens = ids.len() as u64;
     let mut prompt = Prompt::from_tokens(&ids, s.cfg.engine.block_size);
     if s.cfg.engine.enable_prefix_caching {

@@ -9,3 +9,4 @@ pub mod faults;
 pub mod fixed;
 pub mod openai;
 pub mod server;
+pub mod template;

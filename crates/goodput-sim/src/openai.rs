@@ -5,6 +5,7 @@
 //! whole-response JSON, error bodies, and the deterministic words that
 //! stand for tokens.
 
+use crate::template::{ChatTemplate, Message};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -133,6 +134,9 @@ pub struct GenerationRequest {
     /// llama.cpp's output limit; negative means none.
     #[serde(default)]
     pub n_predict: Option<i64>,
+    /// Ollama's generate: the prompt goes to the model as written, with no template.
+    #[serde(default)]
+    pub raw: Option<bool>,
     #[serde(skip)]
     route: Option<Route>,
 }
@@ -207,42 +211,55 @@ impl GenerationRequest {
 
     /// The prompt's text: chat message contents joined, or the completion prompt.
     pub fn prompt_text(&self) -> String {
-        let mut out = String::new();
-        let mut push = |s: &str| {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(s);
-        };
-        // A string, or content parts with their `text`.
-        let mut texts = |v: Option<&Value>| match v {
-            Some(Value::String(s)) => push(s),
-            Some(Value::Array(parts)) => {
-                for t in parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)) {
-                    push(t);
-                }
-            }
-            _ => {}
-        };
-        texts(self.system.as_ref());
-        for m in self.messages.iter().flatten() {
-            texts(m.get("content"));
-        }
-        if let Some(s) = &self.inputs {
-            push(s);
-        }
+        let mut parts = vec![content_text(self.system.as_ref())];
+        parts.extend(self.messages.iter().flatten().map(|m| content_text(m.get("content"))));
+        parts.extend(self.inputs.clone());
+        parts.push(self.raw_prompt());
+        parts.retain(|p| !p.is_empty());
+        parts.join(" ")
+    }
+
+    /// The completion prompt: a string, or a list of strings joined.
+    fn raw_prompt(&self) -> String {
         match &self.prompt {
-            Some(Value::String(s)) => push(s),
-            Some(Value::Array(a)) => {
-                for p in a {
-                    if let Some(s) = p.as_str() {
-                        push(s);
-                    }
-                }
-            }
-            _ => {}
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),
+            _ => String::new(),
         }
-        out
+    }
+
+    /// The prompt's token ids as a server whose model has chat template `t`
+    /// counts and prefills them: a chat's messages (with Messages' or
+    /// Ollama's `system`, and Ollama's generate prompt unless `raw`) rendered
+    /// by the template; a raw prompt after the tokenizer's BOS.
+    pub fn prompt_ids(&self, t: ChatTemplate) -> Vec<u32> {
+        let generate = self.route == Some(Route::OllamaGenerate) && self.raw != Some(true);
+        if !generate && !matches!(self.route, Some(Route::Chat | Route::Messages | Route::OllamaChat)) {
+            return t.raw(&self.prompt_text());
+        }
+        let mut owned: Vec<(&str, String)> = Vec::new();
+        if self.system.is_some() {
+            owned.push(("system", content_text(self.system.as_ref())));
+        }
+        for m in self.messages.iter().flatten() {
+            owned.push((m.get("role").and_then(Value::as_str).unwrap_or("user"), content_text(m.get("content"))));
+        }
+        if generate {
+            owned.push(("user", self.raw_prompt()));
+        }
+        let messages: Vec<Message> = owned.iter().map(|(role, content)| Message { role, content }).collect();
+        t.render(&messages)
+    }
+}
+
+/// A message's content as text: a string, or its parts' `text` joined.
+fn content_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(" ")
+        }
+        _ => String::new(),
     }
 }
 
@@ -733,6 +750,41 @@ pub fn unix_now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_route_counts_its_prompt_as_a_real_server_does() {
+        let t = ChatTemplate::Llama3;
+        // (route, body, prompt tokens): chats get the template, raw prompts the BOS.
+        let cases = [
+            (Route::Chat, json!({"messages": [{"role": "user", "content": "a b c"}]}), 3 + 35),
+            (
+                Route::Chat,
+                json!({"messages": [{"role": "system", "content": "be brief"}, {"role": "user",
+                       "content": [{"type": "text", "text": "a b"}, {"type": "text", "text": "c"}]}]}),
+                2 + 3 + 35,
+            ),
+            (
+                Route::Messages,
+                json!({"system": [{"type": "text", "text": "be brief"}], "max_tokens": 4,
+                       "messages": [{"role": "user", "content": "a b c"}]}),
+                2 + 3 + 35,
+            ),
+            (Route::OllamaChat, json!({"messages": [{"role": "user", "content": "a b c"}]}), 3 + 35),
+            (Route::OllamaGenerate, json!({"prompt": "a b c"}), 3 + 35),
+            (Route::OllamaGenerate, json!({"prompt": "a b c", "system": "be brief"}), 2 + 3 + 35),
+            (Route::OllamaGenerate, json!({"prompt": "a b c", "raw": true}), 3 + 1),
+            (Route::Completions, json!({"prompt": "a b c"}), 3 + 1),
+            (Route::Completions, json!({"prompt": ["a b", "c"]}), 3 + 1),
+            (Route::LlamaCpp, json!({"prompt": "a b c"}), 3 + 1),
+            (Route::TgiGenerate, json!({"inputs": "a b c"}), 3 + 1),
+        ];
+        for (route, body, want) in cases {
+            let req = GenerationRequest::parse(route, body.to_string().as_bytes()).unwrap();
+            assert_eq!(req.prompt_ids(t).len(), want, "{route:?} {body}");
+            // With no template, the words alone, as before templates.
+            assert_eq!(req.prompt_ids(ChatTemplate::None).len() as u64, count_tokens(&req.prompt_text()), "{body}");
+        }
+    }
 
     #[test]
     fn chunks_are_valid_json_with_the_right_shape() {

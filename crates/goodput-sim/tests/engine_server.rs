@@ -5,6 +5,7 @@
 use goodput_sim::engine::{EngineConfig, Precision};
 use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
 use goodput_sim::faults::FaultConfig;
+use goodput_sim::template::ChatTemplate;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,9 +91,11 @@ fn metric(text: &str, prefix: &str) -> f64 {
 async fn both_routes_stream_and_answer_whole_with_exact_usage() {
     let (base, server, _stop) = start(config()).await;
     let http = client();
-    for (path, body) in [
-        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": words(37, "w")}]})),
-        ("/v1/completions", json!({"prompt": words(37, "w")})),
+    // The model's chat template (Llama 3.1's) adds 35 tokens to a chat of
+    // one message; a raw prompt gets the BOS.
+    for (path, body, prompt) in [
+        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": words(37, "w")}]}), 37 + 35),
+        ("/v1/completions", json!({"prompt": words(37, "w")}), 37 + 1),
     ] {
         let url = format!("{base}{path}");
         // Streamed, with usage; ignore_eos and min_tokens are accepted.
@@ -116,8 +119,8 @@ async fn both_routes_stream_and_answer_whole_with_exact_usage() {
         assert_eq!(finish.len(), 1);
         assert_eq!(finish[0]["choices"][0]["finish_reason"], "length");
         let usage = &parsed.last().unwrap()["usage"];
-        assert_eq!((usage["prompt_tokens"].as_u64(), usage["completion_tokens"].as_u64()), (Some(37), Some(12)));
-        assert_eq!(usage["total_tokens"], 49);
+        assert_eq!((usage["prompt_tokens"].as_u64(), usage["completion_tokens"].as_u64()), (Some(prompt), Some(12)));
+        assert_eq!(usage["total_tokens"], prompt + 12);
 
         // Whole, with max_completion_tokens preferred to max_tokens.
         let mut b = body.clone();
@@ -127,7 +130,7 @@ async fn both_routes_stream_and_answer_whole_with_exact_usage() {
             serde_json::from_slice(&post(&http, &url, &b).send().await.unwrap().bytes().await.unwrap()).unwrap();
         assert_eq!(
             (v["usage"]["prompt_tokens"].as_u64(), v["usage"]["completion_tokens"].as_u64()),
-            (Some(37), Some(5))
+            (Some(prompt), Some(5))
         );
         let c = &v["choices"][0];
         let text = c["message"]["content"].as_str().or(c["text"].as_str()).unwrap();
@@ -143,13 +146,17 @@ async fn both_routes_stream_and_answer_whole_with_exact_usage() {
         assert!(chunks.iter().all(|c| c.get("usage").is_none()));
     }
     let s = server.stats();
-    assert_eq!((s.requests_finished, s.generation_tokens, s.prompt_tokens), (6, 2 * (12 + 5 + 7), 6 * 37));
+    assert_eq!((s.requests_finished, s.generation_tokens, s.prompt_tokens), (6, 2 * (12 + 5 + 7), 3 * 72 + 3 * 38));
     assert_eq!((s.running, s.waiting, s.kv_usage), (0, 0, 0.0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_health_and_bad_requests() {
-    let (base, _server, _stop) = start(config()).await;
+    // No chat template: with one, even an empty message is a prompt (the
+    // template's own tokens), as it is to a real server.
+    let mut cfg = config();
+    cfg.engine.chat_template = ChatTemplate::None;
+    let (base, _server, _stop) = start(cfg).await;
     let http = client();
     let v: Value =
         serde_json::from_slice(&http.get(format!("{base}/v1/models")).send().await.unwrap().bytes().await.unwrap())
@@ -178,6 +185,32 @@ async fn models_health_and_bad_requests() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chats_share_their_templates_start_in_the_prefix_cache() {
+    // Llama 3.1's template opens every chat with the same 30 tokens (BOS,
+    // the system block with its date lines, the user header): one full
+    // block of 16 that every chat after the first finds cached, as a real
+    // vLLM shows prefix-cache hits under prompts that share no text.
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    let mut seen = Vec::new();
+    for salt in ["a", "b", "c"] {
+        let body = json!({"messages": [{"role": "user", "content": words(40, salt)}], "max_tokens": 2});
+        let v: Value = serde_json::from_slice(
+            &post(&http, format!("{base}/v1/chat/completions"), &body).send().await.unwrap().bytes().await.unwrap(),
+        )
+        .unwrap();
+        let u = &v["usage"];
+        seen.push((
+            u["prompt_tokens"].as_u64().unwrap(),
+            u["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap(),
+        ));
+    }
+    assert_eq!(seen, [(75, 0), (75, 16), (75, 16)]);
+    let s = server.stats();
+    assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (3 * 75, 32));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_prefixes_show_as_prefix_cache_hits_in_metrics() {
     let (base, server, _stop) = start(config()).await;
     let http = client();
@@ -199,16 +232,17 @@ async fn shared_prefixes_show_as_prefix_cache_hits_in_metrics() {
         };
         cached.push(usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap());
     }
+    // The BOS and the 200 shared words fill 12 blocks of 16.
     assert_eq!(cached, [0, 192, 192]);
     let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     let labels = "{engine=\"0\",model_name=\"sim-8b\"}";
-    // 256 tokens looked up three times; the second and third find the 12
-    // full blocks of 16 inside the 200 shared words.
-    assert_eq!(metric(&text, &format!("vllm:prefix_cache_queries_total{labels}")), 768.0);
+    // 257 tokens (the BOS and 256 words) looked up three times; the second
+    // and third find the 12 full blocks of 16 inside the shared start.
+    assert_eq!(metric(&text, &format!("vllm:prefix_cache_queries_total{labels}")), 771.0);
     assert_eq!(metric(&text, &format!("vllm:prefix_cache_hits_total{labels}")), 384.0);
     let s = server.stats();
-    assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (768, 384));
-    assert_eq!(metric(&text, &format!("vllm:prompt_tokens_total{labels}")), 768.0);
+    assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (771, 384));
+    assert_eq!(metric(&text, &format!("vllm:prompt_tokens_total{labels}")), 771.0);
     assert_eq!(metric(&text, &format!("vllm:generation_tokens_total{labels}")), 9.0);
     assert_eq!(
         metric(&text, "vllm:request_success_total{engine=\"0\",model_name=\"sim-8b\",finished_reason=\"length\"}"),

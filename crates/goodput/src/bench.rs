@@ -91,6 +91,7 @@ fn embedded_app(sim: &SimArgs) -> Result<crate::serve::Served> {
                 gpu: sim.sim_gpu.clone(),
                 precision: sim.sim_precision.clone(),
                 tp: sim.sim_tp,
+                chat_template: sim.sim_chat_template.clone(),
                 ..Default::default()
             };
             let cfg = crate::estimate::engine_config(&sim.sim_model, &hw)?;

@@ -571,6 +571,9 @@ pub struct EngineHwArgs {
     /// A JSON file of step-time constants overriding the GPU family's calibration.
     #[arg(long, help_heading = "Simulated engine")]
     pub calibration: Option<PathBuf>,
+    /// What the served model wraps around a chat's messages, counted in its prompts as a real server counts them: auto (the model's: llama3 for Llama 3, qwen2.5, mistral for Mistral and Mixtral, chatml otherwise), llama3, qwen2.5, chatml, mistral, or none. Raw prompts (completions, llama.cpp, TGI) get the template's BOS.
+    #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
+    pub chat_template: String,
 }
 
 impl Default for EngineHwArgs {
@@ -588,6 +591,7 @@ impl Default for EngineHwArgs {
             no_chunked_prefill: false,
             no_prefix_caching: false,
             calibration: None,
+            chat_template: "auto".into(),
         }
     }
 }
@@ -628,6 +632,9 @@ pub struct SimArgs {
     /// Embedded engine: tensor-parallel degree.
     #[arg(long, default_value_t = 1, help_heading = "Embedded simulator (no --url)")]
     pub sim_tp: u32,
+    /// Embedded engine: the model's chat template (auto, llama3, qwen2.5, chatml, mistral, none), as --chat-template of serve.
+    #[arg(long, default_value = "auto", help_heading = "Embedded simulator (no --url)")]
+    pub sim_chat_template: String,
     /// Fixed profile: time to first token.
     #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Embedded simulator (no --url)")]
     pub sim_ttft: Duration,
@@ -651,6 +658,9 @@ pub struct EstimateArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub judge: JudgeArgs,
+    /// Which route the requests model: a chat route (chat, messages, ollama-chat, ollama-generate) puts the model's chat template around each prompt, as a real server does; the others put its BOS before it. Prompt lengths then exceed --input-tokens as a live bench's do.
+    #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
+    pub api: ApiArg,
     /// Instead of one run: simulate each row of a reference CSV (the format of validation/public.csv) and print prediction, reference and error.
     #[arg(long)]
     pub validate: Option<PathBuf>,

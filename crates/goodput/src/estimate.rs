@@ -3,15 +3,16 @@
 //! (batch sizes, KV use over time, preemptions, prefix hits); or, with
 //! `--validate`, predictions set against reference measurements.
 
-use crate::cli::{EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
+use crate::cli::{ApiArg, EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult, Target};
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
-    simulate, validate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, SharedPrefix, SimRun,
-    VirtualLoad, VirtualRequest, VirtualTurn,
+    simulate, validate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
+    SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
 };
+use goodput_sim::template::ChatTemplate;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -37,6 +38,8 @@ pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
     cfg.block_size = e.block_size;
     cfg.enable_chunked_prefill = !e.no_chunked_prefill;
     cfg.enable_prefix_caching = !e.no_prefix_caching;
+    cfg.chat_template =
+        ChatTemplate::parse(&e.chat_template, &cfg.model).map_err(|m| anyhow!("--chat-template: {m}"))?;
     if let Some(p) = &e.calibration {
         let text = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
         cfg.calibration =
@@ -58,6 +61,7 @@ pub fn engine_config_json(cfg: &EngineConfig) -> Value {
         "max_num_seqs": cfg.resolved_max_num_seqs(),
         "max_num_batched_tokens": cfg.max_num_batched_tokens,
         "block_size": cfg.block_size,
+        "chat_template": cfg.chat_template.name(),
         "enable_chunked_prefill": cfg.enable_chunked_prefill,
         "enable_prefix_caching": cfg.enable_prefix_caching,
         "calibration": cfg.calibration,
@@ -68,7 +72,12 @@ pub fn engine_config_json(cfg: &EngineConfig) -> Value {
 /// arrival times a `bench` with the same flags and seed would send. A closed
 /// loop gets `timed_warmup` requests more for those a timed warm-up takes
 /// (known only once simulated: see [`run_virtual`]).
-pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> Result<VirtualLoad> {
+pub fn virtual_load(
+    plan: &LoadPlan,
+    workload: &Workload,
+    timed_warmup: u64,
+    prompts: PromptKind,
+) -> Result<VirtualLoad> {
     if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
         bail!("the run has no end: give --requests N and/or --duration D");
     }
@@ -146,6 +155,7 @@ pub fn virtual_load(plan: &LoadPlan, workload: &Workload, timed_warmup: u64) -> 
         ramp_up,
         seed: plan.seed,
         stop_sending: plan.sending_time(),
+        prompts,
     })
 }
 
@@ -179,11 +189,11 @@ pub fn engine_view_json(cfg: &EngineConfig, v: &EngineView) -> Value {
 /// how many requests the warm-up took only by simulating; it is simulated
 /// again with that many more, so that `--requests` are measured after it
 /// (requests added at the end leave the earlier ones' times as they were).
-pub fn run_virtual(cfg: &EngineConfig, plan: &LoadPlan, workload: &Workload) -> Result<SimRun> {
+pub fn run_virtual(server: VirtualServer, plan: &LoadPlan, workload: &Workload) -> Result<SimRun> {
     let mut timed_warmup = 0;
     loop {
-        let load = virtual_load(plan, workload, timed_warmup)?;
-        let mut run = simulate(cfg, &load)?;
+        let load = virtual_load(plan, workload, timed_warmup, server.prompts)?;
+        let mut run = simulate(server.engine, &load)?;
         // A session is warm-up as a whole, as its first turn is: the count
         // and the timed warm-up are of sessions.
         let opened: HashMap<u64, Duration> =
@@ -218,9 +228,26 @@ pub fn target_of(cfg: &EngineConfig) -> Target {
     }
 }
 
+/// The simulated server a virtual run loads: its engine, and what its
+/// requests' prompts become (the route's template or BOS).
+#[derive(Debug, Clone, Copy)]
+pub struct VirtualServer<'a> {
+    pub engine: &'a EngineConfig,
+    pub prompts: PromptKind,
+}
+
+/// What a real server adds to the prompts of requests to `api`: the chat
+/// routes' template, the raw routes' BOS.
+pub fn prompt_kind(api: ApiArg) -> PromptKind {
+    match api {
+        ApiArg::Chat | ApiArg::Messages | ApiArg::OllamaChat | ApiArg::OllamaGenerate => PromptKind::Chat,
+        ApiArg::Completions | ApiArg::Tgi | ApiArg::Llamacpp => PromptKind::Raw,
+    }
+}
+
 /// One estimate as a result document.
 pub fn estimate_result(
-    cfg: &EngineConfig,
+    server: VirtualServer,
     plan: &LoadPlan,
     load: &LoadArgs,
     workload: &Workload,
@@ -229,7 +256,8 @@ pub fn estimate_result(
     include_requests: bool,
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
     let started_unix_s = common::unix_now();
-    let run = run_virtual(cfg, plan, workload)?;
+    let cfg = server.engine;
+    let run = run_virtual(server, plan, workload)?;
     let config = json!({
         "load": common::load_config(plan, load),
         "workload": workload_config,
@@ -288,8 +316,9 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
     let wall = std::time::Instant::now();
+    let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
     let (result, records) =
-        estimate_result(&cfg, &plan, &a.load, &workload, workload_config, &opts, a.output.include_requests)?;
+        estimate_result(server, &plan, &a.load, &workload, workload_config, &opts, a.output.include_requests)?;
     let wall = wall.elapsed();
     if let Some(p) = &a.output.records {
         let mut f = common::RecordFile::create(p)?;

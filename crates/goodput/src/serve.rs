@@ -70,13 +70,15 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                 engine_server(cfg, a.served_model_name.clone(), a.speed, a.default_max_tokens, faults(&a.faults))?;
             let c = server.config();
             let what = format!(
-                "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · speed {}× · serving '{}'",
+                "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
+                 serving '{}'",
                 c.engine.model.name,
                 c.engine.precision,
                 c.engine.tp,
                 c.engine.gpu.name,
                 server.capacity().tokens(),
                 server.max_num_seqs(),
+                c.engine.chat_template,
                 c.speed,
                 c.model_name
             );

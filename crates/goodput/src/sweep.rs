@@ -13,7 +13,7 @@ use anyhow::{anyhow, bail, Result};
 use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunResult, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
-use goodput_sim::engine::EngineConfig;
+use goodput_sim::engine::{EngineConfig, PromptKind};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 /// Where the points run.
 enum Runner {
     Http { target: HttpTarget, stop: CancellationToken, grace: Duration },
-    Virtual { cfg: Box<EngineConfig> },
+    Virtual { cfg: Box<EngineConfig>, prompts: PromptKind },
 }
 
 struct Sweep {
@@ -117,9 +117,9 @@ impl Sweep {
                 crate::signals::finish(scraping, &mut r, &recs, plan.concurrency).await;
                 r
             }
-            Runner::Virtual { cfg } => {
+            Runner::Virtual { cfg, prompts } => {
                 let (mut r, recs) = estimate::estimate_result(
-                    cfg,
+                    estimate::VirtualServer { engine: cfg, prompts: *prompts },
                     &plan,
                     &load_args(&plan, &self.args.shape),
                     &self.workload,
@@ -363,7 +363,8 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
         let target = estimate::target_of(&cfg);
         let ec = estimate::engine_config_json(&cfg);
-        (Runner::Virtual { cfg: Box::new(cfg) }, target, Some(ec))
+        let prompts = estimate::prompt_kind(a.target.api);
+        (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
         let target = bench::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos).await?;
         let t = target.target();

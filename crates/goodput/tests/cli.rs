@@ -336,6 +336,7 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--api", "tgi", "--ignore-eos"], "no field that forces the output length"),
         (&["--header", "X-Team infra"], "write 'Name: value'"),
         (&["--api", "ollama"], "invalid value 'ollama' for '--api <API>'"),
+        (&["--sim-chat-template", "llama2"], "--chat-template: unknown chat template 'llama2': use auto or one of"),
     ];
     for (args, want) in cases {
         let out = goodput().args(["bench", "-q", "-n", "1"]).args(*args).output().unwrap();
@@ -587,7 +588,15 @@ fn a_trace_is_replayed_by_bench_and_estimate() {
     goodput().args(["estimate", "-q", "-o"]).arg(&out).arg("--trace").arg(&trace).assert().success();
     let v = read_json(&out);
     assert_eq!(v["summary"]["requests"]["completed"], 3);
-    assert_eq!(v["summary"]["tokens"]["input"], 200);
+    // The estimate models the chat route (its default --api): Llama 3.1's
+    // template adds 35 tokens to each one-question prompt.
+    assert_eq!(v["summary"]["tokens"]["input"], 200 + 3 * 35);
+    assert_eq!(v["summary"]["tokens"]["prompt_extra"]["mean"], 35.0);
+    // The completion route: the BOS alone; no template: the words alone.
+    for (extra, input) in [(["--api", "completions"], 203), (["--chat-template", "none"], 200)] {
+        goodput().args(["estimate", "-q", "-o"]).arg(&out).arg("--trace").arg(&trace).args(extra).assert().success();
+        assert_eq!(read_json(&out)["summary"]["tokens"]["input"], input, "{extra:?}");
+    }
     for (extra, want) in [
         (&["--input-tokens", "5"][..], "--trace gives every request's lengths and prefixes: drop --input-tokens"),
         (&["--rate", "3"][..], "cannot be used with"),
@@ -623,7 +632,8 @@ fn a_closed_stdout_is_no_panic_and_loses_no_file() {
 fn sessions_carry_their_history_and_are_summarised_and_priced() {
     let dir = tempfile::tempdir().unwrap();
     let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
-    // The embedded simulated engine: one word is one token, and its prefix cache is on.
+    // The embedded simulated engine: one word is one token, Llama 3.1's chat
+    // template around the messages, and its prefix cache on.
     goodput()
         .args(["bench", "-q", "-n", "4", "-c", "2", "--turns", "3", "--think-time", "50ms"])
         .args(["--input-tokens", "40", "--output-tokens", "24", "--shared-prefix-tokens", "32", "--gpu-hour-usd", "3"])
@@ -637,15 +647,16 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     assert_eq!((s["started"].as_u64(), s["completed"].as_u64(), s["failed"].as_u64()), (Some(4), Some(4), Some(0)));
     assert_eq!(s["turns"]["mean"], 3.0);
     // Each turn carries the conversation: the prefix and first question
-    // (32 + 40), then each answer (24) and question (40) before it.
+    // (32 + 40), then each answer (24) and question (40) before it; the
+    // template adds 35 tokens to the first, 10 more per earlier message pair.
     let turns = s["by_turn"].as_array().unwrap();
     let inputs: Vec<f64> = turns.iter().map(|t| t["input_tokens_mean"].as_f64().unwrap()).collect();
-    assert_eq!(inputs, [72.0, 136.0, 200.0]);
+    assert_eq!(inputs, [72.0 + 35.0, 136.0 + 45.0, 200.0 + 55.0]);
     // What the turn before left in the prefix cache serves the next: the
     // full blocks of 16 of its prompt and answer (but the answer's last
-    // token, whose KV is never computed): (72 + 23) / 16 and (136 + 23) / 16 blocks.
+    // token, whose KV is never computed): (107 + 23) / 16 and (181 + 23) / 16 blocks.
     let cached: Vec<f64> = turns.iter().map(|t| t["cached_tokens_mean"].as_f64().unwrap()).collect();
-    assert_eq!(cached[1..], [80.0, 144.0], "{cached:?}");
+    assert_eq!(cached[1..], [128.0, 192.0], "{cached:?}");
     let per_s = s["per_s"].as_f64().unwrap();
     let usd = v["cost"]["usd_per_session"].as_f64().unwrap();
     assert!((usd - 3.0 / (per_s * 3600.0)).abs() < 1e-12);
@@ -690,8 +701,9 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     let est_cached: Vec<f64> = turns.iter().map(|t| t["cached_tokens_mean"].as_f64().unwrap()).collect();
     assert_eq!(est_cached, cached, "the same blocks hit, live and virtual");
     assert!(e["cost"]["usd_per_session"].as_f64().unwrap() > 0.0);
-    // Completions and non-streamed answers carry the conversation the same way.
-    for extra in [&["--api", "completions"][..], &["--no-stream"][..]] {
+    // Completions and non-streamed answers carry the conversation the same
+    // way: a completion prompt behind the BOS, a chat in the template.
+    for (extra, added) in [(&["--api", "completions"][..], [1.0; 3]), (&["--no-stream"][..], [35.0, 45.0, 55.0])] {
         let o = dir.path().join("other.json");
         goodput()
             .args([
@@ -717,7 +729,7 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
         let turns = read_json(&o)["summary"]["sessions"]["by_turn"].clone();
         let inputs: Vec<f64> =
             turns.as_array().unwrap().iter().map(|t| t["input_tokens_mean"].as_f64().unwrap()).collect();
-        assert_eq!(inputs, [72.0, 136.0, 200.0], "{extra:?}");
+        assert_eq!(inputs, [72.0 + added[0], 136.0 + added[1], 200.0 + added[2]], "{extra:?}");
     }
     // A sweep of users holding sessions: its table shows completed sessions/s.
     let o = goodput()
@@ -758,10 +770,11 @@ fn sessions_replay_sharegpt_conversations_with_the_server_s_own_answers() {
     assert_eq!(planned, [2, 3].into(), "each conversation's own turns: {turns:?}");
     assert_eq!(recs.len(), 5);
     // The three-question conversation: each prompt holds the questions and
-    // the server's answers (as many words as tokens asked) before it.
+    // the server's answers (as many words as tokens asked) before it, in the
+    // chat template (35 tokens around one question, 10 per earlier pair).
     let three: Vec<(u64, u64)> =
         recs.iter().filter(|r| r.session.unwrap().turns == 3).map(|r| (r.input_tokens, r.output_tokens)).collect();
-    assert_eq!(three, [(3, 2), (3 + 2 + 2, 3), (7 + 3 + 1, 2)]);
+    assert_eq!(three, [(3 + 35, 2), (3 + 2 + 2 + 45, 3), (7 + 3 + 1 + 55, 2)]);
     assert_eq!(read_json(&out)["summary"]["sessions"]["completed"], 2);
     // A count caps a conversation; a dataset of lone prompts is refused.
     goodput()

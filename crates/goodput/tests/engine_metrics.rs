@@ -82,7 +82,8 @@ async fn scraped_signals_match_the_engines_true_state() {
     assert_eq!(counter(CounterSignal::PrefixCacheQueries), after.prefix_cache_queries as f64);
     assert_eq!(counter(CounterSignal::PrefixCacheHits), after.prefix_cache_hits as f64);
     assert_eq!(after.prefix_cache_hits, 160);
-    assert_eq!(after.prefix_cache_queries, 2 * 200 + 2 * 64);
+    // Each prompt behind the model's BOS: 201 and 65 tokens.
+    assert_eq!(after.prefix_cache_queries, 2 * 201 + 2 * 65);
     assert_eq!(counter(CounterSignal::PromptTokens), after.prompt_tokens as f64);
     let generated = counter(CounterSignal::GenerationTokens);
     assert!(before.generation_tokens as f64 <= generated && generated <= after.generation_tokens as f64);

@@ -95,7 +95,9 @@ fn prefix_caching_shows_only_where_prompts_share_a_prefix() {
     };
     let unique = run("unique.json", &[]);
     let shared = run("shared.json", &["--shared-prefix-tokens", "512", "--seed", "7"]);
-    assert!(unique < 0.05, "unique prompts barely hit: {unique}");
+    // Unique questions share only their chat template's start: one block
+    // of 16 of each 99-token prompt (64 words and Llama 3.1's 35 tokens).
+    assert!(unique > 0.05 && unique <= 16.0 / 99.0 + 1e-9, "unique prompts hit the template's block: {unique}");
     assert!(shared > 0.5, "a 512-token shared prefix is hit: {shared}");
 }
 

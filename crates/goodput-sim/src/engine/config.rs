@@ -5,6 +5,7 @@
 use super::catalog::{GpuSpec, KvCacheDtype, ModelSpec, Precision};
 use super::error::Error;
 use super::roofline::Calibration;
+use crate::template::ChatTemplate;
 use serde::{Deserialize, Serialize};
 
 /// Everything that defines one simulated engine.
@@ -30,6 +31,10 @@ pub struct EngineConfig {
     /// `num_gpu_blocks_override`); tests use it to build tiny caches.
     pub num_gpu_blocks_override: Option<u32>,
     pub calibration: Calibration,
+    /// What the served model wraps around a chat's messages (and a raw
+    /// prompt's BOS), counted in the prompt as a real server counts it.
+    #[serde(default)]
+    pub chat_template: ChatTemplate,
 }
 
 pub const DEFAULT_MAX_NUM_BATCHED_TOKENS: u32 = 8192;
@@ -42,7 +47,6 @@ impl EngineConfig {
     pub fn new(model: ModelSpec, gpu: GpuSpec, precision: Precision) -> EngineConfig {
         let calibration = Calibration::for_family(gpu.family);
         EngineConfig {
-            model,
             gpu,
             precision,
             kv_cache_dtype: KvCacheDtype::Auto,
@@ -55,6 +59,8 @@ impl EngineConfig {
             enable_prefix_caching: true,
             num_gpu_blocks_override: None,
             calibration,
+            chat_template: ChatTemplate::for_model(&model),
+            model,
         }
     }
 

@@ -88,21 +88,32 @@ impl Prompt {
         Some(chain(parent, content))
     }
 
-    /// A prompt of `len` tokens with no token array: the first `prefix_len`
-    /// tokens are the shared prefix `prefix_id` (equal for every prompt that
-    /// names it), the rest are unique to `unique_seed`. A block that straddles
-    /// the end of the prefix is unique, as its tokens would be.
-    pub fn synthetic(len: u32, shared_prefix: Option<(u64, u32)>, unique_seed: u64, block_size: u32) -> Prompt {
+    /// A prompt of `len` tokens with no token array: it opens with the
+    /// `shared` segments in order, each `(id, len)` (a chat template's start,
+    /// then a shared prefix), the rest unique to `unique_seed`. A block that
+    /// ends inside segment k is equal in every prompt that opens with the
+    /// same segments up to k; a block that straddles the end of the last
+    /// segment is unique, as its tokens would be.
+    pub fn synthetic(len: u32, shared: &[(u64, u32)], unique_seed: u64, block_size: u32) -> Prompt {
         let bs = block_size.max(1);
-        let (prefix_id, prefix_len) = shared_prefix.unwrap_or((0, 0));
-        let shared_blocks = prefix_len.min(len) / bs;
+        // Each segment's end, and the identity of the segments up to it.
+        let mut ends = Vec::with_capacity(shared.len());
+        let (mut end, mut ids) = (0u32, None::<u64>);
+        for &(id, n) in shared {
+            end = end.saturating_add(n);
+            let so_far = match ids {
+                None => id ^ 0x5eed_0000_0000_0001,
+                Some(before) => mix(before) ^ id,
+            };
+            ids = Some(so_far);
+            ends.push((end, so_far));
+        }
         let mut parent = ROOT_HASH;
         let hashes = (0..len / bs)
             .map(|i| {
-                let content = if i < shared_blocks {
-                    mix(mix(prefix_id ^ 0x5eed_0000_0000_0001).wrapping_add(i as u64))
-                } else {
-                    unique_content(unique_seed, i)
+                let content = match ends.iter().find(|&&(end, _)| (i + 1) * bs <= end) {
+                    Some(&(_, so_far)) => mix(mix(so_far).wrapping_add(i as u64)),
+                    None => unique_content(unique_seed, i),
                 };
                 parent = chain(parent, content);
                 parent
@@ -391,8 +402,8 @@ mod tests {
         assert_eq!(p.continued_hash(3, Some(b2)), None, "block 3 would need output token 30");
         assert_eq!(Prompt::from_tokens(&prompt, 16).continued_hash(1, None), None, "no output known");
         // Synthetic: a prompt's unique content goes on as the longer prompt's.
-        let s = Prompt::synthetic(40, Some((7, 16)), 99, 16);
-        let longer = Prompt::synthetic(100, Some((7, 16)), 99, 16);
+        let s = Prompt::synthetic(40, &[(7, 16)], 99, 16);
+        let longer = Prompt::synthetic(100, &[(7, 16)], 99, 16);
         let b2 = s.continued_hash(2, s.block_hashes().last().copied()).unwrap();
         assert_eq!(longer.block_hashes()[2], b2);
         assert_eq!(longer.block_hashes()[3], s.continued_hash(3, Some(b2)).unwrap());
@@ -416,15 +427,31 @@ mod tests {
 
     #[test]
     fn synthetic_prompts_share_exactly_the_full_prefix_blocks() {
-        let a = Prompt::synthetic(100, Some((7, 40)), 1, 16);
-        let b = Prompt::synthetic(100, Some((7, 40)), 2, 16);
-        let c = Prompt::synthetic(100, Some((8, 40)), 1, 16);
+        let a = Prompt::synthetic(100, &[(7, 40)], 1, 16);
+        let b = Prompt::synthetic(100, &[(7, 40)], 2, 16);
+        let c = Prompt::synthetic(100, &[(8, 40)], 1, 16);
         assert_eq!(a.block_hashes().len(), 6);
         // 40 tokens of prefix: blocks 0 and 1 are shared, block 2 straddles.
         assert_eq!(a.block_hashes()[..2], b.block_hashes()[..2]);
         assert_ne!(a.block_hashes()[2], b.block_hashes()[2]);
         assert_ne!(a.block_hashes()[0], c.block_hashes()[0]);
-        assert_eq!(Prompt::synthetic(100, None, 3, 16), Prompt::synthetic(100, None, 3, 16));
+        assert_eq!(Prompt::synthetic(100, &[], 3, 16), Prompt::synthetic(100, &[], 3, 16));
+    }
+
+    #[test]
+    fn a_template_start_is_shared_under_any_prefix_and_a_prefix_only_under_its_start() {
+        // A 30-token template start, then a 40-token prefix: block 0 ends in
+        // the start, blocks 1..3 in the prefix (70 tokens: 4 full blocks).
+        let p = |prefix: u64, seed: u64| Prompt::synthetic(120, &[(1, 30), (prefix, 40)], seed, 16);
+        let (a, b, c) = (p(7, 1), p(7, 2), p(8, 1));
+        assert_eq!(a.block_hashes()[..4], b.block_hashes()[..4], "same start and prefix");
+        assert_ne!(a.block_hashes()[4], b.block_hashes()[4], "block 4 straddles into the unique part");
+        assert_eq!(a.block_hashes()[0], c.block_hashes()[0], "the start is shared under another prefix");
+        assert_ne!(a.block_hashes()[1], c.block_hashes()[1]);
+        let other_start = Prompt::synthetic(120, &[(2, 30), (7, 40)], 1, 16);
+        assert_ne!(a.block_hashes()[1], other_start.block_hashes()[1], "a prefix under another start is another");
+        // One segment hashes as the single shared prefix always did.
+        assert_eq!(Prompt::synthetic(100, &[(0, 0), (7, 40)], 1, 16).block_hashes().len(), 6);
     }
 
     #[test]

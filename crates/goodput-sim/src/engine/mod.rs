@@ -25,5 +25,5 @@ pub use kv::Prompt;
 pub use roofline::{kv_capacity, BatchShape, Calibration, KvCapacity, Roofline, StepBreakdown};
 pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
 pub use virtual_time::{
-    simulate, EngineSample, EngineView, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
+    simulate, EngineSample, EngineView, PromptKind, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
 };

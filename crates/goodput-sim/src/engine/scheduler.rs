@@ -550,7 +550,7 @@ mod tests {
     }
 
     fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
-        Prompt::synthetic(len, None, seed, cfg.block_size)
+        Prompt::synthetic(len, &[], seed, cfg.block_size)
     }
 
     /// Steps until idle, returning every outcome.
@@ -756,7 +756,7 @@ mod tests {
         let cases = [
             (prompt(0, 2, &cfg), 1, "empty"),
             (prompt(10, 2, &cfg), 0, "max_tokens"),
-            (Prompt::synthetic(10, None, 2, 8), 1, "blocks of 8"),
+            (Prompt::synthetic(10, &[], 2, 8), 1, "blocks of 8"),
             (prompt(60, 2, &cfg), 5, "KV cache"),
             (prompt(131_000, 2, &cfg), 100_000, "context"),
         ];

@@ -6,6 +6,7 @@ use super::config::EngineConfig;
 use super::error::Error;
 use super::kv::Prompt;
 use super::scheduler::{Engine, StepOutcome};
+use crate::template::ChatTemplate;
 use goodput_core::{Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, SessionTurn};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -77,6 +78,46 @@ pub struct VirtualLoad {
     /// No session's later turn is sent at or after this: the session is
     /// cut there, as a real run's end of sending cuts it.
     pub stop_sending: Option<Duration>,
+    /// What the server adds to each prompt before it counts and prefills it.
+    pub prompts: PromptKind,
+}
+
+/// How a virtual request's prompt reaches the engine: as given, or as a real
+/// server builds it from a request to a raw or a chat route, with the
+/// engine's chat template (see [`ChatTemplate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptKind {
+    /// Exactly `input_tokens` long: the token prompts of published benchmarks.
+    #[default]
+    Exact,
+    /// A raw prompt (`/v1/completions` and the like): the BOS before it.
+    Raw,
+    /// A chat: the template around the conversation's messages, turn k of a
+    /// session holding k questions and k − 1 answers.
+    Chat,
+}
+
+impl PromptKind {
+    /// Tokens added to `request`'s prompt under `template`.
+    pub fn extra(self, template: ChatTemplate, request: &VirtualRequest) -> u32 {
+        match self {
+            PromptKind::Exact => 0,
+            PromptKind::Raw => template.bos(),
+            PromptKind::Chat => {
+                let turn = request.turn.map_or(1, |t| t.turn);
+                template.overhead(turn, turn - 1)
+            }
+        }
+    }
+
+    /// The leading tokens every prompt shares under `template`.
+    pub fn shared_start(self, template: ChatTemplate) -> u32 {
+        match self {
+            PromptKind::Exact => 0,
+            PromptKind::Raw => template.bos(),
+            PromptKind::Chat => template.shared_start(),
+        }
+    }
 }
 
 impl VirtualLoad {
@@ -262,9 +303,11 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
             // A session's turns share the unique part of their prompts: each
             // one's conversation continues the one before.
             let first = i - r.turn.map_or(0, |t| t.turn.saturating_sub(1) as usize);
+            let mut shared = vec![(TEMPLATE_START, load.prompts.shared_start(cfg.chat_template))];
+            shared.extend(r.shared_prefix.map(|p| (p.id, p.len)));
             let prompt = Prompt::synthetic(
-                r.input_tokens,
-                r.shared_prefix.map(|p| (p.id, p.len)),
+                r.input_tokens + load.prompts.extra(cfg.chat_template, r),
+                &shared,
                 load.seed ^ (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                 cfg.block_size,
             );
@@ -288,7 +331,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
                 }
                 if ev.finished {
                     let request = &load.requests[i];
-                    finish(record, request, now);
+                    finish(record, request, load.prompts.extra(cfg.chat_template, request), now);
                     let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
                     match then.map(|t| now + t.think) {
                         Some(due) if load.stop_sending.is_none_or(|end| due < end) => {
@@ -364,18 +407,23 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
     })
 }
 
-fn finish(record: &mut RequestRecord, request: &VirtualRequest, now: Duration) {
+/// The id of the template's shared start among a prompt's shared segments.
+const TEMPLATE_START: u64 = 0x7e4d_1a7e_0000_0001;
+
+/// Ends `request`'s record at `now`; its prompt reached the engine `extra`
+/// tokens longer than the workload's (the template's, see [`PromptKind`]).
+fn finish(record: &mut RequestRecord, request: &VirtualRequest, extra: u32, now: Duration) {
     let out = request.output_tokens as u64;
     record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
     record.counts.usage_cached_prompt.get_or_insert(0);
     record.end = now;
     record.stream_end = Some(now);
-    record.input_tokens = request.input_tokens as u64;
+    record.input_tokens = (request.input_tokens + extra) as u64;
     record.input_tokens_source = CountSource::Usage;
     record.output_tokens = out;
     record.output_tokens_source = CountSource::Usage;
     record.chunk_tokens_source = ChunkTokenSource::ContinuousUsage;
-    record.counts.usage_prompt = Some(request.input_tokens as u64);
+    record.counts.usage_prompt = Some(record.input_tokens);
     record.counts.usage_completion = Some(out);
     record.counts.intended_prompt = Some(request.input_tokens as u64);
     record.counts.requested_completion = Some(out);
@@ -643,6 +691,38 @@ mod tests {
         bad.swap(0, 1);
         let e = simulate(&cfg, &VirtualLoad::burst(bad)).unwrap_err().to_string();
         assert!(e.contains("one after another"), "{e}");
+    }
+
+    #[test]
+    fn chat_prompts_carry_the_template_as_a_real_server_counts_it() {
+        // Llama 3.1's template: 35 tokens around one question, 10 more per
+        // earlier question and answer; its first 30 tokens open every chat.
+        let cfg = h100_8b();
+        assert_eq!(cfg.chat_template, ChatTemplate::Llama3);
+        let load = VirtualLoad { prompts: PromptKind::Chat, ..VirtualLoad::closed_loop(sessions(4, 3), 2) };
+        let run = simulate(&cfg, &load).unwrap();
+        let by = |s: u64, t: u32| {
+            run.records.iter().find(|r| r.session == Some(SessionTurn { id: s, turn: t, turns: 3 })).unwrap()
+        };
+        for s in 0..4 {
+            let got: Vec<(u64, Option<u64>)> =
+                (1..=3).map(|t| (by(s, t).input_tokens, by(s, t).counts.intended_prompt)).collect();
+            assert_eq!(got, [(512 + 35, Some(512)), (1088 + 45, Some(1088)), (1664 + 55, Some(1664))], "session {s}");
+            assert!((1..=3).all(|t| by(s, t).counts.usage_prompt == Some(by(s, t).input_tokens)));
+            // Each turn finds the turn before it (its prompt and answer), as
+            // without a template; a later session's first turn finds the
+            // template's first block.
+            assert_eq!(by(s, 2).counts.usage_cached_prompt, Some((547 + 63) / 16 * 16));
+            assert_eq!(by(s, 3).counts.usage_cached_prompt, Some((1133 + 63) / 16 * 16));
+        }
+        assert_eq!(by(2, 1).counts.usage_cached_prompt, Some(16));
+        assert_eq!(by(3, 1).counts.usage_cached_prompt, Some(16));
+        // A raw prompt gets the BOS alone; the exact kind nothing.
+        for (kind, extra) in [(PromptKind::Raw, 1), (PromptKind::Exact, 0)] {
+            let load = VirtualLoad { prompts: kind, ..VirtualLoad::closed_loop(same(3, 300, 5), 1) };
+            let run = simulate(&cfg, &load).unwrap();
+            assert!(run.records.iter().all(|r| r.input_tokens == 300 + extra), "{kind:?}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use goodput_load::{
     Api, Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Sessions, ThinkTime, Turns,
     Workload,
 };
-use goodput_sim::engine::EngineConfig;
+use goodput_sim::engine::{EngineConfig, PromptKind};
 use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
 use std::sync::Arc;
 use std::time::Duration;
@@ -148,7 +148,10 @@ fn load_plan(plan: &Plan, speed: f64) -> LoadPlan {
 
 /// Predicts the plan's figures in virtual time, as `goodput estimate` does.
 pub fn estimate(cfg: &EngineConfig, plan: &Plan) -> Figures {
-    let run = goodput::estimate::run_virtual(cfg, &load_plan(plan, 1.0), &workload(plan)).expect("the estimate runs");
+    // The bench below loads the chat route: its prompts carry the model's template.
+    let server = goodput::estimate::VirtualServer { engine: cfg, prompts: PromptKind::Chat };
+    let run =
+        goodput::estimate::run_virtual(server, &load_plan(plan, 1.0), &workload(plan)).expect("the estimate runs");
     Figures::of(&run.records, 1.0)
 }
 
