@@ -248,33 +248,20 @@ fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64
 
 /// A run spread over several models: each one's requests, speed and latency.
 fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64]) {
-    let tail = ps.last().copied().unwrap_or(99.0);
-    let width = rows.iter().map(|r| r.model.chars().count()).max().unwrap_or(5).clamp(5, 40);
-    let _ = writeln!(
-        o,
-        "\nby model\n  {:<width$}{:>10}{:>8}{:>13}{:>13}{:>14}{:>13}{:>14}",
-        "model",
-        "requests",
-        "failed",
-        "out tok/s",
-        "TTFT p50 ms",
-        format!("TTFT p{tail} ms"),
-        "TPOT p50 ms",
-        format!("TPOT p{tail} ms"),
-    );
-    for r in rows {
-        let _ = writeln!(
-            o,
-            "  {:<width$}{:>10}{:>8}{:>13.1}{:>13}{:>14}{:>13}{:>14}",
-            esc(&r.model),
-            r.requests,
-            r.failed,
-            r.output_tokens_per_s,
-            num(r.ttft_ms.p(50.0)),
-            num(r.ttft_ms.p(tail)),
-            num(r.tpot_ms.p(50.0)),
-            num(r.tpot_ms.p(tail)),
-        );
+    let (header, cells) = format::by_model_table(rows, ps);
+    let name = |c: &str| esc(c).chars().count();
+    let width = cells.iter().map(|r| name(&r[0])).max().unwrap_or(5).clamp(5, 40);
+    let line = |o: &mut String, row: &[String]| {
+        let _ = write!(o, "  {:<width$}", esc(&row[0]));
+        for (i, c) in row[1..].iter().enumerate() {
+            let _ = write!(o, "{:>w$}", c, w = header[i + 1].chars().count().max(8) + 2);
+        }
+        o.push('\n');
+    };
+    o.push_str("\nby model\n");
+    line(o, &header);
+    for row in &cells {
+        line(o, row);
     }
 }
 

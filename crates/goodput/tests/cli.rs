@@ -247,7 +247,12 @@ fn several_models_share_a_run_and_are_summarised_apart() {
         assert_eq!(r["requests"].as_u64(), Some(n), "{name}");
         assert!(stdout.contains(&format!("  {name} ")), "the terminal has a row for {name}:\n{stdout}");
     }
-    assert!(std::fs::read_to_string(&md).unwrap().contains("| lora-b |"));
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    assert!(markdown.contains("| lora-b |"));
+    // The terminal and Markdown show the same columns.
+    for column in ["output tok/s", "TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"] {
+        assert!(stdout.contains(column) && markdown.contains(&format!("| {column} |")), "{column}");
+    }
     let requests_csv = std::fs::read_to_string(csv.join("requests.csv")).unwrap();
     assert!(requests_csv.lines().next().unwrap().contains(",model,"), "{requests_csv}");
     let err = goodput().args(["bench", "-q", "--model", " , "]).args(FAST).refusal();

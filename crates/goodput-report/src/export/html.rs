@@ -863,22 +863,19 @@ fn by_model(o: &mut String, r: &RunResult) {
     if rows.is_empty() {
         return;
     }
-    o.push_str(
-        r#"<section><h2>By model</h2><div class="scroll"><table><thead><tr><th>model</th><th>requests</th><th>failed</th><th>output tok/s</th><th>TTFT p50 (ms)</th><th>TTFT max (ms)</th><th>TPOT p50 (ms)</th><th>TPOT max (ms)</th></tr></thead><tbody>"#,
-    );
-    for m in rows {
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            html(&m.model),
-            m.requests,
-            m.failed,
-            m.output_tokens_per_s,
-            format::ms(m.ttft_ms.p(50.0)),
-            format::ms(m.ttft_ms.max),
-            format::ms(m.tpot_ms.p(50.0)),
-            format::ms(m.tpot_ms.max),
-        );
+    let ps: Vec<f64> = r.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
+    let (header, cells) = format::by_model_table(rows, &ps);
+    o.push_str(r#"<section><h2>By model</h2><div class="scroll"><table><thead><tr>"#);
+    for h in &header {
+        let _ = write!(o, "<th>{}</th>", html(h));
+    }
+    o.push_str("</tr></thead><tbody>");
+    for row in &cells {
+        o.push_str("<tr>");
+        for c in row {
+            let _ = write!(o, "<td>{}</td>", html(c));
+        }
+        o.push_str("</tr>");
     }
     o.push_str("</tbody></table></div></section>");
 }

@@ -204,21 +204,12 @@ pub fn run_markdown(r: &RunResult) -> String {
         o.push('\n');
     }
     if !s.by_model.is_empty() {
-        o.push_str(
-            "**By model**\n\n| model | requests | failed | output tok/s | TTFT p50 (ms) | TPOT p50 (ms) |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: |\n",
-        );
-        for m in &s.by_model {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {:.1} | {} | {} |",
-                md(&m.model),
-                m.requests,
-                m.failed,
-                m.output_tokens_per_s,
-                format::ms(m.ttft_ms.p(50.0)),
-                format::ms(m.tpot_ms.p(50.0))
-            );
+        let (header, cells) = format::by_model_table(&s.by_model, &ps);
+        let _ = writeln!(o, "**By model**\n\n| {} |", header.join(" | "));
+        let _ = writeln!(o, "| --- |{}", " ---: |".repeat(header.len() - 1));
+        for row in &cells {
+            let row: Vec<String> = row.iter().map(|c| md(c)).collect();
+            let _ = writeln!(o, "| {} |", row.join(" | "));
         }
         o.push('\n');
     }
