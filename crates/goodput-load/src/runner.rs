@@ -63,6 +63,9 @@ impl LoadPlan {
 
     /// Every request the run will send, warm-up included, when that is
     /// known ahead (a timed warm-up's size is not, a trace's length is).
+    /// With sessions of N turns it counts N a session: an upper bound, as a
+    /// failed turn ends its session and a dataset's conversation may be
+    /// shorter (the live view lowers it as they come).
     pub fn total_requests(&self) -> Option<u64> {
         let counted = self.counted();
         if let Some(s) = &self.sessions {

@@ -29,6 +29,11 @@ struct State {
     done: u64,
     /// Sessions whose last turn came back (or whose turn failed, which ends one).
     sessions_ended: u64,
+    /// Planned turns that will not be sent: the rest of a session a failed
+    /// turn ended, and a conversation shorter than `--turns N`.
+    unplanned: u64,
+    /// Sessions seen so far, each counted once against `--turns N`.
+    seen: std::collections::HashSet<u64>,
     failed: BTreeMap<String, u64>,
     recent: VecDeque<(f64, Option<f64>)>,
     /// Output tokens per whole second of the run.
@@ -40,6 +45,8 @@ pub struct Progress {
     title: String,
     start: Instant,
     planned: Option<u64>,
+    /// Sessions of a fixed number of turns (`--turns N`): that number.
+    fixed_turns: Option<u32>,
     /// With sessions: `Some`, holding the sessions planned when known.
     sessions: Option<Option<u64>>,
     duration: Option<Duration>,
@@ -61,6 +68,9 @@ pub struct Snapshot {
     pub per_second: Vec<u64>,
     /// Share done, when the run has a known end.
     pub fraction: Option<f64>,
+    /// Every request the run will send, when known: the plan's count less
+    /// the turns that sessions will not send.
+    pub planned: Option<u64>,
 }
 
 impl Progress {
@@ -69,6 +79,10 @@ impl Progress {
             title,
             start: Instant::now(),
             planned: plan.total_requests(),
+            fixed_turns: plan.sessions.as_ref().and_then(|s| match s.turns {
+                goodput_load::Turns::Drawn(goodput_load::LengthDist::Fixed(k)) => Some(k.max(1)),
+                _ => None,
+            }),
             sessions: plan.sessions.as_ref().map(|_| plan.counted()),
             duration: plan.sending_time(),
             sent: control.sent.clone(),
@@ -79,8 +93,18 @@ impl Progress {
     pub fn observe(&self, r: &RequestRecord) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.done += 1;
-        if r.session.is_some_and(|t| t.turn == t.turns || !r.outcome.is_success()) {
-            s.sessions_ended += 1;
+        if let Some(t) = r.session {
+            if t.turn == t.turns || !r.outcome.is_success() {
+                s.sessions_ended += 1;
+            }
+            // The plan counted N turns a session: a shorter conversation, and
+            // the turns a failure leaves unsent, will never come.
+            if s.seen.insert(t.id) {
+                s.unplanned += u64::from(self.fixed_turns.map_or(0, |k| k.saturating_sub(t.turns)));
+            }
+            if !r.outcome.is_success() {
+                s.unplanned += u64::from(t.turns.saturating_sub(t.turn));
+            }
         }
         if let Some(k) = r.outcome.failure_kind() {
             *s.failed.entry(k.to_string()).or_default() += 1;
@@ -118,7 +142,8 @@ impl Progress {
         let now = elapsed.as_secs() as usize;
         let from = now.saturating_sub(5);
         let tokens: u64 = s.per_second.iter().skip(from).take(now - from).sum();
-        let fraction = match (self.planned, self.sessions.flatten(), self.duration) {
+        let planned = self.planned.map(|p| p.saturating_sub(s.unplanned));
+        let fraction = match (planned, self.sessions.flatten(), self.duration) {
             (Some(n), _, _) if n > 0 => Some((s.done as f64 / n as f64).min(1.0)),
             // Sessions of drawn lengths: their count is what is known.
             (None, Some(n), _) if n > 0 => Some((s.sessions_ended as f64 / n as f64).min(1.0)),
@@ -136,13 +161,14 @@ impl Progress {
             tokens_per_s: tokens as f64 / (now - from).max(1) as f64,
             per_second: s.per_second.clone(),
             fraction,
+            planned,
         }
     }
 
     fn line(&self) -> String {
         let s = self.snapshot();
         let f = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
-        let of = self.planned.map(|p| format!("/{p}")).unwrap_or_default();
+        let of = s.planned.map(|p| format!("/{p}")).unwrap_or_default();
         let eta = match s.fraction {
             Some(x) if x > 0.0 && x < 1.0 => format!(" · ETA {:.0}s", s.elapsed.as_secs_f64() * (1.0 - x) / x),
             _ => String::new(),
@@ -475,5 +501,37 @@ mod tests {
         let s = p.snapshot();
         assert_eq!((s.done, s.sessions_ended, s.fraction), (4, Some(2), Some(0.5)));
         assert!(p.line().contains("4 done · 2/4 sessions"), "{}", p.line());
+    }
+
+    #[test]
+    fn turns_that_will_never_be_sent_leave_the_planned_count() {
+        // --turns 3, four sessions: 12 requests planned.
+        let plan = LoadPlan {
+            requests: Some(4),
+            duration: None,
+            warmup: 0,
+            warmup_time: Duration::ZERO,
+            concurrency: Some(2),
+            rate: None,
+            trace: None,
+            ramp_up: Duration::ZERO,
+            sessions: Some(Sessions {
+                turns: Turns::Drawn(LengthDist::Fixed(3)),
+                think: ThinkTime::Fixed(Duration::ZERO),
+            }),
+            seed: 0,
+            grace: Duration::from_secs(1),
+        };
+        let p = Progress::new("t".into(), &plan, &Control::default());
+        assert_eq!(p.snapshot().planned, Some(12));
+        // Session 0 fails its first turn: its two other turns never go.
+        // Session 1 is a two-turn conversation (a dataset's): one turn fewer.
+        for r in [turn(0, 1, 3, false), turn(1, 1, 2, true), turn(1, 2, 2, true), turn(2, 1, 3, true)] {
+            p.observe(&r);
+        }
+        let s = p.snapshot();
+        assert_eq!((s.done, s.planned), (4, Some(12 - 2 - 1)));
+        assert_eq!(s.fraction, Some(4.0 / 9.0));
+        assert!(p.line().contains("4/9 done · 2/4 sessions"), "{}", p.line());
     }
 }
