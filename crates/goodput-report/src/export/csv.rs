@@ -220,6 +220,7 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("input_tokens", s.tokens.input.to_string());
     put("output_tokens", s.tokens.output.to_string());
     put("output_tokens_all", s.tokens.output_all.to_string());
+    put("prompt_extra_mean", csv_num(s.tokens.prompt_extra.as_ref().map(|e| e.mean)));
     let g = s.goodput.as_ref();
     put("goodput_requests_per_s", csv_num(g.map(|g| g.requests_per_s)));
     put("goodput_output_tokens_per_s", csv_num(g.map(|g| g.output_tokens_per_s)));
