@@ -36,6 +36,10 @@ pub struct EngineServerConfig {
     pub engine: EngineConfig,
     /// The name `/v1/models` lists and `/metrics` labels with.
     pub model_name: String,
+    /// Further names it serves the same engine under, as vLLM serves LoRA
+    /// adapters beside the base model; `/v1/models` lists them all, and a
+    /// request naming another model is refused with 404, as vLLM refuses it.
+    pub more_model_names: Vec<String>,
     /// How much faster than real time the engine runs: every step, the front
     /// end's delay and injected stalls last `1 / speed` of their simulated
     /// length on the wall clock.
@@ -51,6 +55,7 @@ impl EngineServerConfig {
     pub fn new(engine: EngineConfig) -> EngineServerConfig {
         EngineServerConfig {
             model_name: engine.model.name.clone(),
+            more_model_names: Vec::new(),
             engine,
             speed: 1.0,
             default_max_tokens: 128,
@@ -69,10 +74,15 @@ impl EngineServerConfig {
         if self.default_max_tokens == 0 {
             return Err(Error::InvalidConfig("--default-max-tokens must be at least 1".into()));
         }
-        if self.model_name.is_empty() {
+        if self.names().any(str::is_empty) {
             return Err(Error::InvalidConfig("the served model name must not be empty".into()));
         }
         self.faults.validate().map_err(Error::InvalidConfig)
+    }
+
+    /// Every name the server answers to, the base model's first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.model_name.as_str()).chain(self.more_model_names.iter().map(String::as_str))
     }
 }
 
@@ -209,9 +219,12 @@ pub fn app(state: Arc<EngineServer>) -> Router {
     let router = router
         .route(
             "/v1/models",
-            get(|State(s): State<Arc<EngineServer>>| async move { Json(models_body(&s.cfg.model_name)) }),
+            get(|State(s): State<Arc<EngineServer>>| async move { Json(models_body(&s.cfg.names().collect::<Vec<_>>())) }),
         )
-        .route("/api/tags", get(|State(s): State<Arc<EngineServer>>| async move { Json(tags_body(&s.cfg.model_name)) }))
+        .route(
+            "/api/tags",
+            get(|State(s): State<Arc<EngineServer>>| async move { Json(tags_body(&s.cfg.names().collect::<Vec<_>>())) }),
+        )
         .route("/info", get(|State(s): State<Arc<EngineServer>>| async move { Json(info_body(&s.cfg.model_name)) }))
         .route("/health", get(|| async { "ok" }))
         .route(
@@ -230,6 +243,13 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         Ok(r) => r,
         Err(msg) => return error_response(route, StatusCode::BAD_REQUEST, &msg),
     };
+    // TGI and llama.cpp serve one model and read no name; the others refuse
+    // a name they do not serve, as vLLM and Ollama do.
+    if let Some(name) = req.model.as_deref().filter(|_| route.names_model()) {
+        if !s.cfg.names().any(|n| n == name) {
+            return error_response(route, StatusCode::NOT_FOUND, &route.unknown_model(name));
+        }
+    }
     let (id, fault) = s.counters.next(&s.cfg.faults);
     if fault == Fault::HttpError {
         return error_response(route, StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal server error");

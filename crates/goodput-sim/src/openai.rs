@@ -81,12 +81,32 @@ impl Route {
         }
     }
 
+    /// The request's `model` picks the model (not TGI's or llama.cpp's
+    /// native routes, whose server has one).
+    pub fn names_model(self) -> bool {
+        !matches!(self, Route::TgiGenerate | Route::TgiGenerateStream | Route::LlamaCpp)
+    }
+
+    /// The message of a 404 for a model the server does not serve, in the
+    /// words of the server this route comes from.
+    pub fn unknown_model(self, name: &str) -> String {
+        match self {
+            Route::Messages => format!("model: {name}"),
+            Route::OllamaChat | Route::OllamaGenerate => format!("model '{name}' not found"),
+            _ => format!("The model `{name}` does not exist."),
+        }
+    }
+
     /// The JSON body of an error response with HTTP status `status`, in
     /// this route's own shape.
     pub fn error_body(self, status: u16, message: &str) -> String {
         match self {
             Route::Messages => {
-                let kind = if status >= 500 { "api_error" } else { "invalid_request_error" };
+                let kind = match status {
+                    404 => "not_found_error",
+                    500.. => "api_error",
+                    _ => "invalid_request_error",
+                };
                 json!({ "type": "error", "error": { "type": kind, "message": message } }).to_string()
             }
             Route::OllamaChat | Route::OllamaGenerate => json!({ "error": message }).to_string(),
@@ -732,14 +752,20 @@ pub fn info_body(model: &str) -> Value {
     json!({ "model_id": model, "router": "goodput-sim", "version": env!("CARGO_PKG_VERSION") })
 }
 
-/// Ollama's `/api/tags` for one served model.
-pub fn tags_body(model: &str) -> Value {
-    json!({ "models": [{ "name": model, "model": model, "size": 0, "details": { "family": "goodput-sim" } }] })
+/// Ollama's `/api/tags` for the served models.
+pub fn tags_body(models: &[&str]) -> Value {
+    let models: Vec<Value> = models
+        .iter()
+        .map(|m| json!({ "name": m, "model": m, "size": 0, "details": { "family": "goodput-sim" } }))
+        .collect();
+    json!({ "models": models })
 }
 
-/// `/v1/models` for one served model.
-pub fn models_body(model: &str) -> Value {
-    json!({ "object": "list", "data": [{ "id": model, "object": "model", "created": 0, "owned_by": "goodput" }] })
+/// `/v1/models` for the served models.
+pub fn models_body(models: &[&str]) -> Value {
+    let data: Vec<Value> =
+        models.iter().map(|m| json!({ "id": m, "object": "model", "created": 0, "owned_by": "goodput" })).collect();
+    json!({ "object": "list", "data": data })
 }
 
 /// Seconds since the Unix epoch, for `created` fields.

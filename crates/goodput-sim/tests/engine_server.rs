@@ -185,6 +185,58 @@ async fn models_health_and_bad_requests() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn it_serves_its_names_and_refuses_others_as_each_server_does() {
+    let cfg = EngineServerConfig { more_model_names: vec!["lora-a".into()], ..config() };
+    let (base, _server, _stop) = start(cfg).await;
+    let http = client();
+    let get = |path: &str| {
+        let url = format!("{base}{path}");
+        let http = http.clone();
+        async move { serde_json::from_slice::<Value>(&http.get(url).send().await.unwrap().bytes().await.unwrap()).unwrap() }
+    };
+    let ids: Vec<Value> = get("/v1/models").await["data"].as_array().unwrap().iter().map(|m| m["id"].clone()).collect();
+    assert_eq!(ids, [json!("sim-8b"), json!("lora-a")]);
+    assert_eq!(get("/api/tags").await["models"][1]["name"], "lora-a");
+    let question = json!([{"role": "user", "content": "a b"}]);
+    // (path, body, status, where the message is, its words)
+    let cases = [
+        ("/v1/chat/completions", json!({"model": "lora-a", "messages": question, "max_tokens": 2}), 200, "", ""),
+        ("/v1/chat/completions", json!({"messages": question, "max_tokens": 2}), 200, "", ""),
+        (
+            "/v1/chat/completions",
+            json!({"model": "nope", "messages": question, "max_tokens": 2}),
+            404,
+            "/error/message",
+            "The model `nope` does not exist.",
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "nope", "messages": question, "max_tokens": 2}),
+            404,
+            "/error/type",
+            "not_found_error",
+        ),
+        (
+            "/api/chat",
+            json!({"model": "nope", "messages": question, "stream": false}),
+            404,
+            "/error",
+            "model 'nope' not found",
+        ),
+        // llama.cpp's server has one model and reads no name.
+        ("/completion", json!({"model": "nope", "prompt": "a b", "n_predict": 2}), 200, "", ""),
+    ];
+    for (path, body, status, at, words) in cases {
+        let r = post(&http, format!("{base}{path}"), &body).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), status, "{path} {body}");
+        if status != 200 {
+            let v: Value = serde_json::from_slice(&r.bytes().await.unwrap()).unwrap();
+            assert_eq!(v.pointer(at).and_then(Value::as_str), Some(words), "{path}: {v}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chats_share_their_templates_start_in_the_prefix_cache() {
     // Llama 3.1's template opens every chat with the same 30 tokens (BOS,
     // the system block with its date lines, the user header): one full

@@ -39,7 +39,9 @@ struct Embedded {
 
 impl Embedded {
     /// Starts the server `sim` describes; its address once it listens.
-    async fn start(sim: &SimArgs) -> Result<(Embedded, std::net::SocketAddr)> {
+    /// `models` are the names it serves (bench's `--model` list), the
+    /// engine's own name when empty.
+    async fn start(sim: &SimArgs, models: Vec<String>) -> Result<(Embedded, std::net::SocketAddr)> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("goodput-embedded")
@@ -52,7 +54,7 @@ impl Embedded {
         rt.spawn(async move {
             let started = async {
                 // Built here so that the engine's own task runs on this runtime.
-                let app = embedded_app(&sim)?;
+                let app = embedded_app(&sim, &models)?;
                 let listener = crate::serve::listen("127.0.0.1:0").await.context("binding a loopback port")?;
                 let addr = listener.local_addr()?;
                 anyhow::Ok((app, listener, addr))
@@ -84,7 +86,7 @@ impl Drop for Embedded {
 }
 
 /// The embedded server's app: the simulated engine or the fixed profile.
-fn embedded_app(sim: &SimArgs) -> Result<crate::serve::Served> {
+fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::serve::Served> {
     Ok(match sim.sim_profile {
         ProfileArg::Engine => {
             let hw = EngineHwArgs {
@@ -95,7 +97,7 @@ fn embedded_app(sim: &SimArgs) -> Result<crate::serve::Served> {
                 ..Default::default()
             };
             let cfg = crate::estimate::engine_config(&sim.sim_model, &hw)?;
-            let server = crate::serve::engine_server(cfg, None, 1.0, 128, Default::default())?;
+            let server = crate::serve::engine_server(cfg, models, 1.0, 128, Default::default())?;
             crate::serve::Served::Engine(goodput_sim::engine_server::app(server))
         }
         ProfileArg::Fixed => {
@@ -134,7 +136,7 @@ pub async fn connect(
     let (base, server) = match &t.url {
         Some(u) => (normalize_base(u), None),
         None => {
-            let (server, addr) = Embedded::start(sim).await?;
+            let (server, addr) = Embedded::start(sim, crate::common::names(t.model.as_deref())).await?;
             (format!("http://{addr}"), Some(Box::new(server)))
         }
     };
@@ -176,7 +178,7 @@ pub async fn connect(
     }
     // Several models, comma-separated, spread the requests over them.
     let models: Vec<String> = match &t.model {
-        Some(m) => m.split(',').map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned).collect(),
+        Some(m) => crate::common::names(Some(m)),
         None => vec![discover_model(probe.http(), &base, api, &headers).await?],
     };
     if models.is_empty() {

@@ -394,3 +394,9 @@ pub fn say(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
+
+/// The names in a comma-separated list (`--model`, `--served-model-name`),
+/// trimmed, empty ones dropped.
+pub fn names(list: Option<&str>) -> Vec<String> {
+    list.map_or_else(Vec::new, |l| l.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect())
+}

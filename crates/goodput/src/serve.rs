@@ -23,17 +23,19 @@ pub fn faults(f: &FaultArgs) -> FaultConfig {
     }
 }
 
-/// Starts the engine server's driver on the current runtime.
+/// Starts the engine server's driver on the current runtime, serving under
+/// the `served` names (the engine's model name when none).
 pub fn engine_server(
     cfg: EngineConfig,
-    served: Option<String>,
+    served: &[String],
     speed: f64,
     default_max_tokens: u32,
     faults: FaultConfig,
 ) -> Result<Arc<EngineServer>> {
     let mut c = EngineServerConfig::new(cfg);
-    if let Some(name) = served {
-        c.model_name = name;
+    if let Some((first, more)) = served.split_first() {
+        c.model_name = first.clone();
+        c.more_model_names = more.to_vec();
     }
     c.speed = speed;
     c.default_max_tokens = default_max_tokens;
@@ -66,8 +68,13 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let (app, what, status): (_, _, Box<dyn Fn() -> ServeStatus + Send>) = match a.profile {
         ProfileArg::Engine => {
             let cfg = crate::estimate::engine_config(&a.model, &a.hw)?;
-            let server =
-                engine_server(cfg, a.served_model_name.clone(), a.speed, a.default_max_tokens, faults(&a.faults))?;
+            let server = engine_server(
+                cfg,
+                &crate::common::names(a.served_model_name.as_deref()),
+                a.speed,
+                a.default_max_tokens,
+                faults(&a.faults),
+            )?;
             let c = server.config();
             let what = format!(
                 "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
@@ -80,7 +87,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                 server.max_num_seqs(),
                 c.engine.chat_template,
                 c.speed,
-                c.model_name
+                c.names().collect::<Vec<_>>().join("', '")
             );
             let s = server.clone();
             let status = Box::new(move || {

@@ -329,7 +329,7 @@ impl Conn {
             (_, Some(Reply::Generate(plan))) => self.whole(*plan, keep).await?,
             (Target::Generate(_), None) => self.method_not_allowed("POST", keep).await?,
             (Target::Models, None) if get => {
-                let body = models_body(&state.profile.model).to_string();
+                let body = models_body(&[&state.profile.model]).to_string();
                 self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
             }
             (Target::Health, None) if get => {
@@ -340,7 +340,7 @@ impl Conn {
                 self.respond_to(head_only, 200, "text/plain; version=0.0.4", text.as_bytes(), keep).await?
             }
             (Target::Tags, None) if get => {
-                let body = tags_body(&state.profile.model).to_string();
+                let body = tags_body(&[&state.profile.model]).to_string();
                 self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
             }
             (Target::Info, None) if get => {
