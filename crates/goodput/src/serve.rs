@@ -113,7 +113,11 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
             (Served::Engine(goodput_sim::engine_server::app(server)), what, status)
         }
         ProfileArg::Fixed => {
-            let name = a.served_model_name.clone().unwrap_or_else(|| "goodput-fixed".into());
+            // The fixed profile answers to any name; it lists the first.
+            let name = crate::common::names(a.served_model_name.as_deref())
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| "goodput-fixed".into());
             let profile = FixedProfile {
                 model: name.clone(),
                 ttft: a.ttft,
