@@ -45,6 +45,10 @@ python3 - "$TMP/run.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["summary"]
 lag = s.get("client_read_lag_ms", {})
+c = json.load(open(sys.argv[1])).get("client")
+if c:
+    print(f"the run's own client CPU figure: {c['cpu_s']:.2f} s over {c['wall_s']:.2f} s = {c['cpu_us_per_output_token']:.2f} µs per output token "
+          f"(from the first send; the process's start and the scrapes before it are outside)")
 if lag.get("count"):
     print(f"client read lag per request (longest wait of a chunk in the socket): p50 {lag['p50']:.3f} ms · "
           f"p99 {lag['p99']:.3f} ms · max {lag['max']:.3f} ms; shared reads {s.get('shared_read_chunks', 0)}")

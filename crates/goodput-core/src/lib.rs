@@ -23,7 +23,7 @@ pub use record::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
     SessionTurn, TokenCounts,
 };
-pub use result::{Compat, Diagnosis, RunResult, Target, Tool, Window, SCHEMA};
+pub use result::{ClientCost, Compat, Diagnosis, RunResult, Target, Tool, Window, SCHEMA};
 pub use slice::TimeSlice;
 pub use slo::{Slo, SloReport};
 pub use stats::{percentile, Distribution};

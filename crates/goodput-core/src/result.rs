@@ -39,6 +39,9 @@ pub struct RunResult {
     /// The server's own metrics scraped during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_signals: Option<serde_json::Value>,
+    /// What the client itself cost while it ran (`bench`, Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientCost>,
     #[serde(default)]
     pub warnings: Vec<String>,
     /// What the numbers suggest, each line backed by the figures it cites.
@@ -47,6 +50,25 @@ pub struct RunResult {
     /// Per-request records, only when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<RequestRecord>>,
+}
+
+/// The client's own CPU over a run: the evidence that it was not the
+/// bottleneck, measured on every run rather than claimed. A goodput-started
+/// server's threads (the embedded simulator) are not counted.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ClientCost {
+    /// CPU time (user and system) of the client's threads over the run.
+    pub cpu_s: f64,
+    /// From the first send to the last record.
+    pub wall_s: f64,
+    /// `cpu_s / wall_s`: the cores the client kept busy.
+    pub cores: f64,
+    /// CPUs the process may run on.
+    pub cpus: u32,
+    /// CPU per output-bearing chunk read and per output token, over every
+    /// measured and warm-up request.
+    pub cpu_us_per_chunk: Option<f64>,
+    pub cpu_us_per_output_token: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

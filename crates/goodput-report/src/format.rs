@@ -5,7 +5,7 @@
 use crate::metric::Unit;
 use goodput_core::models::ModelStats;
 use goodput_core::summary::PromptExtra;
-use goodput_core::Distribution;
+use goodput_core::{ClientCost, Distribution};
 
 /// A latency in milliseconds: two decimals, whole numbers once large.
 pub fn ms(v: Option<f64>) -> String {
@@ -67,6 +67,19 @@ pub fn prompt_extra(e: &PromptExtra) -> Option<String> {
         "below the workload's count (a tokenizer that splits the prompt otherwise)"
     };
     Some(format!("{amount} {why}; input figures are the server's counts"))
+}
+
+/// The client's own CPU over the run, in one line: the cores it kept busy
+/// of those it had, and its CPU per output token and per chunk read.
+pub fn client_cost(c: &ClientCost) -> String {
+    let per = |v: Option<f64>, what: &str| v.map(|x| format!(" · {x:.1} µs per {what}")).unwrap_or_default();
+    format!(
+        "{:.2} of {} cores{}{}",
+        c.cores,
+        c.cpus,
+        per(c.cpu_us_per_output_token, "output token"),
+        per(c.cpu_us_per_chunk, "chunk")
+    )
 }
 
 /// The "by model" table of a run spread over several models, as header and

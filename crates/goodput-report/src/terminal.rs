@@ -102,6 +102,9 @@ pub fn render(r: &RunResult) -> String {
     if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
         let _ = writeln!(o, "  prompt extra    {}", esc(&extra));
     }
+    if let Some(c) = &r.client {
+        let _ = writeln!(o, "  client CPU      {}", format::client_cost(c));
+    }
     if s.shared_read_chunks > 0 {
         let _ = writeln!(
             o,

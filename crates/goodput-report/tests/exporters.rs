@@ -481,6 +481,24 @@ fn markdown_sweep_lists_points_and_the_recommendation() {
 }
 
 #[test]
+fn the_clients_own_cpu_reads_the_same_in_every_human_format() {
+    let mut r = run();
+    r.client = Some(goodput_core::ClientCost {
+        cpu_s: 1.5,
+        wall_s: 3.0,
+        cores: 0.5,
+        cpus: 2,
+        cpu_us_per_chunk: Some(9.04),
+        cpu_us_per_output_token: Some(8.44),
+    });
+    let line = "0.50 of 2 cores · 8.4 µs per output token · 9.0 µs per chunk";
+    assert!(terminal::render(&r).contains(&format!("client CPU      {line}")));
+    assert!(text(&render_run(Format::Markdown, &r), "run.md").contains(&format!("| client CPU | {line} |")));
+    assert!(text(&render_run(Format::Html, &r), "run.html").contains(line));
+    assert!(!terminal::render(&run()).contains("client CPU"), "no measurement, no line");
+}
+
+#[test]
 fn terminal_shows_hostile_names_as_text_without_control_characters() {
     let r = adversarial_run();
     let out = terminal::render(&r);

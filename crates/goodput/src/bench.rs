@@ -457,11 +457,13 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let progress = crate::progress::Progress::new(title, &plan, &control);
     let view = crate::progress::LiveView::start(a.output.progress, a.output.quiet, progress.clone(), control.clone());
     let sinks = Sinks { records, live, progress: Some(progress) };
+    let meter = crate::cpu::Meter::start();
     let res = run_http(&target, &plan, Arc::new(workload), control, sinks, origin).await;
     if let Some(v) = view {
         v.finish();
     }
     let (recs, interrupted) = res?;
+    let client_cost = meter.and_then(|m| m.finish(&recs));
     let mut result = common::assemble(
         Assembly {
             kind: "bench",
@@ -474,6 +476,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         &recs,
         &opts,
     );
+    result.client = client_cost;
     crate::signals::finish(scraping, &mut result, &recs, plan.concurrency).await;
     common::finish(&result, &a.output, &a.judge, &recs)
 }

@@ -263,6 +263,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         compat: Compat { vllm: analysis.vllm },
         engine: None,
         server_signals: None,
+        client: None,
         warnings: analysis.warnings,
         diagnosis: Vec::new(),
         requests: a.include_requests.then(|| records.to_vec()),

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod common;
 pub mod compare;
 pub mod config;
+pub mod cpu;
 pub mod estimate;
 pub mod monitor;
 pub mod progress;

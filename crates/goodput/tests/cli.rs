@@ -63,6 +63,15 @@ fn embedded_default_writes_the_contracted_document_and_records() {
         assert!(v["summary"]["throughput"][k].is_number(), "summary.throughput.{k}");
     }
     assert!(v["window"]["start_s"].is_number() && v["window"]["end_s"].is_number());
+    // The client's own CPU, the embedded server's threads left out: some,
+    // never more than the machine has, and a figure per token and chunk.
+    if cfg!(target_os = "linux") {
+        let c = &v["client"];
+        let (cpu, cores, cpus) =
+            (c["cpu_s"].as_f64().unwrap(), c["cores"].as_f64().unwrap(), c["cpus"].as_f64().unwrap());
+        assert!(cpu > 0.0 && cores > 0.0 && cores <= cpus, "{c}");
+        assert!(c["cpu_us_per_output_token"].as_f64().unwrap() > 0.0 && c["cpu_us_per_chunk"].is_number(), "{c}");
+    }
     for k in [
         "mean_ttft_ms",
         "median_ttft_ms",

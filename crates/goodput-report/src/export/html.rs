@@ -470,6 +470,9 @@ fn run_body(o: &mut String, r: &RunResult) {
     if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
         rows.push(("prompt extra", html(&extra)));
     }
+    if let Some(c) = &r.client {
+        rows.push(("client CPU", html(&format::client_cost(c))));
+    }
     for (k, v) in rows {
         let _ = write!(o, "<tr><td>{k}</td><td class=\"text\">{v}</td></tr>");
     }

@@ -111,6 +111,9 @@ pub fn run_markdown(r: &RunResult) -> String {
     if let Some(extra) = s.tokens.prompt_extra.as_ref().and_then(format::prompt_extra) {
         let _ = writeln!(o, "| prompt extra | {} |", md(&extra));
     }
+    if let Some(c) = &r.client {
+        let _ = writeln!(o, "| client CPU | {} |", md(&format::client_cost(c)));
+    }
     o.push('\n');
 
     if let Some(slo) = &r.slo {

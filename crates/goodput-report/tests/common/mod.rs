@@ -145,6 +145,7 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
         compat: Compat { vllm: a.vllm },
         engine: None,
         server_signals: None,
+        client: None,
         warnings: a.warnings,
         diagnosis: Vec::new(),
         requests: with_requests.then_some(recs),

@@ -1,0 +1,109 @@
+//! The client's own CPU over a run, measured on every `bench`: the process's
+//! CPU time (`getrusage`, which keeps the time of threads that have ended)
+//! less that of the threads of a server goodput started itself (the embedded
+//! simulator's runtime, the fixed profile's emitter and timer), read from
+//! each thread's `/proc/self/task/<tid>/schedstat`. Linux only; elsewhere
+//! nothing is reported.
+
+use goodput_core::{ClientCost, RequestRecord};
+use std::time::Instant;
+
+/// Thread names (as `/proc` keeps them, cut at 15 bytes) of the servers
+/// goodput runs in its own process.
+const SERVER_THREADS: [&str; 3] = ["goodput-embedde", "goodput-sim-emi", "goodput-precise"];
+
+/// A measurement started before the first request.
+pub struct Meter {
+    started: Instant,
+    process_s: f64,
+    server_s: f64,
+}
+
+impl Meter {
+    /// Starts measuring now; `None` where the clocks cannot be read.
+    pub fn start() -> Option<Meter> {
+        Some(Meter { started: Instant::now(), process_s: process_cpu_s()?, server_s: server_cpu_s() })
+    }
+
+    /// The client's cost from the start until now, over `records`.
+    pub fn finish(self, records: &[RequestRecord]) -> Option<ClientCost> {
+        let wall_s = self.started.elapsed().as_secs_f64();
+        let process = process_cpu_s()? - self.process_s;
+        let cpu_s = (process - (server_cpu_s() - self.server_s)).max(0.0);
+        let chunks: usize = records.iter().map(|r| r.chunks.len()).sum();
+        let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
+        let per = |n: f64| (n > 0.0).then(|| cpu_s * 1e6 / n);
+        Some(ClientCost {
+            cpu_s,
+            wall_s,
+            cores: if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 },
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            cpu_us_per_chunk: per(chunks as f64),
+            cpu_us_per_output_token: per(tokens as f64),
+        })
+    }
+}
+
+/// User and system CPU seconds of the whole process, ended threads included.
+#[cfg(target_os = "linux")]
+fn process_cpu_s() -> Option<f64> {
+    // SAFETY: getrusage writes one plain struct that we own.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return None;
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Some(s(u.ru_utime) + s(u.ru_stime))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_cpu_s() -> Option<f64> {
+    None
+}
+
+/// CPU seconds of the in-process server's threads alive now.
+fn server_cpu_s() -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0.0 };
+    let mut total = 0.0;
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if !SERVER_THREADS.iter().any(|s| name.trim_end() == *s) {
+            continue;
+        }
+        // The first field: nanoseconds this thread has run.
+        let ran = std::fs::read_to_string(dir.join("schedstat")).ok();
+        total += ran.and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok()).unwrap_or(0.0) * 1e-9;
+    }
+    total
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// Burns about `ms` of CPU on this thread.
+    fn burn(ms: u64) {
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < ms as u128 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+    }
+
+    #[test]
+    fn the_clients_cpu_leaves_out_a_server_thread_of_its_own() {
+        let meter = Meter::start().unwrap();
+        // A "server" thread of the process, named as the embedded one is,
+        // busy while the client thread mostly sleeps.
+        let server = std::thread::Builder::new().name("goodput-embedded".into()).spawn(|| burn(400)).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        burn(50);
+        // Read while the server thread still runs, as bench reads it.
+        let cost = meter.finish(&[]).unwrap();
+        server.join().unwrap();
+        assert!(cost.cpu_s > 0.02 && cost.cpu_s < 0.15, "the client's 50 ms, not the server's: {cost:?}");
+        assert!(cost.wall_s >= 0.3 && cost.cpus >= 1, "{cost:?}");
+        assert_eq!(cost.cpu_us_per_output_token, None, "no tokens, no rate");
+    }
+}
