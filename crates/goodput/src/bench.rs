@@ -410,6 +410,13 @@ pub async fn run_http(
 /// A client busier than this share of the machine's cores is warned about.
 const CLIENT_BUSY: f64 = 0.8;
 
+/// Puts the client's own cost on a run's result, with a warning when it
+/// kept most of the machine busy.
+pub fn with_client_cost(result: &mut goodput_core::RunResult, cost: Option<goodput_core::ClientCost>) {
+    result.warnings.extend(cost.as_ref().and_then(busy_client));
+    result.client = cost;
+}
+
 /// The warning for a client that kept most of the machine busy.
 fn busy_client(c: &goodput_core::ClientCost) -> Option<String> {
     (c.cores > CLIENT_BUSY * c.cpus as f64).then(|| {
@@ -490,8 +497,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         &recs,
         &opts,
     );
-    result.warnings.extend(client_cost.as_ref().and_then(busy_client));
-    result.client = client_cost;
+    with_client_cost(&mut result, client_cost);
     crate::signals::finish(scraping, &mut result, &recs, plan.concurrency).await;
     common::finish(&result, &a.output, &a.judge, &recs)
 }

@@ -88,6 +88,7 @@ impl Sweep {
                     progress.clone(),
                     control.clone(),
                 );
+                let meter = crate::cpu::Meter::start();
                 let res = bench::run_http(
                     target,
                     &plan,
@@ -101,6 +102,7 @@ impl Sweep {
                     v.finish();
                 }
                 let (recs, interrupted) = res?;
+                let client_cost = meter.and_then(|m| m.finish(&recs));
                 relay.abort();
                 let mut r = common::assemble(
                     Assembly {
@@ -114,6 +116,7 @@ impl Sweep {
                     &recs,
                     &self.opts,
                 );
+                bench::with_client_cost(&mut r, client_cost);
                 crate::signals::finish(scraping, &mut r, &recs, plan.concurrency).await;
                 r
             }

@@ -268,6 +268,32 @@ fn several_models_share_a_run_and_are_summarised_apart() {
     assert!(err.contains("names no model"), "{err}");
 }
 
+/// A live sweep (the embedded server here): each point a whole bench run,
+/// with its own client CPU.
+#[test]
+fn a_live_sweep_runs_a_bench_per_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "-q", "--concurrency", "1,3", "-n", "6"])
+        .args(FAST)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (p, users) in points.iter().zip([1, 3]) {
+        assert_eq!(p["load"]["value"], users, "{}", p["load"]);
+        let r = &p["result"];
+        assert_eq!((r["kind"].as_str(), r["summary"]["requests"]["completed"].as_u64()), (Some("bench"), Some(6)));
+        if cfg!(target_os = "linux") {
+            assert!(r["client"]["cpu_s"].as_f64().unwrap() > 0.0, "{}", r["client"]);
+        }
+    }
+}
+
 /// `--rate inf`: every request due at once, the cap holding the rest back
 /// (their wait is client queue time), as vLLM's `--request-rate inf`.
 #[test]
