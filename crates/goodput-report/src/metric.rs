@@ -175,10 +175,12 @@ pub enum Scalar {
     /// Completed multi-turn sessions per second (runs with `--turns`).
     SessionsPerS,
     UsdPerSession,
+    /// The client's own CPU per output token (`bench`, Linux).
+    ClientCpuPerToken,
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 23] = [
+    pub const ALL: [Scalar; 24] = [
         Scalar::RequestsPerS,
         Scalar::InputTokensPerS,
         Scalar::OutputTokensPerS,
@@ -202,6 +204,7 @@ impl Scalar {
         Scalar::TimesReadingSpeed,
         Scalar::SessionsPerS,
         Scalar::UsdPerSession,
+        Scalar::ClientCpuPerToken,
     ];
 
     /// The path as the result document spells it (`cost.…` lives beside
@@ -231,6 +234,7 @@ impl Scalar {
             Scalar::TimesReadingSpeed => "ratings.times_reading_speed",
             Scalar::SessionsPerS => "sessions.per_s",
             Scalar::UsdPerSession => "cost.usd_per_session",
+            Scalar::ClientCpuPerToken => "client.cpu_us_per_output_token",
         }
     }
 
@@ -275,6 +279,7 @@ impl Scalar {
             Scalar::TimesReadingSpeed => "× reading speed",
             Scalar::SessionsPerS => "sessions/s",
             Scalar::UsdPerSession => "$ per session",
+            Scalar::ClientCpuPerToken => "client CPU µs/token",
         }
     }
 
@@ -310,6 +315,7 @@ impl Scalar {
             Scalar::TimesReadingSpeed => s.ratings.times_reading_speed,
             Scalar::SessionsPerS => s.sessions.as_ref().map(|s| s.per_s),
             Scalar::UsdPerSession => c.and_then(|c| c.usd_per_session),
+            Scalar::ClientCpuPerToken => r.client.as_ref().and_then(|c| c.cpu_us_per_output_token),
         }
     }
 
@@ -323,7 +329,9 @@ impl Scalar {
             | Scalar::GoodputOutputTokensPerS => Unit::TokensPerS,
             Scalar::SloAttainment | Scalar::UsefulWork | Scalar::ErrorRate => Unit::Ratio,
             Scalar::Sent | Scalar::Completed | Scalar::Failed | Scalar::Cancelled | Scalar::InFlightPeak => Unit::Count,
-            Scalar::InFlightMean | Scalar::TimesReadingSpeed | Scalar::SessionsPerS => Unit::Plain,
+            Scalar::InFlightMean | Scalar::TimesReadingSpeed | Scalar::SessionsPerS | Scalar::ClientCpuPerToken => {
+                Unit::Plain
+            }
             Scalar::UsdPerMillionOutputTokens
             | Scalar::UsdPerMillionTotalTokens
             | Scalar::UsdPerRequest
@@ -353,7 +361,8 @@ impl Scalar {
             | Scalar::UsdPerMillionTotalTokens
             | Scalar::UsdPerRequest
             | Scalar::UsdPerMillionGoodOutputTokens
-            | Scalar::UsdPerSession => Better::Lower,
+            | Scalar::UsdPerSession
+            | Scalar::ClientCpuPerToken => Better::Lower,
             Scalar::Sent | Scalar::InFlightMean | Scalar::InFlightPeak => Better::Neither,
         }
     }

@@ -496,6 +496,9 @@ fn the_clients_own_cpu_reads_the_same_in_every_human_format() {
     assert!(text(&render_run(Format::Markdown, &r), "run.md").contains(&format!("| client CPU | {line} |")));
     assert!(text(&render_run(Format::Html, &r), "run.html").contains(line));
     assert!(!terminal::render(&run()).contains("client CPU"), "no measurement, no line");
+    // A metric of its own, for compare's rules (a client that got slower).
+    let m: goodput_report::Metric = "client.cpu_us_per_output_token".parse().unwrap();
+    assert_eq!((m.value(&r), m.value(&run())), (Some(8.44), None));
 }
 
 #[test]
