@@ -475,9 +475,9 @@ mod tests {
         r
     }
 
-    #[test]
-    fn sessions_of_drawn_lengths_show_progress_by_sessions_ended() {
-        let plan = LoadPlan {
+    /// Four sessions of `turns`, two users at a time.
+    fn four_sessions(turns: Turns) -> LoadPlan {
+        LoadPlan {
             requests: Some(4),
             duration: None,
             warmup: 0,
@@ -486,13 +486,15 @@ mod tests {
             rate: None,
             trace: None,
             ramp_up: Duration::ZERO,
-            sessions: Some(Sessions {
-                turns: Turns::Drawn(LengthDist::Uniform { lo: 2, hi: 4 }),
-                think: ThinkTime::Fixed(Duration::ZERO),
-            }),
+            sessions: Some(Sessions { turns, think: ThinkTime::Fixed(Duration::ZERO) }),
             seed: 0,
             grace: Duration::from_secs(1),
-        };
+        }
+    }
+
+    #[test]
+    fn sessions_of_drawn_lengths_show_progress_by_sessions_ended() {
+        let plan = four_sessions(Turns::Drawn(LengthDist::Uniform { lo: 2, hi: 4 }));
         let p = Progress::new("t".into(), &plan, &Control::default());
         // Session 0 ends with its last turn, session 1 with a turn cut short; session 2 goes on.
         for r in [turn(0, 1, 2, true), turn(0, 2, 2, true), turn(1, 1, 3, false), turn(2, 1, 4, true)] {
@@ -506,22 +508,7 @@ mod tests {
     #[test]
     fn turns_that_will_never_be_sent_leave_the_planned_count() {
         // --turns 3, four sessions: 12 requests planned.
-        let plan = LoadPlan {
-            requests: Some(4),
-            duration: None,
-            warmup: 0,
-            warmup_time: Duration::ZERO,
-            concurrency: Some(2),
-            rate: None,
-            trace: None,
-            ramp_up: Duration::ZERO,
-            sessions: Some(Sessions {
-                turns: Turns::Drawn(LengthDist::Fixed(3)),
-                think: ThinkTime::Fixed(Duration::ZERO),
-            }),
-            seed: 0,
-            grace: Duration::from_secs(1),
-        };
+        let plan = four_sessions(Turns::Drawn(LengthDist::Fixed(3)));
         let p = Progress::new("t".into(), &plan, &Control::default());
         assert_eq!(p.snapshot().planned, Some(12));
         // Session 0 fails its first turn: its two other turns never go.
