@@ -104,7 +104,7 @@ impl PromptKind {
             PromptKind::Exact => 0,
             PromptKind::Raw => template.bos(),
             PromptKind::Chat => {
-                let turn = request.turn.map_or(1, |t| t.turn);
+                let turn = request.turn.map_or(1, |t| t.turn.max(1));
                 template.overhead(turn, turn - 1)
             }
         }
@@ -306,7 +306,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
             let mut shared = vec![(TEMPLATE_START, load.prompts.shared_start(cfg.chat_template))];
             shared.extend(r.shared_prefix.map(|p| (p.id, p.len)));
             let prompt = Prompt::synthetic(
-                r.input_tokens + load.prompts.extra(cfg.chat_template, r),
+                r.input_tokens.saturating_add(load.prompts.extra(cfg.chat_template, r)),
                 &shared,
                 load.seed ^ (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                 cfg.block_size,
@@ -418,7 +418,7 @@ fn finish(record: &mut RequestRecord, request: &VirtualRequest, extra: u32, now:
     record.counts.usage_cached_prompt.get_or_insert(0);
     record.end = now;
     record.stream_end = Some(now);
-    record.input_tokens = (request.input_tokens + extra) as u64;
+    record.input_tokens = request.input_tokens as u64 + extra as u64;
     record.input_tokens_source = CountSource::Usage;
     record.output_tokens = out;
     record.output_tokens_source = CountSource::Usage;
