@@ -46,7 +46,7 @@ pub struct MonitorArgs {
     /// Send small real requests at this rate (requests/s) and show the TTFT and TPOT users see now.
     #[arg(long)]
     pub probe_rate: Option<f64>,
-    /// Model for probe requests (default: the first at /v1/models, or the server's own list for a native --api).
+    /// Model for probe requests (default: the first at /v1/models, or the server's own list for a native --api). Several, comma-separated (LoRA adapters), spread the probes over them, and each is shown apart.
     #[arg(long)]
     pub model: Option<String>,
     /// Which endpoint probes use (as bench's --api).

@@ -79,6 +79,38 @@ pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
 }
 
 /// The figures of one interval that alerts can name.
+/// One model's probes in an interval.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+struct ModelProbes {
+    ttft_p50_s: Option<f64>,
+    tpot_p50_s: Option<f64>,
+    ok: usize,
+    failed: usize,
+}
+
+/// The probes of each model they named, in name order (empty when none names one).
+fn probes_by_model(probes: &[RequestRecord]) -> std::collections::BTreeMap<String, ModelProbes> {
+    let mut groups: std::collections::BTreeMap<String, Vec<RequestRecord>> = Default::default();
+    for r in probes {
+        if let Some(m) = &r.model {
+            groups.entry(m.clone()).or_default().push(r.clone());
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(m, rs)| {
+            let ok = rs.iter().filter(|r| r.outcome.is_success()).count();
+            let p = ModelProbes {
+                ttft_p50_s: probe_p50(&rs, |r| r.ttft()),
+                tpot_p50_s: probe_p50(&rs, |r| r.tpot()),
+                ok,
+                failed: rs.len() - ok,
+            };
+            (m, p)
+        })
+        .collect()
+}
+
 /// The median of `metric` over the probes that succeeded, in seconds.
 fn probe_p50(probes: &[RequestRecord], metric: impl Fn(&RequestRecord) -> Option<Duration>) -> Option<f64> {
     let mut v: Vec<f64> =
@@ -156,6 +188,12 @@ fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord]) -> String {
             ms(probe_p50(probes, |r| r.tpot())),
             probes.len() - ok
         ));
+        let by_model = probes_by_model(probes);
+        if by_model.len() > 1 {
+            let each: Vec<String> =
+                by_model.iter().map(|(m, p)| format!("{m} {}/{}", ms(p.ttft_p50_s), ms(p.tpot_p50_s))).collect();
+            parts.push(format!("by model TTFT/TPOT ms: {}", each.join(", ")));
+        }
     }
     format!("[{:>7.1}s] {}", t.as_secs_f64(), parts.join(" · "))
 }
@@ -204,15 +242,21 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         if !(rate.is_finite() && rate > 0.0) {
             bail!("--probe-rate must be a positive number of requests per second");
         }
-        let model = match &a.model {
-            Some(m) => m.clone(),
-            None => {
-                let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, &base), &a.header)
-                    .map_err(|e| anyhow!(e))?;
-                crate::bench::discover_model(&http, &base, api, &headers).await?
-            }
+        // Several models (LoRA adapters): the probes are spread over them.
+        let mut models = crate::common::names(a.model.as_deref());
+        if models.is_empty() {
+            let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, &base), &a.header)
+                .map_err(|e| anyhow!(e))?;
+            models.push(crate::bench::discover_model(&http, &base, api, &headers).await?);
+        }
+        let body = BodyOptions {
+            api,
+            model: models[0].clone(),
+            models: if models.len() > 1 { models } else { Vec::new() },
+            stream: true,
+            include_usage: true,
+            ..Default::default()
         };
-        let body = BodyOptions { api, model, stream: true, include_usage: true, ..Default::default() };
         let client = Arc::new(
             Client::new(
                 ClientConfig {
@@ -320,6 +364,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                 "t_s": t1.as_secs_f64(),
                 "figures": figs.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
                 "alerts": fired,
+                "probes_by_model": probes_by_model(&batch),
                 "window": w,
             });
             let _ = serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other).and_then(|_| {

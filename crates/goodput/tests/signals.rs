@@ -11,11 +11,19 @@ use serde_json::Value;
 use std::sync::Arc;
 
 fn start(blocks: Option<u32>) -> (tokio::runtime::Runtime, String, Arc<EngineServer>) {
+    start_serving(blocks, &[])
+}
+
+/// The engine, also serving `more` names (LoRA adapters beside its base model).
+fn start_serving(blocks: Option<u32>, more: &[&str]) -> (tokio::runtime::Runtime, String, Arc<EngineServer>) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (url, server) = rt.block_on(async {
         let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
         cfg.num_gpu_blocks_override = blocks;
-        let server = EngineServer::start(EngineServerConfig { speed: 4.0, ..EngineServerConfig::new(cfg) }).unwrap();
+        let more_model_names = more.iter().map(|m| m.to_string()).collect();
+        let server =
+            EngineServer::start(EngineServerConfig { speed: 4.0, more_model_names, ..EngineServerConfig::new(cfg) })
+                .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let app = goodput_sim::engine_server::app(server.clone());
@@ -159,6 +167,27 @@ fn monitor_once_shows_the_engine_and_fires_alerts() {
     assert_eq!(line["figures"]["probe_errors"].as_f64(), Some(0.0), "{line}");
     assert!(load.join().unwrap().status.success());
     drop(rt);
+}
+
+#[test]
+fn monitor_probes_every_model_it_is_given_and_shows_each() {
+    let (_rt, url, _server) = start_serving(None, &["lora-a"]);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("mon.jsonl");
+    let out = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["monitor", &url, "--interval", "1s", "--once", "--probe-rate", "20", "--model", "Llama-3.1-8B, lora-a"])
+        .arg("--record")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("by model TTFT/TPOT ms: Llama-3.1-8B ") && text.contains(", lora-a "), "{text}");
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&rec).unwrap().lines().next().unwrap()).unwrap();
+    let by = line["probes_by_model"].as_object().unwrap();
+    assert_eq!(by.keys().collect::<Vec<_>>(), ["Llama-3.1-8B", "lora-a"], "{line}");
+    assert!(by.values().all(|p| p["ok"].as_u64().unwrap() > 0 && p["failed"] == 0), "{line}");
 }
 
 #[test]
