@@ -65,6 +65,9 @@ impl Served {
 }
 
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
+    if let Some(list) = a.served_model_name.as_deref().filter(|l| crate::common::names(Some(l)).is_empty()) {
+        anyhow::bail!("--served-model-name '{list}' names no model: give a name, or several separated by commas");
+    }
     let (app, what, status): (_, _, Box<dyn Fn() -> ServeStatus + Send>) = match a.profile {
         ProfileArg::Engine => {
             let cfg = crate::estimate::engine_config(&a.model, &a.hw)?;

@@ -187,6 +187,8 @@ fn goodput_serve_answers_every_api() {
         assert_eq!(v["summary"]["requests"]["completed"], 2, "{api}");
         assert_eq!(v["summary"]["tokens"]["output"], 8, "{api}");
     }
+    let err = goodput().args(["serve", "--port", "0", "--served-model-name", " , "]).refusal();
+    assert!(err.contains("--served-model-name ' , ' names no model"), "{err}");
 }
 
 /// goodput's own HTTP/1.1 client (the default), reqwest, and kernel receive
