@@ -25,11 +25,23 @@ impl Meter {
         Some(Meter { started: Instant::now(), process_s: process_cpu_s()?, server_s: server_cpu_s() })
     }
 
+    /// The client's CPU seconds since the start.
+    fn cpu_s(&self) -> Option<f64> {
+        let process = process_cpu_s()? - self.process_s;
+        Some((process - (server_cpu_s() - self.server_s)).max(0.0))
+    }
+
+    /// The cores the client has kept busy since the start, on average: for
+    /// the live view.
+    pub fn cores(&self) -> Option<f64> {
+        let wall_s = self.started.elapsed().as_secs_f64();
+        Some(self.cpu_s()? / wall_s).filter(|_| wall_s > 0.0)
+    }
+
     /// The client's cost from the start until now, over `records`.
     pub fn finish(self, records: &[RequestRecord]) -> Option<ClientCost> {
         let wall_s = self.started.elapsed().as_secs_f64();
-        let process = process_cpu_s()? - self.process_s;
-        let cpu_s = (process - (server_cpu_s() - self.server_s)).max(0.0);
+        let cpu_s = self.cpu_s()?;
         let chunks: usize = records.iter().map(|r| r.chunks.len()).sum();
         let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
         let per = |n: f64| (n > 0.0).then(|| cpu_s * 1e6 / n);
@@ -105,5 +117,10 @@ mod tests {
         assert!(cost.cpu_s > 0.02 && cost.cpu_s < 0.15, "the client's 50 ms, not the server's: {cost:?}");
         assert!(cost.wall_s >= 0.3 && cost.cpus >= 1, "{cost:?}");
         assert_eq!(cost.cpu_us_per_output_token, None, "no tokens, no rate");
+        // The live view's figure: this thread's busy share since its start.
+        let live = Meter::start().unwrap();
+        burn(100);
+        let cores = live.cores().unwrap();
+        assert!(cores > 0.2 && cores <= 1.2, "{cores}");
     }
 }

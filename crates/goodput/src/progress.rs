@@ -52,6 +52,8 @@ pub struct Progress {
     duration: Option<Duration>,
     sent: Arc<std::sync::atomic::AtomicU64>,
     state: Mutex<State>,
+    /// The client's own CPU since the view started.
+    cpu: Option<crate::cpu::Meter>,
 }
 
 /// One moment of the run.
@@ -71,6 +73,8 @@ pub struct Snapshot {
     /// Every request the run will send, when known: the plan's count less
     /// the turns that sessions will not send.
     pub planned: Option<u64>,
+    /// The cores the client has kept busy since the start (Linux).
+    pub client_cores: Option<f64>,
 }
 
 impl Progress {
@@ -87,6 +91,7 @@ impl Progress {
             duration: plan.sending_time(),
             sent: control.sent.clone(),
             state: Mutex::default(),
+            cpu: crate::cpu::Meter::start(),
         })
     }
 
@@ -162,6 +167,7 @@ impl Progress {
             per_second: s.per_second.clone(),
             fraction,
             planned,
+            client_cores: self.cpu.as_ref().and_then(|m| m.cores()),
         }
     }
 
@@ -185,7 +191,7 @@ impl Progress {
             format!(" ({})", s.failed.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", "))
         };
         format!(
-            "[{:>6.1}s] {}{of} done{sessions}{eta} · {} in flight · {failed} failed{kinds} · TTFT p50 {} p99 {} ms · TPOT p50 {} p99 {} ms · {:.0} out tok/s",
+            "[{:>6.1}s] {}{of} done{sessions}{eta} · {} in flight · {failed} failed{kinds} · TTFT p50 {} p99 {} ms · TPOT p50 {} p99 {} ms · {:.0} out tok/s{}",
             s.elapsed.as_secs_f64(),
             s.done,
             s.in_flight,
@@ -193,9 +199,15 @@ impl Progress {
             f(s.ttft.1),
             f(s.tpot.0),
             f(s.tpot.1),
-            s.tokens_per_s
+            s.tokens_per_s,
+            client(s.client_cores)
         )
     }
+}
+
+/// The client's busy cores, as the live view shows them after the output rate.
+fn client(cores: Option<f64>) -> String {
+    cores.map(|c| format!(" · client {c:.2} cores")).unwrap_or_default()
 }
 
 /// A running live view; `finish` stops it and gives the terminal back.
@@ -338,7 +350,7 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
                 Line::from(format!("in flight {:>6}    failed {:>6}", s.in_flight, failed)),
                 Line::from(format!("TTFT ms   p50 {}   p99 {}", fmt(s.ttft.0), fmt(s.ttft.1))),
                 Line::from(format!("TPOT ms   p50 {}   p99 {}", fmt(s.tpot.0), fmt(s.tpot.1))),
-                Line::from(format!("output    {:>8.0} tok/s (last 5 s)", s.tokens_per_s)),
+                Line::from(format!("output    {:>8.0} tok/s (last 5 s){}", s.tokens_per_s, client(s.client_cores))),
             ];
             if !s.failed.is_empty() {
                 lines.push(Line::from(format!(
@@ -520,5 +532,8 @@ mod tests {
         assert_eq!((s.done, s.planned), (4, Some(12 - 2 - 1)));
         assert_eq!(s.fraction, Some(4.0 / 9.0));
         assert!(p.line().contains("4/9 done · 2/4 sessions"), "{}", p.line());
+        if cfg!(target_os = "linux") {
+            assert!(s.client_cores.is_some() && p.line().contains(" out tok/s · client "), "{}", p.line());
+        }
     }
 }
