@@ -239,6 +239,7 @@ pub async fn connect(
                 "gpu": sim.sim_gpu,
                 "precision": sim.sim_precision,
                 "tp": sim.sim_tp,
+                "chat_template": sim.sim_chat_template,
             }),
             ProfileArg::Fixed => json!({
                 "profile": "fixed",
