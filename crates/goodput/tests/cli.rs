@@ -634,6 +634,10 @@ fn a_trace_is_replayed_by_bench_and_estimate() {
     // template adds 35 tokens to each one-question prompt.
     assert_eq!(v["summary"]["tokens"]["input"], 200 + 3 * 35);
     assert_eq!(v["summary"]["tokens"]["prompt_extra"]["mean"], 35.0);
+    assert_eq!(
+        (v["config"]["prompts"].as_str(), v["config"]["engine"]["chat_template"].as_str()),
+        (Some("chat"), Some("llama3"))
+    );
     // The completion route: the BOS alone; no template: the words alone.
     for (extra, input) in [(["--api", "completions"], 203), (["--chat-template", "none"], 200)] {
         goodput().args(["estimate", "-q", "-o"]).arg(&out).arg("--trace").arg(&trace).args(extra).assert().success();
