@@ -13,6 +13,7 @@ use goodput_load::scrape::{summarize_signals, CounterSignal, GaugeSignal, Histog
 use goodput_load::scraper::Scraper;
 use goodput_load::{Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -78,7 +79,6 @@ pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
     Ok(out)
 }
 
-/// The figures of one interval that alerts can name.
 /// One model's probes in an interval.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 struct ModelProbes {
@@ -89,11 +89,11 @@ struct ModelProbes {
 }
 
 /// The probes of each model they named, in name order (empty when none names one).
-fn probes_by_model(probes: &[RequestRecord]) -> std::collections::BTreeMap<String, ModelProbes> {
-    let mut groups: std::collections::BTreeMap<String, Vec<RequestRecord>> = Default::default();
+fn probes_by_model(probes: &[RequestRecord]) -> BTreeMap<String, ModelProbes> {
+    let mut groups: BTreeMap<&str, Vec<&RequestRecord>> = BTreeMap::new();
     for r in probes {
         if let Some(m) = &r.model {
-            groups.entry(m.clone()).or_default().push(r.clone());
+            groups.entry(m).or_default().push(r);
         }
     }
     groups
@@ -101,23 +101,27 @@ fn probes_by_model(probes: &[RequestRecord]) -> std::collections::BTreeMap<Strin
         .map(|(m, rs)| {
             let ok = rs.iter().filter(|r| r.outcome.is_success()).count();
             let p = ModelProbes {
-                ttft_p50_s: probe_p50(&rs, |r| r.ttft()),
-                tpot_p50_s: probe_p50(&rs, |r| r.tpot()),
+                ttft_p50_s: probe_p50(rs.iter().copied(), |r| r.ttft()),
+                tpot_p50_s: probe_p50(rs.iter().copied(), |r| r.tpot()),
                 ok,
                 failed: rs.len() - ok,
             };
-            (m, p)
+            (m.to_owned(), p)
         })
         .collect()
 }
 
 /// The median of `metric` over the probes that succeeded, in seconds.
-fn probe_p50(probes: &[RequestRecord], metric: impl Fn(&RequestRecord) -> Option<Duration>) -> Option<f64> {
+fn probe_p50<'a>(
+    probes: impl IntoIterator<Item = &'a RequestRecord>,
+    metric: impl Fn(&RequestRecord) -> Option<Duration>,
+) -> Option<f64> {
     let mut v: Vec<f64> =
-        probes.iter().filter(|r| r.outcome.is_success()).filter_map(metric).map(|d| d.as_secs_f64()).collect();
+        probes.into_iter().filter(|r| r.outcome.is_success()).filter_map(metric).map(|d| d.as_secs_f64()).collect();
     Distribution::from_samples(&mut v, &[50.0]).p(50.0)
 }
 
+/// The figures of one interval that alerts can name.
 fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Option<f64>)> {
     let gauge = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.max);
     let hist = |h: HistogramSignal, q: fn(&goodput_load::scrape::HistogramSummary) -> Option<f64>| {
@@ -144,7 +148,7 @@ fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Op
     ]
 }
 
-fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord]) -> String {
+fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord], by_model: &BTreeMap<String, ModelProbes>) -> String {
     let mut parts = vec![w.engine.map(|e| format!("{e:?}").to_lowercase()).unwrap_or_else(|| "server".into())];
     let g = |s: GaugeSignal| w.gauges.get(&s).and_then(|d| d.max);
     if let Some(v) = g(GaugeSignal::RunningRequests) {
@@ -188,7 +192,6 @@ fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord]) -> String {
             ms(probe_p50(probes, |r| r.tpot())),
             probes.len() - ok
         ));
-        let by_model = probes_by_model(probes);
         if by_model.len() > 1 {
             let each: Vec<String> =
                 by_model.iter().map(|(m, p)| format!("{m} {}/{}", ms(p.ttft_p50_s), ms(p.tpot_p50_s))).collect();
@@ -345,7 +348,8 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let (t0, t1) = (p.0, cur.0);
         let w = summarize_signals(&[p, cur.clone()], t0, t1);
         let batch: Vec<RequestRecord> = std::mem::take(&mut *probes.lock().unwrap_or_else(|e| e.into_inner()));
-        crate::common::say(&format!("{}\n", line(t1, &w, &batch)));
+        let by_model = probes_by_model(&batch);
+        crate::common::say(&format!("{}\n", line(t1, &w, &batch, &by_model)));
         let figs = figures(&w, &batch);
         let mut fired = Vec::new();
         for al in &alerts {
@@ -364,7 +368,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                 "t_s": t1.as_secs_f64(),
                 "figures": figs.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
                 "alerts": fired,
-                "probes_by_model": probes_by_model(&batch),
+                "probes_by_model": by_model,
                 "window": w,
             });
             let _ = serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other).and_then(|_| {
