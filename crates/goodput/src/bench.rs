@@ -133,10 +133,13 @@ pub async fn connect(
     tokenizer: Option<Arc<TokenCounter>>,
     ignore_eos: bool,
 ) -> Result<HttpTarget> {
+    // Several models, comma-separated, spread the requests over them; the
+    // embedded server serves those it is given.
+    let named = crate::common::names_of("--model", t.model.as_deref())?;
     let (base, server) = match &t.url {
         Some(u) => (normalize_base(u), None),
         None => {
-            let (server, addr) = Embedded::start(sim, crate::common::names(t.model.as_deref())).await?;
+            let (server, addr) = Embedded::start(sim, named.clone()).await?;
             (format!("http://{addr}"), Some(Box::new(server)))
         }
     };
@@ -176,17 +179,7 @@ pub async fn connect(
     if let (Some(wait), None) = (t.wait_ready, &server) {
         wait_ready(probe.http(), &base, api, &headers, wait).await?;
     }
-    // Several models, comma-separated, spread the requests over them.
-    let models: Vec<String> = match &t.model {
-        Some(m) => crate::common::names(Some(m)),
-        None => vec![discover_model(probe.http(), &base, api, &headers).await?],
-    };
-    if models.is_empty() {
-        bail!(
-            "--model '{}' names no model: give a name, or several separated by commas",
-            t.model.as_deref().unwrap_or("")
-        );
-    }
+    let models = if named.is_empty() { vec![discover_model(probe.http(), &base, api, &headers).await?] } else { named };
     let model = models.join(",");
     let body = BodyOptions {
         api,

@@ -401,3 +401,15 @@ pub fn say(text: &str) {
 pub fn names(list: Option<&str>) -> Vec<String> {
     list.map_or_else(Vec::new, |l| l.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect())
 }
+
+/// [`names`] of the list `flag` gave, refusing a given list that names
+/// nothing (`' , '`); empty when the flag was not given.
+pub fn names_of(flag: &str, list: Option<&str>) -> Result<Vec<String>> {
+    let named = names(list);
+    match list {
+        Some(l) if named.is_empty() => {
+            bail!("{flag} '{l}' names no model: give a name, or several separated by commas")
+        }
+        _ => Ok(named),
+    }
+}

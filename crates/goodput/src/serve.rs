@@ -65,19 +65,11 @@ impl Served {
 }
 
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
-    if let Some(list) = a.served_model_name.as_deref().filter(|l| crate::common::names(Some(l)).is_empty()) {
-        anyhow::bail!("--served-model-name '{list}' names no model: give a name, or several separated by commas");
-    }
+    let served = crate::common::names_of("--served-model-name", a.served_model_name.as_deref())?;
     let (app, what, status): (_, _, Box<dyn Fn() -> ServeStatus + Send>) = match a.profile {
         ProfileArg::Engine => {
             let cfg = crate::estimate::engine_config(&a.model, &a.hw)?;
-            let server = engine_server(
-                cfg,
-                &crate::common::names(a.served_model_name.as_deref()),
-                a.speed,
-                a.default_max_tokens,
-                faults(&a.faults),
-            )?;
+            let server = engine_server(cfg, &served, a.speed, a.default_max_tokens, faults(&a.faults))?;
             let c = server.config();
             let what = format!(
                 "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
@@ -117,10 +109,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
         }
         ProfileArg::Fixed => {
             // The fixed profile answers to any name; it lists the first.
-            let name = crate::common::names(a.served_model_name.as_deref())
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| "goodput-fixed".into());
+            let name = served.first().cloned().unwrap_or_else(|| "goodput-fixed".into());
             let profile = FixedProfile {
                 model: name.clone(),
                 ttft: a.ttft,
