@@ -4,7 +4,7 @@
 
 use crate::client::Client;
 use crate::schedule::{Arrival, ArrivalSchedule};
-use crate::workload::{Conversation, LengthDist, Sessions, Turns, WorkItem, Workload};
+use crate::workload::{Conversation, Sessions, WorkItem, Workload};
 use goodput_core::{RequestRecord, SessionTurn};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,10 +69,7 @@ impl LoadPlan {
     pub fn total_requests(&self) -> Option<u64> {
         let counted = self.counted();
         if let Some(s) = &self.sessions {
-            return match s.turns {
-                Turns::Drawn(LengthDist::Fixed(k)) => counted.map(|n| n * u64::from(k.max(1))),
-                _ => None,
-            };
+            return s.turns.fixed().and_then(|k| counted.map(|n| n * u64::from(k)));
         }
         match &self.trace {
             Some(t) if self.requests.is_none() || counted.is_some() => {
@@ -438,7 +435,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::LengthDist;
+    use crate::workload::{LengthDist, Turns};
     use goodput_core::{Channel, Outcome, OutputChunk};
     use std::sync::atomic::{AtomicUsize, Ordering};
 

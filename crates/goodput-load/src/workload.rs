@@ -237,6 +237,17 @@ pub enum Turns {
     All,
 }
 
+impl Turns {
+    /// The turns of every session, when a fixed count (`--turns N`) sets
+    /// them (at least 1); a dataset's conversation may still be shorter.
+    pub fn fixed(&self) -> Option<u32> {
+        match self {
+            Turns::Drawn(LengthDist::Fixed(k)) => Some((*k).max(1)),
+            _ => None,
+        }
+    }
+}
+
 impl FromStr for Turns {
     type Err = String;
 

@@ -32,8 +32,6 @@ struct State {
     /// Planned turns that will not be sent: the rest of a session a failed
     /// turn ended, and a conversation shorter than `--turns N`.
     unplanned: u64,
-    /// Sessions seen so far, each counted once against `--turns N`.
-    seen: std::collections::HashSet<u64>,
     failed: BTreeMap<String, u64>,
     recent: VecDeque<(f64, Option<f64>)>,
     /// Output tokens per whole second of the run.
@@ -83,10 +81,7 @@ impl Progress {
             title,
             start: Instant::now(),
             planned: plan.total_requests(),
-            fixed_turns: plan.sessions.as_ref().and_then(|s| match s.turns {
-                goodput_load::Turns::Drawn(goodput_load::LengthDist::Fixed(k)) => Some(k.max(1)),
-                _ => None,
-            }),
+            fixed_turns: plan.sessions.as_ref().and_then(|s| s.turns.fixed()),
             sessions: plan.sessions.as_ref().map(|_| plan.counted()),
             duration: plan.sending_time(),
             sent: control.sent.clone(),
@@ -103,8 +98,9 @@ impl Progress {
                 s.sessions_ended += 1;
             }
             // The plan counted N turns a session: a shorter conversation, and
-            // the turns a failure leaves unsent, will never come.
-            if s.seen.insert(t.id) {
+            // the turns a failure leaves unsent, will never come. A session's
+            // turns go one after another, so its first turn comes back first.
+            if t.turn == 1 {
                 s.unplanned += u64::from(self.fixed_turns.map_or(0, |k| k.saturating_sub(t.turns)));
             }
             if !r.outcome.is_success() {
