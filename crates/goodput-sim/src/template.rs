@@ -177,7 +177,7 @@ impl ChatTemplate {
                 }
             }
             ChatTemplate::Llama3 => {
-                put(&mut ids, &["<|begin_of_text|>", "<|start_header_id|>", "system", "<|end_header_id|>", "\\n\\n"]);
+                put(&mut ids, &[self.bos_token(), "<|start_header_id|>", "system", "<|end_header_id|>", "\\n\\n"]);
                 put(&mut ids, &LLAMA3_DATE);
                 system.for_each(|s| ids.extend(token_ids(s)));
                 put(&mut ids, &["<|eot_id|>"]);
@@ -206,7 +206,7 @@ impl ChatTemplate {
                 put(&mut ids, &["<|im_start|>", "assistant", "\\n"]);
             }
             ChatTemplate::Mistral => {
-                put(&mut ids, &["<s>"]);
+                put(&mut ids, &[self.bos_token()]);
                 let mut system: Option<Vec<u32>> = Some(system.flat_map(token_ids).collect());
                 for m in turns {
                     if m.role == "assistant" {
