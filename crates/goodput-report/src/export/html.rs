@@ -451,7 +451,7 @@ fn run_body(o: &mut String, r: &RunResult) {
     o.push_str(r#"<section><h2>Throughput, tokens and cost</h2><div class="scroll"><table class="kv"><tbody>"#);
     let tok = &s.tokens;
     let sources: Vec<String> = tok.output_sources.iter().map(|(k, n)| format!("{} {n}", html(k))).collect();
-    let rows: Vec<(&str, String)> = vec![
+    let mut rows: Vec<(&str, String)> = vec![
         ("requests/s", format!("{:.3}", th.requests_per_s)),
         (
             "output tokens/s",
@@ -466,7 +466,6 @@ fn run_body(o: &mut String, r: &RunResult) {
         ),
         ("output counted by", if sources.is_empty() { "-".into() } else { sources.join(", ") }),
     ];
-    let mut rows = rows;
     if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
         rows.push(("prompt extra", html(&extra)));
     }
