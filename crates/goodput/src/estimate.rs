@@ -262,7 +262,7 @@ pub fn estimate_result(
         "load": common::load_config(plan, load),
         "workload": workload_config,
         "engine": engine_config_json(cfg),
-        "prompts": format!("{:?}", server.prompts).to_lowercase(),
+        "prompts": server.prompts.name(),
         "percentiles": opts.percentiles,
         "judge": common::judge_config(opts),
     });

@@ -98,6 +98,14 @@ pub enum PromptKind {
 }
 
 impl PromptKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptKind::Exact => "exact",
+            PromptKind::Raw => "raw",
+            PromptKind::Chat => "chat",
+        }
+    }
+
     /// Tokens added to `request`'s prompt under `template`.
     pub fn extra(self, template: ChatTemplate, request: &VirtualRequest) -> u32 {
         match self {
