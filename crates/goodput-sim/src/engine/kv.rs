@@ -450,6 +450,8 @@ mod tests {
         assert_ne!(a.block_hashes()[1], c.block_hashes()[1]);
         let other_start = Prompt::synthetic(120, &[(2, 30), (7, 40)], 1, 16);
         assert_ne!(a.block_hashes()[1], other_start.block_hashes()[1], "a prefix under another start is another");
+        // A trailing segment of no tokens changes nothing.
+        assert_eq!(Prompt::synthetic(120, &[(1, 30), (0, 0)], 1, 16), Prompt::synthetic(120, &[(1, 30)], 1, 16));
         // One segment hashes as the single shared prefix always did.
         assert_eq!(Prompt::synthetic(100, &[(0, 0), (7, 40)], 1, 16).block_hashes().len(), 6);
     }

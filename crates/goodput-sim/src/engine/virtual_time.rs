@@ -311,8 +311,10 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
             // A session's turns share the unique part of their prompts: each
             // one's conversation continues the one before.
             let first = i - r.turn.map_or(0, |t| t.turn.saturating_sub(1) as usize);
-            let mut shared = vec![(TEMPLATE_START, load.prompts.shared_start(cfg.chat_template))];
-            shared.extend(r.shared_prefix.map(|p| (p.id, p.len)));
+            // The template's start, then the workload's prefix (none is a
+            // segment of no tokens, which shares no block).
+            let prefix = r.shared_prefix.map_or((0, 0), |p| (p.id, p.len));
+            let shared = [(TEMPLATE_START, load.prompts.shared_start(cfg.chat_template)), prefix];
             let prompt = Prompt::synthetic(
                 r.input_tokens.saturating_add(load.prompts.extra(cfg.chat_template, r)),
                 &shared,
