@@ -427,6 +427,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let plan = common::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
     let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.shape.seed, trace)?;
     let opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    common::check_outputs(&a.output)?;
     let records = match &a.output.records {
         Some(p) => Some(RecordFile::create(p)?),
         None => None,

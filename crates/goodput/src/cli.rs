@@ -41,7 +41,7 @@ pub struct MonitorArgs {
     #[arg(long)]
     pub metrics_url: Vec<String>,
     /// Time between scrapes; rates and quantiles are over the last interval.
-    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = parse_positive_duration, default_value = "2s")]
     pub interval: Duration,
     /// Send small real requests at this rate (requests/s) and show the TTFT and TPOT users see now.
     #[arg(long)]
@@ -68,7 +68,7 @@ pub struct MonitorArgs {
     #[arg(long)]
     pub once: bool,
     /// Stop after this long.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// Write each interval's signals as one JSON line to this file.
     #[arg(long)]
@@ -81,6 +81,15 @@ pub struct MonitorArgs {
 /// Parses `150ms`, `2s`, `1m30s`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); write e.g. 150ms, 2s, 1m"))
+}
+
+/// A duration that must be more than nothing: a timeout, a run's length, a
+/// scrape interval.
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("'{s}' is no time at all; give a positive duration, e.g. 150ms, 2s, 1m")),
+        d => Ok(d),
+    }
 }
 
 /// `--header 'Name: value'`.
@@ -286,7 +295,7 @@ pub struct TargetArgs {
     #[arg(long)]
     pub extra_body: Option<String>,
     /// Per-request timeout.
-    #[arg(long, value_parser = parse_duration, default_value = "120s")]
+    #[arg(long, value_parser = parse_positive_duration, default_value = "120s")]
     pub timeout: Duration,
     /// Wait up to this long for the server to be ready (its /health, or its model list, answering 2xx) before the run: for a server still starting or loading its model.
     #[arg(long, value_parser = parse_duration)]
@@ -312,7 +321,7 @@ pub struct MetricsArgs {
     #[arg(long, conflicts_with = "metrics_url", help_heading = "Server metrics")]
     pub no_metrics: bool,
     /// Time between scrapes.
-    #[arg(long, value_parser = parse_duration, default_value = "1s", help_heading = "Server metrics")]
+    #[arg(long, value_parser = parse_positive_duration, default_value = "1s", help_heading = "Server metrics")]
     pub metrics_interval: Duration,
     /// Serve goodput's own live client-side metrics in Prometheus text at this address (e.g. 127.0.0.1:9464), named after OpenTelemetry's GenAI conventions.
     #[arg(long, help_heading = "Server metrics")]
@@ -352,7 +361,7 @@ pub struct ShapeArgs {
     #[arg(long, short = 'n')]
     pub requests: Option<u64>,
     /// Stop sending after this long (e.g. 60s), per point in a sweep.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// Warm-up excluded from the measurement window: a request count (10) or a time (30s); the bounds count after it (per point in a sweep).
     #[arg(long, value_parser = parse_warmup, default_value = "0")]

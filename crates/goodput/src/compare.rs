@@ -2,11 +2,12 @@
 //! exit when a rule of `--fail-if` is broken, for CI.
 
 use crate::cli::CompareArgs;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use goodput_core::RunResult;
 use std::process::ExitCode;
 
 pub fn compare(a: CompareArgs) -> Result<ExitCode> {
+    crate::common::check_exports(&a.exports)?;
     let mut runs: Vec<(String, RunResult)> = Vec::new();
     for p in &a.runs {
         let run = goodput_report::read_json(p).map_err(|e| anyhow!(e))?;
@@ -22,9 +23,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     crate::common::say(&goodput_report::compare::render_terminal(&c));
     let docs: Vec<&RunResult> = runs.iter().map(|(_, r)| r).collect();
     for (format, dest) in a.exports.targets() {
-        for f in goodput_report::export_compare(format, &c, &docs, &dest)
-            .with_context(|| format!("cannot write {}", dest.display()))?
-        {
+        for f in goodput_report::export_compare(format, &c, &docs, &dest)? {
             eprintln!("{} written to {}", format.exporter().name(), f.display());
         }
     }

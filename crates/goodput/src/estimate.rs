@@ -316,6 +316,7 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     let (workload, _, workload_config) = common::workload(&a.workload, a.load.shape.seed, trace)?;
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
+    common::check_outputs(&a.output)?;
     let wall = std::time::Instant::now();
     let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
     let (result, records) =

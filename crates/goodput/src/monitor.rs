@@ -309,9 +309,12 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         crate::bench::serve_live(addr, live.clone()).await?;
     }
     let mut record = match &a.record {
-        Some(p) => Some(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
+        Some(p) => {
+            crate::common::check_file(p, "--record")?;
+            Some(std::io::BufWriter::new(
+                std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+            ))
+        }
         None => None,
     };
 

@@ -11,6 +11,10 @@ use goodput_report::Document;
 use std::process::ExitCode;
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.output {
+        common::check_file(p, "--output")?;
+    }
+    common::check_exports(&a.exports)?;
     match goodput_report::read_document(&a.run).map_err(|e| anyhow!(e))? {
         Document::Sweep(sweep) => {
             if a.judge.slo.is_some()
@@ -26,12 +30,10 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
             }
             crate::common::say(&crate::sweep::analysis_lines(&sweep));
             if let Some(p) = &a.output {
-                goodput_report::write_json(p, &*sweep).with_context(|| format!("cannot write {}", p.display()))?;
+                common::write_document(p, &*sweep, "sweep")?;
             }
             for (format, dest) in a.exports.targets() {
-                for f in goodput_report::export_sweep(format, &sweep, &dest)
-                    .with_context(|| format!("cannot write {}", dest.display()))?
-                {
+                for f in goodput_report::export_sweep(format, &sweep, &dest)? {
                     eprintln!("{} written to {}", format.exporter().name(), f.display());
                 }
             }

@@ -9,7 +9,7 @@ use crate::bench::{self, HttpTarget};
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
 use crate::common::{self, Assembly, RecordFile};
 use crate::estimate;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunResult, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
@@ -165,9 +165,7 @@ impl Sweep {
 
     fn write(&self, interrupted: bool) -> Result<()> {
         if let Some(p) = &self.args.output.output {
-            let doc = self.document(interrupted);
-            let text = serde_json::to_vec_pretty(&doc)?;
-            goodput_report::write_atomic(p, &text).map_err(|e| anyhow!("cannot write {}: {e}", p.display()))?;
+            common::write_document(p, &self.document(interrupted), "sweep")?;
         }
         Ok(())
     }
@@ -358,6 +356,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.shape.seed, None)?;
     let mut opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    common::check_outputs(&a.output)?;
     let (runner, target, engine_config) = if a.estimate {
         if a.target.url.is_some() {
             bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");
@@ -456,9 +455,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         }
     }
     for (format, dest) in sw.args.output.exports.targets() {
-        for f in goodput_report::export_sweep(format, &doc, &dest)
-            .map_err(|e| anyhow!("cannot write {}: {e}", dest.display()))?
-        {
+        for f in goodput_report::export_sweep(format, &doc, &dest)? {
             if !sw.args.output.quiet {
                 eprintln!("{} written to {}", format.exporter().name(), f.display());
             }

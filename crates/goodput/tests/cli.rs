@@ -379,6 +379,8 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--header", "X-Team infra"], "write 'Name: value'"),
         (&["--api", "ollama"], "invalid value 'ollama' for '--api <API>'"),
         (&["--sim-chat-template", "llama2"], "--chat-template: unknown chat template 'llama2': use auto or one of"),
+        (&["--timeout", "0s"], "'0s' is no time at all"),
+        (&["--duration", "0ms"], "'0ms' is no time at all"),
     ];
     for (args, want) in cases {
         let out = goodput().args(["bench", "-q", "-n", "1"]).args(*args).output().unwrap();
@@ -387,6 +389,31 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
         assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     }
+}
+
+#[test]
+fn output_paths_are_checked_before_the_run_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec.jsonl");
+    // `-o` naming a folder fails before anything is sent: the records file,
+    // made as the run starts, is never created.
+    let out = goodput()
+        .args(["bench", "-q", "-n", "2"])
+        .args(FAST)
+        .arg("--records")
+        .arg(&rec)
+        .arg("-o")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--output") && err.contains("is a folder: name a file in it"), "{err}");
+    assert!(!rec.exists(), "the run started before its output was checked");
+    // A missing folder is made, as --csv makes its own.
+    let nested = dir.path().join("results").join("today").join("run.json");
+    let v = fast_bench(&["-q", "-n", "2"], &nested);
+    assert_eq!(v["summary"]["requests"]["completed"], 2);
 }
 
 #[test]

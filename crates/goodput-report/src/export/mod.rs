@@ -58,9 +58,9 @@ impl Rendered {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    #[error("cannot serialise the result: {0}")]
+    #[error("cannot serialise the result")]
     Json(#[from] serde_json::Error),
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
 }
 
