@@ -79,7 +79,11 @@ pub struct SignalSeries {
 pub struct CrossCheck {
     pub client_ttft_p50_ms: Option<f64>,
     pub server_ttft_p50_ms: Option<f64>,
+    /// client − server TTFT, of the means or of the p50s (`ttft_gap_basis`).
     pub ttft_gap_ms: Option<f64>,
+    pub ttft_gap_basis: Option<String>,
+    pub client_ttft_mean_ms: Option<f64>,
+    pub server_ttft_mean_ms: Option<f64>,
     pub client_output_tokens: Option<f64>,
     pub server_generation_tokens: Option<f64>,
     pub client_completed: Option<f64>,

@@ -71,6 +71,12 @@ fn server_signals_equal_the_engines_counters_over_the_window() {
     let cc = &sig["cross_check"];
     assert_eq!(cc["server_generation_tokens"].as_f64().unwrap(), cc["client_output_tokens"].as_f64().unwrap());
     assert_eq!(cc["server_requests_succeeded"].as_f64().unwrap(), 36.0);
+    // The same requests on both sides: the TTFT gap is the means' (exact),
+    // and what it leaves to the network and client is small and positive.
+    assert_eq!(cc["ttft_gap_basis"], "mean", "{cc}");
+    let gap = cc["ttft_gap_ms"].as_f64().unwrap();
+    let client = cc["client_ttft_mean_ms"].as_f64().unwrap();
+    assert!(gap >= 0.0 && gap < 0.5 * client, "gap {gap} ms of a client mean {client} ms: {cc}");
     let kinds: Vec<&str> = v["diagnosis"].as_array().unwrap().iter().filter_map(|d| d["kind"].as_str()).collect();
     assert!(kinds.contains(&"kv_cache_pressure"), "{kinds:?}");
     assert!(kinds.contains(&"prefix_cache"), "{kinds:?}");

@@ -3,7 +3,7 @@
 //! diagnosis lines, each citing the numbers behind it.
 
 use super::signals::{CounterSignal, GaugeSignal, HistogramSignal};
-use super::window::WindowSummary;
+use super::window::{HistogramSummary, WindowSummary};
 use goodput_core::metrics::{ms, RequestMetrics};
 use goodput_core::{Diagnosis, Distribution, RequestRecord, Summary};
 use serde::{Deserialize, Serialize};
@@ -14,8 +14,20 @@ use std::time::Duration;
 pub struct CrossCheck {
     pub client_ttft_p50_ms: Option<f64>,
     pub server_ttft_p50_ms: Option<f64>,
-    /// client − server: network, HTTP and client overhead when small and positive.
+    /// client − server TTFT: network, HTTP and client overhead when small
+    /// and positive. The difference of the means where both sides counted
+    /// the same requests (`ttft_gap_basis` "mean", exact: the server's mean is
+    /// its histogram's sum over its count), else of the p50s ("p50", the
+    /// server's interpolated inside a bucket).
     pub ttft_gap_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_gap_basis: Option<String>,
+    /// Mean TTFT over every request of the run that had a first token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ttft_mean_ms: Option<f64>,
+    /// The server's TTFT histogram over the run: its sum over its count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_ttft_mean_ms: Option<f64>,
     /// Output tokens the client received over the whole run (every request).
     pub client_output_tokens: u64,
     /// Generation tokens the server counted over the whole run.
@@ -59,23 +71,12 @@ pub fn cross_check(
         server_prefix_cache_hit_rate: run.prefix_cache_hit_rate,
         ..Default::default()
     };
-    if let (Some(cl), Some(sv)) = (c.client_ttft_p50_ms, c.server_ttft_p50_ms) {
-        let gap = cl - sv;
-        c.ttft_gap_ms = Some(gap);
-        // A server histogram's quantile is only as fine as its buckets.
-        c.notes.push(if gap >= 0.0 {
-            format!(
-                "client TTFT p50 {cl:.1} ms vs server {sv:.1} ms: {gap:.1} ms of network, HTTP and client overhead \
-                 (the server's figure is interpolated within its histogram bucket)"
-            )
-        } else {
-            format!(
-                "client TTFT p50 {cl:.1} ms is {:.2} ms below the server's {sv:.1} ms: the server's histogram \
-                 buckets are coarser than the gap, or it counts from an earlier instant",
-                -gap
-            )
-        });
-    }
+    ttft_gap(
+        &mut c,
+        records,
+        window.histograms.get(&HistogramSignal::Ttft),
+        run.histograms.get(&HistogramSignal::Ttft),
+    );
     if let Some(sv) = c.server_generation_tokens {
         let cl = c.client_output_tokens as f64;
         let rel = if cl > 0.0 { (sv - cl) / cl } else { 0.0 };
@@ -108,6 +109,75 @@ pub fn cross_check(
         });
     }
     c
+}
+
+/// Sets the TTFT gap and its note. Where the server's histogram over the
+/// run counted exactly the requests the client saw a first token of, the
+/// means compare exactly: the server's is its sum over its count, with no
+/// bucket in between. Otherwise the p50s compare, and the server's is known
+/// only to its bucket: a client p50 inside that bucket tells nothing of the
+/// overhead, one above it tells at least how much.
+fn ttft_gap(
+    c: &mut CrossCheck,
+    records: &[RequestRecord],
+    window: Option<&HistogramSummary>,
+    run: Option<&HistogramSummary>,
+) {
+    let ttfts: Vec<f64> = records.iter().filter_map(|r| r.ttft()).map(ms).collect();
+    let n = ttfts.len();
+    if n > 0 {
+        c.client_ttft_mean_ms = Some(ttfts.iter().sum::<f64>() / n as f64);
+    }
+    c.server_ttft_mean_ms = run.and_then(|h| h.mean).map(|s| s * 1e3);
+    let same_requests = run.is_some_and(|h| (h.count - n as f64).abs() < 0.5);
+    if let (Some(cl), Some(sv), true) = (c.client_ttft_mean_ms, c.server_ttft_mean_ms, same_requests) {
+        let gap = cl - sv;
+        (c.ttft_gap_ms, c.ttft_gap_basis) = (Some(gap), Some("mean".into()));
+        c.notes.push(if gap >= 0.0 {
+            format!(
+                "client TTFT mean {cl:.1} ms vs the server's {sv:.1} ms over the same {n} requests (its histogram's \
+                 sum over its count, exact): {gap:.1} ms of network, HTTP and client overhead per request"
+            )
+        } else {
+            format!(
+                "client TTFT mean {cl:.1} ms is {:.2} ms below the server's {sv:.1} ms over the same {n} requests: \
+                 the two sides time different instants (the server may stop its clock after the first token left)",
+                -gap
+            )
+        });
+        return;
+    }
+    let (Some(cl), Some(sv)) = (c.client_ttft_p50_ms, c.server_ttft_p50_ms) else {
+        return;
+    };
+    (c.ttft_gap_ms, c.ttft_gap_basis) = (Some(cl - sv), Some("p50".into()));
+    let why_not_mean = match run {
+        Some(h) if h.mean.is_some() => format!(
+            " (the means cannot be compared: the server counted {:.0} first tokens over the run, the client {n})",
+            h.count
+        ),
+        _ => String::new(),
+    };
+    let bucket = window.and_then(|h| h.p50_bucket).map(|[lo, hi]| (lo * 1e3, hi * 1e3));
+    c.notes.push(match bucket {
+        Some((lo, hi)) if (lo..=hi).contains(&cl) => format!(
+            "client TTFT p50 {cl:.1} ms lies inside the server's {lo:.0}–{hi:.0} ms histogram bucket that holds its \
+             p50 ({sv:.1} ms, interpolated): the buckets are too coarse to tell the overhead{why_not_mean}"
+        ),
+        Some((lo, hi)) if cl > hi => format!(
+            "client TTFT p50 {cl:.1} ms is above the server's {lo:.0}–{hi:.0} ms bucket that holds its p50: at least \
+             {:.1} ms of network, HTTP and client overhead{why_not_mean}",
+            cl - hi
+        ),
+        Some((lo, hi)) => format!(
+            "client TTFT p50 {cl:.1} ms is below the server's {lo:.0}–{hi:.0} ms bucket that holds its p50: the server \
+             counts from an earlier instant, or other clients' requests fill its histogram{why_not_mean}"
+        ),
+        None => format!(
+            "client TTFT p50 {cl:.1} ms vs server {sv:.1} ms (interpolated in its histogram; its bucket is not known)\
+             {why_not_mean}"
+        ),
+    });
 }
 
 fn thirds(v: &[Option<f64>]) -> Option<(f64, f64)> {
@@ -298,5 +368,52 @@ mod tests {
             (0..50).map(|i| served(i, if i < 10 { 0 } else { 512 }, if i < 10 { 90 } else { 30 })).collect();
         let m = prefix_note(&ten_cold);
         assert!(m.contains("TTFT p50 30.0 ms against 90.0 ms for the rest (40 vs 10 requests)"), "{m}");
+    }
+
+    /// A TTFT histogram summary of `count` requests with mean `mean_ms` and
+    /// its p50 in the `lo_ms..hi_ms` bucket at `p50_ms`.
+    fn ttft(count: f64, mean_ms: f64, p50_ms: f64, (lo_ms, hi_ms): (f64, f64)) -> WindowSummary {
+        let mut w = window(0.0);
+        w.prefix_cache_hit_rate = None;
+        w.histograms.insert(
+            HistogramSignal::Ttft,
+            HistogramSummary {
+                count,
+                sum: Some(count * mean_ms / 1e3),
+                mean: Some(mean_ms / 1e3),
+                p50: Some(p50_ms / 1e3),
+                p90: None,
+                p99: None,
+                p50_bucket: Some([lo_ms / 1e3, hi_ms / 1e3]),
+            },
+        );
+        w
+    }
+
+    #[test]
+    fn the_ttft_gap_is_exact_from_the_means_and_bounded_by_the_bucket_otherwise() {
+        // Forty requests at TTFT 230..=269 ms: mean 249.5, p50 249.5.
+        let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let check = |w: &WindowSummary| cross_check(&records, &summary, w, w);
+        // The server counted the same 40: the means differ by exactly the overhead.
+        let c = check(&ttft(40.0, 247.0, 180.0, (100.0, 250.0)));
+        assert_eq!(c.ttft_gap_basis.as_deref(), Some("mean"));
+        assert!((c.ttft_gap_ms.unwrap() - 2.5).abs() < 1e-9, "{c:?}");
+        assert!(c.notes[0].contains("over the same 40 requests") && c.notes[0].contains("2.5 ms of network"), "{c:?}");
+        // Other requests on the server: only the p50s compare, and the
+        // client's inside the server's bucket tells nothing.
+        let c = check(&ttft(55.0, 247.0, 180.0, (100.0, 250.0)));
+        assert_eq!(c.ttft_gap_basis.as_deref(), Some("p50"));
+        let note = &c.notes[0];
+        assert!(
+            note.contains("inside the server's 100–250 ms histogram bucket") && note.contains("too coarse"),
+            "{note}"
+        );
+        assert!(note.contains("the server counted 55 first tokens over the run, the client 40"), "{note}");
+        assert!(!note.contains("69.5 ms of network"), "no overhead is claimed from the interpolated p50: {note}");
+        // A client p50 above the server's bucket bounds the overhead from below.
+        let c = check(&ttft(55.0, 200.0, 180.0, (100.0, 200.0)));
+        assert!(c.notes[0].contains("at least 49.5 ms of network"), "{:?}", c.notes);
     }
 }

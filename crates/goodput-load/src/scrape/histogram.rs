@@ -31,6 +31,11 @@ impl Histogram {
         histogram_quantile(q, &self.buckets)
     }
 
+    /// The bucket holding the `q`-quantile, by [`quantile_bucket`].
+    pub fn quantile_bucket(&self, q: f64) -> Option<(f64, f64)> {
+        quantile_bucket(q, &self.buckets)
+    }
+
     /// `sum / count`, when there were observations and a sum.
     pub fn mean(&self) -> Option<f64> {
         let sum = self.sum?;
@@ -111,6 +116,33 @@ impl Histogram {
 /// assert_eq!(histogram_quantile(0.5, &buckets), Some(0.1 + 0.4 * 30.0 / 40.0));
 /// ```
 pub fn histogram_quantile(q: f64, buckets: &[Bucket]) -> Option<f64> {
+    let (b, i, rank) = rank_bucket(q, buckets)?;
+    if i == b.len() - 1 {
+        return Some(b[b.len() - 2].le);
+    }
+    if i == 0 && b[0].le <= 0.0 {
+        return Some(b[0].le);
+    }
+    let (start, below) = if i == 0 { (0.0, 0.0) } else { (b[i - 1].le, b[i - 1].count) };
+    let inside = b[i].count - below;
+    if inside <= 0.0 {
+        return Some(start);
+    }
+    Some(start + (b[i].le - start) * (rank - below) / inside)
+}
+
+/// The bounds of the bucket that holds the `q`-quantile's rank: all that
+/// the histogram knows of that quantile, which lies somewhere in
+/// `(lower, upper]` (`upper` is infinite for the `+Inf` bucket). `None`
+/// where [`histogram_quantile`] is.
+pub fn quantile_bucket(q: f64, buckets: &[Bucket]) -> Option<(f64, f64)> {
+    let (b, i, _) = rank_bucket(q, buckets)?;
+    Some((if i == 0 { 0.0_f64.min(b[0].le) } else { b[i - 1].le }, b[i].le))
+}
+
+/// The buckets sorted and made monotonic, the index of the one holding rank
+/// `q × total`, and that rank.
+fn rank_bucket(q: f64, buckets: &[Bucket]) -> Option<(Vec<Bucket>, usize, f64)> {
     if !(0.0..=1.0).contains(&q) || buckets.iter().any(|b| b.le.is_nan() || b.count.is_nan()) {
         return None;
     }
@@ -131,18 +163,7 @@ pub fn histogram_quantile(q: f64, buckets: &[Bucket]) -> Option<f64> {
     }
     let rank = q * total;
     let i = b.iter().position(|x| x.count >= rank)?;
-    if i == b.len() - 1 {
-        return Some(b[b.len() - 2].le);
-    }
-    if i == 0 && b[0].le <= 0.0 {
-        return Some(b[0].le);
-    }
-    let (start, below) = if i == 0 { (0.0, 0.0) } else { (b[i - 1].le, b[i - 1].count) };
-    let inside = b[i].count - below;
-    if inside <= 0.0 {
-        return Some(start);
-    }
-    Some(start + (b[i].le - start) * (rank - below) / inside)
+    Some((b, i, rank))
 }
 
 #[cfg(test)]
@@ -186,6 +207,18 @@ mod tests {
         assert_eq!(histogram_quantile(0.9, &b), Some(2.0));
         assert_eq!(histogram_quantile(0.8, &b), Some(2.0));
         assert_eq!(histogram_quantile(0.65, &b), Some(1.5));
+    }
+
+    #[test]
+    fn a_quantile_s_bucket_is_the_one_its_rank_falls_in() {
+        let b = buckets(&[(0.1, 20.0), (0.5, 60.0), (1.0, 100.0), (f64::INFINITY, 100.0)]);
+        assert_eq!(quantile_bucket(0.5, &b), Some((0.1, 0.5)));
+        assert_eq!(quantile_bucket(0.1, &b), Some((0.0, 0.1)));
+        assert_eq!(quantile_bucket(0.6, &b), Some((0.1, 0.5)), "rank 60 is the last observation ≤ 0.5");
+        assert_eq!(quantile_bucket(0.61, &b), Some((0.5, 1.0)));
+        let tail = buckets(&[(0.1, 20.0), (f64::INFINITY, 100.0)]);
+        assert_eq!(quantile_bucket(0.9, &tail), Some((0.1, f64::INFINITY)));
+        assert_eq!(quantile_bucket(0.5, &buckets(&[(0.1, 2.0)])), None, "no +Inf bucket");
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct HistogramSummary {
     pub p50: Option<f64>,
     pub p90: Option<f64>,
     pub p99: Option<f64>,
+    /// The bucket that holds the p50, `[lower, upper]`: the p50 is
+    /// interpolated inside it, and lies anywhere in it. Absent when that is
+    /// the `+Inf` bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_bucket: Option<[f64; 2]>,
 }
 
 /// The window's signals over time, as columns: `t_s[i]` is when scrape `i`
@@ -137,6 +142,7 @@ pub fn summarize_signals(signals: &[(Duration, Signals)], start: Duration, end: 
                 p50: h.quantile(0.5),
                 p90: h.quantile(0.9),
                 p99: h.quantile(0.99),
+                p50_bucket: h.quantile_bucket(0.5).filter(|(_, hi)| hi.is_finite()).map(|(lo, hi)| [lo, hi]),
             };
             histograms.insert(signal, summary);
         }
