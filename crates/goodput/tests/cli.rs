@@ -861,3 +861,48 @@ fn sessions_replay_sharegpt_conversations_with_the_server_s_own_answers() {
     let err = goodput().args(["bench", "-q", "--turns", "all"]).args(FAST).refusal();
     assert!(err.contains("synthetic questions need a count"), "{err}");
 }
+
+/// The prefill rate that the diagnosis fits from TTFT and prompt lengths
+/// over HTTP is the simulated engine's own: the slope of its TTFT between
+/// two prompt lengths in virtual time. A run on the wall clock can be
+/// spoiled by a stalled host, so it gets a second attempt.
+#[test]
+fn the_diagnosis_fits_the_engine_s_own_prefill_rate_from_ttft() {
+    let dir = tempfile::tempdir().unwrap();
+    let virtual_ttft = |tokens: &str| {
+        let out = dir.path().join(format!("e{tokens}.json"));
+        goodput()
+            .args(["estimate", "-q", "-n", "3", "-c", "1", "--output-tokens", "2", "--input-tokens", tokens, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let v = read_json(&out);
+        let s = &v["summary"];
+        (s["tokens"]["input"].as_f64().unwrap() / 3.0, s["ttft_ms"]["mean"].as_f64().unwrap())
+    };
+    let ((x0, y0), (x1, y1)) = (virtual_ttft("256"), virtual_ttft("4096"));
+    let engine_ms_per_1k = (y1 - y0) / (x1 - x0) * 1e3;
+    let fitted = || {
+        let out = dir.path().join("run.json");
+        goodput()
+            .args(["bench", "-q", "-n", "30", "-c", "1", "--input-tokens", "uniform:256..4096", "--output-tokens", "2"])
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v = read_json(&out);
+        let d = v["diagnosis"].as_array().unwrap().iter().find(|d| d["kind"] == "prefill_scaling").cloned();
+        let m = d.map(|d| d["message"].as_str().unwrap().to_owned()).unwrap_or_default();
+        let slope = m.split(" ms more per 1,000").next().and_then(|s| s.rsplit(' ').next()?.parse::<f64>().ok());
+        (slope, m)
+    };
+    let mut last = String::new();
+    for _ in 0..2 {
+        let (slope, m) = fitted();
+        if slope.is_some_and(|s| (s - engine_ms_per_1k).abs() <= 0.05 * engine_ms_per_1k) {
+            return;
+        }
+        last = m;
+    }
+    panic!("the engine prefills at {engine_ms_per_1k:.2} ms per 1,000 tokens; the diagnosis said: {last:?}");
+}

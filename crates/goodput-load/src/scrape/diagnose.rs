@@ -180,6 +180,47 @@ fn ttft_gap(
     });
 }
 
+/// TTFT against the prompt tokens each request had to prefill (its prompt
+/// less what the prefix cache served, where usage says), fitted by least
+/// squares over the successful measured requests. Told only where the
+/// prompts differ enough to fit (coefficient of variation ≥ 0.25, 20
+/// requests) and the line explains most of TTFT (R² ≥ 0.5): a queue that
+/// sets TTFT instead leaves no such line.
+fn prefill_scaling(records: &[RequestRecord]) -> Option<String> {
+    let points: Vec<(f64, f64)> = records
+        .iter()
+        .filter(|r| !r.warmup && r.outcome.is_success())
+        .filter_map(|r| {
+            let cached = r.counts.usage_cached_prompt.unwrap_or(0);
+            Some((r.input_tokens.saturating_sub(cached) as f64, ms(r.ttft()?)))
+        })
+        .collect();
+    let n = points.len() as f64;
+    if points.len() < 20 {
+        return None;
+    }
+    let (mx, my) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let (sxx, sxy, syy) = points.iter().fold((0.0, 0.0, 0.0), |(xx, xy, yy), (x, y)| {
+        (xx + (x - mx) * (x - mx), xy + (x - mx) * (y - my), yy + (y - my) * (y - my))
+    });
+    if mx <= 0.0 || (sxx / n).sqrt() < 0.25 * mx || syy <= 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let r2 = sxy * sxy / (sxx * syy);
+    if slope <= 0.0 || r2 < 0.5 {
+        return None;
+    }
+    let intercept = my - slope * mx;
+    Some(format!(
+        "TTFT follows the prompt: {:.1} ms more per 1,000 prompt tokens to prefill (least squares over {} requests, \
+         R² {r2:.2}, {intercept:.1} ms at none): about {:.0} prompt tokens/s of prefill as the client sees it",
+        slope * 1e3,
+        points.len(),
+        1e3 / slope
+    ))
+}
+
 fn thirds(v: &[Option<f64>]) -> Option<(f64, f64)> {
     let vals: Vec<f64> = v.iter().flatten().copied().collect();
     if vals.len() < 3 {
@@ -270,6 +311,10 @@ pub fn diagnose(
                 format!("prefix cache: {:.1}% of prompt tokens hit over the window{effect}", rate * 100.0),
             );
         }
+    }
+
+    if let Some(message) = prefill_scaling(records) {
+        push("prefill_scaling", message);
     }
 
     // The tail degrading while the median holds, across the run's halves.
@@ -415,5 +460,34 @@ mod tests {
         // A client p50 above the server's bucket bounds the overhead from below.
         let c = check(&ttft(55.0, 200.0, 180.0, (100.0, 200.0)));
         assert!(c.notes[0].contains("at least 49.5 ms of network"), "{:?}", c.notes);
+    }
+
+    #[test]
+    fn prefill_scaling_is_told_where_prompts_vary_and_ttft_follows_them() {
+        // TTFT = 20 ms + 0.1 ms a token (10,000 tokens/s), ±1 ms.
+        let with_prompt = |i: u64, tokens: u64, cached: u64| {
+            let mut r = served(i, cached, 20 + tokens / 10 + i % 3);
+            r.input_tokens = tokens + cached;
+            r
+        };
+        let varied: Vec<_> = (0..40).map(|i| with_prompt(i, 200 + 100 * i, 0)).collect();
+        let m = prefill_scaling(&varied).expect("a clear line");
+        assert!(m.contains("100.0 ms more per 1,000 prompt tokens") && m.contains("R² 1.00"), "{m}");
+        assert!(m.contains("about 9999 prompt tokens/s") || m.contains("about 10000 prompt tokens/s"), "{m}");
+        // Cached tokens are not prefilled: the same fit with half of each prompt cached.
+        let cached: Vec<_> = (0..40).map(|i| with_prompt(i, 200 + 100 * i, 1000)).collect();
+        assert_eq!(prefill_scaling(&cached), Some(m));
+        // One prompt length: nothing to fit.
+        let same: Vec<_> = (0..40).map(|i| with_prompt(i, 1000, 0)).collect();
+        assert_eq!(prefill_scaling(&same), None);
+        // TTFT set by something else (a queue): no line.
+        let queued: Vec<_> = (0..40)
+            .map(|i| {
+                let mut r = served(i, 0, 500 + (i * 7919) % 400);
+                r.input_tokens = 200 + 100 * i;
+                r
+            })
+            .collect();
+        assert_eq!(prefill_scaling(&queued), None);
     }
 }
