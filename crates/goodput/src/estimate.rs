@@ -279,6 +279,8 @@ pub fn estimate_result(
         opts,
     );
     result.engine = Some(engine_view_json(cfg, &run.engine));
+    // The diagnoses read from records alone hold in virtual time too.
+    result.diagnosis = goodput_load::scrape::diagnose(&run.records, &result.summary, None, plan.concurrency);
     Ok((result, run.records))
 }
 
