@@ -221,6 +221,76 @@ fn prefill_scaling(records: &[RequestRecord]) -> Option<String> {
     ))
 }
 
+/// Long gaps in streams that come with other requests' prefills: a gap
+/// between two chunks of more than three times the median one is a stall,
+/// and it is set beside the other requests that were between their send and
+/// their first token (queued or prefilling) during it, or within half a
+/// median gap after it. Told when most stalls had one and ordinary gaps
+/// seldom did: prefills, scheduled with the decoding batch, hold it up. A
+/// server whose queue is never empty has such a request beside every gap,
+/// and is told nothing.
+fn prefill_stalls(records: &[RequestRecord]) -> Option<String> {
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
+    // Each request's wait for its first token, by start, with the latest
+    // end among those started so far: some wait overlaps (from, to] when the
+    // latest end among those started by `to` is after `from`. A request's
+    // own wait ends before its first gap begins.
+    let mut waits: Vec<(Duration, Duration)> = ok.iter().filter_map(|r| Some((r.sent, r.chunks.first()?.t))).collect();
+    waits.sort_unstable();
+    let latest_end: Vec<Duration> = waits
+        .iter()
+        .scan(Duration::ZERO, |m, &(_, end)| {
+            *m = (*m).max(end);
+            Some(*m)
+        })
+        .collect();
+    let mut gaps: Vec<f64> =
+        ok.iter().flat_map(|r| r.chunks.windows(2).map(|w| ms(w[1].t.saturating_sub(w[0].t)))).collect();
+    if gaps.len() < 100 {
+        return None;
+    }
+    let median = Distribution::from_samples(&mut gaps, &[50.0]).p(50.0)?;
+    if median <= 0.0 {
+        return None;
+    }
+    let slack = Duration::from_secs_f64(median / 2e3);
+    let prefill_in = |from: Duration, to: Duration| {
+        let started = waits.partition_point(|&(start, _)| start <= to + slack);
+        started > 0 && latest_end[started - 1] > from
+    };
+    let (mut stalls, mut stalls_with, mut others, mut others_with, mut stalled_ms) = (0u64, 0u64, 0u64, 0u64, 0.0);
+    for r in &ok {
+        for w in r.chunks.windows(2) {
+            let gap = ms(w[1].t.saturating_sub(w[0].t));
+            let with = prefill_in(w[0].t, w[1].t);
+            if gap > 3.0 * median {
+                stalls += 1;
+                stalls_with += u64::from(with);
+                stalled_ms += gap;
+            } else {
+                others += 1;
+                others_with += u64::from(with);
+            }
+        }
+    }
+    let share = |with: u64, of: u64| if of == 0 { 0.0 } else { with as f64 / of as f64 };
+    let (s, o) = (share(stalls_with, stalls), share(others_with, others));
+    if stalls < 20 || s < 0.5 || s < 3.0 * o {
+        return None;
+    }
+    Some(format!(
+        "prefills stall the streams: {:.0}% of the {stalls} gaps over {:.1} ms (three times the median gap; they \
+         average {:.1} ms) had another request waiting for its first token beside them, against {:.0}% of the other \
+         gaps. Prefills \
+         scheduled with the decoding batch hold it up; a smaller prefill chunk (vLLM's --max-num-batched-tokens) \
+         or separate prefill instances bound the stall",
+        s * 100.0,
+        3.0 * median,
+        stalled_ms / stalls as f64,
+        o * 100.0
+    ))
+}
+
 fn thirds(v: &[Option<f64>]) -> Option<(f64, f64)> {
     let vals: Vec<f64> = v.iter().flatten().copied().collect();
     if vals.len() < 3 {
@@ -315,6 +385,9 @@ pub fn diagnose(
 
     if let Some(message) = prefill_scaling(records) {
         push("prefill_scaling", message);
+    }
+    if let Some(message) = prefill_stalls(records) {
+        push("prefill_stalls", message);
     }
 
     // The tail degrading while the median holds, across the run's halves.
@@ -489,5 +562,42 @@ mod tests {
             })
             .collect();
         assert_eq!(prefill_scaling(&queued), None);
+    }
+
+    /// A request sent at `sent_ms` whose chunks came at `chunks_ms`.
+    fn stream(id: u64, sent_ms: u64, chunks_ms: &[u64]) -> RequestRecord {
+        let mut r = served(id, 0, 0);
+        let at = Duration::from_millis;
+        r.sent = at(sent_ms);
+        r.chunks = chunks_ms
+            .iter()
+            .map(|&t| goodput_core::OutputChunk { t: at(t), tokens: 1, channel: goodput_core::Channel::Content })
+            .collect();
+        r.end = at(*chunks_ms.last().unwrap());
+        r
+    }
+
+    #[test]
+    fn stalls_are_told_as_prefills_only_when_they_come_with_waiting_requests() {
+        // Four streams emit every 10 ms from 0 to 2 s, except that the wait
+        // of another request (sent at 300, 600, … with its first token 100 ms
+        // later) stalls them all for 100 ms.
+        let stalls: Vec<u64> = (0..6).map(|k| 300 + 300 * k).collect();
+        let times = |stalled: &[u64]| -> Vec<u64> {
+            (0..=200).map(|i| i * 10).filter(|t| !stalled.iter().any(|&s| *t > s && *t < s + 100)).collect()
+        };
+        let mut records: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
+        records.extend(stalls.iter().enumerate().map(|(k, &s)| stream(10 + k as u64, s, &[s + 100, s + 110])));
+        let m = prefill_stalls(&records).expect("every stall had a request waiting beside it");
+        assert!(m.starts_with("prefills stall the streams: 100% of the 24 gaps over 30.0 ms"), "{m}");
+        assert!(m.contains("they average 100.0 ms") && m.contains("against 4% of the other gaps"), "{m}");
+        // The same stalls with nobody waiting (a host pausing the server):
+        // nothing is told of prefills.
+        let lone: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
+        assert_eq!(prefill_stalls(&lone), None);
+        // Nor when requests wait beside every gap alike (a queue never empty).
+        let mut busy = lone.clone();
+        busy.extend((0..40).map(|k| stream(100 + k, 50 * k, &[50 * k + 60, 50 * k + 70])));
+        assert_eq!(prefill_stalls(&busy), None);
     }
 }
