@@ -7,6 +7,7 @@ use crate::format;
 use crate::metric::{Better, Metric, Unit, UnknownMetric};
 use goodput_core::RunResult;
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write};
 use std::str::FromStr;
 
@@ -188,6 +189,15 @@ pub struct Row {
     pub changes: Vec<Option<f64>>,
 }
 
+/// A setting that differs between the runs: its path in the result
+/// document (`config.load.concurrency`, `target.url`, `tool.version`) and its
+/// value in each run, `-` where a run has none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    pub path: String,
+    pub values: Vec<String>,
+}
+
 /// Runs side by side.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
@@ -195,6 +205,9 @@ pub struct Comparison {
     pub labels: Vec<String>,
     pub rows: Vec<Row>,
     pub verdicts: Vec<RuleVerdict>,
+    /// What the runs were asked to do differently: every setting of
+    /// `config`, `target` and the tool's version that is not the same in all.
+    pub differences: Vec<Difference>,
 }
 
 impl Comparison {
@@ -260,7 +273,56 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             }
         }
     }
-    Comparison { labels: runs.iter().map(|(l, _)| l.to_string()).collect(), rows, verdicts }
+    Comparison {
+        labels: runs.iter().map(|(l, _)| l.to_string()).collect(),
+        rows,
+        verdicts,
+        differences: differences(runs),
+    }
+}
+
+/// The settings whose values are not the same in every run, in path order.
+/// A `null` and an absent setting are the same: nothing.
+fn differences(runs: &[(&str, &RunResult)]) -> Vec<Difference> {
+    let settings: Vec<BTreeMap<String, String>> = runs
+        .iter()
+        .map(|(_, r)| {
+            let mut m = BTreeMap::new();
+            leaves("config".into(), &r.config, &mut m);
+            leaves("target".into(), &serde_json::to_value(&r.target).unwrap_or_default(), &mut m);
+            m.insert("tool.version".into(), r.tool.version.clone());
+            m
+        })
+        .collect();
+    let paths: BTreeSet<&String> = settings.iter().flat_map(|m| m.keys()).collect();
+    paths
+        .into_iter()
+        .filter_map(|p| {
+            let values: Vec<String> =
+                settings.iter().map(|m| m.get(p).cloned().unwrap_or_else(|| "-".into())).collect();
+            values.iter().any(|v| *v != values[0]).then(|| Difference { path: p.clone(), values })
+        })
+        .collect()
+}
+
+/// Every leaf of `v` under `path`: strings as they are, other values as
+/// compact JSON, lists whole.
+fn leaves(path: String, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                leaves(format!("{path}.{k}"), x, out);
+            }
+        }
+        Value::Null => {}
+        Value::String(s) => {
+            out.insert(path, s.clone());
+        }
+        other => {
+            out.insert(path, other.to_string());
+        }
+    }
 }
 
 fn judge(rule: &Rule, base: &RunResult, run: &RunResult, i: usize, label: &str, base_label: &str) -> RuleVerdict {
@@ -345,6 +407,13 @@ pub fn render_terminal(c: &Comparison) -> String {
             }
         }
         o.push('\n');
+    }
+    if !c.differences.is_empty() {
+        let _ = writeln!(o, "\nsettings that differ:");
+        for d in &c.differences {
+            let values: Vec<String> = d.values.iter().map(|v| escape::terminal(v)).collect();
+            let _ = writeln!(o, "  {}: {}", escape::terminal(&d.path), values.join(" → "));
+        }
     }
     if !c.verdicts.is_empty() {
         o.push('\n');

@@ -115,3 +115,45 @@ fn terminal_table_snapshot() {
     );
     insta::assert_snapshot!("compare_terminal", render_terminal(&c));
 }
+
+#[test]
+fn the_settings_that_differ_are_listed_and_the_same_ones_are_not() {
+    let a = run();
+    let mut b = slower_run();
+    b.config = a.config.clone();
+    b.config["load"]["concurrency"] = serde_json::json!(32);
+    b.config["workload"]["input_tokens"] = serde_json::json!("uniform:64..256");
+    // A setting one run leaves null and the other lacks is the same: none.
+    b.config["load"]["ramp_up"] = serde_json::Value::Null;
+    b.config["load"]["new_setting"] = serde_json::json!([1, 2]);
+    b.target.url = "http://other:8000".into();
+    let c = compare(&[("a", &a), ("b", &b)], &[]);
+    let got: Vec<(&str, Vec<&str>)> =
+        c.differences.iter().map(|d| (d.path.as_str(), d.values.iter().map(String::as_str).collect())).collect();
+    let base_input = a.config["workload"]["input_tokens"].as_str().map(String::from).unwrap_or_else(|| "-".into());
+    let base_conc = a.config["load"]["concurrency"].to_string();
+    assert_eq!(
+        got,
+        [
+            ("config.load.concurrency", vec![base_conc.as_str(), "32"]),
+            ("config.load.new_setting", vec!["-", "[1,2]"]),
+            ("config.workload.input_tokens", vec![base_input.as_str(), "uniform:64..256"]),
+            ("target.url", vec![a.target.url.as_str(), "http://other:8000"]),
+        ],
+        "{:#?}",
+        c.differences
+    );
+    let t = render_terminal(&c);
+    assert!(t.contains(&format!("config.load.concurrency: {base_conc} → 32")), "{t}");
+    // Every rendering lists them.
+    for f in goodput_report::Format::ALL {
+        let out = f.exporter().render_compare(&c, &[&a, &b]).unwrap();
+        let text = match f {
+            goodput_report::Format::Csv => String::from_utf8(out.file("differences.csv").unwrap().to_vec()).unwrap(),
+            _ => String::from_utf8(out.file("").unwrap().to_vec()).unwrap(),
+        };
+        assert!(text.contains("http://other:8000") && text.contains("uniform:64..256"), "{f:?}: {text}");
+    }
+    // A run against itself differs in nothing.
+    assert!(compare(&[("a", &a), ("again", &a)], &[]).differences.is_empty());
+}

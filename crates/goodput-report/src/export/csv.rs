@@ -105,6 +105,15 @@ impl Exporter for Csv {
             })
             .collect();
         let mut files = vec![("compare.csv".to_string(), table(&header, &rows))];
+        if !c.differences.is_empty() {
+            let header: Vec<String> = std::iter::once("setting".to_string()).chain(c.labels.iter().cloned()).collect();
+            let rows: Vec<Vec<String>> = c
+                .differences
+                .iter()
+                .map(|d| std::iter::once(&d.path).chain(&d.values).map(|v| csv_text(v)).collect())
+                .collect();
+            files.push(("differences.csv".to_string(), table(&header, &rows)));
+        }
         if !c.verdicts.is_empty() {
             let header: Vec<String> =
                 ["rule", "run", "baseline", "value", "change", "verdict", "reason"].map(String::from).to_vec();

@@ -1303,6 +1303,21 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
         r#"<p class="note">Change is relative to the baseline; <span class="better">green</span> is better, <span class="worse">red</span> worse{}.</p></section>"#,
         if c.rows.iter().any(|r| r.better == Better::Neither) { " (uncoloured: neither way is better)" } else { "" }
     );
+    if !c.differences.is_empty() {
+        o.push_str(r#"<section><h2>Settings that differ</h2><div class="scroll"><table class="compare"><thead><tr><th>setting</th>"#);
+        for l in &c.labels {
+            let _ = write!(o, "<th>{}</th>", html(l));
+        }
+        o.push_str("</tr></thead><tbody>");
+        for d in &c.differences {
+            let _ = write!(o, "<tr><td><code>{}</code></td>", html(&d.path));
+            for v in &d.values {
+                let _ = write!(o, "<td>{}</td>", html(v));
+            }
+            o.push_str("</tr>");
+        }
+        o.push_str("</tbody></table></div></section>");
+    }
     let labelled: Vec<(String, &RunResult)> = c.labels.iter().cloned().zip(runs.iter().copied()).collect();
     let cdfs: Vec<Chart> =
         Latency::ALL.iter().map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &labelled, Vec::new())).collect();

@@ -440,6 +440,22 @@ pub fn compare_markdown(c: &Comparison) -> String {
         }
         o.push('\n');
     }
+    if !c.differences.is_empty() {
+        o.push_str("\n| setting that differs |");
+        for l in &labels {
+            let _ = write!(o, " {l} |");
+        }
+        o.push_str("\n| --- |");
+        o.push_str(&" --- |".repeat(labels.len()));
+        o.push('\n');
+        for d in &c.differences {
+            let _ = write!(o, "| {} |", md(&d.path));
+            for v in &d.values {
+                let _ = write!(o, " {} |", md(v));
+            }
+            o.push('\n');
+        }
+    }
     if !c.verdicts.is_empty() {
         o.push('\n');
         for v in &c.verdicts {
