@@ -282,13 +282,15 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
 }
 
 /// The settings whose values are not the same in every run, in path order.
-/// A `null` and an absent setting are the same: nothing.
+/// A `null` and an absent setting are the same: nothing. The runs' labels
+/// head the columns already and are left out.
 fn differences(runs: &[(&str, &RunResult)]) -> Vec<Difference> {
     let settings: Vec<BTreeMap<String, String>> = runs
         .iter()
         .map(|(_, r)| {
             let mut m = BTreeMap::new();
             leaves("config".into(), &r.config, &mut m);
+            m.remove("config.label");
             leaves("target".into(), &serde_json::to_value(&r.target).unwrap_or_default(), &mut m);
             m.insert("tool.version".into(), r.tool.version.clone());
             m

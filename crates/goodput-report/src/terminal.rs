@@ -15,8 +15,16 @@ pub fn render(r: &RunResult) -> String {
     let s = &r.summary;
     let t = &r.target;
     let where_ = if t.embedded { " (embedded simulator)" } else { "" };
-    let _ =
-        writeln!(o, "goodput {} · {}{} · model {} · {}", esc(&r.kind), esc(&t.url), where_, esc(&t.model), api_line(r));
+    let label = r.config["label"].as_str().map(|l| format!(" «{}»", esc(l))).unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "goodput {}{label} · {}{} · model {} · {}",
+        esc(&r.kind),
+        esc(&t.url),
+        where_,
+        esc(&t.model),
+        api_line(r)
+    );
     let _ = writeln!(o, "load: {}", esc(&load_line(&r.config)));
     let _ = writeln!(
         o,

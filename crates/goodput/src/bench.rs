@@ -433,13 +433,14 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         None => None,
     };
     let target = connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos).await?;
-    let config = json!({
+    let mut config = json!({
         "load": common::load_config(&plan, &a.load),
         "workload": workload_config,
         "client": target.config,
         "percentiles": a.output.percentiles.0,
         "judge": common::judge_config(&opts),
     });
+    common::tag(&mut config, &a.output);
     if !a.output.quiet {
         eprintln!(
             "goodput bench → {}{} · model {} · {}",

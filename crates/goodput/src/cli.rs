@@ -92,6 +92,14 @@ pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// `--meta KEY=VALUE`.
+pub fn parse_meta(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(format!("'{s}' is not a note: write KEY=VALUE, e.g. gpu=H100")),
+    }
+}
+
 /// `--header 'Name: value'`.
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
     let (name, value) =
@@ -430,6 +438,12 @@ pub struct OutputArgs {
     /// Print only the summary (no progress lines).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// A name for the run, kept as config.label: reports show it and compare uses it instead of the file name.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// A note kept in the result's config.meta, e.g. --meta gpu=H100 --meta vllm=0.11.0 (repeatable); compare lists the ones that differ.
+    #[arg(long, value_parser = parse_meta)]
+    pub meta: Vec<(String, String)>,
     /// Live view while the run goes: a full-screen view on a terminal, periodic lines otherwise.
     #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
     pub progress: ProgressArg,

@@ -270,6 +270,16 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
     }
 }
 
+/// Puts `--label` and `--meta` into a run's or a sweep's config.
+pub fn tag(config: &mut Value, out: &OutputArgs) {
+    if let Some(l) = &out.label {
+        config["label"] = json!(l);
+    }
+    if !out.meta.is_empty() {
+        config["meta"] = Value::Object(out.meta.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
+    }
+}
+
 /// Checks, before a run spends any time, that every file it is asked to
 /// write can be written, so that an hour's run does not end in "cannot
 /// write". A missing folder is created (as `--csv` creates its own), and a

@@ -14,6 +14,13 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         let label = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
         runs.push((label, run));
     }
+    // A run's own --label names it, unless two runs share one.
+    let own: Vec<Option<String>> = runs.iter().map(|(_, r)| r.config["label"].as_str().map(String::from)).collect();
+    for (i, (label, _)) in runs.iter_mut().enumerate() {
+        if let Some(l) = own[i].as_ref().filter(|l| own.iter().filter(|o| o.as_ref() == Some(*l)).count() == 1) {
+            *label = l.clone();
+        }
+    }
     let rules = match &a.fail_if {
         Some(s) => goodput_report::parse_rules(s).map_err(|e| anyhow!("--fail-if: {e}"))?,
         None => Vec::new(),

@@ -321,8 +321,9 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     common::check_outputs(&a.output)?;
     let wall = std::time::Instant::now();
     let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
-    let (result, records) =
+    let (mut result, records) =
         estimate_result(server, &plan, &a.load, &workload, workload_config, &opts, a.output.include_requests)?;
+    common::tag(&mut result.config, &a.output);
     let wall = wall.elapsed();
     if let Some(p) = &a.output.records {
         let mut f = common::RecordFile::create(p)?;

@@ -57,6 +57,8 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         output: a.output.clone(),
         include_requests: false,
         quiet: false,
+        label: None,
+        meta: Vec::new(),
         progress: crate::cli::ProgressArg::None,
         exports: a.exports.clone(),
     };

@@ -384,7 +384,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         });
         (Runner::Http { target, stop, grace }, t, None)
     };
-    let config = json!({
+    let mut config = json!({
         "mode": if a.auto { "auto" } else if a.rate.is_some() { "rate" } else { "concurrency" },
         "estimate": a.estimate,
         "engine": engine_config,
@@ -396,6 +396,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         "percentiles": a.output.percentiles.0,
         "judge": common::judge_config(&opts),
     });
+    common::tag(&mut config, &a.output);
     if !a.output.quiet {
         eprintln!("goodput sweep → {} · model {}", target.url, target.model);
     }

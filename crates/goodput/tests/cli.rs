@@ -909,3 +909,26 @@ fn the_diagnosis_fits_the_engine_s_own_prefill_rate_from_ttft() {
     }
     panic!("the engine prefills at {engine_ms_per_1k:.2} ms per 1,000 tokens; the diagnosis said: {last:?}");
 }
+
+#[test]
+fn a_label_and_notes_are_kept_and_compare_names_runs_by_their_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, label: &str, c: &str, note: &str| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-n", "20", "-c", c, "--label", label, "--meta", "gpu=H100", "--meta", note, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        out
+    };
+    let (a, b) = (run("a.json", "baseline", "4", "note=first try"), run("b.json", "more users", "8", "note=second"));
+    let v = read_json(&a);
+    assert_eq!(v["config"]["label"], "baseline");
+    assert_eq!(v["config"]["meta"], serde_json::json!({"gpu": "H100", "note": "first try"}));
+    let out = goodput().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("baseline: baseline\n") && text.contains("more users"), "{text}");
+    assert!(text.contains("config.load.concurrency: 4 → 8") && text.contains("config.meta.note: first try → second"));
+    assert!(!text.contains("config.meta.gpu") && !text.contains("config.label"), "only what differs: {text}");
+}

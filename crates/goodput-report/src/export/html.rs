@@ -1005,7 +1005,11 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
         r.window.end_s,
         if r.interrupted { r#" · <span class="tag poor">interrupted: partial result</span>"# } else { "" }
     ));
-    header(&mut o, &format!("{} report", r.kind), &r.target.model, &lines);
+    let title = match r.config["label"].as_str() {
+        Some(l) => format!("{l} · {}", r.target.model),
+        None => r.target.model.clone(),
+    };
+    header(&mut o, &format!("{} report", r.kind), &title, &lines);
     verdicts(&mut o, r);
     o.push_str("</header><main>");
     diagnosis(&mut o, r);

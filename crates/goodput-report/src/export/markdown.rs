@@ -57,7 +57,11 @@ pub fn run_markdown(r: &RunResult) -> String {
     let s = &r.summary;
     let q = &s.requests;
     let t = &r.target;
-    let _ = writeln!(o, "### goodput {}: {}\n", md(&r.kind), md(&t.model));
+    match r.config["label"].as_str() {
+        Some(l) => writeln!(o, "### goodput {}: {} · {}\n", md(&r.kind), md(l), md(&t.model)),
+        None => writeln!(o, "### goodput {}: {}\n", md(&r.kind), md(&t.model)),
+    }
+    .ok();
     let embedded = if t.embedded { " (embedded simulator)" } else { "" };
     let _ = writeln!(o, "- **Target** {}{embedded} · {}", md(&t.url), md(&t.api));
     let load = load_line(&r.config);
