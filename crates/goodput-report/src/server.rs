@@ -84,6 +84,7 @@ pub struct CrossCheck {
     pub ttft_gap_basis: Option<String>,
     pub client_ttft_mean_ms: Option<f64>,
     pub server_ttft_mean_ms: Option<f64>,
+    pub server_queue_mean_ms: Option<f64>,
     pub client_output_tokens: Option<f64>,
     pub server_generation_tokens: Option<f64>,
     pub client_completed: Option<f64>,

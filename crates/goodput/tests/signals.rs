@@ -77,6 +77,11 @@ fn server_signals_equal_the_engines_counters_over_the_window() {
     let gap = cc["ttft_gap_ms"].as_f64().unwrap();
     let client = cc["client_ttft_mean_ms"].as_f64().unwrap();
     assert!(gap >= 0.0 && gap < 0.5 * client, "gap {gap} ms of a client mean {client} ms: {cc}");
+    // The engine's queue-time histogram splits the server's TTFT: the small
+    // cache keeps requests waiting.
+    let queue = cc["server_queue_mean_ms"].as_f64().unwrap();
+    assert!(queue > 0.0 && queue <= cc["server_ttft_mean_ms"].as_f64().unwrap(), "{cc}");
+    assert!(cc["notes"].to_string().contains("where TTFT went"), "{cc}");
     let kinds: Vec<&str> = v["diagnosis"].as_array().unwrap().iter().filter_map(|d| d["kind"].as_str()).collect();
     assert!(kinds.contains(&"kv_cache_pressure"), "{kinds:?}");
     assert!(kinds.contains(&"prefix_cache"), "{kinds:?}");

@@ -28,6 +28,11 @@ pub struct CrossCheck {
     /// The server's TTFT histogram over the run: its sum over its count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_ttft_mean_ms: Option<f64>,
+    /// The server's queue-time histogram over the run, its sum over its
+    /// count, where it counted the same requests: the part of TTFT spent
+    /// waiting to be scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_queue_mean_ms: Option<f64>,
     /// Output tokens the client received over the whole run (every request).
     pub client_output_tokens: u64,
     /// Generation tokens the server counted over the whole run.
@@ -76,6 +81,7 @@ pub fn cross_check(
         records,
         window.histograms.get(&HistogramSignal::Ttft),
         run.histograms.get(&HistogramSignal::Ttft),
+        run.histograms.get(&HistogramSignal::Queue),
     );
     if let Some(sv) = c.server_generation_tokens {
         let cl = c.client_output_tokens as f64;
@@ -122,6 +128,7 @@ fn ttft_gap(
     records: &[RequestRecord],
     window: Option<&HistogramSummary>,
     run: Option<&HistogramSummary>,
+    queue: Option<&HistogramSummary>,
 ) {
     let ttfts: Vec<f64> = records.iter().filter_map(|r| r.ttft()).map(ms).collect();
     let n = ttfts.len();
@@ -145,6 +152,17 @@ fn ttft_gap(
                 -gap
             )
         });
+        // The server's queue time over the same requests splits its TTFT.
+        let q = queue.filter(|h| (h.count - n as f64).abs() < 0.5).and_then(|h| h.mean).map(|s| s * 1e3);
+        if let Some(q) = q.filter(|&q| q <= sv && gap >= 0.0) {
+            c.server_queue_mean_ms = Some(q);
+            c.notes.push(format!(
+                "where TTFT went, means over the same {n} requests: {gap:.1} ms network, HTTP and client · {q:.1} ms \
+                 waiting in the server's queue · {:.1} ms from leaving the queue to the first token (prefill and the \
+                 first step)",
+                sv - q
+            ));
+        }
         return;
     }
     let (Some(cl), Some(sv)) = (c.client_ttft_p50_ms, c.server_ttft_p50_ms) else {
@@ -316,6 +334,9 @@ pub fn diagnose(
     if let Some(w) = window {
         let waiting = w.gauges.get(&GaugeSignal::WaitingRequests);
         let running = w.gauges.get(&GaugeSignal::RunningRequests);
+        let mut queue_told = false;
+        // A server histogram's mean over the window, exact: its sum over its count.
+        let mean_ms = |s: HistogramSignal| w.histograms.get(&s).and_then(|h| h.mean).map(|m| m * 1e3);
         if let (Some(wt), Some(rn)) = (waiting, running) {
             let rising = w.series.gauges.get(&GaugeSignal::WaitingRequests).and_then(|s| thirds(s));
             let (rmax, rp50) = (rn.max.unwrap_or(0.0), rn.p(50.0).unwrap_or(0.0));
@@ -327,13 +348,47 @@ pub fn diagnose(
                     }
                     _ => String::new(),
                 };
+                // The queue-time histogram says how much of TTFT the waiting
+                // cost: a queue refilled every step and emptied by the next
+                // costs little.
+                let cost = match (mean_ms(HistogramSignal::Queue), mean_ms(HistogramSignal::Ttft)) {
+                    (Some(q), Some(t)) if t > 0.0 && q < 0.05 * t => format!(
+                        ": the server is at its batch limit, yet a request waited only {q:.1} ms in the queue on \
+                         average, {:.1}% of the server's TTFT of {t:.1} ms",
+                        100.0 * q / t
+                    ),
+                    (Some(q), Some(t)) if t > 0.0 => format!(
+                        ": the server is at its batch limit and TTFT includes queueing, {q:.1} ms a request on \
+                         average ({:.0}% of the server's TTFT of {t:.1} ms)",
+                        100.0 * q / t
+                    ),
+                    _ => ": the server is at its batch limit and TTFT includes queueing".into(),
+                };
+                queue_told = true;
                 push(
                     "queue_build_up",
                     format!(
                         "queue build-up: {:.1} requests waiting on average (peak {:.0}){trend} while running held at \
-                         {rp50:.0} of a peak {rmax:.0}: the server is at its batch limit and TTFT includes queueing",
+                         {rp50:.0} of a peak {rmax:.0}{cost}",
                         wt.mean.unwrap_or(0.0),
                         wt.max.unwrap_or(0.0)
+                    ),
+                );
+            }
+        }
+        // Waits the gauges missed (the running count is not at its peak:
+        // the batch is bounded by tokens or memory, not requests), told from
+        // the queue-time histogram when they are a large part of TTFT.
+        if let (false, Some(q), Some(t)) = (queue_told, mean_ms(HistogramSignal::Queue), mean_ms(HistogramSignal::Ttft))
+        {
+            if q >= 10.0 && t > 0.0 && q >= 0.25 * t {
+                push(
+                    "queue_wait",
+                    format!(
+                        "queueing: a request waited {q:.1} ms in the server's queue on average before it was \
+                         scheduled, {:.0}% of the server's TTFT of {t:.1} ms: requests arrive faster than the server \
+                         admits them",
+                        100.0 * q / t
                     ),
                 );
             }
@@ -599,5 +654,62 @@ mod tests {
         let mut busy = lone.clone();
         busy.extend((0..40).map(|k| stream(100 + k, 50 * k, &[50 * k + 60, 50 * k + 70])));
         assert_eq!(prefill_stalls(&busy), None);
+    }
+
+    /// A window whose TTFT and queue-time histograms have the means given,
+    /// over `count` requests, and whose gauges held `running` and `waiting`.
+    fn queued(count: f64, ttft_ms: f64, queue_ms: f64, gauges: Option<(f64, f64)>) -> WindowSummary {
+        let mut w = ttft(count, ttft_ms, ttft_ms, (0.0, 1e6));
+        let h = |mean_ms: f64| HistogramSummary {
+            count,
+            sum: Some(count * mean_ms / 1e3),
+            mean: Some(mean_ms / 1e3),
+            p50: None,
+            p90: None,
+            p99: None,
+            p50_bucket: None,
+        };
+        w.histograms.insert(HistogramSignal::Queue, h(queue_ms));
+        if let Some((running, waiting)) = gauges {
+            let d = |v: f64| Distribution::from_samples(&mut [v, v, v], &[50.0, 95.0]);
+            w.gauges.insert(GaugeSignal::RunningRequests, d(running));
+            w.gauges.insert(GaugeSignal::WaitingRequests, d(waiting));
+        }
+        w
+    }
+
+    #[test]
+    fn the_queue_time_histogram_splits_ttft_and_weighs_the_queue() {
+        // Forty requests at TTFT 230..=269 ms (mean 249.5).
+        let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let w = queued(40.0, 247.0, 147.0, None);
+        let c = cross_check(&records, &summary, &w, &w);
+        assert_eq!(c.server_queue_mean_ms, Some(147.0));
+        let split = c.notes.iter().find(|n| n.starts_with("where TTFT went")).expect("a split");
+        assert!(split.contains("2.5 ms network, HTTP and client · 147.0 ms waiting in the server's queue · 100.0 ms"));
+        // The waits are most of TTFT though the gauges show no batch at its
+        // cap: told from the histogram.
+        let kinds = |w: &WindowSummary| -> Vec<(String, String)> {
+            diagnose(&records, &summary, Some(w), None).into_iter().map(|d| (d.kind, d.message)).collect()
+        };
+        let d = kinds(&w);
+        assert!(
+            d.iter().any(|(k, m)| k == "queue_wait" && m.contains("waited 147.0 ms") && m.contains("60%")),
+            "{d:?}"
+        );
+        // A full batch with requests waiting, each for a moment: the queue is
+        // named, and so is how little it cost.
+        let d = kinds(&queued(40.0, 247.0, 1.0, Some((32.0, 3.0))));
+        let (_, m) = d.iter().find(|(k, _)| k == "queue_build_up").expect("the gauges show a queue");
+        assert!(m.contains("yet a request waited only 1.0 ms in the queue on average, 0.4%"), "{m}");
+        assert!(!d.iter().any(|(k, _)| k == "queue_wait"), "{d:?}");
+        // The same with long waits: queueing is part of TTFT, and by how much.
+        let d = kinds(&queued(40.0, 247.0, 100.0, Some((32.0, 3.0))));
+        let (_, m) = d.iter().find(|(k, _)| k == "queue_build_up").unwrap();
+        assert!(m.contains("TTFT includes queueing, 100.0 ms a request on average (40% of"), "{m}");
+        // A server that counted other requests too: no split.
+        let w = queued(55.0, 247.0, 147.0, None);
+        assert_eq!(cross_check(&records, &summary, &w, &w).server_queue_mean_ms, None);
     }
 }
