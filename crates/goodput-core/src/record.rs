@@ -77,6 +77,10 @@ pub struct RequestRecord {
     /// over several (`--model a,b`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The client gave up on the request on purpose, as a user who closes
+    /// the tab (`--cancel-rate`): its outcome is `cancelled`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub abandoned: bool,
     pub outcome: Outcome,
 }
 
@@ -188,7 +192,8 @@ pub enum Outcome {
         kind: FailureKind,
         message: String,
     },
-    /// Stopped by the user (Ctrl-C) or the end of the run before it finished.
+    /// Stopped by the user (Ctrl-C), the end of the run, or the load's own
+    /// cancellations (`--cancel-rate`) before it finished.
     Cancelled,
 }
 
@@ -292,6 +297,7 @@ impl RequestRecord {
             finish_reason: None,
             read_lag_max: None,
             shared_reads: 0,
+            abandoned: false,
             session: None,
             model: None,
             outcome: Outcome::Cancelled,

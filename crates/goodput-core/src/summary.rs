@@ -98,8 +98,11 @@ pub struct RequestCounts {
     pub completed: u64,
     /// Failed, of any kind.
     pub failed: u64,
-    /// Stopped before they finished (Ctrl-C, end of run); neither success nor failure.
+    /// Stopped before they finished (Ctrl-C, end of run, `--cancel-rate`); neither success nor failure.
     pub cancelled: u64,
+    /// Of those, the ones the load gave up on on purpose (`--cancel-rate`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub abandoned: u64,
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Warm-up requests, sent before the window and excluded from it.
     pub warmup: u64,
@@ -251,6 +254,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
             }
             Outcome::Cancelled => counts.cancelled += 1,
         }
+        counts.abandoned += u64::from(r.abandoned);
     }
 
     let mut tokens = TokenTotals {
@@ -504,6 +508,10 @@ fn warnings(s: &Summary) -> Vec<String> {
 /// tail: one pause of the machine touches every request in flight at once,
 /// and that is not a client that keeps falling behind.
 const CLIENT_READ_LAG_WARN_MS: f64 = 1.0;
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
 
 #[cfg(test)]
 mod tests {

@@ -304,6 +304,42 @@ pub struct ClientConfig {
     pub key_header: KeyHeader,
     /// More request headers, sent as given (`--header`).
     pub headers: Vec<(String, String)>,
+    /// Requests the client gives up on (`--cancel-rate`).
+    pub cancel: Option<Cancellation>,
+}
+
+/// Requests the client gives up on, as users who close the tab: a share of
+/// them, picked by their number and a seed (so the same requests in every
+/// run), disconnect this long after they were sent unless their response
+/// has ended by then. The server has the whole request before it is
+/// dropped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cancellation {
+    /// Share of requests, 0..=1.
+    pub rate: f64,
+    pub after: Duration,
+    pub seed: u64,
+}
+
+impl Cancellation {
+    /// Whether request `id` is one given up on: a hash of the seed and the
+    /// number, uniform on 0..1, under the rate.
+    pub fn picks(&self, id: u64) -> bool {
+        // splitmix64's finaliser
+        let mut z = self.seed ^ id.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        ((z >> 11) as f64 / (1u64 << 53) as f64) < self.rate
+    }
+}
+
+/// Sleeps until `at`, or forever when there is none.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Which HTTP stack carries the requests.
@@ -510,6 +546,7 @@ impl Client {
             }
         };
         let deadline = Instant::now() + self.cfg.timeout;
+        let give_up = self.cfg.cancel.filter(|c| c.picks(id)).map(|c| Instant::now() + c.after);
         let mut reader = ResponseReader::new(self.tokenizer.is_some()).for_api(self.cfg.body.api);
         if keep_reply {
             reader = reader.keeping_reply();
@@ -524,6 +561,10 @@ impl Client {
                     message: format!("no complete response within {:?}", self.cfg.timeout),
                 }),
                 _ = abort.cancelled() => early = Some(Outcome::Cancelled),
+                _ = sleep_until_some(give_up) => {
+                    rec.abandoned = true;
+                    early = Some(Outcome::Cancelled);
+                }
             }
         }
         rec.end = origin.elapsed();
@@ -783,6 +824,22 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cancellation_picks_its_share_of_requests_the_same_way_every_time() {
+        let c = |rate, seed| Cancellation { rate, after: Duration::ZERO, seed };
+        let share = |k: Cancellation| (0..20_000).filter(|&i| k.picks(i)).count() as f64 / 20_000.0;
+        for rate in [0.01, 0.1, 0.5, 0.9] {
+            assert!((share(c(rate, 7)) - rate).abs() < 0.01, "{rate}: {}", share(c(rate, 7)));
+        }
+        assert_eq!(share(c(0.0, 7)), 0.0);
+        assert_eq!(share(c(1.0, 7)), 1.0);
+        let picked = |k: Cancellation| (0..200).filter(|&i| k.picks(i)).collect::<Vec<_>>();
+        assert_eq!(picked(c(0.2, 7)), picked(c(0.2, 7)), "the same requests for the same seed");
+        assert_ne!(picked(c(0.2, 7)), picked(c(0.2, 8)), "others for another seed");
+        // A higher rate keeps the requests a lower one picked.
+        assert!(picked(c(0.1, 7)).iter().all(|i| picked(c(0.2, 7)).contains(i)));
+    }
     use goodput_core::{Channel, RequestMetrics};
 
     const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/");

@@ -94,6 +94,7 @@ fn native_client_for(url: &str, api: Api, key_header: KeyHeader) -> Arc<Client> 
         kernel_stamps: false,
         key_header,
         headers: vec![("X-Team".into(), "infra".into()), ("X-Routing".into(), "s-{session}/r-{request}".into())],
+        cancel: None,
     };
     let c = Client::new(cfg, None).unwrap();
     assert_eq!(c.transport_name(), "goodput http/1.1");
@@ -280,6 +281,7 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
                 kernel_stamps: kernel,
                 key_header: Default::default(),
                 headers: Vec::new(),
+                cancel: None,
             };
             let c = Arc::new(Client::new(cfg, None).unwrap());
             // Blocks the only thread soon after the request is sent.
@@ -322,6 +324,7 @@ fn kernel_stamps_need_our_http_client() {
         kernel_stamps: true,
         key_header: Default::default(),
         headers: Vec::new(),
+        cancel: None,
     };
     let err = Client::new(cfg("http://127.0.0.1:9", Transport::Reqwest), None).err().unwrap();
     assert!(err.contains("--stamp kernel needs goodput's own HTTP/1.1 client"), "{err}");

@@ -89,6 +89,8 @@ pub struct CrossCheck {
     pub server_generation_tokens: Option<f64>,
     pub client_completed: Option<f64>,
     pub server_requests_succeeded: Option<f64>,
+    pub client_not_completed: Option<f64>,
+    pub server_requests_failed: Option<f64>,
     /// Share of prompt tokens served from the prefix cache: by the client's
     /// usage blocks, and by the server's counters.
     #[serde(default)]

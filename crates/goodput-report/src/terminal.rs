@@ -38,6 +38,9 @@ pub fn render(r: &RunResult) -> String {
     let mut req = format!("requests: {} sent · {} completed · {} failed", q.sent, q.completed, q.failed);
     if q.cancelled > 0 {
         let _ = write!(req, " · {} cancelled", q.cancelled);
+        if q.abandoned > 0 {
+            let _ = write!(req, " ({} given up on by --cancel-rate)", q.abandoned);
+        }
     }
     if q.warmup > 0 {
         let _ = write!(req, " · {} warm-up (excluded)", q.warmup);

@@ -6,7 +6,7 @@ use crate::cli::{BenchArgs, EngineHwArgs, ProfileArg, SimArgs, StampArg, TargetA
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
-use goodput_load::client::{error_chain, normalize_base, request_headers};
+use goodput_load::client::{error_chain, normalize_base, request_headers, Cancellation};
 use goodput_load::{
     Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, LoadPlan, TokenCounter, Transport, Workload,
 };
@@ -132,6 +132,7 @@ pub async fn connect(
     sim: &SimArgs,
     tokenizer: Option<Arc<TokenCounter>>,
     ignore_eos: bool,
+    seed: u64,
 ) -> Result<HttpTarget> {
     // Several models, comma-separated, spread the requests over them; the
     // embedded server serves those it is given.
@@ -171,6 +172,7 @@ pub async fn connect(
             kernel_stamps: false,
             key_header: KeyHeader::Bearer,
             headers: Vec::new(),
+            cancel: None,
         },
         None,
     )
@@ -203,6 +205,7 @@ pub async fn connect(
             kernel_stamps: t.stamp == StampArg::Kernel,
             key_header,
             headers: t.header.clone(),
+            cancel: t.cancel_rate.zip(t.cancel_after).map(|(rate, after)| Cancellation { rate, after, seed }),
         },
         tokenizer,
     )
@@ -223,6 +226,10 @@ pub async fn connect(
         },
         "extra_body": extra,
         "timeout": humantime::format_duration(t.timeout).to_string(),
+        "cancel": t.cancel_rate.zip(t.cancel_after).map(|(rate, after)| json!({
+            "rate": rate,
+            "after": humantime::format_duration(after).to_string(),
+        })),
         "transport": client.transport_name(),
         "stamp": if t.stamp == StampArg::Kernel { "kernel" } else { "read" },
         "embedded": embedded.then(|| match sim.sim_profile {
@@ -432,7 +439,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         Some(p) => Some(RecordFile::create(p)?),
         None => None,
     };
-    let target = connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos).await?;
+    let target = connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, a.load.shape.seed).await?;
     let mut config = json!({
         "load": common::load_config(&plan, &a.load),
         "workload": workload_config,

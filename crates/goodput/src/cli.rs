@@ -92,6 +92,14 @@ pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A share, 0 to 1.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a share: give a number from 0 to 1, e.g. 0.1 for a tenth")),
+    }
+}
+
 /// `--meta KEY=VALUE`.
 pub fn parse_meta(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
@@ -311,6 +319,12 @@ pub struct TargetArgs {
     /// After Ctrl-C, how long in-flight requests may finish before they are cancelled.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
+    /// Give up on this share of requests (0..1), as users who close the tab: each disconnects --cancel-after after it was sent unless its response has ended; the same requests for the same --seed. They count as cancelled, not failed.
+    #[arg(long, value_parser = parse_share, requires = "cancel_after")]
+    pub cancel_rate: Option<f64>,
+    /// With --cancel-rate: how long after sending a request it is given up on (0s: as soon as it is sent).
+    #[arg(long, value_parser = parse_duration, requires = "cancel_rate")]
+    pub cancel_after: Option<Duration>,
     /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
     #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
     pub transport: TransportArg,

@@ -226,6 +226,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             kernel_stamps: false,
             key_header: a.key_header.resolve(a.api.api(), &base),
             headers: Vec::new(),
+            cancel: None,
         },
         None,
     )
@@ -271,6 +272,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                     kernel_stamps: false,
                     key_header: a.key_header.resolve(api, &base),
                     headers: a.header.clone(),
+                    cancel: None,
                 },
                 None,
             )

@@ -368,7 +368,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let prompts = estimate::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
-        let target = bench::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos).await?;
+        let target = bench::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, a.shape.seed).await?;
         let t = target.target();
         let stop = CancellationToken::new();
         let s = stop.clone();

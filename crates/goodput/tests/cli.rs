@@ -932,3 +932,41 @@ fn a_label_and_notes_are_kept_and_compare_names_runs_by_their_labels() {
     assert!(text.contains("config.load.concurrency: 4 → 8") && text.contains("config.meta.note: first try → second"));
     assert!(!text.contains("config.meta.gpu") && !text.contains("config.label"), "only what differs: {text}");
 }
+
+/// `--cancel-rate`: the picked requests disconnect after the delay, count
+/// as cancelled (not failed), and the engine sees each disconnect as an
+/// abort.
+#[test]
+fn requests_given_up_on_are_cancelled_at_their_time_and_the_server_aborts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    goodput()
+        .args(["bench", "-q", "-n", "40", "-c", "8", "--seed", "3", "--output-tokens", "128"])
+        .args(["--cancel-rate", "0.25", "--cancel-after", "200ms", "--metrics-interval", "200ms"])
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    let picks = goodput_load::client::Cancellation { rate: 0.25, after: Duration::from_millis(200), seed: 3 };
+    let picked: Vec<u64> = (0..40).filter(|&i| picks.picks(i)).collect();
+    assert!((4..=16).contains(&picked.len()), "a quarter of 40, roughly: {picked:?}");
+    // Every picked request (each streams 128 tokens, over a second) was
+    // given up on at 200 ms after its send; no other was.
+    for r in records(&rec) {
+        assert_eq!(r.abandoned, picked.contains(&r.id), "request {}", r.id);
+        if r.abandoned {
+            assert_eq!(r.outcome, goodput_core::Outcome::Cancelled);
+            let waited = r.end - r.sent;
+            assert!(waited >= Duration::from_millis(200) && waited < Duration::from_millis(400), "{waited:?}");
+        } else {
+            assert!(r.outcome.is_success(), "{:?}", r.outcome);
+        }
+    }
+    let v = read_json(&out);
+    let q = &v["summary"]["requests"];
+    let n = picked.len() as u64;
+    assert_eq!((q["cancelled"].as_u64(), q["abandoned"].as_u64(), q["failed"].as_u64()), (Some(n), Some(n), Some(0)));
+    assert_eq!(v["config"]["client"]["cancel"], serde_json::json!({"rate": 0.25, "after": "200ms"}));
+    let cc = &v["server_signals"]["cross_check"];
+    assert_eq!(cc["server_requests_failed"].as_f64(), Some(n as f64), "the engine aborted each: {cc}");
+    assert!(cc["notes"].to_string().contains("aborts agree"), "{cc}");
+}

@@ -5,7 +5,7 @@
 use super::signals::{CounterSignal, GaugeSignal, HistogramSignal};
 use super::window::{HistogramSummary, WindowSummary};
 use goodput_core::metrics::{ms, RequestMetrics};
-use goodput_core::{Diagnosis, Distribution, RequestRecord, Summary};
+use goodput_core::{Diagnosis, Distribution, Outcome, RequestRecord, Summary};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -39,6 +39,12 @@ pub struct CrossCheck {
     pub server_generation_tokens: Option<f64>,
     pub client_completed: u64,
     pub server_requests_succeeded: Option<f64>,
+    /// Requests the client cancelled (Ctrl-C, `--cancel-rate`) or saw fail,
+    /// and those the server ended as aborted or failed, over the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_not_completed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_requests_failed: Option<f64>,
     /// Share of prompt tokens served from the prefix cache, by the client's
     /// usage blocks (`cached_tokens`) over every request that reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,6 +106,24 @@ pub fn cross_check(
         let cl = c.client_completed as f64;
         if (sv - cl).abs() > 0.5 {
             c.notes.push(format!("the server finished {sv:.0} requests during the run, the client completed {cl:.0}"));
+        }
+    }
+    // Disconnects the server noticed: what it aborted against what the
+    // client cancelled or saw fail.
+    let cancelled = records.iter().filter(|r| matches!(r.outcome, Outcome::Cancelled)).count() as u64;
+    let failed = records.iter().filter(|r| r.outcome.failure_kind().is_some()).count() as u64;
+    if let Some(sv) = run.counters.get(&CounterSignal::RequestsFailed).map(|c| c.delta) {
+        if sv > 0.5 || cancelled + failed > 0 {
+            (c.client_not_completed, c.server_requests_failed) = (Some(cancelled + failed), Some(sv));
+            let client = format!("the client cancelled {cancelled} and saw {failed} fail");
+            c.notes.push(if (sv - (cancelled + failed) as f64).abs() < 0.5 {
+                format!("aborts agree: the server ended {sv:.0} requests as aborted or failed; {client}")
+            } else {
+                format!(
+                    "the server ended {sv:.0} requests as aborted or failed; {client}: a disconnect the server did \
+                     not notice, a failure it does not count, or other clients"
+                )
+            });
         }
     }
     if let (Some(cl), Some(sv)) = (c.client_cached_prompt_share, c.server_prefix_cache_hit_rate) {

@@ -33,6 +33,7 @@ pub fn client_over(url: &str, api: Api, stream: bool, timeout: Duration, transpo
                 kernel_stamps: false,
                 key_header: Default::default(),
                 headers: Vec::new(),
+                cancel: None,
             },
             None,
         )

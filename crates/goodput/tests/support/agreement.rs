@@ -185,6 +185,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         kernel_stamps: false,
         key_header: Default::default(),
         headers: Vec::new(),
+        cancel: None,
     };
     let client = Arc::new(Client::new(client, None).expect("a client"));
     let load = load_plan(plan, plan.speed);
