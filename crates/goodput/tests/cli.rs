@@ -969,4 +969,11 @@ fn requests_given_up_on_are_cancelled_at_their_time_and_the_server_aborts_them()
     let cc = &v["server_signals"]["cross_check"];
     assert_eq!(cc["server_requests_failed"].as_f64(), Some(n as f64), "the engine aborted each: {cc}");
     assert!(cc["notes"].to_string().contains("aborts agree"), "{cc}");
+    // The engine in virtual time models no disconnects: refused, not ignored.
+    let out = goodput()
+        .args(["sweep", "--estimate", "--concurrency", "1", "-n", "2", "--cancel-rate", "0.1", "--cancel-after", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not model disconnects"));
 }
