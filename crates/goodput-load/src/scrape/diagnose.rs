@@ -228,10 +228,9 @@ fn ttft_gap(
 /// prompts differ enough to fit (coefficient of variation ≥ 0.25, 20
 /// requests) and the line explains most of TTFT (R² ≥ 0.5): a queue that
 /// sets TTFT instead leaves no such line.
-fn prefill_scaling(records: &[RequestRecord]) -> Option<String> {
-    let points: Vec<(f64, f64)> = records
+fn prefill_scaling(ok: &[&RequestRecord]) -> Option<String> {
+    let points: Vec<(f64, f64)> = ok
         .iter()
-        .filter(|r| !r.warmup && r.outcome.is_success())
         .filter_map(|r| {
             let cached = r.counts.usage_cached_prompt.unwrap_or(0);
             Some((r.input_tokens.saturating_sub(cached) as f64, ms(r.ttft()?)))
@@ -271,8 +270,7 @@ fn prefill_scaling(records: &[RequestRecord]) -> Option<String> {
 /// seldom did: prefills, scheduled with the decoding batch, hold it up. A
 /// server whose queue is never empty has such a request beside every gap,
 /// and is told nothing.
-fn prefill_stalls(records: &[RequestRecord]) -> Option<String> {
-    let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
+fn prefill_stalls(ok: &[&RequestRecord]) -> Option<String> {
     // Each request's wait for its first token, by start, with the latest
     // end among those started so far: some wait overlaps (from, to] when the
     // latest end among those started by `to` is after `from`. A request's
@@ -301,7 +299,7 @@ fn prefill_stalls(records: &[RequestRecord]) -> Option<String> {
         started > 0 && latest_end[started - 1] > from
     };
     let (mut stalls, mut stalls_with, mut others, mut others_with, mut stalled_ms) = (0u64, 0u64, 0u64, 0u64, 0.0);
-    for r in &ok {
+    for r in ok {
         for w in r.chunks.windows(2) {
             let gap = ms(w[1].t.saturating_sub(w[0].t));
             let with = prefill_in(w[0].t, w[1].t);
@@ -462,15 +460,16 @@ pub fn diagnose(
         }
     }
 
-    if let Some(message) = prefill_scaling(records) {
+    // What the measured successful requests alone tell.
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
+    if let Some(message) = prefill_scaling(&ok) {
         push("prefill_scaling", message);
     }
-    if let Some(message) = prefill_stalls(records) {
+    if let Some(message) = prefill_stalls(&ok) {
         push("prefill_stalls", message);
     }
 
     // The tail degrading while the median holds, across the run's halves.
-    let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
     if ok.len() >= 40 {
         let mid = {
             let mut t: Vec<Duration> = ok.iter().map(|r| r.sent).collect();
@@ -614,6 +613,11 @@ mod tests {
         assert!(c.notes[0].contains("at least 49.5 ms of network"), "{:?}", c.notes);
     }
 
+    /// The measured successful requests of `records`, as `diagnose` hands them on.
+    fn measured(records: &[RequestRecord]) -> Vec<&RequestRecord> {
+        records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect()
+    }
+
     #[test]
     fn prefill_scaling_is_told_where_prompts_vary_and_ttft_follows_them() {
         // TTFT = 20 ms + 0.1 ms a token (10,000 tokens/s), ±1 ms.
@@ -623,15 +627,15 @@ mod tests {
             r
         };
         let varied: Vec<_> = (0..40).map(|i| with_prompt(i, 200 + 100 * i, 0)).collect();
-        let m = prefill_scaling(&varied).expect("a clear line");
+        let m = prefill_scaling(&measured(&varied)).expect("a clear line");
         assert!(m.contains("100.0 ms more per 1,000 prompt tokens") && m.contains("R² 1.00"), "{m}");
         assert!(m.contains("about 9999 prompt tokens/s") || m.contains("about 10000 prompt tokens/s"), "{m}");
         // Cached tokens are not prefilled: the same fit with half of each prompt cached.
         let cached: Vec<_> = (0..40).map(|i| with_prompt(i, 200 + 100 * i, 1000)).collect();
-        assert_eq!(prefill_scaling(&cached), Some(m));
+        assert_eq!(prefill_scaling(&measured(&cached)), Some(m));
         // One prompt length: nothing to fit.
         let same: Vec<_> = (0..40).map(|i| with_prompt(i, 1000, 0)).collect();
-        assert_eq!(prefill_scaling(&same), None);
+        assert_eq!(prefill_scaling(&measured(&same)), None);
         // TTFT set by something else (a queue): no line.
         let queued: Vec<_> = (0..40)
             .map(|i| {
@@ -640,7 +644,7 @@ mod tests {
                 r
             })
             .collect();
-        assert_eq!(prefill_scaling(&queued), None);
+        assert_eq!(prefill_scaling(&measured(&queued)), None);
     }
 
     /// A request sent at `sent_ms` whose chunks came at `chunks_ms`.
@@ -667,17 +671,17 @@ mod tests {
         };
         let mut records: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
         records.extend(stalls.iter().enumerate().map(|(k, &s)| stream(10 + k as u64, s, &[s + 100, s + 110])));
-        let m = prefill_stalls(&records).expect("every stall had a request waiting beside it");
+        let m = prefill_stalls(&measured(&records)).expect("every stall had a request waiting beside it");
         assert!(m.starts_with("prefills stall the streams: 100% of the 24 gaps over 30.0 ms"), "{m}");
         assert!(m.contains("they average 100.0 ms") && m.contains("against 4% of the other gaps"), "{m}");
         // The same stalls with nobody waiting (a host pausing the server):
         // nothing is told of prefills.
         let lone: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
-        assert_eq!(prefill_stalls(&lone), None);
+        assert_eq!(prefill_stalls(&measured(&lone)), None);
         // Nor when requests wait beside every gap alike (a queue never empty).
         let mut busy = lone.clone();
         busy.extend((0..40).map(|k| stream(100 + k, 50 * k, &[50 * k + 60, 50 * k + 70])));
-        assert_eq!(prefill_stalls(&busy), None);
+        assert_eq!(prefill_stalls(&measured(&busy)), None);
     }
 
     /// A window whose TTFT and queue-time histograms have the means given,
