@@ -384,6 +384,10 @@ fn round_sig(x: f64) -> f64 {
     (x * scale).round() / scale
 }
 
+/// Settings that differ shown in the terminal; runs of different kinds
+/// (a bench and an estimate) differ in dozens.
+const SHOWN_DIFFERENCES: usize = 20;
+
 /// The comparison as a terminal table, verdicts below it.
 pub fn render_terminal(c: &Comparison) -> String {
     let mut o = String::new();
@@ -412,9 +416,12 @@ pub fn render_terminal(c: &Comparison) -> String {
     }
     if !c.differences.is_empty() {
         let _ = writeln!(o, "\nsettings that differ:");
-        for d in &c.differences {
+        for d in c.differences.iter().take(SHOWN_DIFFERENCES) {
             let values: Vec<String> = d.values.iter().map(|v| escape::terminal(v)).collect();
             let _ = writeln!(o, "  {}: {}", escape::terminal(&d.path), values.join(" → "));
+        }
+        if let Some(more) = c.differences.len().checked_sub(SHOWN_DIFFERENCES).filter(|&m| m > 0) {
+            let _ = writeln!(o, "  … and {more} more (--markdown, --html and --csv list them all)");
         }
     }
     if !c.verdicts.is_empty() {

@@ -154,6 +154,14 @@ fn the_settings_that_differ_are_listed_and_the_same_ones_are_not() {
         };
         assert!(text.contains("http://other:8000") && text.contains("uniform:64..256"), "{f:?}: {text}");
     }
+    // The terminal shows twenty; the renderings hold all.
+    for k in 0..30 {
+        b.config["meta"][format!("k{k:02}")] = serde_json::json!(k);
+    }
+    let many = compare(&[("a", &a), ("b", &b)], &[]);
+    assert_eq!(many.differences.len(), 34);
+    let t = render_terminal(&many);
+    assert!(t.contains("config.meta.k15: - → 15") && t.contains("… and 14 more"), "{t}");
     // A run against itself differs in nothing.
     assert!(compare(&[("a", &a), ("again", &a)], &[]).differences.is_empty());
 }
