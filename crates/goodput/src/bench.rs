@@ -132,7 +132,7 @@ pub async fn connect(
     sim: &SimArgs,
     tokenizer: Option<Arc<TokenCounter>>,
     ignore_eos: bool,
-    seed: u64,
+    cancel: Option<Cancellation>,
 ) -> Result<HttpTarget> {
     // Several models, comma-separated, spread the requests over them; the
     // embedded server serves those it is given.
@@ -205,7 +205,7 @@ pub async fn connect(
             kernel_stamps: t.stamp == StampArg::Kernel,
             key_header,
             headers: t.header.clone(),
-            cancel: t.cancel_rate.zip(t.cancel_after).map(|(rate, after)| Cancellation { rate, after, seed }),
+            cancel,
         },
         tokenizer,
     )
@@ -226,10 +226,6 @@ pub async fn connect(
         },
         "extra_body": extra,
         "timeout": humantime::format_duration(t.timeout).to_string(),
-        "cancel": t.cancel_rate.zip(t.cancel_after).map(|(rate, after)| json!({
-            "rate": rate,
-            "after": humantime::format_duration(after).to_string(),
-        })),
         "transport": client.transport_name(),
         "stamp": if t.stamp == StampArg::Kernel { "kernel" } else { "read" },
         "embedded": embedded.then(|| match sim.sim_profile {
@@ -439,7 +435,8 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         Some(p) => Some(RecordFile::create(p)?),
         None => None,
     };
-    let target = connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, a.load.shape.seed).await?;
+    let cancel = common::cancellation(&a.load.shape);
+    let target = connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
     let mut config = json!({
         "load": common::load_config(&plan, &a.load),
         "workload": workload_config,

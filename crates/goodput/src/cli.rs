@@ -319,12 +319,6 @@ pub struct TargetArgs {
     /// After Ctrl-C, how long in-flight requests may finish before they are cancelled.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
-    /// Give up on this share of requests (0..1), as users who close the tab: each disconnects --cancel-after after it was sent unless its response has ended; the same requests for the same --seed. They count as cancelled, not failed.
-    #[arg(long, value_parser = parse_share, requires = "cancel_after")]
-    pub cancel_rate: Option<f64>,
-    /// With --cancel-rate: how long after sending a request it is given up on (0s: as soon as it is sent).
-    #[arg(long, value_parser = parse_duration, requires = "cancel_rate")]
-    pub cancel_after: Option<Duration>,
     /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
     #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
     pub transport: TransportArg,
@@ -385,6 +379,12 @@ pub struct ShapeArgs {
     /// Stop sending after this long (e.g. 60s), per point in a sweep.
     #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
+    /// Give up on this share of requests (0..1), as users who close the tab: each disconnects --cancel-after after it was sent unless its response has ended; the same requests for the same --seed. They count as cancelled, not failed.
+    #[arg(long, value_parser = parse_share, requires = "cancel_after")]
+    pub cancel_rate: Option<f64>,
+    /// With --cancel-rate: how long after sending a request it is given up on (0s: as soon as it is sent).
+    #[arg(long, value_parser = parse_duration, requires = "cancel_rate")]
+    pub cancel_after: Option<Duration>,
     /// Warm-up excluded from the measurement window: a request count (10) or a time (30s); the bounds count after it (per point in a sweep).
     #[arg(long, value_parser = parse_warmup, default_value = "0")]
     pub warmup: WarmupArg,

@@ -5,6 +5,7 @@
 use crate::cli::{ArrivalArg, ExportArgs, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{analyze, AnalysisOptions, Compat, RequestRecord, RunResult, Target, Tool, SCHEMA};
+use goodput_load::client::Cancellation;
 use goodput_load::trace::TraceEntry;
 use goodput_load::workload::{load_dataset, SharedPrefix};
 use goodput_load::{Arrival, LengthDist, LoadPlan, TokenCounter, Workload};
@@ -25,6 +26,11 @@ pub fn unix_now() -> f64 {
 
 fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
+}
+
+/// The requests the load gives up on (`--cancel-rate`), picked with the run's seed.
+pub fn cancellation(s: &ShapeArgs) -> Option<Cancellation> {
+    s.cancel_rate.zip(s.cancel_after).map(|(rate, after)| Cancellation { rate, after, seed: s.seed })
 }
 
 /// The arrival process the shape asks for.
@@ -126,6 +132,7 @@ pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
         "warmup": p.warmup,
         "warmup_time": (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
         "ramp_up": (!p.ramp_up.is_zero()).then(|| human(p.ramp_up)),
+        "cancel": cancellation(&l.shape).map(|c| json!({"rate": c.rate, "after": human(c.after)})),
         "sessions": p.sessions.as_ref().map(|s| json!({"turns": s.turns.to_string(), "think_time": s.think.to_string()})),
         "grace": human(p.grace),
         "seed": p.seed,

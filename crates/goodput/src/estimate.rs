@@ -7,6 +7,7 @@ use crate::cli::{ApiArg, EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult, Target};
+use goodput_load::client::Cancellation;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
     simulate, validate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
@@ -77,7 +78,10 @@ pub fn virtual_load(
     workload: &Workload,
     timed_warmup: u64,
     prompts: PromptKind,
+    cancel: Option<Cancellation>,
 ) -> Result<VirtualLoad> {
+    // Given up on as bench gives up on them: by the request's number.
+    let give_up = |id: usize| cancel.filter(|c| c.picks(id as u64)).map(|c| c.after);
     if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
         bail!("the run has no end: give --requests N and/or --duration D");
     }
@@ -118,6 +122,7 @@ pub fn virtual_load(
                 output_tokens: l.output,
                 shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
                 turn: None,
+                give_up_after: give_up(requests.len()),
             });
             sent_at.extend(at);
             continue;
@@ -140,6 +145,7 @@ pub fn virtual_load(
                     turns,
                     think: t.checked_sub(1).map_or(Duration::ZERO, |k| think[k as usize]),
                 }),
+                give_up_after: give_up(requests.len()),
             });
             // A later turn's arrival is its session's (it goes after the turn before it).
             sent_at.extend(at);
@@ -189,10 +195,15 @@ pub fn engine_view_json(cfg: &EngineConfig, v: &EngineView) -> Value {
 /// how many requests the warm-up took only by simulating; it is simulated
 /// again with that many more, so that `--requests` are measured after it
 /// (requests added at the end leave the earlier ones' times as they were).
-pub fn run_virtual(server: VirtualServer, plan: &LoadPlan, workload: &Workload) -> Result<SimRun> {
+pub fn run_virtual(
+    server: VirtualServer,
+    plan: &LoadPlan,
+    workload: &Workload,
+    cancel: Option<Cancellation>,
+) -> Result<SimRun> {
     let mut timed_warmup = 0;
     loop {
-        let load = virtual_load(plan, workload, timed_warmup, server.prompts)?;
+        let load = virtual_load(plan, workload, timed_warmup, server.prompts, cancel)?;
         let mut run = simulate(server.engine, &load)?;
         // A session is warm-up as a whole, as its first turn is: the count
         // and the timed warm-up are of sessions.
@@ -257,7 +268,7 @@ pub fn estimate_result(
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
     let started_unix_s = common::unix_now();
     let cfg = server.engine;
-    let run = run_virtual(server, plan, workload)?;
+    let run = run_virtual(server, plan, workload, common::cancellation(&load.shape))?;
     let config = json!({
         "load": common::load_config(plan, load),
         "workload": workload_config,

@@ -361,12 +361,6 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         if a.target.url.is_some() {
             bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");
         }
-        if a.target.cancel_rate.is_some() {
-            bail!(
-                "--cancel-rate needs requests over HTTP: the engine in virtual time does not model disconnects; drop \
-                 --estimate to sweep the embedded engine or a server over HTTP"
-            );
-        }
         let cfg = estimate::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
         opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
         let target = estimate::target_of(&cfg);
@@ -374,7 +368,8 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let prompts = estimate::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
-        let target = bench::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, a.shape.seed).await?;
+        let cancel = common::cancellation(&a.shape);
+        let target = bench::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
         let t = target.target();
         let stop = CancellationToken::new();
         let s = stop.clone();

@@ -935,7 +935,7 @@ fn a_label_and_notes_are_kept_and_compare_names_runs_by_their_labels() {
 
 /// `--cancel-rate`: the picked requests disconnect after the delay, count
 /// as cancelled (not failed), and the engine sees each disconnect as an
-/// abort.
+/// abort; `estimate` gives up on the same ones in virtual time.
 #[test]
 fn requests_given_up_on_are_cancelled_at_their_time_and_the_server_aborts_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -965,15 +965,21 @@ fn requests_given_up_on_are_cancelled_at_their_time_and_the_server_aborts_them()
     let q = &v["summary"]["requests"];
     let n = picked.len() as u64;
     assert_eq!((q["cancelled"].as_u64(), q["abandoned"].as_u64(), q["failed"].as_u64()), (Some(n), Some(n), Some(0)));
-    assert_eq!(v["config"]["client"]["cancel"], serde_json::json!({"rate": 0.25, "after": "200ms"}));
     let cc = &v["server_signals"]["cross_check"];
     assert_eq!(cc["server_requests_failed"].as_f64(), Some(n as f64), "the engine aborted each: {cc}");
     assert!(cc["notes"].to_string().contains("aborts agree"), "{cc}");
-    // The engine in virtual time models no disconnects: refused, not ignored.
-    let out = goodput()
-        .args(["sweep", "--estimate", "--concurrency", "1", "-n", "2", "--cancel-rate", "0.1", "--cancel-after", "1s"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("does not model disconnects"));
+    assert_eq!(v["config"]["load"]["cancel"], serde_json::json!({"rate": 0.25, "after": "200ms"}));
+    // The engine in virtual time gives up on the same requests, and serves
+    // the rest at the rate it served them over HTTP.
+    let est = dir.path().join("estimate.json");
+    goodput()
+        .args(["estimate", "-q", "-n", "40", "-c", "8", "--seed", "3", "--output-tokens", "128"])
+        .args(["--cancel-rate", "0.25", "--cancel-after", "200ms", "-o"])
+        .arg(&est)
+        .assert()
+        .success();
+    let e = read_json(&est);
+    assert_eq!(e["summary"]["requests"]["abandoned"].as_u64(), Some(n));
+    let rate = |d: &serde_json::Value| d["summary"]["throughput"]["output_tokens_per_s"].as_f64().unwrap();
+    assert!((rate(&e) / rate(&v) - 1.0).abs() < 0.1, "estimate {} vs bench {} tok/s", rate(&e), rate(&v));
 }

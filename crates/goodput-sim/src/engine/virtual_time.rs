@@ -35,6 +35,10 @@ pub struct VirtualRequest {
     /// prefix cache holds of those serves it.
     #[serde(default)]
     pub turn: Option<VirtualTurn>,
+    /// The client gives up this long after sending the request, unless it
+    /// has finished by then: the engine aborts it, and its user is free.
+    #[serde(default)]
+    pub give_up_after: Option<Duration>,
 }
 
 /// Where a request sits in its session.
@@ -50,7 +54,7 @@ pub struct VirtualTurn {
 
 impl VirtualRequest {
     pub fn new(input_tokens: u32, output_tokens: u32) -> VirtualRequest {
-        VirtualRequest { input_tokens, output_tokens, shared_prefix: None, turn: None }
+        VirtualRequest { input_tokens, output_tokens, shared_prefix: None, turn: None, give_up_after: None }
     }
 
     /// A session's later turn: it follows the request before it.
@@ -250,10 +254,19 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
     let mut samples = Vec::new();
     let mut sample_interval = FIRST_SAMPLE_INTERVAL;
     let mut next_sample = Duration::ZERO;
-    let send = |i: usize, scheduled: Duration, sent: Duration, records: &mut Vec<Option<RequestRecord>>| {
+    // When the client gives up on requests still going: (time, request).
+    let mut give_ups: BinaryHeap<Reverse<(Duration, usize)>> = BinaryHeap::new();
+    let send = |i: usize,
+                scheduled: Duration,
+                sent: Duration,
+                records: &mut Vec<Option<RequestRecord>>,
+                give_ups: &mut BinaryHeap<Reverse<(Duration, usize)>>| {
         let mut record = RequestRecord::new(i as u64, scheduled, sent);
         record.chunks.reserve_exact(load.requests[i].output_tokens as usize);
         records[i] = Some(record);
+        if let Some(after) = load.requests[i].give_up_after {
+            give_ups.push(Reverse((sent + after, i)));
+        }
     };
     // Keeps `transit` in time order: a later turn may be sent between two
     // requests already on their way.
@@ -263,6 +276,9 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
     };
 
     loop {
+        // The client leaves requests it gave up on by now: the engine drops
+        // them, and their users are free (a session ends with its turn).
+        give_up(&mut give_ups, now, true, &mut engine, &mut records, &mut transit, &mut freed, capped, load);
         // Send every request whose time has come: its arrival, or the moment
         // a slot freed, whichever is later. Later turns of sessions go on
         // their own, after the turn before them.
@@ -271,7 +287,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
                 break;
             }
             follow.pop();
-            send(i, due, due, &mut records);
+            send(i, due, due, &mut records, &mut give_ups);
             reach(&mut transit, due + frontend, i);
         }
         while next < n && load.requests[next].follows() {
@@ -295,7 +311,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
                 freed.pop_front();
             }
             let scheduled = if load.arrivals.is_some() { arrival(next) } else { sent };
-            send(next, scheduled, sent, &mut records);
+            send(next, scheduled, sent, &mut records, &mut give_ups);
             reach(&mut transit, sent + frontend, next);
             next += 1;
             while next < n && load.requests[next].follows() {
@@ -326,6 +342,9 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
 
         if engine.step_into(&mut out) {
             now += out.duration;
+            // Requests given up on during the step: their tokens of this
+            // step came after the client left.
+            give_up(&mut give_ups, now, false, &mut engine, &mut records, &mut transit, &mut freed, capped, load);
             // Prompt tokens the prefix cache served, as usage reports them.
             for &(id, c) in &out.prefix_hits {
                 if let Some(r) = records[id as usize].as_mut() {
@@ -335,6 +354,9 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
             for ev in &out.tokens {
                 let i = ev.id as usize;
                 let record = records[i].as_mut().expect("a request is recorded when it is sent");
+                if record.abandoned {
+                    continue;
+                }
                 record.chunks.push(OutputChunk { t: now, tokens: 1, channel: Channel::Content });
                 if ev.first {
                     record.first_byte = Some(now);
@@ -387,7 +409,8 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
             })
             .flatten();
         let next_turn = follow.peek().map(|Reverse((t, _))| *t);
-        match [next_reach, next_send, next_turn].into_iter().flatten().min() {
+        let next_give_up = give_ups.peek().map(|Reverse((t, _))| *t);
+        match [next_reach, next_send, next_turn, next_give_up].into_iter().flatten().min() {
             Some(t) => now = now.max(t),
             None => break,
         }
@@ -422,6 +445,53 @@ const TEMPLATE_START: u64 = 0x7e4d_1a7e_0000_0001;
 
 /// Ends `request`'s record at `now`; its prompt reached the engine `extra`
 /// tokens longer than the workload's (the template's, see [`PromptKind`]).
+/// Gives up on the requests due by `now` (`inclusive`) or before it that
+/// have not finished: the engine aborts each (or it never reaches the
+/// engine), its record ends then, cancelled and abandoned, with what it had
+/// received, and a capped load's user is free at that moment.
+#[allow(clippy::too_many_arguments)]
+fn give_up(
+    due: &mut BinaryHeap<Reverse<(Duration, usize)>>,
+    now: Duration,
+    inclusive: bool,
+    engine: &mut Engine,
+    records: &mut [Option<RequestRecord>],
+    transit: &mut VecDeque<(Duration, usize)>,
+    freed: &mut VecDeque<Duration>,
+    capped: bool,
+    load: &VirtualLoad,
+) {
+    while let Some(&Reverse((at, i))) = due.peek() {
+        if at > now || (at == now && !inclusive) {
+            break;
+        }
+        due.pop();
+        let Some(record) = records[i].as_mut() else { continue };
+        if record.outcome.is_success() {
+            continue;
+        }
+        engine.abort(i as u64);
+        transit.retain(|&(_, j)| j != i);
+        let request = &load.requests[i];
+        record.abandoned = true;
+        record.end = at;
+        record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
+        record.counts.intended_prompt = Some(request.input_tokens as u64);
+        record.counts.requested_completion = Some(request.output_tokens as u64);
+        record.counts.chunks = record.chunks.len() as u64;
+        record.output_tokens = record.chunks.len() as u64;
+        record.output_tokens_source = CountSource::Chunks;
+        record.input_tokens = request.input_tokens as u64;
+        record.http_status = Some(200);
+        if capped {
+            // Slots free in time order; a give-up may come before a finish
+            // already queued.
+            let pos = freed.partition_point(|&t| t <= at);
+            freed.insert(pos, at);
+        }
+    }
+}
+
 fn finish(record: &mut RequestRecord, request: &VirtualRequest, extra: u32, now: Duration) {
     let out = request.output_tokens as u64;
     record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
@@ -736,6 +806,32 @@ mod tests {
     }
 
     #[test]
+    fn a_request_given_up_on_ends_then_and_frees_its_user_and_its_blocks() {
+        // One user, three requests of 500 tokens (about 4 s each); the client
+        // gives up on the first 200 ms after sending it.
+        let mut requests = same(3, 256, 500);
+        requests[0].give_up_after = Some(Duration::from_millis(200));
+        let run = simulate(&h100_8b(), &VirtualLoad::closed_loop(requests, 1)).unwrap();
+        let (gone, next) = (&run.records[0], &run.records[1]);
+        assert!(gone.abandoned && gone.outcome == Outcome::Cancelled);
+        assert_eq!(gone.end, Duration::from_millis(200));
+        assert!(!gone.chunks.is_empty() && gone.chunks.iter().all(|c| c.t < gone.end), "tokens before it left only");
+        assert_eq!(gone.output_tokens, gone.chunks.len() as u64);
+        // The user sends the next request the moment it gave up, and the
+        // engine, with the first one dropped, serves it alone.
+        assert_eq!(next.sent, gone.end);
+        assert!(next.outcome.is_success() && !next.abandoned && next.output_tokens == 500);
+        let alone = simulate(&h100_8b(), &VirtualLoad::closed_loop(same(1, 256, 500), 1)).unwrap();
+        let e2e = |r: &RequestRecord| r.end - r.sent;
+        assert!(e2e(next).abs_diff(e2e(&alone.records[0])) < Duration::from_millis(20), "{:?}", e2e(next));
+        // A give-up after the response ended changes nothing.
+        let mut late = same(2, 256, 16);
+        late[0].give_up_after = Some(Duration::from_secs(60));
+        let run = simulate(&h100_8b(), &VirtualLoad::closed_loop(late, 1)).unwrap();
+        assert!(run.records.iter().all(|r| r.outcome.is_success() && !r.abandoned));
+    }
+
+    #[test]
     fn shared_prefixes_cut_ttft_only_with_prefix_caching() {
         let shared = |n: usize| {
             (0..n)
@@ -744,6 +840,7 @@ mod tests {
                     output_tokens: 16,
                     shared_prefix: Some(SharedPrefix { id: 1, len: 2048 }),
                     turn: None,
+                    give_up_after: None,
                 })
                 .collect::<Vec<_>>()
         };
