@@ -385,6 +385,9 @@ pub fn load_line(config: &Value) -> String {
     if let Some(w) = l["warmup_time"].as_str() {
         parts.push(format!("after {w} of warm-up"));
     }
+    if let (Some(rate), Some(after)) = (l["cancel"]["rate"].as_f64(), l["cancel"]["after"].as_str()) {
+        parts.push(format!("{}% given up on after {}", (rate * 1e4).round() / 100.0, esc(after)));
+    }
     let w = &config["workload"];
     if let Some(d) = w["dataset"].as_str() {
         parts.push(format!("dataset {d}"));
@@ -400,4 +403,22 @@ pub fn load_line(config: &Value) -> String {
         parts.push(format!("input {i:.0} · output {o:.0} tokens on average"));
     }
     parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_load_line_says_what_share_is_given_up_on_and_when() {
+        let config = json!({
+            "load": {"concurrency": 8, "requests": 40, "cancel": {"rate": 0.125, "after": "300ms"}},
+            "workload": {"input_tokens": "256", "output_tokens": "128"},
+        });
+        assert_eq!(
+            load_line(&config),
+            "closed loop, concurrency 8 · 40 requests · 12.5% given up on after 300ms · input 256 · output 128 tokens"
+        );
+    }
 }
