@@ -108,6 +108,14 @@ pub fn parse_meta(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// `--label NAME`: something to show, not blank.
+pub fn parse_label(s: &str) -> Result<String, String> {
+    match s.trim() {
+        "" => Err("a label is a name to show for the run: give some text, e.g. --label vllm-0.11-h100".into()),
+        t => Ok(t.to_owned()),
+    }
+}
+
 /// `--header 'Name: value'`.
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
     let (name, value) =
@@ -418,10 +426,10 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = 0)]
     pub shared_prefix_tokens: u32,
     /// Share of requests that carry a shared prefix.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, value_parser = parse_share, default_value_t = 1.0, requires = "shared_prefix_tokens")]
     pub shared_prefix_ratio: f64,
     /// How many distinct shared prefixes requests draw from.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, requires = "shared_prefix_tokens")]
     pub shared_prefixes: u32,
     /// Force the output length: send ignore_eos and min_tokens (vLLM and SGLang honour them; --api llamacpp sends ignore_eos).
     #[arg(long)]
@@ -453,7 +461,7 @@ pub struct OutputArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// A name for the run, kept as config.label: reports show it and compare uses it instead of the file name.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_label)]
     pub label: Option<String>,
     /// A note kept in the result's config.meta, e.g. --meta gpu=H100 --meta vllm=0.11.0 (repeatable); compare lists the ones that differ.
     #[arg(long, value_parser = parse_meta)]
@@ -541,22 +549,15 @@ pub struct JudgeArgs {
     /// Price of one GPU per hour in USD, for cost per million tokens.
     #[arg(long, help_heading = "SLOs and cost")]
     pub gpu_hour_usd: Option<f64>,
-    /// GPUs the server runs on.
-    #[arg(long, default_value_t = 1, help_heading = "SLOs and cost")]
-    pub gpus: u32,
+    /// GPUs the server runs on [default: the config file's, else the simulated engine's --tp, else 1].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "SLOs and cost")]
+    pub gpus: Option<u32>,
     /// A TOML file with `slo`, a `[prices]` list, `price`, `gpus` and `[ratings]` thresholds; flags win over it.
     #[arg(long, help_heading = "SLOs and cost")]
     pub config: Option<PathBuf>,
     /// The entry of the config's [prices] list to use.
     #[arg(long, help_heading = "SLOs and cost")]
     pub price: Option<String>,
-}
-
-impl JudgeArgs {
-    /// Whether --gpus was given (it defaults to 1, which a config may change).
-    pub fn gpus_given(&self) -> bool {
-        self.gpus != 1
-    }
 }
 
 /// The simulated engine: which model on which hardware, and vLLM's limits.
@@ -890,6 +891,41 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub exports: ExportArgs,
+}
+
+/// Parses the command line. clap reads a value such as `-1` or `-5s` as an
+/// unknown flag and says only "unexpected argument"; this names the option
+/// it was meant for and why it was refused.
+pub fn parse() -> Cli {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    Cli::try_parse_from(&args).unwrap_or_else(|e| {
+        if let Some(msg) = negative_value_message(&e, &args) {
+            eprintln!("error: {msg}");
+            std::process::exit(2);
+        }
+        e.exit()
+    })
+}
+
+fn negative_value_message(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else { return None };
+    if !bad.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.')) {
+        return None;
+    }
+    // The whole value as typed (clap may name only its first short flag).
+    let at = args.iter().position(|a| a.to_str().is_some_and(|a| a.starts_with(bad.as_str())))?;
+    let value = args[at].to_string_lossy();
+    let option = at.checked_sub(1).map(|i| args[i].to_string_lossy()).filter(|o| o.starts_with("--"));
+    Some(match option {
+        Some(option) => {
+            format!("{option} {value}: a negative value makes no sense here; see --help for what {option} takes")
+        }
+        None => format!("'{value}' is not an option (a negative number?); see --help"),
+    })
 }
 
 #[cfg(test)]

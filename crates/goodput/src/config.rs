@@ -138,7 +138,7 @@ pub fn judging(j: &crate::cli::JudgeArgs, default_gpus: u32) -> Result<Judging> 
         Some(p) => Some(p),
         None => file.price(j.price.as_deref())?,
     };
-    let gpus = if j.gpus_given() { j.gpus } else { file.gpus.unwrap_or(default_gpus) };
+    let gpus = j.gpus.or(file.gpus).unwrap_or(default_gpus);
     let cost = price.map(|p| CostConfig { gpu_hour_usd: p, gpus });
     if let Some(c) = &cost {
         c.validate().map_err(|e| anyhow!(e))?;
@@ -165,5 +165,25 @@ mod tests {
         assert!(toml::from_str::<ConfigFile>("sloo = \"x\"").is_err(), "unknown keys are errors");
         let bad: ConfigFile = toml::from_str("[ratings.tpot]\nexcellent = 90\nacceptable = 80\npoor = 100\n").unwrap();
         assert!(bad.ratings().is_err());
+    }
+
+    #[test]
+    fn a_gpus_flag_wins_over_the_file_even_at_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("goodput.toml");
+        std::fs::write(&path, "gpus = 4\nprice = \"h100\"\n[prices]\nh100 = 2.0\n").unwrap();
+        let judge = |gpus: Option<u32>| crate::cli::JudgeArgs {
+            slo: None,
+            fail_on_slo: false,
+            gpu_hour_usd: None,
+            gpus,
+            config: Some(path.clone()),
+            price: None,
+        };
+        let gpus_of = |j: &crate::cli::JudgeArgs| judging(j, 8).unwrap().cost.unwrap().gpus;
+        assert_eq!(gpus_of(&judge(Some(1))), 1, "--gpus 1 given on the command line");
+        assert_eq!(gpus_of(&judge(None)), 4, "the file's count without the flag");
+        std::fs::write(&path, "price = \"h100\"\n[prices]\nh100 = 2.0\n").unwrap();
+        assert_eq!(gpus_of(&judge(None)), 8, "the engine's default with neither");
     }
 }

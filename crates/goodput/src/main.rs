@@ -1,12 +1,11 @@
 //! goodput: measure, explain and predict the performance of LLM inference
 //! services. The binary is thin: parse, dispatch, print the error chain.
 
-use clap::Parser;
 use goodput::{bench, cli, compare, estimate, monitor, report, serve, sweep};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     raise_fd_limit();
     let threads: Option<usize> = std::env::var("GOODPUT_THREADS").ok().and_then(|v| v.parse().ok());
     let rt = match threads {

@@ -381,6 +381,12 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--sim-chat-template", "llama2"], "--chat-template: unknown chat template 'llama2': use auto or one of"),
         (&["--timeout", "0s"], "'0s' is no time at all"),
         (&["--duration", "0ms"], "'0ms' is no time at all"),
+        (&["--rate", "-3"], "--rate -3: a negative value makes no sense here"),
+        (&["--turns", "2", "--think-time", "-1s"], "--think-time -1s: a negative value makes no sense here"),
+        (&["--shared-prefix-ratio", "0.5"], "--shared-prefix-tokens"),
+        (&["--shared-prefix-tokens", "64", "--shared-prefix-ratio", "2"], "'2' is not a share"),
+        (&["--gpus", "0"], "'--gpus <GPUS>': 0 is not in 1.."),
+        (&["--label", " "], "a label is a name to show for the run"),
     ];
     for (args, want) in cases {
         let out = goodput().args(["bench", "-q", "-n", "1"]).args(*args).output().unwrap();
