@@ -8,7 +8,9 @@ use crate::openai::{build_body_for, error_message, parse_for, Api, BodyOptions, 
 use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
-use goodput_core::{spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord};
+use goodput_core::{
+    spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord, SessionTurn,
+};
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -332,7 +334,21 @@ impl Cancellation {
         z ^= z >> 31;
         ((z >> 11) as f64 / (1u64 << 53) as f64) < self.rate
     }
+
+    /// Whether request `id` is one given up on: a lone request by its
+    /// number, a turn of a session by its session and turn, which a live
+    /// run and the engine's virtual one agree on (the order turns are sent
+    /// in differs between them).
+    pub fn picks_request(&self, id: u64, session: Option<SessionTurn>) -> bool {
+        match session {
+            None => self.picks(id),
+            Some(s) => self.picks(s.id.rotate_left(24) ^ u64::from(s.turn) ^ TURN_SALT),
+        }
+    }
 }
+
+/// Keeps turns' keys apart from lone requests' numbers.
+const TURN_SALT: u64 = 0x5e55_1011_0000_0000;
 
 /// Sleeps until `at`, or forever when there is none.
 async fn sleep_until_some(at: Option<Instant>) {
@@ -530,9 +546,10 @@ impl Client {
         abort: &CancellationToken,
         keep_reply: bool,
     ) -> (RequestRecord, Option<String>) {
-        let model = self.pick_model(id, item.session);
+        let session = item.session.map(|s| s.id);
+        let model = self.pick_model(id, session);
         let body = build_body_for(&self.cfg.body, model.unwrap_or(&self.cfg.body.model), &item.prompt, item.max_tokens);
-        let headers = self.headers_for(id, item.session);
+        let headers = self.headers_for(id, session);
         let sent = origin.elapsed();
         let mut rec = RequestRecord::new(id, scheduled, sent);
         rec.model = model.map(str::to_owned);
@@ -546,7 +563,7 @@ impl Client {
             }
         };
         let deadline = Instant::now() + self.cfg.timeout;
-        let give_up = self.cfg.cancel.filter(|c| c.picks(id)).map(|c| Instant::now() + c.after);
+        let give_up = self.cfg.cancel.filter(|c| c.picks_request(id, item.session)).map(|c| Instant::now() + c.after);
         let mut reader = ResponseReader::new(self.tokenizer.is_some()).for_api(self.cfg.body.api);
         if keep_reply {
             reader = reader.keeping_reply();

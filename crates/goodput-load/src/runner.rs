@@ -414,12 +414,13 @@ impl Session {
                 break;
             }
             let Ok(question) = workload.question(self.id, turn) else { break };
-            let item = WorkItem { session: Some(self.id), ..conversation.ask(question) };
+            let this = SessionTurn { id: self.id, turn: turn + 1, turns };
+            let item = WorkItem { session: Some(this), ..conversation.ask(question) };
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             self.sent.fetch_add(1, Ordering::Relaxed);
             let (mut rec, reply) = backend.execute_keeping(id, item, due, self.origin, self.abort.clone()).await;
             rec.warmup = self.warmup;
-            rec.session = Some(SessionTurn { id: self.id, turn: turn + 1, turns });
+            rec.session = Some(this);
             let (ok, end, tokens) = (rec.outcome.is_success(), rec.end, rec.output_tokens);
             let _ = tx.send(rec);
             if !ok {
@@ -745,7 +746,11 @@ mod tests {
             let crate::openai::PromptBody::Turns(parts) = &item.prompt else { panic!("not a conversation") };
             let k = r.session.unwrap().turn as usize;
             assert_eq!(parts.len(), 2 * k - 1);
-            assert_eq!(item.session, Some(2), "the item names its session, for headers");
+            assert_eq!(
+                item.session.map(|s| (s.id, s.turn)),
+                Some((2, k as u32)),
+                "the item names its session and turn"
+            );
             assert_eq!(item.intended_input_tokens, Some(4 * k as u64 + (k as u64 - 1)));
         }
     }

@@ -4,6 +4,7 @@
 
 use crate::openai::PromptBody;
 use crate::tokenizer::TokenCounter;
+use goodput_core::SessionTurn;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -332,8 +333,10 @@ pub struct WorkItem {
     pub intended_input_tokens: Option<u64>,
     /// `max_tokens` to send.
     pub max_tokens: Option<u32>,
-    /// The session the request is a turn of, for headers that name it (`{session}`).
-    pub session: Option<u64>,
+    /// The session and turn the request is, for headers that name it
+    /// (`{session}`), models spread by session, and cancellations picked by
+    /// turn.
+    pub session: Option<SessionTurn>,
 }
 
 /// One entry of a dataset.

@@ -6,7 +6,7 @@
 use crate::cli::{ApiArg, EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
 use anyhow::{anyhow, bail, Context, Result};
-use goodput_core::{AnalysisOptions, RequestRecord, RunResult, Target};
+use goodput_core::{AnalysisOptions, RequestRecord, RunResult, SessionTurn, Target};
 use goodput_load::client::Cancellation;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
@@ -80,8 +80,10 @@ pub fn virtual_load(
     prompts: PromptKind,
     cancel: Option<Cancellation>,
 ) -> Result<VirtualLoad> {
-    // Given up on as bench gives up on them: by the request's number.
-    let give_up = |id: usize| cancel.filter(|c| c.picks(id as u64)).map(|c| c.after);
+    // Given up on as bench gives up on them: a lone request by its number,
+    // a session's turn by its session and turn.
+    let give_up =
+        |id: usize, turn: Option<SessionTurn>| cancel.filter(|c| c.picks_request(id as u64, turn)).map(|c| c.after);
     if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
         bail!("the run has no end: give --requests N and/or --duration D");
     }
@@ -122,7 +124,7 @@ pub fn virtual_load(
                 output_tokens: l.output,
                 shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
                 turn: None,
-                give_up_after: give_up(requests.len()),
+                give_up_after: give_up(requests.len(), None),
             });
             sent_at.extend(at);
             continue;
@@ -145,7 +147,7 @@ pub fn virtual_load(
                     turns,
                     think: t.checked_sub(1).map_or(Duration::ZERO, |k| think[k as usize]),
                 }),
-                give_up_after: give_up(requests.len()),
+                give_up_after: give_up(requests.len(), Some(SessionTurn { id: i, turn: t + 1, turns })),
             });
             // A later turn's arrival is its session's (it goes after the turn before it).
             sent_at.extend(at);

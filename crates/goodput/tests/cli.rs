@@ -989,3 +989,38 @@ fn requests_given_up_on_are_cancelled_at_their_time_and_the_server_aborts_them()
     let rate = |d: &serde_json::Value| d["summary"]["throughput"]["output_tokens_per_s"].as_f64().unwrap();
     assert!((rate(&e) / rate(&v) - 1.0).abs() < 0.1, "estimate {} vs bench {} tok/s", rate(&e), rate(&v));
 }
+
+/// With sessions, a turn is picked by its session and turn, not by the order
+/// it was sent in (which differs between a live run and the engine's), so
+/// `bench` and `estimate` give up on the same turns; a turn given up on ends
+/// its session in both.
+#[test]
+fn sessions_give_up_on_the_same_turns_live_and_in_virtual_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["-q", "-n", "10", "-c", "5", "--turns", "3", "--seed", "5", "--output-tokens", "128"];
+    let cancel = ["--cancel-rate", "0.3", "--cancel-after", "200ms"];
+    let given_up = |cmd: &str| {
+        let (out, rec) = (dir.path().join(format!("{cmd}.json")), dir.path().join(format!("{cmd}.jsonl")));
+        goodput().arg(cmd).args(args).args(cancel).writing(&out, &rec).assert().success();
+        let mut turns: Vec<(u64, u32, bool)> = records(&rec)
+            .iter()
+            .map(|r| {
+                let s = r.session.expect("every request is a turn");
+                (s.id, s.turn, r.abandoned)
+            })
+            .collect();
+        turns.sort_unstable();
+        turns
+    };
+    let (live, virt) = (given_up("bench"), given_up("estimate"));
+    let abandoned = live.iter().filter(|t| t.2).count();
+    assert!((2..=12).contains(&abandoned), "about 0.3 of up to 30 turns: {live:?}");
+    assert_eq!(live, virt, "the same turns sent, and the same given up on");
+    // A turn given up on is its session's last.
+    for &(s, turn, gone) in &live {
+        assert!(
+            !gone || !live.iter().any(|&(s2, t2, _)| s2 == s && t2 > turn),
+            "session {s} went on after turn {turn}"
+        );
+    }
+}
