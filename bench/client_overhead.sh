@@ -4,6 +4,10 @@
 # 10 ms to STREAMS concurrent streams (100k tokens/s offered at 1,000), on
 # this same machine; goodput bench loads it. Reports the client's CPU time
 # per streamed token, |measured ITL − 10 ms|, and the achieved/offered rate.
+# The server logs when it wrote each chunk (--write-log) and the client names
+# each request (X-Request-Id), so each measured gap is also split into the
+# server's share (its write gap against 10 ms) and the client's own (the
+# measured gap against the write gap).
 #   bench/client_overhead.sh [STREAMS] [REQUESTS] [OUTPUT_TOKENS]
 # Environment: PIN=1 (server on CPU 0, client on CPU 1), TRANSPORT=auto|reqwest (the client's HTTP stack), STAMP=read|kernel
 # (when chunks are stamped), SERVER_THREADS and CLIENT_THREADS (tokio worker
@@ -26,14 +30,16 @@ TMP=$(mktemp -d)
 # PIN=1 puts the server on CPU 0 and the client on CPU 1.
 SERVER_CPU=() CLIENT_CPU=()
 if [ -n "${PIN:-}" ]; then SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1); fi
-GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 2>"$TMP/serve.log" &
+GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 \
+  --write-log "$TMP/writes.jsonl" 2>"$TMP/serve.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 sleep 0.5
 read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 if [ -n "${STALLS:-}" ]; then target/release/examples/stall_probe 3600 "$TMP/stalls.csv" & PROBE=$!; fi
 GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $CLIENT_BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
-  --output-tokens "$OUT_TOKENS" --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-read}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" >/dev/null
+  --output-tokens "$OUT_TOKENS" --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-read}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" \
+  --header 'X-Request-Id: {request}' >/dev/null
 read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 STALL_ARGS=()
 if [ -n "${STALLS:-}" ]; then kill -TERM $PROBE; wait $PROBE; STALL_ARGS=("$TMP/run.json" "$TMP/stalls.csv"); fi
@@ -63,7 +69,7 @@ print(f"client CPU {cpu:.2f} s ({float(user):.2f} user + {float(sys_):.2f} sys) 
       f"{cpu / float(wall):.2f} cores")
 print(f"server CPU {server:.2f} s = {server / float(wall):.2f} cores")
 PY
-target/release/examples/itl_error "$TMP/rec.jsonl" 10ms "${STALL_ARGS[@]}"
+target/release/examples/itl_error "$TMP/rec.jsonl" 10ms "${STALL_ARGS[@]}" --writes "$TMP/writes.jsonl"
 # The server's own precision: how late its chunks left against their exact
 # time, and how far the gaps between a stream's writes strayed from 10 ms
 # (the server's share of any ITL error the client measures), from /metrics.

@@ -77,16 +77,72 @@ pub struct FixedServer {
     /// their writes returned, strays from the exact gap: the server's own
     /// share of any inter-token error a client measures.
     pub gap_error: Lateness,
+    /// Where each stream's write times go, when asked for.
+    pub(crate) write_log: Option<WriteLog>,
 }
 
 impl FixedServer {
     pub fn new(profile: FixedProfile) -> Arc<Self> {
-        Arc::new(FixedServer {
+        Arc::new(Self::bare(profile))
+    }
+
+    /// A server that also logs when each token chunk of every stream was
+    /// written, as one JSON line per stream in `path` once the stream ends:
+    /// `{"request_id": …, "n": …, "writes_ns": […]}`, the request's
+    /// `X-Request-Id` header (bench sends it with `--header
+    /// 'X-Request-Id: {request}'`), its arrival number, and each chunk's
+    /// write time after the request's arrival. Paired with a client's
+    /// records, it splits an inter-token error into the server's share and
+    /// the client's.
+    pub fn logging_writes(profile: FixedProfile, path: &std::path::Path) -> std::io::Result<Arc<Self>> {
+        Ok(Arc::new(FixedServer { write_log: Some(WriteLog::create(path)?), ..Self::bare(profile) }))
+    }
+
+    fn bare(profile: FixedProfile) -> Self {
+        FixedServer {
             profile,
             counters: FaultCounters::default(),
             lateness: Lateness::default(),
             gap_error: Lateness::default(),
-        })
+            write_log: None,
+        }
+    }
+}
+
+/// One stream's token-chunk write times, sent to the log's thread.
+pub(crate) struct StreamWrites {
+    pub request_id: Option<String>,
+    pub n: u64,
+    /// Nanoseconds from the request's arrival to each write's return.
+    pub writes_ns: Vec<u64>,
+}
+
+/// A thread that writes [`StreamWrites`] as JSON lines, each flushed as it
+/// comes, so that the emitter only hands a vector over and a killed server
+/// leaves every finished stream's line.
+#[derive(Debug)]
+pub(crate) struct WriteLog {
+    tx: std::sync::mpsc::Sender<StreamWrites>,
+}
+
+impl WriteLog {
+    fn create(path: &std::path::Path) -> std::io::Result<Self> {
+        use std::io::Write as _;
+        let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+        let (tx, rx) = std::sync::mpsc::channel::<StreamWrites>();
+        std::thread::Builder::new().name("goodput-sim-write-log".into()).spawn(move || {
+            for s in rx {
+                let line = serde_json::json!({ "request_id": s.request_id, "n": s.n, "writes_ns": s.writes_ns });
+                if writeln!(file, "{line}").and_then(|_| file.flush()).is_err() {
+                    return;
+                }
+            }
+        })?;
+        Ok(WriteLog { tx })
+    }
+
+    pub(crate) fn send(&self, writes: StreamWrites) {
+        let _ = self.tx.send(writes);
     }
 }
 
@@ -172,12 +228,15 @@ pub(crate) struct Plan {
     ttft: Duration,
     itl: Duration,
     stall: Duration,
+    /// The request's `X-Request-Id`, kept only for the write log.
+    request_id: Option<String>,
 }
 
 impl Reply {
     /// Parses `body` for `route`, draws the request's number and fault, and
-    /// plans the response of a request that arrived at `t0`.
-    fn to(s: &FixedServer, route: Route, body: &[u8], t0: Instant) -> Reply {
+    /// plans the response of a request that arrived at `t0` (`request_id`:
+    /// its `X-Request-Id`, for the write log).
+    fn to(s: &FixedServer, route: Route, body: &[u8], t0: Instant, request_id: Option<String>) -> Reply {
         let req = match GenerationRequest::parse(route, body) {
             Ok(r) => r,
             Err(msg) => return Reply::Error(400, msg),
@@ -209,6 +268,7 @@ impl Reply {
                 Fault::Stall(d) => d,
                 _ => Duration::ZERO,
             },
+            request_id: request_id.filter(|_| s.write_log.is_some()),
         }))
     }
 }

@@ -7,15 +7,28 @@
 //! `stall_probe` logged beside it), it also splits the gaps into those near
 //! a stall of the machine (overlapping one, or within 20 ms after one ended:
 //! the time a loaded server or client needs to catch up) and the rest.
+//!
+//! With `--writes writes.jsonl` (the server's `serve --profile fixed
+//! --write-log`, the client sending `--header 'X-Request-Id: {request}'`), it
+//! pairs every measured gap with the gap between the same two writes on the
+//! server and splits the error: the server's share (its write gap against
+//! the exact one) and the client's own (its measured gap against the write
+//! gap: the time the chunk spent between the server's write and the client's
+//! stamp, changing from one chunk to the next).
 
 use goodput_core::metrics::RequestMetrics;
 use goodput_core::{percentile, RequestRecord};
 use std::time::Duration;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let writes = args.iter().position(|a| a == "--writes").map(|i| {
+        let path = args.get(i + 1).cloned().expect("--writes FILE");
+        args.drain(i..i + 2);
+        path
+    });
     let (Some(path), Some(itl)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: itl_error RECORDS.jsonl ITL (e.g. 10ms) [RUN.json STALLS.csv]");
+        eprintln!("usage: itl_error RECORDS.jsonl ITL (e.g. 10ms) [RUN.json STALLS.csv] [--writes WRITES.jsonl]");
         std::process::exit(2);
     };
     let itl = humantime::parse_duration(itl).expect("ITL like 10ms");
@@ -111,6 +124,66 @@ fn main() {
     if let Some(st) = &stalls {
         st.report(&err, &mut near, &mut clear);
     }
+    if let Some(w) = &writes {
+        split_by_writes(&ok, w, expected);
+    }
+}
+
+/// Pairs each measured gap with the server's gap between the same two
+/// writes (by the request's `X-Request-Id`, which bench set to the record's
+/// id) and reports both shares of the error.
+fn split_by_writes(ok: &[&RequestRecord], path: &str, expected_ms: f64) {
+    let mut by_id: std::collections::HashMap<String, Vec<u64>> = std::collections::HashMap::new();
+    for line in std::fs::read_to_string(path).expect("readable write log").lines().filter(|l| !l.is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a write-log line");
+        let Some(id) = v["request_id"].as_str() else { continue };
+        let ns = v["writes_ns"].as_array().expect("writes_ns").iter().map(|x| x.as_u64().expect("ns")).collect();
+        by_id.insert(id.to_owned(), ns);
+    }
+    let (mut server, mut client, mut total) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut paired, mut unpaired) = (0usize, 0usize);
+    for r in ok {
+        let Some(w) = by_id.get(&r.id.to_string()).filter(|w| w.len() == r.chunks.len()) else {
+            unpaired += 1;
+            continue;
+        };
+        paired += 1;
+        for (k, c) in r.chunks.windows(2).enumerate() {
+            let measured = (c[1].t - c[0].t).as_secs_f64() * 1e3;
+            let written = (w[k + 1] - w[k]) as f64 / 1e6;
+            server.push((written - expected_ms).abs());
+            client.push((measured - written).abs());
+            total.push((measured - expected_ms).abs());
+        }
+    }
+    println!(
+        "paired with the server's writes: {paired} requests ({unpaired} not: no log line, or another chunk count) · {} gaps",
+        client.len()
+    );
+    let line = |name: &str, v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        println!(
+            "{name}: median {:.3} ms · p90 {:.3} ms · p99 {:.3} ms · max {:.3} ms · {:.2}% within 1 ms",
+            percentile(v, 50.0).unwrap_or(f64::NAN),
+            percentile(v, 90.0).unwrap_or(f64::NAN),
+            percentile(v, 99.0).unwrap_or(f64::NAN),
+            v.last().copied().unwrap_or(f64::NAN),
+            100.0 * v.iter().filter(|e| **e <= 1.0).count() as f64 / v.len().max(1) as f64
+        );
+    };
+    // Gaps more than 1 ms off as measured, and how many of those the client
+    // itself put more than half a millisecond into.
+    let off: Vec<usize> = (0..total.len()).filter(|&i| total[i] > 1.0).collect();
+    let client_made = off.iter().filter(|&&i| client[i] > 0.5).count();
+    line(&format!("  measured |gap − {expected_ms} ms| (these gaps)"), &mut total.clone());
+    line(&format!("  server's share |write gap − {expected_ms} ms|"), &mut server);
+    line("  client's own share |measured gap − write gap|", &mut client);
+    println!(
+        "  of the {} measured gaps more than 1 ms off, the client's own share was over 0.5 ms in {} ({:.1}%)",
+        off.len(),
+        client_made,
+        100.0 * client_made as f64 / off.len().max(1) as f64
+    );
 }
 
 /// Stalls of the machine that `stall_probe` logged, on the run's clock.

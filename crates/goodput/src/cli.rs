@@ -824,6 +824,9 @@ pub struct ServeArgs {
     /// Fixed profile: the extra wait of --slow-every requests.
     #[arg(long, value_parser = parse_duration, help_heading = "Fixed profile")]
     pub slow_ttft: Option<Duration>,
+    /// Fixed profile: log when each token chunk of every stream was written, one JSON line per stream with its X-Request-Id (bench: --header 'X-Request-Id: {request}'), to split a client's inter-token error into the server's share and its own (bench/client_overhead.sh).
+    #[arg(long, help_heading = "Fixed profile")]
+    pub write_log: Option<PathBuf>,
     /// Output length when a request sets no max_tokens.
     #[arg(long, default_value_t = 128)]
     pub default_max_tokens: u32,

@@ -3,7 +3,7 @@
 
 use crate::cli::{FaultArgs, ProfileArg, ProgressArg, ServeArgs};
 use crate::progress::ServeStatus;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use goodput_sim::engine::EngineConfig;
 use goodput_sim::engine_server::{EngineServer, EngineServerConfig};
 use goodput_sim::faults::FaultConfig;
@@ -68,6 +68,9 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let served = crate::common::names_of("--served-model-name", a.served_model_name.as_deref())?;
     let (app, what, status): (_, _, Box<dyn Fn() -> ServeStatus + Send>) = match a.profile {
         ProfileArg::Engine => {
+            if a.write_log.is_some() {
+                bail!("--write-log logs the fixed profile's writes: add --profile fixed");
+            }
             let cfg = crate::estimate::engine_config(&a.model, &a.hw)?;
             let server = engine_server(cfg, &served, a.speed, a.default_max_tokens, faults(&a.faults))?;
             let c = server.config();
@@ -120,7 +123,11 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                 faults: faults(&a.faults),
             };
             profile.validate().map_err(|e| anyhow!(e))?;
-            let server = FixedServer::new(profile);
+            let server = match &a.write_log {
+                None => FixedServer::new(profile),
+                Some(path) => FixedServer::logging_writes(profile, path)
+                    .with_context(|| format!("cannot write --write-log {}", path.display()))?,
+            };
             let s = server.clone();
             let status = Box::new(move || ServeStatus {
                 lines: vec![format!(

@@ -3,7 +3,7 @@
 
 mod cmd;
 
-use cmd::{fixed_server, goodput, read_json, records, GoodputCommand};
+use cmd::{fixed_server, goodput, read_json, records, serving, GoodputCommand};
 use std::time::Duration;
 
 /// Fast embedded-server timings so a run takes well under a second.
@@ -1023,4 +1023,62 @@ fn sessions_give_up_on_the_same_turns_live_and_in_virtual_time() {
             "session {s} went on after turn {turn}"
         );
     }
+}
+
+/// The fixed server's write log pairs with a run's records through the
+/// `X-Request-Id` bench fills from `{request}`: every stream has a line, one
+/// write time per chunk the client recorded, so each measured gap can be set
+/// beside the gap between the same two writes (bench/client_overhead.sh).
+#[test]
+fn the_fixed_servers_write_log_pairs_with_the_records_by_request_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, rec) = (dir.path().join("writes.jsonl"), dir.path().join("rec.jsonl"));
+    let profile = goodput_sim::fixed::FixedProfile {
+        ttft: Duration::from_millis(5),
+        itl: Duration::from_millis(5),
+        tokens_per_chunk: 1,
+        ..Default::default()
+    };
+    let (_rt, url) = serving(goodput_sim::fixed::FixedServer::logging_writes(profile, &log).unwrap());
+    goodput()
+        .args(["bench", "-q", "--no-metrics", "--url", &url, "-n", "6", "-c", "3", "--output-tokens", "20"])
+        .args(["--header", "X-Request-Id: {request}", "--records"])
+        .arg(&rec)
+        .assert()
+        .success();
+    // Each line is written as its stream ends; the last may trail the run.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let lines = loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        if text.lines().count() >= 6 || std::time::Instant::now() > deadline {
+            break text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).collect::<Vec<_>>();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let records = records(&rec);
+    assert_eq!((lines.len(), records.len()), (6, 6));
+    let (mut measured, mut written) = (Vec::new(), Vec::new());
+    for r in &records {
+        let line = lines
+            .iter()
+            .find(|l| l["request_id"].as_str() == Some(&r.id.to_string()))
+            .expect("a log line for each request");
+        let w: Vec<u64> = line["writes_ns"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        assert_eq!(w.len(), r.chunks.len(), "request {}: one write per chunk", r.id);
+        assert_eq!(w.len(), 20);
+        assert!(w.windows(2).all(|p| p[0] <= p[1]), "write times in order: {w:?}");
+        for (k, c) in r.chunks.windows(2).enumerate() {
+            measured.push((c[1].t - c[0].t).as_secs_f64() * 1e3);
+            written.push((w[k + 1] - w[k]) as f64 / 1e6);
+        }
+    }
+    // The server wrote every 5 ms, and the client measured the same gaps:
+    // medians, which a loaded machine's odd late wake-up does not move.
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let diff: Vec<f64> = measured.iter().zip(&written).map(|(m, w)| (m - w).abs()).collect();
+    assert!((median(written.clone()) - 5.0).abs() < 1.0, "the server's write gaps: {written:?}");
+    assert!(median(diff) < 0.5, "measured {measured:?} against written {written:?}");
 }

@@ -67,6 +67,9 @@ pub(crate) struct Stream {
     retry: Duration,
     /// When the last token chunk's write returned.
     last_write: Option<Instant>,
+    /// When each token chunk's write returned, after the request's arrival
+    /// (ns), kept only for the server's write log.
+    writes: Option<Vec<u64>>,
 }
 
 impl Stream {
@@ -74,6 +77,7 @@ impl Stream {
     /// reports its end on `done`.
     pub fn new(plan: Plan, sock: TcpStream, chunked: bool, done: oneshot::Sender<End>) -> std::io::Result<Self> {
         sock.set_nonblocking(true)?;
+        let writes = plan.request_id.is_some().then(|| Vec::with_capacity(plan.n_chunks as usize));
         Ok(Stream {
             plan,
             sock,
@@ -84,6 +88,7 @@ impl Stream {
             sent: 0,
             retry: RETRY_MIN,
             last_write: None,
+            writes,
         })
     }
 
@@ -191,6 +196,10 @@ impl Stream {
             return;
         }
         let t = Instant::now();
+        if let Some(w) = &mut self.writes {
+            let ns = t.saturating_duration_since(self.plan.t0).as_nanos() as u64;
+            w.extend((first..end).map(|_| ns));
+        }
         for i in first.max(1)..end {
             let actual = match self.last_write {
                 Some(prev) if i == first => t.saturating_duration_since(prev),
@@ -228,11 +237,15 @@ impl Stream {
         Ok(false)
     }
 
-    /// Closes the emitter's copy of the socket, then tells the connection task.
-    fn finish(self, end: End) {
-        let Stream { sock, done, .. } = self;
+    /// Closes the emitter's copy of the socket, then tells the connection
+    /// task; the write times go to the server's log.
+    fn finish(self, end: End, server: &FixedServer) {
+        let Stream { sock, done, plan, writes, .. } = self;
         drop(sock);
         let _ = done.send(end);
+        if let (Some(log), Some(writes_ns)) = (&server.write_log, writes) {
+            log.send(super::StreamWrites { request_id: plan.request_id, n: plan.n, writes_ns });
+        }
     }
 }
 
@@ -385,7 +398,7 @@ fn run(shared: &Shared, server: &FixedServer) {
                 Step::At(t) => heap.push(Reverse((t, n, slot))),
                 Step::Finished(end) => {
                     if let Some(s) = slots[slot].take() {
-                        s.finish(end);
+                        s.finish(end, server);
                     }
                     free.push(slot);
                 }

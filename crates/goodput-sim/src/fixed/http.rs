@@ -142,6 +142,8 @@ struct Request {
     keep_alive: bool,
     /// The body's place in the buffer; its end is where the next request starts.
     body: std::ops::Range<usize>,
+    /// `X-Request-Id`, for the write log.
+    request_id: Option<String>,
 }
 
 /// What the head of a request says, once complete.
@@ -154,6 +156,7 @@ struct Head {
     len: usize,
     content_length: usize,
     expect_continue: bool,
+    request_id: Option<String>,
 }
 
 /// Parses the head at the start of `buf`: `Ok(None)` while it is incomplete.
@@ -190,6 +193,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Reject> {
     let mut keep_alive = http11;
     let mut content_length: Option<usize> = None;
     let mut expect_continue = false;
+    let mut request_id = None;
     for h in req.headers.iter() {
         let value = std::str::from_utf8(h.value).unwrap_or("").trim();
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -217,13 +221,15 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Reject> {
             }
         } else if h.name.eq_ignore_ascii_case("expect") && value.eq_ignore_ascii_case("100-continue") {
             expect_continue = true;
+        } else if h.name.eq_ignore_ascii_case("x-request-id") {
+            request_id = Some(value.to_owned());
         }
     }
     let content_length = content_length.unwrap_or(0);
     if content_length > MAX_BODY {
         return Err(Reject(413, format!("the request body is larger than {} MiB", MAX_BODY / (1024 * 1024))));
     }
-    Ok(Some(Head { method, target, http11, keep_alive, len, content_length, expect_continue }))
+    Ok(Some(Head { method, target, http11, keep_alive, len, content_length, expect_continue, request_id }))
 }
 
 struct Conn {
@@ -302,6 +308,7 @@ impl Conn {
             http11: head.http11,
             keep_alive: head.keep_alive,
             body: head.len..end,
+            request_id: head.request_id,
         }))
     }
 
@@ -312,7 +319,7 @@ impl Conn {
         let get = matches!(req.method, Method::Get | Method::Head);
         let reply = match (&req.target, req.method) {
             (Target::Generate(route), Method::Post) => {
-                Some(Reply::to(state, *route, &self.buf[req.body.clone()], Instant::now()))
+                Some(Reply::to(state, *route, &self.buf[req.body.clone()], Instant::now(), req.request_id))
             }
             _ => None,
         };

@@ -304,7 +304,7 @@ async fn ties_in_due_time_are_written_in_arrival_order() {
     let body = br#"{"prompt":"x","max_tokens":10,"stream":true}"#;
     let mut plans = Vec::new();
     for _ in 0..20 {
-        let Reply::Generate(p) = Reply::to(&server, Route::Completions, body, t0) else { panic!("a plan") };
+        let Reply::Generate(p) = Reply::to(&server, Route::Completions, body, t0, None) else { panic!("a plan") };
         plans.push(p);
     }
     // Submitted in an order unlike the request numbers.
