@@ -502,6 +502,7 @@ pub enum ProgressArg {
     Auto,
     Tui,
     Plain,
+    #[value(alias = "off")]
     None,
 }
 
@@ -555,7 +556,7 @@ pub struct JudgeArgs {
     /// A TOML file with `slo`, a `[prices]` list, `price`, `gpus` and `[ratings]` thresholds; flags win over it.
     #[arg(long, help_heading = "SLOs and cost")]
     pub config: Option<PathBuf>,
-    /// The entry of the config's [prices] list to use.
+    /// The entry of the config's [prices] list to use (a list of one needs no choice).
     #[arg(long, help_heading = "SLOs and cost")]
     pub price: Option<String>,
 }

@@ -79,7 +79,16 @@ impl ConfigFile {
 
     /// The price named by `price` (or by `--price`), per GPU-hour.
     pub fn price(&self, name: Option<&str>) -> Result<Option<f64>> {
-        let Some(name) = name.or(self.price.as_deref()) else { return Ok(None) };
+        let name = match (name.or(self.price.as_deref()), self.prices.len()) {
+            (Some(name), _) => name,
+            (None, 0) => return Ok(None),
+            // A list of one: that is the price.
+            (None, 1) => self.prices.keys().next().map(String::as_str).unwrap_or_default(),
+            (None, _) => bail!(
+                "the config lists several prices ({}) and names none: pick one with --price NAME, or price = \"NAME\" in the file",
+                self.prices.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        };
         match self.prices.get(name) {
             Some(&p) => Ok(Some(p)),
             None => bail!(
@@ -165,6 +174,14 @@ mod tests {
         assert!(toml::from_str::<ConfigFile>("sloo = \"x\"").is_err(), "unknown keys are errors");
         let bad: ConfigFile = toml::from_str("[ratings.tpot]\nexcellent = 90\nacceptable = 80\npoor = 100\n").unwrap();
         assert!(bad.ratings().is_err());
+        // A list of prices and no choice: one is the price, several are a question.
+        let one: ConfigFile = toml::from_str("[prices]\nh100 = 2.5\n").unwrap();
+        assert_eq!(one.price(None).unwrap(), Some(2.5));
+        let two: ConfigFile = toml::from_str("[prices]\nh100 = 2.5\na100 = 1.5\n").unwrap();
+        let err = two.price(None).unwrap_err().to_string();
+        assert!(err.contains("several prices (a100, h100)") && err.contains("--price NAME"), "{err}");
+        assert_eq!(two.price(Some("a100")).unwrap(), Some(1.5));
+        assert_eq!(ConfigFile::default().price(None).unwrap(), None);
     }
 
     #[test]
