@@ -62,6 +62,10 @@ pub struct Histogram {
     pub p50: Option<f64>,
     pub p90: Option<f64>,
     pub p99: Option<f64>,
+    /// The buckets the p50 and the p99 lie in, `[lower, upper]` seconds:
+    /// the interpolated values can be anywhere in them.
+    pub p50_bucket: Option<[f64; 2]>,
+    pub p99_bucket: Option<[f64; 2]>,
 }
 
 /// Columns over the scrapes: a gauge's value at `t_s[i]`, a counter's rate
@@ -166,6 +170,13 @@ fn secs_ms(v: Option<f64>) -> String {
     format::ms(v.map(|s| s * 1e3))
 }
 
+/// A bucket bound in seconds as milliseconds, no more digits than it has:
+/// 0.3 → 300, 0.0025 → 2.5.
+fn bound_ms(s: f64) -> String {
+    let t = format!("{:.3}", s * 1e3);
+    t.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 impl ServerSignals {
     pub fn gauge(&self, name: &str) -> Option<&Distribution> {
         self.window.gauges.get(name)
@@ -230,22 +241,30 @@ impl ServerSignals {
             }
             out.push(fig("generation tokens/s", num(c.rate_per_s, 1), "tok/s", detail));
         }
-        for (name, label) in [
-            ("ttft_seconds", "server TTFT p50"),
-            ("itl_seconds", "server ITL p50"),
-            ("queue_seconds", "server queue p50"),
+        for (name, mean_label, p50_label) in [
+            ("ttft_seconds", "server TTFT mean", "server TTFT p50"),
+            ("itl_seconds", "server ITL mean", "server ITL p50"),
+            ("queue_seconds", "server queue mean", "server queue p50"),
         ] {
             if let Some(h) = self.histogram(name) {
-                // The mean is exact (from `_sum`); the percentiles are
-                // interpolated inside buckets that can be far wider than
-                // the values (vLLM's queue-time buckets start at 300 ms).
-                let mean = h.mean.map(|m| format!("mean {} ms · ", secs_ms(Some(m)))).unwrap_or_default();
-                out.push(fig(
-                    label,
-                    secs_ms(h.p50),
-                    "ms",
-                    format!("{mean}p99 {} ms · {} observations", secs_ms(h.p99), num(h.count, 0)),
-                ));
+                // The mean is exact (from `_sum`). A percentile lies anywhere
+                // in its bucket, which can be far wider than the values
+                // (vLLM's queue-time buckets start at 300 ms, its ITL ones at
+                // 10 ms), so it is given as its bucket where that is known.
+                let at = |p: &str, bucket: Option<[f64; 2]>, v: Option<f64>| match bucket {
+                    Some([lo, hi]) => format!("{p} in the {}–{} ms bucket", bound_ms(lo), bound_ms(hi)),
+                    None => format!("{p} {} ms", secs_ms(v)),
+                };
+                let detail = format!(
+                    "{} · {} · {} observations",
+                    at("p50", h.p50_bucket, h.p50),
+                    at("p99", h.p99_bucket, h.p99),
+                    num(h.count, 0)
+                );
+                out.push(match h.mean {
+                    Some(m) => fig(mean_label, secs_ms(Some(m)), "ms", detail),
+                    None => fig(p50_label, secs_ms(h.p50), "ms", detail),
+                });
             }
         }
         if let Some(d) = self.gauge("gpu_utilization_ratio") {

@@ -581,6 +581,7 @@ mod tests {
                 p90: None,
                 p99: None,
                 p50_bucket: Some([lo_ms / 1e3, hi_ms / 1e3]),
+                p99_bucket: None,
             },
         );
         w
@@ -696,6 +697,7 @@ mod tests {
             p90: None,
             p99: None,
             p50_bucket: None,
+            p99_bucket: None,
         };
         w.histograms.insert(HistogramSignal::Queue, h(queue_ms));
         if let Some((running, waiting)) = gauges {

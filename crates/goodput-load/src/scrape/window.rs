@@ -66,6 +66,9 @@ pub struct HistogramSummary {
     /// the `+Inf` bucket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p50_bucket: Option<[f64; 2]>,
+    /// The bucket that holds the p99, as `p50_bucket`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_bucket: Option<[f64; 2]>,
 }
 
 /// The window's signals over time, as columns: `t_s[i]` is when scrape `i`
@@ -76,6 +79,11 @@ pub struct Series {
     pub t_s: Vec<f64>,
     pub gauges: BTreeMap<GaugeSignal, Vec<Option<f64>>>,
     pub rates_per_s: BTreeMap<CounterSignal, Vec<Option<f64>>>,
+}
+
+/// A quantile's bucket as `[lower, upper]`, unless it is the `+Inf` one.
+fn finite_bucket(b: Option<(f64, f64)>) -> Option<[f64; 2]> {
+    b.filter(|(_, hi)| hi.is_finite()).map(|(lo, hi)| [lo, hi])
 }
 
 /// Summarises the scrapes stamped inside [`start`, `end`] (run clock).
@@ -142,7 +150,8 @@ pub fn summarize_signals(signals: &[(Duration, Signals)], start: Duration, end: 
                 p50: h.quantile(0.5),
                 p90: h.quantile(0.9),
                 p99: h.quantile(0.99),
-                p50_bucket: h.quantile_bucket(0.5).filter(|(_, hi)| hi.is_finite()).map(|(lo, hi)| [lo, hi]),
+                p50_bucket: finite_bucket(h.quantile_bucket(0.5)),
+                p99_bucket: finite_bucket(h.quantile_bucket(0.99)),
             };
             histograms.insert(signal, summary);
         }
