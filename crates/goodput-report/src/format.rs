@@ -69,6 +69,13 @@ pub fn prompt_extra(e: &PromptExtra) -> Option<String> {
     Some(format!("{amount} {why}; input figures are the server's counts"))
 }
 
+/// A histogram bucket's bound in seconds as milliseconds, with no more
+/// digits than it has: 0.3 → 300, 0.0025 → 2.5.
+pub fn bound_ms(s: f64) -> String {
+    let t = format!("{:.3}", s * 1e3);
+    t.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// The client's own CPU over the run, in one line: the cores it kept busy
 /// of those it had, and its CPU per output token and per chunk read.
 pub fn client_cost(c: &ClientCost) -> String {

@@ -170,13 +170,6 @@ fn secs_ms(v: Option<f64>) -> String {
     format::ms(v.map(|s| s * 1e3))
 }
 
-/// A bucket bound in seconds as milliseconds, no more digits than it has:
-/// 0.3 → 300, 0.0025 → 2.5.
-fn bound_ms(s: f64) -> String {
-    let t = format!("{:.3}", s * 1e3);
-    t.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
 impl ServerSignals {
     pub fn gauge(&self, name: &str) -> Option<&Distribution> {
         self.window.gauges.get(name)
@@ -252,7 +245,7 @@ impl ServerSignals {
                 // (vLLM's queue-time buckets start at 300 ms, its ITL ones at
                 // 10 ms), so it is given as its bucket where that is known.
                 let at = |p: &str, bucket: Option<[f64; 2]>, v: Option<f64>| match bucket {
-                    Some([lo, hi]) => format!("{p} in the {}–{} ms bucket", bound_ms(lo), bound_ms(hi)),
+                    Some([lo, hi]) => format!("{p} in the {}–{} ms bucket", format::bound_ms(lo), format::bound_ms(hi)),
                     None => format!("{p} {} ms", secs_ms(v)),
                 };
                 let detail = format!(

@@ -627,6 +627,8 @@ fn html_server_signals_show_figures_series_and_the_cross_check() {
     assert!(html.contains(&card("server TTFT mean", &format!("{ttft_mean:.2} <small>ms</small>"))));
     let [lo, hi] = [0, 1].map(|i| f(&format!("/histograms/ttft_seconds/p50_bucket/{i}")) * 1e3);
     assert!(html.contains(&format!("p50 in the {lo:.0}–{hi:.0} ms bucket")), "{lo}–{hi}");
+    // So does the cross-check's p50 row, beside the client's exact p50.
+    assert!(html.contains(&format!("<td>{lo:.0}–{hi:.0} (its bucket)</td>")), "{lo}–{hi}");
     assert!(html.contains(&card(
         "generation tokens/s",
         &format!("{:.1} <small>tok/s</small>", f("/counters/generation_tokens/rate_per_s"))

@@ -721,13 +721,16 @@ fn server_section(o: &mut String, r: &RunResult) {
         charts(o, &drawn);
     }
     if let Some(c) = &s.cross_check {
-        cross_check(o, c);
+        let bucket = s.histogram("ttft_seconds").and_then(|h| h.p50_bucket);
+        cross_check(o, c, bucket);
     }
     o.push_str("</section>");
 }
 
 /// The figures both sides count, side by side, and what the gaps mean.
-fn cross_check(o: &mut String, c: &server::CrossCheck) {
+/// `p50_bucket`: the bucket of the server's TTFT histogram its p50 lies
+/// in, shown in place of a figure interpolated inside it.
+fn cross_check(o: &mut String, c: &server::CrossCheck, p50_bucket: Option<[f64; 2]>) {
     let server_side =
         [c.server_ttft_mean_ms, c.server_ttft_p50_ms, c.server_generation_tokens, c.server_requests_succeeded];
     if server_side.iter().any(Option::is_some) {
@@ -753,7 +756,10 @@ fn cross_check(o: &mut String, c: &server::CrossCheck) {
             o,
             "<tr><td>TTFT p50 (ms)</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             format::ms(c.client_ttft_p50_ms),
-            format::ms(c.server_ttft_p50_ms),
+            match p50_bucket {
+                Some([lo, hi]) => format!("{}–{} (its bucket)", format::bound_ms(lo), format::bound_ms(hi)),
+                None => format::ms(c.server_ttft_p50_ms),
+            },
             gap(!by_mean)
         );
         let _ = write!(
