@@ -381,7 +381,7 @@ pub struct ShapeArgs {
     /// Gamma shape for --arrival gamma: 1 is Poisson, below 1 burstier, above 1 smoother.
     #[arg(long)]
     pub burstiness: Option<f64>,
-    /// Measured requests to send, per point in a sweep (default 100 when no --duration).
+    /// Measured requests to send, per point in a sweep (when no --duration: 10 a user in a closed loop, at least 100; 100 in an open loop).
     #[arg(long, short = 'n')]
     pub requests: Option<u64>,
     /// Stop sending after this long (e.g. 60s), per point in a sweep.
