@@ -358,12 +358,25 @@ impl Chart {
                 );
             }
         }
-        for (k, m) in self.marks.iter().enumerate() {
+        // Label boxes placed so far, (left, right, baseline): a label that
+        // would cross one moves up a line until it crosses none, so marks
+        // on one point, or close together, stay readable.
+        let mut placed: Vec<(f64, f64, f64)> = Vec::new();
+        for m in &self.marks {
             let (x, y) = (sx(m.x), sy(m.y));
             let anchor = if x > LEFT + pw * 0.7 { "end" } else { "start" };
             let dx = if anchor == "end" { -10.0 } else { 10.0 };
-            // Stagger labels so two marks on one point stay readable.
-            let dy = -10.0 - 14.0 * k as f64;
+            let width = LABEL_CHAR_PX * m.label.chars().count() as f64;
+            let (left, right) = if anchor == "end" { (x + dx - width, x + dx) } else { (x + dx, x + dx + width) };
+            let mut dy = -10.0;
+            while dy > -10.0 - LINE_PX * 8.0
+                && placed
+                    .iter()
+                    .any(|&(l, r, b)| l < right && left < r && ((y + dy).max(TOP + 10.0) - b).abs() < LINE_PX)
+            {
+                dy -= LINE_PX;
+            }
+            placed.push((left, right, (y + dy).max(TOP + 10.0)));
             let _ = write!(
                 o,
                 r#"<g class="mark {cls}"><circle cx="{}" cy="{}" r="8"><title>{t}</title></circle><text text-anchor="{anchor}" x="{}" y="{}">{t}</text></g>"#,
@@ -378,6 +391,11 @@ impl Chart {
         o.push_str("</g></svg>");
     }
 }
+
+/// A mark label's line height and the width of one of its characters
+/// (11.5 px bold sans-serif, a little generous), in px.
+const LINE_PX: f64 = 14.0;
+const LABEL_CHAR_PX: f64 = 7.0;
 
 /// Points of a step function: each value holds until the next x, the last
 /// for `last_width`.
@@ -430,6 +448,35 @@ mod tests {
         let chart = Chart { id: "e".into(), title: "E".into(), ..Default::default() };
         let html = chart.render();
         assert!(html.contains(r#"data-points="0""#) && html.contains("No data"));
+    }
+
+    /// Two marks whose labels would fall on one line (the second a little
+    /// left of and below the first, as a sweep's recommended point often is
+    /// beside its saturation) get lines of their own.
+    #[test]
+    fn mark_labels_near_each_other_take_separate_lines() {
+        let mark = |x: f64, y: f64, label: &str| Mark { x, y, label: label.into(), class: "mark-rec" };
+        let chart = Chart {
+            id: "m".into(),
+            title: "M".into(),
+            series: vec![Series::new("s", Style::LineDots, 0, vec![(0.0, 0.0), (100.0, 100.0)])],
+            marks: vec![
+                mark(40.0, 50.0, "saturation: concurrency 88"),
+                mark(38.0, 45.0, "recommended: concurrency 64"),
+            ],
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let baselines: Vec<f64> = svg
+            .match_indices(r#"<text text-anchor="start" x=""#)
+            .filter_map(|(i, _)| {
+                let rest = &svg[i..];
+                let y = rest.split(r#" y=""#).nth(1)?.split('"').next()?;
+                rest.find("concurrency").filter(|&j| j < 200).and(y.parse().ok())
+            })
+            .collect();
+        assert_eq!(baselines.len(), 2, "{svg}");
+        assert!((baselines[0] - baselines[1]).abs() >= LINE_PX, "labels on one line: {baselines:?}");
     }
 
     #[test]

@@ -1102,8 +1102,15 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
     }
 
     let pts = &sw.points;
+    // Lines join the points from the lightest load to the heaviest, not in
+    // the order they ran (a search adds points between those of the grid).
+    // Requests in flight order loads of either kind: more load, more in
+    // flight, for a closed loop and an open one alike.
+    let mut ordered: Vec<&goodput_core::sweep::SweepPoint> = pts.iter().collect();
+    ordered.sort_by(|a, b| a.result.summary.in_flight.mean.total_cmp(&b.result.summary.in_flight.mean));
     let tips = |f: &dyn Fn(&RunResult) -> Option<f64>, what: &str| -> Vec<String> {
-        pts.iter()
+        ordered
+            .iter()
             .filter(|p| f(&p.result).is_some())
             .map(|p| {
                 format!(
@@ -1116,7 +1123,7 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
             .collect()
     };
     let curve = |f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<(f64, f64)> {
-        pts.iter().filter_map(|p| Some((p.result.summary.throughput.output_tokens_per_s, f(&p.result)?))).collect()
+        ordered.iter().filter_map(|p| Some((p.result.summary.throughput.output_tokens_per_s, f(&p.result)?))).collect()
     };
     let latency_curve = |id: &str, name: &str, d: Dist, ref_y: &dyn Fn(&PointRef) -> Option<f64>| {
         let p50 = |r: &RunResult| d.of(&r.summary).p(50.0);
@@ -1151,7 +1158,7 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
     let e2e_curve = latency_curve("sweep-e2e", "E2E", Dist::E2e, &p50_at(Dist::E2e));
 
     let by_load = |f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<(f64, f64)> {
-        pts.iter().filter_map(|p| Some((p.load.value(), f(&p.result)?))).collect()
+        ordered.iter().filter_map(|p| Some((p.load.value(), f(&p.result)?))).collect()
     };
     let mut load_series = vec![Series::new(
         "output tok/s",
@@ -1194,7 +1201,8 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
         v.dedup();
         v
     };
-    let overlay: Vec<(String, &RunResult)> = shown.iter().map(|&i| (pts[i].load.label(), &pts[i].result)).collect();
+    let overlay: Vec<(String, &RunResult)> =
+        shown.iter().map(|&i| (ordered[i].load.label(), &ordered[i].result)).collect();
     let mut ttft_cdf = cdf_chart("sweep-ttft-cdf", Latency::Ttft, &overlay, Vec::new());
     ttft_cdf.title = "TTFT distribution by load".into();
     if shown.len() < pts.len() {
