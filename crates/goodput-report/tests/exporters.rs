@@ -398,6 +398,30 @@ fn html_keeps_every_hostile_string_as_text() {
     assert_eq!(back, r);
 }
 
+/// A search adds points between the grid's: the curves still run from the
+/// lightest load to the heaviest, whatever order the points ran in.
+#[test]
+fn html_sweep_curves_join_points_in_load_order_not_run_order() {
+    let mut sw = sweep();
+    sw.points.reverse();
+    let html = text(&Format::Html.exporter().render_sweep(&sw).unwrap(), "");
+    let start = html.find(r#"data-chart="sweep-ttft""#).unwrap();
+    let line = &html[start..];
+    let points = line.split(r#"<polyline class="line"#).nth(1).unwrap();
+    let points = points.split(r#"points=""#).nth(1).unwrap().split('"').next().unwrap();
+    let xs: Vec<f64> = points.split(' ').map(|p| p.split(',').next().unwrap().parse().unwrap()).collect();
+    // The throughputs in load order (requests in flight), up and down as
+    // they go (the fixture's last load is past the knee): the line's x
+    // coordinates rise and fall with them.
+    let mut by_load: Vec<_> = sw.points.iter().map(|p| &p.result.summary).collect();
+    by_load.sort_by(|a, b| a.in_flight.mean.total_cmp(&b.in_flight.mean));
+    let tput: Vec<f64> = by_load.iter().map(|s| s.throughput.output_tokens_per_s).collect();
+    assert_eq!(xs.len(), tput.len());
+    let rises = |v: &[f64]| v.windows(2).map(|w| w[1] > w[0]).collect::<Vec<_>>();
+    assert_eq!(rises(&xs), rises(&tput), "x {xs:?} against throughput by load {tput:?}");
+    assert!(rises(&tput).contains(&true) && rises(&tput).contains(&false), "the fixture goes up, then down");
+}
+
 #[test]
 fn html_sweep_marks_saturation_and_the_recommended_point() {
     let sw = sweep();
