@@ -360,13 +360,33 @@ impl Conn {
             return Err(HeadError::ClosedBeforeResponse(format!("the request could not be written: {e}")));
         }
         let mut first = None;
+        let mut last = ReadStamp::default();
         loop {
-            let (n, last) = match self.fill(clock).await {
+            // What is buffered first: an interim response (100 Continue) and
+            // the head after it can come in one read.
+            if !self.buf.is_empty() {
+                match parse_head(&self.buf)? {
+                    Some((len, head)) if (100..200).contains(&head.status) => {
+                        self.buf.advance(len);
+                        continue;
+                    }
+                    Some((len, head)) => {
+                        self.buf.advance(len);
+                        return Ok((head, first.unwrap_or(last.t), last));
+                    }
+                    None if self.buf.len() > MAX_HEAD => {
+                        return Err(HeadError::Invalid("the response head is larger than 64 KiB".into()))
+                    }
+                    None => {}
+                }
+            }
+            let n = match self.fill(clock).await {
                 Ok((n, read)) => {
                     if n > 0 {
                         first.get_or_insert(read.t);
                     }
-                    (n, read)
+                    last = read;
+                    n
                 }
                 Err(e) if self.buf.is_empty() => {
                     return Err(HeadError::ClosedBeforeResponse(format!(
@@ -383,21 +403,6 @@ impl Conn {
                 } else {
                     HeadError::Invalid("the server closed the connection inside the response head".into())
                 });
-            }
-            // 1xx interim responses (100 Continue) are skipped.
-            match parse_head(&self.buf)? {
-                Some((len, head)) if (100..200).contains(&head.status) => {
-                    self.buf.advance(len);
-                    continue;
-                }
-                Some((len, head)) => {
-                    self.buf.advance(len);
-                    return Ok((head, first.unwrap_or(last.t), last));
-                }
-                None if self.buf.len() > MAX_HEAD => {
-                    return Err(HeadError::Invalid("the response head is larger than 64 KiB".into()))
-                }
-                None => {}
             }
         }
     }

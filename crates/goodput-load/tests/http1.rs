@@ -145,6 +145,16 @@ async fn bytes_that_trickle_in_one_at_a_time() {
     assert!(recs.iter().all(|r| r.outcome == Outcome::Success && r.output_tokens == 24), "{recs:?}");
 }
 
+/// An interim response and the real head in one write, so in one read: the
+/// head is read from the buffer, not waited for (it used to hang until the
+/// timeout whenever the client read both at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interim_response_and_the_head_in_one_read() {
+    let (url, _) = server(Framing::Chunked, usize::MAX, b"HTTP/1.1 100 Continue\r\n\r\n").await;
+    let recs = load(native_client(&url), 3, 1).await;
+    assert!(recs.iter().all(|r| r.outcome == Outcome::Success && r.output_tokens == 24), "{recs:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_is_not_http_is_an_invalid_response() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
