@@ -9,7 +9,7 @@
 # server's share (its write gap against 10 ms) and the client's own (the
 # measured gap against the write gap).
 #   bench/client_overhead.sh [STREAMS] [REQUESTS] [OUTPUT_TOKENS]
-# Environment: PIN=1 (server on CPU 0, client on CPU 1), TRANSPORT=auto|reqwest (the client's HTTP stack), STAMP=read|kernel
+# Environment: PIN=1 (server on CPU 0, client on CPU 1), TRANSPORT=auto|reqwest (the client's HTTP stack), STAMP=auto|read|kernel
 # (when chunks are stamped), SERVER_THREADS and CLIENT_THREADS (tokio worker
 # threads of each side), BENCH_ARGS (more `goodput bench` flags, e.g.
 # "--rate 210" for streams at independent phases), STALLS=1 (runs
@@ -38,7 +38,7 @@ sleep 0.5
 read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 if [ -n "${STALLS:-}" ]; then target/release/examples/stall_probe 3600 "$TMP/stalls.csv" & PROBE=$!; fi
 GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $CLIENT_BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
-  --output-tokens "$OUT_TOKENS" --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-read}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" \
+  --output-tokens "$OUT_TOKENS" --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-auto}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" \
   --header 'X-Request-Id: {request}' >/dev/null
 read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 STALL_ARGS=()

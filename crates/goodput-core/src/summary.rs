@@ -495,9 +495,9 @@ fn warnings(s: &Summary) -> Vec<String> {
     if let Some(lag) = s.client_read_lag_ms.p(50.0).filter(|l| *l > CLIENT_READ_LAG_WARN_MS) {
         w.push(format!(
             "the client read output late: in half the requests a chunk waited {lag:.1} ms or more in the socket before \
-             it was read. With read stamps (the default) that wait is inside TTFT and ITL; with --stamp kernel it is not, \
-             but chunks that came in one read still hide the gap between them. More CPU or fewer streams per client \
-             process avoids it"
+             it was read. With kernel stamps (config.client.stamp; the default on Linux) that wait stays out of TTFT \
+             and ITL, but chunks that came in one read still hide the gap between them; with read stamps it is inside \
+             them. More CPU or fewer streams per client process avoids it"
         ));
     }
     w

@@ -2,7 +2,7 @@
 //! byte-level reading is a pure `ResponseReader` (fed every split of a stream
 //! in tests); `Client::execute` adds the socket, the clock and the timeout.
 
-use crate::http1::{HeadError, Http1, ReadStamp};
+use crate::http1::{HeadError, Http1, ReadStamp, Stamps};
 use crate::native::LineReader;
 use crate::openai::{build_body_for, error_message, parse_for, Api, BodyOptions, KeyHeader, PromptBody, Usage};
 use crate::sse::{SseEvent, SseReader};
@@ -299,9 +299,10 @@ pub struct ClientConfig {
     pub body: BodyOptions,
     pub timeout: Duration,
     pub transport: Transport,
-    /// Stamp chunks with the kernel's receive time rather than the read's
-    /// (Linux, goodput's own HTTP/1.1 client only).
-    pub kernel_stamps: bool,
+    /// When chunks are stamped: the kernel's receive time or the read's
+    /// (kernel stamps need Linux and goodput's own HTTP/1.1 client; `Auto`
+    /// takes them where they are to be had).
+    pub stamps: Stamps,
     /// The header that carries `api_key`.
     pub key_header: KeyHeader,
     /// More request headers, sent as given (`--header`).
@@ -453,11 +454,11 @@ impl Client {
                 let url =
                     reqwest::Url::parse(&endpoint).map_err(|e| format!("invalid --url '{}': {e}", cfg.base_url))?;
                 let h = Http1::new(&url)?;
-                Some(if cfg.kernel_stamps { h.with_kernel_stamps()? } else { h })
+                Some(h.with_stamps(cfg.stamps)?)
             }
             _ => None,
         };
-        if cfg.kernel_stamps && native.is_none() {
+        if cfg.stamps == Stamps::Kernel && native.is_none() {
             return Err("--stamp kernel needs goodput's own HTTP/1.1 client: an http:// URL reached directly \
                         (no proxy) and --transport auto"
                 .into());
@@ -508,6 +509,12 @@ impl Client {
         } else {
             "reqwest"
         }
+    }
+
+    /// `kernel` or `read`: how this client stamps chunks, `Auto` resolved
+    /// (reqwest can only stamp reads).
+    pub fn stamp_name(&self) -> &'static str {
+        self.native.as_ref().map_or("read", |h| h.stamps().name())
     }
 
     pub fn http(&self) -> &reqwest::Client {

@@ -35,7 +35,40 @@ pub struct Http1 {
     /// Path and query of the endpoint.
     target: String,
     idle: Mutex<Vec<Conn>>,
-    kernel_stamps: bool,
+    stamps: Stamps,
+}
+
+/// When a read's bytes are taken to have come (`--stamp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stamps {
+    /// When the read returned.
+    Read,
+    /// When the kernel received the read's last segment (`SO_TIMESTAMPNS`,
+    /// Linux); a connection whose socket cannot give it is an error.
+    Kernel,
+    /// The kernel's time where it gives one, the read's time elsewhere: kernel
+    /// stamps on Linux, read stamps on other systems.
+    #[default]
+    Auto,
+}
+
+impl Stamps {
+    /// The mode in force on this system: `Auto` resolved.
+    pub fn effective(self) -> Stamps {
+        match self {
+            Stamps::Auto if cfg!(target_os = "linux") => Stamps::Kernel,
+            Stamps::Auto => Stamps::Read,
+            s => s,
+        }
+    }
+
+    /// `read` or `kernel`, as the result's `config.client.stamp` names it.
+    pub fn name(self) -> &'static str {
+        match self.effective() {
+            Stamps::Kernel => "kernel",
+            _ => "read",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +88,10 @@ pub struct Conn {
     kernel_stamps: bool,
     /// Reads so far, to number them.
     reads: u64,
+    /// The last read's stamp: a kernel stamp is never taken earlier than it
+    /// (the wall clock it is read against may be stepped back by up to a
+    /// second unnoticed).
+    last: Duration,
 }
 
 /// One read off the socket, as the client saw it.
@@ -195,17 +232,25 @@ impl Http1 {
             Some(q) => format!("{}?{q}", endpoint.path()),
             None => endpoint.path().to_owned(),
         };
-        Ok(Http1 { host, port, authority, target, idle: Mutex::new(Vec::new()), kernel_stamps: false })
+        Ok(Http1 { host, port, authority, target, idle: Mutex::new(Vec::new()), stamps: Stamps::Read })
     }
 
-    /// Stamps reads with the time the kernel received their last segment
-    /// (`SO_TIMESTAMPNS`) rather than the time the read returned; Linux only.
-    pub fn with_kernel_stamps(mut self) -> Result<Self, String> {
-        if !cfg!(target_os = "linux") {
-            return Err("kernel receive timestamps (--stamp kernel) are available on Linux only".into());
+    /// Stamps reads as `stamps` says: `Kernel` and `Auto` (on Linux) with the
+    /// time the kernel received their last segment (`SO_TIMESTAMPNS`) rather
+    /// than the time the read returned. `Kernel` is refused elsewhere.
+    pub fn with_stamps(mut self, stamps: Stamps) -> Result<Self, String> {
+        if stamps == Stamps::Kernel && !cfg!(target_os = "linux") {
+            return Err("kernel receive timestamps (--stamp kernel) are available on Linux only; \
+                        leave --stamp at auto or give --stamp read"
+                .into());
         }
-        self.kernel_stamps = true;
+        self.stamps = stamps;
         Ok(self)
+    }
+
+    /// The stamp mode in force (`Auto` resolved).
+    pub fn stamps(&self) -> Stamps {
+        self.stamps.effective()
     }
 
     /// The whole request, head and JSON `body`, as written (and written
@@ -263,8 +308,10 @@ impl Http1 {
         // (the client's own lag, reported beside the latencies).
         #[cfg(target_os = "linux")]
         if let Err(e) = stamp::enable(&sock) {
-            if self.kernel_stamps {
-                return Err(format!("cannot turn on receive timestamps on the socket: {e}"));
+            if self.stamps == Stamps::Kernel {
+                return Err(format!(
+                    "cannot turn on receive timestamps on the socket: {e} (--stamp auto falls back to read stamps)"
+                ));
             }
         }
         // Still non-blocking, registered anew with the reactor.
@@ -277,8 +324,9 @@ impl Http1 {
             sock,
             buf: BytesMut::with_capacity(READ_SIZE),
             idle_since: Instant::now(),
-            kernel_stamps: self.kernel_stamps,
+            kernel_stamps: self.stamps.effective() == Stamps::Kernel,
             reads: 0,
+            last: Duration::ZERO,
         })
     }
 
@@ -320,7 +368,8 @@ impl Conn {
             unsafe { self.buf.set_len(self.buf.len() + n) };
             self.reads += 1;
             let lag = stamp::age(stamp);
-            let t = if self.kernel_stamps { now.saturating_sub(lag.unwrap_or_default()) } else { now };
+            let t = if self.kernel_stamps { arrival(now, lag, self.last) } else { now };
+            self.last = t;
             return Ok((n, ReadStamp { t, lag, serial: self.reads }));
         }
     }
@@ -480,6 +529,15 @@ impl Conn {
             read = next;
         }
     }
+}
+
+/// A kernel-stamped read's time: the read's time `now` less the `lag` its
+/// last bytes waited in the socket (none known: `now`), and never before the
+/// connection's previous read at `last`. The lag is measured against the wall
+/// clock, which can be stepped back unnoticed by up to a second; bytes that
+/// came later cannot have arrived earlier.
+fn arrival(now: Duration, lag: Option<Duration>, last: Duration) -> Duration {
+    now.saturating_sub(lag.unwrap_or_default()).max(last)
 }
 
 /// One `recvmsg` into `spare`: the byte count and the time the kernel
@@ -674,6 +732,19 @@ mod tests {
                 assert_eq!(left, 4, "splits {i} {j}");
             }
         }
+    }
+
+    #[test]
+    fn kernel_stamped_reads_keep_their_order() {
+        let ms = Duration::from_millis;
+        // The bytes waited 3 ms in the socket.
+        assert_eq!(arrival(ms(100), Some(ms(3)), ms(90)), ms(97));
+        // No kernel time for this read: the read's own.
+        assert_eq!(arrival(ms(100), None, ms(90)), ms(100));
+        // A lag that would put it before the previous read (a stepped clock) stops there.
+        assert_eq!(arrival(ms(100), Some(ms(20)), ms(90)), ms(90));
+        // Never before the run's origin.
+        assert_eq!(arrival(ms(2), Some(ms(5)), Duration::ZERO), Duration::ZERO);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod trace;
 pub mod workload;
 
 pub use client::{Client, ClientConfig, Transport};
+pub use http1::Stamps;
 pub use openai::{Api, BodyOptions, KeyHeader, PromptBody};
 pub use runner::{run, run_at, Backend, Control, LoadPlan, RecordSink, RunOutput};
 pub use schedule::{Arrival, ArrivalSchedule};

@@ -9,7 +9,7 @@ mod common;
 
 use common::{plan, read_request, sse};
 use goodput_core::{FailureKind, Outcome, RequestRecord};
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, Transport};
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, Stamps, Transport};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,7 +91,7 @@ fn native_client_for(url: &str, api: Api, key_header: KeyHeader) -> Arc<Client> 
         body,
         timeout: Duration::from_secs(10),
         transport: Transport::Auto,
-        kernel_stamps: false,
+        stamps: Stamps::default(),
         key_header,
         headers: vec![("X-Team".into(), "infra".into()), ("X-Routing".into(), "s-{session}/r-{request}".into())],
         cancel: None,
@@ -288,7 +288,7 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
                 body,
                 timeout: Duration::from_secs(10),
                 transport: Transport::Auto,
-                kernel_stamps: kernel,
+                stamps: if kernel { Stamps::Kernel } else { Stamps::Read },
                 key_header: Default::default(),
                 headers: Vec::new(),
                 cancel: None,
@@ -323,23 +323,38 @@ fn event_done() -> String {
     format!("{:x}\r\n{data}\r\n", data.len())
 }
 
+/// `Kernel` is refused where it cannot be had; `Auto` (the default) takes
+/// kernel stamps where it can and says which it took.
 #[test]
 fn kernel_stamps_need_our_http_client() {
-    let cfg = |url: &str, transport| ClientConfig {
+    let cfg = |url: &str, transport, stamps| ClientConfig {
         base_url: url.into(),
         api_key: None,
         body: BodyOptions::default(),
         timeout: Duration::from_secs(1),
         transport,
-        kernel_stamps: true,
+        stamps,
         key_header: Default::default(),
         headers: Vec::new(),
         cancel: None,
     };
-    let err = Client::new(cfg("http://127.0.0.1:9", Transport::Reqwest), None).err().unwrap();
+    let err = Client::new(cfg("http://127.0.0.1:9", Transport::Reqwest, Stamps::Kernel), None).err().unwrap();
     assert!(err.contains("--stamp kernel needs goodput's own HTTP/1.1 client"), "{err}");
-    assert!(Client::new(cfg("https://127.0.0.1:9", Transport::Auto), None).is_err());
+    assert!(Client::new(cfg("https://127.0.0.1:9", Transport::Auto, Stamps::Kernel), None).is_err());
+    let kernel = if cfg!(target_os = "linux") { "kernel" } else { "read" };
     if cfg!(target_os = "linux") {
-        assert!(Client::new(cfg("http://127.0.0.1:9", Transport::Auto), None).is_ok());
+        let c = Client::new(cfg("http://127.0.0.1:9", Transport::Auto, Stamps::Kernel), None).unwrap();
+        assert_eq!(c.stamp_name(), "kernel");
     }
+    // Auto: kernel stamps through our client where the system gives them, read stamps through reqwest.
+    for (url, transport, name) in [
+        ("http://127.0.0.1:9", Transport::Auto, kernel),
+        ("http://127.0.0.1:9", Transport::Reqwest, "read"),
+        ("https://127.0.0.1:9", Transport::Auto, "read"),
+    ] {
+        let c = Client::new(cfg(url, transport, Stamps::Auto), None).unwrap();
+        assert_eq!(c.stamp_name(), name, "{url} {transport:?}");
+    }
+    let c = Client::new(cfg("http://127.0.0.1:9", Transport::Auto, Stamps::Read), None).unwrap();
+    assert_eq!(c.stamp_name(), "read");
 }

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
 use goodput_load::client::{error_chain, normalize_base, request_headers, Cancellation};
 use goodput_load::{
-    Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, LoadPlan, TokenCounter, Transport, Workload,
+    Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, LoadPlan, Stamps, TokenCounter, Transport, Workload,
 };
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use serde_json::{json, Value};
@@ -169,7 +169,7 @@ pub async fn connect(
             body: BodyOptions::default(),
             timeout: t.timeout,
             transport: Transport::Reqwest,
-            kernel_stamps: false,
+            stamps: Stamps::Read,
             key_header: KeyHeader::Bearer,
             headers: Vec::new(),
             cancel: None,
@@ -202,7 +202,11 @@ pub async fn connect(
                 TransportArg::Auto => Transport::Auto,
                 TransportArg::Reqwest => Transport::Reqwest,
             },
-            kernel_stamps: t.stamp == StampArg::Kernel,
+            stamps: match t.stamp {
+                StampArg::Auto => Stamps::Auto,
+                StampArg::Read => Stamps::Read,
+                StampArg::Kernel => Stamps::Kernel,
+            },
             key_header,
             headers: t.header.clone(),
             cancel,
@@ -227,7 +231,7 @@ pub async fn connect(
         "extra_body": extra,
         "timeout": humantime::format_duration(t.timeout).to_string(),
         "transport": client.transport_name(),
-        "stamp": if t.stamp == StampArg::Kernel { "kernel" } else { "read" },
+        "stamp": client.stamp_name(),
         "embedded": embedded.then(|| match sim.sim_profile {
             ProfileArg::Engine => json!({
                 "profile": "engine",

@@ -209,7 +209,11 @@ fn parse_slo(s: &str) -> Result<Slo, String> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StampArg {
+    /// `kernel` where it is to be had (Linux, goodput's own HTTP/1.1 client), `read` elsewhere.
+    Auto,
+    /// When the client reads the bytes off the socket.
     Read,
+    /// When the kernel received the bytes; an error where it cannot say.
     Kernel,
 }
 
@@ -330,8 +334,8 @@ pub struct TargetArgs {
     /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
     #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
     pub transport: TransportArg,
-    /// When a chunk is stamped: `read`, when the client reads its bytes off the socket (DESIGN §2); `kernel`, when the kernel received them (Linux, http:// with --transport auto), which keeps the client's own scheduling delays out of every time.
-    #[arg(long, value_enum, default_value_t = StampArg::Read)]
+    /// When a chunk is stamped: `kernel`, when the kernel received its bytes (Linux, http:// with --transport auto), which keeps the client's own scheduling delays out of every time; `read`, when the client read them off the socket (DESIGN §2); `auto` (the default), kernel where it is to be had and read elsewhere. The result's config.client.stamp says which was used.
+    #[arg(long, value_enum, default_value_t = StampArg::Auto)]
     pub stamp: StampArg,
 }
 

@@ -3,7 +3,9 @@
 #![allow(dead_code)]
 
 use goodput_core::RequestRecord;
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Transport, Workload};
+use goodput_load::{
+    Api, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Stamps, Transport, Workload,
+};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +32,7 @@ pub fn client_over(url: &str, api: Api, stream: bool, timeout: Duration, transpo
                 body,
                 timeout,
                 transport,
-                kernel_stamps: false,
+                stamps: Stamps::default(),
                 key_header: Default::default(),
                 headers: Vec::new(),
                 cancel: None,
