@@ -49,9 +49,12 @@ tokens=$(python3 -c "import json;print(json.load(open('$TMP/run.json'))['summary
 # The client's own lateness on the receiving side, as the run reports it.
 python3 - "$TMP/run.json" <<'PY'
 import json, sys
-s = json.load(open(sys.argv[1]))["summary"]
+doc = json.load(open(sys.argv[1]))
+s = doc["summary"]
 lag = s.get("client_read_lag_ms", {})
-c = json.load(open(sys.argv[1])).get("client")
+c = doc.get("client")
+print(f"stamps: {doc['config']['client']['stamp']} · output {s['throughput']['output_tokens_per_s']:.0f} tok/s over the window · "
+      f"TTFT p50 {s['ttft_ms']['p50']:.2f} ms p99 {s['ttft_ms']['p99']:.2f} ms (10 ms true)")
 if c:
     print(f"the run's own client CPU figure: {c['cpu_s']:.2f} s over {c['wall_s']:.2f} s = {c['cpu_us_per_output_token']:.2f} µs per output token "
           f"(from the first send; the process's start and the scrapes before it are outside)")
