@@ -3,9 +3,7 @@
 #![allow(dead_code)]
 
 use goodput_core::RequestRecord;
-use goodput_load::{
-    Api, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Stamps, Transport, Workload,
-};
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Transport, Workload};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +30,7 @@ pub fn client_over(url: &str, api: Api, stream: bool, timeout: Duration, transpo
                 body,
                 timeout,
                 transport,
-                stamps: Stamps::default(),
+                stamps: Default::default(),
                 key_header: Default::default(),
                 headers: Vec::new(),
                 cancel: None,

@@ -5,7 +5,7 @@
 
 use goodput_core::{analyze, AnalysisOptions, RequestRecord};
 use goodput_load::{
-    Api, Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Sessions, Stamps, ThinkTime, Turns,
+    Api, Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Sessions, ThinkTime, Turns,
     Workload,
 };
 use goodput_sim::engine::{EngineConfig, PromptKind};
@@ -182,7 +182,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         body,
         timeout: Duration::from_secs(120),
         transport: Default::default(),
-        stamps: Stamps::default(),
+        stamps: Default::default(),
         key_header: Default::default(),
         headers: Vec::new(),
         cancel: None,
