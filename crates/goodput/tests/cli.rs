@@ -193,7 +193,7 @@ fn goodput_serve_answers_every_api() {
 
 /// goodput's own HTTP/1.1 client (the default), reqwest, and read and kernel
 /// receive stamps all measure the same known server alike: 20 ms to the first
-/// chunk, then a chunk of 2 tokens every 2 ms (1 ms per token). The default
+/// chunk, then a chunk of 2 tokens every 10 ms (5 ms per token). The default
 /// stamp mode takes kernel stamps where they are to be had, and the result
 /// says which it took. Our client also reports its read lag in either stamp
 /// mode (on Linux).
@@ -214,11 +214,19 @@ fn both_http_stacks_and_every_stamp_mode_measure_the_known_server() {
     }
     for (transport, asked, stamp, name) in modes {
         let out = dir.path().join(format!("{transport}-{asked}.json"));
-        let mut args = vec!["-n", "6", "-c", "3", "-q", "--transport", transport];
+        let mut args = vec!["bench", "-n", "6", "-c", "3", "-q", "--transport", transport];
         if asked != "auto" {
             args.extend(["--stamp", asked]);
         }
-        let v = fast_bench(&args, &out);
+        // Gaps of 10 ms, not FAST's 2 ms: a chunk's gap is shortened by as
+        // much as the chunk before it was late, and on a busy 2-core CI
+        // machine the server's writes and the client's reads are late by
+        // tenths of a millisecond often enough to pull a median of 2 ms gaps
+        // 17% low (it did: 0.83 ms a token, against 1).
+        args.extend(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "10ms"]);
+        args.extend(["--output-tokens", "8", "--input-tokens", "16", "-o"]);
+        goodput().args(&args).arg(&out).assert().success();
+        let v = read_json(&out);
         assert_eq!(v["config"]["client"]["transport"], name);
         assert_eq!(v["config"]["client"]["stamp"], stamp, "{transport}/{asked}");
         assert_eq!(v["summary"]["requests"]["completed"], 6);
@@ -226,7 +234,7 @@ fn both_http_stacks_and_every_stamp_mode_measure_the_known_server() {
         let itl = v["summary"]["itl_ms"]["p50"].as_f64().unwrap();
         // Loose: a shared test machine; the tight check is known_timings.
         assert!((19.0..40.0).contains(&ttft), "{transport}/{stamp}: ttft p50 {ttft}");
-        assert!((0.9..2.0).contains(&itl), "{transport}/{stamp}: itl p50 {itl}");
+        assert!((4.0..7.5).contains(&itl), "{transport}/{stamp}: itl p50 {itl}");
         // The client's read lag, where it sees the kernel's receive times.
         let lag = v["summary"]["client_read_lag_ms"]["count"].as_u64().unwrap();
         let sees = cfg!(target_os = "linux") && transport == "auto";
