@@ -12,6 +12,9 @@
 //! chunk with one non-blocking `send(2)` each, ties in the order the streams
 //! arrived. A stream's place in a burst, and so its lateness, is the same
 //! every period: a constant offset the client's inter-token gaps do not see.
+//! When the thread itself is late by more than a period (a busy machine),
+//! every stream catches up one chunk a pass, in due order, so each still
+//! keeps its place.
 //!
 //! A client that reads slowly never blocks the thread: what the socket does
 //! not take stays in that stream's buffer and is retried shortly after, while
@@ -114,8 +117,9 @@ impl Stream {
         self.next = None;
     }
 
-    /// Buffers what is due by `now`, writes what the socket takes, and says
-    /// when to come back.
+    /// Buffers the next token chunk if it is due by `now` (and the close
+    /// after the last), writes what the socket takes, and says when to come
+    /// back.
     fn step(&mut self, scratch: &mut String, server: &FixedServer, trace: &Trace) -> Step {
         if self.done.is_closed() {
             // The connection task is gone (the server shut down): nobody waits.
@@ -131,6 +135,12 @@ impl Stream {
                 let close = p.writer.close("length", p.usage.map(|(prompt, n)| Usage::new(prompt, n)));
                 self.frame(&close);
                 self.terminate();
+                break;
+            }
+            // One token chunk a pass: a stream behind by several (the thread
+            // was late) has its next one after every other stream's chunk
+            // due before it, so it keeps its place in each burst.
+            if framed > 0 {
                 break;
             }
             let due = p.due(i);
