@@ -360,6 +360,11 @@ impl Conn {
                 continue; // EAGAIN: readiness was cleared, wait again.
             };
             let (n, stamp) = read?;
+            // The wall clock first, then the run's: a pause between the two
+            // makes `now` late and so the arrival late, never early (read
+            // the other way round, a stamp could come before the server's
+            // write).
+            let wall = std::time::SystemTime::now();
             let now = clock();
             if n < asked {
                 ready.clear_ready();
@@ -367,7 +372,7 @@ impl Conn {
             // SAFETY: recv initialised the first n bytes of the spare capacity.
             unsafe { self.buf.set_len(self.buf.len() + n) };
             self.reads += 1;
-            let lag = stamp::age(stamp);
+            let lag = stamp::age(stamp, wall);
             let t = if self.kernel_stamps { arrival(now, lag, self.last) } else { now };
             self.last = t;
             return Ok((n, ReadStamp { t, lag, serial: self.reads }));
@@ -620,9 +625,9 @@ mod stamp {
         None
     }
 
-    /// How long ago the kernel's `stamp` was, by the wall clock.
-    pub fn age(stamp: Option<SystemTime>) -> Option<Duration> {
-        stamp.and_then(|k| SystemTime::now().duration_since(k).ok()).filter(|a| *a < MAX_AGE)
+    /// How long before `wall` (the wall clock's time) the kernel's `stamp` was.
+    pub fn age(stamp: Option<SystemTime>, wall: SystemTime) -> Option<Duration> {
+        stamp.and_then(|k| wall.duration_since(k).ok()).filter(|a| *a < MAX_AGE)
     }
 }
 
