@@ -222,7 +222,11 @@ fn both_http_stacks_and_every_stamp_mode_measure_the_known_server() {
         // much as the chunk before it was late, and on a busy 2-core CI
         // machine the server's writes and the client's reads are late by
         // tenths of a millisecond often enough to pull a median of 2 ms gaps
-        // 17% low (it did: 0.83 ms a token, against 1).
+        // 17% low (it did: 0.83 ms a token, against 1). With both cores kept
+        // busy by four other processes, late by milliseconds: the median
+        // was once 3.7 ms a token, against 5. The bounds still tell a wrong
+        // measure (gaps not shared by their 2 tokens: 10; one stamp for a
+        // whole stream: 0).
         args.extend(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "10ms"]);
         args.extend(["--output-tokens", "8", "--input-tokens", "16", "-o"]);
         goodput().args(&args).arg(&out).assert().success();
@@ -234,7 +238,7 @@ fn both_http_stacks_and_every_stamp_mode_measure_the_known_server() {
         let itl = v["summary"]["itl_ms"]["p50"].as_f64().unwrap();
         // Loose: a shared test machine; the tight check is known_timings.
         assert!((19.0..40.0).contains(&ttft), "{transport}/{stamp}: ttft p50 {ttft}");
-        assert!((4.0..7.5).contains(&itl), "{transport}/{stamp}: itl p50 {itl}");
+        assert!((2.5..7.5).contains(&itl), "{transport}/{stamp}: itl p50 {itl}");
         // The client's read lag, where it sees the kernel's receive times.
         let lag = v["summary"]["client_read_lag_ms"]["count"].as_u64().unwrap();
         let sees = cfg!(target_os = "linux") && transport == "auto";
