@@ -126,55 +126,50 @@ impl Stream {
             return Step::Finished(End { keep_alive: false });
         }
         let now = Instant::now();
-        // Token chunks framed in this step: `framed` of them from `first`.
-        let first = self.next.unwrap_or(0);
-        let mut framed = 0;
-        while let Some(i) = self.next {
-            let p = &self.plan;
-            if i >= p.n_chunks {
-                let close = p.writer.close("length", p.usage.map(|(prompt, n)| Usage::new(prompt, n)));
-                self.frame(&close);
-                self.terminate();
-                break;
-            }
-            // One token chunk a pass: a stream behind by several (the thread
-            // was late) has its next one after every other stream's chunk
-            // due before it, so it keeps its place in each burst.
-            if framed > 0 {
-                break;
-            }
-            let due = p.due(i);
-            if due > now + BATCH {
-                break;
-            }
-            if i == p.fault_at() {
-                match p.fault {
-                    Fault::StreamError => {
-                        let ev = p.writer.error_event("injected fault: the engine failed mid-stream");
-                        self.frame(&ev);
-                        self.terminate();
-                        break;
-                    }
-                    Fault::Disconnect => {
-                        let _ = self.flush();
-                        let _ = self.sock.shutdown(Shutdown::Both);
-                        return Step::Finished(End { keep_alive: false });
-                    }
-                    _ => {}
+        // One token chunk a pass, the next if it is due: a stream behind by
+        // several (the thread was late) has its next one after every other
+        // stream's chunk due before it, so it keeps its place in each burst.
+        let mut framed = None;
+        if let Some(i) = self.next.filter(|&i| i < self.plan.n_chunks) {
+            let due = self.plan.due(i);
+            let fault = (i == self.plan.fault_at()).then_some(self.plan.fault);
+            match fault {
+                _ if due > now + BATCH => {}
+                Some(Fault::StreamError) => {
+                    let ev = self.plan.writer.error_event("injected fault: the engine failed mid-stream");
+                    self.frame(&ev);
+                    self.terminate();
+                }
+                Some(Fault::Disconnect) => {
+                    let _ = self.flush();
+                    let _ = self.sock.shutdown(Shutdown::Both);
+                    return Step::Finished(End { keep_alive: false });
+                }
+                _ => {
+                    let p = &self.plan;
+                    let late = now.saturating_duration_since(due);
+                    server.lateness.record(late);
+                    trace.chunk(p.n, i, late);
+                    let k = p.tokens_per_chunk;
+                    scratch.clear();
+                    p.writer.tokens_into(i * k, ((i + 1) * k).min(p.n_out), scratch);
+                    self.frame(scratch.as_bytes());
+                    self.next = Some(i + 1);
+                    framed = Some(i);
                 }
             }
-            let late = now.saturating_duration_since(due);
-            server.lateness.record(late);
-            trace.chunk(p.n, i, late);
-            let k = p.tokens_per_chunk;
-            scratch.clear();
-            p.writer.tokens_into(i * k, ((i + 1) * k).min(p.n_out), scratch);
-            self.frame(scratch.as_bytes());
-            framed += 1;
-            self.next = Some(i + 1);
+        }
+        // The close follows the last token chunk in the same pass.
+        if self.next.is_some_and(|i| i >= self.plan.n_chunks) {
+            let p = &self.plan;
+            let close = p.writer.close("length", p.usage.map(|(prompt, n)| Usage::new(prompt, n)));
+            self.frame(&close);
+            self.terminate();
         }
         let flushed = self.flush();
-        self.gap_errors(first, first + framed, server);
+        if let Some(i) = framed {
+            self.gap_error(i, server);
+        }
         match flushed {
             Err(_) => Step::Finished(End { keep_alive: false }),
             Ok(true) => {
@@ -198,23 +193,15 @@ impl Stream {
         }
     }
 
-    /// Records the gap error of token chunks `first..end`, written together
-    /// just now: the first against the previous write, the others at no gap.
-    /// (Chunk 0 has no gap before it.)
-    fn gap_errors(&mut self, first: u64, end: u64, server: &FixedServer) {
-        if first >= end {
-            return;
-        }
+    /// Records the gap error of token chunk `i`, written just now, against
+    /// the previous write (chunk 0 has no gap before it).
+    fn gap_error(&mut self, i: u64, server: &FixedServer) {
         let t = Instant::now();
         if let Some(w) = &mut self.writes {
-            let ns = t.saturating_duration_since(self.plan.t0).as_nanos() as u64;
-            w.extend((first..end).map(|_| ns));
+            w.push(t.saturating_duration_since(self.plan.t0).as_nanos() as u64);
         }
-        for i in first.max(1)..end {
-            let actual = match self.last_write {
-                Some(prev) if i == first => t.saturating_duration_since(prev),
-                _ => Duration::ZERO,
-            };
+        if i > 0 {
+            let actual = self.last_write.map_or(Duration::ZERO, |prev| t.saturating_duration_since(prev));
             let exact = self.plan.due(i) - self.plan.due(i - 1);
             server.gap_error.record(actual.abs_diff(exact));
         }
