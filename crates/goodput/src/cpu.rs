@@ -133,7 +133,8 @@ mod tests {
         assert_eq!(cost.cpu_us_per_output_token, None, "no tokens, no rate");
         // The live view's figure: the busy share since its start, so times
         // the wall time since then (a little more than the meter's own) at
-        // least the 100 ms burned (as above, less a few µs), and never more than every core busy.
+        // least the 100 ms burned (as above, less a few µs), and never more
+        // than every core busy.
         let live = Meter::start().unwrap();
         let t = Instant::now();
         burn(100);
