@@ -2,7 +2,9 @@
 //! milliseconds and are processed late when workers are busy, which would put
 //! up to a millisecond of the server's own jitter into every measured gap. A
 //! dedicated thread sleeps on a condition variable to the earliest deadline
-//! (microsecond resolution) and wakes every task due within a small window.
+//! (microsecond resolution) and wakes every task then due, none before its
+//! deadline: a simulated server never sends early, so a client's measure has
+//! a true lower bound.
 
 use futures::task::AtomicWaker;
 use std::cmp::Reverse;
@@ -12,11 +14,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
-
-/// Deadlines this close are fired together: one wake-up of the timer thread
-/// serves them all, so the thread wakes at most ~1/BATCH times a second.
-const BATCH: Duration = Duration::from_micros(20);
+use std::time::Instant;
 
 struct Shared {
     fired: AtomicBool,
@@ -78,12 +76,11 @@ impl Timer {
                 continue;
             };
             let now = Instant::now();
-            if next > now + BATCH {
+            if next > now {
                 q = self.cv.wait_timeout(q, next - now).unwrap_or_else(|e| e.into_inner()).0;
                 continue;
             }
-            let until = now + BATCH;
-            while q.heap.peek().is_some_and(|e| e.0.deadline <= until) {
+            while q.heap.peek().is_some_and(|e| e.0.deadline <= now) {
                 let e = q.heap.pop().expect("peeked").0;
                 e.shared.fired.store(true, Ordering::Release);
                 e.shared.waker.wake();
@@ -104,8 +101,7 @@ impl Timer {
     }
 }
 
-/// Completes at `deadline` (within tens of microseconds, never more than
-/// `BATCH` early).
+/// Completes at `deadline` (within tens of microseconds), never before it.
 pub fn sleep_until(deadline: tokio::time::Instant) -> Sleep {
     Sleep { deadline: deadline.into_std(), shared: None }
 }
@@ -129,7 +125,7 @@ impl Future for Sleep {
                 Poll::Pending
             }
             None => {
-                if Instant::now() + BATCH >= self.deadline {
+                if Instant::now() >= self.deadline {
                     return Poll::Ready(());
                 }
                 let s = Arc::new(Shared { fired: AtomicBool::new(false), waker: AtomicWaker::new() });
@@ -145,6 +141,7 @@ impl Future for Sleep {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn fires_in_order_and_close_to_the_deadline() {
@@ -154,7 +151,9 @@ mod tests {
             handles.push(tokio::spawn(async move {
                 let due = start + Duration::from_millis(2 * i);
                 sleep_until(due).await;
-                tokio::time::Instant::now().saturating_duration_since(due)
+                let now = tokio::time::Instant::now();
+                assert!(now >= due, "fired {:?} early", due - now);
+                now - due
             }));
         }
         for h in handles {

@@ -325,6 +325,7 @@ async fn ties_in_due_time_are_written_in_arrival_order() {
     for i in 0..10 {
         assert_eq!(emitter.trace().burst(i), order, "chunk {i}");
     }
+    assert_eq!(emitter.trace().early_writes(), 0, "no chunk is written before it is due");
 }
 
 /// Streams that arrive one by one over HTTP keep their place in every burst.
