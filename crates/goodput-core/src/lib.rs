@@ -20,8 +20,8 @@ pub mod sweep;
 
 pub use metrics::RequestMetrics;
 pub use record::{
-    spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
-    SessionTurn, TokenCounts,
+    apportion, chunk_counts, spread_evenly, tokenizer_fits, Channel, ChunkTokenSource, CountSource, FailureKind,
+    Outcome, OutputChunk, RequestRecord, SessionTurn, TokenCounts,
 };
 pub use result::{ClientCost, Compat, Diagnosis, RunResult, Target, Tool, Window, SCHEMA};
 pub use slice::TimeSlice;

@@ -16,7 +16,14 @@ pub trait RequestMetrics {
     fn e2e(&self) -> Option<Duration>;
     /// (t_last − t_first) / (n_out − k_first), defined when the divisor ≥ 1.
     fn tpot(&self) -> Option<Duration>;
-    /// vLLM's (e2e − ttft) / (n_out − 1), defined when n_out > 1.
+    /// TTFT as vLLM's `bench serve` (2025 on) takes it: the first streamed
+    /// payload with a choice, output or not (a role-only chunk, an empty
+    /// keep-alive) − sent; the first output chunk where none came before it.
+    fn ttft_vllm(&self) -> Option<Duration>;
+    /// vLLM's request latency: the last payload with a choice − sent.
+    fn e2e_vllm(&self) -> Option<Duration>;
+    /// vLLM's (e2e − ttft) / (n_out − 1) on its own stamps, defined when
+    /// n_out > 1.
     fn tpot_vllm(&self) -> Option<Duration>;
     /// Raw gaps between consecutive output chunks.
     fn chunk_gaps(&self) -> Vec<Duration>;
@@ -55,11 +62,21 @@ impl RequestMetrics for RequestRecord {
         Some(div(last.t.saturating_sub(first.t), after_first))
     }
 
+    fn ttft_vllm(&self) -> Option<Duration> {
+        let first = self.chunks.first()?.t;
+        Some(self.first_choice.map_or(first, |c| c.min(first)).saturating_sub(self.sent))
+    }
+
+    fn e2e_vllm(&self) -> Option<Duration> {
+        let last = self.chunks.last()?.t;
+        Some(self.last_choice.map_or(last, |c| c.max(last)).saturating_sub(self.sent))
+    }
+
     fn tpot_vllm(&self) -> Option<Duration> {
         if self.output_tokens <= 1 {
             return None;
         }
-        let span = self.e2e()?.saturating_sub(self.ttft()?);
+        let span = self.e2e_vllm()?.saturating_sub(self.ttft_vllm()?);
         Some(div(span, self.output_tokens - 1))
     }
 
@@ -200,5 +217,20 @@ mod tests {
         r.chunks[1].channel = Channel::Reasoning;
         assert_eq!(r.ttft(), Some(Duration::from_millis(10)));
         assert_eq!(r.ttft_content(), Some(Duration::from_millis(30)));
+    }
+
+    #[test]
+    fn vllm_stamps_at_the_first_and_last_choice() {
+        // A keep-alive with an empty choice at 75 ms of a true 150 ms TTFT,
+        // and a finish-reason chunk 5 ms after the last token.
+        let mut r = rec(100, &[(250, 1), (260, 1), (270, 1)], 3);
+        assert_eq!((r.ttft_vllm(), r.e2e_vllm()), (r.ttft(), r.e2e()));
+        r.first_choice = Some(Duration::from_millis(175));
+        r.last_choice = Some(Duration::from_millis(275));
+        assert_eq!(r.ttft_vllm(), Some(Duration::from_millis(75)));
+        assert_eq!(r.e2e_vllm(), Some(Duration::from_millis(175)));
+        // (175 − 75) / 2, against goodput's 10 ms a token.
+        assert_eq!(r.tpot_vllm(), Some(Duration::from_millis(50)));
+        assert_eq!((r.ttft(), r.tpot()), (Some(Duration::from_millis(150)), Some(Duration::from_millis(10))));
     }
 }

@@ -27,6 +27,25 @@ pub struct RequestRecord {
     /// Output-bearing chunks only, in arrival order.
     #[serde(default)]
     pub chunks: Vec<OutputChunk>,
+    /// The first and last streamed payloads that had a choice, output or
+    /// not (a role-only chunk, an empty keep-alive): where vLLM's `bench
+    /// serve` (2025 on) takes TTFT and a request's end, kept to give its
+    /// figures in `compat.vllm`. OpenAI's streamed APIs only; absent where
+    /// they are the first and last output chunks.
+    #[serde(
+        rename = "first_choice_ns",
+        with = "crate::serde_ns::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub first_choice: Option<Duration>,
+    #[serde(
+        rename = "last_choice_ns",
+        with = "crate::serde_ns::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_choice: Option<Duration>,
     /// The stream's close (`[DONE]`, usage chunk or end of body).
     #[serde(rename = "stream_end_ns", with = "crate::serde_ns::option", default)]
     pub stream_end: Option<Duration>,
@@ -153,10 +172,82 @@ impl fmt::Display for CountSource {
 pub enum ChunkTokenSource {
     /// Cumulative `usage` on every chunk (vLLM's continuous usage stats).
     ContinuousUsage,
-    /// The client tokenizer, chunk by chunk.
+    /// The client tokenizer, each chunk counted in the context of the output
+    /// before it; the counts sum to `n_out`.
     Tokenizer,
+    /// The server's `n_out` shared out over the chunks in proportion to the
+    /// client tokenizer's counts, which differed from it by a little (the
+    /// end-of-sequence token, a special token): see [`chunk_counts`].
+    Apportioned,
     /// `n_out` spread evenly over the chunks.
     Even,
+}
+
+/// How far a tokenizer's count of an output may be from the server's and
+/// still be the served model's tokenizer: 10%, or 2 tokens on short outputs.
+/// Past it the tokenizer is another model's, and its per-chunk counts are
+/// not used.
+pub fn tokenizer_fits(usage: u64, tokenizer: u64) -> bool {
+    usage.abs_diff(tokenizer) <= (usage / 10).max(2)
+}
+
+/// A request's per-chunk token counts from `n_out` and the client
+/// tokenizer's in-context counts of its chunks: those counts when they sum
+/// to `n_out`; `n_out` apportioned over them when they sum to a little more
+/// or less ([`tokenizer_fits`]); `n_out` spread evenly when the tokenizer is
+/// clearly not the model's.
+///
+/// ```
+/// use goodput_core::{chunk_counts, ChunkTokenSource};
+/// assert_eq!(chunk_counts(4, &[1, 2, 1]), (vec![1, 2, 1], ChunkTokenSource::Tokenizer));
+/// assert_eq!(chunk_counts(5, &[1, 2, 1]), (vec![1, 3, 1], ChunkTokenSource::Apportioned));
+/// assert_eq!(chunk_counts(40, &[5, 5, 5, 5]), (vec![10; 4], ChunkTokenSource::Even));
+/// ```
+pub fn chunk_counts(n_out: u64, counted: &[u32]) -> (Vec<u32>, ChunkTokenSource) {
+    let total: u64 = counted.iter().map(|&k| k as u64).sum();
+    if total == n_out {
+        (counted.to_vec(), ChunkTokenSource::Tokenizer)
+    } else if total > 0 && tokenizer_fits(n_out, total) {
+        (apportion(n_out, counted), ChunkTokenSource::Apportioned)
+    } else {
+        (spread_evenly(n_out, counted.len()), ChunkTokenSource::Even)
+    }
+}
+
+/// Shares `n` out in proportion to `weights` by largest remainder: each
+/// gets the floor of its share, and what is left goes one each to the
+/// largest remainders (the earlier chunk first on ties). Sums to `n`; an
+/// all-zero `weights` gets `n` spread evenly.
+///
+/// ```
+/// assert_eq!(goodput_core::apportion(7, &[1, 1, 1]), vec![3, 2, 2]);
+/// assert_eq!(goodput_core::apportion(3, &[0, 5, 0]), vec![0, 3, 0]);
+/// ```
+pub fn apportion(n: u64, weights: &[u32]) -> Vec<u32> {
+    let total: u128 = weights.iter().map(|&w| w as u128).sum();
+    if total == 0 {
+        return spread_evenly(n, weights.len());
+    }
+    let share = |w: u32| (n as u128 * w as u128 / total, n as u128 * w as u128 % total);
+    let mut out: Vec<u32> = weights.iter().map(|&w| share(w).0 as u32).collect();
+    let given: u64 = out.iter().map(|&k| k as u64).sum();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(share(weights[i]).1));
+    for &i in order.iter().take((n - given) as usize) {
+        out[i] += 1;
+    }
+    out
+}
+
+impl fmt::Display for ChunkTokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChunkTokenSource::ContinuousUsage => "continuous_usage",
+            ChunkTokenSource::Tokenizer => "tokenizer",
+            ChunkTokenSource::Apportioned => "apportioned",
+            ChunkTokenSource::Even => "even",
+        })
+    }
 }
 
 /// Every token count the client could see for one request.
@@ -284,6 +375,8 @@ impl RequestRecord {
             sent,
             first_byte: None,
             chunks: Vec::new(),
+            first_choice: None,
+            last_choice: None,
             stream_end: None,
             end: sent,
             input_tokens: 0,

@@ -138,6 +138,16 @@ pub struct TokenTotals {
     pub length_mismatches: u64,
     /// Requests where the server's usage and the client tokenizer disagree.
     pub usage_tokenizer_disagreements: u64,
+    /// Of those, the requests where they differ by more than a tokenizer of
+    /// the served model would ([`crate::tokenizer_fits`]): the tokenizer is
+    /// another model's, and those requests' per-chunk counts were spread
+    /// evenly rather than taken from it.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub tokenizer_mismatches: u64,
+    /// How many completed requests took their per-chunk counts from each
+    /// source (`continuous_usage`, `tokenizer`, `apportioned`, `even`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chunk_sources: BTreeMap<String, u64>,
     /// How many completed requests took their input count from each source.
     #[serde(default)]
     pub input_sources: BTreeMap<String, u64>,
@@ -188,8 +198,11 @@ pub struct ErrorAdjusted {
 
 /// The run under the names and formulas of vLLM's `bench serve`: TPOT is
 /// (e2e − ttft)/(n_out − 1), ITL is the raw gap between chunks, throughput is
-/// over completed requests. Timestamps are goodput's (first output-bearing
-/// chunk), not vLLM's first chunk with any `choices`.
+/// over completed requests. TTFT and the request's end are stamped where
+/// vLLM stamps them (2025 on): the first and last payloads with a non-empty
+/// `choices`, a role-only chunk or an empty keep-alive included, so its TTFT
+/// can be well below goodput's (`summary.ttft_ms`) on a server that sends
+/// one early ([`RequestMetrics::ttft_vllm`]).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VllmCompat {
     pub completed: u64,
@@ -272,10 +285,12 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     }
     tokens.prompt_extra =
         PromptExtra::of(ok.iter().filter_map(|r| Some((r.counts.usage_prompt?, r.counts.intended_prompt?))));
-    tokens.usage_tokenizer_disagreements = measured
-        .iter()
-        .filter(|r| matches!((r.counts.usage_completion, r.counts.tokenizer_completion), (Some(a), Some(b)) if a != b))
-        .count() as u64;
+    for r in &ok {
+        *tokens.chunk_sources.entry(r.chunk_tokens_source.to_string()).or_default() += 1;
+    }
+    let both = || measured.iter().filter_map(|r| Some((r.counts.usage_completion?, r.counts.tokenizer_completion?)));
+    tokens.usage_tokenizer_disagreements = both().filter(|(a, b)| a != b).count() as u64;
+    tokens.tokenizer_mismatches = both().filter(|&(a, b)| !crate::tokenizer_fits(a, b)).count() as u64;
 
     let throughput = Throughput {
         requests_per_s: per_s(counts.completed as f64),
@@ -422,10 +437,10 @@ fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f64) -> Vllm
         let mut v: Vec<f64> = ok.iter().flat_map(|r| f(r)).map(ms).collect();
         Distribution::from_samples(&mut v, &ps_all)
     };
-    let ttft = from(&|r| r.ttft().into_iter().collect());
+    let ttft = from(&|r| r.ttft_vllm().into_iter().collect());
     let tpot = from(&|r| r.tpot_vllm().into_iter().collect());
     let itl = from(&|r| r.chunk_gaps());
-    let e2el = from(&|r| r.e2e().into_iter().collect());
+    let e2el = from(&|r| r.e2e_vllm().into_iter().collect());
     let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
     let mut other = BTreeMap::new();
     for (name, d) in [("ttft", &ttft), ("tpot", &tpot), ("itl", &itl), ("e2el", &e2el)] {
@@ -475,10 +490,18 @@ fn warnings(s: &Summary) -> Vec<String> {
             t.length_mismatches, s.requests.completed
         ));
     }
-    if t.usage_tokenizer_disagreements > 0 {
+    if t.tokenizer_mismatches > 0 {
         w.push(format!(
-            "the server's usage and the client tokenizer disagree on the output length of {} requests; \
-             usage counts were used (check that --tokenizer matches the served model)",
+            "--tokenizer is not the served model's: on {} requests its count of the output is more than 10% off the \
+             server's usage, so usage counts were used and each chunk's tokens were spread evenly over the chunks \
+             rather than counted (pass the served model's tokenizer.json)",
+            t.tokenizer_mismatches
+        ));
+    } else if t.usage_tokenizer_disagreements > 0 {
+        w.push(format!(
+            "the server's usage and the client tokenizer differ slightly on the output length of {} requests (an \
+             end-of-sequence or special token): usage counts were used, shared out over the chunks in proportion to \
+             the tokenizer's counts",
             t.usage_tokenizer_disagreements
         ));
     }

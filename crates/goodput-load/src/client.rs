@@ -9,7 +9,8 @@ use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
 use goodput_core::{
-    spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord, SessionTurn,
+    chunk_counts, spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
+    SessionTurn,
 };
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -43,6 +44,11 @@ pub struct ResponseReader {
     last_chunk_read: Option<u64>,
     read_lag_max: Option<Duration>,
     shared_reads: u32,
+    /// The first and last payloads with a choice (see
+    /// `RequestRecord::first_choice`).
+    choices: Option<(Duration, Duration)>,
+    /// Reading a whole non-streamed body.
+    whole: bool,
     /// The visible content of the answer, kept when a conversation carries
     /// it into its next turn.
     reply: Option<String>,
@@ -113,6 +119,7 @@ impl ResponseReader {
 
     /// A whole non-streamed JSON body read at `t`.
     pub fn whole_body(&mut self, body: &[u8], t: Duration) {
+        self.whole = true;
         let text = String::from_utf8_lossy(body);
         self.data(&text, t);
         self.done = true;
@@ -165,6 +172,9 @@ impl ResponseReader {
         if let Some(u) = info.usage {
             self.usage = Some(self.usage.map_or(u, |old| old.merge(u)));
         }
+        if info.choice && !self.whole {
+            self.choices = Some((self.choices.map_or(t, |c| c.0), t));
+        }
         if info.finish_reason.is_some() {
             self.finish_reason = info.finish_reason;
         }
@@ -206,6 +216,7 @@ impl ResponseReader {
             stream_end,
             read_lag_max,
             shared_reads,
+            choices,
             ..
         } = self;
         rec.read_lag_max = read_lag_max;
@@ -215,10 +226,12 @@ impl ResponseReader {
         rec.counts.usage_completion = usage.completion_tokens;
         rec.counts.usage_prompt = usage.prompt_tokens;
         rec.counts.usage_cached_prompt = usage.prompt_tokens_details.and_then(|d| d.cached_tokens);
-        rec.counts.tokenizer_completion = match (tokenizer, &chunk_texts) {
-            (Some(t), Some(texts)) => Some(t.count(&texts.concat()) as u64),
+        // Each chunk's tokens counted in the context of the output before it.
+        let counted = match (tokenizer, &chunk_texts) {
+            (Some(t), Some(texts)) => Some(t.in_context_counts(texts)),
             _ => None,
         };
+        rec.counts.tokenizer_completion = counted.as_ref().map(|(_, total)| *total);
         if rec.counts.intended_prompt.is_none() && usage.prompt_tokens.is_none() {
             rec.counts.tokenizer_prompt = tokenizer.map(|t| prompt_tokens(t, prompt));
         }
@@ -252,14 +265,18 @@ impl ResponseReader {
                 })
                 .collect();
             (ks, ChunkTokenSource::ContinuousUsage)
-        } else if let (Some(t), Some(texts)) = (tokenizer, &chunk_texts) {
-            (texts.iter().map(|s| t.count(s) as u32).collect(), ChunkTokenSource::Tokenizer)
+        } else if let Some((counted, _)) = &counted {
+            chunk_counts(rec.output_tokens, counted)
         } else {
             (spread_evenly(rec.output_tokens, chunks.len()), ChunkTokenSource::Even)
         };
         rec.chunk_tokens_source = source;
         rec.chunks = chunks.into_iter().zip(ks).map(|(c, k)| OutputChunk { tokens: k, ..c }).collect();
         rec.stream_end = stream_end;
+        if let Some((first, last)) = choices {
+            rec.first_choice = Some(first).filter(|&t| Some(t) != rec.chunks.first().map(|c| c.t));
+            rec.last_choice = Some(last).filter(|&t| Some(t) != rec.chunks.last().map(|c| c.t));
+        }
         rec.finish_reason = finish_reason.clone();
 
         rec.outcome = match failure {
@@ -1260,5 +1277,41 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
         assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::Tokenizer);
         assert_eq!(rec.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!((rec.input_tokens, rec.input_tokens_source), (2, CountSource::Tokenizer));
+    }
+
+    /// "the", " ot", "her": counted apart 1 + 2 + 3 tokens, in context 4.
+    fn split_word_with_usage(completion_tokens: u64) -> RequestRecord {
+        let tok = TokenCounter::from_file(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tiny-bpe-tokenizer.json"
+        )))
+        .unwrap();
+        let mut s = String::new();
+        for text in ["the", " ot", "her"] {
+            s += &format!("data: {{\"choices\":[{{\"text\":\"{text}\"}}]}}\n\n");
+        }
+        s += &format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":2,\"completion_tokens\":{completion_tokens}}}}}\n\ndata: [DONE]\n\n");
+        let mut r = ResponseReader::new(true).for_api(Api::Completions);
+        r.feed(s.as_bytes(), ReadStamp { t: Duration::from_millis(1), ..Default::default() });
+        r.end_of_stream(Duration::from_millis(2));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, Some(&tok), &PromptBody::Text("and of".into()));
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!((rec.output_tokens, rec.counts.tokenizer_completion), (completion_tokens, Some(4)));
+        rec
+    }
+
+    #[test]
+    fn chunk_counts_are_counted_in_context_and_add_up_to_usage() {
+        let ks = |r: &RequestRecord| r.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>();
+        // The server's count agrees: the in-context counts, not 1 + 2 + 3.
+        let rec = split_word_with_usage(4);
+        assert_eq!((ks(&rec), rec.chunk_tokens_source), (vec![1, 2, 1], ChunkTokenSource::Tokenizer));
+        // One more (an end-of-sequence token): shared out in proportion.
+        let rec = split_word_with_usage(5);
+        assert_eq!((ks(&rec), rec.chunk_tokens_source), (vec![1, 3, 1], ChunkTokenSource::Apportioned));
+        // Clearly another model's tokenizer: spread evenly.
+        let rec = split_word_with_usage(30);
+        assert_eq!((ks(&rec), rec.chunk_tokens_source), (vec![10, 10, 10], ChunkTokenSource::Even));
     }
 }

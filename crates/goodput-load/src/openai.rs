@@ -261,6 +261,9 @@ pub struct ChunkInfo {
     /// The stream said its last word (Messages' `message_stop`, Ollama's
     /// `done`), as `[DONE]` does for OpenAI's.
     pub done: bool,
+    /// An OpenAI payload with a non-empty `choices`, output or not: what
+    /// vLLM's `bench serve` stamps TTFT at.
+    pub choice: bool,
 }
 
 impl ChunkInfo {
@@ -342,6 +345,7 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
     let Some(choice) = wire.choices.and_then(|c| c.into_iter().next()) else {
         return Ok(info);
     };
+    info.choice = true;
     info.finish_reason = choice.finish_reason.map(Cow::into_owned);
     // Content first, then reasoning: `push` counts visible content from the start.
     info.push(Channel::Content, choice.text.as_deref().unwrap_or(""));

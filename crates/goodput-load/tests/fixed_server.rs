@@ -5,7 +5,7 @@
 mod common;
 
 use common::{client, plan, run, start, workload};
-use goodput_core::{analyze, AnalysisOptions, FailureKind, Outcome, RequestRecord};
+use goodput_core::{analyze, AnalysisOptions, FailureKind, Outcome, RequestMetrics, RequestRecord};
 use goodput_load::{Api, Control};
 use goodput_sim::faults::FaultConfig;
 use goodput_sim::fixed::FixedProfile;
@@ -120,4 +120,26 @@ async fn a_server_that_closes_after_each_response() {
     let bad: Vec<_> = recs.iter().filter(|r| !r.outcome.is_success()).map(|r| r.outcome.clone()).collect();
     assert!(bad.is_empty(), "{bad:?}");
     assert!(recs.iter().all(|r| r.output_tokens == 24));
+}
+
+/// The fixed profile sends a role-only chunk and an empty delta when the
+/// request arrives, 40 ms before the first token: goodput's TTFT waits for
+/// the token, and `compat.vllm` gives TTFT as vLLM's `bench serve` takes it,
+/// at the first payload with a choice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_compat_takes_ttft_at_the_first_choice() {
+    let profile = FixedProfile { ttft: Duration::from_millis(40), itl: Duration::from_millis(2), ..Default::default() };
+    let (url, _s) = start(profile).await;
+    let recs = run(&url, Api::Chat, true, 8, plan(6, 2)).await;
+    for r in &recs {
+        assert_eq!(r.outcome, Outcome::Success);
+        let (ours, vllm) = (r.ttft().unwrap(), r.ttft_vllm().unwrap());
+        // Causal: the server's 40 ms bounds ours from below, and the role
+        // chunk went out before the first token.
+        assert!(ours >= Duration::from_millis(40), "{ours:?}");
+        assert!(r.first_choice.is_some() && vllm < ours, "vLLM's {vllm:?} against ours {ours:?}");
+    }
+    let a = analyze(&recs, &AnalysisOptions::default());
+    let (vllm, ours) = (a.vllm.mean_ttft_ms.unwrap(), a.summary.ttft_ms.mean.unwrap());
+    assert!(vllm < ours, "compat.vllm.mean_ttft_ms {vllm} against summary's {ours}");
 }

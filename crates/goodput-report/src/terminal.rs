@@ -102,9 +102,14 @@ pub fn render(r: &RunResult) -> String {
             s.join(", ")
         }
     };
+    // Where each chunk's tokens came from, said when it was not the server.
+    let per_chunk = match tok.chunk_sources.keys().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] | ["continuous_usage"] => String::new(),
+        _ => format!("; per chunk: {}", sources(&tok.chunk_sources)),
+    };
     let _ = writeln!(
         o,
-        "  tokens          {:>12}   in / {} out (output counted by: {}; input by: {})",
+        "  tokens          {:>12}   in / {} out (output counted by: {}; input by: {}{per_chunk})",
         tok.input,
         tok.output,
         sources(&tok.output_sources),

@@ -466,6 +466,10 @@ fn run_body(o: &mut String, r: &RunResult) {
         ),
         ("output counted by", if sources.is_empty() { "-".into() } else { sources.join(", ") }),
     ];
+    if tok.chunk_sources.keys().any(|k| k != "continuous_usage") {
+        let per_chunk: Vec<String> = tok.chunk_sources.iter().map(|(k, n)| format!("{} {n}", html(k))).collect();
+        rows.push(("tokens per chunk from", per_chunk.join(", ")));
+    }
     if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
         rows.push(("prompt extra", html(&extra)));
     }
