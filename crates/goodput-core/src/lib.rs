@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod models;
 pub mod ratings;
 pub mod record;
+pub mod redact;
 pub mod result;
 mod serde_ns;
 pub mod session;

@@ -8,6 +8,7 @@ use crate::openai::{build_body_for, error_message, parse_for, Api, BodyOptions, 
 use crate::sse::{SseEvent, SseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
+use goodput_core::redact::Secrets;
 use goodput_core::{
     chunk_counts, spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
     SessionTurn,
@@ -401,6 +402,9 @@ pub struct Client {
     cfg: ClientConfig,
     tokenizer: Option<Arc<TokenCounter>>,
     server: OnceLock<String>,
+    /// The key, the credential headers and the URL's userinfo: masked in
+    /// every message a server's text goes into.
+    secrets: Secrets,
 }
 
 fn loopback(url: &reqwest::Url) -> bool {
@@ -446,6 +450,20 @@ pub fn request_headers(
     Ok(headers)
 }
 
+/// What a client must never write: its key, the values of its credential
+/// headers, and the credentials of its URL.
+pub fn secrets_of(api_key: Option<&str>, headers: &[(String, String)], url: &str) -> Secrets {
+    let mut s = Secrets::default();
+    if let Some(k) = api_key {
+        s.add(k);
+    }
+    for (name, value) in headers {
+        s.add_header(name, value);
+    }
+    s.add_url(url);
+    s
+}
+
 /// The root URL without a trailing `/` or `/v1`.
 pub fn normalize_base(url: &str) -> String {
     let u = url.trim_end_matches('/');
@@ -482,7 +500,8 @@ impl Client {
         }
         let headers = request_headers(cfg.body.api, cfg.api_key.as_deref(), cfg.key_header, &cfg.headers)?;
         let templated = cfg.headers.iter().any(|(_, v)| v.contains("{session}") || v.contains("{request}"));
-        Ok(Client { http, native, endpoint, headers, templated, cfg, tokenizer, server: OnceLock::new() })
+        let secrets = secrets_of(cfg.api_key.as_deref(), &headers, &cfg.base_url);
+        Ok(Client { http, native, endpoint, headers, templated, cfg, tokenizer, server: OnceLock::new(), secrets })
     }
 
     /// The model request `id` asks, when the run spreads its requests over
@@ -617,6 +636,11 @@ impl Client {
         }
         if let Some(t) = rec.chunks.last().map(|c| c.t).or(rec.stream_end) {
             rec.end = rec.end.max(t);
+        }
+        if let Outcome::Failed { message, .. } = &mut rec.outcome {
+            if let Cow::Owned(m) = self.secrets.redact(message) {
+                *message = m;
+            }
         }
         (rec, reply)
     }

@@ -6,7 +6,7 @@ use crate::cli::{BenchArgs, EngineHwArgs, ProfileArg, SimArgs, StampArg, TargetA
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
-use goodput_load::client::{error_chain, normalize_base, request_headers, Cancellation};
+use goodput_load::client::{error_chain, normalize_base, request_headers, secrets_of, Cancellation};
 use goodput_load::{
     Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, LoadPlan, Stamps, TokenCounter, Transport, Workload,
 };
@@ -138,7 +138,8 @@ pub async fn connect(
     // embedded server serves those it is given.
     let named = crate::common::names_of("--model", t.model.as_deref())?;
     let (base, server) = match &t.url {
-        Some(u) => (normalize_base(u), None),
+        // Credentials in the URL go in a header, never into anything written.
+        Some(u) => (normalize_base(&goodput_core::redact::strip_userinfo(u)), None),
         None => {
             let (server, addr) = Embedded::start(sim, named.clone()).await?;
             (format!("http://{addr}"), Some(Box::new(server)))
@@ -177,7 +178,10 @@ pub async fn connect(
         None,
     )
     .map_err(|e| anyhow!(e))?;
-    let headers = request_headers(api, t.api_key.as_deref(), key_header, &t.header).map_err(|e| anyhow!(e))?;
+    let extra_headers = with_url_credentials(t, api, key_header)?;
+    let headers = request_headers(api, t.api_key.as_deref(), key_header, &extra_headers).map_err(|e| anyhow!(e))?;
+    // Whatever a server echoes of these never reaches stderr or a file.
+    goodput_core::redact::set_global(secrets_of(t.api_key.as_deref(), &headers, t.url.as_deref().unwrap_or("")));
     if let (Some(wait), None) = (t.wait_ready, &server) {
         wait_ready(probe.http(), &base, api, &headers, wait).await?;
     }
@@ -208,7 +212,7 @@ pub async fn connect(
                 StampArg::Kernel => Stamps::Kernel,
             },
             key_header,
-            headers: t.header.clone(),
+            headers: extra_headers,
             cancel,
         },
         tokenizer,
@@ -250,6 +254,26 @@ pub async fn connect(
         }),
     });
     Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
+}
+
+/// `--header`s, with `Authorization: Basic` from the credentials of
+/// `--url` (`http://user:pass@host`) when it has some and nothing else sets
+/// that header; where something does, it wins and the run says so.
+fn with_url_credentials(t: &TargetArgs, api: Api, key_header: KeyHeader) -> Result<Vec<(String, String)>> {
+    let mut headers = t.header.clone();
+    let Some(basic) = t.url.as_deref().and_then(goodput_core::redact::basic_auth) else {
+        return Ok(headers);
+    };
+    let given = request_headers(api, t.api_key.as_deref(), key_header, &t.header).map_err(|e| anyhow!(e))?;
+    if given.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+        eprintln!(
+            "warning: --url carries credentials and an Authorization header is also given (--api-key or \
+             --header): that header is sent, the URL's credentials are not"
+        );
+    } else {
+        headers.push(("Authorization".into(), basic));
+    }
+    Ok(headers)
 }
 
 /// Asks the server which model it serves, to send when --model is not

@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     match res {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", goodput_core::redact::scrub(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }

@@ -232,6 +232,9 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     )
     .map_err(|e| anyhow!(e))?;
     let http = probe_client.http().clone();
+    let mut secrets = goodput_load::client::secrets_of(a.api_key.as_deref(), &[], &a.url);
+    a.metrics_url.iter().for_each(|u| secrets.add_url(u));
+    goodput_core::redact::set_global(secrets);
     let mut urls = vec![metrics];
     urls.extend(a.metrics_url.iter().cloned());
     let scraper = Scraper::new(http.clone(), urls.clone(), a.interval);
@@ -240,7 +243,11 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     // Probes: a slow open loop of small real requests.
     let probes: Arc<Mutex<Vec<RequestRecord>>> = Arc::default();
     let api = a.api.api();
-    let live = Arc::new(LiveMetrics::new(api.operation(), a.model.as_deref().unwrap_or(""), &base));
+    let live = Arc::new(LiveMetrics::new(
+        api.operation(),
+        a.model.as_deref().unwrap_or(""),
+        &goodput_core::redact::redact_url(&base),
+    ));
     let control = Control::default();
     if let Some(rate) = a.probe_rate {
         if !(rate.is_finite() && rate > 0.0) {
@@ -329,7 +336,11 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     let end = a.duration.map(|d| origin + d);
     let mut prev: Option<(Duration, Signals)> = None;
     let mut fired_any = false;
-    eprintln!("goodput monitor → {} every {}", urls.join(", "), humantime::format_duration(a.interval));
+    eprintln!(
+        "goodput monitor → {} every {}",
+        goodput_core::redact::scrub(&urls.join(", ")),
+        humantime::format_duration(a.interval)
+    );
     let mut tick = tokio::time::interval(a.interval);
     loop {
         tokio::select! {

@@ -41,12 +41,13 @@ pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: 
         let log = scraper.first(origin).await;
         (scraper, log)
     };
-    let urls = scraper.urls.clone();
+    // Recorded and shown without the credentials any of them carries.
+    let urls: Vec<String> = scraper.urls.iter().map(|u| goodput_core::redact::redact_url(u)).collect();
     if log.points.is_empty() {
         eprintln!(
             "warning: the first scrape of {} failed ({}); the run goes on and scraping keeps trying",
             urls.join(", "),
-            log.last_error.as_deref().unwrap_or("no answer")
+            goodput_core::redact::scrub(log.last_error.as_deref().unwrap_or("no answer"))
         );
     }
     let stop = CancellationToken::new();

@@ -1,0 +1,235 @@
+//! Keeping secrets out of what goodput writes: the credentials of a URL
+//! (`http://user:pass@host`) and every secret value goodput was given (an
+//! API key, an auth header's value), wherever a server's text echoes them
+//! ("Incorrect API key provided: sk-…") into a record, a report or stderr.
+
+use std::borrow::Cow;
+
+/// What a secret is written as.
+pub const MASK: &str = "***";
+
+/// `url` with its userinfo (`user:pass@`) replaced by [`MASK`]; any other
+/// text unchanged. Every URL in a longer text is done with [`Secrets::redact`].
+///
+/// ```
+/// use goodput_core::redact::redact_url;
+/// assert_eq!(redact_url("http://user:pass@host:8000/v1"), "http://***@host:8000/v1");
+/// assert_eq!(redact_url("http://host:8000"), "http://host:8000");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    redact_userinfo(url).into_owned()
+}
+
+/// `url` without its userinfo (`http://user:pass@host` → `http://host`).
+pub fn strip_userinfo(url: &str) -> String {
+    match userinfo(url) {
+        Some((start, end)) => format!("{}{}", &url[..start], &url[end + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// The value of an `Authorization: Basic` header for the credentials in
+/// `url`'s userinfo (decoded from `%XX`), as browsers and curl send them.
+///
+/// ```
+/// assert_eq!(goodput_core::redact::basic_auth("http://aladdin:open%20sesame@h"), Some("Basic YWxhZGRpbjpvcGVuIHNlc2FtZQ==".into()));
+/// assert_eq!(goodput_core::redact::basic_auth("http://h:80"), None);
+/// ```
+pub fn basic_auth(url: &str) -> Option<String> {
+    let (start, end) = userinfo(url)?;
+    let info = &url[start..end];
+    let (user, pass) = info.split_once(':').unwrap_or((info, ""));
+    Some(format!("Basic {}", base64(format!("{}:{}", percent_decode(user), percent_decode(pass)).as_bytes())))
+}
+
+/// The byte range of `url`'s userinfo, without its `@`.
+fn userinfo(url: &str) -> Option<(usize, usize)> {
+    let start = url.find("://")? + 3;
+    let tail = &url[start..];
+    let authority = &tail[..tail.find(['/', '?', '#']).unwrap_or(tail.len())];
+    authority.rfind('@').map(|at| (start, start + at))
+}
+
+/// Standard base64 with padding (RFC 4648), for one header value: written
+/// here rather than taking a crate for twenty lines.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Every `scheme://userinfo@` in `text` with the userinfo masked.
+fn redact_userinfo(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") || !text.contains('@') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        // The authority ends at the path, the query, a space or a quote.
+        let end = tail.find(|c: char| "/?#\"'<> \t\r\n)]".contains(c)).unwrap_or(tail.len());
+        match tail[..end].rfind('@') {
+            Some(at) => {
+                out.push_str(MASK);
+                out.push_str(&tail[at..end]);
+            }
+            None => out.push_str(&tail[..end]),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// The process's secrets, set once by the command that was given them.
+static GLOBAL: std::sync::OnceLock<Secrets> = std::sync::OnceLock::new();
+
+/// Makes `s` the secrets [`scrub`] masks (the first call wins).
+pub fn set_global(s: Secrets) {
+    let _ = GLOBAL.set(s);
+}
+
+/// `text` with the process's secrets ([`set_global`]) and every URL's
+/// userinfo masked: for whatever goes to stderr or a file and may hold a
+/// server's words.
+pub fn scrub(text: &str) -> Cow<'_, str> {
+    match GLOBAL.get() {
+        Some(s) => s.redact(text),
+        None => redact_userinfo(text),
+    }
+}
+
+/// The secret values of a run, to be masked wherever they show up.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    values: Vec<String>,
+}
+
+/// Shorter values are not masked: they would mask ordinary words.
+const SHORTEST: usize = 4;
+
+impl Secrets {
+    /// Adds a secret value, and each of its words (an `Authorization:
+    /// Bearer sk-…` value also masks `sk-…` alone). Too short to be a
+    /// secret, it is left out.
+    pub fn add(&mut self, value: &str) {
+        let value = value.trim();
+        let words =
+            value.split_whitespace().filter(|w| !w.eq_ignore_ascii_case("bearer") && !w.eq_ignore_ascii_case("basic"));
+        for v in std::iter::once(value).chain(words) {
+            if v.len() >= SHORTEST && !self.values.iter().any(|s| s == v) {
+                self.values.push(v.to_owned());
+            }
+        }
+        // Longest first, so a value that holds another is masked whole.
+        self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    }
+
+    /// The secrets of a header: its value when its name says it carries
+    /// credentials (authorization, a key, a token, a cookie, a secret, a
+    /// password).
+    pub fn add_header(&mut self, name: &str, value: &str) {
+        if is_secret_header(name) {
+            self.add(value);
+        }
+    }
+
+    /// The credentials in a URL's userinfo.
+    pub fn add_url(&mut self, url: &str) {
+        if let Some((start, end)) = userinfo(url) {
+            let info = &url[start..end];
+            let (user, pass) = info.split_once(':').unwrap_or((info, ""));
+            for v in [info, user, pass] {
+                self.add(v);
+                self.add(&percent_decode(v));
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `text` with every secret value and every URL's userinfo masked.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = redact_userinfo(text);
+        for v in &self.values {
+            if out.contains(v.as_str()) {
+                out = Cow::Owned(out.replace(v.as_str(), MASK));
+            }
+        }
+        out
+    }
+}
+
+/// Whether a header's name says its value is a credential.
+pub fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["auth", "key", "token", "secret", "cookie", "password", "credential"].iter().any(|w| n.contains(w))
+}
+
+/// `%XX` escapes decoded, as a URL's userinfo is sent.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_userinfo_wherever_they_are() {
+        assert_eq!(redact_url("https://tok@api.example/v1/chat"), "https://***@api.example/v1/chat");
+        assert_eq!(redact_url("http://u:p%40ss@h:1/metrics?x=a@b"), "http://***@h:1/metrics?x=a@b");
+        let s = Secrets::default();
+        assert_eq!(
+            s.redact("error sending request for url (http://alice:hunter22@10.0.0.1:8000/v1/completions)"),
+            "error sending request for url (http://***@10.0.0.1:8000/v1/completions)"
+        );
+        assert_eq!(s.redact("mail me at a@b.c, no url"), "mail me at a@b.c, no url");
+        assert!(matches!(s.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn given_secrets_are_masked_in_server_text() {
+        let mut s = Secrets::default();
+        s.add("sk-live-0123456789");
+        s.add_header("Authorization", "Bearer tok-abcdef");
+        s.add_header("X-Team", "infra");
+        s.add_url("http://alice:p%40ss@host:8000");
+        let server = "Incorrect API key provided: sk-live-0123456789. Token tok-abcdef; user alice, p@ss; team infra";
+        assert_eq!(s.redact(server), "Incorrect API key provided: ***. Token ***; user ***, ***; team infra");
+        // A word too short to be a secret would mask ordinary text.
+        let mut short = Secrets::default();
+        short.add("Bearer ab");
+        assert_eq!(short.redact("ab cd; Bearer ab"), "ab cd; ***");
+    }
+}
