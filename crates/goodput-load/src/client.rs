@@ -907,7 +907,7 @@ mod tests {
     }
     use goodput_core::{Channel, RequestMetrics};
 
-    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/");
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp/");
 
     fn read(bytes: &[u8], splits: &[usize]) -> RequestRecord {
         read_api(Api::Chat, bytes, splits).0

@@ -482,11 +482,9 @@ mod tests {
 
     #[test]
     fn whole_non_streamed_message() {
-        let body = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/fixtures/llamacpp/chat-nostream.json"
-        ))
-        .unwrap();
+        let body =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp/chat-nostream.json"))
+                .unwrap();
         let info = parse_chunk(&body).unwrap();
         assert_eq!(info.channel, Some(Channel::Content));
         assert!(!info.text.is_empty());

@@ -1108,3 +1108,20 @@ fn the_fixed_servers_write_log_pairs_with_the_records_by_request_id() {
     assert!((median(written.clone()) - 5.0).abs() < 1.0, "the server's write gaps: {written:?}");
     assert!(median(diff) < 0.5, "measured {measured:?} against written {written:?}");
 }
+
+/// The README's validation command, on the reference rows the repository
+/// carries (data/validation): every row is estimated and compared.
+#[test]
+fn estimate_validates_against_the_repositorys_reference_rows() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let csv = std::fs::read_to_string(root.join("data/validation/public.csv")).unwrap();
+    let out =
+        goodput().current_dir(&root).args(["estimate", "--validate", "data/validation/public.csv"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let ids: Vec<&str> = csv.lines().skip(1).filter_map(|l| l.split(',').next()).collect();
+    assert_eq!(ids.len(), 10);
+    for id in ids {
+        assert!(stdout.contains(&format!("| {id} |")), "{id} is not in:\n{stdout}");
+    }
+    assert!(stdout.contains("median |error|"), "{stdout}");
+}

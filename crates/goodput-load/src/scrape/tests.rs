@@ -1,5 +1,5 @@
 //! Fixture tests: hand-made scrapes of each engine (tests/fixtures/prom) and
-//! the recorded llama.cpp scrape (../shared/fixtures) mapped to signals.
+//! the recorded llama.cpp scrape (tests/fixtures/llamacpp) mapped to signals.
 
 use super::parse::{parse, ParseErrorKind, Scrape};
 use super::signals::{CounterSignal as C, GaugeSignal as G, HistogramSignal as H, Signals, Source};
@@ -186,7 +186,7 @@ fn an_engine_and_dcgm_in_one_scrape_set() {
 
 #[test]
 fn the_recorded_llamacpp_scrape_is_recognised() {
-    let scrape = clean(&read("../../../shared/fixtures/llamacpp/metrics.prom"));
+    let scrape = clean(&read("tests/fixtures/llamacpp/metrics.prom"));
     let names: Vec<&str> = scrape.families.iter().map(|f| f.name.as_str()).collect();
     assert!(names.contains(&"llamacpp:prompt_tokens_total") && names.contains(&"llamacpp:requests_deferred"));
     let s = Signals::from_scrape(&scrape);

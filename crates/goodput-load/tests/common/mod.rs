@@ -74,8 +74,7 @@ pub async fn run(url: &str, api: Api, stream: bool, output: u32, p: LoadPlan) ->
 
 /// The recorded llama.cpp chat stream (with usage).
 pub fn sse() -> Vec<u8> {
-    std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/llamacpp/chat-stream-usage.sse"))
-        .unwrap()
+    std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp/chat-stream-usage.sse")).unwrap()
 }
 
 /// Reads one request (head and Content-Length body); false at end of input.
