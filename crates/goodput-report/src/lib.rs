@@ -40,18 +40,56 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_file_atomic(path, &v)
 }
 
-/// Writes exactly `bytes` to `path` through a temporary file in the same
-/// folder, synced before the rename.
+/// Writes exactly `bytes` to `path`. A regular file (or a new one) is
+/// written through a temporary file in the same folder, synced before the
+/// rename, so a crash never leaves half of it, and the temporary file is
+/// removed when the write fails. A symbolic link is followed and its target
+/// written, so the link stays a link. `-` is standard output, and what is
+/// not a regular file (a device, a FIFO) is written in place: a rename would
+/// replace it with a file.
 pub(crate) fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if path == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        return out.write_all(bytes).and_then(|_| out.flush());
+    }
+    let path = &resolve_links(path)?;
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let mut f = std::fs::OpenOptions::new().write(true).truncate(true).open(path)?;
+        return f.write_all(bytes).and_then(|_| f.flush());
+    }
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(bytes)?;
-        f.sync_all()?;
+        f.sync_all()
+    });
+    let res = written.and_then(|_| std::fs::rename(&tmp, path));
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)
+    res
+}
+
+/// `path` with every symbolic link along it followed to its target, the
+/// target made whole where the link is relative; a path that does not exist
+/// (yet) is itself.
+fn resolve_links(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let mut p = path.to_path_buf();
+    // A loop of links ends in the kernel's own error when opened.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => break,
+        }
+    }
+    Ok(p)
 }
 
 /// A saved result: one run or one sweep.

@@ -328,6 +328,13 @@ pub fn tag(config: &mut Value, out: &OutputArgs) {
 /// write". A missing folder is created (as `--csv` creates its own), and a
 /// file is made and removed in each folder, as the writes at the end will.
 pub fn check_outputs(out: &OutputArgs) -> Result<()> {
+    distinct_outputs(&[
+        ("--output", out.output.as_deref()),
+        ("--records", out.records.as_deref()),
+        ("--html", out.exports.html.as_deref()),
+        ("--markdown", out.exports.markdown.as_deref()),
+        ("--csv", out.exports.csv.as_deref()),
+    ])?;
     if let Some(p) = &out.records {
         check_file(p, "--records")?;
     }
@@ -335,6 +342,36 @@ pub fn check_outputs(out: &OutputArgs) -> Result<()> {
         check_file(p, "--output")?;
     }
     check_exports(&out.exports)
+}
+
+/// Refuses two outputs that name the same file (through a link, `.` or `..`
+/// too, and `-` twice): the one written last would leave nothing of the
+/// other.
+pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    let mut seen: Vec<(&str, std::path::PathBuf)> = Vec::new();
+    for &(flag, path) in outputs {
+        let Some(path) = path else { continue };
+        let key = same_file_key(path);
+        if let Some((other, _)) = seen.iter().find(|(_, k)| *k == key) {
+            bail!("{other} and {flag} both name {}: give each its own file", path.display());
+        }
+        seen.push((flag, key));
+    }
+    Ok(())
+}
+
+/// What `path` names, whichever way it is spelled: the canonical path of
+/// the file, or of its folder with its name where the file is yet to be
+/// made.
+fn same_file_key(path: &Path) -> std::path::PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// [`check_outputs`] for the renderings alone.
@@ -354,8 +391,12 @@ pub fn check_exports(e: &ExportArgs) -> Result<()> {
     Ok(())
 }
 
-/// That `path` can be written as a file by `flag`.
+/// That `path` can be written as a file by `flag`. Standard output (`-`),
+/// a device and a FIFO are written in place, and need no folder.
 pub fn check_file(path: &Path, flag: &str) -> Result<()> {
+    if path == Path::new("-") || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Ok(());
+    }
     if path.is_dir() {
         let example = match flag {
             "--records" | "--record" => "records.jsonl",
@@ -399,11 +440,17 @@ pub fn write_document<T: serde::Serialize>(path: &Path, doc: &T, kind: &str) -> 
 /// A file that could not be written is an error (exit 2) once the rest are
 /// written.
 pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: &[RequestRecord]) -> Result<ExitCode> {
-    say(&goodput_report::terminal::render(result));
+    let summary = goodput_report::terminal::render(result);
+    // With `-o -` standard output carries the document alone.
+    if out.output.as_deref() == Some(Path::new("-")) {
+        eprint!("{summary}");
+    } else {
+        say(&summary);
+    }
     let mut unwritten = Vec::new();
     if let Some(p) = &out.output {
         match write_document(p, result, "result") {
-            Ok(()) if !out.quiet => eprintln!("result written to {}", p.display()),
+            Ok(()) if !out.quiet && p != Path::new("-") => eprintln!("result written to {}", p.display()),
             Ok(()) => {}
             Err(e) => unwritten.push(e),
         }

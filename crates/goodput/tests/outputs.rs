@@ -1,0 +1,96 @@
+//! Where a run's files go (issue 22, defects 1 and 6): `-o` writes into a
+//! symbolic link's target, a FIFO and standard output rather than replacing
+//! them with a new file, and two outputs that name one file are refused
+//! before the run.
+
+#[allow(dead_code)]
+mod cmd;
+
+use cmd::{goodput, GoodputCommand};
+use std::path::Path;
+
+/// A short bench on the embedded fixed-timing server.
+const RUN: &[&str] = &[
+    "bench",
+    "-n",
+    "2",
+    "--quiet",
+    "--sim-profile",
+    "fixed",
+    "--sim-ttft",
+    "5ms",
+    "--sim-itl",
+    "1ms",
+    "--output-tokens",
+    "4",
+    "--input-tokens",
+    "8",
+];
+
+fn is_result(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v["schema"] == "goodput/v1")
+}
+
+#[test]
+fn a_symbolic_link_is_followed_and_stays_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let (target, link) = (dir.path().join("results/run.json"), dir.path().join("latest.json"));
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink("results/run.json", &link).unwrap();
+    goodput().args(RUN).arg("-o").arg(&link).assert().success();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link became a file");
+    assert!(is_result(&std::fs::read_to_string(&target).unwrap()), "the link's target was not written");
+    no_temporary_files(dir.path());
+    no_temporary_files(target.parent().unwrap());
+}
+
+#[test]
+fn a_fifo_is_written_into_not_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    goodput().args(RUN).arg("-o").arg(&fifo).assert().success();
+    let got = reader.join().unwrap();
+    assert!(is_result(&got), "the FIFO's reader got: {got:.200}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+    no_temporary_files(dir.path());
+}
+
+#[test]
+fn dash_writes_the_document_alone_to_standard_output() {
+    let out = goodput().args(RUN).args(["-o", "-"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(is_result(&stdout), "stdout is not the document alone: {stdout:.300}");
+    assert!(!Path::new("-").exists(), "a file named - was made");
+}
+
+#[test]
+fn two_outputs_naming_one_file_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = dir.path().join("same.out");
+    let err = goodput().args(RUN).arg("-o").arg(&same).arg("--records").arg(&same).refusal();
+    assert!(err.contains("--output and --records both name"), "{err}");
+    // Spelled otherwise, the same file all the same.
+    let other = dir.path().join(".").join("same.out");
+    let err = goodput().args(RUN).arg("--html").arg(&same).arg("--records").arg(&other).refusal();
+    assert!(err.contains("--records and --html both name"), "{err}");
+    assert!(!same.exists(), "the run went ahead");
+}
+
+/// A failed or finished write leaves none of its `.NAME.tmp-PID` files.
+fn no_temporary_files(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
