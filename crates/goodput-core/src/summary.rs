@@ -492,9 +492,10 @@ fn warnings(s: &Summary) -> Vec<String> {
     }
     if t.tokenizer_mismatches > 0 {
         w.push(format!(
-            "--tokenizer is not the served model's: on {} requests its count of the output is more than 10% off the \
-             server's usage, so usage counts were used and each chunk's tokens were spread evenly over the chunks \
-             rather than counted (pass the served model's tokenizer.json)",
+            "on {} requests --tokenizer's count of the output is more than 10% off the server's usage: it is not \
+             the served model's tokenizer (pass that model's tokenizer.json), or the answers do not tokenise back \
+             into the tokens generated (bytes that make no character do not). Usage counts were used, and those \
+             requests' tokens spread evenly over their chunks",
             t.tokenizer_mismatches
         ));
     } else if t.usage_tokenizer_disagreements > 0 {
