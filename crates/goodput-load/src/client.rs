@@ -430,7 +430,28 @@ pub fn check_header(name: &str, value: &str) -> Result<(), String> {
     if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
         return Err(format!("the value of header '{name}' holds a line break or NUL: give it on one line"));
     }
+    if OWNED_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+        return Err(format!(
+            "--header '{name}' is goodput's HTTP layer's to set (it frames every request itself): leave it out"
+        ));
+    }
     Ok(())
+}
+
+/// Headers the HTTP layer writes for each request: one given as well would
+/// be sent twice or contradict the framing.
+const OWNED_HEADERS: &[&str] = &["Content-Length", "Host", "Transfer-Encoding", "Connection"];
+
+/// The key's header that a `--header` of the same name replaces: the header
+/// given wins, and is the one sent.
+pub fn key_header_overridden(
+    api: Api,
+    api_key: Option<&str>,
+    key_header: KeyHeader,
+    extra: &[(String, String)],
+) -> Option<&'static str> {
+    let (name, _) = api.auth_headers(api_key, key_header).into_iter().find(|(n, _)| *n != "Anthropic-Version")?;
+    extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)).then_some(name)
 }
 
 /// Every request's headers beyond the body's: the key in `key_header`,
@@ -444,8 +465,13 @@ pub fn request_headers(
     for (name, value) in extra {
         check_header(name, value)?;
     }
-    let mut headers: Vec<(String, String)> =
-        api.auth_headers(api_key, key_header).into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
+    // A header given by name replaces the one the key would make.
+    let mut headers: Vec<(String, String)> = api
+        .auth_headers(api_key, key_header)
+        .into_iter()
+        .filter(|(n, _)| !extra.iter().any(|(e, _)| e.eq_ignore_ascii_case(n)))
+        .map(|(n, v)| (n.to_owned(), v))
+        .collect();
     headers.extend(extra.iter().cloned());
     Ok(headers)
 }

@@ -23,9 +23,28 @@ impl TokenCounter {
                 path.display()
             ));
         }
-        Tokenizer::from_file(path).map(|inner| TokenCounter { inner }).map_err(|e| {
+        let t = Tokenizer::from_file(path).map(|inner| TokenCounter { inner }).map_err(|e| {
             format!("cannot load tokenizer {}: {e} (expected a Hugging Face tokenizer.json)", path.display())
-        })
+        })?;
+        t.check().map_err(|e| format!("tokenizer {}: {e}", path.display()))?;
+        Ok(t)
+    }
+
+    /// That it turns the words prompts are made of into tokens: one that
+    /// cannot (an empty vocabulary, an encoding error) could neither count an
+    /// answer nor build a prompt of the length asked, which then grows
+    /// without end.
+    fn check(&self) -> Result<(), String> {
+        let probe = crate::workload::WORDS.join(" ");
+        match self.inner.encode_fast(probe.as_str(), false) {
+            Err(e) => Err(format!("it cannot encode plain text ({e}): pass the served model's tokenizer.json")),
+            Ok(enc) if enc.is_empty() => Err(format!(
+                "it gives no tokens for plain English ('{}…'), so it can neither count answers nor build prompts: \
+                 its vocabulary is empty or lacks these characters; pass the served model's tokenizer.json",
+                probe.chars().take(40).collect::<String>()
+            )),
+            Ok(_) => Ok(()),
+        }
     }
 
     /// Tokens in `text`, special tokens not added.
@@ -262,6 +281,19 @@ mod tests {
         assert_eq!(t.count("the other"), 4);
         assert_eq!(t.truncate("the other", 2).as_deref(), Some("the o"));
         assert_eq!(t.truncate("the", 2), None);
+    }
+
+    #[test]
+    fn a_tokenizer_that_gives_no_tokens_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.json");
+        let empty = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],"normalizer":null,
+            "pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,
+            "model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":null,
+            "end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"vocab":{},"merges":[]}}"#;
+        std::fs::write(&path, empty).unwrap();
+        let e = TokenCounter::from_file(&path).unwrap_err();
+        assert!(e.contains("empty.json") && e.contains("gives no tokens"), "{e}");
     }
 
     #[test]

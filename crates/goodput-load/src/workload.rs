@@ -766,11 +766,15 @@ fn synthetic_text(rng: &mut StdRng, n: u32, tokenizer: Option<&TokenCounter>) ->
         return words.join(" ");
     };
     // With a tokenizer the length is made exact: add words until long enough,
-    // then cut at the n-th token's end.
+    // then cut at the n-th token's end. A tokenizer that gives next to no
+    // tokens for the words (refused when loaded if it gives none) ends the
+    // growing at 64 times the words asked, with the text as long as it got.
+    let most = (n as usize).max(8) * 64;
     loop {
         let text = words.join(" ");
         match tok.truncate(&text, n as usize) {
             Some(cut) => return cut,
+            None if words.len() >= most => return text,
             None => words.extend((0..n.max(8) / 4).map(|_| WORDS[rng.random_range(0..WORDS.len())])),
         }
     }
@@ -780,6 +784,8 @@ fn synthetic_text(rng: &mut StdRng, n: u32, tokenizer: Option<&TokenCounter>) ->
 /// JSONL of `{"prompt": …}` / `{"messages": …}` with optional `max_tokens`.
 pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read dataset {}: {e}", path.display()))?;
+    // Editors on Windows begin UTF-8 files with a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let trimmed = text.trim_start();
     let entries = if trimmed.starts_with('[') {
         let v: Value = serde_json::from_str(trimmed)
@@ -1030,6 +1036,23 @@ mod tests {
             assert!(texts.iter().all(|t| t == &texts[0]), "one prefix, one text");
         }
         assert_ne!(by_prefix[&0][0], by_prefix[&1][0]);
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_a_dataset_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in [
+            ("d.jsonl", "\u{feff}{\"prompt\":\"hello\"}\n"),
+            (
+                "s.json",
+                "\u{feff}[{\"conversations\":[{\"from\":\"human\",\"value\":\"hello\"},{\"from\":\"gpt\",\"value\":\"hi\"}]}]",
+            ),
+        ] {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            let e = load_dataset(&p, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(e[0].prompt, PromptBody::Text("hello".into()), "{name}");
+        }
     }
 
     #[test]

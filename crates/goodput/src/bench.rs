@@ -6,7 +6,9 @@ use crate::cli::{BenchArgs, EngineHwArgs, ProfileArg, SimArgs, StampArg, TargetA
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
-use goodput_load::client::{error_chain, normalize_base, request_headers, secrets_of, Cancellation};
+use goodput_load::client::{
+    error_chain, key_header_overridden, normalize_base, request_headers, secrets_of, Cancellation,
+};
 use goodput_load::{
     Api, BodyOptions, Client, ClientConfig, Control, KeyHeader, LoadPlan, Stamps, TokenCounter, Transport, Workload,
 };
@@ -178,6 +180,9 @@ pub async fn connect(
         None,
     )
     .map_err(|e| anyhow!(e))?;
+    if let Some(name) = key_header_overridden(api, t.api_key.as_deref(), key_header, &t.header) {
+        eprintln!("warning: --header {name} and --api-key both set {name}: the --header is sent, the key is not");
+    }
     let extra_headers = with_url_credentials(t, api, key_header)?;
     let headers = request_headers(api, t.api_key.as_deref(), key_header, &extra_headers).map_err(|e| anyhow!(e))?;
     // Whatever a server echoes of these never reaches stderr or a file.

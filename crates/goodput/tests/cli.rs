@@ -403,6 +403,8 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--api", "ollama-chat", "--ignore-eos"], "no field that forces the output length"),
         (&["--api", "tgi", "--ignore-eos"], "no field that forces the output length"),
         (&["--header", "X-Team infra"], "write 'Name: value'"),
+        (&["--header", "Content-Length: 5"], "is goodput's HTTP layer's to set"),
+        (&["--header", "host: example.invalid"], "is goodput's HTTP layer's to set"),
         (&["--api", "ollama"], "invalid value 'ollama' for '--api <API>'"),
         (&["--sim-chat-template", "llama2"], "--chat-template: unknown chat template 'llama2': use auto or one of"),
         (&["--timeout", "0s"], "'0s' is no time at all"),

@@ -34,7 +34,9 @@ fn echoing_server() -> (String, mpsc::Receiver<String>) {
                 }
                 let (name, value) = line.split_once(':').unwrap_or((line, ""));
                 match name.to_ascii_lowercase().as_str() {
-                    "authorization" => auth = value.trim().to_owned(),
+                    // Every Authorization line, so that one sent twice shows.
+                    "authorization" if auth.is_empty() => auth = value.trim().to_owned(),
+                    "authorization" => auth = format!("{auth} | {}", value.trim()),
                     "content-length" => len = value.trim().parse().unwrap_or(0),
                     _ => {}
                 }
@@ -134,4 +136,21 @@ fn an_explicit_authorization_wins_over_url_credentials_and_says_so() {
     );
     assert!(all.contains("the URL's credentials are not"), "{all}");
     assert!(!all.contains("s3cret") && !all.contains("alice"), "{all}");
+}
+
+#[test]
+fn an_authorization_header_replaces_the_keys_and_says_so() {
+    let (url, auths) = echoing_server();
+    let all = everything_written(&[
+        "--url",
+        &url,
+        "--api-key",
+        "sk-live-0123456789",
+        "--header",
+        "Authorization: Bearer gw-token-abcdef",
+    ]);
+    // One header, the one given by name.
+    assert_eq!(auths.recv_timeout(std::time::Duration::from_secs(10)).unwrap(), "Bearer gw-token-abcdef");
+    assert!(all.contains("the --header is sent, the key is not"), "{all}");
+    assert!(!all.contains("gw-token-abcdef") && !all.contains("sk-live-0123456789"), "{all}");
 }
