@@ -65,6 +65,9 @@ pub struct RequestRecord {
     pub counts: TokenCounts,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// The `Retry-After` a refused request came back with (429, 503), as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<String>,
     /// Times the request was sent again because a pooled connection turned
     /// out dead before any byte of the response came.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -317,14 +320,23 @@ pub enum FailureKind {
     TruncatedStream,
     /// The request succeeded but carried no output.
     EmptyOutput,
-    /// The body could not be understood (malformed JSON, wrong shape).
+    /// The body could not be understood (malformed JSON, wrong shape, a
+    /// content type that is neither a stream nor JSON).
     InvalidResponse,
+    /// HTTP 429: a rate limit (the server's or a gateway's) turned the
+    /// request away; counted apart from server errors.
+    RateLimited,
+    /// The client ran out of something of its own (open files, memory,
+    /// local ports): the server is not to blame.
+    ClientResource,
 }
 
 impl FailureKind {
-    pub const ALL: [FailureKind; 7] = [
+    pub const ALL: [FailureKind; 9] = [
         FailureKind::Connect,
         FailureKind::HttpStatus,
+        FailureKind::RateLimited,
+        FailureKind::ClientResource,
         FailureKind::Timeout,
         FailureKind::MidStreamError,
         FailureKind::TruncatedStream,
@@ -341,6 +353,8 @@ impl FailureKind {
             FailureKind::TruncatedStream => "truncated_stream",
             FailureKind::EmptyOutput => "empty_output",
             FailureKind::InvalidResponse => "invalid_response",
+            FailureKind::RateLimited => "rate_limited",
+            FailureKind::ClientResource => "client_resource",
         }
     }
 }
@@ -386,6 +400,7 @@ impl RequestRecord {
             chunk_tokens_source: ChunkTokenSource::Even,
             counts: TokenCounts::default(),
             http_status: None,
+            retry_after: None,
             retries: 0,
             finish_reason: None,
             read_lag_max: None,

@@ -50,6 +50,8 @@ pub struct ResponseReader {
     choices: Option<(Duration, Duration)>,
     /// Reading a whole non-streamed body.
     whole: bool,
+    /// Parsing what was left unfinished when the stream closed.
+    at_end: bool,
     /// The visible content of the answer, kept when a conversation carries
     /// it into its next turn.
     reply: Option<String>,
@@ -104,6 +106,7 @@ impl ResponseReader {
 
     /// End of the body at `t`.
     pub fn end_of_stream(&mut self, t: Duration) {
+        self.at_end = true;
         if self.api.ndjson() {
             let mut lines = std::mem::take(&mut self.lines);
             lines.finish(&mut |line| self.data(line, t));
@@ -160,6 +163,12 @@ impl ResponseReader {
         }
         let info = match parse_for(self.api, data) {
             Ok(i) => i,
+            // What was left when the stream closed, unparseable: the stream
+            // was cut inside it, not sent malformed.
+            Err(e) if self.at_end => {
+                self.failure = Some((FailureKind::TruncatedStream, format!("the stream ended inside a payload ({e})")));
+                return;
+            }
             Err(e) => {
                 self.failure = Some((FailureKind::InvalidResponse, e));
                 return;
@@ -700,16 +709,19 @@ impl Client {
                 // byte comes back. Sending it once more on a fresh connection
                 // is what the server expects.
                 Err(e) if rec.retries == 0 && closed_before_response(&e) => rec.retries += 1,
-                Err(e) => {
-                    return Err(Outcome::Failed {
-                        kind: if e.is_timeout() { FailureKind::Timeout } else { FailureKind::Connect },
-                        message: error_chain(&e),
-                    })
+                Err(e) if e.is_timeout() => {
+                    return Err(Outcome::Failed { kind: FailureKind::Timeout, message: error_chain(&e) })
                 }
+                // hyper refuses an oversized or broken head as a parse error.
+                Err(e) if is_parse_error(&e) => {
+                    return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message: error_chain(&e) })
+                }
+                Err(e) => return Err(connect_or_resource(error_chain(&e))),
             }
         };
         rec.first_byte = Some(origin.elapsed());
         rec.http_status = Some(resp.status().as_u16());
+        rec.retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
         if self.server.get().is_none() {
             if let Some(s) = resp.headers().get("server").and_then(|v| v.to_str().ok()) {
                 let _ = self.server.set(s.to_owned());
@@ -719,11 +731,11 @@ impl Client {
             let text = read_limited(&mut resp, ERROR_BODY_LIMIT).await;
             return Err(status_failure(resp.status(), &text));
         }
-        let is_json = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.starts_with("application/json"));
+        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok());
+        if let Some(o) = foreign_content(content_type) {
+            return Err(o);
+        }
+        let is_json = content_type.is_some_and(|c| c.starts_with("application/json"));
         if !self.cfg.body.stream || is_json {
             let mut whole = Vec::new();
             loop {
@@ -777,7 +789,7 @@ impl Client {
     ) -> Result<(), Outcome> {
         let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
         let request = h.request(&body, headers, accept);
-        let connect_failure = |message| Outcome::Failed { kind: FailureKind::Connect, message };
+        let connect_failure = connect_or_resource;
         // Stamped right after each read, before any parsing.
         let mut clock = || origin.elapsed();
         let (mut conn, mut head, head_read) = loop {
@@ -803,6 +815,7 @@ impl Client {
             }
         };
         rec.http_status = Some(head.status);
+        rec.retry_after = head.retry_after.clone();
         if self.server.get().is_none() {
             if let Some(s) = &head.server {
                 let _ = self.server.set(s.clone());
@@ -814,6 +827,9 @@ impl Client {
             h.checkin(conn, &head);
             let status = reqwest::StatusCode::from_u16(head.status).unwrap_or(reqwest::StatusCode::BAD_GATEWAY);
             return Err(status_failure(status, String::from_utf8_lossy(&text).trim()));
+        }
+        if let Some(o) = foreign_content(head.content_type.as_deref()) {
+            return Err(o);
         }
         let is_json = head.content_type.as_deref().is_some_and(|c| c.starts_with("application/json"));
         if !self.cfg.body.stream || is_json {
@@ -871,7 +887,56 @@ fn status_failure(status: reqwest::StatusCode, text: &str) -> Outcome {
         .map(|v| error_message(v.get("error").unwrap_or(&v)))
         .unwrap_or_else(|| text.to_owned());
     let detail: String = detail.chars().take(500).collect();
-    Outcome::Failed { kind: FailureKind::HttpStatus, message: format!("HTTP {status}: {detail}") }
+    // A rate limit is the gateway's or the server's policy, not its failure.
+    let kind = if status.as_u16() == 429 { FailureKind::RateLimited } else { FailureKind::HttpStatus };
+    Outcome::Failed { kind, message: format!("HTTP {status}: {detail}") }
+}
+
+/// A 2xx response whose content type is neither an event stream, NDJSON
+/// nor JSON (a proxy's HTML page, say) is not the API's answer.
+fn foreign_content(content_type: Option<&str>) -> Option<Outcome> {
+    let ct = content_type?.to_ascii_lowercase();
+    let ours = ["text/event-stream", "application/json", "application/x-ndjson", "application/jsonl"];
+    if ours.iter().any(|t| ct.starts_with(t)) || ct.starts_with("text/plain") {
+        return None;
+    }
+    Some(Outcome::Failed {
+        kind: FailureKind::InvalidResponse,
+        message: format!("the response is {ct}, not an event stream or JSON: is --url the API, not a page or a proxy?"),
+    })
+}
+
+/// A connect error that is the client's own shortage (open files, memory,
+/// local ports), named as such.
+fn connect_or_resource(message: String) -> Outcome {
+    let m = message.to_ascii_lowercase();
+    let ours = [
+        "too many open files",
+        "os error 24",
+        "os error 23",
+        "cannot allocate memory",
+        "os error 12",
+        // EADDRNOTAVAIL: the client's local ports ran out.
+        "cannot assign requested address",
+        "address not available",
+        "os error 99",
+        "no buffer space",
+        "os error 105",
+    ];
+    let kind = if ours.iter().any(|o| m.contains(o)) { FailureKind::ClientResource } else { FailureKind::Connect };
+    Outcome::Failed { kind, message }
+}
+
+/// hyper could not parse the response head (too large, malformed).
+fn is_parse_error(e: &reqwest::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = src {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_parse();
+        }
+        src = err.source();
+    }
+    false
 }
 
 /// The connection closed before any byte of the response arrived.
@@ -1327,6 +1392,14 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
         assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::Tokenizer);
         assert_eq!(rec.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!((rec.input_tokens, rec.input_tokens_source), (2, CountSource::Tokenizer));
+    }
+
+    #[test]
+    fn the_clients_own_shortages_are_not_the_servers() {
+        let kind = |m: &str| connect_or_resource(m.into()).failure_kind();
+        assert_eq!(kind("error connecting: Too many open files (os error 24)"), Some(FailureKind::ClientResource));
+        assert_eq!(kind("Cannot assign requested address (os error 99)"), Some(FailureKind::ClientResource));
+        assert_eq!(kind("Connection refused (os error 111)"), Some(FailureKind::Connect));
     }
 
     /// "the", " ot", "her": counted apart 1 + 2 + 3 tokens, in context 4.

@@ -134,6 +134,7 @@ pub struct Head {
     pub status: u16,
     pub server: Option<String>,
     pub content_type: Option<String>,
+    pub retry_after: Option<String>,
     framing: Framing,
     keep_alive: bool,
 }
@@ -657,8 +658,14 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
         }
     };
     let status = r.code.unwrap_or(0);
-    let mut head =
-        Head { status, server: None, content_type: None, framing: Framing::Close, keep_alive: r.version == Some(1) };
+    let mut head = Head {
+        status,
+        server: None,
+        content_type: None,
+        retry_after: None,
+        framing: Framing::Close,
+        keep_alive: r.version == Some(1),
+    };
     let mut chunked = false;
     let mut length = None;
     for h in r.headers.iter() {
@@ -666,6 +673,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
         match h.name.to_ascii_lowercase().as_str() {
             "server" => head.server = Some(v()),
             "content-type" => head.content_type = Some(v()),
+            "retry-after" => head.retry_after = Some(v()),
             "transfer-encoding" => chunked = v().to_ascii_lowercase().split(',').any(|e| e.trim() == "chunked"),
             "content-length" => {
                 length = Some(

@@ -464,6 +464,9 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.shape.seed, trace)?;
     let opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
     common::check_outputs(&a.output)?;
+    if let Some(c) = plan.concurrency {
+        common::check_open_files(c, a.target.url.is_none())?;
+    }
     let records = match &a.output.records {
         Some(p) => Some(RecordFile::create(p)?),
         None => None,

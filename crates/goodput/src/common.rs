@@ -344,6 +344,44 @@ pub fn check_outputs(out: &OutputArgs) -> Result<()> {
     check_exports(&out.exports)
 }
 
+/// Files a run holds open beside its connections: its own, the runtime's,
+/// the scrapes', the outputs'.
+const SPARE_FILES: u64 = 64;
+
+/// That `concurrency` streams have the open files they need (one socket
+/// each, two with the embedded server on the other end, and some to spare),
+/// refused before the run, saying how many, rather than failing thousands
+/// of connects on the client's own limit. The soft limit was already raised
+/// to the hard one at start.
+pub fn check_open_files(concurrency: usize, embedded: bool) -> Result<()> {
+    let Some(limit) = open_file_limit() else { return Ok(()) };
+    let need = concurrency as u64 * if embedded { 2 } else { 1 } + SPARE_FILES;
+    if need > limit {
+        bail!(
+            "-c {concurrency} needs about {need} open files ({}one socket a stream and {SPARE_FILES} to spare), \
+             and this process may open {limit}: raise the limit (ulimit -n {need}, or the hard limit in \
+             /etc/security/limits.conf), or lower -c",
+            if embedded { "the embedded server's end too: " } else { "" }
+        );
+    }
+    Ok(())
+}
+
+/// The soft limit on open files.
+fn open_file_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit only writes the struct we pass.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
+            // rlim_t is u64 on Linux, not on every Unix.
+            #[allow(clippy::unnecessary_cast)]
+            return Some(lim.rlim_cur as u64);
+        }
+    }
+    None
+}
+
 /// Refuses two outputs that name the same file (through a link, `.` or `..`
 /// too, and `-` twice): the one written last would leave nothing of the
 /// other.

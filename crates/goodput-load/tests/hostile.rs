@@ -1,0 +1,151 @@
+//! Servers that misbehave, over real HTTP on 127.0.0.1:0, on both
+//! transports: each failure comes back as the kind it is (issue 22, defect
+//! 9), never blamed on the wrong party.
+
+use goodput_core::{FailureKind, Outcome, RequestRecord};
+use goodput_load::workload::WorkItem;
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, PromptBody, Transport};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+/// A server that answers every request with `response`, as given, then
+/// closes the connection.
+async fn canned(response: Vec<u8>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let response = response.clone();
+            tokio::spawn(async move {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Up to the end of the head and the body it announces.
+                while let Ok(k) = sock.read(&mut buf).await {
+                    if k == 0 {
+                        return;
+                    }
+                    req.extend_from_slice(&buf[..k]);
+                    let text = String::from_utf8_lossy(&req).to_ascii_lowercase();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .map_or(0, |v| v.trim().parse::<usize>().unwrap_or(0));
+                        if req.len() >= end + 4 + len {
+                            break;
+                        }
+                    }
+                }
+                let _ = sock.write_all(&response).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    url
+}
+
+async fn one_request(url: &str, transport: Transport) -> RequestRecord {
+    let body =
+        BodyOptions { api: Api::Chat, model: "m".into(), stream: true, include_usage: true, ..Default::default() };
+    let cfg = ClientConfig {
+        base_url: url.into(),
+        api_key: None,
+        body,
+        timeout: Duration::from_secs(5),
+        transport,
+        stamps: Default::default(),
+        key_header: Default::default(),
+        headers: Vec::new(),
+        cancel: None,
+    };
+    let client = Client::new(cfg, None).unwrap();
+    let item = WorkItem {
+        prompt: PromptBody::Text("hello".into()),
+        intended_input_tokens: None,
+        max_tokens: Some(4),
+        session: None,
+    };
+    let origin = tokio::time::Instant::now();
+    client.execute(0, &item, Duration::ZERO, origin, &CancellationToken::new()).await
+}
+
+fn failure(r: &RequestRecord) -> (FailureKind, String) {
+    match &r.outcome {
+        Outcome::Failed { kind, message } => (*kind, message.clone()),
+        o => panic!("expected a failure, got {o:?}"),
+    }
+}
+
+const TRANSPORTS: [Transport; 2] = [Transport::Auto, Transport::Reqwest];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_is_its_own_kind_and_keeps_retry_after() {
+    let body = r#"{"error":{"message":"Rate limit reached for requests","type":"requests"}}"#;
+    let resp = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 7\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let url = canned(resp.into_bytes()).await;
+    for t in TRANSPORTS {
+        let r = one_request(&url, t).await;
+        let (kind, message) = failure(&r);
+        assert_eq!(kind, FailureKind::RateLimited, "{t:?}: {message}");
+        assert!(message.contains("Rate limit reached"), "{t:?}: {message}");
+        assert_eq!((r.http_status, r.retry_after.as_deref()), (Some(429), Some("7")), "{t:?}");
+    }
+    // A 503 stays a server error, and keeps its Retry-After too.
+    let url = canned(
+        b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 30\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            .to_vec(),
+    )
+    .await;
+    for t in TRANSPORTS {
+        let r = one_request(&url, t).await;
+        assert_eq!(failure(&r).0, FailureKind::HttpStatus, "{t:?}");
+        assert_eq!(r.retry_after.as_deref(), Some("30"), "{t:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_page_is_an_invalid_response_naming_its_type() {
+    let page = "<html><body>Please log in</body></html>";
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let url = canned(resp.into_bytes()).await;
+    for t in TRANSPORTS {
+        let (kind, message) = failure(&one_request(&url, t).await);
+        assert_eq!(kind, FailureKind::InvalidResponse, "{t:?}: {message}");
+        assert!(message.contains("text/html"), "{t:?}: {message}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_inside_a_line_is_truncated() {
+    let resp = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+                data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"del";
+    let url = canned(resp.as_bytes().to_vec()).await;
+    for t in TRANSPORTS {
+        let r = one_request(&url, t).await;
+        let (kind, message) = failure(&r);
+        assert_eq!(kind, FailureKind::TruncatedStream, "{t:?}: {message}");
+        assert_eq!(r.chunks.len(), 1, "{t:?}: the chunk before the cut is kept");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_header_block_is_an_invalid_response() {
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-padding: {}\r\n\r\ndata: [DONE]\n\n",
+        "a".repeat(1 << 20)
+    );
+    let url = canned(resp.into_bytes()).await;
+    for t in TRANSPORTS {
+        let (kind, message) = failure(&one_request(&url, t).await);
+        assert_eq!(kind, FailureKind::InvalidResponse, "{t:?}: {message}");
+    }
+}
