@@ -103,6 +103,12 @@ pub struct RequestCounts {
     /// Of those, the ones the load gave up on on purpose (`--cancel-rate`).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub abandoned: u64,
+    /// Times a request was sent again: only on a kept connection that
+    /// closed before any of the response came (a server that closes idle
+    /// connections races the next request); every one is counted here, as
+    /// it loads the server once more.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub retried: u64,
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Warm-up requests, sent before the window and excluded from it.
     pub warmup: u64,
@@ -268,6 +274,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
             Outcome::Cancelled => counts.cancelled += 1,
         }
         counts.abandoned += u64::from(r.abandoned);
+        counts.retried += u64::from(r.retries);
     }
 
     let mut tokens = TokenTotals {
@@ -568,8 +575,10 @@ mod tests {
         recs[0].warmup = true;
         let mut failed = req(3, 1500, 100, 10, 3);
         failed.outcome = Outcome::Failed { kind: FailureKind::MidStreamError, message: "x".into() };
+        failed.retries = 1;
         recs.push(failed);
         let a = analyze(&recs, &AnalysisOptions::default());
+        assert_eq!(a.summary.requests.retried, 1, "every resend is counted");
         // Window: first measured send (1000) to last end (2000 + 100 + 100).
         assert_eq!(a.window.start_s, 1.0);
         assert!((a.window.end_s - 2.2).abs() < 1e-9);

@@ -692,32 +692,26 @@ impl Client {
         if let Some(h) = &self.native {
             return self.exchange_native(h, body, headers, rec, reader, origin).await;
         }
-        let body = bytes::Bytes::from(body);
-        let mut resp = loop {
-            let mut req = self.http.post(&self.endpoint).header("content-type", "application/json").body(body.clone());
-            if self.cfg.body.stream {
-                req = req.header("accept", self.api().stream_accept());
+        let mut req = self.http.post(&self.endpoint).header("content-type", "application/json").body(body);
+        if self.cfg.body.stream {
+            req = req.header("accept", self.api().stream_accept());
+        }
+        for (name, value) in headers {
+            req = req.header(name, value);
+        }
+        let mut resp = match req.send().await {
+            Ok(r) => r,
+            // No resend here: hyper itself sends a request again only when
+            // its pooled connection closed before the request was written,
+            // the one case where it provably never reached the server.
+            Err(e) if e.is_timeout() => {
+                return Err(Outcome::Failed { kind: FailureKind::Timeout, message: error_chain(&e) })
             }
-            for (name, value) in headers {
-                req = req.header(name, value);
+            // hyper refuses an oversized or broken head as a parse error.
+            Err(e) if is_parse_error(&e) => {
+                return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message: error_chain(&e) })
             }
-            match req.send().await {
-                Ok(r) => break r,
-                // A server that closes idle keep-alive connections (llama.cpp
-                // does after every stream) races the pool: the request goes out
-                // on a connection whose close is already on its way, and not a
-                // byte comes back. Sending it once more on a fresh connection
-                // is what the server expects.
-                Err(e) if rec.retries == 0 && closed_before_response(&e) => rec.retries += 1,
-                Err(e) if e.is_timeout() => {
-                    return Err(Outcome::Failed { kind: FailureKind::Timeout, message: error_chain(&e) })
-                }
-                // hyper refuses an oversized or broken head as a parse error.
-                Err(e) if is_parse_error(&e) => {
-                    return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message: error_chain(&e) })
-                }
-                Err(e) => return Err(connect_or_resource(error_chain(&e))),
-            }
+            Err(e) => return Err(connect_or_resource(error_chain(&e))),
         };
         rec.first_byte = Some(origin.elapsed());
         rec.http_status = Some(resp.status().as_u16());
@@ -795,6 +789,7 @@ impl Client {
         let (mut conn, mut head, head_read) = loop {
             // After a failed try, a fresh connection.
             let kept = if rec.retries == 0 { h.checkout() } else { None };
+            let reused = kept.is_some();
             let mut conn = match kept {
                 Some(c) => c,
                 None => h.connect().await.map_err(connect_failure)?,
@@ -804,10 +799,14 @@ impl Client {
                     rec.first_byte = Some(first);
                     break (conn, head, head_read);
                 }
-                // A kept connection the server had already closed (llama.cpp
-                // closes after every stream), or a fresh one dropped before a
-                // byte came back: the request is sent once more, as reqwest does.
-                Err(HeadError::ClosedBeforeResponse(_)) if rec.retries == 0 => rec.retries += 1,
+                // A kept connection the server closed as the request went
+                // out (llama.cpp closes after every stream while it says
+                // keep-alive): the close was on its way before the request,
+                // which is sent once more on a fresh connection, and counted.
+                // A fresh connection dropped before the response is the
+                // server's failure, never sent again: a resend would hide it
+                // and load the server with a request nobody planned.
+                Err(HeadError::ClosedBeforeResponse(_)) if reused && rec.retries == 0 => rec.retries += 1,
                 Err(HeadError::ClosedBeforeResponse(m)) => return Err(connect_failure(m)),
                 Err(HeadError::Invalid(message)) => {
                     return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message })
@@ -933,18 +932,6 @@ fn is_parse_error(e: &reqwest::Error) -> bool {
     while let Some(err) = src {
         if let Some(h) = err.downcast_ref::<hyper::Error>() {
             return h.is_parse();
-        }
-        src = err.source();
-    }
-    false
-}
-
-/// The connection closed before any byte of the response arrived.
-fn closed_before_response(e: &reqwest::Error) -> bool {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = src {
-        if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            return h.is_incomplete_message();
         }
         src = err.source();
     }

@@ -149,3 +149,54 @@ async fn an_oversized_header_block_is_an_invalid_response() {
         assert_eq!(kind, FailureKind::InvalidResponse, "{t:?}: {message}");
     }
 }
+
+/// Every third request is read and then its connection closed without an
+/// answer (each on a fresh connection: the server says `close`). Those
+/// requests fail as what they were, none is sent again, and the server sees
+/// exactly the requests the client sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_dropped_on_a_fresh_connection_fails_and_is_not_sent_again() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !String::from_utf8_lossy(&req).contains("\"stream\"") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(k) => req.extend_from_slice(&buf[..k]),
+                    }
+                }
+                let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+                if n.is_multiple_of(3) {
+                    return; // dropped: closed with no answer
+                }
+                let stream = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+                              data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n\
+                              data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+                let _ = sock.write_all(stream.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    for t in TRANSPORTS {
+        seen.store(0, Ordering::SeqCst);
+        let mut failed = 0;
+        for _ in 0..9 {
+            let r = one_request(&url, t).await;
+            assert_eq!(r.retries, 0, "{t:?}: sent again");
+            if let Outcome::Failed { kind, message } = &r.outcome {
+                assert_eq!(*kind, FailureKind::Connect, "{t:?}: {message}");
+                failed += 1;
+            }
+        }
+        assert_eq!((seen.load(Ordering::SeqCst), failed), (9, 3), "{t:?}: requests the server saw, failures");
+    }
+}

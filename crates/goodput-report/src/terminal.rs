@@ -45,6 +45,9 @@ pub fn render(r: &RunResult) -> String {
     if q.warmup > 0 {
         let _ = write!(req, " · {} warm-up (excluded)", q.warmup);
     }
+    if q.retried > 0 {
+        let _ = write!(req, " · {} sent again (a kept connection closed before the response)", q.retried);
+    }
     let _ = writeln!(o, "{req}");
     if !q.errors_by_kind.is_empty() {
         let kinds: Vec<String> = q.errors_by_kind.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
