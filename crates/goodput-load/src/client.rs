@@ -52,6 +52,8 @@ pub struct ResponseReader {
     whole: bool,
     /// Parsing what was left unfinished when the stream closed.
     at_end: bool,
+    /// The most bytes held for one line, event or body (0: no cap).
+    limit: usize,
     /// The visible content of the answer, kept when a conversation carries
     /// it into its next turn.
     reply: Option<String>,
@@ -67,6 +69,31 @@ impl ResponseReader {
         ResponseReader { api, ..self }
     }
 
+    /// Fails the response, as `invalid_response`, once a line, an event or
+    /// the body it holds passes `limit` bytes.
+    pub fn limited(self, limit: usize) -> Self {
+        ResponseReader { limit, ..self }
+    }
+
+    /// Whether the bytes held for the line or event being read passed the
+    /// cap; if so the response fails and what was held is dropped.
+    fn over_limit(&mut self) -> bool {
+        let held = if self.api.ndjson() { self.lines.pending() } else { self.sse.pending() };
+        if self.limit == 0 || held <= self.limit {
+            return false;
+        }
+        self.lines = LineReader::default();
+        self.sse = SseReader::default();
+        self.failure = Some((
+            FailureKind::InvalidResponse,
+            format!(
+                "the server sent a line or event of more than {} bytes without ending it (--max-buffer raises the cap)",
+                self.limit
+            ),
+        ));
+        true
+    }
+
     /// Also keeps the answer's visible content, for [`ResponseReader::take_reply`].
     pub fn keeping_reply(self) -> Self {
         ResponseReader { reply: Some(String::new()), ..self }
@@ -75,6 +102,12 @@ impl ResponseReader {
     /// The answer's visible content, when kept.
     pub fn take_reply(&mut self) -> Option<String> {
         self.reply.take()
+    }
+
+    /// The response failed as bytes that are not the API's (malformed, or
+    /// past the cap): what follows them is nothing to wait for.
+    pub fn unreadable(&self) -> bool {
+        matches!(self.failure, Some((FailureKind::InvalidResponse, _)))
     }
 
     /// True once the stream said all it will say (`[DONE]`, its API's last
@@ -94,6 +127,7 @@ impl ResponseReader {
             let mut lines = std::mem::take(&mut self.lines);
             lines.feed(bytes, &mut |line| self.data(line, t));
             self.lines = lines;
+            self.over_limit();
             return;
         }
         let mut events = std::mem::take(&mut self.events);
@@ -102,6 +136,7 @@ impl ResponseReader {
             self.event(ev, t);
         }
         self.events = events;
+        self.over_limit();
     }
 
     /// End of the body at `t`.
@@ -124,6 +159,14 @@ impl ResponseReader {
     /// A whole non-streamed JSON body read at `t`.
     pub fn whole_body(&mut self, body: &[u8], t: Duration) {
         self.whole = true;
+        if self.limit > 0 && body.len() > self.limit {
+            self.failure = Some((
+                FailureKind::InvalidResponse,
+                format!("the response body passed the cap of {} bytes (--max-buffer raises it)", self.limit),
+            ));
+            self.stream_end = Some(t);
+            return;
+        }
         let text = String::from_utf8_lossy(body);
         self.data(&text, t);
         self.done = true;
@@ -336,7 +379,15 @@ pub struct ClientConfig {
     pub headers: Vec<(String, String)>,
     /// Requests the client gives up on (`--cancel-rate`).
     pub cancel: Option<Cancellation>,
+    /// The most bytes a server may make the client hold for one response
+    /// at a time: an SSE line or event, an NDJSON line, a whole body
+    /// (`--max-buffer`). Past it the request fails as `invalid_response`.
+    pub max_buffer: usize,
 }
+
+/// The default [`ClientConfig::max_buffer`]: 64 MiB, a thousand times the
+/// largest streamed event of a real answer and room for any whole one.
+pub const MAX_BUFFER: usize = 64 << 20;
 
 /// Requests the client gives up on, as users who close the tab: a share of
 /// them, picked by their number and a seed (so the same requests in every
@@ -642,7 +693,8 @@ impl Client {
         };
         let deadline = Instant::now() + self.cfg.timeout;
         let give_up = self.cfg.cancel.filter(|c| c.picks_request(id, item.session)).map(|c| Instant::now() + c.after);
-        let mut reader = ResponseReader::new(self.tokenizer.is_some()).for_api(self.cfg.body.api);
+        let mut reader =
+            ResponseReader::new(self.tokenizer.is_some()).for_api(self.cfg.body.api).limited(self.cfg.max_buffer);
         if keep_reply {
             reader = reader.keeping_reply();
         }
@@ -734,7 +786,13 @@ impl Client {
             let mut whole = Vec::new();
             loop {
                 match resp.chunk().await {
-                    Ok(Some(b)) => whole.extend_from_slice(&b),
+                    Ok(Some(b)) => {
+                        whole.extend_from_slice(&b);
+                        // Past the cap, one byte over is enough to say so.
+                        if whole.len() > self.cfg.max_buffer {
+                            break;
+                        }
+                    }
                     Ok(None) => break,
                     Err(e) => {
                         reader.broken(format!("the connection broke while reading the body: {}", error_chain(&e)));
@@ -832,8 +890,10 @@ impl Client {
         }
         let is_json = head.content_type.as_deref().is_some_and(|c| c.starts_with("application/json"));
         if !self.cfg.body.stream || is_json {
-            let (whole, read) = conn.read_all(&mut head, &mut clock, head_read, usize::MAX).await;
+            let cap = self.cfg.max_buffer.saturating_add(1);
+            let (whole, read) = conn.read_all(&mut head, &mut clock, head_read, cap).await;
             match read {
+                Ok(end) if whole.len() > self.cfg.max_buffer => reader.whole_body(&whole, end.at),
                 Ok(end) => {
                     reader.whole_body(&whole, end.at);
                     h.checkin(conn, &head);
@@ -858,6 +918,9 @@ impl Client {
                 reader.end_of_stream(end.at);
                 h.checkin(conn, &head);
             }
+            // Bytes that could not be read as the API's (malformed, or past
+            // the cap): the connection is dropped, not drained.
+            Ok(_) if reader.unreadable() => {}
             // `[DONE]` or an error event: the rest of the framing (the last
             // chunk) normally follows at once; read it so that the
             // connection can carry the next request.

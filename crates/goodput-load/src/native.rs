@@ -536,6 +536,11 @@ impl LineReader {
         self.partial.extend_from_slice(bytes);
     }
 
+    /// Bytes held for the line not yet ended.
+    pub fn pending(&self) -> usize {
+        self.partial.len()
+    }
+
     /// End of stream: a last line without its newline still counts.
     pub fn finish(&mut self, f: &mut impl FnMut(&str)) {
         let line = std::mem::take(&mut self.partial);

@@ -61,6 +61,11 @@ impl SseReader {
         self.line.extend_from_slice(bytes);
     }
 
+    /// Bytes held for the line and the event not yet ended.
+    pub fn pending(&self) -> usize {
+        self.line.len() + self.data.len()
+    }
+
     /// End of stream. A final event whose blank line never came is still
     /// dispatched: servers that close right after the last `data:` line mean it.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {

@@ -47,6 +47,7 @@ fn client(url: &str, model: &str, tokenizer: &str) -> Arc<Client> {
         key_header: Default::default(),
         headers: Vec::new(),
         cancel: None,
+        max_buffer: goodput_load::client::MAX_BUFFER,
     };
     Arc::new(Client::new(cfg, Some(Arc::new(TokenCounter::from_file(&fixture(tokenizer)).unwrap()))).unwrap())
 }

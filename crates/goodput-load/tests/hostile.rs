@@ -47,8 +47,11 @@ async fn canned(response: Vec<u8>) -> String {
 }
 
 async fn one_request(url: &str, transport: Transport) -> RequestRecord {
-    let body =
-        BodyOptions { api: Api::Chat, model: "m".into(), stream: true, include_usage: true, ..Default::default() };
+    request_with(url, transport, Api::Chat, true, goodput_load::client::MAX_BUFFER).await
+}
+
+async fn request_with(url: &str, transport: Transport, api: Api, stream: bool, max_buffer: usize) -> RequestRecord {
+    let body = BodyOptions { api, model: "m".into(), stream, include_usage: true, ..Default::default() };
     let cfg = ClientConfig {
         base_url: url.into(),
         api_key: None,
@@ -59,6 +62,7 @@ async fn one_request(url: &str, transport: Transport) -> RequestRecord {
         key_header: Default::default(),
         headers: Vec::new(),
         cancel: None,
+        max_buffer,
     };
     let client = Client::new(cfg, None).unwrap();
     let item = WorkItem {
@@ -198,5 +202,88 @@ async fn a_request_dropped_on_a_fresh_connection_fails_and_is_not_sent_again() {
             }
         }
         assert_eq!((seen.load(Ordering::SeqCst), failed), (9, 3), "{t:?}: requests the server saw, failures");
+    }
+}
+
+/// A server that sends `head`, then `a`s without end (a line that never
+/// ends), and reports how many bytes it got written before the client hung
+/// up.
+async fn endless(head: &'static str) -> (String, tokio::sync::mpsc::UnboundedReceiver<usize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let mut req = Vec::new();
+                while !String::from_utf8_lossy(&req).contains("\"stream\"") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(k) => req.extend_from_slice(&buf[..k]),
+                    }
+                }
+                let _ = sock.write_all(head.as_bytes()).await;
+                let filler = vec![b'a'; 64 << 10];
+                let mut written = 0usize;
+                // At most 256 MiB: a client that never stops fails the test
+                // on the count, not by filling the machine.
+                while written < 256 << 20 {
+                    match sock.write_all(&filler).await {
+                        Ok(()) => written += filler.len(),
+                        Err(_) => break,
+                    }
+                }
+                let _ = tx.send(written);
+            });
+        }
+    });
+    (url, rx)
+}
+
+/// An SSE line, and an NDJSON line, that never end: the request fails at
+/// the cap as an invalid response naming it, and the client stops reading
+/// there (the server could write little past it before the client hung up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_that_never_ends_fails_at_the_cap() {
+    let cap = 1 << 20;
+    let cases = [
+        (Api::Chat, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: "),
+        (
+            Api::OllamaChat,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\nconnection: close\r\n\r\n{\"message\":\"",
+        ),
+    ];
+    for (api, head) in cases {
+        let (url, mut written) = endless(head).await;
+        for t in TRANSPORTS {
+            let r = request_with(&url, t, api, true, cap).await;
+            let (kind, message) = failure(&r);
+            assert_eq!(kind, FailureKind::InvalidResponse, "{api:?} {t:?}: {message}");
+            assert!(message.contains("1048576 bytes") && message.contains("--max-buffer"), "{message}");
+            let n = written.recv().await.unwrap();
+            assert!(n < 64 << 20, "{api:?} {t:?}: the server wrote {n} bytes before the client stopped reading");
+        }
+    }
+}
+
+/// A whole (non-streamed) body past the cap fails the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_body_past_the_cap_fails() {
+    let body = format!("{{\"choices\":[{{\"message\":{{\"content\":\"{}\"}}}}]}}", "a".repeat(2 << 20));
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let url = canned(resp.into_bytes()).await;
+    for t in TRANSPORTS {
+        let (kind, message) = failure(&request_with(&url, t, Api::Chat, false, 1 << 20).await);
+        assert_eq!(kind, FailureKind::InvalidResponse, "{t:?}: {message}");
+        assert!(message.contains("--max-buffer"), "{t:?}: {message}");
+        // Under the cap, the same body reads.
+        let ok = request_with(&url, t, Api::Chat, false, 4 << 20).await;
+        assert_eq!(ok.outcome, Outcome::Success, "{t:?}");
     }
 }

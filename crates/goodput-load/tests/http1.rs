@@ -95,6 +95,7 @@ fn native_client_for(url: &str, api: Api, key_header: KeyHeader) -> Arc<Client> 
         key_header,
         headers: vec![("X-Team".into(), "infra".into()), ("X-Routing".into(), "s-{session}/r-{request}".into())],
         cancel: None,
+        max_buffer: goodput_load::client::MAX_BUFFER,
     };
     let c = Client::new(cfg, None).unwrap();
     assert_eq!(c.transport_name(), "goodput http/1.1");
@@ -292,6 +293,7 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
                 key_header: Default::default(),
                 headers: Vec::new(),
                 cancel: None,
+                max_buffer: goodput_load::client::MAX_BUFFER,
             };
             let c = Arc::new(Client::new(cfg, None).unwrap());
             // Blocks the only thread soon after the request is sent.
@@ -337,6 +339,7 @@ fn kernel_stamps_need_our_http_client() {
         key_header: Default::default(),
         headers: Vec::new(),
         cancel: None,
+        max_buffer: goodput_load::client::MAX_BUFFER,
     };
     let err = Client::new(cfg("http://127.0.0.1:9", Transport::Reqwest, Stamps::Kernel), None).err().unwrap();
     assert!(err.contains("--stamp kernel needs goodput's own HTTP/1.1 client"), "{err}");

@@ -176,6 +176,7 @@ pub async fn connect(
             key_header: KeyHeader::Bearer,
             headers: Vec::new(),
             cancel: None,
+            max_buffer: goodput_load::client::MAX_BUFFER,
         },
         None,
     )
@@ -219,6 +220,7 @@ pub async fn connect(
             key_header,
             headers: extra_headers,
             cancel,
+            max_buffer: t.max_buffer,
         },
         tokenizer,
     )

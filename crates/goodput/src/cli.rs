@@ -93,6 +93,27 @@ pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// A share, 0 to 1.
+/// A size in bytes: a number, optionally with K/KiB, M/MiB or G/GiB
+/// (powers of 1,024 all).
+pub fn parse_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return Err(format!("'{s}' is not a size: give bytes, or a number with KiB, MiB or GiB (64MiB)")),
+    };
+    let n: usize = num.parse().map_err(|_| format!("'{s}' is not a size: give e.g. 64MiB"))?;
+    match n.checked_mul(1 << shift) {
+        Some(0) => Err(format!("'{s}' holds nothing: give at least 1KiB")),
+        Some(b) => Ok(b),
+        None => Err(format!("'{s}' is more than this machine can address")),
+    }
+}
+
 pub fn parse_share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
@@ -325,6 +346,11 @@ pub struct TargetArgs {
     /// Per-request timeout.
     #[arg(long, value_parser = parse_positive_duration, default_value = "120s")]
     pub timeout: Duration,
+    /// The most a server may make the client hold for one response: an SSE
+    /// line or event, an NDJSON line, a whole body (e.g. 64MiB, 1GiB). Past
+    /// it the request fails as invalid_response, and memory stays bounded.
+    #[arg(long, value_parser = parse_bytes, default_value = "64MiB")]
+    pub max_buffer: usize,
     /// Wait up to this long for the server to be ready (its /health, or its model list, answering 2xx) before the run: for a server still starting or loading its model.
     #[arg(long, value_parser = parse_duration)]
     pub wait_ready: Option<Duration>,

@@ -227,6 +227,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             key_header: a.key_header.resolve(a.api.api(), &base),
             headers: Vec::new(),
             cancel: None,
+            max_buffer: goodput_load::client::MAX_BUFFER,
         },
         None,
     )
@@ -280,6 +281,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                     key_header: a.key_header.resolve(api, &base),
                     headers: a.header.clone(),
                     cancel: None,
+                    max_buffer: goodput_load::client::MAX_BUFFER,
                 },
                 None,
             )

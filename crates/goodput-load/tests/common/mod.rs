@@ -34,6 +34,7 @@ pub fn client_over(url: &str, api: Api, stream: bool, timeout: Duration, transpo
                 key_header: Default::default(),
                 headers: Vec::new(),
                 cancel: None,
+                max_buffer: goodput_load::client::MAX_BUFFER,
             },
             None,
         )

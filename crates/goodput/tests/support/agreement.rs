@@ -186,6 +186,7 @@ pub async fn bench(cfg: &EngineConfig, plan: &Plan) -> Figures {
         key_header: Default::default(),
         headers: Vec::new(),
         cancel: None,
+        max_buffer: goodput_load::client::MAX_BUFFER,
     };
     let client = Arc::new(Client::new(client, None).expect("a client"));
     let load = load_plan(plan, plan.speed);
