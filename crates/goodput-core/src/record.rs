@@ -12,6 +12,10 @@ pub struct RequestRecord {
     /// Position in the load plan (0-based, warm-up included); with sessions,
     /// the order the turns were sent in.
     pub id: u64,
+    /// The run the record is of (the result's `run_id`), on records written
+    /// to a records file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// Warm-up requests are recorded but excluded from the measurement window.
     #[serde(default, skip_serializing_if = "is_false")]
     pub warmup: bool,
@@ -384,6 +388,7 @@ impl RequestRecord {
     pub fn new(id: u64, scheduled: Duration, sent: Duration) -> Self {
         RequestRecord {
             id,
+            run_id: None,
             warmup: false,
             scheduled,
             sent,

@@ -19,6 +19,10 @@ pub struct RunResult {
     /// Wall-clock start, seconds since the Unix epoch: the zero of every
     /// `_ns` time in the records, so they line up with a server's logs.
     pub started_unix_s: f64,
+    /// Names the run: its records (`--records`) carry the same `run_id`, so
+    /// that `report` can refuse records of another run.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_id: String,
     /// True when the run was stopped early (Ctrl-C) and holds what was measured until then.
     #[serde(default)]
     pub interrupted: bool,

@@ -466,11 +466,12 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.shape.seed, trace)?;
     let opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
     common::check_outputs(&a.output)?;
+    let run_id = common::new_run_id();
     if let Some(c) = plan.concurrency {
         common::check_open_files(c, a.target.url.is_none())?;
     }
     let records = match &a.output.records {
-        Some(p) => Some(RecordFile::create(p)?),
+        Some(p) => Some(RecordFile::create(p, &run_id)?),
         None => None,
     };
     let cancel = common::cancellation(&a.load.shape);
@@ -526,6 +527,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let mut result = common::assemble(
         Assembly {
             kind: "bench",
+            run_id,
             started_unix_s,
             interrupted,
             config,

@@ -281,6 +281,7 @@ pub fn judge_config(opts: &AnalysisOptions) -> Value {
 /// A result document from records.
 pub struct Assembly<'a> {
     pub kind: &'a str,
+    pub run_id: String,
     pub started_unix_s: f64,
     pub interrupted: bool,
     pub config: Value,
@@ -295,6 +296,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         schema: SCHEMA.into(),
         tool: tool(),
         kind: a.kind.into(),
+        run_id: a.run_id,
         started_unix_s: a.started_unix_s,
         interrupted: a.interrupted,
         config: a.config,
@@ -541,12 +543,14 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
 /// 27–31 ms with the thread). Dropping the file waits until every record
 /// sent is on disk.
 pub struct RecordFile {
+    run_id: String,
     tx: Option<std::sync::mpsc::Sender<RequestRecord>>,
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl RecordFile {
-    pub fn create(path: &Path) -> Result<Self> {
+    /// A records file of run `run_id`, which every record written names.
+    pub fn create(path: &Path, run_id: &str) -> Result<Self> {
         let f = std::fs::File::create(path)
             .with_context(|| format!("cannot create the records file {}", path.display()))?;
         let (tx, rx) = std::sync::mpsc::channel::<RequestRecord>();
@@ -575,13 +579,13 @@ impl RecordFile {
                 }
             })
             .context("cannot start the records writer thread")?;
-        Ok(RecordFile { tx: Some(tx), writer: Some(writer) })
+        Ok(RecordFile { run_id: run_id.to_owned(), tx: Some(tx), writer: Some(writer) })
     }
 
     pub fn write(&mut self, r: &RequestRecord) {
         if let Some(tx) = &self.tx {
             // A send fails only when the writer gave up (and said why).
-            let _ = tx.send(r.clone());
+            let _ = tx.send(RequestRecord { run_id: Some(self.run_id.clone()), ..r.clone() });
         }
     }
 }
@@ -595,17 +599,54 @@ impl Drop for RecordFile {
     }
 }
 
+/// A new run's name: its start in nanoseconds and the process, in hex.
+pub fn new_run_id() -> String {
+    let ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    format!("{ns:x}-{:x}", std::process::id())
+}
+
 /// Reads records written by `RecordFile`.
+/// A last line cut short (a full disk, a killed writer leave exactly that)
+/// is left out with a warning, and the complete lines are read; a bad line
+/// anywhere else is an error.
 pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .with_context(|| format!("{} line {} is not a goodput record", path.display(), i + 1))
-        })
-        .collect()
+    let lines: Vec<(usize, &str)> = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (k, &(i, l)) in lines.iter().enumerate() {
+        match serde_json::from_str(l) {
+            Ok(r) => out.push(r),
+            // Cut: the last line, with no newline after it.
+            Err(e) if k + 1 == lines.len() && !text.ends_with('\n') && e.is_eof() => eprintln!(
+                "warning: {} line {} was cut short (the writer stopped mid-line); read the {} complete records \
+                 before it",
+                path.display(),
+                i + 1,
+                out.len()
+            ),
+            Err(e) => {
+                return Err(e).with_context(|| format!("{} line {} is not a goodput record", path.display(), i + 1))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses records that another run wrote: those of `path` must name the
+/// run `run_id` names (records and results from before run ids are taken
+/// as they are).
+pub fn check_records_belong(records: &[RequestRecord], run_id: &str, path: &Path) -> Result<()> {
+    if run_id.is_empty() {
+        return Ok(());
+    }
+    if let Some(other) = records.iter().filter_map(|r| r.run_id.as_deref()).find(|id| *id != run_id) {
+        bail!(
+            "{} holds records of run {other}, not of this result's run {run_id}: pass the records file written \
+             with this result (--records of the same run)",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Writes `text` to standard output. A reader that went away (`| head`) is

@@ -282,6 +282,7 @@ pub fn estimate_result(
     let mut result = common::assemble(
         Assembly {
             kind: "estimate",
+            run_id: common::new_run_id(),
             started_unix_s,
             interrupted: false,
             config,
@@ -339,7 +340,7 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     common::tag(&mut result.config, &a.output);
     let wall = wall.elapsed();
     if let Some(p) = &a.output.records {
-        let mut f = common::RecordFile::create(p)?;
+        let mut f = common::RecordFile::create(p, &result.run_id)?;
         for r in &records {
             f.write(r);
         }

@@ -47,7 +47,11 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     let rejudge =
         a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.window.is_some();
     let records = match (&a.records, &run.requests) {
-        (Some(p), _) => Some(common::read_records(p)?),
+        (Some(p), _) => {
+            let records = common::read_records(p)?;
+            common::check_records_belong(&records, &run.run_id, p)?;
+            Some(records)
+        }
         (None, Some(r)) => Some(r.clone()),
         (None, None) => None,
     };
@@ -118,6 +122,7 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     let mut result = common::assemble(
         common::Assembly {
             kind: &run.kind,
+            run_id: run.run_id.clone(),
             started_unix_s: run.started_unix_s,
             interrupted: run.interrupted,
             config,

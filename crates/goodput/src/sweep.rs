@@ -71,8 +71,9 @@ impl Sweep {
                     tokio::time::sleep(g).await;
                     abort.cancel();
                 });
+                let run_id = common::new_run_id();
                 let records = match &self.args.output.records {
-                    Some(p) => Some(RecordFile::create(&point_path(p, self.points.len()))?),
+                    Some(p) => Some(RecordFile::create(&point_path(p, self.points.len()), &run_id)?),
                     None => None,
                 };
                 let started = common::unix_now();
@@ -107,6 +108,7 @@ impl Sweep {
                 let mut r = common::assemble(
                     Assembly {
                         kind: "bench",
+                        run_id,
                         started_unix_s: started,
                         interrupted,
                         config: point_config,
@@ -131,7 +133,7 @@ impl Sweep {
                     self.args.output.include_requests,
                 )?;
                 if let Some(p) = &self.args.output.records {
-                    let mut f = RecordFile::create(&point_path(p, self.points.len()))?;
+                    let mut f = RecordFile::create(&point_path(p, self.points.len()), &r.run_id)?;
                     for rec in &recs {
                         f.write(rec);
                     }

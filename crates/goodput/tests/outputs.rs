@@ -94,3 +94,50 @@ fn no_temporary_files(dir: &Path) {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// `report` takes only the records of the run it reports: another run's
+/// are refused, naming both runs.
+#[test]
+fn report_refuses_the_records_of_another_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    for run in ["a", "b"] {
+        goodput()
+            .args(RUN)
+            .arg("-o")
+            .arg(p(&format!("{run}.json")))
+            .arg("--records")
+            .arg(p(&format!("{run}.jsonl")))
+            .assert()
+            .success();
+    }
+    let err = goodput().arg("report").arg(p("a.json")).arg("--records").arg(p("b.jsonl")).refusal();
+    assert!(err.contains("holds records of run") && err.contains("not of this result's run"), "{err}");
+    goodput().arg("report").arg(p("a.json")).arg("--records").arg(p("a.jsonl")).assert().success();
+}
+
+/// A records file whose last line was cut (a full disk) is read up to it,
+/// with a warning, rather than refused whole.
+#[test]
+fn a_records_file_cut_mid_line_is_read_up_to_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("run.jsonl"));
+    goodput().args(RUN).arg("-o").arg(&out).arg("--records").arg(&rec).assert().success();
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let cut = &text[..text.len() - 40];
+    std::fs::write(&rec, cut).unwrap();
+    let assert = goodput()
+        .arg("report")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .arg("-o")
+        .arg(dir.path().join("again.json"))
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(err.contains("line 2 was cut short") && err.contains("read the 1 complete records"), "{err}");
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("again.json")).unwrap()).unwrap();
+    assert_eq!(again["summary"]["requests"]["sent"], 1);
+}

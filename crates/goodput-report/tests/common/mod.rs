@@ -120,6 +120,7 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
     };
     let a = analyze(&recs, &opts);
     RunResult {
+        run_id: String::new(),
         schema: SCHEMA.into(),
         tool: Tool { name: "goodput".into(), version: "0.1.0".into() },
         kind: "bench".into(),
