@@ -1070,6 +1070,74 @@ mod tests {
     }
 
     /// A whole non-streamed `body` of `api`, read at 50 ms.
+    /// Pieces of what servers send, and bytes no server should.
+    fn wire_piece() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(b"data: ".to_vec()),
+            Just(b"data:".to_vec()),
+            Just(b"{\"choices\":[{\"delta\":{\"content\":\"a\\u00e9\"}}]}".to_vec()),
+            Just(
+                b"{\"choices\":[{\"text\":\" b\",\"finish_reason\":null}],\"usage\":{\"completion_tokens\":2}}"
+                    .to_vec()
+            ),
+            Just(b"{\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}".to_vec()),
+            Just(b"{\"message\":{\"content\":\"x\"},\"done\":false}".to_vec()),
+            Just(b"{\"response\":\"y\",\"done\":true,\"eval_count\":2}".to_vec()),
+            Just(b"{\"token\":{\"id\":1,\"text\":\"z\"},\"generated_text\":null}".to_vec()),
+            Just(b"{\"content\":\"w\",\"stop\":false,\"tokens_predicted\":1}".to_vec()),
+            Just(b"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"v\"}}".to_vec()),
+            Just(b"event: error\n".to_vec()),
+            Just(b"event: message_stop\n".to_vec()),
+            Just(b": keep-alive\n".to_vec()),
+            Just(b"[DONE]".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just(vec![0xE2, 0x82]),
+            proptest::collection::vec(any::<u8>(), 0..12),
+        ]
+    }
+
+    /// What a reader made of `bytes` fed in the pieces `cuts` makes (same
+    /// stamp for every read, so that only the splitting differs).
+    fn read_split(api: Api, bytes: &[u8], cuts: &[usize]) -> RequestRecord {
+        let mut r = ResponseReader::new(false).for_api(api);
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        at.push(0);
+        at.push(bytes.len());
+        at.sort_unstable();
+        for w in at.windows(2) {
+            r.feed(&bytes[w[0]..w[1]], ReadStamp { t: Duration::from_millis(1), ..Default::default() });
+        }
+        r.end_of_stream(Duration::from_millis(2));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        rec
+    }
+
+    proptest::proptest! {
+        // PROPTEST_CASES=N, set when running, runs N cases: a longer search.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// Whatever bytes a server sends, in whatever pieces they arrive,
+        /// every API's reader reads them without panicking, and to the same
+        /// record however they were split.
+        #[test]
+        fn any_bytes_split_anywhere_read_the_same(
+            pieces in proptest::collection::vec(wire_piece(), 0..40),
+            cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..30),
+        ) {
+            let bytes = pieces.concat();
+            for api in Api::ALL {
+                let whole = read_split(api, &bytes, &[]);
+                let split = read_split(api, &bytes, &cuts);
+                proptest::prop_assert_eq!(&whole, &split, "{:?}", api);
+                let _ = read_whole(api, &bytes);
+            }
+        }
+    }
+
     fn read_whole(api: Api, body: &[u8]) -> RequestRecord {
         let mut r = ResponseReader::new(false).for_api(api);
         r.whole_body(body, Duration::from_millis(50));

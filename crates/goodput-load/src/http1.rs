@@ -747,6 +747,65 @@ mod tests {
         }
     }
 
+    /// A status line, headers from a set servers send (some malformed),
+    /// and arbitrary bytes.
+    fn head_piece() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(b"HTTP/1.1 200 OK\r\n".to_vec()),
+            Just(b"HTTP/1.1 100 Continue\r\n\r\n".to_vec()),
+            Just(b"HTTP/1.0 429 Too Many\r\n".to_vec()),
+            Just(b"Content-Length: 12\r\n".to_vec()),
+            Just(b"Content-Length: x\r\n".to_vec()),
+            Just(b"Transfer-Encoding: chunked\r\n".to_vec()),
+            Just(b"Connection: close\r\n".to_vec()),
+            Just(b"Retry-After: 7\r\n".to_vec()),
+            Just(b"Content-Type: text/event-stream\r\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n".to_vec()),
+            proptest::collection::vec(any::<u8>(), 0..16),
+        ]
+    }
+
+    /// A head as parsed (length, status, Retry-After, keep-alive), or the
+    /// refusal's kind.
+    type Parsed = Result<Option<(usize, u16, Option<String>, bool)>, String>;
+
+    /// What parse_head makes of a buffer, in a comparable form.
+    fn head_of(buf: &[u8]) -> Parsed {
+        match parse_head(buf) {
+            Ok(Some((len, h))) => Ok(Some((len, h.status, h.retry_after, h.keep_alive))),
+            Ok(None) => Ok(None),
+            // The refusal's kind: its message quotes as much of the buffer as it saw.
+            Err(e) => Err(format!("{e:?}").split('(').next().unwrap_or_default().to_owned()),
+        }
+    }
+
+    proptest::proptest! {
+        // PROPTEST_CASES=N, set when running, runs N cases: a longer search.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// A response head read as its bytes arrive: any bytes parse without
+        /// panicking, and a prefix is either not yet a head or already the
+        /// same head (or the same refusal) as the whole buffer.
+        #[test]
+        fn any_head_bytes_parse_the_same_at_every_prefix(
+            pieces in proptest::collection::vec(head_piece(), 0..16),
+        ) {
+            let buf = pieces.concat();
+            let whole = head_of(&buf);
+            let mut first: Option<Parsed> = None;
+            for k in 0..=buf.len() {
+                let at = head_of(&buf[..k]);
+                if first.is_none() && !matches!(at, Ok(None)) {
+                    first = Some(at);
+                }
+            }
+            if let Some(first) = first {
+                proptest::prop_assert_eq!(first, whole);
+            }
+        }
+    }
+
     #[test]
     fn kernel_stamped_reads_keep_their_order() {
         let ms = Duration::from_millis;

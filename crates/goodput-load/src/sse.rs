@@ -28,6 +28,11 @@ impl SseReader {
 
     /// Feeds bytes; complete events are appended to `out`.
     pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        // An empty read must not forget a CR that ended the last one: the LF
+        // of the same line end may still come (found by fuzzing).
+        if bytes.is_empty() {
+            return;
+        }
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {
