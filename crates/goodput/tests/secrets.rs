@@ -58,6 +58,11 @@ fn echoing_server() -> (String, mpsc::Receiver<String>) {
     (url, rx)
 }
 
+/// The Authorization the server got with the next request.
+fn sent(auths: &mpsc::Receiver<String>) -> String {
+    auths.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request")
+}
+
 /// Every file and stream a run writes, as one text.
 fn everything_written(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
@@ -95,7 +100,7 @@ fn url_credentials_are_sent_as_basic_auth_and_written_nowhere() {
     let with_creds = url.replace("http://", "http://alice:s3cret%21pw@");
     let all = everything_written(&["--url", &with_creds]);
     // The server got them, as curl would send them.
-    let sent = auths.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request");
+    let sent = sent(&auths);
     assert_eq!(sent, "Basic YWxpY2U6czNjcmV0IXB3", "alice:s3cret!pw");
     assert!(all.contains("Incorrect API key provided: ***"), "the server's message is kept, masked:\n{all}");
     assert!(all.contains(&url), "the URL is written without its userinfo");
@@ -115,10 +120,7 @@ fn keys_and_auth_headers_echoed_by_a_server_are_masked() {
         "--header",
         "X-Gateway-Token: gw-secret-456",
     ]);
-    assert_eq!(
-        auths.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request"),
-        "Bearer sk-live-0123456789"
-    );
+    assert_eq!(sent(&auths), "Bearer sk-live-0123456789");
     assert!(all.contains("Incorrect API key provided: ***"), "{all}");
     for secret in ["sk-live-0123456789", "gw-secret-456"] {
         assert!(!all.contains(secret), "{secret} was written:\n{all}");
@@ -130,10 +132,7 @@ fn an_explicit_authorization_wins_over_url_credentials_and_says_so() {
     let (url, auths) = echoing_server();
     let with_creds = url.replace("http://", "http://alice:s3cret@");
     let all = everything_written(&["--url", &with_creds, "--api-key", "sk-live-0123456789"]);
-    assert_eq!(
-        auths.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request"),
-        "Bearer sk-live-0123456789"
-    );
+    assert_eq!(sent(&auths), "Bearer sk-live-0123456789");
     assert!(all.contains("the URL's credentials are not"), "{all}");
     assert!(!all.contains("s3cret") && !all.contains("alice"), "{all}");
 }
@@ -150,7 +149,7 @@ fn an_authorization_header_replaces_the_keys_and_says_so() {
         "Authorization: Bearer gw-token-abcdef",
     ]);
     // One header, the one given by name.
-    assert_eq!(auths.recv_timeout(std::time::Duration::from_secs(10)).unwrap(), "Bearer gw-token-abcdef");
+    assert_eq!(sent(&auths), "Bearer gw-token-abcdef");
     assert!(all.contains("the --header is sent, the key is not"), "{all}");
     assert!(!all.contains("gw-token-abcdef") && !all.contains("sk-live-0123456789"), "{all}");
 }
