@@ -208,6 +208,11 @@ pub struct Comparison {
     /// What the runs were asked to do differently: every setting of
     /// `config`, `target` and the tool's version that is not the same in all.
     pub differences: Vec<Difference>,
+    /// Said when the runs are not alike: a measured run beside a simulated
+    /// one (an estimate), whose differences are the model's error rather
+    /// than improvements or regressions, and are not marked as either.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Comparison {
@@ -248,6 +253,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             metrics.push(r.metric);
         }
     }
+    let note = kinds_note(runs);
     let rows = metrics
         .into_iter()
         .map(|m| {
@@ -262,7 +268,9 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
                     _ => None,
                 })
                 .collect();
-            Row { metric: m, label: m.label(), unit: m.unit(), better: m.better(), values, changes }
+            // Across a measurement and a simulation no change is better or worse.
+            let better = if note.is_some() { Better::Neither } else { m.better() };
+            Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes }
         })
         .collect();
     let mut verdicts = Vec::new();
@@ -278,7 +286,22 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         rows,
         verdicts,
         differences: differences(runs),
+        note,
     }
+}
+
+/// The note for runs of different kinds: which are simulated (`estimate`)
+/// and which measured (`bench`).
+fn kinds_note(runs: &[(&str, &RunResult)]) -> Option<String> {
+    let simulated: Vec<&str> = runs.iter().filter(|(_, r)| r.kind == "estimate").map(|(l, _)| *l).collect();
+    if simulated.is_empty() || simulated.len() == runs.len() {
+        return None;
+    }
+    Some(format!(
+        "{} simulated (goodput estimate, in virtual time), the others measured: a difference between the two kinds \
+         is the model's error, not an improvement or a regression, and is not marked as either",
+        if simulated.len() == 1 { format!("{} is", simulated[0]) } else { format!("{} are", simulated.join(", ")) }
+    ))
 }
 
 /// The settings whose values are not the same in every run, in path order.
@@ -413,6 +436,9 @@ pub fn render_terminal(c: &Comparison) -> String {
             }
         }
         o.push('\n');
+    }
+    if let Some(n) = &c.note {
+        let _ = writeln!(o, "\nnote: {}", escape::terminal(n));
     }
     if !c.differences.is_empty() {
         let _ = writeln!(o, "\nsettings that differ:");

@@ -165,3 +165,22 @@ fn the_settings_that_differ_are_listed_and_the_same_ones_are_not() {
     // A run against itself differs in nothing.
     assert!(compare(&[("a", &a), ("again", &a)], &[]).differences.is_empty());
 }
+
+/// A measured run beside a simulated one: the table says which is which,
+/// and marks no difference as an improvement or a regression.
+#[test]
+fn a_bench_beside_an_estimate_is_said_to_be_and_not_marked() {
+    let (bench, mut estimate) = (run(), slower_run());
+    estimate.kind = "estimate".into();
+    let c = compare(&[("bench.json", &bench), ("estimate.json", &estimate)], &[]);
+    let note = c.note.as_deref().unwrap_or_default();
+    assert!(note.contains("estimate.json is simulated") && note.contains("not an improvement or a regression"));
+    let text = render_terminal(&c);
+    assert!(text.contains("note: estimate.json is simulated"), "{text}");
+    // A mark follows a change: "+29.0% !".
+    assert!(!text.contains("% +") && !text.contains("% !"), "a change is marked:\n{text}");
+    // Two measured runs: no note, and changes marked.
+    let c = compare(&[("a.json", &bench), ("b.json", &slower_run())], &[]);
+    assert!(c.note.is_none());
+    assert!(render_terminal(&c).contains("% !"));
+}

@@ -1276,6 +1276,10 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
             )
         })
         .collect();
+    let mut lines = lines;
+    if let Some(n) = &c.note {
+        lines.push(format!("note: {}", html(n)));
+    }
     header(&mut o, "comparison", &format!("{} runs compared", c.labels.len()), &lines);
     if !c.verdicts.is_empty() {
         o.push_str(r#"<div class="verdicts">"#);

@@ -416,6 +416,9 @@ pub fn compare_markdown(c: &Comparison) -> String {
     let mut o = String::new();
     let labels: Vec<String> = c.labels.iter().map(|l| md(l)).collect();
     let _ = writeln!(o, "### goodput compare: {} runs, baseline {}\n", labels.len(), labels.first().map_or("-", |l| l));
+    if let Some(n) = &c.note {
+        let _ = writeln!(o, "> {}\n", md(n));
+    }
     o.push_str("| metric |");
     for (i, l) in labels.iter().enumerate() {
         let _ = write!(o, " {l} |");
