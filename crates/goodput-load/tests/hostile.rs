@@ -51,12 +51,27 @@ async fn one_request(url: &str, transport: Transport) -> RequestRecord {
 }
 
 async fn request_with(url: &str, transport: Transport, api: Api, stream: bool, max_buffer: usize) -> RequestRecord {
+    request_full(url, transport, api, stream, max_buffer, Duration::from_secs(5)).await
+}
+
+async fn request_with_timeout(url: &str, transport: Transport, timeout: Duration) -> RequestRecord {
+    request_full(url, transport, Api::Chat, true, goodput_load::client::MAX_BUFFER, timeout).await
+}
+
+async fn request_full(
+    url: &str,
+    transport: Transport,
+    api: Api,
+    stream: bool,
+    max_buffer: usize,
+    timeout: Duration,
+) -> RequestRecord {
     let body = BodyOptions { api, model: "m".into(), stream, include_usage: true, ..Default::default() };
     let cfg = ClientConfig {
         base_url: url.into(),
         api_key: None,
         body,
-        timeout: Duration::from_secs(5),
+        timeout,
         transport,
         stamps: Default::default(),
         key_header: Default::default(),
@@ -285,5 +300,52 @@ async fn a_whole_body_past_the_cap_fails() {
         // Under the cap, the same body reads.
         let ok = request_with(&url, t, Api::Chat, false, 4 << 20).await;
         assert_eq!(ok.outcome, Outcome::Success, "{t:?}");
+    }
+}
+
+/// The rest of the cases the hostile-server table lists: data after
+/// `[DONE]` is not read, a stream of usage alone is empty output, broken
+/// chunked framing is a broken stream, and a server that accepts and never
+/// answers is cut at the timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_remaining_misbehaviours_come_back_as_what_they_are() {
+    let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let a = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+    let after_done = format!("{sse}{a}data: [DONE]\n\n{a}{a}");
+    let usage_only = format!(
+        "{sse}data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":3,\"completion_tokens\":0}}}}\n\ndata: [DONE]\n\n"
+    );
+    let broken_chunked = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{a}\r\nzz\r\n",
+        a.len()
+    );
+    for t in TRANSPORTS {
+        let r = one_request(&canned(after_done.clone().into_bytes()).await, t).await;
+        assert_eq!((r.outcome.clone(), r.chunks.len()), (Outcome::Success, 1), "{t:?}: data after [DONE]");
+        let r = one_request(&canned(usage_only.clone().into_bytes()).await, t).await;
+        assert_eq!(failure(&r).0, FailureKind::EmptyOutput, "{t:?}: usage alone");
+        let r = one_request(&canned(broken_chunked.clone().into_bytes()).await, t).await;
+        let (kind, message) = failure(&r);
+        assert!(
+            matches!(kind, FailureKind::TruncatedStream | FailureKind::InvalidResponse),
+            "{t:?}: broken chunked framing read as {kind:?}: {message}"
+        );
+        assert_eq!(r.chunks.len(), 1, "{t:?}: the chunk before the broken framing is kept");
+    }
+    // Accepts, reads, never answers: cut at the timeout (1 s here).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    for t in TRANSPORTS {
+        let started = std::time::Instant::now();
+        let r = request_with_timeout(&url, t, Duration::from_secs(1)).await;
+        assert_eq!(failure(&r).0, FailureKind::Timeout, "{t:?}");
+        // Causal: not before the timeout; bounded: it does end.
+        assert!(started.elapsed() >= Duration::from_secs(1), "{t:?}");
     }
 }
