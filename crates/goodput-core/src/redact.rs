@@ -3,6 +3,7 @@
 //! API key, an auth header's value), wherever a server's text echoes them
 //! ("Incorrect API key provided: sk-…") into a record, a report or stderr.
 
+use base64::prelude::{Engine as _, BASE64_STANDARD};
 use std::borrow::Cow;
 
 /// What a secret is written as.
@@ -39,7 +40,8 @@ pub fn basic_auth(url: &str) -> Option<String> {
     let (start, end) = userinfo(url)?;
     let info = &url[start..end];
     let (user, pass) = info.split_once(':').unwrap_or((info, ""));
-    Some(format!("Basic {}", base64(format!("{}:{}", percent_decode(user), percent_decode(pass)).as_bytes())))
+    let plain = format!("{}:{}", percent_decode(user), percent_decode(pass));
+    Some(format!("Basic {}", BASE64_STANDARD.encode(plain)))
 }
 
 /// The byte range of `url`'s userinfo, without its `@`.
@@ -48,24 +50,6 @@ fn userinfo(url: &str) -> Option<(usize, usize)> {
     let tail = &url[start..];
     let authority = &tail[..tail.find(['/', '?', '#']).unwrap_or(tail.len())];
     authority.rfind('@').map(|at| (start, start + at))
-}
-
-/// Standard base64 with padding (RFC 4648), for one header value: written
-/// here rather than taking a crate for twenty lines.
-fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Every `scheme://userinfo@` in `text` with the userinfo masked.
@@ -141,8 +125,18 @@ impl Secrets {
     /// credentials (authorization, a key, a token, a cookie, a secret, a
     /// password).
     pub fn add_header(&mut self, name: &str, value: &str) {
-        if is_secret_header(name) {
-            self.add(value);
+        if !is_secret_header(name) {
+            return;
+        }
+        self.add(value);
+        // Basic credentials: what they encode is as secret as the encoding.
+        let basic = value.trim().strip_prefix("Basic ").or_else(|| value.trim().strip_prefix("basic "));
+        if let Some(plain) = basic.and_then(|b| BASE64_STANDARD.decode(b.trim()).ok()) {
+            let plain = String::from_utf8_lossy(&plain);
+            let (user, pass) = plain.split_once(':').unwrap_or((&plain, ""));
+            for v in [&*plain, user, pass] {
+                self.add(v);
+            }
         }
     }
 
@@ -227,6 +221,11 @@ mod tests {
         s.add_url("http://alice:p%40ss@host:8000");
         let server = "Incorrect API key provided: sk-live-0123456789. Token tok-abcdef; user alice, p@ss; team infra";
         assert_eq!(s.redact(server), "Incorrect API key provided: ***. Token ***; user ***, ***; team infra");
+        // A client given only the Basic header (the URL's credentials moved
+        // there) masks what it encodes too.
+        let mut basic = Secrets::default();
+        basic.add_header("Authorization", &basic_auth("http://bobby:hunter22@h").unwrap());
+        assert_eq!(basic.redact("no user bobby with password hunter22"), "no user *** with password ***");
         // A word too short to be a secret would mask ordinary text.
         let mut short = Secrets::default();
         short.add("Bearer ab");
