@@ -48,8 +48,6 @@ pub struct ResponseReader {
     /// The first and last payloads with a choice (see
     /// `RequestRecord::first_choice`).
     choices: Option<(Duration, Duration)>,
-    /// Reading a whole non-streamed body.
-    whole: bool,
     /// Parsing what was left unfinished when the stream closed.
     at_end: bool,
     /// The most bytes held for one line, event or body (0: no cap).
@@ -75,12 +73,12 @@ impl ResponseReader {
         ResponseReader { limit, ..self }
     }
 
-    /// Whether the bytes held for the line or event being read passed the
-    /// cap; if so the response fails and what was held is dropped.
-    fn over_limit(&mut self) -> bool {
+    /// Fails the response, dropping what was held, when the bytes held for
+    /// the line or event being read passed the cap.
+    fn check_limit(&mut self) {
         let held = if self.api.ndjson() { self.lines.pending() } else { self.sse.pending() };
         if self.limit == 0 || held <= self.limit {
-            return false;
+            return;
         }
         self.lines = LineReader::default();
         self.sse = SseReader::default();
@@ -91,7 +89,6 @@ impl ResponseReader {
                 self.limit
             ),
         ));
-        true
     }
 
     /// Also keeps the answer's visible content, for [`ResponseReader::take_reply`].
@@ -127,7 +124,7 @@ impl ResponseReader {
             let mut lines = std::mem::take(&mut self.lines);
             lines.feed(bytes, &mut |line| self.data(line, t));
             self.lines = lines;
-            self.over_limit();
+            self.check_limit();
             return;
         }
         let mut events = std::mem::take(&mut self.events);
@@ -136,7 +133,7 @@ impl ResponseReader {
             self.event(ev, t);
         }
         self.events = events;
-        self.over_limit();
+        self.check_limit();
     }
 
     /// End of the body at `t`.
@@ -158,7 +155,6 @@ impl ResponseReader {
 
     /// A whole non-streamed JSON body read at `t`.
     pub fn whole_body(&mut self, body: &[u8], t: Duration) {
-        self.whole = true;
         if self.limit > 0 && body.len() > self.limit {
             self.failure = Some((
                 FailureKind::InvalidResponse,
@@ -169,6 +165,8 @@ impl ResponseReader {
         }
         let text = String::from_utf8_lossy(body);
         self.data(&text, t);
+        // One body is not a stream: it has no first and last payload.
+        self.choices = None;
         self.done = true;
         self.stream_end = Some(t);
     }
@@ -225,7 +223,7 @@ impl ResponseReader {
         if let Some(u) = info.usage {
             self.usage = Some(self.usage.map_or(u, |old| old.merge(u)));
         }
-        if info.choice && !self.whole {
+        if info.choice {
             self.choices = Some((self.choices.map_or(t, |c| c.0), t));
         }
         if info.finish_reason.is_some() {
@@ -505,13 +503,12 @@ const OWNED_HEADERS: &[&str] = &["Content-Length", "Host", "Transfer-Encoding", 
 /// The key's header that a `--header` of the same name replaces: the header
 /// given wins, and is the one sent.
 pub fn key_header_overridden(
-    api: Api,
     api_key: Option<&str>,
     key_header: KeyHeader,
     extra: &[(String, String)],
 ) -> Option<&'static str> {
-    let (name, _) = api.auth_headers(api_key, key_header).into_iter().find(|(n, _)| *n != "Anthropic-Version")?;
-    extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)).then_some(name)
+    let name = key_header.name();
+    (api_key.is_some() && extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))).then_some(name)
 }
 
 /// Every request's headers beyond the body's: the key in `key_header`,
@@ -841,7 +838,6 @@ impl Client {
     ) -> Result<(), Outcome> {
         let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
         let request = h.request(&body, headers, accept);
-        let connect_failure = connect_or_resource;
         // Stamped right after each read, before any parsing.
         let mut clock = || origin.elapsed();
         let (mut conn, mut head, head_read) = loop {
@@ -850,7 +846,7 @@ impl Client {
             let reused = kept.is_some();
             let mut conn = match kept {
                 Some(c) => c,
-                None => h.connect().await.map_err(connect_failure)?,
+                None => h.connect().await.map_err(connect_or_resource)?,
             };
             match conn.send(&request, &mut clock).await {
                 Ok((head, first, head_read)) => {
@@ -865,7 +861,7 @@ impl Client {
                 // server's failure, never sent again: a resend would hide it
                 // and load the server with a request nobody planned.
                 Err(HeadError::ClosedBeforeResponse(_)) if reused && rec.retries == 0 => rec.retries += 1,
-                Err(HeadError::ClosedBeforeResponse(m)) => return Err(connect_failure(m)),
+                Err(HeadError::ClosedBeforeResponse(m)) => return Err(connect_or_resource(m)),
                 Err(HeadError::Invalid(message)) => {
                     return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message })
                 }
@@ -1069,7 +1065,6 @@ mod tests {
         (rec, reply)
     }
 
-    /// A whole non-streamed `body` of `api`, read at 50 ms.
     /// Pieces of what servers send, and bytes no server should.
     fn wire_piece() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
         use proptest::prelude::*;
@@ -1138,6 +1133,7 @@ mod tests {
         }
     }
 
+    /// A whole non-streamed `body` of `api`, read at 50 ms.
     fn read_whole(api: Api, body: &[u8]) -> RequestRecord {
         let mut r = ResponseReader::new(false).for_api(api);
         r.whole_body(body, Duration::from_millis(50));

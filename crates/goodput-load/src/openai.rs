@@ -102,8 +102,8 @@ impl Api {
             h.push(("Anthropic-Version", crate::native::ANTHROPIC_VERSION.to_owned()));
         }
         match (api_key, key_header) {
-            (Some(k), KeyHeader::Bearer) => h.push(("Authorization", format!("Bearer {k}"))),
-            (Some(k), KeyHeader::XApiKey) => h.push(("X-Api-Key", k.to_owned())),
+            (Some(k), KeyHeader::Bearer) => h.push((key_header.name(), format!("Bearer {k}"))),
+            (Some(k), KeyHeader::XApiKey) => h.push((key_header.name(), k.to_owned())),
             (None, _) => {}
         }
         h
@@ -118,6 +118,16 @@ pub enum KeyHeader {
     #[default]
     Bearer,
     XApiKey,
+}
+
+impl KeyHeader {
+    /// The header that carries the key.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyHeader::Bearer => "Authorization",
+            KeyHeader::XApiKey => "X-Api-Key",
+        }
+    }
 }
 
 /// What one request asks the model.

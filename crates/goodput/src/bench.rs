@@ -181,7 +181,7 @@ pub async fn connect(
         None,
     )
     .map_err(|e| anyhow!(e))?;
-    if let Some(name) = key_header_overridden(api, t.api_key.as_deref(), key_header, &t.header) {
+    if let Some(name) = key_header_overridden(t.api_key.as_deref(), key_header, &t.header) {
         eprintln!("warning: --header {name} and --api-key both set {name}: the --header is sent, the key is not");
     }
     let extra_headers = with_url_credentials(t, api, key_header)?;
