@@ -369,19 +369,34 @@ pub fn check_open_files(concurrency: usize, embedded: bool) -> Result<()> {
     Ok(())
 }
 
-/// The soft limit on open files.
+/// Thousands of concurrent streams need as many sockets: lifts the soft
+/// open-file limit to the hard one, once at start.
+pub fn raise_open_file_limit() {
+    #[cfg(unix)]
+    if let Some(mut lim) = nofile().filter(|l| l.rlim_cur < l.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: setrlimit only reads the struct we pass.
+        let _ = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    }
+}
+
+/// The soft limit on open files, where there is one.
 fn open_file_limit() -> Option<u64> {
     #[cfg(unix)]
-    {
-        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: getrlimit only writes the struct we pass.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
-            // rlim_t is u64 on Linux, not on every Unix.
-            #[allow(clippy::unnecessary_cast)]
-            return Some(lim.rlim_cur as u64);
-        }
+    if let Some(lim) = nofile().filter(|l| l.rlim_cur != libc::RLIM_INFINITY) {
+        // rlim_t is u64 on Linux, not on every Unix.
+        #[allow(clippy::unnecessary_cast)]
+        return Some(lim.rlim_cur as u64);
     }
     None
+}
+
+/// The process's open-file limits.
+#[cfg(unix)]
+fn nofile() -> Option<libc::rlimit> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit only writes the struct we pass.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0).then_some(lim)
 }
 
 /// Refuses two outputs that name the same file (through a link, `.` or `..`

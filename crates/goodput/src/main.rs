@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::parse();
-    raise_fd_limit();
+    goodput::common::raise_open_file_limit();
     let threads: Option<usize> = std::env::var("GOODPUT_THREADS").ok().and_then(|v| v.parse().ok());
     let rt = match threads {
         Some(1) => tokio::runtime::Builder::new_current_thread().enable_all().build(),
@@ -38,20 +38,6 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {}", goodput_core::redact::scrub(&format!("{e:#}")));
             ExitCode::from(2)
-        }
-    }
-}
-
-/// Thousands of concurrent streams need as many sockets: lift the soft
-/// open-file limit to the hard one.
-fn raise_fd_limit() {
-    #[cfg(unix)]
-    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
-    unsafe {
-        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
     }
 }
