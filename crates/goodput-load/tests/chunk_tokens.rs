@@ -15,7 +15,7 @@ mod common;
 
 use common::{plan, start, workload};
 use goodput_core::{ChunkTokenSource, Outcome, RequestMetrics, RequestRecord};
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, Control, TokenCounter};
+use goodput_load::{Api, Client, Control, TokenCounter};
 use goodput_sim::fixed::FixedProfile;
 use std::path::Path;
 use std::sync::Arc;
@@ -29,26 +29,8 @@ fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
-fn client(url: &str, model: &str, tokenizer: &str) -> Arc<Client> {
-    let body = BodyOptions {
-        api: Api::Completions,
-        model: model.into(),
-        stream: true,
-        include_usage: true,
-        ..Default::default()
-    };
-    let cfg = ClientConfig {
-        base_url: url.into(),
-        api_key: None,
-        body,
-        timeout: Duration::from_secs(20),
-        transport: Default::default(),
-        stamps: Default::default(),
-        key_header: Default::default(),
-        headers: Vec::new(),
-        cancel: None,
-        max_buffer: goodput_load::client::MAX_BUFFER,
-    };
+fn client(url: &str, tokenizer: &str) -> Arc<Client> {
+    let cfg = common::config(url, Api::Completions, true, Duration::from_secs(20), Default::default());
     Arc::new(Client::new(cfg, Some(Arc::new(TokenCounter::from_file(&fixture(tokenizer)).unwrap()))).unwrap())
 }
 
@@ -84,7 +66,7 @@ fn check(recs: &[RequestRecord], n_out: u64, sources: &[ChunkTokenSource]) {
 async fn another_models_tokenizer_spreads_usage_evenly() {
     let profile = FixedProfile { ttft: Duration::from_millis(10), itl: ITL, tokens_per_chunk: 1, ..Default::default() };
     let (url, _s) = start(profile).await;
-    let c = client(&url, "goodput-fixed", "tiny-bpe-tokenizer.json");
+    let c = client(&url, "tiny-bpe-tokenizer.json");
     let recs = goodput_load::run(&plan(10, 2), c, workload(40), Control::default(), |_: &RequestRecord| {})
         .await
         .unwrap()
@@ -103,7 +85,7 @@ async fn another_models_tokenizer_spreads_usage_evenly() {
 async fn the_models_own_tokenizer_counts_chunks_in_context() {
     let tok = Tokenizer::from_file(fixture("spm-bpe-tokenizer.json")).unwrap();
     let url = token_server(tok, 64).await;
-    let c = client(&url, "spm", "spm-bpe-tokenizer.json");
+    let c = client(&url, "spm-bpe-tokenizer.json");
     let recs = goodput_load::run(&plan(10, 2), c, workload(64), Control::default(), |_: &RequestRecord| {})
         .await
         .unwrap()

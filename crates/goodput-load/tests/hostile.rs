@@ -2,9 +2,11 @@
 //! transports: each failure comes back as the kind it is (issue 22, defect
 //! 9), never blamed on the wrong party.
 
+mod common;
+
 use goodput_core::{FailureKind, Outcome, RequestRecord};
 use goodput_load::workload::WorkItem;
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, PromptBody, Transport};
+use goodput_load::{Api, Client, ClientConfig, PromptBody, Transport};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
@@ -66,19 +68,7 @@ async fn request_full(
     max_buffer: usize,
     timeout: Duration,
 ) -> RequestRecord {
-    let body = BodyOptions { api, model: "m".into(), stream, include_usage: true, ..Default::default() };
-    let cfg = ClientConfig {
-        base_url: url.into(),
-        api_key: None,
-        body,
-        timeout,
-        transport,
-        stamps: Default::default(),
-        key_header: Default::default(),
-        headers: Vec::new(),
-        cancel: None,
-        max_buffer,
-    };
+    let cfg = ClientConfig { max_buffer, ..common::config(url, api, stream, timeout, transport) };
     let client = Client::new(cfg, None).unwrap();
     let item = WorkItem {
         prompt: PromptBody::Text("hello".into()),

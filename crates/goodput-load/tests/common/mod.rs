@@ -21,25 +21,24 @@ pub fn client(url: &str, api: Api, stream: bool, timeout: Duration) -> Arc<Clien
 }
 
 pub fn client_over(url: &str, api: Api, stream: bool, timeout: Duration, transport: Transport) -> Arc<Client> {
-    let body = BodyOptions { api, model: "goodput-fixed".into(), stream, include_usage: true, ..Default::default() };
-    Arc::new(
-        Client::new(
-            ClientConfig {
-                base_url: url.into(),
-                api_key: None,
-                body,
-                timeout,
-                transport,
-                stamps: Default::default(),
-                key_header: Default::default(),
-                headers: Vec::new(),
-                cancel: None,
-                max_buffer: goodput_load::client::MAX_BUFFER,
-            },
-            None,
-        )
-        .unwrap(),
-    )
+    Arc::new(Client::new(config(url, api, stream, timeout, transport), None).unwrap())
+}
+
+/// The settings of a test client: the fixed server's model, usage asked
+/// for, no key, the default stamps and cap.
+pub fn config(url: &str, api: Api, stream: bool, timeout: Duration, transport: Transport) -> ClientConfig {
+    ClientConfig {
+        base_url: url.into(),
+        api_key: None,
+        body: BodyOptions { api, model: "goodput-fixed".into(), stream, include_usage: true, ..Default::default() },
+        timeout,
+        transport,
+        stamps: Default::default(),
+        key_header: Default::default(),
+        headers: Vec::new(),
+        cancel: None,
+        max_buffer: goodput_load::client::MAX_BUFFER,
+    }
 }
 
 pub fn workload(output: u32) -> Arc<Workload> {
