@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokenizers::Tokenizer;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const ITL: Duration = Duration::from_millis(2);
 
@@ -151,24 +151,7 @@ async fn token_server(tok: Tokenizer, n: usize) -> String {
             sock.set_nodelay(true).unwrap();
             let (tok, seed) = (tok.clone(), seeds.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
             tokio::spawn(async move {
-                let mut req = Vec::new();
-                let mut buf = [0u8; 4096];
-                // The head, then the body its Content-Length announces.
-                loop {
-                    let k = sock.read(&mut buf).await.unwrap();
-                    assert!(k > 0, "the client closed before its request was whole");
-                    req.extend_from_slice(&buf[..k]);
-                    let text = String::from_utf8_lossy(&req).to_ascii_lowercase();
-                    if let Some(head) = text.find("\r\n\r\n") {
-                        let len = text
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .map_or(0, |v| v.trim().parse::<usize>().unwrap());
-                        if req.len() >= head + 4 + len {
-                            break;
-                        }
-                    }
-                }
+                assert!(common::read_request(&mut sock, &mut Vec::new()).await, "the client closed first");
                 let start = tokio::time::Instant::now();
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
                 sock.write_all(head.as_bytes()).await.unwrap();

@@ -8,7 +8,7 @@ use goodput_core::{FailureKind, Outcome, RequestRecord};
 use goodput_load::workload::WorkItem;
 use goodput_load::{Api, Client, ClientConfig, PromptBody, Transport};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 /// A server that answers every request with `response`, as given, then
@@ -21,24 +21,8 @@ async fn canned(response: Vec<u8>) -> String {
             let Ok((mut sock, _)) = listener.accept().await else { return };
             let response = response.clone();
             tokio::spawn(async move {
-                let mut req = Vec::new();
-                let mut buf = [0u8; 4096];
-                // Up to the end of the head and the body it announces.
-                while let Ok(k) = sock.read(&mut buf).await {
-                    if k == 0 {
-                        return;
-                    }
-                    req.extend_from_slice(&buf[..k]);
-                    let text = String::from_utf8_lossy(&req).to_ascii_lowercase();
-                    if let Some(end) = text.find("\r\n\r\n") {
-                        let len = text
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .map_or(0, |v| v.trim().parse::<usize>().unwrap_or(0));
-                        if req.len() >= end + 4 + len {
-                            break;
-                        }
-                    }
+                if !common::read_request(&mut sock, &mut Vec::new()).await {
+                    return;
                 }
                 let _ = sock.write_all(&response).await;
                 let _ = sock.shutdown().await;
@@ -175,13 +159,8 @@ async fn a_request_dropped_on_a_fresh_connection_fails_and_is_not_sent_again() {
             let Ok((mut sock, _)) = listener.accept().await else { return };
             let counter = counter.clone();
             tokio::spawn(async move {
-                let mut req = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !String::from_utf8_lossy(&req).contains("\"stream\"") {
-                    match sock.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(k) => req.extend_from_slice(&buf[..k]),
-                    }
+                if !common::read_request(&mut sock, &mut Vec::new()).await {
+                    return;
                 }
                 let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
                 if n.is_multiple_of(3) {
@@ -222,13 +201,8 @@ async fn endless(head: &'static str) -> (String, tokio::sync::mpsc::UnboundedRec
             let Ok((mut sock, _)) = listener.accept().await else { return };
             let tx = tx.clone();
             tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let mut req = Vec::new();
-                while !String::from_utf8_lossy(&req).contains("\"stream\"") {
-                    match sock.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(k) => req.extend_from_slice(&buf[..k]),
-                    }
+                if !common::read_request(&mut sock, &mut Vec::new()).await {
+                    return;
                 }
                 let _ = sock.write_all(head.as_bytes()).await;
                 let filler = vec![b'a'; 64 << 10];
