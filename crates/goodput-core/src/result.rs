@@ -1,4 +1,4 @@
-//! The result document (DESIGN §8): one run, schema `goodput/v1`.
+//! The result document (docs/result.md): one run, schema `goodput/v1`.
 
 use crate::cost::CostReport;
 use crate::record::RequestRecord;
@@ -79,6 +79,10 @@ pub struct ClientCost {
 pub struct Tool {
     pub name: String,
     pub version: String,
+    /// The commit the binary was built from, `-modified` when its tree
+    /// differed; absent when built outside git.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

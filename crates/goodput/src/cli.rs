@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Parser)]
-#[command(name = "goodput", version, about = "Measure, explain and predict the performance of LLM inference services")]
+#[command(name = "goodput", version = crate::common::version(), propagate_version = true, about = "Measure, explain and predict the performance of LLM inference services")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -31,6 +31,24 @@ pub enum Command {
     Monitor(Box<MonitorArgs>),
     /// Set runs side by side; fail on a regression beyond a threshold.
     Compare(Box<CompareArgs>),
+    /// Print a shell completion script, e.g. `goodput completions bash > ~/.local/share/bash-completion/completions/goodput`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `goodput man | man -l -`; with --dir, write one page per command there.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write goodput.1 and a goodput-COMMAND.1 per command into this folder instead of printing goodput.1.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -360,7 +378,7 @@ pub struct TargetArgs {
     /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
     #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
     pub transport: TransportArg,
-    /// When a chunk is stamped: `kernel`, when the kernel received its bytes (Linux, http:// with --transport auto), which keeps the client's own scheduling delays out of every time; `read`, when the client read them off the socket (DESIGN §2); `auto` (the default), kernel where it is to be had and read elsewhere. The result's config.client.stamp says which was used.
+    /// When a chunk is stamped: `kernel`, when the kernel received its bytes (Linux, http:// with --transport auto), which keeps the client's own scheduling delays out of every time; `read`, when the client read them off the socket (docs/metrics.md); `auto` (the default), kernel where it is to be had and read elsewhere. The result's config.client.stamp says which was used.
     #[arg(long, value_enum, default_value_t = StampArg::Auto)]
     pub stamp: StampArg,
 }

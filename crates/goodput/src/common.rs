@@ -16,8 +16,26 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The commit this binary was built from (build.rs): a short hash, with
+/// `-modified` when the tree differed from it; empty outside a git checkout.
+pub const COMMIT: &str = env!("GOODPUT_COMMIT");
+
 pub fn tool() -> Tool {
-    Tool { name: "goodput".into(), version: env!("CARGO_PKG_VERSION").into() }
+    Tool {
+        name: "goodput".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: Some(COMMIT.to_string()).filter(|c| !c.is_empty()),
+    }
+}
+
+/// What `--version` prints after the name: `0.1.0 (commit 1a2b3c4d5e6f)`,
+/// or the bare version when built outside git.
+pub fn version() -> &'static str {
+    static V: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    V.get_or_init(|| match COMMIT {
+        "" => env!("CARGO_PKG_VERSION").to_string(),
+        c => format!("{} (commit {c})", env!("CARGO_PKG_VERSION")),
+    })
 }
 
 pub fn unix_now() -> f64 {

@@ -13,5 +13,6 @@ pub mod monitor;
 pub mod progress;
 pub mod report;
 pub mod serve;
+pub mod shell;
 pub mod signals;
 pub mod sweep;

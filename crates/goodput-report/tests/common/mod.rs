@@ -122,7 +122,7 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
     RunResult {
         run_id: String::new(),
         schema: SCHEMA.into(),
-        tool: Tool { name: "goodput".into(), version: "0.1.0".into() },
+        tool: Tool { name: "goodput".into(), version: "0.1.0".into(), commit: None },
         kind: "bench".into(),
         started_unix_s: 1_767_225_600.0,
         interrupted: false,
