@@ -1,4 +1,4 @@
-//! Cost from a price per GPU-hour and the GPU count (DESIGN §2): what a
+//! Cost from a price per GPU-hour and the GPU count (docs/metrics.md): what a
 //! million tokens, a request, and a million *good* tokens cost at the
 //! throughput measured.
 

@@ -1,5 +1,5 @@
 //! goodput-core: the pure heart of goodput. Request records, the metric
-//! formulas of DESIGN §2, exact statistics, and the result schema. No I/O, no
+//! formulas of docs/metrics.md, exact statistics, and the result schema. No I/O, no
 //! async: every number in a report is a function of records defined here.
 
 pub mod civil;

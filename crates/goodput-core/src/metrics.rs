@@ -1,4 +1,4 @@
-//! Per-request metrics, exactly as DESIGN §2 defines them. Each is a pure
+//! Per-request metrics, exactly as docs/metrics.md defines them. Each is a pure
 //! function of one record; `None` where the record cannot define it.
 
 use crate::record::{Channel, RequestRecord};

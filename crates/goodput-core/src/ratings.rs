@@ -1,4 +1,4 @@
-//! Ratings of what users feel (DESIGN §2): TTFT and TPOT bands, speed against
+//! Ratings of what users feel (docs/metrics.md): TTFT and TPOT bands, speed against
 //! human reading, and how well TTFT + TPOT × (n_out − 1) explains e2e.
 
 use crate::metrics::{ms, RequestMetrics};
@@ -39,7 +39,7 @@ impl Thresholds {
     }
 }
 
-/// Defaults of DESIGN §2, configurable.
+/// The defaults of docs/metrics.md ("Ratings"), configurable.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RatingThresholds {
     pub ttft: Thresholds,
@@ -65,7 +65,7 @@ pub struct Rated {
     pub band: Band,
 }
 
-/// DESIGN §8 `summary.ratings`.
+/// `summary.ratings` of the result (docs/result.md).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Ratings {
     pub ttft_p50: Option<Rated>,

@@ -1,4 +1,4 @@
-//! The per-request record: every timestamp of DESIGN §2 as an offset from the
+//! The per-request record: every timestamp of docs/metrics.md as an offset from the
 //! run's origin, the token counts with their sources, and the outcome. The
 //! runner writes these; everything else is computed from them.
 

@@ -1,4 +1,4 @@
-//! Multi-turn sessions (DESIGN §3): conversations whose every turn carries
+//! Multi-turn sessions (README, "Use"): conversations whose every turn carries
 //! the history before it. What a run's records say about them: how many
 //! finished, how long a whole conversation took, and how each turn fared as
 //! its context grew.

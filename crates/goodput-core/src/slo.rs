@@ -1,4 +1,4 @@
-//! Service-level objectives and goodput (DESIGN §2): per-request limits that
+//! Service-level objectives and goodput (docs/metrics.md): per-request limits that
 //! make a request "good", percentile objectives judged on the run, and the
 //! goodput figures that follow from them.
 
@@ -175,7 +175,7 @@ impl Slo {
     }
 }
 
-/// DESIGN §8 `summary.goodput`.
+/// `summary.goodput` of the result (docs/result.md).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Goodput {
     /// Good requests per second of the window.

@@ -48,7 +48,7 @@ pub struct Analysis {
     pub warnings: Vec<String>,
 }
 
-/// DESIGN §8 `summary`.
+/// `summary` of the result (docs/result.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub ttft_ms: Distribution,

@@ -1,4 +1,4 @@
-//! The native streaming APIs beside OpenAI's (DESIGN §5):
+//! The native streaming APIs beside OpenAI's (README, "Native APIs"):
 //! - Anthropic Messages (`/v1/messages`): SSE whose events are typed
 //!   (`message_start`, `content_block_delta`, `message_delta`,
 //!   `message_stop`, `ping`, `error`), served by Anthropic and by vLLM and

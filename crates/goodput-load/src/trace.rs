@@ -1,4 +1,4 @@
-//! Trace replay (DESIGN §3): a JSONL file with one request per line, when it
+//! Trace replay (README, "Use"): a JSONL file with one request per line, when it
 //! came and how long it was, replayed on its own clock:
 //!
 //! ```text

@@ -61,7 +61,7 @@ impl LengthDist {
     }
 }
 
-/// The request shapes users name (DESIGN §4), as an input and an output
+/// The request shapes users name (README, "Use"), as an input and an output
 /// length. They are starting points: `--input-tokens`/`--output-tokens`
 /// given beside a preset win over its lengths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +220,7 @@ impl fmt::Display for ThinkTime {
     }
 }
 
-/// Multi-turn conversations (DESIGN §3): each session asks `turns`
+/// Multi-turn conversations (README, "Use"): each session asks `turns`
 /// questions, each after the answer to the one before and a think time, and
 /// each carries the whole conversation so far.
 #[derive(Debug, Clone, PartialEq)]

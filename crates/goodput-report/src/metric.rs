@@ -246,7 +246,7 @@ impl Scalar {
             Scalar::OutputTokensPerS => &["output_tokens_per_s"],
             Scalar::TotalTokensPerS => &["total_tokens_per_s"],
             Scalar::PeakOutputTokensPerS => &["peak_output_tokens_per_s"],
-            // DESIGN §2: "goodput" is good requests per second.
+            // docs/metrics.md: "goodput" is good requests per second.
             Scalar::GoodputRequestsPerS => &["goodput"],
             Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s"],
             Scalar::SloAttainment => &["slo_attainment"],

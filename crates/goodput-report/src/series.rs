@@ -141,7 +141,7 @@ pub struct TimeSeries {
     pub window: (f64, f64),
 }
 
-/// 1 s buckets, as DESIGN §2's peak throughput uses; a short run gets a
+/// 1 s buckets, as the peak throughput of docs/metrics.md uses; a short run gets a
 /// finer width so its chart still has a shape (the width is labelled).
 pub fn bucket_width(span_s: f64) -> f64 {
     for w in [1.0, 0.5, 0.2, 0.1, 0.05, 0.02] {

@@ -636,7 +636,7 @@ impl ModelSpec {
         self.num_layers as u64 * (self.attention_params_per_layer() + self.mlp_params_per_layer())
     }
 
-    /// Non-embedding parameters one token passes through (`P` of DESIGN §7):
+    /// Non-embedding parameters one token passes through (`P` of docs/simulator.md):
     /// for MoE only the top-k experts and the router.
     pub fn active_params(&self) -> u64 {
         let mlp = match self.moe {

@@ -1,4 +1,4 @@
-//! The simulated inference engine of DESIGN §7: a pure, synchronous model of
+//! The simulated inference engine of docs/simulator.md: a pure, synchronous model of
 //! a vLLM-V1-like server (catalog, roofline step times, paged KV cache with
 //! prefix caching, continuous-batching scheduler), its virtual-time driver,
 //! and the check of its predictions against published measurements.

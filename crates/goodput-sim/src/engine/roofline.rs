@@ -1,4 +1,4 @@
-//! The step-time model of DESIGN §7 (a roofline per step: matrix products,
+//! The step-time model of docs/simulator.md (a roofline per step: matrix products,
 //! attention, tensor-parallel all-reduce, fixed overheads), the calibration
 //! constants it runs on, and the KV-cache sizing from GPU memory.
 
@@ -47,8 +47,8 @@ impl Default for Calibration {
 
 impl Calibration {
     /// The shipped constants for one GPU family. Only Hopper is calibrated
-    /// against public measurements (see CALIBRATION.md for the residuals and
-    /// why each constant moved from DESIGN's starting value); the others
+    /// against public measurements (see docs/simulator.md for the residuals
+    /// and why each constant moved from its first guess); the others
     /// start from Hopper's, a guess to be replaced when data comes.
     pub fn for_family(family: GpuFamily) -> Calibration {
         let hopper = Calibration {

@@ -226,7 +226,7 @@ pub struct ValidationOptions {
     /// Calibration per GPU family; families not listed use the shipped one.
     pub calibrations: BTreeMap<GpuFamily, Calibration>,
     /// KV-cache dtype for TensorRT-LLM rows. NVIDIA's published FP8 numbers
-    /// exceed what a 16-bit cache could stream (see CALIBRATION.md), so the
+    /// exceed what a 16-bit cache could stream (see docs/simulator.md, "Calibration"), so the
     /// default is FP8; `Auto` shows what stock vLLM settings would give.
     pub tensorrt_llm_kv_cache: KvCacheDtype,
 }
