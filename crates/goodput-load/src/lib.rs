@@ -4,8 +4,9 @@
 
 pub mod client;
 pub mod http1;
-pub mod native;
-pub mod openai;
+pub mod ndjson;
+pub mod protocol;
+pub mod reader;
 pub mod runner;
 pub mod schedule;
 pub mod scrape;
@@ -17,7 +18,7 @@ pub mod workload;
 
 pub use client::{Client, ClientConfig, Transport};
 pub use http1::Stamps;
-pub use openai::{Api, BodyOptions, KeyHeader, PromptBody};
+pub use protocol::{Api, BodyOptions, KeyHeader, PromptBody};
 pub use runner::{run, run_at, Backend, Control, LoadPlan, RecordSink, RunOutput};
 pub use schedule::{Arrival, ArrivalSchedule};
 pub use tokenizer::TokenCounter;

@@ -477,7 +477,7 @@ mod tests {
             abort: CancellationToken,
         ) -> RequestRecord {
             let turns = match &item.prompt {
-                crate::openai::PromptBody::Turns(t) => t.len(),
+                crate::protocol::PromptBody::Turns(t) => t.len(),
                 _ => 1,
             };
             self.seen.lock().unwrap().push((id, item));
@@ -743,7 +743,7 @@ mod tests {
         let seen = fake.seen.lock().unwrap();
         for r in &sessions[&2] {
             let (_, item) = seen.iter().find(|(id, _)| *id == r.id).unwrap();
-            let crate::openai::PromptBody::Turns(parts) = &item.prompt else { panic!("not a conversation") };
+            let crate::protocol::PromptBody::Turns(parts) = &item.prompt else { panic!("not a conversation") };
             let k = r.session.unwrap().turn as usize;
             assert_eq!(parts.len(), 2 * k - 1);
             assert_eq!(

@@ -2,7 +2,7 @@
 //! dataset (JSONL or ShareGPT), with the output length to force. Item `i` is
 //! a pure function of the seed and `i`, so a run can be repeated exactly.
 
-use crate::openai::PromptBody;
+use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
 use goodput_core::SessionTurn;
 use rand::rngs::StdRng;

@@ -1,0 +1,373 @@
+//! The protocols a benchmark client speaks: [`Api`] names them, and this
+//! module builds any API's request body ([`build_body_for`]) and reads any
+//! API's streamed payload or whole response into one [`ChunkInfo`]
+//! ([`parse_for`]). One file per API:
+//! - [`openai`]: `/v1/chat/completions` and `/v1/completions`;
+//! - [`anthropic`]: Anthropic Messages (`/v1/messages`), also served by vLLM
+//!   and SGLang;
+//! - [`ollama`]: `/api/chat` and `/api/generate`, newline-delimited JSON;
+//! - [`tgi`]: TGI's `/generate_stream` and `/generate`;
+//! - [`llamacpp`]: llama.cpp's `/completion`.
+
+pub mod anthropic;
+pub mod llamacpp;
+pub mod ollama;
+pub mod openai;
+pub mod tgi;
+
+use goodput_core::Channel;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// Which endpoint to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Api {
+    #[default]
+    Chat,
+    Completions,
+    /// Anthropic Messages, `/v1/messages` (also served by vLLM and SGLang).
+    Messages,
+    /// Ollama's native chat, `/api/chat` (newline-delimited JSON).
+    OllamaChat,
+    /// Ollama's native completion, `/api/generate` (newline-delimited JSON).
+    OllamaGenerate,
+    /// Hugging Face TGI's native `/generate_stream` (and `/generate`, not streamed).
+    Tgi,
+    /// llama.cpp's native `/completion`.
+    LlamaCpp,
+}
+
+impl Api {
+    pub const ALL: [Api; 7] =
+        [Api::Chat, Api::Completions, Api::Messages, Api::OllamaChat, Api::OllamaGenerate, Api::Tgi, Api::LlamaCpp];
+
+    /// The request path, streamed or not (TGI streams on a route of its own).
+    pub fn path(self, stream: bool) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+            Api::Messages => "/v1/messages",
+            Api::OllamaChat => "/api/chat",
+            Api::OllamaGenerate => "/api/generate",
+            Api::Tgi if stream => "/generate_stream",
+            Api::Tgi => "/generate",
+            Api::LlamaCpp => "/completion",
+        }
+    }
+
+    /// The name `--api` takes and results carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+            Api::Messages => "messages",
+            Api::OllamaChat => "ollama-chat",
+            Api::OllamaGenerate => "ollama-generate",
+            Api::Tgi => "tgi",
+            Api::LlamaCpp => "llamacpp",
+        }
+    }
+
+    /// The request can force the output length (`--ignore-eos`): vLLM's and
+    /// SGLang's OpenAI routes, and llama.cpp's `/completion`.
+    pub fn forces_length(self) -> bool {
+        matches!(self, Api::Chat | Api::Completions | Api::LlamaCpp)
+    }
+
+    /// The OpenTelemetry GenAI operation name of a request (`chat` or
+    /// `text_completion`), for metrics labelled by it.
+    pub fn operation(self) -> &'static str {
+        if self.takes_messages() {
+            "chat"
+        } else {
+            "text_completion"
+        }
+    }
+
+    /// A stream comes as newline-delimited JSON rather than SSE.
+    pub fn ndjson(self) -> bool {
+        matches!(self, Api::OllamaChat | Api::OllamaGenerate)
+    }
+
+    /// The request carries role messages (a conversation keeps its roles)
+    /// rather than one prompt.
+    pub fn takes_messages(self) -> bool {
+        matches!(self, Api::Chat | Api::Messages | Api::OllamaChat)
+    }
+
+    /// The `Accept` header of a streamed request.
+    pub fn stream_accept(self) -> &'static str {
+        if self.ndjson() {
+            "application/x-ndjson"
+        } else {
+            "text/event-stream"
+        }
+    }
+
+    /// The request headers that carry `api_key` (in `key_header`), and any
+    /// the API requires.
+    pub fn auth_headers(self, api_key: Option<&str>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
+        let mut h = Vec::new();
+        if self == Api::Messages {
+            h.push(("Anthropic-Version", anthropic::ANTHROPIC_VERSION.to_owned()));
+        }
+        match (api_key, key_header) {
+            (Some(k), KeyHeader::Bearer) => h.push((key_header.name(), format!("Bearer {k}"))),
+            (Some(k), KeyHeader::XApiKey) => h.push((key_header.name(), k.to_owned())),
+            (None, _) => {}
+        }
+        h
+    }
+}
+
+/// The header that carries the API key. Anthropic's own API takes only
+/// `x-api-key` (a key sent as a bearer token is refused); vLLM's and
+/// SGLang's `/v1/messages`, like every OpenAI route, take the bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyHeader {
+    #[default]
+    Bearer,
+    XApiKey,
+}
+
+impl KeyHeader {
+    /// The header that carries the key.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyHeader::Bearer => "Authorization",
+            KeyHeader::XApiKey => "X-Api-Key",
+        }
+    }
+}
+
+/// What one request asks the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptBody {
+    Text(String),
+    /// Chat messages exactly as a dataset gave them.
+    Messages(Vec<Value>),
+    /// A conversation so far: user and assistant turns alternating, opening
+    /// and ending with the user's. Chat sends them as messages with their
+    /// roles; completions, as one prompt of the turns one after another.
+    Turns(Vec<String>),
+}
+
+/// How a conversation's turns join into one completions prompt.
+pub const TURN_SEPARATOR: &str = "\n\n";
+
+/// Options that shape every request body.
+#[derive(Debug, Clone, Default)]
+pub struct BodyOptions {
+    pub api: Api,
+    pub model: String,
+    /// Several models to spread the requests over (`--model a,b`), each
+    /// request, or each session, asking one; empty for a run of one model.
+    pub models: Vec<String>,
+    pub stream: bool,
+    /// Ask for `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Send `ignore_eos` and `min_tokens` so the server generates exactly `max_tokens`.
+    pub ignore_eos: bool,
+    /// Extra top-level fields merged into every body (`--extra-body`).
+    pub extra: Map<String, Value>,
+}
+
+/// The JSON body of one request.
+pub fn build_body(opts: &BodyOptions, prompt: &PromptBody, max_tokens: Option<u32>) -> Result<Vec<u8>, String> {
+    build_body_for(opts, &opts.model, prompt, max_tokens)
+}
+
+/// The JSON body of one request to `model`.
+pub fn build_body_for(
+    opts: &BodyOptions,
+    model: &str,
+    prompt: &PromptBody,
+    max_tokens: Option<u32>,
+) -> Result<Vec<u8>, String> {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(model.to_owned()));
+    match opts.api {
+        Api::Chat | Api::Completions => openai::fill_body(opts, prompt, max_tokens, &mut body)?,
+        Api::Messages => anthropic::fill_body(opts, prompt, max_tokens, &mut body),
+        Api::OllamaChat | Api::OllamaGenerate => ollama::fill_body(opts, prompt, max_tokens, &mut body)?,
+        Api::Tgi => tgi::fill_body(opts, prompt, max_tokens, &mut body)?,
+        Api::LlamaCpp => llamacpp::fill_body(opts, prompt, max_tokens, &mut body)?,
+    }
+    serde_json::to_vec(&Value::Object(body)).map_err(|e| e.to_string())
+}
+
+/// Moves `extra[key]`, when it is an object, into `into`: an `options` or
+/// `parameters` object in --extra-body adds to goodput's own rather than
+/// replacing them.
+fn merge_object(into: &mut Map<String, Value>, extra: &mut Map<String, Value>, key: &str) {
+    if let Some(Value::Object(more)) = extra.get(key) {
+        into.extend(more.clone());
+        extra.remove(key);
+    }
+}
+
+/// A prompt as one text, for the APIs that take no messages.
+fn one_prompt(api: Api, prompt: &PromptBody) -> Result<String, String> {
+    match prompt {
+        PromptBody::Text(t) => Ok(t.clone()),
+        PromptBody::Turns(turns) => Ok(turns.join(TURN_SEPARATOR)),
+        PromptBody::Messages(_) => Err(format!(
+            "a dataset entry holds chat messages but --api {} takes a prompt: give the entry a \"prompt\", \
+             or use an API that takes messages (chat, messages, ollama-chat)",
+            api.as_str()
+        )),
+    }
+}
+
+/// A prompt as user and assistant messages.
+fn role_messages(prompt: &PromptBody) -> Vec<Value> {
+    match prompt {
+        PromptBody::Text(t) => vec![json!({ "role": "user", "content": t })],
+        PromptBody::Turns(turns) => {
+            let roles = ["user", "assistant"].into_iter().cycle();
+            turns.iter().zip(roles).map(|(t, role)| json!({ "role": role, "content": t })).collect()
+        }
+        PromptBody::Messages(m) => m.clone(),
+    }
+}
+
+/// Token counts a server reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    /// `prompt_tokens_details.cached_tokens`: prompt tokens served from the
+    /// prefix cache (vLLM, llama.cpp, OpenAI).
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub struct PromptTokensDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// These counts, with those that `newer` reports in their place: a
+    /// stream may report the prompt at its start and the output at its end
+    /// (Anthropic Messages).
+    pub fn merge(self, newer: Usage) -> Usage {
+        Usage {
+            prompt_tokens: newer.prompt_tokens.or(self.prompt_tokens),
+            completion_tokens: newer.completion_tokens.or(self.completion_tokens),
+            prompt_tokens_details: newer.prompt_tokens_details.or(self.prompt_tokens_details),
+        }
+    }
+}
+
+/// What one parsed chunk (or whole response) carried.
+#[derive(Debug, Default, PartialEq)]
+pub struct ChunkInfo {
+    /// The output channel, when the chunk carried generated output.
+    pub channel: Option<Channel>,
+    /// The generated text it carried (all channels, content first).
+    pub text: String,
+    /// How much of `text` (bytes, from its start) is visible content: what
+    /// a conversation's history carries forward.
+    pub content_len: usize,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<String>,
+    /// An `{"error": …}` payload: the request failed.
+    pub error: Option<String>,
+    /// The stream said its last word (Messages' `message_stop`, Ollama's
+    /// `done`), as `[DONE]` does for OpenAI's.
+    pub done: bool,
+    /// An OpenAI payload with a non-empty `choices`, output or not: what
+    /// vLLM's `bench serve` stamps TTFT at.
+    pub choice: bool,
+}
+
+impl ChunkInfo {
+    /// Adds output text on `channel`. Visible content must come before any
+    /// other channel's text of the same chunk: `content_len` counts from the start.
+    pub fn push(&mut self, channel: Channel, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.channel.get_or_insert(channel);
+        self.text.push_str(text);
+        if channel == Channel::Content {
+            self.content_len = self.text.len();
+        }
+    }
+}
+
+/// Parses one streamed payload (an SSE event's data, or an NDJSON line) or
+/// a whole non-streamed body of `api`.
+pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, String> {
+    match api {
+        Api::Chat | Api::Completions => openai::parse_chunk(data),
+        Api::Messages => anthropic::parse_messages(data),
+        Api::OllamaChat | Api::OllamaGenerate => ollama::parse_ollama(data),
+        Api::Tgi => tgi::parse_tgi(data),
+        Api::LlamaCpp => llamacpp::parse_llamacpp(data),
+    }
+}
+
+/// Decodes one JSON payload of a response, or says it is malformed.
+pub(crate) fn decode<'a, T: Deserialize<'a>>(data: &'a str) -> Result<T, String> {
+    serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))
+}
+
+/// A readable message from an error payload (`{"message": …}`, a string, or anything).
+pub fn error_message(err: &Value) -> String {
+    match err {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => {
+            o.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| err.to_string())
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The body `build_body` gives, as JSON, for the tests of each API.
+#[cfg(test)]
+pub(crate) fn test_body(api: Api, prompt: PromptBody, max: Option<u32>, extra: &str) -> Value {
+    let opts = BodyOptions {
+        api,
+        model: "m".into(),
+        stream: true,
+        include_usage: true,
+        ignore_eos: false,
+        extra: serde_json::from_str(extra).unwrap(),
+        ..Default::default()
+    };
+    serde_json::from_slice(&build_body(&opts, &prompt, max).unwrap()).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_body as body;
+    use super::*;
+
+    #[test]
+    fn tgi_and_llamacpp_bodies() {
+        let b = body(Api::Tgi, PromptBody::Text("hi".into()), Some(16), r#"{"parameters":{"temperature":0.5}}"#);
+        assert_eq!(b["inputs"], "hi");
+        assert_eq!(b["parameters"], json!({"details": true, "max_new_tokens": 16, "temperature": 0.5}));
+        assert!(b.get("model").is_none() && b.get("stream").is_none(), "the route says it: {b}");
+        assert_eq!((Api::Tgi.path(true), Api::Tgi.path(false)), ("/generate_stream", "/generate"));
+        let b = body(Api::LlamaCpp, PromptBody::Turns(vec!["a".into(), "b".into(), "c".into()]), Some(16), "{}");
+        assert_eq!(
+            (b["prompt"].as_str(), b["n_predict"].as_u64(), b["stream"].as_bool()),
+            (Some("a\n\nb\n\nc"), Some(16), Some(true))
+        );
+        assert!(b.get("ignore_eos").is_none());
+        let opts = BodyOptions { api: Api::LlamaCpp, ignore_eos: true, ..Default::default() };
+        let b: Value = serde_json::from_slice(
+            &crate::protocol::build_body(&opts, &PromptBody::Text("x".into()), Some(4)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(b["ignore_eos"], true);
+        let err = crate::protocol::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err();
+        assert!(err.contains("--api llamacpp takes a prompt"), "{err}");
+    }
+}

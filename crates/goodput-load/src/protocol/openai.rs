@@ -1,0 +1,239 @@
+//! OpenAI's `/v1/chat/completions` and `/v1/completions`: the request body,
+//! and the reading of one streamed chunk or a whole non-streamed response.
+
+use super::{decode, error_message, role_messages, Api, BodyOptions, ChunkInfo, PromptBody, Usage, TURN_SEPARATOR};
+use goodput_core::Channel;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+/// Fills `body` (which holds `model`) for the chat or completions route.
+pub(super) fn fill_body(
+    opts: &BodyOptions,
+    prompt: &PromptBody,
+    max_tokens: Option<u32>,
+    body: &mut Map<String, Value>,
+) -> Result<(), String> {
+    match (opts.api, prompt) {
+        (Api::Chat, PromptBody::Text(t)) => {
+            body.insert("messages".into(), json!([{ "role": "user", "content": t }]));
+        }
+        (Api::Chat, PromptBody::Messages(m)) => {
+            body.insert("messages".into(), Value::Array(m.clone()));
+        }
+        (Api::Chat, PromptBody::Turns(_)) => {
+            body.insert("messages".into(), Value::Array(role_messages(prompt)));
+        }
+        (Api::Completions, PromptBody::Turns(turns)) => {
+            body.insert("prompt".into(), Value::String(turns.join(TURN_SEPARATOR)));
+        }
+        (Api::Completions, PromptBody::Text(t)) => {
+            body.insert("prompt".into(), Value::String(t.clone()));
+        }
+        (Api::Completions, PromptBody::Messages(_)) => {
+            return Err("a dataset entry holds chat messages but --api completions takes a prompt: \
+                        use --api chat, or give the entry a \"prompt\""
+                .into())
+        }
+        _ => unreachable!("the native APIs have files of their own"),
+    }
+    if let Some(n) = max_tokens {
+        body.insert("max_tokens".into(), json!(n));
+        if opts.ignore_eos {
+            body.insert("ignore_eos".into(), json!(true));
+            body.insert("min_tokens".into(), json!(n));
+        }
+    }
+    body.insert("stream".into(), json!(opts.stream));
+    if opts.stream && opts.include_usage {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    for (k, v) in &opts.extra {
+        body.insert(k.clone(), v.clone());
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct Wire<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<WireChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<WireMessage<'a>>,
+    #[serde(default, borrow)]
+    message: Option<WireMessage<'a>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+fn nonempty(s: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
+    s.filter(|s| !s.is_empty())
+}
+
+#[derive(Deserialize)]
+struct WireMessage<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default)]
+    tool_calls: Option<Vec<Value>>,
+}
+
+/// Parses one `data:` payload of a stream, or a whole non-streamed body.
+pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
+    let wire: Wire = decode(data)?;
+    let mut info = ChunkInfo { usage: wire.usage, ..Default::default() };
+    if let Some(err) = wire.error {
+        info.error = Some(error_message(&err));
+        return Ok(info);
+    }
+    // Servers stream one choice per chunk (n = 1, which is what goodput sends).
+    let Some(choice) = wire.choices.and_then(|c| c.into_iter().next()) else {
+        return Ok(info);
+    };
+    info.choice = true;
+    info.finish_reason = choice.finish_reason.map(Cow::into_owned);
+    // Content first, then reasoning: `push` counts visible content from the start.
+    info.push(Channel::Content, choice.text.as_deref().unwrap_or(""));
+    if let Some(m) = choice.delta.or(choice.message) {
+        info.push(Channel::Content, m.content.as_deref().unwrap_or(""));
+        let reasoning = nonempty(m.reasoning_content).or(nonempty(m.reasoning)).or(nonempty(m.thinking));
+        info.push(Channel::Reasoning, reasoning.as_deref().unwrap_or(""));
+        if let Some(calls) = m.tool_calls.filter(|c| !c.is_empty()) {
+            info.channel.get_or_insert(Channel::ToolCalls);
+            for call in &calls {
+                if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) {
+                    info.text.push_str(args);
+                }
+            }
+        }
+    }
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::build_body;
+    use super::*;
+
+    #[test]
+    fn body_for_chat_with_usage_and_ignore_eos() {
+        let opts = BodyOptions {
+            api: Api::Chat,
+            model: "m".into(),
+            stream: true,
+            include_usage: true,
+            ignore_eos: true,
+            extra: serde_json::from_str(r#"{"temperature": 0}"#).unwrap(),
+            ..Default::default()
+        };
+        let b: Value =
+            serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), Some(64)).unwrap()).unwrap();
+        assert_eq!(b["messages"][0]["content"], "hi");
+        assert_eq!(b["max_tokens"], 64);
+        assert_eq!(b["min_tokens"], 64);
+        assert_eq!(b["ignore_eos"], true);
+        assert_eq!(b["stream_options"]["include_usage"], true);
+        assert_eq!(b["temperature"], 0);
+    }
+
+    #[test]
+    fn body_for_completions_without_stream_has_no_stream_options() {
+        let opts = BodyOptions { api: Api::Completions, model: "m".into(), include_usage: true, ..Default::default() };
+        let b: Value =
+            serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), None).unwrap()).unwrap();
+        assert_eq!(b["prompt"], "hi");
+        assert_eq!(b["stream"], false);
+        assert!(b.get("stream_options").is_none() && b.get("max_tokens").is_none());
+        let err = build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err();
+        assert!(err.contains("--api chat"));
+    }
+
+    #[test]
+    fn a_conversation_is_messages_for_chat_and_one_prompt_for_completions() {
+        let turns = PromptBody::Turns(vec!["hi".into(), "hello there".into(), "and then?".into()]);
+        let opts = BodyOptions { api: Api::Chat, model: "m".into(), ..Default::default() };
+        let b: Value = serde_json::from_slice(&build_body(&opts, &turns, None).unwrap()).unwrap();
+        let roles: Vec<&str> = b["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(b["messages"][1]["content"], "hello there");
+        let opts = BodyOptions { api: Api::Completions, ..opts };
+        let b: Value = serde_json::from_slice(&build_body(&opts, &turns, None).unwrap()).unwrap();
+        assert_eq!(b["prompt"], "hi\n\nhello there\n\nand then?");
+    }
+
+    #[test]
+    fn the_content_of_a_chunk_is_told_from_its_reasoning() {
+        let both = parse_chunk(r#"{"choices":[{"delta":{"content":"yes","reasoning_content":"hmm"}}]}"#).unwrap();
+        assert_eq!((&both.text[..both.content_len], both.text.as_str()), ("yes", "yeshmm"));
+        let reasoning = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#).unwrap();
+        assert_eq!(reasoning.content_len, 0);
+        let text = parse_chunk(r#"{"choices":[{"text":" ok"}]}"#).unwrap();
+        assert_eq!(&text.text[..text.content_len], " ok");
+    }
+
+    #[test]
+    fn chunk_kinds() {
+        // Role-only, empty delta and usage-only chunks carry no output.
+        let role = parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}"#).unwrap();
+        assert_eq!(role.channel, None);
+        let empty = parse_chunk(r#"{"choices":[{"index":0,"delta":{"content":""}}]}"#).unwrap();
+        assert_eq!(empty.channel, None);
+        let usage = parse_chunk(r#"{"choices":[],"usage":{"prompt_tokens":15,"completion_tokens":24}}"#).unwrap();
+        assert_eq!((usage.channel, usage.usage.unwrap().completion_tokens), (None, Some(24)));
+        let content = parse_chunk(r#"{"choices":[{"delta":{"content":" Su"}}]}"#).unwrap();
+        assert_eq!((content.channel, content.text.as_str()), (Some(Channel::Content), " Su"));
+        let reasoning = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#).unwrap();
+        assert_eq!(reasoning.channel, Some(Channel::Reasoning));
+        let reasoning2 = parse_chunk(r#"{"choices":[{"delta":{"reasoning":"hmm"}}]}"#).unwrap();
+        assert_eq!(reasoning2.channel, Some(Channel::Reasoning));
+        let thinking = parse_chunk(r#"{"choices":[{"delta":{"thinking":"hmm"}}]}"#).unwrap();
+        assert_eq!(thinking.channel, Some(Channel::Reasoning));
+        let tool =
+            parse_chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#)
+                .unwrap();
+        assert_eq!((tool.channel, tool.text.as_str()), (Some(Channel::ToolCalls), "{\"a\":"));
+        let text =
+            parse_chunk(r#"{"choices":[{"text":" x","finish_reason":"length"}],"usage":{"completion_tokens":3}}"#)
+                .unwrap();
+        assert_eq!(text.channel, Some(Channel::Content));
+        assert_eq!(text.finish_reason.as_deref(), Some("length"));
+        let escaped = parse_chunk(r#"{"choices":[{"delta":{"content":"a\"b\n"}}]}"#).unwrap();
+        assert_eq!(escaped.text, "a\"b\n");
+    }
+
+    #[test]
+    fn error_payloads() {
+        let e = parse_chunk(r#"{"error":{"message":"out of memory","code":500}}"#).unwrap();
+        assert_eq!(e.error.as_deref(), Some("out of memory"));
+        let e = parse_chunk(r#"{"error":"boom"}"#).unwrap();
+        assert_eq!(e.error.as_deref(), Some("boom"));
+        assert!(parse_chunk("{not json").unwrap_err().contains("malformed JSON"));
+    }
+
+    #[test]
+    fn whole_non_streamed_message() {
+        let body =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp/chat-nostream.json"))
+                .unwrap();
+        let info = parse_chunk(&body).unwrap();
+        assert_eq!(info.channel, Some(Channel::Content));
+        assert!(!info.text.is_empty());
+        assert!(info.usage.unwrap().completion_tokens.unwrap() > 0);
+    }
+}

@@ -1,0 +1,859 @@
+//! The pure reading of one response: bytes as they arrived (SSE, NDJSON or
+//! a whole body, of any API), each read with its stamp, into output chunks,
+//! counts and a failure if there was one. No socket and no clock, so tests
+//! feed it every split of a stream; [`crate::client::Client`] adds those.
+
+use crate::http1::ReadStamp;
+use crate::ndjson::LineReader;
+use crate::protocol::{error_message, parse_for, Api, PromptBody, Usage};
+use crate::sse::{SseEvent, SseReader};
+use crate::tokenizer::TokenCounter;
+use goodput_core::{
+    chunk_counts, spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
+};
+use std::time::Duration;
+
+/// Reads one response, stream or whole body, into output chunks, counts and
+/// a failure if there was one. Times are offsets on the run's clock.
+#[derive(Debug, Default)]
+pub struct ResponseReader {
+    /// Which protocol the bytes speak.
+    api: Api,
+    sse: SseReader,
+    events: Vec<SseEvent>,
+    /// NDJSON framing (Ollama), in place of SSE.
+    lines: LineReader,
+    chunks: Vec<OutputChunk>,
+    /// Each output chunk's text, kept only when a tokenizer will count it
+    /// (per chunk, and joined for the whole output).
+    chunk_texts: Option<Vec<String>>,
+    /// Cumulative `usage.completion_tokens` seen on each output chunk.
+    cumulative: Vec<Option<u64>>,
+    usage: Option<Usage>,
+    done: bool,
+    finish_reason: Option<String>,
+    failure: Option<(FailureKind, String)>,
+    stream_end: Option<Duration>,
+    /// The read being parsed, and the one that brought the last output chunk.
+    read: ReadStamp,
+    last_chunk_read: Option<u64>,
+    read_lag_max: Option<Duration>,
+    shared_reads: u32,
+    /// The first and last payloads with a choice (see
+    /// `RequestRecord::first_choice`).
+    choices: Option<(Duration, Duration)>,
+    /// Parsing what was left unfinished when the stream closed.
+    at_end: bool,
+    /// The most bytes held for one line, event or body (0: no cap).
+    limit: usize,
+    /// The visible content of the answer, kept when a conversation carries
+    /// it into its next turn.
+    reply: Option<String>,
+}
+
+impl ResponseReader {
+    pub fn new(keep_chunk_texts: bool) -> Self {
+        ResponseReader { chunk_texts: keep_chunk_texts.then(Vec::new), ..Default::default() }
+    }
+
+    /// Reads `api`'s responses (OpenAI's chat, by default).
+    pub fn for_api(self, api: Api) -> Self {
+        ResponseReader { api, ..self }
+    }
+
+    /// Fails the response, as `invalid_response`, once a line, an event or
+    /// the body it holds passes `limit` bytes.
+    pub fn limited(self, limit: usize) -> Self {
+        ResponseReader { limit, ..self }
+    }
+
+    /// Fails the response, dropping what was held, when the bytes held for
+    /// the line or event being read passed the cap.
+    fn check_limit(&mut self) {
+        let held = if self.api.ndjson() { self.lines.pending() } else { self.sse.pending() };
+        if self.limit == 0 || held <= self.limit {
+            return;
+        }
+        self.lines = LineReader::default();
+        self.sse = SseReader::default();
+        self.failure = Some((
+            FailureKind::InvalidResponse,
+            format!(
+                "the server sent a line or event of more than {} bytes without ending it (--max-buffer raises the cap)",
+                self.limit
+            ),
+        ));
+    }
+
+    /// Also keeps the answer's visible content, for [`ResponseReader::take_reply`].
+    pub fn keeping_reply(self) -> Self {
+        ResponseReader { reply: Some(String::new()), ..self }
+    }
+
+    /// The answer's visible content, when kept.
+    pub fn take_reply(&mut self) -> Option<String> {
+        self.reply.take()
+    }
+
+    /// The response failed as bytes that are not the API's (malformed, or
+    /// past the cap): what follows them is nothing to wait for.
+    pub fn unreadable(&self) -> bool {
+        matches!(self.failure, Some((FailureKind::InvalidResponse, _)))
+    }
+
+    /// True once the stream said all it will say (`[DONE]`, its API's last
+    /// event, or an error).
+    pub fn finished(&self) -> bool {
+        self.done || self.failure.is_some()
+    }
+
+    /// Feeds bytes of a stream (SSE, or NDJSON for Ollama) that `read` brought.
+    pub fn feed(&mut self, bytes: &[u8], read: ReadStamp) {
+        if self.finished() {
+            return;
+        }
+        self.read = read;
+        let t = read.t;
+        if self.api.ndjson() {
+            let mut lines = std::mem::take(&mut self.lines);
+            lines.feed(bytes, &mut |line| self.data(line, t));
+            self.lines = lines;
+            self.check_limit();
+            return;
+        }
+        let mut events = std::mem::take(&mut self.events);
+        self.sse.feed(bytes, &mut events);
+        for ev in events.drain(..) {
+            self.event(ev, t);
+        }
+        self.events = events;
+        self.check_limit();
+    }
+
+    /// End of the body at `t`.
+    pub fn end_of_stream(&mut self, t: Duration) {
+        self.at_end = true;
+        if self.api.ndjson() {
+            let mut lines = std::mem::take(&mut self.lines);
+            lines.finish(&mut |line| self.data(line, t));
+            self.stream_end.get_or_insert(t);
+            return;
+        }
+        let mut events = Vec::new();
+        self.sse.finish(&mut events);
+        for ev in events {
+            self.event(ev, t);
+        }
+        self.stream_end.get_or_insert(t);
+    }
+
+    /// A whole non-streamed JSON body read at `t`.
+    pub fn whole_body(&mut self, body: &[u8], t: Duration) {
+        if self.limit > 0 && body.len() > self.limit {
+            self.failure = Some((
+                FailureKind::InvalidResponse,
+                format!("the response body passed the cap of {} bytes (--max-buffer raises it)", self.limit),
+            ));
+            self.stream_end = Some(t);
+            return;
+        }
+        let text = String::from_utf8_lossy(body);
+        self.data(&text, t);
+        // One body is not a stream: it has no first and last payload.
+        self.choices = None;
+        self.done = true;
+        self.stream_end = Some(t);
+    }
+
+    /// The connection broke while reading.
+    pub fn broken(&mut self, message: String) {
+        if self.failure.is_none() && !self.done {
+            self.failure = Some((FailureKind::TruncatedStream, message));
+        }
+    }
+
+    fn event(&mut self, ev: SseEvent, t: Duration) {
+        if self.finished() {
+            return;
+        }
+        if ev.event.as_deref() == Some("error") {
+            let msg = serde_json::from_str(&ev.data)
+                .map(|v: serde_json::Value| error_message(v.get("error").unwrap_or(&v)))
+                .unwrap_or(ev.data);
+            self.failure = Some((FailureKind::MidStreamError, msg));
+            self.stream_end = Some(t);
+            return;
+        }
+        if ev.data.trim() == "[DONE]" {
+            self.done = true;
+            self.stream_end = Some(t);
+            return;
+        }
+        self.data(&ev.data, t);
+    }
+
+    fn data(&mut self, data: &str, t: Duration) {
+        if self.finished() {
+            return;
+        }
+        let info = match parse_for(self.api, data) {
+            Ok(i) => i,
+            // What was left when the stream closed, unparseable: the stream
+            // was cut inside it, not sent malformed.
+            Err(e) if self.at_end => {
+                self.failure = Some((FailureKind::TruncatedStream, format!("the stream ended inside a payload ({e})")));
+                return;
+            }
+            Err(e) => {
+                self.failure = Some((FailureKind::InvalidResponse, e));
+                return;
+            }
+        };
+        if let Some(e) = info.error {
+            self.failure = Some((FailureKind::MidStreamError, e));
+            self.stream_end = Some(t);
+            return;
+        }
+        if let Some(u) = info.usage {
+            self.usage = Some(self.usage.map_or(u, |old| old.merge(u)));
+        }
+        if info.choice {
+            self.choices = Some((self.choices.map_or(t, |c| c.0), t));
+        }
+        if info.finish_reason.is_some() {
+            self.finish_reason = info.finish_reason;
+        }
+        if let Some(channel) = info.channel {
+            let read = self.read;
+            if read.serial != 0 {
+                self.shared_reads += u32::from(self.last_chunk_read == Some(read.serial));
+                self.last_chunk_read = Some(read.serial);
+            }
+            if let Some(lag) = read.lag {
+                self.read_lag_max = Some(self.read_lag_max.map_or(lag, |m| m.max(lag)));
+            }
+            self.chunks.push(OutputChunk { t, tokens: 0, channel });
+            self.cumulative.push(info.usage.and_then(|u| u.completion_tokens));
+            if let Some(reply) = &mut self.reply {
+                reply.push_str(&info.text[..info.content_len]);
+            }
+            if let Some(texts) = &mut self.chunk_texts {
+                texts.push(info.text);
+            }
+        }
+        if info.done {
+            self.done = true;
+            self.stream_end = Some(t);
+        }
+    }
+
+    /// Completes `rec` with what was read: chunks with their token counts, the
+    /// counts and their sources, and the outcome.
+    pub fn into_record(self, rec: &mut RequestRecord, tokenizer: Option<&TokenCounter>, prompt: &PromptBody) {
+        let ResponseReader {
+            chunks,
+            chunk_texts,
+            cumulative,
+            usage,
+            done,
+            finish_reason,
+            failure,
+            stream_end,
+            read_lag_max,
+            shared_reads,
+            choices,
+            ..
+        } = self;
+        rec.read_lag_max = read_lag_max;
+        rec.shared_reads = shared_reads;
+        let usage = usage.unwrap_or_default();
+        rec.counts.chunks = chunks.len() as u64;
+        rec.counts.usage_completion = usage.completion_tokens;
+        rec.counts.usage_prompt = usage.prompt_tokens;
+        rec.counts.usage_cached_prompt = usage.prompt_tokens_details.and_then(|d| d.cached_tokens);
+        // Each chunk's tokens counted in the context of the output before it.
+        let counted = match (tokenizer, &chunk_texts) {
+            (Some(t), Some(texts)) => Some(t.in_context_counts(texts)),
+            _ => None,
+        };
+        rec.counts.tokenizer_completion = counted.as_ref().map(|(_, total)| *total);
+        if rec.counts.intended_prompt.is_none() && usage.prompt_tokens.is_none() {
+            rec.counts.tokenizer_prompt = tokenizer.map(|t| prompt_tokens(t, prompt));
+        }
+
+        (rec.output_tokens, rec.output_tokens_source) = match (usage.completion_tokens, rec.counts.tokenizer_completion)
+        {
+            (Some(n), _) => (n, CountSource::Usage),
+            (None, Some(n)) => (n, CountSource::Tokenizer),
+            (None, None) => (chunks.len() as u64, CountSource::Chunks),
+        };
+        (rec.input_tokens, rec.input_tokens_source) =
+            match (usage.prompt_tokens, rec.counts.tokenizer_prompt, rec.counts.intended_prompt) {
+                (Some(n), _, _) => (n, CountSource::Usage),
+                (None, Some(n), _) => (n, CountSource::Tokenizer),
+                (None, None, Some(n)) => (n, CountSource::Intended),
+                (None, None, None) => (0, CountSource::Intended),
+            };
+
+        let continuous = !cumulative.is_empty()
+            && cumulative.iter().all(Option::is_some)
+            && cumulative.last().copied().flatten() == Some(rec.output_tokens);
+        let (ks, source): (Vec<u32>, _) = if continuous {
+            let mut prev = 0;
+            let ks = cumulative
+                .iter()
+                .map(|c| {
+                    let c = c.unwrap_or(prev).max(prev);
+                    let k = (c - prev) as u32;
+                    prev = c;
+                    k
+                })
+                .collect();
+            (ks, ChunkTokenSource::ContinuousUsage)
+        } else if let Some((counted, _)) = &counted {
+            chunk_counts(rec.output_tokens, counted)
+        } else {
+            (spread_evenly(rec.output_tokens, chunks.len()), ChunkTokenSource::Even)
+        };
+        rec.chunk_tokens_source = source;
+        rec.chunks = chunks.into_iter().zip(ks).map(|(c, k)| OutputChunk { tokens: k, ..c }).collect();
+        rec.stream_end = stream_end;
+        if let Some((first, last)) = choices {
+            rec.first_choice = Some(first).filter(|&t| Some(t) != rec.chunks.first().map(|c| c.t));
+            rec.last_choice = Some(last).filter(|&t| Some(t) != rec.chunks.last().map(|c| c.t));
+        }
+        rec.finish_reason = finish_reason.clone();
+
+        rec.outcome = match failure {
+            Some((kind, message)) => Outcome::Failed { kind, message },
+            None if !done && finish_reason.is_none() => Outcome::Failed {
+                kind: FailureKind::TruncatedStream,
+                message: "the stream ended before [DONE] or a finish reason".into(),
+            },
+            None if rec.chunks.is_empty() => Outcome::Failed {
+                kind: FailureKind::EmptyOutput,
+                message: format!(
+                    "the response carried no output (finish reason: {})",
+                    finish_reason.as_deref().unwrap_or("none")
+                ),
+            },
+            None => Outcome::Success,
+        };
+    }
+}
+
+fn prompt_tokens(t: &TokenCounter, prompt: &PromptBody) -> u64 {
+    match prompt {
+        PromptBody::Text(s) => t.count(s) as u64,
+        PromptBody::Turns(turns) => turns.iter().map(|s| t.count(s) as u64).sum(),
+        PromptBody::Messages(m) => {
+            m.iter().filter_map(|msg| msg.get("content").and_then(|c| c.as_str())).map(|s| t.count(s) as u64).sum()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::{Channel, RequestMetrics};
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp/");
+
+    fn read(bytes: &[u8], splits: &[usize]) -> RequestRecord {
+        read_api(Api::Chat, bytes, splits).0
+    }
+
+    fn read_api(api: Api, bytes: &[u8], splits: &[usize]) -> (RequestRecord, Option<String>) {
+        let mut r = ResponseReader::new(false).for_api(api).keeping_reply();
+        let mut last = 0;
+        for (i, &s) in splits.iter().chain(std::iter::once(&bytes.len())).enumerate() {
+            let t = Duration::from_millis(i as u64 * 10);
+            r.feed(&bytes[last..s], ReadStamp { t, lag: None, serial: i as u64 + 1 });
+            last = s;
+        }
+        r.end_of_stream(Duration::from_secs(9));
+        let reply = r.take_reply();
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        (rec, reply)
+    }
+
+    /// Pieces of what servers send, and bytes no server should.
+    fn wire_piece() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(b"data: ".to_vec()),
+            Just(b"data:".to_vec()),
+            Just(b"{\"choices\":[{\"delta\":{\"content\":\"a\\u00e9\"}}]}".to_vec()),
+            Just(
+                b"{\"choices\":[{\"text\":\" b\",\"finish_reason\":null}],\"usage\":{\"completion_tokens\":2}}"
+                    .to_vec()
+            ),
+            Just(b"{\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}".to_vec()),
+            Just(b"{\"message\":{\"content\":\"x\"},\"done\":false}".to_vec()),
+            Just(b"{\"response\":\"y\",\"done\":true,\"eval_count\":2}".to_vec()),
+            Just(b"{\"token\":{\"id\":1,\"text\":\"z\"},\"generated_text\":null}".to_vec()),
+            Just(b"{\"content\":\"w\",\"stop\":false,\"tokens_predicted\":1}".to_vec()),
+            Just(b"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"v\"}}".to_vec()),
+            Just(b"event: error\n".to_vec()),
+            Just(b"event: message_stop\n".to_vec()),
+            Just(b": keep-alive\n".to_vec()),
+            Just(b"[DONE]".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just(vec![0xE2, 0x82]),
+            proptest::collection::vec(any::<u8>(), 0..12),
+        ]
+    }
+
+    /// What a reader made of `bytes` fed in the pieces `cuts` makes (same
+    /// stamp for every read, so that only the splitting differs).
+    fn read_split(api: Api, bytes: &[u8], cuts: &[usize]) -> RequestRecord {
+        let mut r = ResponseReader::new(false).for_api(api);
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        at.push(0);
+        at.push(bytes.len());
+        at.sort_unstable();
+        for w in at.windows(2) {
+            r.feed(&bytes[w[0]..w[1]], ReadStamp { t: Duration::from_millis(1), ..Default::default() });
+        }
+        r.end_of_stream(Duration::from_millis(2));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        rec
+    }
+
+    proptest::proptest! {
+        // PROPTEST_CASES=N, set when running, runs N cases: a longer search.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// Whatever bytes a server sends, in whatever pieces they arrive,
+        /// every API's reader reads them without panicking, and to the same
+        /// record however they were split.
+        #[test]
+        fn any_bytes_split_anywhere_read_the_same(
+            pieces in proptest::collection::vec(wire_piece(), 0..40),
+            cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..30),
+        ) {
+            let bytes = pieces.concat();
+            for api in Api::ALL {
+                let whole = read_split(api, &bytes, &[]);
+                let split = read_split(api, &bytes, &cuts);
+                proptest::prop_assert_eq!(&whole, &split, "{:?}", api);
+                let _ = read_whole(api, &bytes);
+            }
+        }
+    }
+
+    /// A whole non-streamed `body` of `api`, read at 50 ms.
+    fn read_whole(api: Api, body: &[u8]) -> RequestRecord {
+        let mut r = ResponseReader::new(false).for_api(api);
+        r.whole_body(body, Duration::from_millis(50));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        rec
+    }
+
+    /// A Messages stream as Anthropic sends one: typed events, a `ping`, a
+    /// thinking block before the text, the prompt's counts at the start and
+    /// the output's at the end.
+    const MESSAGES_STREAM: &str = concat!(
+        "event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"stop_reason\":null,\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":16,\"output_tokens\":1}}}\r\n\r\n",
+        "event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\r\n\r\n",
+        "event: ping\r\ndata: {\"type\": \"ping\"}\r\n\r\n",
+        "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\r\n\r\n",
+        "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"c2ln\"}}\r\n\r\n",
+        "event: content_block_stop\r\ndata: {\"type\":\"content_block_stop\",\"index\":0}\r\n\r\n",
+        "event: content_block_start\r\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\r\n\r\n",
+        "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\r\n\r\n",
+        "event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\" world\"}}\r\n\r\n",
+        "event: content_block_stop\r\ndata: {\"type\":\"content_block_stop\",\"index\":1}\r\n\r\n",
+        "event: message_delta\r\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":6}}\r\n\r\n",
+        "event: message_stop\r\ndata: {\"type\":\"message_stop\"}\r\n\r\n",
+    );
+
+    /// An Ollama `/api/chat` stream: one JSON object per line, the last with the counts.
+    const OLLAMA_STREAM: &str = concat!(
+        "{\"model\":\"m\",\"created_at\":\"2024-08-07T03:57:33.03Z\",\"message\":{\"role\":\"assistant\",\"content\":\"\",\"thinking\":\"hmm\"},\"done\":false}\n",
+        "{\"model\":\"m\",\"created_at\":\"2024-08-07T03:57:33.04Z\",\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"done\":false}\n",
+        "{\"model\":\"m\",\"created_at\":\"2024-08-07T03:57:33.05Z\",\"message\":{\"role\":\"assistant\",\"content\":\" world\"},\"done\":false}\n",
+        "{\"model\":\"m\",\"created_at\":\"2024-08-07T03:57:33.06Z\",\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done_reason\":\"stop\",\"done\":true,\"total_duration\":4353619900,\"prompt_eval_count\":21,\"eval_count\":6}\n",
+    );
+
+    #[test]
+    fn native_streams_read_the_same_at_every_split() {
+        for (api, stream, finish, prompt, cached) in [
+            (Api::Messages, MESSAGES_STREAM, "end_turn", 21, Some(16)),
+            (Api::OllamaChat, OLLAMA_STREAM, "stop", 21, None),
+        ] {
+            let bytes = stream.as_bytes();
+            let (whole, reply) = read_api(api, bytes, &[]);
+            assert_eq!(whole.outcome, Outcome::Success, "{api:?}");
+            let channels: Vec<Channel> = whole.chunks.iter().map(|c| c.channel).collect();
+            assert_eq!(channels, [Channel::Reasoning, Channel::Content, Channel::Content], "{api:?}");
+            assert_eq!((whole.output_tokens, whole.output_tokens_source), (6, CountSource::Usage));
+            assert_eq!((whole.input_tokens, whole.counts.usage_cached_prompt), (prompt, cached), "{api:?}");
+            assert_eq!(whole.finish_reason.as_deref(), Some(finish));
+            assert_eq!(reply.as_deref(), Some("Hello world"), "the reply carries no reasoning");
+            for cut in 0..=bytes.len() {
+                let (rec, _) = read_api(api, bytes, &[cut]);
+                assert_eq!(rec.outcome, Outcome::Success, "{api:?} cut at {cut}");
+                assert_eq!(rec.output_tokens, 6);
+                let tokens: Vec<u32> = rec.chunks.iter().map(|c| c.tokens).collect();
+                assert_eq!(tokens, whole.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), "{api:?} cut at {cut}");
+            }
+        }
+    }
+
+    /// TGI writes `data:` without a space, one event per token; the
+    /// end-of-sequence token is special and carries the details.
+    const TGI_STREAM: &str = concat!(
+        "data:{\"index\":1,\"token\":{\"id\":10,\"text\":\"Hello\",\"logprob\":-0.1,\"special\":false},\"generated_text\":null,\"details\":null}\n\n",
+        "data:{\"index\":2,\"token\":{\"id\":11,\"text\":\" world\",\"logprob\":-0.2,\"special\":false},\"generated_text\":null,\"details\":null}\n\n",
+        "data:{\"index\":3,\"token\":{\"id\":2,\"text\":\"</s>\",\"logprob\":-0.1,\"special\":true},\"generated_text\":\"Hello world\",\"details\":{\"finish_reason\":\"eos_token\",\"generated_tokens\":3,\"seed\":null,\"input_length\":21}}\n\n",
+    );
+
+    /// llama.cpp's `/completion`: pieces of text, then a `stop` event with the counts.
+    const LLAMACPP_STREAM: &str = concat!(
+        "data: {\"index\":0,\"content\":\"Hello\",\"tokens\":[],\"stop\":false,\"id_slot\":0,\"tokens_predicted\":1,\"tokens_evaluated\":21}\n\n",
+        "data: {\"index\":0,\"content\":\" world\",\"tokens\":[],\"stop\":false,\"id_slot\":0,\"tokens_predicted\":2,\"tokens_evaluated\":21}\n\n",
+        "data: {\"index\":0,\"content\":\"\",\"tokens\":[],\"id_slot\":0,\"stop\":true,\"model\":\"m\",\"tokens_predicted\":3,\"tokens_evaluated\":21,\"stop_type\":\"eos\",\"timings\":{\"cache_n\":16,\"prompt_n\":5}}\n\n",
+    );
+
+    #[test]
+    fn tgi_and_llamacpp_streams_read_the_same_at_every_split() {
+        for (api, stream, finish, chunks, cached) in
+            [(Api::Tgi, TGI_STREAM, "eos_token", 3, None), (Api::LlamaCpp, LLAMACPP_STREAM, "eos", 2, Some(16))]
+        {
+            let bytes = stream.as_bytes();
+            let (whole, reply) = read_api(api, bytes, &[]);
+            assert_eq!(whole.outcome, Outcome::Success, "{api:?}");
+            assert_eq!(whole.chunks.len(), chunks, "{api:?}");
+            assert!(whole.chunks.iter().all(|c| c.channel == Channel::Content));
+            assert_eq!((whole.output_tokens, whole.output_tokens_source), (3, CountSource::Usage), "{api:?}");
+            assert_eq!((whole.input_tokens, whole.counts.usage_cached_prompt), (21, cached), "{api:?}");
+            assert_eq!(whole.finish_reason.as_deref(), Some(finish));
+            assert_eq!(reply.as_deref(), Some("Hello world"), "{api:?}: the special token is not visible");
+            for cut in 0..=bytes.len() {
+                let (rec, _) = read_api(api, bytes, &[cut]);
+                assert_eq!((rec.outcome.clone(), rec.chunks.len()), (Outcome::Success, chunks), "{api:?} cut at {cut}");
+            }
+        }
+        // Without the details event a TGI stream is cut short.
+        let cut = &TGI_STREAM[..TGI_STREAM.rfind("data:").unwrap()];
+        assert_eq!(
+            read_api(Api::Tgi, cut.as_bytes(), &[]).0.outcome.failure_kind(),
+            Some(FailureKind::TruncatedStream)
+        );
+    }
+
+    #[test]
+    fn native_failures_are_classified() {
+        let overloaded = concat!(
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n",
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+        );
+        let (rec, _) = read_api(Api::Messages, overloaded.as_bytes(), &[]);
+        assert_eq!(rec.outcome, Outcome::Failed { kind: FailureKind::MidStreamError, message: "Overloaded".into() });
+        assert_eq!(rec.chunks.len(), 1, "output before the error is kept");
+        // Cut before message_delta and message_stop: no finish, no end.
+        let cut = &MESSAGES_STREAM[..MESSAGES_STREAM.find("event: message_delta").unwrap()];
+        assert_eq!(
+            read_api(Api::Messages, cut.as_bytes(), &[]).0.outcome.failure_kind(),
+            Some(FailureKind::TruncatedStream)
+        );
+
+        let died = "{\"model\":\"m\",\"response\":\"a\",\"done\":false}\n{\"error\":\"llama runner process has terminated\"}\n";
+        let (rec, _) = read_api(Api::OllamaGenerate, died.as_bytes(), &[]);
+        assert_eq!(rec.outcome.failure_kind(), Some(FailureKind::MidStreamError));
+        let cut = &OLLAMA_STREAM[..OLLAMA_STREAM.rfind("{\"model\"").unwrap()];
+        assert_eq!(
+            read_api(Api::OllamaChat, cut.as_bytes(), &[]).0.outcome.failure_kind(),
+            Some(FailureKind::TruncatedStream)
+        );
+        // A last line that lost its newline still counts.
+        let unterminated = OLLAMA_STREAM.trim_end();
+        assert_eq!(read_api(Api::OllamaChat, unterminated.as_bytes(), &[]).0.outcome, Outcome::Success);
+    }
+
+    #[test]
+    fn a_kept_reply_is_the_visible_content_only() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"let me think\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\" world\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let mut r = ResponseReader::new(false).keeping_reply();
+        r.feed(stream.as_bytes(), ReadStamp::default());
+        assert_eq!(r.take_reply().as_deref(), Some("Hello world"));
+        let mut r = ResponseReader::new(false);
+        r.feed(stream.as_bytes(), ReadStamp::default());
+        assert_eq!(r.take_reply(), None, "kept only when asked for");
+    }
+
+    /// Everything but the timestamps, which depend on the split.
+    fn shape(r: &RequestRecord) -> (u64, u64, usize, Vec<u32>, Outcome, Option<String>) {
+        (
+            r.output_tokens,
+            r.input_tokens,
+            r.chunks.len(),
+            r.chunks.iter().map(|c| c.tokens).collect(),
+            r.outcome.clone(),
+            r.finish_reason.clone(),
+        )
+    }
+
+    #[test]
+    fn reads_that_carry_two_chunks_and_the_longest_wait_are_recorded() {
+        let chunk = |c: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{c}\"}}}}]}}\n\n");
+        let role = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+        let mut r = ResponseReader::new(false);
+        let at = |ms, lag_ms, serial| ReadStamp {
+            t: Duration::from_millis(ms),
+            lag: Some(Duration::from_millis(lag_ms)),
+            serial,
+        };
+        // A role-only chunk then the first output in one read: not a shared read.
+        r.feed(format!("{role}{}", chunk("a")).as_bytes(), at(10, 1, 1));
+        // Two output chunks in one read: the second shared it.
+        r.feed(format!("{}{}", chunk("b"), chunk("c")).as_bytes(), at(20, 7, 2));
+        // One read split across two feeds (two HTTP chunks) is still one read.
+        r.feed(chunk("d").as_bytes(), at(30, 2, 3));
+        r.feed(chunk("e").as_bytes(), at(30, 2, 3));
+        r.feed(b"data: [DONE]\n\n", at(40, 30, 4));
+        r.end_of_stream(Duration::from_millis(40));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        assert_eq!(rec.chunks.len(), 5);
+        assert_eq!(rec.shared_reads, 2);
+        // `[DONE]` carries no output: its read's wait is not an output chunk's.
+        assert_eq!(rec.read_lag_max, Some(Duration::from_millis(7)));
+        let line = serde_json::to_string(&rec).unwrap();
+        assert!(line.contains("\"read_lag_max_ns\":7000000") && line.contains("\"shared_reads\":2"), "{line}");
+        // Without the kernel's times (reqwest) the field is left out.
+        let plain = read(chunk("x").as_bytes(), &[]);
+        assert_eq!(plain.read_lag_max, None);
+        assert!(!serde_json::to_string(&plain).unwrap().contains("read_lag"));
+    }
+
+    #[test]
+    fn recorded_streams_read_the_same_at_every_split() {
+        for (file, n_out, n_in, chunks) in
+            [("chat-stream-usage.sse", 24, 15, 24), ("completions-stream-usage.sse", 24, 4, 24)]
+        {
+            let bytes = std::fs::read(format!("{FIX}{file}")).unwrap();
+            let whole = read(&bytes, &[]);
+            assert_eq!(whole.outcome, Outcome::Success, "{file}");
+            assert_eq!((whole.output_tokens, whole.input_tokens, whole.chunks.len()), (n_out, n_in, chunks), "{file}");
+            assert_eq!(whole.output_tokens_source, CountSource::Usage);
+            for i in 0..=bytes.len() {
+                assert_eq!(shape(&read(&bytes, &[i])), shape(&whole), "{file} split at {i}");
+            }
+            // Three-way splits across a sample of positions.
+            for i in (0..bytes.len()).step_by(97) {
+                for j in (i..bytes.len()).step_by(89) {
+                    assert_eq!(shape(&read(&bytes, &[i, j])), shape(&whole), "{file} split at {i},{j}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn usage_on_the_last_choice_chunk_is_found_even_unasked() {
+        // llama.cpp puts usage on its final `"text": ""` chunk even without include_usage.
+        let bytes = std::fs::read(format!("{FIX}completions-stream.sse")).unwrap();
+        let rec = read(&bytes, &[]);
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (16, CountSource::Usage));
+    }
+
+    #[test]
+    fn stream_without_usage_counts_chunks() {
+        let s = b"data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+        let rec = read(s, &[]);
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (2, CountSource::Chunks));
+        assert_eq!(rec.input_tokens_source, CountSource::Intended);
+    }
+
+    #[test]
+    fn a_chunk_is_stamped_when_its_last_byte_arrives() {
+        let s = b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n";
+        let first_content = s.windows(7).position(|w| w == b"content").unwrap();
+        let rec = read(s, &[first_content, first_content + 30]);
+        // Split 0 → t=0 (role only), split 1 → t=10 ms completes the first content event.
+        assert_eq!(rec.chunks[0].t, Duration::from_millis(10));
+        assert_eq!(rec.chunks[1].t, Duration::from_millis(20));
+        assert_eq!(rec.ttft(), Some(Duration::from_millis(10)));
+    }
+
+    #[test]
+    fn failures_are_classified() {
+        let err = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"error\":{\"message\":\"engine died\"}}\n\n";
+        let rec = read(err, &[]);
+        assert_eq!(rec.outcome, Outcome::Failed { kind: FailureKind::MidStreamError, message: "engine died".into() });
+        assert_eq!(rec.chunks.len(), 1, "output before the error is kept");
+
+        let ev = b"event: error\ndata: {\"message\":\"overloaded\"}\n\n";
+        assert_eq!(read(ev, &[]).outcome.failure_kind(), Some(FailureKind::MidStreamError));
+
+        let cut = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+        assert_eq!(read(cut, &[]).outcome.failure_kind(), Some(FailureKind::TruncatedStream));
+
+        let empty = b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+        assert_eq!(read(empty, &[]).outcome.failure_kind(), Some(FailureKind::EmptyOutput));
+
+        let junk = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {oops\n\n";
+        assert_eq!(read(junk, &[]).outcome.failure_kind(), Some(FailureKind::InvalidResponse));
+
+        // A finish reason without [DONE] is a complete answer.
+        let no_done = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n";
+        assert_eq!(read(no_done, &[]).outcome, Outcome::Success);
+    }
+
+    #[test]
+    fn continuous_usage_gives_per_chunk_counts() {
+        let s = b"data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}],\"usage\":{\"completion_tokens\":2}}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"c\"}}],\"usage\":{\"completion_tokens\":3}}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":7}}\n\ndata: [DONE]\n\n";
+        let rec = read(s, &[]);
+        assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
+        assert_eq!(rec.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), vec![2, 1, 4]);
+    }
+
+    #[test]
+    fn whole_body_is_one_chunk() {
+        let rec = read_whole(Api::Chat, &std::fs::read(format!("{FIX}chat-nostream.json")).unwrap());
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!(rec.chunks.len(), 1);
+        assert_eq!(rec.chunks[0].channel, Channel::Content);
+        assert_eq!(rec.chunks[0].tokens as u64, rec.output_tokens);
+        assert_eq!(rec.tpot(), None);
+    }
+
+    const NATIVE_FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp-native/");
+
+    /// Responses recorded from a live llama.cpp `llama-server` (its native
+    /// `/completion` and its `/v1/messages`): read whole and at every split,
+    /// with the server's own counts, cached prompt tokens and finish reason.
+    #[test]
+    fn recorded_llamacpp_native_streams_read_the_same_at_every_split() {
+        for (file, api, chunks, output, prompt, cached, finish) in [
+            ("completion-stream.sse", Api::LlamaCpp, 6, 6, 5, Some(0), "limit"),
+            ("completion-stream-cached.sse", Api::LlamaCpp, 4, 4, 13, Some(12), "limit"),
+            ("messages-stream.sse", Api::Messages, 5, 5, 16, Some(0), "max_tokens"),
+        ] {
+            let bytes = std::fs::read(format!("{NATIVE_FIX}{file}")).unwrap();
+            let (whole, reply) = read_api(api, &bytes, &[]);
+            assert_eq!(whole.outcome, Outcome::Success, "{file}");
+            assert_eq!(whole.chunks.len(), chunks, "{file}: every token its own event, the closing event no output");
+            assert!(whole.chunks.iter().all(|c| c.channel == Channel::Content), "{file}");
+            assert_eq!((whole.output_tokens, whole.output_tokens_source), (output, CountSource::Usage), "{file}");
+            assert_eq!((whole.input_tokens, whole.input_tokens_source), (prompt, CountSource::Usage), "{file}");
+            assert_eq!(whole.counts.usage_cached_prompt, cached, "{file}");
+            assert_eq!(whole.finish_reason.as_deref(), Some(finish), "{file}");
+            assert!(reply.is_some_and(|r| !r.is_empty()), "{file}");
+            if api == Api::LlamaCpp {
+                // Each event's running `tokens_predicted` gives each chunk its count.
+                assert_eq!(whole.chunk_tokens_source, ChunkTokenSource::ContinuousUsage, "{file}");
+                assert!(whole.chunks.iter().all(|c| c.tokens == 1), "{file}");
+            }
+            for cut in 0..=bytes.len() {
+                let (rec, _) = read_api(api, &bytes, &[cut]);
+                assert_eq!(rec.outcome, Outcome::Success, "{file} cut at {cut}");
+                assert_eq!((rec.output_tokens, rec.input_tokens), (output, prompt), "{file} cut at {cut}");
+                assert_eq!(rec.chunks.len(), chunks, "{file} cut at {cut}");
+            }
+        }
+    }
+
+    /// llama.cpp holds back a token that ends inside a UTF-8 character and
+    /// sends its text with the next token's: recorded, the second event's
+    /// running count rises by 2, and that chunk, not the last, counts 2 tokens.
+    #[test]
+    fn recorded_llamacpp_held_back_token_counts_on_its_own_chunk() {
+        let bytes = std::fs::read(format!("{NATIVE_FIX}completion-stream-utf8.sse")).unwrap();
+        for cut in [None, Some(bytes.len() / 3)] {
+            let (rec, _) = read_api(Api::LlamaCpp, &bytes, cut.as_slice());
+            assert_eq!(rec.outcome, Outcome::Success);
+            assert_eq!(rec.output_tokens, 16);
+            assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
+            let ks: Vec<u32> = rec.chunks.iter().map(|c| c.tokens).collect();
+            assert_eq!(ks, [1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "cut at {cut:?}");
+        }
+    }
+
+    /// The same server's non-streamed bodies: one chunk, the server's counts.
+    #[test]
+    fn recorded_llamacpp_native_bodies_are_one_chunk() {
+        for (file, api, output, prompt, cached, finish) in [
+            ("completion.json", Api::LlamaCpp, 6, 5, Some(4), "limit"),
+            ("messages.json", Api::Messages, 5, 11, Some(10), "max_tokens"),
+        ] {
+            let rec = read_whole(api, &std::fs::read(format!("{NATIVE_FIX}{file}")).unwrap());
+            assert_eq!(rec.outcome, Outcome::Success, "{file}");
+            assert_eq!(rec.chunks.len(), 1, "{file}");
+            assert_eq!((rec.output_tokens, rec.output_tokens_source), (output, CountSource::Usage), "{file}");
+            assert_eq!((rec.input_tokens, rec.counts.usage_cached_prompt), (prompt, cached), "{file}");
+            assert_eq!(rec.finish_reason.as_deref(), Some(finish), "{file}");
+        }
+    }
+
+    #[test]
+    fn tokenizer_counts_when_usage_is_absent() {
+        let tok = TokenCounter::from_file(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tiny-bpe-tokenizer.json"
+        )))
+        .unwrap();
+        let s = b"data: {\"choices\":[{\"delta\":{\"content\":\"the\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" other\"}}]}\n\ndata: [DONE]\n\n";
+        let mut r = ResponseReader::new(true);
+        r.feed(s, ReadStamp { t: Duration::from_millis(1), ..Default::default() });
+        r.end_of_stream(Duration::from_millis(2));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, Some(&tok), &PromptBody::Text("and of".into()));
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (4, CountSource::Tokenizer));
+        assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::Tokenizer);
+        assert_eq!(rec.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!((rec.input_tokens, rec.input_tokens_source), (2, CountSource::Tokenizer));
+    }
+
+    /// "the", " ot", "her": counted apart 1 + 2 + 3 tokens, in context 4.
+    fn split_word_with_usage(completion_tokens: u64) -> RequestRecord {
+        let tok = TokenCounter::from_file(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tiny-bpe-tokenizer.json"
+        )))
+        .unwrap();
+        let mut s = String::new();
+        for text in ["the", " ot", "her"] {
+            s += &format!("data: {{\"choices\":[{{\"text\":\"{text}\"}}]}}\n\n");
+        }
+        s += &format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":2,\"completion_tokens\":{completion_tokens}}}}}\n\ndata: [DONE]\n\n");
+        let mut r = ResponseReader::new(true).for_api(Api::Completions);
+        r.feed(s.as_bytes(), ReadStamp { t: Duration::from_millis(1), ..Default::default() });
+        r.end_of_stream(Duration::from_millis(2));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, Some(&tok), &PromptBody::Text("and of".into()));
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!((rec.output_tokens, rec.counts.tokenizer_completion), (completion_tokens, Some(4)));
+        rec
+    }
+
+    #[test]
+    fn chunk_counts_are_counted_in_context_and_add_up_to_usage() {
+        let ks = |r: &RequestRecord| r.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>();
+        // The server's count agrees: the in-context counts, not 1 + 2 + 3.
+        let rec = split_word_with_usage(4);
+        assert_eq!((ks(&rec), rec.chunk_tokens_source), (vec![1, 2, 1], ChunkTokenSource::Tokenizer));
+        // One more (an end-of-sequence token): shared out in proportion.
+        let rec = split_word_with_usage(5);
+        assert_eq!((ks(&rec), rec.chunk_tokens_source), (vec![1, 3, 1], ChunkTokenSource::Apportioned));
+        // Clearly another model's tokenizer: spread evenly.
+        let rec = split_word_with_usage(30);
+        assert_eq!((ks(&rec), rec.chunk_tokens_source), (vec![10, 10, 10], ChunkTokenSource::Even));
+    }
+}
