@@ -4,6 +4,7 @@
 
 pub mod civil;
 pub mod cost;
+pub mod hash;
 pub mod live;
 pub mod metrics;
 pub mod models;

@@ -61,12 +61,7 @@ impl Cancellation {
     /// Whether request `id` is one given up on: a hash of the seed and the
     /// number, uniform on 0..1, under the rate.
     pub fn picks(&self, id: u64) -> bool {
-        // splitmix64's finaliser
-        let mut z = self.seed ^ id.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        ((z >> 11) as f64 / (1u64 << 53) as f64) < self.rate
+        goodput_core::hash::unit(self.seed, id) < self.rate
     }
 
     /// Whether request `id` is one given up on: a lone request by its
@@ -94,10 +89,9 @@ async fn sleep_until_some(at: Option<Instant>) {
 
 /// Which HTTP stack carries the requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Transport {
-    /// Our own HTTP/1.1 reader for `http://` servers reached directly
-    /// ([`crate::http1`]: one task per stream, no hop between tasks per
-    /// chunk); reqwest for https and through a proxy.
+    /// goodput's own HTTP/1.1 client for http:// servers reached directly (one task per stream, no hop between tasks per chunk); reqwest for https and through a proxy.
     #[default]
     Auto,
     /// reqwest (hyper) for everything.
@@ -252,11 +246,8 @@ impl Client {
         if models.len() < 2 {
             return None;
         }
-        // splitmix64 of the key: neighbouring numbers land on unrelated models.
-        let mut z = session.unwrap_or(id).wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        // Mixed: neighbouring numbers land on unrelated models.
+        let z = goodput_core::hash::mix64(session.unwrap_or(id).wrapping_add(goodput_core::hash::GOLDEN_GAMMA));
         Some(&models[(z % models.len() as u64) as usize])
     }
 

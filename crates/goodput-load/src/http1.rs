@@ -40,16 +40,15 @@ pub struct Http1 {
 
 /// When a read's bytes are taken to have come (`--stamp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Stamps {
-    /// When the read returned.
-    Read,
-    /// When the kernel received the read's last segment (`SO_TIMESTAMPNS`,
-    /// Linux); a connection whose socket cannot give it is an error.
-    Kernel,
-    /// The kernel's time where it gives one, the read's time elsewhere: kernel
-    /// stamps on Linux, read stamps on other systems.
+    /// `kernel` where it is to be had (Linux, goodput's own HTTP/1.1 client), `read` elsewhere.
     #[default]
     Auto,
+    /// When the client reads the bytes off the socket.
+    Read,
+    /// When the kernel received the bytes (`SO_TIMESTAMPNS`, Linux); an error where it cannot say.
+    Kernel,
 }
 
 impl Stamps {

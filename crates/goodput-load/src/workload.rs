@@ -65,15 +65,15 @@ impl LengthDist {
 /// length. They are starting points: `--input-tokens`/`--output-tokens`
 /// given beside a preset win over its lengths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Preset {
-    /// A short prompt and a long answer.
+    /// Short prompt, long answer: input lognormal:256,0.5, output lognormal:512,0.5.
     Chat,
-    /// 2k–4k tokens in, a short summary out.
+    /// 2k+ tokens in, short out: input uniform:2048..4096, output lognormal:256,0.4.
     Summarization,
-    /// A code context in, a completion out.
+    /// Code context in, completion out: input lognormal:1024,0.6, output lognormal:256,0.6.
     Code,
-    /// A long document in (8k–12k tokens: the model's context must hold it),
-    /// a short answer out.
+    /// Long document in (the model's context must hold it), short answer out: input uniform:8192..12288, output lognormal:256,0.4.
     LongDocument,
 }
 
@@ -581,11 +581,8 @@ fn draw_lengths(rng: &mut StdRng, input: &LengthDist, output: &LengthDist, prefi
 }
 
 fn item_rng(seed: u64, i: u64) -> StdRng {
-    // SplitMix64 of (seed, i): independent streams per item whatever the order of requests.
-    let mut z = seed ^ i.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    StdRng::seed_from_u64(z ^ (z >> 31))
+    // Independent streams per item whatever the order of requests.
+    StdRng::seed_from_u64(goodput_core::hash::draw(seed, i))
 }
 
 /// Common English words that every mainstream BPE vocabulary holds as one

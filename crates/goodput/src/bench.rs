@@ -2,7 +2,7 @@
 //! is no --url, run the load over HTTP, stream records, analyse, print and
 //! write.
 
-use crate::cli::{BenchArgs, EngineHwArgs, ProfileArg, SimArgs, StampArg, TargetArgs, TransportArg};
+use crate::cli::{BenchArgs, EngineHwArgs, ProfileArg, SimArgs, TargetArgs};
 use crate::common::{self, Assembly, RecordFile};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{RequestRecord, Target};
@@ -155,7 +155,7 @@ pub async fn connect(
         },
         None => Default::default(),
     };
-    let api = t.api.api();
+    let api = t.api;
     let key_header = t.key_header.resolve(api, &base);
     if ignore_eos && !api.forces_length() {
         bail!(
@@ -208,15 +208,8 @@ pub async fn connect(
             api_key: t.api_key.clone(),
             body,
             timeout: t.timeout,
-            transport: match t.transport {
-                TransportArg::Auto => Transport::Auto,
-                TransportArg::Reqwest => Transport::Reqwest,
-            },
-            stamps: match t.stamp {
-                StampArg::Auto => Stamps::Auto,
-                StampArg::Read => Stamps::Read,
-                StampArg::Kernel => Stamps::Kernel,
-            },
+            transport: t.transport,
+            stamps: t.stamp,
             key_header,
             headers: extra_headers,
             cancel,

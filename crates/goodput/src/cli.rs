@@ -4,7 +4,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use goodput_core::Slo;
-use goodput_load::{LengthDist, ThinkTime, Turns};
+use goodput_load::{Api, LengthDist, Preset, Stamps, ThinkTime, Transport, Turns};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -68,8 +68,8 @@ pub struct MonitorArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Which endpoint probes use (as bench's --api).
-    #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
-    pub api: ApiArg,
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
     /// API key for probes (never written anywhere).
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
@@ -246,40 +246,6 @@ fn parse_slo(s: &str) -> Result<Slo, String> {
     s.parse()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StampArg {
-    /// `kernel` where it is to be had (Linux, goodput's own HTTP/1.1 client), `read` elsewhere.
-    Auto,
-    /// When the client reads the bytes off the socket.
-    Read,
-    /// When the kernel received the bytes; an error where it cannot say.
-    Kernel,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TransportArg {
-    Auto,
-    Reqwest,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ApiArg {
-    /// OpenAI /v1/chat/completions.
-    Chat,
-    /// OpenAI /v1/completions.
-    Completions,
-    /// Anthropic Messages, /v1/messages (Anthropic; vLLM and SGLang serve it too).
-    Messages,
-    /// Ollama's native /api/chat (NDJSON stream).
-    OllamaChat,
-    /// Ollama's native /api/generate (NDJSON stream).
-    OllamaGenerate,
-    /// Hugging Face TGI's native /generate_stream (/generate with --no-stream).
-    Tgi,
-    /// llama.cpp's native /completion.
-    Llamacpp,
-}
-
 /// `--key-header`: which header carries the API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum KeyHeaderArg {
@@ -309,21 +275,6 @@ impl KeyHeaderArg {
     }
 }
 
-impl ApiArg {
-    pub fn api(self) -> goodput_load::Api {
-        use goodput_load::Api;
-        match self {
-            ApiArg::Chat => Api::Chat,
-            ApiArg::Completions => Api::Completions,
-            ApiArg::Messages => Api::Messages,
-            ApiArg::OllamaChat => Api::OllamaChat,
-            ApiArg::OllamaGenerate => Api::OllamaGenerate,
-            ApiArg::Tgi => Api::Tgi,
-            ApiArg::Llamacpp => Api::LlamaCpp,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ArrivalArg {
     Poisson,
@@ -338,8 +289,8 @@ pub struct TargetArgs {
     #[arg(long)]
     pub url: Option<String>,
     /// Which endpoint to load.
-    #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
-    pub api: ApiArg,
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
     /// Model name to send; by default the first model the server lists at /v1/models. Several, comma-separated (e.g. LoRA adapters), spread the requests over them, each request or session drawing one; the summary then has a row per model.
     #[arg(long)]
     pub model: Option<String>,
@@ -376,11 +327,11 @@ pub struct TargetArgs {
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
     /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
-    #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
-    pub transport: TransportArg,
+    #[arg(long, value_enum, default_value_t = Transport::Auto)]
+    pub transport: Transport,
     /// When a chunk is stamped: `kernel`, when the kernel received its bytes (Linux, http:// with --transport auto), which keeps the client's own scheduling delays out of every time; `read`, when the client read them off the socket (docs/metrics.md); `auto` (the default), kernel where it is to be had and read elsewhere. The result's config.client.stamp says which was used.
-    #[arg(long, value_enum, default_value_t = StampArg::Auto)]
-    pub stamp: StampArg,
+    #[arg(long, value_enum, default_value_t = Stamps::Auto)]
+    pub stamp: Stamps,
 }
 
 /// The server's own metrics, scraped during the run.
@@ -469,7 +420,7 @@ pub struct WorkloadArgs {
     pub output_tokens: Option<LengthDist>,
     /// A named request shape; --input-tokens and --output-tokens given beside it win.
     #[arg(long, value_enum)]
-    pub preset: Option<PresetArg>,
+    pub preset: Option<Preset>,
     /// Tokens of a system prompt shared by requests, added before each prompt (exercises prefix caching).
     #[arg(long, default_value_t = 0)]
     pub shared_prefix_tokens: u32,
@@ -519,29 +470,6 @@ pub struct OutputArgs {
     pub progress: ProgressArg,
     #[command(flatten)]
     pub exports: ExportArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PresetArg {
-    /// Short prompt, long answer: input lognormal:256,0.5, output lognormal:512,0.5.
-    Chat,
-    /// 2k+ tokens in, short out: input uniform:2048..4096, output lognormal:256,0.4.
-    Summarization,
-    /// Code context in, completion out: input lognormal:1024,0.6, output lognormal:256,0.6.
-    Code,
-    /// Long document in, short answer out: input uniform:8192..12288, output lognormal:256,0.4.
-    LongDocument,
-}
-
-impl From<PresetArg> for goodput_load::Preset {
-    fn from(p: PresetArg) -> Self {
-        match p {
-            PresetArg::Chat => goodput_load::Preset::Chat,
-            PresetArg::Summarization => goodput_load::Preset::Summarization,
-            PresetArg::Code => goodput_load::Preset::Code,
-            PresetArg::LongDocument => goodput_load::Preset::LongDocument,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -746,8 +674,8 @@ pub struct EstimateArgs {
     #[command(flatten)]
     pub judge: JudgeArgs,
     /// Which route the requests model: a chat route (chat, messages, ollama-chat, ollama-generate) puts the model's chat template around each prompt, as a real server does; the others put its BOS before it. Prompt lengths then exceed --input-tokens as a live bench's do.
-    #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
-    pub api: ApiArg,
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
     /// Instead of one run: simulate each row of a reference CSV (the format of validation/public.csv) and print prediction, reference and error.
     #[arg(long)]
     pub validate: Option<PathBuf>,

@@ -238,7 +238,7 @@ pub fn workload(
             bail!("--shared-prefix-tokens shapes synthetic prompts; a --dataset brings its own prompts");
         }
     }
-    let preset = w.preset.map(goodput_load::Preset::from);
+    let preset = w.preset;
     if let (Some(p), Some(_)) = (preset, &w.dataset) {
         bail!("--preset {} shapes synthetic prompts; a --dataset brings its own (drop one of them)", p.name());
     }

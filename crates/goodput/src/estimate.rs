@@ -3,7 +3,7 @@
 //! (batch sizes, KV use over time, preemptions, prefix hits); or, with
 //! `--validate`, predictions set against reference measurements.
 
-use crate::cli::{ApiArg, EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
+use crate::cli::{EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult, SessionTurn, Target};
@@ -251,10 +251,11 @@ pub struct VirtualServer<'a> {
 
 /// What a real server adds to the prompts of requests to `api`: the chat
 /// routes' template, the raw routes' BOS.
-pub fn prompt_kind(api: ApiArg) -> PromptKind {
+pub fn prompt_kind(api: goodput_load::Api) -> PromptKind {
+    use goodput_load::Api;
     match api {
-        ApiArg::Chat | ApiArg::Messages | ApiArg::OllamaChat | ApiArg::OllamaGenerate => PromptKind::Chat,
-        ApiArg::Completions | ApiArg::Tgi | ApiArg::Llamacpp => PromptKind::Raw,
+        Api::Chat | Api::Messages | Api::OllamaChat | Api::OllamaGenerate => PromptKind::Chat,
+        Api::Completions | Api::Tgi | Api::LlamaCpp => PromptKind::Raw,
     }
 }
 

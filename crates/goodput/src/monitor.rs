@@ -224,7 +224,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             timeout: Duration::from_secs(60),
             transport: Default::default(),
             stamps: Default::default(),
-            key_header: a.key_header.resolve(a.api.api(), &base),
+            key_header: a.key_header.resolve(a.api, &base),
             headers: Vec::new(),
             cancel: None,
             max_buffer: goodput_load::client::MAX_BUFFER,
@@ -243,7 +243,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
 
     // Probes: a slow open loop of small real requests.
     let probes: Arc<Mutex<Vec<RequestRecord>>> = Arc::default();
-    let api = a.api.api();
+    let api = a.api;
     let live = Arc::new(LiveMetrics::new(
         api.operation(),
         a.model.as_deref().unwrap_or(""),

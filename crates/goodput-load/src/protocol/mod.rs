@@ -21,19 +21,23 @@ use serde_json::{json, Map, Value};
 
 /// Which endpoint to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Api {
+    /// OpenAI /v1/chat/completions.
     #[default]
     Chat,
+    /// OpenAI /v1/completions.
     Completions,
-    /// Anthropic Messages, `/v1/messages` (also served by vLLM and SGLang).
+    /// Anthropic Messages, /v1/messages (Anthropic; vLLM and SGLang serve it too).
     Messages,
-    /// Ollama's native chat, `/api/chat` (newline-delimited JSON).
+    /// Ollama's native /api/chat (NDJSON stream).
     OllamaChat,
-    /// Ollama's native completion, `/api/generate` (newline-delimited JSON).
+    /// Ollama's native /api/generate (NDJSON stream).
     OllamaGenerate,
-    /// Hugging Face TGI's native `/generate_stream` (and `/generate`, not streamed).
+    /// Hugging Face TGI's native /generate_stream (/generate with --no-stream).
     Tgi,
-    /// llama.cpp's native `/completion`.
+    /// llama.cpp's native /completion.
+    #[cfg_attr(feature = "clap", value(name = "llamacpp"))]
     LlamaCpp,
 }
 
