@@ -259,7 +259,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         if models.is_empty() {
             let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, &base), &a.header)
                 .map_err(|e| anyhow!(e))?;
-            models.push(crate::bench::discover_model(&http, &base, api, &headers).await?);
+            models.push(crate::target::discover_model(&http, &base, api, &headers).await?);
         }
         let body = BodyOptions {
             api,
@@ -317,7 +317,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         });
     }
     if let Some(addr) = a.prometheus_listen {
-        crate::bench::serve_live(addr, live.clone()).await?;
+        crate::point::serve_live(addr, live.clone()).await?;
     }
     let mut record = match &a.record {
         Some(p) => {

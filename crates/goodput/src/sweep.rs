@@ -5,10 +5,11 @@
 //! the highest load that meets the SLO (found by bisection) and the point
 //! to pick.
 
-use crate::bench::{self, HttpTarget};
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
-use crate::common::{self, Assembly, RecordFile};
+use crate::common::{self, RecordFile};
 use crate::estimate;
+use crate::point::{run_point, Interrupt, Point};
+use crate::target::HttpTarget;
 use anyhow::{bail, Result};
 use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunResult, Target, SCHEMA};
@@ -18,12 +19,10 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// Where the points run.
 enum Runner {
-    Http { target: HttpTarget, stop: CancellationToken, grace: Duration },
+    Http { target: HttpTarget, interrupt: Interrupt },
     Virtual { cfg: Box<EngineConfig>, prompts: PromptKind },
 }
 
@@ -51,7 +50,7 @@ impl Sweep {
     }
 
     fn stopped(&self) -> bool {
-        matches!(&self.runner, Runner::Http { stop, .. } if stop.is_cancelled())
+        matches!(&self.runner, Runner::Http { interrupt, .. } if interrupt.stopped())
     }
 
     /// Runs one point and writes the document.
@@ -59,68 +58,28 @@ impl Sweep {
         let plan = self.plan(load)?;
         let point_config = json!({ "load": plan_config(&plan), "workload": self.workload_config });
         let result = match &self.runner {
-            Runner::Http { target, stop, grace } => {
-                let control = goodput_load::Control::default();
-                // One Ctrl-C ends the sweep: the running point stops sending and
-                // its in-flight requests get the grace.
-                let (s, abort, g) = (control.stop.clone(), control.abort.clone(), *grace);
-                let watch = stop.clone();
-                let relay = tokio::spawn(async move {
-                    watch.cancelled().await;
-                    s.cancel();
-                    tokio::time::sleep(g).await;
-                    abort.cancel();
-                });
+            Runner::Http { target, interrupt } => {
                 let run_id = common::new_run_id();
                 let records = match &self.args.output.records {
                     Some(p) => Some(RecordFile::create(&point_path(p, self.points.len()), &run_id)?),
                     None => None,
                 };
-                let started = common::unix_now();
-                let origin = tokio::time::Instant::now();
-                let scraping =
-                    crate::signals::start(&self.args.metrics, target.client.http(), &target.base, origin).await?;
-                let title =
-                    format!(" goodput sweep → {} · point {} · {} ", target.base, self.points.len() + 1, load.label());
-                let progress = crate::progress::Progress::new(title, &plan, &control);
-                let view = crate::progress::LiveView::start(
-                    self.args.output.progress,
-                    self.args.output.quiet,
-                    progress.clone(),
-                    control.clone(),
-                );
-                let meter = crate::cpu::Meter::start();
-                let res = bench::run_http(
-                    target,
-                    &plan,
-                    self.workload.clone(),
-                    control,
-                    bench::Sinks { records, progress: Some(progress), ..Default::default() },
-                    origin,
-                )
-                .await;
-                if let Some(v) = view {
-                    v.finish();
-                }
-                let (recs, interrupted) = res?;
-                let client_cost = meter.and_then(|m| m.finish(&recs));
-                relay.abort();
-                let mut r = common::assemble(
-                    Assembly {
-                        kind: "bench",
-                        run_id,
-                        started_unix_s: started,
-                        interrupted,
-                        config: point_config,
-                        target: target.target(),
-                        include_requests: self.args.output.include_requests,
-                    },
-                    &recs,
-                    &self.opts,
-                );
-                bench::with_client_cost(&mut r, client_cost);
-                crate::signals::finish(scraping, &mut r, &recs, plan.concurrency).await;
-                r
+                let point = Point {
+                    title: format!(
+                        " goodput sweep → {} · point {} · {} ",
+                        target.base,
+                        self.points.len() + 1,
+                        load.label()
+                    ),
+                    plan: &plan,
+                    workload: self.workload.clone(),
+                    config: point_config,
+                    run_id,
+                    records,
+                    live: None,
+                    control: interrupt.control(),
+                };
+                run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?.0
             }
             Runner::Virtual { cfg, prompts } => {
                 let (mut r, recs) = estimate::estimate_result(
@@ -371,21 +330,10 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
         let cancel = common::cancellation(&a.shape);
-        let target = bench::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
+        let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
         let t = target.target();
-        let stop = CancellationToken::new();
-        let s = stop.clone();
-        let grace = a.target.grace;
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\nstopping the sweep: the running point finishes within {}",
-                    humantime::format_duration(grace)
-                );
-                s.cancel();
-            }
-        });
-        (Runner::Http { target, stop, grace }, t, None)
+        let interrupt = Interrupt::install("the sweep", a.target.grace);
+        (Runner::Http { target, interrupt }, t, None)
     };
     let mut config = json!({
         "mode": if a.auto { "auto" } else if a.rate.is_some() { "rate" } else { "concurrency" },

@@ -513,6 +513,37 @@ fn ctrl_c_stops_and_still_writes_the_result() {
     assert_eq!(lines, v["summary"]["requests"]["sent"].as_u64().unwrap(), "every sent request has its record");
 }
 
+/// Ctrl-C in a live sweep stops the running point (its in-flight requests
+/// get the grace) and runs no further point; the document is written with
+/// what was measured and says it was interrupted.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_a_sweep_after_its_running_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["sweep", "-q", "--concurrency", "2,4,8", "--duration", "60s", "--grace", "300ms"])
+        .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
+        .arg("-o")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "a stopped sweep with a completed request exits 0");
+    let v = read_json(&out);
+    assert_eq!(v["interrupted"], true);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "no point runs after the stop");
+    assert_eq!(points[0]["result"]["interrupted"], true);
+    assert!(points[0]["result"]["summary"]["requests"]["completed"].as_u64().unwrap() >= 2);
+}
+
 /// `started_unix_s` is the wall-clock time of the records' zero, so that a
 /// record's times line up with a server's logs: a server that takes 400 ms
 /// to list its models (before the run starts) notes when the request came,

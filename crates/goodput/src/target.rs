@@ -1,0 +1,357 @@
+//! The server a run loads: the embedded simulator started when there is no
+//! `--url`, the model found, the server waited for, and the client built.
+
+use crate::cli::{EngineHwArgs, ProfileArg, SimArgs, TargetArgs};
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::Target;
+use goodput_load::client::{
+    error_chain, key_header_overridden, normalize_base, request_headers, secrets_of, Cancellation,
+};
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, KeyHeader, Stamps, TokenCounter, Transport};
+use goodput_sim::fixed::{FixedProfile, FixedServer};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// A reachable target: the URL, the model to ask for, and the client.
+pub struct HttpTarget {
+    pub base: String,
+    pub model: String,
+    pub embedded: bool,
+    pub client: Arc<Client>,
+    pub config: Value,
+    /// Stops the embedded server when dropped.
+    _server: Option<Box<Embedded>>,
+}
+
+/// The embedded server, on a runtime of its own with one worker thread, as a
+/// real server would be in a process of its own: its work (the simulated
+/// engine's steps, its writes) never holds up the client's reads, so the
+/// client's read lag is the client's alone.
+struct Embedded {
+    rt: Option<tokio::runtime::Runtime>,
+    stop: Option<DropGuard>,
+}
+
+impl Embedded {
+    /// Starts the server `sim` describes; its address once it listens.
+    /// `models` are the names it serves (bench's `--model` list), the
+    /// engine's own name when empty.
+    async fn start(sim: &SimArgs, models: Vec<String>) -> Result<(Embedded, std::net::SocketAddr)> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("goodput-embedded")
+            .enable_all()
+            .build()
+            .context("cannot start the embedded server's runtime")?;
+        let stop = CancellationToken::new();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (sim, s) = (sim.clone(), stop.clone());
+        rt.spawn(async move {
+            let started = async {
+                // Built here so that the engine's own task runs on this runtime.
+                let app = embedded_app(&sim, &models)?;
+                let listener = crate::serve::listen("127.0.0.1:0").await.context("binding a loopback port")?;
+                let addr = listener.local_addr()?;
+                anyhow::Ok((app, listener, addr))
+            };
+            match started.await {
+                Ok((app, listener, addr)) => {
+                    let _ = tx.send(Ok(addr));
+                    let _ = app.serve(listener, async move { s.cancelled().await }).await;
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        });
+        let embedded = Embedded { rt: Some(rt), stop: Some(stop.drop_guard()) };
+        let addr = rx.await.map_err(|_| anyhow!("the embedded server stopped before it listened"))??;
+        Ok((embedded, addr))
+    }
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        // Inside the client's runtime a runtime may not wait for its tasks.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The embedded server's app: the simulated engine or the fixed profile.
+fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::serve::Served> {
+    Ok(match sim.sim_profile {
+        ProfileArg::Engine => {
+            let hw = EngineHwArgs {
+                gpu: sim.sim_gpu.clone(),
+                precision: sim.sim_precision.clone(),
+                tp: sim.sim_tp,
+                chat_template: sim.sim_chat_template.clone(),
+                ..Default::default()
+            };
+            let cfg = crate::estimate::engine_config(&sim.sim_model, &hw)?;
+            let server = crate::serve::engine_server(cfg, models, 1.0, 128, Default::default())?;
+            crate::serve::Served::Engine(goodput_sim::engine_server::app(server))
+        }
+        ProfileArg::Fixed => {
+            let profile = FixedProfile {
+                ttft: sim.sim_ttft,
+                itl: sim.sim_itl,
+                tokens_per_chunk: sim.sim_tokens_per_chunk,
+                ..FixedProfile::default()
+            };
+            profile.validate().map_err(|e| anyhow!(e))?;
+            crate::serve::Served::Fixed(FixedServer::new(profile))
+        }
+    })
+}
+
+impl HttpTarget {
+    pub fn target(&self) -> Target {
+        Target {
+            url: self.base.clone(),
+            model: self.model.clone(),
+            api: self.client.api().as_str().into(),
+            embedded: self.embedded,
+            server: self.client.server_header(),
+        }
+    }
+}
+
+/// Starts the embedded server when there is no --url, finds the model, and
+/// builds the client.
+pub async fn connect(
+    t: &TargetArgs,
+    sim: &SimArgs,
+    tokenizer: Option<Arc<TokenCounter>>,
+    ignore_eos: bool,
+    cancel: Option<Cancellation>,
+) -> Result<HttpTarget> {
+    // Several models, comma-separated, spread the requests over them; the
+    // embedded server serves those it is given.
+    let named = crate::common::names_of("--model", t.model.as_deref())?;
+    let (base, server) = match &t.url {
+        // Credentials in the URL go in a header, never into anything written.
+        Some(u) => (normalize_base(&goodput_core::redact::strip_userinfo(u)), None),
+        None => {
+            let (server, addr) = Embedded::start(sim, named.clone()).await?;
+            (format!("http://{addr}"), Some(Box::new(server)))
+        }
+    };
+    let extra = match &t.extra_body {
+        Some(s) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => bail!("--extra-body must be a JSON object, e.g. '{{\"temperature\":0}}'"),
+            Err(e) => bail!("--extra-body is not valid JSON: {e}"),
+        },
+        None => Default::default(),
+    };
+    let api = t.api;
+    let key_header = t.key_header.resolve(api, &base);
+    if ignore_eos && !api.forces_length() {
+        bail!(
+            "--ignore-eos: the {} API has no field that forces the output length. Leave it out (lengths then \
+             follow the model; --output-tokens still caps them), pass a server's own field with --extra-body \
+             where it has one, or load its OpenAI route (--api chat or completions) to force lengths",
+            api.as_str()
+        );
+    }
+    let probe = Client::new(
+        ClientConfig {
+            base_url: base.clone(),
+            api_key: None,
+            body: BodyOptions::default(),
+            timeout: t.timeout,
+            transport: Transport::Reqwest,
+            stamps: Stamps::Read,
+            key_header: KeyHeader::Bearer,
+            headers: Vec::new(),
+            cancel: None,
+            max_buffer: goodput_load::client::MAX_BUFFER,
+        },
+        None,
+    )
+    .map_err(|e| anyhow!(e))?;
+    if let Some(name) = key_header_overridden(t.api_key.as_deref(), key_header, &t.header) {
+        eprintln!("warning: --header {name} and --api-key both set {name}: the --header is sent, the key is not");
+    }
+    let extra_headers = with_url_credentials(t, api, key_header)?;
+    let headers = request_headers(api, t.api_key.as_deref(), key_header, &extra_headers).map_err(|e| anyhow!(e))?;
+    // Whatever a server echoes of these never reaches stderr or a file.
+    goodput_core::redact::set_global(secrets_of(t.api_key.as_deref(), &headers, t.url.as_deref().unwrap_or("")));
+    if let (Some(wait), None) = (t.wait_ready, &server) {
+        wait_ready(probe.http(), &base, api, &headers, wait).await?;
+    }
+    let models = if named.is_empty() { vec![discover_model(probe.http(), &base, api, &headers).await?] } else { named };
+    let model = models.join(",");
+    let body = BodyOptions {
+        api,
+        model: models[0].clone(),
+        models: if models.len() > 1 { models.clone() } else { Vec::new() },
+        stream: !t.no_stream,
+        include_usage: !t.no_usage,
+        ignore_eos,
+        extra: extra.clone(),
+    };
+    let client = Client::new(
+        ClientConfig {
+            base_url: base.clone(),
+            api_key: t.api_key.clone(),
+            body,
+            timeout: t.timeout,
+            transport: t.transport,
+            stamps: t.stamp,
+            key_header,
+            headers: extra_headers,
+            cancel,
+            max_buffer: t.max_buffer,
+        },
+        tokenizer,
+    )
+    .map_err(|e| anyhow!(e))?;
+    let embedded = server.is_some();
+    let config = json!({
+        "url": base,
+        "api": api.as_str(),
+        "model": model,
+        "stream": !t.no_stream,
+        "include_usage": !t.no_usage,
+        "api_key": t.api_key.as_ref().map(|_| "<redacted>"),
+        // Names only: a header's value may be a secret.
+        "headers": t.header.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
+        "key_header": match key_header {
+            KeyHeader::Bearer => "bearer",
+            KeyHeader::XApiKey => "x-api-key",
+        },
+        "extra_body": extra,
+        "timeout": humantime::format_duration(t.timeout).to_string(),
+        "transport": client.transport_name(),
+        "stamp": client.stamp_name(),
+        "embedded": embedded.then(|| match sim.sim_profile {
+            ProfileArg::Engine => json!({
+                "profile": "engine",
+                "model": sim.sim_model,
+                "gpu": sim.sim_gpu,
+                "precision": sim.sim_precision,
+                "tp": sim.sim_tp,
+                "chat_template": sim.sim_chat_template,
+            }),
+            ProfileArg::Fixed => json!({
+                "profile": "fixed",
+                "ttft": humantime::format_duration(sim.sim_ttft).to_string(),
+                "itl": humantime::format_duration(sim.sim_itl).to_string(),
+                "tokens_per_chunk": sim.sim_tokens_per_chunk,
+            }),
+        }),
+    });
+    Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
+}
+
+/// `--header`s, with `Authorization: Basic` from the credentials of
+/// `--url` (`http://user:pass@host`) when it has some and nothing else sets
+/// that header; where something does, it wins and the run says so.
+fn with_url_credentials(t: &TargetArgs, api: Api, key_header: KeyHeader) -> Result<Vec<(String, String)>> {
+    let mut headers = t.header.clone();
+    let Some(basic) = t.url.as_deref().and_then(goodput_core::redact::basic_auth) else {
+        return Ok(headers);
+    };
+    let given = request_headers(api, t.api_key.as_deref(), key_header, &t.header).map_err(|e| anyhow!(e))?;
+    if given.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+        eprintln!(
+            "warning: --url carries credentials and an Authorization header is also given (--api-key or \
+             --header): that header is sent, the URL's credentials are not"
+        );
+    } else {
+        headers.push(("Authorization".into(), basic));
+    }
+    Ok(headers)
+}
+
+/// Asks the server which model it serves, to send when --model is not
+/// given: `/v1/models` (OpenAI, Anthropic, llama.cpp), or the server's own
+/// list for its native API (Ollama's `/api/tags`, TGI's `/info`).
+pub async fn discover_model(
+    http: &reqwest::Client,
+    base: &str,
+    api: Api,
+    headers: &[(String, String)],
+) -> Result<String> {
+    let (path, pointer) = model_list(api);
+    let url = format!("{base}{path}");
+    let mut req = http.get(&url).timeout(Duration::from_secs(10));
+    for (name, value) in headers {
+        req = req.header(name, value);
+    }
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| anyhow!("cannot reach {base}: {}. Is the server running and is --url right?", error_chain(&e)))?;
+    if !resp.status().is_success() {
+        bail!("the server at {base} did not list its models (HTTP {} from {path}): pass --model NAME", resp.status());
+    }
+    let body = resp.bytes().await.with_context(|| format!("reading {path}"))?;
+    let v: Value = serde_json::from_slice(&body).with_context(|| format!("{path} did not answer JSON"))?;
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow!("the server at {base} lists no model at {path}: pass --model NAME"))
+}
+
+/// Where `api`'s server lists its models, and where the first name is in the answer.
+fn model_list(api: Api) -> (&'static str, &'static str) {
+    match api {
+        Api::OllamaChat | Api::OllamaGenerate => ("/api/tags", "/models/0/name"),
+        Api::Tgi => ("/info", "/model_id"),
+        _ => ("/v1/models", "/data/0/id"),
+    }
+}
+
+/// Waits until the server is ready, up to `wait`: its `/health` answers
+/// 2xx (vLLM, SGLang, TGI, llama.cpp once its model is loaded), or, where
+/// there is no `/health` (Ollama), its model list does. Refused
+/// connections, 503s and the like are retried every 250 ms.
+pub async fn wait_ready(
+    http: &reqwest::Client,
+    base: &str,
+    api: Api,
+    headers: &[(String, String)],
+    wait: Duration,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + wait;
+    let get = |path: &str| {
+        let mut req = http.get(format!("{base}{path}")).timeout(Duration::from_secs(5));
+        for (name, value) in headers {
+            req = req.header(name, value);
+        }
+        req.send()
+    };
+    let mut said = false;
+    loop {
+        let last = match get("/health").await {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => match get(model_list(api).0).await {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                Ok(r) => format!("{} answered HTTP {}", model_list(api).0, r.status()),
+                Err(e) => error_chain(&e),
+            },
+            Ok(r) => format!("/health answered HTTP {}", r.status()),
+            Err(e) => error_chain(&e),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "the server at {base} was not ready within {} (last: {last}): is it starting, and is --url right? \
+                 A longer --wait-ready gives it more time",
+                humantime::format_duration(wait)
+            );
+        }
+        if !said {
+            eprintln!("waiting up to {} for {base} to be ready ({last})", humantime::format_duration(wait));
+            said = true;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
