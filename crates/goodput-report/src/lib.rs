@@ -8,6 +8,7 @@ pub mod escape;
 pub mod export;
 pub mod format;
 pub mod metric;
+pub mod records;
 pub mod series;
 pub mod server;
 pub mod svg;

@@ -3,37 +3,38 @@
 //! write.
 
 use crate::cli::{BenchArgs, ProfileArg};
-use crate::common::{self, RecordFile};
 use crate::point::{run_point, serve_live, Interrupt, Point};
+use crate::{limits, output, setup};
 use anyhow::Result;
+use goodput_report::records::RecordFile;
 use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
-    let trace = common::trace(&a.load)?;
-    let plan = common::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
-    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.load.shape.seed, trace)?;
-    let opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
-    common::check_outputs(&a.output)?;
-    let run_id = common::new_run_id();
+    let trace = setup::trace(&a.load)?;
+    let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
+    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed, trace)?;
+    let opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    output::check_outputs(&a.output)?;
+    let run_id = goodput_report::records::new_run_id();
     if let Some(c) = plan.concurrency {
-        common::check_open_files(c, a.target.url.is_none())?;
+        limits::check_open_files(c, a.target.url.is_none())?;
     }
     let records = match &a.output.records {
         Some(p) => Some(RecordFile::create(p, &run_id)?),
         None => None,
     };
-    let cancel = common::cancellation(&a.load.shape);
+    let cancel = setup::cancellation(&a.load.shape);
     let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
     let mut config = json!({
-        "load": common::load_config(&plan, &a.load),
+        "load": setup::load_config(&plan, &a.load),
         "workload": workload_config,
         "client": target.config,
         "percentiles": a.output.percentiles.0,
-        "judge": common::judge_config(&opts),
+        "judge": setup::judge_config(&opts),
     });
-    common::tag(&mut config, &a.output);
+    setup::tag(&mut config, &a.output);
     if !a.output.quiet {
         eprintln!(
             "goodput bench → {}{} · model {} · {}",
@@ -69,5 +70,5 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         control: interrupt.control(),
     };
     let (result, recs) = run_point(&target, point, &a.metrics, &a.output, &opts).await?;
-    common::finish(&result, &a.output, &a.judge, &recs)
+    output::finish(&result, &a.output, &a.judge, &recs)
 }

@@ -7,7 +7,7 @@ use goodput_core::RunResult;
 use std::process::ExitCode;
 
 pub fn compare(a: CompareArgs) -> Result<ExitCode> {
-    crate::common::check_exports(&a.exports)?;
+    crate::output::check_exports(&a.exports)?;
     let mut runs: Vec<(String, RunResult)> = Vec::new();
     for p in &a.runs {
         let run = goodput_report::read_json(p).map_err(|e| anyhow!(e))?;
@@ -27,7 +27,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     };
     let refs: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let c = goodput_report::compare(&refs, &rules);
-    crate::common::say(&goodput_report::compare::render_terminal(&c));
+    crate::output::say(&goodput_report::compare::render_terminal(&c));
     let docs: Vec<&RunResult> = runs.iter().map(|(_, r)| r).collect();
     for (format, dest) in a.exports.targets() {
         for f in goodput_report::export_compare(format, &c, &docs, &dest)? {

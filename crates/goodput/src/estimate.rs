@@ -5,6 +5,7 @@
 
 use crate::cli::{EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
+use crate::{output, setup};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult, SessionTurn, Target};
 use goodput_load::client::Cancellation;
@@ -271,19 +272,19 @@ pub fn estimate_result(
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
     let started_unix_s = common::unix_now();
     let cfg = server.engine;
-    let run = run_virtual(server, plan, workload, common::cancellation(&load.shape))?;
+    let run = run_virtual(server, plan, workload, setup::cancellation(&load.shape))?;
     let config = json!({
-        "load": common::load_config(plan, load),
+        "load": setup::load_config(plan, load),
         "workload": workload_config,
         "engine": engine_config_json(cfg),
         "prompts": server.prompts.name(),
         "percentiles": opts.percentiles,
-        "judge": common::judge_config(opts),
+        "judge": setup::judge_config(opts),
     });
     let mut result = common::assemble(
         Assembly {
             kind: "estimate",
-            run_id: common::new_run_id(),
+            run_id: goodput_report::records::new_run_id(),
             started_unix_s,
             interrupted: false,
             config,
@@ -328,27 +329,27 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
         return validate_file(csv, &a.engine);
     }
     let cfg = engine_config(&a.engine.engine_model, &a.engine.hw)?;
-    let trace = common::trace(&a.load)?;
-    let plan = common::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), std::time::Duration::ZERO)?;
-    let (workload, _, workload_config) = common::workload(&a.workload, a.load.shape.seed, trace)?;
+    let trace = setup::trace(&a.load)?;
+    let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), std::time::Duration::ZERO)?;
+    let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed, trace)?;
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
-    let opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
-    common::check_outputs(&a.output)?;
+    let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
+    output::check_outputs(&a.output)?;
     let wall = std::time::Instant::now();
     let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
     let (mut result, records) =
         estimate_result(server, &plan, &a.load, &workload, workload_config, &opts, a.output.include_requests)?;
-    common::tag(&mut result.config, &a.output);
+    setup::tag(&mut result.config, &a.output);
     let wall = wall.elapsed();
     if let Some(p) = &a.output.records {
-        let mut f = common::RecordFile::create(p, &result.run_id)?;
+        let mut f = goodput_report::records::RecordFile::create(p, &result.run_id)?;
         for r in &records {
             f.write(r);
         }
     }
-    let code = common::finish(&result, &a.output, &a.judge, &records)?;
+    let code = output::finish(&result, &a.output, &a.judge, &records)?;
     if let Some(e) = &result.engine {
-        crate::common::say(&engine_lines(e));
+        crate::output::say(&engine_lines(e));
     }
     if !a.output.quiet {
         let simulated = result.engine.as_ref().and_then(|e| e["makespan_s"].as_f64()).unwrap_or(0.0);
@@ -379,6 +380,6 @@ fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
         }
     }
     let report = validate::validate(&rows, &options)?;
-    crate::common::say(&report.to_markdown());
+    crate::output::say(&report.to_markdown());
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::parse();
-    goodput::common::raise_open_file_limit();
+    goodput::limits::raise_open_file_limit();
     let threads: Option<usize> = std::env::var("GOODPUT_THREADS").ok().and_then(|v| v.parse().ok());
     let rt = match threads {
         Some(1) => tokio::runtime::Builder::new_current_thread().enable_all().build(),

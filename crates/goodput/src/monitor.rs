@@ -321,7 +321,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     }
     let mut record = match &a.record {
         Some(p) => {
-            crate::common::check_file(p, "--record")?;
+            crate::output::check_file(p, "--record")?;
             Some(std::io::BufWriter::new(
                 std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
             ))
@@ -367,7 +367,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let w = summarize_signals(&[p, cur.clone()], t0, t1);
         let batch: Vec<RequestRecord> = std::mem::take(&mut *probes.lock().unwrap_or_else(|e| e.into_inner()));
         let by_model = probes_by_model(&batch);
-        crate::common::say(&format!("{}\n", line(t1, &w, &batch, &by_model)));
+        crate::output::say(&format!("{}\n", line(t1, &w, &batch, &by_model)));
         let figs = figures(&w, &batch);
         let mut fired = Vec::new();
         for al in &alerts {
@@ -378,7 +378,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             }
         }
         for f in &fired {
-            crate::common::say(&format!("ALERT {f}\n"));
+            crate::output::say(&format!("ALERT {f}\n"));
         }
         fired_any |= !fired.is_empty();
         if let Some(out) = record.as_mut() {

@@ -4,11 +4,12 @@
 //! assembled with the client's cost and the server's signals.
 
 use crate::cli::{MetricsArgs, OutputArgs};
-use crate::common::{self, Assembly, RecordFile};
+use crate::common::{self, Assembly};
 use crate::target::HttpTarget;
 use anyhow::{anyhow, Context, Result};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult};
 use goodput_load::{Control, LoadPlan, Workload};
+use goodput_report::records::RecordFile;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,6 +5,7 @@
 
 use crate::cli::{OutputArgs, PercentileList, ReportArgs};
 use crate::common;
+use crate::{output, setup};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::RunResult;
 use goodput_report::Document;
@@ -12,9 +13,9 @@ use std::process::ExitCode;
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
     if let Some(p) = &a.output {
-        common::check_file(p, "--output")?;
+        output::check_file(p, "--output")?;
     }
-    common::check_exports(&a.exports)?;
+    output::check_exports(&a.exports)?;
     match goodput_report::read_document(&a.run).map_err(|e| anyhow!(e))? {
         Document::Sweep(sweep) => {
             if a.judge.slo.is_some()
@@ -28,9 +29,9 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
                     a.run.display()
                 );
             }
-            crate::common::say(&crate::sweep::analysis_lines(&sweep));
+            crate::output::say(&crate::sweep::analysis_lines(&sweep));
             if let Some(p) = &a.output {
-                common::write_document(p, &*sweep, "sweep")?;
+                output::write_document(p, &*sweep, "sweep")?;
             }
             for (format, dest) in a.exports.targets() {
                 for f in goodput_report::export_sweep(format, &sweep, &dest)? {
@@ -48,8 +49,8 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.window.is_some();
     let records = match (&a.records, &run.requests) {
         (Some(p), _) => {
-            let records = common::read_records(p)?;
-            common::check_records_belong(&records, &run.run_id, p)?;
+            let records = goodput_report::records::read_records(p)?;
+            goodput_report::records::check_records_belong(&records, &run.run_id, p)?;
             Some(records)
         }
         (None, Some(r)) => Some(r.clone()),
@@ -74,7 +75,7 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
             );
         }
         // Nothing to recompute: render the document as saved.
-        return common::finish(&run, &out, &a.judge, &[]);
+        return output::finish(&run, &out, &a.judge, &[]);
     };
     let records = match &a.window {
         Some(w) => {
@@ -95,7 +96,7 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         Some(p) => p.0.clone(),
         None => out.percentiles.0.clone(),
     };
-    let mut opts = common::analysis_options(&percentiles, &a.judge)?;
+    let mut opts = setup::analysis_options(&percentiles, &a.judge)?;
     if a.judge.slo.is_none() {
         // Keep the run's own SLO when no other is given.
         if let Some(spec) = run.config.pointer("/judge/slo").and_then(|v| v.as_str()) {
@@ -115,7 +116,7 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     }
     let mut config = run.config.clone();
     config["percentiles"] = serde_json::json!(percentiles);
-    config["judge"] = common::judge_config(&opts);
+    config["judge"] = setup::judge_config(&opts);
     if let Some(w) = &a.window {
         config["report_window"] = serde_json::json!(crate::cli::window_text(w));
     }
@@ -141,5 +142,5 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         );
     }
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
-    common::finish(&result, &out, &a.judge, &records)
+    output::finish(&result, &out, &a.judge, &records)
 }

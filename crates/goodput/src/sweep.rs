@@ -6,14 +6,16 @@
 //! to pick.
 
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
-use crate::common::{self, RecordFile};
+use crate::common;
 use crate::estimate;
 use crate::point::{run_point, Interrupt, Point};
 use crate::target::HttpTarget;
+use crate::{output, setup};
 use anyhow::{bail, Result};
 use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunResult, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
+use goodput_report::records::RecordFile;
 use goodput_sim::engine::{EngineConfig, PromptKind};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -42,9 +44,9 @@ impl Sweep {
     fn plan(&self, load: Load) -> Result<LoadPlan> {
         let a = &self.args;
         match load {
-            Load::Concurrency(c) => common::shaped_plan(&a.shape, Some(c as usize), None, None, a.target.grace),
+            Load::Concurrency(c) => setup::shaped_plan(&a.shape, Some(c as usize), None, None, a.target.grace),
             Load::Rate(r) => {
-                common::shaped_plan(&a.shape, Some(a.max_concurrency as usize), Some(r), None, a.target.grace)
+                setup::shaped_plan(&a.shape, Some(a.max_concurrency as usize), Some(r), None, a.target.grace)
             }
         }
     }
@@ -59,7 +61,7 @@ impl Sweep {
         let point_config = json!({ "load": plan_config(&plan), "workload": self.workload_config });
         let result = match &self.runner {
             Runner::Http { target, interrupt } => {
-                let run_id = common::new_run_id();
+                let run_id = goodput_report::records::new_run_id();
                 let records = match &self.args.output.records {
                     Some(p) => Some(RecordFile::create(&point_path(p, self.points.len()), &run_id)?),
                     None => None,
@@ -102,9 +104,9 @@ impl Sweep {
             }
         };
         if self.points.is_empty() {
-            crate::common::say(&format!("{}\n", row_header(self.args.shape.turns.is_some())));
+            crate::output::say(&format!("{}\n", row_header(self.args.shape.turns.is_some())));
         }
-        crate::common::say(&format!("{}\n", row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)));
+        crate::output::say(&format!("{}\n", row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)));
         self.points.push(SweepPoint { load, origin: origin.into(), result });
         self.write(false)?;
         Ok(self.points.last().expect("just pushed"))
@@ -126,7 +128,7 @@ impl Sweep {
 
     fn write(&self, interrupted: bool) -> Result<()> {
         if let Some(p) = &self.args.output.output {
-            common::write_document(p, &self.document(interrupted), "sweep")?;
+            output::write_document(p, &self.document(interrupted), "sweep")?;
         }
         Ok(())
     }
@@ -308,28 +310,28 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if a.concurrency.is_none() && a.rate.is_none() && !a.auto {
         bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4 or --auto");
     }
-    common::arrival(&a.shape)?;
+    setup::arrival(&a.shape)?;
     if !(0.0..=1.0).contains(&a.attainment) {
         bail!("--attainment is a share between 0 and 1, not {}", a.attainment);
     }
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
     }
-    let (workload, tokenizer, workload_config) = common::workload(&a.workload, a.shape.seed, None)?;
-    let mut opts = common::analysis_options(&a.output.percentiles.0, &a.judge)?;
-    common::check_outputs(&a.output)?;
+    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed, None)?;
+    let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    output::check_outputs(&a.output)?;
     let (runner, target, engine_config) = if a.estimate {
         if a.target.url.is_some() {
             bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");
         }
         let cfg = estimate::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
-        opts = common::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
+        opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
         let target = estimate::target_of(&cfg);
         let ec = estimate::engine_config_json(&cfg);
         let prompts = estimate::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
-        let cancel = common::cancellation(&a.shape);
+        let cancel = setup::cancellation(&a.shape);
         let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
         let t = target.target();
         let interrupt = Interrupt::install("the sweep", a.target.grace);
@@ -345,9 +347,9 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         "max_concurrency": a.max_concurrency,
         "attainment_target": a.attainment,
         "percentiles": a.output.percentiles.0,
-        "judge": common::judge_config(&opts),
+        "judge": setup::judge_config(&opts),
     });
-    common::tag(&mut config, &a.output);
+    setup::tag(&mut config, &a.output);
     if !a.output.quiet {
         eprintln!("goodput sweep → {} · model {}", target.url, target.model);
     }
@@ -400,7 +402,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let interrupted = sw.stopped();
     let doc = sw.document(interrupted);
     sw.write(interrupted)?;
-    crate::common::say(&analysis_lines(&doc));
+    crate::output::say(&analysis_lines(&doc));
     if let Some(p) = &sw.args.output.output {
         if !sw.args.output.quiet {
             eprintln!("sweep written to {}", p.display());

@@ -1,0 +1,57 @@
+//! The process's open-file limit: raised at start, and checked against the
+//! streams a run asks for.
+
+use anyhow::{bail, Result};
+
+/// Files a run holds open beside its connections: its own, the runtime's,
+/// the scrapes', the outputs'.
+const SPARE_FILES: u64 = 64;
+
+/// That `concurrency` streams have the open files they need (one socket
+/// each, two with the embedded server on the other end, and some to spare),
+/// refused before the run, saying how many, rather than failing thousands
+/// of connects on the client's own limit. The soft limit was already raised
+/// to the hard one at start.
+pub fn check_open_files(concurrency: usize, embedded: bool) -> Result<()> {
+    let Some(limit) = open_file_limit() else { return Ok(()) };
+    let need = concurrency as u64 * if embedded { 2 } else { 1 } + SPARE_FILES;
+    if need > limit {
+        bail!(
+            "-c {concurrency} needs about {need} open files ({}one socket a stream and {SPARE_FILES} to spare), \
+             and this process may open {limit}: raise the limit (ulimit -n {need}, or the hard limit in \
+             /etc/security/limits.conf), or lower -c",
+            if embedded { "the embedded server's end too: " } else { "" }
+        );
+    }
+    Ok(())
+}
+
+/// Thousands of concurrent streams need as many sockets: lifts the soft
+/// open-file limit to the hard one, once at start.
+pub fn raise_open_file_limit() {
+    #[cfg(unix)]
+    if let Some(mut lim) = nofile().filter(|l| l.rlim_cur < l.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: setrlimit only reads the struct we pass.
+        let _ = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    }
+}
+
+/// The soft limit on open files, where there is one.
+fn open_file_limit() -> Option<u64> {
+    #[cfg(unix)]
+    if let Some(lim) = nofile().filter(|l| l.rlim_cur != libc::RLIM_INFINITY) {
+        // rlim_t is u64 on Linux, not on every Unix.
+        #[allow(clippy::unnecessary_cast)]
+        return Some(lim.rlim_cur as u64);
+    }
+    None
+}
+
+/// The process's open-file limits.
+#[cfg(unix)]
+fn nofile() -> Option<libc::rlimit> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit only writes the struct we pass.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0).then_some(lim)
+}

@@ -1,0 +1,229 @@
+//! What a command writes: checking, before a run spends any time, that every
+//! output can be written; writing result documents so that a finished run
+//! is never lost; printing; and the exit code.
+
+use crate::cli::{ExportArgs, JudgeArgs, OutputArgs};
+use crate::common::unix_now;
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::{RequestRecord, RunResult};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Checks, before a run spends any time, that every file it is asked to
+/// write can be written, so that an hour's run does not end in "cannot
+/// write". A missing folder is created (as `--csv` creates its own), and a
+/// file is made and removed in each folder, as the writes at the end will.
+pub fn check_outputs(out: &OutputArgs) -> Result<()> {
+    distinct_outputs(&[
+        ("--output", out.output.as_deref()),
+        ("--records", out.records.as_deref()),
+        ("--html", out.exports.html.as_deref()),
+        ("--markdown", out.exports.markdown.as_deref()),
+        ("--csv", out.exports.csv.as_deref()),
+    ])?;
+    if let Some(p) = &out.records {
+        check_file(p, "--records")?;
+    }
+    if let Some(p) = &out.output {
+        check_file(p, "--output")?;
+    }
+    check_exports(&out.exports)
+}
+
+/// Refuses two outputs that name the same file (through a link, `.` or `..`
+/// too, and `-` twice): the one written last would leave nothing of the
+/// other.
+pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    let mut seen: Vec<(&str, std::path::PathBuf)> = Vec::new();
+    for &(flag, path) in outputs {
+        let Some(path) = path else { continue };
+        let key = same_file_key(path);
+        if let Some((other, _)) = seen.iter().find(|(_, k)| *k == key) {
+            bail!("{other} and {flag} both name {}: give each its own file", path.display());
+        }
+        seen.push((flag, key));
+    }
+    Ok(())
+}
+
+/// What `path` names, whichever way it is spelled: the canonical path of
+/// the file, or of its folder with its name where the file is yet to be
+/// made.
+fn same_file_key(path: &Path) -> std::path::PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// [`check_outputs`] for the renderings alone.
+pub fn check_exports(e: &ExportArgs) -> Result<()> {
+    if let Some(p) = &e.html {
+        check_file(p, "--html")?;
+    }
+    if let Some(p) = &e.markdown {
+        check_file(p, "--markdown")?;
+    }
+    if let Some(p) = &e.csv {
+        if p.exists() && !p.is_dir() {
+            bail!("--csv {} is a file: --csv takes a folder to write its CSV files into", p.display());
+        }
+        check_folder(p, "--csv")?;
+    }
+    Ok(())
+}
+
+/// That `path` can be written as a file by `flag`. Standard output (`-`),
+/// a device and a FIFO are written in place, and need no folder.
+pub fn check_file(path: &Path, flag: &str) -> Result<()> {
+    if path == Path::new("-") || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Ok(());
+    }
+    if path.is_dir() {
+        let example = match flag {
+            "--records" | "--record" => "records.jsonl",
+            "--html" => "report.html",
+            "--markdown" => "summary.md",
+            _ => "run.json",
+        };
+        bail!("{flag} {} is a folder: name a file in it, e.g. {}", path.display(), path.join(example).display());
+    }
+    check_folder(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")), flag)
+}
+
+/// That `dir` exists, or can be made, and takes a new file.
+fn check_folder(dir: &Path, flag: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!("cannot create the folder {} for {flag}; pick a folder you can write to", dir.display())
+    })?;
+    let probe = dir.join(format!(".goodput-probe-{}", std::process::id()));
+    std::fs::File::create(&probe)
+        .with_context(|| format!("cannot write in {} for {flag}; pick a folder you can write to", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Writes a result document to `path`. When that fails (the disk filled, the
+/// folder went away) the document is saved in the temporary folder instead
+/// and the error says where, so that a finished run is never lost.
+pub fn write_document<T: serde::Serialize>(path: &Path, doc: &T, kind: &str) -> Result<()> {
+    let Err(e) = goodput_report::write_json(path, doc) else {
+        return Ok(());
+    };
+    let rescue = std::env::temp_dir().join(format!("goodput-{kind}-{}-{}.json", unix_now() as u64, std::process::id()));
+    match goodput_report::write_json(&rescue, doc) {
+        Ok(()) => bail!("cannot write {} ({e}); the {kind} was saved to {} instead", path.display(), rescue.display()),
+        Err(_) => Err(e).with_context(|| format!("cannot write {}", path.display())),
+    }
+}
+
+/// Prints the summary, writes `--output`, and picks the exit code: 1 when
+/// no request succeeded, 3 when `--fail-on-slo` and an objective failed.
+/// A file that could not be written is an error (exit 2) once the rest are
+/// written.
+pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: &[RequestRecord]) -> Result<ExitCode> {
+    let summary = goodput_report::terminal::render(result);
+    // With `-o -` standard output carries the document alone.
+    if out.output.as_deref() == Some(Path::new("-")) {
+        eprint!("{summary}");
+    } else {
+        say(&summary);
+    }
+    let mut unwritten = Vec::new();
+    if let Some(p) = &out.output {
+        match write_document(p, result, "result") {
+            Ok(()) if !out.quiet && p != Path::new("-") => eprintln!("result written to {}", p.display()),
+            Ok(()) => {}
+            Err(e) => unwritten.push(e),
+        }
+    }
+    for (format, dest) in out.exports.targets() {
+        match goodput_report::export_run(format, result, &dest) {
+            Ok(files) if !out.quiet => {
+                for f in files {
+                    eprintln!("{} written to {}", format.exporter().name(), f.display());
+                }
+            }
+            Ok(_) => {}
+            Err(e) => unwritten.push(anyhow!(e)),
+        }
+    }
+    if let Some((last, rest)) = unwritten.split_last() {
+        for e in rest {
+            eprintln!("error: {e:#}");
+        }
+        bail!("{last:#}");
+    }
+    let q = &result.summary.requests;
+    if q.completed == 0 {
+        let first = records
+            .iter()
+            .find_map(|r| match &r.outcome {
+                goodput_core::Outcome::Failed { kind, message } => Some(format!("{kind}: {message}")),
+                _ => None,
+            })
+            .unwrap_or_else(|| "no request finished".into());
+        eprintln!("error: no request succeeded ({} sent, {} failed); first failure: {first}", q.sent, q.failed);
+        return Ok(ExitCode::from(1));
+    }
+    if judge.fail_on_slo && result.slo.is_none() {
+        eprintln!("error: --fail-on-slo needs an SLO: give --slo, or a config with slo = \"...\"");
+        return Ok(ExitCode::from(2));
+    }
+    if judge.fail_on_slo && result.slo.as_ref().is_some_and(|s| !s.pass) {
+        eprintln!("error: the run missed its SLO objectives (--fail-on-slo)");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` to standard output. A reader that went away (`| head`) is
+/// no reason to stop, let alone panic as `print!` does: whatever goes to
+/// files is still written.
+pub fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn a_document_that_cannot_be_written_is_saved_elsewhere_and_the_error_says_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("removed").join("run.json");
+        let doc = json!({"schema": "goodput/v1", "summary": {"requests": {"completed": 3}}});
+        let err = format!("{:#}", write_document(&gone, &doc, "result").unwrap_err());
+        assert!(err.starts_with(&format!("cannot write {}", gone.display())), "{err}");
+        let saved = err.split("saved to ").nth(1).and_then(|s| s.strip_suffix(" instead")).expect(&err);
+        let back: Value = serde_json::from_slice(&std::fs::read(saved).unwrap()).unwrap();
+        std::fs::remove_file(saved).unwrap();
+        assert_eq!(back, doc);
+        // Where the path can be written, it is, and nothing else is.
+        let ok = dir.path().join("run.json");
+        write_document(&ok, &doc, "result").unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&std::fs::read(&ok).unwrap()).unwrap(), doc);
+    }
+
+    #[test]
+    fn output_checks_name_the_flag_and_the_fix_and_make_missing_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = format!("{:#}", check_file(dir.path(), "--html").unwrap_err());
+        assert!(err.contains("--html") && err.contains("is a folder") && err.contains("report.html"), "{err}");
+        let nested = dir.path().join("a").join("b").join("run.json");
+        check_file(&nested, "--output").unwrap();
+        assert!(nested.parent().unwrap().is_dir() && !nested.exists());
+        assert_eq!(std::fs::read_dir(nested.parent().unwrap()).unwrap().count(), 0, "the probe file is removed");
+        let file = dir.path().join("f.csv");
+        std::fs::write(&file, "x").unwrap();
+        let csv = ExportArgs { csv: Some(file), ..Default::default() };
+        assert!(format!("{:#}", check_exports(&csv).unwrap_err()).contains("takes a folder"));
+    }
+}

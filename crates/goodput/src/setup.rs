@@ -1,0 +1,305 @@
+//! Argument groups turned into built objects: the load plan, the workload
+//! and its tokenizer, the analysis options, and their config blocks.
+
+use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
+use crate::common::human;
+use anyhow::{anyhow, bail, Result};
+use goodput_core::AnalysisOptions;
+use goodput_load::client::Cancellation;
+use goodput_load::trace::TraceEntry;
+use goodput_load::workload::{load_dataset, SharedPrefix};
+use goodput_load::{Arrival, LengthDist, LoadPlan, TokenCounter, Workload};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The requests the load gives up on (`--cancel-rate`), picked with the run's seed.
+pub fn cancellation(s: &ShapeArgs) -> Option<Cancellation> {
+    s.cancel_rate.zip(s.cancel_after).map(|(rate, after)| Cancellation { rate, after, seed: s.seed })
+}
+
+/// The arrival process the shape asks for.
+pub fn arrival(s: &ShapeArgs) -> Result<Arrival> {
+    if s.burstiness.is_some() && s.arrival != ArrivalArg::Gamma {
+        bail!("--burstiness shapes gamma arrivals only: add --arrival gamma");
+    }
+    Ok(match s.arrival {
+        ArrivalArg::Poisson => Arrival::Poisson,
+        ArrivalArg::Gamma => Arrival::Gamma { burstiness: s.burstiness.unwrap_or(1.0) },
+        ArrivalArg::Constant => Arrival::Constant,
+    })
+}
+
+/// A plan of `concurrency` and/or `rate` (or a `trace`'s send times) in
+/// the given shape. When neither a count, a duration nor a trace's end
+/// bounds the run, a closed loop sends [`REQUESTS_PER_USER`] requests a user
+/// (at least 100), an open loop 100.
+pub fn shaped_plan(
+    s: &ShapeArgs,
+    concurrency: Option<usize>,
+    rate: Option<f64>,
+    trace: Option<&[TraceEntry]>,
+    grace: Duration,
+) -> Result<LoadPlan> {
+    let arrival = arrival(s)?;
+    if let Some(r) = rate {
+        if r.is_nan() || r <= 0.0 {
+            bail!("--rate must be a positive number of requests per second (or inf: all at once), not {r}");
+        }
+        if r.is_infinite() && s.requests.is_none() && s.duration.is_some() {
+            bail!(
+                "--rate inf sends every request at once, so --duration alone does not bound it: give -n N \
+                 (-c caps how many are in flight)"
+            );
+        }
+    }
+    let plan = LoadPlan {
+        requests: match (s.requests, s.duration) {
+            // A trace's own end bounds it.
+            (None, None) if trace.is_none() => Some(match (concurrency, rate) {
+                (Some(c), None) => (REQUESTS_PER_USER * c as u64).max(100),
+                _ => 100,
+            }),
+            (n, _) => n,
+        },
+        duration: s.duration,
+        warmup: match s.warmup {
+            WarmupArg::Requests(n) => n,
+            WarmupArg::Time(_) => 0,
+        },
+        // What is due during a ramp-up is warm-up too: the load is not yet the one asked for.
+        warmup_time: match s.warmup {
+            WarmupArg::Time(d) => d,
+            WarmupArg::Requests(_) => std::time::Duration::ZERO,
+        }
+        .max(s.ramp_up.unwrap_or_default()),
+        concurrency,
+        rate: rate.map(|r| (r, arrival)),
+        trace: trace.map(|t| Arc::new(t.iter().map(|e| e.at).collect())),
+        ramp_up: s.ramp_up.unwrap_or_default(),
+        sessions: s.turns.clone().map(|turns| goodput_load::Sessions { turns, think: s.think_time }),
+        seed: s.seed,
+        grace,
+    };
+    plan.validate().map_err(|e| anyhow!(e))?;
+    Ok(plan)
+}
+
+/// Requests a user of a closed loop sends by default: enough that the
+/// ramp-up at the start and the drain at the end are a small part of the
+/// window.
+pub const REQUESTS_PER_USER: u64 = 10;
+
+/// Below this many requests a user, a closed loop is warned about: its
+/// window is mostly ramp-up and drain, not the load it names.
+const FEW_PER_USER: u64 = 3;
+
+/// The warning for a closed loop (the `load` block of a config) given too
+/// few requests for its users to reach a steady state; `peak` is the most
+/// requests it had in flight.
+pub fn few_requests_warning(load: &Value, peak: u64) -> Option<String> {
+    let open = ["rate", "trace", "duration", "sessions"].iter().any(|k| !load[k].is_null());
+    let (Some(c), Some(n)) = (load["concurrency"].as_u64(), load["requests"].as_u64()) else { return None };
+    if open || c < 2 || n >= FEW_PER_USER * c {
+        return None;
+    }
+    let fix =
+        format!("give --requests {} or more ({REQUESTS_PER_USER} a user) for its steady state", REQUESTS_PER_USER * c);
+    Some(if n < c {
+        format!("{n} requests is fewer than the {c} users of --concurrency: the load never had {c} in flight (peak {peak}); {fix}")
+    } else {
+        format!(
+            "{n} requests over {c} users is {:.1} each: the ramp-up and the drain at the end make up much of the \
+             window, so its figures are not those of {c} users at work; {fix}",
+            n as f64 / c as f64
+        )
+    })
+}
+
+/// The trace `--trace` names, read and placed on the run's clock.
+pub fn trace(l: &LoadArgs) -> Result<Option<Arc<Vec<TraceEntry>>>> {
+    match &l.trace {
+        Some(p) => Ok(Some(Arc::new(goodput_load::trace::load_trace(p, l.trace_speed).map_err(|e| anyhow!(e))?))),
+        None => Ok(None),
+    }
+}
+
+/// The load plan of `l` (with its `trace`, read by [`trace`]), with the
+/// defaults a bare command gets.
+pub fn plan(l: &LoadArgs, trace: Option<&[TraceEntry]>, grace: Duration) -> Result<LoadPlan> {
+    arrival(&l.shape)?;
+    if l.rate.is_none() && (l.shape.arrival != ArrivalArg::Poisson || l.shape.burstiness.is_some()) {
+        bail!("--arrival and --burstiness shape an open-loop schedule: add --rate R");
+    }
+    let concurrency = match (l.concurrency, l.rate, trace) {
+        (None, None, None) => Some(10),
+        (c, _, _) => c,
+    };
+    shaped_plan(&l.shape, concurrency, l.rate, trace, grace)
+}
+
+pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
+    json!({
+        "concurrency": p.concurrency,
+        // JSON has no infinity: an unbounded rate is written "inf".
+        "rate": p.rate.map(|r| if r.0.is_infinite() { json!("inf") } else { json!(r.0) }),
+        "arrival": l.rate.map(|_| format!("{:?}", l.shape.arrival).to_lowercase()),
+        "burstiness": l.shape.burstiness,
+        "trace": l.trace.as_ref().map(|p| p.display().to_string()),
+        "trace_speed": l.trace.as_ref().map(|_| l.trace_speed),
+        "requests": p.requests,
+        "duration": p.duration.map(human),
+        "warmup": p.warmup,
+        "warmup_time": (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
+        "ramp_up": (!p.ramp_up.is_zero()).then(|| human(p.ramp_up)),
+        "cancel": cancellation(&l.shape).map(|c| json!({"rate": c.rate, "after": human(c.after)})),
+        "sessions": p.sessions.as_ref().map(|s| json!({"turns": s.turns.to_string(), "think_time": s.think.to_string()})),
+        "grace": human(p.grace),
+        "seed": p.seed,
+    })
+}
+
+/// The workload of `w` (or of a `trace`, which gives every request's
+/// lengths) and its config block.
+pub fn workload(
+    w: &WorkloadArgs,
+    seed: u64,
+    trace: Option<Arc<Vec<TraceEntry>>>,
+) -> Result<(Workload, Option<Arc<TokenCounter>>, Value)> {
+    let tokenizer = match &w.tokenizer {
+        Some(p) => Some(Arc::new(TokenCounter::from_file(p).map_err(|e| anyhow!(e))?)),
+        None => None,
+    };
+    if let Some(entries) = trace {
+        let given = [
+            (w.input_tokens.is_some(), "--input-tokens"),
+            (w.output_tokens.is_some(), "--output-tokens"),
+            (w.preset.is_some(), "--preset"),
+            (w.dataset.is_some(), "--dataset"),
+            (w.shared_prefix_tokens > 0, "--shared-prefix-tokens"),
+        ];
+        if let Some((_, flag)) = given.iter().find(|g| g.0) {
+            bail!("--trace gives every request's lengths and prefixes: drop {flag}");
+        }
+        let n = entries.len().max(1) as f64;
+        let config = json!({
+            "trace": {
+                "requests": entries.len(),
+                "input_tokens_mean": entries.iter().map(|e| e.lengths.input as f64).sum::<f64>() / n,
+                "output_tokens_mean": entries.iter().map(|e| e.lengths.output as f64).sum::<f64>() / n,
+                "with_prefix": entries.iter().filter(|e| e.lengths.prefix.is_some()).count(),
+            },
+            "tokenizer": w.tokenizer.as_ref().map(|p| p.display().to_string()),
+            "ignore_eos": w.ignore_eos,
+        });
+        return Ok((Workload::Trace { entries, seed, tokenizer: tokenizer.clone() }, tokenizer, config));
+    }
+    let shared_prefix = (w.shared_prefix_tokens > 0).then_some(SharedPrefix {
+        tokens: w.shared_prefix_tokens,
+        ratio: w.shared_prefix_ratio,
+        count: w.shared_prefixes,
+    });
+    if let Some(p) = &shared_prefix {
+        p.validate().map_err(|e| anyhow!(e))?;
+        if w.dataset.is_some() {
+            bail!("--shared-prefix-tokens shapes synthetic prompts; a --dataset brings its own prompts");
+        }
+    }
+    let preset = w.preset;
+    if let (Some(p), Some(_)) = (preset, &w.dataset) {
+        bail!("--preset {} shapes synthetic prompts; a --dataset brings its own (drop one of them)", p.name());
+    }
+    let (preset_input, preset_output) = match preset.map(|p| p.lengths()) {
+        Some((i, o)) => (Some(i), Some(o)),
+        None => (None, None),
+    };
+    let input = w.input_tokens.clone().or(preset_input).unwrap_or(LengthDist::Fixed(256));
+    let output = match (&w.output_tokens, &w.dataset) {
+        (Some(o), _) => Some(o.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some(preset_output.unwrap_or(LengthDist::Fixed(128))),
+    };
+    let wl = match &w.dataset {
+        Some(path) => {
+            let entries = load_dataset(path, tokenizer.as_deref()).map_err(|e| anyhow!(e))?;
+            Workload::dataset(entries, output.clone(), seed)
+        }
+        None => Workload::Synthetic {
+            input: input.clone(),
+            output: output.clone().unwrap_or(LengthDist::Fixed(128)),
+            seed,
+            tokenizer: tokenizer.clone(),
+            shared_prefix,
+        },
+    };
+    let config = json!({
+        "preset": preset.map(|p| p.name()),
+        "input_tokens": w.dataset.is_none().then(|| input.to_string()),
+        "output_tokens": output.map(|o| o.to_string()),
+        "shared_prefix": shared_prefix.map(|p| json!({"tokens": p.tokens, "ratio": p.ratio, "count": p.count})),
+        "dataset": w.dataset.as_ref().map(|p| p.display().to_string()),
+        "tokenizer": w.tokenizer.as_ref().map(|p| p.display().to_string()),
+        "ignore_eos": w.ignore_eos,
+    });
+    Ok((wl, tokenizer, config))
+}
+
+pub fn analysis_options(percentiles: &[f64], judge: &JudgeArgs) -> Result<AnalysisOptions> {
+    analysis_options_for(percentiles, judge, 1)
+}
+
+/// [`analysis_options`] where the hardware priced defaults to `default_gpus` GPUs.
+pub fn analysis_options_for(percentiles: &[f64], judge: &JudgeArgs, default_gpus: u32) -> Result<AnalysisOptions> {
+    let j = crate::config::judging(judge, default_gpus)?;
+    Ok(AnalysisOptions { percentiles: percentiles.to_vec(), slo: j.slo, cost: j.cost, ratings: j.ratings })
+}
+
+/// The judging settings as they were applied, for the config block.
+pub fn judge_config(opts: &AnalysisOptions) -> Value {
+    json!({
+        "slo": opts.slo.as_ref().map(|s| s.to_string()),
+        "cost": opts.cost.map(|c| json!({ "gpu_hour_usd": c.gpu_hour_usd, "gpus": c.gpus })),
+        "ratings": opts.ratings,
+    })
+}
+
+/// Puts `--label` and `--meta` into a run's or a sweep's config.
+pub fn tag(config: &mut Value, out: &OutputArgs) {
+    if let Some(l) = &out.label {
+        config["label"] = json!(l);
+    }
+    if !out.meta.is_empty() {
+        config["meta"] = Value::Object(out.meta.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_loop_of_few_requests_a_user_is_warned_about_and_the_default_gives_ten() {
+        let load = |c: u64, n: u64| json!({"concurrency": c, "requests": n, "rate": null, "duration": null});
+        let never = few_requests_warning(&load(256, 200), 200).unwrap();
+        assert!(never.contains("never had 256 in flight (peak 200)") && never.contains("--requests 2560"), "{never}");
+        let few = few_requests_warning(&load(64, 150), 64).unwrap();
+        assert!(few.contains("2.3 each") && few.contains("--requests 640"), "{few}");
+        assert_eq!(few_requests_warning(&load(64, 192), 64), None, "three a user is enough not to warn");
+        assert_eq!(few_requests_warning(&load(1, 1), 1), None, "one user");
+        let mut timed = load(64, 10);
+        timed["duration"] = json!("60s");
+        assert_eq!(few_requests_warning(&timed, 64), None, "a duration bounds it too");
+        let mut open = load(64, 10);
+        open["rate"] = json!(5.0);
+        assert_eq!(few_requests_warning(&open, 64), None, "an open loop's users are not a closed loop's");
+        // The default: ten a user, at least 100; 100 for an open loop.
+        let shape = || <crate::cli::Cli as clap::Parser>::try_parse_from(["goodput", "bench"]).unwrap();
+        let crate::cli::Command::Bench(b) = shape().command else { unreachable!() };
+        let requests = |c: Option<usize>, r: Option<f64>| {
+            shaped_plan(&b.load.shape, c, r, None, Duration::from_secs(1)).unwrap().requests
+        };
+        assert_eq!(requests(Some(4), None), Some(100));
+        assert_eq!(requests(Some(64), None), Some(640));
+        assert_eq!(requests(Some(64), Some(10.0)), Some(100));
+    }
+}
