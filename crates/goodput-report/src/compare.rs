@@ -201,6 +201,10 @@ pub struct Difference {
 /// Runs side by side.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// `goodput/v1`: a comparison is a result document of its own.
+    pub schema: String,
+    /// `compare`, which tells it apart from a run or a sweep.
+    pub kind: String,
     /// A name per run (the file it came from), baseline first.
     pub labels: Vec<String>,
     pub rows: Vec<Row>,
@@ -282,6 +286,8 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         }
     }
     Comparison {
+        schema: goodput_core::SCHEMA.into(),
+        kind: "compare".into(),
         labels: runs.iter().map(|(l, _)| l.to_string()).collect(),
         rows,
         verdicts,

@@ -102,6 +102,9 @@ pub enum Document {
 /// Reads a result document written by `write_json`, run or sweep.
 pub fn read_document(path: &Path) -> Result<Document, String> {
     let v = read_value(path)?;
+    if v.get("kind").and_then(|k| k.as_str()) == Some("compare") {
+        return Err(format!("{} is a comparison (goodput compare), not a run or a sweep", path.display()));
+    }
     if v.get("points").is_some() {
         return serde_json::from_value(v)
             .map(|s| Document::Sweep(Box::new(s)))
