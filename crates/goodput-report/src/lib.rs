@@ -8,6 +8,7 @@ pub mod escape;
 pub mod export;
 pub mod format;
 pub mod metric;
+pub mod schema;
 pub mod series;
 pub mod server;
 pub mod svg;
@@ -16,6 +17,7 @@ pub mod terminal;
 pub use compare::{compare, parse_rules, Comparison, Rule, Verdict};
 pub use export::{export_compare, export_run, export_sweep, ExportError, Exporter, Format, Rendered};
 pub use metric::Metric;
+pub use schema::{document_schema, document_schema_text};
 
 use goodput_core::sweep::SweepResult;
 use goodput_core::RunResult;
