@@ -2,10 +2,11 @@
 //! million tokens, a request, and a million *good* tokens cost at the
 //! throughput measured.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The price of the hardware under test.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CostConfig {
     /// USD per GPU per hour.
     pub gpu_hour_usd: f64,
@@ -14,7 +15,7 @@ pub struct CostConfig {
 
 /// The `cost` block of a result. A figure is `null` when its divisor is zero
 /// (no tokens, no requests): an infinite price is not a number to print.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CostReport {
     pub gpu_hour_usd: f64,
     pub gpus: u32,

@@ -4,11 +4,12 @@
 use crate::metrics::{ms, RequestMetrics};
 use crate::record::RequestRecord;
 use crate::stats::Distribution;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One model's share of a run: a row of `summary.by_model`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ModelStats {
     pub model: String,
     /// Measured requests sent to it.

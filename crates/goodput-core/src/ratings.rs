@@ -4,10 +4,11 @@
 use crate::metrics::{ms, RequestMetrics};
 use crate::record::RequestRecord;
 use crate::stats::Distribution;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A band for one latency figure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Band {
     Excellent,
@@ -18,7 +19,7 @@ pub enum Band {
 
 /// Band edges in milliseconds: excellent below `excellent`, acceptable up to
 /// `acceptable`, poor above `poor`, marginal between.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Thresholds {
     pub excellent: f64,
     pub acceptable: f64,
@@ -40,7 +41,7 @@ impl Thresholds {
 }
 
 /// The defaults of docs/metrics.md ("Ratings"), configurable.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RatingThresholds {
     pub ttft: Thresholds,
     pub tpot: Thresholds,
@@ -59,14 +60,14 @@ impl Default for RatingThresholds {
 }
 
 /// One rated figure.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Rated {
     pub value_ms: f64,
     pub band: Band,
 }
 
 /// `summary.ratings` of the result (docs/result.md).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Ratings {
     pub ttft_p50: Option<Rated>,
     pub ttft_p95: Option<Rated>,
@@ -78,7 +79,7 @@ pub struct Ratings {
     pub latency_model: LatencyModel,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyModel {
     /// Median measured e2e over successful requests.
     pub measured_e2e_p50_ms: Option<f64>,

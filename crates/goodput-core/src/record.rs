@@ -2,12 +2,13 @@
 //! run's origin, the token counts with their sources, and the outcome. The
 //! runner writes these; everything else is computed from them.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
 
 /// One request, as the client saw it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequestRecord {
     /// Position in the load plan (0-based, warm-up included); with sessions,
     /// the order the turns were sent in.
@@ -21,12 +22,15 @@ pub struct RequestRecord {
     pub warmup: bool,
     /// When the load plan wanted the request sent.
     #[serde(rename = "scheduled_ns", with = "crate::serde_ns")]
+    #[schemars(with = "u64")]
     pub scheduled: Duration,
     /// When the request was handed to the connection.
     #[serde(rename = "sent_ns", with = "crate::serde_ns")]
+    #[schemars(with = "u64")]
     pub sent: Duration,
     /// First response byte (headers included).
     #[serde(rename = "first_byte_ns", with = "crate::serde_ns::option", default)]
+    #[schemars(with = "Option<u64>")]
     pub first_byte: Option<Duration>,
     /// Output-bearing chunks only, in arrival order.
     #[serde(default)]
@@ -42,6 +46,7 @@ pub struct RequestRecord {
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<u64>")]
     pub first_choice: Option<Duration>,
     #[serde(
         rename = "last_choice_ns",
@@ -49,12 +54,15 @@ pub struct RequestRecord {
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<u64>")]
     pub last_choice: Option<Duration>,
     /// The stream's close (`[DONE]`, usage chunk or end of body).
     #[serde(rename = "stream_end_ns", with = "crate::serde_ns::option", default)]
+    #[schemars(with = "Option<u64>")]
     pub stream_end: Option<Duration>,
     /// When the request finished for the client, whatever the outcome.
     #[serde(rename = "end_ns", with = "crate::serde_ns")]
+    #[schemars(with = "u64")]
     pub end: Duration,
     /// Input tokens and where the count came from.
     pub input_tokens: u64,
@@ -89,6 +97,7 @@ pub struct RequestRecord {
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<u64>")]
     pub read_lag_max: Option<Duration>,
     /// Output chunks that came in the same read as the output chunk before
     /// them, so the gap between the two could not be seen: the client was a
@@ -113,7 +122,7 @@ pub struct RequestRecord {
 /// Where a request sits in a multi-turn session: turn `turn` (1 for the
 /// opening one) of the `turns` that session `id` planned. A session whose
 /// turns did not all succeed ended early: a turn failed, or the run stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionTurn {
     pub id: u64,
     pub turn: u32,
@@ -129,9 +138,10 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// A chunk that carried generated output, stamped when its bytes were read.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OutputChunk {
     #[serde(rename = "t_ns", with = "crate::serde_ns")]
+    #[schemars(with = "u64")]
     pub t: Duration,
     /// Tokens attributed to this chunk (`k_i`).
     pub tokens: u32,
@@ -140,7 +150,7 @@ pub struct OutputChunk {
 
 /// Which output channel a chunk carried. A chunk with visible content counts
 /// as `content` even when it also carries reasoning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Channel {
     Content,
@@ -149,7 +159,7 @@ pub enum Channel {
 }
 
 /// Where a token count came from, best first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CountSource {
     /// The server's `usage` block.
@@ -174,7 +184,7 @@ impl fmt::Display for CountSource {
 }
 
 /// Where the per-chunk token counts came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChunkTokenSource {
     /// Cumulative `usage` on every chunk (vLLM's continuous usage stats).
@@ -258,7 +268,7 @@ impl fmt::Display for ChunkTokenSource {
 }
 
 /// Every token count the client could see for one request.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenCounts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_prompt: Option<u64>,
@@ -282,7 +292,7 @@ pub struct TokenCounts {
 }
 
 /// How a request ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     Success,
@@ -309,7 +319,7 @@ impl Outcome {
 }
 
 /// The kinds of failure goodput tells apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
     /// The connection could not be made or was refused.

@@ -4,17 +4,21 @@ use crate::cost::CostReport;
 use crate::record::RequestRecord;
 use crate::slo::SloReport;
 use crate::summary::{Summary, VllmCompat};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The schema tag every result document carries.
 pub const SCHEMA: &str = "goodput/v1";
 
 /// One run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunResult {
+    /// `goodput/v1`.
+    #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
     pub tool: Tool,
     /// The command that produced it (`bench`, `estimate`).
+    #[schemars(extend("enum" = ["bench", "estimate"]))]
     pub kind: String,
     /// Wall-clock start, seconds since the Unix epoch: the zero of every
     /// `_ns` time in the records, so they line up with a server's logs.
@@ -59,7 +63,7 @@ pub struct RunResult {
 /// The client's own CPU over a run: the evidence that it was not the
 /// bottleneck, measured on every run rather than claimed. A goodput-started
 /// server's threads (the embedded simulator) are not counted.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ClientCost {
     /// CPU time (user and system) of the client's threads over the run.
     pub cpu_s: f64,
@@ -75,7 +79,7 @@ pub struct ClientCost {
     pub cpu_us_per_output_token: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Tool {
     pub name: String,
     pub version: String,
@@ -85,7 +89,7 @@ pub struct Tool {
     pub commit: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Target {
     pub url: String,
     pub model: String,
@@ -100,7 +104,7 @@ pub struct Target {
 }
 
 /// The measurement window [T1, T2] on the run's clock.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Window {
     pub start_s: f64,
     pub end_s: f64,
@@ -108,14 +112,14 @@ pub struct Window {
 }
 
 /// One finding about a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Diagnosis {
     /// `queue_build_up`, `kv_cache_pressure`, `prefix_cache`, `tail_degrading`, `client_bottleneck`.
     pub kind: String,
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Compat {
     pub vllm: VllmCompat,
 }

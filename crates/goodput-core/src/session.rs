@@ -6,11 +6,12 @@
 use crate::metrics::{ms, RequestMetrics};
 use crate::record::{Outcome, RequestRecord};
 use crate::stats::Distribution;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The `summary.sessions` block, present when the run's load had sessions.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SessionSummary {
     /// Measured sessions that sent at least one turn.
     pub started: u64,
@@ -33,7 +34,7 @@ pub struct SessionSummary {
 }
 
 /// How the `turn`-th turns of all sessions fared.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TurnStats {
     /// 1 for the opening turn.
     pub turn: u32,

@@ -5,13 +5,14 @@
 use crate::metrics::{ms, RequestMetrics};
 use crate::record::{Outcome, RequestRecord};
 use crate::stats::{percentile_key, Distribution};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 /// A per-request metric an SLO can bound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SloMetric {
     Ttft,
@@ -176,7 +177,7 @@ impl Slo {
 }
 
 /// `summary.goodput` of the result (docs/result.md).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Goodput {
     /// Good requests per second of the window.
     pub requests_per_s: f64,
@@ -192,7 +193,7 @@ pub struct Goodput {
 }
 
 /// One percentile objective, judged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ObjectiveResult {
     /// The objective as written, e.g. `ttft:p95<=200ms`.
     pub objective: String,
@@ -205,7 +206,7 @@ pub struct ObjectiveResult {
 }
 
 /// The `slo` block of a result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SloReport {
     /// The SLO as written.
     pub spec: String,

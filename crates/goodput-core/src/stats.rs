@@ -107,6 +107,36 @@ impl Serialize for Distribution {
     }
 }
 
+/// The schema of what `Serialize` writes: the fixed keys, and a `pNN` key
+/// per percentile asked for (`p50`, `p99_9`), each a number or `null`.
+impl schemars::JsonSchema for Distribution {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Distribution".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let value = serde_json::json!({ "type": ["number", "null"] });
+        schemars::json_schema!({
+            "description": "One metric over a run's samples, in the unit its name ends with (`_ms`). \
+                `count` samples; `mean`, population `std`, `min`, `max` and a `pNN` key per percentile \
+                asked for (`p50`, `p99_9` for 99.9), by linear interpolation as numpy's default. A figure \
+                is `null` when there were no samples, or when it is infinite (a failure in the \
+                error-adjusted view).",
+            "type": "object",
+            "properties": {
+                "count": { "type": "integer", "minimum": 0 },
+                "mean": value,
+                "std": value,
+                "min": value,
+                "max": value,
+            },
+            "patternProperties": { "^p[0-9]+(_[0-9]+)?$": value },
+            "additionalProperties": false,
+            "required": ["count", "mean", "std", "min", "max"],
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Distribution {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;

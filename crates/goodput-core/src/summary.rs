@@ -10,6 +10,7 @@ use crate::record::{CountSource, Outcome, RequestRecord};
 use crate::result::Window;
 use crate::slo::{judge, Goodput, Slo, SloReport};
 use crate::stats::{percentile_key, Distribution};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -49,7 +50,7 @@ pub struct Analysis {
 }
 
 /// `summary` of the result (docs/result.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     pub ttft_ms: Distribution,
     pub ttft_content_ms: Distribution,
@@ -90,7 +91,7 @@ pub struct Summary {
     pub by_model: Vec<crate::models::ModelStats>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct RequestCounts {
     /// Measured requests sent (warm-up excluded).
     pub sent: u64,
@@ -114,7 +115,7 @@ pub struct RequestCounts {
     pub warmup: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Throughput {
     pub requests_per_s: f64,
     pub input_tokens_per_s: f64,
@@ -124,14 +125,14 @@ pub struct Throughput {
     pub peak_output_tokens_per_s: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct InFlight {
     /// Time-weighted mean of requests in flight over the window.
     pub mean: f64,
     pub peak: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TokenTotals {
     /// Input and output tokens of completed requests.
     pub input: u64,
@@ -166,7 +167,7 @@ pub struct TokenTotals {
 
 /// Prompt tokens the server counted beyond those the workload intended, per
 /// request (server's `usage.prompt_tokens` − the workload's count).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct PromptExtra {
     /// Completed requests with both counts.
     pub requests: u64,
@@ -196,7 +197,7 @@ impl PromptExtra {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorAdjusted {
     pub ttft_ms: Distribution,
     pub e2e_ms: Distribution,
@@ -209,7 +210,7 @@ pub struct ErrorAdjusted {
 /// `choices`, a role-only chunk or an empty keep-alive included, so its TTFT
 /// can be well below goodput's (`summary.ttft_ms`) on a server that sends
 /// one early ([`RequestMetrics::ttft_vllm`]).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct VllmCompat {
     pub completed: u64,
     pub total_input_tokens: u64,

@@ -2,11 +2,12 @@
 //! where throughput saturates, the best goodput, the highest load that meets
 //! every SLO, and the operating point to pick.
 
-use crate::result::{RunResult, Target, Tool};
+use crate::result::{RunResult, Target, Tool, SCHEMA};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The load of one point.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
 pub enum Load {
     /// Closed loop: requests in flight.
@@ -32,7 +33,7 @@ impl Load {
 }
 
 /// One run of a sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SweepPoint {
     pub load: Load,
     /// How the point was chosen: `grid`, `baseline`, `ceiling`, `spread`, `search`.
@@ -41,7 +42,7 @@ pub struct SweepPoint {
 }
 
 /// A reference to one point in the analysis.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PointRef {
     /// Index into `points`.
     pub index: usize,
@@ -56,7 +57,7 @@ pub struct PointRef {
 }
 
 /// What the points say together.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SweepAnalysis {
     /// The lowest load whose output throughput is within 10% of the sweep's
     /// best while TTFT keeps climbing past it. `None` when the sweep never
@@ -75,11 +76,14 @@ pub struct SweepAnalysis {
 }
 
 /// One sweep document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SweepResult {
+    /// `goodput/v1`.
+    #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
     pub tool: Tool,
     /// `sweep`.
+    #[schemars(extend("const" = "sweep"))]
     pub kind: String,
     pub started_unix_s: f64,
     #[serde(default)]

@@ -6,6 +6,7 @@ use crate::escape;
 use crate::format;
 use crate::metric::{Better, Metric, Unit, UnknownMetric};
 use goodput_core::RunResult;
+use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write};
@@ -150,7 +151,7 @@ impl fmt::Display for Rule {
 }
 
 /// Whether a rule held for one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Pass,
@@ -161,7 +162,7 @@ pub enum Verdict {
 }
 
 /// One rule judged on one run against the baseline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RuleVerdict {
     pub rule: String,
     /// Index of the run in the comparison (≥ 1; 0 is the baseline).
@@ -177,7 +178,7 @@ pub struct RuleVerdict {
 }
 
 /// One metric across the runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Row {
     pub metric: Metric,
     pub label: String,
@@ -192,15 +193,21 @@ pub struct Row {
 /// A setting that differs between the runs: its path in the result
 /// document (`config.load.concurrency`, `target.url`, `tool.version`) and its
 /// value in each run, `-` where a run has none.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Difference {
     pub path: String,
     pub values: Vec<String>,
 }
 
 /// Runs side by side.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Comparison {
+    /// `goodput/v1`: a comparison is a result document of its own.
+    #[schemars(extend("const" = goodput_core::SCHEMA))]
+    pub schema: String,
+    /// `compare`, which tells it apart from a run or a sweep.
+    #[schemars(extend("const" = "compare"))]
+    pub kind: String,
     /// A name per run (the file it came from), baseline first.
     pub labels: Vec<String>,
     pub rows: Vec<Row>,
@@ -282,6 +289,8 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         }
     }
     Comparison {
+        schema: goodput_core::SCHEMA.into(),
+        kind: "compare".into(),
         labels: runs.iter().map(|(l, _)| l.to_string()).collect(),
         rows,
         verdicts,

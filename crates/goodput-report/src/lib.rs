@@ -9,6 +9,7 @@ pub mod export;
 pub mod format;
 pub mod metric;
 pub mod records;
+pub mod schema;
 pub mod series;
 pub mod server;
 pub mod svg;
@@ -17,6 +18,7 @@ pub mod terminal;
 pub use compare::{compare, parse_rules, Comparison, Rule, Verdict};
 pub use export::{export_compare, export_run, export_sweep, ExportError, Exporter, Format, Rendered};
 pub use metric::Metric;
+pub use schema::{document_schema, document_schema_text};
 
 use goodput_core::sweep::SweepResult;
 use goodput_core::RunResult;
@@ -103,6 +105,9 @@ pub enum Document {
 /// Reads a result document written by `write_json`, run or sweep.
 pub fn read_document(path: &Path) -> Result<Document, String> {
     let v = read_value(path)?;
+    if v.get("kind").and_then(|k| k.as_str()) == Some("compare") {
+        return Err(format!("{} is a comparison (goodput compare), not a run or a sweep", path.display()));
+    }
     if v.get("points").is_some() {
         return serde_json::from_value(v)
             .map(|s| Document::Sweep(Box::new(s)))

@@ -369,7 +369,7 @@ impl Scalar {
 }
 
 /// What a metric's numbers are in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     Ms,
@@ -397,7 +397,7 @@ impl Unit {
 }
 
 /// Which way a change is an improvement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
     Lower,
@@ -509,6 +509,21 @@ impl fmt::Display for Metric {
 impl Serialize for Metric {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.path())
+    }
+}
+
+/// A metric is written as its path (`ttft_ms.p95`, `output_tokens_per_s`).
+impl schemars::JsonSchema for Metric {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Metric".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The metric's path in a run document: `<distribution>.<statistic>` under `summary` \
+                (`ttft_ms.p95`), or a scalar's name (`output_tokens_per_s`).",
+            "type": "string",
+        })
     }
 }
 

@@ -599,8 +599,15 @@ fn every_format_renders_a_comparison() {
             }
             Format::Json => {
                 let v: serde_json::Value = serde_json::from_str(&text(&out, "")).unwrap();
+                assert_eq!((v["schema"].as_str(), v["kind"].as_str()), (Some("goodput/v1"), Some("compare")));
                 assert_eq!(v["rows"][0]["metric"], "ttft_ms.p50");
                 assert_eq!(v["verdicts"][0]["verdict"], "fail");
+                // A comparison read back as a run is refused by name.
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("compare.json");
+                out.write_to(&path).unwrap();
+                let e = read_document(&path).unwrap_err();
+                assert!(e.contains("is a comparison"), "{e}");
             }
         }
     }

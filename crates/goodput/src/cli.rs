@@ -847,6 +847,9 @@ pub struct CompareArgs {
     /// Regression rules, e.g. 'ttft_ms.p95>+10%,output_tokens_per_s<-5%': exit 1 when a later run breaks one against the first.
     #[arg(long)]
     pub fail_if: Option<String>,
+    /// Write the comparison as a JSON document (schema goodput/v1, kind compare) to this file; - for standard output.
+    #[arg(long, short = 'o', visible_alias = "json")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub exports: ExportArgs,
 }

@@ -4,10 +4,27 @@
 use crate::cli::CompareArgs;
 use anyhow::{anyhow, Result};
 use goodput_core::RunResult;
+use std::path::Path;
 use std::process::ExitCode;
 
 pub fn compare(a: CompareArgs) -> Result<ExitCode> {
+    let outputs = [
+        ("--output", a.output.as_deref()),
+        ("--html", a.exports.html.as_deref()),
+        ("--markdown", a.exports.markdown.as_deref()),
+        ("--csv", a.exports.csv.as_deref()),
+    ];
+    crate::output::distinct_outputs(&outputs)?;
+    // Nor may an output overwrite a run it compares.
+    for run in &a.runs {
+        for out in outputs {
+            crate::output::distinct_outputs(&[("a compared run", Some(run.as_path())), out])?;
+        }
+    }
     crate::output::check_exports(&a.exports)?;
+    if let Some(p) = &a.output {
+        crate::output::check_file(p, "--output")?;
+    }
     let mut runs: Vec<(String, RunResult)> = Vec::new();
     for p in &a.runs {
         let run = goodput_report::read_json(p).map_err(|e| anyhow!(e))?;
@@ -27,7 +44,19 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     };
     let refs: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
     let c = goodput_report::compare(&refs, &rules);
-    crate::output::say(&goodput_report::compare::render_terminal(&c));
+    let table = goodput_report::compare::render_terminal(&c);
+    // With `-o -` standard output carries the document alone.
+    if a.output.as_deref() == Some(Path::new("-")) {
+        eprint!("{table}");
+    } else {
+        crate::output::say(&table);
+    }
+    if let Some(p) = &a.output {
+        crate::output::write_document(p, &c, "comparison")?;
+        if p != Path::new("-") {
+            eprintln!("comparison written to {}", p.display());
+        }
+    }
     let docs: Vec<&RunResult> = runs.iter().map(|(_, r)| r).collect();
     for (format, dest) in a.exports.targets() {
         for f in goodput_report::export_compare(format, &c, &docs, &dest)? {
