@@ -1,6 +1,8 @@
 //! goodput-core: the pure heart of goodput. Request records, the metric
-//! formulas of docs/metrics.md, exact statistics, and the result schema. No I/O, no
-//! async: every number in a report is a function of records defined here.
+//! formulas of docs/metrics.md, exact statistics, the server's scraped
+//! signals and the diagnoses drawn from them, and the result document. No
+//! I/O, no async: every number in a report is a function of the records and
+//! scrapes, defined here.
 
 pub mod civil;
 pub mod cost;
@@ -12,6 +14,7 @@ pub mod ratings;
 pub mod record;
 pub mod redact;
 pub mod result;
+pub mod scrape;
 mod serde_ns;
 pub mod session;
 pub mod slice;

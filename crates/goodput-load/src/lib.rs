@@ -9,7 +9,6 @@ pub mod protocol;
 pub mod reader;
 pub mod runner;
 pub mod schedule;
-pub mod scrape;
 pub mod scraper;
 pub mod sse;
 pub mod tokenizer;

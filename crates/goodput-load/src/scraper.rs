@@ -4,7 +4,7 @@
 //! scrape is counted and the loop goes on.
 
 use crate::client::error_chain;
-use crate::scrape::{parse, Signals};
+use goodput_core::scrape::{parse, Signals};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

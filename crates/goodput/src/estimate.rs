@@ -296,7 +296,7 @@ pub fn estimate_result(
     );
     result.engine = Some(engine_view_json(cfg, &run.engine));
     // The diagnoses read from records alone hold in virtual time too.
-    result.diagnosis = goodput_load::scrape::diagnose(&run.records, &result.summary, None, plan.concurrency);
+    result.diagnosis = goodput_core::scrape::diagnose(&run.records, &result.summary, None, plan.concurrency);
     Ok((result, run.records))
 }
 

@@ -7,9 +7,9 @@ use crate::cli::MonitorArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::live::LiveMetrics;
 use goodput_core::metrics::RequestMetrics;
+use goodput_core::scrape::{summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary};
 use goodput_core::{Distribution, RequestRecord};
 use goodput_load::client::{normalize_base, request_headers};
-use goodput_load::scrape::{summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary};
 use goodput_load::scraper::Scraper;
 use goodput_load::{Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
 use serde_json::{json, Value};
@@ -124,7 +124,7 @@ fn probe_p50<'a>(
 /// The figures of one interval that alerts can name.
 fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Option<f64>)> {
     let gauge = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.max);
-    let hist = |h: HistogramSignal, q: fn(&goodput_load::scrape::HistogramSummary) -> Option<f64>| {
+    let hist = |h: HistogramSignal, q: fn(&goodput_core::scrape::HistogramSummary) -> Option<f64>| {
         w.histograms.get(&h).and_then(q)
     };
     vec![

@@ -4,8 +4,8 @@
 
 use crate::cli::MetricsArgs;
 use anyhow::Result;
+use goodput_core::scrape::{cross_check, diagnose, summarize_signals};
 use goodput_core::{Diagnosis, RequestRecord, RunResult};
-use goodput_load::scrape::{cross_check, diagnose, summarize_signals};
 use goodput_load::scraper::{ScrapeLog, Scraper};
 use serde_json::json;
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! The engine server's /metrics read by goodput's own scraper: scraped over
-//! real HTTP mid-run and after, parsed by `goodput_load::scrape`, and mapped
+//! real HTTP mid-run and after, parsed by `goodput_core::scrape`, and mapped
 //! to the common signals, which must equal the engine's true state.
 
-use goodput_load::scrape::{parse, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
+use goodput_core::scrape::{parse, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
 use goodput_sim::engine::{EngineConfig, EngineStats, Precision};
 use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
 use std::time::Duration;

@@ -234,7 +234,7 @@ fn prometheus_listen_serves_live_client_metrics_under_genai_names() {
     let mut child = child;
     let _ = child.wait();
     let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
-    let scrape = goodput_load::scrape::parse(body);
+    let scrape = goodput_core::scrape::parse(body);
     assert!(scrape.errors.is_empty(), "{:?}", scrape.errors);
     for name in [
         "gen_ai_client_operation_duration_seconds",

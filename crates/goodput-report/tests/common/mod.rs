@@ -307,7 +307,7 @@ pub fn vllm_scrape(recs: &[RequestRecord], t: f64) -> String {
 /// keys are those of goodput's `signals::attach`). The server batches six
 /// of eight streams, so requests queue and the KV cache runs near full.
 pub fn server_run() -> RunResult {
-    use goodput_load::scrape::{cross_check, diagnose, parse, summarize_signals, Signals};
+    use goodput_core::scrape::{cross_check, diagnose, parse, summarize_signals, Signals};
     let p = Profile { requests: 96, concurrency: 8, ttft_ms: 60.0, seed: 3, ..Profile::default() };
     let mut recs = records(p);
     for r in &mut recs {

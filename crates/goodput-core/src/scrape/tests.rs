@@ -186,7 +186,7 @@ fn an_engine_and_dcgm_in_one_scrape_set() {
 
 #[test]
 fn the_recorded_llamacpp_scrape_is_recognised() {
-    let scrape = clean(&read("tests/fixtures/llamacpp/metrics.prom"));
+    let scrape = clean(&read("../goodput-load/tests/fixtures/llamacpp/metrics.prom"));
     let names: Vec<&str> = scrape.families.iter().map(|f| f.name.as_str()).collect();
     assert!(names.contains(&"llamacpp:prompt_tokens_total") && names.contains(&"llamacpp:requests_deferred"));
     let s = Signals::from_scrape(&scrape);

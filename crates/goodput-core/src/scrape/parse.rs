@@ -184,7 +184,7 @@ impl Scrape {
 /// lands in [`Scrape::errors`] and the rest is kept.
 ///
 /// ```
-/// use goodput_load::scrape::parse::parse;
+/// use goodput_core::scrape::parse::parse;
 /// let s = parse("# TYPE vllm:num_requests_running gauge\n\
 ///                vllm:num_requests_running{model_name=\"m\"} 3\n");
 /// assert!(s.errors.is_empty());

@@ -7,7 +7,7 @@
 use super::histogram::Histogram;
 use super::parse::Scrape;
 use super::signals::{map, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
-use goodput_core::{Distribution, Window};
+use crate::{Distribution, Window};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

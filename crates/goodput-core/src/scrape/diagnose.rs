@@ -4,8 +4,8 @@
 
 use super::signals::{CounterSignal, GaugeSignal, HistogramSignal};
 use super::window::{HistogramSummary, WindowSummary};
-use goodput_core::metrics::{ms, RequestMetrics};
-use goodput_core::{Diagnosis, Distribution, Outcome, RequestRecord, Summary};
+use crate::metrics::{ms, RequestMetrics};
+use crate::{Diagnosis, Distribution, Outcome, RequestRecord, Summary};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -518,13 +518,13 @@ pub fn diagnose(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goodput_core::{analyze, AnalysisOptions, CountSource, Outcome, RequestRecord, Window};
+    use crate::{analyze, AnalysisOptions, CountSource, Outcome, RequestRecord, Window};
 
     /// A served request with `cached` prompt tokens from the cache and TTFT `ttft_ms`.
     fn served(id: u64, cached: u64, ttft_ms: u64) -> RequestRecord {
         let mut r = RequestRecord::new(id, Duration::from_millis(id * 100), Duration::from_millis(id * 100));
         let first = r.sent + Duration::from_millis(ttft_ms);
-        r.chunks = vec![goodput_core::OutputChunk { t: first, tokens: 1, channel: goodput_core::Channel::Content }];
+        r.chunks = vec![crate::OutputChunk { t: first, tokens: 1, channel: crate::Channel::Content }];
         (r.end, r.output_tokens, r.output_tokens_source) = (first, 1, CountSource::Usage);
         r.counts.usage_cached_prompt = Some(cached);
         r.outcome = Outcome::Success;
@@ -655,7 +655,7 @@ mod tests {
         r.sent = at(sent_ms);
         r.chunks = chunks_ms
             .iter()
-            .map(|&t| goodput_core::OutputChunk { t: at(t), tokens: 1, channel: goodput_core::Channel::Content })
+            .map(|&t| crate::OutputChunk { t: at(t), tokens: 1, channel: crate::Channel::Content })
             .collect();
         r.end = at(*chunks_ms.last().unwrap());
         r

@@ -109,7 +109,7 @@ impl Histogram {
 /// observations; and for `q` outside 0..=1 (Prometheus: ±Inf).
 ///
 /// ```
-/// use goodput_load::scrape::histogram::{histogram_quantile, Bucket};
+/// use goodput_core::scrape::histogram::{histogram_quantile, Bucket};
 /// let b = |le, count| Bucket { le, count };
 /// let buckets = [b(0.1, 20.0), b(0.5, 60.0), b(1.0, 100.0), b(f64::INFINITY, 100.0)];
 /// // rank 50 lies 30 of the 40 observations into (0.1, 0.5]

@@ -1,8 +1,11 @@
 //! Server signals, the pure half: Prometheus text parsed into families
 //! ([`parse`]), the histogram arithmetic on them ([`histogram`]), engine
 //! metrics mapped to common signals ([`signals`]), and summaries over a run
-//! window ([`window`]). No I/O: the scraping loop that fetches `/metrics` and
-//! stamps each scrape on the run clock lives elsewhere.
+//! window ([`window`]), and the cross-check and diagnoses they support
+//! ([`diagnose`]). No I/O: the scraping loop that fetches `/metrics` and
+//! stamps each scrape on the run clock is goodput-load's `scraper`. Here, so
+//! that every number of a run, the server's included, is recomputed from
+//! what the result keeps (`report --window`, a merge of shards).
 
 pub mod diagnose;
 pub mod histogram;
