@@ -223,7 +223,7 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("input_tokens_per_s", csv_num(Some(th.input_tokens_per_s)));
     put("output_tokens_per_s", csv_num(Some(th.output_tokens_per_s)));
     put("total_tokens_per_s", csv_num(Some(th.total_tokens_per_s)));
-    put("peak_output_tokens_per_s", csv_num(Some(th.peak_output_tokens_per_s)));
+    put("peak_output_tokens_per_s", csv_num(crate::peers::peak_output_tokens_per_s(r)));
     put("in_flight_mean", csv_num(Some(s.in_flight.mean)));
     put("in_flight_peak", s.in_flight.peak.to_string());
     put("input_tokens", s.tokens.input.to_string());

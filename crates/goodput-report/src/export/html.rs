@@ -224,7 +224,11 @@ fn run_cards(o: &mut String, r: &RunResult) {
         o,
         "output throughput",
         &format!("{:.1} <small>tok/s</small>", th.output_tokens_per_s),
-        &format!("peak {:.1} · {:.3} req/s", th.peak_output_tokens_per_s, th.requests_per_s),
+        &format!(
+            "peak {} · {:.3} req/s",
+            crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}")),
+            th.requests_per_s
+        ),
     );
     card(
         o,
@@ -455,7 +459,11 @@ fn run_body(o: &mut String, r: &RunResult) {
         ("requests/s", format!("{:.3}", th.requests_per_s)),
         (
             "output tokens/s",
-            format!("{:.1} (peak {:.1} over 1 s)", th.output_tokens_per_s, th.peak_output_tokens_per_s),
+            format!(
+                "{:.1} (peak {} over 1 s)",
+                th.output_tokens_per_s,
+                crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
+            ),
         ),
         ("input tokens/s", format!("{:.1}", th.input_tokens_per_s)),
         ("total tokens/s", format!("{:.1}", th.total_tokens_per_s)),
