@@ -300,6 +300,32 @@ fn aiperf_figures_agree_with_what_it_printed() {
     assert_eq!(n[0], Some(s.requests.completed as f64));
 }
 
+#[test]
+fn aiperf_failures_keep_their_status_and_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines: Vec<Value> =
+        printed("aiperf/profile_export.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // A request the server refused: AIPerf keeps no content times for it.
+    lines[5]["error"] = serde_json::json!({"code": 503, "type": "HTTPError", "message": "Service Unavailable"});
+    lines[5]["metrics"] = serde_json::json!({});
+    lines[6]["error"] = serde_json::json!({"code": null, "type": "ClientConnectorError", "message": "refused"});
+    let p = dir.path().join("profile_export.jsonl");
+    std::fs::write(&p, lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")).unwrap();
+    let r = read_json(&p).unwrap();
+    let q = &r.summary.requests;
+    assert_eq!((q.completed, q.failed), (38, 2));
+    assert_eq!(q.errors_by_kind.get("http_status"), Some(&1));
+    assert_eq!(q.errors_by_kind.get("connect"), Some(&1));
+    let failed = &r.requests.as_ref().unwrap()[5];
+    assert_eq!(failed.http_status, Some(503));
+    assert!(
+        matches!(&failed.outcome, goodput_core::Outcome::Failed { message, .. } if message == "HTTPError: Service Unavailable")
+    );
+    // No summary beside these records: what that leaves unknown is said.
+    assert_eq!(r.tool.version, "unknown");
+    assert!(r.warnings.iter().any(|w| w.contains("no profile_export_aiperf.json beside the records")));
+}
+
 // ---------------------------------------------------------------- GuideLLM
 
 #[test]

@@ -147,6 +147,7 @@ pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<P
             Some(e) => {
                 let message = [e["type"].as_str(), e["message"].as_str()].into_iter().flatten().collect::<Vec<_>>();
                 let message = message.join(": ");
+                r.http_status = e["code"].as_u64().and_then(|c| u16::try_from(c).ok()).filter(|c| *c >= 100);
                 Outcome::Failed { kind: failure_kind(e["code"].as_u64(), &message), message }
             }
             None if md["was_cancelled"].as_bool() == Some(true) => Outcome::Cancelled,
