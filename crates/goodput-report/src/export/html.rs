@@ -371,7 +371,7 @@ fn time_charts(r: &RunResult) -> Vec<Chart> {
             ts.failures.iter().map(|&t| (t, 0.0)).collect(),
         ));
     }
-    vec![
+    let mut charts = vec![
         Chart {
             id: "throughput-time".into(),
             title: "Output throughput over the run".into(),
@@ -418,7 +418,13 @@ fn time_charts(r: &RunResult) -> Vec<Chart> {
                 .then(|| format!("Every n-th request shown ({} dots).", ts.ttft.len())),
             ..Default::default()
         },
-    ]
+    ];
+    // An imported run whose file does not time each chunk cannot place its
+    // tokens in time.
+    if crate::peers::peak_output_tokens_per_s(r).is_none() {
+        charts.remove(0);
+    }
+    charts
 }
 
 fn charts(o: &mut String, charts: &[Chart]) {
@@ -436,8 +442,11 @@ fn run_body(o: &mut String, r: &RunResult) {
     latency_table(o, r);
     let slo = slo_of(r);
     let one = [(String::new(), r)];
-    let cdfs: Vec<Chart> =
-        Latency::ALL.iter().map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &one, slo_guides(&slo, m))).collect();
+    let cdfs: Vec<Chart> = Latency::ALL
+        .iter()
+        .filter(|m| crate::peers::recomputed(r, m.field()))
+        .map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &one, slo_guides(&slo, m)))
+        .collect();
     charts(o, &cdfs);
     o.push_str("</section>");
 
@@ -1011,6 +1020,15 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
     let mut o = String::new();
     let load = load_line(&r.config);
     let mut lines = vec![target_line(&r.target, "")];
+    if let Some(i) = crate::peers::ImportInfo::of(r) {
+        lines.push(format!(
+            "imported from {} {} · {} ({})",
+            html(&i.tool),
+            html(&crate::peers::version_text(&i.version)),
+            html(&i.source),
+            html(&i.format)
+        ));
+    }
     if !load.is_empty() {
         lines.push(format!("load {}", html(&load)));
     }

@@ -116,12 +116,18 @@ impl ImportInfo {
     }
 }
 
+/// Whether `field` (a place in the result, as `ImportInfo::not_recomputed`
+/// names it: `summary.itl_ms`) holds a recomputed figure: always, but in a
+/// run imported from a file that cannot give it.
+pub fn recomputed(r: &RunResult, field: &str) -> bool {
+    ImportInfo::of(r).is_none_or(|i| !i.not_recomputed.iter().any(|n| n == field))
+}
+
 /// The run's peak output rate over 1 s, unless it was imported from a file
 /// that cannot give it (the figure is then 0, and not a measurement).
 pub fn peak_output_tokens_per_s(r: &RunResult) -> Option<f64> {
-    let unknown = ImportInfo::of(r)
-        .is_some_and(|i| i.not_recomputed.iter().any(|n| n == "summary.throughput.peak_output_tokens_per_s"));
-    (!unknown).then_some(r.summary.throughput.peak_output_tokens_per_s)
+    recomputed(r, "summary.throughput.peak_output_tokens_per_s")
+        .then_some(r.summary.throughput.peak_output_tokens_per_s)
 }
 
 /// A tool's version as the result keeps it, in words where the file gave none.
