@@ -80,6 +80,22 @@ fn report_renders_an_imported_run_as_html() {
 }
 
 #[test]
+fn csv_leaves_empty_what_the_file_cannot_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("csv");
+    goodput().arg("report").arg(fixture("guidellm/benchmarks.json")).arg("--csv").arg(&csv).assert().success();
+    let text = std::fs::read_to_string(csv.join("requests.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let first: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for c in ["ttfb_ms", "ttft_content_ms", "itl_max_ms"] {
+        assert_eq!(first[col(c)], "", "{c}");
+    }
+    assert!(first[col("ttft_ms")].parse::<f64>().unwrap() > 10.0);
+}
+
+#[test]
 fn report_re_analyses_an_import_and_still_says_what_it_cannot_give() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("g.json");
