@@ -88,6 +88,8 @@ fn vllm_is_read_with_what_its_file_names() {
     assert_eq!(r.config["load"]["concurrency"], 8);
     assert_eq!(r.config["load"]["requests"], 40);
     assert!(r.config["import"]["source"].as_str().unwrap().ends_with("vllm.json"));
+    assert_eq!(r.config["tool_settings"]["max_concurrency"], 8);
+    assert_eq!(r.config["tool_settings"]["backend"], "openai-chat");
     assert_eq!(r.requests.as_ref().unwrap().len(), 40);
     // What the file cannot give is said, and left out rather than made up.
     assert!(r.warnings.iter().any(|w| w.contains("no vLLM version, no server URL")), "{:?}", r.warnings);

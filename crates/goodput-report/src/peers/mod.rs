@@ -213,7 +213,7 @@ fn build(p: Parsed) -> RunResult {
     let a = analyze(&p.records, &opts);
     let config = json!({
         "import": p.info,
-        "source": p.settings,
+        "tool_settings": p.settings,
         "load": p.load,
         "percentiles": opts.percentiles,
     });
