@@ -174,6 +174,26 @@ fn vllm_figures_under_goodputs_definitions() {
 }
 
 #[test]
+fn an_older_vllm_file_without_send_times_is_read_over_its_duration() {
+    // Versions before start_times: every send at 0, the rates over vLLM's duration.
+    let mut v = json("vllm/vllm.json");
+    v.as_object_mut().unwrap().remove("start_times");
+    v.as_object_mut().unwrap().remove("queue_times");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("old.json");
+    std::fs::write(&p, v.to_string()).unwrap();
+    let r = read_json(&p).unwrap();
+    let dur = v["duration"].as_f64().unwrap();
+    assert_eq!(r.window.duration_s, dur);
+    close(r.summary.throughput.output_tokens_per_s, v["output_throughput"].as_f64().unwrap(), 1e-9, "tok/s");
+    close(r.compat.vllm.request_throughput, v["request_throughput"].as_f64().unwrap(), 1e-9, "req/s");
+    assert_eq!((r.summary.in_flight.peak, r.summary.client_queue_ms.count), (0, 0));
+    // Latencies are from each request's own send: unchanged.
+    assert_eq!(r.summary.ttft_ms, import("vllm/vllm.json").summary.ttft_ms);
+    assert!(r.warnings.iter().any(|w| w.contains("saved no send times")), "{:?}", r.warnings);
+}
+
+#[test]
 fn vllm_figures_agree_with_what_it_printed() {
     let r = import("vllm/vllm.json");
     let t = printed("vllm/terminal.txt");
