@@ -35,11 +35,11 @@ pub struct RequestRecord {
     /// Output-bearing chunks only, in arrival order.
     #[serde(default)]
     pub chunks: Vec<OutputChunk>,
-    /// The first and last streamed payloads that had a choice, output or
-    /// not (a role-only chunk, an empty keep-alive): where vLLM's `bench
-    /// serve` (2025 on) takes TTFT and a request's end, kept to give its
-    /// figures in `compat.vllm`. OpenAI's streamed APIs only; absent where
-    /// they are the first and last output chunks.
+    /// The first and last streamed payloads vLLM's `bench serve` (0.33)
+    /// counts as output (an empty `content` without a `role` included): where
+    /// it takes TTFT and a request's end, kept to give its figures in
+    /// `compat.vllm`. OpenAI's streamed APIs only; absent where they are the
+    /// first and last output chunks.
     #[serde(
         rename = "first_choice_ns",
         with = "crate::serde_ns::option",

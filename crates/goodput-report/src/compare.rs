@@ -260,7 +260,13 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             metrics.push(r.metric);
         }
     }
-    let note = kinds_note(runs);
+    let kinds = kinds_note(runs);
+    // Across a measurement and a simulation no change is better or worse.
+    let neutral = kinds.is_some();
+    let note = match (kinds, sources_note(runs)) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
     let rows = metrics
         .into_iter()
         .map(|m| {
@@ -275,8 +281,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
                     _ => None,
                 })
                 .collect();
-            // Across a measurement and a simulation no change is better or worse.
-            let better = if note.is_some() { Better::Neither } else { m.better() };
+            let better = if neutral { Better::Neither } else { m.better() };
             Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes }
         })
         .collect();
@@ -297,6 +302,23 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         differences: differences(runs),
         note,
     }
+}
+
+/// The note for runs that other tools measured (`import`): which tool
+/// measured each run, and that their figures are recomputed.
+fn sources_note(runs: &[(&str, &RunResult)]) -> Option<String> {
+    if !runs.iter().any(|(_, r)| r.kind == crate::peers::KIND) {
+        return None;
+    }
+    let each: Vec<String> = runs
+        .iter()
+        .map(|(l, r)| format!("{l} by {} {}", r.tool.name, crate::peers::version_text(&r.tool.version)))
+        .collect();
+    Some(format!(
+        "measured {}; every figure is recomputed from the runs' records by goodput's definitions, and '-' is one \
+         a tool's file cannot give (each run's warnings say why)",
+        each.join(", ")
+    ))
 }
 
 /// The note for runs of different kinds: which are simulated (`estimate`)
@@ -323,6 +345,9 @@ fn differences(runs: &[(&str, &RunResult)]) -> Vec<Difference> {
             let mut m = BTreeMap::new();
             leaves("config".into(), &r.config, &mut m);
             m.remove("config.label");
+            // An import's notes are its warnings; the note above names its tool.
+            m.remove("config.import.notes");
+            m.remove("config.import.not_recomputed");
             leaves("target".into(), &serde_json::to_value(&r.target).unwrap_or_default(), &mut m);
             m.insert("tool.version".into(), r.tool.version.clone());
             m

@@ -8,6 +8,7 @@ pub mod escape;
 pub mod export;
 pub mod format;
 pub mod metric;
+pub mod peers;
 pub mod records;
 pub mod schema;
 pub mod series;
@@ -102,9 +103,15 @@ pub enum Document {
     Sweep(Box<SweepResult>),
 }
 
-/// Reads a result document written by `write_json`, run or sweep.
+/// Reads a result document written by `write_json`, run or sweep, or
+/// another tool's result ([`peers`]: vLLM `bench serve`, AIPerf,
+/// GuideLLM) as a run.
 pub fn read_document(path: &Path) -> Result<Document, String> {
-    let v = read_value(path)?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if let Some(run) = peers::import(path, &text)? {
+        return Ok(Document::Run(Box::new(run)));
+    }
+    let v = read_value(path, &text)?;
     if v.get("kind").and_then(|k| k.as_str()) == Some("compare") {
         return Err(format!("{} is a comparison (goodput compare), not a run or a sweep", path.display()));
     }
@@ -126,15 +133,22 @@ pub fn read_json(path: &Path) -> Result<RunResult, String> {
     }
 }
 
-fn read_value(path: &Path) -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+fn read_value(path: &Path, text: &str) -> Result<serde_json::Value, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "{} is not JSON ({e}): goodput reads its own results and vLLM bench serve's, AIPerf's and GuideLLM's",
+            path.display()
+        )
+    })?;
     match v.get("schema").and_then(|s| s.as_str()) {
         Some(goodput_core::SCHEMA) => Ok(v),
         Some(other) => {
             Err(format!("{} has schema '{other}', this goodput reads '{}'", path.display(), goodput_core::SCHEMA))
         }
-        None => Err(format!("{} is not a goodput result (no \"schema\" field)", path.display())),
+        None => Err(format!(
+            "{} is not a goodput result (no \"schema\" field), nor a result of vLLM bench serve (--save-result \
+             --save-detailed), AIPerf (profile_export.jsonl) or GuideLLM (benchmarks.json)",
+            path.display()
+        )),
     }
 }

@@ -41,6 +41,16 @@ impl Latency {
         }
     }
 
+    /// Its place in the result.
+    pub fn field(self) -> &'static str {
+        match self {
+            Latency::Ttft => "summary.ttft_ms",
+            Latency::Tpot => "summary.tpot_ms",
+            Latency::Itl => "summary.itl_ms",
+            Latency::E2e => "summary.e2e_ms",
+        }
+    }
+
     fn summary(self, r: &RunResult) -> &Distribution {
         let s = &r.summary;
         match self {
@@ -76,6 +86,11 @@ pub struct Cdf {
 
 /// The CDF of one latency metric of a run.
 pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
+    // An imported run whose file cannot give the metric has no samples of
+    // it, whatever its rebuilt records would say.
+    if !crate::peers::recomputed(r, m.field()) {
+        return Cdf { points: Vec::new(), from_percentiles: false, samples: 0 };
+    }
     if let Some(recs) = &r.requests {
         let mut v = m.samples(recs);
         v.retain(|x| x.is_finite());

@@ -25,6 +25,10 @@ pub fn render(r: &RunResult) -> String {
         esc(&t.model),
         api_line(r)
     );
+    if let Some(i) = crate::peers::ImportInfo::of(r) {
+        let v = crate::peers::version_text(&i.version);
+        let _ = writeln!(o, "imported from {} {} · {} ({})", esc(&i.tool), esc(&v), esc(&i.source), esc(&i.format));
+    }
     let _ = writeln!(o, "load: {}", esc(&load_line(&r.config)));
     let _ = writeln!(
         o,
@@ -90,8 +94,9 @@ pub fn render(r: &RunResult) -> String {
     let _ = writeln!(o, "  requests/s      {:>12.3}", th.requests_per_s);
     let _ = writeln!(
         o,
-        "  output tok/s    {:>12.1}   (peak {:.1} over 1 s)",
-        th.output_tokens_per_s, th.peak_output_tokens_per_s
+        "  output tok/s    {:>12.1}   (peak {} over 1 s)",
+        th.output_tokens_per_s,
+        crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
     );
     let _ = writeln!(o, "  input tok/s     {:>12.1}", th.input_tokens_per_s);
     let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);

@@ -103,6 +103,9 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
             opts.slo = Some(spec.parse().map_err(|e: String| anyhow!("the saved SLO '{spec}': {e}"))?);
         }
     }
+    if let (Some(import), Some(slo)) = (goodput_report::peers::ImportInfo::of(&run), &opts.slo) {
+        import.check_slo(slo).map_err(|e| anyhow!(e))?;
+    }
     if opts.cost.is_none() {
         if let Some(c) = &run.cost {
             opts.cost = Some(goodput_core::cost::CostConfig { gpu_hour_usd: c.gpu_hour_usd, gpus: c.gpus });
@@ -133,6 +136,10 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         &records,
         &opts,
     );
+    // An imported run says again where it came from and what its file cannot give.
+    if let Some(import) = goodput_report::peers::ImportInfo::of(&run) {
+        import.apply(&mut result);
+    }
     result.engine = run.engine.clone();
     result.server_signals = run.server_signals.clone();
     result.diagnosis = run.diagnosis.clone();

@@ -284,8 +284,9 @@ pub struct ChunkInfo {
     /// The stream said its last word (Messages' `message_stop`, Ollama's
     /// `done`), as `[DONE]` does for OpenAI's.
     pub done: bool,
-    /// An OpenAI payload with a non-empty `choices`, output or not: what
-    /// vLLM's `bench serve` stamps TTFT at.
+    /// An OpenAI payload vLLM's `bench serve` (0.33) counts as output and
+    /// stamps its TTFT and ITL on: any completions choice; a chat delta with
+    /// text, reasoning or a call, or an empty `content` without a `role`.
     pub choice: bool,
 }
 

@@ -92,6 +92,33 @@ struct WireMessage<'a> {
     thinking: Option<Cow<'a, str>>,
     #[serde(default)]
     tool_calls: Option<Vec<Value>>,
+    /// Whether the delta names a `role` (the opening metadata chunk does),
+    /// whatever its value.
+    #[serde(default, deserialize_with = "present")]
+    role: bool,
+    #[serde(default)]
+    function_call: Option<Value>,
+}
+
+/// True for a field that is there, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
+
+impl WireMessage<'_> {
+    /// Whether vLLM's `bench serve` (0.33, `_choice_has_streamed_output`)
+    /// counts a chat delta as output, to stamp its TTFT and ITL on: text,
+    /// `reasoning` (not `reasoning_content`), a tool or function call, or an
+    /// empty `content` without a `role` (a token that decodes to nothing);
+    /// the opening chunk, which names the role, is not.
+    fn vllm_output(&self) -> bool {
+        let some = |s: &Option<Cow<'_, str>>| s.as_deref().is_some_and(|t| !t.is_empty());
+        some(&self.content)
+            || some(&self.reasoning)
+            || self.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
+            || self.function_call.as_ref().is_some_and(|f| !f.is_null() && f.as_object().is_none_or(|o| !o.is_empty()))
+            || (self.content.as_deref() == Some("") && !self.role)
+    }
 }
 
 /// Parses one `data:` payload of a stream, or a whole non-streamed body.
@@ -106,7 +133,8 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
     let Some(choice) = wire.choices.and_then(|c| c.into_iter().next()) else {
         return Ok(info);
     };
-    info.choice = true;
+    // vLLM's client counts any completions choice, and a chat delta by its rule.
+    info.choice = choice.delta.as_ref().is_none_or(WireMessage::vllm_output);
     info.finish_reason = choice.finish_reason.map(Cow::into_owned);
     // Content first, then reasoning: `push` counts visible content from the start.
     info.push(Channel::Content, choice.text.as_deref().unwrap_or(""));
@@ -130,6 +158,31 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
 mod tests {
     use super::super::build_body;
     use super::*;
+
+    /// Which payloads vLLM 0.33's client counts (`_choice_has_streamed_output`).
+    #[test]
+    fn payloads_vllm_counts_as_output() {
+        let counts = |delta: &str| {
+            let data = format!(r#"{{"choices":[{{"index":0,"delta":{delta},"finish_reason":null}}]}}"#);
+            parse_chunk(&data).unwrap().choice
+        };
+        assert!(!counts(r#"{"role":"assistant","content":""}"#), "the opening chunk names the role");
+        assert!(!counts(r#"{"role":"assistant","content":null}"#));
+        assert!(!counts(r#"{"role":null,"content":""}"#), "a role key, even null, marks the opening chunk");
+        assert!(counts(r#"{"content":""}"#), "an empty content without a role: a token that decodes to nothing");
+        assert!(!counts(r#"{"content":null}"#));
+        assert!(counts(r#"{"content":"hi"}"#));
+        assert!(counts(r#"{"role":"assistant","content":"hi"}"#));
+        assert!(counts(r#"{"reasoning":"hmm"}"#));
+        assert!(!counts(r#"{"reasoning_content":"hmm"}"#), "vLLM 0.33 reads `reasoning` only");
+        assert!(counts(r#"{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}"#));
+        assert!(!counts(r#"{"tool_calls":[]}"#));
+        assert!(counts(r#"{"function_call":{"name":"f"}}"#));
+        assert!(!counts(r#"{}"#));
+        // Completions: any choice; no choices (a usage chunk): none.
+        assert!(parse_chunk(r#"{"choices":[{"index":0,"text":""}]}"#).unwrap().choice);
+        assert!(!parse_chunk(r#"{"choices":[],"usage":{"completion_tokens":3}}"#).unwrap().choice);
+    }
 
     #[test]
     fn body_for_chat_with_usage_and_ignore_eos() {

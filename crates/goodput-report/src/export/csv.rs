@@ -28,7 +28,12 @@ impl Exporter for Csv {
         let fields = summary_fields(run, &ps);
         let mut files = vec![("summary.csv".to_string(), table(&names(&fields), &[cells(fields)]))];
         if let Some(recs) = &run.requests {
-            files.push(("requests.csv".to_string(), requests_csv(recs.iter().map(|r| (None, r)))));
+            // An imported run's file cannot give some of these: their cells stay empty.
+            let blank: Vec<&str> = ["ttfb_ms", "ttft_content_ms", "itl_max_ms", "client_queue_ms"]
+                .into_iter()
+                .filter(|c| !crate::peers::recomputed(run, &format!("summary.{c}")))
+                .collect();
+            files.push(("requests.csv".to_string(), requests_csv(recs.iter().map(|r| (None, r)), &blank)));
         }
         if let Some(Ok(s)) = crate::server::of(run) {
             let (header, rows) = s.table();
@@ -77,7 +82,7 @@ impl Exporter for Csv {
                 .iter()
                 .enumerate()
                 .flat_map(|(i, p)| p.result.requests.iter().flatten().map(move |r| (Some(i), r)));
-            files.push(("requests.csv".to_string(), requests_csv(recs)));
+            files.push(("requests.csv".to_string(), requests_csv(recs, &[])));
         }
         Ok(Rendered::Folder(files))
     }
@@ -223,7 +228,7 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("input_tokens_per_s", csv_num(Some(th.input_tokens_per_s)));
     put("output_tokens_per_s", csv_num(Some(th.output_tokens_per_s)));
     put("total_tokens_per_s", csv_num(Some(th.total_tokens_per_s)));
-    put("peak_output_tokens_per_s", csv_num(Some(th.peak_output_tokens_per_s)));
+    put("peak_output_tokens_per_s", csv_num(crate::peers::peak_output_tokens_per_s(r)));
     put("in_flight_mean", csv_num(Some(s.in_flight.mean)));
     put("in_flight_peak", s.in_flight.peak.to_string());
     put("input_tokens", s.tokens.input.to_string());
@@ -280,8 +285,9 @@ fn source(s: CountSource) -> String {
     s.to_string()
 }
 
-/// One row per request; `point` is the sweep point it belongs to.
-fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord)>) -> Vec<u8> {
+/// One row per request; `point` is the sweep point it belongs to. The
+/// columns named in `blank` are left empty.
+fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord)>, blank: &[&str]) -> Vec<u8> {
     let mut recs = recs.peekable();
     let with_point = recs.peek().is_some_and(|(p, _)| p.is_some());
     let with_session = recs.peek().is_some_and(|(_, r)| r.session.is_some());
@@ -378,5 +384,11 @@ fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord
             row
         })
         .collect();
+    let mut rows = rows;
+    for i in header.iter().enumerate().filter(|(_, h)| blank.contains(&h.as_str())).map(|(i, _)| i) {
+        for row in &mut rows {
+            row[i].clear();
+        }
+    }
     table(&header, &rows)
 }

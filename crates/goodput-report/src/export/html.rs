@@ -224,7 +224,11 @@ fn run_cards(o: &mut String, r: &RunResult) {
         o,
         "output throughput",
         &format!("{:.1} <small>tok/s</small>", th.output_tokens_per_s),
-        &format!("peak {:.1} · {:.3} req/s", th.peak_output_tokens_per_s, th.requests_per_s),
+        &format!(
+            "peak {} · {:.3} req/s",
+            crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}")),
+            th.requests_per_s
+        ),
     );
     card(
         o,
@@ -367,7 +371,7 @@ fn time_charts(r: &RunResult) -> Vec<Chart> {
             ts.failures.iter().map(|&t| (t, 0.0)).collect(),
         ));
     }
-    vec![
+    let mut charts = vec![
         Chart {
             id: "throughput-time".into(),
             title: "Output throughput over the run".into(),
@@ -414,7 +418,13 @@ fn time_charts(r: &RunResult) -> Vec<Chart> {
                 .then(|| format!("Every n-th request shown ({} dots).", ts.ttft.len())),
             ..Default::default()
         },
-    ]
+    ];
+    // An imported run whose file does not time each chunk cannot place its
+    // tokens in time.
+    if crate::peers::peak_output_tokens_per_s(r).is_none() {
+        charts.remove(0);
+    }
+    charts
 }
 
 fn charts(o: &mut String, charts: &[Chart]) {
@@ -432,8 +442,11 @@ fn run_body(o: &mut String, r: &RunResult) {
     latency_table(o, r);
     let slo = slo_of(r);
     let one = [(String::new(), r)];
-    let cdfs: Vec<Chart> =
-        Latency::ALL.iter().map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &one, slo_guides(&slo, m))).collect();
+    let cdfs: Vec<Chart> = Latency::ALL
+        .iter()
+        .filter(|m| crate::peers::recomputed(r, m.field()))
+        .map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &one, slo_guides(&slo, m)))
+        .collect();
     charts(o, &cdfs);
     o.push_str("</section>");
 
@@ -455,7 +468,11 @@ fn run_body(o: &mut String, r: &RunResult) {
         ("requests/s", format!("{:.3}", th.requests_per_s)),
         (
             "output tokens/s",
-            format!("{:.1} (peak {:.1} over 1 s)", th.output_tokens_per_s, th.peak_output_tokens_per_s),
+            format!(
+                "{:.1} (peak {} over 1 s)",
+                th.output_tokens_per_s,
+                crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
+            ),
         ),
         ("input tokens/s", format!("{:.1}", th.input_tokens_per_s)),
         ("total tokens/s", format!("{:.1}", th.total_tokens_per_s)),
@@ -1003,6 +1020,15 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
     let mut o = String::new();
     let load = load_line(&r.config);
     let mut lines = vec![target_line(&r.target, "")];
+    if let Some(i) = crate::peers::ImportInfo::of(r) {
+        lines.push(format!(
+            "imported from {} {} · {} ({})",
+            html(&i.tool),
+            html(&crate::peers::version_text(&i.version)),
+            html(&i.source),
+            html(&i.format)
+        ));
+    }
     if !load.is_empty() {
         lines.push(format!("load {}", html(&load)));
     }

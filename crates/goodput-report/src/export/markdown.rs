@@ -107,7 +107,8 @@ pub fn run_markdown(r: &RunResult) -> String {
     let th = &s.throughput;
     o.push_str("| throughput | |\n| --- | ---: |\n");
     let _ = writeln!(o, "| requests/s | {:.3} |", th.requests_per_s);
-    let _ = writeln!(o, "| output tok/s | {:.1} (peak {:.1}) |", th.output_tokens_per_s, th.peak_output_tokens_per_s);
+    let peak = crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"));
+    let _ = writeln!(o, "| output tok/s | {:.1} (peak {peak}) |", th.output_tokens_per_s);
     let _ = writeln!(o, "| input tok/s | {:.1} |", th.input_tokens_per_s);
     let _ = writeln!(o, "| total tok/s | {:.1} |", th.total_tokens_per_s);
     let _ = writeln!(o, "| in flight | {:.2} mean · {} peak |", s.in_flight.mean, s.in_flight.peak);

@@ -1,0 +1,217 @@
+//! GuideLLM's `benchmarks.json`: its settings (`config.spec`) and, per
+//! benchmark, every request's stats under `requests.successful`,
+//! `errored` and `incomplete`, each with `info.timings` on the wall clock
+//! (`request_start`, `first_token_iteration`, `last_token_iteration`,
+//! `token_iterations`, `request_end`) and its token counts. Read from
+//! GuideLLM 0.8's `schemas/base/request_stats.py` and
+//! `backends/openai/http.py`: an iteration is a streamed line that added
+//! text; only the first and the last are timed, and its ITL is one mean gap
+//! per request, (last − first)/(n − 1).
+
+use super::{common_not_recomputed, common_notes, secs, ImportInfo, Parsed};
+use goodput_core::{
+    spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord, Target,
+};
+use serde_json::{json, Value};
+
+const TOOL: &str = "guidellm";
+
+/// GuideLLM's benchmarks report.
+pub(super) fn is(v: &Value) -> bool {
+    v.get("benchmarks").is_some_and(Value::is_array)
+        && (v.pointer("/metadata/guidellm_version").is_some()
+            || v.pointer("/benchmarks/0/type_").and_then(Value::as_str) == Some("generative_benchmark"))
+}
+
+pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
+    let bad = |what: &str| {
+        format!(
+            "{name} is a GuideLLM benchmarks report whose {what}: the file is damaged or from a GuideLLM this \
+             goodput does not know; pass the benchmarks.json GuideLLM wrote (guidellm run --output kind=json)"
+        )
+    };
+    let benchmarks = v["benchmarks"].as_array().expect("is() saw a list");
+    let b = match &benchmarks[..] {
+        [b] => b,
+        [] => return Err(format!("{name} is a GuideLLM benchmarks report with no benchmark in it: nothing to read")),
+        many => {
+            return Err(format!(
+                "{name} is a GuideLLM benchmarks report of {} benchmarks (a sweep, or several rates or streams); \
+                 goodput reads one run a file: run GuideLLM with one rate or stream count per --output file",
+                many.len()
+            ))
+        }
+    };
+    let groups = b.get("requests").ok_or_else(|| bad("benchmark has no \"requests\""))?;
+    let mut all: Vec<(&str, &Value)> = Vec::new();
+    for status in ["successful", "errored", "incomplete"] {
+        if let Some(l) = groups[status].as_array() {
+            all.extend(l.iter().map(|r| (status, r)));
+        }
+    }
+    let time = |r: &Value, k: &str| r["info"]["timings"][k].as_f64();
+    let mut origin = f64::INFINITY;
+    for (i, (_, r)) in all.iter().enumerate() {
+        let start = time(r, "request_start").or_else(|| time(r, "resolve_start"));
+        origin = origin.min(start.ok_or_else(|| bad(&format!("request {i} has no request_start time")))?);
+    }
+    // Requests sent in the order they were sent.
+    all.sort_by(|a, b| {
+        let t = |r: &Value| time(r, "request_start").or_else(|| time(r, "resolve_start")).unwrap_or(0.0);
+        t(a.1).total_cmp(&t(b.1))
+    });
+
+    let (mut several_per_iteration, mut by_iterations, mut bundled) = (0, 0, 0);
+    let mut records = Vec::with_capacity(all.len());
+    for (id, (status, r)) in all.iter().enumerate() {
+        let at = |k: &'static str| move || bad(&format!("request {id}'s {k} is before its start"));
+        let rel = |k: &'static str| -> Result<Option<std::time::Duration>, String> {
+            time(r, k).map(|t| secs(t - origin, at(k))).transpose()
+        };
+        let sent = match rel("request_start")? {
+            Some(t) => t,
+            None => rel("resolve_start")?.expect("checked above"),
+        };
+        let scheduled = rel("targeted_start").ok().flatten().map_or(sent, |t| t.min(sent));
+        let mut rec = RequestRecord::new(id as u64, scheduled, sent);
+        rec.end = match rel("request_end")? {
+            Some(t) => t,
+            None => rel("resolve_end")?.unwrap_or(sent),
+        }
+        .max(sent);
+        rec.input_tokens = r["prompt_tokens"].as_u64().unwrap_or(0);
+        rec.input_tokens_source = CountSource::Usage;
+        let iterations = r["info"]["timings"]["token_iterations"].as_u64().unwrap_or(0);
+        rec.output_tokens = r["output_tokens"].as_u64().unwrap_or(0);
+        rec.output_tokens_source = if r["output_metrics"]["total_tokens"].is_u64() {
+            CountSource::Usage
+        } else {
+            by_iterations += 1;
+            CountSource::Chunks
+        };
+        rec.counts.chunks = iterations;
+        // Only the first and the last iteration are timed: one chunk at the
+        // first with its share of the tokens, one at the last with the rest.
+        if let (Some(first), Some(last)) = (rel("first_token_iteration")?, rel("last_token_iteration")?) {
+            let n = rec.output_tokens;
+            let k_first = spread_evenly(n, iterations.max(1) as usize).first().copied().unwrap_or(0);
+            if iterations > 1 && last > first {
+                rec.chunks = vec![
+                    OutputChunk { t: first, tokens: k_first, channel: Channel::Content },
+                    OutputChunk { t: last, tokens: (n - k_first as u64) as u32, channel: Channel::Content },
+                ];
+                if iterations != n {
+                    several_per_iteration += 1;
+                }
+            } else {
+                rec.chunks = vec![OutputChunk { t: first, tokens: n as u32, channel: Channel::Content }];
+                if n > 1 {
+                    bundled += 1;
+                }
+            }
+            rec.chunk_tokens_source = ChunkTokenSource::Even;
+        }
+        let error = r["info"]["error"].as_str().unwrap_or("");
+        rec.outcome = match *status {
+            "successful" => Outcome::Success,
+            "incomplete" => Outcome::Cancelled,
+            _ => Outcome::Failed {
+                kind: if error.is_empty() { FailureKind::InvalidResponse } else { super::failure_kind(None, error) },
+                message: error.trim().to_string(),
+            },
+        };
+        records.push(rec);
+    }
+
+    let mut not_recomputed = common_not_recomputed();
+    not_recomputed.extend(
+        [
+            "summary.itl_ms",
+            "summary.chunk_gap_ms",
+            "summary.itl_max_ms",
+            "summary.throughput.peak_output_tokens_per_s",
+            "compat.vllm.itl",
+        ]
+        .map(String::from),
+    );
+    let mut notes = common_notes("GuideLLM");
+    notes.push(
+        "GuideLLM times only the first and the last streamed iteration of a request, not each chunk: TTFT, \
+         TPOT and E2E are recomputed, but ITL, the chunk gaps, the longest gap and the peak output rate are \
+         not (GuideLLM's own ITL is each request's mean gap, (last − first)/(n − 1), which is goodput's TPOT \
+         where the first iteration carried one token)"
+            .into(),
+    );
+    if several_per_iteration > 0 {
+        notes.push(format!(
+            "on {several_per_iteration} requests an iteration carried more than one token, and the first one's \
+             count is not kept: it is taken as an even share, so TPOT there is approximate"
+        ));
+    }
+    if bundled > 0 {
+        notes.push(format!("{bundled} requests came in one iteration: they have no TPOT"));
+    }
+    if by_iterations > 0 {
+        notes.push(format!(
+            "{by_iterations} requests had no usage from the server: GuideLLM counted their output as iterations"
+        ));
+    }
+
+    let spec = &v["config"]["spec"];
+    let backend = &spec["backend"];
+    let api = match backend["request_format"].as_str().unwrap_or("") {
+        f if f.contains("chat") => "chat",
+        f if f.contains("completions") => "completions",
+        f => f,
+    };
+    let mut load = json!({});
+    let profile = &spec["profile"];
+    match profile["kind"].as_str() {
+        Some("concurrent") => {
+            load["concurrency"] = profile["streams"].as_array().and_then(|s| s.first()).cloned().unwrap_or(Value::Null)
+        }
+        Some("synchronous") => load["concurrency"] = json!(1),
+        Some("constant" | "poisson") => {
+            if let Some(r) = profile["rate"].as_array().and_then(|s| s.first()).or(profile.get("rate")) {
+                load["rate"] = r.clone();
+                load["arrival"] = json!(if profile["kind"] == "poisson" { "poisson" } else { "constant" });
+            }
+        }
+        _ => {}
+    }
+    if let Some(c) = spec["constraints"].as_array().and_then(|c| c.iter().find(|c| c["kind"] == "max_requests")) {
+        load["requests"] = c["count"].clone();
+    }
+    let settings = json!({
+        "backend": { "kind": backend["kind"], "target": backend["target"], "model": backend["model"],
+                     "request_format": backend["request_format"], "stream": backend["stream"] },
+        "profile": profile,
+        "constraints": spec["constraints"],
+        "data": spec["data"],
+        "start_time": b["start_time"],
+        "end_time": b["end_time"],
+        "duration": b["duration"],
+    });
+    Ok(Parsed {
+        records,
+        started_unix_s: if origin.is_finite() { origin } else { 0.0 },
+        target: Target {
+            url: backend["target"].as_str().unwrap_or("").to_string(),
+            model: backend["model"].as_str().unwrap_or("").to_string(),
+            api: api.to_string(),
+            embedded: false,
+            server: None,
+        },
+        settings,
+        load,
+        info: ImportInfo {
+            tool: TOOL.into(),
+            version: v.pointer("/metadata/guidellm_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
+            format: "GuideLLM benchmarks JSON".into(),
+            source: name.to_string(),
+            not_recomputed,
+            duration_s: None,
+            notes,
+        },
+    })
+}
