@@ -508,9 +508,9 @@ async fn read_raw(sock: &mut TcpStream, cap: usize, idle: Duration) -> (Vec<u8>,
 async fn each_hostile_case_sends_what_it_says() {
     use crate::faults::Hostile;
     let idle = Duration::from_millis(300);
+    let gap = Duration::from_micros(100);
     for case in Hostile::ALL {
-        let faults =
-            FaultConfig { hostile: vec![(case, 1.0)], trickle_gap: Duration::from_micros(100), ..Default::default() };
+        let faults = FaultConfig { hostile: vec![(case, 1.0)], trickle_gap: gap, ..Default::default() };
         let (addr, s, _e) = start(FixedProfile { faults, ..quick() }).await;
         for stream in [true, false] {
             let what = format!("{case}, {}", if stream { "streamed" } else { "whole" });
@@ -521,8 +521,10 @@ async fn each_hostile_case_sends_what_it_says() {
             if case != Hostile::CloseAfterResponse {
                 req = req.replacen("Host: t\r\n", "Host: t\r\nConnection: close\r\n", 1);
             }
+            let sent = Instant::now();
             sock.write_all(req.as_bytes()).await.unwrap();
             let (bytes, ended, reads) = read_raw(&mut sock, 8 << 20, idle).await;
+            let took = sent.elapsed();
             let text = String::from_utf8_lossy(&bytes);
             let head_end = text.find("\r\n\r\n").map_or(text.len(), |i| i + 4);
             let (head, body) = text.split_at(head_end);
@@ -556,7 +558,10 @@ async fn each_hostile_case_sends_what_it_says() {
                 }
                 Hostile::NeverAnswer => assert_eq!((ended, bytes.len()), (Ended::Silent, 0), "{what}"),
                 Hostile::Trickle => {
-                    assert!(reads > 100, "{what}: {reads} reads");
+                    // Causal: a byte every gap, so never sooner than that
+                    // (how many reads it took depends on how busy the reader is).
+                    let floor = gap * (bytes.len() as u32 - 1);
+                    assert!(took >= floor && reads > 1, "{what}: {} bytes in {took:?}, {reads} reads", bytes.len());
                     // The whole of it: a stream's [DONE], or a whole body's message.
                     let whole = if stream { "[DONE]" } else { "\"message\"" };
                     assert!(text.contains(whole), "{what}");
