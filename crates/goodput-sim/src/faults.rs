@@ -94,7 +94,9 @@ pub enum Hostile {
     /// HTTP 200 with an HTML page (a proxy's, a login's).
     Html200,
     /// A normal response with keep-alive advertised, then the connection
-    /// closed (llama-server does this after every response).
+    /// closed once the client's next request has come (or 100 ms after):
+    /// llama-server closes after every response, and a pooled client races
+    /// the close; here it meets the race every time.
     CloseAfterResponse,
 }
 

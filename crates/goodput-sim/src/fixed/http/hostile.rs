@@ -31,7 +31,7 @@ const HTML: &str = "<!DOCTYPE html>\n<html><head><title>Sign in</title></head>\
                     <body><form action=\"/login\" method=\"post\">Please sign in to continue.</form></body></html>\n";
 /// How long `close-after-response` waits, after its response, for the
 /// client's next request before closing the connection.
-const CLOSE_AFTER: Duration = Duration::from_millis(10);
+const CLOSE_AFTER: Duration = Duration::from_millis(100);
 /// The end of a chunked body.
 const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
