@@ -77,6 +77,13 @@ impl EngineServerConfig {
         if self.names().any(str::is_empty) {
             return Err(Error::InvalidConfig("the served model name must not be empty".into()));
         }
+        if let Some(h) = self.faults.hostile.first() {
+            return Err(Error::InvalidConfig(format!(
+                "--fault {} is played by the fixed profile only: add --profile fixed (the engine injects \
+                 --fault-error-rate, --fault-stream-error-rate, --fault-disconnect-rate and --fault-stall-rate)",
+                h.0
+            )));
+        }
         self.faults.validate().map_err(Error::InvalidConfig)
     }
 
@@ -204,7 +211,7 @@ impl EngineServer {
         ] {
             h.render(&mut s, name, help, &labels);
         }
-        s.push_str(&self.counters.prometheus());
+        s.push_str(&self.counters.prometheus(&self.cfg.faults));
         s
     }
 }
@@ -438,7 +445,8 @@ impl Stream for TokenStream {
                     // Tokens made during the stall go out back to back after it.
                     this.fault = Fault::None;
                 }
-                Fault::None | Fault::HttpError => {}
+                // Refused by the engine's configuration (the fixed profile plays them).
+                Fault::None | Fault::HttpError | Fault::Hostile(_) => {}
             }
         }
         let i = this.emitted as u64;
@@ -839,6 +847,10 @@ mod tests {
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
+        // The hostile cases are the fixed profile's.
+        let hostile = FaultConfig { hostile: vec![(crate::faults::Hostile::Trickle, 0.1)], ..Default::default() };
+        let err = EngineServerConfig { faults: hostile, ..ok.clone() }.validate().unwrap_err().to_string();
+        assert!(err.contains("--fault trickle") && err.contains("--profile fixed"), "{err}");
         // No runtime: an error, not a panic.
         assert!(EngineServer::start(ok).is_err());
     }

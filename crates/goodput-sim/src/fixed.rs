@@ -192,7 +192,7 @@ impl Lateness {
 
 /// `/metrics`: the fault counters and the two precision histograms.
 fn metrics_text(s: &FixedServer) -> String {
-    s.counters.prometheus()
+    s.counters.prometheus(&s.profile.faults)
         + &s.lateness
             .prometheus("goodput_sim_chunk_lateness_seconds", "How late output chunks left against their exact time.")
         + &s.gap_error.prometheus(

@@ -628,6 +628,22 @@ impl ChunkWriter {
         Bytes::from(out)
     }
 
+    /// A stream's end with usage and no output (`--fault usage-only`): the
+    /// usage chunk alone (`"choices": []`) and `[DONE]` on OpenAI's routes,
+    /// the route's own close counting no output tokens elsewhere.
+    pub fn usage_only(&self, prompt_tokens: u64) -> Bytes {
+        let usage = Usage::new(prompt_tokens, 0);
+        if !matches!(self.route, Route::Chat | Route::Completions) {
+            return self.close("stop", Some(usage));
+        }
+        let mut out = String::new();
+        self.head(&mut out);
+        out.push_str("[],\"usage\":");
+        usage.write(&mut out);
+        out.push_str("}\n\ndata: [DONE]\n\n");
+        Bytes::from(out)
+    }
+
     /// A mid-stream error, as each server sends one inside a 200 stream:
     /// an `{"error": …}` event (vLLM), an `error` event (Messages), an
     /// `{"error": …}` line (Ollama).

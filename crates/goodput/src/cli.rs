@@ -834,6 +834,12 @@ pub struct FaultArgs {
     /// Length of an injected stall.
     #[arg(long, value_parser = parse_duration, default_value = "2s", help_heading = "Fault injection (seeded)")]
     pub fault_stall: Duration,
+    /// Fixed profile: play a hostile server's misbehaviour on this share of requests, e.g. reset-during:0.1 (repeatable, one case each). Cases: malformed-json, non-utf8, endless-line, oversized-header, reset-before, reset-during, never-answer, trickle, broken-chunked, data-after-done, usage-only, event-error, 429, 503, html-200, close-after-response (docs/hostile-servers.md says what each does and what goodput records).
+    #[arg(long = "fault", value_name = "CASE:RATE", value_parser = goodput_sim::faults::parse_fault, help_heading = "Fault injection (seeded)")]
+    pub fault: Vec<(goodput_sim::faults::Hostile, f64)>,
+    /// Between two bytes of a --fault trickle response.
+    #[arg(long, value_parser = parse_duration, default_value = "1ms", help_heading = "Fault injection (seeded)")]
+    pub fault_trickle_gap: Duration,
     /// Seed for fault draws.
     #[arg(long, default_value_t = 0, help_heading = "Fault injection (seeded)")]
     pub fault_seed: u64,

@@ -19,6 +19,8 @@ pub fn faults(f: &FaultArgs) -> FaultConfig {
         disconnect_rate: f.fault_disconnect_rate,
         stall_rate: f.fault_stall_rate,
         stall: f.fault_stall,
+        hostile: f.fault.clone(),
+        trickle_gap: f.fault_trickle_gap,
         seed: f.fault_seed,
     }
 }
@@ -137,12 +139,15 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
                 tokens_total: 0,
                 kv: None,
             });
-            let what = format!(
+            let mut what = format!(
                 "fixed timings: TTFT {}, a chunk of {} tokens every {} · serving '{name}'",
                 humantime::format_duration(a.ttft),
                 a.tokens_per_chunk,
                 humantime::format_duration(a.itl)
             );
+            for (case, rate) in &a.faults.fault {
+                what.push_str(&format!(" · --fault {case}:{rate}"));
+            }
             (Served::Fixed(server), what, status)
         }
     };

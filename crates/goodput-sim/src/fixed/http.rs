@@ -97,7 +97,7 @@ async fn connection(sock: TcpStream, state: Arc<FixedServer>, emitter: Arc<Emitt
                 return;
             }
         };
-        match c.handle(req, &state, &emitter).await {
+        match c.handle(req, &state, &emitter, &mut stop).await {
             Ok(true) if !*stop.borrow() => {}
             _ => return,
         }
@@ -313,7 +313,13 @@ impl Conn {
     }
 
     /// Answers `req`; `Ok(true)` when the connection stays open for another.
-    async fn handle(&mut self, req: Request, state: &FixedServer, emitter: &Emitter) -> std::io::Result<bool> {
+    async fn handle(
+        &mut self,
+        req: Request,
+        state: &FixedServer,
+        emitter: &Emitter,
+        stop: &mut watch::Receiver<bool>,
+    ) -> std::io::Result<bool> {
         let keep = req.keep_alive;
         let head_only = req.method == Method::Head;
         let get = matches!(req.method, Method::Get | Method::Head);
@@ -330,10 +336,15 @@ impl Conn {
                 self.respond(status, CT_JSON, body.as_bytes(), keep, "").await?
             }
             (_, Some(Reply::Error(status, msg))) => self.error(status, &msg, keep).await?,
-            (_, Some(Reply::Generate(plan))) if plan.stream => {
-                return self.stream(*plan, keep, req.http11, emitter).await
-            }
-            (_, Some(Reply::Generate(plan))) => self.whole(*plan, keep).await?,
+            (_, Some(Reply::Generate(plan))) => match plan.fault {
+                // Written here, raw, rather than by the emitter.
+                Fault::Hostile(case) => {
+                    let gap = state.profile.faults.trickle_gap;
+                    return self.hostile(case, *plan, keep, req.http11, gap, stop).await;
+                }
+                _ if plan.stream => return self.stream(*plan, keep, req.http11, emitter).await,
+                _ => self.whole(*plan, keep).await?,
+            },
             (Target::Generate(_), None) => self.method_not_allowed("POST", keep).await?,
             (Target::Models, None) if get => {
                 let body = models_body(&[&state.profile.model]).to_string();
@@ -447,7 +458,9 @@ fn head(status: u16, content_type: &str, content_length: Option<usize>, keep: bo
         404 => "Not Found",
         405 => "Method Not Allowed",
         413 => "Content Too Large",
+        429 => "Too Many Requests",
         500 => "Internal Server Error",
+        503 => "Service Unavailable",
         _ => "",
     };
     let mut h = format!("HTTP/1.1 {status} {reason}\r\nServer: goodput-sim\r\nContent-Type: {content_type}\r\n");
@@ -461,6 +474,8 @@ fn head(status: u16, content_type: &str, content_length: Option<usize>, keep: bo
     h.push_str("\r\n");
     h.into_bytes()
 }
+
+mod hostile;
 
 #[cfg(test)]
 mod tests;

@@ -468,3 +468,136 @@ async fn http_1_0_and_expect_continue() {
     let r = read_response(&mut sock, &mut buf).await;
     assert_eq!((r.status, r.json()["usage"]["completion_tokens"].as_u64()), (200, Some(2)));
 }
+
+/// How a raw read of a hostile response ended.
+#[derive(Debug, PartialEq)]
+enum Ended {
+    /// The server closed the connection (FIN).
+    Closed,
+    /// The server reset it (RST).
+    Reset,
+    /// Nothing came for the wait given: the connection is open and silent.
+    Silent,
+    /// The read stopped at the cap given.
+    Capped,
+}
+
+/// Reads what the server sends until it closes, resets, goes silent for
+/// `idle`, or `cap` bytes came; also the number of reads.
+async fn read_raw(sock: &mut TcpStream, cap: usize, idle: Duration) -> (Vec<u8>, Ended, usize) {
+    let (mut buf, mut reads) = (Vec::new(), 0);
+    loop {
+        if buf.len() >= cap {
+            return (buf, Ended::Capped, reads);
+        }
+        buf.reserve(65536);
+        match timeout(idle, sock.read_buf(&mut buf)).await {
+            Err(_) => return (buf, Ended::Silent, reads),
+            Ok(Ok(0)) => return (buf, Ended::Closed, reads),
+            Ok(Ok(_)) => reads += 1,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => return (buf, Ended::Reset, reads),
+            Ok(Err(e)) => panic!("{e}"),
+        }
+    }
+}
+
+/// Each hostile case of `--fault`, on a streamed and on a whole response,
+/// over a raw socket: the bytes are what the case says, and no case hangs
+/// the server or takes down the connections beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_hostile_case_sends_what_it_says() {
+    use crate::faults::Hostile;
+    let idle = Duration::from_millis(300);
+    let gap = Duration::from_micros(100);
+    for case in Hostile::ALL {
+        let faults = FaultConfig { hostile: vec![(case, 1.0)], trickle_gap: gap, ..Default::default() };
+        let (addr, s, _e) = start(FixedProfile { faults, ..quick() }).await;
+        for stream in [true, false] {
+            let what = format!("{case}, {}", if stream { "streamed" } else { "whole" });
+            let mut sock = TcpStream::connect(addr).await.unwrap();
+            // Connection: close, so that the read ends with the response
+            // (but where the case is the close after a keep-alive one).
+            let mut req = chat(6, stream);
+            if case != Hostile::CloseAfterResponse {
+                req = req.replacen("Host: t\r\n", "Host: t\r\nConnection: close\r\n", 1);
+            }
+            let sent = Instant::now();
+            sock.write_all(req.as_bytes()).await.unwrap();
+            let (bytes, ended, reads) = read_raw(&mut sock, 8 << 20, idle).await;
+            let took = sent.elapsed();
+            let text = String::from_utf8_lossy(&bytes);
+            let head_end = text.find("\r\n\r\n").map_or(text.len(), |i| i + 4);
+            let (head, body) = text.split_at(head_end);
+            match case {
+                Hostile::MalformedJson => {
+                    let bad = body
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data: ").or(l.starts_with('{').then_some(l)))
+                        .filter(|l| *l != "[DONE]")
+                        .filter(|l| serde_json::from_str::<Value>(l).is_err())
+                        .count();
+                    assert_eq!(bad, 1, "{what}: {body}");
+                }
+                Hostile::NonUtf8 => {
+                    assert!(std::str::from_utf8(&bytes).is_err(), "{what}");
+                    assert!(text.contains('\u{FFFD}') && head.starts_with("HTTP/1.1 200"), "{what}");
+                }
+                Hostile::EndlessLine => {
+                    assert_eq!(ended, Ended::Capped, "{what}");
+                    let tail = &bytes[bytes.len() - 1000..];
+                    assert!(tail.iter().all(|&b| b == b'a' || b"\r\n0123456789abcdef".contains(&b)), "{what}");
+                    assert!(!body.contains("[DONE]"), "{what}");
+                }
+                Hostile::OversizedHeader => {
+                    assert!(head.len() > 1 << 20 && head.starts_with("HTTP/1.1 200"), "{what}: {}", head.len());
+                }
+                Hostile::ResetBefore => assert_eq!((ended, bytes.len()), (Ended::Reset, 0), "{what}"),
+                Hostile::ResetDuring => {
+                    assert_eq!(ended, Ended::Reset, "{what}");
+                    assert!(head.starts_with("HTTP/1.1 200") && !body.contains("[DONE]"), "{what}: {text}");
+                }
+                Hostile::NeverAnswer => assert_eq!((ended, bytes.len()), (Ended::Silent, 0), "{what}"),
+                Hostile::Trickle => {
+                    // Causal: a byte every gap, so never sooner than that
+                    // (how many reads it took depends on how busy the reader is).
+                    let floor = gap * (bytes.len() as u32 - 1);
+                    assert!(took >= floor && reads > 1, "{what}: {} bytes in {took:?}, {reads} reads", bytes.len());
+                    // The whole of it: a stream's [DONE], or a whole body's message.
+                    let whole = if stream { "[DONE]" } else { "\"message\"" };
+                    assert!(text.contains(whole), "{what}");
+                }
+                Hostile::BrokenChunked => {
+                    assert_eq!(ended, Ended::Closed, "{what}");
+                    assert!(body.contains("\r\nzz\r\n") && !body.ends_with("0\r\n\r\n"), "{what}: {body}");
+                }
+                Hostile::DataAfterDone if stream => {
+                    let after = &body[body.find("[DONE]").unwrap()..];
+                    assert_eq!(after.matches("data: {").count(), 2, "{what}: {after}");
+                }
+                Hostile::UsageOnly => {
+                    assert!(!body.contains("\"content\":\" ") && body.contains("\"completion_tokens\":0"), "{what}");
+                }
+                Hostile::EventError if stream => assert!(body.contains("event: error\ndata: {"), "{what}: {body}"),
+                Hostile::EventError => assert!(body.starts_with("{\"error\":"), "{what}: {body}"),
+                Hostile::TooManyRequests | Hostile::Unavailable => {
+                    let status = if case == Hostile::TooManyRequests { "429" } else { "503" };
+                    assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{what}: {head}");
+                    assert!(head.contains("\r\nRetry-After: 1\r\n"), "{what}: {head}");
+                }
+                Hostile::Html200 => assert!(head.contains("text/html") && body.contains("<html>"), "{what}"),
+                Hostile::CloseAfterResponse => {
+                    // Keep-alive said, and the connection closed all the same.
+                    assert!(!head.contains("Connection: close") && ended == Ended::Closed, "{what}: {head}");
+                    assert!(text.contains("[DONE]") == stream, "{what}");
+                }
+                Hostile::DataAfterDone => assert!(text.contains("\"message\""), "{what}"),
+            }
+        }
+        assert_eq!(s.counters.hostile(case), 2, "{case}: both requests drew it");
+        // The server still answers a plain request beside it.
+        let mut sock = TcpStream::connect(addr).await.unwrap();
+        sock.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n").await.unwrap();
+        let r = read_response(&mut sock, &mut Vec::new()).await;
+        assert_eq!(r.status, 200, "{case}");
+    }
+}
