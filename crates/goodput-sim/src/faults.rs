@@ -237,7 +237,7 @@ impl FaultConfig {
         // One uniform draw per request, compared against cumulative rates:
         // the four older faults, then the hostile cases in `Hostile::ALL`'s
         // order (whatever order the flags came in).
-        let u = unit(self.seed, n);
+        let u = goodput_core::hash::unit(self.seed, n);
         let mut edge = 0.0;
         let older = [
             (self.error_rate, Fault::HttpError),
@@ -257,14 +257,6 @@ impl FaultConfig {
         }
         Fault::None
     }
-}
-
-fn unit(seed: u64, n: u64) -> f64 {
-    let mut z = seed ^ n.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Counts of requests and of each fault injected, for tests and `/metrics`.
