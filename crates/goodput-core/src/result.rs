@@ -46,7 +46,7 @@ pub struct RunResult {
     pub engine: Option<serde_json::Value>,
     /// The server's own metrics scraped during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_signals: Option<serde_json::Value>,
+    pub server_signals: Option<crate::scrape::ServerSignals>,
     /// What the client itself cost while it ran (`bench`, Linux).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientCost>,

@@ -293,49 +293,39 @@ fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64
 }
 
 /// The server's side of the run, when its metrics were scraped.
-fn server_lines(o: &mut String, sig: &Value) {
-    let w = &sig["window"];
-    let engine = esc(sig["engine"].as_str().unwrap_or("unrecognised"));
-    let _ = write!(
-        o,
-        "\nserver ({engine}, {} scrapes of {})",
-        sig["scrapes"],
-        sig["urls"].as_array().map_or(0, |u| u.len())
-    );
-    let g = |name: &str, k: &str| w["gauges"][name][k].as_f64();
+fn server_lines(o: &mut String, sig: &goodput_core::scrape::ServerSignals) {
+    use goodput_core::scrape::{CounterSignal as C, GaugeSignal as G};
+    let w = &sig.window;
+    let engine = sig.engine.map_or("unrecognised", |e| e.name());
+    let _ = write!(o, "\nserver ({engine}, {} scrapes of {})", sig.scrapes, sig.urls.len());
+    let g = |g: G| w.gauges.get(&g);
     let mut parts = Vec::new();
-    if let Some(m) = g("running_requests", "mean") {
-        parts.push(format!("running mean {m:.1} (peak {:.0})", g("running_requests", "max").unwrap_or(0.0)));
+    if let Some((m, peak)) = g(G::RunningRequests).and_then(|d| Some((d.mean?, d.max.unwrap_or(0.0)))) {
+        parts.push(format!("running mean {m:.1} (peak {peak:.0})"));
     }
-    if let Some(m) = g("waiting_requests", "mean") {
-        parts.push(format!("waiting mean {m:.1} (peak {:.0})", g("waiting_requests", "max").unwrap_or(0.0)));
+    if let Some((m, peak)) = g(G::WaitingRequests).and_then(|d| Some((d.mean?, d.max.unwrap_or(0.0)))) {
+        parts.push(format!("waiting mean {m:.1} (peak {peak:.0})"));
     }
-    if let Some(m) = g("kv_cache_usage_ratio", "max") {
+    if let Some(m) = g(G::KvCacheUsage).and_then(|d| d.max) {
         parts.push(format!("KV peak {:.0}%", m * 100.0));
     }
-    if let Some(h) = w["prefix_cache_hit_rate"].as_f64() {
+    if let Some(h) = w.prefix_cache_hit_rate {
         parts.push(format!("prefix hits {:.1}%", h * 100.0));
     }
-    if let Some(p) = w["counters"]["preemptions"]["delta"].as_f64() {
-        parts.push(format!("{p:.0} preemptions"));
+    if let Some(p) = w.counters.get(&C::Preemptions) {
+        parts.push(format!("{:.0} preemptions", p.delta));
     }
     if parts.is_empty() {
         let _ = writeln!(o, ": no recognised engine signals");
     } else {
         let _ = writeln!(o, ": {}", parts.join(" · "));
     }
-    if let Some(notes) = sig["cross_check"]["notes"].as_array() {
-        for n in notes.iter().filter_map(Value::as_str) {
-            let _ = writeln!(o, "  cross-check: {}", esc(n));
-        }
+    for n in sig.cross_check.iter().flat_map(|c| &c.notes) {
+        let _ = writeln!(o, "  cross-check: {}", esc(n));
     }
-    if sig["failed_scrapes"].as_u64().unwrap_or(0) > 0 {
-        let _ = writeln!(
-            o,
-            "  {} scrapes failed: {}",
-            sig["failed_scrapes"],
-            esc(sig["last_error"].as_str().unwrap_or(""))
-        );
+    if sig.failed_scrapes > 0 {
+        let _ =
+            writeln!(o, "  {} scrapes failed: {}", sig.failed_scrapes, esc(sig.last_error.as_deref().unwrap_or("")));
     }
 }
 

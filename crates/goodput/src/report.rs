@@ -8,6 +8,7 @@ use crate::common;
 use crate::{output, setup};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::RunResult;
+use goodput_report::peers::ImportInfo;
 use goodput_report::Document;
 use std::process::ExitCode;
 
@@ -103,7 +104,7 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
             opts.slo = Some(spec.parse().map_err(|e: String| anyhow!("the saved SLO '{spec}': {e}"))?);
         }
     }
-    if let (Some(import), Some(slo)) = (goodput_report::peers::ImportInfo::of(&run), &opts.slo) {
+    if let (Some(import), Some(slo)) = (ImportInfo::of(&run), &opts.slo) {
         import.check_slo(slo).map_err(|e| anyhow!(e))?;
     }
     if opts.cost.is_none() {
@@ -137,16 +138,34 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         &opts,
     );
     // An imported run says again where it came from and what its file cannot give.
-    if let Some(import) = goodput_report::peers::ImportInfo::of(&run) {
+    if let Some(import) = ImportInfo::of(&run) {
         import.apply(&mut result);
     }
     result.engine = run.engine.clone();
-    result.server_signals = run.server_signals.clone();
-    result.diagnosis = run.diagnosis.clone();
-    if a.window.is_some() && (result.server_signals.is_some() || !result.diagnosis.is_empty()) {
-        result.warnings.push(
-            "the server's signals, their cross-checks and the diagnosis cover the whole run, not --window".into(),
-        );
+    // The server's side and the diagnosis, recomputed from the scrapes and
+    // records for this window and these figures, as the live run drew them.
+    let cap = run.config.pointer("/load/concurrency").and_then(|c| c.as_u64()).map(|c| c as usize);
+    match run.server_signals.clone() {
+        Some(mut signals) if !signals.samples.is_empty() => {
+            result.diagnosis = signals.analyse(&records, &result.summary, &result.window, cap);
+            result.server_signals = Some(signals);
+        }
+        Some(saved) => {
+            // A document from before the scrapes were kept: as saved.
+            result.server_signals = Some(saved);
+            result.diagnosis = run.diagnosis.clone();
+            if a.window.is_some() {
+                result.warnings.push(
+                    "the server's signals, their cross-checks and the diagnosis cover the whole run, not --window: \
+                     this document does not keep the scrapes they were drawn from"
+                        .into(),
+                );
+            }
+        }
+        None if ImportInfo::of(&run).is_some() => result.diagnosis = run.diagnosis.clone(),
+        None => {
+            result.diagnosis = goodput_core::scrape::diagnose(&records, &result.summary, None, cap);
+        }
     }
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)

@@ -4,10 +4,9 @@
 
 use crate::cli::MetricsArgs;
 use anyhow::Result;
-use goodput_core::scrape::{cross_check, diagnose, summarize_signals};
-use goodput_core::{Diagnosis, RequestRecord, RunResult};
+use goodput_core::scrape::{diagnose, ScrapeSample, ServerSignals};
+use goodput_core::{RequestRecord, RunResult};
 use goodput_load::scraper::{ScrapeLog, Scraper};
-use serde_json::json;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -63,39 +62,38 @@ pub async fn finish(s: Option<Scraping>, result: &mut RunResult, records: &[Requ
     };
     s.stop.cancel();
     let log = s.task.await.unwrap_or_default();
-    attach(&log, &s.urls, s.interval, result, records, cap);
+    attach(log, s.urls, s.interval, result, records, cap);
 }
 
-/// Builds `server_signals`, the cross-check and the diagnosis from a scrape log.
+/// Builds `server_signals` (with every scrape, so that it can be recomputed),
+/// the cross-check and the diagnosis from a scrape log.
 pub fn attach(
-    log: &ScrapeLog,
-    urls: &[String],
+    log: ScrapeLog,
+    urls: Vec<String>,
     interval: Duration,
     result: &mut RunResult,
     records: &[RequestRecord],
     cap: Option<usize>,
 ) {
-    let w = &result.window;
-    let (t1, t2) = (Duration::from_secs_f64(w.start_s), Duration::from_secs_f64(w.end_s));
-    // Widen to the scrapes that bracket the window, so counters cover all of
-    // it (a scrape falls inside the window only by chance at its edges).
-    let before = log.points.iter().map(|p| p.0).filter(|&t| t <= t1).max().unwrap_or(t1);
-    let after = log.points.iter().map(|p| p.0).filter(|&t| t >= t2).min().unwrap_or(t2);
-    let window = summarize_signals(&log.points, before, after);
-    let last = log.points.last().map(|p| p.0).unwrap_or_default();
-    let whole = summarize_signals(&log.points, Duration::ZERO, last);
-    let check = cross_check(records, &result.summary, &window, &whole);
-    let diagnosis: Vec<Diagnosis> = diagnose(records, &result.summary, Some(&window), cap);
-    result.server_signals = Some(json!({
-        "urls": urls,
-        "interval_s": interval.as_secs_f64(),
-        "scrapes": log.points.len(),
-        "failed_scrapes": log.failures,
-        "parse_errors": log.parse_errors,
-        "last_error": log.last_error,
-        "engine": window.engine,
-        "window": window,
-        "cross_check": check,
-    }));
-    result.diagnosis = diagnosis;
+    let samples = log
+        .points
+        .into_iter()
+        .map(|(t, mut signals)| {
+            // What no signal used stays out of the result.
+            signals.unmapped = Vec::new();
+            ScrapeSample { t, signals }
+        })
+        .collect::<Vec<_>>();
+    let mut signals = ServerSignals {
+        urls,
+        interval_s: interval.as_secs_f64(),
+        scrapes: samples.len(),
+        failed_scrapes: log.failures,
+        parse_errors: log.parse_errors,
+        last_error: log.last_error,
+        samples,
+        ..ServerSignals::default()
+    };
+    result.diagnosis = signals.analyse(records, &result.summary, &result.window, cap);
+    result.server_signals = Some(signals);
 }

@@ -45,6 +45,8 @@ fn server_signals_equal_the_engines_counters_over_the_window() {
         .args(["--shared-prefix-tokens", "128", "--metrics-interval", "200ms"])
         .arg("-o")
         .arg(&out)
+        .arg("--records")
+        .arg(dir.path().join("rec.jsonl"))
         .assert()
         .success();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
@@ -85,6 +87,38 @@ fn server_signals_equal_the_engines_counters_over_the_window() {
     let kinds: Vec<&str> = v["diagnosis"].as_array().unwrap().iter().filter_map(|d| d["kind"].as_str()).collect();
     assert!(kinds.contains(&"kv_cache_pressure"), "{kinds:?}");
     assert!(kinds.contains(&"prefix_cache"), "{kinds:?}");
+
+    // `report` recomputes the server's side from the scrapes the result
+    // keeps: over the same window, exactly what the live run said; over the
+    // first half, the counters of that half alone, and no warning that the
+    // signals cover the whole run.
+    let report = |extra: &[&str], to: &str| -> Value {
+        let dest = dir.path().join(to);
+        Command::cargo_bin("goodput")
+            .unwrap()
+            .arg("report")
+            .arg(&out)
+            .arg("--records")
+            .arg(dir.path().join("rec.jsonl"))
+            .args(extra)
+            .arg("-o")
+            .arg(&dest)
+            .assert()
+            .success();
+        serde_json::from_str(&std::fs::read_to_string(&dest).unwrap()).unwrap()
+    };
+    let again = report(&[], "again.json");
+    assert!(sig["samples"].as_array().is_some_and(|s| s.len() >= 3), "the scrapes are kept");
+    assert_eq!(again["server_signals"], v["server_signals"]);
+    assert_eq!(again["diagnosis"], v["diagnosis"]);
+    let end = v["window"]["end_s"].as_f64().unwrap();
+    let half = report(&["--window", &format!("0s..{}ms", (end * 500.0) as u64)], "half.json");
+    let hw = &half["server_signals"]["window"];
+    assert!(hw["window"]["end_s"].as_f64().unwrap() < w["window"]["end_s"].as_f64().unwrap(), "{hw}");
+    let half_tokens = hw["counters"]["generation_tokens"]["delta"].as_f64().unwrap();
+    assert!(half_tokens > 0.0 && half_tokens < delta("generation_tokens"), "{half_tokens}");
+    let warnings = half["warnings"].to_string();
+    assert!(!warnings.contains("cover the whole run"), "{warnings}");
 }
 
 #[test]

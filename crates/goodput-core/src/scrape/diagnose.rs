@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Server-side and client-side figures side by side.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct CrossCheck {
     pub client_ttft_p50_ms: Option<f64>,
     pub server_ttft_p50_ms: Option<f64>,

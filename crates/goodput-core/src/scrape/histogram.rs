@@ -6,7 +6,7 @@ use super::parse::{prom_float, Labels};
 use serde::{Deserialize, Serialize};
 
 /// One histogram series: cumulative buckets sorted by upper bound.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Histogram {
     /// The series' labels, `le` excluded.
     pub labels: Labels,
@@ -18,9 +18,11 @@ pub struct Histogram {
 }
 
 /// A cumulative bucket: the observations ≤ `le`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bucket {
+    /// A number, or "+Inf".
     #[serde(with = "prom_float")]
+    #[schemars(with = "serde_json::Value")]
     pub le: f64,
     pub count: f64,
 }

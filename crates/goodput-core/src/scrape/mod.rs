@@ -21,5 +21,84 @@ pub use histogram::{histogram_quantile, Bucket, Histogram};
 pub use parse::{parse, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape};
 pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
 pub use window::{
-    summarize, summarize_signals, CounterSummary, HistogramSummary, Series, WindowSummary, GAUGE_PERCENTILES,
+    summarize, summarize_points, summarize_signals, CounterSummary, HistogramSummary, Series, WindowSummary,
+    GAUGE_PERCENTILES,
 };
+
+use crate::{Diagnosis, RequestRecord, Summary, Window};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// A result's `server_signals`: what the server's own metrics said over the
+/// run's window, their cross-check against the client, and every scrape
+/// they came from, so that `report` (another `--window`, another SLO) and a
+/// merge of shards recompute them as a live run does.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct ServerSignals {
+    /// The endpoints scraped, credentials masked.
+    pub urls: Vec<String>,
+    pub interval_s: f64,
+    /// Scrapes taken over the whole run.
+    pub scrapes: usize,
+    pub failed_scrapes: u64,
+    /// Lines the parser could not read, over all scrapes.
+    pub parse_errors: u64,
+    pub last_error: Option<String>,
+    /// The inference engine recognised from metric names (`vllm`, `sglang`, …).
+    pub engine: Option<Source>,
+    /// The window's summary, widened to the scrapes that bracket it.
+    pub window: WindowSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_check: Option<CrossCheck>,
+    /// Every scrape, mapped to signals and stamped on the run's clock.
+    /// Absent from documents of goodput before 0.1 (their signals are then
+    /// kept as saved).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<ScrapeSample>,
+}
+
+/// One scrape of every endpoint, mapped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScrapeSample {
+    /// When it was taken, on the run's clock.
+    #[serde(rename = "t_ns", with = "crate::serde_ns")]
+    #[schemars(with = "u64")]
+    pub t: Duration,
+    pub signals: Signals,
+}
+
+impl ServerSignals {
+    /// Summarises the samples over `window` (widened to the scrapes that
+    /// bracket it, so that counters cover all of it: a scrape falls inside
+    /// the window only by chance at its edges) and over the whole run,
+    /// cross-checks them against the client's `records` and `summary`, and
+    /// gives the diagnosis. `concurrency_cap` is a closed loop's users.
+    /// Nothing to recompute without samples: the saved summary stays, and
+    /// the diagnosis is drawn without the server's side.
+    pub fn analyse(
+        &mut self,
+        records: &[RequestRecord],
+        summary: &Summary,
+        window: &Window,
+        concurrency_cap: Option<usize>,
+    ) -> Vec<Diagnosis> {
+        if self.samples.is_empty() {
+            return diagnose(records, summary, None, concurrency_cap);
+        }
+        let (t1, t2) = (Duration::from_secs_f64(window.start_s), Duration::from_secs_f64(window.end_s));
+        let times = || self.samples.iter().map(|s| s.t);
+        let before = times().filter(|&t| t <= t1).max().unwrap_or(t1);
+        let after = times().filter(|&t| t >= t2).min().unwrap_or(t2);
+        let points = || self.samples.iter().map(|s| (s.t, &s.signals));
+        let inside = summarize_points(points(), before, after);
+        let last = times().max().unwrap_or_default();
+        let whole = summarize_points(points(), Duration::ZERO, last);
+        self.cross_check = Some(cross_check(records, summary, &inside, &whole));
+        let diagnosis = diagnose(records, summary, Some(&inside), concurrency_cap);
+        self.engine = inside.engine;
+        self.window = inside;
+        diagnosis
+    }
+}

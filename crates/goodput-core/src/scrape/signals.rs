@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 macro_rules! named_enum {
     ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $var:ident => $s:literal,)* }) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
         pub enum $name {
             $($(#[$vm])* #[serde(rename = $s)] $var,)*
         }
@@ -358,15 +358,17 @@ const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
 ];
 
 /// One series of a counter: its identity (metric name and labels) and value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SeriesValue {
     pub series: String,
+    /// A number, or "+Inf", "-Inf" or "NaN".
     #[serde(with = "prom_float")]
+    #[schemars(with = "serde_json::Value")]
     pub value: f64,
 }
 
 /// One series of a histogram signal, in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SeriesHistogram {
     pub series: String,
     pub histogram: Histogram,
@@ -375,13 +377,17 @@ pub struct SeriesHistogram {
 /// What one scrape says, in common terms. Gauges are combined across series
 /// already; counters and histograms stay per series, because increases must
 /// be taken per series (each resets on its own) before they are summed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct Signals {
     pub sources: Vec<Source>,
     pub gauges: BTreeMap<GaugeSignal, f64>,
     pub counters: BTreeMap<CounterSignal, Vec<SeriesValue>>,
     pub histograms: BTreeMap<HistogramSignal, Vec<SeriesHistogram>>,
-    /// Samples of the families no signal used, as exposed.
+    /// Samples of the families no signal used, as exposed (not kept in a
+    /// result).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
     pub unmapped: Vec<Sample>,
 }
 

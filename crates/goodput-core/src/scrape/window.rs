@@ -8,12 +8,14 @@ use super::histogram::Histogram;
 use super::parse::Scrape;
 use super::signals::{map, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
 use crate::{Distribution, Window};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 /// Everything the server said during one window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct WindowSummary {
     pub window: Window,
     /// Scrapes stamped inside the window.
@@ -42,7 +44,7 @@ pub struct WindowSummary {
 pub const GAUGE_PERCENTILES: [f64; 2] = [50.0, 95.0];
 
 /// A counter's increase over the window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CounterSummary {
     pub delta: f64,
     /// `delta / span_s`; `None` when the span is zero.
@@ -52,7 +54,7 @@ pub struct CounterSummary {
 }
 
 /// A histogram's observations inside the window (bucket increases).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HistogramSummary {
     pub count: f64,
     pub sum: Option<f64>,
@@ -74,7 +76,8 @@ pub struct HistogramSummary {
 /// The window's signals over time, as columns: `t_s[i]` is when scrape `i`
 /// was taken; a gauge's `[i]` is its value then, a counter's `[i]` its rate
 /// since scrape `i − 1` (`null` for the first scrape and where absent).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct Series {
     pub t_s: Vec<f64>,
     pub gauges: BTreeMap<GaugeSignal, Vec<Option<f64>>>,
@@ -96,8 +99,16 @@ pub fn summarize(scrapes: &[(Duration, Scrape)], start: Duration, end: Duration)
 /// [`summarize`] for scrapes already mapped with [`Signals::from_scrape`],
 /// for a scraper that keeps signals rather than whole scrapes.
 pub fn summarize_signals(signals: &[(Duration, Signals)], start: Duration, end: Duration) -> WindowSummary {
-    let mut points: Vec<(Duration, &Signals)> =
-        signals.iter().filter(|(t, _)| (start..=end).contains(t)).map(|(t, s)| (*t, s)).collect();
+    summarize_points(signals.iter().map(|(t, s)| (*t, s)), start, end)
+}
+
+/// [`summarize_signals`] over scrapes however they are held.
+pub fn summarize_points<'a>(
+    signals: impl Iterator<Item = (Duration, &'a Signals)>,
+    start: Duration,
+    end: Duration,
+) -> WindowSummary {
+    let mut points: Vec<(Duration, &Signals)> = signals.filter(|(t, _)| (start..=end).contains(t)).collect();
     points.sort_by_key(|p| p.0);
     let span_s = match (points.first(), points.last()) {
         (Some(first), Some(last)) => (last.0 - first.0).as_secs_f64(),

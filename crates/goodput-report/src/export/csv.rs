@@ -35,7 +35,8 @@ impl Exporter for Csv {
                 .collect();
             files.push(("requests.csv".to_string(), requests_csv(recs.iter().map(|r| (None, r)), &blank)));
         }
-        if let Some(Ok(s)) = crate::server::of(run) {
+        if let Some(s) = crate::server::of(run) {
+            use crate::server::SignalsView;
             let (header, rows) = s.table();
             files.push(("server_signals.csv".to_string(), numbers(&header, rows)));
         }

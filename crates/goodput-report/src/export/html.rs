@@ -10,10 +10,11 @@ use crate::escape::{html, script_json};
 use crate::format;
 use crate::metric::{Better, Dist};
 use crate::series::{self, Latency};
-use crate::server::{self, Figure};
+use crate::server::{self, Figure, SignalsView};
 use crate::svg::{self, Chart, Guide, Mark, Series, Style};
 use crate::terminal::load_line;
 use goodput_core::ratings::{Band, Rated};
+use goodput_core::scrape::{CounterSignal, CrossCheck, GaugeSignal, HistogramSignal};
 use goodput_core::slo::SloMetric;
 use goodput_core::sweep::{Load, PointRef, SweepResult};
 use goodput_core::{RunResult, Slo};
@@ -638,58 +639,39 @@ fn count(v: Option<f64>) -> String {
 
 /// The server's own metrics during the run, beside the client's view.
 fn server_section(o: &mut String, r: &RunResult) {
-    let Some(read) = server::of(r) else { return };
+    let Some(s) = server::of(r) else { return };
     o.push_str(r#"<section class="server"><h2>Server signals</h2>"#);
-    let s = match read {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = write!(o, r#"<p class="note">{}</p></section>"#, html(&e));
-            return;
-        }
-    };
     let w = &s.window;
     let mut line = match &s.engine {
-        Some(e) => format!("engine <b>{}</b>", html(e)),
+        Some(e) => format!("engine <b>{}</b>", html(e.name())),
         None => "no inference engine recognised".into(),
     };
-    let others: Vec<String> =
-        w.sources.iter().filter(|x| Some(x.as_str()) != s.engine.as_deref()).map(|x| html(x)).collect();
+    let others: Vec<String> = w.sources.iter().filter(|x| Some(**x) != s.engine).map(|x| html(x.name())).collect();
     if !others.is_empty() {
         let _ = write!(line, " (with {})", others.join(", "));
     }
     let urls: Vec<String> = s.urls.iter().map(|u| format!(r#"<span class="mono">{}</span>"#, html(u))).collect();
-    let _ = write!(
-        line,
-        " · {} scrapes of {}",
-        count(s.scrapes),
-        if urls.is_empty() { "-".into() } else { urls.join(", ") }
-    );
-    if let Some(i) = s.interval_s {
-        let _ = write!(line, " every {i} s");
+    let _ = write!(line, " · {} scrapes of {}", s.scrapes, if urls.is_empty() { "-".into() } else { urls.join(", ") });
+    if s.interval_s > 0.0 {
+        let _ = write!(line, " every {} s", s.interval_s);
     }
-    let _ = write!(
-        line,
-        " · {} in the window over {} s",
-        count(w.scrapes),
-        w.span_s.map(|x| format!("{x:.2}")).unwrap_or("-".into())
-    );
-    let failed = s.failed_scrapes.unwrap_or(0.0);
-    if failed > 0.0 {
+    let _ = write!(line, " · {} in the window over {:.2} s", w.scrapes, w.span_s);
+    if s.failed_scrapes > 0 {
         let _ = write!(
             line,
             r#" · <span class="worse">{} failed</span>{}"#,
-            count(Some(failed)),
+            s.failed_scrapes,
             s.last_error.as_deref().map(|e| format!(" (last error: {})", html(e))).unwrap_or_default()
         );
     }
-    if s.parse_errors.unwrap_or(0.0) > 0.0 {
-        let _ = write!(line, " · {} lines unreadable", count(s.parse_errors));
+    if s.parse_errors > 0 {
+        let _ = write!(line, " · {} lines unreadable", s.parse_errors);
     }
     let _ = write!(o, r#"<p class="sub">{line}</p>"#);
 
     let figures = s.figures();
     if figures.is_empty() {
-        o.push_str(if w.scrapes.unwrap_or(0.0) > 0.0 {
+        o.push_str(if w.scrapes > 0 {
             r#"<p class="note">The endpoint answered, but none of its metrics is one goodput recognises (vLLM, SGLang, TGI, llama.cpp, Triton, DCGM).</p>"#
         } else {
             r#"<p class="note">No scrape succeeded inside the measurement window.</p>"#
@@ -698,8 +680,8 @@ fn server_section(o: &mut String, r: &RunResult) {
         figure_cards(o, &figures);
     }
 
-    let gauge = |name: &str, label: &str, color: usize| Series::new(label, Style::Line, color, s.gauge_series(name));
-    let mut gpu = gauge("gpu_utilization_ratio", "GPU utilisation (mean over GPUs)", 3);
+    let gauge = |g, label: &str, color| Series::new(label, Style::Line, color, s.gauge_series(g));
+    let mut gpu = gauge(GaugeSignal::GpuUtilization, "GPU utilisation (mean over GPUs)", 3);
     gpu.dashed = true;
     let has_gpu = !gpu.points.is_empty();
     let mut drawn: Vec<Chart> = [
@@ -708,21 +690,24 @@ fn server_section(o: &mut String, r: &RunResult) {
             "Running and waiting requests (server)",
             "requests",
             false,
-            vec![gauge("running_requests", "running", 0), gauge("waiting_requests", "waiting (queued)", 1)],
+            vec![
+                gauge(GaugeSignal::RunningRequests, "running", 0),
+                gauge(GaugeSignal::WaitingRequests, "waiting (queued)", 1),
+            ],
         ),
         series_chart(
             "server-kv-time",
             if has_gpu { "KV-cache and GPU use (server)" } else { "KV-cache use (server)" },
             "share of capacity",
             true,
-            vec![gauge("kv_cache_usage_ratio", "KV-cache use", 2), gpu],
+            vec![gauge(GaugeSignal::KvCacheUsage, "KV-cache use", 2), gpu],
         ),
         series_chart(
             "server-generation-time",
             "Generation throughput (server)",
             "tokens/s",
             false,
-            vec![Series::new("generation tokens/s", Style::Line, 4, s.rate_series("generation_tokens"))],
+            vec![Series::new("generation tokens/s", Style::Line, 4, s.rate_series(CounterSignal::GenerationTokens))],
         ),
     ]
     .into_iter()
@@ -742,7 +727,7 @@ fn server_section(o: &mut String, r: &RunResult) {
         charts(o, &drawn);
     }
     if let Some(c) = &s.cross_check {
-        let bucket = s.histogram("ttft_seconds").and_then(|h| h.p50_bucket);
+        let bucket = w.histograms.get(&HistogramSignal::Ttft).and_then(|h| h.p50_bucket);
         cross_check(o, c, bucket);
     }
     o.push_str("</section>");
@@ -751,7 +736,7 @@ fn server_section(o: &mut String, r: &RunResult) {
 /// The figures both sides count, side by side, and what the gaps mean.
 /// `p50_bucket`: the bucket of the server's TTFT histogram its p50 lies
 /// in, shown in place of a figure interpolated inside it.
-fn cross_check(o: &mut String, c: &server::CrossCheck, p50_bucket: Option<[f64; 2]>) {
+fn cross_check(o: &mut String, c: &CrossCheck, p50_bucket: Option<[f64; 2]>) {
     let server_side =
         [c.server_ttft_mean_ms, c.server_ttft_p50_ms, c.server_generation_tokens, c.server_requests_succeeded];
     if server_side.iter().any(Option::is_some) {
@@ -786,16 +771,16 @@ fn cross_check(o: &mut String, c: &server::CrossCheck, p50_bucket: Option<[f64; 
         let _ = write!(
             o,
             "<tr><td>output tokens (whole run)</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            count(c.client_output_tokens),
+            c.client_output_tokens,
             count(c.server_generation_tokens),
-            diff(c.client_output_tokens, c.server_generation_tokens)
+            diff(Some(c.client_output_tokens as f64), c.server_generation_tokens)
         );
         let _ = write!(
             o,
             "<tr><td>requests completed (whole run)</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            count(c.client_completed),
+            c.client_completed,
             count(c.server_requests_succeeded),
-            diff(c.client_completed, c.server_requests_succeeded)
+            diff(Some(c.client_completed as f64), c.server_requests_succeeded)
         );
         if c.client_cached_prompt_share.is_some() || c.server_prefix_cache_hit_rate.is_some() {
             let pct = |v: Option<f64>| v.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or("-".into());

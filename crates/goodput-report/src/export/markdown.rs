@@ -10,7 +10,7 @@ use crate::escape::markdown as md;
 use crate::format;
 use crate::metric::{Dist, Unit};
 use crate::series;
-use crate::server::{self, Figure};
+use crate::server::{self, Figure, SignalsView};
 use crate::terminal::load_line;
 use goodput_core::ratings::Rated;
 use goodput_core::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
@@ -271,30 +271,22 @@ fn figures_table(o: &mut String, what: &str, figures: &[Figure]) {
 }
 
 fn server_signals(o: &mut String, r: &RunResult) {
-    let s = match server::of(r) {
-        None => return,
-        Some(Err(e)) => {
-            let _ = writeln!(o, "\n**Server signals** {}", md(&e));
-            return;
-        }
-        Some(Ok(s)) => s,
-    };
+    let Some(s) = server::of(r) else { return };
     let w = &s.window;
-    let engine = s.engine.as_deref().map(|e| format!("engine {}", md(e))).unwrap_or("no engine recognised".into());
+    let engine = s.engine.map(|e| format!("engine {}", md(e.name()))).unwrap_or("no engine recognised".into());
     let urls: Vec<String> = s.urls.iter().map(|u| md(u)).collect();
-    let count = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or("-".into());
     let _ = write!(
         o,
         "\n**Server signals** {engine} · {} scrapes of {}",
-        count(s.scrapes),
+        s.scrapes,
         if urls.is_empty() { "-".into() } else { urls.join(", ") }
     );
-    if let Some(i) = s.interval_s {
-        let _ = write!(o, " every {i} s");
+    if s.interval_s > 0.0 {
+        let _ = write!(o, " every {} s", s.interval_s);
     }
-    let _ = write!(o, " · {} in the window", count(w.scrapes));
-    if s.failed_scrapes.unwrap_or(0.0) > 0.0 {
-        let _ = write!(o, " · {} failed", count(s.failed_scrapes));
+    let _ = write!(o, " · {} in the window", w.scrapes);
+    if s.failed_scrapes > 0 {
+        let _ = write!(o, " · {} failed", s.failed_scrapes);
         if let Some(e) = &s.last_error {
             let _ = write!(o, " (last error: {})", md(e));
         }

@@ -302,12 +302,12 @@ pub fn vllm_scrape(recs: &[RequestRecord], t: f64) -> String {
 }
 
 /// A run against a (synthetic) vLLM server whose metrics were scraped every
-/// 0.1 s: the `server_signals` block, cross-check and diagnosis built by
-/// goodput-load from the Prometheus text, as `bench` builds them (the JSON
-/// keys are those of goodput's `signals::attach`). The server batches six
-/// of eight streams, so requests queue and the KV cache runs near full.
+/// 0.1 s: the `server_signals` block, cross-check and diagnosis built from
+/// the Prometheus text as `bench` builds them (`ServerSignals::analyse`).
+/// The server batches six of eight streams, so requests queue and the KV
+/// cache runs near full.
 pub fn server_run() -> RunResult {
-    use goodput_core::scrape::{cross_check, diagnose, parse, summarize_signals, Signals};
+    use goodput_core::scrape::{parse, ScrapeSample, ServerSignals, Signals};
     let p = Profile { requests: 96, concurrency: 8, ttft_ms: 60.0, seed: 3, ..Profile::default() };
     let mut recs = records(p);
     for r in &mut recs {
@@ -315,28 +315,23 @@ pub fn server_run() -> RunResult {
     }
     let mut run = run_of("llama-3.1-8b", p, recs.clone(), Some(SLO), true);
     let end = recs.iter().map(|r| r.end).max().unwrap().as_secs_f64();
-    let points: Vec<(Duration, Signals)> = (0..=((end / SCRAPE_EVERY_S).ceil() as u32 + 1))
+    let samples: Vec<ScrapeSample> = (0..=((end / SCRAPE_EVERY_S).ceil() as u32 + 1))
         .map(|k| {
             let t = k as f64 * SCRAPE_EVERY_S;
-            (Duration::from_secs_f64(t), Signals::from_scrape(&parse(&vllm_scrape(&recs, t))))
+            let mut signals = Signals::from_scrape(&parse(&vllm_scrape(&recs, t)));
+            signals.unmapped.clear();
+            ScrapeSample { t: Duration::from_secs_f64(t), signals }
         })
         .collect();
-    let w = &run.window;
-    let window = summarize_signals(&points, Duration::from_secs_f64(w.start_s), Duration::from_secs_f64(w.end_s));
-    let whole = summarize_signals(&points, Duration::ZERO, points.last().unwrap().0);
-    let check = cross_check(&recs, &run.summary, &window, &whole);
-    run.diagnosis = diagnose(&recs, &run.summary, Some(&window), Some(p.concurrency as usize));
-    run.server_signals = Some(json!({
-        "urls": ["http://127.0.0.1:8000/metrics", "http://127.0.0.1:9400/metrics"],
-        "interval_s": SCRAPE_EVERY_S,
-        "scrapes": points.len(),
-        "failed_scrapes": 0,
-        "parse_errors": 0,
-        "last_error": null,
-        "engine": window.engine,
-        "window": window,
-        "cross_check": check,
-    }));
+    let mut signals = ServerSignals {
+        urls: vec!["http://127.0.0.1:8000/metrics".into(), "http://127.0.0.1:9400/metrics".into()],
+        interval_s: SCRAPE_EVERY_S,
+        scrapes: samples.len(),
+        samples,
+        ..ServerSignals::default()
+    };
+    run.diagnosis = signals.analyse(&recs, &run.summary, &run.window, Some(p.concurrency as usize));
+    run.server_signals = Some(signals);
     run
 }
 
@@ -345,18 +340,14 @@ pub fn server_run() -> RunResult {
 /// name, and diagnosis lines.
 pub fn adversarial_server_run() -> RunResult {
     let mut r = server_run();
+    // The engine, its sources and the signal names are goodput's own names
+    // (a document naming others is refused on reading); the strings that
+    // come from outside are the endpoints, the scrape error and the notes.
     let s = r.server_signals.as_mut().unwrap();
-    s["engine"] = json!("<img src=x onerror=\"document.body.setAttribute('data-pwned','4')\">");
-    s["urls"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!("javascript:alert(1)</span><script>document.body.setAttribute('data-pwned','5')</script>"));
-    s["failed_scrapes"] = json!(2);
-    s["last_error"] = json!(PWN_MESSAGE);
-    s["window"]["sources"].as_array_mut().unwrap().push(json!("<i>dcgm</i>"));
-    s["cross_check"]["notes"].as_array_mut().unwrap().push(json!(FORMULA_MESSAGE));
-    let t = s["window"]["series"]["t_s"].as_array().unwrap().len();
-    s["window"]["series"]["gauges"][BARE_FORMULA] = json!(vec![1.0; t]);
+    s.urls.push("javascript:alert(1)</span><script>document.body.setAttribute('data-pwned','5')</script>".into());
+    s.failed_scrapes = 2;
+    s.last_error = Some(PWN_MESSAGE.into());
+    s.cross_check.as_mut().unwrap().notes.push(FORMULA_MESSAGE.into());
     r.diagnosis.push(goodput_core::Diagnosis { kind: "<b>kind</b>".into(), message: PWN_MESSAGE.into() });
     r.diagnosis.push(goodput_core::Diagnosis { kind: "queue_build_up".into(), message: BARE_FORMULA.into() });
     r
