@@ -17,8 +17,9 @@ pub struct RunResult {
     #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
     pub tool: Tool,
-    /// The command that produced it (`bench`, `estimate`).
-    #[schemars(extend("enum" = ["bench", "estimate"]))]
+    /// The command that produced it (`bench`, `estimate`), or `import` for
+    /// another tool's result read by `report` (docs/peers.md).
+    #[schemars(extend("enum" = ["bench", "estimate", "import"]))]
     pub kind: String,
     /// Wall-clock start, seconds since the Unix epoch: the zero of every
     /// `_ns` time in the records, so they line up with a server's logs.
