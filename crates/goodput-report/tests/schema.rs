@@ -25,7 +25,7 @@ fn the_schema_is_draft_2020_12_and_tells_the_kinds_apart() {
     let kinds: Vec<&str> = s["oneOf"].as_array().unwrap().iter().map(|k| k["$ref"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["#/$defs/RunResult", "#/$defs/SweepResult", "#/$defs/Comparison"]);
     let defs = &s["$defs"];
-    assert_eq!(defs["RunResult"]["properties"]["kind"]["enum"], serde_json::json!(["bench", "estimate"]));
+    assert_eq!(defs["RunResult"]["properties"]["kind"]["enum"], serde_json::json!(["bench", "estimate", "import"]));
     assert_eq!(defs["SweepResult"]["properties"]["kind"]["const"], "sweep");
     assert_eq!(defs["Comparison"]["properties"]["kind"]["const"], "compare");
     for d in ["RunResult", "SweepResult", "Comparison"] {
