@@ -28,7 +28,7 @@ pub use record::{
     apportion, chunk_counts, spread_evenly, tokenizer_fits, Channel, ChunkTokenSource, CountSource, FailureKind,
     Outcome, OutputChunk, RequestRecord, SessionTurn, TokenCounts,
 };
-pub use result::{ClientCost, Compat, Diagnosis, RunResult, Target, Tool, Window, SCHEMA};
+pub use result::{ClientCost, Compat, Diagnosis, DiagnosisKind, RunResult, Target, Tool, Window, SCHEMA};
 pub use slice::TimeSlice;
 pub use slo::{Slo, SloReport};
 pub use stats::{percentile, Distribution};

@@ -115,12 +115,72 @@ pub struct Window {
 /// One finding about a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Diagnosis {
-    /// `queue_build_up`, `kv_cache_pressure`, `prefix_cache`, `tail_degrading`, `client_bottleneck`.
-    pub kind: String,
+    pub kind: DiagnosisKind,
+    /// The finding in words, with the figures it rests on.
     pub message: String,
+}
+
+/// What a finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosisKind {
+    /// Requests waited at the server for want of room in the batch.
+    QueueBuildUp,
+    /// The server's own queue time, set beside TTFT.
+    QueueWait,
+    /// The KV cache ran full: preemptions, or admissions held back.
+    KvCachePressure,
+    /// Prompts served from the prefix cache, and what it saved.
+    PrefixCache,
+    /// TTFT grows with the prompt beyond what compute explains.
+    PrefillScaling,
+    /// Long prefills stalled the decodes beside them.
+    PrefillStalls,
+    /// The tail grew over the run.
+    TailDegrading,
+    /// The client, not the server, may have limited the run.
+    ClientBottleneck,
+}
+
+impl DiagnosisKind {
+    /// The name documents carry.
+    pub fn name(self) -> &'static str {
+        match self {
+            DiagnosisKind::QueueBuildUp => "queue_build_up",
+            DiagnosisKind::QueueWait => "queue_wait",
+            DiagnosisKind::KvCachePressure => "kv_cache_pressure",
+            DiagnosisKind::PrefixCache => "prefix_cache",
+            DiagnosisKind::PrefillScaling => "prefill_scaling",
+            DiagnosisKind::PrefillStalls => "prefill_stalls",
+            DiagnosisKind::TailDegrading => "tail_degrading",
+            DiagnosisKind::ClientBottleneck => "client_bottleneck",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Compat {
     pub vllm: VllmCompat,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagnosis_kinds_are_named_as_serialised() {
+        use DiagnosisKind::*;
+        for k in [
+            QueueBuildUp,
+            QueueWait,
+            KvCachePressure,
+            PrefixCache,
+            PrefillScaling,
+            PrefillStalls,
+            TailDegrading,
+            ClientBottleneck,
+        ] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
+    }
 }

@@ -689,7 +689,7 @@ fn html_server_signals_show_figures_series_and_the_cross_check() {
     }
 
     // The diagnosis comes right after the verdicts, before the cards.
-    let kinds: Vec<&str> = r.diagnosis.iter().map(|d| d.kind.as_str()).collect();
+    let kinds: Vec<&str> = r.diagnosis.iter().map(|d| d.kind.name()).collect();
     assert_eq!(kinds, ["queue_build_up", "kv_cache_pressure", "prefix_cache"]);
     let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("no {s}"));
     let diagnosis = at("<h2>Diagnosis</h2>");

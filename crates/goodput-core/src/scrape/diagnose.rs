@@ -5,7 +5,7 @@
 use super::signals::{CounterSignal, GaugeSignal, HistogramSignal};
 use super::window::{HistogramSummary, WindowSummary};
 use crate::metrics::{ms, RequestMetrics};
-use crate::{Diagnosis, Distribution, Outcome, RequestRecord, Summary};
+use crate::{Diagnosis, DiagnosisKind, Distribution, Outcome, RequestRecord, Summary};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -352,7 +352,7 @@ pub fn diagnose(
     concurrency_cap: Option<usize>,
 ) -> Vec<Diagnosis> {
     let mut out = Vec::new();
-    let mut push = |kind: &str, message: String| out.push(Diagnosis { kind: kind.into(), message });
+    let mut push = |kind: DiagnosisKind, message: String| out.push(Diagnosis { kind, message });
 
     if let Some(w) = window {
         let waiting = w.gauges.get(&GaugeSignal::WaitingRequests);
@@ -389,7 +389,7 @@ pub fn diagnose(
                 };
                 queue_told = true;
                 push(
-                    "queue_build_up",
+                    DiagnosisKind::QueueBuildUp,
                     format!(
                         "queue build-up: {:.1} requests waiting on average (peak {:.0}){trend} while running held at \
                          {rp50:.0} of a peak {rmax:.0}{cost}",
@@ -406,7 +406,7 @@ pub fn diagnose(
         {
             if q >= 10.0 && t > 0.0 && q >= 0.25 * t {
                 push(
-                    "queue_wait",
+                    DiagnosisKind::QueueWait,
                     format!(
                         "queueing: a request waited {q:.1} ms in the server's queue on average before it was \
                          scheduled, {:.0}% of the server's TTFT of {t:.1} ms: requests arrive faster than the server \
@@ -421,7 +421,7 @@ pub fn diagnose(
         let kv_max = kv.and_then(|d| d.max).unwrap_or(0.0);
         if kv_max > 0.9 || preempt > 0.0 {
             push(
-                "kv_cache_pressure",
+                DiagnosisKind::KvCachePressure,
                 format!(
                     "KV-cache pressure: use peaked at {:.0}% (p95 {:.0}%), {preempt:.0} preemptions in the window \
                      (a preempted request recomputes its prompt and context)",
@@ -455,7 +455,7 @@ pub fn diagnose(
                 _ => String::new(),
             };
             push(
-                "prefix_cache",
+                DiagnosisKind::PrefixCache,
                 format!("prefix cache: {:.1}% of prompt tokens hit over the window{effect}", rate * 100.0),
             );
         }
@@ -464,10 +464,10 @@ pub fn diagnose(
     // What the measured successful requests alone tell.
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
     if let Some(message) = prefill_scaling(&ok) {
-        push("prefill_scaling", message);
+        push(DiagnosisKind::PrefillScaling, message);
     }
     if let Some(message) = prefill_stalls(&ok) {
-        push("prefill_stalls", message);
+        push(DiagnosisKind::PrefillStalls, message);
     }
 
     // The tail degrading while the median holds, across the run's halves.
@@ -486,7 +486,7 @@ pub fn diagnose(
         if let ((Some(a50), Some(a99)), (Some(b50), Some(b99))) = (half(true), half(false)) {
             if a50 > 0.0 && (b50 - a50).abs() / a50 < 0.15 && b99 > 1.5 * a99 {
                 push(
-                    "tail_degrading",
+                    DiagnosisKind::TailDegrading,
                     format!(
                         "p99 degrading while p50 holds: TTFT p50 {a50:.1} → {b50:.1} ms but p99 {a99:.1} → {b99:.1} ms \
                          from the first half of the run to the second: a queue or cache pressure building in bursts"
@@ -505,7 +505,7 @@ pub fn diagnose(
     let cap_bound = concurrency_cap.is_some_and(|c| summary.in_flight.peak >= c as u64);
     if cq99 > 10.0 && server_idle && !cap_bound {
         push(
-            "client_bottleneck",
+            DiagnosisKind::ClientBottleneck,
             format!(
                 "client-side lateness: requests left up to {cq99:.1} ms (p99) after their scheduled time while the \
                  server's queue was empty: the load generator, not the server, is behind (give it more CPU or fewer \
@@ -553,7 +553,7 @@ mod tests {
         let prefix_note = |records: &[RequestRecord]| {
             let summary = analyze(records, &AnalysisOptions::default()).summary;
             let d = diagnose(records, &summary, Some(&window(0.2)), None);
-            d.into_iter().find(|d| d.kind == "prefix_cache").expect("a hit rate of 20% is told").message
+            d.into_iter().find(|d| d.kind == DiagnosisKind::PrefixCache).expect("a hit rate of 20% is told").message
         };
         // Every chat after the first finds its template's block: one cold
         // request (the first, on an idle server) is no comparison.
@@ -722,7 +722,10 @@ mod tests {
         // The waits are most of TTFT though the gauges show no batch at its
         // cap: told from the histogram.
         let kinds = |w: &WindowSummary| -> Vec<(String, String)> {
-            diagnose(&records, &summary, Some(w), None).into_iter().map(|d| (d.kind, d.message)).collect()
+            diagnose(&records, &summary, Some(w), None)
+                .into_iter()
+                .map(|d| (d.kind.name().to_string(), d.message))
+                .collect()
         };
         let d = kinds(&w);
         assert!(

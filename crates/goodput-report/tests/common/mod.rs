@@ -348,8 +348,9 @@ pub fn adversarial_server_run() -> RunResult {
     s.failed_scrapes = 2;
     s.last_error = Some(PWN_MESSAGE.into());
     s.cross_check.as_mut().unwrap().notes.push(FORMULA_MESSAGE.into());
-    r.diagnosis.push(goodput_core::Diagnosis { kind: "<b>kind</b>".into(), message: PWN_MESSAGE.into() });
-    r.diagnosis.push(goodput_core::Diagnosis { kind: "queue_build_up".into(), message: BARE_FORMULA.into() });
+    use goodput_core::{Diagnosis, DiagnosisKind};
+    r.diagnosis.push(Diagnosis { kind: DiagnosisKind::TailDegrading, message: PWN_MESSAGE.into() });
+    r.diagnosis.push(Diagnosis { kind: DiagnosisKind::QueueBuildUp, message: BARE_FORMULA.into() });
     r
 }
 
