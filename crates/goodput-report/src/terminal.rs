@@ -3,6 +3,8 @@
 //! Strings from the document pass through `escape::terminal`, so a server's
 //! error text or a model name cannot drive the terminal.
 
+pub mod sweep;
+
 use crate::escape::terminal as esc;
 use crate::format;
 use goodput_core::{Distribution, RunResult};

@@ -30,7 +30,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
                     a.run.display()
                 );
             }
-            crate::output::say(&crate::sweep::analysis_lines(&sweep));
+            crate::output::say(&goodput_report::terminal::sweep::analysis_lines(&sweep));
             if let Some(p) = &a.output {
                 output::write_document(p, &*sweep, "sweep")?;
             }

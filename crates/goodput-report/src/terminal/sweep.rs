@@ -1,0 +1,93 @@
+//! A sweep in the terminal: a row per point as it completes, and what the
+//! points say together.
+
+use crate::escape::terminal as esc;
+use goodput_core::sweep::{meets_slo, Load, SweepResult};
+use goodput_core::RunResult;
+
+/// The table's head; with sessions, a column of completed sessions/s.
+pub fn row_header(sessions: bool) -> String {
+    format!(
+        "{:<18}{:<10}{:>10}{}{:>12}{:>11}{:>11}{:>11}{:>11}{:>11}  {}",
+        "load",
+        "origin",
+        "req/s",
+        if sessions { format!("{:>12}", "sessions/s") } else { String::new() },
+        "out tok/s",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "TPOT p99",
+        "in flight",
+        "SLO"
+    )
+}
+
+pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f64) -> String {
+    let s = &r.summary;
+    let n = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
+    let slo = if judged {
+        let g = s.goodput.as_ref().map(|g| g.slo_attainment * 100.0).unwrap_or(0.0);
+        let verdict = if meets_slo(r, attainment) == Some(true) { "meets" } else { "misses" };
+        format!("{verdict} ({g:.0}% good)")
+    } else {
+        String::new()
+    };
+    format!(
+        "{:<18}{:<10}{:>10.2}{}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
+        load.label(),
+        origin,
+        s.throughput.requests_per_s,
+        s.sessions.as_ref().map(|ss| format!("{:>12.3}", ss.per_s)).unwrap_or_default(),
+        s.throughput.output_tokens_per_s,
+        n(s.ttft_ms.p(50.0)),
+        n(s.ttft_ms.p(99.0)),
+        n(s.tpot_ms.p(50.0)),
+        n(s.tpot_ms.p(99.0)),
+        s.in_flight.mean,
+        slo
+    )
+}
+
+/// What the points say together: saturation, the best throughput and
+/// goodput, the highest load meeting the SLO, the recommendation and notes.
+/// Text from the document passes through `escape::terminal`.
+pub fn analysis_lines(doc: &SweepResult) -> String {
+    use std::fmt::Write;
+    let a = &doc.analysis;
+    let mut o = String::new();
+    let describe = |p: &goodput_core::sweep::PointRef| {
+        let mut s = format!(
+            "{} ({:.1} output tok/s, TTFT p50 {} ms",
+            p.load.label(),
+            p.output_tokens_per_s,
+            p.ttft_p50_ms.map(|v| format!("{v:.1}")).unwrap_or("-".into())
+        );
+        if let Some(g) = p.goodput_tokens_per_s {
+            let _ = write!(s, ", goodput {g:.1} tok/s");
+        }
+        if let Some(c) = p.usd_per_million_output_tokens {
+            let _ = write!(s, ", ${c:.3} per M output tokens");
+        }
+        s.push(')');
+        s
+    };
+    let _ = writeln!(o);
+    for (name, p) in [
+        ("saturation", &a.saturation),
+        ("max throughput", &a.max_throughput),
+        ("max goodput", &a.max_goodput),
+        ("highest load meeting SLO", &a.highest_load_meeting_slo),
+    ] {
+        if let Some(p) = p {
+            let _ = writeln!(o, "{name:<26}{}", describe(p));
+        }
+    }
+    if let Some(r) = &a.recommendation {
+        let _ = writeln!(o, "{:<26}{}", "recommended", esc(r));
+    }
+    for n in &a.notes {
+        let _ = writeln!(o, "note: {}", esc(n));
+    }
+    o
+}
