@@ -6,6 +6,7 @@
 
 pub mod civil;
 pub mod cost;
+pub mod engine;
 pub mod hash;
 pub mod live;
 pub mod metrics;

@@ -44,7 +44,7 @@ pub struct RunResult {
     pub compat: Compat,
     /// The simulated engine's own view of the run (`estimate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<serde_json::Value>,
+    pub engine: Option<crate::engine::SimulatedEngine>,
     /// The server's own metrics scraped during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_signals: Option<crate::scrape::ServerSignals>,

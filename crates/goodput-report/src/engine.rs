@@ -1,48 +1,16 @@
-//! The `engine` block of an estimate read back for the exporters: what the
+//! The `engine` block of an estimate as the exporters show it: what the
 //! simulated engine did (batches, preemptions, prefix hits, KV capacity) and
-//! its KV use and queues over virtual time. Read leniently, like
-//! `server_signals`: a block that cannot be read is reported, never fatal.
+//! its KV use and queues over virtual time (goodput-core's typed
+//! [`SimulatedEngine`]).
 
 use crate::server::Figure;
+use goodput_core::engine::SimulatedEngine;
 use goodput_core::RunResult;
-use serde::Deserialize;
 use serde_json::Value;
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct SimulatedEngine {
-    pub config: Value,
-    pub steps: Option<f64>,
-    pub mean_batch_seqs: Option<f64>,
-    pub mean_batch_tokens: Option<f64>,
-    pub max_batch_seqs: Option<f64>,
-    pub preemptions: Option<f64>,
-    pub prefix_cache_queries_tokens: Option<f64>,
-    pub prefix_cache_hits_tokens: Option<f64>,
-    pub prefix_cache_hit_rate: Option<f64>,
-    pub kv_capacity_tokens: Option<f64>,
-    pub max_num_seqs: Option<f64>,
-    pub busy_s: Option<f64>,
-    pub makespan_s: Option<f64>,
-    pub kv_usage_max: Option<f64>,
-    pub series: EngineSeries,
-}
-
-/// Samples over virtual time, one column each.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct EngineSeries {
-    pub t_s: Vec<f64>,
-    /// 0..1 of the KV capacity.
-    pub kv_usage: Vec<Option<f64>>,
-    pub running: Vec<Option<f64>>,
-    pub waiting: Vec<Option<f64>>,
-}
-
-/// The run's `engine` block, if it has one; `Err` says why it could not be read.
-pub fn of(r: &RunResult) -> Option<Result<SimulatedEngine, String>> {
-    let v = r.engine.as_ref()?;
-    Some(SimulatedEngine::deserialize(v).map_err(|e| format!("the engine block cannot be read: {e}")))
+/// The run's `engine` block, if it has one.
+pub fn of(r: &RunResult) -> Option<&SimulatedEngine> {
+    r.engine.as_ref()
 }
 
 fn num(v: Option<f64>, decimals: usize) -> String {
@@ -57,10 +25,21 @@ fn pct(v: Option<f64>) -> String {
     v.map(|x| format!("{:.1}%", x * 100.0)).unwrap_or("-".into())
 }
 
-impl SimulatedEngine {
+/// How the exporters read the block.
+pub trait EngineView {
     /// What was simulated, in words: `Llama-3.1-8B on 1× H100 SXM · bf16 ·
     /// …`. Holds the document's strings: escape it for the format.
-    pub fn config_line(&self) -> String {
+    fn config_line(&self) -> String;
+    fn figures(&self) -> Vec<Figure>;
+    fn kv_usage(&self) -> Vec<(f64, f64)>;
+    fn running(&self) -> Vec<(f64, f64)>;
+    fn waiting(&self) -> Vec<(f64, f64)>;
+    /// `engine_series.csv`: the header (units in the names) and a row per sample.
+    fn table(&self) -> (Vec<String>, Vec<Vec<Option<f64>>>);
+}
+
+impl EngineView for SimulatedEngine {
+    fn config_line(&self) -> String {
         let c = &self.config;
         let text = |k: &str| match &c[k] {
             Value::String(s) => Some(s.clone()),
@@ -89,66 +68,80 @@ impl SimulatedEngine {
         parts.join(" · ")
     }
 
-    pub fn figures(&self) -> Vec<Figure> {
+    fn figures(&self) -> Vec<Figure> {
         let f = |label, value, unit, detail| Figure { label, value, unit, detail };
-        let busy = match (self.busy_s, self.makespan_s) {
-            (Some(b), Some(m)) if m > 0.0 => format!(" · busy {:.1}% of {m:.2} s", 100.0 * b / m),
-            _ => String::new(),
-        };
+        let (b, m) = (self.busy_s, self.makespan_s);
+        let busy = if m > 0.0 { format!(" · busy {:.1}% of {m:.2} s", 100.0 * b / m) } else { String::new() };
         vec![
             f(
                 "mean batch",
-                num(self.mean_batch_seqs, 1),
+                num(Some(self.mean_batch_seqs), 1),
                 "seqs",
                 format!(
                     "{} tokens a step · max {} of {} seqs",
-                    num(self.mean_batch_tokens, 0),
-                    num(self.max_batch_seqs, 0),
-                    num(self.max_num_seqs, 0)
+                    num(Some(self.mean_batch_tokens), 0),
+                    num(Some(self.max_batch_seqs as f64), 0),
+                    num(Some(self.max_num_seqs as f64), 0)
                 ),
             ),
-            f("steps", num(self.steps, 0), "", format!("engine steps{busy}")),
-            f("preemptions", num(self.preemptions, 0), "", "requests whose KV blocks were taken back".into()),
+            f("steps", num(Some(self.steps as f64), 0), "", format!("engine steps{busy}")),
+            f(
+                "preemptions",
+                num(Some(self.preemptions as f64), 0),
+                "",
+                "requests whose KV blocks were taken back".into(),
+            ),
             f(
                 "prefix-cache hit rate",
                 pct(self.prefix_cache_hit_rate),
                 "",
                 format!(
                     "{} of {} prompt tokens looked up",
-                    num(self.prefix_cache_hits_tokens, 0),
-                    num(self.prefix_cache_queries_tokens, 0)
+                    num(Some(self.prefix_cache_hits_tokens as f64), 0),
+                    num(Some(self.prefix_cache_queries_tokens as f64), 0)
                 ),
             ),
-            f("KV capacity", num(self.kv_capacity_tokens, 0), "tokens", format!("peak use {}", pct(self.kv_usage_max))),
+            f(
+                "KV capacity",
+                num(Some(self.kv_capacity_tokens as f64), 0),
+                "tokens",
+                format!("peak use {}", pct(Some(self.kv_usage_max))),
+            ),
         ]
     }
 
-    fn column(&self, col: &[Option<f64>]) -> Vec<(f64, f64)> {
-        self.series.t_s.iter().zip(col).filter_map(|(&t, v)| Some((t, (*v)?))).collect()
+    fn kv_usage(&self) -> Vec<(f64, f64)> {
+        column(&self.series.t_s, self.series.kv_usage.iter().copied())
     }
 
-    pub fn kv_usage(&self) -> Vec<(f64, f64)> {
-        self.column(&self.series.kv_usage)
+    fn running(&self) -> Vec<(f64, f64)> {
+        column(&self.series.t_s, self.series.running.iter().map(|&n| n as f64))
     }
 
-    pub fn running(&self) -> Vec<(f64, f64)> {
-        self.column(&self.series.running)
+    fn waiting(&self) -> Vec<(f64, f64)> {
+        column(&self.series.t_s, self.series.waiting.iter().map(|&n| n as f64))
     }
 
-    pub fn waiting(&self) -> Vec<(f64, f64)> {
-        self.column(&self.series.waiting)
-    }
-
-    /// `engine_series.csv`: the header (units in the names) and a row per sample.
-    pub fn table(&self) -> (Vec<String>, Vec<Vec<Option<f64>>>) {
+    fn table(&self) -> (Vec<String>, Vec<Vec<Option<f64>>>) {
         let header = ["t_s", "kv_cache_usage_ratio", "running_requests", "waiting_requests"].map(String::from).to_vec();
         let s = &self.series;
-        let at = |c: &[Option<f64>], i: usize| c.get(i).copied().flatten();
         let rows = (0..s.t_s.len())
-            .map(|i| vec![Some(s.t_s[i]), at(&s.kv_usage, i), at(&s.running, i), at(&s.waiting, i)])
+            .map(|i| {
+                vec![
+                    Some(s.t_s[i]),
+                    s.kv_usage.get(i).copied(),
+                    s.running.get(i).map(|&n| n as f64),
+                    s.waiting.get(i).map(|&n| n as f64),
+                ]
+            })
             .collect();
         (header, rows)
     }
+}
+
+/// (t, v) pairs, as far as both columns go.
+fn column(t: &[f64], values: impl Iterator<Item = f64>) -> Vec<(f64, f64)> {
+    t.iter().copied().zip(values).collect()
 }
 
 #[cfg(test)]
@@ -156,23 +149,25 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn engine(v: Value) -> SimulatedEngine {
+        serde_json::from_value(v).unwrap()
+    }
+
     #[test]
     fn config_line_names_what_was_simulated() {
-        let e = SimulatedEngine::deserialize(&json!({"config": {
+        let e = engine(json!({"config": {
             "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 2, "precision": "fp8", "kv_cache_dtype": "auto",
             "max_num_batched_tokens": 8192, "enable_prefix_caching": true
-        }}))
-        .unwrap();
+        }}));
         assert_eq!(e.config_line(), "Llama-3.1-8B on 2× H100 SXM · fp8 · max 8192 batched tokens · prefix caching on");
         assert_eq!(SimulatedEngine::default().config_line(), "");
     }
 
     #[test]
     fn series_and_table_keep_samples_aligned() {
-        let e = SimulatedEngine::deserialize(&json!({"series": {
-            "t_s": [0.5, 1.0, 1.5], "kv_usage": [0.1, 0.2, null], "running": [1, 2, 3], "waiting": [0, 0]
-        }}))
-        .unwrap();
+        let e = engine(json!({"series": {
+            "t_s": [0.5, 1.0, 1.5], "kv_usage": [0.1, 0.2], "running": [1, 2, 3], "waiting": [0, 0]
+        }}));
         assert_eq!(e.kv_usage(), [(0.5, 0.1), (1.0, 0.2)]);
         assert_eq!(e.waiting().len(), 2);
         let (h, rows) = e.table();

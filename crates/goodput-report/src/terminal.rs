@@ -294,6 +294,30 @@ fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64
     }
 }
 
+/// The simulated engine's own view of an estimate, in two lines.
+pub fn engine_lines(e: &goodput_core::engine::SimulatedEngine) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\nengine (simulated): {} steps · mean batch {:.1} seqs / {:.0} tokens (max {}) · KV capacity {} tokens, peak use {:.0}%",
+        e.steps,
+        e.mean_batch_seqs,
+        e.mean_batch_tokens,
+        e.max_batch_seqs,
+        e.kv_capacity_tokens,
+        e.kv_usage_max * 100.0
+    );
+    let _ = writeln!(
+        o,
+        "  preemptions {} · prefix cache hit rate {} · busy {:.1}% of {:.2} s",
+        e.preemptions,
+        e.prefix_cache_hit_rate.map(|r| format!("{:.1}%", r * 100.0)).unwrap_or("-".into()),
+        100.0 * e.busy_s / e.makespan_s.max(1e-9),
+        e.makespan_s
+    );
+    o
+}
+
 /// The server's side of the run, when its metrics were scraped.
 fn server_lines(o: &mut String, sig: &goodput_core::scrape::ServerSignals) {
     use goodput_core::scrape::{CounterSignal as C, GaugeSignal as G};

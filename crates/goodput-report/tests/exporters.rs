@@ -730,16 +730,17 @@ fn html_server_without_recognised_signals_says_so_and_draws_nothing() {
     assert_eq!(csv, "t_s\n1.00432382\n");
 }
 
+/// An `engine` block that cannot be read (a count that is text) is refused
+/// on reading, naming the field, rather than half-read.
 #[test]
-fn an_unreadable_block_is_reported_not_fatal() {
-    let mut r = estimate_run();
-    r.engine = Some(serde_json::json!({"steps": "<b>lots</b>"}));
-    let html = text(&render_run(Format::Html, &r), "");
-    assert_self_contained(&html);
-    assert!(html.contains("the engine block cannot be read: ") && !html.contains("<b>lots"));
-    let Rendered::Folder(files) = render_run(Format::Csv, &r) else { panic!("CSV renders a folder") };
-    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["summary.csv", "requests.csv"]);
+fn a_document_with_an_unreadable_engine_block_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = serde_json::to_value(estimate_run()).unwrap();
+    v["engine"]["steps"] = serde_json::json!("<b>lots</b>");
+    let path = dir.path().join("run.json");
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let err = goodput_report::read_document(&path).unwrap_err();
+    assert!(err.contains("does not match the goodput/v1 schema") && err.contains("invalid type"), "{err}");
 }
 
 #[test]
@@ -823,8 +824,8 @@ fn csv_engine_series_has_a_row_per_sample() {
     let rows = parse_csv(&text(&out, "engine_series.csv"));
     assert_eq!(rows[0], ["t_s", "kv_cache_usage_ratio", "running_requests", "waiting_requests"]);
     assert_eq!(rows.len(), ENGINE_SAMPLES + 1);
-    let s = &r.engine.as_ref().unwrap()["series"];
-    assert_eq!(column(&rows, "kv_cache_usage_ratio")[5].parse::<f64>().unwrap(), s["kv_usage"][5].as_f64().unwrap());
+    let s = &r.engine.as_ref().unwrap().series;
+    assert_eq!(column(&rows, "kv_cache_usage_ratio")[5].parse::<f64>().unwrap(), s.kv_usage[5]);
     assert_eq!(column(&rows, "running_requests")[0], "1");
     assert!(out.file("server_signals.csv").is_none());
 }

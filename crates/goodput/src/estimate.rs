@@ -7,6 +7,7 @@ use crate::cli::{EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
 use crate::{output, setup};
 use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::engine::{EngineSeries, SimulatedEngine};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult, SessionTurn, Target};
 use goodput_load::client::Cancellation;
 use goodput_load::{LoadPlan, Workload};
@@ -17,7 +18,6 @@ use goodput_sim::engine::{
 use goodput_sim::template::ChatTemplate;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -168,30 +168,30 @@ pub fn virtual_load(
     })
 }
 
-/// The engine's view as JSON, with its KV and queue series.
-pub fn engine_view_json(cfg: &EngineConfig, v: &EngineView) -> Value {
-    json!({
-        "config": engine_config_json(cfg),
-        "steps": v.steps,
-        "mean_batch_seqs": v.mean_batch_seqs,
-        "mean_batch_tokens": v.mean_batch_tokens,
-        "max_batch_seqs": v.max_batch_seqs,
-        "preemptions": v.preemptions,
-        "prefix_cache_queries_tokens": v.prefix_cache_queries,
-        "prefix_cache_hits_tokens": v.prefix_cache_hits,
-        "prefix_cache_hit_rate": v.prefix_cache_hit_rate,
-        "kv_capacity_tokens": v.kv_capacity_tokens,
-        "max_num_seqs": v.max_num_seqs,
-        "busy_s": v.busy.as_secs_f64(),
-        "makespan_s": v.makespan.as_secs_f64(),
-        "kv_usage_max": v.samples.iter().map(|s| s.kv_usage).fold(0.0, f64::max),
-        "series": {
-            "t_s": v.samples.iter().map(|s| s.t.as_secs_f64()).collect::<Vec<_>>(),
-            "kv_usage": v.samples.iter().map(|s| s.kv_usage).collect::<Vec<_>>(),
-            "running": v.samples.iter().map(|s| s.running).collect::<Vec<_>>(),
-            "waiting": v.samples.iter().map(|s| s.waiting).collect::<Vec<_>>(),
+/// The engine's view, with its KV and queue series, as the result keeps it.
+pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
+    SimulatedEngine {
+        config: engine_config_json(cfg),
+        steps: v.steps,
+        mean_batch_seqs: v.mean_batch_seqs,
+        mean_batch_tokens: v.mean_batch_tokens,
+        max_batch_seqs: v.max_batch_seqs,
+        preemptions: v.preemptions,
+        prefix_cache_queries_tokens: v.prefix_cache_queries,
+        prefix_cache_hits_tokens: v.prefix_cache_hits,
+        prefix_cache_hit_rate: v.prefix_cache_hit_rate,
+        kv_capacity_tokens: v.kv_capacity_tokens,
+        max_num_seqs: v.max_num_seqs,
+        busy_s: v.busy.as_secs_f64(),
+        makespan_s: v.makespan.as_secs_f64(),
+        kv_usage_max: v.samples.iter().map(|s| s.kv_usage).fold(0.0, f64::max),
+        series: EngineSeries {
+            t_s: v.samples.iter().map(|s| s.t.as_secs_f64()).collect(),
+            kv_usage: v.samples.iter().map(|s| s.kv_usage).collect(),
+            running: v.samples.iter().map(|s| s.running).collect(),
+            waiting: v.samples.iter().map(|s| s.waiting).collect(),
         },
-    })
+    }
 }
 
 /// Runs one plan in virtual time. A closed loop with a timed warm-up learns
@@ -294,34 +294,10 @@ pub fn estimate_result(
         &run.records,
         opts,
     );
-    result.engine = Some(engine_view_json(cfg, &run.engine));
+    result.engine = Some(engine_view(cfg, &run.engine));
     // The diagnoses read from records alone hold in virtual time too.
     result.diagnosis = goodput_core::scrape::diagnose(&run.records, &result.summary, None, plan.concurrency);
     Ok((result, run.records))
-}
-
-fn engine_lines(e: &Value) -> String {
-    let mut o = String::new();
-    let f = |k: &str| e[k].as_f64().unwrap_or(0.0);
-    let _ = writeln!(
-        o,
-        "\nengine (simulated): {} steps · mean batch {:.1} seqs / {:.0} tokens (max {}) · KV capacity {} tokens, peak use {:.0}%",
-        e["steps"],
-        f("mean_batch_seqs"),
-        f("mean_batch_tokens"),
-        e["max_batch_seqs"],
-        e["kv_capacity_tokens"],
-        f("kv_usage_max") * 100.0
-    );
-    let _ = writeln!(
-        o,
-        "  preemptions {} · prefix cache hit rate {} · busy {:.1}% of {:.2} s",
-        e["preemptions"],
-        e["prefix_cache_hit_rate"].as_f64().map(|r| format!("{:.1}%", r * 100.0)).unwrap_or("-".into()),
-        100.0 * f("busy_s") / f("makespan_s").max(1e-9),
-        f("makespan_s")
-    );
-    o
 }
 
 pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
@@ -349,10 +325,10 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     }
     let code = output::finish(&result, &a.output, &a.judge, &records)?;
     if let Some(e) = &result.engine {
-        crate::output::say(&engine_lines(e));
+        crate::output::say(&goodput_report::terminal::engine_lines(e));
     }
     if !a.output.quiet {
-        let simulated = result.engine.as_ref().and_then(|e| e["makespan_s"].as_f64()).unwrap_or(0.0);
+        let simulated = result.engine.as_ref().map_or(0.0, |e| e.makespan_s);
         eprintln!(
             "simulated {:.1} s in {:.3} s of wall time ({:.0}× real time)",
             simulated,

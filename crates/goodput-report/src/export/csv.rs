@@ -40,7 +40,8 @@ impl Exporter for Csv {
             let (header, rows) = s.table();
             files.push(("server_signals.csv".to_string(), numbers(&header, rows)));
         }
-        if let Some(Ok(e)) = crate::engine::of(run) {
+        if let Some(e) = crate::engine::of(run) {
+            use crate::engine::EngineView;
             let (header, rows) = e.table();
             files.push(("engine_series.csv".to_string(), numbers(&header, rows)));
         }

@@ -5,7 +5,7 @@
 
 use super::{ExportError, Exporter, Rendered};
 use crate::compare::{mark, Comparison, Verdict};
-use crate::engine;
+use crate::engine::{self, EngineView};
 use crate::escape::{html, script_json};
 use crate::format;
 use crate::metric::{Better, Dist};
@@ -808,15 +808,8 @@ fn cross_check(o: &mut String, c: &CrossCheck, p50_bucket: Option<[f64; 2]>) {
 
 /// The simulated engine's own view of an estimate.
 fn engine_section(o: &mut String, r: &RunResult) {
-    let Some(read) = engine::of(r) else { return };
+    let Some(e) = engine::of(r) else { return };
     o.push_str(r#"<section class="engine"><h2>Engine (simulated)</h2>"#);
-    let e = match read {
-        Ok(e) => e,
-        Err(err) => {
-            let _ = write!(o, r#"<p class="note">{}</p></section>"#, html(&err));
-            return;
-        }
-    };
     let line = e.config_line();
     if !line.is_empty() {
         let _ = write!(o, r#"<p class="sub">{}</p>"#, html(&line));
@@ -829,8 +822,8 @@ fn engine_section(o: &mut String, r: &RunResult) {
         true,
         vec![Series::new("KV-cache use", Style::Line, 2, e.kv_usage())],
     );
-    if let (Some(c), Some(cap)) = (kv.as_mut(), e.kv_capacity_tokens) {
-        c.note = Some(format!("Of a capacity of {} tokens.", count(Some(cap))));
+    if let Some(c) = kv.as_mut().filter(|_| e.kv_capacity_tokens > 0) {
+        c.note = Some(format!("Of a capacity of {} tokens.", e.kv_capacity_tokens));
     }
     let queue = series_chart(
         "engine-requests-time",

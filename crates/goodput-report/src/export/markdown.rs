@@ -5,7 +5,7 @@
 
 use super::{ExportError, Exporter, Rendered};
 use crate::compare::{mark, Comparison, Verdict};
-use crate::engine;
+use crate::engine::{self, EngineView};
 use crate::escape::markdown as md;
 use crate::format;
 use crate::metric::{Dist, Unit};
@@ -308,14 +308,7 @@ fn server_signals(o: &mut String, r: &RunResult) {
 }
 
 fn simulated_engine(o: &mut String, r: &RunResult) {
-    let e = match engine::of(r) {
-        None => return,
-        Some(Err(err)) => {
-            let _ = writeln!(o, "\n**Engine (simulated)** {}", md(&err));
-            return;
-        }
-        Some(Ok(e)) => e,
-    };
+    let Some(e) = engine::of(r) else { return };
     let _ = writeln!(o, "\n**Engine (simulated)** {}\n", md(&e.config_line()));
     figures_table(o, "engine (simulated)", &e.figures());
 }

@@ -374,7 +374,7 @@ pub fn estimate_run() -> RunResult {
     let running: Vec<u64> = (0..ENGINE_SAMPLES).map(|i| (i as u64 + 1).min(8)).collect();
     let waiting: Vec<u64> = (0..ENGINE_SAMPLES).map(|i| (6u64).saturating_sub(i as u64 / 4)).collect();
     let kv: Vec<f64> = (0..ENGINE_SAMPLES).map(|i| 0.05 + 0.4 * (i as f64 / 15.0).sin().abs()).collect();
-    r.engine = Some(json!({
+    r.engine = serde_json::from_value(json!({
         "config": {
             "model": "Llama-3.1-8B", "gpu": "H100 SXM", "precision": "bf16", "kv_cache_dtype": "auto", "tp": 1,
             "gpu_memory_utilization": 0.9, "max_num_seqs": 1024, "max_num_batched_tokens": 8192, "block_size": 16,
@@ -394,14 +394,15 @@ pub fn estimate_run() -> RunResult {
         "makespan_s": 2.7,
         "kv_usage_max": kv.iter().copied().fold(0.0, f64::max),
         "series": {"t_s": t, "kv_usage": kv, "running": running, "waiting": waiting},
-    }));
+    }))
+    .unwrap();
     r
 }
 
 /// `estimate_run` with hostile names in the engine's config.
 pub fn adversarial_estimate_run() -> RunResult {
     let mut r = estimate_run();
-    let c = &mut r.engine.as_mut().unwrap()["config"];
+    let c = &mut r.engine.as_mut().unwrap().config;
     c["model"] = json!(XSS_MODEL);
     c["gpu"] = json!("<img src=x onerror=\"document.body.setAttribute('data-pwned','6')\">");
     c["precision"] = json!("`bf16` | **x**");
