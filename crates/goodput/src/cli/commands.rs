@@ -1,0 +1,296 @@
+//! Each command's arguments, made of the shared groups.
+
+use super::groups::*;
+use super::parse::*;
+use clap::{Args, Parser, Subcommand};
+use goodput_load::Api;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(name = "goodput", version = crate::common::version(), propagate_version = true, about = "Measure, explain and predict the performance of LLM inference services")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load an OpenAI-compatible server (or, with no --url, the embedded simulator) and report what users feel.
+    Bench(Box<BenchArgs>),
+    /// Predict a run with the simulated engine in virtual time (no HTTP, no GPU).
+    Estimate(Box<EstimateArgs>),
+    /// Serve the simulated server: OpenAI routes, and Anthropic's, Ollama's, TGI's and llama.cpp's native APIs.
+    Serve(Box<ServeArgs>),
+    /// Re-analyse a saved run: other SLOs, percentiles or price.
+    Report(Box<ReportArgs>),
+    /// Run a series of loads: the latency–throughput curve, saturation, best goodput under the SLO, and the point to pick.
+    Sweep(Box<SweepArgs>),
+    /// Watch a running server's own metrics live, optionally with probe requests and alerts.
+    Monitor(Box<MonitorArgs>),
+    /// Set runs side by side; fail on a regression beyond a threshold.
+    Compare(Box<CompareArgs>),
+    /// Print a shell completion script, e.g. `goodput completions bash > ~/.local/share/bash-completion/completions/goodput`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `goodput man | man -l -`; with --dir, write one page per command there.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write goodput.1 and a goodput-COMMAND.1 per command into this folder instead of printing goodput.1.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// The server root (its /metrics is scraped) or a metrics URL ending in /metrics.
+    pub url: String,
+    /// More Prometheus endpoints to read with it (e.g. a DCGM exporter).
+    #[arg(long)]
+    pub metrics_url: Vec<String>,
+    /// Time between scrapes; rates and quantiles are over the last interval.
+    #[arg(long, value_parser = parse_positive_duration, default_value = "2s")]
+    pub interval: Duration,
+    /// Send small real requests at this rate (requests/s) and show the TTFT and TPOT users see now.
+    #[arg(long)]
+    pub probe_rate: Option<f64>,
+    /// Model for probe requests (default: the first at /v1/models, or the server's own list for a native --api). Several, comma-separated (LoRA adapters), spread the probes over them, and each is shown apart.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Which endpoint probes use (as bench's --api).
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
+    /// API key for probes (never written anywhere).
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Which header carries --api-key (as bench's --key-header).
+    #[arg(long, value_enum, default_value_t = KeyHeaderArg::Auto)]
+    pub key_header: KeyHeaderArg,
+    /// One more header for probes, 'Name: value' (repeatable).
+    #[arg(long, value_parser = parse_header)]
+    pub header: Vec<(String, String)>,
+    /// Alert thresholds, e.g. 'kv_cache>0.9,waiting>10,ttft_p99>2s,probe_ttft>1s'.
+    #[arg(long)]
+    pub alert: Option<String>,
+    /// Watch one interval, print, and exit (4 when an alert fired): for cron and CI.
+    #[arg(long)]
+    pub once: bool,
+    /// Stop after this long.
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub duration: Option<Duration>,
+    /// Write each interval's signals as one JSON line to this file.
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Serve the probes' client-side metrics in Prometheus text at this address.
+    #[arg(long)]
+    pub prometheus_listen: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub sim: SimArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct EstimateArgs {
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    /// Which route the requests model: a chat route (chat, messages, ollama-chat, ollama-generate) puts the model's chat template around each prompt, as a real server does; the others put its BOS before it. Prompt lengths then exceed --input-tokens as a live bench's do.
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
+    /// Instead of one run: simulate each row of a reference CSV (the format of validation/public.csv) and print prediction, reference and error.
+    #[arg(long)]
+    pub validate: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Sweep the simulated engine in virtual time instead of a server (--model names a catalog model then).
+    #[arg(long)]
+    pub estimate: bool,
+    /// Closed-loop points: a list of concurrencies, e.g. 1,2,4,8,16,32.
+    #[arg(long, value_parser = parse_counts, conflicts_with_all = ["rate", "auto"])]
+    pub concurrency: Option<CountList>,
+    /// Open-loop points: a list of rates in requests/s, e.g. 1,2,4,8.
+    #[arg(long, value_parser = parse_rates, conflicts_with = "auto")]
+    pub rate: Option<RateList>,
+    /// A synchronous baseline, then the throughput ceiling, then open-loop rates spread between.
+    #[arg(long)]
+    pub auto: bool,
+    /// Rates spread between baseline and ceiling with --auto.
+    #[arg(long, default_value_t = 6)]
+    pub points: u32,
+    /// Concurrency of the ceiling point with --auto, and the in-flight cap of open-loop points.
+    #[arg(long, default_value_t = 256)]
+    pub max_concurrency: u64,
+    /// Extra points placed by bisection to find the highest load that meets every SLO objective.
+    #[arg(long, default_value_t = 3)]
+    pub search_steps: u32,
+    /// Share of requests that must be good, beside every objective passing, for a point to meet the SLO.
+    #[arg(long, default_value_t = 0.9)]
+    pub attainment: f64,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+    #[command(flatten)]
+    pub hw: EngineHwArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    #[command(flatten)]
+    pub sim: SimArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to bind (loopback unless you say otherwise).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port (0 picks a free one and prints it).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Timing model.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Engine)]
+    pub profile: ProfileArg,
+    /// The simulated engine's model: a catalog name or a Hugging Face config.json.
+    #[arg(long, default_value = DEFAULT_ENGINE_MODEL)]
+    pub model: String,
+    #[command(flatten)]
+    pub hw: EngineHwArgs,
+    /// The name the server reports at /v1/models (default: the engine's model name, or goodput-fixed). Several, comma-separated, are served alike (as LoRA adapters beside a base model); the engine refuses any other name with 404, as vLLM does.
+    #[arg(long)]
+    pub served_model_name: Option<String>,
+    /// Time scale of the engine: 2 runs twice as fast as the hardware would.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Fixed profile: request arrival to first output chunk.
+    #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Fixed profile")]
+    pub ttft: Duration,
+    /// Fixed profile: time between output chunks.
+    #[arg(long, value_parser = parse_duration, default_value = "20ms", help_heading = "Fixed profile")]
+    pub itl: Duration,
+    /// Fixed profile: tokens in each output chunk.
+    #[arg(long, default_value_t = 2, help_heading = "Fixed profile")]
+    pub tokens_per_chunk: u32,
+    /// Fixed profile: every N-th request (the first included) waits --slow-ttft longer for its first token.
+    #[arg(long, requires = "slow_ttft", help_heading = "Fixed profile")]
+    pub slow_every: Option<u64>,
+    /// Fixed profile: the extra wait of --slow-every requests.
+    #[arg(long, value_parser = parse_duration, help_heading = "Fixed profile")]
+    pub slow_ttft: Option<Duration>,
+    /// Fixed profile: log when each token chunk of every stream was written, one JSON line per stream with its X-Request-Id (bench: --header 'X-Request-Id: {request}'), to split a client's inter-token error into the server's share and its own (bench/client_overhead.sh).
+    #[arg(long, help_heading = "Fixed profile")]
+    pub write_log: Option<PathBuf>,
+    /// Output length when a request sets no max_tokens.
+    #[arg(long, default_value_t = 128)]
+    pub default_max_tokens: u32,
+    /// Print no periodic status lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Live view: full screen on a terminal, status lines every 10 s otherwise.
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    pub progress: ProgressArg,
+    #[command(flatten)]
+    pub faults: FaultArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FaultArgs {
+    /// Share of requests answered with HTTP 500.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection (seeded)")]
+    pub fault_error_rate: f64,
+    /// Share of streams that send an error event halfway through.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection (seeded)")]
+    pub fault_stream_error_rate: f64,
+    /// Share of streams whose connection drops halfway through.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection (seeded)")]
+    pub fault_disconnect_rate: f64,
+    /// Share of streams that stall once halfway through, for --fault-stall.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection (seeded)")]
+    pub fault_stall_rate: f64,
+    /// Length of an injected stall.
+    #[arg(long, value_parser = parse_duration, default_value = "2s", help_heading = "Fault injection (seeded)")]
+    pub fault_stall: Duration,
+    /// Fixed profile: play a hostile server's misbehaviour on this share of requests, e.g. reset-during:0.1 (repeatable, one case each). Cases: malformed-json, non-utf8, endless-line, oversized-header, reset-before, reset-during, never-answer, trickle, broken-chunked, data-after-done, usage-only, event-error, 429, 503, html-200, close-after-response (docs/hostile-servers.md says what each does and what goodput records).
+    #[arg(long = "fault", value_name = "CASE:RATE", value_parser = goodput_sim::faults::parse_fault, help_heading = "Fault injection (seeded)")]
+    pub fault: Vec<(goodput_sim::faults::Hostile, f64)>,
+    /// Between two bytes of a --fault trickle response.
+    #[arg(long, value_parser = parse_duration, default_value = "1ms", help_heading = "Fault injection (seeded)")]
+    pub fault_trickle_gap: Duration,
+    /// Seed for fault draws.
+    #[arg(long, default_value_t = 0, help_heading = "Fault injection (seeded)")]
+    pub fault_seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Result documents: the first is the baseline.
+    #[arg(required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+    /// Regression rules, e.g. 'ttft_ms.p95>+10%,output_tokens_per_s<-5%': exit 1 when a later run breaks one against the first.
+    #[arg(long)]
+    pub fail_if: Option<String>,
+    /// Write the comparison as a JSON document (schema goodput/v1, kind compare) to this file; - for standard output.
+    #[arg(long, short = 'o', visible_alias = "json")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A result document written by bench, estimate or sweep (-o).
+    pub run: PathBuf,
+    /// The run's per-request records (--records), when the document does not hold them (--include-requests).
+    #[arg(long)]
+    pub records: Option<PathBuf>,
+    /// Percentiles to report, e.g. 50,90,99.9 (default: the run's own).
+    #[arg(long, value_parser = parse_percentiles)]
+    pub percentiles: Option<PercentileList>,
+    /// Re-analyse only the requests sent in this stretch of the run, e.g. 30s..90s, 1m.. or ..2m (times from the run's start; a session counts by its first turn).
+    #[arg(long, value_parser = parse_window)]
+    pub window: Option<goodput_core::TimeSlice>,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+    /// Write the re-analysed document to this JSON file.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}

@@ -1,0 +1,414 @@
+//! Argument groups shared between commands: where requests go, the load,
+//! the workload, the outputs, the judging, the simulated engine.
+
+use super::parse::*;
+use clap::{Args, ValueEnum};
+use goodput_core::Slo;
+use goodput_load::{Api, LengthDist, Preset, Stamps, ThinkTime, Transport, Turns};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `--key-header`: which header carries the API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KeyHeaderArg {
+    /// x-api-key for --api messages at api.anthropic.com, a bearer token everywhere else.
+    Auto,
+    /// Authorization: Bearer (OpenAI routes, vLLM, SGLang, TGI, llama.cpp, Ollama behind a proxy).
+    Bearer,
+    /// x-api-key (Anthropic's own API).
+    XApiKey,
+}
+
+impl KeyHeaderArg {
+    pub fn resolve(self, api: goodput_load::Api, base: &str) -> goodput_load::KeyHeader {
+        use goodput_load::KeyHeader;
+        match self {
+            KeyHeaderArg::Bearer => KeyHeader::Bearer,
+            KeyHeaderArg::XApiKey => KeyHeader::XApiKey,
+            KeyHeaderArg::Auto => {
+                let host = reqwest::Url::parse(base).ok().and_then(|u| u.host_str().map(str::to_owned));
+                if api == goodput_load::Api::Messages && host.as_deref() == Some("api.anthropic.com") {
+                    KeyHeader::XApiKey
+                } else {
+                    KeyHeader::Bearer
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    Poisson,
+    Gamma,
+    Constant,
+}
+
+/// Where requests go and how they are sent.
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
+    /// Server root URL (e.g. http://127.0.0.1:8000). Without it, goodput starts its embedded simulator on a loopback port.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Which endpoint to load.
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
+    /// Model name to send; by default the first model the server lists at /v1/models. Several, comma-separated (e.g. LoRA adapters), spread the requests over them, each request or session drawing one; the summary then has a row per model.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// API key (never written to any output), sent in the header --key-header names.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Which header carries --api-key: auto is x-api-key for --api messages at api.anthropic.com, a bearer token elsewhere.
+    #[arg(long, value_enum, default_value_t = KeyHeaderArg::Auto)]
+    pub key_header: KeyHeaderArg,
+    /// One more request header, 'Name: value' (repeatable); {session} and {request} in the value become the session's and the request's number. The value is never written to any output.
+    #[arg(long, value_parser = parse_header)]
+    pub header: Vec<(String, String)>,
+    /// Non-streaming requests (TTFT then equals E2E).
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Do not ask for stream_options.include_usage.
+    #[arg(long)]
+    pub no_usage: bool,
+    /// Extra JSON fields merged into every request body, e.g. '{"temperature":0}'.
+    #[arg(long)]
+    pub extra_body: Option<String>,
+    /// Per-request timeout.
+    #[arg(long, value_parser = parse_positive_duration, default_value = "120s")]
+    pub timeout: Duration,
+    /// The most a server may make the client hold for one response: an SSE
+    /// line or event, an NDJSON line, a whole body (e.g. 64MiB, 1GiB). Past
+    /// it the request fails as invalid_response, and memory stays bounded.
+    #[arg(long, value_parser = parse_bytes, default_value = "64MiB")]
+    pub max_buffer: usize,
+    /// Wait up to this long for the server to be ready (its /health, or its model list, answering 2xx) before the run: for a server still starting or loading its model.
+    #[arg(long, value_parser = parse_duration)]
+    pub wait_ready: Option<Duration>,
+    /// After Ctrl-C, how long in-flight requests may finish before they are cancelled.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub grace: Duration,
+    /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
+    #[arg(long, value_enum, default_value_t = Transport::Auto)]
+    pub transport: Transport,
+    /// When a chunk is stamped: `kernel`, when the kernel received its bytes (Linux, http:// with --transport auto), which keeps the client's own scheduling delays out of every time; `read`, when the client read them off the socket (docs/metrics.md); `auto` (the default), kernel where it is to be had and read elsewhere. The result's config.client.stamp says which was used.
+    #[arg(long, value_enum, default_value_t = Stamps::Auto)]
+    pub stamp: Stamps,
+}
+
+/// The server's own metrics, scraped during the run.
+#[derive(Debug, Clone, Args)]
+pub struct MetricsArgs {
+    /// Prometheus endpoint(s) to scrape during the run (repeat for several, e.g. the engine and a DCGM exporter). Default: <url>/metrics when it answers.
+    #[arg(long, help_heading = "Server metrics")]
+    pub metrics_url: Vec<String>,
+    /// Do not scrape server metrics.
+    #[arg(long, conflicts_with = "metrics_url", help_heading = "Server metrics")]
+    pub no_metrics: bool,
+    /// Time between scrapes.
+    #[arg(long, value_parser = parse_positive_duration, default_value = "1s", help_heading = "Server metrics")]
+    pub metrics_interval: Duration,
+    /// Serve goodput's own live client-side metrics in Prometheus text at this address (e.g. 127.0.0.1:9464), named after OpenTelemetry's GenAI conventions.
+    #[arg(long, help_heading = "Server metrics")]
+    pub prometheus_listen: Option<std::net::SocketAddr>,
+}
+
+/// How much load.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Closed loop: this many requests in flight at all times (default 10 when no --rate).
+    #[arg(long, short = 'c')]
+    pub concurrency: Option<usize>,
+    /// Open loop: requests per second on a schedule drawn ahead from --seed; inf sends every request at once (as vLLM's --request-rate inf), -c capping how many are in flight.
+    #[arg(long, short = 'r')]
+    pub rate: Option<f64>,
+    /// Replay a trace: JSONL of {"timestamp": SECONDS, "input_tokens": N, "output_tokens": N[, "prefix_id": ID, "prefix_tokens": N]}, sent on its own clock (the first line at once).
+    #[arg(long, conflicts_with = "rate")]
+    pub trace: Option<PathBuf>,
+    /// Replay the trace this many times faster (2 halves every gap).
+    #[arg(long, default_value_t = 1.0, requires = "trace")]
+    pub trace_speed: f64,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+}
+
+/// The shape of a load, shared by a single run and each point of a sweep:
+/// arrivals, bounds, warm-up and seed.
+#[derive(Debug, Clone, Args)]
+pub struct ShapeArgs {
+    /// Inter-arrival process of open-loop (--rate) loads.
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
+    pub arrival: ArrivalArg,
+    /// Gamma shape for --arrival gamma: 1 is Poisson, below 1 burstier, above 1 smoother.
+    #[arg(long)]
+    pub burstiness: Option<f64>,
+    /// Measured requests to send, per point in a sweep (when no --duration: 10 a user in a closed loop, at least 100; 100 in an open loop).
+    #[arg(long, short = 'n')]
+    pub requests: Option<u64>,
+    /// Stop sending after this long (e.g. 60s), per point in a sweep.
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub duration: Option<Duration>,
+    /// Give up on this share of requests (0..1), as users who close the tab: each disconnects --cancel-after after it was sent unless its response has ended; the same requests for the same --seed. They count as cancelled, not failed.
+    #[arg(long, value_parser = parse_share, requires = "cancel_after")]
+    pub cancel_rate: Option<f64>,
+    /// With --cancel-rate: how long after sending a request it is given up on (0s: as soon as it is sent).
+    #[arg(long, value_parser = parse_duration, requires = "cancel_rate")]
+    pub cancel_after: Option<Duration>,
+    /// Warm-up excluded from the measurement window: a request count (10) or a time (30s); the bounds count after it (per point in a sweep).
+    #[arg(long, value_parser = parse_warmup, default_value = "0")]
+    pub warmup: WarmupArg,
+    /// Climb to the load linearly over this long (e.g. 30s): users join one by one, or the rate ramps from 0. What is due meanwhile is warm-up.
+    #[arg(long, value_parser = parse_duration)]
+    pub ramp_up: Option<Duration>,
+    /// Multi-turn sessions of this many turns (3, uniform:2..6, …; with a ShareGPT --dataset at most its conversation's, or `all` of them): each question is asked after the answer before it, with the whole conversation so far. Users (-c) hold one session at a time, --rate starts sessions per second, and -n and --warmup N count sessions.
+    #[arg(long, value_parser = parse_turns, help_heading = "Sessions")]
+    pub turns: Option<Turns>,
+    /// Pause between an answer and the session's next question: 2s, uniform:1s..5s or exponential:2s (mean).
+    #[arg(long, value_parser = parse_think_time, requires = "turns", default_value = "0s", help_heading = "Sessions")]
+    pub think_time: ThinkTime,
+    /// Seed for prompts and arrival times.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// What each request asks.
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    /// Input length: 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA (tokens; default 256, or the preset's).
+    #[arg(long, value_parser = parse_length)]
+    pub input_tokens: Option<LengthDist>,
+    /// Output length, sent as max_tokens (same forms as --input-tokens; default 128, or the preset's).
+    #[arg(long, value_parser = parse_length)]
+    pub output_tokens: Option<LengthDist>,
+    /// A named request shape; --input-tokens and --output-tokens given beside it win.
+    #[arg(long, value_enum)]
+    pub preset: Option<Preset>,
+    /// Tokens of a system prompt shared by requests, added before each prompt (exercises prefix caching).
+    #[arg(long, default_value_t = 0)]
+    pub shared_prefix_tokens: u32,
+    /// Share of requests that carry a shared prefix.
+    #[arg(long, value_parser = parse_share, default_value_t = 1.0, requires = "shared_prefix_tokens")]
+    pub shared_prefix_ratio: f64,
+    /// How many distinct shared prefixes requests draw from.
+    #[arg(long, default_value_t = 1, requires = "shared_prefix_tokens")]
+    pub shared_prefixes: u32,
+    /// Force the output length: send ignore_eos and min_tokens (vLLM and SGLang honour them; --api llamacpp sends ignore_eos).
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Prompts from a file: JSONL ({"prompt": …} or {"messages": …}, optional max_tokens) or ShareGPT JSON.
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// A local Hugging Face tokenizer.json for exact input lengths and client-side counts.
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+}
+
+/// What is written, and where.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Percentiles to report, e.g. 50,90,99.9.
+    #[arg(long, value_parser = parse_percentiles, default_value = "50,90,95,99")]
+    pub percentiles: PercentileList,
+    /// Stream per-request records to this JSONL file as they complete.
+    #[arg(long)]
+    pub records: Option<PathBuf>,
+    /// Write the result document (schema goodput/v1) to this JSON file.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Also put every per-request record into the result document.
+    #[arg(long)]
+    pub include_requests: bool,
+    /// Print only the summary (no progress lines).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// A name for the run, kept as config.label: reports show it and compare uses it instead of the file name.
+    #[arg(long, value_parser = parse_label)]
+    pub label: Option<String>,
+    /// A note kept in the result's config.meta, e.g. --meta gpu=H100 --meta vllm=0.11.0 (repeatable); compare lists the ones that differ.
+    #[arg(long, value_parser = parse_meta)]
+    pub meta: Vec<(String, String)>,
+    /// Live view while the run goes: a full-screen view on a terminal, periodic lines otherwise.
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    pub progress: ProgressArg,
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressArg {
+    /// Full screen on a terminal, plain lines when not a terminal, nothing with --quiet.
+    Auto,
+    Tui,
+    Plain,
+    #[value(alias = "off")]
+    None,
+}
+
+/// Renderings of the result besides JSON.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ExportArgs {
+    /// A self-contained HTML report (charts inline, no network fetch).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// CSV files (summary, per-request records, sweep points, server signals, engine series) into this folder, units in the headers.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// A Markdown summary table fit for a pull request.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
+}
+
+impl ExportArgs {
+    /// The formats asked for, with their destinations.
+    pub fn targets(&self) -> Vec<(goodput_report::Format, PathBuf)> {
+        use goodput_report::Format;
+        let mut v = Vec::new();
+        if let Some(p) = &self.html {
+            v.push((Format::Html, p.clone()));
+        }
+        if let Some(p) = &self.csv {
+            v.push((Format::Csv, p.clone()));
+        }
+        if let Some(p) = &self.markdown {
+            v.push((Format::Markdown, p.clone()));
+        }
+        v
+    }
+}
+
+/// How a run is judged: SLOs and the price of the hardware.
+#[derive(Debug, Clone, Args)]
+pub struct JudgeArgs {
+    /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'.
+    #[arg(long, value_parser = parse_slo, help_heading = "SLOs and cost")]
+    pub slo: Option<Slo>,
+    /// Exit non-zero (3) when a percentile objective of --slo fails (for CI).
+    #[arg(long, help_heading = "SLOs and cost")]
+    pub fail_on_slo: bool,
+    /// Price of one GPU per hour in USD, for cost per million tokens.
+    #[arg(long, help_heading = "SLOs and cost")]
+    pub gpu_hour_usd: Option<f64>,
+    /// GPUs the server runs on [default: the config file's, else the simulated engine's --tp, else 1].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "SLOs and cost")]
+    pub gpus: Option<u32>,
+    /// A TOML file with `slo`, a `[prices]` list, `price`, `gpus` and `[ratings]` thresholds; flags win over it.
+    #[arg(long, help_heading = "SLOs and cost")]
+    pub config: Option<PathBuf>,
+    /// The entry of the config's [prices] list to use (a list of one needs no choice).
+    #[arg(long, help_heading = "SLOs and cost")]
+    pub price: Option<String>,
+}
+
+/// The simulated engine: which model on which hardware, and vLLM's limits.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b) or a Hugging Face config.json.
+    #[arg(long = "model", default_value = DEFAULT_ENGINE_MODEL, help_heading = "Simulated engine")]
+    pub engine_model: String,
+    #[command(flatten)]
+    pub hw: EngineHwArgs,
+}
+
+pub const DEFAULT_ENGINE_MODEL: &str = "llama-3.1-8b";
+
+/// The simulated engine's hardware and limits (the model is named apart, as
+/// `--model` means the served model in commands that talk to a server).
+#[derive(Debug, Clone, Args)]
+pub struct EngineHwArgs {
+    /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, mi300x.
+    #[arg(long, default_value = "h100-sxm", help_heading = "Simulated engine")]
+    pub gpu: String,
+    /// Weight precision: bf16, fp8, int8, int4 (weight-only).
+    #[arg(long, default_value = "bf16", help_heading = "Simulated engine")]
+    pub precision: String,
+    /// KV-cache dtype: auto (the activation dtype) or fp8.
+    #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
+    pub kv_cache_dtype: String,
+    /// Tensor-parallel degree.
+    #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
+    pub tp: u32,
+    /// Share of GPU memory the engine may use.
+    #[arg(long, default_value_t = 0.9, help_heading = "Simulated engine")]
+    pub gpu_memory_utilization: f64,
+    /// Most sequences in one batch (default: 1024 on GPUs with ≥70 GiB, else 256).
+    #[arg(long, help_heading = "Simulated engine")]
+    pub max_num_seqs: Option<u32>,
+    /// Token budget of one step.
+    #[arg(long, default_value_t = 8192, help_heading = "Simulated engine")]
+    pub max_num_batched_tokens: u32,
+    /// Tokens per KV block.
+    #[arg(long, default_value_t = 16, help_heading = "Simulated engine")]
+    pub block_size: u32,
+    /// Turn chunked prefill off.
+    #[arg(long, help_heading = "Simulated engine")]
+    pub no_chunked_prefill: bool,
+    /// Turn prefix caching off.
+    #[arg(long, help_heading = "Simulated engine")]
+    pub no_prefix_caching: bool,
+    /// A JSON file of step-time constants overriding the GPU family's calibration.
+    #[arg(long, help_heading = "Simulated engine")]
+    pub calibration: Option<PathBuf>,
+    /// What the served model wraps around a chat's messages, counted in its prompts as a real server counts them: auto (the model's: llama3 for Llama 3, qwen2.5, mistral for Mistral and Mixtral, chatml otherwise), llama3, qwen2.5, chatml, mistral, or none. Raw prompts (completions, llama.cpp, TGI) get the template's BOS.
+    #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
+    pub chat_template: String,
+}
+
+impl Default for EngineHwArgs {
+    /// The same defaults as the flags.
+    fn default() -> Self {
+        EngineHwArgs {
+            gpu: "h100-sxm".into(),
+            precision: "bf16".into(),
+            kv_cache_dtype: "auto".into(),
+            tp: 1,
+            gpu_memory_utilization: 0.9,
+            max_num_seqs: None,
+            max_num_batched_tokens: 8192,
+            block_size: 16,
+            no_chunked_prefill: false,
+            no_prefix_caching: false,
+            calibration: None,
+            chat_template: "auto".into(),
+        }
+    }
+}
+
+/// The embedded server `bench` starts when there is no --url.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    /// Embedded simulator: the simulated engine (default) or exact fixed timings.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Engine, help_heading = "Embedded simulator (no --url)")]
+    pub sim_profile: ProfileArg,
+    /// Embedded engine: catalog model or Hugging Face config.json.
+    #[arg(long, default_value = DEFAULT_ENGINE_MODEL, help_heading = "Embedded simulator (no --url)")]
+    pub sim_model: String,
+    /// Embedded engine: GPU.
+    #[arg(long, default_value = "h100-sxm", help_heading = "Embedded simulator (no --url)")]
+    pub sim_gpu: String,
+    /// Embedded engine: weight precision.
+    #[arg(long, default_value = "bf16", help_heading = "Embedded simulator (no --url)")]
+    pub sim_precision: String,
+    /// Embedded engine: tensor-parallel degree.
+    #[arg(long, default_value_t = 1, help_heading = "Embedded simulator (no --url)")]
+    pub sim_tp: u32,
+    /// Embedded engine: the model's chat template (auto, llama3, qwen2.5, chatml, mistral, none), as --chat-template of serve.
+    #[arg(long, default_value = "auto", help_heading = "Embedded simulator (no --url)")]
+    pub sim_chat_template: String,
+    /// Fixed profile: time to first token.
+    #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Embedded simulator (no --url)")]
+    pub sim_ttft: Duration,
+    /// Fixed profile: time between chunks.
+    #[arg(long, value_parser = parse_duration, default_value = "20ms", help_heading = "Embedded simulator (no --url)")]
+    pub sim_itl: Duration,
+    /// Fixed profile: tokens per chunk.
+    #[arg(long, default_value_t = 2, help_heading = "Embedded simulator (no --url)")]
+    pub sim_tokens_per_chunk: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileArg {
+    /// The simulated continuous-batching engine (--model, --gpu, --precision, --tp, engine limits).
+    Engine,
+    /// Exact timings: --ttft to the first chunk, then a chunk every --itl.
+    Fixed,
+}

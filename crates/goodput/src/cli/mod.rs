@@ -1,0 +1,106 @@
+//! Command-line arguments as clap parses them: raw options in groups shared
+//! between commands, checked and turned into built objects by each command's
+//! module.
+
+mod commands;
+mod groups;
+mod parse;
+
+pub use commands::*;
+pub use groups::*;
+pub use parse::*;
+
+use clap::Parser;
+
+/// Parses the command line. clap reads a value such as `-1` or `-5s` as an
+/// unknown flag and says only "unexpected argument"; this names the option
+/// it was meant for and why it was refused.
+pub fn parse() -> Cli {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    Cli::try_parse_from(&args).unwrap_or_else(|e| {
+        if let Some(msg) = negative_value_message(&e, &args) {
+            eprintln!("error: {msg}");
+            std::process::exit(2);
+        }
+        e.exit()
+    })
+}
+
+fn negative_value_message(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else { return None };
+    if !bad.strip_prefix('-').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.')) {
+        return None;
+    }
+    // The whole value as typed (clap may name only its first short flag).
+    let at = args.iter().position(|a| a.to_str().is_some_and(|a| a.starts_with(bad.as_str())))?;
+    let value = args[at].to_string_lossy();
+    let option = at.checked_sub(1).map(|i| args[i].to_string_lossy()).filter(|o| o.starts_with("--"));
+    Some(match option {
+        Some(option) => {
+            format!("{option} {value}: a negative value makes no sense here; see --help for what {option} takes")
+        }
+        None => format!("'{value}' is not an option (a negative number?); see --help"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_key_header_is_x_api_key_only_for_anthropic_s_own_messages_api() {
+        use goodput_load::{Api, KeyHeader};
+        let auto = KeyHeaderArg::Auto;
+        assert_eq!(auto.resolve(Api::Messages, "https://api.anthropic.com"), KeyHeader::XApiKey);
+        assert_eq!(auto.resolve(Api::Messages, "http://127.0.0.1:8000"), KeyHeader::Bearer);
+        assert_eq!(auto.resolve(Api::Chat, "https://api.anthropic.com"), KeyHeader::Bearer);
+        assert_eq!(KeyHeaderArg::XApiKey.resolve(Api::Chat, "http://h"), KeyHeader::XApiKey);
+    }
+
+    #[test]
+    fn headers() {
+        assert_eq!(parse_header("X-Team:  infra ").unwrap(), ("X-Team".into(), "infra".into()));
+        assert_eq!(parse_header("X-Empty:").unwrap().1, "");
+        assert!(parse_header("no colon").unwrap_err().contains("'Name: value'"));
+        assert!(parse_header("Bad Name: x").unwrap_err().contains("not a header name"));
+    }
+
+    #[test]
+    fn windows() {
+        let w = parse_window("30s..1m30s").unwrap();
+        assert_eq!((w.from, w.to), (Duration::from_secs(30), Some(Duration::from_secs(90))));
+        assert_eq!(window_text(&w), "30s..1m 30s");
+        assert_eq!(parse_window("..2m").unwrap().from, Duration::ZERO);
+        assert_eq!(parse_window("1m..").unwrap().to, None);
+        assert!(parse_window("30s").unwrap_err().contains("e.g. 30s..90s"));
+        assert!(parse_window("30s..soon").unwrap_err().contains("'soon'"));
+        assert!(parse_window("90s..30s").unwrap_err().contains("ends before it starts"));
+    }
+
+    #[test]
+    fn percentile_lists() {
+        assert_eq!(parse_percentiles("50,90,99.9").unwrap().0, vec![50.0, 90.0, 99.9]);
+        assert_eq!(parse_percentiles("p50, p99").unwrap().0, vec![50.0, 99.0]);
+        assert!(parse_percentiles("101").is_err());
+        assert!(parse_percentiles("x").unwrap_err().contains("50,90,99.9"));
+    }
+
+    #[test]
+    fn engine_defaults_match_the_flags() {
+        let cli = Cli::try_parse_from(["goodput", "serve"]).unwrap();
+        let Command::Serve(a) = cli.command else { panic!() };
+        let d = EngineHwArgs::default();
+        assert_eq!(format!("{:?}", a.hw), format!("{d:?}"));
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,188 @@
+//! The value parsers of the command line: durations, sizes, shares, lists,
+//! windows, headers, SLOs. Each error names the value and the form it takes.
+
+use goodput_core::Slo;
+use goodput_load::{LengthDist, ThinkTime, Turns};
+use std::time::Duration;
+
+/// Parses `150ms`, `2s`, `1m30s`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); write e.g. 150ms, 2s, 1m"))
+}
+
+/// A duration that must be more than nothing: a timeout, a run's length, a
+/// scrape interval.
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("'{s}' is no time at all; give a positive duration, e.g. 150ms, 2s, 1m")),
+        d => Ok(d),
+    }
+}
+
+/// A share, 0 to 1.
+/// A size in bytes: a number, optionally with K/KiB, M/MiB or G/GiB
+/// (powers of 1,024 all).
+pub fn parse_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return Err(format!("'{s}' is not a size: give bytes, or a number with KiB, MiB or GiB (64MiB)")),
+    };
+    let n: usize = num.parse().map_err(|_| format!("'{s}' is not a size: give e.g. 64MiB"))?;
+    match n.checked_mul(1 << shift) {
+        Some(0) => Err(format!("'{s}' holds nothing: give at least 1KiB")),
+        Some(b) => Ok(b),
+        None => Err(format!("'{s}' is more than this machine can address")),
+    }
+}
+
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a share: give a number from 0 to 1, e.g. 0.1 for a tenth")),
+    }
+}
+
+/// `--meta KEY=VALUE`.
+pub fn parse_meta(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(format!("'{s}' is not a note: write KEY=VALUE, e.g. gpu=H100")),
+    }
+}
+
+/// `--label NAME`: something to show, not blank.
+pub fn parse_label(s: &str) -> Result<String, String> {
+    match s.trim() {
+        "" => Err("a label is a name to show for the run: give some text, e.g. --label vllm-0.11-h100".into()),
+        t => Ok(t.to_owned()),
+    }
+}
+
+/// `--header 'Name: value'`.
+pub fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) =
+        s.split_once(':').ok_or_else(|| format!("'{s}' is not a header: write 'Name: value', e.g. 'X-Team: infra'"))?;
+    let (name, value) = (name.trim(), value.trim());
+    goodput_load::client::check_header(name, value)?;
+    Ok((name.to_owned(), value.to_owned()))
+}
+
+/// `--window`: `FROM..TO`, either end left open.
+pub fn parse_window(s: &str) -> Result<goodput_core::TimeSlice, String> {
+    let hint = "write FROM..TO with times from the run's start, e.g. 30s..90s, 1m.. or ..2m";
+    let (from, to) = s.split_once("..").ok_or_else(|| format!("'{s}' is not a window: {hint}"))?;
+    let at = |t: &str| -> Result<Option<Duration>, String> {
+        let t = t.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        humantime::parse_duration(t)
+            .map(Some)
+            .map_err(|e| format!("'{t}' in --window '{s}' is not a time ({e}): {hint}"))
+    };
+    let (from, to) = (at(from)?.unwrap_or_default(), at(to)?);
+    if to.is_some_and(|to| to <= from) {
+        return Err(format!("--window '{s}' ends before it starts: {hint}"));
+    }
+    Ok(goodput_core::TimeSlice { from, to })
+}
+
+/// `--window` as it was given, in humantime's words.
+pub fn window_text(w: &goodput_core::TimeSlice) -> String {
+    let t = |d: Duration| humantime::format_duration(d).to_string();
+    format!("{}..{}", t(w.from), w.to.map(t).unwrap_or_default())
+}
+
+/// `--warmup`: a request count or a time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WarmupArg {
+    Requests(u64),
+    Time(Duration),
+}
+
+pub fn parse_warmup(s: &str) -> Result<WarmupArg, String> {
+    if let Ok(n) = s.trim().parse::<u64>() {
+        return Ok(WarmupArg::Requests(n));
+    }
+    humantime::parse_duration(s.trim())
+        .map(WarmupArg::Time)
+        .map_err(|_| format!("invalid warm-up '{s}': give a request count (10) or a time (30s)"))
+}
+
+pub fn parse_length(s: &str) -> Result<LengthDist, String> {
+    s.parse()
+}
+
+pub fn parse_turns(s: &str) -> Result<Turns, String> {
+    s.parse()
+}
+
+pub fn parse_think_time(s: &str) -> Result<ThinkTime, String> {
+    s.parse()
+}
+
+/// A list of percentiles, parsed from `50,90,99.9`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PercentileList(pub Vec<f64>);
+
+pub fn parse_percentiles(s: &str) -> Result<PercentileList, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let p: f64 = part
+            .trim_start_matches('p')
+            .parse()
+            .map_err(|_| format!("'{part}' is not a percentile; write e.g. 50,90,99.9"))?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(format!("percentile {p} is outside 0..100"));
+        }
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    if out.is_empty() {
+        return Err("give at least one percentile, e.g. 50,90,99".into());
+    }
+    Ok(PercentileList(out))
+}
+
+pub fn parse_slo(s: &str) -> Result<Slo, String> {
+    s.parse()
+}
+
+pub fn parse_list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
+    let v: Result<Vec<T>, _> = s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::parse).collect();
+    match v {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => Err(format!("'{s}' is not a comma-separated list of numbers, e.g. 1,2,4,8")),
+    }
+}
+
+/// A list of concurrencies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CountList(pub Vec<u64>);
+
+/// A list of rates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateList(pub Vec<f64>);
+
+pub fn parse_counts(s: &str) -> Result<CountList, String> {
+    let v: Vec<u64> = parse_list(s)?;
+    if v.contains(&0) {
+        return Err("a concurrency must be at least 1".into());
+    }
+    Ok(CountList(v))
+}
+
+pub fn parse_rates(s: &str) -> Result<RateList, String> {
+    let v: Vec<f64> = parse_list(s)?;
+    if v.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err("a rate must be a positive number of requests per second".into());
+    }
+    Ok(RateList(v))
+}
