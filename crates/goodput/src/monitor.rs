@@ -251,70 +251,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     ));
     let control = Control::default();
     if let Some(rate) = a.probe_rate {
-        if !(rate.is_finite() && rate > 0.0) {
-            bail!("--probe-rate must be a positive number of requests per second");
-        }
-        // Several models (LoRA adapters): the probes are spread over them.
-        let mut models = crate::common::names(a.model.as_deref());
-        if models.is_empty() {
-            let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, &base), &a.header)
-                .map_err(|e| anyhow!(e))?;
-            models.push(crate::target::discover_model(&http, &base, api, &headers).await?);
-        }
-        let body = BodyOptions {
-            api,
-            model: models[0].clone(),
-            models: if models.len() > 1 { models } else { Vec::new() },
-            stream: true,
-            include_usage: true,
-            ..Default::default()
-        };
-        let client = Arc::new(
-            Client::new(
-                ClientConfig {
-                    base_url: base.clone(),
-                    api_key: a.api_key.clone(),
-                    body,
-                    timeout: Duration::from_secs(60),
-                    transport: Default::default(),
-                    stamps: Default::default(),
-                    key_header: a.key_header.resolve(api, &base),
-                    headers: a.header.clone(),
-                    cancel: None,
-                    max_buffer: goodput_load::client::MAX_BUFFER,
-                },
-                None,
-            )
-            .map_err(|e| anyhow!(e))?,
-        );
-        let plan = LoadPlan {
-            requests: None,
-            duration: Some(a.duration.unwrap_or(Duration::from_secs(365 * 24 * 3600))),
-            warmup: 0,
-            warmup_time: std::time::Duration::ZERO,
-            concurrency: Some(8),
-            rate: Some((rate, Arrival::Poisson)),
-            trace: None,
-            ramp_up: std::time::Duration::ZERO,
-            sessions: None,
-            seed: 0,
-            grace: Duration::from_secs(1),
-        };
-        let workload = Arc::new(Workload::Synthetic {
-            input: LengthDist::Fixed(32),
-            output: LengthDist::Fixed(16),
-            seed: 0,
-            tokenizer: None,
-            shared_prefix: None,
-        });
-        let (sink_probes, sink_live, c) = (probes.clone(), live.clone(), control.clone());
-        tokio::spawn(async move {
-            let sink = move |r: &RequestRecord| {
-                sink_live.observe(r);
-                sink_probes.lock().unwrap_or_else(|e| e.into_inner()).push(r.clone());
-            };
-            let _ = goodput_load::run_at(&plan, client, workload, c, sink, origin).await;
-        });
+        start_probes(&a, rate, &base, &http, probes.clone(), live.clone(), control.clone(), origin).await?;
     }
     if let Some(addr) = a.prometheus_listen {
         crate::point::serve_live(addr, live.clone()).await?;
@@ -369,30 +306,13 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let by_model = probes_by_model(&batch);
         crate::output::say(&format!("{}\n", line(t1, &w, &batch, &by_model)));
         let figs = figures(&w, &batch);
-        let mut fired = Vec::new();
-        for al in &alerts {
-            if let Some(Some(v)) = figs.iter().find(|(n, _)| *n == al.name).map(|(_, v)| *v) {
-                if (al.above && v > al.threshold) || (!al.above && v < al.threshold) {
-                    fired.push(format!("{} = {v:.4} {} {}", al.name, if al.above { ">" } else { "<" }, al.threshold));
-                }
-            }
-        }
+        let fired = fired_alerts(&alerts, &figs);
         for f in &fired {
             crate::output::say(&format!("ALERT {f}\n"));
         }
         fired_any |= !fired.is_empty();
         if let Some(out) = record.as_mut() {
-            let v: Value = json!({
-                "t_s": t1.as_secs_f64(),
-                "figures": figs.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                "alerts": fired,
-                "probes_by_model": by_model,
-                "window": w,
-            });
-            let _ = serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other).and_then(|_| {
-                out.write_all(b"\n")?;
-                out.flush()
-            });
+            write_interval(out, t1, &figs, &fired, &by_model, &w);
         }
         prev = Some(cur);
         if a.once || end.is_some_and(|e| Instant::now() >= e) {
@@ -402,6 +322,124 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     control.stop.cancel();
     control.abort.cancel();
     Ok(if a.once && fired_any { ExitCode::from(4) } else { ExitCode::SUCCESS })
+}
+
+/// Starts the probes: a slow open loop of small real requests at `rate`
+/// per second, spread over the models given (or the one the server lists),
+/// each recorded into `probes` and `live`.
+#[allow(clippy::too_many_arguments)]
+async fn start_probes(
+    a: &MonitorArgs,
+    rate: f64,
+    base: &str,
+    http: &reqwest::Client,
+    probes: Arc<Mutex<Vec<RequestRecord>>>,
+    live: Arc<LiveMetrics>,
+    control: Control,
+    origin: Instant,
+) -> Result<()> {
+    let api = a.api;
+    if !(rate.is_finite() && rate > 0.0) {
+        bail!("--probe-rate must be a positive number of requests per second");
+    }
+    // Several models (LoRA adapters): the probes are spread over them.
+    let mut models = crate::common::names(a.model.as_deref());
+    if models.is_empty() {
+        let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, base), &a.header)
+            .map_err(|e| anyhow!(e))?;
+        models.push(crate::target::discover_model(http, base, api, &headers).await?);
+    }
+    let body = BodyOptions {
+        api,
+        model: models[0].clone(),
+        models: if models.len() > 1 { models } else { Vec::new() },
+        stream: true,
+        include_usage: true,
+        ..Default::default()
+    };
+    let client = Arc::new(
+        Client::new(
+            ClientConfig {
+                base_url: base.to_owned(),
+                api_key: a.api_key.clone(),
+                body,
+                timeout: Duration::from_secs(60),
+                transport: Default::default(),
+                stamps: Default::default(),
+                key_header: a.key_header.resolve(api, base),
+                headers: a.header.clone(),
+                cancel: None,
+                max_buffer: goodput_load::client::MAX_BUFFER,
+            },
+            None,
+        )
+        .map_err(|e| anyhow!(e))?,
+    );
+    let plan = LoadPlan {
+        requests: None,
+        duration: Some(a.duration.unwrap_or(Duration::from_secs(365 * 24 * 3600))),
+        warmup: 0,
+        warmup_time: std::time::Duration::ZERO,
+        concurrency: Some(8),
+        rate: Some((rate, Arrival::Poisson)),
+        trace: None,
+        ramp_up: std::time::Duration::ZERO,
+        sessions: None,
+        seed: 0,
+        grace: Duration::from_secs(1),
+    };
+    let workload = Arc::new(Workload::Synthetic {
+        input: LengthDist::Fixed(32),
+        output: LengthDist::Fixed(16),
+        seed: 0,
+        tokenizer: None,
+        shared_prefix: None,
+    });
+    let (sink_probes, sink_live, c) = (probes, live, control);
+    tokio::spawn(async move {
+        let sink = move |r: &RequestRecord| {
+            sink_live.observe(r);
+            sink_probes.lock().unwrap_or_else(|e| e.into_inner()).push(r.clone());
+        };
+        let _ = goodput_load::run_at(&plan, client, workload, c, sink, origin).await;
+    });
+    Ok(())
+}
+
+/// The alerts whose figure crossed its threshold this interval, in words.
+fn fired_alerts(alerts: &[Alert], figs: &[(&str, Option<f64>)]) -> Vec<String> {
+    let mut fired = Vec::new();
+    for al in alerts {
+        if let Some(Some(v)) = figs.iter().find(|(n, _)| *n == al.name).map(|(_, v)| *v) {
+            if (al.above && v > al.threshold) || (!al.above && v < al.threshold) {
+                fired.push(format!("{} = {v:.4} {} {}", al.name, if al.above { ">" } else { "<" }, al.threshold));
+            }
+        }
+    }
+    fired
+}
+
+/// One interval as a JSON line of `--record`; a write that fails is dropped
+/// (the watch goes on).
+fn write_interval(
+    out: &mut impl Write,
+    t: Duration,
+    figs: &[(&str, Option<f64>)],
+    fired: &[String],
+    by_model: &impl serde::Serialize,
+    w: &WindowSummary,
+) {
+    let v: Value = json!({
+        "t_s": t.as_secs_f64(),
+        "figures": figs.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "alerts": fired,
+        "probes_by_model": by_model,
+        "window": w,
+    });
+    let _ = serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other).and_then(|_| {
+        out.write_all(b"\n")?;
+        out.flush()
+    });
 }
 
 #[cfg(test)]
