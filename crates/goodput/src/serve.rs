@@ -66,90 +66,14 @@ impl Served {
     }
 }
 
+/// A live status line's source.
+type StatusFn = Box<dyn Fn() -> ServeStatus + Send>;
+
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let served = crate::common::names_of("--served-model-name", a.served_model_name.as_deref())?;
-    let (app, what, status): (_, _, Box<dyn Fn() -> ServeStatus + Send>) = match a.profile {
-        ProfileArg::Engine => {
-            if a.write_log.is_some() {
-                bail!("--write-log logs the fixed profile's writes: add --profile fixed");
-            }
-            let cfg = crate::estimate::engine_config(&a.model, &a.hw)?;
-            let server = engine_server(cfg, &served, a.speed, a.default_max_tokens, faults(&a.faults))?;
-            let c = server.config();
-            let what = format!(
-                "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
-                 serving '{}'",
-                c.engine.model.name,
-                c.engine.precision,
-                c.engine.tp,
-                c.engine.gpu.name,
-                server.capacity().tokens(),
-                server.max_num_seqs(),
-                c.engine.chat_template,
-                c.speed,
-                c.names().collect::<Vec<_>>().join("', '")
-            );
-            let s = server.clone();
-            let status = Box::new(move || {
-                let st = s.stats();
-                ServeStatus {
-                    lines: vec![
-                        format!("running {} · waiting {}", st.running, st.waiting),
-                        format!(
-                            "{} finished · {} aborted · {} preemptions",
-                            st.requests_finished, st.requests_aborted, st.preemptions
-                        ),
-                        format!(
-                            "{} prompt and {} generated tokens · prefix cache {}",
-                            st.prompt_tokens,
-                            st.generation_tokens,
-                            st.prefix_cache_hit_rate().map(|r| format!("{:.1}% hit", r * 100.0)).unwrap_or("-".into())
-                        ),
-                    ],
-                    tokens_total: st.generation_tokens,
-                    kv: Some(st.kv_usage),
-                }
-            });
-            (Served::Engine(goodput_sim::engine_server::app(server)), what, status)
-        }
-        ProfileArg::Fixed => {
-            // The fixed profile answers to any name; it lists the first.
-            let name = served.first().cloned().unwrap_or_else(|| "goodput-fixed".into());
-            let profile = FixedProfile {
-                model: name.clone(),
-                ttft: a.ttft,
-                itl: a.itl,
-                tokens_per_chunk: a.tokens_per_chunk,
-                default_max_tokens: a.default_max_tokens,
-                slow_every: a.slow_every.zip(a.slow_ttft),
-                faults: faults(&a.faults),
-            };
-            profile.validate().map_err(|e| anyhow!(e))?;
-            let server = match &a.write_log {
-                None => FixedServer::new(profile),
-                Some(path) => FixedServer::logging_writes(profile, path)
-                    .with_context(|| format!("cannot write --write-log {}", path.display()))?,
-            };
-            let s = server.clone();
-            let status = Box::new(move || ServeStatus {
-                lines: vec![format!(
-                    "{} requests received",
-                    s.counters.requests.load(std::sync::atomic::Ordering::Relaxed)
-                )],
-                tokens_total: 0,
-                kv: None,
-            });
-            let mut what = format!(
-                "fixed timings: TTFT {}, a chunk of {} tokens every {} · serving '{name}'",
-                humantime::format_duration(a.ttft),
-                a.tokens_per_chunk,
-                humantime::format_duration(a.itl)
-            );
-            for (case, rate) in &a.faults.fault {
-                what.push_str(&format!(" · --fault {case}:{rate}"));
-            }
-            (Served::Fixed(server), what, status)
-        }
+    let (app, what, status) = match a.profile {
+        ProfileArg::Engine => engine_app(&a, &served)?,
+        ProfileArg::Fixed => fixed_app(&a, &served)?,
     };
     let listener = listen((a.host.as_str(), a.port))
         .await
@@ -161,6 +85,110 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
          /generate_stream /generate /completion · /v1/models /api/tags /info /health /metrics"
     );
     let stop = tokio_util::sync::CancellationToken::new();
+    let view = show_status(&a, addr, status, &stop);
+    let s = stop.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        s.cancel();
+    });
+    let res = app.serve(listener, async move { stop.cancelled().await }).await;
+    if let Some(v) = view {
+        let _ = v.join();
+    }
+    res.context("serving")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The simulated engine's app, a line saying what it serves, and its live status.
+fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn)> {
+    if a.write_log.is_some() {
+        bail!("--write-log logs the fixed profile's writes: add --profile fixed");
+    }
+    let cfg = crate::estimate::engine_config(&a.model, &a.hw)?;
+    let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults))?;
+    let c = server.config();
+    let what = format!(
+        "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
+         serving '{}'",
+        c.engine.model.name,
+        c.engine.precision,
+        c.engine.tp,
+        c.engine.gpu.name,
+        server.capacity().tokens(),
+        server.max_num_seqs(),
+        c.engine.chat_template,
+        c.speed,
+        c.names().collect::<Vec<_>>().join("', '")
+    );
+    let s = server.clone();
+    let status = Box::new(move || {
+        let st = s.stats();
+        ServeStatus {
+            lines: vec![
+                format!("running {} · waiting {}", st.running, st.waiting),
+                format!(
+                    "{} finished · {} aborted · {} preemptions",
+                    st.requests_finished, st.requests_aborted, st.preemptions
+                ),
+                format!(
+                    "{} prompt and {} generated tokens · prefix cache {}",
+                    st.prompt_tokens,
+                    st.generation_tokens,
+                    st.prefix_cache_hit_rate().map(|r| format!("{:.1}% hit", r * 100.0)).unwrap_or("-".into())
+                ),
+            ],
+            tokens_total: st.generation_tokens,
+            kv: Some(st.kv_usage),
+        }
+    });
+    Ok((Served::Engine(goodput_sim::engine_server::app(server)), what, status))
+}
+
+/// The fixed profile's app, a line saying what it serves, and its live status.
+fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn)> {
+    // The fixed profile answers to any name; it lists the first.
+    let name = served.first().cloned().unwrap_or_else(|| "goodput-fixed".into());
+    let profile = FixedProfile {
+        model: name.clone(),
+        ttft: a.ttft,
+        itl: a.itl,
+        tokens_per_chunk: a.tokens_per_chunk,
+        default_max_tokens: a.default_max_tokens,
+        slow_every: a.slow_every.zip(a.slow_ttft),
+        faults: faults(&a.faults),
+    };
+    profile.validate().map_err(|e| anyhow!(e))?;
+    let server = match &a.write_log {
+        None => FixedServer::new(profile),
+        Some(path) => FixedServer::logging_writes(profile, path)
+            .with_context(|| format!("cannot write --write-log {}", path.display()))?,
+    };
+    let s = server.clone();
+    let status = Box::new(move || ServeStatus {
+        lines: vec![format!("{} requests received", s.counters.requests.load(std::sync::atomic::Ordering::Relaxed))],
+        tokens_total: 0,
+        kv: None,
+    });
+    let mut what = format!(
+        "fixed timings: TTFT {}, a chunk of {} tokens every {} · serving '{name}'",
+        humantime::format_duration(a.ttft),
+        a.tokens_per_chunk,
+        humantime::format_duration(a.itl)
+    );
+    for (case, rate) in &a.faults.fault {
+        what.push_str(&format!(" · --fault {case}:{rate}"));
+    }
+    Ok((Served::Fixed(server), what, status))
+}
+
+/// The live status: a full-screen view on a terminal, else a line every
+/// 10 s while it changes; `Some` holds the view to wait for at the end.
+fn show_status(
+    a: &ServeArgs,
+    addr: std::net::SocketAddr,
+    status: StatusFn,
+    stop: &tokio_util::sync::CancellationToken,
+) -> Option<std::thread::JoinHandle<()>> {
     let tui = match a.progress {
         ProgressArg::Tui => true,
         ProgressArg::Auto => !a.quiet && crate::progress::on_terminal(),
@@ -185,17 +213,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
             }
         });
     }
-    let s = stop.clone();
-    tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        s.cancel();
-    });
-    let res = app.serve(listener, async move { stop.cancelled().await }).await;
-    if let Some(v) = view {
-        let _ = v.join();
-    }
-    res.context("serving")?;
-    Ok(ExitCode::SUCCESS)
+    view
 }
 
 /// How many connections may wait to be accepted (the kernel caps it at
