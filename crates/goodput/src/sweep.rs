@@ -12,31 +12,31 @@ use crate::point::{run_point, Interrupt, Point};
 use crate::target::HttpTarget;
 use crate::{output, setup};
 use anyhow::{bail, Result};
+use goodput_core::config::WorkloadConfig;
 use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
-use goodput_core::{AnalysisOptions, RunResult, Target, SCHEMA};
+use goodput_core::{AnalysisOptions, RunConfig, RunResult, SweepConfig, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
 use goodput_report::records::RecordFile;
 use goodput_sim::engine::{EngineConfig, PromptKind};
-use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Where the points run.
 enum Runner {
-    Http { target: HttpTarget, interrupt: Interrupt },
+    Http { target: Box<HttpTarget>, interrupt: Interrupt },
     Virtual { cfg: Box<EngineConfig>, prompts: PromptKind },
 }
 
 struct Sweep {
     runner: Runner,
     workload: Arc<Workload>,
-    workload_config: Value,
+    workload_config: WorkloadConfig,
     opts: AnalysisOptions,
     args: SweepArgs,
     points: Vec<SweepPoint>,
     started_unix_s: f64,
-    config: Value,
+    config: SweepConfig,
     target: Target,
 }
 
@@ -58,7 +58,11 @@ impl Sweep {
     /// Runs one point and writes the document.
     async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
         let plan = self.plan(load)?;
-        let point_config = json!({ "load": plan_config(&plan), "workload": self.workload_config });
+        let point_config = RunConfig {
+            load: Some(plan_config(&plan)),
+            workload: Some(self.workload_config.clone()),
+            ..RunConfig::default()
+        };
         let result = match &self.runner {
             Runner::Http { target, interrupt } => {
                 let run_id = goodput_report::records::new_run_id();
@@ -197,17 +201,18 @@ fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
     p.with_file_name(format!("{stem}.point{i:02}.{ext}"))
 }
 
-fn plan_config(p: &LoadPlan) -> Value {
-    json!({
-        "concurrency": p.concurrency,
-        "rate": p.rate.map(|r| r.0),
-        "requests": p.requests,
-        "duration": p.duration.map(|d| humantime::format_duration(d).to_string()),
-        "warmup": p.warmup,
-        "warmup_time": (!p.warmup_time.is_zero()).then(|| humantime::format_duration(p.warmup_time).to_string()),
-        "ramp_up": (!p.ramp_up.is_zero()).then(|| humantime::format_duration(p.ramp_up).to_string()),
-        "seed": p.seed,
-    })
+fn plan_config(p: &LoadPlan) -> goodput_core::config::LoadConfig {
+    goodput_core::config::LoadConfig {
+        concurrency: p.concurrency.map(|c| c as u64),
+        rate: p.rate.map(|r| goodput_core::config::Rate(r.0)),
+        requests: p.requests,
+        duration: p.duration.map(|d| humantime::format_duration(d).to_string()),
+        warmup: Some(p.warmup),
+        warmup_time: (!p.warmup_time.is_zero()).then(|| humantime::format_duration(p.warmup_time).to_string()),
+        ramp_up: (!p.ramp_up.is_zero()).then(|| humantime::format_duration(p.ramp_up).to_string()),
+        seed: Some(p.seed),
+        ..Default::default()
+    }
 }
 
 /// The LoadArgs a plan came from, for the estimate's config block.
@@ -327,7 +332,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let cfg = estimate::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
         let target = estimate::target_of(&cfg);
-        let ec = estimate::engine_config_json(&cfg);
+        let ec = estimate::engine_settings(&cfg);
         let prompts = estimate::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
@@ -335,21 +340,31 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
         let t = target.target();
         let interrupt = Interrupt::install("the sweep", a.target.grace);
-        (Runner::Http { target, interrupt }, t, None)
+        (Runner::Http { target: Box::new(target), interrupt }, t, None)
     };
-    let mut config = json!({
-        "mode": if a.auto { "auto" } else if a.rate.is_some() { "rate" } else { "concurrency" },
-        "estimate": a.estimate,
-        "engine": engine_config,
-        "workload": workload_config,
-        "requests_per_point": a.shape.requests,
-        "duration_per_point": a.shape.duration.map(|d| humantime::format_duration(d).to_string()),
-        "max_concurrency": a.max_concurrency,
-        "attainment_target": a.attainment,
-        "percentiles": a.output.percentiles.0,
-        "judge": setup::judge_config(&opts),
-    });
-    setup::tag(&mut config, &a.output);
+    let (label, meta) = setup::tags(&a.output);
+    let config = SweepConfig {
+        mode: if a.auto {
+            "auto"
+        } else if a.rate.is_some() {
+            "rate"
+        } else {
+            "concurrency"
+        }
+        .into(),
+        estimate: a.estimate,
+        engine: engine_config,
+        workload: workload_config.clone(),
+        requests_per_point: a.shape.requests,
+        duration_per_point: a.shape.duration.map(|d| humantime::format_duration(d).to_string()),
+        max_concurrency: a.max_concurrency,
+        attainment_target: a.attainment,
+        percentiles: a.output.percentiles.0.clone(),
+        judge: setup::judge_config(&opts),
+        label,
+        meta,
+        extra: Default::default(),
+    };
     if !a.output.quiet {
         eprintln!("goodput sweep → {} · model {}", target.url, target.model);
     }
