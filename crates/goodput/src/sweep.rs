@@ -58,8 +58,11 @@ impl Sweep {
     /// Runs one point and writes the document.
     async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
         let plan = self.plan(load)?;
+        // A point's load as bench writes it, so that it is judged (and
+        // warned about) as the same load run alone would be.
+        let load_args = load_args(&plan, &self.args.shape);
         let point_config = RunConfig {
-            load: Some(plan_config(&plan)),
+            load: Some(setup::load_config(&plan, &load_args)),
             workload: Some(self.workload_config.clone()),
             ..RunConfig::default()
         };
@@ -91,7 +94,7 @@ impl Sweep {
                 let (mut r, recs) = estimate::estimate_result(
                     estimate::VirtualServer { engine: cfg, prompts: *prompts },
                     &plan,
-                    &load_args(&plan, &self.args.shape),
+                    &load_args,
                     &self.workload,
                     self.workload_config.clone(),
                     &self.opts,
@@ -199,20 +202,6 @@ fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
     let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "records".into());
     let ext = p.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "jsonl".into());
     p.with_file_name(format!("{stem}.point{i:02}.{ext}"))
-}
-
-fn plan_config(p: &LoadPlan) -> goodput_core::config::LoadConfig {
-    goodput_core::config::LoadConfig {
-        concurrency: p.concurrency.map(|c| c as u64),
-        rate: p.rate.map(|r| goodput_core::config::Rate(r.0)),
-        requests: p.requests,
-        duration: p.duration.map(|d| humantime::format_duration(d).to_string()),
-        warmup: Some(p.warmup),
-        warmup_time: (!p.warmup_time.is_zero()).then(|| humantime::format_duration(p.warmup_time).to_string()),
-        ramp_up: (!p.ramp_up.is_zero()).then(|| humantime::format_duration(p.ramp_up).to_string()),
-        seed: Some(p.seed),
-        ..Default::default()
-    }
 }
 
 /// The LoadArgs a plan came from, for the estimate's config block.
