@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub struct SimulatedEngine {
     /// The engine simulated: model, GPU, precision, parallelism, vLLM's
     /// limits and the step-time constants (docs/simulator.md).
-    pub config: serde_json::Value,
+    pub config: crate::config::EngineSettings,
     /// Engine steps taken.
     pub steps: u64,
     pub mean_batch_seqs: f64,

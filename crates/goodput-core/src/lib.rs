@@ -5,6 +5,7 @@
 //! scrapes, defined here.
 
 pub mod civil;
+pub mod config;
 pub mod cost;
 pub mod engine;
 pub mod hash;
@@ -24,6 +25,7 @@ pub mod stats;
 pub mod summary;
 pub mod sweep;
 
+pub use config::{RunConfig, SweepConfig};
 pub use metrics::RequestMetrics;
 pub use record::{
     apportion, chunk_counts, spread_evenly, tokenizer_fits, Channel, ChunkTokenSource, CountSource, FailureKind,

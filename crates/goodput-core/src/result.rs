@@ -1,5 +1,6 @@
 //! The result document (docs/result.md): one run, schema `goodput/v1`.
 
+use crate::config::RunConfig;
 use crate::cost::CostReport;
 use crate::record::RequestRecord;
 use crate::slo::SloReport;
@@ -32,7 +33,7 @@ pub struct RunResult {
     #[serde(default)]
     pub interrupted: bool,
     /// Everything needed to rerun it, secrets redacted.
-    pub config: serde_json::Value,
+    pub config: RunConfig,
     pub target: Target,
     pub window: Window,
     pub summary: Summary,

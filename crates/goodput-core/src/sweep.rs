@@ -2,6 +2,7 @@
 //! where throughput saturates, the best goodput, the highest load that meets
 //! every SLO, and the operating point to pick.
 
+use crate::config::SweepConfig;
 use crate::result::{RunResult, Target, Tool, SCHEMA};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -88,7 +89,7 @@ pub struct SweepResult {
     pub started_unix_s: f64,
     #[serde(default)]
     pub interrupted: bool,
-    pub config: serde_json::Value,
+    pub config: SweepConfig,
     pub target: Target,
     /// In the order they ran.
     pub points: Vec<SweepPoint>,

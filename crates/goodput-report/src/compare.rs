@@ -343,7 +343,7 @@ fn differences(runs: &[(&str, &RunResult)]) -> Vec<Difference> {
         .iter()
         .map(|(_, r)| {
             let mut m = BTreeMap::new();
-            leaves("config".into(), &r.config, &mut m);
+            leaves("config".into(), &serde_json::to_value(&r.config).unwrap_or_default(), &mut m);
             m.remove("config.label");
             // An import's notes are its warnings; the note above names its tool.
             m.remove("config.import.notes");

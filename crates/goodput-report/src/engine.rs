@@ -6,7 +6,6 @@
 use crate::server::Figure;
 use goodput_core::engine::SimulatedEngine;
 use goodput_core::RunResult;
-use serde_json::Value;
 
 /// The run's `engine` block, if it has one.
 pub fn of(r: &RunResult) -> Option<&SimulatedEngine> {
@@ -41,29 +40,23 @@ pub trait EngineView {
 impl EngineView for SimulatedEngine {
     fn config_line(&self) -> String {
         let c = &self.config;
-        let text = |k: &str| match &c[k] {
-            Value::String(s) => Some(s.clone()),
-            Value::Null => None,
-            v => Some(v.to_string()),
-        };
+        let given = |s: &str| (!s.is_empty()).then(|| s.to_string());
         let mut parts = Vec::new();
-        match (text("model"), text("gpu")) {
-            (Some(m), Some(g)) => parts.push(format!("{m} on {}× {g}", text("tp").unwrap_or("1".into()))),
+        match (given(&c.model), given(&c.gpu)) {
+            (Some(m), Some(g)) => parts.push(format!("{m} on {}× {g}", c.tp.max(1))),
             (Some(m), None) => parts.push(m),
             (None, Some(g)) => parts.push(g),
             (None, None) => {}
         }
-        if let Some(p) = text("precision") {
-            parts.push(p);
-        }
-        if let Some(kv) = text("kv_cache_dtype").filter(|k| k != "auto") {
+        parts.extend(given(&c.precision));
+        if let Some(kv) = given(&c.kv_cache_dtype).filter(|k| k != "auto") {
             parts.push(format!("KV {kv}"));
         }
-        if let Some(n) = text("max_num_batched_tokens") {
-            parts.push(format!("max {n} batched tokens"));
+        if c.max_num_batched_tokens > 0 {
+            parts.push(format!("max {} batched tokens", c.max_num_batched_tokens));
         }
-        if let Some(b) = c["enable_prefix_caching"].as_bool() {
-            parts.push(if b { "prefix caching on" } else { "prefix caching off" }.into());
+        if c != &Default::default() {
+            parts.push(if c.enable_prefix_caching { "prefix caching on" } else { "prefix caching off" }.into());
         }
         parts.join(" · ")
     }
@@ -147,7 +140,7 @@ fn column(t: &[f64], values: impl Iterator<Item = f64>) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn engine(v: Value) -> SimulatedEngine {
         serde_json::from_value(v).unwrap()

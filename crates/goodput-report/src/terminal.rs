@@ -7,8 +7,8 @@ pub mod sweep;
 
 use crate::escape::terminal as esc;
 use crate::format;
-use goodput_core::{Distribution, RunResult};
-use serde_json::Value;
+use goodput_core::config::Rate;
+use goodput_core::{Distribution, RunConfig, RunResult};
 use std::fmt::Write;
 
 /// Renders the summary of one run.
@@ -17,7 +17,7 @@ pub fn render(r: &RunResult) -> String {
     let s = &r.summary;
     let t = &r.target;
     let where_ = if t.embedded { " (embedded simulator)" } else { "" };
-    let label = r.config["label"].as_str().map(|l| format!(" «{}»", esc(l))).unwrap_or_default();
+    let label = r.config.label.as_deref().map(|l| format!(" «{}»", esc(l))).unwrap_or_default();
     let _ = writeln!(
         o,
         "goodput {}{label} · {}{} · model {} · {}",
@@ -27,7 +27,7 @@ pub fn render(r: &RunResult) -> String {
         esc(&t.model),
         api_line(r)
     );
-    if let Some(i) = crate::peers::ImportInfo::of(r) {
+    if let Some(i) = crate::peers::import_info(r) {
         let v = crate::peers::version_text(&i.version);
         let _ = writeln!(o, "imported from {} {} · {} ({})", esc(&i.tool), esc(&v), esc(&i.source), esc(&i.format));
     }
@@ -364,72 +364,69 @@ fn num(v: Option<f64>) -> String {
 }
 
 fn api_line(r: &RunResult) -> String {
-    let streaming = r.config.pointer("/client/stream").and_then(Value::as_bool).unwrap_or(true);
+    let streaming = r.config.client.as_ref().is_none_or(|c| c.stream);
     format!("{}, {}", esc(&r.target.api), if streaming { "streaming" } else { "non-streaming" })
 }
 
 /// A one-line description of the load from the config block.
-pub fn load_line(config: &Value) -> String {
-    let l = &config["load"];
+pub fn load_line(config: &RunConfig) -> String {
+    let l = config.load.clone().unwrap_or_default();
     let mut parts = Vec::new();
-    let sessions = &l["sessions"];
+    let sessions = l.sessions.as_ref();
     // With sessions a rate starts sessions.
-    let per = if sessions.is_object() { "sessions/s" } else { "req/s" };
-    if let Some(t) = l["trace"].as_str() {
-        let cap = l["concurrency"].as_u64().map(|c| format!(" capped at {c} in flight")).unwrap_or_default();
-        parts.push(format!("trace replay of {} at {}×{cap}", esc(t), l["trace_speed"].as_f64().unwrap_or(1.0)));
+    let per = if sessions.is_some() { "sessions/s" } else { "req/s" };
+    let arrival = || l.arrival.as_deref().unwrap_or("poisson");
+    if let Some(t) = &l.trace {
+        let cap = l.concurrency.map(|c| format!(" capped at {c} in flight")).unwrap_or_default();
+        parts.push(format!("trace replay of {} at {}×{cap}", esc(t), l.trace_speed.unwrap_or(1.0)));
     } else {
-        // An unbounded rate is written "inf": everything is due at once.
-        let all_at_once = l["rate"].as_str() == Some("inf");
-        match (l["concurrency"].as_u64(), l["rate"].as_f64()) {
-            (Some(c), _) if all_at_once => parts.push(format!("open loop, all at once, capped at {c} in flight")),
-            (None, _) if all_at_once => parts.push("open loop, all at once".into()),
-            (Some(c), Some(r)) => parts.push(format!(
-                "open loop {r} {per} ({}) capped at {c} in flight",
-                l["arrival"].as_str().unwrap_or("poisson")
-            )),
-            (Some(c), None) => parts.push(format!("closed loop, concurrency {c}")),
-            (None, Some(r)) => {
-                parts.push(format!("open loop {r} {per} ({})", l["arrival"].as_str().unwrap_or("poisson")))
+        match (l.concurrency, l.rate) {
+            // An unbounded rate: everything is due at once.
+            (Some(c), Some(r)) if r.is_unbounded() => {
+                parts.push(format!("open loop, all at once, capped at {c} in flight"))
             }
+            (None, Some(r)) if r.is_unbounded() => parts.push("open loop, all at once".into()),
+            (Some(c), Some(Rate(r))) => {
+                parts.push(format!("open loop {r} {per} ({}) capped at {c} in flight", arrival()))
+            }
+            (Some(c), None) => parts.push(format!("closed loop, concurrency {c}")),
+            (None, Some(Rate(r))) => parts.push(format!("open loop {r} {per} ({})", arrival())),
             (None, None) => {}
         }
     }
-    let unit = if sessions.is_object() { "sessions" } else { "requests" };
-    if let Some(n) = l["requests"].as_u64() {
+    let unit = if sessions.is_some() { "sessions" } else { "requests" };
+    if let Some(n) = l.requests {
         parts.push(format!("{n} {unit}"));
     }
-    if let (Some(t), Some(think)) = (sessions["turns"].as_str(), sessions["think_time"].as_str()) {
-        parts.push(format!("{t} turns each, {think} think time"));
+    if let Some(s) = sessions {
+        parts.push(format!("{} turns each, {} think time", s.turns, s.think_time));
     }
-    if let Some(d) = l["duration"].as_str() {
+    if let Some(d) = &l.duration {
         parts.push(format!("for {d}"));
     }
-    if let Some(w) = l["warmup"].as_u64().filter(|&w| w > 0) {
+    if let Some(w) = l.warmup.filter(|&w| w > 0) {
         parts.push(format!("+{w} warm-up"));
     }
-    if let Some(r) = l["ramp_up"].as_str() {
+    if let Some(r) = &l.ramp_up {
         parts.push(format!("ramping up over {r}"));
     }
-    if let Some(w) = l["warmup_time"].as_str() {
+    if let Some(w) = &l.warmup_time {
         parts.push(format!("after {w} of warm-up"));
     }
-    if let (Some(rate), Some(after)) = (l["cancel"]["rate"].as_f64(), l["cancel"]["after"].as_str()) {
-        parts.push(format!("{}% given up on after {}", (rate * 1e4).round() / 100.0, esc(after)));
+    if let Some(c) = &l.cancel {
+        parts.push(format!("{}% given up on after {}", (c.rate * 1e4).round() / 100.0, esc(&c.after)));
     }
-    let w = &config["workload"];
-    if let Some(d) = w["dataset"].as_str() {
+    let w = config.workload.clone().unwrap_or_default();
+    if let Some(d) = &w.dataset {
         parts.push(format!("dataset {d}"));
-    } else if let (Some(i), Some(o)) = (w["input_tokens"].as_str(), w["output_tokens"].as_str()) {
-        if sessions.is_object() {
+    } else if let (Some(i), Some(o)) = (&w.input_tokens, &w.output_tokens) {
+        if sessions.is_some() {
             parts.push(format!("questions of {i} · answers of {o} tokens"));
         } else {
             parts.push(format!("input {i} · output {o} tokens"));
         }
-    } else if let (Some(i), Some(o)) =
-        (w["trace"]["input_tokens_mean"].as_f64(), w["trace"]["output_tokens_mean"].as_f64())
-    {
-        parts.push(format!("input {i:.0} · output {o:.0} tokens on average"));
+    } else if let Some(t) = &w.trace {
+        parts.push(format!("input {:.0} · output {:.0} tokens on average", t.input_tokens_mean, t.output_tokens_mean));
     }
     parts.join(" · ")
 }
@@ -441,10 +438,11 @@ mod tests {
 
     #[test]
     fn the_load_line_says_what_share_is_given_up_on_and_when() {
-        let config = json!({
+        let config: RunConfig = serde_json::from_value(json!({
             "load": {"concurrency": 8, "requests": 40, "cancel": {"rate": 0.125, "after": "300ms"}},
             "workload": {"input_tokens": "256", "output_tokens": "128"},
-        });
+        }))
+        .unwrap();
         assert_eq!(
             load_line(&config),
             "closed loop, concurrency 8 · 40 requests · 12.5% given up on after 300ms · input 256 · output 128 tokens"

@@ -121,17 +121,18 @@ fn the_settings_that_differ_are_listed_and_the_same_ones_are_not() {
     let a = run();
     let mut b = slower_run();
     b.config = a.config.clone();
-    b.config["load"]["concurrency"] = serde_json::json!(32);
-    b.config["workload"]["input_tokens"] = serde_json::json!("uniform:64..256");
+    let load = b.config.load.as_mut().unwrap();
+    load.concurrency = Some(32);
     // A setting one run leaves null and the other lacks is the same: none.
-    b.config["load"]["ramp_up"] = serde_json::Value::Null;
-    b.config["load"]["new_setting"] = serde_json::json!([1, 2]);
+    load.ramp_up = None;
+    load.extra.insert("new_setting".into(), serde_json::json!([1, 2]));
+    b.config.workload.as_mut().unwrap().input_tokens = Some("uniform:64..256".into());
     b.target.url = "http://other:8000".into();
     let c = compare(&[("a", &a), ("b", &b)], &[]);
     let got: Vec<(&str, Vec<&str>)> =
         c.differences.iter().map(|d| (d.path.as_str(), d.values.iter().map(String::as_str).collect())).collect();
-    let base_input = a.config["workload"]["input_tokens"].as_str().map(String::from).unwrap_or_else(|| "-".into());
-    let base_conc = a.config["load"]["concurrency"].to_string();
+    let base_input = a.config.workload.as_ref().and_then(|w| w.input_tokens.clone()).unwrap_or_else(|| "-".into());
+    let base_conc = a.config.load.as_ref().and_then(|l| l.concurrency).unwrap().to_string();
     assert_eq!(
         got,
         [
@@ -155,8 +156,9 @@ fn the_settings_that_differ_are_listed_and_the_same_ones_are_not() {
         assert!(text.contains("http://other:8000") && text.contains("uniform:64..256"), "{f:?}: {text}");
     }
     // The terminal shows twenty; the renderings hold all.
+    let meta = b.config.meta.get_or_insert_default();
     for k in 0..30 {
-        b.config["meta"][format!("k{k:02}")] = serde_json::json!(k);
+        meta.insert(format!("k{k:02}"), k.to_string());
     }
     let many = compare(&[("a", &a), ("b", &b)], &[]);
     assert_eq!(many.differences.len(), 34);

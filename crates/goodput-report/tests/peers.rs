@@ -85,11 +85,12 @@ fn vllm_is_read_with_what_its_file_names() {
     let r = import("vllm/vllm.json");
     assert_eq!((r.kind.as_str(), r.tool.name.as_str()), ("import", "vllm bench serve"));
     assert_eq!((r.target.model.as_str(), r.target.api.as_str()), ("goodput-fixed", "chat"));
-    assert_eq!(r.config["load"]["concurrency"], 8);
-    assert_eq!(r.config["load"]["requests"], 40);
-    assert!(r.config["import"]["source"].as_str().unwrap().ends_with("vllm.json"));
-    assert_eq!(r.config["tool_settings"]["max_concurrency"], 8);
-    assert_eq!(r.config["tool_settings"]["backend"], "openai-chat");
+    let load = r.config.load.as_ref().unwrap();
+    assert_eq!((load.concurrency, load.requests), (Some(8), Some(40)));
+    assert!(r.config.import.as_ref().unwrap().source.ends_with("vllm.json"));
+    let settings = r.config.tool_settings.as_ref().unwrap();
+    assert_eq!(settings["max_concurrency"], 8);
+    assert_eq!(settings["backend"], "openai-chat");
     assert_eq!(r.requests.as_ref().unwrap().len(), 40);
     // What the file cannot give is said, and left out rather than made up.
     assert!(r.warnings.iter().any(|w| w.contains("no vLLM version, no server URL")), "{:?}", r.warnings);
@@ -227,7 +228,8 @@ fn aiperf_is_read_with_its_summary_beside_it() {
     assert_eq!((r.tool.name.as_str(), r.tool.version.as_str()), ("aiperf", "0.13.0"));
     assert_eq!(r.target.url, "http://127.0.0.1:18779");
     assert_eq!((r.target.model.as_str(), r.target.api.as_str()), ("goodput-fixed", "chat"));
-    assert_eq!((&r.config["load"]["concurrency"], &r.config["load"]["requests"]), (&8.into(), &40.into()));
+    let load = r.config.load.as_ref().unwrap();
+    assert_eq!((load.concurrency, load.requests), (Some(8), Some(40)));
     // The wall clock of its first send.
     let first = json("aiperf/profile_export_aiperf.json");
     assert!(first["start_time"].as_str().unwrap().starts_with("2026-11-25T11:13:27"));
@@ -356,7 +358,8 @@ fn guidellm_is_read_with_what_it_cannot_give_said() {
     assert_eq!((r.tool.name.as_str(), r.tool.version.as_str()), ("guidellm", "0.8.1"));
     assert_eq!(r.target.url, "http://127.0.0.1:18779");
     assert_eq!((r.target.model.as_str(), r.target.api.as_str()), ("goodput-fixed", "chat"));
-    assert_eq!((&r.config["load"]["concurrency"], &r.config["load"]["requests"]), (&8.into(), &40.into()));
+    let load = r.config.load.as_ref().unwrap();
+    assert_eq!((load.concurrency, load.requests), (Some(8), Some(40)));
     let s = &r.summary;
     // Only the first and the last iteration are timed: no gaps to pool.
     for d in [&s.itl_ms, &s.chunk_gap_ms, &s.itl_max_ms] {
@@ -491,7 +494,7 @@ fn a_report_of_an_import_reads_back_as_it_was_written() {
     goodput_report::write_json(&p, &r).unwrap();
     let back = read_json(&p).unwrap();
     assert_eq!(back, r);
-    assert_eq!(goodput_report::peers::ImportInfo::of(&back).unwrap().tool, "guidellm");
+    assert_eq!(goodput_report::peers::import_info(&back).unwrap().tool, "guidellm");
 }
 
 // ---------------------------------------------------------------- bad input

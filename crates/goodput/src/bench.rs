@@ -6,8 +6,8 @@ use crate::cli::{BenchArgs, ProfileArg};
 use crate::point::{run_point, serve_live, Interrupt, Point};
 use crate::{limits, output, setup};
 use anyhow::Result;
+use goodput_core::RunConfig;
 use goodput_report::records::RecordFile;
-use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -27,14 +27,17 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     };
     let cancel = setup::cancellation(&a.load.shape);
     let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
-    let mut config = json!({
-        "load": setup::load_config(&plan, &a.load),
-        "workload": workload_config,
-        "client": target.config,
-        "percentiles": a.output.percentiles.0,
-        "judge": setup::judge_config(&opts),
-    });
-    setup::tag(&mut config, &a.output);
+    let (label, meta) = setup::tags(&a.output);
+    let config = RunConfig {
+        load: Some(setup::load_config(&plan, &a.load)),
+        workload: Some(workload_config),
+        client: Some(target.config.clone()),
+        percentiles: Some(a.output.percentiles.0.clone()),
+        judge: Some(setup::judge_config(&opts)),
+        label,
+        meta,
+        ..RunConfig::default()
+    };
     if !a.output.quiet {
         eprintln!(
             "goodput bench → {}{} · model {} · {}",

@@ -2,8 +2,7 @@
 //! names, and the result document assembled from records.
 
 use anyhow::{bail, Result};
-use goodput_core::{analyze, AnalysisOptions, Compat, RequestRecord, RunResult, Target, Tool, SCHEMA};
-use serde_json::Value;
+use goodput_core::{analyze, AnalysisOptions, Compat, RequestRecord, RunConfig, RunResult, Target, Tool, SCHEMA};
 use std::time::Duration;
 
 /// The commit this binary was built from (build.rs): a short hash, with
@@ -42,14 +41,15 @@ pub struct Assembly<'a> {
     pub run_id: String,
     pub started_unix_s: f64,
     pub interrupted: bool,
-    pub config: Value,
+    pub config: RunConfig,
     pub target: Target,
     pub include_requests: bool,
 }
 
 pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptions) -> RunResult {
     let analysis = analyze(records, opts);
-    let few = crate::setup::few_requests_warning(&a.config["load"], analysis.summary.in_flight.peak);
+    let peak = analysis.summary.in_flight.peak;
+    let few = a.config.load.as_ref().and_then(|l| crate::setup::few_requests_warning(l, peak));
     RunResult {
         schema: SCHEMA.into(),
         tool: tool(),

@@ -32,7 +32,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         runs.push((label, run));
     }
     // A run's own --label names it, unless two runs share one.
-    let own: Vec<Option<String>> = runs.iter().map(|(_, r)| r.config["label"].as_str().map(String::from)).collect();
+    let own: Vec<Option<String>> = runs.iter().map(|(_, r)| r.config.label.clone()).collect();
     for (i, (label, _)) in runs.iter_mut().enumerate() {
         if let Some(l) = own[i].as_ref().filter(|l| own.iter().filter(|o| o.as_ref() == Some(*l)).count() == 1) {
             *label = l.clone();

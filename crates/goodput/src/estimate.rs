@@ -7,8 +7,9 @@ use crate::cli::{EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
 use crate::common::{self, Assembly};
 use crate::{output, setup};
 use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::config::{EngineSettings, WorkloadConfig};
 use goodput_core::engine::{EngineSeries, SimulatedEngine};
-use goodput_core::{AnalysisOptions, RequestRecord, RunResult, SessionTurn, Target};
+use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
 use goodput_load::client::Cancellation;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
@@ -16,7 +17,6 @@ use goodput_sim::engine::{
     SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
 };
 use goodput_sim::template::ChatTemplate;
-use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitCode;
@@ -52,22 +52,25 @@ pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
     Ok(cfg)
 }
 
-pub fn engine_config_json(cfg: &EngineConfig) -> Value {
-    json!({
-        "model": cfg.model.name,
-        "gpu": cfg.gpu.name,
-        "precision": cfg.precision.to_string(),
-        "kv_cache_dtype": cfg.kv_cache_dtype.to_string(),
-        "tp": cfg.tp,
-        "gpu_memory_utilization": cfg.gpu_memory_utilization,
-        "max_num_seqs": cfg.resolved_max_num_seqs(),
-        "max_num_batched_tokens": cfg.max_num_batched_tokens,
-        "block_size": cfg.block_size,
-        "chat_template": cfg.chat_template.name(),
-        "enable_chunked_prefill": cfg.enable_chunked_prefill,
-        "enable_prefix_caching": cfg.enable_prefix_caching,
-        "calibration": cfg.calibration,
-    })
+/// The engine's effective settings, for `config.engine`.
+pub fn engine_settings(cfg: &EngineConfig) -> EngineSettings {
+    EngineSettings {
+        model: cfg.model.name.clone(),
+        gpu: cfg.gpu.name.clone(),
+        precision: cfg.precision.to_string(),
+        kv_cache_dtype: cfg.kv_cache_dtype.to_string(),
+        tp: cfg.tp,
+        gpu_memory_utilization: cfg.gpu_memory_utilization,
+        max_num_seqs: cfg.resolved_max_num_seqs(),
+        max_num_batched_tokens: cfg.max_num_batched_tokens,
+        block_size: cfg.block_size,
+        chat_template: cfg.chat_template.name().to_string(),
+        enable_chunked_prefill: cfg.enable_chunked_prefill,
+        enable_prefix_caching: cfg.enable_prefix_caching,
+        // The constants by name, as the calibration's own serialisation
+        // names them (every one a number, so the conversion cannot fail).
+        calibration: serde_json::to_value(&cfg.calibration).and_then(serde_json::from_value).unwrap_or_default(),
+    }
 }
 
 /// The virtual load of a plan: the same request lengths, prefixes and
@@ -171,7 +174,7 @@ pub fn virtual_load(
 /// The engine's view, with its KV and queue series, as the result keeps it.
 pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
     SimulatedEngine {
-        config: engine_config_json(cfg),
+        config: engine_settings(cfg),
         steps: v.steps,
         mean_batch_seqs: v.mean_batch_seqs,
         mean_batch_tokens: v.mean_batch_tokens,
@@ -266,21 +269,22 @@ pub fn estimate_result(
     plan: &LoadPlan,
     load: &LoadArgs,
     workload: &Workload,
-    workload_config: Value,
+    workload_config: WorkloadConfig,
     opts: &AnalysisOptions,
     include_requests: bool,
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
     let started_unix_s = common::unix_now();
     let cfg = server.engine;
     let run = run_virtual(server, plan, workload, setup::cancellation(&load.shape))?;
-    let config = json!({
-        "load": setup::load_config(plan, load),
-        "workload": workload_config,
-        "engine": engine_config_json(cfg),
-        "prompts": server.prompts.name(),
-        "percentiles": opts.percentiles,
-        "judge": setup::judge_config(opts),
-    });
+    let config = RunConfig {
+        load: Some(setup::load_config(plan, load)),
+        workload: Some(workload_config),
+        engine: Some(engine_settings(cfg)),
+        prompts: Some(server.prompts.name().into()),
+        percentiles: Some(opts.percentiles.clone()),
+        judge: Some(setup::judge_config(opts)),
+        ..RunConfig::default()
+    };
     let mut result = common::assemble(
         Assembly {
             kind: "estimate",
@@ -315,7 +319,7 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
     let (mut result, records) =
         estimate_result(server, &plan, &a.load, &workload, workload_config, &opts, a.output.include_requests)?;
-    setup::tag(&mut result.config, &a.output);
+    (result.config.label, result.config.meta) = setup::tags(&a.output);
     let wall = wall.elapsed();
     if let Some(p) = &a.output.records {
         let mut f = goodput_report::records::RecordFile::create(p, &result.run_id)?;

@@ -10,7 +10,6 @@ use anyhow::{anyhow, Context, Result};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult};
 use goodput_load::{Control, LoadPlan, Workload};
 use goodput_report::records::RecordFile;
-use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -64,7 +63,7 @@ pub struct Point<'a> {
     pub plan: &'a LoadPlan,
     pub workload: Arc<Workload>,
     /// The result's `config`.
-    pub config: Value,
+    pub config: goodput_core::RunConfig,
     pub run_id: String,
     /// The file records stream to, when asked for.
     pub records: Option<RecordFile>,

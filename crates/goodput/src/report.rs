@@ -6,9 +6,8 @@
 use crate::cli::{OutputArgs, PercentileList, ReportArgs};
 use crate::common;
 use crate::{output, setup};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use goodput_core::RunResult;
-use goodput_report::peers::ImportInfo;
 use goodput_report::Document;
 use std::process::ExitCode;
 
@@ -98,14 +97,15 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         None => out.percentiles.0.clone(),
     };
     let mut opts = setup::analysis_options(&percentiles, &a.judge)?;
+    let saved = run.config.judge.as_ref();
     if a.judge.slo.is_none() {
         // Keep the run's own SLO when no other is given.
-        if let Some(spec) = run.config.pointer("/judge/slo").and_then(|v| v.as_str()) {
+        if let Some(spec) = saved.and_then(|j| j.slo.as_deref()) {
             opts.slo = Some(spec.parse().map_err(|e: String| anyhow!("the saved SLO '{spec}': {e}"))?);
         }
     }
-    if let (Some(import), Some(slo)) = (ImportInfo::of(&run), &opts.slo) {
-        import.check_slo(slo).map_err(|e| anyhow!(e))?;
+    if let (Some(import), Some(slo)) = (goodput_report::peers::import_info(&run), &opts.slo) {
+        goodput_report::peers::check_slo(import, slo).map_err(|e| anyhow!(e))?;
     }
     if opts.cost.is_none() {
         if let Some(c) = &run.cost {
@@ -114,15 +114,15 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     }
     if a.judge.config.is_none() {
         // Keep the run's own rating thresholds when no config gives others.
-        if let Some(r) = run.config.pointer("/judge/ratings") {
-            opts.ratings = serde_json::from_value(r.clone()).context("the saved rating thresholds")?;
+        if let Some(j) = saved {
+            opts.ratings = j.ratings;
         }
     }
     let mut config = run.config.clone();
-    config["percentiles"] = serde_json::json!(percentiles);
-    config["judge"] = setup::judge_config(&opts);
+    config.percentiles = Some(percentiles.clone());
+    config.judge = Some(setup::judge_config(&opts));
     if let Some(w) = &a.window {
-        config["report_window"] = serde_json::json!(crate::cli::window_text(w));
+        config.report_window = Some(crate::cli::window_text(w));
     }
     let mut result = common::assemble(
         common::Assembly {
@@ -138,13 +138,13 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         &opts,
     );
     // An imported run says again where it came from and what its file cannot give.
-    if let Some(import) = ImportInfo::of(&run) {
-        import.apply(&mut result);
+    if let Some(import) = goodput_report::peers::import_info(&run) {
+        goodput_report::peers::apply(import, &mut result);
     }
     result.engine = run.engine.clone();
     // The server's side and the diagnosis, recomputed from the scrapes and
     // records for this window and these figures, as the live run drew them.
-    let cap = run.config.pointer("/load/concurrency").and_then(|c| c.as_u64()).map(|c| c as usize);
+    let cap = run.config.load.as_ref().and_then(|l| l.concurrency).map(|c| c as usize);
     match run.server_signals.clone() {
         Some(mut signals) if !signals.samples.is_empty() => {
             result.diagnosis = signals.analyse(&records, &result.summary, &result.window, cap);
@@ -162,7 +162,7 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
                 );
             }
         }
-        None if ImportInfo::of(&run).is_some() => result.diagnosis = run.diagnosis.clone(),
+        None if goodput_report::peers::import_info(&run).is_some() => result.diagnosis = run.diagnosis.clone(),
         None => {
             result.diagnosis = goodput_core::scrape::diagnose(&records, &result.summary, None, cap);
         }

@@ -4,12 +4,15 @@
 use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
 use crate::common::human;
 use anyhow::{anyhow, bail, Result};
+use goodput_core::config::{
+    CancelConfig, JudgeConfig, LoadConfig, Rate, SessionsConfig, SharedPrefixConfig, TraceWorkload, WorkloadConfig,
+};
 use goodput_core::AnalysisOptions;
 use goodput_load::client::Cancellation;
 use goodput_load::trace::TraceEntry;
 use goodput_load::workload::{load_dataset, SharedPrefix};
 use goodput_load::{Arrival, LengthDist, LoadPlan, TokenCounter, Workload};
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,10 +100,9 @@ const FEW_PER_USER: u64 = 3;
 /// The warning for a closed loop (the `load` block of a config) given too
 /// few requests for its users to reach a steady state; `peak` is the most
 /// requests it had in flight.
-pub fn few_requests_warning(load: &Value, peak: u64) -> Option<String> {
-    let open = ["rate", "trace", "duration", "sessions"].iter().any(|k| !load[k].is_null());
-    let (Some(c), Some(n)) = (load["concurrency"].as_u64(), load["requests"].as_u64()) else { return None };
-    if open || c < 2 || n >= FEW_PER_USER * c {
+pub fn few_requests_warning(load: &LoadConfig, peak: u64) -> Option<String> {
+    let (Some(c), Some(n)) = (load.concurrency, load.requests) else { return None };
+    if load.open_or_bounded() || c < 2 || n >= FEW_PER_USER * c {
         return None;
     }
     let fix =
@@ -138,25 +140,29 @@ pub fn plan(l: &LoadArgs, trace: Option<&[TraceEntry]>, grace: Duration) -> Resu
     shaped_plan(&l.shape, concurrency, l.rate, trace, grace)
 }
 
-pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> Value {
-    json!({
-        "concurrency": p.concurrency,
-        // JSON has no infinity: an unbounded rate is written "inf".
-        "rate": p.rate.map(|r| if r.0.is_infinite() { json!("inf") } else { json!(r.0) }),
-        "arrival": l.rate.map(|_| format!("{:?}", l.shape.arrival).to_lowercase()),
-        "burstiness": l.shape.burstiness,
-        "trace": l.trace.as_ref().map(|p| p.display().to_string()),
-        "trace_speed": l.trace.as_ref().map(|_| l.trace_speed),
-        "requests": p.requests,
-        "duration": p.duration.map(human),
-        "warmup": p.warmup,
-        "warmup_time": (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
-        "ramp_up": (!p.ramp_up.is_zero()).then(|| human(p.ramp_up)),
-        "cancel": cancellation(&l.shape).map(|c| json!({"rate": c.rate, "after": human(c.after)})),
-        "sessions": p.sessions.as_ref().map(|s| json!({"turns": s.turns.to_string(), "think_time": s.think.to_string()})),
-        "grace": human(p.grace),
-        "seed": p.seed,
-    })
+/// The `load` block of a plan and the flags it came from.
+pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> LoadConfig {
+    LoadConfig {
+        concurrency: p.concurrency.map(|c| c as u64),
+        rate: p.rate.map(|r| Rate(r.0)),
+        arrival: l.rate.map(|_| format!("{:?}", l.shape.arrival).to_lowercase()),
+        burstiness: l.shape.burstiness,
+        trace: l.trace.as_ref().map(|p| p.display().to_string()),
+        trace_speed: l.trace.as_ref().map(|_| l.trace_speed),
+        requests: p.requests,
+        duration: p.duration.map(human),
+        warmup: Some(p.warmup),
+        warmup_time: (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
+        ramp_up: (!p.ramp_up.is_zero()).then(|| human(p.ramp_up)),
+        cancel: cancellation(&l.shape).map(|c| CancelConfig { rate: c.rate, after: human(c.after) }),
+        sessions: p
+            .sessions
+            .as_ref()
+            .map(|s| SessionsConfig { turns: s.turns.to_string(), think_time: s.think.to_string() }),
+        grace: Some(human(p.grace)),
+        seed: Some(p.seed),
+        extra: Default::default(),
+    }
 }
 
 /// The workload of `w` (or of a `trace`, which gives every request's
@@ -165,7 +171,7 @@ pub fn workload(
     w: &WorkloadArgs,
     seed: u64,
     trace: Option<Arc<Vec<TraceEntry>>>,
-) -> Result<(Workload, Option<Arc<TokenCounter>>, Value)> {
+) -> Result<(Workload, Option<Arc<TokenCounter>>, WorkloadConfig)> {
     let tokenizer = match &w.tokenizer {
         Some(p) => Some(Arc::new(TokenCounter::from_file(p).map_err(|e| anyhow!(e))?)),
         None => None,
@@ -182,16 +188,17 @@ pub fn workload(
             bail!("--trace gives every request's lengths and prefixes: drop {flag}");
         }
         let n = entries.len().max(1) as f64;
-        let config = json!({
-            "trace": {
-                "requests": entries.len(),
-                "input_tokens_mean": entries.iter().map(|e| e.lengths.input as f64).sum::<f64>() / n,
-                "output_tokens_mean": entries.iter().map(|e| e.lengths.output as f64).sum::<f64>() / n,
-                "with_prefix": entries.iter().filter(|e| e.lengths.prefix.is_some()).count(),
-            },
-            "tokenizer": w.tokenizer.as_ref().map(|p| p.display().to_string()),
-            "ignore_eos": w.ignore_eos,
-        });
+        let config = WorkloadConfig {
+            trace: Some(TraceWorkload {
+                requests: entries.len() as u64,
+                input_tokens_mean: entries.iter().map(|e| e.lengths.input as f64).sum::<f64>() / n,
+                output_tokens_mean: entries.iter().map(|e| e.lengths.output as f64).sum::<f64>() / n,
+                with_prefix: entries.iter().filter(|e| e.lengths.prefix.is_some()).count() as u64,
+            }),
+            tokenizer: w.tokenizer.as_ref().map(|p| p.display().to_string()),
+            ignore_eos: w.ignore_eos,
+            ..Default::default()
+        };
         return Ok((Workload::Trace { entries, seed, tokenizer: tokenizer.clone() }, tokenizer, config));
     }
     let shared_prefix = (w.shared_prefix_tokens > 0).then_some(SharedPrefix {
@@ -232,15 +239,16 @@ pub fn workload(
             shared_prefix,
         },
     };
-    let config = json!({
-        "preset": preset.map(|p| p.name()),
-        "input_tokens": w.dataset.is_none().then(|| input.to_string()),
-        "output_tokens": output.map(|o| o.to_string()),
-        "shared_prefix": shared_prefix.map(|p| json!({"tokens": p.tokens, "ratio": p.ratio, "count": p.count})),
-        "dataset": w.dataset.as_ref().map(|p| p.display().to_string()),
-        "tokenizer": w.tokenizer.as_ref().map(|p| p.display().to_string()),
-        "ignore_eos": w.ignore_eos,
-    });
+    let config = WorkloadConfig {
+        preset: preset.map(|p| p.name().to_string()),
+        input_tokens: w.dataset.is_none().then(|| input.to_string()),
+        output_tokens: output.map(|o| o.to_string()),
+        shared_prefix: shared_prefix.map(|p| SharedPrefixConfig { tokens: p.tokens, ratio: p.ratio, count: p.count }),
+        dataset: w.dataset.as_ref().map(|p| p.display().to_string()),
+        tokenizer: w.tokenizer.as_ref().map(|p| p.display().to_string()),
+        ignore_eos: w.ignore_eos,
+        ..Default::default()
+    };
     Ok((wl, tokenizer, config))
 }
 
@@ -255,22 +263,19 @@ pub fn analysis_options_for(percentiles: &[f64], judge: &JudgeArgs, default_gpus
 }
 
 /// The judging settings as they were applied, for the config block.
-pub fn judge_config(opts: &AnalysisOptions) -> Value {
-    json!({
-        "slo": opts.slo.as_ref().map(|s| s.to_string()),
-        "cost": opts.cost.map(|c| json!({ "gpu_hour_usd": c.gpu_hour_usd, "gpus": c.gpus })),
-        "ratings": opts.ratings,
-    })
+pub fn judge_config(opts: &AnalysisOptions) -> JudgeConfig {
+    JudgeConfig {
+        slo: opts.slo.as_ref().map(|s| s.to_string()),
+        cost: opts.cost,
+        ratings: opts.ratings,
+        extra: Default::default(),
+    }
 }
 
-/// Puts `--label` and `--meta` into a run's or a sweep's config.
-pub fn tag(config: &mut Value, out: &OutputArgs) {
-    if let Some(l) = &out.label {
-        config["label"] = json!(l);
-    }
-    if !out.meta.is_empty() {
-        config["meta"] = Value::Object(out.meta.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
-    }
+/// `--label` and `--meta`, for a run's or a sweep's config.
+pub fn tags(out: &OutputArgs) -> (Option<String>, Option<BTreeMap<String, String>>) {
+    let meta = (!out.meta.is_empty()).then(|| out.meta.iter().cloned().collect());
+    (out.label.clone(), meta)
 }
 
 #[cfg(test)]
@@ -279,7 +284,7 @@ mod tests {
 
     #[test]
     fn a_closed_loop_of_few_requests_a_user_is_warned_about_and_the_default_gives_ten() {
-        let load = |c: u64, n: u64| json!({"concurrency": c, "requests": n, "rate": null, "duration": null});
+        let load = |c: u64, n: u64| LoadConfig { concurrency: Some(c), requests: Some(n), ..LoadConfig::default() };
         let never = few_requests_warning(&load(256, 200), 200).unwrap();
         assert!(never.contains("never had 256 in flight (peak 200)") && never.contains("--requests 2560"), "{never}");
         let few = few_requests_warning(&load(64, 150), 64).unwrap();
@@ -287,11 +292,14 @@ mod tests {
         assert_eq!(few_requests_warning(&load(64, 192), 64), None, "three a user is enough not to warn");
         assert_eq!(few_requests_warning(&load(1, 1), 1), None, "one user");
         let mut timed = load(64, 10);
-        timed["duration"] = json!("60s");
+        timed.duration = Some("60s".into());
         assert_eq!(few_requests_warning(&timed, 64), None, "a duration bounds it too");
         let mut open = load(64, 10);
-        open["rate"] = json!(5.0);
+        open.rate = Some(Rate(5.0));
         assert_eq!(few_requests_warning(&open, 64), None, "an open loop's users are not a closed loop's");
+        let mut sessions = load(64, 10);
+        sessions.sessions = Some(SessionsConfig { turns: "2".into(), think_time: "0s".into() });
+        assert_eq!(few_requests_warning(&sessions, 64), None, "sessions are counted, and paced, otherwise");
         // The default: ten a user, at least 100; 100 for an open loop.
         let shape = || <crate::cli::Cli as clap::Parser>::try_parse_from(["goodput", "bench"]).unwrap();
         let crate::cli::Command::Bench(b) = shape().command else { unreachable!() };

@@ -12,32 +12,32 @@ use crate::point::{run_point, Interrupt, Point};
 use crate::target::HttpTarget;
 use crate::{output, setup};
 use anyhow::{bail, Result};
+use goodput_core::config::WorkloadConfig;
 use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
-use goodput_core::{AnalysisOptions, Target, SCHEMA};
+use goodput_core::{AnalysisOptions, RunConfig, SweepConfig, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
 use goodput_report::records::RecordFile;
 use goodput_report::terminal::sweep as sweep_table;
 use goodput_sim::engine::{EngineConfig, PromptKind};
-use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Where the points run.
 enum Runner {
-    Http { target: HttpTarget, interrupt: Interrupt },
+    Http { target: Box<HttpTarget>, interrupt: Interrupt },
     Virtual { cfg: Box<EngineConfig>, prompts: PromptKind },
 }
 
 struct Sweep {
     runner: Runner,
     workload: Arc<Workload>,
-    workload_config: Value,
+    workload_config: WorkloadConfig,
     opts: AnalysisOptions,
     args: SweepArgs,
     points: Vec<SweepPoint>,
     started_unix_s: f64,
-    config: Value,
+    config: SweepConfig,
     target: Target,
 }
 
@@ -59,7 +59,14 @@ impl Sweep {
     /// Runs one point and writes the document.
     async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
         let plan = self.plan(load)?;
-        let point_config = json!({ "load": plan_config(&plan), "workload": self.workload_config });
+        // A point's load as bench writes it, so that it is judged (and
+        // warned about) as the same load run alone would be.
+        let load_args = load_args(&plan, &self.args.shape);
+        let point_config = RunConfig {
+            load: Some(setup::load_config(&plan, &load_args)),
+            workload: Some(self.workload_config.clone()),
+            ..RunConfig::default()
+        };
         let result = match &self.runner {
             Runner::Http { target, interrupt } => {
                 let run_id = goodput_report::records::new_run_id();
@@ -88,7 +95,7 @@ impl Sweep {
                 let (mut r, recs) = estimate::estimate_result(
                     estimate::VirtualServer { engine: cfg, prompts: *prompts },
                     &plan,
-                    &load_args(&plan, &self.args.shape),
+                    &load_args,
                     &self.workload,
                     self.workload_config.clone(),
                     &self.opts,
@@ -201,19 +208,6 @@ fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
     p.with_file_name(format!("{stem}.point{i:02}.{ext}"))
 }
 
-fn plan_config(p: &LoadPlan) -> Value {
-    json!({
-        "concurrency": p.concurrency,
-        "rate": p.rate.map(|r| r.0),
-        "requests": p.requests,
-        "duration": p.duration.map(|d| humantime::format_duration(d).to_string()),
-        "warmup": p.warmup,
-        "warmup_time": (!p.warmup_time.is_zero()).then(|| humantime::format_duration(p.warmup_time).to_string()),
-        "ramp_up": (!p.ramp_up.is_zero()).then(|| humantime::format_duration(p.ramp_up).to_string()),
-        "seed": p.seed,
-    })
-}
-
 /// The LoadArgs a plan came from, for the estimate's config block.
 fn load_args(p: &LoadPlan, shape: &crate::cli::ShapeArgs) -> crate::cli::LoadArgs {
     crate::cli::LoadArgs {
@@ -247,7 +241,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let cfg = estimate::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
         let target = estimate::target_of(&cfg);
-        let ec = estimate::engine_config_json(&cfg);
+        let ec = estimate::engine_settings(&cfg);
         let prompts = estimate::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
@@ -255,21 +249,31 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
         let t = target.target();
         let interrupt = Interrupt::install("the sweep", a.target.grace);
-        (Runner::Http { target, interrupt }, t, None)
+        (Runner::Http { target: Box::new(target), interrupt }, t, None)
     };
-    let mut config = json!({
-        "mode": if a.auto { "auto" } else if a.rate.is_some() { "rate" } else { "concurrency" },
-        "estimate": a.estimate,
-        "engine": engine_config,
-        "workload": workload_config,
-        "requests_per_point": a.shape.requests,
-        "duration_per_point": a.shape.duration.map(|d| humantime::format_duration(d).to_string()),
-        "max_concurrency": a.max_concurrency,
-        "attainment_target": a.attainment,
-        "percentiles": a.output.percentiles.0,
-        "judge": setup::judge_config(&opts),
-    });
-    setup::tag(&mut config, &a.output);
+    let (label, meta) = setup::tags(&a.output);
+    let config = SweepConfig {
+        mode: if a.auto {
+            "auto"
+        } else if a.rate.is_some() {
+            "rate"
+        } else {
+            "concurrency"
+        }
+        .into(),
+        estimate: a.estimate,
+        engine: engine_config,
+        workload: workload_config.clone(),
+        requests_per_point: a.shape.requests,
+        duration_per_point: a.shape.duration.map(|d| humantime::format_duration(d).to_string()),
+        max_concurrency: a.max_concurrency,
+        attainment_target: a.attainment,
+        percentiles: a.output.percentiles.0.clone(),
+        judge: setup::judge_config(&opts),
+        label,
+        meta,
+        extra: Default::default(),
+    };
     if !a.output.quiet {
         eprintln!("goodput sweep → {} · model {}", target.url, target.model);
     }

@@ -3,13 +3,14 @@
 
 use crate::cli::{EngineHwArgs, ProfileArg, SimArgs, TargetArgs};
 use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::config::{ClientSettings, EmbeddedServer};
 use goodput_core::Target;
 use goodput_load::client::{
     error_chain, key_header_overridden, normalize_base, request_headers, secrets_of, Cancellation,
 };
 use goodput_load::{Api, BodyOptions, Client, ClientConfig, KeyHeader, Stamps, TokenCounter, Transport};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -20,7 +21,8 @@ pub struct HttpTarget {
     pub model: String,
     pub embedded: bool,
     pub client: Arc<Client>,
-    pub config: Value,
+    /// The `client` block of the run's config.
+    pub config: ClientSettings,
     /// Stops the embedded server when dropped.
     _server: Option<Box<Embedded>>,
 }
@@ -214,40 +216,40 @@ pub async fn connect(
     )
     .map_err(|e| anyhow!(e))?;
     let embedded = server.is_some();
-    let config = json!({
-        "url": base,
-        "api": api.as_str(),
-        "model": model,
-        "stream": !t.no_stream,
-        "include_usage": !t.no_usage,
-        "api_key": t.api_key.as_ref().map(|_| "<redacted>"),
+    let config = ClientSettings {
+        url: base.clone(),
+        api: api.as_str().into(),
+        model: model.clone(),
+        stream: !t.no_stream,
+        include_usage: !t.no_usage,
+        api_key: t.api_key.as_ref().map(|_| "<redacted>".into()),
         // Names only: a header's value may be a secret.
-        "headers": t.header.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
-        "key_header": match key_header {
+        headers: t.header.iter().map(|(name, _)| name.clone()).collect(),
+        key_header: match key_header {
             KeyHeader::Bearer => "bearer",
             KeyHeader::XApiKey => "x-api-key",
-        },
-        "extra_body": extra,
-        "timeout": humantime::format_duration(t.timeout).to_string(),
-        "transport": client.transport_name(),
-        "stamp": client.stamp_name(),
-        "embedded": embedded.then(|| match sim.sim_profile {
-            ProfileArg::Engine => json!({
-                "profile": "engine",
-                "model": sim.sim_model,
-                "gpu": sim.sim_gpu,
-                "precision": sim.sim_precision,
-                "tp": sim.sim_tp,
-                "chat_template": sim.sim_chat_template,
-            }),
-            ProfileArg::Fixed => json!({
-                "profile": "fixed",
-                "ttft": humantime::format_duration(sim.sim_ttft).to_string(),
-                "itl": humantime::format_duration(sim.sim_itl).to_string(),
-                "tokens_per_chunk": sim.sim_tokens_per_chunk,
-            }),
+        }
+        .into(),
+        extra_body: extra,
+        timeout: humantime::format_duration(t.timeout).to_string(),
+        transport: client.transport_name().into(),
+        stamp: client.stamp_name().into(),
+        embedded: embedded.then(|| match sim.sim_profile {
+            ProfileArg::Engine => EmbeddedServer::Engine {
+                model: sim.sim_model.clone(),
+                gpu: sim.sim_gpu.clone(),
+                precision: sim.sim_precision.clone(),
+                tp: sim.sim_tp,
+                chat_template: sim.sim_chat_template.clone(),
+            },
+            ProfileArg::Fixed => EmbeddedServer::Fixed {
+                ttft: humantime::format_duration(sim.sim_ttft).to_string(),
+                itl: humantime::format_duration(sim.sim_itl).to_string(),
+                tokens_per_chunk: sim.sim_tokens_per_chunk,
+            },
         }),
-    });
+        extra: Default::default(),
+    };
     Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
 }
 

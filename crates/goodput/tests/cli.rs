@@ -322,6 +322,38 @@ fn a_live_sweep_runs_a_bench_per_point() {
     }
 }
 
+/// A sweep's point carries the `load` block bench writes for the same
+/// plan, sessions included, so the few-requests warning is the same in
+/// both: given for a closed loop of too few requests a user, not for the
+/// same count of sessions (which a closed loop's warning does not judge).
+#[test]
+fn a_sweep_point_is_warned_about_as_the_same_bench_run_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let few = |w: &serde_json::Value| {
+        w.as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("4 requests over 4 users is 1.0 each"))
+    };
+    for turns in [None, Some("2")] {
+        let mut shape = vec!["-q", "-n", "4"];
+        shape.extend(turns.map(|t| ["--turns", t, "--think-time", "1ms"]).into_iter().flatten());
+        let bench = fast_bench(&[shape.as_slice(), &["-c", "4"]].concat(), &dir.path().join("bench.json"));
+        let out = dir.path().join("sweep.json");
+        goodput()
+            .arg("sweep")
+            .args(&shape)
+            .args(["--concurrency", "4"])
+            .args(FAST)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let point = read_json(&out)["points"][0]["result"].clone();
+        assert_eq!(point["config"]["load"], bench["config"]["load"], "turns {turns:?}");
+        assert_eq!(point["config"]["load"]["sessions"].is_null(), turns.is_none());
+        assert_eq!(few(&bench["warnings"]), turns.is_none(), "bench, turns {turns:?}: {}", bench["warnings"]);
+        assert_eq!(few(&point["warnings"]), turns.is_none(), "sweep, turns {turns:?}: {}", point["warnings"]);
+    }
+}
+
 /// `--rate inf`: every request due at once, the cap holding the rest back
 /// (their wait is client queue time), as vLLM's `--request-rate inf`.
 #[test]

@@ -998,7 +998,7 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
     let mut o = String::new();
     let load = load_line(&r.config);
     let mut lines = vec![target_line(&r.target, "")];
-    if let Some(i) = crate::peers::ImportInfo::of(r) {
+    if let Some(i) = crate::peers::import_info(r) {
         lines.push(format!(
             "imported from {} {} · {} ({})",
             html(&i.tool),
@@ -1019,7 +1019,7 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
         r.window.end_s,
         if r.interrupted { r#" · <span class="tag poor">interrupted: partial result</span>"# } else { "" }
     ));
-    let title = match r.config["label"].as_str() {
+    let title = match r.config.label.as_deref() {
         Some(l) => format!("{l} · {}", r.target.model),
         None => r.target.model.clone(),
     };
@@ -1029,7 +1029,7 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
     diagnosis(&mut o, r);
     run_cards(&mut o, r);
     run_body(&mut o, r);
-    config_section(&mut o, &r.config, stripped)?;
+    config_section(&mut o, &serde_json::to_value(&r.config)?, stripped)?;
     o.push_str("</main>");
     footer(&mut o, &r.tool, &r.schema);
     Ok(page("run", &format!("goodput {} · {}", r.kind, r.target.model), &o, &data))
@@ -1252,7 +1252,7 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
         );
     }
     o.push_str("</tbody></table></div></section>");
-    config_section(&mut o, &sw.config, stripped)?;
+    config_section(&mut o, &serde_json::to_value(&sw.config)?, stripped)?;
     o.push_str("</main>");
     footer(&mut o, &sw.tool, &sw.schema);
     Ok(page("sweep", &format!("goodput sweep · {}", sw.target.model), &o, &data))

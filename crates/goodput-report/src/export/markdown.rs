@@ -57,7 +57,7 @@ pub fn run_markdown(r: &RunResult) -> String {
     let s = &r.summary;
     let q = &s.requests;
     let t = &r.target;
-    match r.config["label"].as_str() {
+    match r.config.label.as_deref() {
         Some(l) => writeln!(o, "### goodput {}: {} · {}\n", md(&r.kind), md(l), md(&t.model)),
         None => writeln!(o, "### goodput {}: {}\n", md(&r.kind), md(&t.model)),
     }

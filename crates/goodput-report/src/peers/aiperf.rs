@@ -11,6 +11,7 @@
 //! output, role-only, empty and usage-only chunks left out.
 
 use super::{common_not_recomputed, common_notes, failure_kind, nanos, ImportInfo, Parsed};
+use goodput_core::config::{LoadConfig, Rate};
 use goodput_core::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, Target,
 };
@@ -181,14 +182,12 @@ pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<P
         Some(s) => {
             let ic = &s["input_config"];
             let phase = ic["phases"].as_array().and_then(|p| p.iter().find(|p| p["kind"] == "profiling"));
-            let mut load = json!({});
-            if let Some(p) = phase {
-                for (k, to) in [("concurrency", "concurrency"), ("requests", "requests"), ("rate", "rate")] {
-                    if let Some(x) = p.get(k).filter(|x| !x.is_null()) {
-                        load[to] = x.clone();
-                    }
-                }
-            }
+            let load = phase.map_or_else(LoadConfig::default, |p| LoadConfig {
+                concurrency: p.get("concurrency").and_then(Value::as_u64),
+                requests: p.get("requests").and_then(Value::as_u64),
+                rate: p.get("rate").and_then(Value::as_f64).map(Rate),
+                ..LoadConfig::default()
+            });
             let target = Target {
                 url: ic["endpoint"]["urls"][0].as_str().unwrap_or("").to_string(),
                 model: ic["models"]["items"][0]["name"].as_str().unwrap_or("").to_string(),
@@ -211,7 +210,7 @@ pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<P
                  and the load are not known"
                     .into(),
             );
-            ("unknown".into(), json!({}), Target::default(), json!({}))
+            ("unknown".into(), json!({}), Target::default(), LoadConfig::default())
         }
     };
     Ok(Parsed {

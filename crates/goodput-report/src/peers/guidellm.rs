@@ -9,6 +9,7 @@
 //! per request, (last − first)/(n − 1).
 
 use super::{common_not_recomputed, common_notes, secs, ImportInfo, Parsed};
+use goodput_core::config::{LoadConfig, Rate};
 use goodput_core::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord, Target,
 };
@@ -164,23 +165,23 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         f if f.contains("completions") => "completions",
         f => f,
     };
-    let mut load = json!({});
+    let mut load = LoadConfig::default();
     let profile = &spec["profile"];
     match profile["kind"].as_str() {
         Some("concurrent") => {
-            load["concurrency"] = profile["streams"].as_array().and_then(|s| s.first()).cloned().unwrap_or(Value::Null)
+            load.concurrency = profile["streams"].as_array().and_then(|s| s.first()).and_then(Value::as_u64)
         }
-        Some("synchronous") => load["concurrency"] = json!(1),
+        Some("synchronous") => load.concurrency = Some(1),
         Some("constant" | "poisson") => {
             if let Some(r) = profile["rate"].as_array().and_then(|s| s.first()).or(profile.get("rate")) {
-                load["rate"] = r.clone();
-                load["arrival"] = json!(if profile["kind"] == "poisson" { "poisson" } else { "constant" });
+                load.rate = r.as_f64().map(Rate);
+                load.arrival = Some(if profile["kind"] == "poisson" { "poisson" } else { "constant" }.into());
             }
         }
         _ => {}
     }
     if let Some(c) = spec["constraints"].as_array().and_then(|c| c.iter().find(|c| c["kind"] == "max_requests")) {
-        load["requests"] = c["count"].clone();
+        load.requests = c["count"].as_u64();
     }
     let settings = json!({
         "backend": { "kind": backend["kind"], "target": backend["target"], "model": backend["model"],

@@ -13,11 +13,12 @@ mod aiperf;
 mod guidellm;
 mod vllm;
 
+use goodput_core::config::LoadConfig;
+use goodput_core::RunConfig;
 use goodput_core::{
     analyze, AnalysisOptions, Compat, Distribution, FailureKind, RequestRecord, RunResult, Target, Tool, Window,
 };
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
@@ -25,102 +26,79 @@ use std::time::Duration;
 pub const KIND: &str = "import";
 
 /// What an import says about itself, kept as `config.import`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ImportInfo {
-    /// The tool that wrote the file (`vllm bench serve`, `aiperf`, `guidellm`).
-    pub tool: String,
-    /// Its version, as the file gives it (`unknown` where it does not).
-    pub version: String,
-    /// The file's format, in words.
-    pub format: String,
-    /// The file read.
-    pub source: String,
-    /// Summary figures the file cannot give by goodput's definitions: left
-    /// empty (distributions) or 0 (rates), named by their place in the
-    /// result (`summary.itl_ms`, `compat.vllm.itl`).
-    pub not_recomputed: Vec<String>,
-    /// A run length the file gives where it has no send times: the window
-    /// and every rate are taken over it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_s: Option<f64>,
-    /// What the file could not give, or gives otherwise than goodput
-    /// measures: the run's first warnings.
-    pub notes: Vec<String>,
+pub use goodput_core::config::ImportInfo;
+
+/// The import block of a run that was imported.
+pub fn import_info(run: &RunResult) -> Option<&ImportInfo> {
+    if run.kind != KIND {
+        return None;
+    }
+    run.config.import.as_ref()
 }
 
-impl ImportInfo {
-    /// The import block of a run that was imported.
-    pub fn of(run: &RunResult) -> Option<ImportInfo> {
-        if run.kind != KIND {
-            return None;
-        }
-        serde_json::from_value(run.config.get("import")?.clone()).ok()
-    }
-
-    /// Refuses an SLO that judges a figure the file cannot give: the records
-    /// would answer it with times they do not hold.
-    pub fn check_slo(&self, slo: &goodput_core::Slo) -> Result<(), String> {
-        let metrics = slo.limits.iter().map(|l| l.metric).chain(slo.objectives.iter().map(|o| o.metric));
-        for m in metrics {
-            let field = match m {
-                goodput_core::slo::SloMetric::Ttfb => "summary.ttfb_ms",
-                goodput_core::slo::SloMetric::ItlMax => "summary.itl_max_ms",
-                _ => continue,
-            };
-            if self.not_recomputed.iter().any(|n| n == field) {
-                return Err(format!(
-                    "--slo judges {}, which {}'s file cannot give (its warnings say why): judge this run on what \
+/// Refuses an SLO that judges a figure `import`'s file cannot give: the
+/// records would answer it with times they do not hold.
+pub fn check_slo(import: &ImportInfo, slo: &goodput_core::Slo) -> Result<(), String> {
+    let metrics = slo.limits.iter().map(|l| l.metric).chain(slo.objectives.iter().map(|o| o.metric));
+    for m in metrics {
+        let field = match m {
+            goodput_core::slo::SloMetric::Ttfb => "summary.ttfb_ms",
+            goodput_core::slo::SloMetric::ItlMax => "summary.itl_max_ms",
+            _ => continue,
+        };
+        if import.not_recomputed.iter().any(|n| n == field) {
+            return Err(format!(
+                "--slo judges {}, which {}'s file cannot give (its warnings say why): judge this run on what \
                      it holds, e.g. ttft, tpot or e2e",
-                    m.as_str(),
-                    self.tool
-                ));
-            }
+                m.as_str(),
+                import.tool
+            ));
         }
-        Ok(())
     }
+    Ok(())
+}
 
-    /// Makes a result analysed from imported records say where it came
-    /// from and leave out what the file cannot give: the tool, the run
-    /// length, the empty figures and the notes.
-    pub fn apply(&self, r: &mut RunResult) {
-        r.tool = Tool { name: self.tool.clone(), version: self.version.clone(), commit: None };
-        if let Some(d) = self.duration_s.filter(|d| *d > 0.0) {
-            over_duration(r, d);
-        }
-        let s = &mut r.summary;
-        for name in &self.not_recomputed {
-            match name.as_str() {
-                "summary.ttft_content_ms" => blank(&mut s.ttft_content_ms),
-                "summary.ttfb_ms" => blank(&mut s.ttfb_ms),
-                "summary.itl_ms" => blank(&mut s.itl_ms),
-                "summary.chunk_gap_ms" => blank(&mut s.chunk_gap_ms),
-                "summary.itl_max_ms" => blank(&mut s.itl_max_ms),
-                "summary.client_queue_ms" => blank(&mut s.client_queue_ms),
-                "summary.throughput.peak_output_tokens_per_s" => s.throughput.peak_output_tokens_per_s = 0.0,
-                "summary.in_flight" => s.in_flight = Default::default(),
-                "compat.vllm.itl" => {
-                    let v = &mut r.compat.vllm;
-                    (v.mean_itl_ms, v.median_itl_ms, v.std_itl_ms, v.p99_itl_ms) = (None, None, None, None);
-                    for (k, x) in v.other_percentiles.iter_mut() {
-                        if k.ends_with("_itl_ms") {
-                            *x = None;
-                        }
+/// Makes a result analysed from imported records say where it came from
+/// and leave out what the file cannot give: the tool, the run length, the
+/// empty figures and the notes.
+pub fn apply(import: &ImportInfo, r: &mut RunResult) {
+    r.tool = Tool { name: import.tool.clone(), version: import.version.clone(), commit: None };
+    if let Some(d) = import.duration_s.filter(|d| *d > 0.0) {
+        over_duration(r, d);
+    }
+    let s = &mut r.summary;
+    for name in &import.not_recomputed {
+        match name.as_str() {
+            "summary.ttft_content_ms" => blank(&mut s.ttft_content_ms),
+            "summary.ttfb_ms" => blank(&mut s.ttfb_ms),
+            "summary.itl_ms" => blank(&mut s.itl_ms),
+            "summary.chunk_gap_ms" => blank(&mut s.chunk_gap_ms),
+            "summary.itl_max_ms" => blank(&mut s.itl_max_ms),
+            "summary.client_queue_ms" => blank(&mut s.client_queue_ms),
+            "summary.throughput.peak_output_tokens_per_s" => s.throughput.peak_output_tokens_per_s = 0.0,
+            "summary.in_flight" => s.in_flight = Default::default(),
+            "compat.vllm.itl" => {
+                let v = &mut r.compat.vllm;
+                (v.mean_itl_ms, v.median_itl_ms, v.std_itl_ms, v.p99_itl_ms) = (None, None, None, None);
+                for (k, x) in v.other_percentiles.iter_mut() {
+                    if k.ends_with("_itl_ms") {
+                        *x = None;
                     }
                 }
-                _ => {}
             }
+            _ => {}
         }
-        let mut w = self.notes.clone();
-        w.append(&mut r.warnings);
-        r.warnings = w;
     }
+    let mut w = import.notes.clone();
+    w.append(&mut r.warnings);
+    r.warnings = w;
 }
 
 /// Whether `field` (a place in the result, as `ImportInfo::not_recomputed`
 /// names it: `summary.itl_ms`) holds a recomputed figure: always, but in a
 /// run imported from a file that cannot give it.
 pub fn recomputed(r: &RunResult, field: &str) -> bool {
-    ImportInfo::of(r).is_none_or(|i| !i.not_recomputed.iter().any(|n| n == field))
+    import_info(r).is_none_or(|i| !i.not_recomputed.iter().any(|n| n == field))
 }
 
 /// The run's peak output rate over 1 s, unless it was imported from a file
@@ -170,7 +148,7 @@ struct Parsed {
     /// The tool's own settings, as the file gives them.
     settings: Value,
     /// `config.load` in goodput's terms, where the file says it.
-    load: Value,
+    load: LoadConfig,
     info: ImportInfo,
 }
 
@@ -211,12 +189,13 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, String> {
 fn build(p: Parsed) -> RunResult {
     let opts = AnalysisOptions::default();
     let a = analyze(&p.records, &opts);
-    let config = json!({
-        "import": p.info,
-        "tool_settings": p.settings,
-        "load": p.load,
-        "percentiles": opts.percentiles,
-    });
+    let config = RunConfig {
+        import: Some(p.info.clone()),
+        tool_settings: Some(p.settings),
+        load: Some(p.load),
+        percentiles: Some(opts.percentiles.clone()),
+        ..RunConfig::default()
+    };
     let mut r = RunResult {
         schema: goodput_core::SCHEMA.into(),
         tool: Tool { name: String::new(), version: String::new(), commit: None },
@@ -238,7 +217,7 @@ fn build(p: Parsed) -> RunResult {
         diagnosis: Vec::new(),
         requests: Some(p.records),
     };
-    p.info.apply(&mut r);
+    apply(&p.info, &mut r);
     r
 }
 

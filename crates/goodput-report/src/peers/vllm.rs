@@ -12,10 +12,11 @@
 //! `start_times`.
 
 use super::{common_not_recomputed, common_notes, failure_kind, secs, ImportInfo, Parsed};
+use goodput_core::config::{LoadConfig, Rate};
 use goodput_core::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, Target,
 };
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::time::Duration;
 
 const TOOL: &str = "vllm bench serve";
@@ -187,16 +188,17 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
     .into_iter()
     .filter_map(|k| Some((k.to_string(), o.get(k)?.clone())))
     .collect();
-    let mut load = json!({ "requests": o.get("num_prompts") });
-    if let Some(c) = o.get("max_concurrency").and_then(Value::as_u64) {
-        load["concurrency"] = json!(c);
-    }
+    let mut load = LoadConfig {
+        requests: o.get("num_prompts").and_then(Value::as_u64),
+        concurrency: o.get("max_concurrency").and_then(Value::as_u64),
+        ..LoadConfig::default()
+    };
     match o.get("request_rate") {
-        Some(Value::String(s)) if s == "inf" => load["rate"] = json!("inf"),
+        Some(Value::String(s)) if s == "inf" => load.rate = Some(Rate(f64::INFINITY)),
         Some(r) if r.is_number() => {
-            load["rate"] = r.clone();
+            load.rate = r.as_f64().map(Rate);
             let bursty = o.get("burstiness").and_then(Value::as_f64).unwrap_or(1.0);
-            load["arrival"] = json!(if bursty == 1.0 { "poisson" } else { "gamma" });
+            load.arrival = Some(if bursty == 1.0 { "poisson" } else { "gamma" }.into());
         }
         _ => {}
     }

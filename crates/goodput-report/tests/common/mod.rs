@@ -126,12 +126,13 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
         kind: "bench".into(),
         started_unix_s: 1_767_225_600.0,
         interrupted: false,
-        config: json!({
+        config: serde_json::from_value(json!({
             "client": {"api": "chat", "model": model, "stream": true, "url": "http://127.0.0.1:8000"},
             "load": {"concurrency": p.concurrency, "requests": p.requests, "warmup": 0},
             "workload": {"input_tokens": "256", "output_tokens": p.output_tokens.to_string()},
             "slo": slo,
-        }),
+        }))
+        .expect("a config"),
         target: Target {
             url: "http://127.0.0.1:8000".into(),
             model: model.into(),
@@ -183,8 +184,9 @@ pub fn adversarial_run() -> RunResult {
     let mut r = run_of(XSS_MODEL, p, recs, Some(SLO), true);
     r.target.server = Some("<img src=x onerror=alert(2)>".into());
     r.warnings.push(format!("server said: {PWN_MESSAGE}"));
-    r.config["workload"]["dataset"] = json!("</script><script>document.body.setAttribute('data-pwned','2')</script>");
-    r.config["client"]["extra_body"] = json!({"note": "a|b `c` **d** [x](javascript:alert(3))"});
+    r.config.workload.as_mut().unwrap().dataset =
+        Some("</script><script>document.body.setAttribute('data-pwned','2')</script>".into());
+    r.config.client.as_mut().unwrap().extra_body.insert("note".into(), json!("a|b `c` **d** [x](javascript:alert(3))"));
     r
 }
 
@@ -219,7 +221,8 @@ pub fn sweep() -> SweepResult {
         kind: "sweep".into(),
         started_unix_s: first.started_unix_s,
         interrupted: false,
-        config: json!({"loads": loads, "slo": "ttft<=200ms,ttft:p95<=250ms"}),
+        config: serde_json::from_value(json!({"loads": loads, "slo": "ttft<=200ms,ttft:p95<=250ms"}))
+            .expect("a config"),
         target: first.target.clone(),
         points,
         analysis,
@@ -403,8 +406,8 @@ pub fn estimate_run() -> RunResult {
 pub fn adversarial_estimate_run() -> RunResult {
     let mut r = estimate_run();
     let c = &mut r.engine.as_mut().unwrap().config;
-    c["model"] = json!(XSS_MODEL);
-    c["gpu"] = json!("<img src=x onerror=\"document.body.setAttribute('data-pwned','6')\">");
-    c["precision"] = json!("`bf16` | **x**");
+    c.model = XSS_MODEL.into();
+    c.gpu = "<img src=x onerror=\"document.body.setAttribute('data-pwned','6')\">".into();
+    c.precision = "`bf16` | **x**".into();
     r
 }
