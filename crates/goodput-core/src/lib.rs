@@ -4,6 +4,7 @@
 //! I/O, no async: every number in a report is a function of the records and
 //! scrapes, defined here.
 
+pub mod assemble;
 pub mod civil;
 pub mod config;
 pub mod cost;

@@ -1,8 +1,8 @@
-//! What every command shares: the tool's identity and the time, lists of
-//! names, and the result document assembled from records.
+//! What every command shares: the tool's identity and the time, and lists
+//! of names.
 
 use anyhow::{bail, Result};
-use goodput_core::{analyze, AnalysisOptions, Compat, RequestRecord, RunConfig, RunResult, Target, Tool, SCHEMA};
+use goodput_core::Tool;
 use std::time::Duration;
 
 /// The commit this binary was built from (build.rs): a short hash, with
@@ -33,44 +33,6 @@ pub fn unix_now() -> f64 {
 
 pub(crate) fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
-}
-
-/// A result document from records.
-pub struct Assembly<'a> {
-    pub kind: &'a str,
-    pub run_id: String,
-    pub started_unix_s: f64,
-    pub interrupted: bool,
-    pub config: RunConfig,
-    pub target: Target,
-    pub include_requests: bool,
-}
-
-pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptions) -> RunResult {
-    let analysis = analyze(records, opts);
-    let peak = analysis.summary.in_flight.peak;
-    let few = a.config.load.as_ref().and_then(|l| crate::setup::few_requests_warning(l, peak));
-    RunResult {
-        schema: SCHEMA.into(),
-        tool: tool(),
-        kind: a.kind.into(),
-        run_id: a.run_id,
-        started_unix_s: a.started_unix_s,
-        interrupted: a.interrupted,
-        config: a.config,
-        target: a.target,
-        window: analysis.window,
-        summary: analysis.summary,
-        slo: analysis.slo,
-        cost: analysis.cost,
-        compat: Compat { vllm: analysis.vllm },
-        engine: None,
-        server_signals: None,
-        client: None,
-        warnings: analysis.warnings.into_iter().chain(few).collect(),
-        diagnosis: Vec::new(),
-        requests: a.include_requests.then(|| records.to_vec()),
-    }
 }
 
 /// The names in a comma-separated list (`--model`, `--served-model-name`),

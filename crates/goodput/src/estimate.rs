@@ -4,9 +4,10 @@
 //! `--validate`, predictions set against reference measurements.
 
 use crate::cli::{EngineArgs, EngineHwArgs, EstimateArgs, LoadArgs};
-use crate::common::{self, Assembly};
+use crate::common;
 use crate::{output, setup};
 use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::assemble::{assemble, Assembly};
 use goodput_core::config::{EngineSettings, WorkloadConfig};
 use goodput_core::engine::{EngineSeries, SimulatedEngine};
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
@@ -285,8 +286,9 @@ pub fn estimate_result(
         judge: Some(setup::judge_config(opts)),
         ..RunConfig::default()
     };
-    let mut result = common::assemble(
+    let mut result = assemble(
         Assembly {
+            tool: common::tool(),
             kind: "estimate",
             run_id: goodput_report::records::new_run_id(),
             started_unix_s,

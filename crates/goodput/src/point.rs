@@ -4,9 +4,10 @@
 //! assembled with the client's cost and the server's signals.
 
 use crate::cli::{MetricsArgs, OutputArgs};
-use crate::common::{self, Assembly};
+use crate::common;
 use crate::target::HttpTarget;
 use anyhow::{anyhow, Context, Result};
+use goodput_core::assemble::{assemble, Assembly};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult};
 use goodput_load::{Control, LoadPlan, Workload};
 use goodput_report::records::RecordFile;
@@ -95,8 +96,9 @@ pub async fn run_point(
     }
     let (recs, interrupted) = res?;
     let client_cost = meter.and_then(|m| m.finish(&recs));
-    let mut result = common::assemble(
+    let mut result = assemble(
         Assembly {
+            tool: common::tool(),
             kind: "bench",
             run_id: p.run_id,
             started_unix_s,

@@ -124,8 +124,9 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     if let Some(w) = &a.window {
         config.report_window = Some(crate::cli::window_text(w));
     }
-    let mut result = common::assemble(
-        common::Assembly {
+    let mut result = goodput_core::assemble::assemble(
+        goodput_core::assemble::Assembly {
+            tool: common::tool(),
             kind: &run.kind,
             run_id: run.run_id.clone(),
             started_unix_s: run.started_unix_s,

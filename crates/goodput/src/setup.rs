@@ -35,7 +35,7 @@ pub fn arrival(s: &ShapeArgs) -> Result<Arrival> {
 
 /// A plan of `concurrency` and/or `rate` (or a `trace`'s send times) in
 /// the given shape. When neither a count, a duration nor a trace's end
-/// bounds the run, a closed loop sends [`REQUESTS_PER_USER`] requests a user
+/// bounds the run, a closed loop sends [`goodput_core::assemble::REQUESTS_PER_USER`] requests a user
 /// (at least 100), an open loop 100.
 pub fn shaped_plan(
     s: &ShapeArgs,
@@ -60,7 +60,7 @@ pub fn shaped_plan(
         requests: match (s.requests, s.duration) {
             // A trace's own end bounds it.
             (None, None) if trace.is_none() => Some(match (concurrency, rate) {
-                (Some(c), None) => (REQUESTS_PER_USER * c as u64).max(100),
+                (Some(c), None) => (goodput_core::assemble::REQUESTS_PER_USER * c as u64).max(100),
                 _ => 100,
             }),
             (n, _) => n,
@@ -86,36 +86,6 @@ pub fn shaped_plan(
     };
     plan.validate().map_err(|e| anyhow!(e))?;
     Ok(plan)
-}
-
-/// Requests a user of a closed loop sends by default: enough that the
-/// ramp-up at the start and the drain at the end are a small part of the
-/// window.
-pub const REQUESTS_PER_USER: u64 = 10;
-
-/// Below this many requests a user, a closed loop is warned about: its
-/// window is mostly ramp-up and drain, not the load it names.
-const FEW_PER_USER: u64 = 3;
-
-/// The warning for a closed loop (the `load` block of a config) given too
-/// few requests for its users to reach a steady state; `peak` is the most
-/// requests it had in flight.
-pub fn few_requests_warning(load: &LoadConfig, peak: u64) -> Option<String> {
-    let (Some(c), Some(n)) = (load.concurrency, load.requests) else { return None };
-    if load.open_or_bounded() || c < 2 || n >= FEW_PER_USER * c {
-        return None;
-    }
-    let fix =
-        format!("give --requests {} or more ({REQUESTS_PER_USER} a user) for its steady state", REQUESTS_PER_USER * c);
-    Some(if n < c {
-        format!("{n} requests is fewer than the {c} users of --concurrency: the load never had {c} in flight (peak {peak}); {fix}")
-    } else {
-        format!(
-            "{n} requests over {c} users is {:.1} each: the ramp-up and the drain at the end make up much of the \
-             window, so its figures are not those of {c} users at work; {fix}",
-            n as f64 / c as f64
-        )
-    })
 }
 
 /// The trace `--trace` names, read and placed on the run's clock.
@@ -283,24 +253,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_closed_loop_of_few_requests_a_user_is_warned_about_and_the_default_gives_ten() {
-        let load = |c: u64, n: u64| LoadConfig { concurrency: Some(c), requests: Some(n), ..LoadConfig::default() };
-        let never = few_requests_warning(&load(256, 200), 200).unwrap();
-        assert!(never.contains("never had 256 in flight (peak 200)") && never.contains("--requests 2560"), "{never}");
-        let few = few_requests_warning(&load(64, 150), 64).unwrap();
-        assert!(few.contains("2.3 each") && few.contains("--requests 640"), "{few}");
-        assert_eq!(few_requests_warning(&load(64, 192), 64), None, "three a user is enough not to warn");
-        assert_eq!(few_requests_warning(&load(1, 1), 1), None, "one user");
-        let mut timed = load(64, 10);
-        timed.duration = Some("60s".into());
-        assert_eq!(few_requests_warning(&timed, 64), None, "a duration bounds it too");
-        let mut open = load(64, 10);
-        open.rate = Some(Rate(5.0));
-        assert_eq!(few_requests_warning(&open, 64), None, "an open loop's users are not a closed loop's");
-        let mut sessions = load(64, 10);
-        sessions.sessions = Some(SessionsConfig { turns: "2".into(), think_time: "0s".into() });
-        assert_eq!(few_requests_warning(&sessions, 64), None, "sessions are counted, and paced, otherwise");
-        // The default: ten a user, at least 100; 100 for an open loop.
+    fn a_closed_loop_gives_ten_requests_a_user_by_default() {
+        // Ten a user, at least 100; 100 for an open loop.
         let shape = || <crate::cli::Cli as clap::Parser>::try_parse_from(["goodput", "bench"]).unwrap();
         let crate::cli::Command::Bench(b) = shape().command else { unreachable!() };
         let requests = |c: Option<usize>, r: Option<f64>| {

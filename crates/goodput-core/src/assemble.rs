@@ -1,0 +1,105 @@
+//! A run's result document assembled from its records: the analysis, and
+//! the warnings the load itself calls for (a closed loop of too few
+//! requests). Every command that makes a run document goes through here, as
+//! does `report` when it analyses a saved run again.
+
+use crate::config::LoadConfig;
+use crate::{analyze, AnalysisOptions, Compat, RequestRecord, RunConfig, RunResult, Target, Tool, SCHEMA};
+
+/// What a result document holds beside what its records give.
+pub struct Assembly<'a> {
+    /// The tool that made it (its name, version and commit).
+    pub tool: Tool,
+    pub kind: &'a str,
+    pub run_id: String,
+    pub started_unix_s: f64,
+    pub interrupted: bool,
+    pub config: RunConfig,
+    pub target: Target,
+    pub include_requests: bool,
+}
+
+/// The result document of `records`: every figure analysed from them
+/// under `opts`, and the warnings they call for.
+pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptions) -> RunResult {
+    let analysis = analyze(records, opts);
+    let peak = analysis.summary.in_flight.peak;
+    let few = a.config.load.as_ref().and_then(|l| few_requests_warning(l, peak));
+    RunResult {
+        schema: SCHEMA.into(),
+        tool: a.tool,
+        kind: a.kind.into(),
+        run_id: a.run_id,
+        started_unix_s: a.started_unix_s,
+        interrupted: a.interrupted,
+        config: a.config,
+        target: a.target,
+        window: analysis.window,
+        summary: analysis.summary,
+        slo: analysis.slo,
+        cost: analysis.cost,
+        compat: Compat { vllm: analysis.vllm },
+        engine: None,
+        server_signals: None,
+        client: None,
+        warnings: analysis.warnings.into_iter().chain(few).collect(),
+        diagnosis: Vec::new(),
+        requests: a.include_requests.then(|| records.to_vec()),
+    }
+}
+
+/// Requests a user of a closed loop sends by default: enough that the
+/// ramp-up at the start and the drain at the end are a small part of the
+/// window.
+pub const REQUESTS_PER_USER: u64 = 10;
+
+/// Below this many requests a user, a closed loop is warned about: its
+/// window is mostly ramp-up and drain, not the load it names.
+const FEW_PER_USER: u64 = 3;
+
+/// The warning for a closed loop (the `load` block of a config) given too
+/// few requests for its users to reach a steady state; `peak` is the most
+/// requests it had in flight.
+pub fn few_requests_warning(load: &LoadConfig, peak: u64) -> Option<String> {
+    let (Some(c), Some(n)) = (load.concurrency, load.requests) else { return None };
+    if load.open_or_bounded() || c < 2 || n >= FEW_PER_USER * c {
+        return None;
+    }
+    let fix =
+        format!("give --requests {} or more ({REQUESTS_PER_USER} a user) for its steady state", REQUESTS_PER_USER * c);
+    Some(if n < c {
+        format!("{n} requests is fewer than the {c} users of --concurrency: the load never had {c} in flight (peak {peak}); {fix}")
+    } else {
+        format!(
+            "{n} requests over {c} users is {:.1} each: the ramp-up and the drain at the end make up much of the \
+             window, so its figures are not those of {c} users at work; {fix}",
+            n as f64 / c as f64
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Rate, SessionsConfig};
+
+    #[test]
+    fn a_closed_loop_of_few_requests_a_user_is_warned_about() {
+        let load = |c: u64, n: u64| LoadConfig { concurrency: Some(c), requests: Some(n), ..LoadConfig::default() };
+        let never = few_requests_warning(&load(256, 200), 200).unwrap();
+        assert!(never.contains("never had 256 in flight (peak 200)") && never.contains("--requests 2560"), "{never}");
+        let few = few_requests_warning(&load(64, 150), 64).unwrap();
+        assert!(few.contains("2.3 each") && few.contains("--requests 640"), "{few}");
+        assert_eq!(few_requests_warning(&load(64, 192), 64), None, "three a user is enough not to warn");
+        assert_eq!(few_requests_warning(&load(1, 1), 1), None, "one user");
+        let mut timed = load(64, 10);
+        timed.duration = Some("60s".into());
+        assert_eq!(few_requests_warning(&timed, 64), None, "a duration bounds it too");
+        let mut open = load(64, 10);
+        open.rate = Some(Rate(5.0));
+        assert_eq!(few_requests_warning(&open, 64), None, "an open loop's users are not a closed loop's");
+        let mut sessions = load(64, 10);
+        sessions.sessions = Some(SessionsConfig { turns: "2".into(), think_time: "0s".into() });
+        assert_eq!(few_requests_warning(&sessions, 64), None, "sessions are counted, and paced, otherwise");
+    }
+}
