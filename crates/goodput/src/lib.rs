@@ -19,5 +19,7 @@ pub mod serve;
 pub mod setup;
 pub mod shell;
 pub mod signals;
+pub mod sim_server;
 pub mod sweep;
 pub mod target;
+pub mod virtual_point;

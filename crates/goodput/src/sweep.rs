@@ -7,9 +7,9 @@
 
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
 use crate::common;
-use crate::estimate;
 use crate::point::{run_point, Interrupt, Point};
 use crate::target::HttpTarget;
+use crate::virtual_point;
 use crate::{output, setup};
 use anyhow::{bail, Result};
 use goodput_core::config::WorkloadConfig;
@@ -92,8 +92,8 @@ impl Sweep {
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?.0
             }
             Runner::Virtual { cfg, prompts } => {
-                let (mut r, recs) = estimate::estimate_result(
-                    estimate::VirtualServer { engine: cfg, prompts: *prompts },
+                let (mut r, recs) = virtual_point::estimate_result(
+                    virtual_point::VirtualServer { engine: cfg, prompts: *prompts },
                     &plan,
                     &load_args,
                     &self.workload,
@@ -238,11 +238,11 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         if a.target.url.is_some() {
             bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");
         }
-        let cfg = estimate::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
+        let cfg = virtual_point::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
-        let target = estimate::target_of(&cfg);
-        let ec = estimate::engine_settings(&cfg);
-        let prompts = estimate::prompt_kind(a.target.api);
+        let target = virtual_point::target_of(&cfg);
+        let ec = virtual_point::engine_settings(&cfg);
+        let prompts = virtual_point::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
         let cancel = setup::cancellation(&a.shape);

@@ -54,7 +54,7 @@ impl Embedded {
             let started = async {
                 // Built here so that the engine's own task runs on this runtime.
                 let app = embedded_app(&sim, &models)?;
-                let listener = crate::serve::listen("127.0.0.1:0").await.context("binding a loopback port")?;
+                let listener = crate::sim_server::listen("127.0.0.1:0").await.context("binding a loopback port")?;
                 let addr = listener.local_addr()?;
                 anyhow::Ok((app, listener, addr))
             };
@@ -85,7 +85,7 @@ impl Drop for Embedded {
 }
 
 /// The embedded server's app: the simulated engine or the fixed profile.
-fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::serve::Served> {
+fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::sim_server::Served> {
     Ok(match sim.sim_profile {
         ProfileArg::Engine => {
             let hw = EngineHwArgs {
@@ -95,9 +95,9 @@ fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::serve::Served
                 chat_template: sim.sim_chat_template.clone(),
                 ..Default::default()
             };
-            let cfg = crate::estimate::engine_config(&sim.sim_model, &hw)?;
-            let server = crate::serve::engine_server(cfg, models, 1.0, 128, Default::default())?;
-            crate::serve::Served::Engine(goodput_sim::engine_server::app(server))
+            let cfg = crate::virtual_point::engine_config(&sim.sim_model, &hw)?;
+            let server = crate::sim_server::engine_server(cfg, models, 1.0, 128, Default::default())?;
+            crate::sim_server::Served::Engine(goodput_sim::engine_server::app(server))
         }
         ProfileArg::Fixed => {
             let profile = FixedProfile {
@@ -107,7 +107,7 @@ fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::serve::Served
                 ..FixedProfile::default()
             };
             profile.validate().map_err(|e| anyhow!(e))?;
-            crate::serve::Served::Fixed(FixedServer::new(profile))
+            crate::sim_server::Served::Fixed(FixedServer::new(profile))
         }
     })
 }

@@ -1,0 +1,306 @@
+//! A point run in virtual time: the simulated engine driven by a load plan
+//! on a simulated clock, giving the same records and result document a live
+//! run over HTTP would, plus the engine's own view. What `estimate` runs
+//! once and `sweep --estimate` runs per point, as `point` is for live runs.
+
+use crate::cli::{EngineHwArgs, LoadArgs};
+use crate::common;
+use crate::setup;
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::assemble::{assemble, Assembly};
+use goodput_core::config::{EngineSettings, WorkloadConfig};
+use goodput_core::engine::{EngineSeries, SimulatedEngine};
+use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
+use goodput_load::client::Cancellation;
+use goodput_load::{LoadPlan, Workload};
+use goodput_sim::engine::{
+    simulate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, SharedPrefix, SimRun,
+    VirtualLoad, VirtualRequest, VirtualTurn,
+};
+use goodput_sim::template::ChatTemplate;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// The engine configuration the flags describe.
+pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
+    let model = if model.ends_with(".json") || Path::new(model).is_file() {
+        ModelSpec::from_hf_config(Path::new(model))?
+    } else {
+        ModelSpec::lookup(model)?
+    };
+    let gpu = GpuSpec::lookup(&e.gpu)?;
+    let precision: Precision = e.precision.parse()?;
+    let mut cfg = EngineConfig::new(model, gpu, precision);
+    cfg.kv_cache_dtype = e.kv_cache_dtype.parse::<KvCacheDtype>()?;
+    cfg.tp = e.tp;
+    cfg.gpu_memory_utilization = e.gpu_memory_utilization;
+    cfg.max_num_seqs = e.max_num_seqs;
+    cfg.max_num_batched_tokens = e.max_num_batched_tokens;
+    cfg.block_size = e.block_size;
+    cfg.enable_chunked_prefill = !e.no_chunked_prefill;
+    cfg.enable_prefix_caching = !e.no_prefix_caching;
+    cfg.chat_template =
+        ChatTemplate::parse(&e.chat_template, &cfg.model).map_err(|m| anyhow!("--chat-template: {m}"))?;
+    if let Some(p) = &e.calibration {
+        let text = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
+        cfg.calibration =
+            cfg.calibration.overlay_json(&text).with_context(|| format!("calibration {}", p.display()))?;
+    }
+    cfg.validate()?;
+    goodput_sim::engine::kv_capacity(&cfg)?;
+    Ok(cfg)
+}
+
+/// The engine's effective settings, for `config.engine`.
+pub fn engine_settings(cfg: &EngineConfig) -> EngineSettings {
+    EngineSettings {
+        model: cfg.model.name.clone(),
+        gpu: cfg.gpu.name.clone(),
+        precision: cfg.precision.to_string(),
+        kv_cache_dtype: cfg.kv_cache_dtype.to_string(),
+        tp: cfg.tp,
+        gpu_memory_utilization: cfg.gpu_memory_utilization,
+        max_num_seqs: cfg.resolved_max_num_seqs(),
+        max_num_batched_tokens: cfg.max_num_batched_tokens,
+        block_size: cfg.block_size,
+        chat_template: cfg.chat_template.name().to_string(),
+        enable_chunked_prefill: cfg.enable_chunked_prefill,
+        enable_prefix_caching: cfg.enable_prefix_caching,
+        // The constants by name, as the calibration's own serialisation
+        // names them (every one a number, so the conversion cannot fail).
+        calibration: serde_json::to_value(&cfg.calibration).and_then(serde_json::from_value).unwrap_or_default(),
+    }
+}
+
+/// The virtual load of a plan: the same request lengths, prefixes and
+/// arrival times a `bench` with the same flags and seed would send. A closed
+/// loop gets `timed_warmup` requests more for those a timed warm-up takes
+/// (known only once simulated: see [`run_virtual`]).
+pub fn virtual_load(
+    plan: &LoadPlan,
+    workload: &Workload,
+    timed_warmup: u64,
+    prompts: PromptKind,
+    cancel: Option<Cancellation>,
+) -> Result<VirtualLoad> {
+    // Given up on as bench gives up on them: a lone request by its number,
+    // a session's turn by its session and turn.
+    let give_up =
+        |id: usize, turn: Option<SessionTurn>| cancel.filter(|c| c.picks_request(id as u64, turn)).map(|c| c.after);
+    if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
+        bail!("the run has no end: give --requests N and/or --duration D");
+    }
+    let arrivals: Option<Vec<std::time::Duration>> = match plan.send_times().map_err(|e| anyhow!(e))? {
+        Some(sched) => {
+            let warm = |i: usize, at: std::time::Duration| (i as u64) < plan.warmup || at < plan.warmup_time;
+            // As bench sends them: warm-up first, then the bounds.
+            let end = plan.duration.map(|d| plan.warmup_time + d);
+            let (mut v, mut measured) = (Vec::new(), 0u64);
+            for at in sched.take(10_000_000) {
+                if plan.requests.is_some_and(|n| measured >= n) || end.is_some_and(|e| at >= e) {
+                    break;
+                }
+                measured += u64::from(!warm(v.len(), at));
+                v.push(at);
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let n = match (&arrivals, plan.requests) {
+        (Some(a), _) => a.len() as u64,
+        (None, Some(n)) => n + plan.warmup + timed_warmup,
+        (None, None) => bail!("a closed-loop estimate needs --requests N (a duration alone gives no request count)"),
+    };
+    // With sessions, `n` and the arrivals count sessions: each expands into
+    // its turns, whose prompts hold the conversation so far.
+    let synthetic_only =
+        || anyhow!("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench");
+    let mut requests = Vec::with_capacity(n as usize);
+    let mut sent_at = Vec::new();
+    for i in 0..n {
+        let at = arrivals.as_ref().map(|a| a[i as usize]);
+        let Some(sessions) = &plan.sessions else {
+            let l = workload.lengths(i).ok_or_else(synthetic_only)?;
+            requests.push(VirtualRequest {
+                input_tokens: l.input,
+                output_tokens: l.output,
+                shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
+                turn: None,
+                give_up_after: give_up(requests.len(), None),
+            });
+            sent_at.extend(at);
+            continue;
+        };
+        let (turns, think) = sessions.shape(plan.seed, i, workload.conversation_turns(i)).map_err(|e| anyhow!(e))?;
+        let (mut context, mut prefix) = (0u32, None);
+        for t in 0..turns {
+            let l = workload.question_lengths(i, t).ok_or_else(synthetic_only)?;
+            if t == 0 {
+                prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
+            }
+            context = context.saturating_add(l.input);
+            requests.push(VirtualRequest {
+                input_tokens: context,
+                output_tokens: l.output,
+                shared_prefix: prefix,
+                turn: Some(VirtualTurn {
+                    session: i,
+                    turn: t + 1,
+                    turns,
+                    think: t.checked_sub(1).map_or(Duration::ZERO, |k| think[k as usize]),
+                }),
+                give_up_after: give_up(requests.len(), Some(SessionTurn { id: i, turn: t + 1, turns })),
+            });
+            // A later turn's arrival is its session's (it goes after the turn before it).
+            sent_at.extend(at);
+            context = context.saturating_add(l.output);
+        }
+    }
+    // A rate's ramp is in its arrivals; a closed loop's users join over it.
+    let ramp_up = if arrivals.is_none() { plan.ramp_up } else { Duration::ZERO };
+    Ok(VirtualLoad {
+        requests,
+        arrivals: arrivals.map(|_| sent_at),
+        concurrency: plan.concurrency.map(|c| c as u32),
+        ramp_up,
+        seed: plan.seed,
+        stop_sending: plan.sending_time(),
+        prompts,
+    })
+}
+
+/// The engine's view, with its KV and queue series, as the result keeps it.
+pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
+    SimulatedEngine {
+        config: engine_settings(cfg),
+        steps: v.steps,
+        mean_batch_seqs: v.mean_batch_seqs,
+        mean_batch_tokens: v.mean_batch_tokens,
+        max_batch_seqs: v.max_batch_seqs,
+        preemptions: v.preemptions,
+        prefix_cache_queries_tokens: v.prefix_cache_queries,
+        prefix_cache_hits_tokens: v.prefix_cache_hits,
+        prefix_cache_hit_rate: v.prefix_cache_hit_rate,
+        kv_capacity_tokens: v.kv_capacity_tokens,
+        max_num_seqs: v.max_num_seqs,
+        busy_s: v.busy.as_secs_f64(),
+        makespan_s: v.makespan.as_secs_f64(),
+        kv_usage_max: v.samples.iter().map(|s| s.kv_usage).fold(0.0, f64::max),
+        series: EngineSeries {
+            t_s: v.samples.iter().map(|s| s.t.as_secs_f64()).collect(),
+            kv_usage: v.samples.iter().map(|s| s.kv_usage).collect(),
+            running: v.samples.iter().map(|s| s.running).collect(),
+            waiting: v.samples.iter().map(|s| s.waiting).collect(),
+        },
+    }
+}
+
+/// Runs one plan in virtual time. A closed loop with a timed warm-up learns
+/// how many requests the warm-up took only by simulating; it is simulated
+/// again with that many more, so that `--requests` are measured after it
+/// (requests added at the end leave the earlier ones' times as they were).
+pub fn run_virtual(
+    server: VirtualServer,
+    plan: &LoadPlan,
+    workload: &Workload,
+    cancel: Option<Cancellation>,
+) -> Result<SimRun> {
+    let mut timed_warmup = 0;
+    loop {
+        let load = virtual_load(plan, workload, timed_warmup, server.prompts, cancel)?;
+        let mut run = simulate(server.engine, &load)?;
+        // A session is warm-up as a whole, as its first turn is: the count
+        // and the timed warm-up are of sessions.
+        let opened: HashMap<u64, Duration> =
+            run.records.iter().filter_map(|r| r.session.filter(|s| s.turn == 1).map(|s| (s.id, r.scheduled))).collect();
+        let mut warm_units = HashSet::new();
+        for r in &mut run.records {
+            let (unit, at) = match r.session {
+                Some(s) => (s.id, opened.get(&s.id).copied().unwrap_or(r.scheduled)),
+                None => (r.id, r.scheduled),
+            };
+            r.warmup = unit < plan.warmup || at < plan.warmup_time;
+            if r.warmup && unit >= plan.warmup {
+                warm_units.insert(unit);
+            }
+        }
+        let warm = warm_units.len() as u64;
+        let open_loop = plan.rate.is_some() || plan.trace.is_some();
+        if open_loop || warm <= timed_warmup {
+            return Ok(run);
+        }
+        timed_warmup = warm;
+    }
+}
+
+pub fn target_of(cfg: &EngineConfig) -> Target {
+    Target {
+        url: format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+        model: cfg.model.name.clone(),
+        api: "virtual".into(),
+        embedded: true,
+        server: Some("goodput-sim (virtual time)".into()),
+    }
+}
+
+/// The simulated server a virtual run loads: its engine, and what its
+/// requests' prompts become (the route's template or BOS).
+#[derive(Debug, Clone, Copy)]
+pub struct VirtualServer<'a> {
+    pub engine: &'a EngineConfig,
+    pub prompts: PromptKind,
+}
+
+/// What a real server adds to the prompts of requests to `api`: the chat
+/// routes' template, the raw routes' BOS.
+pub fn prompt_kind(api: goodput_load::Api) -> PromptKind {
+    use goodput_load::Api;
+    match api {
+        Api::Chat | Api::Messages | Api::OllamaChat | Api::OllamaGenerate => PromptKind::Chat,
+        Api::Completions | Api::Tgi | Api::LlamaCpp => PromptKind::Raw,
+    }
+}
+
+/// One estimate as a result document.
+pub fn estimate_result(
+    server: VirtualServer,
+    plan: &LoadPlan,
+    load: &LoadArgs,
+    workload: &Workload,
+    workload_config: WorkloadConfig,
+    opts: &AnalysisOptions,
+    include_requests: bool,
+) -> Result<(RunResult, Vec<RequestRecord>)> {
+    let started_unix_s = common::unix_now();
+    let cfg = server.engine;
+    let run = run_virtual(server, plan, workload, setup::cancellation(&load.shape))?;
+    let config = RunConfig {
+        load: Some(setup::load_config(plan, load)),
+        workload: Some(workload_config),
+        engine: Some(engine_settings(cfg)),
+        prompts: Some(server.prompts.name().into()),
+        percentiles: Some(opts.percentiles.clone()),
+        judge: Some(setup::judge_config(opts)),
+        ..RunConfig::default()
+    };
+    let mut result = assemble(
+        Assembly {
+            tool: common::tool(),
+            kind: "estimate",
+            run_id: goodput_report::records::new_run_id(),
+            started_unix_s,
+            interrupted: false,
+            config,
+            target: target_of(cfg),
+            include_requests,
+        },
+        &run.records,
+        opts,
+    );
+    result.engine = Some(engine_view(cfg, &run.engine));
+    // The diagnoses read from records alone hold in virtual time too.
+    result.diagnosis = goodput_core::scrape::diagnose(&run.records, &result.summary, None, plan.concurrency);
+    Ok((result, run.records))
+}
