@@ -7,7 +7,7 @@ use crate::cli::{OutputArgs, PercentileList, ReportArgs};
 use crate::common;
 use crate::{output, setup};
 use anyhow::{anyhow, bail, Result};
-use goodput_core::RunResult;
+use goodput_core::{RequestRecord, RunResult};
 use goodput_report::Document;
 use std::process::ExitCode;
 
@@ -78,18 +78,7 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         return output::finish(&run, &out, &a.judge, &[]);
     };
     let records = match &a.window {
-        Some(w) => {
-            let inside = w.select(&records);
-            if inside.is_empty() {
-                let sent = records.iter().filter(|r| !r.warmup).map(|r| r.sent.as_secs_f64());
-                let (first, last) = sent.fold((f64::INFINITY, 0.0f64), |(a, b), t| (a.min(t), b.max(t)));
-                bail!(
-                    "no measured request was sent in --window {} (they were sent from {first:.1}s to {last:.1}s)",
-                    crate::cli::window_text(w)
-                );
-            }
-            inside
-        }
+        Some(w) => in_window(records, w)?,
         None => records,
     };
     let percentiles = match &a.percentiles {
@@ -143,19 +132,39 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         goodput_report::peers::apply(import, &mut result);
     }
     result.engine = run.engine.clone();
-    // The server's side and the diagnosis, recomputed from the scrapes and
-    // records for this window and these figures, as the live run drew them.
+    recompute_server_side(&run, &mut result, &records, a.window.is_some());
+    let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
+    output::finish(&result, &out, &a.judge, &records)
+}
+
+/// The requests of `records` sent in `w`, or an error that says when they were sent.
+fn in_window(records: Vec<RequestRecord>, w: &goodput_core::TimeSlice) -> Result<Vec<RequestRecord>> {
+    let inside = w.select(&records);
+    if inside.is_empty() {
+        let sent = records.iter().filter(|r| !r.warmup).map(|r| r.sent.as_secs_f64());
+        let (first, last) = sent.fold((f64::INFINITY, 0.0f64), |(a, b), t| (a.min(t), b.max(t)));
+        bail!(
+            "no measured request was sent in --window {} (they were sent from {first:.1}s to {last:.1}s)",
+            crate::cli::window_text(w)
+        );
+    }
+    Ok(inside)
+}
+
+/// The server's side and the diagnosis, recomputed from the scrapes and
+/// records for this window and these figures, as the live run drew them.
+fn recompute_server_side(run: &RunResult, result: &mut RunResult, records: &[RequestRecord], windowed: bool) {
     let cap = run.config.load.as_ref().and_then(|l| l.concurrency).map(|c| c as usize);
     match run.server_signals.clone() {
         Some(mut signals) if !signals.samples.is_empty() => {
-            result.diagnosis = signals.analyse(&records, &result.summary, &result.window, cap);
+            result.diagnosis = signals.analyse(records, &result.summary, &result.window, cap);
             result.server_signals = Some(signals);
         }
         Some(saved) => {
             // A document from before the scrapes were kept: as saved.
             result.server_signals = Some(saved);
             result.diagnosis = run.diagnosis.clone();
-            if a.window.is_some() {
+            if windowed {
                 result.warnings.push(
                     "the server's signals, their cross-checks and the diagnosis cover the whole run, not --window: \
                      this document does not keep the scrapes they were drawn from"
@@ -163,11 +172,9 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
                 );
             }
         }
-        None if goodput_report::peers::import_info(&run).is_some() => result.diagnosis = run.diagnosis.clone(),
+        None if goodput_report::peers::import_info(run).is_some() => result.diagnosis = run.diagnosis.clone(),
         None => {
-            result.diagnosis = goodput_core::scrape::diagnose(&records, &result.summary, None, cap);
+            result.diagnosis = goodput_core::scrape::diagnose(records, &result.summary, None, cap);
         }
     }
-    let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
-    output::finish(&result, &out, &a.judge, &records)
 }

@@ -144,14 +144,7 @@ pub async fn connect(
             (format!("http://{addr}"), Some(Box::new(server)))
         }
     };
-    let extra = match &t.extra_body {
-        Some(s) => match serde_json::from_str::<Value>(s) {
-            Ok(Value::Object(m)) => m,
-            Ok(_) => bail!("--extra-body must be a JSON object, e.g. '{{\"temperature\":0}}'"),
-            Err(e) => bail!("--extra-body is not valid JSON: {e}"),
-        },
-        None => Default::default(),
-    };
+    let extra = extra_body(t.extra_body.as_deref())?;
     let api = t.api;
     let key_header = t.key_header.resolve(api, &base);
     if ignore_eos && !api.forces_length() {
@@ -216,10 +209,38 @@ pub async fn connect(
     )
     .map_err(|e| anyhow!(e))?;
     let embedded = server.is_some();
-    let config = ClientSettings {
-        url: base.clone(),
-        api: api.as_str().into(),
-        model: model.clone(),
+    let config = client_settings(t, sim, &client, &base, &model, key_header, extra, embedded);
+    Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
+}
+
+/// `--extra-body` as the JSON object it must be.
+fn extra_body(given: Option<&str>) -> Result<serde_json::Map<String, Value>> {
+    Ok(match given {
+        Some(s) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => bail!("--extra-body must be a JSON object, e.g. '{{\"temperature\":0}}'"),
+            Err(e) => bail!("--extra-body is not valid JSON: {e}"),
+        },
+        None => Default::default(),
+    })
+}
+
+/// The result's `config.client`: how requests were sent, secrets left out.
+#[allow(clippy::too_many_arguments)]
+fn client_settings(
+    t: &TargetArgs,
+    sim: &SimArgs,
+    client: &Client,
+    base: &str,
+    model: &str,
+    key_header: KeyHeader,
+    extra: serde_json::Map<String, Value>,
+    embedded: bool,
+) -> ClientSettings {
+    ClientSettings {
+        url: base.to_owned(),
+        api: t.api.as_str().into(),
+        model: model.to_owned(),
         stream: !t.no_stream,
         include_usage: !t.no_usage,
         api_key: t.api_key.as_ref().map(|_| "<redacted>".into()),
@@ -249,8 +270,7 @@ pub async fn connect(
             },
         }),
         extra: Default::default(),
-    };
-    Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
+    }
 }
 
 /// `--header`s, with `Authorization: Basic` from the credentials of
