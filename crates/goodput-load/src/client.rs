@@ -2,6 +2,7 @@
 //! byte-level reading is the pure [`ResponseReader`]; `Client::execute` adds
 //! the socket, the clock and the timeout.
 
+use crate::error::{ClientError, HeaderError};
 use crate::http1::{HeadError, Http1, ReadStamp, Stamps};
 use crate::protocol::{build_body_for, error_message, Api, BodyOptions, KeyHeader};
 use crate::reader::ResponseReader;
@@ -129,20 +130,17 @@ fn behind_proxy() -> bool {
 
 /// A header goodput may send as given: a token name (RFC 9110) and a value
 /// without line breaks, which would smuggle a header or a request in.
-pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+pub fn check_header(name: &str, value: &str) -> Result<(), HeaderError> {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    let name_of = || name.to_owned();
     if name.is_empty() || !name.chars().all(token) {
-        return Err(format!(
-            "'{name}' is not a header name: use letters, digits and - (e.g. --header 'X-Team: infra')"
-        ));
+        return Err(HeaderError::Name { name: name_of() });
     }
     if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
-        return Err(format!("the value of header '{name}' holds a line break or NUL: give it on one line"));
+        return Err(HeaderError::LineBreak { name: name_of() });
     }
     if OWNED_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name)) {
-        return Err(format!(
-            "--header '{name}' is goodput's HTTP layer's to set (it frames every request itself): leave it out"
-        ));
+        return Err(HeaderError::Owned { name: name_of() });
     }
     Ok(())
 }
@@ -169,7 +167,7 @@ pub fn request_headers(
     api_key: Option<&str>,
     key_header: KeyHeader,
     extra: &[(String, String)],
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, HeaderError> {
     for (name, value) in extra {
         check_header(name, value)?;
     }
@@ -205,32 +203,29 @@ pub fn normalize_base(url: &str) -> String {
 }
 
 impl Client {
-    pub fn new(cfg: ClientConfig, tokenizer: Option<Arc<TokenCounter>>) -> Result<Self, String> {
+    pub fn new(cfg: ClientConfig, tokenizer: Option<Arc<TokenCounter>>) -> Result<Self, ClientError> {
         let base = normalize_base(&cfg.base_url);
-        let parsed = reqwest::Url::parse(&base)
-            .map_err(|e| format!("invalid --url '{}': {e} (expected e.g. http://127.0.0.1:8000)", cfg.base_url))?;
+        let bad_url = |e: url::ParseError| ClientError::Url { url: cfg.base_url.clone(), reason: e.to_string() };
+        let parsed = reqwest::Url::parse(&base).map_err(bad_url)?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(format!("invalid --url '{}': the scheme must be http or https", cfg.base_url));
+            return Err(ClientError::Scheme { url: cfg.base_url.clone() });
         }
         let mut builder = reqwest::Client::builder().tcp_nodelay(true).pool_idle_timeout(Duration::from_secs(30));
         if loopback(&parsed) {
             builder = builder.no_proxy();
         }
-        let http = builder.build().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
         let endpoint = format!("{base}{}", cfg.body.api.path(cfg.body.stream));
         let native = match cfg.transport {
             Transport::Auto if parsed.scheme() == "http" && (loopback(&parsed) || !behind_proxy()) => {
-                let url =
-                    reqwest::Url::parse(&endpoint).map_err(|e| format!("invalid --url '{}': {e}", cfg.base_url))?;
-                let h = Http1::new(&url)?;
-                Some(h.with_stamps(cfg.stamps)?)
+                let url = reqwest::Url::parse(&endpoint).map_err(bad_url)?;
+                let h = Http1::new(&url).map_err(ClientError::Transport)?;
+                Some(h.with_stamps(cfg.stamps).map_err(ClientError::Transport)?)
             }
             _ => None,
         };
         if cfg.stamps == Stamps::Kernel && native.is_none() {
-            return Err("--stamp kernel needs goodput's own HTTP/1.1 client: an http:// URL reached directly \
-                        (no proxy) and --transport auto"
-                .into());
+            return Err(ClientError::KernelStamps);
         }
         let headers = request_headers(cfg.body.api, cfg.api_key.as_deref(), cfg.key_header, &cfg.headers)?;
         let templated = cfg.headers.iter().any(|(_, v)| v.contains("{session}") || v.contains("{request}"));

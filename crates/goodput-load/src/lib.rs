@@ -3,6 +3,7 @@
 //! and the runner that turns a load plan into per-request records.
 
 pub mod client;
+pub mod error;
 pub mod http1;
 pub mod ndjson;
 pub mod protocol;

@@ -1,6 +1,7 @@
 //! Client-side token counting with a local Hugging Face `tokenizer.json`, for
 //! exact prompt lengths and counts when the server gives no usage.
 
+use crate::error::TokenizerError;
 use std::path::Path;
 use tokenizers::Tokenizer;
 
@@ -16,17 +17,14 @@ impl std::fmt::Debug for TokenCounter {
 }
 
 impl TokenCounter {
-    pub fn from_file(path: &Path) -> Result<Self, String> {
+    pub fn from_file(path: &Path) -> Result<Self, TokenizerError> {
         if !path.is_file() {
-            return Err(format!(
-                "tokenizer file {} not found: pass the path of a local tokenizer.json (goodput never downloads one)",
-                path.display()
-            ));
+            return Err(TokenizerError::NotFound { path: path.to_owned() });
         }
-        let t = Tokenizer::from_file(path).map(|inner| TokenCounter { inner }).map_err(|e| {
-            format!("cannot load tokenizer {}: {e} (expected a Hugging Face tokenizer.json)", path.display())
-        })?;
-        t.check().map_err(|e| format!("tokenizer {}: {e}", path.display()))?;
+        let t = Tokenizer::from_file(path)
+            .map(|inner| TokenCounter { inner })
+            .map_err(|e| TokenizerError::Load { path: path.to_owned(), reason: e.to_string() })?;
+        t.check().map_err(|reason| TokenizerError::Unusable { path: path.to_owned(), reason })?;
         Ok(t)
     }
 
@@ -293,12 +291,15 @@ mod tests {
             "end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"vocab":{},"merges":[]}}"#;
         std::fs::write(&path, empty).unwrap();
         let e = TokenCounter::from_file(&path).unwrap_err();
+        assert!(matches!(e, TokenizerError::Unusable { .. }), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("empty.json") && e.contains("gives no tokens"), "{e}");
     }
 
     #[test]
     fn missing_file_says_what_to_do() {
         let e = TokenCounter::from_file(Path::new("/nope/tokenizer.json")).unwrap_err();
-        assert!(e.contains("local tokenizer.json"), "{e}");
+        assert!(matches!(e, TokenizerError::NotFound { .. }), "{e:?}");
+        assert!(e.to_string().contains("local tokenizer.json"), "{e}");
     }
 }

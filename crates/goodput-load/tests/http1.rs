@@ -342,7 +342,8 @@ fn kernel_stamps_need_our_http_client() {
         max_buffer: goodput_load::client::MAX_BUFFER,
     };
     let err = Client::new(cfg("http://127.0.0.1:9", Transport::Reqwest, Stamps::Kernel), None).err().unwrap();
-    assert!(err.contains("--stamp kernel needs goodput's own HTTP/1.1 client"), "{err}");
+    assert!(matches!(err, goodput_load::error::ClientError::KernelStamps), "{err}");
+    assert!(err.to_string().contains("--stamp kernel needs goodput's own HTTP/1.1 client"), "{err}");
     assert!(Client::new(cfg("https://127.0.0.1:9", Transport::Auto, Stamps::Kernel), None).is_err());
     let kernel = if cfg!(target_os = "linux") { "kernel" } else { "read" };
     if cfg!(target_os = "linux") {

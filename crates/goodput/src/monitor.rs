@@ -230,8 +230,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             max_buffer: goodput_load::client::MAX_BUFFER,
         },
         None,
-    )
-    .map_err(|e| anyhow!(e))?;
+    )?;
     let http = probe_client.http().clone();
     let mut secrets = goodput_load::client::secrets_of(a.api_key.as_deref(), &[], &a.url);
     a.metrics_url.iter().for_each(|u| secrets.add_url(u));
@@ -345,8 +344,7 @@ async fn start_probes(
     // Several models (LoRA adapters): the probes are spread over them.
     let mut models = crate::common::names(a.model.as_deref());
     if models.is_empty() {
-        let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, base), &a.header)
-            .map_err(|e| anyhow!(e))?;
+        let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, base), &a.header)?;
         models.push(crate::target::discover_model(http, base, api, &headers).await?);
     }
     let body = BodyOptions {
@@ -357,24 +355,21 @@ async fn start_probes(
         include_usage: true,
         ..Default::default()
     };
-    let client = Arc::new(
-        Client::new(
-            ClientConfig {
-                base_url: base.to_owned(),
-                api_key: a.api_key.clone(),
-                body,
-                timeout: Duration::from_secs(60),
-                transport: Default::default(),
-                stamps: Default::default(),
-                key_header: a.key_header.resolve(api, base),
-                headers: a.header.clone(),
-                cancel: None,
-                max_buffer: goodput_load::client::MAX_BUFFER,
-            },
-            None,
-        )
-        .map_err(|e| anyhow!(e))?,
-    );
+    let client = Arc::new(Client::new(
+        ClientConfig {
+            base_url: base.to_owned(),
+            api_key: a.api_key.clone(),
+            body,
+            timeout: Duration::from_secs(60),
+            transport: Default::default(),
+            stamps: Default::default(),
+            key_header: a.key_header.resolve(api, base),
+            headers: a.header.clone(),
+            cancel: None,
+            max_buffer: goodput_load::client::MAX_BUFFER,
+        },
+        None,
+    )?);
     let plan = LoadPlan {
         requests: None,
         duration: Some(a.duration.unwrap_or(Duration::from_secs(365 * 24 * 3600))),

@@ -143,7 +143,7 @@ pub fn workload(
     trace: Option<Arc<Vec<TraceEntry>>>,
 ) -> Result<(Workload, Option<Arc<TokenCounter>>, WorkloadConfig)> {
     let tokenizer = match &w.tokenizer {
-        Some(p) => Some(Arc::new(TokenCounter::from_file(p).map_err(|e| anyhow!(e))?)),
+        Some(p) => Some(Arc::new(TokenCounter::from_file(p)?)),
         None => None,
     };
     if let Some(entries) = trace {

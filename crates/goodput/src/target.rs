@@ -169,13 +169,12 @@ pub async fn connect(
             max_buffer: goodput_load::client::MAX_BUFFER,
         },
         None,
-    )
-    .map_err(|e| anyhow!(e))?;
+    )?;
     if let Some(name) = key_header_overridden(t.api_key.as_deref(), key_header, &t.header) {
         eprintln!("warning: --header {name} and --api-key both set {name}: the --header is sent, the key is not");
     }
     let extra_headers = with_url_credentials(t, api, key_header)?;
-    let headers = request_headers(api, t.api_key.as_deref(), key_header, &extra_headers).map_err(|e| anyhow!(e))?;
+    let headers = request_headers(api, t.api_key.as_deref(), key_header, &extra_headers)?;
     // Whatever a server echoes of these never reaches stderr or a file.
     goodput_core::redact::set_global(secrets_of(t.api_key.as_deref(), &headers, t.url.as_deref().unwrap_or("")));
     if let (Some(wait), None) = (t.wait_ready, &server) {
@@ -206,8 +205,7 @@ pub async fn connect(
             max_buffer: t.max_buffer,
         },
         tokenizer,
-    )
-    .map_err(|e| anyhow!(e))?;
+    )?;
     let embedded = server.is_some();
     let config = client_settings(t, sim, &client, &base, &model, key_header, extra, embedded);
     Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
@@ -281,7 +279,7 @@ fn with_url_credentials(t: &TargetArgs, api: Api, key_header: KeyHeader) -> Resu
     let Some(basic) = t.url.as_deref().and_then(goodput_core::redact::basic_auth) else {
         return Ok(headers);
     };
-    let given = request_headers(api, t.api_key.as_deref(), key_header, &t.header).map_err(|e| anyhow!(e))?;
+    let given = request_headers(api, t.api_key.as_deref(), key_header, &t.header)?;
     if given.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
         eprintln!(
             "warning: --url carries credentials and an Authorization header is also given (--api-key or \

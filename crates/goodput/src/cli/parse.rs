@@ -69,7 +69,7 @@ pub fn parse_header(s: &str) -> Result<(String, String), String> {
     let (name, value) =
         s.split_once(':').ok_or_else(|| format!("'{s}' is not a header: write 'Name: value', e.g. 'X-Team: infra'"))?;
     let (name, value) = (name.trim(), value.trim());
-    goodput_load::client::check_header(name, value)?;
+    goodput_load::client::check_header(name, value).map_err(|e| e.to_string())?;
     Ok((name.to_owned(), value.to_owned()))
 }
 
