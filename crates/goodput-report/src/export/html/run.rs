@@ -285,8 +285,20 @@ fn time_charts(r: &RunResult) -> Vec<Chart> {
 }
 
 fn run_body(o: &mut String, r: &RunResult) {
-    let s = &r.summary;
-    let th = &s.throughput;
+    latency_section(o, r);
+    over_the_run(o, r);
+    server_section(o, r);
+    engine_section(o, r);
+    throughput_section(o, r);
+    sessions(o, r);
+    by_model(o, r);
+    failures(o, r);
+    slo_section(o, r);
+    warnings(o, r);
+    vllm_view(o, r);
+}
+
+fn latency_section(o: &mut String, r: &RunResult) {
     o.push_str(r#"<section><h2>Latency</h2>"#);
     latency_table(o, r);
     let slo = slo_of(r);
@@ -298,7 +310,9 @@ fn run_body(o: &mut String, r: &RunResult) {
         .collect();
     charts(o, &cdfs);
     o.push_str("</section>");
+}
 
+fn over_the_run(o: &mut String, r: &RunResult) {
     let tc = time_charts(r);
     o.push_str(r#"<section><h2>Over the run</h2>"#);
     if tc.is_empty() {
@@ -307,10 +321,21 @@ fn run_body(o: &mut String, r: &RunResult) {
         charts(o, &tc);
     }
     o.push_str("</section>");
-    server_section(o, r);
-    engine_section(o, r);
+}
 
+fn throughput_section(o: &mut String, r: &RunResult) {
     o.push_str(r#"<section><h2>Throughput, tokens and cost</h2><div class="scroll"><table class="kv"><tbody>"#);
+    for (k, v) in throughput_rows(r) {
+        let _ = write!(o, "<tr><td>{k}</td><td class=\"text\">{v}</td></tr>");
+    }
+    cost_row(o, r);
+    o.push_str("</tbody></table></div></section>");
+}
+
+/// The throughput table's rows: (name, value as HTML).
+fn throughput_rows(r: &RunResult) -> Vec<(&'static str, String)> {
+    let s = &r.summary;
+    let th = &s.throughput;
     let tok = &s.tokens;
     let sources: Vec<String> = tok.output_sources.iter().map(|(k, n)| format!("{} {n}", html(k))).collect();
     let mut rows: Vec<(&str, String)> = vec![
@@ -342,9 +367,10 @@ fn run_body(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.client {
         rows.push(("client CPU", html(&format::client_cost(c))));
     }
-    for (k, v) in rows {
-        let _ = write!(o, "<tr><td>{k}</td><td class=\"text\">{v}</td></tr>");
-    }
+    rows
+}
+
+fn cost_row(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>| v.map(format::usd).unwrap_or("-".into());
         let _ = write!(
@@ -360,11 +386,10 @@ fn run_body(o: &mut String, r: &RunResult) {
             usd(c.usd_per_million_good_output_tokens)
         );
     }
-    o.push_str("</tbody></table></div></section>");
+}
 
-    sessions(o, r);
-    by_model(o, r);
-    failures(o, r);
+fn slo_section(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     if let Some(slo) = &r.slo {
         o.push_str(r#"<section><h2>SLO</h2><div class="scroll"><table><thead><tr><th>objective</th><th>limit (ms)</th><th>measured (ms)</th><th>verdict</th></tr></thead><tbody>"#);
         for ob in &slo.objectives {
@@ -394,6 +419,9 @@ fn run_body(o: &mut String, r: &RunResult) {
         }
         o.push_str("</tbody></table></div></section>");
     }
+}
+
+fn warnings(o: &mut String, r: &RunResult) {
     if !r.warnings.is_empty() {
         o.push_str(r#"<section><h2>Warnings</h2><ul class="warnings">"#);
         for w in &r.warnings {
@@ -401,6 +429,10 @@ fn run_body(o: &mut String, r: &RunResult) {
         }
         o.push_str("</ul></section>");
     }
+}
+
+/// The same run under the names and formulas of vLLM's `bench serve`.
+fn vllm_view(o: &mut String, r: &RunResult) {
     let v = &r.compat.vllm;
     let _ = write!(
         o,

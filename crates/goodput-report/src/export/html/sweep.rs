@@ -7,21 +7,39 @@ use crate::format;
 use crate::metric::Dist;
 use crate::series::Latency;
 use crate::svg::{Chart, Mark, Series, Style};
-use goodput_core::sweep::{Load, PointRef, SweepResult};
+use goodput_core::sweep::{Load, PointRef, SweepAnalysis, SweepPoint, SweepResult};
 use goodput_core::RunResult;
 use std::fmt::Write;
 
 /// A sweep as a page.
 pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
-    let (data, stripped) = embed(sw, |v| {
-        if let Some(points) = v.get_mut("points").and_then(|p| p.as_array_mut()) {
-            for p in points {
-                p.get_mut("result").and_then(|r| r.as_object_mut()).map(|m| m.remove("requests"));
-            }
-        }
-    })?;
-    let a = &sw.analysis;
+    let (data, stripped) = embed(sw, strip_point_requests)?;
     let mut o = String::new();
+    sweep_header(&mut o, sw);
+    o.push_str("</header><main><section class=\"cards\">");
+    point_cards(&mut o, &sw.analysis);
+    o.push_str("</section>");
+    analysis_notes(&mut o, &sw.analysis);
+    sweep_charts(&mut o, sw);
+    points_table(&mut o, sw);
+    config_section(&mut o, &sw.config, stripped)?;
+    o.push_str("</main>");
+    footer(&mut o, &sw.tool, &sw.schema);
+    Ok(page("sweep", &format!("goodput sweep · {}", sw.target.model), &o, &data))
+}
+
+/// Leaves each point's per-request records out of the embedded document.
+fn strip_point_requests(v: &mut serde_json::Value) {
+    if let Some(points) = v.get_mut("points").and_then(|p| p.as_array_mut()) {
+        for p in points {
+            p.get_mut("result").and_then(|r| r.as_object_mut()).map(|m| m.remove("requests"));
+        }
+    }
+}
+
+/// The header's lines and the recommendation's pill.
+fn sweep_header(o: &mut String, sw: &SweepResult) {
+    let a = &sw.analysis;
     let loads: Vec<String> = sw.points.iter().map(|p| p.load.label()).collect();
     let mut lines = vec![target_line(&sw.target, "")];
     lines.push(format!("{} points: {}", sw.points.len(), html(&loads.join(", "))));
@@ -34,11 +52,14 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
     if let Some(spec) = sw.points.iter().find_map(|p| p.result.slo.as_ref().map(|s| s.spec.clone())) {
         lines.push(format!("SLO {}", html(&spec)));
     }
-    header(&mut o, "sweep report", &sw.target.model, &lines);
+    header(o, "sweep report", &sw.target.model, &lines);
     if let Some(rec) = &a.recommendation {
         let _ = write!(o, r#"<div class="verdicts"><span class="pill pass">recommended · {}</span></div>"#, html(rec));
     }
-    o.push_str("</header><main><section class=\"cards\">");
+}
+
+/// A card for each point the analysis singles out.
+fn point_cards(o: &mut String, a: &SweepAnalysis) {
     let point_card = |o: &mut String, key: &str, p: &Option<PointRef>, what: &str| match p {
         Some(p) => card(
             o,
@@ -54,12 +75,14 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
         ),
         None => card(o, key, "-", what),
     };
-    point_card(&mut o, "recommended", &a.recommended, "no recommendation");
-    point_card(&mut o, "saturation", &a.saturation, "not reached");
-    point_card(&mut o, "max throughput", &a.max_throughput, "-");
-    point_card(&mut o, "max goodput", &a.max_goodput, "no SLO given");
-    point_card(&mut o, "highest load meeting the SLO", &a.highest_load_meeting_slo, "none (or no SLO given)");
-    o.push_str("</section>");
+    point_card(o, "recommended", &a.recommended, "no recommendation");
+    point_card(o, "saturation", &a.saturation, "not reached");
+    point_card(o, "max throughput", &a.max_throughput, "-");
+    point_card(o, "max goodput", &a.max_goodput, "no SLO given");
+    point_card(o, "highest load meeting the SLO", &a.highest_load_meeting_slo, "none (or no SLO given)");
+}
+
+fn analysis_notes(o: &mut String, a: &SweepAnalysis) {
     if !a.notes.is_empty() {
         o.push_str(r#"<section><ul class="warnings">"#);
         for n in &a.notes {
@@ -67,63 +90,88 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
         }
         o.push_str("</ul></section>");
     }
+}
 
-    let pts = &sw.points;
+/// Throughput against latency, throughput and goodput by load, and the
+/// TTFT distributions of a few loads.
+fn sweep_charts(o: &mut String, sw: &SweepResult) {
+    let (a, pts) = (&sw.analysis, &sw.points);
     // Lines join the points from the lightest load to the heaviest, not in
     // the order they ran (a search adds points between those of the grid).
     // Requests in flight order loads of either kind: more load, more in
     // flight, for a closed loop and an open one alike.
-    let mut ordered: Vec<&goodput_core::sweep::SweepPoint> = pts.iter().collect();
+    let mut ordered: Vec<&SweepPoint> = pts.iter().collect();
     ordered.sort_by(|a, b| a.result.summary.in_flight.mean.total_cmp(&b.result.summary.in_flight.mean));
-    let tips = |f: &dyn Fn(&RunResult) -> Option<f64>, what: &str| -> Vec<String> {
-        ordered
-            .iter()
-            .filter(|p| f(&p.result).is_some())
-            .map(|p| {
-                format!(
-                    "{}: {:.1} tok/s, {what} {} ms",
-                    p.load.label(),
-                    p.result.summary.throughput.output_tokens_per_s,
-                    format::ms(f(&p.result))
-                )
-            })
-            .collect()
-    };
-    let curve = |f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<(f64, f64)> {
-        ordered.iter().filter_map(|p| Some((p.result.summary.throughput.output_tokens_per_s, f(&p.result)?))).collect()
-    };
-    let latency_curve = |id: &str, name: &str, d: Dist, ref_y: &dyn Fn(&PointRef) -> Option<f64>| {
-        let p50 = |r: &RunResult| d.of(&r.summary).p(50.0);
-        let p99 = |r: &RunResult| d.of(&r.summary).p(99.0);
-        let mut s50 = Series::new(format!("{name} p50"), Style::LineDots, 0, curve(&p50));
-        s50.tips = tips(&p50, &format!("{name} p50"));
-        let mut s99 = Series::new(format!("{name} p99"), Style::LineDots, 1, curve(&p99));
-        s99.tips = tips(&p99, &format!("{name} p99"));
-        s99.dashed = true;
-        Chart {
-            id: id.into(),
-            title: format!("Throughput vs {name}"),
-            x_label: "output tokens/s".into(),
-            y_label: format!("{name} (ms)"),
-            series: vec![s50, s99],
-            marks: [
-                point_mark(&a.saturation, ref_y, "saturation", "mark-sat"),
-                point_mark(&a.recommended, ref_y, "recommended", "mark-rec"),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-            note: Some(
-                "One dot per load, in load order; the knee is where latency climbs while throughput stops growing."
-                    .into(),
-            ),
-            ..Default::default()
-        }
-    };
     let p50_at = |d: Dist| move |p: &PointRef| sw.points.get(p.index).and_then(|x| d.of(&x.result.summary).p(50.0));
-    let ttft_curve = latency_curve("sweep-ttft", "TTFT", Dist::Ttft, &p50_at(Dist::Ttft));
-    let e2e_curve = latency_curve("sweep-e2e", "E2E", Dist::E2e, &p50_at(Dist::E2e));
+    let ttft_curve = latency_curve(&ordered, a, "sweep-ttft", "TTFT", Dist::Ttft, &p50_at(Dist::Ttft));
+    let e2e_curve = latency_curve(&ordered, a, "sweep-e2e", "E2E", Dist::E2e, &p50_at(Dist::E2e));
+    let goodput_chart = goodput_by_load(&ordered, a, pts);
+    let ttft_cdf = ttft_by_load(&ordered, pts.len());
+    o.push_str(r#"<section><h2>Throughput and latency</h2>"#);
+    charts(o, &[ttft_curve, e2e_curve, goodput_chart, ttft_cdf]);
+    o.push_str("</section>");
+}
 
+/// A tooltip per point that has the figure, in load order.
+fn tips(ordered: &[&SweepPoint], f: &dyn Fn(&RunResult) -> Option<f64>, what: &str) -> Vec<String> {
+    ordered
+        .iter()
+        .filter(|p| f(&p.result).is_some())
+        .map(|p| {
+            format!(
+                "{}: {:.1} tok/s, {what} {} ms",
+                p.load.label(),
+                p.result.summary.throughput.output_tokens_per_s,
+                format::ms(f(&p.result))
+            )
+        })
+        .collect()
+}
+
+/// (output tokens/s, the figure) per point that has the figure, in load order.
+fn curve(ordered: &[&SweepPoint], f: &dyn Fn(&RunResult) -> Option<f64>) -> Vec<(f64, f64)> {
+    ordered.iter().filter_map(|p| Some((p.result.summary.throughput.output_tokens_per_s, f(&p.result)?))).collect()
+}
+
+/// Throughput against one latency's p50 and p99, the saturation and the
+/// recommended point marked at `ref_y`.
+fn latency_curve(
+    ordered: &[&SweepPoint],
+    a: &SweepAnalysis,
+    id: &str,
+    name: &str,
+    d: Dist,
+    ref_y: &dyn Fn(&PointRef) -> Option<f64>,
+) -> Chart {
+    let p50 = |r: &RunResult| d.of(&r.summary).p(50.0);
+    let p99 = |r: &RunResult| d.of(&r.summary).p(99.0);
+    let mut s50 = Series::new(format!("{name} p50"), Style::LineDots, 0, curve(ordered, &p50));
+    s50.tips = tips(ordered, &p50, &format!("{name} p50"));
+    let mut s99 = Series::new(format!("{name} p99"), Style::LineDots, 1, curve(ordered, &p99));
+    s99.tips = tips(ordered, &p99, &format!("{name} p99"));
+    s99.dashed = true;
+    Chart {
+        id: id.into(),
+        title: format!("Throughput vs {name}"),
+        x_label: "output tokens/s".into(),
+        y_label: format!("{name} (ms)"),
+        series: vec![s50, s99],
+        marks: [
+            point_mark(&a.saturation, ref_y, "saturation", "mark-sat"),
+            point_mark(&a.recommended, ref_y, "recommended", "mark-rec"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        note: Some(
+            "One dot per load, in load order; the knee is where latency climbs while throughput stops growing.".into(),
+        ),
+        ..Default::default()
+    }
+}
+
+/// Output throughput, and goodput under an SLO, against the load.
+fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint]) -> Chart {
     let by_load = |f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<(f64, f64)> {
         ordered.iter().filter_map(|p| Some((p.load.value(), f(&p.result)?))).collect()
     };
@@ -145,7 +193,7 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
             class,
         })
     };
-    let goodput_chart = Chart {
+    Chart {
         id: "sweep-goodput".into(),
         title: "Throughput and goodput by load".into(),
         x_label: load_axis(pts).into(),
@@ -159,12 +207,16 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
         .flatten()
         .collect(),
         ..Default::default()
-    };
+    }
+}
+
+/// The TTFT distributions of up to six loads, overlaid.
+fn ttft_by_load(ordered: &[&SweepPoint], points: usize) -> Chart {
     // At most six overlaid distributions stay readable: spread them over the loads.
-    let shown: Vec<usize> = if pts.len() <= 6 {
-        (0..pts.len()).collect()
+    let shown: Vec<usize> = if points <= 6 {
+        (0..points).collect()
     } else {
-        let mut v: Vec<usize> = (0..6).map(|k| (k * (pts.len() - 1) + 2) / 5).collect();
+        let mut v: Vec<usize> = (0..6).map(|k| (k * (points - 1) + 2) / 5).collect();
         v.dedup();
         v
     };
@@ -172,13 +224,15 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
         shown.iter().map(|&i| (ordered[i].load.label(), &ordered[i].result)).collect();
     let mut ttft_cdf = cdf_chart("sweep-ttft-cdf", Latency::Ttft, &overlay, Vec::new());
     ttft_cdf.title = "TTFT distribution by load".into();
-    if shown.len() < pts.len() {
-        ttft_cdf.note = Some(format!("{} of {} loads shown.", shown.len(), pts.len()));
+    if shown.len() < points {
+        ttft_cdf.note = Some(format!("{} of {} loads shown.", shown.len(), points));
     }
-    o.push_str(r#"<section><h2>Throughput and latency</h2>"#);
-    charts(&mut o, &[ttft_curve, e2e_curve, goodput_chart, ttft_cdf]);
-    o.push_str("</section>");
+    ttft_cdf
+}
 
+/// A row per point, in the order they ran.
+fn points_table(o: &mut String, sw: &SweepResult) {
+    let (a, pts) = (&sw.analysis, &sw.points);
     o.push_str(r#"<section><h2>Points</h2><div class="scroll"><table class="points"><thead><tr><th>load</th><th>origin</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>E2E p99</th><th>failed</th><th>goodput tok/s</th><th>attainment</th><th>SLO</th><th>$ per M</th></tr></thead><tbody>"#);
     for (i, p) in pts.iter().enumerate() {
         let r = &p.result;
@@ -211,10 +265,6 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
         );
     }
     o.push_str("</tbody></table></div></section>");
-    config_section(&mut o, &sw.config, stripped)?;
-    o.push_str("</main>");
-    footer(&mut o, &sw.tool, &sw.schema);
-    Ok(page("sweep", &format!("goodput sweep · {}", sw.target.model), &o, &data))
 }
 
 fn load_axis(points: &[goodput_core::sweep::SweepPoint]) -> &'static str {
