@@ -218,16 +218,27 @@ impl Chart {
         let (yt, ystep) = if self.y_share { nice_ticks(0.0, 1.0, 5) } else { nice_ticks(y0, y1, 5) };
         let (x0, x1) = (xt[0].min(x0), xt[xt.len() - 1].max(x1));
         let (y0, y1) = (yt[0].min(y0), yt[yt.len() - 1].max(y1));
-        let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-        let sx = |x: f64| LEFT + (x - x0) / (x1 - x0) * pw;
-        let sy = |y: f64| TOP + ph - (y - y0) / (y1 - y0) * ph;
+        let f = Frame { x0, x1, y0, y1, pw: W - LEFT - RIGHT, ph: H - TOP - BOTTOM };
         let _ = write!(
             o,
             r#"<svg viewBox="0 0 {W} {H}" role="img" aria-label="{}" preserveAspectRatio="xMidYMid meet">"#,
             html(&self.title)
         );
+        self.bands_svg(o, &f);
+        self.axes_svg(o, &f, (&xt, xstep), (&yt, ystep));
+        let _ = write!(o, r#"<g class="plot">"#);
+        for (i, s) in self.series.iter().enumerate() {
+            series_svg(o, &f, i, s);
+        }
+        self.guides_svg(o, &f);
+        self.marks_svg(o, &f);
+        o.push_str("</g></svg>");
+    }
+
+    /// Shaded spans of x (the warm-up), each with its label.
+    fn bands_svg(&self, o: &mut String, f: &Frame) {
         for (a, b, label) in &self.bands {
-            let (a, b) = (sx(a.max(x0)), sx(b.min(x1)));
+            let (a, b) = (f.sx(a.max(f.x0)), f.sx(b.min(f.x1)));
             if b > a {
                 let _ = write!(
                     o,
@@ -235,136 +246,103 @@ impl Chart {
                     c(a),
                     c(TOP),
                     c(b - a),
-                    c(ph),
+                    c(f.ph),
                     c(a + 3.0),
                     c(TOP + 11.0),
                     html(label)
                 );
             }
         }
+    }
+
+    /// The grid, the axes, their ticks and labels.
+    fn axes_svg(&self, o: &mut String, f: &Frame, (xt, xstep): (&[f64], f64), (yt, ystep): (&[f64], f64)) {
         o.push_str(r#"<g class="grid">"#);
-        for &t in &yt {
-            let _ = write!(o, r#"<line x1="{}" x2="{}" y1="{y}" y2="{y}"/>"#, c(LEFT), c(LEFT + pw), y = c(sy(t)));
+        for &t in yt {
+            let _ = write!(o, r#"<line x1="{}" x2="{}" y1="{y}" y2="{y}"/>"#, c(LEFT), c(LEFT + f.pw), y = c(f.sy(t)));
         }
-        for &t in &xt {
-            let _ = write!(o, r#"<line y1="{}" y2="{}" x1="{x}" x2="{x}"/>"#, c(TOP), c(TOP + ph), x = c(sx(t)));
+        for &t in xt {
+            let _ = write!(o, r#"<line y1="{}" y2="{}" x1="{x}" x2="{x}"/>"#, c(TOP), c(TOP + f.ph), x = c(f.sx(t)));
         }
         o.push_str("</g><g class=\"axis\">");
         let _ = write!(
             o,
             r#"<line x1="{l}" x2="{l}" y1="{t}" y2="{b}"/><line x1="{l}" x2="{r}" y1="{b}" y2="{b}"/>"#,
             l = c(LEFT),
-            r = c(LEFT + pw),
+            r = c(LEFT + f.pw),
             t = c(TOP),
-            b = c(TOP + ph)
+            b = c(TOP + f.ph)
         );
-        for &t in &yt {
+        for &t in yt {
             let _ = write!(
                 o,
                 r#"<text class="yt" x="{}" y="{}">{}</text>"#,
                 c(LEFT - 6.0),
-                c(sy(t) + 3.5),
+                c(f.sy(t) + 3.5),
                 tick_label(t, ystep, self.y_share)
             );
         }
-        for &t in &xt {
+        for &t in xt {
             let _ = write!(
                 o,
                 r#"<text class="xt" x="{}" y="{}">{}</text>"#,
-                c(sx(t)),
-                c(TOP + ph + 15.0),
+                c(f.sx(t)),
+                c(TOP + f.ph + 15.0),
                 tick_label(t, xstep, false)
             );
         }
         let _ = write!(
             o,
             r#"<text class="xl" x="{}" y="{}">{}</text><text class="yl" transform="translate(14 {}) rotate(-90)">{}</text></g>"#,
-            c(LEFT + pw / 2.0),
+            c(LEFT + f.pw / 2.0),
             c(H - 8.0),
             html(&self.x_label),
-            c(TOP + ph / 2.0),
+            c(TOP + f.ph / 2.0),
             html(&self.y_label)
         );
-        let _ = write!(o, r#"<g class="plot">"#);
-        for (i, s) in self.series.iter().enumerate() {
-            let pts: Vec<(f64, f64)> =
-                s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
-            if pts.is_empty() {
-                continue;
-            }
-            let cls = format!("c{}{}", s.color % 6, if s.dashed { " dashed" } else { "" });
-            let _ = write!(o, r#"<g class="series" data-series="{i}" data-n="{}">"#, pts.len());
-            match s.style {
-                Style::Bars { width } => {
-                    let bw = (sx(x0 + width) - sx(x0) - 1.0).max(1.0);
-                    for &(x, y) in &pts {
-                        let (top, base) = (sy(y.max(y0)), sy(0f64.max(y0)));
-                        let _ = write!(
-                            o,
-                            r#"<rect class="bar {cls}" x="{}" y="{}" width="{}" height="{}"/>"#,
-                            c(sx(x) + 0.5),
-                            c(top.min(base)),
-                            c(bw),
-                            c((base - top).abs())
-                        );
-                    }
-                }
-                Style::Line | Style::LineDots | Style::Dots => {
-                    if s.style != Style::Dots {
-                        let coords: Vec<String> =
-                            pts.iter().map(|&(x, y)| format!("{},{}", c(sx(x)), c(sy(y)))).collect();
-                        let _ = write!(o, r#"<polyline class="line {cls}" points="{}"/>"#, coords.join(" "));
-                    }
-                    if s.style != Style::Line {
-                        let r = if s.style == Style::Dots && pts.len() > 500 { 1.6 } else { 3.0 };
-                        for (k, &(x, y)) in pts.iter().enumerate() {
-                            let _ =
-                                write!(o, r#"<circle class="pt {cls}" cx="{}" cy="{}" r="{r}">"#, c(sx(x)), c(sy(y)));
-                            if let Some(t) = s.tips.get(k) {
-                                let _ = write!(o, "<title>{}</title>", html(t));
-                            }
-                            o.push_str("</circle>");
-                        }
-                    }
-                }
-            }
-            o.push_str("</g>");
-        }
+    }
+
+    /// Limit and objective lines, across or along the plot.
+    fn guides_svg(&self, o: &mut String, f: &Frame) {
         for g in &self.guides {
             if g.horizontal {
-                let y = c(sy(g.at));
+                let y = c(f.sy(g.at));
                 let _ = write!(
                     o,
                     r#"<line class="guide" x1="{}" x2="{}" y1="{y}" y2="{y}"/><text class="guide-label" x="{}" y="{}">{}</text>"#,
                     c(LEFT),
-                    c(LEFT + pw),
-                    c(LEFT + pw - 4.0),
-                    c(sy(g.at) - 4.0),
+                    c(LEFT + f.pw),
+                    c(LEFT + f.pw - 4.0),
+                    c(f.sy(g.at) - 4.0),
                     html(&g.label)
                 );
             } else {
-                let x = sx(g.at);
-                let anchor = if x > LEFT + pw * 0.8 { "end" } else { "start" };
+                let x = f.sx(g.at);
+                let anchor = if x > LEFT + f.pw * 0.8 { "end" } else { "start" };
                 let dx = if anchor == "end" { -4.0 } else { 4.0 };
                 let _ = write!(
                     o,
                     r#"<line class="guide" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="guide-label" text-anchor="{anchor}" x="{}" y="{}">{}</text>"#,
                     c(TOP),
-                    c(TOP + ph),
+                    c(TOP + f.ph),
                     c(x + dx),
-                    c(TOP + ph - 6.0),
+                    c(TOP + f.ph - 6.0),
                     html(&g.label),
                     x = c(x)
                 );
             }
         }
+    }
+
+    /// Ringed points with labels that move up until they cross none.
+    fn marks_svg(&self, o: &mut String, f: &Frame) {
         // Label boxes placed so far, (left, right, baseline): a label that
         // would cross one moves up a line until it crosses none, so marks
         // on one point, or close together, stay readable.
         let mut placed: Vec<(f64, f64, f64)> = Vec::new();
         for m in &self.marks {
-            let (x, y) = (sx(m.x), sy(m.y));
-            let anchor = if x > LEFT + pw * 0.7 { "end" } else { "start" };
+            let (x, y) = (f.sx(m.x), f.sy(m.y));
+            let anchor = if x > LEFT + f.pw * 0.7 { "end" } else { "start" };
             let dx = if anchor == "end" { -10.0 } else { 10.0 };
             let width = LABEL_CHAR_PX * m.label.chars().count() as f64;
             let (left, right) = if anchor == "end" { (x + dx - width, x + dx) } else { (x + dx, x + dx + width) };
@@ -388,8 +366,72 @@ impl Chart {
                 t = html(&m.label)
             );
         }
-        o.push_str("</g></svg>");
     }
+}
+
+/// The plot area inside the margins, and the scales from data to it.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    /// Width and height of the plot area.
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn sx(&self, x: f64) -> f64 {
+        LEFT + (x - self.x0) / (self.x1 - self.x0) * self.pw
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        TOP + self.ph - (y - self.y0) / (self.y1 - self.y0) * self.ph
+    }
+}
+
+/// One series: bars, a line, dots, or a line with dots; the points that
+/// are not finite are left out, and a series with none draws nothing.
+fn series_svg(o: &mut String, f: &Frame, i: usize, s: &Series) {
+    let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
+    if pts.is_empty() {
+        return;
+    }
+    let cls = format!("c{}{}", s.color % 6, if s.dashed { " dashed" } else { "" });
+    let _ = write!(o, r#"<g class="series" data-series="{i}" data-n="{}">"#, pts.len());
+    match s.style {
+        Style::Bars { width } => {
+            let bw = (f.sx(f.x0 + width) - f.sx(f.x0) - 1.0).max(1.0);
+            for &(x, y) in &pts {
+                let (top, base) = (f.sy(y.max(f.y0)), f.sy(0f64.max(f.y0)));
+                let _ = write!(
+                    o,
+                    r#"<rect class="bar {cls}" x="{}" y="{}" width="{}" height="{}"/>"#,
+                    c(f.sx(x) + 0.5),
+                    c(top.min(base)),
+                    c(bw),
+                    c((base - top).abs())
+                );
+            }
+        }
+        Style::Line | Style::LineDots | Style::Dots => {
+            if s.style != Style::Dots {
+                let coords: Vec<String> = pts.iter().map(|&(x, y)| format!("{},{}", c(f.sx(x)), c(f.sy(y)))).collect();
+                let _ = write!(o, r#"<polyline class="line {cls}" points="{}"/>"#, coords.join(" "));
+            }
+            if s.style != Style::Line {
+                let r = if s.style == Style::Dots && pts.len() > 500 { 1.6 } else { 3.0 };
+                for (k, &(x, y)) in pts.iter().enumerate() {
+                    let _ = write!(o, r#"<circle class="pt {cls}" cx="{}" cy="{}" r="{r}">"#, c(f.sx(x)), c(f.sy(y)));
+                    if let Some(t) = s.tips.get(k) {
+                        let _ = write!(o, "<title>{}</title>", html(t));
+                    }
+                    o.push_str("</circle>");
+                }
+            }
+        }
+    }
+    o.push_str("</g>");
 }
 
 /// A mark label's line height and the width of one of its characters

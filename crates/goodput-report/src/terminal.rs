@@ -15,6 +15,35 @@ use std::fmt::Write;
 pub fn render(r: &RunResult) -> String {
     let mut o = String::new();
     let s = &r.summary;
+    heading(&mut o, r);
+    latency_table(&mut o, r);
+    throughput(&mut o, r);
+    user_view(&mut o, r);
+    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
+    if let Some(ss) = &s.sessions {
+        sessions(&mut o, ss, &ps);
+    }
+    if !s.by_model.is_empty() {
+        by_model(&mut o, &s.by_model, &ps);
+    }
+    slo_lines(&mut o, r);
+    cost_line(&mut o, r);
+    vllm_line(&mut o, r);
+    if let Some(sig) = &r.server_signals {
+        server_lines(&mut o, sig);
+    }
+    for d in &r.diagnosis {
+        let _ = writeln!(o, "diagnosis: {}", esc(&d.message));
+    }
+    for w in &r.warnings {
+        let _ = writeln!(o, "warning: {}", esc(w));
+    }
+    o
+}
+
+/// What ran against what, over which window, and how the requests ended.
+fn heading(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let t = &r.target;
     let where_ = if t.embedded { " (embedded simulator)" } else { "" };
     let label = r.config.label.as_deref().map(|l| format!(" «{}»", esc(l))).unwrap_or_default();
@@ -60,7 +89,11 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(o, "failures: {}", kinds.join(" · "));
     }
     o.push('\n');
+}
 
+/// Latency percentiles, a row per distribution.
+fn latency_table(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
     let _ = write!(o, "{:<16}{:>10}{:>10}{:>10}", "latency (ms)", "mean", "std", "min");
     for p in &ps {
@@ -90,7 +123,12 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(o, "{:>10}", num(d.max));
     }
     o.push('\n');
+}
 
+/// Throughput, in-flight requests, token counts and where they came from.
+fn throughput(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
+    let q = &s.requests;
     let th = &s.throughput;
     let _ = writeln!(o, "throughput");
     let _ = writeln!(o, "  requests/s      {:>12.3}", th.requests_per_s);
@@ -147,6 +185,11 @@ pub fn render(r: &RunResult) -> String {
             num(ea.ttft_ms.p(99.0))
         );
     }
+}
+
+/// The latencies as a user would rate them, and the reading speed.
+fn user_view(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let rt = &s.ratings;
     let band = |x: &Option<goodput_core::ratings::Rated>| {
         x.map(|x| format!("{} ({:.1} ms)", format!("{:?}", x.band).to_lowercase(), x.value_ms)).unwrap_or("-".into())
@@ -169,12 +212,10 @@ pub fn render(r: &RunResult) -> String {
             lm.relative_deviation.map(|e| format!("{:+.1}%", e * 100.0)).unwrap_or("-".into())
         );
     }
-    if let Some(ss) = &s.sessions {
-        sessions(&mut o, ss, &ps);
-    }
-    if !s.by_model.is_empty() {
-        by_model(&mut o, &s.by_model, &ps);
-    }
+}
+
+fn slo_lines(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     if let (Some(slo), Some(g)) = (&r.slo, &s.goodput) {
         let _ = writeln!(o, "\nSLO {}: {}", esc(&slo.spec), if slo.pass { "PASS" } else { "FAIL" });
         let _ = writeln!(
@@ -195,6 +236,9 @@ pub fn render(r: &RunResult) -> String {
             );
         }
     }
+}
+
+fn cost_line(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>, d: usize| v.map(|v| format!("${v:.d$}")).unwrap_or("-".into());
         let per_session = c.usd_per_session.map(|_| format!(" · {} per session", usd(c.usd_per_session, 6)));
@@ -210,6 +254,9 @@ pub fn render(r: &RunResult) -> String {
             usd(c.usd_per_million_good_output_tokens, 3)
         );
     }
+}
+
+fn vllm_line(o: &mut String, r: &RunResult) {
     let v = &r.compat.vllm;
     let _ = writeln!(
         o,
@@ -219,16 +266,6 @@ pub fn render(r: &RunResult) -> String {
         num(v.mean_itl_ms),
         v.output_throughput
     );
-    if let Some(sig) = &r.server_signals {
-        server_lines(&mut o, sig);
-    }
-    for d in &r.diagnosis {
-        let _ = writeln!(o, "diagnosis: {}", esc(&d.message));
-    }
-    for w in &r.warnings {
-        let _ = writeln!(o, "warning: {}", esc(w));
-    }
-    o
 }
 
 /// Multi-turn sessions: how many finished, what one took, and each turn's

@@ -54,6 +54,29 @@ fn rated(r: &Option<Rated>) -> String {
 /// One run.
 pub fn run_markdown(r: &RunResult) -> String {
     let mut o = String::new();
+    heading(&mut o, r);
+    latency_table(&mut o, r);
+    throughput_table(&mut o, r);
+    slo_section(&mut o, r);
+    diagnosis(&mut o, r);
+    failures(&mut o, r);
+    sessions(&mut o, r);
+    by_model(&mut o, r);
+    cost(&mut o, r);
+    user_view(&mut o, r);
+    server_signals(&mut o, r);
+    simulated_engine(&mut o, r);
+    if !r.warnings.is_empty() {
+        o.push('\n');
+        for w in &r.warnings {
+            let _ = writeln!(o, "> ⚠️ {}", md(w));
+        }
+    }
+    o
+}
+
+/// The title and the target, load, window and requests.
+fn heading(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     let q = &s.requests;
     let t = &r.target;
@@ -83,7 +106,11 @@ pub fn run_markdown(r: &RunResult) -> String {
         let _ = write!(req, " · {} warm-up (excluded)", q.warmup);
     }
     let _ = writeln!(o, "{req}\n");
+}
 
+/// Latency percentiles, a row per distribution.
+fn latency_table(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
     o.push_str("| latency (ms) | mean |");
     for p in &ps {
@@ -103,7 +130,11 @@ pub fn run_markdown(r: &RunResult) -> String {
         let _ = writeln!(o, " {} |", format::ms(x.max));
     }
     o.push('\n');
+}
 
+/// Throughput, in flight, and tokens.
+fn throughput_table(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let th = &s.throughput;
     o.push_str("| throughput | |\n| --- | ---: |\n");
     let _ = writeln!(o, "| requests/s | {:.3} |", th.requests_per_s);
@@ -120,7 +151,11 @@ pub fn run_markdown(r: &RunResult) -> String {
         let _ = writeln!(o, "| client CPU | {} |", md(&format::client_cost(c)));
     }
     o.push('\n');
+}
 
+/// The SLO verdict, goodput and each objective.
+fn slo_section(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     if let Some(slo) = &r.slo {
         let _ = write!(
             o,
@@ -158,7 +193,9 @@ pub fn run_markdown(r: &RunResult) -> String {
             o.push('\n');
         }
     }
+}
 
+fn diagnosis(o: &mut String, r: &RunResult) {
     if !r.diagnosis.is_empty() {
         o.push_str("**Diagnosis**\n\n");
         for d in &r.diagnosis {
@@ -166,7 +203,11 @@ pub fn run_markdown(r: &RunResult) -> String {
         }
         o.push('\n');
     }
+}
 
+/// Failures by kind, and the commonest messages.
+fn failures(o: &mut String, r: &RunResult) {
+    let q = &r.summary.requests;
     if q.errors_by_kind.is_empty() {
         o.push_str("**Failures** none\n\n");
     } else {
@@ -183,7 +224,11 @@ pub fn run_markdown(r: &RunResult) -> String {
             o.push('\n');
         }
     }
+}
 
+/// Multi-turn sessions, a row per turn.
+fn sessions(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     if let Some(ss) = &s.sessions {
         let _ = writeln!(
             o,
@@ -211,6 +256,12 @@ pub fn run_markdown(r: &RunResult) -> String {
         }
         o.push('\n');
     }
+}
+
+/// A run spread over several models: a row per model.
+fn by_model(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
+    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
     if !s.by_model.is_empty() {
         let (header, cells) = format::by_model_table(&s.by_model, &ps);
         let _ = writeln!(o, "**By model**\n\n| {} |", header.join(" | "));
@@ -221,6 +272,9 @@ pub fn run_markdown(r: &RunResult) -> String {
         }
         o.push('\n');
     }
+}
+
+fn cost(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>| v.map(|v| md(&format::usd(v))).unwrap_or("-".into());
         let _ = writeln!(
@@ -235,6 +289,11 @@ pub fn run_markdown(r: &RunResult) -> String {
             usd(c.usd_per_million_good_output_tokens)
         );
     }
+}
+
+/// The latencies as a user would rate them.
+fn user_view(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
     let rt = &s.ratings;
     let _ = write!(
         o,
@@ -248,15 +307,6 @@ pub fn run_markdown(r: &RunResult) -> String {
         let _ = write!(o, " · {x:.1}× human reading speed");
     }
     o.push('\n');
-    server_signals(&mut o, r);
-    simulated_engine(&mut o, r);
-    if !r.warnings.is_empty() {
-        o.push('\n');
-        for w in &r.warnings {
-            let _ = writeln!(o, "> ⚠️ {}", md(w));
-        }
-    }
-    o
 }
 
 fn figures_table(o: &mut String, what: &str, figures: &[Figure]) {

@@ -1,0 +1,269 @@
+//! The HTML report: one self-contained file per run, sweep or comparison.
+//! Charts are inline SVG drawn in Rust, styles and a small checking script
+//! inline, the document embedded as JSON; a Content-Security-Policy forbids
+//! every fetch, so the page works offline and leaks nothing when opened.
+
+mod compare;
+mod run;
+mod signals;
+mod sweep;
+
+pub use compare::compare_page;
+pub use run::run_page;
+pub use sweep::sweep_page;
+
+use super::{ExportError, Exporter, Rendered};
+use crate::compare::Comparison;
+use crate::escape::{html, script_json};
+use crate::series::{self, Latency};
+use crate::svg::{Chart, Guide, Series, Style};
+use goodput_core::ratings::{Band, Rated};
+use goodput_core::slo::SloMetric;
+use goodput_core::sweep::SweepResult;
+use goodput_core::{RunResult, Slo};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// Above this size the embedded document leaves out per-request records: the
+/// page must still open, and the charts already carry what they show.
+pub const EMBED_LIMIT_BYTES: usize = 16 << 20;
+
+/// Renders HTML reports.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Html;
+
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn render_run(&self, run: &RunResult) -> Result<Rendered, ExportError> {
+        Ok(Rendered::File(run_page(run)?.into_bytes()))
+    }
+
+    fn render_sweep(&self, sweep: &SweepResult) -> Result<Rendered, ExportError> {
+        Ok(Rendered::File(sweep_page(sweep)?.into_bytes()))
+    }
+
+    fn render_compare(&self, c: &Comparison, runs: &[&RunResult]) -> Result<Rendered, ExportError> {
+        Ok(Rendered::File(compare_page(c, runs)?.into_bytes()))
+    }
+}
+
+/// The full page around `body`; `data` is embedded for readers and scripts.
+fn page(kind: &str, title: &str, body: &str, data: &str) -> String {
+    let mut o = String::with_capacity(body.len() + data.len() + CSS.len() + JS.len() + 1024);
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\
+         <meta name=\"generator\" content=\"goodput\">\
+         <title>{}</title><style>{CSS}</style></head>\n<body data-report=\"{kind}\">\n{body}\n\
+         <script type=\"application/json\" id=\"goodput-data\">{}</script>\n<script>{JS}</script>\n</body></html>\n",
+        html(title),
+        script_json(data),
+    );
+    o
+}
+
+/// The document as JSON for the page, without per-request records when it
+/// would be too large, and a note saying so.
+fn embed<T: Serialize>(doc: &T, strip: impl FnOnce(&mut serde_json::Value)) -> Result<(String, bool), ExportError> {
+    embed_within(doc, EMBED_LIMIT_BYTES, strip)
+}
+
+fn embed_within<T: Serialize>(
+    doc: &T,
+    limit: usize,
+    strip: impl FnOnce(&mut serde_json::Value),
+) -> Result<(String, bool), ExportError> {
+    // Measure before building: a long run's records can run to hundreds of MB.
+    let mut size = ByteCount(0);
+    serde_json::to_writer(&mut size, doc)?;
+    if size.0 <= limit {
+        return Ok((serde_json::to_string(doc)?, false));
+    }
+    let mut v = serde_json::to_value(doc)?;
+    strip(&mut v);
+    Ok((serde_json::to_string(&v)?, true))
+}
+
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn band_class(b: Band) -> &'static str {
+    match b {
+        Band::Excellent => "excellent",
+        Band::Acceptable => "acceptable",
+        Band::Marginal => "marginal",
+        Band::Poor => "poor",
+    }
+}
+
+fn rated_tag(r: &Option<Rated>) -> String {
+    match r {
+        Some(r) => format!(r#"<span class="tag {c}">{c}</span>"#, c = band_class(r.band)),
+        None => String::new(),
+    }
+}
+
+fn card(o: &mut String, key: &str, value: &str, sub: &str) {
+    let _ = write!(
+        o,
+        r#"<div class="card"><div class="k">{key}</div><div class="v">{value}</div><div class="s">{sub}</div></div>"#
+    );
+}
+
+fn slo_of(r: &RunResult) -> Option<Slo> {
+    r.slo.as_ref().and_then(|s| s.spec.parse::<Slo>().ok())
+}
+
+fn slo_metric(m: Latency) -> Option<SloMetric> {
+    match m {
+        Latency::Ttft => Some(SloMetric::Ttft),
+        Latency::Tpot => Some(SloMetric::Tpot),
+        Latency::E2e => Some(SloMetric::E2e),
+        Latency::Itl => None,
+    }
+}
+
+/// Vertical guides for the SLO limits and objectives on one metric.
+fn slo_guides(slo: &Option<Slo>, m: Latency) -> Vec<Guide> {
+    let (Some(slo), Some(sm)) = (slo, slo_metric(m)) else { return Vec::new() };
+    let mut g = Vec::new();
+    for l in slo.limits.iter().filter(|l| l.metric == sm) {
+        g.push(Guide { at: l.max.as_secs_f64() * 1e3, label: format!("limit {l}"), horizontal: false });
+    }
+    for ob in slo.objectives.iter().filter(|o| o.metric == sm) {
+        g.push(Guide { at: ob.max.as_secs_f64() * 1e3, label: format!("objective {ob}"), horizontal: false });
+    }
+    g
+}
+
+fn header(o: &mut String, brand: &str, title: &str, lines: &[String]) {
+    let _ = write!(o, r#"<header><div class="brand">goodput · {}</div><h1>{}</h1>"#, html(brand), html(title));
+    for l in lines {
+        let _ = write!(o, r#"<p class="meta">{l}</p>"#);
+    }
+}
+
+fn target_line(r_target: &goodput_core::Target, extra: &str) -> String {
+    let mut parts = vec![html(&r_target.url)];
+    if r_target.embedded {
+        parts.push("embedded simulator".into());
+    }
+    if let Some(s) = &r_target.server {
+        parts.push(format!("server {}", html(s)));
+    }
+    parts.push(html(&r_target.api));
+    if !extra.is_empty() {
+        parts.push(html(extra));
+    }
+    format!("target {}", parts.join(" · "))
+}
+
+fn cdf_chart(id: &str, m: Latency, runs: &[(String, &RunResult)], guides: Vec<Guide>) -> Chart {
+    let mut series = Vec::new();
+    let mut approx = false;
+    for (i, (label, r)) in runs.iter().enumerate() {
+        let cdf = series::cdf(r, m);
+        approx |= cdf.from_percentiles;
+        let style = if cdf.from_percentiles { Style::LineDots } else { Style::Line };
+        let name = if runs.len() == 1 {
+            format!("{} ({} samples)", m.id().to_uppercase(), cdf.samples)
+        } else {
+            label.clone()
+        };
+        series.push(Series::new(name, style, i, cdf.points));
+    }
+    let note = approx.then(|| {
+        "Drawn from the summary's percentiles (min, pNN, max): the run was saved without per-request records \
+         (--include-requests)."
+            .to_string()
+    });
+    Chart {
+        id: id.into(),
+        title: format!("{} ({}), CDF", m.title(), m.id().to_uppercase()),
+        x_label: format!("{} (ms)", m.id().to_uppercase()),
+        y_label: "share of samples ≤ x".into(),
+        series,
+        guides,
+        y_share: true,
+        note,
+        ..Default::default()
+    }
+}
+
+fn charts(o: &mut String, charts: &[Chart]) {
+    o.push_str(r#"<div class="charts">"#);
+    for c in charts {
+        o.push_str(&c.render());
+    }
+    o.push_str("</div>");
+}
+
+fn config_section(o: &mut String, config: &serde_json::Value, stripped: bool) -> Result<(), ExportError> {
+    let _ = write!(
+        o,
+        r#"<section><h2>Configuration</h2><pre class="config">{}</pre>{}</section>"#,
+        html(&serde_json::to_string_pretty(config)?),
+        if stripped {
+            format!(
+                r#"<p class="note">The embedded document leaves out per-request records (over {} MiB); the JSON result holds them.</p>"#,
+                EMBED_LIMIT_BYTES >> 20
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+fn footer(o: &mut String, tool: &goodput_core::Tool, schema: &str) {
+    let _ = write!(
+        o,
+        r#"<footer>{} {} · schema {} · self-contained report: no network access; the result document is embedded (script#goodput-data).</footer>"#,
+        html(&tool.name),
+        html(&tool.version),
+        html(schema)
+    );
+}
+
+fn strip_requests(v: &mut serde_json::Value) {
+    v.as_object_mut().map(|m| m.remove("requests"));
+}
+
+/// The page's styles, inlined in `<style>`.
+const CSS: &str = concat!("\n", include_str!("report.css"));
+
+/// Checks, once the page is laid out, that every chart drew what it was
+/// given and that the embedded document parses; the verdict goes on
+/// `<body>` (`data-render-ok` or `data-render-error`) where a headless
+/// browser's `--dump-dom` shows it.
+const JS: &str = concat!("\n", include_str!("report.js"));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_oversized_document_is_embedded_without_its_records() {
+        let doc = serde_json::json!({"schema": "goodput/v1", "requests": vec!["x".repeat(100); 50]});
+        let (small, stripped) = embed_within(&doc, 1 << 20, strip_requests).unwrap();
+        assert!(!stripped && small.contains("requests"));
+        let (text, stripped) = embed_within(&doc, 1000, strip_requests).unwrap();
+        assert!(stripped);
+        assert_eq!(text, r#"{"schema":"goodput/v1"}"#);
+    }
+}

@@ -1,0 +1,590 @@
+//! The run page.
+
+use super::signals::{engine_section, server_section};
+use super::{
+    card, cdf_chart, charts, config_section, embed, footer, header, page, rated_tag, slo_guides, slo_of,
+    strip_requests, target_line,
+};
+use crate::escape::html;
+use crate::export::ExportError;
+use crate::format;
+use crate::metric::Dist;
+use crate::series::{self, Latency};
+use crate::svg::{self, Chart, Guide, Series, Style};
+use crate::terminal::load_line;
+use goodput_core::RunResult;
+use std::fmt::Write;
+
+/// One run as a page.
+pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
+    let (data, stripped) = embed(r, strip_requests)?;
+    let mut o = String::new();
+    let load = load_line(&r.config);
+    let mut lines = vec![target_line(&r.target, "")];
+    if let Some(i) = crate::peers::import_info(r) {
+        lines.push(format!(
+            "imported from {} {} · {} ({})",
+            html(&i.tool),
+            html(&crate::peers::version_text(&i.version)),
+            html(&i.source),
+            html(&i.format)
+        ));
+    }
+    if !load.is_empty() {
+        lines.push(format!("load {}", html(&load)));
+    }
+    lines.push(format!(
+        "{} started {} · window {:.2} s ({:.2} → {:.2} s){}",
+        html(&r.kind),
+        format::utc(r.started_unix_s),
+        r.window.duration_s,
+        r.window.start_s,
+        r.window.end_s,
+        if r.interrupted { r#" · <span class="tag poor">interrupted: partial result</span>"# } else { "" }
+    ));
+    let title = match r.config.label.as_deref() {
+        Some(l) => format!("{l} · {}", r.target.model),
+        None => r.target.model.clone(),
+    };
+    header(&mut o, &format!("{} report", r.kind), &title, &lines);
+    verdicts(&mut o, r);
+    o.push_str("</header><main>");
+    diagnosis(&mut o, r);
+    run_cards(&mut o, r);
+    run_body(&mut o, r);
+    config_section(&mut o, &serde_json::to_value(&r.config)?, stripped)?;
+    o.push_str("</main>");
+    footer(&mut o, &r.tool, &r.schema);
+    Ok(page("run", &format!("goodput {} · {}", r.kind, r.target.model), &o, &data))
+}
+
+/// SLO verdict pills: the percentile objectives pass or fail, and the
+/// per-request limits with their attainment.
+fn verdicts(o: &mut String, r: &RunResult) {
+    let Some(slo) = &r.slo else { return };
+    o.push_str(r#"<div class="verdicts">"#);
+    let _ = write!(
+        o,
+        r#"<span class="pill {c}">SLO {} · {}</span>"#,
+        html(&slo.spec),
+        if slo.pass { "objectives met" } else { "objective missed" },
+        c = if slo.pass { "pass" } else { "fail" }
+    );
+    for ob in &slo.objectives {
+        let _ = write!(
+            o,
+            r#"<span class="pill {c}">{} · measured {} ms · {w}</span>"#,
+            html(&ob.objective),
+            format::ms(ob.measured_ms),
+            c = if ob.pass { "pass" } else { "fail" },
+            w = if ob.pass { "pass" } else { "FAIL" }
+        );
+    }
+    if let Some(g) = &r.summary.goodput {
+        for l in &slo.limits {
+            let _ = write!(
+                o,
+                r#"<span class="pill info">{} · {} of {} requests good ({})</span>"#,
+                html(l),
+                g.good_requests,
+                g.judged_requests,
+                format::value(Some(g.slo_attainment), crate::metric::Unit::Ratio)
+            );
+        }
+    }
+    o.push_str("</div>");
+}
+
+fn run_cards(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
+    let q = &s.requests;
+    let th = &s.throughput;
+    let rt = &s.ratings;
+    o.push_str(r#"<section class="cards">"#);
+    let mut sub = format!("{} failed", q.failed);
+    if q.cancelled > 0 {
+        let _ = write!(sub, " · {} cancelled", q.cancelled);
+    }
+    if q.warmup > 0 {
+        let _ = write!(sub, " · {} warm-up", q.warmup);
+    }
+    card(o, "requests completed", &format!("{} / {}", q.completed, q.sent), &sub);
+    card(
+        o,
+        "output throughput",
+        &format!("{:.1} <small>tok/s</small>", th.output_tokens_per_s),
+        &format!(
+            "peak {} · {:.3} req/s",
+            crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}")),
+            th.requests_per_s
+        ),
+    );
+    card(
+        o,
+        "TTFT p50",
+        &format!("{} <small>ms</small> {}", format::ms(s.ttft_ms.p(50.0)), rated_tag(&rt.ttft_p50)),
+        &format!("p95 {} ms {}", format::ms(s.ttft_ms.p(95.0)), rated_tag(&rt.ttft_p95)),
+    );
+    let reading = rt.times_reading_speed.map(|x| format!(" · {x:.1}× reading speed")).unwrap_or_default();
+    card(
+        o,
+        "TPOT p50",
+        &format!("{} <small>ms</small> {}", format::ms(s.tpot_ms.p(50.0)), rated_tag(&rt.tpot_p50)),
+        &format!("p95 {} ms {}{reading}", format::ms(s.tpot_ms.p(95.0)), rated_tag(&rt.tpot_p95)),
+    );
+    card(
+        o,
+        "E2E p50",
+        &format!("{} <small>ms</small>", format::ms(s.e2e_ms.p(50.0))),
+        &format!(
+            "p99 {} ms · {} from TTFT + TPOT×(n−1)",
+            format::ms(s.e2e_ms.p(99.0)),
+            format::change(rt.latency_model.relative_deviation)
+        ),
+    );
+    if let Some(g) = &s.goodput {
+        card(
+            o,
+            "goodput",
+            &format!("{:.3} <small>req/s</small>", g.requests_per_s),
+            &format!(
+                "{:.1} tok/s · attainment {} · useful work {}",
+                g.output_tokens_per_s,
+                format::value(Some(g.slo_attainment), crate::metric::Unit::Ratio),
+                format::value(Some(g.useful_work), crate::metric::Unit::Ratio)
+            ),
+        );
+    }
+    if let Some(c) = &r.cost {
+        card(
+            o,
+            "cost per M output tokens",
+            &c.usd_per_million_output_tokens.map(format::usd).unwrap_or("-".into()),
+            &format!(
+                "${:.2}/GPU-hour × {} · {} per M good tokens",
+                c.gpu_hour_usd,
+                c.gpus,
+                c.usd_per_million_good_output_tokens.map(format::usd).unwrap_or("-".into())
+            ),
+        );
+    }
+    card(
+        o,
+        "in flight",
+        &format!("{:.1}", s.in_flight.mean),
+        &format!("peak {} · window {:.2} s", s.in_flight.peak, r.window.duration_s),
+    );
+    o.push_str("</section>");
+}
+
+fn latency_table(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
+    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
+    o.push_str(r#"<div class="scroll"><table class="latency"><thead><tr><th>latency (ms)</th><th>count</th><th>mean</th><th>std</th><th>min</th>"#);
+    for p in &ps {
+        let _ = write!(o, "<th>p{p}</th>");
+    }
+    o.push_str("<th>max</th></tr></thead><tbody>");
+    // The read lag only where the client saw the kernel's receive times.
+    let mut dists: Vec<Dist> =
+        Dist::ALL[..10].iter().copied().filter(|d| *d != Dist::ClientReadLag || d.of(s).count > 0).collect();
+    if s.requests.failed > 0 {
+        dists.extend([Dist::ErrorAdjustedTtft, Dist::ErrorAdjustedE2e]);
+    }
+    for d in dists {
+        let x = d.of(s);
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            html(d.label()),
+            x.count,
+            format::ms(x.mean),
+            format::ms(x.std),
+            format::ms(x.min)
+        );
+        for p in &ps {
+            let _ = write!(o, "<td>{}</td>", format::ms(x.p(*p)));
+        }
+        let _ = write!(o, "<td>{}</td></tr>", format::ms(x.max));
+    }
+    o.push_str("</tbody></table></div>");
+}
+
+fn time_charts(r: &RunResult) -> Vec<Chart> {
+    let Some(ts) = series::time_series(r) else { return Vec::new() };
+    let w = ts.bucket_s;
+    let bands = if r.summary.requests.warmup > 0 && ts.window.0 > 0.0 {
+        vec![(0.0, ts.window.0, "warm-up".to_string())]
+    } else {
+        Vec::new()
+    };
+    let bucket = if w >= 1.0 { format!("{w} s") } else { format!("{} ms", w * 1e3) };
+    let mut ttft = vec![Series::new("TTFT of a request, by send time", Style::Dots, 0, ts.ttft.clone())];
+    if !ts.failures.is_empty() {
+        ttft.push(Series::new(
+            "failed request (sent at)",
+            Style::Dots,
+            1,
+            ts.failures.iter().map(|&t| (t, 0.0)).collect(),
+        ));
+    }
+    let mut charts = vec![
+        Chart {
+            id: "throughput-time".into(),
+            title: "Output throughput over the run".into(),
+            x_label: "time since start (s)".into(),
+            y_label: "output tokens/s".into(),
+            series: vec![Series::new(
+                format!("output tok/s per {bucket} bucket"),
+                Style::Bars { width: w },
+                0,
+                ts.output_tokens_per_s.clone(),
+            )],
+            bands: bands.clone(),
+            note: Some(format!(
+                "Tokens of successful requests by the arrival time of their chunks, in {bucket} buckets."
+            )),
+            ..Default::default()
+        },
+        Chart {
+            id: "inflight-time".into(),
+            title: "Requests in flight over the run".into(),
+            x_label: "time since start (s)".into(),
+            y_label: "requests in flight".into(),
+            series: vec![Series::new(
+                format!("mean in flight per {bucket} bucket"),
+                Style::Line,
+                2,
+                svg::steps(&ts.in_flight, w),
+            )],
+            bands: bands.clone(),
+            ..Default::default()
+        },
+        Chart {
+            id: "ttft-time".into(),
+            title: "TTFT over the run".into(),
+            x_label: "send time (s)".into(),
+            y_label: "TTFT (ms)".into(),
+            series: ttft,
+            bands,
+            guides: slo_guides(&slo_of(r), Latency::Ttft)
+                .into_iter()
+                .map(|g| Guide { horizontal: true, ..g })
+                .collect(),
+            note: (ts.ttft.len() >= series::SCATTER_POINTS)
+                .then(|| format!("Every n-th request shown ({} dots).", ts.ttft.len())),
+            ..Default::default()
+        },
+    ];
+    // An imported run whose file does not time each chunk cannot place its
+    // tokens in time.
+    if crate::peers::peak_output_tokens_per_s(r).is_none() {
+        charts.remove(0);
+    }
+    charts
+}
+
+fn run_body(o: &mut String, r: &RunResult) {
+    latency_section(o, r);
+    over_the_run(o, r);
+    server_section(o, r);
+    engine_section(o, r);
+    throughput_section(o, r);
+    sessions(o, r);
+    by_model(o, r);
+    failures(o, r);
+    slo_section(o, r);
+    warnings(o, r);
+    vllm_view(o, r);
+}
+
+fn latency_section(o: &mut String, r: &RunResult) {
+    o.push_str(r#"<section><h2>Latency</h2>"#);
+    latency_table(o, r);
+    let slo = slo_of(r);
+    let one = [(String::new(), r)];
+    let cdfs: Vec<Chart> = Latency::ALL
+        .iter()
+        .filter(|m| crate::peers::recomputed(r, m.field()))
+        .map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &one, slo_guides(&slo, m)))
+        .collect();
+    charts(o, &cdfs);
+    o.push_str("</section>");
+}
+
+fn over_the_run(o: &mut String, r: &RunResult) {
+    let tc = time_charts(r);
+    o.push_str(r#"<section><h2>Over the run</h2>"#);
+    if tc.is_empty() {
+        o.push_str(r#"<p class="note">No time series: the run was saved without per-request records (--include-requests).</p>"#);
+    } else {
+        charts(o, &tc);
+    }
+    o.push_str("</section>");
+}
+
+fn throughput_section(o: &mut String, r: &RunResult) {
+    o.push_str(r#"<section><h2>Throughput, tokens and cost</h2><div class="scroll"><table class="kv"><tbody>"#);
+    for (k, v) in throughput_rows(r) {
+        let _ = write!(o, "<tr><td>{k}</td><td class=\"text\">{v}</td></tr>");
+    }
+    cost_row(o, r);
+    o.push_str("</tbody></table></div></section>");
+}
+
+/// The throughput table's rows: (name, value as HTML).
+fn throughput_rows(r: &RunResult) -> Vec<(&'static str, String)> {
+    let s = &r.summary;
+    let th = &s.throughput;
+    let tok = &s.tokens;
+    let sources: Vec<String> = tok.output_sources.iter().map(|(k, n)| format!("{} {n}", html(k))).collect();
+    let mut rows: Vec<(&str, String)> = vec![
+        ("requests/s", format!("{:.3}", th.requests_per_s)),
+        (
+            "output tokens/s",
+            format!(
+                "{:.1} (peak {} over 1 s)",
+                th.output_tokens_per_s,
+                crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
+            ),
+        ),
+        ("input tokens/s", format!("{:.1}", th.input_tokens_per_s)),
+        ("total tokens/s", format!("{:.1}", th.total_tokens_per_s)),
+        ("in flight", format!("{:.2} mean · {} peak", s.in_flight.mean, s.in_flight.peak)),
+        (
+            "tokens",
+            format!("{} in · {} out ({} including failed and cancelled)", tok.input, tok.output, tok.output_all),
+        ),
+        ("output counted by", if sources.is_empty() { "-".into() } else { sources.join(", ") }),
+    ];
+    if tok.chunk_sources.keys().any(|k| k != "continuous_usage") {
+        let per_chunk: Vec<String> = tok.chunk_sources.iter().map(|(k, n)| format!("{} {n}", html(k))).collect();
+        rows.push(("tokens per chunk from", per_chunk.join(", ")));
+    }
+    if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
+        rows.push(("prompt extra", html(&extra)));
+    }
+    if let Some(c) = &r.client {
+        rows.push(("client CPU", html(&format::client_cost(c))));
+    }
+    rows
+}
+
+fn cost_row(o: &mut String, r: &RunResult) {
+    if let Some(c) = &r.cost {
+        let usd = |v: Option<f64>| v.map(format::usd).unwrap_or("-".into());
+        let _ = write!(
+            o,
+            "<tr><td>cost</td><td class=\"text\">${:.2}/GPU-hour × {} = ${:.2}/hour · {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens</td></tr>",
+            c.gpu_hour_usd,
+            c.gpus,
+            c.usd_per_hour,
+            usd(c.usd_per_million_output_tokens),
+            usd(c.usd_per_million_total_tokens),
+            usd(c.usd_per_request),
+            c.usd_per_session.map(|v| format!(" · {} per session", usd(Some(v)))).unwrap_or_default(),
+            usd(c.usd_per_million_good_output_tokens)
+        );
+    }
+}
+
+fn slo_section(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
+    if let Some(slo) = &r.slo {
+        o.push_str(r#"<section><h2>SLO</h2><div class="scroll"><table><thead><tr><th>objective</th><th>limit (ms)</th><th>measured (ms)</th><th>verdict</th></tr></thead><tbody>"#);
+        for ob in &slo.objectives {
+            let _ = write!(
+                o,
+                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td class="{c}">{w}</td></tr>"#,
+                html(&ob.objective),
+                format::ms(Some(ob.limit_ms)),
+                format::ms(ob.measured_ms),
+                c = if ob.pass { "better" } else { "worse" },
+                w = if ob.pass { "pass" } else { "FAIL" }
+            );
+        }
+        if let Some(g) = &s.goodput {
+            for l in &slo.limits {
+                let _ = write!(
+                    o,
+                    r#"<tr><td>{}</td><td colspan="3" class="text">per request: {} of {} good · goodput {:.3} req/s, {:.1} tok/s · useful work {}</td></tr>"#,
+                    html(l),
+                    g.good_requests,
+                    g.judged_requests,
+                    g.requests_per_s,
+                    g.output_tokens_per_s,
+                    format::value(Some(g.useful_work), crate::metric::Unit::Ratio)
+                );
+            }
+        }
+        o.push_str("</tbody></table></div></section>");
+    }
+}
+
+fn warnings(o: &mut String, r: &RunResult) {
+    if !r.warnings.is_empty() {
+        o.push_str(r#"<section><h2>Warnings</h2><ul class="warnings">"#);
+        for w in &r.warnings {
+            let _ = write!(o, "<li>{}</li>", html(w));
+        }
+        o.push_str("</ul></section>");
+    }
+}
+
+/// The same run under the names and formulas of vLLM's `bench serve`.
+fn vllm_view(o: &mut String, r: &RunResult) {
+    let v = &r.compat.vllm;
+    let _ = write!(
+        o,
+        r#"<section><h2>vLLM view</h2><p class="note">The same run under the names and formulas of vLLM's <code>bench serve</code>.</p><div class="scroll"><table><thead><tr><th>metric (ms)</th><th>mean</th><th>median</th><th>std</th><th>p99</th></tr></thead><tbody>"#
+    );
+    for (name, vals) in [
+        ("TTFT", [v.mean_ttft_ms, v.median_ttft_ms, v.std_ttft_ms, v.p99_ttft_ms]),
+        ("TPOT", [v.mean_tpot_ms, v.median_tpot_ms, v.std_tpot_ms, v.p99_tpot_ms]),
+        ("ITL", [v.mean_itl_ms, v.median_itl_ms, v.std_itl_ms, v.p99_itl_ms]),
+        ("E2EL", [v.mean_e2el_ms, v.median_e2el_ms, v.std_e2el_ms, v.p99_e2el_ms]),
+    ] {
+        let _ = write!(o, "<tr><td>{name}</td>");
+        for x in vals {
+            let _ = write!(o, "<td>{}</td>", format::ms(x));
+        }
+        o.push_str("</tr>");
+    }
+    let _ = write!(
+        o,
+        "</tbody></table></div><p class=\"note\">{} completed · {:.3} req/s · {:.1} output tok/s · {:.1} total tok/s</p></section>",
+        v.completed, v.request_throughput, v.output_throughput, v.total_token_throughput
+    );
+}
+
+/// What the numbers suggest, right under the verdicts: the first thing to
+/// read after whether the SLO held.
+fn diagnosis(o: &mut String, r: &RunResult) {
+    if r.diagnosis.is_empty() {
+        return;
+    }
+    o.push_str(r#"<section class="diagnosis"><h2>Diagnosis</h2><ul>"#);
+    // Each message names its kind in its own first words.
+    for d in &r.diagnosis {
+        let _ = write!(o, "<li>{}</li>", html(&d.message));
+    }
+    o.push_str("</ul></section>");
+}
+
+/// Multi-turn sessions: what finished, what one took, and each turn as
+/// its conversation grew.
+fn sessions(o: &mut String, r: &RunResult) {
+    let Some(ss) = &r.summary.sessions else { return };
+    let secs = format::seconds_of_ms;
+    let _ = write!(
+        o,
+        r#"<section><h2>Sessions</h2><p>{} started · {} completed · {} failed · {} cut short · {:.3} completed per second · {} turns on average · {} p50 and {} max from a session's first question to its last answer</p>"#,
+        ss.started,
+        ss.completed,
+        ss.failed,
+        ss.cut,
+        ss.per_s,
+        ss.turns.mean.map(|m| format!("{m:.1}")).unwrap_or("-".into()),
+        secs(ss.duration_ms.p(50.0)),
+        secs(ss.duration_ms.max),
+    );
+    let cached = ss.by_turn.iter().any(|t| t.cached_tokens_mean.is_some());
+    o.push_str(r#"<div class="scroll"><table><thead><tr><th>turn</th><th>requests</th><th>input tokens (mean)</th>"#);
+    if cached {
+        o.push_str("<th>served from prefix cache (mean)</th>");
+    }
+    o.push_str("<th>TTFT p50 (ms)</th><th>TTFT max (ms)</th></tr></thead><tbody>");
+    for t in &ss.by_turn {
+        let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{:.0}</td>", t.turn, t.requests, t.input_tokens_mean);
+        if cached {
+            let _ = write!(o, "<td>{}</td>", t.cached_tokens_mean.map(|c| format!("{c:.0}")).unwrap_or("-".into()));
+        }
+        let _ = write!(o, "<td>{}</td><td>{}</td></tr>", format::ms(t.ttft_ms.p(50.0)), format::ms(t.ttft_ms.max));
+    }
+    o.push_str("</tbody></table></div>");
+    charts(o, &session_charts(ss));
+    o.push_str("</section>");
+}
+
+/// A run spread over several models: a row per model.
+fn by_model(o: &mut String, r: &RunResult) {
+    let rows = &r.summary.by_model;
+    if rows.is_empty() {
+        return;
+    }
+    let ps: Vec<f64> = r.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
+    let (header, cells) = format::by_model_table(rows, &ps);
+    o.push_str(r#"<section><h2>By model</h2><div class="scroll"><table><thead><tr>"#);
+    for h in &header {
+        let _ = write!(o, "<th>{}</th>", html(h));
+    }
+    o.push_str("</tr></thead><tbody>");
+    for row in &cells {
+        o.push_str("<tr>");
+        for c in row {
+            let _ = write!(o, "<td>{}</td>", html(c));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table></div></section>");
+}
+
+/// TTFT and the prompt, turn by turn: what a growing conversation costs,
+/// and how much of it the prefix cache served.
+fn session_charts(ss: &goodput_core::session::SessionSummary) -> Vec<Chart> {
+    let by = |f: &dyn Fn(&goodput_core::session::TurnStats) -> Option<f64>| -> Vec<(f64, f64)> {
+        ss.by_turn.iter().filter_map(|t| Some((t.turn as f64, f(t)?))).collect()
+    };
+    let mut ttft = vec![Series::new("TTFT p50", Style::LineDots, 0, by(&|t| t.ttft_ms.p(50.0)))];
+    let tail = ss.by_turn.first().and_then(|t| t.ttft_ms.percentiles.last()).map(|(p, _)| *p).filter(|p| *p > 50.0);
+    if let Some(p) = tail {
+        ttft.push(Series::new(format!("TTFT p{p}"), Style::LineDots, 1, by(&|t| t.ttft_ms.p(p))));
+    }
+    let mut prompt = vec![Series::new("input tokens (mean)", Style::LineDots, 2, by(&|t| Some(t.input_tokens_mean)))];
+    let cached = by(&|t| t.cached_tokens_mean);
+    if !cached.is_empty() {
+        prompt.push(Series::new("served from the prefix cache (mean)", Style::LineDots, 3, cached));
+    }
+    vec![
+        Chart {
+            id: "session-ttft".into(),
+            title: "TTFT by turn".into(),
+            x_label: "turn of the session".into(),
+            y_label: "TTFT (ms)".into(),
+            series: ttft,
+            ..Default::default()
+        },
+        Chart {
+            id: "session-prompt".into(),
+            title: "The prompt by turn".into(),
+            x_label: "turn of the session".into(),
+            y_label: "tokens".into(),
+            series: prompt,
+            note: Some("Each turn's prompt holds the conversation before it.".into()),
+            ..Default::default()
+        },
+    ]
+}
+
+fn failures(o: &mut String, r: &RunResult) {
+    let q = &r.summary.requests;
+    o.push_str(r#"<section><h2>Failures</h2>"#);
+    if q.errors_by_kind.is_empty() {
+        o.push_str(r#"<p class="note">No request failed.</p></section>"#);
+        return;
+    }
+    o.push_str(r#"<div class="scroll"><table><thead><tr><th>kind</th><th>requests</th></tr></thead><tbody>"#);
+    for (k, n) in &q.errors_by_kind {
+        let _ = write!(o, "<tr><td>{}</td><td>{n}</td></tr>", html(k));
+    }
+    o.push_str("</tbody></table></div>");
+    let msgs = series::failure_messages(r, 20);
+    if !msgs.is_empty() {
+        o.push_str(r#"<div class="scroll"><table class="messages"><thead><tr><th>kind</th><th>count</th><th>message</th></tr></thead><tbody>"#);
+        for (k, m, n) in msgs {
+            let _ = write!(o, r#"<tr><td>{}</td><td>{n}</td><td class="text mono">{}</td></tr>"#, html(&k), html(&m));
+        }
+        o.push_str("</tbody></table></div>");
+    }
+    o.push_str("</section>");
+}
