@@ -2,83 +2,28 @@
 //! byte-level reading is the pure [`ResponseReader`]; `Client::execute` adds
 //! the socket, the clock and the timeout.
 
-use crate::error::{ClientError, HeaderError};
+mod failure;
+mod headers;
+mod settings;
+
+pub use failure::error_chain;
+pub use headers::{check_header, key_header_overridden, normalize_base, request_headers, secrets_of};
+pub use settings::{Cancellation, ClientConfig, Transport, MAX_BUFFER};
+
+use crate::error::ClientError;
 use crate::http1::{HeadError, Http1, ReadStamp, Stamps};
-use crate::protocol::{build_body_for, error_message, Api, BodyOptions, KeyHeader};
+use crate::protocol::{build_body_for, Api};
 use crate::reader::ResponseReader;
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
+use failure::{connect_or_resource, foreign_content, is_parse_error, read_limited, status_failure, ERROR_BODY_LIMIT};
 use goodput_core::redact::Secrets;
-use goodput_core::{FailureKind, Outcome, RequestRecord, SessionTurn};
+use goodput_core::{FailureKind, Outcome, RequestRecord};
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// Client settings shared by every request of a run.
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
-    /// Server root, e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted).
-    pub base_url: String,
-    pub api_key: Option<String>,
-    pub body: BodyOptions,
-    pub timeout: Duration,
-    pub transport: Transport,
-    /// When chunks are stamped: the kernel's receive time or the read's
-    /// (kernel stamps need Linux and goodput's own HTTP/1.1 client; `Auto`
-    /// takes them where they are to be had).
-    pub stamps: Stamps,
-    /// The header that carries `api_key`.
-    pub key_header: KeyHeader,
-    /// More request headers, sent as given (`--header`).
-    pub headers: Vec<(String, String)>,
-    /// Requests the client gives up on (`--cancel-rate`).
-    pub cancel: Option<Cancellation>,
-    /// The most bytes a server may make the client hold for one response
-    /// at a time: an SSE line or event, an NDJSON line, a whole body
-    /// (`--max-buffer`). Past it the request fails as `invalid_response`.
-    pub max_buffer: usize,
-}
-
-/// The default [`ClientConfig::max_buffer`]: 64 MiB, a thousand times the
-/// largest streamed event of a real answer and room for any whole one.
-pub const MAX_BUFFER: usize = 64 << 20;
-
-/// Requests the client gives up on, as users who close the tab: a share of
-/// them, picked by their number and a seed (so the same requests in every
-/// run), disconnect this long after they were sent unless their response
-/// has ended by then. The server has the whole request before it is
-/// dropped.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Cancellation {
-    /// Share of requests, 0..=1.
-    pub rate: f64,
-    pub after: Duration,
-    pub seed: u64,
-}
-
-impl Cancellation {
-    /// Whether request `id` is one given up on: a hash of the seed and the
-    /// number, uniform on 0..1, under the rate.
-    pub fn picks(&self, id: u64) -> bool {
-        goodput_core::hash::unit(self.seed, id) < self.rate
-    }
-
-    /// Whether request `id` is one given up on: a lone request by its
-    /// number, a turn of a session by its session and turn, which a live
-    /// run and the engine's virtual one agree on (the order turns are sent
-    /// in differs between them).
-    pub fn picks_request(&self, id: u64, session: Option<SessionTurn>) -> bool {
-        match session {
-            None => self.picks(id),
-            Some(s) => self.picks(s.id.rotate_left(24) ^ u64::from(s.turn) ^ TURN_SALT),
-        }
-    }
-}
-
-/// Keeps turns' keys apart from lone requests' numbers.
-const TURN_SALT: u64 = 0x5e55_1011_0000_0000;
 
 /// Sleeps until `at`, or forever when there is none.
 async fn sleep_until_some(at: Option<Instant>) {
@@ -86,17 +31,6 @@ async fn sleep_until_some(at: Option<Instant>) {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
-}
-
-/// Which HTTP stack carries the requests.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Transport {
-    /// goodput's own HTTP/1.1 client for http:// servers reached directly (one task per stream, no hop between tasks per chunk); reqwest for https and through a proxy.
-    #[default]
-    Auto,
-    /// reqwest (hyper) for everything.
-    Reqwest,
 }
 
 /// Sends requests and records them.
@@ -126,80 +60,6 @@ fn behind_proxy() -> bool {
     ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
-}
-
-/// A header goodput may send as given: a token name (RFC 9110) and a value
-/// without line breaks, which would smuggle a header or a request in.
-pub fn check_header(name: &str, value: &str) -> Result<(), HeaderError> {
-    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    let name_of = || name.to_owned();
-    if name.is_empty() || !name.chars().all(token) {
-        return Err(HeaderError::Name { name: name_of() });
-    }
-    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
-        return Err(HeaderError::LineBreak { name: name_of() });
-    }
-    if OWNED_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name)) {
-        return Err(HeaderError::Owned { name: name_of() });
-    }
-    Ok(())
-}
-
-/// Headers the HTTP layer writes for each request: one given as well would
-/// be sent twice or contradict the framing.
-const OWNED_HEADERS: &[&str] = &["Content-Length", "Host", "Transfer-Encoding", "Connection"];
-
-/// The key's header that a `--header` of the same name replaces: the header
-/// given wins, and is the one sent.
-pub fn key_header_overridden(
-    api_key: Option<&str>,
-    key_header: KeyHeader,
-    extra: &[(String, String)],
-) -> Option<&'static str> {
-    let name = key_header.name();
-    (api_key.is_some() && extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))).then_some(name)
-}
-
-/// Every request's headers beyond the body's: the key in `key_header`,
-/// those `api` requires, and `extra` as given (checked).
-pub fn request_headers(
-    api: Api,
-    api_key: Option<&str>,
-    key_header: KeyHeader,
-    extra: &[(String, String)],
-) -> Result<Vec<(String, String)>, HeaderError> {
-    for (name, value) in extra {
-        check_header(name, value)?;
-    }
-    // A header given by name replaces the one the key would make.
-    let mut headers: Vec<(String, String)> = api
-        .auth_headers(api_key, key_header)
-        .into_iter()
-        .filter(|(n, _)| !extra.iter().any(|(e, _)| e.eq_ignore_ascii_case(n)))
-        .map(|(n, v)| (n.to_owned(), v))
-        .collect();
-    headers.extend(extra.iter().cloned());
-    Ok(headers)
-}
-
-/// What a client must never write: its key, the values of its credential
-/// headers, and the credentials of its URL.
-pub fn secrets_of(api_key: Option<&str>, headers: &[(String, String)], url: &str) -> Secrets {
-    let mut s = Secrets::default();
-    if let Some(k) = api_key {
-        s.add(k);
-    }
-    for (name, value) in headers {
-        s.add_header(name, value);
-    }
-    s.add_url(url);
-    s
-}
-
-/// The root URL without a trailing `/` or `/v1`.
-pub fn normalize_base(url: &str) -> String {
-    let u = url.trim_end_matches('/');
-    u.strip_suffix("/v1").unwrap_or(u).to_owned()
 }
 
 impl Client {
@@ -610,123 +470,4 @@ enum BodyRead {
     Whole,
     /// As a stream, chunk by chunk.
     Stream,
-}
-
-/// How much of an error response's body is read for its message.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
-
-/// The failure of a non-2xx response, with the server's message.
-fn status_failure(status: u16, text: &str) -> Outcome {
-    let detail = serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .map(|v| error_message(v.get("error").unwrap_or(&v)))
-        .unwrap_or_else(|| text.to_owned());
-    let detail: String = detail.chars().take(500).collect();
-    // A rate limit is the gateway's or the server's policy, not its failure.
-    let kind = if status == 429 { FailureKind::RateLimited } else { FailureKind::HttpStatus };
-    // "503 Service Unavailable" where the code has a name.
-    let status = reqwest::StatusCode::from_u16(status).map_or_else(|_| status.to_string(), |s| s.to_string());
-    Outcome::Failed { kind, message: format!("HTTP {status}: {detail}") }
-}
-
-/// A 2xx response whose content type is neither an event stream, NDJSON
-/// nor JSON (a proxy's HTML page, say) is not the API's answer.
-fn foreign_content(content_type: Option<&str>) -> Option<Outcome> {
-    let ct = content_type?.to_ascii_lowercase();
-    let ours = ["text/event-stream", "application/json", "application/x-ndjson", "application/jsonl"];
-    if ours.iter().any(|t| ct.starts_with(t)) || ct.starts_with("text/plain") {
-        return None;
-    }
-    Some(Outcome::Failed {
-        kind: FailureKind::InvalidResponse,
-        message: format!("the response is {ct}, not an event stream or JSON: is --url the API, not a page or a proxy?"),
-    })
-}
-
-/// A connect error that is the client's own shortage (open files, memory,
-/// local ports), named as such.
-fn connect_or_resource(message: String) -> Outcome {
-    let m = message.to_ascii_lowercase();
-    let ours = [
-        "too many open files",
-        "os error 24",
-        "os error 23",
-        "cannot allocate memory",
-        "os error 12",
-        // EADDRNOTAVAIL: the client's local ports ran out.
-        "cannot assign requested address",
-        "address not available",
-        "os error 99",
-        "no buffer space",
-        "os error 105",
-    ];
-    let kind = if ours.iter().any(|o| m.contains(o)) { FailureKind::ClientResource } else { FailureKind::Connect };
-    Outcome::Failed { kind, message }
-}
-
-/// hyper could not parse the response head (too large, malformed).
-fn is_parse_error(e: &reqwest::Error) -> bool {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = src {
-        if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            return h.is_parse();
-        }
-        src = err.source();
-    }
-    false
-}
-
-async fn read_limited(resp: &mut reqwest::Response, limit: usize) -> String {
-    let mut buf = Vec::new();
-    while let Ok(Some(b)) = resp.chunk().await {
-        buf.extend_from_slice(&b);
-        if buf.len() >= limit {
-            break;
-        }
-    }
-    String::from_utf8_lossy(&buf).trim().to_owned()
-}
-
-/// An error with its causes, `a: b: c`, as people need to see it.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        let m = c.to_string();
-        if !s.contains(&m) {
-            s.push_str(": ");
-            s.push_str(&m);
-        }
-        src = c.source();
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cancellation_picks_its_share_of_requests_the_same_way_every_time() {
-        let c = |rate, seed| Cancellation { rate, after: Duration::ZERO, seed };
-        let share = |k: Cancellation| (0..20_000).filter(|&i| k.picks(i)).count() as f64 / 20_000.0;
-        for rate in [0.01, 0.1, 0.5, 0.9] {
-            assert!((share(c(rate, 7)) - rate).abs() < 0.01, "{rate}: {}", share(c(rate, 7)));
-        }
-        assert_eq!(share(c(0.0, 7)), 0.0);
-        assert_eq!(share(c(1.0, 7)), 1.0);
-        let picked = |k: Cancellation| (0..200).filter(|&i| k.picks(i)).collect::<Vec<_>>();
-        assert_eq!(picked(c(0.2, 7)), picked(c(0.2, 7)), "the same requests for the same seed");
-        assert_ne!(picked(c(0.2, 7)), picked(c(0.2, 8)), "others for another seed");
-        // A higher rate keeps the requests a lower one picked.
-        assert!(picked(c(0.1, 7)).iter().all(|i| picked(c(0.2, 7)).contains(i)));
-    }
-
-    #[test]
-    fn the_clients_own_shortages_are_not_the_servers() {
-        let kind = |m: &str| connect_or_resource(m.into()).failure_kind();
-        assert_eq!(kind("error connecting: Too many open files (os error 24)"), Some(FailureKind::ClientResource));
-        assert_eq!(kind("Cannot assign requested address (os error 99)"), Some(FailureKind::ClientResource));
-        assert_eq!(kind("Connection refused (os error 111)"), Some(FailureKind::Connect));
-    }
 }

@@ -1,0 +1,109 @@
+//! What a failed exchange was, in the record's terms: a status, a foreign
+//! body, a connection the client could not make, or one it ran out of
+//! resources for.
+
+use crate::protocol::error_message;
+use goodput_core::{FailureKind, Outcome};
+
+/// How much of an error response's body is read for its message.
+pub(super) const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// The failure of a non-2xx response, with the server's message.
+pub(super) fn status_failure(status: u16, text: &str) -> Outcome {
+    let detail = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .map(|v| error_message(v.get("error").unwrap_or(&v)))
+        .unwrap_or_else(|| text.to_owned());
+    let detail: String = detail.chars().take(500).collect();
+    // A rate limit is the gateway's or the server's policy, not its failure.
+    let kind = if status == 429 { FailureKind::RateLimited } else { FailureKind::HttpStatus };
+    // "503 Service Unavailable" where the code has a name.
+    let status = reqwest::StatusCode::from_u16(status).map_or_else(|_| status.to_string(), |s| s.to_string());
+    Outcome::Failed { kind, message: format!("HTTP {status}: {detail}") }
+}
+
+/// A 2xx response whose content type is neither an event stream, NDJSON
+/// nor JSON (a proxy's HTML page, say) is not the API's answer.
+pub(super) fn foreign_content(content_type: Option<&str>) -> Option<Outcome> {
+    let ct = content_type?.to_ascii_lowercase();
+    let ours = ["text/event-stream", "application/json", "application/x-ndjson", "application/jsonl"];
+    if ours.iter().any(|t| ct.starts_with(t)) || ct.starts_with("text/plain") {
+        return None;
+    }
+    Some(Outcome::Failed {
+        kind: FailureKind::InvalidResponse,
+        message: format!("the response is {ct}, not an event stream or JSON: is --url the API, not a page or a proxy?"),
+    })
+}
+
+/// A connect error that is the client's own shortage (open files, memory,
+/// local ports), named as such.
+pub(super) fn connect_or_resource(message: String) -> Outcome {
+    let m = message.to_ascii_lowercase();
+    let ours = [
+        "too many open files",
+        "os error 24",
+        "os error 23",
+        "cannot allocate memory",
+        "os error 12",
+        // EADDRNOTAVAIL: the client's local ports ran out.
+        "cannot assign requested address",
+        "address not available",
+        "os error 99",
+        "no buffer space",
+        "os error 105",
+    ];
+    let kind = if ours.iter().any(|o| m.contains(o)) { FailureKind::ClientResource } else { FailureKind::Connect };
+    Outcome::Failed { kind, message }
+}
+
+/// hyper could not parse the response head (too large, malformed).
+pub(super) fn is_parse_error(e: &reqwest::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = src {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_parse();
+        }
+        src = err.source();
+    }
+    false
+}
+
+pub(super) async fn read_limited(resp: &mut reqwest::Response, limit: usize) -> String {
+    let mut buf = Vec::new();
+    while let Ok(Some(b)) = resp.chunk().await {
+        buf.extend_from_slice(&b);
+        if buf.len() >= limit {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&buf).trim().to_owned()
+}
+
+/// An error with its causes, `a: b: c`, as people need to see it.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clients_own_shortages_are_not_the_servers() {
+        let kind = |m: &str| connect_or_resource(m.into()).failure_kind();
+        assert_eq!(kind("error connecting: Too many open files (os error 24)"), Some(FailureKind::ClientResource));
+        assert_eq!(kind("Cannot assign requested address (os error 99)"), Some(FailureKind::ClientResource));
+        assert_eq!(kind("Connection refused (os error 111)"), Some(FailureKind::Connect));
+    }
+}
