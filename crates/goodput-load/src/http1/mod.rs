@@ -11,7 +11,15 @@
 //! responses framed by `Transfer-Encoding: chunked`, `Content-Length` or the
 //! connection's close, and keep-alive reuse of connections that ended cleanly.
 
+mod chunked;
+mod head;
+mod stamp;
+
+pub use chunked::Chunked;
+pub use head::{Head, HeadError};
+
 use bytes::{Buf, BytesMut};
+use head::{parse_head, Framing, MAX_HEAD};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
@@ -20,8 +28,6 @@ use tokio::io::unix::AsyncFd;
 
 /// Idle connections older than this are not reused (reqwest's default too).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
-/// A response head larger than this is refused.
-const MAX_HEAD: usize = 64 * 1024;
 /// Bytes asked of each read.
 const READ_SIZE: usize = 16 * 1024;
 
@@ -115,102 +121,6 @@ pub struct BodyEnd {
     pub complete: bool,
     /// When the last bytes read came (see [`Conn::fill`]).
     pub at: Duration,
-}
-
-/// Why no response head came back.
-#[derive(Debug)]
-pub enum HeadError {
-    /// The connection closed (or broke) before a single byte of the response:
-    /// the request may be sent again.
-    ClosedBeforeResponse(String),
-    /// Some bytes came but they are not an HTTP/1.x response head.
-    Invalid(String),
-}
-
-/// The parts of a response head the client uses.
-#[derive(Debug, Clone)]
-pub struct Head {
-    pub status: u16,
-    pub server: Option<String>,
-    pub content_type: Option<String>,
-    pub retry_after: Option<String>,
-    framing: Framing,
-    keep_alive: bool,
-}
-
-/// How the body ends.
-#[derive(Debug, Clone)]
-enum Framing {
-    Chunked(Chunked),
-    Length(u64),
-    Close,
-}
-
-/// The incremental decoder of `Transfer-Encoding: chunked`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chunked {
-    Size,
-    Data(u64),
-    DataEnd,
-    Trailer,
-    Done,
-}
-
-impl Chunked {
-    /// Decodes what it can of `input`, handing each piece of payload to `out`;
-    /// returns the bytes consumed (an incomplete size or trailer line is left).
-    pub fn decode(&mut self, input: &[u8], out: &mut impl FnMut(&[u8])) -> Result<usize, String> {
-        let mut i = 0;
-        loop {
-            let rest = &input[i..];
-            match *self {
-                Chunked::Done => return Ok(i),
-                Chunked::Size | Chunked::Trailer => {
-                    let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
-                        if rest.len() > 4096 {
-                            return Err("a chunk-size line of the response is longer than 4 KiB".into());
-                        }
-                        return Ok(i);
-                    };
-                    let line = rest[..nl].strip_suffix(b"\r").unwrap_or(&rest[..nl]);
-                    i += nl + 1;
-                    if *self == Chunked::Trailer {
-                        if line.is_empty() {
-                            *self = Chunked::Done;
-                        }
-                        continue;
-                    }
-                    let size = line.split(|&b| b == b';').next().unwrap_or_default();
-                    let size = std::str::from_utf8(size).ok().map(str::trim).unwrap_or("");
-                    let n = u64::from_str_radix(size, 16).map_err(|_| {
-                        format!("invalid chunk size '{}' in the response", String::from_utf8_lossy(line))
-                    })?;
-                    *self = if n == 0 { Chunked::Trailer } else { Chunked::Data(n) };
-                }
-                Chunked::Data(left) => {
-                    if rest.is_empty() {
-                        return Ok(i);
-                    }
-                    let take = (left as usize).min(rest.len());
-                    out(&rest[..take]);
-                    i += take;
-                    *self = if take as u64 == left { Chunked::DataEnd } else { Chunked::Data(left - take as u64) };
-                }
-                Chunked::DataEnd => match rest {
-                    [] | [b'\r'] => return Ok(i),
-                    [b'\r', b'\n', ..] => {
-                        i += 2;
-                        *self = Chunked::Size;
-                    }
-                    [b'\n', ..] => {
-                        i += 1;
-                        *self = Chunked::Size;
-                    }
-                    _ => return Err("a chunk of the response does not end with CRLF".into()),
-                },
-            }
-        }
-    }
 }
 
 impl Http1 {
@@ -567,141 +477,6 @@ fn recv(
         return Err(std::io::Error::last_os_error());
     }
     Ok((n as usize, stamp::of(&msg)))
-}
-
-/// Kernel receive timestamps (`SO_TIMESTAMPNS`, Linux): each read comes with
-/// the time the kernel queued its last segment on the socket, so the
-/// client's own scheduling delay between arrival and read stays out of the
-/// measured times. On loopback that is the moment the server's write
-/// delivered the bytes.
-mod stamp {
-    use std::time::{Duration, SystemTime};
-
-    /// An age beyond this means the wall clock was stepped: no lag is taken
-    /// from it, and the read time is kept.
-    const MAX_AGE: Duration = Duration::from_secs(1);
-
-    #[cfg(target_os = "linux")]
-    pub fn enable(sock: &tokio::net::TcpStream) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let on: libc::c_int = 1;
-        // SAFETY: a valid socket descriptor and an int option of the right size.
-        let r = unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    }
-
-    /// The timestamp among the control messages of a `recvmsg`.
-    #[cfg(target_os = "linux")]
-    pub fn of(msg: &libc::msghdr) -> Option<SystemTime> {
-        let mut stamp = None;
-        // SAFETY: the CMSG_* walk stays inside msg_controllen as the kernel set it.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                    stamp = Some(SystemTime::UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
-                }
-                c = libc::CMSG_NXTHDR(msg, c);
-            }
-        }
-        stamp
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    pub fn of(_: &libc::msghdr) -> Option<SystemTime> {
-        None
-    }
-
-    /// How long before `wall` (the wall clock's time) the kernel's `stamp` was.
-    pub fn age(stamp: Option<SystemTime>, wall: SystemTime) -> Option<Duration> {
-        stamp.and_then(|k| wall.duration_since(k).ok()).filter(|a| *a < MAX_AGE)
-    }
-}
-
-impl Head {
-    /// The body ended as its framing says.
-    fn body_done(&self) -> bool {
-        matches!(self.framing, Framing::Chunked(Chunked::Done) | Framing::Length(0))
-    }
-
-    /// The connection may carry another request once this body is read.
-    pub fn reusable(&self) -> bool {
-        self.keep_alive && self.body_done()
-    }
-}
-
-/// Parses a complete response head at the start of `buf`: its length and
-/// parts, or `None` when more bytes are needed.
-fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
-    let mut headers = [httparse::EMPTY_HEADER; 96];
-    let mut r = httparse::Response::new(&mut headers);
-    let len = match r.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => {
-            let start: String = String::from_utf8_lossy(&buf[..buf.len().min(60)]).into_owned();
-            return Err(HeadError::Invalid(format!("not an HTTP/1.x response ({e}): {start:?}")));
-        }
-    };
-    let status = r.code.unwrap_or(0);
-    let mut head = Head {
-        status,
-        server: None,
-        content_type: None,
-        retry_after: None,
-        framing: Framing::Close,
-        keep_alive: r.version == Some(1),
-    };
-    let mut chunked = false;
-    let mut length = None;
-    for h in r.headers.iter() {
-        let v = || String::from_utf8_lossy(h.value).trim().to_owned();
-        match h.name.to_ascii_lowercase().as_str() {
-            "server" => head.server = Some(v()),
-            "content-type" => head.content_type = Some(v()),
-            "retry-after" => head.retry_after = Some(v()),
-            "transfer-encoding" => chunked = v().to_ascii_lowercase().split(',').any(|e| e.trim() == "chunked"),
-            "content-length" => {
-                length = Some(
-                    v().parse::<u64>()
-                        .map_err(|_| HeadError::Invalid(format!("invalid Content-Length '{}' in the response", v())))?,
-                )
-            }
-            "connection" => {
-                let c = v().to_ascii_lowercase();
-                if c.split(',').any(|t| t.trim() == "close") {
-                    head.keep_alive = false;
-                } else if c.split(',').any(|t| t.trim() == "keep-alive") {
-                    head.keep_alive = true;
-                }
-            }
-            _ => {}
-        }
-    }
-    head.framing = if matches!(status, 204 | 304) {
-        Framing::Length(0)
-    } else if chunked {
-        Framing::Chunked(Chunked::Size)
-    } else if let Some(n) = length {
-        Framing::Length(n)
-    } else {
-        head.keep_alive = false;
-        Framing::Close
-    };
-    Ok(Some((len, head)))
 }
 
 #[cfg(test)]

@@ -1,0 +1,68 @@
+//! `Transfer-Encoding: chunked`, decoded as the bytes come, split anywhere.
+
+/// The incremental decoder of `Transfer-Encoding: chunked`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunked {
+    Size,
+    Data(u64),
+    DataEnd,
+    Trailer,
+    Done,
+}
+
+impl Chunked {
+    /// Decodes what it can of `input`, handing each piece of payload to `out`;
+    /// returns the bytes consumed (an incomplete size or trailer line is left).
+    pub fn decode(&mut self, input: &[u8], out: &mut impl FnMut(&[u8])) -> Result<usize, String> {
+        let mut i = 0;
+        loop {
+            let rest = &input[i..];
+            match *self {
+                Chunked::Done => return Ok(i),
+                Chunked::Size | Chunked::Trailer => {
+                    let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+                        if rest.len() > 4096 {
+                            return Err("a chunk-size line of the response is longer than 4 KiB".into());
+                        }
+                        return Ok(i);
+                    };
+                    let line = rest[..nl].strip_suffix(b"\r").unwrap_or(&rest[..nl]);
+                    i += nl + 1;
+                    if *self == Chunked::Trailer {
+                        if line.is_empty() {
+                            *self = Chunked::Done;
+                        }
+                        continue;
+                    }
+                    let size = line.split(|&b| b == b';').next().unwrap_or_default();
+                    let size = std::str::from_utf8(size).ok().map(str::trim).unwrap_or("");
+                    let n = u64::from_str_radix(size, 16).map_err(|_| {
+                        format!("invalid chunk size '{}' in the response", String::from_utf8_lossy(line))
+                    })?;
+                    *self = if n == 0 { Chunked::Trailer } else { Chunked::Data(n) };
+                }
+                Chunked::Data(left) => {
+                    if rest.is_empty() {
+                        return Ok(i);
+                    }
+                    let take = (left as usize).min(rest.len());
+                    out(&rest[..take]);
+                    i += take;
+                    *self = if take as u64 == left { Chunked::DataEnd } else { Chunked::Data(left - take as u64) };
+                }
+                Chunked::DataEnd => match rest {
+                    [] | [b'\r'] => return Ok(i),
+                    [b'\r', b'\n', ..] => {
+                        i += 2;
+                        *self = Chunked::Size;
+                    }
+                    [b'\n', ..] => {
+                        i += 1;
+                        *self = Chunked::Size;
+                    }
+                    _ => return Err("a chunk of the response does not end with CRLF".into()),
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! A response head: parsed from the first bytes, and what it says of the
+//! body's framing and the connection.
+
+use super::chunked::Chunked;
+
+/// A response head larger than this is refused.
+pub(super) const MAX_HEAD: usize = 64 * 1024;
+
+/// Why no response head came back.
+#[derive(Debug)]
+pub enum HeadError {
+    /// The connection closed (or broke) before a single byte of the response:
+    /// the request may be sent again.
+    ClosedBeforeResponse(String),
+    /// Some bytes came but they are not an HTTP/1.x response head.
+    Invalid(String),
+}
+
+/// The parts of a response head the client uses.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub status: u16,
+    pub server: Option<String>,
+    pub content_type: Option<String>,
+    pub retry_after: Option<String>,
+    pub(super) framing: Framing,
+    pub(super) keep_alive: bool,
+}
+
+/// How the body ends.
+#[derive(Debug, Clone)]
+pub(super) enum Framing {
+    Chunked(Chunked),
+    Length(u64),
+    Close,
+}
+
+impl Head {
+    /// The body ended as its framing says.
+    pub(super) fn body_done(&self) -> bool {
+        matches!(self.framing, Framing::Chunked(Chunked::Done) | Framing::Length(0))
+    }
+
+    /// The connection may carry another request once this body is read.
+    pub fn reusable(&self) -> bool {
+        self.keep_alive && self.body_done()
+    }
+}
+
+/// Parses a complete response head at the start of `buf`: its length and
+/// parts, or `None` when more bytes are needed.
+pub(super) fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
+    let mut headers = [httparse::EMPTY_HEADER; 96];
+    let mut r = httparse::Response::new(&mut headers);
+    let len = match r.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => {
+            let start: String = String::from_utf8_lossy(&buf[..buf.len().min(60)]).into_owned();
+            return Err(HeadError::Invalid(format!("not an HTTP/1.x response ({e}): {start:?}")));
+        }
+    };
+    let status = r.code.unwrap_or(0);
+    let mut head = Head {
+        status,
+        server: None,
+        content_type: None,
+        retry_after: None,
+        framing: Framing::Close,
+        keep_alive: r.version == Some(1),
+    };
+    let mut chunked = false;
+    let mut length = None;
+    for h in r.headers.iter() {
+        let v = || String::from_utf8_lossy(h.value).trim().to_owned();
+        match h.name.to_ascii_lowercase().as_str() {
+            "server" => head.server = Some(v()),
+            "content-type" => head.content_type = Some(v()),
+            "retry-after" => head.retry_after = Some(v()),
+            "transfer-encoding" => chunked = v().to_ascii_lowercase().split(',').any(|e| e.trim() == "chunked"),
+            "content-length" => {
+                length = Some(
+                    v().parse::<u64>()
+                        .map_err(|_| HeadError::Invalid(format!("invalid Content-Length '{}' in the response", v())))?,
+                )
+            }
+            "connection" => {
+                let c = v().to_ascii_lowercase();
+                if c.split(',').any(|t| t.trim() == "close") {
+                    head.keep_alive = false;
+                } else if c.split(',').any(|t| t.trim() == "keep-alive") {
+                    head.keep_alive = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    head.framing = if matches!(status, 204 | 304) {
+        Framing::Length(0)
+    } else if chunked {
+        Framing::Chunked(Chunked::Size)
+    } else if let Some(n) = length {
+        Framing::Length(n)
+    } else {
+        head.keep_alive = false;
+        Framing::Close
+    };
+    Ok(Some((len, head)))
+}
