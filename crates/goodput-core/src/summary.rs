@@ -249,7 +249,6 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
 
     let (t1, t2) = window_of(&measured);
     let dur = t2.saturating_sub(t1).as_secs_f64();
-    let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
 
     let dist = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
         let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
@@ -260,63 +259,9 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         Distribution::from_samples(&mut v, ps)
     };
 
-    let mut counts = RequestCounts {
-        sent: measured.len() as u64,
-        warmup: (records.len() - measured.len()) as u64,
-        ..Default::default()
-    };
-    for r in &measured {
-        match &r.outcome {
-            Outcome::Success => counts.completed += 1,
-            Outcome::Failed { kind, .. } => {
-                counts.failed += 1;
-                *counts.errors_by_kind.entry(kind.to_string()).or_default() += 1;
-            }
-            Outcome::Cancelled => counts.cancelled += 1,
-        }
-        counts.abandoned += u64::from(r.abandoned);
-        counts.retried += u64::from(r.retries);
-    }
-
-    let mut tokens = TokenTotals {
-        input: ok.iter().map(|r| r.input_tokens).sum(),
-        output: ok.iter().map(|r| r.output_tokens).sum(),
-        output_all: measured.iter().map(|r| r.output_tokens).sum(),
-        ..Default::default()
-    };
-    for r in &ok {
-        *tokens.output_sources.entry(r.output_tokens_source.to_string()).or_default() += 1;
-        *tokens.input_sources.entry(r.input_tokens_source.to_string()).or_default() += 1;
-        if r.counts.requested_completion.is_some_and(|asked| asked != r.output_tokens) {
-            tokens.length_mismatches += 1;
-        }
-    }
-    tokens.prompt_extra =
-        PromptExtra::of(ok.iter().filter_map(|r| Some((r.counts.usage_prompt?, r.counts.intended_prompt?))));
-    for r in &ok {
-        *tokens.chunk_sources.entry(r.chunk_tokens_source.to_string()).or_default() += 1;
-    }
-    let both = || measured.iter().filter_map(|r| Some((r.counts.usage_completion?, r.counts.tokenizer_completion?)));
-    tokens.usage_tokenizer_disagreements = both().filter(|(a, b)| a != b).count() as u64;
-    tokens.tokenizer_mismatches = both().filter(|&(a, b)| !crate::tokenizer_fits(a, b)).count() as u64;
-
-    let throughput = Throughput {
-        requests_per_s: per_s(counts.completed as f64),
-        input_tokens_per_s: per_s(tokens.input as f64),
-        output_tokens_per_s: per_s(tokens.output as f64),
-        total_tokens_per_s: per_s((tokens.input + tokens.output) as f64),
-        peak_output_tokens_per_s: peak_rate(&ok, t1, t2),
-    };
-
-    let finished: Vec<&RequestRecord> =
-        measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
-    let adjusted = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
-        let mut v: Vec<f64> = finished
-            .iter()
-            .map(|r| if r.outcome.is_success() { f(r).map(ms).unwrap_or(f64::INFINITY) } else { f64::INFINITY })
-            .collect();
-        Distribution::from_samples(&mut v, ps)
-    };
+    let counts = request_counts(records, &measured);
+    let tokens = token_totals(&measured, &ok);
+    let throughput = throughput(&counts, &tokens, &ok, t1, t2, dur);
 
     let summary = Summary {
         ttft_ms: dist(&|r| r.ttft()),
@@ -340,7 +285,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         throughput,
         in_flight: in_flight(records, t1, t2),
         tokens,
-        error_adjusted: ErrorAdjusted { ttft_ms: adjusted(&|r| r.ttft()), e2e_ms: adjusted(&|r| r.e2e()) },
+        error_adjusted: error_adjusted(&measured, ps),
         goodput: None,
         ratings: Ratings::default(),
         sessions: crate::session::summarize(&measured, ps, dur),
@@ -353,16 +298,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         summary.goodput = Some(g);
         report
     });
-    let cost = opts.cost.map(|c| {
-        let th = &summary.throughput;
-        c.report(
-            th.output_tokens_per_s,
-            th.total_tokens_per_s,
-            th.requests_per_s,
-            summary.goodput.as_ref().map(|g| g.output_tokens_per_s),
-            summary.sessions.as_ref().map(|s| s.per_s),
-        )
-    });
+    let cost = opts.cost.map(|c| cost_report(c, &summary));
 
     let vllm = vllm_compat(&ok, &summary, ps, dur);
     let warnings = warnings(&summary);
@@ -374,6 +310,100 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         cost,
         warnings,
     }
+}
+
+/// How the measured requests ended.
+fn request_counts(records: &[RequestRecord], measured: &[&RequestRecord]) -> RequestCounts {
+    let mut counts = RequestCounts {
+        sent: measured.len() as u64,
+        warmup: (records.len() - measured.len()) as u64,
+        ..Default::default()
+    };
+    for r in measured {
+        match &r.outcome {
+            Outcome::Success => counts.completed += 1,
+            Outcome::Failed { kind, .. } => {
+                counts.failed += 1;
+                *counts.errors_by_kind.entry(kind.to_string()).or_default() += 1;
+            }
+            Outcome::Cancelled => counts.cancelled += 1,
+        }
+        counts.abandoned += u64::from(r.abandoned);
+        counts.retried += u64::from(r.retries);
+    }
+    counts
+}
+
+/// Token totals over the successful requests, and where their counts came from.
+fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> TokenTotals {
+    let mut tokens = TokenTotals {
+        input: ok.iter().map(|r| r.input_tokens).sum(),
+        output: ok.iter().map(|r| r.output_tokens).sum(),
+        output_all: measured.iter().map(|r| r.output_tokens).sum(),
+        ..Default::default()
+    };
+    for r in ok {
+        *tokens.output_sources.entry(r.output_tokens_source.to_string()).or_default() += 1;
+        *tokens.input_sources.entry(r.input_tokens_source.to_string()).or_default() += 1;
+        if r.counts.requested_completion.is_some_and(|asked| asked != r.output_tokens) {
+            tokens.length_mismatches += 1;
+        }
+    }
+    tokens.prompt_extra =
+        PromptExtra::of(ok.iter().filter_map(|r| Some((r.counts.usage_prompt?, r.counts.intended_prompt?))));
+    for r in ok {
+        *tokens.chunk_sources.entry(r.chunk_tokens_source.to_string()).or_default() += 1;
+    }
+    let both = || measured.iter().filter_map(|r| Some((r.counts.usage_completion?, r.counts.tokenizer_completion?)));
+    tokens.usage_tokenizer_disagreements = both().filter(|(a, b)| a != b).count() as u64;
+    tokens.tokenizer_mismatches = both().filter(|&(a, b)| !crate::tokenizer_fits(a, b)).count() as u64;
+    tokens
+}
+
+/// Rates over the window `[t1, t2]`, `dur` seconds long.
+fn throughput(
+    counts: &RequestCounts,
+    tokens: &TokenTotals,
+    ok: &[&RequestRecord],
+    t1: Duration,
+    t2: Duration,
+    dur: f64,
+) -> Throughput {
+    let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
+    Throughput {
+        requests_per_s: per_s(counts.completed as f64),
+        input_tokens_per_s: per_s(tokens.input as f64),
+        output_tokens_per_s: per_s(tokens.output as f64),
+        total_tokens_per_s: per_s((tokens.input + tokens.output) as f64),
+        peak_output_tokens_per_s: peak_rate(ok, t1, t2),
+    }
+}
+
+/// TTFT and e2e with every failed request counted as infinitely slow
+/// (cancelled ones left out).
+fn error_adjusted(measured: &[&RequestRecord], ps: &[f64]) -> ErrorAdjusted {
+    let finished: Vec<&RequestRecord> =
+        measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
+    let adjusted = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+        let mut v: Vec<f64> = finished
+            .iter()
+            .map(|r| if r.outcome.is_success() { f(r).map(ms).unwrap_or(f64::INFINITY) } else { f64::INFINITY })
+            .collect();
+        Distribution::from_samples(&mut v, ps)
+    };
+    ErrorAdjusted { ttft_ms: adjusted(&|r| r.ttft()), e2e_ms: adjusted(&|r| r.e2e()) }
+}
+
+/// The cost report for the run's throughput (and goodput, sessions).
+fn cost_report(c: CostConfig, summary: &Summary) -> CostReport {
+    let th = &summary.throughput;
+    c.report(
+        th.output_tokens_per_s,
+        th.total_tokens_per_s,
+        th.requests_per_s,
+        summary.goodput.as_ref().map(|g| g.output_tokens_per_s),
+        summary.sessions.as_ref().map(|s| s.per_s),
+    )
 }
 
 /// [T1, T2]: from the first measured request's send to the last one's end.

@@ -229,9 +229,52 @@ pub async fn run_at<B: Backend>(
     origin: Instant,
 ) -> Result<RunOutput, String> {
     plan.validate()?;
-    let mut schedule = plan.send_times()?;
-    // A closed loop's users join one by one over the ramp-up; with a rate the
-    // rate ramps and the cap stands from the start.
+    let schedule = plan.send_times()?;
+    let (cap, ramp) = user_slots(plan, origin);
+    // The bounds count from the end of a timed warm-up.
+    let end_of_sending = plan.duration.map(|d| origin + plan.warmup_time + d);
+    let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
+    if plan.sessions.is_some() {
+        check_sessions(plan, &workload)?;
+    }
+    let sender = Sender {
+        plan,
+        backend,
+        workload,
+        control: &control,
+        stop: control.stop.clone(),
+        origin,
+        cap,
+        end_of_sending,
+        // Requests of sessions are numbered as they are sent.
+        next_id: Arc::new(AtomicU64::new(0)),
+    };
+    let sending = sender.send_all(schedule, tx);
+
+    let mut records = Vec::new();
+    let collector = async {
+        while let Some(r) = rx.recv().await {
+            sink.record(&r);
+            records.push(r);
+        }
+    };
+    tokio::select! {
+        _ = async { tokio::join!(sending, collector) } => {}
+        _ = watchdog(&control, plan.grace) => unreachable!("the watchdog never completes"),
+    }
+    // A run that ended within its ramp-up leaves no users still to join.
+    if let Some(r) = ramp {
+        r.abort();
+    }
+    records.sort_by_key(|r| r.end);
+    Ok(RunOutput { records, interrupted: control.stop.is_cancelled(), origin })
+}
+
+/// The cap on requests in flight (a closed loop's users), and the task that
+/// lets them join over the ramp-up. A closed loop's users join one by one
+/// over the ramp-up; with a rate the rate ramps and the cap stands from the
+/// start.
+fn user_slots(plan: &LoadPlan, origin: Instant) -> (Option<Arc<Semaphore>>, Option<tokio::task::JoinHandle<()>>) {
     let ramp_users = plan.rate.is_none() && plan.trace.is_none() && !plan.ramp_up.is_zero();
     let cap = plan.concurrency.map(|c| Arc::new(Semaphore::new(if ramp_users { 0 } else { c })));
     let ramp = match (&cap, plan.concurrency, ramp_users) {
@@ -246,124 +289,147 @@ pub async fn run_at<B: Backend>(
         }
         _ => None,
     };
-    // The bounds count from the end of a timed warm-up.
-    let end_of_sending = plan.duration.map(|d| origin + plan.warmup_time + d);
-    let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
-    let stop = control.stop.clone();
+    (cap, ramp)
+}
+
+/// Fails before the run rather than in every session: the workload cannot
+/// ask questions, or cannot say how many.
+fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), String> {
     if let Some(s) = &plan.sessions {
-        // Fails here rather than in every session: the workload cannot ask
-        // questions, or cannot say how many.
         workload.check_sessions()?;
         workload.question(0, 0)?;
         s.shape(plan.seed, 0, workload.conversation_turns(0))?;
     }
-    // Requests of sessions are numbered as they are sent.
-    let next_id = Arc::new(AtomicU64::new(0));
+    Ok(())
+}
 
-    let sender = async {
+/// After a stop, in-flight requests get `grace` before they are cancelled.
+async fn watchdog(control: &Control, grace: Duration) {
+    control.stop.cancelled().await;
+    tokio::time::sleep(grace).await;
+    control.abort.cancel();
+    std::future::pending::<()>().await
+}
+
+/// The sending side of a run: waits for each request's time and user slot,
+/// then sends it (or starts its session) on a task of its own.
+struct Sender<'a, B> {
+    plan: &'a LoadPlan,
+    backend: Arc<B>,
+    workload: Arc<Workload>,
+    control: &'a Control,
+    stop: CancellationToken,
+    origin: Instant,
+    cap: Option<Arc<Semaphore>>,
+    end_of_sending: Option<Instant>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl<B: Backend> Sender<'_, B> {
+    /// Sends until the plan's count, duration, schedule or a stop ends it.
+    async fn send_all(&self, mut schedule: Option<SendTimes>, tx: mpsc::UnboundedSender<RequestRecord>) {
         let mut i: u64 = 0;
         // Warm-up requests sent so far: the measured ones are the rest. A
         // request due after the timed warm-up is measured, and so is every
         // later one (due times only grow), so the count is final once one is.
         let mut warm: u64 = 0;
-        let sleep_until_end = || async {
-            match end_of_sending {
-                Some(t) => tokio::time::sleep_until(t).await,
-                None => std::future::pending().await,
-            }
-        };
         loop {
-            if plan.requests.is_some_and(|n| i - warm >= n) {
+            if self.plan.requests.is_some_and(|n| i - warm >= n) {
                 break;
             }
-            let mut scheduled = None;
-            if let Some(s) = schedule.as_mut() {
-                // A trace ends; a rate's schedule does not.
-                let Some(at) = s.next() else { break };
-                if plan.duration.is_some_and(|d| at >= plan.warmup_time + d) {
-                    break;
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep_until(origin + at) => {}
-                    _ = stop.cancelled() => break,
-                }
-                scheduled = Some(at);
-            }
-            let permit = match &cap {
-                Some(sem) => tokio::select! {
-                    p = sem.clone().acquire_owned() => Some(p.expect("the semaphore is never closed")),
-                    _ = stop.cancelled() => break,
-                    _ = sleep_until_end() => break,
-                },
-                None => None,
-            };
-            if stop.is_cancelled() || end_of_sending.is_some_and(|t| Instant::now() >= t) {
-                break;
-            }
+            let Some((scheduled, permit)) = self.next_slot(&mut schedule).await else { break };
             // Closed loop: the request was due the moment a user slot freed.
-            let scheduled = scheduled.unwrap_or_else(|| origin.elapsed());
-            let (backend, workload, tx, abort) = (backend.clone(), workload.clone(), tx.clone(), control.abort.clone());
-            let warmup = i < plan.warmup || scheduled < plan.warmup_time;
+            let scheduled = scheduled.unwrap_or_else(|| self.origin.elapsed());
+            let warmup = i < self.plan.warmup || scheduled < self.plan.warmup_time;
             warm += u64::from(warmup);
-            if let Some(sessions) = &plan.sessions {
-                let talk = Session {
-                    id: i,
-                    first: scheduled,
-                    warmup,
-                    sessions: sessions.clone(),
-                    seed: plan.seed,
-                    origin,
-                    end_of_sending,
-                    stop: stop.clone(),
-                    abort,
-                    sent: control.sent.clone(),
-                    next_id: next_id.clone(),
-                };
-                tokio::spawn(talk.hold(backend, workload, tx, permit));
-                i += 1;
-                continue;
-            }
-            let id = i;
-            control.sent.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                let item = workload.item(id);
-                let mut rec = backend.execute(id, item, scheduled, origin, abort).await;
-                rec.warmup = warmup;
-                drop(permit);
-                let _ = tx.send(rec);
-            });
+            self.dispatch(i, scheduled, warmup, permit, &tx);
             i += 1;
         }
         drop(tx);
-    };
+    }
 
-    let mut records = Vec::new();
-    let collector = async {
-        while let Some(r) = rx.recv().await {
-            sink.record(&r);
-            records.push(r);
+    /// Waits for the next request's due time (open loop) and user slot
+    /// (closed loop): its due time, if scheduled, and its slot; `None` when
+    /// sending is over.
+    async fn next_slot(
+        &self,
+        schedule: &mut Option<SendTimes>,
+    ) -> Option<(Option<Duration>, Option<OwnedSemaphorePermit>)> {
+        let (plan, stop) = (self.plan, &self.stop);
+        let mut scheduled = None;
+        if let Some(s) = schedule.as_mut() {
+            // A trace ends; a rate's schedule does not.
+            let at = s.next()?;
+            if plan.duration.is_some_and(|d| at >= plan.warmup_time + d) {
+                return None;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(self.origin + at) => {}
+                _ = stop.cancelled() => return None,
+            }
+            scheduled = Some(at);
         }
-    };
-    let grace = plan.grace;
-    let abort = control.abort.clone();
-    let stop2 = control.stop.clone();
-    // After a stop, in-flight requests get `grace` before they are cancelled.
-    let watchdog = async {
-        stop2.cancelled().await;
-        tokio::time::sleep(grace).await;
-        abort.cancel();
-        std::future::pending::<()>().await
-    };
-    tokio::select! {
-        _ = async { tokio::join!(sender, collector) } => {}
-        _ = watchdog => unreachable!("the watchdog never completes"),
+        let permit = match &self.cap {
+            Some(sem) => tokio::select! {
+                p = sem.clone().acquire_owned() => Some(p.expect("the semaphore is never closed")),
+                _ = stop.cancelled() => return None,
+                _ = self.sleep_until_end() => return None,
+            },
+            None => None,
+        };
+        if stop.is_cancelled() || self.end_of_sending.is_some_and(|t| Instant::now() >= t) {
+            return None;
+        }
+        Some((scheduled, permit))
     }
-    // A run that ended within its ramp-up leaves no users still to join.
-    if let Some(r) = ramp {
-        r.abort();
+
+    async fn sleep_until_end(&self) {
+        match self.end_of_sending {
+            Some(t) => tokio::time::sleep_until(t).await,
+            None => std::future::pending().await,
+        }
     }
-    records.sort_by_key(|r| r.end);
-    Ok(RunOutput { records, interrupted: control.stop.is_cancelled(), origin })
+
+    /// Starts request `i` (or session `i`) on a task of its own, holding
+    /// `permit` until it is done.
+    fn dispatch(
+        &self,
+        i: u64,
+        scheduled: Duration,
+        warmup: bool,
+        permit: Option<OwnedSemaphorePermit>,
+        tx: &mpsc::UnboundedSender<RequestRecord>,
+    ) {
+        let (backend, workload, tx, abort) =
+            (self.backend.clone(), self.workload.clone(), tx.clone(), self.control.abort.clone());
+        let origin = self.origin;
+        if let Some(sessions) = &self.plan.sessions {
+            let talk = Session {
+                id: i,
+                first: scheduled,
+                warmup,
+                sessions: sessions.clone(),
+                seed: self.plan.seed,
+                origin,
+                end_of_sending: self.end_of_sending,
+                stop: self.stop.clone(),
+                abort,
+                sent: self.control.sent.clone(),
+                next_id: self.next_id.clone(),
+            };
+            tokio::spawn(talk.hold(backend, workload, tx, permit));
+            return;
+        }
+        let id = i;
+        self.control.sent.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(async move {
+            let item = workload.item(id);
+            let mut rec = backend.execute(id, item, scheduled, origin, abort).await;
+            rec.warmup = warmup;
+            drop(permit);
+            let _ = tx.send(rec);
+        });
+    }
 }
 
 /// One multi-turn session of a run, and what it needs to hold it.

@@ -352,168 +352,201 @@ pub fn diagnose(
     concurrency_cap: Option<usize>,
 ) -> Vec<Diagnosis> {
     let mut out = Vec::new();
-    let mut push = |kind: DiagnosisKind, message: String| out.push(Diagnosis { kind, message });
-
     if let Some(w) = window {
-        let waiting = w.gauges.get(&GaugeSignal::WaitingRequests);
-        let running = w.gauges.get(&GaugeSignal::RunningRequests);
-        let mut queue_told = false;
-        // A server histogram's mean over the window, exact: its sum over its count.
-        let mean_ms = |s: HistogramSignal| w.histograms.get(&s).and_then(|h| h.mean).map(|m| m * 1e3);
-        if let (Some(wt), Some(rn)) = (waiting, running) {
-            let rising = w.series.gauges.get(&GaugeSignal::WaitingRequests).and_then(|s| thirds(s));
-            let (rmax, rp50) = (rn.max.unwrap_or(0.0), rn.p(50.0).unwrap_or(0.0));
-            let at_cap = rmax > 0.0 && rp50 >= 0.9 * rmax;
-            if wt.mean.unwrap_or(0.0) >= 1.0 && at_cap {
-                let trend = match rising {
-                    Some((a, b)) if b > a + 0.5 => {
-                        format!(" and rising ({a:.1} in the first third, {b:.1} in the last)")
-                    }
-                    _ => String::new(),
-                };
-                // The queue-time histogram says how much of TTFT the waiting
-                // cost: a queue refilled every step and emptied by the next
-                // costs little.
-                let cost = match (mean_ms(HistogramSignal::Queue), mean_ms(HistogramSignal::Ttft)) {
-                    (Some(q), Some(t)) if t > 0.0 && q < 0.05 * t => format!(
-                        ": the server is at its batch limit, yet a request waited only {q:.1} ms in the queue on \
-                         average, {:.1}% of the server's TTFT of {t:.1} ms",
-                        100.0 * q / t
-                    ),
-                    (Some(q), Some(t)) if t > 0.0 => format!(
-                        ": the server is at its batch limit and TTFT includes queueing, {q:.1} ms a request on \
-                         average ({:.0}% of the server's TTFT of {t:.1} ms)",
-                        100.0 * q / t
-                    ),
-                    _ => ": the server is at its batch limit and TTFT includes queueing".into(),
-                };
-                queue_told = true;
-                push(
-                    DiagnosisKind::QueueBuildUp,
-                    format!(
-                        "queue build-up: {:.1} requests waiting on average (peak {:.0}){trend} while running held at \
-                         {rp50:.0} of a peak {rmax:.0}{cost}",
-                        wt.mean.unwrap_or(0.0),
-                        wt.max.unwrap_or(0.0)
-                    ),
-                );
-            }
+        let build_up = queue_build_up(w);
+        // Waits the build-up told are not told again.
+        let queue_told = build_up.is_some();
+        out.extend(build_up);
+        if !queue_told {
+            out.extend(queue_wait(w));
         }
-        // Waits the gauges missed (the running count is not at its peak:
-        // the batch is bounded by tokens or memory, not requests), told from
-        // the queue-time histogram when they are a large part of TTFT.
-        if let (false, Some(q), Some(t)) = (queue_told, mean_ms(HistogramSignal::Queue), mean_ms(HistogramSignal::Ttft))
-        {
-            if q >= 10.0 && t > 0.0 && q >= 0.25 * t {
-                push(
-                    DiagnosisKind::QueueWait,
-                    format!(
-                        "queueing: a request waited {q:.1} ms in the server's queue on average before it was \
-                         scheduled, {:.0}% of the server's TTFT of {t:.1} ms: requests arrive faster than the server \
-                         admits them",
-                        100.0 * q / t
-                    ),
-                );
-            }
-        }
-        let kv = w.gauges.get(&GaugeSignal::KvCacheUsage);
-        let preempt = w.counters.get(&CounterSignal::Preemptions).map(|c| c.delta).unwrap_or(0.0);
-        let kv_max = kv.and_then(|d| d.max).unwrap_or(0.0);
-        if kv_max > 0.9 || preempt > 0.0 {
-            push(
-                DiagnosisKind::KvCachePressure,
-                format!(
-                    "KV-cache pressure: use peaked at {:.0}% (p95 {:.0}%), {preempt:.0} preemptions in the window \
-                     (a preempted request recomputes its prompt and context)",
-                    kv_max * 100.0,
-                    kv.and_then(|d| d.p(95.0)).unwrap_or(0.0) * 100.0
-                ),
-            );
-        }
-        // Only a cache that hit explains anything; unique prompts at 0% say nothing.
-        if let Some(rate) = w.prefix_cache_hit_rate.filter(|&r| r >= 0.01) {
-            let cached: Vec<&RequestRecord> = records
-                .iter()
-                .filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt.is_some_and(|c| c > 0))
-                .collect();
-            let cold: Vec<&RequestRecord> =
-                records.iter().filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt == Some(0)).collect();
-            let p50 = |rs: &[&RequestRecord]| {
-                let mut v: Vec<f64> = rs.iter().filter_map(|r| r.ttft()).map(ms).collect();
-                Distribution::from_samples(&mut v, &[50.0]).p(50.0)
-            };
-            // A comparison needs both groups: a lone cold request (the first
-            // one, on an idle server) against the rest says nothing.
-            let enough = |n: usize| n >= 5 && n * 10 >= cached.len() + cold.len();
-            let effect = match (p50(&cached), p50(&cold)) {
-                (Some(a), Some(b)) if enough(cached.len()) && enough(cold.len()) => format!(
-                    "; requests served partly from cache had TTFT p50 {a:.1} ms against {b:.1} ms for the rest \
-                     ({} vs {} requests)",
-                    cached.len(),
-                    cold.len()
-                ),
-                _ => String::new(),
-            };
-            push(
-                DiagnosisKind::PrefixCache,
-                format!("prefix cache: {:.1}% of prompt tokens hit over the window{effect}", rate * 100.0),
-            );
-        }
+        out.extend(kv_cache_pressure(w));
+        out.extend(prefix_cache(w, records));
     }
 
     // What the measured successful requests alone tell.
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
-    if let Some(message) = prefill_scaling(&ok) {
-        push(DiagnosisKind::PrefillScaling, message);
-    }
-    if let Some(message) = prefill_stalls(&ok) {
-        push(DiagnosisKind::PrefillStalls, message);
-    }
+    let told = |kind: DiagnosisKind| move |message: String| Diagnosis { kind, message };
+    out.extend(prefill_scaling(&ok).map(told(DiagnosisKind::PrefillScaling)));
+    out.extend(prefill_stalls(&ok).map(told(DiagnosisKind::PrefillStalls)));
+    out.extend(tail_degrading(&ok));
+    out.extend(client_bottleneck(summary, window, concurrency_cap));
+    out
+}
 
-    // The tail degrading while the median holds, across the run's halves.
-    if ok.len() >= 40 {
-        let mid = {
-            let mut t: Vec<Duration> = ok.iter().map(|r| r.sent).collect();
-            t.sort();
-            t[t.len() / 2]
-        };
-        let half = |first: bool| {
-            let mut v: Vec<f64> =
-                ok.iter().filter(|r| (r.sent < mid) == first).filter_map(|r| r.ttft()).map(ms).collect();
-            let d = Distribution::from_samples(&mut v, &[50.0, 99.0]);
-            (d.p(50.0), d.p(99.0))
-        };
-        if let ((Some(a50), Some(a99)), (Some(b50), Some(b99))) = (half(true), half(false)) {
-            if a50 > 0.0 && (b50 - a50).abs() / a50 < 0.15 && b99 > 1.5 * a99 {
-                push(
-                    DiagnosisKind::TailDegrading,
-                    format!(
-                        "p99 degrading while p50 holds: TTFT p50 {a50:.1} → {b50:.1} ms but p99 {a99:.1} → {b99:.1} ms \
-                         from the first half of the run to the second: a queue or cache pressure building in bursts"
-                    ),
-                );
-            }
+/// A server histogram's mean over the window in ms, exact: its sum over its count.
+fn mean_ms(w: &WindowSummary, s: HistogramSignal) -> Option<f64> {
+    w.histograms.get(&s).and_then(|h| h.mean).map(|m| m * 1e3)
+}
+
+/// Requests waiting while the running count holds at its peak: the server
+/// at its batch limit.
+fn queue_build_up(w: &WindowSummary) -> Option<Diagnosis> {
+    let wt = w.gauges.get(&GaugeSignal::WaitingRequests)?;
+    let rn = w.gauges.get(&GaugeSignal::RunningRequests)?;
+    let rising = w.series.gauges.get(&GaugeSignal::WaitingRequests).and_then(|s| thirds(s));
+    let (rmax, rp50) = (rn.max.unwrap_or(0.0), rn.p(50.0).unwrap_or(0.0));
+    let at_cap = rmax > 0.0 && rp50 >= 0.9 * rmax;
+    if !(wt.mean.unwrap_or(0.0) >= 1.0 && at_cap) {
+        return None;
+    }
+    let trend = match rising {
+        Some((a, b)) if b > a + 0.5 => {
+            format!(" and rising ({a:.1} in the first third, {b:.1} in the last)")
         }
-    }
+        _ => String::new(),
+    };
+    // The queue-time histogram says how much of TTFT the waiting
+    // cost: a queue refilled every step and emptied by the next
+    // costs little.
+    let cost = match (mean_ms(w, HistogramSignal::Queue), mean_ms(w, HistogramSignal::Ttft)) {
+        (Some(q), Some(t)) if t > 0.0 && q < 0.05 * t => format!(
+            ": the server is at its batch limit, yet a request waited only {q:.1} ms in the queue on \
+             average, {:.1}% of the server's TTFT of {t:.1} ms",
+            100.0 * q / t
+        ),
+        (Some(q), Some(t)) if t > 0.0 => format!(
+            ": the server is at its batch limit and TTFT includes queueing, {q:.1} ms a request on \
+             average ({:.0}% of the server's TTFT of {t:.1} ms)",
+            100.0 * q / t
+        ),
+        _ => ": the server is at its batch limit and TTFT includes queueing".into(),
+    };
+    Some(Diagnosis {
+        kind: DiagnosisKind::QueueBuildUp,
+        message: format!(
+            "queue build-up: {:.1} requests waiting on average (peak {:.0}){trend} while running held at \
+             {rp50:.0} of a peak {rmax:.0}{cost}",
+            wt.mean.unwrap_or(0.0),
+            wt.max.unwrap_or(0.0)
+        ),
+    })
+}
 
-    // The client falling behind its own schedule while the server has room.
+/// Waits the gauges missed (the running count is not at its peak: the batch
+/// is bounded by tokens or memory, not requests), told from the queue-time
+/// histogram when they are a large part of TTFT.
+fn queue_wait(w: &WindowSummary) -> Option<Diagnosis> {
+    let (q, t) = (mean_ms(w, HistogramSignal::Queue)?, mean_ms(w, HistogramSignal::Ttft)?);
+    if !(q >= 10.0 && t > 0.0 && q >= 0.25 * t) {
+        return None;
+    }
+    Some(Diagnosis {
+        kind: DiagnosisKind::QueueWait,
+        message: format!(
+            "queueing: a request waited {q:.1} ms in the server's queue on average before it was \
+             scheduled, {:.0}% of the server's TTFT of {t:.1} ms: requests arrive faster than the server \
+             admits them",
+            100.0 * q / t
+        ),
+    })
+}
+
+/// KV-cache use near full, or preemptions.
+fn kv_cache_pressure(w: &WindowSummary) -> Option<Diagnosis> {
+    let kv = w.gauges.get(&GaugeSignal::KvCacheUsage);
+    let preempt = w.counters.get(&CounterSignal::Preemptions).map(|c| c.delta).unwrap_or(0.0);
+    let kv_max = kv.and_then(|d| d.max).unwrap_or(0.0);
+    if !(kv_max > 0.9 || preempt > 0.0) {
+        return None;
+    }
+    Some(Diagnosis {
+        kind: DiagnosisKind::KvCachePressure,
+        message: format!(
+            "KV-cache pressure: use peaked at {:.0}% (p95 {:.0}%), {preempt:.0} preemptions in the window \
+             (a preempted request recomputes its prompt and context)",
+            kv_max * 100.0,
+            kv.and_then(|d| d.p(95.0)).unwrap_or(0.0) * 100.0
+        ),
+    })
+}
+
+/// The prefix cache's hit rate, and what it did to TTFT when both cached and
+/// cold requests are numerous enough to compare.
+fn prefix_cache(w: &WindowSummary, records: &[RequestRecord]) -> Option<Diagnosis> {
+    // Only a cache that hit explains anything; unique prompts at 0% say nothing.
+    let rate = w.prefix_cache_hit_rate.filter(|&r| r >= 0.01)?;
+    let cached: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt.is_some_and(|c| c > 0))
+        .collect();
+    let cold: Vec<&RequestRecord> =
+        records.iter().filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt == Some(0)).collect();
+    let p50 = |rs: &[&RequestRecord]| {
+        let mut v: Vec<f64> = rs.iter().filter_map(|r| r.ttft()).map(ms).collect();
+        Distribution::from_samples(&mut v, &[50.0]).p(50.0)
+    };
+    // A comparison needs both groups: a lone cold request (the first
+    // one, on an idle server) against the rest says nothing.
+    let enough = |n: usize| n >= 5 && n * 10 >= cached.len() + cold.len();
+    let effect = match (p50(&cached), p50(&cold)) {
+        (Some(a), Some(b)) if enough(cached.len()) && enough(cold.len()) => format!(
+            "; requests served partly from cache had TTFT p50 {a:.1} ms against {b:.1} ms for the rest \
+             ({} vs {} requests)",
+            cached.len(),
+            cold.len()
+        ),
+        _ => String::new(),
+    };
+    Some(Diagnosis {
+        kind: DiagnosisKind::PrefixCache,
+        message: format!("prefix cache: {:.1}% of prompt tokens hit over the window{effect}", rate * 100.0),
+    })
+}
+
+/// The tail degrading while the median holds, across the run's halves.
+fn tail_degrading(ok: &[&RequestRecord]) -> Option<Diagnosis> {
+    if ok.len() < 40 {
+        return None;
+    }
+    let mid = {
+        let mut t: Vec<Duration> = ok.iter().map(|r| r.sent).collect();
+        t.sort();
+        t[t.len() / 2]
+    };
+    let half = |first: bool| {
+        let mut v: Vec<f64> = ok.iter().filter(|r| (r.sent < mid) == first).filter_map(|r| r.ttft()).map(ms).collect();
+        let d = Distribution::from_samples(&mut v, &[50.0, 99.0]);
+        (d.p(50.0), d.p(99.0))
+    };
+    let ((Some(a50), Some(a99)), (Some(b50), Some(b99))) = (half(true), half(false)) else {
+        return None;
+    };
+    if !(a50 > 0.0 && (b50 - a50).abs() / a50 < 0.15 && b99 > 1.5 * a99) {
+        return None;
+    }
+    Some(Diagnosis {
+        kind: DiagnosisKind::TailDegrading,
+        message: format!(
+            "p99 degrading while p50 holds: TTFT p50 {a50:.1} → {b50:.1} ms but p99 {a99:.1} → {b99:.1} ms \
+             from the first half of the run to the second: a queue or cache pressure building in bursts"
+        ),
+    })
+}
+
+/// The client falling behind its own schedule while the server has room.
+fn client_bottleneck(
+    summary: &Summary,
+    window: Option<&WindowSummary>,
+    concurrency_cap: Option<usize>,
+) -> Option<Diagnosis> {
     let cq99 = summary.client_queue_ms.p(99.0).unwrap_or(0.0);
     let server_idle = window
         .and_then(|w| w.gauges.get(&GaugeSignal::WaitingRequests))
         .map(|d| d.mean.unwrap_or(0.0) < 0.5)
         .unwrap_or(true);
     let cap_bound = concurrency_cap.is_some_and(|c| summary.in_flight.peak >= c as u64);
-    if cq99 > 10.0 && server_idle && !cap_bound {
-        push(
-            DiagnosisKind::ClientBottleneck,
-            format!(
-                "client-side lateness: requests left up to {cq99:.1} ms (p99) after their scheduled time while the \
-                 server's queue was empty: the load generator, not the server, is behind (give it more CPU or fewer \
-                 streams per process)"
-            ),
-        );
+    if !(cq99 > 10.0 && server_idle && !cap_bound) {
+        return None;
     }
-    out
+    Some(Diagnosis {
+        kind: DiagnosisKind::ClientBottleneck,
+        message: format!(
+            "client-side lateness: requests left up to {cq99:.1} ms (p99) after their scheduled time while the \
+             server's queue was empty: the load generator, not the server, is behind (give it more CPU or fewer \
+             streams per process)"
+        ),
+    })
 }
 
 #[cfg(test)]

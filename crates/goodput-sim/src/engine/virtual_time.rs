@@ -231,98 +231,190 @@ const FIRST_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
 /// stream); each token is one output chunk at the end of its step.
 pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error> {
     load.check()?;
-    let mut engine = Engine::new(cfg.clone())?;
-    let n = load.requests.len();
-    let frontend = cfg.calibration.frontend_overhead();
-    let arrival = |i: usize| load.arrivals.as_ref().map_or(Duration::ZERO, |a| a[i]);
-    let capped = load.concurrency.is_some();
-    // Slots free from the start, then the times later slots freed (finishes
-    // come in time order, so this queue is sorted).
-    let mut initial_slots = load.concurrency.map_or(n, |c| (c as usize).min(n));
-    // When each first slot opens: all at once, or one by one over the ramp-up.
-    let first_slots = initial_slots;
-    let users = load.concurrency.map_or(n, |c| c as usize).max(1);
-    let opens = |left: usize| load.ramp_up.mul_f64((first_slots - left) as f64 / users as f64);
-    let mut freed: VecDeque<Duration> = VecDeque::new();
-    let mut transit: VecDeque<(Duration, usize)> = VecDeque::new();
-    // Later turns of sessions, by the time they are due.
-    let mut follow: BinaryHeap<Reverse<(Duration, usize)>> = BinaryHeap::new();
-    let mut records: Vec<Option<RequestRecord>> = vec![None; n];
-    let mut next = 0usize;
-    let mut now = Duration::ZERO;
-    let mut out = StepOutcome::default();
-    let mut samples = Vec::new();
-    let mut sample_interval = FIRST_SAMPLE_INTERVAL;
-    let mut next_sample = Duration::ZERO;
-    // When the client gives up on requests still going: (time, request).
-    let mut give_ups: BinaryHeap<Reverse<(Duration, usize)>> = BinaryHeap::new();
-    let send = |i: usize,
-                scheduled: Duration,
-                sent: Duration,
-                records: &mut Vec<Option<RequestRecord>>,
-                give_ups: &mut BinaryHeap<Reverse<(Duration, usize)>>| {
-        let mut record = RequestRecord::new(i as u64, scheduled, sent);
-        record.chunks.reserve_exact(load.requests[i].output_tokens as usize);
-        records[i] = Some(record);
-        if let Some(after) = load.requests[i].give_up_after {
-            give_ups.push(Reverse((sent + after, i)));
-        }
-    };
-    // Keeps `transit` in time order: a later turn may be sent between two
-    // requests already on their way.
-    let reach = |transit: &mut VecDeque<(Duration, usize)>, at: Duration, i: usize| {
-        let pos = transit.partition_point(|&(t, _)| t <= at);
-        transit.insert(pos, (at, i));
-    };
-
+    let mut run = VirtualRun::new(cfg, load)?;
     loop {
         // The client leaves requests it gave up on by now: the engine drops
         // them, and their users are free (a session ends with its turn).
-        give_up(&mut give_ups, now, true, &mut engine, &mut records, &mut transit, &mut freed, capped, load);
+        run.give_up(true);
         // Send every request whose time has come: its arrival, or the moment
         // a slot freed, whichever is later. Later turns of sessions go on
         // their own, after the turn before them.
-        while let Some(&Reverse((due, i))) = follow.peek() {
-            if due > now {
+        run.send_due_turns();
+        run.send_due_requests();
+        run.admit_arrived()?;
+
+        if run.engine.step_into(&mut run.out) {
+            run.now += run.out.duration;
+            // Requests given up on during the step: their tokens of this
+            // step came after the client left.
+            run.give_up(false);
+            run.record_step();
+            run.sample();
+            continue;
+        }
+
+        // Idle: jump to the next request reaching the engine or being sent.
+        match run.next_event() {
+            Some(t) => run.now = run.now.max(t),
+            None => break,
+        }
+    }
+    Ok(run.into_result())
+}
+
+/// The state of one virtual run, between the steps of [`simulate`].
+struct VirtualRun<'a> {
+    cfg: &'a EngineConfig,
+    load: &'a VirtualLoad,
+    engine: Engine,
+    n: usize,
+    frontend: Duration,
+    capped: bool,
+    /// Slots free from the start, then the times later slots freed (finishes
+    /// come in time order, so this queue is sorted).
+    initial_slots: usize,
+    /// When each first slot opens: all at once, or one by one over the ramp-up.
+    first_slots: usize,
+    users: usize,
+    freed: VecDeque<Duration>,
+    transit: VecDeque<(Duration, usize)>,
+    /// Later turns of sessions, by the time they are due.
+    follow: BinaryHeap<Reverse<(Duration, usize)>>,
+    records: Vec<Option<RequestRecord>>,
+    next: usize,
+    now: Duration,
+    out: StepOutcome,
+    samples: Vec<EngineSample>,
+    sample_interval: Duration,
+    next_sample: Duration,
+    /// When the client gives up on requests still going: (time, request).
+    give_ups: BinaryHeap<Reverse<(Duration, usize)>>,
+}
+
+impl<'a> VirtualRun<'a> {
+    fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
+        let engine = Engine::new(cfg.clone())?;
+        let n = load.requests.len();
+        let initial_slots = load.concurrency.map_or(n, |c| (c as usize).min(n));
+        Ok(VirtualRun {
+            cfg,
+            load,
+            engine,
+            n,
+            frontend: cfg.calibration.frontend_overhead(),
+            capped: load.concurrency.is_some(),
+            initial_slots,
+            first_slots: initial_slots,
+            users: load.concurrency.map_or(n, |c| c as usize).max(1),
+            freed: VecDeque::new(),
+            transit: VecDeque::new(),
+            follow: BinaryHeap::new(),
+            records: vec![None; n],
+            next: 0,
+            now: Duration::ZERO,
+            out: StepOutcome::default(),
+            samples: Vec::new(),
+            sample_interval: FIRST_SAMPLE_INTERVAL,
+            next_sample: Duration::ZERO,
+            give_ups: BinaryHeap::new(),
+        })
+    }
+
+    fn arrival(&self, i: usize) -> Duration {
+        self.load.arrivals.as_ref().map_or(Duration::ZERO, |a| a[i])
+    }
+
+    /// When the first slot with `left` still closed opens.
+    fn opens(&self, left: usize) -> Duration {
+        self.load.ramp_up.mul_f64((self.first_slots - left) as f64 / self.users as f64)
+    }
+
+    fn send(&mut self, i: usize, scheduled: Duration, sent: Duration) {
+        let mut record = RequestRecord::new(i as u64, scheduled, sent);
+        record.chunks.reserve_exact(self.load.requests[i].output_tokens as usize);
+        self.records[i] = Some(record);
+        if let Some(after) = self.load.requests[i].give_up_after {
+            self.give_ups.push(Reverse((sent + after, i)));
+        }
+    }
+
+    /// Keeps `transit` in time order: a later turn may be sent between two
+    /// requests already on their way.
+    fn reach(&mut self, at: Duration, i: usize) {
+        let pos = self.transit.partition_point(|&(t, _)| t <= at);
+        self.transit.insert(pos, (at, i));
+    }
+
+    fn give_up(&mut self, inclusive: bool) {
+        give_up(
+            &mut self.give_ups,
+            self.now,
+            inclusive,
+            &mut self.engine,
+            &mut self.records,
+            &mut self.transit,
+            &mut self.freed,
+            self.capped,
+            self.load,
+        );
+    }
+
+    /// Sends the later turns of sessions that are due.
+    fn send_due_turns(&mut self) {
+        while let Some(&Reverse((due, i))) = self.follow.peek() {
+            if due > self.now {
                 break;
             }
-            follow.pop();
-            send(i, due, due, &mut records, &mut give_ups);
-            reach(&mut transit, due + frontend, i);
+            self.follow.pop();
+            self.send(i, due, due);
+            self.reach(due + self.frontend, i);
         }
-        while next < n && load.requests[next].follows() {
-            next += 1;
+    }
+
+    /// Passes over later turns: they are sent by [`Self::send_due_turns`].
+    fn skip_later_turns(&mut self) {
+        while self.next < self.n && self.load.requests[self.next].follows() {
+            self.next += 1;
         }
-        while next < n {
-            let slot_time = if initial_slots > 0 {
-                opens(initial_slots)
-            } else if let Some(&t) = freed.front() {
+    }
+
+    /// Sends the requests (first turns) whose arrival and slot have come.
+    fn send_due_requests(&mut self) {
+        self.skip_later_turns();
+        while self.next < self.n {
+            let slot_time = if self.initial_slots > 0 {
+                self.opens(self.initial_slots)
+            } else if let Some(&t) = self.freed.front() {
                 t
             } else {
                 break;
             };
-            let sent = arrival(next).max(slot_time);
-            if sent > now {
+            let next = self.next;
+            let sent = self.arrival(next).max(slot_time);
+            if sent > self.now {
                 break;
             }
-            if initial_slots > 0 {
-                initial_slots -= 1;
+            if self.initial_slots > 0 {
+                self.initial_slots -= 1;
             } else {
-                freed.pop_front();
+                self.freed.pop_front();
             }
-            let scheduled = if load.arrivals.is_some() { arrival(next) } else { sent };
-            send(next, scheduled, sent, &mut records, &mut give_ups);
-            reach(&mut transit, sent + frontend, next);
-            next += 1;
-            while next < n && load.requests[next].follows() {
-                next += 1;
-            }
+            let scheduled = if self.load.arrivals.is_some() { self.arrival(next) } else { sent };
+            self.send(next, scheduled, sent);
+            self.reach(sent + self.frontend, next);
+            self.next += 1;
+            self.skip_later_turns();
         }
-        while let Some(&(reach, i)) = transit.front() {
-            if reach > now {
+    }
+
+    /// Adds the requests that reached the engine by now.
+    fn admit_arrived(&mut self) -> Result<(), Error> {
+        let (cfg, load) = (self.cfg, self.load);
+        while let Some(&(reach, i)) = self.transit.front() {
+            if reach > self.now {
                 break;
             }
-            transit.pop_front();
+            self.transit.pop_front();
             let r = &load.requests[i];
             // A session's turns share the unique part of their prompts: each
             // one's conversation continues the one before.
@@ -337,107 +429,117 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
                 load.seed ^ (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                 cfg.block_size,
             );
-            engine.add_request(i as u64, prompt, r.output_tokens)?;
+            self.engine.add_request(i as u64, prompt, r.output_tokens)?;
         }
+        Ok(())
+    }
 
-        if engine.step_into(&mut out) {
-            now += out.duration;
-            // Requests given up on during the step: their tokens of this
-            // step came after the client left.
-            give_up(&mut give_ups, now, false, &mut engine, &mut records, &mut transit, &mut freed, capped, load);
-            // Prompt tokens the prefix cache served, as usage reports them.
-            for &(id, c) in &out.prefix_hits {
-                if let Some(r) = records[id as usize].as_mut() {
-                    r.counts.usage_cached_prompt = Some(c as u64);
-                }
+    /// Stamps the step's tokens on their records at its end, finishes the
+    /// requests it completed, and queues their sessions' next turns.
+    fn record_step(&mut self) {
+        let (cfg, load, now) = (self.cfg, self.load, self.now);
+        // Prompt tokens the prefix cache served, as usage reports them.
+        for &(id, c) in &self.out.prefix_hits {
+            if let Some(r) = self.records[id as usize].as_mut() {
+                r.counts.usage_cached_prompt = Some(c as u64);
             }
-            for ev in &out.tokens {
-                let i = ev.id as usize;
-                let record = records[i].as_mut().expect("a request is recorded when it is sent");
-                if record.abandoned {
-                    continue;
-                }
-                record.chunks.push(OutputChunk { t: now, tokens: 1, channel: Channel::Content });
-                if ev.first {
-                    record.first_byte = Some(now);
-                }
-                if ev.finished {
-                    let request = &load.requests[i];
-                    finish(record, request, load.prompts.extra(cfg.chat_template, request), now);
-                    let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
-                    match then.map(|t| now + t.think) {
-                        Some(due) if load.stop_sending.is_none_or(|end| due < end) => {
-                            follow.push(Reverse((due, i + 1)))
-                        }
-                        // The session's last turn, or one cut by the end of sending: its user is free.
-                        _ => {
-                            if capped {
-                                freed.push_back(now);
-                            }
+        }
+        for ev in &self.out.tokens {
+            let i = ev.id as usize;
+            let record = self.records[i].as_mut().expect("a request is recorded when it is sent");
+            if record.abandoned {
+                continue;
+            }
+            record.chunks.push(OutputChunk { t: now, tokens: 1, channel: Channel::Content });
+            if ev.first {
+                record.first_byte = Some(now);
+            }
+            if ev.finished {
+                let request = &load.requests[i];
+                finish(record, request, load.prompts.extra(cfg.chat_template, request), now);
+                let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
+                match then.map(|t| now + t.think) {
+                    Some(due) if load.stop_sending.is_none_or(|end| due < end) => {
+                        self.follow.push(Reverse((due, i + 1)))
+                    }
+                    // The session's last turn, or one cut by the end of sending: its user is free.
+                    _ => {
+                        if self.capped {
+                            self.freed.push_back(now);
                         }
                     }
                 }
             }
-            if now >= next_sample {
-                samples.push(EngineSample {
-                    t: now,
-                    kv_usage: engine.kv_usage(),
-                    running: engine.num_running() as u32,
-                    waiting: engine.num_waiting() as u32,
-                });
-                if samples.len() >= MAX_SAMPLES {
-                    // Halve the resolution so a long run stays a few
-                    // thousand points.
-                    let mut keep = false;
-                    samples.retain(|_| {
-                        keep = !keep;
-                        keep
-                    });
-                    sample_interval *= 2;
-                }
-                next_sample = now + sample_interval;
-            }
-            continue;
-        }
-
-        // Idle: jump to the next request reaching the engine or being sent.
-        let next_reach = transit.front().map(|&(t, _)| t);
-        let next_send = (next < n)
-            .then(|| {
-                let slot = if initial_slots > 0 { Some(opens(initial_slots)) } else { freed.front().copied() };
-                slot.map(|s| arrival(next).max(s))
-            })
-            .flatten();
-        let next_turn = follow.peek().map(|Reverse((t, _))| *t);
-        let next_give_up = give_ups.peek().map(|Reverse((t, _))| *t);
-        match [next_reach, next_send, next_turn, next_give_up].into_iter().flatten().min() {
-            Some(t) => now = now.max(t),
-            None => break,
         }
     }
 
-    // Later turns never sent (their session was cut) leave no record.
-    let records: Vec<RequestRecord> = records.into_iter().flatten().collect();
-    let stats = engine.stats();
-    let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
-    Ok(SimRun {
-        records,
-        engine: EngineView {
-            steps: stats.steps,
-            mean_batch_seqs: stats.mean_batch_seqs().unwrap_or(0.0),
-            mean_batch_tokens: stats.mean_batch_tokens().unwrap_or(0.0),
-            max_batch_seqs: stats.max_batch_seqs,
-            preemptions: stats.preemptions,
-            prefix_cache_queries: stats.prefix_cache_queries,
-            prefix_cache_hits: stats.prefix_cache_hits,
-            prefix_cache_hit_rate: stats.prefix_cache_hit_rate(),
-            kv_capacity_tokens: engine.capacity().tokens(),
-            max_num_seqs: engine.max_num_seqs(),
-            samples,
-            busy: stats.busy,
-            makespan,
-        },
-    })
+    /// Samples the engine's state when the next sample is due.
+    fn sample(&mut self) {
+        if self.now < self.next_sample {
+            return;
+        }
+        self.samples.push(EngineSample {
+            t: self.now,
+            kv_usage: self.engine.kv_usage(),
+            running: self.engine.num_running() as u32,
+            waiting: self.engine.num_waiting() as u32,
+        });
+        if self.samples.len() >= MAX_SAMPLES {
+            // Halve the resolution so a long run stays a few
+            // thousand points.
+            let mut keep = false;
+            self.samples.retain(|_| {
+                keep = !keep;
+                keep
+            });
+            self.sample_interval *= 2;
+        }
+        self.next_sample = self.now + self.sample_interval;
+    }
+
+    /// The next time something happens while the engine is idle: a request
+    /// reaching it, being sent, a session's next turn, or a give-up.
+    fn next_event(&self) -> Option<Duration> {
+        let next_reach = self.transit.front().map(|&(t, _)| t);
+        let next_send = (self.next < self.n)
+            .then(|| {
+                let slot = if self.initial_slots > 0 {
+                    Some(self.opens(self.initial_slots))
+                } else {
+                    self.freed.front().copied()
+                };
+                slot.map(|s| self.arrival(self.next).max(s))
+            })
+            .flatten();
+        let next_turn = self.follow.peek().map(|Reverse((t, _))| *t);
+        let next_give_up = self.give_ups.peek().map(|Reverse((t, _))| *t);
+        [next_reach, next_send, next_turn, next_give_up].into_iter().flatten().min()
+    }
+
+    fn into_result(self) -> SimRun {
+        // Later turns never sent (their session was cut) leave no record.
+        let records: Vec<RequestRecord> = self.records.into_iter().flatten().collect();
+        let stats = self.engine.stats();
+        let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
+        SimRun {
+            records,
+            engine: EngineView {
+                steps: stats.steps,
+                mean_batch_seqs: stats.mean_batch_seqs().unwrap_or(0.0),
+                mean_batch_tokens: stats.mean_batch_tokens().unwrap_or(0.0),
+                max_batch_seqs: stats.max_batch_seqs,
+                preemptions: stats.preemptions,
+                prefix_cache_queries: stats.prefix_cache_queries,
+                prefix_cache_hits: stats.prefix_cache_hits,
+                prefix_cache_hit_rate: stats.prefix_cache_hit_rate(),
+                kv_capacity_tokens: self.engine.capacity().tokens(),
+                max_num_seqs: self.engine.max_num_seqs(),
+                samples: self.samples,
+                busy: stats.busy,
+                makespan,
+            },
+        }
+    }
 }
 
 /// The id of the template's shared start among a prompt's shared segments.

@@ -35,6 +35,97 @@ const CLOSE_AFTER: Duration = Duration::from_millis(100);
 /// The end of a chunked body.
 const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
+/// What a hostile stream writes: pieces `..upto` (the fault's piece, `mid`,
+/// replaced by `changed` when there is one), then `after`, then `ending`.
+struct StreamScript {
+    upto: usize,
+    mid: usize,
+    changed: Option<Vec<u8>>,
+    after: Vec<Piece>,
+    ending: Ending,
+}
+
+impl StreamScript {
+    /// The script of the streamed case `case` on `plan`.
+    fn of(case: Hostile, plan: &Plan) -> StreamScript {
+        let route = plan.writer.route();
+        // Piece 0 is the preamble, piece i + 1 token chunk i, the last the
+        // close; each made when it is written, as the emitter makes them.
+        let count = plan.n_chunks as usize + 2;
+        let mid = 1 + plan.fault_at() as usize;
+        let fault = piece(plan, mid);
+        let last_at = piece_at(plan, count - 1);
+        let k = plan.tokens_per_chunk;
+        let from = plan.fault_at() * k;
+        let text = plan.writer.text(from, (from + k).min(plan.n_out));
+        // What is written: pieces `..upto`, the fault's piece changed, then
+        // `after`, then the ending.
+        let mut upto = count;
+        let mut changed = None;
+        let mut after = Vec::new();
+        let mut ending = Ending::Complete;
+        match case {
+            Hostile::MalformedJson => {
+                let mut payload = fault.payload;
+                break_json(&mut payload);
+                changed = Some(payload);
+            }
+            Hostile::NonUtf8 => {
+                let mut payload = fault.payload;
+                insert_before(&mut payload, text.as_bytes(), NOT_UTF8);
+                changed = Some(payload);
+            }
+            Hostile::DataAfterDone => {
+                for i in 0..2 {
+                    let payload = plan.writer.tokens(plan.n_out + i, plan.n_out + i + 1).to_vec();
+                    after.push(Piece { at: last_at, payload });
+                }
+            }
+            Hostile::UsageOnly => {
+                upto = 1;
+                after.push(Piece { at: last_at, payload: plan.writer.usage_only(plan.prompt_tokens).to_vec() });
+            }
+            Hostile::EventError => {
+                upto = mid;
+                let message = "injected fault: the engine failed mid-stream";
+                let payload = if route.ollama() {
+                    format!("{}\n", route.error_body(500, message))
+                } else {
+                    format!("event: error\ndata: {}\n\n", route.error_body(500, message))
+                };
+                after.push(Piece { at: fault.at, payload: payload.into_bytes() });
+            }
+            Hostile::ResetDuring => {
+                upto = mid;
+                ending = Ending::Reset(fault.at);
+            }
+            Hostile::BrokenChunked => {
+                upto = mid;
+                let mut broken = b"zz\r\n".to_vec();
+                broken.extend_from_slice(&fault.payload);
+                ending = Ending::Broken(fault.at, broken);
+            }
+            Hostile::EndlessLine => {
+                upto = mid;
+                let mut start = fault.payload;
+                start.truncate(find(&start, text.as_bytes()).unwrap_or(start.len()));
+                ending = Ending::Endless(fault.at, start);
+            }
+            // Played as they are: the trickle's pace and the close after
+            // the response are in how they are written.
+            Hostile::Trickle | Hostile::CloseAfterResponse => {}
+            // Answered before the body (see `hostile`).
+            Hostile::ResetBefore
+            | Hostile::NeverAnswer
+            | Hostile::OversizedHeader
+            | Hostile::TooManyRequests
+            | Hostile::Unavailable
+            | Hostile::Html200 => {}
+        }
+        StreamScript { upto, mid, changed, after, ending }
+    }
+}
+
 /// One payload of a response and when it is due.
 struct Piece {
     at: Instant,
@@ -118,79 +209,7 @@ impl Conn {
         let chunked = http11;
         // Without chunked framing (an HTTP/1.0 client) the body ends at the close.
         let keep = keep && chunked;
-        // Piece 0 is the preamble, piece i + 1 token chunk i, the last the
-        // close; each made when it is written, as the emitter makes them.
-        let count = plan.n_chunks as usize + 2;
-        let mid = 1 + plan.fault_at() as usize;
-        let fault = piece(plan, mid);
-        let last_at = piece_at(plan, count - 1);
-        let k = plan.tokens_per_chunk;
-        let from = plan.fault_at() * k;
-        let text = plan.writer.text(from, (from + k).min(plan.n_out));
-        // What is written: pieces `..upto`, the fault's piece changed, then
-        // `after`, then the ending.
-        let mut upto = count;
-        let mut changed = None;
-        let mut after = Vec::new();
-        let mut ending = Ending::Complete;
-        match case {
-            Hostile::MalformedJson => {
-                let mut payload = fault.payload;
-                break_json(&mut payload);
-                changed = Some(payload);
-            }
-            Hostile::NonUtf8 => {
-                let mut payload = fault.payload;
-                insert_before(&mut payload, text.as_bytes(), NOT_UTF8);
-                changed = Some(payload);
-            }
-            Hostile::DataAfterDone => {
-                for i in 0..2 {
-                    let payload = plan.writer.tokens(plan.n_out + i, plan.n_out + i + 1).to_vec();
-                    after.push(Piece { at: last_at, payload });
-                }
-            }
-            Hostile::UsageOnly => {
-                upto = 1;
-                after.push(Piece { at: last_at, payload: plan.writer.usage_only(plan.prompt_tokens).to_vec() });
-            }
-            Hostile::EventError => {
-                upto = mid;
-                let message = "injected fault: the engine failed mid-stream";
-                let payload = if route.ollama() {
-                    format!("{}\n", route.error_body(500, message))
-                } else {
-                    format!("event: error\ndata: {}\n\n", route.error_body(500, message))
-                };
-                after.push(Piece { at: fault.at, payload: payload.into_bytes() });
-            }
-            Hostile::ResetDuring => {
-                upto = mid;
-                ending = Ending::Reset(fault.at);
-            }
-            Hostile::BrokenChunked => {
-                upto = mid;
-                let mut broken = b"zz\r\n".to_vec();
-                broken.extend_from_slice(&fault.payload);
-                ending = Ending::Broken(fault.at, broken);
-            }
-            Hostile::EndlessLine => {
-                upto = mid;
-                let mut start = fault.payload;
-                start.truncate(find(&start, text.as_bytes()).unwrap_or(start.len()));
-                ending = Ending::Endless(fault.at, start);
-            }
-            // Played as they are: the trickle's pace and the close after
-            // the response are in how they are written.
-            Hostile::Trickle | Hostile::CloseAfterResponse => {}
-            // Answered before the body (see `hostile`).
-            Hostile::ResetBefore
-            | Hostile::NeverAnswer
-            | Hostile::OversizedHeader
-            | Hostile::TooManyRequests
-            | Hostile::Unavailable
-            | Hostile::Html200 => {}
-        }
+        let StreamScript { upto, mid, changed, after, ending } = StreamScript::of(case, plan);
         let extra = if chunked {
             "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n"
         } else {
@@ -215,6 +234,19 @@ impl Conn {
                 w.flush(&mut self.sock).await?;
             }
         }
+        self.end_stream(w, ending, case, keep, chunked, stop).await
+    }
+
+    /// Writes a hostile stream's `ending` after its pieces.
+    async fn end_stream(
+        &mut self,
+        mut w: Writer,
+        ending: Ending,
+        case: Hostile,
+        keep: bool,
+        chunked: bool,
+        stop: &mut watch::Receiver<bool>,
+    ) -> std::io::Result<bool> {
         match ending {
             Ending::Complete => {
                 if chunked {

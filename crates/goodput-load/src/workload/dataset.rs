@@ -1,0 +1,108 @@
+//! Datasets: ShareGPT conversations or JSONL prompts, read from a file.
+
+use crate::protocol::PromptBody;
+use crate::tokenizer::TokenCounter;
+use serde_json::Value;
+use std::path::Path;
+
+/// One entry of a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetEntry {
+    pub prompt: PromptBody,
+    pub max_tokens: Option<u32>,
+    /// A ShareGPT conversation's later questions, each with the length of
+    /// the answer it got: the turns of a session (`--turns`).
+    pub follow_ups: Vec<(String, Option<u32>)>,
+}
+
+/// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
+/// JSONL of `{"prompt": …}` / `{"messages": …}` with optional `max_tokens`.
+pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read dataset {}: {e}", path.display()))?;
+    // Editors on Windows begin UTF-8 files with a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let trimmed = text.trim_start();
+    let entries = if trimmed.starts_with('[') {
+        let v: Value = serde_json::from_str(trimmed)
+            .map_err(|e| format!("dataset {} looks like a JSON array but does not parse: {e}", path.display()))?;
+        sharegpt(&v, tokenizer).map_err(|e| format!("dataset {}: {e}", path.display()))?
+    } else {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| format!("dataset {} line {}: not JSON ({e})", path.display(), i + 1))?;
+            out.push(jsonl_entry(&v).map_err(|e| format!("dataset {} line {}: {e}", path.display(), i + 1))?);
+        }
+        out
+    };
+    if entries.is_empty() {
+        return Err(format!("dataset {} holds no usable entry", path.display()));
+    }
+    Ok(entries)
+}
+
+fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
+    let max_tokens = match v.get("max_tokens") {
+        None | Some(Value::Null) => None,
+        Some(m) => Some(
+            m.as_u64()
+                .filter(|&n| n > 0 && n <= u32::MAX as u64)
+                .ok_or("\"max_tokens\" must be a positive whole number")? as u32,
+        ),
+    };
+    let prompt = if let Some(p) = v.get("prompt") {
+        PromptBody::Text(p.as_str().ok_or("\"prompt\" must be a string")?.to_owned())
+    } else if let Some(m) = v.get("messages") {
+        let msgs = m.as_array().ok_or("\"messages\" must be an array")?;
+        if msgs.is_empty() {
+            return Err("\"messages\" is empty".into());
+        }
+        PromptBody::Messages(msgs.clone())
+    } else {
+        return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)".into());
+    };
+    Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new() })
+}
+
+fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
+    let arr = v.as_array().ok_or("expected a JSON array")?;
+    let mut out = Vec::new();
+    for item in arr {
+        let Some(conv) = item.get("conversations").and_then(Value::as_array) else {
+            continue;
+        };
+        // The first human turn is the prompt; the reply that follows sets the output length.
+        let turn = |i: usize| conv.get(i).and_then(|t| t.get("value")).and_then(Value::as_str);
+        let (Some(prompt), Some(reply)) = (turn(0), turn(1)) else {
+            continue;
+        };
+        if prompt.is_empty() || reply.is_empty() {
+            continue;
+        }
+        let reply_tokens = |reply: &str| {
+            let n = match tokenizer {
+                Some(t) => t.count(reply),
+                None => reply.len().div_ceil(4), // ≈4 characters a token for English
+            };
+            n.max(1) as u32
+        };
+        // Later questions, each with the answer it got, while the turns alternate.
+        let follow_ups = (1..)
+            .map_while(|k| Some((turn(2 * k)?, turn(2 * k + 1)?)))
+            .take_while(|(q, a)| !q.is_empty() && !a.is_empty())
+            .map(|(q, a)| (q.to_owned(), Some(reply_tokens(a))))
+            .collect();
+        out.push(DatasetEntry {
+            prompt: PromptBody::Text(prompt.to_owned()),
+            max_tokens: Some(reply_tokens(reply)),
+            follow_ups,
+        });
+    }
+    if out.is_empty() && !arr.is_empty() {
+        return Err("no entry with \"conversations\" holding a prompt and a reply (ShareGPT format)".into());
+    }
+    Ok(out)
+}

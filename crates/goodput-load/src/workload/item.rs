@@ -1,0 +1,25 @@
+//! One request's content, and the per-item generator its draws come from.
+
+use crate::protocol::PromptBody;
+use goodput_core::SessionTurn;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+/// One request's content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkItem {
+    pub prompt: PromptBody,
+    /// Input tokens the generator meant (exact with a tokenizer).
+    pub intended_input_tokens: Option<u64>,
+    /// `max_tokens` to send.
+    pub max_tokens: Option<u32>,
+    /// The session and turn the request is, for headers that name it
+    /// (`{session}`), models spread by session, and cancellations picked by
+    /// turn.
+    pub session: Option<SessionTurn>,
+}
+
+pub(super) fn item_rng(seed: u64, i: u64) -> StdRng {
+    // Independent streams per item whatever the order of requests.
+    StdRng::seed_from_u64(goodput_core::hash::draw(seed, i))
+}

@@ -1,0 +1,150 @@
+//! Token-length distributions and the named presets.
+
+use rand::Rng;
+use rand_distr::{Distribution, LogNormal, Normal};
+use std::fmt;
+use std::str::FromStr;
+
+/// A distribution of token lengths: `128`, `uniform:64..256`,
+/// `normal:512,128`, `lognormal:MEAN,SIGMA`. Draws are rounded and clamped at 1.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LengthDist {
+    Fixed(u32),
+    Uniform {
+        lo: u32,
+        hi: u32,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
+    /// `mean` is the mean length in tokens; `sigma` the σ of the underlying normal.
+    LogNormal {
+        mean: f64,
+        sigma: f64,
+    },
+}
+
+impl LengthDist {
+    pub fn sample(&self, rng: &mut impl Rng) -> u32 {
+        let x = match *self {
+            LengthDist::Fixed(n) => return n.max(1),
+            LengthDist::Uniform { lo, hi } => return rng.random_range(lo..=hi).max(1),
+            LengthDist::Normal { mean, std } => Normal::new(mean, std).map(|d| d.sample(rng)).unwrap_or(mean),
+            LengthDist::LogNormal { mean, sigma } => {
+                // E[X] = exp(μ + σ²/2), so μ = ln(mean) − σ²/2 keeps the mean as given.
+                let mu = mean.ln() - sigma * sigma / 2.0;
+                LogNormal::new(mu, sigma).map(|d| d.sample(rng)).unwrap_or(mean)
+            }
+        };
+        x.round().clamp(1.0, u32::MAX as f64) as u32
+    }
+
+    /// The distribution's mean, for summaries and planning.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            LengthDist::Fixed(n) => n as f64,
+            LengthDist::Uniform { lo, hi } => (lo as f64 + hi as f64) / 2.0,
+            LengthDist::Normal { mean, .. } | LengthDist::LogNormal { mean, .. } => mean,
+        }
+    }
+}
+
+/// The request shapes users name (README, "Use"), as an input and an output
+/// length. They are starting points: `--input-tokens`/`--output-tokens`
+/// given beside a preset win over its lengths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Preset {
+    /// Short prompt, long answer: input lognormal:256,0.5, output lognormal:512,0.5.
+    Chat,
+    /// 2k+ tokens in, short out: input uniform:2048..4096, output lognormal:256,0.4.
+    Summarization,
+    /// Code context in, completion out: input lognormal:1024,0.6, output lognormal:256,0.6.
+    Code,
+    /// Long document in (the model's context must hold it), short answer out: input uniform:8192..12288, output lognormal:256,0.4.
+    LongDocument,
+}
+
+impl Preset {
+    pub const ALL: [Preset; 4] = [Preset::Chat, Preset::Summarization, Preset::Code, Preset::LongDocument];
+
+    /// The name on the command line and in the result's config.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Chat => "chat",
+            Preset::Summarization => "summarization",
+            Preset::Code => "code",
+            Preset::LongDocument => "long-document",
+        }
+    }
+
+    /// Input and output lengths. Log-normal where real lengths skew long.
+    pub fn lengths(self) -> (LengthDist, LengthDist) {
+        let ln = |mean: f64, sigma: f64| LengthDist::LogNormal { mean, sigma };
+        match self {
+            Preset::Chat => (ln(256.0, 0.5), ln(512.0, 0.5)),
+            Preset::Summarization => (LengthDist::Uniform { lo: 2048, hi: 4096 }, ln(256.0, 0.4)),
+            Preset::Code => (ln(1024.0, 0.6), ln(256.0, 0.6)),
+            Preset::LongDocument => (LengthDist::Uniform { lo: 8192, hi: 12288 }, ln(256.0, 0.4)),
+        }
+    }
+}
+
+impl FromStr for LengthDist {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = |why: &str| {
+            format!(
+                "invalid length '{s}': {why}; expected 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA"
+            )
+        };
+        let num = |t: &str| t.trim().parse::<f64>().map_err(|_| bad(&format!("'{t}' is not a number")));
+        let count = |t: &str| t.trim().parse::<u32>().map_err(|_| bad(&format!("'{t}' is not a whole number")));
+        let Some((kind, args)) = s.split_once(':') else {
+            let n = count(s)?;
+            return if n == 0 { Err(bad("a length must be at least 1")) } else { Ok(LengthDist::Fixed(n)) };
+        };
+        let pair = |sep: &str| args.split_once(sep).ok_or_else(|| bad(&format!("missing '{sep}'")));
+        match kind.trim() {
+            "fixed" => count(args).map(LengthDist::Fixed),
+            "uniform" => {
+                let (a, b) = pair("..")?;
+                let (lo, hi) = (count(a)?, count(b)?);
+                if lo > hi {
+                    return Err(bad("the lower bound is above the upper"));
+                }
+                Ok(LengthDist::Uniform { lo, hi })
+            }
+            "normal" => {
+                let (a, b) = pair(",")?;
+                let (mean, std) = (num(a)?, num(b)?);
+                if !(mean > 0.0 && std >= 0.0) {
+                    return Err(bad("the mean must be positive and the deviation not negative"));
+                }
+                Ok(LengthDist::Normal { mean, std })
+            }
+            "lognormal" => {
+                let (a, b) = pair(",")?;
+                let (mean, sigma) = (num(a)?, num(b)?);
+                if !(mean > 0.0 && sigma >= 0.0) {
+                    return Err(bad("the mean must be positive and sigma not negative"));
+                }
+                Ok(LengthDist::LogNormal { mean, sigma })
+            }
+            other => Err(bad(&format!("unknown distribution '{other}'"))),
+        }
+    }
+}
+
+impl fmt::Display for LengthDist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LengthDist::Fixed(n) => write!(f, "{n}"),
+            LengthDist::Uniform { lo, hi } => write!(f, "uniform:{lo}..{hi}"),
+            LengthDist::Normal { mean, std } => write!(f, "normal:{mean},{std}"),
+            LengthDist::LogNormal { mean, sigma } => write!(f, "lognormal:{mean},{sigma}"),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! What each request asks: synthetic prompts of drawn lengths, or entries of a
+//! dataset (JSONL or ShareGPT), with the output length to force. Item `i` is
+//! a pure function of the seed and `i`, so a run can be repeated exactly.
+//!
+//! One file per job: `lengths` (length distributions and presets), `item`
+//! (a request's content), `prompts` (synthetic text and shared prefixes),
+//! `dataset` (reading datasets), `sessions` (multi-turn conversations),
+//! `source` (the [`Workload`] that hands out items).
+
+mod dataset;
+mod item;
+mod lengths;
+mod prompts;
+mod sessions;
+mod source;
+
+pub use dataset::{load_dataset, DatasetEntry};
+pub use item::WorkItem;
+pub use lengths::{LengthDist, Preset};
+pub use prompts::{Lengths, SharedPrefix, WORDS};
+pub use sessions::{Conversation, Sessions, ThinkTime, Turns};
+pub use source::Workload;
+
+#[cfg(test)]
+mod tests;

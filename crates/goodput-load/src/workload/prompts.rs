@@ -1,0 +1,294 @@
+//! Synthetic prompts: drawn lengths, shared prefixes, and text of common
+//! words made to a token count.
+
+use super::item::{item_rng, WorkItem};
+use super::lengths::LengthDist;
+use crate::protocol::PromptBody;
+use crate::tokenizer::TokenCounter;
+use rand::rngs::StdRng;
+use rand::Rng;
+
+/// A system prompt shared by a share of requests, placed before each prompt
+/// so that servers with prefix caching can reuse its KV blocks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SharedPrefix {
+    /// Tokens of the shared prefix, on top of the drawn input length.
+    pub tokens: u32,
+    /// Share of requests that carry one (0..=1).
+    pub ratio: f64,
+    /// Distinct prefixes to draw from.
+    pub count: u32,
+}
+
+impl SharedPrefix {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.ratio) {
+            return Err(format!("--shared-prefix-ratio must be between 0 and 1, not {}", self.ratio));
+        }
+        if self.count == 0 {
+            return Err("--shared-prefixes must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// The lengths of one synthetic request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lengths {
+    /// Input tokens, shared prefix included.
+    pub input: u32,
+    pub output: u32,
+    /// `(prefix id, prefix tokens)` when the request carries a shared prefix.
+    pub prefix: Option<(u64, u32)>,
+}
+
+pub(super) const QUESTION_SALT: u64 = 0x0A5C_ED0F_u64;
+
+const PREFIX_SALT: u64 = 0x05EE_D0F5_A4ED_u64;
+
+/// The draws of synthetic question `turn` of session `s`: its lengths (the
+/// shared prefix on the opening turn only), and the generator its text
+/// comes from.
+pub(super) fn synthetic_question(
+    seed: u64,
+    input: &LengthDist,
+    output: &LengthDist,
+    shared_prefix: Option<&SharedPrefix>,
+    s: u64,
+    turn: u32,
+) -> (StdRng, Lengths) {
+    let session_seed: u64 = item_rng(seed ^ QUESTION_SALT, s).random();
+    let mut rng = item_rng(session_seed, u64::from(turn));
+    let l = draw_lengths(&mut rng, input, output, shared_prefix.filter(|_| turn == 0));
+    (rng, l)
+}
+
+/// A synthetic prompt of `l`'s lengths: its shared prefix (the same text for
+/// the same prefix id), then text of its own from `rng`.
+pub(super) fn synthetic_item(rng: &mut StdRng, seed: u64, l: Lengths, tokenizer: Option<&TokenCounter>) -> WorkItem {
+    let unique = l.input - l.prefix.map_or(0, |p| p.1);
+    let mut text = match l.prefix {
+        Some((id, n)) => {
+            let mut prng = item_rng(seed ^ PREFIX_SALT, id);
+            let mut t = synthetic_text(&mut prng, n, tokenizer);
+            t.push(' ');
+            t
+        }
+        None => String::new(),
+    };
+    text.push_str(&synthetic_text(rng, unique, tokenizer));
+    WorkItem {
+        prompt: PromptBody::Text(text),
+        intended_input_tokens: Some(l.input as u64),
+        max_tokens: Some(l.output),
+        session: None,
+    }
+}
+
+pub(super) fn draw_lengths(
+    rng: &mut StdRng,
+    input: &LengthDist,
+    output: &LengthDist,
+    prefix: Option<&SharedPrefix>,
+) -> Lengths {
+    let n_in = input.sample(rng);
+    let n_out = output.sample(rng);
+    let prefix = prefix.filter(|p| p.tokens > 0).and_then(|p| {
+        let carries = rng.random::<f64>() < p.ratio;
+        let id = rng.random_range(0..p.count) as u64;
+        carries.then_some((id, p.tokens))
+    });
+    Lengths { input: n_in + prefix.map_or(0, |p| p.1), output: n_out, prefix }
+}
+
+/// Common English words that every mainstream BPE vocabulary holds as one
+/// token after a space, so a prompt of n words is close to n tokens even
+/// without a tokenizer.
+pub const WORDS: &[&str] = &[
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "had",
+    "they",
+    "you",
+    "were",
+    "their",
+    "one",
+    "all",
+    "we",
+    "can",
+    "her",
+    "has",
+    "there",
+    "been",
+    "if",
+    "more",
+    "when",
+    "will",
+    "would",
+    "who",
+    "so",
+    "no",
+    "time",
+    "people",
+    "year",
+    "way",
+    "day",
+    "man",
+    "thing",
+    "woman",
+    "life",
+    "child",
+    "world",
+    "school",
+    "state",
+    "family",
+    "student",
+    "group",
+    "country",
+    "problem",
+    "hand",
+    "part",
+    "place",
+    "case",
+    "week",
+    "system",
+    "program",
+    "question",
+    "work",
+    "number",
+    "night",
+    "point",
+    "home",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "fact",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "eye",
+    "job",
+    "word",
+    "business",
+    "issue",
+    "side",
+    "kind",
+    "head",
+    "house",
+    "service",
+    "friend",
+    "father",
+    "power",
+    "hour",
+    "game",
+    "line",
+    "end",
+    "member",
+    "law",
+    "car",
+    "city",
+    "name",
+    "team",
+    "minute",
+    "idea",
+    "body",
+    "information",
+    "back",
+    "parent",
+    "face",
+    "level",
+    "office",
+    "door",
+    "health",
+    "person",
+    "art",
+    "war",
+    "history",
+    "party",
+    "result",
+    "change",
+    "morning",
+    "reason",
+    "research",
+    "girl",
+    "guy",
+    "moment",
+    "air",
+    "teacher",
+    "force",
+    "education",
+    "good",
+    "new",
+    "first",
+    "last",
+    "long",
+    "great",
+    "little",
+    "own",
+    "other",
+    "old",
+    "big",
+    "high",
+    "different",
+    "small",
+    "large",
+    "next",
+    "early",
+    "young",
+    "important",
+    "few",
+    "public",
+    "bad",
+    "same",
+    "able",
+];
+
+fn synthetic_text(rng: &mut StdRng, n: u32, tokenizer: Option<&TokenCounter>) -> String {
+    let mut words: Vec<&str> = (0..n).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect();
+    let Some(tok) = tokenizer else {
+        return words.join(" ");
+    };
+    // With a tokenizer the length is made exact: add words until long enough,
+    // then cut at the n-th token's end. A tokenizer that gives next to no
+    // tokens for the words (refused when loaded if it gives none) ends the
+    // growing at 64 times the words asked, with the text as long as it got.
+    let most = (n as usize).max(8) * 64;
+    loop {
+        let text = words.join(" ");
+        match tok.truncate(&text, n as usize) {
+            Some(cut) => return cut,
+            None if words.len() >= most => return text,
+            None => words.extend((0..n.max(8) / 4).map(|_| WORDS[rng.random_range(0..WORDS.len())])),
+        }
+    }
+}

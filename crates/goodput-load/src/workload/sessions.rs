@@ -1,0 +1,175 @@
+//! Multi-turn sessions: how many turns, the think time between them, and
+//! the conversation a session carries.
+
+use super::item::{item_rng, WorkItem};
+use super::lengths::LengthDist;
+use crate::protocol::PromptBody;
+use rand::Rng;
+use rand_distr::{Distribution, Exp};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The pause between a session's answer and its next question: `2s`,
+/// `uniform:1s..5s`, or `exponential:2s` (memoryless, with that mean).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ThinkTime {
+    Fixed(Duration),
+    Uniform { lo: Duration, hi: Duration },
+    Exponential { mean: Duration },
+}
+
+impl ThinkTime {
+    pub fn sample(&self, rng: &mut impl Rng) -> Duration {
+        match *self {
+            ThinkTime::Fixed(d) => d,
+            ThinkTime::Uniform { lo, hi } => lo + (hi - lo).mul_f64(rng.random::<f64>()),
+            ThinkTime::Exponential { mean } => {
+                let x: f64 = Exp::new(1.0).map(|d| d.sample(rng)).unwrap_or(1.0);
+                mean.mul_f64(x.min(1e6))
+            }
+        }
+    }
+}
+
+impl FromStr for ThinkTime {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad =
+            |why: String| format!("invalid think time '{s}': {why}; expected 2s, uniform:1s..5s or exponential:2s");
+        let dur =
+            |t: &str| humantime::parse_duration(t.trim()).map_err(|_| bad(format!("'{}' is not a duration", t.trim())));
+        match s.split_once(':') {
+            None => dur(s).map(ThinkTime::Fixed),
+            Some((kind, args)) => match kind.trim() {
+                "fixed" => dur(args).map(ThinkTime::Fixed),
+                "uniform" => {
+                    let (a, b) = args.split_once("..").ok_or_else(|| bad("missing '..'".into()))?;
+                    let (lo, hi) = (dur(a)?, dur(b)?);
+                    if lo > hi {
+                        return Err(bad("the lower bound is above the upper".into()));
+                    }
+                    Ok(ThinkTime::Uniform { lo, hi })
+                }
+                "exponential" | "exp" => dur(args).map(|mean| ThinkTime::Exponential { mean }),
+                other => Err(bad(format!("unknown distribution '{other}'"))),
+            },
+        }
+    }
+}
+
+impl fmt::Display for ThinkTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = |d: Duration| humantime::format_duration(d).to_string();
+        match *self {
+            ThinkTime::Fixed(d) => write!(f, "{}", h(d)),
+            ThinkTime::Uniform { lo, hi } => write!(f, "uniform:{}..{}", h(lo), h(hi)),
+            ThinkTime::Exponential { mean } => write!(f, "exponential:{}", h(mean)),
+        }
+    }
+}
+
+/// Multi-turn conversations (README, "Use"): each session asks `turns`
+/// questions, each after the answer to the one before and a think time, and
+/// each carries the whole conversation so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sessions {
+    pub turns: Turns,
+    pub think: ThinkTime,
+}
+
+/// How many turns a session holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turns {
+    /// Drawn per session (at least 1); a dataset's conversation caps it.
+    Drawn(LengthDist),
+    /// Each dataset conversation's own.
+    All,
+}
+
+impl Turns {
+    /// The turns of every session, when a fixed count (`--turns N`) sets
+    /// them (at least 1); a dataset's conversation may still be shorter.
+    pub fn fixed(&self) -> Option<u32> {
+        match self {
+            Turns::Drawn(LengthDist::Fixed(k)) => Some((*k).max(1)),
+            _ => None,
+        }
+    }
+}
+
+impl FromStr for Turns {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim() == "all" {
+            return Ok(Turns::All);
+        }
+        s.parse().map(Turns::Drawn).map_err(|e: String| {
+            e.replace("invalid length", "invalid turn count")
+                .replace("expected 128", "expected all (a dataset's own), 3")
+        })
+    }
+}
+
+impl fmt::Display for Turns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Turns::Drawn(d) => d.fmt(f),
+            Turns::All => f.write_str("all"),
+        }
+    }
+}
+
+const SESSION_SALT: u64 = 0x5E55_1045_u64;
+
+impl Sessions {
+    /// Session `s`'s turn count (at most `available`, the questions its
+    /// conversation holds, when bounded), and the think time before each
+    /// turn after the first: a pure function of the seed and `s`.
+    pub fn shape(&self, seed: u64, s: u64, available: Option<u32>) -> Result<(u32, Vec<Duration>), String> {
+        let mut rng = item_rng(seed ^ SESSION_SALT, s);
+        let drawn = match &self.turns {
+            Turns::Drawn(d) => d.sample(&mut rng).max(1),
+            Turns::All => available.ok_or(
+                "--turns all plays each ShareGPT conversation's own turns; synthetic questions need a count \
+                 (--turns 3, or uniform:2..6)",
+            )?,
+        };
+        let turns = drawn.min(available.unwrap_or(u32::MAX)).max(1);
+        let think = (1..turns).map(|_| self.think.sample(&mut rng)).collect();
+        Ok((turns, think))
+    }
+}
+
+/// A conversation being held: the turns so far and their tokens. Each
+/// question is asked with the whole history before it.
+#[derive(Debug, Clone, Default)]
+pub struct Conversation {
+    turns: Vec<String>,
+    /// Tokens of the history: the questions as meant, the answers as counted.
+    tokens: u64,
+}
+
+impl Conversation {
+    /// The request that asks `question` after the history.
+    pub fn ask(&mut self, question: WorkItem) -> WorkItem {
+        let PromptBody::Text(text) = question.prompt else { unreachable!("session questions are synthetic text") };
+        self.turns.push(text);
+        let asked = question.intended_input_tokens.unwrap_or(0);
+        self.tokens += asked;
+        WorkItem {
+            prompt: PromptBody::Turns(self.turns.clone()),
+            intended_input_tokens: Some(self.tokens),
+            max_tokens: question.max_tokens,
+            session: question.session,
+        }
+    }
+
+    /// The answer to the last question, `tokens` long, joins the history.
+    pub fn answered(&mut self, reply: String, tokens: u64) {
+        self.turns.push(reply);
+        self.tokens += tokens;
+    }
+}

@@ -1,0 +1,158 @@
+//! Where prompts come from ([`Workload`]): synthetic, a trace's lengths, or
+//! a dataset, and request `i`'s or session `s`'s content from each.
+
+use super::dataset::DatasetEntry;
+use super::item::{item_rng, WorkItem};
+use super::lengths::LengthDist;
+use super::prompts::{draw_lengths, synthetic_item, synthetic_question, Lengths, SharedPrefix, QUESTION_SALT};
+use crate::protocol::PromptBody;
+use crate::tokenizer::TokenCounter;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use std::sync::Arc;
+
+/// Where prompts come from.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    Synthetic {
+        input: LengthDist,
+        output: LengthDist,
+        seed: u64,
+        tokenizer: Option<Arc<TokenCounter>>,
+        shared_prefix: Option<SharedPrefix>,
+    },
+    /// Lengths and prefixes from a trace (its times go to the load plan).
+    Trace { entries: Arc<Vec<crate::trace::TraceEntry>>, seed: u64, tokenizer: Option<Arc<TokenCounter>> },
+    Dataset {
+        entries: Arc<Vec<DatasetEntry>>,
+        /// Overrides the entries' own lengths when given.
+        output: Option<LengthDist>,
+        /// A seeded permutation of the entries, cycled.
+        order: Arc<Vec<usize>>,
+        seed: u64,
+    },
+}
+
+impl Workload {
+    pub fn dataset(entries: Vec<DatasetEntry>, output: Option<LengthDist>, seed: u64) -> Self {
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.shuffle(&mut StdRng::seed_from_u64(seed));
+        Workload::Dataset { entries: Arc::new(entries), output, order: Arc::new(order), seed }
+    }
+
+    /// The lengths of synthetic request `i` (the same draws `item` makes,
+    /// without building any text), or `None` for a dataset.
+    pub fn lengths(&self, i: u64) -> Option<Lengths> {
+        match self {
+            Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
+                Some(draw_lengths(&mut item_rng(*seed, i), input, output, shared_prefix.as_ref()))
+            }
+            Workload::Trace { entries, .. } => entries.get(i as usize).map(|e| e.lengths),
+            Workload::Dataset { .. } => None,
+        }
+    }
+
+    /// The question of turn `turn` (0 for the opening one) of session `s`,
+    /// alone: a [`Conversation`] puts the history before it. Synthetic
+    /// questions carry the shared prefix on the opening turn, if any; a
+    /// dataset's are its conversation's human turns.
+    pub fn question(&self, s: u64, turn: u32) -> Result<WorkItem, String> {
+        match self {
+            Workload::Synthetic { input, output, seed, tokenizer, shared_prefix } => {
+                let (mut rng, l) = synthetic_question(*seed, input, output, shared_prefix.as_ref(), s, turn);
+                Ok(synthetic_item(&mut rng, *seed, l, tokenizer.as_deref()))
+            }
+            Workload::Dataset { entries, output, order, seed } => {
+                // Session s holds conversation s of the seeded order, as lone requests take entries.
+                let e = dataset_entry(entries, order, s);
+                let (prompt, max_tokens) = match turn.checked_sub(1) {
+                    None => match &e.prompt {
+                        PromptBody::Text(t) => (t.clone(), e.max_tokens),
+                        _ => {
+                            return Err("a JSONL entry of chat messages is one request; multi-turn sessions from a \
+                                        dataset need ShareGPT conversations (or prompts as {\"prompt\": …})"
+                                .into())
+                        }
+                    },
+                    Some(k) => e.follow_ups.get(k as usize).cloned().ok_or("the conversation has no more questions")?,
+                };
+                let max_tokens = match output {
+                    Some(d) => Some(d.sample(&mut item_rng(*seed ^ QUESTION_SALT, s ^ u64::from(turn) << 48))),
+                    None => max_tokens,
+                };
+                Ok(WorkItem {
+                    prompt: PromptBody::Text(prompt),
+                    intended_input_tokens: None,
+                    max_tokens,
+                    session: None,
+                })
+            }
+            Workload::Trace { .. } => Err("--trace replays single requests: drop --turns".into()),
+        }
+    }
+
+    /// The lengths of synthetic [`Workload::question`]s (the same draws,
+    /// without building any text), or `None` for a dataset or a trace.
+    pub fn question_lengths(&self, s: u64, turn: u32) -> Option<Lengths> {
+        match self {
+            Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
+                Some(synthetic_question(*seed, input, output, shared_prefix.as_ref(), s, turn).1)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether sessions can be held: a dataset must hold conversations of
+    /// more than one question.
+    pub fn check_sessions(&self) -> Result<(), String> {
+        match self {
+            Workload::Dataset { entries, .. } if entries.iter().all(|e| e.follow_ups.is_empty()) => Err(
+                "the dataset holds no conversation of more than one question: --turns needs ShareGPT conversations \
+                 with several human turns, or synthetic questions (drop --dataset)"
+                    .into(),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// The questions session `s` can ask: a dataset conversation's, or
+    /// unbounded for synthetic ones.
+    pub fn conversation_turns(&self, s: u64) -> Option<u32> {
+        match self {
+            Workload::Dataset { entries, order, .. } => {
+                Some(1 + dataset_entry(entries, order, s).follow_ups.len() as u32)
+            }
+            _ => None,
+        }
+    }
+
+    /// The content of request `i`.
+    pub fn item(&self, i: u64) -> WorkItem {
+        match self {
+            Workload::Synthetic { input, output, seed, tokenizer, shared_prefix } => {
+                let mut rng = item_rng(*seed, i);
+                let l = draw_lengths(&mut rng, input, output, shared_prefix.as_ref());
+                synthetic_item(&mut rng, *seed, l, tokenizer.as_deref())
+            }
+            Workload::Trace { entries, seed, tokenizer } => {
+                // Past the trace's end (never sent by a plan that replays it) the lines cycle.
+                let l = entries[(i % entries.len() as u64) as usize].lengths;
+                synthetic_item(&mut item_rng(*seed, i), *seed, l, tokenizer.as_deref())
+            }
+            Workload::Dataset { entries, output, order, seed } => {
+                let e = dataset_entry(entries, order, i);
+                let max_tokens = match output {
+                    Some(d) => Some(d.sample(&mut item_rng(*seed, i))),
+                    None => e.max_tokens,
+                };
+                WorkItem { prompt: e.prompt.clone(), intended_input_tokens: None, max_tokens, session: None }
+            }
+        }
+    }
+}
+
+/// Entry `i` of a dataset's seeded order, cycled.
+fn dataset_entry<'a>(entries: &'a [DatasetEntry], order: &[usize], i: u64) -> &'a DatasetEntry {
+    &entries[order[(i % order.len() as u64) as usize]]
+}

@@ -1,0 +1,250 @@
+use super::*;
+use crate::protocol::PromptBody;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use std::path::Path;
+use std::time::Duration;
+
+#[test]
+fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
+    let w = Workload::Synthetic {
+        input: LengthDist::Fixed(8),
+        output: LengthDist::Fixed(3),
+        seed: 5,
+        tokenizer: None,
+        shared_prefix: Some(SharedPrefix { tokens: 16, ratio: 1.0, count: 1 }),
+    };
+    // A question is a pure function of (seed, session, turn); only the opening one has the prefix.
+    assert_eq!(w.question(4, 1).unwrap(), w.question(4, 1).unwrap());
+    assert_ne!(w.question(4, 1).unwrap(), w.question(5, 1).unwrap());
+    assert_eq!(w.question(4, 0).unwrap().intended_input_tokens, Some(24));
+    assert_eq!(w.question(4, 1).unwrap().intended_input_tokens, Some(8));
+    assert_eq!(w.question_lengths(4, 0).unwrap().prefix, Some((0, 16)));
+    let mut c = Conversation::default();
+    let first = c.ask(w.question(4, 0).unwrap());
+    c.answered("an answer".into(), 3);
+    let second = c.ask(w.question(4, 1).unwrap());
+    let PromptBody::Turns(parts) = &second.prompt else { panic!("not a conversation") };
+    assert_eq!(parts.len(), 3);
+    assert_eq!(PromptBody::Turns(vec![parts[0].clone()]), first.prompt);
+    assert_eq!(parts[1], "an answer");
+    assert_eq!(second.intended_input_tokens, Some(24 + 3 + 8));
+    assert_eq!(second.max_tokens, Some(3));
+    // A dataset of chat messages brings no questions.
+    let msgs = PromptBody::Messages(vec![serde_json::json!({"role": "user", "content": "x"})]);
+    let d = Workload::dataset(vec![DatasetEntry { prompt: msgs, max_tokens: None, follow_ups: vec![] }], None, 0);
+    assert!(d.question(0, 0).unwrap_err().contains("ShareGPT"));
+    let all = Sessions { turns: Turns::All, think: ThinkTime::Fixed(Duration::ZERO) };
+    assert!(all.shape(0, 0, None).unwrap_err().contains("--turns all"));
+    assert_eq!("all".parse::<Turns>().unwrap(), Turns::All);
+    assert!("x".parse::<Turns>().unwrap_err().contains("invalid turn count"));
+
+    // Turn counts and think times per session.
+    let s = Sessions {
+        turns: Turns::Drawn(LengthDist::Uniform { lo: 2, hi: 6 }),
+        think: "exponential:2s".parse().unwrap(),
+    };
+    let shapes: Vec<(u32, Vec<Duration>)> = (0..2000).map(|i| s.shape(1, i, None).unwrap()).collect();
+    assert_eq!(shapes[7], s.shape(1, 7, None).unwrap());
+    assert_eq!(s.shape(1, 7, Some(1)).unwrap(), (1, vec![]), "a conversation's questions cap the turns");
+    assert!(shapes.iter().all(|(n, t)| (2..=6).contains(n) && t.len() == *n as usize - 1));
+    let thinks: Vec<f64> = shapes.iter().flat_map(|(_, t)| t.iter().map(Duration::as_secs_f64)).collect();
+    let mean = thinks.iter().sum::<f64>() / thinks.len() as f64;
+    assert!((mean - 2.0).abs() < 0.1, "exponential think time of mean 2 s, drew {mean}");
+}
+
+#[test]
+fn think_times_parse_and_print() {
+    for (text, want) in [
+        ("2s", ThinkTime::Fixed(Duration::from_secs(2))),
+        ("uniform:500ms..3s", ThinkTime::Uniform { lo: Duration::from_millis(500), hi: Duration::from_secs(3) }),
+        ("exponential:2s", ThinkTime::Exponential { mean: Duration::from_secs(2) }),
+    ] {
+        let t: ThinkTime = text.parse().unwrap();
+        assert_eq!(t, want);
+        assert_eq!(t.to_string().parse::<ThinkTime>().unwrap(), want, "{text} round-trips");
+    }
+    for bad in ["2", "uniform:3s..1s", "gamma:2s", "uniform:1s"] {
+        let e = bad.parse::<ThinkTime>().unwrap_err();
+        assert!(e.contains("expected 2s, uniform:1s..5s or exponential:2s"), "{e}");
+    }
+}
+
+#[test]
+fn parses_length_specs() {
+    assert_eq!("128".parse(), Ok(LengthDist::Fixed(128)));
+    assert_eq!("uniform:64..256".parse(), Ok(LengthDist::Uniform { lo: 64, hi: 256 }));
+    assert_eq!("normal:512,128".parse(), Ok(LengthDist::Normal { mean: 512.0, std: 128.0 }));
+    assert_eq!("lognormal:300,0.5".parse(), Ok(LengthDist::LogNormal { mean: 300.0, sigma: 0.5 }));
+    for bad in ["0", "abc", "uniform:9..3", "normal:5", "zipf:1,2", "lognormal:-1,1", "uniform:1-3"] {
+        let e = bad.parse::<LengthDist>().unwrap_err();
+        assert!(e.contains("expected 128"), "{bad}: {e}");
+    }
+    for s in ["128", "uniform:64..256", "normal:512,128", "lognormal:300,0.5"] {
+        assert_eq!(s.parse::<LengthDist>().unwrap().to_string(), s);
+    }
+}
+
+#[test]
+fn presets_have_the_shapes_their_names_promise() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let mean = |d: &LengthDist, rng: &mut StdRng| (0..20_000).map(|_| d.sample(rng) as f64).sum::<f64>() / 20_000.0;
+    for p in Preset::ALL {
+        let (input, output) = p.lengths();
+        let (i, o) = (mean(&input, &mut rng), mean(&output, &mut rng));
+        assert!((i / input.mean() - 1.0).abs() < 0.03 && (o / output.mean() - 1.0).abs() < 0.03, "{p:?}");
+        match p {
+            // Short prompt, long answer.
+            Preset::Chat => assert!(o > 1.5 * i),
+            // Long in, short out; summarisation is 2k+ tokens in every draw.
+            Preset::Summarization | Preset::LongDocument => {
+                assert!(i > 8.0 * o);
+                assert!((0..1000).all(|_| input.sample(&mut rng) >= 2048));
+            }
+            Preset::Code => assert!(i > 2.0 * o),
+        }
+    }
+    let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["chat", "summarization", "code", "long-document"]);
+}
+
+#[test]
+fn samples_respect_bounds_and_means() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let u: LengthDist = "uniform:10..20".parse().unwrap();
+    assert!((0..1000).map(|_| u.sample(&mut rng)).all(|x| (10..=20).contains(&x)));
+    let n: LengthDist = "normal:5,50".parse().unwrap();
+    assert!((0..1000).all(|_| n.sample(&mut rng) >= 1), "clamped at 1");
+    let l: LengthDist = "lognormal:400,0.6".parse().unwrap();
+    let mean = (0..20000).map(|_| l.sample(&mut rng) as f64).sum::<f64>() / 20000.0;
+    assert!((mean - 400.0).abs() < 12.0, "lognormal mean {mean}");
+}
+
+#[test]
+fn synthetic_items_are_deterministic_and_of_the_asked_length() {
+    let w = Workload::Synthetic {
+        input: LengthDist::Fixed(50),
+        output: LengthDist::Fixed(7),
+        seed: 3,
+        tokenizer: None,
+        shared_prefix: None,
+    };
+    let (a, b) = (w.item(5), w.item(5));
+    assert_eq!(a, b);
+    assert_ne!(w.item(5), w.item(6));
+    let PromptBody::Text(t) = &a.prompt else { panic!() };
+    assert_eq!(t.split_whitespace().count(), 50);
+    assert_eq!((a.intended_input_tokens, a.max_tokens), (Some(50), Some(7)));
+}
+
+#[test]
+fn shared_prefixes_are_common_text_and_lengths_match_items() {
+    let w = Workload::Synthetic {
+        input: "uniform:10..20".parse().unwrap(),
+        output: LengthDist::Fixed(7),
+        seed: 3,
+        tokenizer: None,
+        shared_prefix: Some(SharedPrefix { tokens: 30, ratio: 0.5, count: 2 }),
+    };
+    let mut by_prefix: std::collections::HashMap<u64, Vec<String>> = Default::default();
+    let mut without = 0;
+    for i in 0..200 {
+        let (l, item) = (w.lengths(i).unwrap(), w.item(i));
+        let PromptBody::Text(t) = &item.prompt else { panic!() };
+        let words: Vec<&str> = t.split_whitespace().collect();
+        assert_eq!(words.len() as u32, l.input, "lengths() agrees with item()");
+        assert_eq!(item.intended_input_tokens, Some(l.input as u64));
+        match l.prefix {
+            Some((id, n)) => by_prefix.entry(id).or_default().push(words[..n as usize].join(" ")),
+            None => without += 1,
+        }
+    }
+    assert!((60..140).contains(&without), "about half carry a prefix: {without}");
+    assert_eq!(by_prefix.len(), 2);
+    for texts in by_prefix.values() {
+        assert!(texts.iter().all(|t| t == &texts[0]), "one prefix, one text");
+    }
+    assert_ne!(by_prefix[&0][0], by_prefix[&1][0]);
+}
+
+#[test]
+fn a_byte_order_mark_before_a_dataset_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("d.jsonl", "\u{feff}{\"prompt\":\"hello\"}\n"),
+        (
+            "s.json",
+            "\u{feff}[{\"conversations\":[{\"from\":\"human\",\"value\":\"hello\"},{\"from\":\"gpt\",\"value\":\"hi\"}]}]",
+        ),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let e = load_dataset(&p, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(e[0].prompt, PromptBody::Text("hello".into()), "{name}");
+    }
+}
+
+#[test]
+fn jsonl_and_sharegpt_datasets() {
+    let dir = tempfile::tempdir().unwrap();
+    let jl = dir.path().join("d.jsonl");
+    std::fs::write(
+        &jl,
+        "{\"prompt\":\"hello\",\"max_tokens\":5}\n\n{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n",
+    )
+    .unwrap();
+    let e = load_dataset(&jl, None).unwrap();
+    assert_eq!(e.len(), 2);
+    assert_eq!(
+        e[0],
+        DatasetEntry { prompt: PromptBody::Text("hello".into()), max_tokens: Some(5), follow_ups: vec![] }
+    );
+    assert!(matches!(e[1].prompt, PromptBody::Messages(_)));
+
+    let sg = dir.path().join("s.json");
+    std::fs::write(&sg, r#"[{"id":"a","conversations":[{"from":"human","value":"What is up?"},{"from":"gpt","value":"Not much, friend."}]},{"id":"b","conversations":[{"from":"human","value":"x"}]}]"#).unwrap();
+    let e = load_dataset(&sg, None).unwrap();
+    assert_eq!(e.len(), 1);
+    assert_eq!(e[0].max_tokens, Some(5));
+    assert!(e[0].follow_ups.is_empty());
+    // A conversation's later questions, each with its answer's length, while the turns alternate.
+    std::fs::write(
+        &sg,
+        r#"[{"conversations":[{"from":"human","value":"Hi"},{"from":"gpt","value":"Hello there"},
+            {"from":"human","value":"And then?"},{"from":"gpt","value":"Then this, at length."},
+            {"from":"human","value":"Last"}]}]"#,
+    )
+    .unwrap();
+    let e = load_dataset(&sg, None).unwrap();
+    assert_eq!(e[0].follow_ups, [("And then?".to_string(), Some(6))]);
+    let w = Workload::dataset(e, None, 0);
+    assert_eq!(w.conversation_turns(0), Some(2));
+    let q = w.question(0, 1).unwrap();
+    assert_eq!((q.prompt, q.max_tokens), (PromptBody::Text("And then?".into()), Some(6)));
+    assert_eq!(w.question(0, 0).unwrap().max_tokens, Some(3));
+
+    let bad = dir.path().join("b.jsonl");
+    std::fs::write(&bad, "{\"prompt\":\"ok\"}\n{\"text\":\"no\"}\n").unwrap();
+    let err = load_dataset(&bad, None).unwrap_err();
+    assert!(err.contains("line 2") && err.contains("\"prompt\""), "{err}");
+    let missing = load_dataset(Path::new("/nonexistent/x.jsonl"), None).unwrap_err();
+    assert!(missing.contains("cannot read dataset"), "{missing}");
+}
+
+#[test]
+fn dataset_workload_cycles_in_a_seeded_order() {
+    let entries: Vec<_> = (0..3)
+        .map(|i| DatasetEntry {
+            prompt: PromptBody::Text(format!("p{i}")),
+            max_tokens: Some(i + 1),
+            follow_ups: vec![],
+        })
+        .collect();
+    let w = Workload::dataset(entries, None, 9);
+    let first: Vec<_> = (0..3).map(|i| w.item(i)).collect();
+    let again: Vec<_> = (3..6).map(|i| w.item(i)).collect();
+    assert_eq!(first, again);
+    let mut seen: Vec<_> = first.iter().map(|x| x.max_tokens.unwrap()).collect();
+    seen.sort();
+    assert_eq!(seen, vec![1, 2, 3]);
+}

@@ -1,0 +1,109 @@
+//! Weight and KV-cache precisions, and their bytes per element.
+
+use crate::engine::error::Error;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+pub(crate) const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// How the body's weights are stored. Embeddings and the LM head stay 16-bit
+/// whatever the body uses, as quantised checkpoints ship them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Bf16,
+    Fp8,
+    /// Weight-only INT8 (W8A16).
+    Int8,
+    /// Weight-only INT4 with group size 128 (AWQ/GPTQ-like).
+    Int4,
+}
+
+impl Precision {
+    pub const ALL: [Precision; 4] = [Precision::Bf16, Precision::Fp8, Precision::Int8, Precision::Int4];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
+            Precision::Int8 => "int8",
+            Precision::Int4 => "int4",
+        }
+    }
+
+    /// Bytes per body weight. INT4 carries a 16-bit scale and zero point per
+    /// group of 128 weights: 0.5 × (1 + 2/64).
+    pub fn bytes_per_weight(self) -> f64 {
+        match self {
+            Precision::Bf16 => 2.0,
+            Precision::Fp8 | Precision::Int8 => 1.0,
+            Precision::Int4 => 0.5 * (1.0 + 2.0 / 64.0),
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Precision {
+    type Err = Error;
+
+    /// FP16 is accepted as BF16: same bytes, same tensor-core peak.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bf16" | "bfloat16" | "fp16" | "float16" | "half" => Ok(Precision::Bf16),
+            "fp8" | "float8" | "fp8-e4m3" => Ok(Precision::Fp8),
+            "int8" | "w8a16" => Ok(Precision::Int8),
+            "int4" | "w4a16" | "awq" | "gptq" => Ok(Precision::Int4),
+            _ => Err(Error::UnknownPrecision(s.to_string())),
+        }
+    }
+}
+
+/// How KV-cache elements are stored. `Auto` follows vLLM: the activation
+/// dtype (16-bit) even when the weights are FP8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvCacheDtype {
+    #[default]
+    Auto,
+    Fp8,
+}
+
+impl KvCacheDtype {
+    pub fn bytes_per_element(self) -> f64 {
+        match self {
+            KvCacheDtype::Auto => 2.0,
+            KvCacheDtype::Fp8 => 1.0,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvCacheDtype::Auto => "auto",
+            KvCacheDtype::Fp8 => "fp8",
+        }
+    }
+}
+
+impl fmt::Display for KvCacheDtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for KvCacheDtype {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "bf16" | "fp16" => Ok(KvCacheDtype::Auto),
+            "fp8" | "fp8_e4m3" | "fp8-e4m3" | "fp8_e5m2" => Ok(KvCacheDtype::Fp8),
+            _ => Err(Error::UnknownKvCacheDtype(s.to_string())),
+        }
+    }
+}

@@ -1,0 +1,148 @@
+use super::*;
+use crate::engine::error::Error;
+use std::path::Path;
+
+#[test]
+fn parameter_counts_match_the_published_sizes() {
+    // (model, total params as published, active params incl. embeddings)
+    let cases = [
+        ("llama-3.1-8b", 8.03e9, 8.03e9),
+        ("llama-3.1-70b", 70.55e9, 70.55e9),
+        ("llama-3.1-405b", 405.85e9, 405.85e9),
+        ("qwen2.5-7b", 7.62e9, 7.62e9),
+        ("qwen2.5-72b", 72.7e9, 72.7e9),
+        ("mixtral-8x7b", 46.70e9, 12.88e9),
+    ];
+    for (name, total, active) in cases {
+        let m = ModelSpec::lookup(name).unwrap();
+        let t = m.total_params() as f64;
+        let a = (m.active_params() + m.embedding_params()) as f64;
+        assert!((t / total - 1.0).abs() < 0.01, "{name}: total {t:e} vs {total:e}");
+        assert!((a / active - 1.0).abs() < 0.01, "{name}: active {a:e} vs {active:e}");
+    }
+    // Exact for the 8B, counted by hand: 32 × (41,943,040 + 176,160,768)
+    // + 2 × 128,256 × 4,096.
+    let m = ModelSpec::lookup("llama-3.1-8b").unwrap();
+    assert_eq!(m.body_params(), 6_979_321_856);
+    assert_eq!(m.total_params(), 8_029_995_008);
+}
+
+#[test]
+fn model_aliases_resolve_case_insensitively() {
+    for (alias, name) in [
+        ("llama-3.1-8b", "Llama-3.1-8B"),
+        ("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B"),
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", "Llama-3.1-8B"),
+        ("LLAMA-3.3-70B", "Llama-3.1-70B"),
+        ("llama-3-70b", "Llama-3.1-70B"),
+        ("meta-llama/Llama-3.3-70B-Instruct", "Llama-3.1-70B"),
+        ("nvidia/Llama-3.1-8B-Instruct-FP8", "Llama-3.1-8B"),
+        ("Qwen/Qwen2.5-72B-Instruct", "Qwen2.5-72B"),
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", "Mixtral-8x7B"),
+    ] {
+        assert_eq!(ModelSpec::lookup(alias).unwrap().name, name, "{alias}");
+    }
+    let err = ModelSpec::lookup("gpt-5").unwrap_err().to_string();
+    assert!(err.contains("llama-3.1-8b") && err.contains("config.json"), "{err}");
+}
+
+#[test]
+fn gpu_aliases_and_datasheets() {
+    for (alias, name) in [
+        ("h100", "H100 SXM"),
+        ("H100-SXM", "H100 SXM"),
+        ("h100-pcie", "H100 PCIe"),
+        ("h200", "H200"),
+        ("a100", "A100 80GB"),
+        ("a100-80gb", "A100 80GB"),
+        ("l40s", "L40S"),
+        ("l4", "L4"),
+        ("b200", "B200"),
+        ("MI300X", "MI300X"),
+        ("nvidia_h100_sxm", "H100 SXM"),
+    ] {
+        assert_eq!(GpuSpec::lookup(alias).unwrap().name, name, "{alias}");
+    }
+    let h100 = GpuSpec::lookup("h100").unwrap();
+    assert_eq!((h100.memory_gib, h100.bandwidth_tb_s), (80.0, 3.35));
+    assert_eq!((h100.bf16_tflops, h100.fp8_tflops), (989.0, Some(1979.0)));
+    let err = GpuSpec::lookup("tpu-v5").unwrap_err().to_string();
+    assert!(err.contains("h100-sxm") && err.contains("mi300x"), "{err}");
+}
+
+#[test]
+fn fp8_on_a100_is_an_error_that_names_the_fix() {
+    let a100 = GpuSpec::lookup("a100").unwrap();
+    let err = a100.peak_flops(Precision::Fp8).unwrap_err();
+    assert!(matches!(err, Error::PrecisionUnsupported { .. }));
+    assert!(err.to_string().contains("bf16"), "{err}");
+    assert_eq!(a100.peak_flops(Precision::Int4).unwrap(), 312e12);
+}
+
+#[test]
+fn precision_bytes_and_parsing() {
+    assert_eq!(Precision::Int4.bytes_per_weight(), 0.515625);
+    assert_eq!("BF16".parse::<Precision>().unwrap(), Precision::Bf16);
+    assert_eq!("fp16".parse::<Precision>().unwrap(), Precision::Bf16);
+    assert!("fp4".parse::<Precision>().is_err());
+    // INT4 body, 16-bit embeddings: 6.98e9 × 0.515625 + 1.05e9 × 2 bytes.
+    let m = ModelSpec::lookup("llama-3.1-8b").unwrap();
+    let w = m.weight_bytes(Precision::Int4);
+    assert_eq!(w, 6_979_321_856.0 * 0.515625 + 1_050_673_152.0 * 2.0);
+}
+
+#[test]
+fn hf_config_reads_dense_and_moe_models() {
+    let qwen = r#"{"_name_or_path": "Qwen/Qwen2.5-7B-Instruct", "hidden_size": 3584,
+        "intermediate_size": 18944, "num_attention_heads": 28, "num_hidden_layers": 28,
+        "num_key_value_heads": 4, "vocab_size": 152064, "tie_word_embeddings": false,
+        "max_position_embeddings": 32768}"#;
+    let m = ModelSpec::from_hf_config_str(qwen, "x").unwrap();
+    let shipped = ModelSpec::lookup("qwen2.5-7b").unwrap();
+    assert_eq!(m.total_params(), shipped.total_params());
+    assert_eq!(m.head_dim, 128);
+    assert_eq!(m.name, "Qwen/Qwen2.5-7B-Instruct");
+
+    let mixtral = r#"{"hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+        "vocab_size": 32000, "num_local_experts": 8, "num_experts_per_tok": 2,
+        "head_dim": null}"#;
+    let m = ModelSpec::from_hf_config_str(mixtral, "mixtral").unwrap();
+    assert_eq!(m.moe, ModelSpec::lookup("mixtral-8x7b").unwrap().moe);
+    assert_eq!(m.active_params(), ModelSpec::lookup("mixtral-8x7b").unwrap().active_params());
+
+    let tied = r#"{"hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 32,
+        "num_hidden_layers": 16, "num_key_value_heads": 8, "vocab_size": 128256,
+        "tie_word_embeddings": true, "head_dim": 64}"#;
+    let m = ModelSpec::from_hf_config_str(tied, "llama-1b").unwrap();
+    assert_eq!(m.embedding_params(), 128256 * 2048);
+    assert_eq!(m.head_dim, 64);
+}
+
+#[test]
+fn hf_config_errors_name_the_field() {
+    let err = ModelSpec::from_hf_config_str(r#"{"hidden_size": 4096}"#, "m").unwrap_err();
+    assert!(err.to_string().contains("num_hidden_layers"), "{err}");
+    let err = ModelSpec::from_hf_config_str("[1]", "m").unwrap_err();
+    assert!(err.to_string().contains("object"), "{err}");
+    let err = ModelSpec::from_hf_config(Path::new("/nonexistent/config.json")).unwrap_err();
+    assert!(matches!(err, Error::ModelConfigRead { .. }));
+
+    let dir = std::env::temp_dir().join(format!("goodput-sim-hf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config.json");
+    std::fs::write(&path, r#"{"num_hidden_layers": 2, "hidden_size": -1}"#).unwrap();
+    let err = ModelSpec::from_hf_config(&path).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(err.contains("hidden_size") && err.contains("config.json"), "{err}");
+}
+
+#[test]
+fn kv_bytes_per_token() {
+    let m = ModelSpec::lookup("llama-3.1-8b").unwrap();
+    // 2 × 32 layers × 8 heads × 128 × 2 bytes = 128 KiB.
+    assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Auto, 1), 131072.0);
+    assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Fp8, 2), 32768.0);
+    // Past TP = 8 KV heads each GPU holds a replica of one head.
+    assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Auto, 16), 16384.0);
+}

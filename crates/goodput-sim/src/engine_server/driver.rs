@@ -1,0 +1,172 @@
+//! The task that owns the engine and keeps its virtual time on the wall
+//! clock.
+
+use super::metrics::{lock, Observed};
+use super::progress::{Command, Producer};
+use crate::clock::sleep_until;
+use crate::engine::{Engine, StepOutcome};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// A request the driver holds, with the wall times its metrics need.
+struct Live {
+    producer: Producer,
+    arrived: Instant,
+    /// When the request reached the scheduler.
+    reached: Instant,
+    queued: Option<Duration>,
+    last_token: Option<Instant>,
+}
+
+/// How far the driver may fall behind its virtual-to-wall mapping before it
+/// forgets the debt. Within it, late steps are caught up (run back to back),
+/// so a busy host delays tokens but keeps the simulated timeline, and with it
+/// throughput and TPOT; a longer pause (a suspended process) is forgiven
+/// rather than replayed as a burst.
+const MAX_LAG: Duration = Duration::from_secs(1);
+
+/// The task that owns the engine: steps it, lets each step's duration pass
+/// on the wall clock, and delivers the step's tokens.
+pub(super) struct Driver {
+    engine: Engine,
+    commands: mpsc::UnboundedReceiver<Command>,
+    observed: Arc<Mutex<Observed>>,
+    speed: f64,
+    live: HashMap<u64, Live>,
+    out: StepOutcome,
+}
+
+impl Driver {
+    pub(super) fn new(
+        engine: Engine,
+        commands: mpsc::UnboundedReceiver<Command>,
+        observed: Arc<Mutex<Observed>>,
+        speed: f64,
+    ) -> Driver {
+        Driver { speed, engine, commands, observed, live: HashMap::new(), out: StepOutcome::default() }
+    }
+
+    pub(super) async fn run(mut self) {
+        // Steps are timed on an absolute mapping from virtual time (elapsed
+        // since `anchor`) to the wall clock, so the driver's own work between
+        // steps and late wake-ups do not add up to drift.
+        let mut clock: Option<(Instant, Duration)> = None;
+        loop {
+            self.drain();
+            if !self.engine.has_work() {
+                clock = None;
+                if !self.idle().await {
+                    return;
+                }
+                continue;
+            }
+            let now = Instant::now();
+            let (anchor, elapsed) = clock.get_or_insert((now, Duration::ZERO));
+            let mut start = *anchor + elapsed.div_f64(self.speed);
+            if now > start + MAX_LAG {
+                (*anchor, *elapsed, start) = (now, Duration::ZERO, now);
+            }
+            if !self.engine.step_into(&mut self.out) {
+                // Work that cannot be scheduled waits for a command to change that.
+                clock = None;
+                if !self.idle().await {
+                    return;
+                }
+                continue;
+            }
+            *elapsed += self.out.duration;
+            let deadline = *anchor + elapsed.div_f64(self.speed);
+            if Instant::now() < deadline {
+                sleep_until(deadline).await;
+            } else {
+                // Catching up: let the streams and handlers run between steps.
+                tokio::task::yield_now().await;
+            }
+            // Aborts that came during the step drop its tokens for those requests.
+            self.drain();
+            self.deliver(start, Instant::now());
+        }
+    }
+
+    /// Publishes the state and waits for a command; false when no handle to
+    /// the server is left.
+    async fn idle(&mut self) -> bool {
+        lock(&self.observed).engine = self.engine.stats();
+        match self.commands.recv().await {
+            Some(c) => {
+                self.handle(c);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn drain(&mut self) {
+        while let Ok(c) = self.commands.try_recv() {
+            self.handle(c);
+        }
+    }
+
+    fn handle(&mut self, c: Command) {
+        match c {
+            Command::Add { id, prompt, max_tokens, arrived, progress, reply } => {
+                let res = self.engine.add_request(id, prompt, max_tokens);
+                if res.is_ok() {
+                    let live = Live {
+                        producer: Producer(progress),
+                        arrived,
+                        reached: Instant::now(),
+                        queued: None,
+                        last_token: None,
+                    };
+                    self.live.insert(id, live);
+                }
+                // A handler gone meanwhile left a ticket whose abort follows.
+                let _ = reply.send(res);
+            }
+            Command::Abort(id) => {
+                if self.live.remove(&id).is_some() {
+                    self.engine.abort(id);
+                    lock(&self.observed).aborted += 1;
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, step_start: Instant, now: Instant) {
+        let mut obs = lock(&self.observed);
+        for id in &self.out.admitted {
+            if let Some(l) = self.live.get_mut(id) {
+                l.queued = Some(step_start.saturating_duration_since(l.reached));
+            }
+        }
+        for (id, cached) in &self.out.prefix_hits {
+            if let Some(l) = self.live.get(id) {
+                l.producer.0.cached.store(*cached, Ordering::Release);
+            }
+        }
+        for ev in &self.out.tokens {
+            let Some(l) = self.live.get_mut(&ev.id) else {
+                continue;
+            };
+            match l.last_token {
+                None => obs.ttft.observe(now - l.arrived),
+                Some(t) => obs.itl.observe(now - t),
+            }
+            l.last_token = Some(now);
+            l.producer.deliver(ev.index + 1);
+            if ev.finished {
+                if let Some(l) = self.live.remove(&ev.id) {
+                    obs.e2e.observe(now - l.arrived);
+                    obs.queue.observe(l.queued.unwrap_or_default());
+                    obs.finished_length += 1;
+                }
+            }
+        }
+        obs.engine = self.engine.stats();
+    }
+}

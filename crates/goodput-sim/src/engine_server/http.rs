@@ -1,0 +1,184 @@
+//! The router and the generation handler: parses a request, hands it to
+//! the driver, and answers whole or streamed.
+
+use super::progress::{Command, Progress, Ticket, Update};
+use super::server::EngineServer;
+use super::stream::TokenStream;
+use crate::clock::sleep_until;
+use crate::engine::{Error, Prompt};
+use crate::faults::Fault;
+use crate::openai::{
+    error_response, info_body, models_body, output_ids, tags_body, unix_now, ChunkWriter, GenerationRequest, Route,
+    Usage,
+};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+/// The router: the generation routes (OpenAI's, Anthropic Messages,
+/// Ollama's), `/v1/models` and `/api/tags`, `/health`, `/metrics`.
+pub fn app(state: Arc<EngineServer>) -> Router {
+    let mut router = Router::new();
+    for route in Route::ALL {
+        router = router.route(route.path(), post(move |s: State<Arc<EngineServer>>, b: Bytes| generate(s, route, b)));
+    }
+    let router = router
+        .route(
+            "/v1/models",
+            get(|State(s): State<Arc<EngineServer>>| async move { Json(models_body(&s.cfg.names().collect::<Vec<_>>())) }),
+        )
+        .route(
+            "/api/tags",
+            get(|State(s): State<Arc<EngineServer>>| async move { Json(tags_body(&s.cfg.names().collect::<Vec<_>>())) }),
+        )
+        .route("/info", get(|State(s): State<Arc<EngineServer>>| async move { Json(info_body(&s.cfg.model_name)) }))
+        .route("/health", get(|| async { "ok" }))
+        .route(
+            "/metrics",
+            get(|State(s): State<Arc<EngineServer>>| async move {
+                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], s.prometheus())
+            }),
+        )
+        .with_state(state);
+    crate::server::with_server_header(router)
+}
+
+async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes) -> Response {
+    let arrived = Instant::now();
+    let req = match GenerationRequest::parse(route, &body) {
+        Ok(r) => r,
+        Err(msg) => return error_response(route, StatusCode::BAD_REQUEST, &msg),
+    };
+    // TGI and llama.cpp serve one model and read no name; the others refuse
+    // a name they do not serve, as vLLM and Ollama do.
+    if let Some(name) = req.model.as_deref().filter(|_| route.names_model()) {
+        if !s.cfg.names().any(|n| n == name) {
+            return error_response(route, StatusCode::NOT_FOUND, &route.unknown_model(name));
+        }
+    }
+    let (id, fault) = s.counters.next(&s.cfg.faults);
+    if fault == Fault::HttpError {
+        return error_response(route, StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal server error");
+    }
+    // `ignore_eos` and `min_tokens` need nothing: the simulated model never
+    // ends early, so every response is exactly `max_tokens` long.
+    let n_out = req.max_tokens().unwrap_or(s.cfg.default_max_tokens);
+    let ids = req.prompt_ids(s.cfg.engine.chat_template);
+    let prompt_tokens = ids.len() as u64;
+    let mut prompt = Prompt::from_tokens(&ids, s.cfg.engine.block_size);
+    if s.cfg.engine.enable_prefix_caching {
+        // The answer's words (see ChunkWriter), so the blocks it fills are cached.
+        prompt = prompt.followed_by(&ids, output_ids(id, n_out));
+    }
+    // Only the block hashes need to live through the wait below.
+    drop(ids);
+
+    // The front end's share of the latency (HTTP, parsing, tokenising, in a
+    // real server) passes before the scheduler sees the request.
+    sleep_until(arrived + s.frontend).await;
+    let progress = Arc::new(Progress::default());
+    let (reply, answer) = oneshot::channel();
+    // Made before the request is sent, so a client gone while it waits for
+    // the answer still aborts it: the abort follows the add in the channel.
+    let mut ticket = Ticket { id, commands: s.commands.clone(), live: true };
+    let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply };
+    if s.commands.send(add).is_err() {
+        return engine_gone(route, &mut ticket);
+    }
+    match answer.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            ticket.live = false;
+            let message = match e {
+                Error::InvalidRequest { message, .. } => message,
+                other => other.to_string(),
+            };
+            return error_response(route, StatusCode::BAD_REQUEST, &message);
+        }
+        Err(_) => return engine_gone(route, &mut ticket),
+    }
+
+    let model = req.model.clone().unwrap_or_else(|| s.cfg.model_name.clone());
+    let writer = ChunkWriter::new(route, id, &model, unix_now()).with_lengths(prompt_tokens, n_out as u64);
+    let fault = match fault {
+        Fault::Stall(d) => Fault::Stall(d.div_f64(s.cfg.speed)),
+        f => f,
+    };
+    if !req.stream() {
+        return whole(progress, ticket, writer, n_out, prompt_tokens, fault).await;
+    }
+    let stream = TokenStream {
+        progress,
+        writer,
+        ticket,
+        n_out,
+        emitted: 0,
+        produced: 0,
+        half: n_out / 2,
+        fault,
+        stall: None,
+        prompt_tokens,
+        usage: req.include_usage(),
+        done: false,
+    };
+    stream_response(route, Body::from_stream(stream))
+}
+
+fn engine_gone(route: Route, ticket: &mut Ticket) -> Response {
+    ticket.live = false;
+    error_response(route, StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped")
+}
+
+/// A non-streamed response: waits for the whole output (or, for a fault,
+/// for half of it), holding the ticket so a client that leaves aborts.
+async fn whole(
+    progress: Arc<Progress>,
+    mut ticket: Ticket,
+    writer: ChunkWriter,
+    n_out: u32,
+    prompt_tokens: u64,
+    fault: Fault,
+) -> Response {
+    let breaks = matches!(fault, Fault::StreamError | Fault::Disconnect);
+    let target = if breaks { n_out / 2 + 1 } else { n_out };
+    let mut seen = 0;
+    while seen < target {
+        match progress.changed(seen).await {
+            Update::Produced(p) => seen = p,
+            Update::Closed => {
+                let route = writer.route();
+                return error_response(route, StatusCode::INTERNAL_SERVER_ERROR, "the engine dropped the request");
+            }
+        }
+    }
+    if breaks {
+        // Dropping the live ticket aborts the rest of the generation.
+        return error_response(writer.route(), StatusCode::INTERNAL_SERVER_ERROR, "injected fault: generation failed");
+    }
+    ticket.live = false;
+    if let Fault::Stall(d) = fault {
+        sleep_until(Instant::now() + d).await;
+    }
+    let usage = Usage {
+        prompt: prompt_tokens,
+        completion: n_out as u64,
+        cached: Some(progress.cached.load(Ordering::Acquire) as u64),
+    };
+    Json(writer.whole(usage, "length")).into_response()
+}
+
+/// A streamed response around `body`: `text/event-stream`, or NDJSON for Ollama's routes.
+fn stream_response(route: Route, body: Body) -> Response {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(route.stream_content_type()));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}

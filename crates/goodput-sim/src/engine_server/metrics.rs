@@ -1,0 +1,142 @@
+//! What `/metrics` reports, under vLLM's V1 metric names, and how it is
+//! written in Prometheus text format.
+
+use crate::engine::EngineStats;
+use std::fmt::Write;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What `/metrics` reports: the engine's stats and the front's own
+/// observations. Latencies are wall-clock seconds, what a client of this
+/// server measures, whatever the speed.
+#[derive(Debug, Clone)]
+pub(super) struct Observed {
+    pub(super) engine: EngineStats,
+    pub(super) ttft: Histogram,
+    pub(super) itl: Histogram,
+    pub(super) e2e: Histogram,
+    pub(super) queue: Histogram,
+    pub(super) finished_length: u64,
+    pub(super) aborted: u64,
+}
+
+impl Observed {
+    pub(super) fn new(engine: EngineStats) -> Observed {
+        Observed {
+            engine,
+            ttft: Histogram::new(TTFT_BUCKETS),
+            itl: Histogram::new(ITL_BUCKETS),
+            e2e: Histogram::new(REQUEST_LATENCY_BUCKETS),
+            queue: Histogram::new(REQUEST_LATENCY_BUCKETS),
+            finished_length: 0,
+            aborted: 0,
+        }
+    }
+
+    /// The engine's and the front's metrics, labelled with `model_name`, in
+    /// Prometheus text format 0.0.4 (the fault counters follow them).
+    pub(super) fn prometheus(&self, model_name: &str) -> String {
+        let o = self;
+        let labels = format!("engine=\"0\",model_name=\"{}\"", escape_label(model_name));
+        let mut s = String::with_capacity(12 * 1024);
+        let e = &o.engine;
+        let gauges = [
+            ("vllm:num_requests_running", "Number of requests in model execution batches.", e.running as f64),
+            ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", e.waiting as f64),
+            ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage),
+        ];
+        for (name, help, v) in gauges {
+            let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{{labels}}} {v}\n");
+        }
+        let counters = [
+            (
+                "vllm:prefix_cache_queries_total",
+                "Prefix cache queries, in terms of number of queried tokens.",
+                e.prefix_cache_queries,
+            ),
+            (
+                "vllm:prefix_cache_hits_total",
+                "Prefix cache hits, in terms of number of cached tokens.",
+                e.prefix_cache_hits,
+            ),
+            ("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", e.preemptions),
+            ("vllm:prompt_tokens_total", "Number of prefill tokens processed.", e.prompt_tokens),
+            ("vllm:generation_tokens_total", "Number of generation tokens processed.", e.generation_tokens),
+        ];
+        for (name, help, v) in counters {
+            let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{{labels}}} {v}\n");
+        }
+        let name = "vllm:request_success_total";
+        let _ = write!(s, "# HELP {name} Count of successfully processed requests.\n# TYPE {name} counter\n");
+        // The simulated model never emits end of sequence, so nothing stops.
+        for (reason, v) in [("stop", 0), ("length", o.finished_length), ("abort", o.aborted)] {
+            let _ = writeln!(s, "{name}{{{labels},finished_reason=\"{reason}\"}} {v}");
+        }
+        for (h, name, help) in [
+            (&o.ttft, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds."),
+            (&o.itl, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds."),
+            (&o.e2e, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds."),
+            (&o.queue, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request."),
+        ] {
+            h.render(&mut s, name, help, &labels);
+        }
+        s
+    }
+}
+
+// vLLM V1's bucket bounds (vllm/v1/metrics/loggers.py), so dashboards and
+// quantile estimates read the same as against a real server.
+pub(super) const TTFT_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+    160.0, 640.0, 2560.0,
+];
+const ITL_BUCKETS: &[f64] =
+    &[0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
+const REQUEST_LATENCY_BUCKETS: &[f64] = &[
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0,
+    1920.0, 7680.0,
+];
+
+/// A Prometheus histogram: counts per bucket (not cumulative; the last is
+/// `+Inf`), their sum and count.
+#[derive(Debug, Clone)]
+pub(super) struct Histogram {
+    bounds: &'static [f64],
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    pub(super) fn new(bounds: &'static [f64]) -> Histogram {
+        Histogram { bounds, counts: vec![0; bounds.len() + 1], sum: 0.0, count: 0 }
+    }
+
+    pub(super) fn observe(&mut self, d: Duration) {
+        let v = d.as_secs_f64();
+        let i = self.bounds.partition_point(|&b| b < v);
+        self.counts[i] += 1;
+        self.sum += v;
+        self.count += 1;
+    }
+
+    pub(super) fn render(&self, s: &mut String, name: &str, help: &str, labels: &str) {
+        let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} histogram\n");
+        let mut cumulative = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            cumulative += c;
+            // `{:?}` writes 1.0, not 1, as Python's client does.
+            let le = self.bounds.get(i).map_or("+Inf".to_string(), |b| format!("{b:?}"));
+            let _ = writeln!(s, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+        }
+        let _ = write!(s, "{name}_sum{{{labels}}} {:?}\n{name}_count{{{labels}}} {}\n", self.sum, self.count);
+    }
+}
+
+pub(super) fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}

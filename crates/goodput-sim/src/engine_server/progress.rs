@@ -1,0 +1,110 @@
+//! What handlers and the driver pass each other: commands one way, a
+//! per-request progress cell the other.
+
+use crate::engine::{Error, Prompt};
+use futures::task::AtomicWaker;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+/// What handlers ask of the driver.
+pub(super) enum Command {
+    Add {
+        id: u64,
+        prompt: Prompt,
+        max_tokens: u32,
+        /// When the server received the request: TTFT and e2e count from here.
+        arrived: Instant,
+        progress: Arc<Progress>,
+        reply: oneshot::Sender<Result<(), Error>>,
+    },
+    Abort(u64),
+}
+
+/// A handler's claim on its engine request. Dropped while live (the client
+/// went away, or a fault cut the response short), it aborts the request.
+pub(super) struct Ticket {
+    pub(super) id: u64,
+    pub(super) commands: mpsc::UnboundedSender<Command>,
+    pub(super) live: bool,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if self.live {
+            let _ = self.commands.send(Command::Abort(self.id));
+        }
+    }
+}
+
+/// One request's output as far as the driver has delivered it. A count and
+/// a waker instead of a channel: the driver's delivery is two atomic stores
+/// and a wake, and a response that falls behind simply finds several tokens.
+#[derive(Default)]
+pub(super) struct Progress {
+    pub(super) produced: AtomicU32,
+    /// Prompt tokens the prefix cache served when the request was admitted.
+    pub(super) cached: AtomicU32,
+    /// The driver let go of the request: finished, aborted, or gone.
+    pub(super) closed: AtomicBool,
+    pub(super) waker: AtomicWaker,
+}
+
+pub(super) enum Update {
+    /// Tokens produced so far, more than the caller had seen.
+    Produced(u32),
+    /// No more tokens will come.
+    Closed,
+}
+
+impl Progress {
+    pub(super) fn check(&self, seen: u32) -> Option<Update> {
+        // `closed` is read first: the driver stores the last count before it
+        // closes, so a closed progress shows its final count.
+        let closed = self.closed.load(Ordering::Acquire);
+        let produced = self.produced.load(Ordering::Acquire);
+        if produced > seen {
+            Some(Update::Produced(produced))
+        } else if closed {
+            Some(Update::Closed)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn poll_changed(&self, seen: u32, cx: &mut Context<'_>) -> Poll<Update> {
+        if let Some(u) = self.check(seen) {
+            return Poll::Ready(u);
+        }
+        self.waker.register(cx.waker());
+        match self.check(seen) {
+            Some(u) => Poll::Ready(u),
+            None => Poll::Pending,
+        }
+    }
+
+    pub(super) async fn changed(&self, seen: u32) -> Update {
+        std::future::poll_fn(|cx| self.poll_changed(seen, cx)).await
+    }
+}
+
+/// The driver's end of a [`Progress`]. Dropping it closes the progress, so
+/// no response waits on a request the driver no longer holds, whatever the
+/// reason (finish, abort, or the driver itself going away).
+pub(super) struct Producer(pub(super) Arc<Progress>);
+
+impl Producer {
+    pub(super) fn deliver(&self, produced: u32) {
+        self.0.produced.store(produced, Ordering::Release);
+        self.0.waker.wake();
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Release);
+        self.0.waker.wake();
+    }
+}

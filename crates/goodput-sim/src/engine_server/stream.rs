@@ -1,0 +1,109 @@
+//! A streamed response, token by token as the driver delivers them.
+
+use super::progress::{Progress, Ticket, Update};
+use crate::clock::{sleep_until, Sleep};
+use crate::faults::Fault;
+use crate::openai::{ChunkWriter, Usage};
+use axum::body::Bytes;
+use futures::Stream;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::time::Instant;
+
+/// A streamed response: one SSE chunk per token as the driver delivers it,
+/// the role preamble with the first (vLLM writes nothing before it), then
+/// the finish chunk, usage and `[DONE]`.
+pub(super) struct TokenStream {
+    pub(super) progress: Arc<Progress>,
+    pub(super) writer: ChunkWriter,
+    pub(super) ticket: Ticket,
+    pub(super) n_out: u32,
+    pub(super) emitted: u32,
+    /// Tokens known to exist, as of the last look at `progress`.
+    pub(super) produced: u32,
+    /// The token at which a fault strikes.
+    pub(super) half: u32,
+    pub(super) fault: Fault,
+    pub(super) stall: Option<Sleep>,
+    pub(super) prompt_tokens: u64,
+    /// The client asked for usage (or the protocol always sends it).
+    pub(super) usage: bool,
+    pub(super) done: bool,
+}
+
+impl TokenStream {
+    /// The prompt's counts, the prefix cache's share included.
+    fn prompt_usage(&self, completion: u64) -> Usage {
+        Usage {
+            prompt: self.prompt_tokens,
+            completion,
+            cached: Some(self.progress.cached.load(Ordering::Acquire) as u64),
+        }
+    }
+}
+
+impl Stream for TokenStream {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if this.emitted == this.n_out {
+            this.done = true;
+            this.ticket.live = false;
+            let usage = this.usage.then(|| this.prompt_usage(this.n_out as u64));
+            let close = this.writer.close("length", usage);
+            // TGI says its last word with the last token.
+            return Poll::Ready((!close.is_empty()).then_some(Ok(close)));
+        }
+        if this.produced <= this.emitted {
+            match this.progress.poll_changed(this.emitted, cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Update::Produced(p)) => this.produced = p,
+                Poll::Ready(Update::Closed) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Ok(this.writer.error_event("the engine dropped the request"))));
+                }
+            }
+        }
+        if this.emitted == this.half {
+            match this.fault {
+                Fault::StreamError => {
+                    this.done = true;
+                    let ev = this.writer.error_event("injected fault: the engine failed mid-stream");
+                    return Poll::Ready(Some(Ok(ev)));
+                }
+                Fault::Disconnect => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(std::io::Error::other("injected disconnect"))));
+                }
+                Fault::Stall(d) => {
+                    let sleep = this.stall.get_or_insert_with(|| sleep_until(Instant::now() + d));
+                    if Pin::new(sleep).poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    // Tokens made during the stall go out back to back after it.
+                    this.fault = Fault::None;
+                }
+                // Refused by the engine's configuration (the fixed profile plays them).
+                Fault::None | Fault::HttpError | Fault::Hostile(_) => {}
+            }
+        }
+        let i = this.emitted as u64;
+        this.emitted += 1;
+        let chunk = this.writer.tokens(i, i + 1);
+        if i > 0 {
+            return Poll::Ready(Some(Ok(chunk)));
+        }
+        let preamble = this.writer.preamble(this.prompt_usage(0));
+        let mut first = Vec::with_capacity(preamble.len() + chunk.len());
+        first.extend_from_slice(&preamble);
+        first.extend_from_slice(&chunk);
+        Poll::Ready(Some(Ok(Bytes::from(first))))
+    }
+}

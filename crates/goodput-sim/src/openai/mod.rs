@@ -1,0 +1,27 @@
+//! The server side of the protocols, shared by every simulated backend:
+//! OpenAI's chat and completions, and the native APIs beside them
+//! (Anthropic Messages; Ollama's `/api/chat` and `/api/generate`, whose
+//! streams are newline-delimited JSON). Request bodies, streamed chunk and
+//! whole-response JSON, error bodies, and the deterministic words that
+//! stand for tokens.
+//!
+//! One file per job: `route` (which protocol), `request` (parsing bodies),
+//! `tokens` (the word tokenizer), `usage` (token counts), `chunks`
+//! (streamed and whole responses), `bodies` (errors and listings).
+
+mod bodies;
+mod chunks;
+mod request;
+mod route;
+mod tokens;
+mod usage;
+
+pub use bodies::{error_response, info_body, models_body, tags_body, unix_now};
+pub use chunks::ChunkWriter;
+pub use request::{GenerationRequest, OllamaOptions, StreamOptions, TgiParameters};
+pub use route::{error_body, Route};
+pub use tokens::{count_tokens, output_ids, token_id, token_ids, word};
+pub use usage::Usage;
+
+#[cfg(test)]
+mod tests;

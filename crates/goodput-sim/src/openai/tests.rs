@@ -1,0 +1,214 @@
+use super::chunks::rfc3339;
+use super::*;
+use crate::template::ChatTemplate;
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+#[test]
+fn each_route_counts_its_prompt_as_a_real_server_does() {
+    let t = ChatTemplate::Llama3;
+    // (route, body, prompt tokens): chats get the template, raw prompts the BOS.
+    let cases = [
+        (Route::Chat, json!({"messages": [{"role": "user", "content": "a b c"}]}), 3 + 35),
+        (
+            Route::Chat,
+            json!({"messages": [{"role": "system", "content": "be brief"}, {"role": "user",
+                   "content": [{"type": "text", "text": "a b"}, {"type": "text", "text": "c"}]}]}),
+            2 + 3 + 35,
+        ),
+        (
+            Route::Messages,
+            json!({"system": [{"type": "text", "text": "be brief"}], "max_tokens": 4,
+                   "messages": [{"role": "user", "content": "a b c"}]}),
+            2 + 3 + 35,
+        ),
+        (Route::OllamaChat, json!({"messages": [{"role": "user", "content": "a b c"}]}), 3 + 35),
+        (Route::OllamaGenerate, json!({"prompt": "a b c"}), 3 + 35),
+        (Route::OllamaGenerate, json!({"prompt": "a b c", "system": "be brief"}), 2 + 3 + 35),
+        (Route::OllamaGenerate, json!({"prompt": "a b c", "raw": true}), 3 + 1),
+        (Route::Completions, json!({"prompt": "a b c"}), 3 + 1),
+        (Route::Completions, json!({"prompt": ["a b", "c"]}), 3 + 1),
+        (Route::LlamaCpp, json!({"prompt": "a b c"}), 3 + 1),
+        (Route::TgiGenerate, json!({"inputs": "a b c"}), 3 + 1),
+    ];
+    for (route, body, want) in cases {
+        let req = GenerationRequest::parse(route, body.to_string().as_bytes()).unwrap();
+        assert_eq!(req.prompt_ids(t).len(), want, "{route:?} {body}");
+        // With no template, the words alone, as before templates.
+        assert_eq!(req.prompt_ids(ChatTemplate::None).len() as u64, count_tokens(&req.prompt_text()), "{body}");
+    }
+}
+
+#[test]
+fn chunks_are_valid_json_with_the_right_shape() {
+    let w = ChunkWriter::new(Route::Chat, 7, "m\"<odd>", 1);
+    let s = String::from_utf8(w.tokens(0, 2).to_vec()).unwrap();
+    let v: Value = serde_json::from_str(s.strip_prefix("data: ").unwrap().trim()).unwrap();
+    assert_eq!(v["model"], "m\"<odd>");
+    assert_eq!(v["choices"][0]["delta"]["content"].as_str().unwrap().split_whitespace().count(), 2);
+    let close = String::from_utf8(w.close("length", Some(Usage::new(3, 2))).to_vec()).unwrap();
+    let parts: Vec<&str> = close.split("\n\n").filter(|p| !p.is_empty()).collect();
+    assert_eq!(parts.len(), 3);
+    let usage: Value = serde_json::from_str(parts[1].strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(usage["usage"]["completion_tokens"], 2);
+    assert_eq!(parts[2], "data: [DONE]");
+    // The exact bytes, appended after what the buffer already holds.
+    let mut into = String::from("x");
+    w.tokens_into(3, 5, &mut into);
+    let want = format!(
+        "xdata: {{\"id\":\"chatcmpl-0000000000000007\",\"object\":\"chat.completion.chunk\",\"created\":1,\
+         \"model\":\"m\\\"<odd>\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" {} {}\"}},\"finish_reason\":null}}]}}\n\n",
+        word(7, 3),
+        word(7, 4)
+    );
+    assert_eq!(into, want);
+    let c = ChunkWriter::new(Route::Completions, 7, "m", 1);
+    let s = String::from_utf8(c.tokens(0, 1).to_vec()).unwrap();
+    let v: Value = serde_json::from_str(s.strip_prefix("data: ").unwrap().trim()).unwrap();
+    assert_eq!(v["choices"][0]["text"].as_str().unwrap().split_whitespace().count(), 1);
+}
+
+/// Each `data:` payload of an SSE text, or each line of an NDJSON text, as JSON.
+fn payloads(route: Route, b: &Bytes) -> Vec<Value> {
+    let s = std::str::from_utf8(b).unwrap();
+    let parse = |p: &str| serde_json::from_str::<Value>(p).unwrap_or_else(|e| panic!("{e}: {p}"));
+    if route.ollama() {
+        assert!(s.is_empty() || s.ends_with('\n'), "every line ends: {s:?}");
+        return s.lines().map(parse).collect();
+    }
+    s.split("\n\n")
+        .filter(|e| !e.is_empty())
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data:")).map(str::trim_start))
+        .filter(|d| *d != "[DONE]")
+        .map(parse)
+        .collect()
+}
+
+#[test]
+fn native_streams_have_each_protocol_s_shape() {
+    let w = ChunkWriter::new(Route::Messages, 7, "m\"x", 1_700_000_000);
+    let pre = payloads(Route::Messages, &w.preamble(Usage { prompt: 40, completion: 0, cached: Some(32) }));
+    let kinds: Vec<&str> = pre.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["message_start", "content_block_start", "ping"]);
+    assert_eq!(pre[0]["message"]["model"], "m\"x");
+    assert_eq!(pre[0]["message"]["usage"]["input_tokens"], 8, "the uncached part");
+    assert_eq!(pre[0]["message"]["usage"]["cache_read_input_tokens"], 32);
+    let delta = payloads(Route::Messages, &w.tokens(0, 2));
+    assert_eq!(delta[0]["delta"]["type"], "text_delta");
+    assert_eq!(delta[0]["delta"]["text"].as_str().unwrap().split_whitespace().count(), 2);
+    let close = payloads(Route::Messages, &w.close("length", Some(Usage::new(40, 2))));
+    let kinds: Vec<&str> = close.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["content_block_stop", "message_delta", "message_stop"]);
+    assert_eq!(
+        (close[1]["delta"]["stop_reason"].as_str(), close[1]["usage"]["output_tokens"].as_u64()),
+        (Some("max_tokens"), Some(2))
+    );
+    let err = String::from_utf8(w.error_event("boom").to_vec()).unwrap();
+    assert!(err.starts_with("event: error\ndata: "), "{err}");
+    assert_eq!(payloads(Route::Messages, &w.error_event("boom"))[0]["error"]["message"], "boom");
+    let whole = w.whole(Usage::new(40, 3), "length");
+    assert_eq!((whole["type"].as_str(), whole["stop_reason"].as_str()), (Some("message"), Some("max_tokens")));
+    assert_eq!(whole["content"][0]["text"].as_str().unwrap().split_whitespace().count(), 3);
+
+    for route in [Route::OllamaChat, Route::OllamaGenerate] {
+        let w = ChunkWriter::new(route, 7, "m", 1_700_000_000);
+        assert!(w.preamble(Usage::new(4, 0)).is_empty(), "Ollama sends nothing before the first token");
+        let line = &payloads(route, &w.tokens(0, 2))[0];
+        let text = if route == Route::OllamaChat { &line["message"]["content"] } else { &line["response"] };
+        assert_eq!(text.as_str().unwrap().split_whitespace().count(), 2);
+        assert_eq!((line["done"].as_bool(), line["created_at"].as_str()), (Some(false), Some("2023-11-14T22:13:20Z")));
+        let last = &payloads(route, &w.close("length", Some(Usage::new(4, 2))))[0];
+        assert_eq!((last["done"].as_bool(), last["done_reason"].as_str()), (Some(true), Some("length")));
+        assert_eq!((last["prompt_eval_count"].as_u64(), last["eval_count"].as_u64()), (Some(4), Some(2)));
+        assert_eq!(payloads(route, &w.error_event("boom"))[0]["error"], "boom");
+        let whole = w.whole(Usage::new(4, 3), "length");
+        let text = if route == Route::OllamaChat { &whole["message"]["content"] } else { &whole["response"] };
+        assert_eq!(text.as_str().unwrap().split_whitespace().count(), 3);
+    }
+    // TGI: one event per token; the last carries the whole text and the details.
+    let w = ChunkWriter::new(Route::TgiGenerateStream, 7, "m", 1).with_lengths(4, 3);
+    assert!(w.preamble(Usage::new(4, 0)).is_empty());
+    let mid = &payloads(Route::TgiGenerateStream, &w.tokens(1, 2))[0];
+    assert_eq!(
+        (mid["index"].as_u64(), mid["token"]["special"].as_bool(), &mid["details"]),
+        (Some(2), Some(false), &Value::Null)
+    );
+    let raw = String::from_utf8(w.tokens(2, 3).to_vec()).unwrap();
+    assert!(raw.starts_with("data:{"), "TGI writes no space after data: {raw}");
+    let last = &payloads(Route::TgiGenerateStream, &w.tokens(2, 3))[0];
+    assert_eq!(last["generated_text"].as_str(), Some(w.text(0, 3).as_str()));
+    assert_eq!(
+        (last["details"]["generated_tokens"].as_u64(), last["details"]["input_length"].as_u64()),
+        (Some(3), Some(4))
+    );
+    assert!(w.close("length", Some(Usage::new(4, 3))).is_empty(), "the last token said it");
+    assert_eq!(payloads(Route::TgiGenerateStream, &w.error_event("boom"))[0]["error"], "boom");
+    assert_eq!(w.whole(Usage::new(4, 3), "length")["details"]["generated_tokens"], 3);
+    // llama.cpp: pieces, then a stop event with the counts and the cache's share.
+    let w = ChunkWriter::new(Route::LlamaCpp, 7, "m", 1).with_lengths(40, 2);
+    let piece = &payloads(Route::LlamaCpp, &w.tokens(0, 1))[0];
+    assert_eq!((piece["stop"].as_bool(), piece["tokens_predicted"].as_u64()), (Some(false), Some(1)));
+    let stop =
+        &payloads(Route::LlamaCpp, &w.close("length", Some(Usage { prompt: 40, completion: 2, cached: Some(32) })))[0];
+    assert_eq!(
+        (stop["stop"].as_bool(), stop["stop_type"].as_str(), stop["content"].as_str()),
+        (Some(true), Some("limit"), Some(""))
+    );
+    assert_eq!((stop["tokens_evaluated"].as_u64(), stop["timings"]["cache_n"].as_u64()), (Some(40), Some(32)));
+    assert_eq!(payloads(Route::LlamaCpp, &w.error_event("boom"))[0]["error"]["message"], "boom");
+    assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+    assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+}
+
+#[test]
+fn native_requests_are_checked_and_counted() {
+    let m = GenerationRequest::parse(
+        Route::Messages,
+        br#"{"system":"be brief","messages":[{"role":"user","content":"a b"}],"max_tokens":5}"#,
+    )
+    .unwrap();
+    assert_eq!((m.max_tokens(), m.stream(), m.include_usage()), (Some(5), false, true));
+    assert_eq!(count_tokens(&m.prompt_text()), 4, "the system prompt counts");
+    let no_max = GenerationRequest::parse(Route::Messages, br#"{"messages":[{"role":"user","content":"a"}]}"#);
+    assert!(no_max.unwrap_err().contains("max_tokens"));
+    let o = GenerationRequest::parse(
+        Route::OllamaChat,
+        br#"{"messages":[{"role":"user","content":"a"}],"options":{"num_predict":9}}"#,
+    )
+    .unwrap();
+    assert_eq!((o.max_tokens(), o.stream(), o.include_usage()), (Some(9), true, true), "Ollama streams by default");
+    let unlimited = GenerationRequest::parse(
+        Route::OllamaGenerate,
+        br#"{"prompt":"a","stream":false,"options":{"num_predict":-1}}"#,
+    )
+    .unwrap();
+    assert_eq!((unlimited.max_tokens(), unlimited.stream()), (None, false));
+    assert!(GenerationRequest::parse(Route::OllamaGenerate, br#"{"messages":[]}"#).is_err());
+    assert_eq!(Route::of_path("/api/chat"), Some(Route::OllamaChat));
+    assert_eq!(Route::of_path("/api/pull"), None);
+    let t =
+        GenerationRequest::parse(Route::TgiGenerateStream, br#"{"inputs":"a b","parameters":{"max_new_tokens":7}}"#)
+            .unwrap();
+    assert_eq!((t.max_tokens(), t.stream(), count_tokens(&t.prompt_text())), (Some(7), true, 2), "the route streams");
+    assert!(GenerationRequest::parse(Route::TgiGenerate, br#"{"prompt":"a"}"#).unwrap_err().contains("inputs"));
+    let l = GenerationRequest::parse(Route::LlamaCpp, br#"{"prompt":"a","n_predict":5,"stream":true}"#).unwrap();
+    assert_eq!((l.max_tokens(), l.stream()), (Some(5), true));
+    let body: Value = serde_json::from_str(&Route::Messages.error_body(400, "bad")).unwrap();
+    assert_eq!((body["type"].as_str(), body["error"]["type"].as_str()), (Some("error"), Some("invalid_request_error")));
+    let body: Value = serde_json::from_str(&Route::OllamaChat.error_body(500, "bad")).unwrap();
+    assert_eq!(body, json!({ "error": "bad" }));
+}
+
+#[test]
+fn requests_are_checked_and_counted() {
+    let r = GenerationRequest::parse(Route::Chat, br#"{"messages":[{"role":"user","content":"a b c"}],"max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}"#).unwrap();
+    assert_eq!((r.max_tokens(), r.stream(), r.include_usage()), (Some(4), true, true));
+    assert_eq!(count_tokens(&r.prompt_text()), 3);
+    let ids = token_ids(&r.prompt_text());
+    assert_eq!(ids.len(), 3);
+    assert_eq!(token_ids("  a\tb  c "), ids);
+    assert_ne!(ids[0], ids[1]);
+    assert!(GenerationRequest::parse(Route::Chat, br#"{"prompt":"x"}"#).is_err());
+    assert!(GenerationRequest::parse(Route::Completions, br#"{"messages":[]}"#).is_err());
+    assert!(GenerationRequest::parse(Route::Completions, b"{nope").is_err());
+}
