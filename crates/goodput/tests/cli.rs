@@ -3,22 +3,8 @@
 
 mod cmd;
 
-use cmd::{fixed_server, goodput, read_json, records, serving, GoodputCommand};
+use cmd::{fixed_server, goodput, read_json, records, serving, GoodputCommand, FAST};
 use std::time::Duration;
-
-/// Fast embedded-server timings so a run takes well under a second.
-const FAST: &[&str] = &[
-    "--sim-profile",
-    "fixed",
-    "--sim-ttft",
-    "20ms",
-    "--sim-itl",
-    "2ms",
-    "--output-tokens",
-    "8",
-    "--input-tokens",
-    "16",
-];
 
 /// `goodput bench` with `args` against the FAST embedded server: the
 /// document it wrote to `out`.
@@ -515,19 +501,17 @@ fn every_request_failing_is_a_non_zero_exit_with_the_reason() {
     assert_eq!(v["summary"]["requests"]["errors_by_kind"]["http_status"], 3);
 }
 
+/// Runs goodput with `args` against the embedded fixed-timing server (20 ms
+/// a token, a 300 ms grace), `-o` followed by `out`, and sends it SIGINT
+/// after 1.5 s; how it exited.
 #[cfg(unix)]
-#[test]
-fn ctrl_c_stops_and_still_writes_the_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+fn interrupted_after_1_5_s(args: &[&str], out: &[&std::ffi::OsStr]) -> std::process::ExitStatus {
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let mut child = std::process::Command::new(bin)
-        .args(["bench", "-q", "-c", "4", "--duration", "60s", "--grace", "300ms"])
-        .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
-        .arg("-o")
-        .arg(&out)
-        .arg("--records")
-        .arg(&rec)
+        .args(args)
+        .args(["--grace", "300ms", "--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms"])
+        .args(["--output-tokens", "10", "-o"])
+        .args(out)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -535,7 +519,16 @@ fn ctrl_c_stops_and_still_writes_the_result() {
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
+    child.wait().unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_and_still_writes_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let bench = ["bench", "-q", "-c", "4", "--duration", "60s"];
+    let status = interrupted_after_1_5_s(&bench, &[out.as_os_str(), "--records".as_ref(), rec.as_os_str()]);
     assert!(status.success(), "a stopped run with successes exits 0");
     let v = read_json(&out);
     assert_eq!(v["interrupted"], true);
@@ -553,20 +546,8 @@ fn ctrl_c_stops_and_still_writes_the_result() {
 fn ctrl_c_stops_a_sweep_after_its_running_point() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep.json");
-    let bin = assert_cmd::cargo::cargo_bin("goodput");
-    let mut child = std::process::Command::new(bin)
-        .args(["sweep", "-q", "--concurrency", "2,4,8", "--duration", "60s", "--grace", "300ms"])
-        .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
-        .arg("-o")
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: sending a signal to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
+    let sweep = ["sweep", "-q", "--concurrency", "2,4,8", "--duration", "60s"];
+    let status = interrupted_after_1_5_s(&sweep, &[out.as_os_str()]);
     assert!(status.success(), "a stopped sweep with a completed request exits 0");
     let v = read_json(&out);
     assert_eq!(v["interrupted"], true);

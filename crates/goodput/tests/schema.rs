@@ -10,24 +10,10 @@
 #[allow(dead_code)]
 mod cmd;
 
-use cmd::{goodput, read_json, GoodputCommand};
+use cmd::{goodput, read_json, GoodputCommand, FAST};
 use jsonschema::Validator;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-
-/// Fast embedded-server timings (as in cli.rs): a run in well under a second.
-const FAST: &[&str] = &[
-    "--sim-profile",
-    "fixed",
-    "--sim-ttft",
-    "20ms",
-    "--sim-itl",
-    "2ms",
-    "--output-tokens",
-    "8",
-    "--input-tokens",
-    "16",
-];
 
 fn schema() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/goodput-v1.schema.json");

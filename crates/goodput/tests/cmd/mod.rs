@@ -6,6 +6,22 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
 
+/// Fast embedded-server timings so a run takes well under a second (not
+/// every test file that shares this module runs one).
+#[allow(dead_code)]
+pub const FAST: &[&str] = &[
+    "--sim-profile",
+    "fixed",
+    "--sim-ttft",
+    "20ms",
+    "--sim-itl",
+    "2ms",
+    "--output-tokens",
+    "8",
+    "--input-tokens",
+    "16",
+];
+
 pub fn goodput() -> Command {
     let mut c = Command::cargo_bin("goodput").unwrap();
     c.env_remove("OPENAI_API_KEY");
