@@ -13,11 +13,10 @@ mod aiperf;
 mod guidellm;
 mod vllm;
 
+use goodput_core::assemble::{assemble, Assembly};
 use goodput_core::config::LoadConfig;
 use goodput_core::RunConfig;
-use goodput_core::{
-    analyze, AnalysisOptions, Compat, Distribution, FailureKind, RequestRecord, RunResult, Target, Tool, Window,
-};
+use goodput_core::{AnalysisOptions, Distribution, FailureKind, RequestRecord, RunResult, Target, Tool, Window};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -185,10 +184,10 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, String> {
     Ok(Some(build(parsed)))
 }
 
-/// The run from its records, analysed by goodput's definitions.
+/// The run from its records, analysed by goodput's definitions (the same
+/// assembly as a run goodput measured).
 fn build(p: Parsed) -> RunResult {
     let opts = AnalysisOptions::default();
-    let a = analyze(&p.records, &opts);
     let config = RunConfig {
         import: Some(p.info.clone()),
         tool_settings: Some(p.settings),
@@ -196,27 +195,17 @@ fn build(p: Parsed) -> RunResult {
         percentiles: Some(opts.percentiles.clone()),
         ..RunConfig::default()
     };
-    let mut r = RunResult {
-        schema: goodput_core::SCHEMA.into(),
+    let assembly = Assembly {
         tool: Tool { name: String::new(), version: String::new(), commit: None },
-        kind: KIND.into(),
+        kind: KIND,
         run_id: String::new(),
         started_unix_s: p.started_unix_s,
         interrupted: false,
         config,
         target: p.target,
-        window: a.window,
-        summary: a.summary,
-        slo: None,
-        cost: None,
-        compat: Compat { vllm: a.vllm },
-        engine: None,
-        server_signals: None,
-        client: None,
-        warnings: a.warnings,
-        diagnosis: Vec::new(),
-        requests: Some(p.records),
+        include_requests: true,
     };
+    let mut r = assemble(assembly, &p.records, &opts);
     apply(&p.info, &mut r);
     r
 }
