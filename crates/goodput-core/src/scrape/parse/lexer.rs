@@ -1,0 +1,193 @@
+//! The sample-line lexer of the Prometheus text format: a sample's name,
+//! labels (with their escapes) and value, `# HELP` text, and the float forms
+//! (`+Inf`, `NaN`) as they are written and read back.
+
+use super::{Labels, Sample};
+use serde::{Deserialize, Deserializer, Serializer};
+
+/// `name{label="value",…} value [timestamp] [# exemplar]`.
+pub(super) fn parse_sample(line: &str) -> Result<Sample, String> {
+    let b = line.as_bytes();
+    let end = name_end(b, 0);
+    if end == 0 {
+        return Err("expected a metric name".to_string());
+    }
+    let name = line[..end].to_string();
+    let mut i = skip_blank(b, end);
+    let mut labels = Labels::new();
+    if b.get(i) == Some(&b'{') {
+        i += 1;
+        loop {
+            i = skip_blank(b, i);
+            if b.get(i) == Some(&b'}') {
+                i += 1;
+                break;
+            }
+            let label_end = label_name_end(b, i);
+            if label_end == i {
+                return Err("expected a label name".to_string());
+            }
+            let label = &line[i..label_end];
+            i = skip_blank(b, label_end);
+            if b.get(i) != Some(&b'=') {
+                return Err(format!("expected = after label {label}"));
+            }
+            i = skip_blank(b, i + 1);
+            if b.get(i) != Some(&b'"') {
+                return Err(format!("expected a quoted value for label {label}"));
+            }
+            let (value, next) = label_value(line, i + 1)?;
+            if labels.insert(label.to_string(), value).is_some() {
+                return Err(format!("label {label} given twice"));
+            }
+            i = skip_blank(b, next);
+            match b.get(i) {
+                Some(b',') => i += 1,
+                Some(b'}') => {
+                    i += 1;
+                    break;
+                }
+                _ => return Err("expected , or } after a label".to_string()),
+            }
+        }
+    } else if i == end && i < b.len() {
+        return Err("expected a space after the metric name".to_string());
+    }
+    let mut words = line[i..].split_ascii_whitespace();
+    let value = words.next().ok_or("expected a value")?;
+    let value = parse_float(value).ok_or_else(|| format!("bad value {value:?}"))?;
+    let timestamp = match words.next() {
+        None => None,
+        Some(w) if w.starts_with('#') => None,
+        Some(w) => Some(parse_float(w).ok_or_else(|| format!("bad timestamp {w:?}"))?),
+    };
+    if timestamp.is_some() {
+        if let Some(w) = words.next().filter(|w| !w.starts_with('#')) {
+            return Err(format!("unexpected {w:?} after the timestamp"));
+        }
+    }
+    Ok(Sample { name, labels, value, timestamp })
+}
+
+/// Reads a label value from just after its opening quote; returns it with
+/// the index after the closing quote. `\\`, `\"` and `\n` are the format's
+/// escapes; any other backslash is kept as written, as lenient readers do.
+pub(super) fn label_value(line: &str, start: usize) -> Result<(String, usize), String> {
+    let mut out = String::new();
+    let mut chars = line[start..].char_indices();
+    while let Some((off, c)) = chars.next() {
+        match c {
+            '"' => return Ok((out, start + off + 1)),
+            '\\' => match chars.next() {
+                Some((_, 'n')) => out.push('\n'),
+                Some((_, '\\')) => out.push('\\'),
+                Some((_, '"')) => out.push('"'),
+                Some((_, other)) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    Err("unterminated label value".to_string())
+}
+
+pub(super) fn unescape_help(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.trim_start_matches([' ', '\t']).chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('\\') => out.push('\\'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// `NaN`, `+Inf`, `-Inf` and decimal or scientific numbers: Rust's float
+/// parser reads all of them (and a few spellings more, such as `inf`, which
+/// Go's reader behind Prometheus accepts too).
+pub(crate) fn parse_float(s: &str) -> Option<f64> {
+    s.parse::<f64>().ok()
+}
+
+/// The first word and what follows it (leading blanks of the rest kept for
+/// HELP text to decide on).
+pub(super) fn split_word(s: &str) -> (&str, &str) {
+    match s.find([' ', '\t']) {
+        Some(i) => (&s[..i], &s[i + 1..]),
+        None => (s, ""),
+    }
+}
+
+pub(super) fn skip_blank(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t')) {
+        i += 1;
+    }
+    i
+}
+
+/// End of a metric name `[a-zA-Z_:][a-zA-Z0-9_:]*` starting at `i` (`i`
+/// itself when there is none).
+pub(super) fn name_end(b: &[u8], i: usize) -> usize {
+    scan(
+        b,
+        i,
+        |c| c.is_ascii_alphabetic() || c == b'_' || c == b':',
+        |c| c.is_ascii_alphanumeric() || c == b'_' || c == b':',
+    )
+}
+
+/// End of a label name `[a-zA-Z_][a-zA-Z0-9_]*`.
+pub(super) fn label_name_end(b: &[u8], i: usize) -> usize {
+    scan(b, i, |c| c.is_ascii_alphabetic() || c == b'_', |c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+pub(super) fn scan(b: &[u8], i: usize, first: impl Fn(u8) -> bool, rest: impl Fn(u8) -> bool) -> usize {
+    match b.get(i) {
+        Some(&c) if first(c) => i + 1 + b[i + 1..].iter().take_while(|&&c| rest(c)).count(),
+        _ => i,
+    }
+}
+
+/// Floats in JSON as numbers, and `NaN`, `+Inf`, `-Inf` as the strings the
+/// exposition format uses, since JSON has no such numbers.
+pub(crate) mod prom_float {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else if v.is_nan() {
+            s.serialize_str("NaN")
+        } else if *v > 0.0 {
+            s.serialize_str("+Inf")
+        } else {
+            s.serialize_str("-Inf")
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Number(f64),
+            Text(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Number(v) => Ok(v),
+            Repr::Text(t) => parse_float(&t).ok_or_else(|| serde::de::Error::custom(format!("not a float: {t:?}"))),
+        }
+    }
+}
