@@ -1,0 +1,363 @@
+//! The state of one virtual run between the engine's steps: the client's
+//! users and their slots, requests in transit to the engine, sessions'
+//! later turns, give-ups, the records and the engine's samples.
+
+use super::*;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+pub(super) const MAX_SAMPLES: usize = 2048;
+const FIRST_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The state of one virtual run, between the steps of [`simulate`].
+pub(super) struct VirtualRun<'a> {
+    cfg: &'a EngineConfig,
+    load: &'a VirtualLoad,
+    pub(super) engine: Engine,
+    n: usize,
+    frontend: Duration,
+    capped: bool,
+    /// Slots free from the start, then the times later slots freed (finishes
+    /// come in time order, so this queue is sorted).
+    initial_slots: usize,
+    /// When each first slot opens: all at once, or one by one over the ramp-up.
+    first_slots: usize,
+    users: usize,
+    freed: VecDeque<Duration>,
+    transit: VecDeque<(Duration, usize)>,
+    /// Later turns of sessions, by the time they are due.
+    follow: BinaryHeap<Reverse<(Duration, usize)>>,
+    records: Vec<Option<RequestRecord>>,
+    next: usize,
+    pub(super) now: Duration,
+    pub(super) out: StepOutcome,
+    samples: Vec<EngineSample>,
+    sample_interval: Duration,
+    next_sample: Duration,
+    /// When the client gives up on requests still going: (time, request).
+    give_ups: BinaryHeap<Reverse<(Duration, usize)>>,
+}
+
+impl<'a> VirtualRun<'a> {
+    pub(super) fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
+        let engine = Engine::new(cfg.clone())?;
+        let n = load.requests.len();
+        let initial_slots = load.concurrency.map_or(n, |c| (c as usize).min(n));
+        Ok(VirtualRun {
+            cfg,
+            load,
+            engine,
+            n,
+            frontend: cfg.calibration.frontend_overhead(),
+            capped: load.concurrency.is_some(),
+            initial_slots,
+            first_slots: initial_slots,
+            users: load.concurrency.map_or(n, |c| c as usize).max(1),
+            freed: VecDeque::new(),
+            transit: VecDeque::new(),
+            follow: BinaryHeap::new(),
+            records: vec![None; n],
+            next: 0,
+            now: Duration::ZERO,
+            out: StepOutcome::default(),
+            samples: Vec::new(),
+            sample_interval: FIRST_SAMPLE_INTERVAL,
+            next_sample: Duration::ZERO,
+            give_ups: BinaryHeap::new(),
+        })
+    }
+
+    fn arrival(&self, i: usize) -> Duration {
+        self.load.arrivals.as_ref().map_or(Duration::ZERO, |a| a[i])
+    }
+
+    /// When the first slot with `left` still closed opens.
+    fn opens(&self, left: usize) -> Duration {
+        self.load.ramp_up.mul_f64((self.first_slots - left) as f64 / self.users as f64)
+    }
+
+    fn send(&mut self, i: usize, scheduled: Duration, sent: Duration) {
+        let mut record = RequestRecord::new(i as u64, scheduled, sent);
+        record.chunks.reserve_exact(self.load.requests[i].output_tokens as usize);
+        self.records[i] = Some(record);
+        if let Some(after) = self.load.requests[i].give_up_after {
+            self.give_ups.push(Reverse((sent + after, i)));
+        }
+    }
+
+    /// Keeps `transit` in time order: a later turn may be sent between two
+    /// requests already on their way.
+    fn reach(&mut self, at: Duration, i: usize) {
+        let pos = self.transit.partition_point(|&(t, _)| t <= at);
+        self.transit.insert(pos, (at, i));
+    }
+
+    pub(super) fn give_up(&mut self, inclusive: bool) {
+        give_up(
+            &mut self.give_ups,
+            self.now,
+            inclusive,
+            &mut self.engine,
+            &mut self.records,
+            &mut self.transit,
+            &mut self.freed,
+            self.capped,
+            self.load,
+        );
+    }
+
+    /// Sends the later turns of sessions that are due.
+    pub(super) fn send_due_turns(&mut self) {
+        while let Some(&Reverse((due, i))) = self.follow.peek() {
+            if due > self.now {
+                break;
+            }
+            self.follow.pop();
+            self.send(i, due, due);
+            self.reach(due + self.frontend, i);
+        }
+    }
+
+    /// Passes over later turns: they are sent by [`Self::send_due_turns`].
+    fn skip_later_turns(&mut self) {
+        while self.next < self.n && self.load.requests[self.next].follows() {
+            self.next += 1;
+        }
+    }
+
+    /// Sends the requests (first turns) whose arrival and slot have come.
+    pub(super) fn send_due_requests(&mut self) {
+        self.skip_later_turns();
+        while self.next < self.n {
+            let slot_time = if self.initial_slots > 0 {
+                self.opens(self.initial_slots)
+            } else if let Some(&t) = self.freed.front() {
+                t
+            } else {
+                break;
+            };
+            let next = self.next;
+            let sent = self.arrival(next).max(slot_time);
+            if sent > self.now {
+                break;
+            }
+            if self.initial_slots > 0 {
+                self.initial_slots -= 1;
+            } else {
+                self.freed.pop_front();
+            }
+            let scheduled = if self.load.arrivals.is_some() { self.arrival(next) } else { sent };
+            self.send(next, scheduled, sent);
+            self.reach(sent + self.frontend, next);
+            self.next += 1;
+            self.skip_later_turns();
+        }
+    }
+
+    /// Adds the requests that reached the engine by now.
+    pub(super) fn admit_arrived(&mut self) -> Result<(), Error> {
+        let (cfg, load) = (self.cfg, self.load);
+        while let Some(&(reach, i)) = self.transit.front() {
+            if reach > self.now {
+                break;
+            }
+            self.transit.pop_front();
+            let r = &load.requests[i];
+            // A session's turns share the unique part of their prompts: each
+            // one's conversation continues the one before.
+            let first = i - r.turn.map_or(0, |t| t.turn.saturating_sub(1) as usize);
+            // The template's start, then the workload's prefix (none is a
+            // segment of no tokens, which shares no block).
+            let prefix = r.shared_prefix.map_or((0, 0), |p| (p.id, p.len));
+            let shared = [(TEMPLATE_START, load.prompts.shared_start(cfg.chat_template)), prefix];
+            let prompt = Prompt::synthetic(
+                r.input_tokens.saturating_add(load.prompts.extra(cfg.chat_template, r)),
+                &shared,
+                load.seed ^ (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                cfg.block_size,
+            );
+            self.engine.add_request(i as u64, prompt, r.output_tokens)?;
+        }
+        Ok(())
+    }
+
+    /// Stamps the step's tokens on their records at its end, finishes the
+    /// requests it completed, and queues their sessions' next turns.
+    pub(super) fn record_step(&mut self) {
+        let (cfg, load, now) = (self.cfg, self.load, self.now);
+        // Prompt tokens the prefix cache served, as usage reports them.
+        for &(id, c) in &self.out.prefix_hits {
+            if let Some(r) = self.records[id as usize].as_mut() {
+                r.counts.usage_cached_prompt = Some(c as u64);
+            }
+        }
+        for ev in &self.out.tokens {
+            let i = ev.id as usize;
+            let record = self.records[i].as_mut().expect("a request is recorded when it is sent");
+            if record.abandoned {
+                continue;
+            }
+            record.chunks.push(OutputChunk { t: now, tokens: 1, channel: Channel::Content });
+            if ev.first {
+                record.first_byte = Some(now);
+            }
+            if ev.finished {
+                let request = &load.requests[i];
+                finish(record, request, load.prompts.extra(cfg.chat_template, request), now);
+                let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
+                match then.map(|t| now + t.think) {
+                    Some(due) if load.stop_sending.is_none_or(|end| due < end) => {
+                        self.follow.push(Reverse((due, i + 1)))
+                    }
+                    // The session's last turn, or one cut by the end of sending: its user is free.
+                    _ => {
+                        if self.capped {
+                            self.freed.push_back(now);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Samples the engine's state when the next sample is due.
+    pub(super) fn sample(&mut self) {
+        if self.now < self.next_sample {
+            return;
+        }
+        self.samples.push(EngineSample {
+            t: self.now,
+            kv_usage: self.engine.kv_usage(),
+            running: self.engine.num_running() as u32,
+            waiting: self.engine.num_waiting() as u32,
+        });
+        if self.samples.len() >= MAX_SAMPLES {
+            // Halve the resolution so a long run stays a few
+            // thousand points.
+            let mut keep = false;
+            self.samples.retain(|_| {
+                keep = !keep;
+                keep
+            });
+            self.sample_interval *= 2;
+        }
+        self.next_sample = self.now + self.sample_interval;
+    }
+
+    /// The next time something happens while the engine is idle: a request
+    /// reaching it, being sent, a session's next turn, or a give-up.
+    pub(super) fn next_event(&self) -> Option<Duration> {
+        let next_reach = self.transit.front().map(|&(t, _)| t);
+        let next_send = (self.next < self.n)
+            .then(|| {
+                let slot = if self.initial_slots > 0 {
+                    Some(self.opens(self.initial_slots))
+                } else {
+                    self.freed.front().copied()
+                };
+                slot.map(|s| self.arrival(self.next).max(s))
+            })
+            .flatten();
+        let next_turn = self.follow.peek().map(|Reverse((t, _))| *t);
+        let next_give_up = self.give_ups.peek().map(|Reverse((t, _))| *t);
+        [next_reach, next_send, next_turn, next_give_up].into_iter().flatten().min()
+    }
+
+    pub(super) fn into_result(self) -> SimRun {
+        // Later turns never sent (their session was cut) leave no record.
+        let records: Vec<RequestRecord> = self.records.into_iter().flatten().collect();
+        let stats = self.engine.stats();
+        let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
+        SimRun {
+            records,
+            engine: EngineView {
+                steps: stats.steps,
+                mean_batch_seqs: stats.mean_batch_seqs().unwrap_or(0.0),
+                mean_batch_tokens: stats.mean_batch_tokens().unwrap_or(0.0),
+                max_batch_seqs: stats.max_batch_seqs,
+                preemptions: stats.preemptions,
+                prefix_cache_queries: stats.prefix_cache_queries,
+                prefix_cache_hits: stats.prefix_cache_hits,
+                prefix_cache_hit_rate: stats.prefix_cache_hit_rate(),
+                kv_capacity_tokens: self.engine.capacity().tokens(),
+                max_num_seqs: self.engine.max_num_seqs(),
+                samples: self.samples,
+                busy: stats.busy,
+                makespan,
+            },
+        }
+    }
+}
+
+/// The id of the template's shared start among a prompt's shared segments.
+const TEMPLATE_START: u64 = 0x7e4d_1a7e_0000_0001;
+
+/// Ends `request`'s record at `now`; its prompt reached the engine `extra`
+/// tokens longer than the workload's (the template's, see [`PromptKind`]).
+/// Gives up on the requests due by `now` (`inclusive`) or before it that
+/// have not finished: the engine aborts each (or it never reaches the
+/// engine), its record ends then, cancelled and abandoned, with what it had
+/// received, and a capped load's user is free at that moment.
+#[allow(clippy::too_many_arguments)]
+fn give_up(
+    due: &mut BinaryHeap<Reverse<(Duration, usize)>>,
+    now: Duration,
+    inclusive: bool,
+    engine: &mut Engine,
+    records: &mut [Option<RequestRecord>],
+    transit: &mut VecDeque<(Duration, usize)>,
+    freed: &mut VecDeque<Duration>,
+    capped: bool,
+    load: &VirtualLoad,
+) {
+    while let Some(&Reverse((at, i))) = due.peek() {
+        if at > now || (at == now && !inclusive) {
+            break;
+        }
+        due.pop();
+        let Some(record) = records[i].as_mut() else { continue };
+        if record.outcome.is_success() {
+            continue;
+        }
+        engine.abort(i as u64);
+        transit.retain(|&(_, j)| j != i);
+        let request = &load.requests[i];
+        record.abandoned = true;
+        record.end = at;
+        record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
+        record.counts.intended_prompt = Some(request.input_tokens as u64);
+        record.counts.requested_completion = Some(request.output_tokens as u64);
+        record.counts.chunks = record.chunks.len() as u64;
+        record.output_tokens = record.chunks.len() as u64;
+        record.output_tokens_source = CountSource::Chunks;
+        record.input_tokens = request.input_tokens as u64;
+        record.http_status = Some(200);
+        if capped {
+            // Slots free in time order; a give-up may come before a finish
+            // already queued.
+            let pos = freed.partition_point(|&t| t <= at);
+            freed.insert(pos, at);
+        }
+    }
+}
+
+fn finish(record: &mut RequestRecord, request: &VirtualRequest, extra: u32, now: Duration) {
+    let out = request.output_tokens as u64;
+    record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
+    record.counts.usage_cached_prompt.get_or_insert(0);
+    record.end = now;
+    record.stream_end = Some(now);
+    record.input_tokens = request.input_tokens as u64 + extra as u64;
+    record.input_tokens_source = CountSource::Usage;
+    record.output_tokens = out;
+    record.output_tokens_source = CountSource::Usage;
+    record.chunk_tokens_source = ChunkTokenSource::ContinuousUsage;
+    record.counts.usage_prompt = Some(record.input_tokens);
+    record.counts.usage_completion = Some(out);
+    record.counts.intended_prompt = Some(request.input_tokens as u64);
+    record.counts.requested_completion = Some(out);
+    record.counts.chunks = record.chunks.len() as u64;
+    record.http_status = Some(200);
+    record.finish_reason = Some("length".to_string());
+    record.outcome = Outcome::Success;
+}
