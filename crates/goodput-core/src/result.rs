@@ -4,6 +4,7 @@ use crate::config::RunConfig;
 use crate::cost::CostReport;
 use crate::record::RequestRecord;
 use crate::slo::SloReport;
+pub use crate::summary::Window;
 use crate::summary::{Summary, VllmCompat};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -103,14 +104,6 @@ pub struct Target {
     /// The server's own name for itself (`Server` header), when it gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
-}
-
-/// The measurement window [T1, T2] on the run's clock.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct Window {
-    pub start_s: f64,
-    pub end_s: f64,
-    pub duration_s: f64,
 }
 
 /// One finding about a run.

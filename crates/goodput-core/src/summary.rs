@@ -7,7 +7,6 @@ use crate::cost::{CostConfig, CostReport};
 use crate::metrics::{ms, RequestMetrics};
 use crate::ratings::{rate, RatingThresholds, Ratings};
 use crate::record::{CountSource, Outcome, RequestRecord};
-use crate::result::Window;
 use crate::slo::{judge, Goodput, Slo, SloReport};
 use crate::stats::{percentile_key, Distribution};
 use schemars::JsonSchema;
@@ -47,6 +46,14 @@ pub struct Analysis {
     pub slo: Option<SloReport>,
     pub cost: Option<CostReport>,
     pub warnings: Vec<String>,
+}
+
+/// The measurement window [T1, T2] on the run's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Window {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub duration_s: f64,
 }
 
 /// `summary` of the result (docs/result.md).

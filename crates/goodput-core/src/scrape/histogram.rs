@@ -2,7 +2,7 @@
 //! window summary needs on them: the increase between two scrapes, the sum of
 //! several series, and `histogram_quantile` computed the way Prometheus does.
 
-use super::parse::{prom_float, Labels};
+use super::values::{prom_float, Labels};
 use serde::{Deserialize, Serialize};
 
 /// One histogram series: cumulative buckets sorted by upper bound.

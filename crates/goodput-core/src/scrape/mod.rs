@@ -11,6 +11,7 @@ pub mod diagnose;
 pub mod histogram;
 pub mod parse;
 pub mod signals;
+pub mod values;
 pub mod window;
 
 #[cfg(test)]

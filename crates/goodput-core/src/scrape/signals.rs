@@ -4,7 +4,8 @@
 //! prefix cache, tokens, server-side latency and the GPUs.
 
 use super::histogram::{Bucket, Histogram};
-use super::parse::{prom_float, Labels, Sample, Scrape};
+use super::parse::{Sample, Scrape};
+use super::values::{prom_float, Labels};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -2,9 +2,9 @@
 //! and the vLLM-style limits (batch budget, sequence cap, block size, chunked
 //! prefill, prefix caching), with the defaults vLLM uses.
 
+use super::calibration::Calibration;
 use super::catalog::{GpuSpec, KvCacheDtype, ModelSpec, Precision};
 use super::error::Error;
-use super::roofline::Calibration;
 use crate::template::ChatTemplate;
 use serde::{Deserialize, Serialize};
 

@@ -9,6 +9,7 @@
 //! aborted during the sleep take effect at the next step, as they would in
 //! a real engine whose step is already on the GPU.
 
+mod calibration;
 mod catalog;
 mod config;
 mod error;
@@ -18,11 +19,12 @@ mod scheduler;
 pub mod validate;
 mod virtual_time;
 
+pub use calibration::Calibration;
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Moe, Precision};
 pub use config::{EngineConfig, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS};
 pub use error::Error;
 pub use kv::Prompt;
-pub use roofline::{kv_capacity, BatchShape, Calibration, KvCapacity, Roofline, StepBreakdown};
+pub use roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepBreakdown};
 pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
 pub use virtual_time::{
     simulate, EngineSample, EngineView, PromptKind, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,

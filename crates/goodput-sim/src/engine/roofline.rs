@@ -2,145 +2,11 @@
 //! attention, tensor-parallel all-reduce, fixed overheads), the calibration
 //! constants it runs on, and the KV-cache sizing from GPU memory.
 
-use super::catalog::{GpuFamily, Moe, Precision, GIB};
+use super::catalog::{Moe, Precision, GIB};
 use super::config::EngineConfig;
 use super::error::Error;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::time::Duration;
-
-/// The constants that turn datasheet peaks into achieved times, per GPU
-/// family. Serde names carry units; a calibration file may give any subset
-/// (see [`Calibration::overlay`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Calibration {
-    /// Share of the tensor-core peak matrix products reach (η_c).
-    pub eta_compute: f64,
-    /// Share of memory bandwidth achieved reading weights (η_w).
-    pub eta_weights: f64,
-    /// Share of memory bandwidth achieved reading the KV cache (η_kv).
-    pub eta_kv: f64,
-    /// Fixed cost per layer per step (kernel launches, norms, rotary…).
-    pub c_layer_us: f64,
-    /// Fixed cost per step (scheduling, sampling set-up, input preparation).
-    pub c_step_us: f64,
-    /// Cost per sequence in the batch (sampling, detokenising, bookkeeping).
-    pub c_seq_us: f64,
-    /// Latency of one tensor-parallel all-reduce call.
-    pub allreduce_latency_us: f64,
-    /// Share of the interconnect bandwidth an all-reduce achieves.
-    pub eta_link: f64,
-    /// Time from a request's arrival at the server to its arrival at the
-    /// scheduler (HTTP, parsing, tokenising).
-    pub frontend_overhead_ms: f64,
-    /// Activation memory the engine reserves per GPU.
-    pub activation_gib: f64,
-    /// Runtime memory outside PyTorch per GPU (CUDA context, NCCL, graphs).
-    pub runtime_gib: f64,
-}
-
-impl Default for Calibration {
-    fn default() -> Self {
-        Calibration::for_family(GpuFamily::Hopper)
-    }
-}
-
-impl Calibration {
-    /// The shipped constants for one GPU family. Only Hopper is calibrated
-    /// against public measurements (see docs/simulator.md for the residuals
-    /// and why each constant moved from its first guess); the others
-    /// start from Hopper's, a guess to be replaced when data comes.
-    pub fn for_family(family: GpuFamily) -> Calibration {
-        let hopper = Calibration {
-            eta_compute: 0.55,
-            eta_weights: 0.73,
-            eta_kv: 0.70,
-            c_layer_us: 32.0,
-            c_step_us: 600.0,
-            c_seq_us: 4.4,
-            allreduce_latency_us: 15.0,
-            eta_link: 0.7,
-            frontend_overhead_ms: 15.0,
-            activation_gib: 5.5,
-            runtime_gib: 0.15,
-        };
-        match family {
-            GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::Blackwell | GpuFamily::Cdna3 => hopper,
-        }
-    }
-
-    /// These constants with some replaced by the fields of a JSON object
-    /// (what a calibration file holds, parsed from JSON or TOML). An unknown
-    /// field is an error that lists the known ones.
-    pub fn overlay(&self, overrides: &serde_json::Value) -> Result<Calibration, Error> {
-        let serde_json::Value::Object(fields) = overrides else {
-            return Err(Error::InvalidCalibration("a calibration must be an object of named constants".into()));
-        };
-        let mut merged = serde_json::to_value(self).map_err(|e| Error::InvalidCalibration(e.to_string()))?;
-        let known =
-            merged.as_object_mut().ok_or_else(|| Error::InvalidCalibration("calibration is not an object".into()))?;
-        for (key, value) in fields {
-            if !known.contains_key(key) {
-                let names: Vec<&str> = known.keys().map(String::as_str).collect();
-                return Err(Error::InvalidCalibration(format!(
-                    "unknown constant `{key}`; known: {}",
-                    names.join(", ")
-                )));
-            }
-            if !value.is_number() {
-                return Err(Error::InvalidCalibration(format!("`{key}` must be a number, got {value}")));
-            }
-            known.insert(key.clone(), value.clone());
-        }
-        let out: Calibration = serde_json::from_value(merged).map_err(|e| Error::InvalidCalibration(e.to_string()))?;
-        out.check()?;
-        Ok(out)
-    }
-
-    /// [`overlay`](Self::overlay) from the text of a JSON file.
-    pub fn overlay_json(&self, text: &str) -> Result<Calibration, Error> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| Error::InvalidCalibration(format!("not JSON: {e}")))?;
-        self.overlay(&value)
-    }
-
-    /// Efficiencies must lie in (0, 1]; times and memory must be finite and
-    /// not negative.
-    pub fn check(&self) -> Result<(), Error> {
-        let shares = [
-            ("eta_compute", self.eta_compute),
-            ("eta_weights", self.eta_weights),
-            ("eta_kv", self.eta_kv),
-            ("eta_link", self.eta_link),
-        ];
-        for (name, v) in shares {
-            if !(v > 0.0 && v <= 1.0) {
-                return Err(Error::InvalidCalibration(format!(
-                    "{name} = {v} must lie in (0, 1]: it is a share of a datasheet peak"
-                )));
-            }
-        }
-        let amounts = [
-            ("c_layer_us", self.c_layer_us),
-            ("c_step_us", self.c_step_us),
-            ("c_seq_us", self.c_seq_us),
-            ("allreduce_latency_us", self.allreduce_latency_us),
-            ("frontend_overhead_ms", self.frontend_overhead_ms),
-            ("activation_gib", self.activation_gib),
-            ("runtime_gib", self.runtime_gib),
-        ];
-        for (name, v) in amounts {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(Error::InvalidCalibration(format!("{name} = {v} must be a finite number ≥ 0")));
-            }
-        }
-        Ok(())
-    }
-
-    pub fn frontend_overhead(&self) -> Duration {
-        Duration::from_secs_f64(self.frontend_overhead_ms / 1e3)
-    }
-}
 
 /// How much KV cache the engine holds, and where the memory went.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -399,6 +265,7 @@ impl Roofline {
 mod tests {
     use super::*;
     use crate::engine::catalog::KvCacheDtype;
+    use crate::engine::Calibration;
 
     fn cfg(model: &str, gpu: &str, precision: Precision) -> EngineConfig {
         EngineConfig::from_names(model, gpu, precision).unwrap()

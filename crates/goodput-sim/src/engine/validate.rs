@@ -2,10 +2,11 @@
 //! reference CSV (validation/public.csv's format), predicts each row in
 //! virtual time, and reports the relative errors and their median.
 
+use super::calibration::Calibration;
 use super::catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Precision};
 use super::config::EngineConfig;
 use super::error::Error;
-use super::roofline::{kv_capacity, Calibration};
+use super::roofline::kv_capacity;
 use super::virtual_time::{simulate, VirtualLoad, VirtualRequest};
 use goodput_core::{percentile, RequestMetrics};
 use std::collections::BTreeMap;

@@ -2,8 +2,8 @@
 //! labels (with their escapes) and value, `# HELP` text, and the float forms
 //! (`+Inf`, `NaN`) as they are written and read back.
 
-use super::{Labels, Sample};
-use serde::{Deserialize, Deserializer, Serializer};
+use super::Sample;
+use crate::scrape::values::{parse_float, Labels};
 
 /// `name{label="value",…} value [timestamp] [# exemplar]`.
 pub(super) fn parse_sample(line: &str) -> Result<Sample, String> {
@@ -115,13 +115,6 @@ pub(super) fn unescape_help(text: &str) -> String {
     out
 }
 
-/// `NaN`, `+Inf`, `-Inf` and decimal or scientific numbers: Rust's float
-/// parser reads all of them (and a few spellings more, such as `inf`, which
-/// Go's reader behind Prometheus accepts too).
-pub(crate) fn parse_float(s: &str) -> Option<f64> {
-    s.parse::<f64>().ok()
-}
-
 /// The first word and what follows it (leading blanks of the rest kept for
 /// HELP text to decide on).
 pub(super) fn split_word(s: &str) -> (&str, &str) {
@@ -158,36 +151,5 @@ pub(super) fn scan(b: &[u8], i: usize, first: impl Fn(u8) -> bool, rest: impl Fn
     match b.get(i) {
         Some(&c) if first(c) => i + 1 + b[i + 1..].iter().take_while(|&&c| rest(c)).count(),
         _ => i,
-    }
-}
-
-/// Floats in JSON as numbers, and `NaN`, `+Inf`, `-Inf` as the strings the
-/// exposition format uses, since JSON has no such numbers.
-pub(crate) mod prom_float {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        if v.is_finite() {
-            s.serialize_f64(*v)
-        } else if v.is_nan() {
-            s.serialize_str("NaN")
-        } else if *v > 0.0 {
-            s.serialize_str("+Inf")
-        } else {
-            s.serialize_str("-Inf")
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr {
-            Number(f64),
-            Text(String),
-        }
-        match Repr::deserialize(d)? {
-            Repr::Number(v) => Ok(v),
-            Repr::Text(t) => parse_float(&t).ok_or_else(|| serde::de::Error::custom(format!("not a float: {t:?}"))),
-        }
     }
 }

@@ -6,14 +6,11 @@
 use super::histogram::{Bucket, Histogram};
 mod lexer;
 
+pub use super::values::Labels;
+pub(crate) use super::values::{parse_float, prom_float};
 use lexer::{name_end, parse_sample, split_word, unescape_help};
-pub(crate) use lexer::{parse_float, prom_float};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
-
-/// Label names to values. Ordered, so that a series has one identity however
-/// the server ordered its labels.
-pub type Labels = BTreeMap<String, String>;
 
 /// The `# TYPE` of a family; `untyped` when none was declared (OpenMetrics'
 /// `unknown` reads as untyped too).
