@@ -48,119 +48,161 @@ fn ns(m: &Value, unit: &str) -> Option<f64> {
     m.as_f64().map(|x| x * scale)
 }
 
+/// Says that line `line` of `name` is not as AIPerf writes it, and what to pass.
+fn bad(name: &str, line: usize, what: &str) -> String {
+    format!(
+        "{name} line {line}: {what}: the file is damaged or from an AIPerf this goodput does not know; \
+         pass the profile_export.jsonl AIPerf wrote (aiperf profile, any --export-level)"
+    )
+}
+
+/// A metadata time in nanoseconds, or an error naming it.
+fn stamp(name: &str, line: usize, v: &Value, k: &str) -> Result<u64, String> {
+    v["metadata"][k].as_u64().ok_or_else(|| bad(name, line, &format!("metadata.{k} is not a time in nanoseconds")))
+}
+
+/// Requests whose counts or queue the file does not give, as the notes tell.
+#[derive(Default)]
+struct Counts {
+    by_tokenizer: usize,
+    no_queue: usize,
+}
+
 pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<Parsed, String> {
-    let bad = |line: usize, what: &str| {
-        format!(
-            "{name} line {line}: {what}: the file is damaged or from an AIPerf this goodput does not know; \
-             pass the profile_export.jsonl AIPerf wrote (aiperf profile, any --export-level)"
-        )
-    };
+    let lines = read_lines(name, text)?;
+    let mut origin = u64::MAX;
+    for (line, v) in &lines {
+        origin = origin.min(stamp(name, *line, v, "request_start_ns")?);
+    }
+    let mut c = Counts::default();
+    let mut records = Vec::with_capacity(lines.len());
+    for (id, (line, v)) in lines.iter().enumerate() {
+        records.push(record(name, id, *line, v, origin, &mut c)?);
+    }
+    let (mut notes, not_recomputed) = notes(&c);
+    let (version, settings, target, load) = from_summary(summary, &mut notes);
+    Ok(Parsed {
+        records,
+        started_unix_s: if origin == u64::MAX { 0.0 } else { origin as f64 / 1e9 },
+        target,
+        settings,
+        load,
+        info: ImportInfo {
+            tool: TOOL.into(),
+            version,
+            format: "AIPerf profile_export.jsonl".into(),
+            source: name.to_string(),
+            not_recomputed,
+            duration_s: None,
+            notes,
+        },
+    })
+}
+
+/// The file's records, each a JSON object with `metadata` and `metrics`.
+fn read_lines(name: &str, text: &str) -> Result<Vec<(usize, Value)>, String> {
     let mut lines = Vec::new();
     for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(l).map_err(|e| bad(i + 1, &format!("not JSON ({e})")))?;
+        let v: Value = serde_json::from_str(l).map_err(|e| bad(name, i + 1, &format!("not JSON ({e})")))?;
         if !v.get("metadata").is_some_and(Value::is_object) || !v.get("metrics").is_some_and(Value::is_object) {
-            return Err(bad(i + 1, "not a record (no \"metadata\" and \"metrics\")"));
+            return Err(bad(name, i + 1, "not a record (no \"metadata\" and \"metrics\")"));
         }
         lines.push((i + 1, v));
     }
-    let stamp = |line: usize, v: &Value, k: &str| -> Result<u64, String> {
-        v["metadata"][k].as_u64().ok_or_else(|| bad(line, &format!("metadata.{k} is not a time in nanoseconds")))
-    };
-    let mut origin = u64::MAX;
-    for (line, v) in &lines {
-        origin = origin.min(stamp(*line, v, "request_start_ns")?);
-    }
+    Ok(lines)
+}
 
-    let mut records = Vec::with_capacity(lines.len());
-    let (mut by_tokenizer, mut no_queue) = (0, 0);
-    for (id, (line, v)) in lines.iter().enumerate() {
-        let line = *line;
-        let md = &v["metadata"];
-        let m = &v["metrics"];
-        // A metric's value in nanoseconds, or its absence.
-        let time = |k: &str| -> Result<Option<Duration>, String> {
-            match m.get(k) {
-                None | Some(Value::Null) => Ok(None),
-                Some(x) => {
-                    let unit = x["unit"].as_str().unwrap_or("");
-                    let ns = ns(&x["value"], unit)
-                        .ok_or_else(|| bad(line, &format!("metrics.{k} is not a time ({unit:?})")))?;
-                    nanos(ns, || bad(line, &format!("metrics.{k} is negative"))).map(Some)
-                }
-            }
-        };
-        let count = |k: &str| m.get(k).and_then(|x| x["value"].as_f64()).map(|x| x.round().max(0.0) as u64);
-        let sent = Duration::from_nanos(stamp(line, v, "request_start_ns")? - origin);
-        let scheduled = match md["credit_issued_ns"].as_u64() {
-            Some(c) => Duration::from_nanos(c.saturating_sub(origin)).min(sent),
-            None => {
-                no_queue += 1;
-                sent
-            }
-        };
-        let mut r = RequestRecord::new(id as u64, scheduled, sent);
-        r.warmup = md["benchmark_phase"].as_str().is_some_and(|p| p == "warmup");
-        r.end = match md["request_end_ns"].as_u64() {
-            Some(e) => Duration::from_nanos(e.saturating_sub(origin)).max(sent),
-            None => sent,
-        };
-        r.counts.usage_prompt = count("usage_prompt_tokens");
-        r.counts.usage_completion = count("usage_completion_tokens");
-        r.input_tokens = count("input_sequence_length").or(r.counts.usage_prompt).unwrap_or(0);
-        r.input_tokens_source =
-            if r.counts.usage_prompt == Some(r.input_tokens) { CountSource::Usage } else { CountSource::Tokenizer };
-        r.output_tokens = count("output_sequence_length").or(r.counts.usage_completion).unwrap_or(0);
-        r.output_tokens_source = if r.counts.usage_completion == Some(r.output_tokens) {
-            CountSource::Usage
-        } else {
-            by_tokenizer += 1;
-            CountSource::Tokenizer
-        };
-
-        // The content responses' times: the first at TTFT, the rest a gap
-        // apart; a response that was not streamed is one at its latency.
-        let mut times = Vec::new();
-        if let Some(ttft) = time("time_to_first_token")? {
-            let mut t = sent + ttft;
-            times.push(t);
-            if let Some(x) = m.get("inter_chunk_latency") {
+/// One request's record: its times on a clock whose zero is the first
+/// send, its counts, its content responses as chunks, and its outcome.
+fn record(name: &str, id: usize, line: usize, v: &Value, origin: u64, c: &mut Counts) -> Result<RequestRecord, String> {
+    let md = &v["metadata"];
+    let m = &v["metrics"];
+    // A metric's value in nanoseconds, or its absence.
+    let time = |k: &str| -> Result<Option<Duration>, String> {
+        match m.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => {
                 let unit = x["unit"].as_str().unwrap_or("");
-                let gaps =
-                    x["value"].as_array().ok_or_else(|| bad(line, "metrics.inter_chunk_latency is not a list"))?;
-                for g in gaps {
-                    let g = ns(g, unit).ok_or_else(|| bad(line, "metrics.inter_chunk_latency holds a non-time"))?;
-                    t += nanos(g, || bad(line, "metrics.inter_chunk_latency holds a negative gap"))?;
-                    times.push(t);
-                }
+                let ns = ns(&x["value"], unit)
+                    .ok_or_else(|| bad(name, line, &format!("metrics.{k} is not a time ({unit:?})")))?;
+                nanos(ns, || bad(name, line, &format!("metrics.{k} is negative"))).map(Some)
             }
-        } else if let Some(lat) = time("request_latency")? {
-            times.push(sent + lat);
         }
-        let ks = spread_evenly(r.output_tokens, times.len());
-        r.chunks =
-            times.iter().zip(ks).map(|(&t, k)| OutputChunk { t, tokens: k, channel: Channel::Content }).collect();
-        r.chunk_tokens_source = ChunkTokenSource::Even;
-        r.counts.chunks = times.len() as u64;
-        if let Some(&last) = times.last() {
-            r.end = r.end.max(last);
+    };
+    let count = |k: &str| m.get(k).and_then(|x| x["value"].as_f64()).map(|x| x.round().max(0.0) as u64);
+    let sent = Duration::from_nanos(stamp(name, line, v, "request_start_ns")? - origin);
+    let scheduled = match md["credit_issued_ns"].as_u64() {
+        Some(c) => Duration::from_nanos(c.saturating_sub(origin)).min(sent),
+        None => {
+            c.no_queue += 1;
+            sent
         }
-        r.outcome = match v.get("error").filter(|e| !e.is_null()) {
-            Some(e) => {
-                let message = [e["type"].as_str(), e["message"].as_str()].into_iter().flatten().collect::<Vec<_>>();
-                let message = message.join(": ");
-                r.http_status = e["code"].as_u64().and_then(|c| u16::try_from(c).ok()).filter(|c| *c >= 100);
-                Outcome::Failed { kind: failure_kind(e["code"].as_u64(), &message), message }
-            }
-            None if md["was_cancelled"].as_bool() == Some(true) => Outcome::Cancelled,
-            None if times.is_empty() => Outcome::Failed {
-                kind: goodput_core::FailureKind::EmptyOutput,
-                message: "AIPerf recorded no content response".into(),
-            },
-            None => Outcome::Success,
-        };
-        records.push(r);
-    }
+    };
+    let mut r = RequestRecord::new(id as u64, scheduled, sent);
+    r.warmup = md["benchmark_phase"].as_str().is_some_and(|p| p == "warmup");
+    r.end = match md["request_end_ns"].as_u64() {
+        Some(e) => Duration::from_nanos(e.saturating_sub(origin)).max(sent),
+        None => sent,
+    };
+    r.counts.usage_prompt = count("usage_prompt_tokens");
+    r.counts.usage_completion = count("usage_completion_tokens");
+    r.input_tokens = count("input_sequence_length").or(r.counts.usage_prompt).unwrap_or(0);
+    r.input_tokens_source =
+        if r.counts.usage_prompt == Some(r.input_tokens) { CountSource::Usage } else { CountSource::Tokenizer };
+    r.output_tokens = count("output_sequence_length").or(r.counts.usage_completion).unwrap_or(0);
+    r.output_tokens_source = if r.counts.usage_completion == Some(r.output_tokens) {
+        CountSource::Usage
+    } else {
+        c.by_tokenizer += 1;
+        CountSource::Tokenizer
+    };
 
+    // The content responses' times: the first at TTFT, the rest a gap
+    // apart; a response that was not streamed is one at its latency.
+    let mut times = Vec::new();
+    if let Some(ttft) = time("time_to_first_token")? {
+        let mut t = sent + ttft;
+        times.push(t);
+        if let Some(x) = m.get("inter_chunk_latency") {
+            let unit = x["unit"].as_str().unwrap_or("");
+            let gaps =
+                x["value"].as_array().ok_or_else(|| bad(name, line, "metrics.inter_chunk_latency is not a list"))?;
+            for g in gaps {
+                let g = ns(g, unit).ok_or_else(|| bad(name, line, "metrics.inter_chunk_latency holds a non-time"))?;
+                t += nanos(g, || bad(name, line, "metrics.inter_chunk_latency holds a negative gap"))?;
+                times.push(t);
+            }
+        }
+    } else if let Some(lat) = time("request_latency")? {
+        times.push(sent + lat);
+    }
+    let ks = spread_evenly(r.output_tokens, times.len());
+    r.chunks = times.iter().zip(ks).map(|(&t, k)| OutputChunk { t, tokens: k, channel: Channel::Content }).collect();
+    r.chunk_tokens_source = ChunkTokenSource::Even;
+    r.counts.chunks = times.len() as u64;
+    if let Some(&last) = times.last() {
+        r.end = r.end.max(last);
+    }
+    r.outcome = match v.get("error").filter(|e| !e.is_null()) {
+        Some(e) => {
+            let message = [e["type"].as_str(), e["message"].as_str()].into_iter().flatten().collect::<Vec<_>>();
+            let message = message.join(": ");
+            r.http_status = e["code"].as_u64().and_then(|c| u16::try_from(c).ok()).filter(|c| *c >= 100);
+            Outcome::Failed { kind: failure_kind(e["code"].as_u64(), &message), message }
+        }
+        None if md["was_cancelled"].as_bool() == Some(true) => Outcome::Cancelled,
+        None if times.is_empty() => Outcome::Failed {
+            kind: goodput_core::FailureKind::EmptyOutput,
+            message: "AIPerf recorded no content response".into(),
+        },
+        None => Outcome::Success,
+    };
+    Ok(r)
+}
+
+/// What the file cannot give, in words and by the result's field names.
+fn notes(c: &Counts) -> (Vec<String>, Vec<String>) {
+    let Counts { by_tokenizer, no_queue } = *c;
     let mut not_recomputed = common_not_recomputed();
     let mut notes = common_notes("AIPerf");
     notes.push(
@@ -178,7 +220,13 @@ pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<P
     if no_queue > 0 {
         not_recomputed.push("summary.client_queue_ms".into());
     }
-    let (version, settings, target, load) = match summary {
+    (notes, not_recomputed)
+}
+
+/// AIPerf's version, its settings, the target and the load, from the summary
+/// beside the records; without it, a note that they are not known.
+fn from_summary(summary: Option<&Value>, notes: &mut Vec<String>) -> (String, Value, Target, LoadConfig) {
+    match summary {
         Some(s) => {
             let ic = &s["input_config"];
             let phase = ic["phases"].as_array().and_then(|p| p.iter().find(|p| p["kind"] == "profiling"));
@@ -212,21 +260,5 @@ pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<P
             );
             ("unknown".into(), json!({}), Target::default(), LoadConfig::default())
         }
-    };
-    Ok(Parsed {
-        records,
-        started_unix_s: if origin == u64::MAX { 0.0 } else { origin as f64 / 1e9 },
-        target,
-        settings,
-        load,
-        info: ImportInfo {
-            tool: TOOL.into(),
-            version,
-            format: "AIPerf profile_export.jsonl".into(),
-            source: name.to_string(),
-            not_recomputed,
-            duration_s: None,
-            notes,
-        },
-    })
+    }
 }

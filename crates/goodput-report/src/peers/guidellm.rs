@@ -24,37 +24,94 @@ pub(super) fn is(v: &Value) -> bool {
             || v.pointer("/benchmarks/0/type_").and_then(Value::as_str) == Some("generative_benchmark"))
 }
 
+/// Says that `name`'s `what` is not as GuideLLM writes it, and what to pass.
+fn bad(name: &str, what: &str) -> String {
+    format!(
+        "{name} is a GuideLLM benchmarks report whose {what}: the file is damaged or from a GuideLLM this \
+         goodput does not know; pass the benchmarks.json GuideLLM wrote (guidellm run --output kind=json)"
+    )
+}
+
+/// Requests whose iterations did not match their tokens, as the notes tell.
+#[derive(Default)]
+struct Counts {
+    several_per_iteration: usize,
+    by_iterations: usize,
+    bundled: usize,
+}
+
+/// A request of the file, with the group it was in (`successful`, `errored`, `incomplete`).
+type Request<'a> = (&'static str, &'a Value);
+
+/// A request's time `k` from GuideLLM's timings, in its seconds.
+fn time(r: &Value, k: &str) -> Option<f64> {
+    r["info"]["timings"][k].as_f64()
+}
+
 pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
-    let bad = |what: &str| {
-        format!(
-            "{name} is a GuideLLM benchmarks report whose {what}: the file is damaged or from a GuideLLM this \
-             goodput does not know; pass the benchmarks.json GuideLLM wrote (guidellm run --output kind=json)"
-        )
+    let b = benchmark(name, v)?;
+    let (all, origin) = requests_in_order(name, b)?;
+    let (records, counts) = records(name, &all, origin)?;
+    let (notes, not_recomputed) = notes(&counts);
+    let (settings, load) = settings_and_load(v, b);
+    let backend = &v["config"]["spec"]["backend"];
+    let api = match backend["request_format"].as_str().unwrap_or("") {
+        f if f.contains("chat") => "chat",
+        f if f.contains("completions") => "completions",
+        f => f,
     };
+    Ok(Parsed {
+        records,
+        started_unix_s: if origin.is_finite() { origin } else { 0.0 },
+        target: Target {
+            url: backend["target"].as_str().unwrap_or("").to_string(),
+            model: backend["model"].as_str().unwrap_or("").to_string(),
+            api: api.to_string(),
+            embedded: false,
+            server: None,
+        },
+        settings,
+        load,
+        info: ImportInfo {
+            tool: TOOL.into(),
+            version: v.pointer("/metadata/guidellm_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
+            format: "GuideLLM benchmarks JSON".into(),
+            source: name.to_string(),
+            not_recomputed,
+            duration_s: None,
+            notes,
+        },
+    })
+}
+
+/// The file's one benchmark: several (a sweep) are refused.
+fn benchmark<'a>(name: &str, v: &'a Value) -> Result<&'a Value, String> {
     let benchmarks = v["benchmarks"].as_array().expect("is() saw a list");
-    let b = match &benchmarks[..] {
-        [b] => b,
-        [] => return Err(format!("{name} is a GuideLLM benchmarks report with no benchmark in it: nothing to read")),
-        many => {
-            return Err(format!(
-                "{name} is a GuideLLM benchmarks report of {} benchmarks (a sweep, or several rates or streams); \
-                 goodput reads one run a file: run GuideLLM with one rate or stream count per --output file",
-                many.len()
-            ))
-        }
-    };
-    let groups = b.get("requests").ok_or_else(|| bad("benchmark has no \"requests\""))?;
-    let mut all: Vec<(&str, &Value)> = Vec::new();
+    match &benchmarks[..] {
+        [b] => Ok(b),
+        [] => Err(format!("{name} is a GuideLLM benchmarks report with no benchmark in it: nothing to read")),
+        many => Err(format!(
+            "{name} is a GuideLLM benchmarks report of {} benchmarks (a sweep, or several rates or streams); \
+             goodput reads one run a file: run GuideLLM with one rate or stream count per --output file",
+            many.len()
+        )),
+    }
+}
+
+/// Every request (successful, errored, incomplete) in the order sent, and
+/// the first send: the records' clock zero.
+fn requests_in_order<'a>(name: &str, b: &'a Value) -> Result<(Vec<Request<'a>>, f64), String> {
+    let groups = b.get("requests").ok_or_else(|| bad(name, "benchmark has no \"requests\""))?;
+    let mut all: Vec<Request> = Vec::new();
     for status in ["successful", "errored", "incomplete"] {
         if let Some(l) = groups[status].as_array() {
             all.extend(l.iter().map(|r| (status, r)));
         }
     }
-    let time = |r: &Value, k: &str| r["info"]["timings"][k].as_f64();
     let mut origin = f64::INFINITY;
     for (i, (_, r)) in all.iter().enumerate() {
         let start = time(r, "request_start").or_else(|| time(r, "resolve_start"));
-        origin = origin.min(start.ok_or_else(|| bad(&format!("request {i} has no request_start time")))?);
+        origin = origin.min(start.ok_or_else(|| bad(name, &format!("request {i} has no request_start time")))?);
     }
     // Requests sent in the order they were sent.
     all.sort_by(|a, b| {
@@ -62,10 +119,15 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         t(a.1).total_cmp(&t(b.1))
     });
 
-    let (mut several_per_iteration, mut by_iterations, mut bundled) = (0, 0, 0);
+    Ok((all, origin))
+}
+
+/// A record per request, its first and last iterations as its chunks.
+fn records(name: &str, all: &[Request], origin: f64) -> Result<(Vec<RequestRecord>, Counts), String> {
+    let mut c = Counts::default();
     let mut records = Vec::with_capacity(all.len());
     for (id, (status, r)) in all.iter().enumerate() {
-        let at = |k: &'static str| move || bad(&format!("request {id}'s {k} is before its start"));
+        let at = |k: &'static str| move || bad(name, &format!("request {id}'s {k} is before its start"));
         let rel = |k: &'static str| -> Result<Option<std::time::Duration>, String> {
             time(r, k).map(|t| secs(t - origin, at(k))).transpose()
         };
@@ -87,7 +149,7 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         rec.output_tokens_source = if r["output_metrics"]["total_tokens"].is_u64() {
             CountSource::Usage
         } else {
-            by_iterations += 1;
+            c.by_iterations += 1;
             CountSource::Chunks
         };
         rec.counts.chunks = iterations;
@@ -102,12 +164,12 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
                     OutputChunk { t: last, tokens: (n - k_first as u64) as u32, channel: Channel::Content },
                 ];
                 if iterations != n {
-                    several_per_iteration += 1;
+                    c.several_per_iteration += 1;
                 }
             } else {
                 rec.chunks = vec![OutputChunk { t: first, tokens: n as u32, channel: Channel::Content }];
                 if n > 1 {
-                    bundled += 1;
+                    c.bundled += 1;
                 }
             }
             rec.chunk_tokens_source = ChunkTokenSource::Even;
@@ -124,6 +186,12 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         records.push(rec);
     }
 
+    Ok((records, c))
+}
+
+/// What the file cannot give, in words and by the result's field names.
+fn notes(c: &Counts) -> (Vec<String>, Vec<String>) {
+    let Counts { several_per_iteration, by_iterations, bundled } = *c;
     let mut not_recomputed = common_not_recomputed();
     not_recomputed.extend(
         [
@@ -158,13 +226,13 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         ));
     }
 
+    (notes, not_recomputed)
+}
+
+/// GuideLLM's own settings as the file holds them, and the load they name.
+fn settings_and_load(v: &Value, b: &Value) -> (Value, LoadConfig) {
     let spec = &v["config"]["spec"];
     let backend = &spec["backend"];
-    let api = match backend["request_format"].as_str().unwrap_or("") {
-        f if f.contains("chat") => "chat",
-        f if f.contains("completions") => "completions",
-        f => f,
-    };
     let mut load = LoadConfig::default();
     let profile = &spec["profile"];
     match profile["kind"].as_str() {
@@ -193,26 +261,5 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         "end_time": b["end_time"],
         "duration": b["duration"],
     });
-    Ok(Parsed {
-        records,
-        started_unix_s: if origin.is_finite() { origin } else { 0.0 },
-        target: Target {
-            url: backend["target"].as_str().unwrap_or("").to_string(),
-            model: backend["model"].as_str().unwrap_or("").to_string(),
-            api: api.to_string(),
-            embedded: false,
-            server: None,
-        },
-        settings,
-        load,
-        info: ImportInfo {
-            tool: TOOL.into(),
-            version: v.pointer("/metadata/guidellm_version").and_then(Value::as_str).unwrap_or("unknown").to_string(),
-            format: "GuideLLM benchmarks JSON".into(),
-            source: name.to_string(),
-            not_recomputed,
-            duration_s: None,
-            notes,
-        },
-    })
+    (settings, load)
 }

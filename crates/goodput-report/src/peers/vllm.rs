@@ -30,27 +30,69 @@ pub(super) fn is(v: &Value) -> bool {
         && (o.contains_key("ttfts") || o.keys().any(|k| k.ends_with("_ttft_ms") || k.ends_with("_e2el_ms")))
 }
 
+/// The per-request lists of a detailed file, checked to be of one length.
+struct Lists<'a> {
+    n: usize,
+    ttfts: &'a [Value],
+    itls: &'a [Value],
+    output_lens: &'a [Value],
+    input_lens: &'a [Value],
+    errors: Option<&'a Vec<Value>>,
+    starts: Option<&'a Vec<Value>>,
+    queues: Option<&'a Vec<Value>>,
+}
+
+/// Says that `name`'s `what` is not as vLLM writes it, and how to save it again.
+fn bad(name: &str, what: &str) -> String {
+    format!(
+        "{name} is a vLLM bench serve result whose {what}: the file is damaged or from a vLLM this goodput \
+         does not know; save it again with `vllm bench serve --save-result --save-detailed`"
+    )
+}
+
 pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
     let o = v.as_object().expect("is() saw an object");
-    let bad = |what: &str| {
-        format!(
-            "{name} is a vLLM bench serve result whose {what}: the file is damaged or from a vLLM this goodput \
-             does not know; save it again with `vllm bench serve --save-result --save-detailed`"
-        )
-    };
     if !o.contains_key("ttfts") {
         return Err(format!(
             "{name} is a vLLM bench serve result saved without --save-detailed: it holds vLLM's summary but no \
              per-request times, so goodput cannot recompute it; run vLLM again with --save-result --save-detailed"
         ));
     }
-    let list = |k: &str| -> Result<&Vec<Value>, String> {
-        o.get(k).and_then(Value::as_array).ok_or_else(|| bad(&format!("\"{k}\" is not a list")))
+    let l = lists(name, o)?;
+    let (records, more_payloads_than_tokens) = records(name, &l)?;
+    let (notes, not_recomputed, duration_s) = notes(o, &l, more_payloads_than_tokens);
+    let (api, settings, load) = settings_and_load(o);
+    Ok(Parsed {
+        records,
+        started_unix_s: 0.0,
+        target: Target {
+            url: String::new(),
+            model: o.get("model_id").and_then(Value::as_str).unwrap_or("").to_string(),
+            api,
+            embedded: false,
+            server: None,
+        },
+        settings: Value::Object(settings),
+        load,
+        info: ImportInfo {
+            tool: TOOL.into(),
+            version: "unknown".into(),
+            format: "vLLM bench serve --save-result --save-detailed JSON".into(),
+            source: name.to_string(),
+            not_recomputed,
+            duration_s,
+            notes,
+        },
+    })
+}
+
+/// The per-request lists, each a list and all of one length.
+fn lists<'a>(name: &str, o: &'a Map<String, Value>) -> Result<Lists<'a>, String> {
+    let list = |k: &str| -> Result<&'a Vec<Value>, String> {
+        o.get(k).and_then(Value::as_array).ok_or_else(|| bad(name, &format!("\"{k}\" is not a list")))
     };
-    let ttfts = list("ttfts")?;
-    let itls = list("itls")?;
-    let output_lens = list("output_lens")?;
-    let input_lens = list("input_lens")?;
+    let (ttfts, itls, output_lens, input_lens) =
+        (list("ttfts")?, list("itls")?, list("output_lens")?, list("input_lens")?);
     let n = ttfts.len();
     let errors = o.get("errors").and_then(Value::as_array);
     let starts = o.get("start_times").and_then(Value::as_array);
@@ -60,56 +102,61 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         .chain([("errors", errors), ("start_times", starts), ("queue_times", queues)])
     {
         if let Some(l) = l.filter(|l| l.len() != n) {
-            return Err(bad(&format!("\"{k}\" has {} entries for {n} requests", l.len())));
+            return Err(bad(name, &format!("\"{k}\" has {} entries for {n} requests", l.len())));
         }
     }
-    let num = |l: &[Value], i: usize, k: &str| -> Result<f64, String> {
-        l[i].as_f64().ok_or_else(|| bad(&format!("\"{k}\"[{i}] is not a number")))
+    Ok(Lists { n, ttfts, itls, output_lens, input_lens, errors, starts, queues })
+}
+
+/// A record per request, on a clock whose zero is the first send, and how
+/// many requests had more payloads than output tokens.
+fn records(name: &str, l: &Lists) -> Result<(Vec<RequestRecord>, usize), String> {
+    let num = |list: &[Value], i: usize, k: &str| -> Result<f64, String> {
+        list[i].as_f64().ok_or_else(|| bad(name, &format!("\"{k}\"[{i}] is not a number")))
     };
-    let count = |l: &[Value], i: usize, k: &str| -> Result<u64, String> {
-        l[i].as_u64().ok_or_else(|| bad(&format!("\"{k}\"[{i}] is not a whole number ≥ 0")))
+    let count = |list: &[Value], i: usize, k: &str| -> Result<u64, String> {
+        list[i].as_u64().ok_or_else(|| bad(name, &format!("\"{k}\"[{i}] is not a whole number ≥ 0")))
     };
-    let origin = match starts {
+    let origin = match l.starts {
         Some(s) => {
             let mut m = f64::INFINITY;
-            for i in 0..n {
+            for i in 0..l.n {
                 m = m.min(num(s, i, "start_times")?);
             }
             m
         }
         None => 0.0,
     };
-
-    let mut records = Vec::with_capacity(n);
+    let mut records = Vec::with_capacity(l.n);
     let mut more_payloads_than_tokens = 0;
-    for i in 0..n {
-        let at = |k: &'static str| move || bad(&format!("\"{k}\"[{i}] is not a time ≥ 0"));
-        let start = match starts {
+    for i in 0..l.n {
+        let at = |k: &'static str| move || bad(name, &format!("\"{k}\"[{i}] is not a time ≥ 0"));
+        let start = match l.starts {
             Some(s) => num(s, i, "start_times")? - origin,
             None => 0.0,
         };
         let sent = secs(start, at("start_times"))?;
-        let queue = match queues {
+        let queue = match l.queues {
             Some(q) => secs(num(q, i, "queue_times")?, at("queue_times"))?,
             None => Duration::ZERO,
         };
         let mut r = RequestRecord::new(i as u64, sent.saturating_sub(queue), sent);
-        r.input_tokens = count(input_lens, i, "input_lens")?;
+        r.input_tokens = count(l.input_lens, i, "input_lens")?;
         r.input_tokens_source = CountSource::Usage;
-        r.output_tokens = count(output_lens, i, "output_lens")?;
+        r.output_tokens = count(l.output_lens, i, "output_lens")?;
         r.output_tokens_source = CountSource::Usage;
-        let error = errors.and_then(|e| e[i].as_str()).unwrap_or("");
+        let error = l.errors.and_then(|e| e[i].as_str()).unwrap_or("");
         if !error.is_empty() {
             let kind = failure_kind(None, error);
             r.outcome = Outcome::Failed { kind, message: error.trim().to_string() };
             records.push(r);
             continue;
         }
-        let gaps = itls[i].as_array().ok_or_else(|| bad(&format!("\"itls\"[{i}] is not a list")))?;
-        let mut t = start + num(ttfts, i, "ttfts")?;
+        let gaps = l.itls[i].as_array().ok_or_else(|| bad(name, &format!("\"itls\"[{i}] is not a list")))?;
+        let mut t = start + num(l.ttfts, i, "ttfts")?;
         let mut times = vec![secs(t, at("ttfts"))?];
         for (j, g) in gaps.iter().enumerate() {
-            t += g.as_f64().ok_or_else(|| bad(&format!("\"itls\"[{i}][{j}] is not a number")))?;
+            t += g.as_f64().ok_or_else(|| bad(name, &format!("\"itls\"[{i}][{j}] is not a number")))?;
             times.push(secs(t, at("itls"))?);
         }
         if times.len() as u64 > r.output_tokens {
@@ -124,7 +171,17 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         r.outcome = Outcome::Success;
         records.push(r);
     }
+    Ok((records, more_payloads_than_tokens))
+}
 
+/// What the file cannot give, in words and by the result's field names, and
+/// the run's length where it has no send times.
+fn notes(
+    o: &Map<String, Value>,
+    l: &Lists,
+    more_payloads_than_tokens: usize,
+) -> (Vec<String>, Vec<String>, Option<f64>) {
+    let n = l.n;
     let mut not_recomputed = common_not_recomputed();
     let mut notes = common_notes("vLLM");
     notes.push(
@@ -143,7 +200,7 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         ));
     }
     let mut duration_s = None;
-    if starts.is_none() {
+    if l.starts.is_none() {
         let d = o.get("duration").and_then(Value::as_f64).filter(|d| d.is_finite() && *d > 0.0);
         duration_s = d;
         not_recomputed.extend(
@@ -155,7 +212,7 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
              ({}), and requests in flight, the peak output rate and the client queue are not recomputed",
             d.map(|d| format!("{d:.3} s")).unwrap_or("not in the file either".into())
         ));
-    } else if queues.is_none() {
+    } else if l.queues.is_none() {
         not_recomputed.push("summary.client_queue_ms".into());
     }
     notes.push(format!(
@@ -163,6 +220,11 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         o.get("date").and_then(Value::as_str).unwrap_or("none")
     ));
 
+    (notes, not_recomputed, duration_s)
+}
+
+/// The API, vLLM's own settings as the file holds them, and the load they name.
+fn settings_and_load(o: &Map<String, Value>) -> (String, Map<String, Value>, LoadConfig) {
     let backend = o.get("backend").or_else(|| o.get("endpoint_type")).and_then(Value::as_str).unwrap_or("");
     let api = match backend {
         "openai-chat" | "openai-audio" | "vllm-chat" => "chat",
@@ -202,26 +264,5 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
         }
         _ => {}
     }
-    Ok(Parsed {
-        records,
-        started_unix_s: 0.0,
-        target: Target {
-            url: String::new(),
-            model: o.get("model_id").and_then(Value::as_str).unwrap_or("").to_string(),
-            api: api.to_string(),
-            embedded: false,
-            server: None,
-        },
-        settings: Value::Object(settings),
-        load,
-        info: ImportInfo {
-            tool: TOOL.into(),
-            version: "unknown".into(),
-            format: "vLLM bench serve --save-result --save-detailed JSON".into(),
-            source: name.to_string(),
-            not_recomputed,
-            duration_s,
-            notes,
-        },
-    })
+    (api.to_string(), settings, load)
 }
