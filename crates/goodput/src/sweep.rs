@@ -42,6 +42,67 @@ struct Sweep {
 }
 
 impl Sweep {
+    /// The loads `--concurrency` or `--rate` list, in order.
+    async fn run_grid(&mut self) -> Result<()> {
+        let grid: Vec<Load> = if let Some(c) = &self.args.concurrency {
+            c.0.iter().map(|&c| Load::Concurrency(c)).collect()
+        } else if let Some(r) = &self.args.rate {
+            r.0.iter().map(|&r| Load::Rate(r)).collect()
+        } else {
+            Vec::new()
+        };
+        for load in grid {
+            if self.stopped() {
+                break;
+            }
+            self.run(load, "grid").await?;
+        }
+        Ok(())
+    }
+
+    /// `--auto`: a baseline of one user, the ceiling at `--max-concurrency`,
+    /// and `--points` rates spread between their throughputs.
+    async fn run_auto(&mut self) -> Result<()> {
+        if !self.args.auto || self.stopped() {
+            return Ok(());
+        }
+        let base = self.run(Load::Concurrency(1), "baseline").await?.result.summary.throughput.requests_per_s;
+        let ceiling = if self.stopped() {
+            None
+        } else {
+            let c = self.args.max_concurrency;
+            Some(self.run(Load::Concurrency(c), "ceiling").await?.result.summary.throughput.requests_per_s)
+        };
+        if let Some(ceil) = ceiling.filter(|&c| c > base) {
+            let k = self.args.points;
+            for i in 1..=k {
+                if self.stopped() {
+                    break;
+                }
+                let r = base + (ceil - base) * i as f64 / (k + 1) as f64;
+                self.run(Load::Rate(round_rate(r)), "spread").await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Says where the document went, and writes the renderings asked for.
+    fn export(&self, doc: &SweepResult) -> Result<()> {
+        if let Some(p) = &self.args.output.output {
+            if !self.args.output.quiet {
+                eprintln!("sweep written to {}", p.display());
+            }
+        }
+        for (format, dest) in self.args.output.exports.targets() {
+            for f in goodput_report::export_sweep(format, doc, &dest)? {
+                if !self.args.output.quiet {
+                    eprintln!("{} written to {}", format.exporter().name(), f.display());
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn plan(&self, load: Load) -> Result<LoadPlan> {
         let a = &self.args;
         match load {
@@ -289,56 +350,15 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         target,
     };
 
-    let grid: Vec<Load> = if let Some(c) = &sw.args.concurrency {
-        c.0.iter().map(|&c| Load::Concurrency(c)).collect()
-    } else if let Some(r) = &sw.args.rate {
-        r.0.iter().map(|&r| Load::Rate(r)).collect()
-    } else {
-        Vec::new()
-    };
-    for load in grid {
-        if sw.stopped() {
-            break;
-        }
-        sw.run(load, "grid").await?;
-    }
-    if sw.args.auto && !sw.stopped() {
-        let base = sw.run(Load::Concurrency(1), "baseline").await?.result.summary.throughput.requests_per_s;
-        let ceiling = if sw.stopped() {
-            None
-        } else {
-            let c = sw.args.max_concurrency;
-            Some(sw.run(Load::Concurrency(c), "ceiling").await?.result.summary.throughput.requests_per_s)
-        };
-        if let Some(ceil) = ceiling.filter(|&c| c > base) {
-            let k = sw.args.points;
-            for i in 1..=k {
-                if sw.stopped() {
-                    break;
-                }
-                let r = base + (ceil - base) * i as f64 / (k + 1) as f64;
-                sw.run(Load::Rate(round_rate(r)), "spread").await?;
-            }
-        }
-    }
+    sw.run_grid().await?;
+    sw.run_auto().await?;
     sw.search().await?;
 
     let interrupted = sw.stopped();
     let doc = sw.document(interrupted);
     sw.write(interrupted)?;
     crate::output::say(&sweep_table::analysis_lines(&doc));
-    if let Some(p) = &sw.args.output.output {
-        if !sw.args.output.quiet {
-            eprintln!("sweep written to {}", p.display());
-        }
-    }
-    for (format, dest) in sw.args.output.exports.targets() {
-        for f in goodput_report::export_sweep(format, &doc, &dest)? {
-            if !sw.args.output.quiet {
-                eprintln!("{} written to {}", format.exporter().name(), f.display());
-            }
-        }
-    }
+    sw.export(&doc)?;
     if doc.points.iter().all(|p| p.result.summary.requests.completed == 0) {
         eprintln!("error: no point completed a request");
         return Ok(ExitCode::from(1));
