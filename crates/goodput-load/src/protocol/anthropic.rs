@@ -34,7 +34,6 @@ pub(super) fn fill_body(
     body.insert("messages".into(), Value::Array(messages));
     body.insert("max_tokens".into(), json!(max_tokens.unwrap_or(MESSAGES_DEFAULT_MAX_TOKENS)));
     body.insert("stream".into(), json!(opts.stream));
-    body.extend(opts.extra.clone());
 }
 
 /// Messages takes the system prompt as a top-level field, not a message:

@@ -23,7 +23,6 @@ pub(super) fn fill_body(
         body.insert("ignore_eos".into(), json!(true));
     }
     body.insert("stream".into(), json!(opts.stream));
-    body.extend(opts.extra.clone());
     Ok(())
 }
 

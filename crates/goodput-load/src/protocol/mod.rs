@@ -190,13 +190,18 @@ pub fn build_body_for(
 ) -> Result<Vec<u8>, String> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
+    let mut extra = opts.extra.clone();
     match opts.api {
         Api::Chat | Api::Completions => openai::fill_body(opts, prompt, max_tokens, &mut body)?,
         Api::Messages => anthropic::fill_body(opts, prompt, max_tokens, &mut body),
-        Api::OllamaChat | Api::OllamaGenerate => ollama::fill_body(opts, prompt, max_tokens, &mut body)?,
-        Api::Tgi => tgi::fill_body(opts, prompt, max_tokens, &mut body)?,
+        Api::OllamaChat | Api::OllamaGenerate => ollama::fill_body(opts, prompt, max_tokens, &mut body, &mut extra)?,
+        Api::Tgi => tgi::fill_body(opts, prompt, max_tokens, &mut body, &mut extra)?,
         Api::LlamaCpp => llamacpp::fill_body(opts, prompt, max_tokens, &mut body)?,
     }
+    // `--extra-body` goes in last, for every API: a field it names replaces
+    // goodput's own (an `options` or `parameters` object was merged into
+    // goodput's above, see `merge_object`).
+    body.extend(extra);
     serde_json::to_vec(&Value::Object(body)).map_err(|e| e.to_string())
 }
 

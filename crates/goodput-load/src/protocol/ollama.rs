@@ -10,12 +10,14 @@ use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
 /// Fills `body` (which holds `model`): messages or a prompt, and the length
-/// limit in `options`, where Ollama keeps it.
+/// limit in `options`, where Ollama keeps it, with the `options` object of
+/// `--extra-body` taken out of `extra` and added to it.
 pub(super) fn fill_body(
     opts: &BodyOptions,
     prompt: &PromptBody,
     max_tokens: Option<u32>,
     body: &mut Map<String, Value>,
+    extra: &mut Map<String, Value>,
 ) -> Result<(), String> {
     if opts.api == Api::OllamaChat {
         body.insert("messages".into(), Value::Array(role_messages(prompt)));
@@ -23,16 +25,14 @@ pub(super) fn fill_body(
         body.insert("prompt".into(), Value::String(one_prompt(opts.api, prompt)?));
     }
     body.insert("stream".into(), json!(opts.stream));
-    let mut extra = opts.extra.clone();
     let mut options = Map::new();
     if let Some(n) = max_tokens {
         options.insert("num_predict".into(), json!(n));
     }
-    merge_object(&mut options, &mut extra, "options");
+    merge_object(&mut options, extra, "options");
     if !options.is_empty() {
         body.insert("options".into(), Value::Object(options));
     }
-    body.extend(extra);
     Ok(())
 }
 

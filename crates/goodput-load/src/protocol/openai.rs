@@ -15,13 +15,7 @@ pub(super) fn fill_body(
     body: &mut Map<String, Value>,
 ) -> Result<(), String> {
     match (opts.api, prompt) {
-        (Api::Chat, PromptBody::Text(t)) => {
-            body.insert("messages".into(), json!([{ "role": "user", "content": t }]));
-        }
-        (Api::Chat, PromptBody::Messages(m)) => {
-            body.insert("messages".into(), Value::Array(m.clone()));
-        }
-        (Api::Chat, PromptBody::Turns(_)) => {
+        (Api::Chat, _) => {
             body.insert("messages".into(), Value::Array(role_messages(prompt)));
         }
         (Api::Completions, PromptBody::Turns(turns)) => {
@@ -47,9 +41,6 @@ pub(super) fn fill_body(
     body.insert("stream".into(), json!(opts.stream));
     if opts.stream && opts.include_usage {
         body.insert("stream_options".into(), json!({ "include_usage": true }));
-    }
-    for (k, v) in &opts.extra {
-        body.insert(k.clone(), v.clone());
     }
     Ok(())
 }

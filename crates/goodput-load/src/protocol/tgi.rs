@@ -8,25 +8,25 @@ use serde_json::{json, Map, Value};
 use std::borrow::Cow;
 
 /// Fills `body`: `inputs`, and `parameters` with the length and `details`
-/// (which brings the counts). The route says whether it streams, and TGI
-/// serves one model: the body names none.
+/// (which brings the counts), with the `parameters` object of `--extra-body`
+/// taken out of `extra` and added to it. The route says whether it streams,
+/// and TGI serves one model: the body names none.
 pub(super) fn fill_body(
     opts: &BodyOptions,
     prompt: &PromptBody,
     max_tokens: Option<u32>,
     body: &mut Map<String, Value>,
+    extra: &mut Map<String, Value>,
 ) -> Result<(), String> {
     body.remove("model");
     body.insert("inputs".into(), Value::String(one_prompt(opts.api, prompt)?));
-    let mut extra = opts.extra.clone();
     let mut parameters = Map::new();
     parameters.insert("details".into(), json!(true));
     if let Some(n) = max_tokens {
         parameters.insert("max_new_tokens".into(), json!(n));
     }
-    merge_object(&mut parameters, &mut extra, "parameters");
+    merge_object(&mut parameters, extra, "parameters");
     body.insert("parameters".into(), Value::Object(parameters));
-    body.extend(extra);
     Ok(())
 }
 
