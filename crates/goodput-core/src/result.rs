@@ -136,45 +136,7 @@ pub enum DiagnosisKind {
     ClientBottleneck,
 }
 
-impl DiagnosisKind {
-    /// The name documents carry.
-    pub fn name(self) -> &'static str {
-        match self {
-            DiagnosisKind::QueueBuildUp => "queue_build_up",
-            DiagnosisKind::QueueWait => "queue_wait",
-            DiagnosisKind::KvCachePressure => "kv_cache_pressure",
-            DiagnosisKind::PrefixCache => "prefix_cache",
-            DiagnosisKind::PrefillScaling => "prefill_scaling",
-            DiagnosisKind::PrefillStalls => "prefill_stalls",
-            DiagnosisKind::TailDegrading => "tail_degrading",
-            DiagnosisKind::ClientBottleneck => "client_bottleneck",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Compat {
     pub vllm: VllmCompat,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn diagnosis_kinds_are_named_as_serialised() {
-        use DiagnosisKind::*;
-        for k in [
-            QueueBuildUp,
-            QueueWait,
-            KvCachePressure,
-            PrefixCache,
-            PrefillScaling,
-            PrefillStalls,
-            TailDegrading,
-            ClientBottleneck,
-        ] {
-            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
-        }
-    }
 }

@@ -689,8 +689,9 @@ fn html_server_signals_show_figures_series_and_the_cross_check() {
     }
 
     // The diagnosis comes right after the verdicts, before the cards.
-    let kinds: Vec<&str> = r.diagnosis.iter().map(|d| d.kind.name()).collect();
-    assert_eq!(kinds, ["queue_build_up", "kv_cache_pressure", "prefix_cache"]);
+    use goodput_core::DiagnosisKind;
+    let kinds: Vec<DiagnosisKind> = r.diagnosis.iter().map(|d| d.kind).collect();
+    assert_eq!(kinds, [DiagnosisKind::QueueBuildUp, DiagnosisKind::KvCachePressure, DiagnosisKind::PrefixCache]);
     let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("no {s}"));
     let diagnosis = at("<h2>Diagnosis</h2>");
     assert!(at("</header>") < diagnosis && diagnosis < at(r#"<section class="cards">"#));

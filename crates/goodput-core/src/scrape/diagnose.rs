@@ -754,26 +754,23 @@ mod tests {
         assert!(split.contains("2.5 ms network, HTTP and client · 147.0 ms waiting in the server's queue · 100.0 ms"));
         // The waits are most of TTFT though the gauges show no batch at its
         // cap: told from the histogram.
-        let kinds = |w: &WindowSummary| -> Vec<(String, String)> {
-            diagnose(&records, &summary, Some(w), None)
-                .into_iter()
-                .map(|d| (d.kind.name().to_string(), d.message))
-                .collect()
+        let kinds = |w: &WindowSummary| -> Vec<(DiagnosisKind, String)> {
+            diagnose(&records, &summary, Some(w), None).into_iter().map(|d| (d.kind, d.message)).collect()
         };
         let d = kinds(&w);
         assert!(
-            d.iter().any(|(k, m)| k == "queue_wait" && m.contains("waited 147.0 ms") && m.contains("60%")),
+            d.iter().any(|(k, m)| *k == DiagnosisKind::QueueWait && m.contains("waited 147.0 ms") && m.contains("60%")),
             "{d:?}"
         );
         // A full batch with requests waiting, each for a moment: the queue is
         // named, and so is how little it cost.
         let d = kinds(&queued(40.0, 247.0, 1.0, Some((32.0, 3.0))));
-        let (_, m) = d.iter().find(|(k, _)| k == "queue_build_up").expect("the gauges show a queue");
+        let (_, m) = d.iter().find(|(k, _)| *k == DiagnosisKind::QueueBuildUp).expect("the gauges show a queue");
         assert!(m.contains("yet a request waited only 1.0 ms in the queue on average, 0.4%"), "{m}");
-        assert!(!d.iter().any(|(k, _)| k == "queue_wait"), "{d:?}");
+        assert!(!d.iter().any(|(k, _)| *k == DiagnosisKind::QueueWait), "{d:?}");
         // The same with long waits: queueing is part of TTFT, and by how much.
         let d = kinds(&queued(40.0, 247.0, 100.0, Some((32.0, 3.0))));
-        let (_, m) = d.iter().find(|(k, _)| k == "queue_build_up").unwrap();
+        let (_, m) = d.iter().find(|(k, _)| *k == DiagnosisKind::QueueBuildUp).unwrap();
         assert!(m.contains("TTFT includes queueing, 100.0 ms a request on average (40% of"), "{m}");
         // A server that counted other requests too: no split.
         let w = queued(55.0, 247.0, 147.0, None);
