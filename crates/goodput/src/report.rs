@@ -44,7 +44,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     }
 }
 
-fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
+fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     let rejudge =
         a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.window.is_some();
     let records = match (&a.records, &run.requests) {
@@ -131,8 +131,8 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     if let Some(import) = goodput_report::peers::import_info(&run) {
         goodput_report::peers::apply(import, &mut result);
     }
-    result.engine = run.engine.clone();
-    recompute_server_side(&run, &mut result, &records, a.window.is_some());
+    result.engine = run.engine.take();
+    recompute_server_side(run, &mut result, &records, a.window.is_some());
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
 }
@@ -153,9 +153,10 @@ fn in_window(records: Vec<RequestRecord>, w: &goodput_core::TimeSlice) -> Result
 
 /// The server's side and the diagnosis, recomputed from the scrapes and
 /// records for this window and these figures, as the live run drew them.
-fn recompute_server_side(run: &RunResult, result: &mut RunResult, records: &[RequestRecord], windowed: bool) {
+fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[RequestRecord], windowed: bool) {
     let cap = run.config.load.as_ref().and_then(|l| l.concurrency).map(|c| c as usize);
-    match run.server_signals.clone() {
+    let imported = goodput_report::peers::import_info(&run).is_some();
+    match run.server_signals {
         Some(mut signals) if !signals.samples.is_empty() => {
             result.diagnosis = signals.analyse(records, &result.summary, &result.window, cap);
             result.server_signals = Some(signals);
@@ -163,7 +164,7 @@ fn recompute_server_side(run: &RunResult, result: &mut RunResult, records: &[Req
         Some(saved) => {
             // A document from before the scrapes were kept: as saved.
             result.server_signals = Some(saved);
-            result.diagnosis = run.diagnosis.clone();
+            result.diagnosis = run.diagnosis;
             if windowed {
                 result.warnings.push(
                     "the server's signals, their cross-checks and the diagnosis cover the whole run, not --window: \
@@ -172,7 +173,7 @@ fn recompute_server_side(run: &RunResult, result: &mut RunResult, records: &[Req
                 );
             }
         }
-        None if goodput_report::peers::import_info(run).is_some() => result.diagnosis = run.diagnosis.clone(),
+        None if imported => result.diagnosis = run.diagnosis,
         None => {
             result.diagnosis = goodput_core::scrape::diagnose(records, &result.summary, None, cap);
         }
