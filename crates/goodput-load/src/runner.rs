@@ -49,7 +49,8 @@ pub struct LoadPlan {
     /// talking when sending stops (end of `duration`, a stop) is cut there.
     pub sessions: Option<Sessions>,
     pub seed: u64,
-    /// After a stop, how long in-flight requests may take before they are cancelled.
+    /// After a stop, or once `duration` has ended sending, how long
+    /// in-flight requests may take before they are cancelled.
     pub grace: Duration,
 }
 
@@ -229,6 +230,9 @@ pub async fn run_at<B: Backend>(
     origin: Instant,
 ) -> Result<RunOutput, String> {
     plan.validate()?;
+    // The run cancels its own requests after a grace (a child token: the
+    // caller's abort still cancels them, and the run's stays the run's).
+    let control = Control { abort: control.abort.child_token(), ..control };
     let schedule = plan.send_times()?;
     let (cap, ramp) = user_slots(plan, origin);
     // The bounds count from the end of a timed warm-up.
@@ -260,7 +264,7 @@ pub async fn run_at<B: Backend>(
     };
     tokio::select! {
         _ = async { tokio::join!(sending, collector) } => {}
-        _ = watchdog(&control, plan.grace) => unreachable!("the watchdog never completes"),
+        _ = watchdog(&control, end_of_sending, plan.grace) => unreachable!("the watchdog never completes"),
     }
     // A run that ended within its ramp-up leaves no users still to join.
     if let Some(r) = ramp {
@@ -303,9 +307,20 @@ fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), String> {
     Ok(())
 }
 
-/// After a stop, in-flight requests get `grace` before they are cancelled.
-async fn watchdog(control: &Control, grace: Duration) {
-    control.stop.cancelled().await;
+/// After a stop, or the end of sending when a duration bounds the run
+/// (whichever comes first), in-flight requests get `grace` before they are
+/// cancelled: a timed run's window ends at most `grace` after its duration,
+/// however slow the server.
+async fn watchdog(control: &Control, end_of_sending: Option<Instant>, grace: Duration) {
+    tokio::select! {
+        _ = control.stop.cancelled() => {}
+        _ = async {
+            match end_of_sending {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        } => {}
+    }
     tokio::time::sleep(grace).await;
     control.abort.cancel();
     std::future::pending::<()>().await
@@ -767,6 +782,54 @@ mod tests {
         let out = run(&p, Fake::new(1500, 0, 1), workload(), control, |_: &RequestRecord| {}).await.unwrap();
         assert_eq!(out.records.len(), 2);
         assert!(out.records.iter().all(|r| r.outcome == Outcome::Success));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_end_of_a_duration_gives_in_flight_requests_the_grace_then_cancels_them() {
+        // Requests of 10 s in a 3 s run with a 2 s grace: sending stops at
+        // 3 s, and the two in flight are cancelled at 5 s, not waited for
+        // until 10 s. The run was not interrupted: its duration ended it.
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(3)), concurrency: Some(2), ..plan() };
+        let mut seen = 0;
+        let out = run(&p, Fake::new(10_000, 0, 1), workload(), Control::default(), |_: &RequestRecord| seen += 1)
+            .await
+            .unwrap();
+        assert!(!out.interrupted);
+        assert_eq!((out.records.len(), seen), (2, 2));
+        for r in &out.records {
+            assert_eq!(r.outcome, Outcome::Cancelled);
+            assert_eq!(r.end, Duration::from_secs(5), "3 s of duration and 2 s of grace");
+        }
+
+        // Requests of 1.2 s: those sent before 3 s that end within the grace
+        // count as successes; sending stopped at 3 s.
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(3)), concurrency: Some(2), ..plan() };
+        let out = run(&p, Fake::new(1200, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert_eq!(out.records.len(), 6, "three rounds of two, sent at 0, 1.2 and 2.4 s");
+        assert!(out.records.iter().all(|r| r.outcome == Outcome::Success && r.sent < Duration::from_secs(3)));
+        assert_eq!(out.records.iter().map(|r| r.end).max(), Some(Duration::from_millis(3600)));
+
+        // A timed warm-up comes before the duration, and so before the grace.
+        let p = LoadPlan {
+            requests: None,
+            duration: Some(Duration::from_secs(3)),
+            warmup_time: Duration::from_secs(1),
+            concurrency: Some(2),
+            ..plan()
+        };
+        let out =
+            run(&p, Fake::new(10_000, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert!(out.records.iter().all(|r| r.outcome == Outcome::Cancelled && r.end == Duration::from_secs(6)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_during_the_grace_after_the_duration_does_not_lengthen_it() {
+        // The duration ends at 3 s and its grace at 5 s; a Ctrl-C at 4 s
+        // stops nothing more and cancels no later.
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(3)), concurrency: Some(2), ..plan() };
+        let control = stopped_after(Duration::from_secs(4));
+        let out = run(&p, Fake::new(10_000, 0, 1), workload(), control, |_: &RequestRecord| {}).await.unwrap();
+        assert!(out.records.iter().all(|r| r.outcome == Outcome::Cancelled && r.end == Duration::from_secs(5)));
     }
 
     fn talks(turns: u32, think_ms: u64) -> Option<Sessions> {
