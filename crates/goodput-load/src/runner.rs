@@ -3,6 +3,7 @@
 //! and/or a duration. Records reach the sink as each request completes.
 
 use crate::client::Client;
+use crate::error::{PlanError, RunError, ScheduleError, WorkloadError};
 use crate::schedule::{Arrival, ArrivalSchedule};
 use crate::workload::{Conversation, Sessions, WorkItem, Workload};
 use goodput_core::{RequestRecord, SessionTurn};
@@ -83,7 +84,7 @@ impl LoadPlan {
     /// The open loop's send times from the run's start, in order: a trace's
     /// (which end), or the rate's schedule drawn from the seed and ramped up
     /// (which does not); `None` for a closed loop.
-    pub fn send_times(&self) -> Result<Option<SendTimes>, String> {
+    pub fn send_times(&self) -> Result<Option<SendTimes>, ScheduleError> {
         Ok(match (&self.trace, self.rate) {
             (Some(t), _) => Some(Box::new(t.as_ref().clone().into_iter())),
             (None, Some((rate, arrival))) => {
@@ -100,27 +101,27 @@ impl LoadPlan {
         self.duration.map(|d| self.warmup_time + d)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PlanError> {
         if self.requests.is_none() && self.duration.is_none() && self.trace.is_none() {
-            return Err("the run has no end: give --requests N and/or --duration D".into());
+            return Err(PlanError::NoEnd);
         }
         if self.trace.is_some() && self.rate.is_some() {
-            return Err("--trace brings its own send times: drop --rate".into());
+            return Err(PlanError::TraceAndRate);
         }
         if self.trace.is_some() && self.sessions.is_some() {
-            return Err("--trace replays single requests: drop --turns".into());
+            return Err(PlanError::TraceAndTurns);
         }
         if self.trace.is_some() && !self.ramp_up.is_zero() {
-            return Err("--trace brings its own send times: drop --ramp-up".into());
+            return Err(PlanError::TraceAndRampUp);
         }
         if self.requests == Some(0) {
-            return Err("--requests must be at least 1".into());
+            return Err(PlanError::NoRequests);
         }
         if self.concurrency == Some(0) {
-            return Err("--concurrency must be at least 1".into());
+            return Err(PlanError::NoConcurrency);
         }
         if self.concurrency.is_none() && self.rate.is_none() && self.trace.is_none() {
-            return Err("give --concurrency N (closed loop) and/or --rate R (open loop)".into());
+            return Err(PlanError::NoLoop);
         }
         Ok(())
     }
@@ -215,7 +216,7 @@ pub async fn run<B: Backend>(
     workload: Arc<Workload>,
     control: Control,
     sink: impl RecordSink,
-) -> Result<RunOutput, String> {
+) -> Result<RunOutput, RunError> {
     run_at(plan, backend, workload, control, sink, Instant::now()).await
 }
 
@@ -228,7 +229,7 @@ pub async fn run_at<B: Backend>(
     control: Control,
     mut sink: impl RecordSink,
     origin: Instant,
-) -> Result<RunOutput, String> {
+) -> Result<RunOutput, RunError> {
     plan.validate()?;
     // The run cancels its own requests after a grace (a child token: the
     // caller's abort still cancels them, and the run's stays the run's).
@@ -298,7 +299,7 @@ fn user_slots(plan: &LoadPlan, origin: Instant) -> (Option<Arc<Semaphore>>, Opti
 
 /// Fails before the run rather than in every session: the workload cannot
 /// ask questions, or cannot say how many.
-fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), String> {
+fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), WorkloadError> {
     if let Some(s) = &plan.sessions {
         workload.check_sessions()?;
         workload.question(0, 0)?;
@@ -688,7 +689,7 @@ mod tests {
         let out = run(&p, Fake::new(10, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
         assert_eq!(out.records.len(), 2);
         let p = LoadPlan { trace: Some(Arc::new(times.clone())), rate: Some((1.0, Arrival::Poisson)), ..plan() };
-        assert!(p.validate().unwrap_err().contains("drop --rate"));
+        assert!(p.validate().unwrap_err().to_string().contains("drop --rate"));
         // What a live view expects: the whole trace, or the -n that cuts it.
         let p = LoadPlan { requests: None, trace: Some(Arc::new(times.clone())), ..plan() };
         assert_eq!(p.total_requests(), Some(4));
@@ -966,10 +967,13 @@ mod tests {
     #[tokio::test]
     async fn a_plan_without_an_end_is_refused() {
         let p = LoadPlan { requests: None, ..plan() };
-        let e = run(&p, Fake::new(1, 1, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap_err();
+        let e = run(&p, Fake::new(1, 1, 1), workload(), Control::default(), |_: &RequestRecord| {})
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--requests"), "{e}");
         let p = LoadPlan { concurrency: None, rate: None, ..plan() };
-        assert!(p.validate().unwrap_err().contains("--concurrency"));
+        assert!(p.validate().unwrap_err().to_string().contains("--concurrency"));
     }
 
     trait QueueCheck {
