@@ -30,7 +30,7 @@ pub struct RunResult {
     /// that `report` can refuse records of another run.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub run_id: String,
-    /// True when the run was stopped early (Ctrl-C) and holds what was measured until then.
+    /// True when the run was stopped early (Ctrl-C or SIGTERM) and holds what was measured until then.
     #[serde(default)]
     pub interrupted: bool,
     /// Everything needed to rerun it, secrets redacted.

@@ -267,8 +267,9 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
 
     let stop = tokio_util::sync::CancellationToken::new();
     let s = stop.clone();
+    let mut signals = crate::point::StopSignals::listen();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signals.next().await;
         s.cancel();
     });
     let end = a.duration.map(|d| origin + d);

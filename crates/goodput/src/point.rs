@@ -15,9 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Ctrl-C for a whole command: once, stop sending (each run's in-flight
-/// requests then get its plan's grace, and a sweep runs no further point);
-/// twice, cancel them at once.
+/// Ctrl-C or SIGTERM for a whole command: once, stop sending (each run's
+/// in-flight requests then get its plan's grace, and a sweep runs no further
+/// point); twice, cancel them at once. SIGTERM is how Kubernetes stops a pod
+/// (SIGKILL follows its grace period) and how `timeout` stops a command, so
+/// a run stopped either way still writes its result.
 #[derive(Clone)]
 pub struct Interrupt {
     stop: CancellationToken,
@@ -25,20 +27,23 @@ pub struct Interrupt {
 }
 
 impl Interrupt {
-    /// Listens for Ctrl-C from now on; `what` names what stops ("the
-    /// sweep", "the run").
+    /// Listens for Ctrl-C and SIGTERM from now on; `what` names what stops
+    /// ("the sweep", "the run").
     pub fn install(what: &'static str, grace: Duration) -> Interrupt {
         let i = Interrupt { stop: CancellationToken::new(), abort: CancellationToken::new() };
         let (stop, abort) = (i.stop.clone(), i.abort.clone());
+        // Taken over here, before the command goes on, so that a SIGTERM
+        // from the first moment is caught rather than ending the process.
+        let mut signals = StopSignals::listen();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if let Some(name) = signals.next().await {
                 eprintln!(
-                    "\nstopping {what}: no new requests; in-flight ones get {} to finish (Ctrl-C again to cancel \
-                     them now)",
+                    "\nstopping {what} ({name}): no new requests; in-flight ones get {} to finish (Ctrl-C or SIGTERM \
+                     again to cancel them now)",
                     humantime::format_duration(grace)
                 );
                 stop.cancel();
-                if tokio::signal::ctrl_c().await.is_ok() {
+                if signals.next().await.is_some() {
                     abort.cancel();
                 }
             }
@@ -54,6 +59,39 @@ impl Interrupt {
 
     pub fn stopped(&self) -> bool {
         self.stop.is_cancelled()
+    }
+}
+
+/// The signals that stop a command: Ctrl-C (SIGINT) and, on Unix, SIGTERM.
+pub struct StopSignals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    /// Takes SIGTERM over from now on (Ctrl-C is taken when first awaited).
+    pub fn listen() -> StopSignals {
+        StopSignals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next stop signal's name; `None` when none can come any more.
+    pub async fn next(&mut self) -> Option<&'static str> {
+        #[cfg(unix)]
+        let term = async {
+            match self.term.as_mut() {
+                Some(t) => t.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<Option<()>>();
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.ok().map(|_| "Ctrl-C"),
+            Some(()) = term => Some("SIGTERM"),
+        }
     }
 }
 
