@@ -58,6 +58,14 @@ pub struct RunResult {
     /// What the numbers suggest, each line backed by the figures it cites.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnosis: Vec<Diagnosis>,
+    /// This run is one shard of a run split over several processes
+    /// (`bench --shard I/N`): which, and of what run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardInfo>,
+    /// This run was merged from the shards of one (`goodput merge`): from
+    /// which, and how well their clocks agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<crate::shard::MergeInfo>,
     /// Per-request records, only when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<RequestRecord>>,

@@ -383,6 +383,7 @@ async fn start_probes(
         sessions: None,
         seed: 0,
         grace: Duration::from_secs(1),
+        shard: None,
     };
     let workload = Arc::new(Workload::Synthetic {
         input: LengthDist::Fixed(32),

@@ -109,6 +109,9 @@ pub struct Point<'a> {
     /// goodput's own live metrics (`--prometheus-listen`), when served.
     pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
     pub control: Control,
+    /// Wait for this wall-clock instant (Unix seconds) before the clock
+    /// starts and the first request goes (`--start-at`).
+    pub start_at: Option<f64>,
 }
 
 /// Runs one point against `target` and gives its result and records.
@@ -119,8 +122,12 @@ pub async fn run_point(
     output: &OutputArgs,
     opts: &AnalysisOptions,
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
+    if let Some(t) = p.start_at {
+        wait_until(t, &p.control, output.quiet).await;
+    }
     // The wall-clock time of the records' zero, so that `t_ns` lines up with
-    // server logs (taken after the connect and probes).
+    // server logs (taken after the connect and probes, and the wait for
+    // --start-at).
     let started_unix_s = common::unix_now();
     let origin = tokio::time::Instant::now();
     let scraping = crate::signals::start(metrics, target.client.http(), &target.base, origin).await?;
@@ -151,6 +158,28 @@ pub async fn run_point(
     with_client_cost(&mut result, client_cost);
     crate::signals::finish(scraping, &mut result, &recs, p.plan.concurrency).await;
     Ok((result, recs))
+}
+
+/// Waits for the wall-clock instant `t` (Unix seconds), or for a stop. An
+/// instant already past is warned about and the run starts at once: the
+/// shard's late start shows in its `started_unix_s`, and `merge` reports it.
+async fn wait_until(t: f64, control: &Control, quiet: bool) {
+    let now = common::unix_now();
+    if now > t {
+        eprintln!(
+            "warning: --start-at was {:.3} s ago; starting now (a late shard's start widens the merged run's clock \
+             uncertainty)",
+            now - t
+        );
+        return;
+    }
+    if !quiet {
+        eprintln!("waiting {:.1} s for --start-at {}", t - now, common::rfc3339(t));
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_secs_f64(t - now)) => {}
+        _ = control.stop.cancelled() => {}
+    }
 }
 
 /// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background.

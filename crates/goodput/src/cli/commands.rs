@@ -104,6 +104,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]
+    pub shard: ShardArgs,
+    #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub output: OutputArgs,
