@@ -96,7 +96,7 @@ fn three_shards_merge_into_the_run_one_process_gives() {
     }
 
     let merged = p("merged.json");
-    goodput()
+    let said = goodput()
         .args(["merge", "-q"])
         .args((0..3).map(|i| p(&format!("s{i}.json"))))
         .arg("-o")
@@ -107,6 +107,8 @@ fn three_shards_merge_into_the_run_one_process_gives() {
         .arg(p("merged.html"))
         .assert()
         .success();
+    let said = String::from_utf8_lossy(&said.get_output().stdout).into_owned();
+    assert!(said.contains("merged from 3 of 3 shards · their clocks began within"), "{said}");
     let (m, one) = (read_json(&merged), read_json(&p("one.json")));
     assert_eq!(m["schema"], "goodput/v1");
     let q = &m["summary"]["requests"];
