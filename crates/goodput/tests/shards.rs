@@ -217,6 +217,15 @@ fn refusals(dir: &Path, single: &Path) {
     std::fs::copy(p("s1.moved"), moved.join("s1.jsonl")).unwrap();
     merge(&[s(0), moved.join("s1.json"), s(2)]).assert().success();
     std::fs::rename(p("s1.moved"), p("s1.jsonl")).unwrap();
+    // An interrupted shard (SIGTERM, say) is merged, and the merge says so.
+    let mut stopped = read_json(&s(2));
+    stopped["interrupted"] = true.into();
+    std::fs::write(p("stopped.json"), stopped.to_string()).unwrap();
+    merge(&[s(0), s(1), p("stopped.json")]).assert().success();
+    let m = read_json(&p("x.json"));
+    assert_eq!(m["interrupted"], true);
+    assert_eq!(m["merge"]["shards"][2]["interrupted"], true);
+    assert!(m["warnings"].to_string().contains("shard 2/3 was stopped early"), "{}", m["warnings"]);
     // --allow-partial merges what is there and says what is missing.
     merge(&[s(0), s(2)]).arg("--allow-partial").assert().success();
     let part = read_json(&p("x.json"));
