@@ -35,6 +35,13 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
         output::check_file(p, "--records")?;
     }
     output::check_exports(&a.exports)?;
+    // A merge never writes over a shard's own files.
+    for (flag, out) in [("--output", &a.output), ("--records", &a.records)] {
+        let Some(out) = out.as_deref().and_then(|p| std::fs::canonicalize(p).ok()) else { continue };
+        if let Some(shard) = a.shards.iter().find(|s| std::fs::canonicalize(s).ok().as_deref() == Some(&*out)) {
+            bail!("{flag} names {}, a shard's result: give the merged run a file of its own", shard.display());
+        }
+    }
     let mut runs = Vec::new();
     for path in &a.shards {
         runs.push((path.clone(), read_shard(path)?));
@@ -43,6 +50,11 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     let mut shards = Vec::new();
     for (path, run) in runs {
         let (records_path, records) = shard_records(&path, &run)?;
+        if let Some(out) = a.records.as_deref().and_then(|p| std::fs::canonicalize(p).ok()) {
+            if std::fs::canonicalize(&records_path).is_ok_and(|r| r == out) {
+                bail!("--records names {records_path}, a shard's records: give the merged records a file of their own");
+            }
+        }
         shards.push(Shard { path, run, records_path, records });
     }
     shards.sort_by_key(|s| s.run.shard.as_ref().map_or(0, |i| i.index));

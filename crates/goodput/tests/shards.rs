@@ -217,6 +217,11 @@ fn refusals(dir: &Path, single: &Path) {
     std::fs::copy(p("s1.moved"), moved.join("s1.jsonl")).unwrap();
     merge(&[s(0), moved.join("s1.json"), s(2)]).assert().success();
     std::fs::rename(p("s1.moved"), p("s1.jsonl")).unwrap();
+    // Nor does a merge write over a shard's own files.
+    let err = goodput().arg("merge").args([s(0), s(1), s(2)]).arg("-o").arg(s(0)).refusal();
+    assert!(err.contains("a shard's result"), "{err}");
+    let err = goodput().arg("merge").args([s(0), s(1), s(2)]).arg("--records").arg(p("s2.jsonl")).refusal();
+    assert!(err.contains("a shard's records"), "{err}");
     // An interrupted shard (SIGTERM, say) is merged, and the merge says so.
     let mut stopped = read_json(&s(2));
     stopped["interrupted"] = true.into();
