@@ -73,7 +73,10 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         None => None,
     };
     let point = Point {
-        title: format!(" goodput bench → {} · {} ", target.base, target.model),
+        title: match a.shard.shard {
+            Some((i, n)) => format!(" goodput bench → {} · {} · shard {i}/{n} ", target.base, target.model),
+            None => format!(" goodput bench → {} · {} ", target.base, target.model),
+        },
         plan: &plan,
         workload: Arc::new(workload),
         config,
