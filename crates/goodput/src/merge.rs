@@ -234,6 +234,9 @@ fn merged_run(a: &MergeArgs, shards: Vec<Shard>, count: u32, missing: Vec<u32>) 
                 sample.t += *by;
             }
             result.diagnosis = signals.analyse(&records, &result.summary, &result.window, cap);
+            if let Some(w) = scrapes_end_early(&signals, &result.window, &records) {
+                result.warnings.push(w);
+            }
             result.server_signals = Some(signals);
             s.run.shard.as_ref().map(|i| i.index)
         }
@@ -293,6 +296,25 @@ fn merged_run(a: &MergeArgs, shards: Vec<Shard>, count: u32, missing: Vec<u32>) 
     Ok(MergedRun { result, records })
 }
 
+/// The warning for scrapes that ended before the merged window did: the
+/// scraping shard ended before the others, and the requests that ended
+/// after its last scrape are outside the server's counters.
+fn scrapes_end_early(
+    signals: &goodput_core::scrape::ServerSignals,
+    window: &goodput_core::Window,
+    records: &[RequestRecord],
+) -> Option<String> {
+    let last = signals.samples.last()?.t.as_secs_f64();
+    let after = records.iter().filter(|r| !r.warmup && r.end.as_secs_f64() > last).count();
+    (last < window.end_s && after > 0).then(|| {
+        format!(
+            "the server's scrapes end at {last:.2} s, before the merged window's end at {:.2} s (the scraping shard \
+             finished first): {after} measured requests ended after the last scrape, outside the server's counters",
+            window.end_s
+        )
+    })
+}
+
 /// Shards whose clocks began further apart than this are warned about.
 const CLOCK_WARNING_S: f64 = 0.1;
 
@@ -317,4 +339,31 @@ fn client_cost<'a>(
         cpu_us_per_chunk: per(chunks as f64),
         cpu_us_per_output_token: per(tokens as f64),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_clients_cost_is_summed_over_the_shards() {
+        let cost = |cpu_s: f64, wall_s: f64| ClientCost {
+            cpu_s,
+            wall_s,
+            cores: cpu_s / wall_s,
+            cpus: 4,
+            cpu_us_per_chunk: None,
+            cpu_us_per_output_token: None,
+        };
+        let (a, b) = (cost(2.0, 10.0), cost(3.0, 12.0));
+        let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.output_tokens = 1000;
+        let sum = client_cost([Some(&a), Some(&b)].into_iter(), &[r]).unwrap();
+        assert_eq!((sum.cpu_s, sum.wall_s, sum.cpus), (5.0, 12.0, 8));
+        assert!((sum.cores - 0.45).abs() < 1e-12);
+        assert_eq!(sum.cpu_us_per_output_token, Some(5000.0));
+        assert_eq!(sum.cpu_us_per_chunk, None, "no chunks");
+        assert_eq!(client_cost([Some(&a), None].into_iter(), &[]), None, "one shard unmetered");
+    }
 }
