@@ -44,6 +44,8 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         client: None,
         warnings: analysis.warnings.into_iter().chain(few).collect(),
         diagnosis: Vec::new(),
+        shard: None,
+        merge: None,
         requests: a.include_requests.then(|| records.to_vec()),
     }
 }

@@ -20,6 +20,7 @@ pub mod result;
 pub mod scrape;
 mod serde_ns;
 pub mod session;
+pub mod shard;
 pub mod slice;
 pub mod slo;
 pub mod stats;

@@ -30,7 +30,7 @@ pub struct RunResult {
     /// that `report` can refuse records of another run.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub run_id: String,
-    /// True when the run was stopped early (Ctrl-C) and holds what was measured until then.
+    /// True when the run was stopped early (Ctrl-C or SIGTERM) and holds what was measured until then.
     #[serde(default)]
     pub interrupted: bool,
     /// Everything needed to rerun it, secrets redacted.
@@ -58,6 +58,14 @@ pub struct RunResult {
     /// What the numbers suggest, each line backed by the figures it cites.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnosis: Vec<Diagnosis>,
+    /// This run is one shard of a run split over several processes
+    /// (`bench --shard I/N`): which, and of what run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardInfo>,
+    /// This run was merged from the shards of one (`goodput merge`): from
+    /// which, and how well their clocks agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<crate::shard::MergeInfo>,
     /// Per-request records, only when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<RequestRecord>>,

@@ -53,6 +53,56 @@ pub struct LoadPlan {
     /// After a stop, or once `duration` has ended sending, how long
     /// in-flight requests may take before they are cancelled.
     pub grace: Duration,
+    /// This process runs one shard of the plan (`--shard I/N`); `None`:
+    /// all of it. See [`Shard`].
+    pub shard: Option<Shard>,
+}
+
+/// Shard `index` of `count` processes that run one plan together, each its
+/// share of the one schedule, so that their records together are the run's
+/// (merged by `goodput merge`). The plan's every other field is the whole
+/// run's; the shard takes from it:
+/// - an open loop (a rate, or a trace), the arrivals whose index ≡ `index`
+///   (mod `count`), at the times the one schedule gives them;
+/// - a closed loop, users `index`, `index + count`, …: slot `i` (a request,
+///   or a session) is user `i mod c`'s, as if the users took turns;
+/// - sessions whole, as slots; the warm-up the same way, slot by slot;
+/// - a cap on requests in flight (`concurrency`), its users' share of it.
+///
+/// Slot numbers stay the run's, so records of the shards never share an
+/// `id` (a session's turns, numbered as they are sent, are numbered
+/// `k·count + index`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Of `n` users (or slots) numbered 0…n−1, how many are this shard's
+    /// (those ≡ `index` mod `count`).
+    pub fn share(&self, n: u64) -> u64 {
+        let (i, k) = (u64::from(self.index), u64::from(self.count));
+        (n + k - 1 - i) / k
+    }
+
+    /// Whether slot `i` is this shard's: by arrival index in an open loop,
+    /// by user (`i mod users`) in a closed loop of `users`.
+    pub fn owns(&self, i: u64, closed_users: Option<u64>) -> bool {
+        let k = u64::from(self.count);
+        match closed_users {
+            Some(c) => (i % c) % k == u64::from(self.index),
+            None => i % k == u64::from(self.index),
+        }
+    }
+
+    /// How many of slots 0…n−1 are this shard's.
+    pub fn owned_below(&self, n: u64, closed_users: Option<u64>) -> u64 {
+        match closed_users {
+            Some(c) => n / c * self.share(c) + self.share(n % c),
+            None => self.share(n),
+        }
+    }
 }
 
 impl LoadPlan {
@@ -60,7 +110,31 @@ impl LoadPlan {
     /// included, when a count bounds the run (a timed warm-up's size is not
     /// known ahead).
     pub fn counted(&self) -> Option<u64> {
-        self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| n + self.warmup)
+        self.requests.filter(|_| self.warmup_time.is_zero()).map(|n| self.owned_below(n + self.warmup))
+    }
+
+    /// The users of a closed loop, by which its slots are shared between
+    /// shards; `None` for an open loop (shared by arrival index).
+    fn closed_users(&self) -> Option<u64> {
+        match (self.rate, &self.trace, self.concurrency) {
+            (None, None, Some(c)) => Some(c as u64),
+            _ => None,
+        }
+    }
+
+    /// How many of slots 0…n−1 this process sends: all of them, or its shard's.
+    pub fn owned_below(&self, n: u64) -> u64 {
+        self.shard.map_or(n, |s| s.owned_below(n, self.closed_users()))
+    }
+
+    /// Whether this process sends slot `i`.
+    fn owns(&self, i: u64) -> bool {
+        self.shard.is_none_or(|s| s.owns(i, self.closed_users()))
+    }
+
+    /// Requests this process may have in flight: the cap, or its shard's users' share of it.
+    pub fn local_concurrency(&self) -> Option<usize> {
+        self.concurrency.map(|c| self.shard.map_or(c, |s| s.share(c as u64) as usize))
     }
 
     /// Every request the run will send, warm-up included, when that is
@@ -75,7 +149,8 @@ impl LoadPlan {
         }
         match &self.trace {
             Some(t) if self.requests.is_none() || counted.is_some() => {
-                Some(counted.map_or(t.len() as u64, |n| n.min(t.len() as u64)))
+                let whole = self.owned_below(t.len() as u64);
+                Some(counted.map_or(whole, |n| n.min(whole)))
             }
             _ => counted,
         }
@@ -122,6 +197,14 @@ impl LoadPlan {
         }
         if self.concurrency.is_none() && self.rate.is_none() && self.trace.is_none() {
             return Err(PlanError::NoLoop);
+        }
+        if let Some(s) = self.shard {
+            if s.count == 0 || s.index >= s.count {
+                return Err(PlanError::ShardIndex { index: s.index, count: s.count });
+            }
+            if let Some(c) = self.concurrency.filter(|c| (*c as u64) < u64::from(s.count)) {
+                return Err(PlanError::ShardUsers { concurrency: c, count: s.count });
+            }
         }
         Ok(())
     }
@@ -281,12 +364,14 @@ pub async fn run_at<B: Backend>(
 /// start.
 fn user_slots(plan: &LoadPlan, origin: Instant) -> (Option<Arc<Semaphore>>, Option<tokio::task::JoinHandle<()>>) {
     let ramp_users = plan.rate.is_none() && plan.trace.is_none() && !plan.ramp_up.is_zero();
-    let cap = plan.concurrency.map(|c| Arc::new(Semaphore::new(if ramp_users { 0 } else { c })));
+    let local = plan.local_concurrency();
+    let cap = local.map(|c| Arc::new(Semaphore::new(if ramp_users { 0 } else { c })));
     let ramp = match (&cap, plan.concurrency, ramp_users) {
         (Some(sem), Some(c), true) => {
-            let (sem, ramp) = (sem.clone(), plan.ramp_up);
+            let (sem, ramp, shard) = (sem.clone(), plan.ramp_up, plan.shard);
             Some(tokio::spawn(async move {
-                for k in 0..c {
+                // A shard's users join when they would in the whole run.
+                for k in (0..c).filter(|k| shard.is_none_or(|s| s.owns(*k as u64, None))) {
                     tokio::time::sleep_until(origin + ramp.mul_f64(k as f64 / c as f64)).await;
                     sem.add_permits(1);
                 }
@@ -349,15 +434,46 @@ impl<B: Backend> Sender<'_, B> {
         // request due after the timed warm-up is measured, and so is every
         // later one (due times only grow), so the count is final once one is.
         let mut warm: u64 = 0;
+        // A closed loop's shard cannot know which of the other shards'
+        // requests fall in a timed warm-up: it sends its users' share of
+        // the measured count instead.
+        let plan = self.plan;
+        let quota = match (plan.shard, plan.closed_users(), plan.requests) {
+            (Some(s), Some(c), Some(n)) if !plan.warmup_time.is_zero() => Some(s.owned_below(n, Some(c))),
+            _ => None,
+        };
+        let mut measured: u64 = 0;
         loop {
-            if self.plan.requests.is_some_and(|n| i - warm >= n) {
+            let done = match quota {
+                Some(q) => measured >= q,
+                None => plan.requests.is_some_and(|n| i - warm >= n),
+            };
+            if done {
                 break;
+            }
+            if !plan.owns(i) {
+                // Another shard's slot counts towards the bounds as the one
+                // run counts it, and takes its place in the schedule.
+                let at = match schedule.as_mut() {
+                    Some(s) => {
+                        let Some(at) = s.next() else { break };
+                        if plan.duration.is_some_and(|d| at >= plan.warmup_time + d) {
+                            break;
+                        }
+                        Some(at)
+                    }
+                    None => None,
+                };
+                warm += u64::from(i < plan.warmup || at.is_some_and(|at| at < plan.warmup_time));
+                i += 1;
+                continue;
             }
             let Some((scheduled, permit)) = self.next_slot(&mut schedule).await else { break };
             // Closed loop: the request was due the moment a user slot freed.
             let scheduled = scheduled.unwrap_or_else(|| self.origin.elapsed());
-            let warmup = i < self.plan.warmup || scheduled < self.plan.warmup_time;
+            let warmup = i < plan.warmup || scheduled < plan.warmup_time;
             warm += u64::from(warmup);
+            measured += u64::from(!warmup);
             self.dispatch(i, scheduled, warmup, permit, &tx);
             i += 1;
         }
@@ -432,6 +548,7 @@ impl<B: Backend> Sender<'_, B> {
                 abort,
                 sent: self.control.sent.clone(),
                 next_id: self.next_id.clone(),
+                shard: self.plan.shard,
             };
             tokio::spawn(talk.hold(backend, workload, tx, permit));
             return;
@@ -462,6 +579,8 @@ struct Session {
     abort: CancellationToken,
     sent: Arc<AtomicU64>,
     next_id: Arc<AtomicU64>,
+    /// A shard numbers its turns `k·count + index`, apart from the other shards'.
+    shard: Option<Shard>,
 }
 
 impl Session {
@@ -498,7 +617,8 @@ impl Session {
             let Ok(question) = workload.question(self.id, turn) else { break };
             let this = SessionTurn { id: self.id, turn: turn + 1, turns };
             let item = WorkItem { session: Some(this), ..conversation.ask(question) };
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let k = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let id = self.shard.map_or(k, |s| k * u64::from(s.count) + u64::from(s.index));
             self.sent.fetch_add(1, Ordering::Relaxed);
             let (mut rec, reply) = backend.execute_keeping(id, item, due, self.origin, self.abort.clone()).await;
             rec.warmup = self.warmup;
@@ -624,6 +744,7 @@ mod tests {
             sessions: None,
             seed: 1,
             grace: Duration::from_secs(2),
+            shard: None,
         }
     }
 
@@ -962,6 +1083,123 @@ mod tests {
         assert_eq!(first, [true, true, true]);
         assert!(out.records.iter().filter(|r| r.session.unwrap().id == 1).all(|r| !r.warmup));
         assert_eq!(out.records.len(), 6);
+    }
+
+    /// Each shard of `p` run on its own (a fresh backend each), and the whole plan.
+    async fn shards_and_whole(p: &LoadPlan, n: u32, fake: impl Fn() -> Arc<Fake>) -> (Vec<RunOutput>, RunOutput) {
+        let mut shards = Vec::new();
+        for index in 0..n {
+            let sp = LoadPlan { shard: Some(Shard { index, count: n }), ..p.clone() };
+            shards.push(run(&sp, fake(), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap());
+        }
+        let whole = run(p, fake(), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        (shards, whole)
+    }
+
+    /// (id, scheduled, warm-up) of every record, by id.
+    fn slots<'a>(recs: impl IntoIterator<Item = &'a RequestRecord>) -> Vec<(u64, Duration, bool)> {
+        let mut v: Vec<_> = recs.into_iter().map(|r| (r.id, r.scheduled, r.warmup)).collect();
+        v.sort();
+        v
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn open_loop_shards_send_the_one_schedule_between_them() {
+        // Poisson at 20/s, two warm-up requests then 25 measured, in 3 shards.
+        let p = LoadPlan { requests: Some(25), warmup: 2, rate: Some((20.0, Arrival::Poisson)), seed: 9, ..plan() };
+        let (shards, whole) = shards_and_whole(&p, 3, || Fake::new(30, 0, 1)).await;
+        for (k, s) in shards.iter().enumerate() {
+            assert!(s.records.iter().all(|r| r.id % 3 == k as u64), "shard {k} sends arrivals ≡ {k} (mod 3)");
+        }
+        assert_eq!([9, 9, 9], [0, 1, 2].map(|k| shards[k].records.len()));
+        // Together: the same arrivals at the same times, the same warm-up.
+        assert_eq!(slots(shards.iter().flat_map(|s| &s.records)), slots(&whole.records));
+        let late = |r: &RequestRecord| r.sent.saturating_sub(r.scheduled);
+        assert!(shards.iter().flat_map(|s| &s.records).all(|r| late(r) < Duration::from_millis(1)), "each on time");
+        // What a shard's live view expects: its own share.
+        let s1 = LoadPlan { shard: Some(Shard { index: 1, count: 3 }), ..p.clone() };
+        assert_eq!(s1.total_requests(), Some(9));
+
+        // By time: a timed warm-up and a duration bound split the same way.
+        let p = LoadPlan {
+            requests: None,
+            duration: Some(Duration::from_secs(2)),
+            warmup_time: Duration::from_millis(500),
+            rate: Some((10.0, Arrival::Gamma { burstiness: 0.5 })),
+            ..plan()
+        };
+        let (shards, whole) = shards_and_whole(&p, 2, || Fake::new(30, 0, 1)).await;
+        assert!(whole.records.iter().any(|r| r.warmup) && whole.records.iter().any(|r| !r.warmup));
+        assert_eq!(slots(shards.iter().flat_map(|s| &s.records)), slots(&whole.records));
+
+        // A trace too, and an -n that cuts it.
+        let times: Vec<Duration> = (0..7).map(|i| Duration::from_millis(40 * i)).collect();
+        let p = LoadPlan { requests: Some(5), trace: Some(Arc::new(times)), ..plan() };
+        let (shards, whole) = shards_and_whole(&p, 2, || Fake::new(10, 0, 1)).await;
+        assert_eq!(whole.records.len(), 5);
+        assert_eq!(slots(shards.iter().flat_map(|s| &s.records)), slots(&whole.records));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closed_loop_shards_hold_their_users_and_share_the_requests() {
+        // Four users, 24 requests and 4 warm-up, in 3 shards: users 0 and 3,
+        // 1, and 2; each shard's requests are its users' turns.
+        let p = LoadPlan { requests: Some(24), warmup: 4, concurrency: Some(4), ..plan() };
+        let fakes: Vec<Arc<Fake>> = (0..4).map(|_| Fake::new(100, 0, 1)).collect();
+        let k = std::sync::atomic::AtomicUsize::new(0);
+        let (shards, whole) = shards_and_whole(&p, 3, || fakes[k.fetch_add(1, Ordering::SeqCst)].clone()).await;
+        let peaks: Vec<usize> = fakes.iter().map(|f| f.peak.load(Ordering::SeqCst)).collect();
+        assert_eq!(peaks, [2, 1, 1, 4], "each shard holds its users");
+        assert_eq!(shards.iter().map(|s| s.records.len()).collect::<Vec<_>>(), [14, 7, 7]);
+        for (k, s) in shards.iter().enumerate() {
+            assert!(s.records.iter().all(|r| (r.id % 4) % 3 == k as u64), "shard {k}: its users' slots");
+        }
+        // The same slots and warm-up; the closed loop's times are its own.
+        let ids = |recs: Vec<(u64, Duration, bool)>| recs.into_iter().map(|(i, _, w)| (i, w)).collect::<Vec<_>>();
+        assert_eq!(ids(slots(shards.iter().flat_map(|s| &s.records))), ids(slots(&whole.records)));
+
+        // A ramp-up (a timed warm-up) with a count: each shard sends its
+        // users' share of the measured requests, 24 in all.
+        let p = LoadPlan {
+            requests: Some(24),
+            concurrency: Some(4),
+            ramp_up: Duration::from_millis(400),
+            warmup_time: Duration::from_millis(400),
+            ..plan()
+        };
+        let (shards, _) = shards_and_whole(&p, 3, || Fake::new(1000, 0, 1)).await;
+        let measured: Vec<usize> = shards.iter().map(|s| s.records.iter().filter(|r| !r.warmup).count()).collect();
+        assert_eq!(measured, [12, 6, 6]);
+        let mut first: Vec<Duration> = shards.iter().flat_map(|s| &s.records).map(|r| r.sent).collect();
+        first.sort();
+        assert_eq!(first[..4], [0, 100, 200, 300].map(Duration::from_millis), "users join as in the whole run");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shards_keep_sessions_whole_and_number_their_turns_apart() {
+        let p = LoadPlan { requests: Some(6), concurrency: Some(2), sessions: talks(3, 100), ..plan() };
+        let (shards, whole) = shards_and_whole(&p, 2, || Fake::new(50, 0, 1)).await;
+        assert_eq!(whole.records.len(), 18);
+        let mut ids = std::collections::BTreeSet::new();
+        for (k, s) in shards.iter().enumerate() {
+            let sessions = by_session(&s.records);
+            assert_eq!(sessions.keys().copied().collect::<Vec<_>>(), [k as u64, k as u64 + 2, k as u64 + 4]);
+            assert!(sessions.values().all(|t| t.len() == 3), "every session whole in its shard");
+            assert!(s.records.iter().all(|r| r.id % 2 == k as u64 && ids.insert(r.id)), "turn ids apart");
+        }
+        assert_eq!(ids.len(), 18);
+    }
+
+    #[test]
+    fn a_shard_must_be_one_of_its_count_and_have_a_user() {
+        let shard = |index, count| Some(Shard { index, count });
+        let p = LoadPlan { concurrency: Some(4), shard: shard(3, 3), ..plan() };
+        assert!(p.validate().unwrap_err().to_string().contains("0/3 … 2/3"), "{}", p.validate().unwrap_err());
+        let p = LoadPlan { concurrency: Some(2), shard: shard(0, 3), ..plan() };
+        assert!(p.validate().unwrap_err().to_string().contains("-c 3 or more"));
+        assert!(LoadPlan { concurrency: Some(3), shard: shard(2, 3), ..plan() }.validate().is_ok());
+        let s = Shard { index: 1, count: 3 };
+        assert_eq!((s.share(7), s.share(1), s.owned_below(10, Some(4)), s.owned_below(10, None)), (2, 0, 3, 3));
     }
 
     #[tokio::test]

@@ -61,6 +61,30 @@ fn heading(o: &mut String, r: &RunResult) {
         let _ = writeln!(o, "imported from {} {} · {} ({})", esc(&i.tool), esc(&v), esc(&i.source), esc(&i.format));
     }
     let _ = writeln!(o, "load: {}", esc(&load_line(&r.config)));
+    if let Some(sh) = &r.shard {
+        let _ = writeln!(
+            o,
+            "shard {} of {} (run {}): this process's share of the load; goodput merge puts the shards together",
+            sh.index,
+            sh.count,
+            esc(&sh.run)
+        );
+    }
+    if let Some(m) = &r.merge {
+        let missing = match m.missing.as_slice() {
+            [] => String::new(),
+            ms => {
+                format!(" · missing {}", ms.iter().map(|i| format!("{i}/{}", m.count)).collect::<Vec<_>>().join(", "))
+            }
+        };
+        let _ = writeln!(
+            o,
+            "merged from {} of {} shards · their clocks began within {:.1} ms{missing}",
+            m.shards.len(),
+            m.count,
+            m.clock_uncertainty_s * 1e3
+        );
+    }
     let _ = writeln!(
         o,
         "window: {:.2} s ({:.2} → {:.2} s){}",

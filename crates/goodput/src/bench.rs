@@ -13,7 +13,17 @@ use std::sync::Arc;
 
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let trace = setup::trace(&a.load)?;
-    let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
+    let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
+    plan.shard = a.shard.shard.map(|(index, count)| goodput_load::runner::Shard { index, count });
+    plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    if let Some((i, n)) = a.shard.shard {
+        if a.output.output.is_none() || (a.output.records.is_none() && !a.output.include_requests) {
+            anyhow::bail!(
+                "--shard {i}/{n} runs a share of the run, which goodput merge puts together from each shard's result \
+                 and records: give -o FILE and --records FILE (or --include-requests)"
+            );
+        }
+    }
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed, trace)?;
     let opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     output::check_outputs(&a.output)?;
@@ -63,7 +73,10 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         None => None,
     };
     let point = Point {
-        title: format!(" goodput bench → {} · {} ", target.base, target.model),
+        title: match a.shard.shard {
+            Some((i, n)) => format!(" goodput bench → {} · {} · shard {i}/{n} ", target.base, target.model),
+            None => format!(" goodput bench → {} · {} ", target.base, target.model),
+        },
         plan: &plan,
         workload: Arc::new(workload),
         config,
@@ -71,7 +84,25 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         records,
         live,
         control: interrupt.control(),
+        start_at: a.shard.start_at,
     };
-    let (result, recs) = run_point(&target, point, &a.metrics, &a.output, &opts).await?;
+    // Only shard 0 scrapes the server's metrics, unless every shard is told to.
+    let mut metrics = a.metrics.clone();
+    if a.shard.shard.is_some_and(|(index, _)| index > 0) && !a.shard.metrics_every_shard {
+        metrics.no_metrics = true;
+    }
+    let (mut result, recs) = run_point(&target, point, &metrics, &a.output, &opts).await?;
+    result.shard = a.shard.shard.map(|(index, count)| goodput_core::shard::ShardInfo {
+        run: goodput_core::shard::run_identity(
+            result.config.load.as_ref(),
+            result.config.workload.as_ref(),
+            count,
+            a.shard.start_at,
+        ),
+        index,
+        count,
+        start_at_unix_s: a.shard.start_at,
+        records: a.output.records.as_ref().map(|p| p.display().to_string()),
+    });
     output::finish(&result, &a.output, &a.judge, &recs)
 }

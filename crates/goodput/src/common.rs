@@ -31,6 +31,22 @@ pub fn unix_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
+/// `unix_s` as an RFC 3339 UTC time to the millisecond, e.g. `2026-01-01T00:00:00.250Z`.
+pub fn rfc3339(unix_s: f64) -> String {
+    let ms = (unix_s * 1000.0).round() as i64;
+    let c = goodput_core::civil::civil_utc(ms.div_euclid(1000));
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        c.year,
+        c.month,
+        c.day,
+        c.hour,
+        c.minute,
+        c.second,
+        ms.rem_euclid(1000)
+    )
+}
+
 pub(crate) fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }

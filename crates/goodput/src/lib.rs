@@ -10,6 +10,7 @@ pub mod config;
 pub mod cpu;
 pub mod estimate;
 pub mod limits;
+pub mod merge;
 pub mod monitor;
 pub mod output;
 pub mod point;

@@ -1,7 +1,7 @@
 //! goodput: measure, explain and predict the performance of LLM inference
 //! services. The binary is thin: parse, dispatch, print the error chain.
 
-use goodput::{bench, cli, compare, estimate, monitor, report, serve, shell, sweep};
+use goodput::{bench, cli, compare, estimate, merge, monitor, report, serve, shell, sweep};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -29,6 +29,7 @@ fn main() -> ExitCode {
             cli::Command::Sweep(a) => sweep::sweep(*a).await,
             cli::Command::Monitor(a) => monitor::monitor(*a).await,
             cli::Command::Compare(a) => compare::compare(*a),
+            cli::Command::Merge(a) => merge::merge(*a),
             cli::Command::Completions(a) => shell::completions(a),
             cli::Command::Man(a) => shell::man(a),
         }

@@ -267,8 +267,9 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
 
     let stop = tokio_util::sync::CancellationToken::new();
     let s = stop.clone();
+    let mut signals = crate::point::StopSignals::listen();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signals.next().await;
         s.cancel();
     });
     let end = a.duration.map(|d| origin + d);
@@ -382,6 +383,7 @@ async fn start_probes(
         sessions: None,
         seed: 0,
         grace: Duration::from_secs(1),
+        shard: None,
     };
     let workload = Arc::new(Workload::Synthetic {
         input: LengthDist::Fixed(32),

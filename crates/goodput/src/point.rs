@@ -15,9 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Ctrl-C for a whole command: once, stop sending (each run's in-flight
-/// requests then get its plan's grace, and a sweep runs no further point);
-/// twice, cancel them at once.
+/// Ctrl-C or SIGTERM for a whole command: once, stop sending (each run's
+/// in-flight requests then get its plan's grace, and a sweep runs no further
+/// point); twice, cancel them at once. SIGTERM is how Kubernetes stops a pod
+/// (SIGKILL follows its grace period) and how `timeout` stops a command, so
+/// a run stopped either way still writes its result.
 #[derive(Clone)]
 pub struct Interrupt {
     stop: CancellationToken,
@@ -25,20 +27,23 @@ pub struct Interrupt {
 }
 
 impl Interrupt {
-    /// Listens for Ctrl-C from now on; `what` names what stops ("the
-    /// sweep", "the run").
+    /// Listens for Ctrl-C and SIGTERM from now on; `what` names what stops
+    /// ("the sweep", "the run").
     pub fn install(what: &'static str, grace: Duration) -> Interrupt {
         let i = Interrupt { stop: CancellationToken::new(), abort: CancellationToken::new() };
         let (stop, abort) = (i.stop.clone(), i.abort.clone());
+        // Taken over here, before the command goes on, so that a SIGTERM
+        // from the first moment is caught rather than ending the process.
+        let mut signals = StopSignals::listen();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if let Some(name) = signals.next().await {
                 eprintln!(
-                    "\nstopping {what}: no new requests; in-flight ones get {} to finish (Ctrl-C again to cancel \
-                     them now)",
+                    "\nstopping {what} ({name}): no new requests; in-flight ones get {} to finish (Ctrl-C or SIGTERM \
+                     again to cancel them now)",
                     humantime::format_duration(grace)
                 );
                 stop.cancel();
-                if tokio::signal::ctrl_c().await.is_ok() {
+                if signals.next().await.is_some() {
                     abort.cancel();
                 }
             }
@@ -57,6 +62,39 @@ impl Interrupt {
     }
 }
 
+/// The signals that stop a command: Ctrl-C (SIGINT) and, on Unix, SIGTERM.
+pub struct StopSignals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    /// Takes SIGTERM over from now on (Ctrl-C is taken when first awaited).
+    pub fn listen() -> StopSignals {
+        StopSignals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next stop signal's name; `None` when none can come any more.
+    pub async fn next(&mut self) -> Option<&'static str> {
+        #[cfg(unix)]
+        let term = async {
+            match self.term.as_mut() {
+                Some(t) => t.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<Option<()>>();
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.ok().map(|_| "Ctrl-C"),
+            Some(()) = term => Some("SIGTERM"),
+        }
+    }
+}
+
 /// What one point is, beside the target and the analysis options.
 pub struct Point<'a> {
     /// The line the live view titles itself with.
@@ -71,6 +109,9 @@ pub struct Point<'a> {
     /// goodput's own live metrics (`--prometheus-listen`), when served.
     pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
     pub control: Control,
+    /// Wait for this wall-clock instant (Unix seconds) before the clock
+    /// starts and the first request goes (`--start-at`).
+    pub start_at: Option<f64>,
 }
 
 /// Runs one point against `target` and gives its result and records.
@@ -81,8 +122,12 @@ pub async fn run_point(
     output: &OutputArgs,
     opts: &AnalysisOptions,
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
+    if let Some(t) = p.start_at {
+        wait_until(t, &p.control, output.quiet).await;
+    }
     // The wall-clock time of the records' zero, so that `t_ns` lines up with
-    // server logs (taken after the connect and probes).
+    // server logs (taken after the connect and probes, and the wait for
+    // --start-at).
     let started_unix_s = common::unix_now();
     let origin = tokio::time::Instant::now();
     let scraping = crate::signals::start(metrics, target.client.http(), &target.base, origin).await?;
@@ -113,6 +158,28 @@ pub async fn run_point(
     with_client_cost(&mut result, client_cost);
     crate::signals::finish(scraping, &mut result, &recs, p.plan.concurrency).await;
     Ok((result, recs))
+}
+
+/// Waits for the wall-clock instant `t` (Unix seconds), or for a stop. An
+/// instant already past is warned about and the run starts at once: the
+/// shard's late start shows in its `started_unix_s`, and `merge` reports it.
+async fn wait_until(t: f64, control: &Control, quiet: bool) {
+    let now = common::unix_now();
+    if now > t {
+        eprintln!(
+            "warning: --start-at was {:.3} s ago; starting now (a late shard's start widens the merged run's clock \
+             uncertainty)",
+            now - t
+        );
+        return;
+    }
+    if !quiet {
+        eprintln!("waiting {:.1} s for --start-at {}", t - now, common::rfc3339(t));
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_secs_f64(t - now)) => {}
+        _ = control.stop.cancelled() => {}
+    }
 }
 
 /// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background.

@@ -497,6 +497,7 @@ mod tests {
             sessions: Some(Sessions { turns, think: ThinkTime::Fixed(Duration::ZERO) }),
             seed: 0,
             grace: Duration::from_secs(1),
+            shard: None,
         }
     }
 

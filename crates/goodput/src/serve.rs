@@ -30,8 +30,9 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let stop = tokio_util::sync::CancellationToken::new();
     let view = show_status(&a, addr, status, &stop);
     let s = stop.clone();
+    let mut signals = crate::point::StopSignals::listen();
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        signals.next().await;
         s.cancel();
     });
     let res = app.serve(listener, async move { stop.cancelled().await }).await;

@@ -83,6 +83,7 @@ pub fn shaped_plan(
         sessions: s.turns.clone().map(|turns| goodput_load::Sessions { turns, think: s.think_time }),
         seed: s.seed,
         grace,
+        shard: None,
     };
     plan.validate().map_err(|e| anyhow!(e))?;
     Ok(plan)

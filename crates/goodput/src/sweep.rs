@@ -148,6 +148,7 @@ impl Sweep {
                     run_id,
                     records,
                     live: None,
+                    start_at: None,
                     control: interrupt.control(),
                 };
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?.0

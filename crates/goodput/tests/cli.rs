@@ -577,6 +577,59 @@ fn a_timed_run_cancels_what_is_still_in_flight_a_grace_after_its_duration() {
     assert!((1.5..30.0).contains(&end_s), "window ends at {end_s} s");
 }
 
+/// SIGTERM (how Kubernetes stops a pod, and `timeout` a command) stops a
+/// run as Ctrl-C does: no new requests, the in-flight ones get --grace, and
+/// the result is written, marked interrupted, well within the 30 s a pod is
+/// given by default before SIGKILL.
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_the_run_and_still_writes_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["bench", "-q", "-c", "4", "--duration", "10m", "--grace", "300ms"])
+        .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stopped once it has sent and completed requests (their records are on disk).
+    let waited = std::time::Instant::now();
+    while std::fs::read_to_string(&rec).map_or(0, |t| t.lines().count()) < 8 {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no records after a minute");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended by itself");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(30), "still running 30 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "a stopped run with successes exits 0: {status:?} {stderr}");
+    assert!(stderr.contains("stopping the run (SIGTERM)"), "{stderr}");
+    // A whole goodput/v1 document, read back by its own types and by report.
+    let v = read_json(&out);
+    let run: goodput_core::RunResult = serde_json::from_value(v.clone()).unwrap();
+    assert!(run.interrupted);
+    assert!(run.summary.requests.completed >= 8, "completed {}", run.summary.requests.completed);
+    let lines = std::fs::read_to_string(&rec).unwrap().lines().count() as u64;
+    assert_eq!(lines, run.summary.requests.sent, "every sent request has its record");
+    goodput().arg("report").arg(&out).arg("--records").arg(&rec).args(["-o", "-"]).assert().success();
+}
+
 /// Ctrl-C in a live sweep stops the running point (its in-flight requests
 /// get the grace) and runs no further point; the document is written with
 /// what was measured and says it was interrupted.

@@ -97,6 +97,28 @@ fn every_command_writes_documents_the_schema_accepts() {
         assert_valid_record(r, &format!("record {i} of --records"));
     }
 
+    // Two shards of one run (each against an embedded server of its own)
+    // and their merge: the shard and merge blocks.
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let (s, r) = (path(&dir, &format!("s{i}.json")), path(&dir, &format!("s{i}.jsonl")));
+        goodput()
+            .args(["bench", "-q", "-n", "6", "-c", "2", "--shard", &format!("{i}/2")])
+            .args(FAST)
+            .writing(&s, &r)
+            .assert()
+            .success();
+        let shard = read_json(&s);
+        assert_eq!(shard["shard"]["index"], i);
+        assert_valid(&shard, "RunResult", "a shard");
+        shards.push(s);
+    }
+    let merged = path(&dir, "merged.json");
+    goodput().args(["merge", "-q"]).args(&shards).arg("-o").arg(&merged).assert().success();
+    let merged = read_json(&merged);
+    assert_eq!(merged["merge"]["shards"].as_array().map(Vec::len), Some(2));
+    assert_valid(&merged, "RunResult", "a merged run");
+
     // estimate: the simulated engine's block, sessions and their turns.
     let est = path(&dir, "estimate.json");
     goodput()

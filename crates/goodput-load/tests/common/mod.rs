@@ -64,6 +64,7 @@ pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
         sessions: None,
         seed: 0,
         grace: Duration::from_secs(1),
+        shard: None,
     }
 }
 

@@ -150,6 +150,8 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
         client: None,
         warnings: a.warnings,
         diagnosis: Vec::new(),
+        shard: None,
+        merge: None,
         requests: with_requests.then_some(recs),
     }
 }

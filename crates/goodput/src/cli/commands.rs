@@ -30,6 +30,8 @@ pub enum Command {
     Monitor(Box<MonitorArgs>),
     /// Set runs side by side; fail on a regression beyond a threshold.
     Compare(Box<CompareArgs>),
+    /// Put the shards of one run (bench --shard I/N) back together: their records on one clock, every figure recomputed.
+    Merge(Box<MergeArgs>),
     /// Print a shell completion script, e.g. `goodput completions bash > ~/.local/share/bash-completion/completions/goodput`.
     Completions(CompletionsArgs),
     /// Print the man page (roff), e.g. `goodput man | man -l -`; with --dir, write one page per command there.
@@ -103,6 +105,8 @@ pub struct BenchArgs {
     pub metrics: MetricsArgs,
     #[command(flatten)]
     pub load: LoadArgs,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
@@ -291,6 +295,32 @@ pub struct ReportArgs {
     /// Write the re-analysed document to this JSON file.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' result documents (bench --shard I/N -o FILE), one for each index; their records files are read from where each shard wrote them, or from beside its result.
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// Merge the shards given even when some are missing (the result says which).
+    #[arg(long)]
+    pub allow_partial: bool,
+    /// Write the merged result document (schema goodput/v1) to this JSON file.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Write the merged records, on the merged run's clock, to this JSONL file (for report --records).
+    #[arg(long)]
+    pub records: Option<PathBuf>,
+    /// Percentiles to report, e.g. 50,90,99.9 (default: the shards' own).
+    #[arg(long, value_parser = parse_percentiles)]
+    pub percentiles: Option<PercentileList>,
+    /// Print only the summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
     #[command(flatten)]
     pub exports: ExportArgs,
 }

@@ -85,7 +85,7 @@ pub struct TargetArgs {
     /// Wait up to this long for the server to be ready (its /health, or its model list, answering 2xx) before the run: for a server still starting or loading its model.
     #[arg(long, value_parser = parse_duration)]
     pub wait_ready: Option<Duration>,
-    /// After Ctrl-C, or once --duration has ended sending, how long in-flight requests may finish before they are cancelled.
+    /// After Ctrl-C or SIGTERM, or once --duration has ended sending, how long in-flight requests may finish before they are cancelled.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
     /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.
@@ -111,6 +111,20 @@ pub struct MetricsArgs {
     /// Serve goodput's own live client-side metrics in Prometheus text at this address (e.g. 127.0.0.1:9464), named after OpenTelemetry's GenAI conventions.
     #[arg(long, help_heading = "Server metrics")]
     pub prometheus_listen: Option<std::net::SocketAddr>,
+}
+
+/// A run split over several client processes (docs/shards.md).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ShardArgs {
+    /// Run shard I of N (I counted from 0, e.g. 1/3) of the run the other flags describe, the same in every shard: an open loop's arrivals I, I+N, … of its one schedule; a closed loop's users I, I+N, …; sessions whole; the warm-up the same way. `goodput merge` puts the shards' results back together.
+    #[arg(long, value_parser = parse_shard, value_name = "I/N", help_heading = "Sharded runs")]
+    pub shard: Option<(u32, u32)>,
+    /// Wait for this wall-clock instant before the first send: Unix seconds (1767225600) or RFC 3339 (2026-01-01T00:00:00Z). Give every shard the same, so that they start together.
+    #[arg(long, value_parser = parse_start_at, value_name = "T", help_heading = "Sharded runs")]
+    pub start_at: Option<f64>,
+    /// Scrape the server's metrics in this shard too (by default only shard 0 scrapes).
+    #[arg(long, requires = "shard", help_heading = "Sharded runs")]
+    pub metrics_every_shard: bool,
 }
 
 /// How much load.

@@ -187,3 +187,37 @@ pub fn parse_rates(s: &str) -> Result<RateList, String> {
     }
     Ok(RateList(v))
 }
+
+/// `--shard I/N`: shard I (counted from 0) of N.
+pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("--shard '{s}': write INDEX/COUNT, the index counted from 0, e.g. 0/3, 1/3, 2/3");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if n == 0 || i >= n {
+        return Err(format!(
+            "--shard {i}/{n}: the index counts from 0 and stays below the number of shards (0/{m} … {}/{m})",
+            n.max(1) - 1,
+            m = n.max(1)
+        ));
+    }
+    Ok((i, n))
+}
+
+/// `--start-at`: Unix seconds (1767225600, 1767225600.25) or an RFC 3339
+/// time (2026-01-01T00:00:00Z, 2026-01-01T01:00:00+01:00), as Unix seconds.
+pub fn parse_start_at(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    if let Ok(x) = t.parse::<f64>() {
+        return match x {
+            x if x.is_finite() && x > 0.0 => Ok(x),
+            _ => Err(format!("--start-at '{s}': Unix seconds must be a positive number, e.g. 1767225600")),
+        };
+    }
+    let when = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).map_err(|e| {
+        format!(
+            "--start-at '{s}' is neither Unix seconds (e.g. 1767225600) nor an RFC 3339 time (e.g. \
+             2026-01-01T00:00:00Z): {e}"
+        )
+    })?;
+    Ok(when.unix_timestamp_nanos() as f64 / 1e9)
+}

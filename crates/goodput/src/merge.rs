@@ -1,0 +1,369 @@
+//! `goodput merge`: the shards of one run (`bench --shard I/N`) put back
+//! together. Each shard's records are placed on one clock by its own
+//! wall-clock start, and everything is recomputed from them through
+//! `assemble` and the server's scrapes, as for one process (docs/shards.md).
+
+use crate::cli::{MergeArgs, OutputArgs, PercentileList};
+use crate::{common, output};
+use anyhow::{anyhow, bail, Result};
+use goodput_core::shard::{self, MergeInfo, MergedShard};
+use goodput_core::{ClientCost, RequestRecord, RunResult};
+use goodput_report::Document;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// A shard's result and records, read and checked.
+struct Shard {
+    path: PathBuf,
+    run: RunResult,
+    records_path: String,
+    records: Vec<RequestRecord>,
+}
+
+pub fn merge(a: MergeArgs) -> Result<ExitCode> {
+    output::distinct_outputs(&[
+        ("--output", a.output.as_deref()),
+        ("--records", a.records.as_deref()),
+        ("--html", a.exports.html.as_deref()),
+        ("--markdown", a.exports.markdown.as_deref()),
+        ("--csv", a.exports.csv.as_deref()),
+    ])?;
+    if let Some(p) = &a.output {
+        output::check_file(p, "--output")?;
+    }
+    if let Some(p) = &a.records {
+        output::check_file(p, "--records")?;
+    }
+    output::check_exports(&a.exports)?;
+    // A merge never writes over a shard's own files.
+    for (flag, out) in [("--output", &a.output), ("--records", &a.records)] {
+        let Some(out) = out.as_deref().and_then(|p| std::fs::canonicalize(p).ok()) else { continue };
+        if let Some(shard) = a.shards.iter().find(|s| std::fs::canonicalize(s).ok().as_deref() == Some(&*out)) {
+            bail!("{flag} names {}, a shard's result: give the merged run a file of its own", shard.display());
+        }
+    }
+    let mut runs = Vec::new();
+    for path in &a.shards {
+        runs.push((path.clone(), read_shard(path)?));
+    }
+    let (count, missing) = check_one_run(&runs, a.allow_partial)?;
+    let mut shards = Vec::new();
+    for (path, run) in runs {
+        let (records_path, records) = shard_records(&path, &run)?;
+        if let Some(out) = a.records.as_deref().and_then(|p| std::fs::canonicalize(p).ok()) {
+            if std::fs::canonicalize(&records_path).is_ok_and(|r| r == out) {
+                bail!("--records names {records_path}, a shard's records: give the merged records a file of their own");
+            }
+        }
+        shards.push(Shard { path, run, records_path, records });
+    }
+    shards.sort_by_key(|s| s.run.shard.as_ref().map_or(0, |i| i.index));
+    let merged = merged_run(&a, shards, count, missing)?;
+    let MergedRun { result, records } = merged;
+    if let Some(p) = &a.records {
+        let mut f = goodput_report::records::RecordFile::create(p, &result.run_id)?;
+        for r in &records {
+            f.write(r);
+        }
+        drop(f);
+        eprintln!("records written to {}", p.display());
+    }
+    let out = OutputArgs {
+        percentiles: PercentileList(result.config.percentiles.clone().unwrap_or_default()),
+        records: None,
+        output: a.output.clone(),
+        include_requests: false,
+        quiet: false,
+        label: None,
+        meta: Vec::new(),
+        progress: crate::cli::ProgressArg::None,
+        exports: a.exports.clone(),
+    };
+    output::finish(&result, &out, &a.judge, &records)
+}
+
+/// A shard's result document, refused when it is not one.
+fn read_shard(path: &Path) -> Result<RunResult> {
+    match goodput_report::read_document(path).map_err(|e| anyhow!(e))? {
+        Document::Run(run) if run.shard.is_some() => Ok(*run),
+        Document::Run(_) => bail!(
+            "{} is not a shard's result (it has no shard block): merge takes the results of bench --shard I/N",
+            path.display()
+        ),
+        Document::Sweep(_) => bail!("{} is a sweep: merge takes the results of bench --shard I/N", path.display()),
+    }
+}
+
+/// Checks that the shards are of one run, each index once: the number of
+/// shards and the indexes missing (refused unless `allow_partial`).
+fn check_one_run(runs: &[(PathBuf, RunResult)], allow_partial: bool) -> Result<(u32, Vec<u32>)> {
+    let Some((first_path, first)) = runs.first() else { bail!("give the shards' result files to merge") };
+    let info = |r: &RunResult| r.shard.clone().expect("read_shard keeps shards only");
+    for (path, run) in &runs[1..] {
+        if let Some(why) = shard::difference(first, run) {
+            bail!(
+                "{} and {} are shards of different runs: {why}. Merge the shards of one run (the same flags, \
+                 --shard count and --start-at in every shard)",
+                first_path.display(),
+                path.display()
+            );
+        }
+    }
+    let count = info(first).count;
+    let mut seen: Vec<Option<&Path>> = vec![None; count as usize];
+    for (path, run) in runs {
+        let i = info(run).index;
+        match seen.get_mut(i as usize) {
+            Some(Some(other)) => bail!(
+                "shard {i}/{count} is given twice ({} and {}): give each shard's result once",
+                other.display(),
+                path.display()
+            ),
+            Some(slot) => *slot = Some(path),
+            None => bail!("{} says it is shard {i} of {count}, which cannot be", path.display()),
+        }
+    }
+    let missing: Vec<u32> = (0..count).filter(|i| seen[*i as usize].is_none()).collect();
+    if !missing.is_empty() && !allow_partial {
+        bail!(
+            "{} of the {count} shards {} missing ({}): give every shard's result, or --allow-partial to merge \
+             what is there",
+            missing.len(),
+            if missing.len() == 1 { "is" } else { "are" },
+            missing.iter().map(|i| format!("{i}/{count}")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok((count, missing))
+}
+
+/// A shard's records: those its result holds (--include-requests), or its
+/// records file, where the shard wrote it or else beside its result.
+fn shard_records(path: &Path, run: &RunResult) -> Result<(String, Vec<RequestRecord>)> {
+    let info = run.shard.as_ref().expect("read_shard keeps shards only");
+    if let Some(recs) = &run.requests {
+        return Ok((path.display().to_string(), recs.clone()));
+    }
+    let Some(given) = info.records.as_deref() else {
+        bail!(
+            "{} (shard {}/{}) names no records file: rerun the shard with --records FILE",
+            path.display(),
+            info.index,
+            info.count
+        );
+    };
+    let given = PathBuf::from(given);
+    let beside = path.parent().unwrap_or(Path::new(".")).join(given.file_name().unwrap_or_default());
+    let Some(found) = [given.clone(), beside.clone()].into_iter().find(|p| p.is_file()) else {
+        bail!(
+            "the records of shard {}/{} ({}) are not there: looked for {} and {}. Copy the shard's records file \
+             beside its result",
+            info.index,
+            info.count,
+            path.display(),
+            given.display(),
+            beside.display()
+        );
+    };
+    let records = goodput_report::records::read_records(&found)?;
+    goodput_report::records::check_records_belong(&records, &run.run_id, &found)?;
+    Ok((found.display().to_string(), records))
+}
+
+struct MergedRun {
+    result: RunResult,
+    records: Vec<RequestRecord>,
+}
+
+/// The shards' records on one clock and the result recomputed from them.
+fn merged_run(a: &MergeArgs, shards: Vec<Shard>, count: u32, missing: Vec<u32>) -> Result<MergedRun> {
+    let starts: Vec<f64> = shards.iter().map(|s| s.run.started_unix_s).collect();
+    let offsets = shard::offsets(&starts);
+    let start_at = shards[0].run.shard.as_ref().and_then(|s| s.start_at_unix_s);
+    let first_start = starts.iter().copied().fold(f64::INFINITY, f64::min);
+    let last_start = starts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut merged_shards = Vec::new();
+    let mut records = Vec::new();
+    for (s, by) in shards.iter().zip(&offsets) {
+        let info = s.run.shard.as_ref().expect("read_shard keeps shards only");
+        merged_shards.push(MergedShard {
+            index: info.index,
+            result: s.path.display().to_string(),
+            records: s.records_path.clone(),
+            run_id: s.run.run_id.clone(),
+            started_unix_s: s.run.started_unix_s,
+            start_offset_s: s.run.started_unix_s - start_at.unwrap_or(first_start),
+            requests: s.records.len() as u64,
+            interrupted: s.run.interrupted,
+        });
+        records.extend(s.records.iter().cloned().map(|r| shard::shifted(r, *by)));
+    }
+    records.sort_by_key(|r| r.end);
+    let first = &shards[0].run;
+    let percentiles = match &a.percentiles {
+        Some(p) => p.0.clone(),
+        None => first.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
+    };
+    let opts = crate::report::saved_options(first, &a.judge, &percentiles)?;
+    let mut config = first.config.clone();
+    config.percentiles = Some(percentiles);
+    config.judge = Some(crate::setup::judge_config(&opts));
+    let run_id = goodput_report::records::new_run_id();
+    let mut result = goodput_core::assemble::assemble(
+        goodput_core::assemble::Assembly {
+            tool: common::tool(),
+            kind: "bench",
+            run_id: run_id.clone(),
+            started_unix_s: first_start,
+            interrupted: shards.iter().any(|s| s.run.interrupted),
+            config,
+            target: first.target.clone(),
+            include_requests: false,
+        },
+        &records,
+        &opts,
+    );
+    // The server's side from the scrapes of the first shard that took them,
+    // on the merged clock.
+    let cap = first.config.load.as_ref().and_then(|l| l.concurrency).map(|c| c as usize);
+    let scraped =
+        shards.iter().zip(&offsets).find(|(s, _)| s.run.server_signals.as_ref().is_some_and(|g| !g.samples.is_empty()));
+    let scrapes_from = match scraped {
+        Some((s, by)) => {
+            let mut signals = s.run.server_signals.clone().expect("found with signals");
+            for sample in &mut signals.samples {
+                sample.t += *by;
+            }
+            result.diagnosis = signals.analyse(&records, &result.summary, &result.window, cap);
+            if let Some(w) = scrapes_end_early(&signals, &result.window, &records) {
+                result.warnings.push(w);
+            }
+            result.server_signals = Some(signals);
+            s.run.shard.as_ref().map(|i| i.index)
+        }
+        None => {
+            result.diagnosis = goodput_core::scrape::diagnose(&records, &result.summary, None, cap);
+            None
+        }
+    };
+    result.client = client_cost(shards.iter().map(|s| s.run.client.as_ref()), &records);
+    let mut warnings = Vec::new();
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "merged {} of {count} shards: {} missing (--allow-partial), so the run holds only part of its load",
+            count as usize - missing.len(),
+            missing.iter().map(|i| format!("{i}/{count}")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    for s in shards.iter().filter(|s| s.run.interrupted) {
+        let i = s.run.shard.as_ref().map_or(0, |i| i.index);
+        warnings.push(format!(
+            "shard {i}/{count} was stopped early (Ctrl-C or SIGTERM): it holds what it measured until then"
+        ));
+    }
+    let spread = last_start - first_start;
+    if spread > CLOCK_WARNING_S {
+        warnings.push(format!(
+            "the shards' clocks began up to {:.3} s apart (merge.shards[].start_offset_s says which was late): times \
+             between shards are known only to within that",
+            spread
+        ));
+    }
+    for s in &shards {
+        let i = s.run.shard.as_ref().map_or(0, |i| i.index);
+        warnings.extend(
+            s.run.warnings.iter().filter(|w| w.starts_with("the client kept")).map(|w| format!("shard {i}: {w}")),
+        );
+    }
+    result.warnings.extend(warnings);
+    result.merge = Some(MergeInfo {
+        run: first.shard.as_ref().map(|s| s.run.clone()).unwrap_or_default(),
+        count,
+        start_at_unix_s: start_at,
+        shards: merged_shards,
+        missing,
+        clock_uncertainty_s: spread,
+        scrapes_from,
+    });
+    if !a.quiet {
+        eprintln!(
+            "merged {} shard{} of {count}: {} records; clocks began within {:.1} ms of each other",
+            shards.len(),
+            if shards.len() == 1 { "" } else { "s" },
+            records.len(),
+            spread * 1e3
+        );
+    }
+    Ok(MergedRun { result, records })
+}
+
+/// The warning for scrapes that ended before the merged window did: the
+/// scraping shard ended before the others, and the requests that ended
+/// after its last scrape are outside the server's counters.
+fn scrapes_end_early(
+    signals: &goodput_core::scrape::ServerSignals,
+    window: &goodput_core::Window,
+    records: &[RequestRecord],
+) -> Option<String> {
+    let last = signals.samples.last()?.t.as_secs_f64();
+    let after = records.iter().filter(|r| !r.warmup && r.end.as_secs_f64() > last).count();
+    (last < window.end_s && after > 0).then(|| {
+        format!(
+            "the server's scrapes end at {last:.2} s, before the merged window's end at {:.2} s (the scraping shard \
+             finished first): {after} measured requests ended after the last scrape, outside the server's counters",
+            window.end_s
+        )
+    })
+}
+
+/// Shards whose clocks began further apart than this are warned about.
+const CLOCK_WARNING_S: f64 = 0.1;
+
+/// The client's cost summed over the shards (each its own process, often
+/// its own machine): CPU and cores added up, the longest wall time, and CPU
+/// per chunk and token over the merged records.
+fn client_cost<'a>(
+    costs: impl Iterator<Item = Option<&'a ClientCost>>,
+    records: &[RequestRecord],
+) -> Option<ClientCost> {
+    let costs: Vec<&ClientCost> = costs.collect::<Option<Vec<_>>>()?;
+    let cpu_s: f64 = costs.iter().map(|c| c.cpu_s).sum();
+    let wall_s = costs.iter().map(|c| c.wall_s).fold(0.0, f64::max);
+    let chunks: usize = records.iter().map(|r| r.chunks.len()).sum();
+    let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
+    let per = |n: f64| (n > 0.0).then(|| cpu_s * 1e6 / n);
+    Some(ClientCost {
+        cpu_s,
+        wall_s,
+        cores: costs.iter().map(|c| c.cores).sum(),
+        cpus: costs.iter().map(|c| c.cpus).sum(),
+        cpu_us_per_chunk: per(chunks as f64),
+        cpu_us_per_output_token: per(tokens as f64),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_clients_cost_is_summed_over_the_shards() {
+        let cost = |cpu_s: f64, wall_s: f64| ClientCost {
+            cpu_s,
+            wall_s,
+            cores: cpu_s / wall_s,
+            cpus: 4,
+            cpu_us_per_chunk: None,
+            cpu_us_per_output_token: None,
+        };
+        let (a, b) = (cost(2.0, 10.0), cost(3.0, 12.0));
+        let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.output_tokens = 1000;
+        let sum = client_cost([Some(&a), Some(&b)].into_iter(), &[r]).unwrap();
+        assert_eq!((sum.cpu_s, sum.wall_s, sum.cpus), (5.0, 12.0, 8));
+        assert!((sum.cores - 0.45).abs() < 1e-12);
+        assert_eq!(sum.cpu_us_per_output_token, Some(5000.0));
+        assert_eq!(sum.cpu_us_per_chunk, None, "no chunks");
+        assert_eq!(client_cost([Some(&a), None].into_iter(), &[]), None, "one shard unmetered");
+    }
+}

@@ -1,0 +1,115 @@
+//! deploy/k8s: the manifests parse and carry what a cluster needs for a
+//! sharded run (an Indexed Job whose completions equal its parallelism and
+//! its --shard count, the shard index in the args, the shared volume), and
+//! their goodput arguments are ones goodput itself accepts. No cluster is
+//! reachable from the tests; this is what can be checked without one.
+
+use clap::Parser;
+use goodput::cli::{Cli, Command};
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn k8s(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/k8s").join(name)
+}
+
+fn manifest(name: &str) -> Value {
+    let text = std::fs::read_to_string(k8s(name)).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{name} is not YAML: {e}"))
+}
+
+/// The container's args with what Kubernetes and the README put in place
+/// of the variables, as goodput's own parser reads them.
+fn parsed(args: &Value, index: u32) -> Cli {
+    let args: Vec<String> = args
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            a.as_str()
+                .unwrap()
+                .replace("$(JOB_COMPLETION_INDEX)", &index.to_string())
+                .replace("$(START_AT)", "2030-01-01T00:00:00Z")
+        })
+        .collect();
+    Cli::try_parse_from(std::iter::once("goodput".to_string()).chain(args)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn the_shards_job_is_an_indexed_job_of_one_shard_a_pod() {
+    let job = manifest("shards-job.yaml");
+    assert_eq!((job["apiVersion"].as_str(), job["kind"].as_str()), (Some("batch/v1"), Some("Job")));
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    let n = spec["completions"].as_u64().unwrap();
+    assert_eq!(spec["parallelism"].as_u64(), Some(n), "every shard runs at once");
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    let c = &pod["containers"][0];
+    // The index comes from the Job, spelled out through the downward API.
+    let env = c["env"].as_array().unwrap();
+    let index = env.iter().find(|e| e["name"] == "JOB_COMPLETION_INDEX").expect("JOB_COMPLETION_INDEX");
+    assert_eq!(
+        index["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    );
+    let text = c["args"].to_string();
+    assert!(text.contains(&format!("--shard=$(JOB_COMPLETION_INDEX)/{n}")), "{text}");
+    assert!(text.contains("--start-at=$(START_AT)"), "{text}");
+    assert!(std::fs::read_to_string(k8s("shards-job.yaml")).unwrap().contains("value: \"__START_AT__\""));
+    // Each pod's args are a bench of shard i of n, writing its result and
+    // records to the shared volume, stopped by SIGTERM within the pod's grace.
+    for i in 0..n as u32 {
+        let Command::Bench(b) = parsed(&c["args"], i).command else { panic!("not a bench") };
+        assert_eq!(b.shard.shard, Some((i, n as u32)));
+        assert_eq!(b.shard.start_at, Some(1_893_456_000.0));
+        assert_eq!(b.output.output, Some(PathBuf::from(format!("/results/shard-{i}.json"))));
+        assert_eq!(b.output.records, Some(PathBuf::from(format!("/results/shard-{i}.jsonl"))));
+        let period = pod["terminationGracePeriodSeconds"].as_f64().unwrap();
+        assert!(b.target.grace.as_secs_f64() < period / 2.0, "--grace well inside the pod's grace period");
+    }
+    assert_volume(pod, c);
+}
+
+#[test]
+fn the_merge_job_reads_every_shard_from_the_volume() {
+    let n = manifest("shards-job.yaml")["spec"]["completions"].as_u64().unwrap();
+    let job = manifest("merge-job.yaml");
+    let pod = &job["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let Command::Merge(m) = parsed(&c["args"], 0).command else { panic!("not a merge") };
+    let want: Vec<PathBuf> = (0..n).map(|i| PathBuf::from(format!("/results/shard-{i}.json"))).collect();
+    assert_eq!(m.shards, want, "every shard's result, once");
+    assert!(m.output.is_some() && m.exports.html.is_some() && m.records.is_some());
+    assert_volume(pod, c);
+    let pvc = manifest("pvc.yaml");
+    assert_eq!(pvc["kind"], "PersistentVolumeClaim");
+    assert_eq!(pvc["spec"]["accessModes"][0], "ReadWriteMany", "pods on several nodes write to it");
+    assert_eq!(
+        manifest("results-pod.yaml")["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        pvc["metadata"]["name"]
+    );
+}
+
+/// The pod mounts the claim pvc.yaml makes at /results.
+fn assert_volume(pod: &Value, container: &Value) {
+    let claim = manifest("pvc.yaml")["metadata"]["name"].clone();
+    let vol = &pod["volumes"][0];
+    assert_eq!(vol["persistentVolumeClaim"]["claimName"], claim);
+    let mount = &container["volumeMounts"][0];
+    assert_eq!((mount["name"].as_str(), mount["mountPath"].as_str()), (vol["name"].as_str(), Some("/results")));
+}
+
+#[test]
+fn the_dockerfile_builds_a_static_binary_on_scratch() {
+    let text = std::fs::read_to_string(k8s("Dockerfile")).unwrap();
+    let froms: Vec<&str> = text.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(froms.len(), 2, "a build stage and the image: {froms:?}");
+    assert!(froms[0].contains("alpine"), "built on musl: {}", froms[0]);
+    assert_eq!(froms[1], "FROM scratch");
+    assert!(text.contains("cargo build --release --locked -p goodput"));
+    assert!(text.contains("ENTRYPOINT [\"/goodput\"]"));
+    let both = ["shards-job.yaml", "merge-job.yaml"]
+        .map(|f| manifest(f)["spec"]["template"]["spec"]["containers"][0]["image"].clone());
+    assert_eq!(both[0], both[1], "the shards and the merge run the same image");
+}
