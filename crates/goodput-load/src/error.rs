@@ -49,3 +49,111 @@ pub enum ClientError {
     #[error(transparent)]
     Header(#[from] HeaderError),
 }
+
+/// An arrival schedule that cannot be drawn.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("unknown arrival process '{0}': use poisson, gamma or constant")]
+    UnknownArrival(String),
+    #[error("--rate must be a positive number of requests per second, not {0}")]
+    Rate(f64),
+    #[error("--burstiness must be a positive number, not {0}")]
+    Burstiness(f64),
+    /// The gap distribution refused its parameters (rand_distr's words).
+    #[error("{0}")]
+    Distribution(String),
+}
+
+/// A load plan that cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("the run has no end: give --requests N and/or --duration D")]
+    NoEnd,
+    #[error("--trace brings its own send times: drop --rate")]
+    TraceAndRate,
+    #[error("--trace replays single requests: drop --turns")]
+    TraceAndTurns,
+    #[error("--trace brings its own send times: drop --ramp-up")]
+    TraceAndRampUp,
+    #[error("--requests must be at least 1")]
+    NoRequests,
+    #[error("--concurrency must be at least 1")]
+    NoConcurrency,
+    #[error("give --concurrency N (closed loop) and/or --rate R (open loop)")]
+    NoLoop,
+    #[error(
+        "--shard {index}/{count}: the index counts from 0 and stays below the number of shards (0/{count} … {last}/{count})",
+        last = count.saturating_sub(1)
+    )]
+    ShardIndex { index: u32, count: u32 },
+    #[error(
+        "--concurrency {concurrency} cannot be shared by {shards} shards, each of which needs a user at least: give \
+         -c {shards} or more, or fewer shards"
+    )]
+    ShardWithoutUser { concurrency: usize, shards: u32 },
+}
+
+/// A distribution written on the command line (`--input-tokens`,
+/// `--turns`, `--think-time`) that does not read: `what` it was meant to
+/// be, why not, and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} '{spec}': {why}; expected {expected}")]
+pub struct SpecError {
+    pub what: &'static str,
+    pub spec: String,
+    pub why: String,
+    pub expected: &'static str,
+}
+
+/// A workload that cannot give what the run asks of it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("--shared-prefix-ratio must be between 0 and 1, not {0}")]
+    SharedPrefixRatio(f64),
+    #[error("--shared-prefixes must be at least 1")]
+    SharedPrefixes,
+    #[error(
+        "--turns all plays each ShareGPT conversation's own turns; synthetic questions need a count \
+         (--turns 3, or uniform:2..6)"
+    )]
+    TurnsAllNeedsConversations,
+    #[error(
+        "a JSONL entry of chat messages is one request; multi-turn sessions from a dataset need ShareGPT \
+         conversations (or prompts as {{\"prompt\": …}})"
+    )]
+    MessagesAsSession,
+    #[error("the conversation has no more questions")]
+    NoMoreQuestions,
+    #[error("--trace replays single requests: drop --turns")]
+    TraceAsSessions,
+    #[error(
+        "the dataset holds no conversation of more than one question: --turns needs ShareGPT conversations \
+         with several human turns, or synthetic questions (drop --dataset)"
+    )]
+    NoConversations,
+    #[error("cannot read dataset {}: {error}", path.display())]
+    DatasetRead { path: PathBuf, error: String },
+    #[error("dataset {} looks like a JSON array but does not parse: {error}", path.display())]
+    DatasetArray { path: PathBuf, error: String },
+    /// The JSON array is not ShareGPT conversations.
+    #[error("dataset {}: {reason}", path.display())]
+    ShareGpt { path: PathBuf, reason: &'static str },
+    #[error("dataset {} line {line}: not JSON ({error})", path.display())]
+    LineNotJson { path: PathBuf, line: usize, error: String },
+    /// A JSONL line that is JSON but not an entry.
+    #[error("dataset {} line {line}: {reason}", path.display())]
+    Entry { path: PathBuf, line: usize, reason: &'static str },
+    #[error("dataset {} holds no usable entry", path.display())]
+    Empty { path: PathBuf },
+}
+
+/// Why a run did not start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+}

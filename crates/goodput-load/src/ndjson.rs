@@ -64,4 +64,46 @@ mod tests {
             }
         }
     }
+
+    /// The lines `parts`, fed in turn, give.
+    fn lines_of(parts: &[&[u8]]) -> Vec<String> {
+        let mut r = LineReader::default();
+        let mut got = Vec::new();
+        let mut f = |l: &str| got.push(l.to_owned());
+        for p in parts {
+            r.feed(p, &mut f);
+        }
+        r.finish(&mut f);
+        got
+    }
+
+    proptest::proptest! {
+        // PROPTEST_CASES=N, set when running, runs N cases: a longer search.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Any bytes (lines, blank ones, CRLFs, cut UTF-8 and arbitrary
+        /// bytes), split anywhere, read without panicking and to the same
+        /// lines as when they come whole.
+        #[test]
+        fn any_bytes_split_anywhere_give_the_same_lines(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just(b"{\"done\":false}".to_vec()),
+                    proptest::strategy::Just(b"\n".to_vec()),
+                    proptest::strategy::Just(b"\r\n".to_vec()),
+                    proptest::strategy::Just(b" \t".to_vec()),
+                    proptest::strategy::Just(vec![0xE2, 0x82]),
+                    proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+                ],
+                0..40,
+            ),
+            cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..12),
+        ) {
+            let bytes = pieces.concat();
+            let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+            at.extend([0, bytes.len()]);
+            at.sort_unstable();
+            let split: Vec<&[u8]> = at.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
+            proptest::prop_assert_eq!(lines_of(&[&bytes]), lines_of(&split));
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! and/or a duration. Records reach the sink as each request completes.
 
 use crate::client::Client;
+use crate::error::{PlanError, RunError, ScheduleError, WorkloadError};
 use crate::schedule::{Arrival, ArrivalSchedule};
 use crate::workload::{Conversation, Sessions, WorkItem, Workload};
 use goodput_core::{RequestRecord, SessionTurn};
@@ -49,7 +50,8 @@ pub struct LoadPlan {
     /// talking when sending stops (end of `duration`, a stop) is cut there.
     pub sessions: Option<Sessions>,
     pub seed: u64,
-    /// After a stop, how long in-flight requests may take before they are cancelled.
+    /// After a stop, or once `duration` has ended sending, how long
+    /// in-flight requests may take before they are cancelled.
     pub grace: Duration,
     /// This process runs one shard of the plan (`--shard I/N`); `None`:
     /// all of it. See [`Shard`].
@@ -157,7 +159,7 @@ impl LoadPlan {
     /// The open loop's send times from the run's start, in order: a trace's
     /// (which end), or the rate's schedule drawn from the seed and ramped up
     /// (which does not); `None` for a closed loop.
-    pub fn send_times(&self) -> Result<Option<SendTimes>, String> {
+    pub fn send_times(&self) -> Result<Option<SendTimes>, ScheduleError> {
         Ok(match (&self.trace, self.rate) {
             (Some(t), _) => Some(Box::new(t.as_ref().clone().into_iter())),
             (None, Some((rate, arrival))) => {
@@ -174,44 +176,34 @@ impl LoadPlan {
         self.duration.map(|d| self.warmup_time + d)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PlanError> {
         if self.requests.is_none() && self.duration.is_none() && self.trace.is_none() {
-            return Err("the run has no end: give --requests N and/or --duration D".into());
+            return Err(PlanError::NoEnd);
         }
         if self.trace.is_some() && self.rate.is_some() {
-            return Err("--trace brings its own send times: drop --rate".into());
+            return Err(PlanError::TraceAndRate);
         }
         if self.trace.is_some() && self.sessions.is_some() {
-            return Err("--trace replays single requests: drop --turns".into());
+            return Err(PlanError::TraceAndTurns);
         }
         if self.trace.is_some() && !self.ramp_up.is_zero() {
-            return Err("--trace brings its own send times: drop --ramp-up".into());
+            return Err(PlanError::TraceAndRampUp);
         }
         if self.requests == Some(0) {
-            return Err("--requests must be at least 1".into());
+            return Err(PlanError::NoRequests);
         }
         if self.concurrency == Some(0) {
-            return Err("--concurrency must be at least 1".into());
+            return Err(PlanError::NoConcurrency);
         }
         if self.concurrency.is_none() && self.rate.is_none() && self.trace.is_none() {
-            return Err("give --concurrency N (closed loop) and/or --rate R (open loop)".into());
+            return Err(PlanError::NoLoop);
         }
         if let Some(s) = self.shard {
             if s.count == 0 || s.index >= s.count {
-                return Err(format!(
-                    "--shard {}/{}: the index counts from 0 and stays below the number of shards (0/{n} … {}/{n})",
-                    s.index,
-                    s.count,
-                    s.count.max(1) - 1,
-                    n = s.count.max(1)
-                ));
+                return Err(PlanError::ShardIndex { index: s.index, count: s.count });
             }
             if let Some(c) = self.concurrency.filter(|c| (*c as u64) < u64::from(s.count)) {
-                return Err(format!(
-                    "--concurrency {c} cannot be shared by {} shards, each of which needs a user at least: give \
-                     -c {} or more, or fewer shards",
-                    s.count, s.count
-                ));
+                return Err(PlanError::ShardWithoutUser { concurrency: c, shards: s.count });
             }
         }
         Ok(())
@@ -307,7 +299,7 @@ pub async fn run<B: Backend>(
     workload: Arc<Workload>,
     control: Control,
     sink: impl RecordSink,
-) -> Result<RunOutput, String> {
+) -> Result<RunOutput, RunError> {
     run_at(plan, backend, workload, control, sink, Instant::now()).await
 }
 
@@ -320,8 +312,11 @@ pub async fn run_at<B: Backend>(
     control: Control,
     mut sink: impl RecordSink,
     origin: Instant,
-) -> Result<RunOutput, String> {
+) -> Result<RunOutput, RunError> {
     plan.validate()?;
+    // The run cancels its own requests after a grace (a child token: the
+    // caller's abort still cancels them, and the run's stays the run's).
+    let control = Control { abort: control.abort.child_token(), ..control };
     let schedule = plan.send_times()?;
     let (cap, ramp) = user_slots(plan, origin);
     // The bounds count from the end of a timed warm-up.
@@ -353,7 +348,7 @@ pub async fn run_at<B: Backend>(
     };
     tokio::select! {
         _ = async { tokio::join!(sending, collector) } => {}
-        _ = watchdog(&control, plan.grace) => unreachable!("the watchdog never completes"),
+        _ = watchdog(&control, end_of_sending, plan.grace) => unreachable!("the watchdog never completes"),
     }
     // A run that ended within its ramp-up leaves no users still to join.
     if let Some(r) = ramp {
@@ -389,7 +384,7 @@ fn user_slots(plan: &LoadPlan, origin: Instant) -> (Option<Arc<Semaphore>>, Opti
 
 /// Fails before the run rather than in every session: the workload cannot
 /// ask questions, or cannot say how many.
-fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), String> {
+fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), WorkloadError> {
     if let Some(s) = &plan.sessions {
         workload.check_sessions()?;
         workload.question(0, 0)?;
@@ -398,9 +393,20 @@ fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), String> {
     Ok(())
 }
 
-/// After a stop, in-flight requests get `grace` before they are cancelled.
-async fn watchdog(control: &Control, grace: Duration) {
-    control.stop.cancelled().await;
+/// After a stop, or the end of sending when a duration bounds the run
+/// (whichever comes first), in-flight requests get `grace` before they are
+/// cancelled: a timed run's window ends at most `grace` after its duration,
+/// however slow the server.
+async fn watchdog(control: &Control, end_of_sending: Option<Instant>, grace: Duration) {
+    tokio::select! {
+        _ = control.stop.cancelled() => {}
+        _ = async {
+            match end_of_sending {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        } => {}
+    }
     tokio::time::sleep(grace).await;
     control.abort.cancel();
     std::future::pending::<()>().await
@@ -804,7 +810,7 @@ mod tests {
         let out = run(&p, Fake::new(10, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
         assert_eq!(out.records.len(), 2);
         let p = LoadPlan { trace: Some(Arc::new(times.clone())), rate: Some((1.0, Arrival::Poisson)), ..plan() };
-        assert!(p.validate().unwrap_err().contains("drop --rate"));
+        assert!(p.validate().unwrap_err().to_string().contains("drop --rate"));
         // What a live view expects: the whole trace, or the -n that cuts it.
         let p = LoadPlan { requests: None, trace: Some(Arc::new(times.clone())), ..plan() };
         assert_eq!(p.total_requests(), Some(4));
@@ -898,6 +904,54 @@ mod tests {
         let out = run(&p, Fake::new(1500, 0, 1), workload(), control, |_: &RequestRecord| {}).await.unwrap();
         assert_eq!(out.records.len(), 2);
         assert!(out.records.iter().all(|r| r.outcome == Outcome::Success));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_end_of_a_duration_gives_in_flight_requests_the_grace_then_cancels_them() {
+        // Requests of 10 s in a 3 s run with a 2 s grace: sending stops at
+        // 3 s, and the two in flight are cancelled at 5 s, not waited for
+        // until 10 s. The run was not interrupted: its duration ended it.
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(3)), concurrency: Some(2), ..plan() };
+        let mut seen = 0;
+        let out = run(&p, Fake::new(10_000, 0, 1), workload(), Control::default(), |_: &RequestRecord| seen += 1)
+            .await
+            .unwrap();
+        assert!(!out.interrupted);
+        assert_eq!((out.records.len(), seen), (2, 2));
+        for r in &out.records {
+            assert_eq!(r.outcome, Outcome::Cancelled);
+            assert_eq!(r.end, Duration::from_secs(5), "3 s of duration and 2 s of grace");
+        }
+
+        // Requests of 1.2 s: those sent before 3 s that end within the grace
+        // count as successes; sending stopped at 3 s.
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(3)), concurrency: Some(2), ..plan() };
+        let out = run(&p, Fake::new(1200, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert_eq!(out.records.len(), 6, "three rounds of two, sent at 0, 1.2 and 2.4 s");
+        assert!(out.records.iter().all(|r| r.outcome == Outcome::Success && r.sent < Duration::from_secs(3)));
+        assert_eq!(out.records.iter().map(|r| r.end).max(), Some(Duration::from_millis(3600)));
+
+        // A timed warm-up comes before the duration, and so before the grace.
+        let p = LoadPlan {
+            requests: None,
+            duration: Some(Duration::from_secs(3)),
+            warmup_time: Duration::from_secs(1),
+            concurrency: Some(2),
+            ..plan()
+        };
+        let out =
+            run(&p, Fake::new(10_000, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert!(out.records.iter().all(|r| r.outcome == Outcome::Cancelled && r.end == Duration::from_secs(6)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_during_the_grace_after_the_duration_does_not_lengthen_it() {
+        // The duration ends at 3 s and its grace at 5 s; a Ctrl-C at 4 s
+        // stops nothing more and cancels no later.
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(3)), concurrency: Some(2), ..plan() };
+        let control = stopped_after(Duration::from_secs(4));
+        let out = run(&p, Fake::new(10_000, 0, 1), workload(), control, |_: &RequestRecord| {}).await.unwrap();
+        assert!(out.records.iter().all(|r| r.outcome == Outcome::Cancelled && r.end == Duration::from_secs(5)));
     }
 
     fn talks(turns: u32, think_ms: u64) -> Option<Sessions> {
@@ -1140,9 +1194,10 @@ mod tests {
     fn a_shard_must_be_one_of_its_count_and_have_a_user() {
         let shard = |index, count| Some(Shard { index, count });
         let p = LoadPlan { concurrency: Some(4), shard: shard(3, 3), ..plan() };
-        assert!(p.validate().unwrap_err().contains("0/3 … 2/3"), "{}", p.validate().unwrap_err());
+        assert_eq!(p.validate(), Err(PlanError::ShardIndex { index: 3, count: 3 }));
+        assert!(p.validate().unwrap_err().to_string().contains("0/3 … 2/3"), "{}", p.validate().unwrap_err());
         let p = LoadPlan { concurrency: Some(2), shard: shard(0, 3), ..plan() };
-        assert!(p.validate().unwrap_err().contains("-c 3 or more"));
+        assert!(p.validate().unwrap_err().to_string().contains("-c 3 or more"));
         assert!(LoadPlan { concurrency: Some(3), shard: shard(2, 3), ..plan() }.validate().is_ok());
         let s = Shard { index: 1, count: 3 };
         assert_eq!((s.share(7), s.share(1), s.owned_below(10, Some(4)), s.owned_below(10, None)), (2, 0, 3, 3));
@@ -1151,10 +1206,13 @@ mod tests {
     #[tokio::test]
     async fn a_plan_without_an_end_is_refused() {
         let p = LoadPlan { requests: None, ..plan() };
-        let e = run(&p, Fake::new(1, 1, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap_err();
+        let e = run(&p, Fake::new(1, 1, 1), workload(), Control::default(), |_: &RequestRecord| {})
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--requests"), "{e}");
         let p = LoadPlan { concurrency: None, rate: None, ..plan() };
-        assert!(p.validate().unwrap_err().contains("--concurrency"));
+        assert!(p.validate().unwrap_err().to_string().contains("--concurrency"));
     }
 
     trait QueueCheck {

@@ -2,6 +2,7 @@
 //! drawn ahead from a seed. Offsets accumulate in f64 seconds and are never
 //! re-derived from a sleep, so a late send never delays the next one.
 
+use crate::error::ScheduleError;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
@@ -21,13 +22,13 @@ pub enum Arrival {
 }
 
 impl FromStr for Arrival {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ScheduleError;
+    fn from_str(s: &str) -> Result<Self, ScheduleError> {
         match s {
             "poisson" => Ok(Arrival::Poisson),
             "gamma" => Ok(Arrival::Gamma { burstiness: 1.0 }),
             "constant" => Ok(Arrival::Constant),
-            other => Err(format!("unknown arrival process '{other}': use poisson, gamma or constant")),
+            other => Err(ScheduleError::UnknownArrival(other.to_owned())),
         }
     }
 }
@@ -49,18 +50,19 @@ enum Gaps {
 impl ArrivalSchedule {
     /// `rate` may be infinite: every request is due at once (vLLM's
     /// `--request-rate inf`), whatever the arrival process.
-    pub fn new(rate: f64, arrival: Arrival, seed: u64) -> Result<Self, String> {
+    pub fn new(rate: f64, arrival: Arrival, seed: u64) -> Result<Self, ScheduleError> {
         if rate.is_nan() || rate <= 0.0 {
-            return Err(format!("--rate must be a positive number of requests per second, not {rate}"));
+            return Err(ScheduleError::Rate(rate));
         }
+        let refused = |e: &dyn std::fmt::Display| ScheduleError::Distribution(e.to_string());
         let gaps = match arrival {
             _ if rate.is_infinite() => Gaps::Constant(0.0),
-            Arrival::Poisson => Gaps::Exp(Exp::new(rate).map_err(|e| e.to_string())?),
+            Arrival::Poisson => Gaps::Exp(Exp::new(rate).map_err(|e| refused(&e))?),
             Arrival::Gamma { burstiness } => {
                 if !(burstiness.is_finite() && burstiness > 0.0) {
-                    return Err(format!("--burstiness must be a positive number, not {burstiness}"));
+                    return Err(ScheduleError::Burstiness(burstiness));
                 }
-                Gaps::Gamma(Gamma::new(burstiness, 1.0 / (rate * burstiness)).map_err(|e| e.to_string())?)
+                Gaps::Gamma(Gamma::new(burstiness, 1.0 / (rate * burstiness)).map_err(|e| refused(&e))?)
             }
             Arrival::Constant => Gaps::Constant(1.0 / rate),
         };
@@ -156,7 +158,7 @@ mod tests {
         assert!(a.windows(2).all(|w| w[0] <= w[1]));
         assert!(ArrivalSchedule::new(0.0, Arrival::Poisson, 0).is_err());
         assert!(ArrivalSchedule::new(1.0, Arrival::Gamma { burstiness: 0.0 }, 0).is_err());
-        assert!("weird".parse::<Arrival>().unwrap_err().contains("poisson"));
+        assert!("weird".parse::<Arrival>().unwrap_err().to_string().contains("poisson"));
     }
 
     #[test]

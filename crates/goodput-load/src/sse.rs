@@ -168,6 +168,44 @@ mod tests {
         assert_eq!(parse_all(&[b"data: x\n\n: trailing comment"]), vec![data("x")]);
     }
 
+    /// Pieces of a stream as servers send it (fields, comments, every line
+    /// ending, a cut UTF-8 sequence) and arbitrary bytes.
+    fn sse_piece() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(b"data: ".to_vec()),
+            Just(b"data:".to_vec()),
+            Just(b"event: error".to_vec()),
+            Just(b": ping".to_vec()),
+            Just(b"id: 7".to_vec()),
+            Just(b"{\"x\":1}".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(vec![0xE2, 0x82]),
+            proptest::collection::vec(any::<u8>(), 0..12),
+        ]
+    }
+
+    proptest::proptest! {
+        // PROPTEST_CASES=N, set when running, runs N cases: a longer search.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Any bytes, split anywhere, read without panicking and to the same
+        /// events as when they come whole.
+        #[test]
+        fn any_bytes_split_anywhere_give_the_same_events(
+            pieces in proptest::collection::vec(sse_piece(), 0..40),
+            cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..12),
+        ) {
+            let bytes = pieces.concat();
+            let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+            at.extend([0, bytes.len()]);
+            at.sort_unstable();
+            let split: Vec<&[u8]> = at.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
+            proptest::prop_assert_eq!(parse_all(&[&bytes]), parse_all(&split));
+        }
+    }
+
     #[test]
     fn empty_data_field_still_dispatches() {
         assert_eq!(parse_all(&[b"data\n\n"]), vec![data("")]);

@@ -25,7 +25,7 @@ use goodput_core::sweep::SweepResult;
 use goodput_core::RunResult;
 use serde::Serialize;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes a result document (a run or a sweep) as pretty JSON to `path`,
 /// atomically (a temporary file renamed into place) so a crash never leaves
@@ -103,52 +103,75 @@ pub enum Document {
     Sweep(Box<SweepResult>),
 }
 
+/// Why a result document cannot be read: each message names the file and
+/// what goodput reads instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {}: {error}", path.display())]
+    Io { path: PathBuf, error: std::io::Error },
+    #[error("{} is a comparison (goodput compare), not a run or a sweep", path.display())]
+    Comparison { path: PathBuf },
+    #[error("{} does not match the goodput/v1 sweep schema: {error}", path.display())]
+    SweepSchema { path: PathBuf, error: serde_json::Error },
+    #[error("{} does not match the goodput/v1 schema: {error}", path.display())]
+    RunSchema { path: PathBuf, error: serde_json::Error },
+    /// A sweep where one run was asked for.
+    #[error("{} is a sweep, not a single run", path.display())]
+    Sweep { path: PathBuf },
+    #[error(
+        "{} is not JSON ({error}): goodput reads its own results and vLLM bench serve's, AIPerf's and GuideLLM's",
+        path.display()
+    )]
+    NotJson { path: PathBuf, error: serde_json::Error },
+    #[error("{} has schema '{schema}', this goodput reads '{}'", path.display(), goodput_core::SCHEMA)]
+    OtherSchema { path: PathBuf, schema: String },
+    #[error(
+        "{} is not a goodput result (no \"schema\" field), nor a result of vLLM bench serve (--save-result \
+         --save-detailed), AIPerf (profile_export.jsonl) or GuideLLM (benchmarks.json)",
+        path.display()
+    )]
+    NotAResult { path: PathBuf },
+    /// Another tool's result that cannot be read.
+    #[error(transparent)]
+    Import(#[from] peers::ImportError),
+}
+
 /// Reads a result document written by `write_json`, run or sweep, or
 /// another tool's result ([`peers`]: vLLM `bench serve`, AIPerf,
 /// GuideLLM) as a run.
-pub fn read_document(path: &Path) -> Result<Document, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn read_document(path: &Path) -> Result<Document, ReadError> {
+    let text = std::fs::read_to_string(path).map_err(|error| ReadError::Io { path: path.to_owned(), error })?;
     if let Some(run) = peers::import(path, &text)? {
         return Ok(Document::Run(Box::new(run)));
     }
     let v = read_value(path, &text)?;
     if v.get("kind").and_then(|k| k.as_str()) == Some("compare") {
-        return Err(format!("{} is a comparison (goodput compare), not a run or a sweep", path.display()));
+        return Err(ReadError::Comparison { path: path.to_owned() });
     }
     if v.get("points").is_some() {
         return serde_json::from_value(v)
             .map(|s| Document::Sweep(Box::new(s)))
-            .map_err(|e| format!("{} does not match the goodput/v1 sweep schema: {e}", path.display()));
+            .map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error });
     }
     serde_json::from_value(v)
         .map(|r| Document::Run(Box::new(r)))
-        .map_err(|e| format!("{} does not match the goodput/v1 schema: {e}", path.display()))
+        .map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })
 }
 
 /// Reads a run written by `write_json`; a sweep is an error that says so.
-pub fn read_json(path: &Path) -> Result<RunResult, String> {
+pub fn read_json(path: &Path) -> Result<RunResult, ReadError> {
     match read_document(path)? {
         Document::Run(r) => Ok(*r),
-        Document::Sweep(_) => Err(format!("{} is a sweep, not a single run", path.display())),
+        Document::Sweep(_) => Err(ReadError::Sweep { path: path.to_owned() }),
     }
 }
 
-fn read_value(path: &Path, text: &str) -> Result<serde_json::Value, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "{} is not JSON ({e}): goodput reads its own results and vLLM bench serve's, AIPerf's and GuideLLM's",
-            path.display()
-        )
-    })?;
+fn read_value(path: &Path, text: &str) -> Result<serde_json::Value, ReadError> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|error| ReadError::NotJson { path: path.to_owned(), error })?;
     match v.get("schema").and_then(|s| s.as_str()) {
         Some(goodput_core::SCHEMA) => Ok(v),
-        Some(other) => {
-            Err(format!("{} has schema '{other}', this goodput reads '{}'", path.display(), goodput_core::SCHEMA))
-        }
-        None => Err(format!(
-            "{} is not a goodput result (no \"schema\" field), nor a result of vLLM bench serve (--save-result \
-             --save-detailed), AIPerf (profile_export.jsonl) or GuideLLM (benchmarks.json)",
-            path.display()
-        )),
+        Some(other) => Err(ReadError::OtherSchema { path: path.to_owned(), schema: other.to_owned() }),
+        None => Err(ReadError::NotAResult { path: path.to_owned() }),
     }
 }

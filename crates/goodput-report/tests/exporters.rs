@@ -561,7 +561,7 @@ fn json_round_trips_and_files_are_written_atomically() {
     let sw_path = dir.path().join("sweep.json");
     goodput_report::export_sweep(Format::Json, &sw, &sw_path).unwrap();
     assert!(matches!(read_document(&sw_path).unwrap(), Document::Sweep(b) if *b == sw));
-    let e = goodput_report::read_json(&sw_path).unwrap_err();
+    let e = goodput_report::read_json(&sw_path).unwrap_err().to_string();
     assert!(e.contains("is a sweep"), "{e}");
 }
 
@@ -606,7 +606,7 @@ fn every_format_renders_a_comparison() {
                 let dir = tempfile::tempdir().unwrap();
                 let path = dir.path().join("compare.json");
                 out.write_to(&path).unwrap();
-                let e = read_document(&path).unwrap_err();
+                let e = read_document(&path).unwrap_err().to_string();
                 assert!(e.contains("is a comparison"), "{e}");
             }
         }
@@ -740,7 +740,7 @@ fn a_document_with_an_unreadable_engine_block_is_refused() {
     v["engine"]["steps"] = serde_json::json!("<b>lots</b>");
     let path = dir.path().join("run.json");
     std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
-    let err = goodput_report::read_document(&path).unwrap_err();
+    let err = goodput_report::read_document(&path).unwrap_err().to_string();
     assert!(err.contains("does not match the goodput/v1 schema") && err.contains("invalid type"), "{err}");
 }
 
@@ -842,7 +842,7 @@ fn a_document_with_an_unreadable_server_block_is_refused() {
         v["server_signals"]["window"]["gauges"]["running_requests"].clone();
     let path = dir.path().join("run.json");
     std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
-    let err = goodput_report::read_document(&path).unwrap_err();
+    let err = goodput_report::read_document(&path).unwrap_err().to_string();
     assert!(err.contains("does not match the goodput/v1 schema") && err.contains("unknown variant"), "{err}");
 }
 

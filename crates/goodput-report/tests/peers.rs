@@ -504,7 +504,7 @@ fn refusal(name: &str, text: &str) -> String {
     let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
     match read_document(&p) {
-        Err(e) => e,
+        Err(e) => e.to_string(),
         Ok(Document::Run(r)) => panic!("{name} was read: {:?}", r.tool),
         Ok(Document::Sweep(_)) => panic!("{name} was read as a sweep"),
     }

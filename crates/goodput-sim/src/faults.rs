@@ -159,34 +159,54 @@ impl std::fmt::Display for Hostile {
     }
 }
 
-impl std::str::FromStr for Hostile {
-    type Err = String;
+/// A fault setting refused: a `--fault` spec that does not read, or rates
+/// that cannot all be played.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FaultError {
+    #[error("unknown fault case '{case}': the cases are {known}")]
+    UnknownCase { case: String, known: String },
+    #[error("'{spec}' is not CASE:RATE (e.g. reset-during:0.1)")]
+    NotCaseRate { spec: String },
+    #[error("the rate of {case} in '{spec}' is not a number between 0 and 1")]
+    RateNotANumber { case: Hostile, spec: String },
+    #[error("the rate of {case} must be between 0 and 1, not {rate}")]
+    CaseRateOutOfRange { case: Hostile, rate: f64 },
+    /// A rate flag (`--fault-error-rate`, `--fault CASE`) out of 0..=1.
+    #[error("{flag} must be between 0 and 1, not {rate}")]
+    RateOutOfRange { flag: String, rate: f64 },
+    #[error("--fault {case} is given twice: give each case once")]
+    Twice { case: Hostile },
+    #[error("the fault rates add up to {total}, more than 1: each request draws at most one fault")]
+    OverOne { total: f64 },
+}
 
-    fn from_str(s: &str) -> Result<Self, String> {
+impl std::str::FromStr for Hostile {
+    type Err = FaultError;
+
+    fn from_str(s: &str) -> Result<Self, FaultError> {
         let s = s.trim();
         Hostile::ALL.into_iter().find(|h| h.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
             let known: Vec<&str> = Hostile::ALL.iter().map(|h| h.name()).collect();
-            format!("unknown fault case '{s}': the cases are {}", known.join(", "))
+            FaultError::UnknownCase { case: s.to_owned(), known: known.join(", ") }
         })
     }
 }
 
 /// Reads `--fault CASE:RATE` (e.g. `trickle:0.1`, `429:0.05`).
-pub fn parse_fault(spec: &str) -> Result<(Hostile, f64), String> {
+pub fn parse_fault(spec: &str) -> Result<(Hostile, f64), FaultError> {
     let Some((case, rate)) = spec.rsplit_once(':') else {
-        return Err(format!("'{spec}' is not CASE:RATE (e.g. reset-during:0.1)"));
+        return Err(FaultError::NotCaseRate { spec: spec.to_owned() });
     };
     let case: Hostile = case.parse()?;
-    let rate: f64 =
-        rate.trim().parse().map_err(|_| format!("the rate of {case} in '{spec}' is not a number between 0 and 1"))?;
+    let rate: f64 = rate.trim().parse().map_err(|_| FaultError::RateNotANumber { case, spec: spec.to_owned() })?;
     if !(0.0..=1.0).contains(&rate) {
-        return Err(format!("the rate of {case} must be between 0 and 1, not {rate}"));
+        return Err(FaultError::CaseRateOutOfRange { case, rate });
     }
     Ok((case, rate))
 }
 
 impl FaultConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FaultError> {
         let mut total = 0.0;
         let older = [
             ("--fault-error-rate".to_owned(), self.error_rate),
@@ -197,21 +217,19 @@ impl FaultConfig {
         let cases = self.hostile.iter().map(|(h, r)| (format!("--fault {h}"), *r));
         for (name, r) in older.into_iter().chain(cases) {
             if !(0.0..=1.0).contains(&r) {
-                return Err(format!("{name} must be between 0 and 1, not {r}"));
+                return Err(FaultError::RateOutOfRange { flag: name, rate: r });
             }
             total += r;
         }
         for (i, (h, _)) in self.hostile.iter().enumerate() {
             if self.hostile[..i].iter().any(|(g, _)| g == h) {
-                return Err(format!("--fault {h} is given twice: give each case once"));
+                return Err(FaultError::Twice { case: *h });
             }
         }
         // One draw per request against the rates laid end to end: past 1
         // the last ones would be cut short without a word.
         if total > 1.0 + 1e-9 {
-            return Err(format!(
-                "the fault rates add up to {total}, more than 1: each request draws at most one fault"
-            ));
+            return Err(FaultError::OverOne { total });
         }
         Ok(())
     }
@@ -402,23 +420,23 @@ mod tests {
             assert_eq!(parse_fault(&format!("{h}:0.5")), Ok((h, 0.5)), "{h}");
             assert_eq!(h.name().parse::<Hostile>(), Ok(h));
         }
-        let unknown = parse_fault("slow-loris:0.1").unwrap_err();
+        let unknown = parse_fault("slow-loris:0.1").unwrap_err().to_string();
         assert!(unknown.contains("unknown fault case 'slow-loris'"), "{unknown}");
         assert!(Hostile::ALL.iter().all(|h| unknown.contains(h.name())), "the known cases are listed: {unknown}");
-        assert!(parse_fault("trickle").unwrap_err().contains("CASE:RATE"));
-        assert!(parse_fault("trickle:often").unwrap_err().contains("not a number"));
+        assert!(parse_fault("trickle").unwrap_err().to_string().contains("CASE:RATE"));
+        assert!(parse_fault("trickle:often").unwrap_err().to_string().contains("not a number"));
         for bad in ["trickle:1.5", "trickle:-0.1", "trickle:NaN"] {
-            assert!(parse_fault(bad).unwrap_err().contains("between 0 and 1"), "{bad}");
+            assert!(parse_fault(bad).unwrap_err().to_string().contains("between 0 and 1"), "{bad}");
         }
         // Rates past 1 together, or a case twice, are refused.
         let two = |a, b| FaultConfig { hostile: vec![a, b], ..Default::default() }.validate();
-        let sum = two((Hostile::Trickle, 0.6), (Hostile::Html200, 0.5)).unwrap_err();
+        let sum = two((Hostile::Trickle, 0.6), (Hostile::Html200, 0.5)).unwrap_err().to_string();
         assert!(sum.contains("add up to 1.1"), "{sum}");
         let over = FaultConfig { error_rate: 0.7, hostile: vec![(Hostile::Trickle, 0.4)], ..Default::default() };
-        assert!(over.validate().unwrap_err().contains("more than 1"));
-        assert!(two((Hostile::Trickle, 0.1), (Hostile::Trickle, 0.2)).unwrap_err().contains("given twice"));
+        assert!(over.validate().unwrap_err().to_string().contains("more than 1"));
+        assert!(two((Hostile::Trickle, 0.1), (Hostile::Trickle, 0.2)).unwrap_err().to_string().contains("given twice"));
         assert!(two((Hostile::Trickle, 0.5), (Hostile::Html200, 0.5)).is_ok());
         let rate = FaultConfig { hostile: vec![(Hostile::Trickle, 2.0)], ..Default::default() }.validate();
-        assert!(rate.unwrap_err().contains("--fault trickle must be between 0 and 1"));
+        assert!(rate.unwrap_err().to_string().contains("--fault trickle must be between 0 and 1"));
     }
 }

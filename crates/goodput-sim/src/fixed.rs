@@ -17,7 +17,7 @@ mod http;
 
 pub use http::serve;
 
-use crate::faults::{Fault, FaultConfig, FaultCounters};
+use crate::faults::{Fault, FaultConfig, FaultCounters, FaultError};
 use crate::openai::{count_tokens, unix_now, ChunkWriter, GenerationRequest, Route};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,15 +53,26 @@ impl Default for FixedProfile {
     }
 }
 
+/// A fixed profile that cannot be served.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProfileError {
+    #[error("--tokens-per-chunk must be at least 1")]
+    TokensPerChunk,
+    #[error("--slow-every must be at least 1")]
+    SlowEvery,
+    #[error(transparent)]
+    Fault(#[from] FaultError),
+}
+
 impl FixedProfile {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ProfileError> {
         if self.tokens_per_chunk == 0 {
-            return Err("--tokens-per-chunk must be at least 1".into());
+            return Err(ProfileError::TokensPerChunk);
         }
         if self.slow_every.is_some_and(|(n, _)| n == 0) {
-            return Err("--slow-every must be at least 1".into());
+            return Err(ProfileError::SlowEvery);
         }
-        self.faults.validate()
+        Ok(self.faults.validate()?)
     }
 }
 
@@ -239,7 +250,7 @@ impl Reply {
     fn to(s: &FixedServer, route: Route, body: &[u8], t0: Instant, request_id: Option<String>) -> Reply {
         let req = match GenerationRequest::parse(route, body) {
             Ok(r) => r,
-            Err(msg) => return Reply::Error(400, msg),
+            Err(e) => return Reply::Error(400, e.to_string()),
         };
         let p = &s.profile;
         let (n, fault) = s.counters.next(&p.faults);

@@ -10,3 +10,4 @@ pub mod fixed;
 pub mod openai;
 pub mod server;
 pub mod template;
+pub mod tokens;

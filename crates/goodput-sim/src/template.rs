@@ -7,7 +7,7 @@
 //! chat request starts with the same few dozen tokens, which the prefix cache
 //! shares.
 //!
-//! The simulator's tokens are words (see [`crate::openai::count_tokens`]),
+//! The simulator's tokens are words (see [`crate::tokens::count_tokens`]),
 //! so the templates here are the real ones' shapes spelled in as many
 //! simulator tokens as the model's own tokenizer gives each fixed piece:
 //! Llama 3.1 adds 35 tokens to a one-message chat, Qwen2.5 29, Mixtral 8,
@@ -16,10 +16,17 @@
 //! for a 7-token question, in published responses); Llama's is our count of
 //! its pieces, with digits split in threes as its pre-tokenizer splits them.
 
-use crate::engine::ModelSpec;
-use crate::openai::{token_id, token_ids};
+use crate::tokens::{token_id, token_ids};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+
+/// A `--chat-template` name that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown chat template '{name}': use auto or one of {known}")]
+pub struct UnknownTemplate {
+    pub name: String,
+    pub known: String,
+}
 
 /// A model family's chat template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -109,29 +116,30 @@ impl ChatTemplate {
         }
     }
 
-    /// A template by name; `auto` is the model's (see [`Self::for_model`]).
-    pub fn parse(name: &str, model: &ModelSpec) -> Result<ChatTemplate, String> {
+    /// A template by name; `auto` is `model`'s, the template the model's
+    /// name and vocabulary point to (the engine's `ModelSpec::chat_template`).
+    pub fn parse(name: &str, model: ChatTemplate) -> Result<ChatTemplate, UnknownTemplate> {
         if name.eq_ignore_ascii_case("auto") {
-            return Ok(ChatTemplate::for_model(model));
+            return Ok(model);
         }
         ChatTemplate::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(name)).ok_or_else(|| {
             let names: Vec<&str> = ChatTemplate::ALL.iter().map(|t| t.name()).collect();
-            format!("unknown chat template '{name}': use auto or one of {}", names.join(", "))
+            UnknownTemplate { name: name.to_owned(), known: names.join(", ") }
         })
     }
 
-    /// The template a model's name and vocabulary point to: Llama 3 (its
-    /// 128,256-token vocabulary), Qwen2.5 (or ChatML for later Qwens),
+    /// The template a model's name and vocabulary size point to: Llama 3
+    /// (its 128,256-token vocabulary), Qwen2.5 (or ChatML for later Qwens),
     /// Mistral and Mixtral (32,000 or 32,768); ChatML for anything else.
-    pub fn for_model(model: &ModelSpec) -> ChatTemplate {
-        let name = model.name.to_ascii_lowercase();
+    pub fn for_model(name: &str, vocab_size: u32) -> ChatTemplate {
+        let name = name.to_ascii_lowercase();
         if name.contains("qwen2.5") || name.contains("qwen-2.5") {
             ChatTemplate::Qwen25
         } else if name.contains("qwen") {
             ChatTemplate::ChatMl
-        } else if name.contains("llama-3") || name.contains("llama3") || model.vocab_size == 128_256 {
+        } else if name.contains("llama-3") || name.contains("llama3") || vocab_size == 128_256 {
             ChatTemplate::Llama3
-        } else if name.contains("mistral") || name.contains("mixtral") || matches!(model.vocab_size, 32_000 | 32_768) {
+        } else if name.contains("mistral") || name.contains("mixtral") || matches!(vocab_size, 32_000 | 32_768) {
             ChatTemplate::Mistral
         } else {
             ChatTemplate::ChatMl
@@ -264,7 +272,6 @@ impl fmt::Display for ChatTemplate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ModelSpec;
 
     fn chat<'a>(questions: &[&'a str], answers: &[&'a str]) -> Vec<Message<'a>> {
         let mut m = Vec::new();
@@ -347,11 +354,6 @@ mod tests {
     fn raw_prompts_get_the_bos_and_models_their_templates() {
         assert_eq!(ChatTemplate::Llama3.raw("a b").len(), 3);
         assert_eq!(ChatTemplate::Qwen25.raw("a b").len(), 2);
-        let model = |name: &str, vocab| ModelSpec {
-            name: name.into(),
-            vocab_size: vocab,
-            ..ModelSpec::lookup("llama-3.1-8b").unwrap()
-        };
         for (name, vocab, want) in [
             ("Llama-3.1-70B", 128_256, ChatTemplate::Llama3),
             ("meta-llama/Llama-3.3-70B-Instruct", 128_256, ChatTemplate::Llama3),
@@ -361,11 +363,11 @@ mod tests {
             ("custom", 32_768, ChatTemplate::Mistral),
             ("custom", 50_000, ChatTemplate::ChatMl),
         ] {
-            assert_eq!(ChatTemplate::for_model(&model(name, vocab)), want, "{name}");
-            assert_eq!(ChatTemplate::parse("auto", &model(name, vocab)), Ok(want));
+            assert_eq!(ChatTemplate::for_model(name, vocab), want, "{name}");
+            assert_eq!(ChatTemplate::parse("auto", ChatTemplate::for_model(name, vocab)), Ok(want));
         }
-        assert_eq!(ChatTemplate::parse("Llama3", &model("x", 1)), Ok(ChatTemplate::Llama3));
-        let err = ChatTemplate::parse("llama2", &model("x", 1)).unwrap_err();
+        assert_eq!(ChatTemplate::parse("Llama3", ChatTemplate::None), Ok(ChatTemplate::Llama3));
+        let err = ChatTemplate::parse("llama2", ChatTemplate::None).unwrap_err().to_string();
         assert!(err.contains("unknown chat template 'llama2'") && err.contains("auto or one of none, llama3"), "{err}");
     }
 }

@@ -27,7 +27,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     }
     let mut runs: Vec<(String, RunResult)> = Vec::new();
     for p in &a.runs {
-        let run = goodput_report::read_json(p).map_err(|e| anyhow!(e))?;
+        let run = goodput_report::read_json(p)?;
         let label = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
         runs.push((label, run));
     }

@@ -16,7 +16,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
         output::check_file(p, "--output")?;
     }
     output::check_exports(&a.exports)?;
-    match goodput_report::read_document(&a.run).map_err(|e| anyhow!(e))? {
+    match goodput_report::read_document(&a.run)? {
         Document::Sweep(sweep) => {
             if a.judge.slo.is_some()
                 || a.percentiles.is_some()
@@ -135,7 +135,7 @@ pub fn saved_options(
         }
     }
     if let (Some(import), Some(slo)) = (goodput_report::peers::import_info(run), &opts.slo) {
-        goodput_report::peers::check_slo(import, slo).map_err(|e| anyhow!(e))?;
+        goodput_report::peers::check_slo(import, slo)?;
     }
     if opts.cost.is_none() {
         if let Some(c) = &run.cost {

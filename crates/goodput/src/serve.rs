@@ -4,7 +4,7 @@
 use crate::cli::{ProfileArg, ProgressArg, ServeArgs};
 use crate::progress::ServeStatus;
 use crate::sim_server::{engine_server, faults, listen, Served};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -101,7 +101,7 @@ fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Status
         slow_every: a.slow_every.zip(a.slow_ttft),
         faults: faults(&a.faults),
     };
-    profile.validate().map_err(|e| anyhow!(e))?;
+    profile.validate()?;
     let server = match &a.write_log {
         None => FixedServer::new(profile),
         Some(path) => FixedServer::logging_writes(profile, path)

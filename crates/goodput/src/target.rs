@@ -106,7 +106,7 @@ fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::sim_server::S
                 tokens_per_chunk: sim.sim_tokens_per_chunk,
                 ..FixedProfile::default()
             };
-            profile.validate().map_err(|e| anyhow!(e))?;
+            profile.validate()?;
             crate::sim_server::Served::Fixed(FixedServer::new(profile))
         }
     })

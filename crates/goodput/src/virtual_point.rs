@@ -40,8 +40,8 @@ pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
     cfg.block_size = e.block_size;
     cfg.enable_chunked_prefill = !e.no_chunked_prefill;
     cfg.enable_prefix_caching = !e.no_prefix_caching;
-    cfg.chat_template =
-        ChatTemplate::parse(&e.chat_template, &cfg.model).map_err(|m| anyhow!("--chat-template: {m}"))?;
+    cfg.chat_template = ChatTemplate::parse(&e.chat_template, cfg.model.chat_template())
+        .map_err(|m| anyhow!("--chat-template: {m}"))?;
     if let Some(p) = &e.calibration {
         let text = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
         cfg.calibration =

@@ -1,5 +1,8 @@
 //! `Transfer-Encoding: chunked`, decoded as the bytes come, split anywhere.
 
+/// The longest chunk-size or trailer line taken, a CR before its LF included.
+const MAX_LINE: usize = 4096;
+
 /// The incremental decoder of `Transfer-Encoding: chunked`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chunked {
@@ -20,12 +23,14 @@ impl Chunked {
             match *self {
                 Chunked::Done => return Ok(i),
                 Chunked::Size | Chunked::Trailer => {
-                    let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
-                        if rest.len() > 4096 {
-                            return Err("a chunk-size line of the response is longer than 4 KiB".into());
-                        }
-                        return Ok(i);
-                    };
+                    // The cap holds for the line whether its newline came
+                    // in this read or not, so that where the reads split
+                    // the body cannot change what is refused.
+                    let nl = rest.iter().position(|&b| b == b'\n');
+                    if nl.unwrap_or(rest.len()) > MAX_LINE {
+                        return Err("a chunk-size line of the response is longer than 4 KiB".into());
+                    }
+                    let Some(nl) = nl else { return Ok(i) };
                     let line = rest[..nl].strip_suffix(b"\r").unwrap_or(&rest[..nl]);
                     i += nl + 1;
                     if *self == Chunked::Trailer {

@@ -48,8 +48,9 @@ impl Head {
 }
 
 /// Parses a complete response head at the start of `buf`: its length and
-/// parts, or `None` when more bytes are needed.
-pub(super) fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
+/// parts, or `None` when more bytes are needed. Public for the fuzz targets
+/// (fuzz/), which feed it whatever a server might send.
+pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
     let mut headers = [httparse::EMPTY_HEADER; 96];
     let mut r = httparse::Response::new(&mut headers);
     let len = match r.parse(buf) {

@@ -16,10 +16,10 @@ mod head;
 mod stamp;
 
 pub use chunked::Chunked;
-pub use head::{Head, HeadError};
+pub use head::{parse_head, Head, HeadError};
 
 use bytes::{Buf, BytesMut};
-use head::{parse_head, Framing, MAX_HEAD};
+use head::{Framing, MAX_HEAD};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
@@ -593,11 +593,70 @@ mod tests {
         assert_eq!(arrival(ms(2), Some(ms(5)), Duration::ZERO), Duration::ZERO);
     }
 
+    /// Pieces of a chunked body as servers send it (sizes, extensions,
+    /// payload, CRLFs, trailers), a size line near the 4 KiB cap, and
+    /// arbitrary bytes.
+    fn chunked_piece() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(b"5\r\n".to_vec()),
+            Just(b"A;ext=1\r\n".to_vec()),
+            Just(b"0\r\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r".to_vec()),
+            Just(b"hello".to_vec()),
+            Just(b"X-Trailer: 1\r\n".to_vec()),
+            Just(vec![b'0'; 2100]),
+            Just(vec![b' '; 2100]),
+            proptest::collection::vec(any::<u8>(), 0..16),
+        ]
+    }
+
+    proptest::proptest! {
+        // PROPTEST_CASES=N, set when running, runs N cases: a longer search.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// A chunked body decoded as its bytes arrive: any bytes, split
+        /// anywhere, decode without panicking, and to the same payload and
+        /// state (or the same refusal) as when they come whole.
+        #[test]
+        fn any_chunked_bytes_split_anywhere_decode_the_same(
+            pieces in proptest::collection::vec(chunked_piece(), 0..12),
+            cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..8),
+        ) {
+            let body = pieces.concat();
+            let mut at: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
+            at.sort_unstable();
+            let whole = decode_all(&body, &[]);
+            let split = decode_all(&body, &at);
+            proptest::prop_assert_eq!(whole.is_err(), split.is_err(), "{:?} / {:?}", whole, split);
+            if whole.is_ok() {
+                proptest::prop_assert_eq!(whole, split);
+            }
+        }
+    }
+
     #[test]
     fn bad_chunk_framing_is_an_error() {
         assert!(decode_all(b"zz\r\nabc", &[]).unwrap_err().contains("invalid chunk size 'zz'"));
         assert!(decode_all(b"2\r\nabX\r\n", &[]).unwrap_err().contains("CRLF"));
         assert!(decode_all(&[b'1'; 5000], &[]).unwrap_err().contains("longer than 4 KiB"));
+        // A long line is refused whether its end came in the same read or a
+        // later one (the whole line once passed, and the same bytes in two
+        // reads did not: found by the property test below).
+        let mut long = b"0\r\n".to_vec();
+        long.extend([b'0'; 4200]);
+        long.extend(b"\r\n\r\n");
+        for cuts in [&[][..], &[2000], &[4100]] {
+            assert!(decode_all(&long, cuts).unwrap_err().contains("longer than 4 KiB"), "{cuts:?}");
+        }
+        let mut size = vec![b'0'; 4200];
+        size.extend(b"1\r\nx\r\n0\r\n\r\n");
+        assert!(decode_all(&size, &[]).unwrap_err().contains("longer than 4 KiB"));
+        // At the cap, taken.
+        let mut at_cap = vec![b'0'; 4094];
+        at_cap.extend(b"1\r\nx\r\n0\r\n\r\n");
+        assert_eq!(decode_all(&at_cap, &[]).unwrap().0, b"x");
         // Incomplete is not an error: it waits for more.
         assert_eq!(decode_all(b"5\r\nab", &[]).unwrap().1, Chunked::Data(3));
     }

@@ -1,5 +1,6 @@
 //! Datasets: ShareGPT conversations or JSONL prompts, read from a file.
 
+use crate::error::WorkloadError;
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
 use serde_json::Value;
@@ -17,34 +18,45 @@ pub struct DatasetEntry {
 
 /// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
 /// JSONL of `{"prompt": …}` / `{"messages": …}` with optional `max_tokens`.
-pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read dataset {}: {e}", path.display()))?;
+pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, WorkloadError> {
+    let path_buf = || path.to_path_buf();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| WorkloadError::DatasetRead { path: path_buf(), error: e.to_string() })?;
     // Editors on Windows begin UTF-8 files with a byte-order mark.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let trimmed = text.trim_start();
     let entries = if trimmed.starts_with('[') {
         let v: Value = serde_json::from_str(trimmed)
-            .map_err(|e| format!("dataset {} looks like a JSON array but does not parse: {e}", path.display()))?;
-        sharegpt(&v, tokenizer).map_err(|e| format!("dataset {}: {e}", path.display()))?
+            .map_err(|e| WorkloadError::DatasetArray { path: path_buf(), error: e.to_string() })?;
+        sharegpt(&v, tokenizer).map_err(|reason| WorkloadError::ShareGpt { path: path_buf(), reason })?
     } else {
         let mut out = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let v: Value = serde_json::from_str(line)
-                .map_err(|e| format!("dataset {} line {}: not JSON ({e})", path.display(), i + 1))?;
-            out.push(jsonl_entry(&v).map_err(|e| format!("dataset {} line {}: {e}", path.display(), i + 1))?);
+            let line_no = i + 1;
+            let v: Value = serde_json::from_str(line).map_err(|e| WorkloadError::LineNotJson {
+                path: path_buf(),
+                line: line_no,
+                error: e.to_string(),
+            })?;
+            out.push(jsonl_entry(&v).map_err(|reason| WorkloadError::Entry {
+                path: path_buf(),
+                line: line_no,
+                reason,
+            })?);
         }
         out
     };
     if entries.is_empty() {
-        return Err(format!("dataset {} holds no usable entry", path.display()));
+        return Err(WorkloadError::Empty { path: path_buf() });
     }
     Ok(entries)
 }
 
-fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
+/// A JSONL line's entry, or what is wrong with it.
+fn jsonl_entry(v: &Value) -> Result<DatasetEntry, &'static str> {
     let max_tokens = match v.get("max_tokens") {
         None | Some(Value::Null) => None,
         Some(m) => Some(
@@ -58,16 +70,17 @@ fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
     } else if let Some(m) = v.get("messages") {
         let msgs = m.as_array().ok_or("\"messages\" must be an array")?;
         if msgs.is_empty() {
-            return Err("\"messages\" is empty".into());
+            return Err("\"messages\" is empty");
         }
         PromptBody::Messages(msgs.clone())
     } else {
-        return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)".into());
+        return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)");
     };
     Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new() })
 }
 
-fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
+/// A ShareGPT array's entries, or what is wrong with it.
+fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, &'static str> {
     let arr = v.as_array().ok_or("expected a JSON array")?;
     let mut out = Vec::new();
     for item in arr {
@@ -102,7 +115,7 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
         });
     }
     if out.is_empty() && !arr.is_empty() {
-        return Err("no entry with \"conversations\" holding a prompt and a reply (ShareGPT format)".into());
+        return Err("no entry with \"conversations\" holding a prompt and a reply (ShareGPT format)");
     }
     Ok(out)
 }

@@ -1,5 +1,6 @@
 //! Token-length distributions and the named presets.
 
+use crate::error::SpecError;
 use rand::Rng;
 use rand_distr::{Distribution, LogNormal, Normal};
 use std::fmt;
@@ -91,15 +92,14 @@ impl Preset {
     }
 }
 
-impl FromStr for LengthDist {
-    type Err = String;
+/// What a length distribution is written as.
+const LENGTHS: &str = "128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA";
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = |why: &str| {
-            format!(
-                "invalid length '{s}': {why}; expected 128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA"
-            )
-        };
+impl FromStr for LengthDist {
+    type Err = SpecError;
+
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let bad = |why: &str| SpecError { what: "length", spec: s.to_owned(), why: why.to_owned(), expected: LENGTHS };
         let num = |t: &str| t.trim().parse::<f64>().map_err(|_| bad(&format!("'{t}' is not a number")));
         let count = |t: &str| t.trim().parse::<u32>().map_err(|_| bad(&format!("'{t}' is not a whole number")));
         let Some((kind, args)) = s.split_once(':') else {

@@ -3,6 +3,7 @@
 
 use super::item::{item_rng, WorkItem};
 use super::lengths::LengthDist;
+use crate::error::WorkloadError;
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
 use rand::rngs::StdRng;
@@ -21,12 +22,12 @@ pub struct SharedPrefix {
 }
 
 impl SharedPrefix {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), WorkloadError> {
         if !(0.0..=1.0).contains(&self.ratio) {
-            return Err(format!("--shared-prefix-ratio must be between 0 and 1, not {}", self.ratio));
+            return Err(WorkloadError::SharedPrefixRatio(self.ratio));
         }
         if self.count == 0 {
-            return Err("--shared-prefixes must be at least 1".into());
+            return Err(WorkloadError::SharedPrefixes);
         }
         Ok(())
     }

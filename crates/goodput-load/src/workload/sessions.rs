@@ -3,6 +3,7 @@
 
 use super::item::{item_rng, WorkItem};
 use super::lengths::LengthDist;
+use crate::error::{SpecError, WorkloadError};
 use crate::protocol::PromptBody;
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
@@ -33,11 +34,15 @@ impl ThinkTime {
 }
 
 impl FromStr for ThinkTime {
-    type Err = String;
+    type Err = SpecError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad =
-            |why: String| format!("invalid think time '{s}': {why}; expected 2s, uniform:1s..5s or exponential:2s");
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        let bad = |why: String| SpecError {
+            what: "think time",
+            spec: s.to_owned(),
+            why,
+            expected: "2s, uniform:1s..5s or exponential:2s",
+        };
         let dur =
             |t: &str| humantime::parse_duration(t.trim()).map_err(|_| bad(format!("'{}' is not a duration", t.trim())));
         match s.split_once(':') {
@@ -100,15 +105,16 @@ impl Turns {
 }
 
 impl FromStr for Turns {
-    type Err = String;
+    type Err = SpecError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, SpecError> {
         if s.trim() == "all" {
             return Ok(Turns::All);
         }
-        s.parse().map(Turns::Drawn).map_err(|e: String| {
-            e.replace("invalid length", "invalid turn count")
-                .replace("expected 128", "expected all (a dataset's own), 3")
+        s.parse().map(Turns::Drawn).map_err(|e: SpecError| SpecError {
+            what: "turn count",
+            expected: "all (a dataset's own), 3, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA",
+            ..e
         })
     }
 }
@@ -128,14 +134,11 @@ impl Sessions {
     /// Session `s`'s turn count (at most `available`, the questions its
     /// conversation holds, when bounded), and the think time before each
     /// turn after the first: a pure function of the seed and `s`.
-    pub fn shape(&self, seed: u64, s: u64, available: Option<u32>) -> Result<(u32, Vec<Duration>), String> {
+    pub fn shape(&self, seed: u64, s: u64, available: Option<u32>) -> Result<(u32, Vec<Duration>), WorkloadError> {
         let mut rng = item_rng(seed ^ SESSION_SALT, s);
         let drawn = match &self.turns {
             Turns::Drawn(d) => d.sample(&mut rng).max(1),
-            Turns::All => available.ok_or(
-                "--turns all plays each ShareGPT conversation's own turns; synthetic questions need a count \
-                 (--turns 3, or uniform:2..6)",
-            )?,
+            Turns::All => available.ok_or(WorkloadError::TurnsAllNeedsConversations)?,
         };
         let turns = drawn.min(available.unwrap_or(u32::MAX)).max(1);
         let think = (1..turns).map(|_| self.think.sample(&mut rng)).collect();

@@ -5,6 +5,7 @@ use super::dataset::DatasetEntry;
 use super::item::{item_rng, WorkItem};
 use super::lengths::LengthDist;
 use super::prompts::{draw_lengths, synthetic_item, synthetic_question, Lengths, SharedPrefix, QUESTION_SALT};
+use crate::error::WorkloadError;
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
 use rand::rngs::StdRng;
@@ -57,7 +58,7 @@ impl Workload {
     /// alone: a [`Conversation`] puts the history before it. Synthetic
     /// questions carry the shared prefix on the opening turn, if any; a
     /// dataset's are its conversation's human turns.
-    pub fn question(&self, s: u64, turn: u32) -> Result<WorkItem, String> {
+    pub fn question(&self, s: u64, turn: u32) -> Result<WorkItem, WorkloadError> {
         match self {
             Workload::Synthetic { input, output, seed, tokenizer, shared_prefix } => {
                 let (mut rng, l) = synthetic_question(*seed, input, output, shared_prefix.as_ref(), s, turn);
@@ -69,13 +70,9 @@ impl Workload {
                 let (prompt, max_tokens) = match turn.checked_sub(1) {
                     None => match &e.prompt {
                         PromptBody::Text(t) => (t.clone(), e.max_tokens),
-                        _ => {
-                            return Err("a JSONL entry of chat messages is one request; multi-turn sessions from a \
-                                        dataset need ShareGPT conversations (or prompts as {\"prompt\": …})"
-                                .into())
-                        }
+                        _ => return Err(WorkloadError::MessagesAsSession),
                     },
-                    Some(k) => e.follow_ups.get(k as usize).cloned().ok_or("the conversation has no more questions")?,
+                    Some(k) => e.follow_ups.get(k as usize).cloned().ok_or(WorkloadError::NoMoreQuestions)?,
                 };
                 let max_tokens = match output {
                     Some(d) => Some(d.sample(&mut item_rng(*seed ^ QUESTION_SALT, s ^ u64::from(turn) << 48))),
@@ -88,7 +85,7 @@ impl Workload {
                     session: None,
                 })
             }
-            Workload::Trace { .. } => Err("--trace replays single requests: drop --turns".into()),
+            Workload::Trace { .. } => Err(WorkloadError::TraceAsSessions),
         }
     }
 
@@ -105,13 +102,11 @@ impl Workload {
 
     /// Whether sessions can be held: a dataset must hold conversations of
     /// more than one question.
-    pub fn check_sessions(&self) -> Result<(), String> {
+    pub fn check_sessions(&self) -> Result<(), WorkloadError> {
         match self {
-            Workload::Dataset { entries, .. } if entries.iter().all(|e| e.follow_ups.is_empty()) => Err(
-                "the dataset holds no conversation of more than one question: --turns needs ShareGPT conversations \
-                 with several human turns, or synthetic questions (drop --dataset)"
-                    .into(),
-            ),
+            Workload::Dataset { entries, .. } if entries.iter().all(|e| e.follow_ups.is_empty()) => {
+                Err(WorkloadError::NoConversations)
+            }
             _ => Ok(()),
         }
     }

@@ -33,11 +33,11 @@ fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
     // A dataset of chat messages brings no questions.
     let msgs = PromptBody::Messages(vec![serde_json::json!({"role": "user", "content": "x"})]);
     let d = Workload::dataset(vec![DatasetEntry { prompt: msgs, max_tokens: None, follow_ups: vec![] }], None, 0);
-    assert!(d.question(0, 0).unwrap_err().contains("ShareGPT"));
+    assert!(d.question(0, 0).unwrap_err().to_string().contains("ShareGPT"));
     let all = Sessions { turns: Turns::All, think: ThinkTime::Fixed(Duration::ZERO) };
-    assert!(all.shape(0, 0, None).unwrap_err().contains("--turns all"));
+    assert!(all.shape(0, 0, None).unwrap_err().to_string().contains("--turns all"));
     assert_eq!("all".parse::<Turns>().unwrap(), Turns::All);
-    assert!("x".parse::<Turns>().unwrap_err().contains("invalid turn count"));
+    assert!("x".parse::<Turns>().unwrap_err().to_string().contains("invalid turn count"));
 
     // Turn counts and think times per session.
     let s = Sessions {
@@ -65,7 +65,7 @@ fn think_times_parse_and_print() {
         assert_eq!(t.to_string().parse::<ThinkTime>().unwrap(), want, "{text} round-trips");
     }
     for bad in ["2", "uniform:3s..1s", "gamma:2s", "uniform:1s"] {
-        let e = bad.parse::<ThinkTime>().unwrap_err();
+        let e = bad.parse::<ThinkTime>().unwrap_err().to_string();
         assert!(e.contains("expected 2s, uniform:1s..5s or exponential:2s"), "{e}");
     }
 }
@@ -77,7 +77,7 @@ fn parses_length_specs() {
     assert_eq!("normal:512,128".parse(), Ok(LengthDist::Normal { mean: 512.0, std: 128.0 }));
     assert_eq!("lognormal:300,0.5".parse(), Ok(LengthDist::LogNormal { mean: 300.0, sigma: 0.5 }));
     for bad in ["0", "abc", "uniform:9..3", "normal:5", "zipf:1,2", "lognormal:-1,1", "uniform:1-3"] {
-        let e = bad.parse::<LengthDist>().unwrap_err();
+        let e = bad.parse::<LengthDist>().unwrap_err().to_string();
         assert!(e.contains("expected 128"), "{bad}: {e}");
     }
     for s in ["128", "uniform:64..256", "normal:512,128", "lognormal:300,0.5"] {
@@ -225,9 +225,9 @@ fn jsonl_and_sharegpt_datasets() {
 
     let bad = dir.path().join("b.jsonl");
     std::fs::write(&bad, "{\"prompt\":\"ok\"}\n{\"text\":\"no\"}\n").unwrap();
-    let err = load_dataset(&bad, None).unwrap_err();
+    let err = load_dataset(&bad, None).unwrap_err().to_string();
     assert!(err.contains("line 2") && err.contains("\"prompt\""), "{err}");
-    let missing = load_dataset(Path::new("/nonexistent/x.jsonl"), None).unwrap_err();
+    let missing = load_dataset(Path::new("/nonexistent/x.jsonl"), None).unwrap_err().to_string();
     assert!(missing.contains("cannot read dataset"), "{missing}");
 }
 

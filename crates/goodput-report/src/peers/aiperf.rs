@@ -10,7 +10,7 @@
 //! `common/models/record_models.py`: a content response is one with
 //! output, role-only, empty and usage-only chunks left out.
 
-use super::{common_not_recomputed, common_notes, failure_kind, nanos, ImportInfo, Parsed};
+use super::{common_not_recomputed, common_notes, failure_kind, nanos, ImportError, ImportInfo, Parsed};
 use goodput_core::config::{LoadConfig, Rate};
 use goodput_core::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, Target,
@@ -49,15 +49,12 @@ fn ns(m: &Value, unit: &str) -> Option<f64> {
 }
 
 /// Says that line `line` of `name` is not as AIPerf writes it, and what to pass.
-fn bad(name: &str, line: usize, what: &str) -> String {
-    format!(
-        "{name} line {line}: {what}: the file is damaged or from an AIPerf this goodput does not know; \
-         pass the profile_export.jsonl AIPerf wrote (aiperf profile, any --export-level)"
-    )
+fn bad(name: &str, line: usize, what: &str) -> ImportError {
+    ImportError::Aiperf { file: name.to_owned(), line, what: what.to_owned() }
 }
 
 /// A metadata time in nanoseconds, or an error naming it.
-fn stamp(name: &str, line: usize, v: &Value, k: &str) -> Result<u64, String> {
+fn stamp(name: &str, line: usize, v: &Value, k: &str) -> Result<u64, ImportError> {
     v["metadata"][k].as_u64().ok_or_else(|| bad(name, line, &format!("metadata.{k} is not a time in nanoseconds")))
 }
 
@@ -68,7 +65,7 @@ struct Counts {
     no_queue: usize,
 }
 
-pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<Parsed, String> {
+pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<Parsed, ImportError> {
     let lines = read_lines(name, text)?;
     let mut origin = u64::MAX;
     for (line, v) in &lines {
@@ -100,7 +97,7 @@ pub(super) fn parse(name: &str, text: &str, summary: Option<&Value>) -> Result<P
 }
 
 /// The file's records, each a JSON object with `metadata` and `metrics`.
-fn read_lines(name: &str, text: &str) -> Result<Vec<(usize, Value)>, String> {
+fn read_lines(name: &str, text: &str) -> Result<Vec<(usize, Value)>, ImportError> {
     let mut lines = Vec::new();
     for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(l).map_err(|e| bad(name, i + 1, &format!("not JSON ({e})")))?;
@@ -114,11 +111,18 @@ fn read_lines(name: &str, text: &str) -> Result<Vec<(usize, Value)>, String> {
 
 /// One request's record: its times on a clock whose zero is the first
 /// send, its counts, its content responses as chunks, and its outcome.
-fn record(name: &str, id: usize, line: usize, v: &Value, origin: u64, c: &mut Counts) -> Result<RequestRecord, String> {
+fn record(
+    name: &str,
+    id: usize,
+    line: usize,
+    v: &Value,
+    origin: u64,
+    c: &mut Counts,
+) -> Result<RequestRecord, ImportError> {
     let md = &v["metadata"];
     let m = &v["metrics"];
     // A metric's value in nanoseconds, or its absence.
-    let time = |k: &str| -> Result<Option<Duration>, String> {
+    let time = |k: &str| -> Result<Option<Duration>, ImportError> {
         match m.get(k) {
             None | Some(Value::Null) => Ok(None),
             Some(x) => {

@@ -8,7 +8,7 @@
 //! text; only the first and the last are timed, and its ITL is one mean gap
 //! per request, (last − first)/(n − 1).
 
-use super::{common_not_recomputed, common_notes, secs, ImportInfo, Parsed};
+use super::{common_not_recomputed, common_notes, secs, ImportError, ImportInfo, Parsed};
 use goodput_core::config::{LoadConfig, Rate};
 use goodput_core::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord, Target,
@@ -25,11 +25,8 @@ pub(super) fn is(v: &Value) -> bool {
 }
 
 /// Says that `name`'s `what` is not as GuideLLM writes it, and what to pass.
-fn bad(name: &str, what: &str) -> String {
-    format!(
-        "{name} is a GuideLLM benchmarks report whose {what}: the file is damaged or from a GuideLLM this \
-         goodput does not know; pass the benchmarks.json GuideLLM wrote (guidellm run --output kind=json)"
-    )
+fn bad(name: &str, what: &str) -> ImportError {
+    ImportError::GuideLlm { file: name.to_owned(), what: what.to_owned() }
 }
 
 /// Requests whose iterations did not match their tokens, as the notes tell.
@@ -48,7 +45,7 @@ fn time(r: &Value, k: &str) -> Option<f64> {
     r["info"]["timings"][k].as_f64()
 }
 
-pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
+pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     let b = benchmark(name, v)?;
     let (all, origin) = requests_in_order(name, b)?;
     let (records, counts) = records(name, &all, origin)?;
@@ -85,22 +82,18 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
 }
 
 /// The file's one benchmark: several (a sweep) are refused.
-fn benchmark<'a>(name: &str, v: &'a Value) -> Result<&'a Value, String> {
+fn benchmark<'a>(name: &str, v: &'a Value) -> Result<&'a Value, ImportError> {
     let benchmarks = v["benchmarks"].as_array().expect("is() saw a list");
     match &benchmarks[..] {
         [b] => Ok(b),
-        [] => Err(format!("{name} is a GuideLLM benchmarks report with no benchmark in it: nothing to read")),
-        many => Err(format!(
-            "{name} is a GuideLLM benchmarks report of {} benchmarks (a sweep, or several rates or streams); \
-             goodput reads one run a file: run GuideLLM with one rate or stream count per --output file",
-            many.len()
-        )),
+        [] => Err(ImportError::GuideLlmEmpty { file: name.to_owned() }),
+        many => Err(ImportError::GuideLlmSeveral { file: name.to_owned(), count: many.len() }),
     }
 }
 
 /// Every request (successful, errored, incomplete) in the order sent, and
 /// the first send: the records' clock zero.
-fn requests_in_order<'a>(name: &str, b: &'a Value) -> Result<(Vec<Request<'a>>, f64), String> {
+fn requests_in_order<'a>(name: &str, b: &'a Value) -> Result<(Vec<Request<'a>>, f64), ImportError> {
     let groups = b.get("requests").ok_or_else(|| bad(name, "benchmark has no \"requests\""))?;
     let mut all: Vec<Request> = Vec::new();
     for status in ["successful", "errored", "incomplete"] {
@@ -123,12 +116,12 @@ fn requests_in_order<'a>(name: &str, b: &'a Value) -> Result<(Vec<Request<'a>>, 
 }
 
 /// A record per request, its first and last iterations as its chunks.
-fn records(name: &str, all: &[Request], origin: f64) -> Result<(Vec<RequestRecord>, Counts), String> {
+fn records(name: &str, all: &[Request], origin: f64) -> Result<(Vec<RequestRecord>, Counts), ImportError> {
     let mut c = Counts::default();
     let mut records = Vec::with_capacity(all.len());
     for (id, (status, r)) in all.iter().enumerate() {
         let at = |k: &'static str| move || bad(name, &format!("request {id}'s {k} is before its start"));
-        let rel = |k: &'static str| -> Result<Option<std::time::Duration>, String> {
+        let rel = |k: &'static str| -> Result<Option<std::time::Duration>, ImportError> {
             time(r, k).map(|t| secs(t - origin, at(k))).transpose()
         };
         let sent = match rel("request_start")? {

@@ -10,8 +10,11 @@
 //! same).
 
 mod aiperf;
+mod error;
 mod guidellm;
 mod vllm;
+
+pub use error::ImportError;
 
 use goodput_core::assemble::{assemble, Assembly};
 use goodput_core::config::LoadConfig;
@@ -37,7 +40,7 @@ pub fn import_info(run: &RunResult) -> Option<&ImportInfo> {
 
 /// Refuses an SLO that judges a figure `import`'s file cannot give: the
 /// records would answer it with times they do not hold.
-pub fn check_slo(import: &ImportInfo, slo: &goodput_core::Slo) -> Result<(), String> {
+pub fn check_slo(import: &ImportInfo, slo: &goodput_core::Slo) -> Result<(), ImportError> {
     let metrics = slo.limits.iter().map(|l| l.metric).chain(slo.objectives.iter().map(|o| o.metric));
     for m in metrics {
         let field = match m {
@@ -46,12 +49,7 @@ pub fn check_slo(import: &ImportInfo, slo: &goodput_core::Slo) -> Result<(), Str
             _ => continue,
         };
         if import.not_recomputed.iter().any(|n| n == field) {
-            return Err(format!(
-                "--slo judges {}, which {}'s file cannot give (its warnings say why): judge this run on what \
-                     it holds, e.g. ttft, tpot or e2e",
-                m.as_str(),
-                import.tool
-            ));
+            return Err(ImportError::SloNotInFile { metric: m.as_str().to_owned(), tool: import.tool.clone() });
         }
     }
     Ok(())
@@ -154,7 +152,7 @@ struct Parsed {
 /// Reads `text` (the contents of `path`) as one of the tools' results:
 /// `Ok(None)` when it is none of them, an error naming the problem and
 /// its fix when it is one but cannot be read.
-pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, String> {
+pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError> {
     let name = path.display().to_string();
     let parsed = match serde_json::from_str::<Value>(text) {
         Ok(v) if v.get("schema").is_some() => return Ok(None),
@@ -162,12 +160,10 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, String> {
         Ok(v) if guidellm::is(&v) => guidellm::parse(&name, &v)?,
         Ok(v) if aiperf::is_summary(&v) => {
             let records = path.with_file_name("profile_export.jsonl");
-            let text = std::fs::read_to_string(&records).map_err(|e| {
-                format!(
-                    "{name} is AIPerf's summary, which holds no per-request records, and its records file {} \
-                     cannot be read ({e}): pass the profile_export.jsonl AIPerf wrote beside it",
-                    records.display()
-                )
+            let text = std::fs::read_to_string(&records).map_err(|e| ImportError::AiperfNoRecords {
+                file: name.clone(),
+                records: records.display().to_string(),
+                error: e.to_string(),
             })?;
             aiperf::parse(&records.display().to_string(), &text, Some(&v))?
         }
@@ -211,7 +207,7 @@ fn build(p: Parsed) -> RunResult {
 }
 
 /// Seconds as a duration, refusing what no time can be.
-fn secs(x: f64, what: impl FnOnce() -> String) -> Result<Duration, String> {
+fn secs<E>(x: f64, what: impl FnOnce() -> E) -> Result<Duration, E> {
     // A float difference of equal stamps can come out a hair below zero.
     if x.is_finite() && x > -1e-9 {
         Ok(Duration::from_secs_f64(x.max(0.0)))
@@ -221,7 +217,7 @@ fn secs(x: f64, what: impl FnOnce() -> String) -> Result<Duration, String> {
 }
 
 /// Nanoseconds (possibly fractional) as a duration.
-fn nanos(x: f64, what: impl FnOnce() -> String) -> Result<Duration, String> {
+fn nanos<E>(x: f64, what: impl FnOnce() -> E) -> Result<Duration, E> {
     if x.is_finite() && x > -1.0 {
         Ok(Duration::from_nanos(x.max(0.0).round() as u64))
     } else {
@@ -297,9 +293,9 @@ mod tests {
     fn times_refuse_what_no_time_can_be() {
         assert_eq!(secs(0.5, String::new), Ok(Duration::from_millis(500)));
         assert_eq!(secs(-1e-12, String::new), Ok(Duration::ZERO));
-        assert!(secs(-0.1, || "negative".into()).is_err());
-        assert!(secs(f64::NAN, || "nan".into()).is_err());
-        assert!(nanos(f64::INFINITY, || "inf".into()).is_err());
+        assert!(secs(-0.1, || "negative").is_err());
+        assert!(secs(f64::NAN, || "nan").is_err());
+        assert!(nanos(f64::INFINITY, || "inf").is_err());
         assert_eq!(nanos(1.6, String::new), Ok(Duration::from_nanos(2)));
     }
 }

@@ -11,7 +11,7 @@
 //! `prompt_tokens`, else the dataset's count. Older versions save no
 //! `start_times`.
 
-use super::{common_not_recomputed, common_notes, failure_kind, secs, ImportInfo, Parsed};
+use super::{common_not_recomputed, common_notes, failure_kind, secs, ImportError, ImportInfo, Parsed};
 use goodput_core::config::{LoadConfig, Rate};
 use goodput_core::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, Target,
@@ -43,20 +43,14 @@ struct Lists<'a> {
 }
 
 /// Says that `name`'s `what` is not as vLLM writes it, and how to save it again.
-fn bad(name: &str, what: &str) -> String {
-    format!(
-        "{name} is a vLLM bench serve result whose {what}: the file is damaged or from a vLLM this goodput \
-         does not know; save it again with `vllm bench serve --save-result --save-detailed`"
-    )
+fn bad(name: &str, what: &str) -> ImportError {
+    ImportError::Vllm { file: name.to_owned(), what: what.to_owned() }
 }
 
-pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
+pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     let o = v.as_object().expect("is() saw an object");
     if !o.contains_key("ttfts") {
-        return Err(format!(
-            "{name} is a vLLM bench serve result saved without --save-detailed: it holds vLLM's summary but no \
-             per-request times, so goodput cannot recompute it; run vLLM again with --save-result --save-detailed"
-        ));
+        return Err(ImportError::VllmNotDetailed { file: name.to_owned() });
     }
     let l = lists(name, o)?;
     let (records, more_payloads_than_tokens) = records(name, &l)?;
@@ -87,8 +81,8 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, String> {
 }
 
 /// The per-request lists, each a list and all of one length.
-fn lists<'a>(name: &str, o: &'a Map<String, Value>) -> Result<Lists<'a>, String> {
-    let list = |k: &str| -> Result<&'a Vec<Value>, String> {
+fn lists<'a>(name: &str, o: &'a Map<String, Value>) -> Result<Lists<'a>, ImportError> {
+    let list = |k: &str| -> Result<&'a Vec<Value>, ImportError> {
         o.get(k).and_then(Value::as_array).ok_or_else(|| bad(name, &format!("\"{k}\" is not a list")))
     };
     let (ttfts, itls, output_lens, input_lens) =
@@ -110,11 +104,11 @@ fn lists<'a>(name: &str, o: &'a Map<String, Value>) -> Result<Lists<'a>, String>
 
 /// A record per request, on a clock whose zero is the first send, and how
 /// many requests had more payloads than output tokens.
-fn records(name: &str, l: &Lists) -> Result<(Vec<RequestRecord>, usize), String> {
-    let num = |list: &[Value], i: usize, k: &str| -> Result<f64, String> {
+fn records(name: &str, l: &Lists) -> Result<(Vec<RequestRecord>, usize), ImportError> {
+    let num = |list: &[Value], i: usize, k: &str| -> Result<f64, ImportError> {
         list[i].as_f64().ok_or_else(|| bad(name, &format!("\"{k}\"[{i}] is not a number")))
     };
-    let count = |list: &[Value], i: usize, k: &str| -> Result<u64, String> {
+    let count = |list: &[Value], i: usize, k: &str| -> Result<u64, ImportError> {
         list[i].as_u64().ok_or_else(|| bad(name, &format!("\"{k}\"[{i}] is not a whole number ≥ 0")))
     };
     let origin = match l.starts {

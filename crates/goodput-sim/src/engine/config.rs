@@ -59,7 +59,7 @@ impl EngineConfig {
             enable_prefix_caching: true,
             num_gpu_blocks_override: None,
             calibration,
-            chat_template: ChatTemplate::for_model(&model),
+            chat_template: model.chat_template(),
             model,
         }
     }

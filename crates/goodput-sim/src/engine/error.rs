@@ -1,7 +1,6 @@
 //! The one error type of the engine model. Every message names the problem and
 //! the fix, because these errors reach users of `serve` and `estimate` as is.
 
-use super::catalog::Precision;
 use std::path::PathBuf;
 
 /// What can go wrong when building or driving the simulated engine.
@@ -23,7 +22,9 @@ pub enum Error {
     UnknownKvCacheDtype(String),
 
     #[error("{gpu} has no FP8 tensor cores, so --precision {precision} cannot run on it; use bf16, int8 or int4")]
-    PrecisionUnsupported { gpu: String, precision: Precision },
+    /// `precision` as `--precision` names it (the error stays beneath the
+    /// catalog, which returns it).
+    PrecisionUnsupported { gpu: String, precision: String },
 
     #[error("cannot read model config {}: {message}", path.display())]
     ModelConfigRead { path: PathBuf, message: String },
@@ -39,7 +40,7 @@ pub enum Error {
     ModelDoesNotFit {
         model: String,
         gpu: String,
-        precision: Precision,
+        precision: String,
         tp: u32,
         gpu_memory_utilization: f64,
         weights_gib: f64,

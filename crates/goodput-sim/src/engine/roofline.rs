@@ -38,7 +38,7 @@ pub fn kv_capacity(cfg: &EngineConfig) -> Result<KvCapacity, Error> {
         return Err(Error::ModelDoesNotFit {
             model: cfg.model.name.clone(),
             gpu: cfg.gpu.name.clone(),
-            precision: cfg.precision,
+            precision: cfg.precision.to_string(),
             tp: cfg.tp,
             gpu_memory_utilization: cfg.gpu_memory_utilization,
             weights_gib: cap.weight_bytes_per_gpu / GIB,

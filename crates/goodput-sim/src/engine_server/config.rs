@@ -57,7 +57,7 @@ impl EngineServerConfig {
                 h.0
             )));
         }
-        self.faults.validate().map_err(Error::InvalidConfig)
+        self.faults.validate().map_err(|e| Error::InvalidConfig(e.to_string()))
     }
 
     /// Every name the server answers to, the base model's first.

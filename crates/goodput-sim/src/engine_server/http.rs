@@ -54,7 +54,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let arrived = Instant::now();
     let req = match GenerationRequest::parse(route, &body) {
         Ok(r) => r,
-        Err(msg) => return error_response(route, StatusCode::BAD_REQUEST, &msg),
+        Err(e) => return error_response(route, StatusCode::BAD_REQUEST, &e.to_string()),
     };
     // TGI and llama.cpp serve one model and read no name; the others refuse
     // a name they do not serve, as vLLM and Ollama do.

@@ -2,8 +2,8 @@
 //! route's protocol.
 
 use super::route::Route;
-use super::tokens::{token_id, word};
 use super::usage::Usage;
+use crate::tokens::{token_id, word};
 use bytes::Bytes;
 use serde_json::{json, Value};
 use std::fmt::Write;

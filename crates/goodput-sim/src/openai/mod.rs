@@ -13,14 +13,15 @@ mod bodies;
 mod chunks;
 mod request;
 mod route;
-mod tokens;
 mod usage;
 
 pub use bodies::{error_response, info_body, models_body, tags_body, unix_now};
 pub use chunks::ChunkWriter;
-pub use request::{GenerationRequest, OllamaOptions, StreamOptions, TgiParameters};
+pub use request::{GenerationRequest, OllamaOptions, RequestError, StreamOptions, TgiParameters};
 pub use route::{error_body, Route};
-pub use tokens::{count_tokens, output_ids, token_id, token_ids, word};
+// The simulator's tokenizer lives beneath both this front and the chat
+// templates (crate::tokens); its names stay reachable here.
+pub use crate::tokens::{count_tokens, output_ids, token_id, token_ids, word};
 pub use usage::Usage;
 
 #[cfg(test)]

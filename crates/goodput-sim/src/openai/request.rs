@@ -5,6 +5,24 @@ use crate::template::{ChatTemplate, Message};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// Why a request body is refused (with a 400): each message is the one the
+/// server the route copies would give.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("invalid JSON body: {0}")]
+    Json(serde_json::Error),
+    #[error("\"messages\" is required and must not be empty")]
+    NoMessages,
+    #[error("\"prompt\" is required")]
+    NoPrompt,
+    /// TGI's own words.
+    #[error("Failed to deserialize the JSON body into the target type: missing field `inputs`")]
+    NoInputs,
+    /// Anthropic's own words.
+    #[error("max_tokens: Field required")]
+    NoMaxTokens,
+}
+
 /// The fields of a completion request that the simulator honours.
 #[derive(Debug, Clone, Deserialize)]
 pub struct GenerationRequest {
@@ -67,21 +85,20 @@ pub struct StreamOptions {
 }
 
 impl GenerationRequest {
-    /// Parses and checks a body for `route`; the error is the message of a 400.
-    pub fn parse(route: Route, body: &[u8]) -> Result<Self, String> {
-        let mut req: GenerationRequest = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+    /// Parses and checks a body for `route`; the error's message is the
+    /// message of a 400.
+    pub fn parse(route: Route, body: &[u8]) -> Result<Self, RequestError> {
+        let mut req: GenerationRequest = serde_json::from_slice(body).map_err(RequestError::Json)?;
         req.route = Some(route);
         match route {
             Route::Chat | Route::Messages | Route::OllamaChat if req.messages.as_ref().is_none_or(|m| m.is_empty()) => {
-                Err("\"messages\" is required and must not be empty".into())
+                Err(RequestError::NoMessages)
             }
             Route::Completions | Route::OllamaGenerate | Route::LlamaCpp if req.prompt.is_none() => {
-                Err("\"prompt\" is required".into())
+                Err(RequestError::NoPrompt)
             }
-            Route::TgiGenerate | Route::TgiGenerateStream if req.inputs.is_none() => {
-                Err("Failed to deserialize the JSON body into the target type: missing field `inputs`".into())
-            }
-            Route::Messages if req.max_tokens.is_none() => Err("max_tokens: Field required".into()),
+            Route::TgiGenerate | Route::TgiGenerateStream if req.inputs.is_none() => Err(RequestError::NoInputs),
+            Route::Messages if req.max_tokens.is_none() => Err(RequestError::NoMaxTokens),
             _ => Ok(req),
         }
     }

@@ -85,7 +85,7 @@ pub struct TargetArgs {
     /// Wait up to this long for the server to be ready (its /health, or its model list, answering 2xx) before the run: for a server still starting or loading its model.
     #[arg(long, value_parser = parse_duration)]
     pub wait_ready: Option<Duration>,
-    /// After Ctrl-C or SIGTERM, how long in-flight requests may finish before they are cancelled.
+    /// After Ctrl-C or SIGTERM, or once --duration has ended sending, how long in-flight requests may finish before they are cancelled.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
     /// HTTP stack: `auto` reads http:// servers with goodput's own HTTP/1.1 client (each stream's task reads its socket) and uses reqwest for https and proxies; `reqwest` uses reqwest for everything.

@@ -2,6 +2,7 @@
 //! windows, headers, SLOs. Each error names the value and the form it takes.
 
 use goodput_core::Slo;
+use goodput_load::error::SpecError;
 use goodput_load::{LengthDist, ThinkTime, Turns};
 use std::time::Duration;
 
@@ -115,15 +116,15 @@ pub fn parse_warmup(s: &str) -> Result<WarmupArg, String> {
         .map_err(|_| format!("invalid warm-up '{s}': give a request count (10) or a time (30s)"))
 }
 
-pub fn parse_length(s: &str) -> Result<LengthDist, String> {
+pub fn parse_length(s: &str) -> Result<LengthDist, SpecError> {
     s.parse()
 }
 
-pub fn parse_turns(s: &str) -> Result<Turns, String> {
+pub fn parse_turns(s: &str) -> Result<Turns, SpecError> {
     s.parse()
 }
 
-pub fn parse_think_time(s: &str) -> Result<ThinkTime, String> {
+pub fn parse_think_time(s: &str) -> Result<ThinkTime, SpecError> {
     s.parse()
 }
 

@@ -202,9 +202,10 @@ impl GpuSpec {
     /// run at the BF16 peak.
     pub fn peak_flops(&self, precision: Precision) -> Result<f64, Error> {
         let tflops = match precision {
-            Precision::Fp8 => {
-                self.fp8_tflops.ok_or_else(|| Error::PrecisionUnsupported { gpu: self.name.clone(), precision })?
-            }
+            Precision::Fp8 => self.fp8_tflops.ok_or_else(|| Error::PrecisionUnsupported {
+                gpu: self.name.clone(),
+                precision: precision.to_string(),
+            })?,
             Precision::Bf16 | Precision::Int8 | Precision::Int4 => self.bf16_tflops,
         };
         Ok(tflops * 1e12)

@@ -4,6 +4,7 @@
 use super::names::normalise;
 use super::precision::{KvCacheDtype, Precision};
 use crate::engine::error::Error;
+use crate::template::ChatTemplate;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -138,6 +139,12 @@ const VARIANT_SUFFIXES: [&str; 12] = [
 ];
 
 impl ModelSpec {
+    /// The chat template the model's name and vocabulary point to (what
+    /// `--chat-template auto` picks).
+    pub fn chat_template(&self) -> ChatTemplate {
+        ChatTemplate::for_model(&self.name, self.vocab_size)
+    }
+
     /// Looks a shipped model up by name, case-insensitively; Hugging Face ids
     /// work too (`meta-llama/Llama-3.1-8B-Instruct`), and Llama 3 and 3.3 map
     /// to the Llama 3.1 architecture of the same size.
