@@ -82,16 +82,15 @@ pub enum PlanError {
     #[error("give --concurrency N (closed loop) and/or --rate R (open loop)")]
     NoLoop,
     #[error(
-        "--shard {index}/{count}: the index counts from 0 and stays below the number of shards (0/{n} … {last}/{n})",
-        n = (*count).max(1),
-        last = (*count).max(1) - 1
+        "--shard {index}/{count}: the index counts from 0 and stays below the number of shards (0/{count} … {last}/{count})",
+        last = count.saturating_sub(1)
     )]
     ShardIndex { index: u32, count: u32 },
     #[error(
-        "--concurrency {concurrency} cannot be shared by {count} shards, each of which needs a user at least: give \
-         -c {count} or more, or fewer shards"
+        "--concurrency {concurrency} cannot be shared by {shards} shards, each of which needs a user at least: give \
+         -c {shards} or more, or fewer shards"
     )]
-    ShardUsers { concurrency: usize, count: u32 },
+    ShardWithoutUser { concurrency: usize, shards: u32 },
 }
 
 /// A distribution written on the command line (`--input-tokens`,

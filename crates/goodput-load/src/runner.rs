@@ -203,7 +203,7 @@ impl LoadPlan {
                 return Err(PlanError::ShardIndex { index: s.index, count: s.count });
             }
             if let Some(c) = self.concurrency.filter(|c| (*c as u64) < u64::from(s.count)) {
-                return Err(PlanError::ShardUsers { concurrency: c, count: s.count });
+                return Err(PlanError::ShardWithoutUser { concurrency: c, shards: s.count });
             }
         }
         Ok(())
@@ -1194,6 +1194,7 @@ mod tests {
     fn a_shard_must_be_one_of_its_count_and_have_a_user() {
         let shard = |index, count| Some(Shard { index, count });
         let p = LoadPlan { concurrency: Some(4), shard: shard(3, 3), ..plan() };
+        assert_eq!(p.validate(), Err(PlanError::ShardIndex { index: 3, count: 3 }));
         assert!(p.validate().unwrap_err().to_string().contains("0/3 … 2/3"), "{}", p.validate().unwrap_err());
         let p = LoadPlan { concurrency: Some(2), shard: shard(0, 3), ..plan() };
         assert!(p.validate().unwrap_err().to_string().contains("-c 3 or more"));

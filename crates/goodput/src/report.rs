@@ -135,7 +135,7 @@ pub fn saved_options(
         }
     }
     if let (Some(import), Some(slo)) = (goodput_report::peers::import_info(run), &opts.slo) {
-        goodput_report::peers::check_slo(import, slo).map_err(|e| anyhow!(e))?;
+        goodput_report::peers::check_slo(import, slo)?;
     }
     if opts.cost.is_none() {
         if let Some(c) = &run.cost {

@@ -538,45 +538,6 @@ fn ctrl_c_stops_and_still_writes_the_result() {
     assert_eq!(lines, v["summary"]["requests"]["sent"].as_u64().unwrap(), "every sent request has its record");
 }
 
-/// A timed run stops sending at its duration, gives the requests still in
-/// flight `--grace`, then cancels them: against a server that holds every
-/// third request for a minute, a 1 s run with a 500 ms grace ends in seconds
-/// (it waited the whole minute before), its held requests recorded as
-/// cancelled no earlier than the duration and grace allow, and its window
-/// ends with them.
-#[test]
-fn a_timed_run_cancels_what_is_still_in_flight_a_grace_after_its_duration() {
-    let (_rt, url) = fixed_server(goodput_sim::fixed::FixedProfile {
-        ttft: Duration::from_millis(20),
-        itl: Duration::from_millis(2),
-        slow_every: Some((3, Duration::from_secs(60))),
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
-    let started = std::time::Instant::now();
-    goodput()
-        .args(["bench", "-q", "--no-metrics", "--url", &url, "-c", "2", "--duration", "1s", "--grace", "500ms"])
-        .args(["--output-tokens", "4"])
-        .writing(&out, &rec)
-        .assert()
-        .success();
-    assert!(started.elapsed() < Duration::from_secs(30), "the run waited for a held request");
-    let v = read_json(&out);
-    assert_eq!(v["interrupted"], false, "the duration ended the run, not a stop");
-    let requests = &v["summary"]["requests"];
-    assert!(requests["completed"].as_u64().unwrap() >= 1, "{requests}");
-    assert!(requests["cancelled"].as_u64().unwrap() >= 1, "{requests}");
-    let cancelled: Vec<_> =
-        records(&rec).into_iter().filter(|r| r.outcome == goodput_core::Outcome::Cancelled).collect();
-    assert_eq!(cancelled.len() as u64, requests["cancelled"].as_u64().unwrap());
-    for r in &cancelled {
-        assert!(r.end >= Duration::from_millis(1500), "cancelled at {:?}, before the duration and grace", r.end);
-    }
-    let end_s = v["window"]["end_s"].as_f64().unwrap();
-    assert!((1.5..30.0).contains(&end_s), "window ends at {end_s} s");
-}
-
 /// SIGTERM (how Kubernetes stops a pod, and `timeout` a command) stops a
 /// run as Ctrl-C does: no new requests, the in-flight ones get --grace, and
 /// the result is written, marked interrupted, well within the 30 s a pod is
@@ -628,6 +589,45 @@ fn sigterm_stops_the_run_and_still_writes_the_result() {
     let lines = std::fs::read_to_string(&rec).unwrap().lines().count() as u64;
     assert_eq!(lines, run.summary.requests.sent, "every sent request has its record");
     goodput().arg("report").arg(&out).arg("--records").arg(&rec).args(["-o", "-"]).assert().success();
+}
+
+/// A timed run stops sending at its duration, gives the requests still in
+/// flight `--grace`, then cancels them: against a server that holds every
+/// third request for a minute, a 1 s run with a 500 ms grace ends in seconds
+/// (it waited the whole minute before), its held requests recorded as
+/// cancelled no earlier than the duration and grace allow, and its window
+/// ends with them.
+#[test]
+fn a_timed_run_cancels_what_is_still_in_flight_a_grace_after_its_duration() {
+    let (_rt, url) = fixed_server(goodput_sim::fixed::FixedProfile {
+        ttft: Duration::from_millis(20),
+        itl: Duration::from_millis(2),
+        slow_every: Some((3, Duration::from_secs(60))),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let started = std::time::Instant::now();
+    goodput()
+        .args(["bench", "-q", "--no-metrics", "--url", &url, "-c", "2", "--duration", "1s", "--grace", "500ms"])
+        .args(["--output-tokens", "4"])
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    assert!(started.elapsed() < Duration::from_secs(30), "the run waited for a held request");
+    let v = read_json(&out);
+    assert_eq!(v["interrupted"], false, "the duration ended the run, not a stop");
+    let requests = &v["summary"]["requests"];
+    assert!(requests["completed"].as_u64().unwrap() >= 1, "{requests}");
+    assert!(requests["cancelled"].as_u64().unwrap() >= 1, "{requests}");
+    let cancelled: Vec<_> =
+        records(&rec).into_iter().filter(|r| r.outcome == goodput_core::Outcome::Cancelled).collect();
+    assert_eq!(cancelled.len() as u64, requests["cancelled"].as_u64().unwrap());
+    for r in &cancelled {
+        assert!(r.end >= Duration::from_millis(1500), "cancelled at {:?}, before the duration and grace", r.end);
+    }
+    let end_s = v["window"]["end_s"].as_f64().unwrap();
+    assert!((1.5..30.0).contains(&end_s), "window ends at {end_s} s");
 }
 
 /// Ctrl-C in a live sweep stops the running point (its in-flight requests
