@@ -8,6 +8,7 @@ mod chrf;
 mod exact;
 mod number;
 mod rouge;
+pub mod summary;
 mod text;
 
 pub use bleu::{add_stats, bleu_score, bleu_stats, tokenize_13a, BleuStats, BLEU_ORDER};
@@ -15,6 +16,7 @@ pub use chrf::{chrf, chrf_score, chrf_stats, ChrfStats, CHRF_ORDER};
 pub use exact::{exact, normalize_answer};
 pub use number::{last_number, number, reference_number};
 pub use rouge::{rouge_l, rouge_tokens};
+pub use summary::{summarize, Consistency, ModelQuality, QualityScores, QualitySummary, ScoreMean};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -13,6 +13,10 @@ pub struct DatasetEntry {
     /// A ShareGPT conversation's later questions, each with the length of
     /// the answer it got: the turns of a session (`--turns`).
     pub follow_ups: Vec<(String, Option<u32>)>,
+    /// What a right answer is (`"reference"`, a string or a list of them;
+    /// `"answer"` is read the same way): the quality scorers compare the
+    /// output with it. Empty when the entry has none.
+    pub reference: Vec<String>,
 }
 
 /// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
@@ -64,7 +68,27 @@ fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
     } else {
         return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)".into());
     };
-    Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new() })
+    let reference = reference_of(v)?;
+    Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new(), reference })
+}
+
+/// An entry's `"reference"` (or `"answer"`): a string, or a list of strings
+/// (any of which is a right answer).
+fn reference_of(v: &Value) -> Result<Vec<String>, String> {
+    let (key, value) = match (v.get("reference"), v.get("answer")) {
+        (Some(r), _) if !r.is_null() => ("reference", r),
+        (_, Some(a)) if !a.is_null() => ("answer", a),
+        _ => return Ok(Vec::new()),
+    };
+    let bad = || format!("\"{key}\" must be a string or a list of strings");
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) if !items.is_empty() => {
+            items.iter().map(|i| i.as_str().map(str::to_owned).ok_or_else(bad)).collect()
+        }
+        Value::Array(_) => Err(format!("\"{key}\" is an empty list: give at least one reference, or leave it out")),
+        _ => Err(bad()),
+    }
 }
 
 fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, String> {
@@ -99,6 +123,7 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
             prompt: PromptBody::Text(prompt.to_owned()),
             max_tokens: Some(reply_tokens(reply)),
             follow_ups,
+            reference: Vec::new(),
         });
     }
     if out.is_empty() && !arr.is_empty() {
