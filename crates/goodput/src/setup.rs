@@ -217,7 +217,7 @@ pub fn workload(
         dataset: w.dataset.as_ref().map(|p| p.display().to_string()),
         tokenizer: w.tokenizer.as_ref().map(|p| p.display().to_string()),
         ignore_eos: w.ignore_eos,
-        score: w.score.as_ref().map(|s| s.iter().map(|x| x.to_string()).collect()),
+        score: w.score.as_ref().map(|s| s.0.iter().map(|x| x.to_string()).collect()),
         keep_text: w.keep_text,
         repeat: (w.repeat > 1).then_some(w.repeat),
         ..Default::default()
@@ -237,7 +237,7 @@ pub fn no_answers(w: &WorkloadArgs, command: &str) -> Result<()> {
 
 /// How answers are scored and what records keep of them.
 pub fn quality_options(w: &WorkloadArgs) -> goodput_load::QualityOptions {
-    goodput_load::QualityOptions { scorers: w.score.clone().unwrap_or_default(), keep_text: w.keep_text }
+    goodput_load::QualityOptions { scorers: w.score.clone().map(|s| s.0).unwrap_or_default(), keep_text: w.keep_text }
 }
 
 /// `workload` sending each prompt `--repeat` times: the copies of a prompt

@@ -126,8 +126,11 @@ const SEED_CHRF: u64 = 0x9a11_0004;
 
 /// The scores of `records` that carry them.
 pub fn scores_of(records: &[&RequestRecord]) -> QualityScores {
-    let scored: Vec<&crate::quality::RequestQuality> =
-        records.iter().filter(|r| r.outcome.is_success()).filter_map(|r| r.quality.as_ref()).collect();
+    // In the load plan's order, whatever order the records came in (a
+    // records file holds them as they completed), so resamples repeat.
+    let mut ok: Vec<&&RequestRecord> = records.iter().filter(|r| r.outcome.is_success()).collect();
+    ok.sort_by_key(|r| r.id);
+    let scored: Vec<&crate::quality::RequestQuality> = ok.iter().filter_map(|r| r.quality.as_ref()).collect();
     let mean = |f: &dyn Fn(&crate::quality::RequestQuality) -> Option<f64>, seed| {
         mean_with_ci(&scored.iter().filter_map(|q| f(q)).collect::<Vec<_>>(), seed)
     };

@@ -256,6 +256,15 @@ pub struct FaultArgs {
     /// Seed for fault draws.
     #[arg(long, default_value_t = 0, help_heading = "Fault injection (seeded)")]
     pub fault_seed: u64,
+    /// Answer every prompt found in this dataset (JSONL with "prompt" or "messages", and "reference" or "answer") with its reference, word by word on the usual schedule; other prompts get the usual synthetic words.
+    #[arg(long, help_heading = "Scripted answers")]
+    pub answers: Option<std::path::PathBuf>,
+    /// With --answers: answer this share of requests (seeded) with another entry's reference.
+    #[arg(long, value_parser = parse_share, default_value_t = 0.0, requires = "answers", help_heading = "Scripted answers")]
+    pub fault_wrong_rate: f64,
+    /// With --answers: each answer, independently with this probability (seeded), leaves its reference at a random word for synthetic words (a nondeterministic server).
+    #[arg(long, value_parser = parse_share, default_value_t = 0.0, requires = "answers", help_heading = "Scripted answers")]
+    pub fault_diverge_rate: f64,
 }
 
 #[derive(Debug, Args)]

@@ -203,7 +203,7 @@ pub struct WorkloadArgs {
     pub tokenizer: Option<PathBuf>,
     /// Score each answer against its dataset entry's "reference" (or "answer") with these scorers: exact, number, rouge-l, bleu, chrf (default: all that apply). Scores go into the records and summary.quality.
     #[arg(long, value_parser = parse_scorers, help_heading = "Quality")]
-    pub score: Option<Vec<goodput_core::quality::Scorer>>,
+    pub score: Option<ScorerList>,
     /// Keep each request's prompt, answer and reference in its record (off by default: they can be private; scores and hashes are kept either way).
     #[arg(long, help_heading = "Quality")]
     pub keep_text: bool,

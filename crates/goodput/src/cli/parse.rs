@@ -48,8 +48,12 @@ pub fn parse_share(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The scorers `--score` names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScorerList(pub Vec<goodput_core::quality::Scorer>);
+
 /// `--score exact,rouge-l,…`: the scorers, each once.
-pub fn parse_scorers(s: &str) -> Result<Vec<goodput_core::quality::Scorer>, String> {
+pub fn parse_scorers(s: &str) -> Result<ScorerList, String> {
     let mut out = Vec::new();
     for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let scorer = name.parse()?;
@@ -60,7 +64,7 @@ pub fn parse_scorers(s: &str) -> Result<Vec<goodput_core::quality::Scorer>, Stri
     if out.is_empty() {
         return Err("no scorer named: give e.g. exact,rouge-l (exact, number, rouge-l, bleu, chrf)".into());
     }
-    Ok(out)
+    Ok(ScorerList(out))
 }
 
 /// `--meta KEY=VALUE`.
