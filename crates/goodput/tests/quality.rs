@@ -60,6 +60,10 @@ fn wrong_answers_injected_over_http_are_recovered_by_exact_match_and_report_reco
     goodput()
         .args(["bench", "--url", &url, "--dataset", data.to_str().unwrap(), "-n", "600", "-c", "16", "-q"])
         .args(["--output-tokens", "64", "--slo", "exact>=0.9,rouge_l>=0.99"])
+        .arg("--markdown")
+        .arg(dir.path().join("run.md"))
+        .arg("--html")
+        .arg(dir.path().join("run.html"))
         .writing(&out, &rec)
         .assert()
         .success();
@@ -78,6 +82,17 @@ fn wrong_answers_injected_over_http_are_recovered_by_exact_match_and_report_reco
     assert_eq!(doc["slo"]["quality"][0]["pass"], false);
     let good = doc["summary"]["goodput"]["good_requests"].as_u64().unwrap();
     assert_eq!(good as f64 / 600.0, exact, "rouge_l>=0.99 passes exactly the exact matches here");
+    // The Markdown and HTML reports show the quality section and the verdict.
+    let md = std::fs::read_to_string(dir.path().join("run.md")).unwrap();
+    assert!(
+        md.contains("**Quality**") && md.contains(&format!("{exact:.3} \\[")) && md.contains("| exact&gt;=0.9 | "),
+        "{md}"
+    );
+    let page = std::fs::read_to_string(dir.path().join("run.html")).unwrap();
+    assert!(
+        page.contains("<h2>Quality</h2>") && page.contains(&format!("{exact:.3} [")),
+        "the HTML report's quality section"
+    );
     // Records keep scores and hashes, not the texts.
     let recs = records(&rec);
     assert!(recs.iter().all(|r| r.quality.is_some() && r.output_hash.is_some() && r.output_text.is_none()));
