@@ -148,3 +148,48 @@ fn quality_flags_refused_where_they_cannot_apply() {
     let err = goodput().args(["serve", "--fault-wrong-rate", "0.2"]).refusal();
     assert!(err.contains("--answers"), "{err}");
 }
+
+#[test]
+fn compare_pairs_answers_by_prompt_and_fails_on_an_answer_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path(), 100);
+    let run = |name: &str, wrong: &str| {
+        let (url, _server) = serve(&["--answers", data.to_str().unwrap(), "--fault-wrong-rate", wrong]);
+        let (out, rec) = (dir.path().join(format!("{name}.json")), dir.path().join(format!("{name}.jsonl")));
+        goodput()
+            .args(["bench", "--url", &url, "--dataset", data.to_str().unwrap(), "-n", "400", "-c", "8", "-q"])
+            .args(["--output-tokens", "64", "--label", name])
+            .writing(&out, &rec)
+            .assert()
+            .success();
+        (out, rec)
+    };
+    let (a, ra) = run("fp16", "0");
+    let (b, rb) = run("fp8", "0.2");
+    let cmp = dir.path().join("cmp.json");
+    let o = goodput()
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--fail-if", "quality.exact<-0.02"])
+        .args(["--records", ra.to_str().unwrap(), "--records", rb.to_str().unwrap(), "-o", cmp.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "the answer regression fails the gate: {said}");
+    assert!(said.contains("answers on the same prompts") && said.contains("FAIL"), "{said}");
+    let c = read_json(&cmp);
+    let ans = &c["answers"][0];
+    assert_eq!(ans["pairs"], 400, "{ans}");
+    // 20% of the second run's answers are wrong: about 80% identical, exact down 0.2.
+    assert!((ans["identical_share"].as_f64().unwrap() - 0.8).abs() < 0.08, "{ans}");
+    let e = &ans["exact"];
+    assert!((e["change"].as_f64().unwrap() + 0.2).abs() < 0.08 && e["ci95_high"].as_f64().unwrap() < 0.0, "{e}");
+    // The same run against itself: every answer identical, and the gate holds.
+    goodput()
+        .args(["compare", a.to_str().unwrap(), a.to_str().unwrap(), "--fail-if", "quality.exact<-0.02"])
+        .args(["--records", ra.to_str().unwrap(), "--records", ra.to_str().unwrap()])
+        .assert()
+        .success();
+    let err = goodput()
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--records", ra.to_str().unwrap()])
+        .refusal();
+    assert!(err.contains("one records file per run"), "{err}");
+}

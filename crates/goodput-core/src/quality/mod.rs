@@ -7,6 +7,7 @@ mod bleu;
 mod chrf;
 mod exact;
 mod number;
+pub mod paired;
 mod rouge;
 pub mod summary;
 mod text;
@@ -15,6 +16,7 @@ pub use bleu::{add_stats, bleu_score, bleu_stats, tokenize_13a, BleuStats, BLEU_
 pub use chrf::{chrf, chrf_score, chrf_stats, ChrfStats, CHRF_ORDER};
 pub use exact::{exact, normalize_answer};
 pub use number::{last_number, number, reference_number};
+pub use paired::{compare_answers, AnswerChange, PairedChange};
 pub use rouge::{rouge_l, rouge_tokens};
 pub use summary::{summarize, Consistency, ModelQuality, QualityScores, QualitySummary, ScoreMean};
 

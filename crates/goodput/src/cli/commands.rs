@@ -272,9 +272,12 @@ pub struct CompareArgs {
     /// Result documents: the first is the baseline.
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<PathBuf>,
-    /// Regression rules, e.g. 'ttft_ms.p95>+10%,output_tokens_per_s<-5%': exit 1 when a later run breaks one against the first.
+    /// Regression rules, e.g. 'ttft_ms.p95>+10%,output_tokens_per_s<-5%' or 'quality.exact<-0.02': exit 1 when a later run breaks one against the first.
     #[arg(long)]
     pub fail_if: Option<String>,
+    /// Each run's per-request records (--records), in the runs' order (repeat it), to pair their answers by prompt: the share of identical answers and each score's change with a paired interval. Runs saved with --include-requests need none.
+    #[arg(long)]
+    pub records: Vec<PathBuf>,
     /// Write the comparison as a JSON document (schema goodput/v1, kind compare) to this file; - for standard output.
     #[arg(long, short = 'o', visible_alias = "json")]
     pub output: Option<PathBuf>,
