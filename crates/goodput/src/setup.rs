@@ -196,9 +196,18 @@ pub fn workload(
         (None, Some(_)) => None,
         (None, None) => Some(preset_output.unwrap_or(LengthDist::Fixed(128))),
     };
+    if w.score.is_some() && w.dataset.is_none() {
+        bail!("--score scores answers against a dataset's references: give --dataset FILE.jsonl whose lines carry \"reference\" (or \"answer\")");
+    }
     let wl = match &w.dataset {
         Some(path) => {
             let entries = load_dataset(path, tokenizer.as_deref()).map_err(|e| anyhow!(e))?;
+            if w.score.is_some() && entries.iter().all(|e| e.reference.is_empty()) {
+                bail!(
+                    "--score: no entry of {} carries a \"reference\" (or \"answer\") to score against; add them, or drop --score",
+                    path.display()
+                );
+            }
             Workload::dataset(entries, output.clone(), seed)
         }
         None => Workload::Synthetic {

@@ -145,6 +145,13 @@ fn quality_flags_refused_where_they_cannot_apply() {
     assert!(err.contains("--score") && err.contains("goodput bench"), "{err}");
     let err = goodput().args(["bench", "--score", "wer"]).refusal();
     assert!(err.contains("unknown scorer 'wer'"), "{err}");
+    let err = goodput().args(["bench", "--score", "exact", "-n", "1"]).refusal();
+    assert!(err.contains("--dataset"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.jsonl");
+    std::fs::write(&plain, "{\"prompt\": \"hi\"}\n").unwrap();
+    let err = goodput().args(["bench", "--score", "exact", "--dataset", plain.to_str().unwrap()]).refusal();
+    assert!(err.contains("no entry") && err.contains("reference"), "{err}");
     let err = goodput().args(["serve", "--fault-wrong-rate", "0.2"]).refusal();
     assert!(err.contains("--answers"), "{err}");
 }
