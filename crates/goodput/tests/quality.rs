@@ -173,15 +173,19 @@ fn compare_pairs_answers_by_prompt_and_fails_on_an_answer_regression() {
     };
     let (a, ra) = run("fp16", "0");
     let (b, rb) = run("fp8", "0.2");
-    let cmp = dir.path().join("cmp.json");
+    let (cmp, cmp_md) = (dir.path().join("cmp.json"), dir.path().join("cmp.md"));
     let o = goodput()
         .args(["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--fail-if", "quality.exact<-0.02"])
         .args(["--records", ra.to_str().unwrap(), "--records", rb.to_str().unwrap(), "-o", cmp.to_str().unwrap()])
+        .arg("--markdown")
+        .arg(&cmp_md)
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "the answer regression fails the gate: {said}");
     assert!(said.contains("answers on the same prompts") && said.contains("FAIL"), "{said}");
+    let md = std::fs::read_to_string(&cmp_md).unwrap();
+    assert!(md.contains("**Answers on the same prompts") && md.contains("| exact match |"), "{md}");
     let c = read_json(&cmp);
     let ans = &c["answers"][0];
     assert_eq!(ans["pairs"], 400, "{ans}");

@@ -520,6 +520,13 @@ pub fn compare_markdown(c: &Comparison) -> String {
         }
         o.push('\n');
     }
+    if !c.answers.is_empty() {
+        o.push_str("\n**Answers on the same prompts as the baseline** (change, 95% paired interval)\n\n");
+        for a in &c.answers {
+            let label = labels.get(a.run).map_or("?", |l| l.as_str());
+            let _ = writeln!(o, "- {label}: {}", md(&crate::compare::answers_line(a)));
+        }
+    }
     if !c.differences.is_empty() {
         o.push_str("\n| setting that differs |");
         for l in &labels {
