@@ -258,7 +258,7 @@ impl Client {
                 *message = m;
             }
         }
-        self.note_answer(&mut rec, item, reply.as_deref());
+        self.note_answer(&mut rec, item, reply.as_deref()).await;
         (rec, reply.filter(|_| keep_reply))
     }
 
@@ -266,14 +266,22 @@ impl Client {
     /// answer's hashes, the answer's scores against the item's reference,
     /// its words' hashes when the prompt is repeated, and the texts
     /// themselves only when asked (`--keep-text`).
-    fn note_answer(&self, rec: &mut RequestRecord, item: &WorkItem, reply: Option<&str>) {
+    async fn note_answer(&self, rec: &mut RequestRecord, item: &WorkItem, reply: Option<&str>) {
         let prompt = prompt_text(&item.prompt);
         rec.prompt_hash = Some(goodput_core::hash::text_hash(&prompt));
         rec.repeat = item.repeat;
         let answer = reply.filter(|_| rec.outcome.is_success());
         if let Some(answer) = answer {
             rec.output_hash = Some(goodput_core::hash::text_hash(answer));
-            rec.quality = goodput_core::quality::score(answer, &item.reference, &self.quality.scorers);
+            if !item.reference.is_empty() {
+                // Scoring a long answer takes a while: off the task that
+                // reads streams, so it makes no other request's read late.
+                let (a, refs, scorers) = (answer.to_owned(), item.reference.clone(), self.quality.scorers.clone());
+                rec.quality = tokio::task::spawn_blocking(move || goodput_core::quality::score(&a, &refs, &scorers))
+                    .await
+                    .ok()
+                    .flatten();
+            }
             if item.repeat.is_some() {
                 rec.output_words = Some(goodput_core::hash::word_hashes(answer));
             }
