@@ -103,6 +103,15 @@ fn wrong_answers_injected_over_http_are_recovered_by_exact_match_and_report_reco
         .assert()
         .success();
     assert_eq!(read_json(&again)["summary"]["quality"], *q);
+    // … and re-judges it against another quality SLO.
+    let judged = dir.path().join("judged.json");
+    goodput()
+        .args(["report", out.to_str().unwrap(), "--records", rec.to_str().unwrap(), "--slo", "exact>=0.5"])
+        .args(["-o", judged.to_str().unwrap()])
+        .assert()
+        .success();
+    let slo = &read_json(&judged)["slo"];
+    assert_eq!((slo["pass"].as_bool(), slo["quality"][0]["measured"].as_f64()), (Some(true), Some(exact)), "{slo}");
 }
 
 #[test]
