@@ -209,6 +209,15 @@ pub struct WorkloadConfig {
     /// A trace's requests (`--trace`), which give every request's lengths.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceWorkload>,
+    /// The scorers asked for (`--score`); absent: all that apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<Vec<String>>,
+    /// Records keep the prompt, answer and reference texts (`--keep-text`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_text: bool,
+    /// Each prompt was sent this many times (`--repeat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
     #[serde(flatten)]
     pub extra: Extra,
 }

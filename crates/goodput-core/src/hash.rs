@@ -30,6 +30,33 @@ pub fn unit(seed: u64, i: u64) -> f64 {
     (draw(seed, i) >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// FNV-1a, 64 bits, over `bytes`: a hash that stays the same across
+/// versions and machines (the standard library's does not promise to).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// A text's hash as records keep it: FNV-1a 64 in 16 hex digits.
+///
+/// ```
+/// assert_eq!(goodput_core::hash::text_hash(""), "cbf29ce484222325");
+/// assert_eq!(goodput_core::hash::text_hash("a"), "af63dc4c8601ec8c");
+/// ```
+pub fn text_hash(text: &str) -> String {
+    format!("{:016x}", fnv1a64(text.as_bytes()))
+}
+
+/// The 32-bit hash of each whitespace-separated word of `text`, in order
+/// (FNV-1a 64 folded to 32 bits): a record's `output_words`.
+pub fn word_hashes(text: &str) -> Vec<u32> {
+    text.split_whitespace()
+        .map(|w| {
+            let h = fnv1a64(w.as_bytes());
+            (h ^ (h >> 32)) as u32
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

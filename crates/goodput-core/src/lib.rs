@@ -13,6 +13,7 @@ pub mod hash;
 pub mod live;
 pub mod metrics;
 pub mod models;
+pub mod quality;
 pub mod ratings;
 pub mod record;
 pub mod redact;

@@ -117,6 +117,37 @@ pub struct RequestRecord {
     #[serde(default, skip_serializing_if = "is_false")]
     pub abandoned: bool,
     pub outcome: Outcome,
+    /// The answer's scores against the dataset's reference(s) (`--score`),
+    /// on a successful request whose entry has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::quality::RequestQuality>,
+    /// A hash of the prompt as sent ([`crate::hash::text_hash`]), to pair a
+    /// request with its copies (`--repeat`) and with another run's
+    /// (`compare`) without keeping the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_hash: Option<String>,
+    /// A hash of the answer's visible content, on a successful request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_hash: Option<String>,
+    /// Which copy of its prompt the request is (0-based), when the run sent
+    /// each prompt several times (`--repeat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    /// A 32-bit hash of each word of the answer, in order, when the run
+    /// sent each prompt several times: what the consistency figures compare
+    /// (docs/metrics.md) without the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_words: Option<Vec<u32>>,
+    /// The prompt as sent, with `--keep-text` only (its text, or its
+    /// messages as JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_text: Option<String>,
+    /// The answer's visible content, with `--keep-text` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_text: Option<String>,
+    /// The dataset entry's reference(s), with `--keep-text` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Vec<String>>,
 }
 
 /// Where a request sits in a multi-turn session: turn `turn` (1 for the
@@ -424,6 +455,14 @@ impl RequestRecord {
             session: None,
             model: None,
             outcome: Outcome::Cancelled,
+            quality: None,
+            prompt_hash: None,
+            output_hash: None,
+            repeat: None,
+            output_words: None,
+            prompt_text: None,
+            output_text: None,
+            reference: None,
         }
     }
 }

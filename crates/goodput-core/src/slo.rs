@@ -75,11 +75,132 @@ pub struct Objective {
     pub max: Duration,
 }
 
-/// A set of per-request limits and percentile objectives.
+/// A quality figure an SLO can bound from below (docs/metrics.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QualityMetric {
+    Exact,
+    Number,
+    RougeL,
+    Chrf,
+    /// Corpus BLEU, of the run only.
+    Bleu,
+    /// Corpus chrF, of the run only.
+    ChrfCorpus,
+}
+
+impl QualityMetric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QualityMetric::Exact => "exact",
+            QualityMetric::Number => "number",
+            QualityMetric::RougeL => "rouge_l",
+            QualityMetric::Chrf => "chrf",
+            QualityMetric::Bleu => "bleu",
+            QualityMetric::ChrfCorpus => "chrf_corpus",
+        }
+    }
+
+    /// A bare `name>=x` bounds each request for the graded scores (ROUGE-L,
+    /// sentence chrF) and the run for the others: an exact match is 0 or 1
+    /// per request, and corpus scores exist only over the run.
+    fn per_request_by_default(self) -> bool {
+        matches!(self, QualityMetric::RougeL | QualityMetric::Chrf)
+    }
+
+    /// The run's figure: a score's mean, or a corpus score.
+    pub fn of_run(self, q: &crate::quality::QualityScores) -> Option<f64> {
+        match self {
+            QualityMetric::Exact => q.exact.as_ref().map(|m| m.mean),
+            QualityMetric::Number => q.number.as_ref().map(|m| m.mean),
+            QualityMetric::RougeL => q.rouge_l.as_ref().map(|m| m.mean),
+            QualityMetric::Chrf => q.chrf.as_ref().map(|m| m.mean),
+            QualityMetric::Bleu => q.bleu,
+            QualityMetric::ChrfCorpus => q.chrf_corpus,
+        }
+    }
+}
+
+impl FromStr for QualityMetric {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "exact" => Ok(QualityMetric::Exact),
+            "number" => Ok(QualityMetric::Number),
+            "rouge_l" | "rouge-l" => Ok(QualityMetric::RougeL),
+            "chrf" => Ok(QualityMetric::Chrf),
+            "bleu" => Ok(QualityMetric::Bleu),
+            "chrf_corpus" => Ok(QualityMetric::ChrfCorpus),
+            other => {
+                Err(format!("unknown quality metric '{other}': use exact, number, rouge_l, chrf, bleu or chrf_corpus"))
+            }
+        }
+    }
+}
+
+/// `rouge_l>=0.3`: every scored request must reach it to be good.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QualityLimit {
+    pub metric: QualityMetric,
+    pub min: f64,
+}
+
+/// `exact>=0.8` (or `rouge_l:mean>=0.5`): the run's figure must reach it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QualityObjective {
+    pub metric: QualityMetric,
+    pub min: f64,
+}
+
+impl fmt::Display for QualityLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}>={}", self.metric.as_str(), self.min)
+    }
+}
+
+impl fmt::Display for QualityObjective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.metric.per_request_by_default() {
+            write!(f, "{}:mean>={}", self.metric.as_str(), self.min)
+        } else {
+            write!(f, "{}>={}", self.metric.as_str(), self.min)
+        }
+    }
+}
+
+/// A set of per-request limits and percentile objectives, on latency and
+/// on answer quality.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Slo {
     pub limits: Vec<Limit>,
     pub objectives: Vec<Objective>,
+    pub quality_limits: Vec<QualityLimit>,
+    pub quality_objectives: Vec<QualityObjective>,
+}
+
+/// One `name>=x` or `name:mean>=x` term.
+fn parse_quality_term(slo: &mut Slo, part: &str) -> Result<(), String> {
+    let (lhs, rhs) = part.split_once(">=").expect("a quality term has >=");
+    let min: f64 = rhs
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("SLO term '{part}': '{}' is not a number (e.g. exact>=0.8)", rhs.trim()))?;
+    let (name, mean) = match lhs.split_once(':') {
+        None => (lhs, false),
+        Some((n, "mean")) => (n, true),
+        Some((_, other)) => {
+            return Err(format!("SLO term '{part}': '{other}' is not 'mean' (write e.g. rouge_l:mean>=0.5)"))
+        }
+    };
+    let metric: QualityMetric = name.parse().map_err(|e| format!("SLO term '{part}': {e}"))?;
+    if !mean && metric.per_request_by_default() {
+        slo.quality_limits.push(QualityLimit { metric, min });
+    } else {
+        slo.quality_objectives.push(QualityObjective { metric, min });
+    }
+    Ok(())
 }
 
 fn fmt_ms(d: Duration) -> String {
@@ -105,8 +226,14 @@ impl fmt::Display for Objective {
 
 impl fmt::Display for Slo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> =
-            self.limits.iter().map(|l| l.to_string()).chain(self.objectives.iter().map(|o| o.to_string())).collect();
+        let parts: Vec<String> = self
+            .limits
+            .iter()
+            .map(|l| l.to_string())
+            .chain(self.objectives.iter().map(|o| o.to_string()))
+            .chain(self.quality_limits.iter().map(|l| l.to_string()))
+            .chain(self.quality_objectives.iter().map(|o| o.to_string()))
+            .collect();
         f.write_str(&parts.join(","))
     }
 }
@@ -138,6 +265,10 @@ impl FromStr for Slo {
     fn from_str(s: &str) -> Result<Self, String> {
         let mut slo = Slo::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if part.contains(">=") {
+                parse_quality_term(&mut slo, part)?;
+                continue;
+            }
             let (lhs, rhs) = part
                 .split_once("<=")
                 .ok_or_else(|| format!("SLO term '{part}' needs '<=': write e.g. ttft<=200ms or ttft:p95<=200ms"))?;
@@ -155,7 +286,11 @@ impl FromStr for Slo {
                 }
             }
         }
-        if slo.limits.is_empty() && slo.objectives.is_empty() {
+        if slo.limits.is_empty()
+            && slo.objectives.is_empty()
+            && slo.quality_limits.is_empty()
+            && slo.quality_objectives.is_empty()
+        {
             return Err("the SLO is empty: write e.g. ttft<=200ms,tpot<=50ms".into());
         }
         Ok(slo)
@@ -173,6 +308,10 @@ impl Slo {
         r.outcome.is_success()
             && self.limits.iter().all(|l| within(l.metric, l.max))
             && self.objectives.iter().all(|o| within(o.metric, o.max))
+            && self.quality_limits.iter().all(|l| {
+                // A request with no reference has no score to fall short.
+                r.quality.as_ref().and_then(|q| q.get(l.metric.as_str())).is_none_or(|v| v >= l.min)
+            })
     }
 }
 
@@ -205,6 +344,18 @@ pub struct ObjectiveResult {
     pub pass: bool,
 }
 
+/// One run-level quality objective, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QualityObjectiveResult {
+    /// The objective as written, e.g. `exact>=0.8`.
+    pub objective: String,
+    pub metric: QualityMetric,
+    pub min: f64,
+    /// The run's figure; `null` when no request was scored for it.
+    pub measured: Option<f64>,
+    pub pass: bool,
+}
+
 /// The `slo` block of a result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SloReport {
@@ -212,6 +363,9 @@ pub struct SloReport {
     pub spec: String,
     pub limits: Vec<String>,
     pub objectives: Vec<ObjectiveResult>,
+    /// Run-level quality objectives (`exact>=0.8`, `bleu>=20`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quality: Vec<QualityObjectiveResult>,
     /// Every objective met (true when there are none).
     pub pass: bool,
 }
@@ -253,11 +407,32 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
             }
         })
         .collect();
+    let scores = (!slo.quality_objectives.is_empty()).then(|| crate::quality::summary::scores_of(&measured));
+    let quality: Vec<QualityObjectiveResult> = slo
+        .quality_objectives
+        .iter()
+        .map(|o| {
+            let measured = scores.as_ref().and_then(|s| o.metric.of_run(s));
+            QualityObjectiveResult {
+                objective: o.to_string(),
+                metric: o.metric,
+                min: o.min,
+                measured,
+                pass: measured.is_some_and(|m| m >= o.min),
+            }
+        })
+        .collect();
     let report = SloReport {
         spec: slo.to_string(),
-        limits: slo.limits.iter().map(|l| l.to_string()).collect(),
-        pass: objectives.iter().all(|o| o.pass),
+        limits: slo
+            .limits
+            .iter()
+            .map(|l| l.to_string())
+            .chain(slo.quality_limits.iter().map(|l| l.to_string()))
+            .collect(),
+        pass: objectives.iter().all(|o| o.pass) && quality.iter().all(|q| q.pass),
         objectives,
+        quality,
     };
     (goodput, report)
 }
@@ -369,6 +544,36 @@ mod tests {
             proptest::prop_assert!((0.0..=1.0).contains(&g.slo_attainment));
             proptest::prop_assert!((0.0..=1.0).contains(&g.useful_work));
         }
+    }
+
+    #[test]
+    fn quality_terms_bound_requests_or_the_run() {
+        let slo: Slo = "ttft<=1s,exact>=0.8,rouge_l>=0.3,chrf:mean>=40,bleu>=20".parse().unwrap();
+        assert_eq!(slo.quality_limits, vec![QualityLimit { metric: QualityMetric::RougeL, min: 0.3 }]);
+        assert_eq!(slo.quality_objectives.len(), 3);
+        assert_eq!(slo.to_string(), "ttft<=1s,rouge_l>=0.3,exact>=0.8,chrf:mean>=40,bleu>=20");
+        for (bad, want) in
+            [("exact>=x", "not a number"), ("wer>=0.1", "unknown quality metric"), ("exact:p50>=1", "mean")]
+        {
+            let e = bad.parse::<Slo>().unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        // Four answers: three right (ROUGE-L 1), one wrong (ROUGE-L 0), one unscored.
+        let refs = vec!["paris".to_string()];
+        let mut recs: Vec<RequestRecord> = ["Paris", "paris", "Paris.", "London", ""]
+            .iter()
+            .map(|a| {
+                let mut r = req(100, 10, 3);
+                r.quality = (!a.is_empty()).then(|| crate::quality::score(a, &refs, &[]).unwrap());
+                r
+            })
+            .collect();
+        recs[4].quality = None;
+        let (g, rep) = judge(&recs, &"rouge_l>=0.3,exact>=0.8".parse().unwrap(), 1.0);
+        assert_eq!((g.good_requests, g.judged_requests), (4, 5));
+        assert_eq!(rep.quality[0].measured, Some(0.75));
+        assert!(!rep.pass);
+        assert!(judge(&recs, &"exact>=0.75".parse().unwrap(), 1.0).1.pass);
     }
 
     #[test]

@@ -96,6 +96,11 @@ pub struct Summary {
     /// A row per model, when the run spread its requests over several.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_model: Vec<crate::models::ModelStats>,
+    /// The answers' scores against the dataset's references, and how alike
+    /// repeated prompts came back (`--score`, `--repeat`): present when a
+    /// request was scored or a prompt repeated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::quality::QualitySummary>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -297,6 +302,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         ratings: Ratings::default(),
         sessions: crate::session::summarize(&measured, ps, dur),
         by_model: crate::models::by_model(&measured, ps, dur),
+        quality: crate::quality::summarize(&measured),
     };
     let mut summary = summary;
     summary.ratings = rate(&ok, &summary.ttft_ms, &summary.tpot_ms, &opts.ratings);

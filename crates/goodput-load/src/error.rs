@@ -117,6 +117,8 @@ pub enum WorkloadError {
          (--turns 3, or uniform:2..6)"
     )]
     TurnsAllNeedsConversations,
+    #[error("--repeat sends single prompts again: drop --turns or --repeat")]
+    RepeatAsSessions,
     #[error(
         "a JSONL entry of chat messages is one request; multi-turn sessions from a dataset need ShareGPT \
          conversations (or prompts as {{\"prompt\": …}})"
@@ -142,7 +144,7 @@ pub enum WorkloadError {
     LineNotJson { path: PathBuf, line: usize, error: String },
     /// A JSONL line that is JSON but not an entry.
     #[error("dataset {} line {line}: {reason}", path.display())]
-    Entry { path: PathBuf, line: usize, reason: &'static str },
+    Entry { path: PathBuf, line: usize, reason: String },
     #[error("dataset {} holds no usable entry", path.display())]
     Empty { path: PathBuf },
 }

@@ -16,7 +16,7 @@ pub mod tokenizer;
 pub mod trace;
 pub mod workload;
 
-pub use client::{Client, ClientConfig, Transport};
+pub use client::{Client, ClientConfig, QualityOptions, Transport};
 pub use http1::Stamps;
 pub use protocol::{Api, BodyOptions, KeyHeader, PromptBody};
 pub use runner::{run, run_at, Backend, Control, LoadPlan, RecordSink, RunOutput};

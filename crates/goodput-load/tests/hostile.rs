@@ -59,6 +59,8 @@ async fn request_full(
         intended_input_tokens: None,
         max_tokens: Some(4),
         session: None,
+        reference: Vec::new().into(),
+        repeat: None,
     };
     let origin = tokio::time::Instant::now();
     client.execute(0, &item, Duration::ZERO, origin, &CancellationToken::new()).await

@@ -220,6 +220,10 @@ pub struct Comparison {
     /// than improvements or regressions, and are not marked as either.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Each later run's answers against the baseline's on the same prompts,
+    /// where both runs' records are at hand (paired by prompt hash).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<goodput_core::quality::AnswerChange>,
 }
 
 impl Comparison {
@@ -301,7 +305,18 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         verdicts,
         differences: differences(runs),
         note,
+        answers: answers(runs),
     }
+}
+
+/// Each later run's answers against the baseline's, where both carry records.
+fn answers(runs: &[(&str, &RunResult)]) -> Vec<goodput_core::quality::AnswerChange> {
+    let Some(base) = runs.first().and_then(|(_, r)| r.requests.as_deref()) else { return Vec::new() };
+    runs.iter()
+        .enumerate()
+        .skip(1)
+        .filter_map(|(i, (_, r))| goodput_core::quality::compare_answers(base, r.requests.as_deref()?, i))
+        .collect()
 }
 
 /// The note for runs that other tools measured (`import`): which tool
@@ -441,6 +456,19 @@ fn round_sig(x: f64) -> f64 {
     (x * scale).round() / scale
 }
 
+/// One run's answers against the baseline's, in a line.
+pub fn answers_line(a: &goodput_core::quality::AnswerChange) -> String {
+    let mut parts = vec![format!("{} pairs", a.pairs), format!("{:.1}% identical", a.identical_share * 100.0)];
+    for (name, c, d) in
+        [("exact", &a.exact, 3), ("number", &a.number, 3), ("ROUGE-L", &a.rouge_l, 3), ("chrF", &a.chrf, 1)]
+    {
+        if let Some(c) = c {
+            parts.push(format!("{name} {:+.d$} [{:+.d$}, {:+.d$}]", c.change, c.ci95_low, c.ci95_high));
+        }
+    }
+    parts.join(" · ")
+}
+
 /// Settings that differ shown in the terminal; runs of different kinds
 /// (a bench and an estimate) differ in dozens.
 const SHOWN_DIFFERENCES: usize = 20;
@@ -470,6 +498,12 @@ pub fn render_terminal(c: &Comparison) -> String {
             }
         }
         o.push('\n');
+    }
+    if !c.answers.is_empty() {
+        let _ = writeln!(o, "\nanswers on the same prompts as the baseline (change, 95% paired interval):");
+        for a in &c.answers {
+            let _ = writeln!(o, "  {}: {}", labels.get(a.run).map(String::as_str).unwrap_or("?"), answers_line(a));
+        }
     }
     if let Some(n) = &c.note {
         let _ = writeln!(o, "\nnote: {}", escape::terminal(n));

@@ -152,6 +152,44 @@ pub fn utc(unix_s: f64) -> String {
     format!("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", t.year, t.month, t.day, t.hour, t.minute, t.second)
 }
 
+/// `summary.quality` as a table: the run's row (`all`), then a row per
+/// model; each mean with its 95% interval, the corpus scores beside them.
+pub fn quality_table(q: &goodput_core::quality::QualitySummary) -> (Vec<String>, Vec<Vec<String>>) {
+    use goodput_core::quality::{QualityScores, ScoreMean};
+    let header = ["", "scored", "exact", "number", "ROUGE-L", "chrF", "BLEU", "chrF corpus"].map(String::from).to_vec();
+    let mean = |m: &Option<ScoreMean>, d: usize| {
+        m.as_ref().map(|m| format!("{:.d$} [{:.d$}–{:.d$}]", m.mean, m.ci95_low, m.ci95_high)).unwrap_or("-".into())
+    };
+    let corpus = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or("-".into());
+    let row = |name: &str, s: &QualityScores| {
+        vec![
+            name.to_string(),
+            s.requests_scored.to_string(),
+            mean(&s.exact, 3),
+            mean(&s.number, 3),
+            mean(&s.rouge_l, 3),
+            mean(&s.chrf, 1),
+            corpus(s.bleu),
+            corpus(s.chrf_corpus),
+        ]
+    };
+    let mut rows = vec![row("all", &q.scores)];
+    rows.extend(q.by_model.iter().map(|m| row(&m.model, &m.scores)));
+    (header, rows)
+}
+
+/// `summary.quality.consistency` in one line.
+pub fn consistency_line(c: &goodput_core::quality::Consistency) -> String {
+    format!(
+        "{} prompts × up to {} copies · {:.1}% identical · mean similarity {:.3}{}",
+        c.prompts,
+        c.repeats,
+        c.identical_share * 100.0,
+        c.similarity_mean,
+        c.first_difference_p50.map(|p| format!(" · first difference at word {p:.0} (p50)")).unwrap_or_default()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -177,10 +177,20 @@ pub enum Scalar {
     UsdPerSession,
     /// The client's own CPU per output token (`bench`, Linux).
     ClientCpuPerToken,
+    /// `summary.quality`: exact match, number, ROUGE-L and sentence chrF
+    /// means, corpus BLEU and chrF, and the share of repeated prompts that
+    /// came back identical.
+    QualityExact,
+    QualityNumber,
+    QualityRougeL,
+    QualityChrf,
+    QualityBleu,
+    QualityChrfCorpus,
+    QualityIdentical,
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 24] = [
+    pub const ALL: [Scalar; 31] = [
         Scalar::RequestsPerS,
         Scalar::InputTokensPerS,
         Scalar::OutputTokensPerS,
@@ -205,6 +215,13 @@ impl Scalar {
         Scalar::SessionsPerS,
         Scalar::UsdPerSession,
         Scalar::ClientCpuPerToken,
+        Scalar::QualityExact,
+        Scalar::QualityNumber,
+        Scalar::QualityRougeL,
+        Scalar::QualityChrf,
+        Scalar::QualityBleu,
+        Scalar::QualityChrfCorpus,
+        Scalar::QualityIdentical,
     ];
 
     /// The path as the result document spells it (`cost.…` lives beside
@@ -235,6 +252,13 @@ impl Scalar {
             Scalar::SessionsPerS => "sessions.per_s",
             Scalar::UsdPerSession => "cost.usd_per_session",
             Scalar::ClientCpuPerToken => "client.cpu_us_per_output_token",
+            Scalar::QualityExact => "quality.exact.mean",
+            Scalar::QualityNumber => "quality.number.mean",
+            Scalar::QualityRougeL => "quality.rouge_l.mean",
+            Scalar::QualityChrf => "quality.chrf.mean",
+            Scalar::QualityBleu => "quality.bleu",
+            Scalar::QualityChrfCorpus => "quality.chrf_corpus",
+            Scalar::QualityIdentical => "quality.consistency.identical_share",
         }
     }
 
@@ -250,6 +274,10 @@ impl Scalar {
             Scalar::GoodputRequestsPerS => &["goodput"],
             Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s"],
             Scalar::SloAttainment => &["slo_attainment"],
+            Scalar::QualityExact => &["quality.exact"],
+            Scalar::QualityNumber => &["quality.number"],
+            Scalar::QualityRougeL => &["quality.rouge_l"],
+            Scalar::QualityChrf => &["quality.chrf"],
             _ => &[],
         }
     }
@@ -280,6 +308,13 @@ impl Scalar {
             Scalar::SessionsPerS => "sessions/s",
             Scalar::UsdPerSession => "$ per session",
             Scalar::ClientCpuPerToken => "client CPU µs/token",
+            Scalar::QualityExact => "exact match",
+            Scalar::QualityNumber => "number match",
+            Scalar::QualityRougeL => "ROUGE-L",
+            Scalar::QualityChrf => "chrF",
+            Scalar::QualityBleu => "BLEU",
+            Scalar::QualityChrfCorpus => "chrF (corpus)",
+            Scalar::QualityIdentical => "repeats identical",
         }
     }
 
@@ -316,6 +351,15 @@ impl Scalar {
             Scalar::SessionsPerS => s.sessions.as_ref().map(|s| s.per_s),
             Scalar::UsdPerSession => c.and_then(|c| c.usd_per_session),
             Scalar::ClientCpuPerToken => r.client.as_ref().and_then(|c| c.cpu_us_per_output_token),
+            Scalar::QualityExact => s.quality.as_ref().and_then(|q| q.scores.exact.as_ref()).map(|m| m.mean),
+            Scalar::QualityNumber => s.quality.as_ref().and_then(|q| q.scores.number.as_ref()).map(|m| m.mean),
+            Scalar::QualityRougeL => s.quality.as_ref().and_then(|q| q.scores.rouge_l.as_ref()).map(|m| m.mean),
+            Scalar::QualityChrf => s.quality.as_ref().and_then(|q| q.scores.chrf.as_ref()).map(|m| m.mean),
+            Scalar::QualityBleu => s.quality.as_ref().and_then(|q| q.scores.bleu),
+            Scalar::QualityChrfCorpus => s.quality.as_ref().and_then(|q| q.scores.chrf_corpus),
+            Scalar::QualityIdentical => {
+                s.quality.as_ref().and_then(|q| q.consistency.as_ref()).map(|c| c.identical_share)
+            }
         }
     }
 
@@ -327,7 +371,14 @@ impl Scalar {
             | Scalar::TotalTokensPerS
             | Scalar::PeakOutputTokensPerS
             | Scalar::GoodputOutputTokensPerS => Unit::TokensPerS,
-            Scalar::SloAttainment | Scalar::UsefulWork | Scalar::ErrorRate => Unit::Ratio,
+            Scalar::SloAttainment
+            | Scalar::UsefulWork
+            | Scalar::ErrorRate
+            | Scalar::QualityExact
+            | Scalar::QualityNumber
+            | Scalar::QualityRougeL
+            | Scalar::QualityIdentical => Unit::Ratio,
+            Scalar::QualityChrf | Scalar::QualityBleu | Scalar::QualityChrfCorpus => Unit::Plain,
             Scalar::Sent | Scalar::Completed | Scalar::Failed | Scalar::Cancelled | Scalar::InFlightPeak => Unit::Count,
             Scalar::InFlightMean | Scalar::TimesReadingSpeed | Scalar::SessionsPerS | Scalar::ClientCpuPerToken => {
                 Unit::Plain
@@ -353,7 +404,14 @@ impl Scalar {
             | Scalar::UsefulWork
             | Scalar::Completed
             | Scalar::TimesReadingSpeed
-            | Scalar::SessionsPerS => Better::Higher,
+            | Scalar::SessionsPerS
+            | Scalar::QualityExact
+            | Scalar::QualityNumber
+            | Scalar::QualityRougeL
+            | Scalar::QualityChrf
+            | Scalar::QualityBleu
+            | Scalar::QualityChrfCorpus
+            | Scalar::QualityIdentical => Better::Higher,
             Scalar::Failed
             | Scalar::Cancelled
             | Scalar::ErrorRate
@@ -478,6 +536,14 @@ impl Metric {
             // Only for runs with sessions.
             Metric::Scalar(Scalar::SessionsPerS),
             Metric::Scalar(Scalar::UsdPerSession),
+            // Only for runs with scores.
+            Metric::Scalar(Scalar::QualityExact),
+            Metric::Scalar(Scalar::QualityNumber),
+            Metric::Scalar(Scalar::QualityRougeL),
+            Metric::Scalar(Scalar::QualityChrf),
+            Metric::Scalar(Scalar::QualityBleu),
+            Metric::Scalar(Scalar::QualityChrfCorpus),
+            Metric::Scalar(Scalar::QualityIdentical),
         ]
     }
 

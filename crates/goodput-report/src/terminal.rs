@@ -26,6 +26,9 @@ pub fn render(r: &RunResult) -> String {
     if !s.by_model.is_empty() {
         by_model(&mut o, &s.by_model, &ps);
     }
+    if let Some(q) = &s.quality {
+        quality(&mut o, q);
+    }
     slo_lines(&mut o, r);
     cost_line(&mut o, r);
     vllm_line(&mut o, r);
@@ -259,6 +262,15 @@ fn slo_lines(o: &mut String, r: &RunResult) {
                 if ob.pass { "pass" } else { "FAIL" }
             );
         }
+        for q in &slo.quality {
+            let _ = writeln!(
+                o,
+                "  {:<24} measured {:>10}      {}",
+                esc(&q.objective),
+                q.measured.map(|m| format!("{m:.3}")).unwrap_or("-".into()),
+                if q.pass { "pass" } else { "FAIL" }
+            );
+        }
     }
 }
 
@@ -333,6 +345,39 @@ fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64
             let _ = write!(o, "{:>10}", t.cached_tokens_mean.map(|c| format!("{c:.0}")).unwrap_or("-".into()));
         }
         let _ = writeln!(o, "{:>14}{:>14}", num(t.ttft_ms.p(50.0)), num(t.ttft_ms.p(tail)));
+    }
+}
+
+/// The answers' scores against their references, and how alike repeated
+/// prompts came back.
+fn quality(o: &mut String, q: &goodput_core::quality::QualitySummary) {
+    if q.scores.requests_scored > 0 {
+        let (header, rows) = format::quality_table(q);
+        let widths: Vec<usize> = (0..header.len())
+            .map(|i| {
+                rows.iter().map(|r| esc(&r[i]).chars().count()).chain([header[i].chars().count()]).max().unwrap_or(0)
+            })
+            .collect();
+        o.push_str(
+            "
+quality (means with 95% interval; BLEU and chrF corpus 0–100)
+",
+        );
+        for row in std::iter::once(&header).chain(&rows) {
+            let _ = write!(o, "  {:<w$}", esc(&row[0]), w = widths[0]);
+            for (i, c) in row.iter().enumerate().skip(1) {
+                let _ = write!(o, "  {:>w$}", c, w = widths[i]);
+            }
+            o.push('\n');
+        }
+    }
+    if let Some(c) = &q.consistency {
+        let _ = writeln!(
+            o,
+            "{}consistency: {}",
+            if q.scores.requests_scored > 0 { "  " } else { "\n" },
+            format::consistency_line(c)
+        );
     }
 }
 

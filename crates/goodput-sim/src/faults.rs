@@ -26,6 +26,8 @@ pub struct FaultConfig {
     /// Between two bytes of a [`Hostile::Trickle`] response.
     pub trickle_gap: Duration,
     pub seed: u64,
+    /// Scripted answers (`--answers`), with their wrong and diverging shares.
+    pub answers: Option<std::sync::Arc<crate::answers::Answers>>,
 }
 
 impl Default for FaultConfig {
@@ -39,6 +41,7 @@ impl Default for FaultConfig {
             hostile: Vec::new(),
             trickle_gap: Duration::from_millis(1),
             seed: 0,
+            answers: None,
         }
     }
 }

@@ -257,13 +257,18 @@ impl Reply {
         if fault == Fault::HttpError {
             return Reply::Error(500, "injected fault: internal server error".into());
         }
-        let n_out = req.max_tokens().unwrap_or(p.default_max_tokens) as u64;
+        let script = p.faults.answers.as_ref().and_then(|a| a.script(&req.prompt_text(), n));
+        let asked = req.max_tokens().unwrap_or(p.default_max_tokens) as u64;
+        // A scripted answer ends with its last word, as a model stops at its end.
+        let n_out = script.as_ref().map_or(asked, |s| asked.min(s.len()));
         let k = p.tokens_per_chunk as u64;
         let prompt_tokens = count_tokens(&req.prompt_text());
         let model = req.model.as_deref().unwrap_or(&p.model);
         let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
         Reply::Generate(Box::new(Plan {
-            writer: ChunkWriter::new(route, n, model, unix_now()).with_lengths(prompt_tokens, n_out),
+            writer: ChunkWriter::new(route, n, model, unix_now())
+                .with_lengths(prompt_tokens, n_out)
+                .with_script(script),
             n,
             fault,
             stream: req.stream(),

@@ -2,6 +2,7 @@
 //! continuous-batching server) and the OpenAI-compatible HTTP front that
 //! serves it, plus the fixed-timing profile used to test clients.
 
+pub mod answers;
 pub mod clock;
 pub mod engine;
 pub mod engine_server;

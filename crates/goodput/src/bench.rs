@@ -36,7 +36,9 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         None => None,
     };
     let cancel = setup::cancellation(&a.load.shape);
-    let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
+    let workload = setup::repeated(workload, &a.workload, &plan)?;
+    let quality = setup::quality_options(&a.workload);
+    let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel, quality).await?;
     let (label, meta) = setup::tags(&a.output);
     let config = RunConfig {
         load: Some(setup::load_config(&plan, &a.load)),

@@ -26,8 +26,20 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         crate::output::check_file(p, "--output")?;
     }
     let mut runs: Vec<(String, RunResult)> = Vec::new();
-    for p in &a.runs {
-        let run = goodput_report::read_json(p)?;
+    if !a.records.is_empty() && a.records.len() != a.runs.len() {
+        anyhow::bail!(
+            "--records: give one records file per run, in the runs' order ({} runs, {} records files)",
+            a.runs.len(),
+            a.records.len()
+        );
+    }
+    for (i, p) in a.runs.iter().enumerate() {
+        let mut run = goodput_report::read_json(p)?;
+        if let Some(rp) = a.records.get(i) {
+            let records = goodput_report::records::read_records(rp)?;
+            goodput_report::records::check_records_belong(&records, &run.run_id, rp)?;
+            run.requests = Some(records);
+        }
         let label = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
         runs.push((label, run));
     }

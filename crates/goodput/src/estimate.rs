@@ -16,6 +16,7 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
         return validate_file(csv, &a.engine);
     }
     let cfg = engine_config(&a.engine.engine_model, &a.engine.hw)?;
+    setup::no_answers(&a.workload, "estimate")?;
     let trace = setup::trace(&a.load)?;
     let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), std::time::Duration::ZERO)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed, trace)?;

@@ -49,7 +49,7 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
         bail!("--write-log logs the fixed profile's writes: add --profile fixed");
     }
     let cfg = crate::virtual_point::engine_config(&a.model, &a.hw)?;
-    let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults))?;
+    let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;
     let c = server.config();
     let what = format!(
         "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
@@ -99,7 +99,7 @@ fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Status
         tokens_per_chunk: a.tokens_per_chunk,
         default_max_tokens: a.default_max_tokens,
         slow_every: a.slow_every.zip(a.slow_ttft),
-        faults: faults(&a.faults),
+        faults: faults(&a.faults)?,
     };
     profile.validate()?;
     let server = match &a.write_log {

@@ -197,9 +197,18 @@ pub fn workload(
         (None, Some(_)) => None,
         (None, None) => Some(preset_output.unwrap_or(LengthDist::Fixed(128))),
     };
+    if w.score.is_some() && w.dataset.is_none() {
+        bail!("--score scores answers against a dataset's references: give --dataset FILE.jsonl whose lines carry \"reference\" (or \"answer\")");
+    }
     let wl = match &w.dataset {
         Some(path) => {
             let entries = load_dataset(path, tokenizer.as_deref()).map_err(|e| anyhow!(e))?;
+            if w.score.is_some() && entries.iter().all(|e| e.reference.is_empty()) {
+                bail!(
+                    "--score: no entry of {} carries a \"reference\" (or \"answer\") to score against; add them, or drop --score",
+                    path.display()
+                );
+            }
             Workload::dataset(entries, output.clone(), seed)
         }
         None => Workload::Synthetic {
@@ -218,9 +227,49 @@ pub fn workload(
         dataset: w.dataset.as_ref().map(|p| p.display().to_string()),
         tokenizer: w.tokenizer.as_ref().map(|p| p.display().to_string()),
         ignore_eos: w.ignore_eos,
+        score: w.score.as_ref().map(|s| s.0.iter().map(|x| x.to_string()).collect()),
+        keep_text: w.keep_text,
+        repeat: (w.repeat > 1).then_some(w.repeat),
         ..Default::default()
     };
     Ok((wl, tokenizer, config))
+}
+
+/// Refuses the quality flags where no answer is generated (the simulated
+/// engine in virtual time counts tokens, it writes no text).
+pub fn no_answers(w: &WorkloadArgs, command: &str) -> Result<()> {
+    let given = [(w.score.is_some(), "--score"), (w.keep_text, "--keep-text"), (w.repeat > 1, "--repeat")];
+    if let Some((_, flag)) = given.iter().find(|g| g.0) {
+        bail!("{flag}: {command} simulates timings in virtual time and writes no answers; score answers with goodput bench against a server (drop {flag})");
+    }
+    Ok(())
+}
+
+/// How answers are scored and what records keep of them.
+pub fn quality_options(w: &WorkloadArgs) -> goodput_load::QualityOptions {
+    goodput_load::QualityOptions { scorers: w.score.clone().map(|s| s.0).unwrap_or_default(), keep_text: w.keep_text }
+}
+
+/// `workload` sending each prompt `--repeat` times: the copies of a prompt
+/// go a whole pass of the run's prompts apart when the run's size is known,
+/// else twice the users apart (at least 64 requests), so no two are in
+/// flight together.
+pub fn repeated(workload: Workload, w: &WorkloadArgs, plan: &LoadPlan) -> Result<Workload> {
+    if w.repeat <= 1 {
+        return Ok(workload);
+    }
+    if plan.sessions.is_some() {
+        bail!("--repeat sends single prompts again; it cannot repeat multi-turn sessions (drop --turns or --repeat)");
+    }
+    if plan.trace.is_some() {
+        bail!("--repeat sends prompts again; a --trace gives each request its own (drop one of them)");
+    }
+    let copies = u64::from(w.repeat);
+    let spread = match plan.total_requests() {
+        Some(n) => n.div_ceil(copies).max(1),
+        None => (2 * plan.concurrency.unwrap_or(32) as u64).max(64),
+    };
+    Ok(Workload::Repeated { inner: Box::new(workload), copies: w.repeat, spread })
 }
 
 pub fn analysis_options(percentiles: &[f64], judge: &JudgeArgs) -> Result<AnalysisOptions> {

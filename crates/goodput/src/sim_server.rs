@@ -11,8 +11,21 @@ use goodput_sim::faults::FaultConfig;
 use goodput_sim::fixed::FixedServer;
 use std::sync::Arc;
 
-pub fn faults(f: &FaultArgs) -> FaultConfig {
-    FaultConfig {
+pub fn faults(f: &FaultArgs) -> Result<FaultConfig> {
+    let answers = match &f.answers {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| anyhow::anyhow!("--answers {}: cannot read it ({e})", p.display()))?;
+            let mut a = goodput_sim::answers::Answers::from_jsonl(&text)
+                .map_err(|e| anyhow::anyhow!("--answers {}: {e}", p.display()))?;
+            a.wrong_rate = f.fault_wrong_rate;
+            a.diverge_rate = f.fault_diverge_rate;
+            a.seed = f.fault_seed;
+            Some(Arc::new(a))
+        }
+        None => None,
+    };
+    Ok(FaultConfig {
         error_rate: f.fault_error_rate,
         stream_error_rate: f.fault_stream_error_rate,
         disconnect_rate: f.fault_disconnect_rate,
@@ -21,7 +34,8 @@ pub fn faults(f: &FaultArgs) -> FaultConfig {
         hostile: f.fault.clone(),
         trickle_gap: f.fault_trickle_gap,
         seed: f.fault_seed,
-    }
+        answers,
+    })
 }
 
 /// Starts the engine server's driver on the current runtime, serving under

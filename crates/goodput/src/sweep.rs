@@ -293,6 +293,12 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
     }
+    if a.workload.repeat > 1 {
+        bail!("--repeat belongs to one run (goodput bench): a sweep's points would each repeat their own prompts");
+    }
+    if a.estimate {
+        setup::no_answers(&a.workload, "sweep --estimate")?;
+    }
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed, None)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     output::check_outputs(&a.output)?;
@@ -308,7 +314,9 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
         let cancel = setup::cancellation(&a.shape);
-        let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel).await?;
+        let quality = setup::quality_options(&a.workload);
+        let target =
+            crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel, quality).await?;
         let t = target.target();
         let interrupt = Interrupt::install("the sweep", a.target.grace);
         (Runner::Http { target: Box::new(target), interrupt }, t, None)

@@ -132,6 +132,7 @@ pub async fn connect(
     tokenizer: Option<Arc<TokenCounter>>,
     ignore_eos: bool,
     cancel: Option<Cancellation>,
+    quality: goodput_load::QualityOptions,
 ) -> Result<HttpTarget> {
     // Several models, comma-separated, spread the requests over them; the
     // embedded server serves those it is given.
@@ -205,7 +206,8 @@ pub async fn connect(
             max_buffer: t.max_buffer,
         },
         tokenizer,
-    )?;
+    )?
+    .with_quality(quality);
     let embedded = server.is_some();
     let config = client_settings(t, sim, &client, &base, &model, key_header, extra, embedded);
     Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })

@@ -49,6 +49,19 @@ pub struct Client {
     /// The key, the credential headers and the URL's userinfo: masked in
     /// every message a server's text goes into.
     secrets: Secrets,
+    /// How answers are scored and what of them records keep.
+    quality: QualityOptions,
+}
+
+/// How a client scores answers against their references, and what of the
+/// texts its records keep.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QualityOptions {
+    /// The scorers to apply (`--score`); empty: all that apply.
+    pub scorers: Vec<goodput_core::quality::Scorer>,
+    /// Keep the prompt, the answer and the reference in each record
+    /// (`--keep-text`).
+    pub keep_text: bool,
 }
 
 fn loopback(url: &reqwest::Url) -> bool {
@@ -90,7 +103,18 @@ impl Client {
         let headers = request_headers(cfg.body.api, cfg.api_key.as_deref(), cfg.key_header, &cfg.headers)?;
         let templated = cfg.headers.iter().any(|(_, v)| v.contains("{session}") || v.contains("{request}"));
         let secrets = secrets_of(cfg.api_key.as_deref(), &headers, &cfg.base_url);
-        Ok(Client { http, native, endpoint, headers, templated, cfg, tokenizer, server: OnceLock::new(), secrets })
+        Ok(Client {
+            http,
+            native,
+            endpoint,
+            headers,
+            templated,
+            cfg,
+            tokenizer,
+            server: OnceLock::new(),
+            secrets,
+            quality: QualityOptions::default(),
+        })
     }
 
     /// The model request `id` asks, when the run spreads its requests over
@@ -122,6 +146,11 @@ impl Client {
                 .map(|(n, v)| (n.clone(), v.replace("{session}", &session).replace("{request}", &request)))
                 .collect(),
         )
+    }
+
+    /// Scores answers and keeps texts as `quality` says.
+    pub fn with_quality(self, quality: QualityOptions) -> Self {
+        Client { quality, ..self }
     }
 
     /// The stack that carries this client's requests, for reports.
@@ -193,11 +222,11 @@ impl Client {
         };
         let deadline = Instant::now() + self.cfg.timeout;
         let give_up = self.cfg.cancel.filter(|c| c.picks_request(id, item.session)).map(|c| Instant::now() + c.after);
-        let mut reader =
-            ResponseReader::new(self.tokenizer.is_some()).for_api(self.cfg.body.api).limited(self.cfg.max_buffer);
-        if keep_reply {
-            reader = reader.keeping_reply();
-        }
+        // The answer's content is always kept for its hash (and its scores).
+        let mut reader = ResponseReader::new(self.tokenizer.is_some())
+            .for_api(self.cfg.body.api)
+            .limited(self.cfg.max_buffer)
+            .keeping_reply();
         let mut early: Option<Outcome> = None;
         {
             let exchange = self.exchange(body, &headers, &mut rec, &mut reader, origin);
@@ -229,7 +258,39 @@ impl Client {
                 *message = m;
             }
         }
-        (rec, reply)
+        self.note_answer(&mut rec, item, reply.as_deref()).await;
+        (rec, reply.filter(|_| keep_reply))
+    }
+
+    /// What a record keeps of the exchange's texts: the prompt's and the
+    /// answer's hashes, the answer's scores against the item's reference,
+    /// its words' hashes when the prompt is repeated, and the texts
+    /// themselves only when asked (`--keep-text`).
+    async fn note_answer(&self, rec: &mut RequestRecord, item: &WorkItem, reply: Option<&str>) {
+        let prompt = prompt_text(&item.prompt);
+        rec.prompt_hash = Some(goodput_core::hash::text_hash(&prompt));
+        rec.repeat = item.repeat;
+        let answer = reply.filter(|_| rec.outcome.is_success());
+        if let Some(answer) = answer {
+            rec.output_hash = Some(goodput_core::hash::text_hash(answer));
+            if !item.reference.is_empty() {
+                // Scoring a long answer takes a while: off the task that
+                // reads streams, so it makes no other request's read late.
+                let (a, refs, scorers) = (answer.to_owned(), item.reference.clone(), self.quality.scorers.clone());
+                rec.quality = tokio::task::spawn_blocking(move || goodput_core::quality::score(&a, &refs, &scorers))
+                    .await
+                    .ok()
+                    .flatten();
+            }
+            if item.repeat.is_some() {
+                rec.output_words = Some(goodput_core::hash::word_hashes(answer));
+            }
+        }
+        if self.quality.keep_text {
+            rec.prompt_text = Some(prompt);
+            rec.output_text = answer.map(str::to_owned);
+            rec.reference = (!item.reference.is_empty()).then(|| item.reference.to_vec());
+        }
     }
 
     /// What both transports do alike once a response's head has come: note
@@ -470,4 +531,15 @@ enum BodyRead {
     Whole,
     /// As a stream, chunk by chunk.
     Stream,
+}
+
+/// The prompt as one text: its own, a conversation's turns one per line
+/// (separated by U+001E), or chat messages as JSON.
+fn prompt_text(prompt: &crate::protocol::PromptBody) -> String {
+    use crate::protocol::PromptBody;
+    match prompt {
+        PromptBody::Text(t) => t.clone(),
+        PromptBody::Turns(turns) => turns.join("\u{1e}"),
+        PromptBody::Messages(m) => serde_json::to_string(m).unwrap_or_default(),
+    }
 }

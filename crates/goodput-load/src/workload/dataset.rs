@@ -14,6 +14,10 @@ pub struct DatasetEntry {
     /// A ShareGPT conversation's later questions, each with the length of
     /// the answer it got: the turns of a session (`--turns`).
     pub follow_ups: Vec<(String, Option<u32>)>,
+    /// What a right answer is (`"reference"`, a string or a list of them;
+    /// `"answer"` is read the same way): the quality scorers compare the
+    /// output with it. Empty when the entry has none.
+    pub reference: Vec<String>,
 }
 
 /// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
@@ -56,7 +60,7 @@ pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec
 }
 
 /// A JSONL line's entry, or what is wrong with it.
-fn jsonl_entry(v: &Value) -> Result<DatasetEntry, &'static str> {
+fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
     let max_tokens = match v.get("max_tokens") {
         None | Some(Value::Null) => None,
         Some(m) => Some(
@@ -70,13 +74,33 @@ fn jsonl_entry(v: &Value) -> Result<DatasetEntry, &'static str> {
     } else if let Some(m) = v.get("messages") {
         let msgs = m.as_array().ok_or("\"messages\" must be an array")?;
         if msgs.is_empty() {
-            return Err("\"messages\" is empty");
+            return Err("\"messages\" is empty".into());
         }
         PromptBody::Messages(msgs.clone())
     } else {
-        return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)");
+        return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)".into());
     };
-    Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new() })
+    let reference = reference_of(v)?;
+    Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new(), reference })
+}
+
+/// An entry's `"reference"` (or `"answer"`): a string, or a list of strings
+/// (any of which is a right answer).
+fn reference_of(v: &Value) -> Result<Vec<String>, String> {
+    let (key, value) = match (v.get("reference"), v.get("answer")) {
+        (Some(r), _) if !r.is_null() => ("reference", r),
+        (_, Some(a)) if !a.is_null() => ("answer", a),
+        _ => return Ok(Vec::new()),
+    };
+    let bad = || format!("\"{key}\" must be a string or a list of strings");
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) if !items.is_empty() => {
+            items.iter().map(|i| i.as_str().map(str::to_owned).ok_or_else(bad)).collect()
+        }
+        Value::Array(_) => Err(format!("\"{key}\" is an empty list: give at least one reference, or leave it out")),
+        _ => Err(bad()),
+    }
 }
 
 /// A ShareGPT array's entries, or what is wrong with it.
@@ -112,6 +136,7 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
             prompt: PromptBody::Text(prompt.to_owned()),
             max_tokens: Some(reply_tokens(reply)),
             follow_ups,
+            reference: Vec::new(),
         });
     }
     if out.is_empty() && !arr.is_empty() {

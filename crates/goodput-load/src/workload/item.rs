@@ -4,6 +4,7 @@ use crate::protocol::PromptBody;
 use goodput_core::SessionTurn;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use std::sync::Arc;
 
 /// One request's content.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +18,12 @@ pub struct WorkItem {
     /// (`{session}`), models spread by session, and cancellations picked by
     /// turn.
     pub session: Option<SessionTurn>,
+    /// The dataset entry's reference(s), which the answer is scored
+    /// against (empty: none).
+    pub reference: Arc<[String]>,
+    /// Which copy of its prompt this is, when each prompt is sent several
+    /// times (`--repeat`).
+    pub repeat: Option<u32>,
 }
 
 pub(super) fn item_rng(seed: u64, i: u64) -> StdRng {

@@ -19,7 +19,7 @@ pub use item::WorkItem;
 pub use lengths::{LengthDist, Preset};
 pub use prompts::{Lengths, SharedPrefix, WORDS};
 pub use sessions::{Conversation, Sessions, ThinkTime, Turns};
-pub use source::Workload;
+pub use source::{repeat_slot, Workload};
 
 #[cfg(test)]
 mod tests;

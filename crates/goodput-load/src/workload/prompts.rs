@@ -8,6 +8,7 @@ use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
 use rand::rngs::StdRng;
 use rand::Rng;
+use std::sync::Arc;
 
 /// A system prompt shared by a share of requests, placed before each prompt
 /// so that servers with prefix caching can reuse its KV blocks.
@@ -83,6 +84,8 @@ pub(super) fn synthetic_item(rng: &mut StdRng, seed: u64, l: Lengths, tokenizer:
         intended_input_tokens: Some(l.input as u64),
         max_tokens: Some(l.output),
         session: None,
+        reference: Arc::from(Vec::new()),
+        repeat: None,
     }
 }
 

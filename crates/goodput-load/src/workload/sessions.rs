@@ -167,6 +167,8 @@ impl Conversation {
             intended_input_tokens: Some(self.tokens),
             max_tokens: question.max_tokens,
             session: question.session,
+            reference: question.reference,
+            repeat: None,
         }
     }
 

@@ -33,6 +33,27 @@ pub enum Workload {
         order: Arc<Vec<usize>>,
         seed: u64,
     },
+    /// Each prompt of `inner` sent `copies` times (`--repeat`), the copies
+    /// `spread` requests apart so they land in different batches: request
+    /// `i` is a copy of [`repeat_slot`]'s prompt. Lone requests only.
+    Repeated { inner: Box<Workload>, copies: u32, spread: u64 },
+}
+
+/// Which prompt request `i` asks, and which copy of it, when each prompt is
+/// sent `copies` times `spread` requests apart: the requests go in blocks of
+/// `spread · copies`, a block's `spread` prompts once each, then again, …
+///
+/// ```
+/// use goodput_load::workload::repeat_slot;
+/// let slots: Vec<_> = (0..6).map(|i| repeat_slot(i, 3, 2)).collect();
+/// assert_eq!(slots, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+/// assert_eq!(repeat_slot(6, 3, 2), (2, 0));
+/// ```
+pub fn repeat_slot(i: u64, copies: u32, spread: u64) -> (u64, u32) {
+    let spread = spread.max(1);
+    let block = spread * u64::from(copies.max(1));
+    let (b, within) = (i / block, i % block);
+    (b * spread + within % spread, (within / spread) as u32)
 }
 
 impl Workload {
@@ -51,6 +72,7 @@ impl Workload {
             }
             Workload::Trace { entries, .. } => entries.get(i as usize).map(|e| e.lengths),
             Workload::Dataset { .. } => None,
+            Workload::Repeated { inner, copies, spread } => inner.lengths(repeat_slot(i, *copies, *spread).0),
         }
     }
 
@@ -83,9 +105,12 @@ impl Workload {
                     intended_input_tokens: None,
                     max_tokens,
                     session: None,
+                    reference: if turn == 0 { e.reference.clone().into() } else { Arc::from(Vec::new()) },
+                    repeat: None,
                 })
             }
             Workload::Trace { .. } => Err(WorkloadError::TraceAsSessions),
+            Workload::Repeated { .. } => Err(WorkloadError::RepeatAsSessions),
         }
     }
 
@@ -141,7 +166,18 @@ impl Workload {
                     Some(d) => Some(d.sample(&mut item_rng(*seed, i))),
                     None => e.max_tokens,
                 };
-                WorkItem { prompt: e.prompt.clone(), intended_input_tokens: None, max_tokens, session: None }
+                WorkItem {
+                    prompt: e.prompt.clone(),
+                    intended_input_tokens: None,
+                    max_tokens,
+                    session: None,
+                    reference: e.reference.clone().into(),
+                    repeat: None,
+                }
+            }
+            Workload::Repeated { inner, copies, spread } => {
+                let (prompt, copy) = repeat_slot(i, *copies, *spread);
+                WorkItem { repeat: Some(copy), ..inner.item(prompt) }
             }
         }
     }

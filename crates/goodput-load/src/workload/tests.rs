@@ -32,7 +32,11 @@ fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
     assert_eq!(second.max_tokens, Some(3));
     // A dataset of chat messages brings no questions.
     let msgs = PromptBody::Messages(vec![serde_json::json!({"role": "user", "content": "x"})]);
-    let d = Workload::dataset(vec![DatasetEntry { prompt: msgs, max_tokens: None, follow_ups: vec![] }], None, 0);
+    let d = Workload::dataset(
+        vec![DatasetEntry { prompt: msgs, max_tokens: None, follow_ups: vec![], reference: vec![] }],
+        None,
+        0,
+    );
     assert!(d.question(0, 0).unwrap_err().to_string().contains("ShareGPT"));
     let all = Sessions { turns: Turns::All, think: ThinkTime::Fixed(Duration::ZERO) };
     assert!(all.shape(0, 0, None).unwrap_err().to_string().contains("--turns all"));
@@ -197,7 +201,12 @@ fn jsonl_and_sharegpt_datasets() {
     assert_eq!(e.len(), 2);
     assert_eq!(
         e[0],
-        DatasetEntry { prompt: PromptBody::Text("hello".into()), max_tokens: Some(5), follow_ups: vec![] }
+        DatasetEntry {
+            prompt: PromptBody::Text("hello".into()),
+            max_tokens: Some(5),
+            follow_ups: vec![],
+            reference: vec![]
+        }
     );
     assert!(matches!(e[1].prompt, PromptBody::Messages(_)));
 
@@ -238,6 +247,7 @@ fn dataset_workload_cycles_in_a_seeded_order() {
             prompt: PromptBody::Text(format!("p{i}")),
             max_tokens: Some(i + 1),
             follow_ups: vec![],
+            reference: vec![],
         })
         .collect();
     let w = Workload::dataset(entries, None, 9);
@@ -247,4 +257,43 @@ fn dataset_workload_cycles_in_a_seeded_order() {
     let mut seen: Vec<_> = first.iter().map(|x| x.max_tokens.unwrap()).collect();
     seen.sort();
     assert_eq!(seen, vec![1, 2, 3]);
+}
+
+#[test]
+fn dataset_references_as_a_string_a_list_or_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("qa.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            "{\"prompt\": \"2+2?\", \"reference\": \"4\"}\n",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"capital?\"}], \"reference\": [\"Paris\", \"paris\"]}\n",
+            "{\"prompt\": \"hi\", \"answer\": \"hello\"}\n",
+            "{\"prompt\": \"none\"}\n",
+        ),
+    )
+    .unwrap();
+    let e = load_dataset(&p, None).unwrap();
+    let refs: Vec<Vec<String>> = e.iter().map(|e| e.reference.clone()).collect();
+    assert_eq!(refs, [vec!["4".to_string()], vec!["Paris".into(), "paris".into()], vec!["hello".into()], vec![]]);
+    // Requests carry their entry's reference; repeated, the copies carry their number.
+    let w = Workload::dataset(e, None, 1);
+    let item = w.item(0);
+    let repeated = Workload::Repeated { inner: Box::new(w.clone()), copies: 3, spread: 4 };
+    for (i, k) in [(0u64, 0u32), (4, 1), (8, 2)] {
+        let r = repeated.item(i);
+        assert_eq!(
+            (r.prompt.clone(), r.reference.clone(), r.repeat),
+            (item.prompt.clone(), item.reference.clone(), Some(k))
+        );
+    }
+    for (bad, want) in [
+        ("{\"prompt\": \"x\", \"reference\": 4}", "must be a string or a list"),
+        ("{\"prompt\": \"x\", \"answer\": [\"a\", 1]}", "\"answer\" must be a string"),
+        ("{\"prompt\": \"x\", \"reference\": []}", "empty list"),
+    ] {
+        std::fs::write(&p, bad).unwrap();
+        let err = load_dataset(&p, None).unwrap_err().to_string();
+        assert!(err.contains(want) && err.contains("line 1"), "{bad}: {err}");
+    }
 }

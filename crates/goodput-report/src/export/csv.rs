@@ -258,6 +258,16 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("sessions_started", ss.map(|s| s.started.to_string()).unwrap_or_default());
     put("sessions_completed", ss.map(|s| s.completed.to_string()).unwrap_or_default());
     put("sessions_per_s", csv_num(ss.map(|s| s.per_s)));
+    let q = s.quality.as_ref();
+    let mean = |m: Option<&goodput_core::quality::ScoreMean>| csv_num(m.map(|m| m.mean));
+    put("quality_requests_scored", q.map(|q| q.scores.requests_scored.to_string()).unwrap_or_default());
+    put("quality_exact_mean", mean(q.and_then(|q| q.scores.exact.as_ref())));
+    put("quality_number_mean", mean(q.and_then(|q| q.scores.number.as_ref())));
+    put("quality_rouge_l_mean", mean(q.and_then(|q| q.scores.rouge_l.as_ref())));
+    put("quality_chrf_mean", mean(q.and_then(|q| q.scores.chrf.as_ref())));
+    put("quality_bleu", csv_num(q.and_then(|q| q.scores.bleu)));
+    put("quality_chrf_corpus", csv_num(q.and_then(|q| q.scores.chrf_corpus)));
+    put("quality_identical_share", csv_num(q.and_then(|q| q.consistency.as_ref()).map(|c| c.identical_share)));
     let rt = &s.ratings;
     let band = |x: &Option<goodput_core::ratings::Rated>| {
         x.map(|x| format!("{:?}", x.band).to_lowercase()).unwrap_or_default()

@@ -62,6 +62,7 @@ pub fn run_markdown(r: &RunResult) -> String {
     failures(&mut o, r);
     sessions(&mut o, r);
     by_model(&mut o, r);
+    quality(&mut o, r);
     cost(&mut o, r);
     user_view(&mut o, r);
     server_signals(&mut o, r);
@@ -192,6 +193,20 @@ fn slo_section(o: &mut String, r: &RunResult) {
             }
             o.push('\n');
         }
+        if !slo.quality.is_empty() {
+            o.push_str("| quality objective | measured | verdict |\n| --- | ---: | --- |\n");
+            for q in &slo.quality {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} {} |",
+                    md(&q.objective),
+                    q.measured.map(|m| format!("{m:.3}")).unwrap_or("-".into()),
+                    check(q.pass),
+                    if q.pass { "pass" } else { "fail" }
+                );
+            }
+            o.push('\n');
+        }
     }
 }
 
@@ -255,6 +270,28 @@ fn sessions(o: &mut String, r: &RunResult) {
             );
         }
         o.push('\n');
+    }
+}
+
+/// The answers' scores against their references, and consistency.
+fn quality(o: &mut String, r: &RunResult) {
+    let Some(q) = &r.summary.quality else { return };
+    if q.scores.requests_scored > 0 {
+        let (header, rows) = format::quality_table(q);
+        let _ = writeln!(
+            o,
+            "**Quality** (means with 95% interval; BLEU and chrF corpus 0–100)\n\n| {} |",
+            header.join(" | ")
+        );
+        let _ = writeln!(o, "| --- |{}", " ---: |".repeat(header.len() - 1));
+        for row in &rows {
+            let row: Vec<String> = row.iter().map(|c| md(c)).collect();
+            let _ = writeln!(o, "| {} |", row.join(" | "));
+        }
+        o.push('\n');
+    }
+    if let Some(c) = &q.consistency {
+        let _ = writeln!(o, "**Consistency** {}\n", md(&format::consistency_line(c)));
     }
 }
 
@@ -482,6 +519,13 @@ pub fn compare_markdown(c: &Comparison) -> String {
             }
         }
         o.push('\n');
+    }
+    if !c.answers.is_empty() {
+        o.push_str("\n**Answers on the same prompts as the baseline** (change, 95% paired interval)\n\n");
+        for a in &c.answers {
+            let label = labels.get(a.run).map_or("?", |l| l.as_str());
+            let _ = writeln!(o, "- {label}: {}", md(&crate::compare::answers_line(a)));
+        }
     }
     if !c.differences.is_empty() {
         o.push_str("\n| setting that differs |");

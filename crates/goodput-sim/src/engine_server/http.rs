@@ -69,7 +69,10 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     }
     // `ignore_eos` and `min_tokens` need nothing: the simulated model never
     // ends early, so every response is exactly `max_tokens` long.
-    let n_out = req.max_tokens().unwrap_or(s.cfg.default_max_tokens);
+    let script = s.cfg.faults.answers.as_ref().and_then(|a| a.script(&req.prompt_text(), id));
+    let asked = req.max_tokens().unwrap_or(s.cfg.default_max_tokens);
+    // A scripted answer ends with its last word, as a model stops at its end.
+    let n_out = script.as_ref().map_or(asked, |sc| asked.min(sc.len() as u32));
     let ids = req.prompt_ids(s.cfg.engine.chat_template);
     let prompt_tokens = ids.len() as u64;
     let mut prompt = Prompt::from_tokens(&ids, s.cfg.engine.block_size);
@@ -106,7 +109,8 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     }
 
     let model = req.model.clone().unwrap_or_else(|| s.cfg.model_name.clone());
-    let writer = ChunkWriter::new(route, id, &model, unix_now()).with_lengths(prompt_tokens, n_out as u64);
+    let writer =
+        ChunkWriter::new(route, id, &model, unix_now()).with_lengths(prompt_tokens, n_out as u64).with_script(script);
     let fault = match fault {
         Fault::Stall(d) => Fault::Stall(d.div_f64(s.cfg.speed)),
         f => f,

@@ -23,6 +23,8 @@ pub struct ChunkWriter {
     /// and llama.cpp's events carry them.
     prompt_tokens: u64,
     n_out: u64,
+    /// A scripted answer (`--answers`), in place of the simulator's words.
+    script: Option<crate::answers::Script>,
 }
 
 impl ChunkWriter {
@@ -42,6 +44,23 @@ impl ChunkWriter {
             seed: request_id,
             prompt_tokens: 0,
             n_out: 0,
+            script: None,
+        }
+    }
+
+    /// Answers with `script`'s words where it holds them.
+    pub fn with_script(self, script: Option<crate::answers::Script>) -> Self {
+        ChunkWriter { script, ..self }
+    }
+
+    /// Token `i`'s word, raw and as JSON string content.
+    fn word_at(&self, i: u64) -> (&str, &str) {
+        match self.script.as_ref().and_then(|s| s.word(i)) {
+            Some(w) => w,
+            None => {
+                let w = word(self.seed, i);
+                (w, w)
+            }
         }
     }
 
@@ -78,7 +97,7 @@ impl ChunkWriter {
         let mut s = String::new();
         for i in from..to {
             s.push(' ');
-            s.push_str(word(self.seed, i));
+            s.push_str(self.word_at(i).0);
         }
         s
     }
@@ -109,14 +128,14 @@ impl ChunkWriter {
             ),
             Route::OllamaChat | Route::OllamaGenerate => self.ollama_head(out),
             Route::TgiGenerate | Route::TgiGenerateStream => {
-                let id = token_id(word(self.seed, from));
+                let id = token_id(self.word_at(from).0);
                 let _ = write!(out, "data:{{\"index\":{},\"token\":{{\"id\":{id},\"text\":\"", from + 1);
             }
             Route::LlamaCpp => out.push_str("data: {\"index\":0,\"content\":\""),
         }
         for i in from..to {
             out.push(' ');
-            out.push_str(word(self.seed, i));
+            out.push_str(self.word_at(i).1);
         }
         match self.route {
             Route::Chat => out.push_str("\"},\"finish_reason\":null}]}\n\n"),

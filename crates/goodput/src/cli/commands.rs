@@ -260,6 +260,15 @@ pub struct FaultArgs {
     /// Seed for fault draws.
     #[arg(long, default_value_t = 0, help_heading = "Fault injection (seeded)")]
     pub fault_seed: u64,
+    /// Answer every prompt found in this dataset (JSONL with "prompt" or "messages", and "reference" or "answer") with its reference, word by word on the usual schedule; other prompts get the usual synthetic words.
+    #[arg(long, help_heading = "Scripted answers")]
+    pub answers: Option<std::path::PathBuf>,
+    /// With --answers: answer this share of requests (seeded) with another entry's reference.
+    #[arg(long, value_parser = parse_share, default_value_t = 0.0, requires = "answers", help_heading = "Scripted answers")]
+    pub fault_wrong_rate: f64,
+    /// With --answers: each answer, independently with this probability (seeded), leaves its reference at a random word for synthetic words (a nondeterministic server).
+    #[arg(long, value_parser = parse_share, default_value_t = 0.0, requires = "answers", help_heading = "Scripted answers")]
+    pub fault_diverge_rate: f64,
 }
 
 #[derive(Debug, Args)]
@@ -267,9 +276,12 @@ pub struct CompareArgs {
     /// Result documents: the first is the baseline.
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<PathBuf>,
-    /// Regression rules, e.g. 'ttft_ms.p95>+10%,output_tokens_per_s<-5%': exit 1 when a later run breaks one against the first.
+    /// Regression rules, e.g. 'ttft_ms.p95>+10%,output_tokens_per_s<-5%' or 'quality.exact<-0.02': exit 1 when a later run breaks one against the first.
     #[arg(long)]
     pub fail_if: Option<String>,
+    /// Each run's per-request records (--records), in the runs' order (repeat it), to pair their answers by prompt: the share of identical answers and each score's change with a paired interval. Runs saved with --include-requests need none.
+    #[arg(long)]
+    pub records: Vec<PathBuf>,
     /// Write the comparison as a JSON document (schema goodput/v1, kind compare) to this file; - for standard output.
     #[arg(long, short = 'o', visible_alias = "json")]
     pub output: Option<PathBuf>,

@@ -215,6 +215,15 @@ pub struct WorkloadArgs {
     /// A local Hugging Face tokenizer.json for exact input lengths and client-side counts.
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
+    /// Score each answer against its dataset entry's "reference" (or "answer") with these scorers: exact, number, rouge-l, bleu, chrf (default: all that apply). Scores go into the records and summary.quality.
+    #[arg(long, value_parser = parse_scorers, help_heading = "Quality")]
+    pub score: Option<ScorerList>,
+    /// Keep each request's prompt, answer and reference in its record (off by default: they can be private; scores and hashes are kept either way).
+    #[arg(long, help_heading = "Quality")]
+    pub keep_text: bool,
+    /// Send each prompt this many times within the run, the copies spread apart so they land in different batches; summary.quality.consistency says how alike they came back.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Quality")]
+    pub repeat: u32,
 }
 
 /// What is written, and where.

@@ -49,6 +49,25 @@ pub fn parse_share(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The scorers `--score` names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScorerList(pub Vec<goodput_core::quality::Scorer>);
+
+/// `--score exact,rouge-l,…`: the scorers, each once.
+pub fn parse_scorers(s: &str) -> Result<ScorerList, String> {
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let scorer = name.parse()?;
+        if !out.contains(&scorer) {
+            out.push(scorer);
+        }
+    }
+    if out.is_empty() {
+        return Err("no scorer named: give e.g. exact,rouge-l (exact, number, rouge-l, bleu, chrf)".into());
+    }
+    Ok(ScorerList(out))
+}
+
 /// `--meta KEY=VALUE`.
 pub fn parse_meta(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {

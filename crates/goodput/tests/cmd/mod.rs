@@ -60,11 +60,13 @@ pub fn records(p: &Path) -> Vec<goodput_core::RequestRecord> {
 
 /// A fixed-timing server with `profile` on 127.0.0.1:0, served by the runtime
 /// returned with its URL (the server lives as long as the runtime).
+#[allow(dead_code)]
 pub fn fixed_server(profile: goodput_sim::fixed::FixedProfile) -> (tokio::runtime::Runtime, String) {
     serving(goodput_sim::fixed::FixedServer::new(profile))
 }
 
 /// [`fixed_server`] for a server already made (one that logs its writes, say).
+#[allow(dead_code)]
 pub fn serving(server: std::sync::Arc<goodput_sim::fixed::FixedServer>) -> (tokio::runtime::Runtime, String) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let url = rt.block_on(async {

@@ -86,6 +86,14 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
         r#"<p class="note">Change is relative to the baseline; <span class="better">green</span> is better, <span class="worse">red</span> worse{}.</p></section>"#,
         if c.rows.iter().any(|r| r.better == Better::Neither) { " (uncoloured: neither way is better)" } else { "" }
     );
+    if !c.answers.is_empty() {
+        o.push_str(r#"<section><h2>Answers</h2><p class="note">On the same prompts as the baseline: change, 95% paired interval.</p><ul>"#);
+        for a in &c.answers {
+            let label = c.labels.get(a.run).map_or("?", |l| l.as_str());
+            let _ = write!(o, "<li>{}: {}</li>", html(label), html(&crate::compare::answers_line(a)));
+        }
+        o.push_str("</ul></section>");
+    }
     if !c.differences.is_empty() {
         o.push_str(r#"<section><h2>Settings that differ</h2><div class="scroll"><table class="compare"><thead><tr><th>setting</th>"#);
         for l in &c.labels {

@@ -292,6 +292,7 @@ fn run_body(o: &mut String, r: &RunResult) {
     throughput_section(o, r);
     sessions(o, r);
     by_model(o, r);
+    quality(o, r);
     failures(o, r);
     slo_section(o, r);
     warnings(o, r);
@@ -403,6 +404,17 @@ fn slo_section(o: &mut String, r: &RunResult) {
                 w = if ob.pass { "pass" } else { "FAIL" }
             );
         }
+        for q in &slo.quality {
+            let _ = write!(
+                o,
+                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td class="{c}">{w}</td></tr>"#,
+                html(&q.objective),
+                q.min,
+                q.measured.map(|m| format!("{m:.3}")).unwrap_or("-".into()),
+                c = if q.pass { "better" } else { "worse" },
+                w = if q.pass { "pass" } else { "FAIL" }
+            );
+        }
         if let Some(g) = &s.goodput {
             for l in &slo.limits {
                 let _ = write!(
@@ -503,6 +515,32 @@ fn sessions(o: &mut String, r: &RunResult) {
     }
     o.push_str("</tbody></table></div>");
     charts(o, &session_charts(ss));
+    o.push_str("</section>");
+}
+
+/// The answers' scores against their references, and consistency.
+fn quality(o: &mut String, r: &RunResult) {
+    let Some(q) = &r.summary.quality else { return };
+    o.push_str(r#"<section><h2>Quality</h2>"#);
+    if q.scores.requests_scored > 0 {
+        let (header, rows) = format::quality_table(q);
+        o.push_str(r#"<p class="text">Means with their 95% bootstrap interval; BLEU and chrF corpus on sacreBLEU's 0–100 scale.</p><div class="scroll"><table><thead><tr>"#);
+        for h in &header {
+            let _ = write!(o, "<th>{}</th>", html(h));
+        }
+        o.push_str("</tr></thead><tbody>");
+        for row in &rows {
+            o.push_str("<tr>");
+            for c in row {
+                let _ = write!(o, "<td>{}</td>", html(c));
+            }
+            o.push_str("</tr>");
+        }
+        o.push_str("</tbody></table></div>");
+    }
+    if let Some(c) = &q.consistency {
+        let _ = write!(o, r#"<p class="text">Consistency: {}</p>"#, html(&format::consistency_line(c)));
+    }
     o.push_str("</section>");
 }
 

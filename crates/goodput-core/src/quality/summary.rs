@@ -1,0 +1,317 @@
+//! `summary.quality`: the run's scores, taken from the records alone, so a
+//! saved run re-analysed (`goodput report`) gives the same figures.
+
+use super::{add_stats, bleu_score, chrf_score, BleuStats, ChrfStats};
+use crate::hash::draw;
+use crate::record::RequestRecord;
+use crate::stats::percentile;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bootstrap resamples behind each 95% interval.
+pub const BOOTSTRAP_RESAMPLES: u64 = 1000;
+
+/// A score's mean over the requests it applied to, with a 95% percentile
+/// bootstrap interval (1,000 resamples drawn from a fixed seed, so the same
+/// records give the same interval).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ScoreMean {
+    /// Requests scored.
+    pub requests: u64,
+    pub mean: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+}
+
+/// The scores of a set of requests: the run's, or one model's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct QualityScores {
+    /// Successful measured requests that had a reference and were scored.
+    pub requests_scored: u64,
+    /// Share of normalised exact matches (0–1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<ScoreMean>,
+    /// Share of answers whose last number is the reference's (0–1), over
+    /// the requests whose reference holds a number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<ScoreMean>,
+    /// Mean ROUGE-L F1 (0–1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rouge_l: Option<ScoreMean>,
+    /// Mean sentence chrF (0–100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chrf: Option<ScoreMean>,
+    /// Corpus BLEU (0–100), sacreBLEU's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bleu: Option<f64>,
+    /// Corpus chrF (0–100), sacreBLEU's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chrf_corpus: Option<f64>,
+}
+
+/// One model's scores, when the run spread its requests over several.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ModelQuality {
+    pub model: String,
+    #[serde(flatten)]
+    pub scores: QualityScores,
+}
+
+/// `summary.quality`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct QualitySummary {
+    #[serde(flatten)]
+    pub scores: QualityScores,
+    /// How alike the copies of each prompt came back (`--repeat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
+    /// A row per model, when the scored requests went to several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_model: Vec<ModelQuality>,
+}
+
+/// How alike the answers to the same prompt are within a run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Consistency {
+    /// Prompts with at least two successful copies.
+    pub prompts: u64,
+    /// The most copies of one prompt (`--repeat`).
+    pub repeats: u64,
+    /// Share of those prompts whose copies all came back identical.
+    pub identical_share: f64,
+    /// Mean over prompts of the mean pairwise similarity of their copies:
+    /// 1 − word-level edit distance ÷ the longer answer's words (1: identical).
+    pub similarity_mean: f64,
+    /// Median word position (0-based) where two copies that differ first
+    /// differ; absent when none differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_difference_p50: Option<f64>,
+}
+
+/// The mean of `values` with its 95% bootstrap interval; `seed` names the
+/// resampling stream.
+pub fn mean_with_ci(values: &[f64], seed: u64) -> Option<ScoreMean> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let (lo, hi) = bootstrap_ci(n, seed, |pick| (0..n).map(|i| values[pick(i)]).sum::<f64>() / n as f64);
+    Some(ScoreMean { requests: n as u64, mean, ci95_low: lo.min(mean), ci95_high: hi.max(mean) })
+}
+
+/// A 95% percentile bootstrap interval of `stat` over resamples of `n`
+/// items: `stat` gets a function from slot to the index drawn into it.
+pub fn bootstrap_ci(n: usize, seed: u64, stat: impl Fn(&dyn Fn(usize) -> usize) -> f64) -> (f64, f64) {
+    if n < 2 {
+        let v = stat(&|i| i);
+        return (v, v);
+    }
+    let mut stats: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+        .map(|b| {
+            let base = b * n as u64;
+            stat(&|i| (draw(seed, base + i as u64) % n as u64) as usize)
+        })
+        .collect();
+    stats.sort_by(f64::total_cmp);
+    (percentile(&stats, 2.5).unwrap_or(f64::NAN), percentile(&stats, 97.5).unwrap_or(f64::NAN))
+}
+
+/// Seeds of each score's resampling stream.
+const SEED_EXACT: u64 = 0x9a11_0001;
+const SEED_NUMBER: u64 = 0x9a11_0002;
+const SEED_ROUGE: u64 = 0x9a11_0003;
+const SEED_CHRF: u64 = 0x9a11_0004;
+
+/// The scores of `records` that carry them.
+pub fn scores_of(records: &[&RequestRecord]) -> QualityScores {
+    // In the load plan's order, whatever order the records came in (a
+    // records file holds them as they completed), so resamples repeat.
+    let mut ok: Vec<&&RequestRecord> = records.iter().filter(|r| r.outcome.is_success()).collect();
+    ok.sort_by_key(|r| r.id);
+    let scored: Vec<&crate::quality::RequestQuality> = ok.iter().filter_map(|r| r.quality.as_ref()).collect();
+    let mean = |f: &dyn Fn(&crate::quality::RequestQuality) -> Option<f64>, seed| {
+        mean_with_ci(&scored.iter().filter_map(|q| f(q)).collect::<Vec<_>>(), seed)
+    };
+    let bleu: Vec<&BleuStats> = scored.iter().filter_map(|q| q.bleu_stats.as_ref()).collect();
+    let chrf: Vec<&ChrfStats> = scored.iter().filter_map(|q| q.chrf_stats.as_ref()).collect();
+    QualityScores {
+        requests_scored: scored.len() as u64,
+        exact: mean(&|q| q.exact, SEED_EXACT),
+        number: mean(&|q| q.number, SEED_NUMBER),
+        rouge_l: mean(&|q| q.rouge_l, SEED_ROUGE),
+        chrf: mean(&|q| q.chrf, SEED_CHRF),
+        bleu: (!bleu.is_empty()).then(|| {
+            let mut total = [0u64; 10];
+            bleu.iter().for_each(|s| add_stats(&mut total, s));
+            bleu_score(&total)
+        }),
+        chrf_corpus: (!chrf.is_empty()).then(|| {
+            let mut total = [0u64; 18];
+            chrf.iter().for_each(|s| add_stats(&mut total, s));
+            chrf_score(&total)
+        }),
+    }
+}
+
+/// `summary.quality` of the measured records (warm-up excluded): `None`
+/// when no request was scored and none was repeated.
+pub fn summarize(measured: &[&RequestRecord]) -> Option<QualitySummary> {
+    let scores = scores_of(measured);
+    let consistency = consistency(measured);
+    if scores.requests_scored == 0 && consistency.is_none() {
+        return None;
+    }
+    let mut groups: BTreeMap<&str, Vec<&RequestRecord>> = BTreeMap::new();
+    for r in measured.iter().filter(|r| r.quality.is_some()) {
+        if let Some(m) = &r.model {
+            groups.entry(m.as_str()).or_default().push(r);
+        }
+    }
+    let by_model = if groups.len() > 1 {
+        groups.into_iter().map(|(m, recs)| ModelQuality { model: m.to_owned(), scores: scores_of(&recs) }).collect()
+    } else {
+        Vec::new()
+    };
+    Some(QualitySummary { scores, consistency, by_model })
+}
+
+/// Word-level edit distance (Levenshtein), two rows at a time.
+fn edit_distance(a: &[u32], b: &[u32]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut row = vec![0; b.len() + 1];
+    for (i, x) in a.iter().enumerate() {
+        row[0] = i + 1;
+        for (j, y) in b.iter().enumerate() {
+            row[j + 1] = (prev[j] + usize::from(x != y)).min(prev[j + 1] + 1).min(row[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut row);
+    }
+    prev[b.len()]
+}
+
+/// 1 − edit distance ÷ the longer length (1 for two empty answers).
+pub fn similarity(a: &[u32], b: &[u32]) -> f64 {
+    let longer = a.len().max(b.len());
+    if longer == 0 {
+        return 1.0;
+    }
+    1.0 - edit_distance(a, b) as f64 / longer as f64
+}
+
+/// `summary.quality.consistency`: the successful copies of each repeated
+/// prompt (records with `repeat`, grouped by `prompt_hash`).
+pub fn consistency(measured: &[&RequestRecord]) -> Option<Consistency> {
+    let mut groups: BTreeMap<&str, Vec<&RequestRecord>> = BTreeMap::new();
+    for r in measured.iter().filter(|r| r.outcome.is_success() && r.repeat.is_some()) {
+        if let Some(h) = &r.prompt_hash {
+            groups.entry(h.as_str()).or_default().push(r);
+        }
+    }
+    let groups: Vec<Vec<&RequestRecord>> = groups.into_values().filter(|g| g.len() >= 2).collect();
+    if groups.is_empty() {
+        return None;
+    }
+    let empty = Vec::new();
+    let words = |r: &RequestRecord| r.output_words.clone().unwrap_or_else(|| empty.clone());
+    let (mut identical, mut sim_sum, mut firsts) = (0u64, 0.0, Vec::new());
+    for g in &groups {
+        let ws: Vec<Vec<u32>> = g.iter().map(|r| words(r)).collect();
+        let same_hash = g.windows(2).all(|p| p[0].output_hash.is_some() && p[0].output_hash == p[1].output_hash);
+        identical += u64::from(same_hash && ws.windows(2).all(|p| p[0] == p[1]));
+        let (mut pair_sum, mut pairs) = (0.0, 0u64);
+        for i in 0..ws.len() {
+            for j in i + 1..ws.len() {
+                pair_sum += similarity(&ws[i], &ws[j]);
+                pairs += 1;
+                if ws[i] != ws[j] {
+                    let first = ws[i].iter().zip(&ws[j]).take_while(|(x, y)| x == y).count();
+                    firsts.push(first as f64);
+                }
+            }
+        }
+        sim_sum += pair_sum / pairs as f64;
+    }
+    firsts.sort_by(f64::total_cmp);
+    let n = groups.len() as f64;
+    Some(Consistency {
+        prompts: groups.len() as u64,
+        repeats: groups.iter().map(|g| g.len() as u64).max().unwrap_or(0),
+        identical_share: identical as f64 / n,
+        similarity_mean: sim_sum / n,
+        first_difference_p50: percentile(&firsts, 50.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quality::score;
+    use crate::record::Outcome;
+    use std::time::Duration;
+
+    fn rec(id: u64, out: &str, refs: &[&str]) -> RequestRecord {
+        let mut r = RequestRecord::new(id, Duration::ZERO, Duration::ZERO);
+        r.outcome = Outcome::Success;
+        let refs: Vec<String> = refs.iter().map(|s| s.to_string()).collect();
+        r.quality = score(out, &refs, &[]);
+        r
+    }
+
+    #[test]
+    fn means_and_corpus_scores_come_from_the_records() {
+        let recs: Vec<RequestRecord> =
+            (0..10)
+                .map(|i| {
+                    if i < 8 {
+                        rec(i, "The answer is 4", &["answer is 4"])
+                    } else {
+                        rec(i, "no idea", &["answer is 4"])
+                    }
+                })
+                .collect();
+        let refs: Vec<&RequestRecord> = recs.iter().collect();
+        let s = summarize(&refs).unwrap();
+        assert_eq!(s.scores.requests_scored, 10);
+        let exact = s.scores.exact.clone().unwrap();
+        assert!((exact.mean - 0.8).abs() < 1e-12);
+        assert!(exact.ci95_low < 0.8 && exact.ci95_high > 0.8 && exact.ci95_low >= 0.0 && exact.ci95_high <= 1.0);
+        assert_eq!(s.scores.number.as_ref().unwrap().mean, 0.8);
+        assert!(s.scores.bleu.unwrap() > 0.0 && s.scores.chrf_corpus.unwrap() > 0.0);
+        // The same records give the same interval.
+        assert_eq!(summarize(&refs).unwrap(), s);
+    }
+
+    #[test]
+    fn a_bootstrap_interval_covers_the_mean_and_narrows_with_more_requests() {
+        let small: Vec<f64> = (0..20).map(|i| f64::from(u8::from(i % 2 == 0))).collect();
+        let large: Vec<f64> = (0..2000).map(|i| f64::from(u8::from(i % 2 == 0))).collect();
+        let (a, b) = (mean_with_ci(&small, 1).unwrap(), mean_with_ci(&large, 1).unwrap());
+        assert!(a.ci95_low < 0.5 && a.ci95_high > 0.5);
+        assert!(b.ci95_high - b.ci95_low < (a.ci95_high - a.ci95_low) / 4.0);
+        // ±1.96·sqrt(0.25/2000) ≈ ±0.022.
+        assert!((b.ci95_high - b.ci95_low - 0.044).abs() < 0.01, "{b:?}");
+    }
+
+    #[test]
+    fn consistency_of_repeated_prompts() {
+        let mut recs = Vec::new();
+        for (p, outs) in [("p1", ["a b c d", "a b c d"]), ("p2", ["a b c d", "a b x d"])] {
+            for (k, o) in outs.iter().enumerate() {
+                let mut r = rec(0, o, &["a"]);
+                r.prompt_hash = Some(p.into());
+                r.repeat = Some(k as u32);
+                r.output_hash = Some(crate::hash::text_hash(o));
+                r.output_words = Some(crate::hash::word_hashes(o));
+                recs.push(r);
+            }
+        }
+        let refs: Vec<&RequestRecord> = recs.iter().collect();
+        let c = consistency(&refs).unwrap();
+        assert_eq!((c.prompts, c.repeats), (2, 2));
+        assert_eq!(c.identical_share, 0.5);
+        assert!((c.similarity_mean - (1.0 + 0.75) / 2.0).abs() < 1e-12);
+        assert_eq!(c.first_difference_p50, Some(2.0));
+    }
+}
