@@ -22,6 +22,7 @@ mod serde_ns;
 pub mod session;
 pub mod slice;
 pub mod slo;
+pub mod stability;
 pub mod stats;
 pub mod summary;
 pub mod sweep;

@@ -96,6 +96,11 @@ pub struct Summary {
     /// A row per model, when the run spread its requests over several.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_model: Vec<crate::models::ModelStats>,
+    /// Whether the window measured a steady state, and the figures that
+    /// say so (set by `assemble`, which knows the load; absent when no
+    /// measured request succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<crate::stability::Stability>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -297,6 +302,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         ratings: Ratings::default(),
         sessions: crate::session::summarize(&measured, ps, dur),
         by_model: crate::models::by_model(&measured, ps, dur),
+        stability: None,
     };
     let mut summary = summary;
     summary.ratings = rate(&ok, &summary.ttft_ms, &summary.tpot_ms, &opts.ratings);

@@ -133,6 +133,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     }
     result.engine = run.engine.take();
     recompute_server_side(run, &mut result, &records, a.window.is_some());
+    goodput_core::stability::with_queue_of(&mut result);
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
 }
