@@ -23,6 +23,9 @@ pub struct Stability {
     pub steady: bool,
     /// An open loop (a rate or a trace): arrivals do not wait for completions.
     pub open_loop: bool,
+    /// Requests outstanding grew past the noise: the load is beyond what the
+    /// server sustains, and a longer run only grows the backlog.
+    pub overloaded: bool,
     /// The stretch the trends are judged over, on the run's clock: from
     /// twice the ramp-up (and at least a quarter of the measured sending
     /// time) to the last measured request's due time.
@@ -142,6 +145,7 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     let mut s = Stability {
         steady: false,
         open_loop,
+        overloaded: false,
         judged_from_s: j0,
         judged_to_s: j1,
         offered_rps,
@@ -161,10 +165,10 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     }
     let rate = offered_rps.unwrap_or(achieved_rps).max(achieved_rps);
     let rise = outstanding_growth_per_s * len;
-    if filled
+    s.overloaded = filled
         && outstanding_growth_per_s > GROWTH_SHARE * rate
-        && rise > GROWTH_NOISE * outstanding_mean.max(1.0).sqrt()
-    {
+        && rise > GROWTH_NOISE * outstanding_mean.max(1.0).sqrt();
+    if s.overloaded {
         why.push(match offered_rps {
             Some(o) => format!(
                 "arrivals {o:.1} req/s, completions {achieved_rps:.1} req/s: {outstanding_growth_per_s:.1} more \
@@ -379,7 +383,7 @@ mod tests {
 
         let over = queue(11.0, 0.1, 400);
         let s = judge(&over, &window(&over), Some(&open(11.0))).unwrap();
-        assert!(!s.steady, "{s:?}");
+        assert!(!s.steady && s.overloaded, "{s:?}");
         assert!((s.achieved_rps - 10.0).abs() < 0.3, "{s:?}");
         assert!((s.outstanding_growth_per_s - 1.0).abs() < 0.2, "{s:?}");
         // The wait grows 1/11 s per request due, 1 s every 10 s: 100 ms/s.

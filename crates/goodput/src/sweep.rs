@@ -13,7 +13,7 @@ use crate::virtual_point;
 use crate::{output, setup};
 use anyhow::{bail, Result};
 use goodput_core::config::WorkloadConfig;
-use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
+use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, steady, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunConfig, SweepConfig, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
 use goodput_report::records::RecordFile;
@@ -22,6 +22,7 @@ use goodput_sim::engine::{EngineConfig, PromptKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Where the points run.
 enum Runner {
@@ -39,7 +40,22 @@ struct Sweep {
     started_unix_s: f64,
     config: SweepConfig,
     target: Target,
+    /// The points run for a steady state (no --requests or --duration
+    /// given): each is run again for twice as long while it is not one,
+    /// up to [`POINT_CAP`].
+    steady_bounds: bool,
 }
+
+/// A point's measured time when neither --requests nor --duration is
+/// given, after [`POINT_WARMUP`] of warm-up: long enough that the drain at
+/// its end is a few percent of its window at the loads a sweep recommends.
+const POINT_DURATION: Duration = Duration::from_secs(60);
+const POINT_WARMUP: Duration = Duration::from_secs(10);
+/// The longest a point is extended to while it is not yet a steady state.
+const POINT_CAP: Duration = Duration::from_secs(240);
+/// A window's throughput within this share of the judged stretch's has
+/// converged: the ramp-up and drain no longer weigh on it.
+const CONVERGED: f64 = 0.05;
 
 impl Sweep {
     /// The loads `--concurrency` or `--rate` list, in order.
@@ -66,12 +82,12 @@ impl Sweep {
         if !self.args.auto || self.stopped() {
             return Ok(());
         }
-        let base = self.run(Load::Concurrency(1), "baseline").await?.result.summary.throughput.requests_per_s;
+        let base = sustained(&self.run(Load::Concurrency(1), "baseline").await?.result);
         let ceiling = if self.stopped() {
             None
         } else {
             let c = self.args.max_concurrency;
-            Some(self.run(Load::Concurrency(c), "ceiling").await?.result.summary.throughput.requests_per_s)
+            Some(sustained(&self.run(Load::Concurrency(c), "ceiling").await?.result))
         };
         if let Some(ceil) = ceiling.filter(|&c| c > base) {
             let k = self.args.points;
@@ -103,12 +119,13 @@ impl Sweep {
         Ok(())
     }
 
-    fn plan(&self, load: Load) -> Result<LoadPlan> {
+    fn plan(&self, load: Load, duration: Option<Duration>) -> Result<LoadPlan> {
         let a = &self.args;
+        let shape = crate::cli::ShapeArgs { duration: duration.or(a.shape.duration), ..a.shape.clone() };
         match load {
-            Load::Concurrency(c) => setup::shaped_plan(&a.shape, Some(c as usize), None, None, a.target.grace),
+            Load::Concurrency(c) => setup::shaped_plan(&shape, Some(c as usize), None, None, a.target.grace),
             Load::Rate(r) => {
-                setup::shaped_plan(&a.shape, Some(a.max_concurrency as usize), Some(r), None, a.target.grace)
+                setup::shaped_plan(&shape, Some(a.max_concurrency as usize), Some(r), None, a.target.grace)
             }
         }
     }
@@ -117,9 +134,45 @@ impl Sweep {
         matches!(&self.runner, Runner::Http { interrupt, .. } if interrupt.stopped())
     }
 
-    /// Runs one point and writes the document.
+    /// Runs one point and writes the document. With steady bounds, a point
+    /// that is not yet a steady state (and not beyond the server: a longer
+    /// run only grows its backlog) or whose throughput has not converged
+    /// runs again for twice as long, up to [`POINT_CAP`].
     async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
-        let plan = self.plan(load)?;
+        let mut duration = self.args.shape.duration;
+        let result = loop {
+            let result = self.run_once(load, duration).await?;
+            let next = duration.map(|d| d * 2).filter(|&d| self.steady_bounds && d <= POINT_CAP);
+            match next {
+                Some(d) if !self.stopped() && needs_longer(&result) => {
+                    if !self.args.output.quiet {
+                        eprintln!(
+                            "{}: {}; running it again for {}",
+                            load.label(),
+                            why_longer(&result),
+                            humantime::format_duration(d)
+                        );
+                    }
+                    duration = Some(d);
+                }
+                _ => break result,
+            }
+        };
+        if self.points.is_empty() {
+            crate::output::say(&format!("{}\n", sweep_table::row_header(self.args.shape.turns.is_some())));
+        }
+        crate::output::say(&format!(
+            "{}\n",
+            sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)
+        ));
+        self.points.push(SweepPoint { load, origin: origin.into(), result });
+        self.write(false)?;
+        Ok(self.points.last().expect("just pushed"))
+    }
+
+    /// Runs one point for `duration` (or the shape's bounds) and gives its result.
+    async fn run_once(&mut self, load: Load, duration: Option<Duration>) -> Result<goodput_core::RunResult> {
+        let plan = self.plan(load, duration)?;
         // A point's load as bench writes it, so that it is judged (and
         // warned about) as the same load run alone would be.
         let load_args = load_args(&plan, &self.args.shape);
@@ -153,8 +206,10 @@ impl Sweep {
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?.0
             }
             Runner::Virtual { cfg, prompts } => {
+                let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
+                let plan = virtual_bounds(server, plan, &self.workload)?;
                 let (mut r, recs) = virtual_point::estimate_result(
-                    virtual_point::VirtualServer { engine: cfg, prompts: *prompts },
+                    server,
                     &plan,
                     &load_args,
                     &self.workload,
@@ -172,16 +227,7 @@ impl Sweep {
                 r
             }
         };
-        if self.points.is_empty() {
-            crate::output::say(&format!("{}\n", sweep_table::row_header(self.args.shape.turns.is_some())));
-        }
-        crate::output::say(&format!(
-            "{}\n",
-            sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)
-        ));
-        self.points.push(SweepPoint { load, origin: origin.into(), result });
-        self.write(false)?;
-        Ok(self.points.last().expect("just pushed"))
+        Ok(result)
     }
 
     fn document(&self, interrupted: bool) -> SweepResult {
@@ -208,7 +254,7 @@ impl Sweep {
     /// Requests per second a point achieved: the common scale of closed- and
     /// open-loop points when bisecting.
     fn rps(&self, i: usize) -> f64 {
-        self.points[i].result.summary.throughput.requests_per_s
+        sustained(&self.points[i].result)
     }
 
     /// Bisects between the highest point meeting the SLO and the next one
@@ -223,7 +269,12 @@ impl Sweep {
             }
             let mut order: Vec<usize> = (0..self.points.len()).collect();
             order.sort_by(|&x, &y| intensity(&self.points[x]).total_cmp(&intensity(&self.points[y])));
-            let meets = |i: usize| meets_slo(&self.points[i].result, self.args.attainment) == Some(true);
+            // Only a steady point meets the SLO: one that is not measured a
+            // backlog or a ramp, not the load.
+            let meets = |i: usize| {
+                let r = &self.points[i].result;
+                meets_slo(r, self.args.attainment) == Some(true) && steady(r)
+            };
             let Some(pos) = order.iter().rposition(|&i| meets(i)) else { break };
             let Some(&fail) = order.get(pos + 1) else { break };
             let pass = order[pos];
@@ -259,6 +310,96 @@ impl Sweep {
     }
 }
 
+/// A closed loop's duration as a request count, for the simulated engine,
+/// which ends a closed loop by its count: the throughput of a short pilot
+/// (10 requests a user, at least 100) times the duration.
+fn virtual_bounds(server: virtual_point::VirtualServer, mut plan: LoadPlan, workload: &Workload) -> Result<LoadPlan> {
+    let (Some(d), None, None, None) = (plan.duration, plan.requests, plan.rate, &plan.trace) else { return Ok(plan) };
+    let c = plan.concurrency.unwrap_or(1) as u64;
+    let pilot = LoadPlan {
+        requests: Some((goodput_core::assemble::REQUESTS_PER_USER * c).max(100)),
+        duration: None,
+        warmup: 0,
+        warmup_time: Duration::ZERO,
+        ..plan.clone()
+    };
+    let run = virtual_point::run_virtual(server, &pilot, workload, None)?;
+    let end = run.records.iter().map(|r| r.end).max().unwrap_or_default().as_secs_f64();
+    let done = run.records.iter().filter(|r| r.outcome.is_success()).count() as f64;
+    let rps = if end > 0.0 { done / end } else { 0.0 };
+    plan.requests = Some(((rps * d.as_secs_f64()).ceil() as u64).max(c));
+    plan.duration = None;
+    Ok(plan)
+}
+
+/// The requests per second a point sustained: over its judged stretch when
+/// it was steady (its window's rate is lowered by the ramp-up and drain),
+/// else over its window.
+fn sustained(r: &goodput_core::RunResult) -> f64 {
+    match &r.summary.stability {
+        Some(s) if s.steady && s.achieved_rps > 0.0 => s.achieved_rps,
+        _ => r.summary.throughput.requests_per_s,
+    }
+}
+
+/// Whether a point should run longer: it is not a steady state for want of
+/// time (not a load beyond the server), or its window's throughput is more
+/// than [`CONVERGED`] off the judged stretch's.
+fn needs_longer(r: &goodput_core::RunResult) -> bool {
+    let Some(s) = &r.summary.stability else { return false };
+    !s.overloaded && (!s.steady || !converged(r))
+}
+
+fn converged(r: &goodput_core::RunResult) -> bool {
+    let (window, stretch) =
+        (r.summary.throughput.requests_per_s, r.summary.stability.as_ref().map_or(0.0, |s| s.achieved_rps));
+    stretch > 0.0 && (window / stretch - 1.0).abs() <= CONVERGED
+}
+
+fn why_longer(r: &goodput_core::RunResult) -> String {
+    match r.summary.stability.as_ref().and_then(|s| s.reason.clone()) {
+        Some(reason) => format!("not yet a steady state ({reason})"),
+        None => format!(
+            "its throughput has not converged ({:.1} req/s over the window, {:.1} over its steady stretch)",
+            r.summary.throughput.requests_per_s,
+            r.summary.stability.as_ref().map_or(0.0, |s| s.achieved_rps)
+        ),
+    }
+}
+
+/// How long a live sweep will take, in words, before it starts: its points
+/// (a grid's, or --auto's baseline, ceiling, spread and search) each for
+/// its warm-up and duration. `None` when a point's length is not known
+/// ahead (a request count of a closed loop).
+fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<String> {
+    let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
+    let points = if let Some(c) = &a.concurrency {
+        c.0.len()
+    } else if let Some(r) = &a.rate {
+        r.0.len() + search
+    } else {
+        2 + a.points as usize + search
+    };
+    let warm = match a.shape.warmup {
+        crate::cli::WarmupArg::Time(d) => d,
+        crate::cli::WarmupArg::Requests(_) => Duration::ZERO,
+    };
+    let each = warm + a.shape.duration?;
+    let total = each * points as u32;
+    let mut t = format!(
+        "{points} points of about {} each: about {} in all",
+        humantime::format_duration(each),
+        humantime::format_duration(Duration::from_secs(total.as_secs()))
+    );
+    if steady_bounds {
+        t.push_str(&format!(
+            " (a point not yet steady runs again for twice as long, up to {}; pass --duration to fix their length)",
+            humantime::format_duration(POINT_CAP)
+        ));
+    }
+    Some(t)
+}
+
 fn round_rate(r: f64) -> f64 {
     (r * 1000.0).round() / 1000.0
 }
@@ -291,6 +432,16 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
+    }
+    // With no bounds given, each point runs for a steady state: a timed
+    // warm-up (unless one is given) and a duration, extended as needed.
+    let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none();
+    let mut a = a;
+    if steady_bounds {
+        a.shape.duration = Some(POINT_DURATION);
+        if matches!(a.shape.warmup, crate::cli::WarmupArg::Requests(0)) {
+            a.shape.warmup = crate::cli::WarmupArg::Time(POINT_WARMUP);
+        }
     }
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed, None)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
@@ -337,6 +488,11 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     };
     if !a.output.quiet {
         eprintln!("goodput sweep → {} · model {}", target.url, target.model);
+        if !a.estimate {
+            if let Some(t) = expected_duration(&a, steady_bounds) {
+                eprintln!("this sweep runs {t}");
+            }
+        }
     }
     let mut sw = Sweep {
         runner,
@@ -348,6 +504,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         started_unix_s,
         config,
         target,
+        steady_bounds,
     };
 
     sw.run_grid().await?;
@@ -366,6 +523,16 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if sw.args.judge.fail_on_slo && doc.analysis.highest_load_meeting_slo.is_none() {
         eprintln!("error: no load met the SLO (--fail-on-slo)");
         return Ok(ExitCode::from(3));
+    }
+    // The recommended point is steady by construction: what can fail is
+    // that no steady point was left to recommend.
+    let unsteady = doc.points.iter().filter(|p| !steady(&p.result)).count();
+    if sw.args.judge.fail_on_unsteady && doc.analysis.recommended.is_none() && unsteady > 0 {
+        eprintln!(
+            "error: no steady point to recommend ({unsteady} of {} points were not steady) (--fail-on-unsteady)",
+            doc.points.len()
+        );
+        return Ok(ExitCode::from(4));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -206,3 +206,71 @@ fn estimate_and_bench_draw_the_run_over_time_from_the_records_they_hold() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(charts(&page).iter().any(|(id, n)| id == "ttft-time" && *n > 0), "{:?}", charts(&page));
 }
+
+/// The points of a sweep document, as (rate, steady, overloaded).
+fn marks(sweep: &Value) -> Vec<(f64, bool, bool)> {
+    sweep["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let s = stability(&p["result"]);
+            (p["load"]["value"].as_f64().unwrap(), s["steady"] == true, s["overloaded"] == true)
+        })
+        .collect()
+}
+
+#[test]
+fn a_sweep_of_the_simulated_engine_runs_points_for_a_steady_state_and_never_recommends_an_overload() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    // A loose SLO that both points meet: only the stability verdict tells them apart.
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--rate", "40,80", "--slo", "ttft:p95<=60s", "--search-steps", "0", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    // No bounds given: each point is a minute after a 10 s warm-up.
+    assert_eq!(v["config"]["duration_per_point"], "1m");
+    assert!(v["points"][0]["result"]["summary"]["requests"]["warmup"].as_u64().unwrap() > 300);
+    assert_eq!(marks(&v), [(40.0, true, false), (80.0, false, true)]);
+    assert_eq!(v["points"][1]["result"]["slo"]["pass"], true, "the overload meets the loose SLO");
+    let a = &v["analysis"];
+    assert_eq!(a["recommended"]["index"], 0, "{a}");
+    assert_eq!(a["highest_load_meeting_slo"]["index"], 0, "{a}");
+    assert!(a["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("never recommended: 80 req/s")));
+    // With the overload alone there is nothing steady to recommend: the gate fails.
+    let o = goodput()
+        .args(["sweep", "--estimate", "-q", "--rate", "80", "--slo", "ttft:p95<=60s", "--fail-on-unsteady"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn a_sweep_over_http_marks_its_points_and_says_how_long_it_will_take() {
+    let served = serve_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = bench(&served.1, &dir.path().join("cap.json"), &["-c", "16", "-n", "300"]);
+    let capacity = stability(&cap)["achieved_rps"].as_f64().unwrap();
+    let rates = format!("{:.1},{:.1}", 0.9 * capacity, 1.1 * capacity);
+    let out = dir.path().join("sweep.json");
+    let o = goodput()
+        .args(["sweep", "--url", &served.1, "--progress", "none", "--rate", &rates])
+        .args(["--duration", "5s", "--warmup", "1s", "--slo", "ttft:p95<=60s", "--search-steps", "0"])
+        .args(SHORT)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("this sweep runs 2 points of about 6s each: about 12s in all"), "{stderr}");
+    let v = read_json(&out);
+    let m = marks(&v);
+    assert!(m[0].1 && !m[1].1, "90% steady, 110% not: {m:?} (capacity {capacity:.1} req/s)");
+    assert_eq!(v["analysis"]["recommended"]["index"], 0, "{}", v["analysis"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.lines().filter(|l| l.contains("NOT STEADY")).count() == 1, "{stdout}");
+}
