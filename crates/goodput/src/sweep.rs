@@ -102,6 +102,128 @@ impl Sweep {
         Ok(())
     }
 
+    /// `--stages`: one continuous open-loop run whose rate steps from stage
+    /// to stage (each stage's arrivals drawn as a point's would be, from
+    /// the seed and the stage's number), then each stage's requests (by
+    /// due time) analysed as a point, those of the stages before it kept
+    /// as warm-up: they still load the server, and a backlog they left is
+    /// the stage's to clear.
+    async fn run_stages(&mut self) -> Result<()> {
+        let stages = self.args.stages.clone().expect("stages mode").0;
+        let arrival = setup::arrival(&self.args.shape)?;
+        let (mut times, mut starts, mut from) = (Vec::new(), Vec::new(), Duration::ZERO);
+        for (i, &(rate, d)) in stages.iter().enumerate() {
+            starts.push(from);
+            let sched = goodput_load::schedule::ArrivalSchedule::new(rate, arrival, self.args.shape.seed + i as u64)
+                .map_err(|e| anyhow::anyhow!(e))?;
+            times.extend(sched.take_while(|&at| at < d).map(|at| from + at));
+            from += d;
+        }
+        let (first, total) = (stages[0].0, from);
+        let shape = crate::cli::ShapeArgs { duration: Some(total), requests: None, ..self.args.shape.clone() };
+        let mut plan = setup::shaped_plan(
+            &shape,
+            Some(self.args.max_concurrency as usize),
+            Some(first),
+            None,
+            self.args.target.grace,
+        )?;
+        (plan.rate, plan.duration, plan.requests) = (None, None, None);
+        plan.trace = Some(Arc::new(times));
+        let (cap, shape, workload) = (self.args.max_concurrency, self.args.shape.clone(), self.workload_config.clone());
+        let config = move |rate: f64, d: Duration| RunConfig {
+            load: Some(goodput_core::config::LoadConfig {
+                rate: Some(goodput_core::config::Rate(rate)),
+                duration: Some(humantime::format_duration(d).to_string()),
+                concurrency: Some(cap),
+                arrival: Some(format!("{:?}", shape.arrival).to_lowercase()),
+                burstiness: shape.burstiness,
+                seed: Some(shape.seed),
+                ..Default::default()
+            }),
+            workload: Some(workload.clone()),
+            ..RunConfig::default()
+        };
+        let (whole, recs) = match &self.runner {
+            Runner::Http { target, interrupt } => {
+                let run_id = goodput_report::records::new_run_id();
+                let records = match &self.args.output.records {
+                    Some(p) => Some(RecordFile::create(p, &run_id)?),
+                    None => None,
+                };
+                let point = Point {
+                    title: format!(" goodput sweep → {} · {} stages ", target.base, stages.len()),
+                    plan: &plan,
+                    workload: self.workload.clone(),
+                    config: config(first, total),
+                    run_id,
+                    records,
+                    live: None,
+                    control: interrupt.control(),
+                };
+                run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?
+            }
+            Runner::Virtual { cfg, prompts } => {
+                let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
+                let load_args = load_args(&plan, &self.args.shape);
+                let (r, recs) = virtual_point::estimate_result(
+                    server,
+                    &plan,
+                    &load_args,
+                    &self.workload,
+                    self.workload_config.clone(),
+                    &self.opts,
+                    false,
+                )?;
+                if let Some(p) = &self.args.output.records {
+                    let mut f = RecordFile::create(p, &r.run_id)?;
+                    for rec in &recs {
+                        f.write(rec);
+                    }
+                }
+                (r, recs)
+            }
+        };
+        for (i, &(rate, d)) in stages.iter().enumerate() {
+            let (from, to) = (starts[i], starts[i] + d);
+            let stage: Vec<goodput_core::RequestRecord> = recs
+                .iter()
+                .filter(|r| r.scheduled < to)
+                .map(|r| {
+                    let mut r = r.clone();
+                    r.warmup |= r.scheduled < from;
+                    r
+                })
+                .collect();
+            let mut result = goodput_core::assemble::assemble(
+                goodput_core::assemble::Assembly {
+                    tool: common::tool(),
+                    kind: &whole.kind,
+                    run_id: whole.run_id.clone(),
+                    started_unix_s: whole.started_unix_s,
+                    interrupted: whole.interrupted,
+                    config: config(rate, d),
+                    target: whole.target.clone(),
+                    include_requests: self.args.output.include_requests,
+                },
+                &stage,
+                &self.opts,
+            );
+            result.engine = whole.engine.clone();
+            let cap = Some(self.args.max_concurrency as usize);
+            match whole.server_signals.clone() {
+                Some(mut signals) if !signals.samples.is_empty() => {
+                    result.diagnosis = signals.analyse(&stage, &result.summary, &result.window, cap);
+                    result.server_signals = Some(signals);
+                }
+                _ => result.diagnosis = goodput_core::scrape::diagnose(&stage, &result.summary, None, cap),
+            }
+            goodput_core::stability::with_queue_of(&mut result);
+            self.record(Load::Rate(rate), "stage", result)?;
+        }
+        Ok(())
+    }
+
     /// Says where the document went, and writes the renderings asked for.
     fn export(&self, doc: &SweepResult) -> Result<()> {
         if let Some(p) = &self.args.output.output {
@@ -158,6 +280,11 @@ impl Sweep {
                 _ => break result,
             }
         };
+        self.record(load, origin, result)
+    }
+
+    /// Prints a point's row, keeps it and writes the document.
+    fn record(&mut self, load: Load, origin: &str, result: goodput_core::RunResult) -> Result<&SweepPoint> {
         if self.points.is_empty() {
             crate::output::say(&format!("{}\n", sweep_table::row_header(self.args.shape.turns.is_some())));
         }
@@ -372,6 +499,14 @@ fn why_longer(r: &goodput_core::RunResult) -> String {
 /// its warm-up and duration. `None` when a point's length is not known
 /// ahead (a request count of a closed loop).
 fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<String> {
+    if let Some(st) = &a.stages {
+        let total: Duration = st.0.iter().map(|s| s.1).sum();
+        return Some(format!(
+            "{} stages in one run: about {} in all",
+            st.0.len(),
+            humantime::format_duration(Duration::from_secs(total.as_secs()))
+        ));
+    }
     let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
     let points = if let Some(c) = &a.concurrency {
         c.0.len()
@@ -423,8 +558,11 @@ fn load_args(p: &LoadPlan, shape: &crate::cli::ShapeArgs) -> crate::cli::LoadArg
 
 pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let started_unix_s = common::unix_now();
-    if a.concurrency.is_none() && a.rate.is_none() && !a.auto {
-        bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4 or --auto");
+    if a.concurrency.is_none() && a.rate.is_none() && !a.auto && a.stages.is_none() {
+        bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4, --auto or --stages 10/2m,20/2m");
+    }
+    if a.stages.is_some() && (a.shape.requests.is_some() || a.shape.duration.is_some() || a.shape.turns.is_some()) {
+        bail!("--stages gives each stage its time: drop -n, --duration and --turns");
     }
     setup::arrival(&a.shape)?;
     if !(0.0..=1.0).contains(&a.attainment) {
@@ -435,7 +573,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     // With no bounds given, each point runs for a steady state: a timed
     // warm-up (unless one is given) and a duration, extended as needed.
-    let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none();
+    let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none();
     let mut a = a;
     if steady_bounds {
         a.shape.duration = Some(POINT_DURATION);
@@ -467,6 +605,8 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let config = SweepConfig {
         mode: if a.auto {
             "auto"
+        } else if a.stages.is_some() {
+            "stages"
         } else if a.rate.is_some() {
             "rate"
         } else {
@@ -507,9 +647,13 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         steady_bounds,
     };
 
-    sw.run_grid().await?;
-    sw.run_auto().await?;
-    sw.search().await?;
+    if sw.args.stages.is_some() {
+        sw.run_stages().await?;
+    } else {
+        sw.run_grid().await?;
+        sw.run_auto().await?;
+        sw.search().await?;
+    }
 
     let interrupted = sw.stopped();
     let doc = sw.document(interrupted);

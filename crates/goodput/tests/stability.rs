@@ -274,3 +274,25 @@ fn a_sweep_over_http_marks_its_points_and_says_how_long_it_will_take() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.lines().filter(|l| l.contains("NOT STEADY")).count() == 1, "{stdout}");
 }
+
+#[test]
+fn stages_are_one_run_judged_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("stages.json"), dir.path().join("rec.jsonl"));
+    goodput().args(["sweep", "--estimate", "-q", "--stages", "40/40s,80/40s"]).writing(&out, &rec).assert().success();
+    let v = read_json(&out);
+    assert_eq!(v["config"]["mode"], "stages");
+    assert_eq!(marks(&v), [(40.0, true, false), (80.0, false, true)]);
+    // One run: a records file whose requests are the stages' together, the
+    // second stage's measured ones due after the first's 40 s.
+    let recs = cmd::records(&rec);
+    let p = |i: usize, k: &str| v["points"][i]["result"]["summary"]["requests"][k].as_u64().unwrap();
+    assert_eq!(p(0, "sent") + p(1, "sent"), recs.len() as u64);
+    assert_eq!(p(1, "warmup"), p(0, "sent"), "the first stage's requests load the second as warm-up");
+    let second = v["points"][1]["result"]["window"]["start_s"].as_f64().unwrap();
+    assert!((40.0..41.0).contains(&second), "{second}");
+    assert_eq!(v["analysis"]["recommended"]["index"], serde_json::Value::Null, "no SLO, no saturation");
+    // A stage is RATE/DURATION.
+    let err = goodput().args(["sweep", "--estimate", "--stages", "10,20/1m"]).refusal();
+    assert!(err.contains("invalid stage '10': give RATE/DURATION, e.g. 10/2m"), "{err}");
+}
