@@ -264,7 +264,10 @@ impl Sweep {
         let mut duration = self.args.shape.duration;
         let result = loop {
             let result = self.run_once(load, duration).await?;
-            let next = duration.map(|d| d * 2).filter(|&d| self.steady_bounds && d <= POINT_CAP);
+            // The ceiling only finds the rate the spread climbs to (its
+            // steady stretch's), and is never recommended: not extended.
+            let extend = self.steady_bounds && origin != "ceiling";
+            let next = duration.map(|d| d * 2).filter(|&d| extend && d <= POINT_CAP);
             match next {
                 Some(d) if !self.stopped() && needs_longer(&result) => {
                     if !self.args.output.quiet {
