@@ -22,7 +22,8 @@ pub struct Assembly<'a> {
 /// The result document of `records`: every figure analysed from them
 /// under `opts`, and the warnings they call for.
 pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptions) -> RunResult {
-    let analysis = analyze(records, opts);
+    let mut analysis = analyze(records, opts);
+    analysis.summary.stability = crate::stability::judge(records, &analysis.window, a.config.load.as_ref());
     let peak = analysis.summary.in_flight.peak;
     let few = a.config.load.as_ref().and_then(|l| few_requests_warning(l, peak));
     RunResult {

@@ -361,7 +361,8 @@ pub struct SweepConfig {
     pub max_concurrency: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meta: Option<BTreeMap<String, String>>,
-    /// `concurrency`, `rate` or `auto`.
+    /// `concurrency`, `rate`, `auto` or `stages` (one run in stages, each
+    /// a point).
     pub mode: String,
     pub percentiles: Vec<f64>,
     /// `--requests` of each point.

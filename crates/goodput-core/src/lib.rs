@@ -24,6 +24,7 @@ pub mod session;
 pub mod shard;
 pub mod slice;
 pub mod slo;
+pub mod stability;
 pub mod stats;
 pub mod summary;
 pub mod sweep;

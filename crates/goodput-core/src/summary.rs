@@ -101,6 +101,11 @@ pub struct Summary {
     /// request was scored or a prompt repeated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<crate::quality::QualitySummary>,
+    /// Whether the window measured a steady state, and the figures that
+    /// say so (set by `assemble`, which knows the load; absent when no
+    /// measured request succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<crate::stability::Stability>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -303,6 +308,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         sessions: crate::session::summarize(&measured, ps, dur),
         by_model: crate::models::by_model(&measured, ps, dur),
         quality: crate::quality::summarize(&measured),
+        stability: None,
     };
     let mut summary = summary;
     summary.ratings = rate(&ok, &summary.ttft_ms, &summary.tpot_ms, &opts.ratings);

@@ -120,6 +120,13 @@ pub fn meets_slo(p: &RunResult, attainment_target: f64) -> Option<bool> {
     Some(slo.pass && g.slo_attainment >= attainment_target)
 }
 
+/// Whether a point measured a steady state (`summary.stability`; a point of
+/// a document from before the verdict counts as steady). A point that is
+/// not is never recommended, nor counted as meeting the SLO.
+pub fn steady(p: &RunResult) -> bool {
+    p.summary.stability.as_ref().is_none_or(|s| s.steady)
+}
+
 /// How hard a point loaded the server: mean requests in flight. Unlike the
 /// load value it orders closed-loop and open-loop points on one axis (an
 /// overloaded open loop piles requests up in flight).
@@ -177,8 +184,11 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
         let goodput = |i: usize| points[i].result.summary.goodput.as_ref().map_or(0.0, |g| g.output_tokens_per_s);
         let g = *judged.iter().max_by(|&&x, &&y| goodput(x).total_cmp(&goodput(y))).expect("not empty");
         a.max_goodput = Some(point_ref(g, &points[g]));
-        let meeting: Vec<usize> =
-            judged.iter().copied().filter(|&i| meets_slo(&points[i].result, attainment_target) == Some(true)).collect();
+        let meeting: Vec<usize> = judged
+            .iter()
+            .copied()
+            .filter(|&i| meets_slo(&points[i].result, attainment_target) == Some(true) && steady(&points[i].result))
+            .collect();
         if let Some(&hi) = meeting.iter().max_by(|&&x, &&y| points[x].load.value().total_cmp(&points[y].load.value())) {
             a.highest_load_meeting_slo = Some(point_ref(hi, &points[hi]));
             // Among the points that meet the SLO, the one with the most
@@ -190,14 +200,28 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
                 points[rec].load.label(),
                 attainment_target * 100.0
             ));
+        } else if judged.iter().any(|&i| meets_slo(&points[i].result, attainment_target) == Some(true)) {
+            a.notes.push(
+                "no steady load met every SLO objective (the loads that did were not steady states): \
+                 run longer points (--duration) or lower loads"
+                    .into(),
+            );
         } else {
             a.notes.push("no load met every SLO objective: relax the SLO or add capacity".into());
         }
-    } else if let Some(s) = &a.saturation {
+    } else if let Some(s) = a.saturation.as_ref().filter(|s| steady(&points[s.index].result)) {
         a.recommended = Some(s.clone());
         a.recommendation = Some(format!(
             "{}: the saturation point, where throughput is near its best before the queue builds (give --slo for an SLO-aware choice)",
             s.load.label()
+        ));
+    }
+    let unsteady: Vec<String> =
+        order.iter().filter(|&&i| !steady(&points[i].result)).map(|&i| points[i].load.label()).collect();
+    if !unsteady.is_empty() {
+        a.notes.push(format!(
+            "not steady, so never recommended: {} (each point's summary.stability.reason says why)",
+            unsteady.join(", ")
         ));
     }
     a

@@ -111,11 +111,40 @@ fn heading(o: &mut String, r: &RunResult) {
         let _ = write!(req, " · {} sent again (a kept connection closed before the response)", q.retried);
     }
     let _ = writeln!(o, "{req}");
+    if let Some(st) = &s.stability {
+        let _ = writeln!(o, "stability: {}", esc(&stability_text(st)));
+    }
     if !q.errors_by_kind.is_empty() {
         let kinds: Vec<String> = q.errors_by_kind.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
         let _ = writeln!(o, "failures: {}", kinds.join(" · "));
     }
     o.push('\n');
+}
+
+/// The stability verdict in words: `steady` with the figures that say so,
+/// or `NOT STEADY` with the reason.
+pub fn stability_text(st: &goodput_core::stability::Stability) -> String {
+    if let (false, Some(reason)) = (st.steady, &st.reason) {
+        return format!("NOT STEADY: {reason}");
+    }
+    let mut t = String::from("steady");
+    match st.offered_rps {
+        Some(o) => {
+            let _ = write!(t, " · arrivals {o:.1} req/s, completions {:.1} req/s", st.achieved_rps);
+        }
+        None => {
+            let _ = write!(t, " · completions {:.1} req/s", st.achieved_rps);
+        }
+    }
+    let _ = write!(t, " · outstanding {:.1} ({:+.1}/s)", st.outstanding_mean, st.outstanding_growth_per_s);
+    if let Some(tr) = st.ttft_trend_ms_per_s {
+        let _ = write!(t, " · TTFT trend {tr:+.1} ms/s");
+    }
+    if let Some(q) = st.server_queue_growth_per_s {
+        let _ = write!(t, " · server queue {q:+.1}/s");
+    }
+    let _ = write!(t, " (judged {:.1}–{:.1} s)", st.judged_from_s, st.judged_to_s);
+    t
 }
 
 /// Latency percentiles, a row per distribution.

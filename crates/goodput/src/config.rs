@@ -192,6 +192,7 @@ mod tests {
         let judge = |gpus: Option<u32>| crate::cli::JudgeArgs {
             slo: None,
             fail_on_slo: false,
+            fail_on_unsteady: false,
             gpu_hour_usd: None,
             gpus,
             config: Some(path.clone()),

@@ -245,6 +245,7 @@ fn merged_run(a: &MergeArgs, shards: Vec<Shard>, count: u32, missing: Vec<u32>) 
             None
         }
     };
+    goodput_core::stability::with_queue_of(&mut result);
     result.client = client_cost(shards.iter().map(|s| s.run.client.as_ref()), &records);
     let mut warnings = Vec::new();
     if !missing.is_empty() {

@@ -122,7 +122,8 @@ pub fn write_document<T: serde::Serialize>(path: &Path, doc: &T, kind: &str) -> 
 }
 
 /// Prints the summary, writes `--output`, and picks the exit code: 1 when
-/// no request succeeded, 3 when `--fail-on-slo` and an objective failed.
+/// no request succeeded, 3 when `--fail-on-slo` and an objective failed, 4
+/// when `--fail-on-unsteady` and the window was not a steady state.
 /// A file that could not be written is an error (exit 2) once the rest are
 /// written.
 pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: &[RequestRecord]) -> Result<ExitCode> {
@@ -142,7 +143,7 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
         }
     }
     for (format, dest) in out.exports.targets() {
-        match goodput_report::export_run(format, result, &dest) {
+        match goodput_report::export_run_with(format, result, records, &dest) {
             Ok(files) if !out.quiet => {
                 for f in files {
                     eprintln!("{} written to {}", format.exporter().name(), f.display());
@@ -178,7 +179,22 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
         eprintln!("error: the run missed its SLO objectives (--fail-on-slo)");
         return Ok(ExitCode::from(3));
     }
+    if judge.fail_on_unsteady {
+        if let Some(reason) = unsteady(result) {
+            eprintln!("error: the run did not measure a steady state (--fail-on-unsteady): {reason}");
+            return Ok(ExitCode::from(4));
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why a run is not steady, or `None` when it is.
+fn unsteady(result: &RunResult) -> Option<String> {
+    match &result.summary.stability {
+        Some(s) if s.steady => None,
+        Some(s) => Some(goodput_report::escape::terminal(s.reason.as_deref().unwrap_or("not steady"))),
+        None => Some("no measured request succeeded, so nothing was measured".into()),
+    }
 }
 
 /// Writes `text` to standard output. A reader that went away (`| head`) is

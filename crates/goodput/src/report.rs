@@ -115,6 +115,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     result.shard = run.shard.take();
     result.merge = run.merge.take();
     recompute_server_side(run, &mut result, &records, a.window.is_some());
+    goodput_core::stability::with_queue_of(&mut result);
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
 }

@@ -96,4 +96,5 @@ pub fn attach(
     };
     result.diagnosis = signals.analyse(records, &result.summary, &result.window, cap);
     result.server_signals = Some(signals);
+    goodput_core::stability::with_queue_of(result);
 }

@@ -13,7 +13,7 @@ use crate::virtual_point;
 use crate::{output, setup};
 use anyhow::{bail, Result};
 use goodput_core::config::WorkloadConfig;
-use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, Load, SweepPoint, SweepResult};
+use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, steady, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunConfig, SweepConfig, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
 use goodput_report::records::RecordFile;
@@ -22,6 +22,7 @@ use goodput_sim::engine::{EngineConfig, PromptKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Where the points run.
 enum Runner {
@@ -39,7 +40,22 @@ struct Sweep {
     started_unix_s: f64,
     config: SweepConfig,
     target: Target,
+    /// The points run for a steady state (no --requests or --duration
+    /// given): each is run again for twice as long while it is not one,
+    /// up to [`POINT_CAP`].
+    steady_bounds: bool,
 }
+
+/// A point's measured time when neither --requests nor --duration is
+/// given, after [`POINT_WARMUP`] of warm-up: long enough that the drain at
+/// its end is a few percent of its window at the loads a sweep recommends.
+const POINT_DURATION: Duration = Duration::from_secs(60);
+const POINT_WARMUP: Duration = Duration::from_secs(10);
+/// The longest a point is extended to while it is not yet a steady state.
+const POINT_CAP: Duration = Duration::from_secs(240);
+/// A window's throughput within this share of the judged stretch's has
+/// converged: the ramp-up and drain no longer weigh on it.
+const CONVERGED: f64 = 0.05;
 
 impl Sweep {
     /// The loads `--concurrency` or `--rate` list, in order.
@@ -66,12 +82,12 @@ impl Sweep {
         if !self.args.auto || self.stopped() {
             return Ok(());
         }
-        let base = self.run(Load::Concurrency(1), "baseline").await?.result.summary.throughput.requests_per_s;
+        let base = sustained(&self.run(Load::Concurrency(1), "baseline").await?.result);
         let ceiling = if self.stopped() {
             None
         } else {
             let c = self.args.max_concurrency;
-            Some(self.run(Load::Concurrency(c), "ceiling").await?.result.summary.throughput.requests_per_s)
+            Some(sustained(&self.run(Load::Concurrency(c), "ceiling").await?.result))
         };
         if let Some(ceil) = ceiling.filter(|&c| c > base) {
             let k = self.args.points;
@@ -82,6 +98,129 @@ impl Sweep {
                 let r = base + (ceil - base) * i as f64 / (k + 1) as f64;
                 self.run(Load::Rate(round_rate(r)), "spread").await?;
             }
+        }
+        Ok(())
+    }
+
+    /// `--stages`: one continuous open-loop run whose rate steps from stage
+    /// to stage (each stage's arrivals drawn as a point's would be, from
+    /// the seed and the stage's number), then each stage's requests (by
+    /// due time) analysed as a point, those of the stages before it kept
+    /// as warm-up: they still load the server, and a backlog they left is
+    /// the stage's to clear.
+    async fn run_stages(&mut self) -> Result<()> {
+        let stages = self.args.stages.clone().expect("stages mode").0;
+        let arrival = setup::arrival(&self.args.shape)?;
+        let (mut times, mut starts, mut from) = (Vec::new(), Vec::new(), Duration::ZERO);
+        for (i, &(rate, d)) in stages.iter().enumerate() {
+            starts.push(from);
+            let sched = goodput_load::schedule::ArrivalSchedule::new(rate, arrival, self.args.shape.seed + i as u64)
+                .map_err(|e| anyhow::anyhow!(e))?;
+            times.extend(sched.take_while(|&at| at < d).map(|at| from + at));
+            from += d;
+        }
+        let (first, total) = (stages[0].0, from);
+        let shape = crate::cli::ShapeArgs { duration: Some(total), requests: None, ..self.args.shape.clone() };
+        let mut plan = setup::shaped_plan(
+            &shape,
+            Some(self.args.max_concurrency as usize),
+            Some(first),
+            None,
+            self.args.target.grace,
+        )?;
+        (plan.rate, plan.duration, plan.requests) = (None, None, None);
+        plan.trace = Some(Arc::new(times));
+        let (cap, shape, workload) = (self.args.max_concurrency, self.args.shape.clone(), self.workload_config.clone());
+        let config = move |rate: f64, d: Duration| RunConfig {
+            load: Some(goodput_core::config::LoadConfig {
+                rate: Some(goodput_core::config::Rate(rate)),
+                duration: Some(humantime::format_duration(d).to_string()),
+                concurrency: Some(cap),
+                arrival: Some(format!("{:?}", shape.arrival).to_lowercase()),
+                burstiness: shape.burstiness,
+                seed: Some(shape.seed),
+                ..Default::default()
+            }),
+            workload: Some(workload.clone()),
+            ..RunConfig::default()
+        };
+        let (whole, recs) = match &self.runner {
+            Runner::Http { target, interrupt } => {
+                let run_id = goodput_report::records::new_run_id();
+                let records = match &self.args.output.records {
+                    Some(p) => Some(RecordFile::create(p, &run_id)?),
+                    None => None,
+                };
+                let point = Point {
+                    title: format!(" goodput sweep → {} · {} stages ", target.base, stages.len()),
+                    plan: &plan,
+                    workload: self.workload.clone(),
+                    config: config(first, total),
+                    run_id,
+                    records,
+                    live: None,
+                    control: interrupt.control(),
+                    start_at: None,
+                };
+                run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?
+            }
+            Runner::Virtual { cfg, prompts } => {
+                let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
+                let load_args = load_args(&plan, &self.args.shape);
+                let (r, recs) = virtual_point::estimate_result(
+                    server,
+                    &plan,
+                    &load_args,
+                    &self.workload,
+                    self.workload_config.clone(),
+                    &self.opts,
+                    false,
+                )?;
+                if let Some(p) = &self.args.output.records {
+                    let mut f = RecordFile::create(p, &r.run_id)?;
+                    for rec in &recs {
+                        f.write(rec);
+                    }
+                }
+                (r, recs)
+            }
+        };
+        for (i, &(rate, d)) in stages.iter().enumerate() {
+            let (from, to) = (starts[i], starts[i] + d);
+            let stage: Vec<goodput_core::RequestRecord> = recs
+                .iter()
+                .filter(|r| r.scheduled < to)
+                .map(|r| {
+                    let mut r = r.clone();
+                    r.warmup |= r.scheduled < from;
+                    r
+                })
+                .collect();
+            let mut result = goodput_core::assemble::assemble(
+                goodput_core::assemble::Assembly {
+                    tool: common::tool(),
+                    kind: &whole.kind,
+                    run_id: whole.run_id.clone(),
+                    started_unix_s: whole.started_unix_s,
+                    interrupted: whole.interrupted,
+                    config: config(rate, d),
+                    target: whole.target.clone(),
+                    include_requests: self.args.output.include_requests,
+                },
+                &stage,
+                &self.opts,
+            );
+            result.engine = whole.engine.clone();
+            let cap = Some(self.args.max_concurrency as usize);
+            match whole.server_signals.clone() {
+                Some(mut signals) if !signals.samples.is_empty() => {
+                    result.diagnosis = signals.analyse(&stage, &result.summary, &result.window, cap);
+                    result.server_signals = Some(signals);
+                }
+                _ => result.diagnosis = goodput_core::scrape::diagnose(&stage, &result.summary, None, cap),
+            }
+            goodput_core::stability::with_queue_of(&mut result);
+            self.record(Load::Rate(rate), "stage", result)?;
         }
         Ok(())
     }
@@ -103,12 +242,13 @@ impl Sweep {
         Ok(())
     }
 
-    fn plan(&self, load: Load) -> Result<LoadPlan> {
+    fn plan(&self, load: Load, duration: Option<Duration>) -> Result<LoadPlan> {
         let a = &self.args;
+        let shape = crate::cli::ShapeArgs { duration: duration.or(a.shape.duration), ..a.shape.clone() };
         match load {
-            Load::Concurrency(c) => setup::shaped_plan(&a.shape, Some(c as usize), None, None, a.target.grace),
+            Load::Concurrency(c) => setup::shaped_plan(&shape, Some(c as usize), None, None, a.target.grace),
             Load::Rate(r) => {
-                setup::shaped_plan(&a.shape, Some(a.max_concurrency as usize), Some(r), None, a.target.grace)
+                setup::shaped_plan(&shape, Some(a.max_concurrency as usize), Some(r), None, a.target.grace)
             }
         }
     }
@@ -117,9 +257,53 @@ impl Sweep {
         matches!(&self.runner, Runner::Http { interrupt, .. } if interrupt.stopped())
     }
 
-    /// Runs one point and writes the document.
+    /// Runs one point and writes the document. With steady bounds, a point
+    /// that is not yet a steady state (and not beyond the server: a longer
+    /// run only grows its backlog) or whose throughput has not converged
+    /// runs again for twice as long, up to [`POINT_CAP`].
     async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
-        let plan = self.plan(load)?;
+        let mut duration = self.args.shape.duration;
+        let result = loop {
+            let result = self.run_once(load, duration).await?;
+            // The ceiling only finds the rate the spread climbs to (its
+            // steady stretch's), and is never recommended: not extended.
+            let extend = self.steady_bounds && origin != "ceiling";
+            let next = duration.map(|d| d * 2).filter(|&d| extend && d <= POINT_CAP);
+            match next {
+                Some(d) if !self.stopped() && needs_longer(&result) => {
+                    if !self.args.output.quiet {
+                        eprintln!(
+                            "{}: {}; running it again for {}",
+                            load.label(),
+                            why_longer(&result),
+                            humantime::format_duration(d)
+                        );
+                    }
+                    duration = Some(d);
+                }
+                _ => break result,
+            }
+        };
+        self.record(load, origin, result)
+    }
+
+    /// Prints a point's row, keeps it and writes the document.
+    fn record(&mut self, load: Load, origin: &str, result: goodput_core::RunResult) -> Result<&SweepPoint> {
+        if self.points.is_empty() {
+            crate::output::say(&format!("{}\n", sweep_table::row_header(self.args.shape.turns.is_some())));
+        }
+        crate::output::say(&format!(
+            "{}\n",
+            sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)
+        ));
+        self.points.push(SweepPoint { load, origin: origin.into(), result });
+        self.write(false)?;
+        Ok(self.points.last().expect("just pushed"))
+    }
+
+    /// Runs one point for `duration` (or the shape's bounds) and gives its result.
+    async fn run_once(&mut self, load: Load, duration: Option<Duration>) -> Result<goodput_core::RunResult> {
+        let plan = self.plan(load, duration)?;
         // A point's load as bench writes it, so that it is judged (and
         // warned about) as the same load run alone would be.
         let load_args = load_args(&plan, &self.args.shape);
@@ -154,8 +338,10 @@ impl Sweep {
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?.0
             }
             Runner::Virtual { cfg, prompts } => {
+                let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
+                let plan = virtual_bounds(server, plan, &self.workload)?;
                 let (mut r, recs) = virtual_point::estimate_result(
-                    virtual_point::VirtualServer { engine: cfg, prompts: *prompts },
+                    server,
                     &plan,
                     &load_args,
                     &self.workload,
@@ -173,16 +359,7 @@ impl Sweep {
                 r
             }
         };
-        if self.points.is_empty() {
-            crate::output::say(&format!("{}\n", sweep_table::row_header(self.args.shape.turns.is_some())));
-        }
-        crate::output::say(&format!(
-            "{}\n",
-            sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)
-        ));
-        self.points.push(SweepPoint { load, origin: origin.into(), result });
-        self.write(false)?;
-        Ok(self.points.last().expect("just pushed"))
+        Ok(result)
     }
 
     fn document(&self, interrupted: bool) -> SweepResult {
@@ -209,7 +386,7 @@ impl Sweep {
     /// Requests per second a point achieved: the common scale of closed- and
     /// open-loop points when bisecting.
     fn rps(&self, i: usize) -> f64 {
-        self.points[i].result.summary.throughput.requests_per_s
+        sustained(&self.points[i].result)
     }
 
     /// Bisects between the highest point meeting the SLO and the next one
@@ -224,7 +401,12 @@ impl Sweep {
             }
             let mut order: Vec<usize> = (0..self.points.len()).collect();
             order.sort_by(|&x, &y| intensity(&self.points[x]).total_cmp(&intensity(&self.points[y])));
-            let meets = |i: usize| meets_slo(&self.points[i].result, self.args.attainment) == Some(true);
+            // Only a steady point meets the SLO: one that is not measured a
+            // backlog or a ramp, not the load.
+            let meets = |i: usize| {
+                let r = &self.points[i].result;
+                meets_slo(r, self.args.attainment) == Some(true) && steady(r)
+            };
             let Some(pos) = order.iter().rposition(|&i| meets(i)) else { break };
             let Some(&fail) = order.get(pos + 1) else { break };
             let pass = order[pos];
@@ -260,6 +442,104 @@ impl Sweep {
     }
 }
 
+/// A closed loop's duration as a request count, for the simulated engine,
+/// which ends a closed loop by its count: the throughput of a short pilot
+/// (10 requests a user, at least 100) times the duration.
+fn virtual_bounds(server: virtual_point::VirtualServer, mut plan: LoadPlan, workload: &Workload) -> Result<LoadPlan> {
+    let (Some(d), None, None, None) = (plan.duration, plan.requests, plan.rate, &plan.trace) else { return Ok(plan) };
+    let c = plan.concurrency.unwrap_or(1) as u64;
+    let pilot = LoadPlan {
+        requests: Some((goodput_core::assemble::REQUESTS_PER_USER * c).max(100)),
+        duration: None,
+        warmup: 0,
+        warmup_time: Duration::ZERO,
+        ..plan.clone()
+    };
+    let run = virtual_point::run_virtual(server, &pilot, workload, None)?;
+    let end = run.records.iter().map(|r| r.end).max().unwrap_or_default().as_secs_f64();
+    let done = run.records.iter().filter(|r| r.outcome.is_success()).count() as f64;
+    let rps = if end > 0.0 { done / end } else { 0.0 };
+    plan.requests = Some(((rps * d.as_secs_f64()).ceil() as u64).max(c));
+    plan.duration = None;
+    Ok(plan)
+}
+
+/// The requests per second a point sustained: over its judged stretch when
+/// it was steady (its window's rate is lowered by the ramp-up and drain),
+/// else over its window.
+fn sustained(r: &goodput_core::RunResult) -> f64 {
+    match &r.summary.stability {
+        Some(s) if s.steady && s.achieved_rps > 0.0 => s.achieved_rps,
+        _ => r.summary.throughput.requests_per_s,
+    }
+}
+
+/// Whether a point should run longer: it is not a steady state for want of
+/// time (not a load beyond the server), or its window's throughput is more
+/// than [`CONVERGED`] off the judged stretch's.
+fn needs_longer(r: &goodput_core::RunResult) -> bool {
+    let Some(s) = &r.summary.stability else { return false };
+    !s.overloaded && (!s.steady || !converged(r))
+}
+
+fn converged(r: &goodput_core::RunResult) -> bool {
+    let (window, stretch) =
+        (r.summary.throughput.requests_per_s, r.summary.stability.as_ref().map_or(0.0, |s| s.achieved_rps));
+    stretch > 0.0 && (window / stretch - 1.0).abs() <= CONVERGED
+}
+
+fn why_longer(r: &goodput_core::RunResult) -> String {
+    match r.summary.stability.as_ref().and_then(|s| s.reason.clone()) {
+        Some(reason) => format!("not yet a steady state ({reason})"),
+        None => format!(
+            "its throughput has not converged ({:.1} req/s over the window, {:.1} over its steady stretch)",
+            r.summary.throughput.requests_per_s,
+            r.summary.stability.as_ref().map_or(0.0, |s| s.achieved_rps)
+        ),
+    }
+}
+
+/// How long a live sweep will take, in words, before it starts: its points
+/// (a grid's, or --auto's baseline, ceiling, spread and search) each for
+/// its warm-up and duration. `None` when a point's length is not known
+/// ahead (a request count of a closed loop).
+fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<String> {
+    if let Some(st) = &a.stages {
+        let total: Duration = st.0.iter().map(|s| s.1).sum();
+        return Some(format!(
+            "{} stages in one run: about {} in all",
+            st.0.len(),
+            humantime::format_duration(Duration::from_secs(total.as_secs()))
+        ));
+    }
+    let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
+    let points = if let Some(c) = &a.concurrency {
+        c.0.len()
+    } else if let Some(r) = &a.rate {
+        r.0.len() + search
+    } else {
+        2 + a.points as usize + search
+    };
+    let warm = match a.shape.warmup {
+        crate::cli::WarmupArg::Time(d) => d,
+        crate::cli::WarmupArg::Requests(_) => Duration::ZERO,
+    };
+    let each = warm + a.shape.duration?;
+    let total = each * points as u32;
+    let mut t = format!(
+        "{points} points of about {} each: about {} in all",
+        humantime::format_duration(each),
+        humantime::format_duration(Duration::from_secs(total.as_secs()))
+    );
+    if steady_bounds {
+        t.push_str(&format!(
+            " (a point not yet steady runs again for twice as long, up to {}; pass --duration to fix their length)",
+            humantime::format_duration(POINT_CAP)
+        ));
+    }
+    Some(t)
+}
+
 fn round_rate(r: f64) -> f64 {
     (r * 1000.0).round() / 1000.0
 }
@@ -283,8 +563,11 @@ fn load_args(p: &LoadPlan, shape: &crate::cli::ShapeArgs) -> crate::cli::LoadArg
 
 pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let started_unix_s = common::unix_now();
-    if a.concurrency.is_none() && a.rate.is_none() && !a.auto {
-        bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4 or --auto");
+    if a.concurrency.is_none() && a.rate.is_none() && !a.auto && a.stages.is_none() {
+        bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4, --auto or --stages 10/2m,20/2m");
+    }
+    if a.stages.is_some() && (a.shape.requests.is_some() || a.shape.duration.is_some() || a.shape.turns.is_some()) {
+        bail!("--stages gives each stage its time: drop -n, --duration and --turns");
     }
     setup::arrival(&a.shape)?;
     if !(0.0..=1.0).contains(&a.attainment) {
@@ -298,6 +581,16 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     if a.estimate {
         setup::no_answers(&a.workload, "sweep --estimate")?;
+    }
+    // With no bounds given, each point runs for a steady state: a timed
+    // warm-up (unless one is given) and a duration, extended as needed.
+    let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none();
+    let mut a = a;
+    if steady_bounds {
+        a.shape.duration = Some(POINT_DURATION);
+        if matches!(a.shape.warmup, crate::cli::WarmupArg::Requests(0)) {
+            a.shape.warmup = crate::cli::WarmupArg::Time(POINT_WARMUP);
+        }
     }
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed, None)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
@@ -325,6 +618,8 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let config = SweepConfig {
         mode: if a.auto {
             "auto"
+        } else if a.stages.is_some() {
+            "stages"
         } else if a.rate.is_some() {
             "rate"
         } else {
@@ -346,6 +641,11 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     };
     if !a.output.quiet {
         eprintln!("goodput sweep → {} · model {}", target.url, target.model);
+        if !a.estimate {
+            if let Some(t) = expected_duration(&a, steady_bounds) {
+                eprintln!("this sweep runs {t}");
+            }
+        }
     }
     let mut sw = Sweep {
         runner,
@@ -357,11 +657,16 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         started_unix_s,
         config,
         target,
+        steady_bounds,
     };
 
-    sw.run_grid().await?;
-    sw.run_auto().await?;
-    sw.search().await?;
+    if sw.args.stages.is_some() {
+        sw.run_stages().await?;
+    } else {
+        sw.run_grid().await?;
+        sw.run_auto().await?;
+        sw.search().await?;
+    }
 
     let interrupted = sw.stopped();
     let doc = sw.document(interrupted);
@@ -375,6 +680,16 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if sw.args.judge.fail_on_slo && doc.analysis.highest_load_meeting_slo.is_none() {
         eprintln!("error: no load met the SLO (--fail-on-slo)");
         return Ok(ExitCode::from(3));
+    }
+    // The recommended point is steady by construction: what can fail is
+    // that no steady point was left to recommend.
+    let unsteady = doc.points.iter().filter(|p| !steady(&p.result)).count();
+    if sw.args.judge.fail_on_unsteady && doc.analysis.recommended.is_none() && unsteady > 0 {
+        eprintln!(
+            "error: no steady point to recommend ({unsteady} of {} points were not steady) (--fail-on-unsteady)",
+            doc.points.len()
+        );
+        return Ok(ExitCode::from(4));
     }
     Ok(ExitCode::SUCCESS)
 }

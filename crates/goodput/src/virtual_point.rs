@@ -300,6 +300,7 @@ pub fn estimate_result(
         opts,
     );
     result.engine = Some(engine_view(cfg, &run.engine));
+    goodput_core::stability::with_queue_of(&mut result);
     // The diagnoses read from records alone hold in virtual time too.
     result.diagnosis = goodput_core::scrape::diagnose(&run.records, &result.summary, None, plan.concurrency);
     Ok((result, run.records))

@@ -106,7 +106,11 @@ fn heading(o: &mut String, r: &RunResult) {
     if q.warmup > 0 {
         let _ = write!(req, " · {} warm-up (excluded)", q.warmup);
     }
-    let _ = writeln!(o, "{req}\n");
+    let _ = writeln!(o, "{req}");
+    if let Some(st) = &s.stability {
+        let _ = writeln!(o, "- **Stability** {} {}", check(st.steady), md(&crate::terminal::stability_text(st)));
+    }
+    o.push('\n');
 }
 
 /// Latency percentiles, a row per distribution.

@@ -124,6 +124,21 @@ pub fn export_run(format: Format, run: &RunResult, dest: &Path) -> Result<Vec<Pa
     format.exporter().render_run(run)?.write_to(dest)
 }
 
+/// [`export_run`] by a command that holds the run's `records` in memory:
+/// the HTML page draws its CDFs and time series from them though the
+/// document keeps none; the other formats are as [`export_run`] writes them.
+pub fn export_run_with(
+    format: Format,
+    run: &RunResult,
+    records: &[goodput_core::RequestRecord],
+    dest: &Path,
+) -> Result<Vec<PathBuf>, ExportError> {
+    match format {
+        Format::Html => Rendered::File(html::run_page_with(run, Some(records))?.into_bytes()).write_to(dest),
+        _ => export_run(format, run, dest),
+    }
+}
+
 /// Renders `sweep` as `format` and writes it to `dest` (a folder for CSV).
 pub fn export_sweep(format: Format, sweep: &SweepResult, dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
     format.exporter().render_sweep(sweep)?.write_to(dest)

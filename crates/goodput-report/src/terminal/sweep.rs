@@ -33,6 +33,13 @@ pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f6
     } else {
         String::new()
     };
+    let slo = match &s.stability {
+        Some(st) if !st.steady => {
+            let why = if st.overloaded { "beyond the server" } else { "not a steady state" };
+            format!("{slo}{}NOT STEADY ({why})", if slo.is_empty() { "" } else { " · " })
+        }
+        _ => slo,
+    };
     format!(
         "{:<18}{:<10}{:>10.2}{}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
         load.label(),

@@ -151,6 +151,9 @@ pub struct SweepArgs {
     /// A synchronous baseline, then the throughput ceiling, then open-loop rates spread between.
     #[arg(long)]
     pub auto: bool,
+    /// One continuous open-loop run in stages, each rate held for its time and judged like a point: RATE/DURATION,… e.g. 10/2m,20/2m,40/2m.
+    #[arg(long, value_parser = parse_stages, conflicts_with_all = ["concurrency", "rate", "auto"])]
+    pub stages: Option<Stages>,
     /// Rates spread between baseline and ceiling with --auto.
     #[arg(long, default_value_t = 6)]
     pub points: u32,

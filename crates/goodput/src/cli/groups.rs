@@ -308,6 +308,9 @@ pub struct JudgeArgs {
     /// Exit non-zero (3) when a percentile objective of --slo fails (for CI).
     #[arg(long, help_heading = "SLOs and cost")]
     pub fail_on_slo: bool,
+    /// Exit non-zero (4) when the run's window was not a steady state (summary.stability: a load beyond the server, or mostly ramp-up and drain); a sweep, when it has no steady point to recommend.
+    #[arg(long, help_heading = "SLOs and cost")]
+    pub fail_on_unsteady: bool,
     /// Price of one GPU per hour in USD, for cost per million tokens.
     #[arg(long, help_heading = "SLOs and cost")]
     pub gpu_hour_usd: Option<f64>,

@@ -191,6 +191,29 @@ pub struct CountList(pub Vec<u64>);
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateList(pub Vec<f64>);
 
+/// `--stages`: (requests/s, how long) each, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stages(pub Vec<(f64, Duration)>);
+
+/// `10/2m,20/2m,40/2m`: a rate held for a time, stage by stage.
+pub fn parse_stages(s: &str) -> Result<Stages, String> {
+    let stage = |part: &str| -> Result<(f64, Duration), String> {
+        let bad = || format!("invalid stage '{part}': give RATE/DURATION, e.g. 10/2m (10 req/s for two minutes)");
+        let (rate, time) = part.trim().split_once('/').ok_or_else(bad)?;
+        let rate: f64 = rate.trim().parse().map_err(|_| bad())?;
+        let time = humantime::parse_duration(time.trim()).map_err(|_| bad())?;
+        if !(rate.is_finite() && rate > 0.0) || time.is_zero() {
+            return Err(format!("invalid stage '{part}': the rate and the time must be above zero"));
+        }
+        Ok((rate, time))
+    };
+    let v = s.split(',').filter(|p| !p.trim().is_empty()).map(stage).collect::<Result<Vec<_>, _>>()?;
+    if v.is_empty() {
+        return Err("--stages needs at least one RATE/DURATION".into());
+    }
+    Ok(Stages(v))
+}
+
 pub fn parse_counts(s: &str) -> Result<CountList, String> {
     let v: Vec<u64> = parse_list(s)?;
     if v.contains(&0) {

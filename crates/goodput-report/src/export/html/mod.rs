@@ -9,7 +9,7 @@ mod signals;
 mod sweep;
 
 pub use compare::compare_page;
-pub use run::run_page;
+pub use run::{run_page, run_page_with};
 pub use sweep::sweep_page;
 
 use super::{ExportError, Exporter, Rendered};

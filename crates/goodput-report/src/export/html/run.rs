@@ -17,7 +17,24 @@ use std::fmt::Write;
 
 /// One run as a page.
 pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
+    run_page_with(r, None)
+}
+
+/// One run as a page, its CDFs and time series drawn from `records` where
+/// the document holds none (a run saved without `--include-requests`,
+/// rendered by the command that holds its records in memory). The page's
+/// embedded document stays the one given: the records draw, they are not
+/// copied in.
+pub fn run_page_with(r: &RunResult, records: Option<&[goodput_core::RequestRecord]>) -> Result<String, ExportError> {
     let (data, stripped) = embed(r, strip_requests)?;
+    let held;
+    let r = match records {
+        Some(recs) if r.requests.is_none() && !recs.is_empty() => {
+            held = RunResult { requests: Some(recs.to_vec()), ..r.clone() };
+            &held
+        }
+        _ => r,
+    };
     let mut o = String::new();
     let load = load_line(&r.config);
     let mut lines = vec![target_line(&r.target, "")];
@@ -61,8 +78,18 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
 /// SLO verdict pills: the percentile objectives pass or fail, and the
 /// per-request limits with their attainment.
 fn verdicts(o: &mut String, r: &RunResult) {
-    let Some(slo) = &r.slo else { return };
+    let stability = r.summary.stability.as_ref();
+    if r.slo.is_none() && stability.is_none() {
+        return;
+    }
     o.push_str(r#"<div class="verdicts">"#);
+    if let Some(st) = stability {
+        stability_pill(o, st);
+    }
+    let Some(slo) = &r.slo else {
+        o.push_str("</div>");
+        return;
+    };
     let _ = write!(
         o,
         r#"<span class="pill {c}">SLO {} · {}</span>"#,
@@ -93,6 +120,17 @@ fn verdicts(o: &mut String, r: &RunResult) {
         }
     }
     o.push_str("</div>");
+}
+
+/// The stability verdict as a pill: the first thing read, as the figures
+/// below describe the load only when it is steady.
+fn stability_pill(o: &mut String, st: &goodput_core::stability::Stability) {
+    let _ = write!(
+        o,
+        r#"<span class="pill {c}" id="stability">{}</span>"#,
+        html(&crate::terminal::stability_text(st)),
+        c = if st.steady { "pass" } else { "fail" }
+    );
 }
 
 fn run_cards(o: &mut String, r: &RunResult) {
@@ -316,6 +354,20 @@ fn latency_section(o: &mut String, r: &RunResult) {
 fn over_the_run(o: &mut String, r: &RunResult) {
     let tc = time_charts(r);
     o.push_str(r#"<section><h2>Over the run</h2>"#);
+    if let Some(st) = &r.summary.stability {
+        // The verdict beside its evidence.
+        let _ = write!(
+            o,
+            r#"<p class="verdicts">{}</p><p class="note">Judged from {:.1} s to {:.1} s: requests outstanding should hold level and TTFT should not trend (docs/metrics.md, Stability).</p>"#,
+            {
+                let mut p = String::new();
+                stability_pill(&mut p, st);
+                p.replace(r#" id="stability""#, "")
+            },
+            st.judged_from_s,
+            st.judged_to_s
+        );
+    }
     if tc.is_empty() {
         o.push_str(r#"<p class="note">No time series: the run was saved without per-request records (--include-requests).</p>"#);
     } else {
