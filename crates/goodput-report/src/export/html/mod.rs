@@ -5,6 +5,7 @@
 
 mod compare;
 mod run;
+mod sections;
 mod signals;
 mod sweep;
 

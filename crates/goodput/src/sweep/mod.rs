@@ -23,6 +23,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use steady::{expected_duration, needs_longer, sustained, why_longer, POINT_CAP, POINT_DURATION, POINT_WARMUP};
+
+mod stages;
+mod steady;
 
 /// Where the points run.
 enum Runner {
@@ -45,17 +49,6 @@ struct Sweep {
     /// up to [`POINT_CAP`].
     steady_bounds: bool,
 }
-
-/// A point's measured time when neither --requests nor --duration is
-/// given, after [`POINT_WARMUP`] of warm-up: long enough that the drain at
-/// its end is a few percent of its window at the loads a sweep recommends.
-const POINT_DURATION: Duration = Duration::from_secs(60);
-const POINT_WARMUP: Duration = Duration::from_secs(10);
-/// The longest a point is extended to while it is not yet a steady state.
-const POINT_CAP: Duration = Duration::from_secs(240);
-/// A window's throughput within this share of the judged stretch's has
-/// converged: the ramp-up and drain no longer weigh on it.
-const CONVERGED: f64 = 0.05;
 
 impl Sweep {
     /// The loads `--concurrency` or `--rate` list, in order.
@@ -98,129 +91,6 @@ impl Sweep {
                 let r = base + (ceil - base) * i as f64 / (k + 1) as f64;
                 self.run(Load::Rate(round_rate(r)), "spread").await?;
             }
-        }
-        Ok(())
-    }
-
-    /// `--stages`: one continuous open-loop run whose rate steps from stage
-    /// to stage (each stage's arrivals drawn as a point's would be, from
-    /// the seed and the stage's number), then each stage's requests (by
-    /// due time) analysed as a point, those of the stages before it kept
-    /// as warm-up: they still load the server, and a backlog they left is
-    /// the stage's to clear.
-    async fn run_stages(&mut self) -> Result<()> {
-        let stages = self.args.stages.clone().expect("stages mode").0;
-        let arrival = setup::arrival(&self.args.shape)?;
-        let (mut times, mut starts, mut from) = (Vec::new(), Vec::new(), Duration::ZERO);
-        for (i, &(rate, d)) in stages.iter().enumerate() {
-            starts.push(from);
-            let sched = goodput_load::schedule::ArrivalSchedule::new(rate, arrival, self.args.shape.seed + i as u64)
-                .map_err(|e| anyhow::anyhow!(e))?;
-            times.extend(sched.take_while(|&at| at < d).map(|at| from + at));
-            from += d;
-        }
-        let (first, total) = (stages[0].0, from);
-        let shape = crate::cli::ShapeArgs { duration: Some(total), requests: None, ..self.args.shape.clone() };
-        let mut plan = setup::shaped_plan(
-            &shape,
-            Some(self.args.max_concurrency as usize),
-            Some(first),
-            None,
-            self.args.target.grace,
-        )?;
-        (plan.rate, plan.duration, plan.requests) = (None, None, None);
-        plan.trace = Some(Arc::new(times));
-        let (cap, shape, workload) = (self.args.max_concurrency, self.args.shape.clone(), self.workload_config.clone());
-        let config = move |rate: f64, d: Duration| RunConfig {
-            load: Some(goodput_core::config::LoadConfig {
-                rate: Some(goodput_core::config::Rate(rate)),
-                duration: Some(humantime::format_duration(d).to_string()),
-                concurrency: Some(cap),
-                arrival: Some(format!("{:?}", shape.arrival).to_lowercase()),
-                burstiness: shape.burstiness,
-                seed: Some(shape.seed),
-                ..Default::default()
-            }),
-            workload: Some(workload.clone()),
-            ..RunConfig::default()
-        };
-        let (whole, recs) = match &self.runner {
-            Runner::Http { target, interrupt } => {
-                let run_id = goodput_report::records::new_run_id();
-                let records = match &self.args.output.records {
-                    Some(p) => Some(RecordFile::create(p, &run_id)?),
-                    None => None,
-                };
-                let point = Point {
-                    title: format!(" goodput sweep → {} · {} stages ", target.base, stages.len()),
-                    plan: &plan,
-                    workload: self.workload.clone(),
-                    config: config(first, total),
-                    run_id,
-                    records,
-                    live: None,
-                    control: interrupt.control(),
-                    start_at: None,
-                };
-                run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?
-            }
-            Runner::Virtual { cfg, prompts } => {
-                let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
-                let load_args = load_args(&plan, &self.args.shape);
-                let (r, recs) = virtual_point::estimate_result(
-                    server,
-                    &plan,
-                    &load_args,
-                    &self.workload,
-                    self.workload_config.clone(),
-                    &self.opts,
-                    false,
-                )?;
-                if let Some(p) = &self.args.output.records {
-                    let mut f = RecordFile::create(p, &r.run_id)?;
-                    for rec in &recs {
-                        f.write(rec);
-                    }
-                }
-                (r, recs)
-            }
-        };
-        for (i, &(rate, d)) in stages.iter().enumerate() {
-            let (from, to) = (starts[i], starts[i] + d);
-            let stage: Vec<goodput_core::RequestRecord> = recs
-                .iter()
-                .filter(|r| r.scheduled < to)
-                .map(|r| {
-                    let mut r = r.clone();
-                    r.warmup |= r.scheduled < from;
-                    r
-                })
-                .collect();
-            let mut result = goodput_core::assemble::assemble(
-                goodput_core::assemble::Assembly {
-                    tool: common::tool(),
-                    kind: &whole.kind,
-                    run_id: whole.run_id.clone(),
-                    started_unix_s: whole.started_unix_s,
-                    interrupted: whole.interrupted,
-                    config: config(rate, d),
-                    target: whole.target.clone(),
-                    include_requests: self.args.output.include_requests,
-                },
-                &stage,
-                &self.opts,
-            );
-            result.engine = whole.engine.clone();
-            let cap = Some(self.args.max_concurrency as usize);
-            match whole.server_signals.clone() {
-                Some(mut signals) if !signals.samples.is_empty() => {
-                    result.diagnosis = signals.analyse(&stage, &result.summary, &result.window, cap);
-                    result.server_signals = Some(signals);
-                }
-                _ => result.diagnosis = goodput_core::scrape::diagnose(&stage, &result.summary, None, cap),
-            }
-            goodput_core::stability::with_queue_of(&mut result);
-            self.record(Load::Rate(rate), "stage", result)?;
         }
         Ok(())
     }
@@ -464,82 +334,6 @@ fn virtual_bounds(server: virtual_point::VirtualServer, mut plan: LoadPlan, work
     Ok(plan)
 }
 
-/// The requests per second a point sustained: over its judged stretch when
-/// it was steady (its window's rate is lowered by the ramp-up and drain),
-/// else over its window.
-fn sustained(r: &goodput_core::RunResult) -> f64 {
-    match &r.summary.stability {
-        Some(s) if s.steady && s.achieved_rps > 0.0 => s.achieved_rps,
-        _ => r.summary.throughput.requests_per_s,
-    }
-}
-
-/// Whether a point should run longer: it is not a steady state for want of
-/// time (not a load beyond the server), or its window's throughput is more
-/// than [`CONVERGED`] off the judged stretch's.
-fn needs_longer(r: &goodput_core::RunResult) -> bool {
-    let Some(s) = &r.summary.stability else { return false };
-    !s.overloaded && (!s.steady || !converged(r))
-}
-
-fn converged(r: &goodput_core::RunResult) -> bool {
-    let (window, stretch) =
-        (r.summary.throughput.requests_per_s, r.summary.stability.as_ref().map_or(0.0, |s| s.achieved_rps));
-    stretch > 0.0 && (window / stretch - 1.0).abs() <= CONVERGED
-}
-
-fn why_longer(r: &goodput_core::RunResult) -> String {
-    match r.summary.stability.as_ref().and_then(|s| s.reason.clone()) {
-        Some(reason) => format!("not yet a steady state ({reason})"),
-        None => format!(
-            "its throughput has not converged ({:.1} req/s over the window, {:.1} over its steady stretch)",
-            r.summary.throughput.requests_per_s,
-            r.summary.stability.as_ref().map_or(0.0, |s| s.achieved_rps)
-        ),
-    }
-}
-
-/// How long a live sweep will take, in words, before it starts: its points
-/// (a grid's, or --auto's baseline, ceiling, spread and search) each for
-/// its warm-up and duration. `None` when a point's length is not known
-/// ahead (a request count of a closed loop).
-fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<String> {
-    if let Some(st) = &a.stages {
-        let total: Duration = st.0.iter().map(|s| s.1).sum();
-        return Some(format!(
-            "{} stages in one run: about {} in all",
-            st.0.len(),
-            humantime::format_duration(Duration::from_secs(total.as_secs()))
-        ));
-    }
-    let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
-    let points = if let Some(c) = &a.concurrency {
-        c.0.len()
-    } else if let Some(r) = &a.rate {
-        r.0.len() + search
-    } else {
-        2 + a.points as usize + search
-    };
-    let warm = match a.shape.warmup {
-        crate::cli::WarmupArg::Time(d) => d,
-        crate::cli::WarmupArg::Requests(_) => Duration::ZERO,
-    };
-    let each = warm + a.shape.duration?;
-    let total = each * points as u32;
-    let mut t = format!(
-        "{points} points of about {} each: about {} in all",
-        humantime::format_duration(each),
-        humantime::format_duration(Duration::from_secs(total.as_secs()))
-    );
-    if steady_bounds {
-        t.push_str(&format!(
-            " (a point not yet steady runs again for twice as long, up to {}; pass --duration to fix their length)",
-            humantime::format_duration(POINT_CAP)
-        ));
-    }
-    Some(t)
-}
-
 fn round_rate(r: f64) -> f64 {
     (r * 1000.0).round() / 1000.0
 }
@@ -563,25 +357,7 @@ fn load_args(p: &LoadPlan, shape: &crate::cli::ShapeArgs) -> crate::cli::LoadArg
 
 pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let started_unix_s = common::unix_now();
-    if a.concurrency.is_none() && a.rate.is_none() && !a.auto && a.stages.is_none() {
-        bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4, --auto or --stages 10/2m,20/2m");
-    }
-    if a.stages.is_some() && (a.shape.requests.is_some() || a.shape.duration.is_some() || a.shape.turns.is_some()) {
-        bail!("--stages gives each stage its time: drop -n, --duration and --turns");
-    }
-    setup::arrival(&a.shape)?;
-    if !(0.0..=1.0).contains(&a.attainment) {
-        bail!("--attainment is a share between 0 and 1, not {}", a.attainment);
-    }
-    if a.max_concurrency == 0 || a.points == 0 {
-        bail!("--max-concurrency and --points must be at least 1");
-    }
-    if a.workload.repeat > 1 {
-        bail!("--repeat belongs to one run (goodput bench): a sweep's points would each repeat their own prompts");
-    }
-    if a.estimate {
-        setup::no_answers(&a.workload, "sweep --estimate")?;
-    }
+    check_args(&a)?;
     // With no bounds given, each point runs for a steady state: a timed
     // warm-up (unless one is given) and a duration, extended as needed.
     let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none();
@@ -616,16 +392,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     };
     let (label, meta) = setup::tags(&a.output);
     let config = SweepConfig {
-        mode: if a.auto {
-            "auto"
-        } else if a.stages.is_some() {
-            "stages"
-        } else if a.rate.is_some() {
-            "rate"
-        } else {
-            "concurrency"
-        }
-        .into(),
+        mode: mode(&a).into(),
         estimate: a.estimate,
         engine: engine_config,
         workload: workload_config.clone(),
@@ -673,23 +440,67 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     sw.write(interrupted)?;
     crate::output::say(&sweep_table::analysis_lines(&doc));
     sw.export(&doc)?;
+    Ok(exit_code(&doc, &sw.args.judge))
+}
+
+/// The exit code a finished sweep's document calls for: 1 when no point
+/// completed a request, 3 when none met the SLO (--fail-on-slo), 4 when no
+/// steady point was left to recommend (--fail-on-unsteady).
+fn exit_code(doc: &SweepResult, judge: &crate::cli::JudgeArgs) -> ExitCode {
     if doc.points.iter().all(|p| p.result.summary.requests.completed == 0) {
         eprintln!("error: no point completed a request");
-        return Ok(ExitCode::from(1));
+        return ExitCode::from(1);
     }
-    if sw.args.judge.fail_on_slo && doc.analysis.highest_load_meeting_slo.is_none() {
+    if judge.fail_on_slo && doc.analysis.highest_load_meeting_slo.is_none() {
         eprintln!("error: no load met the SLO (--fail-on-slo)");
-        return Ok(ExitCode::from(3));
+        return ExitCode::from(3);
     }
     // The recommended point is steady by construction: what can fail is
     // that no steady point was left to recommend.
     let unsteady = doc.points.iter().filter(|p| !steady(&p.result)).count();
-    if sw.args.judge.fail_on_unsteady && doc.analysis.recommended.is_none() && unsteady > 0 {
+    if judge.fail_on_unsteady && doc.analysis.recommended.is_none() && unsteady > 0 {
         eprintln!(
             "error: no steady point to recommend ({unsteady} of {} points were not steady) (--fail-on-unsteady)",
             doc.points.len()
         );
-        return Ok(ExitCode::from(4));
+        return ExitCode::from(4);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
+}
+
+/// The sweep's mode, as its config names it.
+fn mode(a: &SweepArgs) -> &'static str {
+    if a.auto {
+        "auto"
+    } else if a.stages.is_some() {
+        "stages"
+    } else if a.rate.is_some() {
+        "rate"
+    } else {
+        "concurrency"
+    }
+}
+
+/// The arguments' own consistency, before anything is set up.
+fn check_args(a: &SweepArgs) -> Result<()> {
+    if a.concurrency.is_none() && a.rate.is_none() && !a.auto && a.stages.is_none() {
+        bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4, --auto or --stages 10/2m,20/2m");
+    }
+    if a.stages.is_some() && (a.shape.requests.is_some() || a.shape.duration.is_some() || a.shape.turns.is_some()) {
+        bail!("--stages gives each stage its time: drop -n, --duration and --turns");
+    }
+    setup::arrival(&a.shape)?;
+    if !(0.0..=1.0).contains(&a.attainment) {
+        bail!("--attainment is a share between 0 and 1, not {}", a.attainment);
+    }
+    if a.max_concurrency == 0 || a.points == 0 {
+        bail!("--max-concurrency and --points must be at least 1");
+    }
+    if a.workload.repeat > 1 {
+        bail!("--repeat belongs to one run (goodput bench): a sweep's points would each repeat their own prompts");
+    }
+    if a.estimate {
+        setup::no_answers(&a.workload, "sweep --estimate")?;
+    }
+    Ok(())
 }
