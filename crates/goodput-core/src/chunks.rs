@@ -22,14 +22,35 @@
 //! array of `{"t_ns", "tokens", "channel"}` objects. Both forms read
 //! anywhere.
 
-use crate::record::{Channel, OutputChunk};
 use base64::Engine;
+use schemars::JsonSchema;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cell::Cell;
 use std::fmt;
 use std::time::Duration;
+
+/// A chunk that carried generated output, stamped when its bytes were read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OutputChunk {
+    #[serde(rename = "t_ns", with = "crate::serde_ns")]
+    #[schemars(with = "u64")]
+    pub t: Duration,
+    /// Tokens attributed to this chunk (`k_i`).
+    pub tokens: u32,
+    pub channel: Channel,
+}
+
+/// Which output channel a chunk carried. A chunk with visible content counts
+/// as `content` even when it also carries reasoning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    Content,
+    Reasoning,
+    ToolCalls,
+}
 
 thread_local! {
     static PACKED: Cell<bool> = const { Cell::new(false) };

@@ -29,6 +29,7 @@ pub mod stability;
 pub mod stats;
 pub mod summary;
 pub mod sweep;
+pub mod window;
 
 pub use config::{RunConfig, SweepConfig};
 pub use metrics::RequestMetrics;

@@ -3,6 +3,7 @@
 //! runner writes these; everything else is computed from them.
 
 pub use crate::chunks::Chunks;
+pub use crate::chunks::{Channel, OutputChunk};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -167,27 +168,6 @@ fn is_false(b: &bool) -> bool {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-/// A chunk that carried generated output, stamped when its bytes were read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct OutputChunk {
-    #[serde(rename = "t_ns", with = "crate::serde_ns")]
-    #[schemars(with = "u64")]
-    pub t: Duration,
-    /// Tokens attributed to this chunk (`k_i`).
-    pub tokens: u32,
-    pub channel: Channel,
-}
-
-/// Which output channel a chunk carried. A chunk with visible content counts
-/// as `content` even when it also carries reasoning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Channel {
-    Content,
-    Reasoning,
-    ToolCalls,
 }
 
 /// Where a token count came from, best first.

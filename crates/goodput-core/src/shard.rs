@@ -4,9 +4,8 @@
 //! shard placed on one clock. The merged result is then assembled from
 //! those records exactly as one process's would be (docs/shards.md).
 
-use crate::config::{LoadConfig, WorkloadConfig};
+use crate::config::{LoadConfig, RunConfig, WorkloadConfig};
 use crate::record::RequestRecord;
-use crate::result::RunResult;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -109,9 +108,10 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// Why two shards' results cannot be of one run: the first setting they
-/// differ in, in words; `None` when they agree.
-pub fn difference(a: &RunResult, b: &RunResult) -> Option<String> {
-    let (sa, sb) = (a.shard.as_ref()?, b.shard.as_ref()?);
+/// differ in, in words; `None` when they agree. Each is its `shard` block
+/// and the `config` of its result.
+pub fn difference(a: (&ShardInfo, &RunConfig), b: (&ShardInfo, &RunConfig)) -> Option<String> {
+    let ((sa, a), (sb, b)) = (a, b);
     if sa.count != sb.count {
         return Some(format!("one was split into {} shards, the other into {}", sa.count, sb.count));
     }
@@ -119,7 +119,7 @@ pub fn difference(a: &RunResult, b: &RunResult) -> Option<String> {
         let t = |s: Option<f64>| s.map_or("none".to_string(), |t| format!("{t}"));
         return Some(format!("their --start-at differ ({} and {})", t(sa.start_at_unix_s), t(sb.start_at_unix_s)));
     }
-    let (la, lb) = (a.config.load.as_ref(), b.config.load.as_ref());
+    let (la, lb) = (a.load.as_ref(), b.load.as_ref());
     let seed = |l: Option<&LoadConfig>| l.and_then(|l| l.seed);
     if seed(la) != seed(lb) {
         return Some(format!("their --seed differ ({:?} and {:?})", seed(la), seed(lb)));
@@ -127,7 +127,7 @@ pub fn difference(a: &RunResult, b: &RunResult) -> Option<String> {
     if json(&la) != json(&lb) {
         return Some(format!("their load settings differ ({} and {})", json(&la), json(&lb)));
     }
-    let (wa, wb) = (a.config.workload.as_ref(), b.config.workload.as_ref());
+    let (wa, wb) = (a.workload.as_ref(), b.workload.as_ref());
     if json(&wa) != json(&wb) {
         return Some(format!("their workload settings differ ({} and {})", json(&wa), json(&wb)));
     }

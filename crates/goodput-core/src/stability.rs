@@ -8,7 +8,7 @@
 use crate::config::LoadConfig;
 use crate::metrics::{ms, RequestMetrics};
 use crate::record::RequestRecord;
-use crate::summary::Window;
+use crate::window::Window;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

@@ -9,6 +9,7 @@ use crate::ratings::{rate, RatingThresholds, Ratings};
 use crate::record::{CountSource, Outcome, RequestRecord};
 use crate::slo::{judge, Goodput, Slo, SloReport};
 use crate::stats::{percentile_key, Distribution};
+pub use crate::window::Window;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -46,14 +47,6 @@ pub struct Analysis {
     pub slo: Option<SloReport>,
     pub cost: Option<CostReport>,
     pub warnings: Vec<String>,
-}
-
-/// The measurement window [T1, T2] on the run's clock.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct Window {
-    pub start_s: f64,
-    pub end_s: f64,
-    pub duration_s: f64,
 }
 
 /// `summary` of the result (docs/result.md).

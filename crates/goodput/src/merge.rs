@@ -100,7 +100,8 @@ fn check_one_run(runs: &[(PathBuf, RunResult)], allow_partial: bool) -> Result<(
     let Some((first_path, first)) = runs.first() else { bail!("give the shards' result files to merge") };
     let info = |r: &RunResult| r.shard.clone().expect("read_shard keeps shards only");
     for (path, run) in &runs[1..] {
-        if let Some(why) = shard::difference(first, run) {
+        let (a, b) = (info(first), info(run));
+        if let Some(why) = shard::difference((&a, &first.config), (&b, &run.config)) {
             bail!(
                 "{} and {} are shards of different runs: {why}. Merge the shards of one run (the same flags, \
                  --shard count and --start-at in every shard)",

@@ -1,0 +1,12 @@
+//! The measurement window of a run.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The measurement window [T1, T2] on the run's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Window {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub duration_s: f64,
+}
