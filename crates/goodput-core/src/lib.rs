@@ -5,6 +5,7 @@
 //! scrapes, defined here.
 
 pub mod assemble;
+pub mod chunks;
 pub mod civil;
 pub mod config;
 pub mod cost;
@@ -32,8 +33,8 @@ pub mod sweep;
 pub use config::{RunConfig, SweepConfig};
 pub use metrics::RequestMetrics;
 pub use record::{
-    apportion, chunk_counts, spread_evenly, tokenizer_fits, Channel, ChunkTokenSource, CountSource, FailureKind,
-    Outcome, OutputChunk, RequestRecord, SessionTurn, TokenCounts,
+    apportion, chunk_counts, spread_evenly, tokenizer_fits, Channel, ChunkTokenSource, Chunks, CountSource,
+    FailureKind, Outcome, OutputChunk, RequestRecord, SessionTurn, TokenCounts,
 };
 pub use result::{ClientCost, Compat, Diagnosis, DiagnosisKind, RunResult, Target, Tool, Window, SCHEMA};
 pub use slice::TimeSlice;

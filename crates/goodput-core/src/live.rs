@@ -166,7 +166,8 @@ mod tests {
         r.chunks = vec![
             OutputChunk { t: Duration::from_millis(150), tokens: 1, channel: Channel::Content },
             OutputChunk { t: Duration::from_millis(170), tokens: 1, channel: Channel::Content },
-        ];
+        ]
+        .into();
         r.end = Duration::from_millis(171);
         r.input_tokens = 10;
         r.output_tokens = 2;

@@ -81,24 +81,24 @@ impl RequestMetrics for RequestRecord {
     }
 
     fn chunk_gaps(&self) -> Vec<Duration> {
-        self.chunks.windows(2).map(|w| w[1].t.saturating_sub(w[0].t)).collect()
+        self.chunks.pairs().map(|(a, b)| b.t.saturating_sub(a.t)).collect()
     }
 
     fn itl_samples(&self) -> Vec<Duration> {
         let mut out = Vec::with_capacity(self.output_tokens as usize);
-        for w in self.chunks.windows(2) {
-            let k = w[1].tokens as u64;
+        for (a, b) in self.chunks.pairs() {
+            let k = b.tokens as u64;
             if k == 0 {
                 continue;
             }
-            let per = div(w[1].t.saturating_sub(w[0].t), k);
+            let per = div(b.t.saturating_sub(a.t), k);
             out.extend(std::iter::repeat_n(per, k as usize));
         }
         out
     }
 
     fn itl_max(&self) -> Option<Duration> {
-        self.chunk_gaps().into_iter().max()
+        self.chunks.pairs().map(|(a, b)| b.t.saturating_sub(a.t)).max()
     }
 
     fn client_queue(&self) -> Duration {
@@ -213,8 +213,9 @@ mod tests {
     #[test]
     fn ttft_content_skips_reasoning() {
         let mut r = rec(0, &[(10, 1), (20, 1), (30, 1)], 3);
-        r.chunks[0].channel = Channel::Reasoning;
-        r.chunks[1].channel = Channel::Reasoning;
+        let reasoning =
+            |(i, c): (usize, OutputChunk)| if i < 2 { OutputChunk { channel: Channel::Reasoning, ..c } } else { c };
+        r.chunks = r.chunks.iter().enumerate().map(reasoning).collect();
         assert_eq!(r.ttft(), Some(Duration::from_millis(10)));
         assert_eq!(r.ttft_content(), Some(Duration::from_millis(30)));
     }

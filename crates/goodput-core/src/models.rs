@@ -67,7 +67,8 @@ mod tests {
         r.chunks = vec![
             OutputChunk { t, tokens: 1, channel: Channel::Content },
             OutputChunk { t: t + Duration::from_millis(10), tokens: 1, channel: Channel::Content },
-        ];
+        ]
+        .into();
         r.output_tokens = 2;
         r.end = t + Duration::from_millis(10);
         r.outcome = if ok {

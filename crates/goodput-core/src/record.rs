@@ -2,6 +2,7 @@
 //! run's origin, the token counts with their sources, and the outcome. The
 //! runner writes these; everything else is computed from them.
 
+pub use crate::chunks::Chunks;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -32,9 +33,9 @@ pub struct RequestRecord {
     #[serde(rename = "first_byte_ns", with = "crate::serde_ns::option", default)]
     #[schemars(with = "Option<u64>")]
     pub first_byte: Option<Duration>,
-    /// Output-bearing chunks only, in arrival order.
+    /// Output-bearing chunks only, in arrival order, packed (see [`Chunks`]).
     #[serde(default)]
-    pub chunks: Vec<OutputChunk>,
+    pub chunks: Chunks,
     /// The first and last streamed payloads vLLM's `bench serve` (0.33)
     /// counts as output (an empty `content` without a `role` included): where
     /// it takes TTFT and a request's end, kept to give its figures in
@@ -169,7 +170,7 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// A chunk that carried generated output, stamped when its bytes were read.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct OutputChunk {
     #[serde(rename = "t_ns", with = "crate::serde_ns")]
     #[schemars(with = "u64")]
@@ -434,7 +435,7 @@ impl RequestRecord {
             scheduled,
             sent,
             first_byte: None,
-            chunks: Vec::new(),
+            chunks: Chunks::new(),
             first_choice: None,
             last_choice: None,
             stream_end: None,

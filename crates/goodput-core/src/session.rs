@@ -117,7 +117,7 @@ mod tests {
     fn turn(id: u64, turn: u32, turns: u32, sent: u64, ttft: u64, input: u64, cached: u64) -> RequestRecord {
         let ms = Duration::from_millis;
         let mut r = RequestRecord::new(id * 10 + turn as u64, ms(sent), ms(sent));
-        r.chunks = vec![OutputChunk { t: ms(sent + ttft), tokens: 1, channel: Channel::Content }];
+        r.chunks = vec![OutputChunk { t: ms(sent + ttft), tokens: 1, channel: Channel::Content }].into();
         r.end = ms(sent + ttft);
         r.output_tokens = 1;
         r.input_tokens = input;

@@ -276,6 +276,19 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         Distribution::from_samples(&mut v, ps)
     };
 
+    // Every gap between chunks, sorted once for both views that take them
+    // (the summary's and vLLM's ITL); on a long run, tens of millions.
+    let mut gaps: Vec<f64> = Vec::with_capacity(ok.iter().map(|r| r.chunks.len().saturating_sub(1)).sum());
+    gaps.extend(ok.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| ms(b.t.saturating_sub(a.t)))));
+    gaps.sort_unstable_by(|a, b| a.total_cmp(b));
+    // Where every chunk after a first carries one token, the ITL samples
+    // are the gaps themselves.
+    let itl_ms = if ok.iter().all(|r| r.chunks.iter().skip(1).all(|c| c.tokens == 1)) {
+        Distribution::from_sorted(&gaps, ps)
+    } else {
+        pooled(&|r| r.itl_samples())
+    };
+
     let counts = request_counts(records, &measured);
     let tokens = token_totals(&measured, &ok);
     let throughput = throughput(&counts, &tokens, &ok, t1, t2, dur);
@@ -284,8 +297,8 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         ttft_ms: dist(&|r| r.ttft()),
         ttft_content_ms: dist(&|r| r.ttft_content()),
         tpot_ms: dist(&|r| r.tpot()),
-        itl_ms: pooled(&|r| r.itl_samples()),
-        chunk_gap_ms: pooled(&|r| r.chunk_gaps()),
+        itl_ms,
+        chunk_gap_ms: Distribution::from_sorted(&gaps, ps),
         itl_max_ms: dist(&|r| r.itl_max()),
         e2e_ms: dist(&|r| r.e2e()),
         ttfb_ms: dist(&|r| r.ttfb()),
@@ -319,7 +332,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     });
     let cost = opts.cost.map(|c| cost_report(c, &summary));
 
-    let vllm = vllm_compat(&ok, &summary, ps, dur);
+    let vllm = vllm_compat(&ok, &summary, ps, dur, &gaps);
     let warnings = warnings(&summary);
     Analysis {
         window: Window { start_s: t1.as_secs_f64(), end_s: t2.as_secs_f64(), duration_s: dur },
@@ -480,7 +493,8 @@ fn in_flight(records: &[RequestRecord], t1: Duration, t2: Duration) -> InFlight 
     InFlight { mean: if dur > 0.0 { area / dur } else { 0.0 }, peak: peak.max(0) as u64 }
 }
 
-fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f64) -> VllmCompat {
+/// vLLM's figures; `gaps` every gap between chunks of `ok`, sorted (vLLM's ITL).
+fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f64, gaps: &[f64]) -> VllmCompat {
     let ps_all: Vec<f64> = {
         let mut v = ps.to_vec();
         for p in [50.0, 99.0] {
@@ -496,7 +510,7 @@ fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f64) -> Vllm
     };
     let ttft = from(&|r| r.ttft_vllm().into_iter().collect());
     let tpot = from(&|r| r.tpot_vllm().into_iter().collect());
-    let itl = from(&|r| r.chunk_gaps());
+    let itl = Distribution::from_sorted(gaps, &ps_all);
     let e2el = from(&|r| r.e2e_vllm().into_iter().collect());
     let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
     let mut other = BTreeMap::new();

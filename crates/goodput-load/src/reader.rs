@@ -685,8 +685,8 @@ mod tests {
         let first_content = s.windows(7).position(|w| w == b"content").unwrap();
         let rec = read(s, &[first_content, first_content + 30]);
         // Split 0 → t=0 (role only), split 1 → t=10 ms completes the first content event.
-        assert_eq!(rec.chunks[0].t, Duration::from_millis(10));
-        assert_eq!(rec.chunks[1].t, Duration::from_millis(20));
+        assert_eq!(rec.chunks.at(0).t, Duration::from_millis(10));
+        assert_eq!(rec.chunks.at(1).t, Duration::from_millis(20));
         assert_eq!(rec.ttft(), Some(Duration::from_millis(10)));
     }
 
@@ -729,8 +729,8 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
         let rec = read_whole(Api::Chat, &std::fs::read(format!("{FIX}chat-nostream.json")).unwrap());
         assert_eq!(rec.outcome, Outcome::Success);
         assert_eq!(rec.chunks.len(), 1);
-        assert_eq!(rec.chunks[0].channel, Channel::Content);
-        assert_eq!(rec.chunks[0].tokens as u64, rec.output_tokens);
+        assert_eq!(rec.chunks.at(0).channel, Channel::Content);
+        assert_eq!(rec.chunks.at(0).tokens as u64, rec.output_tokens);
         assert_eq!(rec.tpot(), None);
     }
 

@@ -23,7 +23,7 @@ async fn completions_and_non_streaming_requests() {
         assert_eq!(r.outcome, Outcome::Success);
         assert_eq!((r.chunks.len(), r.output_tokens), (1, 10));
         // The whole body arrives after the last chunk would have: 40 + 4 × 5 ms.
-        assert!(r.chunks[0].t - r.sent >= Duration::from_millis(60));
+        assert!(r.chunks.at(0).t - r.sent >= Duration::from_millis(60));
     }
 }
 

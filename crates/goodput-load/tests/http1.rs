@@ -304,8 +304,8 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
             let r = load(c, 1, 1).await.remove(0);
             assert_eq!(r.outcome, Outcome::Success, "{r:?}");
             assert_eq!(r.chunks.len(), 2);
-            assert!(r.first_byte.unwrap() <= r.chunks[0].t && r.chunks[1].t <= r.end);
-            (r.chunks[1].t - r.chunks[0].t, r.read_lag_max.expect("the kernel's receive times"))
+            assert!(r.first_byte.unwrap() <= r.chunks.at(0).t && r.chunks.at(1).t <= r.end);
+            (r.chunks.at(1).t - r.chunks.at(0).t, r.read_lag_max.expect("the kernel's receive times"))
         })
     };
     let (kernel, lag) = gap(true);

@@ -39,8 +39,8 @@ async fn known_timings_come_back_as_known_metrics() {
         .iter()
         .map(|r| {
             let first = r.first_choice.expect("a role-only chunk before the first token");
-            assert!(first < r.chunks[0].t);
-            (r.chunks[31].t - first).as_secs_f64() * 1e3 / 63.0
+            assert!(first < r.chunks.at(0).t);
+            (r.chunks.at(31).t - first).as_secs_f64() * 1e3 / 63.0
         })
         .collect();
     let want = vllm_tpot.iter().sum::<f64>() / vllm_tpot.len() as f64;

@@ -53,7 +53,8 @@ impl RecordFile {
                     let res = std::iter::once(first)
                         .chain(rx.try_iter())
                         .try_for_each(|r| {
-                            serde_json::to_writer(&mut out, &r)
+                            // The chunks packed (see goodput_core::chunks): a few bytes each.
+                            goodput_core::chunks::packed(|| serde_json::to_writer(&mut out, &r))
                                 .map_err(std::io::Error::other)
                                 .and_then(|_| out.write_all(b"\n"))
                         })
@@ -94,27 +95,105 @@ pub fn new_run_id() -> String {
     format!("{ns:x}-{:x}", std::process::id())
 }
 
-/// Reads records written by [`RecordFile`].
+/// Reads a records file one record at a time, in the order written, holding
+/// one line at a time: `report` and `merge` of a long run never hold the
+/// file's text, nor more than a record's worth of it. Reads both forms of
+/// the chunks (see [`goodput_core::Chunks`]): the packed one written now,
+/// and the array of chunk objects of older files.
+///
 /// A last line cut short (a full disk, a killed writer leave exactly that)
 /// is left out with a warning, and the complete lines are read; a bad line
 /// anywhere else is an error.
-pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, RecordsError> {
-    let text = std::fs::read_to_string(path).map_err(|err| RecordsError::Read { path: path.to_owned(), err })?;
-    let lines: Vec<(usize, &str)> = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).collect();
-    let mut out = Vec::with_capacity(lines.len());
-    for (k, &(i, l)) in lines.iter().enumerate() {
-        match serde_json::from_str(l) {
-            Ok(r) => out.push(r),
-            // Cut: the last line, with no newline after it.
-            Err(e) if k + 1 == lines.len() && !text.ends_with('\n') && e.is_eof() => eprintln!(
-                "warning: {} line {} was cut short (the writer stopped mid-line); read the {} complete records \
-                 before it",
-                path.display(),
-                i + 1,
-                out.len()
-            ),
-            Err(err) => return Err(RecordsError::NotARecord { path: path.to_owned(), line: i + 1, err }),
+pub struct RecordsReader {
+    path: PathBuf,
+    input: std::io::BufReader<std::fs::File>,
+    line: String,
+    /// 1-based number of the line last read.
+    line_no: usize,
+    /// Records read so far.
+    read: usize,
+    done: bool,
+}
+
+impl RecordsReader {
+    pub fn open(path: &Path) -> Result<Self, RecordsError> {
+        let f = std::fs::File::open(path).map_err(|err| RecordsError::Read { path: path.to_owned(), err })?;
+        Ok(RecordsReader {
+            path: path.to_owned(),
+            input: std::io::BufReader::with_capacity(1 << 16, f),
+            line: String::new(),
+            line_no: 0,
+            read: 0,
+            done: false,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Iterator for RecordsReader {
+    type Item = Result<RequestRecord, RecordsError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::io::BufRead;
+        while !self.done {
+            self.line.clear();
+            match self.input.read_line(&mut self.line) {
+                Ok(0) => self.done = true,
+                Ok(_) => {
+                    self.line_no += 1;
+                    let l = self.line.trim();
+                    if l.is_empty() {
+                        continue;
+                    }
+                    match serde_json::from_str::<RequestRecord>(l) {
+                        Ok(r) => {
+                            self.read += 1;
+                            return Some(Ok(r));
+                        }
+                        // Cut: the last line, with no newline after it.
+                        Err(e) if !self.line.ends_with('\n') && e.is_eof() => {
+                            eprintln!(
+                                "warning: {} line {} was cut short (the writer stopped mid-line); read the {} \
+                                 complete records before it",
+                                self.path.display(),
+                                self.line_no,
+                                self.read
+                            );
+                            self.done = true;
+                        }
+                        Err(err) => {
+                            self.done = true;
+                            let path = self.path.clone();
+                            return Some(Err(RecordsError::NotARecord { path, line: self.line_no, err }));
+                        }
+                    }
+                }
+                Err(err) => {
+                    self.done = true;
+                    return Some(Err(RecordsError::Read { path: self.path.clone(), err }));
+                }
+            }
         }
+        None
+    }
+}
+
+/// Reads every record of a records file (see [`RecordsReader`]).
+pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, RecordsError> {
+    RecordsReader::open(path)?.collect()
+}
+
+/// Reads the records of run `run_id` from `path`, refusing the file at the
+/// first record of another run (see [`check_records_belong`]).
+pub fn read_run_records(path: &Path, run_id: &str) -> Result<Vec<RequestRecord>, RecordsError> {
+    let mut out = Vec::new();
+    for r in RecordsReader::open(path)? {
+        let r = r?;
+        check_records_belong(std::slice::from_ref(&r), run_id, path)?;
+        out.push(r);
     }
     Ok(out)
 }
@@ -161,5 +240,53 @@ mod tests {
         assert!(e.contains("line 1 is not a goodput record") || e.contains("line 2 is not a goodput record"), "{e}");
         let e = RecordFile::create(&dir.path().join("no/such/folder/r.jsonl"), "x").err().unwrap().to_string();
         assert!(e.starts_with("cannot create the records file"), "{e}");
+    }
+
+    /// A line of a records file from before the chunks were packed.
+    const OLD_LINE: &str = r#"{"id":0,"run_id":"18eb4dcacdad46d5-2a8c","scheduled_ns":1638695,"sent_ns":1782750,"first_byte_ns":17320407,"chunks":[{"t_ns":26464742,"tokens":1,"channel":"content"},{"t_ns":34675985,"tokens":1,"channel":"content"},{"t_ns":42874160,"tokens":1,"channel":"content"}],"stream_end_ns":543909396,"end_ns":543978629,"input_tokens":291,"input_tokens_source":"usage","output_tokens":3,"output_tokens_source":"usage","chunk_tokens_source":"even","counts":{"usage_prompt":291,"usage_completion":3,"usage_cached_prompt":0,"intended_prompt":256,"requested_completion":64,"chunks":3},"http_status":200,"finish_reason":"length","read_lag_max_ns":61182,"outcome":{"status":"success"}}"#;
+
+    #[test]
+    fn chunks_are_written_packed_and_older_files_still_read() {
+        use goodput_core::{Channel, OutputChunk};
+        let dir = tempfile::tempdir().unwrap();
+        let (old, new) = (dir.path().join("old.jsonl"), dir.path().join("new.jsonl"));
+        std::fs::write(&old, format!("{OLD_LINE}\n")).unwrap();
+        let from_old = read_run_records(&old, "18eb4dcacdad46d5-2a8c").unwrap();
+        let times: Vec<u64> = from_old[0].chunks.iter().map(|c| c.t.as_nanos() as u64).collect();
+        assert_eq!(times, [26_464_742, 34_675_985, 42_874_160]);
+        assert!(from_old[0].chunks.iter().all(|c| c.tokens == 1 && c.channel == Channel::Content));
+        // Written again, the same record packs its chunks, and reads back the same.
+        {
+            let mut f = RecordFile::create(&new, "18eb4dcacdad46d5-2a8c").unwrap();
+            f.write(&from_old[0]);
+            let mut two = from_old[0].clone();
+            two.id = 1;
+            two.chunks.push(OutputChunk { t: Duration::from_millis(50), tokens: 2, channel: Channel::ToolCalls });
+            f.write(&two);
+        }
+        let text = std::fs::read_to_string(&new).unwrap();
+        let first = text.lines().next().unwrap();
+        assert!(first.contains(r#""chunks":{"t_ns":""#) && first.contains(r#","tokens":1}"#), "{first}");
+        assert!(first.len() < OLD_LINE.len() - 60, "{first}");
+        let back: Vec<RequestRecord> = RecordsReader::open(&new).unwrap().collect::<Result<_, _>>().unwrap();
+        assert_eq!(back[0], from_old[0]);
+        assert_eq!((back[1].chunks.len(), back[1].chunks.last().unwrap().tokens), (4, 2));
+        // Both forms in one file (a file appended to by a newer build) read too.
+        std::fs::write(&old, format!("{OLD_LINE}\n{text}")).unwrap();
+        assert_eq!(read_records(&old).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_streamed_file_is_checked_against_its_run_and_a_cut_last_line_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        std::fs::write(&path, format!("{OLD_LINE}\n\n{OLD_LINE}\n{}", &OLD_LINE[..OLD_LINE.len() / 2])).unwrap();
+        assert_eq!(read_run_records(&path, "18eb4dcacdad46d5-2a8c").unwrap().len(), 2);
+        let e = read_run_records(&path, "another").unwrap_err().to_string();
+        assert!(e.contains("holds records of run 18eb4dcacdad46d5-2a8c, not of this result's run another"), "{e}");
+        // Cut in the middle of the file, a line is an error naming it.
+        std::fs::write(&path, format!("{}\n{OLD_LINE}\n", &OLD_LINE[..100])).unwrap();
+        let e = read_records(&path).unwrap_err().to_string();
+        assert!(e.contains("line 1 is not a goodput record"), "{e}");
     }
 }

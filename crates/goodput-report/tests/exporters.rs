@@ -139,7 +139,7 @@ fn csv_requests_have_one_row_per_record_and_exact_milliseconds() {
     }
     let ttft: f64 = column(&rows, "ttft_ms")[3].parse().unwrap();
     let rec = &recs[3];
-    assert_eq!(ttft, (rec.chunks[0].t - rec.sent).as_nanos() as f64 / 1e6);
+    assert_eq!(ttft, (rec.chunks.at(0).t - rec.sent).as_nanos() as f64 / 1e6);
     assert_eq!(column(&rows, "outcome")[0], "success");
 }
 

@@ -152,7 +152,7 @@ fn vllm_figures_under_goodputs_definitions() {
     for (i, rec) in ok(&r).iter().enumerate() {
         let n = n[i].as_f64().unwrap();
         assert_eq!(rec.chunks.len(), 33, "vLLM counted a payload more than the tokens");
-        assert_eq!(rec.chunks[0].tokens, 0);
+        assert_eq!(rec.chunks.at(0).tokens, 0);
         let vllm_tpot = (lat[i].as_f64().unwrap() - ttft[i].as_f64().unwrap()) / (n - 1.0) * 1e3;
         close(ms(rec.tpot().unwrap()), vllm_tpot * (n - 1.0) / n, 1e-5, "tpot");
     }

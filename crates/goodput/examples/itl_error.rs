@@ -52,20 +52,20 @@ fn main() {
     // the client's own share of the error, whatever the server did.
     let mut merged = 0usize;
     for r in &ok {
-        for w in r.chunks.windows(2) {
-            let same_read = w[1].t == w[0].t;
+        for (a, b) in r.chunks.pairs() {
+            let same_read = b.t == a.t;
             merged += usize::from(same_read);
-            let per = (w[1].t - w[0].t).as_secs_f64() * 1e3 / w[1].tokens.max(1) as f64;
+            let per = (b.t - a.t).as_secs_f64() * 1e3 / b.tokens.max(1) as f64;
             let e = (per - expected).abs();
             err.push(e);
             if let Some(st) = &stalls {
-                if st.near(w[0].t.as_secs_f64(), w[1].t.as_secs_f64()) {
+                if st.near(a.t.as_secs_f64(), b.t.as_secs_f64()) {
                     near.push(e);
                 } else {
                     clear.push(e);
                 }
             }
-            let s = w[1].t.as_secs() as usize;
+            let s = b.t.as_secs() as usize;
             if off_by_second.len() <= s {
                 off_by_second.resize(s + 1, (0, 0, 0));
             }
@@ -148,8 +148,8 @@ fn split_by_writes(ok: &[&RequestRecord], path: &str, expected_ms: f64) {
             continue;
         };
         paired += 1;
-        for (k, c) in r.chunks.windows(2).enumerate() {
-            let measured = (c[1].t - c[0].t).as_secs_f64() * 1e3;
+        for (k, (a, b)) in r.chunks.pairs().enumerate() {
+            let measured = (b.t - a.t).as_secs_f64() * 1e3;
             let written = (w[k + 1] - w[k]) as f64 / 1e6;
             server.push((written - expected_ms).abs());
             client.push((measured - written).abs());

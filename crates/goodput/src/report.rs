@@ -49,9 +49,8 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.window.is_some();
     let records = match (&a.records, &run.requests) {
         (Some(p), _) => {
-            let records = goodput_report::records::read_records(p)?;
-            goodput_report::records::check_records_belong(&records, &run.run_id, p)?;
-            Some(records)
+            // Streamed: one line of the file at a time, and each record's chunks packed.
+            Some(goodput_report::records::read_run_records(p, &run.run_id)?)
         }
         (None, Some(r)) => Some(r.clone()),
         (None, None) => None,

@@ -1242,8 +1242,8 @@ fn the_fixed_servers_write_log_pairs_with_the_records_by_request_id() {
         assert_eq!(w.len(), r.chunks.len(), "request {}: one write per chunk", r.id);
         assert_eq!(w.len(), 20);
         assert!(w.windows(2).all(|p| p[0] <= p[1]), "write times in order: {w:?}");
-        for (k, c) in r.chunks.windows(2).enumerate() {
-            measured.push((c[1].t - c[0].t).as_secs_f64() * 1e3);
+        for (k, (a, b)) in r.chunks.pairs().enumerate() {
+            measured.push((b.t - a.t).as_secs_f64() * 1e3);
             written.push((w[k + 1] - w[k]) as f64 / 1e6);
         }
     }

@@ -37,7 +37,7 @@ fn goodput_attainment_useful_work_and_cost_equal_the_records_by_hand() {
     // came within 200 ms of sending.
     let good: Vec<&RequestRecord> = recs
         .iter()
-        .filter(|r| r.outcome.is_success() && r.chunks[0].t - r.sent <= Duration::from_millis(200))
+        .filter(|r| r.outcome.is_success() && r.chunks.at(0).t - r.sent <= Duration::from_millis(200))
         .collect();
     assert_eq!(good.len(), 30, "one request in four is slow");
     let window = v["window"]["duration_s"].as_f64().unwrap();
@@ -106,7 +106,7 @@ fn report_re_analyses_a_window_of_the_run() {
     let t2 = inside.iter().map(|r| r.end).max().unwrap().as_secs_f64();
     assert!((v["window"]["start_s"].as_f64().unwrap() - t1).abs() < 1e-9);
     assert!((v["window"]["end_s"].as_f64().unwrap() - t2).abs() < 1e-9);
-    let mut ttft: Vec<f64> = inside.iter().map(|r| (r.chunks[0].t - r.sent).as_secs_f64() * 1e3).collect();
+    let mut ttft: Vec<f64> = inside.iter().map(|r| (r.chunks.at(0).t - r.sent).as_secs_f64() * 1e3).collect();
     ttft.sort_by(f64::total_cmp);
     assert_eq!(v["summary"]["ttft_ms"]["max"].as_f64(), ttft.last().copied());
 

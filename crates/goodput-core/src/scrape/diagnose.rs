@@ -289,24 +289,38 @@ fn prefill_stalls(ok: &[&RequestRecord]) -> Option<String> {
         })
         .collect();
     let mut gaps: Vec<f64> =
-        ok.iter().flat_map(|r| r.chunks.windows(2).map(|w| ms(w[1].t.saturating_sub(w[0].t)))).collect();
+        ok.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| ms(b.t.saturating_sub(a.t)))).collect();
     if gaps.len() < 100 {
         return None;
     }
-    let median = Distribution::from_samples(&mut gaps, &[50.0]).p(50.0)?;
+    let median = crate::stats::percentile_of(&mut gaps, 50.0)?;
+    drop(gaps);
     if median <= 0.0 {
         return None;
     }
     let slack = Duration::from_secs_f64(median / 2e3);
-    let prefill_in = |from: Duration, to: Duration| {
-        let started = waits.partition_point(|&(start, _)| start <= to + slack);
-        started > 0 && latest_end[started - 1] > from
+    // The waits started by `to`: found by search for a request's first gap,
+    // then by stepping on, as its gaps come in time order (a request's life
+    // sees few others start; a search a gap was most of `report`'s time on a
+    // long run).
+    let started_by = |to: Duration, from: Option<(Duration, usize)>| match from {
+        Some((before, mut i)) if before <= to => {
+            while i < waits.len() && waits[i].0 <= to {
+                i += 1;
+            }
+            i
+        }
+        _ => waits.partition_point(|&(start, _)| start <= to),
     };
     let (mut stalls, mut stalls_with, mut others, mut others_with, mut stalled_ms) = (0u64, 0u64, 0u64, 0u64, 0.0);
     for r in ok {
-        for w in r.chunks.windows(2) {
-            let gap = ms(w[1].t.saturating_sub(w[0].t));
-            let with = prefill_in(w[0].t, w[1].t);
+        let mut cursor = None;
+        for (a, b) in r.chunks.pairs() {
+            let gap = ms(b.t.saturating_sub(a.t));
+            let to = b.t + slack;
+            let started = started_by(to, cursor);
+            cursor = Some((to, started));
+            let with = started > 0 && latest_end[started - 1] > a.t;
             if gap > 3.0 * median {
                 stalls += 1;
                 stalls_with += u64::from(with);
@@ -561,7 +575,7 @@ mod tests {
     fn served(id: u64, cached: u64, ttft_ms: u64) -> RequestRecord {
         let mut r = RequestRecord::new(id, Duration::from_millis(id * 100), Duration::from_millis(id * 100));
         let first = r.sent + Duration::from_millis(ttft_ms);
-        r.chunks = vec![crate::OutputChunk { t: first, tokens: 1, channel: crate::Channel::Content }];
+        r.chunks = vec![crate::OutputChunk { t: first, tokens: 1, channel: crate::Channel::Content }].into();
         (r.end, r.output_tokens, r.output_tokens_source) = (first, 1, CountSource::Usage);
         r.counts.usage_cached_prompt = Some(cached);
         r.outcome = Outcome::Success;

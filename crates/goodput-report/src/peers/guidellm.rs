@@ -155,12 +155,13 @@ fn records(name: &str, all: &[Request], origin: f64) -> Result<(Vec<RequestRecor
                 rec.chunks = vec![
                     OutputChunk { t: first, tokens: k_first, channel: Channel::Content },
                     OutputChunk { t: last, tokens: (n - k_first as u64) as u32, channel: Channel::Content },
-                ];
+                ]
+                .into();
                 if iterations != n {
                     c.several_per_iteration += 1;
                 }
             } else {
-                rec.chunks = vec![OutputChunk { t: first, tokens: n as u32, channel: Channel::Content }];
+                rec.chunks = vec![OutputChunk { t: first, tokens: n as u32, channel: Channel::Content }].into();
                 if n > 1 {
                     c.bundled += 1;
                 }

@@ -278,7 +278,7 @@ pub fn vllm_scrape(recs: &[RequestRecord], t: f64) -> String {
     // The server starts its clock a little after the client sends.
     let ttft: Vec<f64> = prefilled.iter().filter_map(|r| r.ttft()).map(|d| s(d) - 0.0015).collect();
     let itl: Vec<f64> =
-        recs.iter().flat_map(|r| r.chunks.windows(2).filter(|w| s(w[1].t) <= t).map(|w| s(w[1].t - w[0].t))).collect();
+        recs.iter().flat_map(|r| r.chunks.pairs().filter(|(_, b)| s(b.t) <= t).map(|(a, b)| s(b.t - a.t))).collect();
     let util = 0.35 + 0.6 * running as f64 / SERVER_BATCH as f64;
     format!(
         "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"m\"}} {running}\n\

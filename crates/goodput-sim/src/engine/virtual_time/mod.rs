@@ -314,9 +314,9 @@ mod tests {
             assert_eq!(r.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
             assert_eq!(r.chunks.len(), 20);
             assert!(r.chunks.iter().all(|c| c.tokens == 1));
-            assert!(r.chunks.windows(2).all(|w| w[0].t < w[1].t));
-            assert_eq!(r.first_byte, Some(r.chunks[0].t));
-            assert_eq!((r.end, r.stream_end), (r.chunks[19].t, Some(r.chunks[19].t)));
+            assert!(r.chunks.pairs().all(|(a, b)| a.t < b.t));
+            assert_eq!(r.first_byte, Some(r.chunks.at(0).t));
+            assert_eq!((r.end, r.stream_end), (r.chunks.at(19).t, Some(r.chunks.at(19).t)));
             assert!(r.ttft().unwrap() > frontend);
             // Closed loop: sent when the slot freed, and that is the plan.
             assert_eq!(r.scheduled, r.sent);
