@@ -5,7 +5,7 @@
 //! those records exactly as one process's would be (docs/shards.md).
 
 use crate::config::{LoadConfig, WorkloadConfig};
-use crate::record::RequestRecord;
+use crate::record::{OutputChunk, RequestRecord};
 use crate::result::RunResult;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -150,9 +150,7 @@ pub fn shifted(mut r: RequestRecord, by: Duration) -> RequestRecord {
             *t += by;
         }
     }
-    for c in &mut r.chunks {
-        c.t += by;
-    }
+    r.chunks = r.chunks.iter().map(|c| OutputChunk { t: c.t + by, ..c }).collect();
     r
 }
 
@@ -189,7 +187,7 @@ mod tests {
         r.end = ms(30);
         let s = shifted(r, ms(5));
         assert_eq!(
-            (s.scheduled, s.sent, s.first_byte, s.chunks[0].t, s.end),
+            (s.scheduled, s.sent, s.first_byte, s.chunks.at(0).t, s.end),
             (ms(15), ms(16), Some(ms(25)), ms(30), ms(35))
         );
         assert_eq!(s.stream_end, None);

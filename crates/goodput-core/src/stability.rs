@@ -338,7 +338,8 @@ mod tests {
         r.chunks = vec![
             OutputChunk { t: d(due + ttft), tokens: 1, channel: Channel::Content },
             OutputChunk { t: d(due + e2e), tokens: 1, channel: Channel::Content },
-        ];
+        ]
+        .into();
         r.end = d(due + e2e);
         r.output_tokens = 2;
         r.output_tokens_source = CountSource::Usage;
