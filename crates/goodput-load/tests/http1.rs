@@ -362,3 +362,65 @@ fn kernel_stamps_need_our_http_client() {
     let c = Client::new(cfg("http://127.0.0.1:9", Transport::Auto, Stamps::Read), None).unwrap();
     assert_eq!(c.stamp_name(), "read");
 }
+
+/// A connection kept from one run serves the next, whose clock has another
+/// origin (a sweep's points share one client and its kept connections). Its
+/// kernel stamps are on the new run's clock: the first run's clock reads 30 s
+/// when it ends (its origin is set 30 s back, as after a long point), the
+/// second's a few milliseconds, and each of the second run's records keeps
+/// its own times: first byte after the send, chunks in order and apart,
+/// TTFT below E2E, all well inside the run's few seconds. Before the fix a
+/// kept connection carried the first run's last stamp as a floor, so every
+/// read of the second run was stamped 30 s: TTFT = E2E, TPOT 0.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kernel_stamps_on_a_kept_connection_follow_the_next_run_s_clock() {
+    use goodput_sim::fixed::FixedProfile;
+    let profile = FixedProfile {
+        ttft: Duration::from_millis(20),
+        itl: Duration::from_millis(10),
+        tokens_per_chunk: 1,
+        ..Default::default()
+    };
+    let (url, _server) = common::start(profile).await;
+    let mut cfg = common::config(&url, Api::Chat, true, Duration::from_secs(10), Transport::Auto);
+    cfg.stamps = Stamps::Kernel;
+    let c = Arc::new(Client::new(cfg, None).unwrap());
+    assert_eq!(c.stamp_name(), "kernel");
+    let run = |origin: tokio::time::Instant| {
+        let c = c.clone();
+        async move {
+            goodput_load::run_at(
+                &plan(2, 1),
+                c,
+                common::workload(6),
+                Control::default(),
+                |_: &RequestRecord| {},
+                origin,
+            )
+            .await
+            .unwrap()
+            .records
+        }
+    };
+    let long_ago = tokio::time::Instant::now().checked_sub(Duration::from_secs(30)).expect("a clock 30 s past");
+    for r in run(long_ago).await {
+        assert_eq!(r.outcome, Outcome::Success, "{r:?}");
+        assert!(r.first_byte.is_some_and(|t| t >= Duration::from_secs(30)), "{r:?}");
+    }
+    let recs = run(tokio::time::Instant::now()).await;
+    for r in &recs {
+        assert_eq!(r.outcome, Outcome::Success, "{r:?}");
+        assert_eq!(r.retries, 0, "the kept connection served it");
+        let first = r.first_byte.expect("a first byte");
+        assert!(r.sent <= first && first <= r.end, "first byte {first:?} outside [{:?}, {:?}]", r.sent, r.end);
+        assert!(r.end < Duration::from_secs(10), "{r:?}");
+        assert_eq!(r.chunks.len(), 6, "one token a chunk: {r:?}");
+        let times: Vec<Duration> = (0..r.chunks.len()).map(|i| r.chunks.at(i).t).collect();
+        assert!(first <= times[0] && times[5] <= r.end, "chunks {times:?} outside [{first:?}, {:?}]", r.end);
+        // The server writes the chunks 10 ms apart: the first and last
+        // cannot share a stamp, and TTFT is below E2E.
+        assert!(times[5] > times[0], "every chunk stamped alike: {times:?}");
+        assert!(times[0] - r.sent < r.end - r.sent, "TTFT = E2E: {times:?}, end {:?}", r.end);
+    }
+}

@@ -261,7 +261,12 @@ fn a_sweep_over_http_marks_its_points_and_says_how_long_it_will_take() {
     let dir = tempfile::tempdir().unwrap();
     let cap = bench(&served.1, &dir.path().join("cap.json"), &["-c", "16", "-n", "300"]);
     let capacity = stability(&cap)["achieved_rps"].as_f64().unwrap();
-    let rates = format!("{:.1},{:.1}", 0.9 * capacity, 1.1 * capacity);
+    // 125%, not 110%: the capacity is measured once, before the sweep, and
+    // a busy machine can measure it 10% low (109 req/s, then 120 req/s kept
+    // up with in the sweep). The sweep's second point reuses the first's
+    // connections; before kernel stamps were fixed to each request's own
+    // clock that alone made it look unsteady, whatever its load.
+    let rates = format!("{:.1},{:.1}", 0.9 * capacity, 1.25 * capacity);
     let out = dir.path().join("sweep.json");
     let o = goodput()
         // Evenly spaced arrivals: 5 s of Poisson arrivals at 110% can draw
@@ -278,7 +283,7 @@ fn a_sweep_over_http_marks_its_points_and_says_how_long_it_will_take() {
     assert!(stderr.contains("this sweep runs 2 points of about 6s each: about 12s in all"), "{stderr}");
     let v = read_json(&out);
     let m = marks(&v);
-    assert!(m[0].1 && !m[1].1, "90% steady, 110% not: {m:?} (capacity {capacity:.1} req/s)");
+    assert!(m[0].1 && !m[1].1, "90% steady, 125% not: {m:?} (capacity {capacity:.1} req/s)");
     assert_eq!(v["analysis"]["recommended"]["index"], 0, "{}", v["analysis"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.lines().filter(|l| l.contains("NOT STEADY")).count() == 1, "{stdout}");

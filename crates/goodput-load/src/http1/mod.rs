@@ -93,9 +93,13 @@ pub struct Conn {
     kernel_stamps: bool,
     /// Reads so far, to number them.
     reads: u64,
-    /// The last read's stamp: a kernel stamp is never taken earlier than it
-    /// (the wall clock it is read against may be stepped back by up to a
-    /// second unnoticed).
+    /// The floor of the next read's stamp, on the clock of the request in
+    /// flight: the time its request was written, then each read's stamp. A
+    /// kernel stamp is never taken earlier than it (the wall clock it is read
+    /// against may be stepped back by up to a second unnoticed). Set anew by
+    /// every [`Conn::send`]: a kept connection outlives its request, and the
+    /// next request's clock can have another origin (each point of a sweep
+    /// has its own), so a floor from an earlier request means nothing on it.
     last: Duration,
 }
 
@@ -320,6 +324,9 @@ impl Conn {
         // requests, so it is asked for each time.
         #[cfg(target_os = "linux")]
         let _ = socket2::SockRef::from(self.sock.get_ref()).set_tcp_quickack(false);
+        // No byte of the response came before the request went: the floor
+        // of its stamps, on this request's clock (see `last`).
+        self.last = clock();
         if let Err(e) = self.write_all(request).await {
             return Err(HeadError::ClosedBeforeResponse(format!("the request could not be written: {e}")));
         }
