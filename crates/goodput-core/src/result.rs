@@ -90,6 +90,24 @@ pub struct ClientCost {
     pub cpu_us_per_output_token: Option<f64>,
 }
 
+impl ClientCost {
+    /// The cost of `cpu_s` over `wall_s` with `cores` kept busy of `cpus`,
+    /// per output-bearing chunk and per output token of `records`.
+    pub fn over(cpu_s: f64, wall_s: f64, cores: f64, cpus: u32, records: &[RequestRecord]) -> ClientCost {
+        let chunks: usize = records.iter().map(|r| r.chunks.len()).sum();
+        let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
+        let per = |n: f64| (n > 0.0).then(|| cpu_s * 1e6 / n);
+        ClientCost {
+            cpu_s,
+            wall_s,
+            cores,
+            cpus,
+            cpu_us_per_chunk: per(chunks as f64),
+            cpu_us_per_output_token: per(tokens as f64),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Tool {
     pub name: String,

@@ -42,17 +42,9 @@ impl Meter {
     pub fn finish(self, records: &[RequestRecord]) -> Option<ClientCost> {
         let wall_s = self.started.elapsed().as_secs_f64();
         let cpu_s = self.cpu_s()?;
-        let chunks: usize = records.iter().map(|r| r.chunks.len()).sum();
-        let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
-        let per = |n: f64| (n > 0.0).then(|| cpu_s * 1e6 / n);
-        Some(ClientCost {
-            cpu_s,
-            wall_s,
-            cores: if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 },
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-            cpu_us_per_chunk: per(chunks as f64),
-            cpu_us_per_output_token: per(tokens as f64),
-        })
+        let cores = if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 };
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        Some(ClientCost::over(cpu_s, wall_s, cores, cpus, records))
     }
 }
 

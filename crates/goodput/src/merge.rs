@@ -3,7 +3,7 @@
 //! wall-clock start, and everything is recomputed from them through
 //! `assemble` and the server's scrapes, as for one process (docs/shards.md).
 
-use crate::cli::{MergeArgs, OutputArgs, PercentileList};
+use crate::cli::{MergeArgs, OutputArgs};
 use crate::{common, output};
 use anyhow::{anyhow, bail, Result};
 use goodput_core::shard::{self, MergeInfo, MergedShard};
@@ -68,17 +68,11 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
         drop(f);
         eprintln!("records written to {}", p.display());
     }
-    let out = OutputArgs {
-        percentiles: PercentileList(result.config.percentiles.clone().unwrap_or_default()),
-        records: None,
-        output: a.output.clone(),
-        include_requests: false,
-        quiet: false,
-        label: None,
-        meta: Vec::new(),
-        progress: crate::cli::ProgressArg::None,
-        exports: a.exports.clone(),
-    };
+    let out = OutputArgs::rewriting(
+        result.config.percentiles.clone().unwrap_or_default(),
+        a.output.clone(),
+        a.exports.clone(),
+    );
     output::finish(&result, &out, &a.judge, &records)
 }
 
@@ -330,17 +324,9 @@ fn client_cost<'a>(
     let costs: Vec<&ClientCost> = costs.collect::<Option<Vec<_>>>()?;
     let cpu_s: f64 = costs.iter().map(|c| c.cpu_s).sum();
     let wall_s = costs.iter().map(|c| c.wall_s).fold(0.0, f64::max);
-    let chunks: usize = records.iter().map(|r| r.chunks.len()).sum();
-    let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
-    let per = |n: f64| (n > 0.0).then(|| cpu_s * 1e6 / n);
-    Some(ClientCost {
-        cpu_s,
-        wall_s,
-        cores: costs.iter().map(|c| c.cores).sum(),
-        cpus: costs.iter().map(|c| c.cpus).sum(),
-        cpu_us_per_chunk: per(chunks as f64),
-        cpu_us_per_output_token: per(tokens as f64),
-    })
+    let cores = costs.iter().map(|c| c.cores).sum();
+    let cpus = costs.iter().map(|c| c.cpus).sum();
+    Some(ClientCost::over(cpu_s, wall_s, cores, cpus, records))
 }
 
 #[cfg(test)]

@@ -55,17 +55,11 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         (None, Some(r)) => Some(r.clone()),
         (None, None) => None,
     };
-    let out = OutputArgs {
-        percentiles: PercentileList(run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect()),
-        records: None,
-        output: a.output.clone(),
-        include_requests: false,
-        quiet: false,
-        label: None,
-        meta: Vec::new(),
-        progress: crate::cli::ProgressArg::None,
-        exports: a.exports.clone(),
-    };
+    let out = OutputArgs::rewriting(
+        run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
+        a.output.clone(),
+        a.exports.clone(),
+    );
     let Some(records) = records else {
         if rejudge {
             bail!(

@@ -257,6 +257,25 @@ pub struct OutputArgs {
     pub exports: ExportArgs,
 }
 
+impl OutputArgs {
+    /// The outputs of a document written again from saved runs (`report`,
+    /// `merge`): its percentiles, the result file and the renderings asked
+    /// for; no records, live view or tags of a run of its own.
+    pub fn rewriting(percentiles: Vec<f64>, output: Option<PathBuf>, exports: ExportArgs) -> OutputArgs {
+        OutputArgs {
+            percentiles: PercentileList(percentiles),
+            records: None,
+            output,
+            include_requests: false,
+            quiet: false,
+            label: None,
+            meta: Vec::new(),
+            progress: ProgressArg::None,
+            exports,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProgressArg {
     /// Full screen on a terminal, plain lines when not a terminal, nothing with --quiet.
