@@ -25,3 +25,18 @@ pub use tokenizer::TokenCounter;
 pub use workload::{
     Conversation, LengthDist, Lengths, Preset, Sessions, SharedPrefix, ThinkTime, Turns, WorkItem, Workload,
 };
+
+/// What the tests of every incremental reader share.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// `bytes` in the pieces that arbitrary `cuts` make (each taken modulo
+    /// the length plus one, so any `usize` a property test draws is a place
+    /// to cut): in order, and together the whole of `bytes`. A reader fed
+    /// these must read what it reads from `bytes` whole.
+    pub fn split_at_cuts<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        at.extend([0, bytes.len()]);
+        at.sort_unstable();
+        at.windows(2).map(|w| &bytes[w[0]..w[1]]).collect()
+    }
+}

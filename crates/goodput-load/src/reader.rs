@@ -412,12 +412,8 @@ mod tests {
     /// stamp for every read, so that only the splitting differs).
     fn read_split(api: Api, bytes: &[u8], cuts: &[usize]) -> RequestRecord {
         let mut r = ResponseReader::new(false).for_api(api);
-        let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-        at.push(0);
-        at.push(bytes.len());
-        at.sort_unstable();
-        for w in at.windows(2) {
-            r.feed(&bytes[w[0]..w[1]], ReadStamp { t: Duration::from_millis(1), ..Default::default() });
+        for piece in crate::testing::split_at_cuts(bytes, cuts) {
+            r.feed(piece, ReadStamp { t: Duration::from_millis(1), ..Default::default() });
         }
         r.end_of_stream(Duration::from_millis(2));
         let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);

@@ -198,10 +198,7 @@ mod tests {
             cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..12),
         ) {
             let bytes = pieces.concat();
-            let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
-            at.extend([0, bytes.len()]);
-            at.sort_unstable();
-            let split: Vec<&[u8]> = at.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
+            let split = crate::testing::split_at_cuts(&bytes, &cuts);
             proptest::prop_assert_eq!(parse_all(&[&bytes]), parse_all(&split));
         }
     }
