@@ -4,6 +4,8 @@
 //! does `report` when it analyses a saved run again.
 
 use crate::config::LoadConfig;
+use crate::scrape::ServerSignals;
+use crate::stability::with_server_queue;
 use crate::{analyze, AnalysisOptions, Compat, RequestRecord, RunConfig, RunResult, Target, Tool, SCHEMA};
 
 /// What a result document holds beside what its records give.
@@ -59,6 +61,73 @@ pub const REQUESTS_PER_USER: u64 = 10;
 /// Below this many requests a user, a closed loop is warned about: its
 /// window is mostly ramp-up and drain, not the load it names.
 const FEW_PER_USER: u64 = 3;
+
+/// What a result knows of the server's side of its run.
+pub enum ServerSide {
+    /// The server's metrics scraped during the run (some scrapes may have
+    /// failed, or all).
+    Scraped(ServerSignals),
+    /// Nothing was scraped: the diagnosis is drawn from the records alone.
+    Unscraped,
+    /// A saved document's signals and diagnosis, kept as they are: the
+    /// document did not keep the scrapes they were drawn from (one from
+    /// before scrapes were kept, or another tool's result read in).
+    AsSaved { signals: Option<ServerSignals>, diagnosis: Vec<crate::Diagnosis> },
+}
+
+impl From<Option<ServerSignals>> for ServerSide {
+    fn from(signals: Option<ServerSignals>) -> Self {
+        signals.map_or(ServerSide::Unscraped, ServerSide::Scraped)
+    }
+}
+
+/// Attaches the server's side of a run to its result: the scraped
+/// `signals` summarised over the result's window and cross-checked against
+/// the client's `records`, the diagnosis (from the records alone when
+/// nothing was scraped, or when a saved document kept no scrapes), and the
+/// growth of the server's queue in the stability verdict, from the scraped
+/// waiting gauge or else the simulated engine's own queue. Every command
+/// that makes or remakes a result goes through here. `concurrency_cap` is a
+/// closed loop's users.
+pub fn attach_server_side(
+    result: &mut RunResult,
+    side: ServerSide,
+    records: &[RequestRecord],
+    concurrency_cap: Option<usize>,
+) {
+    result.diagnosis = match side {
+        ServerSide::Scraped(mut signals) => {
+            let d = signals.analyse(records, &result.summary, &result.window, concurrency_cap);
+            result.server_signals = Some(signals);
+            d
+        }
+        ServerSide::Unscraped => crate::scrape::diagnose(records, &result.summary, None, concurrency_cap),
+        ServerSide::AsSaved { signals, diagnosis } => {
+            result.server_signals = signals;
+            diagnosis
+        }
+    };
+    with_queue_growth(result);
+}
+
+/// Sets the growth of the server's queue in `result`'s stability from what
+/// it keeps of the server's queue: the scraped waiting-requests gauge, or
+/// the simulated engine's waiting count.
+fn with_queue_growth(result: &mut RunResult) {
+    let Some(s) = result.summary.stability.as_mut() else { return };
+    let waiting = crate::scrape::GaugeSignal::WaitingRequests;
+    let scraped: Vec<(f64, f64)> = result
+        .server_signals
+        .iter()
+        .flat_map(|sig| sig.samples.iter())
+        .filter_map(|x| Some((x.t.as_secs_f64(), *x.signals.gauges.get(&waiting)?)))
+        .collect();
+    if !scraped.is_empty() {
+        with_server_queue(s, scraped.into_iter());
+    } else if let Some(e) = &result.engine {
+        with_server_queue(s, e.series.t_s.iter().copied().zip(e.series.waiting.iter().map(|&w| f64::from(w))));
+    }
+}
 
 /// The warning for a closed loop (the `load` block of a config) given too
 /// few requests for its users to reach a steady state; `peak` is the most

@@ -196,25 +196,6 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     Some(s)
 }
 
-/// Sets the growth of the server's queue in `result`'s stability from what
-/// it keeps of the server's queue: the scraped waiting-requests gauge, or
-/// the simulated engine's waiting count.
-pub fn with_queue_of(result: &mut crate::RunResult) {
-    let Some(s) = result.summary.stability.as_mut() else { return };
-    let waiting = crate::scrape::GaugeSignal::WaitingRequests;
-    let scraped: Vec<(f64, f64)> = result
-        .server_signals
-        .iter()
-        .flat_map(|sig| sig.samples.iter())
-        .filter_map(|x| Some((x.t.as_secs_f64(), *x.signals.gauges.get(&waiting)?)))
-        .collect();
-    if !scraped.is_empty() {
-        with_server_queue(s, scraped.into_iter());
-    } else if let Some(e) = &result.engine {
-        with_server_queue(s, e.series.t_s.iter().copied().zip(e.series.waiting.iter().map(|&w| f64::from(w))));
-    }
-}
-
 /// Sets the growth of the server's queue from `(t_s, waiting)` samples over
 /// the judged stretch (at least three inside it), and names it in the
 /// reason of an unsteady run.

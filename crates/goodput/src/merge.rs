@@ -6,6 +6,7 @@
 use crate::cli::{MergeArgs, OutputArgs};
 use crate::{common, output};
 use anyhow::{anyhow, bail, Result};
+use goodput_core::assemble::{attach_server_side, ServerSide};
 use goodput_core::shard::{self, MergeInfo, MergedShard};
 use goodput_core::{ClientCost, RequestRecord, RunResult};
 use goodput_report::Document;
@@ -228,19 +229,17 @@ fn merged_run(a: &MergeArgs, shards: Vec<Shard>, count: u32, missing: Vec<u32>) 
             for sample in &mut signals.samples {
                 sample.t += *by;
             }
-            result.diagnosis = signals.analyse(&records, &result.summary, &result.window, cap);
             if let Some(w) = scrapes_end_early(&signals, &result.window, &records) {
                 result.warnings.push(w);
             }
-            result.server_signals = Some(signals);
+            attach_server_side(&mut result, ServerSide::Scraped(signals), &records, cap);
             s.run.shard.as_ref().map(|i| i.index)
         }
         None => {
-            result.diagnosis = goodput_core::scrape::diagnose(&records, &result.summary, None, cap);
+            attach_server_side(&mut result, ServerSide::Unscraped, &records, cap);
             None
         }
     };
-    goodput_core::stability::with_queue_of(&mut result);
     result.client = client_cost(shards.iter().map(|s| s.run.client.as_ref()), &records);
     let mut warnings = Vec::new();
     if !missing.is_empty() {

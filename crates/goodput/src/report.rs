@@ -7,6 +7,7 @@ use crate::cli::{OutputArgs, PercentileList, ReportArgs};
 use crate::common;
 use crate::{output, setup};
 use anyhow::{anyhow, bail, Result};
+use goodput_core::assemble::{attach_server_side, ServerSide};
 use goodput_core::{RequestRecord, RunResult};
 use goodput_report::Document;
 use std::process::ExitCode;
@@ -108,7 +109,6 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     result.shard = run.shard.take();
     result.merge = run.merge.take();
     recompute_server_side(run, &mut result, &records, a.window.is_some());
-    goodput_core::stability::with_queue_of(&mut result);
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
 }
@@ -164,15 +164,10 @@ fn in_window(records: Vec<RequestRecord>, w: &goodput_core::TimeSlice) -> Result
 fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[RequestRecord], windowed: bool) {
     let cap = run.config.load.as_ref().and_then(|l| l.concurrency).map(|c| c as usize);
     let imported = goodput_report::peers::import_info(&run).is_some();
-    match run.server_signals {
-        Some(mut signals) if !signals.samples.is_empty() => {
-            result.diagnosis = signals.analyse(records, &result.summary, &result.window, cap);
-            result.server_signals = Some(signals);
-        }
+    let side = match run.server_signals {
+        Some(signals) if !signals.samples.is_empty() => ServerSide::Scraped(signals),
+        // A document from before the scrapes were kept: as saved.
         Some(saved) => {
-            // A document from before the scrapes were kept: as saved.
-            result.server_signals = Some(saved);
-            result.diagnosis = run.diagnosis;
             if windowed {
                 result.warnings.push(
                     "the server's signals, their cross-checks and the diagnosis cover the whole run, not --window: \
@@ -180,10 +175,10 @@ fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[Requ
                         .into(),
                 );
             }
+            ServerSide::AsSaved { signals: Some(saved), diagnosis: run.diagnosis }
         }
-        None if imported => result.diagnosis = run.diagnosis,
-        None => {
-            result.diagnosis = goodput_core::scrape::diagnose(records, &result.summary, None, cap);
-        }
-    }
+        None if imported => ServerSide::AsSaved { signals: None, diagnosis: run.diagnosis },
+        None => ServerSide::Unscraped,
+    };
+    attach_server_side(result, side, records, cap);
 }

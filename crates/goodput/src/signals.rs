@@ -4,6 +4,7 @@
 
 use crate::cli::MetricsArgs;
 use anyhow::Result;
+use goodput_core::assemble::{attach_server_side, ServerSide};
 use goodput_core::scrape::{diagnose, ScrapeSample, ServerSignals};
 use goodput_core::{RequestRecord, RunResult};
 use goodput_load::scraper::{ScrapeLog, Scraper};
@@ -84,7 +85,7 @@ pub fn attach(
             ScrapeSample { t, signals }
         })
         .collect::<Vec<_>>();
-    let mut signals = ServerSignals {
+    let signals = ServerSignals {
         urls,
         interval_s: interval.as_secs_f64(),
         scrapes: samples.len(),
@@ -94,7 +95,5 @@ pub fn attach(
         samples,
         ..ServerSignals::default()
     };
-    result.diagnosis = signals.analyse(records, &result.summary, &result.window, cap);
-    result.server_signals = Some(signals);
-    goodput_core::stability::with_queue_of(result);
+    attach_server_side(result, ServerSide::Scraped(signals), records, cap);
 }

@@ -7,7 +7,7 @@ use crate::cli::{EngineHwArgs, LoadArgs};
 use crate::common;
 use crate::setup;
 use anyhow::{anyhow, bail, Context, Result};
-use goodput_core::assemble::{assemble, Assembly};
+use goodput_core::assemble::{assemble, attach_server_side, Assembly, ServerSide};
 use goodput_core::config::{EngineSettings, WorkloadConfig};
 use goodput_core::engine::{EngineSeries, SimulatedEngine};
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
@@ -300,8 +300,7 @@ pub fn estimate_result(
         opts,
     );
     result.engine = Some(engine_view(cfg, &run.engine));
-    goodput_core::stability::with_queue_of(&mut result);
     // The diagnoses read from records alone hold in virtual time too.
-    result.diagnosis = goodput_core::scrape::diagnose(&run.records, &result.summary, None, plan.concurrency);
+    attach_server_side(&mut result, ServerSide::Unscraped, &run.records, plan.concurrency);
     Ok((result, run.records))
 }

@@ -182,54 +182,65 @@ impl Sweep {
             workload: Some(self.workload_config.clone()),
             ..RunConfig::default()
         };
-        let result = match &self.runner {
+        let records = self.args.output.records.as_ref().map(|p| point_path(p, self.points.len()));
+        let title = format!("point {} · {}", self.points.len() + 1, load.label());
+        let include = self.args.output.include_requests;
+        Ok(self.execute(&plan, title, point_config, records, include).await?.0)
+    }
+
+    /// Runs `plan` once on the sweep's server, live or in virtual time,
+    /// and gives its result, under `config`, and its records, written to
+    /// `records` when given. `title` names it in the live view.
+    async fn execute(
+        &self,
+        plan: &LoadPlan,
+        title: String,
+        config: RunConfig,
+        records: Option<PathBuf>,
+        include_requests: bool,
+    ) -> Result<(goodput_core::RunResult, Vec<goodput_core::RequestRecord>)> {
+        match &self.runner {
             Runner::Http { target, interrupt } => {
                 let run_id = goodput_report::records::new_run_id();
-                let records = match &self.args.output.records {
-                    Some(p) => Some(RecordFile::create(&point_path(p, self.points.len()), &run_id)?),
-                    None => None,
-                };
+                let records = records.map(|p| RecordFile::create(&p, &run_id)).transpose()?;
                 let point = Point {
-                    title: format!(
-                        " goodput sweep → {} · point {} · {} ",
-                        target.base,
-                        self.points.len() + 1,
-                        load.label()
-                    ),
-                    plan: &plan,
+                    title: format!(" goodput sweep → {} · {title} ", target.base),
+                    plan,
                     workload: self.workload.clone(),
-                    config: point_config,
+                    config,
                     run_id,
                     records,
                     live: None,
                     start_at: None,
                     control: interrupt.control(),
                 };
-                run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?.0
+                run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await
             }
             Runner::Virtual { cfg, prompts } => {
                 let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
-                let plan = virtual_bounds(server, plan, &self.workload)?;
+                // Judged (and warned about) as the load the plan describes,
+                // though the engine ends a closed loop by its count.
+                let load_args = load_args(plan, &self.args.shape);
+                let bounded = virtual_bounds(server, plan.clone(), &self.workload)?;
                 let (mut r, recs) = virtual_point::estimate_result(
                     server,
-                    &plan,
+                    &bounded,
                     &load_args,
                     &self.workload,
                     self.workload_config.clone(),
                     &self.opts,
-                    self.args.output.include_requests,
+                    include_requests,
                 )?;
-                if let Some(p) = &self.args.output.records {
-                    let mut f = RecordFile::create(&point_path(p, self.points.len()), &r.run_id)?;
+                if let Some(p) = records {
+                    let mut f = RecordFile::create(&p, &r.run_id)?;
                     for rec in &recs {
                         f.write(rec);
                     }
                 }
-                r.config = point_config;
-                r
+                r.config = config;
+                Ok((r, recs))
             }
-        };
-        Ok(result)
+        }
     }
 
     fn document(&self, interrupted: bool) -> SweepResult {

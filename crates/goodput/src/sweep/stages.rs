@@ -1,6 +1,7 @@
 //! `sweep --stages`: one continuous open-loop run in stages, each judged as a point.
 
 use super::*;
+use goodput_core::assemble::attach_server_side;
 
 impl Sweep {
     /// `--stages`: one continuous open-loop run whose rate steps from stage
@@ -45,47 +46,9 @@ impl Sweep {
             workload: Some(workload.clone()),
             ..RunConfig::default()
         };
-        let (whole, recs) = match &self.runner {
-            Runner::Http { target, interrupt } => {
-                let run_id = goodput_report::records::new_run_id();
-                let records = match &self.args.output.records {
-                    Some(p) => Some(RecordFile::create(p, &run_id)?),
-                    None => None,
-                };
-                let point = Point {
-                    title: format!(" goodput sweep → {} · {} stages ", target.base, stages.len()),
-                    plan: &plan,
-                    workload: self.workload.clone(),
-                    config: config(first, total),
-                    run_id,
-                    records,
-                    live: None,
-                    control: interrupt.control(),
-                    start_at: None,
-                };
-                run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?
-            }
-            Runner::Virtual { cfg, prompts } => {
-                let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
-                let load_args = load_args(&plan, &self.args.shape);
-                let (r, recs) = virtual_point::estimate_result(
-                    server,
-                    &plan,
-                    &load_args,
-                    &self.workload,
-                    self.workload_config.clone(),
-                    &self.opts,
-                    false,
-                )?;
-                if let Some(p) = &self.args.output.records {
-                    let mut f = RecordFile::create(p, &r.run_id)?;
-                    for rec in &recs {
-                        f.write(rec);
-                    }
-                }
-                (r, recs)
-            }
-        };
+        let title = format!("{} stages", stages.len());
+        let (whole, recs) =
+            self.execute(&plan, title, config(first, total), self.args.output.records.clone(), false).await?;
         for (i, &(rate, d)) in stages.iter().enumerate() {
             let (from, to) = (starts[i], starts[i] + d);
             let stage: Vec<goodput_core::RequestRecord> = recs
@@ -113,14 +76,8 @@ impl Sweep {
             );
             result.engine = whole.engine.clone();
             let cap = Some(self.args.max_concurrency as usize);
-            match whole.server_signals.clone() {
-                Some(mut signals) if !signals.samples.is_empty() => {
-                    result.diagnosis = signals.analyse(&stage, &result.summary, &result.window, cap);
-                    result.server_signals = Some(signals);
-                }
-                _ => result.diagnosis = goodput_core::scrape::diagnose(&stage, &result.summary, None, cap),
-            }
-            goodput_core::stability::with_queue_of(&mut result);
+            let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
+            attach_server_side(&mut result, signals.into(), &stage, cap);
             self.record(Load::Rate(rate), "stage", result)?;
         }
         Ok(())
