@@ -110,11 +110,21 @@ mod tests {
         let meter = Meter::start().unwrap();
         // A "server" thread of the process, named as the embedded one is,
         // busy while the client thread mostly sleeps.
-        let server = std::thread::Builder::new().name("goodput-embedded".into()).spawn(|| burn(400)).unwrap();
+        // It stays until the meter has read: a thread gone is no longer
+        // there to be left out (on a busy machine it once ended first).
+        let (read, wait_read) = std::sync::mpsc::channel::<()>();
+        let server = std::thread::Builder::new()
+            .name("goodput-embedded".into())
+            .spawn(move || {
+                burn(400);
+                let _ = wait_read.recv();
+            })
+            .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(250));
         burn(50);
         // Read while the server thread still runs, as bench reads it.
         let cost = meter.finish(&[]).unwrap();
+        read.send(()).unwrap();
         server.join().unwrap();
         // This thread's 50 ms (less a few µs: getrusage and the server
         // thread's schedstat are not read at the same instant), well under
