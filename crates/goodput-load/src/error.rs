@@ -69,6 +69,10 @@ pub enum ScheduleError {
 pub enum PlanError {
     #[error("the run has no end: give --requests N and/or --duration D")]
     NoEnd,
+    #[error(
+        "users that change over the run (stages by concurrency) need a closed loop of one process without a ramp-up"
+    )]
+    UserSteps,
     #[error("--trace brings its own send times: drop --rate")]
     TraceAndRate,
     #[error("--trace replays single requests: drop --turns")]

@@ -56,6 +56,11 @@ pub struct LoadPlan {
     /// This process runs one shard of the plan (`--shard I/N`); `None`:
     /// all of it. See [`Shard`].
     pub shard: Option<Shard>,
+    /// A closed loop whose users change over the run (`sweep --stages` by
+    /// concurrency): from each `(at, users)` on, `at` from the start, the
+    /// cap is `users`: new users join at once, and users leave as their
+    /// requests end. In time order; empty: `concurrency` throughout.
+    pub user_steps: Vec<(Duration, usize)>,
 }
 
 /// Shard `index` of `count` processes that run one plan together, each its
@@ -197,6 +202,11 @@ impl LoadPlan {
         }
         if self.concurrency.is_none() && self.rate.is_none() && self.trace.is_none() {
             return Err(PlanError::NoLoop);
+        }
+        if !self.user_steps.is_empty()
+            && (self.concurrency.is_none() || self.shard.is_some() || !self.ramp_up.is_zero())
+        {
+            return Err(PlanError::UserSteps);
         }
         if let Some(s) = self.shard {
             if s.count == 0 || s.index >= s.count {
@@ -379,7 +389,42 @@ fn user_slots(plan: &LoadPlan, origin: Instant) -> (Option<Arc<Semaphore>>, Opti
         }
         _ => None,
     };
+    let ramp = match (&cap, plan.concurrency, plan.user_steps.is_empty()) {
+        (Some(sem), Some(c), false) => Some(tokio::spawn(step_users(sem.clone(), c, plan.user_steps.clone(), origin))),
+        _ => ramp,
+    };
     (cap, ramp)
+}
+
+/// Changes the cap on users at each step's time: permits added for users
+/// who join, and for users who leave, permits taken as their requests end
+/// (the semaphore is fair: those waiting go before any new send).
+async fn step_users(sem: Arc<Semaphore>, mut users: usize, steps: Vec<(Duration, usize)>, origin: Instant) {
+    /// Users still to leave when the run ends leave with it.
+    struct Leaving(Vec<tokio::task::JoinHandle<()>>);
+    impl Drop for Leaving {
+        fn drop(&mut self) {
+            self.0.iter().for_each(|l| l.abort());
+        }
+    }
+    let mut leaving = Leaving(Vec::new());
+    for (at, to) in steps {
+        tokio::time::sleep_until(origin + at).await;
+        if to > users {
+            sem.add_permits(to - users);
+        } else if to < users {
+            let (sem, n) = (sem.clone(), (users - to) as u32);
+            leaving.0.push(tokio::spawn(async move {
+                if let Ok(p) = sem.acquire_many_owned(n).await {
+                    p.forget();
+                }
+            }));
+        }
+        users = to;
+    }
+    // Held until the run ends (this task is aborted then).
+    std::future::pending::<()>().await;
+    drop(leaving);
 }
 
 /// Fails before the run rather than in every session: the workload cannot
@@ -745,6 +790,7 @@ mod tests {
             seed: 1,
             grace: Duration::from_secs(2),
             shard: None,
+            user_steps: Vec::new(),
         }
     }
 
@@ -768,6 +814,31 @@ mod tests {
         got.sort();
         assert_eq!(got, want);
         assert!(out.records.iter().all(|r| r.sent >= r.scheduled && r.sent - r.scheduled < Duration::from_millis(1)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn users_join_and_leave_at_their_steps() {
+        // One-second requests; 2 users, 4 from 2 s, 1 from 4 s, for 6 s.
+        let steps = vec![(Duration::from_secs(2), 4), (Duration::from_millis(4500), 1)];
+        let p = LoadPlan {
+            requests: None,
+            duration: Some(Duration::from_secs(6)),
+            concurrency: Some(2),
+            user_steps: steps,
+            ..plan()
+        };
+        let out = run(&p, Fake::new(1000, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let sent_in = |from: u64, to: u64| {
+            let (from, to) = (Duration::from_millis(from), Duration::from_millis(to));
+            out.records.iter().filter(|r| r.sent >= from && r.sent < to).count()
+        };
+        // Waves at 0 and 1 s of two, at 2 and 3 and 4 s of four (the users
+        // leave as the wave sent at 4 s ends), then one at 5 s.
+        assert_eq!([sent_in(0, 2000), sent_in(2000, 5000), sent_in(5000, 6000)], [4, 12, 1]);
+        assert!(out.records.iter().all(|r| r.outcome == Outcome::Success));
+        // Users that change need one process's closed loop.
+        let open = LoadPlan { rate: Some((1.0, Arrival::Constant)), concurrency: None, ..p.clone() };
+        assert!(matches!(open.validate(), Err(PlanError::UserSteps)));
     }
 
     #[tokio::test(start_paused = true)]

@@ -18,7 +18,7 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     let cfg = engine_config(&a.engine.engine_model, &a.engine.hw)?;
     setup::no_answers(&a.workload, "estimate")?;
     let trace = setup::trace(&a.load)?;
-    let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), std::time::Duration::ZERO)?;
+    let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed, trace)?;
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;

@@ -384,6 +384,7 @@ async fn start_probes(
         seed: 0,
         grace: Duration::from_secs(1),
         shard: None,
+        user_steps: Vec::new(),
     };
     let workload = Arc::new(Workload::Synthetic {
         input: LengthDist::Fixed(32),

@@ -498,6 +498,7 @@ mod tests {
             seed: 0,
             grace: Duration::from_secs(1),
             shard: None,
+            user_steps: Vec::new(),
         }
     }
 

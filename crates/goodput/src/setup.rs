@@ -84,6 +84,7 @@ pub fn shaped_plan(
         seed: s.seed,
         grace,
         shard: None,
+        user_steps: Vec::new(),
     };
     plan.validate().map_err(|e| anyhow!(e))?;
     Ok(plan)

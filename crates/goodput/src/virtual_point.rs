@@ -160,6 +160,9 @@ pub fn virtual_load(
     }
     // A rate's ramp is in its arrivals; a closed loop's users join over it.
     let ramp_up = if arrivals.is_none() { plan.ramp_up } else { Duration::ZERO };
+    // A timed open loop ends as bench's does: what is still in flight a
+    // grace after the end of sending is cancelled.
+    let cancel_at = plan.sending_time().filter(|_| arrivals.is_some()).map(|t| t + plan.grace);
     Ok(VirtualLoad {
         requests,
         arrivals: arrivals.map(|_| sent_at),
@@ -167,6 +170,8 @@ pub fn virtual_load(
         ramp_up,
         seed: plan.seed,
         stop_sending: plan.sending_time(),
+        cancel_at,
+        user_steps: plan.user_steps.iter().map(|&(t, u)| (t, u as u32)).collect(),
         prompts,
     })
 }

@@ -310,3 +310,60 @@ fn stages_are_one_run_judged_stage_by_stage() {
     let err = goodput().args(["sweep", "--estimate", "--stages", "10,20/1m"]).refusal();
     assert!(err.contains("invalid stage '10': give RATE/DURATION, e.g. 10/2m"), "{err}");
 }
+
+/// Stages of users: one closed loop whose users join at a stage's start
+/// and leave as their requests end, each stage judged as a point; over
+/// HTTP against `goodput serve` as in virtual time.
+#[test]
+fn stages_of_users_are_one_closed_loop_judged_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let _one = HTTP.lock().unwrap_or_else(|e| e.into_inner());
+    let served = serve_engine();
+    let url = served.1.clone();
+    let http = [&["--url", url.as_str(), "--stages", "c=4/3s,c=32/3s,c=2/3s"][..], SHORT].concat();
+    for (name, args) in [("virtual", vec!["--estimate", "--stages", "c=4/20s,c=32/20s,c=2/20s"]), ("http", http)] {
+        let (out, rec) = (dir.path().join(format!("{name}.json")), dir.path().join(format!("{name}.jsonl")));
+        goodput().args(["sweep", "-q"]).args(&args).writing(&out, &rec).assert().success();
+        let v = read_json(&out);
+        let points = v["points"].as_array().unwrap();
+        let loads: Vec<(&str, u64)> = points
+            .iter()
+            .map(|p| (p["load"]["kind"].as_str().unwrap(), p["load"]["value"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(loads, [("concurrency", 4), ("concurrency", 32), ("concurrency", 2)], "{name}");
+        let peak = |i: usize| points[i]["result"]["summary"]["in_flight"]["peak"].as_u64().unwrap();
+        let rps = |i: usize| points[i]["result"]["summary"]["throughput"]["requests_per_s"].as_f64().unwrap();
+        // The second stage's users join at once; the third's leave as their
+        // requests end, so its window may start with more in flight.
+        assert!(peak(0) <= 4 && peak(1) > 4 && peak(1) <= 32, "{name}: {} {}", peak(0), peak(1));
+        assert!(rps(1) > rps(0), "{name}: more users, more requests a second: {} {}", rps(0), rps(1));
+        let load = &points[1]["result"]["config"]["load"];
+        assert_eq!((load["concurrency"].as_u64(), load["rate"].as_f64()), (Some(32), None), "{name}");
+        let recs = cmd::records(&rec);
+        let p = |i: usize, k: &str| points[i]["result"]["summary"]["requests"][k].as_u64().unwrap();
+        assert_eq!(p(0, "sent") + p(1, "sent") + p(2, "sent"), recs.len() as u64, "{name}: one run");
+    }
+    // Rates and users are not mixed in one run.
+    let err = goodput().args(["sweep", "--estimate", "--stages", "10/1m,c=8/1m"]).refusal();
+    assert!(err.contains("all rates (10/2m) or all users (c=8/2m)"), "{err}");
+}
+
+/// A timed estimate ends as a timed bench does: what is still in flight a
+/// grace after the end of sending is cancelled then (not abandoned), in
+/// virtual time; a grace long enough lets every request finish.
+#[test]
+fn a_timed_estimate_cancels_what_outlives_its_grace_as_bench_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--rate", "150", "--duration", "4s", "--warmup", "0", "--output-tokens", "32"];
+    let short = estimate(dir.path(), "short", &[&args[..], &["--grace", "1s"]].concat());
+    let counts = &short["summary"]["requests"];
+    assert!(counts["cancelled"].as_u64().unwrap() > 0 && counts["completed"].as_u64().unwrap() > 0, "{counts}");
+    assert_eq!(counts["abandoned"].as_u64().unwrap_or(0), 0, "{counts}");
+    assert!(short["window"]["end_s"].as_f64().unwrap() <= 5.0 + 1e-9, "{}", short["window"]);
+    assert_eq!(short["config"]["load"]["grace"], "1s");
+    let long = estimate(dir.path(), "long", &[&args[..], &["--grace", "10m"]].concat());
+    let counts = &long["summary"]["requests"];
+    assert_eq!(counts["cancelled"].as_u64().unwrap(), 0, "{counts}");
+    assert_eq!(counts["sent"], short["summary"]["requests"]["sent"], "the same arrivals");
+    assert!(long["window"]["end_s"].as_f64().unwrap() > 5.0, "{}", long["window"]);
+}

@@ -65,6 +65,7 @@ pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
         seed: 0,
         grace: Duration::from_secs(1),
         shard: None,
+        user_steps: Vec::new(),
     }
 }
 

@@ -129,6 +129,9 @@ pub struct EstimateArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub judge: JudgeArgs,
+    /// Once --duration has ended sending, how long requests still in flight may finish (in virtual time) before they are cancelled, as bench's --grace.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub grace: std::time::Duration,
     /// Which route the requests model: a chat route (chat, messages, ollama-chat, ollama-generate) puts the model's chat template around each prompt, as a real server does; the others put its BOS before it. Prompt lengths then exceed --input-tokens as a live bench's do.
     #[arg(long, value_enum, default_value_t = Api::Chat)]
     pub api: Api,
@@ -151,7 +154,7 @@ pub struct SweepArgs {
     /// A synchronous baseline, then the throughput ceiling, then open-loop rates spread between.
     #[arg(long)]
     pub auto: bool,
-    /// One continuous open-loop run in stages, each rate held for its time and judged like a point: RATE/DURATION,… e.g. 10/2m,20/2m,40/2m.
+    /// One continuous run in stages, each load held for its time and judged like a point: open-loop rates, RATE/DURATION,… e.g. 10/2m,20/2m,40/2m; or a closed loop's users, c=USERS/DURATION,… e.g. c=8/2m,c=16/2m (users join at once, and leave as their requests end).
     #[arg(long, value_parser = parse_stages, conflicts_with_all = ["concurrency", "rate", "auto"])]
     pub stages: Option<Stages>,
     /// Rates spread between baseline and ceiling with --auto.

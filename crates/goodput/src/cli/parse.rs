@@ -191,27 +191,47 @@ pub struct CountList(pub Vec<u64>);
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateList(pub Vec<f64>);
 
-/// `--stages`: (requests/s, how long) each, in order.
+/// `--stages`: (load, how long) each, in order; the loads are requests/s,
+/// or users with `concurrency`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Stages(pub Vec<(f64, Duration)>);
+pub struct Stages {
+    pub stages: Vec<(f64, Duration)>,
+    pub concurrency: bool,
+}
 
-/// `10/2m,20/2m,40/2m`: a rate held for a time, stage by stage.
+/// `10/2m,20/2m,40/2m`: a rate held for a time, stage by stage; or
+/// `c=8/2m,c=16/2m`: a number of users.
 pub fn parse_stages(s: &str) -> Result<Stages, String> {
-    let stage = |part: &str| -> Result<(f64, Duration), String> {
-        let bad = || format!("invalid stage '{part}': give RATE/DURATION, e.g. 10/2m (10 req/s for two minutes)");
-        let (rate, time) = part.trim().split_once('/').ok_or_else(bad)?;
-        let rate: f64 = rate.trim().parse().map_err(|_| bad())?;
+    let stage = |part: &str| -> Result<(bool, f64, Duration), String> {
+        let bad = || {
+            format!(
+                "invalid stage '{part}': give RATE/DURATION, e.g. 10/2m (10 req/s for two minutes), or c=USERS/DURATION, \
+                 e.g. c=8/2m (8 concurrent users for two minutes)"
+            )
+        };
+        let (load, time) = part.trim().split_once('/').ok_or_else(bad)?;
+        let (users, load) = match load.trim().strip_prefix("c=") {
+            Some(n) => (true, n),
+            None => (false, load),
+        };
+        let n: f64 = load.trim().parse().map_err(|_| bad())?;
         let time = humantime::parse_duration(time.trim()).map_err(|_| bad())?;
-        if !(rate.is_finite() && rate > 0.0) || time.is_zero() {
-            return Err(format!("invalid stage '{part}': the rate and the time must be above zero"));
+        if !(n.is_finite() && n > 0.0) || time.is_zero() {
+            return Err(format!("invalid stage '{part}': the load and the time must be above zero"));
         }
-        Ok((rate, time))
+        if users && n.fract() != 0.0 {
+            return Err(format!("invalid stage '{part}': a number of users is a whole number"));
+        }
+        Ok((users, n, time))
     };
     let v = s.split(',').filter(|p| !p.trim().is_empty()).map(stage).collect::<Result<Vec<_>, _>>()?;
-    if v.is_empty() {
-        return Err("--stages needs at least one RATE/DURATION".into());
+    let Some(&(concurrency, _, _)) = v.first() else {
+        return Err("--stages needs at least one RATE/DURATION or c=USERS/DURATION".into());
+    };
+    if v.iter().any(|s| s.0 != concurrency) {
+        return Err("--stages are all rates (10/2m) or all users (c=8/2m): one run cannot be both".into());
     }
-    Ok(Stages(v))
+    Ok(Stages { stages: v.into_iter().map(|(_, n, t)| (n, t)).collect(), concurrency })
 }
 
 pub fn parse_counts(s: &str) -> Result<CountList, String> {

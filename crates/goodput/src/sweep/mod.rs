@@ -140,7 +140,7 @@ impl Sweep {
             let extend = self.steady_bounds && origin != "ceiling";
             let next = duration.map(|d| d * 2).filter(|&d| extend && d <= POINT_CAP);
             match next {
-                Some(d) if !self.stopped() && needs_longer(&result) => {
+                Some(d) if !self.stopped() && needs_longer(&result, self.args.attainment) => {
                     if !self.args.output.quiet {
                         eprintln!(
                             "{}: {}; running it again for {}",
@@ -325,23 +325,32 @@ impl Sweep {
 
 /// A closed loop's duration as a request count, for the simulated engine,
 /// which ends a closed loop by its count: the throughput of a short pilot
-/// (10 requests a user, at least 100) times the duration.
+/// (10 requests a user, at least 100) times the duration. Users that change
+/// over the run keep the duration, which ends their sending, and are given
+/// twice the count the most of them would send (piloted at that many).
 fn virtual_bounds(server: virtual_point::VirtualServer, mut plan: LoadPlan, workload: &Workload) -> Result<LoadPlan> {
     let (Some(d), None, None, None) = (plan.duration, plan.requests, plan.rate, &plan.trace) else { return Ok(plan) };
-    let c = plan.concurrency.unwrap_or(1) as u64;
+    let most = plan.user_steps.iter().map(|s| s.1).chain(plan.concurrency).max();
+    let c = most.unwrap_or(1) as u64;
     let pilot = LoadPlan {
         requests: Some((goodput_core::assemble::REQUESTS_PER_USER * c).max(100)),
         duration: None,
         warmup: 0,
         warmup_time: Duration::ZERO,
+        concurrency: most,
+        user_steps: Vec::new(),
         ..plan.clone()
     };
     let run = virtual_point::run_virtual(server, &pilot, workload, None)?;
     let end = run.records.iter().map(|r| r.end).max().unwrap_or_default().as_secs_f64();
     let done = run.records.iter().filter(|r| r.outcome.is_success()).count() as f64;
     let rps = if end > 0.0 { done / end } else { 0.0 };
-    plan.requests = Some(((rps * d.as_secs_f64()).ceil() as u64).max(c));
-    plan.duration = None;
+    let count = ((rps * d.as_secs_f64()).ceil() as u64).max(c);
+    if plan.user_steps.is_empty() {
+        (plan.requests, plan.duration) = (Some(count), None);
+    } else {
+        plan.requests = Some(count * 2);
+    }
     Ok(plan)
 }
 

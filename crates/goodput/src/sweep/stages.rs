@@ -1,55 +1,74 @@
-//! `sweep --stages`: one continuous open-loop run in stages, each judged as a point.
+//! `sweep --stages`: one continuous run in stages (of rates or of users), each judged as a point.
 
 use super::*;
+use crate::cli::Stages;
 use goodput_core::assemble::attach_server_side;
 
 impl Sweep {
-    /// `--stages`: one continuous open-loop run whose rate steps from stage
-    /// to stage (each stage's arrivals drawn as a point's would be, from
-    /// the seed and the stage's number), then each stage's requests (by
-    /// due time) analysed as a point, those of the stages before it kept
-    /// as warm-up: they still load the server, and a backlog they left is
-    /// the stage's to clear.
+    /// `--stages`: one continuous run whose load steps from stage to
+    /// stage, then each stage's requests (by due time) analysed as a
+    /// point, those of the stages before it kept as warm-up: they still
+    /// load the server, and a backlog they left is the stage's to clear.
+    /// Rates step as open-loop arrivals (each stage's drawn as a point's
+    /// would be, from the seed and the stage's number); users step as a
+    /// closed loop's users join, or leave as their requests end.
     pub(super) async fn run_stages(&mut self) -> Result<()> {
-        let stages = self.args.stages.clone().expect("stages mode").0;
-        let arrival = setup::arrival(&self.args.shape)?;
-        let (mut times, mut starts, mut from) = (Vec::new(), Vec::new(), Duration::ZERO);
-        for (i, &(rate, d)) in stages.iter().enumerate() {
+        let Stages { stages, concurrency: by_users } = self.args.stages.clone().expect("stages mode");
+        let mut starts = Vec::new();
+        let total = stages.iter().fold(Duration::ZERO, |from, s| {
             starts.push(from);
-            let sched = goodput_load::schedule::ArrivalSchedule::new(rate, arrival, self.args.shape.seed + i as u64)
-                .map_err(|e| anyhow::anyhow!(e))?;
-            times.extend(sched.take_while(|&at| at < d).map(|at| from + at));
-            from += d;
-        }
-        let (first, total) = (stages[0].0, from);
+            from + s.1
+        });
+        let first = stages[0].0;
         let shape = crate::cli::ShapeArgs { duration: Some(total), requests: None, ..self.args.shape.clone() };
-        let mut plan = setup::shaped_plan(
-            &shape,
-            Some(self.args.max_concurrency as usize),
-            Some(first),
-            None,
-            self.args.target.grace,
-        )?;
-        (plan.rate, plan.duration, plan.requests) = (None, None, None);
-        plan.trace = Some(Arc::new(times));
+        let grace = self.args.target.grace;
+        let plan = if by_users {
+            let mut plan = setup::shaped_plan(&shape, Some(first as usize), None, None, grace)?;
+            plan.requests = None;
+            plan.duration = Some(total.checked_sub(plan.warmup_time).filter(|d| !d.is_zero()).ok_or_else(|| {
+                anyhow::anyhow!("the warm-up is as long as the stages: give a shorter --warmup, or longer stages")
+            })?);
+            plan.user_steps = stages.iter().zip(&starts).skip(1).map(|(s, &at)| (at, s.0 as usize)).collect();
+            plan
+        } else {
+            let arrival = setup::arrival(&self.args.shape)?;
+            let mut times = Vec::new();
+            for (i, (&(rate, d), &from)) in stages.iter().zip(&starts).enumerate() {
+                let seed = self.args.shape.seed + i as u64;
+                let sched = goodput_load::schedule::ArrivalSchedule::new(rate, arrival, seed)
+                    .map_err(|e| anyhow::anyhow!(e))?;
+                times.extend(sched.take_while(|&at| at < d).map(|at| from + at));
+            }
+            let mut plan =
+                setup::shaped_plan(&shape, Some(self.args.max_concurrency as usize), Some(first), None, grace)?;
+            (plan.rate, plan.duration, plan.requests) = (None, None, None);
+            plan.trace = Some(Arc::new(times));
+            plan
+        };
         let (cap, shape, workload) = (self.args.max_concurrency, self.args.shape.clone(), self.workload_config.clone());
-        let config = move |rate: f64, d: Duration| RunConfig {
-            load: Some(goodput_core::config::LoadConfig {
-                rate: Some(goodput_core::config::Rate(rate)),
-                duration: Some(humantime::format_duration(d).to_string()),
+        let config = move |load: f64, d: Duration| {
+            let open = goodput_core::config::LoadConfig {
+                rate: Some(goodput_core::config::Rate(load)),
                 concurrency: Some(cap),
                 arrival: Some(format!("{:?}", shape.arrival).to_lowercase()),
                 burstiness: shape.burstiness,
-                seed: Some(shape.seed),
                 ..Default::default()
-            }),
-            workload: Some(workload.clone()),
-            ..RunConfig::default()
+            };
+            let closed = goodput_core::config::LoadConfig { concurrency: Some(load as u64), ..Default::default() };
+            RunConfig {
+                load: Some(goodput_core::config::LoadConfig {
+                    duration: Some(humantime::format_duration(d).to_string()),
+                    seed: Some(shape.seed),
+                    ..if by_users { closed } else { open }
+                }),
+                workload: Some(workload.clone()),
+                ..RunConfig::default()
+            }
         };
         let title = format!("{} stages", stages.len());
         let (whole, recs) =
             self.execute(&plan, title, config(first, total), self.args.output.records.clone(), false).await?;
-        for (i, &(rate, d)) in stages.iter().enumerate() {
+        for (i, &(load, d)) in stages.iter().enumerate() {
             let (from, to) = (starts[i], starts[i] + d);
             let stage: Vec<goodput_core::RequestRecord> = recs
                 .iter()
@@ -67,7 +86,7 @@ impl Sweep {
                     run_id: whole.run_id.clone(),
                     started_unix_s: whole.started_unix_s,
                     interrupted: whole.interrupted,
-                    config: config(rate, d),
+                    config: config(load, d),
                     target: whole.target.clone(),
                     include_requests: self.args.output.include_requests,
                 },
@@ -75,10 +94,11 @@ impl Sweep {
                 &self.opts,
             );
             result.engine = whole.engine.clone();
-            let cap = Some(self.args.max_concurrency as usize);
+            let users = if by_users { load as usize } else { self.args.max_concurrency as usize };
             let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
-            attach_server_side(&mut result, signals.into(), &stage, cap);
-            self.record(Load::Rate(rate), "stage", result)?;
+            attach_server_side(&mut result, signals.into(), &stage, Some(users));
+            let point = if by_users { Load::Concurrency(load as u64) } else { Load::Rate(load) };
+            self.record(point, "stage", result)?;
         }
         Ok(())
     }

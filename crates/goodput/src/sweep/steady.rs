@@ -9,8 +9,13 @@ use std::time::Duration;
 /// its end is a few percent of its window at the loads a sweep recommends.
 pub(super) const POINT_DURATION: Duration = Duration::from_secs(60);
 pub(super) const POINT_WARMUP: Duration = Duration::from_secs(10);
-/// The longest a point is extended to while it is not yet a steady state.
-pub(super) const POINT_CAP: Duration = Duration::from_secs(240);
+/// The longest a point is extended to while it is not yet a steady state:
+/// one doubling. A point still not steady after twice the time is marked
+/// so and never recommended; a further doubling cost a live sweep against
+/// `goodput serve` 9 of its 22 minutes and changed no recommendation (the
+/// points it was spent on sit at the server's capacity, where queueing
+/// keeps the verdict in doubt however long they run).
+pub(super) const POINT_CAP: Duration = Duration::from_secs(120);
 /// A window's throughput within this share of the judged stretch's has
 /// converged: the ramp-up and drain no longer weigh on it.
 const CONVERGED: f64 = 0.05;
@@ -27,10 +32,14 @@ pub(super) fn sustained(r: &goodput_core::RunResult) -> f64 {
 
 /// Whether a point should run longer: it is not a steady state for want of
 /// time (not a load beyond the server), or its window's throughput is more
-/// than [`CONVERGED`] off the judged stretch's.
-pub(super) fn needs_longer(r: &goodput_core::RunResult) -> bool {
+/// than [`CONVERGED`] off the judged stretch's; and it meets the SLO, when
+/// one is given. A point that misses the SLO is never recommended, and a
+/// longer run will not bring it within: past the warm-up, its latency can
+/// only grow as a backlog builds.
+pub(super) fn needs_longer(r: &goodput_core::RunResult, attainment: f64) -> bool {
     let Some(s) = &r.summary.stability else { return false };
-    !s.overloaded && (!s.steady || !converged(r))
+    let misses_slo = goodput_core::sweep::meets_slo(r, attainment) == Some(false);
+    !s.overloaded && !misses_slo && (!s.steady || !converged(r))
 }
 
 fn converged(r: &goodput_core::RunResult) -> bool {
@@ -56,10 +65,10 @@ pub(super) fn why_longer(r: &goodput_core::RunResult) -> String {
 /// ahead (a request count of a closed loop).
 pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<String> {
     if let Some(st) = &a.stages {
-        let total: Duration = st.0.iter().map(|s| s.1).sum();
+        let total: Duration = st.stages.iter().map(|s| s.1).sum();
         return Some(format!(
             "{} stages in one run: about {} in all",
-            st.0.len(),
+            st.stages.len(),
             humantime::format_duration(Duration::from_secs(total.as_secs()))
         ));
     }
@@ -75,7 +84,8 @@ pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<St
         crate::cli::WarmupArg::Time(d) => d,
         crate::cli::WarmupArg::Requests(_) => Duration::ZERO,
     };
-    let each = warm + a.shape.duration?;
+    let d = a.shape.duration?;
+    let each = warm + d;
     let total = each * points as u32;
     let mut t = format!(
         "{points} points of about {} each: about {} in all",
@@ -83,9 +93,15 @@ pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<St
         humantime::format_duration(Duration::from_secs(total.as_secs()))
     );
     if steady_bounds {
+        // Every point but the ceiling may run once more, for twice as long.
+        let again = if d * 2 <= POINT_CAP { warm + d * 2 } else { Duration::ZERO };
+        let ceiling = usize::from(a.concurrency.is_none() && a.rate.is_none());
+        let most = total + again * (points - ceiling) as u32;
         t.push_str(&format!(
-            " (a point not yet steady runs again for twice as long, up to {}; pass --duration to fix their length)",
-            humantime::format_duration(POINT_CAP)
+            ", up to {} if every point that is not yet a steady state, and meets the SLO, runs again for {} \
+             (pass --duration to fix their length)",
+            humantime::format_duration(Duration::from_secs(most.as_secs())),
+            humantime::format_duration(d * 2)
         ));
     }
     Some(t)

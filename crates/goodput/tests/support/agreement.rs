@@ -144,6 +144,7 @@ fn load_plan(plan: &Plan, speed: f64) -> LoadPlan {
         seed: plan.seed,
         grace: Duration::from_secs(10),
         shard: None,
+        user_steps: Vec::new(),
     }
 }
 

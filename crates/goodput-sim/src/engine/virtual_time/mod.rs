@@ -85,6 +85,16 @@ pub struct VirtualLoad {
     /// No session's later turn is sent at or after this: the session is
     /// cut there, as a real run's end of sending cuts it.
     pub stop_sending: Option<Duration>,
+    /// The run's end: requests still going then are cancelled (not
+    /// abandoned: the client did not choose to leave them), as a timed
+    /// bench run cancels what is in flight a grace after its duration.
+    /// Nothing is sent at or after it.
+    pub cancel_at: Option<Duration>,
+    /// A closed loop whose users change over the run: from each
+    /// `(at, users)` on, the cap is `users` (new users send at once; users
+    /// leave as their requests end). In time order; empty: `concurrency`
+    /// throughout.
+    pub user_steps: Vec<(Duration, u32)>,
     /// What the server adds to each prompt before it counts and prefills it.
     pub prompts: PromptKind,
 }
@@ -152,6 +162,11 @@ impl VirtualLoad {
     fn check(&self) -> Result<(), Error> {
         if self.concurrency == Some(0) {
             return Err(Error::InvalidLoad("concurrency must be at least 1".into()));
+        }
+        if !self.user_steps.is_empty() && (self.concurrency.is_none() || !self.ramp_up.is_zero()) {
+            return Err(Error::InvalidLoad(
+                "users that change over the run need a closed loop without a ramp-up".into(),
+            ));
         }
         for (i, r) in self.requests.iter().enumerate().filter(|(_, r)| r.follows()) {
             let t = r.turn.expect("a later turn is a turn");
@@ -578,6 +593,57 @@ mod tests {
         late[0].give_up_after = Some(Duration::from_secs(60));
         let run = simulate(&h100_8b(), &VirtualLoad::closed_loop(late, 1)).unwrap();
         assert!(run.records.iter().all(|r| r.outcome.is_success() && !r.abandoned));
+    }
+
+    #[test]
+    fn the_run_s_end_cancels_what_is_in_flight_and_sends_nothing_after_it() {
+        // Requests of 500 tokens (about 4 s each alone) every 100 ms; the run
+        // ends at 1 s: those sent by then are cancelled at exactly 1 s, with
+        // the tokens they had, and not as abandoned; none is sent at or after it.
+        let end = Duration::from_secs(1);
+        let load =
+            VirtualLoad { cancel_at: Some(end), ..VirtualLoad::open_loop(same(20, 256, 500), constant_rate(20, 10.0)) };
+        let run = simulate(&h100_8b(), &load).unwrap();
+        assert_eq!(run.records.len(), 10, "sent at 0, 0.1, … 0.9 s");
+        for r in &run.records {
+            assert!(r.sent < end);
+            assert_eq!((&r.outcome, r.abandoned, r.end), (&Outcome::Cancelled, false, end), "{}", r.id);
+            assert!(r.chunks.iter().all(|c| c.t <= end));
+            assert_eq!(r.output_tokens, r.chunks.len() as u64);
+        }
+        assert!(run.records[0].output_tokens > 0, "the first had begun to answer");
+        // A client's own earlier give-up is still its own.
+        let mut requests = same(2, 256, 500);
+        requests[0].give_up_after = Some(Duration::from_millis(300));
+        let load = VirtualLoad { cancel_at: Some(end), ..VirtualLoad::open_loop(requests, constant_rate(2, 10.0)) };
+        let run = simulate(&h100_8b(), &load).unwrap();
+        assert!(run.records[0].abandoned && run.records[0].end == Duration::from_millis(300));
+        assert!(!run.records[1].abandoned && run.records[1].end == end);
+    }
+
+    #[test]
+    fn users_join_and_leave_at_their_steps_and_the_end_of_sending_ends_a_closed_loop() {
+        // 2 users, 4 from 2 s, 1 from 5 s; sending ends at 8 s.
+        let secs = Duration::from_secs;
+        let load = VirtualLoad {
+            user_steps: vec![(secs(2), 4), (secs(5), 1)],
+            stop_sending: Some(secs(8)),
+            ..VirtualLoad::closed_loop(same(10_000, 256, 100), 2)
+        };
+        let run = simulate(&h100_8b(), &load).unwrap();
+        let in_flight_at = |t: Duration| run.records.iter().filter(|r| r.sent <= t && r.end > t).count();
+        let longest = run.records.iter().map(|r| r.end - r.sent).max().unwrap();
+        assert!(longest < secs(2), "{longest:?}");
+        let most = |from: Duration, to: Duration| {
+            run.records.iter().map(|r| r.sent).filter(|&t| t >= from && t < to).map(in_flight_at).max().unwrap()
+        };
+        assert_eq!(most(Duration::ZERO, secs(2)), 2);
+        assert_eq!(most(secs(2), secs(5)), 4);
+        assert_eq!(most(secs(5) + longest, secs(8)), 1);
+        assert!(run.records.iter().all(|r| r.sent < secs(8) && r.outcome.is_success()));
+        assert!(run.records.len() < 10_000, "sending ended at 8 s");
+        // A user who joins sends at once.
+        assert!(run.records.iter().any(|r| r.sent == secs(2)));
     }
 
     #[test]

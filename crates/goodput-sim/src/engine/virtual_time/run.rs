@@ -34,8 +34,16 @@ pub(super) struct VirtualRun<'a> {
     samples: Vec<EngineSample>,
     sample_interval: Duration,
     next_sample: Duration,
-    /// When the client gives up on requests still going: (time, request).
-    give_ups: BinaryHeap<Reverse<(Duration, usize)>>,
+    /// When the client gives up on requests still going: (time, request,
+    /// whether it chose to: else the run's end cancels it).
+    give_ups: BinaryHeap<Reverse<(Duration, usize, bool)>>,
+    /// The requests the run's end cancelled.
+    ended: Vec<usize>,
+    /// The changes of users still to come, and the users now.
+    steps: VecDeque<(Duration, usize)>,
+    users_now: usize,
+    /// Slots that free and are not taken again: users who left.
+    owed: usize,
 }
 
 impl<'a> VirtualRun<'a> {
@@ -64,6 +72,10 @@ impl<'a> VirtualRun<'a> {
             sample_interval: FIRST_SAMPLE_INTERVAL,
             next_sample: Duration::ZERO,
             give_ups: BinaryHeap::new(),
+            ended: Vec::new(),
+            steps: load.user_steps.iter().map(|&(t, u)| (t, u as usize)).collect(),
+            users_now: load.concurrency.map_or(n, |c| c as usize),
+            owed: 0,
         })
     }
 
@@ -80,8 +92,10 @@ impl<'a> VirtualRun<'a> {
         let mut record = RequestRecord::new(i as u64, scheduled, sent);
         record.chunks.reserve_exact(self.load.requests[i].output_tokens as usize);
         self.records[i] = Some(record);
-        if let Some(after) = self.load.requests[i].give_up_after {
-            self.give_ups.push(Reverse((sent + after, i)));
+        let chosen = self.load.requests[i].give_up_after.map(|after| (sent + after, true));
+        let end = self.load.cancel_at.map(|t| (t.max(sent), false));
+        if let Some((t, chose)) = [chosen, end].into_iter().flatten().min_by_key(|e| e.0) {
+            self.give_ups.push(Reverse((t, i, chose)));
         }
     }
 
@@ -103,7 +117,48 @@ impl<'a> VirtualRun<'a> {
             &mut self.freed,
             self.capped,
             self.load,
+            &mut self.ended,
         );
+    }
+
+    /// Whether nothing more may be sent: the run's end has come, or (a
+    /// closed loop's) the end of sending.
+    fn ended(&self, at: Duration) -> bool {
+        let closed_end = self.load.arrivals.is_none() && self.load.stop_sending.is_some_and(|end| at >= end);
+        closed_end || self.load.cancel_at.is_some_and(|end| at >= end)
+    }
+
+    /// Applies the changes of users due by now: users who join have a
+    /// free slot at the change's time; users who leave take a slot free
+    /// then, or the next ones to free.
+    fn step_users(&mut self) {
+        while let Some(&(at, to)) = self.steps.front().filter(|s| s.0 <= self.now) {
+            self.steps.pop_front();
+            for _ in self.users_now..to {
+                if self.owed > 0 {
+                    self.owed -= 1;
+                } else {
+                    let pos = self.freed.partition_point(|&t| t <= at);
+                    self.freed.insert(pos, at);
+                }
+            }
+            for _ in to..self.users_now {
+                if self.initial_slots > 0 {
+                    self.initial_slots -= 1;
+                    self.first_slots -= 1;
+                } else if self.freed.front().is_some_and(|&t| t <= at) {
+                    self.freed.pop_front();
+                } else {
+                    self.owed += 1;
+                }
+            }
+            self.users_now = to;
+        }
+        // Slots that free after users left are theirs.
+        while self.owed > 0 && self.freed.front().is_some_and(|&t| t <= self.now) {
+            self.freed.pop_front();
+            self.owed -= 1;
+        }
     }
 
     /// Sends the later turns of sessions that are due.
@@ -113,6 +168,9 @@ impl<'a> VirtualRun<'a> {
                 break;
             }
             self.follow.pop();
+            if self.ended(due) {
+                continue;
+            }
             self.send(i, due, due);
             self.reach(due + self.frontend, i);
         }
@@ -127,6 +185,7 @@ impl<'a> VirtualRun<'a> {
 
     /// Sends the requests (first turns) whose arrival and slot have come.
     pub(super) fn send_due_requests(&mut self) {
+        self.step_users();
         self.skip_later_turns();
         while self.next < self.n {
             let slot_time = if self.initial_slots > 0 {
@@ -138,7 +197,7 @@ impl<'a> VirtualRun<'a> {
             };
             let next = self.next;
             let sent = self.arrival(next).max(slot_time);
-            if sent > self.now {
+            if sent > self.now || self.ended(sent) {
                 break;
             }
             if self.initial_slots > 0 {
@@ -248,7 +307,7 @@ impl<'a> VirtualRun<'a> {
     /// reaching it, being sent, a session's next turn, or a give-up.
     pub(super) fn next_event(&self) -> Option<Duration> {
         let next_reach = self.transit.front().map(|&(t, _)| t);
-        let next_send = (self.next < self.n)
+        let next_send = (self.next < self.n && !self.ended(self.now))
             .then(|| {
                 let slot = if self.initial_slots > 0 {
                     Some(self.opens(self.initial_slots))
@@ -259,13 +318,22 @@ impl<'a> VirtualRun<'a> {
             })
             .flatten();
         let next_turn = self.follow.peek().map(|Reverse((t, _))| *t);
-        let next_give_up = self.give_ups.peek().map(|Reverse((t, _))| *t);
-        [next_reach, next_send, next_turn, next_give_up].into_iter().flatten().min()
+        let next_give_up = self.give_ups.peek().map(|Reverse((t, _, _))| *t);
+        let next_step = self.steps.front().map(|s| s.0);
+        [next_reach, next_send, next_turn, next_give_up, next_step].into_iter().flatten().min()
     }
 
     pub(super) fn into_result(self) -> SimRun {
-        // Later turns never sent (their session was cut) leave no record.
-        let records: Vec<RequestRecord> = self.records.into_iter().flatten().collect();
+        let mut records = self.records;
+        // Cancelled by the run's end, as bench cancels them: not abandoned.
+        for &i in &self.ended {
+            if let Some(r) = records[i].as_mut() {
+                r.abandoned = false;
+            }
+        }
+        // Later turns never sent (their session was cut, or the run ended
+        // first) leave no record.
+        let records: Vec<RequestRecord> = records.into_iter().flatten().collect();
         let stats = self.engine.stats();
         let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
         SimRun {
@@ -296,11 +364,13 @@ const TEMPLATE_START: u64 = 0x7e4d_1a7e_0000_0001;
 /// tokens longer than the workload's (the template's, see [`PromptKind`]).
 /// Gives up on the requests due by `now` (`inclusive`) or before it that
 /// have not finished: the engine aborts each (or it never reaches the
-/// engine), its record ends then, cancelled and abandoned, with what it had
-/// received, and a capped load's user is free at that moment.
+/// engine), its record ends then, cancelled and abandoned (until the end of
+/// the run: those the run's end cancelled are put in `ended`, and are not
+/// abandoned), with what it had received, and a capped load's user is free
+/// at that moment.
 #[allow(clippy::too_many_arguments)]
 fn give_up(
-    due: &mut BinaryHeap<Reverse<(Duration, usize)>>,
+    due: &mut BinaryHeap<Reverse<(Duration, usize, bool)>>,
     now: Duration,
     inclusive: bool,
     engine: &mut Engine,
@@ -309,8 +379,9 @@ fn give_up(
     freed: &mut VecDeque<Duration>,
     capped: bool,
     load: &VirtualLoad,
+    ended: &mut Vec<usize>,
 ) {
-    while let Some(&Reverse((at, i))) = due.peek() {
+    while let Some(&Reverse((at, i, chose))) = due.peek() {
         if at > now || (at == now && !inclusive) {
             break;
         }
@@ -321,6 +392,9 @@ fn give_up(
         }
         engine.abort(i as u64);
         transit.retain(|&(_, j)| j != i);
+        if !chose {
+            ended.push(i);
+        }
         let request = &load.requests[i];
         record.abandoned = true;
         record.end = at;
