@@ -56,17 +56,22 @@ impl fmt::Display for Scorer {
     }
 }
 
-impl FromStr for Scorer {
-    type Err = String;
+/// A `--score` name that is no scorer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scorer '{0}': expected exact, number, rouge-l, bleu or chrf")]
+pub struct UnknownScorer(pub String);
 
-    fn from_str(s: &str) -> Result<Self, String> {
+impl FromStr for Scorer {
+    type Err = UnknownScorer;
+
+    fn from_str(s: &str) -> Result<Self, UnknownScorer> {
         match s.trim().to_ascii_lowercase().as_str() {
             "exact" => Ok(Scorer::Exact),
             "number" => Ok(Scorer::Number),
             "rouge-l" | "rouge_l" | "rougel" => Ok(Scorer::RougeL),
             "bleu" => Ok(Scorer::Bleu),
             "chrf" => Ok(Scorer::Chrf),
-            other => Err(format!("unknown scorer '{other}': expected exact, number, rouge-l, bleu or chrf")),
+            other => Err(UnknownScorer(other.to_string())),
         }
     }
 }
