@@ -369,9 +369,8 @@ enum UnpackError {
 
 /// Unpacks the JSON form's fields into chunks, or says what is wrong.
 fn unpack(t_ns: &str, tokens: TokensField, channel: ChannelField) -> Result<Chunks, UnpackError> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(t_ns)
-        .map_err(|e| UnpackError::NotBase64(e.to_string()))?;
+    let bytes =
+        base64::engine::general_purpose::STANDARD.decode(t_ns).map_err(|e| UnpackError::NotBase64(e.to_string()))?;
     let mut times = Vec::new();
     let (mut at, mut t) = (0usize, 0u64);
     while at < bytes.len() {

@@ -223,9 +223,7 @@ fn parse_quality_term(slo: &mut Slo, part: &str) -> Result<(), SloError> {
     let (name, mean) = match lhs.split_once(':') {
         None => (lhs, false),
         Some((n, "mean")) => (n, true),
-        Some((_, other)) => {
-            return Err(SloError::NotMean { term: part.to_string(), found: other.to_string() })
-        }
+        Some((_, other)) => return Err(SloError::NotMean { term: part.to_string(), found: other.to_string() }),
     };
     let metric: QualityMetric = name.parse().map_err(|e: SloError| e.in_term(part))?;
     if !mean && metric.per_request_by_default() {
@@ -302,9 +300,7 @@ impl FromStr for Slo {
                 parse_quality_term(&mut slo, part)?;
                 continue;
             }
-            let (lhs, rhs) = part
-                .split_once("<=")
-                .ok_or_else(|| SloError::NeedsAtMost { term: part.to_string() })?;
+            let (lhs, rhs) = part.split_once("<=").ok_or_else(|| SloError::NeedsAtMost { term: part.to_string() })?;
             let max = parse_limit(rhs).map_err(|e| e.in_term(part))?;
             match lhs.split_once(':') {
                 None => slo.limits.push(Limit { metric: lhs.parse()?, max }),
@@ -314,7 +310,10 @@ impl FromStr for Slo {
                         .strip_prefix('p')
                         .and_then(|v| v.replace('_', ".").parse().ok())
                         .filter(|v| (0.0..=100.0).contains(v))
-                        .ok_or_else(|| SloError::NotAPercentile { term: part.to_string(), percentile: p.to_string() })?;
+                        .ok_or_else(|| SloError::NotAPercentile {
+                            term: part.to_string(),
+                            percentile: p.to_string(),
+                        })?;
                     slo.objectives.push(Objective { metric: m.parse()?, percentile, max });
                 }
             }

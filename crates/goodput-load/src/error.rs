@@ -213,7 +213,7 @@ pub enum WorkloadError {
     DatasetArray { path: PathBuf, error: String },
     /// The JSON array is not ShareGPT conversations.
     #[error("dataset {}: {reason}", path.display())]
-    ShareGpt { path: PathBuf, reason: &'static str },
+    ShareGpt { path: PathBuf, reason: ShareGptError },
     #[error("dataset {} line {line}: not JSON ({error})", path.display())]
     LineNotJson { path: PathBuf, line: usize, error: String },
     /// A JSONL line that is JSON but not an entry.
@@ -221,6 +221,53 @@ pub enum WorkloadError {
     Entry { path: PathBuf, line: usize, reason: EntryError },
     #[error("dataset {} holds no usable entry", path.display())]
     Empty { path: PathBuf },
+}
+
+/// A JSON array that is not ShareGPT conversations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ShareGptError {
+    #[error("expected a JSON array")]
+    NotArray,
+    #[error("no entry with \"conversations\" holding a prompt and a reply (ShareGPT format)")]
+    NoConversation,
+}
+
+/// A `--trace` that cannot be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("--trace-speed must be a positive number, not {0}")]
+    Speed(f64),
+    #[error("cannot read the trace {}: {error}", path.display())]
+    Read { path: PathBuf, error: std::io::Error },
+    #[error("{}: {fault}", path.display())]
+    Content { path: PathBuf, fault: TraceFault },
+}
+
+/// What is wrong in a trace's text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TraceFault {
+    #[error(
+        "line {line} {reason}; each line is {{\"timestamp\": SECONDS, \"input_tokens\": N, \"output_tokens\": N}}, \
+         optionally with \"prefix_id\" and \"prefix_tokens\""
+    )]
+    Line { line: usize, reason: TraceLine },
+    #[error("the trace has no requests")]
+    Empty,
+}
+
+/// What is wrong with one line of a trace (the message follows "line N").
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TraceLine {
+    #[error("is not a trace entry ({0})")]
+    NotEntry(String),
+    #[error("has a timestamp of {0}: it must be a number of seconds ≥ 0")]
+    Timestamp(f64),
+    #[error("asks for 0 tokens: input_tokens and output_tokens must be at least 1")]
+    NoTokens,
+    #[error("has prefix_tokens {prefix}: it must be at least 1 and less than input_tokens ({input})")]
+    PrefixTokens { prefix: u32, input: u32 },
+    #[error("gives only one of prefix_id and prefix_tokens: give both or neither")]
+    HalfPrefix,
 }
 
 /// A dataset's JSONL line that is JSON but not an entry.

@@ -74,7 +74,10 @@ impl ConfigFile {
     }
 
     pub fn slo(&self) -> Result<Option<Slo>> {
-        self.slo.as_deref().map(|s| s.parse().map_err(|e: goodput_core::SloError| anyhow!("slo in the config: {e}"))).transpose()
+        self.slo
+            .as_deref()
+            .map(|s| s.parse().map_err(|e: goodput_core::SloError| anyhow!("slo in the config: {e}")))
+            .transpose()
     }
 
     /// The price named by `price` (or by `--price`), per GPU-hour.

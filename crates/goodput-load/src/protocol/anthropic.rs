@@ -3,7 +3,9 @@
 //! `ping`, `error`), served by Anthropic and by vLLM and SGLang beside their
 //! OpenAI routes.
 
-use super::{decode, ProtocolError, error_message, role_messages, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails, Usage};
+use super::{
+    decode, error_message, role_messages, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails, ProtocolError, Usage,
+};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

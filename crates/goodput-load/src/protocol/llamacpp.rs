@@ -1,7 +1,10 @@
 //! llama.cpp's native `/completion`: SSE, one event per piece of text, the
 //! last with `"stop": true` and the counts.
 
-use super::{decode, BodyError, ProtocolError, error_message, one_prompt, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails, Usage};
+use super::{
+    decode, error_message, one_prompt, BodyError, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails,
+    ProtocolError, Usage,
+};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

@@ -2,7 +2,8 @@
 //! object per line, the last with `"done": true` and the counts.
 
 use super::{
-    decode, BodyError, ProtocolError, error_message, merge_object, one_prompt, role_messages, Api, BodyOptions, ChunkInfo, PromptBody, Usage,
+    decode, error_message, merge_object, one_prompt, role_messages, Api, BodyError, BodyOptions, ChunkInfo, PromptBody,
+    ProtocolError, Usage,
 };
 use goodput_core::Channel;
 use serde::Deserialize;

@@ -1,7 +1,10 @@
 //! OpenAI's `/v1/chat/completions` and `/v1/completions`: the request body,
 //! and the reading of one streamed chunk or a whole non-streamed response.
 
-use super::{decode, BodyError, ProtocolError, error_message, role_messages, Api, BodyOptions, ChunkInfo, PromptBody, Usage, TURN_SEPARATOR};
+use super::{
+    decode, error_message, role_messages, Api, BodyError, BodyOptions, ChunkInfo, PromptBody, ProtocolError, Usage,
+    TURN_SEPARATOR,
+};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -24,9 +27,7 @@ pub(super) fn fill_body(
         (Api::Completions, PromptBody::Text(t)) => {
             body.insert("prompt".into(), Value::String(t.clone()));
         }
-        (Api::Completions, PromptBody::Messages(_)) => {
-            return Err(BodyError::MessagesForCompletions)
-        }
+        (Api::Completions, PromptBody::Messages(_)) => return Err(BodyError::MessagesForCompletions),
         _ => unreachable!("the native APIs have files of their own"),
     }
     if let Some(n) = max_tokens {

@@ -1,7 +1,10 @@
 //! TGI's `/generate_stream` (SSE, one event per token, the last with the
 //! whole text and `details`; no `[DONE]`) and `/generate`.
 
-use super::{decode, BodyError, ProtocolError, error_message, merge_object, one_prompt, BodyOptions, ChunkInfo, PromptBody, Usage};
+use super::{
+    decode, error_message, merge_object, one_prompt, BodyError, BodyOptions, ChunkInfo, PromptBody, ProtocolError,
+    Usage,
+};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

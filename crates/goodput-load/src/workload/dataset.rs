@@ -1,6 +1,6 @@
 //! Datasets: ShareGPT conversations or JSONL prompts, read from a file.
 
-use crate::error::{EntryError, WorkloadError};
+use crate::error::{EntryError, ShareGptError, WorkloadError};
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
 use serde_json::Value;
@@ -63,11 +63,7 @@ pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec
 fn jsonl_entry(v: &Value) -> Result<DatasetEntry, EntryError> {
     let max_tokens = match v.get("max_tokens") {
         None | Some(Value::Null) => None,
-        Some(m) => Some(
-            m.as_u64()
-                .filter(|&n| n > 0 && n <= u32::MAX as u64)
-                .ok_or(EntryError::MaxTokens)? as u32,
-        ),
+        Some(m) => Some(m.as_u64().filter(|&n| n > 0 && n <= u32::MAX as u64).ok_or(EntryError::MaxTokens)? as u32),
     };
     let prompt = if let Some(p) = v.get("prompt") {
         PromptBody::Text(p.as_str().ok_or(EntryError::PromptNotText)?.to_owned())
@@ -104,8 +100,8 @@ fn reference_of(v: &Value) -> Result<Vec<String>, EntryError> {
 }
 
 /// A ShareGPT array's entries, or what is wrong with it.
-fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, &'static str> {
-    let arr = v.as_array().ok_or("expected a JSON array")?;
+fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, ShareGptError> {
+    let arr = v.as_array().ok_or(ShareGptError::NotArray)?;
     let mut out = Vec::new();
     for item in arr {
         let Some(conv) = item.get("conversations").and_then(Value::as_array) else {
@@ -140,7 +136,7 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
         });
     }
     if out.is_empty() && !arr.is_empty() {
-        return Err("no entry with \"conversations\" holding a prompt and a reply (ShareGPT format)");
+        return Err(ShareGptError::NoConversation);
     }
     Ok(out)
 }
