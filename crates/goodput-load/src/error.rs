@@ -79,7 +79,19 @@ pub enum HttpError {
     #[error("the server closed the connection before the end of the body")]
     ClosedInBody,
     #[error(transparent)]
-    Chunked(#[from] crate::http1::ChunkedError),
+    Chunked(#[from] ChunkedError),
+}
+
+/// A chunked body that breaks the framing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkedError {
+    #[error("a chunk-size line of the response is longer than 4 KiB")]
+    LineTooLong,
+    /// The size line, as sent.
+    #[error("invalid chunk size '{0}' in the response")]
+    BadSize(String),
+    #[error("a chunk of the response does not end with CRLF")]
+    NoCrlf,
 }
 
 /// A scrape of a Prometheus endpoint that brought no text back.

@@ -33,7 +33,7 @@ impl TokenCounter {
     /// answer nor build a prompt of the length asked, which then grows
     /// without end.
     fn check(&self) -> Result<(), Unusable> {
-        let probe = crate::workload::WORDS.join(" ");
+        let probe = crate::words::WORDS.join(" ");
         match self.inner.encode_fast(probe.as_str(), false) {
             Err(e) => Err(Unusable::CannotEncode(e.to_string())),
             Ok(enc) if enc.is_empty() => Err(Unusable::NoTokens { probe: probe.chars().take(40).collect() }),

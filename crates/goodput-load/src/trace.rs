@@ -12,7 +12,7 @@
 //! in `input_tokens`), for servers with prefix caching.
 
 pub use crate::error::{TraceError, TraceFault, TraceLine};
-use crate::workload::Lengths;
+use crate::lengths::Lengths;
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;

@@ -1,19 +1,9 @@
 //! `Transfer-Encoding: chunked`, decoded as the bytes come, split anywhere.
 
+use crate::error::ChunkedError;
+
 /// The longest chunk-size or trailer line taken, a CR before its LF included.
 const MAX_LINE: usize = 4096;
-
-/// A chunked body that breaks the framing.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ChunkedError {
-    #[error("a chunk-size line of the response is longer than 4 KiB")]
-    LineTooLong,
-    /// The size line, as sent.
-    #[error("invalid chunk size '{0}' in the response")]
-    BadSize(String),
-    #[error("a chunk of the response does not end with CRLF")]
-    NoCrlf,
-}
 
 /// The incremental decoder of `Transfer-Encoding: chunked`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,8 +15,8 @@ mod chunked;
 mod head;
 mod stamp;
 
-pub use crate::error::HttpError;
-pub use chunked::{Chunked, ChunkedError};
+pub use crate::error::{ChunkedError, HttpError};
+pub use chunked::Chunked;
 pub use head::{parse_head, Head, HeadError};
 
 use bytes::{Buf, BytesMut};
