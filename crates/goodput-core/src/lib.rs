@@ -19,6 +19,7 @@ pub mod ratings;
 pub mod record;
 pub mod redact;
 pub mod result;
+pub mod scoring;
 pub mod scrape;
 mod serde_ns;
 pub mod session;
