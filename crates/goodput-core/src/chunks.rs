@@ -354,15 +354,27 @@ enum ChannelField {
     All(Channel),
 }
 
+/// Why the packed JSON form of chunks does not unpack.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum UnpackError {
+    #[error("chunks.t_ns is not base64 ({0})")]
+    NotBase64(String),
+    #[error("chunks.t_ns ends inside a number")]
+    CutNumber,
+    #[error("chunks.tokens has {counts} counts for {chunks} chunks")]
+    TokenCounts { counts: usize, chunks: usize },
+    #[error("chunks.channel covers {covered} chunks of {chunks}")]
+    Channels { covered: usize, chunks: usize },
+}
+
 /// Unpacks the JSON form's fields into chunks, or says what is wrong.
-fn unpack(t_ns: &str, tokens: TokensField, channel: ChannelField) -> Result<Chunks, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(t_ns)
-        .map_err(|e| format!("chunks.t_ns is not base64 ({e})"))?;
+fn unpack(t_ns: &str, tokens: TokensField, channel: ChannelField) -> Result<Chunks, UnpackError> {
+    let bytes =
+        base64::engine::general_purpose::STANDARD.decode(t_ns).map_err(|e| UnpackError::NotBase64(e.to_string()))?;
     let mut times = Vec::new();
     let (mut at, mut t) = (0usize, 0u64);
     while at < bytes.len() {
-        let d = get_varint(&bytes, &mut at).ok_or("chunks.t_ns ends inside a number")?;
+        let d = get_varint(&bytes, &mut at).ok_or(UnpackError::CutNumber)?;
         t = t.wrapping_add(unzigzag(d) as u64);
         times.push(t);
     }
@@ -370,14 +382,14 @@ fn unpack(t_ns: &str, tokens: TokensField, channel: ChannelField) -> Result<Chun
     let tokens: Vec<u32> = match tokens {
         TokensField::All(k) => vec![k; n],
         TokensField::Each(ks) if ks.len() == n => ks,
-        TokensField::Each(ks) => return Err(format!("chunks.tokens has {} counts for {n} chunks", ks.len())),
+        TokensField::Each(ks) => return Err(UnpackError::TokenCounts { counts: ks.len(), chunks: n }),
     };
     let channels: Vec<Channel> = match channel {
         ChannelField::All(c) => vec![c; n],
         ChannelField::Runs(runs) => runs.into_iter().flat_map(|(c, k)| std::iter::repeat_n(c, k as usize)).collect(),
     };
     if channels.len() != n {
-        return Err(format!("chunks.channel covers {} chunks of {n}", channels.len()));
+        return Err(UnpackError::Channels { covered: channels.len(), chunks: n });
     }
     let mut out = Chunks::new();
     out.packed.reserve_exact(bytes.len() + n);

@@ -41,13 +41,22 @@ pub fn usd_per_million(usd_per_hour: f64, per_s: f64) -> Option<f64> {
     (per_s > 0.0).then(|| usd_per_hour / (per_s * 3600.0) * 1e6)
 }
 
+/// A price that cannot cost a run.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum CostError {
+    #[error("--gpu-hour-usd must be a price of zero or more, not {0}")]
+    Price(f64),
+    #[error("--gpus must be at least 1")]
+    NoGpus,
+}
+
 impl CostConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), CostError> {
         if !(self.gpu_hour_usd.is_finite() && self.gpu_hour_usd >= 0.0) {
-            return Err(format!("--gpu-hour-usd must be a price of zero or more, not {}", self.gpu_hour_usd));
+            return Err(CostError::Price(self.gpu_hour_usd));
         }
         if self.gpus == 0 {
-            return Err("--gpus must be at least 1".into());
+            return Err(CostError::NoGpus);
         }
         Ok(())
     }

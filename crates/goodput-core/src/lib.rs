@@ -19,6 +19,7 @@ pub mod ratings;
 pub mod record;
 pub mod redact;
 pub mod result;
+pub mod scoring;
 pub mod scrape;
 mod serde_ns;
 pub mod session;
@@ -39,7 +40,7 @@ pub use record::{
 };
 pub use result::{ClientCost, Compat, Diagnosis, DiagnosisKind, RunResult, Target, Tool, Window, SCHEMA};
 pub use slice::TimeSlice;
-pub use slo::{Slo, SloReport};
+pub use slo::{Slo, SloError, SloReport};
 pub use stats::{percentile, Distribution};
 pub use summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};
 

@@ -122,7 +122,7 @@ pub struct RequestRecord {
     /// The answer's scores against the dataset's reference(s) (`--score`),
     /// on a successful request whose entry has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quality: Option<crate::quality::RequestQuality>,
+    pub quality: Option<crate::scoring::RequestQuality>,
     /// A hash of the prompt as sent ([`crate::hash::text_hash`]), to pair a
     /// request with its copies (`--repeat`) and with another run's
     /// (`compare`) without keeping the text.

@@ -46,16 +46,51 @@ impl SloMetric {
     }
 }
 
+/// An `--slo` (or a config's `slo`) that does not read; each message names
+/// the term at fault and shows how to write it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SloError {
+    #[error("unknown SLO metric '{0}': use ttft, tpot, e2e, itl_max or ttfb")]
+    UnknownMetric(String),
+    #[error("unknown quality metric '{0}': use exact, number, rouge_l, chrf, bleu or chrf_corpus")]
+    UnknownQualityMetric(String),
+    #[error("'{0}' has no unit: write e.g. 200ms or 1.5s")]
+    NoUnit(String),
+    #[error("'{0}' is not a duration: write e.g. 200ms or 1.5s")]
+    NotADuration(String),
+    #[error("'{0}' must be a positive duration")]
+    NotPositive(String),
+    #[error("SLO term '{term}' needs '<=': write e.g. ttft<=200ms or ttft:p95<=200ms")]
+    NeedsAtMost { term: String },
+    #[error("SLO term '{term}': '{percentile}' is not a percentile like p95")]
+    NotAPercentile { term: String, percentile: String },
+    #[error("SLO term '{term}': '{value}' is not a number (e.g. exact>=0.8)")]
+    NotANumber { term: String, value: String },
+    #[error("SLO term '{term}': '{found}' is not 'mean' (write e.g. rouge_l:mean>=0.5)")]
+    NotMean { term: String, found: String },
+    /// A term whose limit or metric did not read, with the reason.
+    #[error("SLO term '{term}': {reason}")]
+    Term { term: String, reason: Box<SloError> },
+    #[error("the SLO is empty: write e.g. ttft<=200ms,tpot<=50ms")]
+    Empty,
+}
+
+impl SloError {
+    fn in_term(self, term: &str) -> SloError {
+        SloError::Term { term: term.to_string(), reason: Box::new(self) }
+    }
+}
+
 impl FromStr for SloMetric {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = SloError;
+    fn from_str(s: &str) -> Result<Self, SloError> {
         match s.trim() {
             "ttft" => Ok(SloMetric::Ttft),
             "tpot" => Ok(SloMetric::Tpot),
             "e2e" => Ok(SloMetric::E2e),
             "itl_max" => Ok(SloMetric::ItlMax),
             "ttfb" => Ok(SloMetric::Ttfb),
-            other => Err(format!("unknown SLO metric '{other}': use ttft, tpot, e2e, itl_max or ttfb")),
+            other => Err(SloError::UnknownMetric(other.to_string())),
         }
     }
 }
@@ -122,8 +157,8 @@ impl QualityMetric {
 }
 
 impl FromStr for QualityMetric {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = SloError;
+    fn from_str(s: &str) -> Result<Self, SloError> {
         match s.trim() {
             "exact" => Ok(QualityMetric::Exact),
             "number" => Ok(QualityMetric::Number),
@@ -131,9 +166,7 @@ impl FromStr for QualityMetric {
             "chrf" => Ok(QualityMetric::Chrf),
             "bleu" => Ok(QualityMetric::Bleu),
             "chrf_corpus" => Ok(QualityMetric::ChrfCorpus),
-            other => {
-                Err(format!("unknown quality metric '{other}': use exact, number, rouge_l, chrf, bleu or chrf_corpus"))
-            }
+            other => Err(SloError::UnknownQualityMetric(other.to_string())),
         }
     }
 }
@@ -179,22 +212,20 @@ pub struct Slo {
 }
 
 /// One `name>=x` or `name:mean>=x` term.
-fn parse_quality_term(slo: &mut Slo, part: &str) -> Result<(), String> {
+fn parse_quality_term(slo: &mut Slo, part: &str) -> Result<(), SloError> {
     let (lhs, rhs) = part.split_once(">=").expect("a quality term has >=");
     let min: f64 = rhs
         .trim()
         .parse()
         .ok()
         .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| format!("SLO term '{part}': '{}' is not a number (e.g. exact>=0.8)", rhs.trim()))?;
+        .ok_or_else(|| SloError::NotANumber { term: part.to_string(), value: rhs.trim().to_string() })?;
     let (name, mean) = match lhs.split_once(':') {
         None => (lhs, false),
         Some((n, "mean")) => (n, true),
-        Some((_, other)) => {
-            return Err(format!("SLO term '{part}': '{other}' is not 'mean' (write e.g. rouge_l:mean>=0.5)"))
-        }
+        Some((_, other)) => return Err(SloError::NotMean { term: part.to_string(), found: other.to_string() }),
     };
-    let metric: QualityMetric = name.parse().map_err(|e| format!("SLO term '{part}': {e}"))?;
+    let metric: QualityMetric = name.parse().map_err(|e: SloError| e.in_term(part))?;
     if !mean && metric.per_request_by_default() {
         slo.quality_limits.push(QualityLimit { metric, min });
     } else {
@@ -239,7 +270,7 @@ impl fmt::Display for Slo {
 }
 
 /// A duration with its unit: `200ms`, `1.5s`, `250us`.
-fn parse_limit(s: &str) -> Result<Duration, String> {
+fn parse_limit(s: &str) -> Result<Duration, SloError> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1e-3)
@@ -248,31 +279,29 @@ fn parse_limit(s: &str) -> Result<Duration, String> {
     } else if let Some(n) = s.strip_suffix('s') {
         (n, 1.0)
     } else {
-        return Err(format!("'{s}' has no unit: write e.g. 200ms or 1.5s"));
+        return Err(SloError::NoUnit(s.to_string()));
     };
-    let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a duration: write e.g. 200ms or 1.5s"))?;
+    let v: f64 = num.trim().parse().map_err(|_| SloError::NotADuration(s.to_string()))?;
     if !(v.is_finite() && v > 0.0) {
-        return Err(format!("'{s}' must be a positive duration"));
+        return Err(SloError::NotPositive(s.to_string()));
     }
     Ok(Duration::from_secs_f64(v * scale))
 }
 
 impl FromStr for Slo {
-    type Err = String;
+    type Err = SloError;
 
     /// `ttft<=200ms,tpot<=50ms,e2e<=10s,itl_max<=500ms` and/or
     /// `ttft:p95<=200ms,tpot:p99<=40ms`.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, SloError> {
         let mut slo = Slo::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             if part.contains(">=") {
                 parse_quality_term(&mut slo, part)?;
                 continue;
             }
-            let (lhs, rhs) = part
-                .split_once("<=")
-                .ok_or_else(|| format!("SLO term '{part}' needs '<=': write e.g. ttft<=200ms or ttft:p95<=200ms"))?;
-            let max = parse_limit(rhs).map_err(|e| format!("SLO term '{part}': {e}"))?;
+            let (lhs, rhs) = part.split_once("<=").ok_or_else(|| SloError::NeedsAtMost { term: part.to_string() })?;
+            let max = parse_limit(rhs).map_err(|e| e.in_term(part))?;
             match lhs.split_once(':') {
                 None => slo.limits.push(Limit { metric: lhs.parse()?, max }),
                 Some((m, p)) => {
@@ -281,7 +310,10 @@ impl FromStr for Slo {
                         .strip_prefix('p')
                         .and_then(|v| v.replace('_', ".").parse().ok())
                         .filter(|v| (0.0..=100.0).contains(v))
-                        .ok_or_else(|| format!("SLO term '{part}': '{p}' is not a percentile like p95"))?;
+                        .ok_or_else(|| SloError::NotAPercentile {
+                            term: part.to_string(),
+                            percentile: p.to_string(),
+                        })?;
                     slo.objectives.push(Objective { metric: m.parse()?, percentile, max });
                 }
             }
@@ -291,7 +323,7 @@ impl FromStr for Slo {
             && slo.quality_limits.is_empty()
             && slo.quality_objectives.is_empty()
         {
-            return Err("the SLO is empty: write e.g. ttft<=200ms,tpot<=50ms".into());
+            return Err(SloError::Empty);
         }
         Ok(slo)
     }
@@ -482,7 +514,7 @@ mod tests {
             ("ttft<=-1s", "positive"),
             ("", "empty"),
         ] {
-            let e = bad.parse::<Slo>().unwrap_err();
+            let e = bad.parse::<Slo>().unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }
@@ -555,7 +587,7 @@ mod tests {
         for (bad, want) in
             [("exact>=x", "not a number"), ("wer>=0.1", "unknown quality metric"), ("exact:p50>=1", "mean")]
         {
-            let e = bad.parse::<Slo>().unwrap_err();
+            let e = bad.parse::<Slo>().unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
         // Four answers: three right (ROUGE-L 1), one wrong (ROUGE-L 0), one unscored.

@@ -15,7 +15,93 @@ pub enum TokenizerError {
     Load { path: PathBuf, reason: String },
     /// It loads, but cannot turn plain text into tokens.
     #[error("tokenizer {}: {reason}", path.display())]
-    Unusable { path: PathBuf, reason: String },
+    Unusable { path: PathBuf, reason: Unusable },
+}
+
+/// Why a tokenizer that loads cannot count: it fails on, or gives no tokens
+/// for, plain English (`probe`, its first 40 characters).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unusable {
+    #[error("it cannot encode plain text ({0}): pass the served model's tokenizer.json")]
+    CannotEncode(String),
+    #[error(
+        "it gives no tokens for plain English ('{probe}…'), so it can neither count answers nor build prompts: its \
+         vocabulary is empty or lacks these characters; pass the served model's tokenizer.json"
+    )]
+    NoTokens { probe: String },
+}
+
+/// A request body that cannot be built for the API.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error(
+        "a dataset entry holds chat messages but --api {api} takes a prompt: give the entry a \"prompt\", or use an \
+         API that takes messages (chat, messages, ollama-chat)"
+    )]
+    MessagesForPrompt { api: &'static str },
+    #[error(
+        "a dataset entry holds chat messages but --api completions takes a prompt: use --api chat, or give the \
+         entry a \"prompt\""
+    )]
+    MessagesForCompletions,
+    /// serde_json could not write the body.
+    #[error("{0}")]
+    Encode(serde_json::Error),
+}
+
+/// A server's payload (an SSE event's data, an NDJSON line, a whole body)
+/// that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("malformed JSON in response: {0}")]
+    MalformedJson(serde_json::Error),
+}
+
+/// What goodput's own HTTP/1.1 client could not do: set up, connect, or
+/// read a body to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("the URL {url} has no host")]
+    NoHost { url: String },
+    #[error(
+        "kernel receive timestamps (--stamp kernel) are available on Linux only; leave --stamp at auto or give \
+         --stamp read"
+    )]
+    KernelStampsOffLinux,
+    #[error("cannot connect to {authority}: {error}")]
+    Connect { authority: String, error: std::io::Error },
+    #[error("cannot turn on receive timestamps on the socket: {0} (--stamp auto falls back to read stamps)")]
+    Timestamps(std::io::Error),
+    #[error("cannot register the connection to {authority}: {error}")]
+    Register { authority: String, error: std::io::Error },
+    #[error("the connection broke: {0}")]
+    Broke(std::io::Error),
+    #[error("the server closed the connection before the end of the body")]
+    ClosedInBody,
+    #[error(transparent)]
+    Chunked(#[from] ChunkedError),
+}
+
+/// A chunked body that breaks the framing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkedError {
+    #[error("a chunk-size line of the response is longer than 4 KiB")]
+    LineTooLong,
+    /// The size line, as sent.
+    #[error("invalid chunk size '{0}' in the response")]
+    BadSize(String),
+    #[error("a chunk of the response does not end with CRLF")]
+    NoCrlf,
+}
+
+/// A scrape of a Prometheus endpoint that brought no text back.
+#[derive(Debug, thiserror::Error)]
+pub enum ScrapeError {
+    /// The request failed: the URL and the client's chain of reasons.
+    #[error("{url}: {reason}")]
+    Fetch { url: String, reason: String },
+    #[error("{url}: HTTP {status}")]
+    Status { url: String, status: reqwest::StatusCode },
 }
 
 /// A request header goodput will not send.
@@ -39,8 +125,8 @@ pub enum ClientError {
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
     /// goodput's own HTTP/1.1 client refused the endpoint or the stamps.
-    #[error("{0}")]
-    Transport(String),
+    #[error(transparent)]
+    Transport(#[from] HttpError),
     #[error(
         "--stamp kernel needs goodput's own HTTP/1.1 client: an http:// URL reached directly (no proxy) and \
          --transport auto"
@@ -143,14 +229,81 @@ pub enum WorkloadError {
     DatasetArray { path: PathBuf, error: String },
     /// The JSON array is not ShareGPT conversations.
     #[error("dataset {}: {reason}", path.display())]
-    ShareGpt { path: PathBuf, reason: &'static str },
+    ShareGpt { path: PathBuf, reason: ShareGptError },
     #[error("dataset {} line {line}: not JSON ({error})", path.display())]
     LineNotJson { path: PathBuf, line: usize, error: String },
     /// A JSONL line that is JSON but not an entry.
     #[error("dataset {} line {line}: {reason}", path.display())]
-    Entry { path: PathBuf, line: usize, reason: String },
+    Entry { path: PathBuf, line: usize, reason: EntryError },
     #[error("dataset {} holds no usable entry", path.display())]
     Empty { path: PathBuf },
+}
+
+/// A JSON array that is not ShareGPT conversations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ShareGptError {
+    #[error("expected a JSON array")]
+    NotArray,
+    #[error("no entry with \"conversations\" holding a prompt and a reply (ShareGPT format)")]
+    NoConversation,
+}
+
+/// A `--trace` that cannot be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("--trace-speed must be a positive number, not {0}")]
+    Speed(f64),
+    #[error("cannot read the trace {}: {error}", path.display())]
+    Read { path: PathBuf, error: std::io::Error },
+    #[error("{}: {fault}", path.display())]
+    Content { path: PathBuf, fault: TraceFault },
+}
+
+/// What is wrong in a trace's text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TraceFault {
+    #[error(
+        "line {line} {reason}; each line is {{\"timestamp\": SECONDS, \"input_tokens\": N, \"output_tokens\": N}}, \
+         optionally with \"prefix_id\" and \"prefix_tokens\""
+    )]
+    Line { line: usize, reason: TraceLine },
+    #[error("the trace has no requests")]
+    Empty,
+}
+
+/// What is wrong with one line of a trace (the message follows "line N").
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TraceLine {
+    #[error("is not a trace entry ({0})")]
+    NotEntry(String),
+    #[error("has a timestamp of {0}: it must be a number of seconds ≥ 0")]
+    Timestamp(f64),
+    #[error("asks for 0 tokens: input_tokens and output_tokens must be at least 1")]
+    NoTokens,
+    #[error("has prefix_tokens {prefix}: it must be at least 1 and less than input_tokens ({input})")]
+    PrefixTokens { prefix: u32, input: u32 },
+    #[error("gives only one of prefix_id and prefix_tokens: give both or neither")]
+    HalfPrefix,
+}
+
+/// A dataset's JSONL line that is JSON but not an entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error("\"max_tokens\" must be a positive whole number")]
+    MaxTokens,
+    #[error("\"prompt\" must be a string")]
+    PromptNotText,
+    #[error("\"messages\" must be an array")]
+    MessagesNotArray,
+    #[error("\"messages\" is empty")]
+    NoMessages,
+    #[error("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)")]
+    NoPrompt,
+    /// `key` is `reference` or `answer`.
+    #[error("\"{key}\" must be a string or a list of strings")]
+    ReferenceType { key: &'static str },
+    #[error("\"{key}\" is an empty list: give at least one reference, or leave it out")]
+    NoReference { key: &'static str },
 }
 
 /// Why a run did not start.

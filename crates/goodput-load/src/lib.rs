@@ -5,6 +5,7 @@
 pub mod client;
 pub mod error;
 pub mod http1;
+pub mod lengths;
 pub mod ndjson;
 pub mod protocol;
 pub mod reader;
@@ -14,6 +15,7 @@ pub mod scraper;
 pub mod sse;
 pub mod tokenizer;
 pub mod trace;
+pub mod words;
 pub mod workload;
 
 pub use client::{Client, ClientConfig, QualityOptions, Transport};

@@ -205,7 +205,7 @@ impl ResponseReader {
                 return;
             }
             Err(e) => {
-                self.failure = Some((FailureKind::InvalidResponse, e));
+                self.failure = Some((FailureKind::InvalidResponse, e.to_string()));
                 return;
             }
         };

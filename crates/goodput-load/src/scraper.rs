@@ -4,6 +4,7 @@
 //! scrape is counted and the loop goes on.
 
 use crate::client::error_chain;
+use crate::error::ScrapeError;
 use goodput_core::scrape::{parse, Signals};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -48,19 +49,19 @@ impl Scraper {
 
     /// One scrape of every URL, their texts read as one exposition, stamped
     /// on the run's clock at the midpoint of its requests.
-    pub async fn scrape_at(&self, origin: Instant) -> Result<(Duration, Scraped), String> {
+    pub async fn scrape_at(&self, origin: Instant) -> Result<(Duration, Scraped), ScrapeError> {
         self.stamped(origin, self.interval.max(Duration::from_secs(2))).await
     }
 
-    async fn stamped(&self, origin: Instant, timeout: Duration) -> Result<(Duration, Scraped), String> {
+    async fn stamped(&self, origin: Instant, timeout: Duration) -> Result<(Duration, Scraped), ScrapeError> {
         let sent = origin.elapsed();
         let fetches = self.urls.iter().map(|u| async move {
-            let resp =
-                self.http.get(u).timeout(timeout).send().await.map_err(|e| format!("{u}: {}", error_chain(&e)))?;
+            let fetch = |e: reqwest::Error| ScrapeError::Fetch { url: u.clone(), reason: error_chain(&e) };
+            let resp = self.http.get(u).timeout(timeout).send().await.map_err(fetch)?;
             if !resp.status().is_success() {
-                return Err(format!("{u}: HTTP {}", resp.status()));
+                return Err(ScrapeError::Status { url: u.clone(), status: resp.status() });
             }
-            resp.text().await.map_err(|e| format!("{u}: {}", error_chain(&e)))
+            resp.text().await.map_err(fetch)
         });
         let texts = futures::future::join_all(fetches).await;
         let t = sent + (origin.elapsed() - sent) / 2;
@@ -79,7 +80,7 @@ impl Scraper {
     }
 
     /// Adds a scrape, or its failure, to `log`; the metric families it read.
-    fn record(log: &mut ScrapeLog, res: Result<(Duration, Scraped), String>) -> Option<usize> {
+    fn record(log: &mut ScrapeLog, res: Result<(Duration, Scraped), ScrapeError>) -> Option<usize> {
         match res {
             Ok((t, scraped)) => {
                 log.parse_errors += scraped.parse_errors as u64;
@@ -88,7 +89,7 @@ impl Scraper {
             }
             Err(e) => {
                 log.failures += 1;
-                log.last_error = Some(e);
+                log.last_error = Some(e.to_string());
                 None
             }
         }

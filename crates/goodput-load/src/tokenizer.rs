@@ -1,7 +1,7 @@
 //! Client-side token counting with a local Hugging Face `tokenizer.json`, for
 //! exact prompt lengths and counts when the server gives no usage.
 
-use crate::error::TokenizerError;
+use crate::error::{TokenizerError, Unusable};
 use std::path::Path;
 use tokenizers::Tokenizer;
 
@@ -32,15 +32,11 @@ impl TokenCounter {
     /// cannot (an empty vocabulary, an encoding error) could neither count an
     /// answer nor build a prompt of the length asked, which then grows
     /// without end.
-    fn check(&self) -> Result<(), String> {
-        let probe = crate::workload::WORDS.join(" ");
+    fn check(&self) -> Result<(), Unusable> {
+        let probe = crate::words::WORDS.join(" ");
         match self.inner.encode_fast(probe.as_str(), false) {
-            Err(e) => Err(format!("it cannot encode plain text ({e}): pass the served model's tokenizer.json")),
-            Ok(enc) if enc.is_empty() => Err(format!(
-                "it gives no tokens for plain English ('{}…'), so it can neither count answers nor build prompts: \
-                 its vocabulary is empty or lacks these characters; pass the served model's tokenizer.json",
-                probe.chars().take(40).collect::<String>()
-            )),
+            Err(e) => Err(Unusable::CannotEncode(e.to_string())),
+            Ok(enc) if enc.is_empty() => Err(Unusable::NoTokens { probe: probe.chars().take(40).collect() }),
             Ok(_) => Ok(()),
         }
     }

@@ -11,7 +11,8 @@
 //! the same `prefix_id` open with the same `prefix_tokens` of text (counted
 //! in `input_tokens`), for servers with prefix caching.
 
-use crate::workload::Lengths;
+pub use crate::error::{TraceError, TraceFault, TraceLine};
+use crate::lengths::Lengths;
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -36,50 +37,39 @@ struct Line {
 
 /// Reads a trace and places its requests on the run's clock, `speed` times
 /// faster than recorded. Lines come out in time order (a stable sort).
-pub fn load_trace(path: &Path, speed: f64) -> Result<Vec<TraceEntry>, String> {
+pub fn load_trace(path: &Path, speed: f64) -> Result<Vec<TraceEntry>, TraceError> {
     if !(speed.is_finite() && speed > 0.0) {
-        return Err(format!("--trace-speed must be a positive number, not {speed}"));
+        return Err(TraceError::Speed(speed));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the trace {}: {e}", path.display()))?;
-    let entries = parse_trace(&text, speed).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|error| TraceError::Read { path: path.to_owned(), error })?;
+    let entries = parse_trace(&text, speed).map_err(|fault| TraceError::Content { path: path.to_owned(), fault })?;
     Ok(entries.into_iter().map(|(t, lengths)| TraceEntry { at: Duration::from_secs_f64(t), lengths }).collect())
 }
 
-fn parse_trace(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, String> {
+fn parse_trace(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault> {
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         if raw.trim().is_empty() {
             continue;
         }
-        let at_line = |why: String| {
-            format!(
-                "line {} {why}; each line is {{\"timestamp\": SECONDS, \"input_tokens\": N, \"output_tokens\": N}}, \
-                 optionally with \"prefix_id\" and \"prefix_tokens\"",
-                i + 1
-            )
-        };
-        let l: Line = serde_json::from_str(raw).map_err(|e| at_line(format!("is not a trace entry ({e})")))?;
+        let at_line = |reason: TraceLine| TraceFault::Line { line: i + 1, reason };
+        let l: Line = serde_json::from_str(raw).map_err(|e| at_line(TraceLine::NotEntry(e.to_string())))?;
         if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
-            return Err(at_line(format!("has a timestamp of {}: it must be a number of seconds ≥ 0", l.timestamp)));
+            return Err(at_line(TraceLine::Timestamp(l.timestamp)));
         }
         if l.input_tokens == 0 || l.output_tokens == 0 {
-            return Err(at_line("asks for 0 tokens: input_tokens and output_tokens must be at least 1".into()));
+            return Err(at_line(TraceLine::NoTokens));
         }
         let prefix = match (l.prefix_id, l.prefix_tokens) {
             (None, None) => None,
             (Some(id), Some(n)) if n > 0 && n < l.input_tokens => Some((id, n)),
-            (Some(_), Some(n)) => {
-                return Err(at_line(format!(
-                    "has prefix_tokens {n}: it must be at least 1 and less than input_tokens ({})",
-                    l.input_tokens
-                )))
-            }
-            _ => return Err(at_line("gives only one of prefix_id and prefix_tokens: give both or neither".into())),
+            (Some(_), Some(prefix)) => return Err(at_line(TraceLine::PrefixTokens { prefix, input: l.input_tokens })),
+            _ => return Err(at_line(TraceLine::HalfPrefix)),
         };
         out.push((l.timestamp / speed, Lengths { input: l.input_tokens, output: l.output_tokens, prefix }));
     }
     if out.is_empty() {
-        return Err("the trace has no requests".into());
+        return Err(TraceFault::Empty);
     }
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     let t0 = out[0].0;
@@ -117,11 +107,11 @@ mod tests {
             ("", "no requests"),
         ];
         for (text, want) in cases {
-            let err = parse_trace(text, 1.0).unwrap_err();
+            let err = parse_trace(text, 1.0).unwrap_err().to_string();
             assert!(err.contains(want), "{text}: {err}");
         }
-        let err = load_trace(Path::new("/nonexistent/trace.jsonl"), 1.0).unwrap_err();
+        let err = load_trace(Path::new("/nonexistent/trace.jsonl"), 1.0).unwrap_err().to_string();
         assert!(err.contains("cannot read the trace"), "{err}");
-        assert!(load_trace(Path::new("x"), 0.0).unwrap_err().contains("--trace-speed"));
+        assert!(load_trace(Path::new("x"), 0.0).unwrap_err().to_string().contains("--trace-speed"));
     }
 }

@@ -47,8 +47,31 @@ pub enum Threshold {
 pub enum RuleError {
     #[error("--fail-if rule '{rule}': {source}")]
     UnknownMetric { rule: String, source: UnknownMetric },
+    #[error("--fail-if rule '{rule}': needs > or <: write e.g. ttft_ms.p95>+10% or output_tokens_per_s<-5%")]
+    NoOperator { rule: String },
     #[error("--fail-if rule '{rule}': {reason}")]
-    Syntax { rule: String, reason: String },
+    Threshold { rule: String, reason: ThresholdError },
+    #[error("--fail-if rule '{spec}': no rule given: write e.g. ttft_ms.p95>+10%,output_tokens_per_s<-5%")]
+    NoRule { spec: String },
+}
+
+/// A rule's threshold (after its `>` or `<`) that cannot be read; `rhs`
+/// is the threshold as written.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ThresholdError {
+    #[error("use > or < alone (a change is never exactly a threshold)")]
+    Equals,
+    #[error(
+        "'{rhs}' needs an explicit sign: '>+10%' fails on a rise of more than 10%, '<-5%' on a drop of more than 5%"
+    )]
+    NoSign { rhs: String },
+    #[error("'{rhs}' is not a number with an optional unit")]
+    NotANumber { rhs: String },
+    #[error("'{rhs}' is not a finite threshold")]
+    NotFinite { rhs: String },
+    /// A unit the metric is not in: `metric_unit` names the metric's, `units` lists those accepted.
+    #[error("'{rhs}': the metric is in {metric_unit}; write the threshold in {units}")]
+    WrongUnit { rhs: String, metric_unit: &'static str, units: &'static str },
 }
 
 impl FromStr for Rule {
@@ -56,15 +79,13 @@ impl FromStr for Rule {
 
     fn from_str(s: &str) -> Result<Rule, RuleError> {
         let text = s.trim().to_string();
-        let syntax = |reason: String| RuleError::Syntax { rule: text.clone(), reason };
-        let at = text
-            .find(['>', '<'])
-            .ok_or_else(|| syntax("needs > or <: write e.g. ttft_ms.p95>+10% or output_tokens_per_s<-5%".into()))?;
+        let at = text.find(['>', '<']).ok_or_else(|| RuleError::NoOperator { rule: text.clone() })?;
         let op = if text.as_bytes()[at] == b'>' { Op::Gt } else { Op::Lt };
         let metric: Metric =
             text[..at].parse().map_err(|source| RuleError::UnknownMetric { rule: text.clone(), source })?;
         let rhs = text[at + 1..].trim();
-        let threshold = parse_threshold(rhs, metric.unit()).map_err(syntax)?;
+        let threshold = parse_threshold(rhs, metric.unit())
+            .map_err(|reason| RuleError::Threshold { rule: text.clone(), reason })?;
         Ok(Rule { text: text.clone(), metric, op, threshold })
     }
 }
@@ -82,31 +103,24 @@ pub fn parse_rules(spec: &str) -> Result<Vec<Rule>, RuleError> {
     let rules: Vec<Rule> =
         spec.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::parse).collect::<Result<_, _>>()?;
     if rules.is_empty() {
-        return Err(RuleError::Syntax {
-            rule: spec.to_string(),
-            reason: "no rule given: write e.g. ttft_ms.p95>+10%,output_tokens_per_s<-5%".into(),
-        });
+        return Err(RuleError::NoRule { spec: spec.to_string() });
     }
     Ok(rules)
 }
 
-fn parse_threshold(rhs: &str, unit: Unit) -> Result<Threshold, String> {
+fn parse_threshold(rhs: &str, unit: Unit) -> Result<Threshold, ThresholdError> {
     let sign = match rhs.chars().next() {
         Some('+') => 1.0,
         Some('-') => -1.0,
-        Some('=') => return Err("use > or < alone (a change is never exactly a threshold)".into()),
-        _ => {
-            return Err(format!(
-                "'{rhs}' needs an explicit sign: '>+10%' fails on a rise of more than 10%, '<-5%' on a drop of more than 5%"
-            ))
-        }
+        Some('=') => return Err(ThresholdError::Equals),
+        _ => return Err(ThresholdError::NoSign { rhs: rhs.to_string() }),
     };
     let body = rhs[1..].trim();
     let split = body.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E')).unwrap_or(body.len());
     let (num, suffix) = (body[..split].trim(), body[split..].trim());
-    let v: f64 = num.parse().map_err(|_| format!("'{rhs}' is not a number with an optional unit"))?;
+    let v: f64 = num.parse().map_err(|_| ThresholdError::NotANumber { rhs: rhs.to_string() })?;
     if !v.is_finite() {
-        return Err(format!("'{rhs}' is not a finite threshold"));
+        return Err(ThresholdError::NotFinite { rhs: rhs.to_string() });
     }
     let v = sign * v;
     let units = match unit {
@@ -117,7 +131,7 @@ fn parse_threshold(rhs: &str, unit: Unit) -> Result<Threshold, String> {
         Unit::Usd => "% or $",
         Unit::Count | Unit::Plain => "% or a bare number",
     };
-    let wrong = || format!("'{rhs}': the metric is in {}; write the threshold in {units}", unit_name(unit));
+    let wrong = || ThresholdError::WrongUnit { rhs: rhs.to_string(), metric_unit: unit_name(unit), units };
     Ok(match (suffix, unit) {
         ("%", _) => Threshold::Relative(v / 100.0),
         ("", _) => Threshold::Absolute(v),

@@ -79,13 +79,25 @@ fn reference_of(v: &Value) -> Option<String> {
     }
 }
 
+/// An `--answers` file that scripts no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswersError {
+    #[error("line {line}: not JSON ({error})")]
+    NotJson { line: usize, error: serde_json::Error },
+    /// A reference word that cannot be written as JSON.
+    #[error("line {line}: {error}")]
+    Encode { line: usize, error: serde_json::Error },
+    #[error("no line holds both a prompt (or messages) and a reference (or answer)")]
+    NoAnswer,
+}
+
 impl Answers {
     /// Reads a dataset's JSONL: each line with a prompt (or messages) and a
     /// reference (or answer) is one scripted answer.
-    pub fn from_jsonl(text: &str) -> Result<Answers, String> {
+    pub fn from_jsonl(text: &str) -> Result<Answers, AnswersError> {
         let mut a = Answers::default();
         for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: not JSON ({e})", i + 1))?;
+            let v: Value = serde_json::from_str(line).map_err(|error| AnswersError::NotJson { line: i + 1, error })?;
             let (Some(prompt), Some(reference)) = (prompt_of(&v), reference_of(&v)) else { continue };
             let raw: Vec<String> = reference.split_whitespace().map(str::to_owned).collect();
             if raw.is_empty() {
@@ -93,12 +105,12 @@ impl Answers {
             }
             let json: Result<Vec<String>, _> =
                 raw.iter().map(|w| serde_json::to_string(w).map(|s| s[1..s.len() - 1].to_owned())).collect();
-            let json = json.map_err(|e| format!("line {}: {e}", i + 1))?;
+            let json = json.map_err(|error| AnswersError::Encode { line: i + 1, error })?;
             a.by_prompt.entry(prompt).or_insert(a.answers.len());
             a.answers.push(Arc::new(Words { raw, json }));
         }
         if a.answers.is_empty() {
-            return Err("no line holds both a prompt (or messages) and a reference (or answer)".into());
+            return Err(AnswersError::NoAnswer);
         }
         Ok(a)
     }

@@ -15,7 +15,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let trace = setup::trace(&a.load)?;
     let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
     plan.shard = a.shard.shard.map(|(index, count)| goodput_load::runner::Shard { index, count });
-    plan.validate().map_err(|e| anyhow::anyhow!(e))?;
+    plan.validate()?;
     if let Some((i, n)) = a.shard.shard {
         if a.output.output.is_none() || (a.output.records.is_none() && !a.output.include_requests) {
             anyhow::bail!(

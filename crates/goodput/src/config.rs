@@ -74,7 +74,10 @@ impl ConfigFile {
     }
 
     pub fn slo(&self) -> Result<Option<Slo>> {
-        self.slo.as_deref().map(|s| s.parse().map_err(|e: String| anyhow!("slo in the config: {e}"))).transpose()
+        self.slo
+            .as_deref()
+            .map(|s| s.parse().map_err(|e: goodput_core::SloError| anyhow!("slo in the config: {e}")))
+            .transpose()
     }
 
     /// The price named by `price` (or by `--price`), per GPU-hour.
@@ -150,7 +153,7 @@ pub fn judging(j: &crate::cli::JudgeArgs, default_gpus: u32) -> Result<Judging> 
     let gpus = j.gpus.or(file.gpus).unwrap_or(default_gpus);
     let cost = price.map(|p| CostConfig { gpu_hour_usd: p, gpus });
     if let Some(c) = &cost {
-        c.validate().map_err(|e| anyhow!(e))?;
+        c.validate()?;
     }
     Ok(Judging { slo, cost, ratings: file.ratings()? })
 }

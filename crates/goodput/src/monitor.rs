@@ -201,14 +201,11 @@ fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord], by_model: &BTr
     format!("[{:>7.1}s] {}", t.as_secs_f64(), parts.join(" · "))
 }
 
-pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
-    let alerts = match &a.alert {
-        Some(s) => parse_alerts(s)?,
-        None => Vec::new(),
-    };
-    if a.interval.is_zero() {
-        bail!("--interval must be longer than zero");
-    }
+/// The server's root and the metrics URLs to scrape (`<url>/metrics`, or
+/// `--url` itself where it names them, and every `--metrics-url`), with the
+/// HTTP client the scraper and the probes share and the scraper itself; the
+/// key and URLs are registered as secrets to redact.
+fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<String>)> {
     let (base, metrics) = match a.url.trim_end_matches('/').strip_suffix("/metrics") {
         Some(root) => (normalize_base(root), a.url.clone()),
         None => {
@@ -238,6 +235,18 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     let mut urls = vec![metrics];
     urls.extend(a.metrics_url.iter().cloned());
     let scraper = Scraper::new(http.clone(), urls.clone(), a.interval);
+    Ok((base, http, scraper, urls))
+}
+
+pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
+    let alerts = match &a.alert {
+        Some(s) => parse_alerts(s)?,
+        None => Vec::new(),
+    };
+    if a.interval.is_zero() {
+        bail!("--interval must be longer than zero");
+    }
+    let (base, http, scraper, urls) = scraping(&a)?;
     let origin = Instant::now();
 
     // Probes: a slow open loop of small real requests.

@@ -6,7 +6,7 @@
 use crate::cli::{MetricsArgs, OutputArgs};
 use crate::common;
 use crate::target::HttpTarget;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use goodput_core::assemble::{assemble, Assembly};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult};
 use goodput_load::{Control, LoadPlan, Workload};
@@ -227,9 +227,7 @@ async fn run_http(
             p.observe(r);
         }
     };
-    let out = goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin)
-        .await
-        .map_err(|e| anyhow!(e))?;
+    let out = goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin).await?;
     Ok((out.records, out.interrupted))
 }
 

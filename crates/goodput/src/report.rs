@@ -125,7 +125,7 @@ pub fn saved_options(
     if judge.slo.is_none() {
         // Keep the run's own SLO when no other is given.
         if let Some(spec) = saved.and_then(|j| j.slo.as_deref()) {
-            opts.slo = Some(spec.parse().map_err(|e: String| anyhow!("the saved SLO '{spec}': {e}"))?);
+            opts.slo = Some(spec.parse().map_err(|e: goodput_core::SloError| anyhow!("the saved SLO '{spec}': {e}"))?);
         }
     }
     if let (Some(import), Some(slo)) = (goodput_report::peers::import_info(run), &opts.slo) {

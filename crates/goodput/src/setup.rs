@@ -3,7 +3,7 @@
 
 use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
 use crate::common::human;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use goodput_core::config::{
     CancelConfig, JudgeConfig, LoadConfig, Rate, SessionsConfig, SharedPrefixConfig, TraceWorkload, WorkloadConfig,
 };
@@ -86,14 +86,14 @@ pub fn shaped_plan(
         shard: None,
         user_steps: Vec::new(),
     };
-    plan.validate().map_err(|e| anyhow!(e))?;
+    plan.validate()?;
     Ok(plan)
 }
 
 /// The trace `--trace` names, read and placed on the run's clock.
 pub fn trace(l: &LoadArgs) -> Result<Option<Arc<Vec<TraceEntry>>>> {
     match &l.trace {
-        Some(p) => Ok(Some(Arc::new(goodput_load::trace::load_trace(p, l.trace_speed).map_err(|e| anyhow!(e))?))),
+        Some(p) => Ok(Some(Arc::new(goodput_load::trace::load_trace(p, l.trace_speed)?))),
         None => Ok(None),
     }
 }
@@ -179,7 +179,7 @@ pub fn workload(
         count: w.shared_prefixes,
     });
     if let Some(p) = &shared_prefix {
-        p.validate().map_err(|e| anyhow!(e))?;
+        p.validate()?;
         if w.dataset.is_some() {
             bail!("--shared-prefix-tokens shapes synthetic prompts; a --dataset brings its own prompts");
         }
@@ -203,7 +203,7 @@ pub fn workload(
     }
     let wl = match &w.dataset {
         Some(path) => {
-            let entries = load_dataset(path, tokenizer.as_deref()).map_err(|e| anyhow!(e))?;
+            let entries = load_dataset(path, tokenizer.as_deref())?;
             if w.score.is_some() && entries.iter().all(|e| e.reference.is_empty()) {
                 bail!(
                     "--score: no entry of {} carries a \"reference\" (or \"answer\") to score against; add them, or drop --score",

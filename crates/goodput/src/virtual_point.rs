@@ -91,7 +91,7 @@ pub fn virtual_load(
     if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
         bail!("the run has no end: give --requests N and/or --duration D");
     }
-    let arrivals: Option<Vec<std::time::Duration>> = match plan.send_times().map_err(|e| anyhow!(e))? {
+    let arrivals: Option<Vec<std::time::Duration>> = match plan.send_times()? {
         Some(sched) => {
             let warm = |i: usize, at: std::time::Duration| (i as u64) < plan.warmup || at < plan.warmup_time;
             // As bench sends them: warm-up first, then the bounds.
@@ -133,7 +133,7 @@ pub fn virtual_load(
             sent_at.extend(at);
             continue;
         };
-        let (turns, think) = sessions.shape(plan.seed, i, workload.conversation_turns(i)).map_err(|e| anyhow!(e))?;
+        let (turns, think) = sessions.shape(plan.seed, i, workload.conversation_turns(i))?;
         let (mut context, mut prefix) = (0u32, None);
         for t in 0..turns {
             let l = workload.question_lengths(i, t).ok_or_else(synthetic_only)?;

@@ -92,8 +92,8 @@ impl Client {
         let native = match cfg.transport {
             Transport::Auto if parsed.scheme() == "http" && (loopback(&parsed) || !behind_proxy()) => {
                 let url = reqwest::Url::parse(&endpoint).map_err(bad_url)?;
-                let h = Http1::new(&url).map_err(ClientError::Transport)?;
-                Some(h.with_stamps(cfg.stamps).map_err(ClientError::Transport)?)
+                let h = Http1::new(&url)?;
+                Some(h.with_stamps(cfg.stamps)?)
             }
             _ => None,
         };
@@ -216,7 +216,7 @@ impl Client {
         let body = match body {
             Ok(b) => b,
             Err(e) => {
-                rec.outcome = Outcome::Failed { kind: FailureKind::InvalidResponse, message: e };
+                rec.outcome = Outcome::Failed { kind: FailureKind::InvalidResponse, message: e.to_string() };
                 return (rec, None);
             }
         };
@@ -429,7 +429,7 @@ impl Client {
             let reused = kept.is_some();
             let mut conn = match kept {
                 Some(c) => c,
-                None => h.connect().await.map_err(connect_or_resource)?,
+                None => h.connect().await.map_err(|e| connect_or_resource(e.to_string()))?,
             };
             match conn.send(&request, &mut clock).await {
                 Ok((head, first, head_read)) => {

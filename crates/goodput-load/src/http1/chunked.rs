@@ -1,5 +1,7 @@
 //! `Transfer-Encoding: chunked`, decoded as the bytes come, split anywhere.
 
+use crate::error::ChunkedError;
+
 /// The longest chunk-size or trailer line taken, a CR before its LF included.
 const MAX_LINE: usize = 4096;
 
@@ -16,7 +18,7 @@ pub enum Chunked {
 impl Chunked {
     /// Decodes what it can of `input`, handing each piece of payload to `out`;
     /// returns the bytes consumed (an incomplete size or trailer line is left).
-    pub fn decode(&mut self, input: &[u8], out: &mut impl FnMut(&[u8])) -> Result<usize, String> {
+    pub fn decode(&mut self, input: &[u8], out: &mut impl FnMut(&[u8])) -> Result<usize, ChunkedError> {
         let mut i = 0;
         loop {
             let rest = &input[i..];
@@ -28,7 +30,7 @@ impl Chunked {
                     // the body cannot change what is refused.
                     let nl = rest.iter().position(|&b| b == b'\n');
                     if nl.unwrap_or(rest.len()) > MAX_LINE {
-                        return Err("a chunk-size line of the response is longer than 4 KiB".into());
+                        return Err(ChunkedError::LineTooLong);
                     }
                     let Some(nl) = nl else { return Ok(i) };
                     let line = rest[..nl].strip_suffix(b"\r").unwrap_or(&rest[..nl]);
@@ -41,9 +43,8 @@ impl Chunked {
                     }
                     let size = line.split(|&b| b == b';').next().unwrap_or_default();
                     let size = std::str::from_utf8(size).ok().map(str::trim).unwrap_or("");
-                    let n = u64::from_str_radix(size, 16).map_err(|_| {
-                        format!("invalid chunk size '{}' in the response", String::from_utf8_lossy(line))
-                    })?;
+                    let n = u64::from_str_radix(size, 16)
+                        .map_err(|_| ChunkedError::BadSize(String::from_utf8_lossy(line).into_owned()))?;
                     *self = if n == 0 { Chunked::Trailer } else { Chunked::Data(n) };
                 }
                 Chunked::Data(left) => {
@@ -65,7 +66,7 @@ impl Chunked {
                         i += 1;
                         *self = Chunked::Size;
                     }
-                    _ => return Err("a chunk of the response does not end with CRLF".into()),
+                    _ => return Err(ChunkedError::NoCrlf),
                 },
             }
         }

@@ -15,6 +15,7 @@ mod chunked;
 mod head;
 mod stamp;
 
+pub use crate::error::{ChunkedError, HttpError};
 pub use chunked::Chunked;
 pub use head::{parse_head, Head, HeadError};
 
@@ -129,12 +130,12 @@ pub struct BodyEnd {
 
 impl Http1 {
     /// For `endpoint`, an `http://` URL.
-    pub fn new(endpoint: &url::Url) -> Result<Self, String> {
+    pub fn new(endpoint: &url::Url) -> Result<Self, HttpError> {
         let host = match endpoint.host() {
             Some(url::Host::Ipv4(a)) => Host::Ip(a.into()),
             Some(url::Host::Ipv6(a)) => Host::Ip(a.into()),
             Some(url::Host::Domain(d)) => Host::Name(d.to_owned()),
-            None => return Err(format!("the URL {endpoint} has no host")),
+            None => return Err(HttpError::NoHost { url: endpoint.to_string() }),
         };
         let port = endpoint.port_or_known_default().unwrap_or(80);
         let host_str = endpoint.host_str().unwrap_or_default();
@@ -152,11 +153,9 @@ impl Http1 {
     /// Stamps reads as `stamps` says: `Kernel` and `Auto` (on Linux) with the
     /// time the kernel received their last segment (`SO_TIMESTAMPNS`) rather
     /// than the time the read returned. `Kernel` is refused elsewhere.
-    pub fn with_stamps(mut self, stamps: Stamps) -> Result<Self, String> {
+    pub fn with_stamps(mut self, stamps: Stamps) -> Result<Self, HttpError> {
         if stamps == Stamps::Kernel && !cfg!(target_os = "linux") {
-            return Err("kernel receive timestamps (--stamp kernel) are available on Linux only; \
-                        leave --stamp at auto or give --stamp read"
-                .into());
+            return Err(HttpError::KernelStampsOffLinux);
         }
         self.stamps = stamps;
         Ok(self)
@@ -210,12 +209,12 @@ impl Http1 {
     }
 
     /// A new connection, with Nagle off (requests are written whole).
-    pub async fn connect(&self) -> Result<Conn, String> {
+    pub async fn connect(&self) -> Result<Conn, HttpError> {
         let sock = match &self.host {
             Host::Ip(ip) => tokio::net::TcpStream::connect(SocketAddr::new(*ip, self.port)).await,
             Host::Name(n) => tokio::net::TcpStream::connect((n.as_str(), self.port)).await,
         }
-        .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
+        .map_err(|error| HttpError::Connect { authority: self.authority.clone(), error })?;
         let _ = sock.set_nodelay(true);
         // The kernel's receive times are asked for in both stamp modes: with
         // read stamps they still tell how long each read came after its bytes
@@ -223,17 +222,15 @@ impl Http1 {
         #[cfg(target_os = "linux")]
         if let Err(e) = stamp::enable(&sock) {
             if self.stamps == Stamps::Kernel {
-                return Err(format!(
-                    "cannot turn on receive timestamps on the socket: {e} (--stamp auto falls back to read stamps)"
-                ));
+                return Err(HttpError::Timestamps(e));
             }
         }
         // Still non-blocking, registered anew with the reactor.
-        let failed = |e: &dyn std::fmt::Display| format!("cannot register the connection to {}: {e}", self.authority);
-        let sock = sock.into_std().map_err(|e| failed(&e))?;
+        let failed = |error: std::io::Error| HttpError::Register { authority: self.authority.clone(), error };
+        let sock = sock.into_std().map_err(failed)?;
         // SAFETY: the std stream owns its descriptor and gives the same one
         // for as long as the AsyncFd holds it.
-        let sock = unsafe { AsyncFd::register(sock) }.map_err(|e| failed(&e))?;
+        let sock = unsafe { AsyncFd::register(sock) }.map_err(|e| failed(e.into_parts().1))?;
         Ok(Conn {
             sock,
             buf: BytesMut::with_capacity(READ_SIZE),
@@ -386,7 +383,7 @@ impl Conn {
         clock: &mut impl FnMut() -> Duration,
         head_read: ReadStamp,
         limit: usize,
-    ) -> (Vec<u8>, Result<BodyEnd, String>) {
+    ) -> (Vec<u8>, Result<BodyEnd, HttpError>) {
         let mut body = Vec::new();
         let end = self
             .read_body(
@@ -413,7 +410,7 @@ impl Conn {
         clock: &mut impl FnMut() -> Duration,
         out: &mut impl FnMut(&[u8], ReadStamp) -> bool,
         head_read: ReadStamp,
-    ) -> Result<BodyEnd, String> {
+    ) -> Result<BodyEnd, HttpError> {
         let mut read = head_read;
         loop {
             if !self.buf.is_empty() || head.body_done() {
@@ -438,14 +435,14 @@ impl Conn {
                     return Ok(BodyEnd { complete: head.body_done(), at: read.t });
                 }
             }
-            let (n, next) = self.fill(clock).await.map_err(|e| format!("the connection broke: {e}"))?;
+            let (n, next) = self.fill(clock).await.map_err(HttpError::Broke)?;
             if n == 0 {
                 return match head.framing {
                     Framing::Close => {
                         head.keep_alive = false;
                         Ok(BodyEnd { complete: true, at: read.t })
                     }
-                    _ => Err("the server closed the connection before the end of the body".into()),
+                    _ => Err(HttpError::ClosedInBody),
                 };
             }
             read = next;
@@ -490,7 +487,7 @@ fn recv(
 mod tests {
     use super::*;
 
-    fn decode_all(input: &[u8], splits: &[usize]) -> Result<(Vec<u8>, Chunked, usize), String> {
+    fn decode_all(input: &[u8], splits: &[usize]) -> Result<(Vec<u8>, Chunked, usize), ChunkedError> {
         let mut c = Chunked::Size;
         let mut pending: Vec<u8> = Vec::new();
         let mut payload = Vec::new();
@@ -639,9 +636,9 @@ mod tests {
 
     #[test]
     fn bad_chunk_framing_is_an_error() {
-        assert!(decode_all(b"zz\r\nabc", &[]).unwrap_err().contains("invalid chunk size 'zz'"));
-        assert!(decode_all(b"2\r\nabX\r\n", &[]).unwrap_err().contains("CRLF"));
-        assert!(decode_all(&[b'1'; 5000], &[]).unwrap_err().contains("longer than 4 KiB"));
+        assert!(decode_all(b"zz\r\nabc", &[]).unwrap_err().to_string().contains("invalid chunk size 'zz'"));
+        assert!(decode_all(b"2\r\nabX\r\n", &[]).unwrap_err().to_string().contains("CRLF"));
+        assert!(decode_all(&[b'1'; 5000], &[]).unwrap_err().to_string().contains("longer than 4 KiB"));
         // A long line is refused whether its end came in the same read or a
         // later one (the whole line once passed, and the same bytes in two
         // reads did not: found by the property test below).
@@ -649,11 +646,11 @@ mod tests {
         long.extend([b'0'; 4200]);
         long.extend(b"\r\n\r\n");
         for cuts in [&[][..], &[2000], &[4100]] {
-            assert!(decode_all(&long, cuts).unwrap_err().contains("longer than 4 KiB"), "{cuts:?}");
+            assert!(decode_all(&long, cuts).unwrap_err().to_string().contains("longer than 4 KiB"), "{cuts:?}");
         }
         let mut size = vec![b'0'; 4200];
         size.extend(b"1\r\nx\r\n0\r\n\r\n");
-        assert!(decode_all(&size, &[]).unwrap_err().contains("longer than 4 KiB"));
+        assert!(decode_all(&size, &[]).unwrap_err().to_string().contains("longer than 4 KiB"));
         // At the cap, taken.
         let mut at_cap = vec![b'0'; 4094];
         at_cap.extend(b"1\r\nx\r\n0\r\n\r\n");

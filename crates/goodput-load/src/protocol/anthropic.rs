@@ -3,7 +3,9 @@
 //! `ping`, `error`), served by Anthropic and by vLLM and SGLang beside their
 //! OpenAI routes.
 
-use super::{decode, error_message, role_messages, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails, Usage};
+use super::{
+    decode, error_message, role_messages, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails, ProtocolError, Usage,
+};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -144,7 +146,7 @@ impl MsgUsage {
 }
 
 /// Parses one Messages event's data, or a whole non-streamed message.
-pub fn parse_messages(data: &str) -> Result<ChunkInfo, String> {
+pub fn parse_messages(data: &str) -> Result<ChunkInfo, ProtocolError> {
     let ev: MsgEvent = decode(data)?;
     let mut info = ChunkInfo::default();
     match ev.kind.as_ref() {
@@ -279,7 +281,7 @@ mod tests {
         let err =
             parse_messages(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#).unwrap();
         assert_eq!(err.error.as_deref(), Some("Overloaded"));
-        assert!(parse_messages("{nope").unwrap_err().contains("malformed JSON"));
+        assert!(parse_messages("{nope").unwrap_err().to_string().contains("malformed JSON"));
     }
 
     #[test]

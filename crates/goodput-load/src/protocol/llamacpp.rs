@@ -1,7 +1,10 @@
 //! llama.cpp's native `/completion`: SSE, one event per piece of text, the
 //! last with `"stop": true` and the counts.
 
-use super::{decode, error_message, one_prompt, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails, Usage};
+use super::{
+    decode, error_message, one_prompt, BodyError, BodyOptions, ChunkInfo, PromptBody, PromptTokensDetails,
+    ProtocolError, Usage,
+};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -14,7 +17,7 @@ pub(super) fn fill_body(
     prompt: &PromptBody,
     max_tokens: Option<u32>,
     body: &mut Map<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), BodyError> {
     body.insert("prompt".into(), Value::String(one_prompt(opts.api, prompt)?));
     if let Some(n) = max_tokens {
         body.insert("n_predict".into(), json!(n));
@@ -61,7 +64,7 @@ struct LlamaCppTimings {
 /// Parses one llama.cpp `/completion` event, or a whole response (the same
 /// object with `"stop": true`). The finish reason is llama.cpp's
 /// `stop_type` (`limit`, `eos`, `word`).
-pub fn parse_llamacpp(data: &str) -> Result<ChunkInfo, String> {
+pub fn parse_llamacpp(data: &str) -> Result<ChunkInfo, ProtocolError> {
     let ev: LlamaCppEvent = decode(data)?;
     let mut info = ChunkInfo::default();
     if let Some(e) = ev.error {

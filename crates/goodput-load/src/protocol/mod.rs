@@ -15,6 +15,7 @@ pub mod ollama;
 pub mod openai;
 pub mod tgi;
 
+pub use crate::error::{BodyError, ProtocolError};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -177,7 +178,7 @@ pub struct BodyOptions {
 }
 
 /// The JSON body of one request.
-pub fn build_body(opts: &BodyOptions, prompt: &PromptBody, max_tokens: Option<u32>) -> Result<Vec<u8>, String> {
+pub fn build_body(opts: &BodyOptions, prompt: &PromptBody, max_tokens: Option<u32>) -> Result<Vec<u8>, BodyError> {
     build_body_for(opts, &opts.model, prompt, max_tokens)
 }
 
@@ -187,7 +188,7 @@ pub fn build_body_for(
     model: &str,
     prompt: &PromptBody,
     max_tokens: Option<u32>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, BodyError> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
     let mut extra = opts.extra.clone();
@@ -202,7 +203,7 @@ pub fn build_body_for(
     // goodput's own (an `options` or `parameters` object was merged into
     // goodput's above, see `merge_object`).
     body.extend(extra);
-    serde_json::to_vec(&Value::Object(body)).map_err(|e| e.to_string())
+    serde_json::to_vec(&Value::Object(body)).map_err(BodyError::Encode)
 }
 
 /// Moves `extra[key]`, when it is an object, into `into`: an `options` or
@@ -216,15 +217,11 @@ fn merge_object(into: &mut Map<String, Value>, extra: &mut Map<String, Value>, k
 }
 
 /// A prompt as one text, for the APIs that take no messages.
-fn one_prompt(api: Api, prompt: &PromptBody) -> Result<String, String> {
+fn one_prompt(api: Api, prompt: &PromptBody) -> Result<String, BodyError> {
     match prompt {
         PromptBody::Text(t) => Ok(t.clone()),
         PromptBody::Turns(turns) => Ok(turns.join(TURN_SEPARATOR)),
-        PromptBody::Messages(_) => Err(format!(
-            "a dataset entry holds chat messages but --api {} takes a prompt: give the entry a \"prompt\", \
-             or use an API that takes messages (chat, messages, ollama-chat)",
-            api.as_str()
-        )),
+        PromptBody::Messages(_) => Err(BodyError::MessagesForPrompt { api: api.as_str() }),
     }
 }
 
@@ -312,7 +309,7 @@ impl ChunkInfo {
 
 /// Parses one streamed payload (an SSE event's data, or an NDJSON line) or
 /// a whole non-streamed body of `api`.
-pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, String> {
+pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, ProtocolError> {
     match api {
         Api::Chat | Api::Completions => openai::parse_chunk(data),
         Api::Messages => anthropic::parse_messages(data),
@@ -323,8 +320,8 @@ pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, String> {
 }
 
 /// Decodes one JSON payload of a response, or says it is malformed.
-pub(crate) fn decode<'a, T: Deserialize<'a>>(data: &'a str) -> Result<T, String> {
-    serde_json::from_str(data).map_err(|e| format!("malformed JSON in response: {e}"))
+pub(crate) fn decode<'a, T: Deserialize<'a>>(data: &'a str) -> Result<T, ProtocolError> {
+    serde_json::from_str(data).map_err(ProtocolError::MalformedJson)
 }
 
 /// A readable message from an error payload (`{"message": …}`, a string, or anything).
@@ -377,7 +374,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b["ignore_eos"], true);
-        let err = crate::protocol::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err();
+        let err = crate::protocol::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err().to_string();
         assert!(err.contains("--api llamacpp takes a prompt"), "{err}");
     }
 }

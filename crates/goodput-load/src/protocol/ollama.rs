@@ -2,7 +2,8 @@
 //! object per line, the last with `"done": true` and the counts.
 
 use super::{
-    decode, error_message, merge_object, one_prompt, role_messages, Api, BodyOptions, ChunkInfo, PromptBody, Usage,
+    decode, error_message, merge_object, one_prompt, role_messages, Api, BodyError, BodyOptions, ChunkInfo, PromptBody,
+    ProtocolError, Usage,
 };
 use goodput_core::Channel;
 use serde::Deserialize;
@@ -18,7 +19,7 @@ pub(super) fn fill_body(
     max_tokens: Option<u32>,
     body: &mut Map<String, Value>,
     extra: &mut Map<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), BodyError> {
     if opts.api == Api::OllamaChat {
         body.insert("messages".into(), Value::Array(role_messages(prompt)));
     } else {
@@ -75,7 +76,7 @@ struct OllamaMessage<'a> {
 /// PR #5371, 2024); versions before it left the field out when the prompt
 /// was cached, and a record then counts the prompt with the tokenizer or
 /// as intended. Ollama reports no cached count.
-pub fn parse_ollama(data: &str) -> Result<ChunkInfo, String> {
+pub fn parse_ollama(data: &str) -> Result<ChunkInfo, ProtocolError> {
     let line: OllamaLine = decode(data)?;
     let mut info = ChunkInfo::default();
     if let Some(e) = line.error {
@@ -129,7 +130,7 @@ mod tests {
         assert_eq!(b["prompt"], "a\n\nb\n\nc");
         assert!(b.get("options").is_none());
         let opts = BodyOptions { api: Api::OllamaGenerate, ..Default::default() };
-        let err = crate::protocol::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err();
+        let err = crate::protocol::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err().to_string();
         assert!(err.contains("--api ollama-generate takes a prompt") && err.contains("ollama-chat"), "{err}");
     }
 

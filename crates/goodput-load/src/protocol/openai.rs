@@ -1,7 +1,10 @@
 //! OpenAI's `/v1/chat/completions` and `/v1/completions`: the request body,
 //! and the reading of one streamed chunk or a whole non-streamed response.
 
-use super::{decode, error_message, role_messages, Api, BodyOptions, ChunkInfo, PromptBody, Usage, TURN_SEPARATOR};
+use super::{
+    decode, error_message, role_messages, Api, BodyError, BodyOptions, ChunkInfo, PromptBody, ProtocolError, Usage,
+    TURN_SEPARATOR,
+};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -13,7 +16,7 @@ pub(super) fn fill_body(
     prompt: &PromptBody,
     max_tokens: Option<u32>,
     body: &mut Map<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), BodyError> {
     match (opts.api, prompt) {
         (Api::Chat, _) => {
             body.insert("messages".into(), Value::Array(role_messages(prompt)));
@@ -24,11 +27,7 @@ pub(super) fn fill_body(
         (Api::Completions, PromptBody::Text(t)) => {
             body.insert("prompt".into(), Value::String(t.clone()));
         }
-        (Api::Completions, PromptBody::Messages(_)) => {
-            return Err("a dataset entry holds chat messages but --api completions takes a prompt: \
-                        use --api chat, or give the entry a \"prompt\""
-                .into())
-        }
+        (Api::Completions, PromptBody::Messages(_)) => return Err(BodyError::MessagesForCompletions),
         _ => unreachable!("the native APIs have files of their own"),
     }
     if let Some(n) = max_tokens {
@@ -113,7 +112,7 @@ impl WireMessage<'_> {
 }
 
 /// Parses one `data:` payload of a stream, or a whole non-streamed body.
-pub fn parse_chunk(data: &str) -> Result<ChunkInfo, String> {
+pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
     let wire: Wire = decode(data)?;
     let mut info = ChunkInfo { usage: wire.usage, ..Default::default() };
     if let Some(err) = wire.error {
@@ -204,7 +203,7 @@ mod tests {
         assert_eq!(b["prompt"], "hi");
         assert_eq!(b["stream"], false);
         assert!(b.get("stream_options").is_none() && b.get("max_tokens").is_none());
-        let err = build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err();
+        let err = build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err().to_string();
         assert!(err.contains("--api chat"));
     }
 
@@ -267,7 +266,7 @@ mod tests {
         assert_eq!(e.error.as_deref(), Some("out of memory"));
         let e = parse_chunk(r#"{"error":"boom"}"#).unwrap();
         assert_eq!(e.error.as_deref(), Some("boom"));
-        assert!(parse_chunk("{not json").unwrap_err().contains("malformed JSON"));
+        assert!(parse_chunk("{not json").unwrap_err().to_string().contains("malformed JSON"));
     }
 
     #[test]

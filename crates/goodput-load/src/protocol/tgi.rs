@@ -1,7 +1,10 @@
 //! TGI's `/generate_stream` (SSE, one event per token, the last with the
 //! whole text and `details`; no `[DONE]`) and `/generate`.
 
-use super::{decode, error_message, merge_object, one_prompt, BodyOptions, ChunkInfo, PromptBody, Usage};
+use super::{
+    decode, error_message, merge_object, one_prompt, BodyError, BodyOptions, ChunkInfo, PromptBody, ProtocolError,
+    Usage,
+};
 use goodput_core::Channel;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -17,7 +20,7 @@ pub(super) fn fill_body(
     max_tokens: Option<u32>,
     body: &mut Map<String, Value>,
     extra: &mut Map<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), BodyError> {
     body.remove("model");
     body.insert("inputs".into(), Value::String(one_prompt(opts.api, prompt)?));
     let mut parameters = Map::new();
@@ -68,7 +71,7 @@ struct TgiDetails<'a> {
 /// list of one). Each event is one generated token; a special one (the
 /// end-of-sequence token) is output, counted in `generated_tokens`, with
 /// no visible text. The event with `details` is the last.
-pub fn parse_tgi(data: &str) -> Result<ChunkInfo, String> {
+pub fn parse_tgi(data: &str) -> Result<ChunkInfo, ProtocolError> {
     let trimmed = data.trim_start();
     let one;
     let data = if trimmed.starts_with('[') {

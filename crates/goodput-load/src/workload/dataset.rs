@@ -1,6 +1,6 @@
 //! Datasets: ShareGPT conversations or JSONL prompts, read from a file.
 
-use crate::error::WorkloadError;
+use crate::error::{EntryError, ShareGptError, WorkloadError};
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
 use serde_json::Value;
@@ -60,25 +60,21 @@ pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec
 }
 
 /// A JSONL line's entry, or what is wrong with it.
-fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
+fn jsonl_entry(v: &Value) -> Result<DatasetEntry, EntryError> {
     let max_tokens = match v.get("max_tokens") {
         None | Some(Value::Null) => None,
-        Some(m) => Some(
-            m.as_u64()
-                .filter(|&n| n > 0 && n <= u32::MAX as u64)
-                .ok_or("\"max_tokens\" must be a positive whole number")? as u32,
-        ),
+        Some(m) => Some(m.as_u64().filter(|&n| n > 0 && n <= u32::MAX as u64).ok_or(EntryError::MaxTokens)? as u32),
     };
     let prompt = if let Some(p) = v.get("prompt") {
-        PromptBody::Text(p.as_str().ok_or("\"prompt\" must be a string")?.to_owned())
+        PromptBody::Text(p.as_str().ok_or(EntryError::PromptNotText)?.to_owned())
     } else if let Some(m) = v.get("messages") {
-        let msgs = m.as_array().ok_or("\"messages\" must be an array")?;
+        let msgs = m.as_array().ok_or(EntryError::MessagesNotArray)?;
         if msgs.is_empty() {
-            return Err("\"messages\" is empty".into());
+            return Err(EntryError::NoMessages);
         }
         PromptBody::Messages(msgs.clone())
     } else {
-        return Err("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)".into());
+        return Err(EntryError::NoPrompt);
     };
     let reference = reference_of(v)?;
     Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new(), reference })
@@ -86,26 +82,26 @@ fn jsonl_entry(v: &Value) -> Result<DatasetEntry, String> {
 
 /// An entry's `"reference"` (or `"answer"`): a string, or a list of strings
 /// (any of which is a right answer).
-fn reference_of(v: &Value) -> Result<Vec<String>, String> {
+fn reference_of(v: &Value) -> Result<Vec<String>, EntryError> {
     let (key, value) = match (v.get("reference"), v.get("answer")) {
         (Some(r), _) if !r.is_null() => ("reference", r),
         (_, Some(a)) if !a.is_null() => ("answer", a),
         _ => return Ok(Vec::new()),
     };
-    let bad = || format!("\"{key}\" must be a string or a list of strings");
+    let bad = || EntryError::ReferenceType { key };
     match value {
         Value::String(s) => Ok(vec![s.clone()]),
         Value::Array(items) if !items.is_empty() => {
             items.iter().map(|i| i.as_str().map(str::to_owned).ok_or_else(bad)).collect()
         }
-        Value::Array(_) => Err(format!("\"{key}\" is an empty list: give at least one reference, or leave it out")),
+        Value::Array(_) => Err(EntryError::NoReference { key }),
         _ => Err(bad()),
     }
 }
 
 /// A ShareGPT array's entries, or what is wrong with it.
-fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, &'static str> {
-    let arr = v.as_array().ok_or("expected a JSON array")?;
+fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, ShareGptError> {
+    let arr = v.as_array().ok_or(ShareGptError::NotArray)?;
     let mut out = Vec::new();
     for item in arr {
         let Some(conv) = item.get("conversations").and_then(Value::as_array) else {
@@ -140,7 +136,7 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
         });
     }
     if out.is_empty() && !arr.is_empty() {
-        return Err("no entry with \"conversations\" holding a prompt and a reply (ShareGPT format)");
+        return Err(ShareGptError::NoConversation);
     }
     Ok(out)
 }

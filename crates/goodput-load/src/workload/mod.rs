@@ -14,10 +14,12 @@ mod prompts;
 mod sessions;
 mod source;
 
+pub use crate::lengths::Lengths;
+pub use crate::words::WORDS;
 pub use dataset::{load_dataset, DatasetEntry};
 pub use item::WorkItem;
 pub use lengths::{LengthDist, Preset};
-pub use prompts::{Lengths, SharedPrefix, WORDS};
+pub use prompts::SharedPrefix;
 pub use sessions::{Conversation, Sessions, ThinkTime, Turns};
 pub use source::{repeat_slot, Workload};
 

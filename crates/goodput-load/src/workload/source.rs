@@ -4,8 +4,9 @@
 use super::dataset::DatasetEntry;
 use super::item::{item_rng, WorkItem};
 use super::lengths::LengthDist;
-use super::prompts::{draw_lengths, synthetic_item, synthetic_question, Lengths, SharedPrefix, QUESTION_SALT};
+use super::prompts::{draw_lengths, synthetic_item, synthetic_question, SharedPrefix, QUESTION_SALT};
 use crate::error::WorkloadError;
+use crate::lengths::Lengths;
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
 use rand::rngs::StdRng;

@@ -104,17 +104,22 @@ impl Format {
     }
 }
 
+/// A report format that goodput does not write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report format '{0}': use json, csv, markdown or html")]
+pub struct UnknownFormat(pub String);
+
 impl std::str::FromStr for Format {
-    type Err = String;
+    type Err = UnknownFormat;
 
     /// `json`, `csv`, `markdown` (or `md`), `html`.
-    fn from_str(s: &str) -> Result<Format, String> {
+    fn from_str(s: &str) -> Result<Format, UnknownFormat> {
         match s.trim().to_ascii_lowercase().as_str() {
             "md" => Ok(Format::Markdown),
             name => Format::ALL
                 .into_iter()
                 .find(|f| f.exporter().name() == name)
-                .ok_or_else(|| format!("unknown report format '{s}': use json, csv, markdown or html")),
+                .ok_or_else(|| UnknownFormat(s.to_string())),
         }
     }
 }
@@ -164,6 +169,6 @@ mod tests {
             assert_eq!(f.exporter().name().parse::<Format>(), Ok(f));
         }
         assert_eq!("MD".parse::<Format>(), Ok(Format::Markdown));
-        assert!("pdf".parse::<Format>().unwrap_err().contains("use json, csv, markdown or html"));
+        assert!("pdf".parse::<Format>().unwrap_err().to_string().contains("use json, csv, markdown or html"));
     }
 }

@@ -57,7 +57,7 @@ pub struct ScorerList(pub Vec<goodput_core::quality::Scorer>);
 pub fn parse_scorers(s: &str) -> Result<ScorerList, String> {
     let mut out = Vec::new();
     for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let scorer = name.parse()?;
+        let scorer = name.parse().map_err(|e: goodput_core::quality::UnknownScorer| e.to_string())?;
         if !out.contains(&scorer) {
             out.push(scorer);
         }
@@ -171,7 +171,7 @@ pub fn parse_percentiles(s: &str) -> Result<PercentileList, String> {
     Ok(PercentileList(out))
 }
 
-pub fn parse_slo(s: &str) -> Result<Slo, String> {
+pub fn parse_slo(s: &str) -> Result<Slo, goodput_core::SloError> {
     s.parse()
 }
 

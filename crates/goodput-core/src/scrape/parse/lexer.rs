@@ -5,12 +5,42 @@
 use super::Sample;
 use crate::scrape::values::{parse_float, Labels};
 
+/// Why a sample line does not read (kept as the text of
+/// [`super::ParseErrorKind::Malformed`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum LexError {
+    #[error("expected a metric name")]
+    NoName,
+    #[error("expected a label name")]
+    NoLabelName,
+    #[error("expected = after label {0}")]
+    NoEquals(String),
+    #[error("expected a quoted value for label {0}")]
+    NoQuote(String),
+    #[error("label {0} given twice")]
+    LabelTwice(String),
+    #[error("expected , or }} after a label")]
+    NoLabelEnd,
+    #[error("expected a space after the metric name")]
+    NoSpace,
+    #[error("expected a value")]
+    NoValue,
+    #[error("bad value {0:?}")]
+    BadValue(String),
+    #[error("bad timestamp {0:?}")]
+    BadTimestamp(String),
+    #[error("unexpected {0:?} after the timestamp")]
+    AfterTimestamp(String),
+    #[error("unterminated label value")]
+    Unterminated,
+}
+
 /// `name{label="value",…} value [timestamp] [# exemplar]`.
-pub(super) fn parse_sample(line: &str) -> Result<Sample, String> {
+pub(super) fn parse_sample(line: &str) -> Result<Sample, LexError> {
     let b = line.as_bytes();
     let end = name_end(b, 0);
     if end == 0 {
-        return Err("expected a metric name".to_string());
+        return Err(LexError::NoName);
     }
     let name = line[..end].to_string();
     let mut i = skip_blank(b, end);
@@ -25,20 +55,20 @@ pub(super) fn parse_sample(line: &str) -> Result<Sample, String> {
             }
             let label_end = label_name_end(b, i);
             if label_end == i {
-                return Err("expected a label name".to_string());
+                return Err(LexError::NoLabelName);
             }
             let label = &line[i..label_end];
             i = skip_blank(b, label_end);
             if b.get(i) != Some(&b'=') {
-                return Err(format!("expected = after label {label}"));
+                return Err(LexError::NoEquals(label.to_string()));
             }
             i = skip_blank(b, i + 1);
             if b.get(i) != Some(&b'"') {
-                return Err(format!("expected a quoted value for label {label}"));
+                return Err(LexError::NoQuote(label.to_string()));
             }
             let (value, next) = label_value(line, i + 1)?;
             if labels.insert(label.to_string(), value).is_some() {
-                return Err(format!("label {label} given twice"));
+                return Err(LexError::LabelTwice(label.to_string()));
             }
             i = skip_blank(b, next);
             match b.get(i) {
@@ -47,23 +77,23 @@ pub(super) fn parse_sample(line: &str) -> Result<Sample, String> {
                     i += 1;
                     break;
                 }
-                _ => return Err("expected , or } after a label".to_string()),
+                _ => return Err(LexError::NoLabelEnd),
             }
         }
     } else if i == end && i < b.len() {
-        return Err("expected a space after the metric name".to_string());
+        return Err(LexError::NoSpace);
     }
     let mut words = line[i..].split_ascii_whitespace();
-    let value = words.next().ok_or("expected a value")?;
-    let value = parse_float(value).ok_or_else(|| format!("bad value {value:?}"))?;
+    let value = words.next().ok_or(LexError::NoValue)?;
+    let value = parse_float(value).ok_or_else(|| LexError::BadValue(value.to_string()))?;
     let timestamp = match words.next() {
         None => None,
         Some(w) if w.starts_with('#') => None,
-        Some(w) => Some(parse_float(w).ok_or_else(|| format!("bad timestamp {w:?}"))?),
+        Some(w) => Some(parse_float(w).ok_or_else(|| LexError::BadTimestamp(w.to_string()))?),
     };
     if timestamp.is_some() {
         if let Some(w) = words.next().filter(|w| !w.starts_with('#')) {
-            return Err(format!("unexpected {w:?} after the timestamp"));
+            return Err(LexError::AfterTimestamp(w.to_string()));
         }
     }
     Ok(Sample { name, labels, value, timestamp })
@@ -72,7 +102,7 @@ pub(super) fn parse_sample(line: &str) -> Result<Sample, String> {
 /// Reads a label value from just after its opening quote; returns it with
 /// the index after the closing quote. `\\`, `\"` and `\n` are the format's
 /// escapes; any other backslash is kept as written, as lenient readers do.
-pub(super) fn label_value(line: &str, start: usize) -> Result<(String, usize), String> {
+pub(super) fn label_value(line: &str, start: usize) -> Result<(String, usize), LexError> {
     let mut out = String::new();
     let mut chars = line[start..].char_indices();
     while let Some((off, c)) = chars.next() {
@@ -91,7 +121,7 @@ pub(super) fn label_value(line: &str, start: usize) -> Result<(String, usize), S
             c => out.push(c),
         }
     }
-    Err("unterminated label value".to_string())
+    Err(LexError::Unterminated)
 }
 
 pub(super) fn unescape_help(text: &str) -> String {

@@ -245,7 +245,7 @@ impl Parser {
             None => {
                 match parse_sample(trimmed) {
                     Ok(sample) => self.sample(n, sample),
-                    Err(why) => self.error(n, ParseErrorKind::Malformed(why)),
+                    Err(why) => self.error(n, ParseErrorKind::Malformed(why.to_string())),
                 }
                 Flow::Go
             }

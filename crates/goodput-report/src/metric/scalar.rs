@@ -1,0 +1,284 @@
+//! The run's single numbers outside the latency distributions: throughput,
+//! goodput, counts, cost, ratings, sessions, the client's CPU and quality.
+
+use super::{Better, Unit};
+use goodput_core::RunResult;
+
+/// A single number of the run outside the latency distributions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    RequestsPerS,
+    InputTokensPerS,
+    OutputTokensPerS,
+    TotalTokensPerS,
+    PeakOutputTokensPerS,
+    GoodputRequestsPerS,
+    GoodputOutputTokensPerS,
+    SloAttainment,
+    UsefulWork,
+    Sent,
+    Completed,
+    Failed,
+    Cancelled,
+    /// failed / (completed + failed): cancelled requests neither pass nor fail.
+    ErrorRate,
+    InFlightMean,
+    InFlightPeak,
+    UsdPerMillionOutputTokens,
+    UsdPerMillionTotalTokens,
+    UsdPerRequest,
+    UsdPerMillionGoodOutputTokens,
+    TimesReadingSpeed,
+    /// Completed multi-turn sessions per second (runs with `--turns`).
+    SessionsPerS,
+    UsdPerSession,
+    /// The client's own CPU per output token (`bench`, Linux).
+    ClientCpuPerToken,
+    /// `summary.quality`: exact match, number, ROUGE-L and sentence chrF
+    /// means, corpus BLEU and chrF, and the share of repeated prompts that
+    /// came back identical.
+    QualityExact,
+    QualityNumber,
+    QualityRougeL,
+    QualityChrf,
+    QualityBleu,
+    QualityChrfCorpus,
+    QualityIdentical,
+}
+
+impl Scalar {
+    pub const ALL: [Scalar; 31] = [
+        Scalar::RequestsPerS,
+        Scalar::InputTokensPerS,
+        Scalar::OutputTokensPerS,
+        Scalar::TotalTokensPerS,
+        Scalar::PeakOutputTokensPerS,
+        Scalar::GoodputRequestsPerS,
+        Scalar::GoodputOutputTokensPerS,
+        Scalar::SloAttainment,
+        Scalar::UsefulWork,
+        Scalar::Sent,
+        Scalar::Completed,
+        Scalar::Failed,
+        Scalar::Cancelled,
+        Scalar::ErrorRate,
+        Scalar::InFlightMean,
+        Scalar::InFlightPeak,
+        Scalar::UsdPerMillionOutputTokens,
+        Scalar::UsdPerMillionTotalTokens,
+        Scalar::UsdPerRequest,
+        Scalar::UsdPerMillionGoodOutputTokens,
+        Scalar::TimesReadingSpeed,
+        Scalar::SessionsPerS,
+        Scalar::UsdPerSession,
+        Scalar::ClientCpuPerToken,
+        Scalar::QualityExact,
+        Scalar::QualityNumber,
+        Scalar::QualityRougeL,
+        Scalar::QualityChrf,
+        Scalar::QualityBleu,
+        Scalar::QualityChrfCorpus,
+        Scalar::QualityIdentical,
+    ];
+
+    /// The path as the result document spells it (`cost.…` lives beside
+    /// `summary`, the rest inside it).
+    pub fn key(self) -> &'static str {
+        match self {
+            Scalar::RequestsPerS => "throughput.requests_per_s",
+            Scalar::InputTokensPerS => "throughput.input_tokens_per_s",
+            Scalar::OutputTokensPerS => "throughput.output_tokens_per_s",
+            Scalar::TotalTokensPerS => "throughput.total_tokens_per_s",
+            Scalar::PeakOutputTokensPerS => "throughput.peak_output_tokens_per_s",
+            Scalar::GoodputRequestsPerS => "goodput.requests_per_s",
+            Scalar::GoodputOutputTokensPerS => "goodput.output_tokens_per_s",
+            Scalar::SloAttainment => "goodput.slo_attainment",
+            Scalar::UsefulWork => "goodput.useful_work",
+            Scalar::Sent => "requests.sent",
+            Scalar::Completed => "requests.completed",
+            Scalar::Failed => "requests.failed",
+            Scalar::Cancelled => "requests.cancelled",
+            Scalar::ErrorRate => "error_rate",
+            Scalar::InFlightMean => "in_flight.mean",
+            Scalar::InFlightPeak => "in_flight.peak",
+            Scalar::UsdPerMillionOutputTokens => "cost.usd_per_million_output_tokens",
+            Scalar::UsdPerMillionTotalTokens => "cost.usd_per_million_total_tokens",
+            Scalar::UsdPerRequest => "cost.usd_per_request",
+            Scalar::UsdPerMillionGoodOutputTokens => "cost.usd_per_million_good_output_tokens",
+            Scalar::TimesReadingSpeed => "ratings.times_reading_speed",
+            Scalar::SessionsPerS => "sessions.per_s",
+            Scalar::UsdPerSession => "cost.usd_per_session",
+            Scalar::ClientCpuPerToken => "client.cpu_us_per_output_token",
+            Scalar::QualityExact => "quality.exact.mean",
+            Scalar::QualityNumber => "quality.number.mean",
+            Scalar::QualityRougeL => "quality.rouge_l.mean",
+            Scalar::QualityChrf => "quality.chrf.mean",
+            Scalar::QualityBleu => "quality.bleu",
+            Scalar::QualityChrfCorpus => "quality.chrf_corpus",
+            Scalar::QualityIdentical => "quality.consistency.identical_share",
+        }
+    }
+
+    /// Shorter names accepted on the command line.
+    pub(super) fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Scalar::RequestsPerS => &["requests_per_s"],
+            Scalar::InputTokensPerS => &["input_tokens_per_s"],
+            Scalar::OutputTokensPerS => &["output_tokens_per_s"],
+            Scalar::TotalTokensPerS => &["total_tokens_per_s"],
+            Scalar::PeakOutputTokensPerS => &["peak_output_tokens_per_s"],
+            // docs/metrics.md: "goodput" is good requests per second.
+            Scalar::GoodputRequestsPerS => &["goodput"],
+            Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s"],
+            Scalar::SloAttainment => &["slo_attainment"],
+            Scalar::QualityExact => &["quality.exact"],
+            Scalar::QualityNumber => &["quality.number"],
+            Scalar::QualityRougeL => &["quality.rouge_l"],
+            Scalar::QualityChrf => &["quality.chrf"],
+            _ => &[],
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Scalar::RequestsPerS => "requests/s",
+            Scalar::InputTokensPerS => "input tok/s",
+            Scalar::OutputTokensPerS => "output tok/s",
+            Scalar::TotalTokensPerS => "total tok/s",
+            Scalar::PeakOutputTokensPerS => "peak output tok/s",
+            Scalar::GoodputRequestsPerS => "goodput req/s",
+            Scalar::GoodputOutputTokensPerS => "goodput tok/s",
+            Scalar::SloAttainment => "SLO attainment",
+            Scalar::UsefulWork => "useful work",
+            Scalar::Sent => "requests sent",
+            Scalar::Completed => "requests completed",
+            Scalar::Failed => "requests failed",
+            Scalar::Cancelled => "requests cancelled",
+            Scalar::ErrorRate => "error rate",
+            Scalar::InFlightMean => "in flight (mean)",
+            Scalar::InFlightPeak => "in flight (peak)",
+            Scalar::UsdPerMillionOutputTokens => "$ per M output tokens",
+            Scalar::UsdPerMillionTotalTokens => "$ per M total tokens",
+            Scalar::UsdPerRequest => "$ per request",
+            Scalar::UsdPerMillionGoodOutputTokens => "$ per M good output tokens",
+            Scalar::TimesReadingSpeed => "× reading speed",
+            Scalar::SessionsPerS => "sessions/s",
+            Scalar::UsdPerSession => "$ per session",
+            Scalar::ClientCpuPerToken => "client CPU µs/token",
+            Scalar::QualityExact => "exact match",
+            Scalar::QualityNumber => "number match",
+            Scalar::QualityRougeL => "ROUGE-L",
+            Scalar::QualityChrf => "chrF",
+            Scalar::QualityBleu => "BLEU",
+            Scalar::QualityChrfCorpus => "chrF (corpus)",
+            Scalar::QualityIdentical => "repeats identical",
+        }
+    }
+
+    pub(super) fn of(self, r: &RunResult) -> Option<f64> {
+        let s = &r.summary;
+        let th = &s.throughput;
+        let g = s.goodput.as_ref();
+        let c = r.cost.as_ref();
+        match self {
+            Scalar::RequestsPerS => Some(th.requests_per_s),
+            Scalar::InputTokensPerS => Some(th.input_tokens_per_s),
+            Scalar::OutputTokensPerS => Some(th.output_tokens_per_s),
+            Scalar::TotalTokensPerS => Some(th.total_tokens_per_s),
+            Scalar::PeakOutputTokensPerS => crate::peers::peak_output_tokens_per_s(r),
+            Scalar::GoodputRequestsPerS => g.map(|g| g.requests_per_s),
+            Scalar::GoodputOutputTokensPerS => g.map(|g| g.output_tokens_per_s),
+            Scalar::SloAttainment => g.map(|g| g.slo_attainment),
+            Scalar::UsefulWork => g.map(|g| g.useful_work),
+            Scalar::Sent => Some(s.requests.sent as f64),
+            Scalar::Completed => Some(s.requests.completed as f64),
+            Scalar::Failed => Some(s.requests.failed as f64),
+            Scalar::Cancelled => Some(s.requests.cancelled as f64),
+            Scalar::ErrorRate => {
+                let finished = s.requests.completed + s.requests.failed;
+                (finished > 0).then(|| s.requests.failed as f64 / finished as f64)
+            }
+            Scalar::InFlightMean => Some(s.in_flight.mean),
+            Scalar::InFlightPeak => Some(s.in_flight.peak as f64),
+            Scalar::UsdPerMillionOutputTokens => c.and_then(|c| c.usd_per_million_output_tokens),
+            Scalar::UsdPerMillionTotalTokens => c.and_then(|c| c.usd_per_million_total_tokens),
+            Scalar::UsdPerRequest => c.and_then(|c| c.usd_per_request),
+            Scalar::UsdPerMillionGoodOutputTokens => c.and_then(|c| c.usd_per_million_good_output_tokens),
+            Scalar::TimesReadingSpeed => s.ratings.times_reading_speed,
+            Scalar::SessionsPerS => s.sessions.as_ref().map(|s| s.per_s),
+            Scalar::UsdPerSession => c.and_then(|c| c.usd_per_session),
+            Scalar::ClientCpuPerToken => r.client.as_ref().and_then(|c| c.cpu_us_per_output_token),
+            Scalar::QualityExact => s.quality.as_ref().and_then(|q| q.scores.exact.as_ref()).map(|m| m.mean),
+            Scalar::QualityNumber => s.quality.as_ref().and_then(|q| q.scores.number.as_ref()).map(|m| m.mean),
+            Scalar::QualityRougeL => s.quality.as_ref().and_then(|q| q.scores.rouge_l.as_ref()).map(|m| m.mean),
+            Scalar::QualityChrf => s.quality.as_ref().and_then(|q| q.scores.chrf.as_ref()).map(|m| m.mean),
+            Scalar::QualityBleu => s.quality.as_ref().and_then(|q| q.scores.bleu),
+            Scalar::QualityChrfCorpus => s.quality.as_ref().and_then(|q| q.scores.chrf_corpus),
+            Scalar::QualityIdentical => {
+                s.quality.as_ref().and_then(|q| q.consistency.as_ref()).map(|c| c.identical_share)
+            }
+        }
+    }
+
+    pub(super) fn unit(self) -> Unit {
+        match self {
+            Scalar::RequestsPerS | Scalar::GoodputRequestsPerS => Unit::RequestsPerS,
+            Scalar::InputTokensPerS
+            | Scalar::OutputTokensPerS
+            | Scalar::TotalTokensPerS
+            | Scalar::PeakOutputTokensPerS
+            | Scalar::GoodputOutputTokensPerS => Unit::TokensPerS,
+            Scalar::SloAttainment
+            | Scalar::UsefulWork
+            | Scalar::ErrorRate
+            | Scalar::QualityExact
+            | Scalar::QualityNumber
+            | Scalar::QualityRougeL
+            | Scalar::QualityIdentical => Unit::Ratio,
+            Scalar::QualityChrf | Scalar::QualityBleu | Scalar::QualityChrfCorpus => Unit::Plain,
+            Scalar::Sent | Scalar::Completed | Scalar::Failed | Scalar::Cancelled | Scalar::InFlightPeak => Unit::Count,
+            Scalar::InFlightMean | Scalar::TimesReadingSpeed | Scalar::SessionsPerS | Scalar::ClientCpuPerToken => {
+                Unit::Plain
+            }
+            Scalar::UsdPerMillionOutputTokens
+            | Scalar::UsdPerMillionTotalTokens
+            | Scalar::UsdPerRequest
+            | Scalar::UsdPerMillionGoodOutputTokens
+            | Scalar::UsdPerSession => Unit::Usd,
+        }
+    }
+
+    pub(super) fn better(self) -> Better {
+        match self {
+            Scalar::RequestsPerS
+            | Scalar::InputTokensPerS
+            | Scalar::OutputTokensPerS
+            | Scalar::TotalTokensPerS
+            | Scalar::PeakOutputTokensPerS
+            | Scalar::GoodputRequestsPerS
+            | Scalar::GoodputOutputTokensPerS
+            | Scalar::SloAttainment
+            | Scalar::UsefulWork
+            | Scalar::Completed
+            | Scalar::TimesReadingSpeed
+            | Scalar::SessionsPerS
+            | Scalar::QualityExact
+            | Scalar::QualityNumber
+            | Scalar::QualityRougeL
+            | Scalar::QualityChrf
+            | Scalar::QualityBleu
+            | Scalar::QualityChrfCorpus
+            | Scalar::QualityIdentical => Better::Higher,
+            Scalar::Failed
+            | Scalar::Cancelled
+            | Scalar::ErrorRate
+            | Scalar::UsdPerMillionOutputTokens
+            | Scalar::UsdPerMillionTotalTokens
+            | Scalar::UsdPerRequest
+            | Scalar::UsdPerMillionGoodOutputTokens
+            | Scalar::UsdPerSession
+            | Scalar::ClientCpuPerToken => Better::Lower,
+            Scalar::Sent | Scalar::InFlightMean | Scalar::InFlightPeak => Better::Neither,
+        }
+    }
+}
