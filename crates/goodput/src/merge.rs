@@ -199,7 +199,7 @@ fn merged_run(a: &MergeArgs, shards: Vec<Shard>, count: u32, missing: Vec<u32>) 
         Some(p) => p.0.clone(),
         None => first.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
     };
-    let opts = crate::report::saved_options(first, &a.judge, &percentiles)?;
+    let opts = crate::setup::saved_options(first, &a.judge, &percentiles)?;
     let mut config = first.config.clone();
     config.percentiles = Some(percentiles);
     config.judge = Some(crate::setup::judge_config(&opts));

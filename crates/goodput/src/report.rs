@@ -6,7 +6,7 @@
 use crate::cli::{OutputArgs, PercentileList, ReportArgs};
 use crate::common;
 use crate::{output, setup};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use goodput_core::assemble::{attach_server_side, ServerSide};
 use goodput_core::{RequestRecord, RunResult};
 use goodput_report::Document;
@@ -79,7 +79,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         Some(p) => p.0.clone(),
         None => out.percentiles.0.clone(),
     };
-    let opts = saved_options(&run, &a.judge, &percentiles)?;
+    let opts = setup::saved_options(&run, &a.judge, &percentiles)?;
     let mut config = run.config.clone();
     config.percentiles = Some(percentiles.clone());
     config.judge = Some(setup::judge_config(&opts));
@@ -111,38 +111,6 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     recompute_server_side(run, &mut result, &records, a.window.is_some());
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
-}
-
-/// The analysis options of a saved run re-analysed: `judge`'s where given,
-/// the run's own SLO, price and rating thresholds where not.
-pub fn saved_options(
-    run: &RunResult,
-    judge: &crate::cli::JudgeArgs,
-    percentiles: &[f64],
-) -> Result<goodput_core::AnalysisOptions> {
-    let mut opts = setup::analysis_options(percentiles, judge)?;
-    let saved = run.config.judge.as_ref();
-    if judge.slo.is_none() {
-        // Keep the run's own SLO when no other is given.
-        if let Some(spec) = saved.and_then(|j| j.slo.as_deref()) {
-            opts.slo = Some(spec.parse().map_err(|e: goodput_core::SloError| anyhow!("the saved SLO '{spec}': {e}"))?);
-        }
-    }
-    if let (Some(import), Some(slo)) = (goodput_report::peers::import_info(run), &opts.slo) {
-        goodput_report::peers::check_slo(import, slo)?;
-    }
-    if opts.cost.is_none() {
-        if let Some(c) = &run.cost {
-            opts.cost = Some(goodput_core::cost::CostConfig { gpu_hour_usd: c.gpu_hour_usd, gpus: c.gpus });
-        }
-    }
-    if judge.config.is_none() {
-        // Keep the run's own rating thresholds when no config gives others.
-        if let Some(j) = saved {
-            opts.ratings = j.ratings;
-        }
-    }
-    Ok(opts)
 }
 
 /// The requests of `records` sent in `w`, or an error that says when they were sent.

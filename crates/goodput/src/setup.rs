@@ -299,6 +299,39 @@ pub fn tags(out: &OutputArgs) -> (Option<String>, Option<BTreeMap<String, String
     (out.label.clone(), meta)
 }
 
+/// The analysis options of a saved run re-analysed: `judge`'s where given,
+/// the run's own SLO, price and rating thresholds where not.
+pub fn saved_options(
+    run: &goodput_core::RunResult,
+    judge: &crate::cli::JudgeArgs,
+    percentiles: &[f64],
+) -> Result<goodput_core::AnalysisOptions> {
+    let mut opts = analysis_options(percentiles, judge)?;
+    let saved = run.config.judge.as_ref();
+    if judge.slo.is_none() {
+        // Keep the run's own SLO when no other is given.
+        if let Some(spec) = saved.and_then(|j| j.slo.as_deref()) {
+            opts.slo =
+                Some(spec.parse().map_err(|e: goodput_core::SloError| anyhow::anyhow!("the saved SLO '{spec}': {e}"))?);
+        }
+    }
+    if let (Some(import), Some(slo)) = (goodput_report::peers::import_info(run), &opts.slo) {
+        goodput_report::peers::check_slo(import, slo)?;
+    }
+    if opts.cost.is_none() {
+        if let Some(c) = &run.cost {
+            opts.cost = Some(goodput_core::cost::CostConfig { gpu_hour_usd: c.gpu_hour_usd, gpus: c.gpus });
+        }
+    }
+    if judge.config.is_none() {
+        // Keep the run's own rating thresholds when no config gives others.
+        if let Some(j) = saved {
+            opts.ratings = j.ratings;
+        }
+    }
+    Ok(opts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
