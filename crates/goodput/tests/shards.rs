@@ -79,7 +79,9 @@ fn three_shards_merge_into_the_run_one_process_gives() {
     let mut children: Vec<Child> = (0..3)
         .map(|i| {
             let extra = vec!["--shard".into(), format!("{i}/3"), "--start-at".into(), start_at.to_string()];
-            bench(&sharded.url, &extra, &p(&format!("s{i}.json")), &p(&format!("s{i}.jsonl")))
+            // Shard 2 writes its records as Parquet; merge reads either.
+            let ext = if i == 2 { "parquet" } else { "jsonl" };
+            bench(&sharded.url, &extra, &p(&format!("s{i}.json")), &p(&format!("s{i}.{ext}")))
         })
         .collect();
     let extra = vec!["--start-at".into(), start_at.to_string()];
@@ -102,7 +104,7 @@ fn three_shards_merge_into_the_run_one_process_gives() {
         .arg("-o")
         .arg(&merged)
         .arg("--records")
-        .arg(p("merged.jsonl"))
+        .arg(p("merged.parquet"))
         .arg("--html")
         .arg(p("merged.html"))
         .assert()
@@ -148,7 +150,7 @@ fn three_shards_merge_into_the_run_one_process_gives() {
         v.sort();
         v
     };
-    let (ms, os) = (sched(p("merged.jsonl")), sched(p("one.jsonl")));
+    let (ms, os) = (sched(p("merged.parquet")), sched(p("one.jsonl")));
     assert_eq!(ms.iter().map(|x| x.0).collect::<Vec<_>>(), (0..300).collect::<Vec<_>>());
     for (a, b) in ms.iter().zip(&os) {
         let gap = (a.1 as f64 - b.1 as f64).abs() / 1e9;
@@ -161,7 +163,7 @@ fn three_shards_merge_into_the_run_one_process_gives() {
         .args(["report"])
         .arg(&merged)
         .arg("--records")
-        .arg(p("merged.jsonl"))
+        .arg(p("merged.parquet"))
         .arg("-o")
         .arg(&again)
         .assert()
@@ -220,7 +222,7 @@ fn refusals(dir: &Path, single: &Path) {
     // Nor does a merge write over a shard's own files.
     let err = goodput().arg("merge").args([s(0), s(1), s(2)]).arg("-o").arg(s(0)).refusal();
     assert!(err.contains("a shard's result"), "{err}");
-    let err = goodput().arg("merge").args([s(0), s(1), s(2)]).arg("--records").arg(p("s2.jsonl")).refusal();
+    let err = goodput().arg("merge").args([s(0), s(1), s(2)]).arg("--records").arg(p("s2.parquet")).refusal();
     assert!(err.contains("a shard's records"), "{err}");
     // An interrupted shard (SIGTERM, say) is merged, and the merge says so.
     let mut stopped = read_json(&s(2));
