@@ -146,6 +146,7 @@ fn a_records_file_cut_mid_line_is_read_up_to_the_cut() {
 /// records as Parquet: they read back as the ones the result holds, and
 /// `report` of them gives the same figures; a cut file is refused saying
 /// why.
+#[cfg(feature = "parquet")]
 #[test]
 fn parquet_records_give_the_same_report_as_the_records_held_in_the_result() {
     let dir = tempfile::tempdir().unwrap();
