@@ -2,8 +2,8 @@
 //! column per scalar field of the record, and list columns for the chunks,
 //! so that pandas, polars and DuckDB read a run's records without goodput
 //! (docs/result.md says how). Written with the `parquet` crate's low-level
-//! column writers, row group by row group, and read back with its record
-//! reader, a row group at a time.
+//! column writers, row group by row group, and read back a row group at a
+//! time with its column readers.
 //!
 //! Every field of a [`RequestRecord`] has a column of its own except
 //! `quality`, whose scores and sacreBLEU statistics are one JSON text
@@ -21,8 +21,8 @@ use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DataType, Int64Type
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};
-use parquet::record::{Field, Row};
 use parquet::schema::types::ColumnPath;
+use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -403,16 +403,25 @@ impl<W: Write + Send> ParquetSink<W> {
     }
 }
 
-/// The rows of a Parquet records file, read back as records a row group at
-/// a time.
+/// The rows of a Parquet records file, read back as records a batch of
+/// rows at a time: each column's values and levels for the batch are
+/// decoded, then the records are put together from the columns row by row.
 pub struct ParquetRows {
     path: PathBuf,
-    rows: parquet::record::reader::RowIter<'static>,
+    reader: SerializedFileReader<std::fs::File>,
+    /// The next row group to open.
+    group: usize,
+    /// The open row group's columns; its rows not yet decoded, and the
+    /// decoded rows not yet read.
+    cols: Vec<Column>,
+    group_left: usize,
+    left: usize,
+    /// Rows read so far (1-based number of the last).
     row: usize,
+    done: bool,
 }
 
-/// The columns a records file must have, with their physical types: the
-/// rest have defaults.
+/// The columns a records file must have: the rest have defaults.
 const REQUIRED: [&str; 9] = [
     "id",
     "scheduled_ns",
@@ -424,6 +433,176 @@ const REQUIRED: [&str; 9] = [
     "output_tokens_source",
     "outcome",
 ];
+
+/// One value of a column.
+#[derive(Clone)]
+enum Val {
+    I(i64),
+    B(bool),
+    S(ByteArray),
+}
+
+impl fmt::Display for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Val::I(v) => write!(f, "the integer {v}"),
+            Val::B(v) => write!(f, "the boolean {v}"),
+            Val::S(v) => write!(f, "the text {:?}", String::from_utf8_lossy(v.data())),
+        }
+    }
+}
+
+/// Rows decoded at a time: a few hundred kB of columns at 64 chunks a row.
+const BATCH: usize = 1024;
+
+/// A column chunk's reader, by its type.
+enum Reader {
+    I64(parquet::column::reader::ColumnReaderImpl<Int64Type>),
+    I32(parquet::column::reader::ColumnReaderImpl<parquet::data_type::Int32Type>),
+    B(parquet::column::reader::ColumnReaderImpl<BoolType>),
+    S(parquet::column::reader::ColumnReaderImpl<ByteArrayType>),
+    None,
+}
+
+enum Vals {
+    I(Vec<i64>),
+    B(Vec<bool>),
+    S(Vec<ByteArray>),
+    /// A column of a type no record field has: its rows read as nulls.
+    Other,
+}
+
+/// A row group's column, decoded, with where the next row begins.
+struct Column {
+    name: String,
+    reader: Reader,
+    vals: Vals,
+    def: Vec<i16>,
+    rep: Vec<i16>,
+    max_def: i16,
+    max_rep: i16,
+    /// The next value and the next level.
+    vi: usize,
+    li: usize,
+}
+
+impl Column {
+    fn value(&mut self) -> Result<Val, String> {
+        let i = self.vi;
+        self.vi += 1;
+        let v = match &self.vals {
+            Vals::I(v) => v.get(i).map(|v| Val::I(*v)),
+            Vals::B(v) => v.get(i).map(|v| Val::B(*v)),
+            Vals::S(v) => v.get(i).cloned().map(Val::S),
+            Vals::Other => return Err(format!("column `{}` is of a type no record field has", self.name)),
+        };
+        v.ok_or_else(|| format!("column `{}` has fewer values than its levels say", self.name))
+    }
+
+    fn level(&mut self) -> Result<(i16, i16), String> {
+        let i = self.li;
+        self.li += 1;
+        let def = if self.max_def > 0 { self.def.get(i).copied() } else { Some(self.max_def) };
+        let rep = if self.max_rep > 0 { self.rep.get(i).copied() } else { Some(0) };
+        def.zip(rep).ok_or_else(|| format!("column `{}` has fewer levels than its rows", self.name))
+    }
+
+    /// The next row's value of a column of one value a row (None: null).
+    fn scalar(&mut self) -> Result<Option<Val>, String> {
+        let (def, _) = self.level()?;
+        if def < self.max_def || matches!(self.vals, Vals::Other) {
+            return Ok(None);
+        }
+        self.value().map(Some)
+    }
+
+    /// The next row's items of a list column (None: a null list).
+    fn list(&mut self) -> Result<Option<Vec<Val>>, String> {
+        let (def, _) = self.level()?;
+        if def < self.max_def - 1 || matches!(self.vals, Vals::Other) {
+            self.skip_rest();
+            return Ok(None);
+        }
+        let mut items = Vec::new();
+        if def == self.max_def {
+            items.push(self.value()?);
+        }
+        while self.rep.get(self.li).is_some_and(|&r| r > 0) {
+            let (def, _) = self.level()?;
+            if def == self.max_def {
+                items.push(self.value()?);
+            }
+        }
+        Ok(Some(items))
+    }
+
+    /// Passes over the rest of a row's levels.
+    fn skip_rest(&mut self) {
+        while self.max_rep > 0 && self.rep.get(self.li).is_some_and(|&r| r > 0) {
+            self.li += 1;
+        }
+    }
+}
+
+/// Reads the next `rows` records of a column chunk into `vals` and the
+/// levels.
+fn read_column<T: DataType>(
+    r: &mut parquet::column::reader::ColumnReaderImpl<T>,
+    rows: usize,
+    name: &str,
+    (max_def, max_rep): (i16, i16),
+    def: &mut Vec<i16>,
+    rep: &mut Vec<i16>,
+    vals: &mut Vec<T::T>,
+) -> Result<(), String> {
+    let mut got = 0;
+    while got < rows {
+        let d = if max_def > 0 { Some(&mut *def) } else { None };
+        let r_ = if max_rep > 0 { Some(&mut *rep) } else { None };
+        let (n, _, _) = r.read_records(rows - got, d, r_, vals).map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err(format!("column `{name}` ends before its row group's rows do"));
+        }
+        got += n;
+    }
+    Ok(())
+}
+
+impl Column {
+    /// Decodes the column's next `rows` rows, in place of the last batch.
+    fn fill(&mut self, rows: usize) -> Result<(), String> {
+        let Column { name, reader, vals, def, rep, max_def, max_rep, vi, li } = self;
+        (*vi, *li) = (0, 0);
+        def.clear();
+        rep.clear();
+        let levels = (*max_def, *max_rep);
+        match (reader, vals) {
+            (Reader::I64(r), Vals::I(v)) => {
+                v.clear();
+                read_column(r, rows, name, levels, def, rep, v)
+            }
+            (Reader::I32(r), Vals::I(v)) => {
+                let mut narrow = Vec::new();
+                read_column(r, rows, name, levels, def, rep, &mut narrow)?;
+                *v = narrow.into_iter().map(i64::from).collect();
+                Ok(())
+            }
+            (Reader::B(r), Vals::B(v)) => {
+                v.clear();
+                read_column(r, rows, name, levels, def, rep, v)
+            }
+            (Reader::S(r), Vals::S(v)) => {
+                v.clear();
+                read_column(r, rows, name, levels, def, rep, v)
+            }
+            // Not decoded: each row's value is null.
+            _ => {
+                def.resize(rows, 0);
+                Ok(())
+            }
+        }
+    }
+}
 
 impl ParquetRows {
     pub fn open(path: &Path) -> Result<Self, RecordsError> {
@@ -447,78 +626,164 @@ impl ParquetRows {
         }
         Ok(ParquetRows {
             path: path.to_owned(),
-            rows: parquet::record::reader::RowIter::from_file_into(Box::new(reader)),
+            reader,
+            group: 0,
+            cols: Vec::new(),
+            group_left: 0,
+            left: 0,
             row: 0,
+            done: false,
         })
+    }
+
+    /// Opens the next row group's columns.
+    fn open_group(&mut self) -> Result<(), String> {
+        use parquet::column::reader::ColumnReader;
+        let g = self.reader.get_row_group(self.group).map_err(|e| e.to_string())?;
+        self.group += 1;
+        let rows = usize::try_from(g.metadata().num_rows()).map_err(|_| "a row group of fewer than no rows")?;
+        let mut cols = Vec::new();
+        for i in 0..g.num_columns() {
+            let descr = g.metadata().column(i).column_descr_ptr();
+            let (reader, vals) = match g.get_column_reader(i).map_err(|e| e.to_string())? {
+                ColumnReader::Int64ColumnReader(r) => (Reader::I64(r), Vals::I(Vec::new())),
+                ColumnReader::Int32ColumnReader(r) => (Reader::I32(r), Vals::I(Vec::new())),
+                ColumnReader::BoolColumnReader(r) => (Reader::B(r), Vals::B(Vec::new())),
+                ColumnReader::ByteArrayColumnReader(r) => (Reader::S(r), Vals::S(Vec::new())),
+                // Not decoded: a field of a newer goodput or another program.
+                _ => (Reader::None, Vals::Other),
+            };
+            let other = matches!(reader, Reader::None);
+            cols.push(Column {
+                name: descr.path().parts().first().cloned().unwrap_or_default(),
+                reader,
+                vals,
+                def: Vec::new(),
+                rep: Vec::new(),
+                // A column not decoded reads as one null a row.
+                max_def: if other { 1 } else { descr.max_def_level() },
+                max_rep: if other { 0 } else { descr.max_rep_level() },
+                vi: 0,
+                li: 0,
+            });
+        }
+        self.cols = cols;
+        self.group_left = rows;
+        Ok(())
+    }
+
+    fn next_row(&mut self) -> Result<Option<RequestRecord>, String> {
+        while self.left == 0 {
+            if self.group_left == 0 {
+                if self.group >= self.reader.num_row_groups() {
+                    return Ok(None);
+                }
+                self.open_group()?;
+                continue;
+            }
+            let n = self.group_left.min(BATCH);
+            for c in &mut self.cols {
+                c.fill(n)?;
+            }
+            (self.group_left, self.left) = (self.group_left - n, n);
+        }
+        self.left -= 1;
+        self.row += 1;
+        record_of(&mut self.cols).map(Some)
     }
 
     pub fn next_record(&mut self) -> Option<Result<RequestRecord, RecordsError>> {
-        let path = &self.path;
-        let bad = |why: String| RecordsError::Parquet { path: path.clone(), why };
-        // The reader asserts on some damage rather than erring: a damaged
+        if self.done {
+            return None;
+        }
+        // The reader may assert on some damage rather than err: a damaged
         // file is an error all the same.
-        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rows.next()))
-            .unwrap_or_else(|_| Some(Err(parquet::errors::ParquetError::General("the file is damaged".into()))))?;
-        self.row += 1;
-        Some(match next {
-            Ok(row) => {
-                record_of(&row).map_err(|why| RecordsError::ParquetRow { path: path.clone(), row: self.row, why })
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.next_row()))
+            .unwrap_or_else(|_| Err("the file is damaged".into()));
+        match next {
+            Ok(Some(r)) => Some(Ok(r)),
+            Ok(None) => {
+                self.done = true;
+                None
             }
-            Err(e) => Err(bad(format!("row {} cannot be read: {e}", self.row))),
-        })
+            Err(why) => {
+                self.done = true;
+                let (path, row) = (self.path.clone(), self.row.max(1));
+                Some(Err(RecordsError::ParquetRow { path, row, why }))
+            }
+        }
     }
 }
 
-fn int(f: &Field) -> Option<i64> {
-    match f {
-        Field::Long(v) => Some(*v),
-        Field::Int(v) => Some(i64::from(*v)),
-        Field::Short(v) => Some(i64::from(*v)),
-        Field::Byte(v) => Some(i64::from(*v)),
-        Field::ULong(v) => Some(*v as i64),
-        Field::UInt(v) => Some(i64::from(*v)),
-        Field::UShort(v) => Some(i64::from(*v)),
-        Field::UByte(v) => Some(i64::from(*v)),
-        _ => None,
-    }
-}
-
-fn texts(f: &Field) -> Option<&str> {
-    match f {
-        Field::Str(s) => Some(s),
+fn text_of(v: &Val) -> Option<&str> {
+    match v {
+        Val::S(b) => std::str::from_utf8(b.data()).ok(),
         _ => None,
     }
 }
 
 /// An enum by the name its JSON form gives it (`usage`, `tool_calls`).
-fn named<T: serde::de::DeserializeOwned>(f: &Field) -> Option<T> {
-    texts(f).and_then(|s| serde_json::from_value(serde_json::Value::String(s.to_owned())).ok())
+fn named<T: serde::de::DeserializeOwned>(v: &Val) -> Option<T> {
+    text_of(v).and_then(|s| serde_json::from_value(serde_json::Value::String(s.to_owned())).ok())
 }
 
-/// One row as a record; the error names the column that does not fit.
-fn record_of(row: &Row) -> Result<RequestRecord, String> {
+/// The next row of `cols` as a record; the error names the column that
+/// does not fit.
+fn record_of(cols: &mut [Column]) -> Result<RequestRecord, String> {
     let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
     let (mut times, mut tokens, mut channels) = (Vec::new(), Vec::new(), Vec::new());
     let (mut status, mut kind, mut message) = (None, None, String::new());
     let mut session = [None; 3];
-    for (col, f) in row.get_column_iter() {
-        if matches!(f, Field::Null) {
+    for col in cols.iter_mut() {
+        let (items, v) = if col.max_rep > 0 { (col.list()?, None) } else { (None, col.scalar()?) };
+        let name = col.name.as_str();
+        let wrong = |v: &Val| format!("column `{name}` holds {v}, which is not what a goodput record holds there");
+        if let Some(items) = items {
+            let ints = || {
+                items
+                    .iter()
+                    .map(|v| if let Val::I(i) = v { Ok(*i) } else { Err(wrong(v)) })
+                    .collect::<Result<Vec<_>, _>>()
+            };
+            let texts = || {
+                items
+                    .iter()
+                    .map(|v| text_of(v).map(str::to_owned).ok_or_else(|| wrong(v)))
+                    .collect::<Result<Vec<_>, _>>()
+            };
+            match name {
+                "chunk_t_ns" => times = ints()?.into_iter().map(|v| v as u64).collect(),
+                "chunk_tokens" => tokens = ints()?.into_iter().map(|v| v as u32).collect(),
+                "chunk_channel" => {
+                    channels = items
+                        .iter()
+                        .map(|v| match text_of(v) {
+                            Some("content") => Ok(Channel::Content),
+                            Some("reasoning") => Ok(Channel::Reasoning),
+                            Some("tool_calls") => Ok(Channel::ToolCalls),
+                            _ => Err(wrong(v)),
+                        })
+                        .collect::<Result<_, _>>()?
+                }
+                "output_words" => r.output_words = Some(ints()?.into_iter().map(|v| v as u32).collect()),
+                "reference" => r.reference = Some(texts()?),
+                // A column of a newer goodput: left to it.
+                _ => {}
+            }
             continue;
         }
-        let wrong = || format!("column `{col}` holds {f}, which is not what a goodput record holds there");
-        let n = || int(f).ok_or_else(wrong);
+        let Some(v) = v else { continue };
+        let n = || if let Val::I(i) = v { Ok(i) } else { Err(wrong(&v)) };
         let u = || n().map(|v| v as u64);
         let u32_ = || n().map(|v| v as u32);
         let t = || u().map(Duration::from_nanos);
-        let s = || texts(f).map(str::to_owned).ok_or_else(wrong);
-        let list = || match f {
-            Field::ListInternal(l) => Ok(l.elements()),
-            _ => Err(wrong()),
-        };
-        match col.as_str() {
+        let s = || text_of(&v).map(str::to_owned).ok_or_else(|| wrong(&v));
+        let b = || if let Val::B(b) = v { Ok(b) } else { Err(wrong(&v)) };
+        let e = || wrong(&v);
+        match name {
             "id" => r.id = u()?,
             "run_id" => r.run_id = Some(s()?),
-            "warmup" => r.warmup = matches!(f, Field::Bool(true)),
+            "warmup" => r.warmup = b()?,
             "scheduled_ns" => r.scheduled = t()?,
             "sent_ns" => r.sent = t()?,
             "first_byte_ns" => r.first_byte = Some(t()?),
@@ -526,29 +791,11 @@ fn record_of(row: &Row) -> Result<RequestRecord, String> {
             "last_choice_ns" => r.last_choice = Some(t()?),
             "stream_end_ns" => r.stream_end = Some(t()?),
             "end_ns" => r.end = t()?,
-            "chunk_t_ns" => {
-                times = list()?.iter().map(|e| int(e).map(|v| v as u64)).collect::<Option<_>>().ok_or_else(wrong)?
-            }
-            "chunk_tokens" => {
-                tokens = list()?.iter().map(|e| int(e).map(|v| v as u32)).collect::<Option<_>>().ok_or_else(wrong)?
-            }
-            "chunk_channel" => {
-                channels = list()?
-                    .iter()
-                    .map(|e| match texts(e) {
-                        Some("content") => Some(Channel::Content),
-                        Some("reasoning") => Some(Channel::Reasoning),
-                        Some("tool_calls") => Some(Channel::ToolCalls),
-                        _ => None,
-                    })
-                    .collect::<Option<_>>()
-                    .ok_or_else(wrong)?
-            }
             "input_tokens" => r.input_tokens = u()?,
-            "input_tokens_source" => r.input_tokens_source = named(f).ok_or_else(wrong)?,
+            "input_tokens_source" => r.input_tokens_source = named(&v).ok_or_else(e)?,
             "output_tokens" => r.output_tokens = u()?,
-            "output_tokens_source" => r.output_tokens_source = named(f).ok_or_else(wrong)?,
-            "chunk_tokens_source" => r.chunk_tokens_source = named(f).ok_or_else(wrong)?,
+            "output_tokens_source" => r.output_tokens_source = named(&v).ok_or_else(e)?,
+            "chunk_tokens_source" => r.chunk_tokens_source = named(&v).ok_or_else(e)?,
             "counts_usage_prompt" => r.counts.usage_prompt = Some(u()?),
             "counts_usage_completion" => r.counts.usage_completion = Some(u()?),
             "counts_usage_cached_prompt" => r.counts.usage_cached_prompt = Some(u()?),
@@ -567,24 +814,16 @@ fn record_of(row: &Row) -> Result<RequestRecord, String> {
             "session_turn" => session[1] = Some(u()?),
             "session_turns" => session[2] = Some(u()?),
             "model" => r.model = Some(s()?),
-            "abandoned" => r.abandoned = matches!(f, Field::Bool(true)),
+            "abandoned" => r.abandoned = b()?,
             "outcome" => status = Some(s()?),
-            "failure_kind" => kind = Some(named(f).ok_or_else(wrong)?),
+            "failure_kind" => kind = Some(named(&v).ok_or_else(e)?),
             "error" => message = s()?,
-            "quality_json" => r.quality = Some(serde_json::from_str(&s()?).map_err(|e| format!("{}: {e}", wrong()))?),
+            "quality_json" => r.quality = Some(serde_json::from_str(&s()?).map_err(|err| format!("{}: {err}", e()))?),
             "prompt_hash" => r.prompt_hash = Some(s()?),
             "output_hash" => r.output_hash = Some(s()?),
             "repeat" => r.repeat = Some(u32_()?),
-            "output_words" => {
-                r.output_words =
-                    Some(list()?.iter().map(|e| int(e).map(|v| v as u32)).collect::<Option<_>>().ok_or_else(wrong)?)
-            }
             "prompt_text" => r.prompt_text = Some(s()?),
             "output_text" => r.output_text = Some(s()?),
-            "reference" => {
-                r.reference =
-                    Some(list()?.iter().map(|e| texts(e).map(str::to_owned)).collect::<Option<_>>().ok_or_else(wrong)?)
-            }
             // A column of a newer goodput: left to it.
             _ => {}
         }
