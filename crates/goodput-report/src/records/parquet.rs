@@ -2,7 +2,7 @@
 //! column per scalar field of the record, and list columns for the chunks,
 //! so that pandas, polars and DuckDB read a run's records without goodput
 //! (docs/result.md says how). Written with the `parquet` crate's low-level
-//! column writers, row group by row group, and read back a row group at a
+//! column writers, row group by row group, and read back 1,024 rows at a
 //! time with its column readers.
 //!
 //! Every field of a [`RequestRecord`] has a column of its own except
