@@ -1,10 +1,14 @@
 //! The per-request records file (`--records`): one JSON line per request,
-//! written the moment it completes, and read back by `report` (and by
-//! anything that recomputes a run from its records).
+//! written the moment it completes, or (`--records FILE.parquet`) one
+//! Parquet row per request; read back by `report` and `merge` (and by
+//! anything that recomputes a run from its records), whichever the form.
 
 use goodput_core::RequestRecord;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+#[cfg(feature = "parquet")]
+mod parquet;
 
 /// What can go wrong with a records file, each naming the file and the fix.
 #[derive(Debug, thiserror::Error)]
@@ -13,6 +17,8 @@ pub enum RecordsError {
     Create { path: PathBuf, err: std::io::Error },
     #[error("cannot start the records writer thread: {0}")]
     Thread(std::io::Error),
+    #[error("cannot write the records file {}: {err}", path.display())]
+    Write { path: PathBuf, err: std::io::Error },
     #[error("cannot read {}: {err}", path.display())]
     Read { path: PathBuf, err: std::io::Error },
     #[error("{} line {line} is not a goodput record: {err}", path.display())]
@@ -23,9 +29,93 @@ pub enum RecordsError {
         path.display()
     )]
     OtherRun { path: PathBuf, other: String, run_id: String },
+    #[error("{} is not a readable Parquet records file: {why}", path.display())]
+    Parquet { path: PathBuf, why: String },
+    #[error("{} row {row} is not a goodput record: {why}", path.display())]
+    ParquetRow { path: PathBuf, row: usize, why: String },
+    #[error(
+        "{} is a Parquet file, and this goodput was built without Parquet: build it with its default features \
+         (the `parquet` feature), or give a JSON Lines records file (--records FILE.jsonl)",
+        path.display()
+    )]
+    NoParquet { path: PathBuf },
 }
 
-/// Writes each record as one JSON line, flushed, the moment it completes.
+/// Whether records written to `path` are Parquet: its extension is
+/// `.parquet`, in any case. Any other is JSON Lines.
+pub fn is_parquet_path(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+/// Whether the file at `path` is Parquet to read: by its extension, or
+/// by the magic bytes every Parquet file begins with.
+fn reads_as_parquet(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    is_parquet_path(path)
+        || std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"PAR1"
+}
+
+/// Where the writer thread puts records.
+enum Sink {
+    Jsonl(std::io::BufWriter<std::fs::File>),
+    #[cfg(feature = "parquet")]
+    Parquet(Box<parquet::ParquetSink<std::io::BufWriter<std::fs::File>>>),
+}
+
+impl Sink {
+    /// A new records file at `path`, its form chosen by its extension.
+    fn create(path: &Path) -> Result<Sink, RecordsError> {
+        #[cfg(not(feature = "parquet"))]
+        if is_parquet_path(path) {
+            return Err(RecordsError::NoParquet { path: path.to_owned() });
+        }
+        let f = std::fs::File::create(path).map_err(|err| RecordsError::Create { path: path.to_owned(), err })?;
+        let out = std::io::BufWriter::new(f);
+        #[cfg(feature = "parquet")]
+        if is_parquet_path(path) {
+            let p = parquet::ParquetSink::new(out)
+                .map_err(|e| RecordsError::Create { path: path.to_owned(), err: std::io::Error::other(e) })?;
+            return Ok(Sink::Parquet(Box::new(p)));
+        }
+        Ok(Sink::Jsonl(out))
+    }
+
+    fn write(&mut self, r: &RequestRecord) -> std::io::Result<()> {
+        match self {
+            Sink::Jsonl(out) => {
+                // The chunks packed (see goodput_core::chunks): a few bytes each.
+                goodput_core::chunks::packed(|| serde_json::to_writer(&mut *out, r))
+                    .map_err(std::io::Error::other)
+                    .and_then(|_| out.write_all(b"\n"))
+            }
+            #[cfg(feature = "parquet")]
+            Sink::Parquet(p) => p.write(r).map_err(std::io::Error::other),
+        }
+    }
+
+    /// After each batch: JSON lines go to disk at once; Parquet's row
+    /// groups go out as they fill.
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Jsonl(out) => out.flush(),
+            #[cfg(feature = "parquet")]
+            Sink::Parquet(_) => Ok(()),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            Sink::Jsonl(mut out) => out.flush(),
+            #[cfg(feature = "parquet")]
+            Sink::Parquet(p) => p.finish().map_err(std::io::Error::other).and_then(|mut out| out.flush()),
+        }
+    }
+}
+
+/// Writes each record as one JSON line, flushed, the moment it completes
+/// (or, to a `.parquet` path, as a Parquet row: buffered, a row group at a
+/// time, and readable once the file is dropped, which writes its footer).
 /// The serialising and writing happen on a thread of their own: at 1,000
 /// streams in step, a thousand records of hundreds of chunks each complete
 /// together, and writing them on the runtime's thread stalls the streams
@@ -41,31 +131,27 @@ pub struct RecordFile {
 impl RecordFile {
     /// A records file of run `run_id`, which every record written names.
     pub fn create(path: &Path, run_id: &str) -> Result<Self, RecordsError> {
-        let f = std::fs::File::create(path).map_err(|err| RecordsError::Create { path: path.to_owned(), err })?;
+        let mut sink = Sink::create(path)?;
         let (tx, rx) = std::sync::mpsc::channel::<RequestRecord>();
         let path = path.to_owned();
         let writer = std::thread::Builder::new()
             .name("goodput-records".into())
             .spawn(move || {
-                let mut out = std::io::BufWriter::new(f);
+                let warn = |e: std::io::Error| {
+                    eprintln!("warning: writing records to {} failed ({e}); the run goes on without it", path.display())
+                };
                 while let Ok(first) = rx.recv() {
                     // Whatever else is waiting goes out with it, then one flush.
                     let res = std::iter::once(first)
                         .chain(rx.try_iter())
-                        .try_for_each(|r| {
-                            // The chunks packed (see goodput_core::chunks): a few bytes each.
-                            goodput_core::chunks::packed(|| serde_json::to_writer(&mut out, &r))
-                                .map_err(std::io::Error::other)
-                                .and_then(|_| out.write_all(b"\n"))
-                        })
-                        .and_then(|_| out.flush());
+                        .try_for_each(|r| sink.write(&r))
+                        .and_then(|_| sink.flush());
                     if let Err(e) = res {
-                        eprintln!(
-                            "warning: writing records to {} failed ({e}); the run goes on without it",
-                            path.display()
-                        );
-                        return;
+                        return warn(e);
                     }
+                }
+                if let Err(e) = sink.finish() {
+                    warn(e);
                 }
             })
             .map_err(RecordsError::Thread)?;
@@ -89,23 +175,49 @@ impl Drop for RecordFile {
     }
 }
 
+/// Writes `records` as a records file of run `run_id` (JSON Lines, or
+/// Parquet by its extension) on this thread, a record at a time: what
+/// `merge` writes, without a copy of every record queued for a writer.
+pub fn write_records(path: &Path, run_id: &str, records: &[RequestRecord]) -> Result<(), RecordsError> {
+    let mut sink = Sink::create(path)?;
+    let err = |err| RecordsError::Write { path: path.to_owned(), err };
+    for r in records {
+        // One record's copy at a time, to name its run.
+        sink.write(&RequestRecord { run_id: Some(run_id.to_owned()), ..r.clone() }).map_err(err)?;
+    }
+    sink.finish().map_err(err)
+}
+
 /// A new run's name: its start in nanoseconds and the process, in hex.
 pub fn new_run_id() -> String {
     let ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     format!("{ns:x}-{:x}", std::process::id())
 }
 
-/// Reads a records file one record at a time, in the order written, holding
-/// one line at a time: `report` and `merge` of a long run never hold the
-/// file's text, nor more than a record's worth of it. Reads both forms of
-/// the chunks (see [`goodput_core::Chunks`]): the packed one written now,
-/// and the array of chunk objects of older files.
+/// Reads a records file one record at a time, in the order written: JSON
+/// Lines holding one line at a time, so that `report` and `merge` of a long
+/// run never hold the file's text, nor more than a record's worth of it; or
+/// Parquet (by its `.parquet` extension or its first bytes), a row group at
+/// a time. Reads both forms of the JSON chunks (see
+/// [`goodput_core::Chunks`]): the packed one written now, and the array of
+/// chunk objects of older files.
 ///
-/// A last line cut short (a full disk, a killed writer leave exactly that)
-/// is left out with a warning, and the complete lines are read; a bad line
-/// anywhere else is an error.
+/// A last JSON line cut short (a full disk, a killed writer leave exactly
+/// that) is left out with a warning, and the complete lines are read; a bad
+/// line anywhere else is an error. A Parquet file is readable only whole: a
+/// killed writer leaves it without its footer, and it is refused, saying so.
 pub struct RecordsReader {
     path: PathBuf,
+    inner: Inner,
+}
+
+enum Inner {
+    Jsonl(JsonLines),
+    #[cfg(feature = "parquet")]
+    Parquet(Box<parquet::ParquetRows>),
+}
+
+struct JsonLines {
     input: std::io::BufReader<std::fs::File>,
     line: String,
     /// 1-based number of the line last read.
@@ -117,14 +229,25 @@ pub struct RecordsReader {
 
 impl RecordsReader {
     pub fn open(path: &Path) -> Result<Self, RecordsError> {
+        if reads_as_parquet(path) {
+            #[cfg(feature = "parquet")]
+            return Ok(RecordsReader {
+                path: path.to_owned(),
+                inner: Inner::Parquet(Box::new(parquet::ParquetRows::open(path)?)),
+            });
+            #[cfg(not(feature = "parquet"))]
+            return Err(RecordsError::NoParquet { path: path.to_owned() });
+        }
         let f = std::fs::File::open(path).map_err(|err| RecordsError::Read { path: path.to_owned(), err })?;
         Ok(RecordsReader {
             path: path.to_owned(),
-            input: std::io::BufReader::with_capacity(1 << 16, f),
-            line: String::new(),
-            line_no: 0,
-            read: 0,
-            done: false,
+            inner: Inner::Jsonl(JsonLines {
+                input: std::io::BufReader::with_capacity(1 << 16, f),
+                line: String::new(),
+                line_no: 0,
+                read: 0,
+                done: false,
+            }),
         })
     }
 
@@ -137,6 +260,16 @@ impl Iterator for RecordsReader {
     type Item = Result<RequestRecord, RecordsError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            Inner::Jsonl(j) => j.next(&self.path),
+            #[cfg(feature = "parquet")]
+            Inner::Parquet(p) => p.next_record(),
+        }
+    }
+}
+
+impl JsonLines {
+    fn next(&mut self, path: &Path) -> Option<Result<RequestRecord, RecordsError>> {
         use std::io::BufRead;
         while !self.done {
             self.line.clear();
@@ -158,7 +291,7 @@ impl Iterator for RecordsReader {
                             eprintln!(
                                 "warning: {} line {} was cut short (the writer stopped mid-line); read the {} \
                                  complete records before it",
-                                self.path.display(),
+                                path.display(),
                                 self.line_no,
                                 self.read
                             );
@@ -166,14 +299,14 @@ impl Iterator for RecordsReader {
                         }
                         Err(err) => {
                             self.done = true;
-                            let path = self.path.clone();
+                            let path = path.to_owned();
                             return Some(Err(RecordsError::NotARecord { path, line: self.line_no, err }));
                         }
                     }
                 }
                 Err(err) => {
                     self.done = true;
-                    return Some(Err(RecordsError::Read { path: self.path.clone(), err }));
+                    return Some(Err(RecordsError::Read { path: path.to_owned(), err }));
                 }
             }
         }
@@ -288,5 +421,161 @@ mod tests {
         std::fs::write(&path, format!("{}\n{OLD_LINE}\n", &OLD_LINE[..100])).unwrap();
         let e = read_records(&path).unwrap_err().to_string();
         assert!(e.contains("line 1 is not a goodput record"), "{e}");
+    }
+
+    /// A record with every field filled, in the ways a run fills them.
+    #[cfg(feature = "parquet")]
+    fn full_record(id: u64) -> RequestRecord {
+        use goodput_core::quality::RequestQuality;
+        use goodput_core::{
+            Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, SessionTurn, TokenCounts,
+        };
+        let ms = Duration::from_millis;
+        let mut r = RequestRecord::new(id, ms(id), ms(id) + Duration::from_nanos(123_457));
+        r.warmup = id == 0;
+        r.first_byte = Some(ms(id + 20));
+        for (k, channel) in
+            [Channel::Reasoning, Channel::Reasoning, Channel::Content, Channel::ToolCalls].into_iter().enumerate()
+        {
+            let t = ms(id + 30) + Duration::from_nanos(8_000_123 * k as u64);
+            r.chunks.push(OutputChunk { t, tokens: k as u32 + 1, channel });
+        }
+        r.first_choice = Some(ms(id + 25));
+        r.last_choice = Some(ms(id + 70));
+        r.stream_end = Some(ms(id + 71));
+        r.end = ms(id + 72);
+        r.input_tokens = 291;
+        r.input_tokens_source = CountSource::Usage;
+        r.output_tokens = 10;
+        r.output_tokens_source = CountSource::Tokenizer;
+        r.chunk_tokens_source = ChunkTokenSource::Apportioned;
+        r.counts = TokenCounts {
+            usage_prompt: Some(291),
+            usage_completion: Some(10),
+            usage_cached_prompt: Some(0),
+            tokenizer_prompt: Some(290),
+            tokenizer_completion: Some(11),
+            intended_prompt: Some(256),
+            requested_completion: Some(64),
+            chunks: 4,
+        };
+        r.http_status = Some(200);
+        r.retry_after = Some("2".into());
+        r.retries = 1;
+        r.finish_reason = Some("length".into());
+        r.read_lag_max = Some(Duration::from_nanos(61_182));
+        r.shared_reads = 2;
+        r.session = Some(SessionTurn { id: 7, turn: 2, turns: 3 });
+        r.model = Some("m-ü".into());
+        r.abandoned = id % 3 == 2;
+        r.outcome = match id % 3 {
+            0 => Outcome::Success,
+            1 => Outcome::Failed { kind: FailureKind::MidStreamError, message: "boom, \"quoted\"\nline".into() },
+            _ => Outcome::Cancelled,
+        };
+        r.quality = Some(RequestQuality {
+            exact: Some(1.0),
+            rouge_l: Some(0.123456789012345),
+            bleu_stats: Some([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+            ..RequestQuality::default()
+        });
+        r.prompt_hash = Some("0123456789abcdef".into());
+        r.output_hash = Some("fedcba9876543210".into());
+        r.repeat = Some(1);
+        r.output_words = Some(vec![0, 1, u32::MAX]);
+        r.prompt_text = Some("What is 2+2?".into());
+        r.output_text = Some("4".into());
+        r.reference = Some(vec!["4".into(), "four".into()]);
+        r
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn parquet_records_read_back_equal_to_the_json_lines_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (jsonl, pq) = (dir.path().join("r.jsonl"), dir.path().join("r.Parquet"));
+        let mut records: Vec<RequestRecord> = (0..5).map(full_record).collect();
+        // As sparse as a record gets: no chunks, no response, nothing optional.
+        records.push(RequestRecord::new(5, Duration::ZERO, Duration::from_nanos(1)));
+        records[4].output_words = Some(Vec::new());
+        records[4].reference = Some(Vec::new());
+        // More than one row group.
+        records.extend((6..40_000).map(|i| {
+            let mut r = full_record(i);
+            (r.prompt_text, r.output_text, r.reference) = (None, None, None);
+            r
+        }));
+        for path in [&jsonl, &pq] {
+            let mut f = RecordFile::create(path, "run-a").unwrap();
+            records.iter().for_each(|r| f.write(r));
+        }
+        // Written in one go (merge's way), the same file.
+        let at_once = dir.path().join("at_once.parquet");
+        write_records(&at_once, "run-a", &records).unwrap();
+        assert_eq!(std::fs::read(&at_once).unwrap(), std::fs::read(&pq).unwrap());
+        assert_eq!(&std::fs::read(&pq).unwrap()[..4], b"PAR1", "the extension chose Parquet, whatever its case");
+        let (from_jsonl, from_pq) =
+            (read_run_records(&jsonl, "run-a").unwrap(), read_run_records(&pq, "run-a").unwrap());
+        assert_eq!(from_pq.len(), records.len());
+        assert!(from_pq == from_jsonl, "Parquet and JSON Lines read back the same records");
+        let written: Vec<RequestRecord> =
+            records.into_iter().map(|r| RequestRecord { run_id: Some("run-a".into()), ..r }).collect();
+        assert!(from_pq == written, "as written");
+        // Read by its first bytes whatever its name.
+        let renamed = dir.path().join("r.records");
+        std::fs::rename(&pq, &renamed).unwrap();
+        assert_eq!(RecordsReader::open(&renamed).unwrap().count(), from_jsonl.len());
+        let e = read_run_records(&renamed, "run-b").unwrap_err().to_string();
+        assert!(e.contains("holds records of run run-a, not of this result's run run-b"), "{e}");
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn a_cut_or_foreign_parquet_file_is_refused_saying_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.parquet");
+        {
+            let mut f = RecordFile::create(&path, "run-a").unwrap();
+            (0..100).for_each(|i| f.write(&full_record(i)));
+        }
+        let whole = std::fs::read(&path).unwrap();
+        // Cut (a killed writer): no footer.
+        std::fs::write(&path, &whole[..whole.len() / 2]).unwrap();
+        let e = read_records(&path).unwrap_err().to_string();
+        assert!(e.contains("r.parquet is not a readable Parquet records file"), "{e}");
+        assert!(e.contains("without its footer") && e.contains("--records FILE.jsonl"), "{e}");
+        // JSON lines named .parquet; an empty file.
+        for text in [format!("{OLD_LINE}\n"), String::new()] {
+            std::fs::write(&path, text).unwrap();
+            let e = read_records(&path).unwrap_err().to_string();
+            assert!(e.contains("is not a readable Parquet records file"), "{e}");
+        }
+        // Damaged inside: an error or records, never a panic.
+        let mut refused = 0;
+        for at in (4..whole.len() - 8).step_by(97) {
+            let mut bad = whole.clone();
+            bad[at] ^= 0x5a;
+            std::fs::write(&path, &bad).unwrap();
+            match RecordsReader::open(&path).and_then(|r| r.collect::<Result<Vec<_>, _>>()) {
+                Ok(back) => assert!(back.len() <= 100),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.contains("r.parquet is not a readable Parquet records file") || e.contains("r.parquet row "),
+                        "{e}"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+        assert!(refused > 0, "some damage is seen");
+        // Another program's Parquet file.
+        let schema = std::sync::Arc::new(
+            ::parquet::schema::parser::parse_message_type("message other { required int64 x; }").unwrap(),
+        );
+        let out = std::fs::File::create(&path).unwrap();
+        ::parquet::file::writer::SerializedFileWriter::new(out, schema, Default::default()).unwrap().close().unwrap();
+        let e = read_records(&path).unwrap_err().to_string();
+        assert!(e.contains("has no column `id`, so it is not a goodput records file"), "{e}");
     }
 }

@@ -13,12 +13,19 @@ use goodput_report::Document;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// A shard's result and records, read and checked.
+/// A shard's result, checked, and where its records are.
 struct Shard {
     path: PathBuf,
     run: RunResult,
     records_path: String,
-    records: Vec<RequestRecord>,
+    records: ShardRecords,
+}
+
+/// A shard's records: those its result held (`--include-requests`), or
+/// its records file, read a record at a time as they are merged.
+enum ShardRecords {
+    Held(Vec<RequestRecord>),
+    File(PathBuf),
 }
 
 pub fn merge(a: MergeArgs) -> Result<ExitCode> {
@@ -49,8 +56,8 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     }
     let (count, missing) = check_one_run(&runs, a.allow_partial)?;
     let mut shards = Vec::new();
-    for (path, run) in runs {
-        let (records_path, records) = shard_records(&path, &run)?;
+    for (path, mut run) in runs {
+        let (records_path, records) = shard_records(&path, &mut run)?;
         if let Some(out) = a.records.as_deref().and_then(|p| std::fs::canonicalize(p).ok()) {
             if std::fs::canonicalize(&records_path).is_ok_and(|r| r == out) {
                 bail!("--records names {records_path}, a shard's records: give the merged records a file of their own");
@@ -62,11 +69,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     let merged = merged_run(&a, shards, count, missing)?;
     let MergedRun { result, records } = merged;
     if let Some(p) = &a.records {
-        let mut f = goodput_report::records::RecordFile::create(p, &result.run_id)?;
-        for r in &records {
-            f.write(r);
-        }
-        drop(f);
+        goodput_report::records::write_records(p, &result.run_id, &records)?;
         eprintln!("records written to {}", p.display());
     }
     let out = OutputArgs::rewriting(
@@ -132,13 +135,14 @@ fn check_one_run(runs: &[(PathBuf, RunResult)], allow_partial: bool) -> Result<(
     Ok((count, missing))
 }
 
-/// A shard's records: those its result holds (--include-requests), or its
-/// records file, where the shard wrote it or else beside its result.
-fn shard_records(path: &Path, run: &RunResult) -> Result<(String, Vec<RequestRecord>)> {
-    let info = run.shard.as_ref().expect("read_shard keeps shards only");
-    if let Some(recs) = &run.requests {
-        return Ok((path.display().to_string(), recs.clone()));
+/// A shard's records: those its result holds (--include-requests), taken
+/// out of it, or its records file, where the shard wrote it or else beside
+/// its result (JSON Lines or Parquet), to be read as they are merged.
+fn shard_records(path: &Path, run: &mut RunResult) -> Result<(String, ShardRecords)> {
+    if let Some(recs) = run.requests.take() {
+        return Ok((path.display().to_string(), ShardRecords::Held(recs)));
     }
+    let info = run.shard.as_ref().expect("read_shard keeps shards only");
     let Some(given) = info.records.as_deref() else {
         bail!(
             "{} (shard {}/{}) names no records file: rerun the shard with --records FILE",
@@ -160,9 +164,26 @@ fn shard_records(path: &Path, run: &RunResult) -> Result<(String, Vec<RequestRec
             beside.display()
         );
     };
-    let records = goodput_report::records::read_records(&found)?;
-    goodput_report::records::check_records_belong(&records, &run.run_id, &found)?;
-    Ok((found.display().to_string(), records))
+    Ok((found.display().to_string(), ShardRecords::File(found)))
+}
+
+impl ShardRecords {
+    /// Each record, placed `by` later, onto `out`; how many there were.
+    /// A file's are read one at a time and checked to be of run `run_id`.
+    fn move_into(self, out: &mut Vec<RequestRecord>, by: std::time::Duration, run_id: &str) -> Result<u64> {
+        let before = out.len();
+        match self {
+            ShardRecords::Held(recs) => out.extend(recs.into_iter().map(|r| shard::shifted(r, by))),
+            ShardRecords::File(path) => {
+                for r in goodput_report::records::RecordsReader::open(&path)? {
+                    let r = r?;
+                    goodput_report::records::check_records_belong(std::slice::from_ref(&r), run_id, &path)?;
+                    out.push(shard::shifted(r, by));
+                }
+            }
+        }
+        Ok((out.len() - before) as u64)
+    }
 }
 
 struct MergedRun {
@@ -171,15 +192,19 @@ struct MergedRun {
 }
 
 /// The shards' records on one clock and the result recomputed from them.
-fn merged_run(a: &MergeArgs, shards: Vec<Shard>, count: u32, missing: Vec<u32>) -> Result<MergedRun> {
+fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u32>) -> Result<MergedRun> {
     let starts: Vec<f64> = shards.iter().map(|s| s.run.started_unix_s).collect();
     let offsets = shard::offsets(&starts);
     let start_at = shards[0].run.shard.as_ref().and_then(|s| s.start_at_unix_s);
     let first_start = starts.iter().copied().fold(f64::INFINITY, f64::min);
     let last_start = starts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut merged_shards = Vec::new();
+    // Every shard's records, and no more, are held at once: assemble and
+    // the diagnoses take them together.
     let mut records = Vec::new();
-    for (s, by) in shards.iter().zip(&offsets) {
+    for (s, by) in shards.iter_mut().zip(&offsets) {
+        let held = std::mem::replace(&mut s.records, ShardRecords::Held(Vec::new()));
+        let requests = held.move_into(&mut records, *by, &s.run.run_id)?;
         let info = s.run.shard.as_ref().expect("read_shard keeps shards only");
         merged_shards.push(MergedShard {
             index: info.index,
@@ -188,12 +213,13 @@ fn merged_run(a: &MergeArgs, shards: Vec<Shard>, count: u32, missing: Vec<u32>) 
             run_id: s.run.run_id.clone(),
             started_unix_s: s.run.started_unix_s,
             start_offset_s: s.run.started_unix_s - start_at.unwrap_or(first_start),
-            requests: s.records.len() as u64,
+            requests,
             interrupted: s.run.interrupted,
         });
-        records.extend(s.records.iter().cloned().map(|r| shard::shifted(r, *by)));
     }
-    records.sort_by_key(|r| r.end);
+    // In place (a stable sort would take half as much again): the ids of
+    // one run's shards are distinct, so the order is the same each time.
+    records.sort_unstable_by_key(|r| (r.end, r.id));
     let first = &shards[0].run;
     let percentiles = match &a.percentiles {
         Some(p) => p.0.clone(),

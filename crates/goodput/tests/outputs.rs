@@ -141,3 +141,40 @@ fn a_records_file_cut_mid_line_is_read_up_to_the_cut() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("again.json")).unwrap()).unwrap();
     assert_eq!(again["summary"]["requests"]["sent"], 1);
 }
+
+/// `--records run.parquet` (the extension chooses, in any case) writes the
+/// records as Parquet: they read back as the ones the result holds, and
+/// `report` of them gives the same figures; a cut file is refused saying
+/// why.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_records_give_the_same_report_as_the_records_held_in_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let (out, rec) = (p("run.json"), p("run.Parquet"));
+    goodput().args(RUN).arg("--include-requests").arg("-o").arg(&out).arg("--records").arg(&rec).assert().success();
+    assert_eq!(&std::fs::read(&rec).unwrap()[..4], b"PAR1");
+    let doc: goodput_core::RunResult = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let mut held = doc.requests.clone().unwrap();
+    let mut back = cmd::records(&rec);
+    assert!(back.iter().all(|r| r.run_id.as_deref() == Some(doc.run_id.as_str())), "each row names its run");
+    back.iter_mut().for_each(|r| r.run_id = None);
+    back.sort_by_key(|r| r.id);
+    held.sort_by_key(|r| r.id);
+    assert_eq!(back.len(), 2);
+    assert!(back == held, "the Parquet rows are the records the result holds");
+    // report from the Parquet file and from the records the result holds.
+    let from = |args: &[&std::ffi::OsStr], o: &Path| {
+        goodput().arg("report").arg(&out).args(args).arg("-o").arg(o).assert().success();
+        cmd::read_json(o)
+    };
+    let a = from(&["--records".as_ref(), rec.as_os_str()], &p("a.json"));
+    let b = from(&[], &p("b.json"));
+    assert_eq!(a["summary"], b["summary"]);
+    assert_eq!(a["summary"]["requests"]["sent"], 2);
+    // Cut short, as a killed run leaves it.
+    let whole = std::fs::read(&rec).unwrap();
+    std::fs::write(&rec, &whole[..whole.len() - 100]).unwrap();
+    let err = goodput().arg("report").arg(&out).arg("--records").arg(&rec).refusal();
+    assert!(err.contains("run.Parquet is not a readable Parquet records file") && err.contains("footer"), "{err}");
+}

@@ -64,6 +64,10 @@ fn bench(url: &str, extra: &[String], out: &Path, rec: &Path) -> Child {
         .unwrap()
 }
 
+/// The extension of the records written as Parquet (JSON Lines where
+/// goodput is built without Parquet).
+const PARQUET: &str = if cfg!(feature = "parquet") { "parquet" } else { "jsonl" };
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -79,7 +83,9 @@ fn three_shards_merge_into_the_run_one_process_gives() {
     let mut children: Vec<Child> = (0..3)
         .map(|i| {
             let extra = vec!["--shard".into(), format!("{i}/3"), "--start-at".into(), start_at.to_string()];
-            bench(&sharded.url, &extra, &p(&format!("s{i}.json")), &p(&format!("s{i}.jsonl")))
+            // Shard 2 writes its records as Parquet; merge reads either.
+            let ext = if i == 2 { PARQUET } else { "jsonl" };
+            bench(&sharded.url, &extra, &p(&format!("s{i}.json")), &p(&format!("s{i}.{ext}")))
         })
         .collect();
     let extra = vec!["--start-at".into(), start_at.to_string()];
@@ -102,7 +108,7 @@ fn three_shards_merge_into_the_run_one_process_gives() {
         .arg("-o")
         .arg(&merged)
         .arg("--records")
-        .arg(p("merged.jsonl"))
+        .arg(p(&format!("merged.{PARQUET}")))
         .arg("--html")
         .arg(p("merged.html"))
         .assert()
@@ -148,7 +154,7 @@ fn three_shards_merge_into_the_run_one_process_gives() {
         v.sort();
         v
     };
-    let (ms, os) = (sched(p("merged.jsonl")), sched(p("one.jsonl")));
+    let (ms, os) = (sched(p(&format!("merged.{PARQUET}"))), sched(p("one.jsonl")));
     assert_eq!(ms.iter().map(|x| x.0).collect::<Vec<_>>(), (0..300).collect::<Vec<_>>());
     for (a, b) in ms.iter().zip(&os) {
         let gap = (a.1 as f64 - b.1 as f64).abs() / 1e9;
@@ -161,7 +167,7 @@ fn three_shards_merge_into_the_run_one_process_gives() {
         .args(["report"])
         .arg(&merged)
         .arg("--records")
-        .arg(p("merged.jsonl"))
+        .arg(p(&format!("merged.{PARQUET}")))
         .arg("-o")
         .arg(&again)
         .assert()
@@ -220,7 +226,8 @@ fn refusals(dir: &Path, single: &Path) {
     // Nor does a merge write over a shard's own files.
     let err = goodput().arg("merge").args([s(0), s(1), s(2)]).arg("-o").arg(s(0)).refusal();
     assert!(err.contains("a shard's result"), "{err}");
-    let err = goodput().arg("merge").args([s(0), s(1), s(2)]).arg("--records").arg(p("s2.jsonl")).refusal();
+    let err =
+        goodput().arg("merge").args([s(0), s(1), s(2)]).arg("--records").arg(p(&format!("s2.{PARQUET}"))).refusal();
     assert!(err.contains("a shard's records"), "{err}");
     // An interrupted shard (SIGTERM, say) is merged, and the merge says so.
     let mut stopped = read_json(&s(2));

@@ -328,7 +328,7 @@ pub struct MergeArgs {
     /// Write the merged result document (schema goodput/v1) to this JSON file.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
-    /// Write the merged records, on the merged run's clock, to this JSONL file (for report --records).
+    /// Write the merged records, on the merged run's clock, to this file (for report --records): JSON Lines, or Parquet when its name ends in .parquet.
     #[arg(long)]
     pub records: Option<PathBuf>,
     /// Percentiles to report, e.g. 50,90,99.9 (default: the shards' own).

@@ -232,7 +232,7 @@ pub struct OutputArgs {
     /// Percentiles to report, e.g. 50,90,99.9.
     #[arg(long, value_parser = parse_percentiles, default_value = "50,90,95,99")]
     pub percentiles: PercentileList,
-    /// Stream per-request records to this JSONL file as they complete.
+    /// Stream per-request records to this file as they complete: JSON Lines, or Parquet (one row per request, readable once the run ends) when its name ends in .parquet.
     #[arg(long)]
     pub records: Option<PathBuf>,
     /// Write the result document (schema goodput/v1) to this JSON file.

@@ -54,8 +54,9 @@ pub fn read_json(p: &Path) -> Value {
 }
 
 /// The per-request records a run wrote with `--records`.
+/// The records of a records file, JSON Lines or Parquet.
 pub fn records(p: &Path) -> Vec<goodput_core::RequestRecord> {
-    std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    goodput_report::records::read_records(p).unwrap()
 }
 
 /// A fixed-timing server with `profile` on 127.0.0.1:0, served by the runtime
