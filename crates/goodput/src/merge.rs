@@ -267,35 +267,8 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         }
     };
     result.client = client_cost(shards.iter().map(|s| s.run.client.as_ref()), &records);
-    let mut warnings = Vec::new();
-    if !missing.is_empty() {
-        warnings.push(format!(
-            "merged {} of {count} shards: {} missing (--allow-partial), so the run holds only part of its load",
-            count as usize - missing.len(),
-            missing.iter().map(|i| format!("{i}/{count}")).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    for s in shards.iter().filter(|s| s.run.interrupted) {
-        let i = s.run.shard.as_ref().map_or(0, |i| i.index);
-        warnings.push(format!(
-            "shard {i}/{count} was stopped early (Ctrl-C or SIGTERM): it holds what it measured until then"
-        ));
-    }
     let spread = last_start - first_start;
-    if spread > CLOCK_WARNING_S {
-        warnings.push(format!(
-            "the shards' clocks began up to {:.3} s apart (merge.shards[].start_offset_s says which was late): times \
-             between shards are known only to within that",
-            spread
-        ));
-    }
-    for s in &shards {
-        let i = s.run.shard.as_ref().map_or(0, |i| i.index);
-        warnings.extend(
-            s.run.warnings.iter().filter(|w| w.starts_with("the client kept")).map(|w| format!("shard {i}: {w}")),
-        );
-    }
-    result.warnings.extend(warnings);
+    result.warnings.extend(merge_warnings(&shards, count, &missing, spread));
     result.merge = Some(MergeInfo {
         run: first.shard.as_ref().map(|s| s.run.clone()).unwrap_or_default(),
         count,
@@ -315,6 +288,40 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         );
     }
     Ok(MergedRun { result, records })
+}
+
+/// The merge's own warnings: shards missing or stopped early, clocks that
+/// began apart; then each shard's warning that its client was busy (`the client
+/// kept ...`), named by shard.
+fn merge_warnings(shards: &[Shard], count: u32, missing: &[u32], spread: f64) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "merged {} of {count} shards: {} missing (--allow-partial), so the run holds only part of its load",
+            count as usize - missing.len(),
+            missing.iter().map(|i| format!("{i}/{count}")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    for s in shards.iter().filter(|s| s.run.interrupted) {
+        let i = s.run.shard.as_ref().map_or(0, |i| i.index);
+        warnings.push(format!(
+            "shard {i}/{count} was stopped early (Ctrl-C or SIGTERM): it holds what it measured until then"
+        ));
+    }
+    if spread > CLOCK_WARNING_S {
+        warnings.push(format!(
+            "the shards' clocks began up to {:.3} s apart (merge.shards[].start_offset_s says which was late): times \
+             between shards are known only to within that",
+            spread
+        ));
+    }
+    for s in shards {
+        let i = s.run.shard.as_ref().map_or(0, |i| i.index);
+        warnings.extend(
+            s.run.warnings.iter().filter(|w| w.starts_with("the client kept")).map(|w| format!("shard {i}: {w}")),
+        );
+    }
+    warnings
 }
 
 /// The warning for scrapes that ended before the merged window did: the
