@@ -41,7 +41,7 @@ pub use record::{
 pub use result::{ClientCost, Compat, Diagnosis, DiagnosisKind, RunResult, Target, Tool, Window, SCHEMA};
 pub use slice::TimeSlice;
 pub use slo::{Slo, SloError, SloReport};
-pub use stats::{percentile, Distribution};
+pub use stats::{percentile, Distribution, Repeated};
 pub use summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};
 
 /// Default percentiles reported for every latency metric.

@@ -30,6 +30,10 @@ pub trait RequestMetrics {
     /// Token-normalised inter-token latencies: a chunk arriving Δ after the
     /// previous one with k tokens gives k samples of Δ/k.
     fn itl_samples(&self) -> Vec<Duration>;
+    /// The same samples as `(Δ/k, k)`, one pair a chunk: what the summary
+    /// and the charts read, so that a server claiming billions of tokens in
+    /// a chunk costs one pair, not billions of samples.
+    fn itl_repeated(&self) -> Vec<(Duration, u64)>;
     /// The longest gap between output chunks within the request.
     fn itl_max(&self) -> Option<Duration>;
     /// sent − scheduled: the client's own lateness.
@@ -85,16 +89,15 @@ impl RequestMetrics for RequestRecord {
     }
 
     fn itl_samples(&self) -> Vec<Duration> {
-        let mut out = Vec::with_capacity(self.output_tokens as usize);
-        for (a, b) in self.chunks.pairs() {
-            let k = b.tokens as u64;
-            if k == 0 {
-                continue;
-            }
-            let per = div(b.t.saturating_sub(a.t), k);
-            out.extend(std::iter::repeat_n(per, k as usize));
-        }
-        out
+        self.itl_repeated().into_iter().flat_map(|(per, k)| std::iter::repeat_n(per, k as usize)).collect()
+    }
+
+    fn itl_repeated(&self) -> Vec<(Duration, u64)> {
+        self.chunks
+            .pairs()
+            .filter(|(_, b)| b.tokens > 0)
+            .map(|(a, b)| (div(b.t.saturating_sub(a.t), b.tokens as u64), b.tokens as u64))
+            .collect()
     }
 
     fn itl_max(&self) -> Option<Duration> {

@@ -102,6 +102,73 @@ impl Distribution {
     }
 }
 
+/// Samples that each stand for a number of equal ones, sorted: read as the
+/// sorted list of all of them, without writing it out. A response chunk of
+/// `k` tokens is `k` ITL samples, and a server that claims billions of
+/// tokens in a chunk must not make the client hold billions of samples.
+#[derive(Debug, Clone, Default)]
+pub struct Repeated {
+    values: Vec<f64>,
+    /// How many samples there are up to and including each value.
+    ends: Vec<u64>,
+}
+
+impl Repeated {
+    /// `(value, times)` pairs in any order; a pair of zero times is none.
+    pub fn new(mut pairs: Vec<(f64, u64)>) -> Self {
+        pairs.retain(|p| p.1 > 0);
+        pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let mut total = 0u64;
+        let ends = pairs.iter().map(|p| {
+            total = total.saturating_add(p.1);
+            total
+        });
+        let ends = ends.collect();
+        Repeated { values: pairs.into_iter().map(|p| p.0).collect(), ends }
+    }
+
+    /// How many samples, each repeat counted.
+    pub fn len(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `i`-th of the samples in sorted order (`i < len`).
+    pub fn at(&self, i: u64) -> f64 {
+        self.values[self.ends.partition_point(|&e| e <= i).min(self.values.len() - 1)]
+    }
+
+    /// What [`Distribution::from_samples`] gives of the samples written out.
+    pub fn distribution(&self, percentiles: &[f64]) -> Distribution {
+        let n = self.len();
+        let finite = |v: f64| if v.is_finite() { Some(v) } else { None };
+        let at = |p: f64| {
+            let rank = p.clamp(0.0, 100.0) / 100.0 * (n - 1) as f64;
+            let (lo, hi) = (rank.floor() as u64, rank.ceil() as u64);
+            between(self.at(lo), self.at(hi), rank, lo as usize, hi as usize)
+        };
+        let ps = percentiles.iter().map(|&p| (p, if n == 0 { None } else { at(p).and_then(finite) })).collect();
+        if n == 0 {
+            return Distribution { percentiles: ps, ..Default::default() };
+        }
+        let times = |k: usize| (self.ends[k] - k.checked_sub(1).map_or(0, |j| self.ends[j])) as f64;
+        let mean = self.values.iter().enumerate().map(|(k, v)| v * times(k)).sum::<f64>() / n as f64;
+        let var =
+            self.values.iter().enumerate().map(|(k, v)| (v - mean) * (v - mean) * times(k)).sum::<f64>() / n as f64;
+        Distribution {
+            count: n,
+            mean: finite(mean),
+            std: finite(var.sqrt()),
+            min: finite(self.values[0]),
+            max: finite(self.values[self.values.len() - 1]),
+            percentiles: ps,
+        }
+    }
+}
+
 /// `p99.9` → `p99_9`, `p50` → `p50`: the JSON key of a percentile.
 pub fn percentile_key(p: f64) -> String {
     let s = format!("{p}");
@@ -278,6 +345,32 @@ mod tests {
             let (x, y) = (percentile(&v, lo).unwrap(), percentile(&v, hi).unwrap());
             prop_assert!(x <= y);
             prop_assert!(v[0] <= x && y <= v[v.len() - 1]);
+        }
+    }
+
+    proptest! {
+        /// Samples held as (value, times) read as the samples written out.
+        #[test]
+        fn repeated_samples_are_the_samples_written_out(
+            pairs in proptest::collection::vec((0.0f64..100.0, 0u64..5), 0..40),
+        ) {
+            let mut out: Vec<f64> =
+                pairs.iter().flat_map(|&(v, k)| std::iter::repeat_n(v, k as usize)).collect();
+            let ps = [0.0, 25.0, 50.0, 90.0, 99.0, 100.0];
+            let want = Distribution::from_samples(&mut out, &ps);
+            let rep = Repeated::new(pairs.clone());
+            prop_assert_eq!(rep.len(), out.len() as u64);
+            for (i, &x) in out.iter().enumerate() {
+                prop_assert_eq!(rep.at(i as u64), x);
+            }
+            let got = rep.distribution(&ps);
+            prop_assert_eq!((got.count, got.min, got.max), (want.count, want.min, want.max));
+            prop_assert_eq!(&got.percentiles, &want.percentiles);
+            let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+                (a, b) => a == b,
+            };
+            prop_assert!(close(got.mean, want.mean) && close(got.std, want.std), "{:?} {:?}", got, want);
         }
     }
 }

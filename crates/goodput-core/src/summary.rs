@@ -230,10 +230,6 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
         Distribution::from_samples(&mut v, ps)
     };
-    let pooled = |f: &dyn Fn(&RequestRecord) -> Vec<Duration>| {
-        let mut v: Vec<f64> = ok.iter().flat_map(|r| f(r)).map(ms).collect();
-        Distribution::from_samples(&mut v, ps)
-    };
 
     // Every gap between chunks, sorted once for both views that take them
     // (the summary's and vLLM's ITL); on a long run, tens of millions.
@@ -245,7 +241,8 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     let itl_ms = if ok.iter().all(|r| r.chunks.iter().skip(1).all(|c| c.tokens == 1)) {
         Distribution::from_sorted(&gaps, ps)
     } else {
-        pooled(&|r| r.itl_samples())
+        let itl = ok.iter().flat_map(|r| r.itl_repeated()).map(|(d, k)| (ms(d), k));
+        crate::stats::Repeated::new(itl.collect()).distribution(ps)
     };
 
     let counts = request_counts(records, &measured);
@@ -413,17 +410,20 @@ fn peak_rate(ok: &[&RequestRecord], t1: Duration, t2: Duration) -> f64 {
         let total: u64 = ok.iter().map(|r| r.output_tokens).sum();
         return if dur.is_zero() { 0.0 } else { total as f64 / dur.as_secs_f64() };
     }
-    let mut buckets = vec![0u64; full];
+    // Only the buckets that hold a chunk: a record's time read from a
+    // damaged file can put T2 years after T1, and a bucket a second for
+    // all of them would not fit in memory.
+    let mut buckets: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     for c in ok.iter().flat_map(|r| r.chunks.iter()) {
         if c.t < t1 {
             continue;
         }
-        let i = (c.t - t1).as_secs() as usize;
-        if i < full {
-            buckets[i] += c.tokens as u64;
+        let i = (c.t - t1).as_secs();
+        if i < full as u64 {
+            *buckets.entry(i).or_default() += c.tokens as u64;
         }
     }
-    buckets.into_iter().max().unwrap_or(0) as f64
+    buckets.into_values().max().unwrap_or(0) as f64
 }
 
 /// Time-weighted mean and peak of requests in flight (warm-up included: they
@@ -607,6 +607,34 @@ mod tests {
         r.outcome = Outcome::Success;
         let a = analyze(&[r], &AnalysisOptions::default());
         assert_eq!(a.summary.throughput.peak_output_tokens_per_s, 30.0);
+    }
+
+    /// What a damaged records file or a lying server can put in a record:
+    /// an end years after its start, a chunk of four billion tokens. The
+    /// analysis holds a pair a chunk and a bucket a second that has a
+    /// chunk, not a sample a token or a bucket a second of the span (it
+    /// once asked for 147 GB and aborted).
+    #[test]
+    fn absurd_times_and_token_counts_are_analysed_in_bounded_memory() {
+        let mut r = req(0, 0, 100, 10, 3);
+        r.chunks = vec![
+            OutputChunk { t: ms_(100), tokens: 1, channel: Channel::Content },
+            OutputChunk { t: ms_(110), tokens: u32::MAX, channel: Channel::Content },
+            OutputChunk { t: Duration::from_secs(10 * 365 * 86_400), tokens: 2, channel: Channel::Content },
+        ]
+        .into();
+        r.end = Duration::from_secs(10 * 365 * 86_400);
+        r.output_tokens = u32::MAX as u64 + 3;
+        let a = analyze(&[r, req(1, 0, 100, 10, 3)], &AnalysisOptions::default());
+        let itl = &a.summary.itl_ms;
+        assert_eq!(itl.count, u32::MAX as u64 + 2 + 2, "every token a sample");
+        assert_eq!(
+            itl.p(50.0),
+            Some(0.0),
+            "most samples are the huge chunk's 10 ms over 4e9 tokens: under a nanosecond"
+        );
+        // The first second: both requests' first chunks and the huge one.
+        assert_eq!(a.summary.throughput.peak_output_tokens_per_s, u32::MAX as f64 + 4.0);
     }
 
     #[test]

@@ -62,15 +62,18 @@ impl Latency {
     }
 
     /// Samples in ms from successful measured requests, as the summary
-    /// computes them (ITL pooled per token).
-    fn samples(self, records: &[RequestRecord]) -> Vec<f64> {
+    /// computes them (ITL pooled per token: a chunk of k tokens is k
+    /// samples, held as one), finite ones only, sorted.
+    fn samples(self, records: &[RequestRecord]) -> goodput_core::Repeated {
         let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
-        match self {
-            Latency::Ttft => ok.filter_map(|r| r.ttft()).map(ms).collect(),
-            Latency::Tpot => ok.filter_map(|r| r.tpot()).map(ms).collect(),
-            Latency::Itl => ok.flat_map(|r| r.itl_samples()).map(ms).collect(),
-            Latency::E2e => ok.filter_map(|r| r.e2e()).map(ms).collect(),
-        }
+        let once = |d: std::time::Duration| (ms(d), 1);
+        let pairs: Vec<(f64, u64)> = match self {
+            Latency::Ttft => ok.filter_map(|r| r.ttft()).map(once).collect(),
+            Latency::Tpot => ok.filter_map(|r| r.tpot()).map(once).collect(),
+            Latency::Itl => ok.flat_map(|r| r.itl_repeated()).map(|(d, k)| (ms(d), k)).collect(),
+            Latency::E2e => ok.filter_map(|r| r.e2e()).map(once).collect(),
+        };
+        goodput_core::Repeated::new(pairs.into_iter().filter(|p| p.0.is_finite()).collect())
     }
 }
 
@@ -92,10 +95,8 @@ pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
         return Cdf { points: Vec::new(), from_percentiles: false, samples: 0 };
     }
     if let Some(recs) = &r.requests {
-        let mut v = m.samples(recs);
-        v.retain(|x| x.is_finite());
-        v.sort_by(f64::total_cmp);
-        return Cdf { samples: v.len() as u64, points: cdf_of_sorted(&v), from_percentiles: false };
+        let v = m.samples(recs);
+        return Cdf { samples: v.len(), points: cdf_of(v.len(), |i| v.at(i)), from_percentiles: false };
     }
     let d = m.summary(r);
     let mut points = Vec::new();
@@ -117,14 +118,19 @@ pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
 /// Step points of the empirical CDF of sorted samples, thinned to
 /// [`CDF_POINTS`] evenly spaced quantiles when there are more.
 pub fn cdf_of_sorted(sorted: &[f64]) -> Vec<(f64, f64)> {
-    let n = sorted.len();
+    cdf_of(sorted.len() as u64, |i| sorted[i as usize])
+}
+
+/// [`cdf_of_sorted`] of `n` sorted samples, the `i`-th read by `at`.
+fn cdf_of(n: u64, at: impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
     if n == 0 {
         return Vec::new();
     }
-    if n <= CDF_POINTS {
+    if n <= CDF_POINTS as u64 {
         // (x_i, i/n) then (x_i, (i+1)/n): the vertical step at each sample.
-        let mut pts = Vec::with_capacity(2 * n);
-        for (i, &x) in sorted.iter().enumerate() {
+        let mut pts = Vec::with_capacity(2 * n as usize);
+        for i in 0..n {
+            let x = at(i);
             pts.push((x, i as f64 / n as f64));
             pts.push((x, (i + 1) as f64 / n as f64));
         }
@@ -133,8 +139,8 @@ pub fn cdf_of_sorted(sorted: &[f64]) -> Vec<(f64, f64)> {
     (0..=CDF_POINTS)
         .map(|k| {
             let q = k as f64 / CDF_POINTS as f64;
-            let i = ((q * n as f64).ceil() as usize).clamp(1, n) - 1;
-            (sorted[i], q)
+            let i = ((q * n as f64).ceil() as u64).clamp(1, n) - 1;
+            (at(i), q)
         })
         .collect()
 }
@@ -156,9 +162,20 @@ pub struct TimeSeries {
     pub window: (f64, f64),
 }
 
+/// The most buckets a time series has: a run of over five and a half
+/// hours takes wider ones.
+pub const MAX_BUCKETS: f64 = 20_000.0;
+
 /// 1 s buckets, as the peak throughput of docs/metrics.md uses; a short run gets a
-/// finer width so its chart still has a shape (the width is labelled).
+/// finer width so its chart still has a shape, and a run of hours a wider
+/// one (the width is labelled).
 pub fn bucket_width(span_s: f64) -> f64 {
+    // A run of hours (or a record's time read from a damaged file, years
+    // on) takes whole seconds a bucket, as many as keep the buckets below
+    // MAX_BUCKETS.
+    if span_s > MAX_BUCKETS {
+        return (span_s / MAX_BUCKETS).ceil();
+    }
     for w in [1.0, 0.5, 0.2, 0.1, 0.05, 0.02] {
         if span_s / w >= 10.0 {
             return w;
@@ -257,6 +274,9 @@ mod tests {
     #[test]
     fn bucket_width_keeps_ten_buckets() {
         assert_eq!(bucket_width(60.0), 1.0);
+        assert_eq!(bucket_width(MAX_BUCKETS), 1.0);
+        assert_eq!(bucket_width(86_400.0), 5.0, "a day: 17,280 buckets of 5 s");
+        assert!(3e8 / bucket_width(3e8) <= MAX_BUCKETS, "ten years from a damaged record");
         assert_eq!(bucket_width(10.0), 1.0);
         assert_eq!(bucket_width(1.27), 0.1);
         assert_eq!(bucket_width(0.05), 0.01);
