@@ -1289,3 +1289,53 @@ fn too_few_open_files_for_the_concurrency_is_refused_before_the_run() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("-c 2000 needs about 4064 open files") && err.contains("may open 300"), "{err}");
 }
+
+/// A server whose usage claims billions of output tokens for a three-chunk
+/// answer: the run is analysed (each chunk's tokens are its ITL samples,
+/// held as one per chunk), where the analysis once reserved a sample for
+/// every claimed token and aborted.
+#[test]
+fn a_server_claiming_billions_of_tokens_is_analysed_in_bounded_memory() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            s.set_nodelay(true).unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let _ = r.read_exact(&mut vec![0; length]);
+            let chunk = |text: &str| {
+                format!("data: {{\"id\":\"x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+            };
+            let usage = "data: {\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6000000000}}\n\n";
+            let body = [chunk("a"), chunk("b"), chunk("c"), usage.into(), "data: [DONE]\n\n".into()].concat();
+            let head =
+                format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n", body.len());
+            let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(body.as_bytes()));
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    goodput()
+        .args(["bench", "-q", "-n", "2", "-c", "1", "--model", "m", "--url", &url, "--html"])
+        .arg(dir.path().join("run.html"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["completed"], 2);
+    assert_eq!(v["summary"]["tokens"]["output"], 12_000_000_000u64, "as the server claimed");
+    assert!(v["summary"]["itl_ms"]["count"].as_u64().unwrap() > 1_000_000_000, "{}", v["summary"]["itl_ms"]);
+}
