@@ -386,11 +386,16 @@ fn unpack(t_ns: &str, tokens: TokensField, channel: ChannelField) -> Result<Chun
     };
     let channels: Vec<Channel> = match channel {
         ChannelField::All(c) => vec![c; n],
-        ChannelField::Runs(runs) => runs.into_iter().flat_map(|(c, k)| std::iter::repeat_n(c, k as usize)).collect(),
+        ChannelField::Runs(runs) => {
+            // Counted before they are written out: a damaged file's run of
+            // four billion is refused, not allocated.
+            let covered = runs.iter().fold(0usize, |s, r| s.saturating_add(r.1 as usize));
+            if covered != n {
+                return Err(UnpackError::Channels { covered, chunks: n });
+            }
+            runs.into_iter().flat_map(|(c, k)| std::iter::repeat_n(c, k as usize)).collect()
+        }
     };
-    if channels.len() != n {
-        return Err(UnpackError::Channels { covered: channels.len(), chunks: n });
-    }
     let mut out = Chunks::new();
     out.packed.reserve_exact(bytes.len() + n);
     for ((t, k), c) in times.into_iter().zip(tokens).zip(channels) {
@@ -568,6 +573,9 @@ mod tests {
         assert!(e(r#"{"t_ns":"AgI=","tokens":[1]}"#).contains("chunks.tokens has 1 counts for 2 chunks"));
         assert!(e(r#"{"t_ns":"AgI=","tokens":1,"channel":[["content",3]]}"#)
             .contains("chunks.channel covers 3 chunks of 2"));
+        // A run claiming four billion chunks is refused before it is written out.
+        assert!(e(r#"{"t_ns":"AgI=","tokens":1,"channel":[["content",4294967295]]}"#)
+            .contains("chunks.channel covers 4294967295 chunks of 2"));
         assert!(e(r#"{"t_ns":"AgI=","when":1}"#).contains("unknown field `when`"));
         assert!(e(r#"{"t_ns":"AgI="}"#).contains("missing field `tokens`"));
     }
