@@ -79,20 +79,30 @@ impl Distribution {
 
     pub fn from_sorted(sorted: &[f64], percentiles: &[f64]) -> Self {
         let n = sorted.len();
-        let finite = |v: f64| if v.is_finite() { Some(v) } else { None };
-        let ps = percentiles.iter().map(|&p| (p, percentile(sorted, p).and_then(finite))).collect();
+        let ps = percentiles.iter().map(|&p| (p, percentile(sorted, p))).collect();
         if n == 0 {
-            return Distribution { percentiles: ps, ..Default::default() };
+            return Distribution::of(0, ps, [0.0; 4]);
         }
         let mean = sorted.iter().sum::<f64>() / n as f64;
         let var = sorted.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+        Distribution::of(n as u64, ps, [mean, var, sorted[0], sorted[n - 1]])
+    }
+
+    /// `count` samples' percentiles and `[mean, variance, min, max]`, an
+    /// infinite figure given as none.
+    fn of(count: u64, percentiles: Vec<(f64, Option<f64>)>, [mean, var, min, max]: [f64; 4]) -> Self {
+        let finite = |v: f64| if v.is_finite() { Some(v) } else { None };
+        let percentiles = percentiles.into_iter().map(|(p, v)| (p, v.and_then(finite))).collect();
+        if count == 0 {
+            return Distribution { percentiles, ..Default::default() };
+        }
         Distribution {
-            count: n as u64,
+            count,
             mean: finite(mean),
             std: finite(var.sqrt()),
-            min: finite(sorted[0]),
-            max: finite(sorted[n - 1]),
-            percentiles: ps,
+            min: finite(min),
+            max: finite(max),
+            percentiles,
         }
     }
 
@@ -144,28 +154,20 @@ impl Repeated {
     /// What [`Distribution::from_samples`] gives of the samples written out.
     pub fn distribution(&self, percentiles: &[f64]) -> Distribution {
         let n = self.len();
-        let finite = |v: f64| if v.is_finite() { Some(v) } else { None };
         let at = |p: f64| {
-            let rank = p.clamp(0.0, 100.0) / 100.0 * (n - 1) as f64;
-            let (lo, hi) = (rank.floor() as u64, rank.ceil() as u64);
-            between(self.at(lo), self.at(hi), rank, lo as usize, hi as usize)
+            let (rank, lo, hi) = rank_of(n as usize, p)?;
+            between(self.at(lo as u64), self.at(hi as u64), rank, lo, hi)
         };
-        let ps = percentiles.iter().map(|&p| (p, if n == 0 { None } else { at(p).and_then(finite) })).collect();
+        let ps = percentiles.iter().map(|&p| (p, at(p))).collect();
         if n == 0 {
-            return Distribution { percentiles: ps, ..Default::default() };
+            return Distribution::of(0, ps, [0.0; 4]);
         }
         let times = |k: usize| (self.ends[k] - k.checked_sub(1).map_or(0, |j| self.ends[j])) as f64;
         let mean = self.values.iter().enumerate().map(|(k, v)| v * times(k)).sum::<f64>() / n as f64;
         let var =
             self.values.iter().enumerate().map(|(k, v)| (v - mean) * (v - mean) * times(k)).sum::<f64>() / n as f64;
-        Distribution {
-            count: n,
-            mean: finite(mean),
-            std: finite(var.sqrt()),
-            min: finite(self.values[0]),
-            max: finite(self.values[self.values.len() - 1]),
-            percentiles: ps,
-        }
+        let (min, max) = (self.values[0], self.values[self.values.len() - 1]);
+        Distribution::of(n, ps, [mean, var, min, max])
     }
 }
 

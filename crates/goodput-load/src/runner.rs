@@ -425,9 +425,8 @@ async fn step_users(sem: Arc<Semaphore>, mut users: usize, steps: Vec<(Duration,
         }
         users = to;
     }
-    // Held until the run ends (this task is aborted then).
+    // `leaving` is held until the run ends: this task is aborted then.
     std::future::pending::<()>().await;
-    drop(leaving);
 }
 
 /// Fails before the run rather than in every session: the workload cannot

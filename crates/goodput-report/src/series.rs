@@ -96,7 +96,7 @@ pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
     }
     if let Some(recs) = &r.requests {
         let v = m.samples(recs);
-        return Cdf { samples: v.len(), points: cdf_of(v.len(), |i| v.at(i)), from_percentiles: false };
+        return Cdf { samples: v.len(), points: cdf_of(&v), from_percentiles: false };
     }
     let d = m.summary(r);
     let mut points = Vec::new();
@@ -115,14 +115,10 @@ pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
     Cdf { points, from_percentiles: true, samples: d.count }
 }
 
-/// Step points of the empirical CDF of sorted samples, thinned to
+/// Step points of the empirical CDF of `samples`, thinned to
 /// [`CDF_POINTS`] evenly spaced quantiles when there are more.
-pub fn cdf_of_sorted(sorted: &[f64]) -> Vec<(f64, f64)> {
-    cdf_of(sorted.len() as u64, |i| sorted[i as usize])
-}
-
-/// [`cdf_of_sorted`] of `n` sorted samples, the `i`-th read by `at`.
-fn cdf_of(n: u64, at: impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
+pub fn cdf_of(samples: &goodput_core::Repeated) -> Vec<(f64, f64)> {
+    let (n, at) = (samples.len(), |i| samples.at(i));
     if n == 0 {
         return Vec::new();
     }
@@ -254,16 +250,21 @@ pub fn failure_messages(r: &RunResult, limit: usize) -> Vec<(String, String, u64
 mod tests {
     use super::*;
 
+    /// Each of `v` once.
+    fn once(v: &[f64]) -> goodput_core::Repeated {
+        goodput_core::Repeated::new(v.iter().map(|&x| (x, 1)).collect())
+    }
+
     #[test]
     fn small_cdf_steps_through_every_sample() {
-        let pts = cdf_of_sorted(&[1.0, 2.0]);
+        let pts = cdf_of(&once(&[1.0, 2.0]));
         assert_eq!(pts, vec![(1.0, 0.0), (1.0, 0.5), (2.0, 0.5), (2.0, 1.0)]);
     }
 
     #[test]
     fn large_cdf_is_thinned_to_quantiles() {
         let v: Vec<f64> = (1..=10_000).map(f64::from).collect();
-        let pts = cdf_of_sorted(&v);
+        let pts = cdf_of(&once(&v));
         assert_eq!(pts.len(), CDF_POINTS + 1);
         assert_eq!(pts.first(), Some(&(1.0, 0.0)));
         assert_eq!(pts.last(), Some(&(10_000.0, 1.0)));
