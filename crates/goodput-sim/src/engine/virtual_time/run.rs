@@ -38,7 +38,7 @@ pub(super) struct VirtualRun<'a> {
     /// whether it chose to: else the run's end cancels it).
     give_ups: BinaryHeap<Reverse<(Duration, usize, bool)>>,
     /// The requests the run's end cancelled.
-    ended: Vec<usize>,
+    cut_at_end: Vec<usize>,
     /// The changes of users still to come, and the users now.
     steps: VecDeque<(Duration, usize)>,
     users_now: usize,
@@ -72,7 +72,7 @@ impl<'a> VirtualRun<'a> {
             sample_interval: FIRST_SAMPLE_INTERVAL,
             next_sample: Duration::ZERO,
             give_ups: BinaryHeap::new(),
-            ended: Vec::new(),
+            cut_at_end: Vec::new(),
             steps: load.user_steps.iter().map(|&(t, u)| (t, u as usize)).collect(),
             users_now: load.concurrency.map_or(n, |c| c as usize),
             owed: 0,
@@ -117,13 +117,13 @@ impl<'a> VirtualRun<'a> {
             &mut self.freed,
             self.capped,
             self.load,
-            &mut self.ended,
+            &mut self.cut_at_end,
         );
     }
 
     /// Whether nothing more may be sent: the run's end has come, or (a
     /// closed loop's) the end of sending.
-    fn ended(&self, at: Duration) -> bool {
+    fn sending_over(&self, at: Duration) -> bool {
         let closed_end = self.load.arrivals.is_none() && self.load.stop_sending.is_some_and(|end| at >= end);
         closed_end || self.load.cancel_at.is_some_and(|end| at >= end)
     }
@@ -168,7 +168,7 @@ impl<'a> VirtualRun<'a> {
                 break;
             }
             self.follow.pop();
-            if self.ended(due) {
+            if self.sending_over(due) {
                 continue;
             }
             self.send(i, due, due);
@@ -197,7 +197,7 @@ impl<'a> VirtualRun<'a> {
             };
             let next = self.next;
             let sent = self.arrival(next).max(slot_time);
-            if sent > self.now || self.ended(sent) {
+            if sent > self.now || self.sending_over(sent) {
                 break;
             }
             if self.initial_slots > 0 {
@@ -307,7 +307,7 @@ impl<'a> VirtualRun<'a> {
     /// reaching it, being sent, a session's next turn, or a give-up.
     pub(super) fn next_event(&self) -> Option<Duration> {
         let next_reach = self.transit.front().map(|&(t, _)| t);
-        let next_send = (self.next < self.n && !self.ended(self.now))
+        let next_send = (self.next < self.n && !self.sending_over(self.now))
             .then(|| {
                 let slot = if self.initial_slots > 0 {
                     Some(self.opens(self.initial_slots))
@@ -326,7 +326,7 @@ impl<'a> VirtualRun<'a> {
     pub(super) fn into_result(self) -> SimRun {
         let mut records = self.records;
         // Cancelled by the run's end, as bench cancels them: not abandoned.
-        for &i in &self.ended {
+        for &i in &self.cut_at_end {
             if let Some(r) = records[i].as_mut() {
                 r.abandoned = false;
             }
@@ -365,7 +365,7 @@ const TEMPLATE_START: u64 = 0x7e4d_1a7e_0000_0001;
 /// Gives up on the requests due by `now` (`inclusive`) or before it that
 /// have not finished: the engine aborts each (or it never reaches the
 /// engine), its record ends then, cancelled and abandoned (until the end of
-/// the run: those the run's end cancelled are put in `ended`, and are not
+/// the run: those the run's end cancelled are put in `cut_at_end`, and are not
 /// abandoned), with what it had received, and a capped load's user is free
 /// at that moment.
 #[allow(clippy::too_many_arguments)]
@@ -379,7 +379,7 @@ fn give_up(
     freed: &mut VecDeque<Duration>,
     capped: bool,
     load: &VirtualLoad,
-    ended: &mut Vec<usize>,
+    cut_at_end: &mut Vec<usize>,
 ) {
     while let Some(&Reverse((at, i, chose))) = due.peek() {
         if at > now || (at == now && !inclusive) {
@@ -393,7 +393,7 @@ fn give_up(
         engine.abort(i as u64);
         transit.retain(|&(_, j)| j != i);
         if !chose {
-            ended.push(i);
+            cut_at_end.push(i);
         }
         let request = &load.requests[i];
         record.abandoned = true;
