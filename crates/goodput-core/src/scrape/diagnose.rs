@@ -370,7 +370,7 @@ pub fn diagnose(
 ) -> Vec<Diagnosis> {
     let mut out = Vec::new();
     if let Some(w) = window {
-        let build_up = queue_build_up(w);
+        let build_up = queue_build_up(w, concurrency_cap);
         // Waits the build-up told are not told again.
         let queue_told = build_up.is_some();
         out.extend(build_up);
@@ -397,8 +397,10 @@ fn mean_ms(w: &WindowSummary, s: HistogramSignal) -> Option<f64> {
 }
 
 /// Requests waiting while the running count holds at its peak: the server
-/// at its batch limit.
-fn queue_build_up(w: &WindowSummary) -> Option<Diagnosis> {
+/// at its batch limit, unless that peak is the client's own concurrency
+/// (`concurrency_cap`): then every request the client had was admitted at
+/// once, and the waits were for a step with room for their prefill.
+fn queue_build_up(w: &WindowSummary, concurrency_cap: Option<usize>) -> Option<Diagnosis> {
     let wt = w.gauges.get(&GaugeSignal::WaitingRequests)?;
     let rn = w.gauges.get(&GaugeSignal::RunningRequests)?;
     let rising = w.series.gauges.get(&GaugeSignal::WaitingRequests).and_then(|s| thirds(s));
@@ -407,6 +409,13 @@ fn queue_build_up(w: &WindowSummary) -> Option<Diagnosis> {
     if !(wt.mean.unwrap_or(0.0) >= 1.0 && at_cap) {
         return None;
     }
+    let limit = match concurrency_cap {
+        Some(c) if rmax >= c as f64 - 0.5 => format!(
+            "the running count is the client's concurrency ({c}), not a batch limit of the server's: requests \
+             waited for a step with room for their prefill"
+        ),
+        _ => "the server is at its batch limit".to_string(),
+    };
     let trend = match rising {
         Some((a, b)) if b > a + 0.5 => {
             format!(" and rising ({a:.1} in the first third, {b:.1} in the last)")
@@ -418,16 +427,16 @@ fn queue_build_up(w: &WindowSummary) -> Option<Diagnosis> {
     // costs little.
     let cost = match (mean_ms(w, HistogramSignal::Queue), mean_ms(w, HistogramSignal::Ttft)) {
         (Some(q), Some(t)) if t > 0.0 && q < 0.05 * t => format!(
-            ": the server is at its batch limit, yet a request waited only {q:.1} ms in the queue on \
-             average, {:.1}% of the server's TTFT of {t:.1} ms",
+            ": {limit}, yet a request waited only {q:.1} ms in the queue on average, {:.1}% of the server's \
+             TTFT of {t:.1} ms",
             100.0 * q / t
         ),
         (Some(q), Some(t)) if t > 0.0 => format!(
-            ": the server is at its batch limit and TTFT includes queueing, {q:.1} ms a request on \
-             average ({:.0}% of the server's TTFT of {t:.1} ms)",
+            ": {limit}, and TTFT includes queueing, {q:.1} ms a request on average ({:.0}% of the server's \
+             TTFT of {t:.1} ms)",
             100.0 * q / t
         ),
-        _ => ": the server is at its batch limit and TTFT includes queueing".into(),
+        _ => format!(": {limit}, and TTFT includes queueing"),
     };
     Some(Diagnosis {
         kind: DiagnosisKind::QueueBuildUp,
@@ -789,6 +798,20 @@ mod tests {
         let d = kinds(&queued(40.0, 247.0, 100.0, Some((32.0, 3.0))));
         let (_, m) = d.iter().find(|(k, _)| *k == DiagnosisKind::QueueBuildUp).unwrap();
         assert!(m.contains("TTFT includes queueing, 100.0 ms a request on average (40% of"), "{m}");
+        assert!(m.contains("the server is at its batch limit"), "{m}");
+        // The same gauges under a client of 32 users: the plateau is the
+        // client's concurrency, not the server's batch limit.
+        let w = queued(40.0, 247.0, 100.0, Some((32.0, 3.0)));
+        let d: Vec<Diagnosis> = diagnose(&records, &summary, Some(&w), Some(32));
+        let m = &d.iter().find(|d| d.kind == DiagnosisKind::QueueBuildUp).unwrap().message;
+        assert!(
+            m.contains("the client's concurrency (32), not a batch limit") && !m.contains("at its batch limit"),
+            "{m}"
+        );
+        // A client allowing more than the server ran: the server's limit.
+        let d: Vec<Diagnosis> = diagnose(&records, &summary, Some(&w), Some(256));
+        let m = &d.iter().find(|d| d.kind == DiagnosisKind::QueueBuildUp).unwrap().message;
+        assert!(m.contains("the server is at its batch limit"), "{m}");
         // A server that counted other requests too: no split.
         let w = queued(55.0, 247.0, 147.0, None);
         assert_eq!(cross_check(&records, &summary, &w, &w).server_queue_mean_ms, None);
