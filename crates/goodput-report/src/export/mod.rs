@@ -21,9 +21,12 @@ pub enum Rendered {
 }
 
 impl Rendered {
-    /// Writes to `dest`: the file itself, or a folder created as needed.
-    /// Every file goes through a temporary file and a rename, so a reader
-    /// never sees half a report. Returns the paths written.
+    /// Writes to `dest`: the file itself, or a folder created as needed;
+    /// a folder's files to a `dest` named like one of them (`r.csv`) are
+    /// its first, main table alone (a run's summary, a sweep's points), as
+    /// someone who names a file expects a file. Every file goes through a
+    /// temporary file and a rename, so a reader never sees half a report.
+    /// Returns the paths written.
     pub fn write_to(&self, dest: &Path) -> Result<Vec<PathBuf>, ExportError> {
         let err = |path: &Path| {
             let path = path.to_path_buf();
@@ -32,6 +35,11 @@ impl Rendered {
         match self {
             Rendered::File(bytes) => {
                 crate::write_file_atomic(dest, bytes).map_err(err(dest))?;
+                Ok(vec![dest.to_path_buf()])
+            }
+            Rendered::Folder(files) if names_a_file_of(dest, files) => {
+                let (_, main) = &files[0];
+                crate::write_file_atomic(dest, main).map_err(err(dest))?;
                 Ok(vec![dest.to_path_buf()])
             }
             Rendered::Folder(files) => {
@@ -53,6 +61,16 @@ impl Rendered {
             Rendered::File(b) => Some(b),
             Rendered::Folder(files) => files.iter().find(|(n, _)| n == name).map(|(_, b)| b.as_slice()),
         }
+    }
+}
+
+/// Whether `dest` names a file of the folder's kind (`r.csv` for CSV
+/// files) rather than a folder: by its extension, in any case.
+fn names_a_file_of(dest: &Path, files: &[(String, Vec<u8>)]) -> bool {
+    let ext = |p: &Path| p.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match (files.first(), ext(dest)) {
+        (Some((name, _)), Some(e)) => ext(Path::new(name)).as_deref() == Some(e.as_str()) && !dest.is_dir(),
+        _ => false,
     }
 }
 
@@ -162,6 +180,19 @@ pub fn export_compare(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folder_rendering_to_a_file_name_writes_its_main_table_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let r =
+            Rendered::Folder(vec![("summary.csv".into(), b"a\n1\n".to_vec()), ("requests.csv".into(), b"x".to_vec())]);
+        let file = dir.path().join("r.CSV");
+        assert_eq!(r.write_to(&file).unwrap(), vec![file.clone()]);
+        assert_eq!(std::fs::read(&file).unwrap(), b"a\n1\n");
+        let folder = dir.path().join("out");
+        assert_eq!(r.write_to(&folder).unwrap().len(), 2);
+        assert!(folder.join("requests.csv").is_file());
+    }
 
     #[test]
     fn formats_by_name() {
