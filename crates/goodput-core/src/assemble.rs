@@ -28,6 +28,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
     analysis.summary.stability = crate::stability::judge(records, &analysis.window, a.config.load.as_ref());
     let peak = analysis.summary.in_flight.peak;
     let few = a.config.load.as_ref().and_then(|l| few_requests_warning(l, peak));
+    let cycled = a.config.workload.as_ref().and_then(|w| cycled_dataset_warning(w, records));
     RunResult {
         schema: SCHEMA.into(),
         tool: a.tool,
@@ -45,7 +46,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         engine: None,
         server_signals: None,
         client: None,
-        warnings: analysis.warnings.into_iter().chain(few).collect(),
+        warnings: analysis.warnings.into_iter().chain(few).chain(cycled).collect(),
         diagnosis: Vec::new(),
         shard: None,
         merge: None,
@@ -98,6 +99,9 @@ pub fn attach_server_side(
     result.diagnosis = match side {
         ServerSide::Scraped(mut signals) => {
             let d = signals.analyse(records, &result.summary, &result.window, concurrency_cap);
+            let warm =
+                signals.window.prefix_cache_hit_rate.and_then(|h| warm_cache_warning(&result.config, records, h));
+            result.warnings.extend(warm);
             result.server_signals = Some(signals);
             d
         }
@@ -129,6 +133,69 @@ fn with_queue_growth(result: &mut RunResult) {
     }
 }
 
+/// Share of prompt tokens the template and block rounding may add to what
+/// a synthetic workload shares by design: a chat template's few tokens a
+/// request, and the cache's whole blocks.
+const TEMPLATE_SHARE: f64 = 0.15;
+
+/// The most of a synthetic run's prompt tokens that its own prompts could
+/// find in a prefix cache: its shared prefixes (`--shared-prefix-tokens`),
+/// over the mean prompt. `None` for a workload whose prompts share by
+/// design or by their source (sessions, a dataset, a trace, `--repeat`),
+/// whose sharing this does not bound.
+pub fn shareable_prompt_share(config: &RunConfig, records: &[RequestRecord]) -> Option<f64> {
+    let w = config.workload.as_ref()?;
+    let sessions = config.load.as_ref().is_some_and(|l| l.sessions.is_some());
+    if sessions || w.dataset.is_some() || w.trace.is_some() || w.repeat.is_some_and(|r| r > 1) {
+        return None;
+    }
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let mean_input = measured.iter().map(|r| r.input_tokens as f64).sum::<f64>() / measured.len().max(1) as f64;
+    let prefix = w.shared_prefix.as_ref().map_or(0.0, |p| p.ratio * f64::from(p.tokens));
+    Some(if mean_input > 0.0 { (prefix / mean_input).min(1.0) } else { 0.0 })
+}
+
+/// The warning for a server whose prefix cache hit (`hit_rate`, over the
+/// window) far more of the prompts than the run's own prompts share: it
+/// held them before the run began (an earlier run of the same seed), or
+/// other clients send the same prompts. Either way TTFT is not what fresh
+/// prompts get.
+pub fn warm_cache_warning(config: &RunConfig, records: &[RequestRecord], hit_rate: f64) -> Option<String> {
+    let shared = shareable_prompt_share(config, records)?;
+    if hit_rate < 0.3 || hit_rate <= shared + TEMPLATE_SHARE + 0.1 {
+        return None;
+    }
+    let seed =
+        config.load.as_ref().and_then(|l| l.seed).map(|s| format!(" (this run's seed is {s})")).unwrap_or_default();
+    Some(format!(
+        "the server's prefix cache served {:.1}% of the prompt tokens it looked up, where this run's prompts share at \
+         most about {:.0}%{seed}: it held them before the run (an earlier run with the same --seed), or other clients \
+         send the same prompts, so TTFT is faster than fresh prompts would get; leave --seed out to draw fresh prompts \
+         each run",
+        hit_rate * 100.0,
+        (shared + TEMPLATE_SHARE).min(1.0) * 100.0
+    ))
+}
+
+/// The warning for a run that sent a dataset's entries more than once
+/// (more requests, or sessions, than it has entries): the repeats are the
+/// same prompts, which a server's prefix cache serves.
+pub fn cycled_dataset_warning(w: &crate::config::WorkloadConfig, records: &[RequestRecord]) -> Option<String> {
+    let entries = w.dataset_entries?;
+    // A session's later turns are its entry's own; warm-up requests drew entries too.
+    let used = records.iter().filter(|r| r.session.as_ref().is_none_or(|s| s.turn == 0)).count() as u64;
+    if used <= entries {
+        return None;
+    }
+    Some(format!(
+        "the run sent {used} prompts from the {entries} entries of {}: it went round the dataset {:.1} times, so \
+         later requests repeat earlier prompts and a server's prefix cache serves them (faster TTFT than new prompts \
+         get); give a larger dataset, or fewer requests",
+        w.dataset.as_deref().unwrap_or("the dataset"),
+        used as f64 / entries as f64
+    ))
+}
+
 /// The warning for a closed loop (the `load` block of a config) given too
 /// few requests for its users to reach a steady state; `peak` is the most
 /// requests it had in flight.
@@ -154,6 +221,57 @@ pub fn few_requests_warning(load: &LoadConfig, peak: u64) -> Option<String> {
 mod tests {
     use super::*;
     use crate::config::{Rate, SessionsConfig};
+
+    #[test]
+    fn a_warm_cache_is_warned_about_only_past_what_the_prompts_share() {
+        use crate::config::{SharedPrefixConfig, WorkloadConfig};
+        let recs: Vec<RequestRecord> = (0..10)
+            .map(|i| {
+                let mut r = RequestRecord::new(i, std::time::Duration::ZERO, std::time::Duration::ZERO);
+                r.input_tokens = 1000;
+                r
+            })
+            .collect();
+        let synthetic = RunConfig {
+            workload: Some(WorkloadConfig { input_tokens: Some("1000".into()), ..Default::default() }),
+            load: Some(LoadConfig { seed: Some(7), ..Default::default() }),
+            ..Default::default()
+        };
+        let w = warm_cache_warning(&synthetic, &recs, 0.99).unwrap();
+        assert!(w.contains("99.0%") && w.contains("about 15%") && w.contains("seed is 7"), "{w}");
+        assert_eq!(warm_cache_warning(&synthetic, &recs, 0.054), None, "a first run's template hits");
+        // Half of every prompt a shared prefix: 60% hits is the workload's own.
+        let mut shared = synthetic.clone();
+        shared.workload.as_mut().unwrap().shared_prefix =
+            Some(SharedPrefixConfig { tokens: 500, ratio: 1.0, count: 1 });
+        assert_eq!(warm_cache_warning(&shared, &recs, 0.6), None);
+        assert!(warm_cache_warning(&shared, &recs, 0.95).is_some());
+        // Sessions share their conversations by design: no bound, no warning.
+        let mut sessions = synthetic.clone();
+        sessions.load.as_mut().unwrap().sessions = Some(SessionsConfig { turns: "3".into(), think_time: "0s".into() });
+        assert_eq!(warm_cache_warning(&sessions, &recs, 0.99), None);
+    }
+
+    #[test]
+    fn a_dataset_sent_more_than_once_is_warned_about() {
+        let w = crate::config::WorkloadConfig {
+            dataset: Some("qa.jsonl".into()),
+            dataset_entries: Some(50),
+            ..Default::default()
+        };
+        let recs = |n: u64| -> Vec<RequestRecord> {
+            (0..n).map(|i| RequestRecord::new(i, std::time::Duration::ZERO, std::time::Duration::ZERO)).collect()
+        };
+        assert_eq!(cycled_dataset_warning(&w, &recs(50)), None);
+        let m = cycled_dataset_warning(&w, &recs(1000)).unwrap();
+        assert!(m.contains("1000 prompts from the 50 entries of qa.jsonl") && m.contains("20.0 times"), "{m}");
+        // Sessions: only a session's first turn draws an entry.
+        let mut turns = recs(120);
+        for (i, r) in turns.iter_mut().enumerate() {
+            r.session = Some(crate::record::SessionTurn { id: i as u64 / 3, turn: i as u32 % 3, turns: 3 });
+        }
+        assert_eq!(cycled_dataset_warning(&w, &turns), None, "40 conversations of 3 turns");
+    }
 
     #[test]
     fn a_closed_loop_of_few_requests_a_user_is_warned_about() {

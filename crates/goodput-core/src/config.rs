@@ -196,6 +196,10 @@ pub struct SessionsConfig {
 pub struct WorkloadConfig {
     /// The prompts file (`--dataset`).
     pub dataset: Option<String>,
+    /// Its entries (prompts, or conversations with `--turns`): a run that
+    /// sends more goes round them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_entries: Option<u64>,
     pub ignore_eos: bool,
     /// Input lengths (none with a dataset or a trace).
     pub input_tokens: Option<String>,
@@ -359,6 +363,10 @@ pub struct SweepConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     pub max_concurrency: u64,
+    /// The sweep's seed (`--seed`, or drawn fresh): each point's own, in
+    /// its result's `config.load.seed`, is drawn from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meta: Option<BTreeMap<String, String>>,
     /// `concurrency`, `rate`, `auto` or `stages` (one run in stages, each

@@ -73,6 +73,18 @@ pub enum SloError {
     Term { term: String, reason: Box<SloError> },
     #[error("the SLO is empty: write e.g. ttft<=200ms,tpot<=50ms")]
     Empty,
+    #[error(
+        "SLO term '{term}': the attainment target is a share of requests above 0 and at most 1 (e.g. \
+         attainment>=0.95, or attainment>=95%)"
+    )]
+    NotAShare { term: String },
+    #[error("the SLO gives its attainment target twice ('{first}' and '{second}'): keep one")]
+    AttainmentTwice { first: String, second: String },
+    #[error(
+        "the SLO 'attainment>={0}' has no limit to attain: add one (e.g. ttft<=200ms,attainment>={0}) or \
+         write a percentile objective (ttft:p95<=200ms)"
+    )]
+    AttainmentAlone(f64),
 }
 
 impl SloError {
@@ -201,6 +213,12 @@ impl fmt::Display for QualityObjective {
     }
 }
 
+/// The share of judged requests that must be good for per-request limits
+/// to pass, unless the SLO (`attainment>=0.95`) or `--attainment` says
+/// otherwise: a limit alone says what a good request is, not how many must
+/// be.
+pub const DEFAULT_ATTAINMENT: f64 = 0.9;
+
 /// A set of per-request limits and percentile objectives, on latency and
 /// on answer quality.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -209,6 +227,9 @@ pub struct Slo {
     pub objectives: Vec<Objective>,
     pub quality_limits: Vec<QualityLimit>,
     pub quality_objectives: Vec<QualityObjective>,
+    /// `attainment>=0.95`: the share of judged requests that must be good;
+    /// [`DEFAULT_ATTAINMENT`] where not given.
+    pub attainment: Option<f64>,
 }
 
 /// One `name>=x` or `name:mean>=x` term.
@@ -264,6 +285,7 @@ impl fmt::Display for Slo {
             .chain(self.objectives.iter().map(|o| o.to_string()))
             .chain(self.quality_limits.iter().map(|l| l.to_string()))
             .chain(self.quality_objectives.iter().map(|o| o.to_string()))
+            .chain(self.attainment.map(|a| format!("attainment>={a}")))
             .collect();
         f.write_str(&parts.join(","))
     }
@@ -296,6 +318,17 @@ impl FromStr for Slo {
     fn from_str(s: &str) -> Result<Self, SloError> {
         let mut slo = Slo::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if let Some(rhs) = part.strip_prefix("attainment").and_then(|r| r.trim_start().strip_prefix(">=")) {
+                let share = parse_share(rhs).ok_or_else(|| SloError::NotAShare { term: part.to_string() })?;
+                if let Some(first) = slo.attainment {
+                    return Err(SloError::AttainmentTwice {
+                        first: format!("attainment>={first}"),
+                        second: part.to_string(),
+                    });
+                }
+                slo.attainment = Some(share);
+                continue;
+            }
             if part.contains(">=") {
                 parse_quality_term(&mut slo, part)?;
                 continue;
@@ -323,13 +356,40 @@ impl FromStr for Slo {
             && slo.quality_limits.is_empty()
             && slo.quality_objectives.is_empty()
         {
-            return Err(SloError::Empty);
+            return match slo.attainment {
+                Some(a) => Err(SloError::AttainmentAlone(a)),
+                None => Err(SloError::Empty),
+            };
         }
         Ok(slo)
     }
 }
 
+/// `0.95` or `95%`: a share above 0 and at most 1.
+pub fn parse_share(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let v = match s.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().ok()? / 100.0,
+        None => s.parse::<f64>().ok()?,
+    };
+    (v.is_finite() && v > 0.0 && v <= 1.0).then_some(v)
+}
+
 impl Slo {
+    /// The share of judged requests that must be good.
+    pub fn attainment_target(&self) -> f64 {
+        self.attainment.unwrap_or(DEFAULT_ATTAINMENT)
+    }
+
+    /// Whether the run's share of good requests is judged: per-request
+    /// limits (latency or quality) say only what a good request is, so they
+    /// pass or fail by their attainment; percentile objectives carry their
+    /// own share (a p95 is 95%) and are judged by their percentile alone,
+    /// unless the SLO names an attainment target.
+    pub fn judges_attainment(&self) -> bool {
+        !self.limits.is_empty() || !self.quality_limits.is_empty() || self.attainment.is_some()
+    }
+
     /// Whether `r` succeeded and meets every per-request limit. A percentile
     /// objective bounds each request too (`ttft:p95<=200ms` makes a request
     /// with TTFT over 200 ms not good, and passes when 95% are within), as
@@ -388,6 +448,20 @@ pub struct QualityObjectiveResult {
     pub pass: bool,
 }
 
+/// The per-request limits judged together: the share of judged requests
+/// that met every limit, against the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AttainmentResult {
+    /// The share that must be good (`attainment>=`, `--attainment`, 0.9 by default).
+    pub target: f64,
+    /// The share that was: `summary.goodput.slo_attainment`.
+    pub measured: f64,
+    pub good_requests: u64,
+    pub judged_requests: u64,
+    /// `measured >= target`, and at least one request judged.
+    pub pass: bool,
+}
+
 /// The `slo` block of a result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SloReport {
@@ -398,8 +472,44 @@ pub struct SloReport {
     /// Run-level quality objectives (`exact>=0.8`, `bleu>=20`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quality: Vec<QualityObjectiveResult>,
-    /// Every objective met (true when there are none).
+    /// The per-request limits' attainment, judged; absent when the SLO has
+    /// only percentile objectives (and no `attainment>=` term), or in a
+    /// document written before limits had a target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attainment: Option<AttainmentResult>,
+    /// Every objective met, and the limits' attainment reached (true when
+    /// there are none).
     pub pass: bool,
+}
+
+impl SloReport {
+    /// What failed, in words: each objective missed and the limits'
+    /// attainment where short (empty when the SLO passed).
+    pub fn misses(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .objectives
+            .iter()
+            .filter(|o| !o.pass)
+            .map(|o| match o.measured_ms {
+                Some(m) => format!("{} measured {m:.1} ms", o.objective),
+                None => format!("{} had no successful request to measure", o.objective),
+            })
+            .collect();
+        out.extend(self.quality.iter().filter(|q| !q.pass).map(|q| match q.measured {
+            Some(m) => format!("{} measured {m:.3}", q.objective),
+            None => format!("{} had no scored request", q.objective),
+        }));
+        if let Some(a) = self.attainment.as_ref().filter(|a| !a.pass) {
+            out.push(format!(
+                "{} of {} requests met the limits ({:.1}%), short of the {:.1}% target",
+                a.good_requests,
+                a.judged_requests,
+                a.measured * 100.0,
+                a.target * 100.0
+            ));
+        }
+        out
+    }
 }
 
 /// Judges `records` (the measured ones, warm-up excluded) against `slo`
@@ -454,6 +564,16 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
             }
         })
         .collect();
+    let attainment = slo.judges_attainment().then(|| {
+        let target = slo.attainment_target();
+        AttainmentResult {
+            target,
+            measured: goodput.slo_attainment,
+            good_requests: goodput.good_requests,
+            judged_requests: goodput.judged_requests,
+            pass: goodput.judged_requests > 0 && goodput.slo_attainment >= target,
+        }
+    });
     let report = SloReport {
         spec: slo.to_string(),
         limits: slo
@@ -462,9 +582,12 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
             .map(|l| l.to_string())
             .chain(slo.quality_limits.iter().map(|l| l.to_string()))
             .collect(),
-        pass: objectives.iter().all(|o| o.pass) && quality.iter().all(|q| q.pass),
+        pass: objectives.iter().all(|o| o.pass)
+            && quality.iter().all(|q| q.pass)
+            && attainment.as_ref().is_none_or(|a| a.pass),
         objectives,
         quality,
+        attainment,
     };
     (goodput, report)
 }
@@ -539,7 +662,17 @@ mod tests {
         assert!((g.useful_work - 20.0 / 38.0).abs() < 1e-12);
         // p50 of the successful requests' TTFT (100, 150, 900) is 150.
         assert_eq!(rep.objectives[0].measured_ms, Some(150.0));
-        assert!(rep.pass);
+        assert!(rep.objectives[0].pass);
+        // Half the requests good: the limit misses the default 90% target,
+        // and meets a target of a half.
+        let a = rep.attainment.as_ref().unwrap();
+        assert_eq!((a.target, a.measured, a.pass), (DEFAULT_ATTAINMENT, 0.5, false));
+        assert!(!rep.pass);
+        let half: Slo = "ttft<=200ms,ttft:p50<=200ms,attainment>=50%".parse().unwrap();
+        assert!(judge(&recs, &half, 2.0).1.pass);
+        // The objective alone is judged by its percentile, not by a target.
+        let (_, alone) = judge(&recs, &"ttft:p50<=200ms".parse().unwrap(), 2.0);
+        assert!(alone.attainment.is_none() && alone.pass);
         let strict: Slo = "ttft:p99<=200ms".parse().unwrap();
         assert!(!judge(&recs, &strict, 2.0).1.pass);
     }
@@ -606,6 +739,44 @@ mod tests {
         assert_eq!(rep.quality[0].measured, Some(0.75));
         assert!(!rep.pass);
         assert!(judge(&recs, &"exact>=0.75".parse().unwrap(), 1.0).1.pass);
+    }
+
+    #[test]
+    fn a_limit_no_request_met_fails_and_one_every_request_met_passes() {
+        let recs: Vec<RequestRecord> = (0..10).map(|_| req(50, 10, 5)).collect();
+        let (g, rep) = judge(&recs, &"ttft<=10ms".parse().unwrap(), 1.0);
+        assert_eq!(g.slo_attainment, 0.0);
+        assert!(!rep.pass, "a limit no request met cannot pass");
+        assert!(judge(&recs, &"ttft<=100ms".parse().unwrap(), 1.0).1.pass);
+        // Nine of ten good: 90% meets the default target, 95% does not.
+        let mut nine = recs.clone();
+        nine[0] = req(500, 10, 5);
+        assert!(judge(&nine, &"ttft<=100ms".parse().unwrap(), 1.0).1.pass);
+        assert!(!judge(&nine, &"ttft<=100ms,attainment>=0.95".parse().unwrap(), 1.0).1.pass);
+        // A quality limit is judged by its attainment the same way.
+        let (_, q) = judge(&recs, &"rouge_l>=0.5".parse().unwrap(), 1.0);
+        assert!(q.attainment.is_some());
+        // No request judged: nothing was attained.
+        assert!(!judge(&[], &"ttft<=100ms".parse().unwrap(), 1.0).1.pass);
+    }
+
+    #[test]
+    fn the_attainment_term_reads_as_a_share_and_prints_back() {
+        let s: Slo = "ttft<=200ms, attainment>=95%".parse().unwrap();
+        assert_eq!(s.attainment, Some(0.95));
+        assert_eq!(s.to_string(), "ttft<=200ms,attainment>=0.95");
+        assert_eq!(s.to_string().parse::<Slo>().unwrap(), s);
+        assert_eq!("ttft<=1s".parse::<Slo>().unwrap().attainment_target(), DEFAULT_ATTAINMENT);
+        for (bad, want) in [
+            ("ttft<=1s,attainment>=0", "above 0 and at most 1"),
+            ("ttft<=1s,attainment>=1.5", "above 0 and at most 1"),
+            ("ttft<=1s,attainment>=x", "above 0 and at most 1"),
+            ("ttft<=1s,attainment>=0.9,attainment>=0.8", "twice"),
+            ("attainment>=0.9", "no limit to attain"),
+        ] {
+            let e = bad.parse::<Slo>().unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -282,6 +282,18 @@ fn slo_lines(o: &mut String, r: &RunResult) {
             g.slo_attainment * 100.0,
             g.useful_work * 100.0
         );
+        if let Some(a) = &slo.attainment {
+            let _ = writeln!(
+                o,
+                "  {:<24} {} of {} good ({:.1}%, target {:.1}%)   {}",
+                esc(&limits_label(slo)),
+                a.good_requests,
+                a.judged_requests,
+                a.measured * 100.0,
+                a.target * 100.0,
+                if a.pass { "pass" } else { "FAIL" }
+            );
+        }
         for ob in &slo.objectives {
             let _ = writeln!(
                 o,
@@ -300,6 +312,16 @@ fn slo_lines(o: &mut String, r: &RunResult) {
                 if q.pass { "pass" } else { "FAIL" }
             );
         }
+    }
+}
+
+/// What the attainment judges: the per-request limits, or, with an SLO of
+/// objectives and an attainment term, the requests within every objective's limit.
+pub(crate) fn limits_label(slo: &goodput_core::SloReport) -> String {
+    if slo.limits.is_empty() {
+        "every objective's limit".to_string()
+    } else {
+        slo.limits.join(",")
     }
 }
 

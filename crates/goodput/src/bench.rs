@@ -23,9 +23,16 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
                  and records: give -o FILE and --records FILE (or --include-requests)"
             );
         }
+        if a.load.shape.seed.drawn {
+            anyhow::bail!(
+                "--shard {i}/{n} is one share of a run whose shards must send the same prompts on the same schedule: \
+                 give every shard the same --seed (e.g. --seed 42)"
+            );
+        }
     }
-    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed, trace)?;
+    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     let opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    setup::check_fail_on_slo(&a.judge, &opts)?;
     output::check_outputs(&a.output)?;
     let run_id = goodput_report::records::new_run_id();
     if let Some(c) = plan.concurrency {
@@ -52,7 +59,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     };
     if !a.output.quiet {
         eprintln!(
-            "goodput bench → {}{} · model {} · {}",
+            "goodput bench → {}{} · model {} · {} · seed {}{}",
             target.base,
             match (target.embedded, a.sim.sim_profile) {
                 (false, _) => String::new(),
@@ -61,7 +68,9 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
                 (true, ProfileArg::Fixed) => " (embedded fixed-timing simulator)".into(),
             },
             target.model,
-            goodput_report::terminal::load_line(&config)
+            goodput_report::terminal::load_line(&config),
+            a.load.shape.seed.value,
+            if a.load.shape.seed.drawn { " (drawn: --seed repeats it)" } else { "" }
         );
     }
     let interrupt = Interrupt::install("the run", a.target.grace);
@@ -106,5 +115,5 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         start_at_unix_s: a.shard.start_at,
         records: a.output.records.as_ref().map(|p| p.display().to_string()),
     });
-    output::finish(&result, &a.output, &a.judge, &recs)
+    output::finish_live(&result, &a.output, &a.judge, &recs)
 }

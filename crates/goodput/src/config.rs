@@ -142,10 +142,17 @@ pub fn judging(j: &crate::cli::JudgeArgs, default_gpus: u32) -> Result<Judging> 
     if j.price.is_some() && j.config.is_none() {
         bail!("--price names an entry of a price list: give the list with --config FILE ([prices] table)");
     }
-    let slo = match &j.slo {
+    let mut slo = match &j.slo {
         Some(s) => Some(s.clone()),
         None => file.slo()?,
     };
+    if let Some(a) = j.attainment {
+        match slo.as_mut() {
+            // The flag wins over the SLO's own term, as flags win over the file.
+            Some(s) => s.attainment = Some(a),
+            None => bail!("--attainment is the share of requests that must meet the SLO: give the SLO too (--slo 'ttft<=200ms', or a config with slo = \"...\")"),
+        }
+    }
     let price = match j.gpu_hour_usd {
         Some(p) => Some(p),
         None => file.price(j.price.as_deref())?,
@@ -194,6 +201,7 @@ mod tests {
         std::fs::write(&path, "gpus = 4\nprice = \"h100\"\n[prices]\nh100 = 2.0\n").unwrap();
         let judge = |gpus: Option<u32>| crate::cli::JudgeArgs {
             slo: None,
+            attainment: None,
             fail_on_slo: false,
             fail_on_unsteady: false,
             gpu_hour_usd: None,

@@ -11,7 +11,8 @@ use goodput_sim::engine::{validate, GpuSpec};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
+pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
+    a.load.shape.seed = a.load.shape.seed.fixed_unless_given();
     if let Some(csv) = &a.validate {
         return validate_file(csv, &a.engine);
     }
@@ -19,9 +20,10 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     setup::no_answers(&a.workload, "estimate")?;
     let trace = setup::trace(&a.load)?;
     let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
-    let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed, trace)?;
+    let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
+    setup::check_fail_on_slo(&a.judge, &opts)?;
     output::check_outputs(&a.output)?;
     let wall = std::time::Instant::now();
     let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };

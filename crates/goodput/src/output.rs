@@ -121,9 +121,32 @@ pub fn write_document<T: serde::Serialize>(path: &Path, doc: &T, kind: &str) -> 
     }
 }
 
+/// The exit status of a run or sweep cut short by Ctrl-C or SIGTERM (its
+/// documents written, marked `interrupted`): the shells' own for a Ctrl-C,
+/// so that CI can tell a run cut short from one that finished.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// [`finish`] for a run measured now: a run cut short exits
+/// [`EXIT_INTERRUPTED`] whatever else it would have exited with (a saved
+/// run read again by `report` or `merge` was not cut short now).
+pub fn finish_live(
+    result: &RunResult,
+    out: &OutputArgs,
+    judge: &JudgeArgs,
+    records: &[RequestRecord],
+) -> Result<ExitCode> {
+    let code = finish(result, out, judge, records)?;
+    if result.interrupted {
+        eprintln!("error: the run was interrupted before its end: its figures cover what it sent until then");
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    Ok(code)
+}
+
 /// Prints the summary, writes `--output`, and picks the exit code: 1 when
-/// no request succeeded, 3 when `--fail-on-slo` and an objective failed, 4
-/// when `--fail-on-unsteady` and the window was not a steady state.
+/// no request succeeded, 3 when
+/// `--fail-on-slo` and the SLO failed, 4 when `--fail-on-unsteady` and the
+/// window was not a steady state.
 /// A file that could not be written is an error (exit 2) once the rest are
 /// written.
 pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: &[RequestRecord]) -> Result<ExitCode> {
@@ -175,8 +198,8 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
         eprintln!("error: --fail-on-slo needs an SLO: give --slo, or a config with slo = \"...\"");
         return Ok(ExitCode::from(2));
     }
-    if judge.fail_on_slo && result.slo.as_ref().is_some_and(|s| !s.pass) {
-        eprintln!("error: the run missed its SLO objectives (--fail-on-slo)");
+    if let Some(slo) = result.slo.as_ref().filter(|s| judge.fail_on_slo && !s.pass) {
+        eprintln!("error: the run missed its SLO (--fail-on-slo): {}", slo.misses().join("; "));
         return Ok(ExitCode::from(3));
     }
     if judge.fail_on_unsteady {

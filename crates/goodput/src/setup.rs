@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// The requests the load gives up on (`--cancel-rate`), picked with the run's seed.
 pub fn cancellation(s: &ShapeArgs) -> Option<Cancellation> {
-    s.cancel_rate.zip(s.cancel_after).map(|(rate, after)| Cancellation { rate, after, seed: s.seed })
+    s.cancel_rate.zip(s.cancel_after).map(|(rate, after)| Cancellation { rate, after, seed: s.seed.value })
 }
 
 /// The arrival process the shape asks for.
@@ -81,7 +81,7 @@ pub fn shaped_plan(
         trace: trace.map(|t| Arc::new(t.iter().map(|e| e.at).collect())),
         ramp_up: s.ramp_up.unwrap_or_default(),
         sessions: s.turns.clone().map(|turns| goodput_load::Sessions { turns, think: s.think_time }),
-        seed: s.seed,
+        seed: s.seed.value,
         grace,
         shard: None,
         user_steps: Vec::new(),
@@ -226,6 +226,10 @@ pub fn workload(
         output_tokens: output.map(|o| o.to_string()),
         shared_prefix: shared_prefix.map(|p| SharedPrefixConfig { tokens: p.tokens, ratio: p.ratio, count: p.count }),
         dataset: w.dataset.as_ref().map(|p| p.display().to_string()),
+        dataset_entries: match &wl {
+            Workload::Dataset { entries, .. } => Some(entries.len() as u64),
+            _ => None,
+        },
         tokenizer: w.tokenizer.as_ref().map(|p| p.display().to_string()),
         ignore_eos: w.ignore_eos,
         score: w.score.as_ref().map(|s| s.0.iter().map(|x| x.to_string()).collect()),
@@ -281,6 +285,16 @@ pub fn analysis_options(percentiles: &[f64], judge: &JudgeArgs) -> Result<Analys
 pub fn analysis_options_for(percentiles: &[f64], judge: &JudgeArgs, default_gpus: u32) -> Result<AnalysisOptions> {
     let j = crate::config::judging(judge, default_gpus)?;
     Ok(AnalysisOptions { percentiles: percentiles.to_vec(), slo: j.slo, cost: j.cost, ratings: j.ratings })
+}
+
+/// `--fail-on-slo` with nothing to fail on, refused before the first
+/// request rather than after the run (`report` and `merge` may find the
+/// SLO in the saved run, so they check after reading it).
+pub fn check_fail_on_slo(judge: &JudgeArgs, opts: &AnalysisOptions) -> Result<()> {
+    if judge.fail_on_slo && opts.slo.is_none() {
+        anyhow::bail!("--fail-on-slo needs an SLO: give --slo, or a config with slo = \"...\"");
+    }
+    Ok(())
 }
 
 /// The judging settings as they were applied, for the config block.

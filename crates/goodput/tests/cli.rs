@@ -327,7 +327,8 @@ fn a_sweep_point_is_warned_about_as_the_same_bench_run_is() {
         w.as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("4 requests over 4 users is 1.0 each"))
     };
     for turns in [None, Some("2")] {
-        let mut shape = vec!["-q", "-n", "4"];
+        // One seed: a sweep's first point is drawn from the sweep's own.
+        let mut shape = vec!["-q", "-n", "4", "--seed", "3"];
         shape.extend(turns.map(|t| ["--turns", t, "--think-time", "1ms"]).into_iter().flatten());
         let bench = fast_bench(&[shape.as_slice(), &["-c", "4"]].concat(), &dir.path().join("bench.json"));
         let out = dir.path().join("sweep.json");
@@ -537,7 +538,7 @@ fn ctrl_c_stops_and_still_writes_the_result() {
     let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
     let bench = ["bench", "-q", "-c", "4", "--duration", "60s"];
     let status = interrupted_after_1_5_s(&bench, &[out.as_os_str(), "--records".as_ref(), rec.as_os_str()]);
-    assert!(status.success(), "a stopped run with successes exits 0");
+    assert_eq!(status.code(), Some(130), "a run cut short says so in its exit status");
     let v = read_json(&out);
     assert_eq!(v["interrupted"], true);
     let completed = v["summary"]["requests"]["completed"].as_u64().unwrap();
@@ -587,7 +588,7 @@ fn sigterm_stops_the_run_and_still_writes_the_result() {
     };
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(status.success(), "a stopped run with successes exits 0: {status:?} {stderr}");
+    assert_eq!(status.code(), Some(130), "a run cut short says so in its exit status: {stderr}");
     assert!(stderr.contains("stopping the run (SIGTERM)"), "{stderr}");
     // A whole goodput/v1 document, read back by its own types and by report.
     let v = read_json(&out);
@@ -648,7 +649,7 @@ fn ctrl_c_stops_a_sweep_after_its_running_point() {
     let out = dir.path().join("sweep.json");
     let sweep = ["sweep", "-q", "--concurrency", "2,4,8", "--duration", "60s"];
     let status = interrupted_after_1_5_s(&sweep, &[out.as_os_str()]);
-    assert!(status.success(), "a stopped sweep with a completed request exits 0");
+    assert_eq!(status.code(), Some(130), "a sweep cut short says so in its exit status");
     let v = read_json(&out);
     assert_eq!(v["interrupted"], true);
     let points = v["points"].as_array().unwrap();
@@ -1338,4 +1339,40 @@ fn a_server_claiming_billions_of_tokens_is_analysed_in_bounded_memory() {
     assert_eq!(v["summary"]["requests"]["completed"], 2);
     assert_eq!(v["summary"]["tokens"]["output"], 12_000_000_000u64, "as the server claimed");
     assert!(v["summary"]["itl_ms"]["count"].as_u64().unwrap() > 1_000_000_000, "{}", v["summary"]["itl_ms"]);
+}
+
+/// Each sweep point, and each run without --seed, sends prompts of its
+/// own, so no point is served from an earlier one's prefix cache; --seed
+/// repeats a sweep's points exactly.
+#[test]
+fn sweep_points_draw_prompts_of_their_own_and_the_seed_repeats_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["sweep", "-q", "-n", "6", "--concurrency", "1,2", "--include-requests"])
+            .args(FAST)
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v = read_json(&out);
+        let prompts = |p: &serde_json::Value| -> std::collections::BTreeSet<String> {
+            p["result"]["requests"].as_array().unwrap().iter().map(|r| r["prompt_hash"].to_string()).collect()
+        };
+        let points = v["points"].as_array().unwrap();
+        let seeds: Vec<u64> = points.iter().map(|p| p["result"]["config"]["load"]["seed"].as_u64().unwrap()).collect();
+        (v["config"]["seed"].as_u64().unwrap(), seeds, points.iter().map(prompts).collect::<Vec<_>>())
+    };
+    let (base, seeds, prompts) = sweep("a.json", &["--seed", "9"]);
+    assert_eq!(base, 9);
+    assert_eq!(seeds[0], 9, "the first point runs on the sweep's seed");
+    assert_ne!(seeds[0], seeds[1]);
+    assert!(prompts[0].is_disjoint(&prompts[1]), "no point repeats another's prompts");
+    let (_, again_seeds, again) = sweep("b.json", &["--seed", "9"]);
+    assert_eq!((again_seeds, again), (seeds, prompts.clone()), "--seed repeats every point");
+    let (fresh, _, other) = sweep("c.json", &[]);
+    assert_ne!(fresh, 9);
+    assert!(other[0].is_disjoint(&prompts[0]), "a sweep without --seed draws its own");
 }

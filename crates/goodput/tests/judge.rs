@@ -64,6 +64,68 @@ fn goodput_attainment_useful_work_and_cost_equal_the_records_by_hand() {
     ));
 }
 
+/// A per-request limit passes or fails by its attainment: a limit no
+/// request met fails (and fails the CI gate), one that three requests in
+/// four met fails the default 90% target and passes a 70% one.
+#[test]
+fn a_limit_passes_only_when_enough_requests_meet_it() {
+    let (_rt, url) = slow_every_fourth();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .args(["bench", "--url", &url, "-n", "20", "-c", "4", "--output-tokens", "4", "--input-tokens", "8"])
+        .args(["--slo", "ttft<=1ms", "--fail-on-slo", "--progress", "none"])
+        .writing(&out, &rec)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("0 of 20 requests met the limits (0.0%), short of the 90.0% target"), "{stderr}");
+    assert!(stdout.contains("SLO ttft<=1ms: FAIL") && !stdout.contains("PASS"), "{stdout}");
+    let v = read_json(&out);
+    assert_eq!(v["slo"]["pass"], false);
+    assert_eq!(v["slo"]["attainment"]["measured"], 0.0);
+    assert_eq!(v["slo"]["attainment"]["target"], 0.9);
+
+    // Three in four within 200 ms: short of 90%, enough for 70%, in the
+    // SLO's own words or by the flag.
+    let judged = |extra: &[&str]| {
+        let o = goodput().arg("report").arg(&out).arg("--records").arg(&rec).args(extra).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (code, text) = judged(&["--slo", "ttft<=200ms", "--fail-on-slo"]);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("SLO ttft<=200ms: FAIL") && text.contains("15 of 20 good (75.0%, target 90.0%)"), "{text}");
+    let (code, text) = judged(&["--slo", "ttft<=200ms,attainment>=70%", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("SLO ttft<=200ms,attainment>=0.7: PASS"), "{text}");
+    let (code, _) = judged(&["--slo", "ttft<=200ms", "--attainment", "0.7", "--fail-on-slo"]);
+    assert_eq!(code, Some(0));
+    // A percentile objective carries its own share: p75 within 200 ms passes.
+    let (code, text) = judged(&["--slo", "ttft:p75<=200ms", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "{text}");
+    let err = goodput().arg("report").arg(&out).args(["--attainment", "1.5"]).refusal();
+    assert!(err.contains("above 0 and at most 1"), "{err}");
+    let err = goodput().arg("report").arg(&out).args(["--slo", "ttft<=1s", "--attainment", "0.95"]).refusal();
+    assert!(err.contains("--records"), "re-judging needs the records: {err}");
+}
+
+/// `--fail-on-slo` with no SLO is refused before the first request.
+#[test]
+fn fail_on_slo_without_an_slo_is_refused_before_the_run() {
+    let (_rt, url) = slow_every_fourth();
+    for cmd in
+        [&["bench", "--url", &url, "-n", "10"][..], &["estimate", "-n", "10"], &["sweep", "--estimate", "--auto"]]
+    {
+        let o = goodput().args(cmd).args(["--fail-on-slo", "--progress", "none"]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(err.contains("--fail-on-slo needs an SLO"), "{cmd:?}: {err}");
+        // Refused before the run: no summary was printed.
+        assert!(o.stdout.is_empty(), "{cmd:?} ran: {}", String::from_utf8_lossy(&o.stdout));
+    }
+}
+
 /// `report --window` re-analyses the requests sent in a stretch of the run,
 /// as if the run had measured only them; the document says which stretch.
 #[test]

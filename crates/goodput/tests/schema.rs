@@ -103,7 +103,7 @@ fn every_command_writes_documents_the_schema_accepts() {
     for i in 0..2 {
         let (s, r) = (path(&dir, &format!("s{i}.json")), path(&dir, &format!("s{i}.jsonl")));
         goodput()
-            .args(["bench", "-q", "-n", "6", "-c", "2", "--shard", &format!("{i}/2")])
+            .args(["bench", "-q", "-n", "6", "-c", "2", "--seed", "5", "--shard", &format!("{i}/2")])
             .args(FAST)
             .writing(&s, &r)
             .assert()

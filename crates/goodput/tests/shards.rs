@@ -256,6 +256,9 @@ fn shard_options_are_checked_before_the_run() {
     assert!(err.contains("-c 3 or more"), "{err}");
     let err = goodput().args(["bench", "--shard", "0/2", "-o", "x.json"]).refusal();
     assert!(err.contains("--records FILE"), "{err}");
+    // A fresh seed in each shard would give each its own schedule and prompts.
+    let err = goodput().args(["bench", "--shard", "0/2", "-o", "x.json", "--records", "x.jsonl"]).refusal();
+    assert!(err.contains("the same --seed"), "{err}");
     let err = goodput().args(["bench", "--start-at", "soon"]).refusal();
     assert!(err.contains("RFC 3339"), "{err}");
 }

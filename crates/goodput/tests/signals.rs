@@ -279,3 +279,57 @@ fn prometheus_listen_serves_live_client_metrics_under_genai_names() {
         assert!(scrape.family(name).is_some(), "{name} missing");
     }
 }
+
+/// Runs that warm each other: a run drawn from the same seed as an earlier
+/// one sends its prompts again, which the engine's prefix cache serves, and
+/// the result says so; a run left to draw its own seed sends new prompts,
+/// which it does not.
+#[test]
+fn a_run_of_an_earlier_runs_prompts_is_served_from_the_cache_and_warned_about() {
+    let (_rt, url, _server) = start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        Command::cargo_bin("goodput")
+            .unwrap()
+            .args([
+                "bench",
+                "-q",
+                "--url",
+                &url,
+                "-n",
+                "20",
+                "-c",
+                "4",
+                "--input-tokens",
+                "256",
+                "--output-tokens",
+                "4",
+            ])
+            .args(["--metrics-interval", "200ms", "--include-requests"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let hits = v["server_signals"]["window"]["prefix_cache_hit_rate"].as_f64().unwrap();
+        let prompts: std::collections::BTreeSet<String> =
+            v["requests"].as_array().unwrap().iter().map(|r| r["prompt_hash"].as_str().unwrap().to_string()).collect();
+        (v, hits, prompts)
+    };
+    let warned = |v: &Value| v["warnings"].to_string().contains("prefix cache served");
+    let (first, first_hits, first_prompts) = run("first.json", &["--seed", "5"]);
+    assert!(first_hits < 0.3 && !warned(&first), "new prompts: {first_hits} {}", first["warnings"]);
+    let (again, again_hits, again_prompts) = run("again.json", &["--seed", "5"]);
+    assert_eq!(again_prompts, first_prompts, "the same seed sends the same prompts");
+    assert!(again_hits > 0.9, "the second run is served from the cache: {again_hits}");
+    assert!(warned(&again), "{}", again["warnings"]);
+    assert!(again["warnings"].to_string().contains("seed is 5"), "{}", again["warnings"]);
+    // Drawn afresh: other prompts, a cold cache, and a seed of its own kept in the result.
+    let (fresh, fresh_hits, fresh_prompts) = run("fresh.json", &[]);
+    assert!(fresh_prompts.is_disjoint(&first_prompts), "a fresh seed sends prompts of its own");
+    assert!(fresh_hits < 0.3 && !warned(&fresh), "{fresh_hits} {}", fresh["warnings"]);
+    assert_ne!(fresh["config"]["load"]["seed"], first["config"]["load"]["seed"]);
+    assert!(fresh["config"]["load"]["seed"].is_u64(), "the drawn seed is recorded");
+}

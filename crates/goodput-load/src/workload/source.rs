@@ -64,6 +64,37 @@ impl Workload {
         Workload::Dataset { entries: Arc::new(entries), output, order: Arc::new(order), seed }
     }
 
+    /// The same workload drawn from another seed: other prompts, lengths
+    /// and dataset order, the entries shared. A sweep's points each take
+    /// one, so that no point's prompts are cached by an earlier one's.
+    pub fn with_seed(&self, new: u64) -> Workload {
+        match self {
+            Workload::Synthetic { input, output, tokenizer, shared_prefix, .. } => Workload::Synthetic {
+                input: input.clone(),
+                output: output.clone(),
+                seed: new,
+                tokenizer: tokenizer.clone(),
+                shared_prefix: *shared_prefix,
+            },
+            Workload::Trace { entries, tokenizer, .. } => {
+                Workload::Trace { entries: entries.clone(), seed: new, tokenizer: tokenizer.clone() }
+            }
+            Workload::Dataset { entries, output, .. } => {
+                let mut order: Vec<usize> = (0..entries.len()).collect();
+                order.shuffle(&mut StdRng::seed_from_u64(new));
+                Workload::Dataset {
+                    entries: entries.clone(),
+                    output: output.clone(),
+                    order: Arc::new(order),
+                    seed: new,
+                }
+            }
+            Workload::Repeated { inner, copies, spread } => {
+                Workload::Repeated { inner: Box::new(inner.with_seed(new)), copies: *copies, spread: *spread }
+            }
+        }
+    }
+
     /// The lengths of synthetic request `i` (the same draws `item` makes,
     /// without building any text), or `None` for a dataset.
     pub fn lengths(&self, i: u64) -> Option<Lengths> {

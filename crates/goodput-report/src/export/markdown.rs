@@ -162,13 +162,7 @@ fn throughput_table(o: &mut String, r: &RunResult) {
 fn slo_section(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     if let Some(slo) = &r.slo {
-        let _ = write!(
-            o,
-            "**SLO** {}: {} {}",
-            md(&slo.spec),
-            check(slo.pass),
-            if slo.pass { "objectives met" } else { "objective missed" }
-        );
+        let _ = write!(o, "**SLO** {}: {} {}", md(&slo.spec), check(slo.pass), if slo.pass { "met" } else { "missed" });
         if let Some(g) = &s.goodput {
             let _ = write!(
                 o,
@@ -182,6 +176,19 @@ fn slo_section(o: &mut String, r: &RunResult) {
             );
         }
         o.push_str("\n\n");
+        if let Some(a) = &slo.attainment {
+            let _ = writeln!(
+                o,
+                "Requests meeting {}: {} of {} ({}), target {}: {} {}\n",
+                md(&crate::terminal::limits_label(slo)),
+                a.good_requests,
+                a.judged_requests,
+                format::value(Some(a.measured), Unit::Ratio),
+                format::value(Some(a.target), Unit::Ratio),
+                check(a.pass),
+                if a.pass { "pass" } else { "fail" }
+            );
+        }
         if !slo.objectives.is_empty() {
             o.push_str("| objective | limit (ms) | measured (ms) | verdict |\n| --- | ---: | ---: | --- |\n");
             for ob in &slo.objectives {

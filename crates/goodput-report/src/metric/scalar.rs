@@ -34,6 +34,10 @@ pub enum Scalar {
     UsdPerSession,
     /// The client's own CPU per output token (`bench`, Linux).
     ClientCpuPerToken,
+    /// Share of looked-up prompt tokens the server's prefix cache hit over
+    /// the window (its counters, or the simulated engine's): what explains
+    /// a TTFT far better than another run's.
+    PrefixCacheHitRate,
     /// `summary.quality`: exact match, number, ROUGE-L and sentence chrF
     /// means, corpus BLEU and chrF, and the share of repeated prompts that
     /// came back identical.
@@ -47,7 +51,7 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 31] = [
+    pub const ALL: [Scalar; 32] = [
         Scalar::RequestsPerS,
         Scalar::InputTokensPerS,
         Scalar::OutputTokensPerS,
@@ -72,6 +76,7 @@ impl Scalar {
         Scalar::SessionsPerS,
         Scalar::UsdPerSession,
         Scalar::ClientCpuPerToken,
+        Scalar::PrefixCacheHitRate,
         Scalar::QualityExact,
         Scalar::QualityNumber,
         Scalar::QualityRougeL,
@@ -109,6 +114,7 @@ impl Scalar {
             Scalar::SessionsPerS => "sessions.per_s",
             Scalar::UsdPerSession => "cost.usd_per_session",
             Scalar::ClientCpuPerToken => "client.cpu_us_per_output_token",
+            Scalar::PrefixCacheHitRate => "server.prefix_cache_hit_rate",
             Scalar::QualityExact => "quality.exact.mean",
             Scalar::QualityNumber => "quality.number.mean",
             Scalar::QualityRougeL => "quality.rouge_l.mean",
@@ -131,6 +137,7 @@ impl Scalar {
             Scalar::GoodputRequestsPerS => &["goodput"],
             Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s"],
             Scalar::SloAttainment => &["slo_attainment"],
+            Scalar::PrefixCacheHitRate => &["prefix_cache_hit_rate"],
             Scalar::QualityExact => &["quality.exact"],
             Scalar::QualityNumber => &["quality.number"],
             Scalar::QualityRougeL => &["quality.rouge_l"],
@@ -165,6 +172,7 @@ impl Scalar {
             Scalar::SessionsPerS => "sessions/s",
             Scalar::UsdPerSession => "$ per session",
             Scalar::ClientCpuPerToken => "client CPU µs/token",
+            Scalar::PrefixCacheHitRate => "prefix cache hits",
             Scalar::QualityExact => "exact match",
             Scalar::QualityNumber => "number match",
             Scalar::QualityRougeL => "ROUGE-L",
@@ -208,6 +216,11 @@ impl Scalar {
             Scalar::SessionsPerS => s.sessions.as_ref().map(|s| s.per_s),
             Scalar::UsdPerSession => c.and_then(|c| c.usd_per_session),
             Scalar::ClientCpuPerToken => r.client.as_ref().and_then(|c| c.cpu_us_per_output_token),
+            Scalar::PrefixCacheHitRate => r
+                .server_signals
+                .as_ref()
+                .and_then(|s| s.window.prefix_cache_hit_rate)
+                .or_else(|| r.engine.as_ref().and_then(|e| e.prefix_cache_hit_rate)),
             Scalar::QualityExact => s.quality.as_ref().and_then(|q| q.scores.exact.as_ref()).map(|m| m.mean),
             Scalar::QualityNumber => s.quality.as_ref().and_then(|q| q.scores.number.as_ref()).map(|m| m.mean),
             Scalar::QualityRougeL => s.quality.as_ref().and_then(|q| q.scores.rouge_l.as_ref()).map(|m| m.mean),
@@ -234,7 +247,8 @@ impl Scalar {
             | Scalar::QualityExact
             | Scalar::QualityNumber
             | Scalar::QualityRougeL
-            | Scalar::QualityIdentical => Unit::Ratio,
+            | Scalar::QualityIdentical
+            | Scalar::PrefixCacheHitRate => Unit::Ratio,
             Scalar::QualityChrf | Scalar::QualityBleu | Scalar::QualityChrfCorpus => Unit::Plain,
             Scalar::Sent | Scalar::Completed | Scalar::Failed | Scalar::Cancelled | Scalar::InFlightPeak => Unit::Count,
             Scalar::InFlightMean | Scalar::TimesReadingSpeed | Scalar::SessionsPerS | Scalar::ClientCpuPerToken => {
@@ -278,7 +292,8 @@ impl Scalar {
             | Scalar::UsdPerMillionGoodOutputTokens
             | Scalar::UsdPerSession
             | Scalar::ClientCpuPerToken => Better::Lower,
-            Scalar::Sent | Scalar::InFlightMean | Scalar::InFlightPeak => Better::Neither,
+            // More hits is a faster run, not a better server: it explains a difference.
+            Scalar::Sent | Scalar::InFlightMean | Scalar::InFlightPeak | Scalar::PrefixCacheHitRate => Better::Neither,
         }
     }
 }

@@ -166,9 +166,6 @@ pub struct SweepArgs {
     /// Extra points placed by bisection to find the highest load that meets every SLO objective.
     #[arg(long, default_value_t = 3)]
     pub search_steps: u32,
-    /// Share of requests that must be good, beside every objective passing, for a point to meet the SLO.
-    #[arg(long, default_value_t = 0.9)]
-    pub attainment: f64,
     #[command(flatten)]
     pub shape: ShapeArgs,
     #[command(flatten)]

@@ -180,9 +180,9 @@ pub struct ShapeArgs {
     /// Pause between an answer and the session's next question: 2s, uniform:1s..5s or exponential:2s (mean).
     #[arg(long, value_parser = parse_think_time, requires = "turns", default_value = "0s", help_heading = "Sessions")]
     pub think_time: ThinkTime,
-    /// Seed for prompts and arrival times.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// Seed for prompts and arrival times. By default a fresh one each run (printed, and kept in the result's config.load.seed), so that a server's prefix cache cannot serve a run from an earlier one's prompts; a sweep's points each draw their own from it. estimate and sweep --estimate, which start from an empty engine, use 0.
+    #[arg(long, value_parser = parse_seed, default_value = "fresh")]
+    pub seed: Seed,
 }
 
 /// What each request asks.
@@ -292,7 +292,7 @@ pub struct ExportArgs {
     /// A self-contained HTML report (charts inline, no network fetch).
     #[arg(long)]
     pub html: Option<PathBuf>,
-    /// CSV files (summary, per-request records, sweep points, server signals, engine series) into this folder, units in the headers.
+    /// CSV files (summary, per-request records, sweep points, server signals, engine series) into this folder, units in the headers; a name ending in .csv gets the main table alone (a run's summary, a sweep's points).
     #[arg(long)]
     pub csv: Option<PathBuf>,
     /// A Markdown summary table fit for a pull request.
@@ -321,10 +321,13 @@ impl ExportArgs {
 /// How a run is judged: SLOs and the price of the hardware.
 #[derive(Debug, Clone, Args)]
 pub struct JudgeArgs {
-    /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'.
+    /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'; limits pass when --attainment of the requests meet them all.
     #[arg(long, value_parser = parse_slo, help_heading = "SLOs and cost")]
     pub slo: Option<Slo>,
-    /// Exit non-zero (3) when a percentile objective of --slo fails (for CI).
+    /// Share of requests that must meet every per-request limit of --slo for it to pass (0.95 or 95%) [default: the SLO's own attainment>= term, else 0.9]; with percentile objectives alone, a sweep point must reach it too.
+    #[arg(long, value_parser = parse_attainment, help_heading = "SLOs and cost")]
+    pub attainment: Option<f64>,
+    /// Exit non-zero (3) when the SLO fails: a percentile objective missed, or the limits' attainment short of its target (for CI).
     #[arg(long, help_heading = "SLOs and cost")]
     pub fail_on_slo: bool,
     /// Exit non-zero (4) when the run's window was not a steady state (summary.stability: a load beyond the server, or mostly ramp-up and drain); a sweep, when it has no steady point to recommend.

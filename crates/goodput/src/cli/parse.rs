@@ -175,6 +175,67 @@ pub fn parse_slo(s: &str) -> Result<Slo, goodput_core::SloError> {
     s.parse()
 }
 
+/// `--seed`: the number given, or one drawn for this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seed {
+    pub value: u64,
+    /// Drawn fresh (no `--seed`): a later run draws another, so a server's
+    /// prefix cache cannot serve one run's prompts from an earlier one's.
+    pub drawn: bool,
+}
+
+impl Seed {
+    /// The seed of a run that repeats no server state: virtual time starts
+    /// every run on an empty engine, so it keeps the same answer for the
+    /// same flags (0, unless `--seed` says otherwise).
+    pub fn fixed_unless_given(self) -> Seed {
+        if self.drawn {
+            Seed { value: 0, drawn: false }
+        } else {
+            self
+        }
+    }
+
+    /// The seed of a sweep's `k`-th run (0 for the first point): each
+    /// point, and each longer rerun of one, sends prompts of its own,
+    /// drawn from the sweep's seed so that `--seed` repeats them all.
+    pub fn of_run(self, k: u64) -> u64 {
+        if k == 0 {
+            self.value
+        } else {
+            goodput_core::hash::draw(self.value, k)
+        }
+    }
+}
+
+/// What a fresh seed is drawn from: the standard library's OS-seeded hash
+/// keys, the clock and the process, folded by SplitMix64. Kept under 10⁹
+/// so that it is easy to give back as `--seed`.
+fn fresh_seed() -> u64 {
+    use std::hash::BuildHasher;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let keyed = std::collections::hash_map::RandomState::new().hash_one((now.as_nanos(), std::process::id()));
+    goodput_core::hash::mix64(keyed) % 1_000_000_000
+}
+
+/// `--seed 42`, or `fresh` (the default): a new seed each run.
+pub fn parse_seed(s: &str) -> Result<Seed, String> {
+    if s == "fresh" {
+        return Ok(Seed { value: fresh_seed(), drawn: true });
+    }
+    s.trim().parse().map(|value| Seed { value, drawn: false }).map_err(|_| {
+        format!(
+            "'{s}' is not a seed: give a whole number (e.g. --seed 42), or leave --seed out for a fresh one each run"
+        )
+    })
+}
+
+/// `--attainment 0.95` or `95%`.
+pub fn parse_attainment(s: &str) -> Result<f64, String> {
+    goodput_core::slo::parse_share(s)
+        .ok_or_else(|| format!("'{s}' is not a share of requests: give one above 0 and at most 1, e.g. 0.95 or 95%"))
+}
+
 pub fn parse_list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
     let v: Result<Vec<T>, _> = s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::parse).collect();
     match v {

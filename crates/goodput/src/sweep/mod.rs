@@ -48,6 +48,9 @@ struct Sweep {
     /// given): each is run again for twice as long while it is not one,
     /// up to [`POINT_CAP`].
     steady_bounds: bool,
+    /// Runs made so far: the `k`-th draws its prompts and arrivals from
+    /// the `k`-th seed of the sweep's (`Seed::of_run`).
+    runs: u64,
 }
 
 impl Sweep {
@@ -112,15 +115,21 @@ impl Sweep {
         Ok(())
     }
 
-    fn plan(&self, load: Load, duration: Option<Duration>) -> Result<LoadPlan> {
+    fn plan(&self, load: Load, duration: Option<Duration>, seed: u64) -> Result<LoadPlan> {
         let a = &self.args;
-        let shape = crate::cli::ShapeArgs { duration: duration.or(a.shape.duration), ..a.shape.clone() };
+        let seed = crate::cli::Seed { value: seed, drawn: a.shape.seed.drawn };
+        let shape = crate::cli::ShapeArgs { duration: duration.or(a.shape.duration), seed, ..a.shape.clone() };
         match load {
             Load::Concurrency(c) => setup::shaped_plan(&shape, Some(c as usize), None, None, a.target.grace),
             Load::Rate(r) => {
                 setup::shaped_plan(&shape, Some(a.max_concurrency as usize), Some(r), None, a.target.grace)
             }
         }
+    }
+
+    /// The share of good requests a point must reach to meet the SLO.
+    fn attainment(&self) -> f64 {
+        self.config.attainment_target
     }
 
     fn stopped(&self) -> bool {
@@ -140,7 +149,7 @@ impl Sweep {
             let extend = self.steady_bounds && origin != "ceiling";
             let next = duration.map(|d| d * 2).filter(|&d| extend && d <= POINT_CAP);
             match next {
-                Some(d) if !self.stopped() && needs_longer(&result, self.args.attainment) => {
+                Some(d) if !self.stopped() && needs_longer(&result, self.attainment()) => {
                     if !self.args.output.quiet {
                         eprintln!(
                             "{}: {}; running it again for {}",
@@ -164,7 +173,7 @@ impl Sweep {
         }
         crate::output::say(&format!(
             "{}\n",
-            sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.args.attainment)
+            sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.attainment())
         ));
         self.points.push(SweepPoint { load, origin: origin.into(), result });
         self.write(false)?;
@@ -173,7 +182,10 @@ impl Sweep {
 
     /// Runs one point for `duration` (or the shape's bounds) and gives its result.
     async fn run_once(&mut self, load: Load, duration: Option<Duration>) -> Result<goodput_core::RunResult> {
-        let plan = self.plan(load, duration)?;
+        let seed = self.args.shape.seed.of_run(self.runs);
+        self.runs += 1;
+        let plan = self.plan(load, duration, seed)?;
+        let workload = Arc::new(self.workload.with_seed(seed));
         // A point's load as bench writes it, so that it is judged (and
         // warned about) as the same load run alone would be.
         let load_args = load_args(&plan, &self.args.shape);
@@ -185,7 +197,7 @@ impl Sweep {
         let records = self.args.output.records.as_ref().map(|p| point_path(p, self.points.len()));
         let title = format!("point {} · {}", self.points.len() + 1, load.label());
         let include = self.args.output.include_requests;
-        Ok(self.execute(&plan, title, point_config, records, include).await?.0)
+        Ok(self.execute(&plan, &workload, title, point_config, records, include).await?.0)
     }
 
     /// Runs `plan` once on the sweep's server, live or in virtual time,
@@ -194,6 +206,7 @@ impl Sweep {
     async fn execute(
         &self,
         plan: &LoadPlan,
+        workload: &Arc<Workload>,
         title: String,
         config: RunConfig,
         records: Option<PathBuf>,
@@ -206,7 +219,7 @@ impl Sweep {
                 let point = Point {
                     title: format!(" goodput sweep → {} · {title} ", target.base),
                     plan,
-                    workload: self.workload.clone(),
+                    workload: workload.clone(),
                     config,
                     run_id,
                     records,
@@ -221,12 +234,12 @@ impl Sweep {
                 // Judged (and warned about) as the load the plan describes,
                 // though the engine ends a closed loop by its count.
                 let load_args = load_args(plan, &self.args.shape);
-                let bounded = virtual_bounds(server, plan.clone(), &self.workload)?;
+                let bounded = virtual_bounds(server, plan.clone(), workload)?;
                 let (mut r, recs) = virtual_point::estimate_result(
                     server,
                     &bounded,
                     &load_args,
-                    &self.workload,
+                    workload,
                     self.workload_config.clone(),
                     &self.opts,
                     include_requests,
@@ -253,7 +266,7 @@ impl Sweep {
             config: self.config.clone(),
             target: self.target.clone(),
             points: self.points.clone(),
-            analysis: analyze_sweep(&self.points, self.args.attainment),
+            analysis: analyze_sweep(&self.points, self.attainment()),
         }
     }
 
@@ -286,7 +299,7 @@ impl Sweep {
             // backlog or a ramp, not the load.
             let meets = |i: usize| {
                 let r = &self.points[i].result;
-                meets_slo(r, self.args.attainment) == Some(true) && steady(r)
+                meets_slo(r, self.attainment()) == Some(true) && steady(r)
             };
             let Some(pos) = order.iter().rposition(|&i| meets(i)) else { break };
             let Some(&fail) = order.get(pos + 1) else { break };
@@ -382,14 +395,18 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     // warm-up (unless one is given) and a duration, extended as needed.
     let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none();
     let mut a = a;
+    if a.estimate {
+        a.shape.seed = a.shape.seed.fixed_unless_given();
+    }
     if steady_bounds {
         a.shape.duration = Some(POINT_DURATION);
         if matches!(a.shape.warmup, crate::cli::WarmupArg::Requests(0)) {
             a.shape.warmup = crate::cli::WarmupArg::Time(POINT_WARMUP);
         }
     }
-    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed, None)?;
+    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed.value, None)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    setup::check_fail_on_slo(&a.judge, &opts)?;
     output::check_outputs(&a.output)?;
     let (runner, target, engine_config) = if a.estimate {
         if a.target.url.is_some() {
@@ -419,7 +436,8 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         requests_per_point: a.shape.requests,
         duration_per_point: a.shape.duration.map(|d| humantime::format_duration(d).to_string()),
         max_concurrency: a.max_concurrency,
-        attainment_target: a.attainment,
+        seed: Some(a.shape.seed.value),
+        attainment_target: opts.slo.as_ref().map_or(goodput_core::slo::DEFAULT_ATTAINMENT, |s| s.attainment_target()),
         percentiles: a.output.percentiles.0.clone(),
         judge: setup::judge_config(&opts),
         label,
@@ -427,7 +445,13 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         extra: Default::default(),
     };
     if !a.output.quiet {
-        eprintln!("goodput sweep → {} · model {}", target.url, target.model);
+        eprintln!(
+            "goodput sweep → {} · model {} · seed {}{}",
+            target.url,
+            target.model,
+            a.shape.seed.value,
+            if a.shape.seed.drawn { " (drawn; each point draws its own from it, and --seed repeats them)" } else { "" }
+        );
         if !a.estimate {
             if let Some(t) = expected_duration(&a, steady_bounds) {
                 eprintln!("this sweep runs {t}");
@@ -445,6 +469,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         config,
         target,
         steady_bounds,
+        runs: 0,
     };
 
     if sw.args.stages.is_some() {
@@ -460,6 +485,10 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     sw.write(interrupted)?;
     crate::output::say(&sweep_table::analysis_lines(&doc));
     sw.export(&doc)?;
+    if interrupted {
+        eprintln!("error: the sweep was interrupted; its document holds the points measured until then");
+        return Ok(ExitCode::from(crate::output::EXIT_INTERRUPTED));
+    }
     Ok(exit_code(&doc, &sw.args.judge))
 }
 
@@ -510,9 +539,6 @@ fn check_args(a: &SweepArgs) -> Result<()> {
         bail!("--stages gives each stage its time: drop -n, --duration and --turns");
     }
     setup::arrival(&a.shape)?;
-    if !(0.0..=1.0).contains(&a.attainment) {
-        bail!("--attainment is a share between 0 and 1, not {}", a.attainment);
-    }
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
     }

@@ -34,7 +34,7 @@ impl Sweep {
             let arrival = setup::arrival(&self.args.shape)?;
             let mut times = Vec::new();
             for (i, (&(rate, d), &from)) in stages.iter().zip(&starts).enumerate() {
-                let seed = self.args.shape.seed + i as u64;
+                let seed = self.args.shape.seed.value.wrapping_add(i as u64);
                 let sched = goodput_load::schedule::ArrivalSchedule::new(rate, arrival, seed)
                     .map_err(|e| anyhow::anyhow!(e))?;
                 times.extend(sched.take_while(|&at| at < d).map(|at| from + at));
@@ -58,7 +58,7 @@ impl Sweep {
             RunConfig {
                 load: Some(goodput_core::config::LoadConfig {
                     duration: Some(humantime::format_duration(d).to_string()),
-                    seed: Some(shape.seed),
+                    seed: Some(shape.seed.value),
                     ..if by_users { closed } else { open }
                 }),
                 workload: Some(workload.clone()),
@@ -66,8 +66,9 @@ impl Sweep {
             }
         };
         let title = format!("{} stages", stages.len());
-        let (whole, recs) =
-            self.execute(&plan, title, config(first, total), self.args.output.records.clone(), false).await?;
+        let (whole, recs) = self
+            .execute(&plan, &self.workload, title, config(first, total), self.args.output.records.clone(), false)
+            .await?;
         for (i, &(load, d)) in stages.iter().enumerate() {
             let (from, to) = (starts[i], starts[i] + d);
             let stage: Vec<goodput_core::RequestRecord> = recs

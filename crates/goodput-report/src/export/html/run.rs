@@ -95,7 +95,7 @@ fn verdicts(o: &mut String, r: &RunResult) {
         o,
         r#"<span class="pill {c}">SLO {} · {}</span>"#,
         html(&slo.spec),
-        if slo.pass { "objectives met" } else { "objective missed" },
+        if slo.pass { "met" } else { "missed" },
         c = if slo.pass { "pass" } else { "fail" }
     );
     for ob in &slo.objectives {
@@ -108,7 +108,20 @@ fn verdicts(o: &mut String, r: &RunResult) {
             w = if ob.pass { "pass" } else { "FAIL" }
         );
     }
-    if let Some(g) = &r.summary.goodput {
+    if let Some(a) = &slo.attainment {
+        let _ = write!(
+            o,
+            r#"<span class="pill {c}">{} · {} of {} requests good ({}, target {}) · {w}</span>"#,
+            html(&crate::terminal::limits_label(slo)),
+            a.good_requests,
+            a.judged_requests,
+            format::value(Some(a.measured), crate::metric::Unit::Ratio),
+            format::value(Some(a.target), crate::metric::Unit::Ratio),
+            c = if a.pass { "pass" } else { "fail" },
+            w = if a.pass { "pass" } else { "FAIL" }
+        );
+    } else if let Some(g) = &r.summary.goodput {
+        // A document written before limits had a target: the share alone.
         for l in &slo.limits {
             let _ = write!(
                 o,
