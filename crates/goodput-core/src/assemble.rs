@@ -98,7 +98,8 @@ pub fn attach_server_side(
 ) {
     result.diagnosis = match side {
         ServerSide::Scraped(mut signals) => {
-            let d = signals.analyse(records, &result.summary, &result.window, concurrency_cap);
+            let windowed = result.config.report_window.is_some();
+            let d = signals.analyse(records, &result.summary, &result.window, concurrency_cap, windowed);
             let warm =
                 signals.window.prefix_cache_hit_rate.and_then(|h| warm_cache_warning(&result.config, records, h));
             result.warnings.extend(warm);

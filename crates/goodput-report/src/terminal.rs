@@ -552,8 +552,12 @@ pub fn load_line(config: &RunConfig) -> String {
         }
     }
     let unit = if sessions.is_some() { "sessions" } else { "requests" };
-    if let Some(n) = l.requests {
-        parts.push(format!("{n} {unit}"));
+    // A stretch of the run re-analysed: the run's count is not this one's.
+    match (l.requests, &config.report_window) {
+        (Some(n), Some(w)) => parts.push(format!("--window {} of a run of {n} {unit}", esc(w))),
+        (None, Some(w)) => parts.push(format!("--window {}", esc(w))),
+        (Some(n), None) => parts.push(format!("{n} {unit}")),
+        (None, None) => {}
     }
     if let Some(s) = sessions {
         parts.push(format!("{} turns each, {} think time", s.turns, s.think_time));

@@ -71,6 +71,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         // Nothing to recompute: render the document as saved.
         return output::finish(&run, &out, &a.judge, &[]);
     };
+    let all_sent: Vec<f64> = records.iter().filter(|r| !r.warmup).map(|r| r.sent.as_secs_f64()).collect();
     let records = match &a.window {
         Some(w) => in_window(records, w)?,
         None => records,
@@ -108,9 +109,26 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     // A shard's, or a merged run's, account of where its records came from.
     result.shard = run.shard.take();
     result.merge = run.merge.take();
+    if let Some(w) = &a.window {
+        result.warnings.extend(window_past_the_run(w, &all_sent));
+    }
     recompute_server_side(run, &mut result, &records, a.window.is_some());
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
+}
+
+/// The warning for a `--window` that runs past the run's sending: the
+/// analysis covers only the stretch that held requests, and says so.
+fn window_past_the_run(w: &goodput_core::TimeSlice, sent_s: &[f64]) -> Option<String> {
+    let last = sent_s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let to = w.to.map_or(f64::INFINITY, |t| t.as_secs_f64());
+    (to.is_finite() && to > last && last.is_finite()).then(|| {
+        format!(
+            "--window {} runs past the run's last request, sent at {last:.1}s: it covers {:.1}s..{last:.1}s of sending",
+            crate::cli::window_text(w),
+            w.from.as_secs_f64()
+        )
+    })
 }
 
 /// The requests of `records` sent in `w`, or an error that says when they were sent.

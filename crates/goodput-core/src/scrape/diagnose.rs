@@ -59,20 +59,28 @@ pub struct CrossCheck {
 
 /// Cross-checks a run. `run` summarises every scrape of the run (the first
 /// before any request, the last after the final one); `window` only the
-/// measurement window.
+/// measurement window. `run` is `None` when the records are a stretch of
+/// the run (`report --window`): the server's counters cannot be split by
+/// request, so the client's counts are not set against them.
 pub fn cross_check(
     records: &[RequestRecord],
     summary: &Summary,
     window: &WindowSummary,
-    run: &WindowSummary,
+    run: Option<&WindowSummary>,
 ) -> CrossCheck {
+    let counts = run;
+    let run = run.unwrap_or(window);
     let mut c = CrossCheck {
         client_ttft_p50_ms: summary.ttft_ms.p(50.0),
         server_ttft_p50_ms: window.histograms.get(&HistogramSignal::Ttft).and_then(|h| h.p50).map(|s| s * 1e3),
         client_output_tokens: records.iter().map(|r| r.output_tokens).sum(),
-        server_generation_tokens: run.counters.get(&CounterSignal::GenerationTokens).map(|c| c.delta),
+        server_generation_tokens: counts
+            .and_then(|run| run.counters.get(&CounterSignal::GenerationTokens))
+            .map(|c| c.delta),
         client_completed: records.iter().filter(|r| r.outcome.is_success()).count() as u64,
-        server_requests_succeeded: run.counters.get(&CounterSignal::RequestsSucceeded).map(|c| c.delta),
+        server_requests_succeeded: counts
+            .and_then(|run| run.counters.get(&CounterSignal::RequestsSucceeded))
+            .map(|c| c.delta),
         client_cached_prompt_share: {
             let (cached, prompt) = records
                 .iter()
@@ -113,7 +121,14 @@ pub fn cross_check(
     // client cancelled or saw fail.
     let cancelled = records.iter().filter(|r| matches!(r.outcome, Outcome::Cancelled)).count() as u64;
     let failed = records.iter().filter(|r| r.outcome.failure_kind().is_some()).count() as u64;
-    if let Some(sv) = run.counters.get(&CounterSignal::RequestsFailed).map(|c| c.delta) {
+    if counts.is_none() {
+        c.notes.push(
+            "counts are not compared over --window: the server's counters over the stretch include requests sent \
+             before it and still running, and cannot be split by request"
+                .into(),
+        );
+    }
+    if let Some(sv) = counts.and_then(|run| run.counters.get(&CounterSignal::RequestsFailed)).map(|c| c.delta) {
         if sv > 0.5 || cancelled + failed > 0 {
             (c.client_not_completed, c.server_requests_failed) = (Some(cancelled + failed), Some(sv));
             let client = format!("the client cancelled {cancelled} and saw {failed} fail");
@@ -652,7 +667,7 @@ mod tests {
         // Forty requests at TTFT 230..=269 ms: mean 249.5, p50 249.5.
         let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
         let summary = analyze(&records, &AnalysisOptions::default()).summary;
-        let check = |w: &WindowSummary| cross_check(&records, &summary, w, w);
+        let check = |w: &WindowSummary| cross_check(&records, &summary, w, Some(w));
         // The server counted the same 40: the means differ by exactly the overhead.
         let c = check(&ttft(40.0, 247.0, 180.0, (100.0, 250.0)));
         assert_eq!(c.ttft_gap_basis.as_deref(), Some("mean"));
@@ -774,7 +789,7 @@ mod tests {
         let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
         let summary = analyze(&records, &AnalysisOptions::default()).summary;
         let w = queued(40.0, 247.0, 147.0, None);
-        let c = cross_check(&records, &summary, &w, &w);
+        let c = cross_check(&records, &summary, &w, Some(&w));
         assert_eq!(c.server_queue_mean_ms, Some(147.0));
         let split = c.notes.iter().find(|n| n.starts_with("where TTFT went")).expect("a split");
         assert!(split.contains("2.5 ms network, HTTP and client · 147.0 ms waiting in the server's queue · 100.0 ms"));
@@ -814,6 +829,6 @@ mod tests {
         assert!(m.contains("the server is at its batch limit"), "{m}");
         // A server that counted other requests too: no split.
         let w = queued(55.0, 247.0, 147.0, None);
-        assert_eq!(cross_check(&records, &summary, &w, &w).server_queue_mean_ms, None);
+        assert_eq!(cross_check(&records, &summary, &w, Some(&w)).server_queue_mean_ms, None);
     }
 }

@@ -75,7 +75,9 @@ impl ServerSignals {
     /// bracket it, so that counters cover all of it: a scrape falls inside
     /// the window only by chance at its edges) and over the whole run,
     /// cross-checks them against the client's `records` and `summary`, and
-    /// gives the diagnosis. `concurrency_cap` is a closed loop's users.
+    /// gives the diagnosis. `concurrency_cap` is a closed loop's users;
+    /// `windowed`, records of a stretch of the run (`report --window`),
+    /// whose counts are not set against the server's.
     /// Nothing to recompute without samples: the saved summary stays, and
     /// the diagnosis is drawn without the server's side.
     pub fn analyse(
@@ -84,6 +86,7 @@ impl ServerSignals {
         summary: &Summary,
         window: &Window,
         concurrency_cap: Option<usize>,
+        windowed: bool,
     ) -> Vec<Diagnosis> {
         if self.samples.is_empty() {
             return diagnose(records, summary, None, concurrency_cap);
@@ -95,8 +98,9 @@ impl ServerSignals {
         let points = || self.samples.iter().map(|s| (s.t, &s.signals));
         let inside = summarize_points(points(), before, after);
         let last = times().max().unwrap_or_default();
-        let whole = summarize_points(points(), Duration::ZERO, last);
-        self.cross_check = Some(cross_check(records, summary, &inside, &whole));
+        // A stretch of the run (report --window) has no whole run to count against.
+        let whole = (!windowed).then(|| summarize_points(points(), Duration::ZERO, last));
+        self.cross_check = Some(cross_check(records, summary, &inside, whole.as_ref()));
         let diagnosis = diagnose(records, summary, Some(&inside), concurrency_cap);
         self.engine = inside.engine;
         self.window = inside;

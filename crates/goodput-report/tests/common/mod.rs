@@ -335,7 +335,7 @@ pub fn server_run() -> RunResult {
         samples,
         ..ServerSignals::default()
     };
-    run.diagnosis = signals.analyse(&recs, &run.summary, &run.window, Some(p.concurrency as usize));
+    run.diagnosis = signals.analyse(&recs, &run.summary, &run.window, Some(p.concurrency as usize), false);
     run.server_signals = Some(signals);
     run
 }
