@@ -104,7 +104,11 @@ pub fn model_e2e_ms(ttft_ms: f64, tpot_ms: f64, n_out: u64) -> f64 {
     ttft_ms + tpot_ms * n_out.saturating_sub(1) as f64
 }
 
-/// Rates a run from its successful records and summary distributions.
+/// The percentiles the ratings band, whatever a run's `--percentiles`.
+pub const RATED_PERCENTILES: [f64; 2] = [50.0, 95.0];
+
+/// Rates a run from its successful records and their TTFT and TPOT
+/// distributions, which must hold [`RATED_PERCENTILES`].
 pub fn rate(ok: &[&RequestRecord], ttft: &Distribution, tpot: &Distribution, th: &RatingThresholds) -> Ratings {
     let rated = |v: Option<f64>, t: &Thresholds| v.map(|value_ms| Rated { value_ms, band: t.band(value_ms) });
     let mut errs = Vec::new();

@@ -125,6 +125,11 @@ pub struct RequestCounts {
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub retried: u64,
     pub errors_by_kind: BTreeMap<String, u64>,
+    /// The message of each kind's first failure (the earliest sent), so
+    /// that a count comes with what the server said (`HTTP 503 Service
+    /// Unavailable: …`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_samples: BTreeMap<String, String>,
     /// Warm-up requests, sent before the window and excluded from it.
     pub warmup: u64,
 }
@@ -280,7 +285,12 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         stability: None,
     };
     let mut summary = summary;
-    summary.ratings = rate(&ok, &summary.ttft_ms, &summary.tpot_ms, &opts.ratings);
+    // The ratings are at p50 and p95 whatever --percentiles lists.
+    let rating_dist = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+        let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
+        Distribution::from_samples(&mut v, &crate::ratings::RATED_PERCENTILES)
+    };
+    summary.ratings = rate(&ok, &rating_dist(&|r| r.ttft()), &rating_dist(&|r| r.tpot()), &opts.ratings);
     let slo = opts.slo.as_ref().map(|slo| {
         let (g, report) = judge(records, slo, dur);
         summary.goodput = Some(g);
@@ -307,12 +317,20 @@ fn request_counts(records: &[RequestRecord], measured: &[&RequestRecord]) -> Req
         warmup: (records.len() - measured.len()) as u64,
         ..Default::default()
     };
+    let mut first_sent: BTreeMap<String, (Duration, u64)> = BTreeMap::new();
     for r in measured {
         match &r.outcome {
             Outcome::Success => counts.completed += 1,
-            Outcome::Failed { kind, .. } => {
+            Outcome::Failed { kind, message } => {
                 counts.failed += 1;
-                *counts.errors_by_kind.entry(kind.to_string()).or_default() += 1;
+                let kind = kind.to_string();
+                *counts.errors_by_kind.entry(kind.clone()).or_default() += 1;
+                // The earliest sent, whatever order the records come in.
+                let at = (r.sent, r.id);
+                if first_sent.get(&kind).is_none_or(|&f| at < f) {
+                    first_sent.insert(kind.clone(), at);
+                    counts.error_samples.insert(kind, message.chars().take(300).collect());
+                }
             }
             Outcome::Cancelled => counts.cancelled += 1,
         }
@@ -483,7 +501,8 @@ fn warnings(s: &Summary) -> Vec<String> {
     if by_chunks > 0 {
         w.push(format!(
             "{by_chunks} completed requests had no usage block and no tokenizer: output tokens were counted as \
-             chunks, which undercounts when a chunk carries several tokens (drop --no-usage, or pass --tokenizer)"
+             chunks, which undercounts when a chunk carries several tokens: a server that sends usage (goodput asks \
+             for it unless --no-usage) or --tokenizer counts them exactly"
         ));
     }
     if s.requests.sent > 0 && s.requests.completed == 0 {
@@ -551,6 +570,7 @@ mod tests {
         let s = &a.summary;
         assert_eq!((s.requests.sent, s.requests.completed, s.requests.failed, s.requests.warmup), (3, 2, 1, 1));
         assert_eq!(s.requests.errors_by_kind.get("mid_stream_error"), Some(&1));
+        assert_eq!(s.requests.error_samples.get("mid_stream_error").map(String::as_str), Some("x"));
         assert!((s.throughput.requests_per_s - 2.0 / 1.2).abs() < 1e-9);
         assert!((s.throughput.output_tokens_per_s - 22.0 / 1.2).abs() < 1e-9);
         assert!((s.throughput.input_tokens_per_s - 20.0 / 1.2).abs() < 1e-9);
@@ -593,6 +613,17 @@ mod tests {
         v.as_object_mut().unwrap().remove("client_read_lag_ms");
         let back: Summary = serde_json::from_value(v).unwrap();
         assert_eq!(back.client_read_lag_ms.count, 0);
+    }
+
+    #[test]
+    fn the_p95_ratings_are_given_whatever_the_percentiles_listed() {
+        let recs: Vec<RequestRecord> = (0..20).map(|i| req(i, i * 10, 100 + i, 10, 5)).collect();
+        let opts = AnalysisOptions { percentiles: vec![50.0, 99.0, 99.9], ..Default::default() };
+        let a = analyze(&recs, &opts);
+        assert_eq!(a.summary.ttft_ms.p(95.0), None, "p95 is not among the listed percentiles");
+        let rated = a.summary.ratings.ttft_p95.expect("the p95 rating");
+        assert!((rated.value_ms - 118.05).abs() < 1e-9, "{rated:?}");
+        assert!(a.summary.ratings.tpot_p95.is_some());
     }
 
     #[test]

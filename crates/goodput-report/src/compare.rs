@@ -513,6 +513,12 @@ pub fn render_terminal(c: &Comparison) -> String {
         }
         o.push('\n');
     }
+    if c.labels.len() > 1 {
+        let _ = writeln!(
+            o,
+            "change against the baseline: + better, ! worse (by 1% or more); unmarked: within 1%, or neither"
+        );
+    }
     if !c.answers.is_empty() {
         let _ = writeln!(o, "\nanswers on the same prompts as the baseline (change, 95% paired interval):");
         for a in &c.answers {

@@ -50,15 +50,16 @@ fn heading(o: &mut String, r: &RunResult) {
     let t = &r.target;
     let where_ = if t.embedded { " (embedded simulator)" } else { "" };
     let label = r.config.label.as_deref().map(|l| format!(" «{}»", esc(l))).unwrap_or_default();
-    let _ = writeln!(
-        o,
-        "goodput {}{label} · {}{} · model {} · {}",
-        esc(&r.kind),
-        esc(&t.url),
-        where_,
-        esc(&t.model),
-        api_line(r)
-    );
+    // An imported file may name no server or model: no empty field for them.
+    let fields: Vec<String> = [
+        (!t.url.is_empty()).then(|| format!("{}{where_}", esc(&t.url))),
+        (!t.model.is_empty()).then(|| format!("model {}", esc(&t.model))),
+        Some(api_line(r)).filter(|a| !a.is_empty()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let _ = writeln!(o, "goodput {}{label} · {}", esc(&r.kind), fields.join(" · "));
     if let Some(i) = crate::peers::import_info(r) {
         let v = crate::peers::version_text(&i.version);
         let _ = writeln!(o, "imported from {} {} · {} ({})", esc(&i.tool), esc(&v), esc(&i.source), esc(&i.format));
@@ -117,6 +118,10 @@ fn heading(o: &mut String, r: &RunResult) {
     if !q.errors_by_kind.is_empty() {
         let kinds: Vec<String> = q.errors_by_kind.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
         let _ = writeln!(o, "failures: {}", kinds.join(" · "));
+        for (k, m) in &q.error_samples {
+            let m: String = m.chars().take(160).collect();
+            let _ = writeln!(o, "  first {}: {}", esc(k), esc(&m));
+        }
     }
     o.push('\n');
 }
@@ -353,6 +358,22 @@ fn vllm_line(o: &mut String, r: &RunResult) {
         num(v.mean_itl_ms),
         v.output_throughput
     );
+    if let Some(why) = vllm_ttft_note(r) {
+        let _ = writeln!(o, "  {why}");
+    }
+}
+
+/// Why vLLM's TTFT is far below goodput's, when it is: vLLM stamps the
+/// first payload with a choice, a role-only or empty chunk included, and
+/// goodput the first token.
+pub fn vllm_ttft_note(r: &RunResult) -> Option<String> {
+    let (theirs, ours) = (r.compat.vllm.mean_ttft_ms?, r.summary.ttft_ms.mean?);
+    (ours - theirs > 1.0 && theirs < 0.9 * ours).then(|| {
+        format!(
+            "vLLM's TTFT ({theirs:.2} ms) is its first chunk with a choice, a role-only or empty one included; \
+             goodput's ({ours:.2} ms) is the first token: this server sends a chunk before its first token"
+        )
+    })
 }
 
 /// Multi-turn sessions: how many finished, what one took, and each turn's
@@ -480,7 +501,11 @@ fn server_lines(o: &mut String, sig: &goodput_core::scrape::ServerSignals) {
     use goodput_core::scrape::{CounterSignal as C, GaugeSignal as G};
     let w = &sig.window;
     let engine = sig.engine.map_or("unrecognised", |e| e.name());
-    let _ = write!(o, "\nserver ({engine}, {} scrapes of {})", sig.scrapes, sig.urls.len());
+    let of = match sig.urls.len() {
+        0 | 1 => String::new(),
+        n => format!(" of {n} URLs"),
+    };
+    let _ = write!(o, "\nserver ({engine}, {} scrapes{of})", sig.scrapes);
     let g = |g: G| w.gauges.get(&g);
     let mut parts = Vec::new();
     if let Some((m, peak)) = g(G::RunningRequests).and_then(|d| Some((d.mean?, d.max.unwrap_or(0.0)))) {

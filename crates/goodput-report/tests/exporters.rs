@@ -941,3 +941,27 @@ fn every_format_shows_the_sessions_of_a_multi_turn_run() {
     let without = labels(&goodput_report::compare::compare(&[("a", &plain), ("b", &plain)], &[]));
     assert!(!without.iter().any(|m| m.contains("session")), "{without:?}");
 }
+
+/// The terminal summary's small words: a failure count comes with what the
+/// server said; an import that names no server or model leaves no empty
+/// field; a vLLM TTFT far below goodput's says why; one metrics URL is not
+/// counted as "of 1".
+#[test]
+fn terminal_says_what_failed_and_leaves_no_empty_field() {
+    let mut r = run();
+    r.summary.requests.errors_by_kind.insert("http_status".into(), 6);
+    r.summary.requests.error_samples.insert("http_status".into(), "HTTP 503 Service Unavailable: overloaded".into());
+    r.target.url = String::new();
+    r.target.model = String::new();
+    r.compat.vllm.mean_ttft_ms = r.summary.ttft_ms.mean.map(|m| m / 100.0);
+    let out = terminal::render(&r);
+    assert!(
+        out.contains("failures: http_status 6\n  first http_status: HTTP 503 Service Unavailable: overloaded"),
+        "{out}"
+    );
+    let head = out.lines().next().unwrap();
+    assert!(!head.contains("·  ·") && !head.contains("model  ·") && !head.ends_with("· "), "{head}");
+    assert!(out.contains("vLLM's TTFT") && out.contains("is the first token"), "{out}");
+    let sig = terminal::render(&server_run());
+    assert!(!sig.contains("scrapes of 1)"), "{sig}");
+}

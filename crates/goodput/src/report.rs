@@ -36,7 +36,9 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
             }
             for (format, dest) in a.exports.targets() {
                 for f in goodput_report::export_sweep(format, &sweep, &dest)? {
-                    eprintln!("{} written to {}", format.exporter().name(), f.display());
+                    if !a.quiet {
+                        eprintln!("{} written to {}", format.exporter().name(), f.display());
+                    }
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -56,11 +58,12 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         (None, Some(r)) => Some(r.clone()),
         (None, None) => None,
     };
-    let out = OutputArgs::rewriting(
+    let mut out = OutputArgs::rewriting(
         run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
         a.output.clone(),
         a.exports.clone(),
     );
+    out.quiet = a.quiet;
     let Some(records) = records else {
         if rejudge {
             bail!(

@@ -310,6 +310,9 @@ pub struct ReportArgs {
     /// Write the re-analysed document to this JSON file.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// Print only the summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
     pub exports: ExportArgs,
 }

@@ -24,7 +24,8 @@ pub(super) fn vllm_view(o: &mut String, r: &RunResult) {
     let v = &r.compat.vllm;
     let _ = write!(
         o,
-        r#"<section><h2>vLLM view</h2><p class="note">The same run under the names and formulas of vLLM's <code>bench serve</code>.</p><div class="scroll"><table><thead><tr><th>metric (ms)</th><th>mean</th><th>median</th><th>std</th><th>p99</th></tr></thead><tbody>"#
+        r#"<section><h2>vLLM view</h2><p class="note">The same run under the names and formulas of vLLM's <code>bench serve</code>.{}</p><div class="scroll"><table><thead><tr><th>metric (ms)</th><th>mean</th><th>median</th><th>std</th><th>p99</th></tr></thead><tbody>"#,
+        crate::terminal::vllm_ttft_note(r).map(|n| format!(" {}.", html(&n))).unwrap_or_default()
     );
     for (name, vals) in [
         ("TTFT", [v.mean_ttft_ms, v.median_ttft_ms, v.std_ttft_ms, v.p99_ttft_ms]),
