@@ -122,6 +122,11 @@ pub enum ClientError {
     Url { url: String, reason: String },
     #[error("invalid --url '{url}': the scheme must be http or https")]
     Scheme { url: String },
+    #[error(
+        "invalid --url '{url}': a fragment (#…) is never sent to a server; drop it, or write a # that belongs to \
+         a query value as %23"
+    )]
+    Fragment { url: String },
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
     /// goodput's own HTTP/1.1 client refused the endpoint or the stamps.

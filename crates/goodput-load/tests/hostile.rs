@@ -315,3 +315,132 @@ async fn the_remaining_misbehaviours_come_back_as_what_they_are() {
         assert!(started.elapsed() >= Duration::from_secs(1), "{t:?}");
     }
 }
+
+/// A server that counts the requests it gets and answers each with a
+/// complete stream: where a redirect points.
+async fn counting() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                if !common::read_request(&mut sock, &mut Vec::new()).await {
+                    return;
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+                let stream = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+                              data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n\
+                              data: [DONE]\n\n";
+                let _ = sock.write_all(stream.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// A 307, 301 or 302 to another server (issue 29, defect 2): no transport
+/// follows it, so the other server never gets the key nor the headers, and
+/// the request fails as the status it was, naming where it pointed, with
+/// the query of that address masked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_another_server_is_not_followed() {
+    use std::sync::atomic::Ordering;
+    let (elsewhere, reached) = counting().await;
+    let location = format!("{elsewhere}/v1/chat/completions?token=sk-redirect-secret");
+    for status in ["307 Temporary Redirect", "301 Moved Permanently", "302 Found"] {
+        let resp =
+            format!("HTTP/1.1 {status}\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        let url = canned(resp.into_bytes()).await;
+        for t in TRANSPORTS {
+            let cfg = ClientConfig {
+                api_key: Some("sk-live-0123456789".into()),
+                key_header: goodput_load::KeyHeader::XApiKey,
+                headers: vec![("X-Team-Secret".into(), "team-value-42".into())],
+                ..common::config(&url, Api::Chat, true, Duration::from_secs(5), t)
+            };
+            let client = Client::new(cfg, None).unwrap();
+            let item = WorkItem {
+                prompt: PromptBody::Text("hello".into()),
+                intended_input_tokens: None,
+                max_tokens: Some(4),
+                session: None,
+                reference: Vec::new().into(),
+                repeat: None,
+            };
+            let r =
+                client.execute(0, &item, Duration::ZERO, tokio::time::Instant::now(), &CancellationToken::new()).await;
+            let (kind, message) = failure(&r);
+            assert_eq!(kind, FailureKind::HttpStatus, "{status} {t:?}: {message}");
+            assert!(message.contains(&format!("{elsewhere}/v1/chat/completions")), "{status} {t:?}: {message}");
+            assert!(!message.contains("sk-redirect-secret"), "{status} {t:?}: the query is masked: {message}");
+            assert_eq!(r.http_status, Some(status[..3].parse().unwrap()), "{status} {t:?}");
+            assert_eq!(reached.load(Ordering::SeqCst), 0, "{status} {t:?}: the other server got a request");
+        }
+    }
+}
+
+/// A server that answers every request with `response` and reports each
+/// request's head (its request line and headers).
+async fn recording(response: Vec<u8>) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let (response, tx) = (response.clone(), tx.clone());
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
+                let _ = sock.write_all(&response).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    (url, rx)
+}
+
+const STREAM_OK: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n\
+                         data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n\
+                         data: [DONE]\n\n";
+
+/// A `--url` with a query (issue 29, defect 4): the API's path goes before
+/// it, as URLs are joined, and the query stays on the end; a fragment,
+/// which no server would see, is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_query_stays_on_the_end_of_the_path() {
+    let (url, mut heads) = recording(STREAM_OK.as_bytes().to_vec()).await;
+    for t in TRANSPORTS {
+        for given in [
+            format!("{url}/v1?key=qs-secret-77"),
+            format!("{url}/?key=qs-secret-77"),
+            format!("{url}?key=qs-secret-77"),
+        ] {
+            let r = request_full(&given, t, Api::Chat, true, goodput_load::client::MAX_BUFFER, Duration::from_secs(5))
+                .await;
+            assert_eq!(r.outcome, Outcome::Success, "{t:?} {given}");
+            let head = heads.recv().await.unwrap();
+            let line = head.lines().next().unwrap();
+            assert_eq!(line, "POST /v1/chat/completions?key=qs-secret-77 HTTP/1.1", "{t:?} {given}");
+        }
+    }
+    for t in TRANSPORTS {
+        let cfg = common::config(&format!("{url}/v1#part"), Api::Chat, true, Duration::from_secs(5), t);
+        let e = Client::new(cfg, None).err().expect("a fragment is refused").to_string();
+        assert!(e.contains("fragment") && e.contains("%23"), "{t:?}: {e}");
+    }
+}

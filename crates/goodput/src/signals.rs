@@ -31,7 +31,8 @@ pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: 
         anyhow::bail!("--metrics-interval must be longer than zero");
     }
     let (scraper, log) = if m.metrics_url.is_empty() {
-        let scraper = Scraper::new(http.clone(), vec![format!("{base}/metrics")], m.metrics_interval);
+        let scraper =
+            Scraper::new(http.clone(), vec![goodput_load::client::join_url(base, "/metrics")], m.metrics_interval);
         match scraper.first_if_answers(origin).await {
             Some(log) => (scraper, log),
             None => return Ok(None),
@@ -91,7 +92,8 @@ pub fn attach(
         scrapes: samples.len(),
         failed_scrapes: log.failures,
         parse_errors: log.parse_errors,
-        last_error: log.last_error,
+        // A failed scrape's words may hold a URL's credentials or a server's echo of them.
+        last_error: log.last_error.map(|e| goodput_core::redact::scrub(&e).into_owned()),
         samples,
         ..ServerSignals::default()
     };

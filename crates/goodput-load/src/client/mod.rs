@@ -7,7 +7,7 @@ mod headers;
 mod settings;
 
 pub use failure::error_chain;
-pub use headers::{check_header, key_header_overridden, normalize_base, request_headers, secrets_of};
+pub use headers::{check_header, join_url, key_header_overridden, normalize_base, request_headers, secrets_of};
 pub use settings::{Cancellation, ClientConfig, Transport, MAX_BUFFER};
 
 use crate::error::ClientError;
@@ -83,12 +83,25 @@ impl Client {
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(ClientError::Scheme { url: cfg.base_url.clone() });
         }
-        let mut builder = reqwest::Client::builder().tcp_nodelay(true).pool_idle_timeout(Duration::from_secs(30));
+        // A fragment is never sent: everything would go to the path before
+        // it, and a `#` meant inside a value (a key) would cut it there.
+        if parsed.fragment().is_some() {
+            return Err(ClientError::Fragment { url: cfg.base_url.clone() });
+        }
+        // No redirect is followed: reqwest would carry every `--header` and
+        // an `x-api-key` to whatever server the `Location` names (it strips
+        // only `Authorization`), and turn a 301/302's POST into a GET whose
+        // answer is another server's. A 3xx fails, naming where it pointed.
+        #[allow(clippy::disallowed_methods)] // The one place a reqwest client is built (clippy.toml).
+        let mut builder = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none());
         if loopback(&parsed) {
             builder = builder.no_proxy();
         }
         let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
-        let endpoint = format!("{base}{}", cfg.body.api.path(cfg.body.stream));
+        let endpoint = join_url(&base, cfg.body.api.path(cfg.body.stream));
         let native = match cfg.transport {
             Transport::Auto if parsed.scheme() == "http" && (loopback(&parsed) || !behind_proxy()) => {
                 let url = reqwest::Url::parse(&endpoint).map_err(bad_url)?;
@@ -355,10 +368,11 @@ impl Client {
             server: header("server"),
             content_type: header("content-type"),
         };
+        let location = header("location").map(str::to_owned);
         match self.on_head(rec, head)? {
             BodyRead::ErrorMessage => {
                 let text = read_limited(&mut resp, ERROR_BODY_LIMIT).await;
-                return Err(status_failure(resp.status().as_u16(), &text));
+                return Err(status_failure(resp.status().as_u16(), &text, location.as_deref()));
             }
             BodyRead::Stream => {}
             BodyRead::Whole => {
@@ -461,7 +475,11 @@ impl Client {
                 // The connection is kept only if the whole body was read.
                 let (text, _) = conn.read_all(&mut head, &mut clock, head_read, ERROR_BODY_LIMIT).await;
                 h.checkin(conn, &head);
-                return Err(status_failure(head.status, String::from_utf8_lossy(&text).trim()));
+                return Err(status_failure(
+                    head.status,
+                    String::from_utf8_lossy(&text).trim(),
+                    head.location.as_deref(),
+                ));
             }
             BodyRead::Stream => {}
             BodyRead::Whole => {

@@ -23,6 +23,8 @@ pub struct Head {
     pub server: Option<String>,
     pub content_type: Option<String>,
     pub retry_after: Option<String>,
+    /// Where a redirect points (never followed).
+    pub location: Option<String>,
     pub(super) framing: Framing,
     pub(super) keep_alive: bool,
 }
@@ -67,6 +69,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
         server: None,
         content_type: None,
         retry_after: None,
+        location: None,
         framing: Framing::Close,
         keep_alive: r.version == Some(1),
     };
@@ -78,6 +81,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
             "server" => head.server = Some(v()),
             "content-type" => head.content_type = Some(v()),
             "retry-after" => head.retry_after = Some(v()),
+            "location" => head.location = Some(v()),
             "transfer-encoding" => chunked = v().to_ascii_lowercase().split(',').any(|e| e.trim() == "chunked"),
             "content-length" => {
                 length = Some(
