@@ -157,6 +157,8 @@ impl ResponseReader {
             self.stream_end = Some(t);
             return;
         }
+        // A byte order mark before the JSON is no part of it (RFC 8259 lets a reader drop it).
+        let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
         let text = String::from_utf8_lossy(body);
         self.data(&text, t);
         // One body is not a stream: it has no first and last payload.

@@ -444,3 +444,35 @@ async fn a_url_query_stays_on_the_end_of_the_path() {
         assert!(e.contains("fragment") && e.contains("%23"), "{t:?}: {e}");
     }
 }
+
+/// A stream that opens with a UTF-8 byte order mark (issue 29, defect 6),
+/// an SSE one and an NDJSON one, and a whole JSON body with one: the mark
+/// is dropped and every chunk read, on both transports (it once swallowed
+/// the first event, and with it the TTFT).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leading_byte_order_mark_loses_no_event() {
+    let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let mut chunks = String::from("\u{feff}");
+    for c in ["a", "b", "c", "d"] {
+        chunks += &format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{c}\"}}}}]}}\n\n");
+    }
+    chunks += "data: {\"choices\":[{\"delta\":{\"content\":\"e\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let ndjson = "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\nconnection: close\r\n\r\n\u{feff}\
+                  {\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"done\":false}\n\
+                  {\"message\":{\"role\":\"assistant\",\"content\":\"b\"},\"done\":true,\"done_reason\":\"stop\"}\n";
+    let body = "\u{feff}{\"choices\":[{\"message\":{\"content\":\"abc\"},\"finish_reason\":\"stop\"}]}";
+    let whole = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (sse_url, ndjson_url, whole_url) =
+        (canned(format!("{sse}{chunks}").into_bytes()).await, canned(ndjson.into()).await, canned(whole.into()).await);
+    for t in TRANSPORTS {
+        let r = one_request(&sse_url, t).await;
+        assert_eq!((r.outcome.clone(), r.chunks.len()), (Outcome::Success, 5), "{t:?}: SSE");
+        let r = request_with(&ndjson_url, t, Api::OllamaChat, true, goodput_load::client::MAX_BUFFER).await;
+        assert_eq!((r.outcome.clone(), r.chunks.len()), (Outcome::Success, 2), "{t:?}: NDJSON");
+        let r = request_with(&whole_url, t, Api::Chat, false, goodput_load::client::MAX_BUFFER).await;
+        assert_eq!(r.outcome, Outcome::Success, "{t:?}: a whole body");
+    }
+}
