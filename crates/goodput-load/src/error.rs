@@ -11,6 +11,11 @@ pub enum TokenizerError {
         path.display()
     )]
     NotFound { path: PathBuf },
+    #[error(
+        "--tokenizer {} is not a regular file ({kind}): pass the path of a local tokenizer.json",
+        path.display()
+    )]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("cannot load tokenizer {}: {reason} (expected a Hugging Face tokenizer.json)", path.display())]
     Load { path: PathBuf, reason: String },
     /// It loads, but cannot turn plain text into tokens.

@@ -476,3 +476,80 @@ async fn a_leading_byte_order_mark_loses_no_event() {
         assert_eq!(r.outcome, Outcome::Success, "{t:?}: a whole body");
     }
 }
+
+/// Answers that once all read as `truncated_stream` (issue 29, defect 14)
+/// each get the kind and the words of what happened, on both transports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_that_are_not_cut_streams_say_what_they_are() {
+    let a = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+    let head =
+        |extra: &str| format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n{extra}connection: close\r\n\r\n");
+    let mut cases: Vec<(String, FailureKind, &str)> = Vec::new();
+    for enc in ["gzip", "br", "deflate"] {
+        // What a compressed stream would look like: not text.
+        let resp = format!("{}\u{1f}\u{8b}\u{8}\u{0}", head(&format!("content-encoding: {enc}\r\n")));
+        cases.push((resp, FailureKind::InvalidResponse, if enc == "gzip" { "Content-Encoding: gzip" } else { enc }));
+    }
+    cases.push((
+        "HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n".into(),
+        FailureKind::InvalidResponse,
+        "204 No Content",
+    ));
+    cases.push((head("content-length: 0\r\n"), FailureKind::InvalidResponse, "empty"));
+    cases.push((head(""), FailureKind::InvalidResponse, "empty"));
+    cases.push((
+        format!("{}{a}", head(&format!("content-length: {}\r\ncontent-length: {}\r\n", a.len(), a.len() + 40))),
+        FailureKind::InvalidResponse,
+        "two different Content-Length headers",
+    ));
+    // Older vLLM's error inside a stream.
+    let vllm = "data: {\"object\":\"error\",\"message\":\"The model ran out of KV cache\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}\n\n";
+    cases.push((format!("{}{a}{vllm}", head("")), FailureKind::MidStreamError, "The model ran out of KV cache"));
+    for (resp, want, words) in cases {
+        let url = canned(resp.clone().into_bytes()).await;
+        for t in TRANSPORTS {
+            let (kind, message) = failure(&one_request(&url, t).await);
+            assert_eq!(kind, want, "{t:?} {resp:?}: {message}");
+            assert!(message.contains(words), "{t:?} {resp:?}: {message}");
+        }
+    }
+}
+
+/// A stream of each API cut before its end: the truncation names the end
+/// that API sends, not OpenAI's `[DONE]` (issue 29, defect 14).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncation_names_the_end_its_api_sends() {
+    let sse = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let cases = [
+        (
+            Api::Messages,
+            format!(
+                "{sse}event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"a\"}}}}\n\n"
+            ),
+            "message_stop",
+        ),
+        (Api::Tgi, format!("{sse}data: {{\"index\":1,\"token\":{{\"id\":1,\"text\":\"a\",\"logprob\":0.0,\"special\":false}},\"generated_text\":null,\"details\":null}}\n\n"), "\"details\""),
+        (Api::LlamaCpp, format!("{sse}data: {{\"content\":\"a\",\"stop\":false}}\n\n"), "\"stop\": true"),
+        (
+            Api::OllamaChat,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\nconnection: close\r\n\r\n\
+             {\"message\":{\"role\":\"assistant\",\"content\":\"a\"},\"done\":false}\n"
+                .to_owned(),
+            "\"done\": true",
+        ),
+        (Api::Chat, format!("{sse}data: {{\"choices\":[{{\"delta\":{{\"content\":\"a\"}}}}]}}\n\n"), "[DONE]"),
+    ];
+    for (api, resp, marker) in cases {
+        let url = canned(resp.into_bytes()).await;
+        for t in TRANSPORTS {
+            let r = request_with(&url, t, api, true, goodput_load::client::MAX_BUFFER).await;
+            let (kind, message) = failure(&r);
+            assert_eq!(kind, FailureKind::TruncatedStream, "{api:?} {t:?}: {message}");
+            assert!(message.contains(marker), "{api:?} {t:?}: {message}");
+            if api != Api::Chat {
+                assert!(!message.contains("[DONE]"), "{api:?} {t:?}: {message}");
+            }
+            assert_eq!(r.chunks.len(), 1, "{api:?} {t:?}");
+        }
+    }
+}

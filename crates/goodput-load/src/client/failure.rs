@@ -50,6 +50,35 @@ pub(super) fn foreign_content(content_type: Option<&str>) -> Option<Outcome> {
     })
 }
 
+/// A 2xx that says it has no body (204 No Content, 205 Reset Content)
+/// where the API's answer was due.
+pub(super) fn empty_status(status: u16) -> Option<Outcome> {
+    let named = match status {
+        204 => "204 No Content",
+        205 => "205 Reset Content",
+        _ => return None,
+    };
+    Some(Outcome::Failed {
+        kind: FailureKind::InvalidResponse,
+        message: format!("HTTP {named}: an empty answer, where the API's answer was due"),
+    })
+}
+
+/// A body the server compressed (`Content-Encoding: gzip`, `br`, …):
+/// goodput asks for none (it sends no `Accept-Encoding`), and does not
+/// decode one, as reading it as text would make it a cut stream.
+pub(super) fn compressed(encoding: Option<&str>) -> Option<Outcome> {
+    let enc = encoding.map(str::trim).filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))?;
+    let enc: String = enc.chars().take(100).collect();
+    Some(Outcome::Failed {
+        kind: FailureKind::InvalidResponse,
+        message: format!(
+            "the server compressed its answer (Content-Encoding: {enc}), which goodput does not ask for (it sends \
+             no Accept-Encoding) and does not decode: turn compression off on the server or the proxy before it"
+        ),
+    })
+}
+
 /// A connect error that is the client's own shortage (open files, memory,
 /// local ports), named as such.
 pub(super) fn connect_or_resource(message: String) -> Outcome {

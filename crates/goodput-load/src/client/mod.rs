@@ -16,7 +16,10 @@ use crate::protocol::{build_body_for, Api};
 use crate::reader::ResponseReader;
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
-use failure::{connect_or_resource, foreign_content, is_parse_error, read_limited, status_failure, ERROR_BODY_LIMIT};
+use failure::{
+    compressed, connect_or_resource, empty_status, foreign_content, is_parse_error, read_limited, status_failure,
+    ERROR_BODY_LIMIT,
+};
 use goodput_core::redact::Secrets;
 use goodput_core::{FailureKind, Outcome, RequestRecord};
 use std::borrow::Cow;
@@ -320,6 +323,9 @@ impl Client {
         if !(200..300).contains(&head.status) {
             return Ok(BodyRead::ErrorMessage);
         }
+        if let Some(o) = empty_status(head.status).or_else(|| compressed(head.content_encoding)) {
+            return Err(o);
+        }
         if let Some(o) = foreign_content(head.content_type) {
             return Err(o);
         }
@@ -356,7 +362,18 @@ impl Client {
             }
             // hyper refuses an oversized or broken head as a parse error.
             Err(e) if is_parse_error(&e) => {
-                return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message: error_chain(&e) })
+                let chain = error_chain(&e);
+                // hyper says only "invalid content-length parsed", for one
+                // that is not a number and for two that differ alike.
+                let message = if chain.contains("content-length") {
+                    format!(
+                        "an invalid Content-Length, or two different Content-Length headers, in the response: where \
+                         its body ends cannot be known ({chain})"
+                    )
+                } else {
+                    chain
+                };
+                return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message });
             }
             Err(e) => return Err(connect_or_resource(error_chain(&e))),
         };
@@ -367,6 +384,7 @@ impl Client {
             retry_after: header("retry-after"),
             server: header("server"),
             content_type: header("content-type"),
+            content_encoding: header("content-encoding"),
         };
         let location = header("location").map(str::to_owned);
         match self.on_head(rec, head)? {
@@ -469,6 +487,7 @@ impl Client {
             retry_after: head.retry_after.as_deref(),
             server: head.server.as_deref(),
             content_type: head.content_type.as_deref(),
+            content_encoding: head.content_encoding.as_deref(),
         };
         match self.on_head(rec, said)? {
             BodyRead::ErrorMessage => {
@@ -539,6 +558,7 @@ struct ResponseHead<'a> {
     retry_after: Option<&'a str>,
     server: Option<&'a str>,
     content_type: Option<&'a str>,
+    content_encoding: Option<&'a str>,
 }
 
 /// How a response's body is read, once its head has been judged.
