@@ -300,6 +300,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let cur = match scraper.scrape_at(origin).await {
             Ok((t, scraped)) => (t, scraped.signals),
             Err(e) => {
+                let e = goodput_report::escape::terminal(&goodput_core::redact::scrub(&e.to_string()));
                 eprintln!("[{:>7.1}s] scrape failed: {e}", origin.elapsed().as_secs_f64());
                 if a.once {
                     return Ok(ExitCode::from(2));

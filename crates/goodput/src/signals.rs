@@ -48,7 +48,9 @@ pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: 
         eprintln!(
             "warning: the first scrape of {} failed ({}); the run goes on and scraping keeps trying",
             urls.join(", "),
-            goodput_core::redact::scrub(log.last_error.as_deref().unwrap_or("no answer"))
+            goodput_report::escape::terminal(&goodput_core::redact::scrub(
+                log.last_error.as_deref().unwrap_or("no answer")
+            ))
         );
     }
     let stop = CancellationToken::new();

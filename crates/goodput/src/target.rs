@@ -298,7 +298,9 @@ fn with_url_credentials(t: &TargetArgs, api: Api, key_header: KeyHeader) -> Resu
 }
 
 /// Asks the server which model it serves, to send when --model is not
-/// given: `/v1/models` (OpenAI, Anthropic, llama.cpp), or the server's own
+/// given (on a connection of its own, as every probe: a server that closes
+/// after each response without saying so, as llama.cpp does, would close a
+/// kept one as the next probe went out): `/v1/models` (OpenAI, Anthropic, llama.cpp), or the server's own
 /// list for its native API (Ollama's `/api/tags`, TGI's `/info`).
 pub async fn discover_model(
     http: &reqwest::Client,
@@ -308,7 +310,7 @@ pub async fn discover_model(
 ) -> Result<String> {
     let (path, pointer) = model_list(api);
     let url = join_url(base, path);
-    let mut req = http.get(&url).timeout(Duration::from_secs(10));
+    let mut req = http.get(&url).timeout(Duration::from_secs(10)).header("connection", "close");
     for (name, value) in headers {
         req = req.header(name, value);
     }
@@ -358,7 +360,8 @@ pub async fn wait_ready(
 ) -> Result<()> {
     let deadline = tokio::time::Instant::now() + wait;
     let get = |path: &str| {
-        let mut req = http.get(join_url(base, path)).timeout(Duration::from_secs(5));
+        // Each probe on a connection of its own (see `discover_model`).
+        let mut req = http.get(join_url(base, path)).timeout(Duration::from_secs(5)).header("connection", "close");
         for (name, value) in headers {
             req = req.header(name, value);
         }

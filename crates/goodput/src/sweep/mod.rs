@@ -427,7 +427,9 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         extra: Default::default(),
     };
     if !a.output.quiet {
-        eprintln!("goodput sweep → {} · model {}", target.url, target.model);
+        // The model's name may be the server's: shown as text.
+        let esc = goodput_report::escape::terminal;
+        eprintln!("goodput sweep → {} · model {}", esc(&target.url), esc(&target.model));
         if !a.estimate {
             if let Some(t) = expected_duration(&a, steady_bounds) {
                 eprintln!("this sweep runs {t}");
