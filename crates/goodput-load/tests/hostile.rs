@@ -553,3 +553,34 @@ async fn a_truncation_names_the_end_its_api_sends() {
         }
     }
 }
+
+/// A server that echoes the key percent-encoded and case-folded (issue 29,
+/// defect 15): the record's message masks both forms, on both transports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_echoed_in_another_form_is_masked_in_the_record() {
+    let body = r#"{"error":{"message":"key sk%2Dlive%2d0123456789 (header BEARER SK-LIVE-0123456789) is not valid"}}"#;
+    let resp = format!(
+        "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let url = canned(resp.into_bytes()).await;
+    for t in TRANSPORTS {
+        let cfg = ClientConfig {
+            api_key: Some("sk-live-0123456789".into()),
+            ..common::config(&url, Api::Chat, true, Duration::from_secs(5), t)
+        };
+        let client = Client::new(cfg, None).unwrap();
+        let item = WorkItem {
+            prompt: PromptBody::Text("hello".into()),
+            intended_input_tokens: None,
+            max_tokens: Some(4),
+            session: None,
+            reference: Vec::new().into(),
+            repeat: None,
+        };
+        let r = client.execute(0, &item, Duration::ZERO, tokio::time::Instant::now(), &CancellationToken::new()).await;
+        let (kind, message) = failure(&r);
+        assert_eq!(kind, FailureKind::HttpStatus, "{t:?}: {message}");
+        assert!(message.ends_with("key *** (header ***) is not valid"), "{t:?}: {message}");
+    }
+}
