@@ -195,12 +195,18 @@ impl Secrets {
                 self.add(&percent_decode(v));
             }
         }
+        // In a URL every query value is masked; alone, in a server's text,
+        // those that may be a secret: a credential's name, or a value as
+        // long as a key (not `json` or `true`, which would mask ordinary
+        // words).
         let before_fragment = &url[..url.find('#').unwrap_or(url.len())];
         if let Some((_, query)) = before_fragment.split_once('?') {
             for pair in query.split('&') {
-                let value = pair.split_once('=').map_or(pair, |(_, v)| v);
-                self.add(value);
-                self.add(&percent_decode(value));
+                let (name, value) = pair.split_once('=').unwrap_or(("", pair));
+                if is_secret_header(name) || name.to_ascii_lowercase().contains("sig") || value.len() >= 12 {
+                    self.add(value);
+                    self.add(&percent_decode(value));
+                }
             }
         }
     }
@@ -358,6 +364,9 @@ mod tests {
             s.redact("POST http://h:1/v1/chat/completions?key=qs-secret-77 failed: bad key qs-secret-77"),
             "POST http://h:1/v1/chat/completions?key=*** failed: bad key ***"
         );
+        // Alone, short values that name nothing secret are ordinary words.
+        s.add_url("http://h:1/v1?format=json&api_key=k9x2");
+        assert_eq!(s.redact("not JSON: key k9x2"), "not JSON: key ***");
         assert_eq!(redact_url("https://h/p?a=1&b&c=#x"), "https://h/p?a=***&***&c=#***");
         assert_eq!(redact_url("https://h/p#k=s"), "https://h/p#***");
         assert_eq!(redact_url("see (http://h/p?sig=abc) now"), "see (http://h/p?sig=***) now");
