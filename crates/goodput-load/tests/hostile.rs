@@ -1,6 +1,7 @@
 //! Servers that misbehave, over real HTTP on 127.0.0.1:0, on both
 //! transports: each failure comes back as the kind it is (issue 22, defect
-//! 9), never blamed on the wrong party.
+//! 9), never blamed on the wrong party, nor followed elsewhere, nor read
+//! wrong (issue 29).
 
 mod common;
 
