@@ -342,12 +342,14 @@ pub enum FailureKind {
     Timeout,
     /// An `{"error": …}` event inside a 200 stream.
     MidStreamError,
-    /// The stream ended before `[DONE]` or a finish reason.
+    /// The stream ended before its API's end (`[DONE]` or a finish
+    /// reason, `message_stop`, `"done": true`, …).
     TruncatedStream,
     /// The request succeeded but carried no output.
     EmptyOutput,
     /// The body could not be understood (malformed JSON, wrong shape, a
-    /// content type that is neither a stream nor JSON).
+    /// content type that is neither a stream nor JSON, an empty or
+    /// compressed body, a head whose framing cannot be read).
     InvalidResponse,
     /// HTTP 429: a rate limit (the server's or a gateway's) turned the
     /// request away; counted apart from server errors.

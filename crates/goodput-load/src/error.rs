@@ -11,6 +11,11 @@ pub enum TokenizerError {
         path.display()
     )]
     NotFound { path: PathBuf },
+    #[error(
+        "--tokenizer {} is not a regular file ({kind}): pass the path of a local tokenizer.json",
+        path.display()
+    )]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("cannot load tokenizer {}: {reason} (expected a Hugging Face tokenizer.json)", path.display())]
     Load { path: PathBuf, reason: String },
     /// It loads, but cannot turn plain text into tokens.
@@ -122,6 +127,11 @@ pub enum ClientError {
     Url { url: String, reason: String },
     #[error("invalid --url '{url}': the scheme must be http or https")]
     Scheme { url: String },
+    #[error(
+        "invalid --url '{url}': a fragment (#…) is never sent to a server; drop it, or write a # that belongs to \
+         a query value as %23"
+    )]
+    Fragment { url: String },
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
     /// goodput's own HTTP/1.1 client refused the endpoint or the stamps.

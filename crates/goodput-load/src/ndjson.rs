@@ -37,6 +37,8 @@ impl LineReader {
 
 fn emit(line: &[u8], f: &mut impl FnMut(&str)) {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // A byte order mark (at the stream's start) is no part of the JSON.
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }

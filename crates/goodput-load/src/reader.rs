@@ -49,6 +49,8 @@ pub struct ResponseReader {
     /// The visible content of the answer, kept when a conversation carries
     /// it into its next turn.
     reply: Option<String>,
+    /// Some byte of the body came (an empty body is no stream cut short).
+    any_body: bool,
 }
 
 impl ResponseReader {
@@ -113,6 +115,7 @@ impl ResponseReader {
             return;
         }
         self.read = read;
+        self.any_body |= !bytes.is_empty();
         let t = read.t;
         if self.api.ndjson() {
             let mut lines = std::mem::take(&mut self.lines);
@@ -157,6 +160,13 @@ impl ResponseReader {
             self.stream_end = Some(t);
             return;
         }
+        if body.is_empty() {
+            self.failure = Some((FailureKind::InvalidResponse, EMPTY_BODY.into()));
+            self.stream_end = Some(t);
+            return;
+        }
+        // A byte order mark before the JSON is no part of it (RFC 8259 lets a reader drop it).
+        let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
         let text = String::from_utf8_lossy(body);
         self.data(&text, t);
         // One body is not a stream: it has no first and last payload.
@@ -250,6 +260,8 @@ impl ResponseReader {
     /// Completes `rec` with what was read: chunks with their token counts, the
     /// counts and their sources, and the outcome.
     pub fn into_record(self, rec: &mut RequestRecord, tokenizer: Option<&TokenCounter>, prompt: &PromptBody) {
+        let end_words = format!("the stream ended before {}", self.api.stream_end());
+        let empty = !self.any_body;
         let ResponseReader {
             chunks,
             chunk_texts,
@@ -326,10 +338,12 @@ impl ResponseReader {
 
         rec.outcome = match failure {
             Some((kind, message)) => Outcome::Failed { kind, message },
-            None if !done && finish_reason.is_none() => Outcome::Failed {
-                kind: FailureKind::TruncatedStream,
-                message: "the stream ended before [DONE] or a finish reason".into(),
-            },
+            None if !done && finish_reason.is_none() && empty => {
+                Outcome::Failed { kind: FailureKind::InvalidResponse, message: EMPTY_BODY.into() }
+            }
+            None if !done && finish_reason.is_none() => {
+                Outcome::Failed { kind: FailureKind::TruncatedStream, message: end_words }
+            }
             None if rec.chunks.is_empty() => Outcome::Failed {
                 kind: FailureKind::EmptyOutput,
                 message: format!(
@@ -341,6 +355,9 @@ impl ResponseReader {
         };
     }
 }
+
+/// The words of a 2xx answer with nothing in its body.
+const EMPTY_BODY: &str = "the server's answer is empty: a success status with no body, where the API's answer was due";
 
 fn prompt_tokens(t: &TokenCounter, prompt: &PromptBody) -> u64 {
     match prompt {

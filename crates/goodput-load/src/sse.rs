@@ -19,7 +19,16 @@ pub struct SseReader {
     event: Option<String>,
     /// The previous byte was a CR: a following LF belongs to the same line end.
     after_cr: bool,
+    /// Past the stream's first bytes: a byte order mark is dropped only there.
+    started: bool,
+    /// How many bytes of a byte order mark have come at the start, held
+    /// until the mark is whole (dropped) or not (read as the stream's).
+    bom_held: usize,
 }
+
+/// The UTF-8 byte order mark, which the SSE standard drops from the start of
+/// a stream (as the first event's field name it would lose that event).
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseReader {
     pub fn new() -> Self {
@@ -28,6 +37,27 @@ impl SseReader {
 
     /// Feeds bytes; complete events are appended to `out`.
     pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        if !self.started {
+            let held = self.bom_held;
+            let matched = bytes.iter().zip(&BOM[held..]).take_while(|(a, b)| a == b).count();
+            if held + matched == BOM.len() {
+                self.started = true;
+                bytes = &bytes[matched..];
+            } else if matched == bytes.len() {
+                // All of it may still be the mark: wait for the rest.
+                self.bom_held = held + matched;
+                return;
+            } else {
+                // Not a mark: what was held is the stream's, then all of this.
+                self.started = true;
+                self.lines(&BOM[..held], out);
+            }
+        }
+        self.lines(bytes, out);
+    }
+
+    /// Reads `bytes` into lines and events (after the start of the stream).
+    fn lines(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
         // An empty read must not forget a CR that ended the last one: the LF
         // of the same line end may still come (found by fuzzing).
         if bytes.is_empty() {
@@ -74,6 +104,11 @@ impl SseReader {
     /// End of stream. A final event whose blank line never came is still
     /// dispatched: servers that close right after the last `data:` line mean it.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        if !self.started {
+            // The stream ended inside what might have been a mark: it was not one.
+            self.started = true;
+            self.lines(&BOM[..self.bom_held], out);
+        }
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             self.process_line(&line, out);
@@ -183,6 +218,8 @@ mod tests {
             Just(b"\r".to_vec()),
             Just(b"\r\n".to_vec()),
             Just(vec![0xE2, 0x82]),
+            Just(BOM.to_vec()),
+            Just(BOM[..2].to_vec()),
             proptest::collection::vec(any::<u8>(), 0..12),
         ]
     }
@@ -201,6 +238,44 @@ mod tests {
             let split = crate::testing::split_at_cuts(&bytes, &cuts);
             proptest::prop_assert_eq!(parse_all(&[&bytes]), parse_all(&split));
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// A byte order mark at the very start of a stream (issue 29, defect
+        /// 6), split from the rest anywhere, even inside the mark and with
+        /// empty reads, is dropped: the same events as the stream without it.
+        #[test]
+        fn a_leading_byte_order_mark_is_dropped_in_any_split(
+            pieces in proptest::collection::vec(sse_piece(), 0..40),
+            cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..12),
+        ) {
+            let stream = pieces.concat();
+            // A second mark right after the first is the stream's own, not dropped.
+            proptest::prop_assume!(!stream.starts_with(BOM));
+            let with_mark = [BOM, &stream].concat();
+            let split = crate::testing::split_at_cuts(&with_mark, &cuts);
+            proptest::prop_assert_eq!(parse_all(&split), parse_all(&[&stream]));
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_only_at_the_start_and_only_whole() {
+        let events = [data("a"), data("b")];
+        for cut in 0..=4 {
+            let s = b"\xEF\xBB\xBFdata: a\n\ndata: b\n\n";
+            assert_eq!(parse_all(&[&s[..cut], &s[cut..]]), events, "cut at {cut}");
+        }
+        // A mark later on is the line's, as the standard says: that event's field is unknown.
+        assert_eq!(parse_all(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\n"]), [data("a")]);
+        // Bytes that only begin like a mark are kept.
+        assert_eq!(parse_all(&[b"\xEF", b"\xBBdata: a\n\n"]), []);
+        assert_eq!(parse_all(&[b"\xEF\xBB"]), []);
+        let mut r = SseReader::new();
+        let mut out = Vec::new();
+        r.feed(b"\xEF\xBB", &mut out);
+        r.feed(b"x", &mut out);
+        assert_eq!(r.pending(), 3, "the two held bytes and the next are the line's");
     }
 
     #[test]

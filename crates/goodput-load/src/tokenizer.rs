@@ -16,10 +16,32 @@ impl std::fmt::Debug for TokenCounter {
     }
 }
 
+/// What a path that is not a regular file is, in words.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_fifo() {
+        "a pipe"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
 impl TokenCounter {
     pub fn from_file(path: &Path) -> Result<Self, TokenizerError> {
-        if !path.is_file() {
-            return Err(TokenizerError::NotFound { path: path.to_owned() });
+        // A device, a pipe or a directory is no tokenizer: `/dev/zero` would
+        // be read without end.
+        match std::fs::metadata(path) {
+            Err(_) => return Err(TokenizerError::NotFound { path: path.to_owned() }),
+            Ok(m) if !m.is_file() => {
+                return Err(TokenizerError::NotAFile { path: path.to_owned(), kind: file_kind(&m.file_type()) })
+            }
+            Ok(_) => {}
         }
         let t = Tokenizer::from_file(path)
             .map(|inner| TokenCounter { inner })
@@ -290,6 +312,17 @@ mod tests {
         assert!(matches!(e, TokenizerError::Unusable { .. }), "{e:?}");
         let e = e.to_string();
         assert!(e.contains("empty.json") && e.contains("gives no tokens"), "{e}");
+    }
+
+    #[test]
+    fn a_device_or_a_directory_is_not_a_tokenizer() {
+        // /dev/zero once read as "not found" (issue 29, defect 14), and
+        // would be read without end were it opened.
+        let e = TokenCounter::from_file(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(e.contains("--tokenizer /dev/zero is not a regular file (a device)"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let e = TokenCounter::from_file(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file (a directory)"), "{e}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ async fn start(cfg: EngineServerConfig) -> (String, Arc<EngineServer>, Stop) {
     (base, server, Stop(Some(tx)))
 }
 
+#[allow(clippy::disallowed_methods)] // A test's own client of the simulator.
 fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
@@ -400,6 +401,7 @@ async fn two_thousand_concurrent_streams_all_complete() {
     const N: usize = 2000;
     raise_open_file_limit((2 * N + 256) as _);
     let (base, server, _stop) = start(EngineServerConfig { speed: 20.0, ..config() }).await;
+    #[allow(clippy::disallowed_methods)] // A test's own client of the simulator.
     let http = reqwest::Client::builder().no_proxy().pool_max_idle_per_host(0).build().unwrap();
     let url = format!("{base}/v1/chat/completions");
     let tasks: Vec<_> = (0..N)

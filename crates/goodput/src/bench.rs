@@ -57,6 +57,8 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         meta,
         ..RunConfig::default()
     };
+    // The model's name may be the server's (its model list): shown as text.
+    let model = goodput_report::escape::terminal(&target.model);
     if !a.output.quiet {
         eprintln!(
             "goodput bench → {}{} · model {} · {} · seed {}{}",
@@ -67,7 +69,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
                     format!(" (embedded simulated engine: {} on {})", a.sim.sim_model, a.sim.sim_gpu),
                 (true, ProfileArg::Fixed) => " (embedded fixed-timing simulator)".into(),
             },
-            target.model,
+            model,
             goodput_report::terminal::load_line(&config),
             a.load.shape.seed.value,
             if a.load.shape.seed.drawn { " (drawn: --seed repeats it)" } else { "" }
@@ -85,8 +87,8 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     };
     let point = Point {
         title: match a.shard.shard {
-            Some((i, n)) => format!(" goodput bench → {} · {} · shard {i}/{n} ", target.base, target.model),
-            None => format!(" goodput bench → {} · {} ", target.base, target.model),
+            Some((i, n)) => format!(" goodput bench → {} · {model} · shard {i}/{n} ", target.base),
+            None => format!(" goodput bench → {} · {model} ", target.base),
         },
         plan: &plan,
         workload: Arc::new(workload),

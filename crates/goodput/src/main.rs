@@ -39,7 +39,9 @@ fn main() -> ExitCode {
     match res {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", goodput_core::redact::scrub(&format!("{e:#}")));
+            // An error can carry a server's words: masked, and shown as text
+            // (no escape sequence of theirs acts on the terminal).
+            eprintln!("error: {}", goodput_report::escape::terminal(&goodput_core::redact::scrub(&format!("{e:#}"))));
             ExitCode::from(2)
         }
     }

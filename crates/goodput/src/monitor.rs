@@ -9,7 +9,7 @@ use goodput_core::live::LiveMetrics;
 use goodput_core::metrics::RequestMetrics;
 use goodput_core::scrape::{summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary};
 use goodput_core::{Distribution, RequestRecord};
-use goodput_load::client::{normalize_base, request_headers};
+use goodput_load::client::{join_url, normalize_base, request_headers};
 use goodput_load::scraper::Scraper;
 use goodput_load::{Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
 use serde_json::{json, Value};
@@ -206,11 +206,13 @@ fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord], by_model: &BTr
 /// HTTP client the scraper and the probes share and the scraper itself; the
 /// key and URLs are registered as secrets to redact.
 fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<String>)> {
-    let (base, metrics) = match a.url.trim_end_matches('/').strip_suffix("/metrics") {
-        Some(root) => (normalize_base(root), a.url.clone()),
+    // The query of --url (a gateway's key) goes on the end of every path.
+    let (path, query) = a.url.split_at(a.url.find(['?', '#']).unwrap_or(a.url.len()));
+    let (base, metrics) = match path.trim_end_matches('/').strip_suffix("/metrics") {
+        Some(root) => (normalize_base(&format!("{root}{query}")), a.url.clone()),
         None => {
             let b = normalize_base(&a.url);
-            (b.clone(), format!("{b}/metrics"))
+            (b.clone(), join_url(&b, "/metrics"))
         }
     };
     let probe_client = Client::new(
@@ -298,6 +300,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let cur = match scraper.scrape_at(origin).await {
             Ok((t, scraped)) => (t, scraped.signals),
             Err(e) => {
+                let e = goodput_report::escape::terminal(&goodput_core::redact::scrub(&e.to_string()));
                 eprintln!("[{:>7.1}s] scrape failed: {e}", origin.elapsed().as_secs_f64());
                 if a.once {
                     return Ok(ExitCode::from(2));

@@ -191,6 +191,8 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
                 _ => None,
             })
             .unwrap_or_else(|| "no request finished".into());
+        // The server's words, shown as text: its escape sequences never reach the terminal.
+        let first = goodput_report::escape::terminal(&first);
         eprintln!("error: no request succeeded ({} sent, {} failed); first failure: {first}", q.sent, q.failed);
         return Ok(ExitCode::from(1));
     }

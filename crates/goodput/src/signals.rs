@@ -31,7 +31,8 @@ pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: 
         anyhow::bail!("--metrics-interval must be longer than zero");
     }
     let (scraper, log) = if m.metrics_url.is_empty() {
-        let scraper = Scraper::new(http.clone(), vec![format!("{base}/metrics")], m.metrics_interval);
+        let scraper =
+            Scraper::new(http.clone(), vec![goodput_load::client::join_url(base, "/metrics")], m.metrics_interval);
         match scraper.first_if_answers(origin).await {
             Some(log) => (scraper, log),
             None => return Ok(None),
@@ -47,7 +48,9 @@ pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: 
         eprintln!(
             "warning: the first scrape of {} failed ({}); the run goes on and scraping keeps trying",
             urls.join(", "),
-            goodput_core::redact::scrub(log.last_error.as_deref().unwrap_or("no answer"))
+            goodput_report::escape::terminal(&goodput_core::redact::scrub(
+                log.last_error.as_deref().unwrap_or("no answer")
+            ))
         );
     }
     let stop = CancellationToken::new();
@@ -91,7 +94,8 @@ pub fn attach(
         scrapes: samples.len(),
         failed_scrapes: log.failures,
         parse_errors: log.parse_errors,
-        last_error: log.last_error,
+        // A failed scrape's words may hold a URL's credentials or a server's echo of them.
+        last_error: log.last_error.map(|e| goodput_core::redact::scrub(&e).into_owned()),
         samples,
         ..ServerSignals::default()
     };

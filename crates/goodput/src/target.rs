@@ -6,7 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::config::{ClientSettings, EmbeddedServer};
 use goodput_core::Target;
 use goodput_load::client::{
-    error_chain, key_header_overridden, normalize_base, request_headers, secrets_of, Cancellation,
+    error_chain, join_url, key_header_overridden, normalize_base, request_headers, secrets_of, Cancellation,
 };
 use goodput_load::{Api, BodyOptions, Client, ClientConfig, KeyHeader, Stamps, TokenCounter, Transport};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
@@ -17,7 +17,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// A reachable target: the URL, the model to ask for, and the client.
 pub struct HttpTarget {
+    /// The root URL as shown and written: its query's values masked.
     pub base: String,
+    /// The root URL requests are sent to, query and all (never shown).
+    pub root: String,
     pub model: String,
     pub embedded: bool,
     pub client: Arc<Client>,
@@ -209,8 +212,9 @@ pub async fn connect(
     )?
     .with_quality(quality);
     let embedded = server.is_some();
-    let config = client_settings(t, sim, &client, &base, &model, key_header, extra, embedded);
-    Ok(HttpTarget { base, model, embedded, client: Arc::new(client), config, _server: server })
+    let shown = goodput_core::redact::redact_url(&base);
+    let config = client_settings(t, sim, &client, &shown, &model, key_header, extra, embedded);
+    Ok(HttpTarget { base: shown, root: base, model, embedded, client: Arc::new(client), config, _server: server })
 }
 
 /// `--extra-body` as the JSON object it must be.
@@ -294,7 +298,9 @@ fn with_url_credentials(t: &TargetArgs, api: Api, key_header: KeyHeader) -> Resu
 }
 
 /// Asks the server which model it serves, to send when --model is not
-/// given: `/v1/models` (OpenAI, Anthropic, llama.cpp), or the server's own
+/// given (on a connection of its own, as every probe: a server that closes
+/// after each response without saying so, as llama.cpp does, would close a
+/// kept one as the next probe went out): `/v1/models` (OpenAI, Anthropic, llama.cpp), or the server's own
 /// list for its native API (Ollama's `/api/tags`, TGI's `/info`).
 pub async fn discover_model(
     http: &reqwest::Client,
@@ -303,8 +309,8 @@ pub async fn discover_model(
     headers: &[(String, String)],
 ) -> Result<String> {
     let (path, pointer) = model_list(api);
-    let url = format!("{base}{path}");
-    let mut req = http.get(&url).timeout(Duration::from_secs(10));
+    let url = join_url(base, path);
+    let mut req = http.get(&url).timeout(Duration::from_secs(10)).header("connection", "close");
     for (name, value) in headers {
         req = req.header(name, value);
     }
@@ -313,7 +319,16 @@ pub async fn discover_model(
         .await
         .map_err(|e| anyhow!("cannot reach {base}: {}. Is the server running and is --url right?", error_chain(&e)))?;
     if !resp.status().is_success() {
-        bail!("the server at {base} did not list its models (HTTP {} from {path}): pass --model NAME", resp.status());
+        // A redirect is not followed (see goodput_load's Client::new): say where it pointed.
+        let to = resp
+            .headers()
+            .get("location")
+            .map(|l| format!(", a redirect to {} not followed", String::from_utf8_lossy(l.as_bytes())));
+        bail!(
+            "the server at {base} did not list its models (HTTP {} from {path}{}): pass --model NAME",
+            resp.status(),
+            to.unwrap_or_default()
+        );
     }
     let body = resp.bytes().await.with_context(|| format!("reading {path}"))?;
     let v: Value = serde_json::from_slice(&body).with_context(|| format!("{path} did not answer JSON"))?;
@@ -345,7 +360,8 @@ pub async fn wait_ready(
 ) -> Result<()> {
     let deadline = tokio::time::Instant::now() + wait;
     let get = |path: &str| {
-        let mut req = http.get(format!("{base}{path}")).timeout(Duration::from_secs(5));
+        // Each probe on a connection of its own (see `discover_model`).
+        let mut req = http.get(join_url(base, path)).timeout(Duration::from_secs(5)).header("connection", "close");
         for (name, value) in headers {
             req = req.header(name, value);
         }
@@ -371,7 +387,12 @@ pub async fn wait_ready(
             );
         }
         if !said {
-            eprintln!("waiting up to {} for {base} to be ready ({last})", humantime::format_duration(wait));
+            eprintln!(
+                "waiting up to {} for {} to be ready ({})",
+                humantime::format_duration(wait),
+                goodput_core::redact::redact_url(base),
+                goodput_report::escape::terminal(&goodput_core::redact::scrub(&last))
+            );
             said = true;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;

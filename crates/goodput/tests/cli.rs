@@ -2,6 +2,9 @@
 //! document's contract, records on disk, bad input, failures and Ctrl-C.
 
 mod cmd;
+/// Hostile servers met through the whole `goodput bench`.
+#[path = "cli/hostile.rs"]
+mod hostile;
 
 use cmd::{fixed_server, goodput, read_json, records, serving, GoodputCommand, FAST};
 use std::time::Duration;

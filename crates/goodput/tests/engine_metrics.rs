@@ -45,6 +45,7 @@ async fn scraped_signals_match_the_engines_true_state() {
     tokio::spawn(goodput_sim::server::serve(listener, app(server.clone()), async {
         let _ = stopped.await;
     }));
+    #[allow(clippy::disallowed_methods)] // A test's own client of the simulator.
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let post = |body: String| {
         http.post(format!("{base}/v1/completions")).header("content-type", "application/json").body(body)

@@ -153,3 +153,77 @@ fn an_authorization_header_replaces_the_keys_and_says_so() {
     assert!(all.contains("the --header is sent, the key is not"), "{all}");
     assert!(!all.contains("gw-token-abcdef") && !all.contains("sk-live-0123456789"), "{all}");
 }
+
+/// A server that answers every request 401 with the message `say` makes of
+/// its request line and its Authorization header, and reports both.
+fn server_saying(say: fn(&str, &str) -> String) -> (String, mpsc::Receiver<(String, String)>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let mut reader = BufReader::new(sock.try_clone().unwrap());
+            let (mut request_line, mut auth, mut len) = (String::new(), String::new(), 0usize);
+            if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                continue;
+            }
+            let request_line = request_line.trim_end().to_owned();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                let (name, value) = line.split_once(':').unwrap_or((line, ""));
+                match name.to_ascii_lowercase().as_str() {
+                    "authorization" => auth = value.trim().to_owned(),
+                    "content-length" => len = value.trim().parse().unwrap_or(0),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            let msg = serde_json::json!({"error": {"message": say(&request_line, &auth)}}).to_string();
+            let _ = tx.send((request_line, auth));
+            let _ = write!(
+                sock,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{msg}",
+                msg.len()
+            );
+        }
+    });
+    (url, rx)
+}
+
+/// A key in the query of `--url` (issue 29, defect 4): sent where the
+/// gateway wants it, at the end of the API's path, and written nowhere, not
+/// in the URL the result keeps nor where the server echoes it.
+#[test]
+fn a_key_in_the_url_query_is_sent_after_the_path_and_written_nowhere() {
+    let (url, got) = server_saying(|line, _| format!("no such key in {line}"));
+    let all = everything_written(&["--url", &format!("{url}/v1?key=qs-secret-77")]);
+    let (line, _) = got.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request");
+    assert_eq!(line, "POST /v1/chat/completions?key=qs-secret-77 HTTP/1.1");
+    assert!(all.contains("no such key in POST /v1/chat/completions?key=***"), "{all}");
+    assert!(all.contains(&format!("{url}?key=***")), "the URL is written with its query masked:\n{all}");
+    assert!(!all.contains("qs-secret-77"), "the key was written:\n{all}");
+}
+
+/// A server that echoes the key percent-encoded, or case-folded (issue 29,
+/// defect 15): masked all the same.
+#[test]
+fn a_key_echoed_percent_encoded_or_case_folded_is_masked() {
+    let (url, got) = server_saying(|_, auth| {
+        format!("bad key {} ({})", auth.replace('-', "%2D"), auth.to_ascii_lowercase().replace("sk-", "SK-"))
+    });
+    let all = everything_written(&["--url", &url, "--api-key", "sk-live-0123456789"]);
+    let (_, auth) = got.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request");
+    assert_eq!(auth, "Bearer sk-live-0123456789");
+    assert!(all.contains("bad key *** (***)"), "{all}");
+    assert!(!all.to_ascii_lowercase().contains("0123456789"), "the key was written:\n{all}");
+}

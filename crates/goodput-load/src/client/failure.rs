@@ -8,8 +8,24 @@ use goodput_core::{FailureKind, Outcome};
 /// How much of an error response's body is read for its message.
 pub(super) const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
-/// The failure of a non-2xx response, with the server's message.
-pub(super) fn status_failure(status: u16, text: &str) -> Outcome {
+/// The failure of a non-2xx response, with the server's message, or for a
+/// redirect the `Location` it pointed to (never followed: see `Client::new`).
+pub(super) fn status_failure(status: u16, text: &str, location: Option<&str>) -> Outcome {
+    // "503 Service Unavailable" where the code has a name.
+    let named = reqwest::StatusCode::from_u16(status).map_or_else(|_| status.to_string(), |s| s.to_string());
+    if (300..400).contains(&status) {
+        let to = match location {
+            Some(l) => format!("to {}", l.chars().take(500).collect::<String>()),
+            None => "without a Location".to_owned(),
+        };
+        return Outcome::Failed {
+            kind: FailureKind::HttpStatus,
+            message: format!(
+                "HTTP {named}: a redirect {to}, not followed (following it would send the key and the headers to \
+                 wherever it points, and turn the POST into a GET): give --url the address that answers"
+            ),
+        };
+    }
     let detail = serde_json::from_str::<serde_json::Value>(text)
         .ok()
         .map(|v| error_message(v.get("error").unwrap_or(&v)))
@@ -17,9 +33,7 @@ pub(super) fn status_failure(status: u16, text: &str) -> Outcome {
     let detail: String = detail.chars().take(500).collect();
     // A rate limit is the gateway's or the server's policy, not its failure.
     let kind = if status == 429 { FailureKind::RateLimited } else { FailureKind::HttpStatus };
-    // "503 Service Unavailable" where the code has a name.
-    let status = reqwest::StatusCode::from_u16(status).map_or_else(|_| status.to_string(), |s| s.to_string());
-    Outcome::Failed { kind, message: format!("HTTP {status}: {detail}") }
+    Outcome::Failed { kind, message: format!("HTTP {named}: {detail}") }
 }
 
 /// A 2xx response whose content type is neither an event stream, NDJSON
@@ -33,6 +47,35 @@ pub(super) fn foreign_content(content_type: Option<&str>) -> Option<Outcome> {
     Some(Outcome::Failed {
         kind: FailureKind::InvalidResponse,
         message: format!("the response is {ct}, not an event stream or JSON: is --url the API, not a page or a proxy?"),
+    })
+}
+
+/// A 2xx that says it has no body (204 No Content, 205 Reset Content)
+/// where the API's answer was due.
+pub(super) fn empty_status(status: u16) -> Option<Outcome> {
+    let named = match status {
+        204 => "204 No Content",
+        205 => "205 Reset Content",
+        _ => return None,
+    };
+    Some(Outcome::Failed {
+        kind: FailureKind::InvalidResponse,
+        message: format!("HTTP {named}: an empty answer, where the API's answer was due"),
+    })
+}
+
+/// A body the server compressed (`Content-Encoding: gzip`, `br`, …):
+/// goodput asks for none (it sends no `Accept-Encoding`), and does not
+/// decode one, as reading it as text would make it a cut stream.
+pub(super) fn compressed(encoding: Option<&str>) -> Option<Outcome> {
+    let enc = encoding.map(str::trim).filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))?;
+    let enc: String = enc.chars().take(100).collect();
+    Some(Outcome::Failed {
+        kind: FailureKind::InvalidResponse,
+        message: format!(
+            "the server compressed its answer (Content-Encoding: {enc}), which goodput does not ask for (it sends \
+             no Accept-Encoding) and does not decode: turn compression off on the server or the proxy before it"
+        ),
     })
 }
 

@@ -74,8 +74,51 @@ pub fn secrets_of(api_key: Option<&str>, headers: &[(String, String)], url: &str
     s
 }
 
-/// The root URL without a trailing `/` or `/v1`.
+/// The root URL without a trailing `/` or `/v1` on its path; its query
+/// (`?key=…`, which some gateways take) is kept, to go on the end of every
+/// path joined to it ([`join_url`]), and so is a fragment, for
+/// [`Client::new`](super::Client::new) to refuse.
+///
+/// ```
+/// use goodput_load::client::normalize_base;
+/// assert_eq!(normalize_base("http://h:8000/v1/"), "http://h:8000");
+/// assert_eq!(normalize_base("http://h:8000/v1?key=s"), "http://h:8000?key=s");
+/// ```
 pub fn normalize_base(url: &str) -> String {
-    let u = url.trim_end_matches('/');
-    u.strip_suffix("/v1").unwrap_or(u).to_owned()
+    let (root, rest) = url.split_at(url.find(['?', '#']).unwrap_or(url.len()));
+    let u = root.trim_end_matches('/');
+    let u = u.strip_suffix("/v1").unwrap_or(u);
+    // "?" alone asks nothing.
+    let rest = rest.strip_prefix('?').filter(|r| r.is_empty() || r.starts_with('#')).unwrap_or(rest);
+    format!("{u}{rest}")
+}
+
+/// `path` (from `/`) under `base`, a root from [`normalize_base`]: joined as
+/// URLs are, before the base's query, which stays on the end.
+///
+/// ```
+/// use goodput_load::client::join_url;
+/// assert_eq!(join_url("http://h:8000?key=s", "/v1/models"), "http://h:8000/v1/models?key=s");
+/// assert_eq!(join_url("http://h:8000/api", "/metrics"), "http://h:8000/api/metrics");
+/// ```
+pub fn join_url(base: &str, path: &str) -> String {
+    let at = base.find(['?', '#']).unwrap_or(base.len());
+    let (root, rest) = base.split_at(at);
+    format!("{}{path}{rest}", root.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_join_before_the_query() {
+        let base = normalize_base("http://h:1/v1?key=S");
+        assert_eq!(base, "http://h:1?key=S");
+        assert_eq!(join_url(&base, "/v1/chat/completions"), "http://h:1/v1/chat/completions?key=S");
+        assert_eq!(join_url(&base, "/metrics"), "http://h:1/metrics?key=S");
+        assert_eq!(join_url(&normalize_base("http://h:1/gw/v1/"), "/health"), "http://h:1/gw/health");
+        assert_eq!(join_url(&normalize_base("http://h:1/?"), "/health"), "http://h:1/health");
+        assert_eq!(normalize_base("http://h:1/v1#x"), "http://h:1#x");
+    }
 }

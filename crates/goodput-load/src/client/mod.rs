@@ -7,7 +7,7 @@ mod headers;
 mod settings;
 
 pub use failure::error_chain;
-pub use headers::{check_header, key_header_overridden, normalize_base, request_headers, secrets_of};
+pub use headers::{check_header, join_url, key_header_overridden, normalize_base, request_headers, secrets_of};
 pub use settings::{Cancellation, ClientConfig, Transport, MAX_BUFFER};
 
 use crate::error::ClientError;
@@ -16,7 +16,10 @@ use crate::protocol::{build_body_for, Api};
 use crate::reader::ResponseReader;
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
-use failure::{connect_or_resource, foreign_content, is_parse_error, read_limited, status_failure, ERROR_BODY_LIMIT};
+use failure::{
+    compressed, connect_or_resource, empty_status, foreign_content, is_parse_error, read_limited, status_failure,
+    ERROR_BODY_LIMIT,
+};
 use goodput_core::redact::Secrets;
 use goodput_core::{FailureKind, Outcome, RequestRecord};
 use std::borrow::Cow;
@@ -83,12 +86,25 @@ impl Client {
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(ClientError::Scheme { url: cfg.base_url.clone() });
         }
-        let mut builder = reqwest::Client::builder().tcp_nodelay(true).pool_idle_timeout(Duration::from_secs(30));
+        // A fragment is never sent: everything would go to the path before
+        // it, and a `#` meant inside a value (a key) would cut it there.
+        if parsed.fragment().is_some() {
+            return Err(ClientError::Fragment { url: cfg.base_url.clone() });
+        }
+        // No redirect is followed: reqwest would carry every `--header` and
+        // an `x-api-key` to whatever server the `Location` names (it strips
+        // only `Authorization`), and turn a 301/302's POST into a GET whose
+        // answer is another server's. A 3xx fails, naming where it pointed.
+        #[allow(clippy::disallowed_methods)] // The one place a reqwest client is built (clippy.toml).
+        let mut builder = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none());
         if loopback(&parsed) {
             builder = builder.no_proxy();
         }
         let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
-        let endpoint = format!("{base}{}", cfg.body.api.path(cfg.body.stream));
+        let endpoint = join_url(&base, cfg.body.api.path(cfg.body.stream));
         let native = match cfg.transport {
             Transport::Auto if parsed.scheme() == "http" && (loopback(&parsed) || !behind_proxy()) => {
                 let url = reqwest::Url::parse(&endpoint).map_err(bad_url)?;
@@ -307,6 +323,9 @@ impl Client {
         if !(200..300).contains(&head.status) {
             return Ok(BodyRead::ErrorMessage);
         }
+        if let Some(o) = empty_status(head.status).or_else(|| compressed(head.content_encoding)) {
+            return Err(o);
+        }
         if let Some(o) = foreign_content(head.content_type) {
             return Err(o);
         }
@@ -343,7 +362,18 @@ impl Client {
             }
             // hyper refuses an oversized or broken head as a parse error.
             Err(e) if is_parse_error(&e) => {
-                return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message: error_chain(&e) })
+                let chain = error_chain(&e);
+                // hyper says only "invalid content-length parsed", for one
+                // that is not a number and for two that differ alike.
+                let message = if chain.contains("content-length") {
+                    format!(
+                        "an invalid Content-Length, or two different Content-Length headers, in the response: where \
+                         its body ends cannot be known ({chain})"
+                    )
+                } else {
+                    chain
+                };
+                return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message });
             }
             Err(e) => return Err(connect_or_resource(error_chain(&e))),
         };
@@ -354,11 +384,13 @@ impl Client {
             retry_after: header("retry-after"),
             server: header("server"),
             content_type: header("content-type"),
+            content_encoding: header("content-encoding"),
         };
+        let location = header("location").map(str::to_owned);
         match self.on_head(rec, head)? {
             BodyRead::ErrorMessage => {
                 let text = read_limited(&mut resp, ERROR_BODY_LIMIT).await;
-                return Err(status_failure(resp.status().as_u16(), &text));
+                return Err(status_failure(resp.status().as_u16(), &text, location.as_deref()));
             }
             BodyRead::Stream => {}
             BodyRead::Whole => {
@@ -455,13 +487,18 @@ impl Client {
             retry_after: head.retry_after.as_deref(),
             server: head.server.as_deref(),
             content_type: head.content_type.as_deref(),
+            content_encoding: head.content_encoding.as_deref(),
         };
         match self.on_head(rec, said)? {
             BodyRead::ErrorMessage => {
                 // The connection is kept only if the whole body was read.
                 let (text, _) = conn.read_all(&mut head, &mut clock, head_read, ERROR_BODY_LIMIT).await;
                 h.checkin(conn, &head);
-                return Err(status_failure(head.status, String::from_utf8_lossy(&text).trim()));
+                return Err(status_failure(
+                    head.status,
+                    String::from_utf8_lossy(&text).trim(),
+                    head.location.as_deref(),
+                ));
             }
             BodyRead::Stream => {}
             BodyRead::Whole => {
@@ -521,6 +558,7 @@ struct ResponseHead<'a> {
     retry_after: Option<&'a str>,
     server: Option<&'a str>,
     content_type: Option<&'a str>,
+    content_encoding: Option<&'a str>,
 }
 
 /// How a response's body is read, once its head has been judged.

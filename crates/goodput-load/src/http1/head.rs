@@ -22,7 +22,10 @@ pub struct Head {
     pub status: u16,
     pub server: Option<String>,
     pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
     pub retry_after: Option<String>,
+    /// Where a redirect points (never followed).
+    pub location: Option<String>,
     pub(super) framing: Framing,
     pub(super) keep_alive: bool,
 }
@@ -66,7 +69,9 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
         status,
         server: None,
         content_type: None,
+        content_encoding: None,
         retry_after: None,
+        location: None,
         framing: Framing::Close,
         keep_alive: r.version == Some(1),
     };
@@ -77,13 +82,23 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
         match h.name.to_ascii_lowercase().as_str() {
             "server" => head.server = Some(v()),
             "content-type" => head.content_type = Some(v()),
+            "content-encoding" => head.content_encoding = Some(v()),
             "retry-after" => head.retry_after = Some(v()),
+            "location" => head.location = Some(v()),
             "transfer-encoding" => chunked = v().to_ascii_lowercase().split(',').any(|e| e.trim() == "chunked"),
             "content-length" => {
-                length = Some(
-                    v().parse::<u64>()
-                        .map_err(|_| HeadError::Invalid(format!("invalid Content-Length '{}' in the response", v())))?,
-                )
+                let n = v()
+                    .parse::<u64>()
+                    .map_err(|_| HeadError::Invalid(format!("invalid Content-Length '{}' in the response", v())))?;
+                // The same length twice is one (RFC 9110, 8.6); two differ
+                // and where the body ends cannot be known.
+                if let Some(first) = length.filter(|&l| l != n) {
+                    return Err(HeadError::Invalid(format!(
+                        "the response has two different Content-Length headers ({first} and {n}): where its body \
+                         ends cannot be known"
+                    )));
+                }
+                length = Some(n);
             }
             "connection" => {
                 let c = v().to_ascii_lowercase();

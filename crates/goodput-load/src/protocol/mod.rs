@@ -100,6 +100,18 @@ impl Api {
         matches!(self, Api::Chat | Api::Messages | Api::OllamaChat)
     }
 
+    /// What ends a complete stream of this API, for the words of a
+    /// truncation: each API has its own (only OpenAI's sends `[DONE]`).
+    pub fn stream_end(self) -> &'static str {
+        match self {
+            Api::Chat | Api::Completions => "[DONE] or a finish reason",
+            Api::Messages => "its message_stop event",
+            Api::OllamaChat | Api::OllamaGenerate => "its line with \"done\": true",
+            Api::Tgi => "its last event (the one with \"details\")",
+            Api::LlamaCpp => "its event with \"stop\": true",
+        }
+    }
+
     /// The `Accept` header of a streamed request.
     pub fn stream_accept(self) -> &'static str {
         if self.ndjson() {

@@ -52,6 +52,11 @@ struct Wire<'a> {
     usage: Option<Usage>,
     #[serde(default)]
     error: Option<Value>,
+    /// `"error"` in older vLLM's error payload, whose words are in `message`.
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
+    #[serde(default)]
+    message: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -117,6 +122,12 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
     let mut info = ChunkInfo { usage: wire.usage, ..Default::default() };
     if let Some(err) = wire.error {
         info.error = Some(error_message(&err));
+        return Ok(info);
+    }
+    // Older vLLM (before 0.6) streams its errors as an OpenAI error object
+    // of its own: `{"object": "error", "message": …, "type": …, "code": …}`.
+    if wire.object.as_deref() == Some("error") {
+        info.error = Some(wire.message.as_ref().map_or_else(|| data.to_owned(), error_message));
         return Ok(info);
     }
     // Servers stream one choice per chunk (n = 1, which is what goodput sends).
@@ -266,6 +277,10 @@ mod tests {
         assert_eq!(e.error.as_deref(), Some("out of memory"));
         let e = parse_chunk(r#"{"error":"boom"}"#).unwrap();
         assert_eq!(e.error.as_deref(), Some("boom"));
+        let e = parse_chunk(r#"{"object":"error","message":"out of KV cache","type":"BadRequestError","code":400}"#);
+        assert_eq!(e.unwrap().error.as_deref(), Some("out of KV cache"));
+        // An object of another kind is no error.
+        assert_eq!(parse_chunk(r#"{"object":"chat.completion.chunk","choices":[]}"#).unwrap().error, None);
         assert!(parse_chunk("{not json").unwrap_err().to_string().contains("malformed JSON"));
     }
 

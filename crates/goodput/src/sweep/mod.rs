@@ -445,10 +445,12 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         extra: Default::default(),
     };
     if !a.output.quiet {
+        // The model's name may be the server's: shown as text.
+        let esc = goodput_report::escape::terminal;
         eprintln!(
             "goodput sweep → {} · model {} · seed {}{}",
-            target.url,
-            target.model,
+            esc(&target.url),
+            esc(&target.model),
             a.shape.seed.value,
             if a.shape.seed.drawn { " (drawn; each point draws its own from it, and --seed repeats them)" } else { "" }
         );
