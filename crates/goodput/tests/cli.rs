@@ -1290,41 +1290,63 @@ fn too_few_open_files_for_the_concurrency_is_refused_before_the_run() {
     assert!(err.contains("-c 2000 needs about 4064 open files") && err.contains("may open 300"), "{err}");
 }
 
-/// A server whose usage claims billions of output tokens for a three-chunk
-/// answer: the run is analysed (each chunk's tokens are its ITL samples,
-/// held as one per chunk), where the analysis once reserved a sample for
-/// every claimed token and aborted.
-#[test]
-fn a_server_claiming_billions_of_tokens_is_analysed_in_bounded_memory() {
-    use std::io::{BufRead, BufReader, Read, Write};
+/// A server on 127.0.0.1 that answers every chat request with three
+/// one-word chunks and a usage that claims `completion_tokens` output
+/// tokens; its URL. It serves until the test process ends.
+fn usage_claiming(completion_tokens: u64) -> String {
+    use std::io::{BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
             s.set_nodelay(true).unwrap();
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let _ = r.read_exact(&mut vec![0; length]);
-            let chunk = |text: &str| {
-                format!("data: {{\"id\":\"x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
-            };
-            let usage = "data: {\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6000000000}}\n\n";
-            let body = [chunk("a"), chunk("b"), chunk("c"), usage.into(), "data: [DONE]\n\n".into()].concat();
-            let head =
-                format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n", body.len());
-            let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(body.as_bytes()));
+            read_request(&mut BufReader::new(s.try_clone().unwrap()));
+            let _ = s.write_all(&chat_answer(completion_tokens));
         }
     });
+    url
+}
+
+/// Reads one HTTP request off `r`: its request line.
+fn read_request(r: &mut impl std::io::BufRead) -> String {
+    let mut request = String::new();
+    let _ = r.read_line(&mut request);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let _ = r.read_exact(&mut vec![0; length]);
+    request
+}
+
+/// A streamed chat answer of three one-word chunks whose usage claims
+/// `completion_tokens`, head and body.
+fn chat_answer(completion_tokens: u64) -> Vec<u8> {
+    let chunk = |text: &str| {
+        format!("data: {{\"id\":\"x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+    };
+    let usage = format!(
+        "data: {{\"id\":\"x\",\"choices\":[],\"usage\":{{\"prompt_tokens\":5,\"completion_tokens\":{completion_tokens}}}}}\n\n"
+    );
+    let body = [chunk("a"), chunk("b"), chunk("c"), usage, "data: [DONE]\n\n".into()].concat();
+    let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n", body.len());
+    [head, body].concat().into_bytes()
+}
+
+/// A server whose usage claims billions of output tokens for a three-chunk
+/// answer: the run is analysed (each chunk's tokens are its ITL samples,
+/// held as one per chunk), where the analysis once reserved a sample for
+/// every claimed token and aborted.
+#[test]
+fn a_server_claiming_billions_of_tokens_is_analysed_in_bounded_memory() {
+    let url = usage_claiming(6_000_000_000);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.json");
     goodput()
@@ -1338,4 +1360,37 @@ fn a_server_claiming_billions_of_tokens_is_analysed_in_bounded_memory() {
     assert_eq!(v["summary"]["requests"]["completed"], 2);
     assert_eq!(v["summary"]["tokens"]["output"], 12_000_000_000u64, "as the server claimed");
     assert!(v["summary"]["itl_ms"]["count"].as_u64().unwrap() > 1_000_000_000, "{}", v["summary"]["itl_ms"]);
+    let said = v["warnings"].to_string();
+    assert!(said.contains("more tokens than any model's context holds"), "the claim is warned of: {said}");
+}
+
+/// A usage of 2^64−1 output tokens (issue 29, defect 10): the totals
+/// saturate rather than wrap (two such requests once read as
+/// 18446744073709551614 out, beside a total rate smaller than the output
+/// rate), and the claim is warned of as the server's, not passed over.
+#[test]
+fn a_usage_of_u64_max_tokens_neither_wraps_nor_passes_unremarked() {
+    let url = usage_claiming(u64::MAX);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let assert = goodput()
+        .args(["bench", "-n", "2", "-c", "1", "--model", "m", "--url", &url, "--output-tokens", "8", "-o"])
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["completed"], 2);
+    assert_eq!(v["summary"]["tokens"]["output"], u64::MAX, "saturated, not wrapped");
+    let th = &v["summary"]["throughput"];
+    let (output, total) = (th["output_tokens_per_s"].as_f64().unwrap(), th["total_tokens_per_s"].as_f64().unwrap());
+    assert!(output > 0.0 && total >= output, "{th}");
+    let said = v["warnings"].to_string();
+    assert!(
+        said.contains("more tokens than any model's context holds") && said.contains("18446744073709551615"),
+        "{said}"
+    );
+    assert!(stdout.contains("more tokens than any model"), "the summary warns too: {stdout}");
+    assert!(!stdout.contains("18446744073709551614"), "{stdout}");
 }
