@@ -11,6 +11,9 @@ pub enum TokenizerError {
         path.display()
     )]
     NotFound { path: PathBuf },
+    /// Not a regular file, or larger than a tokenizer may be.
+    #[error(transparent)]
+    Input(#[from] goodput_core::input::InputError),
     #[error("cannot load tokenizer {}: {reason} (expected a Hugging Face tokenizer.json)", path.display())]
     Load { path: PathBuf, reason: String },
     /// It loads, but cannot turn plain text into tokens.
@@ -225,6 +228,10 @@ pub enum WorkloadError {
     NoConversations,
     #[error("cannot read dataset {}: {error}", path.display())]
     DatasetRead { path: PathBuf, error: String },
+    /// Not a file to read, or a line or array past its cap: its message
+    /// (this error is cloned and compared, which an I/O error is not).
+    #[error("{0}")]
+    Input(String),
     #[error("dataset {} looks like a JSON array but does not parse: {error}", path.display())]
     DatasetArray { path: PathBuf, error: String },
     /// The JSON array is not ShareGPT conversations.
@@ -237,6 +244,12 @@ pub enum WorkloadError {
     Entry { path: PathBuf, line: usize, reason: EntryError },
     #[error("dataset {} holds no usable entry", path.display())]
     Empty { path: PathBuf },
+}
+
+impl From<goodput_core::input::InputError> for WorkloadError {
+    fn from(e: goodput_core::input::InputError) -> Self {
+        WorkloadError::Input(e.to_string())
+    }
 }
 
 /// A JSON array that is not ShareGPT conversations.
@@ -253,8 +266,9 @@ pub enum ShareGptError {
 pub enum TraceError {
     #[error("--trace-speed must be a positive number, not {0}")]
     Speed(f64),
-    #[error("cannot read the trace {}: {error}", path.display())]
-    Read { path: PathBuf, error: std::io::Error },
+    /// Not a file to read, or a line past the cap.
+    #[error(transparent)]
+    Read(#[from] goodput_core::input::InputError),
     #[error("{}: {fault}", path.display())]
     Content { path: PathBuf, fault: TraceFault },
 }

@@ -18,10 +18,12 @@ impl std::fmt::Debug for TokenCounter {
 
 impl TokenCounter {
     pub fn from_file(path: &Path) -> Result<Self, TokenizerError> {
-        if !path.is_file() {
+        if !path.exists() {
             return Err(TokenizerError::NotFound { path: path.to_owned() });
         }
-        let t = Tokenizer::from_file(path)
+        let cap = goodput_core::input::TOKENIZER_CAP;
+        let bytes = goodput_core::input::read_file(path, "--tokenizer", cap)?;
+        let t = Tokenizer::from_bytes(bytes)
             .map(|inner| TokenCounter { inner })
             .map_err(|e| TokenizerError::Load { path: path.to_owned(), reason: e.to_string() })?;
         t.check().map_err(|reason| TokenizerError::Unusable { path: path.to_owned(), reason })?;

@@ -21,6 +21,15 @@ pub enum RecordsError {
     Write { path: PathBuf, err: std::io::Error },
     #[error("cannot read {}: {err}", path.display())]
     Read { path: PathBuf, err: std::io::Error },
+    /// Not a file to read records from, or a line past the cap.
+    #[error(transparent)]
+    Input(#[from] goodput_core::input::InputError),
+    #[error(
+        "{} holds request {id} twice ({unit}s {first} and {again}): a records file names each request once; is it \
+         two files put together? Pass the records file the run wrote",
+        path.display()
+    )]
+    Duplicate { path: PathBuf, id: u64, unit: &'static str, first: usize, again: usize },
     #[error("{} line {line} is not a goodput record: {err}", path.display())]
     NotARecord { path: PathBuf, line: usize, err: serde_json::Error },
     #[error(
@@ -47,13 +56,17 @@ pub fn is_parquet_path(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
 }
 
-/// Whether the file at `path` is Parquet to read: by its extension, or
-/// by the magic bytes every Parquet file begins with.
+/// Whether the file at `path` is Parquet to read: by its extension, or, a
+/// regular file, by the magic bytes every Parquet file begins with (a FIFO
+/// is not opened to look: that would wait for its writer and take what it
+/// wrote).
 fn reads_as_parquet(path: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 4];
     is_parquet_path(path)
-        || std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"PAR1"
+        || goodput_core::input::is_regular(path)
+            && std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
+            && &magic == b"PAR1"
 }
 
 /// Where the writer thread puts records.
@@ -218,12 +231,13 @@ enum Inner {
 }
 
 struct JsonLines {
-    input: std::io::BufReader<std::fs::File>,
-    line: String,
-    /// 1-based number of the line last read.
-    line_no: usize,
+    /// A line at a time, each at most [`goodput_core::input::LINE_CAP`].
+    input: goodput_core::input::LineReader<std::io::BufReader<std::fs::File>>,
     /// Records read so far.
     read: usize,
+    /// The line of the record last read.
+    line: usize,
+    /// After a bad line nothing more is read.
     done: bool,
 }
 
@@ -238,21 +252,25 @@ impl RecordsReader {
             #[cfg(not(feature = "parquet"))]
             return Err(RecordsError::NoParquet { path: path.to_owned() });
         }
-        let f = std::fs::File::open(path).map_err(|err| RecordsError::Read { path: path.to_owned(), err })?;
+        let input = goodput_core::input::LineReader::open(path, "the records file")?;
         Ok(RecordsReader {
             path: path.to_owned(),
-            inner: Inner::Jsonl(JsonLines {
-                input: std::io::BufReader::with_capacity(1 << 16, f),
-                line: String::new(),
-                line_no: 0,
-                read: 0,
-                done: false,
-            }),
+            inner: Inner::Jsonl(JsonLines { input, read: 0, line: 0, done: false }),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where the record last read is: its line (JSON Lines) or row
+    /// (Parquet), from 1.
+    pub fn position(&self) -> (&'static str, usize) {
+        match &self.inner {
+            Inner::Jsonl(j) => ("line", j.line),
+            #[cfg(feature = "parquet")]
+            Inner::Parquet(p) => ("row", p.rows_read()),
+        }
     }
 }
 
@@ -270,43 +288,35 @@ impl Iterator for RecordsReader {
 
 impl JsonLines {
     fn next(&mut self, path: &Path) -> Option<Result<RequestRecord, RecordsError>> {
-        use std::io::BufRead;
         while !self.done {
-            self.line.clear();
-            match self.input.read_line(&mut self.line) {
-                Ok(0) => self.done = true,
-                Ok(_) => {
-                    self.line_no += 1;
-                    let l = self.line.trim();
-                    if l.is_empty() {
-                        continue;
-                    }
-                    match serde_json::from_str::<RequestRecord>(l) {
-                        Ok(r) => {
-                            self.read += 1;
-                            return Some(Ok(r));
-                        }
-                        // Cut: the last line, with no newline after it.
-                        Err(e) if !self.line.ends_with('\n') && e.is_eof() => {
-                            eprintln!(
-                                "warning: {} line {} was cut short (the writer stopped mid-line); read the {} \
-                                 complete records before it",
-                                path.display(),
-                                self.line_no,
-                                self.read
-                            );
-                            self.done = true;
-                        }
-                        Err(err) => {
-                            self.done = true;
-                            let path = path.to_owned();
-                            return Some(Err(RecordsError::NotARecord { path, line: self.line_no, err }));
-                        }
-                    }
+            let line = match self.input.next_line()? {
+                Ok(line) => line,
+                Err(e) => return Some(Err(e.into())),
+            };
+            if line.bytes.trim_ascii().is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<RequestRecord>(line.bytes) {
+                Ok(r) => {
+                    self.read += 1;
+                    self.line = line.number;
+                    return Some(Ok(r));
+                }
+                // Cut: the last line, with no newline after it.
+                Err(e) if !line.ended && e.is_eof() => {
+                    eprintln!(
+                        "warning: {} line {} was cut short (the writer stopped mid-line); read the {} complete \
+                         records before it",
+                        path.display(),
+                        line.number,
+                        self.read
+                    );
+                    return None;
                 }
                 Err(err) => {
+                    let (path, line) = (path.to_owned(), line.number);
                     self.done = true;
-                    return Some(Err(RecordsError::Read { path: path.to_owned(), err }));
+                    return Some(Err(RecordsError::NotARecord { path, line, err }));
                 }
             }
         }
@@ -320,15 +330,38 @@ pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, RecordsError> {
 }
 
 /// Reads the records of run `run_id` from `path`, refusing the file at the
-/// first record of another run (see [`check_records_belong`]).
+/// first record of another run (see [`check_records_belong`]), or the
+/// second of one request ([`UniqueIds`]).
 pub fn read_run_records(path: &Path, run_id: &str) -> Result<Vec<RequestRecord>, RecordsError> {
     let mut out = Vec::new();
-    for r in RecordsReader::open(path)? {
+    let mut ids = UniqueIds::default();
+    let mut reader = RecordsReader::open(path)?;
+    while let Some(r) = reader.next() {
         let r = r?;
         check_records_belong(std::slice::from_ref(&r), run_id, path)?;
+        ids.check(r.id, reader.position(), path)?;
         out.push(r);
     }
     Ok(out)
+}
+
+/// The request ids met so far in a records file, each with the line (or
+/// row) it was on: a run's records name each request once, so a second is
+/// a file put together from two (one concatenated with itself reads as a
+/// run of twice the requests).
+#[derive(Debug, Default)]
+pub struct UniqueIds(std::collections::HashMap<u64, usize>);
+
+impl UniqueIds {
+    /// Notes request `id`, read at `at` (a line or row, from 1: see
+    /// [`RecordsReader::position`]) of `path`; refuses it when it was met
+    /// before.
+    pub fn check(&mut self, id: u64, (unit, at): (&'static str, usize), path: &Path) -> Result<(), RecordsError> {
+        match self.0.insert(id, at) {
+            Some(first) => Err(RecordsError::Duplicate { path: path.to_owned(), id, unit, first, again: at }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Refuses records that another run wrote: those of `path` must name the
@@ -413,8 +446,13 @@ mod tests {
     fn a_streamed_file_is_checked_against_its_run_and_a_cut_last_line_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.jsonl");
-        std::fs::write(&path, format!("{OLD_LINE}\n\n{OLD_LINE}\n{}", &OLD_LINE[..OLD_LINE.len() / 2])).unwrap();
+        let second = OLD_LINE.replacen(r#"{"id":0,"#, r#"{"id":1,"#, 1);
+        std::fs::write(&path, format!("{OLD_LINE}\n\n{second}\n{}", &OLD_LINE[..OLD_LINE.len() / 2])).unwrap();
         assert_eq!(read_run_records(&path, "18eb4dcacdad46d5-2a8c").unwrap().len(), 2);
+        // A request twice: a file put together from two.
+        std::fs::write(&path, format!("{OLD_LINE}\n\n{second}\n{OLD_LINE}\n")).unwrap();
+        let e = read_run_records(&path, "18eb4dcacdad46d5-2a8c").unwrap_err().to_string();
+        assert!(e.contains("r.jsonl holds request 0 twice (lines 1 and 4)"), "{e}");
         let e = read_run_records(&path, "another").unwrap_err().to_string();
         assert!(e.contains("holds records of run 18eb4dcacdad46d5-2a8c, not of this result's run another"), "{e}");
         // Cut in the middle of the file, a line is an error naming it.

@@ -52,11 +52,11 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
 }
 
 fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(csv).with_context(|| format!("cannot read {}", csv.display()))?;
+    let text = goodput_core::input::read_text(csv, "--validate", goodput_core::input::SETTINGS_CAP)?;
     let rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
     let mut options = validate::ValidationOptions::default();
     if let Some(p) = &e.hw.calibration {
-        let overlay = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
+        let overlay = goodput_core::input::read_text(p, "--calibration", goodput_core::input::SETTINGS_CAP)?;
         for row in &rows {
             let family = GpuSpec::lookup(&row.gpu)?.family;
             let base = options

@@ -169,15 +169,20 @@ fn shard_records(path: &Path, run: &mut RunResult) -> Result<(String, ShardRecor
 
 impl ShardRecords {
     /// Each record, placed `by` later, onto `out`; how many there were.
-    /// A file's are read one at a time and checked to be of run `run_id`.
+    /// A file's are read one at a time and checked to be of run `run_id`,
+    /// each request once.
     fn move_into(self, out: &mut Vec<RequestRecord>, by: std::time::Duration, run_id: &str) -> Result<u64> {
+        use goodput_report::records::{check_records_belong, RecordsReader, UniqueIds};
         let before = out.len();
         match self {
             ShardRecords::Held(recs) => out.extend(recs.into_iter().map(|r| shard::shifted(r, by))),
             ShardRecords::File(path) => {
-                for r in goodput_report::records::RecordsReader::open(&path)? {
+                let mut ids = UniqueIds::default();
+                let mut reader = RecordsReader::open(&path)?;
+                while let Some(r) = reader.next() {
                     let r = r?;
-                    goodput_report::records::check_records_belong(std::slice::from_ref(&r), run_id, &path)?;
+                    check_records_belong(std::slice::from_ref(&r), run_id, &path)?;
+                    ids.check(r.id, reader.position(), &path)?;
                     out.push(shard::shifted(r, by));
                 }
             }

@@ -417,7 +417,7 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--input-tokens", "uniform:9..3"], "lower bound"),
         (&["--output-tokens", "zipf:1"], "unknown distribution"),
         (&["--extra-body", "[1]"], "JSON object"),
-        (&["--dataset", "/nonexistent/d.jsonl"], "cannot read dataset"),
+        (&["--dataset", "/nonexistent/d.jsonl"], "cannot read the dataset"),
         (&["--tokenizer", "/nonexistent/tokenizer.json"], "tokenizer"),
         (&["--burstiness", "0.5"], "--arrival gamma"),
         (&["--rate=-3"], "positive"),
@@ -1393,4 +1393,47 @@ fn a_usage_of_u64_max_tokens_neither_wraps_nor_passes_unremarked() {
     );
     assert!(stdout.contains("more tokens than any model"), "the summary warns too: {stdout}");
     assert!(!stdout.contains("18446744073709551614"), "{stdout}");
+}
+
+/// Every file a command reads has a bound, and its message names it (issue
+/// 29, defect 5): where a file is read whole (a result, a config, a
+/// tokenizer) a device, a FIFO or a folder is refused before a byte is
+/// read; a JSON Lines input (records, a dataset, a trace) with no newline
+/// fails at its line cap. Each command gets 20 s: one that reads on
+/// without end fails the test rather than hanging it.
+#[test]
+fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
+    use std::ffi::OsString;
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    fast_bench(&["-n", "2", "--quiet"], &run);
+    let fifo = dir.path().join("in.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (zero, device, line) = ("/dev/zero", "/dev/zero is a character device", "line 1 is longer than 64 MiB");
+    // A model's config.json is read where --model names a .json.
+    let model = dir.path().join("model.json");
+    std::os::unix::fs::symlink(zero, &model).unwrap();
+    let os =
+        |args: &[&dyn AsRef<std::ffi::OsStr>]| args.iter().map(|a| a.as_ref().to_owned()).collect::<Vec<OsString>>();
+    let cases: Vec<(Vec<OsString>, &str)> = vec![
+        (os(&[&"report", &zero]), device),
+        (os(&[&"report", &dir.path()]), "is a folder, not a file"),
+        (os(&[&"report", &fifo]), "is a FIFO"),
+        (os(&[&"report", &run, &"--records", &zero]), line),
+        (os(&[&"report", &run, &"--records", &dir.path()]), "is a folder, not a file"),
+        (os(&[&"compare", &run, &zero]), device),
+        (os(&[&"compare", &run, &run, &"--records", &zero, &"--records", &zero]), line),
+        (os(&[&"merge", &zero]), device),
+        (os(&[&"bench", &"--dataset", &zero]), line),
+        (os(&[&"bench", &"--trace", &zero]), line),
+        (os(&[&"bench", &"--config", &zero]), device),
+        (os(&[&"bench", &"--tokenizer", &zero]), device),
+        (os(&[&"estimate", &"--calibration", &zero]), device),
+        (os(&[&"estimate", &"--validate", &zero]), device),
+        (os(&[&"estimate", &"--model", &model]), "model.json is a character device"),
+    ];
+    for (args, says) in cases {
+        let err = goodput().args(&args).timeout(Duration::from_secs(20)).refusal();
+        assert!(err.contains(says), "goodput {args:?} should say '{says}'; it said: {err}");
+    }
 }

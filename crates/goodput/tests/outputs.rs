@@ -178,3 +178,36 @@ fn parquet_records_give_the_same_report_as_the_records_held_in_the_result() {
     let err = goodput().arg("report").arg(&out).arg("--records").arg(&rec).refusal();
     assert!(err.contains("run.Parquet is not a readable Parquet records file") && err.contains("footer"), "{err}");
 }
+
+/// A records file holding a request twice (issue 29, defect 16: a file
+/// concatenated with itself read as twice the run) is refused by `report`,
+/// `compare` and `merge`, as another run's records are.
+#[test]
+fn records_holding_a_request_twice_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    goodput().args(RUN).arg("-o").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+    let text = std::fs::read_to_string(p("c.jsonl")).unwrap();
+    std::fs::write(p("twice.jsonl"), text.repeat(2)).unwrap();
+    let err = goodput().arg("report").arg(p("c.json")).arg("--records").arg(p("twice.jsonl")).refusal();
+    // The two requests end in either order: the first line's is met again on the third.
+    assert!(err.contains("twice.jsonl holds request") && err.contains("twice (lines 1 and 3)"), "{err}");
+    let err = goodput()
+        .arg("compare")
+        .args([p("c.json"), p("c.json")])
+        .arg("--records")
+        .arg(p("twice.jsonl"))
+        .arg("--records")
+        .arg(p("c.jsonl"))
+        .refusal();
+    assert!(err.contains("twice (lines 1 and 3)"), "{err}");
+    for i in 0..2 {
+        let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
+        goodput().args(RUN).args(["--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+    }
+    let shard = std::fs::read_to_string(p("s1.jsonl")).unwrap();
+    std::fs::write(p("s1.jsonl"), shard.repeat(2)).unwrap();
+    let err = goodput().arg("merge").arg(p("s0.json")).arg(p("s1.json")).refusal();
+    assert!(err.contains("s1.jsonl") && err.contains("twice"), "{err}");
+    goodput().arg("report").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+}
