@@ -105,6 +105,12 @@ pub enum ScrapeError {
     Fetch { url: String, reason: String },
     #[error("{url}: HTTP {status}")]
     Status { url: String, status: reqwest::StatusCode },
+    /// The body went on past the cap (`--max-buffer`): read no further.
+    #[error(
+        "{url}: the answer passed {} without ending, and was cut there (--max-buffer raises the cap)",
+        goodput_core::input::size(*cap as u64)
+    )]
+    TooLong { url: String, cap: usize },
 }
 
 /// A request header goodput will not send.

@@ -1437,3 +1437,67 @@ fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
         assert!(err.contains(says), "goodput {args:?} should say '{says}'; it said: {err}");
     }
 }
+
+/// A server whose `/v1/models` and `/metrics` answer without end, and
+/// whose other routes answer as [`chat_answer`], honestly. Serves until the
+/// test process ends.
+fn endless_lists() -> String {
+    use std::io::{BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let request = read_request(&mut BufReader::new(s.try_clone().unwrap()));
+                if request.contains("/v1/models") || request.contains("/metrics") {
+                    // No length, no newline, no end: bytes until the client hangs up.
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n");
+                    let filler = vec![b'x'; 1 << 16];
+                    while s.write_all(&filler).is_ok() {}
+                } else {
+                    let _ = s.write_all(&chat_answer(3));
+                }
+            });
+        }
+    });
+    url
+}
+
+/// A `/v1/models` or `/metrics` body without end (issue 29, defect 5) is
+/// read up to `--max-buffer` (monitor: its 64 MiB default) and no further:
+/// the model list is refused saying so, and a run whose scrapes pass it
+/// sends every request, its failed scrapes counted and named.
+#[test]
+fn endless_model_lists_and_metrics_stop_at_max_buffer() {
+    let url = endless_lists();
+    let err = goodput()
+        .args(["bench", "-q", "-n", "2", "--no-metrics", "--max-buffer", "1MiB", "--url", &url])
+        .timeout(Duration::from_secs(30))
+        .refusal();
+    assert!(err.contains("/v1/models") && err.contains("1 MiB") && err.contains("--max-buffer"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    goodput()
+        .args(["bench", "-q", "-n", "4", "-c", "1", "--model", "m", "--max-buffer", "1MiB", "--url", &url])
+        .args(["--metrics-url", &format!("{url}/metrics"), "--metrics-interval", "100ms", "-o"])
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["sent"], 4, "every request was sent");
+    assert_eq!(v["summary"]["requests"]["completed"], 4);
+    let s = &v["server_signals"];
+    assert!(s["failed_scrapes"].as_u64().unwrap() >= 2, "{s}");
+    let last = s["last_error"].as_str().unwrap();
+    assert!(last.contains("1 MiB") && last.contains("--max-buffer"), "{last}");
+    let o = goodput()
+        .args(["monitor", &url, "--once", "--interval", "100ms"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("scrape failed") && err.contains("64 MiB"), "{err}");
+}
