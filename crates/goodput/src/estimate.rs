@@ -22,7 +22,12 @@ pub fn estimate(a: EstimateArgs) -> Result<ExitCode> {
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed, trace)?;
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
-    output::check_outputs(&a.output)?;
+    let mut inputs = a.workload.inputs();
+    inputs.extend(a.load.trace.as_deref().map(|p| ("--trace", p)));
+    inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
+    inputs.extend(a.engine.hw.calibration.as_deref().map(|p| ("--calibration", p)));
+    inputs.extend(output::named_file("--model", &a.engine.engine_model));
+    output::check_outputs(&a.output, &inputs)?;
     let wall = std::time::Instant::now();
     let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
     let (mut result, records) =

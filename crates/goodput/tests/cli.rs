@@ -1111,7 +1111,7 @@ fn a_label_and_notes_are_kept_and_compare_names_runs_by_their_labels() {
     assert!(!text.contains("config.meta.gpu") && !text.contains("config.label"), "only what differs: {text}");
     // The comparison's own document never overwrites a run it compares.
     let err = goodput().arg("compare").arg(&a).arg(&b).arg("-o").arg(&b).refusal();
-    assert!(err.contains("both name") && read_json(&b)["kind"] == "estimate", "{err}");
+    assert!(err.contains("an input of this command (a compared run)") && read_json(&b)["kind"] == "estimate", "{err}");
 }
 
 /// `--cancel-rate`: the picked requests disconnect after the delay, count
