@@ -69,29 +69,82 @@ fn reads_as_parquet(path: &Path) -> bool {
             && &magic == b"PAR1"
 }
 
+/// A file written to, and how many bytes went to it.
+struct Counted {
+    file: std::fs::File,
+    written: u64,
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Where the writer thread puts records.
 enum Sink {
-    Jsonl(std::io::BufWriter<std::fs::File>),
+    Jsonl(std::io::BufWriter<Counted>),
     #[cfg(feature = "parquet")]
-    Parquet(Box<parquet::ParquetSink<std::io::BufWriter<std::fs::File>>>),
+    Parquet(Box<parquet::ParquetSink<std::io::BufWriter<Counted>>>),
+}
+
+/// The regular file a records file was made as: its device and inode, to
+/// tell at the end whether it is still the file written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Made {
+    dev: u64,
+    ino: u64,
+}
+
+impl Made {
+    fn of(meta: &std::fs::Metadata) -> Option<Made> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            meta.is_file().then(|| Made { dev: meta.dev(), ino: meta.ino() })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            None
+        }
+    }
 }
 
 impl Sink {
-    /// A new records file at `path`, its form chosen by its extension.
-    fn create(path: &Path) -> Result<Sink, RecordsError> {
+    /// A new records file at `path`, its form chosen by its extension; and,
+    /// where it is a regular file, what it was made as.
+    ///
+    /// Opened to append (and emptied first): should the file be cut short
+    /// while the run writes (a `> file` of a shell, a log rotation), what
+    /// follows goes after what is left rather than at the old offset, past
+    /// a hole of NUL bytes.
+    fn create(path: &Path) -> Result<(Sink, Option<Made>), RecordsError> {
         #[cfg(not(feature = "parquet"))]
         if is_parquet_path(path) {
             return Err(RecordsError::NoParquet { path: path.to_owned() });
         }
-        let f = std::fs::File::create(path).map_err(|err| RecordsError::Create { path: path.to_owned(), err })?;
-        let out = std::io::BufWriter::new(f);
+        let err = |err| RecordsError::Create { path: path.to_owned(), err };
+        let f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
+        let made = f.metadata().ok().as_ref().and_then(Made::of);
+        // A FIFO or a device (written in place) has nothing to empty.
+        if made.is_some() {
+            f.set_len(0).map_err(err)?;
+        }
+        let out = std::io::BufWriter::new(Counted { file: f, written: 0 });
         #[cfg(feature = "parquet")]
         if is_parquet_path(path) {
             let p = parquet::ParquetSink::new(out)
                 .map_err(|e| RecordsError::Create { path: path.to_owned(), err: std::io::Error::other(e) })?;
-            return Ok(Sink::Parquet(Box::new(p)));
+            return Ok((Sink::Parquet(Box::new(p)), made));
         }
-        Ok(Sink::Jsonl(out))
+        Ok((Sink::Jsonl(out), made))
     }
 
     fn write(&mut self, r: &RequestRecord) -> std::io::Result<()> {
@@ -117,13 +170,39 @@ impl Sink {
         }
     }
 
-    fn finish(self) -> std::io::Result<()> {
-        match self {
-            Sink::Jsonl(mut out) => out.flush(),
+    /// Writes what is left, and gives how many bytes went to the file.
+    fn finish(self) -> std::io::Result<u64> {
+        let out = match self {
+            Sink::Jsonl(out) => out,
             #[cfg(feature = "parquet")]
-            Sink::Parquet(p) => p.finish().map_err(std::io::Error::other).and_then(|mut out| out.flush()),
-        }
+            Sink::Parquet(p) => p.finish().map_err(std::io::Error::other)?,
+        };
+        out.into_inner().map(|c| c.written).map_err(|e| e.into_error())
     }
+}
+
+/// A warning when the file at `path` is no longer the records file written
+/// (`made`, `written` bytes): deleted, replaced, cut short or written to
+/// by another hand while the run went on. `None` when it is as written.
+fn changed_meanwhile(path: &Path, made: Made, written: u64) -> Option<String> {
+    let now = std::fs::metadata(path).ok();
+    let what = match now {
+        None => "was deleted while the run wrote it: its records are lost".to_string(),
+        Some(m) if Made::of(&m) != Some(made) => {
+            "was replaced while the run wrote it: the file there now is not the one written, and its records are lost"
+                .to_string()
+        }
+        Some(m) if m.len() != written => format!(
+            "holds {} bytes where the run wrote {written}: it was cut short or written to while the run went on, \
+             and its records are not all there (a report of it reads the complete lines left)",
+            m.len()
+        ),
+        Some(_) => return None,
+    };
+    Some(format!(
+        "warning: the records file {} {what}; keep records in the result with --include-requests",
+        path.display()
+    ))
 }
 
 /// Writes each record as one JSON line, flushed, the moment it completes
@@ -143,28 +222,48 @@ pub struct RecordFile {
 
 impl RecordFile {
     /// A records file of run `run_id`, which every record written names.
+    ///
+    /// Should a write fail (a full disk), the run goes on, and the records
+    /// that could not be written are counted and said at the end; should
+    /// the file be deleted, replaced or cut short meanwhile, the end says
+    /// that too.
     pub fn create(path: &Path, run_id: &str) -> Result<Self, RecordsError> {
-        let mut sink = Sink::create(path)?;
+        let (mut sink, made) = Sink::create(path)?;
         let (tx, rx) = std::sync::mpsc::channel::<RequestRecord>();
         let path = path.to_owned();
         let writer = std::thread::Builder::new()
             .name("goodput-records".into())
             .spawn(move || {
-                let warn = |e: std::io::Error| {
-                    eprintln!("warning: writing records to {} failed ({e}); the run goes on without it", path.display())
-                };
+                let (mut written, mut failed) = (0usize, None);
                 while let Ok(first) = rx.recv() {
                     // Whatever else is waiting goes out with it, then one flush.
-                    let res = std::iter::once(first)
-                        .chain(rx.try_iter())
-                        .try_for_each(|r| sink.write(&r))
-                        .and_then(|_| sink.flush());
-                    if let Err(e) = res {
-                        return warn(e);
+                    let batch: Vec<RequestRecord> = std::iter::once(first).chain(rx.try_iter()).collect();
+                    match batch.iter().try_for_each(|r| sink.write(r)).and_then(|_| sink.flush()) {
+                        Ok(()) => written += batch.len(),
+                        // A batch that failed may have reached the disk in part: a line cut short.
+                        Err(e) => {
+                            failed = Some((e, batch.len()));
+                            break;
+                        }
                     }
                 }
-                if let Err(e) = sink.finish() {
-                    warn(e);
+                if let Some((e, batch)) = failed {
+                    // The rest of the run's records have nowhere to go: counted, not held.
+                    let lost = batch + rx.iter().count();
+                    eprintln!(
+                        "warning: writing records to {} failed ({e}) after {written} records; the {lost} records \
+                         from then on were not written (the result holds every record with --include-requests)",
+                        path.display()
+                    );
+                    return;
+                }
+                match sink.finish() {
+                    Err(e) => eprintln!("warning: finishing the records file {} failed ({e})", path.display()),
+                    Ok(bytes) => {
+                        if let Some(w) = made.and_then(|m| changed_meanwhile(&path, m, bytes)) {
+                            eprintln!("{w}");
+                        }
+                    }
                 }
             })
             .map_err(RecordsError::Thread)?;
@@ -192,13 +291,13 @@ impl Drop for RecordFile {
 /// Parquet by its extension) on this thread, a record at a time: what
 /// `merge` writes, without a copy of every record queued for a writer.
 pub fn write_records(path: &Path, run_id: &str, records: &[RequestRecord]) -> Result<(), RecordsError> {
-    let mut sink = Sink::create(path)?;
+    let (mut sink, _) = Sink::create(path)?;
     let err = |err| RecordsError::Write { path: path.to_owned(), err };
     for r in records {
         // One record's copy at a time, to name its run.
         sink.write(&RequestRecord { run_id: Some(run_id.to_owned()), ..r.clone() }).map_err(err)?;
     }
-    sink.finish().map_err(err)
+    sink.finish().map(drop).map_err(err)
 }
 
 /// A new run's name: its start in nanoseconds and the process, in hex.
@@ -406,6 +505,49 @@ mod tests {
         assert!(e.contains("line 1 is not a goodput record") || e.contains("line 2 is not a goodput record"), "{e}");
         let e = RecordFile::create(&dir.path().join("no/such/folder/r.jsonl"), "x").err().unwrap().to_string();
         assert!(e.starts_with("cannot create the records file"), "{e}");
+    }
+
+    /// A records file cut short while the run writes it (a `> file`, a log
+    /// rotation) goes on at its new end, with no hole of NUL bytes where
+    /// the old records were, and what is left reads.
+    #[test]
+    fn a_records_file_cut_short_mid_run_goes_on_at_its_new_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.jsonl");
+        let mut f = RecordFile::create(&path, "run-a").unwrap();
+        f.write(&RequestRecord::new(0, Duration::ZERO, Duration::ZERO));
+        let t0 = std::time::Instant::now();
+        while std::fs::metadata(&path).unwrap().len() == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the first record was never written");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+        f.write(&RequestRecord::new(1, Duration::ZERO, Duration::ZERO));
+        drop(f);
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(!bytes.contains(&0), "a hole of NUL bytes: {:?}", String::from_utf8_lossy(&bytes));
+        assert_eq!(read_records(&path).unwrap().iter().map(|r| r.id).collect::<Vec<_>>(), [1]);
+    }
+
+    /// The end of a run tells a records file deleted, replaced or cut short
+    /// from the one it wrote.
+    #[test]
+    fn a_records_file_changed_meanwhile_is_told_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.jsonl");
+        std::fs::write(&path, "0123456789").unwrap();
+        let made = Made::of(&std::fs::metadata(&path).unwrap()).unwrap();
+        assert_eq!(changed_meanwhile(&path, made, 10), None);
+        let cut = changed_meanwhile(&path, made, 25).unwrap();
+        assert!(cut.contains("holds 10 bytes where the run wrote 25"), "{cut}");
+        let other = dir.path().join("other.jsonl");
+        std::fs::write(&other, "0123456789").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let replaced = changed_meanwhile(&path, made, 10).unwrap();
+        assert!(replaced.contains("was replaced"), "{replaced}");
+        std::fs::remove_file(&path).unwrap();
+        let deleted = changed_meanwhile(&path, made, 10).unwrap();
+        assert!(deleted.contains("was deleted") && deleted.contains("--include-requests"), "{deleted}");
     }
 
     /// A line of a records file from before the chunks were packed.

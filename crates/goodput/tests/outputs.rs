@@ -297,3 +297,18 @@ fn records_holding_a_request_twice_are_refused() {
     assert!(err.contains("s1.jsonl") && err.contains("twice"), "{err}");
     goodput().arg("report").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
 }
+
+/// Records that cannot be written (a full disk: `/dev/full` answers every
+/// write with ENOSPC) leave the run going, and the end says how many were
+/// lost, where it once said only that writing failed.
+#[test]
+fn records_lost_to_a_full_disk_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = goodput().args(RUN).arg("-o").arg(&out).args(["--records", "/dev/full"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("writing records to /dev/full failed") && err.contains("after 0 records"), "{err}");
+    assert!(err.contains("the 2 records from then on were not written"), "{err}");
+    assert!(is_result(&std::fs::read_to_string(&out).unwrap()), "the result is written all the same");
+}
