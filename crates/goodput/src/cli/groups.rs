@@ -71,7 +71,7 @@ pub struct TargetArgs {
     /// Do not ask for stream_options.include_usage.
     #[arg(long)]
     pub no_usage: bool,
-    /// Extra JSON fields merged into every request body, e.g. '{"temperature":0}'.
+    /// Extra JSON fields merged into every request body, e.g. '{"temperature":0}'. They are written verbatim into the result (config.client.extra_body): a secret belongs in --header, whose values are never written.
     #[arg(long)]
     pub extra_body: Option<String>,
     /// Per-request timeout.
@@ -255,7 +255,7 @@ pub struct OutputArgs {
     /// A name for the run, kept as config.label: reports show it and compare uses it instead of the file name.
     #[arg(long, value_parser = parse_label)]
     pub label: Option<String>,
-    /// A note kept in the result's config.meta, e.g. --meta gpu=H100 --meta vllm=0.11.0 (repeatable); compare lists the ones that differ.
+    /// A note kept in the result's config.meta, e.g. --meta gpu=H100 --meta vllm=0.11.0 (repeatable); compare lists the ones that differ. Written verbatim into the result and its reports: no secrets here.
     #[arg(long, value_parser = parse_meta)]
     pub meta: Vec<(String, String)>,
     /// Live view while the run goes: a full-screen view on a terminal, periodic lines otherwise.
