@@ -1,8 +1,10 @@
 //! goodput-core: the pure heart of goodput. Request records, the metric
 //! formulas of docs/metrics.md, exact statistics, the server's scraped
 //! signals and the diagnoses drawn from them, and the result document. No
-//! I/O, no async: every number in a report is a function of the records and
-//! scrapes, defined here.
+//! network, no async: every number in a report is a function of the records
+//! and scrapes, defined here. The one I/O is [`input`], the bounded reading
+//! of the files a command is given, shared by every reader so that each has
+//! the same bounds and says the same things.
 
 pub mod assemble;
 pub mod chunks;
@@ -11,6 +13,7 @@ pub mod config;
 pub mod cost;
 pub mod engine;
 pub mod hash;
+pub mod input;
 pub mod live;
 pub mod metrics;
 pub mod models;

@@ -39,7 +39,7 @@ pub fn by_model(measured: &[&RequestRecord], percentiles: &[f64], window_s: f64)
                 let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
                 Distribution::from_samples(&mut v, percentiles)
             };
-            let tokens: u64 = ok.iter().map(|r| r.output_tokens).sum();
+            let tokens = crate::stats::total(ok.iter().map(|r| r.output_tokens));
             ModelStats {
                 model: model.to_owned(),
                 requests: recs.len() as u64,

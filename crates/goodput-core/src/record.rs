@@ -233,7 +233,7 @@ pub fn tokenizer_fits(usage: u64, tokenizer: u64) -> bool {
 /// assert_eq!(chunk_counts(40, &[5, 5, 5, 5]), (vec![10; 4], ChunkTokenSource::Even));
 /// ```
 pub fn chunk_counts(n_out: u64, counted: &[u32]) -> (Vec<u32>, ChunkTokenSource) {
-    let total: u64 = counted.iter().map(|&k| k as u64).sum();
+    let total = crate::stats::total(counted.iter().map(|&k| k as u64));
     if total == n_out {
         (counted.to_vec(), ChunkTokenSource::Tokenizer)
     } else if total > 0 && tokenizer_fits(n_out, total) {
@@ -245,8 +245,9 @@ pub fn chunk_counts(n_out: u64, counted: &[u32]) -> (Vec<u32>, ChunkTokenSource)
 
 /// Shares `n` out in proportion to `weights` by largest remainder: each
 /// gets the floor of its share, and what is left goes one each to the
-/// largest remainders (the earlier chunk first on ties). Sums to `n`; an
-/// all-zero `weights` gets `n` spread evenly.
+/// largest remainders (the earlier chunk first on ties). Sums to `n` (but
+/// for shares past `u32::MAX`, which are `u32::MAX`); an all-zero
+/// `weights` gets `n` spread evenly.
 ///
 /// ```
 /// assert_eq!(goodput_core::apportion(7, &[1, 1, 1]), vec![3, 2, 2]);
@@ -258,12 +259,12 @@ pub fn apportion(n: u64, weights: &[u32]) -> Vec<u32> {
         return spread_evenly(n, weights.len());
     }
     let share = |w: u32| (n as u128 * w as u128 / total, n as u128 * w as u128 % total);
-    let mut out: Vec<u32> = weights.iter().map(|&w| share(w).0 as u32).collect();
-    let given: u64 = out.iter().map(|&k| k as u64).sum();
+    let mut out: Vec<u32> = weights.iter().map(|&w| u32::try_from(share(w).0).unwrap_or(u32::MAX)).collect();
+    let given = crate::stats::total(out.iter().map(|&k| k as u64));
     let mut order: Vec<usize> = (0..weights.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(share(weights[i]).1));
-    for &i in order.iter().take((n - given) as usize) {
-        out[i] += 1;
+    for &i in order.iter().take(usize::try_from(n.saturating_sub(given)).unwrap_or(usize::MAX)) {
+        out[i] = out[i].saturating_add(1);
     }
     out
 }
@@ -395,7 +396,8 @@ impl fmt::Display for FailureKind {
 
 /// Spreads `n` tokens over `chunks` chunks as evenly as integers allow: chunk
 /// `i` gets `⌊(i+1)·n/c⌋ − ⌊i·n/c⌋`, so the counts differ by at most one and
-/// add up to `n`.
+/// add up to `n` (unless a chunk's share passes `u32::MAX`, a count no
+/// server means: it is `u32::MAX`).
 ///
 /// ```
 /// assert_eq!(goodput_core::spread_evenly(64, 32), vec![2; 32]);
@@ -403,8 +405,9 @@ impl fmt::Display for FailureKind {
 /// assert_eq!(goodput_core::spread_evenly(3, 0), Vec::<u32>::new());
 /// ```
 pub fn spread_evenly(n: u64, chunks: usize) -> Vec<u32> {
-    let c = chunks as u64;
-    (0..c).map(|i| ((i + 1) * n / c - i * n / c) as u32).collect()
+    // In u128: (i + 1)·n overflows u64 for a count near its largest.
+    let (n, c) = (n as u128, chunks as u128);
+    (0..c).map(|i| u32::try_from((i + 1) * n / c - i * n / c).unwrap_or(u32::MAX)).collect()
 }
 
 impl RequestRecord {

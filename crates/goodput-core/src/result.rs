@@ -95,7 +95,7 @@ impl ClientCost {
     /// per output-bearing chunk and per output token of `records`.
     pub fn over(cpu_s: f64, wall_s: f64, cores: f64, cpus: u32, records: &[RequestRecord]) -> ClientCost {
         let chunks: usize = records.iter().map(|r| r.chunks.len()).sum();
-        let tokens: u64 = records.iter().map(|r| r.output_tokens).sum();
+        let tokens = crate::stats::total(records.iter().map(|r| r.output_tokens));
         let per = |n: f64| (n > 0.0).then(|| cpu_s * 1e6 / n);
         ClientCost {
             cpu_s,

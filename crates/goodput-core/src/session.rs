@@ -98,7 +98,7 @@ pub fn summarize(measured: &[&RequestRecord], percentiles: &[f64], window_s: f64
                 requests: recs.len() as u64,
                 input_tokens_mean: recs.iter().map(|r| r.input_tokens as f64).sum::<f64>() / n,
                 cached_tokens_mean: (!cached.is_empty())
-                    .then(|| cached.iter().sum::<u64>() as f64 / cached.len() as f64),
+                    .then(|| cached.iter().map(|&c| c as f64).sum::<f64>() / cached.len() as f64),
                 ttft_ms: Distribution::from_samples(&mut ttft, percentiles),
             }
         })

@@ -519,8 +519,8 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
     let judged: Vec<&RequestRecord> =
         measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
     let good: Vec<&RequestRecord> = judged.iter().copied().filter(|r| slo.is_good(r)).collect();
-    let good_tokens: u64 = good.iter().map(|r| r.output_tokens).sum();
-    let all_tokens: u64 = measured.iter().map(|r| r.output_tokens).sum();
+    let good_tokens = crate::stats::total(good.iter().map(|r| r.output_tokens));
+    let all_tokens = crate::stats::total(measured.iter().map(|r| r.output_tokens));
     let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     let goodput = Goodput {

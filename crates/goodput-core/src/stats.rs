@@ -19,6 +19,13 @@ use std::fmt;
 /// assert_eq!(percentile(&s, 100.0), Some(4.0));
 /// assert!((percentile(&s, 90.0).unwrap() - 3.7).abs() < 1e-12);
 /// ```
+/// The sum of token counts, saturating at `u64::MAX` rather than wrapping:
+/// a server may claim any count (2^64−1 tokens, twice, once summed to
+/// 18446744073709551614), and a total past the largest is the largest.
+pub fn total(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0u64, u64::saturating_add)
+}
+
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     let (rank, lo, hi) = rank_of(sorted.len(), p)?;
     between(sorted[lo], sorted[hi], rank, lo, hi)

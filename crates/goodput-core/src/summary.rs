@@ -299,7 +299,8 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     let cost = opts.cost.map(|c| cost_report(c, &summary));
 
     let vllm = vllm_compat(&ok, &summary, ps, dur, &gaps);
-    let warnings = warnings(&summary);
+    let mut warnings = warnings(&summary);
+    warnings.extend(implausible_counts(&measured));
     Analysis {
         window: Window { start_s: t1.as_secs_f64(), end_s: t2.as_secs_f64(), duration_s: dur },
         summary,
@@ -343,9 +344,9 @@ fn request_counts(records: &[RequestRecord], measured: &[&RequestRecord]) -> Req
 /// Token totals over the successful requests, and where their counts came from.
 fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> TokenTotals {
     let mut tokens = TokenTotals {
-        input: ok.iter().map(|r| r.input_tokens).sum(),
-        output: ok.iter().map(|r| r.output_tokens).sum(),
-        output_all: measured.iter().map(|r| r.output_tokens).sum(),
+        input: crate::stats::total(ok.iter().map(|r| r.input_tokens)),
+        output: crate::stats::total(ok.iter().map(|r| r.output_tokens)),
+        output_all: crate::stats::total(measured.iter().map(|r| r.output_tokens)),
         ..Default::default()
     };
     for r in ok {
@@ -380,7 +381,8 @@ fn throughput(
         requests_per_s: per_s(counts.completed as f64),
         input_tokens_per_s: per_s(tokens.input as f64),
         output_tokens_per_s: per_s(tokens.output as f64),
-        total_tokens_per_s: per_s((tokens.input + tokens.output) as f64),
+        // In floating point: the two totals may each be the largest u64.
+        total_tokens_per_s: per_s(tokens.input as f64 + tokens.output as f64),
         peak_output_tokens_per_s: peak_rate(ok, t1, t2),
     }
 }
@@ -425,7 +427,7 @@ fn peak_rate(ok: &[&RequestRecord], t1: Duration, t2: Duration) -> f64 {
     let dur = t2.saturating_sub(t1);
     let full = dur.as_secs() as usize;
     if full == 0 {
-        let total: u64 = ok.iter().map(|r| r.output_tokens).sum();
+        let total = crate::stats::total(ok.iter().map(|r| r.output_tokens));
         return if dur.is_zero() { 0.0 } else { total as f64 / dur.as_secs_f64() };
     }
     // Only the buckets that hold a chunk: a record's time read from a
@@ -438,7 +440,8 @@ fn peak_rate(ok: &[&RequestRecord], t1: Duration, t2: Duration) -> f64 {
         }
         let i = (c.t - t1).as_secs();
         if i < full as u64 {
-            *buckets.entry(i).or_default() += c.tokens as u64;
+            let b = buckets.entry(i).or_default();
+            *b = b.saturating_add(u64::from(c.tokens));
         }
     }
     buckets.into_values().max().unwrap_or(0) as f64
@@ -517,6 +520,35 @@ fn warnings(s: &Summary) -> Vec<String> {
         ));
     }
     w
+}
+
+/// More tokens than any model's context holds (the longest hold some
+/// millions): a count past it is the server's error, not work done.
+pub const IMPLAUSIBLE_TOKENS: u64 = 1 << 24;
+
+/// The warning for requests whose usage claims more than
+/// [`IMPLAUSIBLE_TOKENS`] (a server that claimed 2^64−1 output tokens for
+/// three chunks): the totals take the claims as they are, saturating, and
+/// say so here rather than pass a figure that means nothing.
+fn implausible_counts(measured: &[&RequestRecord]) -> Option<String> {
+    let claimed = |r: &RequestRecord| r.output_tokens.max(r.input_tokens);
+    let over: Vec<&RequestRecord> = measured.iter().copied().filter(|r| claimed(r) > IMPLAUSIBLE_TOKENS).collect();
+    let worst = over.iter().max_by_key(|r| claimed(r))?;
+    let asked = match worst.counts.requested_completion {
+        Some(m) => format!(" (it asked for at most {m})"),
+        None => String::new(),
+    };
+    Some(format!(
+        "the server's usage claims more tokens than any model's context holds ({IMPLAUSIBLE_TOKENS}) on {} requests: \
+         request {} claimed {} output tokens{asked} and {} input tokens in {} chunks. The counts are the server's \
+         error; the token totals and rates take them as claimed (summing to at most {}), and mean nothing",
+        over.len(),
+        worst.id,
+        worst.output_tokens,
+        worst.input_tokens,
+        worst.chunks.len(),
+        u64::MAX
+    ))
 }
 
 /// A read lag beyond this (ms) in half the requests is warned about: the

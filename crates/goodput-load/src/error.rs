@@ -11,11 +11,9 @@ pub enum TokenizerError {
         path.display()
     )]
     NotFound { path: PathBuf },
-    #[error(
-        "--tokenizer {} is not a regular file ({kind}): pass the path of a local tokenizer.json",
-        path.display()
-    )]
-    NotAFile { path: PathBuf, kind: &'static str },
+    /// Not a regular file, or larger than a tokenizer may be.
+    #[error(transparent)]
+    Input(#[from] goodput_core::input::InputError),
     #[error("cannot load tokenizer {}: {reason} (expected a Hugging Face tokenizer.json)", path.display())]
     Load { path: PathBuf, reason: String },
     /// It loads, but cannot turn plain text into tokens.
@@ -107,6 +105,12 @@ pub enum ScrapeError {
     Fetch { url: String, reason: String },
     #[error("{url}: HTTP {status}")]
     Status { url: String, status: reqwest::StatusCode },
+    /// The body went on past the cap (`--max-buffer`): read no further.
+    #[error(
+        "{url}: the answer passed {} without ending, and was cut there (--max-buffer raises the cap)",
+        goodput_core::input::size(*cap as u64)
+    )]
+    TooLong { url: String, cap: usize },
 }
 
 /// A request header goodput will not send.
@@ -235,6 +239,10 @@ pub enum WorkloadError {
     NoConversations,
     #[error("cannot read dataset {}: {error}", path.display())]
     DatasetRead { path: PathBuf, error: String },
+    /// Not a file to read, or a line or array past its cap: its message
+    /// (this error is cloned and compared, which an I/O error is not).
+    #[error("{0}")]
+    Input(String),
     #[error("dataset {} looks like a JSON array but does not parse: {error}", path.display())]
     DatasetArray { path: PathBuf, error: String },
     /// The JSON array is not ShareGPT conversations.
@@ -247,6 +255,12 @@ pub enum WorkloadError {
     Entry { path: PathBuf, line: usize, reason: EntryError },
     #[error("dataset {} holds no usable entry", path.display())]
     Empty { path: PathBuf },
+}
+
+impl From<goodput_core::input::InputError> for WorkloadError {
+    fn from(e: goodput_core::input::InputError) -> Self {
+        WorkloadError::Input(e.to_string())
+    }
 }
 
 /// A JSON array that is not ShareGPT conversations.
@@ -263,8 +277,9 @@ pub enum ShareGptError {
 pub enum TraceError {
     #[error("--trace-speed must be a positive number, not {0}")]
     Speed(f64),
-    #[error("cannot read the trace {}: {error}", path.display())]
-    Read { path: PathBuf, error: std::io::Error },
+    /// Not a file to read, or a line past the cap.
+    #[error(transparent)]
+    Read(#[from] goodput_core::input::InputError),
     #[error("{}: {fault}", path.display())]
     Content { path: PathBuf, fault: TraceFault },
 }

@@ -316,7 +316,8 @@ impl ResponseReader {
                 .iter()
                 .map(|c| {
                     let c = c.unwrap_or(prev).max(prev);
-                    let k = (c - prev) as u32;
+                    // A count past u32 is no server's honest one: the most a chunk holds.
+                    let k = u32::try_from(c - prev).unwrap_or(u32::MAX);
                     prev = c;
                     k
                 })

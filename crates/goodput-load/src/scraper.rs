@@ -16,6 +16,9 @@ pub struct Scraper {
     http: reqwest::Client,
     pub urls: Vec<String>,
     pub interval: Duration,
+    /// The most bytes one URL's answer may hold (`--max-buffer`): a real
+    /// exposition is tens of KiB, and one without end is cut here.
+    pub max_body: usize,
 }
 
 /// What the scraping produced.
@@ -39,12 +42,37 @@ pub struct Scraped {
     pub families: usize,
 }
 
+/// Why a body was not read whole.
+#[derive(Debug)]
+pub enum Capped {
+    /// It went on past the cap; nothing more was read.
+    TooLong,
+    Fetch(reqwest::Error),
+}
+
+/// Reads `resp`'s body, holding at most `cap` bytes of it: a longer one
+/// (a server that never ends it) is [`Capped::TooLong`], read no further.
+/// A `content-length` past the cap is refused before a byte is read.
+pub async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>, Capped> {
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(Capped::TooLong);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(Capped::Fetch)? {
+        if body.len() + chunk.len() > cap {
+            return Err(Capped::TooLong);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// How long the probe of a default `<url>/metrics` may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Scraper {
-    pub fn new(http: reqwest::Client, urls: Vec<String>, interval: Duration) -> Self {
-        Scraper { http, urls, interval }
+    pub fn new(http: reqwest::Client, urls: Vec<String>, interval: Duration, max_body: usize) -> Self {
+        Scraper { http, urls, interval, max_body }
     }
 
     /// One scrape of every URL, their texts read as one exposition, stamped
@@ -61,13 +89,17 @@ impl Scraper {
             if !resp.status().is_success() {
                 return Err(ScrapeError::Status { url: u.clone(), status: resp.status() });
             }
-            resp.text().await.map_err(fetch)
+            match read_capped(resp, self.max_body).await {
+                Ok(body) => Ok(body),
+                Err(Capped::TooLong) => Err(ScrapeError::TooLong { url: u.clone(), cap: self.max_body }),
+                Err(Capped::Fetch(e)) => Err(fetch(e)),
+            }
         });
         let texts = futures::future::join_all(fetches).await;
         let t = sent + (origin.elapsed() - sent) / 2;
         let mut all = String::new();
         for text in texts {
-            all.push_str(&text?);
+            all.push_str(&String::from_utf8_lossy(&text?));
             all.push('\n');
         }
         let scrape = parse(&all);

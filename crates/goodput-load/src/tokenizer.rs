@@ -16,34 +16,14 @@ impl std::fmt::Debug for TokenCounter {
     }
 }
 
-/// What a path that is not a regular file is, in words.
-fn file_kind(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else if t.is_fifo() {
-        "a pipe"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a file"
-    }
-}
-
 impl TokenCounter {
     pub fn from_file(path: &Path) -> Result<Self, TokenizerError> {
-        // A device, a pipe or a directory is no tokenizer: `/dev/zero` would
-        // be read without end.
-        match std::fs::metadata(path) {
-            Err(_) => return Err(TokenizerError::NotFound { path: path.to_owned() }),
-            Ok(m) if !m.is_file() => {
-                return Err(TokenizerError::NotAFile { path: path.to_owned(), kind: file_kind(&m.file_type()) })
-            }
-            Ok(_) => {}
+        if !path.exists() {
+            return Err(TokenizerError::NotFound { path: path.to_owned() });
         }
-        let t = Tokenizer::from_file(path)
+        let cap = goodput_core::input::TOKENIZER_CAP;
+        let bytes = goodput_core::input::read_file(path, "--tokenizer", cap)?;
+        let t = Tokenizer::from_bytes(bytes)
             .map(|inner| TokenCounter { inner })
             .map_err(|e| TokenizerError::Load { path: path.to_owned(), reason: e.to_string() })?;
         t.check().map_err(|reason| TokenizerError::Unusable { path: path.to_owned(), reason })?;
@@ -319,10 +299,10 @@ mod tests {
         // /dev/zero once read as "not found" (issue 29, defect 14), and
         // would be read without end were it opened.
         let e = TokenCounter::from_file(Path::new("/dev/zero")).unwrap_err().to_string();
-        assert!(e.contains("--tokenizer /dev/zero is not a regular file (a device)"), "{e}");
+        assert!(e.contains("/dev/zero is a character device, not a file to read --tokenizer from"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let e = TokenCounter::from_file(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("not a regular file (a directory)"), "{e}");
+        assert!(e.contains("is a folder, not a file to read --tokenizer from"), "{e}");
     }
 
     #[test]

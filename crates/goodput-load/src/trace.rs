@@ -13,6 +13,7 @@
 
 pub use crate::error::{TraceError, TraceFault, TraceLine};
 use crate::lengths::Lengths;
+use goodput_core::input::{InputError, LineReader};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -35,25 +36,38 @@ struct Line {
     prefix_tokens: Option<u32>,
 }
 
-/// Reads a trace and places its requests on the run's clock, `speed` times
-/// faster than recorded. Lines come out in time order (a stable sort).
+/// Reads a trace, a line at a time (each at most
+/// [`goodput_core::input::LINE_CAP`]), and places its requests on the
+/// run's clock, `speed` times faster than recorded. Lines come out in time
+/// order (a stable sort).
 pub fn load_trace(path: &Path, speed: f64) -> Result<Vec<TraceEntry>, TraceError> {
     if !(speed.is_finite() && speed > 0.0) {
         return Err(TraceError::Speed(speed));
     }
-    let text = std::fs::read_to_string(path).map_err(|error| TraceError::Read { path: path.to_owned(), error })?;
-    let entries = parse_trace(&text, speed).map_err(|fault| TraceError::Content { path: path.to_owned(), fault })?;
+    let mut lines = LineReader::open(path, "the trace")?;
+    let entries = parse_trace(&mut lines, speed).map_err(|e| match e {
+        Fault::Input(e) => TraceError::Read(e),
+        Fault::Content(fault) => TraceError::Content { path: path.to_owned(), fault },
+    })?;
     Ok(entries.into_iter().map(|(t, lengths)| TraceEntry { at: Duration::from_secs_f64(t), lengths }).collect())
 }
 
-fn parse_trace(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault> {
+enum Fault {
+    Input(InputError),
+    Content(TraceFault),
+}
+
+/// The trace's requests, each at its offset from the first in seconds,
+/// `speed` times faster than recorded.
+fn parse_trace<R: std::io::BufRead>(lines: &mut LineReader<R>, speed: f64) -> Result<Vec<(f64, Lengths)>, Fault> {
     let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        if raw.trim().is_empty() {
+    while let Some(raw) = lines.next_line() {
+        let raw = raw.map_err(Fault::Input)?;
+        if raw.bytes.trim_ascii().is_empty() {
             continue;
         }
-        let at_line = |reason: TraceLine| TraceFault::Line { line: i + 1, reason };
-        let l: Line = serde_json::from_str(raw).map_err(|e| at_line(TraceLine::NotEntry(e.to_string())))?;
+        let at_line = |reason: TraceLine| Fault::Content(TraceFault::Line { line: raw.number, reason });
+        let l: Line = serde_json::from_slice(raw.bytes).map_err(|e| at_line(TraceLine::NotEntry(e.to_string())))?;
         if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
             return Err(at_line(TraceLine::Timestamp(l.timestamp)));
         }
@@ -69,7 +83,7 @@ fn parse_trace(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault
         out.push((l.timestamp / speed, Lengths { input: l.input_tokens, output: l.output_tokens, prefix }));
     }
     if out.is_empty() {
-        return Err(TraceFault::Empty);
+        return Err(Fault::Content(TraceFault::Empty));
     }
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     let t0 = out[0].0;
@@ -80,12 +94,22 @@ fn parse_trace(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault
 mod tests {
     use super::*;
 
+    /// `text` read as a trace, `speed` times faster.
+    fn parse_text(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault> {
+        let mut lines = LineReader::new(text.as_bytes(), Path::new("t.jsonl"), "the trace", 1 << 10);
+        match parse_trace(&mut lines, speed) {
+            Ok(e) => Ok(e),
+            Err(Fault::Content(f)) => Err(f),
+            Err(Fault::Input(e)) => panic!("{e}"),
+        }
+    }
+
     #[test]
     fn lines_are_placed_on_the_run_clock_in_time_order() {
         let text = "{\"timestamp\": 10.5, \"input_tokens\": 100, \"output_tokens\": 20}\n\n\
                     {\"timestamp\": 10.0, \"input_tokens\": 300, \"output_tokens\": 5, \"prefix_id\": 2, \"prefix_tokens\": 128}\n\
                     {\"timestamp\": 12.0, \"input_tokens\": 50, \"output_tokens\": 7}\n";
-        let e = parse_trace(text, 2.0).unwrap();
+        let e = parse_text(text, 2.0).unwrap();
         let times: Vec<f64> = e.iter().map(|x| x.0).collect();
         // Offsets from the first request, twice as fast.
         assert_eq!(times, [0.0, 0.25, 1.0]);
@@ -107,11 +131,11 @@ mod tests {
             ("", "no requests"),
         ];
         for (text, want) in cases {
-            let err = parse_trace(text, 1.0).unwrap_err().to_string();
+            let err = parse_text(text, 1.0).unwrap_err().to_string();
             assert!(err.contains(want), "{text}: {err}");
         }
         let err = load_trace(Path::new("/nonexistent/trace.jsonl"), 1.0).unwrap_err().to_string();
-        assert!(err.contains("cannot read the trace"), "{err}");
+        assert!(err.contains("cannot read the trace /nonexistent/trace.jsonl"), "{err}");
         assert!(load_trace(Path::new("x"), 0.0).unwrap_err().to_string().contains("--trace-speed"));
     }
 }

@@ -107,8 +107,9 @@ pub enum Document {
 /// what goodput reads instead.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("cannot read {}: {error}", path.display())]
-    Io { path: PathBuf, error: std::io::Error },
+    /// Not to be read: not a regular file, or larger than a result may be.
+    #[error(transparent)]
+    Input(#[from] goodput_core::input::InputError),
     #[error("{} is a comparison (goodput compare), not a run or a sweep", path.display())]
     Comparison { path: PathBuf },
     #[error("{} does not match the goodput/v1 sweep schema: {error}", path.display())]
@@ -139,8 +140,10 @@ pub enum ReadError {
 /// Reads a result document written by `write_json`, run or sweep, or
 /// another tool's result ([`peers`]: vLLM `bench serve`, AIPerf,
 /// GuideLLM) as a run.
+/// The file must be a regular one, of at most
+/// [`goodput_core::input::DOCUMENT_CAP`].
 pub fn read_document(path: &Path) -> Result<Document, ReadError> {
-    let text = std::fs::read_to_string(path).map_err(|error| ReadError::Io { path: path.to_owned(), error })?;
+    let text = goodput_core::input::read_text(path, "the result", goodput_core::input::DOCUMENT_CAP)?;
     if let Some(run) = peers::import(path, &text)? {
         return Ok(Document::Run(Box::new(run)));
     }

@@ -21,6 +21,15 @@ pub enum RecordsError {
     Write { path: PathBuf, err: std::io::Error },
     #[error("cannot read {}: {err}", path.display())]
     Read { path: PathBuf, err: std::io::Error },
+    /// Not a file to read records from, or a line past the cap.
+    #[error(transparent)]
+    Input(#[from] goodput_core::input::InputError),
+    #[error(
+        "{} holds request {id} twice ({unit}s {first} and {again}): a records file names each request once; is it \
+         two files put together? Pass the records file the run wrote",
+        path.display()
+    )]
+    Duplicate { path: PathBuf, id: u64, unit: &'static str, first: usize, again: usize },
     #[error("{} line {line} is not a goodput record: {err}", path.display())]
     NotARecord { path: PathBuf, line: usize, err: serde_json::Error },
     #[error(
@@ -47,38 +56,95 @@ pub fn is_parquet_path(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
 }
 
-/// Whether the file at `path` is Parquet to read: by its extension, or
-/// by the magic bytes every Parquet file begins with.
+/// Whether the file at `path` is Parquet to read: by its extension, or, a
+/// regular file, by the magic bytes every Parquet file begins with (a FIFO
+/// is not opened to look: that would wait for its writer and take what it
+/// wrote).
 fn reads_as_parquet(path: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 4];
     is_parquet_path(path)
-        || std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"PAR1"
+        || goodput_core::input::is_regular(path)
+            && std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
+            && &magic == b"PAR1"
+}
+
+/// A file written to, and how many bytes went to it.
+struct Counted {
+    file: std::fs::File,
+    written: u64,
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// Where the writer thread puts records.
 enum Sink {
-    Jsonl(std::io::BufWriter<std::fs::File>),
+    Jsonl(std::io::BufWriter<Counted>),
     #[cfg(feature = "parquet")]
-    Parquet(Box<parquet::ParquetSink<std::io::BufWriter<std::fs::File>>>),
+    Parquet(Box<parquet::ParquetSink<std::io::BufWriter<Counted>>>),
+}
+
+/// The regular file a records file was made as: its device and inode, to
+/// tell at the end whether it is still the file written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Made {
+    dev: u64,
+    ino: u64,
+}
+
+impl Made {
+    fn of(meta: &std::fs::Metadata) -> Option<Made> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            meta.is_file().then(|| Made { dev: meta.dev(), ino: meta.ino() })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            None
+        }
+    }
 }
 
 impl Sink {
-    /// A new records file at `path`, its form chosen by its extension.
-    fn create(path: &Path) -> Result<Sink, RecordsError> {
+    /// A new records file at `path`, its form chosen by its extension; and,
+    /// where it is a regular file, what it was made as.
+    ///
+    /// Opened to append (and emptied first): should the file be cut short
+    /// while the run writes (a `> file` of a shell, a log rotation), what
+    /// follows goes after what is left rather than at the old offset, past
+    /// a hole of NUL bytes.
+    fn create(path: &Path) -> Result<(Sink, Option<Made>), RecordsError> {
         #[cfg(not(feature = "parquet"))]
         if is_parquet_path(path) {
             return Err(RecordsError::NoParquet { path: path.to_owned() });
         }
-        let f = std::fs::File::create(path).map_err(|err| RecordsError::Create { path: path.to_owned(), err })?;
-        let out = std::io::BufWriter::new(f);
+        let err = |err| RecordsError::Create { path: path.to_owned(), err };
+        let f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
+        let made = f.metadata().ok().as_ref().and_then(Made::of);
+        // A FIFO or a device (written in place) has nothing to empty.
+        if made.is_some() {
+            f.set_len(0).map_err(err)?;
+        }
+        let out = std::io::BufWriter::new(Counted { file: f, written: 0 });
         #[cfg(feature = "parquet")]
         if is_parquet_path(path) {
             let p = parquet::ParquetSink::new(out)
                 .map_err(|e| RecordsError::Create { path: path.to_owned(), err: std::io::Error::other(e) })?;
-            return Ok(Sink::Parquet(Box::new(p)));
+            return Ok((Sink::Parquet(Box::new(p)), made));
         }
-        Ok(Sink::Jsonl(out))
+        Ok((Sink::Jsonl(out), made))
     }
 
     fn write(&mut self, r: &RequestRecord) -> std::io::Result<()> {
@@ -104,13 +170,39 @@ impl Sink {
         }
     }
 
-    fn finish(self) -> std::io::Result<()> {
-        match self {
-            Sink::Jsonl(mut out) => out.flush(),
+    /// Writes what is left, and gives how many bytes went to the file.
+    fn finish(self) -> std::io::Result<u64> {
+        let out = match self {
+            Sink::Jsonl(out) => out,
             #[cfg(feature = "parquet")]
-            Sink::Parquet(p) => p.finish().map_err(std::io::Error::other).and_then(|mut out| out.flush()),
-        }
+            Sink::Parquet(p) => p.finish().map_err(std::io::Error::other)?,
+        };
+        out.into_inner().map(|c| c.written).map_err(|e| e.into_error())
     }
+}
+
+/// A warning when the file at `path` is no longer the records file written
+/// (`made`, `written` bytes): deleted, replaced, cut short or written to
+/// by another hand while the run went on. `None` when it is as written.
+fn changed_meanwhile(path: &Path, made: Made, written: u64) -> Option<String> {
+    let now = std::fs::metadata(path).ok();
+    let what = match now {
+        None => "was deleted while the run wrote it: its records are lost".to_string(),
+        Some(m) if Made::of(&m) != Some(made) => {
+            "was replaced while the run wrote it: the file there now is not the one written, and its records are lost"
+                .to_string()
+        }
+        Some(m) if m.len() != written => format!(
+            "holds {} bytes where the run wrote {written}: it was cut short or written to while the run went on, \
+             and its records are not all there (a report of it reads the complete lines left)",
+            m.len()
+        ),
+        Some(_) => return None,
+    };
+    Some(format!(
+        "warning: the records file {} {what}; keep records in the result with --include-requests",
+        path.display()
+    ))
 }
 
 /// Writes each record as one JSON line, flushed, the moment it completes
@@ -130,28 +222,48 @@ pub struct RecordFile {
 
 impl RecordFile {
     /// A records file of run `run_id`, which every record written names.
+    ///
+    /// Should a write fail (a full disk), the run goes on, and the records
+    /// that could not be written are counted and said at the end; should
+    /// the file be deleted, replaced or cut short meanwhile, the end says
+    /// that too.
     pub fn create(path: &Path, run_id: &str) -> Result<Self, RecordsError> {
-        let mut sink = Sink::create(path)?;
+        let (mut sink, made) = Sink::create(path)?;
         let (tx, rx) = std::sync::mpsc::channel::<RequestRecord>();
         let path = path.to_owned();
         let writer = std::thread::Builder::new()
             .name("goodput-records".into())
             .spawn(move || {
-                let warn = |e: std::io::Error| {
-                    eprintln!("warning: writing records to {} failed ({e}); the run goes on without it", path.display())
-                };
+                let (mut written, mut failed) = (0usize, None);
                 while let Ok(first) = rx.recv() {
                     // Whatever else is waiting goes out with it, then one flush.
-                    let res = std::iter::once(first)
-                        .chain(rx.try_iter())
-                        .try_for_each(|r| sink.write(&r))
-                        .and_then(|_| sink.flush());
-                    if let Err(e) = res {
-                        return warn(e);
+                    let batch: Vec<RequestRecord> = std::iter::once(first).chain(rx.try_iter()).collect();
+                    match batch.iter().try_for_each(|r| sink.write(r)).and_then(|_| sink.flush()) {
+                        Ok(()) => written += batch.len(),
+                        // A batch that failed may have reached the disk in part: a line cut short.
+                        Err(e) => {
+                            failed = Some((e, batch.len()));
+                            break;
+                        }
                     }
                 }
-                if let Err(e) = sink.finish() {
-                    warn(e);
+                if let Some((e, batch)) = failed {
+                    // The rest of the run's records have nowhere to go: counted, not held.
+                    let lost = batch + rx.iter().count();
+                    eprintln!(
+                        "warning: writing records to {} failed ({e}) after {written} records; the {lost} records \
+                         from then on were not written (the result holds every record with --include-requests)",
+                        path.display()
+                    );
+                    return;
+                }
+                match sink.finish() {
+                    Err(e) => eprintln!("warning: finishing the records file {} failed ({e})", path.display()),
+                    Ok(bytes) => {
+                        if let Some(w) = made.and_then(|m| changed_meanwhile(&path, m, bytes)) {
+                            eprintln!("{w}");
+                        }
+                    }
                 }
             })
             .map_err(RecordsError::Thread)?;
@@ -179,13 +291,13 @@ impl Drop for RecordFile {
 /// Parquet by its extension) on this thread, a record at a time: what
 /// `merge` writes, without a copy of every record queued for a writer.
 pub fn write_records(path: &Path, run_id: &str, records: &[RequestRecord]) -> Result<(), RecordsError> {
-    let mut sink = Sink::create(path)?;
+    let (mut sink, _) = Sink::create(path)?;
     let err = |err| RecordsError::Write { path: path.to_owned(), err };
     for r in records {
         // One record's copy at a time, to name its run.
         sink.write(&RequestRecord { run_id: Some(run_id.to_owned()), ..r.clone() }).map_err(err)?;
     }
-    sink.finish().map_err(err)
+    sink.finish().map(drop).map_err(err)
 }
 
 /// A new run's name: its start in nanoseconds and the process, in hex.
@@ -218,12 +330,13 @@ enum Inner {
 }
 
 struct JsonLines {
-    input: std::io::BufReader<std::fs::File>,
-    line: String,
-    /// 1-based number of the line last read.
-    line_no: usize,
+    /// A line at a time, each at most [`goodput_core::input::LINE_CAP`].
+    input: goodput_core::input::LineReader<std::io::BufReader<std::fs::File>>,
     /// Records read so far.
     read: usize,
+    /// The line of the record last read.
+    line: usize,
+    /// After a bad line nothing more is read.
     done: bool,
 }
 
@@ -238,21 +351,25 @@ impl RecordsReader {
             #[cfg(not(feature = "parquet"))]
             return Err(RecordsError::NoParquet { path: path.to_owned() });
         }
-        let f = std::fs::File::open(path).map_err(|err| RecordsError::Read { path: path.to_owned(), err })?;
+        let input = goodput_core::input::LineReader::open(path, "the records file")?;
         Ok(RecordsReader {
             path: path.to_owned(),
-            inner: Inner::Jsonl(JsonLines {
-                input: std::io::BufReader::with_capacity(1 << 16, f),
-                line: String::new(),
-                line_no: 0,
-                read: 0,
-                done: false,
-            }),
+            inner: Inner::Jsonl(JsonLines { input, read: 0, line: 0, done: false }),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where the record last read is: its line (JSON Lines) or row
+    /// (Parquet), from 1.
+    pub fn position(&self) -> (&'static str, usize) {
+        match &self.inner {
+            Inner::Jsonl(j) => ("line", j.line),
+            #[cfg(feature = "parquet")]
+            Inner::Parquet(p) => ("row", p.rows_read()),
+        }
     }
 }
 
@@ -270,43 +387,35 @@ impl Iterator for RecordsReader {
 
 impl JsonLines {
     fn next(&mut self, path: &Path) -> Option<Result<RequestRecord, RecordsError>> {
-        use std::io::BufRead;
         while !self.done {
-            self.line.clear();
-            match self.input.read_line(&mut self.line) {
-                Ok(0) => self.done = true,
-                Ok(_) => {
-                    self.line_no += 1;
-                    let l = self.line.trim();
-                    if l.is_empty() {
-                        continue;
-                    }
-                    match serde_json::from_str::<RequestRecord>(l) {
-                        Ok(r) => {
-                            self.read += 1;
-                            return Some(Ok(r));
-                        }
-                        // Cut: the last line, with no newline after it.
-                        Err(e) if !self.line.ends_with('\n') && e.is_eof() => {
-                            eprintln!(
-                                "warning: {} line {} was cut short (the writer stopped mid-line); read the {} \
-                                 complete records before it",
-                                path.display(),
-                                self.line_no,
-                                self.read
-                            );
-                            self.done = true;
-                        }
-                        Err(err) => {
-                            self.done = true;
-                            let path = path.to_owned();
-                            return Some(Err(RecordsError::NotARecord { path, line: self.line_no, err }));
-                        }
-                    }
+            let line = match self.input.next_line()? {
+                Ok(line) => line,
+                Err(e) => return Some(Err(e.into())),
+            };
+            if line.bytes.trim_ascii().is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<RequestRecord>(line.bytes) {
+                Ok(r) => {
+                    self.read += 1;
+                    self.line = line.number;
+                    return Some(Ok(r));
+                }
+                // Cut: the last line, with no newline after it.
+                Err(e) if !line.ended && e.is_eof() => {
+                    eprintln!(
+                        "warning: {} line {} was cut short (the writer stopped mid-line); read the {} complete \
+                         records before it",
+                        path.display(),
+                        line.number,
+                        self.read
+                    );
+                    return None;
                 }
                 Err(err) => {
+                    let (path, line) = (path.to_owned(), line.number);
                     self.done = true;
-                    return Some(Err(RecordsError::Read { path: path.to_owned(), err }));
+                    return Some(Err(RecordsError::NotARecord { path, line, err }));
                 }
             }
         }
@@ -320,15 +429,38 @@ pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, RecordsError> {
 }
 
 /// Reads the records of run `run_id` from `path`, refusing the file at the
-/// first record of another run (see [`check_records_belong`]).
+/// first record of another run (see [`check_records_belong`]), or the
+/// second of one request ([`UniqueIds`]).
 pub fn read_run_records(path: &Path, run_id: &str) -> Result<Vec<RequestRecord>, RecordsError> {
     let mut out = Vec::new();
-    for r in RecordsReader::open(path)? {
+    let mut ids = UniqueIds::default();
+    let mut reader = RecordsReader::open(path)?;
+    while let Some(r) = reader.next() {
         let r = r?;
         check_records_belong(std::slice::from_ref(&r), run_id, path)?;
+        ids.check(r.id, reader.position(), path)?;
         out.push(r);
     }
     Ok(out)
+}
+
+/// The request ids met so far in a records file, each with the line (or
+/// row) it was on: a run's records name each request once, so a second is
+/// a file put together from two (one concatenated with itself reads as a
+/// run of twice the requests).
+#[derive(Debug, Default)]
+pub struct UniqueIds(std::collections::HashMap<u64, usize>);
+
+impl UniqueIds {
+    /// Notes request `id`, read at `at` (a line or row, from 1: see
+    /// [`RecordsReader::position`]) of `path`; refuses it when it was met
+    /// before.
+    pub fn check(&mut self, id: u64, (unit, at): (&'static str, usize), path: &Path) -> Result<(), RecordsError> {
+        match self.0.insert(id, at) {
+            Some(first) => Err(RecordsError::Duplicate { path: path.to_owned(), id, unit, first, again: at }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Refuses records that another run wrote: those of `path` must name the
@@ -375,6 +507,49 @@ mod tests {
         assert!(e.starts_with("cannot create the records file"), "{e}");
     }
 
+    /// A records file cut short while the run writes it (a `> file`, a log
+    /// rotation) goes on at its new end, with no hole of NUL bytes where
+    /// the old records were, and what is left reads.
+    #[test]
+    fn a_records_file_cut_short_mid_run_goes_on_at_its_new_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.jsonl");
+        let mut f = RecordFile::create(&path, "run-a").unwrap();
+        f.write(&RequestRecord::new(0, Duration::ZERO, Duration::ZERO));
+        let t0 = std::time::Instant::now();
+        while std::fs::metadata(&path).unwrap().len() == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the first record was never written");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+        f.write(&RequestRecord::new(1, Duration::ZERO, Duration::ZERO));
+        drop(f);
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(!bytes.contains(&0), "a hole of NUL bytes: {:?}", String::from_utf8_lossy(&bytes));
+        assert_eq!(read_records(&path).unwrap().iter().map(|r| r.id).collect::<Vec<_>>(), [1]);
+    }
+
+    /// The end of a run tells a records file deleted, replaced or cut short
+    /// from the one it wrote.
+    #[test]
+    fn a_records_file_changed_meanwhile_is_told_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rec.jsonl");
+        std::fs::write(&path, "0123456789").unwrap();
+        let made = Made::of(&std::fs::metadata(&path).unwrap()).unwrap();
+        assert_eq!(changed_meanwhile(&path, made, 10), None);
+        let cut = changed_meanwhile(&path, made, 25).unwrap();
+        assert!(cut.contains("holds 10 bytes where the run wrote 25"), "{cut}");
+        let other = dir.path().join("other.jsonl");
+        std::fs::write(&other, "0123456789").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let replaced = changed_meanwhile(&path, made, 10).unwrap();
+        assert!(replaced.contains("was replaced"), "{replaced}");
+        std::fs::remove_file(&path).unwrap();
+        let deleted = changed_meanwhile(&path, made, 10).unwrap();
+        assert!(deleted.contains("was deleted") && deleted.contains("--include-requests"), "{deleted}");
+    }
+
     /// A line of a records file from before the chunks were packed.
     const OLD_LINE: &str = r#"{"id":0,"run_id":"18eb4dcacdad46d5-2a8c","scheduled_ns":1638695,"sent_ns":1782750,"first_byte_ns":17320407,"chunks":[{"t_ns":26464742,"tokens":1,"channel":"content"},{"t_ns":34675985,"tokens":1,"channel":"content"},{"t_ns":42874160,"tokens":1,"channel":"content"}],"stream_end_ns":543909396,"end_ns":543978629,"input_tokens":291,"input_tokens_source":"usage","output_tokens":3,"output_tokens_source":"usage","chunk_tokens_source":"even","counts":{"usage_prompt":291,"usage_completion":3,"usage_cached_prompt":0,"intended_prompt":256,"requested_completion":64,"chunks":3},"http_status":200,"finish_reason":"length","read_lag_max_ns":61182,"outcome":{"status":"success"}}"#;
 
@@ -413,8 +588,13 @@ mod tests {
     fn a_streamed_file_is_checked_against_its_run_and_a_cut_last_line_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.jsonl");
-        std::fs::write(&path, format!("{OLD_LINE}\n\n{OLD_LINE}\n{}", &OLD_LINE[..OLD_LINE.len() / 2])).unwrap();
+        let second = OLD_LINE.replacen(r#"{"id":0,"#, r#"{"id":1,"#, 1);
+        std::fs::write(&path, format!("{OLD_LINE}\n\n{second}\n{}", &OLD_LINE[..OLD_LINE.len() / 2])).unwrap();
         assert_eq!(read_run_records(&path, "18eb4dcacdad46d5-2a8c").unwrap().len(), 2);
+        // A request twice: a file put together from two.
+        std::fs::write(&path, format!("{OLD_LINE}\n\n{second}\n{OLD_LINE}\n")).unwrap();
+        let e = read_run_records(&path, "18eb4dcacdad46d5-2a8c").unwrap_err().to_string();
+        assert!(e.contains("r.jsonl holds request 0 twice (lines 1 and 4)"), "{e}");
         let e = read_run_records(&path, "another").unwrap_err().to_string();
         assert!(e.contains("holds records of run 18eb4dcacdad46d5-2a8c, not of this result's run another"), "{e}");
         // Cut in the middle of the file, a line is an error naming it.

@@ -33,7 +33,11 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     let opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
-    output::check_outputs(&a.output)?;
+    let mut inputs = a.workload.inputs();
+    inputs.extend(a.load.trace.as_deref().map(|p| ("--trace", p)));
+    inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
+    inputs.extend(output::named_file("--sim-model", &a.sim.sim_model));
+    output::check_outputs(&a.output, &inputs)?;
     let run_id = goodput_report::records::new_run_id();
     if let Some(c) = plan.concurrency {
         limits::check_open_files(c, a.target.url.is_none())?;

@@ -8,19 +8,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn compare(a: CompareArgs) -> Result<ExitCode> {
-    let outputs = [
-        ("--output", a.output.as_deref()),
-        ("--html", a.exports.html.as_deref()),
-        ("--markdown", a.exports.markdown.as_deref()),
-        ("--csv", a.exports.csv.as_deref()),
-    ];
-    crate::output::distinct_outputs(&outputs)?;
-    // Nor may an output overwrite a run it compares.
-    for run in &a.runs {
-        for out in outputs {
-            crate::output::distinct_outputs(&[("a compared run", Some(run.as_path())), out])?;
-        }
-    }
+    let mut outputs = vec![("--output", a.output.as_deref())];
+    outputs.extend(a.exports.outputs());
+    let mut inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("a compared run", r.as_path())).collect();
+    inputs.extend(a.records.iter().map(|r| ("--records", r.as_path())));
+    crate::output::distinct_files(&inputs, &outputs)?;
     crate::output::check_exports(&a.exports)?;
     if let Some(p) = &a.output {
         crate::output::check_file(p, "--output")?;
@@ -36,9 +28,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     for (i, p) in a.runs.iter().enumerate() {
         let mut run = goodput_report::read_json(p)?;
         if let Some(rp) = a.records.get(i) {
-            let records = goodput_report::records::read_records(rp)?;
-            goodput_report::records::check_records_belong(&records, &run.run_id, rp)?;
-            run.requests = Some(records);
+            run.requests = Some(goodput_report::records::read_run_records(rp, &run.run_id)?);
         }
         let label = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
         runs.push((label, run));

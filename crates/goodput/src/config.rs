@@ -21,7 +21,7 @@
 //! reading_tokens_per_s = 5
 //! ```
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use goodput_core::cost::CostConfig;
 use goodput_core::ratings::{RatingThresholds, Thresholds};
 use goodput_core::Slo;
@@ -69,7 +69,7 @@ impl ThresholdsFile {
 
 impl ConfigFile {
     pub fn read(path: &Path) -> Result<ConfigFile> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --config {}", path.display()))?;
+        let text = goodput_core::input::read_text(path, "--config", goodput_core::input::SETTINGS_CAP)?;
         toml::from_str(&text).map_err(|e| anyhow!("--config {}: {e}", path.display()))
     }
 

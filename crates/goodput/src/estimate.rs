@@ -24,7 +24,12 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
-    output::check_outputs(&a.output)?;
+    let mut inputs = a.workload.inputs();
+    inputs.extend(a.load.trace.as_deref().map(|p| ("--trace", p)));
+    inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
+    inputs.extend(a.engine.hw.calibration.as_deref().map(|p| ("--calibration", p)));
+    inputs.extend(output::named_file("--model", &a.engine.engine_model));
+    output::check_outputs(&a.output, &inputs)?;
     let wall = std::time::Instant::now();
     let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
     let (mut result, records) =
@@ -54,11 +59,11 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
 }
 
 fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(csv).with_context(|| format!("cannot read {}", csv.display()))?;
+    let text = goodput_core::input::read_text(csv, "--validate", goodput_core::input::SETTINGS_CAP)?;
     let rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
     let mut options = validate::ValidationOptions::default();
     if let Some(p) = &e.hw.calibration {
-        let overlay = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
+        let overlay = goodput_core::input::read_text(p, "--calibration", goodput_core::input::SETTINGS_CAP)?;
         for row in &rows {
             let family = GpuSpec::lookup(&row.gpu)?.family;
             let base = options

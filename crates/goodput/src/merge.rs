@@ -29,13 +29,27 @@ enum ShardRecords {
 }
 
 pub fn merge(a: MergeArgs) -> Result<ExitCode> {
-    output::distinct_outputs(&[
-        ("--output", a.output.as_deref()),
-        ("--records", a.records.as_deref()),
-        ("--html", a.exports.html.as_deref()),
-        ("--markdown", a.exports.markdown.as_deref()),
-        ("--csv", a.exports.csv.as_deref()),
-    ])?;
+    let mut outputs = vec![("--output", a.output.as_deref()), ("--records", a.records.as_deref())];
+    outputs.extend(a.exports.outputs());
+    let mut inputs: Vec<(&str, &Path)> = a.shards.iter().map(|s| ("a shard's result", s.as_path())).collect();
+    inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
+    // A merge never writes over a shard's own files: checked before a shard is read.
+    output::distinct_files(&inputs, &outputs)?;
+    let mut runs = Vec::new();
+    for path in &a.shards {
+        runs.push((path.clone(), read_shard(path)?));
+    }
+    let mut shards = Vec::new();
+    for (path, mut run) in runs {
+        let (records_path, records) = shard_records(&path, &mut run)?;
+        shards.push(Shard { path, run, records_path, records });
+    }
+    // ... and, once they are known, the shards' records files.
+    inputs.extend(shards.iter().filter_map(|s| match &s.records {
+        ShardRecords::File(p) => Some(("a shard's records", p.as_path())),
+        ShardRecords::Held(_) => None,
+    }));
+    output::distinct_files(&inputs, &outputs)?;
     if let Some(p) = &a.output {
         output::check_file(p, "--output")?;
     }
@@ -43,28 +57,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
         output::check_file(p, "--records")?;
     }
     output::check_exports(&a.exports)?;
-    // A merge never writes over a shard's own files.
-    for (flag, out) in [("--output", &a.output), ("--records", &a.records)] {
-        let Some(out) = out.as_deref().and_then(|p| std::fs::canonicalize(p).ok()) else { continue };
-        if let Some(shard) = a.shards.iter().find(|s| std::fs::canonicalize(s).ok().as_deref() == Some(&*out)) {
-            bail!("{flag} names {}, a shard's result: give the merged run a file of its own", shard.display());
-        }
-    }
-    let mut runs = Vec::new();
-    for path in &a.shards {
-        runs.push((path.clone(), read_shard(path)?));
-    }
-    let (count, missing) = check_one_run(&runs, a.allow_partial)?;
-    let mut shards = Vec::new();
-    for (path, mut run) in runs {
-        let (records_path, records) = shard_records(&path, &mut run)?;
-        if let Some(out) = a.records.as_deref().and_then(|p| std::fs::canonicalize(p).ok()) {
-            if std::fs::canonicalize(&records_path).is_ok_and(|r| r == out) {
-                bail!("--records names {records_path}, a shard's records: give the merged records a file of their own");
-            }
-        }
-        shards.push(Shard { path, run, records_path, records });
-    }
+    let (count, missing) = check_one_run(&shards, a.allow_partial)?;
     shards.sort_by_key(|s| s.run.shard.as_ref().map_or(0, |i| i.index));
     let merged = merged_run(&a, shards, count, missing)?;
     let MergedRun { result, records } = merged;
@@ -94,10 +87,12 @@ fn read_shard(path: &Path) -> Result<RunResult> {
 
 /// Checks that the shards are of one run, each index once: the number of
 /// shards and the indexes missing (refused unless `allow_partial`).
-fn check_one_run(runs: &[(PathBuf, RunResult)], allow_partial: bool) -> Result<(u32, Vec<u32>)> {
-    let Some((first_path, first)) = runs.first() else { bail!("give the shards' result files to merge") };
+fn check_one_run(shards: &[Shard], allow_partial: bool) -> Result<(u32, Vec<u32>)> {
+    let Some(Shard { path: first_path, run: first, .. }) = shards.first() else {
+        bail!("give the shards' result files to merge")
+    };
     let info = |r: &RunResult| r.shard.clone().expect("read_shard keeps shards only");
-    for (path, run) in &runs[1..] {
+    for Shard { path, run, .. } in &shards[1..] {
         let (a, b) = (info(first), info(run));
         if let Some(why) = shard::difference((&a, &first.config), (&b, &run.config)) {
             bail!(
@@ -110,7 +105,7 @@ fn check_one_run(runs: &[(PathBuf, RunResult)], allow_partial: bool) -> Result<(
     }
     let count = info(first).count;
     let mut seen: Vec<Option<&Path>> = vec![None; count as usize];
-    for (path, run) in runs {
+    for Shard { path, run, .. } in shards {
         let i = info(run).index;
         match seen.get_mut(i as usize) {
             Some(Some(other)) => bail!(
@@ -169,15 +164,20 @@ fn shard_records(path: &Path, run: &mut RunResult) -> Result<(String, ShardRecor
 
 impl ShardRecords {
     /// Each record, placed `by` later, onto `out`; how many there were.
-    /// A file's are read one at a time and checked to be of run `run_id`.
+    /// A file's are read one at a time and checked to be of run `run_id`,
+    /// each request once.
     fn move_into(self, out: &mut Vec<RequestRecord>, by: std::time::Duration, run_id: &str) -> Result<u64> {
+        use goodput_report::records::{check_records_belong, RecordsReader, UniqueIds};
         let before = out.len();
         match self {
             ShardRecords::Held(recs) => out.extend(recs.into_iter().map(|r| shard::shifted(r, by))),
             ShardRecords::File(path) => {
-                for r in goodput_report::records::RecordsReader::open(&path)? {
+                let mut ids = UniqueIds::default();
+                let mut reader = RecordsReader::open(&path)?;
+                while let Some(r) = reader.next() {
                     let r = r?;
-                    goodput_report::records::check_records_belong(std::slice::from_ref(&r), run_id, &path)?;
+                    check_records_belong(std::slice::from_ref(&r), run_id, &path)?;
+                    ids.check(r.id, reader.position(), &path)?;
                     out.push(shard::shifted(r, by));
                 }
             }

@@ -226,7 +226,7 @@ fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<St
             key_header: a.key_header.resolve(a.api, &base),
             headers: Vec::new(),
             cancel: None,
-            max_buffer: goodput_load::client::MAX_BUFFER,
+            max_buffer: a.max_buffer,
         },
         None,
     )?;
@@ -236,7 +236,7 @@ fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<St
     goodput_core::redact::set_global(secrets);
     let mut urls = vec![metrics];
     urls.extend(a.metrics_url.iter().cloned());
-    let scraper = Scraper::new(http.clone(), urls.clone(), a.interval);
+    let scraper = Scraper::new(http.clone(), urls.clone(), a.interval, a.max_buffer);
     Ok((base, http, scraper, urls))
 }
 
@@ -358,7 +358,7 @@ async fn start_probes(
     let mut models = crate::common::names(a.model.as_deref());
     if models.is_empty() {
         let headers = request_headers(api, a.api_key.as_deref(), a.key_header.resolve(api, base), &a.header)?;
-        models.push(crate::target::discover_model(http, base, api, &headers).await?);
+        models.push(crate::target::discover_model(http, base, api, &headers, a.max_buffer).await?);
     }
     let body = BodyOptions {
         api,
@@ -379,7 +379,7 @@ async fn start_probes(
             key_header: a.key_header.resolve(api, base),
             headers: a.header.clone(),
             cancel: None,
-            max_buffer: goodput_load::client::MAX_BUFFER,
+            max_buffer: a.max_buffer,
         },
         None,
     )?);

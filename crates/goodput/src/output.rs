@@ -11,16 +11,12 @@ use std::process::ExitCode;
 
 /// Checks, before a run spends any time, that every file it is asked to
 /// write can be written, so that an hour's run does not end in "cannot
-/// write". A missing folder is created (as `--csv` creates its own), and a
-/// file is made and removed in each folder, as the writes at the end will.
-pub fn check_outputs(out: &OutputArgs) -> Result<()> {
-    distinct_outputs(&[
-        ("--output", out.output.as_deref()),
-        ("--records", out.records.as_deref()),
-        ("--html", out.exports.html.as_deref()),
-        ("--markdown", out.exports.markdown.as_deref()),
-        ("--csv", out.exports.csv.as_deref()),
-    ])?;
+/// write", and that none is one of the files the command reads (`inputs`,
+/// see [`distinct_files`]). A missing folder is created (as `--csv` creates
+/// its own), and a file is made and removed in each folder, as the writes
+/// at the end will.
+pub fn check_outputs(out: &OutputArgs, inputs: &[(&str, &Path)]) -> Result<()> {
+    distinct_files(inputs, &out.outputs())?;
     if let Some(p) = &out.records {
         check_file(p, "--records")?;
     }
@@ -30,11 +26,50 @@ pub fn check_outputs(out: &OutputArgs) -> Result<()> {
     check_exports(&out.exports)
 }
 
+/// Refuses, before anything is written, a command whose outputs name one
+/// file twice ([`distinct_outputs`]) or name a file it reads: `report -o
+/// run.jsonl --records run.jsonl` would leave a result where the records
+/// were, and `merge --html` over a shard's records would lose them. Each
+/// command passes every file it reads (`inputs`: what names it, and the
+/// path) and every file it writes (`outputs`: the flag, and the path where
+/// given); a `--csv` folder stands for the files it writes there. The same
+/// file is the same however it is named: through links, hard ones too,
+/// `.` and `..`.
+pub fn distinct_files(inputs: &[(&str, &Path)], outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    distinct_outputs(outputs)?;
+    // What each input is, where it is a file a write could replace: a FIFO
+    // or a device read is not overwritten by a write to it.
+    let inputs: Vec<(&str, &Path, FileKey)> = inputs
+        .iter()
+        .filter(|(_, p)| *p != Path::new("-"))
+        .filter(|(_, p)| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+        .map(|&(what, p)| (what, p, same_file_key(p)))
+        .collect();
+    for &(flag, out) in outputs {
+        let Some(out) = out.filter(|p| *p != Path::new("-")) else { continue };
+        let written: Vec<std::path::PathBuf> = match flag {
+            "--csv" => goodput_report::export::CSV_FILES.iter().map(|n| out.join(n)).collect(),
+            _ => vec![out.to_path_buf()],
+        };
+        for file in written {
+            let key = same_file_key(&file);
+            if let Some((what, input, _)) = inputs.iter().find(|(_, _, k)| *k == key) {
+                bail!(
+                    "{flag} {} would write over {}, an input of this command ({what}): give {flag} a file of its own",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Refuses two outputs that name the same file (through a link, `.` or `..`
 /// too, and `-` twice): the one written last would leave nothing of the
 /// other.
 pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
-    let mut seen: Vec<(&str, std::path::PathBuf)> = Vec::new();
+    let mut seen: Vec<(&str, FileKey)> = Vec::new();
     for &(flag, path) in outputs {
         let Some(path) = path else { continue };
         let key = same_file_key(path);
@@ -46,18 +81,54 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     Ok(())
 }
 
-/// What `path` names, whichever way it is spelled: the canonical path of
-/// the file, or of its folder with its name where the file is yet to be
-/// made.
-fn same_file_key(path: &Path) -> std::path::PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
+/// What a path names, whichever way it is spelled.
+#[derive(Debug, PartialEq)]
+enum FileKey {
+    /// A file that exists: its device and inode, which every name of it
+    /// shares (hard links too).
+    Node(u64, u64),
+    /// One yet to be made: the canonical path of its folder and its name,
+    /// a link that points where it will be followed there.
+    Path(std::path::PathBuf),
+}
+
+fn same_file_key(path: &Path) -> FileKey {
+    #[cfg(unix)]
+    if let Ok(m) = std::fs::metadata(path) {
+        use std::os::unix::fs::MetadataExt;
+        return FileKey::Node(m.dev(), m.ino());
     }
+    #[cfg(not(unix))]
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return FileKey::Path(p);
+    }
+    let path = link_target(path);
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     match (std::fs::canonicalize(dir), path.file_name()) {
-        (Ok(d), Some(name)) => d.join(name),
-        _ => path.to_path_buf(),
+        (Ok(d), Some(name)) => FileKey::Path(d.join(name)),
+        _ => FileKey::Path(path),
     }
+}
+
+/// Where `path` leads when it is a link to a file yet to be made (a write
+/// through it makes that file): the links followed, as far as they go.
+fn link_target(path: &Path) -> std::path::PathBuf {
+    let mut path = path.to_path_buf();
+    // As the kernel does, a bounded number of links deep.
+    for _ in 0..40 {
+        let Ok(to) = std::fs::read_link(&path) else { break };
+        path = match path.parent() {
+            Some(dir) if to.is_relative() => dir.join(to),
+            _ => to,
+        };
+    }
+    path
+}
+
+/// `(flag, path)` when `name` (a `--model`, which may be a Hugging Face
+/// config.json) is a file: an input of its command.
+pub fn named_file<'a>(flag: &'static str, name: &'a str) -> Option<(&'static str, &'a Path)> {
+    Some((flag, Path::new(name))).filter(|(_, p)| p.is_file())
 }
 
 /// [`check_outputs`] for the renderings alone.

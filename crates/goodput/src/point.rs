@@ -130,7 +130,8 @@ pub async fn run_point(
     // --start-at).
     let started_unix_s = common::unix_now();
     let origin = tokio::time::Instant::now();
-    let scraping = crate::signals::start(metrics, target.client.http(), &target.root, origin).await?;
+    let scraping =
+        crate::signals::start(metrics, target.client.http(), &target.root, origin, target.max_buffer).await?;
     let progress = crate::progress::Progress::new(p.title, p.plan, &p.control);
     let view = crate::progress::LiveView::start(output.progress, output.quiet, progress.clone(), p.control.clone());
     let sinks = Sinks { records: p.records, live: p.live, progress: Some(progress) };

@@ -13,6 +13,12 @@ use goodput_report::Document;
 use std::process::ExitCode;
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
+    let mut inputs = vec![("the result read", a.run.as_path())];
+    inputs.extend(a.records.as_deref().map(|p| ("--records", p)));
+    inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
+    let mut outputs = vec![("--output", a.output.as_deref())];
+    outputs.extend(a.exports.outputs());
+    output::distinct_files(&inputs, &outputs)?;
     if let Some(p) = &a.output {
         output::check_file(p, "--output")?;
     }

@@ -14,6 +14,11 @@ type StatusFn = Box<dyn Fn() -> ServeStatus + Send>;
 
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let served = crate::common::names_of("--served-model-name", a.served_model_name.as_deref())?;
+    let mut inputs: Vec<(&str, &std::path::Path)> =
+        a.faults.answers.iter().map(|p| ("--answers", p.as_path())).collect();
+    inputs.extend(a.hw.calibration.as_deref().map(|p| ("--calibration", p)));
+    inputs.extend(crate::output::named_file("--model", &a.model));
+    crate::output::distinct_files(&inputs, &[("--write-log", a.write_log.as_deref())])?;
     let (app, what, status) = match a.profile {
         ProfileArg::Engine => engine_app(&a, &served)?,
         ProfileArg::Fixed => fixed_app(&a, &served)?,

@@ -22,8 +22,15 @@ pub struct Scraping {
 }
 
 /// Resolves the endpoints (the given ones, or `<base>/metrics` when it
-/// answers), takes the first scrape and starts the loop.
-pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: Instant) -> Result<Option<Scraping>> {
+/// answers), takes the first scrape and starts the loop; each answer is
+/// read up to `max_body` bytes (`--max-buffer`).
+pub async fn start(
+    m: &MetricsArgs,
+    http: &reqwest::Client,
+    base: &str,
+    origin: Instant,
+    max_body: usize,
+) -> Result<Option<Scraping>> {
     if m.no_metrics {
         return Ok(None);
     }
@@ -31,14 +38,18 @@ pub async fn start(m: &MetricsArgs, http: &reqwest::Client, base: &str, origin: 
         anyhow::bail!("--metrics-interval must be longer than zero");
     }
     let (scraper, log) = if m.metrics_url.is_empty() {
-        let scraper =
-            Scraper::new(http.clone(), vec![goodput_load::client::join_url(base, "/metrics")], m.metrics_interval);
+        let scraper = Scraper::new(
+            http.clone(),
+            vec![goodput_load::client::join_url(base, "/metrics")],
+            m.metrics_interval,
+            max_body,
+        );
         match scraper.first_if_answers(origin).await {
             Some(log) => (scraper, log),
             None => return Ok(None),
         }
     } else {
-        let scraper = Scraper::new(http.clone(), m.metrics_url.clone(), m.metrics_interval);
+        let scraper = Scraper::new(http.clone(), m.metrics_url.clone(), m.metrics_interval, max_body);
         let log = scraper.first(origin).await;
         (scraper, log)
     };

@@ -24,6 +24,9 @@ pub struct HttpTarget {
     pub model: String,
     pub embedded: bool,
     pub client: Arc<Client>,
+    /// `--max-buffer`: the most one answer may make the client hold, the
+    /// scrapes' too.
+    pub max_buffer: usize,
     /// The `client` block of the run's config.
     pub config: ClientSettings,
     /// Stops the embedded server when dropped.
@@ -184,7 +187,11 @@ pub async fn connect(
     if let (Some(wait), None) = (t.wait_ready, &server) {
         wait_ready(probe.http(), &base, api, &headers, wait).await?;
     }
-    let models = if named.is_empty() { vec![discover_model(probe.http(), &base, api, &headers).await?] } else { named };
+    let models = if named.is_empty() {
+        vec![discover_model(probe.http(), &base, api, &headers, t.max_buffer).await?]
+    } else {
+        named
+    };
     let model = models.join(",");
     let body = BodyOptions {
         api,
@@ -214,7 +221,17 @@ pub async fn connect(
     let embedded = server.is_some();
     let shown = goodput_core::redact::redact_url(&base);
     let config = client_settings(t, sim, &client, &shown, &model, key_header, extra, embedded);
-    Ok(HttpTarget { base: shown, root: base, model, embedded, client: Arc::new(client), config, _server: server })
+    let max_buffer = t.max_buffer;
+    Ok(HttpTarget {
+        base: shown,
+        root: base,
+        model,
+        embedded,
+        client: Arc::new(client),
+        max_buffer,
+        config,
+        _server: server,
+    })
 }
 
 /// `--extra-body` as the JSON object it must be.
@@ -301,12 +318,14 @@ fn with_url_credentials(t: &TargetArgs, api: Api, key_header: KeyHeader) -> Resu
 /// given (on a connection of its own, as every probe: a server that closes
 /// after each response without saying so, as llama.cpp does, would close a
 /// kept one as the next probe went out): `/v1/models` (OpenAI, Anthropic, llama.cpp), or the server's own
-/// list for its native API (Ollama's `/api/tags`, TGI's `/info`).
+/// list for its native API (Ollama's `/api/tags`, TGI's `/info`). The
+/// answer is read up to `max_body` bytes (`--max-buffer`).
 pub async fn discover_model(
     http: &reqwest::Client,
     base: &str,
     api: Api,
     headers: &[(String, String)],
+    max_body: usize,
 ) -> Result<String> {
     let (path, pointer) = model_list(api);
     let url = join_url(base, path);
@@ -330,7 +349,16 @@ pub async fn discover_model(
             to.unwrap_or_default()
         );
     }
-    let body = resp.bytes().await.with_context(|| format!("reading {path}"))?;
+    use goodput_load::scraper::{read_capped, Capped};
+    let body = match read_capped(resp, max_body).await {
+        Ok(body) => body,
+        Err(Capped::TooLong) => bail!(
+            "the server at {base} answered {path} with more than {} (--max-buffer): pass --model NAME, or raise \
+             --max-buffer",
+            goodput_core::input::size(max_body as u64)
+        ),
+        Err(Capped::Fetch(e)) => return Err(anyhow!("reading {path}: {}", error_chain(&e))),
+    };
     let v: Value = serde_json::from_slice(&body).with_context(|| format!("{path} did not answer JSON"))?;
     v.pointer(pointer)
         .and_then(Value::as_str)

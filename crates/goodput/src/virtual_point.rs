@@ -43,7 +43,7 @@ pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
     cfg.chat_template = ChatTemplate::parse(&e.chat_template, cfg.model.chat_template())
         .map_err(|m| anyhow!("--chat-template: {m}"))?;
     if let Some(p) = &e.calibration {
-        let text = std::fs::read_to_string(p).with_context(|| format!("cannot read calibration {}", p.display()))?;
+        let text = goodput_core::input::read_text(p, "--calibration", goodput_core::input::SETTINGS_CAP)?;
         cfg.calibration =
             cfg.calibration.overlay_json(&text).with_context(|| format!("calibration {}", p.display()))?;
     }

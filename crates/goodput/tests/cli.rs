@@ -421,7 +421,7 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--input-tokens", "uniform:9..3"], "lower bound"),
         (&["--output-tokens", "zipf:1"], "unknown distribution"),
         (&["--extra-body", "[1]"], "JSON object"),
-        (&["--dataset", "/nonexistent/d.jsonl"], "cannot read dataset"),
+        (&["--dataset", "/nonexistent/d.jsonl"], "cannot read the dataset"),
         (&["--tokenizer", "/nonexistent/tokenizer.json"], "tokenizer"),
         (&["--burstiness", "0.5"], "--arrival gamma"),
         (&["--rate=-3"], "positive"),
@@ -1115,7 +1115,7 @@ fn a_label_and_notes_are_kept_and_compare_names_runs_by_their_labels() {
     assert!(!text.contains("config.meta.gpu") && !text.contains("config.label"), "only what differs: {text}");
     // The comparison's own document never overwrites a run it compares.
     let err = goodput().arg("compare").arg(&a).arg(&b).arg("-o").arg(&b).refusal();
-    assert!(err.contains("both name") && read_json(&b)["kind"] == "estimate", "{err}");
+    assert!(err.contains("an input of this command (a compared run)") && read_json(&b)["kind"] == "estimate", "{err}");
 }
 
 /// `--cancel-rate`: the picked requests disconnect after the delay, count
@@ -1294,41 +1294,63 @@ fn too_few_open_files_for_the_concurrency_is_refused_before_the_run() {
     assert!(err.contains("-c 2000 needs about 4064 open files") && err.contains("may open 300"), "{err}");
 }
 
-/// A server whose usage claims billions of output tokens for a three-chunk
-/// answer: the run is analysed (each chunk's tokens are its ITL samples,
-/// held as one per chunk), where the analysis once reserved a sample for
-/// every claimed token and aborted.
-#[test]
-fn a_server_claiming_billions_of_tokens_is_analysed_in_bounded_memory() {
-    use std::io::{BufRead, BufReader, Read, Write};
+/// A server on 127.0.0.1 that answers every chat request with three
+/// one-word chunks and a usage that claims `completion_tokens` output
+/// tokens; its URL. It serves until the test process ends.
+fn usage_claiming(completion_tokens: u64) -> String {
+    use std::io::{BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
             s.set_nodelay(true).unwrap();
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let _ = r.read_exact(&mut vec![0; length]);
-            let chunk = |text: &str| {
-                format!("data: {{\"id\":\"x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
-            };
-            let usage = "data: {\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6000000000}}\n\n";
-            let body = [chunk("a"), chunk("b"), chunk("c"), usage.into(), "data: [DONE]\n\n".into()].concat();
-            let head =
-                format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n", body.len());
-            let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(body.as_bytes()));
+            read_request(&mut BufReader::new(s.try_clone().unwrap()));
+            let _ = s.write_all(&chat_answer(completion_tokens));
         }
     });
+    url
+}
+
+/// Reads one HTTP request off `r`: its request line.
+fn read_request(r: &mut impl std::io::BufRead) -> String {
+    let mut request = String::new();
+    let _ = r.read_line(&mut request);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let _ = r.read_exact(&mut vec![0; length]);
+    request
+}
+
+/// A streamed chat answer of three one-word chunks whose usage claims
+/// `completion_tokens`, head and body.
+fn chat_answer(completion_tokens: u64) -> Vec<u8> {
+    let chunk = |text: &str| {
+        format!("data: {{\"id\":\"x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+    };
+    let usage = format!(
+        "data: {{\"id\":\"x\",\"choices\":[],\"usage\":{{\"prompt_tokens\":5,\"completion_tokens\":{completion_tokens}}}}}\n\n"
+    );
+    let body = [chunk("a"), chunk("b"), chunk("c"), usage, "data: [DONE]\n\n".into()].concat();
+    let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n", body.len());
+    [head, body].concat().into_bytes()
+}
+
+/// A server whose usage claims billions of output tokens for a three-chunk
+/// answer: the run is analysed (each chunk's tokens are its ITL samples,
+/// held as one per chunk), where the analysis once reserved a sample for
+/// every claimed token and aborted.
+#[test]
+fn a_server_claiming_billions_of_tokens_is_analysed_in_bounded_memory() {
+    let url = usage_claiming(6_000_000_000);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.json");
     goodput()
@@ -1342,6 +1364,146 @@ fn a_server_claiming_billions_of_tokens_is_analysed_in_bounded_memory() {
     assert_eq!(v["summary"]["requests"]["completed"], 2);
     assert_eq!(v["summary"]["tokens"]["output"], 12_000_000_000u64, "as the server claimed");
     assert!(v["summary"]["itl_ms"]["count"].as_u64().unwrap() > 1_000_000_000, "{}", v["summary"]["itl_ms"]);
+    let said = v["warnings"].to_string();
+    assert!(said.contains("more tokens than any model's context holds"), "the claim is warned of: {said}");
+}
+
+/// A usage of 2^64−1 output tokens (issue 29, defect 10): the totals
+/// saturate rather than wrap (two such requests once read as
+/// 18446744073709551614 out, beside a total rate smaller than the output
+/// rate), and the claim is warned of as the server's, not passed over.
+#[test]
+fn a_usage_of_u64_max_tokens_neither_wraps_nor_passes_unremarked() {
+    let url = usage_claiming(u64::MAX);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let assert = goodput()
+        .args(["bench", "-n", "2", "-c", "1", "--model", "m", "--url", &url, "--output-tokens", "8", "-o"])
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["completed"], 2);
+    assert_eq!(v["summary"]["tokens"]["output"], u64::MAX, "saturated, not wrapped");
+    let th = &v["summary"]["throughput"];
+    let (output, total) = (th["output_tokens_per_s"].as_f64().unwrap(), th["total_tokens_per_s"].as_f64().unwrap());
+    assert!(output > 0.0 && total >= output, "{th}");
+    let said = v["warnings"].to_string();
+    assert!(
+        said.contains("more tokens than any model's context holds") && said.contains("18446744073709551615"),
+        "{said}"
+    );
+    assert!(stdout.contains("more tokens than any model"), "the summary warns too: {stdout}");
+    assert!(!stdout.contains("18446744073709551614"), "{stdout}");
+}
+
+/// Every file a command reads has a bound, and its message names it (issue
+/// 29, defect 5): where a file is read whole (a result, a config, a
+/// tokenizer) a device, a FIFO or a folder is refused before a byte is
+/// read; a JSON Lines input (records, a dataset, a trace) with no newline
+/// fails at its line cap. Each command gets 20 s: one that reads on
+/// without end fails the test rather than hanging it.
+#[test]
+fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
+    use std::ffi::OsString;
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    fast_bench(&["-n", "2", "--quiet"], &run);
+    let fifo = dir.path().join("in.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (zero, device, line) = ("/dev/zero", "/dev/zero is a character device", "line 1 is longer than 64 MiB");
+    // A model's config.json is read where --model names a .json.
+    let model = dir.path().join("model.json");
+    std::os::unix::fs::symlink(zero, &model).unwrap();
+    let os =
+        |args: &[&dyn AsRef<std::ffi::OsStr>]| args.iter().map(|a| a.as_ref().to_owned()).collect::<Vec<OsString>>();
+    let cases: Vec<(Vec<OsString>, &str)> = vec![
+        (os(&[&"report", &zero]), device),
+        (os(&[&"report", &dir.path()]), "is a folder, not a file"),
+        (os(&[&"report", &fifo]), "is a FIFO"),
+        (os(&[&"report", &run, &"--records", &zero]), line),
+        (os(&[&"report", &run, &"--records", &dir.path()]), "is a folder, not a file"),
+        (os(&[&"compare", &run, &zero]), device),
+        (os(&[&"compare", &run, &run, &"--records", &zero, &"--records", &zero]), line),
+        (os(&[&"merge", &zero]), device),
+        (os(&[&"bench", &"--dataset", &zero]), line),
+        (os(&[&"bench", &"--trace", &zero]), line),
+        (os(&[&"bench", &"--config", &zero]), device),
+        (os(&[&"bench", &"--tokenizer", &zero]), device),
+        (os(&[&"estimate", &"--calibration", &zero]), device),
+        (os(&[&"estimate", &"--validate", &zero]), device),
+        (os(&[&"estimate", &"--model", &model]), "model.json is a character device"),
+    ];
+    for (args, says) in cases {
+        let err = goodput().args(&args).timeout(Duration::from_secs(20)).refusal();
+        assert!(err.contains(says), "goodput {args:?} should say '{says}'; it said: {err}");
+    }
+}
+
+/// A server whose `/v1/models` and `/metrics` answer without end, and
+/// whose other routes answer as [`chat_answer`], honestly. Serves until the
+/// test process ends.
+fn endless_lists() -> String {
+    use std::io::{BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let request = read_request(&mut BufReader::new(s.try_clone().unwrap()));
+                if request.contains("/v1/models") || request.contains("/metrics") {
+                    // No length, no newline, no end: bytes until the client hangs up.
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n");
+                    let filler = vec![b'x'; 1 << 16];
+                    while s.write_all(&filler).is_ok() {}
+                } else {
+                    let _ = s.write_all(&chat_answer(3));
+                }
+            });
+        }
+    });
+    url
+}
+
+/// A `/v1/models` or `/metrics` body without end (issue 29, defect 5) is
+/// read up to `--max-buffer` (monitor: its 64 MiB default) and no further:
+/// the model list is refused saying so, and a run whose scrapes pass it
+/// sends every request, its failed scrapes counted and named.
+#[test]
+fn endless_model_lists_and_metrics_stop_at_max_buffer() {
+    let url = endless_lists();
+    let err = goodput()
+        .args(["bench", "-q", "-n", "2", "--no-metrics", "--max-buffer", "1MiB", "--url", &url])
+        .timeout(Duration::from_secs(30))
+        .refusal();
+    assert!(err.contains("/v1/models") && err.contains("1 MiB") && err.contains("--max-buffer"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    goodput()
+        .args(["bench", "-q", "-n", "4", "-c", "1", "--model", "m", "--max-buffer", "1MiB", "--url", &url])
+        .args(["--metrics-url", &format!("{url}/metrics"), "--metrics-interval", "100ms", "-o"])
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["sent"], 4, "every request was sent");
+    assert_eq!(v["summary"]["requests"]["completed"], 4);
+    let s = &v["server_signals"];
+    assert!(s["failed_scrapes"].as_u64().unwrap() >= 2, "{s}");
+    let last = s["last_error"].as_str().unwrap();
+    assert!(last.contains("1 MiB") && last.contains("--max-buffer"), "{last}");
+    let o = goodput()
+        .args(["monitor", &url, "--once", "--interval", "100ms"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("scrape failed") && err.contains("64 MiB"), "{err}");
 }
 
 /// Each sweep point, and each run without --seed, sends prompts of its

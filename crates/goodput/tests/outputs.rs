@@ -178,3 +178,137 @@ fn parquet_records_give_the_same_report_as_the_records_held_in_the_result() {
     let err = goodput().arg("report").arg(&out).arg("--records").arg(&rec).refusal();
     assert!(err.contains("run.Parquet is not a readable Parquet records file") && err.contains("footer"), "{err}");
 }
+
+/// A command's outputs never name one of its inputs (issue 29, defect 8):
+/// `report`'s `-o`, `--html` or `--markdown` over its `--records`,
+/// `merge`'s over a shard's records, `compare`'s over a run's records,
+/// `bench`'s over its dataset. Each is refused before anything is written,
+/// and the input is as it was.
+#[test]
+fn no_output_overwrites_an_input_of_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    goodput().args(RUN).arg("-o").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+    for i in 0..2 {
+        let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
+        goodput().args(RUN).args(["--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+    }
+    let saved = |names: &[&str]| names.iter().map(|n| std::fs::read(p(n)).unwrap()).collect::<Vec<_>>();
+    let inputs = ["c.json", "c.jsonl", "s0.json", "s0.jsonl", "s1.json", "s1.jsonl"];
+    let before = saved(&inputs);
+    let report = || {
+        let mut c = goodput();
+        c.arg("report").arg(p("c.json")).arg("--records").arg(p("c.jsonl"));
+        c
+    };
+    for flag in ["-o", "--html", "--markdown"] {
+        let err = report().arg(flag).arg(p("c.jsonl")).refusal();
+        assert!(err.contains("c.jsonl") && err.contains("an input of this command (--records)"), "{flag}: {err}");
+    }
+    let err = report().arg("-o").arg(p("c.json")).refusal();
+    assert!(err.contains("an input of this command (the result read)"), "{err}");
+    let err = goodput().arg("merge").arg(p("s0.json")).arg(p("s1.json")).arg("--html").arg(p("s1.jsonl")).refusal();
+    assert!(err.contains("s1.jsonl") && err.contains("an input of this command (a shard's records)"), "{err}");
+    let err = goodput()
+        .arg("compare")
+        .args([p("c.json"), p("s0.json")])
+        .arg("--records")
+        .arg(p("c.jsonl"))
+        .arg("--records")
+        .arg(p("s0.jsonl"))
+        .arg("--markdown")
+        .arg(p("s0.jsonl"))
+        .refusal();
+    assert!(err.contains("an input of this command (--records)"), "{err}");
+    let dataset = p("prompts.jsonl");
+    std::fs::write(&dataset, "{\"prompt\": \"hello\"}\n").unwrap();
+    let err = goodput().args(RUN).arg("--dataset").arg(&dataset).arg("--records").arg(&dataset).refusal();
+    assert!(err.contains("an input of this command (--dataset)"), "{err}");
+    assert_eq!(std::fs::read(&dataset).unwrap(), b"{\"prompt\": \"hello\"}\n");
+    assert!(saved(&inputs) == before, "an input was written over");
+}
+
+/// One file named twice through a link (issue 29, defect 9): a link to
+/// an output that does not exist yet, and a second (hard) link to one that
+/// does, are the same file, and refused as two outputs, or an output and
+/// an input, naming it.
+#[test]
+fn one_file_named_twice_through_a_link_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::os::unix::fs::symlink("same.json", p("link.json")).unwrap();
+    let err = goodput().args(RUN).arg("-o").arg(p("same.json")).arg("--records").arg(p("link.json")).refusal();
+    assert!(err.contains("--output and --records both name"), "{err}");
+    assert!(!p("same.json").exists(), "the run went ahead");
+    goodput().args(RUN).arg("-o").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+    std::fs::hard_link(p("c.jsonl"), p("hard.jsonl")).unwrap();
+    let err = goodput().args(RUN).arg("-o").arg(p("c.jsonl")).arg("--records").arg(p("hard.jsonl")).refusal();
+    assert!(err.contains("--output and --records both name"), "{err}");
+    let err = goodput()
+        .arg("report")
+        .arg(p("c.json"))
+        .arg("--records")
+        .arg(p("c.jsonl"))
+        .arg("--html")
+        .arg(p("hard.jsonl"))
+        .refusal();
+    assert!(err.contains("an input of this command (--records)"), "{err}");
+    std::os::unix::fs::symlink("c.jsonl", p("soft.jsonl")).unwrap();
+    let err = goodput()
+        .arg("report")
+        .arg(p("c.json"))
+        .arg("--records")
+        .arg(p("soft.jsonl"))
+        .arg("-o")
+        .arg(p("c.jsonl"))
+        .refusal();
+    assert!(err.contains("an input of this command (--records)"), "{err}");
+}
+
+/// A records file holding a request twice (issue 29, defect 16: a file
+/// concatenated with itself read as twice the run) is refused by `report`,
+/// `compare` and `merge`, as another run's records are.
+#[test]
+fn records_holding_a_request_twice_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    goodput().args(RUN).arg("-o").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+    let text = std::fs::read_to_string(p("c.jsonl")).unwrap();
+    std::fs::write(p("twice.jsonl"), text.repeat(2)).unwrap();
+    let err = goodput().arg("report").arg(p("c.json")).arg("--records").arg(p("twice.jsonl")).refusal();
+    // The two requests end in either order: the first line's is met again on the third.
+    assert!(err.contains("twice.jsonl holds request") && err.contains("twice (lines 1 and 3)"), "{err}");
+    let err = goodput()
+        .arg("compare")
+        .args([p("c.json"), p("c.json")])
+        .arg("--records")
+        .arg(p("twice.jsonl"))
+        .arg("--records")
+        .arg(p("c.jsonl"))
+        .refusal();
+    assert!(err.contains("twice (lines 1 and 3)"), "{err}");
+    for i in 0..2 {
+        let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
+        goodput().args(RUN).args(["--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+    }
+    let shard = std::fs::read_to_string(p("s1.jsonl")).unwrap();
+    std::fs::write(p("s1.jsonl"), shard.repeat(2)).unwrap();
+    let err = goodput().arg("merge").arg(p("s0.json")).arg(p("s1.json")).refusal();
+    assert!(err.contains("s1.jsonl") && err.contains("twice"), "{err}");
+    goodput().arg("report").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+}
+
+/// Records that cannot be written (a full disk: `/dev/full` answers every
+/// write with ENOSPC) leave the run going, and the end says how many were
+/// lost, where it once said only that writing failed.
+#[test]
+fn records_lost_to_a_full_disk_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = goodput().args(RUN).arg("-o").arg(&out).args(["--records", "/dev/full"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("writing records to /dev/full failed") && err.contains("after 0 records"), "{err}");
+    assert!(err.contains("the 2 records from then on were not written"), "{err}");
+    assert!(is_result(&std::fs::read_to_string(&out).unwrap()), "the result is written all the same");
+}

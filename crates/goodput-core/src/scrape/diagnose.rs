@@ -73,7 +73,7 @@ pub fn cross_check(
     let mut c = CrossCheck {
         client_ttft_p50_ms: summary.ttft_ms.p(50.0),
         server_ttft_p50_ms: window.histograms.get(&HistogramSignal::Ttft).and_then(|h| h.p50).map(|s| s * 1e3),
-        client_output_tokens: records.iter().map(|r| r.output_tokens).sum(),
+        client_output_tokens: crate::stats::total(records.iter().map(|r| r.output_tokens)),
         server_generation_tokens: counts
             .and_then(|run| run.counters.get(&CounterSignal::GenerationTokens))
             .map(|c| c.delta),
@@ -85,7 +85,7 @@ pub fn cross_check(
             let (cached, prompt) = records
                 .iter()
                 .filter_map(|r| Some((r.counts.usage_cached_prompt?, r.counts.usage_prompt?)))
-                .fold((0u64, 0u64), |(c, p), (rc, rp)| (c + rc, p + rp));
+                .fold((0u64, 0u64), |(c, p), (rc, rp)| (c.saturating_add(rc), p.saturating_add(rp)));
             (prompt > 0).then(|| cached as f64 / prompt as f64)
         },
         server_prefix_cache_hit_rate: run.prefix_cache_hit_rate,

@@ -84,7 +84,7 @@ pub(super) fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f
         duration: dur,
         request_throughput: per_s(s.requests.completed as f64),
         output_throughput: per_s(s.tokens.output as f64),
-        total_token_throughput: per_s((s.tokens.input + s.tokens.output) as f64),
+        total_token_throughput: per_s(s.tokens.input as f64 + s.tokens.output as f64),
         mean_ttft_ms: ttft.mean,
         median_ttft_ms: ttft.p(50.0),
         std_ttft_ms: ttft.std,

@@ -3,6 +3,7 @@
 use crate::error::{EntryError, ShareGptError, WorkloadError};
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
+use goodput_core::input::LineReader;
 use serde_json::Value;
 use std::path::Path;
 
@@ -22,25 +23,35 @@ pub struct DatasetEntry {
 
 /// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
 /// JSONL of `{"prompt": …}` / `{"messages": …}` with optional `max_tokens`.
+/// JSONL is read a line at a time, each at most
+/// [`goodput_core::input::LINE_CAP`] (a FIFO will do); a ShareGPT array is
+/// read whole, from a regular file of at most
+/// [`goodput_core::input::DOCUMENT_CAP`].
 pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, WorkloadError> {
+    use std::io::BufRead;
     let path_buf = || path.to_path_buf();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| WorkloadError::DatasetRead { path: path_buf(), error: e.to_string() })?;
+    let mut lines = LineReader::open(path, "the dataset")?;
+    let first =
+        lines.input().fill_buf().map_err(|e| WorkloadError::DatasetRead { path: path_buf(), error: e.to_string() })?;
     // Editors on Windows begin UTF-8 files with a byte-order mark.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let trimmed = text.trim_start();
-    let entries = if trimmed.starts_with('[') {
+    let first = first.strip_prefix(BOM).unwrap_or(first);
+    let entries = if first.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        drop(lines);
+        let text = goodput_core::input::read_text(path, "the dataset", goodput_core::input::DOCUMENT_CAP)?;
+        let trimmed = text.strip_prefix('\u{feff}').unwrap_or(&text).trim_start();
         let v: Value = serde_json::from_str(trimmed)
             .map_err(|e| WorkloadError::DatasetArray { path: path_buf(), error: e.to_string() })?;
         sharegpt(&v, tokenizer).map_err(|reason| WorkloadError::ShareGpt { path: path_buf(), reason })?
     } else {
         let mut out = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
+        while let Some(line) = lines.next_line() {
+            let line = line?;
+            let bytes = if line.number == 1 { line.bytes.strip_prefix(BOM).unwrap_or(line.bytes) } else { line.bytes };
+            if bytes.trim_ascii().is_empty() {
                 continue;
             }
-            let line_no = i + 1;
-            let v: Value = serde_json::from_str(line).map_err(|e| WorkloadError::LineNotJson {
+            let line_no = line.number;
+            let v: Value = serde_json::from_slice(bytes).map_err(|e| WorkloadError::LineNotJson {
                 path: path_buf(),
                 line: line_no,
                 error: e.to_string(),
@@ -58,6 +69,9 @@ pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec
     }
     Ok(entries)
 }
+
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = "\u{feff}".as_bytes();
 
 /// A JSONL line's entry, or what is wrong with it.
 fn jsonl_entry(v: &Value) -> Result<DatasetEntry, EntryError> {

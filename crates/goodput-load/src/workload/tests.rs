@@ -237,7 +237,7 @@ fn jsonl_and_sharegpt_datasets() {
     let err = load_dataset(&bad, None).unwrap_err().to_string();
     assert!(err.contains("line 2") && err.contains("\"prompt\""), "{err}");
     let missing = load_dataset(Path::new("/nonexistent/x.jsonl"), None).unwrap_err().to_string();
-    assert!(missing.contains("cannot read dataset"), "{missing}");
+    assert!(missing.contains("cannot read the dataset /nonexistent/x.jsonl"), "{missing}");
 }
 
 #[test]

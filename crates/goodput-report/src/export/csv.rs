@@ -15,6 +15,19 @@ use goodput_core::stats::percentile_key;
 use goodput_core::sweep::{meets_slo, Load, SweepResult, DEFAULT_ATTAINMENT_TARGET};
 use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
 
+/// Every file `--csv` may write into its folder, whatever it renders: a
+/// command checks them against the files it reads.
+pub const FILE_NAMES: [&str; 8] = [
+    "summary.csv",
+    "requests.csv",
+    "server_signals.csv",
+    "engine_series.csv",
+    "points.csv",
+    "compare.csv",
+    "differences.csv",
+    "verdicts.csv",
+];
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Csv;
 

@@ -7,6 +7,8 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 
+pub use csv::FILE_NAMES as CSV_FILES;
+
 use crate::compare::Comparison;
 use goodput_core::sweep::SweepResult;
 use goodput_core::RunResult;

@@ -160,19 +160,24 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
         Ok(v) if guidellm::is(&v) => guidellm::parse(&name, &v)?,
         Ok(v) if aiperf::is_summary(&v) => {
             let records = path.with_file_name("profile_export.jsonl");
-            let text = std::fs::read_to_string(&records).map_err(|e| ImportError::AiperfNoRecords {
-                file: name.clone(),
-                records: records.display().to_string(),
-                error: e.to_string(),
+            let cap = goodput_core::input::DOCUMENT_CAP;
+            let text = goodput_core::input::read_text(&records, "AIPerf's records", cap).map_err(|e| {
+                ImportError::AiperfNoRecords {
+                    file: name.clone(),
+                    records: records.display().to_string(),
+                    error: e.to_string(),
+                }
             })?;
             aiperf::parse(&records.display().to_string(), &text, Some(&v))?
         }
         Ok(_) => return Ok(None),
         Err(_) if aiperf::is_records(text) => {
-            let summary = std::fs::read_to_string(path.with_file_name("profile_export_aiperf.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                .filter(aiperf::is_summary);
+            let beside = path.with_file_name("profile_export_aiperf.json");
+            let summary =
+                goodput_core::input::read_text(&beside, "AIPerf's summary", goodput_core::input::DOCUMENT_CAP)
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .filter(aiperf::is_summary);
             aiperf::parse(&name, text, summary.as_ref())?
         }
         Err(_) => return Ok(None),

@@ -92,6 +92,9 @@ pub struct MonitorArgs {
     /// Write each interval's signals as one JSON line to this file.
     #[arg(long)]
     pub record: Option<PathBuf>,
+    /// The most one answer may make the client hold: a scrape of a metrics URL, the model list, a probe's response (e.g. 64MiB). Past it the scrape fails, saying so, and memory stays bounded.
+    #[arg(long, value_parser = parse_bytes, default_value = "64MiB")]
+    pub max_buffer: usize,
     /// Serve the probes' client-side metrics in Prometheus text at this address.
     #[arg(long)]
     pub prometheus_listen: Option<std::net::SocketAddr>,

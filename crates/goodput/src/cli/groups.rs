@@ -5,7 +5,7 @@ use super::parse::*;
 use clap::{Args, ValueEnum};
 use goodput_core::Slo;
 use goodput_load::{Api, LengthDist, Preset, Stamps, ThinkTime, Transport, Turns};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `--key-header`: which header carries the API key.
@@ -71,7 +71,7 @@ pub struct TargetArgs {
     /// Do not ask for stream_options.include_usage.
     #[arg(long)]
     pub no_usage: bool,
-    /// Extra JSON fields merged into every request body, e.g. '{"temperature":0}'.
+    /// Extra JSON fields merged into every request body, e.g. '{"temperature":0}'. They are written verbatim into the result (config.client.extra_body): a secret belongs in --header, whose values are never written.
     #[arg(long)]
     pub extra_body: Option<String>,
     /// Per-request timeout.
@@ -226,6 +226,14 @@ pub struct WorkloadArgs {
     pub repeat: u32,
 }
 
+impl WorkloadArgs {
+    /// The files read, each with its flag.
+    pub fn inputs(&self) -> Vec<(&'static str, &Path)> {
+        let given = [("--dataset", &self.dataset), ("--tokenizer", &self.tokenizer)];
+        given.into_iter().filter_map(|(flag, p)| Some((flag, p.as_deref()?))).collect()
+    }
+}
+
 /// What is written, and where.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
@@ -247,7 +255,7 @@ pub struct OutputArgs {
     /// A name for the run, kept as config.label: reports show it and compare uses it instead of the file name.
     #[arg(long, value_parser = parse_label)]
     pub label: Option<String>,
-    /// A note kept in the result's config.meta, e.g. --meta gpu=H100 --meta vllm=0.11.0 (repeatable); compare lists the ones that differ.
+    /// A note kept in the result's config.meta, e.g. --meta gpu=H100 --meta vllm=0.11.0 (repeatable); compare lists the ones that differ. Written verbatim into the result and its reports: no secrets here.
     #[arg(long, value_parser = parse_meta)]
     pub meta: Vec<(String, String)>,
     /// Live view while the run goes: a full-screen view on a terminal, periodic lines otherwise.
@@ -258,6 +266,14 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
+    /// The files written, each with its flag (see
+    /// [`crate::output::distinct_files`]).
+    pub fn outputs(&self) -> Vec<(&'static str, Option<&Path>)> {
+        let mut v = vec![("--output", self.output.as_deref()), ("--records", self.records.as_deref())];
+        v.extend(self.exports.outputs());
+        v
+    }
+
     /// The outputs of a document written again from saved runs (`report`,
     /// `merge`): its percentiles, the result file and the renderings asked
     /// for; no records, live view or tags of a run of its own.
@@ -301,6 +317,11 @@ pub struct ExportArgs {
 }
 
 impl ExportArgs {
+    /// The renderings' destinations, each with its flag.
+    pub fn outputs(&self) -> [(&'static str, Option<&Path>); 3] {
+        [("--html", self.html.as_deref()), ("--markdown", self.markdown.as_deref()), ("--csv", self.csv.as_deref())]
+    }
+
     /// The formats asked for, with their destinations.
     pub fn targets(&self) -> Vec<(goodput_report::Format, PathBuf)> {
         use goodput_report::Format;

@@ -96,6 +96,18 @@ mod tests {
     }
 
     #[test]
+    fn byte_sizes_are_at_least_a_kib() {
+        assert_eq!(parse_bytes("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_bytes("1KiB").unwrap(), 1024);
+        assert_eq!(parse_bytes("1024").unwrap(), 1024);
+        // 0 and 1 alike: a buffer of a few bytes fails every request.
+        for small in ["0", "1", "1023", "0MiB"] {
+            assert!(parse_bytes(small).unwrap_err().contains("give at least 1KiB"), "{small}");
+        }
+        assert!(parse_bytes("64 parsecs").unwrap_err().contains("is not a size"));
+    }
+
+    #[test]
     fn percentile_lists() {
         assert_eq!(parse_percentiles("50,90,99.9").unwrap().0, vec![50.0, 90.0, 99.9]);
         assert_eq!(parse_percentiles("p50, p99").unwrap().0, vec![50.0, 99.0]);

@@ -20,9 +20,10 @@ pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// A share, 0 to 1.
 /// A size in bytes: a number, optionally with K/KiB, M/MiB or G/GiB
-/// (powers of 1,024 all).
+/// (powers of 1,024 all), of at least 1 KiB: less cannot hold a line of an
+/// answer (an SSE event's framing alone is tens of bytes), and 0 and 1
+/// alike would fail every request.
 pub fn parse_bytes(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -36,12 +37,15 @@ pub fn parse_bytes(s: &str) -> Result<usize, String> {
     };
     let n: usize = num.parse().map_err(|_| format!("'{s}' is not a size: give e.g. 64MiB"))?;
     match n.checked_mul(1 << shift) {
-        Some(0) => Err(format!("'{s}' holds nothing: give at least 1KiB")),
+        Some(b) if b < 1 << 10 => {
+            Err(format!("'{s}' is less than 1KiB, too little to hold a line of an answer: give at least 1KiB"))
+        }
         Some(b) => Ok(b),
         None => Err(format!("'{s}' is more than this machine can address")),
     }
 }
 
+/// A share, 0 to 1.
 pub fn parse_share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),

@@ -407,7 +407,12 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed.value, None)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
-    output::check_outputs(&a.output)?;
+    let mut inputs = a.workload.inputs();
+    inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
+    inputs.extend(a.hw.calibration.as_deref().map(|p| ("--calibration", p)));
+    inputs.extend(a.target.model.as_deref().and_then(|m| output::named_file("--model", m)));
+    inputs.extend(output::named_file("--sim-model", &a.sim.sim_model));
+    output::check_outputs(&a.output, &inputs)?;
     let (runner, target, engine_config) = if a.estimate {
         if a.target.url.is_some() {
             bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");

@@ -232,7 +232,7 @@ impl Column {
 
 impl ParquetRows {
     pub fn open(path: &Path) -> Result<Self, RecordsError> {
-        let f = std::fs::File::open(path).map_err(|err| RecordsError::Read { path: path.to_owned(), err })?;
+        let f = goodput_core::input::open_regular(path, "the Parquet records file")?;
         let bad = |why: String| RecordsError::Parquet { path: path.to_owned(), why };
         let reader = SerializedFileReader::new(f).map_err(|e| {
             bad(format!(
@@ -316,6 +316,11 @@ impl ParquetRows {
         self.left -= 1;
         self.row += 1;
         record_of(&mut self.cols).map(Some)
+    }
+
+    /// Rows read so far: the row of the record last read, from 1.
+    pub fn rows_read(&self) -> usize {
+        self.row
     }
 
     pub fn next_record(&mut self) -> Option<Result<RequestRecord, RecordsError>> {
