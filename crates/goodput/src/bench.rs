@@ -109,6 +109,9 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         metrics.no_metrics = true;
     }
     let (mut result, recs) = run_point(&target, point, &metrics, &a.output, &opts).await?;
+    if let Some(hint) = target.wrong_model_hint(&result).await {
+        eprintln!("hint: {hint}");
+    }
     result.shard = a.shard.shard.map(|(index, count)| goodput_core::shard::ShardInfo {
         run: goodput_core::shard::run_identity(
             result.config.load.as_ref(),

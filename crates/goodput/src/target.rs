@@ -29,6 +29,9 @@ pub struct HttpTarget {
     pub max_buffer: usize,
     /// The `client` block of the run's config.
     pub config: ClientSettings,
+    /// The headers a probe sends (the key's among them), for the hints
+    /// that ask the server again after a run.
+    probe_headers: Vec<(String, String)>,
     /// Stops the embedded server when dropped.
     _server: Option<Box<Embedded>>,
 }
@@ -119,6 +122,27 @@ fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::sim_server::S
 }
 
 impl HttpTarget {
+    /// The hint for a run whose every request failed with 404: the models
+    /// the server does serve, when it lists them and the run's is not one.
+    pub async fn wrong_model_hint(&self, result: &goodput_core::RunResult) -> Option<String> {
+        let q = &result.summary.requests;
+        let not_found = q.error_samples.get("http_status").is_some_and(|m| m.starts_with("HTTP 404"));
+        if self.embedded || q.completed > 0 || !not_found {
+            return None;
+        }
+        let served =
+            served_models(self.client.http(), &self.root, self.client.api(), &self.probe_headers, self.max_buffer)
+                .await?;
+        let asked: Vec<&str> = self.model.split(',').filter(|m| !served.iter().any(|s| s == m)).collect();
+        (!asked.is_empty()).then(|| {
+            format!(
+                "the server answered 404 to every request, and serves {}: --model {} is not among them",
+                goodput_report::escape::terminal(&served.join(", ")),
+                goodput_report::escape::terminal(&asked.join(","))
+            )
+        })
+    }
+
     pub fn target(&self) -> Target {
         Target {
             url: self.base.clone(),
@@ -143,6 +167,9 @@ pub async fn connect(
     // Several models, comma-separated, spread the requests over them; the
     // embedded server serves those it is given.
     let named = crate::common::names_of("--model", t.model.as_deref())?;
+    if let Some(u) = &t.url {
+        check_root(u)?;
+    }
     let (base, server) = match &t.url {
         // Credentials in the URL go in a header, never into anything written.
         Some(u) => (normalize_base(&goodput_core::redact::strip_userinfo(u)), None),
@@ -230,8 +257,43 @@ pub async fn connect(
         client: Arc::new(client),
         max_buffer,
         config,
+        probe_headers: headers,
         _server: server,
     })
+}
+
+/// The API routes goodput adds to `--url` itself: a `--url` that ends in
+/// one names an endpoint, not the server's root.
+const ROUTES: [&str; 13] = [
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/messages",
+    "/v1/models",
+    "/chat/completions",
+    "/completions",
+    "/api/chat",
+    "/api/generate",
+    "/generate_stream",
+    "/generate",
+    "/completion",
+    "/metrics",
+    "/health",
+];
+
+/// Refuses a `--url` that names an endpoint (`…/v1/chat/completions`):
+/// goodput adds the API's path, so it would send to the path twice.
+fn check_root(url: &str) -> Result<()> {
+    let path_end = url.find(['?', '#']).unwrap_or(url.len());
+    let path = url[..path_end].trim_end_matches('/');
+    let Some(scheme_end) = path.find("://").map(|i| i + 3) else { return Ok(()) };
+    let Some(route) = ROUTES.iter().find(|r| path[scheme_end..].ends_with(*r)) else { return Ok(()) };
+    let root = &path[..path.len() - route.len()];
+    bail!(
+        "--url is the server's root, not an endpoint: {} ends in {route}, which goodput adds itself (--api picks \
+         the route); give --url {}",
+        goodput_core::redact::redact_url(url),
+        goodput_core::redact::redact_url(if root.ends_with("://") { path } else { root })
+    )
 }
 
 /// `--extra-body` as the JSON object it must be.
@@ -333,19 +395,26 @@ pub async fn discover_model(
     for (name, value) in headers {
         req = req.header(name, value);
     }
-    let resp = req
-        .send()
-        .await
-        .map_err(|e| anyhow!("cannot reach {base}: {}. Is the server running and is --url right?", error_chain(&e)))?;
+    let resp = req.send().await.map_err(|e| {
+        let chain = error_chain(&e);
+        match goodput_load::client::tls_hint(&chain) {
+            Some(hint) => anyhow!("cannot reach {base}: {hint} ({chain})"),
+            None => anyhow!("cannot reach {base}: {chain}. Is the server running and is --url right?"),
+        }
+    })?;
     if !resp.status().is_success() {
         // A redirect is not followed (see goodput_load's Client::new): say where it pointed.
         let to = resp
             .headers()
             .get("location")
             .map(|l| format!(", a redirect to {} not followed", String::from_utf8_lossy(l.as_bytes())));
+        let status = resp.status();
+        let hint = match other_api(http, base, api, headers).await {
+            Some(other) => other,
+            None => "pass --model NAME".into(),
+        };
         bail!(
-            "the server at {base} did not list its models (HTTP {} from {path}{}): pass --model NAME",
-            resp.status(),
+            "the server at {base} did not list its models (HTTP {status} from {path}{}): {hint}",
             to.unwrap_or_default()
         );
     }
@@ -364,6 +433,55 @@ pub async fn discover_model(
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| anyhow!("the server at {base} lists no model at {path}: pass --model NAME"))
+}
+
+/// Which other API the server at `base` speaks, when `api`'s model list
+/// did not answer: the first other list that answers 2xx, with the `--api`
+/// that goes with it.
+async fn other_api(http: &reqwest::Client, base: &str, api: Api, headers: &[(String, String)]) -> Option<String> {
+    let own = model_list(api).0;
+    let lists = [
+        ("/v1/models", "an OpenAI-compatible server (vLLM, SGLang, llama.cpp, …): try --api chat, or completions"),
+        ("/api/tags", "an Ollama server: try --api ollama-chat, or ollama-generate"),
+        ("/info", "a TGI server: try --api tgi"),
+    ];
+    for (path, says) in lists.into_iter().filter(|(p, _)| *p != own) {
+        let mut req = http.get(join_url(base, path)).timeout(Duration::from_secs(5)).header("connection", "close");
+        for (name, value) in headers {
+            req = req.header(name, value);
+        }
+        if req.send().await.is_ok_and(|r| r.status().is_success()) {
+            return Some(format!("{path} answers: this looks like {says}"));
+        }
+    }
+    None
+}
+
+/// The names the server at `base` lists (`api`'s model list), when it
+/// lists any: for the hint after requests that asked for a model it does
+/// not serve.
+pub async fn served_models(
+    http: &reqwest::Client,
+    base: &str,
+    api: Api,
+    headers: &[(String, String)],
+    max_body: usize,
+) -> Option<Vec<String>> {
+    let (path, _) = model_list(api);
+    let mut req = http.get(join_url(base, path)).timeout(Duration::from_secs(5)).header("connection", "close");
+    for (name, value) in headers {
+        req = req.header(name, value);
+    }
+    let resp = req.send().await.ok().filter(|r| r.status().is_success())?;
+    let body = goodput_load::scraper::read_capped(resp, max_body).await.ok()?;
+    let v: Value = serde_json::from_slice(&body).ok()?;
+    let names: Vec<String> = match api {
+        Api::OllamaChat | Api::OllamaGenerate => v.pointer("/models")?.as_array()?.iter(),
+        _ => v.pointer("/data")?.as_array()?.iter(),
+    }
+    .filter_map(|m| m.get("id").or_else(|| m.get("name")).and_then(Value::as_str).map(str::to_owned))
+    .collect();
+    (!names.is_empty()).then_some(names)
 }
 
 /// Where `api`'s server lists its models, and where the first name is in the answer.

@@ -191,7 +191,7 @@ fn no_output_overwrites_an_input_of_its_command() {
     goodput().args(RUN).arg("-o").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
     for i in 0..2 {
         let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
-        goodput().args(RUN).args(["--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+        goodput().args(RUN).args(["--seed", "4", "--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
     }
     let saved = |names: &[&str]| names.iter().map(|n| std::fs::read(p(n)).unwrap()).collect::<Vec<_>>();
     let inputs = ["c.json", "c.jsonl", "s0.json", "s0.jsonl", "s1.json", "s1.jsonl"];
@@ -289,7 +289,7 @@ fn records_holding_a_request_twice_are_refused() {
     assert!(err.contains("twice (lines 1 and 3)"), "{err}");
     for i in 0..2 {
         let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
-        goodput().args(RUN).args(["--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+        goodput().args(RUN).args(["--seed", "4", "--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
     }
     let shard = std::fs::read_to_string(p("s1.jsonl")).unwrap();
     std::fs::write(p("s1.jsonl"), shard.repeat(2)).unwrap();

@@ -333,3 +333,19 @@ fn a_run_of_an_earlier_runs_prompts_is_served_from_the_cache_and_warned_about() 
     assert_ne!(fresh["config"]["load"]["seed"], first["config"]["load"]["seed"]);
     assert!(fresh["config"]["load"]["seed"].is_u64(), "the drawn seed is recorded");
 }
+
+/// A model the server does not serve: every request fails with 404, and
+/// the run says which models the server does serve.
+#[test]
+fn a_wrong_model_name_lists_the_models_served() {
+    let (_rt, url, _server) = start_serving(None, &["adapter-a"]);
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--url", &url, "--model", "llama-3-8b", "-n", "2", "--output-tokens", "2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("hint: the server answered 404 to every request, and serves"), "{err}");
+    assert!(err.contains("adapter-a") && err.contains("--model llama-3-8b is not among them"), "{err}");
+}

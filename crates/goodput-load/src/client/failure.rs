@@ -82,6 +82,10 @@ pub(super) fn compressed(encoding: Option<&str>) -> Option<Outcome> {
 /// A connect error that is the client's own shortage (open files, memory,
 /// local ports), named as such.
 pub(super) fn connect_or_resource(message: String) -> Outcome {
+    let message = match tls_hint(&message) {
+        Some(hint) => format!("{message}: {hint}"),
+        None => message,
+    };
     let m = message.to_ascii_lowercase();
     let ours = [
         "too many open files",
@@ -121,6 +125,21 @@ pub(super) async fn read_limited(resp: &mut reqwest::Response, limit: usize) -> 
         }
     }
     String::from_utf8_lossy(&buf).trim().to_owned()
+}
+
+/// What a TLS handshake's failure means when the other side spoke plain
+/// HTTP: rustls reads "HTTP/1.1 400" as a record of a content type it does
+/// not know.
+///
+/// ```
+/// use goodput_load::client::tls_hint;
+/// let m = "error sending request: received corrupt message of type InvalidContentType";
+/// assert!(tls_hint(m).unwrap().contains("use http://"));
+/// assert_eq!(tls_hint("connection refused"), None);
+/// ```
+pub fn tls_hint(message: &str) -> Option<&'static str> {
+    (message.contains("InvalidContentType") || message.contains("corrupt message"))
+        .then_some("the server answered in plain HTTP, not TLS: use http://, not https://, in --url")
 }
 
 /// An error with its causes, `a: b: c`, as people need to see it.

@@ -6,7 +6,7 @@ mod failure;
 mod headers;
 mod settings;
 
-pub use failure::error_chain;
+pub use failure::{error_chain, tls_hint};
 pub use headers::{check_header, join_url, key_header_overridden, normalize_base, request_headers, secrets_of};
 pub use settings::{Cancellation, ClientConfig, Transport, MAX_BUFFER};
 

@@ -176,3 +176,42 @@ fn a_servers_escape_sequences_never_reach_the_terminal() {
         assert!(message.contains("\u{1b}[2J") && message.contains('\r'), "the record keeps the text: {message:?}");
     }
 }
+
+/// Hints that fix the problem (issue 36): a `--url` naming an endpoint is
+/// refused with the root to give; a wrong `--api` is named by the model
+/// list that does answer; `https://` to a plain-HTTP port says to use
+/// `http://`.
+#[test]
+fn hints_name_the_fix() {
+    let err = goodput().args(["bench", "--url", "http://127.0.0.1:9/v1/chat/completions", "-n", "1"]).refusal();
+    assert!(err.contains("--url is the server's root") && err.contains("give --url http://127.0.0.1:9\n"), "{err}");
+    let err =
+        goodput().args(["bench", "--url", "http://127.0.0.1:9/api/generate?key=s3cr3t-value", "-n", "1"]).refusal();
+    assert!(err.contains("give --url http://127.0.0.1:9") && !err.contains("s3cr3t"), "{err}");
+
+    // An OpenAI server loaded as Ollama: /api/tags is not there, /v1/models is.
+    let url = server(
+        |line, _| {
+            if line.starts_with("GET /v1/models") {
+                (JSON, r#"{"object":"list","data":[{"id":"m"}]}"#.into())
+            } else {
+                ("HTTP/1.1 404 Not Found\r\ncontent-type: text/plain", "no".into())
+            }
+        },
+        false,
+    );
+    let err = goodput().args(["bench", "--url", &url, "--api", "ollama-chat", "-n", "1"]).refusal();
+    assert!(
+        err.contains("/v1/models answers: this looks like an OpenAI-compatible server") && err.contains("--api chat"),
+        "{err}"
+    );
+
+    // TLS to a plain-HTTP server (it answers the handshake with a 400), with
+    // and without a model to ask for.
+    let (_rt, plain) = crate::cmd::fixed_server(goodput_sim::fixed::FixedProfile::default());
+    let https = plain.replace("http://", "https://");
+    let err = goodput().args(["bench", "--url", &https, "-n", "1"]).refusal();
+    assert!(err.contains("use http://, not https://"), "{err}");
+    let err = goodput().args(["bench", "--url", &https, "--model", "m", "-n", "1", "--progress", "none"]).refusal();
+    assert!(err.contains("use http://, not https://"), "{err}");
+}
