@@ -11,12 +11,27 @@ use goodput_core::config::Rate;
 use goodput_core::{Distribution, RunConfig, RunResult};
 use std::fmt::Write;
 
-/// Renders the summary of one run.
+/// The width the summary fits when the terminal's is not known (a pipe,
+/// a file): the classic terminal's.
+pub const NARROW: usize = 80;
+
+/// From this width on, the latency table shows every column at full width.
+const WIDE: usize = 100;
+
+/// Renders the summary of one run to fit [`NARROW`] columns.
 pub fn render(r: &RunResult) -> String {
+    render_width(r, NARROW)
+}
+
+/// Renders the summary of one run to fit `width` columns: the latency
+/// table keeps the columns that fit (p50, max, p99 and the mean first),
+/// and longer lines wrap at words, indented under their start.
+pub fn render_width(r: &RunResult, width: usize) -> String {
+    let width = width.max(60);
     let mut o = String::new();
     let s = &r.summary;
     heading(&mut o, r);
-    latency_table(&mut o, r);
+    latency_table(&mut o, r, width);
     throughput(&mut o, r);
     user_view(&mut o, r);
     let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
@@ -41,7 +56,46 @@ pub fn render(r: &RunResult) -> String {
     for w in &r.warnings {
         let _ = writeln!(o, "warning: {}", esc(w));
     }
-    o
+    wrap(&o, width)
+}
+
+/// `text` with every line longer than `width` characters broken at spaces;
+/// a continuation is indented two more than its line (a word longer than
+/// the line, a URL, stays whole).
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if body.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = body.chars().take_while(|c| *c == ' ').count();
+        let next = " ".repeat((indent + 2).min(width / 2));
+        let mut col = 0;
+        out.push_str(&body[..indent]);
+        col += indent;
+        let mut first = true;
+        for word in body[indent..].split(' ') {
+            let n = word.chars().count();
+            if !first && col + 1 + n > width {
+                out.push('\n');
+                out.push_str(&next);
+                col = next.len();
+            } else if !first {
+                out.push(' ');
+                col += 1;
+            }
+            out.push_str(word);
+            col += n;
+            first = false;
+        }
+        out.push_str(nl);
+    }
+    out
 }
 
 /// What ran against what, over which window, and how the requests ended.
@@ -153,14 +207,72 @@ pub fn stability_text(st: &goodput_core::stability::Stability) -> String {
 }
 
 /// Latency percentiles, a row per distribution.
-fn latency_table(o: &mut String, r: &RunResult) {
+/// A column of the latency table.
+#[derive(Clone, Copy, PartialEq)]
+enum Col {
+    Mean,
+    Std,
+    Min,
+    P(f64),
+    Max,
+}
+
+impl Col {
+    fn head(self) -> String {
+        match self {
+            Col::Mean => "mean".into(),
+            Col::Std => "std".into(),
+            Col::Min => "min".into(),
+            Col::P(p) => format!("p{p}"),
+            Col::Max => "max".into(),
+        }
+    }
+
+    fn of(self, d: &Distribution) -> String {
+        num(match self {
+            Col::Mean => d.mean,
+            Col::Std => d.std,
+            Col::Min => d.min,
+            Col::P(p) => d.p(p),
+            Col::Max => d.max,
+        })
+    }
+}
+
+/// The latency table's columns that fit `width`, in table order, and
+/// those left out, with the width of each: every column at 10 on a wide
+/// terminal; at 9 otherwise, the median, the maximum, p99 and the mean kept
+/// first.
+fn latency_columns(ps: &[f64], width: usize) -> (Vec<Col>, Vec<Col>, usize) {
+    let all: Vec<Col> =
+        [Col::Mean, Col::Std, Col::Min].into_iter().chain(ps.iter().map(|&p| Col::P(p))).chain([Col::Max]).collect();
+    if 16 + 10 * all.len() <= width.max(WIDE) && width >= WIDE {
+        return (all, Vec::new(), 10);
+    }
+    let room = width.saturating_sub(16) / 9;
+    let mut priority: Vec<Col> =
+        [Col::P(50.0), Col::Max, Col::P(99.0), Col::Mean, Col::P(90.0), Col::P(95.0), Col::Min]
+            .into_iter()
+            .filter(|c| all.contains(c))
+            .collect();
+    let rest: Vec<Col> = all.iter().copied().filter(|c| !priority.contains(c) && *c != Col::Std).collect();
+    priority.extend(rest);
+    priority.push(Col::Std);
+    let kept: Vec<Col> = priority.iter().take(room).copied().collect();
+    let shown = all.iter().copied().filter(|c| kept.contains(c)).collect();
+    let hidden = all.iter().copied().filter(|c| !kept.contains(c)).collect();
+    (shown, hidden, 9)
+}
+
+fn latency_table(o: &mut String, r: &RunResult, width: usize) {
     let s = &r.summary;
     let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
-    let _ = write!(o, "{:<16}{:>10}{:>10}{:>10}", "latency (ms)", "mean", "std", "min");
-    for p in &ps {
-        let _ = write!(o, "{:>10}", format!("p{p}"));
+    let (cols, hidden, w) = latency_columns(&ps, width);
+    let _ = write!(o, "{:<16}", "latency (ms)");
+    for c in &cols {
+        let _ = write!(o, "{:>w$}", c.head());
     }
-    let _ = writeln!(o, "{:>10}", "max");
+    o.push('\n');
     let mut rows: Vec<(&str, &Distribution)> = vec![
         ("TTFT", &s.ttft_ms),
         ("TTFT content", &s.ttft_content_ms),
@@ -177,11 +289,15 @@ fn latency_table(o: &mut String, r: &RunResult) {
         rows.push(("read lag/req", &s.client_read_lag_ms));
     }
     for (name, d) in rows {
-        let _ = write!(o, "  {:<14}{:>10}{:>10}{:>10}", name, num(d.mean), num(d.std), num(d.min));
-        for p in &ps {
-            let _ = write!(o, "{:>10}", num(d.p(*p)));
+        let _ = write!(o, "  {name:<14}");
+        for c in &cols {
+            let _ = write!(o, "{:>w$}", c.of(d));
         }
-        let _ = writeln!(o, "{:>10}", num(d.max));
+        o.push('\n');
+    }
+    if !hidden.is_empty() {
+        let names: Vec<String> = hidden.iter().map(|c| c.head()).collect();
+        let _ = writeln!(o, "  ({} on a wider terminal, and in -o, --markdown and --csv)", names.join(", "));
     }
     o.push('\n');
 }

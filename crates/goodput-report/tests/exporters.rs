@@ -965,3 +965,22 @@ fn terminal_says_what_failed_and_leaves_no_empty_field() {
     let sig = terminal::render(&server_run());
     assert!(!sig.contains("scrapes of 1)"), "{sig}");
 }
+
+/// The terminal summary fits an 80-column terminal (every line, the
+/// latency table's columns chosen to fit, prose wrapped at words), and a
+/// wider one shows every column.
+#[test]
+fn terminal_summary_fits_80_columns() {
+    for r in [run(), server_run(), adversarial_run()] {
+        let out = terminal::render_width(&r, 80);
+        for line in out.lines() {
+            assert!(line.chars().count() <= 80 || !line.contains(' '), "{} chars: {line}", line.chars().count());
+        }
+    }
+    let narrow = terminal::render_width(&server_run(), 80);
+    insta::assert_snapshot!("terminal_80_columns", narrow);
+    let head = |s: &str| s.lines().find(|l| l.starts_with("latency (ms)")).unwrap().to_string();
+    assert!(!head(&narrow).contains("std") && narrow.contains("(std on a wider terminal"), "{narrow}");
+    let wide = terminal::render_width(&server_run(), 140);
+    assert!(head(&wide).contains("std") && !wide.contains("on a wider terminal"), "{wide}");
+}

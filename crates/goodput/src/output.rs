@@ -214,6 +214,18 @@ pub fn finish_live(
     Ok(code)
 }
 
+/// The width the summary fits: the terminal's when standard output is one,
+/// else `COLUMNS` when set, else 80.
+pub fn columns() -> usize {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        if let Ok((w, _)) = ratatui::crossterm::terminal::size() {
+            return usize::from(w);
+        }
+    }
+    std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()).unwrap_or(goodput_report::terminal::NARROW)
+}
+
 /// Prints the summary, writes `--output`, and picks the exit code: 1 when
 /// no request succeeded, 3 when
 /// `--fail-on-slo` and the SLO failed, 4 when `--fail-on-unsteady` and the
@@ -221,7 +233,7 @@ pub fn finish_live(
 /// A file that could not be written is an error (exit 2) once the rest are
 /// written.
 pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: &[RequestRecord]) -> Result<ExitCode> {
-    let summary = goodput_report::terminal::render(result);
+    let summary = goodput_report::terminal::render_width(result, columns());
     // With `-o -` standard output carries the document alone.
     if out.output.as_deref() == Some(Path::new("-")) {
         eprint!("{summary}");
