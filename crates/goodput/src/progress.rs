@@ -14,7 +14,7 @@ use ratatui::crossterm::ExecutableCommand;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
+use ratatui::widgets::{Block, Borders, Gauge, LineGauge, Paragraph, Sparkline};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -172,7 +172,7 @@ impl Progress {
         let f = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
         let of = s.planned.map(|p| format!("/{p}")).unwrap_or_default();
         let eta = match s.fraction {
-            Some(x) if x > 0.0 && x < 1.0 => format!(" · ETA {:.0}s", s.elapsed.as_secs_f64() * (1.0 - x) / x),
+            Some(x) if x > 0.0 && x < 1.0 => eta(s.elapsed, x),
             _ => String::new(),
         };
         let failed: u64 = s.failed.values().sum();
@@ -311,6 +311,24 @@ fn quit_pressed(timeout: Duration) -> std::io::Result<bool> {
     })
 }
 
+/// ` · ETA 12s` from the time gone and the share done, or nothing.
+fn eta(elapsed: Duration, fraction: f64) -> String {
+    if fraction > 0.0 && fraction < 1.0 {
+        format!(" · ETA {:.0}s", elapsed.as_secs_f64() * (1.0 - fraction) / fraction)
+    } else {
+        String::new()
+    }
+}
+
+/// A rate chart's title with its scale: bars run from 0 (the bottom) to the
+/// highest second shown (the top), and the last second's value.
+fn rate_title(what: &str, data: &[u64]) -> String {
+    match (data.iter().max(), data.last()) {
+        (Some(top), Some(now)) => format!("{what} · top of the chart {top} · last second {now}"),
+        _ => what.to_string(),
+    }
+}
+
 fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()> {
     let _guard = TerminalGuard::enter()?;
     let backend = ratatui::backend::CrosstermBackend::new(std::io::stderr());
@@ -328,15 +346,23 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
             ])
             .split(area);
             let sessions = s.sessions_ended.map(|e| format!(" · {e} sessions ended")).unwrap_or_default();
+            // The words beside the bar, not on it: drawn over the bar's
+            // colour they could not be read.
             let label = match s.fraction {
-                Some(x) => format!("{} done{sessions} · {:.1}s · {:.0}%", s.done, s.elapsed.as_secs_f64(), x * 100.0),
-                None => format!("{} done{sessions} · {:.1}s", s.done, s.elapsed.as_secs_f64()),
+                Some(x) => format!(
+                    "{} done{sessions} · {:.1}s · {:.0}%{} ",
+                    s.done,
+                    s.elapsed.as_secs_f64(),
+                    x * 100.0,
+                    eta(s.elapsed, x)
+                ),
+                None => format!("{} done{sessions} · {:.1}s ", s.done, s.elapsed.as_secs_f64()),
             };
             f.render_widget(
-                Gauge::default()
+                LineGauge::default()
                     .block(Block::default().borders(Borders::ALL).title(p.title.as_str()))
-                    .gauge_style(Style::default().fg(Color::Cyan))
-                    .ratio(s.fraction.unwrap_or(0.0))
+                    .filled_style(Style::default().fg(Color::Cyan))
+                    .ratio(s.fraction.unwrap_or(0.0).clamp(0.0, 1.0))
                     .label(label),
                 rows[0],
             );
@@ -362,7 +388,7 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
             let data: Vec<u64> = s.per_second.iter().rev().take(width).rev().copied().collect();
             f.render_widget(
                 Sparkline::default()
-                    .block(Block::default().borders(Borders::ALL).title("output tokens per second"))
+                    .block(Block::default().borders(Borders::ALL).title(rate_title("output tokens per second", &data)))
                     .data(&data)
                     .style(Style::default().fg(Color::Green)),
                 rows[2],
@@ -439,7 +465,11 @@ pub fn serve_view(
                         let data: Vec<u64> = rates.iter().rev().take(width).rev().copied().collect();
                         f.render_widget(
                             Sparkline::default()
-                                .block(Block::default().borders(Borders::ALL).title("tokens generated per second"))
+                                .block(
+                                    Block::default()
+                                        .borders(Borders::ALL)
+                                        .title(rate_title("tokens generated per second", &data)),
+                                )
                                 .data(&data)
                                 .style(Style::default().fg(Color::Green)),
                             rows[2],

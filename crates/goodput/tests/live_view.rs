@@ -107,6 +107,9 @@ fn ctrl_c_in_the_live_view_stops_writes_and_restores_the_terminal() {
     let t = Tmux::start(&cmd);
     let screen = t.wait_for(|s| s.contains("TTFT ms") && s.contains(" done"), Duration::from_secs(60));
     assert!(screen.contains("live (last 2,000 requests)"), "the full-screen view is drawn:\n{screen}");
+    // The progress says how long is left, and the rate chart its scale.
+    let screen = t.wait_for(|s| s.contains("ETA") && s.contains("top of the chart"), Duration::from_secs(30));
+    assert!(screen.contains("last second"), "{screen}");
     std::thread::sleep(Duration::from_millis(800));
     t.tmux(&["send-keys", "-t", "t", "C-c"]);
     let stty_text = wait_file(&stty, Duration::from_secs(60));
