@@ -1541,3 +1541,27 @@ fn sweep_points_draw_prompts_of_their_own_and_the_seed_repeats_them() {
     assert_ne!(fresh, 9);
     assert!(other[0].is_disjoint(&prompts[0]), "a sweep without --seed draws its own");
 }
+
+/// The README's dataset example runs on the small files the repository
+/// ships (data/examples), and the cycled dataset says so.
+#[test]
+fn the_readmes_dataset_example_runs_on_the_files_it_ships() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/examples");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    goodput()
+        .args(["bench", "-q", "-n", "24", "-c", "4"])
+        .args(FAST)
+        .arg("--dataset")
+        .arg(examples.join("sharegpt.json"))
+        .arg("--tokenizer")
+        .arg(examples.join("tokenizer.json"))
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["completed"], 24);
+    assert_eq!(v["config"]["workload"]["dataset_entries"], 12);
+    assert!(v["warnings"].to_string().contains("went round the dataset 2.0 times"), "{}", v["warnings"]);
+}
