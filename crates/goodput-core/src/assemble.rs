@@ -29,6 +29,9 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
     let peak = analysis.summary.in_flight.peak;
     let few = a.config.load.as_ref().and_then(|l| few_requests_warning(l, peak));
     let cycled = a.config.workload.as_ref().and_then(|w| cycled_dataset_warning(w, records));
+    let chunks: u64 = records.iter().filter(|r| !r.warmup).map(|r| r.chunks.len() as u64).sum();
+    let stamp = a.config.client.as_ref().map(|c| c.stamp.as_str());
+    let late = crate::summary::read_lag_warning(&analysis.summary, stamp, chunks);
     RunResult {
         schema: SCHEMA.into(),
         tool: a.tool,
@@ -46,7 +49,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         engine: None,
         server_signals: None,
         client: None,
-        warnings: analysis.warnings.into_iter().chain(few).chain(cycled).collect(),
+        warnings: analysis.warnings.into_iter().chain(few).chain(cycled).chain(late).collect(),
         diagnosis: Vec::new(),
         shard: None,
         merge: None,
