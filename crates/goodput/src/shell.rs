@@ -16,7 +16,7 @@ pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
 }
 
 pub fn man(a: ManArgs) -> Result<ExitCode> {
-    let cmd = Cli::command();
+    let cmd = with_value_synopsis(Cli::command(), "goodput");
     match a.dir {
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -31,6 +31,53 @@ pub fn man(a: ManArgs) -> Result<ExitCode> {
             write_stdout(&out)
         }
     }
+}
+
+/// `cmd` and its subcommands with a synopsis that gives each option its
+/// value (`[--url <URL>]`): clap_mangen's own lists `[--url]`, as if it
+/// took none. `bin` is the command as typed (`goodput bench`).
+fn with_value_synopsis(cmd: clap::Command, bin: &str) -> clap::Command {
+    let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    let usage = synopsis(&cmd, bin);
+    let mut cmd = cmd.override_usage(usage);
+    for n in names {
+        let sub_bin = format!("{bin} {n}");
+        cmd = cmd.mut_subcommand(&n, |s| with_value_synopsis(s, &sub_bin));
+    }
+    cmd
+}
+
+/// `bin [-c|--concurrency <CONCURRENCY>] [--ignore-eos] … <RUN>`.
+fn synopsis(cmd: &clap::Command, bin: &str) -> String {
+    let mut parts = vec![bin.to_string()];
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let value = arg
+            .get_value_names()
+            .and_then(|v| v.first())
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
+        let takes_value = arg.get_action().takes_values();
+        if arg.is_positional() {
+            let many = if arg.get_num_args().is_some_and(|n| n.max_values() > 1) { "..." } else { "" };
+            parts.push(if arg.is_required_set() { format!("<{value}>{many}") } else { format!("[{value}]{many}") });
+            continue;
+        }
+        let names: Vec<String> = arg
+            .get_short()
+            .map(|s| format!("-{s}"))
+            .into_iter()
+            .chain(arg.get_long().map(|l| format!("--{l}")))
+            .collect();
+        let mut opt = names.join("|");
+        if takes_value {
+            opt.push_str(&format!(" <{value}>"));
+        }
+        parts.push(if arg.is_required_set() { opt } else { format!("[{opt}]") });
+    }
+    if cmd.has_subcommands() {
+        parts.push("<COMMAND>".into());
+    }
+    parts.join(" ")
 }
 
 /// Writes it all to stdout; a reader that went away (`| head`) is not an error.

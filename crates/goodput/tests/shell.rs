@@ -104,6 +104,11 @@ fn man_into_a_folder_writes_a_page_per_command() {
     }
     let bench = std::fs::read_to_string(dir.path().join("man1/goodput-bench.1")).unwrap();
     assert!(bench.contains("output\\-tokens"), "bench's page lacks its options");
+    // The synopsis gives each option its value, a flag none.
+    let synopsis = bench.lines().skip_while(|l| *l != ".SH SYNOPSIS").nth(1).unwrap();
+    assert!(synopsis.starts_with("\\fBgoodput bench\\fR"), "{synopsis}");
+    assert!(synopsis.contains("[\\-\\-url <URL>]") && synopsis.contains("[\\-\\-ignore\\-eos]"), "{synopsis}");
+    assert!(synopsis.contains("[\\-c|\\-\\-concurrency <CONCURRENCY>]"), "{synopsis}");
     // A folder that cannot be made is a clear error.
     let file = dir.path().join("a-file");
     std::fs::write(&file, "").unwrap();
