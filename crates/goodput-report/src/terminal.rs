@@ -39,7 +39,7 @@ pub fn render_width(r: &RunResult, width: usize) -> String {
         sessions(&mut o, ss, &ps);
     }
     if !s.by_model.is_empty() {
-        by_model(&mut o, &s.by_model, &ps);
+        by_model(&mut o, &s.by_model, &ps, width);
     }
     if let Some(q) = &s.quality {
         quality(&mut o, q);
@@ -74,12 +74,17 @@ pub fn wrap(text: &str, width: usize) -> String {
             continue;
         }
         let indent = body.chars().take_while(|c| *c == ' ').count();
+        // Cells aligned by runs of spaces (a table's, a label's and its
+        // figure) stay whole: only what follows the last run is broken.
+        let head = body[indent..].rfind("   ").map_or(indent, |i| {
+            let at = indent + i;
+            at + body[at..].chars().take_while(|c| *c == ' ').count()
+        });
         let next = " ".repeat((indent + 2).min(width / 2));
-        let mut col = 0;
-        out.push_str(&body[..indent]);
-        col += indent;
+        out.push_str(&body[..head]);
+        let mut col = body[..head].chars().count();
         let mut first = true;
-        for word in body[indent..].split(' ') {
+        for word in body[head..].split(' ') {
             let n = word.chars().count();
             if !first && col + 1 + n > width {
                 out.push('\n');
@@ -570,21 +575,37 @@ quality (means with 95% interval; BLEU and chrF corpus 0–100)
 }
 
 /// A run spread over several models: each one's requests, speed and latency.
-fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64]) {
+fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64], width: usize) {
     let (header, cells) = format::by_model_table(rows, ps);
     let name = |c: &str| esc(c).chars().count();
-    let width = cells.iter().map(|r| name(&r[0])).max().unwrap_or(5).clamp(5, 40);
-    let line = |o: &mut String, row: &[String]| {
-        let _ = write!(o, "  {:<width$}", esc(&row[0]));
-        for (i, c) in row[1..].iter().enumerate() {
-            let _ = write!(o, "{:>w$}", c, w = header[i + 1].chars().count().max(8) + 2);
+    let first = cells.iter().map(|r| name(&r[0])).max().unwrap_or(5).clamp(5, 40);
+    let col = |i: usize| header[i].chars().count().max(8) + 2;
+    // The columns after the name in as few stacked tables as fit `width`,
+    // each repeating the name: on a narrow terminal the table is cut in
+    // two rather than wrapped.
+    let mut parts: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut used = 2 + first;
+    for i in 1..header.len() {
+        let last = parts.last_mut().expect("one part at least");
+        if used + col(i) > width && !last.is_empty() {
+            parts.push(Vec::new());
+            used = 2 + first;
         }
-        o.push('\n');
-    };
+        parts.last_mut().expect("just pushed").push(i);
+        used += col(i);
+    }
     o.push_str("\nby model\n");
-    line(o, &header);
-    for row in &cells {
-        line(o, row);
+    for (n, cols) in parts.iter().enumerate() {
+        if n > 0 {
+            o.push('\n');
+        }
+        for row in std::iter::once(&header).chain(&cells) {
+            let _ = write!(o, "  {:<first$}", esc(&row[0]));
+            for &i in cols {
+                let _ = write!(o, "{:>w$}", row[i], w = col(i));
+            }
+            o.push('\n');
+        }
     }
 }
 
