@@ -160,6 +160,9 @@ pub enum DiagnosisKind {
     TailDegrading,
     /// The client, not the server, may have limited the run.
     ClientBottleneck,
+    /// goodput's simulated server fell behind its own timeline (a busy
+    /// machine): the latencies carry that lateness, not the engine's.
+    SimulatorLate,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -399,11 +399,41 @@ pub fn diagnose(
     // What the measured successful requests alone tell.
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
     let told = |kind: DiagnosisKind| move |message: String| Diagnosis { kind, message };
+    let late = window.and_then(simulator_late);
+    // A simulator behind its own clock explains stalls by itself: they are
+    // not the prefills'.
+    let simulator_behind = late.is_some();
+    out.extend(late);
     out.extend(prefill_scaling(&ok).map(told(DiagnosisKind::PrefillScaling)));
-    out.extend(prefill_stalls(&ok).map(told(DiagnosisKind::PrefillStalls)));
+    if !simulator_behind {
+        out.extend(prefill_stalls(&ok).map(told(DiagnosisKind::PrefillStalls)));
+    }
     out.extend(tail_degrading(&ok));
     out.extend(client_bottleneck(summary, window, concurrency_cap));
     out
+}
+
+/// How late goodput's simulated server may run against its own timeline
+/// (p99, ms) before its lateness is told: a step or a chunk a few
+/// milliseconds late is the ordinary jitter of a shared machine.
+const SIM_LATE_P99_MS: f64 = 20.0;
+
+/// goodput's simulated server fell behind its own timeline over the window
+/// (its lateness histogram): the machine was too busy for it, and the
+/// latencies measured carry that lateness rather than the engine's.
+fn simulator_late(w: &WindowSummary) -> Option<Diagnosis> {
+    let h = w.histograms.get(&HistogramSignal::SimLateness)?;
+    let p99 = h.p99.map(|s| s * 1e3).filter(|&p| p > SIM_LATE_P99_MS)?;
+    let mean = h.mean.map(|s| s * 1e3).unwrap_or(0.0);
+    Some(Diagnosis {
+        kind: DiagnosisKind::SimulatorLate,
+        message: format!(
+            "the simulated server fell behind its own timeline: its steps ran {mean:.1} ms late on average, {p99:.0} ms \
+             at p99 (goodput_sim_*_lateness_seconds), because the machine was busy (the client and the simulator \
+             share its cores): TTFT and ITL carry that lateness, not the engine's; give the simulator a machine of \
+             its own (goodput serve) or a lighter load"
+        ),
+    })
 }
 
 /// A server histogram's mean over the window in ms, exact: its sum over its count.
@@ -758,6 +788,45 @@ mod tests {
         let mut busy = lone.clone();
         busy.extend((0..40).map(|k| stream(100 + k, 50 * k, &[50 * k + 60, 50 * k + 70])));
         assert_eq!(prefill_stalls(&measured(&busy)), None);
+    }
+
+    #[test]
+    fn a_simulator_behind_its_timeline_is_blamed_rather_than_prefills() {
+        let stalls: Vec<u64> = (0..6).map(|k| 300 + 300 * k).collect();
+        let times = |stalled: &[u64]| -> Vec<u64> {
+            (0..=200).map(|i| i * 10).filter(|t| !stalled.iter().any(|&s| *t > s && *t < s + 100)).collect()
+        };
+        let mut records: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
+        records.extend(stalls.iter().enumerate().map(|(k, &s)| stream(10 + k as u64, s, &[s + 100, s + 110])));
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let kinds = |w: &WindowSummary| -> Vec<DiagnosisKind> {
+            diagnose(&records, &summary, Some(w), Some(4)).into_iter().map(|d| d.kind).collect()
+        };
+        let mut w = ttft(28.0, 50.0, 50.0, (0.0, 1e6));
+        assert!(kinds(&w).contains(&DiagnosisKind::PrefillStalls), "no lateness told: prefills");
+        let late = |p99_ms: f64| HistogramSummary {
+            count: 1000.0,
+            sum: Some(1000.0 * 0.004),
+            mean: Some(0.004),
+            p50: Some(0.001),
+            p90: Some(0.002),
+            p99: Some(p99_ms / 1e3),
+            p50_bucket: None,
+            p99_bucket: None,
+        };
+        // Steps late by 2.7 s at worst, as on a busy machine: the simulator.
+        w.histograms.insert(HistogramSignal::SimLateness, late(2700.0));
+        let d = diagnose(&records, &summary, Some(&w), Some(4));
+        let told = d.iter().find(|d| d.kind == DiagnosisKind::SimulatorLate).expect("the lateness is told");
+        assert!(
+            told.message.contains("2700 ms at p99") && told.message.contains("machine was busy"),
+            "{}",
+            told.message
+        );
+        assert!(!d.iter().any(|d| d.kind == DiagnosisKind::PrefillStalls), "{d:?}");
+        // A few milliseconds late is ordinary jitter: nothing told.
+        w.histograms.insert(HistogramSignal::SimLateness, late(5.0));
+        assert!(!kinds(&w).contains(&DiagnosisKind::SimulatorLate));
     }
 
     /// A window whose TTFT and queue-time histograms have the means given,

@@ -138,6 +138,10 @@ named_enum! {
         PrefillBatch => "prefill_batch_seconds",
         /// Duration of one decode batch (TGI).
         DecodeBatch => "decode_batch_seconds",
+        /// How late goodput's simulated server was against its own
+        /// timeline (the engine's steps, the fixed profile's chunks): a
+        /// busy machine, not the modelled engine.
+        SimLateness => "sim_lateness_seconds",
     }
 }
 
@@ -356,6 +360,10 @@ const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
     ),
     (HistogramSignal::PrefillBatch, &[r(&["tgi_batch_inference_duration"]).only("method", &["prefill"])]),
     (HistogramSignal::DecodeBatch, &[r(&["tgi_batch_inference_duration"]).only("method", &["decode"])]),
+    (
+        HistogramSignal::SimLateness,
+        &[r(&["goodput_sim_step_lateness_seconds"]), r(&["goodput_sim_chunk_lateness_seconds"])],
+    ),
 ];
 
 /// One series of a counter: its identity (metric name and labels) and value.
