@@ -445,3 +445,31 @@ fn raise_open_file_limit(want: libc::rlim_t) {
 
 #[cfg(not(unix))]
 fn raise_open_file_limit(_want: u64) {}
+
+/// A host that holds the engine's thread (a busy machine) makes its steps
+/// late against the engine's timeline, and `/metrics` says by how much
+/// (`goodput_sim_step_lateness_seconds`), so a diagnosis can tell the
+/// simulator's lateness from the engine's.
+#[tokio::test(flavor = "current_thread")]
+async fn a_held_thread_shows_as_step_lateness() {
+    let (base, _server, _stop) = start(config()).await;
+    let http = client();
+    let body = json!({"model": "sim-8b", "prompt": words(64, "w"), "max_tokens": 200, "stream": true});
+    let request = tokio::spawn(post(&http, format!("{base}/v1/completions"), &body).send());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The only thread held for 400 ms: every step due meanwhile is late.
+    std::thread::sleep(Duration::from_millis(400));
+    let resp = request.await.unwrap().unwrap();
+    assert!(resp.status().is_success());
+    let _ = resp.bytes().await.unwrap();
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let bucket = |le: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("goodput_sim_step_lateness_seconds_bucket") && l.contains(&format!("le=\"{le}\"")))
+            .unwrap_or_else(|| panic!("no bucket {le}:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (under_200ms, all) = (bucket("0.2"), bucket("+Inf"));
+    assert!(all > under_200ms, "a step 200 ms late or more is counted: {under_200ms} of {all}");
+}

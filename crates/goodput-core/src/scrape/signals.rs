@@ -581,6 +581,21 @@ mod tests {
     }
 
     #[test]
+    fn the_simulators_lateness_is_read_from_either_profile() {
+        let engine = signals(
+            "goodput_sim_step_lateness_seconds_bucket{le=\"0.2\"} 7\n\
+             goodput_sim_step_lateness_seconds_bucket{le=\"+Inf\"} 9\n\
+             goodput_sim_step_lateness_seconds_sum 1.5\ngoodput_sim_step_lateness_seconds_count 9\n",
+        );
+        assert_eq!(engine.histogram(HistogramSignal::SimLateness).unwrap().count, 9.0);
+        let fixed = signals(
+            "goodput_sim_chunk_lateness_seconds_bucket{le=\"0.001\"} 3\n\
+             goodput_sim_chunk_lateness_seconds_bucket{le=\"+Inf\"} 4\ngoodput_sim_chunk_lateness_seconds_count 4\n",
+        );
+        assert_eq!(fixed.histogram(HistogramSignal::SimLateness).unwrap().count, 4.0);
+    }
+
+    #[test]
     fn triton_tensorrt_llm_signals_come_from_labelled_families() {
         let s = signals(
             "# TYPE nv_trt_llm_request_metrics gauge\n\

@@ -68,6 +68,8 @@ impl Driver {
             let (anchor, elapsed) = clock.get_or_insert((now, Duration::ZERO));
             let mut start = *anchor + elapsed.div_f64(self.speed);
             if now > start + MAX_LAG {
+                // The debt forgiven is lateness all the same: told once.
+                lock(&self.observed).step_lateness.observe(now - start);
                 (*anchor, *elapsed, start) = (now, Duration::ZERO, now);
             }
             if !self.engine.step_into(&mut self.out) {
@@ -86,6 +88,7 @@ impl Driver {
                 // Catching up: let the streams and handlers run between steps.
                 tokio::task::yield_now().await;
             }
+            lock(&self.observed).step_lateness.observe(Instant::now().saturating_duration_since(deadline));
             // Aborts that came during the step drop its tokens for those requests.
             self.drain();
             self.deliver(start, Instant::now());

@@ -20,6 +20,9 @@ pub(super) struct Observed {
     pub(super) itl: Histogram,
     pub(super) e2e: Histogram,
     pub(super) queue: Histogram,
+    /// How late each step ended against the engine's timeline on the wall
+    /// clock: the host's lateness (a busy machine), not the engine's.
+    pub(super) step_lateness: Histogram,
     pub(super) finished_length: u64,
     pub(super) aborted: u64,
 }
@@ -32,6 +35,7 @@ impl Observed {
             itl: Histogram::new(ITL_BUCKETS),
             e2e: Histogram::new(REQUEST_LATENCY_BUCKETS),
             queue: Histogram::new(REQUEST_LATENCY_BUCKETS),
+            step_lateness: Histogram::new(LATENESS_BUCKETS),
             finished_length: 0,
             aborted: 0,
         }
@@ -84,6 +88,12 @@ impl Observed {
         ] {
             h.render(&mut s, name, help, &labels);
         }
+        o.step_lateness.render(
+            &mut s,
+            "goodput_sim_step_lateness_seconds",
+            "How late the simulated engine's steps ended against its own timeline (a busy host, not the engine).",
+            &labels,
+        );
         s
     }
 }
@@ -96,6 +106,10 @@ pub(super) const TTFT_BUCKETS: &[f64] = &[
 ];
 const ITL_BUCKETS: &[f64] =
     &[0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
+/// From a tenth of a millisecond (a step on time) to seconds (a host that
+/// stopped the process).
+const LATENESS_BUCKETS: &[f64] =
+    &[0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0];
 const REQUEST_LATENCY_BUCKETS: &[f64] = &[
     0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0,
     1920.0, 7680.0,
