@@ -183,6 +183,19 @@ pub struct TimeSeries {
     pub window: (f64, f64),
 }
 
+/// What a sweep command computes from the records it holds as its points
+/// run, for its page to draw: its document may hold no records (they are
+/// kept only with --include-requests), and the page embeds the document
+/// as it is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepSeries {
+    /// Each point's TTFT distribution from its records, in the order of
+    /// the document's points; `None` where none were held.
+    pub ttft: Vec<Option<Cdf>>,
+    /// A stages sweep's one run over time, from all its records.
+    pub timeline: Option<TimeSeries>,
+}
+
 /// The most buckets a time series has: a run of over five and a half
 /// hours takes wider ones.
 pub const MAX_BUCKETS: f64 = 20_000.0;

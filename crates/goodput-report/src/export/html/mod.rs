@@ -11,7 +11,7 @@ mod sweep;
 
 pub use compare::compare_page;
 pub use run::{run_page, run_page_with};
-pub use sweep::sweep_page;
+pub use sweep::{sweep_page, sweep_page_with};
 
 use super::{ExportError, Exporter, Rendered};
 use crate::compare::Comparison;
