@@ -180,7 +180,16 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     if let (Some((slope, z)), Some(med)) = (trend, ttft_median_ms) {
         let rise = slope * len;
         if z > TREND_Z && rise > TTFT_RISE_MIN_MS.max(TTFT_RISE_SHARE * med) {
-            why.push(format!("TTFT rose {slope:.0} ms per second of the run (median {med:.0} ms)"));
+            // A slow creep over a long stretch (0.3 ms/s) read "rose 0 ms
+            // per second": two significant figures, and the rise it made.
+            let per_s = match slope.abs() {
+                a if a >= 10.0 => format!("{slope:.0}"),
+                a if a >= 1.0 => format!("{slope:.1}"),
+                _ => format!("{slope:.2}"),
+            };
+            why.push(format!(
+                "TTFT rose {per_s} ms per second of the run, {rise:.0} ms over the {len:.0} s judged (median {med:.0} ms)"
+            ));
         }
     }
     if transient_share > TRANSIENT_MAX {
@@ -373,6 +382,24 @@ mod tests {
         let reason = s.reason.unwrap();
         assert!(reason.starts_with("arrivals 11.0 req/s, completions 10.0 req/s"), "{reason}");
         assert!(reason.contains("TTFT rose 100 ms per second"), "{reason}");
+    }
+
+    /// A slow creep over a long run is told as the figure it is, not
+    /// rounded to "0 ms per second".
+    #[test]
+    fn a_slow_ttft_creep_is_told_with_its_figure() {
+        let recs: Vec<RequestRecord> = (0..3000)
+            .map(|i| {
+                let due = i as f64 / 20.0;
+                let ttft = 0.05 + 0.0004 * due;
+                req(i, due, ttft, ttft + 0.05)
+            })
+            .collect();
+        let s = judge(&recs, &window(&recs), Some(&open(20.0))).unwrap();
+        assert!(!s.steady && !s.overloaded, "{s:?}");
+        let reason = s.reason.unwrap_or_default();
+        assert!(reason.starts_with("TTFT rose 0.40 ms per second of the run, "), "{reason}");
+        assert!(reason.contains(" ms over the ") && reason.contains(" s judged"), "{reason}");
     }
 
     #[test]

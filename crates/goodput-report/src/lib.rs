@@ -17,7 +17,10 @@ pub mod svg;
 pub mod terminal;
 
 pub use compare::{compare, parse_rules, Comparison, Rule, Verdict};
-pub use export::{export_compare, export_run, export_run_with, export_sweep, ExportError, Exporter, Format, Rendered};
+pub use export::{
+    export_compare, export_run, export_run_with, export_sweep, export_sweep_with, ExportError, Exporter, Format,
+    Rendered,
+};
 pub use metric::Metric;
 pub use schema::{document_schema, document_schema_text};
 

@@ -78,25 +78,31 @@ impl Latency {
 }
 
 /// A cumulative distribution: `(value_ms, share ≤ value)` in rising order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Cdf {
     pub points: Vec<(f64, f64)>,
     /// True when drawn from the summary's percentiles (the run was saved
     /// without per-request records): a handful of points, joined by lines.
     pub from_percentiles: bool,
     pub samples: u64,
+    /// (percentile, value ms) where a chart may cut its x axis when a few
+    /// outliers lie far beyond the rest: p99.9 of the samples, or the
+    /// highest percentile up to p99.9 that the summary lists.
+    pub body_end: Option<(f64, f64)>,
 }
+
+/// The percentile a CDF's axis is cut at, at most, when its tail is far out.
+pub const CUT_PERCENTILE: f64 = 99.9;
 
 /// The CDF of one latency metric of a run.
 pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
     // An imported run whose file cannot give the metric has no samples of
     // it, whatever its rebuilt records would say.
     if !crate::peers::recomputed(r, m.field()) {
-        return Cdf { points: Vec::new(), from_percentiles: false, samples: 0 };
+        return Cdf::default();
     }
     if let Some(recs) = &r.requests {
-        let v = m.samples(recs);
-        return Cdf { samples: v.len(), points: cdf_of(&v), from_percentiles: false };
+        return cdf_of_records(recs, m);
     }
     let d = m.summary(r);
     let mut points = Vec::new();
@@ -112,7 +118,26 @@ pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
         points.push((max, 1.0));
     }
     points.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.total_cmp(&b.0)));
-    Cdf { points, from_percentiles: true, samples: d.count }
+    let body_end = d
+        .percentiles
+        .iter()
+        .filter(|(p, _)| *p <= CUT_PERCENTILE)
+        .filter_map(|&(p, v)| Some((p, v?)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    Cdf { points, from_percentiles: true, samples: d.count, body_end }
+}
+
+/// The CDF of one latency metric over `records` (successful measured
+/// requests, as the summary counts them): what a command that holds a
+/// run's records in memory keeps of them for its page.
+pub fn cdf_of_records(records: &[RequestRecord], m: Latency) -> Cdf {
+    let v = m.samples(records);
+    let n = v.len();
+    let body_end = (n > 0).then(|| {
+        let i = ((CUT_PERCENTILE / 100.0 * n as f64).ceil() as u64).clamp(1, n) - 1;
+        (CUT_PERCENTILE, v.at(i))
+    });
+    Cdf { samples: n, points: cdf_of(&v), from_percentiles: false, body_end }
 }
 
 /// Step points of the empirical CDF of `samples`, thinned to
@@ -158,6 +183,19 @@ pub struct TimeSeries {
     pub window: (f64, f64),
 }
 
+/// What a sweep command computes from the records it holds as its points
+/// run, for its page to draw: its document may hold no records (they are
+/// kept only with --include-requests), and the page embeds the document
+/// as it is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepSeries {
+    /// Each point's TTFT distribution from its records, in the order of
+    /// the document's points; `None` where none were held.
+    pub ttft: Vec<Option<Cdf>>,
+    /// A stages sweep's one run over time, from all its records.
+    pub timeline: Option<TimeSeries>,
+}
+
 /// The most buckets a time series has: a run of over five and a half
 /// hours takes wider ones.
 pub const MAX_BUCKETS: f64 = 20_000.0;
@@ -182,7 +220,12 @@ pub fn bucket_width(span_s: f64) -> f64 {
 
 /// Time series of a run; `None` without per-request records.
 pub fn time_series(r: &RunResult) -> Option<TimeSeries> {
-    let recs = r.requests.as_ref()?;
+    time_series_of(r.requests.as_ref()?, (r.window.start_s, r.window.end_s))
+}
+
+/// Time series of `recs`, `window` the measurement window to shade;
+/// `None` without records.
+pub fn time_series_of(recs: &[RequestRecord], window: (f64, f64)) -> Option<TimeSeries> {
     if recs.is_empty() {
         return None;
     }
@@ -224,7 +267,6 @@ pub fn time_series(r: &RunResult) -> Option<TimeSeries> {
     let stride = ok.len().div_ceil(SCATTER_POINTS).max(1);
     let ttft = ok.iter().step_by(stride).filter_map(|r| r.ttft().map(|t| (r.sent.as_secs_f64(), ms(t)))).collect();
     let failures = recs.iter().filter(|r| r.outcome.failure_kind().is_some()).map(|r| r.sent.as_secs_f64()).collect();
-    let window = (r.window.start_s, r.window.end_s);
     Some(TimeSeries { bucket_s: w, output_tokens_per_s, in_flight, ttft, failures, window })
 }
 

@@ -54,11 +54,14 @@ pub struct Mark {
 }
 
 /// A vertical line at `x` (an SLO limit) or, with `horizontal`, at y = `x`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Guide {
     pub at: f64,
     pub label: String,
     pub horizontal: bool,
+    /// A boundary (where a stage starts), not a limit: a muted line, its
+    /// label at the top of the plot, right of it.
+    pub boundary: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -79,20 +82,41 @@ pub struct Chart {
     pub note: Option<String>,
 }
 
-/// Tick positions covering [lo, hi] with a step of 1, 2 or 5 × 10ⁿ.
+/// Tick positions covering [lo, hi] with a step of 1, 2 or 5 × 10ⁿ, about
+/// `target` of them: of the steps near `span / target`, the one whose axis
+/// runs least past the data (as a share of its span), a tick count far
+/// from the target counting against it. A 61 s run ends its axis at 70 s,
+/// not at 80 s.
 ///
 /// ```
 /// let (ticks, step) = goodput_report::svg::nice_ticks(0.0, 97.0, 5);
 /// assert_eq!(step, 20.0);
 /// assert_eq!(ticks, vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+/// let (ticks, step) = goodput_report::svg::nice_ticks(0.0, 61.0, 6);
+/// assert_eq!((step, ticks.last().copied()), (10.0, Some(70.0)));
 /// ```
 pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> (Vec<f64>, f64) {
     let span = (hi - lo).abs().max(f64::EPSILON);
-    let raw = span / target.max(1) as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    let want = target.max(1) as f64;
+    let mag = 10f64.powf((span / want).log10().floor());
+    let mut best: Option<(f64, f64)> = None;
+    // From the widest step down: a narrower one must score strictly better,
+    // so a tie keeps the fewer ticks.
+    for m in [200.0, 100.0, 50.0, 20.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.2, 0.1] {
+        let step = m * mag / 10.0;
+        let n = (hi / step).ceil() - (lo / step).floor();
+        if !(1.0..=2.0 * want).contains(&n) {
+            continue;
+        }
+        let score = (n * step - span) / span + 0.1 * (n - want).abs() / want;
+        if best.is_none_or(|(s, _)| score < s - 1e-9) {
+            best = Some((score, step));
+        }
+    }
+    let step = best.map_or(mag, |b| b.1);
     let first = (lo / step).floor();
-    let last = (hi / step).ceil();
+    let last = (hi / step).ceil().max(first + 1.0);
     let ticks = (0..=((last - first) as usize)).map(|i| clean((first + i as f64) * step)).collect();
     (ticks, step)
 }
@@ -302,18 +326,42 @@ impl Chart {
         );
     }
 
-    /// Limit and objective lines, across or along the plot.
+    /// Limit and objective lines, across or along the plot, and boundaries.
     fn guides_svg(&self, o: &mut String, f: &Frame) {
+        // Boundaries label the top line of the plot: a limit's label that
+        // would fall there goes under its line instead.
+        let top_taken = self.guides.iter().any(|g| g.boundary && !g.horizontal);
+        // Limits along the plot label its foot, each a line above the one
+        // before: a limit and an objective close together stay readable.
+        let mut foot = 0.0;
         for g in &self.guides {
             if g.horizontal {
+                let above = f.sy(g.at) - 4.0;
+                let label_y = if top_taken && above - 11.0 < TOP + 14.0 {
+                    (f.sy(g.at) + 12.0).max(TOP + 14.0 + 11.0)
+                } else {
+                    above
+                };
                 let y = c(f.sy(g.at));
                 let _ = write!(
                     o,
-                    r#"<line class="guide" x1="{}" x2="{}" y1="{y}" y2="{y}"/><text class="guide-label" x="{}" y="{}">{}</text>"#,
+                    r#"<line class="guide" x1="{}" x2="{}" y1="{y}" y2="{y}"/><text class="guide-label" text-anchor="start" x="{}" y="{}">{}</text>"#,
                     c(LEFT),
                     c(LEFT + f.pw),
-                    c(LEFT + f.pw - 4.0),
-                    c(f.sy(g.at) - 4.0),
+                    // At the left end: latency curves climb at the right.
+                    c(LEFT + 4.0),
+                    c(label_y),
+                    html(&g.label)
+                );
+            } else if g.boundary {
+                let x = c(f.sx(g.at));
+                let _ = write!(
+                    o,
+                    r#"<line class="guide boundary" x1="{x}" x2="{x}" y1="{}" y2="{}"/><text class="guide-label boundary" text-anchor="start" x="{}" y="{}">{}</text>"#,
+                    c(TOP),
+                    c(TOP + f.ph),
+                    c(f.sx(g.at) + 4.0),
+                    c(TOP + 11.0),
                     html(&g.label)
                 );
             } else {
@@ -326,46 +374,80 @@ impl Chart {
                     c(TOP),
                     c(TOP + f.ph),
                     c(x + dx),
-                    c(TOP + f.ph - 6.0),
+                    c(TOP + f.ph - 6.0 - foot),
                     html(&g.label),
                     x = c(x)
                 );
+                foot += LINE_PX;
             }
         }
     }
 
-    /// Ringed points with labels that move up until they cross none.
+    /// Ringed points with their labels, each label placed where it covers
+    /// neither a ring (its own point's or another's: a saturation label
+    /// once hid the recommended point beside it) nor a label placed before
+    /// it: beside its point, right or left, then a line higher at a time,
+    /// then below.
     fn marks_svg(&self, o: &mut String, f: &Frame) {
-        // Label boxes placed so far, (left, right, baseline): a label that
-        // would cross one moves up a line until it crosses none, so marks
-        // on one point, or close together, stay readable.
-        let mut placed: Vec<(f64, f64, f64)> = Vec::new();
+        let rings: Vec<Rect> = self.marks.iter().map(|m| Rect::ring(f.sx(m.x), f.sy(m.y))).collect();
+        let mut placed: Vec<Rect> = Vec::new();
         for m in &self.marks {
             let (x, y) = (f.sx(m.x), f.sy(m.y));
-            let anchor = if x > LEFT + f.pw * 0.7 { "end" } else { "start" };
-            let dx = if anchor == "end" { -10.0 } else { 10.0 };
             let width = LABEL_CHAR_PX * m.label.chars().count() as f64;
-            let (left, right) = if anchor == "end" { (x + dx - width, x + dx) } else { (x + dx, x + dx + width) };
-            let mut dy = -10.0;
-            while dy > -10.0 - LINE_PX * 8.0
-                && placed
-                    .iter()
-                    .any(|&(l, r, b)| l < right && left < r && ((y + dy).max(TOP + 10.0) - b).abs() < LINE_PX)
-            {
-                dy -= LINE_PX;
-            }
-            placed.push((left, right, (y + dy).max(TOP + 10.0)));
+            let right_first = x <= LEFT + f.pw * 0.7;
+            let at = |right: bool, base: f64| {
+                let left = if right { x + LABEL_GAP } else { x - LABEL_GAP - width };
+                Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT }
+            };
+            let fits = |r: &Rect| {
+                r.left >= LEFT
+                    && r.right <= W
+                    && r.top >= TOP - 2.0
+                    && r.bottom <= TOP + f.ph
+                    && !rings.iter().chain(&placed).any(|o| o.crosses(r))
+            };
+            let above = (0..=8).map(|k| y - 10.0 - LINE_PX * k as f64);
+            let below = (0..=4).map(|k| y + 20.0 + LINE_PX * k as f64);
+            let found = above
+                .chain(below)
+                .flat_map(|base| [(right_first, base), (!right_first, base)])
+                .find(|&(right, base)| fits(&at(right, base)));
+            // Nowhere free (a crowded chart): beside the point, as before.
+            let (right, base) = found.unwrap_or((right_first, (y - 10.0).max(TOP + 10.0)));
+            placed.push(at(right, base));
             let _ = write!(
                 o,
-                r#"<g class="mark {cls}"><circle cx="{}" cy="{}" r="8"><title>{t}</title></circle><text text-anchor="{anchor}" x="{}" y="{}">{t}</text></g>"#,
+                r#"<g class="mark {cls}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle><text text-anchor="{anchor}" x="{}" y="{}">{t}</text></g>"#,
                 c(x),
                 c(y),
-                c(x + dx),
-                c((y + dy).max(TOP + 10.0)),
+                c(if right { x + LABEL_GAP } else { x - LABEL_GAP }),
+                c(base),
                 cls = m.class,
+                anchor = if right { "start" } else { "end" },
                 t = html(&m.label)
             );
         }
+    }
+}
+
+/// A box on the canvas: a mark's ring or a label's text.
+#[derive(Debug, Clone, Copy)]
+struct Rect {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
+
+impl Rect {
+    /// The box a ring of [`MARK_R`] at (x, y) covers, its stroke included.
+    fn ring(x: f64, y: f64) -> Rect {
+        let r = MARK_R + 1.5;
+        Rect { left: x - r, right: x + r, top: y - r, bottom: y + r }
+    }
+
+    fn crosses(&self, o: &Rect) -> bool {
+        self.left < o.right && o.left < self.right && self.top < o.bottom && o.top < self.bottom
     }
 }
 
@@ -435,9 +517,15 @@ fn series_svg(o: &mut String, f: &Frame, i: usize, s: &Series) {
 }
 
 /// A mark label's line height and the width of one of its characters
-/// (11.5 px bold sans-serif, a little generous), in px.
+/// (11.5 px bold sans-serif, a little generous), in px; how far its text
+/// rises above its baseline and falls below it; how far it starts from its
+/// point; the radius of a mark's ring.
 const LINE_PX: f64 = 14.0;
 const LABEL_CHAR_PX: f64 = 7.0;
+const LABEL_ASCENT: f64 = 10.5;
+const LABEL_DESCENT: f64 = 3.0;
+const LABEL_GAP: f64 = 10.0;
+const MARK_R: f64 = 8.0;
 
 /// Points of a step function: each value holds until the next x, the last
 /// for `last_width`.
@@ -492,33 +580,82 @@ mod tests {
         assert!(html.contains(r#"data-points="0""#) && html.contains("No data"));
     }
 
+    /// Each mark's ring and label boxes, read back from the SVG's own
+    /// coordinates: (ring, label).
+    fn mark_boxes(svg: &str) -> Vec<(Rect, Rect)> {
+        let attr = |tag: &str, k: &str| -> f64 {
+            tag.split(&format!(" {k}=\"")).nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+        };
+        svg.split(r#"<g class="mark "#)
+            .skip(1)
+            .map(|g| {
+                let circle = g.split("<circle").nth(1).unwrap();
+                let text = g.split("<text").nth(1).unwrap();
+                let label = text.split('>').nth(1).unwrap().split('<').next().unwrap();
+                let (x, base) = (attr(text, "x"), attr(text, "y"));
+                let width = LABEL_CHAR_PX * label.chars().count() as f64;
+                let left = if text.contains(r#"text-anchor="end""#) { x - width } else { x };
+                let ring = Rect::ring(attr(circle, "cx"), attr(circle, "cy"));
+                (ring, Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT })
+            })
+            .collect()
+    }
+
+    /// No label covers a ring, and no two labels cross.
+    fn assert_labels_clear(svg: &str) {
+        let boxes = mark_boxes(svg);
+        assert!(boxes.len() >= 2, "{svg}");
+        for (i, (_, label)) in boxes.iter().enumerate() {
+            for (j, (ring, other)) in boxes.iter().enumerate() {
+                assert!(!label.crosses(ring), "label {i} {label:?} covers ring {j} {ring:?}");
+                assert!(i == j || !label.crosses(other), "labels {i} and {j} cross: {label:?} {other:?}");
+            }
+        }
+    }
+
+    fn mark(x: f64, y: f64, label: &str, class: &'static str) -> Mark {
+        Mark { x, y, label: label.into(), class }
+    }
+
     /// Two marks whose labels would fall on one line (the second a little
     /// left of and below the first, as a sweep's recommended point often is
-    /// beside its saturation) get lines of their own.
+    /// beside its saturation) each get a place of their own.
     #[test]
-    fn mark_labels_near_each_other_take_separate_lines() {
-        let mark = |x: f64, y: f64, label: &str| Mark { x, y, label: label.into(), class: "mark-rec" };
+    fn mark_labels_near_each_other_take_separate_places() {
         let chart = Chart {
             id: "m".into(),
             title: "M".into(),
             series: vec![Series::new("s", Style::LineDots, 0, vec![(0.0, 0.0), (100.0, 100.0)])],
             marks: vec![
-                mark(40.0, 50.0, "saturation: concurrency 88"),
-                mark(38.0, 45.0, "recommended: concurrency 64"),
+                mark(40.0, 50.0, "saturation: concurrency 88", "mark-sat"),
+                mark(38.0, 45.0, "recommended: concurrency 64", "mark-rec"),
             ],
             ..Default::default()
         };
-        let svg = chart.render();
-        let baselines: Vec<f64> = svg
-            .match_indices(r#"<text text-anchor="start" x=""#)
-            .filter_map(|(i, _)| {
-                let rest = &svg[i..];
-                let y = rest.split(r#" y=""#).nth(1)?.split('"').next()?;
-                rest.find("concurrency").filter(|&j| j < 200).and(y.parse().ok())
-            })
-            .collect();
-        assert_eq!(baselines.len(), 2, "{svg}");
-        assert!((baselines[0] - baselines[1]).abs() >= LINE_PX, "labels on one line: {baselines:?}");
+        assert_labels_clear(&chart.render());
+    }
+
+    /// The sweep of issue 36: the saturation's label, written rightwards
+    /// from its point, ran over the recommended point's ring a little to
+    /// the right of it and a little higher.
+    #[test]
+    fn a_mark_label_does_not_cover_the_ring_beside_it() {
+        let chart = Chart {
+            id: "sat".into(),
+            title: "Throughput vs TTFT".into(),
+            series: vec![Series::new(
+                "TTFT p50",
+                Style::LineDots,
+                0,
+                vec![(120.0, 23.7), (4891.9, 34.0), (6298.1, 37.8), (8352.7, 55.2), (8884.8, 648.9)],
+            )],
+            marks: vec![
+                mark(6298.1, 37.8, "saturation: 50.659 req/s", "mark-sat"),
+                mark(8352.7, 55.2, "recommended: 65.575 req/s", "mark-rec"),
+            ],
+            ..Default::default()
+        };
+        assert_labels_clear(&chart.render());
     }
 
     #[test]

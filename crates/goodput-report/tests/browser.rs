@@ -193,6 +193,25 @@ fn sweep_report_renders_in_a_browser() {
     check_page(&b, "sweep-report", &html, &["sweep-ttft", "sweep-e2e", "sweep-goodput", "sweep-ttft-cdf"]);
 }
 
+/// A sweep whose SLO judges TPOT has a TPOT curve; a stages sweep, its
+/// timeline, from the records or from its stages' summaries.
+#[test]
+fn sweep_pages_with_objectives_and_stages_render_in_a_browser() {
+    let Some(b) = browser_or_skip() else { return };
+    let sw = common::sweep_of("ttft:p95<=250ms,tpot:p90<=9ms", |i| i % 2 == 0);
+    let html = Format::Html.exporter().render_sweep(&sw).unwrap();
+    let ids = ["sweep-ttft", "sweep-tpot", "sweep-e2e", "sweep-goodput", "sweep-ttft-cdf"];
+    check_page(&b, "sweep-objectives-report", &html, &ids);
+    let ids = [&["stages-throughput", "stages-ttft", "stages-inflight"][..], &ids[..]].concat();
+    let ids: Vec<&str> = ids.into_iter().filter(|id| *id != "sweep-tpot").collect();
+    let mut st = common::stages_sweep();
+    check_page(&b, "stages-report", &Format::Html.exporter().render_sweep(&st).unwrap(), &ids);
+    for p in &mut st.points {
+        p.result.requests = None;
+    }
+    check_page(&b, "stages-summary-report", &Format::Html.exporter().render_sweep(&st).unwrap(), &ids);
+}
+
 #[test]
 fn compare_report_renders_in_a_browser() {
     let Some(b) = browser_or_skip() else { return };

@@ -311,6 +311,67 @@ fn stages_are_one_run_judged_stage_by_stage() {
     assert!(err.contains("invalid stage '10': give RATE/DURATION, e.g. 10/2m"), "{err}");
 }
 
+/// One chart's `<figure>` in a page, by its `data-chart` id.
+fn figure<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page.find(&format!(r#"data-chart="{id}""#)).unwrap_or_else(|| panic!("no chart {id}"));
+    let rest = &page[start..];
+    &rest[..rest.find("</figure>").unwrap()]
+}
+
+/// A stages run's page has its timeline (throughput, TTFT and requests in
+/// flight over the run) drawn from every request the sweep held, though
+/// its document keeps none, the second stage's start marked; its points
+/// table has the steady column, and the overload's reason beside NOT
+/// STEADY, as the terminal's row has. A grid sweep's TTFT distributions
+/// come from its points' requests in the same way, not from percentiles.
+#[test]
+fn a_sweep_page_draws_from_the_records_the_sweep_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, html) = (dir.path().join("stages.json"), dir.path().join("stages.html"));
+    let o = goodput()
+        .args(["sweep", "--estimate", "-q", "--stages", "40/40s,80/40s", "-o"])
+        .arg(&out)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = read_json(&out);
+    assert!(v["points"][1]["result"].get("requests").is_none(), "the document holds no records");
+    let reason = stability(&v["points"][1]["result"])["reason"].as_str().unwrap().to_owned();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let row = stdout.lines().find(|l| l.starts_with("80 req/s")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.ends_with(&format!("NOT STEADY: {reason}")), "{row}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let timeline = &page[page.find("<h2>Over the stages</h2>").expect("a timeline")..];
+    let timeline = &timeline[..timeline.find("</section>").unwrap()];
+    assert!(!timeline.contains("held over its span"), "drawn from the records, not the stages' summaries");
+    let drawn = charts(timeline);
+    let ids: Vec<&str> = drawn.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["stages-throughput", "stages-ttft", "stages-inflight"]);
+    // 4800 requests: the TTFT dots are every request's (thinned to 3000 at most).
+    assert!(drawn.iter().all(|(_, n)| *n > 70) && drawn[1].1 > 1000, "{drawn:?}");
+    for id in ids {
+        let fig = figure(timeline, id);
+        assert!(fig.contains(r#"<text class="guide-label boundary" text-anchor="start""#), "{id}");
+        assert!(fig.contains(">40 req/s</text>") && fig.contains(">80 req/s</text>"), "{id}");
+    }
+    assert!(page.contains("<th>steady</th>") && page.contains(&format!("NOT STEADY: {reason}</td>")));
+    assert!(!figure(&page, "sweep-ttft-cdf").contains("percentiles"));
+    // A grid sweep's points, each its own run.
+    let html = dir.path().join("grid.html");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--rate", "40,80", "--duration", "20s", "--search-steps", "0", "--html"])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    let cdf = figure(&page, "sweep-ttft-cdf");
+    assert!(!cdf.contains("percentiles"), "{cdf}");
+    // Each of two curves thinned to 401 quantiles of its requests, not six percentiles.
+    assert!(cdf.contains(&format!(r#"data-points="{}""#, 2 * 401)), "{cdf}");
+}
+
 /// Stages of users: one closed loop whose users join at a stage's start
 /// and leave as their requests end, each stage judged as a point; over
 /// HTTP against `goodput serve` as in virtual time.

@@ -169,6 +169,22 @@ pub fn export_sweep(format: Format, sweep: &SweepResult, dest: &Path) -> Result<
     format.exporter().render_sweep(sweep)?.write_to(dest)
 }
 
+/// [`export_sweep`] by the sweep command, which holds what it computed of
+/// its points' records (`held`): the HTML page draws its TTFT
+/// distributions and a stages run's timeline from them though the document
+/// keeps no records; the other formats are as [`export_sweep`] writes them.
+pub fn export_sweep_with(
+    format: Format,
+    sweep: &SweepResult,
+    held: &crate::series::SweepSeries,
+    dest: &Path,
+) -> Result<Vec<PathBuf>, ExportError> {
+    match format {
+        Format::Html => Rendered::File(html::sweep_page_with(sweep, Some(held))?.into_bytes()).write_to(dest),
+        _ => export_sweep(format, sweep, dest),
+    }
+}
+
 /// Renders a comparison as `format` and writes it to `dest` (a folder for CSV).
 pub fn export_compare(
     format: Format,

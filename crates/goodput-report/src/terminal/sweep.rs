@@ -33,10 +33,16 @@ pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f6
     } else {
         String::new()
     };
+    // The verdict with its reason (summary.stability.reason): what was
+    // measured, a backlog or a ramp, and so what to change.
     let slo = match &s.stability {
         Some(st) if !st.steady => {
-            let why = if st.overloaded { "beyond the server" } else { "not a steady state" };
-            format!("{slo}{}NOT STEADY ({why})", if slo.is_empty() { "" } else { " · " })
+            let why = match &st.reason {
+                Some(reason) => format!(": {}", esc(reason)),
+                None if st.overloaded => " (beyond the server)".into(),
+                None => " (not a steady state)".into(),
+            };
+            format!("{slo}{}NOT STEADY{why}", if slo.is_empty() { "" } else { " · " })
         }
         _ => slo,
     };

@@ -192,8 +192,16 @@ pub fn adversarial_run() -> RunResult {
     r
 }
 
+/// The SLO of [`sweep`]: a per-request limit and an objective, on TTFT.
+pub const SWEEP_SLO: &str = "ttft<=200ms,ttft:p95<=250ms";
+
 /// A sweep over concurrency 1..32 on a server that saturates near 8.
 pub fn sweep() -> SweepResult {
+    sweep_of(SWEEP_SLO, |i| i % 2 == 0)
+}
+
+/// [`sweep`] judged by `slo`, the points `keep(i)` says saved with their records.
+pub fn sweep_of(slo: &str, keep: fn(usize) -> bool) -> SweepResult {
     let loads = [1u64, 2, 4, 8, 16, 32];
     let points: Vec<SweepPoint> = loads
         .iter()
@@ -211,7 +219,7 @@ pub fn sweep() -> SweepResult {
             SweepPoint {
                 load: Load::Concurrency(c),
                 origin: "grid".into(),
-                result: run_of("llama-3.1-8b", p, records(p), Some("ttft<=200ms,ttft:p95<=250ms"), i % 2 == 0),
+                result: run_of("llama-3.1-8b", p, records(p), Some(slo), keep(i)),
             }
         })
         .collect();
@@ -223,12 +231,39 @@ pub fn sweep() -> SweepResult {
         kind: "sweep".into(),
         started_unix_s: first.started_unix_s,
         interrupted: false,
-        config: serde_json::from_value(json!({"loads": loads, "slo": "ttft<=200ms,ttft:p95<=250ms"}))
-            .expect("a config"),
+        config: serde_json::from_value(json!({"loads": loads, "slo": slo})).expect("a config"),
         target: first.target.clone(),
         points,
         analysis,
     }
+}
+
+/// A verdict of NOT STEADY for `why`.
+pub fn unsteady(why: &str) -> goodput_core::stability::Stability {
+    goodput_core::stability::Stability {
+        steady: false,
+        overloaded: true,
+        reason: Some(why.into()),
+        ..Default::default()
+    }
+}
+
+/// An overload's reason, as the verdict words it.
+pub const WHY: &str = "arrivals 36.0 req/s, completions 30.1 req/s: 5.9 more requests outstanding every second";
+
+/// A stages sweep of two stages of 20 s each, as `sweep --stages
+/// c=4/20s,c=8/20s --include-requests` would write it, the second not steady.
+pub fn stages_sweep() -> SweepResult {
+    let mut sw = sweep_of(SWEEP_SLO, |_| true);
+    sw.points.drain(..2);
+    sw.points.truncate(2);
+    sw.config.mode = "stages".into();
+    for p in &mut sw.points {
+        p.origin = "stage".into();
+        p.result.config.load.as_mut().unwrap().duration = Some("20s".into());
+    }
+    sw.points[1].result.summary.stability = Some(unsteady(WHY));
+    sw
 }
 
 /// A slower candidate beside `run()`: TTFT up about 30%, throughput down.

@@ -17,6 +17,7 @@ use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, steady, Load, Swe
 use goodput_core::{AnalysisOptions, RunConfig, SweepConfig, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
 use goodput_report::records::RecordFile;
+use goodput_report::series::{Cdf, Latency, SweepSeries};
 use goodput_report::terminal::sweep as sweep_table;
 use goodput_sim::engine::{EngineConfig, PromptKind};
 use std::path::PathBuf;
@@ -51,6 +52,10 @@ struct Sweep {
     /// Runs made so far: the `k`-th draws its prompts and arrivals from
     /// the `k`-th seed of the sweep's (`Seed::of_run`).
     runs: u64,
+    /// What the HTML page draws of the points' records, kept as each point
+    /// ends: the records themselves are not (a sweep's can run to GBs), and
+    /// the document holds them only with --include-requests.
+    held: SweepSeries,
 }
 
 impl Sweep {
@@ -106,7 +111,7 @@ impl Sweep {
             }
         }
         for (format, dest) in self.args.output.exports.targets() {
-            for f in goodput_report::export_sweep(format, doc, &dest)? {
+            for f in goodput_report::export_sweep_with(format, doc, &self.held, &dest)? {
                 if !self.args.output.quiet {
                     eprintln!("{} written to {}", format.exporter().name(), f.display());
                 }
@@ -142,8 +147,8 @@ impl Sweep {
     /// runs again for twice as long, up to [`POINT_CAP`].
     async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
         let mut duration = self.args.shape.duration;
-        let result = loop {
-            let result = self.run_once(load, duration).await?;
+        let (result, ttft) = loop {
+            let (result, ttft) = self.run_once(load, duration).await?;
             // The ceiling only finds the rate the spread climbs to (its
             // steady stretch's), and is never recommended: not extended.
             let extend = self.steady_bounds && origin != "ceiling";
@@ -160,14 +165,21 @@ impl Sweep {
                     }
                     duration = Some(d);
                 }
-                _ => break result,
+                _ => break (result, ttft),
             }
         };
-        self.record(load, origin, result)
+        self.record(load, origin, result, Some(ttft))
     }
 
-    /// Prints a point's row, keeps it and writes the document.
-    fn record(&mut self, load: Load, origin: &str, result: goodput_core::RunResult) -> Result<&SweepPoint> {
+    /// Prints a point's row, keeps it (and its TTFT distribution, from its
+    /// records) and writes the document.
+    fn record(
+        &mut self,
+        load: Load,
+        origin: &str,
+        result: goodput_core::RunResult,
+        ttft: Option<Cdf>,
+    ) -> Result<&SweepPoint> {
         if self.points.is_empty() {
             crate::output::say(&format!("{}\n", sweep_table::row_header(self.args.shape.turns.is_some())));
         }
@@ -176,12 +188,14 @@ impl Sweep {
             sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.attainment())
         ));
         self.points.push(SweepPoint { load, origin: origin.into(), result });
+        self.held.ttft.push(ttft);
         self.write(false)?;
         Ok(self.points.last().expect("just pushed"))
     }
 
-    /// Runs one point for `duration` (or the shape's bounds) and gives its result.
-    async fn run_once(&mut self, load: Load, duration: Option<Duration>) -> Result<goodput_core::RunResult> {
+    /// Runs one point for `duration` (or the shape's bounds) and gives its
+    /// result and the TTFT distribution of its records.
+    async fn run_once(&mut self, load: Load, duration: Option<Duration>) -> Result<(goodput_core::RunResult, Cdf)> {
         let seed = self.args.shape.seed.of_run(self.runs);
         self.runs += 1;
         let plan = self.plan(load, duration, seed)?;
@@ -197,7 +211,8 @@ impl Sweep {
         let records = self.args.output.records.as_ref().map(|p| point_path(p, self.points.len()));
         let title = format!("point {} · {}", self.points.len() + 1, load.label());
         let include = self.args.output.include_requests;
-        Ok(self.execute(&plan, &workload, title, point_config, records, include).await?.0)
+        let (result, recs) = self.execute(&plan, &workload, title, point_config, records, include).await?;
+        Ok((result, goodput_report::series::cdf_of_records(&recs, Latency::Ttft)))
     }
 
     /// Runs `plan` once on the sweep's server, live or in virtual time,
@@ -477,6 +492,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         target,
         steady_bounds,
         runs: 0,
+        held: SweepSeries::default(),
     };
 
     if sw.args.stages.is_some() {

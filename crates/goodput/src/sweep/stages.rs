@@ -69,6 +69,8 @@ impl Sweep {
         let (whole, recs) = self
             .execute(&plan, &self.workload, title, config(first, total), self.args.output.records.clone(), false)
             .await?;
+        // The whole run over time, for the page's timeline of the stages.
+        self.held.timeline = goodput_report::series::time_series_of(&recs, (whole.window.start_s, whole.window.end_s));
         for (i, &(load, d)) in stages.iter().enumerate() {
             let (from, to) = (starts[i], starts[i] + d);
             let stage: Vec<goodput_core::RequestRecord> = recs
@@ -99,7 +101,8 @@ impl Sweep {
             let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
             attach_server_side(&mut result, signals.into(), &stage, Some(users));
             let point = if by_users { Load::Concurrency(load as u64) } else { Load::Rate(load) };
-            self.record(point, "stage", result)?;
+            let ttft = goodput_report::series::cdf_of_records(&stage, goodput_report::series::Latency::Ttft);
+            self.record(point, "stage", result, Some(ttft))?;
         }
         Ok(())
     }

@@ -11,11 +11,12 @@ mod sweep;
 
 pub use compare::compare_page;
 pub use run::{run_page, run_page_with};
-pub use sweep::sweep_page;
+pub use sweep::{sweep_page, sweep_page_with};
 
 use super::{ExportError, Exporter, Rendered};
 use crate::compare::Comparison;
 use crate::escape::{html, script_json};
+use crate::format;
 use crate::series::{self, Latency};
 use crate::svg::{Chart, Guide, Series, Style};
 use goodput_core::ratings::{Band, Rated};
@@ -144,10 +145,10 @@ fn slo_guides(slo: &Option<Slo>, m: Latency) -> Vec<Guide> {
     let (Some(slo), Some(sm)) = (slo, slo_metric(m)) else { return Vec::new() };
     let mut g = Vec::new();
     for l in slo.limits.iter().filter(|l| l.metric == sm) {
-        g.push(Guide { at: l.max.as_secs_f64() * 1e3, label: format!("limit {l}"), horizontal: false });
+        g.push(Guide { at: l.max.as_secs_f64() * 1e3, label: format!("limit {l}"), ..Default::default() });
     }
     for ob in slo.objectives.iter().filter(|o| o.metric == sm) {
-        g.push(Guide { at: ob.max.as_secs_f64() * 1e3, label: format!("objective {ob}"), horizontal: false });
+        g.push(Guide { at: ob.max.as_secs_f64() * 1e3, label: format!("objective {ob}"), ..Default::default() });
     }
     g
 }
@@ -174,25 +175,66 @@ fn target_line(r_target: &goodput_core::Target, extra: &str) -> String {
     format!("target {}", parts.join(" · "))
 }
 
+/// What a CDF drawn through a summary's percentiles says of itself.
+const FROM_PERCENTILES: &str = "Drawn from the summary's percentiles (min, pNN, max): the run was saved without \
+     per-request records (--include-requests).";
+
 fn cdf_chart(id: &str, m: Latency, runs: &[(String, &RunResult)], guides: Vec<Guide>) -> Chart {
-    let mut series = Vec::new();
-    let mut approx = false;
-    for (i, (label, r)) in runs.iter().enumerate() {
-        let cdf = series::cdf(r, m);
-        approx |= cdf.from_percentiles;
-        let style = if cdf.from_percentiles { Style::LineDots } else { Style::Line };
-        let name = if runs.len() == 1 {
-            format!("{} ({} samples)", m.id().to_uppercase(), cdf.samples)
+    let curves = runs.iter().map(|(label, r)| (label.clone(), series::cdf(r, m))).collect();
+    cdf_chart_of(id, m, curves, guides, FROM_PERCENTILES)
+}
+
+/// A tail that reaches this many times further than the body's end (p99.9)
+/// is cut off the axis: one 2.7 s stall among 20 ms gaps would otherwise
+/// squeeze every other sample into the chart's left edge.
+const TAIL_CUT: f64 = 2.0;
+
+/// The CDF chart of `curves` (labelled, one per run or load); `approx`,
+/// the note for curves drawn through percentiles. The x axis stops at the
+/// body's end (or the furthest guide) when the tail runs far past it, and
+/// the note says so.
+fn cdf_chart_of(id: &str, m: Latency, curves: Vec<(String, series::Cdf)>, guides: Vec<Guide>, approx: &str) -> Chart {
+    let n = curves.len();
+    let from_percentiles = curves.iter().any(|(_, c)| c.from_percentiles);
+    let max = curves
+        .iter()
+        .flat_map(|(_, c)| c.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite())
+        .fold(f64::NAN, f64::max);
+    let body = curves.iter().filter_map(|(_, c)| c.body_end).max_by(|a, b| a.1.total_cmp(&b.1));
+    let reach = guides.iter().filter(|g| !g.horizontal).map(|g| g.at).fold(f64::NAN, f64::max);
+    let cut = body.filter(|&(_, x)| x > 0.0 && max > TAIL_CUT * x.max(reach).max(0.0)).map(|(p, x)| {
+        if reach > x {
+            (reach, format!("{} ms", format::ms(Some(reach))))
         } else {
-            label.clone()
-        };
-        series.push(Series::new(name, style, i, cdf.points));
-    }
-    let note = approx.then(|| {
-        "Drawn from the summary's percentiles (min, pNN, max): the run was saved without per-request records \
-         (--include-requests)."
-            .to_string()
+            (x, format!("p{p} ({} ms)", format::ms(Some(x))))
+        }
     });
+    let mut series = Vec::new();
+    for (i, (label, cdf)) in curves.into_iter().enumerate() {
+        let style = if cdf.from_percentiles { Style::LineDots } else { Style::Line };
+        let name = if n == 1 { format!("{} ({} samples)", m.id().to_uppercase(), cdf.samples) } else { label };
+        let mut points = cdf.points;
+        if let Some((at, _)) = &cut {
+            points.retain(|p| p.0 <= *at);
+            // A thinned CDF's last quantile inside the axis can fall short
+            // of the body's end: the line runs on to it.
+            if let Some((p, x)) = cdf.body_end.filter(|b| b.1 <= *at && points.last().is_some_and(|l| l.0 < b.1)) {
+                points.push((x, p / 100.0));
+            }
+        }
+        series.push(Series::new(name, style, i, points));
+    }
+    let mut notes: Vec<String> = Vec::new();
+    if from_percentiles {
+        notes.push(approx.to_string());
+    }
+    if let Some((_, what)) = &cut {
+        notes.push(format!(
+            "The x axis stops at {what} so that the body shows: the slowest samples, up to {} ms, lie beyond it.",
+            format::ms(Some(max))
+        ));
+    }
     Chart {
         id: id.into(),
         title: format!("{} ({}), CDF", m.title(), m.id().to_uppercase()),
@@ -201,7 +243,7 @@ fn cdf_chart(id: &str, m: Latency, runs: &[(String, &RunResult)], guides: Vec<Gu
         series,
         guides,
         y_share: true,
-        note,
+        note: (!notes.is_empty()).then(|| notes.join(" ")),
         ..Default::default()
     }
 }

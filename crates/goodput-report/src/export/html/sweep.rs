@@ -1,18 +1,30 @@
 //! The sweep page.
 
-use super::{card, cdf_chart, charts, config_section, embed, footer, header, page, target_line};
+use super::{
+    card, cdf_chart_of, charts, config_section, embed, footer, header, page, slo_guides, slo_metric, slo_of,
+    target_line, FROM_PERCENTILES,
+};
 use crate::escape::html;
 use crate::export::ExportError;
 use crate::format;
 use crate::metric::Dist;
-use crate::series::Latency;
-use crate::svg::{Chart, Mark, Series, Style};
+use crate::series::{self, Latency, SweepSeries, TimeSeries};
+use crate::svg::{self, Chart, Guide, Mark, Series, Style};
+use goodput_core::slo::ObjectiveResult;
 use goodput_core::sweep::{Load, PointRef, SweepAnalysis, SweepPoint, SweepResult};
-use goodput_core::RunResult;
+use goodput_core::{RunResult, Slo};
 use std::fmt::Write;
 
 /// A sweep as a page.
 pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
+    sweep_page_with(sw, None)
+}
+
+/// A sweep as a page, its TTFT distributions and a stages run's timeline
+/// drawn from what the sweep command computed of the records it held
+/// (`held`) where the document holds none. The page embeds the document
+/// as given.
+pub fn sweep_page_with(sw: &SweepResult, held: Option<&SweepSeries>) -> Result<String, ExportError> {
     let (data, stripped) = embed(sw, strip_point_requests)?;
     let mut o = String::new();
     sweep_header(&mut o, sw);
@@ -20,7 +32,10 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
     point_cards(&mut o, &sw.analysis);
     o.push_str("</section>");
     analysis_notes(&mut o, &sw.analysis);
-    sweep_charts(&mut o, sw);
+    if sw.config.mode == "stages" {
+        stages_timeline(&mut o, sw, held.and_then(|h| h.timeline.as_ref()));
+    }
+    sweep_charts(&mut o, sw, held);
     points_table(&mut o, sw);
     config_section(&mut o, &serde_json::to_value(&sw.config)?, stripped)?;
     o.push_str("</main>");
@@ -92,24 +107,41 @@ fn analysis_notes(o: &mut String, a: &SweepAnalysis) {
     }
 }
 
+/// The SLO the points were judged by (each carries the same).
+fn sweep_slo(sw: &SweepResult) -> Option<Slo> {
+    sw.points.iter().find_map(|p| slo_of(&p.result))
+}
+
 /// Throughput against latency, throughput and goodput by load, and the
 /// TTFT distributions of a few loads.
-fn sweep_charts(o: &mut String, sw: &SweepResult) {
+fn sweep_charts(o: &mut String, sw: &SweepResult, held: Option<&SweepSeries>) {
     let (a, pts) = (&sw.analysis, &sw.points);
     // Lines join the points from the lightest load to the heaviest, not in
     // the order they ran (a search adds points between those of the grid).
     // Requests in flight order loads of either kind: more load, more in
     // flight, for a closed loop and an open one alike.
-    let mut ordered: Vec<&SweepPoint> = pts.iter().collect();
-    ordered.sort_by(|a, b| a.result.summary.in_flight.mean.total_cmp(&b.result.summary.in_flight.mean));
+    let mut ordered: Vec<(usize, &SweepPoint)> = pts.iter().enumerate().collect();
+    ordered.sort_by(|a, b| a.1.result.summary.in_flight.mean.total_cmp(&b.1.result.summary.in_flight.mean));
+    let by_load: Vec<&SweepPoint> = ordered.iter().map(|p| p.1).collect();
+    let slo = sweep_slo(sw);
     let p50_at = |d: Dist| move |p: &PointRef| sw.points.get(p.index).and_then(|x| d.of(&x.result.summary).p(50.0));
-    let ttft_curve = latency_curve(&ordered, a, "sweep-ttft", "TTFT", Dist::Ttft, &p50_at(Dist::Ttft));
-    let e2e_curve = latency_curve(&ordered, a, "sweep-e2e", "E2E", Dist::E2e, &p50_at(Dist::E2e));
-    let goodput_chart = goodput_by_load(&ordered, a, pts);
-    let ttft_cdf = ttft_by_load(&ordered, pts.len());
+    let mut list = vec![latency_curve(&by_load, a, &slo, Latency::Ttft, &p50_at(Dist::Ttft))];
+    // TPOT has a curve of its own where the SLO judges it.
+    if slo.as_ref().is_some_and(|s| judges(s, Latency::Tpot)) {
+        list.push(latency_curve(&by_load, a, &slo, Latency::Tpot, &p50_at(Dist::Tpot)));
+    }
+    list.push(latency_curve(&by_load, a, &slo, Latency::E2e, &p50_at(Dist::E2e)));
+    list.push(goodput_by_load(&by_load, a, pts));
+    list.push(ttft_by_load(&ordered, held, &slo));
     o.push_str(r#"<section><h2>Throughput and latency</h2>"#);
-    charts(o, &[ttft_curve, e2e_curve, goodput_chart, ttft_cdf]);
+    charts(o, &list);
     o.push_str("</section>");
+}
+
+/// Whether the SLO has a limit or an objective on `m`.
+fn judges(slo: &Slo, m: Latency) -> bool {
+    slo_metric(m)
+        .is_some_and(|sm| slo.limits.iter().any(|l| l.metric == sm) || slo.objectives.iter().any(|o| o.metric == sm))
 }
 
 /// A tooltip per point that has the figure, in load order.
@@ -133,29 +165,76 @@ fn curve(ordered: &[&SweepPoint], f: &dyn Fn(&RunResult) -> Option<f64>) -> Vec<
     ordered.iter().filter_map(|p| Some((p.result.summary.throughput.output_tokens_per_s, f(&p.result)?))).collect()
 }
 
-/// Throughput against one latency's p50 and p99, the saturation and the
-/// recommended point marked at `ref_y`.
+/// The dist of a latency the sweep curves plot.
+fn dist(m: Latency) -> Dist {
+    match m {
+        Latency::Ttft => Dist::Ttft,
+        Latency::Tpot => Dist::Tpot,
+        Latency::Itl => Dist::Itl,
+        Latency::E2e => Dist::E2e,
+    }
+}
+
+/// The tail percentiles a latency's curve plots: those the SLO's
+/// objectives on it judge (the p95 of `ttft:p95<=500ms`), else p99.
+fn tail_percentiles(slo: &Option<Slo>, m: Latency) -> Vec<f64> {
+    let mut ps: Vec<f64> = match (slo, slo_metric(m)) {
+        (Some(s), Some(sm)) => s.objectives.iter().filter(|o| o.metric == sm).map(|o| o.percentile).collect(),
+        _ => Vec::new(),
+    };
+    ps.retain(|p| *p != 50.0);
+    ps.sort_by(f64::total_cmp);
+    ps.dedup();
+    if ps.is_empty() {
+        ps.push(99.0);
+    }
+    ps
+}
+
+/// A point's percentile `p` of latency `m`: the figure its SLO judged
+/// (`slo.objectives[].measured_ms`), else its summary's.
+fn percentile_of(r: &RunResult, m: Latency, p: f64) -> Option<f64> {
+    let judged = |o: &&ObjectiveResult| Some(o.metric) == slo_metric(m) && o.percentile == p;
+    r.slo
+        .as_ref()
+        .and_then(|s| s.objectives.iter().find(judged))
+        .and_then(|o| o.measured_ms)
+        .or_else(|| dist(m).of(&r.summary).p(p))
+}
+
+/// Throughput against one latency's p50 and its tail (the SLO objective's
+/// percentile, else p99), the SLO's limits on it as lines across, the
+/// saturation and the recommended point marked at `ref_y`.
 fn latency_curve(
     ordered: &[&SweepPoint],
     a: &SweepAnalysis,
-    id: &str,
-    name: &str,
-    d: Dist,
+    slo: &Option<Slo>,
+    m: Latency,
     ref_y: &dyn Fn(&PointRef) -> Option<f64>,
 ) -> Chart {
-    let p50 = |r: &RunResult| d.of(&r.summary).p(50.0);
-    let p99 = |r: &RunResult| d.of(&r.summary).p(99.0);
+    let name = m.id().to_uppercase();
+    let p50 = |r: &RunResult| percentile_of(r, m, 50.0);
     let mut s50 = Series::new(format!("{name} p50"), Style::LineDots, 0, curve(ordered, &p50));
     s50.tips = tips(ordered, &p50, &format!("{name} p50"));
-    let mut s99 = Series::new(format!("{name} p99"), Style::LineDots, 1, curve(ordered, &p99));
-    s99.tips = tips(ordered, &p99, &format!("{name} p99"));
-    s99.dashed = true;
+    let mut series = vec![s50];
+    let objective = |p: f64| {
+        slo.as_ref().is_some_and(|s| s.objectives.iter().any(|o| Some(o.metric) == slo_metric(m) && o.percentile == p))
+    };
+    for (k, p) in tail_percentiles(slo, m).into_iter().enumerate() {
+        let tail = move |r: &RunResult| percentile_of(r, m, p);
+        let what = format!("{name} p{p}");
+        let label = if objective(p) { format!("{what} (the SLO objective's percentile)") } else { what.clone() };
+        let mut s = Series::new(label, Style::LineDots, 1 + k, curve(ordered, &tail));
+        s.tips = tips(ordered, &tail, &what);
+        s.dashed = true;
+        series.push(s);
+    }
     Chart {
-        id: id.into(),
+        id: format!("sweep-{}", m.id()),
         title: format!("Throughput vs {name}"),
         x_label: "output tokens/s".into(),
         y_label: format!("{name} (ms)"),
-        series: vec![s50, s99],
+        series,
         marks: [
             point_mark(&a.saturation, ref_y, "saturation", "mark-sat"),
             point_mark(&a.recommended, ref_y, "recommended", "mark-rec"),
@@ -163,6 +242,7 @@ fn latency_curve(
         .into_iter()
         .flatten()
         .collect(),
+        guides: slo_guides(slo, m).into_iter().map(|g| Guide { horizontal: true, ..g }).collect(),
         note: Some(
             "One dot per load, in load order; the knee is where latency climbs while throughput stops growing.".into(),
         ),
@@ -210,8 +290,12 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
     }
 }
 
-/// The TTFT distributions of up to six loads, overlaid.
-fn ttft_by_load(ordered: &[&SweepPoint], points: usize) -> Chart {
+/// The TTFT distributions of up to six loads, overlaid: from each point's
+/// records where the document holds them, else from those the sweep
+/// command held (`held`), else through the point's percentiles, as the
+/// note says.
+fn ttft_by_load(ordered: &[(usize, &SweepPoint)], held: Option<&SweepSeries>, slo: &Option<Slo>) -> Chart {
+    let points = ordered.len();
     // At most six overlaid distributions stay readable: spread them over the loads.
     let shown: Vec<usize> = if points <= 6 {
         (0..points).collect()
@@ -220,20 +304,196 @@ fn ttft_by_load(ordered: &[&SweepPoint], points: usize) -> Chart {
         v.dedup();
         v
     };
-    let overlay: Vec<(String, &RunResult)> =
-        shown.iter().map(|&i| (ordered[i].load.label(), &ordered[i].result)).collect();
-    let mut ttft_cdf = cdf_chart("sweep-ttft-cdf", Latency::Ttft, &overlay, Vec::new());
+    let curves: Vec<(String, series::Cdf)> = shown
+        .iter()
+        .map(|&i| {
+            let (index, p) = ordered[i];
+            let cdf = match (&p.result.requests, held.and_then(|h| h.ttft.get(index)).and_then(Option::as_ref)) {
+                (None, Some(c)) => c.clone(),
+                _ => series::cdf(&p.result, Latency::Ttft),
+            };
+            (p.load.label(), cdf)
+        })
+        .collect();
+    let approx: Vec<&str> = curves.iter().filter(|(_, c)| c.from_percentiles).map(|(l, _)| l.as_str()).collect();
+    let approx_note = if approx.len() == curves.len() {
+        FROM_PERCENTILES.replace("the run was", "the sweep was")
+    } else {
+        format!(
+            "{} drawn from the summary's percentiles (min, pNN, max), the others from every request: the sweep \
+             was saved without per-request records (--include-requests).",
+            approx.join(", ")
+        )
+    };
+    let guides = slo_guides(slo, Latency::Ttft);
+    let mut ttft_cdf = cdf_chart_of("sweep-ttft-cdf", Latency::Ttft, curves, guides, &approx_note);
     ttft_cdf.title = "TTFT distribution by load".into();
     if shown.len() < points {
-        ttft_cdf.note = Some(format!("{} of {} loads shown.", shown.len(), points));
+        let shown = format!("{} of {} loads shown.", shown.len(), points);
+        ttft_cdf.note = Some(ttft_cdf.note.map_or(shown.clone(), |n| format!("{shown} {n}")));
     }
     ttft_cdf
+}
+
+/// Each stage's span on the run's clock, seconds: the stages' durations
+/// added up (each stage's config holds its own, `20s`); a stage whose
+/// duration does not read ends where its measurement window does.
+fn stage_spans(sw: &SweepResult) -> Vec<(f64, f64)> {
+    let mut at = 0.0;
+    let mut spans = Vec::with_capacity(sw.points.len());
+    for p in &sw.points {
+        let d = p.result.config.load.as_ref().and_then(|l| l.duration.as_deref());
+        let end = match d.and_then(|d| humantime::parse_duration(d).ok()) {
+            Some(d) => at + d.as_secs_f64(),
+            None => p.result.window.end_s.max(at),
+        };
+        spans.push((at, end));
+        at = end;
+    }
+    spans
+}
+
+/// A stages run over time: throughput, TTFT and requests in flight, each
+/// stage's start marked with its load. From the run's records (those the
+/// command held, or the last stage's in the document: it holds every
+/// request before its end), else each stage's summary held over its span.
+fn stages_timeline(o: &mut String, sw: &SweepResult, held: Option<&TimeSeries>) {
+    let spans = stage_spans(sw);
+    let guides: Vec<Guide> = sw
+        .points
+        .iter()
+        .zip(&spans)
+        .map(|(p, &(at, _))| Guide { at, label: p.load.label(), boundary: true, ..Default::default() })
+        .collect();
+    let ts = held.cloned().or_else(|| sw.points.iter().rev().find_map(|p| series::time_series(&p.result)));
+    let slo = sweep_slo(sw);
+    let ttft_limits: Vec<Guide> =
+        slo_guides(&slo, Latency::Ttft).into_iter().map(|g| Guide { horizontal: true, ..g }).collect();
+    let chart = |id: &str, title: &str, x: &str, y: &str, series: Vec<Series>| Chart {
+        id: id.into(),
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        series,
+        guides: guides.clone(),
+        ..Default::default()
+    };
+    let list = match &ts {
+        Some(ts) => {
+            let w = ts.bucket_s;
+            let bucket = if w >= 1.0 { format!("{w} s") } else { format!("{} ms", w * 1e3) };
+            let mut ttft = chart(
+                "stages-ttft",
+                "TTFT over the stages",
+                "send time (s)",
+                "TTFT (ms)",
+                vec![Series::new("TTFT of a request, by send time", Style::Dots, 0, ts.ttft.clone())],
+            );
+            ttft.guides.extend(ttft_limits);
+            vec![
+                chart(
+                    "stages-throughput",
+                    "Output throughput over the stages",
+                    "time since start (s)",
+                    "output tokens/s",
+                    vec![Series::new(
+                        format!("output tok/s per {bucket} bucket"),
+                        Style::Bars { width: w },
+                        0,
+                        ts.output_tokens_per_s.clone(),
+                    )],
+                ),
+                ttft,
+                chart(
+                    "stages-inflight",
+                    "Requests in flight over the stages",
+                    "time since start (s)",
+                    "requests in flight",
+                    vec![Series::new(
+                        format!("mean in flight per {bucket} bucket"),
+                        Style::Line,
+                        2,
+                        svg::steps(&ts.in_flight, w),
+                    )],
+                ),
+            ]
+        }
+        None => {
+            // Each stage's figure held over its span.
+            let held_over = |f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<(f64, f64)> {
+                sw.points
+                    .iter()
+                    .zip(&spans)
+                    .filter_map(|(p, &(a, b))| f(&p.result).map(|y| [(a, y), (b, y)]))
+                    .flatten()
+                    .collect()
+            };
+            let mut ttft_series = vec![Series::new(
+                "TTFT p50 of the stage",
+                Style::Line,
+                0,
+                held_over(&|r| percentile_of(r, Latency::Ttft, 50.0)),
+            )];
+            for (k, p) in tail_percentiles(&slo, Latency::Ttft).into_iter().enumerate() {
+                let mut s = Series::new(
+                    format!("TTFT p{p} of the stage"),
+                    Style::Line,
+                    1 + k,
+                    held_over(&|r| percentile_of(r, Latency::Ttft, p)),
+                );
+                s.dashed = true;
+                ttft_series.push(s);
+            }
+            let mut ttft =
+                chart("stages-ttft", "TTFT over the stages", "time since start (s)", "TTFT (ms)", ttft_series);
+            ttft.guides.extend(ttft_limits);
+            vec![
+                chart(
+                    "stages-throughput",
+                    "Output throughput over the stages",
+                    "time since start (s)",
+                    "output tokens/s",
+                    vec![Series::new(
+                        "output tok/s of the stage",
+                        Style::Line,
+                        0,
+                        held_over(&|r| Some(r.summary.throughput.output_tokens_per_s)),
+                    )],
+                ),
+                ttft,
+                chart(
+                    "stages-inflight",
+                    "Requests in flight over the stages",
+                    "time since start (s)",
+                    "requests in flight",
+                    vec![Series::new(
+                        "mean in flight of the stage",
+                        Style::Line,
+                        2,
+                        held_over(&|r| Some(r.summary.in_flight.mean)),
+                    )],
+                ),
+            ]
+        }
+    };
+    let _ = write!(
+        o,
+        r#"<section><h2>Over the stages</h2><p class="note">One run whose load steps at each dashed line; each stage is judged as a point below, the stages before it its warm-up.{}</p>"#,
+        if ts.is_none() {
+            " Each stage's figures are its summary's, held over its span: the sweep was saved without per-request \
+             records (--include-requests keeps them; the sweep's own --html draws every request)."
+        } else {
+            ""
+        }
+    );
+    charts(o, &list);
+    o.push_str("</section>");
 }
 
 /// A row per point, in the order they ran.
 fn points_table(o: &mut String, sw: &SweepResult) {
     let (a, pts) = (&sw.analysis, &sw.points);
-    o.push_str(r#"<section><h2>Points</h2><div class="scroll"><table class="points"><thead><tr><th>load</th><th>origin</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>E2E p99</th><th>failed</th><th>goodput tok/s</th><th>attainment</th><th>SLO</th><th>$ per M</th></tr></thead><tbody>"#);
+    o.push_str(r#"<section><h2>Points</h2><div class="scroll"><table class="points"><thead><tr><th>load</th><th>origin</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>E2E p99</th><th>failed</th><th>goodput tok/s</th><th>attainment</th><th>SLO</th><th>$ per M</th><th>steady</th></tr></thead><tbody>"#);
     for (i, p) in pts.iter().enumerate() {
         let r = &p.result;
         let s = &r.summary;
@@ -247,9 +507,14 @@ fn points_table(o: &mut String, sw: &SweepResult) {
             Some(false) => r#"<span class="worse">missed</span>"#,
             None => "-",
         };
+        let steady = match &s.stability {
+            Some(st) if st.steady => r#"<span class="better">steady</span>"#,
+            Some(_) => r#"<span class="worse">NOT STEADY</span>"#,
+            None => "-",
+        };
         let _ = write!(
             o,
-            "<tr><td>{}{role}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo}</td><td>{}</td></tr>",
+            "<tr><td>{}{role}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo}</td><td>{}</td><td>{steady}</td></tr>",
             html(&p.load.label()),
             html(&p.origin),
             s.throughput.requests_per_s,
@@ -263,6 +528,11 @@ fn points_table(o: &mut String, sw: &SweepResult) {
             s.goodput.as_ref().map(|g| format::value(Some(g.slo_attainment), crate::metric::Unit::Ratio)).unwrap_or("-".into()),
             r.cost.as_ref().and_then(|c| c.usd_per_million_output_tokens).map(format::usd).unwrap_or("-".into()),
         );
+        // Why, on a line of its own under the point: NOT STEADY alone says
+        // nothing of what was measured (a backlog, a ramp) or what to change.
+        if let Some(why) = s.stability.as_ref().filter(|st| !st.steady).and_then(|st| st.reason.as_deref()) {
+            let _ = write!(o, r#"<tr class="why"><td colspan="14" class="text">NOT STEADY: {}</td></tr>"#, html(why));
+        }
     }
     o.push_str("</tbody></table></div></section>");
 }
