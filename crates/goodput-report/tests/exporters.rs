@@ -2,6 +2,9 @@
 //! the HTML is self-contained, and that hostile strings from a document stay
 //! text in HTML, Markdown, CSV and the terminal.
 
+/// The charts, read back from their SVG coordinates.
+#[path = "exporters/charts.rs"]
+mod charts;
 mod common;
 
 use common::*;

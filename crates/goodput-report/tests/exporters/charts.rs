@@ -4,9 +4,7 @@
 //! limit drawn, TTFT distributions from the records a sweep held, a stages
 //! run's timeline, and the NOT STEADY reason in the sweep's tables.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use goodput_core::stability::Stability;
 use goodput_core::sweep::SweepResult;
 use goodput_core::RunResult;
