@@ -3,14 +3,22 @@
 //! its --shard count, the shard index in the args, the shared volume), and
 //! their goodput arguments are ones goodput itself accepts. No cluster is
 //! reachable from the tests; this is what can be checked without one.
+//!
+//! The wheel, another way goodput is shipped, is held the same way
+//! (pyproject.toml: maturin's `bin` bindings over the crate whose binary is
+//! goodput; scripts/build-wheel builds and runs it).
 
 use clap::Parser;
 use goodput::cli::{Cli, Command};
 use serde_json::Value;
 use std::path::PathBuf;
 
+fn repo(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+}
+
 fn k8s(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/k8s").join(name)
+    repo("deploy/k8s").join(name)
 }
 
 fn manifest(name: &str) -> Value {
@@ -107,9 +115,41 @@ fn the_dockerfile_builds_a_static_binary_on_scratch() {
     assert_eq!(froms.len(), 2, "a build stage and the image: {froms:?}");
     assert!(froms[0].contains("alpine"), "built on musl: {}", froms[0]);
     assert_eq!(froms[1], "FROM scratch");
-    assert!(text.contains("cargo build --release --locked -p goodput"));
+    // Built by the script that builds the release's static binary, so the
+    // image carries the same one.
+    assert!(text.contains("scripts/build-static"), "the image's binary comes from scripts/build-static");
+    let script = std::fs::read_to_string(repo("scripts/build-static")).unwrap();
+    assert!(script.contains("cargo build --release --locked -p goodput"));
+    assert!(script.contains("CARGO_PROFILE_RELEASE_STRIP=true"), "stripped");
     assert!(text.contains("ENTRYPOINT [\"/goodput\"]"));
     let both = ["shards-job.yaml", "merge-job.yaml"]
         .map(|f| manifest(f)["spec"]["template"]["spec"]["containers"][0]["image"].clone());
     assert_eq!(both[0], both[1], "the shards and the merge run the same image");
+}
+
+#[test]
+fn the_wheel_carries_the_goodput_binary_at_the_workspaces_version() {
+    let text = std::fs::read_to_string(repo("pyproject.toml")).unwrap();
+    let py: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("pyproject.toml: {e}"));
+    let maturin = &py["tool"]["maturin"];
+    assert_eq!(maturin["bindings"].as_str(), Some("bin"));
+    let manifest = repo(maturin["manifest-path"].as_str().unwrap());
+    let cargo: toml::Table = toml::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let bins = cargo["bin"].as_array().unwrap();
+    assert!(
+        bins.iter().any(|b| b["name"].as_str() == Some("goodput")),
+        "{} builds the goodput binary",
+        manifest.display()
+    );
+    // The version is Cargo's (one place to change it), and the command's name
+    // is the binary's, whatever the package's name on PyPI.
+    let project = py["project"].as_table().unwrap();
+    assert!(!project.contains_key("version"));
+    assert!(project["dynamic"].as_array().unwrap().iter().any(|d| d.as_str() == Some("version")));
+    assert!(!project.contains_key("scripts"), "the command is the binary itself");
+    assert_eq!(
+        project["name"].as_str(),
+        Some("goodput-bench"),
+        "the name goodput is published under (`goodput` on PyPI is another project)"
+    );
 }
