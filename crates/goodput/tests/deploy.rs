@@ -3,14 +3,24 @@
 //! its --shard count, the shard index in the args, the shared volume), and
 //! their goodput arguments are ones goodput itself accepts. No cluster is
 //! reachable from the tests; this is what can be checked without one.
+//!
+//! The other ways goodput is shipped are held the same way: the GitHub
+//! Action (action.yml: every input documented and wired, none spliced into a
+//! script, its command lines ones goodput accepts; scripts/action-smoke
+//! runs it) and the wheel (pyproject.toml: maturin's `bin` bindings over
+//! the crate whose binary is goodput; scripts/build-wheel builds and runs it).
 
 use clap::Parser;
 use goodput::cli::{Cli, Command};
 use serde_json::Value;
 use std::path::PathBuf;
 
+fn repo(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+}
+
 fn k8s(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/k8s").join(name)
+    repo("deploy/k8s").join(name)
 }
 
 fn manifest(name: &str) -> Value {
@@ -107,9 +117,127 @@ fn the_dockerfile_builds_a_static_binary_on_scratch() {
     assert_eq!(froms.len(), 2, "a build stage and the image: {froms:?}");
     assert!(froms[0].contains("alpine"), "built on musl: {}", froms[0]);
     assert_eq!(froms[1], "FROM scratch");
-    assert!(text.contains("cargo build --release --locked -p goodput"));
+    // Built by the script that builds the release's static binary, so the
+    // image carries the same one.
+    assert!(text.contains("scripts/build-static"), "the image's binary comes from scripts/build-static");
+    let script = std::fs::read_to_string(repo("scripts/build-static")).unwrap();
+    assert!(script.contains("cargo build --release --locked -p goodput"));
+    assert!(script.contains("CARGO_PROFILE_RELEASE_STRIP=true"), "stripped");
     assert!(text.contains("ENTRYPOINT [\"/goodput\"]"));
     let both = ["shards-job.yaml", "merge-job.yaml"]
         .map(|f| manifest(f)["spec"]["template"]["spec"]["containers"][0]["image"].clone());
     assert_eq!(both[0], both[1], "the shards and the merge run the same image");
+}
+
+fn action() -> Value {
+    let text = std::fs::read_to_string(repo("action.yml")).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("action.yml is not YAML: {e}"))
+}
+
+#[test]
+fn the_action_documents_and_wires_every_input_and_runs_none_as_code() {
+    let action = action();
+    let inputs = action["inputs"].as_object().unwrap();
+    let steps = action["runs"]["steps"].as_array().unwrap();
+    assert_eq!(action["runs"]["using"], "composite");
+    let docs = std::fs::read_to_string(repo("docs/ci.md")).unwrap();
+    let envs: Vec<&str> =
+        steps.iter().flat_map(|s| s["env"].as_object().unwrap().values()).map(|v| v.as_str().unwrap()).collect();
+    for (name, input) in inputs {
+        let description = input["description"].as_str().unwrap_or_default();
+        assert!(description.len() > 20, "input {name} says what it does: {description:?}");
+        assert!(input["default"].is_string(), "input {name} has a default (string)");
+        assert!(docs.contains(&format!("| `{name}` |")), "docs/ci.md lists input {name}");
+        let used = format!("${{{{ inputs.{name} }}}}");
+        assert!(envs.iter().any(|v| *v == used), "input {name} reaches a step, through its env");
+    }
+    for (name, output) in action["outputs"].as_object().unwrap() {
+        assert!(output["description"].as_str().is_some_and(|d| !d.is_empty()), "output {name} is described");
+        assert!(docs.contains(&format!("| `{name}` |")), "docs/ci.md lists output {name}");
+    }
+    for step in steps {
+        // An input spliced into the script would run as code (a pull
+        // request's title in `args`); through env it stays a value.
+        let run = step["run"].as_str().unwrap();
+        assert!(!run.contains("${{"), "step {} splices an expression into its script", step["id"]);
+        assert_eq!(step["shell"], "bash");
+    }
+}
+
+/// The flags the action's run step adds to goodput's command line
+/// (`cmd+=(--flag "$VALUE")`), with a sample value for each flag that takes one.
+fn action_flags() -> Vec<String> {
+    let action = action();
+    let run = action["runs"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == "run").unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut flags = Vec::new();
+    for line in run.lines().filter_map(|l| l.trim().strip_prefix("cmd+=(")) {
+        let mut words = line.trim_end_matches(')').split_whitespace().peekable();
+        while let Some(word) = words.next() {
+            if !word.starts_with("--") {
+                continue;
+            }
+            flags.push(word.to_string());
+            if words.peek().is_some_and(|w| w.starts_with('"')) {
+                words.next();
+                let sample = match word {
+                    "--url" => "http://127.0.0.1:8000",
+                    "--slo" => "ttft:p95<=500ms",
+                    "--output" => "goodput-result.json",
+                    "--markdown" => "summary.md",
+                    other => panic!("the action passes {other} with a value: give it a sample value here"),
+                };
+                flags.push(sample.to_string());
+            }
+        }
+    }
+    flags
+}
+
+#[test]
+fn the_actions_command_lines_are_ones_goodput_accepts() {
+    let flags = action_flags();
+    for f in ["--url", "--slo", "--fail-on-slo", "--output", "--markdown"] {
+        assert!(flags.iter().any(|g| g == f), "the action passes {f}: {flags:?}");
+    }
+    let action = action();
+    let commands = action["inputs"]["command"]["description"].as_str().unwrap();
+    for command in ["bench", "sweep"] {
+        assert!(commands.contains(&format!("`{command}`")));
+        let argv = ["goodput", command].into_iter().map(String::from).chain(flags.iter().cloned());
+        let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("goodput {command} {flags:?}: {e}"));
+        match (command, &cli.command) {
+            ("bench", Command::Bench(_)) | ("sweep", Command::Sweep(_)) => {}
+            _ => panic!("goodput {command} parsed as another command"),
+        }
+    }
+}
+
+#[test]
+fn the_wheel_carries_the_goodput_binary_at_the_workspaces_version() {
+    let text = std::fs::read_to_string(repo("pyproject.toml")).unwrap();
+    let py: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("pyproject.toml: {e}"));
+    let maturin = &py["tool"]["maturin"];
+    assert_eq!(maturin["bindings"].as_str(), Some("bin"));
+    let manifest = repo(maturin["manifest-path"].as_str().unwrap());
+    let cargo: toml::Table = toml::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let bins = cargo["bin"].as_array().unwrap();
+    assert!(
+        bins.iter().any(|b| b["name"].as_str() == Some("goodput")),
+        "{} builds the goodput binary",
+        manifest.display()
+    );
+    // The version is Cargo's (one place to change it), and the command's name
+    // is the binary's, whatever the package's name on PyPI.
+    let project = py["project"].as_table().unwrap();
+    assert!(!project.contains_key("version"));
+    assert!(project["dynamic"].as_array().unwrap().iter().any(|d| d.as_str() == Some("version")));
+    assert!(!project.contains_key("scripts"), "the command is the binary itself");
+    assert_eq!(
+        project["name"].as_str(),
+        Some("goodput-bench"),
+        "the name goodput is published under (`goodput` on PyPI is another project)"
+    );
 }
