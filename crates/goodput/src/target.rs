@@ -61,7 +61,8 @@ impl Embedded {
             match started.await {
                 Ok((app, listener, addr)) => {
                     let _ = tx.send(Ok(addr));
-                    let _ = app.serve(listener, async move { s.cancelled().await }).await;
+                    let limits = goodput_sim::connections::ConnectionLimits::default();
+                    let _ = app.serve(listener, limits, async move { s.cancelled().await }).await;
                 }
                 Err(e) => {
                     let _ = tx.send(Err(e));

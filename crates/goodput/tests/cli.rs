@@ -177,6 +177,67 @@ fn goodput_serve_answers_every_api() {
     assert!(err.contains("--served-model-name ' , ' names no model"), "{err}");
 }
 
+/// `goodput serve` with no room for more connections (an open-file limit of
+/// 128 here, so a cap of 64) under slow clients that send half a request
+/// head, or nothing: it says so on stderr, and once they go it answers
+/// again at once. Before, it took connections until `accept` failed for
+/// want of descriptors, and said nothing.
+#[cfg(unix)]
+#[test]
+fn goodput_serve_says_when_slow_clients_fill_it_and_answers_once_they_go() {
+    use std::io::{BufRead, Read, Write};
+    use std::net::TcpStream;
+    use std::sync::mpsc;
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 128 && exec \"$0\" serve --port 0 -q"])
+        .arg(bin)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _guard = Kill(child);
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let said = |what: &str, wait: Duration| loop {
+        match lines.recv_timeout(wait) {
+            Ok(l) if l.contains(what) => return l,
+            Ok(_) => {}
+            Err(e) => panic!("goodput serve never said {what:?} ({e})"),
+        }
+    };
+    let listening = said("listening on ", Duration::from_secs(60));
+    let addr = listening.split_whitespace().nth(2).unwrap().trim_start_matches("http://").to_owned();
+    let mut slow = Vec::new();
+    for i in 0..100 {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        if i % 2 == 0 {
+            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n").unwrap();
+        }
+        slow.push(s);
+    }
+    let full = said("the most this server takes", Duration::from_secs(10));
+    assert!(full.contains("64 connections are open"), "{full}");
+    drop(slow);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
 /// goodput's own HTTP/1.1 client (the default), reqwest, and read and kernel
 /// receive stamps all measure the same known server alike: 20 ms to the first
 /// chunk, then a chunk of 2 tokens every 10 ms (5 ms per token). The default
