@@ -143,6 +143,13 @@ pub enum ScheduleError {
     UnknownArrival(String),
     #[error("--rate must be a positive number of requests per second, not {0}")]
     Rate(f64),
+    #[error(
+        "--rate {rate} means one request every {gap} s: give at least {min} requests/s (one in 100 years)",
+        rate = crate::schedule::shown(*.0),
+        gap = crate::schedule::shown(1.0 / .0),
+        min = crate::schedule::shown(crate::schedule::min_rate())
+    )]
+    RateTooLow(f64),
     #[error("--burstiness must be a positive number, not {0}")]
     Burstiness(f64),
     /// The gap distribution refused its parameters (rand_distr's words).
@@ -269,6 +276,12 @@ pub enum TraceFault {
     Line { line: usize, reason: TraceLine },
     #[error("the trace has no requests")]
     Empty,
+    #[error(
+        "the trace's last line comes {} s after its first (at this --trace-speed): more than 100 years, longer \
+         than any run; check its timestamps are seconds, or give a higher --trace-speed",
+        crate::schedule::shown(*.0)
+    )]
+    Span(f64),
 }
 
 /// What is wrong with one line of a trace (the message follows "line N").

@@ -73,6 +73,11 @@ fn parse_trace(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault
     }
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     let t0 = out[0].0;
+    // Every offset becomes a time on the run's clock.
+    let span = out[out.len() - 1].0 - t0;
+    if span.is_nan() || span > goodput_core::HORIZON.as_secs_f64() {
+        return Err(TraceFault::Span(span));
+    }
     Ok(out.into_iter().map(|(t, l)| (t - t0, l)).collect())
 }
 
@@ -105,6 +110,11 @@ mod tests {
                 "less than input_tokens",
             ),
             ("", "no requests"),
+            (
+                "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5}\n\
+                 {\"timestamp\": 1e300, \"input_tokens\": 5, \"output_tokens\": 5}",
+                "1e300 s after its first",
+            ),
         ];
         for (text, want) in cases {
             let err = parse_trace(text, 1.0).unwrap_err().to_string();

@@ -512,6 +512,75 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
     }
 }
 
+/// Times no run's clock can hold, in every command that takes them, are
+/// refused with the flag named and exit 2, at once: `--rate 1e-300` (one
+/// request every 1e300 s) overflowed a `Duration` and panicked (exit 101),
+/// as did a duration, a start, an SLO limit or a think time of 1e300 s and
+/// a `--speed` of 1e-300.
+#[test]
+fn times_past_any_run_are_refused_with_the_flag_not_a_panic() {
+    let rate = "--rate 1e-300 means one request every 1e300 s: give at least 3.17e-10 requests/s";
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "-n", "2", "--rate", "1e-300"], rate),
+        (&["estimate", "-n", "2", "--rate", "1e-300"], rate),
+        (&["sweep", "--estimate", "-n", "2", "--rate", "1,1e-300"], rate),
+        (&["sweep", "--estimate", "--stages", "1e-300/1s"], rate),
+        (&["estimate", "-n", "2", "--duration", "500000000000y"], "'500000000000y' is longer than any run"),
+        (&["bench", "-n", "2", "--ramp-up", "500000000000y"], "'500000000000y' is longer than any run"),
+        (&["bench", "-n", "2", "--start-at", "1e300"], "--start-at '1e300' is more than 100 years from now"),
+        (&["estimate", "-n", "2", "--slo", "ttft<=1e300s"], "'1e300s' is longer than any run"),
+        (&["estimate", "-n", "2", "--turns", "2", "--think-time", "exp:500000000000y"], "longer than any run"),
+        (&["serve", "--port", "0", "--speed", "1e-300"], "--speed 1e-300 stretches every step"),
+    ];
+    for (args, want) in cases {
+        let t0 = std::time::Instant::now();
+        let out = goodput().args(*args).arg("-q").timeout(Duration::from_secs(60)).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
+        assert!(t0.elapsed() < Duration::from_secs(30), "{args:?} took {:?}", t0.elapsed());
+    }
+}
+
+/// A run that will wait for hours before its first or next request says so
+/// before it starts, rather than looking hung (and Ctrl-C still ends it).
+#[test]
+fn a_run_that_will_wait_hours_says_so() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--rate", "1e-6", "-n", "2"], "note: the next request after the first is due "),
+        (&["-c", "2", "--ramp-up", "1000h", "-n", "2"], "note: users join one every 20days 20h over the --ramp-up"),
+    ];
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    for (args, want) in cases {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+            .args(["bench", "-q", "--progress", "none"])
+            .args(*args)
+            .args(FAST)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let _guard = Kill(child);
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        // The run itself waits for days: the note must come before it, at once.
+        let line =
+            std::iter::from_fn(|| lines.recv_timeout(Duration::from_secs(30)).ok()).find(|l| l.contains("note:"));
+        let line = line.unwrap_or_else(|| panic!("{args:?}: no note of the wait"));
+        assert!(line.contains(want), "{args:?}: {line}");
+    }
+}
+
 #[test]
 fn output_paths_are_checked_before_the_run_starts() {
     let dir = tempfile::tempdir().unwrap();
