@@ -210,6 +210,12 @@ pub enum WorkloadError {
     #[error("--shared-prefixes must be at least 1")]
     SharedPrefixes,
     #[error(
+        "--shared-prefix-tokens {0}: a prompt is at most {max} tokens (2 Mi, beyond any model's context); give a \
+         shorter prefix",
+        max = crate::workload::MAX_TOKENS
+    )]
+    SharedPrefixTokens(u32),
+    #[error(
         "--turns all plays each ShareGPT conversation's own turns; synthetic questions need a count \
          (--turns 3, or uniform:2..6)"
     )]
@@ -297,6 +303,8 @@ pub enum TraceLine {
     PrefixTokens { prefix: u32, input: u32 },
     #[error("gives only one of prefix_id and prefix_tokens: give both or neither")]
     HalfPrefix,
+    #[error("asks for {0} tokens: a prompt or answer is at most {max} tokens (2 Mi, beyond any model's context)", max = crate::workload::MAX_TOKENS)]
+    TooLong(u32),
 }
 
 /// A dataset's JSONL line that is JSON but not an entry.

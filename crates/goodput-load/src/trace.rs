@@ -60,6 +60,9 @@ fn parse_trace(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault
         if l.input_tokens == 0 || l.output_tokens == 0 {
             return Err(at_line(TraceLine::NoTokens));
         }
+        if let Some(n) = [l.input_tokens, l.output_tokens].into_iter().find(|&n| n > crate::workload::MAX_TOKENS) {
+            return Err(at_line(TraceLine::TooLong(n)));
+        }
         let prefix = match (l.prefix_id, l.prefix_tokens) {
             (None, None) => None,
             (Some(id), Some(n)) if n > 0 && n < l.input_tokens => Some((id, n)),

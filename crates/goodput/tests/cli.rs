@@ -542,6 +542,45 @@ fn times_past_any_run_are_refused_with_the_flag_not_a_panic() {
     }
 }
 
+/// Lengths no prompt should have are refused at once, exit 2, before a
+/// word is built: `--input-tokens 4000000000` asked for 64 GB and aborted,
+/// `--shared-prefix-tokens 1000000000` built for over 90 s deaf to Ctrl-C.
+/// Where the model is known (estimate, and bench or sweep on the embedded
+/// engine) a request longer than its context is refused before the run in
+/// the words the engine refuses it with.
+#[test]
+fn lengths_past_any_prompt_or_the_model_s_context_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(&trace, "{\"timestamp\": 0, \"input_tokens\": 4000000000, \"output_tokens\": 8}\n").unwrap();
+    let most = "at most 2097152 tokens";
+    let context = "exceed Llama-3.1-8B's context of 131072 tokens";
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "-n", "1", "--input-tokens", "4000000000"], most),
+        (&["bench", "-n", "1", "--shared-prefix-tokens", "1000000000"], most),
+        (&["bench", "-n", "1", "--output-tokens", "uniform:8..4000000000"], most),
+        (&["bench", "-n", "1", "--input-tokens", "lognormal:4000000000,1"], most),
+        (&["estimate", "-n", "1", "--input-tokens", "4000000000"], most),
+        (&["sweep", "--estimate", "--concurrency", "1", "-n", "1", "--shared-prefix-tokens", "1000000000"], most),
+        (&["bench", "-n", "1", "--trace", trace.to_str().unwrap()], most),
+        // Within the bound, beyond the simulated model's context.
+        (&["bench", "-n", "1", "--output-tokens", "1000000"], context),
+        (&["bench", "-n", "1", "--input-tokens", "100000", "--shared-prefix-tokens", "40000"], context),
+        (&["estimate", "-n", "1", "--output-tokens", "1000000"], context),
+        (&["sweep", "--estimate", "--concurrency", "1", "-n", "1", "--output-tokens", "1000000"], context),
+        (&["sweep", "--concurrency", "1", "-n", "1", "--output-tokens", "1000000"], context),
+    ];
+    for (args, want) in cases {
+        let t0 = std::time::Instant::now();
+        let out = goodput().args(*args).arg("-q").timeout(Duration::from_secs(60)).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
+        assert!(!err.contains("requests:"), "{args:?} ran before it was refused: {err}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{args:?} took {:?}", t0.elapsed());
+    }
+}
+
 /// A run that will wait for hours before its first or next request says so
 /// before it starts, rather than looking hung (and Ctrl-C still ends it).
 #[test]
