@@ -47,5 +47,37 @@ pub use slo::{Slo, SloError, SloReport};
 pub use stats::{percentile, Distribution, Repeated};
 pub use summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};
 
+/// The furthest ahead goodput plans a time: a run's length, a wait, the gap
+/// between two sends, a start. A hundred years is longer than any run, and
+/// far enough within what `Duration` and `Instant` hold that a start plus
+/// any of these never overflows (`--rate 1e-300`, one send every 1e300 s,
+/// once panicked there).
+pub const HORIZON: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Seconds read from a file (a window, a start, another tool's stamps) as
+/// a duration: what no duration can hold is clamped into one (below zero
+/// or not a number to zero, too large to the largest), never a panic.
+pub fn clamped_secs(x: f64) -> std::time::Duration {
+    std::time::Duration::try_from_secs_f64(x.max(0.0)).unwrap_or(if x > 0.0 {
+        std::time::Duration::MAX
+    } else {
+        std::time::Duration::ZERO
+    })
+}
+
 /// Default percentiles reported for every latency metric.
 pub const DEFAULT_PERCENTILES: [f64; 4] = [50.0, 90.0, 95.0, 99.0];
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn seconds_no_duration_holds_are_clamped_not_a_panic() {
+        assert_eq!(super::clamped_secs(1.5), Duration::from_millis(1500));
+        assert_eq!(super::clamped_secs(1e300), Duration::MAX);
+        assert_eq!(super::clamped_secs(f64::INFINITY), Duration::MAX);
+        assert_eq!(super::clamped_secs(-3.0), Duration::ZERO);
+        assert_eq!(super::clamped_secs(f64::NAN), Duration::ZERO);
+    }
+}

@@ -165,7 +165,7 @@ pub fn shifted(mut r: RequestRecord, by: Duration) -> RequestRecord {
 /// at the earliest shard's start: each start less that earliest one.
 pub fn offsets(started_unix_s: &[f64]) -> Vec<Duration> {
     let first = started_unix_s.iter().copied().fold(f64::INFINITY, f64::min);
-    started_unix_s.iter().map(|s| Duration::from_secs_f64((s - first).max(0.0))).collect()
+    started_unix_s.iter().map(|s| crate::clamped_secs(s - first)).collect()
 }
 
 #[cfg(test)]

@@ -60,6 +60,8 @@ pub enum SloError {
     NotADuration(String),
     #[error("'{0}' must be a positive duration")]
     NotPositive(String),
+    #[error("'{0}' is longer than any run (100 years): write e.g. 200ms or 1.5s")]
+    TooLong(String),
     #[error("SLO term '{term}' needs '<=': write e.g. ttft<=200ms or ttft:p95<=200ms")]
     NeedsAtMost { term: String },
     #[error("SLO term '{term}': '{percentile}' is not a percentile like p95")]
@@ -307,7 +309,10 @@ fn parse_limit(s: &str) -> Result<Duration, SloError> {
     if !(v.is_finite() && v > 0.0) {
         return Err(SloError::NotPositive(s.to_string()));
     }
-    Ok(Duration::from_secs_f64(v * scale))
+    match Duration::try_from_secs_f64(v * scale) {
+        Ok(d) if d <= crate::HORIZON => Ok(d),
+        _ => Err(SloError::TooLong(s.to_string())),
+    }
 }
 
 impl FromStr for Slo {

@@ -157,6 +157,13 @@ pub enum ScheduleError {
     UnknownArrival(String),
     #[error("--rate must be a positive number of requests per second, not {0}")]
     Rate(f64),
+    #[error(
+        "--rate {rate} means one request every {gap} s: give at least {min} requests/s (one in 100 years)",
+        rate = crate::schedule::shown(*.0),
+        gap = crate::schedule::shown(1.0 / .0),
+        min = crate::schedule::shown(crate::schedule::min_rate())
+    )]
+    RateTooLow(f64),
     #[error("--burstiness must be a positive number, not {0}")]
     Burstiness(f64),
     /// The gap distribution refused its parameters (rand_distr's words).
@@ -216,6 +223,12 @@ pub enum WorkloadError {
     SharedPrefixRatio(f64),
     #[error("--shared-prefixes must be at least 1")]
     SharedPrefixes,
+    #[error(
+        "--shared-prefix-tokens {0}: a prompt is at most {max} tokens (2 Mi, beyond any model's context); give a \
+         shorter prefix",
+        max = crate::workload::MAX_TOKENS
+    )]
+    SharedPrefixTokens(u32),
     #[error(
         "--turns all plays each ShareGPT conversation's own turns; synthetic questions need a count \
          (--turns 3, or uniform:2..6)"
@@ -294,6 +307,12 @@ pub enum TraceFault {
     Line { line: usize, reason: TraceLine },
     #[error("the trace has no requests")]
     Empty,
+    #[error(
+        "the trace's last line comes {} s after its first (at this --trace-speed): more than 100 years, longer \
+         than any run; check its timestamps are seconds, or give a higher --trace-speed",
+        crate::schedule::shown(*.0)
+    )]
+    Span(f64),
 }
 
 /// What is wrong with one line of a trace (the message follows "line N").
@@ -309,6 +328,8 @@ pub enum TraceLine {
     PrefixTokens { prefix: u32, input: u32 },
     #[error("gives only one of prefix_id and prefix_tokens: give both or neither")]
     HalfPrefix,
+    #[error("asks for {0} tokens: a prompt or answer is at most {max} tokens (2 Mi, beyond any model's context)", max = crate::workload::MAX_TOKENS)]
+    TooLong(u32),
 }
 
 /// A dataset's JSONL line that is JSON but not an entry.

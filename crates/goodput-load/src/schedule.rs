@@ -3,6 +3,7 @@
 //! re-derived from a sleep, so a late send never delays the next one.
 
 use crate::error::ScheduleError;
+use goodput_core::HORIZON;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, Gamma};
@@ -54,6 +55,9 @@ impl ArrivalSchedule {
         if rate.is_nan() || rate <= 0.0 {
             return Err(ScheduleError::Rate(rate));
         }
+        if 1.0 / rate > HORIZON.as_secs_f64() {
+            return Err(ScheduleError::RateTooLow(rate));
+        }
         let refused = |e: &dyn std::fmt::Display| ScheduleError::Distribution(e.to_string());
         let gaps = match arrival {
             _ if rate.is_infinite() => Gaps::Constant(0.0),
@@ -70,6 +74,24 @@ impl ArrivalSchedule {
     }
 }
 
+/// The lowest rate a schedule takes: one request in [`HORIZON`].
+pub fn min_rate() -> f64 {
+    1.0 / HORIZON.as_secs_f64()
+}
+
+/// A number as people write it: `0.25`, `1e300`, `3.17e-10` (Rust writes
+/// 1e300 with all its 301 digits).
+pub fn shown(x: f64) -> String {
+    if x != 0.0 && !(1e-3..1e9).contains(&x.abs()) {
+        let s = format!("{x:.2e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mantissa}e{exp}");
+    }
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// A send time `at` of a schedule at full rate, moved so that the rate
 /// climbs linearly from 0 to full over `ramp` (the arrival process warped in
 /// time: its cumulative intensity R·t²/2D during the ramp, R·(t − D/2)
@@ -80,7 +102,7 @@ pub fn ramped(at: Duration, ramp: Duration) -> Duration {
     if d <= 0.0 {
         return at;
     }
-    Duration::from_secs_f64(if s < d / 2.0 { (2.0 * d * s).sqrt() } else { s + d / 2.0 })
+    goodput_core::clamped_secs(if s < d / 2.0 { (2.0 * d * s).sqrt() } else { s + d / 2.0 })
 }
 
 impl Iterator for ArrivalSchedule {
@@ -93,7 +115,10 @@ impl Iterator for ArrivalSchedule {
             Gaps::Gamma(d) => d.sample(&mut self.rng),
             Gaps::Constant(g) => *g,
         };
-        Some(Duration::from_secs_f64(at))
+        // A long draw (a gamma of small shape has a heavy tail) or many of
+        // them add up past any run: clamped at the horizon, where a start
+        // plus the offset still is an instant.
+        Some(Duration::from_secs_f64(at.min(HORIZON.as_secs_f64())))
     }
 }
 
@@ -159,6 +184,23 @@ mod tests {
         assert!(ArrivalSchedule::new(0.0, Arrival::Poisson, 0).is_err());
         assert!(ArrivalSchedule::new(1.0, Arrival::Gamma { burstiness: 0.0 }, 0).is_err());
         assert!("weird".parse::<Arrival>().unwrap_err().to_string().contains("poisson"));
+    }
+
+    #[test]
+    fn rates_too_low_for_any_clock_are_refused_and_long_draws_are_clamped() {
+        let err = ArrivalSchedule::new(1e-300, Arrival::Poisson, 0).err().unwrap().to_string();
+        assert!(err.contains("--rate 1e-300 means one request every 1e300 s: give at least 3.17e-10"), "{err}");
+        assert!(ArrivalSchedule::new(min_rate(), Arrival::Constant, 0).is_ok());
+        // The heaviest tail there is, at the lowest rate: no panic, and every
+        // send within the horizon.
+        let far = ArrivalSchedule::new(min_rate(), Arrival::Gamma { burstiness: 1e-300 }, 3).unwrap();
+        assert!(far.take(1000).all(|t| t <= HORIZON));
+        let mut many = ArrivalSchedule::new(min_rate(), Arrival::Constant, 0).unwrap();
+        assert_eq!(many.nth(5), Some(HORIZON));
+        assert_eq!(
+            (shown(1e300), shown(0.25), shown(3.0), shown(1.0 / 3e9)),
+            ("1e300".into(), "0.25".into(), "3".into(), "3.33e-10".into())
+        );
     }
 
     #[test]

@@ -74,6 +74,9 @@ fn parse_trace<R: std::io::BufRead>(lines: &mut LineReader<R>, speed: f64) -> Re
         if l.input_tokens == 0 || l.output_tokens == 0 {
             return Err(at_line(TraceLine::NoTokens));
         }
+        if let Some(n) = [l.input_tokens, l.output_tokens].into_iter().find(|&n| n > crate::workload::MAX_TOKENS) {
+            return Err(at_line(TraceLine::TooLong(n)));
+        }
         let prefix = match (l.prefix_id, l.prefix_tokens) {
             (None, None) => None,
             (Some(id), Some(n)) if n > 0 && n < l.input_tokens => Some((id, n)),
@@ -87,6 +90,11 @@ fn parse_trace<R: std::io::BufRead>(lines: &mut LineReader<R>, speed: f64) -> Re
     }
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     let t0 = out[0].0;
+    // Every offset becomes a time on the run's clock.
+    let span = out[out.len() - 1].0 - t0;
+    if span.is_nan() || span > goodput_core::HORIZON.as_secs_f64() {
+        return Err(Fault::Content(TraceFault::Span(span)));
+    }
     Ok(out.into_iter().map(|(t, l)| (t - t0, l)).collect())
 }
 
@@ -129,6 +137,11 @@ mod tests {
                 "less than input_tokens",
             ),
             ("", "no requests"),
+            (
+                "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5}\n\
+                 {\"timestamp\": 1e300, \"input_tokens\": 5, \"output_tokens\": 5}",
+                "1e300 s after its first",
+            ),
         ];
         for (text, want) in cases {
             let err = parse_text(text, 1.0).unwrap_err().to_string();

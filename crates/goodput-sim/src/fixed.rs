@@ -15,7 +15,7 @@
 mod emitter;
 mod http;
 
-pub use http::serve;
+pub use http::{serve, serve_limited};
 
 use crate::faults::{Fault, FaultConfig, FaultCounters, FaultError};
 use crate::openai::{count_tokens, unix_now, ChunkWriter, GenerationRequest, Route};
@@ -75,6 +75,11 @@ impl FixedProfile {
         Ok(self.faults.validate()?)
     }
 }
+
+/// The longest answer the fixed profile gives, above the context of any
+/// model served today: a whole response is written out in one piece, so a
+/// request for billions of tokens would take gigabytes.
+pub const MAX_OUTPUT_TOKENS: u32 = 1 << 20;
 
 /// Shared state of a fixed-profile server.
 #[derive(Debug)]
@@ -258,7 +263,17 @@ impl Reply {
             return Reply::Error(500, "injected fault: internal server error".into());
         }
         let script = p.faults.answers.as_ref().and_then(|a| a.script(&req.prompt_text(), n));
-        let asked = req.max_tokens().unwrap_or(p.default_max_tokens) as u64;
+        let asked = req.max_tokens().unwrap_or(p.default_max_tokens);
+        if asked > MAX_OUTPUT_TOKENS {
+            return Reply::Error(
+                400,
+                format!(
+                    "max_tokens {asked} is more than the fixed profile answers ({MAX_OUTPUT_TOKENS} tokens, \
+                     above any model's context); lower max_tokens"
+                ),
+            );
+        }
+        let asked = u64::from(asked);
         // A scripted answer ends with its last word, as a model stops at its end.
         let n_out = script.as_ref().map_or(asked, |s| asked.min(s.len()));
         let k = p.tokens_per_chunk as u64;

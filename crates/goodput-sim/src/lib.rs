@@ -4,6 +4,7 @@
 
 pub mod answers;
 pub mod clock;
+pub mod connections;
 pub mod engine;
 pub mod engine_server;
 pub mod faults;

@@ -1,14 +1,29 @@
-//! Serving an axum router (the engine profile's) on a socket: TCP_NODELAY on
-//! every connection (SSE writes are small and must not wait for Nagle), a
-//! `Server` header, and a graceful shutdown. The fixed profile has a server
-//! of its own, [`crate::fixed::serve`].
+//! Serving an axum router (the engine profile's) on a socket: hyper's HTTP/1
+//! on each connection within the cap and the head-read timeout of
+//! [`ConnectionLimits`], TCP_NODELAY on every connection (SSE writes are
+//! small and must not wait for Nagle), a `Server` header, and a graceful
+//! shutdown. The fixed profile has a server of its own,
+//! [`crate::fixed::serve`].
+//!
+//! Not `axum::serve`: it gives a connection no time limit for its request
+//! head (hyper has one, but only with a timer, which axum does not set),
+//! takes connections until the process runs out of descriptors, and then
+//! logs its failing `accept` nowhere.
 
+use crate::connections::{Acceptor, ConnectionLimits};
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
-use axum::serve::ListenerExt;
 use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use std::future::Future;
-use tokio::net::TcpListener;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio::task::JoinSet;
+
+/// After a shutdown, how long responses in flight may take to finish.
+const GRACE: Duration = Duration::from_secs(10);
 
 /// Adds `Server: goodput-sim` to every response of `router`.
 pub fn with_server_header(router: Router) -> Router {
@@ -20,14 +35,63 @@ async fn add_server_header(mut r: Response) -> Response {
     r
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves.
+/// Serves `app` on `listener` until `shutdown` resolves, with the default
+/// [`ConnectionLimits`].
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    serve_limited(listener, app, ConnectionLimits::default(), shutdown).await
+}
+
+/// Serves `app` on `listener` within `limits` until `shutdown` resolves;
+/// then stops accepting, closes idle connections, and gives responses in
+/// flight [`GRACE`] to finish.
+pub async fn serve_limited(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let head_timeout = limits.head_timeout;
+    let mut acceptor = Acceptor::new(listener, limits);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut conns = JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            (sock, permit) = acceptor.accept() => {
+                conns.spawn(connection(sock, permit, app.clone(), head_timeout, stop_rx.clone()));
+            }
+        }
+    }
+    drop(acceptor);
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(GRACE, async { while conns.join_next().await.is_some() {} }).await;
+    // Dropping `conns` ends the connections still busy.
+    Ok(())
+}
+
+/// One connection, holding its place under the cap (`_permit`) until it
+/// ends; a shutdown lets its response in flight finish.
+async fn connection(
+    sock: TcpStream,
+    _permit: OwnedSemaphorePermit,
+    app: Router,
+    head_timeout: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(head_timeout);
+    let conn = http.serve_connection(TokioIo::new(sock), TowerToHyperService::new(app));
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = stop.wait_for(|s| *s) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = conn.await;
 }

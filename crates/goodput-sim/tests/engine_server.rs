@@ -2,13 +2,16 @@
 //! whole with exact usage, models and errors, prefix-cache hits in /metrics,
 //! aborts on disconnect, injected faults, and thousands of concurrent streams.
 
+use goodput_sim::connections::ConnectionLimits;
 use goodput_sim::engine::{EngineConfig, Precision};
 use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
 use goodput_sim::faults::FaultConfig;
 use goodput_sim::template::ChatTemplate;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// Stops the server it belongs to when dropped.
@@ -34,11 +37,15 @@ fn config() -> EngineServerConfig {
 }
 
 async fn start(cfg: EngineServerConfig) -> (String, Arc<EngineServer>, Stop) {
+    start_limited(cfg, ConnectionLimits::default()).await
+}
+
+async fn start_limited(cfg: EngineServerConfig, limits: ConnectionLimits) -> (String, Arc<EngineServer>, Stop) {
     let server = EngineServer::start(cfg).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(goodput_sim::server::serve(listener, app(server.clone()), async {
+    tokio::spawn(goodput_sim::server::serve_limited(listener, app(server.clone()), limits, async {
         let _ = rx.await;
     }));
     (base, server, Stop(Some(tx)))
@@ -183,6 +190,36 @@ async fn models_health_and_bad_requests() {
     }
     let resp = http.post(&chat).body("{nope").header("content-type", "application/json").send().await.unwrap();
     assert_eq!(resp.status(), 400);
+}
+
+/// A request for a billion tokens is refused at once, in the words
+/// `estimate` uses, before anything is sized by it: the answer's token ids
+/// alone would take 4 GB (they were built before the engine looked at the
+/// length, and the server grew by gigabytes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_longer_than_the_context_is_refused_before_anything_is_built() {
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1_000_000_000u32}),
+        ),
+        ("/v1/completions", json!({"prompt": "hi", "max_tokens": u32::MAX, "stream": true})),
+        ("/v1/messages", json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1_000_000_000u32})),
+    ] {
+        let t0 = Instant::now();
+        let resp = post(&http, format!("{base}{path}"), &body).timeout(Duration::from_secs(5)).send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{path}");
+        let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains("exceed Llama-3.1-8B's context of 131072 tokens"), "{path}: {message}");
+        assert!(message.contains("lower max_tokens"), "{message}");
+        // Well under the seconds that building a billion ids takes.
+        assert!(t0.elapsed() < Duration::from_secs(2), "{path}: {:?}", t0.elapsed());
+    }
+    // Nothing reached the engine.
+    assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -427,6 +464,77 @@ async fn two_thousand_concurrent_streams_all_complete() {
     assert_eq!((s.requests_finished, s.generation_tokens, s.requests_aborted), (N as u64, 4 * N as u64, 0));
     // They really ran side by side.
     assert!(s.max_batch_seqs >= 100, "{s:?}");
+}
+
+/// Slow clients, a slowloris: `n` connections to `base` of which half send
+/// half a request head and the others nothing, and then wait.
+async fn slow_clients(base: &str, n: usize) -> Vec<TcpStream> {
+    let addr = base.trim_start_matches("http://");
+    let mut socks = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        if i % 2 == 0 {
+            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Ty").await.unwrap();
+        }
+        socks.push(s);
+    }
+    socks
+}
+
+/// A short chat request, answered 200 by a server with room for it.
+async fn answered(http: &reqwest::Client, base: &str, patience: Duration) -> reqwest::StatusCode {
+    let body = json!({"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 2});
+    post(http, format!("{base}/v1/chat/completions"), &body).timeout(patience).send().await.unwrap().status()
+}
+
+/// Where a test's server logs, as lines.
+fn log_lines() -> (Arc<Mutex<Vec<String>>>, goodput_sim::connections::Log) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    (lines, Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_owned())))
+}
+
+/// A slowloris no longer holds the server: more slow clients than its cap
+/// are each closed once they have failed to send a request head in time
+/// (made 1 s here), the cap is logged, and a normal request queued behind
+/// them is answered. Before, a connection that sent half a head was held
+/// for ever, and enough of them left the server answering nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_are_timed_out_within_a_cap_and_the_server_answers_again() {
+    raise_open_file_limit(2048);
+    let (lines, log) = log_lines();
+    let limits = ConnectionLimits { head_timeout: Duration::from_secs(1), max_connections: 100, log: Some(log) };
+    let (base, _server, _stop) = start_limited(config(), limits).await;
+    let mut slow = slow_clients(&base, 300).await;
+    let t0 = Instant::now();
+    // Behind 300 slow clients, 100 at a time: it waits for a timeout at least.
+    assert_eq!(answered(&client(), &base, Duration::from_secs(30)).await, 200);
+    assert!(t0.elapsed() >= Duration::from_millis(500), "{:?}", t0.elapsed());
+    // The first slow clients were closed by the server, not left hanging.
+    for s in slow.iter_mut().take(20) {
+        let mut b = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_secs(10), s.read(&mut b)).await.expect("still open");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    }
+    let said = lines.lock().unwrap().join("\n");
+    assert!(said.contains("100 connections are open, the most this server takes"), "{said}");
+}
+
+/// Below the cap, slow clients take nothing from the others: a request is
+/// answered at once while they hang, and again after they go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_is_answered_while_slow_clients_hang_and_after_they_go() {
+    raise_open_file_limit(2048);
+    let limits = ConnectionLimits { head_timeout: Duration::from_secs(60), max_connections: 1000, log: None };
+    let (base, _server, _stop) = start_limited(config(), limits).await;
+    let mut slow = slow_clients(&base, 300).await;
+    let http = client();
+    assert_eq!(answered(&http, &base, Duration::from_secs(5)).await, 200);
+    // They are still open: within their time, nothing closes them.
+    let mut b = [0u8; 64];
+    assert!(tokio::time::timeout(Duration::from_millis(200), slow[0].read(&mut b)).await.is_err());
+    drop(slow);
+    assert_eq!(answered(&http, &base, Duration::from_secs(5)).await, 200);
 }
 
 /// Two sockets a stream (client and server are in this process), more

@@ -48,6 +48,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     };
     let cancel = setup::cancellation(&a.load.shape);
     let workload = setup::repeated(workload, &a.workload, &plan)?;
+    crate::target::check_embedded_context(&a.target, &a.sim, &workload)?;
     let quality = setup::quality_options(&a.workload);
     let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel, quality).await?;
     let (label, meta) = setup::tags(&a.output);

@@ -21,6 +21,7 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     let trace = setup::trace(&a.load)?;
     let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
+    crate::virtual_point::check_context(&cfg, &workload, "--model picks another")?;
     // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;

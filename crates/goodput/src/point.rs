@@ -125,6 +125,9 @@ pub async fn run_point(
     if let Some(t) = p.start_at {
         wait_until(t, &p.control, output.quiet).await;
     }
+    if let Some(wait) = crate::setup::long_wait(p.plan) {
+        eprintln!("note: {wait}");
+    }
     // The wall-clock time of the records' zero, so that `t_ns` lines up with
     // server logs (taken after the connect and probes, and the wait for
     // --start-at).
@@ -174,11 +177,13 @@ async fn wait_until(t: f64, control: &Control, quiet: bool) {
         );
         return;
     }
-    if !quiet {
-        eprintln!("waiting {:.1} s for --start-at {}", t - now, common::rfc3339(t));
+    // A wait of hours is said even to a quiet run: it looks like a hang.
+    if !quiet || t - now > crate::setup::LONG_WAIT.as_secs_f64() {
+        let long = crate::setup::human_wait(goodput_core::clamped_secs(t - now));
+        eprintln!("waiting {:.1} s ({long}) for --start-at {}", t - now, common::rfc3339(t));
     }
     tokio::select! {
-        _ = tokio::time::sleep(Duration::from_secs_f64(t - now)) => {}
+        _ = tokio::time::sleep(goodput_core::clamped_secs(t - now).min(goodput_core::HORIZON)) => {}
         _ = control.stop.cancelled() => {}
     }
 }

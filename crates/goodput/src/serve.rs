@@ -5,6 +5,7 @@ use crate::cli::{ProfileArg, ProgressArg, ServeArgs};
 use crate::progress::ServeStatus;
 use crate::sim_server::{engine_server, faults, listen, Served};
 use anyhow::{bail, Context, Result};
+use goodput_sim::connections::ConnectionLimits;
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -27,10 +28,19 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
         .await
         .with_context(|| format!("cannot bind {}:{} (is the port in use? pick another with --port)", a.host, a.port))?;
     let addr = listener.local_addr()?;
+    // What goes wrong with connections (the cap reached, accept failing)
+    // is said on stderr, whatever the live view.
+    let limits = ConnectionLimits {
+        log: Some(std::sync::Arc::new(|line: &str| eprintln!("goodput serve: {line}"))),
+        ..ConnectionLimits::default()
+    };
     eprintln!(
-        "goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop)\n\
+        "goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop) · at most {} connections, \
+         each closed when a request head takes over {} s\n\
          routes: /v1/chat/completions /v1/completions /v1/messages /api/chat /api/generate \
-         /generate_stream /generate /completion · /v1/models /api/tags /info /health /metrics"
+         /generate_stream /generate /completion · /v1/models /api/tags /info /health /metrics",
+        limits.max_connections,
+        limits.head_timeout.as_secs()
     );
     let stop = tokio_util::sync::CancellationToken::new();
     let view = show_status(&a, addr, status, &stop);
@@ -40,7 +50,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
         signals.next().await;
         s.cancel();
     });
-    let res = app.serve(listener, async move { stop.cancelled().await }).await;
+    let res = app.serve(listener, limits, async move { stop.cancelled().await }).await;
     if let Some(v) = view {
         let _ = v.join();
     }

@@ -49,6 +49,9 @@ pub fn shaped_plan(
         if r.is_nan() || r <= 0.0 {
             bail!("--rate must be a positive number of requests per second (or inf: all at once), not {r}");
         }
+        if r < goodput_load::schedule::min_rate() {
+            bail!(goodput_load::error::ScheduleError::RateTooLow(r));
+        }
         if r.is_infinite() && s.requests.is_none() && s.duration.is_some() {
             bail!(
                 "--rate inf sends every request at once, so --duration alone does not bound it: give -n N \
@@ -88,6 +91,58 @@ pub fn shaped_plan(
     };
     plan.validate()?;
     Ok(plan)
+}
+
+/// A wait before a send longer than this is said before the run starts
+/// (`--rate 1e-6`, `--ramp-up 1000h`): a run that waits days in silence
+/// looks hung.
+pub const LONG_WAIT: Duration = Duration::from_secs(3600);
+
+/// A wait in words, to the second: `11days 13h 46m 40s`.
+pub fn human_wait(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// What a run will wait for longer than [`LONG_WAIT`] before its first or
+/// second request, in words, if anything: an open loop's first two send
+/// times (a trace's, or the rate's ramped schedule), a closed loop's second
+/// user joining over its ramp-up.
+pub fn long_wait(plan: &LoadPlan) -> Option<String> {
+    let long = |d: Duration| d > LONG_WAIT;
+    if let Ok(Some(mut times)) = plan.send_times() {
+        let first = times.next()?;
+        if long(first) {
+            return Some(format!("the first request is due {} after the start", human_wait(first)));
+        }
+        let more = plan.total_requests().is_none_or(|n| n > 1);
+        let second = times.next().filter(|_| more)?;
+        let end = plan.sending_time();
+        let gap = second.saturating_sub(first);
+        if long(gap) && end.is_none_or(|e| second < e) {
+            let why = match plan.rate {
+                Some((r, _)) if 1.0 / r > LONG_WAIT.as_secs_f64() => format!(
+                    "--rate {} sends one every {} on average",
+                    goodput_load::schedule::shown(r),
+                    human_wait(Duration::from_secs_f64(1.0 / r))
+                ),
+                Some(_) => "the rate climbs from 0 over the --ramp-up".into(),
+                None => "the trace's timestamps say so".into(),
+            };
+            return Some(format!(
+                "the next request after the first is due {} later ({why}); the run waits meanwhile (Ctrl-C stops it)",
+                human_wait(gap)
+            ));
+        }
+        return None;
+    }
+    let users = u32::try_from(plan.concurrency?).unwrap_or(u32::MAX);
+    let join = plan.ramp_up / users.max(1);
+    (users > 1 && long(join)).then(|| {
+        format!(
+            "users join one every {} over the --ramp-up; the run waits meanwhile (Ctrl-C stops it)",
+            human_wait(join)
+        )
+    })
 }
 
 /// The trace `--trace` names, read and placed on the run's clock.

@@ -5,6 +5,7 @@
 
 use crate::cli::FaultArgs;
 use anyhow::Result;
+use goodput_sim::connections::ConnectionLimits;
 use goodput_sim::engine::EngineConfig;
 use goodput_sim::engine_server::{EngineServer, EngineServerConfig};
 use goodput_sim::faults::FaultConfig;
@@ -65,15 +66,16 @@ pub enum Served {
 }
 
 impl Served {
-    /// Serves on `listener` until `shutdown` resolves.
+    /// Serves on `listener` within `limits` until `shutdown` resolves.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
+        limits: ConnectionLimits,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         match self {
-            Served::Engine(app) => goodput_sim::server::serve(listener, app, shutdown).await,
-            Served::Fixed(server) => goodput_sim::fixed::serve(listener, server, shutdown).await,
+            Served::Engine(app) => goodput_sim::server::serve_limited(listener, app, limits, shutdown).await,
+            Served::Fixed(server) => goodput_sim::fixed::serve_limited(listener, server, limits, shutdown).await,
         }
     }
 }

@@ -70,7 +70,8 @@ impl Embedded {
             match started.await {
                 Ok((app, listener, addr)) => {
                     let _ = tx.send(Ok(addr));
-                    let _ = app.serve(listener, async move { s.cancelled().await }).await;
+                    let limits = goodput_sim::connections::ConnectionLimits::default();
+                    let _ = app.serve(listener, limits, async move { s.cancelled().await }).await;
                 }
                 Err(e) => {
                     let _ = tx.send(Err(e));
@@ -93,18 +94,34 @@ impl Drop for Embedded {
     }
 }
 
+/// The embedded simulated engine's configuration.
+fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
+    let hw = EngineHwArgs {
+        gpu: sim.sim_gpu.clone(),
+        precision: sim.sim_precision.clone(),
+        tp: sim.sim_tp,
+        chat_template: sim.sim_chat_template.clone(),
+        ..Default::default()
+    };
+    crate::virtual_point::engine_config(&sim.sim_model, &hw)
+}
+
+/// With no `--url`, on the embedded simulated engine: refuses requests its
+/// model's context cannot hold before the run, as `estimate` does (each
+/// would be answered 400).
+pub fn check_embedded_context(t: &TargetArgs, sim: &SimArgs, workload: &goodput_load::Workload) -> Result<()> {
+    if t.url.is_some() || sim.sim_profile != ProfileArg::Engine {
+        return Ok(());
+    }
+    let other = format!("the embedded simulated engine serves {}; --sim-model picks another", sim.sim_model);
+    crate::virtual_point::check_context(&embedded_engine(sim)?, workload, &other)
+}
+
 /// The embedded server's app: the simulated engine or the fixed profile.
 fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::sim_server::Served> {
     Ok(match sim.sim_profile {
         ProfileArg::Engine => {
-            let hw = EngineHwArgs {
-                gpu: sim.sim_gpu.clone(),
-                precision: sim.sim_precision.clone(),
-                tp: sim.sim_tp,
-                chat_template: sim.sim_chat_template.clone(),
-                ..Default::default()
-            };
-            let cfg = crate::virtual_point::engine_config(&sim.sim_model, &hw)?;
+            let cfg = embedded_engine(sim)?;
             let server = crate::sim_server::engine_server(cfg, models, 1.0, 128, Default::default())?;
             crate::sim_server::Served::Engine(goodput_sim::engine_server::app(server))
         }

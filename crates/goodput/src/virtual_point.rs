@@ -52,6 +52,36 @@ pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
     Ok(cfg)
 }
 
+/// Refuses, before a run, a workload whose longest request (as its flags
+/// give it) `cfg`'s model cannot hold, in the engine's own words: the engine
+/// refuses every such request (`estimate` stopped at the first, the embedded
+/// server answered 400). `other` says how to pick another model.
+pub fn check_context(cfg: &EngineConfig, workload: &Workload, other: &str) -> Result<()> {
+    let Some((input, output, flags)) = longest_request(workload) else { return Ok(()) };
+    cfg.model.check_context(input, output).map_err(|m| anyhow!("{flags}: {m} ({other})"))
+}
+
+/// A workload's longest request: prompt and output tokens (the most a
+/// length draws, or the mean of an unbounded one), and the flags or file it
+/// comes from; `None` for a dataset, whose prompts are their own.
+fn longest_request(w: &Workload) -> Option<(u64, u64, String)> {
+    match w {
+        Workload::Synthetic { input, output, shared_prefix, .. } => {
+            let prefix = shared_prefix.map_or(0, |p| p.tokens);
+            let with = if prefix > 0 { format!(" with --shared-prefix-tokens {prefix}") } else { String::new() };
+            let flags = format!("--input-tokens {input}{with} and --output-tokens {output}");
+            Some((u64::from(input.most()) + u64::from(prefix), output.most().into(), flags))
+        }
+        Workload::Trace { entries, .. } => entries
+            .iter()
+            .map(|e| (u64::from(e.lengths.input), u64::from(e.lengths.output)))
+            .max_by_key(|(i, o)| i + o)
+            .map(|(i, o)| (i, o, "the trace's longest request".into())),
+        Workload::Dataset { .. } => None,
+        Workload::Repeated { inner, .. } => longest_request(inner),
+    }
+}
+
 /// The engine's effective settings, for `config.engine`.
 pub fn engine_settings(cfg: &EngineConfig) -> EngineSettings {
     EngineSettings {

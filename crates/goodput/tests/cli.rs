@@ -180,6 +180,67 @@ fn goodput_serve_answers_every_api() {
     assert!(err.contains("--served-model-name ' , ' names no model"), "{err}");
 }
 
+/// `goodput serve` with no room for more connections (an open-file limit of
+/// 128 here, so a cap of 64) under slow clients that send half a request
+/// head, or nothing: it says so on stderr, and once they go it answers
+/// again at once. Before, it took connections until `accept` failed for
+/// want of descriptors, and said nothing.
+#[cfg(unix)]
+#[test]
+fn goodput_serve_says_when_slow_clients_fill_it_and_answers_once_they_go() {
+    use std::io::{BufRead, Read, Write};
+    use std::net::TcpStream;
+    use std::sync::mpsc;
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 128 && exec \"$0\" serve --port 0 -q"])
+        .arg(bin)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _guard = Kill(child);
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let said = |what: &str, wait: Duration| loop {
+        match lines.recv_timeout(wait) {
+            Ok(l) if l.contains(what) => return l,
+            Ok(_) => {}
+            Err(e) => panic!("goodput serve never said {what:?} ({e})"),
+        }
+    };
+    let listening = said("listening on ", Duration::from_secs(60));
+    let addr = listening.split_whitespace().nth(2).unwrap().trim_start_matches("http://").to_owned();
+    let mut slow = Vec::new();
+    for i in 0..100 {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        if i % 2 == 0 {
+            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\n").unwrap();
+        }
+        slow.push(s);
+    }
+    let full = said("the most this server takes", Duration::from_secs(10));
+    assert!(full.contains("64 connections are open"), "{full}");
+    drop(slow);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
 /// goodput's own HTTP/1.1 client (the default), reqwest, and read and kernel
 /// receive stamps all measure the same known server alike: 20 ms to the first
 /// chunk, then a chunk of 2 tokens every 10 ms (5 ms per token). The default
@@ -452,6 +513,114 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         assert!(!out.status.success(), "{args:?} should fail");
         assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
         assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+}
+
+/// Times no run's clock can hold, in every command that takes them, are
+/// refused with the flag named and exit 2, at once: `--rate 1e-300` (one
+/// request every 1e300 s) overflowed a `Duration` and panicked (exit 101),
+/// as did a duration, a start, an SLO limit or a think time of 1e300 s and
+/// a `--speed` of 1e-300.
+#[test]
+fn times_past_any_run_are_refused_with_the_flag_not_a_panic() {
+    let rate = "--rate 1e-300 means one request every 1e300 s: give at least 3.17e-10 requests/s";
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "-n", "2", "--rate", "1e-300"], rate),
+        (&["estimate", "-n", "2", "--rate", "1e-300"], rate),
+        (&["sweep", "--estimate", "-n", "2", "--rate", "1,1e-300"], rate),
+        (&["sweep", "--estimate", "--stages", "1e-300/1s"], rate),
+        (&["estimate", "-n", "2", "--duration", "500000000000y"], "'500000000000y' is longer than any run"),
+        (&["bench", "-n", "2", "--ramp-up", "500000000000y"], "'500000000000y' is longer than any run"),
+        (&["bench", "-n", "2", "--start-at", "1e300"], "--start-at '1e300' is more than 100 years from now"),
+        (&["estimate", "-n", "2", "--slo", "ttft<=1e300s"], "'1e300s' is longer than any run"),
+        (&["estimate", "-n", "2", "--turns", "2", "--think-time", "exp:500000000000y"], "longer than any run"),
+        (&["serve", "--port", "0", "--speed", "1e-300"], "--speed 1e-300 stretches every step"),
+    ];
+    for (args, want) in cases {
+        let t0 = std::time::Instant::now();
+        let out = goodput().args(*args).arg("-q").timeout(Duration::from_secs(60)).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
+        assert!(t0.elapsed() < Duration::from_secs(30), "{args:?} took {:?}", t0.elapsed());
+    }
+}
+
+/// Lengths no prompt should have are refused at once, exit 2, before a
+/// word is built: `--input-tokens 4000000000` asked for 64 GB and aborted,
+/// `--shared-prefix-tokens 1000000000` built for over 90 s deaf to Ctrl-C.
+/// Where the model is known (estimate, and bench or sweep on the embedded
+/// engine) a request longer than its context is refused before the run in
+/// the words the engine refuses it with.
+#[test]
+fn lengths_past_any_prompt_or_the_model_s_context_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(&trace, "{\"timestamp\": 0, \"input_tokens\": 4000000000, \"output_tokens\": 8}\n").unwrap();
+    let most = "at most 2097152 tokens";
+    let context = "exceed Llama-3.1-8B's context of 131072 tokens";
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "-n", "1", "--input-tokens", "4000000000"], most),
+        (&["bench", "-n", "1", "--shared-prefix-tokens", "1000000000"], most),
+        (&["bench", "-n", "1", "--output-tokens", "uniform:8..4000000000"], most),
+        (&["bench", "-n", "1", "--input-tokens", "lognormal:4000000000,1"], most),
+        (&["estimate", "-n", "1", "--input-tokens", "4000000000"], most),
+        (&["sweep", "--estimate", "--concurrency", "1", "-n", "1", "--shared-prefix-tokens", "1000000000"], most),
+        (&["bench", "-n", "1", "--trace", trace.to_str().unwrap()], most),
+        // Within the bound, beyond the simulated model's context.
+        (&["bench", "-n", "1", "--output-tokens", "1000000"], context),
+        (&["bench", "-n", "1", "--input-tokens", "100000", "--shared-prefix-tokens", "40000"], context),
+        (&["estimate", "-n", "1", "--output-tokens", "1000000"], context),
+        (&["sweep", "--estimate", "--concurrency", "1", "-n", "1", "--output-tokens", "1000000"], context),
+        (&["sweep", "--concurrency", "1", "-n", "1", "--output-tokens", "1000000"], context),
+    ];
+    for (args, want) in cases {
+        let t0 = std::time::Instant::now();
+        let out = goodput().args(*args).arg("-q").timeout(Duration::from_secs(60)).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
+        assert!(!err.contains("requests:"), "{args:?} ran before it was refused: {err}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{args:?} took {:?}", t0.elapsed());
+    }
+}
+
+/// A run that will wait for hours before its first or next request says so
+/// before it starts, rather than looking hung (and Ctrl-C still ends it).
+#[test]
+fn a_run_that_will_wait_hours_says_so() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--rate", "1e-6", "-n", "2"], "note: the next request after the first is due "),
+        (&["-c", "2", "--ramp-up", "1000h", "-n", "2"], "note: users join one every 20days 20h over the --ramp-up"),
+    ];
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    for (args, want) in cases {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+            .args(["bench", "-q", "--progress", "none"])
+            .args(*args)
+            .args(FAST)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let _guard = Kill(child);
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        // The run itself waits for days: the note must come before it, at once.
+        let line =
+            std::iter::from_fn(|| lines.recv_timeout(Duration::from_secs(30)).ok()).find(|l| l.contains("note:"));
+        let line = line.unwrap_or_else(|| panic!("{args:?}: no note of the wait"));
+        assert!(line.contains(want), "{args:?}: {line}");
     }
 }
 

@@ -91,7 +91,7 @@ impl ServerSignals {
         if self.samples.is_empty() {
             return diagnose(records, summary, None, concurrency_cap);
         }
-        let (t1, t2) = (Duration::from_secs_f64(window.start_s), Duration::from_secs_f64(window.end_s));
+        let (t1, t2) = (crate::clamped_secs(window.start_s), crate::clamped_secs(window.end_s));
         let times = || self.samples.iter().map(|s| s.t);
         let before = times().filter(|&t| t <= t1).max().unwrap_or(t1);
         let after = times().filter(|&t| t >= t2).min().unwrap_or(t2);

@@ -6,6 +6,14 @@ use rand_distr::{Distribution, LogNormal, Normal};
 use std::fmt;
 use std::str::FromStr;
 
+/// The longest prompt, shared prefix or answer goodput builds or asks for:
+/// 2,097,152 tokens (2 Mi), beyond the contexts served today (1–2 M for the
+/// longest). A synthetic prompt is built word by word, so a length is memory
+/// and time: `--input-tokens 4000000000` asked for 64 GB and aborted, and a
+/// billion-token shared prefix took over a minute to build, deaf to Ctrl-C;
+/// at this bound a prompt takes well under a second.
+pub const MAX_TOKENS: u32 = 1 << 21;
+
 /// A distribution of token lengths: `128`, `uniform:64..256`,
 /// `normal:512,128`, `lognormal:MEAN,SIGMA`. Draws are rounded and clamped at 1.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +46,20 @@ impl LengthDist {
                 LogNormal::new(mu, sigma).map(|d| d.sample(rng)).unwrap_or(mean)
             }
         };
-        x.round().clamp(1.0, u32::MAX as f64) as u32
+        x.round().clamp(1.0, MAX_TOKENS as f64) as u32
+    }
+
+    /// The most a draw gives, or for the unbounded ones (normal, lognormal)
+    /// the mean: what a request of these lengths is checked against before a
+    /// run (a model's context).
+    pub fn most(&self) -> u32 {
+        match *self {
+            LengthDist::Fixed(n) => n,
+            LengthDist::Uniform { hi, .. } => hi,
+            LengthDist::Normal { mean, .. } | LengthDist::LogNormal { mean, .. } => {
+                mean.round().clamp(1.0, MAX_TOKENS as f64) as u32
+            }
+        }
     }
 
     /// The distribution's mean, for summaries and planning.
@@ -100,8 +121,13 @@ impl FromStr for LengthDist {
 
     fn from_str(s: &str) -> Result<Self, SpecError> {
         let bad = |why: &str| SpecError { what: "length", spec: s.to_owned(), why: why.to_owned(), expected: LENGTHS };
+        let too_long = || bad(&format!("a length is at most {MAX_TOKENS} tokens (2 Mi, beyond any model's context)"));
         let num = |t: &str| t.trim().parse::<f64>().map_err(|_| bad(&format!("'{t}' is not a number")));
-        let count = |t: &str| t.trim().parse::<u32>().map_err(|_| bad(&format!("'{t}' is not a whole number")));
+        let count = |t: &str| match t.trim().parse::<u64>() {
+            Ok(n) if n > u64::from(MAX_TOKENS) => Err(too_long()),
+            Ok(n) => Ok(n as u32),
+            Err(_) => Err(bad(&format!("'{t}' is not a whole number"))),
+        };
         let Some((kind, args)) = s.split_once(':') else {
             let n = count(s)?;
             return if n == 0 { Err(bad("a length must be at least 1")) } else { Ok(LengthDist::Fixed(n)) };
@@ -123,6 +149,9 @@ impl FromStr for LengthDist {
                 if !(mean > 0.0 && std >= 0.0) {
                     return Err(bad("the mean must be positive and the deviation not negative"));
                 }
+                if mean > MAX_TOKENS as f64 {
+                    return Err(too_long());
+                }
                 Ok(LengthDist::Normal { mean, std })
             }
             "lognormal" => {
@@ -130,6 +159,9 @@ impl FromStr for LengthDist {
                 let (mean, sigma) = (num(a)?, num(b)?);
                 if !(mean > 0.0 && sigma >= 0.0) {
                     return Err(bad("the mean must be positive and sigma not negative"));
+                }
+                if mean > MAX_TOKENS as f64 {
+                    return Err(too_long());
                 }
                 Ok(LengthDist::LogNormal { mean, sigma })
             }

@@ -18,7 +18,7 @@ pub use crate::lengths::Lengths;
 pub use crate::words::WORDS;
 pub use dataset::{load_dataset, DatasetEntry};
 pub use item::WorkItem;
-pub use lengths::{LengthDist, Preset};
+pub use lengths::{LengthDist, Preset, MAX_TOKENS};
 pub use prompts::SharedPrefix;
 pub use sessions::{Conversation, Sessions, ThinkTime, Turns};
 pub use source::{repeat_slot, Workload};

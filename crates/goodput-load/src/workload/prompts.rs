@@ -32,6 +32,9 @@ impl SharedPrefix {
         if self.count == 0 {
             return Err(WorkloadError::SharedPrefixes);
         }
+        if self.tokens > super::lengths::MAX_TOKENS {
+            return Err(WorkloadError::SharedPrefixTokens(self.tokens));
+        }
         Ok(())
     }
 }

@@ -27,7 +27,9 @@ impl ThinkTime {
             ThinkTime::Uniform { lo, hi } => lo + (hi - lo).mul_f64(rng.random::<f64>()),
             ThinkTime::Exponential { mean } => {
                 let x: f64 = Exp::new(1.0).map(|d| d.sample(rng)).unwrap_or(1.0);
-                mean.mul_f64(x.min(1e6))
+                // Within what a mean of up to 100 years times 1e6 holds, then
+                // clamped to what a run's clock takes.
+                mean.mul_f64(x.min(1e6)).min(goodput_core::HORIZON)
             }
         }
     }
@@ -43,8 +45,12 @@ impl FromStr for ThinkTime {
             why,
             expected: "2s, uniform:1s..5s or exponential:2s",
         };
-        let dur =
-            |t: &str| humantime::parse_duration(t.trim()).map_err(|_| bad(format!("'{}' is not a duration", t.trim())));
+        let dur = |t: &str| match humantime::parse_duration(t.trim()) {
+            // A pause is added to the run's clock.
+            Ok(d) if d <= goodput_core::HORIZON => Ok(d),
+            Ok(_) => Err(bad(format!("'{}' is longer than any run (100 years)", t.trim()))),
+            Err(_) => Err(bad(format!("'{}' is not a duration", t.trim()))),
+        };
         match s.split_once(':') {
             None => dur(s).map(ThinkTime::Fixed),
             Some((kind, args)) => match kind.trim() {

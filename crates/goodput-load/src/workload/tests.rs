@@ -90,6 +90,22 @@ fn parses_length_specs() {
 }
 
 #[test]
+fn lengths_past_any_prompt_are_refused_and_draws_stay_within_them() {
+    for bad in ["4000000000", "2097153", "uniform:8..4000000000", "normal:3000000,1", "lognormal:1e12,1"] {
+        let e = bad.parse::<LengthDist>().unwrap_err().to_string();
+        assert!(e.contains("at most 2097152 tokens"), "{bad}: {e}");
+    }
+    assert_eq!(format!("{MAX_TOKENS}").parse(), Ok(LengthDist::Fixed(MAX_TOKENS)));
+    // An unbounded distribution's tail stops at the bound.
+    let wide: LengthDist = "lognormal:2000000,3".parse().unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    assert!((0..1000).all(|_| wide.sample(&mut rng) <= MAX_TOKENS));
+    assert_eq!((wide.most(), LengthDist::Uniform { lo: 2, hi: 9 }.most()), (2_000_000, 9));
+    let prefix = SharedPrefix { tokens: 1_000_000_000, ratio: 1.0, count: 1 };
+    assert!(prefix.validate().unwrap_err().to_string().contains("at most 2097152 tokens"));
+}
+
+#[test]
 fn presets_have_the_shapes_their_names_promise() {
     let mut rng = StdRng::seed_from_u64(7);
     let mean = |d: &LengthDist, rng: &mut StdRng| (0..20_000).map(|_| d.sample(rng) as f64).sum::<f64>() / 20_000.0;

@@ -211,13 +211,13 @@ fn build(p: Parsed) -> RunResult {
     r
 }
 
-/// Seconds as a duration, refusing what no time can be.
+/// Seconds as a duration, refusing what no time can be (not a number, below
+/// zero, or more than a run lasts: `1e300` once panicked here).
 fn secs<E>(x: f64, what: impl FnOnce() -> E) -> Result<Duration, E> {
     // A float difference of equal stamps can come out a hair below zero.
-    if x.is_finite() && x > -1e-9 {
-        Ok(Duration::from_secs_f64(x.max(0.0)))
-    } else {
-        Err(what())
+    match Duration::try_from_secs_f64(x.max(0.0)) {
+        Ok(d) if x > -1e-9 && d <= goodput_core::HORIZON => Ok(d),
+        _ => Err(what()),
     }
 }
 

@@ -136,6 +136,7 @@ impl Calibration {
     }
 
     pub fn frontend_overhead(&self) -> Duration {
-        Duration::from_secs_f64(self.frontend_overhead_ms / 1e3)
+        // Checked finite and ≥ 0, but not bounded: clamped, not a panic.
+        goodput_core::clamped_secs(self.frontend_overhead_ms / 1e3).min(goodput_core::HORIZON)
     }
 }

@@ -226,15 +226,16 @@ impl Roofline {
     /// T_step for one batch.
     pub fn step_time(&self, b: &BatchShape) -> Duration {
         let [gemm, attention, tp, overhead] = self.terms(b);
-        Duration::from_secs_f64(gemm + attention + tp + overhead)
+        seconds(gemm + attention + tp + overhead)
     }
 
     pub fn breakdown(&self, b: &BatchShape) -> StepBreakdown {
-        let [gemm, attention, tp, overhead] = self.terms(b).map(Duration::from_secs_f64);
+        let [gemm, attention, tp, overhead] = self.terms(b).map(seconds);
         StepBreakdown { gemm, attention, tensor_parallel: tp, overhead }
     }
 
-    /// Seconds: [T_gemm, T_att, T_tp, overheads].
+    /// Seconds: [T_gemm, T_att, T_tp, overheads] (each finite and ≥ 0 for a
+    /// checked calibration, but as large as an efficiency of 1e-300 makes it).
     fn terms(&self, b: &BatchShape) -> [f64; 4] {
         if b.tokens == 0 {
             return [0.0; 4];
@@ -259,6 +260,13 @@ impl Roofline {
         let overhead = self.fixed_overhead + self.per_seq_overhead * b.seqs as f64;
         [gemm, attention, tp, overhead]
     }
+}
+
+/// Seconds of a step as a duration: a calibration's extreme constants (an
+/// efficiency of 1e-300) make steps longer than any clock holds, which the
+/// virtual clock would overflow on; a step takes at most the horizon.
+fn seconds(s: f64) -> Duration {
+    goodput_core::clamped_secs(s).min(goodput_core::HORIZON)
 }
 
 #[cfg(test)]

@@ -209,15 +209,8 @@ impl Engine {
             ));
         }
         let total = prompt.len() as u64 + max_tokens as u64;
-        if total > self.cfg.model.max_context as u64 {
-            return reject(format!(
-                "{} prompt + {} output tokens exceed {}'s context of {} tokens; shorten the \
-                 prompt or lower max_tokens",
-                prompt.len(),
-                max_tokens,
-                self.cfg.model.name,
-                self.cfg.model.max_context
-            ));
+        if let Err(message) = self.cfg.model.check_context(prompt.len() as u64, max_tokens.into()) {
+            return reject(message);
         }
         if total > self.capacity.tokens() {
             return reject(format!(

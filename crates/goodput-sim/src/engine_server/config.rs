@@ -3,6 +3,9 @@
 use crate::engine::{EngineConfig, Error};
 use crate::faults::FaultConfig;
 
+/// The slowest the engine may run against real time.
+const MIN_SPEED: f64 = 1e-3;
+
 /// What defines one engine server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineServerConfig {
@@ -41,6 +44,15 @@ impl EngineServerConfig {
         if !(self.speed.is_finite() && self.speed > 0.0) {
             return Err(Error::InvalidConfig(format!(
                 "--speed {} must be a positive number (1 is real time, 2 twice as fast)",
+                self.speed
+            )));
+        }
+        // Every step, front-end delay and stall lasts 1/speed of its length
+        // on the wall clock: a speed of 1e-300 overflowed them (a panic).
+        if self.speed < MIN_SPEED {
+            return Err(Error::InvalidConfig(format!(
+                "--speed {:e} stretches every step of the engine beyond any clock: give at least {MIN_SPEED} (a \
+                 thousand times slower than real time)",
                 self.speed
             )));
         }

@@ -75,6 +75,12 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let n_out = script.as_ref().map_or(asked, |sc| asked.min(sc.len() as u32));
     let ids = req.prompt_ids(s.cfg.engine.chat_template);
     let prompt_tokens = ids.len() as u64;
+    // Refused before anything is sized by the request: the answer's token
+    // ids below (4 GB for a billion tokens) were built before the engine saw
+    // the length and refused it. The engine checks again, with its KV cache.
+    if let Err(message) = s.cfg.engine.model.check_context(prompt_tokens, n_out.into()) {
+        return error_response(route, StatusCode::BAD_REQUEST, &message);
+    }
     let mut prompt = Prompt::from_tokens(&ids, s.cfg.engine.block_size);
     if s.cfg.engine.enable_prefix_caching {
         // The answer's words (see ChunkWriter), so the blocks it fills are cached.

@@ -36,6 +36,7 @@ fn bad_settings_are_errors() {
     for bad in [
         EngineServerConfig { speed: 0.0, ..ok.clone() },
         EngineServerConfig { speed: f64::NAN, ..ok.clone() },
+        EngineServerConfig { speed: 1e-300, ..ok.clone() },
         EngineServerConfig { default_max_tokens: 0, ..ok.clone() },
         EngineServerConfig { faults: FaultConfig { error_rate: 2.0, ..Default::default() }, ..ok.clone() },
     ] {

@@ -84,7 +84,8 @@ impl Stream {
     /// reports its end on `done`.
     pub fn new(plan: Plan, sock: TcpStream, chunked: bool, done: oneshot::Sender<End>) -> std::io::Result<Self> {
         sock.set_nonblocking(true)?;
-        let writes = plan.request_id.is_some().then(|| Vec::with_capacity(plan.n_chunks as usize));
+        // Grown as the chunks go, not sized ahead by the request's length.
+        let writes = plan.request_id.is_some().then(|| Vec::with_capacity(plan.n_chunks.min(4096) as usize));
         Ok(Stream {
             plan,
             sock,

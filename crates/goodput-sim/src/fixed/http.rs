@@ -12,6 +12,7 @@
 
 use super::emitter::{frame, Emitter, End, Stream};
 use super::{metrics_text, FixedServer, Plan, Reply};
+use crate::connections::{Acceptor, ConnectionLimits};
 use crate::faults::Fault;
 use crate::openai::{error_body, info_body, models_body, tags_body, Route, Usage};
 use std::future::Future;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{oneshot, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 
 /// The largest request head (request line and headers) accepted.
@@ -31,25 +32,39 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 /// After a shutdown, how long responses in flight may take to finish.
 const GRACE: Duration = Duration::from_secs(10);
 
-/// Serves `state` on `listener` until `shutdown` resolves: accepts
-/// connections (TCP_NODELAY on each), then stops accepting, closes idle
-/// connections, and gives responses in flight a few seconds to finish.
+/// Serves `state` on `listener` until `shutdown` resolves, with the default
+/// [`ConnectionLimits`]: accepts connections (TCP_NODELAY on each), then
+/// stops accepting, closes idle connections, and gives responses in flight a
+/// few seconds to finish.
 pub async fn serve(
     listener: TcpListener,
     state: Arc<FixedServer>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let emitter = Arc::new(Emitter::start(state.clone())?);
-    serve_with(listener, state, emitter, shutdown).await
+    serve_limited(listener, state, ConnectionLimits::default(), shutdown).await
 }
 
-/// [`serve`] with a given emitter, which tests inspect.
+/// [`serve`] within `limits`.
+pub async fn serve_limited(
+    listener: TcpListener,
+    state: Arc<FixedServer>,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let emitter = Arc::new(Emitter::start(state.clone())?);
+    serve_with(listener, state, emitter, limits, shutdown).await
+}
+
+/// [`serve_limited`] with a given emitter, which tests inspect.
 async fn serve_with(
     listener: TcpListener,
     state: Arc<FixedServer>,
     emitter: Arc<Emitter>,
+    limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let head_timeout = limits.head_timeout;
+    let mut acceptor = Acceptor::new(listener, limits);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -57,26 +72,13 @@ async fn serve_with(
         tokio::select! {
             _ = &mut shutdown => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            r = listener.accept() => match r {
-                Ok((sock, _)) => {
-                    // SSE writes are small and must not wait for Nagle.
-                    let _ = sock.set_nodelay(true);
-                    conns.spawn(connection(sock, state.clone(), emitter.clone(), stop_rx.clone()));
-                }
-                // A connection reset before it was accepted, or out of file
-                // descriptors: keep serving, after a pause in the second case.
-                Err(e) => {
-                    if !matches!(
-                        e.kind(),
-                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
-                    ) {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
+            (sock, permit) = acceptor.accept() => {
+                let c = Conn { sock, buf: Vec::with_capacity(8192), head_timeout, _permit: permit };
+                conns.spawn(connection(c, state.clone(), emitter.clone(), stop_rx.clone()));
             }
         }
     }
-    drop(listener);
+    drop(acceptor);
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(GRACE, async { while conns.join_next().await.is_some() {} }).await;
     // Dropping `conns` ends the connections still busy.
@@ -84,8 +86,7 @@ async fn serve_with(
 }
 
 /// One connection: requests one after another until either side closes.
-async fn connection(sock: TcpStream, state: Arc<FixedServer>, emitter: Arc<Emitter>, mut stop: watch::Receiver<bool>) {
-    let mut c = Conn { sock, buf: Vec::with_capacity(8192) };
+async fn connection(mut c: Conn, state: Arc<FixedServer>, emitter: Arc<Emitter>, mut stop: watch::Receiver<bool>) {
     loop {
         let req = match c.read_request(&mut stop).await {
             Ok(Some(r)) => r,
@@ -237,6 +238,10 @@ struct Conn {
     /// Bytes read and not yet consumed: the request being read, and any
     /// pipelined after it.
     buf: Vec<u8>,
+    /// How long a request head may take, from when it is waited for.
+    head_timeout: Duration,
+    /// The connection's place under the server's cap.
+    _permit: OwnedSemaphorePermit,
 }
 
 impl Conn {
@@ -270,6 +275,10 @@ impl Conn {
     /// Reads the next request: `Ok(None)` when the client closed the
     /// connection (or it went idle during a shutdown).
     async fn read_request(&mut self, stop: &mut watch::Receiver<bool>) -> Result<Option<Request>, Reject> {
+        // A head not whole by then closes the connection, as hyper's
+        // header_read_timeout does: a client that sends half a head, or
+        // nothing, no longer holds the connection for ever.
+        let deadline = tokio::time::Instant::now() + self.head_timeout;
         let head = loop {
             if let Some(h) = parse_head(&self.buf)? {
                 break h;
@@ -279,9 +288,13 @@ impl Conn {
                 tokio::select! {
                     r = self.fill() => r,
                     _ = stop.wait_for(|s| *s) => return Ok(None),
+                    () = tokio::time::sleep_until(deadline) => return Ok(None),
                 }
             } else {
-                self.fill().await
+                tokio::select! {
+                    r = self.fill() => r,
+                    () = tokio::time::sleep_until(deadline) => return Ok(None),
+                }
             };
             match n {
                 Ok(0) | Err(_) => return Ok(None),
@@ -378,13 +391,31 @@ impl Conn {
     async fn whole(&mut self, plan: Plan, keep: bool) -> std::io::Result<()> {
         let at = |t: Instant| crate::clock::sleep_until(tokio::time::Instant::from_std(t));
         if matches!(plan.fault, Fault::StreamError | Fault::Disconnect) {
-            at(plan.due(plan.fault_at())).await;
+            self.unless_gone(at(plan.due(plan.fault_at()))).await?;
             let body = plan.writer.route().error_body(500, "injected fault: generation failed");
             return self.respond(500, CT_JSON, body.as_bytes(), keep, "").await;
         }
-        at(plan.due(plan.n_chunks.saturating_sub(1))).await;
+        self.unless_gone(at(plan.due(plan.n_chunks.saturating_sub(1)))).await?;
         let body = plan.writer.whole(Usage::new(plan.prompt_tokens, plan.n_out), "length").to_string();
         self.respond(200, CT_JSON, body.as_bytes(), keep, "").await
+    }
+
+    /// Waits for `wait`, or fails once the client has closed the connection:
+    /// a client that leaves a long whole response frees its connection then,
+    /// not hours later when the answer would have been due.
+    async fn unless_gone(&self, wait: impl Future<Output = ()>) -> std::io::Result<()> {
+        let gone = async {
+            let mut probe = [0u8; 1];
+            match self.sock.peek(&mut probe).await {
+                Ok(0) | Err(_) => {}
+                // A pipelined request waits its turn; the end can no longer be seen.
+                Ok(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = wait => Ok(()),
+            () = gone => Err(std::io::ErrorKind::ConnectionReset.into()),
+        }
     }
 
     /// A streamed response: the head and the preamble from here, the chunks

@@ -8,7 +8,19 @@ use std::time::Duration;
 
 /// Parses `150ms`, `2s`, `1m30s`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); write e.g. 150ms, 2s, 1m"))
+    let d =
+        humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration ({e}); write e.g. 150ms, 2s, 1m"))?;
+    within_horizon(s, d)
+}
+
+/// `d` (as `s` wrote it) if a run's clock can take it: every duration is
+/// added to a start somewhere, and past [`goodput_core::HORIZON`] that
+/// overflowed (a panic).
+fn within_horizon(s: &str, d: Duration) -> Result<Duration, String> {
+    if d > goodput_core::HORIZON {
+        return Err(format!("'{}' is longer than any run (100 years); write e.g. 150ms, 2s, 1m", s.trim()));
+    }
+    Ok(d)
 }
 
 /// A duration that must be more than nothing: a timeout, a run's length, a
@@ -106,9 +118,9 @@ pub fn parse_window(s: &str) -> Result<goodput_core::TimeSlice, String> {
         if t.is_empty() {
             return Ok(None);
         }
-        humantime::parse_duration(t)
-            .map(Some)
-            .map_err(|e| format!("'{t}' in --window '{s}' is not a time ({e}): {hint}"))
+        let d =
+            humantime::parse_duration(t).map_err(|e| format!("'{t}' in --window '{s}' is not a time ({e}): {hint}"))?;
+        within_horizon(t, d).map(Some)
     };
     let (from, to) = (at(from)?.unwrap_or_default(), at(to)?);
     if to.is_some_and(|to| to <= from) {
@@ -134,9 +146,9 @@ pub fn parse_warmup(s: &str) -> Result<WarmupArg, String> {
     if let Ok(n) = s.trim().parse::<u64>() {
         return Ok(WarmupArg::Requests(n));
     }
-    humantime::parse_duration(s.trim())
-        .map(WarmupArg::Time)
-        .map_err(|_| format!("invalid warm-up '{s}': give a request count (10) or a time (30s)"))
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|_| format!("invalid warm-up '{s}': give a request count (10) or a time (30s)"))?;
+    within_horizon(s, d).map(WarmupArg::Time)
 }
 
 pub fn parse_length(s: &str) -> Result<LengthDist, SpecError> {
@@ -280,9 +292,12 @@ pub fn parse_stages(s: &str) -> Result<Stages, String> {
             None => (false, load),
         };
         let n: f64 = load.trim().parse().map_err(|_| bad())?;
-        let time = humantime::parse_duration(time.trim()).map_err(|_| bad())?;
+        let time = within_horizon(time, humantime::parse_duration(time.trim()).map_err(|_| bad())?)?;
         if !(n.is_finite() && n > 0.0) || time.is_zero() {
             return Err(format!("invalid stage '{part}': the load and the time must be above zero"));
+        }
+        if !users && n < goodput_load::schedule::min_rate() {
+            return Err(format!("invalid stage '{part}': {}", goodput_load::error::ScheduleError::RateTooLow(n)));
         }
         if users && n.fract() != 0.0 {
             return Err(format!("invalid stage '{part}': a number of users is a whole number"));
@@ -312,6 +327,9 @@ pub fn parse_rates(s: &str) -> Result<RateList, String> {
     if v.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
         return Err("a rate must be a positive number of requests per second".into());
     }
+    if let Some(&r) = v.iter().find(|&&r| r < goodput_load::schedule::min_rate()) {
+        return Err(goodput_load::error::ScheduleError::RateTooLow(r).to_string());
+    }
     Ok(RateList(v))
 }
 
@@ -336,7 +354,7 @@ pub fn parse_start_at(s: &str) -> Result<f64, String> {
     let t = s.trim();
     if let Ok(x) = t.parse::<f64>() {
         return match x {
-            x if x.is_finite() && x > 0.0 => Ok(x),
+            x if x.is_finite() && x > 0.0 => start_within_horizon(s, x),
             _ => Err(format!("--start-at '{s}': Unix seconds must be a positive number, e.g. 1767225600")),
         };
     }
@@ -346,5 +364,16 @@ pub fn parse_start_at(s: &str) -> Result<f64, String> {
              2026-01-01T00:00:00Z): {e}"
         )
     })?;
-    Ok(when.unix_timestamp_nanos() as f64 / 1e9)
+    start_within_horizon(s, when.unix_timestamp_nanos() as f64 / 1e9)
+}
+
+/// A `--start-at` of `t` Unix seconds, if no further ahead than a run's clock takes.
+fn start_within_horizon(s: &str, t: f64) -> Result<f64, String> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+    if t - now > goodput_core::HORIZON.as_secs_f64() {
+        return Err(format!(
+            "--start-at '{s}' is more than 100 years from now: give Unix seconds (e.g. 1767225600) or an RFC 3339 time"
+        ));
+    }
+    Ok(t)
 }

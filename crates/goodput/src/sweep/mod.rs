@@ -433,12 +433,14 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");
         }
         let cfg = virtual_point::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
+        virtual_point::check_context(&cfg, &workload, "--model picks another")?;
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
         let target = virtual_point::target_of(&cfg);
         let ec = virtual_point::engine_settings(&cfg);
         let prompts = virtual_point::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
+        crate::target::check_embedded_context(&a.target, &a.sim, &workload)?;
         let cancel = setup::cancellation(&a.shape);
         let quality = setup::quality_options(&a.workload);
         let target =

@@ -139,6 +139,21 @@ const VARIANT_SUFFIXES: [&str; 12] = [
 ];
 
 impl ModelSpec {
+    /// Refuses a request of `prompt` + `output` tokens that the model's
+    /// context cannot hold, in the words every refusal of it uses (the
+    /// engine's, the HTTP front's before it builds anything for the request,
+    /// `bench`'s before a run on the embedded engine).
+    pub fn check_context(&self, prompt: u64, output: u64) -> Result<(), String> {
+        if prompt.saturating_add(output) <= u64::from(self.max_context) {
+            return Ok(());
+        }
+        Err(format!(
+            "{prompt} prompt + {output} output tokens exceed {}'s context of {} tokens; shorten the prompt or \
+             lower max_tokens",
+            self.name, self.max_context
+        ))
+    }
+
     /// The chat template the model's name and vocabulary point to (what
     /// `--chat-template auto` picks).
     pub fn chat_template(&self) -> ChatTemplate {

@@ -5,6 +5,7 @@
 use super::super::emitter::{Emitter, End, Stream};
 use super::super::{FixedProfile, FixedServer, Reply};
 use super::serve_with;
+use crate::connections::ConnectionLimits;
 use crate::faults::FaultConfig;
 use crate::openai::{ChunkWriter, Route, Usage};
 use serde_json::Value;
@@ -19,11 +20,18 @@ use tokio::time::timeout;
 const PATIENCE: Duration = Duration::from_secs(10);
 
 async fn start(profile: FixedProfile) -> (SocketAddr, Arc<FixedServer>, Arc<Emitter>) {
+    start_limited(profile, ConnectionLimits::default()).await
+}
+
+async fn start_limited(
+    profile: FixedProfile,
+    limits: ConnectionLimits,
+) -> (SocketAddr, Arc<FixedServer>, Arc<Emitter>) {
     let server = FixedServer::new(profile);
     let emitter = Arc::new(Emitter::start(server.clone()).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve_with(listener, server.clone(), emitter.clone(), std::future::pending()));
+    tokio::spawn(serve_with(listener, server.clone(), emitter.clone(), limits, std::future::pending()));
     (addr, server, emitter)
 }
 
@@ -119,7 +127,12 @@ async fn read_response(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
 /// Whether the server closed the connection, sending nothing more (an open
 /// one stays silent for the 300 ms this waits).
 async fn closed(sock: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
-    matches!(timeout(Duration::from_millis(300), sock.read_buf(buf)).await, Ok(Ok(0)) | Ok(Err(_)))
+    closed_within(sock, buf, Duration::from_millis(300)).await
+}
+
+/// [`closed`], waiting up to `wait`.
+async fn closed_within(sock: &mut TcpStream, buf: &mut Vec<u8>, wait: Duration) -> bool {
+    matches!(timeout(wait, sock.read_buf(buf)).await, Ok(Ok(0)) | Ok(Err(_)))
 }
 
 fn post(path: &str, body: &str) -> String {
@@ -235,6 +248,27 @@ async fn bad_requests_get_a_clear_status_not_a_hang() {
     let (status, msg, closed, _) = ask(post("/v1/chat/completions", "{nope").into_bytes()).await;
     assert_eq!((status, closed), (400, false));
     assert!(msg.contains("invalid JSON body"), "{msg}");
+}
+
+/// A billion tokens is refused at once: with no wait between chunks the
+/// whole answer was written out, a billion words, before a byte went back.
+#[tokio::test]
+async fn an_answer_longer_than_the_profile_gives_is_refused() {
+    let (addr, _s, _e) = start(FixedProfile { ttft: Duration::ZERO, itl: Duration::ZERO, ..Default::default() }).await;
+    for stream in [false, true] {
+        let mut sock = TcpStream::connect(addr).await.unwrap();
+        sock.write_all(chat(1_000_000_000, stream).as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        let r = timeout(Duration::from_secs(2), read_response(&mut sock, &mut buf)).await.expect("no quick refusal");
+        assert_eq!(r.status, 400);
+        let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("1000000000") && message.contains("lower max_tokens"), "{message}");
+    }
+    // The most it gives is still answered.
+    let mut sock = TcpStream::connect(addr).await.unwrap();
+    sock.write_all(chat(super::super::MAX_OUTPUT_TOKENS, false).as_bytes()).await.unwrap();
+    let r = read_response(&mut sock, &mut Vec::new()).await;
+    assert_eq!(r.status, 200);
 }
 
 #[tokio::test]
@@ -425,7 +459,7 @@ async fn shutdown_stops_accepting_and_closes_idle_connections() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(serve_with(listener, server, emitter, async {
+    let served = tokio::spawn(serve_with(listener, server, emitter, Default::default(), async {
         let _ = rx.await;
     }));
     let mut idle = TcpStream::connect(addr).await.unwrap();
@@ -436,6 +470,61 @@ async fn shutdown_stops_accepting_and_closes_idle_connections() {
     timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
     assert!(closed(&mut idle, &mut buf).await);
     assert!(TcpStream::connect(addr).await.is_err());
+}
+
+/// A slowloris no longer holds the server: more slow clients (half a head,
+/// or nothing) than its cap are each closed when their head is late (1 s
+/// here), the cap is logged, and a request queued behind them is answered.
+#[tokio::test]
+async fn slow_clients_are_timed_out_within_a_cap_and_the_server_answers_again() {
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let limits = ConnectionLimits {
+        head_timeout: Duration::from_secs(1),
+        max_connections: 50,
+        log: Some(Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_owned()))),
+    };
+    let (addr, _s, _e) = start_limited(quick(), limits).await;
+    let mut slow = Vec::new();
+    for i in 0..150 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        if i % 2 == 0 {
+            s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Le").await.unwrap();
+        }
+        slow.push(s);
+    }
+    let t0 = Instant::now();
+    let mut sock = TcpStream::connect(addr).await.unwrap();
+    sock.write_all(chat(2, false).as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let r = timeout(Duration::from_secs(30), read_response(&mut sock, &mut buf)).await.expect("never answered");
+    assert_eq!(r.status, 200);
+    // It waited for the slow clients ahead of it to be timed out.
+    assert!(t0.elapsed() >= Duration::from_millis(500), "{:?}", t0.elapsed());
+    for s in slow.iter_mut().take(20) {
+        let mut b = Vec::new();
+        assert!(closed_within(s, &mut b, PATIENCE).await, "a slow client was left open");
+    }
+    let said = lines.lock().unwrap().join("\n");
+    assert!(said.contains("50 connections are open, the most this server takes"), "{said}");
+}
+
+/// A client that leaves while its whole response is due far ahead frees
+/// its connection at once, rather than when the answer would have been sent.
+#[tokio::test]
+async fn a_client_that_leaves_a_whole_response_frees_its_connection() {
+    let profile = FixedProfile { ttft: Duration::from_secs(600), ..quick() };
+    let limits = ConnectionLimits { max_connections: 1, ..ConnectionLimits::default() };
+    let (addr, _s, _e) = start_limited(profile, limits).await;
+    let mut gone = TcpStream::connect(addr).await.unwrap();
+    gone.write_all(chat(4, false).as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(gone);
+    // The only place under the cap is free again.
+    let mut sock = TcpStream::connect(addr).await.unwrap();
+    sock.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n").await.unwrap();
+    let r = timeout(Duration::from_secs(5), read_response(&mut sock, &mut Vec::new())).await.expect("still held");
+    assert_eq!(r.status, 200);
 }
 
 #[tokio::test]
