@@ -134,8 +134,13 @@ pub fn cdf_of_records(records: &[RequestRecord], m: Latency) -> Cdf {
     let v = m.samples(records);
     let n = v.len();
     let body_end = (n > 0).then(|| {
+        // p99.9, or with fewer than 1,000 samples (where p99.9 is the
+        // slowest itself) the one before the slowest: one stall is then a
+        // tail to cut too.
         let i = ((CUT_PERCENTILE / 100.0 * n as f64).ceil() as u64).clamp(1, n) - 1;
-        (CUT_PERCENTILE, v.at(i))
+        let i = if n >= 2 { i.min(n - 2) } else { i };
+        let p = (1000.0 * (i + 1) as f64 / n as f64).floor() / 10.0;
+        (p.min(CUT_PERCENTILE), v.at(i))
     });
     Cdf { samples: n, points: cdf_of(&v), from_percentiles: false, body_end }
 }

@@ -129,6 +129,31 @@ fn a_far_outlier_is_cut_off_the_cdf_axis_and_told() {
     assert!(!figure(&html, "ttft-cdf").contains("The x axis stops"));
 }
 
+/// A run of a few hundred requests with one stall: p99.9 is the stall
+/// itself, so the axis stops at the sample before it, and says which.
+#[test]
+fn one_stall_among_few_samples_is_cut_off_the_cdf_axis_too() {
+    let p = Profile { requests: 300, ..Profile::default() };
+    let mut recs = records(p);
+    let stall = Duration::from_millis(2700);
+    let r = &mut recs[10];
+    r.end += stall;
+    if let Some(t) = r.stream_end.as_mut() {
+        *t += stall;
+    }
+    let mut chunks: Vec<goodput_core::record::OutputChunk> = r.chunks.iter().collect();
+    if let Some(c) = chunks.last_mut() {
+        c.t += stall;
+    }
+    r.chunks = chunks.into();
+    let run = run_of("llama-3.1-8b", p, recs, None, true);
+    assert!(run.summary.e2e_ms.count < 1000 && run.summary.e2e_ms.max.unwrap() > 2700.0);
+    let html = run_page(&run).unwrap();
+    let fig = figure(&html, "e2e-cdf");
+    assert!(fig.contains("The x axis stops at p99.6 ("), "{fig}");
+    assert!(x_ticks(fig).last().unwrap().0 < 2700.0, "{fig}");
+}
+
 /// The sweep's latency curves plot the percentile the SLO's objective
 /// judges (p95 here, p90 for TPOT), each point at the figure its SLO
 /// measured, and the objective's limit as a labelled line across.
