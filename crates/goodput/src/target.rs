@@ -407,12 +407,7 @@ pub async fn discover_model(
     max_body: usize,
 ) -> Result<String> {
     let (path, pointer) = model_list(api);
-    let url = join_url(base, path);
-    let mut req = http.get(&url).timeout(Duration::from_secs(10)).header("connection", "close");
-    for (name, value) in headers {
-        req = req.header(name, value);
-    }
-    let resp = req.send().await.map_err(|e| {
+    let resp = probe(http, base, path, headers, Duration::from_secs(10)).send().await.map_err(|e| {
         let chain = error_chain(&e);
         match goodput_load::client::tls_hint(&chain) {
             Some(hint) => anyhow!("cannot reach {base}: {hint} ({chain})"),
@@ -463,11 +458,8 @@ async fn other_api(http: &reqwest::Client, base: &str, api: Api, headers: &[(Str
         ("/info", "a TGI server: try --api tgi"),
     ];
     for (path, says) in lists.into_iter().filter(|(p, _)| *p != own) {
-        let mut req = http.get(join_url(base, path)).timeout(Duration::from_secs(5)).header("connection", "close");
-        for (name, value) in headers {
-            req = req.header(name, value);
-        }
-        if req.send().await.is_ok_and(|r| r.status().is_success()) {
+        let answered = probe(http, base, path, headers, Duration::from_secs(5)).send().await;
+        if answered.is_ok_and(|r| r.status().is_success()) {
             return Some(format!("{path} answers: this looks like {says}"));
         }
     }
@@ -485,11 +477,8 @@ pub async fn served_models(
     max_body: usize,
 ) -> Option<Vec<String>> {
     let (path, _) = model_list(api);
-    let mut req = http.get(join_url(base, path)).timeout(Duration::from_secs(5)).header("connection", "close");
-    for (name, value) in headers {
-        req = req.header(name, value);
-    }
-    let resp = req.send().await.ok().filter(|r| r.status().is_success())?;
+    let resp = probe(http, base, path, headers, Duration::from_secs(5)).send().await.ok();
+    let resp = resp.filter(|r| r.status().is_success())?;
     let body = goodput_load::scraper::read_capped(resp, max_body).await.ok()?;
     let v: Value = serde_json::from_slice(&body).ok()?;
     let names: Vec<String> = match api {
@@ -499,6 +488,23 @@ pub async fn served_models(
     .filter_map(|m| m.get("id").or_else(|| m.get("name")).and_then(Value::as_str).map(str::to_owned))
     .collect();
     (!names.is_empty()).then_some(names)
+}
+
+/// A GET of `path` under `base` with the run's `headers`, on a connection
+/// of its own: a server that closes after each response without saying so,
+/// as llama.cpp does, would close a kept one as the next probe went out.
+fn probe(
+    http: &reqwest::Client,
+    base: &str,
+    path: &str,
+    headers: &[(String, String)],
+    timeout: Duration,
+) -> reqwest::RequestBuilder {
+    let mut req = http.get(join_url(base, path)).timeout(timeout).header("connection", "close");
+    for (name, value) in headers {
+        req = req.header(name, value);
+    }
+    req
 }
 
 /// Where `api`'s server lists its models, and where the first name is in the answer.
@@ -522,14 +528,7 @@ pub async fn wait_ready(
     wait: Duration,
 ) -> Result<()> {
     let deadline = tokio::time::Instant::now() + wait;
-    let get = |path: &str| {
-        // Each probe on a connection of its own (see `discover_model`).
-        let mut req = http.get(join_url(base, path)).timeout(Duration::from_secs(5)).header("connection", "close");
-        for (name, value) in headers {
-            req = req.header(name, value);
-        }
-        req.send()
-    };
+    let get = |path: &str| probe(http, base, path, headers, Duration::from_secs(5)).send();
     let mut said = false;
     loop {
         let last = match get("/health").await {
