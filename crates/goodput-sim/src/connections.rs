@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// How long a client may take to send a request head, counted from when
@@ -91,6 +91,45 @@ fn open_file_limit() -> Option<u64> {
     }
     #[cfg(not(unix))]
     None
+}
+
+/// How long the connections still busy at a shutdown get to finish.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Accepts connections on `listener` within `limits` until `shutdown`
+/// resolves, running `connection` on each: its socket, the permit that
+/// holds its place under the cap, the head timeout, and a watch that turns
+/// true at the shutdown. Then it stops accepting, tells the connections,
+/// and gives them [`GRACE`] to finish; those still busy are ended.
+pub(crate) async fn serve_connections<F, Fut>(
+    listener: TcpListener,
+    limits: ConnectionLimits,
+    shutdown: impl std::future::Future<Output = ()>,
+    mut connection: F,
+) -> std::io::Result<()>
+where
+    F: FnMut(TcpStream, OwnedSemaphorePermit, Duration, watch::Receiver<bool>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let head_timeout = limits.head_timeout;
+    let mut acceptor = Acceptor::new(listener, limits);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut conns = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            (sock, permit) = acceptor.accept() => {
+                conns.spawn(connection(sock, permit, head_timeout, stop_rx.clone()));
+            }
+        }
+    }
+    drop(acceptor);
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(GRACE, async { while conns.join_next().await.is_some() {} }).await;
+    // Dropping `conns` ends the connections still busy.
+    Ok(())
 }
 
 /// A listener that hands out connections within the cap, each with the

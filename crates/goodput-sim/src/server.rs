@@ -10,7 +10,7 @@
 //! takes connections until the process runs out of descriptors, and then
 //! logs its failing `accept` nowhere.
 
-use crate::connections::{Acceptor, ConnectionLimits};
+use crate::connections::{serve_connections, ConnectionLimits};
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
 use axum::Router;
@@ -20,10 +20,6 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit};
-use tokio::task::JoinSet;
-
-/// After a shutdown, how long responses in flight may take to finish.
-const GRACE: Duration = Duration::from_secs(10);
 
 /// Adds `Server: goodput-sim` to every response of `router`.
 pub fn with_server_header(router: Router) -> Router {
@@ -47,32 +43,17 @@ pub async fn serve(
 
 /// Serves `app` on `listener` within `limits` until `shutdown` resolves;
 /// then stops accepting, closes idle connections, and gives responses in
-/// flight [`GRACE`] to finish.
+/// flight 10 s to finish (`connections::serve_connections`).
 pub async fn serve_limited(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let head_timeout = limits.head_timeout;
-    let mut acceptor = Acceptor::new(listener, limits);
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut conns = JoinSet::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            (sock, permit) = acceptor.accept() => {
-                conns.spawn(connection(sock, permit, app.clone(), head_timeout, stop_rx.clone()));
-            }
-        }
-    }
-    drop(acceptor);
-    let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(GRACE, async { while conns.join_next().await.is_some() {} }).await;
-    // Dropping `conns` ends the connections still busy.
-    Ok(())
+    serve_connections(listener, limits, shutdown, |sock, permit, head_timeout, stop| {
+        connection(sock, permit, app.clone(), head_timeout, stop)
+    })
+    .await
 }
 
 /// One connection, holding its place under the cap (`_permit`) until it

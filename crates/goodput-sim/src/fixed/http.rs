@@ -12,7 +12,7 @@
 
 use super::emitter::{frame, Emitter, End, Stream};
 use super::{metrics_text, FixedServer, Plan, Reply};
-use crate::connections::{Acceptor, ConnectionLimits};
+use crate::connections::{serve_connections, ConnectionLimits};
 use crate::faults::Fault;
 use crate::openai::{error_body, info_body, models_body, tags_body, Route, Usage};
 use std::future::Future;
@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch, OwnedSemaphorePermit};
-use tokio::task::JoinSet;
 
 /// The largest request head (request line and headers) accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -29,8 +28,6 @@ const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
 /// The largest request body accepted: prompts of a million words fit.
 const MAX_BODY: usize = 64 * 1024 * 1024;
-/// After a shutdown, how long responses in flight may take to finish.
-const GRACE: Duration = Duration::from_secs(10);
 
 /// Serves `state` on `listener` until `shutdown` resolves, with the default
 /// [`ConnectionLimits`]: accepts connections (TCP_NODELAY on each), then
@@ -63,26 +60,11 @@ async fn serve_with(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let head_timeout = limits.head_timeout;
-    let mut acceptor = Acceptor::new(listener, limits);
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut conns = JoinSet::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            (sock, permit) = acceptor.accept() => {
-                let c = Conn { sock, buf: Vec::with_capacity(8192), head_timeout, _permit: permit };
-                conns.spawn(connection(c, state.clone(), emitter.clone(), stop_rx.clone()));
-            }
-        }
-    }
-    drop(acceptor);
-    let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(GRACE, async { while conns.join_next().await.is_some() {} }).await;
-    // Dropping `conns` ends the connections still busy.
-    Ok(())
+    serve_connections(listener, limits, shutdown, |sock, permit, head_timeout, stop| {
+        let c = Conn { sock, buf: Vec::with_capacity(8192), head_timeout, _permit: permit };
+        connection(c, state.clone(), emitter.clone(), stop)
+    })
+    .await
 }
 
 /// One connection: requests one after another until either side closes.
