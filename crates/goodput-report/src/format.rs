@@ -3,9 +3,8 @@
 //! full precision and never go through here.
 
 use crate::metric::Unit;
-use goodput_core::models::ModelStats;
 use goodput_core::summary::PromptExtra;
-use goodput_core::{ClientCost, Distribution};
+use goodput_core::ClientCost;
 
 /// A latency in milliseconds: two decimals, whole numbers once large.
 pub fn ms(v: Option<f64>) -> String {
@@ -87,46 +86,6 @@ pub fn client_cost(c: &ClientCost) -> String {
         per(c.cpu_us_per_output_token, "output token"),
         per(c.cpu_us_per_chunk, "chunk")
     )
-}
-
-/// The "by model" table of a run spread over several models, as header and
-/// cells, so the terminal, Markdown and HTML show the same columns: each
-/// model's requests, failures, output rate, and TTFT and TPOT at the median
-/// and at the run's tail percentile (the last of `ps` above 50, else the max).
-/// Cells are plain text: each format escapes them its own way.
-pub fn by_model_table(rows: &[ModelStats], ps: &[f64]) -> (Vec<String>, Vec<Vec<String>>) {
-    let tail = ps.iter().copied().rfind(|p| *p > 50.0);
-    let tail_name = tail.map_or("max".to_string(), |p| format!("p{p}"));
-    let at_tail = |d: &Distribution| match tail {
-        Some(p) => d.p(p),
-        None => d.max,
-    };
-    let header = [
-        "model".to_string(),
-        "requests".into(),
-        "failed".into(),
-        "output tok/s".into(),
-        "TTFT p50 (ms)".into(),
-        format!("TTFT {tail_name} (ms)"),
-        "TPOT p50 (ms)".into(),
-        format!("TPOT {tail_name} (ms)"),
-    ];
-    let cells = rows
-        .iter()
-        .map(|m| {
-            vec![
-                m.model.clone(),
-                m.requests.to_string(),
-                m.failed.to_string(),
-                format!("{:.1}", m.output_tokens_per_s),
-                ms(m.ttft_ms.p(50.0)),
-                ms(at_tail(&m.ttft_ms)),
-                ms(m.tpot_ms.p(50.0)),
-                ms(at_tail(&m.tpot_ms)),
-            ]
-        })
-        .collect();
-    (header.to_vec(), cells)
 }
 
 /// A relative change (0.1 = +10%).
@@ -215,27 +174,6 @@ mod tests {
         assert!(range.starts_with("+17.5 prompt tokens a request (min +10, max +25) beyond"), "{range}");
         let fewer = prompt_extra(&e(1, -6.0, -6, -6)).unwrap();
         assert!(fewer.starts_with("-6 prompt tokens a request below the workload's count (a tokenizer"), "{fewer}");
-    }
-
-    #[test]
-    fn by_model_columns_end_at_the_tail_percentile_or_the_max() {
-        let mut d = Distribution::from_samples(&mut [10.0, 20.0, 30.0], &[50.0, 99.0]);
-        d.max = Some(30.0);
-        let row = ModelStats {
-            model: "m".into(),
-            requests: 3,
-            completed: 3,
-            failed: 0,
-            output_tokens_per_s: 12.34,
-            ttft_ms: d.clone(),
-            tpot_ms: d,
-        };
-        let (header, cells) = by_model_table(std::slice::from_ref(&row), &[50.0, 90.0, 99.0]);
-        assert_eq!(header[5], "TTFT p99 (ms)");
-        assert_eq!(cells[0], ["m", "3", "0", "12.3", "20.00", "29.80", "20.00", "29.80"]);
-        let (header, cells) = by_model_table(&[row], &[50.0]);
-        assert_eq!((header[5].as_str(), header[7].as_str()), ("TTFT max (ms)", "TPOT max (ms)"));
-        assert_eq!(cells[0][5], "30.00");
     }
 
     #[test]

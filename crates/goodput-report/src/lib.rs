@@ -14,6 +14,7 @@ pub mod schema;
 pub mod series;
 pub mod server;
 pub mod svg;
+pub mod table;
 pub mod terminal;
 
 pub use compare::{compare, parse_rules, Comparison, Rule, Verdict};

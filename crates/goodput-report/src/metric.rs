@@ -2,6 +2,7 @@
 //! `error_rate`): the names `compare` and `--fail-if` speak, each with its
 //! unit, which direction is better, and how to read it from a `RunResult`.
 
+use crate::table::Detail;
 use goodput_core::{Distribution, RunResult, Summary};
 use serde::{Serialize, Serializer};
 use std::fmt;
@@ -43,58 +44,87 @@ impl Dist {
         Dist::ErrorAdjustedE2e,
     ];
 
+    /// Everything about a distribution, one line each: its path in
+    /// `summary`, its short name for tables, the detail level at which
+    /// tables show it, when a run has it, and where it is read from. A new
+    /// latency metric is a line here (and its place in [`Dist::ALL`]).
+    fn spec(self) -> Spec {
+        use Detail::{Full, Headline, Standard};
+        use Presence::{Always, Counted, WithFailures};
+        let spec = |key, label, detail, presence, of| Spec { key, label, detail, presence, of };
+        match self {
+            Dist::Ttft => spec("ttft_ms", "TTFT", Headline, Always, |s| &s.ttft_ms),
+            Dist::TtftContent => spec("ttft_content_ms", "TTFT content", Standard, Always, |s| &s.ttft_content_ms),
+            Dist::Tpot => spec("tpot_ms", "TPOT", Headline, Always, |s| &s.tpot_ms),
+            Dist::Itl => spec("itl_ms", "ITL", Headline, Always, |s| &s.itl_ms),
+            Dist::ChunkGap => spec("chunk_gap_ms", "chunk gap", Standard, Always, |s| &s.chunk_gap_ms),
+            Dist::ItlMax => spec("itl_max_ms", "ITL max/req", Standard, Always, |s| &s.itl_max_ms),
+            Dist::E2e => spec("e2e_ms", "E2E", Headline, Always, |s| &s.e2e_ms),
+            Dist::Ttfb => spec("ttfb_ms", "TTFB", Headline, Always, |s| &s.ttfb_ms),
+            Dist::ClientQueue => spec("client_queue_ms", "client queue", Standard, Always, |s| &s.client_queue_ms),
+            // Only where the client saw the kernel's receive times.
+            Dist::ClientReadLag => {
+                spec("client_read_lag_ms", "read lag/req", Standard, Counted, |s| &s.client_read_lag_ms)
+            }
+            // Without failures they are TTFT and E2E again.
+            Dist::ErrorAdjustedTtft => {
+                spec("error_adjusted.ttft_ms", "TTFT (errors as ∞)", Full, WithFailures, |s| {
+                    &s.error_adjusted.ttft_ms
+                })
+            }
+            Dist::ErrorAdjustedE2e => {
+                spec("error_adjusted.e2e_ms", "E2E (errors as ∞)", Full, WithFailures, |s| &s.error_adjusted.e2e_ms)
+            }
+        }
+    }
+
     /// The path of the distribution in `summary`.
     pub fn key(self) -> &'static str {
-        match self {
-            Dist::Ttft => "ttft_ms",
-            Dist::TtftContent => "ttft_content_ms",
-            Dist::Tpot => "tpot_ms",
-            Dist::Itl => "itl_ms",
-            Dist::ChunkGap => "chunk_gap_ms",
-            Dist::ItlMax => "itl_max_ms",
-            Dist::E2e => "e2e_ms",
-            Dist::Ttfb => "ttfb_ms",
-            Dist::ClientQueue => "client_queue_ms",
-            Dist::ClientReadLag => "client_read_lag_ms",
-            Dist::ErrorAdjustedTtft => "error_adjusted.ttft_ms",
-            Dist::ErrorAdjustedE2e => "error_adjusted.e2e_ms",
-        }
+        self.spec().key
     }
 
     /// A short name for tables.
     pub fn label(self) -> &'static str {
-        match self {
-            Dist::Ttft => "TTFT",
-            Dist::TtftContent => "TTFT content",
-            Dist::Tpot => "TPOT",
-            Dist::Itl => "ITL",
-            Dist::ChunkGap => "chunk gap",
-            Dist::ItlMax => "ITL max/req",
-            Dist::E2e => "E2E",
-            Dist::Ttfb => "TTFB",
-            Dist::ClientQueue => "client queue",
-            Dist::ClientReadLag => "read lag/req",
-            Dist::ErrorAdjustedTtft => "TTFT (errors as ∞)",
-            Dist::ErrorAdjustedE2e => "E2E (errors as ∞)",
+        self.spec().label
+    }
+
+    /// The detail level at which tables show it ([`crate::table`]).
+    pub fn detail(self) -> Detail {
+        self.spec().detail
+    }
+
+    /// Whether the run `s` summarises has this distribution at all: tables
+    /// leave out a row it does not have (CSV keeps its columns).
+    pub fn present(self, s: &Summary) -> bool {
+        match self.spec().presence {
+            Presence::Always => true,
+            Presence::Counted => self.of(s).count > 0,
+            Presence::WithFailures => s.requests.failed > 0,
         }
     }
 
     pub fn of(self, s: &Summary) -> &Distribution {
-        match self {
-            Dist::Ttft => &s.ttft_ms,
-            Dist::TtftContent => &s.ttft_content_ms,
-            Dist::Tpot => &s.tpot_ms,
-            Dist::Itl => &s.itl_ms,
-            Dist::ChunkGap => &s.chunk_gap_ms,
-            Dist::ItlMax => &s.itl_max_ms,
-            Dist::E2e => &s.e2e_ms,
-            Dist::Ttfb => &s.ttfb_ms,
-            Dist::ClientQueue => &s.client_queue_ms,
-            Dist::ClientReadLag => &s.client_read_lag_ms,
-            Dist::ErrorAdjustedTtft => &s.error_adjusted.ttft_ms,
-            Dist::ErrorAdjustedE2e => &s.error_adjusted.e2e_ms,
-        }
+        (self.spec().of)(s)
     }
+}
+
+/// What [`Dist::spec`] says of a distribution.
+struct Spec {
+    key: &'static str,
+    label: &'static str,
+    detail: Detail,
+    presence: Presence,
+    of: fn(&Summary) -> &Distribution,
+}
+
+/// When a run has a distribution.
+#[derive(Clone, Copy)]
+enum Presence {
+    Always,
+    /// When it holds a sample.
+    Counted,
+    /// When a request failed.
+    WithFailures,
 }
 
 /// A statistic of a distribution.
@@ -110,7 +140,8 @@ pub enum Stat {
 }
 
 impl Stat {
-    fn key(self) -> String {
+    /// Its name in a metric path: `count`, `p99_9`.
+    pub fn key(self) -> String {
         match self {
             Stat::Count => "count".into(),
             Stat::Mean => "mean".into(),
@@ -138,7 +169,8 @@ impl Stat {
         })
     }
 
-    fn of(self, d: &Distribution) -> Option<f64> {
+    /// Its value in `d`; a count as a number.
+    pub fn of(self, d: &Distribution) -> Option<f64> {
         match self {
             Stat::Count => Some(d.count as f64),
             Stat::Mean => d.mean,

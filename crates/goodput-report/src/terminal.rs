@@ -7,8 +7,9 @@ pub mod sweep;
 
 use crate::escape::terminal as esc;
 use crate::format;
+use crate::table::{self, Align, Column, Detail};
 use goodput_core::config::Rate;
-use goodput_core::{Distribution, RunConfig, RunResult};
+use goodput_core::{RunConfig, RunResult};
 use std::fmt::Write;
 
 /// The width the summary fits when the terminal's is not known (a pipe,
@@ -211,97 +212,56 @@ pub fn stability_text(st: &goodput_core::stability::Stability) -> String {
     t
 }
 
-/// Latency percentiles, a row per distribution.
-/// A column of the latency table.
-#[derive(Clone, Copy, PartialEq)]
-enum Col {
-    Mean,
-    Std,
-    Min,
-    P(f64),
-    Max,
-}
-
-impl Col {
-    fn head(self) -> String {
-        match self {
-            Col::Mean => "mean".into(),
-            Col::Std => "std".into(),
-            Col::Min => "min".into(),
-            Col::P(p) => format!("p{p}"),
-            Col::Max => "max".into(),
-        }
-    }
-
-    fn of(self, d: &Distribution) -> String {
-        num(match self {
-            Col::Mean => d.mean,
-            Col::Std => d.std,
-            Col::Min => d.min,
-            Col::P(p) => d.p(p),
-            Col::Max => d.max,
-        })
-    }
-}
-
-/// The latency table's columns that fit `width`, in table order, and
-/// those left out, with the width of each: every column at 10 on a wide
-/// terminal; at 9 otherwise, the median, the maximum, p99 and the mean kept
-/// first.
-fn latency_columns(ps: &[f64], width: usize) -> (Vec<Col>, Vec<Col>, usize) {
-    let all: Vec<Col> =
-        [Col::Mean, Col::Std, Col::Min].into_iter().chain(ps.iter().map(|&p| Col::P(p))).chain([Col::Max]).collect();
+/// The latency table's columns that fit `width`, as indices into `cols`
+/// in table order, and those left out, with the width of each: every
+/// column at 10 on a wide terminal; at 9 otherwise, the median, the
+/// maximum, p99 and the mean kept first, the standard deviation last.
+fn latency_columns(cols: &[Column], width: usize) -> (Vec<usize>, Vec<usize>, usize) {
+    let all: Vec<usize> = (0..cols.len()).collect();
     if 16 + 10 * all.len() <= width.max(WIDE) && width >= WIDE {
         return (all, Vec::new(), 10);
     }
     let room = width.saturating_sub(16) / 9;
-    let mut priority: Vec<Col> =
-        [Col::P(50.0), Col::Max, Col::P(99.0), Col::Mean, Col::P(90.0), Col::P(95.0), Col::Min]
-            .into_iter()
-            .filter(|c| all.contains(c))
-            .collect();
-    let rest: Vec<Col> = all.iter().copied().filter(|c| !priority.contains(c) && *c != Col::Std).collect();
+    let at = |key: &str| cols.iter().position(|c| c.key == key);
+    let mut priority: Vec<usize> =
+        ["p50", "max", "p99", "mean", "p90", "p95", "min"].into_iter().filter_map(at).collect();
+    let std = at("std");
+    let rest: Vec<usize> = all.iter().copied().filter(|i| !priority.contains(i) && Some(*i) != std).collect();
     priority.extend(rest);
-    priority.push(Col::Std);
-    let kept: Vec<Col> = priority.iter().take(room).copied().collect();
-    let shown = all.iter().copied().filter(|c| kept.contains(c)).collect();
-    let hidden = all.iter().copied().filter(|c| !kept.contains(c)).collect();
+    priority.extend(std);
+    let kept: Vec<usize> = priority.iter().take(room).copied().collect();
+    let (shown, hidden) = all.into_iter().partition(|i| kept.contains(i));
     (shown, hidden, 9)
 }
 
+/// `text` padded to `width` on the side `align` says.
+fn pad(text: &str, width: usize, align: Align) -> String {
+    match align {
+        Align::Left => format!("{text:<width$}"),
+        Align::Right => format!("{text:>width$}"),
+    }
+}
+
+/// Latency percentiles, a row per distribution: the latency table's
+/// standard rows and columns, those columns that fit `width`.
 fn latency_table(o: &mut String, r: &RunResult, width: usize) {
-    let s = &r.summary;
-    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
-    let (cols, hidden, w) = latency_columns(&ps, width);
-    let _ = write!(o, "{:<16}", "latency (ms)");
-    for c in &cols {
-        let _ = write!(o, "{:>w$}", c.head());
+    let t = table::latency(r).at(Detail::Standard);
+    let (cols, hidden, w) = latency_columns(&t.columns, width);
+    o.push_str(&pad(&t.title, 16, t.label_align));
+    for &i in &cols {
+        o.push_str(&pad(&t.columns[i].head, w, t.columns[i].align));
     }
     o.push('\n');
-    let mut rows: Vec<(&str, &Distribution)> = vec![
-        ("TTFT", &s.ttft_ms),
-        ("TTFT content", &s.ttft_content_ms),
-        ("TPOT", &s.tpot_ms),
-        ("ITL", &s.itl_ms),
-        ("chunk gap", &s.chunk_gap_ms),
-        ("ITL max/req", &s.itl_max_ms),
-        ("E2E", &s.e2e_ms),
-        ("TTFB", &s.ttfb_ms),
-        ("client queue", &s.client_queue_ms),
-    ];
-    // Only where the client saw the kernel's receive times.
-    if s.client_read_lag_ms.count > 0 {
-        rows.push(("read lag/req", &s.client_read_lag_ms));
-    }
-    for (name, d) in rows {
-        let _ = write!(o, "  {name:<14}");
-        for c in &cols {
-            let _ = write!(o, "{:>w$}", c.of(d));
+    for row in &t.rows {
+        let texts = t.texts(row);
+        let _ = write!(o, "  {}", pad(&esc(&row.label), 14, t.label_align));
+        for &i in &cols {
+            o.push_str(&pad(&texts[i], w, t.columns[i].align));
         }
         o.push('\n');
     }
     if !hidden.is_empty() {
-        let names: Vec<String> = hidden.iter().map(|c| c.head()).collect();
+        let names: Vec<&str> = hidden.iter().map(|&i| t.columns[i].head.as_str()).collect();
         let _ = writeln!(o, "  ({} on a wider terminal, and in -o, --markdown and --csv)", names.join(", "));
     }
     o.push('\n');
@@ -358,7 +318,7 @@ fn throughput(o: &mut String, r: &RunResult) {
             s.shared_read_chunks
         );
     }
-    if q.failed > 0 {
+    if crate::metric::Dist::ErrorAdjustedTtft.present(s) {
         let ea = &s.error_adjusted;
         let _ = writeln!(
             o,
@@ -576,7 +536,7 @@ quality (means with 95% interval; BLEU and chrF corpus 0–100)
 
 /// A run spread over several models: each one's requests, speed and latency.
 fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64], width: usize) {
-    let (header, cells) = format::by_model_table(rows, ps);
+    let (header, cells) = table::by_model(rows, ps).grid();
     let name = |c: &str| esc(c).chars().count();
     let first = cells.iter().map(|r| name(&r[0])).max().unwrap_or(5).clamp(5, 40);
     let col = |i: usize| header[i].chars().count().max(8) + 2;

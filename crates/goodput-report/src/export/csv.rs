@@ -9,9 +9,8 @@
 use super::{ExportError, Exporter, Rendered};
 use crate::compare::Comparison;
 use crate::escape::{csv_num, csv_text};
-use crate::metric::{Dist, Scalar};
+use crate::metric::{Dist, Scalar, Unit};
 use goodput_core::record::{CountSource, FailureKind};
-use goodput_core::stats::percentile_key;
 use goodput_core::sweep::{meets_slo, Load, SweepResult, DEFAULT_ATTAINMENT_TARGET};
 use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
 
@@ -289,19 +288,18 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("tpot_p50_rating", band(&rt.tpot_p50));
     put("times_reading_speed", csv_num(rt.times_reading_speed));
     put("shared_read_chunks", s.shared_read_chunks.to_string());
-    for d in Dist::ALL {
-        let x = d.of(s);
+    // Every row of the latency table, present in this run or not, so every
+    // run and sweep point has the same columns: `ttft_ms_p50`, and a count
+    // without the unit, `ttft_count`.
+    let latency = crate::table::latency_with(s, ps);
+    for row in &latency.rows {
         // `error_adjusted.ttft_ms` → `error_adjusted_ttft_ms`.
-        let key = d.key().replace('.', "_");
+        let key = row.key.replace('.', "_");
         let stem = key.trim_end_matches("_ms");
-        put(&format!("{stem}_count"), x.count.to_string());
-        put(&format!("{key}_mean"), csv_num(x.mean));
-        put(&format!("{key}_std"), csv_num(x.std));
-        put(&format!("{key}_min"), csv_num(x.min));
-        for &p in ps {
-            put(&format!("{key}_{}", percentile_key(p)), csv_num(x.p(p)));
+        for (c, v) in latency.columns.iter().zip(&row.cells) {
+            let name = if c.unit == Unit::Ms { &key } else { stem };
+            put(&format!("{name}_{}", c.key), csv_num(*v));
         }
-        put(&format!("{key}_max"), csv_num(x.max));
     }
     f
 }

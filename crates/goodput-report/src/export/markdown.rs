@@ -8,9 +8,10 @@ use crate::compare::{mark, Comparison, Verdict};
 use crate::engine::{self, EngineView};
 use crate::escape::markdown as md;
 use crate::format;
-use crate::metric::{Dist, Unit};
+use crate::metric::Unit;
 use crate::series;
 use crate::server::{self, Figure, SignalsView};
+use crate::table::{Align, Detail, Table};
 use crate::terminal::load_line;
 use goodput_core::ratings::Rated;
 use goodput_core::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
@@ -113,28 +114,35 @@ fn heading(o: &mut String, r: &RunResult) {
     o.push('\n');
 }
 
-/// Latency percentiles, a row per distribution.
+/// Latency percentiles, a row per distribution: the latency table's
+/// headline rows and columns.
 fn latency_table(o: &mut String, r: &RunResult) {
-    let s = &r.summary;
-    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
-    o.push_str("| latency (ms) | mean |");
-    for p in &ps {
-        let _ = write!(o, " p{p} |");
+    table(o, &crate::table::latency(r).at(Detail::Headline));
+    o.push('\n');
+}
+
+/// A table: its title and heads as they are (ours), its labels escaped.
+fn table(o: &mut String, t: &Table) {
+    let rule = |a: Align| match a {
+        Align::Left => " --- |",
+        Align::Right => " ---: |",
+    };
+    let _ = write!(o, "| {} |", t.title);
+    for c in &t.columns {
+        let _ = write!(o, " {} |", c.head);
     }
-    o.push_str(" max |\n| --- | ---: |");
-    for _ in &ps {
-        o.push_str(" ---: |");
-    }
-    o.push_str(" ---: |\n");
-    for d in [Dist::Ttft, Dist::Tpot, Dist::Itl, Dist::E2e, Dist::Ttfb] {
-        let x = d.of(s);
-        let _ = write!(o, "| {} | {} |", d.label(), format::ms(x.mean));
-        for p in &ps {
-            let _ = write!(o, " {} |", format::ms(x.p(*p)));
-        }
-        let _ = writeln!(o, " {} |", format::ms(x.max));
+    let _ = write!(o, "\n|{}", rule(t.label_align));
+    for c in &t.columns {
+        o.push_str(rule(c.align));
     }
     o.push('\n');
+    for row in &t.rows {
+        let _ = write!(o, "| {} |", md(&row.label));
+        for text in t.texts(row) {
+            let _ = write!(o, " {} |", md(&text));
+        }
+        o.push('\n');
+    }
 }
 
 /// Throughput, in flight, and tokens.
@@ -309,15 +317,9 @@ fn quality(o: &mut String, r: &RunResult) {
 /// A run spread over several models: a row per model.
 fn by_model(o: &mut String, r: &RunResult) {
     let s = &r.summary;
-    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
     if !s.by_model.is_empty() {
-        let (header, cells) = format::by_model_table(&s.by_model, &ps);
-        let _ = writeln!(o, "**By model**\n\n| {} |", header.join(" | "));
-        let _ = writeln!(o, "| --- |{}", " ---: |".repeat(header.len() - 1));
-        for row in &cells {
-            let row: Vec<String> = row.iter().map(|c| md(c)).collect();
-            let _ = writeln!(o, "| {} |", row.join(" | "));
-        }
+        o.push_str("**By model**\n\n");
+        table(o, &crate::table::by_model(&s.by_model, &crate::table::percentiles(s)));
         o.push('\n');
     }
 }

@@ -19,6 +19,7 @@ use crate::escape::{html, script_json};
 use crate::format;
 use crate::series::{self, Latency};
 use crate::svg::{Chart, Guide, Series, Style};
+use crate::table::Table;
 use goodput_core::ratings::{Band, Rated};
 use goodput_core::slo::SloMetric;
 use goodput_core::sweep::SweepResult;
@@ -246,6 +247,26 @@ fn cdf_chart_of(id: &str, m: Latency, curves: Vec<(String, series::Cdf)>, guides
         note: (!notes.is_empty()).then(|| notes.join(" ")),
         ..Default::default()
     }
+}
+
+/// A table in a box that scrolls sideways, of the CSS class `class`: the
+/// title, heads, labels and values escaped; the stylesheet aligns the
+/// numbers right and the first column left, as the table's alignment says.
+fn table(o: &mut String, t: &Table, class: Option<&str>) {
+    let class = class.map(|c| format!(r#" class="{}""#, html(c))).unwrap_or_default();
+    let _ = write!(o, r#"<div class="scroll"><table{class}><thead><tr><th>{}</th>"#, html(&t.title));
+    for c in &t.columns {
+        let _ = write!(o, "<th>{}</th>", html(&c.head));
+    }
+    o.push_str("</tr></thead><tbody>");
+    for row in &t.rows {
+        let _ = write!(o, "<tr><td>{}</td>", html(&row.label));
+        for text in t.texts(row) {
+            let _ = write!(o, "<td>{}</td>", html(&text));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table></div>");
 }
 
 fn charts(o: &mut String, charts: &[Chart]) {

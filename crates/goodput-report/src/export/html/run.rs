@@ -4,14 +4,14 @@ use super::sections::{by_model, diagnosis, failures, quality, sessions, vllm_vie
 use super::signals::{engine_section, server_section};
 use super::{
     card, cdf_chart, charts, config_section, embed, footer, header, page, rated_tag, slo_guides, slo_of,
-    strip_requests, target_line,
+    strip_requests, table, target_line,
 };
 use crate::escape::html;
 use crate::export::ExportError;
 use crate::format;
-use crate::metric::Dist;
 use crate::series::{self, Latency};
 use crate::svg::{self, Chart, Guide, Series, Style};
+use crate::table::Detail;
 use crate::terminal::load_line;
 use goodput_core::RunResult;
 use std::fmt::Write;
@@ -229,37 +229,9 @@ fn run_cards(o: &mut String, r: &RunResult) {
     o.push_str("</section>");
 }
 
+/// Every latency the run has, with every statistic.
 fn latency_table(o: &mut String, r: &RunResult) {
-    let s = &r.summary;
-    let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
-    o.push_str(r#"<div class="scroll"><table class="latency"><thead><tr><th>latency (ms)</th><th>count</th><th>mean</th><th>std</th><th>min</th>"#);
-    for p in &ps {
-        let _ = write!(o, "<th>p{p}</th>");
-    }
-    o.push_str("<th>max</th></tr></thead><tbody>");
-    // The read lag only where the client saw the kernel's receive times.
-    let mut dists: Vec<Dist> =
-        Dist::ALL[..10].iter().copied().filter(|d| *d != Dist::ClientReadLag || d.of(s).count > 0).collect();
-    if s.requests.failed > 0 {
-        dists.extend([Dist::ErrorAdjustedTtft, Dist::ErrorAdjustedE2e]);
-    }
-    for d in dists {
-        let x = d.of(s);
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-            html(d.label()),
-            x.count,
-            format::ms(x.mean),
-            format::ms(x.std),
-            format::ms(x.min)
-        );
-        for p in &ps {
-            let _ = write!(o, "<td>{}</td>", format::ms(x.p(*p)));
-        }
-        let _ = write!(o, "<td>{}</td></tr>", format::ms(x.max));
-    }
-    o.push_str("</tbody></table></div>");
+    table(o, &crate::table::latency(r).at(Detail::Full), Some("latency"));
 }
 
 fn time_charts(r: &RunResult) -> Vec<Chart> {

@@ -123,25 +123,13 @@ pub(super) fn quality(o: &mut String, r: &RunResult) {
 
 /// A run spread over several models: a row per model.
 pub(super) fn by_model(o: &mut String, r: &RunResult) {
-    let rows = &r.summary.by_model;
-    if rows.is_empty() {
+    let s = &r.summary;
+    if s.by_model.is_empty() {
         return;
     }
-    let ps: Vec<f64> = r.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
-    let (header, cells) = format::by_model_table(rows, &ps);
-    o.push_str(r#"<section><h2>By model</h2><div class="scroll"><table><thead><tr>"#);
-    for h in &header {
-        let _ = write!(o, "<th>{}</th>", html(h));
-    }
-    o.push_str("</tr></thead><tbody>");
-    for row in &cells {
-        o.push_str("<tr>");
-        for c in row {
-            let _ = write!(o, "<td>{}</td>", html(c));
-        }
-        o.push_str("</tr>");
-    }
-    o.push_str("</tbody></table></div></section>");
+    o.push_str(r#"<section><h2>By model</h2>"#);
+    super::table(o, &crate::table::by_model(&s.by_model, &crate::table::percentiles(s)), None);
+    o.push_str("</section>");
 }
 
 /// TTFT and the prompt, turn by turn: what a growing conversation costs,

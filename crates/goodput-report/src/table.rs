@@ -1,0 +1,346 @@
+//! The tables of a report as neutral data: rows, columns, units, alignment
+//! and the detail level of each row and column, built once from a result.
+//! The terminal, Markdown, HTML and CSV only format a [`Table`] (as
+//! hyperfine's exporters share one representation), so they cannot pick
+//! different rows, and a new metric is one line in one place: a latency
+//! distribution is a line of `Dist::spec` (in `metric`), which says its
+//! label, its detail level and when a run has it at all.
+//!
+//! Each format shows one detail level: Markdown (for a pull request) the
+//! [`Detail::Headline`] rows and columns, the terminal [`Detail::Standard`],
+//! HTML and CSV [`Detail::Full`]. A row a run does not have (the read lag
+//! of a client that saw no kernel receive times, the error-adjusted
+//! latencies of a run without failures) is left out by [`Table::at`]; CSV
+//! keeps every row, present or not, so every run and sweep point has the
+//! same columns.
+
+use crate::format;
+use crate::metric::{Dist, Stat, Unit};
+use goodput_core::models::ModelStats;
+use goodput_core::{Distribution, RunResult, Summary};
+
+/// How much of a table a format shows: each level includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Detail {
+    /// The figures everyone reads: Markdown shows these alone.
+    Headline,
+    /// What the terminal shows besides.
+    Standard,
+    /// Everything: HTML and CSV.
+    Full,
+}
+
+/// How a column's cells line up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A column of values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Its head as people read it: `p99.9`, `TTFT p50 (ms)`.
+    pub head: String,
+    /// Its name in a machine-read header, as metric paths spell it: `p99_9`.
+    pub key: String,
+    pub unit: Unit,
+    pub align: Align,
+    pub detail: Detail,
+}
+
+/// A row: its label (the first column) and a value per column, `None` where
+/// the run has none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// As shown; it may come from the document (a model's name): each format
+    /// escapes it its own way.
+    pub label: String,
+    /// Its name in a machine-read header: the metric's path (`ttft_ms`).
+    pub key: String,
+    pub detail: Detail,
+    /// Whether the run has this row at all; [`Table::at`] leaves it out when not.
+    pub present: bool,
+    pub cells: Vec<Option<f64>>,
+}
+
+/// A table of numbers with a label column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// The head of the label column: `latency (ms)`, `model`.
+    pub title: String,
+    /// The label column's alignment; the values' is each column's own.
+    pub label_align: Align,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+impl Table {
+    /// The table as a format of `detail` shows it: the columns and the
+    /// present rows at that level or above, in the same order.
+    pub fn at(&self, detail: Detail) -> Table {
+        let keep: Vec<usize> = (0..self.columns.len()).filter(|&i| self.columns[i].detail <= detail).collect();
+        Table {
+            title: self.title.clone(),
+            label_align: self.label_align,
+            columns: keep.iter().map(|&i| self.columns[i].clone()).collect(),
+            rows: self
+                .rows
+                .iter()
+                .filter(|r| r.present && r.detail <= detail)
+                .map(|r| Row { cells: keep.iter().map(|&i| r.cells[i]).collect(), ..r.clone() })
+                .collect(),
+        }
+    }
+
+    /// The columns' heads, after the title.
+    pub fn heads(&self) -> Vec<&str> {
+        self.columns.iter().map(|c| c.head.as_str()).collect()
+    }
+
+    /// A row's cells as people read them ([`format::value`] in each
+    /// column's unit); CSV reads [`Row::cells`] at full precision instead.
+    pub fn texts(&self, row: &Row) -> Vec<String> {
+        row.cells.iter().zip(&self.columns).map(|(v, c)| format::value(*v, c.unit)).collect()
+    }
+
+    /// The whole table as text, for a format that lays it out itself: the
+    /// head (the title, then the columns'), and each row's label and texts.
+    /// Labels are unescaped: each format escapes them its own way.
+    pub fn grid(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let head = std::iter::once(self.title.clone()).chain(self.columns.iter().map(|c| c.head.clone())).collect();
+        let rows = self.rows.iter().map(|r| std::iter::once(r.label.clone()).chain(self.texts(r)).collect()).collect();
+        (head, rows)
+    }
+}
+
+/// The percentiles a run was analysed with (those of its TTFT), in order:
+/// the percentile columns of its tables.
+pub fn percentiles(s: &Summary) -> Vec<f64> {
+    s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect()
+}
+
+/// The statistics of a distribution as columns: count, mean, std, min, the
+/// percentiles `ps`, max; the mean, percentiles and max are headline, std
+/// and min standard, the count full.
+fn stat_columns(ps: &[f64]) -> Vec<(Stat, Column)> {
+    let col = |s: Stat, head: String, detail| {
+        let unit = if s == Stat::Count { Unit::Count } else { Unit::Ms };
+        (s, Column { head, key: s.key(), unit, align: Align::Right, detail })
+    };
+    let mut cols = vec![
+        col(Stat::Count, "count".into(), Detail::Full),
+        col(Stat::Mean, "mean".into(), Detail::Headline),
+        col(Stat::Std, "std".into(), Detail::Standard),
+        col(Stat::Min, "min".into(), Detail::Standard),
+    ];
+    cols.extend(ps.iter().map(|&p| col(Stat::P(p), format!("p{p}"), Detail::Headline)));
+    cols.push(col(Stat::Max, "max".into(), Detail::Headline));
+    cols
+}
+
+/// The latency table of a run, with the percentiles it was analysed with.
+pub fn latency(r: &RunResult) -> Table {
+    latency_with(&r.summary, &percentiles(&r.summary))
+}
+
+/// The latency table: a row per distribution in [`Dist::ALL`]'s order, a
+/// column per statistic with the percentiles `ps` (a sweep's CSV gives
+/// every point the percentiles of all of them).
+pub fn latency_with(s: &Summary, ps: &[f64]) -> Table {
+    let stats = stat_columns(ps);
+    let rows = Dist::ALL
+        .iter()
+        .map(|&d| {
+            let x = d.of(s);
+            Row {
+                label: d.label().to_string(),
+                key: d.key().to_string(),
+                detail: d.detail(),
+                present: d.present(s),
+                cells: stats.iter().map(|(st, _)| st.of(x)).collect(),
+            }
+        })
+        .collect();
+    Table {
+        title: "latency (ms)".into(),
+        label_align: Align::Left,
+        columns: stats.into_iter().map(|(_, c)| c).collect(),
+        rows,
+    }
+}
+
+/// The "by model" table of a run spread over several models: each model's
+/// requests, failures, output rate, and TTFT and TPOT at the median and at
+/// the run's tail percentile (the last of `ps` above 50, else the max). Its
+/// labels are the models' names, from the document.
+pub fn by_model(models: &[ModelStats], ps: &[f64]) -> Table {
+    let tail = ps.iter().copied().rfind(|p| *p > 50.0);
+    let tail_name = tail.map_or("max".to_string(), |p| format!("p{p}"));
+    let tail_key = tail.map_or("max".to_string(), goodput_core::stats::percentile_key);
+    let at_tail = |d: &Distribution| match tail {
+        Some(p) => d.p(p),
+        None => d.max,
+    };
+    let col =
+        |head: String, key: String, unit| Column { head, key, unit, align: Align::Right, detail: Detail::Headline };
+    let columns = vec![
+        col("requests".into(), "requests".into(), Unit::Count),
+        col("failed".into(), "failed".into(), Unit::Count),
+        col("output tok/s".into(), "output_tokens_per_s".into(), Unit::TokensPerS),
+        col("TTFT p50 (ms)".into(), "ttft_ms_p50".into(), Unit::Ms),
+        col(format!("TTFT {tail_name} (ms)"), format!("ttft_ms_{tail_key}"), Unit::Ms),
+        col("TPOT p50 (ms)".into(), "tpot_ms_p50".into(), Unit::Ms),
+        col(format!("TPOT {tail_name} (ms)"), format!("tpot_ms_{tail_key}"), Unit::Ms),
+    ];
+    let rows = models
+        .iter()
+        .map(|m| Row {
+            label: m.model.clone(),
+            key: m.model.clone(),
+            detail: Detail::Headline,
+            present: true,
+            cells: vec![
+                Some(m.requests as f64),
+                Some(m.failed as f64),
+                Some(m.output_tokens_per_s),
+                m.ttft_ms.p(50.0),
+                at_tail(&m.ttft_ms),
+                m.tpot_ms.p(50.0),
+                at_tail(&m.tpot_ms),
+            ],
+        })
+        .collect();
+    Table { title: "model".into(), label_align: Align::Left, columns, rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(read_lag: bool, failed: u64) -> Summary {
+        let d = Distribution::from_samples(&mut [10.0, 20.0, 30.0, 40.0], &[50.0, 90.0, 99.0]);
+        let mut s = goodput_core::analyze(&[], &Default::default()).summary;
+        for dist in Dist::ALL {
+            if dist != Dist::ClientReadLag || read_lag {
+                *dist_mut(&mut s, dist) = d.clone();
+            }
+        }
+        s.requests.failed = failed;
+        s
+    }
+
+    fn dist_mut(s: &mut Summary, d: Dist) -> &mut Distribution {
+        match d {
+            Dist::Ttft => &mut s.ttft_ms,
+            Dist::TtftContent => &mut s.ttft_content_ms,
+            Dist::Tpot => &mut s.tpot_ms,
+            Dist::Itl => &mut s.itl_ms,
+            Dist::ChunkGap => &mut s.chunk_gap_ms,
+            Dist::ItlMax => &mut s.itl_max_ms,
+            Dist::E2e => &mut s.e2e_ms,
+            Dist::Ttfb => &mut s.ttfb_ms,
+            Dist::ClientQueue => &mut s.client_queue_ms,
+            Dist::ClientReadLag => &mut s.client_read_lag_ms,
+            Dist::ErrorAdjustedTtft => &mut s.error_adjusted.ttft_ms,
+            Dist::ErrorAdjustedE2e => &mut s.error_adjusted.e2e_ms,
+        }
+    }
+
+    fn labels(t: &Table) -> Vec<&str> {
+        t.rows.iter().map(|r| r.label.as_str()).collect()
+    }
+
+    #[test]
+    fn every_level_shows_its_rows_in_one_order() {
+        let t = latency_with(&summary(true, 2), &[50.0, 90.0, 99.0]);
+        assert_eq!(labels(&t.at(Detail::Headline)), ["TTFT", "TPOT", "ITL", "E2E", "TTFB"]);
+        let standard = [
+            "TTFT",
+            "TTFT content",
+            "TPOT",
+            "ITL",
+            "chunk gap",
+            "ITL max/req",
+            "E2E",
+            "TTFB",
+            "client queue",
+            "read lag/req",
+        ];
+        assert_eq!(labels(&t.at(Detail::Standard)), standard);
+        let mut full = standard.to_vec();
+        full.extend(["TTFT (errors as ∞)", "E2E (errors as ∞)"]);
+        assert_eq!(labels(&t.at(Detail::Full)), full);
+        assert_eq!(labels(&t), full, "the whole table has every row");
+        let keys: Vec<&str> = t.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, Dist::ALL.map(|d| d.key()));
+    }
+
+    #[test]
+    fn the_read_lag_and_the_error_adjusted_rows_only_when_the_run_has_them() {
+        let t = latency_with(&summary(false, 0), &[50.0]);
+        let full = t.at(Detail::Full);
+        assert!(!labels(&full).contains(&"read lag/req"), "{:?}", labels(&full));
+        assert!(!labels(&full).iter().any(|l| l.contains("errors as ∞")), "{:?}", labels(&full));
+        assert_eq!(full.rows.len(), 9);
+        // The whole table keeps them, marked absent, for CSV's fixed columns.
+        assert_eq!(t.rows.len(), 12);
+        assert_eq!(t.rows.iter().filter(|r| !r.present).count(), 3);
+        let with_lag = latency_with(&summary(true, 0), &[50.0]).at(Detail::Standard);
+        assert_eq!(with_lag.rows.last().unwrap().label, "read lag/req");
+        let failed = latency_with(&summary(false, 1), &[50.0]).at(Detail::Full);
+        assert_eq!(labels(&failed)[9..], ["TTFT (errors as ∞)", "E2E (errors as ∞)"]);
+    }
+
+    #[test]
+    fn columns_by_level_with_their_units_and_keys() {
+        let t = latency_with(&summary(true, 0), &[50.0, 99.9]);
+        assert_eq!(t.title, "latency (ms)");
+        assert_eq!(t.at(Detail::Headline).heads(), ["mean", "p50", "p99.9", "max"]);
+        assert_eq!(t.at(Detail::Standard).heads(), ["mean", "std", "min", "p50", "p99.9", "max"]);
+        assert_eq!(t.at(Detail::Full).heads(), ["count", "mean", "std", "min", "p50", "p99.9", "max"]);
+        let keys: Vec<&str> = t.columns.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(keys, ["count", "mean", "std", "min", "p50", "p99_9", "max"]);
+        let units: Vec<Unit> = t.columns.iter().map(|c| c.unit).collect();
+        assert_eq!(units, [Unit::Count, Unit::Ms, Unit::Ms, Unit::Ms, Unit::Ms, Unit::Ms, Unit::Ms]);
+        assert!(t.columns.iter().all(|c| c.align == Align::Right) && t.label_align == Align::Left);
+    }
+
+    #[test]
+    fn cells_hold_the_values_and_read_in_their_unit() {
+        let t = latency_with(&summary(true, 0), &[50.0]).at(Detail::Full);
+        let ttft = &t.rows[0];
+        let std = ttft.cells[2].expect("a standard deviation");
+        assert_eq!(ttft.cells, [Some(4.0), Some(25.0), Some(std), Some(10.0), Some(25.0), Some(40.0)]);
+        let std = format!("{std:.2}");
+        assert_eq!(t.texts(ttft), ["4", "25.00", &std, "10.00", "25.00", "40.00"]);
+        // A percentile the run was not analysed with is no value.
+        let t = latency_with(&summary(true, 0), &[95.0]);
+        assert_eq!(t.rows[0].cells[4], None);
+        assert_eq!(t.texts(&t.rows[0])[4], "-");
+    }
+
+    #[test]
+    fn by_model_columns_end_at_the_tail_percentile_or_the_max() {
+        let mut d = Distribution::from_samples(&mut [10.0, 20.0, 30.0], &[50.0, 99.0]);
+        d.max = Some(30.0);
+        let row = ModelStats {
+            model: "m".into(),
+            requests: 3,
+            completed: 3,
+            failed: 0,
+            output_tokens_per_s: 12.34,
+            ttft_ms: d.clone(),
+            tpot_ms: d,
+        };
+        let t = by_model(std::slice::from_ref(&row), &[50.0, 90.0, 99.0]);
+        assert_eq!(t.title, "model");
+        assert_eq!(t.heads()[4], "TTFT p99 (ms)");
+        assert_eq!(t.rows[0].label, "m");
+        assert_eq!(t.texts(&t.rows[0]), ["3", "0", "12.3", "20.00", "29.80", "20.00", "29.80"]);
+        let t = by_model(&[row], &[50.0]);
+        assert_eq!((t.heads()[4], t.heads()[6]), ("TTFT max (ms)", "TPOT max (ms)"));
+        assert_eq!(t.texts(&t.rows[0])[4], "30.00");
+        assert_eq!(t.at(Detail::Headline), t, "every by-model row and column is headline");
+    }
+}
