@@ -17,6 +17,7 @@
 use crate::format;
 use crate::metric::{Dist, Stat, Unit};
 use goodput_core::models::ModelStats;
+use goodput_core::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
 use goodput_core::{Distribution, RunResult, Summary};
 
 /// How much of a table a format shows: each level includes the ones before it.
@@ -49,8 +50,57 @@ pub struct Column {
     pub detail: Detail,
 }
 
-/// A row: its label (the first column) and a value per column, `None` where
-/// the run has none.
+/// What a cell holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// A number in its column's unit; `None` where the run has none.
+    Num(Option<f64>),
+    /// Text, which may come from the document: each format escapes it.
+    Text(String),
+    /// A pass or a fail, read as `yes` or `no` (each format marks it its
+    /// own way); `None` where nothing was judged.
+    Verdict { pass: Option<bool>, yes: &'static str, no: &'static str },
+}
+
+impl Cell {
+    /// The number it holds, if it is one.
+    pub fn num(&self) -> Option<f64> {
+        match self {
+            Cell::Num(v) => *v,
+            _ => None,
+        }
+    }
+
+    /// As people read it, a number in `unit` ([`format::value`]); a verdict
+    /// in its words, `-` where there is none.
+    pub fn text(&self, unit: Unit) -> String {
+        match self {
+            Cell::Num(v) => format::value(*v, unit),
+            Cell::Text(t) => t.clone(),
+            Cell::Verdict { pass: Some(true), yes, .. } => yes.to_string(),
+            Cell::Verdict { pass: Some(false), no, .. } => no.to_string(),
+            Cell::Verdict { pass: None, .. } => "-".into(),
+        }
+    }
+}
+
+/// What the analysis says of a row (a sweep's point), beside its label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    Recommended,
+    Saturation,
+}
+
+impl Mark {
+    pub fn word(self) -> &'static str {
+        match self {
+            Mark::Recommended => "recommended",
+            Mark::Saturation => "saturation",
+        }
+    }
+}
+
+/// A row: its label (the first column) and a cell per column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     /// As shown; it may come from the document (a model's name): each format
@@ -61,7 +111,12 @@ pub struct Row {
     pub detail: Detail,
     /// Whether the run has this row at all; [`Table::at`] leaves it out when not.
     pub present: bool,
-    pub cells: Vec<Option<f64>>,
+    pub cells: Vec<Cell>,
+    /// What the analysis says of it, shown beside its label.
+    pub marks: Vec<Mark>,
+    /// A sentence about it (why a point was not steady), which HTML shows
+    /// on a line of its own under the row.
+    pub note: Option<String>,
 }
 
 /// A table of numbers with a label column.
@@ -88,7 +143,7 @@ impl Table {
                 .rows
                 .iter()
                 .filter(|r| r.present && r.detail <= detail)
-                .map(|r| Row { cells: keep.iter().map(|&i| r.cells[i]).collect(), ..r.clone() })
+                .map(|r| Row { cells: keep.iter().map(|&i| r.cells[i].clone()).collect(), ..r.clone() })
                 .collect(),
         }
     }
@@ -98,10 +153,10 @@ impl Table {
         self.columns.iter().map(|c| c.head.as_str()).collect()
     }
 
-    /// A row's cells as people read them ([`format::value`] in each
-    /// column's unit); CSV reads [`Row::cells`] at full precision instead.
+    /// A row's cells as people read them ([`Cell::text`] in each column's
+    /// unit); CSV reads the numbers of [`Row::cells`] at full precision.
     pub fn texts(&self, row: &Row) -> Vec<String> {
-        row.cells.iter().zip(&self.columns).map(|(v, c)| format::value(*v, c.unit)).collect()
+        row.cells.iter().zip(&self.columns).map(|(v, c)| v.text(c.unit)).collect()
     }
 
     /// The whole table as text, for a format that lays it out itself: the
@@ -158,7 +213,9 @@ pub fn latency_with(s: &Summary, ps: &[f64]) -> Table {
                 key: d.key().to_string(),
                 detail: d.detail(),
                 present: d.present(s),
-                cells: stats.iter().map(|(st, _)| st.of(x)).collect(),
+                cells: stats.iter().map(|(st, _)| Cell::Num(st.of(x))).collect(),
+                marks: Vec::new(),
+                note: None,
             }
         })
         .collect();
@@ -200,7 +257,7 @@ pub fn by_model(models: &[ModelStats], ps: &[f64]) -> Table {
             key: m.model.clone(),
             detail: Detail::Headline,
             present: true,
-            cells: vec![
+            cells: [
                 Some(m.requests as f64),
                 Some(m.failed as f64),
                 Some(m.output_tokens_per_s),
@@ -208,43 +265,114 @@ pub fn by_model(models: &[ModelStats], ps: &[f64]) -> Table {
                 at_tail(&m.ttft_ms),
                 m.tpot_ms.p(50.0),
                 at_tail(&m.tpot_ms),
-            ],
+            ]
+            .map(Cell::Num)
+            .to_vec(),
+            marks: Vec::new(),
+            note: None,
         })
         .collect();
     Table { title: "model".into(), label_align: Align::Left, columns, rows }
+}
+
+/// A sweep's points, a row per point in run order, labelled by its load:
+/// its origin, throughput, latencies, failures, goodput and verdicts; the
+/// recommended point and the saturation marked. HTML shows every column,
+/// Markdown the headline ones. (The terminal prints a point's row as it
+/// completes, with its own columns: `terminal::sweep::row`.)
+pub fn sweep_points(sw: &SweepResult) -> Table {
+    let col =
+        |head: &str, key: &str, unit, align, detail| Column { head: head.into(), key: key.into(), unit, align, detail };
+    let (l, r) = (Align::Left, Align::Right);
+    let (h, f) = (Detail::Headline, Detail::Full);
+    let columns = vec![
+        col("origin", "origin", Unit::Plain, l, f),
+        col("req/s", "requests_per_s", Unit::RequestsPerS, r, h),
+        col("output tok/s", "output_tokens_per_s", Unit::TokensPerS, r, h),
+        col("TTFT p50 (ms)", "ttft_ms_p50", Unit::Ms, r, h),
+        col("TTFT p99 (ms)", "ttft_ms_p99", Unit::Ms, r, h),
+        col("TPOT p50 (ms)", "tpot_ms_p50", Unit::Ms, r, h),
+        col("E2E p99 (ms)", "e2e_ms_p99", Unit::Ms, r, h),
+        col("failed", "requests_failed", Unit::Count, r, h),
+        col("goodput tok/s", "goodput_output_tokens_per_s", Unit::TokensPerS, r, h),
+        col("attainment", "slo_attainment", Unit::Ratio, r, f),
+        col("SLO", "meets_slo", Unit::Plain, l, h),
+        col("$ per M", "usd_per_million_output_tokens", Unit::Usd, r, f),
+        col("steady", "steady", Unit::Plain, l, f),
+    ];
+    let a = &sw.analysis;
+    let rows = sw
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let res = &p.result;
+            let s = &res.summary;
+            let g = s.goodput.as_ref();
+            let is = |x: &Option<PointRef>| x.as_ref().is_some_and(|x| x.index == i);
+            let marks = [(&a.recommended, Mark::Recommended), (&a.saturation, Mark::Saturation)]
+                .into_iter()
+                .filter(|(x, _)| is(x))
+                .map(|(_, m)| m)
+                .collect();
+            let n = Cell::Num;
+            let cells = vec![
+                Cell::Text(p.origin.clone()),
+                n(Some(s.throughput.requests_per_s)),
+                n(Some(s.throughput.output_tokens_per_s)),
+                n(s.ttft_ms.p(50.0)),
+                n(s.ttft_ms.p(99.0)),
+                n(s.tpot_ms.p(50.0)),
+                n(s.e2e_ms.p(99.0)),
+                n(Some(s.requests.failed as f64)),
+                n(g.map(|g| g.output_tokens_per_s)),
+                n(g.map(|g| g.slo_attainment)),
+                Cell::Verdict { pass: meets_slo(res, DEFAULT_ATTAINMENT_TARGET), yes: "met", no: "missed" },
+                n(res.cost.as_ref().and_then(|c| c.usd_per_million_output_tokens)),
+                Cell::Verdict { pass: s.stability.as_ref().map(|st| st.steady), yes: "steady", no: "NOT STEADY" },
+            ];
+            // Why, for a row of its own: NOT STEADY alone says nothing of
+            // what was measured (a backlog, a ramp) or what to change.
+            let note = s
+                .stability
+                .as_ref()
+                .filter(|st| !st.steady)
+                .and_then(|st| st.reason.as_ref())
+                .map(|why| format!("NOT STEADY: {why}"));
+            Row {
+                label: p.load.label(),
+                key: i.to_string(),
+                detail: Detail::Headline,
+                present: true,
+                cells,
+                marks,
+                note,
+            }
+        })
+        .collect();
+    Table { title: "load".into(), label_align: Align::Left, columns, rows }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A summary whose every distribution holds four samples (the read
+    /// lag only with `read_lag`), with `failed` failures: set through the
+    /// document, by each distribution's path, so a new one needs no line here.
     fn summary(read_lag: bool, failed: u64) -> Summary {
         let d = Distribution::from_samples(&mut [10.0, 20.0, 30.0, 40.0], &[50.0, 90.0, 99.0]);
-        let mut s = goodput_core::analyze(&[], &Default::default()).summary;
+        let s = goodput_core::analyze(&[], &Default::default()).summary;
+        let mut v = serde_json::to_value(&s).unwrap();
         for dist in Dist::ALL {
             if dist != Dist::ClientReadLag || read_lag {
-                *dist_mut(&mut s, dist) = d.clone();
+                let at = format!("/{}", dist.key().replace('.', "/"));
+                *v.pointer_mut(&at).unwrap() = serde_json::to_value(&d).unwrap();
             }
         }
+        let mut s: Summary = serde_json::from_value(v).unwrap();
         s.requests.failed = failed;
         s
-    }
-
-    fn dist_mut(s: &mut Summary, d: Dist) -> &mut Distribution {
-        match d {
-            Dist::Ttft => &mut s.ttft_ms,
-            Dist::TtftContent => &mut s.ttft_content_ms,
-            Dist::Tpot => &mut s.tpot_ms,
-            Dist::Itl => &mut s.itl_ms,
-            Dist::ChunkGap => &mut s.chunk_gap_ms,
-            Dist::ItlMax => &mut s.itl_max_ms,
-            Dist::E2e => &mut s.e2e_ms,
-            Dist::Ttfb => &mut s.ttfb_ms,
-            Dist::ClientQueue => &mut s.client_queue_ms,
-            Dist::ClientReadLag => &mut s.client_read_lag_ms,
-            Dist::ErrorAdjustedTtft => &mut s.error_adjusted.ttft_ms,
-            Dist::ErrorAdjustedE2e => &mut s.error_adjusted.e2e_ms,
-        }
     }
 
     fn labels(t: &Table) -> Vec<&str> {
@@ -310,13 +438,14 @@ mod tests {
     fn cells_hold_the_values_and_read_in_their_unit() {
         let t = latency_with(&summary(true, 0), &[50.0]).at(Detail::Full);
         let ttft = &t.rows[0];
-        let std = ttft.cells[2].expect("a standard deviation");
-        assert_eq!(ttft.cells, [Some(4.0), Some(25.0), Some(std), Some(10.0), Some(25.0), Some(40.0)]);
+        let std = ttft.cells[2].num().expect("a standard deviation");
+        let nums: Vec<Option<f64>> = ttft.cells.iter().map(Cell::num).collect();
+        assert_eq!(nums, [Some(4.0), Some(25.0), Some(std), Some(10.0), Some(25.0), Some(40.0)]);
         let std = format!("{std:.2}");
         assert_eq!(t.texts(ttft), ["4", "25.00", &std, "10.00", "25.00", "40.00"]);
         // A percentile the run was not analysed with is no value.
         let t = latency_with(&summary(true, 0), &[95.0]);
-        assert_eq!(t.rows[0].cells[4], None);
+        assert_eq!(t.rows[0].cells[4], Cell::Num(None));
         assert_eq!(t.texts(&t.rows[0])[4], "-");
     }
 

@@ -270,7 +270,6 @@ fn latency_table(o: &mut String, r: &RunResult, width: usize) {
 /// Throughput, in-flight requests, token counts and where they came from.
 fn throughput(o: &mut String, r: &RunResult) {
     let s = &r.summary;
-    let q = &s.requests;
     let th = &s.throughput;
     let _ = writeln!(o, "throughput");
     let _ = writeln!(o, "  requests/s      {:>12.3}", th.requests_per_s);

@@ -447,6 +447,74 @@ fn html_sweep_marks_saturation_and_the_recommended_point() {
     assert_eq!(back, sw);
 }
 
+/// The points table is one model: a row per point in run order, the
+/// analysis's marks on the right rows, HTML's columns and Markdown's the
+/// full and the headline ones of the same table.
+#[test]
+fn sweep_points_are_one_table_that_html_and_markdown_show_at_their_levels() {
+    use goodput_report::table::{sweep_points, Cell, Detail, Mark};
+    let mut sw = sweep();
+    sw.points[5].result.summary.stability = Some(unsteady("a backlog"));
+    let t = sweep_points(&sw);
+    let labels: Vec<String> = t.rows.iter().map(|r| r.label.clone()).collect();
+    let loads: Vec<String> = sw.points.iter().map(|p| p.load.label()).collect();
+    assert_eq!(labels, loads);
+    let a = &sw.analysis;
+    for (i, row) in t.rows.iter().enumerate() {
+        let mut want = Vec::new();
+        if a.recommended.as_ref().unwrap().index == i {
+            want.push(Mark::Recommended);
+        }
+        if a.saturation.as_ref().unwrap().index == i {
+            want.push(Mark::Saturation);
+        }
+        assert_eq!(row.marks, want, "{i}");
+        assert_eq!(row.note.is_some(), i == 5, "{i}");
+    }
+    assert_eq!(t.rows[5].note.as_deref(), Some("NOT STEADY: a backlog"));
+    assert_eq!(t.rows[5].cells[12], Cell::Verdict { pass: Some(false), yes: "steady", no: "NOT STEADY" });
+    let full = [
+        "origin",
+        "req/s",
+        "output tok/s",
+        "TTFT p50 (ms)",
+        "TTFT p99 (ms)",
+        "TPOT p50 (ms)",
+        "E2E p99 (ms)",
+        "failed",
+        "goodput tok/s",
+        "attainment",
+        "SLO",
+        "$ per M",
+        "steady",
+    ];
+    assert_eq!(t.at(Detail::Full).heads(), full);
+    let headline = t.at(Detail::Headline);
+    assert_eq!(
+        headline.heads(),
+        [
+            "req/s",
+            "output tok/s",
+            "TTFT p50 (ms)",
+            "TTFT p99 (ms)",
+            "TPOT p50 (ms)",
+            "E2E p99 (ms)",
+            "failed",
+            "goodput tok/s",
+            "SLO"
+        ]
+    );
+    // Each format shows its level's heads, in order.
+    let md = text(&Format::Markdown.exporter().render_sweep(&sw).unwrap(), "");
+    assert!(md.contains(&format!("| load | {} |\n", headline.heads().join(" | "))), "{md}");
+    let html = text(&Format::Html.exporter().render_sweep(&sw).unwrap(), "");
+    let heads: String = std::iter::once("load").chain(full).map(|h| format!("<th>{}</th>", escape::html(h))).collect();
+    assert!(html.contains(&format!(r#"<table class="points"><thead><tr>{heads}</tr>"#)), "{html}");
+    let texts = t.texts(&t.rows[0]);
+    assert_eq!(texts[0], "grid");
+    assert_eq!(texts[1], format!("{:.3}", sw.points[0].result.summary.throughput.requests_per_s));
+}
+
 fn table_lines(md: &str) -> Vec<Vec<&str>> {
     let mut tables: Vec<Vec<&str>> = Vec::new();
     let mut in_table = false;

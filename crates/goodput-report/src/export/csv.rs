@@ -298,7 +298,7 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
         let stem = key.trim_end_matches("_ms");
         for (c, v) in latency.columns.iter().zip(&row.cells) {
             let name = if c.unit == Unit::Ms { &key } else { stem };
-            put(&format!("{name}_{}", c.key), csv_num(*v));
+            put(&format!("{name}_{}", c.key), csv_num(v.num()));
         }
     }
     f

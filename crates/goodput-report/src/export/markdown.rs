@@ -11,10 +11,10 @@ use crate::format;
 use crate::metric::Unit;
 use crate::series;
 use crate::server::{self, Figure, SignalsView};
-use crate::table::{Align, Detail, Table};
+use crate::table::{Align, Cell, Detail, Mark, Table};
 use crate::terminal::load_line;
 use goodput_core::ratings::Rated;
-use goodput_core::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
+use goodput_core::sweep::{PointRef, SweepResult};
 use goodput_core::RunResult;
 use std::fmt::Write;
 
@@ -121,7 +121,9 @@ fn latency_table(o: &mut String, r: &RunResult) {
     o.push('\n');
 }
 
-/// A table: its title and heads as they are (ours), its labels escaped.
+/// A table: its title and heads as they are (ours), its labels and text
+/// escaped, a verdict marked ✅ or ❌, the recommended row in bold and the
+/// saturation in italics beside its label.
 fn table(o: &mut String, t: &Table) {
     let rule = |a: Align| match a {
         Align::Left => " --- |",
@@ -137,9 +139,21 @@ fn table(o: &mut String, t: &Table) {
     }
     o.push('\n');
     for row in &t.rows {
-        let _ = write!(o, "| {} |", md(&row.label));
-        for text in t.texts(row) {
-            let _ = write!(o, " {} |", md(&text));
+        let _ = write!(o, "| {}", md(&row.label));
+        for m in &row.marks {
+            let _ = match m {
+                Mark::Recommended => write!(o, " **({})**", m.word()),
+                Mark::Saturation => write!(o, " _({})_", m.word()),
+            };
+        }
+        o.push_str(" |");
+        for (cell, text) in row.cells.iter().zip(t.texts(row)) {
+            let text = match cell {
+                Cell::Verdict { pass: Some(true), .. } => format!("✅ {text}"),
+                Cell::Verdict { pass: Some(false), .. } => format!("❌ {text}"),
+                _ => md(&text),
+            };
+            let _ = write!(o, " {text} |");
         }
         o.push('\n');
     }
@@ -463,37 +477,7 @@ pub fn sweep_markdown(sw: &SweepResult) -> String {
         let _ = writeln!(o, "- _{}_", md(n));
     }
     o.push('\n');
-    o.push_str(
-        "| load | req/s | output tok/s | TTFT p50 (ms) | TTFT p99 (ms) | TPOT p50 (ms) | E2E p99 (ms) | failed | goodput tok/s | SLO |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
-    );
-    for (i, p) in sw.points.iter().enumerate() {
-        let s = &p.result.summary;
-        let mut load = md(&p.load.label());
-        if a.recommended.as_ref().is_some_and(|x| x.index == i) {
-            load.push_str(" **(recommended)**");
-        }
-        if a.saturation.as_ref().is_some_and(|x| x.index == i) {
-            load.push_str(" _(saturation)_");
-        }
-        let slo = match meets_slo(&p.result, DEFAULT_ATTAINMENT_TARGET) {
-            Some(true) => "✅ met",
-            Some(false) => "❌ missed",
-            None => "-",
-        };
-        let _ = writeln!(
-            o,
-            "| {load} | {:.3} | {:.1} | {} | {} | {} | {} | {} | {} | {slo} |",
-            s.throughput.requests_per_s,
-            s.throughput.output_tokens_per_s,
-            format::ms(s.ttft_ms.p(50.0)),
-            format::ms(s.ttft_ms.p(99.0)),
-            format::ms(s.tpot_ms.p(50.0)),
-            format::ms(s.e2e_ms.p(99.0)),
-            s.requests.failed,
-            s.goodput.as_ref().map(|g| format!("{:.1}", g.output_tokens_per_s)).unwrap_or("-".into()),
-        );
-    }
+    table(&mut o, &crate::table::sweep_points(sw).at(Detail::Headline));
     o
 }
 

@@ -19,7 +19,7 @@ use crate::escape::{html, script_json};
 use crate::format;
 use crate::series::{self, Latency};
 use crate::svg::{Chart, Guide, Series, Style};
-use crate::table::Table;
+use crate::table::{Cell, Table};
 use goodput_core::ratings::{Band, Rated};
 use goodput_core::slo::SloMetric;
 use goodput_core::sweep::SweepResult;
@@ -252,6 +252,8 @@ fn cdf_chart_of(id: &str, m: Latency, curves: Vec<(String, series::Cdf)>, guides
 /// A table in a box that scrolls sideways, of the CSS class `class`: the
 /// title, heads, labels and values escaped; the stylesheet aligns the
 /// numbers right and the first column left, as the table's alignment says.
+/// A row's marks are tags beside its label, a verdict is coloured, and a
+/// row's note is a line of its own under it.
 fn table(o: &mut String, t: &Table, class: Option<&str>) {
     let class = class.map(|c| format!(r#" class="{}""#, html(c))).unwrap_or_default();
     let _ = write!(o, r#"<div class="scroll"><table{class}><thead><tr><th>{}</th>"#, html(&t.title));
@@ -260,11 +262,28 @@ fn table(o: &mut String, t: &Table, class: Option<&str>) {
     }
     o.push_str("</tr></thead><tbody>");
     for row in &t.rows {
-        let _ = write!(o, "<tr><td>{}</td>", html(&row.label));
-        for text in t.texts(row) {
-            let _ = write!(o, "<td>{}</td>", html(&text));
+        let _ = write!(o, "<tr><td>{}", html(&row.label));
+        for m in &row.marks {
+            let _ = write!(o, r#" <span class="tag info">{}</span>"#, m.word());
+        }
+        o.push_str("</td>");
+        for (cell, text) in row.cells.iter().zip(t.texts(row)) {
+            let text = html(&text);
+            let _ = match cell {
+                Cell::Verdict { pass: Some(true), .. } => write!(o, r#"<td><span class="better">{text}</span></td>"#),
+                Cell::Verdict { pass: Some(false), .. } => write!(o, r#"<td><span class="worse">{text}</span></td>"#),
+                _ => write!(o, "<td>{text}</td>"),
+            };
         }
         o.push_str("</tr>");
+        if let Some(note) = &row.note {
+            let _ = write!(
+                o,
+                r#"<tr class="why"><td colspan="{}" class="text">{}</td></tr>"#,
+                1 + t.columns.len(),
+                html(note)
+            );
+        }
     }
     o.push_str("</tbody></table></div>");
 }

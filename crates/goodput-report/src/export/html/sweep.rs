@@ -10,6 +10,7 @@ use crate::format;
 use crate::metric::Dist;
 use crate::series::{self, Latency, SweepSeries, TimeSeries};
 use crate::svg::{self, Chart, Guide, Mark, Series, Style};
+use crate::table::Detail;
 use goodput_core::slo::ObjectiveResult;
 use goodput_core::sweep::{Load, PointRef, SweepAnalysis, SweepPoint, SweepResult};
 use goodput_core::{RunResult, Slo};
@@ -492,49 +493,9 @@ fn stages_timeline(o: &mut String, sw: &SweepResult, held: Option<&TimeSeries>) 
 
 /// A row per point, in the order they ran.
 fn points_table(o: &mut String, sw: &SweepResult) {
-    let (a, pts) = (&sw.analysis, &sw.points);
-    o.push_str(r#"<section><h2>Points</h2><div class="scroll"><table class="points"><thead><tr><th>load</th><th>origin</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>TPOT p50</th><th>E2E p99</th><th>failed</th><th>goodput tok/s</th><th>attainment</th><th>SLO</th><th>$ per M</th><th>steady</th></tr></thead><tbody>"#);
-    for (i, p) in pts.iter().enumerate() {
-        let r = &p.result;
-        let s = &r.summary;
-        let role = [(&a.recommended, "recommended"), (&a.saturation, "saturation")]
-            .iter()
-            .filter(|(x, _)| x.as_ref().is_some_and(|x| x.index == i))
-            .map(|(_, l)| format!(r#" <span class="tag info">{l}</span>"#))
-            .collect::<String>();
-        let slo = match goodput_core::sweep::meets_slo(r, goodput_core::sweep::DEFAULT_ATTAINMENT_TARGET) {
-            Some(true) => r#"<span class="better">met</span>"#,
-            Some(false) => r#"<span class="worse">missed</span>"#,
-            None => "-",
-        };
-        let steady = match &s.stability {
-            Some(st) if st.steady => r#"<span class="better">steady</span>"#,
-            Some(_) => r#"<span class="worse">NOT STEADY</span>"#,
-            None => "-",
-        };
-        let _ = write!(
-            o,
-            "<tr><td>{}{role}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo}</td><td>{}</td><td>{steady}</td></tr>",
-            html(&p.load.label()),
-            html(&p.origin),
-            s.throughput.requests_per_s,
-            s.throughput.output_tokens_per_s,
-            format::ms(s.ttft_ms.p(50.0)),
-            format::ms(s.ttft_ms.p(99.0)),
-            format::ms(s.tpot_ms.p(50.0)),
-            format::ms(s.e2e_ms.p(99.0)),
-            s.requests.failed,
-            s.goodput.as_ref().map(|g| format!("{:.1}", g.output_tokens_per_s)).unwrap_or("-".into()),
-            s.goodput.as_ref().map(|g| format::value(Some(g.slo_attainment), crate::metric::Unit::Ratio)).unwrap_or("-".into()),
-            r.cost.as_ref().and_then(|c| c.usd_per_million_output_tokens).map(format::usd).unwrap_or("-".into()),
-        );
-        // Why, on a line of its own under the point: NOT STEADY alone says
-        // nothing of what was measured (a backlog, a ramp) or what to change.
-        if let Some(why) = s.stability.as_ref().filter(|st| !st.steady).and_then(|st| st.reason.as_deref()) {
-            let _ = write!(o, r#"<tr class="why"><td colspan="14" class="text">NOT STEADY: {}</td></tr>"#, html(why));
-        }
-    }
-    o.push_str("</tbody></table></div></section>");
+    o.push_str(r#"<section><h2>Points</h2>"#);
+    super::table(o, &crate::table::sweep_points(sw).at(Detail::Full), Some("points"));
+    o.push_str("</section>");
 }
 
 fn load_axis(points: &[goodput_core::sweep::SweepPoint]) -> &'static str {
