@@ -136,7 +136,7 @@ pub(crate) struct ReqwestResponse {
     first_byte: Duration,
     /// The last read's bytes, and their one piece.
     bytes: bytes::Bytes,
-    whole: [Range<usize>; 1],
+    whole: Range<usize>,
     /// Reads so far, to number them.
     reads: u64,
 }
@@ -158,7 +158,7 @@ impl Wire for Reqwest<'_> {
                 origin: out.origin,
                 first_byte: out.origin.elapsed(),
                 bytes: bytes::Bytes::new(),
-                whole: [0..0],
+                whole: 0..0,
                 reads: 0,
             }),
             // No resend here: hyper itself sends a request again only when
@@ -207,10 +207,10 @@ impl WireResponse for ReqwestResponse {
                 // Stamped before any parsing: the moment hyper handed the bytes over.
                 let t = self.origin.elapsed();
                 self.reads += 1;
-                self.whole = [0..bytes.len()];
+                self.whole = 0..bytes.len();
                 self.bytes = bytes;
                 let stamp = ReadStamp { t, lag: None, serial: self.reads };
-                Ok(Read::Bytes(BodyBytes::new(&self.bytes, &self.whole, stamp, false)))
+                Ok(Read::Bytes(BodyBytes::new(&self.bytes, std::slice::from_ref(&self.whole), stamp, false)))
             }
             Ok(None) => Ok(Read::End { at: self.origin.elapsed() }),
             Err(e) => Err(error_chain(&e)),
