@@ -79,11 +79,11 @@ async fn server(framing: Framing, piece: usize, prefix: &'static [u8]) -> (Strin
     (url, accepted)
 }
 
-fn native_client(url: &str) -> Arc<Client> {
-    native_client_for(url, Api::Chat, KeyHeader::Bearer)
+fn http1_client(url: &str) -> Arc<Client> {
+    http1_client_for(url, Api::Chat, KeyHeader::Bearer)
 }
 
-fn native_client_for(url: &str, api: Api, key_header: KeyHeader) -> Arc<Client> {
+fn http1_client_for(url: &str, api: Api, key_header: KeyHeader) -> Arc<Client> {
     let body = BodyOptions { api, model: "m".into(), stream: true, include_usage: true, ..Default::default() };
     let cfg = ClientConfig {
         base_url: url.into(),
@@ -114,7 +114,7 @@ async fn every_framing_reads_the_same_and_kept_connections_are_reused() {
     let mut seen = Vec::new();
     for framing in [Framing::Chunked, Framing::Length, Framing::Close] {
         let (url, accepted) = server(framing, usize::MAX, b"").await;
-        let c = native_client(&url);
+        let c = http1_client(&url);
         let recs = load(c.clone(), 6, 2).await;
         for r in &recs {
             assert_eq!(r.outcome, Outcome::Success, "{framing:?}");
@@ -142,7 +142,7 @@ async fn every_framing_reads_the_same_and_kept_connections_are_reused() {
 async fn bytes_that_trickle_in_one_at_a_time() {
     // An interim 100 Continue first, then the response a byte per write.
     let (url, _) = server(Framing::Chunked, 1, b"HTTP/1.1 100 Continue\r\n\r\n").await;
-    let recs = load(native_client(&url), 2, 1).await;
+    let recs = load(http1_client(&url), 2, 1).await;
     assert!(recs.iter().all(|r| r.outcome == Outcome::Success && r.output_tokens == 24), "{recs:?}");
 }
 
@@ -152,7 +152,7 @@ async fn bytes_that_trickle_in_one_at_a_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interim_response_and_the_head_in_one_read() {
     let (url, _) = server(Framing::Chunked, usize::MAX, b"HTTP/1.1 100 Continue\r\n\r\n").await;
-    let recs = load(native_client(&url), 3, 1).await;
+    let recs = load(http1_client(&url), 3, 1).await;
     assert!(recs.iter().all(|r| r.outcome == Outcome::Success && r.output_tokens == 24), "{recs:?}");
 }
 
@@ -169,7 +169,7 @@ async fn a_server_that_is_not_http_is_an_invalid_response() {
             });
         }
     });
-    let recs = load(native_client(&url), 2, 1).await;
+    let recs = load(http1_client(&url), 2, 1).await;
     for r in &recs {
         match &r.outcome {
             Outcome::Failed { kind: FailureKind::InvalidResponse, message } => {
@@ -201,7 +201,7 @@ async fn one_refused_request(api: Api, key_header: KeyHeader) -> (String, Vec<Re
             .await;
         let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
     });
-    let recs = load(native_client_for(&url, api, key_header), 1, 1).await;
+    let recs = load(http1_client_for(&url, api, key_header), 1, 1).await;
     (rx.await.unwrap(), recs)
 }
 

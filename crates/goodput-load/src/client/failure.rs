@@ -116,17 +116,6 @@ pub(super) fn is_parse_error(e: &reqwest::Error) -> bool {
     false
 }
 
-pub(super) async fn read_limited(resp: &mut reqwest::Response, limit: usize) -> String {
-    let mut buf = Vec::new();
-    while let Ok(Some(b)) = resp.chunk().await {
-        buf.extend_from_slice(&b);
-        if buf.len() >= limit {
-            break;
-        }
-    }
-    String::from_utf8_lossy(&buf).trim().to_owned()
-}
-
 /// What a TLS handshake's failure means when the other side spoke plain
 /// HTTP: rustls reads "HTTP/1.1 400" as a record of a content type it does
 /// not know.

@@ -5,21 +5,19 @@
 mod failure;
 mod headers;
 mod settings;
+mod wire;
 
 pub use failure::{error_chain, tls_hint};
 pub use headers::{check_header, join_url, key_header_overridden, normalize_base, request_headers, secrets_of};
 pub use settings::{Cancellation, ClientConfig, Transport, MAX_BUFFER};
 
 use crate::error::ClientError;
-use crate::http1::{HeadError, Http1, ReadStamp, Stamps};
+use crate::http1::{Http1, Stamps};
 use crate::protocol::{build_body_for, Api};
 use crate::reader::ResponseReader;
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
-use failure::{
-    compressed, connect_or_resource, empty_status, foreign_content, is_parse_error, read_limited, status_failure,
-    ERROR_BODY_LIMIT,
-};
+use failure::{compressed, connect_or_resource, empty_status, foreign_content, status_failure, ERROR_BODY_LIMIT};
 use goodput_core::redact::Secrets;
 use goodput_core::{FailureKind, Outcome, RequestRecord};
 use std::borrow::Cow;
@@ -27,6 +25,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use wire::{Outgoing, Read, Reqwest, ResponseHead, SendError, Wire, WireResponse};
 
 /// Sleeps until `at`, or forever when there is none.
 async fn sleep_until_some(at: Option<Instant>) {
@@ -39,7 +38,9 @@ async fn sleep_until_some(at: Option<Instant>) {
 /// Sends requests and records them.
 pub struct Client {
     http: reqwest::Client,
-    native: Option<Http1>,
+    /// goodput's own HTTP/1.1 transport, where it carries the requests
+    /// (else reqwest does).
+    http1: Option<Http1>,
     endpoint: String,
     /// Every request's headers beyond the body's: the key, those the API
     /// requires, and the configured ones.
@@ -105,7 +106,7 @@ impl Client {
         }
         let http = builder.build().map_err(|e| ClientError::Http(e.to_string()))?;
         let endpoint = join_url(&base, cfg.body.api.path(cfg.body.stream));
-        let native = match cfg.transport {
+        let http1 = match cfg.transport {
             Transport::Auto if parsed.scheme() == "http" && (loopback(&parsed) || !behind_proxy()) => {
                 let url = reqwest::Url::parse(&endpoint).map_err(bad_url)?;
                 let h = Http1::new(&url)?;
@@ -113,7 +114,7 @@ impl Client {
             }
             _ => None,
         };
-        if cfg.stamps == Stamps::Kernel && native.is_none() {
+        if cfg.stamps == Stamps::Kernel && http1.is_none() {
             return Err(ClientError::KernelStamps);
         }
         let headers = request_headers(cfg.body.api, cfg.api_key.as_deref(), cfg.key_header, &cfg.headers)?;
@@ -121,7 +122,7 @@ impl Client {
         let secrets = secrets_of(cfg.api_key.as_deref(), &headers, &cfg.base_url);
         Ok(Client {
             http,
-            native,
+            http1,
             endpoint,
             headers,
             templated,
@@ -171,7 +172,7 @@ impl Client {
 
     /// The stack that carries this client's requests, for reports.
     pub fn transport_name(&self) -> &'static str {
-        if self.native.is_some() {
+        if self.http1.is_some() {
             "goodput http/1.1"
         } else {
             "reqwest"
@@ -181,7 +182,7 @@ impl Client {
     /// `kernel` or `read`: how this client stamps chunks, `Auto` resolved
     /// (reqwest can only stamp reads).
     pub fn stamp_name(&self) -> &'static str {
-        self.native.as_ref().map_or("read", |h| h.stamps().name())
+        self.http1.as_ref().map_or("read", |h| h.stamps().name())
     }
 
     pub fn http(&self) -> &reqwest::Client {
@@ -333,7 +334,8 @@ impl Client {
         Ok(if !self.cfg.body.stream || is_json { BodyRead::Whole } else { BodyRead::Stream })
     }
 
-    /// The HTTP exchange. `Err` carries an outcome decided before any body.
+    /// The HTTP exchange, over whichever transport carries this client's
+    /// requests. `Err` carries an outcome decided before any body.
     async fn exchange(
         &self,
         body: Vec<u8>,
@@ -342,223 +344,113 @@ impl Client {
         reader: &mut ResponseReader,
         origin: Instant,
     ) -> Result<(), Outcome> {
-        if let Some(h) = &self.native {
-            return self.exchange_native(h, body, headers, rec, reader, origin).await;
+        let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
+        let out = Outgoing { body, headers, accept, origin };
+        match &self.http1 {
+            Some(h) => self.exchange_over(h, out, rec, reader).await,
+            None => self.exchange_over(Reqwest { http: &self.http, endpoint: &self.endpoint }, out, rec, reader).await,
         }
-        let mut req = self.http.post(&self.endpoint).header("content-type", "application/json").body(body);
-        if self.cfg.body.stream {
-            req = req.header("accept", self.api().stream_accept());
-        }
-        for (name, value) in headers {
-            req = req.header(name, value);
-        }
-        let mut resp = match req.send().await {
-            Ok(r) => r,
-            // No resend here: hyper itself sends a request again only when
-            // its pooled connection closed before the request was written,
-            // the one case where it provably never reached the server.
-            Err(e) if e.is_timeout() => {
-                return Err(Outcome::Failed { kind: FailureKind::Timeout, message: error_chain(&e) })
-            }
-            // hyper refuses an oversized or broken head as a parse error.
-            Err(e) if is_parse_error(&e) => {
-                let chain = error_chain(&e);
-                // hyper says only "invalid content-length parsed", for one
-                // that is not a number and for two that differ alike.
-                let message = if chain.contains("content-length") {
-                    format!(
-                        "an invalid Content-Length, or two different Content-Length headers, in the response: where \
-                         its body ends cannot be known ({chain})"
-                    )
-                } else {
-                    chain
-                };
-                return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message });
-            }
-            Err(e) => return Err(connect_or_resource(error_chain(&e))),
-        };
-        rec.first_byte = Some(origin.elapsed());
-        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok());
-        let head = ResponseHead {
-            status: resp.status().as_u16(),
-            retry_after: header("retry-after"),
-            server: header("server"),
-            content_type: header("content-type"),
-            content_encoding: header("content-encoding"),
-        };
-        let location = header("location").map(str::to_owned);
-        match self.on_head(rec, head)? {
-            BodyRead::ErrorMessage => {
-                let text = read_limited(&mut resp, ERROR_BODY_LIMIT).await;
-                return Err(status_failure(resp.status().as_u16(), &text, location.as_deref()));
-            }
-            BodyRead::Stream => {}
-            BodyRead::Whole => {
-                let mut whole = Vec::new();
-                loop {
-                    match resp.chunk().await {
-                        Ok(Some(b)) => {
-                            whole.extend_from_slice(&b);
-                            // Past the cap, one byte over is enough to say so.
-                            if whole.len() > self.cfg.max_buffer {
-                                break;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            reader.broken(format!("the connection broke while reading the body: {}", error_chain(&e)));
-                            return Ok(());
-                        }
-                    }
-                }
-                reader.whole_body(&whole, origin.elapsed());
-                return Ok(());
-            }
-        }
-        let mut serial = 0;
-        loop {
-            match resp.chunk().await {
-                Ok(Some(bytes)) => {
-                    // Stamped before any parsing: the moment the bytes left the socket.
-                    let t = origin.elapsed();
-                    serial += 1;
-                    reader.feed(&bytes, ReadStamp { t, lag: None, serial });
-                    if reader.finished() {
-                        break;
-                    }
-                }
-                Ok(None) => {
-                    reader.end_of_stream(origin.elapsed());
-                    break;
-                }
-                Err(e) => {
-                    reader.end_of_stream(origin.elapsed());
-                    reader.broken(format!("the connection broke mid-stream: {}", error_chain(&e)));
-                    break;
-                }
-            }
-        }
-        Ok(())
     }
 
-    /// The exchange over our own HTTP/1.1 reader ([`Http1`]).
-    async fn exchange_native(
+    /// The one reading of a response, whatever carries it: the head judged,
+    /// then an error body for its message, a whole body, or a stream read
+    /// by read, each read with its stamp.
+    async fn exchange_over<W: Wire>(
         &self,
-        h: &Http1,
-        body: Vec<u8>,
-        headers: &[(String, String)],
+        wire: W,
+        out: Outgoing<'_>,
         rec: &mut RequestRecord,
         reader: &mut ResponseReader,
-        origin: Instant,
     ) -> Result<(), Outcome> {
-        let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
-        let request = h.request(&body, headers, accept);
-        // Stamped right after each read, before any parsing.
-        let mut clock = || origin.elapsed();
-        let (mut conn, mut head, head_read) = loop {
-            // After a failed try, a fresh connection.
-            let kept = if rec.retries == 0 { h.checkout() } else { None };
-            let reused = kept.is_some();
-            let mut conn = match kept {
-                Some(c) => c,
-                None => h.connect().await.map_err(|e| connect_or_resource(e.to_string()))?,
-            };
-            match conn.send(&request, &mut clock).await {
-                Ok((head, first, head_read)) => {
-                    rec.first_byte = Some(first);
-                    break (conn, head, head_read);
-                }
-                // A kept connection the server closed as the request went
-                // out (llama.cpp closes after every stream while it says
-                // keep-alive): the close was on its way before the request,
-                // which is sent once more on a fresh connection, and counted.
-                // A fresh connection dropped before the response is the
-                // server's failure, never sent again: a resend would hide it
-                // and load the server with a request nobody planned.
-                Err(HeadError::ClosedBeforeResponse(_)) if reused && rec.retries == 0 => rec.retries += 1,
-                Err(HeadError::ClosedBeforeResponse(m)) => return Err(connect_or_resource(m)),
-                Err(HeadError::Invalid(message)) => {
-                    return Err(Outcome::Failed { kind: FailureKind::InvalidResponse, message })
-                }
-            }
-        };
-        let said = ResponseHead {
-            status: head.status,
-            retry_after: head.retry_after.as_deref(),
-            server: head.server.as_deref(),
-            content_type: head.content_type.as_deref(),
-            content_encoding: head.content_encoding.as_deref(),
-        };
-        match self.on_head(rec, said)? {
+        let origin = out.origin;
+        let sent = wire.send(out, &mut rec.retries).await;
+        let mut resp = sent.map_err(|e| match e {
+            SendError::Timeout(message) => Outcome::Failed { kind: FailureKind::Timeout, message },
+            SendError::InvalidHead(message) => Outcome::Failed { kind: FailureKind::InvalidResponse, message },
+            SendError::Connect(message) => connect_or_resource(message),
+        })?;
+        rec.first_byte = Some(resp.first_byte());
+        let head = resp.head();
+        let (status, location) = (head.status, head.location.map(str::to_owned));
+        match self.on_head(rec, head)? {
             BodyRead::ErrorMessage => {
+                // What came before a break is message enough.
+                let (Ok((text, _)) | Err((text, _))) = read_up_to(&mut resp, ERROR_BODY_LIMIT).await;
                 // The connection is kept only if the whole body was read.
-                let (text, _) = conn.read_all(&mut head, &mut clock, head_read, ERROR_BODY_LIMIT).await;
-                h.checkin(conn, &head);
-                return Err(status_failure(
-                    head.status,
-                    String::from_utf8_lossy(&text).trim(),
-                    head.location.as_deref(),
-                ));
+                resp.release();
+                let text = String::from_utf8_lossy(&text);
+                Err(status_failure(status, text.trim(), location.as_deref()))
             }
-            BodyRead::Stream => {}
             BodyRead::Whole => {
-                let cap = self.cfg.max_buffer.saturating_add(1);
-                let (whole, read) = conn.read_all(&mut head, &mut clock, head_read, cap).await;
-                match read {
-                    Ok(end) if whole.len() > self.cfg.max_buffer => reader.whole_body(&whole, end.at),
-                    Ok(end) => {
-                        reader.whole_body(&whole, end.at);
-                        h.checkin(conn, &head);
+                // Past the cap, one byte over is enough to say so.
+                match read_up_to(&mut resp, self.cfg.max_buffer.saturating_add(1)).await {
+                    Ok((whole, at)) if whole.len() > self.cfg.max_buffer => reader.whole_body(&whole, at),
+                    Ok((whole, at)) => {
+                        reader.whole_body(&whole, at);
+                        resp.release();
                     }
-                    Err(m) => reader.broken(format!("the connection broke while reading the body: {m}")),
+                    Err((_, m)) => reader.broken(format!("the connection broke while reading the body: {m}")),
                 }
-                return Ok(());
+                Ok(())
+            }
+            BodyRead::Stream => {
+                let ended = loop {
+                    match resp.read().await {
+                        Ok(Read::Bytes(read)) => {
+                            for piece in read.pieces() {
+                                reader.feed(piece, read.stamp);
+                            }
+                            if read.ends_body {
+                                break Ok(Some(read.stamp.t));
+                            }
+                            if reader.finished() {
+                                break Ok(None);
+                            }
+                        }
+                        Ok(Read::End { at }) => break Ok(Some(at)),
+                        Err(m) => break Err(m),
+                    }
+                };
+                match ended {
+                    Ok(Some(at)) => {
+                        reader.end_of_stream(at);
+                        resp.release();
+                    }
+                    // Bytes that could not be read as the API's (malformed,
+                    // or past the cap): the connection is dropped, not drained.
+                    Ok(None) if reader.unreadable() => {}
+                    // `[DONE]` or an error event before the body's end.
+                    Ok(None) => resp.release_after_stop().await,
+                    Err(m) => {
+                        reader.end_of_stream(origin.elapsed());
+                        reader.broken(format!("the connection broke mid-stream: {m}"));
+                    }
+                }
+                Ok(())
             }
         }
-        let read = conn
-            .read_body(
-                &mut head,
-                &mut clock,
-                &mut |p, read| {
-                    reader.feed(p, read);
-                    !reader.finished()
-                },
-                head_read,
-            )
-            .await;
-        match read {
-            Ok(end) if end.complete => {
-                reader.end_of_stream(end.at);
-                h.checkin(conn, &head);
-            }
-            // Bytes that could not be read as the API's (malformed, or past
-            // the cap): the connection is dropped, not drained.
-            Ok(_) if reader.unreadable() => {}
-            // `[DONE]` or an error event: the rest of the framing (the last
-            // chunk) normally follows at once; read it so that the
-            // connection can carry the next request.
-            Ok(_) => {
-                let mut ignore = |_: &[u8], _| true;
-                let rest = conn.read_body(&mut head, &mut clock, &mut ignore, head_read);
-                let _ = tokio::time::timeout(Duration::from_millis(500), rest).await;
-                h.checkin(conn, &head);
-            }
-            Err(m) => {
-                reader.end_of_stream(origin.elapsed());
-                reader.broken(format!("the connection broke mid-stream: {m}"));
-            }
-        }
-        Ok(())
     }
 }
 
-/// A response's head, as either transport read it.
-struct ResponseHead<'a> {
-    status: u16,
-    retry_after: Option<&'a str>,
-    server: Option<&'a str>,
-    content_type: Option<&'a str>,
-    content_encoding: Option<&'a str>,
+/// Reads a body into one buffer, stopping at its end or once it holds
+/// `limit` bytes or more: the bytes and when the last of them came, or,
+/// where the connection broke, the bytes so far and why.
+async fn read_up_to<R: WireResponse>(resp: &mut R, limit: usize) -> Result<(Vec<u8>, Duration), (Vec<u8>, String)> {
+    let mut body = Vec::new();
+    loop {
+        match resp.read().await {
+            Ok(Read::Bytes(read)) => {
+                for piece in read.pieces() {
+                    body.extend_from_slice(piece);
+                }
+                if read.ends_body || body.len() >= limit {
+                    return Ok((body, read.stamp.t));
+                }
+            }
+            Ok(Read::End { at }) => return Ok((body, at)),
+            Err(m) => return Err((body, m)),
+        }
+    }
 }
 
 /// How a response's body is read, once its head has been judged.
@@ -579,5 +471,220 @@ fn prompt_text(prompt: &crate::protocol::PromptBody) -> String {
         PromptBody::Text(t) => t.clone(),
         PromptBody::Turns(turns) => turns.join("\u{1e}"),
         PromptBody::Messages(m) => serde_json::to_string(m).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The reading policy over a scripted transport: what is made of each
+    //! read, and what becomes of the connection, with no server. The real
+    //! servers' tests (tests/hostile.rs, tests/http1.rs) drive both stacks.
+
+    use super::wire::BodyBytes;
+    use super::*;
+    use crate::http1::ReadStamp;
+    use crate::protocol::BodyOptions;
+    use std::collections::VecDeque;
+    use std::ops::Range;
+    use std::sync::Mutex;
+
+    /// One scripted step of a body: the pieces of one read (its stamp in
+    /// ms, and whether it ended the body), the end, or a break.
+    enum Step {
+        Read(Vec<&'static [u8]>, u64, bool),
+        End(u64),
+        Broke,
+    }
+
+    /// What became of the connection, and how many reads were made.
+    #[derive(Debug, Default, PartialEq)]
+    struct Log {
+        reads: usize,
+        released: Option<&'static str>,
+    }
+
+    struct Fake {
+        status: u16,
+        content_type: &'static str,
+        location: Option<&'static str>,
+        steps: Mutex<Option<VecDeque<Step>>>,
+        /// Past the script, reads of these bytes without end.
+        endless: &'static [u8],
+        log: Mutex<Log>,
+    }
+
+    struct FakeResponse<'f> {
+        fake: &'f Fake,
+        steps: VecDeque<Step>,
+        buf: Vec<u8>,
+        pieces: Vec<Range<usize>>,
+        serial: u64,
+    }
+
+    impl<'f> Wire for &'f Fake {
+        type Response = FakeResponse<'f>;
+
+        async fn send(self, _: Outgoing<'_>, _: &mut u32) -> Result<FakeResponse<'f>, SendError> {
+            let steps = self.steps.lock().unwrap().take().unwrap();
+            Ok(FakeResponse { fake: self, steps, buf: Vec::new(), pieces: Vec::new(), serial: 0 })
+        }
+    }
+
+    impl WireResponse for FakeResponse<'_> {
+        fn head(&self) -> ResponseHead<'_> {
+            ResponseHead {
+                status: self.fake.status,
+                content_type: Some(self.fake.content_type),
+                location: self.fake.location,
+                ..Default::default()
+            }
+        }
+
+        fn first_byte(&self) -> Duration {
+            Duration::from_millis(1)
+        }
+
+        async fn read(&mut self) -> Result<Read<'_>, String> {
+            self.fake.log.lock().unwrap().reads += 1;
+            self.serial += 1;
+            let step = match self.steps.pop_front() {
+                Some(s) => s,
+                None if !self.fake.endless.is_empty() => Step::Read(vec![self.fake.endless], 1000, false),
+                None => Step::End(1000),
+            };
+            let (pieces, ms, ends) = match step {
+                Step::Read(pieces, ms, ends) => (pieces, ms, ends),
+                Step::End(ms) => return Ok(Read::End { at: Duration::from_millis(ms) }),
+                Step::Broke => return Err("reset by peer".into()),
+            };
+            self.buf.clear();
+            self.pieces.clear();
+            for p in pieces {
+                self.pieces.push(self.buf.len()..self.buf.len() + p.len());
+                self.buf.extend_from_slice(p);
+            }
+            let stamp = ReadStamp { t: Duration::from_millis(ms), lag: None, serial: self.serial };
+            Ok(Read::Bytes(BodyBytes::new(&self.buf, &self.pieces, stamp, ends)))
+        }
+
+        fn release(self) {
+            self.fake.log.lock().unwrap().released = Some("kept if it can be");
+        }
+
+        async fn release_after_stop(self) {
+            self.fake.log.lock().unwrap().released = Some("after the rest is read");
+        }
+    }
+
+    fn fake(status: u16, content_type: &'static str, steps: Vec<Step>) -> Fake {
+        Fake {
+            status,
+            content_type,
+            location: None,
+            steps: Mutex::new(Some(steps.into())),
+            endless: b"",
+            log: Mutex::default(),
+        }
+    }
+
+    /// A client (it sends nothing itself here) and the record and reader of
+    /// one exchange over `wire`.
+    async fn exchange(wire: &Fake, stream: bool, max_buffer: usize) -> (RequestRecord, Result<(), Outcome>) {
+        let body = BodyOptions { model: "m".into(), stream, ..Default::default() };
+        let cfg = ClientConfig {
+            base_url: "http://127.0.0.1:9".into(),
+            api_key: None,
+            body,
+            timeout: Duration::from_secs(1),
+            transport: Transport::Reqwest,
+            stamps: Stamps::Read,
+            key_header: Default::default(),
+            headers: vec![],
+            cancel: None,
+            max_buffer,
+        };
+        let client = Client::new(cfg, None).unwrap();
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        let mut reader = ResponseReader::new(false).limited(max_buffer);
+        let out = Outgoing { body: vec![], headers: &[], accept: None, origin: Instant::now() };
+        let res = client.exchange_over(wire, out, &mut rec, &mut reader).await;
+        reader.into_record(&mut rec, None, &crate::protocol::PromptBody::Text(String::new()));
+        (rec, res)
+    }
+
+    const A: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+    const DONE: &[u8] = b"data: [DONE]\n\n";
+
+    #[tokio::test]
+    async fn a_stream_is_stamped_by_read_and_its_connection_kept_when_the_framing_ended() {
+        // Two chunks in one read (two HTTP chunks' pieces), then [DONE]
+        // with the body's framed end.
+        let steps =
+            vec![Step::Read(vec![A], 5, false), Step::Read(vec![A, A], 9, false), Step::Read(vec![DONE], 12, true)];
+        let wire = fake(200, "text/event-stream", steps);
+        let (rec, res) = exchange(&wire, true, MAX_BUFFER).await;
+        assert_eq!((res, &rec.outcome), (Ok(()), &Outcome::Success));
+        let ms = |c: goodput_core::OutputChunk| c.t.as_millis();
+        assert_eq!(rec.chunks.iter().map(ms).collect::<Vec<_>>(), [5, 9, 9]);
+        assert_eq!(rec.shared_reads, 1, "the second read brought two chunks");
+        assert_eq!(rec.stream_end, Some(Duration::from_millis(12)));
+        assert_eq!(*wire.log.lock().unwrap(), Log { reads: 3, released: Some("kept if it can be") });
+    }
+
+    #[tokio::test]
+    async fn a_stream_stopped_before_its_end_is_drained_unless_unreadable() {
+        // [DONE] before the framing's last chunk: the rest is read.
+        let wire = fake(200, "text/event-stream", vec![Step::Read(vec![A, DONE], 5, false)]);
+        let (rec, _) = exchange(&wire, true, MAX_BUFFER).await;
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!(wire.log.lock().unwrap().released, Some("after the rest is read"));
+        // Malformed bytes: nothing after them is waited for.
+        let wire = fake(200, "text/event-stream", vec![Step::Read(vec![b"data: {oops\n\n"], 5, false)]);
+        let (rec, _) = exchange(&wire, true, MAX_BUFFER).await;
+        assert_eq!(rec.outcome.failure_kind(), Some(FailureKind::InvalidResponse));
+        assert_eq!(*wire.log.lock().unwrap(), Log { reads: 1, released: None });
+        // A break mid-stream: truncated, at the break.
+        let wire = fake(200, "text/event-stream", vec![Step::Read(vec![A], 5, false), Step::Broke]);
+        let (rec, _) = exchange(&wire, true, MAX_BUFFER).await;
+        assert_eq!(rec.outcome.failure_kind(), Some(FailureKind::TruncatedStream));
+        assert_eq!(wire.log.lock().unwrap().released, None);
+    }
+
+    #[tokio::test]
+    async fn an_endless_error_body_is_read_to_its_cap_and_a_redirect_names_where() {
+        let mut wire = fake(500, "text/plain", vec![]);
+        wire.endless = Box::leak(vec![b'x'; 16 * 1024].into_boxed_slice());
+        let (rec, res) = exchange(&wire, true, MAX_BUFFER).await;
+        assert_eq!(rec.http_status, Some(500));
+        let Err(Outcome::Failed { kind, message }) = res else { panic!("{res:?}") };
+        assert_eq!(kind, FailureKind::HttpStatus);
+        assert!(message.starts_with("HTTP 500 Internal Server Error: xxx"), "{message}");
+        // 64 KiB in reads of 16 KiB.
+        assert_eq!(*wire.log.lock().unwrap(), Log { reads: 4, released: Some("kept if it can be") });
+        let mut wire = fake(302, "text/html", vec![]);
+        wire.location = Some("http://elsewhere/v1");
+        let (_, res) = exchange(&wire, true, MAX_BUFFER).await;
+        let Err(Outcome::Failed { kind, message }) = res else { panic!("{res:?}") };
+        assert_eq!(kind, FailureKind::HttpStatus);
+        assert!(message.contains("a redirect to http://elsewhere/v1, not followed"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_whole_body_is_read_to_its_end_or_one_byte_past_the_cap() {
+        let body: &[u8] = b"{\"choices\":[{\"message\":{\"content\":\"hi\"}}]}";
+        let (head, tail) = body.split_at(10);
+        let wire =
+            fake(200, "application/json", vec![Step::Read(vec![head], 5, false), Step::Read(vec![tail], 7, false)]);
+        let (rec, _) = exchange(&wire, false, MAX_BUFFER).await;
+        assert_eq!(rec.outcome, Outcome::Success);
+        assert_eq!(rec.stream_end, Some(Duration::from_millis(1000)), "when the end was known");
+        assert_eq!(*wire.log.lock().unwrap(), Log { reads: 3, released: Some("kept if it can be") });
+        // A cap of 12 bytes: the second read passes it, and no more is read.
+        let wire =
+            fake(200, "application/json", vec![Step::Read(vec![head], 5, false), Step::Read(vec![tail], 7, false)]);
+        let (rec, _) = exchange(&wire, false, 12).await;
+        assert_eq!(rec.outcome.failure_kind(), Some(FailureKind::InvalidResponse));
+        assert_eq!(rec.stream_end, Some(Duration::from_millis(7)));
+        assert_eq!(*wire.log.lock().unwrap(), Log { reads: 2, released: None });
     }
 }

@@ -1,6 +1,7 @@
 //! `Transfer-Encoding: chunked`, decoded as the bytes come, split anywhere.
 
 use crate::error::ChunkedError;
+use std::ops::Range;
 
 /// The longest chunk-size or trailer line taken, a CR before its LF included.
 const MAX_LINE: usize = 4096;
@@ -19,6 +20,13 @@ impl Chunked {
     /// Decodes what it can of `input`, handing each piece of payload to `out`;
     /// returns the bytes consumed (an incomplete size or trailer line is left).
     pub fn decode(&mut self, input: &[u8], out: &mut impl FnMut(&[u8])) -> Result<usize, ChunkedError> {
+        self.decode_ranges(input, &mut |r| out(&input[r]))
+    }
+
+    /// [`Chunked::decode`], handing `out` where each piece of payload lies in
+    /// `input` rather than the piece (so that the pieces can be kept while
+    /// `input` is borrowed no more).
+    pub fn decode_ranges(&mut self, input: &[u8], out: &mut impl FnMut(Range<usize>)) -> Result<usize, ChunkedError> {
         let mut i = 0;
         loop {
             let rest = &input[i..];
@@ -52,7 +60,7 @@ impl Chunked {
                         return Ok(i);
                     }
                     let take = (left as usize).min(rest.len());
-                    out(&rest[..take]);
+                    out(i..i + take);
                     i += take;
                     *self = if take as u64 == left { Chunked::DataEnd } else { Chunked::Data(left - take as u64) };
                 }

@@ -22,6 +22,7 @@ pub use head::{parse_head, Head, HeadError};
 use bytes::{Buf, BytesMut};
 use head::{Framing, MAX_HEAD};
 use std::net::{IpAddr, SocketAddr};
+use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -102,6 +103,12 @@ pub struct Conn {
     /// next request's clock can have another origin (each point of a sweep
     /// has its own), so a floor from an earlier request means nothing on it.
     last: Duration,
+    /// Where the body's bytes of the last [`Conn::next_read`] lie in `buf`,
+    /// and how much of `buf` that read took up (let go at the next one).
+    pieces: Vec<Range<usize>>,
+    consumed: usize,
+    /// The chunked framing broke after the payload the last step handed out.
+    broken: Option<ChunkedError>,
 }
 
 /// One read off the socket, as the client saw it.
@@ -117,15 +124,6 @@ pub struct ReadStamp {
     /// The read's number on its connection, from 1 (0: not known): chunks
     /// with the same number came in one read.
     pub serial: u64,
-}
-
-/// How a body read ended.
-#[derive(Debug, Clone, Copy)]
-pub struct BodyEnd {
-    /// The body ended as its framing says (rather than the reader stopping first).
-    pub complete: bool,
-    /// When the last bytes read came (see [`Conn::fill`]).
-    pub at: Duration,
 }
 
 impl Http1 {
@@ -238,6 +236,9 @@ impl Http1 {
             kernel_stamps: self.stamps.effective() == Stamps::Kernel,
             reads: 0,
             last: Duration::ZERO,
+            pieces: Vec::new(),
+            consumed: 0,
+            broken: None,
         })
     }
 
@@ -313,6 +314,9 @@ impl Conn {
         clock: &mut impl FnMut() -> Duration,
     ) -> Result<(Head, Duration, ReadStamp), HeadError> {
         self.buf.clear();
+        self.pieces.clear();
+        self.consumed = 0;
+        self.broken = None;
         // Delayed ACKs for this response ("ping-pong" mode): the client
         // acknowledges every second small segment rather than after each
         // read, a quarter fewer loopback segments in all (measured with
@@ -375,79 +379,95 @@ impl Conn {
         }
     }
 
-    /// Reads the body into one buffer, stopping once it holds `limit` bytes
-    /// or more: the bytes and how the read ended.
-    pub async fn read_all(
+    /// Reads the body on to the next read that brings some of it, or to its
+    /// end. `read` is the stamp of the read the bytes now buffered came with
+    /// (the head's, first; see [`Conn::fill`]), and is moved on with each
+    /// read made. The bytes a step brought are [`Conn::body_read`]'s until
+    /// the next step.
+    pub async fn next_read(
         &mut self,
         head: &mut Head,
         clock: &mut impl FnMut() -> Duration,
-        head_read: ReadStamp,
-        limit: usize,
-    ) -> (Vec<u8>, Result<BodyEnd, HttpError>) {
-        let mut body = Vec::new();
-        let end = self
-            .read_body(
-                head,
-                clock,
-                &mut |p, _| {
-                    body.extend_from_slice(p);
-                    body.len() < limit
-                },
-                head_read,
-            )
-            .await;
-        (body, end)
-    }
-
-    /// Reads the body, handing each payload piece to `out` with the stamp of
-    /// the read that brought it (see [`Conn::fill`]; bytes that came with the
-    /// head get `head_read`). `out` returns false to stop reading after the
-    /// pieces of this read. Says whether the body ended as its framing says
-    /// or `out` stopped it first, and when the last bytes read came.
-    pub async fn read_body(
-        &mut self,
-        head: &mut Head,
-        clock: &mut impl FnMut() -> Duration,
-        out: &mut impl FnMut(&[u8], ReadStamp) -> bool,
-        head_read: ReadStamp,
-    ) -> Result<BodyEnd, HttpError> {
-        let mut read = head_read;
+        read: &mut ReadStamp,
+    ) -> Result<BodyStep, HttpError> {
+        if let Some(e) = self.broken.take() {
+            return Err(e.into());
+        }
+        // The bytes the last step handed out are done with.
+        self.buf.advance(std::mem::take(&mut self.consumed));
+        self.pieces.clear();
         loop {
-            if !self.buf.is_empty() || head.body_done() {
-                let mut go_on = true;
+            if head.body_done() {
+                return Ok(BodyStep::End { at: read.t });
+            }
+            if !self.buf.is_empty() {
+                let pieces = &mut self.pieces;
                 let consumed = match &mut head.framing {
-                    Framing::Chunked(c) => c.decode(&self.buf, &mut |p| go_on &= out(p, read))?,
+                    Framing::Chunked(c) => match c.decode_ranges(&self.buf, &mut |r| pieces.push(r)) {
+                        Ok(n) => n,
+                        // The payload before the broken framing is handed
+                        // out first; the error comes with the next step.
+                        Err(e) if !self.pieces.is_empty() => {
+                            self.broken = Some(e);
+                            return Ok(BodyStep::Read { stamp: *read, ends_body: false });
+                        }
+                        Err(e) => return Err(e.into()),
+                    },
                     Framing::Length(left) => {
                         let take = (*left as usize).min(self.buf.len());
                         if take > 0 {
-                            go_on = out(&self.buf[..take], read);
+                            pieces.push(0..take);
                         }
                         *left -= take as u64;
                         take
                     }
                     Framing::Close => {
-                        go_on = out(&self.buf, read);
+                        pieces.push(0..self.buf.len());
                         self.buf.len()
                     }
                 };
-                self.buf.advance(consumed);
-                if head.body_done() || !go_on {
-                    return Ok(BodyEnd { complete: head.body_done(), at: read.t });
+                if !self.pieces.is_empty() || head.body_done() {
+                    self.consumed = consumed;
+                    return Ok(BodyStep::Read { stamp: *read, ends_body: head.body_done() });
                 }
+                // Framing alone (a chunk's size line): nothing to hand out.
+                self.buf.advance(consumed);
             }
             let (n, next) = self.fill(clock).await.map_err(HttpError::Broke)?;
             if n == 0 {
                 return match head.framing {
                     Framing::Close => {
                         head.keep_alive = false;
-                        Ok(BodyEnd { complete: true, at: read.t })
+                        Ok(BodyStep::End { at: read.t })
                     }
                     _ => Err(HttpError::ClosedInBody),
                 };
             }
-            read = next;
+            *read = next;
         }
     }
+
+    /// The body's bytes that the last [`Conn::next_read`] brought, its
+    /// framing taken out: the buffer, and where in it lies each piece (one
+    /// per chunk of a chunked body the read touched, else one).
+    pub fn body_read(&self) -> (&[u8], &[Range<usize>]) {
+        (&self.buf, &self.pieces)
+    }
+}
+
+/// What [`Conn::next_read`] came to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BodyStep {
+    /// A read brought bytes of the body ([`Conn::body_read`]), or only its
+    /// framed end (`ends_body`, no bytes).
+    Read {
+        stamp: ReadStamp,
+        /// The body ended as its framing says with this read.
+        ends_body: bool,
+    },
+    /// The body had ended already, or ended with the connection's close:
+    /// `at`, when its last bytes came.
+    End { at: Duration },
 }
 
 /// A kernel-stamped read's time: the read's time `now` less the `lag` its
