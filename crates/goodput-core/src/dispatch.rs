@@ -416,3 +416,176 @@ impl Dispatcher {
         sends
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: u64) -> Duration {
+        Duration::from_millis(x)
+    }
+
+    fn arrivals(times: &[u64]) -> Option<Arrivals> {
+        Some(Box::new(times.iter().map(|&t| ms(t)).collect::<Vec<_>>().into_iter()))
+    }
+
+    /// Runs `d` on a clock of its own, every unit taking `service`: the
+    /// sends as (unit, scheduled, sent, warm-up), in order.
+    fn drive(mut d: Dispatcher, service: Duration) -> Vec<(u64, Duration, Duration, bool)> {
+        let (mut now, mut ends, mut sends) = (Duration::ZERO, Vec::<Duration>::new(), Vec::new());
+        loop {
+            while let Some(a) = d.next_action(now) {
+                if let Action::Send { unit, scheduled, sent, warmup } = a {
+                    sends.push((unit, scheduled, sent, warmup));
+                    ends.push(sent + service);
+                }
+            }
+            ends.sort();
+            let next_end = ends.first().copied();
+            match [next_end, d.next_wake()].into_iter().flatten().min() {
+                None => return sends,
+                Some(t) if next_end == Some(t) => {
+                    now = now.max(t);
+                    ends.remove(0);
+                    d.done(now);
+                }
+                Some(t) => now = now.max(t),
+            }
+            if d.finished() && ends.is_empty() {
+                return sends;
+            }
+        }
+    }
+
+    #[test]
+    fn a_closed_loop_sends_when_a_slot_frees_until_its_count() {
+        let plan = Plan { requests: Some(5), users: Some(2), ..Plan::default() };
+        let sends = drive(Dispatcher::new(plan, None), ms(100));
+        let sent: Vec<Duration> = sends.iter().map(|s| s.2).collect();
+        assert_eq!(sent, [0, 0, 100, 100, 200].map(ms));
+        assert!(sends.iter().all(|s| s.1 == s.2 && !s.3), "due when its slot freed");
+        assert_eq!(sends.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_capped_open_loop_sends_at_its_arrival_or_its_slot_whichever_is_later() {
+        let plan = Plan { requests: Some(3), users: Some(1), ..Plan::default() };
+        let sends = drive(Dispatcher::new(plan, arrivals(&[0, 100, 200, 300])), ms(250));
+        let times: Vec<(Duration, Duration)> = sends.iter().map(|s| (s.1, s.2)).collect();
+        assert_eq!(times, [(ms(0), ms(0)), (ms(100), ms(250)), (ms(200), ms(500))]);
+    }
+
+    #[test]
+    fn warm_up_by_count_and_by_time_comes_first_and_the_bounds_count_after_it() {
+        // Two warm-up units by count, then three measured.
+        let plan = Plan { requests: Some(3), warmup: 2, users: Some(1), ..Plan::default() };
+        let warm: Vec<bool> = drive(Dispatcher::new(plan, None), ms(100)).iter().map(|s| s.3).collect();
+        assert_eq!(warm, [true, true, false, false, false]);
+        // 10/s, 350 ms of warm-up then 500 ms of measured sending.
+        let plan = Plan { duration: Some(ms(500)), warmup_time: ms(350), ..Plan::default() };
+        let every = (0..100).map(|i| ms(100 * i)).collect::<Vec<_>>();
+        let sends = drive(Dispatcher::new(plan, Some(Box::new(every.into_iter()))), ms(10));
+        let warm: Vec<bool> = sends.iter().map(|s| s.3).collect();
+        assert_eq!(warm, [true, true, true, true, false, false, false, false, false]);
+        assert_eq!(sends.last().unwrap().1, ms(800));
+        // A closed loop with a timed warm-up: its count is of measured units.
+        let plan = Plan { requests: Some(3), warmup_time: ms(250), users: Some(1), ..Plan::default() };
+        let sends = drive(Dispatcher::new(plan, None), ms(100));
+        assert_eq!(sends.iter().map(|s| s.3).collect::<Vec<_>>(), [true, true, true, false, false, false]);
+    }
+
+    #[test]
+    fn the_end_of_sending_ends_a_closed_loop_and_the_run_s_end_comes_a_grace_later() {
+        let plan = Plan { duration: Some(ms(300)), users: Some(2), grace: Some(ms(200)), ..Plan::default() };
+        let mut d = Dispatcher::new(plan, None);
+        assert_eq!(d.cancel_at(), Some(ms(500)));
+        let sends = drive(Dispatcher::new(d.plan.clone(), None), ms(120));
+        assert!(sends.iter().all(|s| s.2 < ms(300)));
+        assert_eq!(sends.len(), 6, "rounds of two at 0, 120 and 240 ms");
+        // Every user busy at the end: sending ends at it, and the cancel comes.
+        assert!(matches!(d.next_action(ms(0)), Some(Action::Send { .. })));
+        assert!(matches!(d.next_action(ms(0)), Some(Action::Send { .. })));
+        assert_eq!((d.next_action(ms(0)), d.next_wake()), (None, Some(ms(300))));
+        assert_eq!(d.next_action(ms(300)), None);
+        assert!(d.finished());
+        assert_eq!(d.next_wake(), Some(ms(500)));
+        assert_eq!(d.next_action(ms(500)), Some(Action::CancelAll { at: ms(500) }));
+        assert_eq!(d.next_wake(), None);
+        // A stop comes first: sending ends there, and the cancel a grace later;
+        // a stop after the end of sending does not put the cancel off.
+        let mut d = Dispatcher::new(Plan { grace: Some(ms(200)), users: Some(1), ..Plan::default() }, None);
+        assert_eq!(d.cancel_at(), None);
+        d.stop(ms(50));
+        assert!(d.finished() && d.cancel_at() == Some(ms(250)));
+        let mut d = Dispatcher::new(Plan { duration: Some(ms(10)), grace: Some(ms(5)), ..Plan::default() }, None);
+        d.stop(ms(12));
+        assert_eq!(d.cancel_at(), Some(ms(15)));
+    }
+
+    #[test]
+    fn a_ramp_up_opens_the_users_one_by_one_and_shards_keep_their_users() {
+        let plan = Plan { requests: Some(4), users: Some(4), ramp_up: ms(400), ..Plan::default() };
+        let sent: Vec<Duration> = drive(Dispatcher::new(plan.clone(), None), ms(1000)).iter().map(|s| s.2).collect();
+        assert_eq!(sent, [0, 100, 200, 300].map(ms));
+        // Shard 1 of 3 holds user 1 alone, who joins at 100 ms; it sends the
+        // units of user 1 (1, 5, …), and counts the others' towards the bound.
+        let shard = Plan { requests: Some(8), shard: Some(Shard { index: 1, count: 3 }), ..plan };
+        let sends = drive(Dispatcher::new(shard, None), ms(1000));
+        assert_eq!(sends.iter().map(|s| (s.0, s.2)).collect::<Vec<_>>(), [(1, ms(100)), (5, ms(1100))]);
+        // With arrivals the ramp is theirs: the users are there from the start.
+        let plan = Plan { requests: Some(2), users: Some(2), ramp_up: ms(400), ..Plan::default() };
+        let sent: Vec<Duration> = drive(Dispatcher::new(plan, arrivals(&[0, 0, 0])), ms(10)).iter().map(|s| s.2).collect();
+        assert_eq!(sent, [ms(0), ms(0)]);
+    }
+
+    #[test]
+    fn users_join_at_their_steps_and_leave_with_the_slots_that_free() {
+        // 2 users, 4 from 250 ms, 1 from 450 ms; 100 ms units, until 700 ms.
+        let plan = Plan {
+            duration: Some(ms(700)),
+            users: Some(2),
+            user_steps: vec![(ms(250), 4), (ms(450), 1)],
+            ..Plan::default()
+        };
+        let sends = drive(Dispatcher::new(plan, None), ms(100));
+        let at = |t: u64| sends.iter().filter(|s| s.2 == ms(t)).count();
+        assert_eq!([0, 100, 200, 250, 300, 350, 400, 450, 500, 600].map(at), [2, 2, 2, 2, 2, 2, 2, 0, 1, 1]);
+        assert!(sends.iter().all(|s| s.2 < ms(700)));
+    }
+
+    #[test]
+    fn a_session_s_next_turn_goes_when_due_unless_sending_ends_first() {
+        let plan = Plan { duration: Some(ms(1000)), users: Some(1), ..Plan::default() };
+        let mut d = Dispatcher::new(plan, None);
+        assert!(matches!(d.next_action(ms(0)), Some(Action::Send { unit: 0, .. })));
+        assert_eq!(d.next_action(ms(0)), None, "its user is busy");
+        assert!(d.turn_ended(0, ms(100), ms(600)));
+        assert_eq!(d.next_wake(), Some(ms(600)));
+        assert_eq!(d.next_action(ms(600)), Some(Action::Turn { unit: 0, due: ms(600) }));
+        // Due after the end of sending: the session is cut, its user free then.
+        assert!(!d.turn_ended(0, ms(700), ms(1200)));
+        assert!(matches!(d.next_action(ms(700)), Some(Action::Send { unit: 1, sent, .. }) if sent == ms(700)));
+        // A stop cuts the sessions waiting for a turn.
+        assert!(d.turn_ended(1, ms(800), ms(900)));
+        assert_eq!(d.stop(ms(850)), [1]);
+        assert!(d.finished() && d.next_action(ms(900)).is_none());
+    }
+
+    #[test]
+    fn open_loop_shards_share_the_arrivals_and_a_limit_says_when_units_ran_out() {
+        let plan = Plan { requests: Some(5), shard: Some(Shard { index: 0, count: 2 }), ..Plan::default() };
+        let sends = drive(Dispatcher::new(plan, arrivals(&[0, 10, 20, 30, 40, 50, 60])), ms(1));
+        assert_eq!(sends.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(), [(0, ms(0)), (2, ms(20)), (4, ms(40))]);
+        let plan = Plan { requests: Some(5), users: Some(1), ..Plan::default() };
+        let d = Dispatcher::new(plan.clone(), None).with_units(3);
+        assert!(!d.ran_out());
+        let mut d = Dispatcher::new(plan.clone(), None).with_units(1);
+        assert!(d.next_action(ms(0)).is_some() && d.ran_out() && d.finished());
+        assert!(!Dispatcher::new(plan, None).with_units(5).ran_out());
+        // An open loop's sends by its arrivals and bounds alone.
+        let plan = Plan { requests: Some(2), warmup_time: ms(15), users: Some(1), ..Plan::default() };
+        assert_eq!(Dispatcher::uncapped_sends(&plan, arrivals(&[0, 10, 20, 30, 40]).unwrap(), 100), [0, 10, 20, 30].map(ms));
+        let every = Box::new(std::iter::repeat(Duration::ZERO));
+        assert_eq!(Dispatcher::uncapped_sends(&Plan { duration: Some(ms(1)), ..Plan::default() }, every, 7).len(), 7);
+    }
+}
