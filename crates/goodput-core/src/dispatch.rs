@@ -534,7 +534,8 @@ mod tests {
         assert_eq!(sends.iter().map(|s| (s.0, s.2)).collect::<Vec<_>>(), [(1, ms(100)), (5, ms(1100))]);
         // With arrivals the ramp is theirs: the users are there from the start.
         let plan = Plan { requests: Some(2), users: Some(2), ramp_up: ms(400), ..Plan::default() };
-        let sent: Vec<Duration> = drive(Dispatcher::new(plan, arrivals(&[0, 0, 0])), ms(10)).iter().map(|s| s.2).collect();
+        let sent: Vec<Duration> =
+            drive(Dispatcher::new(plan, arrivals(&[0, 0, 0])), ms(10)).iter().map(|s| s.2).collect();
         assert_eq!(sent, [ms(0), ms(0)]);
     }
 
@@ -584,7 +585,10 @@ mod tests {
         assert!(!Dispatcher::new(plan, None).with_units(5).ran_out());
         // An open loop's sends by its arrivals and bounds alone.
         let plan = Plan { requests: Some(2), warmup_time: ms(15), users: Some(1), ..Plan::default() };
-        assert_eq!(Dispatcher::uncapped_sends(&plan, arrivals(&[0, 10, 20, 30, 40]).unwrap(), 100), [0, 10, 20, 30].map(ms));
+        assert_eq!(
+            Dispatcher::uncapped_sends(&plan, arrivals(&[0, 10, 20, 30, 40]).unwrap(), 100),
+            [0, 10, 20, 30].map(ms)
+        );
         let every = Box::new(std::iter::repeat(Duration::ZERO));
         assert_eq!(Dispatcher::uncapped_sends(&Plan { duration: Some(ms(1)), ..Plan::default() }, every, 7).len(), 7);
     }
