@@ -11,6 +11,7 @@ pub mod chunks;
 pub mod civil;
 pub mod config;
 pub mod cost;
+pub mod dispatch;
 pub mod engine;
 pub mod hash;
 pub mod input;

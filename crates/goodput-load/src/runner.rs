@@ -6,12 +6,12 @@ use crate::client::Client;
 use crate::error::{PlanError, RunError, ScheduleError, WorkloadError};
 use crate::schedule::{Arrival, ArrivalSchedule};
 use crate::workload::{Sessions, WorkItem, Workload};
+use goodput_core::dispatch::{self, Dispatcher};
 use goodput_core::RequestRecord;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +19,7 @@ mod sender;
 use sender::Sender;
 
 /// Send times from the run's start, in order (see [`LoadPlan::send_times`]).
-pub type SendTimes = Box<dyn Iterator<Item = Duration> + Send>;
+pub type SendTimes = dispatch::Arrivals;
 
 /// How much load, and for how long.
 #[derive(Debug, Clone)]
@@ -80,38 +80,7 @@ pub struct LoadPlan {
 /// Slot numbers stay the run's, so records of the shards never share an
 /// `id` (a session's turns, numbered as they are sent, are numbered
 /// `k·count + index`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u32,
-    pub count: u32,
-}
-
-impl Shard {
-    /// Of `n` users (or slots) numbered 0…n−1, how many are this shard's
-    /// (those ≡ `index` mod `count`).
-    pub fn share(&self, n: u64) -> u64 {
-        let (i, k) = (u64::from(self.index), u64::from(self.count));
-        (n + k - 1 - i) / k
-    }
-
-    /// Whether slot `i` is this shard's: by arrival index in an open loop,
-    /// by user (`i mod users`) in a closed loop of `users`.
-    pub fn owns(&self, i: u64, closed_users: Option<u64>) -> bool {
-        let k = u64::from(self.count);
-        match closed_users {
-            Some(c) => (i % c) % k == u64::from(self.index),
-            None => i % k == u64::from(self.index),
-        }
-    }
-
-    /// How many of slots 0…n−1 are this shard's.
-    pub fn owned_below(&self, n: u64, closed_users: Option<u64>) -> u64 {
-        match closed_users {
-            Some(c) => n / c * self.share(c) + self.share(n % c),
-            None => self.share(n),
-        }
-    }
-}
+pub use goodput_core::dispatch::Shard;
 
 impl LoadPlan {
     /// The requests (or, with sessions, the sessions) counted, warm-up
@@ -135,9 +104,20 @@ impl LoadPlan {
         self.shard.map_or(n, |s| s.owned_below(n, self.closed_users()))
     }
 
-    /// Whether this process sends slot `i`.
-    fn owns(&self, i: u64) -> bool {
-        self.shard.is_none_or(|s| s.owns(i, self.closed_users()))
+    /// The rules a [`Dispatcher`] applies to this plan's units (requests,
+    /// or sessions).
+    pub fn dispatch_plan(&self) -> dispatch::Plan {
+        dispatch::Plan {
+            requests: self.requests,
+            duration: self.duration,
+            warmup: self.warmup,
+            warmup_time: self.warmup_time,
+            users: self.concurrency,
+            ramp_up: self.ramp_up,
+            user_steps: self.user_steps.clone(),
+            grace: Some(self.grace),
+            shard: self.shard,
+        }
     }
 
     /// Requests this process may have in flight: the cap, or its shard's users' share of it.
@@ -330,11 +310,7 @@ pub async fn run_at<B: Backend>(
     // The run cancels its own requests after a grace (a child token: the
     // caller's abort still cancels them, and the run's stays the run's).
     let control = Control { abort: control.abort.child_token(), ..control };
-    let schedule = plan.send_times()?;
-    let (cap, ramp) = user_slots(plan, origin);
-    // The bounds count from the end of a timed warm-up.
-    let end_of_sending = plan.duration.map(|d| origin + plan.warmup_time + d);
-    let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
+    let dispatcher = Dispatcher::new(plan.dispatch_plan(), plan.send_times()?);
     if plan.sessions.is_some() {
         check_sessions(plan, &workload)?;
     }
@@ -343,90 +319,19 @@ pub async fn run_at<B: Backend>(
         backend,
         workload,
         control: &control,
-        stop: control.stop.clone(),
         origin,
-        cap,
-        end_of_sending,
         // Requests of sessions are numbered as they are sent.
         next_id: Arc::new(AtomicU64::new(0)),
     };
-    let sending = sender.send_all(schedule, tx);
-
     let mut records = Vec::new();
-    let collector = async {
-        while let Some(r) = rx.recv().await {
+    sender
+        .drive(dispatcher, |r| {
             sink.record(&r);
             records.push(r);
-        }
-    };
-    tokio::select! {
-        _ = async { tokio::join!(sending, collector) } => {}
-        _ = watchdog(&control, end_of_sending, plan.grace) => unreachable!("the watchdog never completes"),
-    }
-    // A run that ended within its ramp-up leaves no users still to join.
-    if let Some(r) = ramp {
-        r.abort();
-    }
+        })
+        .await;
     records.sort_by_key(|r| r.end);
     Ok(RunOutput { records, interrupted: control.stop.is_cancelled(), origin })
-}
-
-/// The cap on requests in flight (a closed loop's users), and the task that
-/// lets them join over the ramp-up. A closed loop's users join one by one
-/// over the ramp-up; with a rate the rate ramps and the cap stands from the
-/// start.
-fn user_slots(plan: &LoadPlan, origin: Instant) -> (Option<Arc<Semaphore>>, Option<tokio::task::JoinHandle<()>>) {
-    let ramp_users = plan.rate.is_none() && plan.trace.is_none() && !plan.ramp_up.is_zero();
-    let local = plan.local_concurrency();
-    let cap = local.map(|c| Arc::new(Semaphore::new(if ramp_users { 0 } else { c })));
-    let ramp = match (&cap, plan.concurrency, ramp_users) {
-        (Some(sem), Some(c), true) => {
-            let (sem, ramp, shard) = (sem.clone(), plan.ramp_up, plan.shard);
-            Some(tokio::spawn(async move {
-                // A shard's users join when they would in the whole run.
-                for k in (0..c).filter(|k| shard.is_none_or(|s| s.owns(*k as u64, None))) {
-                    tokio::time::sleep_until(origin + ramp.mul_f64(k as f64 / c as f64)).await;
-                    sem.add_permits(1);
-                }
-            }))
-        }
-        _ => None,
-    };
-    let ramp = match (&cap, plan.concurrency, plan.user_steps.is_empty()) {
-        (Some(sem), Some(c), false) => Some(tokio::spawn(step_users(sem.clone(), c, plan.user_steps.clone(), origin))),
-        _ => ramp,
-    };
-    (cap, ramp)
-}
-
-/// Changes the cap on users at each step's time: permits added for users
-/// who join, and for users who leave, permits taken as their requests end
-/// (the semaphore is fair: those waiting go before any new send).
-async fn step_users(sem: Arc<Semaphore>, mut users: usize, steps: Vec<(Duration, usize)>, origin: Instant) {
-    /// Users still to leave when the run ends leave with it.
-    struct Leaving(Vec<tokio::task::JoinHandle<()>>);
-    impl Drop for Leaving {
-        fn drop(&mut self) {
-            self.0.iter().for_each(|l| l.abort());
-        }
-    }
-    let mut leaving = Leaving(Vec::new());
-    for (at, to) in steps {
-        tokio::time::sleep_until(origin + at).await;
-        if to > users {
-            sem.add_permits(to - users);
-        } else if to < users {
-            let (sem, n) = (sem.clone(), (users - to) as u32);
-            leaving.0.push(tokio::spawn(async move {
-                if let Ok(p) = sem.acquire_many_owned(n).await {
-                    p.forget();
-                }
-            }));
-        }
-        users = to;
-    }
-    // `leaving` is held until the run ends: this task is aborted then.
-    std::future::pending::<()>().await;
 }
 
 /// Fails before the run rather than in every session: the workload cannot
@@ -438,25 +343,6 @@ fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), WorkloadEr
         s.shape(plan.seed, 0, workload.conversation_turns(0))?;
     }
     Ok(())
-}
-
-/// After a stop, or the end of sending when a duration bounds the run
-/// (whichever comes first), in-flight requests get `grace` before they are
-/// cancelled: a timed run's window ends at most `grace` after its duration,
-/// however slow the server.
-async fn watchdog(control: &Control, end_of_sending: Option<Instant>, grace: Duration) {
-    tokio::select! {
-        _ = control.stop.cancelled() => {}
-        _ = async {
-            match end_of_sending {
-                Some(t) => tokio::time::sleep_until(t).await,
-                None => std::future::pending().await,
-            }
-        } => {}
-    }
-    tokio::time::sleep(grace).await;
-    control.abort.cancel();
-    std::future::pending::<()>().await
 }
 
 #[cfg(test)]
@@ -593,6 +479,56 @@ mod tests {
         got.sort();
         assert_eq!(got, want);
         assert!(out.records.iter().all(|r| r.sent >= r.scheduled && r.sent - r.scheduled < Duration::from_millis(1)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_dispatcher_runs_on_tokio_s_paused_clock() {
+        // The dispatcher alone, on tokio's timers with time paused (from the
+        // runtime's start, so that the timer wheel's milliseconds are the
+        // clock's): two users, five 100 ms requests, 150 ms of sending and
+        // 30 ms of grace.
+        let origin = Instant::now();
+        let plan = dispatch::Plan {
+            requests: Some(5),
+            duration: Some(Duration::from_millis(150)),
+            users: Some(2),
+            grace: Some(Duration::from_millis(30)),
+            ..dispatch::Plan::default()
+        };
+        let mut d = Dispatcher::new(plan, None);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let (mut going, mut sent, mut cancelled) = (0, Vec::new(), None);
+        loop {
+            while let Some(a) = d.next_action(origin.elapsed()) {
+                match a {
+                    dispatch::Action::Send { unit, sent: at, .. } => {
+                        sent.push((unit, at, origin.elapsed()));
+                        going += 1;
+                        let tx = tx.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            let _ = tx.send(());
+                        });
+                    }
+                    dispatch::Action::CancelAll { at } => cancelled = Some(at),
+                    dispatch::Action::Turn { .. } => unreachable!("no sessions"),
+                }
+            }
+            if d.finished() && going == 0 && cancelled.is_some() {
+                break;
+            }
+            let wake = d.next_wake().map(|t| origin + t);
+            tokio::select! {
+                _ = rx.recv() => {
+                    going -= 1;
+                    d.done(origin.elapsed());
+                }
+                _ = async { tokio::time::sleep_until(wake.unwrap()).await }, if wake.is_some() => {}
+            }
+        }
+        let ms = Duration::from_millis;
+        assert_eq!(sent, [(0, ms(0), ms(0)), (1, ms(0), ms(0)), (2, ms(100), ms(100)), (3, ms(100), ms(100))]);
+        assert_eq!((cancelled, origin.elapsed()), (Some(ms(180)), ms(200)), "cancelled at 150 + 30 ms");
     }
 
     #[tokio::test(start_paused = true)]

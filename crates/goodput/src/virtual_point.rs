@@ -9,6 +9,7 @@ use crate::setup;
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::assemble::{assemble, attach_server_side, Assembly, ServerSide};
 use goodput_core::config::{EngineSettings, WorkloadConfig};
+use goodput_core::dispatch::Dispatcher;
 use goodput_core::engine::{EngineSeries, SimulatedEngine};
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
 use goodput_load::client::Cancellation;
@@ -18,7 +19,7 @@ use goodput_sim::engine::{
     VirtualLoad, VirtualRequest, VirtualTurn,
 };
 use goodput_sim::template::ChatTemplate;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
@@ -121,23 +122,11 @@ pub fn virtual_load(
     if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
         bail!("the run has no end: give --requests N and/or --duration D");
     }
-    let arrivals: Option<Vec<std::time::Duration>> = match plan.send_times()? {
-        Some(sched) => {
-            let warm = |i: usize, at: std::time::Duration| (i as u64) < plan.warmup || at < plan.warmup_time;
-            // As bench sends them: warm-up first, then the bounds.
-            let end = plan.duration.map(|d| plan.warmup_time + d);
-            let (mut v, mut measured) = (Vec::new(), 0u64);
-            for at in sched.take(10_000_000) {
-                if plan.requests.is_some_and(|n| measured >= n) || end.is_some_and(|e| at >= e) {
-                    break;
-                }
-                measured += u64::from(!warm(v.len(), at));
-                v.push(at);
-            }
-            Some(v)
-        }
-        None => None,
-    };
+    // The load's rules, as bench applies them: the simulated run applies
+    // them again; an open loop's arrivals and bounds say here how many
+    // units to give lengths to.
+    let rules = plan.dispatch_plan();
+    let arrivals = plan.send_times()?.map(|sched| Dispatcher::uncapped_sends(&rules, sched, 10_000_000));
     let n = match (&arrivals, plan.requests) {
         (Some(a), _) => a.len() as u64,
         (None, Some(n)) => n + plan.warmup + timed_warmup,
@@ -188,22 +177,7 @@ pub fn virtual_load(
             context = context.saturating_add(l.output);
         }
     }
-    // A rate's ramp is in its arrivals; a closed loop's users join over it.
-    let ramp_up = if arrivals.is_none() { plan.ramp_up } else { Duration::ZERO };
-    // A timed open loop ends as bench's does: what is still in flight a
-    // grace after the end of sending is cancelled.
-    let cancel_at = plan.sending_time().filter(|_| arrivals.is_some()).map(|t| t + plan.grace);
-    Ok(VirtualLoad {
-        requests,
-        arrivals: arrivals.map(|_| sent_at),
-        concurrency: plan.concurrency.map(|c| c as u32),
-        ramp_up,
-        seed: plan.seed,
-        stop_sending: plan.sending_time(),
-        cancel_at,
-        user_steps: plan.user_steps.iter().map(|&(t, u)| (t, u as u32)).collect(),
-        prompts,
-    })
+    Ok(VirtualLoad { requests, arrivals: arrivals.map(|_| sent_at), plan: rules, seed: plan.seed, prompts })
 }
 
 /// The engine's view, with its KV and queue series, as the result keeps it.
@@ -243,30 +217,19 @@ pub fn run_virtual(
     cancel: Option<Cancellation>,
 ) -> Result<SimRun> {
     let mut timed_warmup = 0;
+    let open_loop = plan.rate.is_some() || plan.trace.is_some();
     loop {
         let load = virtual_load(plan, workload, timed_warmup, server.prompts, cancel)?;
-        let mut run = simulate(server.engine, &load)?;
-        // A session is warm-up as a whole, as its first turn is: the count
-        // and the timed warm-up are of sessions.
-        let opened: HashMap<u64, Duration> =
-            run.records.iter().filter_map(|r| r.session.filter(|s| s.turn == 1).map(|s| (s.id, r.scheduled))).collect();
-        let mut warm_units = HashSet::new();
-        for r in &mut run.records {
-            let (unit, at) = match r.session {
-                Some(s) => (s.id, opened.get(&s.id).copied().unwrap_or(r.scheduled)),
-                None => (r.id, r.scheduled),
-            };
-            r.warmup = unit < plan.warmup || at < plan.warmup_time;
-            if r.warmup && unit >= plan.warmup {
-                warm_units.insert(unit);
-            }
-        }
-        let warm = warm_units.len() as u64;
-        let open_loop = plan.rate.is_some() || plan.trace.is_some();
-        if open_loop || warm <= timed_warmup {
+        let run = simulate(server.engine, &load)?;
+        // The units (requests, or sessions) the timed warm-up took beyond
+        // the counted warm-up.
+        let warm: HashSet<u64> =
+            run.records.iter().filter(|r| r.warmup).map(|r| r.session.map_or(r.id, |s| s.id)).collect();
+        let more = (warm.len() as u64).saturating_sub(plan.warmup);
+        if open_loop || !run.ran_out || more <= timed_warmup {
             return Ok(run);
         }
-        timed_warmup = warm;
+        timed_warmup = more;
     }
 }
 

@@ -1,136 +1,111 @@
-//! The sending side of a run: each request at its time and in a user slot,
-//! single requests and multi-turn sessions, each on a task of its own.
+//! The sending side of a run: the [`Dispatcher`] driven on tokio's clock,
+//! each request it sends (or session it starts) on a task of its own.
 
-use super::{Backend, Control, LoadPlan, SendTimes, Shard};
+use super::{Backend, Control, LoadPlan, Shard};
 use crate::workload::{Conversation, Sessions, WorkItem, Workload};
+use goodput_core::dispatch::{Action, Dispatcher};
 use goodput_core::{RequestRecord, SessionTurn};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The sending side of a run: waits for each request's time and user slot,
-/// then sends it (or starts its session) on a task of its own.
+/// The sending side of a run: tells the dispatcher the time and the slots
+/// that free, and sends what it says is due.
 pub(super) struct Sender<'a, B> {
     pub(super) plan: &'a LoadPlan,
     pub(super) backend: Arc<B>,
     pub(super) workload: Arc<Workload>,
     pub(super) control: &'a Control,
-    pub(super) stop: CancellationToken,
     pub(super) origin: Instant,
-    pub(super) cap: Option<Arc<Semaphore>>,
-    pub(super) end_of_sending: Option<Instant>,
     pub(super) next_id: Arc<AtomicU64>,
 }
 
+/// What a request's or a session's task tells the sender.
+enum Event {
+    /// A lone request ended: its record, and its user is free.
+    Finished(RequestRecord),
+    /// A session's turn ended.
+    Record(RequestRecord),
+    /// A session's turn ended and its next is due at `due`: `go` says when.
+    TurnEnded { unit: u64, due: Duration, go: oneshot::Sender<()> },
+    /// A session ended: its user is free, unless the dispatcher freed it
+    /// when it cut the session.
+    SessionEnded { free: bool },
+}
+
 impl<B: Backend> Sender<'_, B> {
-    /// Sends until the plan's count, duration, schedule or a stop ends it.
-    pub(super) async fn send_all(&self, mut schedule: Option<SendTimes>, tx: mpsc::UnboundedSender<RequestRecord>) {
-        let mut i: u64 = 0;
-        // Warm-up requests sent so far: the measured ones are the rest. A
-        // request due after the timed warm-up is measured, and so is every
-        // later one (due times only grow), so the count is final once one is.
-        let mut warm: u64 = 0;
-        // A closed loop's shard cannot know which of the other shards'
-        // requests fall in a timed warm-up: it sends its users' share of
-        // the measured count instead.
-        let plan = self.plan;
-        let quota = match (plan.shard, plan.closed_users(), plan.requests) {
-            (Some(s), Some(c), Some(n)) if !plan.warmup_time.is_zero() => Some(s.owned_below(n, Some(c))),
-            _ => None,
-        };
-        let mut measured: u64 = 0;
+    /// Sends until the plan's count, duration, schedule or a stop ends
+    /// sending and the last request has ended, giving each record to `keep`.
+    pub(super) async fn drive(&self, mut dispatcher: Dispatcher, mut keep: impl FnMut(RequestRecord)) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Event>();
+        // Requests and sessions going, and sessions waiting for their next turn.
+        let mut going = 0usize;
+        let mut waiting: HashMap<u64, oneshot::Sender<()>> = HashMap::new();
+        let stop = self.control.stop.clone();
+        let mut stopped = false;
         loop {
-            let done = match quota {
-                Some(q) => measured >= q,
-                None => plan.requests.is_some_and(|n| i - warm >= n),
-            };
-            if done {
+            let now = self.origin.elapsed();
+            while let Some(action) = dispatcher.next_action(now) {
+                match action {
+                    Action::Send { unit, scheduled, warmup, .. } => {
+                        going += 1;
+                        self.start(unit, scheduled, warmup, &tx);
+                    }
+                    Action::Turn { unit, .. } => {
+                        if let Some(go) = waiting.remove(&unit) {
+                            let _ = go.send(());
+                        }
+                    }
+                    // After a stop, or the end of sending when a duration
+                    // bounds the run, in-flight requests get the grace.
+                    Action::CancelAll { .. } => self.control.abort.cancel(),
+                }
+            }
+            if dispatcher.finished() && going == 0 {
                 break;
             }
-            if !plan.owns(i) {
-                // Another shard's slot counts towards the bounds as the one
-                // run counts it, and takes its place in the schedule.
-                let at = match schedule.as_mut() {
-                    Some(s) => {
-                        let Some(at) = s.next() else { break };
-                        if plan.duration.is_some_and(|d| at >= plan.warmup_time + d) {
-                            break;
-                        }
-                        Some(at)
-                    }
-                    None => None,
-                };
-                warm += u64::from(i < plan.warmup || at.is_some_and(|at| at < plan.warmup_time));
-                i += 1;
-                continue;
-            }
-            let Some((scheduled, permit)) = self.next_slot(&mut schedule).await else { break };
-            // Closed loop: the request was due the moment a user slot freed.
-            let scheduled = scheduled.unwrap_or_else(|| self.origin.elapsed());
-            let warmup = i < plan.warmup || scheduled < plan.warmup_time;
-            warm += u64::from(warmup);
-            measured += u64::from(!warmup);
-            self.dispatch(i, scheduled, warmup, permit, &tx);
-            i += 1;
-        }
-        drop(tx);
-    }
-
-    /// Waits for the next request's due time (open loop) and user slot
-    /// (closed loop): its due time, if scheduled, and its slot; `None` when
-    /// sending is over.
-    async fn next_slot(
-        &self,
-        schedule: &mut Option<SendTimes>,
-    ) -> Option<(Option<Duration>, Option<OwnedSemaphorePermit>)> {
-        let (plan, stop) = (self.plan, &self.stop);
-        let mut scheduled = None;
-        if let Some(s) = schedule.as_mut() {
-            // A trace ends; a rate's schedule does not.
-            let at = s.next()?;
-            if plan.duration.is_some_and(|d| at >= plan.warmup_time + d) {
-                return None;
-            }
+            let wake = dispatcher.next_wake().map(|t| self.origin + t);
             tokio::select! {
-                _ = tokio::time::sleep_until(self.origin + at) => {}
-                _ = stop.cancelled() => return None,
+                event = rx.recv() => {
+                    let now = self.origin.elapsed();
+                    match event.expect("the sender holds a sender of its own") {
+                        Event::Finished(r) => {
+                            keep(r);
+                            going -= 1;
+                            dispatcher.done(now);
+                        }
+                        Event::Record(r) => keep(r),
+                        Event::TurnEnded { unit, due, go } => {
+                            if dispatcher.turn_ended(unit, now, due) {
+                                waiting.insert(unit, go);
+                            }
+                        }
+                        Event::SessionEnded { free } => {
+                            going -= 1;
+                            if free {
+                                dispatcher.done(now);
+                            }
+                        }
+                    }
+                }
+                _ = stop.cancelled(), if !stopped => {
+                    stopped = true;
+                    // Sessions waiting for a turn are cut: dropping `go` ends them.
+                    for unit in dispatcher.stop(self.origin.elapsed()) {
+                        waiting.remove(&unit);
+                    }
+                }
+                _ = sleep_until_some(wake) => {}
             }
-            scheduled = Some(at);
-        }
-        let permit = match &self.cap {
-            Some(sem) => tokio::select! {
-                p = sem.clone().acquire_owned() => Some(p.expect("the semaphore is never closed")),
-                _ = stop.cancelled() => return None,
-                _ = self.sleep_until_end() => return None,
-            },
-            None => None,
-        };
-        if stop.is_cancelled() || self.end_of_sending.is_some_and(|t| Instant::now() >= t) {
-            return None;
-        }
-        Some((scheduled, permit))
-    }
-
-    async fn sleep_until_end(&self) {
-        match self.end_of_sending {
-            Some(t) => tokio::time::sleep_until(t).await,
-            None => std::future::pending().await,
         }
     }
 
-    /// Starts request `i` (or session `i`) on a task of its own, holding
-    /// `permit` until it is done.
-    fn dispatch(
-        &self,
-        i: u64,
-        scheduled: Duration,
-        warmup: bool,
-        permit: Option<OwnedSemaphorePermit>,
-        tx: &mpsc::UnboundedSender<RequestRecord>,
-    ) {
+    /// Starts request `i` (or session `i`) on a task of its own.
+    fn start(&self, i: u64, scheduled: Duration, warmup: bool, tx: &mpsc::UnboundedSender<Event>) {
         let (backend, workload, tx, abort) =
             (self.backend.clone(), self.workload.clone(), tx.clone(), self.control.abort.clone());
         let origin = self.origin;
@@ -142,14 +117,12 @@ impl<B: Backend> Sender<'_, B> {
                 sessions: sessions.clone(),
                 seed: self.plan.seed,
                 origin,
-                end_of_sending: self.end_of_sending,
-                stop: self.stop.clone(),
                 abort,
                 sent: self.control.sent.clone(),
                 next_id: self.next_id.clone(),
                 shard: self.plan.shard,
             };
-            tokio::spawn(talk.hold(backend, workload, tx, permit));
+            tokio::spawn(talk.hold(backend, workload, tx));
             return;
         }
         let id = i;
@@ -158,9 +131,15 @@ impl<B: Backend> Sender<'_, B> {
             let item = workload.item(id);
             let mut rec = backend.execute(id, item, scheduled, origin, abort).await;
             rec.warmup = warmup;
-            drop(permit);
-            let _ = tx.send(rec);
+            let _ = tx.send(Event::Finished(rec));
         });
+    }
+}
+
+async fn sleep_until_some(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -173,8 +152,6 @@ struct Session {
     sessions: Sessions,
     seed: u64,
     origin: Instant,
-    end_of_sending: Option<Instant>,
-    stop: CancellationToken,
     abort: CancellationToken,
     sent: Arc<AtomicU64>,
     next_id: Arc<AtomicU64>,
@@ -184,34 +161,27 @@ struct Session {
 
 impl Session {
     /// Asks the session's questions in turn, each with the history before it,
-    /// each after the answer before it and a think time, holding the user
-    /// slot (`permit`) throughout. A failed turn ends the session (its
-    /// history would have a hole), and so does the end of sending.
-    async fn hold<B: Backend>(
-        self,
-        backend: Arc<B>,
-        workload: Arc<Workload>,
-        tx: mpsc::UnboundedSender<RequestRecord>,
-        permit: Option<OwnedSemaphorePermit>,
-    ) {
+    /// each when the dispatcher says (after the answer before it and a think
+    /// time), its user's slot held throughout. A failed turn ends the session
+    /// (its history would have a hole), and so does the end of sending.
+    async fn hold<B: Backend>(self, backend: Arc<B>, workload: Arc<Workload>, tx: mpsc::UnboundedSender<Event>) {
         let Ok((turns, think)) = self.sessions.shape(self.seed, self.id, workload.conversation_turns(self.id)) else {
-            return; // checked before the run (the same for every session)
+            // Checked before the run (the same for every session).
+            let _ = tx.send(Event::SessionEnded { free: true });
+            return;
         };
         let mut conversation = Conversation::default();
         let mut due = self.first;
+        let mut free = true;
         for turn in 0..turns {
             if turn > 0 {
-                let at = self.origin + due;
-                if self.end_of_sending.is_some_and(|end| at >= end) {
+                let (go, wait) = oneshot::channel();
+                let _ = tx.send(Event::TurnEnded { unit: self.id, due, go });
+                if wait.await.is_err() {
+                    // Cut by the end of sending or a stop, which freed the user.
+                    free = false;
                     break;
                 }
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at) => {}
-                    _ = self.stop.cancelled() => break,
-                }
-            }
-            if self.stop.is_cancelled() {
-                break;
             }
             let Ok(question) = workload.question(self.id, turn) else { break };
             let this = SessionTurn { id: self.id, turn: turn + 1, turns };
@@ -223,13 +193,13 @@ impl Session {
             rec.warmup = self.warmup;
             rec.session = Some(this);
             let (ok, end, tokens) = (rec.outcome.is_success(), rec.end, rec.output_tokens);
-            let _ = tx.send(rec);
+            let _ = tx.send(Event::Record(rec));
             if !ok {
                 break;
             }
             conversation.answered(reply.unwrap_or_default(), tokens);
             due = end + think.get(turn as usize).copied().unwrap_or_default();
         }
-        drop(permit);
+        let _ = tx.send(Event::SessionEnded { free });
     }
 }

@@ -9,6 +9,7 @@ use super::error::Error;
 use super::kv::Prompt;
 use super::scheduler::{Engine, StepOutcome};
 use crate::template::ChatTemplate;
+pub use goodput_core::dispatch::Plan;
 use goodput_core::{Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, SessionTurn};
 use run::VirtualRun;
 #[cfg(test)]
@@ -66,35 +67,26 @@ impl VirtualRequest {
     }
 }
 
-/// Requests and how they are sent. Requests go in order. With `arrivals`,
-/// request i is sent at `arrivals[i]` (open loop); with `concurrency`, no
-/// more than that many are in flight, a new one going when one finishes
-/// (closed loop); with both, a request goes at its arrival time or when a
-/// slot frees, whichever is later; with neither, all go at once (a burst).
+/// Requests and how they are sent. Requests go in order, by the rules of
+/// `plan` (those of a live run: see [`goodput_core::dispatch`]), its units
+/// being lone requests and sessions. With `arrivals`, request i is due at
+/// `arrivals[i]` (open loop); with `plan.users`, no more than that many units
+/// are in flight, a new one going when one finishes (closed loop); with both,
+/// a unit goes at its arrival time or when a slot frees, whichever is later;
+/// with neither, all go at once (a burst).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VirtualLoad {
     pub requests: Vec<VirtualRequest>,
-    /// Absolute send times from the run's start, non-decreasing.
+    /// Absolute send times from the run's start, non-decreasing; a session's
+    /// later turns take its first's.
     pub arrivals: Option<Vec<Duration>>,
-    pub concurrency: Option<u32>,
-    /// A closed loop's users join one by one over this long (user k of c at
-    /// k/c of it); zero: all at once.
-    pub ramp_up: Duration,
+    /// The load's rules: users, their ramp-up and steps, warm-up, the count
+    /// and duration that end sending, and the grace after which the run's
+    /// end cancels what is still in flight. Its units beyond `requests` are
+    /// not sent ([`SimRun::ran_out`] says the plan wanted them).
+    pub plan: Plan,
     /// Salt for the unique part of each prompt.
     pub seed: u64,
-    /// No session's later turn is sent at or after this: the session is
-    /// cut there, as a real run's end of sending cuts it.
-    pub stop_sending: Option<Duration>,
-    /// The run's end: requests still going then are cancelled (not
-    /// abandoned: the client did not choose to leave them), as a timed
-    /// bench run cancels what is in flight a grace after its duration.
-    /// Nothing is sent at or after it.
-    pub cancel_at: Option<Duration>,
-    /// A closed loop whose users change over the run: from each
-    /// `(at, users)` on, the cap is `users` (new users send at once; users
-    /// leave as their requests end). In time order; empty: `concurrency`
-    /// throughout.
-    pub user_steps: Vec<(Duration, u32)>,
     /// What the server adds to each prompt before it counts and prefills it.
     pub prompts: PromptKind,
 }
@@ -147,7 +139,8 @@ impl PromptKind {
 
 impl VirtualLoad {
     pub fn closed_loop(requests: Vec<VirtualRequest>, concurrency: u32) -> VirtualLoad {
-        VirtualLoad { requests, concurrency: Some(concurrency), ..VirtualLoad::default() }
+        let plan = Plan { users: Some(concurrency as usize), ..Plan::default() };
+        VirtualLoad { requests, plan, ..VirtualLoad::default() }
     }
 
     pub fn open_loop(requests: Vec<VirtualRequest>, arrivals: Vec<Duration>) -> VirtualLoad {
@@ -160,10 +153,11 @@ impl VirtualLoad {
     }
 
     fn check(&self) -> Result<(), Error> {
-        if self.concurrency == Some(0) {
+        let plan = &self.plan;
+        if plan.users == Some(0) {
             return Err(Error::InvalidLoad("concurrency must be at least 1".into()));
         }
-        if !self.user_steps.is_empty() && (self.concurrency.is_none() || !self.ramp_up.is_zero()) {
+        if !plan.user_steps.is_empty() && (plan.users.is_none() || !plan.ramp_up.is_zero()) {
             return Err(Error::InvalidLoad(
                 "users that change over the run need a closed loop without a ramp-up".into(),
             ));
@@ -238,6 +232,9 @@ pub struct SimRun {
     /// In request order, stamped on the virtual clock.
     pub records: Vec<RequestRecord>,
     pub engine: EngineView,
+    /// The load's plan wanted more units than its requests held (a closed
+    /// loop's timed warm-up takes an unknown number of them).
+    pub ran_out: bool,
 }
 
 /// Runs `load` against an engine built from `cfg`, in virtual time. A request
@@ -254,8 +251,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
         // Send every request whose time has come: its arrival, or the moment
         // a slot freed, whichever is later. Later turns of sessions go on
         // their own, after the turn before them.
-        run.send_due_turns();
-        run.send_due_requests();
+        run.send_due();
         run.admit_arrived()?;
 
         if run.engine.step_into(&mut run.out) {
@@ -351,8 +347,8 @@ mod tests {
     #[test]
     fn a_ramp_up_opens_the_users_one_by_one() {
         let cfg = h100_8b();
-        let load =
-            VirtualLoad { ramp_up: Duration::from_millis(400), ..VirtualLoad::closed_loop(same(8, 300, 200), 4) };
+        let mut load = VirtualLoad::closed_loop(same(8, 300, 200), 4);
+        load.plan.ramp_up = Duration::from_millis(400);
         let run = simulate(&cfg, &load).unwrap();
         let first: Vec<Duration> = run.records[..4].iter().map(|r| r.sent).collect();
         assert_eq!(first, [0, 100, 200, 300].map(Duration::from_millis));
@@ -370,7 +366,7 @@ mod tests {
             assert_eq!((r.scheduled, r.sent), (a, a));
         }
         let mut capped = VirtualLoad::open_loop(same(20, 100, 50), arrivals.clone());
-        capped.concurrency = Some(2);
+        capped.plan.users = Some(2);
         let run = simulate(&cfg, &capped).unwrap();
         assert_eq!(run.records[0].sent, Duration::ZERO);
         assert_eq!(run.records[2].scheduled, arrivals[2]);
@@ -526,7 +522,8 @@ mod tests {
         assert_eq!(by(2, 1).sent, by(0, 3).end.min(by(1, 3).end));
         // The end of sending cuts sessions whose next turn falls after it.
         let stop = by(0, 2).sent + Duration::from_millis(1);
-        let load = VirtualLoad { stop_sending: Some(stop), ..VirtualLoad::closed_loop(sessions(2, 3), 2) };
+        let mut load = VirtualLoad::closed_loop(sessions(2, 3), 2);
+        load.plan.duration = Some(stop);
         let cut = simulate(&cfg, &load).unwrap();
         let turns: Vec<u32> = cut.records.iter().map(|r| r.session.unwrap().turn).collect();
         assert_eq!(turns, [1, 2, 1, 2]);
@@ -601,8 +598,12 @@ mod tests {
         // ends at 1 s: those sent by then are cancelled at exactly 1 s, with
         // the tokens they had, and not as abandoned; none is sent at or after it.
         let end = Duration::from_secs(1);
-        let load =
-            VirtualLoad { cancel_at: Some(end), ..VirtualLoad::open_loop(same(20, 256, 500), constant_rate(20, 10.0)) };
+        let ends = |mut load: VirtualLoad| {
+            load.plan.duration = Some(end);
+            load.plan.grace = Some(Duration::ZERO);
+            load
+        };
+        let load = ends(VirtualLoad::open_loop(same(20, 256, 500), constant_rate(20, 10.0)));
         let run = simulate(&h100_8b(), &load).unwrap();
         assert_eq!(run.records.len(), 10, "sent at 0, 0.1, … 0.9 s");
         for r in &run.records {
@@ -615,7 +616,7 @@ mod tests {
         // A client's own earlier give-up is still its own.
         let mut requests = same(2, 256, 500);
         requests[0].give_up_after = Some(Duration::from_millis(300));
-        let load = VirtualLoad { cancel_at: Some(end), ..VirtualLoad::open_loop(requests, constant_rate(2, 10.0)) };
+        let load = ends(VirtualLoad::open_loop(requests, constant_rate(2, 10.0)));
         let run = simulate(&h100_8b(), &load).unwrap();
         assert!(run.records[0].abandoned && run.records[0].end == Duration::from_millis(300));
         assert!(!run.records[1].abandoned && run.records[1].end == end);
@@ -625,11 +626,9 @@ mod tests {
     fn users_join_and_leave_at_their_steps_and_the_end_of_sending_ends_a_closed_loop() {
         // 2 users, 4 from 2 s, 1 from 5 s; sending ends at 8 s.
         let secs = Duration::from_secs;
-        let load = VirtualLoad {
-            user_steps: vec![(secs(2), 4), (secs(5), 1)],
-            stop_sending: Some(secs(8)),
-            ..VirtualLoad::closed_loop(same(10_000, 256, 100), 2)
-        };
+        let mut load = VirtualLoad::closed_loop(same(10_000, 256, 100), 2);
+        load.plan.user_steps = vec![(secs(2), 4), (secs(5), 1)];
+        load.plan.duration = Some(secs(8));
         let run = simulate(&h100_8b(), &load).unwrap();
         let in_flight_at = |t: Duration| run.records.iter().filter(|r| r.sent <= t && r.end > t).count();
         let longest = run.records.iter().map(|r| r.end - r.sent).max().unwrap();

@@ -3,6 +3,7 @@
 //! later turns, give-ups, the records and the engine's samples.
 
 use super::*;
+use goodput_core::dispatch::{Action, Dispatcher};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -14,21 +15,16 @@ pub(super) struct VirtualRun<'a> {
     cfg: &'a EngineConfig,
     load: &'a VirtualLoad,
     pub(super) engine: Engine,
-    n: usize,
     frontend: Duration,
-    capped: bool,
-    /// Slots free from the start, then the times later slots freed (finishes
-    /// come in time order, so this queue is sorted).
-    initial_slots: usize,
-    /// When each first slot opens: all at once, or one by one over the ramp-up.
-    first_slots: usize,
-    users: usize,
-    freed: VecDeque<Duration>,
+    /// The load's rules: what is sent when.
+    dispatcher: Dispatcher,
+    /// Each unit's first request (a lone request, or a session's first
+    /// turn), each request's unit, and the units that are warm-up.
+    first_of: Vec<usize>,
+    unit_of: Vec<u64>,
+    warm: Vec<bool>,
     transit: VecDeque<(Duration, usize)>,
-    /// Later turns of sessions, by the time they are due.
-    follow: BinaryHeap<Reverse<(Duration, usize)>>,
     records: Vec<Option<RequestRecord>>,
-    next: usize,
     pub(super) now: Duration,
     pub(super) out: StepOutcome,
     samples: Vec<EngineSample>,
@@ -39,33 +35,35 @@ pub(super) struct VirtualRun<'a> {
     give_ups: BinaryHeap<Reverse<(Duration, usize, bool)>>,
     /// The requests the run's end cancelled.
     cut_at_end: Vec<usize>,
-    /// The changes of users still to come, and the users now.
-    steps: VecDeque<(Duration, usize)>,
-    users_now: usize,
-    /// Slots that free and are not taken again: users who left.
-    owed: usize,
 }
 
 impl<'a> VirtualRun<'a> {
     pub(super) fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
         let engine = Engine::new(cfg.clone())?;
         let n = load.requests.len();
-        let initial_slots = load.concurrency.map_or(n, |c| (c as usize).min(n));
+        let (mut first_of, mut unit_of) = (Vec::new(), Vec::with_capacity(n));
+        for (i, r) in load.requests.iter().enumerate() {
+            if !r.follows() {
+                first_of.push(i);
+            }
+            unit_of.push(first_of.len() as u64 - 1);
+        }
+        let arrivals = load.arrivals.as_ref().map(|a| {
+            let units: Vec<Duration> = first_of.iter().map(|&i| a[i]).collect();
+            Box::new(units.into_iter()) as goodput_core::dispatch::Arrivals
+        });
+        let dispatcher = Dispatcher::new(load.plan.clone(), arrivals).with_units(first_of.len() as u64);
         Ok(VirtualRun {
             cfg,
             load,
             engine,
-            n,
             frontend: cfg.calibration.frontend_overhead(),
-            capped: load.concurrency.is_some(),
-            initial_slots,
-            first_slots: initial_slots,
-            users: load.concurrency.map_or(n, |c| c as usize).max(1),
-            freed: VecDeque::new(),
+            dispatcher,
+            warm: vec![false; first_of.len()],
+            first_of,
+            unit_of,
             transit: VecDeque::new(),
-            follow: BinaryHeap::new(),
             records: vec![None; n],
-            next: 0,
             now: Duration::ZERO,
             out: StepOutcome::default(),
             samples: Vec::new(),
@@ -73,35 +71,22 @@ impl<'a> VirtualRun<'a> {
             next_sample: Duration::ZERO,
             give_ups: BinaryHeap::new(),
             cut_at_end: Vec::new(),
-            steps: load.user_steps.iter().map(|&(t, u)| (t, u as usize)).collect(),
-            users_now: load.concurrency.map_or(n, |c| c as usize),
-            owed: 0,
         })
-    }
-
-    fn arrival(&self, i: usize) -> Duration {
-        self.load.arrivals.as_ref().map_or(Duration::ZERO, |a| a[i])
-    }
-
-    /// When the first slot with `left` still closed opens.
-    fn opens(&self, left: usize) -> Duration {
-        self.load.ramp_up.mul_f64((self.first_slots - left) as f64 / self.users as f64)
     }
 
     fn send(&mut self, i: usize, scheduled: Duration, sent: Duration) {
         let mut record = RequestRecord::new(i as u64, scheduled, sent);
         record.chunks.reserve_exact(self.load.requests[i].output_tokens as usize);
+        record.warmup = self.warm[self.unit_of[i] as usize];
         self.records[i] = Some(record);
         let chosen = self.load.requests[i].give_up_after.map(|after| (sent + after, true));
-        let end = self.load.cancel_at.map(|t| (t.max(sent), false));
+        let end = self.dispatcher.cancel_at().map(|t| (t.max(sent), false));
         if let Some((t, chose)) = [chosen, end].into_iter().flatten().min_by_key(|e| e.0) {
             self.give_ups.push(Reverse((t, i, chose)));
         }
-    }
-
-    /// Keeps `transit` in time order: a later turn may be sent between two
-    /// requests already on their way.
-    fn reach(&mut self, at: Duration, i: usize) {
+        // Keeps `transit` in time order: a later turn may be sent between
+        // two requests already on their way.
+        let at = sent + self.frontend;
         let pos = self.transit.partition_point(|&(t, _)| t <= at);
         self.transit.insert(pos, (at, i));
     }
@@ -114,102 +99,31 @@ impl<'a> VirtualRun<'a> {
             &mut self.engine,
             &mut self.records,
             &mut self.transit,
-            &mut self.freed,
-            self.capped,
+            &mut self.dispatcher,
             self.load,
             &mut self.cut_at_end,
         );
     }
 
-    /// Whether nothing more may be sent: the run's end has come, or (a
-    /// closed loop's) the end of sending.
-    fn sending_over(&self, at: Duration) -> bool {
-        let closed_end = self.load.arrivals.is_none() && self.load.stop_sending.is_some_and(|end| at >= end);
-        closed_end || self.load.cancel_at.is_some_and(|end| at >= end)
-    }
-
-    /// Applies the changes of users due by now: users who join have a
-    /// free slot at the change's time; users who leave take a slot free
-    /// then, or the next ones to free.
-    fn step_users(&mut self) {
-        while let Some(&(at, to)) = self.steps.front().filter(|s| s.0 <= self.now) {
-            self.steps.pop_front();
-            for _ in self.users_now..to {
-                if self.owed > 0 {
-                    self.owed -= 1;
-                } else {
-                    let pos = self.freed.partition_point(|&t| t <= at);
-                    self.freed.insert(pos, at);
+    /// Sends what the dispatcher says is due by now: sessions' later turns
+    /// (each after the turn before it), then units whose arrival and slot
+    /// have come.
+    pub(super) fn send_due(&mut self) {
+        while let Some(action) = self.dispatcher.next_action(self.now) {
+            match action {
+                Action::Send { unit, scheduled, sent, warmup } => {
+                    self.warm[unit as usize] = warmup;
+                    self.send(self.first_of[unit as usize], scheduled, sent);
                 }
-            }
-            for _ in to..self.users_now {
-                if self.initial_slots > 0 {
-                    self.initial_slots -= 1;
-                    self.first_slots -= 1;
-                } else if self.freed.front().is_some_and(|&t| t <= at) {
-                    self.freed.pop_front();
-                } else {
-                    self.owed += 1;
+                Action::Turn { unit, due } => {
+                    // The unit's next request: the turn after the last one sent.
+                    let first = self.first_of[unit as usize];
+                    let next = (first..self.records.len()).find(|&j| self.records[j].is_none()).unwrap_or(first);
+                    self.send(next, due, due);
                 }
+                // Each request's give-up holds the run's end (see `send`).
+                Action::CancelAll { .. } => {}
             }
-            self.users_now = to;
-        }
-        // Slots that free after users left are theirs.
-        while self.owed > 0 && self.freed.front().is_some_and(|&t| t <= self.now) {
-            self.freed.pop_front();
-            self.owed -= 1;
-        }
-    }
-
-    /// Sends the later turns of sessions that are due.
-    pub(super) fn send_due_turns(&mut self) {
-        while let Some(&Reverse((due, i))) = self.follow.peek() {
-            if due > self.now {
-                break;
-            }
-            self.follow.pop();
-            if self.sending_over(due) {
-                continue;
-            }
-            self.send(i, due, due);
-            self.reach(due + self.frontend, i);
-        }
-    }
-
-    /// Passes over later turns: they are sent by [`Self::send_due_turns`].
-    fn skip_later_turns(&mut self) {
-        while self.next < self.n && self.load.requests[self.next].follows() {
-            self.next += 1;
-        }
-    }
-
-    /// Sends the requests (first turns) whose arrival and slot have come.
-    pub(super) fn send_due_requests(&mut self) {
-        self.step_users();
-        self.skip_later_turns();
-        while self.next < self.n {
-            let slot_time = if self.initial_slots > 0 {
-                self.opens(self.initial_slots)
-            } else if let Some(&t) = self.freed.front() {
-                t
-            } else {
-                break;
-            };
-            let next = self.next;
-            let sent = self.arrival(next).max(slot_time);
-            if sent > self.now || self.sending_over(sent) {
-                break;
-            }
-            if self.initial_slots > 0 {
-                self.initial_slots -= 1;
-            } else {
-                self.freed.pop_front();
-            }
-            let scheduled = if self.load.arrivals.is_some() { self.arrival(next) } else { sent };
-            self.send(next, scheduled, sent);
-            self.reach(sent + self.frontend, next);
-            self.next += 1;
-            self.skip_later_turns();
         }
     }
 
@@ -265,15 +179,13 @@ impl<'a> VirtualRun<'a> {
                 finish(record, request, load.prompts.extra(cfg.chat_template, request), now);
                 let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
                 match then.map(|t| now + t.think) {
-                    Some(due) if load.stop_sending.is_none_or(|end| due < end) => {
-                        self.follow.push(Reverse((due, i + 1)))
+                    // The next turn goes after a think time, unless the end
+                    // of sending cuts the session: its user is then free.
+                    Some(due) => {
+                        self.dispatcher.turn_ended(self.unit_of[i], now, due);
                     }
-                    // The session's last turn, or one cut by the end of sending: its user is free.
-                    _ => {
-                        if self.capped {
-                            self.freed.push_back(now);
-                        }
-                    }
+                    // The session's last turn: its user is free.
+                    None => self.dispatcher.done(now),
                 }
             }
         }
@@ -307,20 +219,8 @@ impl<'a> VirtualRun<'a> {
     /// reaching it, being sent, a session's next turn, or a give-up.
     pub(super) fn next_event(&self) -> Option<Duration> {
         let next_reach = self.transit.front().map(|&(t, _)| t);
-        let next_send = (self.next < self.n && !self.sending_over(self.now))
-            .then(|| {
-                let slot = if self.initial_slots > 0 {
-                    Some(self.opens(self.initial_slots))
-                } else {
-                    self.freed.front().copied()
-                };
-                slot.map(|s| self.arrival(self.next).max(s))
-            })
-            .flatten();
-        let next_turn = self.follow.peek().map(|Reverse((t, _))| *t);
         let next_give_up = self.give_ups.peek().map(|Reverse((t, _, _))| *t);
-        let next_step = self.steps.front().map(|s| s.0);
-        [next_reach, next_send, next_turn, next_give_up, next_step].into_iter().flatten().min()
+        [next_reach, next_give_up, self.dispatcher.next_wake()].into_iter().flatten().min()
     }
 
     pub(super) fn into_result(self) -> SimRun {
@@ -335,6 +235,7 @@ impl<'a> VirtualRun<'a> {
         // first) leave no record.
         let records: Vec<RequestRecord> = records.into_iter().flatten().collect();
         let stats = self.engine.stats();
+        let ran_out = self.dispatcher.ran_out();
         let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
         SimRun {
             records,
@@ -353,6 +254,7 @@ impl<'a> VirtualRun<'a> {
                 busy: stats.busy,
                 makespan,
             },
+            ran_out,
         }
     }
 }
@@ -376,8 +278,7 @@ fn give_up(
     engine: &mut Engine,
     records: &mut [Option<RequestRecord>],
     transit: &mut VecDeque<(Duration, usize)>,
-    freed: &mut VecDeque<Duration>,
-    capped: bool,
+    dispatcher: &mut Dispatcher,
     load: &VirtualLoad,
     cut_at_end: &mut Vec<usize>,
 ) {
@@ -406,12 +307,8 @@ fn give_up(
         record.output_tokens_source = CountSource::Chunks;
         record.input_tokens = request.input_tokens as u64;
         record.http_status = Some(200);
-        if capped {
-            // Slots free in time order; a give-up may come before a finish
-            // already queued.
-            let pos = freed.partition_point(|&t| t <= at);
-            freed.insert(pos, at);
-        }
+        // Its user is free then (a session ends with its turn).
+        dispatcher.done(at);
     }
 }
 
