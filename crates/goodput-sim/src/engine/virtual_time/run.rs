@@ -17,12 +17,15 @@ pub(super) struct VirtualRun<'a> {
     n: usize,
     frontend: Duration,
     capped: bool,
-    /// Slots free from the start, then the times later slots freed (finishes
-    /// come in time order, so this queue is sorted).
+    /// Slots free from the start and not yet taken.
     initial_slots: usize,
-    /// When each first slot opens: all at once, or one by one over the ramp-up.
-    first_slots: usize,
+    /// How many first slots there are (one per user the run starts with,
+    /// less those of users who left before taking theirs): [`Self::opens`]
+    /// opens them all at once, or one by one over the ramp-up.
+    first_slot_count: usize,
     users: usize,
+    /// The times later slots freed (finishes come in time order, so this
+    /// queue is sorted).
     freed: VecDeque<Duration>,
     transit: VecDeque<(Duration, usize)>,
     /// Later turns of sessions, by the time they are due.
@@ -59,7 +62,7 @@ impl<'a> VirtualRun<'a> {
             frontend: cfg.calibration.frontend_overhead(),
             capped: load.concurrency.is_some(),
             initial_slots,
-            first_slots: initial_slots,
+            first_slot_count: initial_slots,
             users: load.concurrency.map_or(n, |c| c as usize).max(1),
             freed: VecDeque::new(),
             transit: VecDeque::new(),
@@ -85,7 +88,7 @@ impl<'a> VirtualRun<'a> {
 
     /// When the first slot with `left` still closed opens.
     fn opens(&self, left: usize) -> Duration {
-        self.load.ramp_up.mul_f64((self.first_slots - left) as f64 / self.users as f64)
+        self.load.ramp_up.mul_f64((self.first_slot_count - left) as f64 / self.users as f64)
     }
 
     fn send(&mut self, i: usize, scheduled: Duration, sent: Duration) {
@@ -145,7 +148,7 @@ impl<'a> VirtualRun<'a> {
             for _ in to..self.users_now {
                 if self.initial_slots > 0 {
                     self.initial_slots -= 1;
-                    self.first_slots -= 1;
+                    self.first_slot_count -= 1;
                 } else if self.freed.front().is_some_and(|&t| t <= at) {
                     self.freed.pop_front();
                 } else {
@@ -360,8 +363,6 @@ impl<'a> VirtualRun<'a> {
 /// The id of the template's shared start among a prompt's shared segments.
 const TEMPLATE_START: u64 = 0x7e4d_1a7e_0000_0001;
 
-/// Ends `request`'s record at `now`; its prompt reached the engine `extra`
-/// tokens longer than the workload's (the template's, see [`PromptKind`]).
 /// Gives up on the requests due by `now` (`inclusive`) or before it that
 /// have not finished: the engine aborts each (or it never reaches the
 /// engine), its record ends then, cancelled and abandoned (until the end of
@@ -415,6 +416,8 @@ fn give_up(
     }
 }
 
+/// Ends `request`'s record at `now`; its prompt reached the engine `extra`
+/// tokens longer than the workload's (the template's, see [`PromptKind`]).
 fn finish(record: &mut RequestRecord, request: &VirtualRequest, extra: u32, now: Duration) {
     let out = request.output_tokens as u64;
     record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
