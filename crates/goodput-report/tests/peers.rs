@@ -549,7 +549,7 @@ fn files_that_cannot_be_read_are_said_with_the_fix() {
     let e = refusal("profile_export.jsonl", &lines.join("\n"));
     assert!(e.contains("line 3: metadata.request_start_ns is not a time"), "{e}");
     let mut third: Value =
-        serde_json::from_str(&printed("aiperf/profile_export.jsonl").lines().nth(2).unwrap()).unwrap();
+        serde_json::from_str(printed("aiperf/profile_export.jsonl").lines().nth(2).unwrap()).unwrap();
     third["metrics"]["time_to_first_token"]["value"] = Value::from("soon");
     lines[2] = third.to_string();
     let e = refusal("profile_export.jsonl", &lines.join("\n"));

@@ -168,6 +168,9 @@ enum Ended {
     Incomplete,
 }
 
+/// A request of the file, with how it ended.
+type Sent<'a> = (Ended, &'a Request);
+
 pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     let report: Report = typed(v).map_err(|w| bad(name, &w))?;
     benchmark(name, &report)?;
@@ -218,7 +221,7 @@ fn benchmark(name: &str, r: &Report) -> Result<(), ImportError> {
 
 /// Every request (successful, errored, incomplete) in the order sent, and
 /// the first send: the records' clock zero.
-fn requests_in_order<'a>(name: &str, b: &'a Benchmark) -> Result<(Vec<(Ended, &'a Request)>, f64), ImportError> {
+fn requests_in_order<'a>(name: &str, b: &'a Benchmark) -> Result<(Vec<Sent<'a>>, f64), ImportError> {
     let groups = b.requests.as_ref().ok_or_else(|| bad(name, "benchmark has no \"requests\""))?;
     let mut all = Vec::new();
     for (ended, l) in [
@@ -238,7 +241,7 @@ fn requests_in_order<'a>(name: &str, b: &'a Benchmark) -> Result<(Vec<(Ended, &'
 }
 
 /// A record per request, its first and last iterations as its chunks.
-fn records(name: &str, all: &[(Ended, &Request)], origin: f64) -> Result<(Vec<RequestRecord>, Counts), ImportError> {
+fn records(name: &str, all: &[Sent], origin: f64) -> Result<(Vec<RequestRecord>, Counts), ImportError> {
     let mut c = Counts::default();
     let mut records = Vec::with_capacity(all.len());
     for (id, &(ended, r)) in all.iter().enumerate() {
