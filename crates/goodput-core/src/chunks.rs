@@ -6,7 +6,8 @@
 //! zigzag LEB128, then its tokens and channel in one LEB128 varint: about
 //! 5 bytes a chunk of 1 token 8 ms apart.
 //!
-//! In a records file (`--records`, written inside [`packed`]) a request's
+//! In a records file (`--records`, each record written through
+//! [`PackedRecord`]; the chunks alone through [`Packed`]) a request's
 //! chunks are
 //!
 //! ```json
@@ -22,12 +23,12 @@
 //! array of `{"t_ns", "tokens", "channel"}` objects. Both forms read
 //! anywhere.
 
+use crate::record::RequestRecord;
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::cell::Cell;
 use std::fmt;
 use std::time::Duration;
 
@@ -50,26 +51,6 @@ pub enum Channel {
     Content,
     Reasoning,
     ToolCalls,
-}
-
-thread_local! {
-    static PACKED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f` with [`Chunks`] serialised in their packed form, the records
-/// file's: the records writer serialises each record inside it, and
-/// everything else (a result document's `requests`) keeps the array of
-/// chunk objects that `goodput/v1` documents. The rest of a record is
-/// serialised as its fields say, whatever they are.
-pub fn packed<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            PACKED.set(self.0);
-        }
-    }
-    let _restore = Restore(PACKED.replace(true));
-    f()
 }
 
 /// A request's output-bearing chunks in arrival order, packed (see the
@@ -318,25 +299,188 @@ fn channel_runs(chunks: &Chunks) -> Vec<(Channel, u32)> {
     runs
 }
 
+/// Chunks are written as the array of chunk objects that `goodput/v1`
+/// documents (a result's `requests`); [`Packed`] writes the records file's
+/// packed form.
 impl Serialize for Chunks {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if !PACKED.get() {
-            return s.collect_seq(self.iter());
-        }
+        s.collect_seq(self.iter())
+    }
+}
+
+/// Chunks written in their packed form (see the module's docs), as a
+/// records file holds them. Both forms read back as [`Chunks`].
+pub struct Packed<'a>(pub &'a Chunks);
+
+impl Serialize for Packed<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let chunks = self.0;
         let mut m = s.serialize_map(None)?;
-        m.serialize_entry("t_ns", &base64::engine::general_purpose::STANDARD.encode(packed_times(self)))?;
-        let first = self.first().map_or(0, |c| c.tokens);
-        if self.iter().all(|c| c.tokens == first) {
+        m.serialize_entry("t_ns", &base64::engine::general_purpose::STANDARD.encode(packed_times(chunks)))?;
+        let first = chunks.first().map_or(0, |c| c.tokens);
+        if chunks.iter().all(|c| c.tokens == first) {
             m.serialize_entry("tokens", &first)?;
         } else {
-            m.serialize_entry("tokens", &self.iter().map(|c| c.tokens).collect::<Vec<_>>())?;
+            m.serialize_entry("tokens", &chunks.iter().map(|c| c.tokens).collect::<Vec<_>>())?;
         }
-        match channel_runs(self).as_slice() {
+        match channel_runs(chunks).as_slice() {
             [] | [(Channel::Content, _)] => {}
             [(one, _)] => m.serialize_entry("channel", one)?,
             runs => m.serialize_entry("channel", runs)?,
         }
         m.end()
+    }
+}
+
+/// A record as a records file (`--records`) writes it: its chunks
+/// [`Packed`], every other field as [`RequestRecord`]'s own `Serialize`
+/// writes it, in the same order. The record's derived `Serialize` is run
+/// through a serializer that swaps the value of its `chunks` field, so
+/// that a field added to the record is written here too.
+pub struct PackedRecord<'a>(pub &'a RequestRecord);
+
+impl Serialize for PackedRecord<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(packing::ChunksPacked { inner: s, chunks: &self.0.chunks })
+    }
+}
+
+/// The serializer behind [`PackedRecord`]: the record's own struct, with
+/// the value of its `chunks` field replaced by [`Packed`]. A record is a
+/// struct; anything else given to it is an error.
+mod packing {
+    use super::{Chunks, Packed};
+    use serde::ser::{Error, Impossible, SerializeStruct};
+    use serde::{Serialize, Serializer};
+
+    pub(super) struct ChunksPacked<'a, S> {
+        pub(super) inner: S,
+        pub(super) chunks: &'a Chunks,
+    }
+
+    pub(super) struct Fields<'a, F> {
+        inner: F,
+        chunks: &'a Chunks,
+    }
+
+    fn not_a_struct<E: Error>() -> E {
+        E::custom("PackedRecord writes a record, which serialises as a struct")
+    }
+
+    macro_rules! refuse {
+        ($($name:ident($($arg:ty),*)),* $(,)?) => {
+            $(fn $name(self, $(_: $arg),*) -> Result<S::Ok, S::Error> {
+                Err(not_a_struct())
+            })*
+        };
+    }
+
+    impl<'a, S: Serializer> Serializer for ChunksPacked<'a, S> {
+        type Ok = S::Ok;
+        type Error = S::Error;
+        type SerializeSeq = Impossible<S::Ok, S::Error>;
+        type SerializeTuple = Impossible<S::Ok, S::Error>;
+        type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
+        type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
+        type SerializeMap = Impossible<S::Ok, S::Error>;
+        type SerializeStruct = Fields<'a, S::SerializeStruct>;
+        type SerializeStructVariant = Impossible<S::Ok, S::Error>;
+
+        fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, S::Error> {
+            Ok(Fields { inner: self.inner.serialize_struct(name, len)?, chunks: self.chunks })
+        }
+
+        fn is_human_readable(&self) -> bool {
+            self.inner.is_human_readable()
+        }
+
+        refuse!(
+            serialize_bool(bool),
+            serialize_i8(i8),
+            serialize_i16(i16),
+            serialize_i32(i32),
+            serialize_i64(i64),
+            serialize_u8(u8),
+            serialize_u16(u16),
+            serialize_u32(u32),
+            serialize_u64(u64),
+            serialize_f32(f32),
+            serialize_f64(f64),
+            serialize_char(char),
+            serialize_str(&str),
+            serialize_bytes(&[u8]),
+            serialize_none(),
+            serialize_unit(),
+            serialize_unit_struct(&'static str),
+            serialize_unit_variant(&'static str, u32, &'static str),
+        );
+
+        fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<S::Ok, S::Error> {
+            Err(not_a_struct())
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, _: &T) -> Result<S::Ok, S::Error> {
+            Err(not_a_struct())
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<S::Ok, S::Error> {
+            Err(not_a_struct())
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+            Err(not_a_struct())
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, S::Error> {
+            Err(not_a_struct())
+        }
+        fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, S::Error> {
+            Err(not_a_struct())
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, S::Error> {
+            Err(not_a_struct())
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
+            Err(not_a_struct())
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, S::Error> {
+            Err(not_a_struct())
+        }
+    }
+
+    impl<F: SerializeStruct> SerializeStruct for Fields<'_, F> {
+        type Ok = F::Ok;
+        type Error = F::Error;
+
+        fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result<(), F::Error> {
+            if key == "chunks" {
+                self.inner.serialize_field(key, &Packed(self.chunks))
+            } else {
+                self.inner.serialize_field(key, value)
+            }
+        }
+
+        fn skip_field(&mut self, key: &'static str) -> Result<(), F::Error> {
+            self.inner.skip_field(key)
+        }
+
+        fn end(self) -> Result<F::Ok, F::Error> {
+            self.inner.end()
+        }
     }
 }
 
@@ -522,7 +666,7 @@ mod tests {
         cut.push(v[2]);
         assert_eq!(cut.to_vec(), v[..3]);
         assert_eq!(c.pairs().map(|(a, b)| b.t - a.t).collect::<Vec<_>>()[..2], [v[1].t - v[0].t, v[2].t - v[1].t]);
-        let json = packed(|| serde_json::to_value(&c).unwrap());
+        let json = serde_json::to_value(Packed(&c)).unwrap();
         assert_eq!(json["tokens"], serde_json::json!([1, 1, 3, 0]));
         assert_eq!(json["channel"], serde_json::json!([["reasoning", 2], ["content", 1], ["tool_calls", 1]]));
         // The times: zigzag varints of 26464742, then of each difference.
@@ -533,7 +677,7 @@ mod tests {
         }
         assert_eq!(bytes, expect);
         assert_eq!(serde_json::from_value::<Chunks>(json).unwrap(), c);
-        // Outside `packed`, an array of chunk objects, as a slice of them is; it reads to the same.
+        // Without `Packed`, an array of chunk objects, as a slice of them is; it reads to the same.
         let array = serde_json::to_string(&c).unwrap();
         assert_eq!(array, serde_json::to_string(&v).unwrap());
         assert_eq!(serde_json::from_str::<Chunks>(&array).unwrap(), c);
@@ -542,27 +686,39 @@ mod tests {
     #[test]
     fn uniform_chunks_write_one_count_and_no_channel() {
         let c: Chunks = (0..64).map(|i| chunk(1_000_000_000 + i * 8_000_000, 1, Channel::Content)).collect();
-        let text = packed(|| serde_json::to_string(&c).unwrap());
+        let text = serde_json::to_string(&Packed(&c)).unwrap();
         assert!(text.ends_with(r#","tokens":1}"#), "{text}");
         assert!(!text.contains("channel"), "{text}");
         assert!(text.len() < 64 * 6, "{} bytes", text.len());
         assert_eq!(serde_json::from_str::<Chunks>(&text).unwrap(), c);
-        let empty = packed(|| serde_json::to_string(&Chunks::new()).unwrap());
+        let empty = serde_json::to_string(&Packed(&Chunks::new())).unwrap();
         assert_eq!(serde_json::from_str::<Chunks>(&empty).unwrap(), Chunks::new());
         assert_eq!(serde_json::from_str::<Chunks>("[]").unwrap(), Chunks::new());
         let all_reasoning: Chunks = (0..3).map(|i| chunk(i, 2, Channel::Reasoning)).collect();
-        let text = packed(|| serde_json::to_string(&all_reasoning).unwrap());
+        let text = serde_json::to_string(&Packed(&all_reasoning)).unwrap();
         assert!(text.contains(r#""channel":"reasoning""#), "{text}");
         assert_eq!(serde_json::from_str::<Chunks>(&text).unwrap(), all_reasoning);
     }
 
     #[test]
-    fn packed_applies_inside_only_and_nests() {
+    fn packed_applies_to_what_it_wraps_only() {
         let c: Chunks = vec![chunk(5, 1, Channel::Content)].into();
-        let inner = packed(|| (serde_json::to_string(&c).unwrap(), packed(|| serde_json::to_string(&c).unwrap())));
-        assert_eq!(inner.0, r#"{"t_ns":"Cg==","tokens":1}"#);
-        assert_eq!(inner.1, inner.0);
+        assert_eq!(serde_json::to_string(&Packed(&c)).unwrap(), r#"{"t_ns":"Cg==","tokens":1}"#);
         assert_eq!(serde_json::to_string(&c).unwrap(), r#"[{"t_ns":5,"tokens":1,"channel":"content"}]"#);
+        // A record through PackedRecord: its chunks packed, in their place,
+        // every other field as the record writes it; the record itself keeps the array.
+        let mut r = RequestRecord::new(3, Duration::from_millis(1), Duration::from_millis(2));
+        r.chunks = c.clone();
+        r.finish_reason = Some("stop".into());
+        let plain = serde_json::to_string(&r).unwrap();
+        let array = r#""chunks":[{"t_ns":5,"tokens":1,"channel":"content"}]"#;
+        assert!(plain.contains(array), "{plain}");
+        let line = serde_json::to_string(&PackedRecord(&r)).unwrap();
+        assert_eq!(line, plain.replace(array, r#""chunks":{"t_ns":"Cg==","tokens":1}"#));
+        assert_eq!(serde_json::from_str::<RequestRecord>(&line).unwrap(), r);
+        // Only a record's struct is taken.
+        let e = c.serialize(packing::ChunksPacked { inner: &mut serde_json::Serializer::new(Vec::new()), chunks: &c });
+        assert!(e.unwrap_err().to_string().contains("serialises as a struct"));
     }
 
     #[test]
@@ -589,7 +745,7 @@ mod tests {
             let v: Vec<OutputChunk> = v.into_iter().map(|(t, k, c)| chunk(t, k, channel_of(c))).collect();
             let c = Chunks::from(v.clone());
             prop_assert_eq!(c.to_vec(), v.clone());
-            let back: Chunks = serde_json::from_str(&packed(|| serde_json::to_string(&c)).unwrap()).unwrap();
+            let back: Chunks = serde_json::from_str(&serde_json::to_string(&Packed(&c)).unwrap()).unwrap();
             prop_assert_eq!(back.to_vec(), v.clone());
             let back: Chunks = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
             prop_assert_eq!(back.to_vec(), v);

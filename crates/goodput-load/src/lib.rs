@@ -7,6 +7,7 @@ pub mod error;
 pub mod http1;
 pub mod lengths;
 pub mod ndjson;
+pub mod plan_config;
 pub mod protocol;
 pub mod reader;
 pub mod runner;

@@ -2,7 +2,7 @@
 //! composed with a concurrency cap (closed loop), bounded by a request count
 //! and/or a duration. Records reach the sink as each request completes.
 
-use crate::client::Client;
+use crate::client::{Cancellation, Client};
 use crate::error::{PlanError, RunError, ScheduleError, WorkloadError};
 use crate::schedule::{Arrival, ArrivalSchedule};
 use crate::workload::{Sessions, WorkItem, Workload};
@@ -41,6 +41,9 @@ pub struct LoadPlan {
     /// Or send times replayed from a trace (open loop on the trace's clock);
     /// the trace's end also ends the run.
     pub trace: Option<Arc<Vec<Duration>>>,
+    /// The file `trace` was read from, and how much faster it is replayed:
+    /// for the result's `config.load` alone.
+    pub trace_source: Option<TraceSource>,
     /// The load climbs linearly to its target over this long: the rate (see
     /// [`crate::schedule::ramped`]), or else the users of a closed loop, who
     /// join one by one. Zero: all at once.
@@ -64,6 +67,16 @@ pub struct LoadPlan {
     /// cap is `users`: new users join at once, and users leave as their
     /// requests end. In time order; empty: `concurrency` throughout.
     pub user_steps: Vec<(Duration, usize)>,
+    /// The requests the load gives up on (`--cancel-rate`), which the
+    /// client (or the simulated one) disconnects.
+    pub cancel: Option<Cancellation>,
+}
+
+/// Where a replayed trace came from (`--trace FILE --trace-speed S`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceSource {
+    pub file: String,
+    pub speed: f64,
 }
 
 /// Shard `index` of `count` processes that run one plan together, each its
@@ -450,12 +463,14 @@ mod tests {
             concurrency: None,
             rate: None,
             trace: None,
+            trace_source: None,
             ramp_up: Duration::ZERO,
             sessions: None,
             seed: 1,
             grace: Duration::from_secs(2),
             shard: None,
             user_steps: Vec::new(),
+            cancel: None,
         }
     }
 

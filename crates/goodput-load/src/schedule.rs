@@ -22,6 +22,17 @@ pub enum Arrival {
     Constant,
 }
 
+impl Arrival {
+    /// The process's name, as `--arrival` takes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arrival::Poisson => "poisson",
+            Arrival::Gamma { .. } => "gamma",
+            Arrival::Constant => "constant",
+        }
+    }
+}
+
 impl FromStr for Arrival {
     type Err = ScheduleError;
     fn from_str(s: &str) -> Result<Self, ScheduleError> {

@@ -151,7 +151,7 @@ impl Sink {
         match self {
             Sink::Jsonl(out) => {
                 // The chunks packed (see goodput_core::chunks): a few bytes each.
-                goodput_core::chunks::packed(|| serde_json::to_writer(&mut *out, r))
+                serde_json::to_writer(&mut *out, &goodput_core::chunks::PackedRecord(r))
                     .map_err(std::io::Error::other)
                     .and_then(|_| out.write_all(b"\n"))
             }

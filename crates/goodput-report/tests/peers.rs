@@ -528,6 +528,18 @@ fn files_that_cannot_be_read_are_said_with_the_fix() {
     v["itls"].as_array_mut().unwrap().pop();
     let e = refusal("vllm.json", &v.to_string());
     assert!(e.contains("\"itls\" has 39 entries for 40 requests"), "{e}");
+    // A value of the wrong type: where it is, and what was expected.
+    let mut v = json("vllm/vllm.json");
+    v["itls"][2][5] = Value::from("soon");
+    let e = refusal("vllm.json", &v.to_string());
+    assert!(e.contains("whose itls[2][5] does not read (invalid type: string \"soon\", expected f64)"), "{e}");
+    let mut g = json("guidellm/benchmarks.json");
+    g["benchmarks"][0]["requests"]["successful"][2]["output_tokens"] = Value::from(-3);
+    let e = refusal("benchmarks.json", &g.to_string());
+    assert!(
+        e.contains("benchmark's requests.successful[2].output_tokens does not read (invalid value: integer `-3`"),
+        "{e}"
+    );
     // AIPerf's summary with no records beside it.
     let e = refusal("profile_export_aiperf.json", &printed("aiperf/profile_export_aiperf.json"));
     assert!(e.contains("holds no per-request records") && e.contains("profile_export.jsonl"), "{e}");
@@ -536,6 +548,12 @@ fn files_that_cannot_be_read_are_said_with_the_fix() {
     lines[2] = "{\"metadata\": {}, \"metrics\": {}}".into();
     let e = refusal("profile_export.jsonl", &lines.join("\n"));
     assert!(e.contains("line 3: metadata.request_start_ns is not a time"), "{e}");
+    let mut third: Value =
+        serde_json::from_str(printed("aiperf/profile_export.jsonl").lines().nth(2).unwrap()).unwrap();
+    third["metrics"]["time_to_first_token"]["value"] = Value::from("soon");
+    lines[2] = third.to_string();
+    let e = refusal("profile_export.jsonl", &lines.join("\n"));
+    assert!(e.contains("line 3: metrics.time_to_first_token.value does not read (invalid type: string"), "{e}");
     lines[2] = "{not json".into();
     let e = refusal("profile_export.jsonl", &lines.join("\n"));
     assert!(e.contains("line 3: not JSON"), "{e}");

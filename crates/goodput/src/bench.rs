@@ -3,7 +3,9 @@
 //! write.
 
 use crate::cli::{BenchArgs, ProfileArg};
-use crate::point::{run_point, serve_live, Interrupt, Point};
+use crate::interrupt::Interrupt;
+use crate::point::{run_point, Point};
+use crate::prometheus::serve_live;
 use crate::{limits, output, setup};
 use anyhow::Result;
 use goodput_core::RunConfig;
@@ -46,14 +48,14 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         Some(p) => Some(RecordFile::create(p, &run_id)?),
         None => None,
     };
-    let cancel = setup::cancellation(&a.load.shape);
     let workload = setup::repeated(workload, &a.workload, &plan)?;
     crate::target::check_embedded_context(&a.target, &a.sim, &workload)?;
     let quality = setup::quality_options(&a.workload);
-    let target = crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel, quality).await?;
+    let target =
+        crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, plan.cancel, quality).await?;
     let (label, meta) = setup::tags(&a.output);
     let config = RunConfig {
-        load: Some(setup::load_config(&plan, &a.load)),
+        load: Some((&plan).into()),
         workload: Some(workload_config),
         client: Some(target.config.clone()),
         percentiles: Some(a.output.percentiles.0.clone()),

@@ -3,7 +3,6 @@
 
 use anyhow::{bail, Result};
 use goodput_core::Tool;
-use std::time::Duration;
 
 /// The commit this binary was built from (build.rs): a short hash, with
 /// `-modified` when the tree differed from it; empty outside a git checkout.
@@ -45,10 +44,6 @@ pub fn rfc3339(unix_s: f64) -> String {
         c.second,
         ms.rem_euclid(1000)
     )
-}
-
-pub(crate) fn human(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
 }
 
 /// The names in a comma-separated list (`--model`, `--served-model-name`),

@@ -4,10 +4,10 @@
 //! `--validate`, predictions set against reference measurements.
 
 use crate::cli::{EngineArgs, EstimateArgs};
-use crate::virtual_point::{engine_config, estimate_result, prompt_kind, VirtualServer};
+use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
 use crate::{output, setup};
 use anyhow::{Context, Result};
-use goodput_sim::engine::{validate, GpuSpec};
+use goodput_sim::engine::{validate, EngineConfig, GpuSpec};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -16,7 +16,7 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     if let Some(csv) = &a.validate {
         return validate_file(csv, &a.engine);
     }
-    let cfg = engine_config(&a.engine.engine_model, &a.engine.hw)?;
+    let cfg = EngineConfig::try_from(&a.engine)?;
     setup::no_answers(&a.workload, "estimate")?;
     let trace = setup::trace(&a.load)?;
     let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
@@ -34,7 +34,7 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     let wall = std::time::Instant::now();
     let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
     let (mut result, records) =
-        estimate_result(server, &plan, &a.load, &workload, workload_config, &opts, a.output.include_requests)?;
+        estimate_result(server, &plan, &workload, workload_config, &opts, a.output.include_requests)?;
     (result.config.label, result.config.meta) = setup::tags(&a.output);
     let wall = wall.elapsed();
     if let Some(p) = &a.output.records {

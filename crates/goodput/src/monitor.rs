@@ -261,10 +261,11 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     ));
     let control = Control::default();
     if let Some(rate) = a.probe_rate {
-        start_probes(&a, rate, &base, &http, probes.clone(), live.clone(), control.clone(), origin).await?;
+        let sink = ProbeSink { records: probes.clone(), live: live.clone(), control: control.clone(), origin };
+        start_probes(&a, rate, &base, &http, sink).await?;
     }
     if let Some(addr) = a.prometheus_listen {
-        crate::point::serve_live(addr, live.clone()).await?;
+        crate::prometheus::serve_live(addr, live.clone()).await?;
     }
     let mut record = match &a.record {
         Some(p) => {
@@ -278,7 +279,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
 
     let stop = tokio_util::sync::CancellationToken::new();
     let s = stop.clone();
-    let mut signals = crate::point::StopSignals::listen();
+    let mut signals = crate::interrupt::StopSignals::listen();
     tokio::spawn(async move {
         signals.next().await;
         s.cancel();
@@ -336,20 +337,18 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     Ok(if a.once && fired_any { ExitCode::from(4) } else { ExitCode::SUCCESS })
 }
 
-/// Starts the probes: a slow open loop of small real requests at `rate`
-/// per second, spread over the models given (or the one the server lists),
-/// each recorded into `probes` and `live`.
-#[allow(clippy::too_many_arguments)]
-async fn start_probes(
-    a: &MonitorArgs,
-    rate: f64,
-    base: &str,
-    http: &reqwest::Client,
-    probes: Arc<Mutex<Vec<RequestRecord>>>,
+/// Where the probes' records go, and the control and clock they run under.
+struct ProbeSink {
+    records: Arc<Mutex<Vec<RequestRecord>>>,
     live: Arc<LiveMetrics>,
     control: Control,
     origin: Instant,
-) -> Result<()> {
+}
+
+/// Starts the probes: a slow open loop of small real requests at `rate`
+/// per second, spread over the models given (or the one the server lists),
+/// each recorded into the sink's records and live metrics.
+async fn start_probes(a: &MonitorArgs, rate: f64, base: &str, http: &reqwest::Client, sink: ProbeSink) -> Result<()> {
     let api = a.api;
     if !(rate.is_finite() && rate > 0.0) {
         bail!("--probe-rate must be a positive number of requests per second");
@@ -391,12 +390,14 @@ async fn start_probes(
         concurrency: Some(8),
         rate: Some((rate, Arrival::Poisson)),
         trace: None,
+        trace_source: None,
         ramp_up: std::time::Duration::ZERO,
         sessions: None,
         seed: 0,
         grace: Duration::from_secs(1),
         shard: None,
         user_steps: Vec::new(),
+        cancel: None,
     };
     let workload = Arc::new(Workload::Synthetic {
         input: LengthDist::Fixed(32),
@@ -405,7 +406,7 @@ async fn start_probes(
         tokenizer: None,
         shared_prefix: None,
     });
-    let (sink_probes, sink_live, c) = (probes, live, control);
+    let ProbeSink { records: sink_probes, live: sink_live, control: c, origin } = sink;
     tokio::spawn(async move {
         let sink = move |r: &RequestRecord| {
             sink_live.observe(r);

@@ -523,12 +523,14 @@ mod tests {
             concurrency: Some(2),
             rate: None,
             trace: None,
+            trace_source: None,
             ramp_up: Duration::ZERO,
             sessions: Some(Sessions { turns, think: ThinkTime::Fixed(Duration::ZERO) }),
             seed: 0,
             grace: Duration::from_secs(1),
             shard: None,
             user_steps: Vec::new(),
+            cancel: None,
         }
     }
 

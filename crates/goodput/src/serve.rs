@@ -45,7 +45,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let stop = tokio_util::sync::CancellationToken::new();
     let view = show_status(&a, addr, status, &stop);
     let s = stop.clone();
-    let mut signals = crate::point::StopSignals::listen();
+    let mut signals = crate::interrupt::StopSignals::listen();
     tokio::spawn(async move {
         signals.next().await;
         s.cancel();
@@ -63,7 +63,8 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     if a.write_log.is_some() {
         bail!("--write-log logs the fixed profile's writes: add --profile fixed");
     }
-    let cfg = crate::virtual_point::engine_config(&a.model, &a.hw)?;
+    let engine = crate::cli::EngineArgs { engine_model: a.model.clone(), hw: a.hw.clone() };
+    let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;
     let c = server.config();
     let what = format!(

@@ -2,11 +2,8 @@
 //! and its tokenizer, the analysis options, and their config blocks.
 
 use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
-use crate::common::human;
 use anyhow::{bail, Result};
-use goodput_core::config::{
-    CancelConfig, JudgeConfig, LoadConfig, Rate, SessionsConfig, SharedPrefixConfig, TraceWorkload, WorkloadConfig,
-};
+use goodput_core::config::{JudgeConfig, SharedPrefixConfig, TraceWorkload, WorkloadConfig};
 use goodput_core::AnalysisOptions;
 use goodput_load::client::Cancellation;
 use goodput_load::trace::TraceEntry;
@@ -82,12 +79,14 @@ pub fn shaped_plan(
         concurrency,
         rate: rate.map(|r| (r, arrival)),
         trace: trace.map(|t| Arc::new(t.iter().map(|e| e.at).collect())),
+        trace_source: None,
         ramp_up: s.ramp_up.unwrap_or_default(),
         sessions: s.turns.clone().map(|turns| goodput_load::Sessions { turns, think: s.think_time }),
         seed: s.seed.value,
         grace,
         shard: None,
         user_steps: Vec::new(),
+        cancel: cancellation(s),
     };
     plan.validate()?;
     Ok(plan)
@@ -164,32 +163,12 @@ pub fn plan(l: &LoadArgs, trace: Option<&[TraceEntry]>, grace: Duration) -> Resu
         (None, None, None) => Some(10),
         (c, _, _) => c,
     };
-    shaped_plan(&l.shape, concurrency, l.rate, trace, grace)
-}
-
-/// The `load` block of a plan and the flags it came from.
-pub fn load_config(p: &LoadPlan, l: &LoadArgs) -> LoadConfig {
-    LoadConfig {
-        concurrency: p.concurrency.map(|c| c as u64),
-        rate: p.rate.map(|r| Rate(r.0)),
-        arrival: l.rate.map(|_| format!("{:?}", l.shape.arrival).to_lowercase()),
-        burstiness: l.shape.burstiness,
-        trace: l.trace.as_ref().map(|p| p.display().to_string()),
-        trace_speed: l.trace.as_ref().map(|_| l.trace_speed),
-        requests: p.requests,
-        duration: p.duration.map(human),
-        warmup: Some(p.warmup),
-        warmup_time: (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
-        ramp_up: (!p.ramp_up.is_zero()).then(|| human(p.ramp_up)),
-        cancel: cancellation(&l.shape).map(|c| CancelConfig { rate: c.rate, after: human(c.after) }),
-        sessions: p
-            .sessions
-            .as_ref()
-            .map(|s| SessionsConfig { turns: s.turns.to_string(), think_time: s.think.to_string() }),
-        grace: Some(human(p.grace)),
-        seed: Some(p.seed),
-        extra: Default::default(),
-    }
+    let mut plan = shaped_plan(&l.shape, concurrency, l.rate, trace, grace)?;
+    plan.trace_source = l
+        .trace
+        .as_ref()
+        .map(|p| goodput_load::runner::TraceSource { file: p.display().to_string(), speed: l.trace_speed });
+    Ok(plan)
 }
 
 /// The workload of `w` (or of a `trace`, which gives every request's

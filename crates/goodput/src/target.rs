@@ -1,7 +1,7 @@
 //! The server a run loads: the embedded simulator started when there is no
 //! `--url`, the model found, the server waited for, and the client built.
 
-use crate::cli::{EngineHwArgs, ProfileArg, SimArgs, TargetArgs};
+use crate::cli::{EngineArgs, ProfileArg, SimArgs, TargetArgs};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::config::{ClientSettings, EmbeddedServer};
 use goodput_core::Target;
@@ -96,14 +96,7 @@ impl Drop for Embedded {
 
 /// The embedded simulated engine's configuration.
 fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
-    let hw = EngineHwArgs {
-        gpu: sim.sim_gpu.clone(),
-        precision: sim.sim_precision.clone(),
-        tp: sim.sim_tp,
-        chat_template: sim.sim_chat_template.clone(),
-        ..Default::default()
-    };
-    crate::virtual_point::engine_config(&sim.sim_model, &hw)
+    goodput_sim::engine::EngineConfig::try_from(&EngineArgs::from(sim))
 }
 
 /// With no `--url`, on the embedded simulated engine: refuses requests its
@@ -264,7 +257,7 @@ pub async fn connect(
     .with_quality(quality);
     let embedded = server.is_some();
     let shown = goodput_core::redact::redact_url(&base);
-    let config = client_settings(t, sim, &client, &shown, &model, key_header, extra, embedded);
+    let config = client_settings(t, sim, &client, Settled { base: &shown, model: &model, key_header, extra, embedded });
     let max_buffer = t.max_buffer;
     Ok(HttpTarget {
         base: shown,
@@ -325,18 +318,20 @@ fn extra_body(given: Option<&str>) -> Result<serde_json::Map<String, Value>> {
     })
 }
 
-/// The result's `config.client`: how requests were sent, secrets left out.
-#[allow(clippy::too_many_arguments)]
-fn client_settings(
-    t: &TargetArgs,
-    sim: &SimArgs,
-    client: &Client,
-    base: &str,
-    model: &str,
+/// What [`connect`] settled on beyond the flags: the server's root as
+/// shown (credentials out), the model(s) sent, the key's header, the extra
+/// body fields, and whether the server is the embedded one.
+struct Settled<'a> {
+    base: &'a str,
+    model: &'a str,
     key_header: KeyHeader,
     extra: serde_json::Map<String, Value>,
     embedded: bool,
-) -> ClientSettings {
+}
+
+/// The result's `config.client`: how requests were sent, secrets left out.
+fn client_settings(t: &TargetArgs, sim: &SimArgs, client: &Client, settled: Settled) -> ClientSettings {
+    let Settled { base, model, key_header, extra, embedded } = settled;
     ClientSettings {
         url: base.to_owned(),
         api: t.api.as_str().into(),

@@ -3,12 +3,12 @@
 //! run over HTTP would, plus the engine's own view. What `estimate` runs
 //! once and `sweep --estimate` runs per point, as `point` is for live runs.
 
-use crate::cli::{EngineHwArgs, LoadArgs};
+use crate::cli::EngineArgs;
 use crate::common;
 use crate::setup;
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::assemble::{assemble, attach_server_side, Assembly, ServerSide};
-use goodput_core::config::{EngineSettings, WorkloadConfig};
+use goodput_core::config::WorkloadConfig;
 use goodput_core::dispatch::Dispatcher;
 use goodput_core::engine::{EngineSeries, SimulatedEngine};
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
@@ -23,34 +23,41 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
-/// The engine configuration the flags describe.
-pub fn engine_config(model: &str, e: &EngineHwArgs) -> Result<EngineConfig> {
-    let model = if model.ends_with(".json") || Path::new(model).is_file() {
-        ModelSpec::from_hf_config(Path::new(model))?
-    } else {
-        ModelSpec::lookup(model)?
-    };
-    let gpu = GpuSpec::lookup(&e.gpu)?;
-    let precision: Precision = e.precision.parse()?;
-    let mut cfg = EngineConfig::new(model, gpu, precision);
-    cfg.kv_cache_dtype = e.kv_cache_dtype.parse::<KvCacheDtype>()?;
-    cfg.tp = e.tp;
-    cfg.gpu_memory_utilization = e.gpu_memory_utilization;
-    cfg.max_num_seqs = e.max_num_seqs;
-    cfg.max_num_batched_tokens = e.max_num_batched_tokens;
-    cfg.block_size = e.block_size;
-    cfg.enable_chunked_prefill = !e.no_chunked_prefill;
-    cfg.enable_prefix_caching = !e.no_prefix_caching;
-    cfg.chat_template = ChatTemplate::parse(&e.chat_template, cfg.model.chat_template())
-        .map_err(|m| anyhow!("--chat-template: {m}"))?;
-    if let Some(p) = &e.calibration {
-        let text = goodput_core::input::read_text(p, "--calibration", goodput_core::input::SETTINGS_CAP)?;
-        cfg.calibration =
-            cfg.calibration.overlay_json(&text).with_context(|| format!("calibration {}", p.display()))?;
+/// The engine configuration the flags describe: the model (a catalog name
+/// or a Hugging Face config.json) on the hardware and limits of `hw`, the
+/// calibration file overlaid, checked and sized.
+impl TryFrom<&EngineArgs> for EngineConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &EngineArgs) -> Result<EngineConfig> {
+        let (model, e) = (&a.engine_model, &a.hw);
+        let model = if model.ends_with(".json") || Path::new(model).is_file() {
+            ModelSpec::from_hf_config(Path::new(model))?
+        } else {
+            ModelSpec::lookup(model)?
+        };
+        let gpu = GpuSpec::lookup(&e.gpu)?;
+        let precision: Precision = e.precision.parse()?;
+        let mut cfg = EngineConfig::new(model, gpu, precision);
+        cfg.kv_cache_dtype = e.kv_cache_dtype.parse::<KvCacheDtype>()?;
+        cfg.tp = e.tp;
+        cfg.gpu_memory_utilization = e.gpu_memory_utilization;
+        cfg.max_num_seqs = e.max_num_seqs;
+        cfg.max_num_batched_tokens = e.max_num_batched_tokens;
+        cfg.block_size = e.block_size;
+        cfg.enable_chunked_prefill = !e.no_chunked_prefill;
+        cfg.enable_prefix_caching = !e.no_prefix_caching;
+        cfg.chat_template = ChatTemplate::parse(&e.chat_template, cfg.model.chat_template())
+            .map_err(|m| anyhow!("--chat-template: {m}"))?;
+        if let Some(p) = &e.calibration {
+            let text = goodput_core::input::read_text(p, "--calibration", goodput_core::input::SETTINGS_CAP)?;
+            cfg.calibration =
+                cfg.calibration.overlay_json(&text).with_context(|| format!("calibration {}", p.display()))?;
+        }
+        cfg.validate()?;
+        goodput_sim::engine::kv_capacity(&cfg)?;
+        Ok(cfg)
     }
-    cfg.validate()?;
-    goodput_sim::engine::kv_capacity(&cfg)?;
-    Ok(cfg)
 }
 
 /// Refuses, before a run, a workload whose longest request (as its flags
@@ -80,27 +87,6 @@ fn longest_request(w: &Workload) -> Option<(u64, u64, String)> {
             .map(|(i, o)| (i, o, "the trace's longest request".into())),
         Workload::Dataset { .. } => None,
         Workload::Repeated { inner, .. } => longest_request(inner),
-    }
-}
-
-/// The engine's effective settings, for `config.engine`.
-pub fn engine_settings(cfg: &EngineConfig) -> EngineSettings {
-    EngineSettings {
-        model: cfg.model.name.clone(),
-        gpu: cfg.gpu.name.clone(),
-        precision: cfg.precision.to_string(),
-        kv_cache_dtype: cfg.kv_cache_dtype.to_string(),
-        tp: cfg.tp,
-        gpu_memory_utilization: cfg.gpu_memory_utilization,
-        max_num_seqs: cfg.resolved_max_num_seqs(),
-        max_num_batched_tokens: cfg.max_num_batched_tokens,
-        block_size: cfg.block_size,
-        chat_template: cfg.chat_template.name().to_string(),
-        enable_chunked_prefill: cfg.enable_chunked_prefill,
-        enable_prefix_caching: cfg.enable_prefix_caching,
-        // The constants by name, as the calibration's own serialisation
-        // names them (every one a number, so the conversion cannot fail).
-        calibration: serde_json::to_value(&cfg.calibration).and_then(serde_json::from_value).unwrap_or_default(),
     }
 }
 
@@ -183,7 +169,7 @@ pub fn virtual_load(
 /// The engine's view, with its KV and queue series, as the result keeps it.
 pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
     SimulatedEngine {
-        config: engine_settings(cfg),
+        config: cfg.into(),
         steps: v.steps,
         mean_batch_seqs: v.mean_batch_seqs,
         mean_batch_tokens: v.mean_batch_tokens,
@@ -265,7 +251,6 @@ pub fn prompt_kind(api: goodput_load::Api) -> PromptKind {
 pub fn estimate_result(
     server: VirtualServer,
     plan: &LoadPlan,
-    load: &LoadArgs,
     workload: &Workload,
     workload_config: WorkloadConfig,
     opts: &AnalysisOptions,
@@ -273,11 +258,11 @@ pub fn estimate_result(
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
     let started_unix_s = common::unix_now();
     let cfg = server.engine;
-    let run = run_virtual(server, plan, workload, setup::cancellation(&load.shape))?;
+    let run = run_virtual(server, plan, workload, plan.cancel)?;
     let config = RunConfig {
-        load: Some(setup::load_config(plan, load)),
+        load: Some(plan.into()),
         workload: Some(workload_config),
-        engine: Some(engine_settings(cfg)),
+        engine: Some(cfg.into()),
         prompts: Some(server.prompts.name().into()),
         percentiles: Some(opts.percentiles.clone()),
         judge: Some(setup::judge_config(opts)),

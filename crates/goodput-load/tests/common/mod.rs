@@ -60,12 +60,14 @@ pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
         concurrency: Some(concurrency),
         rate: None,
         trace: None,
+        trace_source: None,
         ramp_up: std::time::Duration::ZERO,
         sessions: None,
         seed: 0,
         grace: Duration::from_secs(1),
         shard: None,
         user_steps: Vec::new(),
+        cancel: None,
     }
 }
 

@@ -34,6 +34,12 @@ pub enum ImportError {
          pass the profile_export.jsonl AIPerf wrote (aiperf profile, any --export-level)"
     )]
     Aiperf { file: String, line: usize, what: String },
+    /// AIPerf's summary, whose `what` is not as AIPerf writes it.
+    #[error(
+        "{file} is AIPerf's summary whose {what}: the file is damaged or from an AIPerf this goodput does not \
+         know; pass the profile_export.jsonl AIPerf wrote, with the profile_export_aiperf.json it wrote beside it"
+    )]
+    AiperfSummary { file: String, what: String },
     #[error(
         "{file} is AIPerf's summary, which holds no per-request records, and its records file {records} \
          cannot be read ({error}): pass the profile_export.jsonl AIPerf wrote beside it"

@@ -168,7 +168,7 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
                     error: e.to_string(),
                 }
             })?;
-            aiperf::parse(&records.display().to_string(), &text, Some(&v))?
+            aiperf::parse(&records.display().to_string(), &text, Some((&name, &v)))?
         }
         Ok(_) => return Ok(None),
         Err(_) if aiperf::is_records(text) => {
@@ -178,7 +178,8 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
                     .ok()
                     .and_then(|t| serde_json::from_str::<Value>(&t).ok())
                     .filter(aiperf::is_summary);
-            aiperf::parse(&name, text, summary.as_ref())?
+            let beside = beside.display().to_string();
+            aiperf::parse(&name, text, summary.as_ref().map(|v| (beside.as_str(), v)))?
         }
         Err(_) => return Ok(None),
     };
@@ -209,6 +210,28 @@ fn build(p: Parsed) -> RunResult {
     let mut r = assemble(assembly, &p.records, &opts);
     apply(&p.info, &mut r);
     r
+}
+
+/// `v` read as a `T`, or where in it and how it is not one: `ttfts[3]
+/// does not read (invalid type: string "x", expected f64)`.
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let mut at = String::new();
+        for s in e.path().iter() {
+            match s {
+                serde_path_to_error::Segment::Seq { index } => at.push_str(&format!("[{index}]")),
+                serde_path_to_error::Segment::Map { key } => at.push_str(&format!(".{key}")),
+                serde_path_to_error::Segment::Enum { variant } => at.push_str(&format!(".{variant}")),
+                serde_path_to_error::Segment::Unknown => at.push_str(".?"),
+            }
+        }
+        let at = at.strip_prefix('.').unwrap_or(&at);
+        if at.is_empty() {
+            format!("content does not read ({})", e.inner())
+        } else {
+            format!("{at} does not read ({})", e.inner())
+        }
+    })
 }
 
 /// Seconds as a duration, refusing what no time can be (not a number, below

@@ -11,11 +11,12 @@
 //! `prompt_tokens`, else the dataset's count. Older versions save no
 //! `start_times`.
 
-use super::{common_not_recomputed, common_notes, failure_kind, secs, ImportError, ImportInfo, Parsed};
+use super::{common_not_recomputed, common_notes, failure_kind, secs, typed, ImportError, ImportInfo, Parsed};
 use goodput_core::config::{LoadConfig, Rate};
 use goodput_core::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, Target,
 };
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::time::Duration;
 
@@ -30,16 +31,71 @@ pub(super) fn is(v: &Value) -> bool {
         && (o.contains_key("ttfts") || o.keys().any(|k| k.ends_with("_ttft_ms") || k.ends_with("_e2el_ms")))
 }
 
-/// The per-request lists of a detailed file, checked to be of one length.
-struct Lists<'a> {
-    n: usize,
-    ttfts: &'a [Value],
-    itls: &'a [Value],
-    output_lens: &'a [Value],
-    input_lens: &'a [Value],
-    errors: Option<&'a Vec<Value>>,
-    starts: Option<&'a Vec<Value>>,
-    queues: Option<&'a Vec<Value>>,
+/// What goodput reads of a vLLM result, as vLLM's `benchmarks/serve.py`
+/// writes it: the settings, then one list per field with an entry per
+/// request, in the order the requests were issued.
+#[derive(Deserialize)]
+struct VllmResult {
+    /// The model served.
+    model_id: Option<String>,
+    /// The client's backend (`openai-chat`, `vllm`, …); `endpoint_type` in
+    /// newer versions.
+    backend: Option<String>,
+    endpoint_type: Option<String>,
+    /// The local date of the run, with no time zone.
+    date: Option<String>,
+    /// The run's length in seconds, by vLLM's clock.
+    duration: Option<f64>,
+    num_prompts: Option<u64>,
+    max_concurrency: Option<u64>,
+    /// Requests per second, or `"inf"`.
+    request_rate: Option<RequestRate>,
+    /// Gamma arrivals' shape; 1 is Poisson.
+    burstiness: Option<f64>,
+    /// Seconds from send to the first output payload.
+    ttfts: Vec<f64>,
+    /// Seconds between the output payloads after the first.
+    itls: Vec<Vec<f64>>,
+    /// The usage block's `completion_tokens`, else vLLM's tokenizer's count.
+    output_lens: Vec<u64>,
+    /// The usage block's `prompt_tokens`, else the dataset's count.
+    input_lens: Vec<u64>,
+    /// A failed request's error text; empty for a success.
+    errors: Option<Vec<Option<String>>>,
+    /// `time.perf_counter()` at each send (older versions save none).
+    start_times: Option<Vec<f64>>,
+    /// Seconds each request waited in the client before it was sent.
+    queue_times: Option<Vec<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RequestRate {
+    PerSecond(f64),
+    Named(String),
+}
+
+impl VllmResult {
+    fn requests(&self) -> usize {
+        self.ttfts.len()
+    }
+
+    /// The per-request lists, all of one length.
+    fn check_lengths(&self, name: &str) -> Result<(), ImportError> {
+        let n = self.requests();
+        let lens = [
+            ("itls", Some(self.itls.len())),
+            ("output_lens", Some(self.output_lens.len())),
+            ("input_lens", Some(self.input_lens.len())),
+            ("errors", self.errors.as_ref().map(Vec::len)),
+            ("start_times", self.start_times.as_ref().map(Vec::len)),
+            ("queue_times", self.queue_times.as_ref().map(Vec::len)),
+        ];
+        match lens.into_iter().find(|(_, l)| l.is_some_and(|l| l != n)) {
+            Some((k, Some(l))) => Err(bad(name, &format!("\"{k}\" has {l} entries for {n} requests"))),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Says that `name`'s `what` is not as vLLM writes it, and how to save it again.
@@ -52,21 +108,22 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     if !o.contains_key("ttfts") {
         return Err(ImportError::VllmNotDetailed { file: name.to_owned() });
     }
-    let l = lists(name, o)?;
-    let (records, more_payloads_than_tokens) = records(name, &l)?;
-    let (notes, not_recomputed, duration_s) = notes(o, &l, more_payloads_than_tokens);
-    let (api, settings, load) = settings_and_load(o);
+    let file: VllmResult = typed(v).map_err(|what| bad(name, &what))?;
+    file.check_lengths(name)?;
+    let (records, more_payloads_than_tokens) = records(name, &file)?;
+    let (notes, not_recomputed, duration_s) = notes(&file, more_payloads_than_tokens);
+    let (api, load) = api_and_load(&file);
     Ok(Parsed {
         records,
         started_unix_s: 0.0,
         target: Target {
             url: String::new(),
-            model: o.get("model_id").and_then(Value::as_str).unwrap_or("").to_string(),
+            model: file.model_id.clone().unwrap_or_default(),
             api,
             embedded: false,
             server: None,
         },
-        settings: Value::Object(settings),
+        settings: Value::Object(settings(o)),
         load,
         info: ImportInfo {
             tool: TOOL.into(),
@@ -80,77 +137,36 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     })
 }
 
-/// The per-request lists, each a list and all of one length.
-fn lists<'a>(name: &str, o: &'a Map<String, Value>) -> Result<Lists<'a>, ImportError> {
-    let list = |k: &str| -> Result<&'a Vec<Value>, ImportError> {
-        o.get(k).and_then(Value::as_array).ok_or_else(|| bad(name, &format!("\"{k}\" is not a list")))
-    };
-    let (ttfts, itls, output_lens, input_lens) =
-        (list("ttfts")?, list("itls")?, list("output_lens")?, list("input_lens")?);
-    let n = ttfts.len();
-    let errors = o.get("errors").and_then(Value::as_array);
-    let starts = o.get("start_times").and_then(Value::as_array);
-    let queues = o.get("queue_times").and_then(Value::as_array);
-    for (k, l) in [("itls", Some(itls)), ("output_lens", Some(output_lens)), ("input_lens", Some(input_lens))]
-        .into_iter()
-        .chain([("errors", errors), ("start_times", starts), ("queue_times", queues)])
-    {
-        if let Some(l) = l.filter(|l| l.len() != n) {
-            return Err(bad(name, &format!("\"{k}\" has {} entries for {n} requests", l.len())));
-        }
-    }
-    Ok(Lists { n, ttfts, itls, output_lens, input_lens, errors, starts, queues })
-}
-
 /// A record per request, on a clock whose zero is the first send, and how
 /// many requests had more payloads than output tokens.
-fn records(name: &str, l: &Lists) -> Result<(Vec<RequestRecord>, usize), ImportError> {
-    let num = |list: &[Value], i: usize, k: &str| -> Result<f64, ImportError> {
-        list[i].as_f64().ok_or_else(|| bad(name, &format!("\"{k}\"[{i}] is not a number")))
-    };
-    let count = |list: &[Value], i: usize, k: &str| -> Result<u64, ImportError> {
-        list[i].as_u64().ok_or_else(|| bad(name, &format!("\"{k}\"[{i}] is not a whole number ≥ 0")))
-    };
-    let origin = match l.starts {
-        Some(s) => {
-            let mut m = f64::INFINITY;
-            for i in 0..l.n {
-                m = m.min(num(s, i, "start_times")?);
-            }
-            m
-        }
-        None => 0.0,
-    };
-    let mut records = Vec::with_capacity(l.n);
+fn records(name: &str, f: &VllmResult) -> Result<(Vec<RequestRecord>, usize), ImportError> {
+    let origin = f.start_times.as_ref().map_or(0.0, |s| s.iter().copied().fold(f64::INFINITY, f64::min));
+    let mut records = Vec::with_capacity(f.requests());
     let mut more_payloads_than_tokens = 0;
-    for i in 0..l.n {
+    for i in 0..f.requests() {
         let at = |k: &'static str| move || bad(name, &format!("\"{k}\"[{i}] is not a time ≥ 0"));
-        let start = match l.starts {
-            Some(s) => num(s, i, "start_times")? - origin,
-            None => 0.0,
-        };
+        let start = f.start_times.as_ref().map_or(0.0, |s| s[i] - origin);
         let sent = secs(start, at("start_times"))?;
-        let queue = match l.queues {
-            Some(q) => secs(num(q, i, "queue_times")?, at("queue_times"))?,
+        let queue = match &f.queue_times {
+            Some(q) => secs(q[i], at("queue_times"))?,
             None => Duration::ZERO,
         };
         let mut r = RequestRecord::new(i as u64, sent.saturating_sub(queue), sent);
-        r.input_tokens = count(l.input_lens, i, "input_lens")?;
+        r.input_tokens = f.input_lens[i];
         r.input_tokens_source = CountSource::Usage;
-        r.output_tokens = count(l.output_lens, i, "output_lens")?;
+        r.output_tokens = f.output_lens[i];
         r.output_tokens_source = CountSource::Usage;
-        let error = l.errors.and_then(|e| e[i].as_str()).unwrap_or("");
+        let error = f.errors.as_ref().and_then(|e| e[i].as_deref()).unwrap_or("");
         if !error.is_empty() {
             let kind = failure_kind(None, error);
             r.outcome = Outcome::Failed { kind, message: error.trim().to_string() };
             records.push(r);
             continue;
         }
-        let gaps = l.itls[i].as_array().ok_or_else(|| bad(name, &format!("\"itls\"[{i}] is not a list")))?;
-        let mut t = start + num(l.ttfts, i, "ttfts")?;
+        let mut t = start + f.ttfts[i];
         let mut times = vec![secs(t, at("ttfts"))?];
-        for (j, g) in gaps.iter().enumerate() {
-            t += g.as_f64().ok_or_else(|| bad(name, &format!("\"itls\"[{i}][{j}] is not a number")))?;
+        for g in &f.itls[i] {
+            t += g;
             times.push(secs(t, at("itls"))?);
         }
         if times.len() as u64 > r.output_tokens {
@@ -170,12 +186,8 @@ fn records(name: &str, l: &Lists) -> Result<(Vec<RequestRecord>, usize), ImportE
 
 /// What the file cannot give, in words and by the result's field names, and
 /// the run's length where it has no send times.
-fn notes(
-    o: &Map<String, Value>,
-    l: &Lists,
-    more_payloads_than_tokens: usize,
-) -> (Vec<String>, Vec<String>, Option<f64>) {
-    let n = l.n;
+fn notes(f: &VllmResult, more_payloads_than_tokens: usize) -> (Vec<String>, Vec<String>, Option<f64>) {
+    let n = f.requests();
     let mut not_recomputed = common_not_recomputed();
     let mut notes = common_notes("vLLM");
     notes.push(
@@ -194,8 +206,8 @@ fn notes(
         ));
     }
     let mut duration_s = None;
-    if l.starts.is_none() {
-        let d = o.get("duration").and_then(Value::as_f64).filter(|d| d.is_finite() && *d > 0.0);
+    if f.start_times.is_none() {
+        let d = f.duration.filter(|d| d.is_finite() && *d > 0.0);
         duration_s = d;
         not_recomputed.extend(
             ["summary.client_queue_ms", "summary.in_flight", "summary.throughput.peak_output_tokens_per_s"]
@@ -206,26 +218,41 @@ fn notes(
              ({}), and requests in flight, the peak output rate and the client queue are not recomputed",
             d.map(|d| format!("{d:.3} s")).unwrap_or("not in the file either".into())
         ));
-    } else if l.queues.is_none() {
+    } else if f.queue_times.is_none() {
         not_recomputed.push("summary.client_queue_ms".into());
     }
     notes.push(format!(
         "vLLM's file gives no vLLM version, no server URL and no wall-clock start (only its local date, {}, with no time zone)",
-        o.get("date").and_then(Value::as_str).unwrap_or("none")
+        f.date.as_deref().unwrap_or("none")
     ));
 
     (notes, not_recomputed, duration_s)
 }
 
-/// The API, vLLM's own settings as the file holds them, and the load they name.
-fn settings_and_load(o: &Map<String, Value>) -> (String, Map<String, Value>, LoadConfig) {
-    let backend = o.get("backend").or_else(|| o.get("endpoint_type")).and_then(Value::as_str).unwrap_or("");
+/// The API, and the load the settings name.
+fn api_and_load(f: &VllmResult) -> (String, LoadConfig) {
+    let backend = f.backend.as_deref().or(f.endpoint_type.as_deref()).unwrap_or("");
     let api = match backend {
         "openai-chat" | "openai-audio" | "vllm-chat" => "chat",
         "openai" | "vllm" | "tgi" | "lmdeploy" | "deepspeed-mii" | "scalellm" | "sglang" => "completions",
         other => other,
     };
-    let settings: Map<String, Value> = [
+    let mut load = LoadConfig { requests: f.num_prompts, concurrency: f.max_concurrency, ..LoadConfig::default() };
+    match &f.request_rate {
+        Some(RequestRate::Named(s)) if s == "inf" => load.rate = Some(Rate(f64::INFINITY)),
+        Some(RequestRate::PerSecond(r)) => {
+            load.rate = Some(Rate(*r));
+            let bursty = f.burstiness.unwrap_or(1.0);
+            load.arrival = Some(if bursty == 1.0 { "poisson" } else { "gamma" }.into());
+        }
+        _ => {}
+    }
+    (api.to_string(), load)
+}
+
+/// vLLM's own settings, as the file holds them.
+fn settings(o: &Map<String, Value>) -> Map<String, Value> {
+    [
         "date",
         "backend",
         "endpoint_type",
@@ -243,20 +270,5 @@ fn settings_and_load(o: &Map<String, Value>) -> (String, Map<String, Value>, Loa
     ]
     .into_iter()
     .filter_map(|k| Some((k.to_string(), o.get(k)?.clone())))
-    .collect();
-    let mut load = LoadConfig {
-        requests: o.get("num_prompts").and_then(Value::as_u64),
-        concurrency: o.get("max_concurrency").and_then(Value::as_u64),
-        ..LoadConfig::default()
-    };
-    match o.get("request_rate") {
-        Some(Value::String(s)) if s == "inf" => load.rate = Some(Rate(f64::INFINITY)),
-        Some(r) if r.is_number() => {
-            load.rate = r.as_f64().map(Rate);
-            let bursty = o.get("burstiness").and_then(Value::as_f64).unwrap_or(1.0);
-            load.arrival = Some(if bursty == 1.0 { "poisson" } else { "gamma" }.into());
-        }
-        _ => {}
-    }
-    (api.to_string(), settings, load)
+    .collect()
 }

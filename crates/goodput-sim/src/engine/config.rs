@@ -37,6 +37,31 @@ pub struct EngineConfig {
     pub chat_template: ChatTemplate,
 }
 
+/// The engine's effective settings, as the result keeps them
+/// (`config.engine`, `engine.config`): the sequence cap resolved, the
+/// calibration's constants by name.
+impl From<&EngineConfig> for goodput_core::config::EngineSettings {
+    fn from(cfg: &EngineConfig) -> Self {
+        goodput_core::config::EngineSettings {
+            model: cfg.model.name.clone(),
+            gpu: cfg.gpu.name.clone(),
+            precision: cfg.precision.to_string(),
+            kv_cache_dtype: cfg.kv_cache_dtype.to_string(),
+            tp: cfg.tp,
+            gpu_memory_utilization: cfg.gpu_memory_utilization,
+            max_num_seqs: cfg.resolved_max_num_seqs(),
+            max_num_batched_tokens: cfg.max_num_batched_tokens,
+            block_size: cfg.block_size,
+            chat_template: cfg.chat_template.name().to_string(),
+            enable_chunked_prefill: cfg.enable_chunked_prefill,
+            enable_prefix_caching: cfg.enable_prefix_caching,
+            // The constants by name, as the calibration's own serialisation
+            // names them (every one a number, so the conversion cannot fail).
+            calibration: serde_json::to_value(&cfg.calibration).and_then(serde_json::from_value).unwrap_or_default(),
+        }
+    }
+}
+
 pub const DEFAULT_MAX_NUM_BATCHED_TOKENS: u32 = 8192;
 pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;

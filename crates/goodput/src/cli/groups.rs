@@ -474,6 +474,23 @@ pub struct SimArgs {
     pub sim_tokens_per_chunk: u32,
 }
 
+/// The embedded engine: the `--sim-*` flags given, the engine's defaults
+/// for the rest.
+impl From<&SimArgs> for EngineArgs {
+    fn from(sim: &SimArgs) -> EngineArgs {
+        EngineArgs {
+            engine_model: sim.sim_model.clone(),
+            hw: EngineHwArgs {
+                gpu: sim.sim_gpu.clone(),
+                precision: sim.sim_precision.clone(),
+                tp: sim.sim_tp,
+                chat_template: sim.sim_chat_template.clone(),
+                ..Default::default()
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProfileArg {
     /// The simulated continuous-batching engine (--model, --gpu, --precision, --tp, engine limits).

@@ -5,14 +5,15 @@
 //! the highest load that meets the SLO (found by bisection) and the point
 //! to pick.
 
-use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
+use crate::cli::{EngineArgs, SweepArgs, DEFAULT_ENGINE_MODEL};
 use crate::common;
-use crate::point::{run_point, Interrupt, Point};
+use crate::interrupt::Interrupt;
+use crate::point::{run_point, Point};
 use crate::target::HttpTarget;
 use crate::virtual_point;
 use crate::{output, setup};
 use anyhow::{bail, Result};
-use goodput_core::config::WorkloadConfig;
+use goodput_core::config::{EngineSettings, WorkloadConfig};
 use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, steady, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunConfig, SweepConfig, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
@@ -202,9 +203,8 @@ impl Sweep {
         let workload = Arc::new(self.workload.with_seed(seed));
         // A point's load as bench writes it, so that it is judged (and
         // warned about) as the same load run alone would be.
-        let load_args = load_args(&plan, &self.args.shape);
         let point_config = RunConfig {
-            load: Some(setup::load_config(&plan, &load_args)),
+            load: Some((&plan).into()),
             workload: Some(self.workload_config.clone()),
             ..RunConfig::default()
         };
@@ -248,12 +248,10 @@ impl Sweep {
                 let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
                 // Judged (and warned about) as the load the plan describes,
                 // though the engine ends a closed loop by its count.
-                let load_args = load_args(plan, &self.args.shape);
                 let bounded = virtual_bounds(server, plan.clone(), workload)?;
                 let (mut r, recs) = virtual_point::estimate_result(
                     server,
                     &bounded,
-                    &load_args,
                     workload,
                     self.workload_config.clone(),
                     &self.opts,
@@ -392,17 +390,6 @@ fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
     p.with_file_name(format!("{stem}.point{i:02}.{ext}"))
 }
 
-/// The LoadArgs a plan came from, for the estimate's config block.
-fn load_args(p: &LoadPlan, shape: &crate::cli::ShapeArgs) -> crate::cli::LoadArgs {
-    crate::cli::LoadArgs {
-        concurrency: p.concurrency,
-        rate: p.rate.map(|r| r.0),
-        trace: None,
-        trace_speed: 1.0,
-        shape: shape.clone(),
-    }
-}
-
 pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let started_unix_s = common::unix_now();
     check_args(&a)?;
@@ -432,11 +419,15 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         if a.target.url.is_some() {
             bail!("--estimate sweeps the simulated engine; drop --url, or drop --estimate to sweep the server");
         }
-        let cfg = virtual_point::engine_config(a.target.model.as_deref().unwrap_or(DEFAULT_ENGINE_MODEL), &a.hw)?;
+        let engine = EngineArgs {
+            engine_model: a.target.model.clone().unwrap_or_else(|| DEFAULT_ENGINE_MODEL.into()),
+            hw: a.hw.clone(),
+        };
+        let cfg = EngineConfig::try_from(&engine)?;
         virtual_point::check_context(&cfg, &workload, "--model picks another")?;
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
         let target = virtual_point::target_of(&cfg);
-        let ec = virtual_point::engine_settings(&cfg);
+        let ec = EngineSettings::from(&cfg);
         let prompts = virtual_point::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {

@@ -135,6 +135,7 @@ fn load_plan(plan: &Plan, speed: f64) -> LoadPlan {
         concurrency: plan.concurrency.map(|c| c as usize),
         rate: plan.rate.map(|r| (r * speed, Arrival::Poisson)),
         trace: None,
+        trace_source: None,
         ramp_up: Duration::ZERO,
         // Think times too pass `speed` times faster on the server's clock.
         sessions: plan.turns.map(|k| Sessions {
@@ -145,6 +146,7 @@ fn load_plan(plan: &Plan, speed: f64) -> LoadPlan {
         grace: Duration::from_secs(10),
         shard: None,
         user_steps: Vec::new(),
+        cancel: None,
     }
 }
 

@@ -262,8 +262,6 @@ impl<'a> VirtualRun<'a> {
 /// The id of the template's shared start among a prompt's shared segments.
 const TEMPLATE_START: u64 = 0x7e4d_1a7e_0000_0001;
 
-/// Ends `request`'s record at `now`; its prompt reached the engine `extra`
-/// tokens longer than the workload's (the template's, see [`PromptKind`]).
 /// Gives up on the requests due by `now` (`inclusive`) or before it that
 /// have not finished: the engine aborts each (or it never reaches the
 /// engine), its record ends then, cancelled and abandoned (until the end of
@@ -312,6 +310,8 @@ fn give_up(
     }
 }
 
+/// Ends `request`'s record at `now`; its prompt reached the engine `extra`
+/// tokens longer than the workload's (the template's, see [`PromptKind`]).
 fn finish(record: &mut RequestRecord, request: &VirtualRequest, extra: u32, now: Duration) {
     let out = request.output_tokens as u64;
     record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });

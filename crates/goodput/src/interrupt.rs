@@ -1,0 +1,86 @@
+//! How a command is stopped: Ctrl-C and SIGTERM, once to stop sending,
+//! twice to cancel what is in flight.
+
+use goodput_load::Control;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Ctrl-C or SIGTERM for a whole command: once, stop sending (each run's
+/// in-flight requests then get its plan's grace, and a sweep runs no further
+/// point); twice, cancel them at once. SIGTERM is how Kubernetes stops a pod
+/// (SIGKILL follows its grace period) and how `timeout` stops a command, so
+/// a run stopped either way still writes its result.
+#[derive(Clone)]
+pub struct Interrupt {
+    stop: CancellationToken,
+    abort: CancellationToken,
+}
+
+impl Interrupt {
+    /// Listens for Ctrl-C and SIGTERM from now on; `what` names what stops
+    /// ("the sweep", "the run").
+    pub fn install(what: &'static str, grace: Duration) -> Interrupt {
+        let i = Interrupt { stop: CancellationToken::new(), abort: CancellationToken::new() };
+        let (stop, abort) = (i.stop.clone(), i.abort.clone());
+        // Taken over here, before the command goes on, so that a SIGTERM
+        // from the first moment is caught rather than ending the process.
+        let mut signals = StopSignals::listen();
+        tokio::spawn(async move {
+            if let Some(name) = signals.next().await {
+                eprintln!(
+                    "\nstopping {what} ({name}): no new requests; in-flight ones get {} to finish (Ctrl-C or SIGTERM \
+                     again to cancel them now)",
+                    humantime::format_duration(grace)
+                );
+                stop.cancel();
+                if signals.next().await.is_some() {
+                    abort.cancel();
+                }
+            }
+        });
+        i
+    }
+
+    /// A run's control, stopped and aborted with the command (and able to
+    /// be stopped on its own, as the runner does after its grace).
+    pub fn control(&self) -> Control {
+        Control { stop: self.stop.child_token(), abort: self.abort.child_token(), ..Control::default() }
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+}
+
+/// The signals that stop a command: Ctrl-C (SIGINT) and, on Unix, SIGTERM.
+pub struct StopSignals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    /// Takes SIGTERM over from now on (Ctrl-C is taken when first awaited).
+    pub fn listen() -> StopSignals {
+        StopSignals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next stop signal's name; `None` when none can come any more.
+    pub async fn next(&mut self) -> Option<&'static str> {
+        #[cfg(unix)]
+        let term = async {
+            match self.term.as_mut() {
+                Some(t) => t.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<Option<()>>();
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.ok().map(|_| "Ctrl-C"),
+            Some(()) = term => Some("SIGTERM"),
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! The client's own cost on a run's result (its CPU, metered by
+//! [`crate::cpu`]), with a warning when it may be what limits the run.
+
+/// A client busier than this share of the machine's cores is warned about.
+const CLIENT_BUSY: f64 = 0.8;
+
+/// Puts the client's own cost on a run's result, with a warning when it
+/// kept most of the machine busy.
+pub(super) fn with_client_cost(result: &mut goodput_core::RunResult, cost: Option<goodput_core::ClientCost>) {
+    result.warnings.extend(cost.as_ref().and_then(busy_client));
+    result.client = cost;
+}
+
+/// The warning for a client that kept most of the machine busy.
+fn busy_client(c: &goodput_core::ClientCost) -> Option<String> {
+    (c.cores > CLIENT_BUSY * c.cpus as f64).then(|| {
+        format!(
+            "the client kept {:.2} of the {} cores busy: it may be what limits the run. Run it on a machine of its \
+             own or with fewer streams per process, and check its read lag",
+            c.cores, c.cpus
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_that_keeps_most_of_the_machine_busy_is_warned_about() {
+        let cost = |cores: f64| goodput_core::ClientCost { cores, cpus: 2, ..Default::default() };
+        assert_eq!(busy_client(&cost(1.5)), None, "three quarters of two cores");
+        let w = busy_client(&cost(1.7)).unwrap();
+        assert!(w.starts_with("the client kept 1.70 of the 2 cores busy: it may be what limits the run"), "{w}");
+    }
+}

@@ -1,0 +1,120 @@
+//! One live load point: what `bench` runs once and `sweep` runs per point.
+//! The server's metrics are scraped beside it, progress is shown, the
+//! client's CPU is metered, records stream to their file, and the result is
+//! assembled with the client's cost and the server's signals. A shard waits
+//! for its `--start-at` first ([`start_at`]).
+
+mod client_cost;
+mod start_at;
+
+use crate::cli::{MetricsArgs, OutputArgs};
+use crate::common;
+use crate::target::HttpTarget;
+use anyhow::Result;
+use goodput_core::assemble::{assemble, Assembly};
+use goodput_core::{AnalysisOptions, RequestRecord, RunResult};
+use goodput_load::{Control, LoadPlan, Workload};
+use goodput_report::records::RecordFile;
+use std::sync::Arc;
+
+/// What one point is, beside the target and the analysis options.
+pub struct Point<'a> {
+    /// The line the live view titles itself with.
+    pub title: String,
+    pub plan: &'a LoadPlan,
+    pub workload: Arc<Workload>,
+    /// The result's `config`.
+    pub config: goodput_core::RunConfig,
+    pub run_id: String,
+    /// The file records stream to, when asked for.
+    pub records: Option<RecordFile>,
+    /// goodput's own live metrics (`--prometheus-listen`), when served.
+    pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
+    pub control: Control,
+    /// Wait for this wall-clock instant (Unix seconds) before the clock
+    /// starts and the first request goes (`--start-at`).
+    pub start_at: Option<f64>,
+}
+
+/// Runs one point against `target` and gives its result and records.
+pub async fn run_point(
+    target: &HttpTarget,
+    p: Point<'_>,
+    metrics: &MetricsArgs,
+    output: &OutputArgs,
+    opts: &AnalysisOptions,
+) -> Result<(RunResult, Vec<RequestRecord>)> {
+    if let Some(t) = p.start_at {
+        start_at::wait_until(t, &p.control, output.quiet).await;
+    }
+    if let Some(wait) = crate::setup::long_wait(p.plan) {
+        eprintln!("note: {wait}");
+    }
+    // The wall-clock time of the records' zero, so that `t_ns` lines up with
+    // server logs (taken after the connect and probes, and the wait for
+    // --start-at).
+    let started_unix_s = common::unix_now();
+    let origin = tokio::time::Instant::now();
+    let scraping =
+        crate::signals::start(metrics, target.client.http(), &target.root, origin, target.max_buffer).await?;
+    let progress = crate::progress::Progress::new(p.title, p.plan, &p.control);
+    let view = crate::progress::LiveView::start(output.progress, output.quiet, progress.clone(), p.control.clone());
+    let sinks = Sinks { records: p.records, live: p.live, progress: Some(progress) };
+    let meter = crate::cpu::Meter::start();
+    let res = run_http(target, p.plan, p.workload, p.control, sinks, origin).await;
+    if let Some(v) = view {
+        v.finish();
+    }
+    let (recs, interrupted) = res?;
+    let client_cost = meter.and_then(|m| m.finish(&recs));
+    let mut result = assemble(
+        Assembly {
+            tool: common::tool(),
+            kind: "bench",
+            run_id: p.run_id,
+            started_unix_s,
+            interrupted,
+            config: p.config,
+            target: target.target(),
+            include_requests: output.include_requests,
+        },
+        &recs,
+        opts,
+    );
+    client_cost::with_client_cost(&mut result, client_cost);
+    crate::signals::finish(scraping, &mut result, &recs, p.plan.concurrency).await;
+    Ok((result, recs))
+}
+
+/// Where completed records go besides the run's own list.
+#[derive(Default)]
+struct Sinks {
+    pub records: Option<RecordFile>,
+    pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
+    pub progress: Option<Arc<crate::progress::Progress>>,
+}
+
+/// Runs one load over HTTP on a clock starting at `origin`.
+async fn run_http(
+    target: &HttpTarget,
+    plan: &LoadPlan,
+    workload: Arc<Workload>,
+    control: Control,
+    sinks: Sinks,
+    origin: tokio::time::Instant,
+) -> Result<(Vec<RequestRecord>, bool)> {
+    let Sinks { mut records, live, progress } = sinks;
+    let sink = move |r: &RequestRecord| {
+        if let Some(f) = records.as_mut() {
+            f.write(r);
+        }
+        if let Some(l) = &live {
+            l.observe(r);
+        }
+        if let Some(p) = &progress {
+            p.observe(r);
+        }
+    };
+    let out = goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin).await?;
+    Ok((out.records, out.interrupted))
+}
