@@ -91,18 +91,41 @@ impl<'a> VirtualRun<'a> {
         self.transit.insert(pos, (at, i));
     }
 
+    /// Gives up on the requests due by the run's `now` (`inclusive`) or before it that
+    /// have not finished: the engine aborts each (or it never reaches the
+    /// engine), its record ends then, cancelled and abandoned (until the end of
+    /// the run: those the run's end cancelled are put in `cut_at_end`, and are not
+    /// abandoned), with what it had received, and a capped load's user is free
+    /// at that moment.
     pub(super) fn give_up(&mut self, inclusive: bool) {
-        give_up(
-            &mut self.give_ups,
-            self.now,
-            inclusive,
-            &mut self.engine,
-            &mut self.records,
-            &mut self.transit,
-            &mut self.dispatcher,
-            self.load,
-            &mut self.cut_at_end,
-        );
+        while let Some(&Reverse((at, i, chose))) = self.give_ups.peek() {
+            if at > self.now || (at == self.now && !inclusive) {
+                break;
+            }
+            self.give_ups.pop();
+            let Some(record) = self.records[i].as_mut() else { continue };
+            if record.outcome.is_success() {
+                continue;
+            }
+            self.engine.abort(i as u64);
+            self.transit.retain(|&(_, j)| j != i);
+            if !chose {
+                self.cut_at_end.push(i);
+            }
+            let request = &self.load.requests[i];
+            record.abandoned = true;
+            record.end = at;
+            record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
+            record.counts.intended_prompt = Some(request.input_tokens as u64);
+            record.counts.requested_completion = Some(request.output_tokens as u64);
+            record.counts.chunks = record.chunks.len() as u64;
+            record.output_tokens = record.chunks.len() as u64;
+            record.output_tokens_source = CountSource::Chunks;
+            record.input_tokens = request.input_tokens as u64;
+            record.http_status = Some(200);
+            // Its user is free then (a session ends with its turn).
+            self.dispatcher.done(at);
+        }
     }
 
     /// Sends what the dispatcher says is due by now: sessions' later turns
@@ -261,54 +284,6 @@ impl<'a> VirtualRun<'a> {
 
 /// The id of the template's shared start among a prompt's shared segments.
 const TEMPLATE_START: u64 = 0x7e4d_1a7e_0000_0001;
-
-/// Gives up on the requests due by `now` (`inclusive`) or before it that
-/// have not finished: the engine aborts each (or it never reaches the
-/// engine), its record ends then, cancelled and abandoned (until the end of
-/// the run: those the run's end cancelled are put in `cut_at_end`, and are not
-/// abandoned), with what it had received, and a capped load's user is free
-/// at that moment.
-#[allow(clippy::too_many_arguments)]
-fn give_up(
-    due: &mut BinaryHeap<Reverse<(Duration, usize, bool)>>,
-    now: Duration,
-    inclusive: bool,
-    engine: &mut Engine,
-    records: &mut [Option<RequestRecord>],
-    transit: &mut VecDeque<(Duration, usize)>,
-    dispatcher: &mut Dispatcher,
-    load: &VirtualLoad,
-    cut_at_end: &mut Vec<usize>,
-) {
-    while let Some(&Reverse((at, i, chose))) = due.peek() {
-        if at > now || (at == now && !inclusive) {
-            break;
-        }
-        due.pop();
-        let Some(record) = records[i].as_mut() else { continue };
-        if record.outcome.is_success() {
-            continue;
-        }
-        engine.abort(i as u64);
-        transit.retain(|&(_, j)| j != i);
-        if !chose {
-            cut_at_end.push(i);
-        }
-        let request = &load.requests[i];
-        record.abandoned = true;
-        record.end = at;
-        record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
-        record.counts.intended_prompt = Some(request.input_tokens as u64);
-        record.counts.requested_completion = Some(request.output_tokens as u64);
-        record.counts.chunks = record.chunks.len() as u64;
-        record.output_tokens = record.chunks.len() as u64;
-        record.output_tokens_source = CountSource::Chunks;
-        record.input_tokens = request.input_tokens as u64;
-        record.http_status = Some(200);
-        // Its user is free then (a session ends with its turn).
-        dispatcher.done(at);
-    }
-}
 
 /// Ends `request`'s record at `now`; its prompt reached the engine `extra`
 /// tokens longer than the workload's (the template's, see [`PromptKind`]).
