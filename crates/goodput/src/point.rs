@@ -7,10 +7,10 @@ use crate::cli::{MetricsArgs, OutputArgs};
 use crate::common;
 use crate::target::HttpTarget;
 use anyhow::{Context, Result};
-use goodput_core::assemble::{assemble, Assembly};
+use goodput_core::analysis::assemble::{assemble, Assembly};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult};
 use goodput_load::{Control, LoadPlan, Workload};
-use goodput_report::records::RecordFile;
+use goodput_report::read::records::RecordFile;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -107,7 +107,7 @@ pub struct Point<'a> {
     /// The file records stream to, when asked for.
     pub records: Option<RecordFile>,
     /// goodput's own live metrics (`--prometheus-listen`), when served.
-    pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
+    pub live: Option<Arc<goodput_core::prometheus::live::LiveMetrics>>,
     pub control: Control,
     /// Wait for this wall-clock instant (Unix seconds) before the clock
     /// starts and the first request goes (`--start-at`).
@@ -189,7 +189,10 @@ async fn wait_until(t: f64, control: &Control, quiet: bool) {
 }
 
 /// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background.
-pub async fn serve_live(addr: std::net::SocketAddr, live: Arc<goodput_core::live::LiveMetrics>) -> Result<()> {
+pub async fn serve_live(
+    addr: std::net::SocketAddr,
+    live: Arc<goodput_core::prometheus::live::LiveMetrics>,
+) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot bind --prometheus-listen {addr} (is the port in use?)"))?;
@@ -208,7 +211,7 @@ pub async fn serve_live(addr: std::net::SocketAddr, live: Arc<goodput_core::live
 #[derive(Default)]
 struct Sinks {
     pub records: Option<RecordFile>,
-    pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
+    pub live: Option<Arc<goodput_core::prometheus::live::LiveMetrics>>,
     pub progress: Option<Arc<crate::progress::Progress>>,
 }
 

@@ -10,8 +10,8 @@ use crate::format;
 use crate::metric::Dist;
 use crate::series::{self, Latency, SweepSeries, TimeSeries};
 use crate::svg::{self, Chart, Guide, Mark, Series, Style};
-use goodput_core::slo::ObjectiveResult;
-use goodput_core::sweep::{Load, PointRef, SweepAnalysis, SweepPoint, SweepResult};
+use goodput_core::analysis::slo::ObjectiveResult;
+use goodput_core::doc::sweep::{Load, PointRef, SweepAnalysis, SweepPoint, SweepResult};
 use goodput_core::{RunResult, Slo};
 use std::fmt::Write;
 
@@ -502,7 +502,7 @@ fn points_table(o: &mut String, sw: &SweepResult) {
             .filter(|(x, _)| x.as_ref().is_some_and(|x| x.index == i))
             .map(|(_, l)| format!(r#" <span class="tag info">{l}</span>"#))
             .collect::<String>();
-        let slo = match goodput_core::sweep::meets_slo(r, goodput_core::sweep::DEFAULT_ATTAINMENT_TARGET) {
+        let slo = match goodput_core::doc::sweep::meets_slo(r, goodput_core::doc::sweep::DEFAULT_ATTAINMENT_TARGET) {
             Some(true) => r#"<span class="better">met</span>"#,
             Some(false) => r#"<span class="worse">missed</span>"#,
             None => "-",
@@ -537,7 +537,7 @@ fn points_table(o: &mut String, sw: &SweepResult) {
     o.push_str("</tbody></table></div></section>");
 }
 
-fn load_axis(points: &[goodput_core::sweep::SweepPoint]) -> &'static str {
+fn load_axis(points: &[goodput_core::doc::sweep::SweepPoint]) -> &'static str {
     match points.first().map(|p| p.load) {
         Some(Load::Rate(_)) => "request rate (req/s)",
         _ => "concurrency (requests in flight)",
