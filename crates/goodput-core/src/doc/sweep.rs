@@ -3,7 +3,7 @@
 //! every SLO, and the operating point to pick.
 
 use crate::doc::config::SweepConfig;
-use crate::doc::result::{RunResult, Target, Tool, SCHEMA};
+use crate::doc::result::{RunResult, Target, Tool};
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -86,7 +86,7 @@ pub struct SweepAnalysis {
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct SweepResult {
     /// `goodput/v1`.
-    #[cfg_attr(feature = "schema", schemars(extend("const" = SCHEMA)))]
+    #[cfg_attr(feature = "schema", schemars(extend("const" = crate::SCHEMA)))]
     pub schema: String,
     pub tool: Tool,
     /// `sweep`.
