@@ -2,7 +2,7 @@
 //! families are unique and own their samples, and every family's histograms
 //! read, and the signals goodput looks for are detected in it.
 #![no_main]
-use goodput_core::scrape::{detect, parse};
+use goodput_core::prometheus::scrape::{detect, parse};
 use libfuzzer_sys::fuzz_target;
 use std::collections::HashSet;
 

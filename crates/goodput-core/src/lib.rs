@@ -1,52 +1,53 @@
-//! goodput-core: the pure heart of goodput. Request records, the metric
-//! formulas of docs/metrics.md, exact statistics, the server's scraped
-//! signals and the diagnoses drawn from them, and the result document. No
-//! network, no async: every number in a report is a function of the records
-//! and scrapes, defined here. The one I/O is [`input`], the bounded reading
-//! of the files a command is given, shared by every reader so that each has
-//! the same bounds and says the same things.
+//! goodput-core: the pure heart of goodput. No network, no async: every
+//! number in a report is a function of the records and scrapes, defined
+//! here. Its folders:
+//!
+//! - [`doc`]: the result document (docs/result.md) and its parts, the types
+//!   a run or a sweep writes and `report`, `compare` and `merge` read back:
+//!   the per-request record and its packed chunks, the run's configuration,
+//!   the measurement window, the simulated engine's block, shards, sweeps.
+//! - [`analysis`]: what the records say, as docs/metrics.md defines it: the
+//!   per-request metrics, exact statistics, the run's summary, SLOs and
+//!   goodput, stability, ratings, cost, per-model and per-session views,
+//!   time slices, and a document assembled from records.
+//! - [`load`]: the load's rules (arrivals, users, ramp-up and steps,
+//!   warm-up, bounds, sessions' turns, the run's end) as one clock-agnostic
+//!   dispatcher that the live client and the engine's virtual time drive.
+//! - [`quality`]: answer quality beside speed: the scorers, a run's scores
+//!   and two runs' answers compared.
+//! - [`prometheus`]: the server's `/metrics` parsed, mapped to signals and
+//!   diagnosed ([`prometheus::scrape`]), and goodput's own live metrics
+//!   rendered as Prometheus text ([`prometheus::live`]).
+//! - [`util`]: bounded reading of the files a command is given
+//!   ([`util::input`], the one I/O here, shared by every reader so that each
+//!   has the same bounds and says the same things), deterministic draws,
+//!   secrets redacted, durations as integer nanoseconds.
+//!
+//! The most used types are re-exported at the root (below); everything else
+//! is named by its folder. The JSON Schema derives of the document's types
+//! are behind the `schema` feature.
 
-pub mod assemble;
-pub mod chunks;
-pub mod civil;
-pub mod config;
-pub mod cost;
-pub mod dispatch;
-pub mod engine;
-pub mod hash;
-pub mod input;
-pub mod live;
-pub mod metrics;
-pub mod models;
+pub mod analysis;
+pub mod doc;
+pub mod load;
+pub mod prometheus;
 pub mod quality;
-pub mod ratings;
-pub mod record;
-pub mod redact;
-pub mod result;
-pub mod scoring;
-pub mod scrape;
-mod serde_ns;
-pub mod session;
-pub mod shard;
-pub mod slice;
-pub mod slo;
-pub mod stability;
-pub mod stats;
-pub mod summary;
-pub mod sweep;
-pub mod window;
+pub mod util;
 
-pub use config::{RunConfig, SweepConfig};
-pub use metrics::RequestMetrics;
-pub use record::{
+// The types and functions nearly every crate names, at the root so that a
+// `use goodput_core::{RequestRecord, RunResult, analyze}` need not spell out
+// their folders. Everything else is named by its path.
+pub use analysis::metrics::RequestMetrics;
+pub use analysis::slice::TimeSlice;
+pub use analysis::slo::{Slo, SloError, SloReport};
+pub use analysis::stats::{percentile, Distribution, Repeated};
+pub use analysis::summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};
+pub use doc::config::{RunConfig, SweepConfig};
+pub use doc::record::{
     apportion, chunk_counts, spread_evenly, tokenizer_fits, Channel, ChunkTokenSource, Chunks, CountSource,
     FailureKind, Outcome, OutputChunk, RequestRecord, SessionTurn, TokenCounts,
 };
-pub use result::{ClientCost, Compat, Diagnosis, DiagnosisKind, RunResult, Target, Tool, Window, SCHEMA};
-pub use slice::TimeSlice;
-pub use slo::{Slo, SloError, SloReport};
-pub use stats::{percentile, Distribution, Repeated};
-pub use summary::{analyze, Analysis, AnalysisOptions, Summary, VllmCompat};
+pub use doc::result::{ClientCost, Compat, Diagnosis, DiagnosisKind, RunResult, Target, Tool, Window, SCHEMA};
 
 /// The furthest ahead goodput plans a time: a run's length, a wait, the gap
 /// between two sends, a start. A hundred years is longer than any run, and

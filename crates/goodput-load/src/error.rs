@@ -13,7 +13,7 @@ pub enum TokenizerError {
     NotFound { path: PathBuf },
     /// Not a regular file, or larger than a tokenizer may be.
     #[error(transparent)]
-    Input(#[from] goodput_core::input::InputError),
+    Input(#[from] goodput_core::util::input::InputError),
     #[error("cannot load tokenizer {}: {reason} (expected a Hugging Face tokenizer.json)", path.display())]
     Load { path: PathBuf, reason: String },
     /// It loads, but cannot turn plain text into tokens.
@@ -95,22 +95,6 @@ pub enum ChunkedError {
     BadSize(String),
     #[error("a chunk of the response does not end with CRLF")]
     NoCrlf,
-}
-
-/// A scrape of a Prometheus endpoint that brought no text back.
-#[derive(Debug, thiserror::Error)]
-pub enum ScrapeError {
-    /// The request failed: the URL and the client's chain of reasons.
-    #[error("{url}: {reason}")]
-    Fetch { url: String, reason: String },
-    #[error("{url}: HTTP {status}")]
-    Status { url: String, status: reqwest::StatusCode },
-    /// The body went on past the cap (`--max-buffer`): read no further.
-    #[error(
-        "{url}: the answer passed {} without ending, and was cut there (--max-buffer raises the cap)",
-        goodput_core::input::size(*cap as u64)
-    )]
-    TooLong { url: String, cap: usize },
 }
 
 /// A request header goodput will not send.
@@ -270,8 +254,8 @@ pub enum WorkloadError {
     Empty { path: PathBuf },
 }
 
-impl From<goodput_core::input::InputError> for WorkloadError {
-    fn from(e: goodput_core::input::InputError) -> Self {
+impl From<goodput_core::util::input::InputError> for WorkloadError {
+    fn from(e: goodput_core::util::input::InputError) -> Self {
         WorkloadError::Input(e.to_string())
     }
 }
@@ -292,7 +276,7 @@ pub enum TraceError {
     Speed(f64),
     /// Not a file to read, or a line past the cap.
     #[error(transparent)]
-    Read(#[from] goodput_core::input::InputError),
+    Read(#[from] goodput_core::util::input::InputError),
     #[error("{}: {fault}", path.display())]
     Content { path: PathBuf, fault: TraceFault },
 }

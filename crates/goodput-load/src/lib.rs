@@ -1,6 +1,7 @@
 //! goodput-load: everything that puts load on a server and records what came
 //! back: workloads, arrival schedules, the OpenAI-compatible streaming client
-//! and the runner that turns a load plan into per-request records.
+//! and the runner that turns a load plan into per-request records. Scraping
+//! the server's `/metrics` during a run is the goodput binary's (`scrape`).
 
 pub mod client;
 pub mod error;
@@ -12,7 +13,6 @@ pub mod protocol;
 pub mod reader;
 pub mod runner;
 pub mod schedule;
-pub mod scraper;
 pub mod sse;
 pub mod tokenizer;
 pub mod trace;

@@ -2,7 +2,7 @@
 
 use crate::runner::LoadPlan;
 use crate::schedule::Arrival;
-use goodput_core::config::{CancelConfig, LoadConfig, Rate, SessionsConfig};
+use goodput_core::doc::config::{CancelConfig, LoadConfig, Rate, SessionsConfig};
 use std::time::Duration;
 
 fn human(d: Duration) -> String {

@@ -6,7 +6,7 @@ use crate::client::{Cancellation, Client};
 use crate::error::{PlanError, RunError, ScheduleError, WorkloadError};
 use crate::schedule::{Arrival, ArrivalSchedule};
 use crate::workload::{Sessions, WorkItem, Workload};
-use goodput_core::dispatch::{self, Dispatcher};
+use goodput_core::load::dispatch::{self, Dispatcher};
 use goodput_core::RequestRecord;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
@@ -93,7 +93,7 @@ pub struct TraceSource {
 /// Slot numbers stay the run's, so records of the shards never share an
 /// `id` (a session's turns, numbered as they are sent, are numbered
 /// `k·count + index`).
-pub use goodput_core::dispatch::Shard;
+pub use goodput_core::load::dispatch::Shard;
 
 impl LoadPlan {
     /// The requests (or, with sessions, the sessions) counted, warm-up

@@ -21,8 +21,8 @@ impl TokenCounter {
         if !path.exists() {
             return Err(TokenizerError::NotFound { path: path.to_owned() });
         }
-        let cap = goodput_core::input::TOKENIZER_CAP;
-        let bytes = goodput_core::input::read_file(path, "--tokenizer", cap)?;
+        let cap = goodput_core::util::input::TOKENIZER_CAP;
+        let bytes = goodput_core::util::input::read_file(path, "--tokenizer", cap)?;
         let t = Tokenizer::from_bytes(bytes)
             .map(|inner| TokenCounter { inner })
             .map_err(|e| TokenizerError::Load { path: path.to_owned(), reason: e.to_string() })?;

@@ -13,7 +13,7 @@
 
 pub use crate::error::{TraceError, TraceFault, TraceLine};
 use crate::lengths::Lengths;
-use goodput_core::input::{InputError, LineReader};
+use goodput_core::util::input::{InputError, LineReader};
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
@@ -37,7 +37,7 @@ struct Line {
 }
 
 /// Reads a trace, a line at a time (each at most
-/// [`goodput_core::input::LINE_CAP`]), and places its requests on the
+/// [`goodput_core::util::input::LINE_CAP`]), and places its requests on the
 /// run's clock, `speed` times faster than recorded. Lines come out in time
 /// order (a stable sort).
 pub fn load_trace(path: &Path, speed: f64) -> Result<Vec<TraceEntry>, TraceError> {

@@ -11,12 +11,12 @@
 //! goodput report /tmp/scale/run.json --records /tmp/scale/run.jsonl
 //! ```
 
-use goodput_core::assemble::{assemble, Assembly};
+use goodput_core::analysis::assemble::{assemble, Assembly};
 use goodput_core::{
     AnalysisOptions, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
     RunConfig, Target, TokenCounts, Tool,
 };
-use goodput_report::records::RecordFile;
+use goodput_report::read::records::RecordFile;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -6,6 +6,7 @@ use crate::escape;
 use crate::format;
 use crate::metric::{Better, Metric, Unit, UnknownMetric};
 use goodput_core::RunResult;
+#[cfg(feature = "schema")]
 use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -165,7 +166,8 @@ impl fmt::Display for Rule {
 }
 
 /// Whether a rule held for one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Pass,
@@ -176,7 +178,8 @@ pub enum Verdict {
 }
 
 /// One rule judged on one run against the baseline.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct RuleVerdict {
     pub rule: String,
     /// Index of the run in the comparison (≥ 1; 0 is the baseline).
@@ -192,7 +195,8 @@ pub struct RuleVerdict {
 }
 
 /// One metric across the runs.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Row {
     pub metric: Metric,
     pub label: String,
@@ -207,20 +211,22 @@ pub struct Row {
 /// A setting that differs between the runs: its path in the result
 /// document (`config.load.concurrency`, `target.url`, `tool.version`) and its
 /// value in each run, `-` where a run has none.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Difference {
     pub path: String,
     pub values: Vec<String>,
 }
 
 /// Runs side by side.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Comparison {
     /// `goodput/v1`: a comparison is a result document of its own.
-    #[schemars(extend("const" = goodput_core::SCHEMA))]
+    #[cfg_attr(feature = "schema", schemars(extend("const" = goodput_core::SCHEMA)))]
     pub schema: String,
     /// `compare`, which tells it apart from a run or a sweep.
-    #[schemars(extend("const" = "compare"))]
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "compare")))]
     pub kind: String,
     /// A name per run (the file it came from), baseline first.
     pub labels: Vec<String>,
@@ -336,12 +342,12 @@ fn answers(runs: &[(&str, &RunResult)]) -> Vec<goodput_core::quality::AnswerChan
 /// The note for runs that other tools measured (`import`): which tool
 /// measured each run, and that their figures are recomputed.
 fn sources_note(runs: &[(&str, &RunResult)]) -> Option<String> {
-    if !runs.iter().any(|(_, r)| r.kind == crate::peers::KIND) {
+    if !runs.iter().any(|(_, r)| r.kind == crate::read::peers::KIND) {
         return None;
     }
     let each: Vec<String> = runs
         .iter()
-        .map(|(l, r)| format!("{l} by {} {}", r.tool.name, crate::peers::version_text(&r.tool.version)))
+        .map(|(l, r)| format!("{l} by {} {}", r.tool.name, crate::read::peers::version_text(&r.tool.version)))
         .collect();
     Some(format!(
         "measured {}; every figure is recomputed from the runs' records by goodput's definitions, and '-' is one \

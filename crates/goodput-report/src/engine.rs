@@ -4,7 +4,7 @@
 //! [`SimulatedEngine`]).
 
 use crate::server::Figure;
-use goodput_core::engine::SimulatedEngine;
+use goodput_core::doc::engine::SimulatedEngine;
 use goodput_core::RunResult;
 
 /// The run's `engine` block, if it has one.

@@ -3,7 +3,7 @@
 //! full precision and never go through here.
 
 use crate::metric::Unit;
-use goodput_core::summary::PromptExtra;
+use goodput_core::analysis::summary::PromptExtra;
 use goodput_core::ClientCost;
 
 /// A latency in milliseconds: two decimals, whole numbers once large.
@@ -104,11 +104,22 @@ pub fn change(c: Option<f64>) -> String {
 /// assert_eq!(goodput_report::format::utc(951_782_400.5), "2000-02-29 00:00:00 UTC");
 /// ```
 pub fn utc(unix_s: f64) -> String {
-    if !unix_s.is_finite() {
+    // Not a time, or past the years `time` holds (±9999): no date to print.
+    let Some(t) = Some(unix_s)
+        .filter(|s| s.is_finite())
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s.floor() as i64).ok())
+    else {
         return "-".into();
-    }
-    let t = goodput_core::civil::civil_utc(unix_s.floor() as i64);
-    format!("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", t.year, t.month, t.day, t.hour, t.minute, t.second)
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
 }
 
 /// `summary.quality` as a table: the run's row (`all`), then a row per
@@ -158,6 +169,20 @@ mod tests {
         assert_eq!(utc(1_700_000_000.0), "2023-11-14 22:13:20 UTC");
         assert_eq!(utc(-1.0), "1969-12-31 23:59:59 UTC");
         assert_eq!(utc(4_102_444_800.0), "2100-01-01 00:00:00 UTC");
+    }
+
+    /// The instants core's own calendar code was checked on before the
+    /// `time` crate replaced it, and what lies past the years it holds.
+    #[test]
+    fn dates_where_the_calendar_turns_and_past_its_years() {
+        assert_eq!(utc(0.0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400.0), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(951_782_399.9), "2000-02-28 23:59:59 UTC");
+        assert_eq!(utc(-62_167_219_200.0), "0000-01-01 00:00:00 UTC");
+        assert_eq!(utc(253_402_300_799.0), "9999-12-31 23:59:59 UTC");
+        assert_eq!(utc(253_402_300_800.0), "-");
+        assert_eq!(utc(1e300), "-");
+        assert_eq!(utc(f64::NAN), "-");
     }
 
     #[test]

@@ -148,7 +148,7 @@ impl Stat {
             Stat::Std => "std".into(),
             Stat::Min => "min".into(),
             Stat::Max => "max".into(),
-            Stat::P(p) => goodput_core::stats::percentile_key(p),
+            Stat::P(p) => goodput_core::analysis::stats::percentile_key(p),
         }
     }
 
@@ -183,7 +183,8 @@ impl Stat {
 }
 
 /// What a metric's numbers are in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     Ms,
@@ -211,7 +212,8 @@ impl Unit {
 }
 
 /// Which way a change is an improvement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
     Lower,
@@ -335,6 +337,7 @@ impl Serialize for Metric {
 }
 
 /// A metric is written as its path (`ttft_ms.p95`, `output_tokens_per_s`).
+#[cfg(feature = "schema")]
 impl schemars::JsonSchema for Metric {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "Metric".into()

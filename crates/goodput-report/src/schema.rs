@@ -5,7 +5,7 @@
 //! `cargo run -q -p goodput-report --example schema > docs/schema/goodput-v1.schema.json`.
 
 use crate::compare::Comparison;
-use goodput_core::sweep::SweepResult;
+use goodput_core::doc::sweep::SweepResult;
 use goodput_core::RunResult;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};

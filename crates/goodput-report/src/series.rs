@@ -2,7 +2,7 @@
 //! per-request records, else from the summary's percentiles) and time series
 //! over the run (output throughput, requests in flight, TTFT by send time).
 
-use goodput_core::metrics::ms;
+use goodput_core::analysis::metrics::ms;
 use goodput_core::{Distribution, RequestMetrics, RequestRecord, RunResult};
 
 /// The most points a CDF line carries; more samples are thinned to evenly
@@ -98,7 +98,7 @@ pub const CUT_PERCENTILE: f64 = 99.9;
 pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
     // An imported run whose file cannot give the metric has no samples of
     // it, whatever its rebuilt records would say.
-    if !crate::peers::recomputed(r, m.field()) {
+    if !crate::read::peers::recomputed(r, m.field()) {
         return Cdf::default();
     }
     if let Some(recs) = &r.requests {

@@ -3,7 +3,7 @@
 //! [`ServerSignals`]), as headline figures, chart series and a table.
 
 use crate::format;
-use goodput_core::scrape::{CounterSignal, GaugeSignal, HistogramSignal, ServerSignals};
+use goodput_core::prometheus::scrape::{CounterSignal, GaugeSignal, HistogramSignal, ServerSignals};
 use goodput_core::RunResult;
 use std::collections::BTreeMap;
 

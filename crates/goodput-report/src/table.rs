@@ -16,8 +16,8 @@
 
 use crate::format;
 use crate::metric::{Dist, Stat, Unit};
-use goodput_core::models::ModelStats;
-use goodput_core::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
+use goodput_core::analysis::models::ModelStats;
+use goodput_core::doc::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
 use goodput_core::{Distribution, RunResult, Summary};
 
 /// How much of a table a format shows: each level includes the ones before it.
@@ -234,7 +234,7 @@ pub fn latency_with(s: &Summary, ps: &[f64]) -> Table {
 pub fn by_model(models: &[ModelStats], ps: &[f64]) -> Table {
     let tail = ps.iter().copied().rfind(|p| *p > 50.0);
     let tail_name = tail.map_or("max".to_string(), |p| format!("p{p}"));
-    let tail_key = tail.map_or("max".to_string(), goodput_core::stats::percentile_key);
+    let tail_key = tail.map_or("max".to_string(), goodput_core::analysis::stats::percentile_key);
     let at_tail = |d: &Distribution| match tail {
         Some(p) => d.p(p),
         None => d.max,

@@ -8,7 +8,7 @@ pub mod sweep;
 use crate::escape::terminal as esc;
 use crate::format;
 use crate::table::{self, Align, Column, Detail};
-use goodput_core::config::Rate;
+use goodput_core::doc::config::Rate;
 use goodput_core::{RunConfig, RunResult};
 use std::fmt::Write;
 
@@ -120,8 +120,8 @@ fn heading(o: &mut String, r: &RunResult) {
     .flatten()
     .collect();
     let _ = writeln!(o, "goodput {}{label} · {}", esc(&r.kind), fields.join(" · "));
-    if let Some(i) = crate::peers::import_info(r) {
-        let v = crate::peers::version_text(&i.version);
+    if let Some(i) = crate::read::peers::import_info(r) {
+        let v = crate::read::peers::version_text(&i.version);
         let _ = writeln!(o, "imported from {} {} · {} ({})", esc(&i.tool), esc(&v), esc(&i.source), esc(&i.format));
     }
     let _ = writeln!(o, "load: {}", esc(&load_line(&r.config)));
@@ -188,7 +188,7 @@ fn heading(o: &mut String, r: &RunResult) {
 
 /// The stability verdict in words: `steady` with the figures that say so,
 /// or `NOT STEADY` with the reason.
-pub fn stability_text(st: &goodput_core::stability::Stability) -> String {
+pub fn stability_text(st: &goodput_core::analysis::stability::Stability) -> String {
     if let (false, Some(reason)) = (st.steady, &st.reason) {
         return format!("NOT STEADY: {reason}");
     }
@@ -277,7 +277,7 @@ fn throughput(o: &mut String, r: &RunResult) {
         o,
         "  output tok/s    {:>12.1}   (peak {} over 1 s)",
         th.output_tokens_per_s,
-        crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
+        crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
     );
     let _ = writeln!(o, "  input tok/s     {:>12.1}", th.input_tokens_per_s);
     let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);
@@ -332,7 +332,7 @@ fn throughput(o: &mut String, r: &RunResult) {
 fn user_view(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     let rt = &s.ratings;
-    let band = |x: &Option<goodput_core::ratings::Rated>| {
+    let band = |x: &Option<goodput_core::analysis::ratings::Rated>| {
         x.map(|x| format!("{} ({:.1} ms)", format!("{:?}", x.band).to_lowercase(), x.value_ms)).unwrap_or("-".into())
     };
     let _ = writeln!(
@@ -458,7 +458,7 @@ pub fn vllm_ttft_note(r: &RunResult) -> Option<String> {
 
 /// Multi-turn sessions: how many finished, what one took, and each turn's
 /// context and TTFT as the history grew.
-fn sessions(o: &mut String, s: &goodput_core::session::SessionSummary, ps: &[f64]) {
+fn sessions(o: &mut String, s: &goodput_core::analysis::session::SessionSummary, ps: &[f64]) {
     // The tail shown beside the median: the highest percentile asked for.
     let tail = ps.last().copied().unwrap_or(99.0);
     let _ = write!(
@@ -534,7 +534,7 @@ quality (means with 95% interval; BLEU and chrF corpus 0–100)
 }
 
 /// A run spread over several models: each one's requests, speed and latency.
-fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64], width: usize) {
+fn by_model(o: &mut String, rows: &[goodput_core::analysis::models::ModelStats], ps: &[f64], width: usize) {
     let (header, cells) = table::by_model(rows, ps).grid();
     let name = |c: &str| esc(c).chars().count();
     let first = cells.iter().map(|r| name(&r[0])).max().unwrap_or(5).clamp(5, 40);
@@ -569,7 +569,7 @@ fn by_model(o: &mut String, rows: &[goodput_core::models::ModelStats], ps: &[f64
 }
 
 /// The simulated engine's own view of an estimate, in two lines.
-pub fn engine_lines(e: &goodput_core::engine::SimulatedEngine) -> String {
+pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -593,8 +593,8 @@ pub fn engine_lines(e: &goodput_core::engine::SimulatedEngine) -> String {
 }
 
 /// The server's side of the run, when its metrics were scraped.
-fn server_lines(o: &mut String, sig: &goodput_core::scrape::ServerSignals) {
-    use goodput_core::scrape::{CounterSignal as C, GaugeSignal as G};
+fn server_lines(o: &mut String, sig: &goodput_core::prometheus::scrape::ServerSignals) {
+    use goodput_core::prometheus::scrape::{CounterSignal as C, GaugeSignal as G};
     let w = &sig.window;
     let engine = sig.engine.map_or("unrecognised", |e| e.name());
     let of = match sig.urls.len() {

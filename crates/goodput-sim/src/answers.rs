@@ -5,7 +5,7 @@
 //! random word for the simulator's own words) make it wrong on purpose, so
 //! tests know what share of answers a scorer must find right.
 
-use goodput_core::hash::{draw, unit};
+use goodput_core::util::hash::{draw, unit};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -258,7 +258,7 @@ impl FaultConfig {
         // One uniform draw per request, compared against cumulative rates:
         // the four older faults, then the hostile cases in `Hostile::ALL`'s
         // order (whatever order the flags came in).
-        let u = goodput_core::hash::unit(self.seed, n);
+        let u = goodput_core::util::hash::unit(self.seed, n);
         let mut edge = 0.0;
         let older = [
             (self.error_rate, Fault::HttpError),

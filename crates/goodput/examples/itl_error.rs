@@ -16,7 +16,7 @@
 //! gap: the time the chunk spent between the server's write and the client's
 //! stamp, changing from one chunk to the next).
 
-use goodput_core::metrics::RequestMetrics;
+use goodput_core::analysis::metrics::RequestMetrics;
 use goodput_core::{percentile, RequestRecord};
 use std::time::Duration;
 

@@ -1,14 +1,14 @@
 //! The simulator's agreement check in a release build: a bench run over HTTP
 //! against the engine server and an estimate in virtual time, with the same
 //! model (Llama-3.1-8B BF16 on an H100), GPU and load, for the open-loop and
-//! closed-loop and session plans of tests/sim_agreement.rs, with every figure's error.
+//! closed-loop and session plans of tests/integration/sim_agreement.rs, with every figure's error.
 //!
 //! cargo run --release -p goodput --example sim_agreement [-- SPEED]
 //!
 //! SPEED (default 1) runs the engine server that many times faster than real
 //! time; the bench's figures are scaled back to simulated time.
 
-#[path = "../tests/support/agreement.rs"]
+#[path = "../tests/integration/support/agreement.rs"]
 mod agreement;
 
 use agreement::{bench, estimate, Plan};

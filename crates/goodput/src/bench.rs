@@ -9,7 +9,7 @@ use crate::prometheus::serve_live;
 use crate::{limits, output, setup};
 use anyhow::Result;
 use goodput_core::RunConfig;
-use goodput_report::records::RecordFile;
+use goodput_report::read::records::RecordFile;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
     inputs.extend(output::named_file("--sim-model", &a.sim.sim_model));
     output::check_outputs(&a.output, &inputs)?;
-    let run_id = goodput_report::records::new_run_id();
+    let run_id = goodput_report::read::records::new_run_id();
     if let Some(c) = plan.concurrency {
         limits::check_open_files(c, a.target.url.is_none())?;
     }
@@ -86,7 +86,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let live = match a.metrics.prometheus_listen {
         Some(addr) => {
             let op = target.client.api().operation();
-            let live = Arc::new(goodput_core::live::LiveMetrics::new(op, &target.model, &target.base));
+            let live = Arc::new(goodput_core::prometheus::live::LiveMetrics::new(op, &target.model, &target.base));
             serve_live(addr, live.clone()).await?;
             Some(live)
         }
@@ -115,8 +115,8 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     if let Some(hint) = target.wrong_model_hint(&result).await {
         eprintln!("hint: {hint}");
     }
-    result.shard = a.shard.shard.map(|(index, count)| goodput_core::shard::ShardInfo {
-        run: goodput_core::shard::run_identity(
+    result.shard = a.shard.shard.map(|(index, count)| goodput_core::doc::shard::ShardInfo {
+        run: goodput_core::doc::shard::run_identity(
             result.config.load.as_ref(),
             result.config.workload.as_ref(),
             count,

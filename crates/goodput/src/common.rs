@@ -33,15 +33,19 @@ pub fn unix_now() -> f64 {
 /// `unix_s` as an RFC 3339 UTC time to the millisecond, e.g. `2026-01-01T00:00:00.250Z`.
 pub fn rfc3339(unix_s: f64) -> String {
     let ms = (unix_s * 1000.0).round() as i64;
-    let c = goodput_core::civil::civil_utc(ms.div_euclid(1000));
+    // Past the years `time` holds (±9999), which no start it parsed reaches,
+    // the seconds themselves.
+    let Ok(c) = time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)) else {
+        return format!("{unix_s} s after 1970");
+    };
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        c.year,
-        c.month,
-        c.day,
-        c.hour,
-        c.minute,
-        c.second,
+        c.year(),
+        u8::from(c.month()),
+        c.day(),
+        c.hour(),
+        c.minute(),
+        c.second(),
         ms.rem_euclid(1000)
     )
 }

@@ -26,9 +26,9 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         );
     }
     for (i, p) in a.runs.iter().enumerate() {
-        let mut run = goodput_report::read_json(p)?;
+        let mut run = goodput_report::read::read_json(p)?;
         if let Some(rp) = a.records.get(i) {
-            run.requests = Some(goodput_report::records::read_run_records(rp, &run.run_id)?);
+            run.requests = Some(goodput_report::read::records::read_run_records(rp, &run.run_id)?);
         }
         let label = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
         runs.push((label, run));

@@ -22,8 +22,8 @@
 //! ```
 
 use anyhow::{anyhow, bail, Result};
-use goodput_core::cost::CostConfig;
-use goodput_core::ratings::{RatingThresholds, Thresholds};
+use goodput_core::analysis::cost::CostConfig;
+use goodput_core::analysis::ratings::{RatingThresholds, Thresholds};
 use goodput_core::Slo;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -69,7 +69,7 @@ impl ThresholdsFile {
 
 impl ConfigFile {
     pub fn read(path: &Path) -> Result<ConfigFile> {
-        let text = goodput_core::input::read_text(path, "--config", goodput_core::input::SETTINGS_CAP)?;
+        let text = goodput_core::util::input::read_text(path, "--config", goodput_core::util::input::SETTINGS_CAP)?;
         toml::from_str(&text).map_err(|e| anyhow!("--config {}: {e}", path.display()))
     }
 

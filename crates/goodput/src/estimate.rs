@@ -38,7 +38,7 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     (result.config.label, result.config.meta) = setup::tags(&a.output);
     let wall = wall.elapsed();
     if let Some(p) = &a.output.records {
-        let mut f = goodput_report::records::RecordFile::create(p, &result.run_id)?;
+        let mut f = goodput_report::read::records::RecordFile::create(p, &result.run_id)?;
         for r in &records {
             f.write(r);
         }
@@ -60,11 +60,12 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
 }
 
 fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
-    let text = goodput_core::input::read_text(csv, "--validate", goodput_core::input::SETTINGS_CAP)?;
+    let text = goodput_core::util::input::read_text(csv, "--validate", goodput_core::util::input::SETTINGS_CAP)?;
     let rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
     let mut options = validate::ValidationOptions::default();
     if let Some(p) = &e.hw.calibration {
-        let overlay = goodput_core::input::read_text(p, "--calibration", goodput_core::input::SETTINGS_CAP)?;
+        let overlay =
+            goodput_core::util::input::read_text(p, "--calibration", goodput_core::util::input::SETTINGS_CAP)?;
         for row in &rows {
             let family = GpuSpec::lookup(&row.gpu)?.family;
             let base = options

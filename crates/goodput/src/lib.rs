@@ -1,6 +1,8 @@
 //! The commands of the `goodput` binary, as a library so that its tests and
 //! examples drive the same code paths (the estimate's virtual load, above
-//! all) rather than copies of them. `main.rs` parses and dispatches.
+//! all) rather than copies of them. `main.rs` parses and dispatches. Beside
+//! the commands: [`scrape`], the loop that fetches a server's Prometheus
+//! endpoints during a run (`signals`) or on its own (`monitor`).
 
 pub mod bench;
 pub mod cli;
@@ -18,6 +20,7 @@ pub mod point;
 pub mod progress;
 pub mod prometheus;
 pub mod report;
+pub mod scrape;
 pub mod serve;
 pub mod setup;
 pub mod shell;

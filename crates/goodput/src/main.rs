@@ -41,7 +41,10 @@ fn main() -> ExitCode {
         Err(e) => {
             // An error can carry a server's words: masked, and shown as text
             // (no escape sequence of theirs acts on the terminal).
-            eprintln!("error: {}", goodput_report::escape::terminal(&goodput_core::redact::scrub(&format!("{e:#}"))));
+            eprintln!(
+                "error: {}",
+                goodput_report::escape::terminal(&goodput_core::util::redact::scrub(&format!("{e:#}")))
+            );
             ExitCode::from(2)
         }
     }

@@ -6,10 +6,10 @@
 use crate::cli::{MergeArgs, OutputArgs};
 use crate::{common, output};
 use anyhow::{anyhow, bail, Result};
-use goodput_core::assemble::{attach_server_side, ServerSide};
-use goodput_core::shard::{self, MergeInfo, MergedShard};
+use goodput_core::analysis::assemble::{attach_server_side, ServerSide};
+use goodput_core::doc::shard::{self, MergeInfo, MergedShard};
 use goodput_core::{ClientCost, RequestRecord, RunResult};
-use goodput_report::Document;
+use goodput_report::read::Document;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -62,7 +62,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     let merged = merged_run(&a, shards, count, missing)?;
     let MergedRun { result, records } = merged;
     if let Some(p) = &a.records {
-        goodput_report::records::write_records(p, &result.run_id, &records)?;
+        goodput_report::read::records::write_records(p, &result.run_id, &records)?;
         eprintln!("records written to {}", p.display());
     }
     let out = OutputArgs::rewriting(
@@ -75,7 +75,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
 
 /// A shard's result document, refused when it is not one.
 fn read_shard(path: &Path) -> Result<RunResult> {
-    match goodput_report::read_document(path).map_err(|e| anyhow!(e))? {
+    match goodput_report::read::read_document(path).map_err(|e| anyhow!(e))? {
         Document::Run(run) if run.shard.is_some() => Ok(*run),
         Document::Run(_) => bail!(
             "{} is not a shard's result (it has no shard block): merge takes the results of bench --shard I/N",
@@ -167,7 +167,7 @@ impl ShardRecords {
     /// A file's are read one at a time and checked to be of run `run_id`,
     /// each request once.
     fn move_into(self, out: &mut Vec<RequestRecord>, by: std::time::Duration, run_id: &str) -> Result<u64> {
-        use goodput_report::records::{check_records_belong, RecordsReader, UniqueIds};
+        use goodput_report::read::records::{check_records_belong, RecordsReader, UniqueIds};
         let before = out.len();
         match self {
             ShardRecords::Held(recs) => out.extend(recs.into_iter().map(|r| shard::shifted(r, by))),
@@ -229,9 +229,9 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     let mut config = first.config.clone();
     config.percentiles = Some(percentiles);
     config.judge = Some(crate::setup::judge_config(&opts));
-    let run_id = goodput_report::records::new_run_id();
-    let mut result = goodput_core::assemble::assemble(
-        goodput_core::assemble::Assembly {
+    let run_id = goodput_report::read::records::new_run_id();
+    let mut result = goodput_core::analysis::assemble::assemble(
+        goodput_core::analysis::assemble::Assembly {
             tool: common::tool(),
             kind: "bench",
             run_id: run_id.clone(),
@@ -328,7 +328,7 @@ fn merge_warnings(shards: &[Shard], count: u32, missing: &[u32], spread: f64) ->
 /// scraping shard ended before the others, and the requests that ended
 /// after its last scrape are outside the server's counters.
 fn scrapes_end_early(
-    signals: &goodput_core::scrape::ServerSignals,
+    signals: &goodput_core::prometheus::scrape::ServerSignals,
     window: &goodput_core::Window,
     records: &[RequestRecord],
 ) -> Option<String> {

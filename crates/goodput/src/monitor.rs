@@ -4,13 +4,15 @@
 //! thresholds, and a JSONL record of the series.
 
 use crate::cli::MonitorArgs;
+use crate::scrape::Scraper;
 use anyhow::{anyhow, bail, Context, Result};
-use goodput_core::live::LiveMetrics;
-use goodput_core::metrics::RequestMetrics;
-use goodput_core::scrape::{summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary};
+use goodput_core::analysis::metrics::RequestMetrics;
+use goodput_core::prometheus::live::LiveMetrics;
+use goodput_core::prometheus::scrape::{
+    summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary,
+};
 use goodput_core::{Distribution, RequestRecord};
 use goodput_load::client::{join_url, normalize_base, request_headers};
-use goodput_load::scraper::Scraper;
 use goodput_load::{Arrival, BodyOptions, Client, ClientConfig, Control, LengthDist, LoadPlan, Workload};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -124,7 +126,7 @@ fn probe_p50<'a>(
 /// The figures of one interval that alerts can name.
 fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Option<f64>)> {
     let gauge = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.max);
-    let hist = |h: HistogramSignal, q: fn(&goodput_core::scrape::HistogramSummary) -> Option<f64>| {
+    let hist = |h: HistogramSignal, q: fn(&goodput_core::prometheus::scrape::HistogramSummary) -> Option<f64>| {
         w.histograms.get(&h).and_then(q)
     };
     vec![
@@ -233,7 +235,7 @@ fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<St
     let http = probe_client.http().clone();
     let mut secrets = goodput_load::client::secrets_of(a.api_key.as_deref(), &[], &a.url);
     a.metrics_url.iter().for_each(|u| secrets.add_url(u));
-    goodput_core::redact::set_global(secrets);
+    goodput_core::util::redact::set_global(secrets);
     let mut urls = vec![metrics];
     urls.extend(a.metrics_url.iter().cloned());
     let scraper = Scraper::new(http.clone(), urls.clone(), a.interval, a.max_buffer);
@@ -257,7 +259,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     let live = Arc::new(LiveMetrics::new(
         api.operation(),
         a.model.as_deref().unwrap_or(""),
-        &goodput_core::redact::redact_url(&base),
+        &goodput_core::util::redact::redact_url(&base),
     ));
     let control = Control::default();
     if let Some(rate) = a.probe_rate {
@@ -289,7 +291,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     let mut fired_any = false;
     eprintln!(
         "goodput monitor → {} every {}",
-        goodput_core::redact::scrub(&urls.join(", ")),
+        goodput_core::util::redact::scrub(&urls.join(", ")),
         humantime::format_duration(a.interval)
     );
     let mut tick = tokio::time::interval(a.interval);
@@ -301,7 +303,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let cur = match scraper.scrape_at(origin).await {
             Ok((t, scraped)) => (t, scraped.signals),
             Err(e) => {
-                let e = goodput_report::escape::terminal(&goodput_core::redact::scrub(&e.to_string()));
+                let e = goodput_report::escape::terminal(&goodput_core::util::redact::scrub(&e.to_string()));
                 eprintln!("[{:>7.1}s] scrape failed: {e}", origin.elapsed().as_secs_f64());
                 if a.once {
                     return Ok(ExitCode::from(2));

@@ -5,7 +5,7 @@
 //! hook, and Ctrl-C read as a key (raw mode swallows the signal).
 
 use crate::cli::ProgressArg;
-use goodput_core::metrics::{ms, RequestMetrics};
+use goodput_core::analysis::metrics::{ms, RequestMetrics};
 use goodput_core::{percentile, RequestRecord};
 use goodput_load::{Control, LoadPlan};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};

@@ -5,7 +5,10 @@ use anyhow::{Context, Result};
 use std::sync::Arc;
 
 /// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background.
-pub async fn serve_live(addr: std::net::SocketAddr, live: Arc<goodput_core::live::LiveMetrics>) -> Result<()> {
+pub async fn serve_live(
+    addr: std::net::SocketAddr,
+    live: Arc<goodput_core::prometheus::live::LiveMetrics>,
+) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot bind --prometheus-listen {addr} (is the port in use?)"))?;

@@ -7,9 +7,9 @@ use crate::cli::{OutputArgs, PercentileList, ReportArgs};
 use crate::common;
 use crate::{output, setup};
 use anyhow::{bail, Result};
-use goodput_core::assemble::{attach_server_side, ServerSide};
+use goodput_core::analysis::assemble::{attach_server_side, ServerSide};
 use goodput_core::{RequestRecord, RunResult};
-use goodput_report::Document;
+use goodput_report::read::Document;
 use std::process::ExitCode;
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
@@ -23,7 +23,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
         output::check_file(p, "--output")?;
     }
     output::check_exports(&a.exports)?;
-    match goodput_report::read_document(&a.run)? {
+    match goodput_report::read::read_document(&a.run)? {
         Document::Sweep(sweep) => {
             if a.judge.slo.is_some()
                 || a.percentiles.is_some()
@@ -59,7 +59,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     let records = match (&a.records, &run.requests) {
         (Some(p), _) => {
             // Streamed: one line of the file at a time, and each record's chunks packed.
-            Some(goodput_report::records::read_run_records(p, &run.run_id)?)
+            Some(goodput_report::read::records::read_run_records(p, &run.run_id)?)
         }
         (None, Some(r)) => Some(r.clone()),
         (None, None) => None,
@@ -96,8 +96,8 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     if let Some(w) = &a.window {
         config.report_window = Some(crate::cli::window_text(w));
     }
-    let mut result = goodput_core::assemble::assemble(
-        goodput_core::assemble::Assembly {
+    let mut result = goodput_core::analysis::assemble::assemble(
+        goodput_core::analysis::assemble::Assembly {
             tool: common::tool(),
             kind: &run.kind,
             run_id: run.run_id.clone(),
@@ -111,8 +111,8 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         &opts,
     );
     // An imported run says again where it came from and what its file cannot give.
-    if let Some(import) = goodput_report::peers::import_info(&run) {
-        goodput_report::peers::apply(import, &mut result);
+    if let Some(import) = goodput_report::read::peers::import_info(&run) {
+        goodput_report::read::peers::apply(import, &mut result);
     }
     result.engine = run.engine.take();
     // A shard's, or a merged run's, account of where its records came from.
@@ -158,7 +158,7 @@ fn in_window(records: Vec<RequestRecord>, w: &goodput_core::TimeSlice) -> Result
 /// records for this window and these figures, as the live run drew them.
 fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[RequestRecord], windowed: bool) {
     let cap = run.config.load.as_ref().and_then(|l| l.concurrency).map(|c| c as usize);
-    let imported = goodput_report::peers::import_info(&run).is_some();
+    let imported = goodput_report::read::peers::import_info(&run).is_some();
     let side = match run.server_signals {
         Some(signals) if !signals.samples.is_empty() => ServerSide::Scraped(signals),
         // A document from before the scrapes were kept: as saved.

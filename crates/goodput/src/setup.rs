@@ -3,7 +3,7 @@
 
 use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
 use anyhow::{bail, Result};
-use goodput_core::config::{JudgeConfig, SharedPrefixConfig, TraceWorkload, WorkloadConfig};
+use goodput_core::doc::config::{JudgeConfig, SharedPrefixConfig, TraceWorkload, WorkloadConfig};
 use goodput_core::AnalysisOptions;
 use goodput_load::client::Cancellation;
 use goodput_load::trace::TraceEntry;
@@ -32,7 +32,7 @@ pub fn arrival(s: &ShapeArgs) -> Result<Arrival> {
 
 /// A plan of `concurrency` and/or `rate` (or a `trace`'s send times) in
 /// the given shape. When neither a count, a duration nor a trace's end
-/// bounds the run, a closed loop sends [`goodput_core::assemble::REQUESTS_PER_USER`] requests a user
+/// bounds the run, a closed loop sends [`goodput_core::analysis::assemble::REQUESTS_PER_USER`] requests a user
 /// (at least 100), an open loop 100.
 pub fn shaped_plan(
     s: &ShapeArgs,
@@ -60,7 +60,7 @@ pub fn shaped_plan(
         requests: match (s.requests, s.duration) {
             // A trace's own end bounds it.
             (None, None) if trace.is_none() => Some(match (concurrency, rate) {
-                (Some(c), None) => (goodput_core::assemble::REQUESTS_PER_USER * c as u64).max(100),
+                (Some(c), None) => (goodput_core::analysis::assemble::REQUESTS_PER_USER * c as u64).max(100),
                 _ => 100,
             }),
             (n, _) => n,
@@ -363,12 +363,12 @@ pub fn saved_options(
                 Some(spec.parse().map_err(|e: goodput_core::SloError| anyhow::anyhow!("the saved SLO '{spec}': {e}"))?);
         }
     }
-    if let (Some(import), Some(slo)) = (goodput_report::peers::import_info(run), &opts.slo) {
-        goodput_report::peers::check_slo(import, slo)?;
+    if let (Some(import), Some(slo)) = (goodput_report::read::peers::import_info(run), &opts.slo) {
+        goodput_report::read::peers::check_slo(import, slo)?;
     }
     if opts.cost.is_none() {
         if let Some(c) = &run.cost {
-            opts.cost = Some(goodput_core::cost::CostConfig { gpu_hour_usd: c.gpu_hour_usd, gpus: c.gpus });
+            opts.cost = Some(goodput_core::analysis::cost::CostConfig { gpu_hour_usd: c.gpu_hour_usd, gpus: c.gpus });
         }
     }
     if judge.config.is_none() {

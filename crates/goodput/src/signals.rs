@@ -3,11 +3,11 @@
 //! built from what it gathered.
 
 use crate::cli::MetricsArgs;
+use crate::scrape::{ScrapeLog, Scraper};
 use anyhow::Result;
-use goodput_core::assemble::{attach_server_side, ServerSide};
-use goodput_core::scrape::{diagnose, ScrapeSample, ServerSignals};
+use goodput_core::analysis::assemble::{attach_server_side, ServerSide};
+use goodput_core::prometheus::scrape::{diagnose, ScrapeSample, ServerSignals};
 use goodput_core::{RequestRecord, RunResult};
-use goodput_load::scraper::{ScrapeLog, Scraper};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -54,12 +54,12 @@ pub async fn start(
         (scraper, log)
     };
     // Recorded and shown without the credentials any of them carries.
-    let urls: Vec<String> = scraper.urls.iter().map(|u| goodput_core::redact::redact_url(u)).collect();
+    let urls: Vec<String> = scraper.urls.iter().map(|u| goodput_core::util::redact::redact_url(u)).collect();
     if log.points.is_empty() {
         eprintln!(
             "warning: the first scrape of {} failed ({}); the run goes on and scraping keeps trying",
             urls.join(", "),
-            goodput_report::escape::terminal(&goodput_core::redact::scrub(
+            goodput_report::escape::terminal(&goodput_core::util::redact::scrub(
                 log.last_error.as_deref().unwrap_or("no answer")
             ))
         );
@@ -106,7 +106,7 @@ pub fn attach(
         failed_scrapes: log.failures,
         parse_errors: log.parse_errors,
         // A failed scrape's words may hold a URL's credentials or a server's echo of them.
-        last_error: log.last_error.map(|e| goodput_core::redact::scrub(&e).into_owned()),
+        last_error: log.last_error.map(|e| goodput_core::util::redact::scrub(&e).into_owned()),
         samples,
         ..ServerSignals::default()
     };

@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub fn faults(f: &FaultArgs) -> Result<FaultConfig> {
     let answers = match &f.answers {
         Some(p) => {
-            let text = goodput_core::input::read_text(p, "--answers", goodput_core::input::DOCUMENT_CAP)?;
+            let text = goodput_core::util::input::read_text(p, "--answers", goodput_core::util::input::DOCUMENT_CAP)?;
             let mut a = goodput_sim::answers::Answers::from_jsonl(&text)
                 .map_err(|e| anyhow::anyhow!("--answers {}: {e}", p.display()))?;
             a.wrong_rate = f.fault_wrong_rate;

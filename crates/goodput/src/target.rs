@@ -3,7 +3,7 @@
 
 use crate::cli::{EngineArgs, ProfileArg, SimArgs, TargetArgs};
 use anyhow::{anyhow, bail, Context, Result};
-use goodput_core::config::{ClientSettings, EmbeddedServer};
+use goodput_core::doc::config::{ClientSettings, EmbeddedServer};
 use goodput_core::Target;
 use goodput_load::client::{
     error_chain, join_url, key_header_overridden, normalize_base, request_headers, secrets_of, Cancellation,
@@ -182,7 +182,7 @@ pub async fn connect(
     }
     let (base, server) = match &t.url {
         // Credentials in the URL go in a header, never into anything written.
-        Some(u) => (normalize_base(&goodput_core::redact::strip_userinfo(u)), None),
+        Some(u) => (normalize_base(&goodput_core::util::redact::strip_userinfo(u)), None),
         None => {
             let (server, addr) = Embedded::start(sim, named.clone()).await?;
             (format!("http://{addr}"), Some(Box::new(server)))
@@ -220,7 +220,7 @@ pub async fn connect(
     let extra_headers = with_url_credentials(t, api, key_header)?;
     let headers = request_headers(api, t.api_key.as_deref(), key_header, &extra_headers)?;
     // Whatever a server echoes of these never reaches stderr or a file.
-    goodput_core::redact::set_global(secrets_of(t.api_key.as_deref(), &headers, t.url.as_deref().unwrap_or("")));
+    goodput_core::util::redact::set_global(secrets_of(t.api_key.as_deref(), &headers, t.url.as_deref().unwrap_or("")));
     if let (Some(wait), None) = (t.wait_ready, &server) {
         wait_ready(probe.http(), &base, api, &headers, wait).await?;
     }
@@ -256,7 +256,7 @@ pub async fn connect(
     )?
     .with_quality(quality);
     let embedded = server.is_some();
-    let shown = goodput_core::redact::redact_url(&base);
+    let shown = goodput_core::util::redact::redact_url(&base);
     let config = client_settings(t, sim, &client, Settled { base: &shown, model: &model, key_header, extra, embedded });
     let max_buffer = t.max_buffer;
     Ok(HttpTarget {
@@ -301,8 +301,8 @@ fn check_root(url: &str) -> Result<()> {
     bail!(
         "--url is the server's root, not an endpoint: {} ends in {route}, which goodput adds itself (--api picks \
          the route); give --url {}",
-        goodput_core::redact::redact_url(url),
-        goodput_core::redact::redact_url(if root.ends_with("://") { path } else { root })
+        goodput_core::util::redact::redact_url(url),
+        goodput_core::util::redact::redact_url(if root.ends_with("://") { path } else { root })
     )
 }
 
@@ -373,7 +373,7 @@ fn client_settings(t: &TargetArgs, sim: &SimArgs, client: &Client, settled: Sett
 /// that header; where something does, it wins and the run says so.
 fn with_url_credentials(t: &TargetArgs, api: Api, key_header: KeyHeader) -> Result<Vec<(String, String)>> {
     let mut headers = t.header.clone();
-    let Some(basic) = t.url.as_deref().and_then(goodput_core::redact::basic_auth) else {
+    let Some(basic) = t.url.as_deref().and_then(goodput_core::util::redact::basic_auth) else {
         return Ok(headers);
     };
     let given = request_headers(api, t.api_key.as_deref(), key_header, &t.header)?;
@@ -425,13 +425,13 @@ pub async fn discover_model(
             to.unwrap_or_default()
         );
     }
-    use goodput_load::scraper::{read_capped, Capped};
+    use crate::scrape::{read_capped, Capped};
     let body = match read_capped(resp, max_body).await {
         Ok(body) => body,
         Err(Capped::TooLong) => bail!(
             "the server at {base} answered {path} with more than {} (--max-buffer): pass --model NAME, or raise \
              --max-buffer",
-            goodput_core::input::size(max_body as u64)
+            goodput_core::util::input::size(max_body as u64)
         ),
         Err(Capped::Fetch(e)) => return Err(anyhow!("reading {path}: {}", error_chain(&e))),
     };
@@ -474,7 +474,7 @@ pub async fn served_models(
     let (path, _) = model_list(api);
     let resp = probe(http, base, path, headers, Duration::from_secs(5)).send().await.ok();
     let resp = resp.filter(|r| r.status().is_success())?;
-    let body = goodput_load::scraper::read_capped(resp, max_body).await.ok()?;
+    let body = crate::scrape::read_capped(resp, max_body).await.ok()?;
     let v: Value = serde_json::from_slice(&body).ok()?;
     let names: Vec<String> = match api {
         Api::OllamaChat | Api::OllamaGenerate => v.pointer("/models")?.as_array()?.iter(),
@@ -547,8 +547,8 @@ pub async fn wait_ready(
             eprintln!(
                 "waiting up to {} for {} to be ready ({})",
                 humantime::format_duration(wait),
-                goodput_core::redact::redact_url(base),
-                goodput_report::escape::terminal(&goodput_core::redact::scrub(&last))
+                goodput_core::util::redact::redact_url(base),
+                goodput_report::escape::terminal(&goodput_core::util::redact::scrub(&last))
             );
             said = true;
         }

@@ -7,10 +7,10 @@ use crate::cli::EngineArgs;
 use crate::common;
 use crate::setup;
 use anyhow::{anyhow, bail, Context, Result};
-use goodput_core::assemble::{assemble, attach_server_side, Assembly, ServerSide};
-use goodput_core::config::WorkloadConfig;
-use goodput_core::dispatch::Dispatcher;
-use goodput_core::engine::{EngineSeries, SimulatedEngine};
+use goodput_core::analysis::assemble::{assemble, attach_server_side, Assembly, ServerSide};
+use goodput_core::doc::config::WorkloadConfig;
+use goodput_core::doc::engine::{EngineSeries, SimulatedEngine};
+use goodput_core::load::dispatch::Dispatcher;
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
 use goodput_load::client::Cancellation;
 use goodput_load::{LoadPlan, Workload};
@@ -50,7 +50,8 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.chat_template = ChatTemplate::parse(&e.chat_template, cfg.model.chat_template())
             .map_err(|m| anyhow!("--chat-template: {m}"))?;
         if let Some(p) = &e.calibration {
-            let text = goodput_core::input::read_text(p, "--calibration", goodput_core::input::SETTINGS_CAP)?;
+            let text =
+                goodput_core::util::input::read_text(p, "--calibration", goodput_core::util::input::SETTINGS_CAP)?;
             cfg.calibration =
                 cfg.calibration.overlay_json(&text).with_context(|| format!("calibration {}", p.display()))?;
         }
@@ -272,7 +273,7 @@ pub fn estimate_result(
         Assembly {
             tool: common::tool(),
             kind: "estimate",
-            run_id: goodput_report::records::new_run_id(),
+            run_id: goodput_report::read::records::new_run_id(),
             started_unix_s,
             interrupted: false,
             config,

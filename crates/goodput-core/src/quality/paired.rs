@@ -3,13 +3,15 @@
 //! with a paired bootstrap interval.
 
 use super::summary::bootstrap_ci;
-use crate::record::RequestRecord;
+use crate::doc::record::RequestRecord;
+#[cfg(feature = "schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One score's change from the baseline over the paired requests.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct PairedChange {
     /// Pairs where both requests were scored.
     pub pairs: u64,
@@ -21,7 +23,8 @@ pub struct PairedChange {
 }
 
 /// How a run's answers differ from the baseline's on the same prompts.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct AnswerChange {
     /// Index of the run in the comparison (≥ 1; 0 is the baseline).
     pub run: usize,
@@ -102,7 +105,7 @@ pub fn compare_answers(base: &[RequestRecord], run: &[RequestRecord], index: usi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Outcome;
+    use crate::doc::record::Outcome;
     use std::time::Duration;
 
     fn run(answers: &[&str]) -> Vec<RequestRecord> {
@@ -113,7 +116,7 @@ mod tests {
                 let mut r = RequestRecord::new(i as u64, Duration::ZERO, Duration::ZERO);
                 r.outcome = Outcome::Success;
                 r.prompt_hash = Some(format!("p{}", i % 50));
-                r.output_hash = Some(crate::hash::text_hash(a));
+                r.output_hash = Some(crate::util::hash::text_hash(a));
                 r.quality = crate::quality::score(a, &["right".to_string()], &[]);
                 r
             })

@@ -2,9 +2,10 @@
 //! saved run re-analysed (`goodput report`) gives the same figures.
 
 use super::{add_stats, bleu_score, chrf_score, BleuStats, ChrfStats};
-use crate::hash::draw;
-use crate::record::RequestRecord;
-use crate::stats::percentile;
+use crate::analysis::stats::percentile;
+use crate::doc::record::RequestRecord;
+use crate::util::hash::draw;
+#[cfg(feature = "schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -15,7 +16,8 @@ pub const BOOTSTRAP_RESAMPLES: u64 = 1000;
 /// A score's mean over the requests it applied to, with a 95% percentile
 /// bootstrap interval (1,000 resamples drawn from a fixed seed, so the same
 /// records give the same interval).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct ScoreMean {
     /// Requests scored.
     pub requests: u64,
@@ -25,7 +27,8 @@ pub struct ScoreMean {
 }
 
 /// The scores of a set of requests: the run's, or one model's.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct QualityScores {
     /// Successful measured requests that had a reference and were scored.
     pub requests_scored: u64,
@@ -51,7 +54,8 @@ pub struct QualityScores {
 }
 
 /// One model's scores, when the run spread its requests over several.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct ModelQuality {
     pub model: String,
     #[serde(flatten)]
@@ -59,7 +63,8 @@ pub struct ModelQuality {
 }
 
 /// `summary.quality`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct QualitySummary {
     #[serde(flatten)]
     pub scores: QualityScores,
@@ -72,7 +77,8 @@ pub struct QualitySummary {
 }
 
 /// How alike the answers to the same prompt are within a run.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Consistency {
     /// Prompts with at least two successful copies.
     pub prompts: u64,
@@ -247,8 +253,8 @@ pub fn consistency(measured: &[&RequestRecord]) -> Option<Consistency> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doc::record::Outcome;
     use crate::quality::score;
-    use crate::record::Outcome;
     use std::time::Duration;
 
     fn rec(id: u64, out: &str, refs: &[&str]) -> RequestRecord {
@@ -302,8 +308,8 @@ mod tests {
                 let mut r = rec(0, o, &["a"]);
                 r.prompt_hash = Some(p.into());
                 r.repeat = Some(k as u32);
-                r.output_hash = Some(crate::hash::text_hash(o));
-                r.output_words = Some(crate::hash::word_hashes(o));
+                r.output_hash = Some(crate::util::hash::text_hash(o));
+                r.output_words = Some(crate::util::hash::word_hashes(o));
                 recs.push(r);
             }
         }

@@ -4,7 +4,7 @@
 
 use crate::error::HeaderError;
 use crate::protocol::{Api, KeyHeader};
-use goodput_core::redact::Secrets;
+use goodput_core::util::redact::Secrets;
 
 /// A header goodput may send as given: a token name (RFC 9110) and a value
 /// without line breaks, which would smuggle a header or a request in.

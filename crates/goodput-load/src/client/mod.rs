@@ -18,7 +18,7 @@ use crate::reader::ResponseReader;
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
 use failure::{compressed, connect_or_resource, empty_status, foreign_content, status_failure, ERROR_BODY_LIMIT};
-use goodput_core::redact::Secrets;
+use goodput_core::util::redact::Secrets;
 use goodput_core::{FailureKind, Outcome, RequestRecord};
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -143,7 +143,8 @@ impl Client {
             return None;
         }
         // Mixed: neighbouring numbers land on unrelated models.
-        let z = goodput_core::hash::mix64(session.unwrap_or(id).wrapping_add(goodput_core::hash::GOLDEN_GAMMA));
+        let z =
+            goodput_core::util::hash::mix64(session.unwrap_or(id).wrapping_add(goodput_core::util::hash::GOLDEN_GAMMA));
         Some(&models[(z % models.len() as u64) as usize])
     }
 
@@ -285,11 +286,11 @@ impl Client {
     /// themselves only when asked (`--keep-text`).
     async fn note_answer(&self, rec: &mut RequestRecord, item: &WorkItem, reply: Option<&str>) {
         let prompt = prompt_text(&item.prompt);
-        rec.prompt_hash = Some(goodput_core::hash::text_hash(&prompt));
+        rec.prompt_hash = Some(goodput_core::util::hash::text_hash(&prompt));
         rec.repeat = item.repeat;
         let answer = reply.filter(|_| rec.outcome.is_success());
         if let Some(answer) = answer {
-            rec.output_hash = Some(goodput_core::hash::text_hash(answer));
+            rec.output_hash = Some(goodput_core::util::hash::text_hash(answer));
             if !item.reference.is_empty() {
                 // Scoring a long answer takes a while: off the task that
                 // reads streams, so it makes no other request's read late.
@@ -300,7 +301,7 @@ impl Client {
                     .flatten();
             }
             if item.repeat.is_some() {
-                rec.output_words = Some(goodput_core::hash::word_hashes(answer));
+                rec.output_words = Some(goodput_core::util::hash::word_hashes(answer));
             }
         }
         if self.quality.keep_text {

@@ -51,7 +51,7 @@ impl Cancellation {
     /// Whether request `id` is one given up on: a hash of the seed and the
     /// number, uniform on 0..1, under the rate.
     pub fn picks(&self, id: u64) -> bool {
-        goodput_core::hash::unit(self.seed, id) < self.rate
+        goodput_core::util::hash::unit(self.seed, id) < self.rate
     }
 
     /// Whether request `id` is one given up on: a lone request by its

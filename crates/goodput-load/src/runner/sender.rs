@@ -3,7 +3,7 @@
 
 use super::{Backend, Control, LoadPlan, Shard};
 use crate::workload::{Conversation, Sessions, WorkItem, Workload};
-use goodput_core::dispatch::{Action, Dispatcher};
+use goodput_core::load::dispatch::{Action, Dispatcher};
 use goodput_core::{RequestRecord, SessionTurn};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

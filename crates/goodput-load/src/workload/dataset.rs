@@ -3,7 +3,7 @@
 use crate::error::{EntryError, ShareGptError, WorkloadError};
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
-use goodput_core::input::LineReader;
+use goodput_core::util::input::LineReader;
 use serde_json::Value;
 use std::path::Path;
 
@@ -24,9 +24,9 @@ pub struct DatasetEntry {
 /// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
 /// JSONL of `{"prompt": …}` / `{"messages": …}` with optional `max_tokens`.
 /// JSONL is read a line at a time, each at most
-/// [`goodput_core::input::LINE_CAP`] (a FIFO will do); a ShareGPT array is
+/// [`goodput_core::util::input::LINE_CAP`] (a FIFO will do); a ShareGPT array is
 /// read whole, from a regular file of at most
-/// [`goodput_core::input::DOCUMENT_CAP`].
+/// [`goodput_core::util::input::DOCUMENT_CAP`].
 pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, WorkloadError> {
     use std::io::BufRead;
     let path_buf = || path.to_path_buf();
@@ -37,7 +37,7 @@ pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec
     let first = first.strip_prefix(BOM).unwrap_or(first);
     let entries = if first.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         drop(lines);
-        let text = goodput_core::input::read_text(path, "the dataset", goodput_core::input::DOCUMENT_CAP)?;
+        let text = goodput_core::util::input::read_text(path, "the dataset", goodput_core::util::input::DOCUMENT_CAP)?;
         let trimmed = text.strip_prefix('\u{feff}').unwrap_or(&text).trim_start();
         let v: Value = serde_json::from_str(trimmed)
             .map_err(|e| WorkloadError::DatasetArray { path: path_buf(), error: e.to_string() })?;

@@ -28,5 +28,5 @@ pub struct WorkItem {
 
 pub(super) fn item_rng(seed: u64, i: u64) -> StdRng {
     // Independent streams per item whatever the order of requests.
-    StdRng::seed_from_u64(goodput_core::hash::draw(seed, i))
+    StdRng::seed_from_u64(goodput_core::util::hash::draw(seed, i))
 }

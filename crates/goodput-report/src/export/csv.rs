@@ -10,8 +10,8 @@ use super::{ExportError, Exporter, Rendered};
 use crate::compare::Comparison;
 use crate::escape::{csv_num, csv_text};
 use crate::metric::{Dist, Scalar, Unit};
-use goodput_core::record::{CountSource, FailureKind};
-use goodput_core::sweep::{meets_slo, Load, SweepResult, DEFAULT_ATTAINMENT_TARGET};
+use goodput_core::doc::record::{CountSource, FailureKind};
+use goodput_core::doc::sweep::{meets_slo, Load, SweepResult, DEFAULT_ATTAINMENT_TARGET};
 use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
 
 /// Every file `--csv` may write into its folder, whatever it renders: a
@@ -43,7 +43,7 @@ impl Exporter for Csv {
             // An imported run's file cannot give some of these: their cells stay empty.
             let blank: Vec<&str> = ["ttfb_ms", "ttft_content_ms", "itl_max_ms", "client_queue_ms"]
                 .into_iter()
-                .filter(|c| !crate::peers::recomputed(run, &format!("summary.{c}")))
+                .filter(|c| !crate::read::peers::recomputed(run, &format!("summary.{c}")))
                 .collect();
             files.push(("requests.csv".to_string(), requests_csv(recs.iter().map(|r| (None, r)), &blank)));
         }
@@ -70,7 +70,8 @@ impl Exporter for Csv {
                 Load::Rate(r) => ("rate", r),
             };
             let a = &sweep.analysis;
-            let is = |x: &Option<goodput_core::sweep::PointRef>| bool_cell(x.as_ref().is_some_and(|x| x.index == i));
+            let is =
+                |x: &Option<goodput_core::doc::sweep::PointRef>| bool_cell(x.as_ref().is_some_and(|x| x.index == i));
             let mut fields = vec![
                 ("point".to_string(), i.to_string()),
                 ("load_kind".to_string(), kind.to_string()),
@@ -242,7 +243,7 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("input_tokens_per_s", csv_num(Some(th.input_tokens_per_s)));
     put("output_tokens_per_s", csv_num(Some(th.output_tokens_per_s)));
     put("total_tokens_per_s", csv_num(Some(th.total_tokens_per_s)));
-    put("peak_output_tokens_per_s", csv_num(crate::peers::peak_output_tokens_per_s(r)));
+    put("peak_output_tokens_per_s", csv_num(crate::read::peers::peak_output_tokens_per_s(r)));
     put("in_flight_mean", csv_num(Some(s.in_flight.mean)));
     put("in_flight_peak", s.in_flight.peak.to_string());
     put("input_tokens", s.tokens.input.to_string());
@@ -281,7 +282,7 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("quality_chrf_corpus", csv_num(q.and_then(|q| q.scores.chrf_corpus)));
     put("quality_identical_share", csv_num(q.and_then(|q| q.consistency.as_ref()).map(|c| c.identical_share)));
     let rt = &s.ratings;
-    let band = |x: &Option<goodput_core::ratings::Rated>| {
+    let band = |x: &Option<goodput_core::analysis::ratings::Rated>| {
         x.map(|x| format!("{:?}", x.band).to_lowercase()).unwrap_or_default()
     };
     put("ttft_p50_rating", band(&rt.ttft_p50));

@@ -3,7 +3,7 @@
 
 use super::{ExportError, Exporter, Rendered};
 use crate::compare::Comparison;
-use goodput_core::sweep::SweepResult;
+use goodput_core::doc::sweep::SweepResult;
 use goodput_core::RunResult;
 use serde::Serialize;
 

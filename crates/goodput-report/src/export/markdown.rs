@@ -13,8 +13,8 @@ use crate::series;
 use crate::server::{self, Figure, SignalsView};
 use crate::table::{Align, Cell, Detail, Mark, Table};
 use crate::terminal::load_line;
-use goodput_core::ratings::Rated;
-use goodput_core::sweep::{PointRef, SweepResult};
+use goodput_core::analysis::ratings::Rated;
+use goodput_core::doc::sweep::{PointRef, SweepResult};
 use goodput_core::RunResult;
 use std::fmt::Write;
 
@@ -165,7 +165,7 @@ fn throughput_table(o: &mut String, r: &RunResult) {
     let th = &s.throughput;
     o.push_str("| throughput | |\n| --- | ---: |\n");
     let _ = writeln!(o, "| requests/s | {:.3} |", th.requests_per_s);
-    let peak = crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"));
+    let peak = crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"));
     let _ = writeln!(o, "| output tok/s | {:.1} (peak {peak}) |", th.output_tokens_per_s);
     let _ = writeln!(o, "| input tok/s | {:.1} |", th.input_tokens_per_s);
     let _ = writeln!(o, "| total tok/s | {:.1} |", th.total_tokens_per_s);

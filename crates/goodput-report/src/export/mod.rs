@@ -10,7 +10,7 @@ pub mod markdown;
 pub use csv::FILE_NAMES as CSV_FILES;
 
 use crate::compare::Comparison;
-use goodput_core::sweep::SweepResult;
+use goodput_core::doc::sweep::SweepResult;
 use goodput_core::RunResult;
 use std::path::{Path, PathBuf};
 

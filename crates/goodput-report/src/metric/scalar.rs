@@ -193,7 +193,7 @@ impl Scalar {
             Scalar::InputTokensPerS => Some(th.input_tokens_per_s),
             Scalar::OutputTokensPerS => Some(th.output_tokens_per_s),
             Scalar::TotalTokensPerS => Some(th.total_tokens_per_s),
-            Scalar::PeakOutputTokensPerS => crate::peers::peak_output_tokens_per_s(r),
+            Scalar::PeakOutputTokensPerS => crate::read::peers::peak_output_tokens_per_s(r),
             Scalar::GoodputRequestsPerS => g.map(|g| g.requests_per_s),
             Scalar::GoodputOutputTokensPerS => g.map(|g| g.output_tokens_per_s),
             Scalar::SloAttainment => g.map(|g| g.slo_attainment),

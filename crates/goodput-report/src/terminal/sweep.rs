@@ -2,7 +2,7 @@
 //! points say together.
 
 use crate::escape::terminal as esc;
-use goodput_core::sweep::{meets_slo, Load, SweepResult};
+use goodput_core::doc::sweep::{meets_slo, Load, SweepResult};
 use goodput_core::RunResult;
 
 /// The table's head; with sessions, a column of completed sessions/s.
@@ -69,7 +69,7 @@ pub fn analysis_lines(doc: &SweepResult) -> String {
     use std::fmt::Write;
     let a = &doc.analysis;
     let mut o = String::new();
-    let describe = |p: &goodput_core::sweep::PointRef| {
+    let describe = |p: &goodput_core::doc::sweep::PointRef| {
         let mut s = format!(
             "{} ({:.1} output tok/s, TTFT p50 {} ms",
             p.load.label(),

@@ -40,9 +40,9 @@ pub struct EngineConfig {
 /// The engine's effective settings, as the result keeps them
 /// (`config.engine`, `engine.config`): the sequence cap resolved, the
 /// calibration's constants by name.
-impl From<&EngineConfig> for goodput_core::config::EngineSettings {
+impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
     fn from(cfg: &EngineConfig) -> Self {
-        goodput_core::config::EngineSettings {
+        goodput_core::doc::config::EngineSettings {
             model: cfg.model.name.clone(),
             gpu: cfg.gpu.name.clone(),
             precision: cfg.precision.to_string(),

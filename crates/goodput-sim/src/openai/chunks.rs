@@ -401,6 +401,18 @@ fn llamacpp_stop_type(finish_reason: &str) -> &str {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the Unix epoch.
 pub(super) fn rfc3339(unix_s: u64) -> String {
-    let t = goodput_core::civil::civil_utc(unix_s as i64);
-    format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", t.year, t.month, t.day, t.hour, t.minute, t.second)
+    // A clock past the year 9999 (which `time` does not hold) says the epoch.
+    let t = i64::try_from(unix_s)
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
 }

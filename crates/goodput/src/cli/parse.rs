@@ -219,7 +219,7 @@ impl Seed {
         if k == 0 {
             self.value
         } else {
-            goodput_core::hash::draw(self.value, k)
+            goodput_core::util::hash::draw(self.value, k)
         }
     }
 }
@@ -231,7 +231,7 @@ fn fresh_seed() -> u64 {
     use std::hash::BuildHasher;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let keyed = std::collections::hash_map::RandomState::new().hash_one((now.as_nanos(), std::process::id()));
-    goodput_core::hash::mix64(keyed) % 1_000_000_000
+    goodput_core::util::hash::mix64(keyed) % 1_000_000_000
 }
 
 /// `--seed 42`, or `fresh` (the default): a new seed each run.
@@ -248,7 +248,7 @@ pub fn parse_seed(s: &str) -> Result<Seed, String> {
 
 /// `--attainment 0.95` or `95%`.
 pub fn parse_attainment(s: &str) -> Result<f64, String> {
-    goodput_core::slo::parse_share(s)
+    goodput_core::analysis::slo::parse_share(s)
         .ok_or_else(|| format!("'{s}' is not a share of requests: give one above 0 and at most 1, e.g. 0.95 or 95%"))
 }
 

@@ -11,10 +11,10 @@ use crate::cli::{MetricsArgs, OutputArgs};
 use crate::common;
 use crate::target::HttpTarget;
 use anyhow::Result;
-use goodput_core::assemble::{assemble, Assembly};
+use goodput_core::analysis::assemble::{assemble, Assembly};
 use goodput_core::{AnalysisOptions, RequestRecord, RunResult};
 use goodput_load::{Control, LoadPlan, Workload};
-use goodput_report::records::RecordFile;
+use goodput_report::read::records::RecordFile;
 use std::sync::Arc;
 
 /// What one point is, beside the target and the analysis options.
@@ -29,7 +29,7 @@ pub struct Point<'a> {
     /// The file records stream to, when asked for.
     pub records: Option<RecordFile>,
     /// goodput's own live metrics (`--prometheus-listen`), when served.
-    pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
+    pub live: Option<Arc<goodput_core::prometheus::live::LiveMetrics>>,
     pub control: Control,
     /// Wait for this wall-clock instant (Unix seconds) before the clock
     /// starts and the first request goes (`--start-at`).
@@ -90,7 +90,7 @@ pub async fn run_point(
 #[derive(Default)]
 struct Sinks {
     pub records: Option<RecordFile>,
-    pub live: Option<Arc<goodput_core::live::LiveMetrics>>,
+    pub live: Option<Arc<goodput_core::prometheus::live::LiveMetrics>>,
     pub progress: Option<Arc<crate::progress::Progress>>,
 }
 

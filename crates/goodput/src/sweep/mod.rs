@@ -13,11 +13,11 @@ use crate::target::HttpTarget;
 use crate::virtual_point;
 use crate::{output, setup};
 use anyhow::{bail, Result};
-use goodput_core::config::{EngineSettings, WorkloadConfig};
-use goodput_core::sweep::{analyze_sweep, intensity, meets_slo, steady, Load, SweepPoint, SweepResult};
+use goodput_core::doc::config::{EngineSettings, WorkloadConfig};
+use goodput_core::doc::sweep::{analyze_sweep, intensity, meets_slo, steady, Load, SweepPoint, SweepResult};
 use goodput_core::{AnalysisOptions, RunConfig, SweepConfig, Target, SCHEMA};
 use goodput_load::{LoadPlan, Workload};
-use goodput_report::records::RecordFile;
+use goodput_report::read::records::RecordFile;
 use goodput_report::series::{Cdf, Latency, SweepSeries};
 use goodput_report::terminal::sweep as sweep_table;
 use goodput_sim::engine::{EngineConfig, PromptKind};
@@ -229,7 +229,7 @@ impl Sweep {
     ) -> Result<(goodput_core::RunResult, Vec<goodput_core::RequestRecord>)> {
         match &self.runner {
             Runner::Http { target, interrupt } => {
-                let run_id = goodput_report::records::new_run_id();
+                let run_id = goodput_report::read::records::new_run_id();
                 let records = records.map(|p| RecordFile::create(&p, &run_id)).transpose()?;
                 let point = Point {
                     title: format!(" goodput sweep → {} · {title} ", target.base),
@@ -359,7 +359,7 @@ fn virtual_bounds(server: virtual_point::VirtualServer, mut plan: LoadPlan, work
     let most = plan.user_steps.iter().map(|s| s.1).chain(plan.concurrency).max();
     let c = most.unwrap_or(1) as u64;
     let pilot = LoadPlan {
-        requests: Some((goodput_core::assemble::REQUESTS_PER_USER * c).max(100)),
+        requests: Some((goodput_core::analysis::assemble::REQUESTS_PER_USER * c).max(100)),
         duration: None,
         warmup: 0,
         warmup_time: Duration::ZERO,
@@ -450,7 +450,10 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         duration_per_point: a.shape.duration.map(|d| humantime::format_duration(d).to_string()),
         max_concurrency: a.max_concurrency,
         seed: Some(a.shape.seed.value),
-        attainment_target: opts.slo.as_ref().map_or(goodput_core::slo::DEFAULT_ATTAINMENT, |s| s.attainment_target()),
+        attainment_target: opts
+            .slo
+            .as_ref()
+            .map_or(goodput_core::analysis::slo::DEFAULT_ATTAINMENT, |s| s.attainment_target()),
         percentiles: a.output.percentiles.0.clone(),
         judge: setup::judge_config(&opts),
         label,

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::cli::Stages;
-use goodput_core::assemble::attach_server_side;
+use goodput_core::analysis::assemble::attach_server_side;
 
 impl Sweep {
     /// `--stages`: one continuous run whose load steps from stage to
@@ -47,16 +47,16 @@ impl Sweep {
         };
         let (cap, shape, workload) = (self.args.max_concurrency, self.args.shape.clone(), self.workload_config.clone());
         let config = move |load: f64, d: Duration| {
-            let open = goodput_core::config::LoadConfig {
-                rate: Some(goodput_core::config::Rate(load)),
+            let open = goodput_core::doc::config::LoadConfig {
+                rate: Some(goodput_core::doc::config::Rate(load)),
                 concurrency: Some(cap),
                 arrival: Some(format!("{:?}", shape.arrival).to_lowercase()),
                 burstiness: shape.burstiness,
                 ..Default::default()
             };
-            let closed = goodput_core::config::LoadConfig { concurrency: Some(load as u64), ..Default::default() };
+            let closed = goodput_core::doc::config::LoadConfig { concurrency: Some(load as u64), ..Default::default() };
             RunConfig {
-                load: Some(goodput_core::config::LoadConfig {
+                load: Some(goodput_core::doc::config::LoadConfig {
                     duration: Some(humantime::format_duration(d).to_string()),
                     seed: Some(shape.seed.value),
                     ..if by_users { closed } else { open }
@@ -82,8 +82,8 @@ impl Sweep {
                     r
                 })
                 .collect();
-            let mut result = goodput_core::assemble::assemble(
-                goodput_core::assemble::Assembly {
+            let mut result = goodput_core::analysis::assemble::assemble(
+                goodput_core::analysis::assemble::Assembly {
                     tool: common::tool(),
                     kind: &whole.kind,
                     run_id: whole.run_id.clone(),

@@ -38,7 +38,7 @@ pub(super) fn sustained(r: &goodput_core::RunResult) -> f64 {
 /// only grow as a backlog builds.
 pub(super) fn needs_longer(r: &goodput_core::RunResult, attainment: f64) -> bool {
     let Some(s) = &r.summary.stability else { return false };
-    let misses_slo = goodput_core::sweep::meets_slo(r, attainment) == Some(false);
+    let misses_slo = goodput_core::doc::sweep::meets_slo(r, attainment) == Some(false);
     !s.overloaded && !misses_slo && (!s.steady || !converged(r))
 }
 

@@ -39,11 +39,11 @@ pub fn run_page_with(r: &RunResult, records: Option<&[goodput_core::RequestRecor
     let mut o = String::new();
     let load = load_line(&r.config);
     let mut lines = vec![target_line(&r.target, "")];
-    if let Some(i) = crate::peers::import_info(r) {
+    if let Some(i) = crate::read::peers::import_info(r) {
         lines.push(format!(
             "imported from {} {} · {} ({})",
             html(&i.tool),
-            html(&crate::peers::version_text(&i.version)),
+            html(&crate::read::peers::version_text(&i.version)),
             html(&i.source),
             html(&i.format)
         ));
@@ -138,7 +138,7 @@ fn verdicts(o: &mut String, r: &RunResult) {
 
 /// The stability verdict as a pill: the first thing read, as the figures
 /// below describe the load only when it is steady.
-fn stability_pill(o: &mut String, st: &goodput_core::stability::Stability) {
+fn stability_pill(o: &mut String, st: &goodput_core::analysis::stability::Stability) {
     let _ = write!(
         o,
         r#"<span class="pill {c}" id="stability">{}</span>"#,
@@ -167,7 +167,7 @@ fn run_cards(o: &mut String, r: &RunResult) {
         &format!("{:.1} <small>tok/s</small>", th.output_tokens_per_s),
         &format!(
             "peak {} · {:.3} req/s",
-            crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}")),
+            crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}")),
             th.requests_per_s
         ),
     );
@@ -302,7 +302,7 @@ fn time_charts(r: &RunResult) -> Vec<Chart> {
     ];
     // An imported run whose file does not time each chunk cannot place its
     // tokens in time.
-    if crate::peers::peak_output_tokens_per_s(r).is_none() {
+    if crate::read::peers::peak_output_tokens_per_s(r).is_none() {
         charts.remove(0);
     }
     charts
@@ -330,7 +330,7 @@ fn latency_section(o: &mut String, r: &RunResult) {
     let one = [(String::new(), r)];
     let cdfs: Vec<Chart> = Latency::ALL
         .iter()
-        .filter(|m| crate::peers::recomputed(r, m.field()))
+        .filter(|m| crate::read::peers::recomputed(r, m.field()))
         .map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &one, slo_guides(&slo, m)))
         .collect();
     charts(o, &cdfs);
@@ -384,7 +384,7 @@ fn throughput_rows(r: &RunResult) -> Vec<(&'static str, String)> {
             format!(
                 "{:.1} (peak {} over 1 s)",
                 th.output_tokens_per_s,
-                crate::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
+                crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
             ),
         ),
         ("input tokens/s", format!("{:.1}", th.input_tokens_per_s)),

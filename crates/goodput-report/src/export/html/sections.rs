@@ -134,8 +134,8 @@ pub(super) fn by_model(o: &mut String, r: &RunResult) {
 
 /// TTFT and the prompt, turn by turn: what a growing conversation costs,
 /// and how much of it the prefix cache served.
-fn session_charts(ss: &goodput_core::session::SessionSummary) -> Vec<Chart> {
-    let by = |f: &dyn Fn(&goodput_core::session::TurnStats) -> Option<f64>| -> Vec<(f64, f64)> {
+fn session_charts(ss: &goodput_core::analysis::session::SessionSummary) -> Vec<Chart> {
+    let by = |f: &dyn Fn(&goodput_core::analysis::session::TurnStats) -> Option<f64>| -> Vec<(f64, f64)> {
         ss.by_turn.iter().filter_map(|t| Some((t.turn as f64, f(t)?))).collect()
     };
     let mut ttft = vec![Series::new("TTFT p50", Style::LineDots, 0, by(&|t| t.ttft_ms.p(50.0)))];

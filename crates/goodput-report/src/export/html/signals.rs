@@ -6,7 +6,7 @@ use crate::escape::html;
 use crate::format;
 use crate::server::{self, Figure, SignalsView};
 use crate::svg::{Chart, Series, Style};
-use goodput_core::scrape::{CounterSignal, CrossCheck, GaugeSignal, HistogramSignal};
+use goodput_core::prometheus::scrape::{CounterSignal, CrossCheck, GaugeSignal, HistogramSignal};
 use goodput_core::RunResult;
 use std::fmt::Write;
 

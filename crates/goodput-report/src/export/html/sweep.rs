@@ -11,8 +11,8 @@ use crate::metric::Dist;
 use crate::series::{self, Latency, SweepSeries, TimeSeries};
 use crate::svg::{self, Chart, Guide, Mark, Series, Style};
 use crate::table::Detail;
-use goodput_core::slo::ObjectiveResult;
-use goodput_core::sweep::{Load, PointRef, SweepAnalysis, SweepPoint, SweepResult};
+use goodput_core::analysis::slo::ObjectiveResult;
+use goodput_core::doc::sweep::{Load, PointRef, SweepAnalysis, SweepPoint, SweepResult};
 use goodput_core::{RunResult, Slo};
 use std::fmt::Write;
 
@@ -498,7 +498,7 @@ fn points_table(o: &mut String, sw: &SweepResult) {
     o.push_str("</section>");
 }
 
-fn load_axis(points: &[goodput_core::sweep::SweepPoint]) -> &'static str {
+fn load_axis(points: &[goodput_core::doc::sweep::SweepPoint]) -> &'static str {
     match points.first().map(|p| p.load) {
         Some(Load::Rate(_)) => "request rate (req/s)",
         _ => "concurrency (requests in flight)",

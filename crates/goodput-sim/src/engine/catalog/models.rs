@@ -204,8 +204,12 @@ impl ModelSpec {
     /// Reads a Hugging Face `config.json` from disk.
     pub fn from_hf_config(path: &Path) -> Result<ModelSpec, Error> {
         // At most a settings file's cap, from a regular file: not /dev/zero.
-        let text = goodput_core::input::read_text(path, "the model's config.json", goodput_core::input::SETTINGS_CAP)
-            .map_err(|e| Error::ModelConfigRead { path: path.to_path_buf(), message: e.to_string() })?;
+        let text = goodput_core::util::input::read_text(
+            path,
+            "the model's config.json",
+            goodput_core::util::input::SETTINGS_CAP,
+        )
+        .map_err(|e| Error::ModelConfigRead { path: path.to_path_buf(), message: e.to_string() })?;
         let fallback_name = path
             .parent()
             .and_then(|p| p.file_name())

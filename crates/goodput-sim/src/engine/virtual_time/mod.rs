@@ -9,7 +9,7 @@ use super::error::Error;
 use super::kv::Prompt;
 use super::scheduler::{Engine, StepOutcome};
 use crate::template::ChatTemplate;
-pub use goodput_core::dispatch::Plan;
+pub use goodput_core::load::dispatch::Plan;
 use goodput_core::{Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, SessionTurn};
 use run::VirtualRun;
 #[cfg(test)]
@@ -68,7 +68,7 @@ impl VirtualRequest {
 }
 
 /// Requests and how they are sent. Requests go in order, by the rules of
-/// `plan` (those of a live run: see [`goodput_core::dispatch`]), its units
+/// `plan` (those of a live run: see [`goodput_core::load::dispatch`]), its units
 /// being lone requests and sessions. With `arrivals`, request i is due at
 /// `arrivals[i]` (open loop); with `plan.users`, no more than that many units
 /// are in flight, a new one going when one finishes (closed loop); with both,

@@ -3,7 +3,7 @@
 //! later turns, give-ups, the records and the engine's samples.
 
 use super::*;
-use goodput_core::dispatch::{Action, Dispatcher};
+use goodput_core::load::dispatch::{Action, Dispatcher};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -50,7 +50,7 @@ impl<'a> VirtualRun<'a> {
         }
         let arrivals = load.arrivals.as_ref().map(|a| {
             let units: Vec<Duration> = first_of.iter().map(|&i| a[i]).collect();
-            Box::new(units.into_iter()) as goodput_core::dispatch::Arrivals
+            Box::new(units.into_iter()) as goodput_core::load::dispatch::Arrivals
         });
         let dispatcher = Dispatcher::new(load.plan.clone(), arrivals).with_units(first_of.len() as u64);
         Ok(VirtualRun {

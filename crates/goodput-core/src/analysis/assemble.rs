@@ -1,0 +1,299 @@
+//! A run's result document assembled from its records: the analysis, and
+//! the warnings the load itself calls for (a closed loop of too few
+//! requests). Every command that makes a run document goes through here, as
+//! does `report` when it analyses a saved run again.
+
+use crate::analysis::stability::with_server_queue;
+use crate::doc::config::LoadConfig;
+use crate::prometheus::scrape::ServerSignals;
+use crate::{analyze, AnalysisOptions, Compat, RequestRecord, RunConfig, RunResult, Target, Tool, SCHEMA};
+
+/// What a result document holds beside what its records give.
+pub struct Assembly<'a> {
+    /// The tool that made it (its name, version and commit).
+    pub tool: Tool,
+    pub kind: &'a str,
+    pub run_id: String,
+    pub started_unix_s: f64,
+    pub interrupted: bool,
+    pub config: RunConfig,
+    pub target: Target,
+    pub include_requests: bool,
+}
+
+/// The result document of `records`: every figure analysed from them
+/// under `opts`, and the warnings they call for.
+pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptions) -> RunResult {
+    let mut analysis = analyze(records, opts);
+    analysis.summary.stability = crate::analysis::stability::judge(records, &analysis.window, a.config.load.as_ref());
+    let peak = analysis.summary.in_flight.peak;
+    let few = a.config.load.as_ref().and_then(|l| few_requests_warning(l, peak));
+    let cycled = a.config.workload.as_ref().and_then(|w| cycled_dataset_warning(w, records));
+    let chunks: u64 = records.iter().filter(|r| !r.warmup).map(|r| r.chunks.len() as u64).sum();
+    let stamp = a.config.client.as_ref().map(|c| c.stamp.as_str());
+    let late = crate::analysis::summary::read_lag_warning(&analysis.summary, stamp, chunks);
+    RunResult {
+        schema: SCHEMA.into(),
+        tool: a.tool,
+        kind: a.kind.into(),
+        run_id: a.run_id,
+        started_unix_s: a.started_unix_s,
+        interrupted: a.interrupted,
+        config: a.config,
+        target: a.target,
+        window: analysis.window,
+        summary: analysis.summary,
+        slo: analysis.slo,
+        cost: analysis.cost,
+        compat: Compat { vllm: analysis.vllm },
+        engine: None,
+        server_signals: None,
+        client: None,
+        warnings: analysis.warnings.into_iter().chain(few).chain(cycled).chain(late).collect(),
+        diagnosis: Vec::new(),
+        shard: None,
+        merge: None,
+        requests: a.include_requests.then(|| records.to_vec()),
+    }
+}
+
+/// Requests a user of a closed loop sends by default: enough that the
+/// ramp-up at the start and the drain at the end are a small part of the
+/// window.
+pub const REQUESTS_PER_USER: u64 = 10;
+
+/// Below this many requests a user, a closed loop is warned about: its
+/// window is mostly ramp-up and drain, not the load it names.
+const FEW_PER_USER: u64 = 3;
+
+/// What a result knows of the server's side of its run.
+pub enum ServerSide {
+    /// The server's metrics scraped during the run (some scrapes may have
+    /// failed, or all).
+    Scraped(ServerSignals),
+    /// Nothing was scraped: the diagnosis is drawn from the records alone.
+    Unscraped,
+    /// A saved document's signals and diagnosis, kept as they are: the
+    /// document did not keep the scrapes they were drawn from (one from
+    /// before scrapes were kept, or another tool's result read in).
+    AsSaved { signals: Option<ServerSignals>, diagnosis: Vec<crate::Diagnosis> },
+}
+
+impl From<Option<ServerSignals>> for ServerSide {
+    fn from(signals: Option<ServerSignals>) -> Self {
+        signals.map_or(ServerSide::Unscraped, ServerSide::Scraped)
+    }
+}
+
+/// Attaches the server's side of a run to its result: the scraped
+/// `signals` summarised over the result's window and cross-checked against
+/// the client's `records`, the diagnosis (from the records alone when
+/// nothing was scraped, or when a saved document kept no scrapes), and the
+/// growth of the server's queue in the stability verdict, from the scraped
+/// waiting gauge or else the simulated engine's own queue. Every command
+/// that makes or remakes a result goes through here. `concurrency_cap` is a
+/// closed loop's users.
+pub fn attach_server_side(
+    result: &mut RunResult,
+    side: ServerSide,
+    records: &[RequestRecord],
+    concurrency_cap: Option<usize>,
+) {
+    result.diagnosis = match side {
+        ServerSide::Scraped(mut signals) => {
+            let windowed = result.config.report_window.is_some();
+            let d = signals.analyse(records, &result.summary, &result.window, concurrency_cap, windowed);
+            let warm =
+                signals.window.prefix_cache_hit_rate.and_then(|h| warm_cache_warning(&result.config, records, h));
+            result.warnings.extend(warm);
+            result.server_signals = Some(signals);
+            d
+        }
+        ServerSide::Unscraped => crate::prometheus::scrape::diagnose(records, &result.summary, None, concurrency_cap),
+        ServerSide::AsSaved { signals, diagnosis } => {
+            result.server_signals = signals;
+            diagnosis
+        }
+    };
+    with_queue_growth(result);
+}
+
+/// Sets the growth of the server's queue in `result`'s stability from what
+/// it keeps of the server's queue: the scraped waiting-requests gauge, or
+/// the simulated engine's waiting count.
+fn with_queue_growth(result: &mut RunResult) {
+    let Some(s) = result.summary.stability.as_mut() else { return };
+    let waiting = crate::prometheus::scrape::GaugeSignal::WaitingRequests;
+    let scraped: Vec<(f64, f64)> = result
+        .server_signals
+        .iter()
+        .flat_map(|sig| sig.samples.iter())
+        .filter_map(|x| Some((x.t.as_secs_f64(), *x.signals.gauges.get(&waiting)?)))
+        .collect();
+    if !scraped.is_empty() {
+        with_server_queue(s, scraped.into_iter());
+    } else if let Some(e) = &result.engine {
+        with_server_queue(s, e.series.t_s.iter().copied().zip(e.series.waiting.iter().map(|&w| f64::from(w))));
+    }
+}
+
+/// Share of prompt tokens the template and block rounding may add to what
+/// a synthetic workload shares by design: a chat template's few tokens a
+/// request, and the cache's whole blocks.
+const TEMPLATE_SHARE: f64 = 0.15;
+
+/// The most of a synthetic run's prompt tokens that its own prompts could
+/// find in a prefix cache: its shared prefixes (`--shared-prefix-tokens`),
+/// over the mean prompt. `None` for a workload whose prompts share by
+/// design or by their source (sessions, a dataset, a trace, `--repeat`),
+/// whose sharing this does not bound.
+pub fn shareable_prompt_share(config: &RunConfig, records: &[RequestRecord]) -> Option<f64> {
+    let w = config.workload.as_ref()?;
+    let sessions = config.load.as_ref().is_some_and(|l| l.sessions.is_some());
+    if sessions || w.dataset.is_some() || w.trace.is_some() || w.repeat.is_some_and(|r| r > 1) {
+        return None;
+    }
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let mean_input = measured.iter().map(|r| r.input_tokens as f64).sum::<f64>() / measured.len().max(1) as f64;
+    let prefix = w.shared_prefix.as_ref().map_or(0.0, |p| p.ratio * f64::from(p.tokens));
+    Some(if mean_input > 0.0 { (prefix / mean_input).min(1.0) } else { 0.0 })
+}
+
+/// The warning for a server whose prefix cache hit (`hit_rate`, over the
+/// window) far more of the prompts than the run's own prompts share: it
+/// held them before the run began (an earlier run of the same seed), or
+/// other clients send the same prompts. Either way TTFT is not what fresh
+/// prompts get.
+pub fn warm_cache_warning(config: &RunConfig, records: &[RequestRecord], hit_rate: f64) -> Option<String> {
+    let shared = shareable_prompt_share(config, records)?;
+    if hit_rate < 0.3 || hit_rate <= shared + TEMPLATE_SHARE + 0.1 {
+        return None;
+    }
+    let seed =
+        config.load.as_ref().and_then(|l| l.seed).map(|s| format!(" (this run's seed is {s})")).unwrap_or_default();
+    Some(format!(
+        "the server's prefix cache served {:.1}% of the prompt tokens it looked up, where this run's prompts share at \
+         most about {:.0}%{seed}: it held them before the run (an earlier run with the same --seed), or other clients \
+         send the same prompts, so TTFT is faster than fresh prompts would get; leave --seed out to draw fresh prompts \
+         each run",
+        hit_rate * 100.0,
+        (shared + TEMPLATE_SHARE).min(1.0) * 100.0
+    ))
+}
+
+/// The warning for a run that sent a dataset's entries more than once
+/// (more requests, or sessions, than it has entries): the repeats are the
+/// same prompts, which a server's prefix cache serves.
+pub fn cycled_dataset_warning(w: &crate::doc::config::WorkloadConfig, records: &[RequestRecord]) -> Option<String> {
+    let entries = w.dataset_entries?;
+    // A session's later turns are its entry's own; warm-up requests drew entries too.
+    let used = records.iter().filter(|r| r.session.as_ref().is_none_or(|s| s.turn == 0)).count() as u64;
+    if used <= entries {
+        return None;
+    }
+    Some(format!(
+        "the run sent {used} prompts from the {entries} entries of {}: it went round the dataset {:.1} times, so \
+         later requests repeat earlier prompts and a server's prefix cache serves them (faster TTFT than new prompts \
+         get); give a larger dataset, or fewer requests",
+        w.dataset.as_deref().unwrap_or("the dataset"),
+        used as f64 / entries as f64
+    ))
+}
+
+/// The warning for a closed loop (the `load` block of a config) given too
+/// few requests for its users to reach a steady state; `peak` is the most
+/// requests it had in flight.
+pub fn few_requests_warning(load: &LoadConfig, peak: u64) -> Option<String> {
+    let (Some(c), Some(n)) = (load.concurrency, load.requests) else { return None };
+    if load.open_or_bounded() || c < 2 || n >= FEW_PER_USER * c {
+        return None;
+    }
+    let fix =
+        format!("give --requests {} or more ({REQUESTS_PER_USER} a user) for its steady state", REQUESTS_PER_USER * c);
+    Some(if n < c {
+        format!("{n} requests is fewer than the {c} users of --concurrency: the load never had {c} in flight (peak {peak}); {fix}")
+    } else {
+        format!(
+            "{n} requests over {c} users is {:.1} each: the ramp-up and the drain at the end make up much of the \
+             window, so its figures are not those of {c} users at work; {fix}",
+            n as f64 / c as f64
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::config::{Rate, SessionsConfig};
+
+    #[test]
+    fn a_warm_cache_is_warned_about_only_past_what_the_prompts_share() {
+        use crate::doc::config::{SharedPrefixConfig, WorkloadConfig};
+        let recs: Vec<RequestRecord> = (0..10)
+            .map(|i| {
+                let mut r = RequestRecord::new(i, std::time::Duration::ZERO, std::time::Duration::ZERO);
+                r.input_tokens = 1000;
+                r
+            })
+            .collect();
+        let synthetic = RunConfig {
+            workload: Some(WorkloadConfig { input_tokens: Some("1000".into()), ..Default::default() }),
+            load: Some(LoadConfig { seed: Some(7), ..Default::default() }),
+            ..Default::default()
+        };
+        let w = warm_cache_warning(&synthetic, &recs, 0.99).unwrap();
+        assert!(w.contains("99.0%") && w.contains("about 15%") && w.contains("seed is 7"), "{w}");
+        assert_eq!(warm_cache_warning(&synthetic, &recs, 0.054), None, "a first run's template hits");
+        // Half of every prompt a shared prefix: 60% hits is the workload's own.
+        let mut shared = synthetic.clone();
+        shared.workload.as_mut().unwrap().shared_prefix =
+            Some(SharedPrefixConfig { tokens: 500, ratio: 1.0, count: 1 });
+        assert_eq!(warm_cache_warning(&shared, &recs, 0.6), None);
+        assert!(warm_cache_warning(&shared, &recs, 0.95).is_some());
+        // Sessions share their conversations by design: no bound, no warning.
+        let mut sessions = synthetic.clone();
+        sessions.load.as_mut().unwrap().sessions = Some(SessionsConfig { turns: "3".into(), think_time: "0s".into() });
+        assert_eq!(warm_cache_warning(&sessions, &recs, 0.99), None);
+    }
+
+    #[test]
+    fn a_dataset_sent_more_than_once_is_warned_about() {
+        let w = crate::doc::config::WorkloadConfig {
+            dataset: Some("qa.jsonl".into()),
+            dataset_entries: Some(50),
+            ..Default::default()
+        };
+        let recs = |n: u64| -> Vec<RequestRecord> {
+            (0..n).map(|i| RequestRecord::new(i, std::time::Duration::ZERO, std::time::Duration::ZERO)).collect()
+        };
+        assert_eq!(cycled_dataset_warning(&w, &recs(50)), None);
+        let m = cycled_dataset_warning(&w, &recs(1000)).unwrap();
+        assert!(m.contains("1000 prompts from the 50 entries of qa.jsonl") && m.contains("20.0 times"), "{m}");
+        // Sessions: only a session's first turn draws an entry.
+        let mut turns = recs(120);
+        for (i, r) in turns.iter_mut().enumerate() {
+            r.session = Some(crate::doc::record::SessionTurn { id: i as u64 / 3, turn: i as u32 % 3, turns: 3 });
+        }
+        assert_eq!(cycled_dataset_warning(&w, &turns), None, "40 conversations of 3 turns");
+    }
+
+    #[test]
+    fn a_closed_loop_of_few_requests_a_user_is_warned_about() {
+        let load = |c: u64, n: u64| LoadConfig { concurrency: Some(c), requests: Some(n), ..LoadConfig::default() };
+        let never = few_requests_warning(&load(256, 200), 200).unwrap();
+        assert!(never.contains("never had 256 in flight (peak 200)") && never.contains("--requests 2560"), "{never}");
+        let few = few_requests_warning(&load(64, 150), 64).unwrap();
+        assert!(few.contains("2.3 each") && few.contains("--requests 640"), "{few}");
+        assert_eq!(few_requests_warning(&load(64, 192), 64), None, "three a user is enough not to warn");
+        assert_eq!(few_requests_warning(&load(1, 1), 1), None, "one user");
+        let mut timed = load(64, 10);
+        timed.duration = Some("60s".into());
+        assert_eq!(few_requests_warning(&timed, 64), None, "a duration bounds it too");
+        let mut open = load(64, 10);
+        open.rate = Some(Rate(5.0));
+        assert_eq!(few_requests_warning(&open, 64), None, "an open loop's users are not a closed loop's");
+        let mut sessions = load(64, 10);
+        sessions.sessions = Some(SessionsConfig { turns: "2".into(), think_time: "0s".into() });
+        assert_eq!(few_requests_warning(&sessions, 64), None, "sessions are counted, and paced, otherwise");
+    }
+}

@@ -1,0 +1,117 @@
+//! Cost from a price per GPU-hour and the GPU count (docs/metrics.md): what a
+//! million tokens, a request, and a million *good* tokens cost at the
+//! throughput measured.
+
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The price of the hardware under test.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct CostConfig {
+    /// USD per GPU per hour.
+    pub gpu_hour_usd: f64,
+    pub gpus: u32,
+}
+
+/// The `cost` block of a result. A figure is `null` when its divisor is zero
+/// (no tokens, no requests): an infinite price is not a number to print.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct CostReport {
+    pub gpu_hour_usd: f64,
+    pub gpus: u32,
+    pub usd_per_hour: f64,
+    pub usd_per_million_output_tokens: Option<f64>,
+    pub usd_per_million_total_tokens: Option<f64>,
+    pub usd_per_request: Option<f64>,
+    /// The honest one: cost per million output tokens of requests that met the SLO.
+    pub usd_per_million_good_output_tokens: Option<f64>,
+    /// Per multi-turn conversation, when the workload has sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_session: Option<f64>,
+}
+
+/// What `per_s` units cost per million at `usd_per_hour`.
+///
+/// ```
+/// // $3/h at 4,000 output tokens/s is about $0.21 per million tokens.
+/// let c = goodput_core::analysis::cost::usd_per_million(3.0, 4000.0).unwrap();
+/// assert!((c - 0.2083).abs() < 1e-4);
+/// ```
+pub fn usd_per_million(usd_per_hour: f64, per_s: f64) -> Option<f64> {
+    (per_s > 0.0).then(|| usd_per_hour / (per_s * 3600.0) * 1e6)
+}
+
+/// A price that cannot cost a run.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum CostError {
+    #[error("--gpu-hour-usd must be a price of zero or more, not {0}")]
+    Price(f64),
+    #[error("--gpus must be at least 1")]
+    NoGpus,
+}
+
+impl CostConfig {
+    pub fn validate(&self) -> Result<(), CostError> {
+        if !(self.gpu_hour_usd.is_finite() && self.gpu_hour_usd >= 0.0) {
+            return Err(CostError::Price(self.gpu_hour_usd));
+        }
+        if self.gpus == 0 {
+            return Err(CostError::NoGpus);
+        }
+        Ok(())
+    }
+
+    /// Prices a run from its throughputs (per second of the window).
+    pub fn report(
+        &self,
+        output_tokens_per_s: f64,
+        total_tokens_per_s: f64,
+        requests_per_s: f64,
+        good_output_tokens_per_s: Option<f64>,
+        sessions_per_s: Option<f64>,
+    ) -> CostReport {
+        let usd_per_hour = self.gpu_hour_usd * self.gpus as f64;
+        CostReport {
+            gpu_hour_usd: self.gpu_hour_usd,
+            gpus: self.gpus,
+            usd_per_hour,
+            usd_per_million_output_tokens: usd_per_million(usd_per_hour, output_tokens_per_s),
+            usd_per_million_total_tokens: usd_per_million(usd_per_hour, total_tokens_per_s),
+            usd_per_request: (requests_per_s > 0.0).then(|| usd_per_hour / (requests_per_s * 3600.0)),
+            usd_per_million_good_output_tokens: usd_per_million(
+                usd_per_hour,
+                good_output_tokens_per_s.unwrap_or(output_tokens_per_s),
+            ),
+            usd_per_session: sessions_per_s.filter(|s| *s > 0.0).map(|s| usd_per_hour / (s * 3600.0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worked_examples_to_the_cent() {
+        let c = CostConfig { gpu_hour_usd: 3.0, gpus: 1 };
+        let r = c.report(4000.0, 6000.0, 10.0, Some(2000.0), Some(0.5));
+        assert_eq!((r.usd_per_million_output_tokens.unwrap() * 100.0).round() / 100.0, 0.21);
+        assert!((r.usd_per_million_total_tokens.unwrap() - 3.0 / (6000.0 * 3600.0) * 1e6).abs() < 1e-12);
+        assert!((r.usd_per_request.unwrap() - 3.0 / 36000.0).abs() < 1e-12);
+        assert!(
+            (r.usd_per_million_good_output_tokens.unwrap() - 2.0 * r.usd_per_million_output_tokens.unwrap()).abs()
+                < 1e-12
+        );
+        assert!((r.usd_per_session.unwrap() - 3.0 / 1800.0).abs() < 1e-12, "$3/h at a session every 2 s");
+        let eight = CostConfig { gpu_hour_usd: 2.5, gpus: 8 }.report(1000.0, 1000.0, 1.0, None, None);
+        assert_eq!(eight.usd_per_hour, 20.0);
+        assert_eq!(
+            CostConfig { gpu_hour_usd: 3.0, gpus: 1 }.report(0.0, 0.0, 0.0, None, Some(0.0)).usd_per_request,
+            None
+        );
+        assert!(CostConfig { gpu_hour_usd: 3.0, gpus: 0 }.validate().is_err());
+    }
+}

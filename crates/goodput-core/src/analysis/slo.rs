@@ -1,0 +1,802 @@
+//! Service-level objectives and goodput (docs/metrics.md): per-request limits that
+//! make a request "good", percentile objectives judged on the run, and the
+//! goodput figures that follow from them.
+
+use crate::analysis::metrics::{ms, RequestMetrics};
+use crate::analysis::stats::{percentile_key, Distribution};
+use crate::doc::record::{Outcome, RequestRecord};
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A per-request metric an SLO can bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SloMetric {
+    Ttft,
+    Tpot,
+    E2e,
+    ItlMax,
+    Ttfb,
+}
+
+impl SloMetric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SloMetric::Ttft => "ttft",
+            SloMetric::Tpot => "tpot",
+            SloMetric::E2e => "e2e",
+            SloMetric::ItlMax => "itl_max",
+            SloMetric::Ttfb => "ttfb",
+        }
+    }
+
+    /// The metric of one request; `None` where the request cannot define it
+    /// (a one-token answer has no TPOT), which no limit can violate.
+    pub fn of(self, r: &RequestRecord) -> Option<Duration> {
+        match self {
+            SloMetric::Ttft => r.ttft(),
+            SloMetric::Tpot => r.tpot(),
+            SloMetric::E2e => r.e2e(),
+            SloMetric::ItlMax => r.itl_max(),
+            SloMetric::Ttfb => r.ttfb(),
+        }
+    }
+}
+
+/// An `--slo` (or a config's `slo`) that does not read; each message names
+/// the term at fault and shows how to write it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SloError {
+    #[error("unknown SLO metric '{0}': use ttft, tpot, e2e, itl_max or ttfb")]
+    UnknownMetric(String),
+    #[error("unknown quality metric '{0}': use exact, number, rouge_l, chrf, bleu or chrf_corpus")]
+    UnknownQualityMetric(String),
+    #[error("'{0}' has no unit: write e.g. 200ms or 1.5s")]
+    NoUnit(String),
+    #[error("'{0}' is not a duration: write e.g. 200ms or 1.5s")]
+    NotADuration(String),
+    #[error("'{0}' must be a positive duration")]
+    NotPositive(String),
+    #[error("'{0}' is longer than any run (100 years): write e.g. 200ms or 1.5s")]
+    TooLong(String),
+    #[error("SLO term '{term}' needs '<=': write e.g. ttft<=200ms or ttft:p95<=200ms")]
+    NeedsAtMost { term: String },
+    #[error("SLO term '{term}': '{percentile}' is not a percentile like p95")]
+    NotAPercentile { term: String, percentile: String },
+    #[error("SLO term '{term}': '{value}' is not a number (e.g. exact>=0.8)")]
+    NotANumber { term: String, value: String },
+    #[error("SLO term '{term}': '{found}' is not 'mean' (write e.g. rouge_l:mean>=0.5)")]
+    NotMean { term: String, found: String },
+    /// A term whose limit or metric did not read, with the reason.
+    #[error("SLO term '{term}': {reason}")]
+    Term { term: String, reason: Box<SloError> },
+    #[error("the SLO is empty: write e.g. ttft<=200ms,tpot<=50ms")]
+    Empty,
+    #[error(
+        "SLO term '{term}': the attainment target is a share of requests above 0 and at most 1 (e.g. \
+         attainment>=0.95, or attainment>=95%)"
+    )]
+    NotAShare { term: String },
+    #[error("the SLO gives its attainment target twice ('{first}' and '{second}'): keep one")]
+    AttainmentTwice { first: String, second: String },
+    #[error(
+        "the SLO 'attainment>={0}' has no limit to attain: add one (e.g. ttft<=200ms,attainment>={0}) or \
+         write a percentile objective (ttft:p95<=200ms)"
+    )]
+    AttainmentAlone(f64),
+}
+
+impl SloError {
+    fn in_term(self, term: &str) -> SloError {
+        SloError::Term { term: term.to_string(), reason: Box::new(self) }
+    }
+}
+
+impl FromStr for SloMetric {
+    type Err = SloError;
+    fn from_str(s: &str) -> Result<Self, SloError> {
+        match s.trim() {
+            "ttft" => Ok(SloMetric::Ttft),
+            "tpot" => Ok(SloMetric::Tpot),
+            "e2e" => Ok(SloMetric::E2e),
+            "itl_max" => Ok(SloMetric::ItlMax),
+            "ttfb" => Ok(SloMetric::Ttfb),
+            other => Err(SloError::UnknownMetric(other.to_string())),
+        }
+    }
+}
+
+/// `metric<=limit` for every request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit {
+    pub metric: SloMetric,
+    pub max: Duration,
+}
+
+/// `metric:pNN<=limit` over the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Objective {
+    pub metric: SloMetric,
+    pub percentile: f64,
+    pub max: Duration,
+}
+
+/// A quality figure an SLO can bound from below (docs/metrics.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum QualityMetric {
+    Exact,
+    Number,
+    RougeL,
+    Chrf,
+    /// Corpus BLEU, of the run only.
+    Bleu,
+    /// Corpus chrF, of the run only.
+    ChrfCorpus,
+}
+
+impl QualityMetric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QualityMetric::Exact => "exact",
+            QualityMetric::Number => "number",
+            QualityMetric::RougeL => "rouge_l",
+            QualityMetric::Chrf => "chrf",
+            QualityMetric::Bleu => "bleu",
+            QualityMetric::ChrfCorpus => "chrf_corpus",
+        }
+    }
+
+    /// A bare `name>=x` bounds each request for the graded scores (ROUGE-L,
+    /// sentence chrF) and the run for the others: an exact match is 0 or 1
+    /// per request, and corpus scores exist only over the run.
+    fn per_request_by_default(self) -> bool {
+        matches!(self, QualityMetric::RougeL | QualityMetric::Chrf)
+    }
+
+    /// The run's figure: a score's mean, or a corpus score.
+    pub fn of_run(self, q: &crate::quality::QualityScores) -> Option<f64> {
+        match self {
+            QualityMetric::Exact => q.exact.as_ref().map(|m| m.mean),
+            QualityMetric::Number => q.number.as_ref().map(|m| m.mean),
+            QualityMetric::RougeL => q.rouge_l.as_ref().map(|m| m.mean),
+            QualityMetric::Chrf => q.chrf.as_ref().map(|m| m.mean),
+            QualityMetric::Bleu => q.bleu,
+            QualityMetric::ChrfCorpus => q.chrf_corpus,
+        }
+    }
+}
+
+impl FromStr for QualityMetric {
+    type Err = SloError;
+    fn from_str(s: &str) -> Result<Self, SloError> {
+        match s.trim() {
+            "exact" => Ok(QualityMetric::Exact),
+            "number" => Ok(QualityMetric::Number),
+            "rouge_l" | "rouge-l" => Ok(QualityMetric::RougeL),
+            "chrf" => Ok(QualityMetric::Chrf),
+            "bleu" => Ok(QualityMetric::Bleu),
+            "chrf_corpus" => Ok(QualityMetric::ChrfCorpus),
+            other => Err(SloError::UnknownQualityMetric(other.to_string())),
+        }
+    }
+}
+
+/// `rouge_l>=0.3`: every scored request must reach it to be good.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QualityLimit {
+    pub metric: QualityMetric,
+    pub min: f64,
+}
+
+/// `exact>=0.8` (or `rouge_l:mean>=0.5`): the run's figure must reach it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QualityObjective {
+    pub metric: QualityMetric,
+    pub min: f64,
+}
+
+impl fmt::Display for QualityLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}>={}", self.metric.as_str(), self.min)
+    }
+}
+
+impl fmt::Display for QualityObjective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.metric.per_request_by_default() {
+            write!(f, "{}:mean>={}", self.metric.as_str(), self.min)
+        } else {
+            write!(f, "{}>={}", self.metric.as_str(), self.min)
+        }
+    }
+}
+
+/// The share of judged requests that must be good for per-request limits
+/// to pass, unless the SLO (`attainment>=0.95`) or `--attainment` says
+/// otherwise: a limit alone says what a good request is, not how many must
+/// be.
+pub const DEFAULT_ATTAINMENT: f64 = 0.9;
+
+/// A set of per-request limits and percentile objectives, on latency and
+/// on answer quality.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Slo {
+    pub limits: Vec<Limit>,
+    pub objectives: Vec<Objective>,
+    pub quality_limits: Vec<QualityLimit>,
+    pub quality_objectives: Vec<QualityObjective>,
+    /// `attainment>=0.95`: the share of judged requests that must be good;
+    /// [`DEFAULT_ATTAINMENT`] where not given.
+    pub attainment: Option<f64>,
+}
+
+/// One `name>=x` or `name:mean>=x` term.
+fn parse_quality_term(slo: &mut Slo, part: &str) -> Result<(), SloError> {
+    let (lhs, rhs) = part.split_once(">=").expect("a quality term has >=");
+    let min: f64 = rhs
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| SloError::NotANumber { term: part.to_string(), value: rhs.trim().to_string() })?;
+    let (name, mean) = match lhs.split_once(':') {
+        None => (lhs, false),
+        Some((n, "mean")) => (n, true),
+        Some((_, other)) => return Err(SloError::NotMean { term: part.to_string(), found: other.to_string() }),
+    };
+    let metric: QualityMetric = name.parse().map_err(|e: SloError| e.in_term(part))?;
+    if !mean && metric.per_request_by_default() {
+        slo.quality_limits.push(QualityLimit { metric, min });
+    } else {
+        slo.quality_objectives.push(QualityObjective { metric, min });
+    }
+    Ok(())
+}
+
+fn fmt_ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
+        format!("{}s", ms / 1000.0)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}<={}", self.metric.as_str(), fmt_ms(self.max))
+    }
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:p{}<={}", self.metric.as_str(), self.percentile, fmt_ms(self.max))
+    }
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self
+            .limits
+            .iter()
+            .map(|l| l.to_string())
+            .chain(self.objectives.iter().map(|o| o.to_string()))
+            .chain(self.quality_limits.iter().map(|l| l.to_string()))
+            .chain(self.quality_objectives.iter().map(|o| o.to_string()))
+            .chain(self.attainment.map(|a| format!("attainment>={a}")))
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// A duration with its unit: `200ms`, `1.5s`, `250us`.
+fn parse_limit(s: &str) -> Result<Duration, SloError> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        return Err(SloError::NoUnit(s.to_string()));
+    };
+    let v: f64 = num.trim().parse().map_err(|_| SloError::NotADuration(s.to_string()))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(SloError::NotPositive(s.to_string()));
+    }
+    match Duration::try_from_secs_f64(v * scale) {
+        Ok(d) if d <= crate::HORIZON => Ok(d),
+        _ => Err(SloError::TooLong(s.to_string())),
+    }
+}
+
+impl FromStr for Slo {
+    type Err = SloError;
+
+    /// `ttft<=200ms,tpot<=50ms,e2e<=10s,itl_max<=500ms` and/or
+    /// `ttft:p95<=200ms,tpot:p99<=40ms`.
+    fn from_str(s: &str) -> Result<Self, SloError> {
+        let mut slo = Slo::default();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if let Some(rhs) = part.strip_prefix("attainment").and_then(|r| r.trim_start().strip_prefix(">=")) {
+                let share = parse_share(rhs).ok_or_else(|| SloError::NotAShare { term: part.to_string() })?;
+                if let Some(first) = slo.attainment {
+                    return Err(SloError::AttainmentTwice {
+                        first: format!("attainment>={first}"),
+                        second: part.to_string(),
+                    });
+                }
+                slo.attainment = Some(share);
+                continue;
+            }
+            if part.contains(">=") {
+                parse_quality_term(&mut slo, part)?;
+                continue;
+            }
+            let (lhs, rhs) = part.split_once("<=").ok_or_else(|| SloError::NeedsAtMost { term: part.to_string() })?;
+            let max = parse_limit(rhs).map_err(|e| e.in_term(part))?;
+            match lhs.split_once(':') {
+                None => slo.limits.push(Limit { metric: lhs.parse()?, max }),
+                Some((m, p)) => {
+                    let percentile: f64 = p
+                        .trim()
+                        .strip_prefix('p')
+                        .and_then(|v| v.replace('_', ".").parse().ok())
+                        .filter(|v| (0.0..=100.0).contains(v))
+                        .ok_or_else(|| SloError::NotAPercentile {
+                            term: part.to_string(),
+                            percentile: p.to_string(),
+                        })?;
+                    slo.objectives.push(Objective { metric: m.parse()?, percentile, max });
+                }
+            }
+        }
+        if slo.limits.is_empty()
+            && slo.objectives.is_empty()
+            && slo.quality_limits.is_empty()
+            && slo.quality_objectives.is_empty()
+        {
+            return match slo.attainment {
+                Some(a) => Err(SloError::AttainmentAlone(a)),
+                None => Err(SloError::Empty),
+            };
+        }
+        Ok(slo)
+    }
+}
+
+/// `0.95` or `95%`: a share above 0 and at most 1.
+pub fn parse_share(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let v = match s.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().ok()? / 100.0,
+        None => s.parse::<f64>().ok()?,
+    };
+    (v.is_finite() && v > 0.0 && v <= 1.0).then_some(v)
+}
+
+impl Slo {
+    /// The share of judged requests that must be good.
+    pub fn attainment_target(&self) -> f64 {
+        self.attainment.unwrap_or(DEFAULT_ATTAINMENT)
+    }
+
+    /// Whether the run's share of good requests is judged: per-request
+    /// limits (latency or quality) say only what a good request is, so they
+    /// pass or fail by their attainment; percentile objectives carry their
+    /// own share (a p95 is 95%) and are judged by their percentile alone,
+    /// unless the SLO names an attainment target.
+    pub fn judges_attainment(&self) -> bool {
+        !self.limits.is_empty() || !self.quality_limits.is_empty() || self.attainment.is_some()
+    }
+
+    /// Whether `r` succeeded and meets every per-request limit. A percentile
+    /// objective bounds each request too (`ttft:p95<=200ms` makes a request
+    /// with TTFT over 200 ms not good, and passes when 95% are within), as
+    /// DistServe defines goodput: otherwise an SLO of objectives alone would
+    /// count every success as good, however slow.
+    pub fn is_good(&self, r: &RequestRecord) -> bool {
+        let within = |m: SloMetric, max: Duration| m.of(r).is_none_or(|v| v <= max);
+        r.outcome.is_success()
+            && self.limits.iter().all(|l| within(l.metric, l.max))
+            && self.objectives.iter().all(|o| within(o.metric, o.max))
+            && self.quality_limits.iter().all(|l| {
+                // A request with no reference has no score to fall short.
+                r.quality.as_ref().and_then(|q| q.get(l.metric.as_str())).is_none_or(|v| v >= l.min)
+            })
+    }
+}
+
+/// `summary.goodput` of the result (docs/result.md).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Goodput {
+    /// Good requests per second of the window.
+    pub requests_per_s: f64,
+    /// Output tokens of good requests per second of the window.
+    pub output_tokens_per_s: f64,
+    /// Good requests over all measured requests that finished (success or failure).
+    pub slo_attainment: f64,
+    /// Output tokens of good requests over all output tokens generated,
+    /// failed, timed-out and cancelled requests included.
+    pub useful_work: f64,
+    pub good_requests: u64,
+    pub judged_requests: u64,
+}
+
+/// One percentile objective, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ObjectiveResult {
+    /// The objective as written, e.g. `ttft:p95<=200ms`.
+    pub objective: String,
+    pub metric: SloMetric,
+    pub percentile: f64,
+    pub limit_ms: f64,
+    /// Over successful requests, as in `summary`; `null` when none succeeded.
+    pub measured_ms: Option<f64>,
+    pub pass: bool,
+}
+
+/// One run-level quality objective, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct QualityObjectiveResult {
+    /// The objective as written, e.g. `exact>=0.8`.
+    pub objective: String,
+    pub metric: QualityMetric,
+    pub min: f64,
+    /// The run's figure; `null` when no request was scored for it.
+    pub measured: Option<f64>,
+    pub pass: bool,
+}
+
+/// The per-request limits judged together: the share of judged requests
+/// that met every limit, against the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct AttainmentResult {
+    /// The share that must be good (`attainment>=`, `--attainment`, 0.9 by default).
+    pub target: f64,
+    /// The share that was: `summary.goodput.slo_attainment`.
+    pub measured: f64,
+    pub good_requests: u64,
+    pub judged_requests: u64,
+    /// `measured >= target`, and at least one request judged.
+    pub pass: bool,
+}
+
+/// The `slo` block of a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct SloReport {
+    /// The SLO as written.
+    pub spec: String,
+    pub limits: Vec<String>,
+    pub objectives: Vec<ObjectiveResult>,
+    /// Run-level quality objectives (`exact>=0.8`, `bleu>=20`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quality: Vec<QualityObjectiveResult>,
+    /// The per-request limits' attainment, judged; absent when the SLO has
+    /// only percentile objectives (and no `attainment>=` term), or in a
+    /// document written before limits had a target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attainment: Option<AttainmentResult>,
+    /// Every objective met, and the limits' attainment reached (true when
+    /// there are none).
+    pub pass: bool,
+}
+
+impl SloReport {
+    /// What failed, in words: each objective missed and the limits'
+    /// attainment where short (empty when the SLO passed).
+    pub fn misses(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .objectives
+            .iter()
+            .filter(|o| !o.pass)
+            .map(|o| match o.measured_ms {
+                Some(m) => format!("{} measured {m:.1} ms", o.objective),
+                None => format!("{} had no successful request to measure", o.objective),
+            })
+            .collect();
+        out.extend(self.quality.iter().filter(|q| !q.pass).map(|q| match q.measured {
+            Some(m) => format!("{} measured {m:.3}", q.objective),
+            None => format!("{} had no scored request", q.objective),
+        }));
+        if let Some(a) = self.attainment.as_ref().filter(|a| !a.pass) {
+            out.push(format!(
+                "{} of {} requests met the limits ({:.1}%), short of the {:.1}% target",
+                a.good_requests,
+                a.judged_requests,
+                a.measured * 100.0,
+                a.target * 100.0
+            ));
+        }
+        out
+    }
+}
+
+/// Judges `records` (the measured ones, warm-up excluded) against `slo`
+/// over a window of `window_s` seconds.
+pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, SloReport) {
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let judged: Vec<&RequestRecord> =
+        measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
+    let good: Vec<&RequestRecord> = judged.iter().copied().filter(|r| slo.is_good(r)).collect();
+    let good_tokens = crate::analysis::stats::total(good.iter().map(|r| r.output_tokens));
+    let all_tokens = crate::analysis::stats::total(measured.iter().map(|r| r.output_tokens));
+    let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let goodput = Goodput {
+        requests_per_s: per_s(good.len() as f64),
+        output_tokens_per_s: per_s(good_tokens as f64),
+        slo_attainment: ratio(good.len() as f64, judged.len() as f64),
+        useful_work: ratio(good_tokens as f64, all_tokens as f64),
+        good_requests: good.len() as u64,
+        judged_requests: judged.len() as u64,
+    };
+    let objectives: Vec<ObjectiveResult> = slo
+        .objectives
+        .iter()
+        .map(|o| {
+            let mut v: Vec<f64> =
+                judged.iter().filter(|r| r.outcome.is_success()).filter_map(|r| o.metric.of(r)).map(ms).collect();
+            let measured = Distribution::from_samples(&mut v, &[o.percentile]).p(o.percentile);
+            let limit_ms = ms(o.max);
+            ObjectiveResult {
+                objective: o.to_string(),
+                metric: o.metric,
+                percentile: o.percentile,
+                limit_ms,
+                measured_ms: measured,
+                pass: measured.is_some_and(|m| m <= limit_ms),
+            }
+        })
+        .collect();
+    let scores = (!slo.quality_objectives.is_empty()).then(|| crate::quality::summary::scores_of(&measured));
+    let quality: Vec<QualityObjectiveResult> = slo
+        .quality_objectives
+        .iter()
+        .map(|o| {
+            let measured = scores.as_ref().and_then(|s| o.metric.of_run(s));
+            QualityObjectiveResult {
+                objective: o.to_string(),
+                metric: o.metric,
+                min: o.min,
+                measured,
+                pass: measured.is_some_and(|m| m >= o.min),
+            }
+        })
+        .collect();
+    let attainment = slo.judges_attainment().then(|| {
+        let target = slo.attainment_target();
+        AttainmentResult {
+            target,
+            measured: goodput.slo_attainment,
+            good_requests: goodput.good_requests,
+            judged_requests: goodput.judged_requests,
+            pass: goodput.judged_requests > 0 && goodput.slo_attainment >= target,
+        }
+    });
+    let report = SloReport {
+        spec: slo.to_string(),
+        limits: slo
+            .limits
+            .iter()
+            .map(|l| l.to_string())
+            .chain(slo.quality_limits.iter().map(|l| l.to_string()))
+            .collect(),
+        pass: objectives.iter().all(|o| o.pass)
+            && quality.iter().all(|q| q.pass)
+            && attainment.as_ref().is_none_or(|a| a.pass),
+        objectives,
+        quality,
+        attainment,
+    };
+    (goodput, report)
+}
+
+/// The JSON key of an objective's percentile (`p95`, `p99_9`).
+pub fn objective_key(o: &Objective) -> String {
+    format!("{}_{}", o.metric.as_str(), percentile_key(o.percentile))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::record::{Channel, FailureKind, OutputChunk};
+
+    fn req(ttft_ms: u64, gap_ms: u64, n: u64) -> RequestRecord {
+        let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.chunks = (0..n)
+            .map(|i| OutputChunk {
+                t: Duration::from_millis(ttft_ms + i * gap_ms),
+                tokens: 1,
+                channel: Channel::Content,
+            })
+            .collect();
+        r.end = r.chunks.last().unwrap().t;
+        r.output_tokens = n;
+        r.outcome = Outcome::Success;
+        r
+    }
+
+    #[test]
+    fn parses_limits_and_objectives_and_prints_them_back() {
+        let s: Slo = "ttft<=200ms,tpot<=50ms,e2e<=10s,itl_max<=500ms".parse().unwrap();
+        assert_eq!(s.limits.len(), 4);
+        assert_eq!(s.limits[2], Limit { metric: SloMetric::E2e, max: Duration::from_secs(10) });
+        assert_eq!(s.to_string(), "ttft<=200ms,tpot<=50ms,e2e<=10s,itl_max<=500ms");
+        let o: Slo = "ttft:p95<=200ms, tpot:p99.9<=40ms".parse().unwrap();
+        assert_eq!(
+            o.objectives[1],
+            Objective { metric: SloMetric::Tpot, percentile: 99.9, max: Duration::from_millis(40) }
+        );
+        assert_eq!(o.to_string(), "ttft:p95<=200ms,tpot:p99.9<=40ms");
+        for (bad, want) in [
+            ("ttft<200ms", "needs '<='"),
+            ("ttft<=200", "no unit"),
+            ("latency<=1s", "unknown SLO metric"),
+            ("ttft:q95<=1s", "percentile"),
+            ("ttft<=-1s", "positive"),
+            ("", "empty"),
+        ] {
+            let e = bad.parse::<Slo>().unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn goodput_attainment_and_useful_work_by_hand() {
+        // 4 requests: two good, one too slow to first token, one failed after 5 tokens.
+        let mut recs = vec![req(100, 10, 10), req(150, 10, 10), req(900, 10, 10), req(100, 10, 5)];
+        recs[3].outcome = Outcome::Failed { kind: FailureKind::MidStreamError, message: "x".into() };
+        let mut cancelled = req(100, 10, 3);
+        cancelled.outcome = Outcome::Cancelled;
+        recs.push(cancelled);
+        let slo: Slo = "ttft<=200ms,ttft:p50<=200ms".parse().unwrap();
+        let (g, rep) = judge(&recs, &slo, 2.0);
+        // An objective alone bounds each request the same way.
+        let (g2, _) = judge(&recs, &"ttft:p50<=200ms".parse().unwrap(), 2.0);
+        assert_eq!(g2, g);
+        assert_eq!((g.good_requests, g.judged_requests), (2, 4));
+        assert_eq!(g.requests_per_s, 1.0);
+        assert_eq!(g.output_tokens_per_s, 10.0);
+        assert_eq!(g.slo_attainment, 0.5);
+        assert!((g.useful_work - 20.0 / 38.0).abs() < 1e-12);
+        // p50 of the successful requests' TTFT (100, 150, 900) is 150.
+        assert_eq!(rep.objectives[0].measured_ms, Some(150.0));
+        assert!(rep.objectives[0].pass);
+        // Half the requests good: the limit misses the default 90% target,
+        // and meets a target of a half.
+        let a = rep.attainment.as_ref().unwrap();
+        assert_eq!((a.target, a.measured, a.pass), (DEFAULT_ATTAINMENT, 0.5, false));
+        assert!(!rep.pass);
+        let half: Slo = "ttft<=200ms,ttft:p50<=200ms,attainment>=50%".parse().unwrap();
+        assert!(judge(&recs, &half, 2.0).1.pass);
+        // The objective alone is judged by its percentile, not by a target.
+        let (_, alone) = judge(&recs, &"ttft:p50<=200ms".parse().unwrap(), 2.0);
+        assert!(alone.attainment.is_none() && alone.pass);
+        let strict: Slo = "ttft:p99<=200ms".parse().unwrap();
+        assert!(!judge(&recs, &strict, 2.0).1.pass);
+    }
+
+    proptest::proptest! {
+        /// Goodput never exceeds throughput, and the shares stay shares,
+        /// whatever the mix of outcomes, latencies and limits.
+        #[test]
+        fn goodput_is_bounded_by_throughput(
+            reqs in proptest::collection::vec((0u64..3, 1u64..2000, 1u64..50, 1u64..40), 1..60),
+            limit_ms in 1u64..2000,
+        ) {
+            let recs: Vec<RequestRecord> = reqs
+                .iter()
+                .enumerate()
+                .map(|(i, &(kind, ttft, gap, n))| {
+                    let mut r = req(ttft, gap, n);
+                    r.id = i as u64;
+                    r.outcome = match kind {
+                        0 => Outcome::Success,
+                        1 => Outcome::Failed { kind: FailureKind::Timeout, message: String::new() },
+                        _ => Outcome::Cancelled,
+                    };
+                    r
+                })
+                .collect();
+            let slo: Slo = format!("ttft<={limit_ms}ms").parse().unwrap();
+            let opts = crate::AnalysisOptions { slo: Some(slo), ..Default::default() };
+            let a = crate::analyze(&recs, &opts);
+            let g = a.summary.goodput.unwrap();
+            let th = &a.summary.throughput;
+            proptest::prop_assert!(g.requests_per_s <= th.requests_per_s + 1e-9);
+            proptest::prop_assert!(g.output_tokens_per_s <= th.output_tokens_per_s + 1e-9);
+            proptest::prop_assert!((0.0..=1.0).contains(&g.slo_attainment));
+            proptest::prop_assert!((0.0..=1.0).contains(&g.useful_work));
+        }
+    }
+
+    #[test]
+    fn quality_terms_bound_requests_or_the_run() {
+        let slo: Slo = "ttft<=1s,exact>=0.8,rouge_l>=0.3,chrf:mean>=40,bleu>=20".parse().unwrap();
+        assert_eq!(slo.quality_limits, vec![QualityLimit { metric: QualityMetric::RougeL, min: 0.3 }]);
+        assert_eq!(slo.quality_objectives.len(), 3);
+        assert_eq!(slo.to_string(), "ttft<=1s,rouge_l>=0.3,exact>=0.8,chrf:mean>=40,bleu>=20");
+        for (bad, want) in
+            [("exact>=x", "not a number"), ("wer>=0.1", "unknown quality metric"), ("exact:p50>=1", "mean")]
+        {
+            let e = bad.parse::<Slo>().unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        // Four answers: three right (ROUGE-L 1), one wrong (ROUGE-L 0), one unscored.
+        let refs = vec!["paris".to_string()];
+        let mut recs: Vec<RequestRecord> = ["Paris", "paris", "Paris.", "London", ""]
+            .iter()
+            .map(|a| {
+                let mut r = req(100, 10, 3);
+                r.quality = (!a.is_empty()).then(|| crate::quality::score(a, &refs, &[]).unwrap());
+                r
+            })
+            .collect();
+        recs[4].quality = None;
+        let (g, rep) = judge(&recs, &"rouge_l>=0.3,exact>=0.8".parse().unwrap(), 1.0);
+        assert_eq!((g.good_requests, g.judged_requests), (4, 5));
+        assert_eq!(rep.quality[0].measured, Some(0.75));
+        assert!(!rep.pass);
+        assert!(judge(&recs, &"exact>=0.75".parse().unwrap(), 1.0).1.pass);
+    }
+
+    #[test]
+    fn a_limit_no_request_met_fails_and_one_every_request_met_passes() {
+        let recs: Vec<RequestRecord> = (0..10).map(|_| req(50, 10, 5)).collect();
+        let (g, rep) = judge(&recs, &"ttft<=10ms".parse().unwrap(), 1.0);
+        assert_eq!(g.slo_attainment, 0.0);
+        assert!(!rep.pass, "a limit no request met cannot pass");
+        assert!(judge(&recs, &"ttft<=100ms".parse().unwrap(), 1.0).1.pass);
+        // Nine of ten good: 90% meets the default target, 95% does not.
+        let mut nine = recs.clone();
+        nine[0] = req(500, 10, 5);
+        assert!(judge(&nine, &"ttft<=100ms".parse().unwrap(), 1.0).1.pass);
+        assert!(!judge(&nine, &"ttft<=100ms,attainment>=0.95".parse().unwrap(), 1.0).1.pass);
+        // A quality limit is judged by its attainment the same way.
+        let (_, q) = judge(&recs, &"rouge_l>=0.5".parse().unwrap(), 1.0);
+        assert!(q.attainment.is_some());
+        // No request judged: nothing was attained.
+        assert!(!judge(&[], &"ttft<=100ms".parse().unwrap(), 1.0).1.pass);
+    }
+
+    #[test]
+    fn the_attainment_term_reads_as_a_share_and_prints_back() {
+        let s: Slo = "ttft<=200ms, attainment>=95%".parse().unwrap();
+        assert_eq!(s.attainment, Some(0.95));
+        assert_eq!(s.to_string(), "ttft<=200ms,attainment>=0.95");
+        assert_eq!(s.to_string().parse::<Slo>().unwrap(), s);
+        assert_eq!("ttft<=1s".parse::<Slo>().unwrap().attainment_target(), DEFAULT_ATTAINMENT);
+        for (bad, want) in [
+            ("ttft<=1s,attainment>=0", "above 0 and at most 1"),
+            ("ttft<=1s,attainment>=1.5", "above 0 and at most 1"),
+            ("ttft<=1s,attainment>=x", "above 0 and at most 1"),
+            ("ttft<=1s,attainment>=0.9,attainment>=0.8", "twice"),
+            ("attainment>=0.9", "no limit to attain"),
+        ] {
+            let e = bad.parse::<Slo>().unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn undefined_metrics_do_not_violate_limits() {
+        let one = req(100, 0, 1);
+        assert_eq!(one.tpot(), None);
+        let slo: Slo = "tpot<=1ms,itl_max<=1ms".parse().unwrap();
+        assert!(slo.is_good(&one));
+    }
+}

@@ -1,0 +1,460 @@
+//! Whether a run measured a steady state (docs/metrics.md, "Stability"):
+//! did completions keep up with arrivals, did TTFT hold level, and was the
+//! window more than the ramp-up and drain around the load. A pure function
+//! of the records (and, where the server's queue gauge was scraped or the
+//! simulated engine sampled its queue, of those samples), so that `report`
+//! recomputes it as the live run drew it.
+
+use crate::analysis::metrics::{ms, RequestMetrics};
+use crate::doc::config::LoadConfig;
+use crate::doc::record::RequestRecord;
+use crate::doc::window::Window;
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// `summary.stability`: the verdict on a run's window and the figures it rests on.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct Stability {
+    /// True when the window measured the load's steady state: requests
+    /// outstanding did not grow, TTFT held level, and the load was at its
+    /// level for at least half the window.
+    pub steady: bool,
+    /// An open loop (a rate or a trace): arrivals do not wait for completions.
+    pub open_loop: bool,
+    /// Requests outstanding grew past the noise: the load is beyond what the
+    /// server sustains, and a longer run only grows the backlog.
+    pub overloaded: bool,
+    /// The stretch the trends are judged over, on the run's clock: from
+    /// twice the ramp-up (and at least a quarter of the measured sending
+    /// time) to the last measured request's due time.
+    pub judged_from_s: f64,
+    pub judged_to_s: f64,
+    /// Measured requests due per second over the judged stretch (open loop).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_rps: Option<f64>,
+    /// Requests that succeeded per second over the judged stretch.
+    pub achieved_rps: f64,
+    /// Requests outstanding (due and not yet ended, waiting in the client
+    /// included), their mean over the judged stretch and its growth: the
+    /// least-squares slope, requests per second. A load the server keeps up
+    /// with holds it level; one beyond it grows it by arrivals − completions.
+    pub outstanding_mean: f64,
+    pub outstanding_growth_per_s: f64,
+    /// The trend of TTFT against send time over the judged stretch: the
+    /// Theil–Sen slope (the median of the pairwise slopes), ms per second of
+    /// the run; `ttft_trend_z` is the Mann–Kendall statistic of the same
+    /// pairs (|z| > 3: a trend that chance rarely gives).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_trend_ms_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_trend_z: Option<f64>,
+    /// The median TTFT over the judged stretch, for scale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_median_ms: Option<f64>,
+    /// The share of the window spent ramping up (an open loop's median
+    /// latency over its first tenth of requests, when no warm-up came
+    /// before it) and draining
+    /// (after the last measured request was sent), 0..1.
+    pub transient_share: f64,
+    /// The growth of the server's own queue (its waiting-requests gauge,
+    /// scraped, or the simulated engine's) over the judged stretch,
+    /// requests per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_queue_growth_per_s: Option<f64>,
+    /// Why the run is not steady, in words, with the figures; absent when steady.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Outstanding requests growing by more than this share of the arrival
+/// rate is a load beyond the server (completions fall 5% short of arrivals).
+const GROWTH_SHARE: f64 = 0.05;
+/// … provided the growth over the stretch stands out of the level's own
+/// noise: more than this many standard deviations of a Poisson count of
+/// the mean.
+const GROWTH_NOISE: f64 = 2.0;
+/// TTFT rising over the stretch by more than this share of its median
+/// there, and by more than [`TTFT_RISE_MIN_MS`], with a Mann–Kendall z
+/// above [`TREND_Z`], is a queue building up.
+const TTFT_RISE_SHARE: f64 = 0.25;
+const TTFT_RISE_MIN_MS: f64 = 25.0;
+const TREND_Z: f64 = 3.0;
+/// A window more than this share ramp-up and drain is not a steady measurement.
+const TRANSIENT_MAX: f64 = 0.5;
+/// The judged stretch starts this many ramps after the first request.
+const SETTLE: f64 = 2.0;
+/// Fewer measured requests than this are too few to judge.
+const MIN_REQUESTS: usize = 10;
+/// Points of the outstanding count sampled over the stretch.
+const SAMPLES: usize = 64;
+/// The Theil–Sen slope is taken over at most this many requests, evenly
+/// picked (the pairs grow as the square).
+const TREND_POINTS: usize = 400;
+
+/// Judges the window of a run's `records`; `None` when no measured request
+/// succeeded. `load` (the config's) tells an open loop from a closed one.
+pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfig>) -> Option<Stability> {
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.outcome.is_success()).collect();
+    if ok.is_empty() {
+        return None;
+    }
+    let open_loop = load.is_some_and(|l| l.rate.is_some() || l.trace.is_some());
+    let secs = |d: Duration| d.as_secs_f64();
+    let a = measured.iter().map(|r| secs(r.scheduled)).fold(f64::INFINITY, f64::min);
+    let b = measured.iter().map(|r| secs(r.scheduled)).fold(f64::NEG_INFINITY, f64::max);
+    let span = (b - a).max(0.0);
+    // An open loop fills over about a request's latency, taken from the
+    // first tenth of the measured requests (those that found the server
+    // still filling: later ones wait longer past capacity); a warm-up
+    // before the window, or a closed loop's users all starting at once,
+    // leave no ramp inside it.
+    let warmed = records.iter().any(|r| r.warmup);
+    let ramp = if open_loop && !warmed { early_latency(&ok) } else { 0.0 };
+    let at_level = (b - (a + ramp)).clamp(0.0, window.duration_s);
+    let transient_share = if window.duration_s > 0.0 { 1.0 - at_level / window.duration_s } else { 1.0 };
+
+    // The stretch judged: from twice the ramp (the level settles after
+    // it fills), and at least a quarter of the sending time, to the end
+    // of sending. Where that leaves less than half of the sending time,
+    // the stretch is the second half all the same, but the outstanding
+    // count still climbs there as the load fills: its growth is not
+    // judged (TTFT's is).
+    let start = a + (SETTLE * ramp).max(span / 4.0);
+    let filled = start <= a + span / 2.0;
+    let (j0, j1) = (if filled { start } else { a + span / 2.0 }, b);
+    let len = (j1 - j0).max(0.0);
+    let in_stretch = |t: f64| t >= j0 && t <= j1;
+    let per_s = |n: usize| if len > 0.0 { n as f64 / len } else { 0.0 };
+    let arrivals = measured.iter().filter(|r| in_stretch(secs(r.scheduled))).count();
+    let completions = ok.iter().filter(|r| in_stretch(secs(r.end))).count();
+    let offered_rps = open_loop.then(|| per_s(arrivals));
+    let achieved_rps = per_s(completions);
+
+    let (outstanding_mean, outstanding_growth_per_s) = outstanding(records, j0, j1);
+    let trend_set: Vec<(f64, f64)> = ok
+        .iter()
+        .filter(|r| in_stretch(secs(r.scheduled)))
+        .filter_map(|r| Some((secs(r.sent), ms(r.ttft()?))))
+        .collect();
+    let trend = theil_sen(&trend_set);
+    let ttft_median_ms = median(trend_set.iter().map(|p| p.1));
+
+    let mut s = Stability {
+        steady: false,
+        open_loop,
+        overloaded: false,
+        judged_from_s: j0,
+        judged_to_s: j1,
+        offered_rps,
+        achieved_rps,
+        outstanding_mean,
+        outstanding_growth_per_s,
+        ttft_trend_ms_per_s: trend.map(|t| t.0),
+        ttft_trend_z: trend.map(|t| t.1),
+        ttft_median_ms,
+        transient_share,
+        server_queue_growth_per_s: None,
+        reason: None,
+    };
+    let mut why = Vec::new();
+    if measured.len() < MIN_REQUESTS {
+        why.push(format!("{} measured requests are too few to judge a steady state", measured.len()));
+    }
+    let rate = offered_rps.unwrap_or(achieved_rps).max(achieved_rps);
+    let rise = outstanding_growth_per_s * len;
+    s.overloaded = filled
+        && outstanding_growth_per_s > GROWTH_SHARE * rate
+        && rise > GROWTH_NOISE * outstanding_mean.max(1.0).sqrt();
+    if s.overloaded {
+        why.push(match offered_rps {
+            Some(o) => format!(
+                "arrivals {o:.1} req/s, completions {achieved_rps:.1} req/s: {outstanding_growth_per_s:.1} more \
+                 requests outstanding every second"
+            ),
+            None => format!("{outstanding_growth_per_s:.1} more requests outstanding every second"),
+        });
+    }
+    if let (Some((slope, z)), Some(med)) = (trend, ttft_median_ms) {
+        let rise = slope * len;
+        if z > TREND_Z && rise > TTFT_RISE_MIN_MS.max(TTFT_RISE_SHARE * med) {
+            // A slow creep over a long stretch (0.3 ms/s) read "rose 0 ms
+            // per second": two significant figures, and the rise it made.
+            let per_s = match slope.abs() {
+                a if a >= 10.0 => format!("{slope:.0}"),
+                a if a >= 1.0 => format!("{slope:.1}"),
+                _ => format!("{slope:.2}"),
+            };
+            why.push(format!(
+                "TTFT rose {per_s} ms per second of the run, {rise:.0} ms over the {len:.0} s judged (median {med:.0} ms)"
+            ));
+        }
+    }
+    if transient_share > TRANSIENT_MAX {
+        why.push(format!(
+            "mostly ramp-up and drain: the load was at its level for {at_level:.1} s of the {:.1} s window \
+             ({:.0}%); give more requests (--requests) or a longer --duration",
+            window.duration_s,
+            100.0 * (1.0 - transient_share)
+        ));
+    }
+    s.steady = why.is_empty();
+    s.reason = (!why.is_empty()).then(|| why.join("; "));
+    Some(s)
+}
+
+/// Sets the growth of the server's queue from `(t_s, waiting)` samples over
+/// the judged stretch (at least three inside it), and names it in the
+/// reason of an unsteady run.
+pub fn with_server_queue(s: &mut Stability, samples: impl Iterator<Item = (f64, f64)>) {
+    let inside: Vec<(f64, f64)> = samples.filter(|(t, _)| *t >= s.judged_from_s && *t <= s.judged_to_s).collect();
+    if inside.len() < 3 {
+        return;
+    }
+    let Some(g) = least_squares(&inside) else { return };
+    s.server_queue_growth_per_s = Some(g);
+    let noted = s.reason.as_deref().is_some_and(|r| r.contains("server's queue"));
+    if let (false, false, true) = (s.steady, noted, g > 0.0) {
+        let mean = inside.iter().map(|p| p.1).sum::<f64>() / inside.len() as f64;
+        if g * (s.judged_to_s - s.judged_from_s) > GROWTH_NOISE * mean.max(1.0).sqrt() {
+            // Beside the load's figures, before the ramp-up and drain's.
+            let r = s.reason.get_or_insert_with(String::new);
+            let clause = format!("the server's queue grew {g:.1} requests per second");
+            *r = match r.find("mostly ramp-up and drain") {
+                Some(0) => format!("{clause}; {r}"),
+                Some(i) => format!("{}; {clause}; {}", r[..i].trim_end_matches("; "), &r[i..]),
+                None => format!("{r}; {clause}"),
+            };
+        }
+    }
+}
+
+/// The mean and least-squares slope of requests outstanding (due, not yet
+/// ended; warm-up included, as it loads the server too) over `[j0, j1]`.
+fn outstanding(records: &[RequestRecord], j0: f64, j1: f64) -> (f64, f64) {
+    let mut due: Vec<f64> = records.iter().map(|r| r.scheduled.as_secs_f64()).collect();
+    let mut ended: Vec<f64> = records.iter().map(|r| r.end.max(r.scheduled).as_secs_f64()).collect();
+    due.sort_by(f64::total_cmp);
+    ended.sort_by(f64::total_cmp);
+    let at = |t: f64| due.partition_point(|&x| x <= t) as f64 - ended.partition_point(|&x| x <= t) as f64;
+    if j1 <= j0 {
+        return (at(j0), 0.0);
+    }
+    let pts: Vec<(f64, f64)> = (0..SAMPLES)
+        .map(|i| {
+            let t = j0 + (j1 - j0) * (i as f64 + 0.5) / SAMPLES as f64;
+            (t, at(t))
+        })
+        .collect();
+    let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
+    (mean, least_squares(&pts).unwrap_or(0.0))
+}
+
+fn least_squares(pts: &[(f64, f64)]) -> Option<f64> {
+    let n = pts.len() as f64;
+    let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// The Theil–Sen slope of `(x, y)` points and the Mann–Kendall z of the
+/// same pairs, over at most [`TREND_POINTS`] of them picked evenly; `None`
+/// with fewer than 3 points or no spread in x.
+pub fn theil_sen(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let mut pts: Vec<(f64, f64)> = if pts.len() > TREND_POINTS {
+        (0..TREND_POINTS).map(|i| pts[i * pts.len() / TREND_POINTS]).collect()
+    } else {
+        pts.to_vec()
+    };
+    pts.sort_by(|p, q| p.0.total_cmp(&q.0));
+    if pts.len() < 3 {
+        return None;
+    }
+    let mut slopes = Vec::with_capacity(pts.len() * (pts.len() - 1) / 2);
+    let mut s = 0i64;
+    for (i, p) in pts.iter().enumerate() {
+        for q in &pts[i + 1..] {
+            s += match (q.1 - p.1).partial_cmp(&0.0) {
+                Some(std::cmp::Ordering::Greater) if q.0 > p.0 => 1,
+                Some(std::cmp::Ordering::Less) if q.0 > p.0 => -1,
+                _ => 0,
+            };
+            if q.0 > p.0 {
+                slopes.push((q.1 - p.1) / (q.0 - p.0));
+            }
+        }
+    }
+    let slope = median(slopes.into_iter())?;
+    let n = pts.len() as f64;
+    let var = n * (n - 1.0) * (2.0 * n + 5.0) / 18.0;
+    let z = match s {
+        0 => 0.0,
+        s if s > 0 => (s as f64 - 1.0) / var.sqrt(),
+        s => (s as f64 + 1.0) / var.sqrt(),
+    };
+    Some((slope, z))
+}
+
+/// The median latency (sent to end) of the first tenth of `ok` by send
+/// time (at least 5 of them), in seconds.
+fn early_latency(ok: &[&RequestRecord]) -> f64 {
+    let mut by_send: Vec<&&RequestRecord> = ok.iter().collect();
+    by_send.sort_by_key(|r| r.sent);
+    let k = (by_send.len() / 10).max(5).min(by_send.len());
+    median(by_send[..k].iter().map(|r| r.end.saturating_sub(r.sent).as_secs_f64())).unwrap_or(0.0)
+}
+
+fn median(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = v.filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    crate::analysis::stats::percentile(&v, 50.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::config::Rate;
+    use crate::doc::record::{Channel, CountSource, Outcome, OutputChunk};
+
+    /// A request due at `due` s, sent then, with its first token `ttft` s
+    /// later and its end `e2e` s after it was sent.
+    fn req(id: u64, due: f64, ttft: f64, e2e: f64) -> RequestRecord {
+        let d = Duration::from_secs_f64;
+        let mut r = RequestRecord::new(id, d(due), d(due));
+        r.first_byte = Some(d(due + ttft));
+        r.chunks = vec![
+            OutputChunk { t: d(due + ttft), tokens: 1, channel: Channel::Content },
+            OutputChunk { t: d(due + e2e), tokens: 1, channel: Channel::Content },
+        ]
+        .into();
+        r.end = d(due + e2e);
+        r.output_tokens = 2;
+        r.output_tokens_source = CountSource::Usage;
+        r.outcome = Outcome::Success;
+        r
+    }
+
+    fn window(records: &[RequestRecord]) -> Window {
+        let a = records.iter().filter(|r| !r.warmup).map(|r| r.sent).min().unwrap().as_secs_f64();
+        let b = records.iter().filter(|r| !r.warmup).map(|r| r.end).max().unwrap().as_secs_f64();
+        Window { start_s: a, end_s: b, duration_s: b - a }
+    }
+
+    fn open(rate: f64) -> LoadConfig {
+        LoadConfig { rate: Some(Rate(rate)), ..LoadConfig::default() }
+    }
+
+    /// A single server taking `service` s a request, fed at `rate` req/s
+    /// (evenly) for `n` requests: its queue holds level below capacity and
+    /// grows past it.
+    fn queue(rate: f64, service: f64, n: u64) -> Vec<RequestRecord> {
+        let mut free = 0.0f64;
+        (0..n)
+            .map(|i| {
+                let due = i as f64 / rate;
+                let start = free.max(due);
+                free = start + service;
+                req(i, due, start - due + 0.01, free - due)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_queue_below_capacity_is_steady_and_beyond_it_is_not() {
+        // Capacity 10 req/s.
+        let ok = queue(9.0, 0.1, 400);
+        let s = judge(&ok, &window(&ok), Some(&open(9.0))).unwrap();
+        assert!(s.steady, "{s:?}");
+        assert!((s.offered_rps.unwrap() - 9.0).abs() < 0.3 && (s.achieved_rps - 9.0).abs() < 0.3, "{s:?}");
+        assert!(s.outstanding_growth_per_s.abs() < 0.1 && s.ttft_trend_ms_per_s.unwrap().abs() < 1.0, "{s:?}");
+        assert_eq!(s.reason, None);
+
+        let over = queue(11.0, 0.1, 400);
+        let s = judge(&over, &window(&over), Some(&open(11.0))).unwrap();
+        assert!(!s.steady && s.overloaded, "{s:?}");
+        assert!((s.achieved_rps - 10.0).abs() < 0.3, "{s:?}");
+        assert!((s.outstanding_growth_per_s - 1.0).abs() < 0.2, "{s:?}");
+        // The wait grows 1/11 s per request due, 1 s every 10 s: 100 ms/s.
+        assert!((s.ttft_trend_ms_per_s.unwrap() - 100.0).abs() < 10.0, "{s:?}");
+        let reason = s.reason.unwrap();
+        assert!(reason.starts_with("arrivals 11.0 req/s, completions 10.0 req/s"), "{reason}");
+        assert!(reason.contains("TTFT rose 100 ms per second"), "{reason}");
+    }
+
+    /// A slow creep over a long run is told as the figure it is, not
+    /// rounded to "0 ms per second".
+    #[test]
+    fn a_slow_ttft_creep_is_told_with_its_figure() {
+        let recs: Vec<RequestRecord> = (0..3000)
+            .map(|i| {
+                let due = i as f64 / 20.0;
+                let ttft = 0.05 + 0.0004 * due;
+                req(i, due, ttft, ttft + 0.05)
+            })
+            .collect();
+        let s = judge(&recs, &window(&recs), Some(&open(20.0))).unwrap();
+        assert!(!s.steady && !s.overloaded, "{s:?}");
+        let reason = s.reason.unwrap_or_default();
+        assert!(reason.starts_with("TTFT rose 0.40 ms per second of the run, "), "{reason}");
+        assert!(reason.contains(" ms over the ") && reason.contains(" s judged"), "{reason}");
+    }
+
+    #[test]
+    fn a_window_of_mostly_ramp_up_and_drain_is_not_steady() {
+        // 20 requests at 10 req/s, each 3 s long: 1.9 s of sending, 4.9 s of window.
+        let short: Vec<RequestRecord> = (0..20).map(|i| req(i, i as f64 * 0.1, 0.05, 3.0)).collect();
+        let s = judge(&short, &window(&short), Some(&open(10.0))).unwrap();
+        assert!(!s.steady && s.transient_share > 0.9, "{s:?}");
+        assert!(s.reason.unwrap().starts_with("mostly ramp-up and drain"));
+        // A warm-up before the window leaves only the drain in it.
+        let mut warmed: Vec<RequestRecord> = (0..300).map(|i| req(i, i as f64 * 0.1, 0.05, 1.0)).collect();
+        warmed.iter_mut().take(20).for_each(|r| r.warmup = true);
+        let s = judge(&warmed, &window(&warmed), Some(&open(10.0))).unwrap();
+        assert!(s.steady && s.transient_share < 0.05, "{s:?}");
+        // A closed loop of 4 users, 2 requests each: half the window drains.
+        let closed: Vec<RequestRecord> = (0..8).map(|i| req(i, (i / 4) as f64, 0.05, 1.0)).collect();
+        let s = judge(&closed, &window(&closed), None).unwrap();
+        assert!(!s.steady && s.offered_rps.is_none(), "{s:?}");
+    }
+
+    #[test]
+    fn the_servers_queue_is_set_beside_the_clients_count() {
+        let over = queue(11.0, 0.1, 400);
+        let mut s = judge(&over, &window(&over), Some(&open(11.0))).unwrap();
+        let t0 = s.judged_from_s;
+        with_server_queue(&mut s, (0..20).map(|i| (t0 + i as f64, i as f64)));
+        assert!((s.server_queue_growth_per_s.unwrap() - 1.0).abs() < 1e-9, "{s:?}");
+        assert!(s.reason.as_deref().unwrap().ends_with("the server's queue grew 1.0 requests per second"), "{s:?}");
+        // Too few scrapes inside the stretch say nothing.
+        let mut s = judge(&over, &window(&over), Some(&open(11.0))).unwrap();
+        with_server_queue(&mut s, [(0.0, 1.0), (1.0, 2.0)].into_iter());
+        assert_eq!(s.server_queue_growth_per_s, None);
+    }
+
+    #[test]
+    fn theil_sen_shrugs_off_outliers() {
+        let mut pts: Vec<(f64, f64)> = (0..50).map(|i| (i as f64, 2.0 * i as f64 + 1.0)).collect();
+        pts[10].1 = 1e6;
+        pts[20].1 = -1e6;
+        let (slope, z) = theil_sen(&pts).unwrap();
+        assert_eq!(slope, 2.0);
+        assert!(z > 8.0, "{z}");
+        assert_eq!(theil_sen(&pts[..2]), None);
+        let flat: Vec<(f64, f64)> = (0..50).map(|i| (i as f64, (i % 7) as f64)).collect();
+        assert!(theil_sen(&flat).unwrap().1.abs() < 3.0);
+    }
+
+    #[test]
+    fn no_success_no_verdict_and_older_documents_read() {
+        let mut r = req(0, 0.0, 0.1, 1.0);
+        r.outcome = Outcome::Cancelled;
+        assert_eq!(judge(&[r], &Window::default(), None), None);
+        let s: Stability = serde_json::from_str(r#"{"steady": true}"#).unwrap();
+        assert!(s.steady && s.reason.is_none());
+    }
+}

@@ -1,0 +1,820 @@
+//! Run-level analysis: the measurement window, latency distributions,
+//! throughput, in-flight load, failures, the error-adjusted view and the
+//! vLLM-named compatibility view. A pure function of the records, so a saved
+//! run re-analysed gives the live run's numbers.
+
+use crate::analysis::cost::{CostConfig, CostReport};
+use crate::analysis::metrics::{ms, RequestMetrics};
+use crate::analysis::ratings::{rate, RatingThresholds, Ratings};
+use crate::analysis::slo::{judge, Goodput, Slo, SloReport};
+use crate::analysis::stats::Distribution;
+use crate::doc::record::{CountSource, Outcome, RequestRecord};
+pub use crate::doc::window::Window;
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+mod vllm;
+use vllm::vllm_compat;
+pub use vllm::VllmCompat;
+
+/// What to compute beyond the records themselves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalysisOptions {
+    /// Percentiles to report for every latency metric (0..=100).
+    pub percentiles: Vec<f64>,
+    /// Limits and objectives to judge the run against.
+    pub slo: Option<Slo>,
+    /// Price of the hardware, for the cost block.
+    pub cost: Option<CostConfig>,
+    pub ratings: RatingThresholds,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            percentiles: crate::DEFAULT_PERCENTILES.to_vec(),
+            slo: None,
+            cost: None,
+            ratings: RatingThresholds::default(),
+        }
+    }
+}
+
+/// The result of analysing one run's records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub window: Window,
+    pub summary: Summary,
+    pub vllm: VllmCompat,
+    pub slo: Option<SloReport>,
+    pub cost: Option<CostReport>,
+    pub warnings: Vec<String>,
+}
+
+/// `summary` of the result (docs/result.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Summary {
+    pub ttft_ms: Distribution,
+    pub ttft_content_ms: Distribution,
+    pub tpot_ms: Distribution,
+    pub itl_ms: Distribution,
+    pub chunk_gap_ms: Distribution,
+    pub itl_max_ms: Distribution,
+    pub e2e_ms: Distribution,
+    pub ttfb_ms: Distribution,
+    pub client_queue_ms: Distribution,
+    /// Per request, the longest an output chunk had waited in the socket when
+    /// the client read it (records' `read_lag_max_ns`, where the client sees
+    /// the kernel's receive times): the client's own lateness on the
+    /// receiving side. Read stamps carry it into every time.
+    #[serde(default)]
+    pub client_read_lag_ms: Distribution,
+    /// Output chunks that came in one read with the output chunk before them
+    /// (records' `shared_reads`): gaps the client could not see.
+    #[serde(default)]
+    pub shared_read_chunks: u64,
+    pub requests: RequestCounts,
+    pub throughput: Throughput,
+    pub in_flight: InFlight,
+    pub tokens: TokenTotals,
+    /// Latencies over all finished requests with each failure counted as +∞
+    /// (`null` where a percentile lands on a failure).
+    pub error_adjusted: ErrorAdjusted,
+    /// Present when the run was judged against an SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
+    #[serde(default)]
+    pub ratings: Ratings,
+    /// Present when the load ran multi-turn sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::analysis::session::SessionSummary>,
+    /// A row per model, when the run spread its requests over several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_model: Vec<crate::analysis::models::ModelStats>,
+    /// The answers' scores against the dataset's references, and how alike
+    /// repeated prompts came back (`--score`, `--repeat`): present when a
+    /// request was scored or a prompt repeated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::quality::QualitySummary>,
+    /// Whether the window measured a steady state, and the figures that
+    /// say so (set by `assemble`, which knows the load; absent when no
+    /// measured request succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<crate::analysis::stability::Stability>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct RequestCounts {
+    /// Measured requests sent (warm-up excluded).
+    pub sent: u64,
+    /// Succeeded.
+    pub completed: u64,
+    /// Failed, of any kind.
+    pub failed: u64,
+    /// Stopped before they finished (Ctrl-C, end of run, `--cancel-rate`); neither success nor failure.
+    pub cancelled: u64,
+    /// Of those, the ones the load gave up on on purpose (`--cancel-rate`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub abandoned: u64,
+    /// Times a request was sent again: only on a kept connection that
+    /// closed before any of the response came (a server that closes idle
+    /// connections races the next request); every one is counted here, as
+    /// it loads the server once more.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub retried: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// The message of each kind's first failure (the earliest sent), so
+    /// that a count comes with what the server said (`HTTP 503 Service
+    /// Unavailable: …`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_samples: BTreeMap<String, String>,
+    /// Warm-up requests, sent before the window and excluded from it.
+    pub warmup: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Throughput {
+    pub requests_per_s: f64,
+    pub input_tokens_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub total_tokens_per_s: f64,
+    /// Highest output rate over any whole 1 s bucket of the window.
+    pub peak_output_tokens_per_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct InFlight {
+    /// Time-weighted mean of requests in flight over the window.
+    pub mean: f64,
+    pub peak: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct TokenTotals {
+    /// Input and output tokens of completed requests.
+    pub input: u64,
+    pub output: u64,
+    /// Output tokens of every measured request, failed and cancelled included.
+    pub output_all: u64,
+    /// How many completed requests took their output count from each source.
+    pub output_sources: BTreeMap<String, u64>,
+    /// Completed requests whose output length differs from the `max_tokens` asked.
+    pub length_mismatches: u64,
+    /// Requests where the server's usage and the client tokenizer disagree.
+    pub usage_tokenizer_disagreements: u64,
+    /// Of those, the requests where they differ by more than a tokenizer of
+    /// the served model would ([`crate::tokenizer_fits`]): the tokenizer is
+    /// another model's, and those requests' per-chunk counts were spread
+    /// evenly rather than taken from it.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub tokenizer_mismatches: u64,
+    /// How many completed requests took their per-chunk counts from each
+    /// source (`continuous_usage`, `tokenizer`, `apportioned`, `even`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chunk_sources: BTreeMap<String, u64>,
+    /// How many completed requests took their input count from each source.
+    #[serde(default)]
+    pub input_sources: BTreeMap<String, u64>,
+    /// The server's prompt count beyond the workload's, over completed
+    /// requests with both: what its chat template and special tokens add
+    /// (and, with no `--tokenizer`, how its tokenizer splits the words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_extra: Option<PromptExtra>,
+}
+
+/// Prompt tokens the server counted beyond those the workload intended, per
+/// request (server's `usage.prompt_tokens` − the workload's count).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct PromptExtra {
+    /// Completed requests with both counts.
+    pub requests: u64,
+    pub mean: f64,
+    pub min: i64,
+    pub max: i64,
+}
+
+impl PromptExtra {
+    /// Over `(server, intended)` pairs; `None` when there are none.
+    fn of(pairs: impl Iterator<Item = (u64, u64)>) -> Option<PromptExtra> {
+        let mut e = PromptExtra { min: i64::MAX, max: i64::MIN, ..Default::default() };
+        let mut sum = 0i64;
+        for (server, intended) in pairs {
+            let d = server as i64 - intended as i64;
+            e.requests += 1;
+            sum += d;
+            e.min = e.min.min(d);
+            e.max = e.max.max(d);
+        }
+        (e.requests > 0).then(|| PromptExtra { mean: sum as f64 / e.requests as f64, ..e })
+    }
+
+    /// The server counted exactly what the workload intended.
+    pub fn is_zero(&self) -> bool {
+        self.min == 0 && self.max == 0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ErrorAdjusted {
+    pub ttft_ms: Distribution,
+    pub e2e_ms: Distribution,
+}
+
+/// Analyses a run's records.
+pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
+    let ps = &opts.percentiles;
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.outcome.is_success()).collect();
+
+    let (t1, t2) = window_of(&measured);
+    let dur = t2.saturating_sub(t1).as_secs_f64();
+
+    let dist = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+        let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
+        Distribution::from_samples(&mut v, ps)
+    };
+
+    // Every gap between chunks, sorted once for both views that take them
+    // (the summary's and vLLM's ITL); on a long run, tens of millions.
+    let mut gaps: Vec<f64> = Vec::with_capacity(ok.iter().map(|r| r.chunks.len().saturating_sub(1)).sum());
+    gaps.extend(ok.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| ms(b.t.saturating_sub(a.t)))));
+    gaps.sort_unstable_by(|a, b| a.total_cmp(b));
+    // Where every chunk after a first carries one token, the ITL samples
+    // are the gaps themselves.
+    let itl_ms = if ok.iter().all(|r| r.chunks.iter().skip(1).all(|c| c.tokens == 1)) {
+        Distribution::from_sorted(&gaps, ps)
+    } else {
+        let itl = ok.iter().flat_map(|r| r.itl_repeated()).map(|(d, k)| (ms(d), k));
+        crate::analysis::stats::Repeated::new(itl.collect()).distribution(ps)
+    };
+
+    let counts = request_counts(records, &measured);
+    let tokens = token_totals(&measured, &ok);
+    let throughput = throughput(&counts, &tokens, &ok, t1, t2, dur);
+
+    let summary = Summary {
+        ttft_ms: dist(&|r| r.ttft()),
+        ttft_content_ms: dist(&|r| r.ttft_content()),
+        tpot_ms: dist(&|r| r.tpot()),
+        itl_ms,
+        chunk_gap_ms: Distribution::from_sorted(&gaps, ps),
+        itl_max_ms: dist(&|r| r.itl_max()),
+        e2e_ms: dist(&|r| r.e2e()),
+        ttfb_ms: dist(&|r| r.ttfb()),
+        client_queue_ms: {
+            let mut v: Vec<f64> = measured.iter().map(|r| ms(r.client_queue())).collect();
+            Distribution::from_samples(&mut v, ps)
+        },
+        client_read_lag_ms: {
+            let mut v: Vec<f64> = measured.iter().filter_map(|r| r.read_lag_max).map(ms).collect();
+            Distribution::from_samples(&mut v, ps)
+        },
+        shared_read_chunks: measured.iter().map(|r| u64::from(r.shared_reads)).sum(),
+        requests: counts,
+        throughput,
+        in_flight: in_flight(records, t1, t2),
+        tokens,
+        error_adjusted: error_adjusted(&measured, ps),
+        goodput: None,
+        ratings: Ratings::default(),
+        sessions: crate::analysis::session::summarize(&measured, ps, dur),
+        by_model: crate::analysis::models::by_model(&measured, ps, dur),
+        quality: crate::quality::summarize(&measured),
+        stability: None,
+    };
+    let mut summary = summary;
+    // The ratings are at p50 and p95 whatever --percentiles lists.
+    let rating_dist = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+        let mut v: Vec<f64> = ok.iter().filter_map(|r| f(r)).map(ms).collect();
+        Distribution::from_samples(&mut v, &crate::analysis::ratings::RATED_PERCENTILES)
+    };
+    summary.ratings = rate(&ok, &rating_dist(&|r| r.ttft()), &rating_dist(&|r| r.tpot()), &opts.ratings);
+    let slo = opts.slo.as_ref().map(|slo| {
+        let (g, report) = judge(records, slo, dur);
+        summary.goodput = Some(g);
+        report
+    });
+    let cost = opts.cost.map(|c| cost_report(c, &summary));
+
+    let vllm = vllm_compat(&ok, &summary, ps, dur, &gaps);
+    let mut warnings = warnings(&summary);
+    warnings.extend(implausible_counts(&measured));
+    Analysis {
+        window: Window { start_s: t1.as_secs_f64(), end_s: t2.as_secs_f64(), duration_s: dur },
+        summary,
+        vllm,
+        slo,
+        cost,
+        warnings,
+    }
+}
+
+/// How the measured requests ended.
+fn request_counts(records: &[RequestRecord], measured: &[&RequestRecord]) -> RequestCounts {
+    let mut counts = RequestCounts {
+        sent: measured.len() as u64,
+        warmup: (records.len() - measured.len()) as u64,
+        ..Default::default()
+    };
+    let mut first_sent: BTreeMap<String, (Duration, u64)> = BTreeMap::new();
+    for r in measured {
+        match &r.outcome {
+            Outcome::Success => counts.completed += 1,
+            Outcome::Failed { kind, message } => {
+                counts.failed += 1;
+                let kind = kind.to_string();
+                *counts.errors_by_kind.entry(kind.clone()).or_default() += 1;
+                // The earliest sent, whatever order the records come in.
+                let at = (r.sent, r.id);
+                if first_sent.get(&kind).is_none_or(|&f| at < f) {
+                    first_sent.insert(kind.clone(), at);
+                    counts.error_samples.insert(kind, message.chars().take(300).collect());
+                }
+            }
+            Outcome::Cancelled => counts.cancelled += 1,
+        }
+        counts.abandoned += u64::from(r.abandoned);
+        counts.retried += u64::from(r.retries);
+    }
+    counts
+}
+
+/// Token totals over the successful requests, and where their counts came from.
+fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> TokenTotals {
+    let mut tokens = TokenTotals {
+        input: crate::analysis::stats::total(ok.iter().map(|r| r.input_tokens)),
+        output: crate::analysis::stats::total(ok.iter().map(|r| r.output_tokens)),
+        output_all: crate::analysis::stats::total(measured.iter().map(|r| r.output_tokens)),
+        ..Default::default()
+    };
+    for r in ok {
+        *tokens.output_sources.entry(r.output_tokens_source.to_string()).or_default() += 1;
+        *tokens.input_sources.entry(r.input_tokens_source.to_string()).or_default() += 1;
+        if r.counts.requested_completion.is_some_and(|asked| asked != r.output_tokens) {
+            tokens.length_mismatches += 1;
+        }
+    }
+    tokens.prompt_extra =
+        PromptExtra::of(ok.iter().filter_map(|r| Some((r.counts.usage_prompt?, r.counts.intended_prompt?))));
+    for r in ok {
+        *tokens.chunk_sources.entry(r.chunk_tokens_source.to_string()).or_default() += 1;
+    }
+    let both = || measured.iter().filter_map(|r| Some((r.counts.usage_completion?, r.counts.tokenizer_completion?)));
+    tokens.usage_tokenizer_disagreements = both().filter(|(a, b)| a != b).count() as u64;
+    tokens.tokenizer_mismatches = both().filter(|&(a, b)| !crate::tokenizer_fits(a, b)).count() as u64;
+    tokens
+}
+
+/// Rates over the window `[t1, t2]`, `dur` seconds long.
+fn throughput(
+    counts: &RequestCounts,
+    tokens: &TokenTotals,
+    ok: &[&RequestRecord],
+    t1: Duration,
+    t2: Duration,
+    dur: f64,
+) -> Throughput {
+    let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
+    Throughput {
+        requests_per_s: per_s(counts.completed as f64),
+        input_tokens_per_s: per_s(tokens.input as f64),
+        output_tokens_per_s: per_s(tokens.output as f64),
+        // In floating point: the two totals may each be the largest u64.
+        total_tokens_per_s: per_s(tokens.input as f64 + tokens.output as f64),
+        peak_output_tokens_per_s: peak_rate(ok, t1, t2),
+    }
+}
+
+/// TTFT and e2e with every failed request counted as infinitely slow
+/// (cancelled ones left out).
+fn error_adjusted(measured: &[&RequestRecord], ps: &[f64]) -> ErrorAdjusted {
+    let finished: Vec<&RequestRecord> =
+        measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
+    let adjusted = |f: &dyn Fn(&RequestRecord) -> Option<Duration>| {
+        let mut v: Vec<f64> = finished
+            .iter()
+            .map(|r| if r.outcome.is_success() { f(r).map(ms).unwrap_or(f64::INFINITY) } else { f64::INFINITY })
+            .collect();
+        Distribution::from_samples(&mut v, ps)
+    };
+    ErrorAdjusted { ttft_ms: adjusted(&|r| r.ttft()), e2e_ms: adjusted(&|r| r.e2e()) }
+}
+
+/// The cost report for the run's throughput (and goodput, sessions).
+fn cost_report(c: CostConfig, summary: &Summary) -> CostReport {
+    let th = &summary.throughput;
+    c.report(
+        th.output_tokens_per_s,
+        th.total_tokens_per_s,
+        th.requests_per_s,
+        summary.goodput.as_ref().map(|g| g.output_tokens_per_s),
+        summary.sessions.as_ref().map(|s| s.per_s),
+    )
+}
+
+/// [T1, T2]: from the first measured request's send to the last one's end.
+fn window_of(measured: &[&RequestRecord]) -> (Duration, Duration) {
+    let t1 = measured.iter().map(|r| r.sent).min().unwrap_or_default();
+    let t2 = measured.iter().map(|r| r.end).max().unwrap_or_default();
+    (t1, t2.max(t1))
+}
+
+/// Peak output tokens/s over whole 1 s buckets starting at T1; over the whole
+/// window when it is shorter than a second.
+fn peak_rate(ok: &[&RequestRecord], t1: Duration, t2: Duration) -> f64 {
+    let dur = t2.saturating_sub(t1);
+    let full = dur.as_secs() as usize;
+    if full == 0 {
+        let total = crate::analysis::stats::total(ok.iter().map(|r| r.output_tokens));
+        return if dur.is_zero() { 0.0 } else { total as f64 / dur.as_secs_f64() };
+    }
+    // Only the buckets that hold a chunk: a record's time read from a
+    // damaged file can put T2 years after T1, and a bucket a second for
+    // all of them would not fit in memory.
+    let mut buckets: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    for c in ok.iter().flat_map(|r| r.chunks.iter()) {
+        if c.t < t1 {
+            continue;
+        }
+        let i = (c.t - t1).as_secs();
+        if i < full as u64 {
+            let b = buckets.entry(i).or_default();
+            *b = b.saturating_add(u64::from(c.tokens));
+        }
+    }
+    buckets.into_values().max().unwrap_or(0) as f64
+}
+
+/// Time-weighted mean and peak of requests in flight (warm-up included: they
+/// load the server too) over [T1, T2].
+fn in_flight(records: &[RequestRecord], t1: Duration, t2: Duration) -> InFlight {
+    let mut events: Vec<(Duration, i64)> = Vec::with_capacity(records.len() * 2);
+    for r in records {
+        events.push((r.sent, 1));
+        events.push((r.end.max(r.sent), -1));
+    }
+    // Ends sort before starts at the same instant: a request that ends as
+    // another begins does not overlap it.
+    events.sort_by_key(|&(t, d)| (t, d));
+    let (mut level, mut peak, mut area) = (0i64, 0i64, 0f64);
+    for (i, &(t, d)) in events.iter().enumerate() {
+        level += d;
+        // `level` holds on [t, next event).
+        let next = events.get(i + 1).map_or(Duration::MAX, |e| e.0);
+        let (from, until) = (t.max(t1), next.min(t2));
+        if until > from {
+            peak = peak.max(level);
+            area += level as f64 * (until - from).as_secs_f64();
+        }
+    }
+    let dur = t2.saturating_sub(t1).as_secs_f64();
+    InFlight { mean: if dur > 0.0 { area / dur } else { 0.0 }, peak: peak.max(0) as u64 }
+}
+
+fn warnings(s: &Summary) -> Vec<String> {
+    let mut w = Vec::new();
+    let t = &s.tokens;
+    if t.length_mismatches > 0 {
+        w.push(format!(
+            "{} of {} completed requests returned a different number of output tokens than the length asked for; \
+             the server may stop at end-of-sequence: pass --ignore-eos if it supports ignore_eos/min_tokens, \
+             or its own field with --extra-body",
+            t.length_mismatches, s.requests.completed
+        ));
+    }
+    if t.tokenizer_mismatches > 0 {
+        w.push(format!(
+            "on {} requests --tokenizer's count of the output is more than 10% off the server's usage: it is not \
+             the served model's tokenizer (pass that model's tokenizer.json), or the answers do not tokenise back \
+             into the tokens generated (bytes that make no character do not). Usage counts were used, and those \
+             requests' tokens spread evenly over their chunks",
+            t.tokenizer_mismatches
+        ));
+    } else if t.usage_tokenizer_disagreements > 0 {
+        w.push(format!(
+            "the server's usage and the client tokenizer differ slightly on the output length of {} requests (an \
+             end-of-sequence or special token): usage counts were used, shared out over the chunks in proportion to \
+             the tokenizer's counts",
+            t.usage_tokenizer_disagreements
+        ));
+    }
+    let by_chunks = t.output_sources.get(&CountSource::Chunks.to_string()).copied().unwrap_or(0);
+    if by_chunks > 0 {
+        w.push(format!(
+            "{by_chunks} completed requests had no usage block and no tokenizer: output tokens were counted as \
+             chunks, which undercounts when a chunk carries several tokens: a server that sends usage (goodput asks \
+             for it unless --no-usage) or --tokenizer counts them exactly"
+        ));
+    }
+    if s.requests.sent > 0 && s.requests.completed == 0 {
+        w.push("no request succeeded: latency figures are empty".to_string());
+    }
+    w
+}
+
+/// Share of output chunks that came in one read with the one before,
+/// from which late reads hide enough gaps to tell.
+const SHARED_READS_WARN: f64 = 0.05;
+
+/// The warning for a client that read output late (the median request's
+/// longest wait in the socket past 1 ms), told only where it bends the
+/// figures: with read stamps (`stamp` is the run's `config.client.stamp`)
+/// the wait is inside TTFT and ITL; with kernel stamps it stays out, and
+/// only the gaps of chunks read together are lost, worth telling when they
+/// are a share of the chunks.
+pub fn read_lag_warning(s: &Summary, stamp: Option<&str>, chunks: u64) -> Option<String> {
+    let lag = s.client_read_lag_ms.p(50.0).filter(|l| *l > CLIENT_READ_LAG_WARN_MS)?;
+    let head =
+        format!("the client read output late: in half the requests a chunk waited {lag:.1} ms or more in the socket");
+    if stamp == Some("read") {
+        return Some(format!(
+            "{head}, and with read stamps that wait is inside TTFT and ITL (kernel stamps, --stamp kernel on Linux \
+             over http://, keep it out): a busy machine, or too many streams for one client process"
+        ));
+    }
+    let shared = s.shared_read_chunks as f64 / chunks.max(1) as f64;
+    (shared >= SHARED_READS_WARN).then(|| {
+        format!(
+            "{head}, and {:.0}% of output chunks came in one read with the chunk before, so their gaps went unseen \
+             (kernel stamps keep the wait itself out of TTFT and ITL): a busy machine, or too many streams for one \
+             client process",
+            shared * 100.0
+        )
+    })
+}
+
+/// More tokens than any model's context holds (the longest hold some
+/// millions): a count past it is the server's error, not work done.
+pub const IMPLAUSIBLE_TOKENS: u64 = 1 << 24;
+
+/// The warning for requests whose usage claims more than
+/// [`IMPLAUSIBLE_TOKENS`] (a server that claimed 2^64−1 output tokens for
+/// three chunks): the totals take the claims as they are, saturating, and
+/// say so here rather than pass a figure that means nothing.
+fn implausible_counts(measured: &[&RequestRecord]) -> Option<String> {
+    let claimed = |r: &RequestRecord| r.output_tokens.max(r.input_tokens);
+    let over: Vec<&RequestRecord> = measured.iter().copied().filter(|r| claimed(r) > IMPLAUSIBLE_TOKENS).collect();
+    let worst = over.iter().max_by_key(|r| claimed(r))?;
+    let asked = match worst.counts.requested_completion {
+        Some(m) => format!(" (it asked for at most {m})"),
+        None => String::new(),
+    };
+    Some(format!(
+        "the server's usage claims more tokens than any model's context holds ({IMPLAUSIBLE_TOKENS}) on {} requests: \
+         request {} claimed {} output tokens{asked} and {} input tokens in {} chunks. The counts are the server's \
+         error; the token totals and rates take them as claimed (summing to at most {}), and mean nothing",
+        over.len(),
+        worst.id,
+        worst.output_tokens,
+        worst.input_tokens,
+        worst.chunks.len(),
+        u64::MAX
+    ))
+}
+
+/// A read lag beyond this (ms) in half the requests is warned about: the
+/// ITL error budget that a client should stay well inside. The median, not a
+/// tail: one pause of the machine touches every request in flight at once,
+/// and that is not a client that keeps falling behind.
+const CLIENT_READ_LAG_WARN_MS: f64 = 1.0;
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::record::{Channel, FailureKind, OutputChunk};
+
+    fn ms_(x: u64) -> Duration {
+        Duration::from_millis(x)
+    }
+
+    /// A request sent at `sent` ms with `n` one-token chunks every `gap` ms after `ttft` ms.
+    fn req(id: u64, sent: u64, ttft: u64, gap: u64, n: u64) -> RequestRecord {
+        let mut r = RequestRecord::new(id, ms_(sent), ms_(sent));
+        r.first_byte = Some(ms_(sent + 1));
+        r.chunks = (0..n)
+            .map(|i| OutputChunk { t: ms_(sent + ttft + i * gap), tokens: 1, channel: Channel::Content })
+            .collect();
+        r.end = r.chunks.last().map(|c| c.t).unwrap_or(ms_(sent));
+        r.stream_end = Some(r.end);
+        r.input_tokens = 10;
+        r.output_tokens = n;
+        r.output_tokens_source = CountSource::Usage;
+        r.outcome = Outcome::Success;
+        r
+    }
+
+    #[test]
+    fn window_throughput_and_counts() {
+        let mut recs = vec![req(0, 0, 100, 10, 11), req(1, 1000, 100, 10, 11), req(2, 2000, 100, 10, 11)];
+        recs[0].warmup = true;
+        let mut failed = req(3, 1500, 100, 10, 3);
+        failed.outcome = Outcome::Failed { kind: FailureKind::MidStreamError, message: "x".into() };
+        failed.retries = 1;
+        recs.push(failed);
+        let a = analyze(&recs, &AnalysisOptions::default());
+        assert_eq!(a.summary.requests.retried, 1, "every resend is counted");
+        // Window: first measured send (1000) to last end (2000 + 100 + 100).
+        assert_eq!(a.window.start_s, 1.0);
+        assert!((a.window.end_s - 2.2).abs() < 1e-9);
+        let s = &a.summary;
+        assert_eq!((s.requests.sent, s.requests.completed, s.requests.failed, s.requests.warmup), (3, 2, 1, 1));
+        assert_eq!(s.requests.errors_by_kind.get("mid_stream_error"), Some(&1));
+        assert_eq!(s.requests.error_samples.get("mid_stream_error").map(String::as_str), Some("x"));
+        assert!((s.throughput.requests_per_s - 2.0 / 1.2).abs() < 1e-9);
+        assert!((s.throughput.output_tokens_per_s - 22.0 / 1.2).abs() < 1e-9);
+        assert!((s.throughput.input_tokens_per_s - 20.0 / 1.2).abs() < 1e-9);
+        assert_eq!(s.ttft_ms.p(50.0), Some(100.0));
+        assert_eq!(s.tpot_ms.p(50.0), Some(10.0));
+        assert_eq!(s.tokens.output_all, 25);
+        // Error-adjusted: one of three is +inf, so p50 is finite and p99 is not.
+        assert_eq!(s.error_adjusted.ttft_ms.p(50.0), Some(100.0));
+        assert_eq!(s.error_adjusted.ttft_ms.p(99.0), None);
+        assert_eq!(a.vllm.completed, 2);
+        assert_eq!(a.vllm.median_tpot_ms, Some(10.0));
+        assert_eq!(a.vllm.mean_itl_ms, Some(10.0));
+    }
+
+    #[test]
+    fn read_lag_and_shared_reads_sum_up_the_clients_own_lateness() {
+        let mut recs: Vec<RequestRecord> = (0..4).map(|i| req(i, i * 10, 100, 10, 5)).collect();
+        // Three requests saw the kernel's receive times, one did not.
+        for (r, lag_us) in recs.iter_mut().zip([200, 400, 600]) {
+            r.read_lag_max = Some(Duration::from_micros(lag_us));
+        }
+        recs[1].shared_reads = 2;
+        recs[2].shared_reads = 1;
+        let a = analyze(&recs, &AnalysisOptions::default());
+        let lag = &a.summary.client_read_lag_ms;
+        assert_eq!((lag.count, lag.min, lag.p(50.0), lag.max), (3, Some(0.2), Some(0.4), Some(0.6)));
+        assert_eq!(a.summary.shared_read_chunks, 3);
+        let late = |a: &Analysis, stamp: Option<&str>| read_lag_warning(&a.summary, stamp, 20);
+        assert_eq!(late(&a, Some("kernel")), None);
+        // 5 ms behind in one request of four is a tail, not a late client.
+        recs[3].read_lag_max = Some(ms_(5));
+        let a = analyze(&recs, &AnalysisOptions::default());
+        assert_eq!(late(&a, Some("read")), None);
+        // In three of four, with the median wait: told with read stamps,
+        // where the wait is inside the figures; with kernel stamps only where
+        // chunks read together hid their gaps (3 of 20 here).
+        recs[1].read_lag_max = Some(ms_(3));
+        recs[2].read_lag_max = Some(ms_(4));
+        let a = analyze(&recs, &AnalysisOptions::default());
+        assert!(late(&a, Some("read")).is_some_and(|w| w.contains("3.5 ms") && w.contains("inside TTFT")));
+        assert!(late(&a, Some("kernel")).is_some_and(|w| w.contains("15% of output chunks")));
+        assert_eq!(read_lag_warning(&a.summary, Some("kernel"), 1000), None, "3 of 1000 chunks shared: no word");
+        // Documents from before the field read as empty.
+        let mut v = serde_json::to_value(&a.summary).unwrap();
+        v.as_object_mut().unwrap().remove("client_read_lag_ms");
+        let back: Summary = serde_json::from_value(v).unwrap();
+        assert_eq!(back.client_read_lag_ms.count, 0);
+    }
+
+    #[test]
+    fn the_p95_ratings_are_given_whatever_the_percentiles_listed() {
+        let recs: Vec<RequestRecord> = (0..20).map(|i| req(i, i * 10, 100 + i, 10, 5)).collect();
+        let opts = AnalysisOptions { percentiles: vec![50.0, 99.0, 99.9], ..Default::default() };
+        let a = analyze(&recs, &opts);
+        assert_eq!(a.summary.ttft_ms.p(95.0), None, "p95 is not among the listed percentiles");
+        let rated = a.summary.ratings.ttft_p95.expect("the p95 rating");
+        assert!((rated.value_ms - 118.05).abs() < 1e-9, "{rated:?}");
+        assert!(a.summary.ratings.tpot_p95.is_some());
+    }
+
+    #[test]
+    fn peak_rate_uses_whole_buckets() {
+        // 0..1 s: 10 tokens; 1..2 s: 30 tokens; trailing 0.5 s ignored.
+        let mut r = RequestRecord::new(0, ms_(0), ms_(0));
+        r.chunks = (0..10).map(|i| OutputChunk { t: ms_(i * 100), tokens: 1, channel: Channel::Content }).collect();
+        r.chunks.extend((0..10).map(|i| OutputChunk { t: ms_(1000 + i * 100), tokens: 3, channel: Channel::Content }));
+        r.chunks.push(OutputChunk { t: ms_(2400), tokens: 100, channel: Channel::Content });
+        r.end = ms_(2500);
+        r.output_tokens = 140;
+        r.outcome = Outcome::Success;
+        let a = analyze(&[r], &AnalysisOptions::default());
+        assert_eq!(a.summary.throughput.peak_output_tokens_per_s, 30.0);
+    }
+
+    /// What a damaged records file or a lying server can put in a record:
+    /// an end years after its start, a chunk of four billion tokens. The
+    /// analysis holds a pair a chunk and a bucket a second that has a
+    /// chunk, not a sample a token or a bucket a second of the span (it
+    /// once asked for 147 GB and aborted).
+    #[test]
+    fn absurd_times_and_token_counts_are_analysed_in_bounded_memory() {
+        let mut r = req(0, 0, 100, 10, 3);
+        r.chunks = vec![
+            OutputChunk { t: ms_(100), tokens: 1, channel: Channel::Content },
+            OutputChunk { t: ms_(110), tokens: u32::MAX, channel: Channel::Content },
+            OutputChunk { t: Duration::from_secs(10 * 365 * 86_400), tokens: 2, channel: Channel::Content },
+        ]
+        .into();
+        r.end = Duration::from_secs(10 * 365 * 86_400);
+        r.output_tokens = u32::MAX as u64 + 3;
+        let a = analyze(&[r, req(1, 0, 100, 10, 3)], &AnalysisOptions::default());
+        let itl = &a.summary.itl_ms;
+        assert_eq!(itl.count, u32::MAX as u64 + 2 + 2, "every token a sample");
+        assert_eq!(
+            itl.p(50.0),
+            Some(0.0),
+            "most samples are the huge chunk's 10 ms over 4e9 tokens: under a nanosecond"
+        );
+        // The first second: both requests' first chunks and the huge one.
+        assert_eq!(a.summary.throughput.peak_output_tokens_per_s, u32::MAX as f64 + 4.0);
+    }
+
+    #[test]
+    fn in_flight_is_time_weighted() {
+        // Two requests overlapping for half of a 2 s window.
+        let mut a = req(0, 0, 500, 500, 4); // 0 .. 2000
+        a.end = ms_(2000);
+        let mut b = req(1, 1000, 500, 500, 2); // 1000 .. 2000
+        b.end = ms_(2000);
+        let s = analyze(&[a, b], &AnalysisOptions::default()).summary;
+        assert!((s.in_flight.mean - 1.5).abs() < 1e-9, "{}", s.in_flight.mean);
+        assert_eq!(s.in_flight.peak, 2);
+    }
+
+    #[test]
+    fn back_to_back_requests_do_not_overlap() {
+        let mut a = req(0, 0, 500, 500, 2);
+        a.end = ms_(1000);
+        let mut b = req(1, 1000, 500, 500, 2);
+        b.end = ms_(2000);
+        let s = analyze(&[a, b], &AnalysisOptions::default()).summary;
+        assert_eq!(s.in_flight.peak, 1);
+        assert!((s.in_flight.mean - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn extra_percentiles_reach_every_view() {
+        let recs: Vec<_> = (0..100).map(|i| req(i, i * 10, 100 + i, 10, 5)).collect();
+        let a = analyze(&recs, &AnalysisOptions { percentiles: vec![50.0, 90.0, 99.9], ..Default::default() });
+        let v = serde_json::to_value(&a.summary).unwrap();
+        assert!(v["ttft_ms"]["p99_9"].is_number());
+        let c = serde_json::to_value(&a.vllm).unwrap();
+        assert!(c["p99.9_ttft_ms"].is_number(), "{c}");
+        assert!(c["p99_ttft_ms"].is_number());
+    }
+
+    #[test]
+    fn prompt_extra_is_the_servers_count_beyond_the_workloads() {
+        // (usage prompt, intended prompt, succeeded)
+        type Req = (Option<u64>, Option<u64>, bool);
+        type Want = Option<(u64, f64, i64, i64)>;
+        let cases: &[(&[Req], Want)] = &[
+            // A chat template: 35 more on every request; the failed one is not counted.
+            (
+                &[(Some(291), Some(256), true), (Some(163), Some(128), true), (Some(9), Some(1), false)],
+                Some((2, 35.0, 35, 35)),
+            ),
+            // Turns: the template's share grows with the messages.
+            (&[(Some(40), Some(30), true), (Some(95), Some(70), true)], Some((2, 17.5, 10, 25))),
+            // A tokenizer that merges the workload's words.
+            (&[(Some(250), Some(256), true)], Some((1, -6.0, -6, -6))),
+            // No usage, or no intended count (a dataset): nothing to compare.
+            (&[(None, Some(256), true), (Some(300), None, true)], None),
+        ];
+        for (reqs, want) in cases {
+            let recs: Vec<_> = reqs
+                .iter()
+                .enumerate()
+                .map(|(i, &(usage, intended, ok))| {
+                    let mut r = req(i as u64, i as u64 * 10, 100, 10, 5);
+                    (r.counts.usage_prompt, r.counts.intended_prompt) = (usage, intended);
+                    r.input_tokens_source = if usage.is_some() { CountSource::Usage } else { CountSource::Intended };
+                    if !ok {
+                        r.outcome = Outcome::Failed { kind: FailureKind::HttpStatus, message: "HTTP 500".into() };
+                    }
+                    r
+                })
+                .collect();
+            let t = analyze(&recs, &AnalysisOptions::default()).summary.tokens;
+            let got = t.prompt_extra.map(|e| (e.requests, e.mean, e.min, e.max));
+            assert_eq!(got, *want, "{reqs:?}");
+            let counted: u64 = t.input_sources.values().sum();
+            assert_eq!(counted, reqs.iter().filter(|r| r.2).count() as u64, "{reqs:?}: sources cover the completed");
+        }
+    }
+
+    #[test]
+    fn empty_run_is_well_defined() {
+        let a = analyze(&[], &AnalysisOptions::default());
+        assert_eq!(a.summary.requests.sent, 0);
+        assert_eq!(a.summary.throughput.requests_per_s, 0.0);
+        assert_eq!(a.summary.ttft_ms.p(50.0), None);
+    }
+}

@@ -1,0 +1,434 @@
+//! The `config` block of a result document (docs/result.md): everything
+//! needed to rerun a run or a sweep, secrets redacted. Written by every
+//! command and read back by `report`, `compare` and the exporters through
+//! these types, never by key.
+//!
+//! Forms kept as they have been since `goodput/v1` began: durations are
+//! humantime strings (`"2s"`, `"1m 30s"`), an unbounded rate is `"inf"`,
+//! a length distribution is its flag's text (`"256"`, `"uniform:64..256"`).
+//! A setting that does not apply is `null` where the block has always
+//! written it so, and absent where it has always been left out; both read
+//! as `None`. Fields are declared in key order, so that a document is
+//! written with its keys in the order they always had.
+//!
+//! Keys these types do not know (a later version's settings, or a
+//! hand-edited document's) are kept in `extra` and written back: `report`
+//! rewrites a run's config, and must not drop what it cannot name.
+
+use crate::analysis::cost::CostConfig;
+use crate::analysis::ratings::RatingThresholds;
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Keys of a block that its type does not name, kept as they were.
+pub type Extra = BTreeMap<String, Value>;
+
+/// A run's `config`. Which blocks are present depends on the command:
+/// `bench` writes `load`, `workload`, `client`, `percentiles` and `judge`;
+/// `estimate` `engine` and `prompts` in place of `client`; a sweep's point
+/// `load` and `workload`; an imported run `import`, `tool_settings`, `load`
+/// and `percentiles`; `report` adds `report_window` when it re-analysed a
+/// window of the run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct RunConfig {
+    /// How the requests were sent (`bench`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientSettings>,
+    /// The simulated engine (`estimate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineSettings>,
+    /// Where an imported run came from, and what its file cannot give.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import: Option<ImportInfo>,
+    /// The SLO, price and rating thresholds the run was judged with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeConfig>,
+    /// `--label`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadConfig>,
+    /// `--meta KEY=VALUE`, key by key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<BTreeMap<String, String>>,
+    /// The percentiles reported for every latency metric.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<Vec<f64>>,
+    /// What the simulated server adds to prompts: `chat` (its template) or
+    /// `raw` (BOS) (`estimate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<String>,
+    /// The `--window` a `report` re-analysed the run over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_window: Option<String>,
+    /// An imported run's own settings, as the other tool's file gives them:
+    /// free-form, each tool has its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_settings: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadConfig>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The load: a closed loop (`concurrency`), an open loop (`rate`), a trace
+/// replay (`trace`), with its bounds, warm-up and shape.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct LoadConfig {
+    /// The open loop's arrival process: `poisson`, `gamma`, `constant`.
+    pub arrival: Option<String>,
+    /// Gamma arrivals' burstiness.
+    pub burstiness: Option<f64>,
+    /// The share of requests given up on, and when (`--cancel-rate`).
+    pub cancel: Option<CancelConfig>,
+    /// Users of a closed loop, or the cap on requests in flight of an open one.
+    pub concurrency: Option<u64>,
+    /// A bound on the measured part, a humantime string.
+    pub duration: Option<String>,
+    /// How long in-flight requests get to finish once sending stops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grace: Option<String>,
+    pub ramp_up: Option<String>,
+    /// Requests (or sessions) per second; `"inf"`: all at once.
+    pub rate: Option<Rate>,
+    /// Measured requests (sessions with `sessions`).
+    pub requests: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Multi-turn sessions (`--turns`): `requests` and `rate` count sessions.
+    pub sessions: Option<SessionsConfig>,
+    /// The trace file replayed (`--trace`).
+    pub trace: Option<String>,
+    pub trace_speed: Option<f64>,
+    /// Warm-up requests, left out of the figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<u64>,
+    /// A timed warm-up, or the ramp-up, whichever is longer.
+    pub warmup_time: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl LoadConfig {
+    /// True when something other than a request count bounds or paces the
+    /// load: a rate, a trace, a duration, or sessions.
+    pub fn open_or_bounded(&self) -> bool {
+        self.rate.is_some() || self.trace.is_some() || self.duration.is_some() || self.sessions.is_some()
+    }
+}
+
+/// A rate in requests (or sessions) per second. JSON has no infinity: an
+/// unbounded rate is written `"inf"`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate(pub f64);
+
+impl Rate {
+    pub fn is_unbounded(self) -> bool {
+        self.0.is_infinite()
+    }
+}
+
+impl Serialize for Rate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_infinite() {
+            s.serialize_str("inf")
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Number(f64),
+            Text(String),
+        }
+        match Form::deserialize(d)? {
+            Form::Number(r) => Ok(Rate(r)),
+            Form::Text(t) if t == "inf" => Ok(Rate(f64::INFINITY)),
+            Form::Text(t) => Err(serde::de::Error::custom(format!(
+                "a rate is a number of requests per second or \"inf\", not {t:?}"
+            ))),
+        }
+    }
+}
+
+#[cfg(feature = "schema")]
+impl JsonSchema for Rate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rate".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Requests (or sessions) per second; \"inf\": all at once.",
+            "anyOf": [{ "type": "number" }, { "const": "inf" }],
+        })
+    }
+}
+
+/// `--cancel-rate` and `--cancel-after`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct CancelConfig {
+    /// When a picked request is given up on, a humantime string.
+    pub after: String,
+    /// The share of requests given up on (0..=1).
+    pub rate: f64,
+}
+
+/// `--turns` and `--think-time`, as their flags' text.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct SessionsConfig {
+    pub think_time: String,
+    pub turns: String,
+}
+
+/// The workload: synthetic lengths, a dataset, or a trace's requests.
+/// Lengths are written as their flag's text (`"256"`, `"uniform:64..256"`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct WorkloadConfig {
+    /// The prompts file (`--dataset`).
+    pub dataset: Option<String>,
+    /// Its entries (prompts, or conversations with `--turns`): a run that
+    /// sends more goes round them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_entries: Option<u64>,
+    pub ignore_eos: bool,
+    /// Input lengths (none with a dataset or a trace).
+    pub input_tokens: Option<String>,
+    /// Output lengths (none with a dataset that gives its own, or a trace).
+    pub output_tokens: Option<String>,
+    /// `--preset`.
+    pub preset: Option<String>,
+    pub shared_prefix: Option<SharedPrefixConfig>,
+    /// The tokenizer file (`--tokenizer`).
+    pub tokenizer: Option<String>,
+    /// A trace's requests (`--trace`), which give every request's lengths.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceWorkload>,
+    /// The scorers asked for (`--score`); absent: all that apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<Vec<String>>,
+    /// Records keep the prompt, answer and reference texts (`--keep-text`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_text: bool,
+    /// Each prompt was sent this many times (`--repeat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `--shared-prefix-tokens`, `--shared-prefix-ratio`, `--shared-prefixes`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct SharedPrefixConfig {
+    pub count: u32,
+    pub ratio: f64,
+    pub tokens: u32,
+}
+
+/// What a replayed trace's requests are.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct TraceWorkload {
+    pub input_tokens_mean: f64,
+    pub output_tokens_mean: f64,
+    pub requests: u64,
+    /// Requests that name a shared prefix.
+    pub with_prefix: u64,
+}
+
+/// How the client sent the requests. Secrets are never written: the API
+/// key as `<redacted>`, headers by name only.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct ClientSettings {
+    /// `chat`, `completions`, `messages`, …
+    pub api: String,
+    /// `<redacted>` when a key was given.
+    pub api_key: Option<String>,
+    /// The server goodput started itself, when it did.
+    pub embedded: Option<EmbeddedServer>,
+    /// `--extra-body`: fields merged into every request body, as given.
+    pub extra_body: serde_json::Map<String, Value>,
+    /// `--header` names (their values may be secrets).
+    pub headers: Vec<String>,
+    pub include_usage: bool,
+    /// How the key is sent: `bearer` or `x-api-key`.
+    pub key_header: String,
+    /// The model asked for; several comma-separated when spread over them.
+    pub model: String,
+    /// Where a chunk's time is taken: `kernel` or `read`.
+    pub stamp: String,
+    pub stream: bool,
+    /// The per-request timeout, a humantime string.
+    pub timeout: String,
+    /// The HTTP client: `goodput http/1.1` or `reqwest`.
+    pub transport: String,
+    pub url: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The embedded server's settings, by profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(tag = "profile", rename_all = "snake_case")]
+pub enum EmbeddedServer {
+    /// The simulated engine.
+    Engine { chat_template: String, gpu: String, model: String, precision: String, tp: u32 },
+    /// Fixed timing; `ttft` and `itl` humantime strings.
+    Fixed { itl: String, tokens_per_chunk: u32, ttft: String },
+}
+
+/// The judging settings as they were applied.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct JudgeConfig {
+    /// The price of the hardware (`--gpu-hour-usd`, `--gpus`).
+    pub cost: Option<CostConfig>,
+    pub ratings: RatingThresholds,
+    /// The SLO as text (`ttft<=200ms,tpot:p95<=50ms`), the form `--slo` takes.
+    pub slo: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The simulated engine's settings (`estimate`, `sweep --estimate`), the
+/// effective values: `max_num_seqs` resolved, the calibration with any
+/// overlay applied.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct EngineSettings {
+    pub block_size: u32,
+    /// The roofline model's constants, by name (`eta_compute`, `c_step_us`, …).
+    pub calibration: BTreeMap<String, f64>,
+    /// The chat template's name.
+    pub chat_template: String,
+    pub enable_chunked_prefill: bool,
+    pub enable_prefix_caching: bool,
+    pub gpu: String,
+    pub gpu_memory_utilization: f64,
+    pub kv_cache_dtype: String,
+    pub max_num_batched_tokens: u32,
+    pub max_num_seqs: u32,
+    pub model: String,
+    pub precision: String,
+    pub tp: u32,
+}
+
+/// What an import says about itself, kept as `config.import`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ImportInfo {
+    /// A run length the file gives where it has no send times: the window
+    /// and every rate are taken over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// The file's format, in words.
+    pub format: String,
+    /// Summary figures the file cannot give by goodput's definitions: left
+    /// empty (distributions) or 0 (rates), named by their place in the
+    /// result (`summary.itl_ms`, `compat.vllm.itl`).
+    pub not_recomputed: Vec<String>,
+    /// What the file could not give, or gives otherwise than goodput
+    /// measures: the run's first warnings.
+    pub notes: Vec<String>,
+    /// The file read.
+    pub source: String,
+    /// The tool that wrote the file (`vllm bench serve`, `aiperf`, `guidellm`).
+    pub tool: String,
+    /// Its version, as the file gives it (`unknown` where it does not).
+    pub version: String,
+}
+
+/// A sweep's `config`: how its loads were chosen and what every point
+/// shares (each point's own `load` is in its result's config).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct SweepConfig {
+    /// Attainment a point must reach, beside passing every objective, to
+    /// count as meeting the SLO.
+    pub attainment_target: f64,
+    /// `--duration` of each point, a humantime string.
+    pub duration_per_point: Option<String>,
+    /// The simulated engine (`--estimate`); `null` when sweeping a server.
+    pub engine: Option<EngineSettings>,
+    pub estimate: bool,
+    pub judge: JudgeConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub max_concurrency: u64,
+    /// The sweep's seed (`--seed`, or drawn fresh): each point's own, in
+    /// its result's `config.load.seed`, is drawn from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<BTreeMap<String, String>>,
+    /// `concurrency`, `rate`, `auto` or `stages` (one run in stages, each
+    /// a point).
+    pub mode: String,
+    pub percentiles: Vec<f64>,
+    /// `--requests` of each point.
+    pub requests_per_point: Option<u64>,
+    pub workload: WorkloadConfig,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_rate_is_a_number_or_inf_and_nothing_else() {
+        let load: LoadConfig = serde_json::from_value(json!({"rate": "inf", "concurrency": 3})).unwrap();
+        assert!(load.rate.unwrap().is_unbounded());
+        assert_eq!(serde_json::to_value(&load).unwrap()["rate"], "inf");
+        let load: LoadConfig = serde_json::from_value(json!({"rate": 2.5})).unwrap();
+        assert_eq!(load.rate, Some(Rate(2.5)));
+        let err = serde_json::from_value::<LoadConfig>(json!({"rate": "fast"})).unwrap_err().to_string();
+        assert!(err.contains("not \"fast\""), "{err}");
+    }
+
+    #[test]
+    fn nulls_and_absent_keys_read_alike_and_unknown_keys_are_kept() {
+        let v = json!({
+            "load": {"concurrency": 4, "requests": 8, "rate": null, "new_setting": [1, 2]},
+            "label": "x",
+            "later": {"a": 1},
+        });
+        let c: RunConfig = serde_json::from_value(v).unwrap();
+        let load = c.load.as_ref().unwrap();
+        assert_eq!((load.concurrency, load.requests, load.rate), (Some(4), Some(8), None));
+        assert_eq!(load.extra["new_setting"], json!([1, 2]));
+        assert_eq!(c.extra["later"], json!({"a": 1}));
+        let back = serde_json::to_value(&c).unwrap();
+        assert_eq!(back["later"], json!({"a": 1}));
+        assert_eq!(back["load"]["new_setting"], json!([1, 2]));
+        // The keys a closed loop has always written as null stay null.
+        assert_eq!(back["load"]["sessions"], Value::Null);
+        assert!(back["load"].as_object().unwrap().contains_key("sessions"));
+        assert!(!back.as_object().unwrap().contains_key("client"));
+    }
+}

@@ -1,0 +1,51 @@
+//! A result's `engine` block: what the simulated engine did in an estimate
+//! (batches, preemptions, prefix hits, KV capacity) and its KV use and
+//! queues over virtual time.
+
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The simulated engine's own view of a run (`estimate`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct SimulatedEngine {
+    /// The engine simulated: model, GPU, precision, parallelism, vLLM's
+    /// limits and the step-time constants (docs/simulator.md).
+    pub config: crate::doc::config::EngineSettings,
+    /// Engine steps taken.
+    pub steps: u64,
+    pub mean_batch_seqs: f64,
+    pub mean_batch_tokens: f64,
+    pub max_batch_seqs: u32,
+    /// Requests whose KV blocks were taken back, to be recomputed.
+    pub preemptions: u64,
+    /// Prompt tokens looked up in the prefix cache, and found there.
+    pub prefix_cache_queries_tokens: u64,
+    pub prefix_cache_hits_tokens: u64,
+    pub prefix_cache_hit_rate: Option<f64>,
+    /// Tokens the KV cache holds when full.
+    pub kv_capacity_tokens: u64,
+    pub max_num_seqs: u32,
+    /// Virtual time the engine was stepping, and from the first arrival to
+    /// the last token.
+    pub busy_s: f64,
+    pub makespan_s: f64,
+    /// The most of the KV capacity held at once, 0..1.
+    pub kv_usage_max: f64,
+    pub series: EngineSeries,
+}
+
+/// Samples over virtual time, one column each.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct EngineSeries {
+    pub t_s: Vec<f64>,
+    /// 0..1 of the KV capacity.
+    pub kv_usage: Vec<f64>,
+    /// Requests in the running batch, and waiting for admission.
+    pub running: Vec<u32>,
+    pub waiting: Vec<u32>,
+}

@@ -1,0 +1,207 @@
+//! Runs split over several client processes (`bench --shard I/N`) and put
+//! back together (`goodput merge`): what each shard's result says of the
+//! run it is part of, the checks before a merge, and the records of every
+//! shard placed on one clock. The merged result is then assembled from
+//! those records exactly as one process's would be (docs/shards.md).
+
+use crate::doc::config::{LoadConfig, RunConfig, WorkloadConfig};
+use crate::doc::record::RequestRecord;
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// What a shard's result says of the run it is part of (`shard`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ShardInfo {
+    /// Names the run: a digest of what every shard of it shares (the seed,
+    /// the load and workload settings, the number of shards and the start
+    /// instant), the same in every shard's result. `merge` refuses shards
+    /// whose `run` differs.
+    pub run: String,
+    /// This shard's index, 0 ≤ index < count.
+    pub index: u32,
+    /// How many shards the run was split into.
+    pub count: u32,
+    /// `--start-at`: the wall-clock instant, in seconds since the Unix
+    /// epoch, that every shard waited for before its first send. The
+    /// result's `started_unix_s` is when this shard's clock actually began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_unix_s: Option<f64>,
+    /// The records file this shard wrote (`--records`), as it was given;
+    /// `merge` reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<String>,
+}
+
+/// How a merged result was made from its shards (`merge`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct MergeInfo {
+    /// The run the shards were of (their `shard.run`).
+    pub run: String,
+    /// How many shards the run was split into.
+    pub count: u32,
+    /// The instant every shard waited for (`--start-at`), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_unix_s: Option<f64>,
+    /// The shards merged, by index.
+    pub shards: Vec<MergedShard>,
+    /// Indexes of shards that were not there (`merge --allow-partial`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<u32>,
+    /// How far apart the shards' clocks began: the latest start less the
+    /// earliest, in seconds. Each shard's records are placed on the merged
+    /// clock by its own wall-clock start, so a time in one shard and a
+    /// time in another are known apart to within this, plus whatever
+    /// difference NTP leaves between the machines' clocks.
+    pub clock_uncertainty_s: f64,
+    /// The shard whose scrapes of the server's metrics the result's
+    /// `server_signals` are drawn from (by default only shard 0 scrapes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrapes_from: Option<u32>,
+}
+
+/// One shard of a merged run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct MergedShard {
+    pub index: u32,
+    /// The shard's result file and records file, as they were read.
+    pub result: String,
+    pub records: String,
+    /// The shard's own `run_id`.
+    pub run_id: String,
+    /// When the shard's clock began, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// Its start less the start instant (`--start-at`), or less the
+    /// earliest shard's start without one: how late it began, in seconds.
+    pub start_offset_s: f64,
+    /// Records it contributed (warm-up included).
+    pub requests: u64,
+    /// The shard was stopped early (Ctrl-C, SIGTERM).
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// The run identity of a shard: what every shard of one run shares, digested.
+pub fn run_identity(
+    load: Option<&LoadConfig>,
+    workload: Option<&WorkloadConfig>,
+    count: u32,
+    start_at: Option<f64>,
+) -> String {
+    #[derive(Serialize)]
+    struct Shared<'a> {
+        load: Option<LoadConfig>,
+        workload: Option<&'a WorkloadConfig>,
+        count: u32,
+        start_at: Option<f64>,
+    }
+    // The grace after a stop is each process's own affair.
+    let load = load.map(|l| LoadConfig { grace: None, ..l.clone() });
+    let text = serde_json::to_string(&Shared { load, workload, count, start_at }).unwrap_or_default();
+    format!("{:016x}", fnv1a(text.as_bytes()))
+}
+
+/// FNV-1a, 64 bits: a digest of a few hundred bytes of settings, to tell
+/// runs apart (not to resist anyone who would forge one).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// Why two shards' results cannot be of one run: the first setting they
+/// differ in, in words; `None` when they agree. Each is its `shard` block
+/// and the `config` of its result.
+pub fn difference(a: (&ShardInfo, &RunConfig), b: (&ShardInfo, &RunConfig)) -> Option<String> {
+    let ((sa, a), (sb, b)) = (a, b);
+    if sa.count != sb.count {
+        return Some(format!("one was split into {} shards, the other into {}", sa.count, sb.count));
+    }
+    if sa.start_at_unix_s != sb.start_at_unix_s {
+        let t = |s: Option<f64>| s.map_or("none".to_string(), |t| format!("{t}"));
+        return Some(format!("their --start-at differ ({} and {})", t(sa.start_at_unix_s), t(sb.start_at_unix_s)));
+    }
+    let (la, lb) = (a.load.as_ref(), b.load.as_ref());
+    let seed = |l: Option<&LoadConfig>| l.and_then(|l| l.seed);
+    if seed(la) != seed(lb) {
+        return Some(format!("their --seed differ ({:?} and {:?})", seed(la), seed(lb)));
+    }
+    if json(&la) != json(&lb) {
+        return Some(format!("their load settings differ ({} and {})", json(&la), json(&lb)));
+    }
+    let (wa, wb) = (a.workload.as_ref(), b.workload.as_ref());
+    if json(&wa) != json(&wb) {
+        return Some(format!("their workload settings differ ({} and {})", json(&wa), json(&wb)));
+    }
+    (sa.run != sb.run).then(|| format!("their run identities differ ({} and {})", sa.run, sb.run))
+}
+
+/// A config block as compact JSON, to compare and to quote.
+fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// `r` with every time moved `by` later: a shard's record placed on a clock
+/// that began `by` before its own.
+pub fn shifted(mut r: RequestRecord, by: Duration) -> RequestRecord {
+    r.scheduled += by;
+    r.sent += by;
+    r.end += by;
+    for t in [&mut r.first_byte, &mut r.first_choice, &mut r.last_choice, &mut r.stream_end] {
+        if let Some(t) = t.as_mut() {
+            *t += by;
+        }
+    }
+    r.chunks = r
+        .chunks
+        .iter()
+        .map(|mut c| {
+            c.t += by;
+            c
+        })
+        .collect();
+    r
+}
+
+/// The offsets that put each shard's clock on the merged one, which begins
+/// at the earliest shard's start: each start less that earliest one.
+pub fn offsets(started_unix_s: &[f64]) -> Vec<Duration> {
+    let first = started_unix_s.iter().copied().fold(f64::INFINITY, f64::min);
+    started_unix_s.iter().map(|s| crate::clamped_secs(s - first)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::record::{Channel, OutputChunk};
+
+    #[test]
+    fn the_identity_is_what_shards_share() {
+        let load = LoadConfig { rate: Some(crate::doc::config::Rate(30.0)), seed: Some(1), ..LoadConfig::default() };
+        let id = |l: &LoadConfig, n, t| run_identity(Some(l), None, n, t);
+        let base = id(&load, 3, Some(1.7e9));
+        assert_eq!(base.len(), 16);
+        assert_eq!(base, id(&LoadConfig { grace: Some("9s".into()), ..load.clone() }, 3, Some(1.7e9)));
+        assert_ne!(base, id(&LoadConfig { seed: Some(2), ..load.clone() }, 3, Some(1.7e9)));
+        assert_ne!(base, id(&load, 4, Some(1.7e9)));
+        assert_ne!(base, id(&load, 3, None));
+    }
+
+    #[test]
+    fn a_shards_records_move_onto_the_merged_clock() {
+        let ms = Duration::from_millis;
+        let mut r = RequestRecord::new(3, ms(10), ms(11));
+        r.first_byte = Some(ms(20));
+        r.chunks.push(OutputChunk { t: ms(25), tokens: 1, channel: Channel::Content });
+        r.end = ms(30);
+        let s = shifted(r, ms(5));
+        assert_eq!(
+            (s.scheduled, s.sent, s.first_byte, s.chunks.at(0).t, s.end),
+            (ms(15), ms(16), Some(ms(25)), ms(30), ms(35))
+        );
+        assert_eq!(s.stream_end, None);
+        assert_eq!(offsets(&[100.25, 100.0, 100.5]), [ms(250), ms(0), ms(500)]);
+    }
+}

@@ -1,0 +1,904 @@
+//! From symptoms to causes: the server's signals set beside the client's
+//! measurements. A cross-check of the figures both sides count, and
+//! diagnosis lines, each citing the numbers behind it.
+
+use super::signals::{CounterSignal, GaugeSignal, HistogramSignal};
+use super::window::{HistogramSummary, WindowSummary};
+use crate::analysis::metrics::{ms, RequestMetrics};
+use crate::{Diagnosis, DiagnosisKind, Distribution, Outcome, RequestRecord, Summary};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Server-side and client-side figures side by side.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct CrossCheck {
+    pub client_ttft_p50_ms: Option<f64>,
+    pub server_ttft_p50_ms: Option<f64>,
+    /// client − server TTFT: network, HTTP and client overhead when small
+    /// and positive. The difference of the means where both sides counted
+    /// the same requests (`ttft_gap_basis` "mean", exact: the server's mean is
+    /// its histogram's sum over its count), else of the p50s ("p50", the
+    /// server's interpolated inside a bucket).
+    pub ttft_gap_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_gap_basis: Option<String>,
+    /// Mean TTFT over every request of the run that had a first token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_ttft_mean_ms: Option<f64>,
+    /// The server's TTFT histogram over the run: its sum over its count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_ttft_mean_ms: Option<f64>,
+    /// The server's queue-time histogram over the run, its sum over its
+    /// count, where it counted the same requests: the part of TTFT spent
+    /// waiting to be scheduled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_queue_mean_ms: Option<f64>,
+    /// Output tokens the client received over the whole run (every request).
+    pub client_output_tokens: u64,
+    /// Generation tokens the server counted over the whole run.
+    pub server_generation_tokens: Option<f64>,
+    pub client_completed: u64,
+    pub server_requests_succeeded: Option<f64>,
+    /// Requests the client cancelled (Ctrl-C, `--cancel-rate`) or saw fail,
+    /// and those the server ended as aborted or failed, over the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_not_completed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_requests_failed: Option<f64>,
+    /// Share of prompt tokens served from the prefix cache, by the client's
+    /// usage blocks (`cached_tokens`) over every request that reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cached_prompt_share: Option<f64>,
+    /// The same by the server's counters (hits / queries) over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_prefix_cache_hit_rate: Option<f64>,
+    /// What the gaps mean, in words.
+    pub notes: Vec<String>,
+}
+
+/// Cross-checks a run. `run` summarises every scrape of the run (the first
+/// before any request, the last after the final one); `window` only the
+/// measurement window. `run` is `None` when the records are a stretch of
+/// the run (`report --window`): the server's counters cannot be split by
+/// request, so the client's counts are not set against them.
+pub fn cross_check(
+    records: &[RequestRecord],
+    summary: &Summary,
+    window: &WindowSummary,
+    run: Option<&WindowSummary>,
+) -> CrossCheck {
+    let counts = run;
+    let run = run.unwrap_or(window);
+    let mut c = CrossCheck {
+        client_ttft_p50_ms: summary.ttft_ms.p(50.0),
+        server_ttft_p50_ms: window.histograms.get(&HistogramSignal::Ttft).and_then(|h| h.p50).map(|s| s * 1e3),
+        client_output_tokens: crate::analysis::stats::total(records.iter().map(|r| r.output_tokens)),
+        server_generation_tokens: counts
+            .and_then(|run| run.counters.get(&CounterSignal::GenerationTokens))
+            .map(|c| c.delta),
+        client_completed: records.iter().filter(|r| r.outcome.is_success()).count() as u64,
+        server_requests_succeeded: counts
+            .and_then(|run| run.counters.get(&CounterSignal::RequestsSucceeded))
+            .map(|c| c.delta),
+        client_cached_prompt_share: {
+            let (cached, prompt) = records
+                .iter()
+                .filter_map(|r| Some((r.counts.usage_cached_prompt?, r.counts.usage_prompt?)))
+                .fold((0u64, 0u64), |(c, p), (rc, rp)| (c.saturating_add(rc), p.saturating_add(rp)));
+            (prompt > 0).then(|| cached as f64 / prompt as f64)
+        },
+        server_prefix_cache_hit_rate: run.prefix_cache_hit_rate,
+        ..Default::default()
+    };
+    ttft_gap(
+        &mut c,
+        records,
+        window.histograms.get(&HistogramSignal::Ttft),
+        run.histograms.get(&HistogramSignal::Ttft),
+        run.histograms.get(&HistogramSignal::Queue),
+    );
+    if let Some(sv) = c.server_generation_tokens {
+        let cl = c.client_output_tokens as f64;
+        let rel = if cl > 0.0 { (sv - cl) / cl } else { 0.0 };
+        if rel.abs() > 0.02 {
+            c.notes.push(format!(
+                "counting mismatch: the server generated {sv:.0} tokens during the run, the client received {cl:.0} \
+                 ({:+.1}%): other clients on the server, or tokens generated for requests the client gave up on",
+                rel * 100.0
+            ));
+        } else {
+            c.notes.push(format!("tokens agree: server {sv:.0}, client {cl:.0}"));
+        }
+    }
+    if let Some(sv) = c.server_requests_succeeded {
+        let cl = c.client_completed as f64;
+        if (sv - cl).abs() > 0.5 {
+            c.notes.push(format!("the server finished {sv:.0} requests during the run, the client completed {cl:.0}"));
+        }
+    }
+    // Disconnects the server noticed: what it aborted against what the
+    // client cancelled or saw fail.
+    let cancelled = records.iter().filter(|r| matches!(r.outcome, Outcome::Cancelled)).count() as u64;
+    let failed = records.iter().filter(|r| r.outcome.failure_kind().is_some()).count() as u64;
+    if counts.is_none() {
+        c.notes.push(
+            "counts are not compared over --window: the server's counters over the stretch include requests sent \
+             before it and still running, and cannot be split by request"
+                .into(),
+        );
+    }
+    if let Some(sv) = counts.and_then(|run| run.counters.get(&CounterSignal::RequestsFailed)).map(|c| c.delta) {
+        if sv > 0.5 || cancelled + failed > 0 {
+            (c.client_not_completed, c.server_requests_failed) = (Some(cancelled + failed), Some(sv));
+            let client = format!("the client cancelled {cancelled} and saw {failed} fail");
+            c.notes.push(if (sv - (cancelled + failed) as f64).abs() < 0.5 {
+                format!("aborts agree: the server ended {sv:.0} requests as aborted or failed; {client}")
+            } else {
+                format!(
+                    "the server ended {sv:.0} requests as aborted or failed; {client}: a disconnect the server did \
+                     not notice, a failure it does not count, or other clients"
+                )
+            });
+        }
+    }
+    if let (Some(cl), Some(sv)) = (c.client_cached_prompt_share, c.server_prefix_cache_hit_rate) {
+        let (cl, sv) = (cl * 100.0, sv * 100.0);
+        c.notes.push(if (cl - sv).abs() <= 2.0 {
+            format!("prefix cache agrees: the server hit {sv:.1}% of the prompt tokens it looked up, usage reported {cl:.1}% cached")
+        } else {
+            format!(
+                "prefix cache: the server hit {sv:.1}% of the prompt tokens it looked up, usage reported {cl:.1}% of \
+                 prompt tokens cached: other clients, lookups again after preemption, or a server that does not fill \
+                 cached_tokens (vLLM needs --enable-prompt-tokens-details)"
+            )
+        });
+    }
+    c
+}
+
+/// Sets the TTFT gap and its note. Where the server's histogram over the
+/// run counted exactly the requests the client saw a first token of, the
+/// means compare exactly: the server's is its sum over its count, with no
+/// bucket in between. Otherwise the p50s compare, and the server's is known
+/// only to its bucket: a client p50 inside that bucket tells nothing of the
+/// overhead, one above it tells at least how much.
+fn ttft_gap(
+    c: &mut CrossCheck,
+    records: &[RequestRecord],
+    window: Option<&HistogramSummary>,
+    run: Option<&HistogramSummary>,
+    queue: Option<&HistogramSummary>,
+) {
+    // Summed in whole nanoseconds: exact, so the mean is the same whatever
+    // the records' order (a live run's is completion order, a records
+    // file's may differ).
+    let (n, total_ns) =
+        records.iter().filter_map(|r| r.ttft()).fold((0usize, 0u128), |(n, sum), t| (n + 1, sum + t.as_nanos()));
+    if n > 0 {
+        c.client_ttft_mean_ms = Some(total_ns as f64 / 1e6 / n as f64);
+    }
+    c.server_ttft_mean_ms = run.and_then(|h| h.mean).map(|s| s * 1e3);
+    let same_requests = run.is_some_and(|h| (h.count - n as f64).abs() < 0.5);
+    if let (Some(cl), Some(sv), true) = (c.client_ttft_mean_ms, c.server_ttft_mean_ms, same_requests) {
+        let gap = cl - sv;
+        (c.ttft_gap_ms, c.ttft_gap_basis) = (Some(gap), Some("mean".into()));
+        c.notes.push(if gap >= 0.0 {
+            format!(
+                "client TTFT mean {cl:.1} ms vs the server's {sv:.1} ms over the same {n} requests (its histogram's \
+                 sum over its count, exact): {gap:.1} ms of network, HTTP and client overhead per request"
+            )
+        } else {
+            format!(
+                "client TTFT mean {cl:.1} ms is {:.2} ms below the server's {sv:.1} ms over the same {n} requests: \
+                 the two sides time different instants (the server may stop its clock after the first token left)",
+                -gap
+            )
+        });
+        // The server's queue time over the same requests splits its TTFT.
+        let q = queue.filter(|h| (h.count - n as f64).abs() < 0.5).and_then(|h| h.mean).map(|s| s * 1e3);
+        if let Some(q) = q.filter(|&q| q <= sv && gap >= 0.0) {
+            c.server_queue_mean_ms = Some(q);
+            c.notes.push(format!(
+                "where TTFT went, means over the same {n} requests: {gap:.1} ms network, HTTP and client · {q:.1} ms \
+                 waiting in the server's queue · {:.1} ms from leaving the queue to the first token (prefill and the \
+                 first step)",
+                sv - q
+            ));
+        }
+        return;
+    }
+    let (Some(cl), Some(sv)) = (c.client_ttft_p50_ms, c.server_ttft_p50_ms) else {
+        return;
+    };
+    (c.ttft_gap_ms, c.ttft_gap_basis) = (Some(cl - sv), Some("p50".into()));
+    let why_not_mean = match run {
+        Some(h) if h.mean.is_some() => format!(
+            " (the means cannot be compared: the server counted {:.0} first tokens over the run, the client {n})",
+            h.count
+        ),
+        _ => String::new(),
+    };
+    let bucket = window.and_then(|h| h.p50_bucket).map(|[lo, hi]| (lo * 1e3, hi * 1e3));
+    c.notes.push(match bucket {
+        Some((lo, hi)) if (lo..=hi).contains(&cl) => format!(
+            "client TTFT p50 {cl:.1} ms lies inside the server's {lo:.0}–{hi:.0} ms histogram bucket that holds its \
+             p50 ({sv:.1} ms, interpolated): the buckets are too coarse to tell the overhead{why_not_mean}"
+        ),
+        Some((lo, hi)) if cl > hi => format!(
+            "client TTFT p50 {cl:.1} ms is above the server's {lo:.0}–{hi:.0} ms bucket that holds its p50: at least \
+             {:.1} ms of network, HTTP and client overhead{why_not_mean}",
+            cl - hi
+        ),
+        Some((lo, hi)) => format!(
+            "client TTFT p50 {cl:.1} ms is below the server's {lo:.0}–{hi:.0} ms bucket that holds its p50: the server \
+             counts from an earlier instant, or other clients' requests fill its histogram{why_not_mean}"
+        ),
+        None => format!(
+            "client TTFT p50 {cl:.1} ms vs server {sv:.1} ms (interpolated in its histogram; its bucket is not known)\
+             {why_not_mean}"
+        ),
+    });
+}
+
+/// TTFT against the prompt tokens each request had to prefill (its prompt
+/// less what the prefix cache served, where usage says), fitted by least
+/// squares over the successful measured requests. Told only where the
+/// prompts differ enough to fit (coefficient of variation ≥ 0.25, 20
+/// requests) and the line explains most of TTFT (R² ≥ 0.5): a queue that
+/// sets TTFT instead leaves no such line.
+fn prefill_scaling(ok: &[&RequestRecord]) -> Option<String> {
+    let points: Vec<(f64, f64)> = ok
+        .iter()
+        .filter_map(|r| {
+            let cached = r.counts.usage_cached_prompt.unwrap_or(0);
+            Some((r.input_tokens.saturating_sub(cached) as f64, ms(r.ttft()?)))
+        })
+        .collect();
+    let n = points.len() as f64;
+    if points.len() < 20 {
+        return None;
+    }
+    let (mx, my) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let (sxx, sxy, syy) = points.iter().fold((0.0, 0.0, 0.0), |(xx, xy, yy), (x, y)| {
+        (xx + (x - mx) * (x - mx), xy + (x - mx) * (y - my), yy + (y - my) * (y - my))
+    });
+    if mx <= 0.0 || (sxx / n).sqrt() < 0.25 * mx || syy <= 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let r2 = sxy * sxy / (sxx * syy);
+    if slope <= 0.0 || r2 < 0.5 {
+        return None;
+    }
+    let intercept = my - slope * mx;
+    Some(format!(
+        "TTFT follows the prompt: {:.1} ms more per 1,000 prompt tokens to prefill (least squares over {} requests, \
+         R² {r2:.2}, {intercept:.1} ms at none): about {:.0} prompt tokens/s of prefill as the client sees it",
+        slope * 1e3,
+        points.len(),
+        1e3 / slope
+    ))
+}
+
+/// Long gaps in streams that come with other requests' prefills: a gap
+/// between two chunks of more than three times the median one is a stall,
+/// and it is set beside the other requests that were between their send and
+/// their first token (queued or prefilling) during it, or within half a
+/// median gap after it. Told when most stalls had one and ordinary gaps
+/// seldom did: prefills, scheduled with the decoding batch, hold it up. A
+/// server whose queue is never empty has such a request beside every gap,
+/// and is told nothing.
+fn prefill_stalls(ok: &[&RequestRecord]) -> Option<String> {
+    // Each request's wait for its first token, by start, with the latest
+    // end among those started so far: some wait overlaps (from, to] when the
+    // latest end among those started by `to` is after `from`. A request's
+    // own wait ends before its first gap begins.
+    let mut waits: Vec<(Duration, Duration)> = ok.iter().filter_map(|r| Some((r.sent, r.chunks.first()?.t))).collect();
+    waits.sort_unstable();
+    let latest_end: Vec<Duration> = waits
+        .iter()
+        .scan(Duration::ZERO, |m, &(_, end)| {
+            *m = (*m).max(end);
+            Some(*m)
+        })
+        .collect();
+    let mut gaps: Vec<f64> =
+        ok.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| ms(b.t.saturating_sub(a.t)))).collect();
+    if gaps.len() < 100 {
+        return None;
+    }
+    let median = crate::analysis::stats::percentile_of(&mut gaps, 50.0)?;
+    drop(gaps);
+    if median <= 0.0 {
+        return None;
+    }
+    let slack = Duration::from_secs_f64(median / 2e3);
+    // The waits started by `to`: found by search for a request's first gap,
+    // then by stepping on, as its gaps come in time order (a request's life
+    // sees few others start; a search a gap was most of `report`'s time on a
+    // long run).
+    let started_by = |to: Duration, from: Option<(Duration, usize)>| match from {
+        Some((before, mut i)) if before <= to => {
+            while i < waits.len() && waits[i].0 <= to {
+                i += 1;
+            }
+            i
+        }
+        _ => waits.partition_point(|&(start, _)| start <= to),
+    };
+    let (mut stalls, mut stalls_with, mut others, mut others_with, mut stalled_ms) = (0u64, 0u64, 0u64, 0u64, 0.0);
+    for r in ok {
+        let mut cursor = None;
+        for (a, b) in r.chunks.pairs() {
+            let gap = ms(b.t.saturating_sub(a.t));
+            let to = b.t + slack;
+            let started = started_by(to, cursor);
+            cursor = Some((to, started));
+            let with = started > 0 && latest_end[started - 1] > a.t;
+            if gap > 3.0 * median {
+                stalls += 1;
+                stalls_with += u64::from(with);
+                stalled_ms += gap;
+            } else {
+                others += 1;
+                others_with += u64::from(with);
+            }
+        }
+    }
+    let share = |with: u64, of: u64| if of == 0 { 0.0 } else { with as f64 / of as f64 };
+    let (s, o) = (share(stalls_with, stalls), share(others_with, others));
+    if stalls < 20 || s < 0.5 || s < 3.0 * o {
+        return None;
+    }
+    Some(format!(
+        "prefills stall the streams: {:.0}% of the {stalls} gaps over {:.1} ms (three times the median gap; they \
+         average {:.1} ms) had another request waiting for its first token beside them, against {:.0}% of the other \
+         gaps. Prefills \
+         scheduled with the decoding batch hold it up; a smaller prefill chunk (vLLM's --max-num-batched-tokens) \
+         or separate prefill instances bound the stall",
+        s * 100.0,
+        3.0 * median,
+        stalled_ms / stalls as f64,
+        o * 100.0
+    ))
+}
+
+fn thirds(v: &[Option<f64>]) -> Option<(f64, f64)> {
+    let vals: Vec<f64> = v.iter().flatten().copied().collect();
+    if vals.len() < 3 {
+        return None;
+    }
+    let k = vals.len() / 3;
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    Some((mean(&vals[..k.max(1)]), mean(&vals[vals.len() - k.max(1)..])))
+}
+
+/// Diagnosis lines for a run. `window` is `None` when no server metrics were
+/// scraped; `concurrency_cap` is the plan's in-flight cap, whose waits are
+/// the plan's own doing rather than the client's.
+pub fn diagnose(
+    records: &[RequestRecord],
+    summary: &Summary,
+    window: Option<&WindowSummary>,
+    concurrency_cap: Option<usize>,
+) -> Vec<Diagnosis> {
+    let mut out = Vec::new();
+    if let Some(w) = window {
+        let build_up = queue_build_up(w, concurrency_cap);
+        // Waits the build-up told are not told again.
+        let queue_told = build_up.is_some();
+        out.extend(build_up);
+        if !queue_told {
+            out.extend(queue_wait(w));
+        }
+        out.extend(kv_cache_pressure(w));
+        out.extend(prefix_cache(w, records));
+    }
+
+    // What the measured successful requests alone tell.
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect();
+    let told = |kind: DiagnosisKind| move |message: String| Diagnosis { kind, message };
+    let late = window.and_then(simulator_late);
+    // A simulator behind its own clock explains stalls by itself: they are
+    // not the prefills'.
+    let simulator_behind = late.is_some();
+    out.extend(late);
+    out.extend(prefill_scaling(&ok).map(told(DiagnosisKind::PrefillScaling)));
+    if !simulator_behind {
+        out.extend(prefill_stalls(&ok).map(told(DiagnosisKind::PrefillStalls)));
+    }
+    out.extend(tail_degrading(&ok));
+    out.extend(client_bottleneck(summary, window, concurrency_cap));
+    out
+}
+
+/// How late goodput's simulated server may run against its own timeline
+/// (p99, ms) before its lateness is told: a step or a chunk a few
+/// milliseconds late is the ordinary jitter of a shared machine.
+const SIM_LATE_P99_MS: f64 = 20.0;
+
+/// goodput's simulated server fell behind its own timeline over the window
+/// (its lateness histogram): the machine was too busy for it, and the
+/// latencies measured carry that lateness rather than the engine's.
+fn simulator_late(w: &WindowSummary) -> Option<Diagnosis> {
+    let h = w.histograms.get(&HistogramSignal::SimLateness)?;
+    let p99 = h.p99.map(|s| s * 1e3).filter(|&p| p > SIM_LATE_P99_MS)?;
+    let mean = h.mean.map(|s| s * 1e3).unwrap_or(0.0);
+    Some(Diagnosis {
+        kind: DiagnosisKind::SimulatorLate,
+        message: format!(
+            "the simulated server fell behind its own timeline: its steps ran {mean:.1} ms late on average, {p99:.0} ms \
+             at p99 (goodput_sim_*_lateness_seconds), because the machine was busy (the client and the simulator \
+             share its cores): TTFT and ITL carry that lateness, not the engine's; give the simulator a machine of \
+             its own (goodput serve) or a lighter load"
+        ),
+    })
+}
+
+/// A server histogram's mean over the window in ms, exact: its sum over its count.
+fn mean_ms(w: &WindowSummary, s: HistogramSignal) -> Option<f64> {
+    w.histograms.get(&s).and_then(|h| h.mean).map(|m| m * 1e3)
+}
+
+/// Requests waiting while the running count holds at its peak: the server
+/// at its batch limit, unless that peak is the client's own concurrency
+/// (`concurrency_cap`): then every request the client had was admitted at
+/// once, and the waits were for a step with room for their prefill.
+fn queue_build_up(w: &WindowSummary, concurrency_cap: Option<usize>) -> Option<Diagnosis> {
+    let wt = w.gauges.get(&GaugeSignal::WaitingRequests)?;
+    let rn = w.gauges.get(&GaugeSignal::RunningRequests)?;
+    let rising = w.series.gauges.get(&GaugeSignal::WaitingRequests).and_then(|s| thirds(s));
+    let (rmax, rp50) = (rn.max.unwrap_or(0.0), rn.p(50.0).unwrap_or(0.0));
+    let at_cap = rmax > 0.0 && rp50 >= 0.9 * rmax;
+    if !(wt.mean.unwrap_or(0.0) >= 1.0 && at_cap) {
+        return None;
+    }
+    let limit = match concurrency_cap {
+        Some(c) if rmax >= c as f64 - 0.5 => format!(
+            "the running count is the client's concurrency ({c}), not a batch limit of the server's: requests \
+             waited for a step with room for their prefill"
+        ),
+        _ => "the server is at its batch limit".to_string(),
+    };
+    let trend = match rising {
+        Some((a, b)) if b > a + 0.5 => {
+            format!(" and rising ({a:.1} in the first third, {b:.1} in the last)")
+        }
+        _ => String::new(),
+    };
+    // The queue-time histogram says how much of TTFT the waiting
+    // cost: a queue refilled every step and emptied by the next
+    // costs little.
+    let cost = match (mean_ms(w, HistogramSignal::Queue), mean_ms(w, HistogramSignal::Ttft)) {
+        (Some(q), Some(t)) if t > 0.0 && q < 0.05 * t => format!(
+            ": {limit}, yet a request waited only {q:.1} ms in the queue on average, {:.1}% of the server's \
+             TTFT of {t:.1} ms",
+            100.0 * q / t
+        ),
+        (Some(q), Some(t)) if t > 0.0 => format!(
+            ": {limit}, and TTFT includes queueing, {q:.1} ms a request on average ({:.0}% of the server's \
+             TTFT of {t:.1} ms)",
+            100.0 * q / t
+        ),
+        _ => format!(": {limit}, and TTFT includes queueing"),
+    };
+    Some(Diagnosis {
+        kind: DiagnosisKind::QueueBuildUp,
+        message: format!(
+            "queue build-up: {:.1} requests waiting on average (peak {:.0}){trend} while running held at \
+             {rp50:.0} of a peak {rmax:.0}{cost}",
+            wt.mean.unwrap_or(0.0),
+            wt.max.unwrap_or(0.0)
+        ),
+    })
+}
+
+/// Waits the gauges missed (the running count is not at its peak: the batch
+/// is bounded by tokens or memory, not requests), told from the queue-time
+/// histogram when they are a large part of TTFT.
+fn queue_wait(w: &WindowSummary) -> Option<Diagnosis> {
+    let (q, t) = (mean_ms(w, HistogramSignal::Queue)?, mean_ms(w, HistogramSignal::Ttft)?);
+    if !(q >= 10.0 && t > 0.0 && q >= 0.25 * t) {
+        return None;
+    }
+    Some(Diagnosis {
+        kind: DiagnosisKind::QueueWait,
+        message: format!(
+            "queueing: a request waited {q:.1} ms in the server's queue on average before it was \
+             scheduled, {:.0}% of the server's TTFT of {t:.1} ms: requests arrive faster than the server \
+             admits them",
+            100.0 * q / t
+        ),
+    })
+}
+
+/// KV-cache use near full, or preemptions.
+fn kv_cache_pressure(w: &WindowSummary) -> Option<Diagnosis> {
+    let kv = w.gauges.get(&GaugeSignal::KvCacheUsage);
+    let preempt = w.counters.get(&CounterSignal::Preemptions).map(|c| c.delta).unwrap_or(0.0);
+    let kv_max = kv.and_then(|d| d.max).unwrap_or(0.0);
+    if !(kv_max > 0.9 || preempt > 0.0) {
+        return None;
+    }
+    Some(Diagnosis {
+        kind: DiagnosisKind::KvCachePressure,
+        message: format!(
+            "KV-cache pressure: use peaked at {:.0}% (p95 {:.0}%), {preempt:.0} preemptions in the window \
+             (a preempted request recomputes its prompt and context)",
+            kv_max * 100.0,
+            kv.and_then(|d| d.p(95.0)).unwrap_or(0.0) * 100.0
+        ),
+    })
+}
+
+/// The prefix cache's hit rate, and what it did to TTFT when both cached and
+/// cold requests are numerous enough to compare.
+fn prefix_cache(w: &WindowSummary, records: &[RequestRecord]) -> Option<Diagnosis> {
+    // Only a cache that hit explains anything; unique prompts at 0% say nothing.
+    let rate = w.prefix_cache_hit_rate.filter(|&r| r >= 0.01)?;
+    let cached: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt.is_some_and(|c| c > 0))
+        .collect();
+    let cold: Vec<&RequestRecord> =
+        records.iter().filter(|r| r.outcome.is_success() && r.counts.usage_cached_prompt == Some(0)).collect();
+    let p50 = |rs: &[&RequestRecord]| {
+        let mut v: Vec<f64> = rs.iter().filter_map(|r| r.ttft()).map(ms).collect();
+        Distribution::from_samples(&mut v, &[50.0]).p(50.0)
+    };
+    // A comparison needs both groups: a lone cold request (the first
+    // one, on an idle server) against the rest says nothing.
+    let enough = |n: usize| n >= 5 && n * 10 >= cached.len() + cold.len();
+    let effect = match (p50(&cached), p50(&cold)) {
+        (Some(a), Some(b)) if enough(cached.len()) && enough(cold.len()) => format!(
+            "; requests served partly from cache had TTFT p50 {a:.1} ms against {b:.1} ms for the rest \
+             ({} vs {} requests)",
+            cached.len(),
+            cold.len()
+        ),
+        _ => String::new(),
+    };
+    Some(Diagnosis {
+        kind: DiagnosisKind::PrefixCache,
+        message: format!("prefix cache: {:.1}% of prompt tokens hit over the window{effect}", rate * 100.0),
+    })
+}
+
+/// The tail degrading while the median holds, across the run's halves.
+fn tail_degrading(ok: &[&RequestRecord]) -> Option<Diagnosis> {
+    if ok.len() < 40 {
+        return None;
+    }
+    let mid = {
+        let mut t: Vec<Duration> = ok.iter().map(|r| r.sent).collect();
+        t.sort();
+        t[t.len() / 2]
+    };
+    let half = |first: bool| {
+        let mut v: Vec<f64> = ok.iter().filter(|r| (r.sent < mid) == first).filter_map(|r| r.ttft()).map(ms).collect();
+        let d = Distribution::from_samples(&mut v, &[50.0, 99.0]);
+        (d.p(50.0), d.p(99.0))
+    };
+    let ((Some(a50), Some(a99)), (Some(b50), Some(b99))) = (half(true), half(false)) else {
+        return None;
+    };
+    if !(a50 > 0.0 && (b50 - a50).abs() / a50 < 0.15 && b99 > 1.5 * a99) {
+        return None;
+    }
+    Some(Diagnosis {
+        kind: DiagnosisKind::TailDegrading,
+        message: format!(
+            "p99 degrading while p50 holds: TTFT p50 {a50:.1} → {b50:.1} ms but p99 {a99:.1} → {b99:.1} ms \
+             from the first half of the run to the second: a queue or cache pressure building in bursts"
+        ),
+    })
+}
+
+/// The client falling behind its own schedule while the server has room.
+fn client_bottleneck(
+    summary: &Summary,
+    window: Option<&WindowSummary>,
+    concurrency_cap: Option<usize>,
+) -> Option<Diagnosis> {
+    let cq99 = summary.client_queue_ms.p(99.0).unwrap_or(0.0);
+    let server_idle = window
+        .and_then(|w| w.gauges.get(&GaugeSignal::WaitingRequests))
+        .map(|d| d.mean.unwrap_or(0.0) < 0.5)
+        .unwrap_or(true);
+    let cap_bound = concurrency_cap.is_some_and(|c| summary.in_flight.peak >= c as u64);
+    if !(cq99 > 10.0 && server_idle && !cap_bound) {
+        return None;
+    }
+    Some(Diagnosis {
+        kind: DiagnosisKind::ClientBottleneck,
+        message: format!(
+            "client-side lateness: requests left up to {cq99:.1} ms (p99) after their scheduled time while the \
+             server's queue was empty: the load generator, not the server, is behind (give it more CPU or fewer \
+             streams per process)"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{analyze, AnalysisOptions, CountSource, Outcome, RequestRecord, Window};
+
+    /// A served request with `cached` prompt tokens from the cache and TTFT `ttft_ms`.
+    fn served(id: u64, cached: u64, ttft_ms: u64) -> RequestRecord {
+        let mut r = RequestRecord::new(id, Duration::from_millis(id * 100), Duration::from_millis(id * 100));
+        let first = r.sent + Duration::from_millis(ttft_ms);
+        r.chunks = vec![crate::OutputChunk { t: first, tokens: 1, channel: crate::Channel::Content }].into();
+        (r.end, r.output_tokens, r.output_tokens_source) = (first, 1, CountSource::Usage);
+        r.counts.usage_cached_prompt = Some(cached);
+        r.outcome = Outcome::Success;
+        r
+    }
+
+    fn window(hit_rate: f64) -> WindowSummary {
+        WindowSummary {
+            window: Window::default(),
+            scrapes: 3,
+            span_s: 1.0,
+            engine: None,
+            sources: Vec::new(),
+            gauges: Default::default(),
+            counters: Default::default(),
+            histograms: Default::default(),
+            prefix_cache_hit_rate: Some(hit_rate),
+            energy_per_output_token_joules: None,
+            series: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_prefix_cache_effect_is_told_only_with_both_groups_large_enough() {
+        let prefix_note = |records: &[RequestRecord]| {
+            let summary = analyze(records, &AnalysisOptions::default()).summary;
+            let d = diagnose(records, &summary, Some(&window(0.2)), None);
+            d.into_iter().find(|d| d.kind == DiagnosisKind::PrefixCache).expect("a hit rate of 20% is told").message
+        };
+        // Every chat after the first finds its template's block: one cold
+        // request (the first, on an idle server) is no comparison.
+        let one_cold: Vec<_> = (0..50).map(|i| served(i, if i == 0 { 0 } else { 16 }, 60)).collect();
+        let m = prefix_note(&one_cold);
+        assert!(m.starts_with("prefix cache: 20.0% of prompt tokens hit") && !m.contains("TTFT p50"), "{m}");
+        // Ten of fifty cold: the groups are compared.
+        let ten_cold: Vec<_> =
+            (0..50).map(|i| served(i, if i < 10 { 0 } else { 512 }, if i < 10 { 90 } else { 30 })).collect();
+        let m = prefix_note(&ten_cold);
+        assert!(m.contains("TTFT p50 30.0 ms against 90.0 ms for the rest (40 vs 10 requests)"), "{m}");
+    }
+
+    /// A TTFT histogram summary of `count` requests with mean `mean_ms` and
+    /// its p50 in the `lo_ms..hi_ms` bucket at `p50_ms`.
+    fn ttft(count: f64, mean_ms: f64, p50_ms: f64, (lo_ms, hi_ms): (f64, f64)) -> WindowSummary {
+        let mut w = window(0.0);
+        w.prefix_cache_hit_rate = None;
+        w.histograms.insert(
+            HistogramSignal::Ttft,
+            HistogramSummary {
+                count,
+                sum: Some(count * mean_ms / 1e3),
+                mean: Some(mean_ms / 1e3),
+                p50: Some(p50_ms / 1e3),
+                p90: None,
+                p99: None,
+                p50_bucket: Some([lo_ms / 1e3, hi_ms / 1e3]),
+                p99_bucket: None,
+            },
+        );
+        w
+    }
+
+    #[test]
+    fn the_ttft_gap_is_exact_from_the_means_and_bounded_by_the_bucket_otherwise() {
+        // Forty requests at TTFT 230..=269 ms: mean 249.5, p50 249.5.
+        let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let check = |w: &WindowSummary| cross_check(&records, &summary, w, Some(w));
+        // The server counted the same 40: the means differ by exactly the overhead.
+        let c = check(&ttft(40.0, 247.0, 180.0, (100.0, 250.0)));
+        assert_eq!(c.ttft_gap_basis.as_deref(), Some("mean"));
+        assert!((c.ttft_gap_ms.unwrap() - 2.5).abs() < 1e-9, "{c:?}");
+        assert!(c.notes[0].contains("over the same 40 requests") && c.notes[0].contains("2.5 ms of network"), "{c:?}");
+        // Other requests on the server: only the p50s compare, and the
+        // client's inside the server's bucket tells nothing.
+        let c = check(&ttft(55.0, 247.0, 180.0, (100.0, 250.0)));
+        assert_eq!(c.ttft_gap_basis.as_deref(), Some("p50"));
+        let note = &c.notes[0];
+        assert!(
+            note.contains("inside the server's 100–250 ms histogram bucket") && note.contains("too coarse"),
+            "{note}"
+        );
+        assert!(note.contains("the server counted 55 first tokens over the run, the client 40"), "{note}");
+        assert!(!note.contains("69.5 ms of network"), "no overhead is claimed from the interpolated p50: {note}");
+        // A client p50 above the server's bucket bounds the overhead from below.
+        let c = check(&ttft(55.0, 200.0, 180.0, (100.0, 200.0)));
+        assert!(c.notes[0].contains("at least 49.5 ms of network"), "{:?}", c.notes);
+    }
+
+    /// The measured successful requests of `records`, as `diagnose` hands them on.
+    fn measured(records: &[RequestRecord]) -> Vec<&RequestRecord> {
+        records.iter().filter(|r| !r.warmup && r.outcome.is_success()).collect()
+    }
+
+    #[test]
+    fn prefill_scaling_is_told_where_prompts_vary_and_ttft_follows_them() {
+        // TTFT = 20 ms + 0.1 ms a token (10,000 tokens/s), ±1 ms.
+        let with_prompt = |i: u64, tokens: u64, cached: u64| {
+            let mut r = served(i, cached, 20 + tokens / 10 + i % 3);
+            r.input_tokens = tokens + cached;
+            r
+        };
+        let varied: Vec<_> = (0..40).map(|i| with_prompt(i, 200 + 100 * i, 0)).collect();
+        let m = prefill_scaling(&measured(&varied)).expect("a clear line");
+        assert!(m.contains("100.0 ms more per 1,000 prompt tokens") && m.contains("R² 1.00"), "{m}");
+        assert!(m.contains("about 9999 prompt tokens/s") || m.contains("about 10000 prompt tokens/s"), "{m}");
+        // Cached tokens are not prefilled: the same fit with half of each prompt cached.
+        let cached: Vec<_> = (0..40).map(|i| with_prompt(i, 200 + 100 * i, 1000)).collect();
+        assert_eq!(prefill_scaling(&measured(&cached)), Some(m));
+        // One prompt length: nothing to fit.
+        let same: Vec<_> = (0..40).map(|i| with_prompt(i, 1000, 0)).collect();
+        assert_eq!(prefill_scaling(&measured(&same)), None);
+        // TTFT set by something else (a queue): no line.
+        let queued: Vec<_> = (0..40)
+            .map(|i| {
+                let mut r = served(i, 0, 500 + (i * 7919) % 400);
+                r.input_tokens = 200 + 100 * i;
+                r
+            })
+            .collect();
+        assert_eq!(prefill_scaling(&measured(&queued)), None);
+    }
+
+    /// A request sent at `sent_ms` whose chunks came at `chunks_ms`.
+    fn stream(id: u64, sent_ms: u64, chunks_ms: &[u64]) -> RequestRecord {
+        let mut r = served(id, 0, 0);
+        let at = Duration::from_millis;
+        r.sent = at(sent_ms);
+        r.chunks = chunks_ms
+            .iter()
+            .map(|&t| crate::OutputChunk { t: at(t), tokens: 1, channel: crate::Channel::Content })
+            .collect();
+        r.end = at(*chunks_ms.last().unwrap());
+        r
+    }
+
+    #[test]
+    fn stalls_are_told_as_prefills_only_when_they_come_with_waiting_requests() {
+        // Four streams emit every 10 ms from 0 to 2 s, except that the wait
+        // of another request (sent at 300, 600, … with its first token 100 ms
+        // later) stalls them all for 100 ms.
+        let stalls: Vec<u64> = (0..6).map(|k| 300 + 300 * k).collect();
+        let times = |stalled: &[u64]| -> Vec<u64> {
+            (0..=200).map(|i| i * 10).filter(|t| !stalled.iter().any(|&s| *t > s && *t < s + 100)).collect()
+        };
+        let mut records: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
+        records.extend(stalls.iter().enumerate().map(|(k, &s)| stream(10 + k as u64, s, &[s + 100, s + 110])));
+        let m = prefill_stalls(&measured(&records)).expect("every stall had a request waiting beside it");
+        assert!(m.starts_with("prefills stall the streams: 100% of the 24 gaps over 30.0 ms"), "{m}");
+        assert!(m.contains("they average 100.0 ms") && m.contains("against 4% of the other gaps"), "{m}");
+        // The same stalls with nobody waiting (a host pausing the server):
+        // nothing is told of prefills.
+        let lone: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
+        assert_eq!(prefill_stalls(&measured(&lone)), None);
+        // Nor when requests wait beside every gap alike (a queue never empty).
+        let mut busy = lone.clone();
+        busy.extend((0..40).map(|k| stream(100 + k, 50 * k, &[50 * k + 60, 50 * k + 70])));
+        assert_eq!(prefill_stalls(&measured(&busy)), None);
+    }
+
+    #[test]
+    fn a_simulator_behind_its_timeline_is_blamed_rather_than_prefills() {
+        let stalls: Vec<u64> = (0..6).map(|k| 300 + 300 * k).collect();
+        let times = |stalled: &[u64]| -> Vec<u64> {
+            (0..=200).map(|i| i * 10).filter(|t| !stalled.iter().any(|&s| *t > s && *t < s + 100)).collect()
+        };
+        let mut records: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
+        records.extend(stalls.iter().enumerate().map(|(k, &s)| stream(10 + k as u64, s, &[s + 100, s + 110])));
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let kinds = |w: &WindowSummary| -> Vec<DiagnosisKind> {
+            diagnose(&records, &summary, Some(w), Some(4)).into_iter().map(|d| d.kind).collect()
+        };
+        let mut w = ttft(28.0, 50.0, 50.0, (0.0, 1e6));
+        assert!(kinds(&w).contains(&DiagnosisKind::PrefillStalls), "no lateness told: prefills");
+        let late = |p99_ms: f64| HistogramSummary {
+            count: 1000.0,
+            sum: Some(1000.0 * 0.004),
+            mean: Some(0.004),
+            p50: Some(0.001),
+            p90: Some(0.002),
+            p99: Some(p99_ms / 1e3),
+            p50_bucket: None,
+            p99_bucket: None,
+        };
+        // Steps late by 2.7 s at worst, as on a busy machine: the simulator.
+        w.histograms.insert(HistogramSignal::SimLateness, late(2700.0));
+        let d = diagnose(&records, &summary, Some(&w), Some(4));
+        let told = d.iter().find(|d| d.kind == DiagnosisKind::SimulatorLate).expect("the lateness is told");
+        assert!(
+            told.message.contains("2700 ms at p99") && told.message.contains("machine was busy"),
+            "{}",
+            told.message
+        );
+        assert!(!d.iter().any(|d| d.kind == DiagnosisKind::PrefillStalls), "{d:?}");
+        // A few milliseconds late is ordinary jitter: nothing told.
+        w.histograms.insert(HistogramSignal::SimLateness, late(5.0));
+        assert!(!kinds(&w).contains(&DiagnosisKind::SimulatorLate));
+    }
+
+    /// A window whose TTFT and queue-time histograms have the means given,
+    /// over `count` requests, and whose gauges held `running` and `waiting`.
+    fn queued(count: f64, ttft_ms: f64, queue_ms: f64, gauges: Option<(f64, f64)>) -> WindowSummary {
+        let mut w = ttft(count, ttft_ms, ttft_ms, (0.0, 1e6));
+        let h = |mean_ms: f64| HistogramSummary {
+            count,
+            sum: Some(count * mean_ms / 1e3),
+            mean: Some(mean_ms / 1e3),
+            p50: None,
+            p90: None,
+            p99: None,
+            p50_bucket: None,
+            p99_bucket: None,
+        };
+        w.histograms.insert(HistogramSignal::Queue, h(queue_ms));
+        if let Some((running, waiting)) = gauges {
+            let d = |v: f64| Distribution::from_samples(&mut [v, v, v], &[50.0, 95.0]);
+            w.gauges.insert(GaugeSignal::RunningRequests, d(running));
+            w.gauges.insert(GaugeSignal::WaitingRequests, d(waiting));
+        }
+        w
+    }
+
+    #[test]
+    fn the_queue_time_histogram_splits_ttft_and_weighs_the_queue() {
+        // Forty requests at TTFT 230..=269 ms (mean 249.5).
+        let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let w = queued(40.0, 247.0, 147.0, None);
+        let c = cross_check(&records, &summary, &w, Some(&w));
+        assert_eq!(c.server_queue_mean_ms, Some(147.0));
+        let split = c.notes.iter().find(|n| n.starts_with("where TTFT went")).expect("a split");
+        assert!(split.contains("2.5 ms network, HTTP and client · 147.0 ms waiting in the server's queue · 100.0 ms"));
+        // The waits are most of TTFT though the gauges show no batch at its
+        // cap: told from the histogram.
+        let kinds = |w: &WindowSummary| -> Vec<(DiagnosisKind, String)> {
+            diagnose(&records, &summary, Some(w), None).into_iter().map(|d| (d.kind, d.message)).collect()
+        };
+        let d = kinds(&w);
+        assert!(
+            d.iter().any(|(k, m)| *k == DiagnosisKind::QueueWait && m.contains("waited 147.0 ms") && m.contains("60%")),
+            "{d:?}"
+        );
+        // A full batch with requests waiting, each for a moment: the queue is
+        // named, and so is how little it cost.
+        let d = kinds(&queued(40.0, 247.0, 1.0, Some((32.0, 3.0))));
+        let (_, m) = d.iter().find(|(k, _)| *k == DiagnosisKind::QueueBuildUp).expect("the gauges show a queue");
+        assert!(m.contains("yet a request waited only 1.0 ms in the queue on average, 0.4%"), "{m}");
+        assert!(!d.iter().any(|(k, _)| *k == DiagnosisKind::QueueWait), "{d:?}");
+        // The same with long waits: queueing is part of TTFT, and by how much.
+        let d = kinds(&queued(40.0, 247.0, 100.0, Some((32.0, 3.0))));
+        let (_, m) = d.iter().find(|(k, _)| *k == DiagnosisKind::QueueBuildUp).unwrap();
+        assert!(m.contains("TTFT includes queueing, 100.0 ms a request on average (40% of"), "{m}");
+        assert!(m.contains("the server is at its batch limit"), "{m}");
+        // The same gauges under a client of 32 users: the plateau is the
+        // client's concurrency, not the server's batch limit.
+        let w = queued(40.0, 247.0, 100.0, Some((32.0, 3.0)));
+        let d: Vec<Diagnosis> = diagnose(&records, &summary, Some(&w), Some(32));
+        let m = &d.iter().find(|d| d.kind == DiagnosisKind::QueueBuildUp).unwrap().message;
+        assert!(
+            m.contains("the client's concurrency (32), not a batch limit") && !m.contains("at its batch limit"),
+            "{m}"
+        );
+        // A client allowing more than the server ran: the server's limit.
+        let d: Vec<Diagnosis> = diagnose(&records, &summary, Some(&w), Some(256));
+        let m = &d.iter().find(|d| d.kind == DiagnosisKind::QueueBuildUp).unwrap().message;
+        assert!(m.contains("the server is at its batch limit"), "{m}");
+        // A server that counted other requests too: no split.
+        let w = queued(55.0, 247.0, 147.0, None);
+        assert_eq!(cross_check(&records, &summary, &w, Some(&w)).server_queue_mean_ms, None);
+    }
+}

@@ -1,0 +1,112 @@
+//! Server signals, the pure half: Prometheus text parsed into families
+//! ([`parse`]), the histogram arithmetic on them ([`histogram`]), engine
+//! metrics mapped to common signals ([`signals`]), and summaries over a run
+//! window ([`window`]), and the cross-check and diagnoses they support
+//! ([`diagnose`]). No I/O: the scraping loop that fetches `/metrics` and
+//! stamps each scrape on the run clock is the goodput binary's `scrape`. Here, so
+//! that every number of a run, the server's included, is recomputed from
+//! what the result keeps (`report --window`, a merge of shards).
+
+pub mod diagnose;
+pub mod histogram;
+pub mod parse;
+pub mod signals;
+pub mod values;
+pub mod window;
+
+#[cfg(test)]
+mod tests;
+
+pub use diagnose::{cross_check, diagnose, CrossCheck};
+pub use histogram::{histogram_quantile, Bucket, Histogram};
+pub use parse::{parse, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape};
+pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
+pub use window::{
+    summarize, summarize_points, summarize_signals, CounterSummary, HistogramSummary, Series, WindowSummary,
+    GAUGE_PERCENTILES,
+};
+
+use crate::{Diagnosis, RequestRecord, Summary, Window};
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// A result's `server_signals`: what the server's own metrics said over the
+/// run's window, their cross-check against the client, and every scrape
+/// they came from, so that `report` (another `--window`, another SLO) and a
+/// merge of shards recompute them as a live run does.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct ServerSignals {
+    /// The endpoints scraped, credentials masked.
+    pub urls: Vec<String>,
+    pub interval_s: f64,
+    /// Scrapes taken over the whole run.
+    pub scrapes: usize,
+    pub failed_scrapes: u64,
+    /// Lines the parser could not read, over all scrapes.
+    pub parse_errors: u64,
+    pub last_error: Option<String>,
+    /// The inference engine recognised from metric names (`vllm`, `sglang`, …).
+    pub engine: Option<Source>,
+    /// The window's summary, widened to the scrapes that bracket it.
+    pub window: WindowSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_check: Option<CrossCheck>,
+    /// Every scrape, mapped to signals and stamped on the run's clock.
+    /// Absent from documents of goodput before 0.1 (their signals are then
+    /// kept as saved).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<ScrapeSample>,
+}
+
+/// One scrape of every endpoint, mapped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ScrapeSample {
+    /// When it was taken, on the run's clock.
+    #[serde(rename = "t_ns", with = "crate::util::serde_ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub t: Duration,
+    pub signals: Signals,
+}
+
+impl ServerSignals {
+    /// Summarises the samples over `window` (widened to the scrapes that
+    /// bracket it, so that counters cover all of it: a scrape falls inside
+    /// the window only by chance at its edges) and over the whole run,
+    /// cross-checks them against the client's `records` and `summary`, and
+    /// gives the diagnosis. `concurrency_cap` is a closed loop's users;
+    /// `windowed`, records of a stretch of the run (`report --window`),
+    /// whose counts are not set against the server's.
+    /// Nothing to recompute without samples: the saved summary stays, and
+    /// the diagnosis is drawn without the server's side.
+    pub fn analyse(
+        &mut self,
+        records: &[RequestRecord],
+        summary: &Summary,
+        window: &Window,
+        concurrency_cap: Option<usize>,
+        windowed: bool,
+    ) -> Vec<Diagnosis> {
+        if self.samples.is_empty() {
+            return diagnose(records, summary, None, concurrency_cap);
+        }
+        let (t1, t2) = (crate::clamped_secs(window.start_s), crate::clamped_secs(window.end_s));
+        let times = || self.samples.iter().map(|s| s.t);
+        let before = times().filter(|&t| t <= t1).max().unwrap_or(t1);
+        let after = times().filter(|&t| t >= t2).min().unwrap_or(t2);
+        let points = || self.samples.iter().map(|s| (s.t, &s.signals));
+        let inside = summarize_points(points(), before, after);
+        let last = times().max().unwrap_or_default();
+        // A stretch of the run (report --window) has no whole run to count against.
+        let whole = (!windowed).then(|| summarize_points(points(), Duration::ZERO, last));
+        self.cross_check = Some(cross_check(records, summary, &inside, whole.as_ref()));
+        let diagnosis = diagnose(records, summary, Some(&inside), concurrency_cap);
+        self.engine = inside.engine;
+        self.window = inside;
+        diagnosis
+    }
+}

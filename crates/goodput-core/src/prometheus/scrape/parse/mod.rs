@@ -1,0 +1,731 @@
+//! The Prometheus text exposition format (0.0.4, and the OpenMetrics text some
+//! servers send instead) parsed into metric families. Our own parser, because
+//! engine metric names carry colons (`vllm:num_requests_running`) and a bad
+//! line must cost that line only, never the scrape.
+
+use super::histogram::{Bucket, Histogram};
+mod lexer;
+
+pub use super::values::Labels;
+pub(crate) use super::values::{parse_float, prom_float};
+use lexer::{name_end, parse_sample, split_word, unescape_help};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The `# TYPE` of a family; `untyped` when none was declared (OpenMetrics'
+/// `unknown` reads as untyped too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricType {
+    Counter,
+    Gauge,
+    Histogram,
+    Summary,
+    Untyped,
+}
+
+impl MetricType {
+    fn from_word(word: &str) -> Option<MetricType> {
+        Some(match word {
+            "counter" => MetricType::Counter,
+            "gauge" => MetricType::Gauge,
+            "histogram" => MetricType::Histogram,
+            "summary" => MetricType::Summary,
+            "untyped" | "unknown" => MetricType::Untyped,
+            _ => return None,
+        })
+    }
+
+    /// Whether a sample called `sample` belongs to a family called `family`
+    /// of this type (`_total` for counters, `_bucket`/`_sum`/`_count` for
+    /// histograms, `_created` for OpenMetrics).
+    fn owns(self, family: &str, sample: &str) -> bool {
+        let Some(suffix) = sample.strip_prefix(family) else {
+            return false;
+        };
+        match self {
+            MetricType::Counter => matches!(suffix, "" | "_total" | "_created"),
+            MetricType::Histogram => matches!(suffix, "_bucket" | "_sum" | "_count" | "_created"),
+            MetricType::Summary => matches!(suffix, "" | "_sum" | "_count" | "_created"),
+            MetricType::Gauge | MetricType::Untyped => suffix.is_empty(),
+        }
+    }
+}
+
+/// One sample line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The name as exposed, suffix included (`vllm:e2e_request_latency_seconds_bucket`).
+    pub name: String,
+    pub labels: Labels,
+    #[serde(with = "prom_float")]
+    pub value: f64,
+    /// As written: milliseconds in 0.0.4, seconds in OpenMetrics. Kept, not
+    /// used: scrapes are stamped on the run's clock instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<f64>,
+}
+
+/// A metric family: a name, a type, and the samples that belong to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Family {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: MetricType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+    pub samples: Vec<Sample>,
+}
+
+/// What went wrong, where. Line numbers count from 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("line {line}: {kind}")]
+pub struct ParseError {
+    pub line: usize,
+    pub kind: ParseErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum ParseErrorKind {
+    /// The line was skipped.
+    #[error("malformed line: {0}")]
+    Malformed(String),
+    /// A family's lines came as a second group after other families. The
+    /// first group is kept and the later one dropped: merging could put two
+    /// values on one series, and Prometheus itself rejects such a scrape.
+    #[error("family {0} appears again after other families; its first group is kept")]
+    DuplicateFamily(String),
+    /// A second `# HELP` or `# TYPE` for a family, or a `# TYPE` after its
+    /// samples; the first one stands.
+    #[error("repeated or late metadata for {0}; the first is kept")]
+    DuplicateMetadata(String),
+    /// The same series twice in one family; the first value is kept.
+    #[error("series {0} repeated; the first value is kept")]
+    DuplicateSeries(String),
+    /// A family whose samples do not fit its type (a histogram with no
+    /// `+Inf` bucket, say). The family is kept as parsed.
+    #[error("family {family}: {reason}")]
+    InvalidFamily { family: String, reason: String },
+    #[error("text after # EOF ignored")]
+    AfterEof,
+}
+
+/// A parsed scrape: families in the order they appeared, and every problem
+/// met on the way.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scrape {
+    pub families: Vec<Family>,
+    pub errors: Vec<ParseError>,
+}
+
+impl Scrape {
+    /// The family declared (or implied) under exactly this name.
+    pub fn family(&self, name: &str) -> Option<&Family> {
+        self.families.iter().find(|f| f.name == name)
+    }
+
+    /// Every sample exposed under exactly this sample name, whatever family
+    /// holds it: a counter reads the same as `# TYPE x_total counter` (0.0.4)
+    /// and as `# TYPE x counter` with `x_total` samples (OpenMetrics).
+    pub fn samples<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Sample> + 'a {
+        self.families
+            .iter()
+            .filter(move |f| name.starts_with(f.name.as_str()))
+            .flat_map(|f| f.samples.iter())
+            .filter(move |s| s.name == name)
+    }
+
+    /// The histogram series exposed under `name` (from its `_bucket`, `_sum`
+    /// and `_count` samples, with or without a `# TYPE` line). Buckets whose
+    /// `le` does not parse are dropped; a series with neither `_count` nor a
+    /// `+Inf` bucket is left out.
+    pub fn histograms(&self, name: &str) -> Vec<Histogram> {
+        #[derive(Default)]
+        struct Parts {
+            buckets: Vec<Bucket>,
+            sum: Option<f64>,
+            count: Option<f64>,
+        }
+        let mut series: BTreeMap<Labels, Parts> = BTreeMap::new();
+        for family in self.families.iter().filter(|f| f.name.starts_with(name)) {
+            for s in &family.samples {
+                let Some(suffix) = s.name.strip_prefix(name) else {
+                    continue;
+                };
+                match suffix {
+                    "_bucket" => {
+                        let Some(le) = s.labels.get("le").and_then(|v| parse_float(v)) else {
+                            continue;
+                        };
+                        let mut labels = s.labels.clone();
+                        labels.remove("le");
+                        series.entry(labels).or_default().buckets.push(Bucket { le, count: s.value });
+                    }
+                    "_sum" => series.entry(s.labels.clone()).or_default().sum = Some(s.value),
+                    "_count" => series.entry(s.labels.clone()).or_default().count = Some(s.value),
+                    _ => {}
+                }
+            }
+        }
+        series
+            .into_iter()
+            .filter_map(|(labels, mut p)| {
+                p.buckets.sort_by(|a, b| a.le.total_cmp(&b.le));
+                p.buckets.dedup_by(|later, first| later.le == first.le);
+                let inf = p.buckets.last().filter(|b| b.le == f64::INFINITY).map(|b| b.count);
+                let count = p.count.or(inf)?;
+                Some(Histogram { labels, buckets: p.buckets, count, sum: p.sum })
+            })
+            .collect()
+    }
+}
+
+/// Parses one scrape. Never fails and never panics: what cannot be read
+/// lands in [`Scrape::errors`] and the rest is kept.
+///
+/// ```
+/// use goodput_core::prometheus::scrape::parse::parse;
+/// let s = parse("# TYPE vllm:num_requests_running gauge\n\
+///                vllm:num_requests_running{model_name=\"m\"} 3\n");
+/// assert!(s.errors.is_empty());
+/// assert_eq!(s.samples("vllm:num_requests_running").next().unwrap().value, 3.0);
+/// ```
+pub fn parse(text: &str) -> Scrape {
+    let mut p = Parser::default();
+    let mut lines = text.split('\n').enumerate();
+    for (i, raw) in lines.by_ref() {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        if p.line(i + 1, line) == Flow::Eof {
+            break;
+        }
+    }
+    if let Some((i, _)) = lines.find(|(_, l)| !l.trim().is_empty()) {
+        p.error(i + 1, ParseErrorKind::AfterEof);
+    }
+    p.finish()
+}
+
+#[derive(PartialEq)]
+enum Flow {
+    Go,
+    Eof,
+}
+
+/// The family whose lines are being read.
+struct Open {
+    index: usize,
+    first_line: usize,
+    typed: bool,
+    series: HashSet<(String, Labels)>,
+}
+
+#[derive(Default)]
+struct Parser {
+    families: Vec<Family>,
+    errors: Vec<ParseError>,
+    by_name: HashMap<String, usize>,
+    open: Option<Open>,
+    /// A repeated family's later group, being dropped: its name and type.
+    skipping: Option<(String, MetricType)>,
+}
+
+impl Parser {
+    fn error(&mut self, line: usize, kind: ParseErrorKind) {
+        self.errors.push(ParseError { line, kind });
+    }
+
+    fn line(&mut self, n: usize, line: &str) -> Flow {
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if trimmed.trim_end().is_empty() {
+            return Flow::Go;
+        }
+        match trimmed.strip_prefix('#') {
+            Some(comment) => self.comment(n, comment),
+            None => {
+                match parse_sample(trimmed) {
+                    Ok(sample) => self.sample(n, sample),
+                    Err(why) => self.error(n, ParseErrorKind::Malformed(why.to_string())),
+                }
+                Flow::Go
+            }
+        }
+    }
+
+    fn comment(&mut self, n: usize, comment: &str) -> Flow {
+        let comment = comment.trim_start_matches([' ', '\t']);
+        let (word, rest) = split_word(comment);
+        let is_help = match word {
+            "HELP" => true,
+            "TYPE" => false,
+            "EOF" if rest.trim().is_empty() => return Flow::Eof,
+            _ => return Flow::Go, // a plain comment, or OpenMetrics `# UNIT`
+        };
+        let (name, rest) = split_word(rest);
+        if name.is_empty() || name_end(name.as_bytes(), 0) != name.len() {
+            let what = if is_help { "HELP" } else { "TYPE" };
+            self.error(n, ParseErrorKind::Malformed(format!("{what} without a valid metric name")));
+            return Flow::Go;
+        }
+        if is_help {
+            self.help(n, name, unescape_help(rest));
+        } else {
+            let word = rest.trim();
+            match MetricType::from_word(word) {
+                Some(kind) => self.declare_type(n, name, kind),
+                None => {
+                    self.error(n, ParseErrorKind::Malformed(format!("unknown metric type {word:?}")));
+                    // The family still opens, untyped, so its samples are kept.
+                    self.declare_type(n, name, MetricType::Untyped);
+                }
+            }
+        }
+        Flow::Go
+    }
+
+    /// Makes `name` the open family for a metadata line. False when the line
+    /// belongs to a dropped duplicate group.
+    fn open_for_metadata(&mut self, n: usize, name: &str) -> bool {
+        if self.open.as_ref().is_some_and(|o| self.families[o.index].name == name) {
+            return true;
+        }
+        if self.skipping.as_ref().is_some_and(|(s, _)| s == name) {
+            return false;
+        }
+        self.close();
+        if self.by_name.contains_key(name) {
+            self.error(n, ParseErrorKind::DuplicateFamily(name.to_string()));
+            self.skipping = Some((name.to_string(), MetricType::Untyped));
+            return false;
+        }
+        self.start(n, name);
+        true
+    }
+
+    fn help(&mut self, n: usize, name: &str, text: String) {
+        if !self.open_for_metadata(n, name) {
+            return;
+        }
+        let Some(index) = self.open.as_ref().map(|o| o.index) else {
+            return;
+        };
+        if self.families[index].help.is_some() {
+            self.error(n, ParseErrorKind::DuplicateMetadata(name.to_string()));
+        } else {
+            self.families[index].help = Some(text);
+        }
+    }
+
+    fn declare_type(&mut self, n: usize, name: &str, kind: MetricType) {
+        if !self.open_for_metadata(n, name) {
+            if let Some((_, k)) = self.skipping.as_mut() {
+                *k = kind;
+            }
+            return;
+        }
+        let Some(open) = self.open.as_mut() else {
+            return;
+        };
+        let family = &mut self.families[open.index];
+        if open.typed || !family.samples.is_empty() {
+            self.errors.push(ParseError { line: n, kind: ParseErrorKind::DuplicateMetadata(name.to_string()) });
+        } else {
+            open.typed = true;
+            family.kind = kind;
+        }
+    }
+
+    fn sample(&mut self, n: usize, sample: Sample) {
+        let fits_open = self.open.as_ref().is_some_and(|o| {
+            let f = &self.families[o.index];
+            f.kind.owns(&f.name, &sample.name)
+        });
+        if !fits_open {
+            let skipped = self
+                .skipping
+                .as_ref()
+                .is_some_and(|(name, kind)| *name == sample.name || kind.owns(name, &sample.name));
+            if skipped {
+                return;
+            }
+            self.close();
+            if let Some((name, kind)) = self.earlier_owner(&sample.name) {
+                self.error(n, ParseErrorKind::DuplicateFamily(name.clone()));
+                self.skipping = Some((name, kind));
+                return;
+            }
+            self.start(n, &sample.name);
+        }
+        let Some(open) = self.open.as_mut() else {
+            return;
+        };
+        if !open.series.insert((sample.name.clone(), sample.labels.clone())) {
+            let id = format!("{}{:?}", sample.name, sample.labels);
+            self.errors.push(ParseError { line: n, kind: ParseErrorKind::DuplicateSeries(id) });
+            return;
+        }
+        self.families[open.index].samples.push(sample);
+    }
+
+    /// The already closed family this sample name would have belonged to, or
+    /// that already holds its name.
+    fn earlier_owner(&self, sample: &str) -> Option<(String, MetricType)> {
+        if let Some(&i) = self.by_name.get(sample) {
+            let f = &self.families[i];
+            return Some((f.name.clone(), f.kind));
+        }
+        let stems =
+            ["_total", "_created", "_bucket", "_sum", "_count"].iter().filter_map(|suffix| sample.strip_suffix(suffix));
+        for stem in stems {
+            if let Some(&i) = self.by_name.get(stem) {
+                let f = &self.families[i];
+                if f.kind.owns(&f.name, sample) {
+                    return Some((f.name.clone(), f.kind));
+                }
+            }
+        }
+        None
+    }
+
+    /// Opens a new family, untyped until a `# TYPE` says otherwise.
+    fn start(&mut self, n: usize, name: &str) {
+        let index = self.families.len();
+        self.families.push(Family {
+            name: name.to_string(),
+            kind: MetricType::Untyped,
+            help: None,
+            samples: Vec::new(),
+        });
+        self.by_name.insert(name.to_string(), index);
+        self.open = Some(Open { index, first_line: n, typed: false, series: HashSet::new() });
+        self.skipping = None;
+    }
+
+    fn close(&mut self) {
+        self.skipping = None;
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let family = &self.families[open.index];
+        for reason in validate(family) {
+            let kind = ParseErrorKind::InvalidFamily { family: family.name.clone(), reason };
+            self.errors.push(ParseError { line: open.first_line, kind });
+        }
+    }
+
+    fn finish(mut self) -> Scrape {
+        self.close();
+        Scrape { families: self.families, errors: self.errors }
+    }
+}
+
+/// What is wrong with a family as a whole, beyond its single lines.
+fn validate(family: &Family) -> Vec<String> {
+    let mut problems = Vec::new();
+    match family.kind {
+        MetricType::Histogram => {
+            let bucket = format!("{}_bucket", family.name);
+            let mut series: BTreeMap<Labels, Vec<(f64, f64)>> = BTreeMap::new();
+            for s in family.samples.iter().filter(|s| s.name == bucket) {
+                let le = match s.labels.get("le") {
+                    None => {
+                        problems.push("a bucket without an le label".to_string());
+                        continue;
+                    }
+                    Some(v) => match parse_float(v) {
+                        Some(le) if !le.is_nan() => le,
+                        _ => {
+                            problems.push(format!("a bucket with le={v:?}"));
+                            continue;
+                        }
+                    },
+                };
+                let mut labels = s.labels.clone();
+                labels.remove("le");
+                series.entry(labels).or_default().push((le, s.value));
+            }
+            for (labels, mut buckets) in series {
+                buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+                if !matches!(buckets.last(), Some(&(le, _)) if le == f64::INFINITY) {
+                    problems.push(format!("series {labels:?} has no +Inf bucket"));
+                }
+                if buckets.windows(2).any(|w| w[1].1 < w[0].1) {
+                    problems.push(format!("series {labels:?} has bucket counts that decrease"));
+                }
+            }
+        }
+        MetricType::Summary => {
+            let bad = family
+                .samples
+                .iter()
+                .filter(|s| s.name == family.name)
+                .any(|s| s.labels.get("quantile").and_then(|q| parse_float(q)).is_none());
+            if bad {
+                problems.push("a quantile sample without a valid quantile label".to_string());
+            }
+        }
+        _ => {}
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn kinds(s: &Scrape) -> Vec<&ParseErrorKind> {
+        s.errors.iter().map(|e| &e.kind).collect()
+    }
+
+    #[test]
+    fn metric_names_keep_their_colons() {
+        let s = parse("vllm:num_requests_running{model_name=\"m\",engine=\"0\"} 4\n");
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        let f = &s.families[0];
+        assert_eq!((f.name.as_str(), f.kind), ("vllm:num_requests_running", MetricType::Untyped));
+        assert_eq!(f.samples[0].labels, labels(&[("engine", "0"), ("model_name", "m")]));
+    }
+
+    #[test]
+    fn label_values_are_unescaped() {
+        let s = parse(r#"m{a="say \"hi\"",b="back\\slash",c="two\nlines",d="{,} = # x",e="ünï",f="\t"} 1"#);
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        let want = labels(&[
+            ("a", "say \"hi\""),
+            ("b", "back\\slash"),
+            ("c", "two\nlines"),
+            ("d", "{,} = # x"),
+            ("e", "ünï"),
+            ("f", "\\t"),
+        ]);
+        assert_eq!(s.families[0].samples[0].labels, want);
+    }
+
+    #[test]
+    fn values_timestamps_and_blanks() {
+        let cases: &[(&str, f64, Option<f64>)] = &[
+            ("m 1", 1.0, None),
+            ("m 1.5e+06", 1.5e6, None),
+            ("m -2.5E-3", -2.5e-3, None),
+            ("m +Inf", f64::INFINITY, None),
+            ("m -Inf", f64::NEG_INFINITY, None),
+            ("m 17 1712345678901", 17.0, Some(1712345678901.0)),
+            ("m\t3\t", 3.0, None),
+            ("  m{} 4", 4.0, None),
+            ("m{a=\"1\",} 5", 5.0, None),
+            ("m { a = \"1\" } 6", 6.0, None),
+            ("m 7 1712345678.5 # {trace_id=\"x\"} 0.5", 7.0, Some(1712345678.5)),
+        ];
+        for &(line, value, timestamp) in cases {
+            let s = parse(line);
+            assert!(s.errors.is_empty(), "{line}: {:?}", s.errors);
+            let sample = &s.families[0].samples[0];
+            assert_eq!((sample.value, sample.timestamp), (value, timestamp), "{line}");
+        }
+        let nan = parse("m NaN");
+        assert!(nan.families[0].samples[0].value.is_nan());
+    }
+
+    #[test]
+    fn a_histogram_owns_its_buckets_sum_and_count() {
+        let s = parse(
+            "# HELP h Latency.\n# TYPE h histogram\n\
+             h_bucket{le=\"0.5\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_sum 1.25\nh_count 3\n\
+             # TYPE g gauge\ng 1\n",
+        );
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        assert_eq!(s.families.len(), 2);
+        let h = &s.families[0];
+        assert_eq!((h.kind, h.samples.len(), h.help.as_deref()), (MetricType::Histogram, 4, Some("Latency.")));
+        let hs = s.histograms("h");
+        assert_eq!(hs.len(), 1);
+        assert_eq!((hs[0].count, hs[0].sum), (3.0, Some(1.25)));
+        assert_eq!(hs[0].buckets, vec![Bucket { le: 0.5, count: 2.0 }, Bucket { le: f64::INFINITY, count: 3.0 }]);
+    }
+
+    #[test]
+    fn a_summary_owns_its_quantiles_sum_and_count() {
+        let s = parse(
+            "# TYPE rpc summary\nrpc{quantile=\"0.5\"} 0.2\nrpc{quantile=\"0.99\"} 0.9\n\
+             rpc_sum 12\nrpc_count 40\nnext 1\n",
+        );
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        assert_eq!(s.families[0].kind, MetricType::Summary);
+        assert_eq!(s.families[0].samples.len(), 4);
+        assert_eq!(s.families[1].name, "next");
+    }
+
+    #[test]
+    fn counters_read_the_same_in_both_formats() {
+        let text_004 = "# TYPE req_total counter\nreq_total{a=\"x\"} 5\n";
+        let open_metrics = "# TYPE req counter\n# UNIT req requests\n\
+                            req_total{a=\"x\"} 5 # {trace_id=\"abc\"} 1.0 1712345678.5\n\
+                            req_created{a=\"x\"} 1712345600.5\n# EOF\n";
+        for text in [text_004, open_metrics] {
+            let s = parse(text);
+            assert!(s.errors.is_empty(), "{:?}", s.errors);
+            assert_eq!(s.families.len(), 1);
+            assert_eq!(s.families[0].kind, MetricType::Counter);
+            let values: Vec<f64> = s.samples("req_total").map(|x| x.value).collect();
+            assert_eq!(values, vec![5.0]);
+        }
+    }
+
+    #[test]
+    fn openmetrics_histogram_with_exemplars_and_created() {
+        let s = parse(
+            "# TYPE h histogram\nh_bucket{le=\"1\"} 1 # {trace_id=\"x\"} 0.4\n\
+             h_bucket{le=\"+Inf\"} 2\nh_sum 3\nh_count 2\nh_created 1.7e9\n# EOF\n",
+        );
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        assert_eq!(s.families[0].samples.len(), 5);
+        assert_eq!(s.histograms("h")[0].count, 2.0);
+    }
+
+    #[test]
+    fn text_after_eof_is_reported_and_ignored() {
+        let s = parse("a 1\n# EOF\nb 2\n");
+        assert_eq!(s.families.len(), 1);
+        assert_eq!(s.errors, vec![ParseError { line: 3, kind: ParseErrorKind::AfterEof }]);
+    }
+
+    #[test]
+    fn a_malformed_line_costs_only_that_line() {
+        let s = parse(
+            "# TYPE a gauge\na 1\n\
+             # TYPE b gauge\nb{x=\"1\" 2\nb{x=\"2\"} 3\nb 1 2 3\n9bad 1\nc{x=1} 1\n\
+             # TYPE c gauge\nc 4\nd\n# TYPE e nonsense\ne 5\n",
+        );
+        let lines: Vec<usize> = s.errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![4, 6, 7, 8, 11, 12], "{:?}", s.errors);
+        assert!(s.errors.iter().all(|e| matches!(e.kind, ParseErrorKind::Malformed(_))));
+        let names: Vec<&str> = s.families.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, vec!["a", "b", "c", "e"]);
+        assert_eq!(s.families[1].samples.len(), 1);
+        assert_eq!(s.families[3].samples[0].value, 5.0);
+    }
+
+    #[test]
+    fn a_repeated_family_is_reported_and_its_first_group_kept() {
+        let s = parse(
+            "# TYPE a gauge\na 1\n# TYPE b gauge\nb 2\n# HELP a again\n# TYPE a gauge\na 3\n# TYPE c gauge\nc 4\n",
+        );
+        assert_eq!(kinds(&s), vec![&ParseErrorKind::DuplicateFamily("a".into())]);
+        assert_eq!(s.errors[0].line, 5);
+        let values: Vec<(&str, f64)> = s.families.iter().map(|f| (f.name.as_str(), f.samples[0].value)).collect();
+        assert_eq!(values, vec![("a", 1.0), ("b", 2.0), ("c", 4.0)]);
+        assert_eq!(s.families[0].help, None);
+
+        // Untyped and histogram families interleaved with others.
+        let s = parse("x 1\ny 2\nx{k=\"v\"} 3\nx 4\ny 5\n");
+        let dup = |n: &str| ParseErrorKind::DuplicateFamily(n.into());
+        assert_eq!(kinds(&s), vec![&dup("x"), &dup("y")]);
+        assert_eq!(s.families.iter().map(|f| f.samples.len()).collect::<Vec<_>>(), vec![1, 1]);
+        let s = parse(
+            "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_count 1\nother 1\nh_sum 2\nh_bucket{le=\"+Inf\"} 2\n",
+        );
+        assert_eq!(kinds(&s), vec![&dup("h")]);
+        assert_eq!(s.histograms("h")[0].sum, None);
+    }
+
+    #[test]
+    fn repeated_series_and_metadata_are_reported() {
+        let s = parse("# TYPE a gauge\n# TYPE a counter\n# HELP a one\n# HELP a two\na{k=\"1\"} 1\na{k=\"1\"} 2\n# TYPE a counter\n");
+        let lines: Vec<usize> = s.errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![2, 4, 6, 7]);
+        let f = &s.families[0];
+        assert_eq!((f.kind, f.help.as_deref(), f.samples.len()), (MetricType::Gauge, Some("one"), 1));
+        assert_eq!(f.samples[0].value, 1.0);
+    }
+
+    #[test]
+    fn an_invalid_histogram_is_reported_and_kept() {
+        let s = parse(
+            "# TYPE h histogram\nh_bucket{le=\"1\"} 5\nh_bucket{le=\"2\"} 4\nh_bucket{le=\"x\"} 1\nh_bucket 1\nh_count 5\n\
+             # TYPE q summary\nq{quantile=\"half\"} 1\nok 1\n",
+        );
+        let invalid: Vec<&str> = s
+            .errors
+            .iter()
+            .filter_map(|e| match &e.kind {
+                ParseErrorKind::InvalidFamily { family, .. } => Some(family.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(invalid, vec!["h", "h", "h", "h", "q"], "{:?}", s.errors);
+        assert_eq!(s.errors[0].line, 1);
+        assert_eq!(s.families.len(), 3);
+        assert_eq!(s.families[0].samples.len(), 5);
+        // Without a +Inf bucket the count still comes from _count.
+        assert_eq!(s.histograms("h")[0].count, 5.0);
+    }
+
+    #[test]
+    fn crlf_blank_lines_and_help_escapes() {
+        let s = parse("\r\n# HELP a Line one\\nline two \\\\ done\r\n# TYPE a gauge\r\n\r\na 1\r\n");
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        assert_eq!(s.families[0].help.as_deref(), Some("Line one\nline two \\ done"));
+        assert_eq!(s.families[0].samples[0].value, 1.0);
+    }
+
+    #[test]
+    fn a_scrape_survives_json_with_infinities() {
+        let s = parse("# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_count 1\nn NaN\nm -Inf\nbad line\n");
+        let json = serde_json::to_string(&s).unwrap();
+        let back: Scrape = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.families[0], s.families[0]);
+        assert_eq!(back.families[2], s.families[2]);
+        assert!(back.families[1].samples[0].value.is_nan());
+        assert_eq!(back.errors, s.errors);
+    }
+
+    /// Lines made of the format's own pieces, valid or nearly so.
+    fn exposition_line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "# (HELP|TYPE) [a-z_:]{1,4}( (counter|gauge|histogram|summary|untyped|unknown|x))?",
+            "[a-z_:]{1,4}(_bucket|_sum|_count|_total|_created)?(\\{([a-z]{1,2}=\"[a-z0-9+.\\\\\"]{0,4}\",?){0,3}\\})? [-+0-9.eEInfNa]{1,6}( [0-9]{1,4})?( # .{0,6})?",
+            "[a-z{}=\",:#\\\\ +.0-9\t-]{0,30}",
+            Just("# EOF".to_string()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_parses_without_panicking(text in any::<String>()) {
+            let _ = parse(&text);
+        }
+
+        #[test]
+        fn families_are_unique_and_own_their_samples(lines in prop::collection::vec(exposition_line(), 0..40)) {
+            let s = parse(&lines.join("\n"));
+            let mut names = HashSet::new();
+            for f in &s.families {
+                prop_assert!(names.insert(f.name.clone()), "family {} twice", f.name);
+                for sample in &f.samples {
+                    prop_assert!(sample.name == f.name || f.kind.owns(&f.name, &sample.name));
+                }
+            }
+        }
+
+        #[test]
+        fn a_well_formed_sample_reads_back(
+            name in "[a-zA-Z_:][a-zA-Z0-9_:]{0,20}",
+            labels in prop::collection::btree_map("[a-zA-Z_][a-zA-Z0-9_]{0,8}", any::<String>(), 0..4),
+            value in -1e12f64..1e12,
+        ) {
+            let escaped = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+            let body: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escaped(v))).collect();
+            let s = parse(&format!("{name}{{{}}} {value}\n", body.join(",")));
+            prop_assert!(s.errors.is_empty(), "{:?}", s.errors);
+            let sample = &s.families[0].samples[0];
+            prop_assert_eq!(&sample.name, &name);
+            prop_assert_eq!(&sample.labels, &labels);
+            prop_assert_eq!(sample.value, value);
+        }
+    }
+}

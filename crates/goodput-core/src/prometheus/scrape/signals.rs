@@ -1,0 +1,643 @@
+//! Engine metrics mapped to common server signals: which engines and
+//! exporters a scrape comes from (vLLM, SGLang, TGI, llama.cpp, Triton /
+//! TensorRT-LLM, DCGM), and what one scrape says about queues, KV cache,
+//! prefix cache, tokens, server-side latency and the GPUs.
+
+use super::histogram::{Bucket, Histogram};
+use super::parse::{Sample, Scrape};
+use super::values::{prom_float, Labels};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// An enum of signal names whose serde name is its exported name (with its
+/// unit), listed once.
+macro_rules! named_enum {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $var:ident => $s:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $s)] $var,)*
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$var,)*];
+
+            /// The name used in exported documents.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$var => $s,)*
+                }
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// Where metrics come from, told by their name prefix. Several can share
+    /// one scrape set (an engine plus DCGM).
+    pub enum Source {
+        /// `vllm:`
+        Vllm => "vllm",
+        /// `sglang:`
+        Sglang => "sglang",
+        /// `tgi_`
+        Tgi => "tgi",
+        /// `llamacpp:`
+        LlamaCpp => "llamacpp",
+        /// NVIDIA Triton (`nv_inference_*`), with or without its TensorRT-LLM
+        /// backend (`nv_trt_llm_*`).
+        Triton => "triton",
+        /// NVIDIA's DCGM exporter (`DCGM_FI_*`): GPUs, not an engine.
+        Dcgm => "dcgm",
+    }
+}
+
+const PREFIXES: &[(&str, Source)] = &[
+    ("vllm:", Source::Vllm),
+    ("sglang:", Source::Sglang),
+    ("tgi_", Source::Tgi),
+    ("llamacpp:", Source::LlamaCpp),
+    ("nv_inference_", Source::Triton),
+    ("nv_trt_llm_", Source::Triton),
+    ("DCGM_FI_", Source::Dcgm),
+];
+
+impl Source {
+    /// The source a metric name belongs to, if it is one we know.
+    pub fn of_metric(name: &str) -> Option<Source> {
+        PREFIXES.iter().find(|(p, _)| name.starts_with(p)).map(|&(_, s)| s)
+    }
+
+    /// True for inference engines, false for GPU exporters.
+    pub fn is_engine(self) -> bool {
+        self != Source::Dcgm
+    }
+}
+
+/// The sources present in a scrape, in [`Source`] order.
+pub fn detect(scrape: &Scrape) -> Vec<Source> {
+    let mut found: Vec<Source> = scrape.families.iter().filter_map(|f| Source::of_metric(&f.name)).collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+named_enum! {
+    /// Instantaneous values; one number per scrape.
+    pub enum GaugeSignal {
+        /// Requests being processed (summed over engines / DP ranks).
+        RunningRequests => "running_requests",
+        /// Requests queued, not yet scheduled: the queue depth (summed).
+        WaitingRequests => "waiting_requests",
+        /// KV-cache use, 0..1 (mean over engines).
+        KvCacheUsage => "kv_cache_usage_ratio",
+        /// The engine's own prefix-cache hit rate gauge (SGLang), 0..1. Its
+        /// averaging period is the engine's, not the window's.
+        PrefixCacheHitRateReported => "prefix_cache_hit_rate_reported",
+        /// GPU utilisation, 0..1 (mean over GPUs).
+        GpuUtilization => "gpu_utilization_ratio",
+        /// GPU memory in use, bytes (summed over GPUs).
+        GpuMemoryUsed => "gpu_memory_used_bytes",
+        /// GPU power draw, watts (summed over GPUs).
+        GpuPower => "gpu_power_watts",
+    }
+}
+
+named_enum! {
+    /// Monotonic totals; meaningful as increases over a window.
+    pub enum CounterSignal {
+        /// Prompt tokens, cached ones included.
+        PromptTokens => "prompt_tokens",
+        GenerationTokens => "generation_tokens",
+        /// Prompt tokens looked up in the prefix cache.
+        PrefixCacheQueries => "prefix_cache_query_tokens",
+        /// Prompt tokens found in the prefix cache.
+        PrefixCacheHits => "prefix_cache_hit_tokens",
+        /// Requests preempted (vLLM) or retracted (SGLang).
+        Preemptions => "preemptions",
+        RequestsSucceeded => "requests_succeeded",
+        /// Failed or aborted requests.
+        RequestsFailed => "requests_failed",
+        /// GPU energy, joules (summed over GPUs).
+        GpuEnergy => "gpu_energy_joules",
+    }
+}
+
+named_enum! {
+    /// Server-side latency histograms, in seconds.
+    pub enum HistogramSignal {
+        Ttft => "ttft_seconds",
+        /// Per-token inter-token latency.
+        Itl => "itl_seconds",
+        /// Per-request time per output token.
+        Tpot => "tpot_seconds",
+        E2e => "e2e_seconds",
+        /// Time spent waiting before being scheduled.
+        Queue => "queue_seconds",
+        /// Duration of one prefill batch (TGI).
+        PrefillBatch => "prefill_batch_seconds",
+        /// Duration of one decode batch (TGI).
+        DecodeBatch => "decode_batch_seconds",
+        /// How late goodput's simulated server was against its own
+        /// timeline (the engine's steps, the fixed profile's chunks): a
+        /// busy machine, not the modelled engine.
+        SimLateness => "sim_lateness_seconds",
+    }
+}
+
+/// How the series of one gauge combine into one number.
+#[derive(Clone, Copy)]
+enum Combine {
+    Sum,
+    Mean,
+}
+
+/// Which samples of a metric a rule takes, by one label.
+#[derive(Clone, Copy)]
+enum Filter {
+    All,
+    Only(&'static str, &'static [&'static str]),
+    Except(&'static str, &'static [&'static str]),
+}
+
+impl Filter {
+    fn keeps(self, labels: &Labels) -> bool {
+        let value = |label: &str| labels.get(label).map(String::as_str).unwrap_or("");
+        match self {
+            Filter::All => true,
+            Filter::Only(label, values) => values.contains(&value(label)),
+            Filter::Except(label, values) => !values.contains(&value(label)),
+        }
+    }
+}
+
+/// One way to read a signal: the series of every metric listed that pass
+/// the filter, multiplied by `scale` (bucket bounds and sums, for
+/// histograms). A signal's rules are tried in order and the first that
+/// finds anything wins, so newer names come before deprecated ones.
+struct Rule {
+    metrics: &'static [&'static str],
+    filter: Filter,
+    scale: f64,
+}
+
+const fn r(metrics: &'static [&'static str]) -> Rule {
+    Rule { metrics, filter: Filter::All, scale: 1.0 }
+}
+
+impl Rule {
+    const fn only(self, label: &'static str, values: &'static [&'static str]) -> Rule {
+        Rule { filter: Filter::Only(label, values), ..self }
+    }
+
+    const fn except(self, label: &'static str, values: &'static [&'static str]) -> Rule {
+        Rule { filter: Filter::Except(label, values), ..self }
+    }
+
+    const fn scaled(self, scale: f64) -> Rule {
+        Rule { scale, ..self }
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
+    (
+        GaugeSignal::RunningRequests,
+        Combine::Sum,
+        &[
+            r(&["vllm:num_requests_running"]),
+            r(&["sglang:num_running_reqs"]),
+            r(&["tgi_batch_current_size"]),
+            r(&["llamacpp:requests_processing"]),
+            r(&["nv_trt_llm_request_metrics"]).only("request_type", &["active"]),
+        ],
+    ),
+    (
+        GaugeSignal::WaitingRequests,
+        Combine::Sum,
+        &[
+            r(&["vllm:num_requests_waiting"]),
+            r(&["sglang:num_queue_reqs"]),
+            r(&["tgi_queue_size"]),
+            r(&["llamacpp:requests_deferred"]),
+            r(&["nv_trt_llm_request_metrics"]).only("request_type", &["waiting"]),
+            r(&["nv_inference_pending_request_count"]),
+        ],
+    ),
+    (
+        GaugeSignal::KvCacheUsage,
+        Combine::Mean,
+        &[
+            r(&["vllm:kv_cache_usage_perc"]),
+            r(&["vllm:gpu_cache_usage_perc"]),
+            r(&["sglang:token_usage"]),
+            r(&["llamacpp:kv_cache_usage_ratio"]),
+            r(&["nv_trt_llm_kv_cache_block_metrics"]).only("kv_cache_block_type", &["fraction"]),
+        ],
+    ),
+    (GaugeSignal::PrefixCacheHitRateReported, Combine::Mean, &[r(&["sglang:cache_hit_rate"])]),
+    (
+        GaugeSignal::GpuUtilization,
+        Combine::Mean,
+        &[r(&["DCGM_FI_DEV_GPU_UTIL"]).scaled(0.01), r(&["nv_gpu_utilization"])],
+    ),
+    (
+        GaugeSignal::GpuMemoryUsed,
+        Combine::Sum,
+        &[r(&["DCGM_FI_DEV_FB_USED"]).scaled(MIB), r(&["nv_gpu_memory_used_bytes"])],
+    ),
+    (GaugeSignal::GpuPower, Combine::Sum, &[r(&["DCGM_FI_DEV_POWER_USAGE"]), r(&["nv_gpu_power_usage"])]),
+];
+
+/// vLLM's finish reasons that are not a success.
+const VLLM_FAILED: &[&str] = &["abort", "error"];
+
+const COUNTERS: &[(CounterSignal, &[Rule])] = &[
+    (
+        CounterSignal::PromptTokens,
+        &[
+            r(&["vllm:prompt_tokens_total"]),
+            r(&["sglang:prompt_tokens_total"]),
+            // llama.cpp counts the prompt tokens it computed apart from those
+            // it reused; both are prompt tokens.
+            r(&["llamacpp:prompt_tokens_total", "llamacpp:prompt_tokens_cached_total"]),
+            // TGI has no token counters; its per-request histograms' sums are.
+            r(&["tgi_request_input_length_sum"]),
+        ],
+    ),
+    (
+        CounterSignal::GenerationTokens,
+        &[
+            r(&["vllm:generation_tokens_total"]),
+            r(&["sglang:generation_tokens_total"]),
+            r(&["llamacpp:tokens_predicted_total"]),
+            r(&["tgi_request_generated_tokens_sum"]),
+        ],
+    ),
+    (
+        CounterSignal::PrefixCacheQueries,
+        &[
+            r(&["vllm:prefix_cache_queries_total"]),
+            r(&["vllm:gpu_prefix_cache_queries_total"]),
+            // SGLang looks every prompt token up in its radix cache.
+            r(&["sglang:prompt_tokens_total"]),
+            r(&["llamacpp:prompt_tokens_total", "llamacpp:prompt_tokens_cached_total"]),
+        ],
+    ),
+    (
+        CounterSignal::PrefixCacheHits,
+        &[
+            r(&["vllm:prefix_cache_hits_total"]),
+            r(&["vllm:gpu_prefix_cache_hits_total"]),
+            r(&["sglang:cached_tokens_total"]),
+            r(&["llamacpp:prompt_tokens_cached_total"]),
+        ],
+    ),
+    (CounterSignal::Preemptions, &[r(&["vllm:num_preemptions_total"]), r(&["sglang:num_retracted_requests_total"])]),
+    (
+        CounterSignal::RequestsSucceeded,
+        &[
+            r(&["vllm:request_success_total"]).except("finished_reason", VLLM_FAILED),
+            r(&["sglang:num_requests_total"]),
+            r(&["tgi_request_success"]),
+            r(&["nv_inference_request_success"]),
+        ],
+    ),
+    (
+        CounterSignal::RequestsFailed,
+        &[
+            r(&["vllm:request_success_total"]).only("finished_reason", VLLM_FAILED),
+            r(&["sglang:num_aborted_requests_total"]),
+            r(&["tgi_request_failure"]),
+            r(&["nv_inference_request_failure"]),
+        ],
+    ),
+    (
+        CounterSignal::GpuEnergy,
+        &[r(&["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]).scaled(1e-3), r(&["nv_energy_consumption"])],
+    ),
+];
+
+const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
+    (
+        HistogramSignal::Ttft,
+        &[
+            r(&["vllm:time_to_first_token_seconds"]),
+            r(&["sglang:time_to_first_token_seconds"]),
+            r(&["nv_inference_first_response_histogram_ms"]).scaled(1e-3),
+        ],
+    ),
+    (
+        HistogramSignal::Itl,
+        &[
+            r(&["vllm:inter_token_latency_seconds"]),
+            // The older names of the same per-token histograms.
+            r(&["vllm:time_per_output_token_seconds"]),
+            r(&["sglang:inter_token_latency_seconds"]),
+            r(&["sglang:time_per_output_token_seconds"]),
+        ],
+    ),
+    (
+        HistogramSignal::Tpot,
+        &[r(&["vllm:request_time_per_output_token_seconds"]), r(&["tgi_request_mean_time_per_token_duration"])],
+    ),
+    (
+        HistogramSignal::E2e,
+        &[
+            r(&["vllm:e2e_request_latency_seconds"]),
+            r(&["sglang:e2e_request_latency_seconds"]),
+            r(&["tgi_request_duration"]),
+        ],
+    ),
+    (
+        HistogramSignal::Queue,
+        &[
+            r(&["vllm:request_queue_time_seconds"]),
+            r(&["sglang:queue_time_seconds"]),
+            r(&["tgi_request_queue_duration"]),
+        ],
+    ),
+    (HistogramSignal::PrefillBatch, &[r(&["tgi_batch_inference_duration"]).only("method", &["prefill"])]),
+    (HistogramSignal::DecodeBatch, &[r(&["tgi_batch_inference_duration"]).only("method", &["decode"])]),
+    (
+        HistogramSignal::SimLateness,
+        &[r(&["goodput_sim_step_lateness_seconds"]), r(&["goodput_sim_chunk_lateness_seconds"])],
+    ),
+];
+
+/// One series of a counter: its identity (metric name and labels) and value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SeriesValue {
+    pub series: String,
+    /// A number, or "+Inf", "-Inf" or "NaN".
+    #[serde(with = "prom_float")]
+    #[cfg_attr(feature = "schema", schemars(with = "serde_json::Value"))]
+    pub value: f64,
+}
+
+/// One series of a histogram signal, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SeriesHistogram {
+    pub series: String,
+    pub histogram: Histogram,
+}
+
+/// What one scrape says, in common terms. Gauges are combined across series
+/// already; counters and histograms stay per series, because increases must
+/// be taken per series (each resets on its own) before they are summed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct Signals {
+    pub sources: Vec<Source>,
+    pub gauges: BTreeMap<GaugeSignal, f64>,
+    pub counters: BTreeMap<CounterSignal, Vec<SeriesValue>>,
+    pub histograms: BTreeMap<HistogramSignal, Vec<SeriesHistogram>>,
+    /// Samples of the families no signal used, as exposed (not kept in a
+    /// result).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub unmapped: Vec<Sample>,
+}
+
+impl Signals {
+    /// Maps one scrape.
+    pub fn from_scrape(scrape: &Scrape) -> Signals {
+        map(scrape, true)
+    }
+
+    /// A counter's lifetime total over its series (not a window's increase).
+    pub fn counter_total(&self, signal: CounterSignal) -> Option<f64> {
+        self.counters.get(&signal).map(|series| series.iter().map(|s| s.value).sum())
+    }
+
+    /// A histogram's lifetime totals, all series merged.
+    pub fn histogram(&self, signal: HistogramSignal) -> Option<Histogram> {
+        let mut series = self.histograms.get(&signal)?.iter().map(|s| &s.histogram);
+        let first = series.next()?.clone();
+        Some(series.fold(first, |acc, h| acc.merged(h)))
+    }
+}
+
+/// Maps a scrape; `keep_unmapped` false spares copying the samples no signal
+/// uses when only the signals are wanted.
+pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
+    let mut used = vec![false; scrape.families.len()];
+    let mut signals = Signals { sources: detect(scrape), ..Signals::default() };
+
+    for (signal, combine, rules) in GAUGES {
+        let values = rules.iter().map(|rule| scalars(scrape, rule, &mut used)).find(|v| !v.is_empty());
+        let values: Vec<f64> = values.into_iter().flatten().map(|s| s.value).collect();
+        if !values.is_empty() {
+            let sum: f64 = values.iter().sum();
+            let value = match combine {
+                Combine::Sum => sum,
+                Combine::Mean => sum / values.len() as f64,
+            };
+            signals.gauges.insert(*signal, value);
+        }
+    }
+    for (signal, rules) in COUNTERS {
+        if let Some(series) = rules.iter().map(|rule| scalars(scrape, rule, &mut used)).find(|v| !v.is_empty()) {
+            signals.counters.insert(*signal, series);
+        }
+    }
+    for (signal, rules) in HISTOGRAMS {
+        if let Some(series) = rules.iter().map(|rule| histograms(scrape, rule, &mut used)).find(|v| !v.is_empty()) {
+            signals.histograms.insert(*signal, series);
+        }
+    }
+    if keep_unmapped {
+        signals.unmapped = scrape
+            .families
+            .iter()
+            .zip(&used)
+            .filter(|(_, &used)| !used)
+            .flat_map(|(f, _)| f.samples.iter().cloned())
+            .collect();
+    }
+    signals
+}
+
+/// The finite, scaled values a rule finds, marking the families read.
+fn scalars(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesValue> {
+    let mut out = Vec::new();
+    for metric in rule.metrics {
+        let found_before = out.len();
+        for (i, family) in scrape.families.iter().enumerate() {
+            if !metric.starts_with(family.name.as_str()) {
+                continue;
+            }
+            let before = out.len();
+            out.extend(
+                family
+                    .samples
+                    .iter()
+                    .filter(|s| s.name == *metric && s.value.is_finite() && rule.filter.keeps(&s.labels))
+                    .map(|s| SeriesValue { series: series_id(metric, &s.labels), value: s.value * rule.scale }),
+            );
+            used[i] |= out.len() > before;
+        }
+        // prometheus_client exposes a counter's creation time as a gauge
+        // family of its own (`x_created` beside `x_total`): part of the
+        // counter, not an unknown metric.
+        if let Some(stem) = metric.strip_suffix("_total").filter(|_| out.len() > found_before) {
+            for (i, family) in scrape.families.iter().enumerate() {
+                used[i] |= family.name.strip_prefix(stem) == Some("_created");
+            }
+        }
+    }
+    out
+}
+
+/// The histogram series a rule finds, scaled to seconds, marking the
+/// families read.
+fn histograms(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesHistogram> {
+    let mut out = Vec::new();
+    for metric in rule.metrics {
+        let found: Vec<SeriesHistogram> = scrape
+            .histograms(metric)
+            .into_iter()
+            .filter(|h| rule.filter.keeps(&h.labels))
+            .map(|h| SeriesHistogram { series: series_id(metric, &h.labels), histogram: scale(h, rule.scale) })
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        for (i, family) in scrape.families.iter().enumerate() {
+            let part = family.name.strip_prefix(metric);
+            used[i] |= matches!(part, Some("" | "_bucket" | "_sum" | "_count" | "_created"));
+        }
+        out.extend(found);
+    }
+    out
+}
+
+fn scale(h: Histogram, by: f64) -> Histogram {
+    if by == 1.0 {
+        return h;
+    }
+    Histogram {
+        buckets: h.buckets.into_iter().map(|b| Bucket { le: b.le * by, count: b.count }).collect(),
+        sum: h.sum.map(|s| s * by),
+        ..h
+    }
+}
+
+/// A series' identity across scrapes: metric name and labels.
+fn series_id(metric: &str, labels: &Labels) -> String {
+    if labels.is_empty() {
+        return metric.to_string();
+    }
+    format!("{metric}{labels:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prometheus::scrape::parse::parse;
+
+    fn signals(text: &str) -> Signals {
+        let scrape = parse(text);
+        assert!(scrape.errors.is_empty(), "{:?}", scrape.errors);
+        Signals::from_scrape(&scrape)
+    }
+
+    #[test]
+    fn sources_are_told_by_prefix() {
+        let cases = [
+            ("vllm:num_requests_running", Some(Source::Vllm)),
+            ("sglang:token_usage", Some(Source::Sglang)),
+            ("tgi_queue_size", Some(Source::Tgi)),
+            ("llamacpp:requests_deferred", Some(Source::LlamaCpp)),
+            ("nv_inference_request_success", Some(Source::Triton)),
+            ("nv_trt_llm_request_metrics", Some(Source::Triton)),
+            ("DCGM_FI_DEV_GPU_UTIL", Some(Source::Dcgm)),
+            ("process_cpu_seconds_total", None),
+            ("vllm_num_requests_running", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(Source::of_metric(name), want, "{name}");
+        }
+        assert!(Source::Triton.is_engine() && !Source::Dcgm.is_engine());
+    }
+
+    #[test]
+    fn deprecated_vllm_names_are_read_when_the_new_ones_are_absent() {
+        let s = signals(
+            "vllm:gpu_cache_usage_perc{engine=\"0\"} 0.25\n\
+             vllm:gpu_cache_usage_perc{engine=\"1\"} 0.75\n\
+             vllm:gpu_prefix_cache_hits_total 12\n\
+             vllm:time_per_output_token_seconds_bucket{le=\"0.05\"} 3\n\
+             vllm:time_per_output_token_seconds_bucket{le=\"+Inf\"} 4\n",
+        );
+        assert_eq!(s.gauges[&GaugeSignal::KvCacheUsage], 0.5);
+        assert_eq!(s.counter_total(CounterSignal::PrefixCacheHits), Some(12.0));
+        assert_eq!(s.histogram(HistogramSignal::Itl).unwrap().count, 4.0);
+        // and the new names win when both are there
+        let s = signals("vllm:gpu_cache_usage_perc 0.9\nvllm:kv_cache_usage_perc 0.1\n");
+        assert_eq!(s.gauges[&GaugeSignal::KvCacheUsage], 0.1);
+        assert_eq!(s.unmapped[0].name, "vllm:gpu_cache_usage_perc");
+    }
+
+    #[test]
+    fn the_simulators_lateness_is_read_from_either_profile() {
+        let engine = signals(
+            "goodput_sim_step_lateness_seconds_bucket{le=\"0.2\"} 7\n\
+             goodput_sim_step_lateness_seconds_bucket{le=\"+Inf\"} 9\n\
+             goodput_sim_step_lateness_seconds_sum 1.5\ngoodput_sim_step_lateness_seconds_count 9\n",
+        );
+        assert_eq!(engine.histogram(HistogramSignal::SimLateness).unwrap().count, 9.0);
+        let fixed = signals(
+            "goodput_sim_chunk_lateness_seconds_bucket{le=\"0.001\"} 3\n\
+             goodput_sim_chunk_lateness_seconds_bucket{le=\"+Inf\"} 4\ngoodput_sim_chunk_lateness_seconds_count 4\n",
+        );
+        assert_eq!(fixed.histogram(HistogramSignal::SimLateness).unwrap().count, 4.0);
+    }
+
+    #[test]
+    fn triton_tensorrt_llm_signals_come_from_labelled_families() {
+        let s = signals(
+            "# TYPE nv_trt_llm_request_metrics gauge\n\
+             nv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"active\",version=\"1\"} 5\n\
+             nv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"waiting\",version=\"1\"} 2\n\
+             nv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"max\",version=\"1\"} 256\n\
+             # TYPE nv_trt_llm_kv_cache_block_metrics gauge\n\
+             nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"fraction\",model=\"tensorrt_llm\",version=\"1\"} 0.55\n\
+             nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"used\",model=\"tensorrt_llm\",version=\"1\"} 110\n\
+             # TYPE nv_inference_request_success counter\n\
+             nv_inference_request_success{model=\"ensemble\",version=\"1\"} 40\n\
+             nv_inference_request_success{model=\"tensorrt_llm\",version=\"1\"} 40\n\
+             # TYPE nv_gpu_utilization gauge\n\
+             nv_gpu_utilization{gpu_uuid=\"GPU-a\"} 0.5\n\
+             nv_gpu_utilization{gpu_uuid=\"GPU-b\"} 0.7\n\
+             # TYPE nv_inference_first_response_histogram_ms histogram\n\
+             nv_inference_first_response_histogram_ms_bucket{model=\"ensemble\",version=\"1\",le=\"100\"} 30\n\
+             nv_inference_first_response_histogram_ms_bucket{model=\"ensemble\",version=\"1\",le=\"+Inf\"} 40\n\
+             nv_inference_first_response_histogram_ms_sum{model=\"ensemble\",version=\"1\"} 3000\n\
+             nv_inference_first_response_histogram_ms_count{model=\"ensemble\",version=\"1\"} 40\n",
+        );
+        assert_eq!(s.sources, vec![Source::Triton]);
+        assert_eq!(s.gauges[&GaugeSignal::RunningRequests], 5.0);
+        assert_eq!(s.gauges[&GaugeSignal::WaitingRequests], 2.0);
+        assert_eq!(s.gauges[&GaugeSignal::KvCacheUsage], 0.55);
+        assert!((s.gauges[&GaugeSignal::GpuUtilization] - 0.6).abs() < 1e-12);
+        // a sum over models: an ensemble counts its requests again
+        assert_eq!(s.counter_total(CounterSignal::RequestsSucceeded), Some(80.0));
+        // milliseconds scaled to seconds, bounds and sum alike
+        let ttft = s.histogram(HistogramSignal::Ttft).unwrap();
+        assert_eq!((ttft.buckets[0].le, ttft.sum, ttft.mean()), (0.1, Some(3.0), Some(0.075)));
+    }
+
+    #[test]
+    fn non_finite_values_are_left_out() {
+        let s = signals("vllm:num_requests_running{engine=\"0\"} NaN\nvllm:num_requests_running{engine=\"1\"} 3\n");
+        assert_eq!(s.gauges[&GaugeSignal::RunningRequests], 3.0);
+        let s = signals("vllm:num_requests_running NaN\n");
+        assert!(s.gauges.is_empty());
+    }
+}

@@ -1,0 +1,374 @@
+//! Keeping secrets out of what goodput writes: the credentials of a URL
+//! (`http://user:pass@host`) and the values of its query (`?key=…`), and
+//! every secret value goodput was given (an API key, an auth header's
+//! value), wherever a server's text echoes them ("Incorrect API key
+//! provided: sk-…") into a record, a report or stderr: as given, in any
+//! case, and percent-encoded.
+
+use base64::prelude::{Engine as _, BASE64_STANDARD};
+use std::borrow::Cow;
+
+/// What a secret is written as.
+pub const MASK: &str = "***";
+
+/// `url` with its userinfo (`user:pass@`), each value of its query and
+/// its fragment replaced by [`MASK`]; any other text unchanged. Every URL in a longer
+/// text is done with [`Secrets::redact`].
+///
+/// ```
+/// use goodput_core::util::redact::redact_url;
+/// assert_eq!(redact_url("http://user:pass@host:8000/v1"), "http://***@host:8000/v1");
+/// assert_eq!(redact_url("http://host:8000/v1?key=sk-1&v=2"), "http://host:8000/v1?key=***&v=***");
+/// assert_eq!(redact_url("http://host:8000"), "http://host:8000");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    redact_urls(url).into_owned()
+}
+
+/// `url` without its userinfo (`http://user:pass@host` → `http://host`).
+pub fn strip_userinfo(url: &str) -> String {
+    match userinfo(url) {
+        Some((start, end)) => format!("{}{}", &url[..start], &url[end + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// The value of an `Authorization: Basic` header for the credentials in
+/// `url`'s userinfo (decoded from `%XX`), as browsers and curl send them.
+///
+/// ```
+/// assert_eq!(goodput_core::util::redact::basic_auth("http://aladdin:open%20sesame@h"), Some("Basic YWxhZGRpbjpvcGVuIHNlc2FtZQ==".into()));
+/// assert_eq!(goodput_core::util::redact::basic_auth("http://h:80"), None);
+/// ```
+pub fn basic_auth(url: &str) -> Option<String> {
+    let (start, end) = userinfo(url)?;
+    let info = &url[start..end];
+    let (user, pass) = info.split_once(':').unwrap_or((info, ""));
+    let plain = format!("{}:{}", percent_decode(user), percent_decode(pass));
+    Some(format!("Basic {}", BASE64_STANDARD.encode(plain)))
+}
+
+/// The byte range of `url`'s userinfo, without its `@`.
+fn userinfo(url: &str) -> Option<(usize, usize)> {
+    let start = url.find("://")? + 3;
+    let tail = &url[start..];
+    let authority = &tail[..tail.find(['/', '?', '#']).unwrap_or(tail.len())];
+    authority.rfind('@').map(|at| (start, start + at))
+}
+
+/// Every URL (`scheme://…`) in `text` with its userinfo, the values of its
+/// query and its fragment masked: a query is where some servers take their key
+/// (`?key=…`), and signed URLs their signature.
+fn redact_urls(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") || !text.contains(['@', '?', '#']) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        // The URL ends at a space, a quote or a bracket; its authority at
+        // the path or the query too.
+        let url_end = tail.find(|c: char| "\"'<> \t\r\n)]".contains(c)).unwrap_or(tail.len());
+        let end = tail[..url_end].find(['/', '?', '#']).unwrap_or(url_end);
+        match tail[..end].rfind('@') {
+            Some(at) => {
+                out.push_str(MASK);
+                out.push_str(&tail[at..end]);
+            }
+            None => out.push_str(&tail[..end]),
+        }
+        // The path, then the query and the fragment, masked.
+        let rest_of_url = &tail[end..url_end];
+        let (path, rest_of_url) = rest_of_url.split_at(rest_of_url.find(['?', '#']).unwrap_or(rest_of_url.len()));
+        out.push_str(path);
+        let (query, fragment) = rest_of_url.split_at(rest_of_url.find('#').unwrap_or(rest_of_url.len()));
+        if let Some(query) = query.strip_prefix('?') {
+            out.push('?');
+            mask_query(query, &mut out);
+        }
+        if fragment.len() > 1 {
+            out.push('#');
+            out.push_str(MASK);
+        } else {
+            out.push_str(fragment);
+        }
+        rest = &tail[url_end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// A query (`a=1&b`) with each value masked, its names kept: `a=***&***`.
+fn mask_query(query: &str, out: &mut String) {
+    for (i, pair) in query.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        match pair.split_once('=') {
+            Some((name, "")) => {
+                out.push_str(name);
+                out.push('=');
+            }
+            Some((name, _)) => {
+                out.push_str(name);
+                out.push('=');
+                out.push_str(MASK);
+            }
+            None if pair.is_empty() => {}
+            None => out.push_str(MASK),
+        }
+    }
+}
+
+/// The process's secrets, set once by the command that was given them.
+static GLOBAL: std::sync::OnceLock<Secrets> = std::sync::OnceLock::new();
+
+/// Makes `s` the secrets [`scrub`] masks (the first call wins).
+pub fn set_global(s: Secrets) {
+    let _ = GLOBAL.set(s);
+}
+
+/// `text` with the process's secrets ([`set_global`]) and every URL's
+/// userinfo masked: for whatever goes to stderr or a file and may hold a
+/// server's words.
+pub fn scrub(text: &str) -> Cow<'_, str> {
+    match GLOBAL.get() {
+        Some(s) => s.redact(text),
+        None => redact_urls(text),
+    }
+}
+
+/// The secret values of a run, to be masked wherever they show up.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    values: Vec<String>,
+}
+
+/// Shorter values are not masked: they would mask ordinary words.
+const SHORTEST: usize = 4;
+
+impl Secrets {
+    /// Adds a secret value, and each of its words (an `Authorization:
+    /// Bearer sk-…` value also masks `sk-…` alone). Too short to be a
+    /// secret, it is left out.
+    pub fn add(&mut self, value: &str) {
+        let value = value.trim();
+        let words =
+            value.split_whitespace().filter(|w| !w.eq_ignore_ascii_case("bearer") && !w.eq_ignore_ascii_case("basic"));
+        for v in std::iter::once(value).chain(words) {
+            if v.len() >= SHORTEST && !self.values.iter().any(|s| s == v) {
+                self.values.push(v.to_owned());
+            }
+        }
+        // Longest first, so a value that holds another is masked whole.
+        self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    }
+
+    /// The secrets of a header: its value when its name says it carries
+    /// credentials (authorization, a key, a token, a cookie, a secret, a
+    /// password).
+    pub fn add_header(&mut self, name: &str, value: &str) {
+        if !is_secret_header(name) {
+            return;
+        }
+        self.add(value);
+        // Basic credentials: what they encode is as secret as the encoding.
+        let basic = value.trim().strip_prefix("Basic ").or_else(|| value.trim().strip_prefix("basic "));
+        if let Some(plain) = basic.and_then(|b| BASE64_STANDARD.decode(b.trim()).ok()) {
+            let plain = String::from_utf8_lossy(&plain);
+            let (user, pass) = plain.split_once(':').unwrap_or((&plain, ""));
+            for v in [&*plain, user, pass] {
+                self.add(v);
+            }
+        }
+    }
+
+    /// The credentials in a URL's userinfo, and the values of its query.
+    pub fn add_url(&mut self, url: &str) {
+        if let Some((start, end)) = userinfo(url) {
+            let info = &url[start..end];
+            let (user, pass) = info.split_once(':').unwrap_or((info, ""));
+            for v in [info, user, pass] {
+                self.add(v);
+                self.add(&percent_decode(v));
+            }
+        }
+        // In a URL every query value is masked; alone, in a server's text,
+        // those that may be a secret: a credential's name, or a value as
+        // long as a key (not `json` or `true`, which would mask ordinary
+        // words).
+        let before_fragment = &url[..url.find('#').unwrap_or(url.len())];
+        if let Some((_, query)) = before_fragment.split_once('?') {
+            for pair in query.split('&') {
+                let (name, value) = pair.split_once('=').unwrap_or(("", pair));
+                if is_secret_header(name) || name.to_ascii_lowercase().contains("sig") || value.len() >= 12 {
+                    self.add(value);
+                    self.add(&percent_decode(value));
+                }
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `text` with every secret value, and every URL's userinfo and query
+    /// values, masked. A secret is found in any case (a server that echoes
+    /// `bearer SK-…` folded) and with any of its bytes percent-encoded (one
+    /// that echoes `sk%2D…`, as a URL or a form carries it).
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = redact_urls(text);
+        for v in &self.values {
+            if let Some(masked) = mask_loose(&out, v) {
+                out = Cow::Owned(masked);
+            }
+        }
+        out
+    }
+}
+
+/// `text` with every occurrence of `secret` masked, where each of its bytes
+/// may stand in any ASCII case and as `%XX`; `None` when there is none.
+fn mask_loose(text: &str, secret: &str) -> Option<String> {
+    let (t, s) = (text.as_bytes(), secret.as_bytes());
+    let first = *s.first()?;
+    let mut out: Option<String> = None;
+    let (mut copied, mut i) = (0, 0);
+    while i < t.len() {
+        // A cheap test first: most positions start neither the secret nor an escape.
+        let starts = t[i].eq_ignore_ascii_case(&first) || t[i] == b'%';
+        match starts.then(|| loose_match(t, i, s)).flatten() {
+            Some(end) if text.is_char_boundary(i) && text.is_char_boundary(end) => {
+                let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                o.push_str(&text[copied..i]);
+                o.push_str(MASK);
+                copied = end;
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    let mut o = out?;
+    o.push_str(&text[copied..]);
+    Some(o)
+}
+
+/// Where `secret` ends in `t` when it starts at `at` (see [`mask_loose`]).
+fn loose_match(t: &[u8], at: usize, secret: &[u8]) -> Option<usize> {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut i = at;
+    for &want in secret {
+        let got = *t.get(i)?;
+        if got.eq_ignore_ascii_case(&want) {
+            i += 1;
+            continue;
+        }
+        let escaped = match (got, t.get(i + 1).copied().and_then(hex), t.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => h * 16 + l,
+            _ => return None,
+        };
+        if !escaped.eq_ignore_ascii_case(&want) {
+            return None;
+        }
+        i += 3;
+    }
+    Some(i)
+}
+
+/// Whether a header's name says its value is a credential.
+pub fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["auth", "key", "token", "secret", "cookie", "password", "credential"].iter().any(|w| n.contains(w))
+}
+
+/// `%XX` escapes decoded, as a URL's userinfo is sent.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_userinfo_wherever_they_are() {
+        assert_eq!(redact_url("https://tok@api.example/v1/chat"), "https://***@api.example/v1/chat");
+        assert_eq!(redact_url("http://u:p%40ss@h:1/metrics?x=a@b"), "http://***@h:1/metrics?x=***");
+        let s = Secrets::default();
+        assert_eq!(
+            s.redact("error sending request for url (http://alice:hunter22@10.0.0.1:8000/v1/completions)"),
+            "error sending request for url (http://***@10.0.0.1:8000/v1/completions)"
+        );
+        assert_eq!(s.redact("mail me at a@b.c, no url"), "mail me at a@b.c, no url");
+        assert!(matches!(s.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn given_secrets_are_masked_in_server_text() {
+        let mut s = Secrets::default();
+        s.add("sk-live-0123456789");
+        s.add_header("Authorization", "Bearer tok-abcdef");
+        s.add_header("X-Team", "infra");
+        s.add_url("http://alice:p%40ss@host:8000");
+        let server = "Incorrect API key provided: sk-live-0123456789. Token tok-abcdef; user alice, p@ss; team infra";
+        assert_eq!(s.redact(server), "Incorrect API key provided: ***. Token ***; user ***, ***; team infra");
+        // A client given only the Basic header (the URL's credentials moved
+        // there) masks what it encodes too.
+        let mut basic = Secrets::default();
+        basic.add_header("Authorization", &basic_auth("http://bobby:hunter22@h").unwrap());
+        assert_eq!(basic.redact("no user bobby with password hunter22"), "no user *** with password ***");
+        // A word too short to be a secret would mask ordinary text.
+        let mut short = Secrets::default();
+        short.add("Bearer ab");
+        assert_eq!(short.redact("ab cd; Bearer ab"), "ab cd; ***");
+    }
+
+    #[test]
+    fn secrets_are_masked_percent_encoded_and_in_any_case() {
+        let mut s = Secrets::default();
+        s.add_header("Authorization", "Bearer sk-live-0123456789");
+        let echoed =
+            "key sk%2Dlive%2d0123456789 rejected; header bearer SK-LIVE-0123456789; url ?k=sk-live%2D0123456789";
+        let masked = s.redact(echoed);
+        assert!(!masked.to_ascii_lowercase().contains("0123456789"), "{masked}");
+        assert_eq!(masked, "key *** rejected; header ***; url ?k=***");
+        // Text around a multi-byte character is kept whole.
+        assert_eq!(s.redact("é sk-live-0123456789 ü"), "é *** ü");
+        assert!(matches!(s.redact("nothing here %2"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn query_values_are_masked_in_urls_and_as_secrets() {
+        let mut s = Secrets::default();
+        s.add_url("http://h:1/v1?key=qs-secret-77&v=2#frag");
+        assert_eq!(
+            s.redact("POST http://h:1/v1/chat/completions?key=qs-secret-77 failed: bad key qs-secret-77"),
+            "POST http://h:1/v1/chat/completions?key=*** failed: bad key ***"
+        );
+        // Alone, short values that name nothing secret are ordinary words.
+        s.add_url("http://h:1/v1?format=json&api_key=k9x2");
+        assert_eq!(s.redact("not JSON: key k9x2"), "not JSON: key ***");
+        assert_eq!(redact_url("https://h/p?a=1&b&c=#x"), "https://h/p?a=***&***&c=#***");
+        assert_eq!(redact_url("https://h/p#k=s"), "https://h/p#***");
+        assert_eq!(redact_url("see (http://h/p?sig=abc) now"), "see (http://h/p?sig=***) now");
+    }
+}

@@ -1,0 +1,145 @@
+//! The client against the fixed-timing server over real HTTP on 127.0.0.1:0:
+//! injected faults must come back as failures of the right kind, and every
+//! protocol variant as complete records.
+
+use crate::common;
+
+use common::{client, plan, run, start, workload};
+use goodput_core::{analyze, AnalysisOptions, FailureKind, Outcome, RequestMetrics, RequestRecord};
+use goodput_load::{Api, Control};
+use goodput_sim::faults::FaultConfig;
+use goodput_sim::fixed::FixedProfile;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_and_non_streaming_requests() {
+    let profile = FixedProfile { ttft: Duration::from_millis(40), itl: Duration::from_millis(5), ..Default::default() };
+    let (url, _s) = start(profile).await;
+    let recs = run(&url, Api::Completions, true, 10, plan(4, 2)).await;
+    assert!(recs.iter().all(|r| r.outcome == Outcome::Success && r.output_tokens == 10 && r.input_tokens == 32));
+    let whole = run(&url, Api::Chat, false, 10, plan(4, 2)).await;
+    for r in &whole {
+        assert_eq!(r.outcome, Outcome::Success);
+        assert_eq!((r.chunks.len(), r.output_tokens), (1, 10));
+        // The whole body arrives after the last chunk would have: 40 + 4 × 5 ms.
+        assert!(r.chunks.at(0).t - r.sent >= Duration::from_millis(60));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injected_faults_are_failures_of_the_right_kind() {
+    let faults =
+        FaultConfig { error_rate: 0.2, stream_error_rate: 0.2, disconnect_rate: 0.15, seed: 11, ..Default::default() };
+    let profile =
+        FixedProfile { ttft: Duration::from_millis(5), itl: Duration::from_millis(1), faults, ..Default::default() };
+    let (url, server) = start(profile).await;
+    let recs = run(&url, Api::Chat, true, 8, plan(120, 6)).await;
+    let count = |k: FailureKind| recs.iter().filter(|r| r.outcome.failure_kind() == Some(k)).count() as u64;
+    let c = &server.counters;
+    let http = c.http_errors.load(Ordering::Relaxed);
+    let stream = c.stream_errors.load(Ordering::Relaxed);
+    let disc = c.disconnects.load(Ordering::Relaxed);
+    assert!(http > 0 && stream > 0 && disc > 0, "the seed must inject each kind: {http} {stream} {disc}");
+    assert_eq!(count(FailureKind::HttpStatus), http);
+    assert_eq!(count(FailureKind::MidStreamError), stream);
+    assert_eq!(count(FailureKind::TruncatedStream), disc);
+    let ok = recs.iter().filter(|r| r.outcome.is_success()).count() as u64;
+    assert_eq!(ok + http + stream + disc, 120, "no failure is counted as a success");
+    // Output received before a mid-stream failure is kept on the record.
+    assert!(recs
+        .iter()
+        .filter(|r| r.outcome.failure_kind() == Some(FailureKind::MidStreamError))
+        .all(|r| !r.chunks.is_empty()));
+    let s = analyze(&recs, &AnalysisOptions::default()).summary;
+    assert_eq!(s.requests.failed, http + stream + disc);
+    assert_eq!(s.requests.errors_by_kind.get("http_status"), Some(&http));
+    let http_msg = recs.iter().find_map(|r| match &r.outcome {
+        Outcome::Failed { kind: FailureKind::HttpStatus, message } => Some(message.clone()),
+        _ => None,
+    });
+    assert!(http_msg.unwrap().contains("500"), "the status is in the message");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_and_unreachable_servers() {
+    let faults = FaultConfig { stall_rate: 1.0, stall: Duration::from_secs(30), ..Default::default() };
+    let profile =
+        FixedProfile { ttft: Duration::from_millis(5), itl: Duration::from_millis(1), faults, ..Default::default() };
+    let (url, _s) = start(profile).await;
+    let c = client(&url, Api::Chat, true, Duration::from_millis(300));
+    let recs = goodput_load::run(&plan(2, 2), c, workload(8), Control::default(), |_: &RequestRecord| {})
+        .await
+        .unwrap()
+        .records;
+    for r in &recs {
+        assert_eq!(r.outcome.failure_kind(), Some(FailureKind::Timeout));
+        assert!(!r.chunks.is_empty(), "chunks before the stall are kept");
+        assert!(r.end - r.sent >= Duration::from_millis(300));
+    }
+
+    // A port nobody listens on.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", l.local_addr().unwrap());
+    drop(l);
+    let recs = run(&dead, Api::Chat, true, 8, plan(2, 1)).await;
+    assert!(recs.iter().all(|r| r.outcome.failure_kind() == Some(FailureKind::Connect)));
+}
+
+/// A server that, like the recorded llama.cpp build, announces keep-alive but
+/// closes every connection after one response: a pooled client must not fail
+/// the next request on the dead connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_closes_after_each_response() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sse = common::sse();
+    tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let sse = sse.clone();
+            tokio::spawn(async move {
+                // Read headers and the body (Content-Length) before answering.
+                if !common::read_request(&mut sock, &mut Vec::new()).await {
+                    return;
+                }
+                let mut resp = b"HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n".to_vec();
+                for part in sse.chunks(700) {
+                    resp.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+                    resp.extend_from_slice(part);
+                    resp.extend_from_slice(b"\r\n");
+                }
+                resp.extend_from_slice(b"0\r\n\r\n");
+                let _ = sock.write_all(&resp).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    let recs = run(&url, Api::Chat, true, 24, plan(30, 1)).await;
+    let bad: Vec<_> = recs.iter().filter(|r| !r.outcome.is_success()).map(|r| r.outcome.clone()).collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    assert!(recs.iter().all(|r| r.output_tokens == 24));
+}
+
+/// The fixed profile sends a role-only chunk and an empty delta when the
+/// request arrives, 40 ms before the first token: goodput's TTFT waits for
+/// the token, and `compat.vllm` gives TTFT as vLLM's `bench serve` takes it,
+/// at the first payload with a choice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_compat_takes_ttft_at_the_first_choice() {
+    let profile = FixedProfile { ttft: Duration::from_millis(40), itl: Duration::from_millis(2), ..Default::default() };
+    let (url, _s) = start(profile).await;
+    let recs = run(&url, Api::Chat, true, 8, plan(6, 2)).await;
+    for r in &recs {
+        assert_eq!(r.outcome, Outcome::Success);
+        let (ours, vllm) = (r.ttft().unwrap(), r.ttft_vllm().unwrap());
+        // Causal: the server's 40 ms bounds ours from below, and the role
+        // chunk went out before the first token.
+        assert!(ours >= Duration::from_millis(40), "{ours:?}");
+        assert!(r.first_choice.is_some() && vllm < ours, "vLLM's {vllm:?} against ours {ours:?}");
+    }
+    let a = analyze(&recs, &AnalysisOptions::default());
+    let (vllm, ours) = (a.vllm.mean_ttft_ms.unwrap(), a.summary.ttft_ms.mean.unwrap());
+    assert!(vllm < ours, "compat.vllm.mean_ttft_ms {vllm} against summary's {ours}");
+}

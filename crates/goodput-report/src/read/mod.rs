@@ -1,0 +1,94 @@
+//! Files read in rather than rendered: result documents (goodput's own, run
+//! or sweep, and other tools' results through [`peers`]: vLLM `bench
+//! serve`, AIPerf, GuideLLM) and the per-request records file
+//! ([`records`], which a run also writes through it).
+
+pub mod peers;
+pub mod records;
+
+use goodput_core::doc::sweep::SweepResult;
+use goodput_core::RunResult;
+use std::path::{Path, PathBuf};
+
+/// A saved result: one run or one sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Document {
+    Run(Box<RunResult>),
+    Sweep(Box<SweepResult>),
+}
+
+/// Why a result document cannot be read: each message names the file and
+/// what goodput reads instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not to be read: not a regular file, or larger than a result may be.
+    #[error(transparent)]
+    Input(#[from] goodput_core::util::input::InputError),
+    #[error("{} is a comparison (goodput compare), not a run or a sweep", path.display())]
+    Comparison { path: PathBuf },
+    #[error("{} does not match the goodput/v1 sweep schema: {error}", path.display())]
+    SweepSchema { path: PathBuf, error: serde_json::Error },
+    #[error("{} does not match the goodput/v1 schema: {error}", path.display())]
+    RunSchema { path: PathBuf, error: serde_json::Error },
+    /// A sweep where one run was asked for.
+    #[error("{} is a sweep, not a single run", path.display())]
+    Sweep { path: PathBuf },
+    #[error(
+        "{} is not JSON ({error}): goodput reads its own results and vLLM bench serve's, AIPerf's and GuideLLM's",
+        path.display()
+    )]
+    NotJson { path: PathBuf, error: serde_json::Error },
+    #[error("{} has schema '{schema}', this goodput reads '{}'", path.display(), goodput_core::SCHEMA)]
+    OtherSchema { path: PathBuf, schema: String },
+    #[error(
+        "{} is not a goodput result (no \"schema\" field), nor a result of vLLM bench serve (--save-result \
+         --save-detailed), AIPerf (profile_export.jsonl) or GuideLLM (benchmarks.json)",
+        path.display()
+    )]
+    NotAResult { path: PathBuf },
+    /// Another tool's result that cannot be read.
+    #[error(transparent)]
+    Import(#[from] peers::ImportError),
+}
+
+/// Reads a result document written by `write_json`, run or sweep, or
+/// another tool's result ([`peers`]: vLLM `bench serve`, AIPerf,
+/// GuideLLM) as a run.
+/// The file must be a regular one, of at most
+/// [`goodput_core::util::input::DOCUMENT_CAP`].
+pub fn read_document(path: &Path) -> Result<Document, ReadError> {
+    let text = goodput_core::util::input::read_text(path, "the result", goodput_core::util::input::DOCUMENT_CAP)?;
+    if let Some(run) = peers::import(path, &text)? {
+        return Ok(Document::Run(Box::new(run)));
+    }
+    let v = read_value(path, &text)?;
+    if v.get("kind").and_then(|k| k.as_str()) == Some("compare") {
+        return Err(ReadError::Comparison { path: path.to_owned() });
+    }
+    if v.get("points").is_some() {
+        return serde_json::from_value(v)
+            .map(|s| Document::Sweep(Box::new(s)))
+            .map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error });
+    }
+    serde_json::from_value(v)
+        .map(|r| Document::Run(Box::new(r)))
+        .map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })
+}
+
+/// Reads a run written by `write_json`; a sweep is an error that says so.
+pub fn read_json(path: &Path) -> Result<RunResult, ReadError> {
+    match read_document(path)? {
+        Document::Run(r) => Ok(*r),
+        Document::Sweep(_) => Err(ReadError::Sweep { path: path.to_owned() }),
+    }
+}
+
+fn read_value(path: &Path, text: &str) -> Result<serde_json::Value, ReadError> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|error| ReadError::NotJson { path: path.to_owned(), error })?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(goodput_core::SCHEMA) => Ok(v),
+        Some(other) => Err(ReadError::OtherSchema { path: path.to_owned(), schema: other.to_owned() }),
+        None => Err(ReadError::NotAResult { path: path.to_owned() }),
+    }
+}

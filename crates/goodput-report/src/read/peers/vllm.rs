@@ -1,0 +1,274 @@
+//! vLLM `bench serve --save-result --save-detailed`: one JSON object with
+//! the run's settings, vLLM's own summary and, per request, `start_times`
+//! (its `time.perf_counter()` at send), `ttfts`, `itls` (the gaps between
+//! the payloads it counted as output, seconds), `latencies`, `input_lens`,
+//! `output_lens`, `queue_times` and `errors`. Read from vLLM 0.33's
+//! `vllm/benchmarks/serve.py` and `lib/endpoint_request_func.py`: a payload
+//! counts when its first choice's delta has text, reasoning or a tool call,
+//! or an empty `content` with no `role` (a token that decodes to nothing,
+//! or a keep-alive); `output_lens` is the usage block's `completion_tokens`,
+//! else its tokenizer on the text; `input_lens` the usage's
+//! `prompt_tokens`, else the dataset's count. Older versions save no
+//! `start_times`.
+
+use super::{common_not_recomputed, common_notes, failure_kind, secs, typed, ImportError, ImportInfo, Parsed};
+use goodput_core::doc::config::{LoadConfig, Rate};
+use goodput_core::{
+    spread_evenly, Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, Target,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+const TOOL: &str = "vllm bench serve";
+
+/// A vLLM `bench serve` result: its summary fields beside its settings.
+pub(super) fn is(v: &Value) -> bool {
+    let Some(o) = v.as_object() else { return false };
+    (o.contains_key("backend") || o.contains_key("endpoint_type"))
+        && o.contains_key("duration")
+        && o.contains_key("completed")
+        && (o.contains_key("ttfts") || o.keys().any(|k| k.ends_with("_ttft_ms") || k.ends_with("_e2el_ms")))
+}
+
+/// What goodput reads of a vLLM result, as vLLM's `benchmarks/serve.py`
+/// writes it: the settings, then one list per field with an entry per
+/// request, in the order the requests were issued.
+#[derive(Deserialize)]
+struct VllmResult {
+    /// The model served.
+    model_id: Option<String>,
+    /// The client's backend (`openai-chat`, `vllm`, …); `endpoint_type` in
+    /// newer versions.
+    backend: Option<String>,
+    endpoint_type: Option<String>,
+    /// The local date of the run, with no time zone.
+    date: Option<String>,
+    /// The run's length in seconds, by vLLM's clock.
+    duration: Option<f64>,
+    num_prompts: Option<u64>,
+    max_concurrency: Option<u64>,
+    /// Requests per second, or `"inf"`.
+    request_rate: Option<RequestRate>,
+    /// Gamma arrivals' shape; 1 is Poisson.
+    burstiness: Option<f64>,
+    /// Seconds from send to the first output payload.
+    ttfts: Vec<f64>,
+    /// Seconds between the output payloads after the first.
+    itls: Vec<Vec<f64>>,
+    /// The usage block's `completion_tokens`, else vLLM's tokenizer's count.
+    output_lens: Vec<u64>,
+    /// The usage block's `prompt_tokens`, else the dataset's count.
+    input_lens: Vec<u64>,
+    /// A failed request's error text; empty for a success.
+    errors: Option<Vec<Option<String>>>,
+    /// `time.perf_counter()` at each send (older versions save none).
+    start_times: Option<Vec<f64>>,
+    /// Seconds each request waited in the client before it was sent.
+    queue_times: Option<Vec<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RequestRate {
+    PerSecond(f64),
+    Named(String),
+}
+
+impl VllmResult {
+    fn requests(&self) -> usize {
+        self.ttfts.len()
+    }
+
+    /// The per-request lists, all of one length.
+    fn check_lengths(&self, name: &str) -> Result<(), ImportError> {
+        let n = self.requests();
+        let lens = [
+            ("itls", Some(self.itls.len())),
+            ("output_lens", Some(self.output_lens.len())),
+            ("input_lens", Some(self.input_lens.len())),
+            ("errors", self.errors.as_ref().map(Vec::len)),
+            ("start_times", self.start_times.as_ref().map(Vec::len)),
+            ("queue_times", self.queue_times.as_ref().map(Vec::len)),
+        ];
+        match lens.into_iter().find(|(_, l)| l.is_some_and(|l| l != n)) {
+            Some((k, Some(l))) => Err(bad(name, &format!("\"{k}\" has {l} entries for {n} requests"))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Says that `name`'s `what` is not as vLLM writes it, and how to save it again.
+fn bad(name: &str, what: &str) -> ImportError {
+    ImportError::Vllm { file: name.to_owned(), what: what.to_owned() }
+}
+
+pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
+    let o = v.as_object().expect("is() saw an object");
+    if !o.contains_key("ttfts") {
+        return Err(ImportError::VllmNotDetailed { file: name.to_owned() });
+    }
+    let file: VllmResult = typed(v).map_err(|what| bad(name, &what))?;
+    file.check_lengths(name)?;
+    let (records, more_payloads_than_tokens) = records(name, &file)?;
+    let (notes, not_recomputed, duration_s) = notes(&file, more_payloads_than_tokens);
+    let (api, load) = api_and_load(&file);
+    Ok(Parsed {
+        records,
+        started_unix_s: 0.0,
+        target: Target {
+            url: String::new(),
+            model: file.model_id.clone().unwrap_or_default(),
+            api,
+            embedded: false,
+            server: None,
+        },
+        settings: Value::Object(settings(o)),
+        load,
+        info: ImportInfo {
+            tool: TOOL.into(),
+            version: "unknown".into(),
+            format: "vLLM bench serve --save-result --save-detailed JSON".into(),
+            source: name.to_string(),
+            not_recomputed,
+            duration_s,
+            notes,
+        },
+    })
+}
+
+/// A record per request, on a clock whose zero is the first send, and how
+/// many requests had more payloads than output tokens.
+fn records(name: &str, f: &VllmResult) -> Result<(Vec<RequestRecord>, usize), ImportError> {
+    let origin = f.start_times.as_ref().map_or(0.0, |s| s.iter().copied().fold(f64::INFINITY, f64::min));
+    let mut records = Vec::with_capacity(f.requests());
+    let mut more_payloads_than_tokens = 0;
+    for i in 0..f.requests() {
+        let at = |k: &'static str| move || bad(name, &format!("\"{k}\"[{i}] is not a time ≥ 0"));
+        let start = f.start_times.as_ref().map_or(0.0, |s| s[i] - origin);
+        let sent = secs(start, at("start_times"))?;
+        let queue = match &f.queue_times {
+            Some(q) => secs(q[i], at("queue_times"))?,
+            None => Duration::ZERO,
+        };
+        let mut r = RequestRecord::new(i as u64, sent.saturating_sub(queue), sent);
+        r.input_tokens = f.input_lens[i];
+        r.input_tokens_source = CountSource::Usage;
+        r.output_tokens = f.output_lens[i];
+        r.output_tokens_source = CountSource::Usage;
+        let error = f.errors.as_ref().and_then(|e| e[i].as_deref()).unwrap_or("");
+        if !error.is_empty() {
+            let kind = failure_kind(None, error);
+            r.outcome = Outcome::Failed { kind, message: error.trim().to_string() };
+            records.push(r);
+            continue;
+        }
+        let mut t = start + f.ttfts[i];
+        let mut times = vec![secs(t, at("ttfts"))?];
+        for g in &f.itls[i] {
+            t += g;
+            times.push(secs(t, at("itls"))?);
+        }
+        if times.len() as u64 > r.output_tokens {
+            more_payloads_than_tokens += 1;
+        }
+        let ks = spread_evenly(r.output_tokens, times.len());
+        r.chunks =
+            times.iter().zip(ks).map(|(&t, k)| OutputChunk { t, tokens: k, channel: Channel::Content }).collect();
+        r.chunk_tokens_source = ChunkTokenSource::Even;
+        r.counts.chunks = times.len() as u64;
+        r.end = *times.last().expect("one chunk at least");
+        r.outcome = Outcome::Success;
+        records.push(r);
+    }
+    Ok((records, more_payloads_than_tokens))
+}
+
+/// What the file cannot give, in words and by the result's field names, and
+/// the run's length where it has no send times.
+fn notes(f: &VllmResult, more_payloads_than_tokens: usize) -> (Vec<String>, Vec<String>, Option<f64>) {
+    let n = f.requests();
+    let mut not_recomputed = common_not_recomputed();
+    let mut notes = common_notes("vLLM");
+    notes.push(
+        "vLLM's file keeps, per request, the send time, the times of the payloads it counted as output and \
+         the token counts (the server's usage, or vLLM's tokenizer where the server sent none: the file does \
+         not say which); each request's tokens are spread evenly over its payloads, and its end is its last \
+         payload (the stream's close is not kept)"
+            .into(),
+    );
+    if more_payloads_than_tokens > 0 {
+        notes.push(format!(
+            "on {more_payloads_than_tokens} of {n} requests vLLM counted more payloads than output tokens: at \
+             least one carried no token (vLLM counts an empty \"content\" as output, so a keep-alive sent before \
+             the first token sets its TTFT), and the file does not say which; TTFT, TPOT and ITL here are on \
+             vLLM's payload times, and goodput's own TTFT, timed on the first token, would be later"
+        ));
+    }
+    let mut duration_s = None;
+    if f.start_times.is_none() {
+        let d = f.duration.filter(|d| d.is_finite() && *d > 0.0);
+        duration_s = d;
+        not_recomputed.extend(
+            ["summary.client_queue_ms", "summary.in_flight", "summary.throughput.peak_output_tokens_per_s"]
+                .map(String::from),
+        );
+        notes.push(format!(
+            "this vLLM saved no send times (start_times): the window and every rate are over vLLM's own duration \
+             ({}), and requests in flight, the peak output rate and the client queue are not recomputed",
+            d.map(|d| format!("{d:.3} s")).unwrap_or("not in the file either".into())
+        ));
+    } else if f.queue_times.is_none() {
+        not_recomputed.push("summary.client_queue_ms".into());
+    }
+    notes.push(format!(
+        "vLLM's file gives no vLLM version, no server URL and no wall-clock start (only its local date, {}, with no time zone)",
+        f.date.as_deref().unwrap_or("none")
+    ));
+
+    (notes, not_recomputed, duration_s)
+}
+
+/// The API, and the load the settings name.
+fn api_and_load(f: &VllmResult) -> (String, LoadConfig) {
+    let backend = f.backend.as_deref().or(f.endpoint_type.as_deref()).unwrap_or("");
+    let api = match backend {
+        "openai-chat" | "openai-audio" | "vllm-chat" => "chat",
+        "openai" | "vllm" | "tgi" | "lmdeploy" | "deepspeed-mii" | "scalellm" | "sglang" => "completions",
+        other => other,
+    };
+    let mut load = LoadConfig { requests: f.num_prompts, concurrency: f.max_concurrency, ..LoadConfig::default() };
+    match &f.request_rate {
+        Some(RequestRate::Named(s)) if s == "inf" => load.rate = Some(Rate(f64::INFINITY)),
+        Some(RequestRate::PerSecond(r)) => {
+            load.rate = Some(Rate(*r));
+            let bursty = f.burstiness.unwrap_or(1.0);
+            load.arrival = Some(if bursty == 1.0 { "poisson" } else { "gamma" }.into());
+        }
+        _ => {}
+    }
+    (api.to_string(), load)
+}
+
+/// vLLM's own settings, as the file holds them.
+fn settings(o: &Map<String, Value>) -> Map<String, Value> {
+    [
+        "date",
+        "backend",
+        "endpoint_type",
+        "label",
+        "model_id",
+        "tokenizer_id",
+        "num_prompts",
+        "request_rate",
+        "burstiness",
+        "max_concurrency",
+        "ramp_up_strategy",
+        "ramp_up_start_rps",
+        "ramp_up_end_rps",
+        "duration",
+    ]
+    .into_iter()
+    .filter_map(|k| Some((k.to_string(), o.get(k)?.clone())))
+    .collect()
+}

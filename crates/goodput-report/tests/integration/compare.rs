@@ -1,0 +1,188 @@
+//! `compare` on real documents: the table's numbers come straight from each
+//! run's summary, changes are against the first run, and `--fail-if` rules
+//! pass, fail or stay unjudged exactly as written.
+
+use crate::common;
+
+use common::*;
+use goodput_report::compare::{render_terminal, Verdict};
+use goodput_report::{compare, parse_rules, Metric};
+
+#[test]
+fn table_holds_each_runs_values_and_the_change_against_the_first() {
+    let (a, b) = (run(), slower_run());
+    let c = compare(&[("a.json", &a), ("b.json", &b)], &[]);
+    assert_eq!(c.labels, ["a.json", "b.json"]);
+    let paths: Vec<String> = c.rows.iter().map(|r| r.metric.path()).collect();
+    assert_eq!(
+        paths,
+        [
+            "ttft_ms.p50",
+            "ttft_ms.p95",
+            "ttft_ms.p99",
+            "tpot_ms.p50",
+            "tpot_ms.p95",
+            "itl_ms.p50",
+            "itl_ms.p99",
+            "e2e_ms.p50",
+            "e2e_ms.p99",
+            "throughput.output_tokens_per_s",
+            "throughput.requests_per_s",
+            "goodput.requests_per_s",
+            "goodput.output_tokens_per_s",
+            "error_rate",
+            "cost.usd_per_million_output_tokens",
+        ]
+    );
+    let row = |p: &str| c.rows.iter().find(|r| r.metric.path() == p).unwrap();
+    let ttft = row("ttft_ms.p95");
+    let (x, y) = (a.summary.ttft_ms.p(95.0).unwrap(), b.summary.ttft_ms.p(95.0).unwrap());
+    assert_eq!(ttft.values, [Some(x), Some(y)]);
+    assert_eq!(ttft.changes, [None, Some((y - x) / x)]);
+    let thr = row("throughput.output_tokens_per_s");
+    assert_eq!(thr.values[1], Some(b.summary.throughput.output_tokens_per_s));
+    assert!(thr.changes[1].unwrap() < 0.0, "the slower run produces less");
+    assert_eq!(row("error_rate").values, [Some(0.0), Some(0.0)]);
+    assert!(c.verdicts.is_empty() && c.passed());
+}
+
+#[test]
+fn rules_fail_pass_and_stay_unjudged_as_written() {
+    let (a, b) = (run(), slower_run());
+    let mut no_slo = slower_run();
+    no_slo.slo = None;
+    no_slo.summary.goodput = None;
+    let rules = parse_rules(
+        "ttft_ms.p95>+10%, output_tokens_per_s<-50%, e2e_ms.p50>+1s, goodput<-1%, error_rate>+1pp, ttft_ms.p99_9>+1ms",
+    )
+    .unwrap();
+    let c = compare(&[("a", &a), ("b", &b), ("c", &no_slo)], &rules);
+    let got: Vec<(usize, &str, Verdict)> = c.verdicts.iter().map(|v| (v.run, v.rule.as_str(), v.verdict)).collect();
+    use Verdict::*;
+    assert_eq!(
+        got,
+        [
+            (1, "ttft_ms.p95>+10%", Fail),
+            (1, "output_tokens_per_s<-50%", Pass),
+            (1, "e2e_ms.p50>+1s", Pass),
+            (1, "goodput<-1%", Fail),
+            (1, "error_rate>+1pp", Pass),
+            (1, "ttft_ms.p99_9>+1ms", Unjudged),
+            (2, "ttft_ms.p95>+10%", Fail),
+            (2, "output_tokens_per_s<-50%", Pass),
+            (2, "e2e_ms.p50>+1s", Pass),
+            (2, "goodput<-1%", Unjudged),
+            (2, "error_rate>+1pp", Pass),
+            (2, "ttft_ms.p99_9>+1ms", Unjudged),
+        ]
+    );
+    assert!(!c.passed());
+    assert_eq!(c.failures().count(), 6);
+    let unjudged = &c.verdicts[9];
+    assert!(unjudged.reason.starts_with("c has no value for goodput.requests_per_s"), "{}", unjudged.reason);
+    // An absolute rule reports the change in the metric's unit.
+    let e2e = &c.verdicts[2];
+    let delta = b.summary.e2e_ms.p(50.0).unwrap() - a.summary.e2e_ms.p(50.0).unwrap();
+    assert_eq!(e2e.change, Some(delta));
+    assert!(e2e.reason.ends_with("≤ +1000 ms"), "{}", e2e.reason);
+    // Rules naming metrics outside the main set add their rows.
+    assert!(c.rows.iter().any(|r| r.metric.path() == "ttft_ms.p99_9"));
+
+    let same = compare(&[("a", &a), ("again", &a)], &parse_rules("ttft_ms.p95>+0%,output_tokens_per_s<-0%").unwrap());
+    assert!(same.passed(), "a run never regresses against itself");
+}
+
+#[test]
+fn unknown_metric_in_a_rule_lists_the_valid_ones() {
+    let e = parse_rules("ttft_ms.p95>+10%,latency.p95>+10%").unwrap_err().to_string();
+    assert!(e.starts_with("--fail-if rule 'latency.p95>+10%': unknown metric 'latency.p95'"), "{e}");
+    for valid in ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "throughput.output_tokens_per_s", "goodput", "error_rate"] {
+        assert!(e.contains(valid), "{valid} missing from: {e}");
+    }
+    assert!("ttft_ms.p95".parse::<Metric>().is_ok());
+}
+
+#[test]
+fn terminal_table_snapshot() {
+    let small = |seed, ttft_ms| {
+        let p = Profile { requests: 12, concurrency: 2, ttft_ms, seed, ..Profile::default() };
+        run_of("llama-3.1-8b", p, records(p), Some(SLO), false)
+    };
+    let (a, b) = (small(3, 50.0), small(4, 58.0));
+    let c = compare(
+        &[("baseline.json", &a), ("candidate.json", &b)],
+        &parse_rules("ttft_ms.p95>+10%,goodput<-5%").unwrap(),
+    );
+    insta::assert_snapshot!("compare_terminal", render_terminal(&c));
+}
+
+#[test]
+fn the_settings_that_differ_are_listed_and_the_same_ones_are_not() {
+    let a = run();
+    let mut b = slower_run();
+    b.config = a.config.clone();
+    let load = b.config.load.as_mut().unwrap();
+    load.concurrency = Some(32);
+    // A setting one run leaves null and the other lacks is the same: none.
+    load.ramp_up = None;
+    load.extra.insert("new_setting".into(), serde_json::json!([1, 2]));
+    b.config.workload.as_mut().unwrap().input_tokens = Some("uniform:64..256".into());
+    b.target.url = "http://other:8000".into();
+    let c = compare(&[("a", &a), ("b", &b)], &[]);
+    let got: Vec<(&str, Vec<&str>)> =
+        c.differences.iter().map(|d| (d.path.as_str(), d.values.iter().map(String::as_str).collect())).collect();
+    let base_input = a.config.workload.as_ref().and_then(|w| w.input_tokens.clone()).unwrap_or_else(|| "-".into());
+    let base_conc = a.config.load.as_ref().and_then(|l| l.concurrency).unwrap().to_string();
+    assert_eq!(
+        got,
+        [
+            ("config.load.concurrency", vec![base_conc.as_str(), "32"]),
+            ("config.load.new_setting", vec!["-", "[1,2]"]),
+            ("config.workload.input_tokens", vec![base_input.as_str(), "uniform:64..256"]),
+            ("target.url", vec![a.target.url.as_str(), "http://other:8000"]),
+        ],
+        "{:#?}",
+        c.differences
+    );
+    let t = render_terminal(&c);
+    assert!(t.contains(&format!("config.load.concurrency: {base_conc} → 32")), "{t}");
+    // Every rendering lists them.
+    for f in goodput_report::Format::ALL {
+        let out = f.exporter().render_compare(&c, &[&a, &b]).unwrap();
+        let text = match f {
+            goodput_report::Format::Csv => String::from_utf8(out.file("differences.csv").unwrap().to_vec()).unwrap(),
+            _ => String::from_utf8(out.file("").unwrap().to_vec()).unwrap(),
+        };
+        assert!(text.contains("http://other:8000") && text.contains("uniform:64..256"), "{f:?}: {text}");
+    }
+    // The terminal shows twenty; the renderings hold all.
+    let meta = b.config.meta.get_or_insert_default();
+    for k in 0..30 {
+        meta.insert(format!("k{k:02}"), k.to_string());
+    }
+    let many = compare(&[("a", &a), ("b", &b)], &[]);
+    assert_eq!(many.differences.len(), 34);
+    let t = render_terminal(&many);
+    assert!(t.contains("config.meta.k15: - → 15") && t.contains("… and 14 more"), "{t}");
+    // A run against itself differs in nothing.
+    assert!(compare(&[("a", &a), ("again", &a)], &[]).differences.is_empty());
+}
+
+/// A measured run beside a simulated one: the table says which is which,
+/// and marks no difference as an improvement or a regression.
+#[test]
+fn a_bench_beside_an_estimate_is_said_to_be_and_not_marked() {
+    let (bench, mut estimate) = (run(), slower_run());
+    estimate.kind = "estimate".into();
+    let c = compare(&[("bench.json", &bench), ("estimate.json", &estimate)], &[]);
+    let note = c.note.as_deref().unwrap_or_default();
+    assert!(note.contains("estimate.json is simulated") && note.contains("not an improvement or a regression"));
+    let text = render_terminal(&c);
+    assert!(text.contains("note: estimate.json is simulated"), "{text}");
+    // A mark follows a change: "+29.0% !".
+    assert!(!text.contains("% +") && !text.contains("% !"), "a change is marked:\n{text}");
+    // Two measured runs: no note, and changes marked.
+    let c = compare(&[("a.json", &bench), ("b.json", &slower_run())], &[]);
+    assert!(c.note.is_none());
+    assert!(render_terminal(&c).contains("% !"));
+}

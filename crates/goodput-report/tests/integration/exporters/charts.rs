@@ -1,0 +1,295 @@
+//! What the HTML charts show, read back from the SVG's own coordinates: time
+//! axes that end near the data, a CDF cut at p99.9 when one outlier would
+//! squeeze it, a sweep's curves at the SLO objective's percentile with its
+//! limit drawn, TTFT distributions from the records a sweep held, a stages
+//! run's timeline, and the NOT STEADY reason in the sweep's tables.
+
+use crate::common::*;
+use goodput_core::analysis::stability::Stability;
+use goodput_core::doc::sweep::SweepResult;
+use goodput_core::RunResult;
+use goodput_report::export::html::{run_page, sweep_page, sweep_page_with};
+use goodput_report::series::{cdf_of_records, Latency, SweepSeries};
+use goodput_report::{format, terminal};
+use std::time::Duration;
+
+/// The plot's left and right edges in the SVG (its margins).
+const PLOT_LEFT: f64 = 64.0;
+const PLOT_RIGHT: f64 = 620.0;
+
+/// One chart's `<figure>`, by its `data-chart` id.
+fn figure<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html.find(&format!(r#"data-chart="{id}""#)).unwrap_or_else(|| panic!("no chart {id}"));
+    let rest = &html[start..];
+    &rest[..rest.find("</figure>").unwrap()]
+}
+
+fn attr(tag: &str, k: &str) -> f64 {
+    let v = tag.split(&format!(" {k}=\"")).nth(1).unwrap_or_else(|| panic!("no {k} in {tag}"));
+    v.split('"').next().unwrap().parse().unwrap()
+}
+
+fn data_points(fig: &str) -> usize {
+    fig.split(r#"data-points=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+}
+
+/// The text of each `<text class="{class}" …>` in `fig` with the tag.
+fn texts<'a>(fig: &'a str, class: &str) -> Vec<(&'a str, &'a str)> {
+    fig.split(&format!(r#"<text class="{class}""#))
+        .skip(1)
+        .map(|t| {
+            let (tag, rest) = t.split_once('>').unwrap();
+            (tag, rest.split('<').next().unwrap())
+        })
+        .collect()
+}
+
+/// The x axis's ticks: (value, x px).
+fn x_ticks(fig: &str) -> Vec<(f64, f64)> {
+    texts(fig, "xt").iter().map(|(tag, t)| (t.parse().unwrap(), attr(tag, "x"))).collect()
+}
+
+/// The y axis's ticks: (value, y px of the grid line; the label sits 3.5 px lower).
+fn y_ticks(fig: &str) -> Vec<(f64, f64)> {
+    texts(fig, "yt").iter().map(|(tag, t)| (t.parse().unwrap(), attr(tag, "y") - 3.5)).collect()
+}
+
+/// Where value `v` falls on an axis given by two of its ticks.
+fn scale(ticks: &[(f64, f64)], v: f64) -> f64 {
+    let ((v0, p0), (v1, p1)) = (ticks[0], ticks[ticks.len() - 1]);
+    p0 + (v - v0) / (v1 - v0) * (p1 - p0)
+}
+
+/// The rightmost x px the plotted data reach: bars' right edges, lines' and dots' points.
+fn data_right_px(fig: &str) -> f64 {
+    let plot = fig.split(r#"<g class="plot">"#).nth(1).unwrap();
+    let bars = plot.split("<rect class=\"bar").skip(1).map(|r| attr(r, "x") + attr(r, "width"));
+    let dots = plot.split("<circle class=\"pt").skip(1).map(|c| attr(c, "cx"));
+    let lines = plot.split("points=\"").skip(1).flat_map(|l| {
+        l.split('"').next().unwrap().split(' ').map(|p| p.split(',').next().unwrap().parse::<f64>().unwrap())
+    });
+    bars.chain(dots).chain(lines).fold(f64::NAN, f64::max)
+}
+
+/// A minute and a bit of one user, a request a second or so: a run that
+/// ends a little past 60 s, as a `--duration 60s` run does.
+fn minute_run() -> RunResult {
+    let p = Profile { requests: 63, concurrency: 1, itl_ms: 30.0, ..Profile::default() };
+    run_of("llama-3.1-8b", p, records(p), None, true)
+}
+
+/// A 60 s run's time axes end at the first round tick past the data, not
+/// a step further (80 s, as they did): within one tick of the data's end
+/// and at most a fifth past it.
+#[test]
+fn time_axes_end_within_a_tick_of_the_data() {
+    let r = minute_run();
+    let end = r.requests.as_ref().unwrap().iter().map(|q| q.end).max().unwrap().as_secs_f64();
+    assert!((60.5..63.0).contains(&end), "{end}");
+    let html = run_page(&r).unwrap();
+    for id in ["throughput-time", "inflight-time", "ttft-time"] {
+        let fig = figure(&html, id);
+        let ticks = x_ticks(fig);
+        let (first, last) = (ticks[0], ticks[ticks.len() - 1]);
+        assert_eq!((first.0, last.1), (0.0, PLOT_RIGHT), "{id}: {ticks:?}");
+        let step = ticks[1].0 - ticks[0].0;
+        let data_end = (data_right_px(fig) - PLOT_LEFT) / (PLOT_RIGHT - PLOT_LEFT) * last.0;
+        assert!(data_end > 50.0 && data_end <= last.0 + 1e-9, "{id}: data to {data_end}, axis to {}", last.0);
+        assert!(last.0 - data_end < step, "{id}: axis to {}, data to {data_end}, a tick {step}", last.0);
+        assert!(last.0 - data_end <= 0.2 * data_end, "{id}: axis to {}, data to {data_end}", last.0);
+    }
+}
+
+/// One 2.7 s stall among 5 ms gaps: the ITL CDF's axis stops at p99.9,
+/// where the body ends, and the note says so and names the maximum.
+#[test]
+fn a_far_outlier_is_cut_off_the_cdf_axis_and_told() {
+    let p = Profile::default();
+    let mut recs = records(p);
+    let stall = Duration::from_millis(2700);
+    let r = &mut recs[10];
+    let mut chunks: Vec<goodput_core::doc::record::OutputChunk> = r.chunks.iter().collect();
+    for c in chunks.iter_mut().skip(16) {
+        c.t += stall;
+    }
+    r.chunks = chunks.into();
+    r.stream_end = r.stream_end.map(|t| t + stall);
+    r.end += stall;
+    let run = run_of("llama-3.1-8b", p, recs, None, true);
+    assert!(run.summary.itl_ms.count >= 1000 && run.summary.itl_ms.max.unwrap() > 2700.0);
+    let html = run_page(&run).unwrap();
+    let fig = figure(&html, "itl-cdf");
+    let last = x_ticks(fig).last().unwrap().0;
+    assert!(last <= 20.0, "the axis runs to {last} ms for gaps of about 5 ms");
+    assert!(fig.contains("The x axis stops at p99.9 ("), "{fig}");
+    assert!(fig.contains(&format!("up to {} ms, lie beyond it", format::ms(run.summary.itl_ms.max))), "{fig}");
+    // The line reaches the body's end: the axis is not emptier than it says.
+    assert!(data_right_px(fig) > PLOT_LEFT + 0.5 * (PLOT_RIGHT - PLOT_LEFT), "{fig}");
+    // TTFT, without such a tail, is drawn whole.
+    assert!(!figure(&html, "ttft-cdf").contains("The x axis stops"));
+}
+
+/// A run of a few hundred requests with one stall: p99.9 is the stall
+/// itself, so the axis stops at the sample before it, and says which.
+#[test]
+fn one_stall_among_few_samples_is_cut_off_the_cdf_axis_too() {
+    let p = Profile { requests: 300, ..Profile::default() };
+    let mut recs = records(p);
+    let stall = Duration::from_millis(2700);
+    let r = &mut recs[10];
+    r.end += stall;
+    if let Some(t) = r.stream_end.as_mut() {
+        *t += stall;
+    }
+    let mut chunks: Vec<goodput_core::doc::record::OutputChunk> = r.chunks.iter().collect();
+    if let Some(c) = chunks.last_mut() {
+        c.t += stall;
+    }
+    r.chunks = chunks.into();
+    let run = run_of("llama-3.1-8b", p, recs, None, true);
+    assert!(run.summary.e2e_ms.count < 1000 && run.summary.e2e_ms.max.unwrap() > 2700.0);
+    let html = run_page(&run).unwrap();
+    let fig = figure(&html, "e2e-cdf");
+    assert!(fig.contains("The x axis stops at p99.6 ("), "{fig}");
+    assert!(x_ticks(fig).last().unwrap().0 < 2700.0, "{fig}");
+}
+
+/// The sweep's latency curves plot the percentile the SLO's objective
+/// judges (p95 here, p90 for TPOT), each point at the figure its SLO
+/// measured, and the objective's limit as a labelled line across.
+#[test]
+fn sweep_curves_plot_the_objectives_percentile_and_its_limit() {
+    let sw = sweep_of("ttft:p95<=250ms,tpot:p90<=9ms", |i| i % 2 == 0);
+    let html = sweep_page(&sw).unwrap();
+    for (id, name, p, limit, spec) in [
+        ("sweep-ttft", "TTFT", 95.0, 250.0, "ttft:p95&lt;=250ms"),
+        ("sweep-tpot", "TPOT", 90.0, 9.0, "tpot:p90&lt;=9ms"),
+    ] {
+        let fig = figure(&html, id);
+        assert!(fig.contains(&format!("{name} p{p} (the SLO objective&#39;s percentile)")), "{id}: {fig}");
+        assert!(!fig.contains(&format!("{name} p99")), "{id}: p99 is not what the SLO judges");
+        for pt in &sw.points {
+            let measured = pt.result.slo.as_ref().unwrap().objectives.iter().find(|o| o.percentile == p).unwrap();
+            let tip = format!(
+                "{}: {:.1} tok/s, {name} p{p} {} ms",
+                pt.load.label(),
+                pt.result.summary.throughput.output_tokens_per_s,
+                format::ms(measured.measured_ms)
+            );
+            assert!(fig.contains(&tip), "{id}: no {tip}");
+        }
+        // The line across at the limit, labelled with the objective.
+        let (tag, label) = texts(fig, "guide-label").into_iter().next().unwrap_or_else(|| panic!("{id}: no guide"));
+        assert_eq!(label, format!("objective {spec}"));
+        let line = fig.split(r#"<line class="guide""#).nth(1).unwrap();
+        let y = attr(line, "y1");
+        assert_eq!((attr(line, "x1"), attr(line, "x2"), attr(line, "y2")), (PLOT_LEFT, PLOT_RIGHT, y), "{id}");
+        assert!((y - scale(&y_ticks(fig), limit)).abs() < 0.1, "{id}: the line at {y} px is not at {limit} ms");
+        assert!(attr(tag, "y") < y, "{id}: the label sits on its line");
+    }
+    // A sweep whose SLO names no TPOT has no TPOT curve; with no objective
+    // on E2E, its curve keeps p99.
+    assert!(!sweep_page(&sweep()).unwrap().contains(r#"data-chart="sweep-tpot""#));
+    assert!(figure(&html, "sweep-e2e").contains("E2E p99"));
+}
+
+/// A sweep's points, none saved with their records.
+fn without_records(sw: &SweepResult) -> SweepResult {
+    let mut bare = sw.clone();
+    for p in &mut bare.points {
+        p.result.requests = None;
+    }
+    bare
+}
+
+/// The TTFT distributions by load come from every request: those the
+/// document holds, else those the sweep command held as its points ran;
+/// only with neither are they drawn through the percentiles, and the note
+/// names the loads so drawn.
+#[test]
+fn sweep_ttft_distributions_come_from_the_records_the_sweep_held() {
+    let full = sweep_of(SWEEP_SLO, |_| true);
+    let held = SweepSeries {
+        ttft: full
+            .points
+            .iter()
+            .map(|p| Some(cdf_of_records(p.result.requests.as_ref().unwrap(), Latency::Ttft)))
+            .collect(),
+        timeline: None,
+    };
+    let bare = without_records(&full);
+    let every_request: usize = full.points.iter().map(|p| 2 * p.result.summary.ttft_ms.count as usize).sum();
+    for html in [sweep_page(&full).unwrap(), sweep_page_with(&bare, Some(&held)).unwrap()] {
+        let fig = figure(&html, "sweep-ttft-cdf");
+        assert!(!fig.contains("percentiles"), "{fig}");
+        assert_eq!(data_points(fig), every_request, "each request steps the CDF");
+    }
+    let fig = figure(&sweep_page(&bare).unwrap(), "sweep-ttft-cdf").to_string();
+    assert!(fig.contains("Drawn from the summary&#39;s percentiles") && fig.contains("the sweep was saved"), "{fig}");
+    // Half the points saved with their records: the note names the others.
+    let html = sweep_page(&sweep()).unwrap();
+    let fig = figure(&html, "sweep-ttft-cdf");
+    assert!(
+        fig.contains("concurrency 2, concurrency 8, concurrency 32 drawn from the summary&#39;s percentiles"),
+        "{fig}"
+    );
+}
+
+/// NOT STEADY comes with its reason, which the verdict already holds: in
+/// the terminal's row, and in the page's points table, which has a steady
+/// column.
+#[test]
+fn sweep_tables_say_why_a_point_is_not_steady() {
+    let mut sw = sweep();
+    for p in &mut sw.points {
+        p.result.summary.stability = Some(Stability { steady: true, ..Default::default() });
+    }
+    sw.points[5].result.summary.stability = Some(unsteady(WHY));
+    let p = &sw.points[5];
+    let row = terminal::sweep::row(p.load, "grid", &p.result, true, 0.9);
+    assert!(row.ends_with(&format!("NOT STEADY: {WHY}")), "{row}");
+    let html = sweep_page(&sw).unwrap();
+    let table = &html[html.find(r#"<table class="points">"#).unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("<th>$ per M</th><th>steady</th></tr>"), "{table}");
+    assert_eq!(table.matches(r#"<td><span class="better">steady</span></td></tr>"#).count(), 5);
+    assert_eq!(table.matches(r#"<td><span class="worse">NOT STEADY</span></td></tr>"#).count(), 1);
+    // The reason on a line of its own, under its point's row.
+    let (before, after) = table.split_once(r#"<tr class="why">"#).unwrap();
+    assert!(before.rsplit("<tr>").next().unwrap().starts_with("<td>concurrency 32"), "{table}");
+    assert!(after.starts_with(&format!(r#"<td colspan="14" class="text">NOT STEADY: {WHY}</td></tr>"#)), "{after}");
+}
+
+/// A stages run has a timeline: throughput, TTFT and requests in flight
+/// over time, each stage's start a labelled line; drawn from the records
+/// where the document holds them, else from each stage's summary held over
+/// its span, and the page says which. Its points table has the steady
+/// column and the reason.
+#[test]
+fn a_stages_page_has_a_timeline_with_its_stages_marked() {
+    let sw = stages_sweep();
+    assert!(sw.points[1].result.requests.is_some());
+    for (doc, from_records) in [(sw.clone(), true), (without_records(&sw), false)] {
+        let html = sweep_page(&doc).unwrap();
+        let section = &html[html.find("<h2>Over the stages</h2>").expect("a timeline")..];
+        let section = &section[..section.find("</section>").unwrap()];
+        assert_eq!(section.contains("held over its span"), !from_records, "{section}");
+        for id in ["stages-throughput", "stages-ttft", "stages-inflight"] {
+            let fig = figure(section, id);
+            assert!(data_points(fig) > 0, "{id}");
+            let labels: Vec<&str> = texts(fig, "guide-label boundary").iter().map(|t| t.1).collect();
+            assert_eq!(labels, ["concurrency 4", "concurrency 8"], "{id}");
+            // The second stage starts 20 s in.
+            let line = fig.split(r#"<line class="guide boundary""#).nth(2).unwrap();
+            assert!((attr(line, "x1") - scale(&x_ticks(fig), 20.0)).abs() < 0.1, "{id}: {line}");
+        }
+        if from_records {
+            // Every request of the last stage (the document's holds them), by send time.
+            let ok = doc.points[1].result.summary.requests.completed as usize;
+            assert_eq!(data_points(figure(section, "stages-ttft")), ok);
+        }
+        assert!(html.contains("<th>steady</th>") && html.contains(&format!("NOT STEADY: {WHY}")));
+    }
+    // Only a stages sweep has one.
+    assert!(!sweep_page(&sweep()).unwrap().contains("Over the stages"));
+}

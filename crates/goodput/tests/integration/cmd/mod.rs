@@ -1,0 +1,80 @@
+//! Running the goodput binary from tests: a command with no API key from the
+//! environment, the JSON documents it writes, and a fixed-timing server for
+//! it to load.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+/// Fast embedded-server timings so a run takes well under a second (not
+/// every test file that shares this module runs one).
+#[allow(dead_code)]
+pub const FAST: &[&str] = &[
+    "--sim-profile",
+    "fixed",
+    "--sim-ttft",
+    "20ms",
+    "--sim-itl",
+    "2ms",
+    "--output-tokens",
+    "8",
+    "--input-tokens",
+    "16",
+];
+
+pub fn goodput() -> Command {
+    let mut c = Command::cargo_bin("goodput").unwrap();
+    c.env_remove("OPENAI_API_KEY");
+    c
+}
+
+/// What tests ask of a goodput command beyond assert_cmd's own.
+pub trait GoodputCommand {
+    /// Writes the result document to `out` and the records to `rec`.
+    fn writing(&mut self, out: &Path, rec: &Path) -> &mut Self;
+    /// Runs a command that must fail, and gives what it said on stderr.
+    fn refusal(&mut self) -> String;
+}
+
+impl GoodputCommand for Command {
+    fn writing(&mut self, out: &Path, rec: &Path) -> &mut Self {
+        self.arg("-o").arg(out).arg("--records").arg(rec)
+    }
+
+    fn refusal(&mut self) -> String {
+        let o = self.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!o.status.success(), "the command should have failed; it said: {err}");
+        err
+    }
+}
+
+pub fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// The per-request records a run wrote with `--records`.
+/// The records of a records file, JSON Lines or Parquet.
+pub fn records(p: &Path) -> Vec<goodput_core::RequestRecord> {
+    goodput_report::read::records::read_records(p).unwrap()
+}
+
+/// A fixed-timing server with `profile` on 127.0.0.1:0, served by the runtime
+/// returned with its URL (the server lives as long as the runtime).
+#[allow(dead_code)]
+pub fn fixed_server(profile: goodput_sim::fixed::FixedProfile) -> (tokio::runtime::Runtime, String) {
+    serving(goodput_sim::fixed::FixedServer::new(profile))
+}
+
+/// [`fixed_server`] for a server already made (one that logs its writes, say).
+#[allow(dead_code)]
+pub fn serving(server: std::sync::Arc<goodput_sim::fixed::FixedServer>) -> (tokio::runtime::Runtime, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(goodput_sim::fixed::serve(listener, server, std::future::pending()));
+        url
+    });
+    (rt, url)
+}

@@ -1,0 +1,407 @@
+//! SLOs, goodput, cost, `report`, `estimate` and `sweep` through the binary:
+//! figures checked against the records by hand, a saved run re-judged like a
+//! live one, and an auto sweep of the simulated engine.
+
+use crate::cmd;
+
+use cmd::{fixed_server, goodput, read_json, records, GoodputCommand};
+use goodput_core::RequestRecord;
+use std::time::Duration;
+
+/// A fixed-timing server where every 4th request waits 300 ms more for its first token.
+fn slow_every_fourth() -> (tokio::runtime::Runtime, String) {
+    fixed_server(goodput_sim::fixed::FixedProfile {
+        ttft: Duration::from_millis(20),
+        itl: Duration::from_millis(2),
+        tokens_per_chunk: 1,
+        slow_every: Some((4, Duration::from_millis(300))),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn goodput_attainment_useful_work_and_cost_equal_the_records_by_hand() {
+    let (_rt, url) = slow_every_fourth();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    goodput()
+        .args(["bench", "-q", "--url", &url, "-n", "40", "-c", "4", "--output-tokens", "10", "--input-tokens", "8"])
+        .args(["--slo", "ttft<=200ms", "--gpu-hour-usd", "3", "--gpus", "2"])
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let recs = records(&rec);
+    assert_eq!(recs.len(), 40);
+    // By hand: a request is good when it succeeded and its first output chunk
+    // came within 200 ms of sending.
+    let good: Vec<&RequestRecord> = recs
+        .iter()
+        .filter(|r| r.outcome.is_success() && r.chunks.at(0).t - r.sent <= Duration::from_millis(200))
+        .collect();
+    assert_eq!(good.len(), 30, "one request in four is slow");
+    let window = v["window"]["duration_s"].as_f64().unwrap();
+    let t1 = recs.iter().map(|r| r.sent).min().unwrap();
+    let t2 = recs.iter().map(|r| r.end).max().unwrap();
+    assert!((window - (t2 - t1).as_secs_f64()).abs() < 1e-9);
+    let good_tokens: u64 = good.iter().map(|r| r.output_tokens).sum();
+    let all_tokens: u64 = recs.iter().map(|r| r.output_tokens).sum();
+    let g = &v["summary"]["goodput"];
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    assert!(close(g["requests_per_s"].as_f64().unwrap(), 30.0 / window));
+    assert!(close(g["output_tokens_per_s"].as_f64().unwrap(), good_tokens as f64 / window));
+    assert!(close(g["slo_attainment"].as_f64().unwrap(), 30.0 / 40.0));
+    assert!(close(g["useful_work"].as_f64().unwrap(), good_tokens as f64 / all_tokens as f64));
+    // Cost: hourly price over measured tokens, to the cent and closer.
+    let out_tps = all_tokens as f64 / window;
+    let c = &v["cost"];
+    assert!(close(c["usd_per_hour"].as_f64().unwrap(), 6.0));
+    assert!(close(c["usd_per_million_output_tokens"].as_f64().unwrap(), 6.0 / (out_tps * 3600.0) * 1e6));
+    assert!(close(c["usd_per_request"].as_f64().unwrap(), 6.0 / (40.0 / window * 3600.0)));
+    assert!(close(
+        c["usd_per_million_good_output_tokens"].as_f64().unwrap(),
+        6.0 / (good_tokens as f64 / window * 3600.0) * 1e6
+    ));
+}
+
+/// A per-request limit passes or fails by its attainment: a limit no
+/// request met fails (and fails the CI gate), one that three requests in
+/// four met fails the default 90% target and passes a 70% one.
+#[test]
+fn a_limit_passes_only_when_enough_requests_meet_it() {
+    let (_rt, url) = slow_every_fourth();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .args(["bench", "--url", &url, "-n", "20", "-c", "4", "--output-tokens", "4", "--input-tokens", "8"])
+        .args(["--slo", "ttft<=1ms", "--fail-on-slo", "--progress", "none"])
+        .writing(&out, &rec)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("0 of 20 requests met the limits (0.0%), short of the 90.0% target"), "{stderr}");
+    assert!(stdout.contains("SLO ttft<=1ms: FAIL") && !stdout.contains("PASS"), "{stdout}");
+    let v = read_json(&out);
+    assert_eq!(v["slo"]["pass"], false);
+    assert_eq!(v["slo"]["attainment"]["measured"], 0.0);
+    assert_eq!(v["slo"]["attainment"]["target"], 0.9);
+
+    // Three in four within 200 ms: short of 90%, enough for 70%, in the
+    // SLO's own words or by the flag.
+    let judged = |extra: &[&str]| {
+        let o = goodput().arg("report").arg(&out).arg("--records").arg(&rec).args(extra).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (code, text) = judged(&["--slo", "ttft<=200ms", "--fail-on-slo"]);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("SLO ttft<=200ms: FAIL") && text.contains("15 of 20 good (75.0%, target 90.0%)"), "{text}");
+    let (code, text) = judged(&["--slo", "ttft<=200ms,attainment>=70%", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("SLO ttft<=200ms,attainment>=0.7: PASS"), "{text}");
+    let (code, _) = judged(&["--slo", "ttft<=200ms", "--attainment", "0.7", "--fail-on-slo"]);
+    assert_eq!(code, Some(0));
+    // A percentile objective carries its own share: p75 within 200 ms passes.
+    let (code, text) = judged(&["--slo", "ttft:p75<=200ms", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "{text}");
+    let err = goodput().arg("report").arg(&out).args(["--attainment", "1.5"]).refusal();
+    assert!(err.contains("above 0 and at most 1"), "{err}");
+    let err = goodput().arg("report").arg(&out).args(["--slo", "ttft<=1s", "--attainment", "0.95"]).refusal();
+    assert!(err.contains("--records"), "re-judging needs the records: {err}");
+}
+
+/// `--fail-on-slo` with no SLO is refused before the first request.
+#[test]
+fn fail_on_slo_without_an_slo_is_refused_before_the_run() {
+    let (_rt, url) = slow_every_fourth();
+    for cmd in
+        [&["bench", "--url", &url, "-n", "10"][..], &["estimate", "-n", "10"], &["sweep", "--estimate", "--auto"]]
+    {
+        let o = goodput().args(cmd).args(["--fail-on-slo", "--progress", "none"]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(err.contains("--fail-on-slo needs an SLO"), "{cmd:?}: {err}");
+        // Refused before the run: no summary was printed.
+        assert!(o.stdout.is_empty(), "{cmd:?} ran: {}", String::from_utf8_lossy(&o.stdout));
+    }
+}
+
+/// `report --window` re-analyses the requests sent in a stretch of the run,
+/// as if the run had measured only them; the document says which stretch.
+#[test]
+fn report_re_analyses_a_window_of_the_run() {
+    let (_rt, url) = slow_every_fourth();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec, win) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"), dir.path().join("win.json"));
+    goodput()
+        .args(["bench", "-q", "--url", &url, "--rate", "40", "--arrival", "constant", "--duration", "1s"])
+        .args(["--output-tokens", "5", "--input-tokens", "8"])
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    let recs = records(&rec);
+    let from = Duration::from_millis(500);
+    let inside: Vec<&RequestRecord> = recs.iter().filter(|r| r.sent >= from).collect();
+    assert!(inside.len() >= 10 && inside.len() < recs.len(), "{} of {}", inside.len(), recs.len());
+    goodput()
+        .args(["report", "--window", "500ms.."])
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&win)
+        .assert()
+        .success();
+    let v = read_json(&win);
+    assert_eq!(v["config"]["report_window"], "500ms..");
+    assert!(!v["server_signals"].is_null(), "the fixed server's /metrics was scraped");
+    // The server's side is recomputed for the stretch, from the scrapes the
+    // result keeps: its cross-check sets the stretch's client figures beside
+    // the server's, and nothing says it covers the whole run.
+    let warned = v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("not --window"));
+    assert!(!warned, "{}", v["warnings"]);
+    let cc = &v["server_signals"]["cross_check"];
+    assert_eq!(cc["client_ttft_p50_ms"], v["summary"]["ttft_ms"]["p50"], "{cc}");
+    // The stretch's client counts are not set against the server's counters,
+    // which count requests sent before it too: no false mismatch.
+    let notes = cc["notes"].to_string();
+    assert!(notes.contains("counts are not compared over --window"), "{notes}");
+    assert!(!notes.contains("counting mismatch") && cc["server_generation_tokens"].is_null(), "{cc}");
+    assert_eq!(v["summary"]["requests"]["sent"], inside.len());
+    // The window runs from the first of them sent to the last of them done.
+    let t1 = inside.iter().map(|r| r.sent).min().unwrap().as_secs_f64();
+    let t2 = inside.iter().map(|r| r.end).max().unwrap().as_secs_f64();
+    assert!((v["window"]["start_s"].as_f64().unwrap() - t1).abs() < 1e-9);
+    assert!((v["window"]["end_s"].as_f64().unwrap() - t2).abs() < 1e-9);
+    let mut ttft: Vec<f64> = inside.iter().map(|r| (r.chunks.at(0).t - r.sent).as_secs_f64() * 1e3).collect();
+    ttft.sort_by(f64::total_cmp);
+    assert_eq!(v["summary"]["ttft_ms"]["max"].as_f64(), ttft.last().copied());
+
+    // A window past the run's end says what it covers; the load line says
+    // it is a window of the run.
+    let o = goodput()
+        .args(["report", "--window", "500ms..1h"])
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&win)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let past = read_json(&win)["warnings"].to_string();
+    assert!(past.contains("runs past the run's last request") && past.contains("it covers 0.5s.."), "{past}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("--window 500ms..1h"), "{text}");
+    let err = goodput().args(["report", "--window", "1h.."]).arg(&out).arg("--records").arg(&rec).refusal();
+    assert!(err.contains("no measured request was sent in --window 1h.."), "{err}");
+    let err = goodput().args(["report", "--window", "2s..1s"]).arg(&out).refusal();
+    assert!(err.contains("ends before it starts"), "{err}");
+}
+
+#[test]
+fn report_rejudges_a_saved_run_like_a_live_one() {
+    let (_rt, url) = slow_every_fourth();
+    let dir = tempfile::tempdir().unwrap();
+    let (live, again, other) =
+        (dir.path().join("live.json"), dir.path().join("again.json"), dir.path().join("other.json"));
+    goodput()
+        .args(["bench", "-q", "--url", &url, "-n", "16", "-c", "4", "--output-tokens", "6", "--input-tokens", "8"])
+        .args(["--slo", "ttft<=200ms,ttft:p90<=400ms", "--include-requests"])
+        .arg("-o")
+        .arg(&live)
+        .assert()
+        .success();
+    goodput().arg("report").arg(&live).arg("-o").arg(&again).assert().success();
+    let (a, b) = (read_json(&live), read_json(&again));
+    assert_eq!(a["summary"], b["summary"], "the same records give the same numbers");
+    assert_eq!(a["slo"], b["slo"]);
+    assert_eq!(a["compat"], b["compat"]);
+
+    // Another SLO: every request now meets it; with --fail-on-slo a stricter one fails (exit 3).
+    goodput().arg("report").arg(&live).args(["--slo", "ttft<=2s"]).arg("-o").arg(&other).assert().success();
+    let o = read_json(&other);
+    assert_eq!(o["summary"]["goodput"]["slo_attainment"], 1.0);
+    assert_eq!(o["slo"]["spec"], "ttft<=2s");
+    let strict = goodput().arg("report").arg(&live).args(["--slo", "ttft:p99<=1ms", "--fail-on-slo"]).output().unwrap();
+    assert_eq!(strict.status.code(), Some(3));
+
+    // Without records a run renders as saved; re-judging it says how to get them.
+    let bare = dir.path().join("bare.json");
+    goodput()
+        .args(["bench", "-q", "--url", &url, "-n", "2", "-c", "1", "--output-tokens", "2"])
+        .arg("-o")
+        .arg(&bare)
+        .assert()
+        .success();
+    goodput().arg("report").arg(&bare).assert().success();
+    let err = goodput().arg("report").arg(&bare).args(["--slo", "ttft<=1s"]).output().unwrap();
+    assert_eq!(err.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("--records"));
+}
+
+#[test]
+fn estimate_writes_the_same_document_with_the_engine_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("est.json");
+    goodput()
+        .args(["estimate", "-q", "-c", "16", "-n", "200", "--input-tokens", "512", "--output-tokens", "64"])
+        .args(["--shared-prefix-tokens", "256"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["kind"], "estimate");
+    assert_eq!(v["summary"]["requests"]["completed"], 200);
+    assert!(v["summary"]["ttft_ms"]["p50"].as_f64().unwrap() > 0.0);
+    assert!(v["compat"]["vllm"]["mean_tpot_ms"].is_number());
+    let e = &v["engine"];
+    assert!(e["mean_batch_seqs"].as_f64().unwrap() > 1.0);
+    assert!(e["prefix_cache_hit_rate"].as_f64().unwrap() > 0.2, "a shared prefix is hit: {e}");
+    assert!(!e["series"]["kv_usage"].as_array().unwrap().is_empty());
+
+    // Bad engine settings say what to change.
+    let err =
+        goodput().args(["estimate", "--model", "llama-3.1-70b", "--precision", "fp8", "-n", "1"]).output().unwrap();
+    assert_eq!(err.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("--tp 2"));
+    let err = goodput().args(["estimate", "--gpu", "a100-80gb", "--precision", "fp8", "-n", "1"]).output().unwrap();
+    assert!(!err.status.success());
+    let err = goodput().args(["estimate", "--gpu", "tpu-v9", "-n", "1"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&err.stderr).contains("known GPUs"));
+}
+
+#[test]
+fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let slo = "ttft:p95<=500ms,tpot:p95<=50ms";
+    goodput()
+        .args(["sweep", "--estimate", "--auto", "-q", "-n", "200", "--input-tokens", "1024", "--output-tokens", "128"])
+        .args(["--slo", slo, "--gpu-hour-usd", "3"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 8, "baseline, ceiling, spread and search points");
+    let origins: Vec<&str> = points.iter().map(|p| p["origin"].as_str().unwrap()).collect();
+    assert!(origins.contains(&"baseline") && origins.contains(&"ceiling") && origins.contains(&"search"));
+    let a = &v["analysis"];
+    assert!(a["saturation"].is_object(), "{a}");
+    let best = &a["recommended"];
+    assert!(best.is_object(), "{a}");
+    assert!(best["usd_per_million_output_tokens"].as_f64().unwrap() > 0.0);
+
+    // The recommended point, re-run as a single estimate, meets the objectives.
+    let load = &best["load"];
+    let mut args: Vec<String> = ["estimate", "-q", "-n", "200", "--input-tokens", "1024", "--output-tokens", "128"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    match load["kind"].as_str().unwrap() {
+        "rate" => args.extend(["--rate".into(), load["value"].to_string(), "-c".into(), "256".into()]),
+        _ => args.extend(["-c".into(), load["value"].to_string()]),
+    }
+    let single = dir.path().join("single.json");
+    goodput().args(&args).args(["--slo", slo, "--fail-on-slo"]).arg("-o").arg(&single).assert().success();
+    assert_eq!(read_json(&single)["slo"]["pass"], true);
+}
+
+#[test]
+fn compare_flags_a_ttft_regression_and_passes_a_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, c: &str| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-c", c, "-n", "300", "--input-tokens", "2048", "--output-tokens", "64"])
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .success();
+        p
+    };
+    let (a, a2, b) = (run("a.json", "8"), run("a2.json", "8"), run("b.json", "64"));
+    let rules = "ttft_ms.p95>+20%,output_tokens_per_s<-5%";
+    let same = goodput().args(["compare", "--fail-if", rules]).arg(&a).arg(&a2).output().unwrap();
+    assert!(same.status.success(), "{}", String::from_utf8_lossy(&same.stdout));
+    let html = dir.path().join("cmp.html");
+    let worse =
+        goodput().args(["compare", "--fail-if", rules]).arg(&a).arg(&b).arg("--html").arg(&html).output().unwrap();
+    assert_eq!(worse.status.code(), Some(1), "{}", String::from_utf8_lossy(&worse.stdout));
+    let text = String::from_utf8_lossy(&worse.stdout);
+    assert!(text.contains("ttft_ms.p95"), "{text}");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+
+    // A saved run re-rendered in every format; a sweep likewise.
+    let csv = dir.path().join("csv");
+    let md = dir.path().join("run.md");
+    goodput().arg("report").arg(&a).arg("--csv").arg(&csv).arg("--markdown").arg(&md).assert().success();
+    assert!(csv.join("summary.csv").exists());
+    assert!(std::fs::read_to_string(&md).unwrap().contains("| "));
+}
+
+#[test]
+fn a_config_file_gives_the_slo_a_named_price_and_rating_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("goodput.toml");
+    std::fs::write(
+        &cfg,
+        "slo = \"ttft<=2s,ttft:p95<=3s\"\nprice = \"h100\"\ngpus = 2\n[prices]\nh100 = 3.0\nl4 = 0.8\n\
+         [ratings.ttft]\nexcellent = 1\nacceptable = 2\npoor = 3\n",
+    )
+    .unwrap();
+    let out = dir.path().join("run.json");
+    goodput()
+        .args(["estimate", "-q", "-c", "4", "-n", "40", "--input-tokens", "128", "--output-tokens", "16"])
+        .arg("--config")
+        .arg(&cfg)
+        .args(["--price", "l4"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["slo"]["spec"], "ttft<=2s,ttft:p95<=3s");
+    assert_eq!(v["cost"]["gpu_hour_usd"], 0.8, "--price picks another entry of the list");
+    assert_eq!(v["cost"]["gpus"], 2);
+    assert_eq!(v["summary"]["ratings"]["ttft_p50"]["band"], "poor", "tens of ms is poor under a 3 ms threshold");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "sloo = \"ttft<=1s\"\n").unwrap();
+    let err = goodput().args(["estimate", "-n", "1"]).arg("--config").arg(&bad).output().unwrap();
+    assert_eq!(err.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("sloo"));
+}
+
+/// The point an estimate sweep recommends holds up when run for real: a
+/// `bench` over HTTP against the embedded simulated engine at that load
+/// meets the same objectives.
+#[test]
+fn the_recommended_point_meets_its_objectives_as_a_real_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let slo = "ttft:p95<=500ms,tpot:p95<=50ms";
+    let shape = ["-n", "120", "--input-tokens", "1024", "--output-tokens", "64"];
+    goodput()
+        .args(["sweep", "--estimate", "--auto", "-q"])
+        .args(shape)
+        .args(["--slo", slo])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let load = &v["analysis"]["recommended"]["load"];
+    let mut args: Vec<String> = vec!["bench".into(), "-q".into()];
+    match load["kind"].as_str().unwrap() {
+        "rate" => args.extend(["--rate".into(), load["value"].to_string(), "-c".into(), "256".into()]),
+        _ => args.extend(["-c".into(), load["value"].to_string()]),
+    }
+    let bench = dir.path().join("bench.json");
+    goodput().args(&args).args(shape).args(["--slo", slo, "--fail-on-slo"]).arg("-o").arg(&bench).assert().success();
+    let b = read_json(&bench);
+    assert_eq!(b["slo"]["pass"], true, "{}", b["slo"]);
+    assert_eq!(b["target"]["embedded"], true);
+}

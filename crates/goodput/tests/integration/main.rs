@@ -1,0 +1,23 @@
+//! The integration tests of goodput, gathered in one test binary (one link of
+//! its dependencies, not one per file): each file here is a module, and
+//! `cargo test -p goodput --test integration <module>::` runs one of them.
+
+mod cmd;
+mod support;
+
+mod cli;
+mod deploy;
+mod engine_metrics;
+mod fault_matrix;
+mod judge;
+mod live_view;
+mod outputs;
+mod peers;
+mod quality;
+mod schema;
+mod secrets;
+mod shards;
+mod shell;
+mod signals;
+mod sim_agreement;
+mod stability;

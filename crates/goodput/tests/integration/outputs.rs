@@ -1,0 +1,314 @@
+//! Where a run's files go (issue 22, defects 1 and 6): `-o` writes into a
+//! symbolic link's target, a FIFO and standard output rather than replacing
+//! them with a new file, and two outputs that name one file are refused
+//! before the run.
+
+#[allow(dead_code)]
+use crate::cmd;
+
+use cmd::{goodput, GoodputCommand};
+use std::path::Path;
+
+/// A short bench on the embedded fixed-timing server.
+const RUN: &[&str] = &[
+    "bench",
+    "-n",
+    "2",
+    "--quiet",
+    "--sim-profile",
+    "fixed",
+    "--sim-ttft",
+    "5ms",
+    "--sim-itl",
+    "1ms",
+    "--output-tokens",
+    "4",
+    "--input-tokens",
+    "8",
+];
+
+fn is_result(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v["schema"] == "goodput/v1")
+}
+
+#[test]
+fn a_symbolic_link_is_followed_and_stays_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let (target, link) = (dir.path().join("results/run.json"), dir.path().join("latest.json"));
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink("results/run.json", &link).unwrap();
+    goodput().args(RUN).arg("-o").arg(&link).assert().success();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link became a file");
+    assert!(is_result(&std::fs::read_to_string(&target).unwrap()), "the link's target was not written");
+    no_temporary_files(dir.path());
+    no_temporary_files(target.parent().unwrap());
+}
+
+#[test]
+fn a_fifo_is_written_into_not_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    goodput().args(RUN).arg("-o").arg(&fifo).assert().success();
+    let got = reader.join().unwrap();
+    assert!(is_result(&got), "the FIFO's reader got: {got:.200}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+    no_temporary_files(dir.path());
+}
+
+#[test]
+fn dash_writes_the_document_alone_to_standard_output() {
+    let out = goodput().args(RUN).args(["-o", "-"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(is_result(&stdout), "stdout is not the document alone: {stdout:.300}");
+    assert!(!Path::new("-").exists(), "a file named - was made");
+}
+
+#[test]
+fn two_outputs_naming_one_file_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = dir.path().join("same.out");
+    let err = goodput().args(RUN).arg("-o").arg(&same).arg("--records").arg(&same).refusal();
+    assert!(err.contains("--output and --records both name"), "{err}");
+    // Spelled otherwise, the same file all the same.
+    let other = dir.path().join(".").join("same.out");
+    let err = goodput().args(RUN).arg("--html").arg(&same).arg("--records").arg(&other).refusal();
+    assert!(err.contains("--records and --html both name"), "{err}");
+    assert!(!same.exists(), "the run went ahead");
+}
+
+/// A failed or finished write leaves none of its `.NAME.tmp-PID` files.
+fn no_temporary_files(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// `report` takes only the records of the run it reports: another run's
+/// are refused, naming both runs.
+#[test]
+fn report_refuses_the_records_of_another_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    for run in ["a", "b"] {
+        goodput()
+            .args(RUN)
+            .arg("-o")
+            .arg(p(&format!("{run}.json")))
+            .arg("--records")
+            .arg(p(&format!("{run}.jsonl")))
+            .assert()
+            .success();
+    }
+    let err = goodput().arg("report").arg(p("a.json")).arg("--records").arg(p("b.jsonl")).refusal();
+    assert!(err.contains("holds records of run") && err.contains("not of this result's run"), "{err}");
+    goodput().arg("report").arg(p("a.json")).arg("--records").arg(p("a.jsonl")).assert().success();
+}
+
+/// A records file whose last line was cut (a full disk) is read up to it,
+/// with a warning, rather than refused whole.
+#[test]
+fn a_records_file_cut_mid_line_is_read_up_to_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("run.jsonl"));
+    goodput().args(RUN).arg("-o").arg(&out).arg("--records").arg(&rec).assert().success();
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let cut = &text[..text.len() - 40];
+    std::fs::write(&rec, cut).unwrap();
+    let assert = goodput()
+        .arg("report")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .arg("-o")
+        .arg(dir.path().join("again.json"))
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(err.contains("line 2 was cut short") && err.contains("read the 1 complete records"), "{err}");
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("again.json")).unwrap()).unwrap();
+    assert_eq!(again["summary"]["requests"]["sent"], 1);
+}
+
+/// `--records run.parquet` (the extension chooses, in any case) writes the
+/// records as Parquet: they read back as the ones the result holds, and
+/// `report` of them gives the same figures; a cut file is refused saying
+/// why.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_records_give_the_same_report_as_the_records_held_in_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let (out, rec) = (p("run.json"), p("run.Parquet"));
+    goodput().args(RUN).arg("--include-requests").arg("-o").arg(&out).arg("--records").arg(&rec).assert().success();
+    assert_eq!(&std::fs::read(&rec).unwrap()[..4], b"PAR1");
+    let doc: goodput_core::RunResult = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let mut held = doc.requests.clone().unwrap();
+    let mut back = cmd::records(&rec);
+    assert!(back.iter().all(|r| r.run_id.as_deref() == Some(doc.run_id.as_str())), "each row names its run");
+    back.iter_mut().for_each(|r| r.run_id = None);
+    back.sort_by_key(|r| r.id);
+    held.sort_by_key(|r| r.id);
+    assert_eq!(back.len(), 2);
+    assert!(back == held, "the Parquet rows are the records the result holds");
+    // report from the Parquet file and from the records the result holds.
+    let from = |args: &[&std::ffi::OsStr], o: &Path| {
+        goodput().arg("report").arg(&out).args(args).arg("-o").arg(o).assert().success();
+        cmd::read_json(o)
+    };
+    let a = from(&["--records".as_ref(), rec.as_os_str()], &p("a.json"));
+    let b = from(&[], &p("b.json"));
+    assert_eq!(a["summary"], b["summary"]);
+    assert_eq!(a["summary"]["requests"]["sent"], 2);
+    // Cut short, as a killed run leaves it.
+    let whole = std::fs::read(&rec).unwrap();
+    std::fs::write(&rec, &whole[..whole.len() - 100]).unwrap();
+    let err = goodput().arg("report").arg(&out).arg("--records").arg(&rec).refusal();
+    assert!(err.contains("run.Parquet is not a readable Parquet records file") && err.contains("footer"), "{err}");
+}
+
+/// A command's outputs never name one of its inputs (issue 29, defect 8):
+/// `report`'s `-o`, `--html` or `--markdown` over its `--records`,
+/// `merge`'s over a shard's records, `compare`'s over a run's records,
+/// `bench`'s over its dataset. Each is refused before anything is written,
+/// and the input is as it was.
+#[test]
+fn no_output_overwrites_an_input_of_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    goodput().args(RUN).arg("-o").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+    for i in 0..2 {
+        let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
+        goodput().args(RUN).args(["--seed", "4", "--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+    }
+    let saved = |names: &[&str]| names.iter().map(|n| std::fs::read(p(n)).unwrap()).collect::<Vec<_>>();
+    let inputs = ["c.json", "c.jsonl", "s0.json", "s0.jsonl", "s1.json", "s1.jsonl"];
+    let before = saved(&inputs);
+    let report = || {
+        let mut c = goodput();
+        c.arg("report").arg(p("c.json")).arg("--records").arg(p("c.jsonl"));
+        c
+    };
+    for flag in ["-o", "--html", "--markdown"] {
+        let err = report().arg(flag).arg(p("c.jsonl")).refusal();
+        assert!(err.contains("c.jsonl") && err.contains("an input of this command (--records)"), "{flag}: {err}");
+    }
+    let err = report().arg("-o").arg(p("c.json")).refusal();
+    assert!(err.contains("an input of this command (the result read)"), "{err}");
+    let err = goodput().arg("merge").arg(p("s0.json")).arg(p("s1.json")).arg("--html").arg(p("s1.jsonl")).refusal();
+    assert!(err.contains("s1.jsonl") && err.contains("an input of this command (a shard's records)"), "{err}");
+    let err = goodput()
+        .arg("compare")
+        .args([p("c.json"), p("s0.json")])
+        .arg("--records")
+        .arg(p("c.jsonl"))
+        .arg("--records")
+        .arg(p("s0.jsonl"))
+        .arg("--markdown")
+        .arg(p("s0.jsonl"))
+        .refusal();
+    assert!(err.contains("an input of this command (--records)"), "{err}");
+    let dataset = p("prompts.jsonl");
+    std::fs::write(&dataset, "{\"prompt\": \"hello\"}\n").unwrap();
+    let err = goodput().args(RUN).arg("--dataset").arg(&dataset).arg("--records").arg(&dataset).refusal();
+    assert!(err.contains("an input of this command (--dataset)"), "{err}");
+    assert_eq!(std::fs::read(&dataset).unwrap(), b"{\"prompt\": \"hello\"}\n");
+    assert!(saved(&inputs) == before, "an input was written over");
+}
+
+/// One file named twice through a link (issue 29, defect 9): a link to
+/// an output that does not exist yet, and a second (hard) link to one that
+/// does, are the same file, and refused as two outputs, or an output and
+/// an input, naming it.
+#[test]
+fn one_file_named_twice_through_a_link_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::os::unix::fs::symlink("same.json", p("link.json")).unwrap();
+    let err = goodput().args(RUN).arg("-o").arg(p("same.json")).arg("--records").arg(p("link.json")).refusal();
+    assert!(err.contains("--output and --records both name"), "{err}");
+    assert!(!p("same.json").exists(), "the run went ahead");
+    goodput().args(RUN).arg("-o").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+    std::fs::hard_link(p("c.jsonl"), p("hard.jsonl")).unwrap();
+    let err = goodput().args(RUN).arg("-o").arg(p("c.jsonl")).arg("--records").arg(p("hard.jsonl")).refusal();
+    assert!(err.contains("--output and --records both name"), "{err}");
+    let err = goodput()
+        .arg("report")
+        .arg(p("c.json"))
+        .arg("--records")
+        .arg(p("c.jsonl"))
+        .arg("--html")
+        .arg(p("hard.jsonl"))
+        .refusal();
+    assert!(err.contains("an input of this command (--records)"), "{err}");
+    std::os::unix::fs::symlink("c.jsonl", p("soft.jsonl")).unwrap();
+    let err = goodput()
+        .arg("report")
+        .arg(p("c.json"))
+        .arg("--records")
+        .arg(p("soft.jsonl"))
+        .arg("-o")
+        .arg(p("c.jsonl"))
+        .refusal();
+    assert!(err.contains("an input of this command (--records)"), "{err}");
+}
+
+/// A records file holding a request twice (issue 29, defect 16: a file
+/// concatenated with itself read as twice the run) is refused by `report`,
+/// `compare` and `merge`, as another run's records are.
+#[test]
+fn records_holding_a_request_twice_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    goodput().args(RUN).arg("-o").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+    let text = std::fs::read_to_string(p("c.jsonl")).unwrap();
+    std::fs::write(p("twice.jsonl"), text.repeat(2)).unwrap();
+    let err = goodput().arg("report").arg(p("c.json")).arg("--records").arg(p("twice.jsonl")).refusal();
+    // The two requests end in either order: the first line's is met again on the third.
+    assert!(err.contains("twice.jsonl holds request") && err.contains("twice (lines 1 and 3)"), "{err}");
+    let err = goodput()
+        .arg("compare")
+        .args([p("c.json"), p("c.json")])
+        .arg("--records")
+        .arg(p("twice.jsonl"))
+        .arg("--records")
+        .arg(p("c.jsonl"))
+        .refusal();
+    assert!(err.contains("twice (lines 1 and 3)"), "{err}");
+    for i in 0..2 {
+        let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
+        goodput().args(RUN).args(["--seed", "4", "--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+    }
+    let shard = std::fs::read_to_string(p("s1.jsonl")).unwrap();
+    std::fs::write(p("s1.jsonl"), shard.repeat(2)).unwrap();
+    let err = goodput().arg("merge").arg(p("s0.json")).arg(p("s1.json")).refusal();
+    assert!(err.contains("s1.jsonl") && err.contains("twice"), "{err}");
+    goodput().arg("report").arg(p("c.json")).arg("--records").arg(p("c.jsonl")).assert().success();
+}
+
+/// Records that cannot be written (a full disk: `/dev/full` answers every
+/// write with ENOSPC) leave the run going, and the end says how many were
+/// lost, where it once said only that writing failed.
+#[test]
+fn records_lost_to_a_full_disk_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = goodput().args(RUN).arg("-o").arg(&out).args(["--records", "/dev/full"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("writing records to /dev/full failed") && err.contains("after 0 records"), "{err}");
+    assert!(err.contains("the 2 records from then on were not written"), "{err}");
+    assert!(is_result(&std::fs::read_to_string(&out).unwrap()), "the result is written all the same");
+}

@@ -1,0 +1,229 @@
+//! Credentials never reach what goodput writes (issue 22, defect 4): the
+//! userinfo of `--url` (sent as `Authorization: Basic`, never recorded), and
+//! a key or auth header that a server's error message echoes back, in the
+//! result, the records, Markdown, CSV, HTML, stdout and stderr.
+
+#[allow(dead_code)]
+use crate::cmd;
+
+use cmd::goodput;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::mpsc;
+
+/// A server that answers every request 401 with the OpenAI error naming the
+/// credentials it was sent, as OpenAI's "Incorrect API key provided: sk-…"
+/// does, and reports each request's Authorization header.
+fn echoing_server() -> (String, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let mut reader = BufReader::new(sock.try_clone().unwrap());
+            let (mut auth, mut len) = (String::new(), 0usize);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                let (name, value) = line.split_once(':').unwrap_or((line, ""));
+                match name.to_ascii_lowercase().as_str() {
+                    // Every Authorization line, so that one sent twice shows.
+                    "authorization" if auth.is_empty() => auth = value.trim().to_owned(),
+                    "authorization" => auth = format!("{auth} | {}", value.trim()),
+                    "content-length" => len = value.trim().parse().unwrap_or(0),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            let _ = tx.send(auth.clone());
+            let msg = serde_json::json!({"error": {"message": format!("Incorrect API key provided: {auth}"),
+                "type": "invalid_request_error"}})
+            .to_string();
+            let _ = write!(
+                sock,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{msg}",
+                msg.len()
+            );
+        }
+    });
+    (url, rx)
+}
+
+/// The Authorization the server got with the next request.
+fn sent(auths: &mpsc::Receiver<String>) -> String {
+    auths.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request")
+}
+
+/// Every file and stream a run writes, as one text.
+fn everything_written(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    let out = goodput()
+        .arg("bench")
+        .args(args)
+        .args(["-n", "3", "-c", "1", "--model", "m", "--no-metrics", "--api", "chat"])
+        .args(["-o", &p("run.json"), "--records", &p("rec.jsonl"), "--markdown", &p("run.md")])
+        .args(["--csv", &p("csv"), "--html", &p("run.html")])
+        .output()
+        .unwrap();
+    let mut all = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    for entry in walk(dir.path()) {
+        all += &std::fs::read_to_string(entry).unwrap_or_default();
+    }
+    all
+}
+
+fn walk(p: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(p).unwrap().flatten() {
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn url_credentials_are_sent_as_basic_auth_and_written_nowhere() {
+    let (url, auths) = echoing_server();
+    let with_creds = url.replace("http://", "http://alice:s3cret%21pw@");
+    let all = everything_written(&["--url", &with_creds]);
+    // The server got them, as curl would send them.
+    let sent = sent(&auths);
+    assert_eq!(sent, "Basic YWxpY2U6czNjcmV0IXB3", "alice:s3cret!pw");
+    assert!(all.contains("Incorrect API key provided: ***"), "the server's message is kept, masked:\n{all}");
+    assert!(all.contains(&url), "the URL is written without its userinfo");
+    for secret in ["s3cret", "alice", "YWxpY2U6czNjcmV0IXB3"] {
+        assert!(!all.contains(secret), "{secret} was written:\n{all}");
+    }
+}
+
+#[test]
+fn keys_and_auth_headers_echoed_by_a_server_are_masked() {
+    let (url, auths) = echoing_server();
+    let all = everything_written(&[
+        "--url",
+        &url,
+        "--api-key",
+        "sk-live-0123456789",
+        "--header",
+        "X-Gateway-Token: gw-secret-456",
+    ]);
+    assert_eq!(sent(&auths), "Bearer sk-live-0123456789");
+    assert!(all.contains("Incorrect API key provided: ***"), "{all}");
+    for secret in ["sk-live-0123456789", "gw-secret-456"] {
+        assert!(!all.contains(secret), "{secret} was written:\n{all}");
+    }
+}
+
+#[test]
+fn an_explicit_authorization_wins_over_url_credentials_and_says_so() {
+    let (url, auths) = echoing_server();
+    let with_creds = url.replace("http://", "http://alice:s3cret@");
+    let all = everything_written(&["--url", &with_creds, "--api-key", "sk-live-0123456789"]);
+    assert_eq!(sent(&auths), "Bearer sk-live-0123456789");
+    assert!(all.contains("the URL's credentials are not"), "{all}");
+    assert!(!all.contains("s3cret") && !all.contains("alice"), "{all}");
+}
+
+#[test]
+fn an_authorization_header_replaces_the_keys_and_says_so() {
+    let (url, auths) = echoing_server();
+    let all = everything_written(&[
+        "--url",
+        &url,
+        "--api-key",
+        "sk-live-0123456789",
+        "--header",
+        "Authorization: Bearer gw-token-abcdef",
+    ]);
+    // One header, the one given by name.
+    assert_eq!(sent(&auths), "Bearer gw-token-abcdef");
+    assert!(all.contains("the --header is sent, the key is not"), "{all}");
+    assert!(!all.contains("gw-token-abcdef") && !all.contains("sk-live-0123456789"), "{all}");
+}
+
+/// A server that answers every request 401 with the message `say` makes of
+/// its request line and its Authorization header, and reports both.
+fn server_saying(say: fn(&str, &str) -> String) -> (String, mpsc::Receiver<(String, String)>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let mut reader = BufReader::new(sock.try_clone().unwrap());
+            let (mut request_line, mut auth, mut len) = (String::new(), String::new(), 0usize);
+            if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                continue;
+            }
+            let request_line = request_line.trim_end().to_owned();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                let (name, value) = line.split_once(':').unwrap_or((line, ""));
+                match name.to_ascii_lowercase().as_str() {
+                    "authorization" => auth = value.trim().to_owned(),
+                    "content-length" => len = value.trim().parse().unwrap_or(0),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            let msg = serde_json::json!({"error": {"message": say(&request_line, &auth)}}).to_string();
+            let _ = tx.send((request_line, auth));
+            let _ = write!(
+                sock,
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{msg}",
+                msg.len()
+            );
+        }
+    });
+    (url, rx)
+}
+
+/// A key in the query of `--url` (issue 29, defect 4): sent where the
+/// gateway wants it, at the end of the API's path, and written nowhere, not
+/// in the URL the result keeps nor where the server echoes it.
+#[test]
+fn a_key_in_the_url_query_is_sent_after_the_path_and_written_nowhere() {
+    let (url, got) = server_saying(|line, _| format!("no such key in {line}"));
+    let all = everything_written(&["--url", &format!("{url}/v1?key=qs-secret-77")]);
+    let (line, _) = got.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request");
+    assert_eq!(line, "POST /v1/chat/completions?key=qs-secret-77 HTTP/1.1");
+    assert!(all.contains("no such key in POST /v1/chat/completions?key=***"), "{all}");
+    assert!(all.contains(&format!("{url}?key=***")), "the URL is written with its query masked:\n{all}");
+    assert!(!all.contains("qs-secret-77"), "the key was written:\n{all}");
+}
+
+/// A server that echoes the key percent-encoded, or case-folded (issue 29,
+/// defect 15): masked all the same.
+#[test]
+fn a_key_echoed_percent_encoded_or_case_folded_is_masked() {
+    let (url, got) = server_saying(|_, auth| {
+        format!("bad key {} ({})", auth.replace('-', "%2D"), auth.to_ascii_lowercase().replace("sk-", "SK-"))
+    });
+    let all = everything_written(&["--url", &url, "--api-key", "sk-live-0123456789"]);
+    let (_, auth) = got.recv_timeout(std::time::Duration::from_secs(10)).expect("the server got no request");
+    assert_eq!(auth, "Bearer sk-live-0123456789");
+    assert!(all.contains("bad key *** (***)"), "{all}");
+    assert!(!all.to_ascii_lowercase().contains("0123456789"), "the key was written:\n{all}");
+}

@@ -1,0 +1,351 @@
+//! A bench against the simulated engine reports the engine's own counters
+//! over the window: preemptions, prefix-cache queries and hits (and so the
+//! hit rate), with KV use and queue depth sampled from its gauges; a
+//! shared-prefix workload shows its hit rate, and the diagnosis names the
+//! KV pressure it causes.
+
+use assert_cmd::Command;
+use goodput_sim::engine::EngineConfig;
+use goodput_sim::engine_server::{EngineServer, EngineServerConfig};
+use serde_json::Value;
+use std::sync::Arc;
+
+fn start(blocks: Option<u32>) -> (tokio::runtime::Runtime, String, Arc<EngineServer>) {
+    start_serving(blocks, &[])
+}
+
+/// The engine, also serving `more` names (LoRA adapters beside its base model).
+fn start_serving(blocks: Option<u32>, more: &[&str]) -> (tokio::runtime::Runtime, String, Arc<EngineServer>) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (url, server) = rt.block_on(async {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
+        cfg.num_gpu_blocks_override = blocks;
+        let more_model_names = more.iter().map(|m| m.to_string()).collect();
+        let server =
+            EngineServer::start(EngineServerConfig { speed: 4.0, more_model_names, ..EngineServerConfig::new(cfg) })
+                .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = goodput_sim::engine_server::app(server.clone());
+        tokio::spawn(goodput_sim::server::serve(listener, app, std::future::pending()));
+        (url, server)
+    });
+    (rt, url, server)
+}
+
+#[test]
+fn server_signals_equal_the_engines_counters_over_the_window() {
+    // A small KV cache (160 blocks of 16 tokens) that 12 long requests overflow.
+    let (_rt, url, server) = start(Some(160));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--url", &url, "-n", "36", "-c", "12", "--input-tokens", "64", "--output-tokens", "200"])
+        .args(["--shared-prefix-tokens", "128", "--metrics-interval", "200ms"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(dir.path().join("rec.jsonl"))
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let st = server.stats();
+    let sig = &v["server_signals"];
+    assert_eq!(sig["engine"], "vllm");
+    let w = &sig["window"];
+    let delta = |name: &str| w["counters"][name]["delta"].as_f64().unwrap_or(0.0);
+    assert!(st.preemptions > 0, "the small cache must preempt");
+    assert_eq!(delta("preemptions"), st.preemptions as f64);
+    assert_eq!(delta("prefix_cache_query_tokens"), st.prefix_cache_queries as f64);
+    assert_eq!(delta("prefix_cache_hit_tokens"), st.prefix_cache_hits as f64);
+    assert_eq!(delta("generation_tokens"), st.generation_tokens as f64);
+    let rate = w["prefix_cache_hit_rate"].as_f64().unwrap();
+    assert!((rate - st.prefix_cache_hits as f64 / st.prefix_cache_queries as f64).abs() < 1e-12);
+    assert!(rate > 0.3, "the shared prefix is hit: {rate}");
+    // Gauges are samples of the engine's state: within its bounds, and the
+    // queue built up behind the full cache.
+    let kv_max = w["gauges"]["kv_cache_usage_ratio"]["max"].as_f64().unwrap();
+    assert!(kv_max > 0.5 && kv_max <= 1.0, "KV peak {kv_max}");
+    assert!(w["gauges"]["waiting_requests"]["max"].as_f64().unwrap() >= 1.0);
+    assert!(w["gauges"]["running_requests"]["max"].as_f64().unwrap() <= 12.0);
+    // Both sides count the same tokens and requests.
+    let cc = &sig["cross_check"];
+    assert_eq!(cc["server_generation_tokens"].as_f64().unwrap(), cc["client_output_tokens"].as_f64().unwrap());
+    assert_eq!(cc["server_requests_succeeded"].as_f64().unwrap(), 36.0);
+    // The same requests on both sides: the TTFT gap is the means' (exact),
+    // and what it leaves to the network and client is small and positive.
+    assert_eq!(cc["ttft_gap_basis"], "mean", "{cc}");
+    let gap = cc["ttft_gap_ms"].as_f64().unwrap();
+    let client = cc["client_ttft_mean_ms"].as_f64().unwrap();
+    assert!(gap >= 0.0 && gap < 0.5 * client, "gap {gap} ms of a client mean {client} ms: {cc}");
+    // The engine's queue-time histogram splits the server's TTFT: the small
+    // cache keeps requests waiting.
+    let queue = cc["server_queue_mean_ms"].as_f64().unwrap();
+    assert!(queue > 0.0 && queue <= cc["server_ttft_mean_ms"].as_f64().unwrap(), "{cc}");
+    assert!(cc["notes"].to_string().contains("where TTFT went"), "{cc}");
+    let kinds: Vec<&str> = v["diagnosis"].as_array().unwrap().iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert!(kinds.contains(&"kv_cache_pressure"), "{kinds:?}");
+    assert!(kinds.contains(&"prefix_cache"), "{kinds:?}");
+
+    // `report` recomputes the server's side from the scrapes the result
+    // keeps: over the same window, exactly what the live run said; over the
+    // first half, the counters of that half alone, and no warning that the
+    // signals cover the whole run.
+    let report = |extra: &[&str], to: &str| -> Value {
+        let dest = dir.path().join(to);
+        Command::cargo_bin("goodput")
+            .unwrap()
+            .arg("report")
+            .arg(&out)
+            .arg("--records")
+            .arg(dir.path().join("rec.jsonl"))
+            .args(extra)
+            .arg("-o")
+            .arg(&dest)
+            .assert()
+            .success();
+        serde_json::from_str(&std::fs::read_to_string(&dest).unwrap()).unwrap()
+    };
+    let again = report(&[], "again.json");
+    assert!(sig["samples"].as_array().is_some_and(|s| s.len() >= 3), "the scrapes are kept");
+    assert_eq!(again["server_signals"], v["server_signals"]);
+    assert_eq!(again["diagnosis"], v["diagnosis"]);
+    let end = v["window"]["end_s"].as_f64().unwrap();
+    let half = report(&["--window", &format!("0s..{}ms", (end * 500.0) as u64)], "half.json");
+    let hw = &half["server_signals"]["window"];
+    assert!(hw["window"]["end_s"].as_f64().unwrap() < w["window"]["end_s"].as_f64().unwrap(), "{hw}");
+    let half_tokens = hw["counters"]["generation_tokens"]["delta"].as_f64().unwrap();
+    assert!(half_tokens > 0.0 && half_tokens < delta("generation_tokens"), "{half_tokens}");
+    let warnings = half["warnings"].to_string();
+    assert!(!warnings.contains("cover the whole run"), "{warnings}");
+}
+
+#[test]
+fn prefix_caching_shows_only_where_prompts_share_a_prefix() {
+    let (_rt, url, _server) = start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        Command::cargo_bin("goodput")
+            .unwrap()
+            .args(["bench", "-q", "--url", &url, "-n", "20", "-c", "4", "--input-tokens", "64", "--output-tokens", "8"])
+            .args(["--metrics-interval", "200ms"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        // The client's usage (cached_tokens) and the server's counters tell
+        // the same share of prompt tokens served from the cache.
+        let cc = &v["server_signals"]["cross_check"];
+        let (client, server) = (cc["client_cached_prompt_share"].as_f64(), cc["server_prefix_cache_hit_rate"].as_f64());
+        assert!((client.unwrap() - server.unwrap()).abs() < 1e-9, "{cc}");
+        let notes = cc["notes"].to_string();
+        assert!(notes.contains("prefix cache agrees"), "{notes}");
+        v["server_signals"]["window"]["prefix_cache_hit_rate"].as_f64().unwrap()
+    };
+    let unique = run("unique.json", &[]);
+    let shared = run("shared.json", &["--shared-prefix-tokens", "512", "--seed", "7"]);
+    // Unique questions share only their chat template's start: one block
+    // of 16 of each 99-token prompt (64 words and Llama 3.1's 35 tokens).
+    assert!(unique > 0.05 && unique <= 16.0 / 99.0 + 1e-9, "unique prompts hit the template's block: {unique}");
+    assert!(shared > 0.5, "a 512-token shared prefix is hit: {shared}");
+}
+
+#[test]
+fn monitor_once_shows_the_engine_and_fires_alerts() {
+    let (rt, url, _server) = start(None);
+    // Some load for the monitor to see.
+    let load_url = url.clone();
+    let load = std::thread::spawn(move || {
+        Command::cargo_bin("goodput")
+            .unwrap()
+            .args([
+                "bench",
+                "-q",
+                "--url",
+                &load_url,
+                "-n",
+                "40",
+                "-c",
+                "8",
+                "--input-tokens",
+                "64",
+                "--output-tokens",
+                "400",
+            ])
+            .args(["--no-metrics"])
+            .output()
+            .unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("mon.jsonl");
+    let out = Command::cargo_bin("goodput")
+        .unwrap()
+        .args([
+            "monitor",
+            &url,
+            "--interval",
+            "500ms",
+            "--once",
+            "--probe-rate",
+            "4",
+            // Probes may speak a native API; Ollama's finds its model at /api/tags.
+            "--api",
+            "ollama-chat",
+            "--alert",
+            "running>0,kv_cache>0.99",
+        ])
+        .arg("--record")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "an alert fired: {text}");
+    assert!(text.contains("vllm") && text.contains("run ") && text.contains("ALERT running"), "{text}");
+    assert!(!text.contains("ALERT kv_cache"), "{text}");
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&rec).unwrap().lines().next().unwrap()).unwrap();
+    assert!(line["figures"]["running"].as_f64().unwrap() > 0.0);
+    assert_eq!(line["figures"]["probe_errors"].as_f64(), Some(0.0), "{line}");
+    assert!(load.join().unwrap().status.success());
+    drop(rt);
+}
+
+#[test]
+fn monitor_probes_every_model_it_is_given_and_shows_each() {
+    let (_rt, url, _server) = start_serving(None, &["lora-a"]);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("mon.jsonl");
+    let out = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["monitor", &url, "--interval", "1s", "--once", "--probe-rate", "20", "--model", "Llama-3.1-8B, lora-a"])
+        .arg("--record")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("by model TTFT/TPOT ms: Llama-3.1-8B ") && text.contains(", lora-a "), "{text}");
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&rec).unwrap().lines().next().unwrap()).unwrap();
+    let by = line["probes_by_model"].as_object().unwrap();
+    assert_eq!(by.keys().collect::<Vec<_>>(), ["Llama-3.1-8B", "lora-a"], "{line}");
+    assert!(by.values().all(|p| p["ok"].as_u64().unwrap() > 0 && p["failed"] == 0), "{line}");
+}
+
+#[test]
+fn prometheus_listen_serves_live_client_metrics_under_genai_names() {
+    let (_rt, url, _server) = start(None);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["bench", "-q", "--url", &url, "-n", "60", "-c", "4", "--input-tokens", "32", "--output-tokens", "300"])
+        .args(["--no-metrics", "--prometheus-listen", &addr])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Read it mid-run, the way Prometheus would.
+    let start = std::time::Instant::now();
+    let text = loop {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            use std::io::{Read, Write};
+            let _ = s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+            let mut body = String::new();
+            let _ = s.read_to_string(&mut body);
+            if body.contains("outcome=\"success\"") {
+                break body;
+            }
+        }
+        assert!(start.elapsed().as_secs() < 30, "no live metrics with a completed request");
+    };
+    let mut child = child;
+    let _ = child.wait();
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+    let scrape = goodput_core::prometheus::scrape::parse(body);
+    assert!(scrape.errors.is_empty(), "{:?}", scrape.errors);
+    for name in [
+        "gen_ai_client_operation_duration_seconds",
+        "gen_ai_client_operation_time_to_first_chunk_seconds",
+        "gen_ai_client_operation_time_per_output_chunk_seconds",
+        "gen_ai_client_token_usage",
+    ] {
+        assert!(scrape.family(name).is_some(), "{name} missing");
+    }
+}
+
+/// Runs that warm each other: a run drawn from the same seed as an earlier
+/// one sends its prompts again, which the engine's prefix cache serves, and
+/// the result says so; a run left to draw its own seed sends new prompts,
+/// which it does not.
+#[test]
+fn a_run_of_an_earlier_runs_prompts_is_served_from_the_cache_and_warned_about() {
+    let (_rt, url, _server) = start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        Command::cargo_bin("goodput")
+            .unwrap()
+            .args([
+                "bench",
+                "-q",
+                "--url",
+                &url,
+                "-n",
+                "20",
+                "-c",
+                "4",
+                "--input-tokens",
+                "256",
+                "--output-tokens",
+                "4",
+            ])
+            .args(["--metrics-interval", "200ms", "--include-requests"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let hits = v["server_signals"]["window"]["prefix_cache_hit_rate"].as_f64().unwrap();
+        let prompts: std::collections::BTreeSet<String> =
+            v["requests"].as_array().unwrap().iter().map(|r| r["prompt_hash"].as_str().unwrap().to_string()).collect();
+        (v, hits, prompts)
+    };
+    let warned = |v: &Value| v["warnings"].to_string().contains("prefix cache served");
+    let (first, first_hits, first_prompts) = run("first.json", &["--seed", "5"]);
+    assert!(first_hits < 0.3 && !warned(&first), "new prompts: {first_hits} {}", first["warnings"]);
+    let (again, again_hits, again_prompts) = run("again.json", &["--seed", "5"]);
+    assert_eq!(again_prompts, first_prompts, "the same seed sends the same prompts");
+    assert!(again_hits > 0.9, "the second run is served from the cache: {again_hits}");
+    assert!(warned(&again), "{}", again["warnings"]);
+    assert!(again["warnings"].to_string().contains("seed is 5"), "{}", again["warnings"]);
+    // Drawn afresh: other prompts, a cold cache, and a seed of its own kept in the result.
+    let (fresh, fresh_hits, fresh_prompts) = run("fresh.json", &[]);
+    assert!(fresh_prompts.is_disjoint(&first_prompts), "a fresh seed sends prompts of its own");
+    assert!(fresh_hits < 0.3 && !warned(&fresh), "{fresh_hits} {}", fresh["warnings"]);
+    assert_ne!(fresh["config"]["load"]["seed"], first["config"]["load"]["seed"]);
+    assert!(fresh["config"]["load"]["seed"].is_u64(), "the drawn seed is recorded");
+}
+
+/// A model the server does not serve: every request fails with 404, and
+/// the run says which models the server does serve.
+#[test]
+fn a_wrong_model_name_lists_the_models_served() {
+    let (_rt, url, _server) = start_serving(None, &["adapter-a"]);
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--url", &url, "--model", "llama-3-8b", "-n", "2", "--output-tokens", "2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("hint: the server answered 404 to every request, and serves"), "{err}");
+    assert!(err.contains("adapter-a") && err.contains("--model llama-3-8b is not among them"), "{err}");
+}

@@ -1,0 +1,432 @@
+//! `summary.stability` through the binary: the simulated engine in virtual
+//! time and `goodput serve` over real HTTP, each loaded at 90% and at 110%
+//! of what it sustains, a comfortable load and the issue's overload, the
+//! `--fail-on-unsteady` gate and `report` recomputing the verdict.
+
+#[allow(dead_code)]
+use crate::cmd;
+
+use cmd::{goodput, read_json, GoodputCommand};
+use serde_json::Value;
+use std::path::Path;
+
+fn stability(v: &Value) -> &Value {
+    &v["summary"]["stability"]
+}
+
+/// `estimate` with `args`, its result document.
+fn estimate(dir: &Path, name: &str, args: &[&str]) -> Value {
+    let out = dir.join(format!("{name}.json"));
+    goodput().args(["estimate", "-q"]).args(args).arg("-o").arg(&out).assert().success();
+    read_json(&out)
+}
+
+#[test]
+fn the_simulated_engine_at_90_percent_is_steady_and_at_110_percent_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    // What the default engine and workload sustain: a long closed loop at
+    // vLLM's batch limit, over the stretch it is judged on.
+    let cap = estimate(dir.path(), "cap", &["-c", "256", "-n", "3000", "--warmup", "300"]);
+    let capacity = stability(&cap)["achieved_rps"].as_f64().unwrap();
+    assert!(stability(&cap)["steady"] == true && capacity > 50.0, "{}", stability(&cap));
+    for (share, steady) in [(0.9, true), (1.1, false)] {
+        let rate = format!("{:.1}", share * capacity);
+        let v = estimate(dir.path(), &rate, &["--rate", &rate, "-n", "4000"]);
+        let s = stability(&v);
+        assert_eq!(s["steady"], steady, "{rate} req/s of {capacity:.1}: {s}");
+        let (offered, achieved) = (s["offered_rps"].as_f64().unwrap(), s["achieved_rps"].as_f64().unwrap());
+        if steady {
+            assert!(s["reason"].is_null() && (achieved / offered - 1.0).abs() < 0.1, "{s}");
+        } else {
+            // Completions fall behind arrivals and TTFT climbs.
+            assert!(achieved < 0.95 * offered && s["outstanding_growth_per_s"].as_f64().unwrap() > 0.0, "{s}");
+            let reason = s["reason"].as_str().unwrap();
+            assert!(reason.starts_with("arrivals ") && reason.contains("TTFT rose"), "{reason}");
+            // The simulated engine's own queue grows with it.
+            assert!(s["server_queue_growth_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        }
+    }
+}
+
+#[test]
+fn an_overload_is_told_with_a_reason_and_a_comfortable_load_is_steady() {
+    let dir = tempfile::tempdir().unwrap();
+    let over = estimate(dir.path(), "over", &["--rate", "150", "-n", "300"]);
+    let s = stability(&over);
+    assert_eq!(s["steady"], false, "{s}");
+    let reason = s["reason"].as_str().unwrap();
+    assert!(reason.contains("TTFT rose") && reason.contains("mostly ramp-up and drain"), "{reason}");
+    let ok = estimate(dir.path(), "ok", &["--rate", "40", "-n", "2000"]);
+    assert_eq!(stability(&ok)["steady"], true, "{}", stability(&ok));
+}
+
+#[test]
+fn fail_on_unsteady_exits_4_and_report_recomputes_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .args(["estimate", "--rate", "150", "-n", "300", "--fail-on-unsteady"])
+        .writing(&out, &rec)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("stability: NOT STEADY: TTFT rose"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("did not measure a steady state (--fail-on-unsteady): TTFT rose"), "{stderr}");
+    // The result is written all the same, and report draws the same verdict from the records.
+    let saved = read_json(&out);
+    let again = dir.path().join("again.json");
+    let o = goodput()
+        .arg("report")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .args(["--fail-on-unsteady", "-o"])
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stability(&read_json(&again)), stability(&saved));
+    // A steady run passes the gate.
+    goodput().args(["estimate", "-q", "--rate", "20", "-n", "600", "--fail-on-unsteady"]).assert().success();
+}
+
+/// `goodput serve` with the engine profile on a free loopback port, held to
+/// 8 sequences in a batch so that it saturates at a rate a test client
+/// keeps up with easily; its URL, and the process killed on drop.
+struct Served(std::process::Child, String);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The tests over HTTP run one at a time: each measures what its server
+/// sustains and then loads it at 90% and 110% of that, which another
+/// test's load on the same cores would make wrong.
+static HTTP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serve_engine() -> Served {
+    use std::io::BufRead;
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["serve", "--port", "0", "--profile", "engine", "--max-num-seqs", "8", "-q"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let url = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("listening on ").and_then(|r| r.split_whitespace().next()).map(str::to_owned))
+        .expect("serve prints where it listens");
+    Served(child, url)
+}
+
+/// Short requests, drawn from one seed: a verdict near capacity depends on
+/// the arrivals drawn, which a fresh seed each run would change.
+const SHORT: &[&str] = &["--input-tokens", "32", "--output-tokens", "8", "--ignore-eos", "--seed", "0"];
+
+fn bench(url: &str, out: &Path, args: &[&str]) -> Value {
+    goodput().args(["bench", "-q", "--url", url]).args(SHORT).args(args).arg("-o").arg(out).assert().success();
+    read_json(out)
+}
+
+#[test]
+fn over_http_an_engine_at_90_percent_is_steady_and_at_110_percent_is_not() {
+    let _one_at_a_time = HTTP.lock().unwrap_or_else(|e| e.into_inner());
+    let served = serve_engine();
+    let dir = tempfile::tempdir().unwrap();
+    // What it sustains on this machine: a closed loop of twice its batch.
+    let cap = bench(&served.1, &dir.path().join("cap.json"), &["-c", "16", "-n", "300"]);
+    let capacity = stability(&cap)["achieved_rps"].as_f64().unwrap();
+    assert!(capacity > 10.0, "{}", stability(&cap));
+    for (share, steady) in [(0.9, true), (1.1, false)] {
+        let rate = format!("{:.1}", share * capacity);
+        // About 5 s of arrivals: enough for the backlog past capacity to stand out of a steady queue's swings.
+        let n = format!("{}", (5.0 * share * capacity) as u64);
+        let v = bench(&served.1, &dir.path().join(format!("{rate}.json")), &["--rate", &rate, "-n", &n]);
+        let s = stability(&v);
+        assert_eq!(s["steady"], steady, "{rate} req/s of {capacity:.1}: {s}");
+        if !steady {
+            let reason = s["reason"].as_str().unwrap();
+            assert!(reason.contains("TTFT rose") || reason.starts_with("arrivals "), "{reason}");
+            // The engine's waiting gauge, scraped from its /metrics, grew too.
+            assert!(s["server_queue_growth_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        }
+    }
+}
+
+/// The `data-chart` ids of an HTML report's charts, with their point counts.
+fn charts(html: &str) -> Vec<(String, usize)> {
+    html.split("<figure")
+        .skip(1)
+        .filter_map(|f| {
+            let attr = |k: &str| f.split(&format!("{k}=\"")).nth(1)?.split('"').next().map(str::to_owned);
+            Some((attr("data-chart")?, attr("data-points")?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn estimate_and_bench_draw_the_run_over_time_from_the_records_they_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let (html, out) = (dir.path().join("run.html"), dir.path().join("run.json"));
+    goodput()
+        .args(["estimate", "-q", "--rate", "150", "-n", "300", "--html"])
+        .arg(&html)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    let drawn = charts(&page);
+    let ids: Vec<&str> = drawn.iter().map(|(id, _)| id.as_str()).collect();
+    // The CDFs, the run over time, and the engine's KV use and queue.
+    assert_eq!(
+        ids,
+        [
+            "ttft-cdf",
+            "tpot-cdf",
+            "itl-cdf",
+            "e2e-cdf",
+            "throughput-time",
+            "inflight-time",
+            "ttft-time",
+            "engine-kv-time",
+            "engine-requests-time"
+        ]
+    );
+    // Every request's TTFT steps the CDF (two vertices each), not the percentiles.
+    assert_eq!(drawn[0].1, 2 * 300, "{drawn:?}");
+    assert!(!page.contains("No time series") && !page.contains("Drawn from the summary"));
+    // The verdict heads the page and sits beside the charts that are its evidence.
+    assert_eq!(page.matches("NOT STEADY: TTFT rose").count(), 2, "header pill and the run over time");
+    // The result document was asked without its records: it has none, nor does the page's copy of it.
+    assert!(read_json(&out).get("requests").is_none());
+    assert!(!page.contains("\"requests\":["));
+    // bench does the same over HTTP.
+    let html = dir.path().join("bench.html");
+    goodput().args(["bench", "-q", "-n", "20", "-c", "2"]).args(cmd::FAST).arg("--html").arg(&html).assert().success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(charts(&page).iter().any(|(id, n)| id == "ttft-time" && *n > 0), "{:?}", charts(&page));
+}
+
+/// The points of a sweep document, as (rate, steady, overloaded).
+fn marks(sweep: &Value) -> Vec<(f64, bool, bool)> {
+    sweep["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let s = stability(&p["result"]);
+            (p["load"]["value"].as_f64().unwrap(), s["steady"] == true, s["overloaded"] == true)
+        })
+        .collect()
+}
+
+#[test]
+fn a_sweep_of_the_simulated_engine_runs_points_for_a_steady_state_and_never_recommends_an_overload() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    // A loose SLO that both points meet: only the stability verdict tells them apart.
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--rate", "40,80", "--slo", "ttft:p95<=60s", "--search-steps", "0", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    // No bounds given: each point is a minute after a 10 s warm-up.
+    assert_eq!(v["config"]["duration_per_point"], "1m");
+    assert!(v["points"][0]["result"]["summary"]["requests"]["warmup"].as_u64().unwrap() > 300);
+    assert_eq!(marks(&v), [(40.0, true, false), (80.0, false, true)]);
+    assert_eq!(v["points"][1]["result"]["slo"]["pass"], true, "the overload meets the loose SLO");
+    let a = &v["analysis"];
+    assert_eq!(a["recommended"]["index"], 0, "{a}");
+    assert_eq!(a["highest_load_meeting_slo"]["index"], 0, "{a}");
+    assert!(a["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("never recommended: 80 req/s")));
+    // With the overload alone there is nothing steady to recommend: the gate fails.
+    let o = goodput()
+        .args(["sweep", "--estimate", "-q", "--rate", "80", "--slo", "ttft:p95<=60s", "--fail-on-unsteady"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn a_sweep_over_http_marks_its_points_and_says_how_long_it_will_take() {
+    let _one_at_a_time = HTTP.lock().unwrap_or_else(|e| e.into_inner());
+    let served = serve_engine();
+    let dir = tempfile::tempdir().unwrap();
+    let cap = bench(&served.1, &dir.path().join("cap.json"), &["-c", "16", "-n", "300"]);
+    let capacity = stability(&cap)["achieved_rps"].as_f64().unwrap();
+    // 125%, not 110%: the capacity is measured once, before the sweep, and
+    // a busy machine can measure it 10% low (109 req/s, then 120 req/s kept
+    // up with in the sweep). The sweep's second point reuses the first's
+    // connections; before kernel stamps were fixed to each request's own
+    // clock that alone made it look unsteady, whatever its load.
+    let rates = format!("{:.1},{:.1}", 0.9 * capacity, 1.25 * capacity);
+    let out = dir.path().join("sweep.json");
+    let o = goodput()
+        // Evenly spaced arrivals: 5 s of Poisson arrivals at 110% can draw
+        // a judged stretch at 105% (the bench test above shows Poisson).
+        .args(["sweep", "--url", &served.1, "--progress", "none", "--rate", &rates, "--arrival", "constant"])
+        .args(["--duration", "5s", "--warmup", "1s", "--slo", "ttft:p95<=60s", "--search-steps", "0"])
+        .args(SHORT)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("this sweep runs 2 points of about 6s each: about 12s in all"), "{stderr}");
+    let v = read_json(&out);
+    let m = marks(&v);
+    assert!(m[0].1 && !m[1].1, "90% steady, 125% not: {m:?} (capacity {capacity:.1} req/s)");
+    assert_eq!(v["analysis"]["recommended"]["index"], 0, "{}", v["analysis"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.lines().filter(|l| l.contains("NOT STEADY")).count() == 1, "{stdout}");
+}
+
+#[test]
+fn stages_are_one_run_judged_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("stages.json"), dir.path().join("rec.jsonl"));
+    goodput().args(["sweep", "--estimate", "-q", "--stages", "40/40s,80/40s"]).writing(&out, &rec).assert().success();
+    let v = read_json(&out);
+    assert_eq!(v["config"]["mode"], "stages");
+    assert_eq!(marks(&v), [(40.0, true, false), (80.0, false, true)]);
+    // One run: a records file whose requests are the stages' together, the
+    // second stage's measured ones due after the first's 40 s.
+    let recs = cmd::records(&rec);
+    let p = |i: usize, k: &str| v["points"][i]["result"]["summary"]["requests"][k].as_u64().unwrap();
+    assert_eq!(p(0, "sent") + p(1, "sent"), recs.len() as u64);
+    assert_eq!(p(1, "warmup"), p(0, "sent"), "the first stage's requests load the second as warm-up");
+    let second = v["points"][1]["result"]["window"]["start_s"].as_f64().unwrap();
+    assert!((40.0..41.0).contains(&second), "{second}");
+    assert_eq!(v["analysis"]["recommended"]["index"], serde_json::Value::Null, "no SLO, no saturation");
+    // A stage is RATE/DURATION.
+    let err = goodput().args(["sweep", "--estimate", "--stages", "10,20/1m"]).refusal();
+    assert!(err.contains("invalid stage '10': give RATE/DURATION, e.g. 10/2m"), "{err}");
+}
+
+/// One chart's `<figure>` in a page, by its `data-chart` id.
+fn figure<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page.find(&format!(r#"data-chart="{id}""#)).unwrap_or_else(|| panic!("no chart {id}"));
+    let rest = &page[start..];
+    &rest[..rest.find("</figure>").unwrap()]
+}
+
+/// A stages run's page has its timeline (throughput, TTFT and requests in
+/// flight over the run) drawn from every request the sweep held, though
+/// its document keeps none, the second stage's start marked; its points
+/// table has the steady column, and the overload's reason beside NOT
+/// STEADY, as the terminal's row has. A grid sweep's TTFT distributions
+/// come from its points' requests in the same way, not from percentiles.
+#[test]
+fn a_sweep_page_draws_from_the_records_the_sweep_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, html) = (dir.path().join("stages.json"), dir.path().join("stages.html"));
+    let o = goodput()
+        .args(["sweep", "--estimate", "-q", "--stages", "40/40s,80/40s", "-o"])
+        .arg(&out)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = read_json(&out);
+    assert!(v["points"][1]["result"].get("requests").is_none(), "the document holds no records");
+    let reason = stability(&v["points"][1]["result"])["reason"].as_str().unwrap().to_owned();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let row = stdout.lines().find(|l| l.starts_with("80 req/s")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.ends_with(&format!("NOT STEADY: {reason}")), "{row}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let timeline = &page[page.find("<h2>Over the stages</h2>").expect("a timeline")..];
+    let timeline = &timeline[..timeline.find("</section>").unwrap()];
+    assert!(!timeline.contains("held over its span"), "drawn from the records, not the stages' summaries");
+    let drawn = charts(timeline);
+    let ids: Vec<&str> = drawn.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["stages-throughput", "stages-ttft", "stages-inflight"]);
+    // 4800 requests: the TTFT dots are every request's (thinned to 3000 at most).
+    assert!(drawn.iter().all(|(_, n)| *n > 70) && drawn[1].1 > 1000, "{drawn:?}");
+    for id in ids {
+        let fig = figure(timeline, id);
+        assert!(fig.contains(r#"<text class="guide-label boundary" text-anchor="start""#), "{id}");
+        assert!(fig.contains(">40 req/s</text>") && fig.contains(">80 req/s</text>"), "{id}");
+    }
+    assert!(page.contains("<th>steady</th>") && page.contains(&format!("NOT STEADY: {reason}</td>")));
+    assert!(!figure(&page, "sweep-ttft-cdf").contains("percentiles"));
+    // A grid sweep's points, each its own run.
+    let html = dir.path().join("grid.html");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--rate", "40,80", "--duration", "20s", "--search-steps", "0", "--html"])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    let cdf = figure(&page, "sweep-ttft-cdf");
+    assert!(!cdf.contains("percentiles"), "{cdf}");
+    // Each of two curves thinned to 401 quantiles of its requests, not six percentiles.
+    assert!(cdf.contains(&format!(r#"data-points="{}""#, 2 * 401)), "{cdf}");
+}
+
+/// Stages of users: one closed loop whose users join at a stage's start
+/// and leave as their requests end, each stage judged as a point; over
+/// HTTP against `goodput serve` as in virtual time.
+#[test]
+fn stages_of_users_are_one_closed_loop_judged_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let _one = HTTP.lock().unwrap_or_else(|e| e.into_inner());
+    let served = serve_engine();
+    let url = served.1.clone();
+    let http = [&["--url", url.as_str(), "--stages", "c=4/3s,c=32/3s,c=2/3s"][..], SHORT].concat();
+    for (name, args) in [("virtual", vec!["--estimate", "--stages", "c=4/20s,c=32/20s,c=2/20s"]), ("http", http)] {
+        let (out, rec) = (dir.path().join(format!("{name}.json")), dir.path().join(format!("{name}.jsonl")));
+        goodput().args(["sweep", "-q"]).args(&args).writing(&out, &rec).assert().success();
+        let v = read_json(&out);
+        let points = v["points"].as_array().unwrap();
+        let loads: Vec<(&str, u64)> = points
+            .iter()
+            .map(|p| (p["load"]["kind"].as_str().unwrap(), p["load"]["value"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(loads, [("concurrency", 4), ("concurrency", 32), ("concurrency", 2)], "{name}");
+        let peak = |i: usize| points[i]["result"]["summary"]["in_flight"]["peak"].as_u64().unwrap();
+        let rps = |i: usize| points[i]["result"]["summary"]["throughput"]["requests_per_s"].as_f64().unwrap();
+        // The second stage's users join at once; the third's leave as their
+        // requests end, so its window may start with more in flight.
+        assert!(peak(0) <= 4 && peak(1) > 4 && peak(1) <= 32, "{name}: {} {}", peak(0), peak(1));
+        assert!(rps(1) > rps(0), "{name}: more users, more requests a second: {} {}", rps(0), rps(1));
+        let load = &points[1]["result"]["config"]["load"];
+        assert_eq!((load["concurrency"].as_u64(), load["rate"].as_f64()), (Some(32), None), "{name}");
+        let recs = cmd::records(&rec);
+        let p = |i: usize, k: &str| points[i]["result"]["summary"]["requests"][k].as_u64().unwrap();
+        assert_eq!(p(0, "sent") + p(1, "sent") + p(2, "sent"), recs.len() as u64, "{name}: one run");
+    }
+    // Rates and users are not mixed in one run.
+    let err = goodput().args(["sweep", "--estimate", "--stages", "10/1m,c=8/1m"]).refusal();
+    assert!(err.contains("all rates (10/2m) or all users (c=8/2m)"), "{err}");
+}
+
+/// A timed estimate ends as a timed bench does: what is still in flight a
+/// grace after the end of sending is cancelled then (not abandoned), in
+/// virtual time; a grace long enough lets every request finish.
+#[test]
+fn a_timed_estimate_cancels_what_outlives_its_grace_as_bench_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--rate", "150", "--duration", "4s", "--warmup", "0", "--output-tokens", "32"];
+    let short = estimate(dir.path(), "short", &[&args[..], &["--grace", "1s"]].concat());
+    let counts = &short["summary"]["requests"];
+    assert!(counts["cancelled"].as_u64().unwrap() > 0 && counts["completed"].as_u64().unwrap() > 0, "{counts}");
+    assert_eq!(counts["abandoned"].as_u64().unwrap_or(0), 0, "{counts}");
+    assert!(short["window"]["end_s"].as_f64().unwrap() <= 5.0 + 1e-9, "{}", short["window"]);
+    assert_eq!(short["config"]["load"]["grace"], "1s");
+    let long = estimate(dir.path(), "long", &[&args[..], &["--grace", "10m"]].concat());
+    let counts = &long["summary"]["requests"];
+    assert_eq!(counts["cancelled"].as_u64().unwrap(), 0, "{counts}");
+    assert_eq!(counts["sent"], short["summary"]["requests"]["sent"], "the same arrivals");
+    assert!(long["window"]["end_s"].as_f64().unwrap() > 5.0, "{}", long["window"]);
+}
