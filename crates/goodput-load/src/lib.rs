@@ -1,7 +1,19 @@
 //! goodput-load: everything that puts load on a server and records what came
-//! back: workloads, arrival schedules, the OpenAI-compatible streaming client
-//! and the runner that turns a load plan into per-request records. Scraping
-//! the server's `/metrics` during a run is the goodput binary's (`scrape`).
+//! back: workloads, arrival schedules, the OpenAI-compatible and native API
+//! protocols, the client and the runner that turns a load plan into
+//! per-request records.
+//!
+//! - [`client`]: one reading policy (whole body, stream, error body, failure
+//!   kinds, the buffer cap) over the `Wire` trait, whose two stacks are
+//!   reqwest and goodput's own HTTP/1.1 transport ([`http1`], with kernel
+//!   receive stamps); [`protocol`]: what each API sends and streams.
+//! - [`runner`]: the [`runner::LoadPlan`] carried out on tokio's clock by
+//!   goodput-core's clock-agnostic dispatcher (`goodput_core::load`), the
+//!   same rules the simulated engine's virtual time follows.
+//! - [`workload`], [`schedule`], [`trace`]: what is sent and when.
+//!
+//! Scraping the server's `/metrics` during a run is the goodput binary's
+//! (`scrape`).
 
 pub mod client;
 pub mod error;

@@ -1,6 +1,13 @@
 //! goodput-sim: the simulated inference engine (its model of a
 //! continuous-batching server) and the OpenAI-compatible HTTP front that
 //! serves it, plus the fixed-timing profile used to test clients.
+//!
+//! - [`engine`]: the catalog of models and GPUs, the roofline, the
+//!   scheduler and KV cache, and virtual time (`engine::virtual_time`),
+//!   which sends by goodput-core's load dispatcher on the engine's own
+//!   event loop, as the live client does on tokio's.
+//! - [`engine_server`], [`openai`], [`connections`]: the engine behind real
+//!   HTTP; [`fixed`]: a server of known timing for testing clients.
 
 pub mod answers;
 pub mod clock;
