@@ -45,29 +45,25 @@ impl Sweep {
             plan.trace = Some(Arc::new(times));
             plan
         };
+        // Each stage's config block is the one a point of its load and
+        // length would write: its plan's, as bench and sweep points write theirs.
         let (cap, shape, workload) = (self.args.max_concurrency, self.args.shape.clone(), self.workload_config.clone());
-        let config = move |load: f64, d: Duration| {
-            let open = goodput_core::doc::config::LoadConfig {
-                rate: Some(goodput_core::doc::config::Rate(load)),
-                concurrency: Some(cap),
-                arrival: Some(format!("{:?}", shape.arrival).to_lowercase()),
-                burstiness: shape.burstiness,
-                ..Default::default()
+        let config = move |load: f64, d: Duration| -> Result<RunConfig> {
+            let s = crate::cli::ShapeArgs { duration: Some(d), requests: None, ..shape.clone() };
+            let point = if by_users {
+                setup::shaped_plan(&s, Some(load as usize), None, None, grace)?
+            } else {
+                setup::shaped_plan(&s, Some(cap as usize), Some(load), None, grace)?
             };
-            let closed = goodput_core::doc::config::LoadConfig { concurrency: Some(load as u64), ..Default::default() };
-            RunConfig {
-                load: Some(goodput_core::doc::config::LoadConfig {
-                    duration: Some(humantime::format_duration(d).to_string()),
-                    seed: Some(shape.seed.value),
-                    ..if by_users { closed } else { open }
-                }),
+            Ok(RunConfig {
+                load: Some(goodput_core::doc::config::LoadConfig::from(&point)),
                 workload: Some(workload.clone()),
                 ..RunConfig::default()
-            }
+            })
         };
         let title = format!("{} stages", stages.len());
         let (whole, recs) = self
-            .execute(&plan, &self.workload, title, config(first, total), self.args.output.records.clone(), false)
+            .execute(&plan, &self.workload, title, config(first, total)?, self.args.output.records.clone(), false)
             .await?;
         // The whole run over time, for the page's timeline of the stages.
         self.held.timeline = goodput_report::series::time_series_of(&recs, (whole.window.start_s, whole.window.end_s));
@@ -89,7 +85,7 @@ impl Sweep {
                     run_id: whole.run_id.clone(),
                     started_unix_s: whole.started_unix_s,
                     interrupted: whole.interrupted,
-                    config: config(load, d),
+                    config: config(load, d)?,
                     target: whole.target.clone(),
                     include_requests: self.args.output.include_requests,
                 },

@@ -308,6 +308,11 @@ fn stages_are_one_run_judged_stage_by_stage() {
     let second = v["points"][1]["result"]["window"]["start_s"].as_f64().unwrap();
     assert!((40.0..41.0).contains(&second), "{second}");
     assert_eq!(v["analysis"]["recommended"]["index"], serde_json::Value::Null, "no SLO, no saturation");
+    // Each stage's config block is its plan's, as a point of that rate and
+    // length writes it: its own rate and duration, and the run's settings.
+    let load = &v["points"][1]["result"]["config"]["load"];
+    assert_eq!((load["rate"].as_f64(), load["duration"].as_str()), (Some(80.0), Some("40s")), "{load}");
+    assert_eq!((load["arrival"].as_str(), load["grace"].is_string()), (Some("poisson"), true), "{load}");
     // A stage is RATE/DURATION.
     let err = goodput().args(["sweep", "--estimate", "--stages", "10,20/1m"]).refusal();
     assert!(err.contains("invalid stage '10': give RATE/DURATION, e.g. 10/2m"), "{err}");
