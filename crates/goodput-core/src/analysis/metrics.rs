@@ -16,12 +16,20 @@ pub trait RequestMetrics {
     fn e2e(&self) -> Option<Duration>;
     /// (t_last − t_first) / (n_out − k_first), defined when the divisor ≥ 1.
     fn tpot(&self) -> Option<Duration>;
-    /// TTFT as vLLM's `bench serve` (2025 on) takes it: the first streamed
-    /// payload with a choice, output or not (a role-only chunk, an empty
-    /// keep-alive) − sent; the first output chunk where none came before it.
+    /// TTFT as vLLM's `bench serve` (0.33) takes it: the first streamed
+    /// payload it counts as output (text, `reasoning`, a tool call, or an
+    /// empty `content` without a `role`: an empty keep-alive counts, the
+    /// role-only opening chunk does not) − sent; the first output chunk
+    /// where none came before it.
     fn ttft_vllm(&self) -> Option<Duration>;
-    /// vLLM's request latency: the last payload with a choice − sent.
+    /// vLLM's request latency: the last payload it counts as output − sent.
     fn e2e_vllm(&self) -> Option<Duration>;
+    /// The gaps vLLM's ITL has beyond the gaps between output chunks: from
+    /// an earlier payload it counts (an empty keep-alive) to the first output
+    /// chunk, and from the last output chunk to a later one it counts. vLLM
+    /// appends a gap for every payload it counts after its first, so its ITL
+    /// is the chunk gaps and these (none, one or two a request).
+    fn vllm_edge_gaps(&self) -> Vec<Duration>;
     /// vLLM's (e2e − ttft) / (n_out − 1) on its own stamps, defined when
     /// n_out > 1.
     fn tpot_vllm(&self) -> Option<Duration>;
@@ -74,6 +82,13 @@ impl RequestMetrics for RequestRecord {
     fn e2e_vllm(&self) -> Option<Duration> {
         let last = self.chunks.last()?.t;
         Some(self.last_choice.map_or(last, |c| c.max(last)).saturating_sub(self.sent))
+    }
+
+    fn vllm_edge_gaps(&self) -> Vec<Duration> {
+        let (Some(first), Some(last)) = (self.chunks.first(), self.chunks.last()) else { return Vec::new() };
+        let before = self.first_choice.filter(|&c| c < first.t).map(|c| first.t - c);
+        let after = self.last_choice.filter(|&c| c > last.t).map(|c| c - last.t);
+        before.into_iter().chain(after).collect()
     }
 
     fn tpot_vllm(&self) -> Option<Duration> {
@@ -236,5 +251,10 @@ mod tests {
         // (175 − 75) / 2, against goodput's 10 ms a token.
         assert_eq!(r.tpot_vllm(), Some(Duration::from_millis(50)));
         assert_eq!((r.ttft(), r.tpot()), (Some(Duration::from_millis(150)), Some(Duration::from_millis(10))));
+        // vLLM's ITL counts the keep-alive to the first token, and the last
+        // token to the finish chunk, beside the gaps between chunks.
+        assert_eq!(r.vllm_edge_gaps(), [Duration::from_millis(75), Duration::from_millis(5)]);
+        r.last_choice = None;
+        assert_eq!(r.vllm_edge_gaps(), [Duration::from_millis(75)]);
     }
 }

@@ -74,6 +74,24 @@ pub struct Distribution {
     pub percentiles: Vec<(f64, Option<f64>)>,
 }
 
+/// Two sorted samples as one sorted sample, in one pass.
+pub fn merge_sorted(a: &[f64], b: &[f64]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if b[j].total_cmp(&a[i]).is_lt() {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
 impl Distribution {
     /// Summarises `samples` (any order; sorted in place).
     pub fn from_samples(samples: &mut [f64], percentiles: &[f64]) -> Self {
@@ -272,6 +290,16 @@ impl<'de> Deserialize<'de> for Distribution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merge_sorted_is_the_sorted_union() {
+        let (a, b) = ([1.0, 2.0, 2.0, 9.0], [0.5, 2.0, 10.0]);
+        let mut both = [a.as_slice(), b.as_slice()].concat();
+        both.sort_by(f64::total_cmp);
+        assert_eq!(merge_sorted(&a, &b), both);
+        assert_eq!(merge_sorted(&[], &b), b);
+        assert_eq!(merge_sorted(&a, &[]), a);
+    }
     use proptest::prelude::*;
 
     /// An independent oracle: numpy's "linear" method written from its

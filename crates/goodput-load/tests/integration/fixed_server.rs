@@ -143,3 +143,77 @@ async fn vllm_compat_takes_ttft_at_the_first_choice() {
     let (vllm, ours) = (a.vllm.mean_ttft_ms.unwrap(), a.summary.ttft_ms.mean.unwrap());
     assert!(vllm < ours, "compat.vllm.mean_ttft_ms {vllm} against summary's {ours}");
 }
+
+/// The quirks server of docs/metrics.md, byte for byte as vLLM 0.33's
+/// client meets it: a role-only chunk on arrival (vLLM skips it), an empty
+/// keep-alive at 75 ms (vLLM counts it: its TTFT), then 64 tokens two a
+/// chunk from 150 ms every 20 ms, a finish chunk with an empty delta (not
+/// counted), usage, `[DONE]`. `compat.vllm` reproduces vLLM's ITL: 32 gaps a
+/// request, the first from the keep-alive to the first token, so its mean is
+/// each request's (last token − keep-alive)/32 and its p99 the long gap;
+/// goodput's own ITL leaves that gap out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_compat_itl_counts_the_keep_alive_as_vllm_does() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let _ = sock.set_nodelay(true);
+                while common::read_request(&mut sock, &mut Vec::new()).await {
+                    let arrived = tokio::time::Instant::now();
+                    let head =
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                    if sock.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let delta = |d: &str, fin: &str| {
+                        format!(r#"{{"choices":[{{"index":0,"delta":{d},"finish_reason":{fin}}}]}}"#)
+                    };
+                    let mut events = vec![(0, delta(r#"{"role":"assistant","content":""}"#, "null"))];
+                    events.push((75, delta(r#"{"content":""}"#, "null")));
+                    events.extend((0..32).map(|i| (150 + 20 * i, delta(r#"{"content":"ab"}"#, "null"))));
+                    events.push((770, delta("{}", r#""length""#)));
+                    let usage =
+                        r#"{"choices":[],"usage":{"prompt_tokens":32,"completion_tokens":64,"total_tokens":96}}"#;
+                    events.push((770, usage.to_string()));
+                    events.push((770, "[DONE]".to_string()));
+                    for (at, data) in events {
+                        tokio::time::sleep_until(arrived + Duration::from_millis(at)).await;
+                        let event = format!("data: {data}\n\n");
+                        let framed = format!("{:x}\r\n{event}\r\n", event.len());
+                        if sock.write_all(framed.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                    if sock.write_all(b"0\r\n\r\n").await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let recs = run(&url, Api::Chat, true, 64, plan(4, 2)).await;
+    server.abort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mut spans = 0.0;
+    for r in &recs {
+        assert_eq!((r.outcome.clone(), r.output_tokens, r.chunks.len()), (Outcome::Success, 64, 32));
+        // vLLM's TTFT is the keep-alive, which the server sent 75 ms before the first token.
+        let (ours, vllm) = (r.ttft().unwrap(), r.ttft_vllm().unwrap());
+        assert!(
+            ours >= Duration::from_millis(150) && vllm >= Duration::from_millis(75) && vllm < ours,
+            "{vllm:?} {ours:?}"
+        );
+        assert_eq!(r.vllm_edge_gaps().len(), 1, "the keep-alive to the first token, and no gap after the last token");
+        spans += ms(r.e2e_vllm().unwrap() - r.ttft_vllm().unwrap());
+    }
+    let a = analyze(&recs, &AnalysisOptions::default());
+    let mean = a.vllm.mean_itl_ms.unwrap();
+    assert!((mean - spans / (32.0 * recs.len() as f64)).abs() < 1e-6, "32 gaps a request: {mean} against {spans}");
+    // One gap in 32 is the long one (75 ms sent apart), more than 1%: it is the p99.
+    let (p99, ours) = (a.vllm.p99_itl_ms.unwrap(), a.summary.chunk_gap_ms.p(99.0).unwrap());
+    assert!(p99 > 50.0 && p99 > ours, "vLLM's p99 ITL {p99} against goodput's chunk gap p99 {ours}");
+}

@@ -11,13 +11,17 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The run under the names and formulas of vLLM's `bench serve`: TPOT is
-/// (e2e − ttft)/(n_out − 1), ITL is the raw gap between chunks, throughput is
-/// over completed requests. TTFT and the request's end are stamped where
-/// vLLM stamps them (2025 on): the first and last payloads with a non-empty
-/// `choices`, a role-only chunk or an empty keep-alive included, so its TTFT
-/// can be well below goodput's (`summary.ttft_ms`) on a server that sends
-/// one early ([`RequestMetrics::ttft_vllm`]).
+/// The run under the names and formulas of vLLM's `bench serve` (0.33):
+/// TPOT is (e2e − ttft)/(n_out − 1), ITL is the raw gap between the payloads
+/// it counts as output, throughput is over completed requests. TTFT and the
+/// request's end are stamped where vLLM 0.33 stamps them: the first and last
+/// payloads whose delta has text, `reasoning` or a tool call, or an empty
+/// `content` without a `role` (`_choice_has_streamed_output`). An empty
+/// keep-alive before the first token counts, so vLLM's TTFT can be well
+/// below goodput's (`summary.ttft_ms`) on a server that sends one, and its
+/// ITL then has one long gap a request, from the keep-alive to the first
+/// token; the role-only opening chunk does not count
+/// ([`RequestMetrics::ttft_vllm`], [`RequestMetrics::vllm_edge_gaps`]).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct VllmCompat {
@@ -50,7 +54,7 @@ pub struct VllmCompat {
     pub other_percentiles: BTreeMap<String, Option<f64>>,
 }
 
-/// vLLM's figures; `gaps` every gap between chunks of `ok`, sorted (vLLM's ITL).
+/// vLLM's figures; `gaps` every gap vLLM's ITL has in `ok`, sorted.
 pub(super) fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f64, gaps: &[f64]) -> VllmCompat {
     let ps_all: Vec<f64> = {
         let mut v = ps.to_vec();
