@@ -35,6 +35,28 @@ async fn sleep_until_some(at: Option<Instant>) {
     }
 }
 
+/// How many times an exchange past its deadline is polled, yielding between,
+/// to read what already came before a timeout is declared: each poll reads
+/// until the socket would block or the runtime's budget for one poll (128
+/// reads) is spent, so this reads far more than any socket buffer holds.
+const DRAIN_POLLS: usize = 64;
+
+/// An exchange whose deadline passed, run on only as far as what already sits
+/// in its socket takes it: its result if that completes it, `None` once it
+/// would wait for the server. A client that was stopped or starved past the
+/// deadline while its whole response waited in the socket did not see the
+/// server time out; a server that sent nothing more times out as before.
+async fn read_what_came<F: std::future::Future>(mut exchange: std::pin::Pin<&mut F>) -> Option<F::Output> {
+    for _ in 0..DRAIN_POLLS {
+        let polled = std::future::poll_fn(|cx| std::task::Poll::Ready(exchange.as_mut().poll(cx))).await;
+        if let std::task::Poll::Ready(out) = polled {
+            return Some(out);
+        }
+        tokio::task::yield_now().await;
+    }
+    None
+}
+
 /// Sends requests and records them.
 pub struct Client {
     http: reqwest::Client,
@@ -246,21 +268,32 @@ impl Client {
             .limited(self.cfg.max_buffer)
             .keeping_reply();
         let mut early: Option<Outcome> = None;
+        let mut abandoned = false;
         {
-            let exchange = self.exchange(body, &headers, &mut rec, &mut reader, origin);
+            let mut exchange = std::pin::pin!(self.exchange(body, &headers, &mut rec, &mut reader, origin));
+            let timeout = || Outcome::Failed {
+                kind: FailureKind::Timeout,
+                message: format!("no complete response within {:?}", self.cfg.timeout),
+            };
+            // The exchange first: when the client wakes late (a stopped or
+            // starved process) to find both its response and its deadline
+            // come, the response wins.
             tokio::select! {
-                res = exchange => if let Err(o) = res { early = Some(o) },
-                _ = tokio::time::sleep_until(deadline) => early = Some(Outcome::Failed {
-                    kind: FailureKind::Timeout,
-                    message: format!("no complete response within {:?}", self.cfg.timeout),
-                }),
+                biased;
+                res = &mut exchange => if let Err(o) = res { early = Some(o) },
                 _ = abort.cancelled() => early = Some(Outcome::Cancelled),
                 _ = sleep_until_some(give_up) => {
-                    rec.abandoned = true;
+                    abandoned = true;
                     early = Some(Outcome::Cancelled);
                 }
+                _ = tokio::time::sleep_until(deadline) => match read_what_came(exchange.as_mut()).await {
+                    Some(Err(o)) => early = Some(o),
+                    Some(Ok(())) => {}
+                    None => early = Some(timeout()),
+                },
             }
         }
+        rec.abandoned |= abandoned;
         rec.end = origin.elapsed();
         let prompt = &item.prompt;
         let reply = reader.take_reply();

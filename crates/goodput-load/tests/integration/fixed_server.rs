@@ -217,3 +217,47 @@ async fn vllm_compat_itl_counts_the_keep_alive_as_vllm_does() {
     let (p99, ours) = (a.vllm.p99_itl_ms.unwrap(), a.summary.chunk_gap_ms.p(99.0).unwrap());
     assert!(p99 > 50.0 && p99 > ours, "vLLM's p99 ITL {p99} against goodput's chunk gap p99 {ours}");
 }
+
+/// A client stopped past its deadline (here its one thread blocked, as a
+/// stopped or starved process is) while its whole response waited in the
+/// socket did not see the server time out: what came is read before a
+/// timeout is declared. The server runs on a thread of its own, so it
+/// answers while the client cannot read.
+#[test]
+fn a_response_that_came_while_the_client_was_stalled_is_no_timeout() {
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.block_on(async {
+            let profile =
+                FixedProfile { ttft: Duration::from_millis(200), itl: Duration::from_millis(1), ..Default::default() };
+            let (url, _s) = start(profile).await;
+            url_tx.send(url).unwrap();
+            let _ = stop_rx.await;
+        });
+    });
+    let url = url_rx.recv().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let recs = rt.block_on(async {
+        let c = client(&url, Api::Chat, true, Duration::from_millis(300));
+        // Blocks the client's only thread from 50 ms to 850 ms: the answers
+        // (their first token at 200 ms, all of them by about 210 ms) come
+        // while it cannot read, and its 300 ms deadlines pass.
+        let stall = tokio::spawn(async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            std::thread::sleep(Duration::from_millis(800));
+        });
+        let recs = goodput_load::run(&plan(4, 4), c, workload(8), Control::default(), |_: &RequestRecord| {})
+            .await
+            .unwrap()
+            .records;
+        stall.await.unwrap();
+        recs
+    });
+    stop_tx.send(()).unwrap();
+    server.join().unwrap();
+    for r in &recs {
+        assert_eq!((&r.outcome, r.output_tokens), (&Outcome::Success, 8), "{:?}", r.outcome);
+    }
+}
