@@ -16,7 +16,13 @@
 # stall_probe beside the run and splits the ITL errors by whether the machine
 # stalled near them), SERVER_WRAP and CLIENT_WRAP (a command put before
 # each side, e.g. "chrt -f 50"), CLIENT_BIN (another goodput binary as the
-# client, e.g. an older build, against this build's server).
+# client, e.g. an older build, against this build's server), BASELINE_BIN (a
+# goodput binary to measure too, e.g. the last release: its CPU per token
+# and goodput's ratio to it), FLOOR=0 (leaves out the floor client).
+# The floor client (bench/floor.c: one epoll loop, one read and one clock
+# reading per read, a byte scan for "data:") is built with cc and run against
+# a fresh server of the same timing after goodput's run, in the same sitting;
+# the last lines give goodput's CPU per token as a ratio to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS=${1:-1000}
@@ -24,6 +30,7 @@ REQUESTS=${2:-3000}
 OUT_TOKENS=${3:-500}
 PORT=${PORT:-18777}
 cargo build --release -q --bin goodput --example itl_error --example stall_probe
+if [ "${FLOOR:-1}" != 0 ]; then mkdir -p target/bench && cc -O2 -o target/bench/floor bench/floor.c; fi
 BIN=${BIN:-target/release/goodput}
 CLIENT_BIN=${CLIENT_BIN:-$BIN}
 TMP=$(mktemp -d)
@@ -81,3 +88,31 @@ for m in lateness gap_error; do
   awk -v m="$m" '$0 ~ "chunk_" m "_seconds_bucket" { split($1, a, "\""); le[n] = a[2]; c[n++] = $2 }
     END { printf "server chunk %s within:", m; for (i = 0; i < n; i++) if (le[i] == "0.000512" || le[i] == "0.001024" || le[i] == "0.004096" || le[i] == "0.008192") printf " %s ms %.2f%%", le[i] * 1000, 100 * c[i] / c[n-1]; printf "\n" }' "$TMP/metrics.prom"
 done
+
+# The same load from the floor client, and from a baseline build when one is
+# given, each against a fresh server of the same timing (no write log).
+cpu_per_token() { # TIME_FILE TOKENS
+  read -r u s _ < "$1"
+  python3 -c "print(f'{($u + $s) / $2 * 1e6:.2f}')"
+}
+goodput_us=$(cpu_per_token "$TMP/time" "$tokens")
+against() { # NAME COMMAND...
+  local name=$1; shift
+  GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$((PORT + 1))" --ttft 10ms --itl 10ms \
+    --tokens-per-chunk 1 2>"$TMP/serve2.log" &
+  local server2=$!
+  sleep 0.5
+  "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time2" "$@" >"$TMP/out2" || { kill $server2; cat "$TMP/out2"; return 1; }
+  kill $server2; wait $server2 2>/dev/null || true
+  local us; us=$(cpu_per_token "$TMP/time2" "$((REQUESTS * OUT_TOKENS))")
+  echo "$name: $us µs of CPU per streamed token ($(cat "$TMP/time2" | awk '{print $1 " user + " $2 " sys, " $3 " s wall"}'))"
+  python3 -c "print(f'goodput / $name: {$goodput_us / $us:.2f}x')"
+}
+echo "goodput: $goodput_us µs of CPU per streamed token"
+if [ "${FLOOR:-1}" != 0 ]; then
+  against floor target/bench/floor 127.0.0.1 "$((PORT + 1))" "$STREAMS" "$REQUESTS" "$OUT_TOKENS"
+fi
+if [ -n "${BASELINE_BIN:-}" ]; then
+  against baseline "$BASELINE_BIN" bench --url "http://127.0.0.1:$((PORT + 1))" -c "$STREAMS" -n "$REQUESTS" --output-tokens "$OUT_TOKENS" \
+    --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-auto}"
+fi

@@ -17,7 +17,8 @@
 # target/pyclients) on first use (vLLM brings torch and CUDA libraries:
 # several GB); they get a tokenizer (our tiny test one) from a local Hugging
 # Face cache there, offline. CLIENTS picks which run (default
-# "goodput vllm aiperf guidellm").
+# "goodput vllm aiperf guidellm"); BIN an already built goodput (nothing is
+# rebuilt); KEEP=DIR keeps the results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS=${1:-100}
@@ -29,8 +30,14 @@ CLIENTS=${CLIENTS:-goodput vllm aiperf guidellm}
 VLLM_VERSION=${VLLM_VERSION:-0.33.0}
 AIPERF_VERSION=${AIPERF_VERSION:-0.13.0}
 GUIDELLM_VERSION=${GUIDELLM_VERSION:-0.8.1}
-cargo build --release -q --bin goodput
-G=$PWD/target/release/goodput
+# BIN: an already built goodput to measure (nothing is rebuilt), so a
+# side-by-side run pins what it measures; by default this tree's release build.
+if [ -n "${BIN:-}" ]; then
+  G=$(realpath "$BIN")
+else
+  cargo build --release -q --bin goodput
+  G=$PWD/target/release/goodput
+fi
 URL=http://127.0.0.1:$PORT
 
 for tool in vllm aiperf guidellm; do
@@ -51,9 +58,16 @@ cp crates/goodput-load/tests/fixtures/tiny-bpe-tokenizer.json "$SNAP/tokenizer.j
 echo '{"tokenizer_class":"PreTrainedTokenizerFast","model_max_length":100000}' >"$SNAP/tokenizer_config.json"
 export HF_HOME=$PY/hf HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-TMP=$(mktemp -d)
+# KEEP=DIR keeps every client's results, logs and the server's /metrics
+# there (one folder per client); by default they go with the run.
 SERVER=
-trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
+if [ -n "${KEEP:-}" ]; then
+  TMP=$(mkdir -p "$KEEP" && cd "$KEEP" && pwd)
+  trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null' EXIT
+else
+  TMP=$(mktemp -d)
+  trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
+fi
 
 # client NAME STREAMS REQUESTS TOKENS: one run against a fresh server;
 # leaves $TMP/NAME/{time,log,metrics.prom} and the tool's own result.
