@@ -47,7 +47,9 @@ pub use doc::record::{
     apportion, chunk_counts, spread_evenly, tokenizer_fits, Channel, ChunkTokenSource, Chunks, CountSource,
     FailureKind, Outcome, OutputChunk, RequestRecord, SessionTurn, TokenCounts,
 };
-pub use doc::result::{ClientCost, Compat, Diagnosis, DiagnosisKind, RunResult, Target, Tool, Window, SCHEMA};
+pub use doc::result::{
+    ClientCost, ClientStall, ClientStalls, Compat, Diagnosis, DiagnosisKind, RunResult, Target, Tool, Window, SCHEMA,
+};
 
 /// The furthest ahead goodput plans a time: a run's length, a wait, the gap
 /// between two sends, a start. A hundred years is longer than any run, and

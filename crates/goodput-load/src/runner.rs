@@ -16,7 +16,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod sender;
+mod watchdog;
 use sender::Sender;
+pub use watchdog::{THRESHOLD as STALL_THRESHOLD, TICK as STALL_TICK};
 
 /// Send times from the run's start, in order (see [`LoadPlan::send_times`]).
 pub type SendTimes = dispatch::Arrivals;
@@ -286,6 +288,10 @@ pub struct RunOutput {
     pub interrupted: bool,
     /// The run's clock origin.
     pub origin: Instant,
+    /// The client's own stalls over the run, in order (see
+    /// [`STALL_THRESHOLD`]); records in flight over one are flagged
+    /// `client_stalled`.
+    pub stalls: Vec<goodput_core::ClientStall>,
 }
 
 /// Stop signals for a run: `stop` ends sending and lets in-flight requests
@@ -337,14 +343,17 @@ pub async fn run_at<B: Backend>(
         next_id: Arc::new(AtomicU64::new(0)),
     };
     let mut records = Vec::new();
+    let watchdog = watchdog::Watchdog::start(origin);
     sender
-        .drive(dispatcher, |r| {
+        .drive(dispatcher, |mut r| {
+            watchdog.flag(&mut r);
             sink.record(&r);
             records.push(r);
         })
         .await;
+    let stalls = watchdog.finish();
     records.sort_by_key(|r| r.end);
-    Ok(RunOutput { records, interrupted: control.stop.is_cancelled(), origin })
+    Ok(RunOutput { records, interrupted: control.stop.is_cancelled(), origin, stalls })
 }
 
 /// Fails before the run rather than in every session: the workload cannot

@@ -88,6 +88,19 @@ pub fn client_cost(c: &ClientCost) -> String {
     )
 }
 
+/// The client's own stalls in one line: how many, how long, and the
+/// requests in flight over them.
+pub fn client_stalls(s: &goodput_core::ClientStalls) -> String {
+    let touched = match s.requests {
+        0 => "no request in flight".to_owned(),
+        n => format!("{n} request(s) in flight over them: their times are upper bounds"),
+    };
+    format!(
+        "{} over {:.0} ms, {:.0} ms in all (longest {:.0} ms); {touched}",
+        s.count, s.threshold_ms, s.total_ms, s.longest_ms
+    )
+}
+
 /// A relative change (0.1 = +10%).
 pub fn change(c: Option<f64>) -> String {
     match c {

@@ -310,6 +310,9 @@ fn throughput(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.client {
         let _ = writeln!(o, "  client CPU      {}", format::client_cost(c));
     }
+    if let Some(c) = &r.client_stalls {
+        let _ = writeln!(o, "  client stalls   {}", format::client_stalls(c));
+    }
     if s.shared_read_chunks > 0 {
         let _ = writeln!(
             o,

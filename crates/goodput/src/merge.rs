@@ -267,6 +267,7 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         }
     };
     result.client = client_cost(shards.iter().map(|s| s.run.client.as_ref()), &records);
+    result.client_stalls = client_stalls(&shards, &offsets, &records);
     let spread = last_start - first_start;
     result.warnings.extend(merge_warnings(&shards, count, &missing, spread));
     result.merge = Some(MergeInfo {
@@ -318,7 +319,11 @@ fn merge_warnings(shards: &[Shard], count: u32, missing: &[u32], spread: f64) ->
     for s in shards {
         let i = s.run.shard.as_ref().map_or(0, |i| i.index);
         warnings.extend(
-            s.run.warnings.iter().filter(|w| w.starts_with("the client kept")).map(|w| format!("shard {i}: {w}")),
+            s.run
+                .warnings
+                .iter()
+                .filter(|w| w.starts_with("the client kept") || w.starts_with("the client itself stalled"))
+                .map(|w| format!("shard {i}: {w}")),
         );
     }
     warnings
@@ -345,6 +350,32 @@ fn scrapes_end_early(
 
 /// Shards whose clocks began further apart than this are warned about.
 const CLOCK_WARNING_S: f64 = 0.1;
+
+/// The shards' own stalls on the merged clock: counted and summed over
+/// the shards, the longest of them, and the merged records they flagged.
+fn client_stalls(
+    shards: &[Shard],
+    offsets: &[std::time::Duration],
+    records: &[RequestRecord],
+) -> Option<goodput_core::ClientStalls> {
+    let of = || shards.iter().filter_map(|s| s.run.client_stalls.as_ref());
+    let threshold = of().map(|c| c.threshold_ms).fold(0.0, f64::max);
+    let mut listed: Vec<goodput_core::ClientStall> = shards
+        .iter()
+        .zip(offsets)
+        .filter_map(|(s, by)| Some((s.run.client_stalls.as_ref()?, *by)))
+        .flat_map(|(c, by)| {
+            c.stalls.iter().map(move |s| goodput_core::ClientStall { start: s.start + by, end: s.end + by })
+        })
+        .collect();
+    listed.sort_by_key(|s| s.start);
+    let mut merged =
+        goodput_core::ClientStalls::over(&listed, std::time::Duration::from_secs_f64(threshold * 1e-3), records)?;
+    merged.count = of().map(|c| c.count).sum();
+    merged.total_ms = of().map(|c| c.total_ms).sum();
+    merged.longest_ms = of().map(|c| c.longest_ms).fold(0.0, f64::max);
+    Some(merged)
+}
 
 /// The client's cost summed over the shards (each its own process, often
 /// its own machine): CPU and cores added up, the longest wall time, and CPU

@@ -296,8 +296,16 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
     Ok(ExitCode::SUCCESS)
 }
 
-/// Why a run is not steady, or `None` when it is.
+/// Why a run is not steady, or `None` when it is: its window was not a
+/// steady state, or the client itself stalled while requests were in
+/// flight (their times are then bounds, not measurements).
 fn unsteady(result: &RunResult) -> Option<String> {
+    if let Some(s) = result.client_stalls.as_ref().filter(|s| s.requests > 0) {
+        return Some(format!(
+            "the client stalled {} time(s) (longest {:.0} ms) while {} request(s) were in flight",
+            s.count, s.longest_ms, s.requests
+        ));
+    }
     match &result.summary.stability {
         Some(s) if s.steady => None,
         Some(s) => Some(goodput_report::escape::terminal(s.reason.as_deref().unwrap_or("not steady"))),

@@ -49,6 +49,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         engine: None,
         server_signals: None,
         client: None,
+        client_stalls: None,
         warnings: analysis.warnings.into_iter().chain(few).chain(cycled).chain(late).collect(),
         diagnosis: Vec::new(),
         shard: None,

@@ -108,6 +108,12 @@ pub struct RequestRecord {
     /// chunk behind, or the server wrote them together.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub shared_reads: u32,
+    /// The client itself stalled (its own clock saw it stopped or starved
+    /// past the threshold, result's `client_stalls`) while the request was
+    /// in flight: the request's times may be late by as much as the stall,
+    /// so they are upper bounds, not the server's.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub client_stalled: bool,
     /// The conversation this request is a turn of, when the load runs
     /// multi-turn sessions (`--turns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -445,6 +451,7 @@ impl RequestRecord {
             finish_reason: None,
             read_lag_max: None,
             shared_reads: 0,
+            client_stalled: false,
             abandoned: false,
             session: None,
             model: None,

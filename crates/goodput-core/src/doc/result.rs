@@ -9,6 +9,7 @@ use crate::doc::record::RequestRecord;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// The schema tag every result document carries.
 pub const SCHEMA: &str = "goodput/v1";
@@ -55,6 +56,11 @@ pub struct RunResult {
     /// What the client itself cost while it ran (`bench`, Linux).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientCost>,
+    /// The client's own stalls (`bench`): times it was stopped or starved
+    /// past the threshold, seen on its own clock. Absent when it saw none
+    /// (and on `estimate`, and documents of goodput before it looked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_stalls: Option<ClientStalls>,
     #[serde(default)]
     pub warnings: Vec<String>,
     /// What the numbers suggest, each line backed by the figures it cites.
@@ -108,6 +114,74 @@ impl ClientCost {
             cpu_us_per_chunk: per(chunks as f64),
             cpu_us_per_output_token: per(tokens as f64),
         }
+    }
+}
+
+/// The times the client itself fell behind: a watchdog on its runtime,
+/// ticking every few milliseconds on the monotonic clock (which runs on
+/// while the process is stopped), found it had not run for longer than
+/// `threshold_ms` (SIGSTOP, a paused or starved runtime, CPU throttling).
+/// Bytes that came in meanwhile waited in the socket, and a read stamp
+/// (even the kernel's, which stamps a read with its last segment) can make
+/// them look later than the server sent them: a request in flight over a
+/// stall is flagged (`client_stalled`) and its times are upper bounds.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ClientStalls {
+    /// A gap in the watchdog's ticks longer than its tick plus this is a stall.
+    pub threshold_ms: f64,
+    pub count: u64,
+    /// The stalls' lengths summed, and the longest; each from the last time
+    /// the client was seen running to the first time it ran again (at most
+    /// a tick longer than the stop itself).
+    pub total_ms: f64,
+    pub longest_ms: f64,
+    /// Requests in flight over a stall (records' `client_stalled`), warm-up
+    /// included.
+    pub requests: u64,
+    /// The stalls, in order (the first [`ClientStalls::LISTED`]).
+    pub stalls: Vec<ClientStall>,
+}
+
+/// One stall on the run's clock (nanoseconds from its origin, as records').
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ClientStall {
+    #[serde(rename = "start_ns", with = "crate::util::serde_ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub start: Duration,
+    #[serde(rename = "end_ns", with = "crate::util::serde_ns")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub end: Duration,
+}
+
+impl ClientStall {
+    /// Whether the stall overlaps a request in flight from `sent` to `end`.
+    pub fn touches(&self, sent: Duration, end: Duration) -> bool {
+        self.start < end && self.end > sent
+    }
+}
+
+impl ClientStalls {
+    /// At most this many stalls are listed; the figures count them all.
+    pub const LISTED: usize = 100;
+
+    /// The figures of `stalls` (in order), seen with `threshold`, over
+    /// `records` (already flagged); `None` when there were none.
+    pub fn over(stalls: &[ClientStall], threshold: Duration, records: &[RequestRecord]) -> Option<ClientStalls> {
+        if stalls.is_empty() {
+            return None;
+        }
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let len = |s: &ClientStall| s.end.saturating_sub(s.start);
+        Some(ClientStalls {
+            threshold_ms: ms(threshold),
+            count: stalls.len() as u64,
+            total_ms: stalls.iter().map(|s| ms(len(s))).sum(),
+            longest_ms: stalls.iter().map(|s| ms(len(s))).fold(0.0, f64::max),
+            requests: records.iter().filter(|r| r.client_stalled).count() as u64,
+            stalls: stalls.iter().take(Self::LISTED).copied().collect(),
+        })
     }
 }
 
@@ -176,4 +250,32 @@ pub enum DiagnosisKind {
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Compat {
     pub vllm: VllmCompat,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stalls_are_counted_summed_and_their_requests_taken_from_the_flags() {
+        let ms = Duration::from_millis;
+        assert_eq!(ClientStalls::over(&[], ms(50), &[]), None, "no stall, no block");
+        let stalls = [ClientStall { start: ms(100), end: ms(160) }, ClientStall { start: ms(300), end: ms(800) }];
+        let mut recs: Vec<RequestRecord> = (0..3).map(|i| RequestRecord::new(i, ms(0), ms(0))).collect();
+        recs[1].client_stalled = true;
+        let s = ClientStalls::over(&stalls, ms(50), &recs).unwrap();
+        assert_eq!((s.count, s.requests, s.stalls.len()), (2, 1, 2));
+        assert!((s.total_ms - 560.0).abs() < 1e-9 && (s.longest_ms - 500.0).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.threshold_ms, 50.0);
+        // A request in flight over a stall touches it; one that ended as it began does not.
+        assert!(stalls[1].touches(ms(200), ms(301)) && stalls[1].touches(ms(799), ms(900)));
+        assert!(!stalls[1].touches(ms(200), ms(300)) && !stalls[1].touches(ms(800), ms(900)));
+        // The document lists the first 100, and counts them all.
+        let many: Vec<ClientStall> =
+            (0..150).map(|i| ClientStall { start: ms(i * 100), end: ms(i * 100 + 60) }).collect();
+        let s = ClientStalls::over(&many, ms(50), &recs).unwrap();
+        assert_eq!((s.count, s.stalls.len()), (150, ClientStalls::LISTED));
+        let json = serde_json::to_string(&s.stalls[0]).unwrap();
+        assert_eq!(json, r#"{"start_ns":0,"end_ns":60000000}"#);
+    }
 }

@@ -177,6 +177,9 @@ fn throughput_table(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.client {
         let _ = writeln!(o, "| client CPU | {} |", md(&format::client_cost(c)));
     }
+    if let Some(c) = &r.client_stalls {
+        let _ = writeln!(o, "| client stalls | {} |", md(&format::client_stalls(c)));
+    }
     o.push('\n');
 }
 

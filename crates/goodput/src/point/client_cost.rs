@@ -11,6 +11,30 @@ pub(super) fn with_client_cost(result: &mut goodput_core::RunResult, cost: Optio
     result.client = cost;
 }
 
+/// Puts the client's own stalls on a run's result (none: nothing), with a
+/// warning when requests were in flight over one.
+pub(super) fn with_client_stalls(
+    result: &mut goodput_core::RunResult,
+    stalls: &[goodput_core::ClientStall],
+    records: &[goodput_core::RequestRecord],
+) {
+    let stalls = goodput_core::ClientStalls::over(stalls, goodput_load::runner::STALL_THRESHOLD, records);
+    result.warnings.extend(stalls.as_ref().and_then(stalled_client));
+    result.client_stalls = stalls;
+}
+
+/// The warning for a client that stalled while requests were in flight.
+fn stalled_client(s: &goodput_core::ClientStalls) -> Option<String> {
+    (s.requests > 0).then(|| {
+        format!(
+            "the client itself stalled {} time(s), {:.0} ms in all (longest {:.0} ms), while {} request(s) were in \
+             flight: their times may be late by as much (upper bounds, flagged client_stalled in the records). \
+             Was the machine busy, the process stopped or CPU-throttled?",
+            s.count, s.total_ms, s.longest_ms, s.requests
+        )
+    })
+}
+
 /// The warning for a client that kept most of the machine busy.
 fn busy_client(c: &goodput_core::ClientCost) -> Option<String> {
     (c.cores > CLIENT_BUSY * c.cpus as f64).then(|| {
@@ -32,5 +56,19 @@ mod tests {
         assert_eq!(busy_client(&cost(1.5)), None, "three quarters of two cores");
         let w = busy_client(&cost(1.7)).unwrap();
         assert!(w.starts_with("the client kept 1.70 of the 2 cores busy: it may be what limits the run"), "{w}");
+    }
+
+    #[test]
+    fn a_stall_with_requests_in_flight_is_warned_about() {
+        let stalls = |requests: u64| goodput_core::ClientStalls {
+            count: 2,
+            total_ms: 620.0,
+            longest_ms: 540.0,
+            requests,
+            ..Default::default()
+        };
+        assert_eq!(stalled_client(&stalls(0)), None, "no request was in flight");
+        let w = stalled_client(&stalls(3)).unwrap();
+        assert!(w.starts_with("the client itself stalled 2 time(s), 620 ms in all (longest 540 ms), while 3"), "{w}");
     }
 }

@@ -65,7 +65,7 @@ pub async fn run_point(
     if let Some(v) = view {
         v.finish();
     }
-    let (recs, interrupted) = res?;
+    let (recs, interrupted, stalls) = res?;
     let client_cost = meter.and_then(|m| m.finish(&recs));
     let mut result = assemble(
         Assembly {
@@ -82,6 +82,7 @@ pub async fn run_point(
         opts,
     );
     client_cost::with_client_cost(&mut result, client_cost);
+    client_cost::with_client_stalls(&mut result, &stalls, &recs);
     crate::signals::finish(scraping, &mut result, &recs, p.plan.concurrency).await;
     Ok((result, recs))
 }
@@ -102,7 +103,7 @@ async fn run_http(
     control: Control,
     sinks: Sinks,
     origin: tokio::time::Instant,
-) -> Result<(Vec<RequestRecord>, bool)> {
+) -> Result<(Vec<RequestRecord>, bool, Vec<goodput_core::ClientStall>)> {
     let Sinks { mut records, live, progress } = sinks;
     let sink = move |r: &RequestRecord| {
         if let Some(f) = records.as_mut() {
@@ -116,5 +117,5 @@ async fn run_http(
         }
     };
     let out = goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin).await?;
-    Ok((out.records, out.interrupted))
+    Ok((out.records, out.interrupted, out.stalls))
 }

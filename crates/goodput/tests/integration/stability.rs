@@ -435,3 +435,122 @@ fn a_timed_estimate_cancels_what_outlives_its_grace_as_bench_does() {
     assert_eq!(counts["sent"], short["summary"]["requests"]["sent"], "the same arrivals");
     assert!(long["window"]["end_s"].as_f64().unwrap() > 5.0, "{}", long["window"]);
 }
+
+/// A `goodput bench` child process, stopped, continued and killed by the
+/// test; whatever happens, it is ended (continued first, so that a stopped
+/// one can die) and waited for when dropped.
+#[cfg(unix)]
+struct Bench(std::process::Child);
+
+#[cfg(unix)]
+impl Bench {
+    fn signal(&self, sig: i32) {
+        // SAFETY: sending a signal to our own child process.
+        unsafe { libc::kill(self.0.id() as i32, sig) };
+    }
+
+    /// Waits up to a minute for it to end by itself: its exit status and stderr.
+    fn wait(&mut self) -> (std::process::ExitStatus, String) {
+        let waited = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = self.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(waited.elapsed() < std::time::Duration::from_secs(60), "the run did not end in a minute");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.0.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status, stderr)
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Bench {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            self.signal(libc::SIGCONT);
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// `bench` against a fixed-timing server of its own process (300 ms to
+/// the first token, then 19 more 20 ms apart: 680 ms a request), 4 users,
+/// 16 requests, `--fail-on-unsteady`, writing `out` and `rec`.
+#[cfg(unix)]
+fn bench_child(url: &str, out: &Path, rec: &Path) -> Bench {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["bench", "-q", "--url", url, "-n", "16", "-c", "4", "--output-tokens", "20", "--input-tokens", "8"])
+        .arg("--fail-on-unsteady")
+        .arg("-o")
+        .arg(out)
+        .arg("--records")
+        .arg(rec)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    Bench(child)
+}
+
+/// Issue 30: a client stopped (SIGSTOP) for 500 ms while requests are in
+/// flight knows it: the run reports a stall at least that long (it spans
+/// from the last time the client was seen running to the first time it ran
+/// again, so it holds the whole stop), flags exactly the requests in flight
+/// over a stall, warns, and `--fail-on-unsteady` fails it (4). A run left
+/// alone, on the same machine and however busy it is, reports no stall
+/// anywhere near as long (a short one is the truth about a busy machine;
+/// that none is seen on a steady clock is the watchdog's unit test, in
+/// paused time).
+#[cfg(unix)]
+#[test]
+fn a_client_stopped_mid_run_reports_its_stall_and_flags_the_requests_in_flight() {
+    use std::time::Duration;
+    let (_rt, url) = cmd::fixed_server(goodput_sim::fixed::FixedProfile {
+        ttft: Duration::from_millis(300),
+        itl: Duration::from_millis(20),
+        tokens_per_chunk: 1,
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("stopped.json"), dir.path().join("stopped.jsonl"));
+    let mut bench = bench_child(&url, &out, &rec);
+    // Stopped once requests have completed (their records are on disk), so
+    // that the next ones are in flight: 4 users, 16 requests.
+    let waited = std::time::Instant::now();
+    while std::fs::read_to_string(&rec).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no records after a minute");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    bench.signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(500));
+    bench.signal(libc::SIGCONT);
+    let (status, stderr) = bench.wait();
+    assert_eq!(status.code(), Some(4), "--fail-on-unsteady fails a run its client stalled in: {stderr}");
+    assert!(stderr.contains("(--fail-on-unsteady): the client stalled"), "{stderr}");
+    let v = read_json(&out);
+    let stalls: goodput_core::ClientStalls = serde_json::from_value(v["client_stalls"].clone()).expect("client_stalls");
+    assert!(stalls.longest_ms >= 450.0, "the 500 ms stop, whole: {stalls:?}");
+    assert!(stalls.count >= 1 && stalls.total_ms >= stalls.longest_ms, "{stalls:?}");
+    let recs = cmd::records(&rec);
+    assert_eq!(recs.len(), 16);
+    let over = |r: &goodput_core::RequestRecord| stalls.stalls.iter().any(|s| s.touches(r.sent, r.end));
+    for r in &recs {
+        assert_eq!(r.client_stalled, over(r), "flagged exactly when in flight over a stall: {r:?}");
+    }
+    let flagged = recs.iter().filter(|r| r.client_stalled).count() as u64;
+    assert!(flagged >= 1, "requests were in flight over the stop");
+    assert_eq!(stalls.requests, flagged);
+    assert!(v["warnings"].to_string().contains("the client itself stalled"), "{}", v["warnings"]);
+
+    // Left alone, the same run reports no stall of even 200 ms.
+    let (out, rec) = (dir.path().join("alone.json"), dir.path().join("alone.jsonl"));
+    let (status, stderr) = bench_child(&url, &out, &rec).wait();
+    let v = read_json(&out);
+    let longest = v["client_stalls"]["longest_ms"].as_f64().unwrap_or(0.0);
+    assert!(longest < 200.0, "a run left alone: {} ({status}, {stderr})", v["client_stalls"]);
+    assert!(!stderr.contains("the client stalled"), "{stderr}");
+}

@@ -406,6 +406,9 @@ fn throughput_rows(r: &RunResult) -> Vec<(&'static str, String)> {
     if let Some(c) = &r.client {
         rows.push(("client CPU", html(&format::client_cost(c))));
     }
+    if let Some(c) = &r.client_stalls {
+        rows.push(("client stalls", html(&format::client_stalls(c))));
+    }
     rows
 }
 

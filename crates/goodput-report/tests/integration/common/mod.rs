@@ -148,6 +148,7 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
         engine: None,
         server_signals: None,
         client: None,
+        client_stalls: None,
         warnings: a.warnings,
         diagnosis: Vec::new(),
         shard: None,

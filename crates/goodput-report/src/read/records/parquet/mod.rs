@@ -57,6 +57,7 @@ message goodput_record {
   optional binary finish_reason (STRING);
   optional int64 read_lag_max_ns;
   required int64 shared_reads;
+  required boolean client_stalled;
   optional int64 session_id;
   optional int64 session_turn;
   optional int64 session_turns;

@@ -494,6 +494,7 @@ fn scalar_field(r: &mut RequestRecord, parts: &mut Parts, name: &str, v: Val) ->
         "finish_reason" => r.finish_reason = Some(s()?),
         "read_lag_max_ns" => r.read_lag_max = Some(t()?),
         "shared_reads" => r.shared_reads = u32_()?,
+        "client_stalled" => r.client_stalled = b()?,
         "session_id" => parts.session[0] = Some(u()?),
         "session_turn" => parts.session[1] = Some(u()?),
         "session_turns" => parts.session[2] = Some(u()?),

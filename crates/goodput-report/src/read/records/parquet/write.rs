@@ -113,6 +113,7 @@ struct Columns {
     finish_reason: Col<ByteArray>,
     read_lag_max: Col<i64>,
     shared_reads: Col<i64>,
+    client_stalled: Col<bool>,
     session: [Col<i64>; 3],
     model: Col<ByteArray>,
     abandoned: Col<bool>,
@@ -173,6 +174,7 @@ impl Columns {
         self.finish_reason.optional(opt_text(&r.finish_reason));
         self.read_lag_max.optional(opt_ns(r.read_lag_max));
         self.shared_reads.required(i64::from(r.shared_reads));
+        self.client_stalled.required(r.client_stalled);
         let s = r.session;
         self.session[0].optional(s.map(|s| s.id as i64));
         self.session[1].optional(s.map(|s| i64::from(s.turn)));
@@ -234,6 +236,7 @@ impl Columns {
         put::<ByteArrayType, W>(g, &mut self.finish_reason)?;
         put::<Int64Type, W>(g, &mut self.read_lag_max)?;
         put::<Int64Type, W>(g, &mut self.shared_reads)?;
+        put::<BoolType, W>(g, &mut self.client_stalled)?;
         for c in &mut self.session {
             put::<Int64Type, W>(g, c)?;
         }
