@@ -95,8 +95,7 @@ cpu_per_token() { # TIME_FILE TOKENS
   read -r u s _ < "$1"
   python3 -c "print(f'{($u + $s) / $2 * 1e6:.2f}')"
 }
-goodput_us=$(cpu_per_token "$TMP/time" "$tokens")
-against() { # NAME COMMAND...
+against() { # NAME COMMAND...: prints NAME's CPU per token; sets $us
   local name=$1; shift
   GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$((PORT + 1))" --ttft 10ms --itl 10ms \
     --tokens-per-chunk 1 2>"$TMP/serve2.log" &
@@ -104,15 +103,23 @@ against() { # NAME COMMAND...
   sleep 0.5
   "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time2" "$@" >"$TMP/out2" || { kill $server2; cat "$TMP/out2"; return 1; }
   kill $server2; wait $server2 2>/dev/null || true
-  local us; us=$(cpu_per_token "$TMP/time2" "$((REQUESTS * OUT_TOKENS))")
-  echo "$name: $us µs of CPU per streamed token ($(cat "$TMP/time2" | awk '{print $1 " user + " $2 " sys, " $3 " s wall"}'))"
-  python3 -c "print(f'goodput / $name: {$goodput_us / $us:.2f}x')"
+  us=$(cpu_per_token "$TMP/time2" "$((REQUESTS * OUT_TOKENS))")
+  echo "$name: $us µs of CPU per streamed token ($(awk '{print $1 " user + " $2 " sys, " $3 " s wall"}' "$TMP/time2"))"
 }
-echo "goodput: $goodput_us µs of CPU per streamed token"
+# Like for like: goodput again (no records file, no write log, no request
+# ids), then the floor and the baseline, each on a fresh server; the ratios
+# are to this run of goodput's.
+bench_args() { echo bench --url "http://127.0.0.1:$((PORT + 1))" -c "$STREAMS" -n "$REQUESTS" --output-tokens "$OUT_TOKENS" \
+  --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-auto}"; }
+# shellcheck disable=SC2046
+against goodput $CLIENT_BIN $(bench_args)
+goodput_us=$us
 if [ "${FLOOR:-1}" != 0 ]; then
   against floor target/bench/floor 127.0.0.1 "$((PORT + 1))" "$STREAMS" "$REQUESTS" "$OUT_TOKENS"
+  python3 -c "print(f'goodput / floor: {$goodput_us / $us:.2f}x')"
 fi
 if [ -n "${BASELINE_BIN:-}" ]; then
-  against baseline "$BASELINE_BIN" bench --url "http://127.0.0.1:$((PORT + 1))" -c "$STREAMS" -n "$REQUESTS" --output-tokens "$OUT_TOKENS" \
-    --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-auto}"
+  # shellcheck disable=SC2046
+  against baseline "$BASELINE_BIN" $(bench_args)
+  python3 -c "print(f'goodput / baseline: {$goodput_us / $us:.2f}x')"
 fi
