@@ -135,11 +135,6 @@ impl LoadPlan {
         }
     }
 
-    /// Requests this process may have in flight: the cap, or its shard's users' share of it.
-    pub fn local_concurrency(&self) -> Option<usize> {
-        self.concurrency.map(|c| self.shard.map_or(c, |s| s.share(c as u64) as usize))
-    }
-
     /// Every request the run will send, warm-up included, when that is
     /// known ahead (a timed warm-up's size is not, a trace's length is).
     /// With sessions of N turns it counts N a session: an upper bound, as a

@@ -192,11 +192,6 @@ impl Dispatcher {
         self.ran_out
     }
 
-    /// When the end of sending (by the plan's duration) comes.
-    pub fn end_of_sending(&self) -> Option<Duration> {
-        self.end
-    }
-
     /// When what is still in flight is cancelled: a grace after a stop or
     /// the end of sending, whichever comes first.
     pub fn cancel_at(&self) -> Option<Duration> {

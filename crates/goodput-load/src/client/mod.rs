@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use wire::{Outgoing, Read, Reqwest, ResponseHead, SendError, Wire, WireResponse};
 
 /// Sleeps until `at`, or forever when there is none.
-async fn sleep_until_some(at: Option<Instant>) {
+pub(crate) async fn sleep_until_some(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

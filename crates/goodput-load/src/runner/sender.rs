@@ -2,6 +2,7 @@
 //! each request it sends (or session it starts) on a task of its own.
 
 use super::{Backend, Control, LoadPlan, Shard};
+use crate::client::sleep_until_some;
 use crate::workload::{Conversation, Sessions, WorkItem, Workload};
 use goodput_core::load::dispatch::{Action, Dispatcher};
 use goodput_core::{RequestRecord, SessionTurn};
@@ -133,13 +134,6 @@ impl<B: Backend> Sender<'_, B> {
             rec.warmup = warmup;
             let _ = tx.send(Event::Finished(rec));
         });
-    }
-}
-
-async fn sleep_until_some(t: Option<Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
     }
 }
 
