@@ -12,7 +12,6 @@ use goodput_core::doc::config::WorkloadConfig;
 use goodput_core::doc::engine::{EngineSeries, SimulatedEngine};
 use goodput_core::load::dispatch::Dispatcher;
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
-use goodput_load::client::Cancellation;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
     simulate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, SharedPrefix, SimRun,
@@ -100,12 +99,12 @@ pub fn virtual_load(
     workload: &Workload,
     timed_warmup: u64,
     prompts: PromptKind,
-    cancel: Option<Cancellation>,
 ) -> Result<VirtualLoad> {
-    // Given up on as bench gives up on them: a lone request by its number,
-    // a session's turn by its session and turn.
-    let give_up =
-        |id: usize, turn: Option<SessionTurn>| cancel.filter(|c| c.picks_request(id as u64, turn)).map(|c| c.after);
+    // Given up on as bench gives up on them (the plan's `cancel`): a lone
+    // request by its number, a session's turn by its session and turn.
+    let give_up = |id: usize, turn: Option<SessionTurn>| {
+        plan.cancel.filter(|c| c.picks_request(id as u64, turn)).map(|c| c.after)
+    };
     if plan.rate.is_some() && plan.requests.is_none() && plan.duration.is_none() {
         bail!("the run has no end: give --requests N and/or --duration D");
     }
@@ -197,16 +196,11 @@ pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
 /// how many requests the warm-up took only by simulating; it is simulated
 /// again with that many more, so that `--requests` are measured after it
 /// (requests added at the end leave the earlier ones' times as they were).
-pub fn run_virtual(
-    server: VirtualServer,
-    plan: &LoadPlan,
-    workload: &Workload,
-    cancel: Option<Cancellation>,
-) -> Result<SimRun> {
+pub fn run_virtual(server: VirtualServer, plan: &LoadPlan, workload: &Workload) -> Result<SimRun> {
     let mut timed_warmup = 0;
     let open_loop = plan.rate.is_some() || plan.trace.is_some();
     loop {
-        let load = virtual_load(plan, workload, timed_warmup, server.prompts, cancel)?;
+        let load = virtual_load(plan, workload, timed_warmup, server.prompts)?;
         let run = simulate(server.engine, &load)?;
         // The units (requests, or sessions) the timed warm-up took beyond
         // the counted warm-up.
@@ -259,7 +253,7 @@ pub fn estimate_result(
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
     let started_unix_s = common::unix_now();
     let cfg = server.engine;
-    let run = run_virtual(server, plan, workload, plan.cancel)?;
+    let run = run_virtual(server, plan, workload)?;
     let config = RunConfig {
         load: Some(plan.into()),
         workload: Some(workload_config),

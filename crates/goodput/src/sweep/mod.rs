@@ -365,9 +365,10 @@ fn virtual_bounds(server: virtual_point::VirtualServer, mut plan: LoadPlan, work
         warmup_time: Duration::ZERO,
         concurrency: most,
         user_steps: Vec::new(),
+        cancel: None,
         ..plan.clone()
     };
-    let run = virtual_point::run_virtual(server, &pilot, workload, None)?;
+    let run = virtual_point::run_virtual(server, &pilot, workload)?;
     let end = run.records.iter().map(|r| r.end).max().unwrap_or_default().as_secs_f64();
     let done = run.records.iter().filter(|r| r.outcome.is_success()).count() as f64;
     let rps = if end > 0.0 { done / end } else { 0.0 };

@@ -154,8 +154,8 @@ fn load_plan(plan: &Plan, speed: f64) -> LoadPlan {
 pub fn estimate(cfg: &EngineConfig, plan: &Plan) -> Figures {
     // The bench below loads the chat route: its prompts carry the model's template.
     let server = goodput::virtual_point::VirtualServer { engine: cfg, prompts: PromptKind::Chat };
-    let run = goodput::virtual_point::run_virtual(server, &load_plan(plan, 1.0), &workload(plan), None)
-        .expect("the estimate runs");
+    let run =
+        goodput::virtual_point::run_virtual(server, &load_plan(plan, 1.0), &workload(plan)).expect("the estimate runs");
     Figures::of(&run.records, 1.0)
 }
 
