@@ -128,7 +128,8 @@ impl ClientCost {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct ClientStalls {
-    /// A gap in the watchdog's ticks longer than its tick plus this is a stall.
+    /// A gap between two times the watchdog saw the client running longer
+    /// than this is a stall (its tick and the lateness past it together).
     pub threshold_ms: f64,
     pub count: u64,
     /// The stalls' lengths summed, and the longest; each from the last time

@@ -18,7 +18,10 @@ pub(super) fn with_client_stalls(
     stalls: &[goodput_core::ClientStall],
     records: &[goodput_core::RequestRecord],
 ) {
-    let stalls = goodput_core::ClientStalls::over(stalls, goodput_load::runner::STALL_THRESHOLD, records);
+    // A stall is a gap between two sightings of the client longer than the
+    // tick and the threshold together: that gap is what the document gives.
+    let gap = goodput_load::runner::STALL_TICK + goodput_load::runner::STALL_THRESHOLD;
+    let stalls = goodput_core::ClientStalls::over(stalls, gap, records);
     result.warnings.extend(stalls.as_ref().and_then(stalled_client));
     result.client_stalls = stalls;
 }
