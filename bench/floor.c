@@ -33,8 +33,8 @@ struct conn {
   int fd;
   double sent;      /* when the request went, s */
   int got_first;    /* a data event came for this request */
-  int tail;         /* bytes of a possible "data:" split across reads */
-  char carry[8];
+  int tail;         /* bytes of a "data:" line cut by a read */
+  char carry[16];
 };
 
 static double now(void) {
@@ -139,18 +139,26 @@ int main(int argc, char **argv) {
       }
       size_t len = c->tail + r;
       int done = 0;
+      /* What is carried to the next read: the last 4 bytes (the start of a
+       * "data:" cut by the read), or from a "data:" with under 12 bytes
+       * after its start, which "data: [DONE]" needs to be told. */
+      size_t keep = len >= 4 ? len - 4 : 0;
       for (size_t i = 0; i + 5 <= len; i++) {
         if (buf[i] != 'd' || memcmp(buf + i, "data:", 5) != 0) continue;
+        if (i + 12 > len) {
+          keep = i;
+          break;
+        }
         events++;
         if (!c->got_first) {
           c->got_first = 1;
           if (firsts < requests) ttft[firsts++] = t - c->sent;
         }
-        if (i + 12 <= len && memcmp(buf + i + 5, " [DONE]", 7) == 0) done = 1;
+        if (memcmp(buf + i + 5, " [DONE]", 7) == 0) done = 1;
         i += 4;
       }
-      c->tail = len < 7 ? (int)len : 7;
-      memcpy(c->carry, buf + len - c->tail, c->tail);
+      c->tail = (int)(len - keep);
+      memcpy(c->carry, buf + keep, c->tail);
       if (done) {
         ended++;
         /* The rest of the answer's framing is read and scanned with the
