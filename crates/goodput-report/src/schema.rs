@@ -1,10 +1,11 @@
 //! The JSON Schema (draft 2020-12) of every goodput/v1 document — a run
-//! (`bench`, `estimate`), a sweep, a comparison — derived from the types
-//! that write them, so it cannot drift from what goodput writes. The
+//! (`bench`, `estimate`), a sweep, a comparison, a frontier (`plan`) —
+//! derived from the types that write them, so it cannot drift from what goodput writes. The
 //! committed copy is `docs/schema/goodput-v1.schema.json`; regenerate it with
 //! `cargo run -q -p goodput-report --example schema > docs/schema/goodput-v1.schema.json`.
 
 use crate::compare::Comparison;
+use goodput_core::doc::frontier::FrontierResult;
 use goodput_core::doc::sweep::SweepResult;
 use goodput_core::RunResult;
 use schemars::generate::SchemaSettings;
@@ -13,24 +14,26 @@ use serde_json::{json, Map, Value};
 /// Where the committed schema lives, from the repository's root.
 pub const SCHEMA_PATH: &str = "docs/schema/goodput-v1.schema.json";
 
-/// The schema of a goodput/v1 document: exactly one of a run, a sweep or a
-/// comparison, told apart by `kind`. Under the deserialize contract: the
-/// fields a document may lack are those goodput reads without (added within
-/// v1, or present only when they apply), so an older v1 document validates.
+/// The schema of a goodput/v1 document: exactly one of a run, a sweep, a
+/// comparison or a frontier, told apart by `kind`. Under the deserialize
+/// contract: the fields a document may lack are those goodput reads without
+/// (added within v1, or present only when they apply), so an older v1
+/// document validates.
 pub fn document_schema() -> Value {
     let mut generator = SchemaSettings::draft2020_12().into_generator();
     let kinds = [
         generator.subschema_for::<RunResult>(),
         generator.subschema_for::<SweepResult>(),
         generator.subschema_for::<Comparison>(),
+        generator.subschema_for::<FrontierResult>(),
     ];
     let defs = generator.take_definitions(true);
     sorted(json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "goodput/v1 result document",
-        "description": "A result document of goodput: a run (`kind` bench or estimate), a sweep (`kind` sweep) or a \
-            comparison (`kind` compare), each with `schema` goodput/v1. Derived from goodput's types; \
-            docs/result.md explains it.",
+        "description": "A result document of goodput: a run (`kind` bench or estimate), a sweep (`kind` sweep), a \
+            comparison (`kind` compare) or a frontier of configurations (`kind` frontier), each with `schema` \
+            goodput/v1. Derived from goodput's types; docs/result.md explains it.",
         "oneOf": kinds.iter().map(|s| s.as_value()).collect::<Vec<_>>(),
         "$defs": defs,
     }))

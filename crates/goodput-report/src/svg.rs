@@ -29,7 +29,7 @@ pub enum Style {
 pub struct Series {
     pub name: String,
     pub style: Style,
-    /// Colour slot 0..=5.
+    /// Colour slot 0..=5, or [`Series::INK`].
     pub color: usize,
     pub points: Vec<(f64, f64)>,
     /// A tooltip per point (dots only).
@@ -38,6 +38,19 @@ pub struct Series {
 }
 
 impl Series {
+    /// The colour slot drawn in the page's ink rather than one of the six
+    /// colours (a frontier through curves that take all six).
+    pub const INK: usize = 6;
+
+    /// The CSS colour class's number: the ink's, or one of the six.
+    fn colour_class(&self) -> usize {
+        if self.color == Series::INK {
+            Series::INK
+        } else {
+            self.color % 6
+        }
+    }
+
     pub fn new(name: impl Into<String>, style: Style, color: usize, points: Vec<(f64, f64)>) -> Self {
         Series { name: name.into(), style, color, points, tips: Vec::new(), dashed: false }
     }
@@ -222,7 +235,7 @@ impl Chart {
             self.svg(&mut o);
             o.push_str(r#"<div class="legend">"#);
             for s in &self.series {
-                let _ = write!(o, r#"<span><i class="sw c{}"></i>{}</span>"#, s.color % 6, html(&s.name));
+                let _ = write!(o, r#"<span><i class="sw c{}"></i>{}</span>"#, s.colour_class(), html(&s.name));
             }
             for m in &self.marks {
                 let _ = write!(o, r#"<span><i class="sw ring {}"></i>{}</span>"#, m.class, html(&m.label));
@@ -479,7 +492,7 @@ fn series_svg(o: &mut String, f: &Frame, i: usize, s: &Series) {
     if pts.is_empty() {
         return;
     }
-    let cls = format!("c{}{}", s.color % 6, if s.dashed { " dashed" } else { "" });
+    let cls = format!("c{}{}", s.colour_class(), if s.dashed { " dashed" } else { "" });
     let _ = write!(o, r#"<g class="series" data-series="{i}" data-n="{}">"#, pts.len());
     match s.style {
         Style::Bars { width } => {

@@ -82,6 +82,9 @@ fn read_shard(path: &Path) -> Result<RunResult> {
             path.display()
         ),
         Document::Sweep(_) => bail!("{} is a sweep: merge takes the results of bench --shard I/N", path.display()),
+        Document::Frontier(_) => {
+            bail!("{} is a frontier: merge takes the results of bench --shard I/N", path.display())
+        }
     }
 }
 

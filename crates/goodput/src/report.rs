@@ -49,8 +49,39 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Document::Frontier(doc) => report_frontier(&doc, &a),
         Document::Run(run) => report_run(*run, &a),
     }
+}
+
+/// A frontier (`plan`, `sweep --serve-grid`) re-rendered as it is: its
+/// points are not re-judged.
+fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &ReportArgs) -> Result<ExitCode> {
+    if a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.records.is_some() {
+        bail!(
+            "{} is a frontier: it is re-rendered as it is; run goodput plan (or the sweep) again with the new SLO, \
+             percentiles or prices",
+            a.run.display()
+        );
+    }
+    if a.window.is_some() || a.exports.markdown.is_some() {
+        bail!(
+            "{} is a frontier: drop --window and --markdown (it renders to the terminal, -o, --csv and --html)",
+            a.run.display()
+        );
+    }
+    crate::output::say(&goodput_report::frontier::terminal(doc));
+    if let Some(p) = &a.output {
+        output::write_document(p, doc, "frontier")?;
+    }
+    for (format, dest) in a.exports.targets() {
+        for f in goodput_report::frontier::export(format, doc, &dest)? {
+            if !a.quiet {
+                eprintln!("{} written to {}", format.exporter().name(), f.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {

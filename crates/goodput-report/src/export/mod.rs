@@ -82,6 +82,8 @@ pub enum ExportError {
     Json(#[from] serde_json::Error),
     #[error("cannot write {}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
+    #[error("{what} is not rendered as {format}")]
+    Unsupported { what: &'static str, format: &'static str },
 }
 
 /// One output format.

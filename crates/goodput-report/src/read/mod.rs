@@ -1,20 +1,23 @@
-//! Files read in rather than rendered: result documents (goodput's own, run
-//! or sweep, and other tools' results through [`peers`]: vLLM `bench
+//! Files read in rather than rendered: result documents (goodput's own, run,
+//! sweep or frontier, and other tools' results through [`peers`]: vLLM `bench
 //! serve`, AIPerf, GuideLLM) and the per-request records file
 //! ([`records`], which a run also writes through it).
 
 pub mod peers;
 pub mod records;
 
+use goodput_core::doc::frontier::FrontierResult;
 use goodput_core::doc::sweep::SweepResult;
 use goodput_core::RunResult;
 use std::path::{Path, PathBuf};
 
-/// A saved result: one run or one sweep.
+/// A saved result: one run, one sweep, or a frontier of configurations
+/// (`plan`, `sweep --serve-grid`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Document {
     Run(Box<RunResult>),
     Sweep(Box<SweepResult>),
+    Frontier(Box<FrontierResult>),
 }
 
 /// Why a result document cannot be read: each message names the file and
@@ -28,6 +31,11 @@ pub enum ReadError {
     Comparison { path: PathBuf },
     #[error("{} does not match the goodput/v1 sweep schema: {error}", path.display())]
     SweepSchema { path: PathBuf, error: serde_json::Error },
+    #[error("{} does not match the goodput/v1 frontier schema: {error}", path.display())]
+    FrontierSchema { path: PathBuf, error: serde_json::Error },
+    /// A frontier where one run was asked for.
+    #[error("{} is a frontier of configurations (goodput plan, sweep --serve-grid), not a single run", path.display())]
+    Frontier { path: PathBuf },
     #[error("{} does not match the goodput/v1 schema: {error}", path.display())]
     RunSchema { path: PathBuf, error: serde_json::Error },
     /// A sweep where one run was asked for.
@@ -51,7 +59,7 @@ pub enum ReadError {
     Import(#[from] peers::ImportError),
 }
 
-/// Reads a result document written by `write_json`, run or sweep, or
+/// Reads a result document written by `write_json`, run, sweep or frontier, or
 /// another tool's result ([`peers`]: vLLM `bench serve`, AIPerf,
 /// GuideLLM) as a run.
 /// The file must be a regular one, of at most
@@ -64,6 +72,11 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
     let v = read_value(path, &text)?;
     if v.get("kind").and_then(|k| k.as_str()) == Some("compare") {
         return Err(ReadError::Comparison { path: path.to_owned() });
+    }
+    if v.get("kind").and_then(|k| k.as_str()) == Some("frontier") {
+        return serde_json::from_value(v)
+            .map(|f| Document::Frontier(Box::new(f)))
+            .map_err(|error| ReadError::FrontierSchema { path: path.to_owned(), error });
     }
     if v.get("points").is_some() {
         return serde_json::from_value(v)
@@ -80,6 +93,7 @@ pub fn read_json(path: &Path) -> Result<RunResult, ReadError> {
     match read_document(path)? {
         Document::Run(r) => Ok(*r),
         Document::Sweep(_) => Err(ReadError::Sweep { path: path.to_owned() }),
+        Document::Frontier(_) => Err(ReadError::Frontier { path: path.to_owned() }),
     }
 }
 

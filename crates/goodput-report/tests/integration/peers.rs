@@ -507,6 +507,7 @@ fn refusal(name: &str, text: &str) -> String {
         Err(e) => e.to_string(),
         Ok(Document::Run(r)) => panic!("{name} was read: {:?}", r.tool),
         Ok(Document::Sweep(_)) => panic!("{name} was read as a sweep"),
+        Ok(Document::Frontier(_)) => panic!("{name} was read as a frontier"),
     }
 }
 

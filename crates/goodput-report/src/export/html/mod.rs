@@ -4,12 +4,14 @@
 //! every fetch, so the page works offline and leaks nothing when opened.
 
 mod compare;
+mod frontier;
 mod run;
 mod sections;
 mod signals;
 mod sweep;
 
 pub use compare::compare_page;
+pub use frontier::frontier_page;
 pub use run::{run_page, run_page_with};
 pub use sweep::{sweep_page, sweep_page_with};
 

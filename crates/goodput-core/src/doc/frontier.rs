@@ -1,0 +1,558 @@
+//! A frontier: several server configurations, each at rising load, set on
+//! one plane (output tokens/s per GPU against tokens/s per user), with the
+//! Pareto frontier across all their points, the point with the most good
+//! tokens per dollar within the SLO, and why each configuration with no
+//! point on the frontier lost. The same document holds a predicted frontier
+//! (`goodput plan`, the simulated engine in virtual time) and a measured one
+//! (`goodput sweep --serve-grid`, real servers), so one chart can draw both.
+
+use crate::doc::config::{Extra, WorkloadConfig};
+use crate::doc::result::Tool;
+use crate::doc::sweep::Load;
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Where a frontier's points come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FrontierSource {
+    /// The simulated engine in virtual time (`goodput plan`).
+    Predicted,
+    /// Real servers, started and swept (`goodput sweep --serve-grid`).
+    Measured,
+}
+
+impl FrontierSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrontierSource::Predicted => "predicted",
+            FrontierSource::Measured => "measured",
+        }
+    }
+}
+
+/// Whether a configuration ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigStatus {
+    Ok,
+    /// It did not start, never became ready, crashed, or (predicted) does
+    /// not fit: `error` says why, and a measured one's `exit_status` and
+    /// `log_tail` show what the server said.
+    Failed,
+}
+
+/// One configuration: a server's settings on some GPUs, and its points at
+/// rising load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct FrontierConfig {
+    /// Short and unique within the document (`h100x2 tp2 fp8 seqs256`, or
+    /// the grid's parameters), the label a chart puts on its points.
+    pub id: String,
+    /// The settings, name → value as text (`tp` → `2`, `max_num_seqs` →
+    /// `256`): the plan's knobs, or the grid's parameters.
+    pub params: BTreeMap<String, String>,
+    /// The GPU type, as the catalog names it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    /// GPUs the configuration occupies (all replicas).
+    pub gpus: u32,
+    /// Price of one GPU-hour in USD, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_hour_usd: Option<f64>,
+    pub status: ConfigStatus,
+    /// Why a failed configuration failed, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A measured server's exit status, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+    /// The last lines of a measured server's log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_tail: Option<String>,
+    /// Why this configuration has no point on the frontier (filled by
+    /// [`analyze_frontier`]); absent for one that has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dominated: Option<String>,
+    /// In the order of rising load.
+    #[serde(default)]
+    pub points: Vec<FrontierPoint>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl FrontierConfig {
+    /// What an hour of the configuration costs, when its price is known.
+    pub fn usd_per_hour(&self) -> Option<f64> {
+        self.gpu_hour_usd.map(|p| p * f64::from(self.gpus))
+    }
+}
+
+/// One load of one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct FrontierPoint {
+    pub load: Load,
+    /// Output tokens per second, all GPUs of the configuration together.
+    pub output_tokens_per_s: f64,
+    /// The same per GPU: the frontier's y.
+    pub output_tokens_per_s_per_gpu: f64,
+    /// 1000 / TPOT (at the document's `percentile`): the speed one user
+    /// sees, the frontier's x. Absent when no request gave a TPOT.
+    pub tokens_per_s_per_user: Option<f64>,
+    /// TTFT and TPOT at the document's `percentile`.
+    pub ttft_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    /// Output tokens/s of the requests that met the SLO (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_tokens_per_s: Option<f64>,
+    /// Every objective passed and attainment reached its target (absent
+    /// without an SLO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meets_slo: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_output_tokens: Option<f64>,
+    /// Energy per output token, from a power model (predicted) or the
+    /// GPUs' energy counters (measured), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joules_per_output_token: Option<f64>,
+    /// Output tokens/s per provisioned megawatt (TDP × GPUs), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_s_per_mw: Option<f64>,
+    /// Requests completed and failed at this point.
+    #[serde(default)]
+    pub completed: u64,
+    #[serde(default)]
+    pub failed: u64,
+    /// False when the point did not reach a steady state (absent when not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<bool>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A point of the document: the configuration's index in `configs` and the
+/// point's in its `points`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct PointId {
+    pub config: usize,
+    pub point: usize,
+}
+
+/// The point to run, and what it gives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct BestPoint {
+    pub at: PointId,
+    /// Good output tokens per USD (goodput × 3600 / the configuration's
+    /// price per hour); absent when a configuration has no price, and the
+    /// best is then chosen by good tokens/s per GPU.
+    pub good_tokens_per_usd: Option<f64>,
+    /// Why this one, in words.
+    pub reason: String,
+}
+
+/// One frontier document (`kind` `frontier`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct FrontierResult {
+    /// `goodput/v1`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = crate::SCHEMA)))]
+    pub schema: String,
+    pub tool: Tool,
+    /// `frontier`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "frontier")))]
+    pub kind: String,
+    pub source: FrontierSource,
+    pub started_unix_s: f64,
+    /// Stopped before every configuration ran.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// The model served.
+    pub model: String,
+    pub workload: WorkloadConfig,
+    /// The SLO as text (`ttft:p95<=500ms,tpot:p95<=50ms`), when given.
+    pub slo: Option<String>,
+    /// Attainment a point must reach, beside passing every objective, to
+    /// count as meeting the SLO.
+    pub attainment_target: f64,
+    /// The percentile TTFT, TPOT and tokens/s per user are given at: the
+    /// SLO's TPOT objective's, else its TTFT objective's, else 50.
+    pub percentile: f64,
+    pub configs: Vec<FrontierConfig>,
+    /// The Pareto frontier of every point of the configurations that ran
+    /// (more output tokens/s per GPU and more tokens/s per user are
+    /// better), in the order of rising tokens/s per user.
+    pub frontier: Vec<PointId>,
+    /// The most good tokens per dollar among the points that meet the SLO
+    /// (every point, without one); absent when none does.
+    pub best: Option<BestPoint>,
+    pub notes: Vec<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl FrontierResult {
+    pub fn point(&self, id: PointId) -> Option<&FrontierPoint> {
+        self.configs.get(id.config)?.points.get(id.point)
+    }
+
+    /// Every point of the configurations that ran, with its id.
+    pub fn points(&self) -> impl Iterator<Item = (PointId, &FrontierPoint)> {
+        self.configs
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.status == ConfigStatus::Ok)
+            .flat_map(|(ci, c)| c.points.iter().enumerate().map(move |(pi, p)| (PointId { config: ci, point: pi }, p)))
+    }
+}
+
+/// `a` dominates `b`: at least as good on both axes (x, y, higher is
+/// better) and better on one.
+pub fn dominates(a: (f64, f64), b: (f64, f64)) -> bool {
+    a.0 >= b.0 && a.1 >= b.1 && (a.0 > b.0 || a.1 > b.1)
+}
+
+/// The indices of the Pareto frontier of `xy` (both axes to maximise), in
+/// the order of rising x (falling y). Points with a coordinate that is not
+/// finite are left out. Points equal to each other are all kept: none
+/// dominates another.
+pub fn pareto(xy: &[(f64, f64)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..xy.len()).filter(|&i| xy[i].0.is_finite() && xy[i].1.is_finite()).collect();
+    // By x falling, then y falling: a point is on the frontier when its y
+    // is at least the best y seen so far among points of larger x, and
+    // strictly more when that best came from a larger x.
+    order.sort_by(|&a, &b| xy[b].0.total_cmp(&xy[a].0).then(xy[b].1.total_cmp(&xy[a].1)));
+    let mut out = Vec::new();
+    let mut best_y = f64::NEG_INFINITY;
+    let mut best_at: Option<(f64, f64)> = None;
+    for i in order {
+        let p = xy[i];
+        let keep = match best_at {
+            None => true,
+            Some(q) => !dominates(q, p) && p.1 >= best_y,
+        };
+        if keep {
+            out.push(i);
+            if p.1 > best_y || best_at.is_none() {
+                best_y = p.1;
+                best_at = Some(p);
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// The point's place on the plane: (tokens/s per user, output tokens/s per
+/// GPU), when it has both.
+pub fn plane(p: &FrontierPoint) -> Option<(f64, f64)> {
+    let x = p.tokens_per_s_per_user?;
+    let y = p.output_tokens_per_s_per_gpu;
+    (x.is_finite() && y.is_finite()).then_some((x, y))
+}
+
+/// Fills the analysis of a document from its configurations and points:
+/// `frontier`, `best`, and each configuration's `dominated` reason.
+pub fn analyze_frontier(doc: &mut FrontierResult) {
+    let ids: Vec<(PointId, (f64, f64))> = doc.points().filter_map(|(id, p)| plane(p).map(|xy| (id, xy))).collect();
+    let xy: Vec<(f64, f64)> = ids.iter().map(|p| p.1).collect();
+    doc.frontier = pareto(&xy).into_iter().map(|i| ids[i].0).collect();
+    doc.best = best_point(doc);
+    let reasons = dominance_reasons(doc);
+    for (c, r) in doc.configs.iter_mut().zip(reasons) {
+        c.dominated = r;
+    }
+}
+
+/// The point with the most good tokens per dollar among those that meet
+/// the SLO (all points, without an SLO): goodput (output throughput without
+/// an SLO) over the configuration's price per hour; by good tokens/s per
+/// GPU when any configuration has no price. Ties go to the faster point per
+/// user.
+pub fn best_point(doc: &FrontierResult) -> Option<BestPoint> {
+    let priced = doc.points().all(|(id, _)| doc.configs[id.config].usd_per_hour().is_some_and(|u| u > 0.0));
+    let good = |p: &FrontierPoint| p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s);
+    let value = |id: PointId, p: &FrontierPoint| {
+        let c = &doc.configs[id.config];
+        match c.usd_per_hour() {
+            Some(u) if priced => good(p) * 3600.0 / u,
+            _ => good(p) / f64::from(c.gpus.max(1)),
+        }
+    };
+    let judged = doc.slo.is_some();
+    let (id, p) = doc
+        .points()
+        .filter(|(_, p)| if judged { p.meets_slo == Some(true) } else { p.meets_slo != Some(false) })
+        .filter(|(_, p)| p.steady != Some(false) && good(p) > 0.0)
+        .max_by(|a, b| {
+            value(a.0, a.1)
+                .total_cmp(&value(b.0, b.1))
+                .then(a.1.tokens_per_s_per_user.unwrap_or(0.0).total_cmp(&b.1.tokens_per_s_per_user.unwrap_or(0.0)))
+        })?;
+    let v = value(id, p);
+    let c = &doc.configs[id.config];
+    let within = if judged { "among the points that meet the SLO" } else { "(no SLO given: every point counts)" };
+    let reason = if priced {
+        format!("{} at {}: the most good output tokens per dollar ({v:.0}) {within}", c.id, p.load.label())
+    } else {
+        format!(
+            "{} at {}: the most good output tokens/s per GPU ({v:.0}) {within} (no price per GPU-hour for every \
+             configuration, so not per dollar)",
+            c.id,
+            p.load.label()
+        )
+    };
+    Some(BestPoint { at: id, good_tokens_per_usd: priced.then_some(v), reason })
+}
+
+/// For each configuration, why it has no point on `doc.frontier`: it
+/// failed, it has no point with a per-user speed, or (the nearest miss) a
+/// frontier point of another configuration that dominates its best point,
+/// with both points' figures. `None` for one with a frontier point.
+pub fn dominance_reasons(doc: &FrontierResult) -> Vec<Option<String>> {
+    let on: std::collections::HashSet<usize> = doc.frontier.iter().map(|p| p.config).collect();
+    let front: Vec<(PointId, (f64, f64))> =
+        doc.frontier.iter().filter_map(|&id| doc.point(id).and_then(plane).map(|xy| (id, xy))).collect();
+    doc.configs
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| {
+            if c.status == ConfigStatus::Failed {
+                return Some(format!("failed: {}", c.error.as_deref().unwrap_or("see its log")));
+            }
+            if on.contains(&ci) {
+                return None;
+            }
+            let pts: Vec<(usize, (f64, f64))> =
+                c.points.iter().enumerate().filter_map(|(i, p)| plane(p).map(|xy| (i, xy))).collect();
+            if pts.is_empty() {
+                return Some("no point with a per-user speed (no request gave a TPOT)".into());
+            }
+            // The frontier point that beats this configuration by the
+            // least: for each of its points, the dominating frontier point
+            // nearest in per-user speed; the pair with the smallest margin.
+            let mut miss: Option<(f64, usize, PointId)> = None;
+            for &(pi, xy) in &pts {
+                for &(fid, f) in &front {
+                    if dominates(f, xy) {
+                        let margin = (f.1 / xy.1.max(1e-12)).max(f.0 / xy.0.max(1e-12));
+                        if miss.is_none_or(|m| margin < m.0) {
+                            miss = Some((margin, pi, fid));
+                        }
+                    }
+                }
+            }
+            let Some((_, pi, fid)) = miss else {
+                return Some("not on the frontier".into());
+            };
+            let (p, f) = (&c.points[pi], doc.point(fid).expect("a frontier id names a point"));
+            let other = &doc.configs[fid.config];
+            Some(format!(
+                "dominated: its best point ({}: {:.0} tok/s/GPU at {:.1} tok/s/user) is beaten by {} at {} ({:.0} \
+                 tok/s/GPU at {:.1} tok/s/user)",
+                p.load.label(),
+                p.output_tokens_per_s_per_gpu,
+                p.tokens_per_s_per_user.unwrap_or(0.0),
+                other.id,
+                f.load.label(),
+                f.output_tokens_per_s_per_gpu,
+                f.tokens_per_s_per_user.unwrap_or(0.0),
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_frontier_of_small_sets() {
+        // (points, frontier indices in rising x)
+        let cases: &[(&[(f64, f64)], &[usize])] = &[
+            (&[], &[]),
+            (&[(1.0, 1.0)], &[0]),
+            // One dominates the other.
+            (&[(1.0, 1.0), (2.0, 2.0)], &[1]),
+            // A trade-off: both stay.
+            (&[(1.0, 3.0), (3.0, 1.0)], &[0, 1]),
+            // Equal points: neither dominates.
+            (&[(2.0, 2.0), (2.0, 2.0)], &[0, 1]),
+            // Same x, lower y is dominated; same y, lower x too.
+            (&[(2.0, 1.0), (2.0, 3.0), (1.0, 3.0)], &[1]),
+            // A curve and a point under it.
+            (&[(10.0, 100.0), (20.0, 80.0), (40.0, 30.0), (15.0, 50.0)], &[0, 1, 2]),
+            // Not finite: left out.
+            (&[(f64::NAN, 5.0), (1.0, 1.0), (f64::INFINITY, 1.0)], &[1]),
+        ];
+        for (pts, want) in cases {
+            let mut got = pareto(pts);
+            let mut w = want.to_vec();
+            // Equal points may come in either order.
+            if pts.len() == 2 && pts[0] == pts[1] {
+                got.sort();
+                w.sort();
+            }
+            assert_eq!(got, w, "{pts:?}");
+        }
+    }
+
+    fn point(x: f64, y: f64, meets: Option<bool>) -> FrontierPoint {
+        FrontierPoint {
+            load: Load::Concurrency(1),
+            output_tokens_per_s: y,
+            output_tokens_per_s_per_gpu: y,
+            tokens_per_s_per_user: Some(x),
+            ttft_ms: Some(100.0),
+            tpot_ms: Some(1000.0 / x),
+            goodput_tokens_per_s: meets.map(|m| if m { y } else { 0.0 }),
+            meets_slo: meets,
+            usd_per_million_output_tokens: None,
+            joules_per_output_token: None,
+            output_tokens_per_s_per_mw: None,
+            completed: 10,
+            failed: 0,
+            steady: None,
+            extra: Extra::new(),
+        }
+    }
+
+    fn config(id: &str, gpus: u32, price: Option<f64>, points: Vec<FrontierPoint>) -> FrontierConfig {
+        FrontierConfig {
+            id: id.into(),
+            params: BTreeMap::new(),
+            gpu: Some("H100-SXM".into()),
+            gpus,
+            gpu_hour_usd: price,
+            status: ConfigStatus::Ok,
+            error: None,
+            exit_status: None,
+            log_tail: None,
+            dominated: None,
+            points,
+            extra: Extra::new(),
+        }
+    }
+
+    fn doc(slo: bool, configs: Vec<FrontierConfig>) -> FrontierResult {
+        FrontierResult {
+            schema: crate::SCHEMA.into(),
+            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
+            kind: "frontier".into(),
+            source: FrontierSource::Predicted,
+            started_unix_s: 0.0,
+            interrupted: false,
+            model: "m".into(),
+            workload: WorkloadConfig::default(),
+            slo: slo.then(|| "tpot<=50ms".into()),
+            attainment_target: 0.9,
+            percentile: 50.0,
+            configs,
+            frontier: Vec::new(),
+            best: None,
+            notes: Vec::new(),
+            extra: Extra::new(),
+        }
+    }
+
+    #[test]
+    fn the_analysis_names_the_frontier_the_best_and_why_the_others_lost() {
+        let mut failed = config("broken", 1, Some(2.0), Vec::new());
+        failed.status = ConfigStatus::Failed;
+        failed.error = Some("out of memory".into());
+        let mut d = doc(
+            true,
+            vec![
+                // Fast per user, low throughput; meets the SLO at both loads.
+                config("a", 1, Some(2.0), vec![point(60.0, 500.0, Some(true)), point(40.0, 900.0, Some(true))]),
+                // Beaten everywhere by a.
+                config("b", 1, Some(2.0), vec![point(50.0, 400.0, Some(true)), point(30.0, 800.0, Some(false))]),
+                // High throughput, slow per user; misses the SLO.
+                config("c", 2, Some(2.0), vec![point(10.0, 2000.0, Some(false))]),
+                failed,
+            ],
+        );
+        analyze_frontier(&mut d);
+        let ids: Vec<(usize, usize)> = d.frontier.iter().map(|p| (p.config, p.point)).collect();
+        assert_eq!(ids, vec![(2, 0), (0, 1), (0, 0)]);
+        let best = d.best.as_ref().unwrap();
+        // a's second point: 900 tok/s on one GPU at 2 USD/h.
+        assert_eq!(best.at, PointId { config: 0, point: 1 });
+        assert!((best.good_tokens_per_usd.unwrap() - 900.0 * 3600.0 / 2.0).abs() < 1e-6);
+        assert!(best.reason.contains("a at concurrency 1"), "{}", best.reason);
+        assert_eq!(d.configs[0].dominated, None);
+        assert_eq!(d.configs[2].dominated, None);
+        let b = d.configs[1].dominated.as_deref().unwrap();
+        assert!(b.starts_with("dominated") && b.contains("beaten by a"), "{b}");
+        assert_eq!(d.configs[3].dominated.as_deref(), Some("failed: out of memory"));
+
+        // Without prices, by good tokens/s per GPU: c's 2 GPUs count.
+        let mut d = doc(
+            false,
+            vec![
+                config("one", 1, None, vec![point(20.0, 700.0, None)]),
+                config("two", 2, None, vec![point(20.0, 1000.0, None)]),
+            ],
+        );
+        d.configs[1].points[0].output_tokens_per_s = 2000.0;
+        analyze_frontier(&mut d);
+        let best = d.best.unwrap();
+        assert_eq!(best.at.config, 1);
+        assert_eq!(best.good_tokens_per_usd, None);
+        assert!(best.reason.contains("per GPU"), "{}", best.reason);
+    }
+
+    #[test]
+    fn nothing_meets_the_slo_means_no_best() {
+        let mut d = doc(true, vec![config("a", 1, Some(1.0), vec![point(10.0, 10.0, Some(false))])]);
+        analyze_frontier(&mut d);
+        assert_eq!(d.best, None);
+        assert_eq!(d.frontier.len(), 1);
+    }
+
+    #[test]
+    fn a_document_reads_back_as_written() {
+        let mut d = doc(true, vec![config("a", 1, Some(2.0), vec![point(60.0, 500.0, Some(true))])]);
+        d.configs[0].params.insert("tp".into(), "1".into());
+        analyze_frontier(&mut d);
+        let text = serde_json::to_string(&d).unwrap();
+        let back: FrontierResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, d);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["source"], "predicted");
+        assert_eq!(v["configs"][0]["status"], "ok");
+        assert_eq!(v["frontier"][0], serde_json::json!({"config": 0, "point": 0}));
+    }
+
+    proptest! {
+        #[test]
+        fn the_frontier_is_undominated_and_dominates_the_rest(
+            pts in proptest::collection::vec((0u32..20, 0u32..20), 0..40)
+        ) {
+            // Small integer grids make ties and equal points common.
+            let xy: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (f64::from(x), f64::from(y))).collect();
+            let front = pareto(&xy);
+            let on: std::collections::HashSet<usize> = front.iter().copied().collect();
+            prop_assert_eq!(on.len(), front.len());
+            for &f in &front {
+                for (j, &q) in xy.iter().enumerate() {
+                    prop_assert!(!dominates(q, xy[f]), "frontier point {} dominated by {}", f, j);
+                }
+            }
+            for i in (0..xy.len()).filter(|i| !on.contains(i)) {
+                prop_assert!(front.iter().any(|&f| dominates(xy[f], xy[i])), "{} is off the frontier but undominated", i);
+            }
+            for w in front.windows(2) {
+                prop_assert!(xy[w[0]].0 <= xy[w[1]].0 && xy[w[0]].1 >= xy[w[1]].1);
+            }
+        }
+    }
+}
