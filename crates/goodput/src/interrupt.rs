@@ -50,6 +50,23 @@ impl Interrupt {
     pub fn stopped(&self) -> bool {
         self.stop.is_cancelled()
     }
+
+    /// Waits until the command is stopped.
+    pub async fn wait(&self) {
+        self.stop.cancelled().await
+    }
+
+    /// An interrupt stopped and aborted with this one, and by [`Interrupt::end`]
+    /// on its own: one server's sweep, ended when that server exits.
+    pub fn child(&self) -> Interrupt {
+        Interrupt { stop: self.stop.child_token(), abort: self.abort.child_token() }
+    }
+
+    /// Stops and aborts it (and its children) now.
+    pub fn end(&self) {
+        self.stop.cancel();
+        self.abort.cancel();
+    }
 }
 
 /// The signals that stop a command: Ctrl-C (SIGINT) and, on Unix, SIGTERM.

@@ -143,7 +143,7 @@ pub struct EstimateArgs {
     pub validate: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
     /// Sweep the simulated engine in virtual time instead of a server (--model names a catalog model then).
     #[arg(long)]
@@ -185,6 +185,8 @@ pub struct SweepArgs {
     pub judge: JudgeArgs,
     #[command(flatten)]
     pub sim: SimArgs,
+    #[command(flatten)]
+    pub serve: super::servegrid::ServeGridArgs,
 }
 
 #[derive(Debug, Args)]

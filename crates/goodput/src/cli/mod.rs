@@ -5,10 +5,12 @@
 mod commands;
 mod groups;
 mod parse;
+mod servegrid;
 
 pub use commands::*;
 pub use groups::*;
 pub use parse::*;
+pub use servegrid::*;
 
 use clap::Parser;
 

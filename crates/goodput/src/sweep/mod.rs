@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use steady::{expected_duration, needs_longer, sustained, why_longer, POINT_CAP, POINT_DURATION, POINT_WARMUP};
 
+mod servers;
 mod stages;
 mod steady;
 
@@ -57,6 +58,8 @@ struct Sweep {
     /// ends: the records themselves are not (a sweep's can run to GBs), and
     /// the document holds them only with --include-requests.
     held: SweepSeries,
+    /// A path to POST on the server before each point (`--serve-reset`).
+    reset: Option<String>,
 }
 
 impl Sweep {
@@ -138,6 +141,30 @@ impl Sweep {
         self.config.attainment_target
     }
 
+    /// POSTs `--serve-reset`'s path on the server (vLLM's
+    /// /reset_prefix_cache), so that the point starts with empty caches; a
+    /// server that refuses it fails the sweep.
+    async fn reset_server(&self) -> Result<()> {
+        let (Some(path), Runner::Http { target, .. }) = (&self.reset, &self.runner) else { return Ok(()) };
+        let url = goodput_load::client::join_url(&target.root, path);
+        let r = target
+            .client
+            .http()
+            .post(&url)
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .map_err(|e| anyhow::anyhow!("POST {path} (--serve-reset) failed: {e}"))?;
+        if !r.status().is_success() {
+            bail!(
+                "the server answered POST {path} (--serve-reset) with HTTP {}: does it have that route (vLLM's \
+                 /reset_prefix_cache needs VLLM_SERVER_DEV_MODE=1)?",
+                r.status()
+            );
+        }
+        Ok(())
+    }
+
     fn stopped(&self) -> bool {
         matches!(&self.runner, Runner::Http { interrupt, .. } if interrupt.stopped())
     }
@@ -199,6 +226,7 @@ impl Sweep {
     async fn run_once(&mut self, load: Load, duration: Option<Duration>) -> Result<(goodput_core::RunResult, Cdf)> {
         let seed = self.args.shape.seed.of_run(self.runs);
         self.runs += 1;
+        self.reset_server().await?;
         let plan = self.plan(load, duration, seed)?;
         let workload = Arc::new(self.workload.with_seed(seed));
         // A point's load as bench writes it, so that it is judged (and
@@ -392,6 +420,51 @@ fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
 }
 
 pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
+    if a.serve.serve_cmd.is_some() {
+        return servers::sweep(a).await;
+    }
+    let mut sw = start(a, Shared::default()).await?;
+    sw.measure().await?;
+
+    let interrupted = sw.stopped();
+    let doc = sw.document(interrupted);
+    sw.write(interrupted)?;
+    crate::output::say(&sweep_table::analysis_lines(&doc));
+    sw.export(&doc)?;
+    if interrupted {
+        eprintln!("error: the sweep was interrupted; its document holds the points measured until then");
+        return Ok(ExitCode::from(crate::output::EXIT_INTERRUPTED));
+    }
+    Ok(exit_code(&doc, &sw.args.judge))
+}
+
+/// What a sweep of one server among several (`--serve-cmd`) is given by
+/// the sweep over them: their common interrupt, the path to POST before
+/// each point, and the count of runs made before (each run draws its
+/// prompts from the seed's next one).
+#[derive(Default)]
+struct Shared {
+    interrupt: Option<Interrupt>,
+    reset: Option<String>,
+    first_run: u64,
+}
+
+impl Sweep {
+    /// Runs its points: the stages, or the grid, --auto's and the search's.
+    async fn measure(&mut self) -> Result<()> {
+        if self.args.stages.is_some() {
+            self.run_stages().await
+        } else {
+            self.run_grid().await?;
+            self.run_auto().await?;
+            self.search().await
+        }
+    }
+}
+
+/// Sets a sweep up: checks the arguments, builds the workload, reaches the
+/// server, and says what it will run.
+async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
     let started_unix_s = common::unix_now();
     check_args(&a)?;
     // With no bounds given, each point runs for a steady state: a timed
@@ -438,7 +511,10 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         let target =
             crate::target::connect(&a.target, &a.sim, tokenizer, a.workload.ignore_eos, cancel, quality).await?;
         let t = target.target();
-        let interrupt = Interrupt::install("the sweep", a.target.grace);
+        let interrupt = match shared.interrupt {
+            Some(i) => i,
+            None => Interrupt::install("the sweep", a.target.grace),
+        };
         (Runner::Http { target: Box::new(target), interrupt }, t, None)
     };
     let (label, meta) = setup::tags(&a.output);
@@ -477,7 +553,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             }
         }
     }
-    let mut sw = Sweep {
+    Ok(Sweep {
         runner,
         workload: Arc::new(workload),
         workload_config,
@@ -488,28 +564,10 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         config,
         target,
         steady_bounds,
-        runs: 0,
+        runs: shared.first_run,
         held: SweepSeries::default(),
-    };
-
-    if sw.args.stages.is_some() {
-        sw.run_stages().await?;
-    } else {
-        sw.run_grid().await?;
-        sw.run_auto().await?;
-        sw.search().await?;
-    }
-
-    let interrupted = sw.stopped();
-    let doc = sw.document(interrupted);
-    sw.write(interrupted)?;
-    crate::output::say(&sweep_table::analysis_lines(&doc));
-    sw.export(&doc)?;
-    if interrupted {
-        eprintln!("error: the sweep was interrupted; its document holds the points measured until then");
-        return Ok(ExitCode::from(crate::output::EXIT_INTERRUPTED));
-    }
-    Ok(exit_code(&doc, &sw.args.judge))
+        reset: shared.reset,
+    })
 }
 
 /// The exit code a finished sweep's document calls for: 1 when no point

@@ -59,6 +59,36 @@ pub(super) fn why_longer(r: &goodput_core::RunResult) -> String {
     }
 }
 
+/// The most a live sweep's points can take: each for its warm-up and
+/// duration, and each but the ceiling (--auto's) once more for twice the
+/// duration when steady bounds may extend it. `None` when a point's length
+/// is not known ahead (a request count).
+pub(super) fn most_duration(a: &SweepArgs) -> Option<Duration> {
+    let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none();
+    if a.shape.requests.is_some() {
+        return None;
+    }
+    let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
+    let points = if let Some(c) = &a.concurrency {
+        c.0.len()
+    } else if let Some(r) = &a.rate {
+        r.0.len() + search
+    } else {
+        2 + a.points as usize + search
+    };
+    let warm = match a.shape.warmup {
+        crate::cli::WarmupArg::Time(d) => d,
+        crate::cli::WarmupArg::Requests(_) if steady_bounds => POINT_WARMUP,
+        crate::cli::WarmupArg::Requests(_) => Duration::ZERO,
+    };
+    let d = a.shape.duration.unwrap_or(POINT_DURATION);
+    // Each point may wait out the grace for its last requests.
+    let each = warm + d + a.target.grace;
+    let again = if steady_bounds { warm + d * 2 + a.target.grace } else { Duration::ZERO };
+    let ceiling = usize::from(a.concurrency.is_none() && a.rate.is_none());
+    Some(each * points as u32 + again * (points - ceiling) as u32)
+}
+
 /// How long a live sweep will take, in words, before it starts: its points
 /// (a grid's, or --auto's baseline, ceiling, spread and search) each for
 /// its warm-up and duration. `None` when a point's length is not known

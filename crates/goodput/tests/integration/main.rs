@@ -16,6 +16,7 @@ mod peers;
 mod quality;
 mod schema;
 mod secrets;
+mod serve_grid;
 mod shards;
 mod shell;
 mod signals;

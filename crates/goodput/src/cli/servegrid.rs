@@ -1,0 +1,35 @@
+//! `sweep --serve-cmd`: the servers goodput starts, sweeps and stops, one
+//! configuration at a time.
+
+use super::parse::parse_duration;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeGridArgs {
+    /// Start the server for each configuration of --serve-grid with this command, sweep it, and stop it: e.g. 'vllm serve MODEL --port {port} --max-num-seqs {max_num_seqs}'. {port} is a free port goodput picks, {NAME} a grid parameter. Split into words as a shell would (quotes, backslashes), but no shell runs it.
+    #[arg(long, conflicts_with_all = ["url", "estimate", "stages"], requires = "output", help_heading = "Server configurations")]
+    pub serve_cmd: Option<String>,
+    /// The configurations: 'max_num_seqs=64,128;tp=1,2' (every combination), or a .toml or .json file holding a list of parameter sets or lists to combine. A parameter named gpus sets the configuration's GPU count (else --gpus).
+    #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
+    pub serve_grid: Option<String>,
+    /// Where each server's output goes, one log per configuration [default: beside -o, in a folder named after it with .logs].
+    #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
+    pub serve_logs: Option<PathBuf>,
+    /// How long a server may take to be ready (/health, else /v1/models, answering 200) before its configuration is recorded as failed.
+    #[arg(long, value_parser = parse_duration, default_value = "10m", requires = "serve_cmd", help_heading = "Server configurations")]
+    pub serve_ready_timeout: Duration,
+    /// After SIGTERM to a server's process group, how long before SIGKILL.
+    #[arg(long, value_parser = parse_duration, default_value = "30s", requires = "serve_cmd", help_heading = "Server configurations")]
+    pub serve_stop_grace: Duration,
+    /// POST to this path of the server before each point, e.g. /reset_prefix_cache (vLLM's; it needs VLLM_SERVER_DEV_MODE=1), so that no point is served from an earlier point's cache. A configuration whose server refuses it fails.
+    #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
+    pub serve_reset: Option<String>,
+    /// Start a fresh server for every point (--concurrency or --rate lists only), so that no point inherits another's caches.
+    #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
+    pub restart_per_point: bool,
+    /// Continue a stopped sweep: keep the configurations the -o document holds, and run the rest.
+    #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
+    pub resume: bool,
+}

@@ -1,0 +1,383 @@
+//! The server configurations to sweep: the grid of `--serve-grid` (a
+//! product of lists given inline, or a TOML or JSON file holding a list of
+//! parameter sets or a product of lists), and the command template each one
+//! fills.
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One configuration: its parameters in the grid's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Params(pub Vec<(String, String)>);
+
+impl Params {
+    /// `max_num_seqs=64 tp=2`: the configuration's id in the document; empty
+    /// parameters give `default`.
+    pub fn id(&self) -> String {
+        if self.0.is_empty() {
+            return "default".into();
+        }
+        self.0.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+
+    pub fn map(&self) -> BTreeMap<String, String> {
+        self.0.iter().cloned().collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The id as a part of a file name: letters, digits, `-`, `_`, `.` and
+    /// `=` kept, the rest `_`, and at most 60 of them (the configuration's
+    /// number before it keeps names apart).
+    pub fn slug(&self) -> String {
+        let id = self.id();
+        id.chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '=') { c } else { '_' })
+            .take(60)
+            .collect()
+    }
+}
+
+/// Reads `--serve-grid`: a file (`.toml` or `.json`) when one is there by
+/// that name, else the inline form `a=1,2;b=x,y` (the product of the lists).
+pub fn parse_grid(spec: &str) -> Result<Vec<Params>> {
+    let p = Path::new(spec);
+    let ext = p.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    if matches!(ext.as_deref(), Some("toml" | "json")) {
+        let text = goodput_core::util::input::read_text(p, "--serve-grid", 1 << 20)
+            .with_context(|| format!("cannot read the grid file {spec}"))?;
+        let grid = if ext.as_deref() == Some("json") {
+            let v: serde_json::Value =
+                serde_json::from_str(&text).with_context(|| format!("{spec} is not valid JSON"))?;
+            from_json(&v)
+        } else {
+            let v: toml::Table = toml::from_str(&text).with_context(|| format!("{spec} is not valid TOML"))?;
+            from_toml(&v)
+        }
+        .with_context(|| format!("in the grid file {spec}"))?;
+        return check(grid);
+    }
+    check(inline(spec)?)
+}
+
+/// `a=1,2;b=x,y`.
+fn inline(spec: &str) -> Result<Vec<Params>> {
+    let mut lists = Vec::new();
+    for part in spec.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, values) = part.split_once('=').ok_or_else(|| {
+            anyhow!(
+                "--serve-grid: '{part}' is not NAME=V1,V2 (e.g. 'max_num_seqs=64,128;tp=1,2', or a .toml or .json \
+                 file)"
+            )
+        })?;
+        let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+        if values.iter().any(String::is_empty) {
+            bail!("--serve-grid: '{part}' has an empty value");
+        }
+        lists.push((name.trim().to_string(), values));
+    }
+    if lists.is_empty() {
+        bail!("--serve-grid is empty: give NAME=V1,V2;… (e.g. 'max_num_seqs=64,128')");
+    }
+    Ok(product(&lists))
+}
+
+/// Every combination of the lists, the first list's value changing slowest.
+fn product(lists: &[(String, Vec<String>)]) -> Vec<Params> {
+    let mut out = vec![Params(Vec::new())];
+    for (name, values) in lists {
+        out = out
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.0.push((name.clone(), v.clone()));
+                    q
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+fn json_scalar(v: &serde_json::Value, name: &str) -> Result<String> {
+    match v {
+        serde_json::Value::String(s) => Ok(s.clone()),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        serde_json::Value::Bool(b) => Ok(b.to_string()),
+        _ => bail!("the value of '{name}' must be a string, a number or a boolean"),
+    }
+}
+
+/// An array of objects (a list of parameter sets), or an object of arrays
+/// (a product of lists; a lone value is a list of one).
+fn from_json(v: &serde_json::Value) -> Result<Vec<Params>> {
+    match v {
+        serde_json::Value::Array(sets) => sets
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let obj = s.as_object().ok_or_else(|| anyhow!("entry {i} of the list is not an object"))?;
+                obj.iter().map(|(k, v)| Ok((k.clone(), json_scalar(v, k)?))).collect::<Result<_>>().map(Params)
+            })
+            .collect(),
+        serde_json::Value::Object(lists) => {
+            let lists = lists
+                .iter()
+                .map(|(k, v)| {
+                    let vals = match v {
+                        serde_json::Value::Array(a) => a.iter().map(|x| json_scalar(x, k)).collect::<Result<_>>()?,
+                        other => vec![json_scalar(other, k)?],
+                    };
+                    Ok((k.clone(), vals))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(product(&lists))
+        }
+        _ => bail!("give a list of parameter sets ([{{\"tp\": 1}}, …]) or lists to combine ({{\"tp\": [1, 2]}})"),
+    }
+}
+
+fn toml_scalar(v: &toml::Value, name: &str) -> Result<String> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(n) => Ok(n.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::Boolean(b) => Ok(b.to_string()),
+        _ => bail!("the value of '{name}' must be a string, a number or a boolean"),
+    }
+}
+
+/// `[[config]]` tables (a list of parameter sets), or keys with arrays (a
+/// product of lists).
+fn from_toml(t: &toml::Table) -> Result<Vec<Params>> {
+    if let Some(list) = t.get("config") {
+        if t.len() > 1 {
+            bail!("give either [[config]] tables or lists to combine, not both");
+        }
+        let list = list.as_array().ok_or_else(|| anyhow!("'config' must be [[config]] tables"))?;
+        return list
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let tab = s.as_table().ok_or_else(|| anyhow!("[[config]] entry {i} is not a table"))?;
+                tab.iter().map(|(k, v)| Ok((k.clone(), toml_scalar(v, k)?))).collect::<Result<_>>().map(Params)
+            })
+            .collect();
+    }
+    let lists = t
+        .iter()
+        .map(|(k, v)| {
+            let vals = match v {
+                toml::Value::Array(a) => a.iter().map(|x| toml_scalar(x, k)).collect::<Result<_>>()?,
+                other => vec![toml_scalar(other, k)?],
+            };
+            Ok((k.clone(), vals))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(product(&lists))
+}
+
+/// Names are placeholders' names; no two configurations alike; at most
+/// 10,000 of them.
+fn check(grid: Vec<Params>) -> Result<Vec<Params>> {
+    if grid.is_empty() || grid.iter().all(|p| p.0.is_empty()) && grid.len() > 1 {
+        bail!("--serve-grid gives no configuration");
+    }
+    if grid.len() > 10_000 {
+        bail!("--serve-grid gives {} configurations: at most 10,000 (each starts a server)", grid.len());
+    }
+    for p in &grid {
+        for (k, _) in &p.0 {
+            if !is_name(k) {
+                bail!(
+                    "--serve-grid: '{k}' is not a parameter name (letters, digits, _ and -, not starting with a digit)"
+                );
+            }
+        }
+    }
+    for (i, p) in grid.iter().enumerate() {
+        if grid[..i].iter().any(|q| q.map() == p.map()) {
+            bail!("--serve-grid gives the configuration {} twice", p.id());
+        }
+    }
+    Ok(grid)
+}
+
+fn is_name(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+}
+
+/// The placeholders `{name}` in `word`, with their byte ranges. A brace not
+/// followed by a name and `}` is text (JSON in an argument stays as it is).
+fn placeholders(word: &str) -> Vec<(std::ops::Range<usize>, &str)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(open) = word[from..].find('{').map(|i| from + i) {
+        match word[open + 1..].find('}').map(|i| open + 1 + i) {
+            Some(close) if is_name(&word[open + 1..close]) => {
+                out.push((open..close + 1, &word[open + 1..close]));
+                from = close + 1;
+            }
+            _ => from = open + 1,
+        }
+    }
+    out
+}
+
+/// The command template, split into words as a POSIX shell would (quotes
+/// and backslashes; no variables, globs or pipes: no shell runs it).
+#[derive(Debug, Clone)]
+pub struct Template {
+    words: Vec<String>,
+}
+
+impl Template {
+    pub fn parse(text: &str) -> Result<Template> {
+        let words = shlex::split(text).ok_or_else(|| {
+            anyhow!("--serve-cmd: cannot split '{text}' into words (an unclosed quote, or a trailing backslash?)")
+        })?;
+        if words.is_empty() {
+            bail!("--serve-cmd is empty: give the server's command, e.g. 'vllm serve MODEL --port {{port}}'");
+        }
+        let t = Template { words };
+        if !t.names().contains(&"port") {
+            bail!(
+                "--serve-cmd has no {{port}}: goodput picks a free port for each server and must tell it (e.g. \
+                 '--port {{port}}')"
+            );
+        }
+        Ok(t)
+    }
+
+    /// Every placeholder's name, in order, once each.
+    pub fn names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = Vec::new();
+        for w in &self.words {
+            for (_, n) in placeholders(w) {
+                if !v.contains(&n) {
+                    v.push(n);
+                }
+            }
+        }
+        v
+    }
+
+    /// Checks that every placeholder but `{port}` is a parameter of every
+    /// configuration.
+    pub fn check(&self, grid: &[Params]) -> Result<()> {
+        for name in self.names().into_iter().filter(|n| *n != "port") {
+            if let Some(p) = grid.iter().find(|p| p.get(name).is_none()) {
+                bail!(
+                    "--serve-cmd has {{{name}}}, which configuration {} of --serve-grid does not give: add {name}=… \
+                     to the grid",
+                    p.id()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The command's words for `params` on `port`. Each word is filled on its
+    /// own, so a value with spaces stays one argument.
+    pub fn fill(&self, params: &Params, port: u16) -> Vec<String> {
+        self.words
+            .iter()
+            .map(|w| {
+                let mut out = String::new();
+                let mut last = 0;
+                for (r, name) in placeholders(w) {
+                    out.push_str(&w[last..r.start]);
+                    match name {
+                        "port" => out.push_str(&port.to_string()),
+                        n => out.push_str(params.get(n).unwrap_or("")),
+                    }
+                    last = r.end;
+                }
+                out.push_str(&w[last..]);
+                out
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(g: &[Params]) -> Vec<String> {
+        g.iter().map(Params::id).collect()
+    }
+
+    #[test]
+    fn an_inline_grid_is_the_product_of_its_lists() {
+        let g = parse_grid("a=1,2; b=x,y").unwrap();
+        assert_eq!(ids(&g), ["a=1 b=x", "a=1 b=y", "a=2 b=x", "a=2 b=y"]);
+        assert!(parse_grid("a").unwrap_err().to_string().contains("not NAME=V1,V2"));
+        assert!(parse_grid("a=1,,2").unwrap_err().to_string().contains("empty value"));
+        assert!(parse_grid("a=1,1").unwrap_err().to_string().contains("twice"));
+        assert!(parse_grid("1a=1").unwrap_err().to_string().contains("not a parameter name"));
+        assert!(parse_grid(" ; ").unwrap_err().to_string().contains("empty"));
+        assert_eq!(parse_grid("a=x/y z").unwrap()[0].slug(), "a=x_y_z");
+        assert_eq!(Params(vec![("s".into(), "x".repeat(500))]).slug().len(), 60);
+    }
+
+    #[test]
+    fn grid_files_hold_lists_of_sets_or_lists_to_combine() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p.to_string_lossy().into_owned()
+        };
+        let j = write("list.json", r#"[{"tp": 1, "seqs": 64}, {"tp": 2, "quant": "fp8"}]"#);
+        assert_eq!(ids(&parse_grid(&j).unwrap()), ["seqs=64 tp=1", "quant=fp8 tp=2"]);
+        let j = write("product.json", r#"{"tp": [1, 2], "eager": true}"#);
+        assert_eq!(ids(&parse_grid(&j).unwrap()), ["eager=true tp=1", "eager=true tp=2"]);
+        let t = write("list.toml", "[[config]]\ntp = 1\n[[config]]\ntp = 2\nseqs = 128\n");
+        assert_eq!(ids(&parse_grid(&t).unwrap()), ["tp=1", "seqs=128 tp=2"]);
+        let t = write("product.toml", "tp = [1, 2]\nseqs = [64]\n");
+        assert_eq!(ids(&parse_grid(&t).unwrap()), ["seqs=64 tp=1", "seqs=64 tp=2"]);
+        let bad = write("bad.json", r#"{"tp": [[1]]}"#);
+        let e = format!("{:#}", parse_grid(&bad).unwrap_err());
+        assert!(e.contains("must be a string, a number or a boolean") && e.contains("bad.json"), "{e}");
+        let e = format!("{:#}", parse_grid(&dir.path().join("none.toml").to_string_lossy()).unwrap_err());
+        assert!(e.contains("cannot read the grid file"), "{e}");
+    }
+
+    #[test]
+    fn a_template_is_split_like_a_shell_and_filled_word_by_word() {
+        let t = Template::parse(
+            r#"vllm serve m --port {port} --max-num-seqs {seqs} --speculative-config '{"n": 2}' --x "a {seqs}b""#,
+        )
+        .unwrap();
+        assert_eq!(t.names(), ["port", "seqs"]);
+        let p = Params(vec![("seqs".into(), "6 4".into())]);
+        assert_eq!(
+            t.fill(&p, 8123),
+            [
+                "vllm",
+                "serve",
+                "m",
+                "--port",
+                "8123",
+                "--max-num-seqs",
+                "6 4",
+                "--speculative-config",
+                r#"{"n": 2}"#,
+                "--x",
+                "a 6 4b"
+            ]
+        );
+        assert!(t.check(&[p]).is_ok());
+        let e = t.check(&[Params(vec![("tp".into(), "1".into())])]).unwrap_err().to_string();
+        assert!(e.contains("{seqs}") && e.contains("tp=1"), "{e}");
+        assert!(Template::parse("serve --port 80").unwrap_err().to_string().contains("no {port}"));
+        assert!(Template::parse("serve 'open").unwrap_err().to_string().contains("unclosed quote"));
+    }
+}

@@ -1,0 +1,527 @@
+//! `goodput sweep --serve-cmd TEMPLATE --serve-grid GRID`: for each
+//! configuration of the grid, start the server ([`process`]), wait for it
+//! to be ready, sweep it as `sweep` sweeps one server, and stop it; then
+//! set every configuration's points in one measured frontier document,
+//! written after each configuration so that a stopped sweep keeps what it
+//! finished and `--resume` goes on from there.
+
+mod grid;
+mod points;
+mod process;
+
+use super::{start, Shared};
+use crate::cli::{CountList, RateList, SweepArgs};
+use crate::interrupt::Interrupt;
+use anyhow::{bail, Context, Result};
+use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
+use goodput_core::doc::sweep::{Load, SweepPoint};
+use grid::{parse_grid, Params, Template};
+use process::{log_tail, status_code, status_text, Server};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Lines of a failed server's log kept in the document.
+const LOG_TAIL_LINES: usize = 30;
+/// How long a stopped server's port may stay taken.
+const PORT_WAIT: Duration = Duration::from_secs(30);
+
+/// What sweeping one configuration came to.
+enum Outcome {
+    Done(Box<FrontierConfig>),
+    /// Stopped by Ctrl-C or SIGTERM before it finished: not recorded, so
+    /// that `--resume` runs it again.
+    Interrupted,
+}
+
+/// Why one server's part ended early.
+struct Failure {
+    error: String,
+    status: Option<i32>,
+    log: PathBuf,
+}
+
+struct Ctx {
+    args: SweepArgs,
+    template: Template,
+    logs: PathBuf,
+    interrupt: Interrupt,
+    percentile: f64,
+    attainment: f64,
+}
+
+pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
+    let started_unix_s = crate::common::unix_now();
+    let s = &a.serve;
+    let template = Template::parse(s.serve_cmd.as_deref().unwrap_or_default())?;
+    let grid = match &s.serve_grid {
+        Some(g) => parse_grid(g)?,
+        None => vec![Params(Vec::new())],
+    };
+    template.check(&grid)?;
+    check(&a, &grid)?;
+    let out = a
+        .output
+        .output
+        .clone()
+        .context("--serve-cmd needs -o: the frontier is written there after each configuration")?;
+    let logs = s.serve_logs.clone().unwrap_or_else(|| logs_beside(&out));
+    std::fs::create_dir_all(&logs)
+        .with_context(|| format!("cannot create the server logs' folder {}", logs.display()))?;
+    let mut inputs = a.workload.inputs();
+    inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
+    if let Some(g) = s.serve_grid.as_deref().map(Path::new).filter(|p| p.is_file()) {
+        inputs.push(("--serve-grid", g));
+    }
+    crate::output::check_outputs(&a.output, &inputs)?;
+    let opts = crate::setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
+    crate::setup::check_fail_on_slo(&a.judge, &opts)?;
+    let percentile = points::frontier_percentile(opts.slo.as_ref());
+    let attainment =
+        opts.slo.as_ref().map_or(goodput_core::analysis::slo::DEFAULT_ATTAINMENT, |s| s.attainment_target());
+
+    let mut doc = if s.resume && out.exists() {
+        resumed(&out)?
+    } else {
+        if s.resume {
+            eprintln!("--resume: {} does not exist yet; starting from the first configuration", out.display());
+        }
+        FrontierResult {
+            schema: goodput_core::SCHEMA.into(),
+            tool: crate::common::tool(),
+            kind: "frontier".into(),
+            source: FrontierSource::Measured,
+            started_unix_s,
+            interrupted: false,
+            model: String::new(),
+            workload: Default::default(),
+            slo: opts.slo.as_ref().map(|s| s.to_string()),
+            attainment_target: attainment,
+            percentile,
+            configs: Vec::new(),
+            frontier: Vec::new(),
+            best: None,
+            notes: Vec::new(),
+            extra: Default::default(),
+        }
+    };
+    let todo: Vec<(usize, &Params)> =
+        grid.iter().enumerate().filter(|(_, p)| !doc.configs.iter().any(|c| c.params == p.map())).collect();
+    if s.resume && todo.len() < grid.len() {
+        eprintln!(
+            "--resume: {} of the {} configurations are in {} already; running the other {}",
+            grid.len() - todo.len(),
+            grid.len(),
+            out.display(),
+            todo.len()
+        );
+    }
+    if !a.output.quiet {
+        eprintln!("{}", upper_bound(&a, todo.len()));
+    }
+    let interrupt = Interrupt::install("the sweep", a.target.grace);
+    let mut percentiles = a.output.percentiles.0.clone();
+    if !percentiles.contains(&percentile) {
+        percentiles.push(percentile);
+    }
+    let mut args = a.clone();
+    args.output.percentiles.0 = percentiles;
+    let ctx = Ctx { args, template, logs, interrupt, percentile, attainment };
+    let mut stopped = false;
+    for (i, params) in todo {
+        if ctx.interrupt.stopped() {
+            stopped = true;
+            break;
+        }
+        match ctx.configuration(i, grid.len(), params, &mut doc).await? {
+            Outcome::Done(c) => {
+                doc.configs.push(*c);
+                // In the grid's order, whatever order --resume ran them in.
+                let key = |c: &FrontierConfig| grid.iter().position(|p| p.map() == c.params).unwrap_or(usize::MAX);
+                doc.configs.sort_by_key(key);
+            }
+            Outcome::Interrupted => {
+                stopped = true;
+                break;
+            }
+        }
+        analyze_frontier(&mut doc);
+        crate::output::write_document(&out, &doc, "frontier")?;
+    }
+    stopped |= ctx.interrupt.stopped();
+    doc.interrupted = stopped;
+    analyze_frontier(&mut doc);
+    crate::output::write_document(&out, &doc, "frontier")?;
+    if !ctx.args.output.quiet {
+        eprintln!("frontier written to {}", out.display());
+    }
+    crate::output::say(&goodput_report::frontier::terminal(&doc));
+    export(&doc, &ctx.args)?;
+    if stopped {
+        eprintln!(
+            "error: the sweep was interrupted; {} holds the configurations finished until then, and --resume runs \
+             the rest",
+            out.display()
+        );
+        return Ok(ExitCode::from(crate::output::EXIT_INTERRUPTED));
+    }
+    if doc.configs.iter().all(|c| c.status == ConfigStatus::Failed) {
+        eprintln!("error: no configuration ran (each one's error and log tail are in {})", out.display());
+        return Ok(ExitCode::from(1));
+    }
+    if ctx.args.judge.fail_on_slo && doc.best.is_none() {
+        eprintln!("error: no point of any configuration met the SLO (--fail-on-slo)");
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The renderings asked for: the HTML page with its chart and the CSV
+/// (Markdown has no frontier form, and is refused before the sweep).
+fn export(doc: &FrontierResult, a: &SweepArgs) -> Result<()> {
+    for (format, dest) in a.output.exports.targets() {
+        for f in goodput_report::frontier::export(format, doc, &dest)? {
+            if !a.output.quiet {
+                eprintln!("{} written to {}", format.exporter().name(), f.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `frontier.json` → `frontier.logs` beside it.
+fn logs_beside(out: &Path) -> PathBuf {
+    let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "frontier".into());
+    out.with_file_name(format!("{stem}.logs"))
+}
+
+/// The document a stopped sweep left, to go on from.
+fn resumed(out: &Path) -> Result<FrontierResult> {
+    let text = goodput_core::util::input::read_text(out, "-o", 1 << 30)?;
+    let doc: FrontierResult = serde_json::from_str(&text).with_context(|| {
+        format!("--resume: {} is not a frontier document (goodput sweep --serve-cmd -o writes one)", out.display())
+    })?;
+    if doc.kind != "frontier" || doc.source != FrontierSource::Measured {
+        bail!("--resume: {} is not a measured frontier (kind frontier, source measured)", out.display());
+    }
+    Ok(doc)
+}
+
+/// The arguments' consistency, before any server starts.
+fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
+    if a.serve.restart_per_point && a.concurrency.is_none() && a.rate.is_none() {
+        bail!("--restart-per-point runs a server per point of a list: give --concurrency or --rate (not --auto)");
+    }
+    if let Some(r) = &a.serve.serve_reset {
+        if !r.starts_with('/') {
+            bail!("--serve-reset takes a path on the server, e.g. /reset_prefix_cache");
+        }
+    }
+    if a.serve.serve_ready_timeout.is_zero() {
+        bail!("--serve-ready-timeout must be longer than zero");
+    }
+    for p in grid {
+        if let Some(g) = p.get("gpus") {
+            if !g.parse::<u32>().is_ok_and(|n| n > 0) {
+                bail!("--serve-grid: gpus={g} in {} is not a count of GPUs (1 or more)", p.id());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The most the sweep can take, in words: each configuration's wait for
+/// readiness, its points, and its stop.
+fn upper_bound(a: &SweepArgs, configs: usize) -> String {
+    let s = &a.serve;
+    let starts = if s.restart_per_point {
+        a.concurrency.as_ref().map(|c| c.0.len()).or(a.rate.as_ref().map(|r| r.0.len())).unwrap_or(1)
+    } else {
+        1
+    };
+    let per_start = s.serve_ready_timeout + s.serve_stop_grace + PORT_WAIT;
+    let points = super::steady::most_duration(a);
+    let s = if configs == 1 { "" } else { "s" };
+    let fmt = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs())).to_string();
+    match points {
+        Some(p) => {
+            let each = per_start * starts as u32 + p;
+            format!(
+                "{configs} configuration{s}: at most {} each ({} to start and stop each server, {} of points), {} in \
+                 all; a server that is ready sooner takes less",
+                fmt(each),
+                fmt(per_start),
+                fmt(p),
+                fmt(each * configs as u32)
+            )
+        }
+        None => format!(
+            "{configs} configuration{s}: at most {} each to start and stop the server, plus its points (their length \
+             is not known ahead with -n; pass --duration to bound it)",
+            fmt(per_start * starts as u32)
+        ),
+    }
+}
+
+impl Ctx {
+    /// Starts, sweeps and stops the server of configuration `i`: once, or
+    /// once per point with --restart-per-point.
+    async fn configuration(&self, i: usize, of: usize, params: &Params, doc: &mut FrontierResult) -> Result<Outcome> {
+        let gpus = params.get("gpus").and_then(|g| g.parse().ok()).or(self.args.judge.gpus).unwrap_or(1);
+        let id = params.id();
+        let base = format!("{:02}-{}", i + 1, params.slug());
+        eprintln!("\n── configuration {}/{of}: {id} ──", i + 1);
+        let segments: Vec<Option<Load>> = if self.args.serve.restart_per_point {
+            let loads: Vec<Load> = match (&self.args.concurrency, &self.args.rate) {
+                (Some(c), _) => c.0.iter().map(|&c| Load::Concurrency(c)).collect(),
+                (_, Some(r)) => r.0.iter().map(|&r| Load::Rate(r)).collect(),
+                _ => Vec::new(),
+            };
+            loads.into_iter().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        let mut swept: Vec<SweepPoint> = Vec::new();
+        let mut failure = None;
+        for (k, load) in segments.into_iter().enumerate() {
+            let name = if self.args.serve.restart_per_point { format!("{base}.point{k:02}") } else { base.clone() };
+            match self.server_part(params, gpus, &name, load, k as u64, doc).await? {
+                Part::Points(p) => swept.extend(p),
+                Part::Failed(f) => {
+                    failure = Some(f);
+                    break;
+                }
+                Part::Interrupted => return Ok(Outcome::Interrupted),
+            }
+        }
+        let mut c = FrontierConfig {
+            id,
+            params: params.map(),
+            gpu: None,
+            gpus,
+            gpu_hour_usd: self.args.judge.gpu_hour_usd,
+            status: ConfigStatus::Ok,
+            error: None,
+            exit_status: None,
+            log_tail: None,
+            dominated: None,
+            points: Vec::new(),
+            extra: Default::default(),
+        };
+        if let Some(f) = failure {
+            eprintln!("configuration {} failed: {}", c.id, f.error);
+            c.status = ConfigStatus::Failed;
+            c.error = Some(f.error);
+            c.exit_status = f.status;
+            c.log_tail = Some(log_tail(&f.log, LOG_TAIL_LINES));
+            return Ok(Outcome::Done(Box::new(c)));
+        }
+        c.points = swept.iter().map(|p| points::frontier_point(p, gpus, self.percentile, self.attainment)).collect();
+        Ok(Outcome::Done(Box::new(c)))
+    }
+
+    /// One server's life: start, ready, its points (all of them, or `load`
+    /// alone), stop.
+    async fn server_part(
+        &self,
+        params: &Params,
+        gpus: u32,
+        name: &str,
+        load: Option<Load>,
+        first_run: u64,
+        doc: &mut FrontierResult,
+    ) -> Result<Part> {
+        let port = process::free_port()?;
+        let argv = self.template.fill(params, port);
+        let log = self.logs.join(format!("{name}.log"));
+        if !self.args.output.quiet {
+            let shown: Vec<String> =
+                argv.iter().map(|w| shlex::try_quote(w).map_or(w.clone(), |q| q.into_owned())).collect();
+            eprintln!("starting: {} (log: {})", goodput_report::escape::terminal(&shown.join(" ")), log.display());
+        }
+        let failed = |error: String, status: Option<i32>| Ok(Part::Failed(Failure { error, status, log: log.clone() }));
+        let mut server = match Server::start(&argv, port, &log) {
+            Ok(s) => s,
+            Err(e) => return failed(format!("{e:#}"), None),
+        };
+        let base = format!("http://127.0.0.1:{port}");
+        let s = &self.args.serve;
+        let ready = tokio::select! {
+            r = ready(&base, &server, s.serve_ready_timeout) => r,
+            () = self.interrupt.wait() => Ready::Interrupted,
+        };
+        match ready {
+            Ready::Yes => {}
+            Ready::Interrupted => {
+                self.stop(&mut server).await;
+                return Ok(Part::Interrupted);
+            }
+            Ready::Exited => {
+                let st = server.reap().await?;
+                return failed(format!("the server exited before it was ready ({})", status_text(st)), status_code(st));
+            }
+            Ready::TimedOut(last) => {
+                let st = self.stop(&mut server).await;
+                return failed(
+                    format!(
+                        "the server was not ready within {} (--serve-ready-timeout; last: {last})",
+                        humantime::format_duration(s.serve_ready_timeout)
+                    ),
+                    st.and_then(status_code),
+                );
+            }
+        }
+        // The server's sweep stops when goodput is stopped, or when the
+        // server exits.
+        let interrupt = self.interrupt.child();
+        let watch = {
+            let (i, pid) = (interrupt.clone(), server.pid());
+            tokio::spawn(async move {
+                loop {
+                    if process::exited(pid) {
+                        i.end();
+                        return true;
+                    }
+                    if i.stopped() {
+                        return false;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+        };
+        let mut args = self.args.clone();
+        args.target.url = Some(base);
+        args.target.wait_ready = None;
+        args.serve.serve_cmd = None;
+        args.judge.gpus = Some(gpus);
+        args.output.output = Some(self.logs.join(format!("{name}.sweep.json")));
+        args.output.exports = Default::default();
+        args.output.records = args.output.records.as_deref().map(|r| per_config(r, name));
+        if let Some(l) = load {
+            match l {
+                Load::Concurrency(c) => args.concurrency = Some(CountList(vec![c])),
+                Load::Rate(r) => args.rate = Some(RateList(vec![r])),
+            }
+            args.search_steps = 0;
+        }
+        let shared = Shared { interrupt: Some(interrupt.clone()), reset: s.serve_reset.clone(), first_run };
+        let res = async {
+            let mut sw = start(args, shared).await?;
+            sw.measure().await?;
+            Ok::<_, anyhow::Error>(sw)
+        }
+        .await;
+        // Ends the watch, whatever ended the sweep.
+        let died = if watch.is_finished() || process::exited(server.pid()) {
+            true
+        } else {
+            interrupt.end();
+            watch.await.unwrap_or(false)
+        };
+        if died {
+            let st = server.reap().await?;
+            let measured = res.as_ref().map_or(0, |sw| sw.points.len());
+            return failed(
+                format!(
+                    "the server exited during the sweep, {measured} point{} in ({})",
+                    if measured == 1 { "" } else { "s" },
+                    status_text(st)
+                ),
+                status_code(st),
+            );
+        }
+        if self.interrupt.stopped() {
+            self.stop(&mut server).await;
+            return Ok(Part::Interrupted);
+        }
+        let stopped = self.stop(&mut server).await;
+        let sw = match res {
+            Ok(sw) => sw,
+            Err(e) => return failed(format!("{e:#}"), stopped.and_then(status_code)),
+        };
+        if doc.model.is_empty() {
+            doc.model = sw.target.model.clone();
+            doc.workload = sw.workload_config.clone();
+        }
+        Ok(Part::Points(sw.points.clone()))
+    }
+
+    /// Stops a server, saying so when it would not go; gives its exit status.
+    async fn stop(&self, server: &mut Server) -> Option<std::process::ExitStatus> {
+        match server.stop(self.args.serve.serve_stop_grace, PORT_WAIT).await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("warning: {e:#}");
+                None
+            }
+        }
+    }
+}
+
+enum Part {
+    Points(Vec<SweepPoint>),
+    Failed(Failure),
+    Interrupted,
+}
+
+enum Ready {
+    Yes,
+    Exited,
+    TimedOut(String),
+    Interrupted,
+}
+
+/// Waits for the server's /health (or, where it has none, /v1/models) to
+/// answer 200, up to `timeout`, watching that it does not exit meanwhile.
+async fn ready(base: &str, server: &Server, timeout: Duration) -> Ready {
+    use goodput_load::{BodyOptions, Client, ClientConfig, KeyHeader, Stamps, Transport};
+    let probe = Client::new(
+        ClientConfig {
+            base_url: base.to_string(),
+            api_key: None,
+            body: BodyOptions::default(),
+            timeout: Duration::from_secs(5),
+            transport: Transport::Reqwest,
+            stamps: Stamps::Read,
+            key_header: KeyHeader::Bearer,
+            headers: Vec::new(),
+            cancel: None,
+            max_buffer: goodput_load::client::MAX_BUFFER,
+        },
+        None,
+    );
+    let http = match &probe {
+        Ok(c) => c.http(),
+        Err(e) => return Ready::TimedOut(format!("cannot build an HTTP client: {e}")),
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if server.exited() {
+            return Ready::Exited;
+        }
+        let last = match http.get(format!("{base}/health")).send().await {
+            Ok(r) if r.status().is_success() => return Ready::Yes,
+            Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => {
+                match http.get(format!("{base}/v1/models")).send().await {
+                    Ok(r) if r.status().is_success() => return Ready::Yes,
+                    Ok(r) => format!("/v1/models answered HTTP {}", r.status()),
+                    Err(e) => e.to_string(),
+                }
+            }
+            Ok(r) => format!("/health answered HTTP {}", r.status()),
+            Err(e) if e.is_connect() => "connection refused".into(),
+            Err(e) => e.to_string(),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Ready::TimedOut(last);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `records.jsonl` → `records.NAME.jsonl`.
+fn per_config(p: &Path, name: &str) -> PathBuf {
+    let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "records".into());
+    let ext = p.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "jsonl".into());
+    p.with_file_name(format!("{stem}.{name}.{ext}"))
+}

@@ -1,0 +1,424 @@
+//! `goodput sweep --serve-cmd … --serve-grid …` against real servers: the
+//! goodput binary's own `goodput serve` (the simulated engine, sped up with
+//! --speed), started, swept and stopped by the sweep for each
+//! configuration; servers that exit at once, never become ready or crash
+//! mid-sweep; Ctrl-C between configurations and --resume; and no server
+//! left behind, even when goodput is killed.
+
+use crate::cmd::{goodput, read_json};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_goodput");
+
+/// A `sh -c` script that logs its pid and then becomes `goodput serve` on
+/// the port the template passes it as `$0`, with `args` after it.
+fn serve_script(args: &str) -> String {
+    format!("echo pid $$; exec {} serve --port \"$0\" -q --progress none {args}", shlex::try_quote(BIN).unwrap())
+}
+
+/// The pids the servers' logs name (`pid N`, as [`serve_script`] logs).
+fn logged_pids(logs: &Path) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir(logs).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "log") {
+            for l in std::fs::read_to_string(&p).unwrap().lines() {
+                if let Some(n) = l.strip_prefix("pid ").and_then(|n| n.trim().parse().ok()) {
+                    pids.push(n);
+                }
+            }
+        }
+    }
+    pids
+}
+
+/// Whether `pid` is a live process (a zombie, ended and not yet reaped, is
+/// not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => false,
+    }
+}
+
+/// Waits up to 10 s for every pid to be gone.
+fn assert_all_gone(pids: &[i32]) {
+    let t = Instant::now();
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "servers left running: {:?}",
+            pids.iter().filter(|&&p| alive(p)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn configs(doc: &Value) -> &Vec<Value> {
+    doc["configs"].as_array().unwrap()
+}
+
+/// The figure `key` of configuration `c`'s point of most throughput.
+fn at_peak(c: &Value, key: &str) -> f64 {
+    let pts = c["points"].as_array().unwrap();
+    let best = pts
+        .iter()
+        .max_by(|a, b| {
+            a["output_tokens_per_s"].as_f64().unwrap().total_cmp(&b["output_tokens_per_s"].as_f64().unwrap())
+        })
+        .unwrap();
+    best[key].as_f64().unwrap()
+}
+
+/// The load every working configuration gets: 16 users, each request a
+/// long prompt (its prefill shares the steps of the others' decodes) and
+/// a short answer.
+const LOAD: &[&str] =
+    &["--concurrency", "16", "-n", "48", "--input-tokens", "1024", "--output-tokens", "24", "--progress", "none"];
+
+/// Three configurations of the simulated engine's batch limit: the larger
+/// batch gives more throughput and less speed per user. The document,
+/// logs and per-configuration sweeps are where they are said to be.
+#[test]
+fn a_grid_of_server_configurations_gives_a_measured_frontier() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("frontier.json");
+    let csv = dir.path().join("csv");
+    let html = dir.path().join("frontier.html");
+    let t = Instant::now();
+    let o = goodput()
+        .args(["sweep", "--serve-cmd"])
+        .arg(format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 10 --max-num-seqs {seqs}")).unwrap()))
+        .args(["--serve-grid", "seqs=1,4,16", "--slo", "ttft:p50<=60s", "--gpu-hour-usd", "2"])
+        .args(LOAD)
+        .arg("-o")
+        .arg(&out)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    eprintln!("three configurations swept in {:.1} s", t.elapsed().as_secs_f64());
+    assert!(err.contains("3 configurations: at most"), "the bound is said first: {err}");
+    let doc = read_json(&out);
+    assert_eq!((doc["kind"].as_str(), doc["source"].as_str()), (Some("frontier"), Some("measured")));
+    assert_eq!(doc["interrupted"], false);
+    let c = configs(&doc);
+    let ids: Vec<&str> = c.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["seqs=1", "seqs=4", "seqs=16"]);
+    for c in c {
+        assert_eq!(c["status"], "ok", "{c}");
+        assert_eq!(c["points"].as_array().unwrap().len(), 1);
+        let p = &c["points"][0];
+        assert_eq!(p["completed"], 48);
+        assert!(p["usd_per_million_output_tokens"].as_f64().unwrap() > 0.0);
+        assert_eq!(p["meets_slo"], true);
+    }
+    let (tput, user) =
+        (|i: usize| at_peak(&c[i], "output_tokens_per_s"), |i: usize| at_peak(&c[i], "tokens_per_s_per_user"));
+    assert!(tput(2) > 2.0 * tput(0), "16 sequences at once serve more than 1: {} vs {}", tput(2), tput(0));
+    assert!(tput(1) > tput(0), "4 sequences serve more than 1");
+    assert!(user(0) > 1.5 * user(2), "one sequence at a time is faster per user: {} vs {}", user(0), user(2));
+    assert!(!doc["frontier"].as_array().unwrap().is_empty());
+    assert!(doc["best"]["reason"].as_str().unwrap().contains("per dollar"));
+    // Each server's log and its own sweep document, beside -o.
+    let logs = dir.path().join("frontier.logs");
+    for name in ["01-seqs=1", "02-seqs=4", "03-seqs=16"] {
+        let log = std::fs::read_to_string(logs.join(format!("{name}.log"))).unwrap();
+        assert!(log.contains("listening on http://127.0.0.1:"), "{log}");
+        let sweep = read_json(&logs.join(format!("{name}.sweep.json")));
+        assert_eq!(sweep["kind"], "sweep");
+    }
+    assert!(std::fs::read_to_string(csv.join("frontier.csv")).unwrap().lines().count() >= 4);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("seqs=16") && page.contains("<svg"), "the chart names each configuration");
+    crate::schema::assert_valid(&doc, "FrontierResult", "a measured frontier");
+    // The terminal's table of the frontier.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("measured frontier"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_all_gone(&logged_pids(&logs));
+}
+
+/// A configuration whose server exits at once and one whose server
+/// crashes mid-sweep are each recorded as failed, with the exit status and
+/// the end of the log; the configuration after them runs.
+#[test]
+fn failed_configurations_are_recorded_and_the_sweep_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("grid.json");
+    let srv_log = dir.path().join("crashing-server.log");
+    // The server is killed a second after it listens: within the sweep's
+    // first point, however long it took to start.
+    let crash = format!(
+        "echo pid $$; {bin} serve --port \"$0\" -q --progress none --speed 2 > {log} 2>&1 & \
+         until grep -q listening {log}; do sleep 0.05; done; sleep 1; \
+         echo 'CUDA error: an illegal memory access'; kill -9 $!; exit 9",
+        bin = shlex::try_quote(BIN).unwrap(),
+        log = shlex::try_quote(srv_log.to_str().unwrap()).unwrap()
+    );
+    let configs_json = serde_json::json!([
+        {"case": "exits", "script": "echo pid $$; echo 'no GPU found' >&2; exit 3"},
+        {"case": "crashes", "script": crash},
+        {"case": "works", "script": serve_script("--speed 20")},
+    ]);
+    std::fs::write(&grid, configs_json.to_string()).unwrap();
+    let out = dir.path().join("f.json");
+    let logs = dir.path().join("logs");
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", "sh -c {script} {port}", "--serve-grid"])
+        .arg(&grid)
+        .arg("--serve-logs")
+        .arg(&logs)
+        .args(["--concurrency", "4", "--duration", "3s", "--output-tokens", "16", "--progress", "none", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "one configuration ran: {err}");
+    let doc = read_json(&out);
+    let c = configs(&doc);
+    let by = |case: &str| c.iter().find(|c| c["params"]["case"] == case).unwrap_or_else(|| panic!("{case}: {doc}"));
+    let exits = by("exits");
+    assert_eq!((exits["status"].as_str(), exits["exit_status"].as_i64()), (Some("failed"), Some(3)));
+    assert!(exits["error"].as_str().unwrap().contains("exited before it was ready"), "{exits}");
+    assert!(exits["log_tail"].as_str().unwrap().contains("no GPU found"), "{exits}");
+    assert!(exits["dominated"].as_str().unwrap().starts_with("failed"));
+    let crashes = by("crashes");
+    assert_eq!((crashes["status"].as_str(), crashes["exit_status"].as_i64()), (Some("failed"), Some(9)));
+    assert!(crashes["error"].as_str().unwrap().contains("exited during the sweep"), "{crashes}");
+    assert!(crashes["log_tail"].as_str().unwrap().contains("illegal memory access"), "{crashes}");
+    crate::schema::assert_valid(&doc, "FrontierResult", "a frontier with failed configurations");
+    let works = by("works");
+    assert_eq!(works["status"], "ok", "{works}");
+    assert!(works["points"][0]["completed"].as_u64().unwrap() > 0);
+    // Only the one that ran has points on the frontier.
+    let front = doc["frontier"].as_array().unwrap();
+    assert!(!front.is_empty() && front.iter().all(|p| c[p["config"].as_u64().unwrap() as usize] == *works));
+    assert_all_gone(&logged_pids(&logs));
+}
+
+/// A server that never becomes ready is stopped at --serve-ready-timeout,
+/// and its configuration recorded as failed.
+#[test]
+fn a_server_never_ready_fails_at_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let t = Instant::now();
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", "sh -c 'echo pid $$; exec sleep 30' {port}", "--serve-ready-timeout", "500ms"])
+        .args(["--concurrency", "1", "--progress", "none", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "no configuration ran");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    let doc = read_json(&out);
+    let hangs = &configs(&doc)[0];
+    assert_eq!(hangs["status"], "failed");
+    assert!(hangs["error"].as_str().unwrap().contains("not ready within 500ms"), "{hangs}");
+    // sleep ends at the SIGTERM.
+    assert_eq!(hangs["exit_status"].as_i64(), Some(128 + 15), "{hangs}");
+    assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}
+
+/// Ctrl-C once the first configuration is written stops the sweep: the
+/// document holds that configuration, marked interrupted, and no server is
+/// left; --resume runs the other two and keeps the first as it was.
+#[test]
+fn an_interrupted_sweep_keeps_what_it_finished_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let template =
+        format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 20 --max-num-seqs {seqs}")).unwrap());
+    let args = |resume: bool| {
+        let mut a: Vec<String> =
+            ["sweep", "--serve-cmd", &template, "--serve-grid", "seqs=1,2,4", "--concurrency", "2"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        a.extend(["--duration", "1s", "--output-tokens", "8", "--progress", "none", "-o"].map(String::from));
+        a.push(out.to_string_lossy().into_owned());
+        if resume {
+            a.push("--resume".into());
+        }
+        a
+    };
+    let child = Command::new(BIN)
+        .args(args(false))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_remove("OPENAI_API_KEY")
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let written = std::fs::read_to_string(&out).ok().and_then(|s| serde_json::from_str::<Value>(&s).ok());
+        if written.is_some_and(|d| configs(&d).len() == 1) {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "the first configuration was never written");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("--resume runs the rest"), "{err}");
+    let first = read_json(&out);
+    assert_eq!(first["interrupted"], true);
+    assert_eq!(configs(&first).len(), 1);
+    let logs = dir.path().join("f.logs");
+    assert_all_gone(&logged_pids(&logs));
+
+    let o = goodput().args(args(true)).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("1 of the 3 configurations are in"), "{err}");
+    let done = read_json(&out);
+    assert_eq!(done["interrupted"], false);
+    let ids: Vec<&str> = configs(&done).iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["seqs=1", "seqs=2", "seqs=4"]);
+    // The first configuration as the stopped sweep wrote it.
+    let mut kept = configs(&done)[0].clone();
+    let mut before = configs(&first)[0].clone();
+    // Whether it is on the frontier depends on the others.
+    kept["dominated"] = Value::Null;
+    before["dominated"] = Value::Null;
+    assert_eq!(kept, before);
+    assert_eq!(done["started_unix_s"], first["started_unix_s"]);
+    assert_all_gone(&logged_pids(&logs));
+}
+
+/// goodput killed with SIGKILL, which it cannot catch, mid-sweep: the
+/// server it started goes too (its parent-death signal).
+#[test]
+fn no_server_outlives_a_killed_goodput() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    // The server is started directly (no shell), as PDEATHSIG reaches the
+    // process goodput starts.
+    let template = format!("{} serve --port {{port}} -q --progress none --speed 2", shlex::try_quote(BIN).unwrap());
+    let mut child = Command::new(BIN)
+        .args([
+            "sweep",
+            "--serve-cmd",
+            &template,
+            "--concurrency",
+            "2",
+            "--duration",
+            "30s",
+            "--progress",
+            "none",
+            "-o",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .env_remove("OPENAI_API_KEY")
+        .spawn()
+        .unwrap();
+    let log: PathBuf = dir.path().join("f.logs").join("01-default.log");
+    let t = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("listening on")) {
+        assert!(t.elapsed() < Duration::from_secs(60), "the server never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let server = server_pid(child.id() as i32);
+    assert!(alive(server));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_all_gone(&[server]);
+}
+
+/// The one child of `parent` (from /proc).
+fn server_pid(parent: i32) -> i32 {
+    let t = Instant::now();
+    loop {
+        let kids: Vec<i32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|pid: &i32| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| {
+                    let rest = s.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse::<i32>().ok()?;
+                    Some(rest == parent)
+                }) == Some(true)
+            })
+            .collect();
+        if let [one] = kids[..] {
+            return one;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "goodput has {} children", kids.len());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// --restart-per-point starts a server for each point; --serve-reset
+/// POSTs its path before each point, and a server without that route fails
+/// its configuration, saying which flag asked for it.
+#[test]
+fn servers_restart_per_point_and_a_reset_the_server_lacks_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let template = format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 20")).unwrap());
+    let sweep = |extra: &[&str]| {
+        goodput()
+            .args(["sweep", "--serve-cmd", &template, "--concurrency", "1,2", "-n", "4", "--output-tokens", "8"])
+            .args(["--progress", "none", "-o"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = sweep(&["--restart-per-point"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = read_json(&out);
+    let loads: Vec<&Value> = configs(&doc)[0]["points"].as_array().unwrap().iter().map(|p| &p["load"]).collect();
+    assert_eq!(loads.len(), 2, "{doc}");
+    let logs = dir.path().join("f.logs");
+    let pids = logged_pids(&logs);
+    assert_eq!(pids.len(), 2, "a server per point");
+    assert!(logs.join("01-default.point00.log").exists() && logs.join("01-default.point01.log").exists());
+    assert_all_gone(&pids);
+
+    let o = sweep(&["--serve-reset", "/reset_prefix_cache"]);
+    assert_eq!(o.status.code(), Some(1));
+    let doc = read_json(&out);
+    let c = &configs(&doc)[0];
+    assert_eq!(c["status"], "failed");
+    let e = c["error"].as_str().unwrap();
+    assert!(e.contains("POST /reset_prefix_cache (--serve-reset) with HTTP 404"), "{e}");
+    assert_all_gone(&logged_pids(&logs));
+}
+
+/// What is refused before any server starts.
+#[test]
+fn bad_templates_and_grids_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let refused = |extra: &[&str]| {
+        let o = goodput().arg("sweep").arg("-o").arg(&out).args(extra).output().unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let c1 = ["--concurrency", "1"];
+    assert!(refused(&[&c1[..], &["--serve-cmd", "srv --port 80"]].concat()).contains("no {port}"));
+    let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port} --n {seqs}", "--serve-grid", "tp=1,2"]].concat());
+    assert!(e.contains("{seqs}") && e.contains("tp=1"), "{e}");
+    assert!(
+        refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--serve-grid", "a=1,1"]].concat()).contains("twice")
+    );
+    let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--serve-grid", "gpus=0"]].concat());
+    assert!(e.contains("not a count of GPUs"), "{e}");
+    let e = refused(&["--auto", "--serve-cmd", "srv --port {port}", "--restart-per-point"]);
+    assert!(e.contains("--restart-per-point runs a server per point"), "{e}");
+    assert!(!out.exists() && !dir.path().join("f.logs").exists());
+    let o = goodput().args(["sweep", "--concurrency", "1", "--serve-cmd", "srv --port {port}"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--output"), "-o is required");
+}
