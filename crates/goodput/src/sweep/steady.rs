@@ -68,9 +68,10 @@ pub(super) fn most_duration(a: &SweepArgs) -> Option<Duration> {
     if a.shape.requests.is_some() {
         return None;
     }
+    // The search bisects a list of concurrencies as it does rates.
     let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
     let points = if let Some(c) = &a.concurrency {
-        c.0.len()
+        c.0.len() + search
     } else if let Some(r) = &a.rate {
         r.0.len() + search
     } else {

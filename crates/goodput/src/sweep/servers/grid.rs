@@ -12,13 +12,25 @@ use std::path::Path;
 pub struct Params(pub Vec<(String, String)>);
 
 impl Params {
-    /// `max_num_seqs=64 tp=2`: the configuration's id in the document; empty
-    /// parameters give `default`.
+    /// `max_num_seqs=64 tp=2`: the configuration's id in the document, the
+    /// label its chart and tables show. A parameter named `id` gives it
+    /// instead; a value longer than 24 characters is cut to 20 and `…`;
+    /// empty parameters give `default`.
     pub fn id(&self) -> String {
+        if let Some(id) = self.get("id") {
+            return id.to_string();
+        }
         if self.0.is_empty() {
             return "default".into();
         }
-        self.0.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        let short = |v: &str| {
+            if v.chars().count() > 24 {
+                format!("{}…", v.chars().take(20).collect::<String>())
+            } else {
+                v.to_string()
+            }
+        };
+        self.0.iter().map(|(k, v)| format!("{k}={}", short(v))).collect::<Vec<_>>().join(" ")
     }
 
     pub fn map(&self) -> BTreeMap<String, String> {
@@ -203,6 +215,13 @@ fn check(grid: Vec<Params>) -> Result<Vec<Params>> {
         if grid[..i].iter().any(|q| q.map() == p.map()) {
             bail!("--serve-grid gives the configuration {} twice", p.id());
         }
+        if grid[..i].iter().any(|q| q.id() == p.id()) {
+            bail!(
+                "--serve-grid: two configurations would both be labelled '{}' (long values are cut): give each a \
+                 parameter id=… to name it",
+                p.id()
+            );
+        }
     }
     Ok(grid)
 }
@@ -324,7 +343,12 @@ mod tests {
         assert!(parse_grid("1a=1").unwrap_err().to_string().contains("not a parameter name"));
         assert!(parse_grid(" ; ").unwrap_err().to_string().contains("empty"));
         assert_eq!(parse_grid("a=x/y z").unwrap()[0].slug(), "a=x_y_z");
-        assert_eq!(Params(vec![("s".into(), "x".repeat(500))]).slug().len(), 60);
+        assert_eq!(Params(vec![("id".into(), "x".repeat(500))]).slug().len(), 60);
+        let long = "sh -c 'exec vllm serve --port 1'";
+        assert_eq!(Params(vec![("cmd".into(), long.into())]).id(), "cmd=sh -c 'exec vllm ser…");
+        assert_eq!(Params(vec![("cmd".into(), long.into()), ("id".into(), "vllm".into())]).id(), "vllm");
+        let e = parse_grid(&format!("a={long}x,{long}y")).unwrap_err().to_string();
+        assert!(e.contains("id=…"), "{e}");
     }
 
     #[test]

@@ -316,6 +316,12 @@ impl Ctx {
             c.log_tail = Some(log_tail(&f.log, LOG_TAIL_LINES));
             return Ok(Outcome::Done(Box::new(c)));
         }
+        // In the order of rising load: the search's points come last from the sweep.
+        let level = |p: &SweepPoint| match p.load {
+            Load::Concurrency(c) => c as f64,
+            Load::Rate(r) => r,
+        };
+        swept.sort_by(|a, b| level(a).total_cmp(&level(b)));
         c.points = swept.iter().map(|p| points::frontier_point(p, gpus, self.percentile, self.attainment)).collect();
         Ok(Outcome::Done(Box::new(c)))
     }
