@@ -397,6 +397,71 @@ fn servers_restart_per_point_and_a_reset_the_server_lacks_fails() {
     assert_all_gone(&logged_pids(&logs));
 }
 
+/// A stand-in for a DCGM exporter on 127.0.0.1:0: the GPUs' energy counter
+/// (mJ) rising at `watts` from its start. Serves until the returned flag is
+/// set and one more connection comes.
+fn dcgm_exporter(watts: f64) -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/metrics", l.local_addr().unwrap());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = stop.clone();
+    let start = Instant::now();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            if done.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            let Ok(mut c) = conn else { continue };
+            let mut buf = [0u8; 4096];
+            let mut head = Vec::new();
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let mj = watts * 1000.0 * start.elapsed().as_secs_f64();
+            let body = format!(
+                "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"0\"}} {mj:.0}\n"
+            );
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, stop)
+}
+
+/// With a DCGM exporter scraped beside each server (`{port}` in
+/// --metrics-url is the server's own), every point carries the energy per
+/// output token: the exporter's 300 W over the server's token rate.
+#[test]
+fn energy_per_token_comes_from_a_scraped_energy_counter() {
+    let (dcgm, stop) = dcgm_exporter(300.0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let template = format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 5")).unwrap());
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", &template, "--concurrency", "8", "--duration", "3s", "--output-tokens", "32"])
+        .args(["--metrics-url", "http://127.0.0.1:{port}/metrics", "--metrics-url", &dcgm])
+        .args(["--metrics-interval", "200ms", "--progress", "none", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = std::net::TcpStream::connect(dcgm.trim_start_matches("http://").trim_end_matches("/metrics"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = read_json(&out);
+    let p = &configs(&doc)[0]["points"][0];
+    let joules = p["joules_per_output_token"].as_f64().unwrap_or_else(|| panic!("no energy: {p}"));
+    let expected = 300.0 / p["output_tokens_per_s"].as_f64().unwrap();
+    assert!(joules > expected / 2.0 && joules < expected * 2.0, "{joules} J/token, about {expected} expected");
+    assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}
+
 /// What is refused before any server starts.
 #[test]
 fn bad_templates_and_grids_are_refused_before_anything_starts() {

@@ -396,6 +396,10 @@ impl Ctx {
             })
         };
         let mut args = self.args.clone();
+        // The server's own endpoint beside an exporter's: {port} is this server's.
+        for u in &mut args.metrics.metrics_url {
+            *u = u.replace("{port}", &port.to_string());
+        }
         args.target.url = Some(base);
         args.target.wait_ready = None;
         args.serve.serve_cmd = None;
