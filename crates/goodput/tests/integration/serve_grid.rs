@@ -92,7 +92,7 @@ fn a_grid_of_server_configurations_gives_a_measured_frontier() {
     let t = Instant::now();
     let o = goodput()
         .args(["sweep", "--serve-cmd"])
-        .arg(format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 10 --max-num-seqs {seqs}")).unwrap()))
+        .arg(format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 5 --max-num-seqs {seqs}")).unwrap()))
         .args(["--serve-grid", "seqs=1,4,16", "--slo", "ttft:p50<=60s", "--gpu-hour-usd", "2"])
         .args(LOAD)
         .arg("-o")
@@ -125,7 +125,9 @@ fn a_grid_of_server_configurations_gives_a_measured_frontier() {
         (|i: usize| at_peak(&c[i], "output_tokens_per_s"), |i: usize| at_peak(&c[i], "tokens_per_s_per_user"));
     assert!(tput(2) > 2.0 * tput(0), "16 sequences at once serve more than 1: {} vs {}", tput(2), tput(0));
     assert!(tput(1) > tput(0), "4 sequences serve more than 1");
-    assert!(user(0) > 1.5 * user(2), "one sequence at a time is faster per user: {} vs {}", user(0), user(2));
+    // About 1.7 times here; the margin leaves room for a loaded machine's
+    // timer delays, which slow the faster steps most.
+    assert!(user(0) > 1.2 * user(2), "one sequence at a time is faster per user: {} vs {}", user(0), user(2));
     assert!(!doc["frontier"].as_array().unwrap().is_empty());
     assert!(doc["best"]["reason"].as_str().unwrap().contains("per dollar"));
     // Each server's log and its own sweep document, beside -o.
