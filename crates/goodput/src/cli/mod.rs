@@ -5,10 +5,12 @@
 mod commands;
 mod groups;
 mod parse;
+mod plan_args;
 
 pub use commands::*;
 pub use groups::*;
 pub use parse::*;
+pub use plan_args::*;
 
 use clap::Parser;
 
