@@ -16,6 +16,7 @@ pub mod limits;
 pub mod merge;
 pub mod monitor;
 pub mod output;
+pub mod plan;
 pub mod point;
 pub mod progress;
 pub mod prometheus;

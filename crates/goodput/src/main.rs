@@ -1,7 +1,7 @@
 //! goodput: measure, explain and predict the performance of LLM inference
 //! services. The binary is thin: parse, dispatch, print the error chain.
 
-use goodput::{bench, cli, compare, estimate, merge, monitor, report, serve, shell, sweep};
+use goodput::{bench, cli, compare, estimate, merge, monitor, plan, report, serve, shell, sweep};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -27,6 +27,7 @@ fn main() -> ExitCode {
             cli::Command::Serve(a) => serve::serve(*a).await,
             cli::Command::Report(a) => report::report(*a),
             cli::Command::Sweep(a) => sweep::sweep(*a).await,
+            cli::Command::Plan(a) => plan::plan(*a),
             cli::Command::Monitor(a) => monitor::monitor(*a).await,
             cli::Command::Compare(a) => compare::compare(*a),
             cli::Command::Merge(a) => merge::merge(*a),

@@ -300,7 +300,7 @@ pub fn best_point(doc: &FrontierResult) -> Option<BestPoint> {
     let c = &doc.configs[id.config];
     let within = if judged { "among the points that meet the SLO" } else { "(no SLO given: every point counts)" };
     let reason = if priced {
-        format!("{} at {}: the most good output tokens per dollar ({v:.0}) {within}", c.id, p.load.label())
+        format!("{} at {}: the most good output tokens per dollar ({:.2} M) {within}", c.id, p.load.label(), v / 1e6)
     } else {
         format!(
             "{} at {}: the most good output tokens/s per GPU ({v:.0}) {within} (no price per GPU-hour for every \
@@ -354,8 +354,15 @@ pub fn dominance_reasons(doc: &FrontierResult) -> Vec<Option<String>> {
             };
             let (p, f) = (&c.points[pi], doc.point(fid).expect("a frontier id names a point"));
             let other = &doc.configs[fid.config];
+            // Cheaper GPUs can lose per GPU and still win per dollar.
+            let best_here = doc.best.as_ref().is_some_and(|b| b.at.config == ci);
+            let lead = if best_here {
+                "off the frontier per GPU, yet the best point per dollar: its nearest point to it"
+            } else {
+                "dominated: its nearest point to the frontier"
+            };
             Some(format!(
-                "dominated: its best point ({}: {:.0} tok/s/GPU at {:.1} tok/s/user) is beaten by {} at {} ({:.0} \
+                "{lead} ({}: {:.0} tok/s/GPU at {:.1} tok/s/user) is beaten by {} at {} ({:.0} \
                  tok/s/GPU at {:.1} tok/s/user)",
                 p.load.label(),
                 p.output_tokens_per_s_per_gpu,

@@ -26,6 +26,8 @@ pub enum Command {
     Report(Box<ReportArgs>),
     /// Run a series of loads: the latency–throughput curve, saturation, best goodput under the SLO, and the point to pick.
     Sweep(Box<SweepArgs>),
+    /// Search deployments with the simulated engine: GPU type and count, tensor parallelism, precision, batch limits; the frontier of output tokens/s per GPU against tokens/s per user, and the most good tokens per dollar within the SLO.
+    Plan(Box<super::plan_args::PlanArgs>),
     /// Watch a running server's own metrics live, optionally with probe requests and alerts.
     Monitor(Box<MonitorArgs>),
     /// Set runs side by side; fail on a regression beyond a threshold.

@@ -5,11 +5,13 @@
 mod commands;
 mod groups;
 mod parse;
+mod plan_args;
 mod servegrid;
 
 pub use commands::*;
 pub use groups::*;
 pub use parse::*;
+pub use plan_args::*;
 pub use servegrid::*;
 
 use clap::Parser;

@@ -13,6 +13,7 @@ mod judge;
 mod live_view;
 mod outputs;
 mod peers;
+mod plan;
 mod quality;
 mod schema;
 mod secrets;

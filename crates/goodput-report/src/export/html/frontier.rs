@@ -15,9 +15,6 @@ use std::fmt::Write;
 /// With more configurations than this, those with no point on the frontier
 /// share one muted series (the legend would be longer than the chart).
 const OWN_COLOURS: usize = 6;
-/// With more frontier points than this, each configuration's label is put
-/// on its first frontier point only.
-const LABEL_EVERY_POINT: usize = 10;
 
 /// A frontier as a page.
 pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
@@ -126,7 +123,8 @@ fn tip(doc: &FrontierResult, id: PointId, p: &FrontierPoint) -> String {
 fn chart(doc: &FrontierResult) -> Chart {
     let on: HashSet<usize> = doc.frontier.iter().map(|p| p.config).collect();
     let ran: Vec<usize> = (0..doc.configs.len()).filter(|&i| doc.configs[i].status == ConfigStatus::Ok).collect();
-    let own = |i: usize| ran.len() <= OWN_COLOURS || on.contains(&i);
+    let best = doc.best.as_ref().map(|b| b.at.config);
+    let own = |i: usize| ran.len() <= OWN_COLOURS || on.contains(&i) || best == Some(i);
     let mut series = Vec::new();
     let mut others = Series::new("other configurations", Style::Dots, 5, Vec::new());
     let mut colour = 0;
@@ -164,10 +162,9 @@ fn chart(doc: &FrontierResult) -> Chart {
     let mut labelled = HashSet::new();
     for &id in &doc.frontier {
         let Some((x, y)) = doc.point(id).and_then(plane) else { continue };
-        if doc.frontier.len() > LABEL_EVERY_POINT && !labelled.insert(id.config) {
-            continue;
-        }
-        if doc.best.as_ref().is_some_and(|b| b.at == id) {
+        // Each configuration once, at its frontier point of most
+        // throughput (the legend lists every label).
+        if doc.best.as_ref().is_some_and(|b| b.at == id) || !labelled.insert(id.config) {
             continue;
         }
         marks.push(Mark { x, y, label: doc.configs[id.config].id.clone(), class: "mark-sat" });
@@ -202,7 +199,7 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
     o.push_str(
         "<section><h2>The frontier</h2><div class=\"scroll\"><table><thead><tr><th>configuration</th><th>load</th>\
          <th>tok/s/GPU</th><th>tok/s/user</th><th>TTFT (ms)</th><th>TPOT (ms)</th><th>goodput tok/s</th><th>SLO</th>\
-         <th>$ per M</th><th>J/token</th><th>tok/s per MW</th><th>GPUs</th><th>settings</th></tr></thead><tbody>",
+         <th>$ per M</th><th>J/token</th><th>tok/s per MW</th><th>GPUs</th></tr></thead><tbody>",
     );
     for &id in doc.frontier.iter().rev() {
         let (c, p) = (&doc.configs[id.config], &doc.configs[id.config].points[id.point]);
@@ -213,11 +210,10 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
             Some(false) => r#"<span class="worse">missed</span>"#,
             None => "-",
         };
-        let params: Vec<String> = c.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = write!(
             o,
             "<tr><td>{}{best}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td class=\"text\">{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>",
             html(&c.id),
             html(&p.load.label()),
             fmt(Some(p.output_tokens_per_s_per_gpu), 0),
@@ -230,7 +226,6 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
             fmt(p.output_tokens_per_s_per_mw, 0),
             c.gpus,
             c.gpu.as_deref().map(|g| format!(" × {}", html(g))).unwrap_or_default(),
-            html(&params.join(" ")),
         );
     }
     o.push_str("</tbody></table></div></section>");

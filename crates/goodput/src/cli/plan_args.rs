@@ -1,0 +1,110 @@
+//! `goodput plan`'s arguments.
+
+use super::groups::{ExportArgs, ShapeArgs, WorkloadArgs, DEFAULT_ENGINE_MODEL};
+use super::parse::{parse_attainment, parse_counts, parse_slo, CountList};
+use clap::Args;
+use goodput_core::Slo;
+use goodput_load::Api;
+use std::path::PathBuf;
+
+/// A GPU type on offer: its catalog name and, when given, its price per
+/// GPU-hour in USD (`h100=2.5`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuOffer {
+    pub name: String,
+    pub usd_per_hour: Option<f64>,
+}
+
+pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
+    let (name, price) = match s.split_once('=') {
+        Some((n, p)) => (n.trim(), Some(p.trim())),
+        None => (s.trim(), None),
+    };
+    if name.is_empty() {
+        return Err(format!("'{s}' names no GPU: write NAME or NAME=USD_PER_GPU_HOUR, e.g. h100=2.5"));
+    }
+    let usd_per_hour = match price {
+        None => None,
+        Some(p) => match p.trim_start_matches('$').parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Some(v),
+            _ => {
+                return Err(format!(
+                    "'{p}' is not a price per GPU-hour: give a positive number of USD, e.g. {name}=2.5"
+                ))
+            }
+        },
+    };
+    Ok(GpuOffer { name: name.to_string(), usd_per_hour })
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The model: a catalog name or a Hugging Face config.json.
+    #[arg(long, default_value = DEFAULT_ENGINE_MODEL)]
+    pub model: String,
+    /// A GPU type on offer, with its price per GPU-hour in USD: h100=2.5 (repeat for each type; the price may be left out, and the best point is then chosen per GPU rather than per dollar).
+    #[arg(long = "gpu", value_name = "NAME[=USD]", value_parser = parse_gpu_offer, required = true)]
+    pub gpu: Vec<GpuOffer>,
+    /// The most GPUs a configuration may take: each is tensor-parallel groups (--tp) replicated to fill it.
+    #[arg(long = "gpus", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub budget: u32,
+    /// Tensor-parallel degrees to try (those above the budget, or that do not divide the model's heads, are left out).
+    #[arg(long, value_parser = parse_counts, default_value = "1,2,4,8")]
+    pub tp: CountList,
+    /// Weight precisions to try, where the GPU has them: bf16, fp8, int8, int4.
+    #[arg(long, default_value = "bf16,fp8")]
+    pub precision: String,
+    /// Batch limits (vLLM's --max-num-seqs) to try: each configuration's load rises to its limit (default: vLLM's, 1024 on GPUs with ≥70 GiB, else 256).
+    #[arg(long, value_parser = parse_counts)]
+    pub max_num_seqs: Option<CountList>,
+    /// Chunked-prefill token budgets (vLLM's --max-num-batched-tokens) to try.
+    #[arg(long, value_parser = parse_counts, default_value = "2048,8192")]
+    pub max_num_batched_tokens: CountList,
+    /// KV-cache dtype: auto (the activation dtype) or fp8.
+    #[arg(long, default_value = "auto")]
+    pub kv_cache_dtype: String,
+    /// Share of GPU memory the engine may use.
+    #[arg(long, default_value_t = 0.9)]
+    pub gpu_memory_utilization: f64,
+    /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once it misses the SLO or its throughput stops rising.
+    #[arg(long, value_parser = parse_counts)]
+    pub concurrency: Option<CountList>,
+    /// Requests each user sends at a point, after one warm-up request each (--requests sets a point's total instead).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub requests_per_user: u64,
+    /// Per-request limits and/or percentile objectives, e.g. 'ttft:p95<=1s,tpot:p95<=50ms': the best point must meet them, and a curve stops at its first point that does not.
+    #[arg(long, value_parser = parse_slo)]
+    pub slo: Option<Slo>,
+    /// Share of requests that must meet the SLO's per-request limits (default 90%).
+    #[arg(long, value_parser = parse_attainment)]
+    pub attainment: Option<f64>,
+    /// The percentile TTFT, TPOT and tokens/s per user are given at when the SLO names none (default 50).
+    #[arg(long, value_parser = parse_percentile_value)]
+    pub percentile: Option<f64>,
+    /// Which route the requests model (the chat template around each prompt, or a raw prompt's BOS).
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
+    /// Simulations run at once (default: the CPUs available).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: Option<u32>,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Write the frontier (schema goodput/v1, kind frontier) to this JSON file.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Print only the frontier, not each configuration as it is done.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub exports: ExportArgs,
+}
+
+/// `--percentile`: one percentile, 0..100 (`95` or `p95`).
+pub fn parse_percentile_value(s: &str) -> Result<f64, String> {
+    match s.trim().trim_start_matches('p').parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("'{s}' is not a percentile: give one in 0..100, e.g. 95")),
+    }
+}

@@ -1,0 +1,540 @@
+//! `goodput plan`: which deployment to run. The simulated engine, in
+//! virtual time, traces each configuration (GPU type, tensor parallelism,
+//! replicas to fill the GPU budget, precision, batch limit, chunked-prefill
+//! budget) at rising load; the points go into one frontier document
+//! (goodput-core's `doc::frontier`), whose analysis gives the Pareto
+//! frontier of output tokens/s per GPU against tokens/s per user, the point
+//! with the most good tokens per dollar within the SLO, and why the other
+//! configurations lost.
+//!
+//! What cannot win is not simulated: configurations whose weights do not
+//! fit, tensor-parallel degrees past the one that stopped making a single
+//! user faster, loads past a curve's first miss of the SLO or past where its
+//! throughput stopped rising, and batch limits that only cut a curve short.
+
+use crate::cli::{PlanArgs, WarmupArg};
+use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
+use crate::{common, output, setup};
+use anyhow::{anyhow, bail, Context, Result};
+use goodput_core::analysis::slo::{SloMetric, DEFAULT_ATTAINMENT};
+use goodput_core::doc::config::{Extra, WorkloadConfig};
+use goodput_core::doc::frontier::{
+    analyze_frontier, ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource,
+};
+use goodput_core::doc::sweep::{meets_slo, Load};
+use goodput_core::{AnalysisOptions, Slo, SCHEMA};
+use goodput_load::{LoadPlan, Workload};
+use goodput_sim::engine::{kv_capacity, EngineConfig, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// A curve whose output throughput rose by less than this share from one
+/// load to the next has saturated: more users only wait longer, so the
+/// points past it are dominated by it.
+const SATURATED: f64 = 0.03;
+/// A tensor-parallel degree that makes one user less than this share
+/// faster than half of it ends the climb: wider ones cost more GPUs per
+/// replica for less.
+const TP_HELPS: f64 = 0.05;
+/// The fewest requests a point is measured on (beside its warm-up).
+const MIN_REQUESTS: u64 = 16;
+
+/// One configuration to simulate, before it runs.
+#[derive(Debug, Clone)]
+struct Candidate {
+    offer: usize,
+    gpu: GpuSpec,
+    precision: Precision,
+    tp: u32,
+    dp: u32,
+    max_num_seqs: u32,
+    max_num_batched_tokens: u32,
+}
+
+/// What the search shares across its threads.
+struct Search<'a> {
+    args: &'a PlanArgs,
+    model: ModelSpec,
+    workload: Workload,
+    workload_config: WorkloadConfig,
+    opts: AnalysisOptions,
+    attainment: f64,
+    percentile: f64,
+    prompts: PromptKind,
+    kv_cache_dtype: KvCacheDtype,
+    /// Whether several batch limits are searched (each id then names its own).
+    several_seqs: bool,
+}
+
+pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
+    let started_unix_s = common::unix_now();
+    a.shape.seed = a.shape.seed.fixed_unless_given();
+    check_args(&a)?;
+    let model = if a.model.ends_with(".json") || Path::new(&a.model).is_file() {
+        ModelSpec::from_hf_config(Path::new(&a.model))?
+    } else {
+        ModelSpec::lookup(&a.model)?
+    };
+    setup::no_answers(&a.workload, "plan")?;
+    let (workload, _, workload_config) = setup::workload(&a.workload, a.shape.seed.value, None)?;
+    let slo = a.slo.clone().map(|mut s| {
+        if let Some(t) = a.attainment {
+            s.attainment = Some(t);
+        }
+        s
+    });
+    let percentile = slo.as_ref().and_then(slo_percentile).or(a.percentile).unwrap_or(50.0);
+    let mut percentiles = vec![50.0, 90.0, 99.0];
+    if !percentiles.contains(&percentile) {
+        percentiles.push(percentile);
+    }
+    let attainment = slo.as_ref().map_or(DEFAULT_ATTAINMENT, |s| s.attainment_target());
+    let opts = AnalysisOptions { percentiles, slo, ..AnalysisOptions::default() };
+    let mut inputs = a.workload.inputs();
+    inputs.extend(output::named_file("--model", &a.model));
+    let mut outputs = vec![("--output", a.output.as_deref())];
+    outputs.extend(a.exports.outputs());
+    output::distinct_files(&inputs, &outputs)?;
+    if let Some(p) = &a.output {
+        output::check_file(p, "--output")?;
+    }
+    output::check_exports(&a.exports)?;
+    if a.exports.markdown.is_some() {
+        bail!("--markdown: plan writes its frontier to the terminal, -o (JSON), --csv and --html");
+    }
+    let several_seqs = a.max_num_seqs.as_ref().is_some_and(|m| m.0.len() > 1);
+    let search = Search {
+        args: &a,
+        model,
+        workload,
+        workload_config,
+        opts,
+        attainment,
+        percentile,
+        prompts: prompt_kind(a.api),
+        kv_cache_dtype: a.kv_cache_dtype.parse()?,
+        several_seqs,
+    };
+    let wall = Instant::now();
+    let (groups, mut notes) = search.groups()?;
+    if groups.is_empty() {
+        bail!("no configuration is left to simulate:\n  {}", notes.join("\n  "));
+    }
+    let configs = search.run(groups, &mut notes);
+    let mut doc = FrontierResult {
+        schema: SCHEMA.into(),
+        tool: common::tool(),
+        kind: "frontier".into(),
+        source: FrontierSource::Predicted,
+        started_unix_s,
+        interrupted: false,
+        model: search.model.name.clone(),
+        workload: search.workload_config.clone(),
+        slo: search.opts.slo.as_ref().map(|s| s.to_string()),
+        attainment_target: attainment,
+        percentile,
+        configs: configs.iter().map(|c| c.0.clone()).collect(),
+        frontier: Vec::new(),
+        best: None,
+        notes,
+        extra: Extra::new(),
+    };
+    analyze_frontier(&mut doc);
+    // A batch limit that only cuts a curve short has its points in the
+    // curve of the widest limit: said so, rather than simulated again.
+    for (i, (_, prefix_of)) in configs.iter().enumerate() {
+        if let Some(j) = prefix_of {
+            doc.configs[i].dominated = Some(format!(
+                "its points are those of {} up to {} users per replica: a closed loop of no more users than the \
+                 batch limit never meets it, and past it users only queue (not simulated again)",
+                doc.configs[*j].id, doc.configs[i].params["max_num_seqs"]
+            ));
+        }
+    }
+    let simulated: usize = doc.configs.iter().map(|c| c.points.len()).sum();
+    doc.notes.push(format!(
+        "{} configurations, {simulated} points simulated in {:.1} s of wall time",
+        doc.configs.len(),
+        wall.elapsed().as_secs_f64()
+    ));
+    crate::output::say(&goodput_report::frontier::terminal(&doc));
+    if let Some(p) = &a.output {
+        output::write_document(p, &doc, "frontier")?;
+        if !a.quiet {
+            eprintln!("frontier written to {}", p.display());
+        }
+    }
+    for (format, dest) in a.exports.targets() {
+        for f in goodput_report::frontier::export(format, &doc, &dest)? {
+            if !a.quiet {
+                eprintln!("{} written to {}", format.exporter().name(), f.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_args(a: &PlanArgs) -> Result<()> {
+    if a.shape.duration.is_some() {
+        bail!("--duration: plan measures each point on a count of requests (--requests-per-user, or -n N per point)");
+    }
+    if a.shape.turns.is_some() || a.shape.cancel_rate.is_some() {
+        bail!("--turns and --cancel-rate belong to bench, estimate and sweep: plan sends single requests, each to its end");
+    }
+    if a.attainment.is_some() && a.slo.is_none() {
+        bail!("--attainment is the share of requests that must meet the SLO: give the SLO too (--slo 'tpot<=50ms')");
+    }
+    if !(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0) {
+        bail!("--gpu-memory-utilization {} must lie in (0, 1]", a.gpu_memory_utilization);
+    }
+    let mut seen = std::collections::HashSet::new();
+    for g in &a.gpu {
+        if !seen.insert(g.name.to_ascii_lowercase()) {
+            bail!("--gpu {} is given twice: name each GPU type once, with its price", g.name);
+        }
+    }
+    for (flag, list) in [("--tp", &a.tp.0), ("--max-num-batched-tokens", &a.max_num_batched_tokens.0)] {
+        if list.iter().any(|&v| v > u64::from(u32::MAX)) {
+            bail!("{flag}: {} is too large", list.iter().max().unwrap_or(&0));
+        }
+    }
+    Ok(())
+}
+
+/// The percentile the SLO judges TPOT at (else TTFT), when it names one.
+fn slo_percentile(s: &Slo) -> Option<f64> {
+    let of = |m: SloMetric| s.objectives.iter().find(|o| o.metric == m).map(|o| o.percentile);
+    of(SloMetric::Tpot).or_else(|| of(SloMetric::Ttft))
+}
+
+/// A GPU's short name for an id: the name given with --gpu.
+fn id_of(search: &Search, c: &Candidate) -> String {
+    let mut id = format!(
+        "{} tp{}x{} {} mbt{}",
+        search.args.gpu[c.offer].name, c.tp, c.dp, c.precision, c.max_num_batched_tokens
+    );
+    if search.several_seqs {
+        id.push_str(&format!(" seqs{}", c.max_num_seqs));
+    }
+    id
+}
+
+impl Search<'_> {
+    /// The engine of one replica of `c`.
+    fn engine(&self, c: &Candidate) -> EngineConfig {
+        let mut cfg = EngineConfig::new(self.model.clone(), c.gpu.clone(), c.precision);
+        cfg.tp = c.tp;
+        cfg.kv_cache_dtype = self.kv_cache_dtype;
+        cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
+        cfg.max_num_seqs = Some(c.max_num_seqs);
+        cfg.max_num_batched_tokens = c.max_num_batched_tokens;
+        cfg
+    }
+
+    /// The configurations to simulate, in groups whose members differ in
+    /// tensor parallelism alone (rising: a group stops climbing once TP
+    /// stops helping), and what was left out, and why.
+    fn groups(&self) -> Result<(Vec<Vec<Candidate>>, Vec<String>)> {
+        let a = self.args;
+        let mut notes = Vec::new();
+        let precisions: Vec<Precision> = a
+            .precision
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| p.parse::<Precision>().map_err(|e| anyhow!("--precision: {e}")))
+            .collect::<Result<_>>()?;
+        if precisions.is_empty() {
+            bail!("--precision names no precision: give e.g. bf16,fp8");
+        }
+        let mut tps: Vec<u32> = a.tp.0.iter().map(|&t| t as u32).collect();
+        tps.sort_unstable();
+        tps.dedup();
+        let mut groups = Vec::new();
+        for (offer, o) in a.gpu.iter().enumerate() {
+            let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
+            for &precision in &precisions {
+                if let Err(e) = gpu.peak_flops(precision) {
+                    notes.push(format!("{precision} on {}: left out ({e})", o.name));
+                    continue;
+                }
+                let mut seqs: Vec<u32> = match &a.max_num_seqs {
+                    Some(m) => m.0.iter().map(|&v| v.min(u64::from(u32::MAX)) as u32).collect(),
+                    None => vec![EngineConfig::new(self.model.clone(), gpu.clone(), precision).resolved_max_num_seqs()],
+                };
+                seqs.sort_unstable();
+                seqs.dedup();
+                for &mbt in &a.max_num_batched_tokens.0 {
+                    for &seq in &seqs {
+                        let mut group = Vec::new();
+                        for &tp in &tps {
+                            if tp > a.budget {
+                                continue;
+                            }
+                            let c = Candidate {
+                                tp,
+                                dp: a.budget / tp,
+                                max_num_seqs: seq,
+                                max_num_batched_tokens: mbt as u32,
+                                ..self.base(offer, &gpu, precision)
+                            };
+                            let cfg = self.engine(&c);
+                            let fits = kv_capacity(&cfg).map_err(anyhow::Error::from).and_then(|_| {
+                                crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
+                            });
+                            match fits {
+                                Ok(()) => group.push(c),
+                                // Said once per GPU, precision and TP, not per limit.
+                                Err(e) if seq == seqs[0] && mbt == a.max_num_batched_tokens.0[0] => {
+                                    notes.push(format!("{} tp{tp} {precision}: left out ({e:#})", o.name));
+                                }
+                                Err(_) => {}
+                            }
+                        }
+                        if !group.is_empty() {
+                            groups.push(group);
+                        }
+                    }
+                }
+            }
+        }
+        if tps.iter().all(|&t| t > a.budget) {
+            bail!("every --tp degree is above the budget of {} GPUs (--gpus): give a smaller --tp", a.budget);
+        }
+        Ok((groups, notes))
+    }
+
+    fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision) -> Candidate {
+        Candidate {
+            offer,
+            gpu: gpu.clone(),
+            precision,
+            tp: 1,
+            dp: self.args.budget,
+            max_num_seqs: 1,
+            max_num_batched_tokens: 8192,
+        }
+    }
+
+    /// Runs every group on `--jobs` threads, and gives the configurations
+    /// in a stable order (the groups', then TP), each with the index of the
+    /// configuration whose curve it is a prefix of, when it is one.
+    fn run(&self, groups: Vec<Vec<Candidate>>, notes: &mut Vec<String>) -> Vec<(FrontierConfig, Option<usize>)> {
+        let jobs =
+            self.args.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize);
+        // The widest batch limit of each (GPU, precision, budget, TP) is
+        // simulated; the narrower ones are its prefixes.
+        let widest = |c: &Candidate| {
+            groups
+                .iter()
+                .flatten()
+                .filter(|o| {
+                    o.offer == c.offer
+                        && o.precision == c.precision
+                        && o.tp == c.tp
+                        && o.max_num_batched_tokens == c.max_num_batched_tokens
+                })
+                .map(|o| o.max_num_seqs)
+                .max()
+                .unwrap_or(c.max_num_seqs)
+        };
+        let work: Vec<(usize, &Vec<Candidate>)> =
+            groups.iter().enumerate().filter(|(_, g)| g.iter().all(|c| c.max_num_seqs == widest(c))).collect();
+        let next = Mutex::new(0usize);
+        let done: Mutex<Vec<(usize, Vec<(FrontierConfig, Option<String>)>)>> = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..jobs.min(work.len()).max(1) {
+                s.spawn(|| loop {
+                    let i = {
+                        let mut n = next.lock().expect("no thread panics holding it");
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    let Some(&(gi, group)) = work.get(i) else { break };
+                    let out = self.run_group(group);
+                    if !self.args.quiet {
+                        for (c, _) in &out {
+                            eprintln!("{}: {} points", c.id, c.points.len());
+                        }
+                    }
+                    done.lock().expect("no thread panics holding it").push((gi, out));
+                });
+            }
+        });
+        let mut done = done.into_inner().expect("the threads have ended");
+        done.sort_by_key(|d| d.0);
+        let mut out: Vec<(FrontierConfig, Option<usize>)> = Vec::new();
+        for (_, group) in done {
+            for (c, note) in group {
+                notes.extend(note);
+                out.push((c, None));
+            }
+        }
+        // The narrower limits, pointing at their widest's configuration.
+        for group in &groups {
+            for c in group.iter().filter(|c| c.max_num_seqs != widest(c)) {
+                let w = widest(c);
+                let full = out.iter().position(|(o, _)| {
+                    o.id == id_of(self, &Candidate { max_num_seqs: w, ..c.clone() }) && o.status == ConfigStatus::Ok
+                });
+                let Some(full) = full else { continue };
+                // Its points are the widest's first ones: not repeated
+                // (the same points twice would both be on the frontier).
+                out.push((self.config(c), Some(full)));
+            }
+        }
+        out
+    }
+
+    fn config(&self, c: &Candidate) -> FrontierConfig {
+        let params: BTreeMap<String, String> = [
+            ("gpu", self.args.gpu[c.offer].name.clone()),
+            ("tp", c.tp.to_string()),
+            ("dp", c.dp.to_string()),
+            ("precision", c.precision.to_string()),
+            ("kv_cache_dtype", self.args.kv_cache_dtype.clone()),
+            ("max_num_seqs", c.max_num_seqs.to_string()),
+            ("max_num_batched_tokens", c.max_num_batched_tokens.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        FrontierConfig {
+            id: id_of(self, c),
+            params,
+            gpu: Some(c.gpu.name.clone()),
+            gpus: c.tp * c.dp,
+            gpu_hour_usd: self.args.gpu[c.offer].usd_per_hour,
+            status: ConfigStatus::Ok,
+            error: None,
+            exit_status: None,
+            log_tail: None,
+            dominated: None,
+            points: Vec::new(),
+            extra: Extra::new(),
+        }
+    }
+
+    /// A group's configurations, TP rising, until TP stops making one user
+    /// faster; a note when the climb stopped before the group's end.
+    fn run_group(&self, group: &[Candidate]) -> Vec<(FrontierConfig, Option<String>)> {
+        let mut out: Vec<(FrontierConfig, Option<String>)> = Vec::new();
+        let mut single: Option<(u32, f64)> = None;
+        for (k, c) in group.iter().enumerate() {
+            let mut fc = self.config(c);
+            match self.curve(c) {
+                Ok(points) => fc.points = points,
+                Err(e) => {
+                    fc.status = ConfigStatus::Failed;
+                    fc.error = Some(format!("{e:#}"));
+                }
+            }
+            let speed = fc.points.first().and_then(|p| p.tokens_per_s_per_user);
+            out.push((fc, None));
+            if let (Some((tp0, s0)), Some(s)) = (single, speed) {
+                if s < s0 * (1.0 + TP_HELPS) && k + 1 < group.len() {
+                    let wider: Vec<String> = group[k + 1..].iter().map(|c| c.tp.to_string()).collect();
+                    let note = format!(
+                        "{} {}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
+                        self.args.gpu[c.offer].name,
+                        c.precision,
+                        c.tp,
+                        (s / s0 - 1.0) * 100.0,
+                        wider.join(", ")
+                    );
+                    out.last_mut().expect("just pushed").1 = Some(note);
+                    break;
+                }
+            }
+            if let Some(s) = speed {
+                single = Some((c.tp, s));
+            }
+        }
+        out
+    }
+
+    /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
+    /// to the batch limit (and the limit itself).
+    fn loads(&self, c: &Candidate) -> Vec<u64> {
+        let cap = u64::from(c.max_num_seqs);
+        let mut v: Vec<u64> = match &self.args.concurrency {
+            Some(l) => l.0.clone(),
+            None => std::iter::successors(Some(1u64), |&x| Some(x * 2)).take_while(|&x| x < cap).chain([cap]).collect(),
+        };
+        v.retain(|&x| x <= cap);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// One configuration's points, load rising, until it misses the SLO or
+    /// its throughput stops rising.
+    fn curve(&self, c: &Candidate) -> Result<Vec<FrontierPoint>> {
+        let cfg = self.engine(c);
+        cfg.validate()?;
+        let server = VirtualServer { engine: &cfg, prompts: self.prompts };
+        let mut points: Vec<FrontierPoint> = Vec::new();
+        for (k, users) in self.loads(c).into_iter().enumerate() {
+            let plan = self.point_plan(users, k as u64)?;
+            let workload = self.workload.with_seed(plan.seed);
+            let (result, _) =
+                estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
+                    .with_context(|| format!("{} users per replica", users))?;
+            let p = self.point(c, users, &result);
+            let thr = p.output_tokens_per_s;
+            let missed = p.meets_slo == Some(false);
+            let flat = points.last().is_some_and(|q| thr < q.output_tokens_per_s * (1.0 + SATURATED));
+            points.push(p);
+            if missed || flat {
+                break;
+            }
+        }
+        Ok(points)
+    }
+
+    fn point_plan(&self, users: u64, k: u64) -> Result<LoadPlan> {
+        let a = self.args;
+        let requests = a.shape.requests.unwrap_or_else(|| (users * a.requests_per_user).max(MIN_REQUESTS));
+        let warmup = match a.shape.warmup {
+            WarmupArg::Requests(0) => WarmupArg::Requests(users),
+            w => w,
+        };
+        let seed = crate::cli::Seed { value: a.shape.seed.of_run(k), drawn: false };
+        let shape = crate::cli::ShapeArgs { requests: Some(requests), warmup, seed, ..a.shape.clone() };
+        setup::shaped_plan(&shape, Some(users as usize), None, None, std::time::Duration::from_secs(5))
+    }
+
+    /// A point of `c` at `users` per replica, from one replica's result:
+    /// throughput per GPU and speed per user are the replica's; the
+    /// configuration's totals are `dp` times its.
+    fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult) -> FrontierPoint {
+        let s = &r.summary;
+        let dp = f64::from(c.dp);
+        let replica = s.throughput.output_tokens_per_s;
+        let total = replica * dp;
+        let gpus = f64::from(c.tp * c.dp);
+        let tpot = s.tpot_ms.p(self.percentile);
+        let usd_per_hour = self.args.gpu[c.offer].usd_per_hour.map(|p| p * gpus);
+        FrontierPoint {
+            load: Load::Concurrency(users * u64::from(c.dp)),
+            output_tokens_per_s: total,
+            output_tokens_per_s_per_gpu: total / gpus,
+            tokens_per_s_per_user: tpot.filter(|&t| t > 0.0).map(|t| 1000.0 / t),
+            ttft_ms: s.ttft_ms.p(self.percentile),
+            tpot_ms: tpot,
+            goodput_tokens_per_s: s.goodput.as_ref().map(|g| g.output_tokens_per_s * dp),
+            meets_slo: meets_slo(r, self.attainment),
+            usd_per_million_output_tokens: usd_per_hour.filter(|_| total > 0.0).map(|u| u / (total * 3600.0) * 1e6),
+            joules_per_output_token: None,
+            output_tokens_per_s_per_mw: None,
+            completed: s.requests.completed * u64::from(c.dp),
+            failed: s.requests.failed * u64::from(c.dp),
+            steady: None,
+            extra: Extra::new(),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! `goodput plan` on the 8B model over a small grid: its frontier document
+//! validates against the schema, no frontier point is dominated and every
+//! other point is, the best point meets the SLO, more GPUs of a type never
+//! lower the best total throughput, and `report` renders the saved frontier
+//! again.
+
+use crate::cmd;
+use crate::schema::assert_valid;
+
+use cmd::{goodput, read_json, GoodputCommand};
+use serde_json::Value;
+use std::path::Path;
+
+/// A small, fast plan: 8B, short requests, few loads.
+fn plan(dir: &Path, name: &str, gpus: &[&str], budget: u32, extra: &[&str]) -> Value {
+    let out = dir.join(name);
+    let mut c = goodput();
+    c.args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", &budget.to_string()]);
+    for g in gpus {
+        c.args(["--gpu", g]);
+    }
+    c.args(["--tp", "1,2", "--precision", "bf16,fp8", "--max-num-batched-tokens", "2048"])
+        .args(["--input-tokens", "256", "--output-tokens", "32", "--concurrency", "1,8,32"])
+        .args(["--requests-per-user", "2", "--jobs", "2"])
+        .args(extra)
+        .arg("-o")
+        .arg(&out);
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "plan failed: {}", String::from_utf8_lossy(&o.stderr));
+    read_json(&out)
+}
+
+fn xy(p: &Value) -> Option<(f64, f64)> {
+    Some((p["tokens_per_s_per_user"].as_f64()?, p["output_tokens_per_s_per_gpu"].as_f64()?))
+}
+
+fn dominates(a: (f64, f64), b: (f64, f64)) -> bool {
+    a.0 >= b.0 && a.1 >= b.1 && (a.0 > b.0 || a.1 > b.1)
+}
+
+/// Every point of the configurations that ran, by (config, point).
+fn points(doc: &Value) -> Vec<((u64, u64), (f64, f64))> {
+    let mut v = Vec::new();
+    for (ci, c) in doc["configs"].as_array().unwrap().iter().enumerate() {
+        if c["status"] != "ok" {
+            continue;
+        }
+        for (pi, p) in c["points"].as_array().unwrap().iter().enumerate() {
+            if let Some(xy) = xy(p) {
+                v.push(((ci as u64, pi as u64), xy));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let slo = ["--slo", "ttft:p90<=2s,tpot:p90<=40ms"];
+    let doc = plan(dir.path(), "plan.json", &["h100=2.5", "h200=3.2"], 2, &slo);
+    assert_eq!((doc["kind"].as_str(), doc["source"].as_str()), (Some("frontier"), Some("predicted")));
+    assert_valid(&doc, "FrontierResult", "plan");
+    assert_eq!(doc["percentile"], 90.0);
+
+    let all = points(&doc);
+    assert!(all.len() >= 8, "too few points: {doc}");
+    let front: Vec<(u64, u64)> = doc["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["config"].as_u64().unwrap(), f["point"].as_u64().unwrap()))
+        .collect();
+    assert!(!front.is_empty());
+    let at = |id: (u64, u64)| all.iter().find(|p| p.0 == id).map(|p| p.1).expect("a frontier id names a point");
+    for &f in &front {
+        assert!(all.iter().all(|p| !dominates(p.1, at(f))), "frontier point {f:?} is dominated");
+    }
+    for p in all.iter().filter(|p| !front.contains(&p.0)) {
+        assert!(front.iter().any(|&f| dominates(at(f), p.1)), "{:?} is off the frontier but undominated", p.0);
+    }
+    // Rising speed per user along the frontier, falling throughput per GPU.
+    for w in front.windows(2) {
+        assert!(at(w[0]).0 <= at(w[1]).0 && at(w[0]).1 >= at(w[1]).1, "{front:?}");
+    }
+
+    // The best point meets the SLO and is priced.
+    let best = &doc["best"];
+    let b = &doc["configs"][best["at"]["config"].as_u64().unwrap() as usize]["points"]
+        [best["at"]["point"].as_u64().unwrap() as usize];
+    assert_eq!(b["meets_slo"], true, "{best}");
+    assert!(best["good_tokens_per_usd"].as_f64().unwrap() > 0.0);
+    assert!(b["usd_per_million_output_tokens"].as_f64().unwrap() > 0.0);
+    // Every configuration off the frontier says why.
+    let on: Vec<u64> = front.iter().map(|f| f.0).collect();
+    for (i, c) in doc["configs"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(c["dominated"].is_string(), !on.contains(&(i as u64)), "{c}");
+        assert_eq!(c["gpus"], 2, "TP and replicas fill the budget: {c}");
+    }
+
+    // report reads it back: the terminal, CSV and HTML.
+    let (csv, html) = (dir.path().join("csv"), dir.path().join("f.html"));
+    let o = goodput()
+        .arg("report")
+        .arg(dir.path().join("plan.json"))
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("predicted frontier") && stdout.contains("best: "), "{stdout}");
+    let csv = std::fs::read_to_string(csv.join("frontier.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + all.len(), "a row per point:\n{csv}");
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains(r#"data-report="frontier""#) && html.contains(r#"data-chart="frontier""#));
+    // A saved frontier is not re-judged.
+    let err = goodput().arg("report").arg(dir.path().join("plan.json")).args(["--slo", "ttft<=1s"]).refusal();
+    assert!(err.contains("is a frontier"), "{err}");
+}
+
+#[test]
+fn more_gpus_of_a_type_never_lower_the_best_total_throughput() {
+    let dir = tempfile::tempdir().unwrap();
+    let best = |doc: &Value| {
+        doc["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["points"].as_array().unwrap().iter())
+            .filter_map(|p| p["output_tokens_per_s"].as_f64())
+            .fold(0.0, f64::max)
+    };
+    let mut last = 0.0;
+    for budget in [1, 2, 4] {
+        let doc = plan(dir.path(), &format!("b{budget}.json"), &["h100=2"], budget, &[]);
+        let b = best(&doc);
+        assert!(b >= last, "{budget} GPUs: best total {b:.0} tok/s, below {last:.0} with fewer");
+        last = b;
+    }
+}
+
+#[test]
+fn plan_refuses_what_it_cannot_search() {
+    let err = goodput().args(["plan", "--gpu", "h100=cheap"]).refusal();
+    assert!(err.contains("not a price per GPU-hour"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100", "--gpu", "H100=2"]).refusal();
+    assert!(err.contains("given twice"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "nosuchgpu"]).refusal();
+    assert!(err.contains("nosuchgpu"), "{err}");
+    // 405B in BF16 fits on no single H100 with a budget of one.
+    let err = goodput().args(["plan", "--model", "llama-3.1-405b", "--gpu", "h100", "--gpus", "1"]).refusal();
+    assert!(err.contains("no configuration is left") && err.contains("left out"), "{err}");
+}
