@@ -229,8 +229,9 @@ fn a_server_never_ready_fails_at_the_timeout() {
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
 }
 
-/// Ctrl-C once the first configuration is written stops the sweep: the
-/// document holds that configuration, marked interrupted, and no server is
+/// Ctrl-C during the second configuration's sweep stops the sweep: the
+/// document holds the first configuration alone (the second is not
+/// recorded, failed or otherwise), marked interrupted, and no server is
 /// left; --resume runs the other two and keeps the first as it was.
 #[test]
 fn an_interrupted_sweep_keeps_what_it_finished_and_resumes() {
@@ -244,7 +245,7 @@ fn an_interrupted_sweep_keeps_what_it_finished_and_resumes() {
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
-        a.extend(["--duration", "1s", "--output-tokens", "8", "--progress", "none", "-o"].map(String::from));
+        a.extend(["--duration", "2s", "--output-tokens", "256", "--progress", "none", "-o"].map(String::from));
         a.push(out.to_string_lossy().into_owned());
         if resume {
             a.push("--resume".into());
@@ -258,15 +259,20 @@ fn an_interrupted_sweep_keeps_what_it_finished_and_resumes() {
         .env_remove("OPENAI_API_KEY")
         .spawn()
         .unwrap();
+    // Once the first configuration is written and the second's server
+    // listens: Ctrl-C then comes in the midst of the second's sweep.
+    let second = dir.path().join("f.logs").join("02-seqs=2.log");
     let t = Instant::now();
     loop {
         let written = std::fs::read_to_string(&out).ok().and_then(|s| serde_json::from_str::<Value>(&s).ok());
-        if written.is_some_and(|d| configs(&d).len() == 1) {
+        let listens = std::fs::read_to_string(&second).is_ok_and(|l| l.contains("listening on"));
+        if written.is_some_and(|d| configs(&d).len() == 1) && listens {
             break;
         }
         assert!(t.elapsed() < Duration::from_secs(60), "the first configuration was never written");
         std::thread::sleep(Duration::from_millis(10));
     }
+    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signals our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();

@@ -59,6 +59,25 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         None => vec![Params(Vec::new())],
     };
     template.check(&grid)?;
+    let names = template.names();
+    let unused: Vec<&str> = grid
+        .iter()
+        .flat_map(|p| p.0.iter().map(|(k, _)| k.as_str()))
+        .filter(|k| !names.contains(k) && !matches!(*k, "gpus" | "id"))
+        .fold(Vec::new(), |mut v, k| {
+            if !v.contains(&k) {
+                v.push(k);
+            }
+            v
+        });
+    if !unused.is_empty() {
+        eprintln!(
+            "warning: --serve-cmd has no {} for the grid's parameter{} of that name: every configuration of it starts \
+             the same server",
+            unused.iter().map(|k| format!("{{{k}}}")).collect::<Vec<_>>().join(", "),
+            if unused.len() == 1 { "" } else { "s" }
+        );
+    }
     check(&a, &grid)?;
     let out = a
         .output
@@ -421,10 +440,10 @@ impl Ctx {
             Ok::<_, anyhow::Error>(sw)
         }
         .await;
-        // Ends the watch, whatever ended the sweep.
-        let died = if watch.is_finished() || process::exited(server.pid()) {
-            true
-        } else {
+        // Whether the server ended the sweep by exiting; the watch ends
+        // either way. (A finished watch is not enough: it also ends when
+        // goodput is stopped.)
+        let died = process::exited(server.pid()) || {
             interrupt.end();
             watch.await.unwrap_or(false)
         };
