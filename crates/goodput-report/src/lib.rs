@@ -17,6 +17,7 @@ pub mod engine;
 pub mod escape;
 pub mod export;
 pub mod format;
+pub mod intervals;
 pub mod metric;
 pub mod read;
 #[cfg(feature = "schema")]
