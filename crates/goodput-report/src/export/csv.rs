@@ -108,6 +108,8 @@ impl Exporter for Csv {
             header.push(l.clone());
             if i > 0 {
                 header.push(format!("change_{l}"));
+                header.push(format!("p_{l}"));
+                header.push(format!("call_{l}"));
             }
         }
         let rows: Vec<Vec<String>> = c
@@ -119,6 +121,13 @@ impl Exporter for Csv {
                     row.push(csv_num(*v));
                     if i > 0 {
                         row.push(csv_num(r.changes[i]));
+                        let sig = r.significance.get(i).and_then(Option::as_ref);
+                        row.push(csv_num(sig.and_then(|s| s.p_value)));
+                        row.push(csv_text(sig.map_or("", |s| match s.call {
+                            crate::compare::Call::Different => "different",
+                            crate::compare::Call::NotShown => "not_shown",
+                            crate::compare::Call::CannotTell => "cannot_tell",
+                        })));
                     }
                 }
                 row

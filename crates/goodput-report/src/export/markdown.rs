@@ -535,7 +535,9 @@ pub fn compare_markdown(c: &Comparison) -> String {
                     " +" => " ✓",
                     _ => "",
                 };
-                let _ = write!(o, " {}{flag} |", format::change(ch));
+                let sig = crate::compare::significance_mark(row.significance.get(i).and_then(Option::as_ref));
+                let sig = if sig == "*" { "\\*" } else { sig };
+                let _ = write!(o, " {}{flag}{sig} |", format::change(ch));
             }
         }
         o.push('\n');
