@@ -415,16 +415,16 @@ pub fn percentile_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {
     }
 }
 
-/// The interval of percentile `p` over samples grouped in clusters (a
-/// session's requests), by resampling whole clusters: the `(1 − conf)/2`
-/// and `(1 + conf)/2` quantiles of the percentile over the resamples.
-/// `seed` makes it repeat.
-pub fn clustered_percentile_interval(clusters: &[Vec<f64>], p: f64, conf: f64, seed: u64) -> Interval {
+/// The intervals of percentiles `ps` over samples grouped in clusters (a
+/// session's requests), by resampling whole clusters: for each, the
+/// `(1 − conf)/2` and `(1 + conf)/2` quantiles of the percentile over the
+/// resamples (one resampling serves every percentile). `seed` makes it repeat.
+pub fn clustered_percentile_intervals(clusters: &[Vec<f64>], ps: &[f64], conf: f64, seed: u64) -> Vec<Interval> {
     let k = clusters.len();
     if k < 2 {
-        return Interval::NONE;
+        return vec![Interval::NONE; ps.len()];
     }
-    let mut stats = Vec::with_capacity(SESSION_RESAMPLES as usize);
+    let mut stats = vec![Vec::with_capacity(SESSION_RESAMPLES as usize); ps.len()];
     let mut pool = Vec::new();
     for b in 0..SESSION_RESAMPLES {
         pool.clear();
@@ -432,11 +432,19 @@ pub fn clustered_percentile_interval(clusters: &[Vec<f64>], p: f64, conf: f64, s
             let c = crate::util::hash::draw(seed, b * k as u64 + i as u64) % k as u64;
             pool.extend_from_slice(&clusters[c as usize]);
         }
-        if let Some(v) = crate::analysis::stats::percentile_of(&mut pool, p) {
-            stats.push(v);
+        for (j, &p) in ps.iter().enumerate() {
+            // Selection reorders the pool, never changes what it holds.
+            if let Some(v) = crate::analysis::stats::percentile_of(&mut pool, p) {
+                stats[j].push(v);
+            }
         }
     }
-    bootstrap_bounds(stats, conf)
+    stats.into_iter().map(|s| bootstrap_bounds(s, conf)).collect()
+}
+
+/// [`clustered_percentile_intervals`] of one percentile.
+pub fn clustered_percentile_interval(clusters: &[Vec<f64>], p: f64, conf: f64, seed: u64) -> Interval {
+    clustered_percentile_intervals(clusters, &[p], conf, seed)[0]
 }
 
 fn bootstrap_bounds(mut stats: Vec<f64>, conf: f64) -> Interval {
@@ -544,8 +552,8 @@ pub fn intervals(
             }
             let clusters: Vec<Vec<f64>> = groups.into_values().collect();
             let seed = crate::util::hash::fnv1a64(key.as_bytes());
-            for &p in ps {
-                row.insert(percentile_key(p), clustered_percentile_interval(&clusters, p, conf, seed));
+            for (&p, i) in ps.iter().zip(clustered_percentile_intervals(&clusters, ps, conf, seed)) {
+                row.insert(percentile_key(p), i);
             }
         } else {
             let mut v: Vec<f64> = over.iter().filter_map(|r| of(r)).collect();

@@ -323,6 +323,9 @@ fn clustered_intervals_are_wider_than_independent_ones_when_sessions_differ() {
     let w = |i: Interval| i.hi.unwrap() - i.lo.unwrap();
     assert!(w(by_session) > 1.5 * w(by_request), "{by_session:?} vs {by_request:?}");
     assert_eq!(by_session, clustered_percentile_interval(&clusters, 50.0, 0.95, 1), "repeatable");
+    // One resampling for several percentiles gives each what its own would.
+    let both = clustered_percentile_intervals(&clusters, &[50.0, 90.0], 0.95, 1);
+    assert_eq!(both, [by_session, clustered_percentile_interval(&clusters, 90.0, 0.95, 1)]);
 }
 
 /// `n` successful requests, one a second, TTFT rising by 1 ms each; with
