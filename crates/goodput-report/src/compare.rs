@@ -13,6 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write};
 use std::str::FromStr;
 
+pub mod significance;
+pub use significance::{Call, Significance};
+
 /// One regression rule, e.g. `ttft_ms.p95>+10%`: fails when the metric of a
 /// run moved past the threshold against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,6 +25,10 @@ pub struct Rule {
     pub metric: Metric,
     pub op: Op,
     pub threshold: Threshold,
+    /// Written with a trailing `!` (`ttft_ms.p95>+10%!`): the rule fails
+    /// only on a change its test calls real, passes one within the noise,
+    /// and is unjudged where no test can be made (too few requests).
+    pub significant: bool,
 }
 
 /// `>`: fails when the change is above the threshold; `<`: below it.
@@ -80,14 +87,18 @@ impl FromStr for Rule {
 
     fn from_str(s: &str) -> Result<Rule, RuleError> {
         let text = s.trim().to_string();
-        let at = text.find(['>', '<']).ok_or_else(|| RuleError::NoOperator { rule: text.clone() })?;
-        let op = if text.as_bytes()[at] == b'>' { Op::Gt } else { Op::Lt };
+        let (body, significant) = match text.strip_suffix('!') {
+            Some(b) => (b.trim_end(), true),
+            None => (text.as_str(), false),
+        };
+        let at = body.find(['>', '<']).ok_or_else(|| RuleError::NoOperator { rule: text.clone() })?;
+        let op = if body.as_bytes()[at] == b'>' { Op::Gt } else { Op::Lt };
         let metric: Metric =
-            text[..at].parse().map_err(|source| RuleError::UnknownMetric { rule: text.clone(), source })?;
-        let rhs = text[at + 1..].trim();
+            body[..at].parse().map_err(|source| RuleError::UnknownMetric { rule: text.clone(), source })?;
+        let rhs = body[at + 1..].trim();
         let threshold = parse_threshold(rhs, metric.unit())
             .map_err(|reason| RuleError::Threshold { rule: text.clone(), reason })?;
-        Ok(Rule { text: text.clone(), metric, op, threshold })
+        Ok(Rule { text: text.clone(), metric, op, threshold, significant })
     }
 }
 
@@ -206,6 +217,11 @@ pub struct Row {
     /// Relative change of each run against the first: `None` for the first
     /// and where either value is missing; ±∞ from a zero baseline.
     pub changes: Vec<Option<f64>>,
+    /// Whether each run's change is larger than the two runs' intervals
+    /// allow, by the test named (`None` for the baseline and for a figure
+    /// without intervals: ITL, counts, cost).
+    #[serde(default)]
+    pub significance: Vec<Option<Significance>>,
 }
 
 /// A setting that differs between the runs: its path in the result
@@ -306,7 +322,12 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
                 })
                 .collect();
             let better = if neutral { Better::Neither } else { m.better() };
-            Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes }
+            let significance = runs
+                .iter()
+                .enumerate()
+                .map(|(i, (_, r))| if i == 0 { None } else { significance::test(&m, runs[0].1, r) })
+                .collect();
+            Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes, significance }
         })
         .collect();
     let mut verdicts = Vec::new();
@@ -464,8 +485,44 @@ fn judge(rule: &Rule, base: &RunResult, run: &RunResult, i: usize, label: &str, 
     out.change = Some(change);
     out.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
     out.reason = format!("{} {} {}", shown.0, if failed { op } else { not }, shown.1);
+    if rule.significant {
+        let Some(sig) = significance::test(&rule.metric, base, run) else {
+            out.verdict = Verdict::Unjudged;
+            out.reason = format!(
+                "{}, but {} has no interval to test a change against (the ! needs a percentile of a per-request \
+                 latency, a rate or the attainment)",
+                out.reason, rule.metric
+            );
+            return out;
+        };
+        match sig.call {
+            Call::CannotTell => {
+                out.verdict = Verdict::Unjudged;
+                out.reason = format!("{}; {}", out.reason, sig.reason);
+            }
+            Call::NotShown if failed => {
+                out.verdict = Verdict::Pass;
+                out.reason = format!("{}, within the noise ({}: {})", out.reason, sig.test, sig.reason);
+            }
+            _ => out.reason = format!("{} ({}: {})", out.reason, sig.test, sig.reason),
+        }
+    }
     out
 }
+
+/// `*` beside a change the runs' intervals call real, `?` where they
+/// cannot tell, nothing otherwise.
+pub fn significance_mark(s: Option<&Significance>) -> &'static str {
+    match s.map(|s| s.call) {
+        Some(Call::Different) => "*",
+        Some(Call::CannotTell) => "?",
+        _ => "",
+    }
+}
+
+/// The legend of [`significance_mark`].
+pub const SIGNIFICANCE_LEGEND: &str = "* larger than the runs' intervals allow (a test per figure: -o names it); \
+     ? too few requests to tell";
 
 /// Four significant digits: enough to read a threshold decision.
 fn round_sig(x: f64) -> f64 {
@@ -514,7 +571,8 @@ pub fn render_terminal(c: &Comparison) -> String {
             let _ = write!(o, "  {:>width$}", format::value(*v, row.unit));
             if i > 0 {
                 let ch = row.changes[i];
-                let _ = write!(o, "  {:>9}", format!("{}{}", format::change(ch), mark(row.better, ch)));
+                let sig = significance_mark(row.significance.get(i).and_then(Option::as_ref));
+                let _ = write!(o, "  {:>9}", format!("{}{}{sig}", format::change(ch), mark(row.better, ch)));
             }
         }
         o.push('\n');
@@ -524,6 +582,9 @@ pub fn render_terminal(c: &Comparison) -> String {
             o,
             "change against the baseline: + better, ! worse (by 1% or more); unmarked: within 1%, or neither"
         );
+        if c.rows.iter().any(|r| r.significance.iter().any(Option::is_some)) {
+            let _ = writeln!(o, "{SIGNIFICANCE_LEGEND}");
+        }
     }
     if !c.answers.is_empty() {
         let _ = writeln!(o, "\nanswers on the same prompts as the baseline (change, 95% paired interval):");

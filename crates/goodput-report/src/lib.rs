@@ -18,6 +18,7 @@ pub mod escape;
 pub mod export;
 pub mod format;
 pub mod frontier;
+pub mod intervals;
 pub mod metric;
 pub mod read;
 #[cfg(feature = "schema")]

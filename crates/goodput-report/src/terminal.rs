@@ -33,6 +33,7 @@ pub fn render_width(r: &RunResult, width: usize) -> String {
     let s = &r.summary;
     heading(&mut o, r);
     latency_table(&mut o, r, width);
+    intervals_block(&mut o, r, width);
     throughput(&mut o, r);
     user_view(&mut o, r);
     let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
@@ -264,6 +265,53 @@ fn latency_table(o: &mut String, r: &RunResult, width: usize) {
         let names: Vec<&str> = hidden.iter().map(|&i| t.columns[i].head.as_str()).collect();
         let _ = writeln!(o, "  ({} on a wider terminal, and in -o, --markdown and --csv)", names.join(", "));
     }
+    o.push('\n');
+}
+
+/// The intervals (`summary.intervals`): the headline distributions'
+/// percentiles, as many columns as fit `width` (the median and the
+/// highest first), then the rates and the attainment on one line, and
+/// what the intervals assume.
+fn intervals_block(o: &mut String, r: &RunResult, width: usize) {
+    let (Some(iv), Some(t)) = (crate::intervals::of(r), crate::intervals::latency(r)) else { return };
+    let t = t.at(Detail::Headline);
+    const W: usize = 15;
+    let room = (width.saturating_sub(18) / W).max(1);
+    // The median, then from the highest percentile down.
+    let mut order: Vec<usize> = (0..t.columns.len()).collect();
+    order.sort_by_key(|&i| (t.columns[i].key != "p50", std::cmp::Reverse(i)));
+    let mut cols: Vec<usize> = order.into_iter().take(room).collect();
+    cols.sort_unstable();
+    if !t.rows.is_empty() {
+        o.push_str(&pad(&t.title, 18, t.label_align));
+        for &i in &cols {
+            o.push_str(&pad(&t.columns[i].head, W, Align::Right));
+        }
+        o.push('\n');
+        for row in &t.rows {
+            let texts = t.texts(row);
+            let _ = write!(o, "  {}", pad(&esc(&row.label), 16, t.label_align));
+            for &i in &cols {
+                o.push_str(&pad(&texts[i], W, Align::Right));
+            }
+            o.push('\n');
+        }
+    }
+    if let Some(rates) = crate::intervals::rates(r) {
+        let parts: Vec<String> = rates
+            .at(Detail::Headline)
+            .rows
+            .iter()
+            .map(|row| format!("{} {}", row.label, rates.texts(row)[1]))
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(o, "  {}", parts.join(" · "));
+        }
+    }
+    if crate::intervals::has_unbounded(r, Detail::Headline) {
+        let _ = writeln!(o, "  ({})", crate::intervals::UNBOUNDED);
+    }
+    let _ = writeln!(o, "  ({})", crate::intervals::assumption(iv));
     o.push('\n');
 }
 

@@ -204,6 +204,7 @@ mod tests {
             attainment: None,
             fail_on_slo: false,
             fail_on_unsteady: false,
+            confidence: 0.95,
             gpu_hour_usd: None,
             gpus,
             config: Some(path.clone()),

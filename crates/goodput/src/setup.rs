@@ -318,7 +318,13 @@ pub fn analysis_options(percentiles: &[f64], judge: &JudgeArgs) -> Result<Analys
 /// [`analysis_options`] where the hardware priced defaults to `default_gpus` GPUs.
 pub fn analysis_options_for(percentiles: &[f64], judge: &JudgeArgs, default_gpus: u32) -> Result<AnalysisOptions> {
     let j = crate::config::judging(judge, default_gpus)?;
-    Ok(AnalysisOptions { percentiles: percentiles.to_vec(), slo: j.slo, cost: j.cost, ratings: j.ratings })
+    Ok(AnalysisOptions {
+        percentiles: percentiles.to_vec(),
+        slo: j.slo,
+        cost: j.cost,
+        ratings: j.ratings,
+        confidence: Some(judge.confidence),
+    })
 }
 
 /// `--fail-on-slo` with nothing to fail on, refused before the first

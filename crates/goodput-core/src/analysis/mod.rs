@@ -5,6 +5,7 @@
 
 pub mod assemble;
 pub mod cost;
+pub mod interval;
 pub mod metrics;
 pub mod models;
 pub mod ratings;

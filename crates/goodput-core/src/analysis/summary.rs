@@ -30,6 +30,9 @@ pub struct AnalysisOptions {
     /// Price of the hardware, for the cost block.
     pub cost: Option<CostConfig>,
     pub ratings: RatingThresholds,
+    /// The confidence of the intervals on every percentile and rate
+    /// (`--confidence`); none computes no intervals.
+    pub confidence: Option<f64>,
 }
 
 impl Default for AnalysisOptions {
@@ -39,6 +42,7 @@ impl Default for AnalysisOptions {
             slo: None,
             cost: None,
             ratings: RatingThresholds::default(),
+            confidence: Some(crate::analysis::interval::DEFAULT_CONFIDENCE),
         }
     }
 }
@@ -105,6 +109,11 @@ pub struct Summary {
     /// measured request succeeded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stability: Option<crate::analysis::stability::Stability>,
+    /// How sure each figure is: intervals on the per-request percentiles,
+    /// the rates and the attainment (docs/metrics.md, "Intervals");
+    /// absent in documents written before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<crate::analysis::interval::Intervals>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -291,6 +300,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         by_model: crate::analysis::models::by_model(&measured, ps, dur),
         quality: crate::quality::summarize(&measured),
         stability: None,
+        intervals: None,
     };
     let mut summary = summary;
     // The ratings are at p50 and p95 whatever --percentiles lists.
@@ -305,6 +315,8 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         report
     });
     let cost = opts.cost.map(|c| cost_report(c, &summary));
+    summary.intervals =
+        opts.confidence.map(|c| crate::analysis::interval::intervals(&measured, t1, dur, ps, opts.slo.as_ref(), c));
 
     // vLLM's ITL: the same gaps and the few its stamps add (an empty
     // keep-alive before the first token), merged in order; none on a server

@@ -108,6 +108,8 @@ impl Exporter for Csv {
             header.push(l.clone());
             if i > 0 {
                 header.push(format!("change_{l}"));
+                header.push(format!("p_{l}"));
+                header.push(format!("call_{l}"));
             }
         }
         let rows: Vec<Vec<String>> = c
@@ -119,6 +121,13 @@ impl Exporter for Csv {
                     row.push(csv_num(*v));
                     if i > 0 {
                         row.push(csv_num(r.changes[i]));
+                        let sig = r.significance.get(i).and_then(Option::as_ref);
+                        row.push(csv_num(sig.and_then(|s| s.p_value)));
+                        row.push(csv_text(sig.map_or("", |s| match s.call {
+                            crate::compare::Call::Different => "different",
+                            crate::compare::Call::NotShown => "not_shown",
+                            crate::compare::Call::CannotTell => "cannot_tell",
+                        })));
                     }
                 }
                 row
@@ -302,7 +311,39 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
             put(&format!("{name}_{}", c.key), csv_num(v.num()));
         }
     }
+    intervals_fields(&mut put, s, ps);
     f
+}
+
+/// The intervals (`summary.intervals`), every column present whether the
+/// run has them or not: `confidence`, then `ttft_ms_p99_lo` and `_hi` for
+/// each per-request distribution and percentile, and each rate's.
+fn intervals_fields(put: &mut impl FnMut(&str, String), s: &goodput_core::Summary, ps: &[f64]) {
+    use goodput_core::analysis::interval::Interval;
+    let iv = s.intervals.as_ref();
+    put("confidence", csv_num(iv.map(|i| i.confidence)));
+    let mut pair = |name: &str, i: Option<&Interval>| {
+        put(&format!("{name}_lo"), csv_num(i.and_then(|i| i.lo)));
+        put(&format!("{name}_hi"), csv_num(i.and_then(|i| i.hi)));
+    };
+    for d in Dist::ALL {
+        if !goodput_core::analysis::interval::PER_REQUEST_KEYS.contains(&d.key()) {
+            continue;
+        }
+        let key = d.key().replace('.', "_");
+        for &p in ps {
+            pair(
+                &format!("{key}_{}", goodput_core::analysis::stats::percentile_key(p)),
+                iv.and_then(|i| i.percentile(d.key(), p)),
+            );
+        }
+    }
+    pair("requests_per_s", iv.map(|i| &i.throughput.requests_per_s));
+    pair("output_tokens_per_s", iv.map(|i| &i.throughput.output_tokens_per_s));
+    let g = iv.and_then(|i| i.goodput.as_ref());
+    pair("goodput_requests_per_s", g.map(|g| &g.requests_per_s));
+    pair("goodput_output_tokens_per_s", g.map(|g| &g.output_tokens_per_s));
+    pair("slo_attainment", g.map(|g| &g.slo_attainment));
 }
 
 fn source(s: CountSource) -> String {

@@ -57,6 +57,7 @@ pub fn run_markdown(r: &RunResult) -> String {
     let mut o = String::new();
     heading(&mut o, r);
     latency_table(&mut o, r);
+    intervals(&mut o, r);
     throughput_table(&mut o, r);
     slo_section(&mut o, r);
     diagnosis(&mut o, r);
@@ -119,6 +120,25 @@ fn heading(o: &mut String, r: &RunResult) {
 fn latency_table(o: &mut String, r: &RunResult) {
     table(o, &crate::table::latency(r).at(Detail::Headline));
     o.push('\n');
+}
+
+/// How sure each figure is: the headline percentiles' intervals, the
+/// rates' and the attainment's, and what they assume.
+fn intervals(o: &mut String, r: &RunResult) {
+    let Some(iv) = crate::intervals::of(r) else { return };
+    if let Some(t) = crate::intervals::latency(r) {
+        table(o, &t.at(Detail::Headline));
+        o.push('\n');
+    }
+    if let Some(t) = crate::intervals::rates(r) {
+        table(o, &t.at(Detail::Headline));
+        o.push('\n');
+    }
+    let mut note = crate::intervals::assumption(iv);
+    if crate::intervals::has_unbounded(r, Detail::Headline) {
+        note = format!("{note}. {}", crate::intervals::UNBOUNDED);
+    }
+    let _ = writeln!(o, "_{}._\n", md(&note));
 }
 
 /// A table: its title and heads as they are (ours), its labels and text
@@ -515,7 +535,9 @@ pub fn compare_markdown(c: &Comparison) -> String {
                     " +" => " ✓",
                     _ => "",
                 };
-                let _ = write!(o, " {}{flag} |", format::change(ch));
+                let sig = crate::compare::significance_mark(row.significance.get(i).and_then(Option::as_ref));
+                let sig = if sig == "*" { "\\*" } else { sig };
+                let _ = write!(o, " {}{flag}{sig} |", format::change(ch));
             }
         }
         o.push('\n');

@@ -186,3 +186,99 @@ fn a_bench_beside_an_estimate_is_said_to_be_and_not_marked() {
     assert!(c.note.is_none());
     assert!(render_terminal(&c).contains("% !"));
 }
+
+/// A closed loop of `n` requests against a server whose TTFT is `ttft_ms`
+/// give or take 15% (with a tail), as two runs of it would be: a seed each.
+fn server_run(n: u64, ttft_ms: f64, seed: u64) -> goodput_core::RunResult {
+    let p = Profile { requests: n, ttft_ms, seed, ..Profile::default() };
+    run_of("llama-3.1-8b", p, records(p), Some(SLO), false)
+}
+
+fn call_of(c: &goodput_report::Comparison, path: &str) -> goodput_report::compare::Significance {
+    let row = c.rows.iter().find(|r| r.metric.path() == path).unwrap_or_else(|| panic!("no row {path}"));
+    row.significance[1].clone().unwrap_or_else(|| panic!("{path} was not tested"))
+}
+
+/// Two runs of one server at 500 requests each: the TTFT percentiles and
+/// the rates differ by their noise alone, and no test calls them
+/// different; a `!` gate passes.
+#[test]
+fn two_runs_of_the_same_server_are_called_the_same() {
+    use goodput_report::compare::Call;
+    let (a, b) = (server_run(500, 50.0, 1), server_run(500, 50.0, 2));
+    let rules = parse_rules("ttft_ms.p50>+1%!,ttft_ms.p95>+1%!,ttft_ms.p99>+1%!").unwrap();
+    let c = compare(&[("a", &a), ("b", &b)], &rules);
+    for path in ["ttft_ms.p50", "ttft_ms.p95", "ttft_ms.p99", "throughput.output_tokens_per_s"] {
+        let s = call_of(&c, path);
+        assert_eq!(s.call, Call::NotShown, "{path}: {s:?}");
+        assert!(s.p_value.is_some_and(|p| p >= 0.05), "{path}: {s:?}");
+    }
+    assert_eq!(call_of(&c, "ttft_ms.p95").test, "difference of percentiles");
+    assert_eq!(call_of(&c, "throughput.output_tokens_per_s").test, "Welch's t on sub-window rates");
+    assert!(c.passed(), "{:#?}", c.verdicts);
+    // ITL pools many gaps of a request: no interval, no test.
+    let itl = c.rows.iter().find(|r| r.metric.path() == "itl_ms.p50").unwrap();
+    assert_eq!(itl.significance[1], None);
+}
+
+/// The same server with TTFT 10% slower: the median, where the requests
+/// are dense, is called different and a `!` gate at +5% on it fails,
+/// naming its test. The tail percentiles rest on a few requests of this
+/// server's long tail: their tests are weaker (p95's p is about 0.06
+/// here), and the test asks only that they lean the same way, far more
+/// than two runs of the same server do.
+#[test]
+fn a_ten_percent_ttft_regression_is_called_different() {
+    use goodput_report::compare::Call;
+    let base = server_run(500, 50.0, 1);
+    let (same, slower) = (server_run(500, 50.0, 2), server_run(500, 55.0, 2));
+    let rules = parse_rules("ttft_ms.p50>+5%!").unwrap();
+    let c = compare(&[("a", &base), ("b", &slower)], &rules);
+    let noise = compare(&[("a", &base), ("b", &same)], &[]);
+    let s = call_of(&c, "ttft_ms.p50");
+    assert_eq!(s.call, Call::Different, "{s:?}");
+    assert!(s.p_value.unwrap() < 0.001, "{s:?}");
+    for path in ["ttft_ms.p95", "ttft_ms.p99"] {
+        let (p, p_same) = (call_of(&c, path).p_value.unwrap(), call_of(&noise, path).p_value.unwrap());
+        assert!(p < 0.2 && p < p_same / 3.0, "{path}: p {p} against {p_same} for the same server");
+    }
+    assert!(c.verdicts.iter().all(|v| v.verdict == Verdict::Fail), "{:#?}", c.verdicts);
+    assert!(c.verdicts[0].reason.contains("difference of percentiles: p = "), "{}", c.verdicts[0].reason);
+    let text = render_terminal(&c);
+    assert!(text.contains('*') && text.contains("larger than the runs' intervals allow"), "{text}");
+}
+
+/// From 30 requests a run cannot bound its p95 or p99 from above: compare
+/// declines to call their change either way, and a `!` gate on them is
+/// unjudged (which fails CI) rather than passed, even with TTFT 10% slower.
+#[test]
+fn compare_declines_to_call_a_difference_from_30_requests() {
+    use goodput_report::compare::Call;
+    let (a, b) = (server_run(30, 50.0, 1), server_run(30, 55.0, 2));
+    let rules = parse_rules("ttft_ms.p99>+5%!").unwrap();
+    let c = compare(&[("a", &a), ("b", &b)], &rules);
+    for path in ["ttft_ms.p95", "ttft_ms.p99", "e2e_ms.p99"] {
+        let s = call_of(&c, path);
+        assert_eq!((s.call, s.p_value), (Call::CannotTell, None), "{path}: {s:?}");
+        assert!(s.reason.contains("too few requests"), "{path}: {}", s.reason);
+    }
+    assert_eq!(c.verdicts[0].verdict, Verdict::Unjudged, "{:?}", c.verdicts[0]);
+    assert!(!c.passed());
+    assert!(render_terminal(&c).contains("? too few requests to tell"));
+}
+
+/// A rule without `!` is judged as before; a rule with one parses to the
+/// same metric and threshold.
+#[test]
+fn a_bang_asks_for_significance_and_nothing_else_changes() {
+    let plain = parse_rules("ttft_ms.p95>+10%").unwrap();
+    let bang = parse_rules("ttft_ms.p95>+10%!").unwrap();
+    assert!(!plain[0].significant && bang[0].significant);
+    assert_eq!((plain[0].metric, plain[0].op, plain[0].threshold), (bang[0].metric, bang[0].op, bang[0].threshold));
+    assert_eq!(bang[0].text, "ttft_ms.p95>+10%!");
+    // A figure with no interval cannot carry a `!`: unjudged, and says why.
+    let (a, b) = (server_run(100, 50.0, 1), server_run(100, 50.0, 2));
+    let c = compare(&[("a", &a), ("b", &b)], &parse_rules("itl_ms.p50>-100%!").unwrap());
+    assert_eq!(c.verdicts[0].verdict, Verdict::Unjudged);
+    assert!(c.verdicts[0].reason.contains("no interval"), "{}", c.verdicts[0].reason);
+}

@@ -354,6 +354,9 @@ pub struct JudgeArgs {
     /// Exit non-zero (4) when the run's window was not a steady state (summary.stability: a load beyond the server, or mostly ramp-up and drain), or the client itself stalled while requests were in flight (client_stalls); a sweep, when it has no steady point to recommend.
     #[arg(long, help_heading = "SLOs and cost")]
     pub fail_on_unsteady: bool,
+    /// Confidence of the intervals put on every percentile, rate and attainment (0.95 or 95%; docs/metrics.md, Intervals).
+    #[arg(long, value_parser = parse_confidence, default_value = "0.95", help_heading = "SLOs and cost")]
+    pub confidence: f64,
     /// Price of one GPU per hour in USD, for cost per million tokens.
     #[arg(long, help_heading = "SLOs and cost")]
     pub gpu_hour_usd: Option<f64>,

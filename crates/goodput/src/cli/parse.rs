@@ -252,6 +252,13 @@ pub fn parse_attainment(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("'{s}' is not a share of requests: give one above 0 and at most 1, e.g. 0.95 or 95%"))
 }
 
+/// `--confidence`: `0.95` or `95%`, above one half and below one.
+pub fn parse_confidence(s: &str) -> Result<f64, String> {
+    goodput_core::analysis::slo::parse_share(s)
+        .filter(|&c| goodput_core::analysis::interval::valid_confidence(c))
+        .ok_or_else(|| format!("'{s}' is not a confidence level: give one above 0.5 and below 1, e.g. 0.95 or 95%"))
+}
+
 pub fn parse_list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
     let v: Result<Vec<T>, _> = s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::parse).collect();
     match v {

@@ -75,7 +75,8 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
                     " !" => "worse",
                     _ => "",
                 };
-                let _ = write!(o, r#"<td class="{cls}">{}</td>"#, format::change(ch));
+                let sig = crate::compare::significance_mark(row.significance.get(i).and_then(Option::as_ref));
+                let _ = write!(o, r#"<td class="{cls}">{}{sig}</td>"#, format::change(ch));
             }
         }
         o.push_str("</tr>");
@@ -86,6 +87,9 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
         r#"<p class="note">Change is relative to the baseline; <span class="better">green</span> is better, <span class="worse">red</span> worse{}.</p></section>"#,
         if c.rows.iter().any(|r| r.better == Better::Neither) { " (uncoloured: neither way is better)" } else { "" }
     );
+    if c.rows.iter().any(|r| r.significance.iter().any(Option::is_some)) {
+        let _ = write!(o, r#"<p class="note">{}.</p>"#, html(crate::compare::SIGNIFICANCE_LEGEND));
+    }
     if !c.answers.is_empty() {
         o.push_str(r#"<section><h2>Answers</h2><p class="note">On the same prompts as the baseline: change, 95% paired interval.</p><ul>"#);
         for a in &c.answers {

@@ -232,6 +232,24 @@ fn run_cards(o: &mut String, r: &RunResult) {
 /// Every latency the run has, with every statistic.
 fn latency_table(o: &mut String, r: &RunResult) {
     table(o, &crate::table::latency(r).at(Detail::Full), Some("latency"));
+    intervals(o, r);
+}
+
+/// How sure each figure is: the percentiles' intervals, the rates' and
+/// the attainment's, and what they assume.
+fn intervals(o: &mut String, r: &RunResult) {
+    let Some(iv) = crate::intervals::of(r) else { return };
+    if let Some(t) = crate::intervals::latency(r) {
+        table(o, &t.at(Detail::Full), Some("intervals"));
+    }
+    if let Some(t) = crate::intervals::rates(r) {
+        table(o, &t.at(Detail::Full), Some("intervals"));
+    }
+    let mut note = crate::intervals::assumption(iv);
+    if crate::intervals::has_unbounded(r, Detail::Full) {
+        note = format!("{note}. {}", crate::intervals::UNBOUNDED);
+    }
+    let _ = write!(o, r#"<p class="note">{}.</p>"#, html(&note));
 }
 
 fn time_charts(r: &RunResult) -> Vec<Chart> {

@@ -1,0 +1,633 @@
+//! How sure a run's figures are: confidence intervals on every percentile,
+//! on the throughput and goodput rates and on SLO attainment
+//! (docs/metrics.md, "Intervals").
+//!
+//! - A percentile's interval is a pair of order statistics: with `n`
+//!   independent samples, the number below the true `q`-quantile is
+//!   Binomial(n, q), so `[x(l), x(u)]` covers it with a probability that
+//!   depends on `n`, `q`, `l` and `u` alone, whatever the distribution
+//!   (continuous; ties only make it cover more). The ranks are the pair
+//!   whose coverage is the least that is still at least the confidence
+//!   asked, neither tail more than `1 − confidence`: exact, no resampling,
+//!   and as tight as the discreteness of ranks allows. When no rank is high
+//!   enough (a p99 of 50 samples), the upper bound is none: the sample does
+//!   not bound it, and the lower bound is then one-sided at the full
+//!   confidence.
+//! - Attainment (good / judged requests) is a binomial proportion, with
+//!   Wilson's score interval: closed-form, inside [0, 1] even when every
+//!   request was good, and with coverage near the level asked (Brown, Cai
+//!   and DasGupta 2001), where Clopper–Pearson's is guaranteed but wider,
+//!   covering 97–99% at the sizes runs have.
+//! - A rate (completions, output tokens, goodput per second) is a count
+//!   process over the window: by batch means, the window split into
+//!   [`BATCHES`] equal sub-windows, each request counted (with its tokens)
+//!   in the one its end falls in, and Student's t over the sub-windows'
+//!   rates. Their mean is the run's rate exactly; batches absorb the
+//!   correlation between neighbouring requests that one request at a time
+//!   would not.
+//! - Requests of one session are not independent: in a run with sessions,
+//!   percentile and attainment intervals resample whole sessions (a cluster
+//!   bootstrap) rather than take requests one by one.
+
+use crate::analysis::metrics::{ms, RequestMetrics};
+use crate::analysis::slo::Slo;
+use crate::analysis::stats::{percentile, percentile_key};
+use crate::doc::record::{Outcome, RequestRecord};
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The confidence of the intervals unless `--confidence` says otherwise.
+pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+
+/// Sub-windows of a rate's batch means.
+pub const BATCHES: usize = 10;
+
+/// Resamples of a session bootstrap.
+const SESSION_RESAMPLES: u64 = 1000;
+
+/// A confidence interval; a side is `null` where the sample supports no
+/// bound (too few requests for a p99 to have an upper one).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Interval {
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+}
+
+impl Interval {
+    pub const NONE: Interval = Interval { lo: None, hi: None };
+
+    /// Both sides bounded.
+    pub fn bounded(&self) -> bool {
+        self.lo.is_some() && self.hi.is_some()
+    }
+
+    /// Whether `x` is inside, an unbounded side reaching as far as it can.
+    pub fn contains(&self, x: f64) -> bool {
+        self.lo.is_none_or(|lo| lo <= x) && self.hi.is_none_or(|hi| x <= hi)
+    }
+}
+
+/// The intervals of the throughput rates.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct RateIntervals {
+    pub requests_per_s: Interval,
+    pub output_tokens_per_s: Interval,
+}
+
+/// The intervals of the goodput figures.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct GoodputIntervals {
+    pub requests_per_s: Interval,
+    pub output_tokens_per_s: Interval,
+    pub slo_attainment: Interval,
+}
+
+/// What the intervals took as independent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Each request (order statistics, Wilson).
+    #[default]
+    Requests,
+    /// Each session: its requests resampled together.
+    Sessions,
+}
+
+/// `summary.intervals` of the result: how sure each figure is
+/// (docs/metrics.md, "Intervals").
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Intervals {
+    /// The confidence level, e.g. 0.95.
+    pub confidence: f64,
+    /// What the percentile and attainment intervals took as independent:
+    /// `requests` (order statistics and Wilson's interval), or `sessions`
+    /// (a bootstrap over whole sessions).
+    pub unit: Unit,
+    /// Per distribution path (`ttft_ms`, `error_adjusted.e2e_ms`), per
+    /// percentile key (`p99`), the interval of that percentile. Only
+    /// per-request figures: ITL and chunk gaps are many samples of one
+    /// request each, not independent, and have none.
+    pub latency: BTreeMap<String, BTreeMap<String, Interval>>,
+    /// Sub-windows of the rates' batch means.
+    pub batches: u32,
+    pub throughput: RateIntervals,
+    /// Present when the run was judged against an SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<GoodputIntervals>,
+}
+
+impl Intervals {
+    /// The interval of distribution `key`'s percentile `p`, if computed.
+    pub fn percentile(&self, key: &str, p: f64) -> Option<&Interval> {
+        self.latency.get(key)?.get(&percentile_key(p))
+    }
+}
+
+/// Whether `c` is a confidence level: above 0.5 and below 1.
+pub fn valid_confidence(c: f64) -> bool {
+    c.is_finite() && c > 0.5 && c < 1.0
+}
+
+// ---------------------------------------------------------------------------
+// Special functions: ln Γ, the regularised incomplete beta, the normal and
+// Student's t quantiles.
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms: 15 digits).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection.
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = G[0];
+    let t = x + 7.5;
+    for (i, g) in G.iter().enumerate().skip(1) {
+        a += g / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The regularised incomplete beta I_x(a, b), by its continued fraction
+/// (Lentz), on the side where it converges fast.
+pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_cf(a, b, x) / a
+    } else {
+        1.0 - front * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..100_000 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        d = if d.abs() < TINY { TINY } else { d };
+        c = 1.0 + aa / c;
+        c = if c.abs() < TINY { TINY } else { c };
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        d = if d.abs() < TINY { TINY } else { d };
+        c = 1.0 + aa / c;
+        c = if c.abs() < TINY { TINY } else { c };
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// The standard normal quantile (Acklam's rational approximation, relative
+/// error under 1.2e-9), for 0 < p < 1.
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] =
+        [7.784_695_709_041_462e-3, 3.224_671_290_700_398e-1, 2.445_134_137_142_996, 3.754_408_661_907_416];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// The standard normal CDF (by erfc's Chebyshev fit, Numerical Recipes'
+/// `erfcc`: relative error under 1.2e-7).
+pub fn normal_cdf(x: f64) -> f64 {
+    let z = x.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let erfc = t * poly.exp();
+    if x >= 0.0 {
+        1.0 - 0.5 * erfc
+    } else {
+        0.5 * erfc
+    }
+}
+
+/// Student's t CDF with `df` degrees of freedom.
+pub fn t_cdf(t: f64, df: f64) -> f64 {
+    let tail = 0.5 * inc_beta(df / 2.0, 0.5, df / (df + t * t));
+    if t >= 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
+
+/// Student's t quantile with `df` degrees of freedom, for 0.5 < p < 1 (by
+/// bisection on the CDF: 60 halvings of [0, 1e6]).
+pub fn t_quantile(p: f64, df: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1e6f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if t_cdf(mid, df) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo < 1e-12 * hi.max(1.0) {
+            break;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+// ---------------------------------------------------------------------------
+// Percentiles.
+
+/// The ranks (1-based) of the order statistics that bound the `q`-quantile
+/// of `n` samples at confidence `conf`: `(l, u)` with `l = 0` for no lower
+/// bound and `u = n + 1` for no upper one, and the exact coverage.
+pub fn percentile_ranks(n: u64, q: f64, conf: f64) -> (u64, u64, f64) {
+    if n == 0 || q <= 0.0 || q >= 1.0 {
+        return (0, n + 1, 1.0);
+    }
+    let alpha = 1.0 - conf;
+    // P(K ≤ k) for K ~ Binomial(n, q), over the window of k where it moves
+    // (outside it, 0 or 1 to within 1e-14), from the pmf by recurrence.
+    let nf = n as f64;
+    let sd = (nf * q * (1.0 - q)).sqrt();
+    let from = ((nf * q - 9.0 * sd - 10.0).floor().max(0.0)) as u64;
+    let to = ((nf * q + 9.0 * sd + 10.0).ceil().min(nf)) as u64;
+    let ln_pmf = |k: u64| {
+        let k = k as f64;
+        ln_gamma(nf + 1.0) - ln_gamma(k + 1.0) - ln_gamma(nf - k + 1.0) + k * q.ln() + (nf - k) * (1.0 - q).ln()
+    };
+    // The mass below the window, exactly (it is tiny, but at small n it is not nothing).
+    // P(K ≤ from − 1) = I_{1−q}(n − from + 1, from).
+    let below = if from == 0 { 0.0 } else { inc_beta(nf - from as f64 + 1.0, from as f64, 1.0 - q) };
+    let below = below.clamp(0.0, 1.0);
+    let mut cdf = Vec::with_capacity((to - from + 1) as usize);
+    let mut acc = below;
+    for k in from..=to {
+        acc += ln_pmf(k).exp();
+        cdf.push(acc.min(1.0));
+    }
+    // P(K ≤ k) for any k ≥ −1.
+    let at = |k: i64| -> f64 {
+        if k < from as i64 {
+            if k < 0 {
+                0.0
+            } else {
+                below
+            }
+        } else if k > to as i64 {
+            1.0
+        } else {
+            cdf[(k - from as i64) as usize]
+        }
+    };
+    // Coverage of [x(l), x(u)] = P(l ≤ K ≤ u − 1).
+    let coverage = |l: u64, u: u64| at(u as i64 - 1) - at(l as i64 - 1);
+    let search = |ls: std::ops::RangeInclusive<u64>, umax: u64| -> Option<(u64, u64, f64)> {
+        let mut best: Option<(u64, u64, f64, f64)> = None;
+        for l in ls {
+            let lower_tail = at(l as i64 - 1);
+            if lower_tail > alpha {
+                break;
+            }
+            // The smallest u ≤ umax with enough coverage.
+            let (mut a, mut b) = (l + 1, umax);
+            if coverage(l, b) < conf {
+                continue;
+            }
+            while a < b {
+                let m = (a + b) / 2;
+                if coverage(l, m) >= conf {
+                    b = m;
+                } else {
+                    a = m + 1;
+                }
+            }
+            let upper_tail = 1.0 - at(b as i64 - 1);
+            if upper_tail > alpha {
+                continue;
+            }
+            let cov = coverage(l, b);
+            let balance = (lower_tail - upper_tail).abs();
+            let better = best.is_none_or(|(_, _, c, bal)| cov < c - 1e-12 || (cov <= c + 1e-12 && balance < bal));
+            if better {
+                best = Some((l, b, cov, balance));
+            }
+        }
+        best.map(|(l, u, c, _)| (l, u, c))
+    };
+    let lmin = from.max(1);
+    // Both sides bounded where the sample allows; else one-sided; else none.
+    search(lmin..=to.min(n), n).or_else(|| search(lmin..=to.min(n), n + 1)).or_else(|| search(0..=0, n)).unwrap_or((
+        0,
+        n + 1,
+        1.0,
+    ))
+}
+
+/// The interval of percentile `p` (0..=100) of `sorted` samples at
+/// confidence `conf`, taking the samples as independent.
+pub fn percentile_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {
+    let n = sorted.len() as u64;
+    if n == 0 {
+        return Interval::NONE;
+    }
+    let (l, u, _) = percentile_ranks(n, p / 100.0, conf);
+    let finite = |v: f64| v.is_finite().then_some(v);
+    Interval {
+        lo: (l >= 1).then(|| sorted[l as usize - 1]).and_then(finite),
+        hi: (u <= n).then(|| sorted[u as usize - 1]).and_then(finite),
+    }
+}
+
+/// The intervals of percentiles `ps` over samples grouped in clusters (a
+/// session's requests), by resampling whole clusters: for each, the
+/// `(1 − conf)/2` and `(1 + conf)/2` quantiles of the percentile over the
+/// resamples (one resampling serves every percentile). `seed` makes it repeat.
+pub fn clustered_percentile_intervals(clusters: &[Vec<f64>], ps: &[f64], conf: f64, seed: u64) -> Vec<Interval> {
+    let k = clusters.len();
+    if k < 2 {
+        return vec![Interval::NONE; ps.len()];
+    }
+    let mut stats = vec![Vec::with_capacity(SESSION_RESAMPLES as usize); ps.len()];
+    let mut pool = Vec::new();
+    for b in 0..SESSION_RESAMPLES {
+        pool.clear();
+        for i in 0..k {
+            let c = crate::util::hash::draw(seed, b * k as u64 + i as u64) % k as u64;
+            pool.extend_from_slice(&clusters[c as usize]);
+        }
+        for (j, &p) in ps.iter().enumerate() {
+            // Selection reorders the pool, never changes what it holds.
+            if let Some(v) = crate::analysis::stats::percentile_of(&mut pool, p) {
+                stats[j].push(v);
+            }
+        }
+    }
+    stats.into_iter().map(|s| bootstrap_bounds(s, conf)).collect()
+}
+
+/// [`clustered_percentile_intervals`] of one percentile.
+pub fn clustered_percentile_interval(clusters: &[Vec<f64>], p: f64, conf: f64, seed: u64) -> Interval {
+    clustered_percentile_intervals(clusters, &[p], conf, seed)[0]
+}
+
+fn bootstrap_bounds(mut stats: Vec<f64>, conf: f64) -> Interval {
+    stats.sort_by(f64::total_cmp);
+    let tail = (1.0 - conf) / 2.0 * 100.0;
+    let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
+    Interval { lo: finite(percentile(&stats, tail)), hi: finite(percentile(&stats, 100.0 - tail)) }
+}
+
+// ---------------------------------------------------------------------------
+// Proportions and rates.
+
+/// Wilson's score interval for `good` of `n`.
+pub fn wilson(good: u64, n: u64, conf: f64) -> Interval {
+    if n == 0 {
+        return Interval::NONE;
+    }
+    let z = normal_quantile(0.5 + conf / 2.0);
+    let (nf, ph) = (n as f64, good as f64 / n as f64);
+    let d = 1.0 + z * z / nf;
+    let c = (ph + z * z / (2.0 * nf)) / d;
+    let h = z * (ph * (1.0 - ph) / nf + z * z / (4.0 * nf * nf)).sqrt() / d;
+    Interval { lo: Some((c - h).max(0.0)), hi: Some((c + h).min(1.0)) }
+}
+
+/// The interval of a rate by batch means: `events` are (seconds into the
+/// window, amount); the window of `dur` seconds is split into `batches`
+/// equal sub-windows, and Student's t with `batches − 1` degrees of freedom
+/// is put on their rates. No interval under two events or for an empty window.
+pub fn rate_interval(events: &[(f64, f64)], dur: f64, batches: usize, conf: f64) -> Interval {
+    if dur.is_nan() || dur <= 0.0 || events.len() < 2 || batches < 2 {
+        return Interval::NONE;
+    }
+    let width = dur / batches as f64;
+    let mut sums = vec![0.0; batches];
+    for &(t, x) in events {
+        let i = ((t / width).floor().max(0.0) as usize).min(batches - 1);
+        sums[i] += x;
+    }
+    let rates: Vec<f64> = sums.iter().map(|s| s / width).collect();
+    let k = batches as f64;
+    let mean = rates.iter().sum::<f64>() / k;
+    let var = rates.iter().map(|r| (r - mean) * (r - mean)).sum::<f64>() / (k - 1.0);
+    let half = t_quantile(0.5 + conf / 2.0, k - 1.0) * (var / k).sqrt();
+    Interval { lo: Some((mean - half).max(0.0)), hi: Some(mean + half) }
+}
+
+// ---------------------------------------------------------------------------
+// A run's intervals.
+
+/// The distributions that take one sample per request, by their path in
+/// `summary`, and how each request gives it (`None` for none).
+type PerRequest = (&'static str, fn(&RequestRecord) -> Option<Duration>);
+
+const PER_REQUEST: [PerRequest; 6] = [
+    ("ttft_ms", |r| r.ttft()),
+    ("ttft_content_ms", |r| r.ttft_content()),
+    ("tpot_ms", |r| r.tpot()),
+    ("itl_max_ms", |r| r.itl_max()),
+    ("e2e_ms", |r| r.e2e()),
+    ("ttfb_ms", |r| r.ttfb()),
+];
+
+/// The paths in `summary` of the distributions that have intervals.
+pub const PER_REQUEST_KEYS: [&str; 8] = [
+    "ttft_ms",
+    "ttft_content_ms",
+    "tpot_ms",
+    "itl_max_ms",
+    "e2e_ms",
+    "ttfb_ms",
+    "error_adjusted.ttft_ms",
+    "error_adjusted.e2e_ms",
+];
+
+/// The intervals of a run: `measured` its measured requests, `[t1, t1 +
+/// dur]` its window, `ps` its percentiles, `slo` what it was judged by.
+pub fn intervals(
+    measured: &[&RequestRecord],
+    t1: Duration,
+    dur: f64,
+    ps: &[f64],
+    slo: Option<&Slo>,
+    conf: f64,
+) -> Intervals {
+    let sessions = measured.iter().any(|r| r.session.is_some());
+    let unit = if sessions { Unit::Sessions } else { Unit::Requests };
+    // A request's cluster: its session, or itself.
+    let cluster_of = |r: &RequestRecord| match &r.session {
+        Some(s) => (0u8, s.id),
+        None => (1u8, r.id),
+    };
+    let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.outcome.is_success()).collect();
+    let finished: Vec<&RequestRecord> =
+        measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
+    let mut latency = BTreeMap::new();
+    let mut add = |key: &str, of: &dyn Fn(&RequestRecord) -> Option<f64>, over: &[&RequestRecord]| {
+        let mut row = BTreeMap::new();
+        if sessions {
+            let mut groups: BTreeMap<(u8, u64), Vec<f64>> = BTreeMap::new();
+            for r in over {
+                if let Some(v) = of(r) {
+                    groups.entry(cluster_of(r)).or_default().push(v);
+                }
+            }
+            let clusters: Vec<Vec<f64>> = groups.into_values().collect();
+            let seed = crate::util::hash::fnv1a64(key.as_bytes());
+            for (&p, i) in ps.iter().zip(clustered_percentile_intervals(&clusters, ps, conf, seed)) {
+                row.insert(percentile_key(p), i);
+            }
+        } else {
+            let mut v: Vec<f64> = over.iter().filter_map(|r| of(r)).collect();
+            v.sort_unstable_by(f64::total_cmp);
+            for &p in ps {
+                row.insert(percentile_key(p), percentile_interval(&v, p, conf));
+            }
+        }
+        latency.insert(key.to_string(), row);
+    };
+    for (key, f) in PER_REQUEST {
+        add(key, &|r| f(r).map(ms), &ok);
+    }
+    // A failure as +∞, over every finished request.
+    let adjusted = |f: fn(&RequestRecord) -> Option<Duration>| {
+        move |r: &RequestRecord| {
+            Some(if r.outcome.is_success() { f(r).map(ms).unwrap_or(f64::INFINITY) } else { f64::INFINITY })
+        }
+    };
+    add("error_adjusted.ttft_ms", &adjusted(|r| r.ttft()), &finished);
+    add("error_adjusted.e2e_ms", &adjusted(|r| r.e2e()), &finished);
+
+    // Rates: each request at its end, with its output tokens.
+    let at = |r: &RequestRecord| r.end.saturating_sub(t1).as_secs_f64();
+    let rate = |rs: &[&RequestRecord], tokens: bool| {
+        let ev: Vec<(f64, f64)> =
+            rs.iter().map(|r| (at(r), if tokens { r.output_tokens as f64 } else { 1.0 })).collect();
+        rate_interval(&ev, dur, BATCHES, conf)
+    };
+    let throughput = RateIntervals { requests_per_s: rate(&ok, false), output_tokens_per_s: rate(&ok, true) };
+    let goodput = slo.map(|slo| {
+        let good: Vec<&RequestRecord> = finished.iter().copied().filter(|r| slo.is_good(r)).collect();
+        let slo_attainment = if sessions {
+            attainment_by_sessions(&finished, slo, conf, &cluster_of)
+        } else {
+            wilson(good.len() as u64, finished.len() as u64, conf)
+        };
+        GoodputIntervals { requests_per_s: rate(&good, false), output_tokens_per_s: rate(&good, true), slo_attainment }
+    });
+    Intervals { confidence: conf, unit, latency, batches: BATCHES as u32, throughput, goodput }
+}
+
+/// Attainment's interval by resampling whole sessions: the share of good
+/// requests over the resampled sessions' requests.
+fn attainment_by_sessions(
+    finished: &[&RequestRecord],
+    slo: &Slo,
+    conf: f64,
+    cluster_of: &dyn Fn(&RequestRecord) -> (u8, u64),
+) -> Interval {
+    let mut groups: BTreeMap<(u8, u64), (f64, f64)> = BTreeMap::new();
+    for r in finished {
+        let g = groups.entry(cluster_of(r)).or_default();
+        g.0 += f64::from(u8::from(slo.is_good(r)));
+        g.1 += 1.0;
+    }
+    let clusters: Vec<(f64, f64)> = groups.into_values().collect();
+    let k = clusters.len();
+    if k < 2 {
+        return Interval::NONE;
+    }
+    let stats: Vec<f64> = (0..SESSION_RESAMPLES)
+        .map(|b| {
+            let (mut good, mut all) = (0.0, 0.0);
+            for i in 0..k {
+                let c = crate::util::hash::draw(0x00a7_7a1e, b * k as u64 + i as u64) % k as u64;
+                good += clusters[c as usize].0;
+                all += clusters[c as usize].1;
+            }
+            good / all
+        })
+        .collect();
+    bootstrap_bounds(stats, conf)
+}
+
+#[cfg(test)]
+mod tests;

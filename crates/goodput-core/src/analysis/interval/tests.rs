@@ -1,0 +1,392 @@
+//! The intervals' own tests: the special functions against published
+//! values, the ranks against a binomial summed by hand, and coverage: over
+//! many samples drawn from known distributions, how often each 95%
+//! interval holds the true figure.
+//!
+//! How many trials make a coverage test sound: a coverage estimated from
+//! `T` trials has a standard error of √(0.95 · 0.05 / T): 0.34% at 4,000
+//! trials, so the 93–97% band is ±5.8 standard errors around 95% and a
+//! correct interval fails it with a probability under 1e-8, while one that
+//! truly covers 90% (or 99%) is outside it with a probability as small. At
+//! 1,000 trials (where every trial draws a whole sample) it is ±2.9
+//! standard errors: a correct interval fails under 0.4% of seeds. The seeds
+//! are fixed, so the test gives the same answer every run.
+
+use super::*;
+use crate::doc::record::{Outcome, RequestRecord};
+use crate::util::hash::unit;
+use std::time::Duration;
+
+/// Uniform draws in (0, 1) from a named stream.
+struct Draws {
+    seed: u64,
+    i: u64,
+}
+
+impl Draws {
+    fn new(seed: u64) -> Self {
+        Draws { seed, i: 0 }
+    }
+
+    fn u(&mut self) -> f64 {
+        self.i += 1;
+        unit(self.seed, self.i).max(1e-300)
+    }
+
+    fn normal(&mut self) -> f64 {
+        let (a, b) = (self.u(), self.u());
+        (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
+    }
+
+    /// Gamma(shape ≥ 1, 1), Marsaglia and Tsang's method.
+    fn gamma(&mut self, shape: f64) -> f64 {
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = self.u();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
+}
+
+/// The known distributions: a name, the quantile function.
+type Known = (&'static str, fn(f64) -> f64);
+
+/// Exponential with mean 100 ms; lognormal with median 200 ms and σ = 0.8.
+const KNOWN: [Known; 2] =
+    [("exponential", |u| -100.0 * (1.0 - u).ln()), ("lognormal", |u| 200.0 * (0.8 * normal_quantile(u)).exp())];
+
+#[test]
+fn special_functions_match_published_values() {
+    let close = |a: f64, b: f64, tol: f64| assert!((a - b).abs() <= tol * b.abs().max(1.0), "{a} vs {b}");
+    close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-13);
+    close(ln_gamma(10.0), 362_880f64.ln(), 1e-13);
+    close(ln_gamma(100_001.0), 1_051_299.221_899_121_8, 1e-13);
+    // I_0.5(2, 3) = 11/16; I_0.3(5, 5) from the binomial: P(Bin(9, 0.3) ≥ 5).
+    close(inc_beta(2.0, 3.0, 0.5), 0.6875, 1e-13);
+    close(inc_beta(5.0, 5.0, 0.3), 0.098_808_4, 1e-6);
+    close(normal_quantile(0.975), 1.959_963_985, 1e-8);
+    close(normal_cdf(1.959_963_985), 0.975, 1e-7);
+    close(normal_cdf(-3.0), 0.001_349_898, 1e-6);
+    close(normal_quantile(0.005), -2.575_829_304, 1e-8);
+    // Student's t tables.
+    close(t_quantile(0.975, 9.0), 2.262_157, 1e-6);
+    close(t_quantile(0.95, 9.0), 1.833_113, 1e-6);
+    close(t_quantile(0.995, 1.0), 63.656_741, 1e-6);
+    close(t_quantile(0.975, 1e6), 1.959_966, 1e-5);
+}
+
+/// P(K ≤ k), K ~ Binomial(n, q), by summing the pmf from 0 in logs.
+fn binomial_cdf(n: u64, q: f64, k: i64) -> f64 {
+    let nf = n as f64;
+    (0..=k.min(n as i64))
+        .map(|j| {
+            let j = j as f64;
+            (ln_gamma(nf + 1.0) - ln_gamma(j + 1.0) - ln_gamma(nf - j + 1.0) + j * q.ln() + (nf - j) * (1.0 - q).ln())
+                .exp()
+        })
+        .sum()
+}
+
+#[test]
+fn ranks_cover_at_least_the_confidence_and_say_their_exact_coverage() {
+    for n in [1u64, 5, 20, 50, 100, 137, 500, 2000] {
+        for q in [0.5, 0.9, 0.95, 0.99] {
+            for conf in [0.9, 0.95, 0.99] {
+                let (l, u, cov) = percentile_ranks(n, q, conf);
+                let want = binomial_cdf(n, q, u as i64 - 1) - binomial_cdf(n, q, l as i64 - 1);
+                assert!((cov - want).abs() < 1e-9, "n {n} q {q}: {cov} vs {want}");
+                assert!(cov >= conf - 1e-12, "n {n} q {q} conf {conf}: coverage {cov}");
+                assert!(l <= n && u >= 1 && l < u && u <= n + 1, "n {n} q {q}: ({l}, {u})");
+                // Neither tail more than 1 − confidence.
+                assert!(binomial_cdf(n, q, l as i64 - 1) <= 1.0 - conf + 1e-12);
+                assert!(1.0 - binomial_cdf(n, q, u as i64 - 1) <= 1.0 - conf + 1e-12);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_p99_of_50_requests_has_no_upper_bound_and_one_of_5000_has_one() {
+    let sorted: Vec<f64> = (1..=50).map(f64::from).collect();
+    let i = percentile_interval(&sorted, 99.0, 0.95);
+    assert_eq!(i.hi, None, "the sample cannot bound a p99 from above");
+    // One-sided at 95%: x(l) ≤ ξ with P(K ≥ l) ≥ 0.95; K ~ Bin(50, 0.99) is 48 or more 98.6% of the time.
+    assert_eq!(i.lo, Some(48.0));
+    let sorted: Vec<f64> = (1..=5000).map(f64::from).collect();
+    let i = percentile_interval(&sorted, 99.0, 0.95);
+    assert!(i.bounded() && i.lo.unwrap() < 4950.0 && i.hi.unwrap() > 4951.0, "{i:?}");
+    // A median of one sample: none.
+    assert_eq!(percentile_interval(&[7.0], 50.0, 0.95), Interval::NONE);
+    assert_eq!(percentile_interval(&[], 50.0, 0.95), Interval::NONE);
+    // A side that lands on an infinite sample (a failure counted as ∞) is unbounded.
+    let mut s: Vec<f64> = (1..=100).map(f64::from).collect();
+    s[90..].fill(f64::INFINITY);
+    assert_eq!(percentile_interval(&s, 90.0, 0.95).hi, None);
+}
+
+#[test]
+fn wider_at_higher_confidence_and_narrower_with_more_samples() {
+    let sample = |n: u32| (1..=n).map(|i| f64::from(i) / f64::from(n)).collect::<Vec<f64>>();
+    let width = |i: Interval| i.hi.unwrap() - i.lo.unwrap();
+    let s = sample(1000);
+    assert!(width(percentile_interval(&s, 90.0, 0.99)) > width(percentile_interval(&s, 90.0, 0.9)));
+    assert!(width(percentile_interval(&sample(10_000), 50.0, 0.95)) < width(percentile_interval(&s, 50.0, 0.95)));
+}
+
+/// The share of `trials` in which `covers` holds.
+fn share(trials: u32, mut covers: impl FnMut(u32) -> bool) -> f64 {
+    (0..trials).filter(|&t| covers(t)).count() as f64 / f64::from(trials)
+}
+
+/// Coverage of p50, p90, p99 at 100 to 100,000 samples. The event "x(l) ≤
+/// ξ ≤ x(u)" is "U(l) ≤ q ≤ U(u)" for the uniforms the sample was drawn
+/// from, whatever the distribution, so a trial draws just the two order
+/// statistics it needs from their exact joint law (U(l) is Beta(l, n − l +
+/// 1); given it, the rest is Beta(u − l, n − u + 1) of what is left, each
+/// Beta a ratio of gammas) and maps them through the quantile function:
+/// O(1) a trial at any n. [`whole_samples_cover_as_the_ranks_say`] draws
+/// whole samples through the same path a run takes.
+#[test]
+fn percentile_intervals_cover_the_true_percentile_95_percent_of_the_time() {
+    let trials = 4000;
+    let mut report = Vec::new();
+    for (case, n) in [100u64, 1000, 10_000, 100_000].into_iter().enumerate() {
+        for (j, q) in [0.5, 0.9, 0.99].into_iter().enumerate() {
+            let (name, quantile) = KNOWN[(case + j) % 2];
+            let (l, u, exact) = percentile_ranks(n, q, 0.95);
+            let truth = quantile(q);
+            let mut d = Draws::new(0x5eed_0000 + case as u64 * 16 + j as u64);
+            let got = share(trials, |_| {
+                let a = if l >= 1 { d.gamma(l as f64) } else { 0.0 };
+                let b = d.gamma((u.min(n + 1) - l) as f64);
+                let c = if u <= n { d.gamma((n + 1 - u) as f64) } else { 0.0 };
+                let total = a + b + c;
+                let lo = (l >= 1).then(|| quantile(a / total));
+                let hi = (u <= n).then(|| quantile((a + b) / total));
+                Interval { lo, hi }.contains(truth)
+            });
+            report.push(format!("{name} n {n} p{}: {got:.4} (exact {exact:.4})", q * 100.0));
+            // Within 5 standard errors of the coverage the ranks promise.
+            let se = (exact * (1.0 - exact) / f64::from(trials)).sqrt();
+            assert!((got - exact).abs() < 5.0 * se, "{}", report.join("\n"));
+            if exact <= 0.97 {
+                assert!((0.93..=0.97).contains(&got), "{}", report.join("\n"));
+            } else {
+                // Only where ranks are too coarse for anything nearer:
+                // a p99 of 100 samples, whose one-sided bound is x(97)
+                // (98.2%) or x(98) (92.1%, under the level asked).
+                assert!(n <= 300 && q == 0.99, "{}", report.join("\n"));
+            }
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+}
+
+/// Whole samples, sorted and read by [`percentile_interval`] as a run's
+/// are, cover as the ranks say.
+#[test]
+fn whole_samples_cover_as_the_ranks_say() {
+    // A thousand whole samples of 100 from each distribution, 500 of
+    // 1,000 from one: the sorting is the cost.
+    for (case, n, trials, known) in [(0u64, 100usize, 1000u32, &KNOWN[..]), (1, 1000, 500, &KNOWN[..1])] {
+        for &(name, quantile) in known {
+            let mut d = Draws::new(0xc0fe + case * 7 + name.len() as u64);
+            let mut hits = [0u32; 3];
+            let qs = [0.5, 0.9, 0.99];
+            for _ in 0..trials {
+                let mut s: Vec<f64> = (0..n).map(|_| quantile(d.u())).collect();
+                s.sort_unstable_by(f64::total_cmp);
+                for (k, q) in qs.iter().enumerate() {
+                    hits[k] += u32::from(percentile_interval(&s, q * 100.0, 0.95).contains(quantile(*q)));
+                }
+            }
+            for (k, q) in qs.iter().enumerate() {
+                let got = f64::from(hits[k]) / f64::from(trials);
+                let (_, _, exact) = percentile_ranks(n as u64, *q, 0.95);
+                let se = (exact * (1.0 - exact) / f64::from(trials)).sqrt();
+                assert!((got - exact).abs() < 4.0 * se, "{name} n {n} q {q}: {got} vs {exact}");
+                if exact <= 0.97 {
+                    assert!((0.93..=0.97).contains(&got), "{name} n {n} q {q}: {got}");
+                }
+            }
+        }
+    }
+}
+
+/// Wilson's interval on attainment: exact coverage, the binomial summed
+/// over every outcome, at 100 to 100,000 judged requests; and the same
+/// by simulation at 500.
+#[test]
+fn attainment_intervals_cover_the_true_share_95_percent_of_the_time() {
+    for n in [100u64, 300, 1000, 10_000, 100_000] {
+        for pi in [0.5, 0.8, 0.9, 0.95, 0.99] {
+            // Wilson's coverage dips to 92% for a 99% share of 100
+            // requests (1 miss expected): too few misses to say much.
+            if pi == 0.99 && n < 300 {
+                continue;
+            }
+            let nf = n as f64;
+            let cov: f64 = (0..=n)
+                .filter(|&k| wilson(k, n, 0.95).contains(pi))
+                .map(|k| {
+                    let k = k as f64;
+                    (ln_gamma(nf + 1.0) - ln_gamma(k + 1.0) - ln_gamma(nf - k + 1.0)
+                        + k * pi.ln()
+                        + (nf - k) * (1.0 - pi).ln())
+                    .exp()
+                })
+                .sum();
+            assert!((0.93..=0.97).contains(&cov), "n {n} share {pi}: coverage {cov}");
+        }
+    }
+    let mut d = Draws::new(0xa7);
+    let got = share(2000, |_| {
+        let good = (0..500).filter(|_| d.u() < 0.9).count() as u64;
+        wilson(good, 500, 0.95).contains(0.9)
+    });
+    assert!((0.93..=0.97).contains(&got), "{got}");
+    // Every request good: the upper bound is 1, the lower below it.
+    let all = wilson(200, 200, 0.95);
+    assert!(all.hi == Some(1.0) && all.lo.unwrap() < 0.99 && all.lo.unwrap() > 0.97, "{all:?}");
+}
+
+/// Rates by batch means: a stationary stream of completions (Poisson, at
+/// 20 per second) whose output lengths are lognormal (median 200 tokens,
+/// heavy-tailed), over windows that hold 100 and 1,000 of them on
+/// average. The true rates are 20 req/s and 20 × E[tokens] tok/s. The
+/// smallest run is the hard case: t over ten sub-windows is exact for
+/// normal sub-window rates, and a sub-window of 10 completions is the
+/// furthest from normal; more completions only bring them nearer (the
+/// central limit), at a cost in draws this test need not pay.
+#[test]
+fn rate_intervals_cover_the_true_rate_95_percent_of_the_time() {
+    let lambda = 20.0;
+    let sigma: f64 = 0.6;
+    let mean_tokens = 200.0 * (sigma * sigma / 2.0).exp();
+    // 2,000 trials of 100 (a standard error of 0.49%: the band is 4 of
+    // them), 1,000 of 1,000 (0.69%: 2.9).
+    for (case, (expected, trials)) in [(100.0, 2000), (1000.0, 1000)].into_iter().enumerate() {
+        let dur = expected / lambda;
+        let mut d = Draws::new(0x7a7e + case as u64);
+        let (mut req_hits, mut tok_hits) = (0, 0);
+        for _ in 0..trials {
+            let (mut t, mut reqs, mut toks) = (0.0, Vec::new(), Vec::new());
+            loop {
+                t += -d.u().ln() / lambda;
+                if t >= dur {
+                    break;
+                }
+                reqs.push((t, 1.0));
+                toks.push((t, (200.0 * (sigma * d.normal()).exp()).round()));
+            }
+            req_hits += u32::from(rate_interval(&reqs, dur, BATCHES, 0.95).contains(lambda));
+            tok_hits += u32::from(rate_interval(&toks, dur, BATCHES, 0.95).contains(lambda * mean_tokens));
+        }
+        let (r, k) = (f64::from(req_hits) / f64::from(trials), f64::from(tok_hits) / f64::from(trials));
+        assert!((0.93..=0.97).contains(&r), "{expected} completions: requests/s covered {r}");
+        assert!((0.93..=0.97).contains(&k), "{expected} completions: tokens/s covered {k}");
+    }
+}
+
+#[test]
+fn the_rate_interval_is_centred_on_the_runs_rate_and_needs_two_events() {
+    let ev: Vec<(f64, f64)> = (0..100).map(|i| (f64::from(i) * 0.1, 2.0)).collect();
+    let i = rate_interval(&ev, 10.0, BATCHES, 0.95);
+    // Perfectly even: every sub-window 20/s, no spread.
+    assert_eq!((i.lo, i.hi), (Some(20.0), Some(20.0)));
+    assert_eq!(rate_interval(&ev[..1], 10.0, BATCHES, 0.95), Interval::NONE);
+    assert_eq!(rate_interval(&ev, 0.0, BATCHES, 0.95), Interval::NONE);
+}
+
+#[test]
+fn clustered_intervals_are_wider_than_independent_ones_when_sessions_differ() {
+    // 50 sessions of 10 turns; each session's turns sit close to its own level.
+    let mut d = Draws::new(9);
+    let clusters: Vec<Vec<f64>> = (0..50)
+        .map(|_| {
+            let level = 100.0 * (d.normal() * 0.5).exp();
+            (0..10).map(|_| level * (1.0 + 0.05 * d.normal())).collect()
+        })
+        .collect();
+    let mut all: Vec<f64> = clusters.concat();
+    all.sort_unstable_by(f64::total_cmp);
+    let by_request = percentile_interval(&all, 50.0, 0.95);
+    let by_session = clustered_percentile_interval(&clusters, 50.0, 0.95, 1);
+    let w = |i: Interval| i.hi.unwrap() - i.lo.unwrap();
+    assert!(w(by_session) > 1.5 * w(by_request), "{by_session:?} vs {by_request:?}");
+    assert_eq!(by_session, clustered_percentile_interval(&clusters, 50.0, 0.95, 1), "repeatable");
+    // One resampling for several percentiles gives each what its own would.
+    let both = clustered_percentile_intervals(&clusters, &[50.0, 90.0], 0.95, 1);
+    assert_eq!(both, [by_session, clustered_percentile_interval(&clusters, 90.0, 0.95, 1)]);
+}
+
+/// `n` successful requests, one a second, TTFT rising by 1 ms each; with
+/// `sessions`, every 5 consecutive requests one session.
+fn run_records(n: u64, sessions: bool) -> Vec<RequestRecord> {
+    use crate::doc::record::{Channel, OutputChunk, SessionTurn};
+    (0..n)
+        .map(|i| {
+            let sent = Duration::from_secs(i);
+            let mut r = RequestRecord::new(i, sent, sent);
+            r.first_byte = Some(sent + Duration::from_millis(1));
+            let first = sent + Duration::from_millis(100 + i);
+            r.chunks = (0..4)
+                .map(|k| OutputChunk { t: first + Duration::from_millis(10 * k), tokens: 1, channel: Channel::Content })
+                .collect();
+            r.end = first + Duration::from_millis(30);
+            r.output_tokens = 4;
+            r.outcome = Outcome::Success;
+            if sessions {
+                r.session = Some(SessionTurn { id: i / 5, turn: (i % 5 + 1) as u32, turns: 5 });
+            }
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_carries_its_intervals_and_a_document_without_them_still_reads() {
+    let recs = run_records(400, false);
+    let opts = crate::AnalysisOptions { slo: Some("ttft<=400ms".parse().unwrap()), ..Default::default() };
+    let s = crate::analyze(&recs, &opts).summary;
+    let iv = s.intervals.as_ref().expect("intervals by default");
+    assert_eq!((iv.confidence, iv.unit, iv.batches), (0.95, Unit::Requests, 10));
+    let p50 = iv.percentile("ttft_ms", 50.0).unwrap();
+    assert!(p50.contains(s.ttft_ms.p(50.0).unwrap()) && p50.bounded(), "{p50:?}");
+    assert!(iv.percentile("ttft_ms", 99.0).unwrap().bounded(), "400 requests bound a p99");
+    assert!(!iv.latency.contains_key("itl_ms"), "ITL has none");
+    let g = iv.goodput.as_ref().expect("judged");
+    assert!(g.slo_attainment.contains(s.goodput.as_ref().unwrap().slo_attainment));
+    assert!(iv.throughput.requests_per_s.contains(s.throughput.requests_per_s));
+    // Written and read back; and a document from before intervals reads as none.
+    let mut v = serde_json::to_value(&s).unwrap();
+    let back: crate::Summary = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(back.intervals, s.intervals);
+    v.as_object_mut().unwrap().remove("intervals");
+    let old: crate::Summary = serde_json::from_value(v).unwrap();
+    assert_eq!(old.intervals, None);
+    // --confidence 0.99 widens them; none asked, none given.
+    let wide = crate::analyze(&recs, &crate::AnalysisOptions { confidence: Some(0.99), ..opts.clone() }).summary;
+    let w = |i: &Interval| i.hi.unwrap() - i.lo.unwrap();
+    assert!(w(wide.intervals.as_ref().unwrap().percentile("ttft_ms", 50.0).unwrap()) > w(p50));
+    let none = crate::analyze(&recs, &crate::AnalysisOptions { confidence: None, ..opts }).summary;
+    assert_eq!(none.intervals, None);
+}
+
+#[test]
+fn a_run_of_sessions_resamples_whole_sessions() {
+    let recs = run_records(400, true);
+    let s = crate::analyze(&recs, &crate::AnalysisOptions::default()).summary;
+    let iv = s.intervals.unwrap();
+    assert_eq!(iv.unit, Unit::Sessions);
+    let p50 = iv.percentile("ttft_ms", 50.0).unwrap();
+    assert!(p50.bounded() && p50.contains(s.ttft_ms.p(50.0).unwrap()), "{p50:?}");
+}

@@ -1,0 +1,219 @@
+//! Whether a change between two runs is larger than their intervals allow
+//! (docs/metrics.md, "Is a change real?"): a test per figure, named, with
+//! its p-value, read from the runs' `summary.intervals` alone, so two saved
+//! documents are enough.
+//!
+//! - A percentile: the difference of the two percentiles over its standard
+//!   error, each run's standard error read from its order-statistic
+//!   interval on the side that faces the other run (half-width / z), and
+//!   the normal distribution. Where that side is unbounded (a p99 of 30
+//!   requests), no call is made.
+//! - A rate: Welch's t on the two runs' sub-window rates (the batch means
+//!   their intervals came from), with Welch–Satterthwaite's degrees of freedom.
+//! - Attainment: the two-proportion z test on good / judged requests.
+
+use crate::metric::{Dist, Metric, Scalar, Stat};
+use goodput_core::analysis::interval::{normal_cdf, normal_quantile, t_cdf, t_quantile, Interval, Intervals};
+use goodput_core::RunResult;
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// What a test says of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    /// Larger than the runs' intervals allow: p under 1 − confidence.
+    Different,
+    /// Within what the two samples' noise gives.
+    NotShown,
+    /// No test could be made: a side the sample does not bound (too few
+    /// requests for that percentile), or a run without intervals.
+    CannotTell,
+}
+
+/// One figure's change judged against the noise of the two runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Significance {
+    /// The test: `difference of percentiles`, `Welch's t on sub-window
+    /// rates`, `two-proportion z`.
+    pub test: String,
+    /// Two-sided; absent where no test was made.
+    pub p_value: Option<f64>,
+    /// The level the p-value is held to: 1 − the baseline's confidence.
+    pub alpha: f64,
+    pub call: Call,
+    /// In words: `p = 0.003 < 0.05`, or why no call was made.
+    pub reason: String,
+}
+
+/// The test of metric `m` between `base` and `run`; `None` for a figure
+/// with no interval (ITL, counts, cost).
+pub fn test(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significance> {
+    let kind = Kind::of(m)?;
+    let (bi, ri) = match (base.summary.intervals.as_ref(), run.summary.intervals.as_ref()) {
+        (Some(b), Some(r)) => (b, r),
+        _ => {
+            return Some(Significance {
+                test: kind.name().into(),
+                p_value: None,
+                alpha: 0.05,
+                call: Call::CannotTell,
+                reason: "a run has no intervals (written before goodput gave them): analyse it again with goodput \
+                         report --records"
+                    .into(),
+            })
+        }
+    };
+    // 1 − 0.95 is 0.050000000000000044 in floating point: said as 0.05.
+    let alpha = ((1.0 - bi.confidence) * 1e9).round() / 1e9;
+    let (Some(v0), Some(v1)) = (m.value(base), m.value(run)) else { return None };
+    let made = match kind {
+        Kind::Percentile(d, p) => percentile(v0, v1, bi.percentile(d.key(), p), ri.percentile(d.key(), p), bi, ri),
+        Kind::Rate => rate(v0, v1, rate_of(m, bi), rate_of(m, ri), bi, ri),
+        Kind::Proportion => proportion(base, run),
+    };
+    Some(match made {
+        Ok(p) => Significance {
+            test: kind.name().into(),
+            p_value: Some(p),
+            alpha,
+            call: if p < alpha { Call::Different } else { Call::NotShown },
+            reason: format!("p = {} {} {alpha}", p_text(p), if p < alpha { "<" } else { "≥" }),
+        },
+        Err(why) => {
+            Significance { test: kind.name().into(), p_value: None, alpha, call: Call::CannotTell, reason: why }
+        }
+    })
+}
+
+fn p_text(p: f64) -> String {
+    if p < 1e-4 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+enum Kind {
+    Percentile(Dist, f64),
+    Rate,
+    Proportion,
+}
+
+impl Kind {
+    fn of(m: &Metric) -> Option<Kind> {
+        match m {
+            Metric::Dist(d, Stat::P(p)) if goodput_core::analysis::interval::PER_REQUEST_KEYS.contains(&d.key()) => {
+                Some(Kind::Percentile(*d, *p))
+            }
+            Metric::Scalar(
+                Scalar::RequestsPerS
+                | Scalar::OutputTokensPerS
+                | Scalar::GoodputRequestsPerS
+                | Scalar::GoodputOutputTokensPerS,
+            ) => Some(Kind::Rate),
+            Metric::Scalar(Scalar::SloAttainment) => Some(Kind::Proportion),
+            _ => None,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Percentile(..) => "difference of percentiles",
+            Kind::Rate => "Welch's t on sub-window rates",
+            Kind::Proportion => "two-proportion z",
+        }
+    }
+}
+
+fn rate_of<'a>(m: &Metric, iv: &'a Intervals) -> Option<&'a Interval> {
+    match m {
+        Metric::Scalar(Scalar::RequestsPerS) => Some(&iv.throughput.requests_per_s),
+        Metric::Scalar(Scalar::OutputTokensPerS) => Some(&iv.throughput.output_tokens_per_s),
+        Metric::Scalar(Scalar::GoodputRequestsPerS) => iv.goodput.as_ref().map(|g| &g.requests_per_s),
+        Metric::Scalar(Scalar::GoodputOutputTokensPerS) => iv.goodput.as_ref().map(|g| &g.output_tokens_per_s),
+        _ => None,
+    }
+}
+
+/// The two-sided p of `v1 − v0`, each standard error from the side of its
+/// interval that faces the other value.
+fn percentile(
+    v0: f64,
+    v1: f64,
+    i0: Option<&Interval>,
+    i1: Option<&Interval>,
+    b: &Intervals,
+    r: &Intervals,
+) -> Result<f64, String> {
+    let (i0, i1) = (i0.ok_or("the baseline has no interval for it")?, i1.ok_or("the run has no interval for it")?);
+    if v0 == v1 {
+        return Ok(1.0);
+    }
+    let up = v1 > v0;
+    let side = |v: f64, i: &Interval, upper: bool, conf: f64, who: &str| -> Result<f64, String> {
+        let z = normal_quantile(0.5 + conf / 2.0);
+        let bound = if upper { i.hi } else { i.lo };
+        let b = bound.ok_or_else(|| {
+            format!(
+                "cannot tell: the {who}'s interval has no {} bound (too few requests for that percentile)",
+                if upper { "upper" } else { "lower" }
+            )
+        })?;
+        Ok((b - v).abs() / z)
+    };
+    let s0 = side(v0, i0, up, b.confidence, "baseline")?;
+    let s1 = side(v1, i1, !up, r.confidence, "run")?;
+    let se = (s0 * s0 + s1 * s1).sqrt();
+    if se == 0.0 {
+        return Ok(0.0);
+    }
+    Ok(2.0 * (1.0 - normal_cdf((v1 - v0).abs() / se)))
+}
+
+/// Welch's t on the sub-window rates, each run's standard error from its
+/// interval's upper half-width (the lower may be clipped at zero).
+fn rate(
+    v0: f64,
+    v1: f64,
+    i0: Option<&Interval>,
+    i1: Option<&Interval>,
+    b: &Intervals,
+    r: &Intervals,
+) -> Result<f64, String> {
+    let se = |v: f64, i: Option<&Interval>, iv: &Intervals, who: &str| -> Result<(f64, f64), String> {
+        let hi = i.and_then(|i| i.hi).ok_or_else(|| format!("cannot tell: the {who} has no interval for it"))?;
+        let df = f64::from(iv.batches.max(2)) - 1.0;
+        Ok(((hi - v) / t_quantile(0.5 + iv.confidence / 2.0, df), df))
+    };
+    let ((s0, d0), (s1, d1)) = (se(v0, i0, b, "baseline")?, se(v1, i1, r, "run")?);
+    if v0 == v1 {
+        return Ok(1.0);
+    }
+    let var = s0 * s0 + s1 * s1;
+    if var == 0.0 {
+        return Ok(0.0);
+    }
+    let df = var * var / (s0.powi(4) / d0 + s1.powi(4) / d1);
+    let df = if df.is_finite() { df.max(1.0) } else { d0 + d1 };
+    Ok(2.0 * (1.0 - t_cdf((v1 - v0).abs() / var.sqrt(), df)))
+}
+
+/// The pooled two-proportion z test on good / judged requests.
+fn proportion(base: &RunResult, run: &RunResult) -> Result<f64, String> {
+    let g = |r: &RunResult| r.summary.goodput.as_ref().map(|g| (g.good_requests as f64, g.judged_requests as f64));
+    let ((g0, n0), (g1, n1)) = (g(base).ok_or("the baseline was not judged")?, g(run).ok_or("the run was not judged")?);
+    if n0 == 0.0 || n1 == 0.0 {
+        return Err("cannot tell: a run judged no request".into());
+    }
+    let pooled = (g0 + g1) / (n0 + n1);
+    let se = (pooled * (1.0 - pooled) * (1.0 / n0 + 1.0 / n1)).sqrt();
+    let d = g1 / n1 - g0 / n0;
+    if se == 0.0 {
+        return Ok(if d == 0.0 { 1.0 } else { 0.0 });
+    }
+    Ok(2.0 * (1.0 - normal_cdf(d.abs() / se)))
+}

@@ -1,0 +1,163 @@
+//! A run's intervals (`summary.intervals`, docs/metrics.md "Intervals") as
+//! tables the formats share: a row per per-request distribution with a
+//! column per percentile, each cell `[low, high]`, and a row per rate and
+//! the attainment. A side the sample does not bound reads `—`.
+
+use crate::metric::Dist;
+use crate::metric::Unit;
+use crate::table::{Align, Cell, Column, Detail, Row, Table};
+use goodput_core::analysis::interval::{Interval, Intervals, Unit as Independent};
+use goodput_core::RunResult;
+
+/// The run's intervals, when its document has them.
+pub fn of(r: &RunResult) -> Option<&Intervals> {
+    r.summary.intervals.as_ref()
+}
+
+/// A bound as people read it: three figures or so (`412`, `61.8`, `5.02`),
+/// `—` where the sample gives none.
+pub fn bound(v: Option<f64>, unit: Unit) -> String {
+    let Some(v) = v else { return "—".into() };
+    match unit {
+        Unit::Ratio => format!("{:.1}%", v * 100.0),
+        _ if v.abs() >= 100.0 => format!("{v:.0}"),
+        _ if v.abs() >= 10.0 => format!("{v:.1}"),
+        _ => format!("{v:.2}"),
+    }
+}
+
+/// `[388, 455]`, `[388, —]`.
+pub fn text(i: &Interval, unit: Unit) -> String {
+    format!("[{}, {}]", bound(i.lo, unit), bound(i.hi, unit))
+}
+
+/// The confidence as a head: `95%`, `99.5%`.
+pub fn level(iv: &Intervals) -> String {
+    format!("{}%", (iv.confidence * 1000.0).round() / 10.0)
+}
+
+/// The percentile intervals: a row per distribution that has them (in
+/// [`Dist::ALL`]'s order and at its detail level), a column per percentile
+/// the run was analysed with.
+pub fn latency(r: &RunResult) -> Option<Table> {
+    let iv = of(r)?;
+    let s = &r.summary;
+    let ps = crate::table::percentiles(s);
+    let columns = ps
+        .iter()
+        .map(|&p| Column {
+            head: format!("p{p}"),
+            key: goodput_core::analysis::stats::percentile_key(p),
+            unit: Unit::Plain,
+            align: Align::Right,
+            detail: Detail::Headline,
+        })
+        .collect();
+    let rows = Dist::ALL
+        .iter()
+        .filter_map(|&d| {
+            let row = iv.latency.get(d.key())?;
+            let cells = ps
+                .iter()
+                .map(|&p| {
+                    let key = goodput_core::analysis::stats::percentile_key(p);
+                    Cell::Text(row.get(&key).map_or("-".into(), |i| text(i, Unit::Ms)))
+                })
+                .collect();
+            Some(Row {
+                label: d.label().to_string(),
+                key: d.key().to_string(),
+                detail: d.detail(),
+                present: d.present(s) && d.of(s).count > 0,
+                cells,
+                marks: Vec::new(),
+                note: None,
+            })
+        })
+        .collect();
+    Some(Table { title: format!("{} intervals (ms)", level(iv)), label_align: Align::Left, columns, rows })
+}
+
+/// The rates' and the attainment's intervals beside their values.
+pub fn rates(r: &RunResult) -> Option<Table> {
+    let iv = of(r)?;
+    let s = &r.summary;
+    let th = &s.throughput;
+    let g = s.goodput.as_ref();
+    let gi = iv.goodput.as_ref();
+    let col = |head: &str, key: &str| Column {
+        head: head.into(),
+        key: key.into(),
+        unit: Unit::Plain,
+        align: Align::Right,
+        detail: Detail::Headline,
+    };
+    let row = |label: &str, key: &str, unit: Unit, value: Option<f64>, i: Option<&Interval>| Row {
+        label: label.into(),
+        key: key.into(),
+        detail: Detail::Headline,
+        present: value.is_some() && i.is_some(),
+        cells: vec![
+            Cell::Text(value.map_or("-".into(), |v| crate::format::value(Some(v), unit))),
+            Cell::Text(i.map_or("-".into(), |i| text(i, unit))),
+        ],
+        marks: Vec::new(),
+        note: None,
+    };
+    let rows = vec![
+        row(
+            "requests/s",
+            "requests_per_s",
+            Unit::RequestsPerS,
+            Some(th.requests_per_s),
+            Some(&iv.throughput.requests_per_s),
+        ),
+        row(
+            "output tok/s",
+            "output_tokens_per_s",
+            Unit::TokensPerS,
+            Some(th.output_tokens_per_s),
+            Some(&iv.throughput.output_tokens_per_s),
+        ),
+        row(
+            "goodput req/s",
+            "goodput.requests_per_s",
+            Unit::RequestsPerS,
+            g.map(|g| g.requests_per_s),
+            gi.map(|g| &g.requests_per_s),
+        ),
+        row(
+            "goodput tok/s",
+            "goodput.output_tokens_per_s",
+            Unit::TokensPerS,
+            g.map(|g| g.output_tokens_per_s),
+            gi.map(|g| &g.output_tokens_per_s),
+        ),
+        row("attainment", "slo_attainment", Unit::Ratio, g.map(|g| g.slo_attainment), gi.map(|g| &g.slo_attainment)),
+    ];
+    Some(Table {
+        title: format!("{} intervals", level(iv)),
+        label_align: Align::Left,
+        columns: vec![col("measured", "value"), col("interval", "interval")],
+        rows,
+    })
+}
+
+/// Whether a percentile shown at `detail` has a side the sample does not bound.
+pub fn has_unbounded(r: &RunResult, detail: Detail) -> bool {
+    latency(r).is_some_and(|t| {
+        t.at(detail).rows.iter().any(|row| row.cells.iter().any(|c| matches!(c, Cell::Text(t) if t.contains('—'))))
+    })
+}
+
+/// What the intervals assume, in a sentence.
+pub fn assumption(iv: &Intervals) -> String {
+    let unit = match iv.unit {
+        Independent::Requests => "requests taken as independent",
+        Independent::Sessions => "whole sessions resampled (a session's requests are not independent)",
+    };
+    format!("{unit}; rates by batch means over {} sub-windows; none for ITL", iv.batches)
+}
+
+/// The sentence for a `—`.
+pub const UNBOUNDED: &str = "—: too few requests to bound that side";
