@@ -60,7 +60,7 @@ fn errors(v: &Validator, doc: &Value) -> String {
 
 /// Checks `doc` against its kind's definition (`def`, for errors that say
 /// where), the whole schema, and the strict copy of both.
-fn assert_valid(doc: &Value, def: &str, what: &str) {
+pub(crate) fn assert_valid(doc: &Value, def: &str, what: &str) {
     for s in [schema(), strict(schema())] {
         let errs = errors(&validator(&s, Some(def)), doc);
         assert!(errs.is_empty(), "{what} does not match $defs/{def}:\n{errs}");
