@@ -252,6 +252,11 @@ pub enum WorkloadError {
     Entry { path: PathBuf, line: usize, reason: EntryError },
     #[error("dataset {} holds no usable entry", path.display())]
     Empty { path: PathBuf },
+    /// An entry of a JSON array, or a Parquet row, that is not an entry.
+    #[error("dataset {} {place}: {reason}", path.display())]
+    Item { path: PathBuf, place: String, reason: EntryError },
+    #[error("cannot read Parquet dataset {}: {error}", path.display())]
+    Parquet { path: PathBuf, error: String },
 }
 
 impl From<goodput_core::util::input::InputError> for WorkloadError {
@@ -289,6 +294,16 @@ pub enum TraceFault {
          optionally with \"prefix_id\" and \"prefix_tokens\""
     )]
     Line { line: usize, reason: TraceLine },
+    /// A line of a public trace format: what is wrong, after "line N".
+    #[error("line {line} of this {format} trace {reason}")]
+    Public { line: usize, format: &'static str, reason: String },
+    #[error(
+        "its first line '{first}' is no trace format goodput reads: give JSONL lines of {{\"timestamp\", \"input_tokens\", \
+         \"output_tokens\"}} (goodput's), of Mooncake's {{\"timestamp\", \"input_length\", \"output_length\", \"hash_ids\"}}, \
+         or a CSV with the header of Azure's (TIMESTAMP,ContextTokens,GeneratedTokens) or BurstGPT's \
+         (Timestamp,Model,Request tokens,Response tokens,…); --trace-format names one"
+    )]
+    Unknown { first: String },
     #[error("the trace has no requests")]
     Empty,
     #[error(
@@ -327,8 +342,18 @@ pub enum EntryError {
     MessagesNotArray,
     #[error("\"messages\" is empty")]
     NoMessages,
-    #[error("an entry needs \"prompt\" (a string) or \"messages\" (chat messages)")]
-    NoPrompt,
+    #[error(
+        "an entry needs a prompt column: \"prompt\", \"text\", \"instruction\" or \"question\" (a string), \
+         \"messages\" (OpenAI chat messages), \"conversations\" (ShareGPT turns of from/value) or \"conversation\" \
+         (LMSYS-Chat and WildChat turns of role/content); its columns are {found}: name one with --dataset-column"
+    )]
+    NoPrompt { found: String },
+    #[error("has no column \"{column}\" (--dataset-column); its columns are {found}")]
+    NoColumn { column: String, found: String },
+    #[error("\"{column}\" is neither text nor a list of chat turns (role/content or from/value)")]
+    ColumnType { column: String },
+    #[error("is not a JSON object of columns")]
+    NotObject,
     /// `key` is `reference` or `answer`.
     #[error("\"{key}\" must be a string or a list of strings")]
     ReferenceType { key: &'static str },

@@ -1,5 +1,6 @@
-//! Trace replay (README, "Use"): a JSONL file with one request per line, when it
-//! came and how long it was, replayed on its own clock:
+//! Trace replay (README, "Use"): a file with one request per line, when it
+//! came and how long it was, replayed on its own clock. goodput's own
+//! format is JSONL:
 //!
 //! ```text
 //! {"timestamp": 0.0, "input_tokens": 512, "output_tokens": 128}
@@ -10,20 +11,124 @@
 //! keep their offsets from it, divided by the replay speed. Requests with
 //! the same `prefix_id` open with the same `prefix_tokens` of text (counted
 //! in `input_tokens`), for servers with prefix caching.
+//!
+//! The public production traces are read too ([`TraceFormat`], told from
+//! the first line or named): Mooncake's JSONL, whose `hash_ids` become
+//! shared prompt blocks, Azure's LLM inference CSV and BurstGPT's CSV
+//! (`public`; docs/workloads.md maps their fields).
+
+mod public;
 
 pub use crate::error::{TraceError, TraceFault, TraceLine};
 use crate::lengths::Lengths;
 use goodput_core::util::input::{InputError, LineReader};
+pub use public::MOONCAKE_BLOCK_TOKENS;
 use serde::Deserialize;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One request of a trace.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TraceEntry {
     /// When it is sent, from the run's start (already divided by the speed).
     pub at: Duration,
     pub lengths: Lengths,
+    /// Mooncake's prefix blocks: the prompt is these blocks of
+    /// [`MOONCAKE_BLOCK_TOKENS`] in order (the last one cut to the input
+    /// length), the same id the same text in every request.
+    pub blocks: Option<Arc<[u64]>>,
+}
+
+/// Which trace format a file is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum TraceFormat {
+    /// Told from the first line: a JSON object with hash_ids is Mooncake's, one with input_tokens goodput's; a CSV header with ContextTokens is Azure's, one with Request tokens BurstGPT's.
+    #[default]
+    Auto,
+    /// goodput's JSONL: timestamp (s), input_tokens, output_tokens, optional prefix_id and prefix_tokens.
+    Goodput,
+    /// Mooncake's JSONL: timestamp (ms), input_length, output_length, hash_ids (512-token prefix blocks).
+    Mooncake,
+    /// Azure's LLM inference CSV: TIMESTAMP (date and time), ContextTokens, GeneratedTokens.
+    Azure,
+    /// BurstGPT's CSV: Timestamp (s), Request tokens, Response tokens (rows of 0 response tokens, failures, skipped).
+    Burstgpt,
+}
+
+impl TraceFormat {
+    /// The name on the command line and in the result's config.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Auto => "auto",
+            TraceFormat::Goodput => "goodput",
+            TraceFormat::Mooncake => "mooncake",
+            TraceFormat::Azure => "azure",
+            TraceFormat::Burstgpt => "burstgpt",
+        }
+    }
+
+    /// The name in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            TraceFormat::Auto => "trace",
+            TraceFormat::Goodput => "goodput",
+            TraceFormat::Mooncake => "Mooncake",
+            TraceFormat::Azure => "Azure LLM inference",
+            TraceFormat::Burstgpt => "BurstGPT",
+        }
+    }
+}
+
+/// A trace read and placed on the run's clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trace {
+    /// Its requests in time order.
+    pub entries: Vec<TraceEntry>,
+    /// The format it was read as (never `Auto`).
+    pub format: TraceFormat,
+    /// Lines the format marks as no request (BurstGPT's failures).
+    pub skipped: u64,
+}
+
+impl Trace {
+    /// Prompt tokens that repeat blocks an earlier request of the trace
+    /// opened with: the prefix reuse the trace implies (Mooncake), as a
+    /// server with an unbounded prefix cache and blocks of
+    /// [`MOONCAKE_BLOCK_TOKENS`] would find it; `prefix_id`s count the same
+    /// way, their prefix's tokens after its first request.
+    pub fn reused_prefix_tokens(&self) -> u64 {
+        let mut seen = std::collections::HashSet::new();
+        let mut prefixes = std::collections::HashSet::new();
+        let mut reused = 0u64;
+        for e in &self.entries {
+            if let Some(blocks) = &e.blocks {
+                // A block is reused when the chain of blocks up to it was seen.
+                let mut chain = 0u64;
+                for (j, &id) in blocks.iter().enumerate() {
+                    chain = goodput_core::util::hash::draw(chain, id);
+                    let len = block_len(e.lengths.input, j);
+                    if !seen.insert(chain) && len == MOONCAKE_BLOCK_TOKENS {
+                        reused += u64::from(len);
+                    }
+                }
+            }
+            if let Some((id, n)) = e.lengths.prefix {
+                if !prefixes.insert(id) {
+                    reused += u64::from(n);
+                }
+            }
+        }
+        reused
+    }
+}
+
+/// Tokens of block `j` of a Mooncake prompt of `input` tokens: 512, the
+/// last one what is left.
+pub fn block_len(input: u32, j: usize) -> u32 {
+    let start = (j as u64) * u64::from(MOONCAKE_BLOCK_TOKENS);
+    (u64::from(input).saturating_sub(start)).min(u64::from(MOONCAKE_BLOCK_TOKENS)) as u32
 }
 
 #[derive(Deserialize)]
@@ -36,20 +141,34 @@ struct Line {
     prefix_tokens: Option<u32>,
 }
 
-/// Reads a trace, a line at a time (each at most
-/// [`goodput_core::util::input::LINE_CAP`]), and places its requests on the
-/// run's clock, `speed` times faster than recorded. Lines come out in time
-/// order (a stable sort).
+/// Reads a trace in goodput's format or any other told from its first
+/// line: [`read_trace`] with [`TraceFormat::Auto`], its requests alone.
 pub fn load_trace(path: &Path, speed: f64) -> Result<Vec<TraceEntry>, TraceError> {
+    Ok(read_trace(path, speed, TraceFormat::Auto)?.entries)
+}
+
+/// Reads a trace in `format` (or the one its first line shows), a line at a
+/// time (each at most [`goodput_core::util::input::LINE_CAP`]), and places
+/// its requests on the run's clock, `speed` times faster than recorded.
+/// Lines come out in time order (a stable sort).
+pub fn read_trace(path: &Path, speed: f64, format: TraceFormat) -> Result<Trace, TraceError> {
     if !(speed.is_finite() && speed > 0.0) {
         return Err(TraceError::Speed(speed));
     }
     let mut lines = LineReader::open(path, "the trace")?;
-    let entries = parse_trace(&mut lines, speed).map_err(|e| match e {
+    let parsed = parse_trace(&mut lines, speed, format).map_err(|e| match e {
         Fault::Input(e) => TraceError::Read(e),
         Fault::Content(fault) => TraceError::Content { path: path.to_owned(), fault },
     })?;
-    Ok(entries.into_iter().map(|(t, lengths)| TraceEntry { at: Duration::from_secs_f64(t), lengths }).collect())
+    Ok(Trace {
+        entries: parsed
+            .rows
+            .into_iter()
+            .map(|r| TraceEntry { at: Duration::from_secs_f64(r.t), lengths: r.lengths, blocks: r.blocks })
+            .collect(),
+        format: parsed.format,
+        skipped: parsed.skipped,
+    })
 }
 
 enum Fault {
@@ -57,45 +176,102 @@ enum Fault {
     Content(TraceFault),
 }
 
+struct Parsed {
+    rows: Vec<public::Row>,
+    format: TraceFormat,
+    skipped: u64,
+}
+
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = "\u{feff}".as_bytes();
+
 /// The trace's requests, each at its offset from the first in seconds,
 /// `speed` times faster than recorded.
-fn parse_trace<R: std::io::BufRead>(lines: &mut LineReader<R>, speed: f64) -> Result<Vec<(f64, Lengths)>, Fault> {
+fn parse_trace<R: std::io::BufRead>(
+    lines: &mut LineReader<R>,
+    speed: f64,
+    format: TraceFormat,
+) -> Result<Parsed, Fault> {
     let mut out = Vec::new();
+    let (mut format, mut columns, mut skipped) = (format, None, 0u64);
+    let mut first = true;
     while let Some(raw) = lines.next_line() {
         let raw = raw.map_err(Fault::Input)?;
-        if raw.bytes.trim_ascii().is_empty() {
+        let bytes = if raw.number == 1 { raw.bytes.strip_prefix(BOM).unwrap_or(raw.bytes) } else { raw.bytes };
+        if bytes.trim_ascii().is_empty() {
             continue;
         }
-        let at_line = |reason: TraceLine| Fault::Content(TraceFault::Line { line: raw.number, reason });
-        let l: Line = serde_json::from_slice(raw.bytes).map_err(|e| at_line(TraceLine::NotEntry(e.to_string())))?;
-        if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
-            return Err(at_line(TraceLine::Timestamp(l.timestamp)));
+        let line = raw.number;
+        if std::mem::take(&mut first) {
+            if format == TraceFormat::Auto {
+                format = public::detect(bytes).ok_or_else(|| {
+                    let shown: String = String::from_utf8_lossy(bytes).chars().take(120).collect();
+                    Fault::Content(TraceFault::Unknown { first: shown })
+                })?;
+            }
+            if matches!(format, TraceFormat::Azure | TraceFormat::Burstgpt) {
+                let cols = public::columns(format, bytes)
+                    .map_err(|reason| Fault::Content(TraceFault::Public { line, format: format.label(), reason }))?;
+                columns = Some(cols);
+                continue;
+            }
         }
-        if l.input_tokens == 0 || l.output_tokens == 0 {
-            return Err(at_line(TraceLine::NoTokens));
-        }
-        if let Some(n) = [l.input_tokens, l.output_tokens].into_iter().find(|&n| n > crate::workload::MAX_TOKENS) {
-            return Err(at_line(TraceLine::TooLong(n)));
-        }
-        let prefix = match (l.prefix_id, l.prefix_tokens) {
-            (None, None) => None,
-            (Some(id), Some(n)) if n > 0 && n < l.input_tokens => Some((id, n)),
-            (Some(_), Some(prefix)) => return Err(at_line(TraceLine::PrefixTokens { prefix, input: l.input_tokens })),
-            _ => return Err(at_line(TraceLine::HalfPrefix)),
+        let public_line = |reason: String| Fault::Content(TraceFault::Public { line, format: format.label(), reason });
+        let read = match (format, columns) {
+            (TraceFormat::Mooncake, _) => public::mooncake(bytes).map_err(public_line)?,
+            (TraceFormat::Azure | TraceFormat::Burstgpt, Some(cols)) => {
+                public::csv_row(format, cols, bytes).map_err(public_line)?
+            }
+            _ => public::Read::Row(goodput_line(bytes, line)?),
         };
-        out.push((l.timestamp / speed, Lengths { input: l.input_tokens, output: l.output_tokens, prefix }));
+        match read {
+            public::Read::Row(mut r) => {
+                r.t /= speed;
+                out.push(r);
+            }
+            public::Read::Skip => skipped += 1,
+        }
     }
     if out.is_empty() {
         return Err(Fault::Content(TraceFault::Empty));
     }
-    out.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let t0 = out[0].0;
+    out.sort_by(|a, b| a.t.total_cmp(&b.t));
+    let t0 = out[0].t;
     // Every offset becomes a time on the run's clock.
-    let span = out[out.len() - 1].0 - t0;
+    let span = out[out.len() - 1].t - t0;
     if span.is_nan() || span > goodput_core::HORIZON.as_secs_f64() {
         return Err(Fault::Content(TraceFault::Span(span)));
     }
-    Ok(out.into_iter().map(|(t, l)| (t - t0, l)).collect())
+    for r in &mut out {
+        r.t -= t0;
+    }
+    Ok(Parsed { rows: out, format, skipped })
+}
+
+/// A line of goodput's own format.
+fn goodput_line(bytes: &[u8], line: usize) -> Result<public::Row, Fault> {
+    let at_line = |reason: TraceLine| Fault::Content(TraceFault::Line { line, reason });
+    let l: Line = serde_json::from_slice(bytes).map_err(|e| at_line(TraceLine::NotEntry(e.to_string())))?;
+    if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
+        return Err(at_line(TraceLine::Timestamp(l.timestamp)));
+    }
+    if l.input_tokens == 0 || l.output_tokens == 0 {
+        return Err(at_line(TraceLine::NoTokens));
+    }
+    if let Some(n) = [l.input_tokens, l.output_tokens].into_iter().find(|&n| n > crate::workload::MAX_TOKENS) {
+        return Err(at_line(TraceLine::TooLong(n)));
+    }
+    let prefix = match (l.prefix_id, l.prefix_tokens) {
+        (None, None) => None,
+        (Some(id), Some(n)) if n > 0 && n < l.input_tokens => Some((id, n)),
+        (Some(_), Some(prefix)) => return Err(at_line(TraceLine::PrefixTokens { prefix, input: l.input_tokens })),
+        _ => return Err(at_line(TraceLine::HalfPrefix)),
+    };
+    Ok(public::Row {
+        t: l.timestamp,
+        lengths: Lengths { input: l.input_tokens, output: l.output_tokens, prefix },
+        blocks: None,
+    })
 }
 
 #[cfg(test)]
@@ -105,8 +281,8 @@ mod tests {
     /// `text` read as a trace, `speed` times faster.
     fn parse_text(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault> {
         let mut lines = LineReader::new(text.as_bytes(), Path::new("t.jsonl"), "the trace", 1 << 10);
-        match parse_trace(&mut lines, speed) {
-            Ok(e) => Ok(e),
+        match parse_trace(&mut lines, speed, TraceFormat::Auto) {
+            Ok(p) => Ok(p.rows.into_iter().map(|r| (r.t, r.lengths)).collect()),
             Err(Fault::Content(f)) => Err(f),
             Err(Fault::Input(e)) => panic!("{e}"),
         }
@@ -150,5 +326,47 @@ mod tests {
         let err = load_trace(Path::new("/nonexistent/trace.jsonl"), 1.0).unwrap_err().to_string();
         assert!(err.contains("cannot read the trace /nonexistent/trace.jsonl"), "{err}");
         assert!(load_trace(Path::new("x"), 0.0).unwrap_err().to_string().contains("--trace-speed"));
+    }
+
+    #[test]
+    fn the_public_excerpts_are_read_in_their_formats() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/traces");
+        let read = |name: &str, format| read_trace(&dir.join(name), 1.0, format).unwrap();
+        for (name, format, n) in [
+            ("mooncake_conversation.jsonl", TraceFormat::Mooncake, 100),
+            ("azure_code.csv", TraceFormat::Azure, 200),
+            ("azure_conv.csv", TraceFormat::Azure, 200),
+            ("burstgpt.csv", TraceFormat::Burstgpt, 3),
+        ] {
+            let t = read(name, TraceFormat::Auto);
+            assert_eq!((t.format, t.entries.len(), t.skipped), (format, n, 0), "{name}");
+            assert_eq!(read(name, format), t, "{name}: named as told");
+        }
+        // BurstGPT's seconds; Azure's dates, 52 ms apart; Mooncake's milliseconds.
+        let at = |t: &Trace| t.entries.iter().map(|e| e.at.as_secs_f64()).collect::<Vec<_>>();
+        assert_eq!(at(&read("burstgpt.csv", TraceFormat::Auto)), [0.0, 40.0, 113.0]);
+        let azure = read("azure_code.csv", TraceFormat::Auto);
+        assert!((at(&azure)[1] - 0.052).abs() < 1e-6, "{}", at(&azure)[1]);
+        assert_eq!(azure.entries[0].lengths, Lengths { input: 4808, output: 10, prefix: None });
+        let m = read("mooncake_conversation.jsonl", TraceFormat::Auto);
+        assert_eq!(m.entries.last().unwrap().at, Duration::from_secs(33));
+        assert_eq!(m.entries[0].blocks.as_deref().map(<[u64]>::len), Some(14));
+        // Every request opens with block 0: the 99 after the first reuse it.
+        assert!(m.reused_prefix_tokens() >= 99 * 512, "{}", m.reused_prefix_tokens());
+        // A format named that the file is not in is refused at its first line.
+        let err = read_trace(&dir.join("burstgpt.csv"), 1.0, TraceFormat::Azure).unwrap_err().to_string();
+        assert!(err.contains("line 1 of this Azure LLM inference trace") && err.contains("ContextTokens"), "{err}");
+    }
+
+    #[test]
+    fn burstgpt_failures_are_skipped_and_unknown_files_named() {
+        let text = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+                    5,ChatGPT,472,18,490,Conversation log\n13,GPT-4,84,0,84,API log\n";
+        let mut lines = LineReader::new(text.as_bytes(), Path::new("b.csv"), "the trace", 1 << 10);
+        let Ok(p) = parse_trace(&mut lines, 1.0, TraceFormat::Auto) else { panic!("not read") };
+        assert_eq!((p.rows.len(), p.skipped, p.format), (1, 1, TraceFormat::Burstgpt));
+        let mut lines = LineReader::new(&b"when,in,out\n1,2,3\n"[..], Path::new("x.csv"), "the trace", 1 << 10);
+        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto) else { panic!("read") };
+        assert!(f.to_string().contains("'when,in,out' is no trace format goodput reads"), "{f}");
     }
 }

@@ -7,7 +7,7 @@ use goodput_core::doc::config::{JudgeConfig, SharedPrefixConfig, TraceWorkload, 
 use goodput_core::AnalysisOptions;
 use goodput_load::client::Cancellation;
 use goodput_load::trace::TraceEntry;
-use goodput_load::workload::{load_dataset, SharedPrefix};
+use goodput_load::workload::{load_dataset_column, SharedPrefix};
 use goodput_load::{Arrival, LengthDist, LoadPlan, TokenCounter, Workload};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -144,12 +144,31 @@ pub fn long_wait(plan: &LoadPlan) -> Option<String> {
     })
 }
 
-/// The trace `--trace` names, read and placed on the run's clock.
-pub fn trace(l: &LoadArgs) -> Result<Option<Arc<Vec<TraceEntry>>>> {
-    match &l.trace {
-        Some(p) => Ok(Some(Arc::new(goodput_load::trace::load_trace(p, l.trace_speed)?))),
-        None => Ok(None),
+/// A trace read for a run: its requests, and what the result's config
+/// says of it.
+#[derive(Debug, Clone)]
+pub struct LoadedTrace {
+    pub entries: Arc<Vec<TraceEntry>>,
+    pub format: goodput_load::trace::TraceFormat,
+    pub skipped: u64,
+    pub reused_prefix_tokens: u64,
+}
+
+impl std::ops::Deref for LoadedTrace {
+    type Target = Vec<TraceEntry>;
+
+    fn deref(&self) -> &Vec<TraceEntry> {
+        &self.entries
     }
+}
+
+/// The trace `--trace` names, in `--trace-format` (or the one its first
+/// line shows), read and placed on the run's clock.
+pub fn trace(l: &LoadArgs) -> Result<Option<LoadedTrace>> {
+    let Some(p) = &l.trace else { return Ok(None) };
+    let t = goodput_load::trace::read_trace(p, l.trace_speed, l.trace_format)?;
+    let reused_prefix_tokens = t.reused_prefix_tokens();
+    Ok(Some(LoadedTrace { entries: Arc::new(t.entries), format: t.format, skipped: t.skipped, reused_prefix_tokens }))
 }
 
 /// The load plan of `l` (with its `trace`, read by [`trace`]), with the
@@ -176,13 +195,14 @@ pub fn plan(l: &LoadArgs, trace: Option<&[TraceEntry]>, grace: Duration) -> Resu
 pub fn workload(
     w: &WorkloadArgs,
     seed: u64,
-    trace: Option<Arc<Vec<TraceEntry>>>,
+    trace: Option<LoadedTrace>,
 ) -> Result<(Workload, Option<Arc<TokenCounter>>, WorkloadConfig)> {
     let tokenizer = match &w.tokenizer {
         Some(p) => Some(Arc::new(TokenCounter::from_file(p)?)),
         None => None,
     };
-    if let Some(entries) = trace {
+    if let Some(trace) = trace {
+        let entries = trace.entries.clone();
         let given = [
             (w.input_tokens.is_some(), "--input-tokens"),
             (w.output_tokens.is_some(), "--output-tokens"),
@@ -199,7 +219,10 @@ pub fn workload(
                 requests: entries.len() as u64,
                 input_tokens_mean: entries.iter().map(|e| e.lengths.input as f64).sum::<f64>() / n,
                 output_tokens_mean: entries.iter().map(|e| e.lengths.output as f64).sum::<f64>() / n,
-                with_prefix: entries.iter().filter(|e| e.lengths.prefix.is_some()).count() as u64,
+                with_prefix: entries.iter().filter(|e| e.lengths.prefix.is_some() || e.blocks.is_some()).count() as u64,
+                format: Some(trace.format.name().into()),
+                skipped: (trace.skipped > 0).then_some(trace.skipped),
+                reused_prefix_tokens: Some(trace.reused_prefix_tokens),
             }),
             tokenizer: w.tokenizer.as_ref().map(|p| p.display().to_string()),
             ignore_eos: w.ignore_eos,
@@ -237,7 +260,7 @@ pub fn workload(
     }
     let wl = match &w.dataset {
         Some(path) => {
-            let entries = load_dataset(path, tokenizer.as_deref())?;
+            let entries = load_dataset_column(path, tokenizer.as_deref(), w.dataset_column.as_deref())?;
             if w.score.is_some() && entries.iter().all(|e| e.reference.is_empty()) {
                 bail!(
                     "--score: no entry of {} carries a \"reference\" (or \"answer\") to score against; add them, or drop --score",
@@ -260,6 +283,7 @@ pub fn workload(
         output_tokens: output.map(|o| o.to_string()),
         shared_prefix: shared_prefix.map(|p| SharedPrefixConfig { tokens: p.tokens, ratio: p.ratio, count: p.count }),
         dataset: w.dataset.as_ref().map(|p| p.display().to_string()),
+        dataset_column: w.dataset_column.clone(),
         dataset_entries: match &wl {
             Workload::Dataset { entries, .. } => Some(entries.len() as u64),
             _ => None,

@@ -120,10 +120,16 @@ pub fn virtual_load(
     };
     // With sessions, `n` and the arrivals count sessions: each expands into
     // its turns, whose prompts hold the conversation so far.
-    let synthetic_only =
-        || anyhow!("estimate takes synthetic lengths (--input-tokens, --output-tokens); --dataset is for bench");
+    let synthetic_only = || {
+        anyhow!(
+            "estimate needs every request's lengths: a --dataset entry with no answer and no max_tokens gives no \
+             output length (give --output-tokens), and --turns over a --dataset is for bench"
+        )
+    };
     let mut requests = Vec::with_capacity(n as usize);
     let mut sent_at = Vec::new();
+    // A trace's prefix blocks (Mooncake's hash_ids), as bench's prompts open with them.
+    let mut prefix_blocks = Vec::new();
     for i in 0..n {
         let at = arrivals.as_ref().map(|a| a[i as usize]);
         let Some(sessions) = &plan.sessions else {
@@ -135,6 +141,11 @@ pub fn virtual_load(
                 turn: None,
                 give_up_after: give_up(requests.len(), None),
             });
+            if let Some(blocks) = workload.prefix_blocks(i) {
+                prefix_blocks.resize(requests.len(), None);
+                let sized = blocks.iter().enumerate().map(|(j, &id)| (id, goodput_load::trace::block_len(l.input, j)));
+                prefix_blocks[requests.len() - 1] = Some(sized.collect());
+            }
             sent_at.extend(at);
             continue;
         };
@@ -163,7 +174,14 @@ pub fn virtual_load(
             context = context.saturating_add(l.output);
         }
     }
-    Ok(VirtualLoad { requests, arrivals: arrivals.map(|_| sent_at), plan: rules, seed: plan.seed, prompts })
+    Ok(VirtualLoad {
+        requests,
+        arrivals: arrivals.map(|_| sent_at),
+        plan: rules,
+        seed: plan.seed,
+        prompts,
+        prefix_blocks,
+    })
 }
 
 /// The engine's view, with its KV and queue series, as the result keeps it.

@@ -207,6 +207,9 @@ pub struct WorkloadConfig {
     /// sends more goes round them again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_entries: Option<u64>,
+    /// The dataset's prompt column, when named (`--dataset-column`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_column: Option<String>,
     pub ignore_eos: bool,
     /// Input lengths (none with a dataset or a trace).
     pub input_tokens: Option<String>,
@@ -249,8 +252,23 @@ pub struct TraceWorkload {
     pub input_tokens_mean: f64,
     pub output_tokens_mean: f64,
     pub requests: u64,
-    /// Requests that name a shared prefix.
+    /// Requests that name a shared prefix (goodput's `prefix_id`) or open
+    /// with prefix blocks (Mooncake's `hash_ids`).
     pub with_prefix: u64,
+    /// The file's format (`--trace-format`, or told from its first line):
+    /// goodput, mooncake, azure or burstgpt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// Lines the format marks as no request and that were not sent
+    /// (BurstGPT's failed requests, of 0 response tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
+    /// Prompt tokens that repeat a prefix an earlier request of the trace
+    /// opened with (Mooncake's blocks, goodput's prefix ids): the prefix
+    /// reuse the trace implies, what a server with room to cache every
+    /// prefix could serve from its cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_prefix_tokens: Option<u64>,
 }
 
 /// How the client sent the requests. Secrets are never written: the API

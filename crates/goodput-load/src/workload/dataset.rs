@@ -1,4 +1,8 @@
-//! Datasets: ShareGPT conversations or JSONL prompts, read from a file.
+//! Datasets read from a local file: ShareGPT conversations, or entries of
+//! JSONL, a JSON array or Parquet (docs/workloads.md), whose prompt is a
+//! column named (`--dataset-column`) or found: a string, OpenAI-style
+//! `messages`, ShareGPT `conversations` or LMSYS-Chat/WildChat
+//! `conversation` turns.
 
 use crate::error::{EntryError, ShareGptError, WorkloadError};
 use crate::protocol::PromptBody;
@@ -19,6 +23,19 @@ pub struct DatasetEntry {
     /// `"answer"` is read the same way): the quality scorers compare the
     /// output with it. Empty when the entry has none.
     pub reference: Vec<String>,
+    /// The prompt's tokens: counted by the tokenizer when one is given,
+    /// else about 4 characters a token. What `estimate` sends.
+    pub prompt_tokens: u32,
+}
+
+/// Tokens of `text`: the tokenizer's count, or about 4 characters a token
+/// (English) without one; at least 1.
+pub(super) fn count_tokens(text: &str, tokenizer: Option<&TokenCounter>) -> u32 {
+    let n = match tokenizer {
+        Some(t) => t.count(text),
+        None => text.len().div_ceil(4),
+    };
+    n.clamp(1, u32::MAX as usize) as u32
 }
 
 /// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
@@ -28,8 +45,23 @@ pub struct DatasetEntry {
 /// read whole, from a regular file of at most
 /// [`goodput_core::util::input::DOCUMENT_CAP`].
 pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, WorkloadError> {
+    load_dataset_column(path, tokenizer, None)
+}
+
+/// [`load_dataset`] with the prompt in `column` (`--dataset-column`), or in
+/// the first of [`super::columns::DETECTED`] an entry has; a `.parquet` file
+/// (or one that opens with Parquet's magic bytes) is read as Parquet.
+pub fn load_dataset_column(
+    path: &Path,
+    tokenizer: Option<&TokenCounter>,
+    column: Option<&str>,
+) -> Result<Vec<DatasetEntry>, WorkloadError> {
     use std::io::BufRead;
     let path_buf = || path.to_path_buf();
+    if super::parquet::is_parquet(path) {
+        let entries = super::parquet::load(path, tokenizer, column)?;
+        return if entries.is_empty() { Err(WorkloadError::Empty { path: path_buf() }) } else { Ok(entries) };
+    }
     let mut lines = LineReader::open(path, "the dataset")?;
     let first =
         lines.input().fill_buf().map_err(|e| WorkloadError::DatasetRead { path: path_buf(), error: e.to_string() })?;
@@ -41,7 +73,18 @@ pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec
         let trimmed = text.strip_prefix('\u{feff}').unwrap_or(&text).trim_start();
         let v: Value = serde_json::from_str(trimmed)
             .map_err(|e| WorkloadError::DatasetArray { path: path_buf(), error: e.to_string() })?;
-        sharegpt(&v, tokenizer).map_err(|reason| WorkloadError::ShareGpt { path: path_buf(), reason })?
+        let items = v.as_array().map(Vec::as_slice).unwrap_or_default();
+        if column.is_none() && items.iter().any(|i| i.get("conversations").is_some()) {
+            sharegpt(&v, tokenizer).map_err(|reason| WorkloadError::ShareGpt { path: path_buf(), reason })?
+        } else {
+            // An array of entries, each as a JSONL line is read.
+            let mut out = Vec::new();
+            for (k, item) in items.iter().enumerate() {
+                let at = |reason| WorkloadError::Item { path: path_buf(), place: format!("entry {}", k + 1), reason };
+                out.extend(super::columns::entry_of(item, column, tokenizer).map_err(at)?);
+            }
+            out
+        }
     } else {
         let mut out = Vec::new();
         while let Some(line) = lines.next_line() {
@@ -56,7 +99,7 @@ pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec
                 line: line_no,
                 error: e.to_string(),
             })?;
-            out.push(jsonl_entry(&v).map_err(|reason| WorkloadError::Entry {
+            out.extend(super::columns::entry_of(&v, column, tokenizer).map_err(|reason| WorkloadError::Entry {
                 path: path_buf(),
                 line: line_no,
                 reason,
@@ -73,30 +116,9 @@ pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec
 /// The UTF-8 byte-order mark.
 const BOM: &[u8] = "\u{feff}".as_bytes();
 
-/// A JSONL line's entry, or what is wrong with it.
-fn jsonl_entry(v: &Value) -> Result<DatasetEntry, EntryError> {
-    let max_tokens = match v.get("max_tokens") {
-        None | Some(Value::Null) => None,
-        Some(m) => Some(m.as_u64().filter(|&n| n > 0 && n <= u32::MAX as u64).ok_or(EntryError::MaxTokens)? as u32),
-    };
-    let prompt = if let Some(p) = v.get("prompt") {
-        PromptBody::Text(p.as_str().ok_or(EntryError::PromptNotText)?.to_owned())
-    } else if let Some(m) = v.get("messages") {
-        let msgs = m.as_array().ok_or(EntryError::MessagesNotArray)?;
-        if msgs.is_empty() {
-            return Err(EntryError::NoMessages);
-        }
-        PromptBody::Messages(msgs.clone())
-    } else {
-        return Err(EntryError::NoPrompt);
-    };
-    let reference = reference_of(v)?;
-    Ok(DatasetEntry { prompt, max_tokens, follow_ups: Vec::new(), reference })
-}
-
 /// An entry's `"reference"` (or `"answer"`): a string, or a list of strings
 /// (any of which is a right answer).
-fn reference_of(v: &Value) -> Result<Vec<String>, EntryError> {
+pub(super) fn reference_of(v: &Value) -> Result<Vec<String>, EntryError> {
     let (key, value) = match (v.get("reference"), v.get("answer")) {
         (Some(r), _) if !r.is_null() => ("reference", r),
         (_, Some(a)) if !a.is_null() => ("answer", a),
@@ -129,13 +151,7 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
         if prompt.is_empty() || reply.is_empty() {
             continue;
         }
-        let reply_tokens = |reply: &str| {
-            let n = match tokenizer {
-                Some(t) => t.count(reply),
-                None => reply.len().div_ceil(4), // ≈4 characters a token for English
-            };
-            n.max(1) as u32
-        };
+        let reply_tokens = |reply: &str| count_tokens(reply, tokenizer);
         // Later questions, each with the answer it got, while the turns alternate.
         let follow_ups = (1..)
             .map_while(|k| Some((turn(2 * k)?, turn(2 * k + 1)?)))
@@ -147,6 +163,7 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
             max_tokens: Some(reply_tokens(reply)),
             follow_ups,
             reference: Vec::new(),
+            prompt_tokens: count_tokens(prompt, tokenizer),
         });
     }
     if out.is_empty() && !arr.is_empty() {

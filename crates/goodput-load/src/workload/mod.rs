@@ -7,16 +7,19 @@
 //! `dataset` (reading datasets), `sessions` (multi-turn conversations),
 //! `source` (the [`Workload`] that hands out items).
 
+mod columns;
 mod dataset;
 mod item;
 mod lengths;
+mod parquet;
 mod prompts;
 mod sessions;
 mod source;
 
 pub use crate::lengths::Lengths;
 pub use crate::words::WORDS;
-pub use dataset::{load_dataset, DatasetEntry};
+pub use columns::DETECTED as DATASET_COLUMNS;
+pub use dataset::{load_dataset, load_dataset_column, DatasetEntry};
 pub use item::WorkItem;
 pub use lengths::{LengthDist, Preset, MAX_TOKENS};
 pub use prompts::SharedPrefix;

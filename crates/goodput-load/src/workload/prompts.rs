@@ -7,6 +7,7 @@ use crate::error::WorkloadError;
 use crate::lengths::Lengths;
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
+use crate::trace::MOONCAKE_BLOCK_TOKENS;
 use crate::words::WORDS;
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -81,6 +82,57 @@ pub(super) fn synthetic_item(rng: &mut StdRng, seed: u64, l: Lengths, tokenizer:
         session: None,
         reference: Arc::from(Vec::new()),
         repeat: None,
+    }
+}
+
+const BLOCK_SALT: u64 = 0xB10C_5A17_u64;
+
+/// A prompt of Mooncake prefix blocks (a trace's `hash_ids`): block `j` is
+/// the text drawn for its id from the seed, [`MOONCAKE_BLOCK_TOKENS`] long
+/// (the last one cut to what the input leaves), so the same id is the same
+/// text in every request and a server's prefix cache sees the reuse the
+/// trace records. Input past the blocks is text of the request's own.
+pub(super) fn block_item(
+    rng: &mut StdRng,
+    seed: u64,
+    l: Lengths,
+    blocks: &[u64],
+    tokenizer: Option<&TokenCounter>,
+) -> WorkItem {
+    let mut parts = Vec::with_capacity(blocks.len() + 1);
+    let mut covered = 0u32;
+    for (j, &id) in blocks.iter().enumerate() {
+        let n = crate::trace::block_len(l.input, j);
+        if n == 0 {
+            break;
+        }
+        // Drawn whole and cut, so a partial block opens as its full block does.
+        let mut prng = item_rng(seed ^ BLOCK_SALT, id);
+        let mut text = synthetic_text(&mut prng, MOONCAKE_BLOCK_TOKENS, tokenizer);
+        if n < MOONCAKE_BLOCK_TOKENS {
+            text = cut(&text, n, tokenizer);
+        }
+        parts.push(text);
+        covered += n;
+    }
+    if covered < l.input {
+        parts.push(synthetic_text(rng, l.input - covered, tokenizer));
+    }
+    WorkItem {
+        prompt: PromptBody::Text(parts.join(" ")),
+        intended_input_tokens: Some(l.input as u64),
+        max_tokens: Some(l.output),
+        session: None,
+        reference: Arc::from(Vec::new()),
+        repeat: None,
+    }
+}
+
+/// The first `n` tokens of `text`: words without a tokenizer.
+fn cut(text: &str, n: u32, tokenizer: Option<&TokenCounter>) -> String {
+    match tokenizer.and_then(|t| t.truncate(text, n as usize)) {
+        Some(c) => c,
+        None => text.split(' ').take(n as usize).collect::<Vec<_>>().join(" "),
     }
 }
 

@@ -4,7 +4,7 @@
 use super::dataset::DatasetEntry;
 use super::item::{item_rng, WorkItem};
 use super::lengths::LengthDist;
-use super::prompts::{draw_lengths, synthetic_item, synthetic_question, SharedPrefix, QUESTION_SALT};
+use super::prompts::{block_item, draw_lengths, synthetic_item, synthetic_question, SharedPrefix, QUESTION_SALT};
 use crate::error::WorkloadError;
 use crate::lengths::Lengths;
 use crate::protocol::PromptBody;
@@ -95,16 +95,36 @@ impl Workload {
         }
     }
 
-    /// The lengths of synthetic request `i` (the same draws `item` makes,
-    /// without building any text), or `None` for a dataset.
+    /// The lengths of request `i` (the same draws `item` makes, without
+    /// building any text): a dataset entry's prompt as counted when it was
+    /// read, `None` when it gives no output length.
     pub fn lengths(&self, i: u64) -> Option<Lengths> {
         match self {
             Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
                 Some(draw_lengths(&mut item_rng(*seed, i), input, output, shared_prefix.as_ref()))
             }
             Workload::Trace { entries, .. } => entries.get(i as usize).map(|e| e.lengths),
-            Workload::Dataset { .. } => None,
+            // The entry's prompt as counted, and the output `item` asks:
+            // none when the entry gives no length and no --output-tokens does.
+            Workload::Dataset { entries, output, order, seed } => {
+                let e = dataset_entry(entries, order, i);
+                let out = match output {
+                    Some(d) => Some(d.sample(&mut item_rng(*seed, i))),
+                    None => e.max_tokens,
+                };
+                out.map(|output| Lengths { input: e.prompt_tokens, output, prefix: None })
+            }
             Workload::Repeated { inner, copies, spread } => inner.lengths(repeat_slot(i, *copies, *spread).0),
+        }
+    }
+
+    /// The prefix blocks of trace request `i` (Mooncake's `hash_ids`), each
+    /// of [`crate::trace::MOONCAKE_BLOCK_TOKENS`], the last cut to the input.
+    pub fn prefix_blocks(&self, i: u64) -> Option<Arc<[u64]>> {
+        match self {
+            Workload::Trace { entries, .. } => entries.get(i as usize)?.blocks.clone(),
+            Workload::Repeated { inner, copies, spread } => inner.prefix_blocks(repeat_slot(i, *copies, *spread).0),
+            _ => None,
         }
     }
 
@@ -189,8 +209,11 @@ impl Workload {
             }
             Workload::Trace { entries, seed, tokenizer } => {
                 // Past the trace's end (never sent by a plan that replays it) the lines cycle.
-                let l = entries[(i % entries.len() as u64) as usize].lengths;
-                synthetic_item(&mut item_rng(*seed, i), *seed, l, tokenizer.as_deref())
+                let e = &entries[(i % entries.len() as u64) as usize];
+                match &e.blocks {
+                    Some(blocks) => block_item(&mut item_rng(*seed, i), *seed, e.lengths, blocks, tokenizer.as_deref()),
+                    None => synthetic_item(&mut item_rng(*seed, i), *seed, e.lengths, tokenizer.as_deref()),
+                }
             }
             Workload::Dataset { entries, output, order, seed } => {
                 let e = dataset_entry(entries, order, i);

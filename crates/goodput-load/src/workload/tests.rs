@@ -33,7 +33,7 @@ fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
     // A dataset of chat messages brings no questions.
     let msgs = PromptBody::Messages(vec![serde_json::json!({"role": "user", "content": "x"})]);
     let d = Workload::dataset(
-        vec![DatasetEntry { prompt: msgs, max_tokens: None, follow_ups: vec![], reference: vec![] }],
+        vec![DatasetEntry { prompt: msgs, max_tokens: None, follow_ups: vec![], reference: vec![], prompt_tokens: 1 }],
         None,
         0,
     );
@@ -221,7 +221,8 @@ fn jsonl_and_sharegpt_datasets() {
             prompt: PromptBody::Text("hello".into()),
             max_tokens: Some(5),
             follow_ups: vec![],
-            reference: vec![]
+            reference: vec![],
+            prompt_tokens: 2,
         }
     );
     assert!(matches!(e[1].prompt, PromptBody::Messages(_)));
@@ -249,9 +250,9 @@ fn jsonl_and_sharegpt_datasets() {
     assert_eq!(w.question(0, 0).unwrap().max_tokens, Some(3));
 
     let bad = dir.path().join("b.jsonl");
-    std::fs::write(&bad, "{\"prompt\":\"ok\"}\n{\"text\":\"no\"}\n").unwrap();
+    std::fs::write(&bad, "{\"prompt\":\"ok\"}\n{\"body\":\"no\"}\n").unwrap();
     let err = load_dataset(&bad, None).unwrap_err().to_string();
-    assert!(err.contains("line 2") && err.contains("\"prompt\""), "{err}");
+    assert!(err.contains("line 2") && err.contains("\"prompt\"") && err.contains("its columns are \"body\""), "{err}");
     let missing = load_dataset(Path::new("/nonexistent/x.jsonl"), None).unwrap_err().to_string();
     assert!(missing.contains("cannot read the dataset /nonexistent/x.jsonl"), "{missing}");
 }
@@ -264,6 +265,7 @@ fn dataset_workload_cycles_in_a_seeded_order() {
             max_tokens: Some(i + 1),
             follow_ups: vec![],
             reference: vec![],
+            prompt_tokens: 1,
         })
         .collect();
     let w = Workload::dataset(entries, None, 9);

@@ -109,9 +109,16 @@ impl Prompt {
             ends.push((end, so_far));
         }
         let mut parent = ROOT_HASH;
+        // The first segment that block i ends within: the blocks go in
+        // order, so it only moves on (a prompt of many segments, a trace's
+        // prefix blocks, is hashed in one pass).
+        let mut seg = 0;
         let hashes = (0..len / bs)
             .map(|i| {
-                let content = match ends.iter().find(|&&(end, _)| (i + 1) * bs <= end) {
+                while ends.get(seg).is_some_and(|&(end, _)| (i + 1) * bs > end) {
+                    seg += 1;
+                }
+                let content = match ends.get(seg) {
                     Some(&(_, so_far)) => mix(mix(so_far).wrapping_add(i as u64)),
                     None => unique_content(unique_seed, i),
                 };

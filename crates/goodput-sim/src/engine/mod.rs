@@ -27,5 +27,6 @@ pub use kv::Prompt;
 pub use roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepBreakdown};
 pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
 pub use virtual_time::{
-    simulate, EngineSample, EngineView, PromptKind, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
+    simulate, EngineSample, EngineView, PrefixBlocks, PromptKind, SharedPrefix, SimRun, VirtualLoad, VirtualRequest,
+    VirtualTurn,
 };

@@ -4,6 +4,7 @@
 use super::parse::*;
 use clap::{Args, ValueEnum};
 use goodput_core::Slo;
+use goodput_load::trace::TraceFormat;
 use goodput_load::{Api, LengthDist, Preset, Stamps, ThinkTime, Transport, Turns};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -136,9 +137,12 @@ pub struct LoadArgs {
     /// Open loop: requests per second on a schedule drawn ahead from --seed; inf sends every request at once (as vLLM's --request-rate inf), -c capping how many are in flight.
     #[arg(long, short = 'r')]
     pub rate: Option<f64>,
-    /// Replay a trace: JSONL of {"timestamp": SECONDS, "input_tokens": N, "output_tokens": N[, "prefix_id": ID, "prefix_tokens": N]}, sent on its own clock (the first line at once).
+    /// Replay a trace, sent on its own clock (the first line at once): goodput's JSONL of {"timestamp": SECONDS, "input_tokens": N, "output_tokens": N[, "prefix_id": ID, "prefix_tokens": N]}, Mooncake's JSONL (hash_ids become shared prompt blocks), or Azure's or BurstGPT's CSV (--trace-format).
     #[arg(long, conflicts_with = "rate")]
     pub trace: Option<PathBuf>,
+    /// The --trace file's format; auto tells it from the first line.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Auto, requires = "trace")]
+    pub trace_format: TraceFormat,
     /// Replay the trace this many times faster (2 halves every gap).
     #[arg(long, default_value_t = 1.0, requires = "trace")]
     pub trace_speed: f64,
@@ -209,9 +213,12 @@ pub struct WorkloadArgs {
     /// Force the output length: send ignore_eos and min_tokens (vLLM and SGLang honour them; --api llamacpp sends ignore_eos).
     #[arg(long)]
     pub ignore_eos: bool,
-    /// Prompts from a file: JSONL ({"prompt": …} or {"messages": …}, optional max_tokens) or ShareGPT JSON.
+    /// Prompts from a local file: JSONL, a JSON array (ShareGPT's too) or Parquet, each entry's prompt in the column --dataset-column names or the first found of prompt, messages, conversations (ShareGPT), conversation (LMSYS-Chat, WildChat), text, instruction, question; optional max_tokens.
     #[arg(long)]
     pub dataset: Option<PathBuf>,
+    /// The --dataset column that holds each prompt: text, OpenAI-style messages, or chat turns (role/content or from/value).
+    #[arg(long, requires = "dataset")]
+    pub dataset_column: Option<String>,
     /// A local Hugging Face tokenizer.json for exact input lengths and client-side counts.
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,

@@ -23,3 +23,4 @@ mod shell;
 mod signals;
 mod sim_agreement;
 mod stability;
+mod workloads;

@@ -89,7 +89,16 @@ pub struct VirtualLoad {
     pub seed: u64,
     /// What the server adds to each prompt before it counts and prefills it.
     pub prompts: PromptKind,
+    /// Request i's prompt opens with these blocks, when given (a trace's
+    /// prefix blocks, Mooncake's `hash_ids`): empty, or one entry a request.
+    pub prefix_blocks: Vec<Option<PrefixBlocks>>,
 }
+
+/// A prompt made of blocks, each `(id, tokens)` in order: a block ending in
+/// segment k is the same in every prompt that opens with the same ids up to
+/// k, so the prefix cache serves what requests share. It takes the place of
+/// the request's [`SharedPrefix`].
+pub type PrefixBlocks = std::sync::Arc<[(u64, u32)]>;
 
 /// How a virtual request's prompt reaches the engine: as given, or as a real
 /// server builds it from a request to a raw or a chat route, with the

@@ -165,7 +165,11 @@ impl<'a> VirtualRun<'a> {
             // The template's start, then the workload's prefix (none is a
             // segment of no tokens, which shares no block).
             let prefix = r.shared_prefix.map_or((0, 0), |p| (p.id, p.len));
-            let shared = [(TEMPLATE_START, load.prompts.shared_start(cfg.chat_template)), prefix];
+            let start = (TEMPLATE_START, load.prompts.shared_start(cfg.chat_template));
+            let shared: Vec<(u64, u32)> = match load.prefix_blocks.get(i).and_then(Option::as_ref) {
+                Some(blocks) => std::iter::once(start).chain(blocks.iter().copied()).collect(),
+                None => vec![start, prefix],
+            };
             let prompt = Prompt::synthetic(
                 r.input_tokens.saturating_add(load.prompts.extra(cfg.chat_template, r)),
                 &shared,

@@ -1,0 +1,218 @@
+//! One dataset entry from one record of columns (a JSONL line, an item of
+//! a JSON array, a Parquet row): the prompt column named, or the first
+//! found of [`DETECTED`], read by its shape.
+
+use super::dataset::{count_tokens, reference_of, DatasetEntry};
+use crate::error::EntryError;
+use crate::protocol::PromptBody;
+use crate::tokenizer::TokenCounter;
+use serde_json::{Map, Value};
+
+/// The prompt columns looked for, in this order, when none is named.
+pub const DETECTED: [&str; 7] =
+    ["prompt", "messages", "conversations", "conversation", "text", "instruction", "question"];
+
+/// The entry `v` holds, `None` for a conversation with no question to ask
+/// (skipped, as ShareGPT's are), or what is wrong with it.
+pub(super) fn entry_of(
+    v: &Value,
+    column: Option<&str>,
+    tokenizer: Option<&TokenCounter>,
+) -> Result<Option<DatasetEntry>, EntryError> {
+    let obj = v.as_object().ok_or(EntryError::NotObject)?;
+    let key = match column {
+        Some(c) if obj.contains_key(c) => c,
+        Some(c) => return Err(EntryError::NoColumn { column: c.to_owned(), found: names(obj) }),
+        None => DETECTED
+            .into_iter()
+            .find(|k| obj.get(*k).is_some_and(|x| !x.is_null()))
+            .ok_or_else(|| EntryError::NoPrompt { found: names(obj) })?,
+    };
+    let max_tokens = match obj.get("max_tokens") {
+        None | Some(Value::Null) => None,
+        Some(m) => Some(m.as_u64().filter(|&n| n > 0 && n <= u32::MAX as u64).ok_or(EntryError::MaxTokens)? as u32),
+    };
+    let reference = reference_of(v)?;
+    let entry = |prompt: PromptBody, prompt_tokens: u32| DatasetEntry {
+        prompt,
+        max_tokens,
+        follow_ups: Vec::new(),
+        reference: reference.clone(),
+        prompt_tokens,
+    };
+    match &obj[key] {
+        Value::String(text) => {
+            let mut text = text.clone();
+            // Alpaca-style: the instruction's input goes after it.
+            if key == "instruction" {
+                if let Some(input) = obj.get("input").and_then(Value::as_str).filter(|i| !i.trim().is_empty()) {
+                    text = format!("{text}\n\n{input}");
+                }
+            }
+            let n = count_tokens(&text, tokenizer);
+            Ok(Some(entry(PromptBody::Text(text), n)))
+        }
+        Value::Array(items) => {
+            if key == "messages" && items.is_empty() {
+                return Err(EntryError::NoMessages);
+            }
+            let turns = turns_of(items).ok_or_else(|| EntryError::ColumnType { column: key.to_owned() })?;
+            // Messages that end with a question are the request, as they are
+            // (a system message and all); a whole conversation, which ends
+            // with its answer, is asked turn by turn.
+            if key == "messages" && turns.last().is_some_and(|t| t.role != Role::Answer) {
+                let n: u32 = turns.iter().map(|t| count_tokens(&t.text, tokenizer)).sum();
+                return Ok(Some(entry(PromptBody::Messages(items.clone()), n)));
+            }
+            Ok(conversation(&turns, tokenizer).map(|(prompt, max, follow_ups)| DatasetEntry {
+                prompt_tokens: count_tokens(&prompt, tokenizer),
+                prompt: PromptBody::Text(prompt),
+                max_tokens: max_tokens.or(max),
+                follow_ups,
+                reference: reference.clone(),
+            }))
+        }
+        _ if key == "prompt" => Err(EntryError::PromptNotText),
+        _ if key == "messages" => Err(EntryError::MessagesNotArray),
+        _ => Err(EntryError::ColumnType { column: key.to_owned() }),
+    }
+}
+
+/// The record's column names, for messages.
+fn names(obj: &Map<String, Value>) -> String {
+    if obj.is_empty() {
+        return "none".into();
+    }
+    let shown: Vec<String> = obj.keys().take(20).map(|k| format!("\"{k}\"")).collect();
+    let more = obj.len().saturating_sub(20);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    System,
+    Question,
+    Answer,
+}
+
+struct Turn {
+    role: Role,
+    text: String,
+}
+
+/// Chat turns: OpenAI's and LMSYS/WildChat's `{role, content}` (content a
+/// string or a list of text parts), ShareGPT's `{from, value}`. `None` when
+/// an item is neither.
+fn turns_of(items: &[Value]) -> Option<Vec<Turn>> {
+    items
+        .iter()
+        .map(|item| {
+            let role = item.get("role").or_else(|| item.get("from"))?.as_str()?;
+            let text = match item.get("content").or_else(|| item.get("value"))? {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => {
+                    parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+                }
+                Value::Null => String::new(),
+                _ => return None,
+            };
+            let role = match role.to_ascii_lowercase().as_str() {
+                "system" => Role::System,
+                "user" | "human" | "prompter" => Role::Question,
+                // assistant, gpt, chatgpt, bard, bing, model, bot, …
+                _ => Role::Answer,
+            };
+            Some(Turn { role, text })
+        })
+        .collect()
+}
+
+/// A conversation's first question (after what system turns say, put
+/// before it), the length of the answer it got, and its later questions
+/// with theirs, while questions and answers alternate: the turns of a
+/// session (`--turns`). `None` when it asks nothing.
+#[allow(clippy::type_complexity)]
+fn conversation(
+    turns: &[Turn],
+    tokenizer: Option<&TokenCounter>,
+) -> Option<(String, Option<u32>, Vec<(String, Option<u32>)>)> {
+    let system: Vec<&str> = turns
+        .iter()
+        .take_while(|t| t.role == Role::System)
+        .map(|t| t.text.as_str())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let rest = &turns[turns.iter().take_while(|t| t.role == Role::System).count()..];
+    let mut pairs = Vec::new();
+    let mut i = 0;
+    while let Some(q) = rest.get(i).filter(|t| t.role == Role::Question && !t.text.is_empty()) {
+        let answer = rest.get(i + 1).filter(|t| t.role == Role::Answer && !t.text.is_empty());
+        pairs.push((q.text.clone(), answer.map(|a| count_tokens(&a.text, tokenizer))));
+        if answer.is_none() {
+            break;
+        }
+        i += 2;
+    }
+    let mut pairs = pairs.into_iter();
+    let (first, answer) = pairs.next()?;
+    let first = if system.is_empty() { first } else { format!("{}\n\n{first}", system.join("\n\n")) };
+    // A later question whose answer is missing is still asked (its length the server's).
+    Some((first, answer, pairs.collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one(v: Value, column: Option<&str>) -> Result<Option<DatasetEntry>, EntryError> {
+        entry_of(&v, column, None)
+    }
+
+    #[test]
+    fn each_shape_gives_its_prompt_and_turns() {
+        // A text column, found or named.
+        let e = one(json!({"id": 1, "text": "abcdefgh"}), None).unwrap().unwrap();
+        assert_eq!((e.prompt, e.prompt_tokens, e.max_tokens), (PromptBody::Text("abcdefgh".into()), 2, None));
+        let e = one(json!({"q": "why", "text": "no"}), Some("q")).unwrap().unwrap();
+        assert_eq!(e.prompt, PromptBody::Text("why".into()));
+        let e = one(json!({"instruction": "Sum", "input": "1 2", "output": "3"}), None).unwrap().unwrap();
+        assert_eq!(e.prompt, PromptBody::Text("Sum\n\n1 2".into()));
+        // Messages that ask are sent as they are.
+        let asks = json!({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]});
+        assert!(matches!(one(asks, None).unwrap().unwrap().prompt, PromptBody::Messages(m) if m.len() == 2));
+        // A whole conversation is asked turn by turn: LMSYS/WildChat, ShareGPT, OpenAI messages.
+        let lmsys = json!({"conversation": [
+            {"role": "user", "content": "first?"}, {"role": "assistant", "content": "0123456789abcdef"},
+            {"role": "user", "content": "second?"}, {"role": "assistant", "content": "0123"}]});
+        let e = one(lmsys, None).unwrap().unwrap();
+        assert_eq!((e.prompt, e.max_tokens), (PromptBody::Text("first?".into()), Some(4)));
+        assert_eq!(e.follow_ups, vec![("second?".to_string(), Some(1))]);
+        let sharegpt = json!({"conversations": [
+            {"from": "system", "value": "sys"}, {"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]});
+        let e = one(sharegpt, None).unwrap().unwrap();
+        assert_eq!((e.prompt, e.max_tokens), (PromptBody::Text("sys\n\nq".into()), Some(1)));
+        let parts = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "look"}]}, {"role": "assistant", "content": "ok"}]});
+        assert_eq!(one(parts, None).unwrap().unwrap().prompt, PromptBody::Text("look".into()));
+        // A conversation that asks nothing is skipped.
+        assert_eq!(one(json!({"conversation": [{"role": "assistant", "content": "hi"}]}), None).unwrap(), None);
+    }
+
+    #[test]
+    fn a_missing_column_names_the_columns_found() {
+        let err = one(json!({"id": 1, "body": "x"}), None).unwrap_err().to_string();
+        assert!(err.contains("\"id\"") && err.contains("\"body\"") && err.contains("--dataset-column"), "{err}");
+        let err = one(json!({"id": 1}), Some("prompt_text")).unwrap_err().to_string();
+        assert_eq!(err, "has no column \"prompt_text\" (--dataset-column); its columns are \"id\"");
+        let err = one(json!({"conversation": 5}), None).unwrap_err().to_string();
+        assert!(err.contains("neither text nor a list of chat turns"), "{err}");
+        assert_eq!(one(json!({"prompt": 5}), None).unwrap_err(), EntryError::PromptNotText);
+        assert_eq!(one(json!({"messages": []}), None).unwrap_err(), EntryError::NoMessages);
+        assert_eq!(one(json!([1]), None).unwrap_err(), EntryError::NotObject);
+    }
+}

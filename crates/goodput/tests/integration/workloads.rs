@@ -1,0 +1,320 @@
+//! Workloads read from files (docs/workloads.md): the public trace excerpts
+//! of data/traces and datasets in each shape, replayed by `bench` over real
+//! HTTP against the simulated engine server and by `estimate` in virtual
+//! time; Mooncake's prefix blocks as prefix-cache hits in both.
+
+use crate::cmd::{goodput, read_json, GoodputCommand};
+use goodput_sim::engine::{EngineConfig, Precision};
+use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// The engine server's time scale, and the traces' replay speed with it, so
+/// the engine sees each trace's own timeline in a hundredth of the time.
+const SPEED: &str = "100";
+
+fn traces() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/traces")
+}
+
+/// The simulated engine (Llama-3.1-8B on four H100s: room in its KV cache
+/// for every prompt of the excerpts, so that no preemption recomputes, and
+/// hits, a prompt's blocks again) on 127.0.0.1:0, at [`SPEED`], served by
+/// the runtime returned with its URL.
+fn engine_server() -> (tokio::runtime::Runtime, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = rt.block_on(async {
+        let mut engine = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        engine.tp = 4;
+        let speed = SPEED.parse().unwrap();
+        let server = EngineServer::start(EngineServerConfig { speed, ..EngineServerConfig::new(engine) }).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(goodput_sim::server::serve(listener, app(server), std::future::pending()));
+        url
+    });
+    (rt, url)
+}
+
+/// `bench` of `args` against a fresh engine server: its result.
+fn bench(dir: &Path, args: &[&str]) -> Value {
+    let (_rt, url) = engine_server();
+    let out = dir.join("bench.json");
+    goodput()
+        .args(["bench", "-q", "--seed", "1", "--url", url.as_str()])
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    crate::schema::assert_valid(&v, "RunResult", &format!("bench {args:?}"));
+    v
+}
+
+/// `estimate` of `args` on the same engine: its result.
+fn estimate(dir: &Path, args: &[&str]) -> Value {
+    let out = dir.join("estimate.json");
+    goodput().args(["estimate", "-q", "--tp", "4"]).args(args).arg("-o").arg(&out).assert().success();
+    let v = read_json(&out);
+    crate::schema::assert_valid(&v, "RunResult", &format!("estimate {args:?}"));
+    v
+}
+
+/// The output lengths of a trace file's requests, in the file's order (each
+/// excerpt is in time order), read here from its own columns.
+fn outputs(file: &Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(file).unwrap();
+    if file.extension().unwrap() == "jsonl" {
+        return text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["output_length"].as_u64().unwrap())
+            .collect();
+    }
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').map(str::trim).collect();
+    let col = header.iter().position(|h| *h == "GeneratedTokens" || *h == "Response tokens").unwrap();
+    lines.map(|l| l.split(',').nth(col).unwrap().trim().parse().unwrap()).collect()
+}
+
+/// Each public trace excerpt is replayed whole (Mooncake's first 40
+/// requests) over HTTP and in virtual time: every request sent, asking for
+/// the trace's output lengths, the format told from the file.
+#[test]
+fn each_public_trace_replays_against_the_engine_server_and_in_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, format, n) in [
+        ("mooncake_conversation.jsonl", "mooncake", Some(40)),
+        ("azure_code.csv", "azure", None),
+        ("azure_conv.csv", "azure", None),
+        ("burstgpt.csv", "burstgpt", None),
+    ] {
+        let file = traces().join(name);
+        let mut want = outputs(&file);
+        want.truncate(n.unwrap_or(want.len()));
+        let cut = n.map(|n| n.to_string());
+        let mut args = vec!["--trace", file.to_str().unwrap(), "--trace-speed", SPEED];
+        args.extend(cut.as_deref().map(|n| ["-n", n]).into_iter().flatten());
+        for v in [bench(dir.path(), &args), estimate(dir.path(), &args)] {
+            let what = format!("{name} ({})", v["kind"]);
+            assert_eq!(v["config"]["workload"]["trace"]["format"], format, "{what}");
+            assert_eq!(v["summary"]["requests"]["completed"], want.len(), "{what}");
+            assert_eq!(v["summary"]["requests"]["failed"], 0, "{what}");
+            assert_eq!(
+                v["summary"]["tokens"]["output"],
+                want.iter().sum::<u64>(),
+                "{what}: the trace's output lengths"
+            );
+        }
+    }
+}
+
+/// Prompt tokens of `lines` (Mooncake's) in blocks whose chain of ids an
+/// earlier line opened with: the reuse the trace records.
+fn reuse(lines: &[Value]) -> u64 {
+    let mut seen = HashSet::new();
+    let mut reused = 0;
+    for l in lines {
+        let (ids, input) = (l["hash_ids"].as_array().unwrap(), l["input_length"].as_u64().unwrap());
+        for j in 0..ids.len() {
+            let full = (j as u64 + 1) * 512 <= input;
+            if !seen.insert(ids[..=j].to_vec()) && full {
+                reused += 512;
+            }
+        }
+    }
+    reused
+}
+
+/// Mooncake's hash_ids become shared prompt text: the engine server's
+/// prefix cache (its /metrics, as bench scraped them) and the engine in
+/// virtual time find the blocks the trace's requests share, and far more
+/// than in the same lengths with prompts of their own.
+#[test]
+fn mooncake_blocks_show_as_prefix_cache_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = traces().join("mooncake_conversation.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The same times and lengths in goodput's format: no blocks, no sharing.
+    let plain = dir.path().join("plain.jsonl");
+    let as_plain = |l: &Value| {
+        let s = l["timestamp"].as_f64().unwrap() / 1000.0;
+        json!({"timestamp": s, "input_tokens": l["input_length"], "output_tokens": l["output_length"]}).to_string()
+    };
+    std::fs::write(&plain, lines.iter().map(as_plain).collect::<Vec<_>>().join("\n")).unwrap();
+    let n = 40;
+    let want = reuse(&lines[..n]);
+    assert!(want >= 10 * 512, "the excerpt's first {n} requests share blocks: {want}");
+    let args = |f: &Path| {
+        let f = f.to_str().unwrap().to_owned();
+        ["--trace".into(), f, "--trace-speed".into(), SPEED.into(), "-n".into(), n.to_string()]
+    };
+    let live_hits = |f: &Path| {
+        let a = args(f);
+        let v = bench(dir.path(), &a.iter().map(String::as_str).collect::<Vec<_>>());
+        v["server_signals"]["window"]["counters"]["prefix_cache_hit_tokens"]["delta"].as_f64().unwrap() as u64
+    };
+    let virtual_hits = |f: &Path| {
+        let a = args(f);
+        let v = estimate(dir.path(), &a.iter().map(String::as_str).collect::<Vec<_>>());
+        if f == file {
+            // The whole file's reuse, in the config.
+            assert_eq!(v["config"]["workload"]["trace"]["reused_prefix_tokens"], reuse(&lines));
+        }
+        assert_eq!(v["engine"]["preemptions"], 0);
+        v["engine"]["prefix_cache_hits_tokens"].as_u64().unwrap()
+    };
+    for (how, hits) in [("bench", &live_hits as &dyn Fn(&Path) -> u64), ("estimate", &virtual_hits)] {
+        let (blocks, own) = (hits(&file), hits(&plain));
+        // Prompts of their own share only the chat template's start.
+        assert!(own * 10 < blocks, "{how}: {blocks} tokens hit with the blocks, {own} without");
+        // The blocks shared are found (less an engine block where the
+        // template's start leaves a shared block unaligned), and no more.
+        let found = blocks - own;
+        assert!(found <= want && found * 10 >= want * 9, "{how}: {found} tokens of the trace's {want} found");
+    }
+}
+
+/// One dataset of each shape, written here: JSONL prompts, LMSYS-Chat
+/// conversations, a JSON array of OpenAI messages, and Parquet (WildChat's
+/// conversation column, Snappy-compressed; a question column named by
+/// --dataset-column). Each is sent whole over HTTP and in virtual time.
+#[test]
+fn each_dataset_shape_replays_against_the_engine_server_and_in_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = |name: &str, text: String| {
+        std::fs::write(d.join(name), text).unwrap();
+        d.join(name)
+    };
+    let prompts = write(
+        "prompts.jsonl",
+        (0..5)
+            .map(|i| json!({"prompt": format!("question {i} in words"), "max_tokens": 6}).to_string() + "\n")
+            .collect(),
+    );
+    // LMSYS-Chat-1M's columns: each conversation's first question is asked,
+    // its answer (16 characters: 4 tokens) setting the output length.
+    let turn = |role: &str, content: String| json!({"role": role, "content": content});
+    let lmsys = write(
+        "lmsys.jsonl",
+        (0..4)
+            .map(|i| {
+                json!({"conversation_id": format!("c{i}"), "model": "vicuna-13b", "language": "English", "turn": 2,
+                    "conversation": [turn("user", format!("first {i}?")), turn("assistant", "0123456789abcdef".into()),
+                        turn("user", "and then?".into()), turn("assistant", "01234567".into())]})
+                .to_string()
+                    + "\n"
+            })
+            .collect(),
+    );
+    let messages = write(
+        "messages.json",
+        Value::Array(
+            (0..3)
+                .map(|i| {
+                    json!({"messages": [turn("system", "Be brief.".into()), turn("user", format!("hello {i}")),
+                        turn("assistant", "0123456789ab".into())]})
+                })
+                .collect(),
+        )
+        .to_string(),
+    );
+    let wildchat = d.join("wildchat.parquet");
+    write_conversations(&wildchat, 4);
+    let questions = d.join("questions.parquet");
+    write_questions(&questions, 3);
+    let cases: [(&Path, &[&str], u64, u64); 5] = [
+        (&prompts, &[], 5, 5 * 6),
+        (&lmsys, &[], 4, 4 * 4),
+        (&messages, &[], 3, 3 * 3),
+        (&wildchat, &[], 4, 4 * 5),
+        (&questions, &["--dataset-column", "question_text", "--output-tokens", "7"], 3, 3 * 7),
+    ];
+    for (file, extra, n, output) in cases {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let (count, c) = (n.to_string(), "2");
+        let mut args = vec!["--dataset", file.to_str().unwrap(), "-n", &count, "-c", c, "--ignore-eos"];
+        args.extend(extra);
+        for v in [bench(d, &args), estimate(d, &args)] {
+            let what = format!("{name} ({})", v["kind"]);
+            assert_eq!(v["summary"]["requests"]["completed"], n, "{what}");
+            assert_eq!(v["summary"]["tokens"]["output"], output, "{what}: the recorded answers' lengths");
+            assert!(v["summary"]["tokens"]["input"].as_u64().unwrap() >= n, "{what}");
+        }
+    }
+    // The conversations' later turns, as sessions.
+    let v = bench(d, &["--dataset", lmsys.to_str().unwrap(), "--turns", "all", "-n", "4", "-c", "2"]);
+    assert_eq!(v["summary"]["requests"]["completed"], 8, "two turns each");
+    // A column named that the file lacks is refused with the columns it has.
+    for file in [&questions, &prompts] {
+        let err =
+            goodput().args(["bench", "-q", "--dataset", file.to_str().unwrap(), "--dataset-column", "nope"]).refusal();
+        assert!(err.contains("has no column \"nope\"") && err.contains("its columns are \""), "{err}");
+    }
+    let err = goodput().args(["estimate", "-q", "--dataset", lmsys.to_str().unwrap(), "--turns", "2"]).refusal();
+    assert!(err.contains("--turns over a --dataset is for bench"), "{err}");
+}
+
+/// A Parquet file of WildChat's shape: `conversation_hash`, and
+/// `conversation`, a list of {content, role} (a user question, then the
+/// assistant's answer of 20 characters: 5 tokens), compressed with Snappy.
+fn write_conversations(path: &Path, rows: usize) {
+    use parquet::basic::Compression;
+    use parquet::data_type::{ByteArray, ByteArrayType};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    let schema = "message schema {
+        required binary conversation_hash (STRING);
+        optional group conversation (LIST) {
+            repeated group list {
+                optional group element {
+                    optional binary content (STRING);
+                    optional binary role (STRING);
+                }
+            }
+        }
+    }";
+    let schema = std::sync::Arc::new(parquet::schema::parser::parse_message_type(schema).unwrap());
+    let props = std::sync::Arc::new(WriterProperties::builder().set_compression(Compression::SNAPPY).build());
+    let mut w = SerializedFileWriter::new(std::fs::File::create(path).unwrap(), schema, props).unwrap();
+    let mut g = w.next_row_group().unwrap();
+    let hashes: Vec<ByteArray> = (0..rows).map(|i| ByteArray::from(format!("h{i}").as_str())).collect();
+    let contents: Vec<ByteArray> = (0..rows)
+        .flat_map(|i| [format!("what is {i}?"), "01234567890123456789".to_string()])
+        .map(|s| ByteArray::from(s.as_str()))
+        .collect();
+    let roles: Vec<ByteArray> = (0..rows).flat_map(|_| ["user", "assistant"]).map(ByteArray::from).collect();
+    // Two turns a row: each defined to the leaf (level 4), the second repeating the list.
+    let def = vec![4i16; 2 * rows];
+    let rep: Vec<i16> = (0..rows).flat_map(|_| [0, 1]).collect();
+    for (values, levels) in [(hashes, None), (contents, Some((&def, &rep))), (roles, Some((&def, &rep)))] {
+        let mut col = g.next_column().unwrap().unwrap();
+        let (d, r) = levels.map_or((None, None), |(d, r)| (Some(d.as_slice()), Some(r.as_slice())));
+        col.typed::<ByteArrayType>().write_batch(&values, d, r).unwrap();
+        col.close().unwrap();
+    }
+    g.close().unwrap();
+    w.close().unwrap();
+}
+
+/// A Parquet file of an `id` and a `question_text` a row, uncompressed.
+fn write_questions(path: &Path, rows: usize) {
+    use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+    use parquet::file::writer::SerializedFileWriter;
+    let schema = "message schema { required int64 id; required binary question_text (STRING); }";
+    let schema = std::sync::Arc::new(parquet::schema::parser::parse_message_type(schema).unwrap());
+    let mut w = SerializedFileWriter::new(std::fs::File::create(path).unwrap(), schema, Default::default()).unwrap();
+    let mut g = w.next_row_group().unwrap();
+    let mut col = g.next_column().unwrap().unwrap();
+    col.typed::<Int64Type>().write_batch(&(0..rows as i64).collect::<Vec<_>>(), None, None).unwrap();
+    col.close().unwrap();
+    let mut col = g.next_column().unwrap().unwrap();
+    let texts: Vec<ByteArray> = (0..rows).map(|i| ByteArray::from(format!("why {i}?").as_str())).collect();
+    col.typed::<ByteArrayType>().write_batch(&texts, None, None).unwrap();
+    col.close().unwrap();
+    g.close().unwrap();
+    w.close().unwrap();
+}
