@@ -107,7 +107,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         let mut free = super::metrics::lock(&s.frontend_free);
         let start = (*free).max(arrived);
         *free = start + serial;
-        (start + serial).max(arrived + frontend)
+        start + serial.max(frontend)
     };
     sleep_until(reach).await;
     let progress = Arc::new(Progress::default());
