@@ -88,6 +88,13 @@ impl Calibration {
         }
     }
 
+    /// Whether the family's shipped constants were checked against public
+    /// measurements (docs/simulator.md, "Calibration"): Hopper's alone. The
+    /// others run on Hopper's, and `goodput estimate` says so.
+    pub fn is_calibrated(family: GpuFamily) -> bool {
+        family == GpuFamily::Hopper
+    }
+
     /// These constants with some replaced by the fields of a JSON object
     /// (what a calibration file holds, parsed from JSON or TOML). An unknown
     /// field is an error that lists the known ones.
