@@ -2,7 +2,13 @@
 //! with the simulated engine and prints the residual table.
 //!
 //! cargo run --release -p goodput-sim --example validate -- FILE.csv
-//!     [--calibration CAL.json] [--trt-kv-cache auto|fp8]
+//!     [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger]
+//!     [--trt-frontend-ms MS|calibration]
+//!
+//! `--trt-frontend-ms` sets TensorRT-LLM rows' front-end overhead (NIM's
+//! 5 ms by default; `calibration` keeps the calibration's 15 ms).
+//! `--no-stagger` starts a closed loop's users all at once and counts every
+//! request (see docs/simulator.md, "Closed loops").
 //!
 //! CAL.json is either one set of overrides for every GPU family
 //! (`{"eta_kv": 0.6}`) or overrides per family (`{"hopper": {"eta_kv": 0.6}}`).
@@ -36,11 +42,19 @@ fn run() -> Result<(), String> {
                 let v = args.next().ok_or("--trt-kv-cache needs auto or fp8")?;
                 options.tensorrt_llm_kv_cache = v.parse::<KvCacheDtype>().map_err(|e| e.to_string())?;
             }
+            "--no-stagger" => options.stagger = false,
+            "--trt-frontend-ms" => {
+                let v = args.next().ok_or("--trt-frontend-ms needs a number of milliseconds, or `calibration`")?;
+                options.tensorrt_llm_frontend_ms = match v.as_str() {
+                    "calibration" => None,
+                    ms => Some(ms.parse::<f64>().map_err(|e| format!("--trt-frontend-ms {ms}: {e}"))?),
+                };
+            }
             _ if csv.is_none() && !arg.starts_with("--") => csv = Some(arg),
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8]")?;
+    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration]")?;
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     let rows = parse_csv(&text).map_err(|e| e.to_string())?;
     let report = validate(&rows, &options).map_err(|e| e.to_string())?;

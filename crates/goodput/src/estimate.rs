@@ -47,6 +47,14 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     if let Some(e) = &result.engine {
         crate::output::say(&goodput_report::terminal::engine_lines(e));
     }
+    if !a.output.quiet && !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
+        eprintln!(
+            "note: {} ({}) is uncalibrated: it runs on Hopper's constants, which no public measurement of this \
+             family has checked (docs/simulator.md, \"Calibration\"); expect larger errors",
+            cfg.gpu.name,
+            cfg.gpu.family.as_str()
+        );
+    }
     if !a.output.quiet {
         let simulated = result.engine.as_ref().map_or(0.0, |e| e.makespan_s);
         eprintln!(

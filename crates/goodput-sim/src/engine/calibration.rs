@@ -35,6 +35,23 @@ pub struct Calibration {
     pub activation_gib: f64,
     /// Runtime memory outside PyTorch per GPU (CUDA context, NCCL, graphs).
     pub runtime_gib: f64,
+    /// Relative spread (standard deviation over mean) of a step's time
+    /// around the roofline's: the host, the kernels' own variation. Drawn
+    /// per step from a seeded generator, so a run is still a function of its
+    /// seed. 0: every step exactly the roofline's.
+    pub step_time_cv: f64,
+    /// Spread of the front end's time per request on top of
+    /// `frontend_overhead_ms`: each request reaches the scheduler a further
+    /// u × this later, u uniform on [0, 1), drawn from the request's number
+    /// and the run's seed. 0: every request the same.
+    pub frontend_jitter_ms: f64,
+    /// The front end's own work per request (parsing, validation,
+    /// tokenising, handing the request to the engine), done one request at
+    /// a time: requests sent together reach the scheduler this far apart.
+    /// Part of `frontend_overhead_ms` for a lone request, not added to it.
+    pub frontend_serial_us: f64,
+    /// The same per prompt token (tokenising).
+    pub frontend_serial_us_per_token: f64,
 }
 
 impl Default for Calibration {
@@ -61,10 +78,21 @@ impl Calibration {
             frontend_overhead_ms: 15.0,
             activation_gib: 5.5,
             runtime_gib: 0.15,
+            step_time_cv: 0.0,
+            frontend_jitter_ms: 0.0,
+            frontend_serial_us: 0.0,
+            frontend_serial_us_per_token: 0.0,
         };
         match family {
             GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::Blackwell | GpuFamily::Cdna3 => hopper,
         }
+    }
+
+    /// Whether the family's shipped constants were checked against public
+    /// measurements (docs/simulator.md, "Calibration"): Hopper's alone. The
+    /// others run on Hopper's, and `goodput estimate` says so.
+    pub fn is_calibrated(family: GpuFamily) -> bool {
+        family == GpuFamily::Hopper
     }
 
     /// These constants with some replaced by the fields of a JSON object
@@ -124,6 +152,9 @@ impl Calibration {
             ("c_seq_us", self.c_seq_us),
             ("allreduce_latency_us", self.allreduce_latency_us),
             ("frontend_overhead_ms", self.frontend_overhead_ms),
+            ("frontend_jitter_ms", self.frontend_jitter_ms),
+            ("frontend_serial_us", self.frontend_serial_us),
+            ("frontend_serial_us_per_token", self.frontend_serial_us_per_token),
             ("activation_gib", self.activation_gib),
             ("runtime_gib", self.runtime_gib),
         ];
@@ -132,11 +163,48 @@ impl Calibration {
                 return Err(Error::InvalidCalibration(format!("{name} = {v} must be a finite number ≥ 0")));
             }
         }
+        if !(0.0..=0.5).contains(&self.step_time_cv) {
+            return Err(Error::InvalidCalibration(format!(
+                "step_time_cv = {} must lie in [0, 0.5]: it is a step time's relative spread",
+                self.step_time_cv
+            )));
+        }
         Ok(())
+    }
+
+    /// Request `n`'s time from its send to the scheduler: the overhead, and
+    /// its share of the jitter, drawn from `n` and `seed` alone (the same in
+    /// virtual time and on the engine server's wall clock).
+    pub fn frontend_delay(&self, n: u64, seed: u64) -> Duration {
+        if self.frontend_jitter_ms <= 0.0 {
+            return self.frontend_overhead();
+        }
+        let u = unit_draw(splitmix64(seed ^ n.wrapping_mul(0xd1b5_4a32_d192_ed03)));
+        let extra = goodput_core::clamped_secs(self.frontend_jitter_ms * u / 1e3).min(goodput_core::HORIZON);
+        (self.frontend_overhead() + extra).min(goodput_core::HORIZON)
+    }
+
+    /// The front end's serial work for a prompt of `tokens`.
+    pub fn frontend_serial(&self, tokens: u64) -> Duration {
+        let us = self.frontend_serial_us + self.frontend_serial_us_per_token * tokens as f64;
+        goodput_core::clamped_secs(us / 1e6).min(goodput_core::HORIZON)
     }
 
     pub fn frontend_overhead(&self) -> Duration {
         // Checked finite and ≥ 0, but not bounded: clamped, not a panic.
         goodput_core::clamped_secs(self.frontend_overhead_ms / 1e3).min(goodput_core::HORIZON)
     }
+}
+
+/// SplitMix64's output function: a well-mixed 64-bit value from any state.
+pub(crate) fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A uniform draw on [0, 1) from 64 random bits.
+pub(crate) fn unit_draw(bits: u64) -> f64 {
+    (bits >> 11) as f64 / (1u64 << 53) as f64
 }

@@ -147,6 +147,8 @@ pub struct Engine {
     scheduled: Vec<(u32, u32)>,
     hits: Vec<u32>,
     stats: EngineStats,
+    /// The step-time variation's generator state (see `Calibration::step_time_cv`).
+    noise: u64,
 }
 
 impl Engine {
@@ -167,12 +169,19 @@ impl Engine {
             scheduled: Vec::new(),
             hits: Vec::new(),
             stats: EngineStats::default(),
+            noise: 0,
             cfg,
         })
     }
 
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
+    }
+
+    /// Seeds the step-time variation: the same seed and the same requests
+    /// give the same steps.
+    pub fn seed_noise(&mut self, seed: u64) {
+        self.noise = seed;
     }
 
     pub fn capacity(&self) -> &KvCapacity {
@@ -358,6 +367,10 @@ impl Engine {
         }
         batch.seqs = self.scheduled.len() as u32;
         out.duration = self.roofline.step_time(&shape);
+        let cv = self.cfg.calibration.step_time_cv;
+        if cv > 0.0 {
+            out.duration = out.duration.mul_f64(self.step_factor(cv));
+        }
         out.batch = batch;
 
         let mut any_finished = false;
@@ -395,6 +408,18 @@ impl Engine {
         self.stats.max_batch_seqs = self.stats.max_batch_seqs.max(batch.seqs);
         self.stats.busy += out.duration;
         true
+    }
+
+    /// A step time's factor, mean 1 and standard deviation `cv`: the sum of
+    /// four uniform draws (near a normal, bounded at ±3.5 deviations), so a
+    /// factor is never below 1 − 3.5 · 0.5 > 0.
+    fn step_factor(&mut self, cv: f64) -> f64 {
+        let mut sum = 0.0;
+        for _ in 0..4 {
+            self.noise = self.noise.wrapping_add(1);
+            sum += super::calibration::unit_draw(super::calibration::splitmix64(self.noise));
+        }
+        1.0 + cv * (sum - 2.0) * 3f64.sqrt()
     }
 
     /// vLLM V1's schedule: running requests first, in admission order, each

@@ -7,9 +7,10 @@ use super::catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Precision};
 use super::config::EngineConfig;
 use super::error::Error;
 use super::roofline::kv_capacity;
+use super::virtual_time::SimRun;
 use super::virtual_time::{simulate, VirtualLoad, VirtualRequest};
 use goodput_core::{percentile, RequestMetrics};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// How the reference was loaded.
@@ -17,8 +18,13 @@ use std::fmt::Write as _;
 pub enum ReferenceLoad {
     /// Every request queued at once; output tokens over the whole run.
     MaxThroughput,
-    /// A closed loop of this many users.
+    /// A closed loop of this many users (AIPerf's `--concurrency`, `vllm
+    /// bench serve --max-concurrency`): each user sends again when its
+    /// request ends, and over a long run the users drift apart.
     Concurrency(u32),
+    /// A batch of this many requests sent together, again and again (vLLM's
+    /// latency benchmark): the same closed loop, never staggered.
+    Batch(u32),
 }
 
 /// The metrics a reference row may give.
@@ -69,6 +75,24 @@ pub enum ReferenceEngine {
     TensorRtLlm,
 }
 
+/// Which part of a reference set a row belongs to (the optional `split`
+/// column): the model's constants may be set on calibration rows; held-out
+/// rows only check them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Split {
+    Calibration,
+    HeldOut,
+}
+
+impl Split {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Calibration => "calibration",
+            Split::HeldOut => "held-out",
+        }
+    }
+}
+
 /// One row of the reference CSV.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReferenceRow {
@@ -87,6 +111,12 @@ pub struct ReferenceRow {
     pub metric: Metric,
     pub value: f64,
     pub source: String,
+    /// `None` where the file has no `split` column or leaves it empty.
+    pub split: Option<Split>,
+    /// The reference point is past its server's capacity (the optional
+    /// `queueing` column, `yes` or `no`): its TTFT is mostly the wait for a
+    /// free slot, and the summary reports it apart.
+    pub queueing: bool,
 }
 
 const COLUMNS: [&str; 15] = [
@@ -106,6 +136,10 @@ const COLUMNS: [&str; 15] = [
     "unit",
     "source",
 ];
+
+/// Columns a file may add: `split` (`calibration` or `held-out`) and
+/// `queueing` (`yes` or `no`).
+const OPTIONAL_COLUMNS: [&str; 2] = ["split", "queueing"];
 
 /// Parses the reference CSV: a header naming the columns (any order), then
 /// one measurement per line. Blank lines and lines starting with `#` are
@@ -127,6 +161,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
             message: format!("missing column `{col}`; the header needs {}", COLUMNS.join(",")),
         })?;
     }
+    let optional: Vec<Option<usize>> =
+        OPTIONAL_COLUMNS.iter().map(|col| names.iter().position(|n| n.trim() == *col)).collect();
     lines
         .map(|(line, text)| {
             let fields = split_fields(text, line)?;
@@ -137,7 +173,21 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 });
             }
             let cols: Vec<&str> = at.iter().map(|&k| fields[k].trim()).collect();
-            parse_row(line, &cols)
+            let mut row = parse_row(line, &cols)?;
+            let extra = |k: usize| optional[k].map(|i| fields[i].trim()).filter(|v| !v.is_empty());
+            let err = |message: String| Error::Csv { line, message };
+            row.split = match extra(0) {
+                None => None,
+                Some("calibration") => Some(Split::Calibration),
+                Some("held-out") => Some(Split::HeldOut),
+                Some(other) => return Err(err(format!("unknown split `{other}`; known: calibration, held-out"))),
+            };
+            row.queueing = match extra(1) {
+                None | Some("no") => false,
+                Some("yes") => true,
+                Some(other) => return Err(err(format!("`queueing` must be yes or no, got `{other}`"))),
+            };
+            Ok(row)
         })
         .collect()
 }
@@ -162,7 +212,8 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
     let load = match f(9) {
         "max_throughput" => ReferenceLoad::MaxThroughput,
         "concurrency" => ReferenceLoad::Concurrency(count(10)?),
-        other => return Err(err(format!("unknown load_kind `{other}`; known: max_throughput, concurrency"))),
+        "batch" => ReferenceLoad::Batch(count(10)?),
+        other => return Err(err(format!("unknown load_kind `{other}`; known: max_throughput, concurrency, batch"))),
     };
     let metric = Metric::ALL.into_iter().find(|m| m.as_str() == f(11)).ok_or_else(|| {
         let known: Vec<&str> = Metric::ALL.iter().map(|m| m.as_str()).collect();
@@ -191,6 +242,8 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         metric,
         value,
         source: f(14).to_string(),
+        split: None,
+        queueing: false,
     })
 }
 
@@ -230,11 +283,30 @@ pub struct ValidationOptions {
     /// exceed what a 16-bit cache could stream (see docs/simulator.md, "Calibration"), so the
     /// default is FP8; `Auto` shows what stock vLLM settings would give.
     pub tensorrt_llm_kv_cache: KvCacheDtype,
+    /// Closed loops start with their users spread over one request's time
+    /// (measured by a pilot run) and count from the second request of each
+    /// user on; else every user sends at time zero and every request counts.
+    pub stagger: bool,
+    /// Front-end overhead of TensorRT-LLM rows, in ms (NIM's: see
+    /// [`NIM_FRONTEND_MS`]); `None` keeps the calibration's.
+    pub tensorrt_llm_frontend_ms: Option<f64>,
 }
+
+/// NIM's time from a request's send to its prefill, less the prefill: the
+/// one-user TTFT of NVIDIA's NIM 1.8.0 tables minus the engine's own
+/// prefill step, on the calibration rows (200/200 and 1000/1000 on both
+/// models: 5.3, 4.0, 9.2 and 5.5 ms). vLLM's 15 ms front end is the default
+/// for every other row.
+pub const NIM_FRONTEND_MS: f64 = 5.0;
 
 impl Default for ValidationOptions {
     fn default() -> Self {
-        ValidationOptions { calibrations: BTreeMap::new(), tensorrt_llm_kv_cache: KvCacheDtype::Fp8 }
+        ValidationOptions {
+            calibrations: BTreeMap::new(),
+            tensorrt_llm_kv_cache: KvCacheDtype::Fp8,
+            stagger: true,
+            tensorrt_llm_frontend_ms: Some(NIM_FRONTEND_MS),
+        }
     }
 }
 
@@ -267,6 +339,9 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
     }
     if row.engine == ReferenceEngine::TensorRtLlm {
         cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;
+        if let Some(ms) = options.tensorrt_llm_frontend_ms {
+            cfg.calibration.frontend_overhead_ms = ms;
+        }
     }
     Ok(cfg)
 }
@@ -274,6 +349,12 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
 /// Predicts one row's metric. Several replicas (gpus / tp) serve a load
 /// split evenly between them.
 pub fn predict(row: &ReferenceRow, options: &ValidationOptions) -> Result<Prediction, Error> {
+    let (run, replicas) = simulate_row(row, options)?;
+    prediction(row, &run, replicas)
+}
+
+/// The engine run a row describes, and its number of replicas.
+fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimRun, u32), Error> {
     let bad = |message: String| Error::Csv { line: row.line, message };
     if !row.gpus.is_multiple_of(row.tp) {
         return Err(bad(format!("{} GPUs is not a whole number of tensor-parallel groups of {}", row.gpus, row.tp)));
@@ -292,16 +373,30 @@ pub fn predict(row: &ReferenceRow, options: &ValidationOptions) -> Result<Predic
             let n = (10 * batch).clamp(1000, 30_000) as usize;
             VirtualLoad::burst(vec![request; n])
         }
-        ReferenceLoad::Concurrency(c) => {
+        ReferenceLoad::Concurrency(c) | ReferenceLoad::Batch(c) => {
             if c % replicas != 0 {
                 return Err(bad(format!("concurrency {c} does not split evenly over {replicas} replicas")));
             }
             let users = c / replicas;
             let n = (25 * users as usize).max(200);
-            VirtualLoad::closed_loop(vec![request; n], users)
+            let mut load = VirtualLoad::closed_loop(vec![request; n], users);
+            if options.stagger && matches!(row.load, ReferenceLoad::Concurrency(_)) {
+                // A pilot of two requests a user gives the time one takes at
+                // this load; the users join over it, and their first
+                // requests (sent while others were still joining) are warm-up.
+                let pilot = simulate(&cfg, &VirtualLoad::closed_loop(vec![request; 2 * users as usize], users))?;
+                let e2e: Vec<f64> = pilot.records.iter().filter_map(|r| r.e2e()).map(|d| d.as_secs_f64()).collect();
+                let mean = e2e.iter().sum::<f64>() / e2e.len().max(1) as f64;
+                load.plan.ramp_up = std::time::Duration::from_secs_f64(mean);
+                load.plan.warmup = users as u64;
+            }
+            load
         }
     };
-    let run = simulate(&cfg, &load)?;
+    Ok((simulate(&cfg, &load)?, replicas))
+}
+
+fn prediction(row: &ReferenceRow, run: &SimRun, replicas: u32) -> Result<Prediction, Error> {
     let predicted = metric_value(row, &run.records, replicas)?;
     Ok(Prediction {
         row: row.clone(),
@@ -313,8 +408,10 @@ pub fn predict(row: &ReferenceRow, options: &ValidationOptions) -> Result<Predic
     })
 }
 
-fn metric_value(row: &ReferenceRow, records: &[goodput_core::RequestRecord], replicas: u32) -> Result<f64, Error> {
+fn metric_value(row: &ReferenceRow, all: &[goodput_core::RequestRecord], replicas: u32) -> Result<f64, Error> {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let measured: Vec<&goodput_core::RequestRecord> = all.iter().filter(|r| !r.warmup).collect();
+    let records = &measured[..];
     let mut samples: Vec<f64> = match row.metric {
         Metric::OutputTokensPerS => {
             let first = records.iter().map(|r| r.sent).min().unwrap_or_default();
@@ -344,8 +441,31 @@ fn metric_value(row: &ReferenceRow, records: &[goodput_core::RequestRecord], rep
 }
 
 /// Predicts every row and summarises the errors.
+/// Rows that describe the same run (a table's TTFT, ITL and throughput at
+/// one point) share one simulation.
 pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<ValidationReport, Error> {
-    let predictions = rows.iter().map(|row| predict(row, options)).collect::<Result<Vec<_>, Error>>()?;
+    let mut runs: HashMap<String, (SimRun, u32)> = HashMap::new();
+    let mut predictions = Vec::with_capacity(rows.len());
+    for row in rows {
+        let key = format!(
+            "{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}",
+            row.model,
+            row.gpu,
+            row.gpus,
+            row.tp,
+            row.precision,
+            row.engine,
+            row.input_tokens,
+            row.output_tokens,
+            row.load
+        );
+        if !runs.contains_key(&key) {
+            let run = simulate_row(row, options)?;
+            runs.insert(key.clone(), run);
+        }
+        let (run, replicas) = &runs[&key];
+        predictions.push(prediction(row, run, *replicas)?);
+    }
     let mut abs: Vec<f64> = predictions.iter().map(|p| p.rel_error.abs()).collect();
     abs.sort_by(f64::total_cmp);
     Ok(ValidationReport { median_abs_rel_error: percentile(&abs, 50.0), predictions })
@@ -382,8 +502,85 @@ impl ValidationReport {
         if let Some(m) = self.median_abs_rel_error {
             let _ = writeln!(s, "\nmedian |error|: {:.1} %", m * 100.0);
         }
+        s.push_str(&self.closed_loop_markdown(SUMMARY_MIN_USERS));
         s
     }
+
+    /// Median |error| per metric over the closed-loop rows of at least
+    /// `min_users` users, per set (calibration, held-out, or neither) and
+    /// with the queueing rows apart.
+    pub fn closed_loop_summary(&self, min_users: u32) -> Vec<SummaryCell> {
+        let mut groups: BTreeMap<(bool, Option<Split>, usize), Vec<f64>> = BTreeMap::new();
+        for p in &self.predictions {
+            let ReferenceLoad::Concurrency(c) = p.row.load else { continue };
+            if c < min_users {
+                continue;
+            }
+            let m = Metric::ALL.iter().position(|&m| m == p.row.metric).unwrap_or(0);
+            groups.entry((p.row.queueing, p.row.split, m)).or_default().push(p.rel_error.abs());
+        }
+        groups
+            .into_iter()
+            .map(|((queueing, split, m), mut errors)| {
+                errors.sort_by(f64::total_cmp);
+                SummaryCell {
+                    split,
+                    queueing,
+                    metric: Metric::ALL[m],
+                    rows: errors.len(),
+                    median_abs_rel_error: percentile(&errors, 50.0).unwrap_or(f64::NAN),
+                }
+            })
+            .collect()
+    }
+
+    /// [`closed_loop_summary`](Self::closed_loop_summary) as a Markdown
+    /// table, a line per set and a column per metric; empty without
+    /// closed-loop rows.
+    pub fn closed_loop_markdown(&self, min_users: u32) -> String {
+        let cells = self.closed_loop_summary(min_users);
+        if cells.is_empty() {
+            return String::new();
+        }
+        let metrics: Vec<Metric> = Metric::ALL.into_iter().filter(|m| cells.iter().any(|c| c.metric == *m)).collect();
+        let mut s = format!("\nclosed loops of {min_users} users or more, median |error| (rows):\n\n| set |");
+        for m in &metrics {
+            let _ = write!(s, " {} |", m.as_str());
+        }
+        s.push_str("\n|---|");
+        s.push_str(&"---:|".repeat(metrics.len()));
+        s.push('\n');
+        let mut sets: Vec<(bool, Option<Split>)> = cells.iter().map(|c| (c.queueing, c.split)).collect();
+        sets.dedup();
+        for (queueing, split) in sets {
+            let name = split.map_or("no split", Split::as_str);
+            let _ = write!(s, "| {name}{} |", if queueing { ", queueing" } else { "" });
+            for m in &metrics {
+                match cells.iter().find(|c| c.queueing == queueing && c.split == split && c.metric == *m) {
+                    Some(c) => {
+                        let _ = write!(s, " {:.1} % ({}) |", c.median_abs_rel_error * 100.0, c.rows);
+                    }
+                    None => s.push_str(" |"),
+                }
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// The fewest users a closed-loop row needs to count in the summary: at one
+/// user nothing overlaps, and the question is how requests interleave.
+pub const SUMMARY_MIN_USERS: u32 = 5;
+
+/// One metric's median |error| over one set of closed-loop rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryCell {
+    pub split: Option<Split>,
+    pub queueing: bool,
+    pub metric: Metric,
+    pub rows: usize,
+    pub median_abs_rel_error: f64,
 }
 
 #[cfg(test)]
@@ -437,6 +634,60 @@ b,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,128,128,max_throughput,,output_toke
         assert_eq!(p.rel_error, (p.predicted - 150.0) / 150.0);
         assert_eq!(report.median_abs_rel_error, Some(p.rel_error.abs()));
         assert!(report.to_markdown().contains("| a | vllm | e2e_ms_mean | 150 ms |"));
+    }
+
+    #[test]
+    fn splits_and_queueing_are_read_and_summarised_apart() {
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,metric,value,unit,split,queueing,source
+t,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,8,ttft_ms_mean,20,ms,calibration,no,s
+i,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,8,tpot_ms_mean,5,ms,calibration,,s
+h,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,8,ttft_ms_mean,20,ms,held-out,yes,s
+o,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,1,ttft_ms_mean,20,ms,held-out,no,s
+";
+        let rows = parse_csv(text).unwrap();
+        assert_eq!(rows[0].split, Some(Split::Calibration));
+        assert!(!rows[0].queueing && !rows[1].queueing && rows[2].queueing);
+        assert_eq!(parse_csv(SAMPLE).unwrap()[0].split, None);
+        let bad = text.replace("held-out,yes", "holdout,yes");
+        assert!(parse_csv(&bad).unwrap_err().to_string().contains("line 4"));
+        let bad = text.replace("held-out,yes", "held-out,maybe");
+        assert!(parse_csv(&bad).unwrap_err().to_string().contains("queueing"));
+
+        let report = validate(&rows, &ValidationOptions::default()).unwrap();
+        // The three rows at 8 users share one run: the same engine view.
+        assert_eq!(report.predictions[0].mean_batch_seqs, report.predictions[2].mean_batch_seqs);
+        let cells = report.closed_loop_summary(SUMMARY_MIN_USERS);
+        // One user is left out; queueing rows are apart.
+        assert_eq!(cells.len(), 3, "{cells:?}");
+        assert!(cells.iter().all(|c| c.rows == 1));
+        let held = cells.iter().find(|c| c.split == Some(Split::HeldOut)).unwrap();
+        assert!(held.queueing && held.metric == Metric::TtftMsMean);
+        let md = report.to_markdown();
+        assert!(md.contains("| calibration |") && md.contains("| held-out, queueing |"), "{md}");
+        assert!(!md.contains("no split"), "{md}");
+    }
+
+    #[test]
+    fn staggered_users_start_apart_and_their_first_requests_are_warm_up() {
+        let header = SAMPLE.lines().next().unwrap();
+        let row = "a,llama-3.1-70b,h100-sxm,2,2,fp8,tensorrt-llm,1000,64,concurrency,16,ttft_ms_mean,100,ms,s";
+        let rows = parse_csv(&format!("{header}\n{row}\n")).unwrap();
+        let staggered = predict(&rows[0], &ValidationOptions::default()).unwrap();
+        let lockstep =
+            predict(&rows[0], &ValidationOptions { stagger: false, ..ValidationOptions::default() }).unwrap();
+        // All at once, 16 prompts of 1,000 tokens prefill as one wave every
+        // time; spread out, a prompt mostly prefills beside decodes.
+        assert!(staggered.predicted < 0.5 * lockstep.predicted, "{} vs {}", staggered.predicted, lockstep.predicted);
+        // A batch (vLLM's latency benchmark) is sent together every time.
+        let batch = parse_csv(&format!("{header}\n{}\n", row.replace("concurrency", "batch"))).unwrap();
+        assert_eq!(batch[0].load, ReferenceLoad::Batch(16));
+        assert_eq!(predict(&batch[0], &ValidationOptions::default()).unwrap().predicted, lockstep.predicted);
+        // The NIM front end applies to TensorRT-LLM rows.
+        let cfg = row_config(&rows[0], &ValidationOptions::default()).unwrap();
+        assert_eq!(cfg.calibration.frontend_overhead_ms, NIM_FRONTEND_MS);
+        let kept = ValidationOptions { tensorrt_llm_frontend_ms: None, ..ValidationOptions::default() };
+        assert_eq!(row_config(&rows[0], &kept).unwrap().calibration.frontend_overhead_ms, 15.0);
     }
 
     #[test]

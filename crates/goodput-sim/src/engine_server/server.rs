@@ -20,6 +20,9 @@ pub struct EngineServer {
     observed: Arc<Mutex<Observed>>,
     /// The front end's delay on the wall clock.
     pub(super) frontend: Duration,
+    /// When the front end's serial work (`frontend_serial_us`) for the
+    /// requests so far ends.
+    pub(super) frontend_free: Mutex<tokio::time::Instant>,
     capacity: KvCapacity,
     max_num_seqs: u32,
 }
@@ -42,6 +45,7 @@ impl EngineServer {
         let (commands, rx) = mpsc::unbounded_channel();
         let server = Arc::new(EngineServer {
             frontend: cfg.engine.calibration.frontend_overhead().div_f64(cfg.speed),
+            frontend_free: Mutex::new(tokio::time::Instant::now()),
             capacity: *engine.capacity(),
             max_num_seqs: engine.max_num_seqs(),
             counters: FaultCounters::default(),

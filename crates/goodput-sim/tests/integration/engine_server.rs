@@ -581,3 +581,35 @@ async fn a_held_thread_shows_as_step_lateness() {
     let (under_200ms, all) = (bucket("0.2"), bucket("+Inf"));
     assert!(all > under_200ms, "a step 200 ms late or more is counted: {under_200ms} of {all}");
 }
+
+/// With `frontend_serial_us`, the front end takes requests one at a time:
+/// three sent together reach the engine one slot after another, so the k-th
+/// to finish cannot finish before k slots have passed.
+#[tokio::test]
+async fn a_serial_front_end_takes_requests_sent_together_one_at_a_time() {
+    let mut cfg = config();
+    // 2 s of simulated work a request: 200 ms on the wall at speed 10.
+    cfg.engine.calibration.frontend_serial_us = 2_000_000.0;
+    let (base, _server, _stop) = start(cfg).await;
+    let http = client();
+    let url = format!("{base}/v1/completions");
+    let t0 = Instant::now();
+    let sends = (0..3).map(|i| {
+        let (http, url) = (http.clone(), url.clone());
+        tokio::spawn(async move {
+            let body = json!({"prompt": words(8, &format!("s{i}")), "max_tokens": 1});
+            let resp = post(&http, &url, &body).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.text().await.unwrap();
+            t0.elapsed()
+        })
+    });
+    let mut done: Vec<Duration> = Vec::new();
+    for s in sends.collect::<Vec<_>>() {
+        done.push(s.await.unwrap());
+    }
+    done.sort();
+    for (k, t) in done.iter().enumerate() {
+        assert!(*t >= Duration::from_millis(200 * (k as u64 + 1)), "finish {k} at {t:?}: {done:?}");
+    }
+}

@@ -684,6 +684,62 @@ mod tests {
     }
 
     #[test]
+    fn step_time_variation_is_seeded_and_keeps_the_mean() {
+        let load = |seed: u64| VirtualLoad { seed, ..VirtualLoad::closed_loop(same(64, 256, 64), 16) };
+        let plain = simulate(&h100_8b(), &load(1)).unwrap();
+        let mut cfg = h100_8b();
+        cfg.calibration.step_time_cv = 0.05;
+        let a = simulate(&cfg, &load(1)).unwrap();
+        // The same seed gives the same run; another seed another one.
+        assert_eq!(simulate(&cfg, &load(1)).unwrap(), a);
+        assert_ne!(simulate(&cfg, &load(2)).unwrap().records, a.records);
+        assert_ne!(a.records, plain.records);
+        // Gaps between tokens vary around the roofline's, not above it.
+        let (noisy, exact) = (mean_tpot(&a), mean_tpot(&plain));
+        assert!((noisy / exact - 1.0).abs() < 0.03, "{noisy} vs {exact}");
+        let gaps: Vec<f64> = a.records[20].chunks.pairs().map(|(x, y)| (y.t - x.t).as_secs_f64()).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+        assert!(sd / mean > 0.02 && sd / mean < 0.10, "cv {}", sd / mean);
+        cfg.calibration.step_time_cv = 0.6;
+        assert!(simulate(&cfg, &load(1)).unwrap_err().to_string().contains("step_time_cv"));
+    }
+
+    #[test]
+    fn front_end_jitter_and_serial_work_spread_requests_sent_together() {
+        let frontend = h100_8b().calibration.frontend_overhead();
+        // Jitter: each request reaches the engine between the overhead and
+        // the overhead plus the jitter after its send, by its number and seed.
+        let mut cfg = h100_8b();
+        cfg.calibration.frontend_jitter_ms = 40.0;
+        for n in 0..200 {
+            let d = cfg.calibration.frontend_delay(n, 7);
+            assert!(d >= frontend && d < frontend + Duration::from_millis(40), "{d:?}");
+            assert_eq!(d, cfg.calibration.frontend_delay(n, 7));
+        }
+        let spread: std::collections::BTreeSet<Duration> =
+            (0..200).map(|n| cfg.calibration.frontend_delay(n, 7)).collect();
+        assert!(spread.len() > 150);
+        let burst = simulate(&cfg, &VirtualLoad::burst(same(8, 16, 4))).unwrap();
+        let firsts: std::collections::BTreeSet<Duration> =
+            burst.records.iter().map(|r| r.first_byte.unwrap()).collect();
+        assert!(firsts.len() > 1, "a burst no longer prefills as one step");
+        // Serial work: a burst reaches the engine one request at a time.
+        let mut cfg = h100_8b();
+        cfg.calibration.frontend_serial_us = 50_000.0;
+        let run = simulate(&cfg, &VirtualLoad::burst(same(3, 16, 2))).unwrap();
+        for (i, r) in run.records.iter().enumerate() {
+            let reach = Duration::from_millis(50 * (i as u64 + 1));
+            assert!(r.first_byte.unwrap() > reach && r.first_byte.unwrap() < reach + Duration::from_millis(40));
+        }
+        // A lone request's serial work is part of the overhead, not added to it.
+        cfg.calibration.frontend_serial_us = 1_000.0;
+        let alone = simulate(&cfg, &VirtualLoad::closed_loop(same(1, 16, 2), 1)).unwrap();
+        let plain = simulate(&h100_8b(), &VirtualLoad::closed_loop(same(1, 16, 2), 1)).unwrap();
+        assert_eq!(alone.records, plain.records);
+    }
+
+    #[test]
     fn kv_samples_stay_bounded_and_ordered() {
         let mut cfg = h100_8b();
         cfg.calibration.frontend_overhead_ms = 0.0;

@@ -16,6 +16,10 @@ pub(super) struct VirtualRun<'a> {
     load: &'a VirtualLoad,
     pub(super) engine: Engine,
     frontend: Duration,
+    /// Whether requests' front-end times vary (`frontend_jitter_ms`).
+    jitter: bool,
+    /// When the front end's serial work for the requests sent so far ends.
+    frontend_free: Duration,
     /// The load's rules: what is sent when.
     dispatcher: Dispatcher,
     /// Each unit's first request (a lone request, or a session's first
@@ -39,7 +43,8 @@ pub(super) struct VirtualRun<'a> {
 
 impl<'a> VirtualRun<'a> {
     pub(super) fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
-        let engine = Engine::new(cfg.clone())?;
+        let mut engine = Engine::new(cfg.clone())?;
+        engine.seed_noise(load.seed);
         let n = load.requests.len();
         let (mut first_of, mut unit_of) = (Vec::new(), Vec::with_capacity(n));
         for (i, r) in load.requests.iter().enumerate() {
@@ -58,6 +63,8 @@ impl<'a> VirtualRun<'a> {
             load,
             engine,
             frontend: cfg.calibration.frontend_overhead(),
+            jitter: cfg.calibration.frontend_jitter_ms > 0.0,
+            frontend_free: Duration::ZERO,
             dispatcher,
             warm: vec![false; first_of.len()],
             first_of,
@@ -86,7 +93,13 @@ impl<'a> VirtualRun<'a> {
         }
         // Keeps `transit` in time order: a later turn may be sent between
         // two requests already on their way.
-        let at = sent + self.frontend;
+        let delay =
+            if self.jitter { self.cfg.calibration.frontend_delay(i as u64, self.load.seed) } else { self.frontend };
+        // The front end's serial share: a request waits for those before it.
+        let serial = self.cfg.calibration.frontend_serial(self.load.requests[i].input_tokens as u64);
+        let start = sent.max(self.frontend_free);
+        self.frontend_free = start + serial;
+        let at = start + serial.max(delay);
         let pos = self.transit.partition_point(|&(t, _)| t <= at);
         self.transit.insert(pos, (at, i));
     }
