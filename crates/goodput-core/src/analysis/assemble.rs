@@ -45,6 +45,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         summary: analysis.summary,
         slo: analysis.slo,
         cost: analysis.cost,
+        energy: None,
         compat: Compat { vllm: analysis.vllm },
         engine: None,
         server_signals: None,
@@ -107,6 +108,8 @@ pub fn attach_server_side(
             let warm =
                 signals.window.prefix_cache_hit_rate.and_then(|h| warm_cache_warning(&result.config, records, h));
             result.warnings.extend(warm);
+            let rate = result.summary.throughput.output_tokens_per_s;
+            result.energy = result.energy.take().or_else(|| scraped_energy(&signals.window, rate));
             result.server_signals = Some(signals);
             d
         }
@@ -117,6 +120,34 @@ pub fn attach_server_side(
         }
     };
     with_queue_growth(result);
+}
+
+/// Joules per output token and output tokens/s per provisioned megawatt from
+/// the GPUs' energy counters over the scrape window, against the run's
+/// output tokens/s `rate`: the engine's generated tokens over the same
+/// window (the client's output rate over the window's
+/// span where the engine counts none), the power limits DCGM reports as
+/// what is provisioned. `None` without an energy counter.
+pub fn scraped_energy(
+    w: &crate::prometheus::scrape::WindowSummary,
+    rate: f64,
+) -> Option<crate::analysis::energy::EnergyReport> {
+    use crate::prometheus::scrape::{CounterSignal, GaugeSignal};
+    let energy = w.counters.get(&CounterSignal::GpuEnergy)?.delta;
+    let tokens = match w.counters.get(&CounterSignal::GenerationTokens) {
+        Some(c) => c.delta,
+        None => rate * w.span_s,
+    };
+    let limit = w.gauges.get(&GaugeSignal::GpuPowerLimit).and_then(|d| d.mean);
+    Some(crate::analysis::energy::EnergyReport::new(
+        crate::analysis::energy::EnergySource::Scraped,
+        energy,
+        w.span_s,
+        tokens.max(0.0).round() as u64,
+        None,
+        limit,
+        rate,
+    ))
 }
 
 /// Sets the growth of the server's queue in `result`'s stability from what
@@ -226,6 +257,30 @@ pub fn few_requests_warning(load: &LoadConfig, peak: u64) -> Option<String> {
 mod tests {
     use super::*;
     use crate::doc::config::{Rate, SessionsConfig};
+
+    #[test]
+    fn scraped_energy_divides_the_counters_increase_and_provisions_the_power_limits() {
+        use crate::prometheus::scrape::window::CounterSummary;
+        use crate::prometheus::scrape::{CounterSignal, GaugeSignal, WindowSummary};
+        let counter = |delta: f64| CounterSummary { delta, rate_per_s: Some(delta / 10.0), resets: 0 };
+        let mut w = WindowSummary { span_s: 10.0, ..WindowSummary::default() };
+        let rate = 1000.0;
+        assert_eq!(scraped_energy(&w, rate), None, "no energy counter, no figures");
+        // Two GPUs drew 9 kJ over 10 s while the engine generated 10,000 tokens.
+        w.counters.insert(CounterSignal::GpuEnergy, counter(9000.0));
+        w.counters.insert(CounterSignal::GenerationTokens, counter(10_000.0));
+        let e = scraped_energy(&w, rate).unwrap();
+        assert_eq!((e.joules_per_output_token, e.mean_power_w), (Some(0.9), Some(900.0)));
+        assert_eq!(e.output_tokens_per_s_per_provisioned_mw, None, "no power limit scraped");
+        let limits = crate::Distribution { count: 3, mean: Some(1400.0), ..Default::default() };
+        w.gauges.insert(GaugeSignal::GpuPowerLimit, limits);
+        let e = scraped_energy(&w, rate).unwrap();
+        assert_eq!(e.provisioned_w, Some(1400.0));
+        assert!((e.output_tokens_per_s_per_provisioned_mw.unwrap() - 1000.0 / 1400e-6).abs() < 1e-6);
+        // Without the engine's token counter, the client's rate over the span.
+        w.counters.remove(&CounterSignal::GenerationTokens);
+        assert_eq!(scraped_energy(&w, rate).unwrap().output_tokens, 10_000);
+    }
 
     #[test]
     fn a_warm_cache_is_warned_about_only_past_what_the_prompts_share() {

@@ -499,7 +499,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         };
         let cfg = EngineConfig::try_from(&engine)?;
         virtual_point::check_context(&cfg, &workload, "--model picks another")?;
-        opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
+        opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
         let target = virtual_point::target_of(&cfg);
         let ec = EngineSettings::from(&cfg);
         let prompts = virtual_point::prompt_kind(a.target.api);

@@ -273,6 +273,52 @@ fn estimate_writes_the_same_document_with_the_engine_view() {
 }
 
 #[test]
+fn estimate_gives_energy_and_takes_data_parallelism_and_fp4_where_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-c", "256", "-n", "1024", "--input-tokens", "256", "--output-tokens", "64"])
+            .args(["--max-num-seqs", "32"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let one = run("one.json", &[]);
+    let e = &one["energy"];
+    assert_eq!(e["source"], "model");
+    assert_eq!((e["gpus"].as_u64(), e["provisioned_w"].as_f64()), (Some(1), Some(700.0)));
+    let j = e["joules_per_output_token"].as_f64().unwrap();
+    assert!(j > 0.0 && j < 10.0, "{e}");
+    let mean = e["mean_power_w"].as_f64().unwrap();
+    assert!(mean > 75.0 && mean <= 700.0, "{e}");
+    let per_mw = e["output_tokens_per_s_per_provisioned_mw"].as_f64().unwrap();
+    let tput = one["summary"]["throughput"]["output_tokens_per_s"].as_f64().unwrap();
+    assert!((per_mw / (tput / 700e-6) - 1.0).abs() < 1e-9, "{per_mw} {tput}");
+
+    // Two replicas: about twice the throughput at saturation, twice the GPUs.
+    let two = run("two.json", &["--dp", "2", "--router", "round-robin"]);
+    let tput2 = two["summary"]["throughput"]["output_tokens_per_s"].as_f64().unwrap();
+    assert!((1.7..=2.3).contains(&(tput2 / tput)), "{tput} → {tput2}");
+    assert_eq!(
+        (two["engine"]["config"]["dp"].as_u64(), two["engine"]["config"]["router"].as_str()),
+        (Some(2), Some("round-robin"))
+    );
+    assert_eq!(two["energy"]["provisioned_w"].as_f64(), Some(1400.0));
+    assert!(two["target"]["url"].as_str().unwrap().contains("@2x1x"), "{}", two["target"]["url"]);
+
+    // FP4 runs on Blackwell and is refused, with where it runs, elsewhere.
+    let b200 = run("b200.json", &["--gpu", "b200", "--precision", "fp4"]);
+    assert_eq!(b200["engine"]["config"]["precision"], "fp4");
+    let err = goodput().args(["estimate", "--gpu", "h200", "--precision", "fp4", "-n", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&err.stderr);
+    assert!(!err.status.success() && text.contains("no FP4 tensor cores") && text.contains("b200"), "{text}");
+}
+
+#[test]
 fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep.json");
