@@ -54,6 +54,10 @@ struct Candidate {
     max_num_batched_tokens: u32,
 }
 
+/// A group's configurations as they ran, each with a note when the climb
+/// of TP stopped at it.
+type GroupOutcome = Vec<(FrontierConfig, Option<String>)>;
+
 /// What the search shares across its threads.
 struct Search<'a> {
     args: &'a PlanArgs,
@@ -344,7 +348,7 @@ impl Search<'_> {
         let work: Vec<(usize, &Vec<Candidate>)> =
             groups.iter().enumerate().filter(|(_, g)| g.iter().all(|c| c.max_num_seqs == widest(c))).collect();
         let next = Mutex::new(0usize);
-        let done: Mutex<Vec<(usize, Vec<(FrontierConfig, Option<String>)>)>> = Mutex::new(Vec::new());
+        let done: Mutex<Vec<(usize, GroupOutcome)>> = Mutex::new(Vec::new());
         std::thread::scope(|s| {
             for _ in 0..jobs.min(work.len()).max(1) {
                 s.spawn(|| loop {
@@ -421,8 +425,8 @@ impl Search<'_> {
 
     /// A group's configurations, TP rising, until TP stops making one user
     /// faster; a note when the climb stopped before the group's end.
-    fn run_group(&self, group: &[Candidate]) -> Vec<(FrontierConfig, Option<String>)> {
-        let mut out: Vec<(FrontierConfig, Option<String>)> = Vec::new();
+    fn run_group(&self, group: &[Candidate]) -> GroupOutcome {
+        let mut out: GroupOutcome = Vec::new();
         let mut single: Option<(u32, f64)> = None;
         for (k, c) in group.iter().enumerate() {
             let mut fc = self.config(c);
