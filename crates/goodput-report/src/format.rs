@@ -88,6 +88,32 @@ pub fn client_cost(c: &ClientCost) -> String {
     )
 }
 
+/// The energy figures in one line: joules per output token, output tokens/s
+/// per provisioned megawatt, and the mean power against what is
+/// provisioned, with where the joules come from.
+pub fn energy(e: &goodput_core::analysis::energy::EnergyReport) -> String {
+    use goodput_core::analysis::energy::EnergySource;
+    let j = e
+        .joules_per_output_token
+        .map(|j| format!("{j:.3} J per output token"))
+        .unwrap_or("- J per output token".into());
+    let mw = e
+        .output_tokens_per_s_per_provisioned_mw
+        .map(|v| format!("{:.0} output tok/s per provisioned MW", v))
+        .unwrap_or("- output tok/s per provisioned MW (no power limit scraped)".into());
+    let power = match (e.mean_power_w, e.provisioned_w) {
+        (Some(p), Some(t)) => format!(" · mean {p:.0} W of {t:.0} W provisioned"),
+        (Some(p), None) => format!(" · mean {p:.0} W"),
+        _ => String::new(),
+    };
+    let gpus = e.gpus.map(|g| format!(" on {g} GPU(s)")).unwrap_or_default();
+    let source = match e.source {
+        EnergySource::Model => "the simulated engine's power model",
+        EnergySource::Scraped => "the GPUs' energy counters",
+    };
+    format!("{j} · {mw}{power}{gpus} ({source})")
+}
+
 /// The client's own stalls in one line: how many, how long, and the
 /// requests in flight over them.
 pub fn client_stalls(s: &goodput_core::ClientStalls) -> String {

@@ -47,6 +47,9 @@ pub fn render_width(r: &RunResult, width: usize) -> String {
     }
     slo_lines(&mut o, r);
     cost_line(&mut o, r);
+    if let Some(e) = &r.energy {
+        let _ = writeln!(o, "energy: {}", crate::format::energy(e));
+    }
     vllm_line(&mut o, r);
     if let Some(sig) = &r.server_signals {
         server_lines(&mut o, sig);

@@ -22,8 +22,8 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     crate::virtual_point::check_context(&cfg, &workload, "--model picks another")?;
-    // The replica modelled runs on tp GPUs unless --gpus or the config says otherwise.
-    let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
+    // The engine modelled runs on tp × dp GPUs unless --gpus or the config says otherwise.
+    let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
     let mut inputs = a.workload.inputs();
     inputs.extend(a.load.trace.as_deref().map(|p| ("--trace", p)));

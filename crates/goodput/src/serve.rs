@@ -67,8 +67,12 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;
     let c = server.config();
+    let replicas = match c.engine.dp {
+        1 => String::new(),
+        dp => format!("{dp} replicas ({} router) each ", c.engine.router),
+    };
     let what = format!(
-        "engine: {} ({}) on {}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
+        "engine: {} ({}) on {replicas}{}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
          serving '{}'",
         c.engine.model.name,
         c.engine.precision,

@@ -8,6 +8,7 @@ use crate::common;
 use crate::setup;
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::assemble::{assemble, attach_server_side, Assembly, ServerSide};
+use goodput_core::analysis::energy::{EnergyReport, EnergySource};
 use goodput_core::doc::config::WorkloadConfig;
 use goodput_core::doc::engine::{EngineSeries, SimulatedEngine};
 use goodput_core::load::dispatch::Dispatcher;
@@ -40,6 +41,8 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         let mut cfg = EngineConfig::new(model, gpu, precision);
         cfg.kv_cache_dtype = e.kv_cache_dtype.parse::<KvCacheDtype>()?;
         cfg.tp = e.tp;
+        cfg.dp = e.dp;
+        cfg.router = e.router.parse()?;
         cfg.gpu_memory_utilization = e.gpu_memory_utilization;
         cfg.max_num_seqs = e.max_num_seqs;
         cfg.max_num_batched_tokens = e.max_num_batched_tokens;
@@ -214,9 +217,27 @@ pub fn run_virtual(server: VirtualServer, plan: &LoadPlan, workload: &Workload) 
     }
 }
 
+/// The power model's figures for a virtual run: its joules over the whole
+/// simulated run and the tokens generated in it, the summary's output
+/// tokens/s against TDP × the engine's GPUs.
+pub fn energy_of(cfg: &EngineConfig, v: &EngineView, output_tokens_per_s: f64) -> EnergyReport {
+    EnergyReport::new(
+        EnergySource::Model,
+        v.energy_j,
+        v.makespan.as_secs_f64(),
+        v.generation_tokens,
+        Some(cfg.gpus()),
+        Some(v.provisioned_w),
+        output_tokens_per_s,
+    )
+}
+
 pub fn target_of(cfg: &EngineConfig) -> Target {
     Target {
-        url: format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+        url: match cfg.dp {
+            1 => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            dp => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+        },
         model: cfg.model.name.clone(),
         api: "virtual".into(),
         embedded: true,
@@ -278,6 +299,7 @@ pub fn estimate_result(
         opts,
     );
     result.engine = Some(engine_view(cfg, &run.engine));
+    result.energy = Some(energy_of(cfg, &run.engine, result.summary.throughput.output_tokens_per_s));
     // The diagnoses read from records alone hold in virtual time too.
     attach_server_side(&mut result, ServerSide::Unscraped, &run.records, plan.concurrency);
     Ok((result, run.records))

@@ -45,6 +45,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         summary: analysis.summary,
         slo: analysis.slo,
         cost: analysis.cost,
+        energy: None,
         compat: Compat { vllm: analysis.vllm },
         engine: None,
         server_signals: None,
@@ -107,6 +108,7 @@ pub fn attach_server_side(
             let warm =
                 signals.window.prefix_cache_hit_rate.and_then(|h| warm_cache_warning(&result.config, records, h));
             result.warnings.extend(warm);
+            result.energy = result.energy.take().or_else(|| scraped_energy(&signals.window, &result.summary));
             result.server_signals = Some(signals);
             d
         }
@@ -117,6 +119,34 @@ pub fn attach_server_side(
         }
     };
     with_queue_growth(result);
+}
+
+/// Joules per output token and output tokens/s per provisioned megawatt from
+/// the GPUs' energy counters over the scrape window: the engine's generated
+/// tokens over the same window (the client's output rate over the window's
+/// span where the engine counts none), the power limits DCGM reports as
+/// what is provisioned. `None` without an energy counter.
+pub fn scraped_energy(
+    w: &crate::prometheus::scrape::WindowSummary,
+    summary: &crate::analysis::summary::Summary,
+) -> Option<crate::analysis::energy::EnergyReport> {
+    use crate::prometheus::scrape::{CounterSignal, GaugeSignal};
+    let energy = w.counters.get(&CounterSignal::GpuEnergy)?.delta;
+    let rate = summary.throughput.output_tokens_per_s;
+    let tokens = match w.counters.get(&CounterSignal::GenerationTokens) {
+        Some(c) => c.delta,
+        None => rate * w.span_s,
+    };
+    let limit = w.gauges.get(&GaugeSignal::GpuPowerLimit).and_then(|d| d.mean);
+    Some(crate::analysis::energy::EnergyReport::new(
+        crate::analysis::energy::EnergySource::Scraped,
+        energy,
+        w.span_s,
+        tokens.max(0.0).round() as u64,
+        None,
+        limit,
+        rate,
+    ))
 }
 
 /// Sets the growth of the server's queue in `result`'s stability from what

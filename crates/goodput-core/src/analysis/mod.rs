@@ -1,10 +1,11 @@
 //! What a run's records say: the per-request metrics of docs/metrics.md,
 //! exact statistics, the run-level summary, SLOs and goodput, stability,
-//! user-felt ratings, cost, per-model and per-session views, time slices,
+//! user-felt ratings, cost, energy, per-model and per-session views, time slices,
 //! and the assembling of a result document from records.
 
 pub mod assemble;
 pub mod cost;
+pub mod energy;
 pub mod metrics;
 pub mod models;
 pub mod ratings;

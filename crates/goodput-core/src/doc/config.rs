@@ -333,6 +333,17 @@ pub struct EngineSettings {
     pub model: String,
     pub precision: String,
     pub tp: u32,
+    /// Data-parallel replicas, each on `tp` GPUs; absent for one.
+    #[serde(skip_serializing_if = "one_replica")]
+    pub dp: u32,
+    /// The router in front of the replicas, with `dp` > 1: `round-robin`,
+    /// `least-loaded` or `prefix-aware`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router: Option<String>,
+}
+
+fn one_replica(dp: &u32) -> bool {
+    *dp <= 1
 }
 
 /// What an import says about itself, kept as `config.import`.

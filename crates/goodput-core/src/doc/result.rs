@@ -46,6 +46,11 @@ pub struct RunResult {
     pub slo: Option<SloReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostReport>,
+    /// Joules per output token and output tokens/s per provisioned megawatt:
+    /// the simulated engine's power model (`estimate`), or the GPUs' energy
+    /// counters where a run scraped them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::analysis::energy::EnergyReport>,
     pub compat: Compat,
     /// The simulated engine's own view of the run (`estimate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

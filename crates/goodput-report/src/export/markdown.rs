@@ -65,6 +65,9 @@ pub fn run_markdown(r: &RunResult) -> String {
     by_model(&mut o, r);
     quality(&mut o, r);
     cost(&mut o, r);
+    if let Some(e) = &r.energy {
+        let _ = writeln!(o, "**Energy**: {}\n", md(&format::energy(e)));
+    }
     user_view(&mut o, r);
     server_signals(&mut o, r);
     simulated_engine(&mut o, r);

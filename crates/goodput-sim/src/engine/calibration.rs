@@ -35,6 +35,13 @@ pub struct Calibration {
     pub activation_gib: f64,
     /// Runtime memory outside PyTorch per GPU (CUDA context, NCCL, graphs).
     pub runtime_gib: f64,
+    /// Share of a GPU's dynamic power range (TDP − idle) its tensor cores
+    /// draw when busy the whole step at the rate η_c allows (the power
+    /// model of docs/simulator.md).
+    pub power_compute: f64,
+    /// Share of the dynamic power range that streaming HBM at the achieved
+    /// bandwidth the whole step draws.
+    pub power_memory: f64,
 }
 
 impl Default for Calibration {
@@ -61,6 +68,8 @@ impl Calibration {
             frontend_overhead_ms: 15.0,
             activation_gib: 5.5,
             runtime_gib: 0.15,
+            power_compute: 1.0,
+            power_memory: 0.5,
         };
         match family {
             GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::Blackwell | GpuFamily::Cdna3 => hopper,
@@ -110,6 +119,8 @@ impl Calibration {
             ("eta_weights", self.eta_weights),
             ("eta_kv", self.eta_kv),
             ("eta_link", self.eta_link),
+            ("power_compute", self.power_compute),
+            ("power_memory", self.power_memory),
         ];
         for (name, v) in shares {
             if !(v > 0.0 && v <= 1.0) {

@@ -5,6 +5,7 @@
 use super::calibration::Calibration;
 use super::catalog::{GpuSpec, KvCacheDtype, ModelSpec, Precision};
 use super::error::Error;
+use super::router::RouterPolicy;
 use crate::template::ChatTemplate;
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +36,21 @@ pub struct EngineConfig {
     /// prompt's BOS), counted in the prompt as a real server counts it.
     #[serde(default)]
     pub chat_template: ChatTemplate,
+    /// Data-parallel degree: replicas of the engine (each on `tp` GPUs)
+    /// behind a router.
+    #[serde(default = "one")]
+    pub dp: u32,
+    /// How the router picks a replica (with `dp` > 1).
+    #[serde(default)]
+    pub router: RouterPolicy,
 }
+
+fn one() -> u32 {
+    1
+}
+
+/// The most replicas one engine configuration may have.
+pub const MAX_DP: u32 = 1024;
 
 /// The engine's effective settings, as the result keeps them
 /// (`config.engine`, `engine.config`): the sequence cap resolved, the
@@ -48,6 +63,8 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             precision: cfg.precision.to_string(),
             kv_cache_dtype: cfg.kv_cache_dtype.to_string(),
             tp: cfg.tp,
+            dp: cfg.dp,
+            router: (cfg.dp > 1).then(|| cfg.router.to_string()),
             gpu_memory_utilization: cfg.gpu_memory_utilization,
             max_num_seqs: cfg.resolved_max_num_seqs(),
             max_num_batched_tokens: cfg.max_num_batched_tokens,
@@ -86,12 +103,19 @@ impl EngineConfig {
             calibration,
             chat_template: model.chat_template(),
             model,
+            dp: 1,
+            router: RouterPolicy::default(),
         }
     }
 
     /// Looks the model and GPU up in the catalog by name.
     pub fn from_names(model: &str, gpu: &str, precision: Precision) -> Result<EngineConfig, Error> {
         Ok(EngineConfig::new(ModelSpec::lookup(model)?, GpuSpec::lookup(gpu)?, precision))
+    }
+
+    /// Every GPU the configuration runs on: TP × DP.
+    pub fn gpus(&self) -> u32 {
+        self.tp.saturating_mul(self.dp)
     }
 
     /// The sequence cap in force: the configured one, else vLLM's default.
@@ -104,6 +128,9 @@ impl EngineConfig {
         let bad = |m: String| Err(Error::InvalidConfig(m));
         if self.tp == 0 {
             return bad("--tp must be at least 1".into());
+        }
+        if self.dp == 0 || self.dp > MAX_DP {
+            return bad(format!("--dp {} must lie in 1..={MAX_DP}", self.dp));
         }
         if !self.model.num_heads.is_multiple_of(self.tp) {
             return bad(format!(

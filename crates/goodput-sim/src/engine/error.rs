@@ -15,16 +15,17 @@ pub enum Error {
     )]
     UnknownModel { name: String, known: String },
 
-    #[error("unknown precision `{0}`; use one of bf16, fp8, int8, int4")]
+    #[error("unknown precision `{0}`; use one of bf16, fp8, int8, int4, fp4 (NVFP4)")]
     UnknownPrecision(String),
 
     #[error("unknown KV-cache dtype `{0}`; use auto (same as the activations, 16-bit) or fp8")]
     UnknownKvCacheDtype(String),
 
-    #[error("{gpu} has no FP8 tensor cores, so --precision {precision} cannot run on it; use bf16, int8 or int4")]
+    #[error("{gpu} has no {cores} tensor cores, so --precision {precision} cannot run on it; {fix}")]
     /// `precision` as `--precision` names it (the error stays beneath the
-    /// catalog, which returns it).
-    PrecisionUnsupported { gpu: String, precision: String },
+    /// catalog, which returns it); `cores` the tensor-core format it needs,
+    /// `fix` the GPUs that have it and the precisions this one runs.
+    PrecisionUnsupported { gpu: String, precision: String, cores: String, fix: String },
 
     #[error("cannot read model config {}: {message}", path.display())]
     ModelConfigRead { path: PathBuf, message: String },

@@ -15,16 +15,20 @@ mod config;
 mod error;
 mod kv;
 mod roofline;
+mod router;
 mod scheduler;
 pub mod validate;
 mod virtual_time;
 
 pub use calibration::Calibration;
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Moe, Precision};
-pub use config::{EngineConfig, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS};
+pub use config::{
+    EngineConfig, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS, MAX_DP,
+};
 pub use error::Error;
 pub use kv::Prompt;
-pub use roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepBreakdown};
+pub use roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepBreakdown, StepPower};
+pub use router::{Router, RouterPolicy};
 pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
 pub use virtual_time::{
     simulate, EngineSample, EngineView, PromptKind, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,

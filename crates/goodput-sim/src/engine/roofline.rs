@@ -178,6 +178,24 @@ pub struct Roofline {
     link_rate: f64,
     fixed_overhead: f64,
     per_seq_overhead: f64,
+    /// The power model: idle watts and the dynamic range (TDP − idle) of
+    /// the replica's TP GPUs together, and the shares of that range busy
+    /// tensor cores and busy memory draw.
+    idle_w: f64,
+    dynamic_w: f64,
+    power_compute: f64,
+    power_memory: f64,
+}
+
+/// What one step draws: its GPUs' mean power over it, and how busy their
+/// tensor cores and memory were (each the share of the step's time the
+/// roofline spends on that side, 0..1).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepPower {
+    pub compute_utilisation: f64,
+    pub memory_utilisation: f64,
+    /// Watts, all of the replica's GPUs together.
+    pub watts: f64,
 }
 
 impl Roofline {
@@ -220,7 +238,42 @@ impl Roofline {
             link_rate: cfg.gpu.interconnect_bytes_per_s() * c.eta_link,
             fixed_overhead: m.num_layers as f64 * c.c_layer_us * 1e-6 + c.c_step_us * 1e-6,
             per_seq_overhead: c.c_seq_us * 1e-6,
+            idle_w: cfg.gpu.idle_w * tp,
+            dynamic_w: (cfg.gpu.tdp_w - cfg.gpu.idle_w).max(0.0) * tp,
+            power_compute: c.power_compute,
+            power_memory: c.power_memory,
         })
+    }
+
+    /// Watts the replica's GPUs draw while no step runs.
+    pub fn idle_watts(&self) -> f64 {
+        self.idle_w
+    }
+
+    /// Watts the replica's GPUs are provisioned for (TDP × TP).
+    pub fn provisioned_watts(&self) -> f64 {
+        self.idle_w + self.dynamic_w
+    }
+
+    /// T_step and what the step draws: idle power plus the dynamic range
+    /// times min(1, power_compute · u_c + power_memory · u_m), where u_c and
+    /// u_m are the shares of the step the roofline's compute and memory
+    /// sides take (docs/simulator.md, "Power and energy").
+    pub fn step_time_and_power(&self, b: &BatchShape) -> (Duration, StepPower) {
+        let t = self.split(b);
+        let total = t.gemm + t.attention + t.tp + t.overhead;
+        if total <= 0.0 {
+            return (Duration::ZERO, StepPower { watts: self.idle_w, ..StepPower::default() });
+        }
+        let u_c = (t.compute_s / total).min(1.0);
+        let u_m = (t.memory_s / total).min(1.0);
+        let activity = (self.power_compute * u_c + self.power_memory * u_m).min(1.0);
+        let power = StepPower {
+            compute_utilisation: u_c,
+            memory_utilisation: u_m,
+            watts: self.idle_w + self.dynamic_w * activity,
+        };
+        (seconds(total), power)
     }
 
     /// T_step for one batch.
@@ -237,8 +290,14 @@ impl Roofline {
     /// Seconds: [T_gemm, T_att, T_tp, overheads] (each finite and ≥ 0 for a
     /// checked calibration, but as large as an efficiency of 1e-300 makes it).
     fn terms(&self, b: &BatchShape) -> [f64; 4] {
+        let t = self.split(b);
+        [t.gemm, t.attention, t.tp, t.overhead]
+    }
+
+    /// The terms, and the seconds of compute and of memory traffic in them.
+    fn split(&self, b: &BatchShape) -> Terms {
         if b.tokens == 0 {
-            return [0.0; 4];
+            return Terms::default();
         }
         let n = b.tokens as f64;
         let weight_bytes = match self.moe {
@@ -251,15 +310,35 @@ impl Roofline {
                 self.fixed_weight_bytes + self.expert_bytes * e * (1.0 - miss.powf(n))
             }
         };
-        let gemm = (n * self.flops_per_token / self.compute_rate).max(weight_bytes / self.weight_rate);
+        let (gemm_c, gemm_m) = (n * self.flops_per_token / self.compute_rate, weight_bytes / self.weight_rate);
         let pairs = b.prefill_attention + b.decode_context as f64;
         let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64;
-        let attention = (self.attention_flops_per_pair * pairs / self.compute_rate)
-            .max(kv_tokens * self.kv_bytes_per_token_per_gpu / self.kv_rate);
+        let (att_c, att_m) = (
+            self.attention_flops_per_pair * pairs / self.compute_rate,
+            kv_tokens * self.kv_bytes_per_token_per_gpu / self.kv_rate,
+        );
         let tp = self.allreduce_calls * (self.allreduce_latency + n * self.allreduce_bytes_per_token / self.link_rate);
         let overhead = self.fixed_overhead + self.per_seq_overhead * b.seqs as f64;
-        [gemm, attention, tp, overhead]
+        Terms {
+            gemm: gemm_c.max(gemm_m),
+            attention: att_c.max(att_m),
+            tp,
+            overhead,
+            compute_s: gemm_c + att_c,
+            memory_s: gemm_m + att_m,
+        }
     }
+}
+
+/// One step's terms in seconds, and the compute and memory seconds within.
+#[derive(Debug, Clone, Copy, Default)]
+struct Terms {
+    gemm: f64,
+    attention: f64,
+    tp: f64,
+    overhead: f64,
+    compute_s: f64,
+    memory_s: f64,
 }
 
 /// Seconds of a step as a duration: a calibration's extreme constants (an
@@ -392,5 +471,53 @@ mod tests {
         let text = serde_json::to_string(&base).unwrap();
         assert!(text.contains("\"frontend_overhead_ms\""), "{text}");
         assert_eq!(serde_json::from_str::<Calibration>(&text).unwrap(), base);
+    }
+
+    #[test]
+    fn fp4_on_blackwell_reads_a_quarter_of_bf16_and_is_refused_on_hopper() {
+        let mut decode = BatchShape::default();
+        decode.add_decode(100);
+        let gemm = |p: Precision| Roofline::new(&cfg("llama-3.1-70b", "b200", p)).unwrap().breakdown(&decode).gemm;
+        let (bf16, fp8, fp4) = (gemm(Precision::Bf16), gemm(Precision::Fp8), gemm(Precision::Fp4));
+        assert!(fp4 < fp8.mul_f64(0.7) && fp4 > bf16.mul_f64(0.25), "{bf16:?} {fp8:?} {fp4:?}");
+        let mut prefill = BatchShape::default();
+        prefill.add_prefill(0, 8192);
+        let big = |p: Precision| Roofline::new(&cfg("llama-3.1-70b", "b200", p)).unwrap().breakdown(&prefill).gemm;
+        // Compute-bound: twice FP8's peak, half its time.
+        assert!((big(Precision::Fp4).as_secs_f64() * 2.0 / big(Precision::Fp8).as_secs_f64() - 1.0).abs() < 0.01);
+        let err = Roofline::new(&cfg("llama-3.1-8b", "h100", Precision::Fp4)).unwrap_err().to_string();
+        assert!(err.contains("FP4") && err.contains("b200"), "{err}");
+    }
+
+    #[test]
+    fn power_lies_between_idle_and_tdp_and_rises_with_the_work() {
+        let c = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        let r = Roofline::new(&c).unwrap();
+        let power = |b: &BatchShape| {
+            let (t, p) = r.step_time_and_power(b);
+            assert_eq!(t, r.step_time(b), "the same time as step_time");
+            p
+        };
+        let mut one = BatchShape::default();
+        one.add_decode(1000);
+        let mut many = BatchShape::default();
+        for _ in 0..128 {
+            many.add_decode(1000);
+        }
+        let mut prefill = BatchShape::default();
+        prefill.add_prefill(0, 8192);
+        let (p1, p128, pf) = (power(&one), power(&many), power(&prefill));
+        // Batch-1 decode streams the weights: memory-bound, little compute.
+        assert!(p1.memory_utilisation > 0.7 && p1.compute_utilisation < 0.05, "{p1:?}");
+        // A large prefill is compute-bound and draws close to the TDP.
+        assert!(pf.compute_utilisation > 0.8 && pf.watts > 0.9 * c.gpu.tdp_w, "{pf:?}");
+        assert!(c.gpu.idle_w < p1.watts && p1.watts < p128.watts && p128.watts < pf.watts, "{p1:?} {p128:?} {pf:?}");
+        assert!(pf.watts <= c.gpu.tdp_w);
+        // TP GPUs draw together.
+        let mut tp2 = c.clone();
+        tp2.tp = 2;
+        let r2 = Roofline::new(&tp2).unwrap();
+        assert_eq!(r2.provisioned_watts(), 2.0 * c.gpu.tdp_w);
+        assert_eq!(r2.idle_watts(), 2.0 * c.gpu.idle_w);
     }
 }

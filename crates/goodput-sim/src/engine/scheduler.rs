@@ -6,7 +6,7 @@
 use super::config::EngineConfig;
 use super::error::Error;
 use super::kv::{BlockPool, Prompt};
-use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline};
+use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepPower};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
@@ -49,11 +49,14 @@ pub struct StepOutcome {
     /// Requests preempted this step, in the order they were.
     pub preempted: Vec<u64>,
     pub batch: BatchSummary,
+    /// What the replica's GPUs drew over the step (the power model).
+    pub power: StepPower,
 }
 
 impl StepOutcome {
     fn clear(&mut self) {
         self.duration = Duration::ZERO;
+        self.power = StepPower::default();
         self.tokens.clear();
         self.admitted.clear();
         self.prefix_hits.clear();
@@ -82,6 +85,8 @@ pub struct EngineStats {
     pub generation_tokens: u64,
     pub requests_finished: u64,
     pub requests_aborted: u64,
+    /// Requests scheduled for the first time.
+    pub requests_admitted: u64,
     pub steps: u64,
     /// Σ over steps of the sequences in the batch (decodes and prefills).
     pub batch_seqs_total: u64,
@@ -89,6 +94,10 @@ pub struct EngineStats {
     pub max_batch_seqs: u32,
     /// Σ of step durations.
     pub busy: Duration,
+    /// Σ of step durations × the power each drew (the replica's GPUs
+    /// together): the energy of the busy time, joules. Idle time's energy
+    /// is the idle power over it (see [`Engine::energy_j`]).
+    pub busy_energy_j: f64,
 }
 
 impl EngineStats {
@@ -102,6 +111,40 @@ impl EngineStats {
 
     pub fn prefix_cache_hit_rate(&self) -> Option<f64> {
         (self.prefix_cache_queries > 0).then(|| self.prefix_cache_hits as f64 / self.prefix_cache_queries as f64)
+    }
+
+    /// Several replicas' stats as one engine's: counts and times summed,
+    /// the largest batch the largest, KV use the mean.
+    pub fn summed(all: impl Iterator<Item = EngineStats>) -> EngineStats {
+        let mut n = 0;
+        let mut t = EngineStats::default();
+        for s in all {
+            n += 1;
+            t.running += s.running;
+            t.waiting += s.waiting;
+            t.kv_usage += s.kv_usage;
+            t.kv_blocks_total += s.kv_blocks_total;
+            t.kv_blocks_free += s.kv_blocks_free;
+            t.prefix_cache_queries += s.prefix_cache_queries;
+            t.prefix_cache_hits += s.prefix_cache_hits;
+            t.prefix_cache_evictions += s.prefix_cache_evictions;
+            t.preemptions += s.preemptions;
+            t.prompt_tokens += s.prompt_tokens;
+            t.generation_tokens += s.generation_tokens;
+            t.requests_finished += s.requests_finished;
+            t.requests_aborted += s.requests_aborted;
+            t.requests_admitted += s.requests_admitted;
+            t.steps += s.steps;
+            t.batch_seqs_total += s.batch_seqs_total;
+            t.batch_tokens_total += s.batch_tokens_total;
+            t.max_batch_seqs = t.max_batch_seqs.max(s.max_batch_seqs);
+            t.busy += s.busy;
+            t.busy_energy_j += s.busy_energy_j;
+        }
+        if n > 0 {
+            t.kv_usage /= n as f64;
+        }
+        t
     }
 }
 
@@ -357,7 +400,7 @@ impl Engine {
             batch.tokens += new;
         }
         batch.seqs = self.scheduled.len() as u32;
-        out.duration = self.roofline.step_time(&shape);
+        (out.duration, out.power) = self.roofline.step_time_and_power(&shape);
         out.batch = batch;
 
         let mut any_finished = false;
@@ -394,7 +437,16 @@ impl Engine {
         self.stats.batch_tokens_total += batch.tokens as u64;
         self.stats.max_batch_seqs = self.stats.max_batch_seqs.max(batch.seqs);
         self.stats.busy += out.duration;
+        self.stats.busy_energy_j += out.duration.as_secs_f64() * out.power.watts;
         true
+    }
+
+    /// The energy the replica's GPUs drew over `elapsed` of which the
+    /// engine stepped for its busy time: the steps' energy, and idle power
+    /// for the rest. Joules.
+    pub fn energy_j(&self, elapsed: Duration) -> f64 {
+        let idle = elapsed.saturating_sub(self.stats.busy).as_secs_f64();
+        self.stats.busy_energy_j + idle * self.roofline.idle_watts()
     }
 
     /// vLLM V1's schedule: running requests first, in admission order, each
@@ -475,6 +527,7 @@ impl Engine {
             }
             if !r.admitted_once {
                 r.admitted_once = true;
+                self.stats.requests_admitted += 1;
                 out.admitted.push(r.id);
                 if cached > 0 {
                     out.prefix_hits.push((r.id, cached));

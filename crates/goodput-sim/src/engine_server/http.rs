@@ -96,9 +96,10 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let (reply, answer) = oneshot::channel();
     // Made before the request is sent, so a client gone while it waits for
     // the answer still aborts it: the abort follows the add in the channel.
-    let mut ticket = Ticket { id, commands: s.commands.clone(), live: true };
+    let (replica, commands) = s.route(&prompt);
+    let mut ticket = Ticket { id, commands: commands.clone(), live: true, router: s.router.clone(), replica };
     let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply };
-    if s.commands.send(add).is_err() {
+    if commands.send(add).is_err() {
         return engine_gone(route, &mut ticket);
     }
     match answer.await {

@@ -40,62 +40,73 @@ impl Observed {
             aborted: 0,
         }
     }
+}
 
-    /// The engine's and the front's metrics, labelled with `model_name`, in
-    /// Prometheus text format 0.0.4 (the fault counters follow them).
-    pub(super) fn prometheus(&self, model_name: &str) -> String {
-        let o = self;
-        let labels = format!("engine=\"0\",model_name=\"{}\"", escape_label(model_name));
-        let mut s = String::with_capacity(12 * 1024);
-        let e = &o.engine;
-        let gauges = [
-            ("vllm:num_requests_running", "Number of requests in model execution batches.", e.running as f64),
-            ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", e.waiting as f64),
-            ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage),
-        ];
-        for (name, help, v) in gauges {
-            let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{{labels}}} {v}\n");
+/// Every replica's engine and front metrics, labelled with `model_name` and
+/// the replica's index as `engine` (as vLLM labels its data-parallel
+/// engines), in Prometheus text format 0.0.4 (the fault counters follow
+/// them).
+pub(super) fn prometheus(all: &[Observed], model_name: &str) -> String {
+    let model = escape_label(model_name);
+    let labels: Vec<String> = (0..all.len()).map(|i| format!("engine=\"{i}\",model_name=\"{model}\"")).collect();
+    let mut s = String::with_capacity(12 * 1024 * all.len().max(1));
+    type Value = fn(&Observed) -> f64;
+    let gauges: [(&str, &str, Value); 3] = [
+        ("vllm:num_requests_running", "Number of requests in model execution batches.", |o| o.engine.running as f64),
+        ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", |o| o.engine.waiting as f64),
+        ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", |o| o.engine.kv_usage),
+    ];
+    for (name, help, v) in gauges {
+        let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n");
+        for (o, l) in all.iter().zip(&labels) {
+            let _ = writeln!(s, "{name}{{{l}}} {}", v(o));
         }
-        let counters = [
-            (
-                "vllm:prefix_cache_queries_total",
-                "Prefix cache queries, in terms of number of queried tokens.",
-                e.prefix_cache_queries,
-            ),
-            (
-                "vllm:prefix_cache_hits_total",
-                "Prefix cache hits, in terms of number of cached tokens.",
-                e.prefix_cache_hits,
-            ),
-            ("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", e.preemptions),
-            ("vllm:prompt_tokens_total", "Number of prefill tokens processed.", e.prompt_tokens),
-            ("vllm:generation_tokens_total", "Number of generation tokens processed.", e.generation_tokens),
-        ];
-        for (name, help, v) in counters {
-            let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{{labels}}} {v}\n");
+    }
+    type Count = fn(&Observed) -> u64;
+    let counters: [(&str, &str, Count); 5] = [
+        ("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", |o| {
+            o.engine.prefix_cache_queries
+        }),
+        ("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", |o| {
+            o.engine.prefix_cache_hits
+        }),
+        ("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", |o| o.engine.preemptions),
+        ("vllm:prompt_tokens_total", "Number of prefill tokens processed.", |o| o.engine.prompt_tokens),
+        ("vllm:generation_tokens_total", "Number of generation tokens processed.", |o| o.engine.generation_tokens),
+    ];
+    for (name, help, v) in counters {
+        let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} counter\n");
+        for (o, l) in all.iter().zip(&labels) {
+            let _ = writeln!(s, "{name}{{{l}}} {}", v(o));
         }
-        let name = "vllm:request_success_total";
-        let _ = write!(s, "# HELP {name} Count of successfully processed requests.\n# TYPE {name} counter\n");
+    }
+    let name = "vllm:request_success_total";
+    let _ = write!(s, "# HELP {name} Count of successfully processed requests.\n# TYPE {name} counter\n");
+    for (o, l) in all.iter().zip(&labels) {
         // The simulated model never emits end of sequence, so nothing stops.
         for (reason, v) in [("stop", 0), ("length", o.finished_length), ("abort", o.aborted)] {
-            let _ = writeln!(s, "{name}{{{labels},finished_reason=\"{reason}\"}} {v}");
+            let _ = writeln!(s, "{name}{{{l},finished_reason=\"{reason}\"}} {v}");
         }
-        for (h, name, help) in [
-            (&o.ttft, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds."),
-            (&o.itl, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds."),
-            (&o.e2e, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds."),
-            (&o.queue, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request."),
-        ] {
-            h.render(&mut s, name, help, &labels);
-        }
-        o.step_lateness.render(
-            &mut s,
+    }
+    type Hist = fn(&Observed) -> &Histogram;
+    let histograms: [(Hist, &str, &str); 5] = [
+        (|o| &o.ttft, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds."),
+        (|o| &o.itl, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds."),
+        (|o| &o.e2e, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds."),
+        (|o| &o.queue, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request."),
+        (
+            |o| &o.step_lateness,
             "goodput_sim_step_lateness_seconds",
             "How late the simulated engine's steps ended against its own timeline (a busy host, not the engine).",
-            &labels,
-        );
-        s
+        ),
+    ];
+    for (h, name, help) in histograms {
+        let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} histogram\n");
+        for (o, l) in all.iter().zip(&labels) {
+            h(o).render_series(&mut s, name, l);
+        }
     }
+    s
 }
 
 // vLLM V1's bucket bounds (vllm/v1/metrics/loggers.py), so dashboards and
@@ -138,8 +149,9 @@ impl Histogram {
         self.count += 1;
     }
 
-    pub(super) fn render(&self, s: &mut String, name: &str, help: &str, labels: &str) {
-        let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} histogram\n");
+    /// The series' lines (buckets, sum, count) under `labels`; the family's
+    /// HELP and TYPE are the caller's.
+    pub(super) fn render_series(&self, s: &mut String, name: &str, labels: &str) {
         let mut cumulative = 0;
         for (i, c) in self.counts.iter().enumerate() {
             cumulative += c;

@@ -1,10 +1,10 @@
 //! What handlers and the driver pass each other: commands one way, a
 //! per-request progress cell the other.
 
-use crate::engine::{Error, Prompt};
+use crate::engine::{Error, Prompt, Router};
 use futures::task::AtomicWaker;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -25,10 +25,13 @@ pub(super) enum Command {
 
 /// A handler's claim on its engine request. Dropped while live (the client
 /// went away, or a fault cut the response short), it aborts the request.
+/// Dropped at all, it ends the request's count at its replica's router.
 pub(super) struct Ticket {
     pub(super) id: u64,
     pub(super) commands: mpsc::UnboundedSender<Command>,
     pub(super) live: bool,
+    pub(super) router: Arc<Mutex<Router>>,
+    pub(super) replica: usize,
 }
 
 impl Drop for Ticket {
@@ -36,6 +39,7 @@ impl Drop for Ticket {
         if self.live {
             let _ = self.commands.send(Command::Abort(self.id));
         }
+        super::metrics::lock(&self.router).done(self.replica);
     }
 }
 

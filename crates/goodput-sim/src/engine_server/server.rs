@@ -5,7 +5,7 @@ use super::config::EngineServerConfig;
 use super::driver::Driver;
 use super::metrics::{lock, Observed};
 use super::progress::Command;
-use crate::engine::{Engine, EngineStats, Error, KvCapacity};
+use crate::engine::{Engine, EngineStats, Error, KvCapacity, Prompt, Router};
 use crate::faults::FaultCounters;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,8 +16,10 @@ use tokio::sync::mpsc;
 pub struct EngineServer {
     pub(super) cfg: EngineServerConfig,
     pub(super) counters: FaultCounters,
-    pub(super) commands: mpsc::UnboundedSender<Command>,
-    observed: Arc<Mutex<Observed>>,
+    /// One driver per data-parallel replica, and the router in front of them.
+    commands: Vec<mpsc::UnboundedSender<Command>>,
+    pub(super) router: Arc<Mutex<Router>>,
+    observed: Vec<Arc<Mutex<Observed>>>,
     /// The front end's delay on the wall clock.
     pub(super) frontend: Duration,
     capacity: KvCapacity,
@@ -31,34 +33,55 @@ impl std::fmt::Debug for EngineServer {
 }
 
 impl EngineServer {
-    /// Builds the engine and spawns its driver on the current tokio runtime.
-    /// The driver stops once the server and every response are dropped.
+    /// Builds the engine (one per data-parallel replica) and spawns each
+    /// one's driver on the current tokio runtime. The drivers stop once the
+    /// server and every response are dropped.
     pub fn start(cfg: EngineServerConfig) -> Result<Arc<EngineServer>, Error> {
         cfg.validate()?;
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::InvalidConfig("the engine server must be started inside a tokio runtime".into()))?;
-        let engine = Engine::new(cfg.engine.clone())?;
-        let observed = Arc::new(Mutex::new(Observed::new(engine.stats())));
-        let (commands, rx) = mpsc::unbounded_channel();
+        let engines =
+            (0..cfg.engine.dp.max(1)).map(|_| Engine::new(cfg.engine.clone())).collect::<Result<Vec<_>, _>>()?;
+        let (capacity, max_num_seqs) = (*engines[0].capacity(), engines[0].max_num_seqs());
+        let router = Router::new(cfg.engine.router, engines.len(), capacity.num_blocks);
+        let mut commands = Vec::new();
+        let mut observed = Vec::new();
+        let mut drivers = Vec::new();
+        for engine in engines {
+            let o = Arc::new(Mutex::new(Observed::new(engine.stats())));
+            let (tx, rx) = mpsc::unbounded_channel();
+            commands.push(tx);
+            observed.push(o.clone());
+            drivers.push(Driver::new(engine, rx, o, cfg.speed));
+        }
         let server = Arc::new(EngineServer {
             frontend: cfg.engine.calibration.frontend_overhead().div_f64(cfg.speed),
-            capacity: *engine.capacity(),
-            max_num_seqs: engine.max_num_seqs(),
+            capacity,
+            max_num_seqs,
             counters: FaultCounters::default(),
             commands,
-            observed: observed.clone(),
+            router: Arc::new(Mutex::new(router)),
+            observed,
             cfg,
         });
-        let driver = Driver::new(engine, rx, observed, server.cfg.speed);
-        runtime.spawn(driver.run());
+        for driver in drivers {
+            runtime.spawn(driver.run());
+        }
         Ok(server)
+    }
+
+    /// The replica a request with this prompt goes to, counted in flight
+    /// there until its ticket is dropped, and that replica's driver.
+    pub(super) fn route(&self, prompt: &Prompt) -> (usize, mpsc::UnboundedSender<Command>) {
+        let replica = lock(&self.router).route(prompt);
+        (replica, self.commands[replica].clone())
     }
 
     pub fn config(&self) -> &EngineServerConfig {
         &self.cfg
     }
 
-    /// The engine's KV cache, as sized at start.
+    /// The KV cache of one replica of the engine, as sized at start.
     pub fn capacity(&self) -> &KvCapacity {
         &self.capacity
     }
@@ -67,9 +90,15 @@ impl EngineServer {
         self.max_num_seqs
     }
 
-    /// The engine's counters and gauges as of its last step or command.
+    /// The engine's counters and gauges as of its last step or command,
+    /// summed over its data-parallel replicas.
     pub fn stats(&self) -> EngineStats {
-        lock(&self.observed).engine.clone()
+        EngineStats::summed(self.observed.iter().map(|o| lock(o).engine.clone()))
+    }
+
+    /// Each data-parallel replica's counters and gauges.
+    pub fn replica_stats(&self) -> Vec<EngineStats> {
+        self.observed.iter().map(|o| lock(o).engine.clone()).collect()
     }
 
     pub fn counters(&self) -> &FaultCounters {
@@ -78,8 +107,8 @@ impl EngineServer {
 
     /// The `/metrics` body: Prometheus text format 0.0.4.
     pub fn prometheus(&self) -> String {
-        let o = lock(&self.observed).clone();
-        let mut s = o.prometheus(&self.cfg.model_name);
+        let all: Vec<Observed> = self.observed.iter().map(|o| lock(o).clone()).collect();
+        let mut s = super::metrics::prometheus(&all, &self.cfg.model_name);
         s.push_str(&self.counters.prometheus(&self.cfg.faults));
         s
     }

@@ -12,7 +12,7 @@ fn histograms_are_cumulative_with_vllm_bounds() {
         h.observe(Duration::from_secs_f64(ms / 1e3));
     }
     let mut s = String::new();
-    h.render(&mut s, "x", "help", "a=\"1\"");
+    h.render_series(&mut s, "x", "a=\"1\"");
     // A value on a bound falls in that bucket (le is inclusive).
     assert!(s.contains("x_bucket{a=\"1\",le=\"0.001\"} 2\n"), "{s}");
     assert!(s.contains("x_bucket{a=\"1\",le=\"0.005\"} 3\n"), "{s}");

@@ -3,7 +3,7 @@
 //! aborts on disconnect, injected faults, and thousands of concurrent streams.
 
 use goodput_sim::connections::ConnectionLimits;
-use goodput_sim::engine::{EngineConfig, Precision};
+use goodput_sim::engine::{EngineConfig, Precision, RouterPolicy};
 use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
 use goodput_sim::faults::FaultConfig;
 use goodput_sim::template::ChatTemplate;
@@ -346,6 +346,39 @@ async fn shared_prefixes_show_as_prefix_cache_hits_in_metrics() {
         assert!(text.contains(&format!("# HELP {name} ")) && text.contains(&format!("# TYPE {name} ")), "{name}");
     }
     assert_eq!(metric(&text, "goodput_sim_requests_total"), 3.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_parallel_replicas_each_serve_and_show_under_their_own_engine_label() {
+    // Two replicas behind the prefix-aware router: two prompts that share a
+    // long start go to one replica (the second finds it cached there), an
+    // unrelated one to the other.
+    let mut cfg = config();
+    cfg.engine.dp = 2;
+    cfg.engine.router = RouterPolicy::PrefixAware;
+    let (base, server, _stop) = start(cfg).await;
+    let http = client();
+    let shared = words(200, "s");
+    let prompts = [format!("{shared} {}", words(56, "a")), format!("{shared} {}", words(56, "b")), words(256, "z")];
+    let mut cached = Vec::new();
+    for prompt in prompts {
+        let body = json!({"prompt": prompt, "max_tokens": 3});
+        let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        cached.push(v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap());
+    }
+    assert_eq!(cached, [0, 192, 0]);
+    let replicas = server.replica_stats();
+    assert_eq!(replicas.iter().map(|r| r.requests_finished).collect::<Vec<_>>(), [2, 1]);
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let at = |name: &str, engine: u32| metric(&text, &format!("{name}{{engine=\"{engine}\",model_name=\"sim-8b\"}}"));
+    assert_eq!((at("vllm:generation_tokens_total", 0), at("vllm:generation_tokens_total", 1)), (6.0, 3.0));
+    assert_eq!((at("vllm:prefix_cache_hits_total", 0), at("vllm:prefix_cache_hits_total", 1)), (192.0, 0.0));
+    assert_eq!(server.stats().generation_tokens, 9);
+    // One HELP and TYPE a family, a series per replica.
+    assert_eq!(text.matches("# TYPE vllm:num_requests_running gauge").count(), 1);
+    assert_eq!(text.lines().filter(|l| l.starts_with("vllm:num_requests_running{")).count(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -357,7 +357,7 @@ pub struct JudgeArgs {
     /// Price of one GPU per hour in USD, for cost per million tokens.
     #[arg(long, help_heading = "SLOs and cost")]
     pub gpu_hour_usd: Option<f64>,
-    /// GPUs the server runs on [default: the config file's, else the simulated engine's --tp, else 1].
+    /// GPUs the server runs on [default: the config file's, else the simulated engine's --tp × --dp, else 1].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "SLOs and cost")]
     pub gpus: Option<u32>,
     /// A TOML file with `slo`, a `[prices]` list, `price`, `gpus` and `[ratings]` thresholds; flags win over it.
@@ -384,10 +384,10 @@ pub const DEFAULT_ENGINE_MODEL: &str = "llama-3.1-8b";
 /// `--model` means the served model in commands that talk to a server).
 #[derive(Debug, Clone, Args)]
 pub struct EngineHwArgs {
-    /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, mi300x.
+    /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, gb200, mi300x.
     #[arg(long, default_value = "h100-sxm", help_heading = "Simulated engine")]
     pub gpu: String,
-    /// Weight precision: bf16, fp8, int8, int4 (weight-only).
+    /// Weight precision: bf16, fp8, int8, int4 (weight-only), fp4 (NVFP4, Blackwell: b200, gb200).
     #[arg(long, default_value = "bf16", help_heading = "Simulated engine")]
     pub precision: String,
     /// KV-cache dtype: auto (the activation dtype) or fp8.
@@ -396,6 +396,12 @@ pub struct EngineHwArgs {
     /// Tensor-parallel degree.
     #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
     pub tp: u32,
+    /// Data-parallel degree: replicas of the engine, each on --tp GPUs, behind a router.
+    #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
+    pub dp: u32,
+    /// How the router in front of --dp replicas picks one: least-loaded (fewest requests in flight), round-robin, or prefix-aware (vLLM router's and SGLang's cache_aware policy).
+    #[arg(long, default_value = "least-loaded", help_heading = "Simulated engine")]
+    pub router: String,
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9, help_heading = "Simulated engine")]
     pub gpu_memory_utilization: f64,
@@ -430,6 +436,8 @@ impl Default for EngineHwArgs {
             precision: "bf16".into(),
             kv_cache_dtype: "auto".into(),
             tp: 1,
+            dp: 1,
+            router: "least-loaded".into(),
             gpu_memory_utilization: 0.9,
             max_num_seqs: None,
             max_num_batched_tokens: 8192,

@@ -426,7 +426,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         };
         let cfg = EngineConfig::try_from(&engine)?;
         virtual_point::check_context(&cfg, &workload, "--model picks another")?;
-        opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.tp)?;
+        opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
         let target = virtual_point::target_of(&cfg);
         let ec = EngineSettings::from(&cfg);
         let prompts = virtual_point::prompt_kind(a.target.api);

@@ -101,6 +101,9 @@ named_enum! {
         GpuMemoryUsed => "gpu_memory_used_bytes",
         /// GPU power draw, watts (summed over GPUs).
         GpuPower => "gpu_power_watts",
+        /// The GPUs' power limits, watts (summed over GPUs): their TDP
+        /// unless an operator lowered it; what they are provisioned for.
+        GpuPowerLimit => "gpu_power_limit_watts",
     }
 }
 
@@ -249,6 +252,11 @@ const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
         &[r(&["DCGM_FI_DEV_FB_USED"]).scaled(MIB), r(&["nv_gpu_memory_used_bytes"])],
     ),
     (GaugeSignal::GpuPower, Combine::Sum, &[r(&["DCGM_FI_DEV_POWER_USAGE"]), r(&["nv_gpu_power_usage"])]),
+    (
+        GaugeSignal::GpuPowerLimit,
+        Combine::Sum,
+        &[r(&["DCGM_FI_DEV_ENFORCED_POWER_LIMIT"]), r(&["DCGM_FI_DEV_POWER_MGMT_LIMIT"]), r(&["nv_gpu_power_limit"])],
+    ),
 ];
 
 /// vLLM's finish reasons that are not a success.

@@ -368,6 +368,9 @@ fn throughput_section(o: &mut String, r: &RunResult) {
         let _ = write!(o, "<tr><td>{k}</td><td class=\"text\">{v}</td></tr>");
     }
     cost_row(o, r);
+    if let Some(e) = &r.energy {
+        let _ = write!(o, "<tr><td>energy</td><td class=\"text\">{}</td></tr>", html(&format::energy(e)));
+    }
     o.push_str("</tbody></table></div></section>");
 }
 

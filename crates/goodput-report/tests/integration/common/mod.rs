@@ -144,6 +144,7 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
         summary: a.summary,
         slo: a.slo,
         cost: a.cost,
+        energy: None,
         compat: Compat { vllm: a.vllm },
         engine: None,
         server_signals: None,

@@ -51,9 +51,20 @@ pub struct GpuSpec {
     pub bf16_tflops: f64,
     /// `None` where the tensor cores have no FP8 (A100).
     pub fp8_tflops: Option<f64>,
+    /// `None` where the tensor cores have no FP4 (everything before Blackwell).
+    #[serde(default)]
+    pub fp4_tflops: Option<f64>,
     /// GPU-to-GPU bandwidth per direction, for tensor-parallel all-reduce:
     /// NVLink or Infinity Fabric where the part has it, else PCIe.
     pub interconnect_gb_s: f64,
+    /// The datasheet's maximum board power (TDP): what a deployment
+    /// provisions per GPU.
+    #[serde(default)]
+    pub tdp_w: f64,
+    /// Power drawn by a GPU holding a loaded model (a CUDA context) and
+    /// doing nothing: the floor of the power model (docs/simulator.md).
+    #[serde(default)]
+    pub idle_w: f64,
 }
 
 struct GpuEntry {
@@ -64,10 +75,39 @@ struct GpuEntry {
     bandwidth_tb_s: f64,
     bf16_tflops: f64,
     fp8_tflops: Option<f64>,
+    fp4_tflops: Option<f64>,
     interconnect_gb_s: f64,
+    tdp_w: f64,
+    idle_w: f64,
 }
 
-const GPUS: [GpuEntry; 8] = [
+// Sources, dense peaks (datasheets quote FLOPS with 2:4 sparsity; dense is
+// half), interconnect per direction (datasheets quote both directions):
+// - H100 SXM / PCIe: NVIDIA H100 Tensor Core GPU datasheet (BF16 1,979 /
+//   1,513 TFLOPS sparse, FP8 3,958 / 3,026, 3.35 / 2.0 TB/s, NVLink 900 GB/s,
+//   PCIe Gen5 128 GB/s, max TDP 700 W / 350 W).
+// - H200: NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, 4.8 TB/s,
+//   BF16 1,979 and FP8 3,958 TFLOPS sparse, NVLink 900 GB/s, max TDP up to
+//   700 W for the SXM part).
+// - A100 80GB SXM: NVIDIA A100 datasheet (BF16 312 TFLOPS dense, 2,039 GB/s,
+//   NVLink 600 GB/s, max TDP 400 W).
+// - L40S: NVIDIA L40S datasheet (BF16 362 / FP8 733 TFLOPS dense, 864 GB/s,
+//   PCIe Gen4 64 GB/s, 350 W). L4: NVIDIA L4 datasheet (BF16 242 / FP8 485
+//   TFLOPS sparse, 300 GB/s, 72 W).
+// - B200: NVIDIA HGX B200 specification, per GPU of eight (1.44 TB → 180 GB,
+//   64 TB/s → 8 TB/s, FP4 144 PFLOPS sparse → 9 dense, FP8 72 → 4.5,
+//   BF16 36 → 2.25, NVLink 5 1.8 TB/s, 1,000 W per GPU).
+// - GB200: NVIDIA GB200 NVL72 specification, per GPU of 72 (13.4 TB → 186 GB,
+//   576 TB/s → 8 TB/s, FP4 1,440 PFLOPS sparse → 10 dense, FP8 720 → 5,
+//   BF16 360 → 2.5, NVLink 5 130 TB/s → 1.8 TB/s); 1,200 W per GPU, the
+//   configuration NVIDIA's GB200 peaks are quoted at.
+// - MI300X: AMD Instinct MI300X data sheet (BF16 1,307 / FP8 2,615 TFLOPS
+//   dense, 5.3 TB/s, Infinity Fabric 896 GB/s aggregate, 750 W).
+// Idle power (a loaded model, no work) is not on datasheets: public
+// measurements put it at 10–15 % of TDP on HBM parts (arXiv:2605.23918
+// measures the CUDA context at 26–50 W above bare idle on H100 and A100, 66 W
+// on the GDDR6 L40S); the figures below are those shares, ±50 %.
+const GPUS: [GpuEntry; 9] = [
     GpuEntry {
         aliases: &["h100-sxm", "h100", "h100-sxm5", "h100-80gb", "h100-sxm-80gb"],
         name: "H100 SXM",
@@ -76,7 +116,10 @@ const GPUS: [GpuEntry; 8] = [
         bandwidth_tb_s: 3.35,
         bf16_tflops: 989.0,
         fp8_tflops: Some(1979.0),
+        fp4_tflops: None,
         interconnect_gb_s: 450.0,
+        tdp_w: 700.0,
+        idle_w: 75.0,
     },
     GpuEntry {
         aliases: &["h100-pcie", "h100-pcie-80gb"],
@@ -86,7 +129,10 @@ const GPUS: [GpuEntry; 8] = [
         bandwidth_tb_s: 2.0,
         bf16_tflops: 756.0,
         fp8_tflops: Some(1513.0),
+        fp4_tflops: None,
         interconnect_gb_s: 64.0,
+        tdp_w: 350.0,
+        idle_w: 50.0,
     },
     GpuEntry {
         aliases: &["h200", "h200-sxm", "h200-141gb"],
@@ -96,7 +142,10 @@ const GPUS: [GpuEntry; 8] = [
         bandwidth_tb_s: 4.8,
         bf16_tflops: 989.0,
         fp8_tflops: Some(1979.0),
+        fp4_tflops: None,
         interconnect_gb_s: 450.0,
+        tdp_w: 700.0,
+        idle_w: 80.0,
     },
     GpuEntry {
         aliases: &["a100-80gb", "a100", "a100-sxm", "a100-sxm4-80gb"],
@@ -106,7 +155,10 @@ const GPUS: [GpuEntry; 8] = [
         bandwidth_tb_s: 2.039,
         bf16_tflops: 312.0,
         fp8_tflops: None,
+        fp4_tflops: None,
         interconnect_gb_s: 300.0,
+        tdp_w: 400.0,
+        idle_w: 55.0,
     },
     GpuEntry {
         aliases: &["l40s"],
@@ -116,7 +168,10 @@ const GPUS: [GpuEntry; 8] = [
         bandwidth_tb_s: 0.864,
         bf16_tflops: 362.0,
         fp8_tflops: Some(733.0),
+        fp4_tflops: None,
         interconnect_gb_s: 32.0,
+        tdp_w: 350.0,
+        idle_w: 90.0,
     },
     GpuEntry {
         aliases: &["l4"],
@@ -126,17 +181,36 @@ const GPUS: [GpuEntry; 8] = [
         bandwidth_tb_s: 0.3,
         bf16_tflops: 121.0,
         fp8_tflops: Some(242.5),
+        fp4_tflops: None,
         interconnect_gb_s: 32.0,
+        tdp_w: 72.0,
+        idle_w: 16.0,
     },
     GpuEntry {
-        aliases: &["b200"],
+        aliases: &["b200", "b200-sxm", "hgx-b200", "b200-180gb"],
         name: "B200",
         family: GpuFamily::Blackwell,
         memory_gib: 180.0,
         bandwidth_tb_s: 8.0,
         bf16_tflops: 2250.0,
         fp8_tflops: Some(4500.0),
+        fp4_tflops: Some(9000.0),
         interconnect_gb_s: 900.0,
+        tdp_w: 1000.0,
+        idle_w: 140.0,
+    },
+    GpuEntry {
+        aliases: &["gb200", "gb200-nvl72", "gb200-nvl"],
+        name: "GB200",
+        family: GpuFamily::Blackwell,
+        memory_gib: 186.0,
+        bandwidth_tb_s: 8.0,
+        bf16_tflops: 2500.0,
+        fp8_tflops: Some(5000.0),
+        fp4_tflops: Some(10000.0),
+        interconnect_gb_s: 900.0,
+        tdp_w: 1200.0,
+        idle_w: 160.0,
     },
     GpuEntry {
         aliases: &["mi300x"],
@@ -146,7 +220,10 @@ const GPUS: [GpuEntry; 8] = [
         bandwidth_tb_s: 5.3,
         bf16_tflops: 1307.0,
         fp8_tflops: Some(2615.0),
+        fp4_tflops: None,
         interconnect_gb_s: 448.0,
+        tdp_w: 750.0,
+        idle_w: 110.0,
     },
 ];
 
@@ -181,7 +258,10 @@ impl GpuSpec {
             bandwidth_tb_s: e.bandwidth_tb_s,
             bf16_tflops: e.bf16_tflops,
             fp8_tflops: e.fp8_tflops,
+            fp4_tflops: e.fp4_tflops,
             interconnect_gb_s: e.interconnect_gb_s,
+            tdp_w: e.tdp_w,
+            idle_w: e.idle_w,
         }
     }
 
@@ -199,12 +279,24 @@ impl GpuSpec {
 
     /// The tensor-core peak a precision runs its matrix products at, in
     /// FLOP/s. Weight-only formats (INT8, INT4) dequantise to 16-bit, so they
-    /// run at the BF16 peak.
+    /// run at the BF16 peak; NVFP4 runs at the FP4 peak where the tensor
+    /// cores have FP4, and nowhere else.
     pub fn peak_flops(&self, precision: Precision) -> Result<f64, Error> {
+        let unsupported = |cores: &str, fix: String| Error::PrecisionUnsupported {
+            gpu: self.name.clone(),
+            precision: precision.to_string(),
+            cores: cores.to_string(),
+            fix,
+        };
         let tflops = match precision {
-            Precision::Fp8 => self.fp8_tflops.ok_or_else(|| Error::PrecisionUnsupported {
-                gpu: self.name.clone(),
-                precision: precision.to_string(),
+            Precision::Fp8 => self.fp8_tflops.ok_or_else(|| unsupported("FP8", "use bf16, int8 or int4".into()))?,
+            Precision::Fp4 => self.fp4_tflops.ok_or_else(|| {
+                let with: Vec<&str> = GPUS.iter().filter(|g| g.fp4_tflops.is_some()).map(|g| g.aliases[0]).collect();
+                let here = if self.fp8_tflops.is_some() { "fp8, int4 or bf16" } else { "int4, int8 or bf16" };
+                unsupported(
+                    "FP4",
+                    format!("FP4 (NVFP4) runs on Blackwell GPUs ({}); on {} use {here}", with.join(", "), self.name),
+                )
             })?,
             Precision::Bf16 | Precision::Int8 | Precision::Int4 => self.bf16_tflops,
         };

@@ -18,10 +18,15 @@ pub enum Precision {
     Int8,
     /// Weight-only INT4 with group size 128 (AWQ/GPTQ-like).
     Int4,
+    /// NVFP4: 4-bit (E2M1) weights and activations with an FP8 scale per
+    /// block of 16, run on FP4 tensor cores (Blackwell only).
+    Fp4,
 }
 
 impl Precision {
-    pub const ALL: [Precision; 4] = [Precision::Bf16, Precision::Fp8, Precision::Int8, Precision::Int4];
+    /// Widest first; FP4 last, so that a suggestion of a narrower format
+    /// offers the weight-only INT4 that runs everywhere before it.
+    pub const ALL: [Precision; 5] = [Precision::Bf16, Precision::Fp8, Precision::Int8, Precision::Int4, Precision::Fp4];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -29,16 +34,20 @@ impl Precision {
             Precision::Fp8 => "fp8",
             Precision::Int8 => "int8",
             Precision::Int4 => "int4",
+            Precision::Fp4 => "fp4",
         }
     }
 
     /// Bytes per body weight. INT4 carries a 16-bit scale and zero point per
-    /// group of 128 weights: 0.5 × (1 + 2/64).
+    /// group of 128 weights: 0.5 × (1 + 2/64). NVFP4 carries one FP8 scale
+    /// per block of 16 (and one FP32 scale per tensor, negligible):
+    /// 0.5 + 1/16.
     pub fn bytes_per_weight(self) -> f64 {
         match self {
             Precision::Bf16 => 2.0,
             Precision::Fp8 | Precision::Int8 => 1.0,
             Precision::Int4 => 0.5 * (1.0 + 2.0 / 64.0),
+            Precision::Fp4 => 0.5 + 1.0 / 16.0,
         }
     }
 }
@@ -59,6 +68,7 @@ impl FromStr for Precision {
             "fp8" | "float8" | "fp8-e4m3" => Ok(Precision::Fp8),
             "int8" | "w8a16" => Ok(Precision::Int8),
             "int4" | "w4a16" | "awq" | "gptq" => Ok(Precision::Int4),
+            "fp4" | "nvfp4" | "float4" | "fp4-e2m1" => Ok(Precision::Fp4),
             _ => Err(Error::UnknownPrecision(s.to_string())),
         }
     }

@@ -84,7 +84,7 @@ fn precision_bytes_and_parsing() {
     assert_eq!(Precision::Int4.bytes_per_weight(), 0.515625);
     assert_eq!("BF16".parse::<Precision>().unwrap(), Precision::Bf16);
     assert_eq!("fp16".parse::<Precision>().unwrap(), Precision::Bf16);
-    assert!("fp4".parse::<Precision>().is_err());
+    assert!("fp3".parse::<Precision>().is_err());
     // INT4 body, 16-bit embeddings: 6.98e9 × 0.515625 + 1.05e9 × 2 bytes.
     let m = ModelSpec::lookup("llama-3.1-8b").unwrap();
     let w = m.weight_bytes(Precision::Int4);
@@ -145,4 +145,46 @@ fn kv_bytes_per_token() {
     assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Fp8, 2), 32768.0);
     // Past TP = 8 KV heads each GPU holds a replica of one head.
     assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Auto, 16), 16384.0);
+}
+
+#[test]
+fn fp4_parses_and_runs_only_where_the_tensor_cores_have_it() {
+    for name in ["fp4", "NVFP4", "float4"] {
+        assert_eq!(name.parse::<Precision>().unwrap(), Precision::Fp4, "{name}");
+    }
+    assert_eq!(Precision::Fp4.bytes_per_weight(), 0.5625);
+    let b200 = GpuSpec::lookup("b200").unwrap();
+    assert_eq!(b200.peak_flops(Precision::Fp4).unwrap(), 9000e12);
+    assert_eq!(GpuSpec::lookup("gb200").unwrap().peak_flops(Precision::Fp4).unwrap(), 10_000e12);
+    for gpu in ["h100", "h200", "a100", "mi300x"] {
+        let err = GpuSpec::lookup(gpu).unwrap().peak_flops(Precision::Fp4).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::PrecisionUnsupported { .. }));
+        assert!(text.contains("no FP4 tensor cores") && text.contains("b200") && text.contains("gb200"), "{text}");
+    }
+    // The fix offered runs on the GPU: FP8 on Hopper, not on Ampere.
+    let a100 = GpuSpec::lookup("a100").unwrap().peak_flops(Precision::Fp4).unwrap_err().to_string();
+    assert!(a100.contains("use int4, int8 or bf16"), "{a100}");
+    let h100 = GpuSpec::lookup("h100").unwrap().peak_flops(Precision::Fp4).unwrap_err().to_string();
+    assert!(h100.contains("use fp8"), "{h100}");
+}
+
+#[test]
+fn hopper_and_blackwell_datasheets_and_power() {
+    // (alias, GiB, TB/s, BF16, FP8, FP4 dense TFLOPS, NVLink GB/s per direction, TDP W)
+    let cases = [
+        ("h200", 141.0, 4.8, 989.0, Some(1979.0), None, 450.0, 700.0),
+        ("b200", 180.0, 8.0, 2250.0, Some(4500.0), Some(9000.0), 900.0, 1000.0),
+        ("gb200", 186.0, 8.0, 2500.0, Some(5000.0), Some(10_000.0), 900.0, 1200.0),
+    ];
+    for (alias, mem, bw, bf16, fp8, fp4, link, tdp) in cases {
+        let g = GpuSpec::lookup(alias).unwrap();
+        assert_eq!((g.memory_gib, g.bandwidth_tb_s, g.bf16_tflops), (mem, bw, bf16), "{alias}");
+        assert_eq!((g.fp8_tflops, g.fp4_tflops), (fp8, fp4), "{alias}");
+        assert_eq!((g.interconnect_gb_s, g.tdp_w), (link, tdp), "{alias}");
+    }
+    // Every part has a TDP and an idle floor well below it.
+    for g in GpuSpec::catalog() {
+        assert!(g.tdp_w > 0.0 && g.idle_w > 0.05 * g.tdp_w && g.idle_w < 0.3 * g.tdp_w, "{}", g.name);
+    }
 }

@@ -224,6 +224,15 @@ pub struct EngineView {
     pub busy: Duration,
     /// From the run's start to the last request's end.
     pub makespan: Duration,
+    /// What the engine's GPUs drew from the run's start to its end (the
+    /// power model: steps at their power, idle power between them), joules.
+    pub energy_j: f64,
+    /// TDP × the engine's GPUs, watts.
+    pub provisioned_w: f64,
+    /// Output tokens the engine generated, warm-up included.
+    pub generation_tokens: u64,
+    /// Requests each data-parallel replica admitted (one entry without `dp`).
+    pub replica_requests: Vec<u64>,
 }
 
 /// The result of a virtual run.
@@ -253,14 +262,25 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
         // their own, after the turn before them.
         run.send_due();
         run.admit_arrived()?;
+        run.start_steps();
 
-        if run.engine.step_into(&mut run.out) {
-            run.now += run.out.duration;
+        if let Some(end) = run.next_step_end() {
+            // With a replica between steps, what happens before the others'
+            // steps end happens at its time: a request reaching the idle
+            // replica starts a step there. (With one replica, busy, the
+            // step's end comes first, as on a real engine: what arrives
+            // during a step waits for the next.)
+            if run.any_idle() {
+                if let Some(t) = run.next_event().filter(|&t| t > run.now && t < end) {
+                    run.now = t;
+                    continue;
+                }
+            }
+            run.now = end;
             // Requests given up on during the step: their tokens of this
             // step came after the client left.
             run.give_up(false);
-            run.record_step();
-            run.sample();
+            run.finish_steps();
             continue;
         }
 
@@ -277,6 +297,7 @@ pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error>
 mod tests {
     use super::*;
     use crate::engine::catalog::Precision;
+    use crate::engine::router::RouterPolicy;
     use goodput_core::RequestMetrics;
 
     fn h100_8b() -> EngineConfig {
@@ -686,5 +707,68 @@ mod tests {
         assert!(s.iter().any(|x| x.running == 64));
         // With no front-end delay every step is full: 64 decodes.
         assert!(run.engine.mean_batch_seqs > 60.0);
+    }
+
+    #[test]
+    fn two_replicas_double_the_throughput_at_saturation() {
+        // 512 users on replicas of at most 64 sequences: every replica is
+        // full all the time, so two serve about twice as fast as one.
+        let mut cfg = h100_8b();
+        cfg.max_num_seqs = Some(64);
+        let tput = |dp: u32| {
+            let mut c = cfg.clone();
+            c.dp = dp;
+            let run = simulate(&c, &VirtualLoad::closed_loop(same(2048, 256, 64), 512)).unwrap();
+            assert_eq!(run.engine.replica_requests.len(), dp as usize);
+            (output_throughput(&run), run)
+        };
+        let ((one, _), (two, run)) = (tput(1), tput(2));
+        let ratio = two / one;
+        assert!((1.7..=2.3).contains(&ratio), "{one} → {two}: {ratio}");
+        // Least-loaded (the default) splits the requests about evenly.
+        let r = &run.engine.replica_requests;
+        assert!(r[0].abs_diff(r[1]) < 64, "{r:?}");
+        assert_eq!(r.iter().sum::<u64>(), 2048);
+        // Both replicas' GPUs are provisioned and drew power.
+        assert_eq!(run.engine.provisioned_w, 2.0 * cfg.gpu.tdp_w);
+    }
+
+    /// A well-mixed draw (splitmix64's finaliser): not a Weyl sequence, which
+    /// would cycle through the prefixes in LRU's worst order.
+    fn draw(i: u64) -> u64 {
+        let mut x = i.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+
+    #[test]
+    fn prefix_aware_routing_finds_more_of_the_prefixes_than_round_robin() {
+        // 32 system prompts of 2,048 tokens (128 blocks each), requests
+        // drawing one at random; four replicas whose caches hold about 12
+        // prompts' blocks each. Round-robin shows every replica every
+        // prompt, and their caches thrash; prefix-aware keeps each prompt on
+        // one replica, whose cache holds its share.
+        let requests: Vec<VirtualRequest> = (0..1024u64)
+            .map(|i| VirtualRequest {
+                shared_prefix: Some(SharedPrefix { id: 1 + draw(i) % 32, len: 2048 }),
+                ..VirtualRequest::new(2048 + 64, 16)
+            })
+            .collect();
+        let run = |router: RouterPolicy| {
+            let mut cfg = h100_8b();
+            cfg.dp = 4;
+            cfg.router = router;
+            cfg.num_gpu_blocks_override = Some(1600);
+            let load = VirtualLoad::open_loop(requests.clone(), constant_rate(requests.len(), 16.0));
+            simulate(&cfg, &load).unwrap()
+        };
+        let (rr, pa) = (run(RouterPolicy::RoundRobin), run(RouterPolicy::PrefixAware));
+        let (rr_hits, pa_hits) = (rr.engine.prefix_cache_hit_rate.unwrap(), pa.engine.prefix_cache_hit_rate.unwrap());
+        assert!(pa_hits > rr_hits + 0.2, "round-robin {rr_hits:.3}, prefix-aware {pa_hits:.3}");
+        // Fewer prefill tokens computed: a lower mean TTFT.
+        assert!(mean_ttft(&pa) < mean_ttft(&rr), "{} vs {}", mean_ttft(&pa), mean_ttft(&rr));
+        // Every replica served some of the load.
+        assert!(pa.engine.replica_requests.iter().all(|&n| n > 100), "{:?}", pa.engine.replica_requests);
     }
 }

@@ -3,18 +3,29 @@
 //! later turns, give-ups, the records and the engine's samples.
 
 use super::*;
+use crate::engine::router::Router;
+use crate::engine::scheduler::EngineStats;
 use goodput_core::load::dispatch::{Action, Dispatcher};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 pub(super) const MAX_SAMPLES: usize = 2048;
+/// No replica: a request not (or no longer) in an engine.
+const NONE: u32 = u32::MAX;
 const FIRST_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
 
 /// The state of one virtual run, between the steps of [`simulate`].
 pub(super) struct VirtualRun<'a> {
     cfg: &'a EngineConfig,
     load: &'a VirtualLoad,
-    pub(super) engine: Engine,
+    /// The data-parallel replicas (one without `dp`), each with its step in
+    /// progress: its outcome, and when it ends.
+    engines: Vec<Engine>,
+    outs: Vec<StepOutcome>,
+    ends: Vec<Option<Duration>>,
+    router: Router,
+    /// The replica each request went to (`NONE` before it reached one).
+    replica_of: Vec<u32>,
     frontend: Duration,
     /// The load's rules: what is sent when.
     dispatcher: Dispatcher,
@@ -26,7 +37,6 @@ pub(super) struct VirtualRun<'a> {
     transit: VecDeque<(Duration, usize)>,
     records: Vec<Option<RequestRecord>>,
     pub(super) now: Duration,
-    pub(super) out: StepOutcome,
     samples: Vec<EngineSample>,
     sample_interval: Duration,
     next_sample: Duration,
@@ -39,7 +49,8 @@ pub(super) struct VirtualRun<'a> {
 
 impl<'a> VirtualRun<'a> {
     pub(super) fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
-        let engine = Engine::new(cfg.clone())?;
+        let engines = (0..cfg.dp.max(1)).map(|_| Engine::new(cfg.clone())).collect::<Result<Vec<_>, _>>()?;
+        let router = Router::new(cfg.router, engines.len(), engines[0].capacity().num_blocks);
         let n = load.requests.len();
         let (mut first_of, mut unit_of) = (Vec::new(), Vec::with_capacity(n));
         for (i, r) in load.requests.iter().enumerate() {
@@ -56,7 +67,11 @@ impl<'a> VirtualRun<'a> {
         Ok(VirtualRun {
             cfg,
             load,
-            engine,
+            outs: vec![StepOutcome::default(); engines.len()],
+            ends: vec![None; engines.len()],
+            engines,
+            router,
+            replica_of: vec![NONE; n],
             frontend: cfg.calibration.frontend_overhead(),
             dispatcher,
             warm: vec![false; first_of.len()],
@@ -65,7 +80,6 @@ impl<'a> VirtualRun<'a> {
             transit: VecDeque::new(),
             records: vec![None; n],
             now: Duration::ZERO,
-            out: StepOutcome::default(),
             samples: Vec::new(),
             sample_interval: FIRST_SAMPLE_INTERVAL,
             next_sample: Duration::ZERO,
@@ -107,7 +121,11 @@ impl<'a> VirtualRun<'a> {
             if record.outcome.is_success() {
                 continue;
             }
-            self.engine.abort(i as u64);
+            if let Some(&r) = self.replica_of.get(i).filter(|&&r| r != NONE) {
+                self.engines[r as usize].abort(i as u64);
+                self.router.done(r as usize);
+                self.replica_of[i] = NONE;
+            }
             self.transit.retain(|&(_, j)| j != i);
             if !chose {
                 self.cut_at_end.push(i);
@@ -172,22 +190,58 @@ impl<'a> VirtualRun<'a> {
                 load.seed ^ (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                 cfg.block_size,
             );
-            self.engine.add_request(i as u64, prompt, r.output_tokens)?;
+            let replica = self.router.route(&prompt);
+            self.replica_of[i] = replica as u32;
+            self.engines[replica].add_request(i as u64, prompt, r.output_tokens)?;
         }
         Ok(())
     }
 
+    /// Starts a step on every replica that is not in one and has work.
+    pub(super) fn start_steps(&mut self) {
+        for r in 0..self.engines.len() {
+            if self.ends[r].is_none() && self.engines[r].step_into(&mut self.outs[r]) {
+                self.ends[r] = Some(self.now + self.outs[r].duration);
+            }
+        }
+    }
+
+    /// When the earliest step in progress ends.
+    pub(super) fn next_step_end(&self) -> Option<Duration> {
+        self.ends.iter().flatten().min().copied()
+    }
+
+    /// Whether a replica is between steps (and so could start one on a
+    /// request that reaches it before the others' steps end).
+    pub(super) fn any_idle(&self) -> bool {
+        self.ends.iter().any(Option::is_none)
+    }
+
+    /// Ends the steps that end now: their tokens stamped, their requests
+    /// finished, a sample taken.
+    pub(super) fn finish_steps(&mut self) {
+        for r in 0..self.engines.len() {
+            if self.ends[r] == Some(self.now) {
+                self.ends[r] = None;
+                let out = std::mem::take(&mut self.outs[r]);
+                self.record_step(&out);
+                self.outs[r] = out;
+            }
+        }
+        self.sample();
+    }
+
     /// Stamps the step's tokens on their records at its end, finishes the
     /// requests it completed, and queues their sessions' next turns.
-    pub(super) fn record_step(&mut self) {
+    fn record_step(&mut self, out: &StepOutcome) {
         let (cfg, load, now) = (self.cfg, self.load, self.now);
         // Prompt tokens the prefix cache served, as usage reports them.
-        for &(id, c) in &self.out.prefix_hits {
+        for &(id, c) in &out.prefix_hits {
             if let Some(r) = self.records[id as usize].as_mut() {
                 r.counts.usage_cached_prompt = Some(c as u64);
             }
         }
-        for ev in &self.out.tokens {
+        for ev in &out.tokens {
             let i = ev.id as usize;
             let record = self.records[i].as_mut().expect("a request is recorded when it is sent");
             if record.abandoned {
@@ -198,6 +252,10 @@ impl<'a> VirtualRun<'a> {
                 record.first_byte = Some(now);
             }
             if ev.finished {
+                if let Some(r) = self.replica_of.get(i).copied().filter(|&r| r != NONE) {
+                    self.router.done(r as usize);
+                    self.replica_of[i] = NONE;
+                }
                 let request = &load.requests[i];
                 finish(record, request, load.prompts.extra(cfg.chat_template, request), now);
                 let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
@@ -215,15 +273,17 @@ impl<'a> VirtualRun<'a> {
     }
 
     /// Samples the engine's state when the next sample is due.
-    pub(super) fn sample(&mut self) {
+    fn sample(&mut self) {
         if self.now < self.next_sample {
             return;
         }
+        let e = &self.engines;
         self.samples.push(EngineSample {
             t: self.now,
-            kv_usage: self.engine.kv_usage(),
-            running: self.engine.num_running() as u32,
-            waiting: self.engine.num_waiting() as u32,
+            // The replicas' mean use, and their requests summed.
+            kv_usage: e.iter().map(Engine::kv_usage).sum::<f64>() / e.len() as f64,
+            running: e.iter().map(|e| e.num_running() as u32).sum(),
+            waiting: e.iter().map(|e| e.num_waiting() as u32).sum(),
         });
         if self.samples.len() >= MAX_SAMPLES {
             // Halve the resolution so a long run stays a few
@@ -257,9 +317,11 @@ impl<'a> VirtualRun<'a> {
         // Later turns never sent (their session was cut, or the run ended
         // first) leave no record.
         let records: Vec<RequestRecord> = records.into_iter().flatten().collect();
-        let stats = self.engine.stats();
         let ran_out = self.dispatcher.ran_out();
         let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
+        let engines = &self.engines;
+        let stats = EngineStats::summed(engines.iter().map(Engine::stats));
+        let dp = engines.len() as u32;
         SimRun {
             records,
             engine: EngineView {
@@ -271,11 +333,16 @@ impl<'a> VirtualRun<'a> {
                 prefix_cache_queries: stats.prefix_cache_queries,
                 prefix_cache_hits: stats.prefix_cache_hits,
                 prefix_cache_hit_rate: stats.prefix_cache_hit_rate(),
-                kv_capacity_tokens: self.engine.capacity().tokens(),
-                max_num_seqs: self.engine.max_num_seqs(),
+                kv_capacity_tokens: engines.iter().map(|e| e.capacity().tokens()).sum(),
+                max_num_seqs: engines.iter().map(Engine::max_num_seqs).sum(),
                 samples: self.samples,
-                busy: stats.busy,
+                // A replica's mean, so that busy ÷ makespan stays a share.
+                busy: stats.busy / dp,
                 makespan,
+                energy_j: engines.iter().map(|e| e.energy_j(makespan)).sum(),
+                provisioned_w: engines.iter().map(|e| e.roofline().provisioned_watts()).sum(),
+                generation_tokens: stats.generation_tokens,
+                replica_requests: engines.iter().map(|e| e.stats().requests_admitted).collect(),
             },
             ran_out,
         }

@@ -1,0 +1,244 @@
+//! Data parallelism's router (docs/simulator.md, "Data parallelism"): which
+//! of `dp` engine replicas a request goes to. It sees what a router in front
+//! of real replicas sees: the requests it sent each replica and has not seen
+//! end, and (prefix-aware) the prompts it sent them, not the replicas' own
+//! caches.
+
+use super::error::Error;
+use super::kv::Prompt;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
+
+/// How the router picks a replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RouterPolicy {
+    /// In turn, whatever each holds.
+    RoundRobin,
+    /// The replica with the fewest requests in flight (ties: the first).
+    #[default]
+    LeastLoaded,
+    /// vLLM router's and SGLang's `cache_aware` policy with their defaults:
+    /// the replica whose past prompts share the longest leading run of
+    /// blocks with this one, when that covers more than 30 % of it; else the
+    /// replica with the smallest record; but the least-loaded replica once
+    /// the busiest has more than 64 requests over the idlest and more than
+    /// 1.5 times as many.
+    PrefixAware,
+}
+
+impl RouterPolicy {
+    pub const ALL: [RouterPolicy; 3] = [RouterPolicy::RoundRobin, RouterPolicy::LeastLoaded, RouterPolicy::PrefixAware];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouterPolicy::RoundRobin => "round-robin",
+            RouterPolicy::LeastLoaded => "least-loaded",
+            RouterPolicy::PrefixAware => "prefix-aware",
+        }
+    }
+}
+
+impl fmt::Display for RouterPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RouterPolicy {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "round-robin" | "roundrobin" | "rr" => Ok(RouterPolicy::RoundRobin),
+            "least-loaded" | "least-load" | "shortest-queue" => Ok(RouterPolicy::LeastLoaded),
+            "prefix-aware" | "cache-aware" | "prefix" => Ok(RouterPolicy::PrefixAware),
+            _ => Err(Error::InvalidConfig(format!(
+                "unknown --router `{s}`; use round-robin, least-loaded or prefix-aware"
+            ))),
+        }
+    }
+}
+
+/// `cache_aware`'s defaults (vLLM router and SGLang's router): the share of
+/// a prompt a replica's record must cover to win it, and the imbalance
+/// (absolute and relative) past which load wins instead.
+const CACHE_THRESHOLD: f64 = 0.3;
+const BALANCE_ABS_THRESHOLD: u32 = 64;
+const BALANCE_REL_THRESHOLD: f64 = 1.5;
+
+/// The router's state.
+#[derive(Debug, Clone)]
+pub struct Router {
+    policy: RouterPolicy,
+    next: usize,
+    in_flight: Vec<u32>,
+    /// Prefix-aware: per replica, the block hashes of the prompts sent to
+    /// it, oldest first, at most `record_cap` of them (the replica's KV
+    /// blocks: what its cache could still hold).
+    records: Vec<Record>,
+    record_cap: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Record {
+    /// Hash → how many times it sits in `order`.
+    count: HashMap<u64, u32>,
+    order: VecDeque<u64>,
+}
+
+impl Record {
+    fn matched(&self, hashes: &[u64]) -> usize {
+        hashes.iter().take_while(|h| self.count.contains_key(h)).count()
+    }
+
+    fn insert(&mut self, hashes: &[u64], cap: usize) {
+        for &h in hashes {
+            *self.count.entry(h).or_insert(0) += 1;
+            self.order.push_back(h);
+        }
+        while self.order.len() > cap {
+            let Some(old) = self.order.pop_front() else { break };
+            if let Some(c) = self.count.get_mut(&old) {
+                *c -= 1;
+                if *c == 0 {
+                    self.count.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+impl Router {
+    /// A router over `replicas` replicas, each of whose caches holds
+    /// `blocks_per_replica` blocks.
+    pub fn new(policy: RouterPolicy, replicas: usize, blocks_per_replica: u32) -> Router {
+        let replicas = replicas.max(1);
+        Router {
+            policy,
+            next: 0,
+            in_flight: vec![0; replicas],
+            records: if policy == RouterPolicy::PrefixAware { vec![Record::default(); replicas] } else { Vec::new() },
+            record_cap: blocks_per_replica.max(1) as usize,
+        }
+    }
+
+    pub fn policy(&self) -> RouterPolicy {
+        self.policy
+    }
+
+    pub fn replicas(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Requests sent to each replica that have not ended.
+    pub fn in_flight(&self) -> &[u32] {
+        &self.in_flight
+    }
+
+    /// Picks the replica for a request with this prompt and counts it in flight there.
+    pub fn route(&mut self, prompt: &Prompt) -> usize {
+        let n = self.in_flight.len();
+        let i = if n == 1 {
+            0
+        } else {
+            match self.policy {
+                RouterPolicy::RoundRobin => {
+                    let i = self.next;
+                    self.next = (self.next + 1) % n;
+                    i
+                }
+                RouterPolicy::LeastLoaded => self.least_loaded(),
+                RouterPolicy::PrefixAware => self.prefix_aware(prompt.block_hashes()),
+            }
+        };
+        if self.policy == RouterPolicy::PrefixAware {
+            self.records[i].insert(prompt.block_hashes(), self.record_cap);
+        }
+        self.in_flight[i] += 1;
+        i
+    }
+
+    /// A request sent to `replica` ended (finished, failed or given up on).
+    pub fn done(&mut self, replica: usize) {
+        if let Some(c) = self.in_flight.get_mut(replica) {
+            *c = c.saturating_sub(1);
+        }
+    }
+
+    fn least_loaded(&self) -> usize {
+        (0..self.in_flight.len()).min_by_key(|&i| self.in_flight[i]).unwrap_or(0)
+    }
+
+    fn prefix_aware(&self, hashes: &[u64]) -> usize {
+        let (min, max) =
+            (self.in_flight.iter().copied().min().unwrap_or(0), self.in_flight.iter().copied().max().unwrap_or(0));
+        if max - min > BALANCE_ABS_THRESHOLD && f64::from(max) > BALANCE_REL_THRESHOLD * f64::from(min) {
+            return self.least_loaded();
+        }
+        let best = (0..self.records.len()).max_by(|&a, &b| {
+            // The longest match; on a tie the lighter load, then the first.
+            let key = |i: usize| (self.records[i].matched(hashes), std::cmp::Reverse(self.in_flight[i]));
+            key(a).cmp(&key(b)).then(b.cmp(&a))
+        });
+        let best = best.unwrap_or(0);
+        let share =
+            if hashes.is_empty() { 0.0 } else { self.records[best].matched(hashes) as f64 / hashes.len() as f64 };
+        if share > CACHE_THRESHOLD {
+            return best;
+        }
+        // The smallest record: the replica whose cache the router has filled least.
+        (0..self.records.len()).min_by_key(|&i| (self.records[i].order.len(), self.in_flight[i], i)).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(len: u32, shared: u32, seed: u64) -> Prompt {
+        Prompt::synthetic(len, &[(7, shared)], seed, 16)
+    }
+
+    #[test]
+    fn policies_parse_and_name_the_choices() {
+        for p in RouterPolicy::ALL {
+            assert_eq!(p.as_str().parse::<RouterPolicy>().unwrap(), p);
+        }
+        assert_eq!("cache_aware".parse::<RouterPolicy>().unwrap(), RouterPolicy::PrefixAware);
+        let err = "random".parse::<RouterPolicy>().unwrap_err().to_string();
+        assert!(err.contains("round-robin") && err.contains("prefix-aware"), "{err}");
+    }
+
+    #[test]
+    fn round_robin_takes_turns_and_least_loaded_fills_the_emptiest() {
+        let p = prompt(64, 0, 1);
+        let mut rr = Router::new(RouterPolicy::RoundRobin, 3, 1000);
+        let got: Vec<usize> = (0..6).map(|_| rr.route(&p)).collect();
+        assert_eq!(got, [0, 1, 2, 0, 1, 2]);
+        let mut ll = Router::new(RouterPolicy::LeastLoaded, 3, 1000);
+        assert_eq!([ll.route(&p), ll.route(&p), ll.route(&p)], [0, 1, 2]);
+        ll.done(1);
+        assert_eq!(ll.route(&p), 1);
+        assert_eq!(ll.in_flight(), &[1, 1, 1]);
+    }
+
+    #[test]
+    fn prefix_aware_keeps_a_prefix_on_one_replica_until_the_load_tips() {
+        let mut r = Router::new(RouterPolicy::PrefixAware, 2, 100_000);
+        // Two prefixes: each lands on its own replica and stays there.
+        let a: Vec<usize> = (0..10).map(|s| r.route(&Prompt::synthetic(1024, &[(1, 960)], s, 16))).collect();
+        let b: Vec<usize> = (0..10).map(|s| r.route(&Prompt::synthetic(1024, &[(2, 960)], 100 + s, 16))).collect();
+        assert!(a.iter().all(|&i| i == a[0]), "{a:?}");
+        assert!(b.iter().all(|&i| i == b[0]) && b[0] != a[0], "{b:?}");
+        // One prefix alone: it stays on its replica until that one holds 64
+        // more than the other, then the load decides.
+        let mut r = Router::new(RouterPolicy::PrefixAware, 2, 100_000);
+        let picks: Vec<usize> = (0..100).map(|s| r.route(&Prompt::synthetic(1024, &[(1, 960)], s, 16))).collect();
+        let first = picks[0];
+        assert!(picks[..65].iter().all(|&i| i == first), "{picks:?}");
+        assert!(picks[65..].contains(&(1 - first)), "{picks:?}");
+    }
+}
