@@ -244,8 +244,10 @@ impl Search<'_> {
     fn groups(&self) -> Result<(Vec<Vec<Candidate>>, Vec<String>)> {
         let a = self.args;
         let mut notes = Vec::new();
-        let precisions: Vec<Precision> = a
-            .precision
+        // `auto`: BF16, and FP8 and FP4 on the GPUs that have them.
+        let auto = a.precision.trim().eq_ignore_ascii_case("auto");
+        let spec = if auto { "bf16,fp8,fp4" } else { a.precision.as_str() };
+        let precisions: Vec<Precision> = spec
             .split(',')
             .map(str::trim)
             .filter(|p| !p.is_empty())
@@ -262,7 +264,9 @@ impl Search<'_> {
             let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
             for &precision in &precisions {
                 if let Err(e) = gpu.peak_flops(precision) {
-                    notes.push(format!("{precision} on {}: left out ({e})", o.name));
+                    if !auto {
+                        notes.push(format!("{precision} on {}: left out ({e})", o.name));
+                    }
                     continue;
                 }
                 let mut seqs: Vec<u32> = match &a.max_num_seqs {
@@ -533,8 +537,10 @@ impl Search<'_> {
             goodput_tokens_per_s: s.goodput.as_ref().map(|g| g.output_tokens_per_s * dp),
             meets_slo: meets_slo(r, self.attainment),
             usd_per_million_output_tokens: usd_per_hour.filter(|_| total > 0.0).map(|u| u / (total * 3600.0) * 1e6),
-            joules_per_output_token: None,
-            output_tokens_per_s_per_mw: None,
+            // Both per token or per provisioned watt: a replica's are the
+            // configuration's.
+            joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token),
+            output_tokens_per_s_per_mw: r.energy.as_ref().and_then(|e| e.output_tokens_per_s_per_provisioned_mw),
             completed: s.requests.completed * u64::from(c.dp),
             failed: s.requests.failed * u64::from(c.dp),
             steady: None,
