@@ -54,6 +54,10 @@ struct Candidate {
     max_num_batched_tokens: u32,
 }
 
+/// A group's configurations as they ran, each with a note when the climb
+/// of TP stopped at it.
+type GroupOutcome = Vec<(FrontierConfig, Option<String>)>;
+
 /// What the search shares across its threads.
 struct Search<'a> {
     args: &'a PlanArgs,
@@ -240,8 +244,10 @@ impl Search<'_> {
     fn groups(&self) -> Result<(Vec<Vec<Candidate>>, Vec<String>)> {
         let a = self.args;
         let mut notes = Vec::new();
-        let precisions: Vec<Precision> = a
-            .precision
+        // `auto`: BF16, and FP8 and FP4 on the GPUs that have them.
+        let auto = a.precision.trim().eq_ignore_ascii_case("auto");
+        let spec = if auto { "bf16,fp8,fp4" } else { a.precision.as_str() };
+        let precisions: Vec<Precision> = spec
             .split(',')
             .map(str::trim)
             .filter(|p| !p.is_empty())
@@ -258,7 +264,9 @@ impl Search<'_> {
             let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
             for &precision in &precisions {
                 if let Err(e) = gpu.peak_flops(precision) {
-                    notes.push(format!("{precision} on {}: left out ({e})", o.name));
+                    if !auto {
+                        notes.push(format!("{precision} on {}: left out ({e})", o.name));
+                    }
                     continue;
                 }
                 let mut seqs: Vec<u32> = match &a.max_num_seqs {
@@ -344,7 +352,7 @@ impl Search<'_> {
         let work: Vec<(usize, &Vec<Candidate>)> =
             groups.iter().enumerate().filter(|(_, g)| g.iter().all(|c| c.max_num_seqs == widest(c))).collect();
         let next = Mutex::new(0usize);
-        let done: Mutex<Vec<(usize, Vec<(FrontierConfig, Option<String>)>)>> = Mutex::new(Vec::new());
+        let done: Mutex<Vec<(usize, GroupOutcome)>> = Mutex::new(Vec::new());
         std::thread::scope(|s| {
             for _ in 0..jobs.min(work.len()).max(1) {
                 s.spawn(|| loop {
@@ -421,8 +429,8 @@ impl Search<'_> {
 
     /// A group's configurations, TP rising, until TP stops making one user
     /// faster; a note when the climb stopped before the group's end.
-    fn run_group(&self, group: &[Candidate]) -> Vec<(FrontierConfig, Option<String>)> {
-        let mut out: Vec<(FrontierConfig, Option<String>)> = Vec::new();
+    fn run_group(&self, group: &[Candidate]) -> GroupOutcome {
+        let mut out: GroupOutcome = Vec::new();
         let mut single: Option<(u32, f64)> = None;
         for (k, c) in group.iter().enumerate() {
             let mut fc = self.config(c);
@@ -529,8 +537,10 @@ impl Search<'_> {
             goodput_tokens_per_s: s.goodput.as_ref().map(|g| g.output_tokens_per_s * dp),
             meets_slo: meets_slo(r, self.attainment),
             usd_per_million_output_tokens: usd_per_hour.filter(|_| total > 0.0).map(|u| u / (total * 3600.0) * 1e6),
-            joules_per_output_token: None,
-            output_tokens_per_s_per_mw: None,
+            // Both per token or per provisioned watt: a replica's are the
+            // configuration's.
+            joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token),
+            output_tokens_per_s_per_mw: r.energy.as_ref().and_then(|e| e.output_tokens_per_s_per_provisioned_mw),
             completed: s.requests.completed * u64::from(c.dp),
             failed: s.requests.failed * u64::from(c.dp),
             steady: None,

@@ -384,7 +384,8 @@ mod tests {
     #[test]
     fn the_frontier_of_small_sets() {
         // (points, frontier indices in rising x)
-        let cases: &[(&[(f64, f64)], &[usize])] = &[
+        type Case<'a> = (&'a [(f64, f64)], &'a [usize]);
+        let cases: &[Case] = &[
             (&[], &[]),
             (&[(1.0, 1.0)], &[0]),
             // One dominates the other.

@@ -51,8 +51,8 @@ pub struct PlanArgs {
     /// Tensor-parallel degrees to try (those above the budget, or that do not divide the model's heads, are left out).
     #[arg(long, value_parser = parse_counts, default_value = "1,2,4,8")]
     pub tp: CountList,
-    /// Weight precisions to try, where the GPU has them: bf16, fp8, int8, int4.
-    #[arg(long, default_value = "bf16,fp8")]
+    /// Weight precisions to try: a list of bf16, fp8, fp4, int8, int4, or auto (bf16, and fp8 and fp4 on the GPUs that have them).
+    #[arg(long, default_value = "auto")]
     pub precision: String,
     /// Batch limits (vLLM's --max-num-seqs) to try: each configuration's load rises to its limit (default: vLLM's, 1024 on GPUs with ≥70 GiB, else 256).
     #[arg(long, value_parser = parse_counts)]

@@ -91,6 +91,9 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     assert_eq!(b["meets_slo"], true, "{best}");
     assert!(best["good_tokens_per_usd"].as_f64().unwrap() > 0.0);
     assert!(b["usd_per_million_output_tokens"].as_f64().unwrap() > 0.0);
+    // The engine's power model gives each point its energy.
+    assert!(b["joules_per_output_token"].as_f64().unwrap() > 0.0, "{b}");
+    assert!(b["output_tokens_per_s_per_mw"].as_f64().unwrap() > 0.0, "{b}");
     // Every configuration off the frontier says why.
     let on: Vec<u64> = front.iter().map(|f| f.0).collect();
     for (i, c) in doc["configs"].as_array().unwrap().iter().enumerate() {
@@ -153,4 +156,32 @@ fn plan_refuses_what_it_cannot_search() {
     // 405B in BF16 fits on no single H100 with a budget of one.
     let err = goodput().args(["plan", "--model", "llama-3.1-405b", "--gpu", "h100", "--gpus", "1"]).refusal();
     assert!(err.contains("no configuration is left") && err.contains("left out"), "{err}");
+}
+
+/// `--precision auto` tries FP4 where the GPU has it (B200), and not where
+/// it does not (H100), without a note for the one it skips.
+#[test]
+fn auto_precision_tries_fp4_on_blackwell_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    goodput()
+        .args(["plan", "-q", "--gpu", "b200=6", "--gpu", "h100=2.5", "--gpus", "1", "--tp", "1"])
+        .args(["--max-num-batched-tokens", "2048", "--input-tokens", "128", "--output-tokens", "16"])
+        .args(["--concurrency", "1,8", "--requests-per-user", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let precisions = |gpu: &str| -> Vec<String> {
+        doc["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["params"]["gpu"] == gpu)
+            .map(|c| c["params"]["precision"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(precisions("b200"), ["bf16", "fp8", "fp4"], "{doc}");
+    assert_eq!(precisions("h100"), ["bf16", "fp8"], "{doc}");
+    assert!(!doc["notes"].to_string().contains("fp4"), "{}", doc["notes"]);
 }

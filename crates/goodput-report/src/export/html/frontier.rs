@@ -127,6 +127,9 @@ fn chart(doc: &FrontierResult) -> Chart {
     let own = |i: usize| ran.len() <= OWN_COLOURS || on.contains(&i) || best == Some(i);
     let mut series = Vec::new();
     let mut others = Series::new("other configurations", Style::Dots, 5, Vec::new());
+    // Six colours: the muted series takes the last when there is one.
+    let shared = ran.iter().any(|&i| !own(i));
+    let slots = if shared { 5 } else { 6 };
     let mut colour = 0;
     for &ci in &ran {
         let c = &doc.configs[ci];
@@ -140,7 +143,7 @@ fn chart(doc: &FrontierResult) -> Chart {
             continue;
         }
         if own(ci) {
-            let mut s = Series::new(&c.id, Style::LineDots, colour, pts.iter().map(|p| p.1).collect());
+            let mut s = Series::new(&c.id, Style::LineDots, colour % slots, pts.iter().map(|p| p.1).collect());
             s.tips = pts.iter().map(|&(id, _, p)| tip(doc, id, p)).collect();
             series.push(s);
             colour += 1;
@@ -199,8 +202,14 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
     o.push_str(
         "<section><h2>The frontier</h2><div class=\"scroll\"><table><thead><tr><th>configuration</th><th>load</th>\
          <th>tok/s/GPU</th><th>tok/s/user</th><th>TTFT (ms)</th><th>TPOT (ms)</th><th>goodput tok/s</th><th>SLO</th>\
-         <th>$ per M</th><th>J/token</th><th>tok/s per MW</th><th>GPUs</th></tr></thead><tbody>",
+         <th>$ per M</th>",
     );
+    // Energy only where the engine or the server gave it.
+    let energy = doc.frontier.iter().filter_map(|&id| doc.point(id)).any(|p| p.joules_per_output_token.is_some());
+    if energy {
+        o.push_str("<th>J/token</th><th>tok/s per MW</th>");
+    }
+    o.push_str("<th>GPUs</th></tr></thead><tbody>");
     for &id in doc.frontier.iter().rev() {
         let (c, p) = (&doc.configs[id.config], &doc.configs[id.config].points[id.point]);
         let best =
@@ -213,7 +222,7 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
         let _ = write!(
             o,
             "<tr><td>{}{best}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>",
+             <td>{}</td>",
             html(&c.id),
             html(&p.load.label()),
             fmt(Some(p.output_tokens_per_s_per_gpu), 0),
@@ -222,10 +231,20 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
             fmt(p.tpot_ms, 1),
             fmt(p.goodput_tokens_per_s, 0),
             fmt(p.usd_per_million_output_tokens, 3),
-            fmt(p.joules_per_output_token, 2),
-            fmt(p.output_tokens_per_s_per_mw, 0),
+        );
+        if energy {
+            let _ = write!(
+                o,
+                "<td>{}</td><td>{}</td>",
+                fmt(p.joules_per_output_token, 2),
+                fmt(p.output_tokens_per_s_per_mw, 0)
+            );
+        }
+        let _ = write!(
+            o,
+            "<td>{}{}</td></tr>",
             c.gpus,
-            c.gpu.as_deref().map(|g| format!(" × {}", html(g))).unwrap_or_default(),
+            c.gpu.as_deref().map(|g| format!(" × {}", html(g))).unwrap_or_default()
         );
     }
     o.push_str("</tbody></table></div></section>");
