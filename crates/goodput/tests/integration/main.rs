@@ -21,3 +21,4 @@ mod shell;
 mod signals;
 mod sim_agreement;
 mod stability;
+mod starved;
