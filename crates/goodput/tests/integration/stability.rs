@@ -554,3 +554,53 @@ fn a_client_stopped_mid_run_reports_its_stall_and_flags_the_requests_in_flight()
     let longest = v["client_stalls"]["longest_ms"].as_f64().unwrap_or(0.0);
     assert!(longest < 200.0, "a run left alone: {} ({status}, {stderr})", v["client_stalls"]);
 }
+
+/// Issue 30: `sweep --fail-on-unsteady` fails a sweep whose client stalled
+/// while a point's requests were due or in flight (4), as bench fails such
+/// a run: its times are bounds, and so is what the sweep concludes from them.
+#[cfg(unix)]
+#[test]
+fn a_sweep_whose_client_stalled_in_a_point_fails_the_gate() {
+    use std::time::Duration;
+    let (_rt, url) = cmd::fixed_server(goodput_sim::fixed::FixedProfile {
+        ttft: Duration::from_millis(300),
+        itl: Duration::from_millis(20),
+        tokens_per_chunk: 1,
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("sweep.json"), dir.path().join("sweep.jsonl"));
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["sweep", "-q", "--url", &url, "--concurrency", "4", "-n", "16", "--output-tokens", "20"])
+        .args(["--input-tokens", "8", "--fail-on-unsteady", "-o"])
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sweep = Bench(child);
+    let waited = std::time::Instant::now();
+    while std::fs::read_to_string(&rec).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no records after a minute");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    sweep.signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(500));
+    sweep.signal(libc::SIGCONT);
+    let (status, stderr) = sweep.wait();
+    assert_eq!(status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("1 of 1 points were measured by a client that stalled: point 1 (the client stalled"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(--fail-on-unsteady)"), "{stderr}");
+    let v = read_json(&out);
+    assert!(
+        v["points"][0]["result"]["client_stalls"]["requests"].as_u64().unwrap() >= 1,
+        "{}",
+        v["points"][0]["result"]["client_stalls"]
+    );
+}
