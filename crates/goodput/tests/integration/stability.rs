@@ -582,8 +582,10 @@ fn a_sweep_whose_client_stalled_in_a_point_fails_the_gate() {
         .spawn()
         .unwrap();
     let mut sweep = Bench(child);
+    // Each point's records go to a file of their own.
+    let point = dir.path().join("sweep.point00.jsonl");
     let waited = std::time::Instant::now();
-    while std::fs::read_to_string(&rec).map_or(0, |t| t.lines().count()) < 2 {
+    while std::fs::read_to_string(&point).map_or(0, |t| t.lines().count()) < 2 {
         assert!(waited.elapsed() < Duration::from_secs(60), "no records after a minute");
         std::thread::sleep(Duration::from_millis(10));
     }

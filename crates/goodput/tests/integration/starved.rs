@@ -67,11 +67,10 @@ fn a_cpu() -> usize {
     (0..libc::CPU_SETSIZE as usize).rev().find(|&c| unsafe { libc::CPU_ISSET(c, &set) }).expect("a CPU to run on")
 }
 
-/// How far a TTFT that is not marked a bound may be from the server's:
-/// what a client sharing its core may lose between stamping `sent` and its
-/// request reaching the server, and the server's own lateness in reading it
-/// on a busy machine. A stamp late by the client's starvation (tens of ms
-/// and more here) is far past it.
+/// How far a TTFT that is not marked a bound may be from the server's: the
+/// 2 ms a read's bytes may spread over unmarked, and the server's own
+/// jitter on a busy machine. A stamp late by the client's starvation (tens
+/// of ms and more here) is far past it.
 const FEW_MS: f64 = 5.0;
 
 #[cfg(target_os = "linux")]
@@ -168,14 +167,20 @@ fn a_starved_client_reads_ttft_within_a_few_ms_of_the_truth_or_marks_it_a_bound(
     for r in recs.iter().filter(|r| !r.warmup) {
         let ttft = r.ttft().expect("every request streamed its output").as_secs_f64() * 1e3;
         let true_ttft = truth[&r.id.to_string()];
-        let late = ttft - true_ttft;
+        // The server writes the response head as it takes the request, and
+        // its log counts from then: a server late to take it (on a loaded
+        // machine) makes the head late by as much, which is the server's
+        // time, not the client's. So the client's lateness is the lesser of
+        // TTFT's and TTFT counted from the head's arrival.
+        let from_head = (r.chunks.at(0).t - r.first_byte.unwrap()).as_secs_f64() * 1e3;
+        let late = (ttft - true_ttft).min(from_head - true_ttft);
         let marked = r.ttft_bound || r.client_stalled;
         lines.push(format!(
             "{}: {ttft:.2} ms against {true_ttft:.2} (lag {:?}, shared {}, bound {}, ttft_bound {}, stalled {})",
             r.id, r.read_lag_max, r.shared_reads, r.bound_chunks, r.ttft_bound, r.client_stalled
         ));
         // Never early: the stamp is when the bytes came, after the write began.
-        assert!(late > -1.0, "request {} read before the server wrote: {}", r.id, lines.join("\n"));
+        assert!(ttft - true_ttft > -1.0, "request {} read before the server wrote: {}", r.id, lines.join("\n"));
         assert!(late <= FEW_MS || marked, "request {} late by {late:.1} ms, unmarked:\n{}", r.id, lines.join("\n"));
         near += usize::from(late <= FEW_MS);
         bound += usize::from(marked);
