@@ -13,6 +13,20 @@ use goodput_core::{
 };
 use std::time::Duration;
 
+/// How far a time may be late and still be taken as the time itself. A
+/// read carries one stamp, the receive time of its last segment (the
+/// kernel merges a segment into the unread one before it and keeps the
+/// later time), so an output chunk read together with a later one came
+/// somewhere between the client's last look at the socket (the last read
+/// that found it empty, or the request's write: `ReadStamp::since`) and
+/// that stamp. When the two are more than this apart, the chunk's time is
+/// only an upper bound (`RequestRecord::bound_chunks`): the server may
+/// have written the chunks together, or the client may have fallen
+/// behind, and nothing the client sees tells the two apart. Not the read's
+/// lag: a client starved of CPU is woken by the very bytes that arrive, so
+/// a read whose first chunk waited 8 ms still showed a lag under 2.5 ms.
+pub const LATE_READ: Duration = Duration::from_millis(2);
+
 /// Reads one response, stream or whole body, into output chunks, counts and
 /// a failure if there was one. Times are offsets on the run's clock.
 #[derive(Debug, Default)]
@@ -39,6 +53,10 @@ pub struct ResponseReader {
     last_chunk_read: Option<u64>,
     read_lag_max: Option<Duration>,
     shared_reads: u32,
+    /// Output chunks that shared a late read with the one after them (see
+    /// `RequestRecord::bound_chunks`), and whether the first did.
+    bound_chunks: u32,
+    ttft_bound: bool,
     /// The first and last payloads with a choice (see
     /// `RequestRecord::first_choice`).
     choices: Option<(Duration, Duration)>,
@@ -236,7 +254,15 @@ impl ResponseReader {
         if let Some(channel) = info.channel {
             let read = self.read;
             if read.serial != 0 {
-                self.shared_reads += u32::from(self.last_chunk_read == Some(read.serial));
+                let shared = self.last_chunk_read == Some(read.serial);
+                self.shared_reads += u32::from(shared);
+                // The chunk before came in this read too, with these later
+                // bytes' stamp: a bound, unless the whole read came within
+                // `LATE_READ` of the client's last look (see there).
+                if shared && read.t.saturating_sub(read.since) > LATE_READ {
+                    self.bound_chunks += 1;
+                    self.ttft_bound |= self.chunks.len() == 1;
+                }
                 self.last_chunk_read = Some(read.serial);
             }
             if let Some(lag) = read.lag {
@@ -273,11 +299,15 @@ impl ResponseReader {
             stream_end,
             read_lag_max,
             shared_reads,
+            bound_chunks,
+            ttft_bound,
             choices,
             ..
         } = self;
         rec.read_lag_max = read_lag_max;
         rec.shared_reads = shared_reads;
+        rec.bound_chunks = bound_chunks;
+        rec.ttft_bound |= ttft_bound;
         let usage = usage.unwrap_or_default();
         rec.counts.chunks = chunks.len() as u64;
         rec.counts.usage_completion = usage.completion_tokens;
@@ -386,7 +416,7 @@ mod tests {
         let mut last = 0;
         for (i, &s) in splits.iter().chain(std::iter::once(&bytes.len())).enumerate() {
             let t = Duration::from_millis(i as u64 * 10);
-            r.feed(&bytes[last..s], ReadStamp { t, lag: None, serial: i as u64 + 1 });
+            r.feed(&bytes[last..s], ReadStamp { t, lag: None, serial: i as u64 + 1, since: Duration::ZERO });
             last = s;
         }
         r.end_of_stream(Duration::from_secs(9));
@@ -625,19 +655,22 @@ mod tests {
         let chunk = |c: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{c}\"}}}}]}}\n\n");
         let role = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n";
         let mut r = ResponseReader::new(false);
-        let at = |ms, lag_ms, serial| ReadStamp {
+        // A read at `ms` whose last bytes waited `lag_ms`, the client's last
+        // look at the socket empty `window_ms` before its stamp.
+        let at = |ms: u64, lag_ms, serial, window_ms: u64| ReadStamp {
             t: Duration::from_millis(ms),
             lag: Some(Duration::from_millis(lag_ms)),
             serial,
+            since: Duration::from_millis(ms - window_ms),
         };
         // A role-only chunk then the first output in one read: not a shared read.
-        r.feed(format!("{role}{}", chunk("a")).as_bytes(), at(10, 1, 1));
+        r.feed(format!("{role}{}", chunk("a")).as_bytes(), at(10, 1, 1, 10));
         // Two output chunks in one read: the second shared it.
-        r.feed(format!("{}{}", chunk("b"), chunk("c")).as_bytes(), at(20, 7, 2));
+        r.feed(format!("{}{}", chunk("b"), chunk("c")).as_bytes(), at(20, 7, 2, 10));
         // One read split across two feeds (two HTTP chunks) is still one read.
-        r.feed(chunk("d").as_bytes(), at(30, 2, 3));
-        r.feed(chunk("e").as_bytes(), at(30, 2, 3));
-        r.feed(b"data: [DONE]\n\n", at(40, 30, 4));
+        r.feed(chunk("d").as_bytes(), at(30, 0, 3, 2));
+        r.feed(chunk("e").as_bytes(), at(30, 0, 3, 2));
+        r.feed(b"data: [DONE]\n\n", at(40, 30, 4, 10));
         r.end_of_stream(Duration::from_millis(40));
         let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
         r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
@@ -647,6 +680,26 @@ mod tests {
         assert_eq!(rec.read_lag_max, Some(Duration::from_millis(7)));
         let line = serde_json::to_string(&rec).unwrap();
         assert!(line.contains("\"read_lag_max_ns\":7000000") && line.contains("\"shared_reads\":2"), "{line}");
+        // Of the two shared reads, the one whose bytes came somewhere in
+        // 10 ms makes its earlier chunk a bound; the one whose bytes all
+        // came within 2 ms of the client's last look (LATE_READ) does not.
+        assert_eq!((rec.bound_chunks, rec.ttft_bound), (1, false));
+        assert!(line.contains("\"bound_chunks\":1") && !line.contains("ttft_bound"), "{line}");
+        // The first output chunk read with the next, 30 ms after the last
+        // look, and that read's lag nothing (a starved client woken by the
+        // last bytes): TTFT is a bound all the same.
+        let mut r = ResponseReader::new(false);
+        r.feed(format!("{role}{}{}", chunk("a"), chunk("b")).as_bytes(), at(30, 0, 1, 30));
+        r.feed(chunk("c").as_bytes(), at(40, 0, 2, 10));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        assert_eq!((rec.shared_reads, rec.bound_chunks, rec.ttft_bound), (1, 1, true));
+        // Read together within 1 ms of the last look: shared, no bound.
+        let mut r = ResponseReader::new(false);
+        r.feed(format!("{}{}", chunk("a"), chunk("b")).as_bytes(), at(30, 0, 1, 1));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        assert_eq!((rec.shared_reads, rec.bound_chunks, rec.ttft_bound), (1, 0, false));
         // Without the kernel's times (reqwest) the field is left out.
         let plain = read(chunk("x").as_bytes(), &[]);
         assert_eq!(plain.read_lag_max, None);

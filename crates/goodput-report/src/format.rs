@@ -115,16 +115,29 @@ pub fn energy(e: &goodput_core::analysis::energy::EnergyReport) -> String {
 }
 
 /// The client's own stalls in one line: how many, how long, and the
-/// requests in flight over them.
+/// requests due or in flight over them.
 pub fn client_stalls(s: &goodput_core::ClientStalls) -> String {
     let touched = match s.requests {
         0 => "no request in flight".to_owned(),
-        n => format!("{n} request(s) in flight over them: their times are upper bounds"),
+        n => format!("{n} request(s) due or in flight over them: sent late, or their times upper bounds"),
     };
     format!(
         "{} over {:.0} ms, {:.0} ms in all (longest {:.0} ms); {touched}",
         s.count, s.threshold_ms, s.total_ms, s.longest_ms
     )
+}
+
+/// The output chunks and TTFTs that are only upper bounds (read with a
+/// later chunk more than 2 ms after the client last looked, or sent late),
+/// in one line; `None` when none.
+pub fn bound_chunks(s: &goodput_core::Summary) -> Option<String> {
+    (s.bound_chunks > 0 || s.ttft_bound_requests > 0).then(|| {
+        format!(
+            "{} output chunk(s) read with a later one, over more than 2 ms: their times are upper bounds; so is the \
+             TTFT of {} request(s)",
+            s.bound_chunks, s.ttft_bound_requests
+        )
+    })
 }
 
 /// A relative change (0.1 = +10%).

@@ -371,6 +371,9 @@ fn throughput(o: &mut String, r: &RunResult) {
             s.shared_read_chunks
         );
     }
+    if let Some(b) = format::bound_chunks(s) {
+        let _ = writeln!(o, "  late reads      {b}");
+    }
     if crate::metric::Dist::ErrorAdjustedTtft.present(s) {
         let ea = &s.error_adjusted;
         let _ = writeln!(

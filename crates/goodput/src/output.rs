@@ -300,17 +300,25 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
 /// steady state, or the client itself stalled while requests were in
 /// flight (their times are then bounds, not measurements).
 fn unsteady(result: &RunResult) -> Option<String> {
-    if let Some(s) = result.client_stalls.as_ref().filter(|s| s.requests > 0) {
-        return Some(format!(
-            "the client stalled {} time(s) (longest {:.0} ms) while {} request(s) were in flight",
-            s.count, s.longest_ms, s.requests
-        ));
+    if let Some(stalled) = client_stalled(result) {
+        return Some(stalled);
     }
     match &result.summary.stability {
         Some(s) if s.steady => None,
         Some(s) => Some(goodput_report::escape::terminal(s.reason.as_deref().unwrap_or("not steady"))),
         None => Some("no measured request succeeded, so nothing was measured".into()),
     }
+}
+
+/// How the client itself stalled while requests were due or in flight
+/// (their sends late, or their times bounds), or `None` when it did not:
+/// what `--fail-on-unsteady` fails a run, or a sweep's point, for.
+pub(crate) fn client_stalled(result: &RunResult) -> Option<String> {
+    let s = result.client_stalls.as_ref().filter(|s| s.requests > 0)?;
+    Some(format!(
+        "the client stalled {} time(s) (longest {:.0} ms) while {} request(s) were due or in flight",
+        s.count, s.longest_ms, s.requests
+    ))
 }
 
 /// Writes `text` to standard output. A reader that went away (`| head`) is

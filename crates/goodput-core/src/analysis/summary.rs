@@ -81,6 +81,14 @@ pub struct Summary {
     /// (records' `shared_reads`): gaps the client could not see.
     #[serde(default)]
     pub shared_read_chunks: u64,
+    /// Output chunks whose times are only upper bounds (records'
+    /// `bound_chunks`: read with a later chunk, over more than 2 ms since
+    /// the client last found the socket empty), and the requests whose TTFT
+    /// is one (records' `ttft_bound`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub bound_chunks: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub ttft_bound_requests: u64,
     pub requests: RequestCounts,
     pub throughput: Throughput,
     pub in_flight: InFlight,
@@ -289,6 +297,8 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
             Distribution::from_samples(&mut v, ps)
         },
         shared_read_chunks: measured.iter().map(|r| u64::from(r.shared_reads)).sum(),
+        bound_chunks: measured.iter().map(|r| u64::from(r.bound_chunks)).sum(),
+        ttft_bound_requests: measured.iter().filter(|r| r.ttft_bound).count() as u64,
         requests: counts,
         throughput,
         in_flight: in_flight(records, t1, t2),

@@ -108,9 +108,25 @@ pub struct RequestRecord {
     /// chunk behind, or the server wrote them together.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub shared_reads: u32,
+    /// Output chunks whose time is only an upper bound: each came in one
+    /// read with the output chunk after it, so it carries the stamp of
+    /// those later bytes, and that read's bytes came over more than 2 ms
+    /// after the client last found the socket empty: when within them the
+    /// chunk came cannot be known (docs/metrics.md, what a stamp promises).
+    /// A read whose bytes all came within 2 ms is no bound (the server
+    /// wrote its chunks together), only `shared_reads`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bound_chunks: u32,
+    /// TTFT is an upper bound: the first output chunk is one of
+    /// `bound_chunks`, or the client took over 2 ms after `sent` to write
+    /// the request (a fresh connection's opening aside).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ttft_bound: bool,
     /// The client itself stalled (its own clock saw it stopped or starved
-    /// past the threshold, result's `client_stalls`) while the request was
-    /// in flight: the request's times may be late by as much as the stall,
+    /// past the threshold, result's `client_stalls`) between the request's
+    /// scheduled time and its end: a stall before `sent` made the send late
+    /// (client queue time, the client's fault, not the server's), and one
+    /// after it may make the request's times late by as much as the stall,
     /// so they are upper bounds, not the server's.
     #[serde(default, skip_serializing_if = "is_false")]
     pub client_stalled: bool,
@@ -451,6 +467,8 @@ impl RequestRecord {
             finish_reason: None,
             read_lag_max: None,
             shared_reads: 0,
+            bound_chunks: 0,
+            ttft_bound: false,
             client_stalled: false,
             abandoned: false,
             session: None,

@@ -142,8 +142,8 @@ pub struct ClientStalls {
     /// a tick longer than the stop itself).
     pub total_ms: f64,
     pub longest_ms: f64,
-    /// Requests in flight over a stall (records' `client_stalled`), warm-up
-    /// included.
+    /// Requests due or in flight over a stall (records' `client_stalled`),
+    /// warm-up included.
     pub requests: u64,
     /// The stalls, in order (the first [`ClientStalls::LISTED`]).
     pub stalls: Vec<ClientStall>,

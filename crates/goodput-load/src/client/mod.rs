@@ -404,6 +404,9 @@ impl Client {
             SendError::Connect(message) => connect_or_resource(message),
         })?;
         rec.first_byte = Some(resp.first_byte());
+        // A client slow to send (starved between stamping `sent` and
+        // writing) makes every time from `sent` late by as much.
+        rec.ttft_bound |= resp.send_took(rec.sent).is_some_and(|d| d > crate::reader::LATE_READ);
         let head = resp.head();
         let (status, location) = (head.status, head.location.map(str::to_owned));
         match self.on_head(rec, head)? {
@@ -578,6 +581,10 @@ mod tests {
             Duration::from_millis(1)
         }
 
+        fn send_took(&self, _sent: Duration) -> Option<Duration> {
+            None
+        }
+
         async fn read(&mut self) -> Result<Read<'_>, String> {
             self.fake.log.lock().unwrap().reads += 1;
             self.serial += 1;
@@ -597,7 +604,8 @@ mod tests {
                 self.pieces.push(self.buf.len()..self.buf.len() + p.len());
                 self.buf.extend_from_slice(p);
             }
-            let stamp = ReadStamp { t: Duration::from_millis(ms), lag: None, serial: self.serial };
+            let stamp =
+                ReadStamp { t: Duration::from_millis(ms), lag: None, serial: self.serial, since: Duration::ZERO };
             Ok(Read::Bytes(BodyBytes::new(&self.buf, &self.pieces, stamp, ends)))
         }
 

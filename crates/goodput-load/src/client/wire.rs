@@ -107,6 +107,12 @@ pub(crate) trait WireResponse {
     /// When the response's first bytes came.
     fn first_byte(&self) -> Duration;
 
+    /// How long the client itself took to send the request after `sent`:
+    /// from `sent` to its last byte written, less the time a fresh
+    /// connection took to open (the network's). `None` where the stack
+    /// does not say (reqwest).
+    fn send_took(&self, sent: Duration) -> Option<Duration>;
+
     /// The body's next read. `Err`: the connection broke, or the body's
     /// framing is broken (why, in words).
     async fn read(&mut self) -> Result<Read<'_>, String>;
@@ -201,6 +207,10 @@ impl WireResponse for ReqwestResponse {
         self.first_byte
     }
 
+    fn send_took(&self, _sent: Duration) -> Option<Duration> {
+        None
+    }
+
     async fn read(&mut self) -> Result<Read<'_>, String> {
         match self.resp.chunk().await {
             Ok(Some(bytes)) => {
@@ -209,7 +219,9 @@ impl WireResponse for ReqwestResponse {
                 self.reads += 1;
                 self.whole = 0..bytes.len();
                 self.bytes = bytes;
-                let stamp = ReadStamp { t, lag: None, serial: self.reads };
+                // hyper may have held the bytes since before its last frame:
+                // when they came is not known (`since` 0).
+                let stamp = ReadStamp { t, lag: None, serial: self.reads, since: Duration::ZERO };
                 Ok(Read::Bytes(BodyBytes::new(&self.bytes, std::slice::from_ref(&self.whole), stamp, false)))
             }
             Ok(None) => Ok(Read::End { at: self.origin.elapsed() }),
@@ -234,6 +246,8 @@ pub(crate) struct Http1Response<'h> {
     /// The stamp of the read whose bytes are being handed out (at first,
     /// the one that completed the head).
     read: ReadStamp,
+    /// How long opening the connection took (0: a kept one).
+    connect: Duration,
 }
 
 impl<'h> Wire for &'h Http1 {
@@ -248,13 +262,15 @@ impl<'h> Wire for &'h Http1 {
             // After a failed try, a fresh connection.
             let kept = if *resent == 0 { self.checkout() } else { None };
             let reused = kept.is_some();
+            let opening = origin.elapsed();
             let mut conn = match kept {
                 Some(c) => c,
                 None => self.connect().await.map_err(|e| SendError::Connect(e.to_string()))?,
             };
+            let connect = if reused { Duration::ZERO } else { origin.elapsed().saturating_sub(opening) };
             match conn.send(&request, &mut clock).await {
                 Ok((head, first_byte, read)) => {
-                    return Ok(Http1Response { http: self, conn, head, origin, first_byte, read })
+                    return Ok(Http1Response { http: self, conn, head, origin, first_byte, read, connect })
                 }
                 // A kept connection the server closed as the request went
                 // out (llama.cpp closes after every stream while it says
@@ -286,6 +302,10 @@ impl WireResponse for Http1Response<'_> {
 
     fn first_byte(&self) -> Duration {
         self.first_byte
+    }
+
+    fn send_took(&self, sent: Duration) -> Option<Duration> {
+        Some(self.conn.written().saturating_sub(sent).saturating_sub(self.connect))
     }
 
     async fn read(&mut self) -> Result<Read<'_>, String> {

@@ -103,6 +103,11 @@ pub struct Conn {
     /// next request's clock can have another origin (each point of a sweep
     /// has its own), so a floor from an earlier request means nothing on it.
     last: Duration,
+    /// The stamp of the last read that found the socket empty (or the time
+    /// the request was written): see [`ReadStamp::since`].
+    drained: Duration,
+    /// When the last request's last byte was written, on its clock.
+    written: Duration,
     /// Where the body's bytes of the last [`Conn::next_read`] lie in `buf`,
     /// and how much of `buf` that read took up (let go at the next one).
     pieces: Vec<Range<usize>>,
@@ -124,6 +129,12 @@ pub struct ReadStamp {
     /// The read's number on its connection, from 1 (0: not known): chunks
     /// with the same number came in one read.
     pub serial: u64,
+    /// No byte of the read came before this: the stamp of the last read
+    /// that found the socket empty (returned less than it asked for), or
+    /// the time its request was written. Bytes read together came somewhere
+    /// between this and `t`; the kernel keeps one time for them (see
+    /// `reader::LATE_READ`). 0: not known.
+    pub since: Duration,
 }
 
 impl Http1 {
@@ -236,6 +247,8 @@ impl Http1 {
             kernel_stamps: self.stamps.effective() == Stamps::Kernel,
             reads: 0,
             last: Duration::ZERO,
+            drained: Duration::ZERO,
+            written: Duration::ZERO,
             pieces: Vec::new(),
             consumed: 0,
             broken: None,
@@ -278,6 +291,7 @@ impl Conn {
             // write).
             let wall = std::time::SystemTime::now();
             let now = clock();
+            let since = self.drained;
             if n < asked {
                 ready.clear_ready();
             }
@@ -287,8 +301,20 @@ impl Conn {
             let lag = stamp::age(stamp, wall);
             let t = if self.kernel_stamps { arrival(now, lag, self.last) } else { now };
             self.last = t;
-            return Ok((n, ReadStamp { t, lag, serial: self.reads }));
+            // Drained: bytes not read now came after the read began, and so
+            // after its own stamp (not its return, which a preemption can
+            // put later).
+            if n < asked {
+                self.drained = t;
+            }
+            return Ok((n, ReadStamp { t, lag, serial: self.reads, since }));
         }
+    }
+
+    /// When the last [`Conn::send`] finished writing its request, on that
+    /// request's clock.
+    pub fn written(&self) -> Duration {
+        self.written
     }
 
     /// Writes all of `data`.
@@ -328,9 +354,11 @@ impl Conn {
         // No byte of the response came before the request went: the floor
         // of its stamps, on this request's clock (see `last`).
         self.last = clock();
+        self.drained = self.last;
         if let Err(e) = self.write_all(request).await {
             return Err(HeadError::ClosedBeforeResponse(format!("the request could not be written: {e}")));
         }
+        self.written = clock();
         let mut first = None;
         let mut last = ReadStamp::default();
         loop {

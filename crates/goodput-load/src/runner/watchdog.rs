@@ -6,7 +6,9 @@
 //! bytes that came meanwhile waited in the socket. Read stamps, the kernel's
 //! included (which stamp a read with its last segment), cannot tell that
 //! wait from the server's, so a request in flight over a stall is flagged
-//! (`client_stalled`): its times are upper bounds.
+//! (`client_stalled`): its times are upper bounds. So is one that was due
+//! (scheduled) during a stall and sent after it: its send was late by the
+//! client's own fault (client queue time).
 //!
 //! A request's completion also looks at the clock before it is flagged, so
 //! a stall the tick has not yet seen (the completion ran first after the
@@ -59,10 +61,14 @@ impl Watchdog {
         Watchdog { seen, origin, tick }
     }
 
-    /// Flags `rec` when a stall seen until now overlaps its time in flight.
+    /// Flags `rec` when a stall seen until now overlaps its time from when
+    /// it was due (`scheduled`) to its end: a stall before it was sent made
+    /// the send late (client queue time that is the client's fault), one
+    /// after made its times upper bounds.
     pub(crate) fn flag(&self, rec: &mut RequestRecord) {
         let seen = look(&self.seen, self.origin);
-        rec.client_stalled = seen.stalls.iter().rev().any(|s| s.touches(rec.sent, rec.end));
+        let from = rec.scheduled.min(rec.sent);
+        rec.client_stalled = seen.stalls.iter().rev().any(|s| s.touches(from, rec.end));
     }
 
     /// Stops watching, and gives the stalls seen, in order.
@@ -111,7 +117,9 @@ mod tests {
         tokio::time::advance(Duration::from_millis(500)).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         let flagged = |sent_ms: u64, end_ms: u64| {
-            let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::from_millis(sent_ms));
+            // Sent when it was due.
+            let sent = Duration::from_millis(sent_ms);
+            let mut rec = RequestRecord::new(0, sent, sent);
             rec.end = Duration::from_millis(end_ms);
             w.flag(&mut rec);
             rec.client_stalled
@@ -120,6 +128,12 @@ mod tests {
         assert!(flagged(1200, 1600), "in flight over it, sent during it");
         assert!(!flagged(100, 970), "ended before it (and the tick before it)");
         assert!(!flagged(1560, 1600), "sent after it");
+        // Due during the stall and sent late after it: the send was late by
+        // the client's fault, and the record says so.
+        let mut rec = RequestRecord::new(0, Duration::from_millis(1200), Duration::from_millis(1560));
+        rec.end = Duration::from_millis(1600);
+        w.flag(&mut rec);
+        assert!(rec.client_stalled, "due in the stall, sent after it");
         let stalls = w.finish();
         assert_eq!(stalls.len(), 1, "{stalls:?}");
         let s = stalls[0];

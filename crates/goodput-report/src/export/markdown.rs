@@ -203,6 +203,9 @@ fn throughput_table(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.client_stalls {
         let _ = writeln!(o, "| client stalls | {} |", md(&format::client_stalls(c)));
     }
+    if let Some(b) = format::bound_chunks(&r.summary) {
+        let _ = writeln!(o, "| late reads | {} |", md(&b));
+    }
     o.push('\n');
 }
 

@@ -645,6 +645,8 @@ mod tests {
         r.finish_reason = Some("length".into());
         r.read_lag_max = Some(Duration::from_nanos(61_182));
         r.shared_reads = 2;
+        r.bound_chunks = 1;
+        r.ttft_bound = id.is_multiple_of(2);
         r.client_stalled = id % 2 == 1;
         r.session = Some(SessionTurn { id: 7, turn: 2, turns: 3 });
         r.model = Some("m-ü".into());

@@ -358,7 +358,7 @@ pub struct JudgeArgs {
     /// Exit non-zero (3) when the SLO fails: a percentile objective missed, or the limits' attainment short of its target (for CI).
     #[arg(long, help_heading = "SLOs and cost")]
     pub fail_on_slo: bool,
-    /// Exit non-zero (4) when the run's window was not a steady state (summary.stability: a load beyond the server, or mostly ramp-up and drain), or the client itself stalled while requests were in flight (client_stalls); a sweep, when it has no steady point to recommend.
+    /// Exit non-zero (4) when the run's window was not a steady state (summary.stability: a load beyond the server, or mostly ramp-up and drain), or the client itself stalled while requests were due or in flight (client_stalls); a sweep, when it has no steady point to recommend or its client stalled in a point.
     #[arg(long, help_heading = "SLOs and cost")]
     pub fail_on_unsteady: bool,
     /// Confidence of the intervals put on every percentile, rate and attainment (0.95 or 95%; docs/metrics.md, Intervals).

@@ -572,7 +572,9 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
 
 /// The exit code a finished sweep's document calls for: 1 when no point
 /// completed a request, 3 when none met the SLO (--fail-on-slo), 4 when no
-/// steady point was left to recommend (--fail-on-unsteady).
+/// steady point was left to recommend or the client itself stalled while a
+/// point's requests were due or in flight (--fail-on-unsteady), as bench's
+/// gate fails a run.
 fn exit_code(doc: &SweepResult, judge: &crate::cli::JudgeArgs) -> ExitCode {
     if doc.points.iter().all(|p| p.result.summary.requests.completed == 0) {
         eprintln!("error: no point completed a request");
@@ -581,6 +583,10 @@ fn exit_code(doc: &SweepResult, judge: &crate::cli::JudgeArgs) -> ExitCode {
     if judge.fail_on_slo && doc.analysis.highest_load_meeting_slo.is_none() {
         eprintln!("error: no load met the SLO (--fail-on-slo)");
         return ExitCode::from(3);
+    }
+    if let Some(why) = judge.fail_on_unsteady.then(|| stalled_points(&doc.points)).flatten() {
+        eprintln!("error: {why} (--fail-on-unsteady)");
+        return ExitCode::from(4);
     }
     // The recommended point is steady by construction: what can fail is
     // that no steady point was left to recommend.
@@ -593,6 +599,24 @@ fn exit_code(doc: &SweepResult, judge: &crate::cli::JudgeArgs) -> ExitCode {
         return ExitCode::from(4);
     }
     ExitCode::SUCCESS
+}
+
+/// The points the client itself stalled in while requests were due or in
+/// flight, in words (their times are bounds, not the server's), or `None`.
+fn stalled_points(points: &[SweepPoint]) -> Option<String> {
+    let stalled: Vec<String> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| crate::output::client_stalled(&p.result).map(|why| format!("point {} ({why})", i + 1)))
+        .collect();
+    (!stalled.is_empty()).then(|| {
+        format!(
+            "{} of {} points were measured by a client that stalled: {}",
+            stalled.len(),
+            points.len(),
+            stalled.join("; ")
+        )
+    })
 }
 
 /// The sweep's mode, as its config names it.

@@ -24,3 +24,4 @@ mod signals;
 mod sim_agreement;
 mod stability;
 mod workloads;
+mod starved;

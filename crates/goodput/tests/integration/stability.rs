@@ -499,8 +499,8 @@ fn bench_child(url: &str, out: &Path, rec: &Path) -> Bench {
 /// Issue 30: a client stopped (SIGSTOP) for 500 ms while requests are in
 /// flight knows it: the run reports a stall at least that long (it spans
 /// from the last time the client was seen running to the first time it ran
-/// again, so it holds the whole stop), flags exactly the requests in flight
-/// over a stall, warns, and `--fail-on-unsteady` fails it (4). A run left
+/// again, so it holds the whole stop), flags exactly the requests due or in
+/// flight over a stall, warns, and `--fail-on-unsteady` fails it (4). A run left
 /// alone, on the same machine and however busy it is, reports no stall
 /// anywhere near as long (a short one is the truth about a busy machine;
 /// that none is seen on a steady clock is the watchdog's unit test, in
@@ -537,9 +537,10 @@ fn a_client_stopped_mid_run_reports_its_stall_and_flags_the_requests_in_flight()
     assert!(stalls.count >= 1 && stalls.total_ms >= stalls.longest_ms, "{stalls:?}");
     let recs = cmd::records(&rec);
     assert_eq!(recs.len(), 16);
-    let over = |r: &goodput_core::RequestRecord| stalls.stalls.iter().any(|s| s.touches(r.sent, r.end));
+    let over =
+        |r: &goodput_core::RequestRecord| stalls.stalls.iter().any(|s| s.touches(r.scheduled.min(r.sent), r.end));
     for r in &recs {
-        assert_eq!(r.client_stalled, over(r), "flagged exactly when in flight over a stall: {r:?}");
+        assert_eq!(r.client_stalled, over(r), "flagged exactly when due or in flight over a stall: {r:?}");
     }
     let flagged = recs.iter().filter(|r| r.client_stalled).count() as u64;
     assert!(flagged >= 1, "requests were in flight over the stop");
@@ -552,4 +553,56 @@ fn a_client_stopped_mid_run_reports_its_stall_and_flags_the_requests_in_flight()
     let v = read_json(&out);
     let longest = v["client_stalls"]["longest_ms"].as_f64().unwrap_or(0.0);
     assert!(longest < 200.0, "a run left alone: {} ({status}, {stderr})", v["client_stalls"]);
+}
+
+/// Issue 30: `sweep --fail-on-unsteady` fails a sweep whose client stalled
+/// while a point's requests were due or in flight (4), as bench fails such
+/// a run: its times are bounds, and so is what the sweep concludes from them.
+#[cfg(unix)]
+#[test]
+fn a_sweep_whose_client_stalled_in_a_point_fails_the_gate() {
+    use std::time::Duration;
+    let (_rt, url) = cmd::fixed_server(goodput_sim::fixed::FixedProfile {
+        ttft: Duration::from_millis(300),
+        itl: Duration::from_millis(20),
+        tokens_per_chunk: 1,
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("sweep.json"), dir.path().join("sweep.jsonl"));
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["sweep", "-q", "--url", &url, "--concurrency", "4", "-n", "16", "--output-tokens", "20"])
+        .args(["--input-tokens", "8", "--fail-on-unsteady", "-o"])
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sweep = Bench(child);
+    // Each point's records go to a file of their own.
+    let point = dir.path().join("sweep.point00.jsonl");
+    let waited = std::time::Instant::now();
+    while std::fs::read_to_string(&point).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no records after a minute");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    sweep.signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(500));
+    sweep.signal(libc::SIGCONT);
+    let (status, stderr) = sweep.wait();
+    assert_eq!(status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("1 of 1 points were measured by a client that stalled: point 1 (the client stalled"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(--fail-on-unsteady)"), "{stderr}");
+    let v = read_json(&out);
+    assert!(
+        v["points"][0]["result"]["client_stalls"]["requests"].as_u64().unwrap() >= 1,
+        "{}",
+        v["points"][0]["result"]["client_stalls"]
+    );
 }

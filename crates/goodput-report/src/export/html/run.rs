@@ -430,6 +430,9 @@ fn throughput_rows(r: &RunResult) -> Vec<(&'static str, String)> {
     if let Some(c) = &r.client_stalls {
         rows.push(("client stalls", html(&format::client_stalls(c))));
     }
+    if let Some(b) = format::bound_chunks(&r.summary) {
+        rows.push(("late reads", html(&b)));
+    }
     rows
 }
 

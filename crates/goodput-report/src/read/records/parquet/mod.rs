@@ -57,6 +57,8 @@ message goodput_record {
   optional binary finish_reason (STRING);
   optional int64 read_lag_max_ns;
   required int64 shared_reads;
+  required int64 bound_chunks;
+  required boolean ttft_bound;
   required boolean client_stalled;
   optional int64 session_id;
   optional int64 session_turn;

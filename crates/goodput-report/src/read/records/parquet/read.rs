@@ -494,6 +494,8 @@ fn scalar_field(r: &mut RequestRecord, parts: &mut Parts, name: &str, v: Val) ->
         "finish_reason" => r.finish_reason = Some(s()?),
         "read_lag_max_ns" => r.read_lag_max = Some(t()?),
         "shared_reads" => r.shared_reads = u32_()?,
+        "bound_chunks" => r.bound_chunks = u32_()?,
+        "ttft_bound" => r.ttft_bound = b()?,
         "client_stalled" => r.client_stalled = b()?,
         "session_id" => parts.session[0] = Some(u()?),
         "session_turn" => parts.session[1] = Some(u()?),

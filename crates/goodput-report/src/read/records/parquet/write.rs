@@ -113,6 +113,8 @@ struct Columns {
     finish_reason: Col<ByteArray>,
     read_lag_max: Col<i64>,
     shared_reads: Col<i64>,
+    bound_chunks: Col<i64>,
+    ttft_bound: Col<bool>,
     client_stalled: Col<bool>,
     session: [Col<i64>; 3],
     model: Col<ByteArray>,
@@ -174,6 +176,8 @@ impl Columns {
         self.finish_reason.optional(opt_text(&r.finish_reason));
         self.read_lag_max.optional(opt_ns(r.read_lag_max));
         self.shared_reads.required(i64::from(r.shared_reads));
+        self.bound_chunks.required(i64::from(r.bound_chunks));
+        self.ttft_bound.required(r.ttft_bound);
         self.client_stalled.required(r.client_stalled);
         let s = r.session;
         self.session[0].optional(s.map(|s| s.id as i64));
@@ -236,6 +240,8 @@ impl Columns {
         put::<ByteArrayType, W>(g, &mut self.finish_reason)?;
         put::<Int64Type, W>(g, &mut self.read_lag_max)?;
         put::<Int64Type, W>(g, &mut self.shared_reads)?;
+        put::<Int64Type, W>(g, &mut self.bound_chunks)?;
+        put::<BoolType, W>(g, &mut self.ttft_bound)?;
         put::<BoolType, W>(g, &mut self.client_stalled)?;
         for c in &mut self.session {
             put::<Int64Type, W>(g, c)?;
