@@ -5,8 +5,8 @@
 
 pub mod assemble;
 pub mod cost;
-pub mod interval;
 pub mod energy;
+pub mod interval;
 pub mod metrics;
 pub mod models;
 pub mod ratings;

@@ -23,5 +23,5 @@ mod shell;
 mod signals;
 mod sim_agreement;
 mod stability;
-mod workloads;
 mod starved;
+mod workloads;
