@@ -140,10 +140,20 @@ pub fn check_exports(e: &ExportArgs) -> Result<()> {
         check_file(p, "--markdown")?;
     }
     if let Some(p) = &e.csv {
-        if p.exists() && !p.is_dir() {
-            bail!("--csv {} is a file: --csv takes a folder to write its CSV files into", p.display());
+        // A name ending in .csv is the main table alone, written as a file
+        // (goodput_report's `Rendered::write_to`); making it a folder here
+        // would turn it into one.
+        let names_a_file = p.extension().is_some_and(|x| x.eq_ignore_ascii_case("csv")) && !p.is_dir();
+        if names_a_file {
+            check_file(p, "--csv")?;
+        } else if p.exists() && !p.is_dir() {
+            bail!(
+                "--csv {} is a file: --csv takes a folder to write its CSV files into, or a name ending in .csv for the main table alone",
+                p.display()
+            );
+        } else {
+            check_folder(p, "--csv")?;
         }
-        check_folder(p, "--csv")?;
     }
     Ok(())
 }
@@ -361,9 +371,13 @@ mod tests {
         check_file(&nested, "--output").unwrap();
         assert!(nested.parent().unwrap().is_dir() && !nested.exists());
         assert_eq!(std::fs::read_dir(nested.parent().unwrap()).unwrap().count(), 0, "the probe file is removed");
-        let file = dir.path().join("f.csv");
+        let file = dir.path().join("f.txt");
         std::fs::write(&file, "x").unwrap();
         let csv = ExportArgs { csv: Some(file), ..Default::default() };
         assert!(format!("{:#}", check_exports(&csv).unwrap_err()).contains("takes a folder"));
+        // A name ending in .csv is a file: checked as one, never made a folder.
+        let table = dir.path().join("new").join("r.csv");
+        check_exports(&ExportArgs { csv: Some(table.clone()), ..Default::default() }).unwrap();
+        assert!(table.parent().unwrap().is_dir() && !table.exists(), "r.csv is not made a folder");
     }
 }

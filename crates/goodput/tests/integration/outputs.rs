@@ -312,3 +312,17 @@ fn records_lost_to_a_full_disk_are_counted() {
     assert!(err.contains("the 2 records from then on were not written"), "{err}");
     assert!(is_result(&std::fs::read_to_string(&out).unwrap()), "the result is written all the same");
 }
+
+#[test]
+fn a_csv_name_ending_in_csv_is_the_main_table_as_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("r.csv");
+    goodput().args(RUN).arg("--csv").arg(&table).assert().success();
+    assert!(table.is_file(), "--csv r.csv writes a file, not a folder");
+    let text = std::fs::read_to_string(&table).unwrap();
+    assert_eq!(text.lines().count(), 2, "the summary: a header and one row\n{text}");
+    // A name without the extension is still a folder of every table.
+    let folder = dir.path().join("tables");
+    goodput().args(RUN).arg("--csv").arg(&folder).assert().success();
+    assert!(folder.is_dir() && folder.join("summary.csv").is_file());
+}
