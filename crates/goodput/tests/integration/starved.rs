@@ -185,7 +185,17 @@ fn a_starved_client_reads_ttft_within_a_few_ms_of_the_truth_or_marks_it_a_bound(
         near += usize::from(late <= FEW_MS);
         bound += usize::from(marked);
     }
-    // The busy loop did starve the client: it fell behind on some first token.
-    assert!(bound > 0, "no TTFT marked a bound: was the client starved?\n{}", lines.join("\n"));
+    // The busy loop did starve the client: its reads fell behind somewhere in
+    // the run (a chunk or a TTFT marked a bound, a stall, or bytes left a
+    // millisecond or more in the socket). Whether that lateness landed on a
+    // first token is chance: the scheduler may run the client just then, and
+    // every TTFT is then right, which the loop above accepts.
+    let starved = recs.iter().filter(|r| !r.warmup).any(|r| {
+        r.bound_chunks > 0
+            || r.ttft_bound
+            || r.client_stalled
+            || r.read_lag_max.is_some_and(|l| l >= Duration::from_millis(1))
+    });
+    assert!(starved, "the client never fell behind: was it starved?\n{}", lines.join("\n"));
     eprintln!("{near} within {FEW_MS} ms, {bound} marked a bound:\n{}", lines.join("\n"));
 }
