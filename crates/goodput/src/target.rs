@@ -8,7 +8,7 @@ use goodput_core::Target;
 use goodput_load::client::{
     error_chain, join_url, key_header_overridden, normalize_base, request_headers, secrets_of, Cancellation,
 };
-use goodput_load::{Api, BodyOptions, Client, ClientConfig, KeyHeader, Stamps, TokenCounter, Transport};
+use goodput_load::{Api, BodyOptions, Client, ClientConfig, KeyHeader, TokenCounter};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
 use serde_json::Value;
 use std::sync::Arc;
@@ -199,21 +199,7 @@ pub async fn connect(
             api.as_str()
         );
     }
-    let probe = Client::new(
-        ClientConfig {
-            base_url: base.clone(),
-            api_key: None,
-            body: BodyOptions::default(),
-            timeout: t.timeout,
-            transport: Transport::Reqwest,
-            stamps: Stamps::Read,
-            key_header: KeyHeader::Bearer,
-            headers: Vec::new(),
-            cancel: None,
-            max_buffer: goodput_load::client::MAX_BUFFER,
-        },
-        None,
-    )?;
+    let probe = Client::new(ClientConfig::probe(base.clone(), t.timeout), None)?;
     if let Some(name) = key_header_overridden(t.api_key.as_deref(), key_header, &t.header) {
         eprintln!("warning: --header {name} and --api-key both set {name}: the --header is sent, the key is not");
     }

@@ -30,6 +30,26 @@ pub struct ClientConfig {
     pub max_buffer: usize,
 }
 
+impl ClientConfig {
+    /// A client for the few plain requests made before a run (is the
+    /// server up, which models it serves): no key, no extra headers, no
+    /// give-ups, reqwest's stack and read stamps, the default buffer.
+    pub fn probe(base_url: String, timeout: Duration) -> ClientConfig {
+        ClientConfig {
+            base_url,
+            api_key: None,
+            body: BodyOptions::default(),
+            timeout,
+            transport: Transport::Reqwest,
+            stamps: Stamps::Read,
+            key_header: KeyHeader::Bearer,
+            headers: Vec::new(),
+            cancel: None,
+            max_buffer: MAX_BUFFER,
+        }
+    }
+}
+
 /// The default [`ClientConfig::max_buffer`]: 64 MiB, a thousand times the
 /// largest streamed event of a real answer and room for any whole one.
 pub const MAX_BUFFER: usize = 64 << 20;

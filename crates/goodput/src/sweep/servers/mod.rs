@@ -503,22 +503,8 @@ enum Ready {
 /// Waits for the server's /health (or, where it has none, /v1/models) to
 /// answer 200, up to `timeout`, watching that it does not exit meanwhile.
 async fn ready(base: &str, server: &Server, timeout: Duration) -> Ready {
-    use goodput_load::{BodyOptions, Client, ClientConfig, KeyHeader, Stamps, Transport};
-    let probe = Client::new(
-        ClientConfig {
-            base_url: base.to_string(),
-            api_key: None,
-            body: BodyOptions::default(),
-            timeout: Duration::from_secs(5),
-            transport: Transport::Reqwest,
-            stamps: Stamps::Read,
-            key_header: KeyHeader::Bearer,
-            headers: Vec::new(),
-            cancel: None,
-            max_buffer: goodput_load::client::MAX_BUFFER,
-        },
-        None,
-    );
+    use goodput_load::{Client, ClientConfig};
+    let probe = Client::new(ClientConfig::probe(base.to_string(), Duration::from_secs(5)), None);
     let http = match &probe {
         Ok(c) => c.http(),
         Err(e) => return Ready::TimedOut(format!("cannot build an HTTP client: {e}")),
