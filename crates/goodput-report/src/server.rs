@@ -174,6 +174,31 @@ impl SignalsView for ServerSignals {
                 });
             }
         }
+        if let Some(sd) = &self.window.spec_decode {
+            let mut detail = match sd.mean_accepted_length {
+                Some(l) => format!("{} tokens a step, the bonus included", num(Some(l), 2)),
+                None => String::new(),
+            };
+            if !sd.acceptance_by_position.is_empty() {
+                let by: Vec<String> = sd.acceptance_by_position.iter().map(|a| pct(Some(*a))).collect();
+                detail.push_str(&format!(" · by position {}", by.join(" / ")));
+            }
+            if sd.basis == "gauges" {
+                detail.push_str(" · the engine's own gauges");
+            }
+            out.push(fig("draft acceptance", pct(sd.acceptance_rate), "", detail));
+        }
+        if let Some(kv) = self.window.kv_transfer_mean_s {
+            let mut detail = String::from("prefill to decode pool");
+            for (g, label) in
+                [(G::PdPrefillWaiting, "prefill pool waiting"), (G::PdDecodeWaiting, "decode pool waiting")]
+            {
+                if let Some(d) = gauge(g) {
+                    detail.push_str(&format!(" · {label} {} mean", num(d.mean, 1)));
+                }
+            }
+            out.push(fig("KV transfer mean", secs_ms(Some(kv)), "ms", detail));
+        }
         if let Some(d) = gauge(G::GpuUtilization) {
             out.push(fig("GPU utilisation", pct(d.mean), "mean", format!("peak {}", pct(d.max))));
         }

@@ -355,6 +355,20 @@ fn throughput(o: &mut String, r: &RunResult) {
         sources(&tok.output_sources),
         sources(&tok.input_sources)
     );
+    // Bursts are news only where some chunk carried more than one token.
+    if let Some(c) = tok.per_chunk.as_ref().filter(|c| c.max > 1) {
+        let _ = writeln!(
+            o,
+            "  tokens/chunk    {:>12.2}   mean (p50 {}, p90 {}, p99 {}, max {}; {:.0}% of {} chunks carried more than one)",
+            c.mean,
+            c.p50,
+            c.p90,
+            c.p99,
+            c.max,
+            c.multi_token_share * 100.0,
+            c.chunks
+        );
+    }
     if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
         let _ = writeln!(o, "  prompt extra    {}", esc(&extra));
     }

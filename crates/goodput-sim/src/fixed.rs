@@ -283,6 +283,7 @@ impl Reply {
         Reply::Generate(Box::new(Plan {
             writer: ChunkWriter::new(route, n, model, unix_now())
                 .with_lengths(prompt_tokens, n_out)
+                .with_continuous_usage(req.continuous_usage())
                 .with_script(script),
             n,
             fault,

@@ -205,6 +205,65 @@ pub struct TokenTotals {
     /// (and, with no `--tokenizer`, how its tokenizer splits the words).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_extra: Option<PromptExtra>,
+    /// Tokens per output chunk, over the completed requests whose per-chunk
+    /// counts were measured (not spread evenly): a server that speculates,
+    /// or streams a step's tokens together, delivers them in bursts that an
+    /// ITL per token hides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_chunk: Option<ChunkTokens>,
+}
+
+/// The distribution of tokens per output chunk.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ChunkTokens {
+    /// Chunks counted (those carrying at least one token).
+    pub chunks: u64,
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+    /// Share of those chunks that carried more than one token.
+    pub multi_token_share: f64,
+}
+
+impl ChunkTokens {
+    /// Over the chunks of `records` whose counts were measured; `None`
+    /// when there are none. Held as counts per size, so a run's millions of
+    /// chunks cost a few entries.
+    pub fn of<'a>(records: impl Iterator<Item = &'a RequestRecord>) -> Option<ChunkTokens> {
+        let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
+        for r in records.filter(|r| r.chunk_tokens_source != crate::ChunkTokenSource::Even) {
+            for c in r.chunks.iter().filter(|c| c.tokens > 0) {
+                *sizes.entry(u64::from(c.tokens)).or_default() += 1;
+            }
+        }
+        let chunks: u64 = sizes.values().sum();
+        if chunks == 0 {
+            return None;
+        }
+        let tokens: f64 = sizes.iter().map(|(&k, &n)| k as f64 * n as f64).sum();
+        // The nearest-rank percentile: the smallest size with at least p of the chunks at or below it.
+        let at = |p: f64| {
+            let rank = ((p / 100.0) * chunks as f64).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            sizes.iter().find(|(_, &n)| {
+                seen += n;
+                seen >= rank
+            })
+        };
+        let pick = |p| at(p).map_or(0, |(&k, _)| k);
+        Some(ChunkTokens {
+            chunks,
+            mean: tokens / chunks as f64,
+            p50: pick(50.0),
+            p90: pick(90.0),
+            p99: pick(99.0),
+            max: sizes.keys().next_back().copied().unwrap_or(0),
+            multi_token_share: sizes.range(2..).map(|(_, &n)| n).sum::<u64>() as f64 / chunks as f64,
+        })
+    }
 }
 
 /// Prompt tokens the server counted beyond those the workload intended, per
@@ -401,6 +460,7 @@ fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> TokenTota
     for r in ok {
         *tokens.chunk_sources.entry(r.chunk_tokens_source.to_string()).or_default() += 1;
     }
+    tokens.per_chunk = ChunkTokens::of(ok.iter().copied());
     let both = || measured.iter().filter_map(|r| Some((r.counts.usage_completion?, r.counts.tokenizer_completion?)));
     tokens.usage_tokenizer_disagreements = both().filter(|(a, b)| a != b).count() as u64;
     tokens.tokenizer_mismatches = both().filter(|&(a, b)| !crate::tokenizer_fits(a, b)).count() as u64;
@@ -647,6 +707,31 @@ mod tests {
         r.output_tokens_source = CountSource::Usage;
         r.outcome = Outcome::Success;
         r
+    }
+
+    #[test]
+    fn tokens_per_chunk_are_counted_over_measured_chunks_only() {
+        // A speculating server's bursts: 1, 3, 3, 4 tokens a chunk, counted
+        // by the server's continuous usage; and a request whose counts were
+        // spread evenly, which says nothing of its chunks.
+        let burst = |tokens: &[u32]| {
+            let mut r = req(0, 0, 10, 5, 0);
+            r.chunks = tokens
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| OutputChunk { t: ms_(10 + 5 * i as u64), tokens: t, channel: Channel::Content })
+                .collect();
+            r.chunk_tokens_source = crate::ChunkTokenSource::ContinuousUsage;
+            r
+        };
+        let mut even = req(1, 0, 10, 5, 4);
+        even.chunk_tokens_source = crate::ChunkTokenSource::Even;
+        let recs = [burst(&[1, 3, 3, 4]), burst(&[1, 3, 3, 4]), even];
+        let c = ChunkTokens::of(recs.iter()).unwrap();
+        assert_eq!((c.chunks, c.p50, c.p90, c.p99, c.max), (8, 3, 4, 4, 4));
+        assert!((c.mean - 11.0 / 4.0).abs() < 1e-12 && (c.multi_token_share - 0.75).abs() < 1e-12, "{c:?}");
+        // Only evenly spread counts: no distribution.
+        assert_eq!(ChunkTokens::of(recs[2..].iter()), None);
     }
 
     /// The quirks server of docs/metrics.md as vLLM 0.33's client sees it:

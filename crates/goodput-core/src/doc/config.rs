@@ -358,6 +358,24 @@ pub struct EngineSettings {
     /// `least-loaded` or `prefix-aware`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<String>,
+    /// Speculative decoding, when the engine drafts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecodeSettings>,
+}
+
+/// The simulated engine's speculative decoding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct SpecDecodeSettings {
+    /// Draft tokens proposed per sequence a step.
+    pub tokens: u32,
+    /// The chance that a draft token is accepted when every one before it
+    /// was: position `i` (from 0) is accepted in `acceptance^(i+1)` of the
+    /// proposals.
+    pub acceptance: f64,
+    /// The drafter's time per draft token, as a share of the verifying
+    /// step's time.
+    pub draft_cost: f64,
 }
 
 fn one_replica(dp: &u32) -> bool {

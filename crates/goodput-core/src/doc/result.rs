@@ -250,6 +250,11 @@ pub enum DiagnosisKind {
     /// goodput's simulated server fell behind its own timeline (a busy
     /// machine): the latencies carry that lateness, not the engine's.
     SimulatorLate,
+    /// A speculating server's acceptance, and how it moved with the batch.
+    SpeculativeDecoding,
+    /// A disaggregated deployment's KV-cache transfers and the prefill and
+    /// decode pools' queues, set beside TTFT.
+    KvTransfer,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

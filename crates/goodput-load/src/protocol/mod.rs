@@ -205,7 +205,15 @@ pub fn build_body_for(
     body.insert("model".into(), Value::String(model.to_owned()));
     let mut extra = opts.extra.clone();
     match opts.api {
-        Api::Chat | Api::Completions => openai::fill_body(opts, prompt, max_tokens, &mut body)?,
+        Api::Chat | Api::Completions => {
+            openai::fill_body(opts, prompt, max_tokens, &mut body)?;
+            // A `stream_options` object adds to goodput's own, so that
+            // `{"stream_options":{"continuous_usage_stats":true}}` (vLLM's
+            // usage on every chunk) keeps `include_usage`.
+            if let Some(Value::Object(ours)) = body.get_mut("stream_options") {
+                merge_object(ours, &mut extra, "stream_options");
+            }
+        }
         Api::Messages => anthropic::fill_body(opts, prompt, max_tokens, &mut body),
         Api::OllamaChat | Api::OllamaGenerate => ollama::fill_body(opts, prompt, max_tokens, &mut body, &mut extra)?,
         Api::Tgi => tgi::fill_body(opts, prompt, max_tokens, &mut body, &mut extra)?,

@@ -207,6 +207,26 @@ mod tests {
     }
 
     #[test]
+    fn stream_options_in_extra_body_add_to_include_usage() {
+        let opts = BodyOptions {
+            api: Api::Chat,
+            model: "m".into(),
+            stream: true,
+            include_usage: true,
+            extra: serde_json::from_str(r#"{"stream_options":{"continuous_usage_stats":true}}"#).unwrap(),
+            ..Default::default()
+        };
+        let b: Value =
+            serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), Some(8)).unwrap()).unwrap();
+        assert_eq!(b["stream_options"], serde_json::json!({"include_usage": true, "continuous_usage_stats": true}));
+        // --no-usage: no options of goodput's to add to; the user's go in whole.
+        let opts = BodyOptions { include_usage: false, ..opts };
+        let b: Value =
+            serde_json::from_slice(&build_body(&opts, &PromptBody::Text("hi".into()), Some(8)).unwrap()).unwrap();
+        assert_eq!(b["stream_options"], serde_json::json!({"continuous_usage_stats": true}));
+    }
+
+    #[test]
     fn body_for_completions_without_stream_has_no_stream_options() {
         let opts = BodyOptions { api: Api::Completions, model: "m".into(), include_usage: true, ..Default::default() };
         let b: Value =

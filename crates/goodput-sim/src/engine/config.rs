@@ -43,7 +43,36 @@ pub struct EngineConfig {
     /// How the router picks a replica (with `dp` > 1).
     #[serde(default)]
     pub router: RouterPolicy,
+    /// Speculative decoding: `None` decodes one token a step.
+    #[serde(default)]
+    pub spec: Option<SpecDecoding>,
 }
+
+/// Speculative decoding, as vLLM runs it: each step, every decoding
+/// sequence carries `tokens` draft tokens that the target model verifies in
+/// the same forward pass (a prefill of `1 + tokens` positions over its
+/// context); the accepted ones and one more (the bonus token the target
+/// samples after the last accepted one) are emitted together.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SpecDecoding {
+    /// Draft tokens proposed per sequence a step (vLLM's
+    /// `num_speculative_tokens`).
+    pub tokens: u32,
+    /// The chance that a draft token is accepted when every one before it
+    /// was: draws are independent, so position `i` (from 0) is accepted in
+    /// `acceptance^(i+1)` of the proposals and a step yields
+    /// `(1 − a^(k+1)) / (1 − a)` tokens on average. Real acceptance depends on
+    /// the prompts and the drafter, not on this model: take it from a
+    /// server's `vllm:spec_decode_*` counters.
+    pub acceptance: f64,
+    /// The drafter's time per draft token, as a share of the verifying
+    /// step's time: a few percent for an EAGLE or MTP head, 0 for n-gram
+    /// lookup. An assumption of this model, not a measurement.
+    pub draft_cost: f64,
+}
+
+/// The most draft tokens a step may carry.
+pub const MAX_SPEC_TOKENS: u32 = 16;
 
 fn one() -> u32 {
     1
@@ -65,6 +94,11 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             tp: cfg.tp,
             dp: cfg.dp,
             router: (cfg.dp > 1).then(|| cfg.router.to_string()),
+            spec_decode: cfg.spec.map(|s| goodput_core::doc::config::SpecDecodeSettings {
+                tokens: s.tokens,
+                acceptance: s.acceptance,
+                draft_cost: s.draft_cost,
+            }),
             gpu_memory_utilization: cfg.gpu_memory_utilization,
             max_num_seqs: cfg.resolved_max_num_seqs(),
             max_num_batched_tokens: cfg.max_num_batched_tokens,
@@ -105,6 +139,7 @@ impl EngineConfig {
             model,
             dp: 1,
             router: RouterPolicy::default(),
+            spec: None,
         }
     }
 
@@ -149,6 +184,26 @@ impl EngineConfig {
         }
         if self.block_size == 0 || self.block_size > 1024 {
             return bad(format!("--block-size {} must lie in 1..=1024 (vLLM uses 16)", self.block_size));
+        }
+        if let Some(sd) = &self.spec {
+            if sd.tokens == 0 || sd.tokens > MAX_SPEC_TOKENS {
+                return bad(format!(
+                    "--spec-tokens {} must lie in 1..={MAX_SPEC_TOKENS} (vLLM's num_speculative_tokens; 3 to 5 is usual)",
+                    sd.tokens
+                ));
+            }
+            if !(0.0..=1.0).contains(&sd.acceptance) {
+                return bad(format!(
+                    "--spec-acceptance {} must lie in [0, 1]: the chance that a draft token is accepted",
+                    sd.acceptance
+                ));
+            }
+            if !(0.0..=1.0).contains(&sd.draft_cost) {
+                return bad(format!(
+                    "--spec-draft-cost {} must lie in [0, 1]: a draft token's time as a share of the verifying step's",
+                    sd.draft_cost
+                ));
+            }
         }
         if self.num_gpu_blocks_override == Some(0) {
             return bad("num_gpu_blocks_override must be at least 1".into());

@@ -23,7 +23,8 @@ mod virtual_time;
 pub use calibration::Calibration;
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Moe, Precision};
 pub use config::{
-    EngineConfig, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS, MAX_DP,
+    EngineConfig, SpecDecoding, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    MAX_DP, MAX_SPEC_TOKENS,
 };
 pub use error::Error;
 pub use kv::Prompt;

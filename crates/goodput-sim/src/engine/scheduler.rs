@@ -10,13 +10,26 @@ use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepPower};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+/// Salts the draft acceptances' generator apart from the step times'.
+const SPEC_NOISE_SALT: u64 = 0x5bd1_e995_9e37_79b9;
+
+/// The tokens a scheduled decode keeps for certain: `target` less the drafts
+/// that fit in its `new` tokens (all but the one it decodes).
+fn r_kept(target: u32, new: u32, drafts: u32) -> u32 {
+    target - drafts.min(new.saturating_sub(1))
+}
+
 /// One output token, emitted at the end of the step that computed it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TokenEvent {
     pub id: u64,
-    /// Position in the request's output, from 0. A request recomputed after
-    /// preemption continues where it stopped: no index repeats.
+    /// Position in the request's output of the first token, from 0. A
+    /// request recomputed after preemption continues where it stopped: no
+    /// index repeats.
     pub index: u32,
+    /// Tokens the step emitted for the request from `index` on: 1, or with
+    /// speculative decoding the accepted drafts and the bonus token.
+    pub tokens: u32,
     /// The request's first output token (its TTFT).
     pub first: bool,
     /// The request's last token: it has left the engine.
@@ -98,6 +111,13 @@ pub struct EngineStats {
     /// together): the energy of the busy time, joules. Idle time's energy
     /// is the idle power over it (see [`Engine::energy_j`]).
     pub busy_energy_j: f64,
+    /// Speculative decoding (vLLM's `spec_decode_*` counters): proposals,
+    /// draft tokens proposed, draft tokens accepted, and accepted by their
+    /// position in the proposal.
+    pub spec_drafts: u64,
+    pub spec_draft_tokens: u64,
+    pub spec_accepted_tokens: u64,
+    pub spec_accepted_by_position: Vec<u64>,
 }
 
 impl EngineStats {
@@ -138,6 +158,15 @@ impl EngineStats {
             t.batch_seqs_total += s.batch_seqs_total;
             t.batch_tokens_total += s.batch_tokens_total;
             t.max_batch_seqs = t.max_batch_seqs.max(s.max_batch_seqs);
+            t.spec_drafts += s.spec_drafts;
+            t.spec_draft_tokens += s.spec_draft_tokens;
+            t.spec_accepted_tokens += s.spec_accepted_tokens;
+            if t.spec_accepted_by_position.len() < s.spec_accepted_by_position.len() {
+                t.spec_accepted_by_position.resize(s.spec_accepted_by_position.len(), 0);
+            }
+            for (a, b) in t.spec_accepted_by_position.iter_mut().zip(&s.spec_accepted_by_position) {
+                *a += b;
+            }
             t.busy += s.busy;
             t.busy_energy_j += s.busy_energy_j;
         }
@@ -171,6 +200,11 @@ impl Request {
     fn num_tokens(&self) -> u32 {
         self.prompt_len + self.num_output
     }
+
+    /// Past its prefill, with only its last token to compute: a decode.
+    fn decoding(&self) -> bool {
+        self.num_output > 0 && self.num_computed + 1 == self.num_tokens()
+    }
 }
 
 /// The simulated engine. Pure and synchronous; see the module doc for how a
@@ -192,6 +226,9 @@ pub struct Engine {
     stats: EngineStats,
     /// The step-time variation's generator state (see `Calibration::step_time_cv`).
     noise: u64,
+    /// The draft acceptances' generator state, apart from `noise` so that
+    /// speculation leaves the step-time stream as it was.
+    spec_noise: u64,
 }
 
 impl Engine {
@@ -213,6 +250,7 @@ impl Engine {
             hits: Vec::new(),
             stats: EngineStats::default(),
             noise: 0,
+            spec_noise: SPEC_NOISE_SALT,
             cfg,
         })
     }
@@ -225,6 +263,7 @@ impl Engine {
     /// give the same steps.
     pub fn seed_noise(&mut self, seed: u64) {
         self.noise = seed;
+        self.spec_noise = seed ^ SPEC_NOISE_SALT;
     }
 
     pub fn capacity(&self) -> &KvCapacity {
@@ -396,11 +435,18 @@ impl Engine {
 
         let mut shape = BatchShape::default();
         let mut batch = BatchSummary::default();
+        let mut most_drafts = 0;
         for &(slot, new) in &self.scheduled {
             let r = &self.slots[slot as usize];
-            if new == 1 && r.num_output > 0 && r.num_computed + 1 == r.num_tokens() {
+            if new == 1 && r.decoding() {
                 shape.add_decode(r.num_computed);
                 batch.decodes += 1;
+            } else if r.decoding() {
+                // Verifying drafts: the last token and the drafts in one
+                // pass over the context, as a short prefill is.
+                shape.add_prefill(r.num_computed, new);
+                batch.decodes += 1;
+                most_drafts = most_drafts.max(new - 1);
             } else {
                 shape.add_prefill(r.num_computed, new);
                 batch.prefills += 1;
@@ -414,23 +460,54 @@ impl Engine {
         if cv > 0.0 {
             out.duration = out.duration.mul_f64(self.step_factor(cv));
         }
+        if let Some(sd) = self.cfg.spec.filter(|_| most_drafts > 0) {
+            // The drafter runs once per draft position, for the whole batch.
+            out.duration = out.duration.mul_f64(1.0 + sd.draft_cost * most_drafts as f64);
+        }
         out.batch = batch;
 
         let mut any_finished = false;
+        let acceptance = self.cfg.spec.map_or(0.0, |s| s.acceptance);
         for &(slot, new) in &self.scheduled {
             let r = &mut self.slots[slot as usize];
-            r.num_computed += new;
+            let drafts = if r.decoding() { new - 1 } else { 0 };
+            let mut accepted = 0;
+            if drafts > 0 {
+                // Drafts are accepted in order until the first rejection.
+                while accepted < drafts {
+                    self.spec_noise = self.spec_noise.wrapping_add(1);
+                    let u = super::calibration::unit_draw(super::calibration::splitmix64(self.spec_noise));
+                    if u >= acceptance {
+                        break;
+                    }
+                    accepted += 1;
+                }
+                let st = &mut self.stats;
+                st.spec_drafts += 1;
+                st.spec_draft_tokens += drafts as u64;
+                st.spec_accepted_tokens += accepted as u64;
+                if st.spec_accepted_by_position.len() < drafts as usize {
+                    st.spec_accepted_by_position.resize(drafts as usize, 0);
+                }
+                for n in &mut st.spec_accepted_by_position[..accepted as usize] {
+                    *n += 1;
+                }
+            }
+            // A verified decode keeps the last token and the accepted
+            // drafts; the rejected drafts' positions are computed again.
+            r.num_computed += if drafts > 0 { 1 + accepted } else { new };
             if r.num_computed < r.num_tokens() {
                 continue; // a prefill chunk that is not the last
             }
             let index = r.num_output;
-            r.num_output += 1;
-            let finished = r.num_output == r.max_tokens;
+            let emitted = 1 + accepted;
+            r.num_output += emitted;
+            let finished = r.num_output >= r.max_tokens;
             if index == 0 {
                 self.stats.prompt_tokens += r.prompt_len as u64;
             }
-            self.stats.generation_tokens += 1;
-            out.tokens.push(TokenEvent { id: r.id, index, first: index == 0, finished });
+            self.stats.generation_tokens += emitted as u64;
+            out.tokens.push(TokenEvent { id: r.id, index, tokens: emitted, first: index == 0, finished });
             if finished {
                 self.pool.release(&mut r.blocks);
                 r.live = false;
@@ -489,7 +566,13 @@ impl Engine {
         while i < self.running.len() && budget > 0 {
             let slot = self.running[i];
             let r = &self.slots[slot as usize];
-            let new = (r.num_tokens() - r.num_computed).min(budget);
+            // A decoding sequence carries its drafts, as many as its output
+            // has room for and the budget allows.
+            let drafts = match self.cfg.spec {
+                Some(sd) if r.decoding() => sd.tokens.min(r.max_tokens - r.num_output - 1),
+                _ => 0,
+            };
+            let new = (r.num_tokens() - r.num_computed + drafts).min(budget);
             let target = r.num_computed + new;
             let mut scheduled = true;
             while !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
@@ -507,7 +590,9 @@ impl Engine {
             if !scheduled {
                 break;
             }
-            self.register_full_blocks(slot, target);
+            // Drafts not yet accepted fill no block of the prefix cache.
+            let kept = r_kept(target, new, drafts);
+            self.register_full_blocks(slot, kept);
             self.scheduled.push((slot, new));
             budget -= new;
             i += 1;
@@ -622,6 +707,69 @@ mod tests {
 
     fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
         Prompt::synthetic(len, &[], seed, cfg.block_size)
+    }
+
+    fn speculating(tokens: u32, acceptance: f64) -> EngineConfig {
+        let mut c = config(None, 16);
+        c.spec = Some(crate::engine::SpecDecoding { tokens, acceptance, draft_cost: 0.05 });
+        c
+    }
+
+    #[test]
+    fn speculative_decoding_emits_the_accepted_drafts_and_a_bonus_token_a_step() {
+        // Every draft accepted: 1 token from the prefill, then 4 a step
+        // (3 drafts and the bonus), the last step capped by max_tokens.
+        let cfg = speculating(3, 1.0);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(64, 1, &cfg), 16).unwrap();
+        let steps = drain(&mut e);
+        let emitted: Vec<u32> = steps.iter().flat_map(|s| s.tokens.iter().map(|t| t.tokens)).collect();
+        assert_eq!(emitted, [1, 4, 4, 4, 3]);
+        let indices: Vec<u32> = steps.iter().flat_map(|s| s.tokens.iter().map(|t| t.index)).collect();
+        assert_eq!(indices, [0, 1, 5, 9, 13], "no index repeats or is skipped");
+        assert!(steps.last().unwrap().tokens[0].finished);
+        let st = e.stats();
+        assert_eq!((st.generation_tokens, st.spec_drafts, st.spec_draft_tokens), (16, 4, 11));
+        assert_eq!((st.spec_accepted_tokens, st.spec_accepted_by_position.clone()), (11, vec![4, 4, 3]));
+
+        // Nothing accepted: one token a step, as without speculation, but
+        // each step verifies (and pays for) three drafts.
+        let cfg = speculating(3, 0.0);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(64, 1, &cfg), 16).unwrap();
+        let spec_steps = drain(&mut e);
+        assert_eq!(spec_steps.len(), 16);
+        assert_eq!(e.stats().spec_accepted_tokens, 0);
+        let plain_cfg = config(None, 16);
+        let mut plain = Engine::new(plain_cfg.clone()).unwrap();
+        plain.add_request(1, prompt(64, 1, &plain_cfg), 16).unwrap();
+        let plain_steps = drain(&mut plain);
+        let total = |s: &[StepOutcome]| s.iter().map(|o| o.duration).sum::<Duration>();
+        assert!(total(&spec_steps) > total(&plain_steps), "rejected drafts cost time and save none");
+    }
+
+    #[test]
+    fn draft_acceptance_falls_with_the_position_as_the_model_says() {
+        // 200 requests of 64 tokens at acceptance 0.6: position i accepted in
+        // about 0.6^(i+1) of the proposals.
+        let cfg = speculating(3, 0.6);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.seed_noise(7);
+        for id in 0..200 {
+            e.add_request(id, prompt(32, id, &cfg), 64).unwrap();
+        }
+        drain(&mut e);
+        let st = e.stats();
+        assert_eq!(st.generation_tokens, 200 * 64);
+        let drafts = st.spec_drafts as f64;
+        for (i, &n) in st.spec_accepted_by_position.iter().enumerate() {
+            let want = 0.6f64.powi(i as i32 + 1);
+            let got = n as f64 / drafts;
+            assert!((got - want).abs() < 0.03, "position {i}: {got:.3} of proposals, want {want:.3}");
+        }
+        let per_step = 1.0 + st.spec_accepted_tokens as f64 / drafts;
+        let model = (1.0 - 0.6f64.powi(4)) / (1.0 - 0.6);
+        assert!((per_step - model).abs() < 0.05, "{per_step:.3} tokens a step, the model says {model:.3}");
     }
 
     /// Steps until idle, returning every outcome.

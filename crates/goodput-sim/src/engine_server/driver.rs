@@ -161,7 +161,7 @@ impl Driver {
                 Some(t) => obs.itl.observe(now - t),
             }
             l.last_token = Some(now);
-            l.producer.deliver(ev.index + 1);
+            l.producer.deliver(ev.index + ev.tokens);
             if ev.finished {
                 if let Some(l) = self.live.remove(&ev.id) {
                     obs.e2e.observe(now - l.arrived);

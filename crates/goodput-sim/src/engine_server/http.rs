@@ -134,8 +134,10 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     }
 
     let model = req.model.clone().unwrap_or_else(|| s.cfg.model_name.clone());
-    let writer =
-        ChunkWriter::new(route, id, &model, unix_now()).with_lengths(prompt_tokens, n_out as u64).with_script(script);
+    let writer = ChunkWriter::new(route, id, &model, unix_now())
+        .with_lengths(prompt_tokens, n_out as u64)
+        .with_continuous_usage(req.continuous_usage())
+        .with_script(script);
     let fault = match fault {
         Fault::Stall(d) => Fault::Stall(d.div_f64(s.cfg.speed)),
         f => f,
@@ -156,6 +158,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         prompt_tokens,
         usage: req.include_usage(),
         done: false,
+        burst: s.cfg.engine.spec.is_some(),
     };
     stream_response(route, Body::from_stream(stream))
 }

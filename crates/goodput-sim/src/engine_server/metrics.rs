@@ -45,8 +45,9 @@ impl Observed {
 /// Every replica's engine and front metrics, labelled with `model_name` and
 /// the replica's index as `engine` (as vLLM labels its data-parallel
 /// engines), in Prometheus text format 0.0.4 (the fault counters follow
-/// them).
-pub(super) fn prometheus(all: &[Observed], model_name: &str) -> String {
+/// them). With speculative decoding (`spec_tokens` drafts a proposal), vLLM's
+/// `spec_decode_*` counters too, one per-position series per draft position.
+pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option<u32>) -> String {
     let model = escape_label(model_name);
     let labels: Vec<String> = (0..all.len()).map(|i| format!("engine=\"{i}\",model_name=\"{model}\"")).collect();
     let mut s = String::with_capacity(12 * 1024 * all.len().max(1));
@@ -78,6 +79,29 @@ pub(super) fn prometheus(all: &[Observed], model_name: &str) -> String {
         let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} counter\n");
         for (o, l) in all.iter().zip(&labels) {
             let _ = writeln!(s, "{name}{{{l}}} {}", v(o));
+        }
+    }
+    if let Some(k) = spec_tokens {
+        let spec: [(&str, &str, Count); 3] = [
+            ("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", |o| o.engine.spec_drafts),
+            ("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", |o| o.engine.spec_draft_tokens),
+            ("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", |o| {
+                o.engine.spec_accepted_tokens
+            }),
+        ];
+        for (name, help, v) in spec {
+            let _ = write!(s, "# HELP {name} {help}\n# TYPE {name} counter\n");
+            for (o, l) in all.iter().zip(&labels) {
+                let _ = writeln!(s, "{name}{{{l}}} {}", v(o));
+            }
+        }
+        let name = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
+        let _ = write!(s, "# HELP {name} Accepted tokens per draft position.\n# TYPE {name} counter\n");
+        for (o, l) in all.iter().zip(&labels) {
+            for pos in 0..k as usize {
+                let v = o.engine.spec_accepted_by_position.get(pos).copied().unwrap_or(0);
+                let _ = writeln!(s, "{name}{{{l},position=\"{pos}\"}} {v}");
+            }
         }
     }
     let name = "vllm:request_success_total";

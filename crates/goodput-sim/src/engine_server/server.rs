@@ -112,7 +112,7 @@ impl EngineServer {
     /// The `/metrics` body: Prometheus text format 0.0.4.
     pub fn prometheus(&self) -> String {
         let all: Vec<Observed> = self.observed.iter().map(|o| lock(o).clone()).collect();
-        let mut s = super::metrics::prometheus(&all, &self.cfg.model_name);
+        let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, self.cfg.engine.spec.map(|sd| sd.tokens));
         s.push_str(&self.counters.prometheus(&self.cfg.faults));
         s
     }

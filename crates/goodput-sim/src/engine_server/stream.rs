@@ -32,6 +32,10 @@ pub(super) struct TokenStream {
     /// The client asked for usage (or the protocol always sends it).
     pub(super) usage: bool,
     pub(super) done: bool,
+    /// The engine speculates: the tokens one step produced for the request
+    /// go out in one chunk, as vLLM streams them. Otherwise one chunk a
+    /// token, also when a late stream finds several ready.
+    pub(super) burst: bool,
 }
 
 impl TokenStream {
@@ -95,8 +99,15 @@ impl Stream for TokenStream {
             }
         }
         let i = this.emitted as u64;
-        this.emitted += 1;
-        let chunk = this.writer.tokens(i, i + 1);
+        // A pending fault strikes at its token: a burst stops short of it.
+        let upto = if this.burst {
+            let cap = if this.emitted < this.half && this.fault != Fault::None { this.half } else { this.n_out };
+            this.produced.min(cap).max(this.emitted + 1)
+        } else {
+            this.emitted + 1
+        };
+        this.emitted = upto;
+        let chunk = this.writer.tokens(i, upto as u64);
         if i > 0 {
             return Poll::Ready(Some(Ok(chunk)));
         }

@@ -25,6 +25,8 @@ pub struct ChunkWriter {
     n_out: u64,
     /// A scripted answer (`--answers`), in place of the simulator's words.
     script: Option<crate::answers::Script>,
+    /// Usage on every token chunk (vLLM's `continuous_usage_stats`).
+    continuous_usage: bool,
 }
 
 impl ChunkWriter {
@@ -45,6 +47,7 @@ impl ChunkWriter {
             prompt_tokens: 0,
             n_out: 0,
             script: None,
+            continuous_usage: false,
         }
     }
 
@@ -68,6 +71,25 @@ impl ChunkWriter {
     /// llama.cpp's events carry.
     pub fn with_lengths(self, prompt_tokens: u64, n_out: u64) -> Self {
         ChunkWriter { prompt_tokens, n_out, ..self }
+    }
+
+    /// Usage on every token chunk, counting the output so far (the lengths
+    /// come from [`with_lengths`](Self::with_lengths)).
+    pub fn with_continuous_usage(self, continuous_usage: bool) -> Self {
+        ChunkWriter { continuous_usage, ..self }
+    }
+
+    /// `,"usage":{…}` with the output's first `to` tokens, when every chunk
+    /// carries it.
+    fn running_usage(&self, to: u64, out: &mut String) {
+        if self.continuous_usage {
+            let p = self.prompt_tokens;
+            let _ = write!(
+                out,
+                ",\"usage\":{{\"prompt_tokens\":{p},\"total_tokens\":{},\"completion_tokens\":{to}}}",
+                p + to
+            );
+        }
     }
 
     pub fn route(&self) -> Route {
@@ -138,8 +160,16 @@ impl ChunkWriter {
             out.push_str(self.word_at(i).1);
         }
         match self.route {
-            Route::Chat => out.push_str("\"},\"finish_reason\":null}]}\n\n"),
-            Route::Completions => out.push_str("\",\"logprobs\":null,\"finish_reason\":null}]}\n\n"),
+            Route::Chat => {
+                out.push_str("\"},\"finish_reason\":null}]");
+                self.running_usage(to, out);
+                out.push_str("}\n\n");
+            }
+            Route::Completions => {
+                out.push_str("\",\"logprobs\":null,\"finish_reason\":null}]");
+                self.running_usage(to, out);
+                out.push_str("}\n\n");
+            }
             Route::Messages => out.push_str("\"}}\n\n"),
             Route::OllamaChat => out.push_str("\"},\"done\":false}\n"),
             Route::OllamaGenerate => out.push_str("\",\"done\":false}\n"),

@@ -82,6 +82,10 @@ pub struct OllamaOptions {
 pub struct StreamOptions {
     #[serde(default)]
     pub include_usage: Option<bool>,
+    /// vLLM's extension: usage on every chunk, so that a client knows each
+    /// chunk's tokens.
+    #[serde(default)]
+    pub continuous_usage_stats: Option<bool>,
 }
 
 impl GenerationRequest {
@@ -110,6 +114,14 @@ impl GenerationRequest {
             Some(Route::TgiGenerate) => false,
             route => self.stream.unwrap_or(route.is_some_and(Route::ollama)),
         }
+    }
+
+    /// Usage on every token chunk (vLLM's `continuous_usage_stats`), on
+    /// OpenAI's routes with `include_usage`.
+    pub fn continuous_usage(&self) -> bool {
+        matches!(self.route, Some(Route::Chat | Route::Completions) | None)
+            && self.include_usage()
+            && self.stream_options.as_ref().and_then(|o| o.continuous_usage_stats).unwrap_or(false)
     }
 
     /// The stream reports token counts: asked for on OpenAI's routes,

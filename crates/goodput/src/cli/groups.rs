@@ -436,6 +436,15 @@ pub struct EngineHwArgs {
     /// What the served model wraps around a chat's messages, counted in its prompts as a real server counts them: auto (the model's: llama3 for Llama 3, qwen2.5, mistral for Mistral and Mixtral, chatml otherwise), llama3, qwen2.5, chatml, mistral, or none. Raw prompts (completions, llama.cpp, TGI) get the template's BOS.
     #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
     pub chat_template: String,
+    /// Speculative decoding: draft tokens each decoding sequence carries a step, verified in the same pass (vLLM's num_speculative_tokens; 0: off).
+    #[arg(long, default_value_t = 0, help_heading = "Simulated engine")]
+    pub spec_tokens: u32,
+    /// With --spec-tokens: the chance a draft token is accepted when the ones before it were (position i is accepted in acceptance^(i+1) of proposals). Take it from your server's vllm:spec_decode_* counters.
+    #[arg(long, default_value_t = 0.7, help_heading = "Simulated engine")]
+    pub spec_acceptance: f64,
+    /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0).
+    #[arg(long, default_value_t = 0.05, help_heading = "Simulated engine")]
+    pub spec_draft_cost: f64,
 }
 
 impl Default for EngineHwArgs {
@@ -456,6 +465,9 @@ impl Default for EngineHwArgs {
             no_prefix_caching: false,
             calibration: None,
             chat_template: "auto".into(),
+            spec_tokens: 0,
+            spec_acceptance: 0.7,
+            spec_draft_cost: 0.05,
         }
     }
 }

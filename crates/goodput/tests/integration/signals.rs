@@ -349,3 +349,54 @@ fn a_wrong_model_name_lists_the_models_served() {
     assert!(err.contains("hint: the server answered 404 to every request, and serves"), "{err}");
     assert!(err.contains("adapter-a") && err.contains("--model llama-3-8b is not among them"), "{err}");
 }
+
+/// The engine speculating 3 tokens a step at acceptance 0.7: its
+/// `vllm:spec_decode_*` counters come back as the window's acceptance, by
+/// position, equal to the engine's own counts; with usage on every chunk
+/// the client sees the bursts, and the cross-check ties the two.
+#[test]
+fn speculative_decoding_counters_and_the_clients_bursts_agree() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (url, server) = rt.block_on(async {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
+        cfg.spec = Some(goodput_sim::engine::SpecDecoding { tokens: 3, acceptance: 0.7, draft_cost: 0.05 });
+        let server = EngineServer::start(EngineServerConfig { speed: 4.0, ..EngineServerConfig::new(cfg) }).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = goodput_sim::engine_server::app(server.clone());
+        tokio::spawn(goodput_sim::server::serve(listener, app, std::future::pending()));
+        (url, server)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--url", &url, "-n", "24", "-c", "6", "--input-tokens", "64", "--output-tokens", "120"])
+        .args(["--metrics-interval", "200ms", "--extra-body", r#"{"stream_options":{"continuous_usage_stats":true}}"#])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let st = server.stats();
+    let sd = &v["server_signals"]["window"]["spec_decode"];
+    assert_eq!(sd["basis"], "counters", "{sd}");
+    assert!(st.spec_drafts > 0);
+    assert_eq!(sd["drafts"].as_f64(), Some(st.spec_drafts as f64), "{sd}");
+    assert_eq!(sd["draft_tokens"].as_f64(), Some(st.spec_draft_tokens as f64), "{sd}");
+    let want = st.spec_accepted_tokens as f64 / st.spec_draft_tokens as f64;
+    assert!((sd["acceptance_rate"].as_f64().unwrap() - want).abs() < 1e-12, "{sd}");
+    let by: Vec<f64> = sd["acceptance_by_position"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert_eq!(by.len(), 3, "{sd}");
+    assert!(by[0] > by[1] && by[1] > by[2], "acceptance falls with the position: {by:?}");
+    // The client counted every chunk's tokens from the usage on it, and saw
+    // the steps' bursts.
+    let tokens = &v["summary"]["tokens"];
+    assert_eq!(tokens["chunk_sources"]["continuous_usage"].as_u64(), Some(24), "{tokens}");
+    let per_chunk = &tokens["per_chunk"];
+    assert!(per_chunk["mean"].as_f64().unwrap() > 1.3 && per_chunk["max"].as_u64().unwrap() >= 4, "{per_chunk}");
+    let cc = &v["server_signals"]["cross_check"];
+    assert!(cc["notes"].to_string().contains("speculation reaches the client"), "{cc}");
+    let kinds: Vec<&str> = v["diagnosis"].as_array().unwrap().iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert!(kinds.contains(&"speculative_decoding"), "{kinds:?}");
+}

@@ -54,6 +54,13 @@ pub struct CrossCheck {
     /// The same by the server's counters (hits / queries) over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_prefix_cache_hit_rate: Option<f64>,
+    /// Tokens per output chunk the client received, on average (over
+    /// chunks whose counts were measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_tokens_per_chunk: Option<f64>,
+    /// Tokens a speculative step yields per sequence, by the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tokens_per_step: Option<f64>,
     /// What the gaps mean, in words.
     pub notes: Vec<String>,
 }
@@ -90,6 +97,8 @@ pub fn cross_check(
             (prompt > 0).then(|| cached as f64 / prompt as f64)
         },
         server_prefix_cache_hit_rate: run.prefix_cache_hit_rate,
+        client_tokens_per_chunk: summary.tokens.per_chunk.as_ref().map(|c| c.mean),
+        server_tokens_per_step: window.spec_decode.as_ref().and_then(|s| s.mean_accepted_length),
         ..Default::default()
     };
     ttft_gap(
@@ -142,6 +151,25 @@ pub fn cross_check(
                 )
             });
         }
+    }
+    if let (Some(cl), Some(sv)) = (c.client_tokens_per_chunk, c.server_tokens_per_step) {
+        c.notes.push(if (cl - sv).abs() <= 0.1 * sv {
+            format!(
+                "speculation reaches the client: {cl:.2} tokens a chunk, the server's steps yield {sv:.2} a \
+                 sequence: one chunk a step, so a chunk's gap is a step and the ITL per token divides it"
+            )
+        } else if cl < 1.2 && sv >= 1.5 {
+            format!(
+                "the server's steps yield {sv:.2} tokens a sequence, yet the client received {cl:.2} a chunk: the \
+                 server splits a step's tokens into separate events, so gaps between chunks inside a step are near \
+                 zero and ITL's tail is the step time"
+            )
+        } else {
+            format!(
+                "the client received {cl:.2} tokens a chunk, the server's steps yield {sv:.2} a sequence: chunks \
+                 do not follow the steps one for one (a proxy that buffers, or several steps a chunk)"
+            )
+        });
     }
     if let (Some(cl), Some(sv)) = (c.client_cached_prompt_share, c.server_prefix_cache_hit_rate) {
         let (cl, sv) = (cl * 100.0, sv * 100.0);
@@ -395,6 +423,8 @@ pub fn diagnose(
         }
         out.extend(kv_cache_pressure(w));
         out.extend(prefix_cache(w, records));
+        out.extend(speculative_decoding(w));
+        out.extend(kv_transfer(w, summary));
     }
 
     // What the measured successful requests alone tell.
@@ -566,6 +596,89 @@ fn prefix_cache(w: &WindowSummary, records: &[RequestRecord]) -> Option<Diagnosi
     })
 }
 
+/// A speculating server's acceptance over the window, by position where it
+/// says, and its fall as the batch grew (the first third of the window's
+/// scrapes against the last).
+fn speculative_decoding(w: &WindowSummary) -> Option<Diagnosis> {
+    let sd = w.spec_decode.as_ref()?;
+    let mut parts = Vec::new();
+    if let Some(a) = sd.acceptance_rate {
+        parts.push(format!("{:.0}% of draft tokens accepted", a * 100.0));
+    }
+    if let Some(l) = sd.mean_accepted_length {
+        parts.push(format!("{l:.2} tokens a step per sequence, the bonus token included"));
+    }
+    if !sd.acceptance_by_position.is_empty() {
+        let by: Vec<String> = sd.acceptance_by_position.iter().map(|a| format!("{:.0}%", a * 100.0)).collect();
+        parts.push(format!("by draft position {}", by.join(" / ")));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let source = if sd.basis == "gauges" { "the engine's own gauges" } else { "its counters over the window" };
+    let mut message = format!("speculative decoding: {} ({source})", parts.join(", "));
+    let running = w.series.gauges.get(&GaugeSignal::RunningRequests).and_then(|s| thirds(s));
+    if let (Some((a0, a1)), Some((r0, r1))) = (thirds(&sd.acceptance_series), running) {
+        if a1 < a0 - 0.05 && r1 > r0 + 0.5 {
+            message.push_str(&format!(
+                "; acceptance fell from {a0:.2} to {a1:.2} as the batch grew from {r0:.1} to {r1:.1} running: at \
+                 larger batches each rejected draft costs more of a step shared by more sequences"
+            ));
+        } else if a1 < a0 - 0.05 {
+            message.push_str(&format!(
+                "; acceptance fell from {a0:.2} in the first third of the window to {a1:.2} in the last: the \
+                 prompts changed, or the drafter fits them less well"
+            ));
+        }
+    }
+    Some(Diagnosis { kind: DiagnosisKind::SpeculativeDecoding, message })
+}
+
+/// A disaggregated deployment: the mean KV-cache transfer against the
+/// server's (or, without its histogram, the client's) mean TTFT, and the
+/// prefill and decode pools' queues where the server reports them.
+fn kv_transfer(w: &WindowSummary, summary: &Summary) -> Option<Diagnosis> {
+    let queue = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.mean).filter(|&m| m >= 0.5);
+    let mut parts = Vec::new();
+    if let Some(kv) = w.kv_transfer_mean_s.map(|s| s * 1e3) {
+        let (ttft, whose) = match mean_ms(w, HistogramSignal::Ttft) {
+            Some(t) => (Some(t), "the server's"),
+            None => (summary.ttft_ms.mean, "the client's"),
+        };
+        parts.push(match ttft.filter(|&t| t > 0.0) {
+            Some(t) if kv >= 0.5 * t => format!(
+                "TTFT is mostly KV transfer: moving a request's KV cache from the prefill to the decode pool took \
+                 {kv:.1} ms on average, {:.0}% of {whose} mean TTFT of {t:.1} ms; a faster interconnect or fewer \
+                 hops (prefill and decode on one node) pays off before more prefill GPUs do",
+                100.0 * kv / t
+            ),
+            Some(t) => format!(
+                "KV transfer from the prefill to the decode pool took {kv:.1} ms on average, {:.0}% of {whose} mean \
+                 TTFT of {t:.1} ms",
+                100.0 * kv / t
+            ),
+            None => format!("KV transfer from the prefill to the decode pool took {kv:.1} ms on average"),
+        });
+    }
+    if let Some(q) = queue(GaugeSignal::PdPrefillWaiting) {
+        parts.push(format!("{q:.1} prefilled requests waited on average for a decode instance to take them"));
+    }
+    if let Some(q) = queue(GaugeSignal::PdDecodeWaiting) {
+        parts.push(format!(
+            "{q:.1} requests waited on average for KV-cache room on the decode pool: the decode pool is the \
+             bottleneck"
+        ));
+    }
+    let moving = [GaugeSignal::PdPrefillTransferring, GaugeSignal::PdDecodeTransferring].map(queue);
+    if let Some(q) = moving.iter().flatten().copied().reduce(f64::max) {
+        parts.push(format!("{q:.1} requests' KV caches were in flight on average"));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(Diagnosis { kind: DiagnosisKind::KvTransfer, message: format!("disaggregated serving: {}", parts.join("; ")) })
+}
+
 /// The tail degrading while the median holds, across the run's halves.
 fn tail_degrading(ok: &[&RequestRecord]) -> Option<Diagnosis> {
     if ok.len() < 40 {
@@ -649,8 +762,78 @@ mod tests {
             histograms: Default::default(),
             prefix_cache_hit_rate: Some(hit_rate),
             energy_per_output_token_joules: None,
+            spec_decode: None,
+            kv_transfer_mean_s: None,
             series: Default::default(),
         }
+    }
+
+    /// Scrapes of a vLLM server speculating 3 tokens a proposal, one per
+    /// second: `(running, accepted per 100 proposals)` over each second.
+    fn speculating(steps: &[(f64, f64)]) -> WindowSummary {
+        let (mut drafts, mut accepted) = (0.0, 0.0);
+        let mut scrapes = Vec::new();
+        for (i, &(running, per_100)) in std::iter::once(&(steps[0].0, 0.0)).chain(steps).enumerate() {
+            drafts += if i == 0 { 0.0 } else { 100.0 };
+            accepted += per_100;
+            let text = format!(
+                "vllm:num_requests_running {running}\n\
+                 vllm:spec_decode_num_drafts_total {drafts}\n\
+                 vllm:spec_decode_num_draft_tokens_total {}\n\
+                 vllm:spec_decode_num_accepted_tokens_total {accepted}\n",
+                3.0 * drafts
+            );
+            scrapes.push((Duration::from_secs(i as u64), crate::prometheus::scrape::parse(&text)));
+        }
+        let end = Duration::from_secs(steps.len() as u64);
+        crate::prometheus::scrape::summarize(&scrapes, Duration::ZERO, end)
+    }
+
+    fn told(w: &WindowSummary, kind: DiagnosisKind) -> Option<String> {
+        let summary = analyze(&[], &AnalysisOptions::default()).summary;
+        diagnose(&[], &summary, Some(w), None).into_iter().find(|d| d.kind == kind).map(|d| d.message)
+    }
+
+    #[test]
+    fn speculative_acceptance_falling_as_the_batch_grows_is_told() {
+        // 240 accepted of 300 drafted per second at 4 running, 150 at 32.
+        let w = speculating(&[(4.0, 240.0), (4.0, 240.0), (16.0, 200.0), (32.0, 150.0), (32.0, 150.0), (32.0, 150.0)]);
+        let m = told(&w, DiagnosisKind::SpeculativeDecoding).expect("a speculating server is described");
+        assert!(m.contains("63% of draft tokens accepted") && m.contains("2.88 tokens a step"), "{m}");
+        assert!(m.contains("acceptance fell from 0.80 to 0.50 as the batch grew from 4.0 to 32.0 running"), "{m}");
+        // Steady acceptance at a growing batch: described, no fall told.
+        let w = speculating(&[(4.0, 240.0), (4.0, 240.0), (16.0, 240.0), (32.0, 240.0), (32.0, 240.0), (32.0, 240.0)]);
+        let m = told(&w, DiagnosisKind::SpeculativeDecoding).unwrap();
+        assert!(m.contains("80% of draft tokens accepted") && !m.contains("fell"), "{m}");
+        // A server that does not speculate: nothing.
+        assert_eq!(told(&window(0.0), DiagnosisKind::SpeculativeDecoding), None);
+    }
+
+    #[test]
+    fn ttft_mostly_kv_transfer_is_told_against_the_servers_ttft() {
+        let mut w = window(0.0);
+        let mean = |s: f64| HistogramSummary {
+            count: 100.0,
+            sum: Some(100.0 * s),
+            mean: Some(s),
+            p50: Some(s),
+            p90: Some(s),
+            p99: Some(s),
+            p50_bucket: None,
+            p99_bucket: None,
+        };
+        w.histograms.insert(HistogramSignal::Ttft, mean(0.050));
+        w.kv_transfer_mean_s = Some(0.030);
+        let m = told(&w, DiagnosisKind::KvTransfer).expect("transfers are described");
+        assert!(m.contains("TTFT is mostly KV transfer") && m.contains("30.0 ms") && m.contains("60%"), "{m}");
+        w.kv_transfer_mean_s = Some(0.005);
+        let m = told(&w, DiagnosisKind::KvTransfer).unwrap();
+        assert!(!m.contains("mostly") && m.contains("5.0 ms on average, 10% of the server's mean TTFT"), "{m}");
+        // The decode pool's queue names the bottleneck.
+        w.gauges.insert(GaugeSignal::PdDecodeWaiting, Distribution { mean: Some(4.0), ..Default::default() });
+        let m = told(&w, DiagnosisKind::KvTransfer).unwrap();
+        assert!(m.contains("4.0 requests waited on average for KV-cache room on the decode pool"), "{m}");
+        assert_eq!(told(&window(0.0), DiagnosisKind::KvTransfer), None);
     }
 
     #[test]

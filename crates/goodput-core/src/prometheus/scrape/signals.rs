@@ -104,6 +104,25 @@ named_enum! {
         /// The GPUs' power limits, watts (summed over GPUs): their TDP
         /// unless an operator lowered it; what they are provisioned for.
         GpuPowerLimit => "gpu_power_limit_watts",
+        /// The engine's own mean accepted length of a speculative step,
+        /// the bonus token included (SGLang), over the engine's own
+        /// logging period.
+        SpecAcceptLengthReported => "spec_accept_length_reported",
+        /// The engine's own share of draft tokens accepted (SGLang), 0..1.
+        SpecAcceptRateReported => "spec_accept_rate_reported",
+        /// Disaggregated serving, the prefill pool: requests prefilled or
+        /// prefilling that wait for their decode instance to take them
+        /// (SGLang's bootstrap, formerly prealloc, queue; summed).
+        PdPrefillWaiting => "pd_prefill_waiting_requests",
+        /// The prefill pool: requests whose KV cache is being sent
+        /// (SGLang's inflight queue; summed).
+        PdPrefillTransferring => "pd_prefill_transferring_requests",
+        /// The decode pool: requests waiting for KV-cache room to receive
+        /// into (SGLang's prealloc queue; summed).
+        PdDecodeWaiting => "pd_decode_waiting_requests",
+        /// The decode pool: requests whose KV cache is arriving (SGLang's
+        /// transfer queue; summed).
+        PdDecodeTransferring => "pd_decode_transferring_requests",
     }
 }
 
@@ -124,6 +143,22 @@ named_enum! {
         RequestsFailed => "requests_failed",
         /// GPU energy, joules (summed over GPUs).
         GpuEnergy => "gpu_energy_joules",
+        /// Speculative decoding: proposals (one per sequence per step that
+        /// drafted), vLLM.
+        SpecDrafts => "spec_drafts",
+        /// Draft tokens proposed.
+        SpecDraftTokens => "spec_draft_tokens",
+        /// Draft tokens the target model accepted.
+        SpecAcceptedTokens => "spec_accepted_tokens",
+        /// Accepted draft tokens by their position in the proposal, one
+        /// series per `position` label (vLLM).
+        SpecAcceptedByPosition => "spec_accepted_tokens_by_position",
+        /// Disaggregated serving: seconds spent moving KV caches from the
+        /// prefill to the decode instances, summed over transfers (Triton's
+        /// TensorRT-LLM backend counts milliseconds).
+        KvTransferTime => "kv_transfer_time_seconds",
+        /// The requests those transfers were for.
+        KvTransferRequests => "kv_transfer_requests",
     }
 }
 
@@ -142,6 +177,9 @@ named_enum! {
         PrefillBatch => "prefill_batch_seconds",
         /// Duration of one decode batch (TGI).
         DecodeBatch => "decode_batch_seconds",
+        /// Disaggregated serving: one KV-cache transfer from a prefill to a
+        /// decode instance (vLLM's NIXL connector, SGLang).
+        KvTransfer => "kv_transfer_seconds",
         /// How late goodput's simulated server was against its own
         /// timeline (the engine's steps, the fixed profile's chunks): a
         /// busy machine, not the modelled engine.
@@ -257,6 +295,16 @@ const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
         Combine::Sum,
         &[r(&["DCGM_FI_DEV_ENFORCED_POWER_LIMIT"]), r(&["DCGM_FI_DEV_POWER_MGMT_LIMIT"]), r(&["nv_gpu_power_limit"])],
     ),
+    (GaugeSignal::SpecAcceptLengthReported, Combine::Mean, &[r(&["sglang:spec_accept_length"])]),
+    (GaugeSignal::SpecAcceptRateReported, Combine::Mean, &[r(&["sglang:spec_accept_rate"])]),
+    (
+        GaugeSignal::PdPrefillWaiting,
+        Combine::Sum,
+        &[r(&["sglang:num_prefill_bootstrap_queue_reqs"]), r(&["sglang:num_prefill_prealloc_queue_reqs"])],
+    ),
+    (GaugeSignal::PdPrefillTransferring, Combine::Sum, &[r(&["sglang:num_prefill_inflight_queue_reqs"])]),
+    (GaugeSignal::PdDecodeWaiting, Combine::Sum, &[r(&["sglang:num_decode_prealloc_queue_reqs"])]),
+    (GaugeSignal::PdDecodeTransferring, Combine::Sum, &[r(&["sglang:num_decode_transfer_queue_reqs"])]),
 ];
 
 /// vLLM's finish reasons that are not a success.
@@ -326,7 +374,21 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
         CounterSignal::GpuEnergy,
         &[r(&["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]).scaled(1e-3), r(&["nv_energy_consumption"])],
     ),
+    (CounterSignal::SpecDrafts, &[r(&["vllm:spec_decode_num_drafts_total"])]),
+    (CounterSignal::SpecDraftTokens, &[r(&["vllm:spec_decode_num_draft_tokens_total"])]),
+    (CounterSignal::SpecAcceptedTokens, &[r(&["vllm:spec_decode_num_accepted_tokens_total"])]),
+    (CounterSignal::SpecAcceptedByPosition, &[r(&["vllm:spec_decode_num_accepted_tokens_per_pos_total"])]),
+    (
+        CounterSignal::KvTransferTime,
+        &[r(&[TRT_DISAGG]).only(TRT_DISAGG_TYPE, &["kv_cache_transfer_ms", "kv_cache_transfer_time_ms"]).scaled(1e-3)],
+    ),
+    (CounterSignal::KvTransferRequests, &[r(&[TRT_DISAGG]).only(TRT_DISAGG_TYPE, &["request_count"])]),
 ];
+
+/// Triton's TensorRT-LLM backend puts its disaggregated-serving counters in
+/// one family, told apart by a label.
+const TRT_DISAGG: &str = "nv_trt_llm_disaggregated_serving_metrics";
+const TRT_DISAGG_TYPE: &str = "disaggregated_serving_type";
 
 const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
     (
@@ -368,6 +430,10 @@ const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
         ],
     ),
     (HistogramSignal::PrefillBatch, &[r(&["tgi_batch_inference_duration"]).only("method", &["prefill"])]),
+    (
+        HistogramSignal::KvTransfer,
+        &[r(&["vllm:nixl_xfer_time_seconds"]), r(&["sglang:kv_transfer_latency_ms"]).scaled(1e-3)],
+    ),
     (HistogramSignal::DecodeBatch, &[r(&["tgi_batch_inference_duration"]).only("method", &["decode"])]),
     (
         HistogramSignal::SimLateness,
@@ -534,6 +600,15 @@ fn scale(h: Histogram, by: f64) -> Histogram {
         sum: h.sum.map(|s| s * by),
         ..h
     }
+}
+
+/// The value of one label in a series' identity (as [`series_id`] writes
+/// it), e.g. the `position` of a per-position counter.
+pub fn series_label<'a>(series: &'a str, label: &str) -> Option<&'a str> {
+    let key = format!("{label:?}: \"");
+    let at = series.find(&key)? + key.len();
+    let rest = &series[at..];
+    Some(&rest[..rest.find('"')?])
 }
 
 /// A series' identity across scrapes: metric name and labels.

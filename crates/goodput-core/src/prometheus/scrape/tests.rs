@@ -248,3 +248,78 @@ fn a_duplicated_family_is_reported_and_the_rest_kept() {
     assert_eq!(doubled.families.last().unwrap().name, "tail");
     assert_gauges(&Signals::from_scrape(&doubled), &[(G::RunningRequests, 12.0)]);
 }
+
+/// Two scrapes ten seconds apart, summarised over them.
+fn window_of(first: &str, second: &str) -> super::WindowSummary {
+    let (a, b) = (clean(&fixture(first)), clean(&fixture(second)));
+    super::summarize(&[(Duration::ZERO, a), (Duration::from_secs(10), b)], Duration::ZERO, Duration::from_secs(10))
+}
+
+use std::time::Duration;
+
+#[test]
+fn vllm_speculative_decoding_counters_give_acceptance_by_position() {
+    let s = Signals::from_scrape(&clean(&fixture("vllm-spec-decode-1.prom")));
+    assert_counters(&s, &[(C::SpecDrafts, 3000.0), (C::SpecDraftTokens, 9000.0), (C::SpecAcceptedTokens, 5100.0)]);
+    // The per-position counters, summed over positions, are the accepted total.
+    assert_counters(&s, &[(C::SpecAcceptedByPosition, 5100.0)]);
+    assert!(s.unmapped.is_empty(), "every family is read, the _created ones too: {:?}", s.unmapped);
+
+    let w = window_of("vllm-spec-decode-0.prom", "vllm-spec-decode-1.prom");
+    let sd = w.spec_decode.as_ref().expect("a speculating server");
+    assert_eq!(sd.basis, "counters");
+    // Δaccepted 3300 of Δdrafted 6000; 2000 proposals.
+    assert!(close(sd.acceptance_rate.unwrap(), 0.55), "{sd:?}");
+    assert!(close(sd.mean_accepted_length.unwrap(), 2.65), "{sd:?}");
+    let by: Vec<f64> = sd.acceptance_by_position.clone();
+    assert_eq!(by.len(), 3);
+    for (got, want) in by.iter().zip([0.85, 0.5, 0.3]) {
+        assert!(close(*got, want), "{by:?}");
+    }
+    // The positions' shares sum to the mean accepted length less the bonus token.
+    assert!(close(by.iter().sum::<f64>(), sd.mean_accepted_length.unwrap() - 1.0));
+}
+
+#[test]
+fn sglang_speculative_and_disaggregation_gauges_map() {
+    let s = Signals::from_scrape(&clean(&fixture("sglang-spec-pd.prom")));
+    assert_eq!(s.sources, vec![Source::Sglang]);
+    assert_gauges(
+        &s,
+        &[
+            (G::SpecAcceptLengthReported, 3.2),
+            (G::SpecAcceptRateReported, 0.73),
+            (G::PdPrefillWaiting, 2.0),
+            (G::PdPrefillTransferring, 1.0),
+            (G::PdDecodeWaiting, 4.0),
+            (G::PdDecodeTransferring, 3.0),
+        ],
+    );
+    // Milliseconds scaled to seconds: 50 transfers, 600 ms in all.
+    let h = s.histogram(H::KvTransfer).expect("the transfer histogram");
+    assert_eq!((h.count, h.sum), (50.0, Some(0.6)));
+    assert_eq!(h.buckets[3].le, 0.005);
+    // SGLang's verify-call counter is not a proposal count: kept raw.
+    assert!(s.unmapped.iter().any(|x| x.name == "sglang:spec_verify_calls_total"));
+
+    let w = window_of("sglang-spec-pd.prom", "sglang-spec-pd.prom");
+    let sd = w.spec_decode.as_ref().unwrap();
+    assert_eq!((sd.basis.as_str(), sd.acceptance_rate, sd.mean_accepted_length), ("gauges", Some(0.73), Some(3.2)));
+    assert!(sd.acceptance_by_position.is_empty() && sd.drafts.is_none());
+}
+
+#[test]
+fn kv_transfer_time_comes_from_vllms_nixl_histogram_and_tritons_counters() {
+    let s = Signals::from_scrape(&clean(&fixture("vllm-nixl-1.prom")));
+    assert_histogram_counts(&s, &[(H::KvTransfer, 300.0), (H::Ttft, 300.0)]);
+    let w = window_of("vllm-nixl-0.prom", "vllm-nixl-1.prom");
+    // 6 s of transfers over 200 requests.
+    assert!(close(w.kv_transfer_mean_s.unwrap(), 0.03), "{:?}", w.kv_transfer_mean_s);
+
+    let s = Signals::from_scrape(&clean(&fixture("triton-disagg-1.prom")));
+    assert_eq!(s.sources, vec![Source::Triton]);
+    // Milliseconds counted, seconds kept; the request count apart by its label.
+    assert_counters(&s, &[(C::KvTransferTime, 3.6), (C::KvTransferRequests, 300.0)]);
+    let w = window_of("triton-disagg-0.prom", "triton-disagg-1.prom");
+    assert!(close(w.kv_transfer_mean_s.unwrap(), 0.012), "{:?}", w.kv_transfer_mean_s);
+}

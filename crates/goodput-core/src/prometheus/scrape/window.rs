@@ -39,7 +39,48 @@ pub struct WindowSummary {
     /// Δ GPU energy / Δ generation tokens over the window. Covers every GPU
     /// the exporter reports, whether the engine uses it or not.
     pub energy_per_output_token_joules: Option<f64>,
+    /// Speculative decoding over the window, when the server reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecode>,
+    /// The mean KV-cache transfer of a disaggregated deployment over the
+    /// window, seconds: the transfer histogram's Δsum / Δcount, or Triton's
+    /// Δtransfer time / Δrequests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_transfer_mean_s: Option<f64>,
     pub series: Series,
+}
+
+/// What a speculating server said of its drafts over a window.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct SpecDecode {
+    /// Draft tokens accepted / draft tokens proposed, from counter
+    /// increases (vLLM), or the engine's own gauge's mean over the window
+    /// (SGLang).
+    pub acceptance_rate: Option<f64>,
+    /// Tokens a speculative step yields per sequence, the bonus token
+    /// included: 1 + accepted / proposals (vLLM), or the engine's gauge
+    /// (SGLang).
+    pub mean_accepted_length: Option<f64>,
+    /// Per draft position, the share of proposals whose token at that
+    /// position was accepted (vLLM): falls with the position, and sums to
+    /// `mean_accepted_length` − 1.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub acceptance_by_position: Vec<f64>,
+    /// Proposals and draft tokens over the window (vLLM's counters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drafts: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft_tokens: Option<f64>,
+    /// `counters` (increases over the window) or `gauges` (the engine's own
+    /// averages, over its logging period).
+    pub basis: String,
+    /// The acceptance rate scrape by scrape (Δaccepted / Δdrafted since the
+    /// scrape before; `null` where nothing was drafted), beside
+    /// `series.t_s`, to see acceptance move with the load.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub acceptance_series: Vec<Option<f64>>,
 }
 
 /// The percentiles reported for gauges.
@@ -175,6 +216,11 @@ pub fn summarize_points<'a>(
 
     let delta = |c| counters.get(&c).map(|s: &CounterSummary| s.delta);
     let ratio = |num: Option<f64>, den: Option<f64>| num.zip(den.filter(|&d| d > 0.0)).map(|(n, d)| n / d);
+    let spec_decode = spec_decode(&points, &counters, &gauges);
+    let kv_transfer_mean_s = histograms
+        .get(&HistogramSignal::KvTransfer)
+        .and_then(|h| h.mean)
+        .or_else(|| ratio(delta(CounterSignal::KvTransferTime), delta(CounterSignal::KvTransferRequests)));
     WindowSummary {
         window: Window {
             start_s: start.as_secs_f64(),
@@ -186,6 +232,8 @@ pub fn summarize_points<'a>(
         engine: sources.iter().copied().find(|s| s.is_engine()),
         prefix_cache_hit_rate: ratio(delta(CounterSignal::PrefixCacheHits), delta(CounterSignal::PrefixCacheQueries)),
         energy_per_output_token_joules: ratio(delta(CounterSignal::GpuEnergy), delta(CounterSignal::GenerationTokens)),
+        spec_decode,
+        kv_transfer_mean_s,
         sources,
         gauges,
         counters,
@@ -225,6 +273,73 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
         })
         .collect();
     (steps, resets)
+}
+
+/// Speculative decoding over the window: from vLLM's counters when they
+/// moved, else from SGLang's gauges.
+fn spec_decode(
+    points: &[(Duration, &Signals)],
+    counters: &BTreeMap<CounterSignal, CounterSummary>,
+    gauges: &BTreeMap<GaugeSignal, Distribution>,
+) -> Option<SpecDecode> {
+    let delta = |c| counters.get(&c).map(|s: &CounterSummary| s.delta).filter(|&d| d > 0.0);
+    if let Some(drafts) = delta(CounterSignal::SpecDrafts) {
+        let accepted = delta(CounterSignal::SpecAcceptedTokens).unwrap_or(0.0);
+        let draft_tokens = delta(CounterSignal::SpecDraftTokens);
+        let by_position = increase_by_label(points, CounterSignal::SpecAcceptedByPosition, "position");
+        // Positions in order; a gap (a position never exported) ends the list.
+        let acceptance_by_position =
+            (0..).map_while(|k: usize| by_position.get(&k.to_string()).map(|a| a / drafts)).collect();
+        let (acc, drafted) = (
+            counter_steps(points, CounterSignal::SpecAcceptedTokens).0,
+            counter_steps(points, CounterSignal::SpecDraftTokens).0,
+        );
+        let acceptance_series =
+            acc.iter().zip(&drafted).map(|(a, d)| a.zip(d.filter(|&d| d > 0.0)).map(|(a, d)| a / d)).collect();
+        return Some(SpecDecode {
+            acceptance_rate: draft_tokens.map(|d| accepted / d),
+            mean_accepted_length: Some(1.0 + accepted / drafts),
+            acceptance_by_position,
+            drafts: Some(drafts),
+            draft_tokens,
+            basis: "counters".into(),
+            acceptance_series,
+        });
+    }
+    let rate = gauges.get(&GaugeSignal::SpecAcceptRateReported).and_then(|d| d.mean);
+    let length = gauges.get(&GaugeSignal::SpecAcceptLengthReported).and_then(|d| d.mean);
+    if rate.is_none() && length.is_none() {
+        return None;
+    }
+    let acceptance_series =
+        points.iter().map(|(_, s)| s.gauges.get(&GaugeSignal::SpecAcceptRateReported).copied()).collect::<Vec<_>>();
+    Some(SpecDecode {
+        acceptance_rate: rate,
+        mean_accepted_length: length,
+        basis: "gauges".into(),
+        acceptance_series: if rate.is_some() { acceptance_series } else { Vec::new() },
+        ..SpecDecode::default()
+    })
+}
+
+/// A counter's increase over the window per value of one of its labels
+/// (series without it are left out), with [`counter_steps`]'s rules.
+fn increase_by_label(points: &[(Duration, &Signals)], signal: CounterSignal, label: &str) -> BTreeMap<String, f64> {
+    let mut last: HashMap<&str, f64> = HashMap::new();
+    let mut out: BTreeMap<String, f64> = BTreeMap::new();
+    for (i, (_, s)) in points.iter().enumerate() {
+        for v in s.counters.get(&signal).into_iter().flatten() {
+            let Some(key) = super::signals::series_label(&v.series, label) else { continue };
+            let increase = match last.insert(v.series.as_str(), v.value) {
+                Some(prev) if v.value >= prev => v.value - prev,
+                Some(_) => v.value,
+                None if i == 0 => 0.0,
+                None => v.value,
+            };
+            *out.entry(key.to_string()).or_default() += increase;
+        }
+    }
+    out
 }
 
 /// The observations a histogram gained inside the window, all series

@@ -266,7 +266,7 @@ impl<'a> VirtualRun<'a> {
             if record.abandoned {
                 continue;
             }
-            record.chunks.push(OutputChunk { t: now, tokens: 1, channel: Channel::Content });
+            record.chunks.push(OutputChunk { t: now, tokens: ev.tokens, channel: Channel::Content });
             if ev.first {
                 record.first_byte = Some(now);
             }
