@@ -298,6 +298,20 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("tpot_p50_rating", band(&rt.tpot_p50));
     put("times_reading_speed", csv_num(rt.times_reading_speed));
     put("shared_read_chunks", s.shared_read_chunks.to_string());
+    // The client's own truth: times that are only upper bounds, and its stalls.
+    put("bound_chunks", s.bound_chunks.to_string());
+    put("ttft_bound_requests", s.ttft_bound_requests.to_string());
+    let st = r.client_stalls.as_ref();
+    put("client_stalls", st.map(|s| s.count.to_string()).unwrap_or_default());
+    put("client_stalled_requests", st.map(|s| s.requests.to_string()).unwrap_or_default());
+    let pc = s.tokens.per_chunk.as_ref();
+    put("tokens_per_chunk_mean", csv_num(pc.map(|c| c.mean)));
+    put("tokens_per_chunk_max", pc.map(|c| c.max.to_string()).unwrap_or_default());
+    put("multi_token_chunk_share", csv_num(pc.map(|c| c.multi_token_share)));
+    let e = r.energy.as_ref();
+    put("joules_per_output_token", csv_num(e.and_then(|e| e.joules_per_output_token)));
+    put("mean_power_w", csv_num(e.and_then(|e| e.mean_power_w)));
+    put("output_tokens_per_s_per_provisioned_mw", csv_num(e.and_then(|e| e.output_tokens_per_s_per_provisioned_mw)));
     // Every row of the latency table, present in this run or not, so every
     // run and sweep point has the same columns: `ttft_ms_p50`, and a count
     // without the unit, `ttft_count`.
@@ -386,6 +400,9 @@ fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord
             "input_tokens_source",
             "output_tokens_source",
             "chunk_tokens_source",
+            "bound_chunks",
+            "ttft_bound",
+            "client_stalled",
             "http_status",
             "finish_reason",
             "outcome",
@@ -440,6 +457,9 @@ fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord
                 source(r.input_tokens_source),
                 source(r.output_tokens_source),
                 csv_text(&chunk_source),
+                r.bound_chunks.to_string(),
+                bool_cell(r.ttft_bound),
+                bool_cell(r.client_stalled),
                 r.http_status.map(|s| s.to_string()).unwrap_or_default(),
                 csv_text(r.finish_reason.as_deref().unwrap_or("")),
                 outcome.to_string(),
