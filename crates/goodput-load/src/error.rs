@@ -220,6 +220,8 @@ pub enum WorkloadError {
     TurnsAllNeedsConversations,
     #[error("--repeat sends single prompts again: drop --turns or --repeat")]
     RepeatAsSessions,
+    #[error("--images puts images in single requests; multi-turn sessions with images are not built yet: drop --turns or --images")]
+    ImagesAsSessions,
     #[error(
         "a JSONL entry of chat messages is one request; multi-turn sessions from a dataset need ShareGPT \
          conversations (or prompts as {{\"prompt\": …}})"

@@ -49,6 +49,8 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         None => None,
     };
     let workload = setup::repeated(workload, &a.workload, &plan)?;
+    let workload =
+        setup::with_images(workload, &a.workload, plan.sessions.is_some(), a.target.api, a.load.shape.seed.value)?;
     crate::target::check_embedded_context(&a.target, &a.sim, &workload)?;
     let quality = setup::quality_options(&a.workload);
     let target =

@@ -335,6 +335,39 @@ pub fn repeated(workload: Workload, w: &WorkloadArgs, plan: &LoadPlan) -> Result
     Ok(Workload::Repeated { inner: Box::new(workload), copies: w.repeat, spread })
 }
 
+/// Refuses `--images` where requests are only lengths in virtual time.
+pub fn no_images(w: &WorkloadArgs, command: &str) -> Result<()> {
+    if w.images.is_some() {
+        bail!(
+            "--images is not modelled in {command} yet: the simulated engine charges images where it serves them \
+             (goodput serve, or bench against its embedded server); drop --images here"
+        );
+    }
+    Ok(())
+}
+
+/// `workload` with `--images` in its requests: chat only (the images go in
+/// OpenAI's content parts), lone requests only.
+pub fn with_images(
+    workload: Workload,
+    w: &WorkloadArgs,
+    sessions: bool,
+    api: goodput_load::Api,
+    seed: u64,
+) -> Result<Workload> {
+    let Some(images) = w.image_spec().map_err(anyhow::Error::msg)? else { return Ok(workload) };
+    if api != goodput_load::Api::Chat {
+        bail!(
+            "--images go in chat messages' content parts (OpenAI's image_url): use --api chat (the default), not --api {}",
+            api.as_str()
+        );
+    }
+    if sessions {
+        bail!("--images puts images in single requests; multi-turn sessions with images are not built yet: drop --turns or --images");
+    }
+    Ok(Workload::WithImages { inner: Box::new(workload), images, seed })
+}
+
 pub fn analysis_options(percentiles: &[f64], judge: &JudgeArgs) -> Result<AnalysisOptions> {
     analysis_options_for(percentiles, judge, 1)
 }

@@ -94,7 +94,7 @@ fn longest_request(w: &Workload) -> Option<(u64, u64, String)> {
             .max_by_key(|(i, o)| i + o)
             .map(|(i, o)| (i, o, "the trace's longest request".into())),
         Workload::Dataset { .. } => None,
-        Workload::Repeated { inner, .. } => longest_request(inner),
+        Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => longest_request(inner),
     }
 }
 

@@ -122,6 +122,48 @@ pub struct Summary {
     /// absent in documents written before them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<crate::analysis::interval::Intervals>,
+    /// Requests that carried images (`--images`): their count and bytes,
+    /// and TTFT for them apart from text-only requests when a run mixes
+    /// both (the image encoder and the images' tokens are prefill).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multimodal: Option<Multimodal>,
+}
+
+/// What the images cost, where requests carried them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Multimodal {
+    /// Completed requests with images, and those without.
+    pub requests_with_images: u64,
+    pub requests_text_only: u64,
+    /// Images and their encoded bytes over the completed requests.
+    pub images: u64,
+    pub image_bytes: u64,
+    /// TTFT of the completed requests with images, and of the text-only
+    /// ones (empty when the run had none).
+    pub ttft_ms_with_images: Distribution,
+    pub ttft_ms_text_only: Distribution,
+}
+
+impl Multimodal {
+    fn of(ok: &[&RequestRecord], ps: &[f64]) -> Option<Multimodal> {
+        if ok.iter().all(|r| r.images == 0) {
+            return None;
+        }
+        let ttft = |with: bool| {
+            let mut v: Vec<f64> =
+                ok.iter().filter(|r| (r.images > 0) == with).filter_map(|r| r.ttft()).map(ms).collect();
+            Distribution::from_samples(&mut v, ps)
+        };
+        Some(Multimodal {
+            requests_with_images: ok.iter().filter(|r| r.images > 0).count() as u64,
+            requests_text_only: ok.iter().filter(|r| r.images == 0).count() as u64,
+            images: ok.iter().map(|r| u64::from(r.images)).sum(),
+            image_bytes: ok.iter().map(|r| r.image_bytes).fold(0u64, u64::saturating_add),
+            ttft_ms_with_images: ttft(true),
+            ttft_ms_text_only: ttft(false),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -370,6 +412,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         quality: crate::quality::summarize(&measured),
         stability: None,
         intervals: None,
+        multimodal: Multimodal::of(&ok, ps),
     };
     let mut summary = summary;
     // The ratings are at p50 and p95 whatever --percentiles lists.

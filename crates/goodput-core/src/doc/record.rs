@@ -130,6 +130,12 @@ pub struct RequestRecord {
     /// so they are upper bounds, not the server's.
     #[serde(default, skip_serializing_if = "is_false")]
     pub client_stalled: bool,
+    /// Images the request carried (`--images`), and their encoded bytes
+    /// (before base64).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub images: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub image_bytes: u64,
     /// The conversation this request is a turn of, when the load runs
     /// multi-turn sessions (`--turns`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -189,6 +195,10 @@ pub struct SessionTurn {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -470,6 +480,8 @@ impl RequestRecord {
             bound_chunks: 0,
             ttft_bound: false,
             client_stalled: false,
+            images: 0,
+            image_bytes: 0,
             abandoned: false,
             session: None,
             model: None,

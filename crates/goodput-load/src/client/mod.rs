@@ -252,6 +252,7 @@ impl Client {
         let mut rec = RequestRecord::new(id, scheduled, sent);
         rec.model = model.map(str::to_owned);
         rec.counts.intended_prompt = item.intended_input_tokens;
+        (rec.images, rec.image_bytes) = (item.media.images, item.media.image_bytes);
         rec.counts.requested_completion = item.max_tokens.map(u64::from);
         let body = match body {
             Ok(b) => b,

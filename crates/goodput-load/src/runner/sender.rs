@@ -129,7 +129,19 @@ impl<B: Backend> Sender<'_, B> {
         let id = i;
         self.control.sent.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            let item = workload.item(id);
+            // Encoding images takes milliseconds a request: on the blocking
+            // pool, so that the runtime's threads keep reading the other
+            // streams meanwhile (the wait shows as this request's client
+            // queue time, the client's own, as it is).
+            let item = if workload.builds_slowly() {
+                let w = workload.clone();
+                match tokio::task::spawn_blocking(move || w.item(id)).await {
+                    Ok(item) => item,
+                    Err(_) => workload.item(id),
+                }
+            } else {
+                workload.item(id)
+            };
             let mut rec = backend.execute(id, item, scheduled, origin, abort).await;
             rec.warmup = warmup;
             let _ = tx.send(Event::Finished(rec));

@@ -24,6 +24,16 @@ pub struct WorkItem {
     /// Which copy of its prompt this is, when each prompt is sent several
     /// times (`--repeat`).
     pub repeat: Option<u32>,
+    /// The images it carries (`--images`).
+    pub media: Media,
+}
+
+/// Images a request carries, as its record keeps them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Media {
+    pub images: u32,
+    /// Their encoded bytes (before base64).
+    pub image_bytes: u64,
 }
 
 pub(super) fn item_rng(seed: u64, i: u64) -> StdRng {

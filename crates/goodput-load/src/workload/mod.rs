@@ -9,6 +9,7 @@
 
 mod columns;
 mod dataset;
+mod images;
 mod item;
 mod lengths;
 mod parquet;
@@ -20,7 +21,8 @@ pub use crate::lengths::Lengths;
 pub use crate::words::WORDS;
 pub use columns::DETECTED as DATASET_COLUMNS;
 pub use dataset::{load_dataset, load_dataset_column, DatasetEntry};
-pub use item::WorkItem;
+pub use images::{parse_size as parse_image_size, ImageFormat, ImageSpec, MAX_IMAGES};
+pub use item::{Media, WorkItem};
 pub use lengths::{LengthDist, Preset, MAX_TOKENS};
 pub use prompts::SharedPrefix;
 pub use sessions::{Conversation, Sessions, ThinkTime, Turns};

@@ -82,6 +82,7 @@ pub(super) fn synthetic_item(rng: &mut StdRng, seed: u64, l: Lengths, tokenizer:
         session: None,
         reference: Arc::from(Vec::new()),
         repeat: None,
+        media: Default::default(),
     }
 }
 
@@ -125,6 +126,7 @@ pub(super) fn block_item(
         session: None,
         reference: Arc::from(Vec::new()),
         repeat: None,
+        media: Default::default(),
     }
 }
 

@@ -175,6 +175,7 @@ impl Conversation {
             session: question.session,
             reference: question.reference,
             repeat: None,
+            media: Default::default(),
         }
     }
 

@@ -38,6 +38,9 @@ pub enum Workload {
     /// `spread` requests apart so they land in different batches: request
     /// `i` is a copy of [`repeat_slot`]'s prompt. Lone requests only.
     Repeated { inner: Box<Workload>, copies: u32, spread: u64 },
+    /// `inner`'s requests with synthetic images (`--images`), drawn from
+    /// `seed` (lone requests only).
+    WithImages { inner: Box<Workload>, images: super::images::ImageSpec, seed: u64 },
 }
 
 /// Which prompt request `i` asks, and which copy of it, when each prompt is
@@ -92,6 +95,9 @@ impl Workload {
             Workload::Repeated { inner, copies, spread } => {
                 Workload::Repeated { inner: Box::new(inner.with_seed(new)), copies: *copies, spread: *spread }
             }
+            Workload::WithImages { inner, images, .. } => {
+                Workload::WithImages { inner: Box::new(inner.with_seed(new)), images: *images, seed: new }
+            }
         }
     }
 
@@ -115,6 +121,8 @@ impl Workload {
                 out.map(|output| Lengths { input: e.prompt_tokens, output, prefix: None })
             }
             Workload::Repeated { inner, copies, spread } => inner.lengths(repeat_slot(i, *copies, *spread).0),
+            // The text's lengths; the images' tokens are the server's to count.
+            Workload::WithImages { inner, .. } => inner.lengths(i),
         }
     }
 
@@ -124,6 +132,7 @@ impl Workload {
         match self {
             Workload::Trace { entries, .. } => entries.get(i as usize)?.blocks.clone(),
             Workload::Repeated { inner, copies, spread } => inner.prefix_blocks(repeat_slot(i, *copies, *spread).0),
+            Workload::WithImages { inner, .. } => inner.prefix_blocks(i),
             _ => None,
         }
     }
@@ -159,10 +168,12 @@ impl Workload {
                     session: None,
                     reference: if turn == 0 { e.reference.clone().into() } else { Arc::from(Vec::new()) },
                     repeat: None,
+                    media: Default::default(),
                 })
             }
             Workload::Trace { .. } => Err(WorkloadError::TraceAsSessions),
             Workload::Repeated { .. } => Err(WorkloadError::RepeatAsSessions),
+            Workload::WithImages { .. } => Err(WorkloadError::ImagesAsSessions),
         }
     }
 
@@ -199,6 +210,16 @@ impl Workload {
         }
     }
 
+    /// Whether building an item takes real work (encoding images), to be
+    /// done off the threads that read responses.
+    pub fn builds_slowly(&self) -> bool {
+        match self {
+            Workload::WithImages { .. } => true,
+            Workload::Repeated { inner, .. } => inner.builds_slowly(),
+            _ => false,
+        }
+    }
+
     /// The content of request `i`.
     pub fn item(&self, i: u64) -> WorkItem {
         match self {
@@ -228,12 +249,14 @@ impl Workload {
                     session: None,
                     reference: e.reference.clone().into(),
                     repeat: None,
+                    media: Default::default(),
                 }
             }
             Workload::Repeated { inner, copies, spread } => {
                 let (prompt, copy) = repeat_slot(i, *copies, *spread);
                 WorkItem { repeat: Some(copy), ..inner.item(prompt) }
             }
+            Workload::WithImages { inner, images, seed } => images.attach(*seed, i, inner.item(i)),
         }
     }
 }

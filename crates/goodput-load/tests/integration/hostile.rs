@@ -62,6 +62,7 @@ async fn request_full(
         session: None,
         reference: Vec::new().into(),
         repeat: None,
+        media: Default::default(),
     };
     let origin = tokio::time::Instant::now();
     client.execute(0, &item, Duration::ZERO, origin, &CancellationToken::new()).await
@@ -373,6 +374,7 @@ async fn a_redirect_to_another_server_is_not_followed() {
                 session: None,
                 reference: Vec::new().into(),
                 repeat: None,
+                media: Default::default(),
             };
             let r =
                 client.execute(0, &item, Duration::ZERO, tokio::time::Instant::now(), &CancellationToken::new()).await;
@@ -578,6 +580,7 @@ async fn a_key_echoed_in_another_form_is_masked_in_the_record() {
             session: None,
             reference: Vec::new().into(),
             repeat: None,
+            media: Default::default(),
         };
         let r = client.execute(0, &item, Duration::ZERO, tokio::time::Instant::now(), &CancellationToken::new()).await;
         let (kind, message) = failure(&r);

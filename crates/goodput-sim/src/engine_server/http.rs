@@ -19,6 +19,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
@@ -29,6 +30,9 @@ pub fn app(state: Arc<EngineServer>) -> Router {
     for route in Route::ALL {
         router = router.route(route.path(), post(move |s: State<Arc<EngineServer>>, b: Bytes| generate(s, route, b)));
     }
+    // Requests with images run to megabytes (axum's default stops at 2 MiB);
+    // the fixed profile takes as much.
+    let router = router.layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024));
     let router = router
         .route(
             "/v1/models",
@@ -73,7 +77,17 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let asked = req.max_tokens().unwrap_or(s.cfg.default_max_tokens);
     // A scripted answer ends with its last word, as a model stops at its end.
     let n_out = script.as_ref().map_or(asked, |sc| asked.min(sc.len() as u32));
-    let ids = req.prompt_ids(s.cfg.engine.chat_template);
+    let mut ids = req.prompt_ids(s.cfg.engine.chat_template);
+    // Images: their tokens join the prompt (as a vision-language model's
+    // placeholders do), and the encoder's work passes before the engine.
+    let images = match crate::openai::images::images_of(req.messages.as_deref().unwrap_or_default()) {
+        Ok(images) => images,
+        Err(e) => return error_response(route, StatusCode::BAD_REQUEST, &e.0),
+    };
+    for img in &images {
+        ids.extend(crate::openai::images::placeholder_ids(img));
+    }
+    let encoder = encoder_time(&s.cfg.engine, &images).div_f64(s.cfg.speed);
     let prompt_tokens = ids.len() as u64;
     // Refused before anything is sized by the request: the answer's token
     // ids below (4 GB for a billion tokens) were built before the engine saw
@@ -100,7 +114,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     } else {
         s.frontend
     };
-    let serial = calibration.frontend_serial(prompt_tokens).div_f64(s.cfg.speed);
+    let serial = calibration.frontend_serial(prompt_tokens).div_f64(s.cfg.speed) + encoder;
     let reach = if serial.is_zero() {
         arrived + frontend
     } else {
@@ -161,6 +175,18 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         burst: s.cfg.engine.spec.is_some(),
     };
     stream_response(route, Body::from_stream(stream))
+}
+
+/// The vision encoder's time for a request's images on the engine's GPUs:
+/// its work at the GPUs' BF16 peak and the calibration's compute
+/// efficiency (docs/simulator.md, "Images").
+fn encoder_time(cfg: &crate::engine::EngineConfig, images: &[crate::openai::images::ImageInput]) -> Duration {
+    if images.is_empty() {
+        return Duration::ZERO;
+    }
+    let flops: f64 = images.iter().map(|i| i.encoder_flops()).sum();
+    let peak = cfg.gpu.peak_flops(crate::engine::Precision::Bf16).unwrap_or(f64::INFINITY);
+    Duration::from_secs_f64(flops / (peak * f64::from(cfg.tp) * cfg.calibration.eta_compute))
 }
 
 fn engine_gone(route: Route, ticket: &mut Ticket) -> Response {

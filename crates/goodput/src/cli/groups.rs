@@ -231,6 +231,22 @@ pub struct WorkloadArgs {
     /// Send each prompt this many times within the run, the copies spread apart so they land in different batches; summary.quality.consistency says how alike they came back.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Quality")]
     pub repeat: u32,
+    /// Synthetic images in each chat request, for vision-language models: drawn from the seed, every one different (no server cache serves one twice), sent as base64 data URLs in the last user message's content parts.
+    #[arg(long, help_heading = "Images")]
+    pub images: Option<u32>,
+    /// Each --images image's size, WIDTHxHEIGHT in pixels.
+    #[arg(long, default_value = "512x512", value_parser = goodput_load::workload::parse_image_size, requires = "images", help_heading = "Images")]
+    pub image_size: (u32, u32),
+    /// How --images are encoded: png or jpeg (quality 85).
+    #[arg(long, default_value = "png", value_parser = parse_image_format, requires = "images", help_heading = "Images")]
+    pub image_format: goodput_load::workload::ImageFormat,
+    /// Share of requests that carry --images (drawn per request from the seed); the rest are text only, and the summary gives TTFT for each apart.
+    #[arg(long, value_parser = parse_share, default_value_t = 1.0, requires = "images", help_heading = "Images")]
+    pub image_share: f64,
+}
+
+fn parse_image_format(s: &str) -> Result<goodput_load::workload::ImageFormat, String> {
+    s.parse()
 }
 
 impl WorkloadArgs {
@@ -238,6 +254,21 @@ impl WorkloadArgs {
     pub fn inputs(&self) -> Vec<(&'static str, &Path)> {
         let given = [("--dataset", &self.dataset), ("--tokenizer", &self.tokenizer)];
         given.into_iter().filter_map(|(flag, p)| Some((flag, p.as_deref()?))).collect()
+    }
+
+    /// The images --images asks for, checked.
+    pub fn image_spec(&self) -> Result<Option<goodput_load::workload::ImageSpec>, String> {
+        let Some(count) = self.images else { return Ok(None) };
+        let (width, height) = self.image_size;
+        let spec = goodput_load::workload::ImageSpec {
+            count,
+            width,
+            height,
+            format: self.image_format,
+            share: self.image_share,
+        };
+        spec.check()?;
+        Ok(Some(spec))
     }
 }
 

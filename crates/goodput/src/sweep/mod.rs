@@ -480,7 +480,12 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
             a.shape.warmup = crate::cli::WarmupArg::Time(POINT_WARMUP);
         }
     }
+    if a.estimate {
+        setup::no_images(&a.workload, "sweep --estimate")?;
+    }
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed.value, None)?;
+    let workload =
+        setup::with_images(workload, &a.workload, a.shape.turns.is_some(), a.target.api, a.shape.seed.value)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
     let mut inputs = a.workload.inputs();

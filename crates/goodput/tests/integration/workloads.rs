@@ -318,3 +318,60 @@ fn write_questions(path: &Path, rows: usize) {
     g.close().unwrap();
     w.close().unwrap();
 }
+
+/// Images in chat requests against the embedded engine: each record keeps
+/// its images and bytes; the server counts each image's tokens in the
+/// prompt (1344 × 1344 pixels: 48 × 48 merged patches and two markers);
+/// the summary gives TTFT for requests with images apart from text-only
+/// ones, and the images' prefill and encoder make the first slower.
+#[test]
+fn images_are_sent_counted_by_the_server_and_their_ttft_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, recs) = (dir.path().join("img.json"), dir.path().join("img.jsonl"));
+    goodput()
+        .args(["bench", "-q", "--seed", "3", "-n", "16", "-c", "2", "--input-tokens", "64", "--output-tokens", "4"])
+        .args(["--images", "1", "--image-size", "1344x1344", "--image-format", "jpeg", "--image-share", "0.5"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&recs)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    crate::schema::assert_valid(&v, "RunResult", "bench --images");
+    let m = &v["summary"]["multimodal"];
+    let (with, without) = (m["requests_with_images"].as_u64().unwrap(), m["requests_text_only"].as_u64().unwrap());
+    assert_eq!(with + without, 16);
+    assert!(with >= 3 && without >= 3, "--image-share 0.5 of 16: {m}");
+    assert_eq!(m["images"].as_u64(), Some(with));
+    let records: Vec<Value> =
+        std::fs::read_to_string(&recs).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let prompt = |r: &Value| r["counts"]["usage_prompt"].as_u64().unwrap();
+    let text_prompt = records.iter().find(|r| r.get("images").is_none()).map(prompt).unwrap();
+    for r in records.iter().filter(|r| r.get("images").is_some()) {
+        assert_eq!(r["images"], 1);
+        assert!(r["image_bytes"].as_u64().unwrap() > 10_000, "{r}");
+        assert_eq!(prompt(r), text_prompt + 48 * 48 + 2, "the image's tokens join the prompt");
+    }
+    let p50 = |d: &Value| d["p50"].as_f64().unwrap();
+    assert!(p50(&m["ttft_ms_with_images"]) > p50(&m["ttft_ms_text_only"]), "{m}");
+}
+
+#[test]
+fn images_need_chat_and_single_requests() {
+    let err = goodput()
+        .args(["bench", "-q", "-n", "2", "--images", "1", "--api", "completions"])
+        .assert()
+        .failure()
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8_lossy(&err);
+    assert!(err.contains("--images go in chat messages") && err.contains("--api chat"), "{err}");
+    let err =
+        goodput().args(["estimate", "-q", "-n", "2", "--images", "1"]).assert().failure().get_output().stderr.clone();
+    assert!(String::from_utf8_lossy(&err).contains("--images is not modelled in estimate yet"));
+    let err =
+        goodput().args(["bench", "-q", "-n", "2", "--images", "0"]).assert().failure().get_output().stderr.clone();
+    assert!(String::from_utf8_lossy(&err).contains("--images 0 must lie in 1..=32"));
+}

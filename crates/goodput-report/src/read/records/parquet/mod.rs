@@ -60,6 +60,8 @@ message goodput_record {
   required int64 bound_chunks;
   required boolean ttft_bound;
   required boolean client_stalled;
+  required int64 images;
+  required int64 image_bytes;
   optional int64 session_id;
   optional int64 session_turn;
   optional int64 session_turns;

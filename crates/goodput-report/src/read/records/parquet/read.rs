@@ -497,6 +497,8 @@ fn scalar_field(r: &mut RequestRecord, parts: &mut Parts, name: &str, v: Val) ->
         "bound_chunks" => r.bound_chunks = u32_()?,
         "ttft_bound" => r.ttft_bound = b()?,
         "client_stalled" => r.client_stalled = b()?,
+        "images" => r.images = u32_()?,
+        "image_bytes" => r.image_bytes = u()?,
         "session_id" => parts.session[0] = Some(u()?),
         "session_turn" => parts.session[1] = Some(u()?),
         "session_turns" => parts.session[2] = Some(u()?),

@@ -116,6 +116,8 @@ struct Columns {
     bound_chunks: Col<i64>,
     ttft_bound: Col<bool>,
     client_stalled: Col<bool>,
+    images: Col<i64>,
+    image_bytes: Col<i64>,
     session: [Col<i64>; 3],
     model: Col<ByteArray>,
     abandoned: Col<bool>,
@@ -179,6 +181,8 @@ impl Columns {
         self.bound_chunks.required(i64::from(r.bound_chunks));
         self.ttft_bound.required(r.ttft_bound);
         self.client_stalled.required(r.client_stalled);
+        self.images.required(i64::from(r.images));
+        self.image_bytes.required(i64::try_from(r.image_bytes).unwrap_or(i64::MAX));
         let s = r.session;
         self.session[0].optional(s.map(|s| s.id as i64));
         self.session[1].optional(s.map(|s| i64::from(s.turn)));
@@ -243,6 +247,8 @@ impl Columns {
         put::<Int64Type, W>(g, &mut self.bound_chunks)?;
         put::<BoolType, W>(g, &mut self.ttft_bound)?;
         put::<BoolType, W>(g, &mut self.client_stalled)?;
+        put::<Int64Type, W>(g, &mut self.images)?;
+        put::<Int64Type, W>(g, &mut self.image_bytes)?;
         for c in &mut self.session {
             put::<Int64Type, W>(g, c)?;
         }

@@ -1,0 +1,285 @@
+//! Synthetic images in chat requests (`--images N --image-size WxH`): drawn
+//! from the seed, the request and the image's place in it, encoded as PNG
+//! or JPEG, and sent as base64 data URLs in OpenAI's content parts, as
+//! vLLM's, SGLang's and AIPerf's clients send them. Every image differs:
+//! a server that caches encoded images by their hash (vLLM's multimodal
+//! cache) serves none of them twice.
+
+use super::item::WorkItem;
+use crate::protocol::PromptBody;
+use base64::prelude::{Engine as _, BASE64_STANDARD};
+use serde_json::{json, Value};
+
+/// How images are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageFormat {
+    Png,
+    Jpeg,
+}
+
+impl std::str::FromStr for ImageFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "png" => Ok(ImageFormat::Png),
+            "jpeg" | "jpg" => Ok(ImageFormat::Jpeg),
+            other => Err(format!("--image-format {other:?}: use png or jpeg")),
+        }
+    }
+}
+
+impl ImageFormat {
+    fn mime(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "image/png",
+            ImageFormat::Jpeg => "image/jpeg",
+        }
+    }
+}
+
+/// The images each request carries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ImageSpec {
+    /// Images per request that has any.
+    pub count: u32,
+    pub width: u32,
+    pub height: u32,
+    pub format: ImageFormat,
+    /// Share of requests that carry images, drawn per request from the
+    /// seed (1: every one); the rest are text only.
+    pub share: f64,
+}
+
+/// The most images one request may carry, and the largest side.
+pub const MAX_IMAGES: u32 = 32;
+pub const MAX_SIDE: u32 = 8192;
+
+/// `WxH`, e.g. `512x512`.
+pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("--image-size {s:?}: give width and height in pixels, e.g. 512x512");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.trim().parse().map_err(|_| bad())?, h.trim().parse().map_err(|_| bad())?);
+    if !(1..=MAX_SIDE).contains(&w) || !(1..=MAX_SIDE).contains(&h) {
+        return Err(format!("--image-size {s}: each side must lie in 1..={MAX_SIDE} pixels"));
+    }
+    Ok((w, h))
+}
+
+impl ImageSpec {
+    /// Checks the counts a flag could get wrong.
+    pub fn check(&self) -> Result<(), String> {
+        if self.count == 0 || self.count > MAX_IMAGES {
+            return Err(format!("--images {} must lie in 1..={MAX_IMAGES}", self.count));
+        }
+        if !(self.share > 0.0 && self.share <= 1.0) {
+            return Err(format!(
+                "--image-share {} must lie in (0, 1]: the share of requests that carry images",
+                self.share
+            ));
+        }
+        Ok(())
+    }
+
+    /// The images request `i` carries: `count`, or 0 where the share left
+    /// it text only.
+    pub fn images_for(&self, seed: u64, i: u64) -> u32 {
+        let u = unit(goodput_core::util::hash::draw(seed ^ SHARE_SALT, i));
+        if self.share >= 1.0 || u < self.share {
+            self.count
+        } else {
+            0
+        }
+    }
+
+    /// Image `k` of request `i`, encoded.
+    pub fn encode(&self, seed: u64, i: u64, k: u32) -> Vec<u8> {
+        let pixels =
+            draw_pixels(self.width, self.height, goodput_core::util::hash::draw(seed ^ PIXEL_SALT, i) ^ u64::from(k));
+        match self.format {
+            ImageFormat::Png => encode_png(self.width, self.height, &pixels),
+            ImageFormat::Jpeg => encode_jpeg(self.width, self.height, &pixels),
+        }
+    }
+
+    /// `item` (request `i`'s content) with its images added to the last
+    /// user message, as content parts after the text.
+    pub fn attach(&self, seed: u64, i: u64, mut item: WorkItem) -> WorkItem {
+        let n = self.images_for(seed, i);
+        if n == 0 {
+            return item;
+        }
+        let mut parts = Vec::with_capacity(n as usize);
+        let mut bytes = 0u64;
+        for k in 0..n {
+            let data = self.encode(seed, i, k);
+            bytes += data.len() as u64;
+            let url = format!("data:{};base64,{}", self.format.mime(), BASE64_STANDARD.encode(&data));
+            parts.push(json!({ "type": "image_url", "image_url": { "url": url } }));
+        }
+        item.prompt = with_parts(std::mem::replace(&mut item.prompt, PromptBody::Text(String::new())), parts);
+        item.media = super::item::Media { images: n, image_bytes: bytes };
+        item
+    }
+}
+
+const SHARE_SALT: u64 = 0x1d3a_5c7e_9b2f_4a61;
+const PIXEL_SALT: u64 = 0x6c8e_9cf5_7075_2b13;
+
+fn unit(h: u64) -> f64 {
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A prompt as chat messages whose last user message ends with `parts`.
+fn with_parts(prompt: PromptBody, parts: Vec<Value>) -> PromptBody {
+    let mut messages = match prompt {
+        PromptBody::Messages(m) => m,
+        PromptBody::Text(t) => vec![json!({ "role": "user", "content": t })],
+        PromptBody::Turns(turns) => turns
+            .into_iter()
+            .enumerate()
+            .map(|(k, t)| json!({ "role": if k % 2 == 0 { "user" } else { "assistant" }, "content": t }))
+            .collect(),
+    };
+    let last_user = messages.iter().rposition(|m| m.get("role").and_then(Value::as_str) == Some("user"));
+    let Some(m) = last_user.and_then(|k| messages.get_mut(k)) else {
+        messages.push(json!({ "role": "user", "content": parts }));
+        return PromptBody::Messages(messages);
+    };
+    let text = match m.get_mut("content").map(Value::take) {
+        Some(Value::Array(a)) => a,
+        Some(Value::String(s)) if !s.is_empty() => vec![json!({ "type": "text", "text": s })],
+        _ => Vec::new(),
+    };
+    m["content"] = Value::Array(text.into_iter().chain(parts).collect());
+    PromptBody::Messages(messages)
+}
+
+/// RGB pixels: 32-pixel tiles of a drawn colour, a gradient across the
+/// image, and a few levels of noise per pixel, so that the images neither
+/// compress to nothing (a flat colour) nor cost a photograph's worth of
+/// CPU to draw. A PNG of it takes about 2 bytes a pixel (a photograph's
+/// 1.5–2.5), a JPEG at quality 85 far less.
+fn draw_pixels(w: u32, h: u32, seed: u64) -> Vec<u8> {
+    // xorshift's state must not be zero; any other seed is its own stream.
+    let mut state = if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed };
+    let mut next = move || {
+        // xorshift64*: cheap, and enough for pictures.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let tiles_x = w.div_ceil(32) as usize;
+    let tiles: Vec<[u8; 3]> = (0..tiles_x * h.div_ceil(32) as usize)
+        .map(|_| {
+            let c = next();
+            [c as u8, (c >> 8) as u8, (c >> 16) as u8]
+        })
+        .collect();
+    let mut out = Vec::with_capacity(w as usize * h as usize * 3);
+    for y in 0..h {
+        for x in 0..w {
+            let tile = tiles[(y / 32) as usize * tiles_x + (x / 32) as usize];
+            let noise = next();
+            let grad = ((x + y) * 64 / (w + h).max(1)) as u8;
+            for (c, t) in tile.iter().enumerate() {
+                out.push(t.wrapping_add(grad).wrapping_add((noise >> (8 * c)) as u8 & 0x0f));
+            }
+        }
+    }
+    out
+}
+
+fn encode_png(w: u32, h: u32, rgb: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Fast);
+    // Writing into memory cannot fail, and the sizes match the pixels.
+    if let Ok(mut writer) = enc.write_header() {
+        let _ = writer.write_image_data(rgb);
+    }
+    out
+}
+
+fn encode_jpeg(w: u32, h: u32, rgb: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let enc = jpeg_encoder::Encoder::new(&mut out, 85);
+    // Sides are at most MAX_SIDE, within JPEG's 65,535.
+    let _ = enc.encode(rgb, w as u16, h as u16, jpeg_encoder::ColorType::Rgb);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(format: ImageFormat) -> ImageSpec {
+        ImageSpec { count: 2, width: 64, height: 48, format, share: 1.0 }
+    }
+
+    #[test]
+    fn images_are_valid_files_of_the_size_asked_and_differ_by_request_and_place() {
+        let png = spec(ImageFormat::Png).encode(7, 3, 0);
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        // IHDR: width and height, big-endian, after the chunk's length and type.
+        assert_eq!(
+            (u32::from_be_bytes(png[16..20].try_into().unwrap()), u32::from_be_bytes(png[20..24].try_into().unwrap())),
+            (64, 48)
+        );
+        let decoded = png::Decoder::new(std::io::Cursor::new(&png)).read_info().unwrap().info().width;
+        assert_eq!(decoded, 64);
+        let jpeg = spec(ImageFormat::Jpeg).encode(7, 3, 0);
+        assert_eq!((&jpeg[..2], &jpeg[jpeg.len() - 2..]), (&[0xff, 0xd8][..], &[0xff, 0xd9][..]));
+        assert!(jpeg.len() < png.len(), "JPEG {} bytes, PNG {}", jpeg.len(), png.len());
+        // The same draw gives the same bytes; another request or place, others.
+        let s = spec(ImageFormat::Png);
+        assert_eq!(s.encode(7, 3, 0), png);
+        assert_ne!(s.encode(7, 3, 1), png);
+        assert_ne!(s.encode(7, 4, 0), png);
+        assert_ne!(s.encode(8, 3, 0), png);
+    }
+
+    #[test]
+    fn images_go_after_the_text_of_the_last_user_message() {
+        let item = WorkItem {
+            prompt: PromptBody::Text("describe".into()),
+            intended_input_tokens: Some(1),
+            max_tokens: Some(8),
+            session: None,
+            reference: Vec::new().into(),
+            repeat: None,
+            media: Default::default(),
+        };
+        let out = spec(ImageFormat::Jpeg).attach(1, 0, item);
+        let PromptBody::Messages(m) = &out.prompt else { panic!("{:?}", out.prompt) };
+        let parts = m[0]["content"].as_array().unwrap();
+        assert_eq!(parts[0], json!({"type": "text", "text": "describe"}));
+        assert_eq!(parts.len(), 3);
+        let url = parts[1]["image_url"]["url"].as_str().unwrap();
+        assert!(url.starts_with("data:image/jpeg;base64,/9j/"), "{}", &url[..40]);
+        assert_eq!(out.media.images, 2);
+        let b64 = url.split_once(',').unwrap().1;
+        let first = BASE64_STANDARD.decode(b64).unwrap().len() as u64;
+        assert!(out.media.image_bytes > first, "both images' bytes are counted");
+    }
+
+    #[test]
+    fn a_share_of_requests_carries_images() {
+        let s = ImageSpec { share: 0.3, ..spec(ImageFormat::Png) };
+        let with = (0..2000).filter(|&i| s.images_for(5, i) > 0).count();
+        assert!((500..700).contains(&with), "{with} of 2000");
+        assert!((0..50).all(|i| spec(ImageFormat::Png).images_for(5, i) == 2));
+    }
+
+    #[test]
+    fn sizes_and_counts_are_checked() {
+        assert_eq!(parse_size("512x384"), Ok((512, 384)));
+        assert!(parse_size("512").unwrap_err().contains("e.g. 512x512"));
+        assert!(parse_size("0x10").unwrap_err().contains("1..=8192"));
+        assert!(ImageSpec { count: 0, ..spec(ImageFormat::Png) }.check().unwrap_err().contains("--images 0"));
+        assert!(ImageSpec { share: 0.0, ..spec(ImageFormat::Png) }.check().unwrap_err().contains("--image-share"));
+    }
+}
