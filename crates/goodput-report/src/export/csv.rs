@@ -1,6 +1,7 @@
 //! CSV for spreadsheets and dataframes: `summary.csv` as one wide row (a
 //! column per metric × statistic, unit in the name: `ttft_ms_p50`),
-//! `requests.csv` with a row per request, `points.csv` with a row per sweep
+//! `requests.csv` with a row per request, `runs.csv` with a row per run of
+//! `--runs N`, `points.csv` with a row per sweep
 //! point (the summary columns after the load), `compare.csv` for comparisons;
 //! `server_signals.csv` (a row per scrape) and `engine_series.csv` (a row per
 //! simulated-engine sample) when the run holds those blocks.
@@ -16,8 +17,9 @@ use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
 
 /// Every file `--csv` may write into its folder, whatever it renders: a
 /// command checks them against the files it reads.
-pub const FILE_NAMES: [&str; 8] = [
+pub const FILE_NAMES: [&str; 9] = [
     "summary.csv",
+    "runs.csv",
     "requests.csv",
     "server_signals.csv",
     "engine_series.csv",
@@ -39,6 +41,14 @@ impl Exporter for Csv {
         let ps = percentiles(std::iter::once(run));
         let fields = summary_fields(run, &ps);
         let mut files = vec![("summary.csv".to_string(), table(&names(&fields), &[cells(fields)]))];
+        if let Some(rep) = &run.repeats {
+            // A row per run of `--runs N`; the run id is the document's text.
+            let (header, mut rows) = crate::repeats::csv_rows(rep);
+            for row in &mut rows {
+                row[2] = csv_text(&row[2]);
+            }
+            files.push(("runs.csv".to_string(), table(&header, &rows)));
+        }
         if let Some(recs) = &run.requests {
             // An imported run's file cannot give some of these: their cells stay empty.
             let blank: Vec<&str> = ["ttfb_ms", "ttft_content_ms", "itl_max_ms", "client_queue_ms"]

@@ -1,0 +1,153 @@
+//! `--runs N`: the whole measurement repeated, each run kept in the
+//! document's `repeats` block with each headline figure's spread; the top
+//! level is the first run.
+
+use crate::cmd::*;
+use std::time::Duration;
+
+fn spread<'a>(v: &'a serde_json::Value, figure: &str) -> &'a serde_json::Value {
+    v["repeats"]["spread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["figure"] == figure)
+        .unwrap_or_else(|| panic!("no spread of {figure}: {}", v["repeats"]))
+}
+
+/// Three runs against the embedded fixed-timing server: three runs kept,
+/// with consecutive seeds and their own run ids; the top level (and
+/// --records) is the first run; every format shows the runs.
+#[test]
+fn bench_runs_three_times_and_keeps_each_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec, csv, md) =
+        (dir.path().join("r.json"), dir.path().join("r.jsonl"), dir.path().join("csv"), dir.path().join("r.md"));
+    let html = dir.path().join("r.html");
+    let o = goodput()
+        .args(["bench", "-n", "6", "-c", "2", "--seed", "40", "--runs", "3"])
+        .args(FAST)
+        .writing(&out, &rec)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--html")
+        .arg(&html)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("spread over 3 runs"), "{text}");
+    let v = read_json(&out);
+    let rep = &v["repeats"];
+    assert_eq!((rep["n"].as_u64(), rep["asked"].as_u64()), (Some(3), Some(3)));
+    assert_eq!(rep["seeds"], serde_json::json!([40, 41, 42]));
+    assert_eq!(v["config"]["load"]["seed"], 40, "the top level is the first run");
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    let ids: std::collections::BTreeSet<&str> = runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 3, "each run has its own id: {ids:?}");
+    assert_eq!(runs[0]["run_id"], v["run_id"]);
+    for (i, r) in runs.iter().enumerate() {
+        assert_eq!(r["index"], i + 1);
+        assert_eq!(r["seed"], 40 + i);
+        assert_eq!(r["completed"], 6, "{r}");
+        assert!(r["figures"]["ttft_ms.p50"].as_f64().unwrap() >= 20.0, "{r}");
+    }
+    // The spread of TTFT's median over the three: the runs' own values.
+    let s = spread(&v, "ttft_ms.p50");
+    assert_eq!(s["n"], 3);
+    let vals: Vec<f64> = runs.iter().map(|r| r["figures"]["ttft_ms.p50"].as_f64().unwrap()).collect();
+    let mean = vals.iter().sum::<f64>() / 3.0;
+    assert!((s["mean"].as_f64().unwrap() - mean).abs() < 1e-9, "{s}");
+    assert_eq!(s["min"].as_f64().unwrap(), vals.iter().copied().fold(f64::INFINITY, f64::min));
+    let (lo, hi) = (s["lo"].as_f64().unwrap(), s["hi"].as_f64().unwrap());
+    assert!(lo <= mean && mean <= hi, "{s}");
+    // --records holds the first run's records, as its id says.
+    let recs = records(&rec);
+    assert_eq!(recs.len(), 6);
+    let head = std::fs::read_to_string(&rec).unwrap();
+    assert!(head.contains(v["run_id"].as_str().unwrap()));
+    // A row per run in CSV; the spread in Markdown; the runs side by side in HTML.
+    let rows = std::fs::read_to_string(csv.join("runs.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 4, "{rows}");
+    assert!(rows.lines().next().unwrap().starts_with("run,seed,run_id"), "{rows}");
+    assert!(std::fs::read_to_string(&md).unwrap().contains("spread over 3 runs"));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("run 3 (seed 42)") && page.contains("spread over 3 runs"));
+    // report renders the saved document's spread again.
+    let again = goodput().arg("report").arg(&out).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("spread over 3 runs"));
+}
+
+/// --same-seed: every run sends the same prompts on the same schedule.
+#[test]
+fn bench_same_seed_repeats_one_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    goodput()
+        .args(["bench", "-q", "-n", "4", "-c", "2", "--seed", "7", "--runs", "2", "--same-seed"])
+        .args(FAST)
+        .arg("-o")
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["repeats"]["seeds"], serde_json::json!([7, 7]));
+    assert_eq!(v["repeats"]["same_seed"], true);
+}
+
+/// --runs repeats a whole run: a shard of one, or one run's live metrics
+/// endpoint, are refused with the reason.
+#[test]
+fn bench_runs_refuses_shards_and_a_live_endpoint() {
+    let err = goodput()
+        .args(["bench", "-n", "4", "--runs", "2", "--shard", "0/2", "--seed", "1", "-o", "x.json"])
+        .args(["--include-requests"])
+        .args(FAST)
+        .timeout(Duration::from_secs(20))
+        .refusal();
+    assert!(err.contains("--runs 2") && err.contains("--shard 0/2"), "{err}");
+    let err = goodput()
+        .args(["bench", "-n", "4", "--runs", "2", "--prometheus-listen", "127.0.0.1:0"])
+        .args(FAST)
+        .timeout(Duration::from_secs(20))
+        .refusal();
+    assert!(err.contains("--prometheus-listen"), "{err}");
+}
+
+/// estimate --runs: in virtual time the runs differ by what their seeds
+/// draw; with fixed lengths and the engine's noise off they cannot differ,
+/// and the block says so; a calibration with step-time noise makes them
+/// differ.
+#[test]
+fn estimate_runs_differ_by_seed_and_noise_and_say_when_they_cannot() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = |name: &str, extra: &[&str]| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-n", "40", "-c", "8", "--output-tokens", "32", "--runs", "3"])
+            .args(extra)
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .success();
+        read_json(&p)
+    };
+    let drawn = est("drawn.json", &["--input-tokens", "uniform:64..512"]);
+    assert_eq!(drawn["repeats"]["seeds"], serde_json::json!([0, 1, 2]));
+    assert!(spread(&drawn, "e2e_ms.p50")["sd"].as_f64().unwrap() > 0.0, "{}", drawn["repeats"]);
+
+    let fixed = est("fixed.json", &["--input-tokens", "256"]);
+    let notes = fixed["repeats"]["notes"].to_string();
+    assert!(notes.contains("every run gave the same figures") && notes.contains("noise is off"), "{notes}");
+    assert!(spread(&fixed, "e2e_ms.p50")["sd"].as_f64().unwrap() < 1e-9);
+
+    let cal = dir.path().join("noise.json");
+    std::fs::write(&cal, r#"{"step_time_cv": 0.1}"#).unwrap();
+    let noisy = est("noisy.json", &["--input-tokens", "256", "--calibration", cal.to_str().unwrap()]);
+    assert!(spread(&noisy, "e2e_ms.p50")["sd"].as_f64().unwrap() > 0.0, "{}", noisy["repeats"]);
+    assert!(!noisy["repeats"]["notes"].to_string().contains("noise is off"));
+}
