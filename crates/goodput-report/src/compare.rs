@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write};
 use std::str::FromStr;
 
+pub mod rank;
 pub mod significance;
 pub use significance::{Call, Significance};
 
@@ -333,8 +334,9 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
     let mut verdicts = Vec::new();
     if let Some((_, base)) = runs.first() {
         for (i, (label, run)) in runs.iter().enumerate().skip(1) {
-            for rule in rules {
-                verdicts.push(judge(rule, base, run, i, label, runs[0].0));
+            let sigs = holm_adjusted(rules, base, run);
+            for (rule, sig) in rules.iter().zip(sigs) {
+                verdicts.push(judge(rule, base, run, i, label, runs[0].0, sig));
             }
         }
     }
@@ -440,7 +442,46 @@ fn leaves(path: String, v: &serde_json::Value, out: &mut BTreeMap<String, String
     }
 }
 
-fn judge(rule: &Rule, base: &RunResult, run: &RunResult, i: usize, label: &str, base_label: &str) -> RuleVerdict {
+/// The test of each rule that asks for significance (`!`) on `run`, its
+/// p-value adjusted by Holm's method over all of them that made a test: a
+/// gate of several `!` rules then calls a change on noise no more often
+/// than one rule alone would. `None` for a rule without `!`.
+fn holm_adjusted(rules: &[Rule], base: &RunResult, run: &RunResult) -> Vec<Option<Significance>> {
+    let mut sigs: Vec<Option<Significance>> =
+        rules.iter().map(|r| if r.significant { significance::test(&r.metric, base, run) } else { None }).collect();
+    let tested: Vec<usize> =
+        (0..sigs.len()).filter(|&i| sigs[i].as_ref().is_some_and(|s| s.p_value.is_some())).collect();
+    if tested.len() < 2 {
+        return sigs;
+    }
+    let ps: Vec<f64> = tested.iter().filter_map(|&i| sigs[i].as_ref()?.p_value).collect();
+    for (&i, adj) in tested.iter().zip(rank::holm(&ps)) {
+        if let Some(s) = sigs[i].as_mut() {
+            let raw = s.p_value.unwrap_or(adj);
+            s.p_value = Some(adj);
+            s.call = if adj < s.alpha { Call::Different } else { Call::NotShown };
+            s.reason = format!(
+                "Holm-adjusted over {} rules: p = {} {} {} (unadjusted {})",
+                tested.len(),
+                significance::p_text(adj),
+                if adj < s.alpha { "<" } else { "≥" },
+                s.alpha,
+                significance::p_text(raw)
+            );
+        }
+    }
+    sigs
+}
+
+fn judge(
+    rule: &Rule,
+    base: &RunResult,
+    run: &RunResult,
+    i: usize,
+    label: &str,
+    base_label: &str,
+    sig: Option<Significance>,
+) -> RuleVerdict {
     let (b, v) = (rule.metric.value(base), rule.metric.value(run));
     let mut out = RuleVerdict {
         rule: rule.text.clone(),
@@ -486,7 +527,7 @@ fn judge(rule: &Rule, base: &RunResult, run: &RunResult, i: usize, label: &str, 
     out.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
     out.reason = format!("{} {} {}", shown.0, if failed { op } else { not }, shown.1);
     if rule.significant {
-        let Some(sig) = significance::test(&rule.metric, base, run) else {
+        let Some(sig) = sig else {
             out.verdict = Verdict::Unjudged;
             out.reason = format!(
                 "{}, but {} has no interval to test a change against (the ! needs a percentile of a per-request \

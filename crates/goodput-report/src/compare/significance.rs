@@ -3,7 +3,12 @@
 //! its p-value, read from the runs' `summary.intervals` alone, so two saved
 //! documents are enough.
 //!
-//! - A percentile: the difference of the two percentiles over its standard
+//! - A percentile of a per-request latency, where both runs carry their
+//!   records (and no sessions): the Mann–Whitney U test on the two runs'
+//!   per-request values (`rank`). It asks whether one run's requests tend
+//!   to be slower than the other's, so it gives every percentile of that
+//!   latency the same p: a change confined to the far tail can pass it.
+//! - A percentile otherwise: the difference of the two percentiles over its standard
 //!   error, each run's standard error read from its order-statistic
 //!   interval on the side that faces the other run (half-width / z), and
 //!   the normal distribution. Where that side is unbounded (a p99 of 30
@@ -12,8 +17,11 @@
 //!   their intervals came from), with Welch–Satterthwaite's degrees of freedom.
 //! - Attainment: the two-proportion z test on good / judged requests.
 
+use super::rank::{mann_whitney, samples, MIN_SAMPLES};
 use crate::metric::{Dist, Metric, Scalar, Stat};
-use goodput_core::analysis::interval::{normal_cdf, normal_quantile, t_cdf, t_quantile, Interval, Intervals};
+use goodput_core::analysis::interval::{
+    normal_cdf, normal_quantile, t_cdf, t_quantile, Interval, Intervals, DEFAULT_CONFIDENCE,
+};
 use goodput_core::RunResult;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -37,8 +45,8 @@ pub enum Call {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Significance {
-    /// The test: `difference of percentiles`, `Welch's t on sub-window
-    /// rates`, `two-proportion z`.
+    /// The test: `Mann–Whitney U on per-request values`, `difference of
+    /// percentiles`, `Welch's t on sub-window rates`, `two-proportion z`.
     pub test: String,
     /// Two-sided; absent where no test was made.
     pub p_value: Option<f64>,
@@ -53,6 +61,11 @@ pub struct Significance {
 /// with no interval (ITL, counts, cost).
 pub fn test(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significance> {
     let kind = Kind::of(m)?;
+    if let Kind::Percentile(d, _) = kind {
+        if let Some(s) = on_records(d, base, run) {
+            return Some(s);
+        }
+    }
     let (bi, ri) = match (base.summary.intervals.as_ref(), run.summary.intervals.as_ref()) {
         (Some(b), Some(r)) => (b, r),
         _ => {
@@ -89,7 +102,42 @@ pub fn test(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significanc
     })
 }
 
-fn p_text(p: f64) -> String {
+/// The Mann–Whitney U test on the two runs' per-request values of `d`,
+/// where both carry their records, neither ran sessions (whose requests
+/// are not independent) and each has [`MIN_SAMPLES`] values or more.
+fn on_records(d: Dist, base: &RunResult, run: &RunResult) -> Option<Significance> {
+    let sessions = |r: &RunResult| r.summary.sessions.is_some();
+    if sessions(base) || sessions(run) {
+        return None;
+    }
+    let x = samples(d.key(), base.requests.as_deref()?)?;
+    let y = samples(d.key(), run.requests.as_deref()?)?;
+    if x.len() < MIN_SAMPLES || y.len() < MIN_SAMPLES {
+        return None;
+    }
+    let t = mann_whitney(&x, &y)?;
+    let conf = base.summary.intervals.as_ref().map_or(DEFAULT_CONFIDENCE, |i| i.confidence);
+    let alpha = ((1.0 - conf) * 1e9).round() / 1e9;
+    Some(Significance {
+        test: MANN_WHITNEY.into(),
+        p_value: Some(t.p),
+        alpha,
+        call: if t.p < alpha { Call::Different } else { Call::NotShown },
+        reason: format!(
+            "p = {} {} {alpha} (U = {}, {} and {} requests)",
+            p_text(t.p),
+            if t.p < alpha { "<" } else { "≥" },
+            t.u,
+            x.len(),
+            y.len()
+        ),
+    })
+}
+
+/// The name of the test on per-request records.
+pub const MANN_WHITNEY: &str = "Mann–Whitney U on per-request values";
+
+pub(crate) fn p_text(p: f64) -> String {
     if p < 1e-4 {
         "<0.0001".into()
     } else {
