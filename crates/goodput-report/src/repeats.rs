@@ -187,6 +187,20 @@ pub fn note(rep: &Repeats) -> String {
     s
 }
 
+/// The spread in a line, for a sweep's point: the runs, then TTFT's p99
+/// and the output rate as mean ± sd.
+pub fn line(rep: &Repeats) -> String {
+    let mut parts = vec![format!("{} runs", rep.n)];
+    for figure in ["ttft_ms.p99", "throughput.output_tokens_per_s"] {
+        if let Some(s) = rep.spread.iter().find(|s| s.figure == figure) {
+            let u = unit(figure);
+            parts.push(format!("{} {} ± {}", label(figure), format::value(Some(s.mean), u), format::value(s.sd, u)));
+        }
+    }
+    parts.extend(rep.notes.iter().cloned());
+    parts.join(" · ")
+}
+
 /// `runs.csv`: a row per run, its figures at full precision.
 pub fn csv_rows(rep: &Repeats) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header: Vec<String> =

@@ -194,6 +194,8 @@ pub struct SweepArgs {
     pub sim: SimArgs,
     #[command(flatten)]
     pub serve: super::servegrid::ServeGridArgs,
+    #[command(flatten)]
+    pub runs: RunsArgs,
 }
 
 #[derive(Debug, Args)]

@@ -151,3 +151,48 @@ fn estimate_runs_differ_by_seed_and_noise_and_say_when_they_cannot() {
     assert!(spread(&noisy, "e2e_ms.p50")["sd"].as_f64().unwrap() > 0.0, "{}", noisy["repeats"]);
     assert!(!noisy["repeats"]["notes"].to_string().contains("noise is off"));
 }
+
+/// sweep --runs: each point repeated at its load, each repeat with the
+/// next of the sweep's seeds (or its first run's, with --same-seed), and
+/// the point's result is its first run; stages are refused.
+#[test]
+fn sweep_repeats_each_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |name: &str, extra: &[&str]| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["sweep", "--estimate", "-q", "--concurrency", "1,4", "-n", "24"])
+            .args(["--input-tokens", "uniform:64..512", "--output-tokens", "16", "--runs", "2"])
+            .args(extra)
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .success();
+        read_json(&p)
+    };
+    let v = sweep("sw.json", &[]);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    let mut all = std::collections::BTreeSet::new();
+    for p in points {
+        let rep = &p["result"]["repeats"];
+        assert_eq!(rep["n"], 2, "{rep}");
+        let seeds = rep["seeds"].as_array().unwrap();
+        assert_eq!(p["result"]["config"]["load"]["seed"], seeds[0], "the point is its first run");
+        all.extend(seeds.iter().map(|s| s.as_u64().unwrap()));
+        assert_eq!(rep["runs"][1]["completed"], 24, "{rep}");
+    }
+    assert_eq!(all.len(), 4, "every run of every point drew its own seed: {all:?}");
+
+    let same = sweep("same.json", &["--same-seed"]);
+    for p in same["points"].as_array().unwrap() {
+        let seeds = &p["result"]["repeats"]["seeds"];
+        assert_eq!(seeds[0], seeds[1], "{seeds}");
+    }
+
+    let err = goodput()
+        .args(["sweep", "--estimate", "--stages", "c=1/2s,c=2/2s", "--runs", "2"])
+        .timeout(Duration::from_secs(20))
+        .refusal();
+    assert!(err.contains("--runs 2") && err.contains("--stages"), "{err}");
+}
