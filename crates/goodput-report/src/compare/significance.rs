@@ -7,7 +7,9 @@
 //!   records (and no sessions): the Mann–Whitney U test on the two runs'
 //!   per-request values (`rank`). It asks whether one run's requests tend
 //!   to be slower than the other's, so it gives every percentile of that
-//!   latency the same p: a change confined to the far tail can pass it.
+//!   latency the same p: a change confined to the far tail can pass it. A
+//!   percentile a run's sample does not bound keeps the interval test,
+//!   which declines to call it.
 //! - A percentile otherwise: the difference of the two percentiles over its standard
 //!   error, each run's standard error read from its order-statistic
 //!   interval on the side that faces the other run (half-width / z), and
@@ -61,8 +63,8 @@ pub struct Significance {
 /// with no interval (ITL, counts, cost).
 pub fn test(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significance> {
     let kind = Kind::of(m)?;
-    if let Kind::Percentile(d, _) = kind {
-        if let Some(s) = on_records(d, base, run) {
+    if let Kind::Percentile(d, p) = kind {
+        if let Some(s) = on_records(d, p, base, run) {
             return Some(s);
         }
     }
@@ -104,10 +106,19 @@ pub fn test(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significanc
 
 /// The Mann–Whitney U test on the two runs' per-request values of `d`,
 /// where both carry their records, neither ran sessions (whose requests
-/// are not independent) and each has [`MIN_SAMPLES`] values or more.
-fn on_records(d: Dist, base: &RunResult, run: &RunResult) -> Option<Significance> {
+/// are not independent), each has [`MIN_SAMPLES`] values or more, and each
+/// run's sample bounds its `p`-th percentile on both sides: U speaks of the
+/// whole distribution, and a percentile the sample cannot bound (a p99 of
+/// 30 requests) stays one no test can call.
+fn on_records(d: Dist, p: f64, base: &RunResult, run: &RunResult) -> Option<Significance> {
     let sessions = |r: &RunResult| r.summary.sessions.is_some();
     if sessions(base) || sessions(run) {
+        return None;
+    }
+    let unbounded = |r: &RunResult| {
+        r.summary.intervals.as_ref().and_then(|iv| iv.percentile(d.key(), p)).is_some_and(|i| !i.bounded())
+    };
+    if unbounded(base) || unbounded(run) {
         return None;
     }
     let x = samples(d.key(), base.requests.as_deref()?)?;

@@ -335,6 +335,20 @@ fn without_records_on_both_sides_the_interval_test_stays() {
     assert_eq!(call_of(&c, "ttft_ms.p50").test, "difference of percentiles");
 }
 
+/// From 30 requests with records: the median is tested on the requests,
+/// but a p99 the runs cannot bound stays one no test calls, and its `!`
+/// gate is unjudged, as without records.
+#[test]
+fn with_records_an_unbounded_percentile_is_still_not_called() {
+    use goodput_report::compare::{significance::MANN_WHITNEY, Call};
+    let (a, b) = (server_run_with_records(30, 50.0, 1), server_run_with_records(30, 55.0, 2));
+    let c = compare(&[("a", &a), ("b", &b)], &parse_rules("ttft_ms.p99>+5%!").unwrap());
+    assert_eq!(call_of(&c, "ttft_ms.p50").test, MANN_WHITNEY);
+    let s = call_of(&c, "ttft_ms.p99");
+    assert_eq!((s.call, s.p_value), (Call::CannotTell, None), "{s:?}");
+    assert_eq!(c.verdicts[0].verdict, Verdict::Unjudged, "{:?}", c.verdicts[0]);
+}
+
 /// Several `!` rules on one run: their p-values are adjusted together by
 /// Holm's method (the smallest times the number of rules, and so on), and
 /// each verdict says so; a single `!` rule is left as it is.

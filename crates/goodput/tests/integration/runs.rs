@@ -79,6 +79,20 @@ fn bench_runs_three_times_and_keeps_each_run() {
     // report renders the saved document's spread again.
     let again = goodput().arg("report").arg(&out).output().unwrap();
     assert!(String::from_utf8_lossy(&again.stdout).contains("spread over 3 runs"));
+    // Re-analysed from the first run's records, the block is carried as measured, and says so.
+    let rejudged = dir.path().join("rejudged.json");
+    goodput()
+        .arg("report")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .args(["--slo", "ttft<=1s", "-o"])
+        .arg(&rejudged)
+        .assert()
+        .success();
+    let w = read_json(&rejudged);
+    assert_eq!(w["repeats"]["runs"], v["repeats"]["runs"]);
+    assert!(w["repeats"]["notes"].to_string().contains("as first analysed"), "{}", w["repeats"]);
 }
 
 /// --same-seed: every run sends the same prompts on the same schedule.
