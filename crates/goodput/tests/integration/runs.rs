@@ -210,3 +210,54 @@ fn sweep_repeats_each_point() {
         .refusal();
     assert!(err.contains("--runs 2") && err.contains("--stages"), "{err}");
 }
+
+/// compare reads both runs' records (--records) and tests their TTFT on
+/// the requests themselves: two estimates of one setting with different
+/// seeds are called the same, and the same load at a higher concurrency
+/// different.
+#[test]
+fn compare_with_records_tests_the_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = |name: &str, seed: &str, c: &str| {
+        let (out, rec) = (dir.path().join(format!("{name}.json")), dir.path().join(format!("{name}.jsonl")));
+        goodput()
+            .args(["estimate", "-q", "-n", "200", "-c", c, "--seed", seed])
+            .args(["--input-tokens", "uniform:128..1024", "--output-tokens", "uniform:16..64"])
+            .writing(&out, &rec)
+            .assert()
+            .success();
+        (out, rec)
+    };
+    let (a, b, busy) = (est("a", "1", "8"), est("b", "2", "8"), est("busy", "2", "32"));
+    let cmp = |x: &(std::path::PathBuf, std::path::PathBuf), y: &(std::path::PathBuf, std::path::PathBuf)| {
+        let out = dir.path().join("cmp.json");
+        let o = goodput()
+            .arg("compare")
+            .arg(&x.0)
+            .arg(&y.0)
+            .arg("--records")
+            .arg(&x.1)
+            .arg("--records")
+            .arg(&y.1)
+            .args(["--fail-if", "ttft_ms.p50>+10%!", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        (o.status.code(), read_json(&out))
+    };
+    let row = |v: &serde_json::Value| {
+        v["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "ttft_ms.p50").unwrap()["significance"][1].clone()
+    };
+    let (code, same) = cmp(&a, &b);
+    let s = row(&same);
+    assert_eq!(s["test"], "Mann–Whitney U on per-request values", "{s}");
+    assert_eq!(s["call"], "not_shown", "{s}");
+    assert_eq!(code, Some(0), "{}", same["verdicts"]);
+    let (code, worse) = cmp(&a, &busy);
+    let s = row(&worse);
+    assert_eq!(
+        (s["test"].as_str(), s["call"].as_str()),
+        (Some("Mann–Whitney U on per-request values"), Some("different"))
+    );
+    assert_eq!(code, Some(1), "{}", worse["verdicts"]);
+}
