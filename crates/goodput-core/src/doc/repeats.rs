@@ -119,6 +119,47 @@ mod tests {
         assert!((s.lo.unwrap() - (5.0 - half)).abs() < 1e-5);
     }
 
+    /// A small deterministic generator (splitmix64) and normal draws by
+    /// Box–Muller, so the test needs no crate.
+    struct Draws(u64);
+
+    impl Draws {
+        fn unit(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        }
+
+        fn normal(&mut self) -> f64 {
+            let (u, v) = (self.unit().max(1e-300), self.unit());
+            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+        }
+    }
+
+    /// Over many sets of runs drawn from a known normal figure, the interval
+    /// of the mean holds the true mean at about the level asked, for 3, 5
+    /// and 10 runs and two levels.
+    #[test]
+    fn the_interval_of_the_mean_covers_at_its_level() {
+        let mut d = Draws(7);
+        for &(n, conf) in &[(3usize, 0.95), (5, 0.95), (10, 0.95), (5, 0.9)] {
+            let trials = 4000;
+            let mut held = 0;
+            for _ in 0..trials {
+                let v: Vec<f64> = (0..n).map(|_| 100.0 + 8.0 * d.normal()).collect();
+                let s = Spread::of("x", &v, conf).unwrap();
+                if s.lo.unwrap() <= 100.0 && 100.0 <= s.hi.unwrap() {
+                    held += 1;
+                }
+            }
+            let rate = f64::from(held) / f64::from(trials);
+            // 4000 trials: the rate's own sd is about 0.35 points.
+            assert!((rate - conf).abs() < 0.015, "{n} runs at {conf}: held {rate}");
+        }
+    }
+
     #[test]
     fn one_run_has_no_spread() {
         let s = Spread::of("x", &[3.0], 0.95).unwrap();
