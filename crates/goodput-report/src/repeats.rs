@@ -42,7 +42,7 @@ pub fn build(runs: &[RunResult], asked: u32, seeds: &[u64], same_seed: bool, con
         .collect();
     let mut notes = Vec::new();
     if runs.len() < asked as usize {
-        notes.push(format!("{} of the {asked} runs asked were made: the command was stopped", runs.len()));
+        notes.push(format!("{} of the {asked} runs asked were made", runs.len()));
     }
     // Alike to rounding: a rate's sum over the same requests may differ in its last bits.
     let alike = |s: &Spread| s.max - s.min <= 1e-9 * s.max.abs().max(s.min.abs()).max(1e-12);

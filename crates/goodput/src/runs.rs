@@ -38,6 +38,7 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
     let records = a.output.records.clone();
     let mut results: Vec<RunResult> = Vec::new();
     let mut first: Vec<RequestRecord> = Vec::new();
+    let mut failed: Option<anyhow::Error> = None;
     for (i, &seed) in seeds.iter().enumerate() {
         if interrupt.stopped() {
             break;
@@ -47,7 +48,16 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
         if !a.output.quiet {
             eprintln!("run {}/{n} · seed {seed}", i + 1);
         }
-        let (mut r, recs) = crate::bench::run(&a, Some(&interrupt)).await?;
+        // A later run that cannot be made (the server gone) leaves the
+        // runs before it to be written, and the command to fail after.
+        let (mut r, recs) = match crate::bench::run(&a, Some(&interrupt)).await {
+            Ok(made) => made,
+            Err(e) if i > 0 => {
+                failed = Some(e.context(format!("run {} of {n} (seed {seed}) could not be made", i + 1)));
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         let stopped = r.interrupted;
         if i == 0 {
             first = recs;
@@ -63,9 +73,17 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
     if results.is_empty() {
         bail!("the runs were stopped before the first one started: nothing was measured");
     }
-    let top = with_repeats(results, n, &seeds, a.runs.same_seed, a.judge.confidence, Vec::new());
+    let why = match &failed {
+        Some(e) => format!("{e:#}"),
+        None => "the command was stopped".into(),
+    };
+    let notes = if results.len() < n as usize { vec![why] } else { Vec::new() };
+    let top = with_repeats(results, n, &seeds, a.runs.same_seed, a.judge.confidence, notes);
     let stopped = top.repeats.as_ref().is_some_and(|rep| rep.n < n || rep.runs.iter().any(|r| r.interrupted));
     let code = output::finish(&top, &a.output, &a.judge, &first)?;
+    if let Some(e) = failed {
+        return Err(e.context("the document holds the runs made before it"));
+    }
     if stopped {
         eprintln!("error: the runs were interrupted before their end: the spread covers the runs made until then");
         return Ok(ExitCode::from(output::EXIT_INTERRUPTED));

@@ -74,7 +74,10 @@ impl Sweep {
         self.args.output.include_requests = include;
         made?;
         let seeds = &seeds[..results.len()];
-        let rep = goodput_report::repeats::build(&results, n, seeds, same, self.args.judge.confidence);
+        let mut rep = goodput_report::repeats::build(&results, n, seeds, same, self.args.judge.confidence);
+        if results.len() < n as usize {
+            rep.notes.push("the sweep was stopped".into());
+        }
         if !self.args.output.quiet {
             eprintln!("{}: {}", load.label(), goodput_report::repeats::line(&rep));
         }

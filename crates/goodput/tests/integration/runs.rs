@@ -261,3 +261,53 @@ fn compare_with_records_tests_the_requests() {
     );
     assert_eq!(code, Some(1), "{}", worse["verdicts"]);
 }
+
+/// SIGTERM during the first of three runs: no further run starts, the
+/// document holds the run made (marked interrupted, with a note that one
+/// of three was made), and the exit status says it was cut short.
+#[cfg(unix)]
+#[test]
+fn a_stopped_repeat_writes_the_runs_made_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["bench", "-q", "-c", "4", "--duration", "10m", "--grace", "300ms", "--runs", "3"])
+        .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while std::fs::read_to_string(&rec).map_or(0, |t| t.lines().count()) < 4 {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no records after a minute");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended by itself");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(30), "still running 30 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopping the runs (SIGTERM)"), "{stderr}");
+    let v = read_json(&out);
+    assert_eq!(v["interrupted"], true);
+    let rep = &v["repeats"];
+    assert_eq!((rep["n"].as_u64(), rep["asked"].as_u64()), (Some(1), Some(3)), "{rep}");
+    assert_eq!(rep["runs"][0]["interrupted"], true);
+    let notes = rep["notes"].to_string();
+    assert!(notes.contains("1 of the 3 runs asked were made") && notes.contains("stopped"), "{notes}");
+}
