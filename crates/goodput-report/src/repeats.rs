@@ -163,6 +163,44 @@ pub fn runs(r: &RunResult) -> Option<Table> {
     Some(Table { title: "runs".into(), label_align: Align::Left, columns, rows })
 }
 
+/// The figures a sweep's spread table shows for each repeated point.
+const SWEEP_FIGURES: [&str; 5] =
+    ["ttft_ms.p50", "ttft_ms.p99", "tpot_ms.p50", "e2e_ms.p99", "throughput.output_tokens_per_s"];
+
+/// A sweep's repeated points (`sweep --runs N`): a row per point, each
+/// cell a figure's mean ± sd over the point's runs; `None` when no point
+/// was repeated.
+pub fn sweep_spread(sw: &goodput_core::doc::sweep::SweepResult) -> Option<Table> {
+    let repeated: Vec<_> = sw.points.iter().filter_map(|p| Some((p, p.result.repeats.as_ref()?))).collect();
+    let n = repeated.first()?.1.asked;
+    let columns = SWEEP_FIGURES.iter().map(|f| column(&label(f), f, Detail::Headline)).collect();
+    let rows = repeated
+        .iter()
+        .map(|(p, rep)| Row {
+            label: format!("{} ({} runs)", p.load.label(), rep.n),
+            key: p.load.label(),
+            detail: Detail::Headline,
+            present: true,
+            cells: SWEEP_FIGURES
+                .iter()
+                .map(|f| {
+                    let u = unit(f);
+                    Cell::Text(rep.spread.iter().find(|s| s.figure == *f).map_or("-".into(), |s| {
+                        format!("{} ± {}", format::value(Some(s.mean), u), format::value(s.sd, u))
+                    }))
+                })
+                .collect(),
+            marks: Vec::new(),
+            note: None,
+        })
+        .collect();
+    Some(Table { title: format!("spread over {n} runs a point"), label_align: Align::Left, columns, rows })
+}
+
+/// What a sweep's spread table is, in a sentence.
+pub const SWEEP_NOTE: &str = "each point's mean ± sd over its runs; the points' tables, the charts and the \
+     analysis read each point's first run";
+
 /// Which run the top level is, how the runs differ, and what the interval
 /// of the mean assumes, in a sentence; then the block's notes.
 pub fn note(rep: &Repeats) -> String {

@@ -516,6 +516,11 @@ pub fn sweep_markdown(sw: &SweepResult) -> String {
     }
     o.push('\n');
     table(&mut o, &crate::table::sweep_points(sw).at(Detail::Headline));
+    if let Some(t) = crate::repeats::sweep_spread(sw) {
+        o.push('\n');
+        table(&mut o, &t.at(Detail::Headline));
+        let _ = writeln!(o, "\n_{}._", md(crate::repeats::SWEEP_NOTE));
+    }
     o
 }
 

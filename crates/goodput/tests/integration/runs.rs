@@ -184,7 +184,13 @@ fn sweep_repeats_each_point() {
             .success();
         read_json(&p)
     };
-    let v = sweep("sw.json", &[]);
+    let (html, md) = (dir.path().join("sw.html"), dir.path().join("sw.md"));
+    let v = sweep("sw.json", &["--html", html.to_str().unwrap(), "--markdown", md.to_str().unwrap()]);
+    for page in [&html, &md] {
+        let text = std::fs::read_to_string(page).unwrap();
+        assert!(text.contains("spread over 2 runs a point") && text.contains("concurrency 4 "), "{text}");
+    }
+    assert!(std::fs::read_to_string(&html).unwrap().contains("concurrency 4 (2 runs)"));
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 2);
     let mut all = std::collections::BTreeSet::new();
