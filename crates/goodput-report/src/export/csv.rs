@@ -1,7 +1,7 @@
 //! CSV for spreadsheets and dataframes: `summary.csv` as one wide row (a
 //! column per metric × statistic, unit in the name: `ttft_ms_p50`),
 //! `requests.csv` with a row per request, `runs.csv` with a row per run of
-//! `--runs N`, `points.csv` with a row per sweep
+//! `--runs N` (a sweep's: per run of each point), `points.csv` with a row per sweep
 //! point (the summary columns after the load), `compare.csv` for comparisons;
 //! `server_signals.csv` (a row per scrape) and `engine_series.csv` (a row per
 //! simulated-engine sample) when the run holds those blocks.
@@ -101,6 +101,9 @@ impl Exporter for Csv {
             header = vec!["point".to_string(), "load_kind".to_string(), "load_value".to_string()];
         }
         let mut files = vec![("points.csv".to_string(), table(&header, &rows))];
+        if let Some(runs) = sweep_runs(sweep) {
+            files.push(("runs.csv".to_string(), runs));
+        }
         if sweep.points.iter().any(|p| p.result.requests.is_some()) {
             let recs = sweep
                 .points
@@ -179,6 +182,47 @@ impl Exporter for Csv {
         }
         Ok(Rendered::Folder(files))
     }
+}
+
+/// `runs.csv` of a sweep with repeated points (`sweep --runs N`): a row
+/// per run of each point, its point's number and load first; the figures
+/// are those any repeated point has, in `compare`'s order.
+fn sweep_runs(sweep: &SweepResult) -> Option<Vec<u8>> {
+    let repeated: Vec<(usize, &goodput_core::doc::sweep::SweepPoint, &goodput_core::doc::repeats::Repeats)> =
+        sweep.points.iter().enumerate().filter_map(|(i, p)| Some((i, p, p.result.repeats.as_ref()?))).collect();
+    if repeated.is_empty() {
+        return None;
+    }
+    let figures: Vec<String> = crate::repeats::figures()
+        .iter()
+        .map(|m| m.path())
+        .filter(|f| repeated.iter().any(|(_, _, rep)| rep.spread.iter().any(|s| &s.figure == f)))
+        .collect();
+    let mut header: Vec<String> =
+        ["point", "load_kind", "load_value", "run", "seed", "run_id", "completed", "failed"].map(String::from).into();
+    header.extend(figures.iter().cloned());
+    let mut rows = Vec::new();
+    for (i, p, rep) in repeated {
+        let (kind, value) = match p.load {
+            Load::Concurrency(c) => ("concurrency", c as f64),
+            Load::Rate(r) => ("rate", r),
+        };
+        for run in &rep.runs {
+            let mut row = vec![
+                i.to_string(),
+                kind.to_string(),
+                csv_num(Some(value)),
+                run.index.to_string(),
+                run.seed.to_string(),
+                csv_text(&run.run_id),
+                run.completed.to_string(),
+                run.failed.to_string(),
+            ];
+            row.extend(figures.iter().map(|f| csv_num(run.figures.get(f).copied())));
+            rows.push(row);
+        }
+    }
+    Some(table(&header, &rows))
 }
 
 /// Header names are ours, but compare headers carry run labels (file

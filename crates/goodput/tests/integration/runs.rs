@@ -185,7 +185,14 @@ fn sweep_repeats_each_point() {
         read_json(&p)
     };
     let (html, md) = (dir.path().join("sw.html"), dir.path().join("sw.md"));
-    let v = sweep("sw.json", &["--html", html.to_str().unwrap(), "--markdown", md.to_str().unwrap()]);
+    let csv = dir.path().join("csv");
+    let v = sweep(
+        "sw.json",
+        &["--html", html.to_str().unwrap(), "--markdown", md.to_str().unwrap(), "--csv", csv.to_str().unwrap()],
+    );
+    let rows = std::fs::read_to_string(csv.join("runs.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 5, "a row per run of each of two points: {rows}");
+    assert!(rows.starts_with("point,load_kind,load_value,run,seed"), "{rows}");
     for page in [&html, &md] {
         let text = std::fs::read_to_string(page).unwrap();
         assert!(text.contains("spread over 2 runs a point") && text.contains("concurrency 4 "), "{text}");
