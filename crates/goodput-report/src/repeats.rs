@@ -37,7 +37,14 @@ pub fn build(runs: &[RunResult], asked: u32, seeds: &[u64], same_seed: bool, con
         .filter_map(|m| {
             let path = m.path();
             let values: Vec<f64> = each.iter().filter_map(|r| r.figures.get(&path).copied()).collect();
-            Spread::of(&path, &values, conf)
+            // No headline figure is negative, and a share is at most one:
+            // the interval of the mean is kept within what the figure can be.
+            let mut s = Spread::of(&path, &values, conf)?;
+            s.lo = s.lo.map(|lo| lo.max(0.0));
+            if m.unit() == Unit::Ratio {
+                s.hi = s.hi.map(|hi| hi.min(1.0));
+            }
+            Some(s)
         })
         .collect();
     let mut notes = Vec::new();

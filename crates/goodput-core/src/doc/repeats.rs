@@ -66,7 +66,9 @@ pub struct Spread {
     pub sd: Option<f64>,
     pub min: f64,
     pub max: f64,
-    /// mean ± t(1 − (1 − confidence)/2, n − 1) · sd / √n; absent for one run.
+    /// mean ± t(1 − (1 − confidence)/2, n − 1) · sd / √n, kept within what
+    /// the figure can be (not below zero; a share not above one); absent
+    /// for one run.
     pub lo: Option<f64>,
     pub hi: Option<f64>,
 }
