@@ -18,6 +18,10 @@
 //! - A rate: Welch's t on the two runs' sub-window rates (the batch means
 //!   their intervals came from), with Welch–Satterthwaite's degrees of freedom.
 //! - Attainment: the two-proportion z test on good / judged requests.
+//! - Any headline figure of two documents of `--runs N`, whose values a
+//!   comparison then reads as the means over their runs: Welch's t on the
+//!   runs' values, each run one draw (the run-to-run noise that one run's
+//!   intervals cannot see).
 
 use super::rank::{mann_whitney, samples, MIN_SAMPLES};
 use crate::metric::{Dist, Metric, Scalar, Stat};
@@ -60,8 +64,27 @@ pub struct Significance {
 }
 
 /// The test of metric `m` between `base` and `run`; `None` for a figure
-/// with no interval (ITL, counts, cost).
+/// with no interval (ITL, counts, cost). Two documents of `--runs N` are
+/// tested on their runs' values ([`test_in`]).
 pub fn test(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significance> {
+    test_in(m, base, run, repeated(base) && repeated(run))
+}
+
+/// Whether `r` is a document of two runs or more (`--runs N`).
+pub fn repeated(r: &RunResult) -> bool {
+    r.repeats.as_ref().is_some_and(|rep| rep.n >= 2)
+}
+
+/// The test of `m` in a comparison that reads its runs' means when
+/// `by_means` (every document compared holds repeated runs): Welch's t on
+/// the two documents' runs' values of a figure their repeats blocks keep;
+/// otherwise, and for a figure they do not keep, as [`test`] on one run.
+pub fn test_in(m: &Metric, base: &RunResult, run: &RunResult, by_means: bool) -> Option<Significance> {
+    if by_means {
+        if let Some(s) = on_runs(m, base, run) {
+            return Some(s);
+        }
+    }
     let kind = Kind::of(m)?;
     if let Kind::Percentile(d, p) = kind {
         if let Some(s) = on_records(d, p, base, run) {
@@ -144,6 +167,55 @@ fn on_records(d: Dist, p: f64, base: &RunResult, run: &RunResult) -> Option<Sign
         ),
     })
 }
+
+/// Welch's t on the runs' values of `m` in the two documents' `repeats`
+/// blocks, where each has it in two runs or more.
+fn on_runs(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significance> {
+    let path = m.path();
+    let values = |r: &RunResult| -> Option<Vec<f64>> {
+        let v: Vec<f64> = r.repeats.as_ref()?.runs.iter().filter_map(|x| x.figures.get(&path).copied()).collect();
+        (v.len() >= 2).then_some(v)
+    };
+    let (x, y) = (values(base)?, values(run)?);
+    let conf = base.repeats.as_ref().map_or(DEFAULT_CONFIDENCE, |r| r.confidence);
+    let alpha = ((1.0 - conf) * 1e9).round() / 1e9;
+    let p = welch(&x, &y);
+    Some(Significance {
+        test: WELCH_RUNS.into(),
+        p_value: Some(p),
+        alpha,
+        call: if p < alpha { Call::Different } else { Call::NotShown },
+        reason: format!(
+            "p = {} {} {alpha} ({} and {} runs)",
+            p_text(p),
+            if p < alpha { "<" } else { "≥" },
+            x.len(),
+            y.len()
+        ),
+    })
+}
+
+/// The two-sided p of Welch's t between the means of `x` and `y` (two
+/// values or more each), with Welch–Satterthwaite's degrees of freedom.
+pub fn welch(x: &[f64], y: &[f64]) -> f64 {
+    let stats = |v: &[f64]| {
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (mean, var / n, n - 1.0)
+    };
+    let ((m0, s0, d0), (m1, s1, d1)) = (stats(x), stats(y));
+    let se2 = s0 + s1;
+    if se2 == 0.0 {
+        return if m0 == m1 { 1.0 } else { 0.0 };
+    }
+    let df = se2 * se2 / (s0 * s0 / d0 + s1 * s1 / d1);
+    let df = if df.is_finite() { df.max(1.0) } else { d0 + d1 };
+    (2.0 * (1.0 - t_cdf((m1 - m0).abs() / se2.sqrt(), df))).clamp(0.0, 1.0)
+}
+
+/// The name of the test on repeated runs.
+pub const WELCH_RUNS: &str = "Welch's t on the runs' values";
 
 /// The name of the test on per-request records.
 pub const MANN_WHITNEY: &str = "Mann–Whitney U on per-request values";

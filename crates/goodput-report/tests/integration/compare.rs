@@ -370,3 +370,60 @@ fn several_bang_rules_are_holm_adjusted_together() {
     let single = compare(&[("a", &a), ("b", &b)], &parse_rules("ttft_ms.p50>-100%!").unwrap());
     assert!(!single.verdicts[0].reason.contains("Holm"), "{}", single.verdicts[0].reason);
 }
+
+/// A document of `--runs 4` of the server at `ttft_ms`: its first run on
+/// top, the four in its `repeats` block.
+fn repeated_run(ttft_ms: f64, first_seed: u64) -> goodput_core::RunResult {
+    let runs: Vec<goodput_core::RunResult> =
+        (0..4).map(|k| server_run(200, ttft_ms * (1.0 + 0.01 * (k as f64 - 1.5)), first_seed + k)).collect();
+    let seeds = goodput_report::repeats::seeds(first_seed, 4, false);
+    let rep = goodput_report::repeats::build(&runs, 4, &seeds, false, 0.95);
+    let mut top = runs[0].clone();
+    top.repeats = Some(rep);
+    top
+}
+
+/// Two documents of repeated runs: compare reads each figure as the mean
+/// over its runs, tests its change by Welch's t on the runs' values, and
+/// says so; the same server is called the same, TTFT 10% slower different,
+/// and a `!` gate follows.
+#[test]
+fn documents_of_repeated_runs_are_compared_on_their_means() {
+    use goodput_report::compare::{significance::WELCH_RUNS, Call, MEANS_NOTE};
+    let base = repeated_run(50.0, 1);
+    let (same, slower) = (repeated_run(50.0, 11), repeated_run(55.0, 21));
+    let rules = parse_rules("ttft_ms.p50>+5%!").unwrap();
+    let c = compare(&[("a", &base), ("b", &same)], &rules);
+    assert!(c.note.as_deref().is_some_and(|n| n.contains(MEANS_NOTE)), "{:?}", c.note);
+    let row = c.rows.iter().find(|r| r.metric.path() == "ttft_ms.p50").unwrap();
+    let mean = base.repeats.as_ref().unwrap().spread.iter().find(|s| s.figure == "ttft_ms.p50").unwrap().mean;
+    assert_eq!(row.values[0], Some(mean), "the value is the mean over the runs");
+    let s = call_of(&c, "ttft_ms.p50");
+    assert_eq!((s.test.as_str(), s.call), (WELCH_RUNS, Call::NotShown), "{s:?}");
+    assert!(s.reason.contains("4 and 4 runs"), "{}", s.reason);
+    assert!(c.passed(), "{:#?}", c.verdicts);
+    // ITL has no interval of its own, but its runs' values can be tested.
+    assert_eq!(call_of(&c, "itl_ms.p50").test, WELCH_RUNS);
+
+    let worse = compare(&[("a", &base), ("b", &slower)], &rules);
+    let s = call_of(&worse, "ttft_ms.p50");
+    assert_eq!((s.test.as_str(), s.call), (WELCH_RUNS, Call::Different), "{s:?}");
+    assert_eq!(worse.verdicts[0].verdict, Verdict::Fail, "{:?}", worse.verdicts[0]);
+
+    // One document of a single run: every figure is the first run's again.
+    let mixed = compare(&[("a", &base), ("b", &server_run(200, 50.0, 2))], &[]);
+    assert!(mixed.note.is_none(), "{:?}", mixed.note);
+    assert_ne!(call_of(&mixed, "ttft_ms.p50").test, WELCH_RUNS);
+}
+
+#[test]
+fn welch_on_known_values() {
+    use goodput_report::compare::significance::welch;
+    // x = 1..5 (mean 3, var 2.5), y = 3..7 (mean 5, var 2.5): t = 2/1 = 2,
+    // df = 8; two-sided p = 0.0805 (t tables: t(0.95, 8) = 1.860,
+    // t(0.975, 8) = 2.306).
+    let p = welch(&[1.0, 2.0, 3.0, 4.0, 5.0], &[3.0, 4.0, 5.0, 6.0, 7.0]);
+    assert!((p - 0.0805).abs() < 5e-4, "{p}");
+    assert_eq!(welch(&[2.0, 2.0], &[2.0, 2.0]), 1.0);
+    assert_eq!(welch(&[2.0, 2.0], &[3.0, 3.0]), 0.0);
+}
