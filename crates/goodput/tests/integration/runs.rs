@@ -324,3 +324,33 @@ fn a_stopped_repeat_writes_the_runs_made_and_says_so() {
     let notes = rep["notes"].to_string();
     assert!(notes.contains("1 of the 3 runs asked were made") && notes.contains("stopped"), "{notes}");
 }
+
+/// compare of two documents of --runs N: the figures are the runs' means,
+/// tested by Welch's t on the runs' values, and the comparison says so.
+#[test]
+fn compare_reads_repeated_runs_as_their_means() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = |name: &str, seed: &str| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-n", "40", "-c", "8", "--seed", seed, "--runs", "3"])
+            .args(["--input-tokens", "uniform:64..512", "--output-tokens", "16"])
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .success();
+        p
+    };
+    let (a, b) = (est("a.json", "1"), est("b.json", "50"));
+    let out = dir.path().join("cmp.json");
+    goodput().arg("compare").arg(&a).arg(&b).arg("-o").arg(&out).assert().success();
+    let c = read_json(&out);
+    assert!(c["note"].as_str().unwrap().contains("mean over its runs"), "{}", c["note"]);
+    let row = c["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "e2e_ms.p50").unwrap();
+    let mean =
+        read_json(&a)["repeats"]["spread"].as_array().unwrap().iter().find(|s| s["figure"] == "e2e_ms.p50").unwrap()
+            ["mean"]
+            .clone();
+    assert_eq!(row["values"][0], mean);
+    assert_eq!(row["significance"][1]["test"], "Welch's t on the runs' values", "{row}");
+}
