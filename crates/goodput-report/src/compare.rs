@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write};
 use std::str::FromStr;
 
+pub mod rank;
 pub mod significance;
 pub use significance::{Call, Significance};
 
@@ -307,10 +308,16 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),
     };
+    // Documents of --runs N all: their headline figures are their runs' means.
+    let by_means = runs.len() >= 2 && runs.iter().all(|(_, r)| significance::repeated(r));
+    let note = match (note, by_means.then_some(MEANS_NOTE)) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b.map(String::from)),
+    };
     let rows = metrics
         .into_iter()
         .map(|m| {
-            let values: Vec<Option<f64>> = runs.iter().map(|(_, r)| m.value(r)).collect();
+            let values: Vec<Option<f64>> = runs.iter().map(|(_, r)| value(&m, r, by_means)).collect();
             let base = values.first().copied().flatten();
             let changes = values
                 .iter()
@@ -325,7 +332,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             let significance = runs
                 .iter()
                 .enumerate()
-                .map(|(i, (_, r))| if i == 0 { None } else { significance::test(&m, runs[0].1, r) })
+                .map(|(i, (_, r))| if i == 0 { None } else { significance::test_in(&m, runs[0].1, r, by_means) })
                 .collect();
             Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes, significance }
         })
@@ -333,8 +340,10 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
     let mut verdicts = Vec::new();
     if let Some((_, base)) = runs.first() {
         for (i, (label, run)) in runs.iter().enumerate().skip(1) {
-            for rule in rules {
-                verdicts.push(judge(rule, base, run, i, label, runs[0].0));
+            let sigs = holm_adjusted(rules, base, run, by_means);
+            for (rule, sig) in rules.iter().zip(sigs) {
+                let values = (value(&rule.metric, base, by_means), value(&rule.metric, run, by_means));
+                verdicts.push(judge(rule, values, i, label, runs[0].0, sig));
             }
         }
     }
@@ -440,8 +449,49 @@ fn leaves(path: String, v: &serde_json::Value, out: &mut BTreeMap<String, String
     }
 }
 
-fn judge(rule: &Rule, base: &RunResult, run: &RunResult, i: usize, label: &str, base_label: &str) -> RuleVerdict {
-    let (b, v) = (rule.metric.value(base), rule.metric.value(run));
+/// The test of each rule that asks for significance (`!`) on `run`, its
+/// p-value adjusted by Holm's method over all of them that made a test: a
+/// gate of several `!` rules then calls a change on noise no more often
+/// than one rule alone would. `None` for a rule without `!`.
+fn holm_adjusted(rules: &[Rule], base: &RunResult, run: &RunResult, by_means: bool) -> Vec<Option<Significance>> {
+    let mut sigs: Vec<Option<Significance>> = rules
+        .iter()
+        .map(|r| if r.significant { significance::test_in(&r.metric, base, run, by_means) } else { None })
+        .collect();
+    let tested: Vec<usize> =
+        (0..sigs.len()).filter(|&i| sigs[i].as_ref().is_some_and(|s| s.p_value.is_some())).collect();
+    if tested.len() < 2 {
+        return sigs;
+    }
+    let ps: Vec<f64> = tested.iter().filter_map(|&i| sigs[i].as_ref()?.p_value).collect();
+    for (&i, adj) in tested.iter().zip(rank::holm(&ps)) {
+        if let Some(s) = sigs[i].as_mut() {
+            let raw = s.p_value.unwrap_or(adj);
+            s.p_value = Some(adj);
+            s.call = if adj < s.alpha { Call::Different } else { Call::NotShown };
+            s.reason = format!(
+                "Holm-adjusted over {} rules: p = {} {} {} (unadjusted {})",
+                tested.len(),
+                significance::p_text(adj),
+                if adj < s.alpha { "<" } else { "≥" },
+                s.alpha,
+                significance::p_text(raw)
+            );
+        }
+    }
+    sigs
+}
+
+/// `rule` judged on run `i` (`label`) against the baseline, `(b, v)` their
+/// values of its metric, `sig` its test where it asks for one (`!`).
+fn judge(
+    rule: &Rule,
+    (b, v): (Option<f64>, Option<f64>),
+    i: usize,
+    label: &str,
+    base_label: &str,
+    sig: Option<Significance>,
+) -> RuleVerdict {
     let mut out = RuleVerdict {
         rule: rule.text.clone(),
         run: i,
@@ -486,7 +536,7 @@ fn judge(rule: &Rule, base: &RunResult, run: &RunResult, i: usize, label: &str, 
     out.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
     out.reason = format!("{} {} {}", shown.0, if failed { op } else { not }, shown.1);
     if rule.significant {
-        let Some(sig) = significance::test(&rule.metric, base, run) else {
+        let Some(sig) = sig else {
             out.verdict = Verdict::Unjudged;
             out.reason = format!(
                 "{}, but {} has no interval to test a change against (the ! needs a percentile of a per-request \
@@ -508,6 +558,24 @@ fn judge(rule: &Rule, base: &RunResult, run: &RunResult, i: usize, label: &str, 
         }
     }
     out
+}
+
+/// Said when every document compared holds repeated runs.
+pub const MEANS_NOTE: &str = "every document holds repeated runs (--runs N): each headline figure is the mean over \
+     its runs, and its change is tested by Welch's t on the runs' values; a figure the runs did not keep is the \
+     first run's";
+
+/// `m` in `r`: the mean over its runs when the comparison reads means and
+/// its `repeats` block keeps the figure, else the document's own value.
+fn value(m: &Metric, r: &RunResult, by_means: bool) -> Option<f64> {
+    let path = m.path();
+    let mean = || r.repeats.as_ref()?.spread.iter().find(|s| s.figure == path).map(|s| s.mean);
+    if by_means {
+        if let Some(v) = mean() {
+            return Some(v);
+        }
+    }
+    m.value(r)
 }
 
 /// `*` beside a change the runs' intervals call real, `?` where they

@@ -21,6 +21,7 @@ pub mod frontier;
 pub mod intervals;
 pub mod metric;
 pub mod read;
+pub mod repeats;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod series;

@@ -34,6 +34,7 @@ pub fn render_width(r: &RunResult, width: usize) -> String {
     heading(&mut o, r);
     latency_table(&mut o, r, width);
     intervals_block(&mut o, r, width);
+    repeats_block(&mut o, r);
     throughput(&mut o, r);
     user_view(&mut o, r);
     let ps: Vec<f64> = s.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
@@ -319,6 +320,35 @@ fn intervals_block(o: &mut String, r: &RunResult, width: usize) {
 }
 
 /// Throughput, in-flight requests, token counts and where they came from.
+/// The spread of the headline figures over the runs of `--runs N`: a row
+/// per figure, its mean, standard deviation, range and interval of the mean.
+fn repeats_block(o: &mut String, r: &RunResult) {
+    let (Some(rep), Some(t)) = (r.repeats.as_ref(), crate::repeats::spread(r)) else { return };
+    let t = t.at(Detail::Standard);
+    let (head, rows) = t.grid();
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (i, c) in row.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    widths[0] = widths[0].max(16);
+    for (i, h) in head.iter().enumerate() {
+        let align = if i == 0 { Align::Left } else { Align::Right };
+        let _ = write!(o, "{}{}", if i == 0 { "" } else { "  " }, pad(h, widths[i] + 2 * usize::from(i == 0), align));
+    }
+    o.push('\n');
+    for row in &rows {
+        let _ = write!(o, "  {}", pad(&esc(&row[0]), widths[0], Align::Left));
+        for (i, c) in row.iter().enumerate().skip(1) {
+            let _ = write!(o, "  {}", pad(c, widths[i], Align::Right));
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(o, "  ({})", crate::repeats::note(rep));
+    o.push('\n');
+}
+
 fn throughput(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     let th = &s.throughput;

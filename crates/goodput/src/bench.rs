@@ -8,12 +8,23 @@ use crate::point::{run_point, Point};
 use crate::prometheus::serve_live;
 use crate::{limits, output, setup};
 use anyhow::Result;
-use goodput_core::RunConfig;
+use goodput_core::{RequestRecord, RunConfig, RunResult};
 use goodput_report::read::records::RecordFile;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
+    if a.runs.runs > 1 {
+        return crate::runs::bench(a).await;
+    }
+    let (result, recs) = run(&a, None).await?;
+    output::finish_live(&result, &a.output, &a.judge, &recs)
+}
+
+/// One run of `a`: its result and its records, written nowhere but
+/// `--records`. Stopped with `parent` when given (one of `--runs`), else
+/// by its own Ctrl-C and SIGTERM.
+pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult, Vec<RequestRecord>)> {
     let trace = setup::trace(&a.load)?;
     let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
     plan.shard = a.shard.shard.map(|(index, count)| goodput_load::runner::Shard { index, count });
@@ -84,7 +95,10 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
             if a.load.shape.seed.drawn { " (drawn: --seed repeats it)" } else { "" }
         );
     }
-    let interrupt = Interrupt::install("the run", a.target.grace);
+    let interrupt = match parent {
+        Some(p) => p.child(),
+        None => Interrupt::install("the run", a.target.grace),
+    };
     let live = match a.metrics.prometheus_listen {
         Some(addr) => {
             let op = target.client.api().operation();
@@ -129,5 +143,5 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         start_at_unix_s: a.shard.start_at,
         records: a.output.records.as_ref().map(|p| p.display().to_string()),
     });
-    output::finish_live(&result, &a.output, &a.judge, &recs)
+    Ok((result, recs))
 }

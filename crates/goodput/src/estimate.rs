@@ -7,6 +7,7 @@ use crate::cli::{EngineArgs, EstimateArgs};
 use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
 use crate::{output, setup};
 use anyhow::{Context, Result};
+use goodput_core::{RequestRecord, RunResult};
 use goodput_sim::engine::{validate, EngineConfig, GpuSpec};
 use std::path::Path;
 use std::process::ExitCode;
@@ -17,12 +18,22 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
         return validate_file(csv, &a.engine);
     }
     let cfg = EngineConfig::try_from(&a.engine)?;
+    if a.runs.runs > 1 {
+        return crate::runs::estimate(a, &cfg);
+    }
+    let wall = std::time::Instant::now();
+    let (result, records) = run(&a, &cfg)?;
+    finish(&a, &cfg, &result, &records, wall.elapsed())
+}
+
+/// One estimate of `a` on `cfg`: its result and its records, written nowhere.
+pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<RequestRecord>)> {
     setup::no_answers(&a.workload, "estimate")?;
     setup::no_images(&a.workload, "estimate")?;
     let trace = setup::trace(&a.load)?;
     let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
-    crate::virtual_point::check_context(&cfg, &workload, "--model picks another")?;
+    crate::virtual_point::check_context(cfg, &workload, "--model picks another")?;
     // The engine modelled runs on tp × dp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
@@ -32,19 +43,29 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     inputs.extend(a.engine.hw.calibration.as_deref().map(|p| ("--calibration", p)));
     inputs.extend(output::named_file("--model", &a.engine.engine_model));
     output::check_outputs(&a.output, &inputs)?;
-    let wall = std::time::Instant::now();
-    let server = VirtualServer { engine: &cfg, prompts: prompt_kind(a.api) };
+    let server = VirtualServer { engine: cfg, prompts: prompt_kind(a.api) };
     let (mut result, records) =
         estimate_result(server, &plan, &workload, workload_config, &opts, a.output.include_requests)?;
     (result.config.label, result.config.meta) = setup::tags(&a.output);
-    let wall = wall.elapsed();
+    Ok((result, records))
+}
+
+/// Writes `--records`, prints and writes the result, and says what the
+/// engine saw and how fast the simulation ran (`wall`).
+pub fn finish(
+    a: &EstimateArgs,
+    cfg: &EngineConfig,
+    result: &RunResult,
+    records: &[RequestRecord],
+    wall: std::time::Duration,
+) -> Result<ExitCode> {
     if let Some(p) = &a.output.records {
         let mut f = goodput_report::read::records::RecordFile::create(p, &result.run_id)?;
-        for r in &records {
+        for r in records {
             f.write(r);
         }
     }
-    let code = output::finish(&result, &a.output, &a.judge, &records)?;
+    let code = output::finish(result, &a.output, &a.judge, records)?;
     if let Some(e) = &result.engine {
         crate::output::say(&goodput_report::terminal::engine_lines(e));
     }

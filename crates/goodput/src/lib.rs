@@ -21,6 +21,7 @@ pub mod point;
 pub mod progress;
 pub mod prometheus;
 pub mod report;
+pub mod runs;
 pub mod scrape;
 pub mod serve;
 pub mod setup;

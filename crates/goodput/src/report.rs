@@ -149,6 +149,11 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     // A shard's, or a merged run's, account of where its records came from.
     result.shard = run.shard.take();
     result.merge = run.merge.take();
+    // The other runs of --runs N kept their figures alone: carried as measured.
+    result.repeats = run.repeats.take().map(|mut rep| {
+        rep.notes.push(REPEATS_AS_SAVED.into());
+        rep
+    });
     if let Some(w) = &a.window {
         result.warnings.extend(window_past_the_run(w, &all_sent));
     }
@@ -156,6 +161,11 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
 }
+
+/// Said of a `repeats` block when `report` analyses the first run's
+/// records again: the other runs' records were never kept.
+pub const REPEATS_AS_SAVED: &str = "the runs' figures are as first analysed: report re-analyses run 1's records alone \
+     (the other runs kept their figures, not their records), so the top level may differ from run 1's row";
 
 /// The warning for a `--window` that runs past the run's sending: the
 /// analysis covers only the stretch that held requests, and says so.

@@ -55,6 +55,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         diagnosis: Vec::new(),
         shard: None,
         merge: None,
+        repeats: None,
         requests: a.include_requests.then(|| records.to_vec()),
     }
 }

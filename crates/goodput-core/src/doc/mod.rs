@@ -8,6 +8,7 @@ pub mod config;
 pub mod engine;
 pub mod frontier;
 pub mod record;
+pub mod repeats;
 pub mod result;
 pub mod shard;
 pub mod sweep;

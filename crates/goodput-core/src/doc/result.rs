@@ -79,6 +79,10 @@ pub struct RunResult {
     /// which, and how well their clocks agreed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<crate::doc::shard::MergeInfo>,
+    /// The run was repeated (`--runs N`): the top level is the first run,
+    /// and this block holds every run's headline figures and their spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<crate::doc::repeats::Repeats>,
     /// Per-request records, only when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<RequestRecord>>,

@@ -3,7 +3,14 @@
 //! its p-value, read from the runs' `summary.intervals` alone, so two saved
 //! documents are enough.
 //!
-//! - A percentile: the difference of the two percentiles over its standard
+//! - A percentile of a per-request latency, where both runs carry their
+//!   records (and no sessions): the Mann–Whitney U test on the two runs'
+//!   per-request values (`rank`). It asks whether one run's requests tend
+//!   to be slower than the other's, so it gives every percentile of that
+//!   latency the same p: a change confined to the far tail can pass it. A
+//!   percentile a run's sample does not bound keeps the interval test,
+//!   which declines to call it.
+//! - A percentile otherwise: the difference of the two percentiles over its standard
 //!   error, each run's standard error read from its order-statistic
 //!   interval on the side that faces the other run (half-width / z), and
 //!   the normal distribution. Where that side is unbounded (a p99 of 30
@@ -11,9 +18,16 @@
 //! - A rate: Welch's t on the two runs' sub-window rates (the batch means
 //!   their intervals came from), with Welch–Satterthwaite's degrees of freedom.
 //! - Attainment: the two-proportion z test on good / judged requests.
+//! - Any headline figure of two documents of `--runs N`, whose values a
+//!   comparison then reads as the means over their runs: Welch's t on the
+//!   runs' values, each run one draw (the run-to-run noise that one run's
+//!   intervals cannot see).
 
+use super::rank::{mann_whitney, samples, MIN_SAMPLES};
 use crate::metric::{Dist, Metric, Scalar, Stat};
-use goodput_core::analysis::interval::{normal_cdf, normal_quantile, t_cdf, t_quantile, Interval, Intervals};
+use goodput_core::analysis::interval::{
+    normal_cdf, normal_quantile, t_cdf, t_quantile, Interval, Intervals, DEFAULT_CONFIDENCE,
+};
 use goodput_core::RunResult;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -37,8 +51,8 @@ pub enum Call {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Significance {
-    /// The test: `difference of percentiles`, `Welch's t on sub-window
-    /// rates`, `two-proportion z`.
+    /// The test: `Mann–Whitney U on per-request values`, `difference of
+    /// percentiles`, `Welch's t on sub-window rates`, `two-proportion z`.
     pub test: String,
     /// Two-sided; absent where no test was made.
     pub p_value: Option<f64>,
@@ -50,9 +64,33 @@ pub struct Significance {
 }
 
 /// The test of metric `m` between `base` and `run`; `None` for a figure
-/// with no interval (ITL, counts, cost).
+/// with no interval (ITL, counts, cost). Two documents of `--runs N` are
+/// tested on their runs' values ([`test_in`]).
 pub fn test(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significance> {
+    test_in(m, base, run, repeated(base) && repeated(run))
+}
+
+/// Whether `r` is a document of two runs or more (`--runs N`).
+pub fn repeated(r: &RunResult) -> bool {
+    r.repeats.as_ref().is_some_and(|rep| rep.n >= 2)
+}
+
+/// The test of `m` in a comparison that reads its runs' means when
+/// `by_means` (every document compared holds repeated runs): Welch's t on
+/// the two documents' runs' values of a figure their repeats blocks keep;
+/// otherwise, and for a figure they do not keep, as [`test`] on one run.
+pub fn test_in(m: &Metric, base: &RunResult, run: &RunResult, by_means: bool) -> Option<Significance> {
+    if by_means {
+        if let Some(s) = on_runs(m, base, run) {
+            return Some(s);
+        }
+    }
     let kind = Kind::of(m)?;
+    if let Kind::Percentile(d, p) = kind {
+        if let Some(s) = on_records(d, p, base, run) {
+            return Some(s);
+        }
+    }
     let (bi, ri) = match (base.summary.intervals.as_ref(), run.summary.intervals.as_ref()) {
         (Some(b), Some(r)) => (b, r),
         _ => {
@@ -89,7 +127,100 @@ pub fn test(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significanc
     })
 }
 
-fn p_text(p: f64) -> String {
+/// The Mann–Whitney U test on the two runs' per-request values of `d`,
+/// where both carry their records, neither ran sessions (whose requests
+/// are not independent), each has [`MIN_SAMPLES`] values or more, and each
+/// run's sample bounds its `p`-th percentile on both sides: U speaks of the
+/// whole distribution, and a percentile the sample cannot bound (a p99 of
+/// 30 requests) stays one no test can call.
+fn on_records(d: Dist, p: f64, base: &RunResult, run: &RunResult) -> Option<Significance> {
+    let sessions = |r: &RunResult| r.summary.sessions.is_some();
+    if sessions(base) || sessions(run) {
+        return None;
+    }
+    let unbounded = |r: &RunResult| {
+        r.summary.intervals.as_ref().and_then(|iv| iv.percentile(d.key(), p)).is_some_and(|i| !i.bounded())
+    };
+    if unbounded(base) || unbounded(run) {
+        return None;
+    }
+    let x = samples(d.key(), base.requests.as_deref()?)?;
+    let y = samples(d.key(), run.requests.as_deref()?)?;
+    if x.len() < MIN_SAMPLES || y.len() < MIN_SAMPLES {
+        return None;
+    }
+    let t = mann_whitney(&x, &y)?;
+    let conf = base.summary.intervals.as_ref().map_or(DEFAULT_CONFIDENCE, |i| i.confidence);
+    let alpha = ((1.0 - conf) * 1e9).round() / 1e9;
+    Some(Significance {
+        test: MANN_WHITNEY.into(),
+        p_value: Some(t.p),
+        alpha,
+        call: if t.p < alpha { Call::Different } else { Call::NotShown },
+        reason: format!(
+            "p = {} {} {alpha} (U = {}, {} and {} requests)",
+            p_text(t.p),
+            if t.p < alpha { "<" } else { "≥" },
+            t.u,
+            x.len(),
+            y.len()
+        ),
+    })
+}
+
+/// Welch's t on the runs' values of `m` in the two documents' `repeats`
+/// blocks, where each has it in two runs or more.
+fn on_runs(m: &Metric, base: &RunResult, run: &RunResult) -> Option<Significance> {
+    let path = m.path();
+    let values = |r: &RunResult| -> Option<Vec<f64>> {
+        let v: Vec<f64> = r.repeats.as_ref()?.runs.iter().filter_map(|x| x.figures.get(&path).copied()).collect();
+        (v.len() >= 2).then_some(v)
+    };
+    let (x, y) = (values(base)?, values(run)?);
+    let conf = base.repeats.as_ref().map_or(DEFAULT_CONFIDENCE, |r| r.confidence);
+    let alpha = ((1.0 - conf) * 1e9).round() / 1e9;
+    let p = welch(&x, &y);
+    Some(Significance {
+        test: WELCH_RUNS.into(),
+        p_value: Some(p),
+        alpha,
+        call: if p < alpha { Call::Different } else { Call::NotShown },
+        reason: format!(
+            "p = {} {} {alpha} ({} and {} runs)",
+            p_text(p),
+            if p < alpha { "<" } else { "≥" },
+            x.len(),
+            y.len()
+        ),
+    })
+}
+
+/// The two-sided p of Welch's t between the means of `x` and `y` (two
+/// values or more each), with Welch–Satterthwaite's degrees of freedom.
+pub fn welch(x: &[f64], y: &[f64]) -> f64 {
+    let stats = |v: &[f64]| {
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (mean, var / n, n - 1.0)
+    };
+    let ((m0, s0, d0), (m1, s1, d1)) = (stats(x), stats(y));
+    let se2 = s0 + s1;
+    if se2 == 0.0 {
+        return if m0 == m1 { 1.0 } else { 0.0 };
+    }
+    let df = se2 * se2 / (s0 * s0 / d0 + s1 * s1 / d1);
+    let df = if df.is_finite() { df.max(1.0) } else { d0 + d1 };
+    (2.0 * (1.0 - t_cdf((m1 - m0).abs() / se2.sqrt(), df))).clamp(0.0, 1.0)
+}
+
+/// The name of the test on repeated runs.
+pub const WELCH_RUNS: &str = "Welch's t on the runs' values";
+
+/// The name of the test on per-request records.
+pub const MANN_WHITNEY: &str = "Mann–Whitney U on per-request values";
+
+pub(crate) fn p_text(p: f64) -> String {
     if p < 1e-4 {
         "<0.0001".into()
     } else {

@@ -1,6 +1,7 @@
 //! CSV for spreadsheets and dataframes: `summary.csv` as one wide row (a
 //! column per metric × statistic, unit in the name: `ttft_ms_p50`),
-//! `requests.csv` with a row per request, `points.csv` with a row per sweep
+//! `requests.csv` with a row per request, `runs.csv` with a row per run of
+//! `--runs N` (a sweep's: per run of each point), `points.csv` with a row per sweep
 //! point (the summary columns after the load), `compare.csv` for comparisons;
 //! `server_signals.csv` (a row per scrape) and `engine_series.csv` (a row per
 //! simulated-engine sample) when the run holds those blocks.
@@ -16,8 +17,9 @@ use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
 
 /// Every file `--csv` may write into its folder, whatever it renders: a
 /// command checks them against the files it reads.
-pub const FILE_NAMES: [&str; 8] = [
+pub const FILE_NAMES: [&str; 9] = [
     "summary.csv",
+    "runs.csv",
     "requests.csv",
     "server_signals.csv",
     "engine_series.csv",
@@ -39,6 +41,14 @@ impl Exporter for Csv {
         let ps = percentiles(std::iter::once(run));
         let fields = summary_fields(run, &ps);
         let mut files = vec![("summary.csv".to_string(), table(&names(&fields), &[cells(fields)]))];
+        if let Some(rep) = &run.repeats {
+            // A row per run of `--runs N`; the run id is the document's text.
+            let (header, mut rows) = crate::repeats::csv_rows(rep);
+            for row in &mut rows {
+                row[2] = csv_text(&row[2]);
+            }
+            files.push(("runs.csv".to_string(), table(&header, &rows)));
+        }
         if let Some(recs) = &run.requests {
             // An imported run's file cannot give some of these: their cells stay empty.
             let blank: Vec<&str> = ["ttfb_ms", "ttft_content_ms", "itl_max_ms", "client_queue_ms"]
@@ -91,6 +101,9 @@ impl Exporter for Csv {
             header = vec!["point".to_string(), "load_kind".to_string(), "load_value".to_string()];
         }
         let mut files = vec![("points.csv".to_string(), table(&header, &rows))];
+        if let Some(runs) = sweep_runs(sweep) {
+            files.push(("runs.csv".to_string(), runs));
+        }
         if sweep.points.iter().any(|p| p.result.requests.is_some()) {
             let recs = sweep
                 .points
@@ -169,6 +182,47 @@ impl Exporter for Csv {
         }
         Ok(Rendered::Folder(files))
     }
+}
+
+/// `runs.csv` of a sweep with repeated points (`sweep --runs N`): a row
+/// per run of each point, its point's number and load first; the figures
+/// are those any repeated point has, in `compare`'s order.
+fn sweep_runs(sweep: &SweepResult) -> Option<Vec<u8>> {
+    let repeated: Vec<(usize, &goodput_core::doc::sweep::SweepPoint, &goodput_core::doc::repeats::Repeats)> =
+        sweep.points.iter().enumerate().filter_map(|(i, p)| Some((i, p, p.result.repeats.as_ref()?))).collect();
+    if repeated.is_empty() {
+        return None;
+    }
+    let figures: Vec<String> = crate::repeats::figures()
+        .iter()
+        .map(|m| m.path())
+        .filter(|f| repeated.iter().any(|(_, _, rep)| rep.spread.iter().any(|s| &s.figure == f)))
+        .collect();
+    let mut header: Vec<String> =
+        ["point", "load_kind", "load_value", "run", "seed", "run_id", "completed", "failed"].map(String::from).into();
+    header.extend(figures.iter().cloned());
+    let mut rows = Vec::new();
+    for (i, p, rep) in repeated {
+        let (kind, value) = match p.load {
+            Load::Concurrency(c) => ("concurrency", c as f64),
+            Load::Rate(r) => ("rate", r),
+        };
+        for run in &rep.runs {
+            let mut row = vec![
+                i.to_string(),
+                kind.to_string(),
+                csv_num(Some(value)),
+                run.index.to_string(),
+                run.seed.to_string(),
+                csv_text(&run.run_id),
+                run.completed.to_string(),
+                run.failed.to_string(),
+            ];
+            row.extend(figures.iter().map(|f| csv_num(run.figures.get(f).copied())));
+            rows.push(row);
+        }
+    }
+    Some(table(&header, &rows))
 }
 
 /// Header names are ours, but compare headers carry run labels (file

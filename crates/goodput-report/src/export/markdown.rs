@@ -58,6 +58,7 @@ pub fn run_markdown(r: &RunResult) -> String {
     heading(&mut o, r);
     latency_table(&mut o, r);
     intervals(&mut o, r);
+    repeats(&mut o, r);
     throughput_table(&mut o, r);
     slo_section(&mut o, r);
     diagnosis(&mut o, r);
@@ -142,6 +143,14 @@ fn intervals(o: &mut String, r: &RunResult) {
         note = format!("{note}. {}", crate::intervals::UNBOUNDED);
     }
     let _ = writeln!(o, "_{}._\n", md(&note));
+}
+
+/// The spread of the headline figures over the runs of `--runs N`.
+fn repeats(o: &mut String, r: &RunResult) {
+    let (Some(rep), Some(t)) = (r.repeats.as_ref(), crate::repeats::spread(r)) else { return };
+    table(o, &t.at(Detail::Headline));
+    o.push('\n');
+    let _ = writeln!(o, "_{}._\n", md(&crate::repeats::note(rep)));
 }
 
 /// A table: its title and heads as they are (ours), its labels and text
@@ -507,6 +516,11 @@ pub fn sweep_markdown(sw: &SweepResult) -> String {
     }
     o.push('\n');
     table(&mut o, &crate::table::sweep_points(sw).at(Detail::Headline));
+    if let Some(t) = crate::repeats::sweep_spread(sw) {
+        o.push('\n');
+        table(&mut o, &t.at(Detail::Headline));
+        let _ = writeln!(o, "\n_{}._", md(crate::repeats::SWEEP_NOTE));
+    }
     o
 }
 

@@ -282,3 +282,148 @@ fn a_bang_asks_for_significance_and_nothing_else_changes() {
     assert_eq!(c.verdicts[0].verdict, Verdict::Unjudged);
     assert!(c.verdicts[0].reason.contains("no interval"), "{}", c.verdicts[0].reason);
 }
+
+/// [`server_run`] with its records in the document (`--include-requests`).
+fn server_run_with_records(n: u64, ttft_ms: f64, seed: u64) -> goodput_core::RunResult {
+    let p = Profile { requests: n, ttft_ms, seed, ..Profile::default() };
+    run_of("llama-3.1-8b", p, records(p), Some(SLO), true)
+}
+
+/// With both runs' records at hand, a per-request latency's percentiles
+/// are tested by Mann–Whitney U on the requests themselves: two runs of the
+/// same server at 500 requests are called the same, TTFT 10% slower is
+/// called different on every TTFT percentile (the tail included, which the
+/// difference of percentiles saw only weakly), and a `!` gate fails.
+#[test]
+fn with_records_mann_whitney_calls_the_same_server_the_same_and_a_shift_different() {
+    use goodput_report::compare::{significance::MANN_WHITNEY, Call};
+    let base = server_run_with_records(500, 50.0, 1);
+    let (same, slower) = (server_run_with_records(500, 50.0, 2), server_run_with_records(500, 55.0, 2));
+    let rules = parse_rules("ttft_ms.p50>+5%!").unwrap();
+    let c = compare(&[("a", &base), ("b", &same)], &rules);
+    for path in ["ttft_ms.p50", "ttft_ms.p95", "ttft_ms.p99", "e2e_ms.p50", "tpot_ms.p50"] {
+        let s = call_of(&c, path);
+        assert_eq!(s.test, MANN_WHITNEY, "{path}: {s:?}");
+        assert_eq!(s.call, Call::NotShown, "{path}: {s:?}");
+        assert!(s.reason.contains("500 and 500 requests"), "{}", s.reason);
+    }
+    assert!(c.passed(), "{:#?}", c.verdicts);
+    // The rates keep their own test; ITL has none.
+    assert_eq!(call_of(&c, "throughput.output_tokens_per_s").test, "Welch's t on sub-window rates");
+    let itl = c.rows.iter().find(|r| r.metric.path() == "itl_ms.p50").unwrap();
+    assert_eq!(itl.significance[1], None);
+
+    let worse = compare(&[("a", &base), ("b", &slower)], &rules);
+    for path in ["ttft_ms.p50", "ttft_ms.p95", "ttft_ms.p99", "e2e_ms.p50"] {
+        let s = call_of(&worse, path);
+        assert_eq!((s.test.as_str(), s.call), (MANN_WHITNEY, Call::Different), "{path}: {s:?}");
+        assert!(s.p_value.unwrap() < 1e-6, "{path}: {s:?}");
+    }
+    assert_eq!(worse.verdicts[0].verdict, Verdict::Fail, "{:?}", worse.verdicts[0]);
+    assert!(worse.verdicts[0].reason.contains(MANN_WHITNEY), "{}", worse.verdicts[0].reason);
+}
+
+/// One side without records, or fewer than ten requests on a side: the
+/// percentile intervals' test, as without records.
+#[test]
+fn without_records_on_both_sides_the_interval_test_stays() {
+    let base = server_run_with_records(200, 50.0, 1);
+    let c = compare(&[("a", &base), ("b", &server_run(200, 50.0, 2))], &[]);
+    assert_eq!(call_of(&c, "ttft_ms.p50").test, "difference of percentiles");
+    let (a, b) = (server_run_with_records(8, 50.0, 1), server_run_with_records(8, 55.0, 2));
+    let c = compare(&[("a", &a), ("b", &b)], &[]);
+    assert_eq!(call_of(&c, "ttft_ms.p50").test, "difference of percentiles");
+}
+
+/// From 30 requests with records: the median is tested on the requests,
+/// but a p99 the runs cannot bound stays one no test calls, and its `!`
+/// gate is unjudged, as without records.
+#[test]
+fn with_records_an_unbounded_percentile_is_still_not_called() {
+    use goodput_report::compare::{significance::MANN_WHITNEY, Call};
+    let (a, b) = (server_run_with_records(30, 50.0, 1), server_run_with_records(30, 55.0, 2));
+    let c = compare(&[("a", &a), ("b", &b)], &parse_rules("ttft_ms.p99>+5%!").unwrap());
+    assert_eq!(call_of(&c, "ttft_ms.p50").test, MANN_WHITNEY);
+    let s = call_of(&c, "ttft_ms.p99");
+    assert_eq!((s.call, s.p_value), (Call::CannotTell, None), "{s:?}");
+    assert_eq!(c.verdicts[0].verdict, Verdict::Unjudged, "{:?}", c.verdicts[0]);
+}
+
+/// Several `!` rules on one run: their p-values are adjusted together by
+/// Holm's method (the smallest times the number of rules, and so on), and
+/// each verdict says so; a single `!` rule is left as it is.
+#[test]
+fn several_bang_rules_are_holm_adjusted_together() {
+    let (a, b) = (server_run_with_records(500, 50.0, 1), server_run_with_records(500, 50.0, 2));
+    let rules = parse_rules("ttft_ms.p50>-100%!,e2e_ms.p50>-100%!,output_tokens_per_s<+100%!").unwrap();
+    let c = compare(&[("a", &a), ("b", &b)], &rules);
+    let raw: Vec<f64> = rules
+        .iter()
+        .map(|r| goodput_report::compare::significance::test(&r.metric, &a, &b).unwrap().p_value.unwrap())
+        .collect();
+    let adjusted = goodput_report::compare::rank::holm(&raw);
+    for (v, p) in c.verdicts.iter().zip(&adjusted) {
+        assert!(v.reason.contains("Holm-adjusted over 3 rules"), "{}", v.reason);
+        let shown = format!("p = {p:.4}");
+        assert!(*p >= 0.9999 || v.reason.contains(&shown), "{} lacks {shown}", v.reason);
+    }
+    let single = compare(&[("a", &a), ("b", &b)], &parse_rules("ttft_ms.p50>-100%!").unwrap());
+    assert!(!single.verdicts[0].reason.contains("Holm"), "{}", single.verdicts[0].reason);
+}
+
+/// A document of `--runs 4` of the server at `ttft_ms`: its first run on
+/// top, the four in its `repeats` block.
+fn repeated_run(ttft_ms: f64, first_seed: u64) -> goodput_core::RunResult {
+    let runs: Vec<goodput_core::RunResult> =
+        (0..4).map(|k| server_run(200, ttft_ms * (1.0 + 0.01 * (k as f64 - 1.5)), first_seed + k)).collect();
+    let seeds = goodput_report::repeats::seeds(first_seed, 4, false);
+    let rep = goodput_report::repeats::build(&runs, 4, &seeds, false, 0.95);
+    let mut top = runs[0].clone();
+    top.repeats = Some(rep);
+    top
+}
+
+/// Two documents of repeated runs: compare reads each figure as the mean
+/// over its runs, tests its change by Welch's t on the runs' values, and
+/// says so; the same server is called the same, TTFT 10% slower different,
+/// and a `!` gate follows.
+#[test]
+fn documents_of_repeated_runs_are_compared_on_their_means() {
+    use goodput_report::compare::{significance::WELCH_RUNS, Call, MEANS_NOTE};
+    let base = repeated_run(50.0, 1);
+    let (same, slower) = (repeated_run(50.0, 11), repeated_run(55.0, 21));
+    let rules = parse_rules("ttft_ms.p50>+5%!").unwrap();
+    let c = compare(&[("a", &base), ("b", &same)], &rules);
+    assert!(c.note.as_deref().is_some_and(|n| n.contains(MEANS_NOTE)), "{:?}", c.note);
+    let row = c.rows.iter().find(|r| r.metric.path() == "ttft_ms.p50").unwrap();
+    let mean = base.repeats.as_ref().unwrap().spread.iter().find(|s| s.figure == "ttft_ms.p50").unwrap().mean;
+    assert_eq!(row.values[0], Some(mean), "the value is the mean over the runs");
+    let s = call_of(&c, "ttft_ms.p50");
+    assert_eq!((s.test.as_str(), s.call), (WELCH_RUNS, Call::NotShown), "{s:?}");
+    assert!(s.reason.contains("4 and 4 runs"), "{}", s.reason);
+    assert!(c.passed(), "{:#?}", c.verdicts);
+    // ITL has no interval of its own, but its runs' values can be tested.
+    assert_eq!(call_of(&c, "itl_ms.p50").test, WELCH_RUNS);
+
+    let worse = compare(&[("a", &base), ("b", &slower)], &rules);
+    let s = call_of(&worse, "ttft_ms.p50");
+    assert_eq!((s.test.as_str(), s.call), (WELCH_RUNS, Call::Different), "{s:?}");
+    assert_eq!(worse.verdicts[0].verdict, Verdict::Fail, "{:?}", worse.verdicts[0]);
+
+    // One document of a single run: every figure is the first run's again.
+    let mixed = compare(&[("a", &base), ("b", &server_run(200, 50.0, 2))], &[]);
+    assert!(mixed.note.is_none(), "{:?}", mixed.note);
+    assert_ne!(call_of(&mixed, "ttft_ms.p50").test, WELCH_RUNS);
+}
+
+#[test]
+fn welch_on_known_values() {
+    use goodput_report::compare::significance::welch;
+    // x = 1..5 (mean 3, var 2.5), y = 3..7 (mean 5, var 2.5): t = 2/1 = 2,
+    // df = 8; two-sided p = 0.0805 (t tables: t(0.95, 8) = 1.860,
+    // t(0.975, 8) = 2.306).
+    let p = welch(&[1.0, 2.0, 3.0, 4.0, 5.0], &[3.0, 4.0, 5.0, 6.0, 7.0]);
+    assert!((p - 0.0805).abs() < 5e-4, "{p}");
+    assert_eq!(welch(&[2.0, 2.0], &[2.0, 2.0]), 1.0);
+    assert_eq!(welch(&[2.0, 2.0], &[3.0, 3.0]), 0.0);
+}

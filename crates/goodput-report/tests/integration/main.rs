@@ -8,4 +8,5 @@ mod browser;
 mod compare;
 mod exporters;
 mod peers;
+mod repeats;
 mod schema;

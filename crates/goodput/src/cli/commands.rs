@@ -2,6 +2,7 @@
 
 use super::groups::*;
 use super::parse::*;
+use super::runs_args::RunsArgs;
 use clap::{Args, Parser, Subcommand};
 use goodput_load::Api;
 use std::path::PathBuf;
@@ -120,6 +121,8 @@ pub struct BenchArgs {
     pub judge: JudgeArgs,
     #[command(flatten)]
     pub sim: SimArgs,
+    #[command(flatten)]
+    pub runs: RunsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -143,6 +146,8 @@ pub struct EstimateArgs {
     /// Instead of one run: simulate each row of a reference CSV (the format of validation/public.csv) and print prediction, reference and error.
     #[arg(long)]
     pub validate: Option<PathBuf>,
+    #[command(flatten)]
+    pub runs: RunsArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -189,6 +194,8 @@ pub struct SweepArgs {
     pub sim: SimArgs,
     #[command(flatten)]
     pub serve: super::servegrid::ServeGridArgs,
+    #[command(flatten)]
+    pub runs: RunsArgs,
 }
 
 #[derive(Debug, Args)]

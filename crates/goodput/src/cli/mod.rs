@@ -6,12 +6,14 @@ mod commands;
 mod groups;
 mod parse;
 mod plan_args;
+mod runs_args;
 mod servegrid;
 
 pub use commands::*;
 pub use groups::*;
 pub use parse::*;
 pub use plan_args::*;
+pub use runs_args::*;
 pub use servegrid::*;
 
 use clap::Parser;

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use steady::{expected_duration, needs_longer, sustained, why_longer, POINT_CAP, POINT_DURATION, POINT_WARMUP};
 
+mod repeat;
 mod servers;
 mod stages;
 mod steady;
@@ -196,6 +197,7 @@ impl Sweep {
                 _ => break (result, ttft),
             }
         };
+        let result = self.repeat_point(load, duration, result).await?;
         self.record(load, origin, result, Some(ttft))
     }
 
@@ -646,6 +648,7 @@ fn check_args(a: &SweepArgs) -> Result<()> {
         bail!("--stages gives each stage its time: drop -n, --duration and --turns");
     }
     setup::arrival(&a.shape)?;
+    repeat::check(a)?;
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
     }

@@ -15,6 +15,7 @@ mod outputs;
 mod peers;
 mod plan;
 mod quality;
+mod runs;
 mod schema;
 mod secrets;
 mod serve_grid;

@@ -233,6 +233,19 @@ fn run_cards(o: &mut String, r: &RunResult) {
 fn latency_table(o: &mut String, r: &RunResult) {
     table(o, &crate::table::latency(r).at(Detail::Full), Some("latency"));
     intervals(o, r);
+    repeats(o, r);
+}
+
+/// The runs of `--runs N` side by side, then each figure's spread.
+fn repeats(o: &mut String, r: &RunResult) {
+    let Some(rep) = r.repeats.as_ref() else { return };
+    if let Some(t) = crate::repeats::runs(r) {
+        table(o, &t.at(Detail::Full), Some("runs"));
+    }
+    if let Some(t) = crate::repeats::spread(r) {
+        table(o, &t.at(Detail::Full), Some("runs"));
+    }
+    let _ = write!(o, r#"<p class="note">{}.</p>"#, html(&crate::repeats::note(rep)));
 }
 
 /// How sure each figure is: the percentiles' intervals, the rates' and

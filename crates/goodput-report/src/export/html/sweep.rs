@@ -38,6 +38,7 @@ pub fn sweep_page_with(sw: &SweepResult, held: Option<&SweepSeries>) -> Result<S
     }
     sweep_charts(&mut o, sw, held);
     points_table(&mut o, sw);
+    repeats_table(&mut o, sw);
     config_section(&mut o, &serde_json::to_value(&sw.config)?, stripped)?;
     o.push_str("</main>");
     footer(&mut o, &sw.tool, &sw.schema);
@@ -488,6 +489,15 @@ fn stages_timeline(o: &mut String, sw: &SweepResult, held: Option<&TimeSeries>) 
         }
     );
     charts(o, &list);
+    o.push_str("</section>");
+}
+
+/// The repeated points' spreads (`sweep --runs N`).
+fn repeats_table(o: &mut String, sw: &SweepResult) {
+    let Some(t) = crate::repeats::sweep_spread(sw) else { return };
+    o.push_str(r#"<section><h2>Runs</h2>"#);
+    super::table(o, &t.at(Detail::Full), Some("runs"));
+    let _ = write!(o, r#"<p class="note">{}.</p>"#, super::html(crate::repeats::SWEEP_NOTE));
     o.push_str("</section>");
 }
 

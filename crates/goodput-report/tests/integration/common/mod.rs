@@ -154,6 +154,7 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
         diagnosis: Vec::new(),
         shard: None,
         merge: None,
+        repeats: None,
         requests: with_requests.then_some(recs),
     }
 }

@@ -1,0 +1,356 @@
+//! `--runs N`: the whole measurement repeated, each run kept in the
+//! document's `repeats` block with each headline figure's spread; the top
+//! level is the first run.
+
+use crate::cmd::*;
+use std::time::Duration;
+
+fn spread<'a>(v: &'a serde_json::Value, figure: &str) -> &'a serde_json::Value {
+    v["repeats"]["spread"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["figure"] == figure)
+        .unwrap_or_else(|| panic!("no spread of {figure}: {}", v["repeats"]))
+}
+
+/// Three runs against the embedded fixed-timing server: three runs kept,
+/// with consecutive seeds and their own run ids; the top level (and
+/// --records) is the first run; every format shows the runs.
+#[test]
+fn bench_runs_three_times_and_keeps_each_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec, csv, md) =
+        (dir.path().join("r.json"), dir.path().join("r.jsonl"), dir.path().join("csv"), dir.path().join("r.md"));
+    let html = dir.path().join("r.html");
+    let o = goodput()
+        .args(["bench", "-n", "6", "-c", "2", "--seed", "40", "--runs", "3"])
+        .args(FAST)
+        .writing(&out, &rec)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--html")
+        .arg(&html)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("spread over 3 runs"), "{text}");
+    let v = read_json(&out);
+    let rep = &v["repeats"];
+    assert_eq!((rep["n"].as_u64(), rep["asked"].as_u64()), (Some(3), Some(3)));
+    assert_eq!(rep["seeds"], serde_json::json!([40, 41, 42]));
+    assert_eq!(v["config"]["load"]["seed"], 40, "the top level is the first run");
+    let runs = rep["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    let ids: std::collections::BTreeSet<&str> = runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 3, "each run has its own id: {ids:?}");
+    assert_eq!(runs[0]["run_id"], v["run_id"]);
+    for (i, r) in runs.iter().enumerate() {
+        assert_eq!(r["index"], i + 1);
+        assert_eq!(r["seed"], 40 + i);
+        assert_eq!(r["completed"], 6, "{r}");
+        assert!(r["figures"]["ttft_ms.p50"].as_f64().unwrap() >= 20.0, "{r}");
+    }
+    // The spread of TTFT's median over the three: the runs' own values.
+    let s = spread(&v, "ttft_ms.p50");
+    assert_eq!(s["n"], 3);
+    let vals: Vec<f64> = runs.iter().map(|r| r["figures"]["ttft_ms.p50"].as_f64().unwrap()).collect();
+    let mean = vals.iter().sum::<f64>() / 3.0;
+    assert!((s["mean"].as_f64().unwrap() - mean).abs() < 1e-9, "{s}");
+    assert_eq!(s["min"].as_f64().unwrap(), vals.iter().copied().fold(f64::INFINITY, f64::min));
+    let (lo, hi) = (s["lo"].as_f64().unwrap(), s["hi"].as_f64().unwrap());
+    assert!(lo <= mean && mean <= hi, "{s}");
+    // --records holds the first run's records, as its id says.
+    let recs = records(&rec);
+    assert_eq!(recs.len(), 6);
+    let head = std::fs::read_to_string(&rec).unwrap();
+    assert!(head.contains(v["run_id"].as_str().unwrap()));
+    // A row per run in CSV; the spread in Markdown; the runs side by side in HTML.
+    let rows = std::fs::read_to_string(csv.join("runs.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 4, "{rows}");
+    assert!(rows.lines().next().unwrap().starts_with("run,seed,run_id"), "{rows}");
+    assert!(std::fs::read_to_string(&md).unwrap().contains("spread over 3 runs"));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("run 3 (seed 42)") && page.contains("spread over 3 runs"));
+    // report renders the saved document's spread again.
+    let again = goodput().arg("report").arg(&out).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("spread over 3 runs"));
+    // Re-analysed from the first run's records, the block is carried as measured, and says so.
+    let rejudged = dir.path().join("rejudged.json");
+    goodput()
+        .arg("report")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .args(["--slo", "ttft<=1s", "-o"])
+        .arg(&rejudged)
+        .assert()
+        .success();
+    let w = read_json(&rejudged);
+    assert_eq!(w["repeats"]["runs"], v["repeats"]["runs"]);
+    assert!(w["repeats"]["notes"].to_string().contains("as first analysed"), "{}", w["repeats"]);
+}
+
+/// --same-seed: every run sends the same prompts on the same schedule.
+#[test]
+fn bench_same_seed_repeats_one_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    goodput()
+        .args(["bench", "-q", "-n", "4", "-c", "2", "--seed", "7", "--runs", "2", "--same-seed"])
+        .args(FAST)
+        .arg("-o")
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_eq!(v["repeats"]["seeds"], serde_json::json!([7, 7]));
+    assert_eq!(v["repeats"]["same_seed"], true);
+}
+
+/// --runs repeats a whole run: a shard of one, or one run's live metrics
+/// endpoint, are refused with the reason.
+#[test]
+fn bench_runs_refuses_shards_and_a_live_endpoint() {
+    let err = goodput()
+        .args(["bench", "-n", "4", "--runs", "2", "--shard", "0/2", "--seed", "1", "-o", "x.json"])
+        .args(["--include-requests"])
+        .args(FAST)
+        .timeout(Duration::from_secs(20))
+        .refusal();
+    assert!(err.contains("--runs 2") && err.contains("--shard 0/2"), "{err}");
+    let err = goodput()
+        .args(["bench", "-n", "4", "--runs", "2", "--prometheus-listen", "127.0.0.1:0"])
+        .args(FAST)
+        .timeout(Duration::from_secs(20))
+        .refusal();
+    assert!(err.contains("--prometheus-listen"), "{err}");
+}
+
+/// estimate --runs: in virtual time the runs differ by what their seeds
+/// draw; with fixed lengths and the engine's noise off they cannot differ,
+/// and the block says so; a calibration with step-time noise makes them
+/// differ.
+#[test]
+fn estimate_runs_differ_by_seed_and_noise_and_say_when_they_cannot() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = |name: &str, extra: &[&str]| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-n", "40", "-c", "8", "--output-tokens", "32", "--runs", "3"])
+            .args(extra)
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .success();
+        read_json(&p)
+    };
+    let drawn = est("drawn.json", &["--input-tokens", "uniform:64..512"]);
+    assert_eq!(drawn["repeats"]["seeds"], serde_json::json!([0, 1, 2]));
+    assert!(spread(&drawn, "e2e_ms.p50")["sd"].as_f64().unwrap() > 0.0, "{}", drawn["repeats"]);
+
+    let fixed = est("fixed.json", &["--input-tokens", "256"]);
+    let notes = fixed["repeats"]["notes"].to_string();
+    assert!(notes.contains("every run gave the same figures") && notes.contains("noise is off"), "{notes}");
+    assert!(spread(&fixed, "e2e_ms.p50")["sd"].as_f64().unwrap() < 1e-9);
+
+    let cal = dir.path().join("noise.json");
+    std::fs::write(&cal, r#"{"step_time_cv": 0.1}"#).unwrap();
+    let noisy = est("noisy.json", &["--input-tokens", "256", "--calibration", cal.to_str().unwrap()]);
+    assert!(spread(&noisy, "e2e_ms.p50")["sd"].as_f64().unwrap() > 0.0, "{}", noisy["repeats"]);
+    assert!(!noisy["repeats"]["notes"].to_string().contains("noise is off"));
+}
+
+/// sweep --runs: each point repeated at its load, each repeat with the
+/// next of the sweep's seeds (or its first run's, with --same-seed), and
+/// the point's result is its first run; stages are refused.
+#[test]
+fn sweep_repeats_each_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |name: &str, extra: &[&str]| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["sweep", "--estimate", "-q", "--concurrency", "1,4", "-n", "24"])
+            .args(["--input-tokens", "uniform:64..512", "--output-tokens", "16", "--runs", "2"])
+            .args(extra)
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .success();
+        read_json(&p)
+    };
+    let (html, md) = (dir.path().join("sw.html"), dir.path().join("sw.md"));
+    let csv = dir.path().join("csv");
+    let v = sweep(
+        "sw.json",
+        &["--html", html.to_str().unwrap(), "--markdown", md.to_str().unwrap(), "--csv", csv.to_str().unwrap()],
+    );
+    let rows = std::fs::read_to_string(csv.join("runs.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 5, "a row per run of each of two points: {rows}");
+    assert!(rows.starts_with("point,load_kind,load_value,run,seed"), "{rows}");
+    for page in [&html, &md] {
+        let text = std::fs::read_to_string(page).unwrap();
+        assert!(text.contains("spread over 2 runs a point") && text.contains("concurrency 4 "), "{text}");
+    }
+    assert!(std::fs::read_to_string(&html).unwrap().contains("concurrency 4 (2 runs)"));
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    let mut all = std::collections::BTreeSet::new();
+    for p in points {
+        let rep = &p["result"]["repeats"];
+        assert_eq!(rep["n"], 2, "{rep}");
+        let seeds = rep["seeds"].as_array().unwrap();
+        assert_eq!(p["result"]["config"]["load"]["seed"], seeds[0], "the point is its first run");
+        all.extend(seeds.iter().map(|s| s.as_u64().unwrap()));
+        assert_eq!(rep["runs"][1]["completed"], 24, "{rep}");
+    }
+    assert_eq!(all.len(), 4, "every run of every point drew its own seed: {all:?}");
+
+    let same = sweep("same.json", &["--same-seed"]);
+    for p in same["points"].as_array().unwrap() {
+        let seeds = &p["result"]["repeats"]["seeds"];
+        assert_eq!(seeds[0], seeds[1], "{seeds}");
+    }
+
+    let err = goodput()
+        .args(["sweep", "--estimate", "--stages", "c=1/2s,c=2/2s", "--runs", "2"])
+        .timeout(Duration::from_secs(20))
+        .refusal();
+    assert!(err.contains("--runs 2") && err.contains("--stages"), "{err}");
+}
+
+/// compare reads both runs' records (--records) and tests their TTFT on
+/// the requests themselves: two estimates of one setting with different
+/// seeds are called the same, and the same load at a higher concurrency
+/// different.
+#[test]
+fn compare_with_records_tests_the_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = |name: &str, seed: &str, c: &str| {
+        let (out, rec) = (dir.path().join(format!("{name}.json")), dir.path().join(format!("{name}.jsonl")));
+        goodput()
+            .args(["estimate", "-q", "-n", "200", "-c", c, "--seed", seed])
+            .args(["--input-tokens", "uniform:128..1024", "--output-tokens", "uniform:16..64"])
+            .writing(&out, &rec)
+            .assert()
+            .success();
+        (out, rec)
+    };
+    let (a, b, busy) = (est("a", "1", "8"), est("b", "2", "8"), est("busy", "2", "32"));
+    let cmp = |x: &(std::path::PathBuf, std::path::PathBuf), y: &(std::path::PathBuf, std::path::PathBuf)| {
+        let out = dir.path().join("cmp.json");
+        let o = goodput()
+            .arg("compare")
+            .arg(&x.0)
+            .arg(&y.0)
+            .arg("--records")
+            .arg(&x.1)
+            .arg("--records")
+            .arg(&y.1)
+            .args(["--fail-if", "ttft_ms.p50>+10%!", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        (o.status.code(), read_json(&out))
+    };
+    let row = |v: &serde_json::Value| {
+        v["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "ttft_ms.p50").unwrap()["significance"][1].clone()
+    };
+    let (code, same) = cmp(&a, &b);
+    let s = row(&same);
+    assert_eq!(s["test"], "Mann–Whitney U on per-request values", "{s}");
+    assert_eq!(s["call"], "not_shown", "{s}");
+    assert_eq!(code, Some(0), "{}", same["verdicts"]);
+    let (code, worse) = cmp(&a, &busy);
+    let s = row(&worse);
+    assert_eq!(
+        (s["test"].as_str(), s["call"].as_str()),
+        (Some("Mann–Whitney U on per-request values"), Some("different"))
+    );
+    assert_eq!(code, Some(1), "{}", worse["verdicts"]);
+}
+
+/// SIGTERM during the first of three runs: no further run starts, the
+/// document holds the run made (marked interrupted, with a note that one
+/// of three was made), and the exit status says it was cut short.
+#[cfg(unix)]
+#[test]
+fn a_stopped_repeat_writes_the_runs_made_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["bench", "-q", "-c", "4", "--duration", "10m", "--grace", "300ms", "--runs", "3"])
+        .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while std::fs::read_to_string(&rec).map_or(0, |t| t.lines().count()) < 4 {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no records after a minute");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended by itself");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(stopped.elapsed() < Duration::from_secs(30), "still running 30 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopping the runs (SIGTERM)"), "{stderr}");
+    let v = read_json(&out);
+    assert_eq!(v["interrupted"], true);
+    let rep = &v["repeats"];
+    assert_eq!((rep["n"].as_u64(), rep["asked"].as_u64()), (Some(1), Some(3)), "{rep}");
+    assert_eq!(rep["runs"][0]["interrupted"], true);
+    let notes = rep["notes"].to_string();
+    assert!(notes.contains("1 of the 3 runs asked were made") && notes.contains("stopped"), "{notes}");
+}
+
+/// compare of two documents of --runs N: the figures are the runs' means,
+/// tested by Welch's t on the runs' values, and the comparison says so.
+#[test]
+fn compare_reads_repeated_runs_as_their_means() {
+    let dir = tempfile::tempdir().unwrap();
+    let est = |name: &str, seed: &str| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-n", "40", "-c", "8", "--seed", seed, "--runs", "3"])
+            .args(["--input-tokens", "uniform:64..512", "--output-tokens", "16"])
+            .arg("-o")
+            .arg(&p)
+            .assert()
+            .success();
+        p
+    };
+    let (a, b) = (est("a.json", "1"), est("b.json", "50"));
+    let out = dir.path().join("cmp.json");
+    goodput().arg("compare").arg(&a).arg(&b).arg("-o").arg(&out).assert().success();
+    let c = read_json(&out);
+    assert!(c["note"].as_str().unwrap().contains("mean over its runs"), "{}", c["note"]);
+    let row = c["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "e2e_ms.p50").unwrap();
+    let mean =
+        read_json(&a)["repeats"]["spread"].as_array().unwrap().iter().find(|s| s["figure"] == "e2e_ms.p50").unwrap()
+            ["mean"]
+            .clone();
+    assert_eq!(row["values"][0], mean);
+    assert_eq!(row["significance"][1]["test"], "Welch's t on the runs' values", "{row}");
+}
