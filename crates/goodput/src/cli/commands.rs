@@ -2,6 +2,7 @@
 
 use super::groups::*;
 use super::parse::*;
+use super::until::UntilArgs;
 use clap::{Args, Parser, Subcommand};
 use goodput_load::Api;
 use std::path::PathBuf;
@@ -120,6 +121,8 @@ pub struct BenchArgs {
     pub judge: JudgeArgs,
     #[command(flatten)]
     pub sim: SimArgs,
+    #[command(flatten)]
+    pub until: UntilArgs,
 }
 
 #[derive(Debug, Args)]

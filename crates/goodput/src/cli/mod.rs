@@ -7,12 +7,14 @@ mod groups;
 mod parse;
 mod plan_args;
 mod servegrid;
+mod until;
 
 pub use commands::*;
 pub use groups::*;
 pub use parse::*;
 pub use plan_args::*;
 pub use servegrid::*;
+pub use until::*;
 
 use clap::Parser;
 

@@ -269,6 +269,7 @@ impl Sweep {
                     live: None,
                     start_at: None,
                     control: interrupt.control(),
+                    until: None,
                 };
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await
             }
