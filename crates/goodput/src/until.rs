@@ -23,9 +23,24 @@ struct State {
     decided: Option<Stop>,
 }
 
+/// What the rules of a run are: each run (a sweep's point) starts its own
+/// [`Rules`] from them.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The rules before their first record.
+    fresh: Watch,
+}
+
+impl Spec {
+    /// Fresh rules for one run.
+    pub fn rules(&self) -> Arc<Rules> {
+        Arc::new(Rules { state: Mutex::new(State { watch: self.fresh.clone(), decided: None }) })
+    }
+}
+
 /// The rules `a` asks for, judged at the confidence of `opts` and against
 /// its SLO; `None` when none is asked for.
-pub fn rules(a: &UntilArgs, opts: &AnalysisOptions) -> Result<Option<Arc<Rules>>> {
+pub fn spec(a: &UntilArgs, opts: &AnalysisOptions) -> Result<Option<Spec>> {
     let until = if a.until.is_empty() { None } else { Some(Until::join(&a.until)?) };
     let slo = match (&opts.slo, a.stop_on_slo) {
         (_, false) => None,
@@ -35,9 +50,8 @@ pub fn rules(a: &UntilArgs, opts: &AnalysisOptions) -> Result<Option<Arc<Rules>>
              limits, e.g. --slo 'ttft:p95<=200ms'"
         ),
     };
-    let conf = opts.confidence.unwrap_or(DEFAULT_CONFIDENCE);
-    Ok(Watch::new(until.as_ref(), slo, conf)
-        .map(|watch| Arc::new(Rules { state: Mutex::new(State { watch, decided: None }) })))
+    let confidence = opts.confidence.unwrap_or(DEFAULT_CONFIDENCE);
+    Ok(Watch::new(until.as_ref(), slo, confidence).map(|fresh| Spec { fresh }))
 }
 
 /// A run with stopping rules and neither --requests nor --duration runs

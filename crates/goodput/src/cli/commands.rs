@@ -192,6 +192,8 @@ pub struct SweepArgs {
     pub sim: SimArgs,
     #[command(flatten)]
     pub serve: super::servegrid::ServeGridArgs,
+    #[command(flatten)]
+    pub until: UntilArgs,
 }
 
 #[derive(Debug, Args)]

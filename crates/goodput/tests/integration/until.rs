@@ -109,3 +109,29 @@ fn bad_stopping_options_are_refused_with_their_fix() {
     let e = run(&["--until", "ttft:p99±5%", "--shard", "0/2", "--seed", "1", "-o", "x.json", "--include-requests"]);
     assert!(e.contains("drop them, or --shard"), "{e}");
 }
+
+/// A sweep's points end by the same rule: each stops once its figure is
+/// known (the quiet server's at the first look), far short of its count;
+/// and in virtual time the rule is refused rather than ignored.
+#[test]
+fn a_sweep_s_points_end_when_their_answer_is_known() {
+    let (_rt, url) = server(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "-q", "--url", &url, "--concurrency", "4,16", "-n", "3000"])
+        .args(["--output-tokens", "2", "--input-tokens", "8", "--until", "ttft:p50±5%", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        let r = &p["result"];
+        assert_eq!(r["stop"]["reason"], "until_met", "{}", r["stop"]);
+        assert!(r["summary"]["requests"]["sent"].as_u64().unwrap() < 3000, "{}", r["summary"]["requests"]);
+    }
+    let e = goodput().args(["sweep", "--estimate", "--concurrency", "1", "--until", "ttft:p50±5%"]).refusal();
+    assert!(e.contains("--estimate's points run in virtual time to their bounds"), "{e}");
+}
