@@ -176,3 +176,29 @@ fn nothing_to_watch_is_no_watch() {
     let quality_only: Slo = "exact>=0.8".parse().unwrap();
     assert!(Watch::new(None, Some(&quality_only), 0.95).is_none());
 }
+
+/// Stopping on the width costs the interval little of its level: over many
+/// runs of exponential TTFTs stopped by `ttft:p50±20%` (about 200
+/// requests each), the interval at the stop, over the requests seen then,
+/// holds the true median about as often as asked (94.0% of these 2,000
+/// seeded trials, and 94.1% at ±10%, where one look at a fixed count
+/// gives at least 95%). A standard error of 0.5%: the 93–97% band is two
+/// of them below 94%.
+#[test]
+fn the_interval_at_a_width_stop_keeps_its_coverage() {
+    let spec = until("ttft:p50±20%");
+    let truth = 100.0 * std::f64::consts::LN_2;
+    let trials = 2000;
+    let mut held = 0;
+    for t in 0..trials {
+        let mut w = Watch::new(Some(&spec), None, 0.95).unwrap();
+        let draw = |i: u64| -100.0 * unit(1000 + t, i).max(1e-300).ln();
+        let s = run(&mut w, 100_000, draw).expect("decided");
+        let n = s.at_requests.unwrap();
+        let mut seen: Vec<f64> = (0..n).map(draw).collect();
+        seen.sort_by(f64::total_cmp);
+        held += u32::from(percentile_interval(&seen, 50.0, 0.95).contains(truth));
+    }
+    let coverage = f64::from(held) / trials as f64;
+    assert!((0.93..=0.97).contains(&coverage), "{coverage}");
+}
