@@ -34,7 +34,24 @@ pub struct Spec {
 impl Spec {
     /// Fresh rules for one run.
     pub fn rules(&self) -> Arc<Rules> {
-        Arc::new(Rules { state: Mutex::new(State { watch: self.fresh.clone(), decided: None }) })
+        Arc::new(Rules { state: Mutex::new(State { watch: self.watch(), decided: None }) })
+    }
+
+    /// The rules' watch, before its first record (a virtual run feeds it).
+    pub fn watch(&self) -> Watch {
+        self.fresh.clone()
+    }
+
+    /// Why a run of `plan` whose rules never decided stopped: the limit
+    /// that came first, with the figures over all of its `records`.
+    pub fn capped(&self, plan: &LoadPlan, records: &[RequestRecord]) -> Stop {
+        let mut w = self.watch();
+        let mut by_end: Vec<&RequestRecord> = records.iter().collect();
+        by_end.sort_by_key(|r| r.end);
+        for r in by_end {
+            let _ = w.observe(r);
+        }
+        w.capped(&limit_of(plan, records).1)
     }
 }
 
@@ -99,16 +116,21 @@ pub fn stop_of(rules: Option<&Rules>, interrupted: bool, plan: &LoadPlan, record
     if interrupted {
         return plain(StopReason::Interrupted);
     }
+    let (reason, limit) = limit_of(plan, records);
+    match rules {
+        Some(r) => r.state().watch.capped(&limit),
+        None => plain(reason),
+    }
+}
+
+/// Which of `plan`'s limits ended sending, and in words.
+fn limit_of(plan: &LoadPlan, records: &[RequestRecord]) -> (StopReason, String) {
     let measured = records.iter().filter(|r| !r.warmup).count() as u64;
-    let (reason, limit) = match (plan.requests, plan.duration) {
+    match (plan.requests, plan.duration) {
         (_, Some(d)) if plan.requests.is_none_or(|n| measured < n) => {
             (StopReason::Duration, format!("its duration of {}", humantime::format_duration(d)))
         }
         (Some(n), _) => (StopReason::Requests, format!("the run's {n} requests")),
         (None, _) => (StopReason::Requests, "the trace's end".to_string()),
-    };
-    match rules {
-        Some(r) => r.state().watch.capped(&limit),
-        None => plain(reason),
     }
 }

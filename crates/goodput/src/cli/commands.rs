@@ -146,6 +146,8 @@ pub struct EstimateArgs {
     /// Instead of one run: simulate each row of a reference CSV (the format of validation/public.csv) and print prediction, reference and error.
     #[arg(long)]
     pub validate: Option<PathBuf>,
+    #[command(flatten)]
+    pub until: UntilArgs,
 }
 
 #[derive(Debug, Clone, Args)]

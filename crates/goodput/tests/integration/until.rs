@@ -135,3 +135,35 @@ fn a_sweep_s_points_end_when_their_answer_is_known() {
     let e = goodput().args(["sweep", "--estimate", "--concurrency", "1", "--until", "ttft:p50±5%"]).refusal();
     assert!(e.contains("--estimate's points run in virtual time to their bounds"), "{e}");
 }
+
+/// In virtual time the same rule ends `estimate`: the simulated engine with
+/// no front-end jitter is decided at the first look, with 200 ms of it
+/// thousands of requests later, short of the cap; and sending stops there
+/// (what follows was in flight: 16 users).
+#[test]
+fn estimate_stops_in_virtual_time_sooner_on_a_quiet_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |jitter_ms: u32| {
+        let cal = dir.path().join(format!("cal{jitter_ms}.json"));
+        std::fs::write(&cal, format!("{{\"frontend_jitter_ms\": {jitter_ms}}}")).unwrap();
+        let out = dir.path().join(format!("est{jitter_ms}.json"));
+        goodput()
+            .args(["estimate", "-q", "-c", "16", "-n", "5000", "--input-tokens", "256", "--output-tokens", "32"])
+            .args(["--until", "ttft:p50±5%", "--calibration"])
+            .arg(&cal)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let (quiet, noisy) = (run(0), run(200));
+    for v in [&quiet, &noisy] {
+        assert_eq!(v["stop"]["reason"], "until_met", "{}", v["stop"]);
+        let sent = v["summary"]["requests"]["sent"].as_u64().unwrap();
+        assert!(sent <= v["stop"]["at_requests"].as_u64().unwrap() + 16, "{sent} {}", v["stop"]);
+    }
+    let at = |v: &serde_json::Value| v["stop"]["at_requests"].as_u64().unwrap();
+    assert_eq!(at(&quiet), 50, "{}", quiet["stop"]);
+    assert!(at(&noisy) > 1000 && at(&noisy) < 5000, "{}", noisy["stop"]);
+}
