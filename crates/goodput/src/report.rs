@@ -149,6 +149,8 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     // A shard's, or a merged run's, account of where its records came from.
     result.shard = run.shard.take();
     result.merge = run.merge.take();
+    // Why the run stopped is the run's, whatever it is judged against now.
+    result.stop = run.stop.take();
     if let Some(w) = &a.window {
         result.warnings.extend(window_past_the_run(w, &all_sent));
     }

@@ -94,6 +94,10 @@ fn a_run_without_rules_says_its_count_ended_it_and_one_whose_rule_never_held_say
     assert_eq!(v["stop"]["reason"], "cap", "{}", v["stop"]);
     assert!(v["stop"]["detail"].as_str().unwrap().starts_with("the run's 60 requests came first"), "{}", v["stop"]);
     assert_eq!(records(&rec).len(), 60);
+    // Judged again, the run still says why it stopped.
+    let again = dir.path().join("again.json");
+    goodput().args(["report", "-q"]).arg(&out).arg("--records").arg(&rec).arg("-o").arg(&again).assert().success();
+    assert_eq!(read_json(&again)["stop"], v["stop"]);
 }
 
 #[test]
