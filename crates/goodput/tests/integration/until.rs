@@ -89,8 +89,17 @@ fn a_run_without_rules_says_its_count_ended_it_and_one_whose_rule_never_held_say
     let base = ["bench", "-q", "--url", &url, "-n", "60", "-c", "8", "--output-tokens", "2", "--input-tokens", "8"];
     goodput().args(base).writing(&out, &rec).assert().success();
     assert_eq!(read_json(&out)["stop"]["reason"], "requests");
-    goodput().args(base).args(["--until", "ttft:p99±0.001ms"]).writing(&out, &rec).assert().success();
+    let md = dir.path().join("run.md");
+    goodput()
+        .args(base)
+        .args(["--until", "ttft:p99±0.001ms", "--markdown"])
+        .arg(&md)
+        .writing(&out, &rec)
+        .assert()
+        .success();
     let v = read_json(&out);
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("- **Stopped** cap after 60 requests "), "{md}");
     assert_eq!(v["stop"]["reason"], "cap", "{}", v["stop"]);
     assert!(v["stop"]["detail"].as_str().unwrap().starts_with("the run's 60 requests came first"), "{}", v["stop"]);
     assert_eq!(records(&rec).len(), 60);
