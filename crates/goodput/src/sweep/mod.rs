@@ -265,7 +265,7 @@ impl Sweep {
         let records = self.args.output.records.as_ref().map(|p| point_path(p, self.points.len()));
         let title = format!("point {} · {}", self.points.len() + 1, load.label());
         let include = self.args.output.include_requests;
-        let rules = self.until.as_ref().filter(|_| rules).map(|s| s.rules());
+        let rules = self.until.as_ref().filter(|_| rules);
         let keep = Keep { records, include_requests: include };
         let (result, recs) = self.execute(&plan, &workload, title, point_config, keep, rules).await?;
         Ok((result, goodput_report::series::cdf_of_records(&recs, Latency::Ttft)))
@@ -282,7 +282,7 @@ impl Sweep {
         title: String,
         config: RunConfig,
         keep: Keep,
-        until: Option<Arc<crate::until::Rules>>,
+        until: Option<&crate::until::Spec>,
     ) -> Result<(goodput_core::RunResult, Vec<goodput_core::RequestRecord>)> {
         let Keep { records, include_requests } = keep;
         match &self.runner {
@@ -299,7 +299,7 @@ impl Sweep {
                     live: None,
                     start_at: None,
                     control: interrupt.control(),
-                    until,
+                    until: until.map(|s| s.rules()),
                 };
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await
             }
@@ -308,13 +308,14 @@ impl Sweep {
                 // Judged (and warned about) as the load the plan describes,
                 // though the engine ends a closed loop by its count.
                 let bounded = virtual_bounds(server, plan.clone(), workload)?;
-                let (mut r, recs) = virtual_point::estimate_result(
+                let (mut r, recs) = virtual_point::estimate_result_until(
                     server,
                     &bounded,
                     workload,
                     self.workload_config.clone(),
                     &self.opts,
                     include_requests,
+                    until,
                 )?;
                 if let Some(p) = records {
                     let mut f = RecordFile::create(&p, &r.run_id)?;
@@ -515,14 +516,10 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
     let until = crate::until::spec(&a.until, &opts)?;
-    if until.is_some() && (a.estimate || a.stages.is_some()) {
+    if until.is_some() && a.stages.is_some() {
         bail!(
-            "--until and --stop-on-slo end a live point when its answer is known; {} (drop them)",
-            if a.estimate {
-                "--estimate's points run in virtual time to their bounds"
-            } else {
-                "--stages is one run of changing load, not points"
-            }
+            "--until and --stop-on-slo end a point when its answer is known, and --stages is one run of changing \
+             load, not points: drop them, or --stages"
         );
     }
     let mut inputs = a.workload.inputs();

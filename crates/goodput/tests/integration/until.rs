@@ -124,8 +124,7 @@ fn bad_stopping_options_are_refused_with_their_fix() {
 }
 
 /// A sweep's points end by the same rule: each stops once its figure is
-/// known (the quiet server's at the first look), far short of its count;
-/// and in virtual time the rule is refused rather than ignored.
+/// known, far short of its count, live and in virtual time.
 #[test]
 fn a_sweep_s_points_end_when_their_answer_is_known() {
     let (_rt, url) = server(Duration::ZERO);
@@ -145,8 +144,20 @@ fn a_sweep_s_points_end_when_their_answer_is_known() {
         assert_eq!(r["stop"]["reason"], "until_met", "{}", r["stop"]);
         assert!(r["summary"]["requests"]["sent"].as_u64().unwrap() < 3000, "{}", r["summary"]["requests"]);
     }
-    let e = goodput().args(["sweep", "--estimate", "--concurrency", "1", "--until", "ttft:p50±5%"]).refusal();
-    assert!(e.contains("--estimate's points run in virtual time to their bounds"), "{e}");
+    // In virtual time too; and --stages, one run, refuses the rule.
+    goodput()
+        .args(["sweep", "-q", "--estimate", "--concurrency", "4,16", "-n", "3000", "--input-tokens", "64"])
+        .args(["--output-tokens", "8", "--until", "ttft:p50±5%", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    for p in read_json(&out)["points"].as_array().unwrap() {
+        let r = &p["result"];
+        assert_eq!(r["stop"]["reason"], "until_met", "{}", r["stop"]);
+        assert!(r["summary"]["requests"]["sent"].as_u64().unwrap() < 3000, "{}", r["summary"]["requests"]);
+    }
+    let e = goodput().args(["sweep", "--estimate", "--stages", "1/1s", "--until", "ttft:p50±5%"]).refusal();
+    assert!(e.contains("--stages is one run of changing load, not points: drop them, or --stages"), "{e}");
 }
 
 /// In virtual time the same rule ends `estimate`: the simulated engine with
