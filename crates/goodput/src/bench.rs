@@ -35,7 +35,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     let opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
-    let until = crate::until::spec(&a.until, &opts)?.map(|s| s.rules());
+    let until = crate::until::spec(&a.until, &opts)?;
     if until.is_some() {
         if let Some((i, n)) = a.shard.shard {
             anyhow::bail!(

@@ -34,8 +34,9 @@ pub struct Point<'a> {
     /// Wait for this wall-clock instant (Unix seconds) before the clock
     /// starts and the first request goes (`--start-at`).
     pub start_at: Option<f64>,
-    /// Stopping rules (`--until`, `--stop-on-slo`) that may end it early.
-    pub until: Option<Arc<crate::until::Rules>>,
+    /// Stopping rules (`--until`, `--stop-on-slo`) that may end it early:
+    /// each run of a point starts them afresh.
+    pub until: Option<crate::until::Spec>,
 }
 
 /// Runs one point against `target` and gives its result and records.
@@ -61,7 +62,8 @@ pub async fn run_point(
         crate::signals::start(metrics, target.client.http(), &target.root, origin, target.max_buffer).await?;
     let progress = crate::progress::Progress::new(p.title, p.plan, &p.control);
     let view = crate::progress::LiveView::start(output.progress, output.quiet, progress.clone(), p.control.clone());
-    let until = p.until.clone().map(|u| (u, p.control.stop.clone()));
+    let rules = p.until.as_ref().map(|s| s.rules());
+    let until = rules.clone().map(|u| (u, p.control.stop.clone()));
     let sinks = Sinks { records: p.records, live: p.live, progress: Some(progress), until };
     let meter = crate::cpu::Meter::start();
     let res = run_http(target, p.plan, p.workload, p.control, sinks, origin).await;
@@ -70,7 +72,7 @@ pub async fn run_point(
     }
     let (recs, interrupted, stalls) = res?;
     // A stop the rules decided is the run's own end, not an interruption.
-    let interrupted = interrupted && !p.until.as_ref().is_some_and(|u| u.decided());
+    let interrupted = interrupted && !rules.as_ref().is_some_and(|u| u.decided());
     let client_cost = meter.and_then(|m| m.finish(&recs));
     let mut result = assemble(
         Assembly {
@@ -86,7 +88,7 @@ pub async fn run_point(
         &recs,
         opts,
     );
-    result.stop = Some(crate::until::stop_of(p.until.as_deref(), interrupted, p.plan, &recs));
+    result.stop = Some(crate::until::stop_of(rules.as_deref(), interrupted, p.plan, &recs));
     client_cost::with_client_cost(&mut result, client_cost);
     client_cost::with_client_stalls(&mut result, &stalls, &recs);
     crate::signals::finish(scraping, &mut result, &recs, p.plan.concurrency).await;

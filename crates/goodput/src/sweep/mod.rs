@@ -299,7 +299,7 @@ impl Sweep {
                     live: None,
                     start_at: None,
                     control: interrupt.control(),
-                    until: until.map(|s| s.rules()),
+                    until: until.cloned(),
                 };
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await
             }
