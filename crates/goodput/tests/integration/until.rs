@@ -100,6 +100,10 @@ fn a_run_without_rules_says_its_count_ended_it_and_one_whose_rule_never_held_say
     let v = read_json(&out);
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains("- **Stopped** cap after 60 requests "), "{md}");
+    let page = dir.path().join("run.html");
+    goodput().args(["report", "-q"]).arg(&out).arg("--html").arg(&page).assert().success();
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(page.contains("stopped: cap after 60 requests (1 look): the run&#39;s 60 requests came first"), "{page}");
     assert_eq!(v["stop"]["reason"], "cap", "{}", v["stop"]);
     assert!(v["stop"]["detail"].as_str().unwrap().starts_with("the run's 60 requests came first"), "{}", v["stop"]);
     assert_eq!(records(&rec).len(), 60);
