@@ -255,7 +255,7 @@ pub struct Stop {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub detail: String,
     /// Measured requests completed when a stopping rule decided (or, at a
-    /// cap, at its last look).
+    /// cap, all the run completed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_requests: Option<u64>,
     /// How many times the stopping rule looked.
@@ -527,7 +527,7 @@ impl Watch {
     }
 
     /// Why the run stopped when it reached its limit with the rules
-    /// undecided: the figures at the last look.
+    /// undecided: the figures over every record taken.
     pub fn capped(&self, limit: &str) -> Stop {
         let mut words: Vec<String> = self.until_status().into_iter().filter(|s| !s.0).map(|s| s.1).collect();
         let (_, slo) = self.slo_status();
