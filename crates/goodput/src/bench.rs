@@ -70,6 +70,7 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         client: Some(target.config.clone()),
         percentiles: Some(a.output.percentiles.0.clone()),
         judge: Some(setup::judge_config(&opts)),
+        stopping: until.as_ref().map(|u| u.config()),
         label,
         meta,
         ..RunConfig::default()

@@ -6,7 +6,9 @@
 use crate::cli::{ShapeArgs, UntilArgs};
 use anyhow::{bail, Result};
 use goodput_core::analysis::interval::DEFAULT_CONFIDENCE;
-use goodput_core::analysis::until::{Stop, StopReason, Until, Watch, DEFAULT_CAP_DURATION, DEFAULT_CAP_REQUESTS};
+use goodput_core::analysis::until::{
+    Stop, StopReason, StoppingConfig, Until, Watch, DEFAULT_CAP_DURATION, DEFAULT_CAP_REQUESTS,
+};
 use goodput_core::{AnalysisOptions, RequestRecord};
 use goodput_load::LoadPlan;
 use std::sync::{Arc, Mutex};
@@ -29,12 +31,18 @@ struct State {
 pub struct Spec {
     /// The rules before their first record.
     fresh: Watch,
+    config: StoppingConfig,
 }
 
 impl Spec {
     /// Fresh rules for one run.
     pub fn rules(&self) -> Arc<Rules> {
         Arc::new(Rules { state: Mutex::new(State { watch: self.watch(), decided: None }) })
+    }
+
+    /// The rules as the result's `config.stopping` gives them.
+    pub fn config(&self) -> StoppingConfig {
+        self.config.clone()
     }
 
     /// The rules' watch, before its first record (a virtual run feeds it).
@@ -68,7 +76,8 @@ pub fn spec(a: &UntilArgs, opts: &AnalysisOptions) -> Result<Option<Spec>> {
         ),
     };
     let confidence = opts.confidence.unwrap_or(DEFAULT_CONFIDENCE);
-    Ok(Watch::new(until.as_ref(), slo, confidence).map(|fresh| Spec { fresh }))
+    let config = StoppingConfig { until: until.as_ref().map(|u| u.to_string()), stop_on_slo: a.stop_on_slo };
+    Ok(Watch::new(until.as_ref(), slo, confidence).map(|fresh| Spec { fresh, config }))
 }
 
 /// A run with stopping rules and neither --requests nor --duration runs

@@ -324,6 +324,7 @@ pub fn estimate_result_until(
         prompts: Some(server.prompts.name().into()),
         percentiles: Some(opts.percentiles.clone()),
         judge: Some(setup::judge_config(opts)),
+        stopping: until.map(|u| u.config()),
         ..RunConfig::default()
     };
     let mut result = assemble(

@@ -263,6 +263,18 @@ pub struct Stop {
     pub looks: Option<u32>,
 }
 
+/// `config.stopping` of the result: the stopping rules a run was given.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct StoppingConfig {
+    /// The `--until` terms as goodput read them (`ttft:p99±5%`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// `--stop-on-slo`.
+    #[serde(default)]
+    pub stop_on_slo: bool,
+}
+
 /// The confidence of `--stop-on-slo`'s k-th look (from 1) when the run's
 /// intervals are at `conf`: the error rate 1 − conf spent over the looks,
 /// α/(k(k+1)) at the k-th, so that the chance any look calls the wrong side

@@ -257,15 +257,16 @@ impl Sweep {
         let workload = Arc::new(self.workload.with_seed(seed));
         // A point's load as bench writes it, so that it is judged (and
         // warned about) as the same load run alone would be.
+        let rules = self.until.as_ref().filter(|_| rules);
         let point_config = RunConfig {
             load: Some((&plan).into()),
             workload: Some(self.workload_config.clone()),
+            stopping: rules.map(|u| u.config()),
             ..RunConfig::default()
         };
         let records = self.args.output.records.as_ref().map(|p| point_path(p, self.points.len()));
         let title = format!("point {} · {}", self.points.len() + 1, load.label());
         let include = self.args.output.include_requests;
-        let rules = self.until.as_ref().filter(|_| rules);
         let keep = Keep { records, include_requests: include };
         let (result, recs) = self.execute(&plan, &workload, title, point_config, keep, rules).await?;
         Ok((result, goodput_report::series::cdf_of_records(&recs, Latency::Ttft)))

@@ -49,6 +49,7 @@ fn a_quiet_server_s_answer_is_known_sooner_than_a_noisy_one_s() {
     for v in [&quiet, &noisy] {
         assert_eq!(v["stop"]["reason"], "until_met", "{}", v["stop"]);
         assert_eq!(v["interrupted"], false, "a rule's stop is the run's own end");
+        assert_eq!(v["config"]["stopping"]["until"], "ttft:p50±5%", "{}", v["config"]);
     }
     let at = |v: &serde_json::Value| v["stop"]["at_requests"].as_u64().unwrap();
     // A p50 ±5% of a TTFT spread uniformly over 200 ms needs its interval
@@ -76,6 +77,7 @@ fn the_slo_s_verdict_ends_a_run_on_whichever_side_it_falls() {
     assert!(met["stop"]["detail"].as_str().unwrap().starts_with("the SLO is met"), "{}", met["stop"]);
     assert!(recs.len() < 5000);
     assert_eq!(met["slo"]["pass"], true);
+    assert_eq!(met["config"]["stopping"]["stop_on_slo"], true, "{}", met["config"]);
     let (missed, _, _) = until_run(&url, &["--slo", "ttft:p95<=20ms", "--stop-on-slo"]);
     assert!(missed["stop"]["detail"].as_str().unwrap().starts_with("the SLO is missed"), "{}", missed["stop"]);
     assert_eq!(missed["slo"]["pass"], false);
