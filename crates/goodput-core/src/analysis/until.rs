@@ -548,7 +548,11 @@ impl Watch {
         }
         Stop {
             reason: StopReason::Cap,
-            detail: format!("{limit} came first: {}", words.join("; ")),
+            detail: match words.is_empty() {
+                // The rules held only after the last look.
+                true => format!("{limit} came first"),
+                false => format!("{limit} came first: {}", words.join("; ")),
+            },
             at_requests: Some(self.measured),
             looks: Some(self.looks),
         }
