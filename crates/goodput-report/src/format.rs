@@ -212,6 +212,30 @@ pub fn consistency_line(c: &goodput_core::quality::Consistency) -> String {
     )
 }
 
+/// Why a run stopped, in words, where a stopping rule had a say
+/// (`--until`, `--stop-on-slo`): `until_met after 683 requests (5 looks):
+/// …`. `None` for a run that ended by its count, its duration or Ctrl-C
+/// alone, which the window line already says.
+pub fn stop_text(r: &goodput_core::RunResult) -> Option<String> {
+    use goodput_core::analysis::until::StopReason;
+    let s = r.stop.as_ref()?;
+    if !matches!(s.reason, StopReason::UntilMet | StopReason::SloDecided | StopReason::Cap) {
+        return None;
+    }
+    let mut t = s.reason.as_str().to_string();
+    if let Some(n) = s.at_requests {
+        t.push_str(&format!(" after {n} requests"));
+    }
+    if let Some(k) = s.looks {
+        t.push_str(&format!(" ({k} look{})", if k == 1 { "" } else { "s" }));
+    }
+    if !s.detail.is_empty() {
+        t.push_str(": ");
+        t.push_str(&s.detail);
+    }
+    Some(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

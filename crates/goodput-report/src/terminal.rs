@@ -177,6 +177,9 @@ fn heading(o: &mut String, r: &RunResult) {
         let _ = write!(req, " · {} sent again (a kept connection closed before the response)", q.retried);
     }
     let _ = writeln!(o, "{req}");
+    if let Some(stop) = crate::format::stop_text(r) {
+        let _ = writeln!(o, "stopped: {}", esc(&stop));
+    }
     if let Some(st) = &s.stability {
         let _ = writeln!(o, "stability: {}", esc(&stability_text(st)));
     }

@@ -36,6 +36,11 @@ pub struct FixedProfile {
     /// Every n-th request (by arrival, the first included) waits this much
     /// longer for its first chunk: a known tail for goodput tests.
     pub slow_every: Option<(u64, Duration)>,
+    /// Each request's first chunk waits a further share of this, drawn
+    /// uniform in [0, 1) from `jitter_seed` and the request's arrival
+    /// number: a noisy TTFT whose spread is known, the same every run.
+    pub ttft_jitter: Duration,
+    pub jitter_seed: u64,
     pub faults: FaultConfig,
 }
 
@@ -48,6 +53,8 @@ impl Default for FixedProfile {
             tokens_per_chunk: 2,
             default_max_tokens: 128,
             slow_every: None,
+            ttft_jitter: Duration::ZERO,
+            jitter_seed: 0,
             faults: FaultConfig::default(),
         }
     }
@@ -240,7 +247,7 @@ pub(crate) struct Plan {
     /// `(prompt, completion)` tokens for the usage chunk, when asked for.
     usage: Option<(u64, u64)>,
     t0: Instant,
-    /// TTFT, `slow_every`'s extra wait included.
+    /// TTFT, `slow_every`'s extra wait and the jitter included.
     ttft: Duration,
     itl: Duration,
     stall: Duration,
@@ -280,6 +287,7 @@ impl Reply {
         let prompt_tokens = count_tokens(&req.prompt_text());
         let model = req.model.as_deref().unwrap_or(&p.model);
         let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
+        let jitter = p.ttft_jitter.mul_f64(goodput_core::util::hash::unit(p.jitter_seed, n));
         Reply::Generate(Box::new(Plan {
             writer: ChunkWriter::new(route, n, model, unix_now())
                 .with_lengths(prompt_tokens, n_out)
@@ -294,7 +302,7 @@ impl Reply {
             prompt_tokens,
             usage: req.include_usage().then_some((prompt_tokens, n_out)),
             t0,
-            ttft: p.ttft + slow,
+            ttft: p.ttft + slow + jitter,
             itl: p.itl,
             stall: match fault {
                 Fault::Stall(d) => d,

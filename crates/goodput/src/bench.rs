@@ -46,6 +46,16 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     let opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
+    let until = crate::until::spec(&a.until, &opts)?;
+    if until.is_some() {
+        if let Some((i, n)) = a.shard.shard {
+            anyhow::bail!(
+                "--until and --stop-on-slo decide a run's length from its own records, and shard {i}/{n} sees only \
+                 its share: drop them, or --shard"
+            );
+        }
+        crate::until::cap(&mut plan, &a.load.shape);
+    }
     let mut inputs = a.workload.inputs();
     inputs.extend(a.load.trace.as_deref().map(|p| ("--trace", p)));
     inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
@@ -73,6 +83,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
         client: Some(target.config.clone()),
         percentiles: Some(a.output.percentiles.0.clone()),
         judge: Some(setup::judge_config(&opts)),
+        stopping: until.as_ref().map(|u| u.config()),
         label,
         meta,
         ..RunConfig::default()
@@ -121,6 +132,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
         live,
         control: interrupt.control(),
         start_at: a.shard.start_at,
+        until,
     };
     // Only shard 0 scrapes the server's metrics, unless every shard is told to.
     let mut metrics = a.metrics.clone();

@@ -4,7 +4,7 @@
 //! `--validate`, predictions set against reference measurements.
 
 use crate::cli::{EngineArgs, EstimateArgs};
-use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
+use crate::virtual_point::{estimate_result_until, prompt_kind, VirtualServer};
 use crate::{output, setup};
 use anyhow::{Context, Result};
 use goodput_core::{RequestRecord, RunResult};
@@ -31,12 +31,16 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
     setup::no_answers(&a.workload, "estimate")?;
     setup::no_images(&a.workload, "estimate")?;
     let trace = setup::trace(&a.load)?;
-    let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
+    let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     crate::virtual_point::check_context(cfg, &workload, "--model picks another")?;
     // The engine modelled runs on tp × dp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
+    let until = crate::until::spec(&a.until, &opts)?;
+    if until.is_some() {
+        crate::until::cap(&mut plan, &a.load.shape);
+    }
     let mut inputs = a.workload.inputs();
     inputs.extend(a.load.trace.as_deref().map(|p| ("--trace", p)));
     inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
@@ -44,8 +48,15 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
     inputs.extend(output::named_file("--model", &a.engine.engine_model));
     output::check_outputs(&a.output, &inputs)?;
     let server = VirtualServer { engine: cfg, prompts: prompt_kind(a.api) };
-    let (mut result, records) =
-        estimate_result(server, &plan, &workload, workload_config, &opts, a.output.include_requests)?;
+    let (mut result, records) = estimate_result_until(
+        server,
+        &plan,
+        &workload,
+        workload_config,
+        &opts,
+        a.output.include_requests,
+        until.as_ref(),
+    )?;
     (result.config.label, result.config.meta) = setup::tags(&a.output);
     Ok((result, records))
 }

@@ -30,4 +30,5 @@ pub mod signals;
 pub mod sim_server;
 pub mod sweep;
 pub mod target;
+pub mod until;
 pub mod virtual_point;

@@ -154,6 +154,8 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         rep.notes.push(REPEATS_AS_SAVED.into());
         rep
     });
+    // Why the run stopped is the run's, whatever it is judged against now.
+    result.stop = run.stop.take();
     if let Some(w) = &a.window {
         result.warnings.extend(window_past_the_run(w, &all_sent));
     }

@@ -119,6 +119,8 @@ fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Status
         tokens_per_chunk: a.tokens_per_chunk,
         default_max_tokens: a.default_max_tokens,
         slow_every: a.slow_every.zip(a.slow_ttft),
+        ttft_jitter: a.ttft_jitter,
+        jitter_seed: a.jitter_seed,
         faults: faults(&a.faults)?,
     };
     profile.validate()?;

@@ -15,8 +15,8 @@ use goodput_core::load::dispatch::Dispatcher;
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
-    simulate, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, SharedPrefix, SimRun,
-    VirtualLoad, VirtualRequest, VirtualTurn,
+    simulate_until, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, SharedPrefix,
+    SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
 };
 use goodput_sim::template::ChatTemplate;
 use std::collections::HashSet;
@@ -223,11 +223,21 @@ pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
 /// again with that many more, so that `--requests` are measured after it
 /// (requests added at the end leave the earlier ones' times as they were).
 pub fn run_virtual(server: VirtualServer, plan: &LoadPlan, workload: &Workload) -> Result<SimRun> {
+    run_virtual_until(server, plan, workload, None)
+}
+
+/// [`run_virtual`] with stopping rules, which may end it early.
+pub fn run_virtual_until(
+    server: VirtualServer,
+    plan: &LoadPlan,
+    workload: &Workload,
+    until: Option<&crate::until::Spec>,
+) -> Result<SimRun> {
     let mut timed_warmup = 0;
     let open_loop = plan.rate.is_some() || plan.trace.is_some();
     loop {
         let load = virtual_load(plan, workload, timed_warmup, server.prompts)?;
-        let run = simulate(server.engine, &load)?;
+        let run = simulate_until(server.engine, &load, until.map(|u| u.watch()))?;
         // The units (requests, or sessions) the timed warm-up took beyond
         // the counted warm-up.
         let warm: HashSet<u64> =
@@ -295,9 +305,23 @@ pub fn estimate_result(
     opts: &AnalysisOptions,
     include_requests: bool,
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
+    estimate_result_until(server, plan, workload, workload_config, opts, include_requests, None)
+}
+
+/// [`estimate_result`] with stopping rules (`estimate --until`), which may
+/// end the run early; its `stop` says why it stopped.
+pub fn estimate_result_until(
+    server: VirtualServer,
+    plan: &LoadPlan,
+    workload: &Workload,
+    workload_config: WorkloadConfig,
+    opts: &AnalysisOptions,
+    include_requests: bool,
+    until: Option<&crate::until::Spec>,
+) -> Result<(RunResult, Vec<RequestRecord>)> {
     let started_unix_s = common::unix_now();
     let cfg = server.engine;
-    let run = run_virtual(server, plan, workload)?;
+    let run = run_virtual_until(server, plan, workload, until)?;
     let config = RunConfig {
         load: Some(plan.into()),
         workload: Some(workload_config),
@@ -305,6 +329,7 @@ pub fn estimate_result(
         prompts: Some(server.prompts.name().into()),
         percentiles: Some(opts.percentiles.clone()),
         judge: Some(setup::judge_config(opts)),
+        stopping: until.map(|u| u.config()),
         ..RunConfig::default()
     };
     let mut result = assemble(
@@ -321,6 +346,7 @@ pub fn estimate_result(
         &run.records,
         opts,
     );
+    result.stop = until.map(|u| run.stop.clone().unwrap_or_else(|| u.capped(plan, &run.records)));
     result.engine = Some(engine_view(cfg, &run.engine));
     result.energy = Some(energy_of(cfg, &run.engine, result.summary.throughput.output_tokens_per_s));
     // The diagnoses read from records alone hold in virtual time too.

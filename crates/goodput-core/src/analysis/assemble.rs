@@ -39,6 +39,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         run_id: a.run_id,
         started_unix_s: a.started_unix_s,
         interrupted: a.interrupted,
+        stop: None,
         config: a.config,
         target: a.target,
         window: analysis.window,

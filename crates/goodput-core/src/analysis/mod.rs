@@ -16,3 +16,4 @@ pub mod slo;
 pub mod stability;
 pub mod stats;
 pub mod summary;
+pub mod until;

@@ -297,7 +297,7 @@ impl fmt::Display for Slo {
 }
 
 /// A duration with its unit: `200ms`, `1.5s`, `250us`.
-fn parse_limit(s: &str) -> Result<Duration, SloError> {
+pub(crate) fn parse_limit(s: &str) -> Result<Duration, SloError> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1e-3)

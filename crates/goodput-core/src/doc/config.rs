@@ -66,6 +66,9 @@ pub struct RunConfig {
     /// The `--window` a `report` re-analysed the run over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report_window: Option<String>,
+    /// The stopping rules the run was given (`--until`, `--stop-on-slo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<crate::analysis::until::StoppingConfig>,
     /// An imported run's own settings, as the other tool's file gives them:
     /// free-form, each tool has its own.
     #[serde(skip_serializing_if = "Option::is_none")]

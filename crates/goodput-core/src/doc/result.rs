@@ -36,6 +36,12 @@ pub struct RunResult {
     /// True when the run was stopped early (Ctrl-C or SIGTERM) and holds what was measured until then.
     #[serde(default)]
     pub interrupted: bool,
+    /// Why the run stopped sending: every request sent, its duration over,
+    /// a stopping rule decided (`--until`, `--stop-on-slo`), its cap
+    /// reached with the rule undecided, or Ctrl-C. Absent in documents of
+    /// goodput before it said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<crate::analysis::until::Stop>,
     /// Everything needed to rerun it, secrets redacted.
     pub config: RunConfig,
     pub target: Target,

@@ -113,6 +113,9 @@ fn heading(o: &mut String, r: &RunResult) {
         let _ = write!(req, " · {} warm-up (excluded)", q.warmup);
     }
     let _ = writeln!(o, "{req}");
+    if let Some(stop) = crate::format::stop_text(r) {
+        let _ = writeln!(o, "- **Stopped** {}", md(&stop));
+    }
     if let Some(st) = &s.stability {
         let _ = writeln!(o, "- **Stability** {} {}", check(st.steady), md(&crate::terminal::stability_text(st)));
     }

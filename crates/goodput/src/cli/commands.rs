@@ -3,6 +3,7 @@
 use super::groups::*;
 use super::parse::*;
 use super::runs_args::RunsArgs;
+use super::until::UntilArgs;
 use clap::{Args, Parser, Subcommand};
 use goodput_load::Api;
 use std::path::PathBuf;
@@ -123,6 +124,8 @@ pub struct BenchArgs {
     pub sim: SimArgs,
     #[command(flatten)]
     pub runs: RunsArgs,
+    #[command(flatten)]
+    pub until: UntilArgs,
 }
 
 #[derive(Debug, Args)]
@@ -148,6 +151,8 @@ pub struct EstimateArgs {
     pub validate: Option<PathBuf>,
     #[command(flatten)]
     pub runs: RunsArgs,
+    #[command(flatten)]
+    pub until: UntilArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -196,6 +201,8 @@ pub struct SweepArgs {
     pub serve: super::servegrid::ServeGridArgs,
     #[command(flatten)]
     pub runs: RunsArgs,
+    #[command(flatten)]
+    pub until: UntilArgs,
 }
 
 #[derive(Debug, Args)]
@@ -235,6 +242,12 @@ pub struct ServeArgs {
     /// Fixed profile: the extra wait of --slow-every requests.
     #[arg(long, value_parser = parse_duration, help_heading = "Fixed profile")]
     pub slow_ttft: Option<Duration>,
+    /// Fixed profile: each request's first token waits a further uniform share of this (0 to --ttft-jitter), drawn from --jitter-seed and its arrival number: a noisy server whose spread is known.
+    #[arg(long, value_parser = parse_duration, default_value = "0s", help_heading = "Fixed profile")]
+    pub ttft_jitter: Duration,
+    /// Fixed profile: the seed of --ttft-jitter's draws.
+    #[arg(long, default_value_t = 0, help_heading = "Fixed profile")]
+    pub jitter_seed: u64,
     /// Fixed profile: log when each token chunk of every stream was written, one JSON line per stream with its X-Request-Id (bench: --header 'X-Request-Id: {request}'), to split a client's inter-token error into the server's share and its own (bench/client_overhead.sh).
     #[arg(long, help_heading = "Fixed profile")]
     pub write_log: Option<PathBuf>,

@@ -8,6 +8,7 @@ mod parse;
 mod plan_args;
 mod runs_args;
 mod servegrid;
+mod until;
 
 pub use commands::*;
 pub use groups::*;
@@ -15,6 +16,7 @@ pub use parse::*;
 pub use plan_args::*;
 pub use runs_args::*;
 pub use servegrid::*;
+pub use until::*;
 
 use clap::Parser;
 

@@ -34,6 +34,9 @@ pub struct Point<'a> {
     /// Wait for this wall-clock instant (Unix seconds) before the clock
     /// starts and the first request goes (`--start-at`).
     pub start_at: Option<f64>,
+    /// Stopping rules (`--until`, `--stop-on-slo`) that may end it early:
+    /// each run of a point starts them afresh.
+    pub until: Option<crate::until::Spec>,
 }
 
 /// Runs one point against `target` and gives its result and records.
@@ -59,13 +62,17 @@ pub async fn run_point(
         crate::signals::start(metrics, target.client.http(), &target.root, origin, target.max_buffer).await?;
     let progress = crate::progress::Progress::new(p.title, p.plan, &p.control);
     let view = crate::progress::LiveView::start(output.progress, output.quiet, progress.clone(), p.control.clone());
-    let sinks = Sinks { records: p.records, live: p.live, progress: Some(progress) };
+    let rules = p.until.as_ref().map(|s| s.rules());
+    let until = rules.clone().map(|u| (u, p.control.stop.clone()));
+    let sinks = Sinks { records: p.records, live: p.live, progress: Some(progress), until };
     let meter = crate::cpu::Meter::start();
     let res = run_http(target, p.plan, p.workload, p.control, sinks, origin).await;
     if let Some(v) = view {
         v.finish();
     }
     let (recs, interrupted, stalls) = res?;
+    // A stop the rules decided is the run's own end, not an interruption.
+    let interrupted = interrupted && !rules.as_ref().is_some_and(|u| u.decided());
     let client_cost = meter.and_then(|m| m.finish(&recs));
     let mut result = assemble(
         Assembly {
@@ -81,6 +88,7 @@ pub async fn run_point(
         &recs,
         opts,
     );
+    result.stop = Some(crate::until::stop_of(rules.as_deref(), interrupted, p.plan, &recs));
     client_cost::with_client_cost(&mut result, client_cost);
     client_cost::with_client_stalls(&mut result, &stalls, &recs);
     crate::signals::finish(scraping, &mut result, &recs, p.plan.concurrency).await;
@@ -93,6 +101,8 @@ struct Sinks {
     pub records: Option<RecordFile>,
     pub live: Option<Arc<goodput_core::prometheus::live::LiveMetrics>>,
     pub progress: Option<Arc<crate::progress::Progress>>,
+    /// The run's stopping rules, and the token they stop it with.
+    pub until: Option<(Arc<crate::until::Rules>, tokio_util::sync::CancellationToken)>,
 }
 
 /// Runs one load over HTTP on a clock starting at `origin`.
@@ -104,7 +114,7 @@ async fn run_http(
     sinks: Sinks,
     origin: tokio::time::Instant,
 ) -> Result<(Vec<RequestRecord>, bool, Vec<goodput_core::ClientStall>)> {
-    let Sinks { mut records, live, progress } = sinks;
+    let Sinks { mut records, live, progress, until } = sinks;
     let sink = move |r: &RequestRecord| {
         if let Some(f) = records.as_mut() {
             f.write(r);
@@ -114,6 +124,9 @@ async fn run_http(
         }
         if let Some(p) = &progress {
             p.observe(r);
+        }
+        if let Some((u, stop)) = &until {
+            u.observe(r, stop);
         }
     };
     let out = goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin).await?;

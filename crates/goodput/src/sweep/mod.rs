@@ -32,6 +32,20 @@ mod servers;
 mod stages;
 mod steady;
 
+/// Where a run's records are kept: written to `records` when given, and
+/// in the result with `include_requests`.
+struct Keep {
+    records: Option<PathBuf>,
+    include_requests: bool,
+}
+
+impl Keep {
+    /// Written to `records` when given, not in the result.
+    fn records(records: &Option<PathBuf>) -> Keep {
+        Keep { records: records.clone(), include_requests: false }
+    }
+}
+
 /// Where the points run.
 enum Runner {
     Http { target: Box<HttpTarget>, interrupt: Interrupt },
@@ -61,6 +75,9 @@ struct Sweep {
     held: SweepSeries,
     /// A path to POST on the server before each point (`--serve-reset`).
     reset: Option<String>,
+    /// The stopping rules a point's first run ends by (`--until`,
+    /// `--stop-on-slo`), beside its steady-state rule.
+    until: Option<crate::until::Spec>,
 }
 
 impl Sweep {
@@ -176,8 +193,12 @@ impl Sweep {
     /// runs again for twice as long, up to [`POINT_CAP`].
     async fn run(&mut self, load: Load, origin: &str) -> Result<&SweepPoint> {
         let mut duration = self.args.shape.duration;
+        // The stopping rules end a point's first run; one run again for a
+        // steady state runs its whole length.
+        let mut rules = self.until.is_some();
         let (result, ttft) = loop {
-            let (result, ttft) = self.run_once(load, duration).await?;
+            let (result, ttft) = self.run_once(load, duration, rules).await?;
+            rules = false;
             // The ceiling only finds the rate the spread climbs to (its
             // steady stretch's), and is never recommended: not extended.
             let extend = self.steady_bounds && origin != "ceiling";
@@ -225,7 +246,12 @@ impl Sweep {
 
     /// Runs one point for `duration` (or the shape's bounds) and gives its
     /// result and the TTFT distribution of its records.
-    async fn run_once(&mut self, load: Load, duration: Option<Duration>) -> Result<(goodput_core::RunResult, Cdf)> {
+    async fn run_once(
+        &mut self,
+        load: Load,
+        duration: Option<Duration>,
+        rules: bool,
+    ) -> Result<(goodput_core::RunResult, Cdf)> {
         let seed = self.args.shape.seed.of_run(self.runs);
         self.runs += 1;
         self.reset_server().await?;
@@ -233,30 +259,35 @@ impl Sweep {
         let workload = Arc::new(self.workload.with_seed(seed));
         // A point's load as bench writes it, so that it is judged (and
         // warned about) as the same load run alone would be.
+        let rules = self.until.as_ref().filter(|_| rules);
         let point_config = RunConfig {
             load: Some((&plan).into()),
             workload: Some(self.workload_config.clone()),
+            stopping: rules.map(|u| u.config()),
             ..RunConfig::default()
         };
         let records = self.args.output.records.as_ref().map(|p| point_path(p, self.points.len()));
         let title = format!("point {} · {}", self.points.len() + 1, load.label());
         let include = self.args.output.include_requests;
-        let (result, recs) = self.execute(&plan, &workload, title, point_config, records, include).await?;
+        let keep = Keep { records, include_requests: include };
+        let (result, recs) = self.execute(&plan, &workload, title, point_config, keep, rules).await?;
         Ok((result, goodput_report::series::cdf_of_records(&recs, Latency::Ttft)))
     }
 
     /// Runs `plan` once on the sweep's server, live or in virtual time,
-    /// and gives its result, under `config`, and its records, written to
-    /// `records` when given. `title` names it in the live view.
+    /// and gives its result, under `config`, and its records, kept as
+    /// `keep` says. `title` names it in the live view; `until`'s rules may
+    /// end a live run early.
     async fn execute(
         &self,
         plan: &LoadPlan,
         workload: &Arc<Workload>,
         title: String,
         config: RunConfig,
-        records: Option<PathBuf>,
-        include_requests: bool,
+        keep: Keep,
+        until: Option<&crate::until::Spec>,
     ) -> Result<(goodput_core::RunResult, Vec<goodput_core::RequestRecord>)> {
+        let Keep { records, include_requests } = keep;
         match &self.runner {
             Runner::Http { target, interrupt } => {
                 let run_id = goodput_report::read::records::new_run_id();
@@ -271,6 +302,7 @@ impl Sweep {
                     live: None,
                     start_at: None,
                     control: interrupt.control(),
+                    until: until.cloned(),
                 };
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await
             }
@@ -279,13 +311,14 @@ impl Sweep {
                 // Judged (and warned about) as the load the plan describes,
                 // though the engine ends a closed loop by its count.
                 let bounded = virtual_bounds(server, plan.clone(), workload)?;
-                let (mut r, recs) = virtual_point::estimate_result(
+                let (mut r, recs) = virtual_point::estimate_result_until(
                     server,
                     &bounded,
                     workload,
                     self.workload_config.clone(),
                     &self.opts,
                     include_requests,
+                    until,
                 )?;
                 if let Some(p) = records {
                     let mut f = RecordFile::create(&p, &r.run_id)?;
@@ -490,6 +523,13 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         setup::with_images(workload, &a.workload, a.shape.turns.is_some(), a.target.api, a.shape.seed.value)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
+    let until = crate::until::spec(&a.until, &opts)?;
+    if until.is_some() && a.stages.is_some() {
+        bail!(
+            "--until and --stop-on-slo end a point when its answer is known, and --stages is one run of changing \
+             load, not points: drop them, or --stages"
+        );
+    }
     let mut inputs = a.workload.inputs();
     inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
     inputs.extend(a.hw.calibration.as_deref().map(|p| ("--calibration", p)));
@@ -574,6 +614,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         runs: shared.first_run,
         held: SweepSeries::default(),
         reset: shared.reset,
+        until,
     })
 }
 

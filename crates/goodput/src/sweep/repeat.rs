@@ -59,7 +59,7 @@ impl Sweep {
                 self.runs = k;
             }
             seeds.push(self.args.shape.seed.of_run(self.runs));
-            match self.run_once(load, duration).await {
+            match self.run_once(load, duration, true).await {
                 Ok((r, _)) => results.push(r),
                 Err(e) => {
                     made = Err(e);

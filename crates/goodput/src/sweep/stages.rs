@@ -63,7 +63,14 @@ impl Sweep {
         };
         let title = format!("{} stages", stages.len());
         let (whole, recs) = self
-            .execute(&plan, &self.workload, title, config(first, total)?, self.args.output.records.clone(), false)
+            .execute(
+                &plan,
+                &self.workload,
+                title,
+                config(first, total)?,
+                Keep::records(&self.args.output.records),
+                None,
+            )
             .await?;
         // The whole run over time, for the page's timeline of the stages.
         self.held.timeline = goodput_report::series::time_series_of(&recs, (whole.window.start_s, whole.window.end_s));

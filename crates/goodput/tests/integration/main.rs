@@ -25,4 +25,5 @@ mod signals;
 mod sim_agreement;
 mod stability;
 mod starved;
+mod until;
 mod workloads;

@@ -60,6 +60,9 @@ pub fn run_page_with(r: &RunResult, records: Option<&[goodput_core::RequestRecor
         r.window.end_s,
         if r.interrupted { r#" · <span class="tag poor">interrupted: partial result</span>"# } else { "" }
     ));
+    if let Some(stop) = format::stop_text(r) {
+        lines.push(format!("stopped: {}", html(&stop)));
+    }
     let title = match r.config.label.as_deref() {
         Some(l) => format!("{l} · {}", r.target.model),
         None => r.target.model.clone(),

@@ -126,6 +126,7 @@ pub fn run_of(model: &str, p: Profile, recs: Vec<RequestRecord>, slo: Option<&st
         kind: "bench".into(),
         started_unix_s: 1_767_225_600.0,
         interrupted: false,
+        stop: None,
         config: serde_json::from_value(json!({
             "client": {"api": "chat", "model": model, "stream": true, "url": "http://127.0.0.1:8000"},
             "load": {"concurrency": p.concurrency, "requests": p.requests, "warmup": 0},

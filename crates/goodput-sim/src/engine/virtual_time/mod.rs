@@ -253,6 +253,8 @@ pub struct SimRun {
     /// The load's plan wanted more units than its requests held (a closed
     /// loop's timed warm-up takes an unknown number of them).
     pub ran_out: bool,
+    /// The stopping rules' decision, when they were given and decided.
+    pub stop: Option<goodput_core::analysis::until::Stop>,
 }
 
 /// Runs `load` against an engine built from `cfg`, in virtual time. A request
@@ -260,8 +262,21 @@ pub struct SimRun {
 /// response byte is its first token (vLLM writes nothing earlier on a
 /// stream); each token is one output chunk at the end of its step.
 pub fn simulate(cfg: &EngineConfig, load: &VirtualLoad) -> Result<SimRun, Error> {
+    simulate_until(cfg, load, None)
+}
+
+/// [`simulate`] with stopping rules (`--until`, `--stop-on-slo`): each
+/// request is shown to `watch` as it completes, and once it decides,
+/// sending stops as a live run's does, what is in flight cancelled after
+/// the plan's grace.
+pub fn simulate_until(
+    cfg: &EngineConfig,
+    load: &VirtualLoad,
+    watch: Option<goodput_core::analysis::until::Watch>,
+) -> Result<SimRun, Error> {
     load.check()?;
     let mut run = VirtualRun::new(cfg, load)?;
+    run.watch = watch;
     loop {
         // The client leaves requests it gave up on by now: the engine drops
         // them, and their users are free (a session ends with its turn).

@@ -49,6 +49,9 @@ pub(super) struct VirtualRun<'a> {
     give_ups: BinaryHeap<Reverse<(Duration, usize, bool)>>,
     /// The requests the run's end cancelled.
     cut_at_end: Vec<usize>,
+    /// The stopping rules, fed each request as it completes, and their decision.
+    pub(super) watch: Option<goodput_core::analysis::until::Watch>,
+    decided: Option<goodput_core::analysis::until::Stop>,
 }
 
 impl<'a> VirtualRun<'a> {
@@ -94,6 +97,8 @@ impl<'a> VirtualRun<'a> {
             next_sample: Duration::ZERO,
             give_ups: BinaryHeap::new(),
             cut_at_end: Vec::new(),
+            watch: None,
+            decided: None,
         })
     }
 
@@ -277,6 +282,9 @@ impl<'a> VirtualRun<'a> {
                 }
                 let request = &load.requests[i];
                 finish(record, request, load.prompts.extra(cfg.chat_template, request), now);
+                if let (Some(w), None) = (self.watch.as_mut(), &self.decided) {
+                    self.decided = w.observe(record);
+                }
                 let then = load.requests.get(i + 1).filter(|r| r.follows()).and_then(|r| r.turn);
                 match then.map(|t| now + t.think) {
                     // The next turn goes after a think time, unless the end
@@ -287,6 +295,21 @@ impl<'a> VirtualRun<'a> {
                     // The session's last turn: its user is free.
                     None => self.dispatcher.done(now),
                 }
+            }
+        }
+        if self.decided.is_some() && !self.dispatcher.finished() {
+            self.stop_sending();
+        }
+    }
+
+    /// The rules decided: sending stops now, and what is in flight is
+    /// cancelled after the plan's grace, as a live run's stop does.
+    fn stop_sending(&mut self) {
+        self.dispatcher.stop(self.now);
+        let Some(at) = self.dispatcher.cancel_at() else { return };
+        for (i, r) in self.records.iter().enumerate() {
+            if r.as_ref().is_some_and(|r| !r.outcome.is_success()) {
+                self.give_ups.push(Reverse((at, i, false)));
             }
         }
     }
@@ -364,6 +387,7 @@ impl<'a> VirtualRun<'a> {
                 replica_requests: engines.iter().map(|e| e.stats().requests_admitted).collect(),
             },
             ran_out,
+            stop: self.decided,
         }
     }
 }

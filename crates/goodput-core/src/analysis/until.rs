@@ -1,0 +1,571 @@
+//! Stopping a run when its answer is known (docs/metrics.md, "Stopping
+//! when the answer is known"): `--until` targets, each a figure whose
+//! interval must come within a half-width, and `--stop-on-slo`, which ends
+//! a run once every percentile objective's interval (and the attainment's,
+//! with per-request limits) lies wholly on one side of its limit. Both are
+//! checked on the completed measured records at looks spaced geometrically
+//! ([`FIRST_LOOK`], then every [`LOOK_GROWTH`] times as many). The rule is
+//! pure and has no clock: a live run's record sink feeds it each record as
+//! it completes, and says why the run stopped ([`Stop`]) in the result.
+
+use crate::analysis::interval::{percentile_interval, rate_interval, wilson, Interval, BATCHES};
+use crate::analysis::metrics::ms;
+use crate::analysis::slo::{parse_limit, Slo, SloMetric};
+use crate::analysis::stats::percentile;
+use crate::doc::record::{Outcome, RequestRecord};
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The first look, in measured completed requests: below it no percentile
+/// past the median has an interval worth judging.
+pub const FIRST_LOOK: u64 = 50;
+/// Each look after the first comes once this many times as many measured
+/// requests have completed: a run of n requests is looked at about
+/// log(n / 50) / log(1.25) times (31 looks by 50,000), so a run overshoots
+/// the count its rule needed by at most a quarter, and the looks are few
+/// enough to spend the error rate over (see [`decision_confidence`]).
+pub const LOOK_GROWTH: f64 = 1.25;
+
+/// A run's length when `--until` or `--stop-on-slo` is given without
+/// `--requests` or `--duration`: whichever of these comes first.
+pub const DEFAULT_CAP_REQUESTS: u64 = 10_000;
+pub const DEFAULT_CAP_DURATION: Duration = Duration::from_secs(600);
+
+/// A figure `--until` can ask an interval of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Figure {
+    /// A latency percentile (`ttft:p99`), in milliseconds.
+    Percentile { metric: SloMetric, p: f64 },
+    /// Completed requests per second over the window so far.
+    RequestsPerS,
+    /// Output tokens per second over the window so far.
+    OutputTokensPerS,
+}
+
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Figure::Percentile { metric, p } => write!(f, "{}:p{p}", metric.as_str()),
+            Figure::RequestsPerS => f.write_str("requests_per_s"),
+            Figure::OutputTokensPerS => f.write_str("output_tokens_per_s"),
+        }
+    }
+}
+
+impl Figure {
+    fn unit(&self) -> &'static str {
+        match self {
+            Figure::Percentile { .. } => "ms",
+            Figure::RequestsPerS => "req/s",
+            Figure::OutputTokensPerS => "tok/s",
+        }
+    }
+}
+
+/// How close the interval must come: each of its sides within this of the
+/// figure's estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Width {
+    /// A share of the estimate (0.05 for `5%`).
+    Relative(f64),
+    /// In the figure's unit: milliseconds for a percentile, per second for a rate.
+    Absolute(f64),
+}
+
+/// One `--until` term: `ttft:p99±5%`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    pub figure: Figure,
+    pub width: Width,
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.width, self.figure) {
+            (Width::Relative(s), _) => write!(f, "{}±{}%", self.figure, s * 100.0),
+            (Width::Absolute(a), Figure::Percentile { .. }) => write!(f, "{}±{a}ms", self.figure),
+            (Width::Absolute(a), _) => write!(f, "{}±{a}", self.figure),
+        }
+    }
+}
+
+/// `--until`: every target must be met.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Until {
+    pub targets: Vec<Target>,
+}
+
+impl fmt::Display for Until {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.targets.iter().map(|t| t.to_string()).collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// An `--until` that does not read; each message names the term and the fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UntilError {
+    #[error("--until is empty: write e.g. 'ttft:p99±5%' or 'e2e:p50±20ms,output_tps±3%'")]
+    Empty,
+    #[error("--until term '{0}' has no half-width: write e.g. ttft:p99±5% (or ttft:p99+-5%)")]
+    NoWidth(String),
+    #[error(
+        "--until term '{term}': unknown figure '{figure}': use a latency percentile (ttft, tpot, e2e, itl_max or \
+         ttfb, e.g. ttft:p99) or a rate (requests_per_s, output_tokens_per_s; rps and output_tps for short)"
+    )]
+    UnknownFigure { term: String, figure: String },
+    #[error("--until term '{term}': '{metric}' needs a percentile: write e.g. {metric}:p99±5%")]
+    NoPercentile { term: String, metric: String },
+    #[error("--until term '{term}': '{percentile}' is not a percentile above 0 and below 100 like p99 or p99.9")]
+    NotAPercentile { term: String, percentile: String },
+    #[error(
+        "--until term '{term}': '{width}' is not a half-width: write a share above 0 and below 100% (5%) or, for \
+         a percentile, a duration (20ms)"
+    )]
+    BadWidth { term: String, width: String },
+    #[error("--until term '{term}': a rate's half-width is a share (3%) or a number per second (0.5), not '{width}'")]
+    RateWidth { term: String, width: String },
+    #[error("--until names '{0}' twice: keep one")]
+    Twice(String),
+}
+
+fn parse_figure(term: &str, s: &str) -> Result<Figure, UntilError> {
+    let s = s.trim();
+    let s = s.strip_prefix("summary.").unwrap_or(s);
+    match s.strip_prefix("throughput.").unwrap_or(s) {
+        "requests_per_s" | "rps" => return Ok(Figure::RequestsPerS),
+        "output_tokens_per_s" | "output_tps" => return Ok(Figure::OutputTokensPerS),
+        _ => {}
+    }
+    // `ttft:p99` as --slo writes it, or `ttft_ms.p99` as --fail-if does.
+    let (name, pct) = match s.split_once(':').or_else(|| s.split_once('.')) {
+        Some((n, p)) => (n, Some(p)),
+        None => (s, None),
+    };
+    let name = name.strip_suffix("_ms").unwrap_or(name);
+    let unknown = || UntilError::UnknownFigure { term: term.into(), figure: s.into() };
+    let metric: SloMetric = name.parse().map_err(|_| unknown())?;
+    let Some(pct) = pct else {
+        return Err(UntilError::NoPercentile { term: term.into(), metric: metric.as_str().into() });
+    };
+    let p = pct
+        .trim()
+        .strip_prefix('p')
+        .map(|v| v.replace('_', "."))
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|p| *p > 0.0 && *p < 100.0)
+        .ok_or_else(|| UntilError::NotAPercentile { term: term.into(), percentile: pct.trim().into() })?;
+    Ok(Figure::Percentile { metric, p })
+}
+
+fn parse_width(term: &str, figure: Figure, s: &str) -> Result<Width, UntilError> {
+    let s = s.trim();
+    let bad = || UntilError::BadWidth { term: term.into(), width: s.into() };
+    if let Some(v) = s.strip_suffix('%') {
+        let v: f64 = v.trim().parse().map_err(|_| bad())?;
+        return if v > 0.0 && v < 100.0 { Ok(Width::Relative(v / 100.0)) } else { Err(bad()) };
+    }
+    match figure {
+        Figure::Percentile { .. } => parse_limit(s).map(|d| Width::Absolute(ms(d))).map_err(|_| bad()),
+        _ => s
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .map(Width::Absolute)
+            .ok_or_else(|| UntilError::RateWidth { term: term.into(), width: s.into() }),
+    }
+}
+
+impl FromStr for Until {
+    type Err = UntilError;
+
+    /// `ttft:p99±5%,e2e:p50±20ms,output_tps±3%` (`+-` for `±`).
+    fn from_str(s: &str) -> Result<Self, UntilError> {
+        let mut until = Until::default();
+        for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (lhs, rhs) = term
+                .split_once('±')
+                .or_else(|| term.split_once("+-"))
+                .ok_or_else(|| UntilError::NoWidth(term.into()))?;
+            let figure = parse_figure(term, lhs)?;
+            let width = parse_width(term, figure, rhs)?;
+            if until.targets.iter().any(|t| t.figure == figure) {
+                return Err(UntilError::Twice(figure.to_string()));
+            }
+            until.targets.push(Target { figure, width });
+        }
+        if until.targets.is_empty() {
+            return Err(UntilError::Empty);
+        }
+        Ok(until)
+    }
+}
+
+impl Until {
+    /// The terms of several `--until` options together.
+    pub fn join(parts: &[String]) -> Result<Until, UntilError> {
+        parts.join(",").parse()
+    }
+}
+
+/// Why a run stopped: `stop` of the result (docs/result.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Every `--until` figure's interval came within its half-width.
+    UntilMet,
+    /// `--stop-on-slo`: the SLO's verdict was known (`detail` says which side).
+    SloDecided,
+    /// `--until` or `--stop-on-slo` was given and not met within the run's
+    /// limit (its `--requests` or `--duration`, or the default cap).
+    Cap,
+    /// Every request the run was to send was sent (`--requests`, a trace's end).
+    Requests,
+    /// `--duration` ended sending.
+    Duration,
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::UntilMet => "until_met",
+            StopReason::SloDecided => "slo_decided",
+            StopReason::Cap => "cap",
+            StopReason::Requests => "requests",
+            StopReason::Duration => "duration",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// `stop` of the result: why the run stopped sending.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Stop {
+    pub reason: StopReason,
+    /// In words: the figures that decided, with their intervals and what
+    /// was asked of them; empty when the reason says it all.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// Measured requests completed when a stopping rule decided (or, at a
+    /// cap, all the run completed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_requests: Option<u64>,
+    /// How many times the stopping rule looked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looks: Option<u32>,
+}
+
+/// `config.stopping` of the result: the stopping rules a run was given.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct StoppingConfig {
+    /// The `--until` terms as goodput read them (`ttft:p99±5%`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// `--stop-on-slo`.
+    #[serde(default)]
+    pub stop_on_slo: bool,
+}
+
+/// The confidence of `--stop-on-slo`'s k-th look (from 1) when the run's
+/// intervals are at `conf`: the error rate 1 − conf spent over the looks,
+/// α/(k(k+1)) at the k-th, so that the chance any look calls the wrong side
+/// of a limit is at most α however many looks the run takes (the sum of
+/// α/(k(k+1)) over every k is α).
+pub fn decision_confidence(conf: f64, look: u32) -> f64 {
+    let k = f64::from(look.max(1));
+    1.0 - (1.0 - conf) / (k * (k + 1.0))
+}
+
+/// The stopping rules of one run, fed its records as they complete.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    until: Vec<Target>,
+    slo: Option<Slo>,
+    confidence: f64,
+    /// Per latency metric the rules need, its successful measured samples (ms).
+    samples: Vec<(SloMetric, Vec<f64>)>,
+    /// The earliest measured send and the latest end, and each measured
+    /// record's end with its output tokens (rates).
+    first_sent: Option<Duration>,
+    last_end: Duration,
+    ends: Vec<(Duration, bool, u64)>,
+    judged: u64,
+    good: u64,
+    measured: u64,
+    next_look: u64,
+    looks: u32,
+}
+
+/// A latency percentile's interval and estimate over `samples`.
+fn percentile_figure(samples: &[f64], p: f64, conf: f64) -> (Option<f64>, Interval) {
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    (percentile(&s, p), percentile_interval(&s, p, conf))
+}
+
+fn fmt_value(v: Option<f64>) -> String {
+    v.map_or_else(|| "none".to_string(), |v| if v.abs() >= 100.0 { format!("{v:.0}") } else { format!("{v:.3}") })
+}
+
+fn fmt_interval(i: &Interval) -> String {
+    format!("[{}, {}]", fmt_value(i.lo), fmt_value(i.hi))
+}
+
+impl Watch {
+    /// The rules of `until` and, when `stop_on_slo`, of `slo`'s objectives
+    /// and limits, with intervals at `confidence`. `None` when there is
+    /// nothing to watch.
+    pub fn new(until: Option<&Until>, slo: Option<&Slo>, confidence: f64) -> Option<Watch> {
+        let until: Vec<Target> = until.map(|u| u.targets.clone()).unwrap_or_default();
+        let slo = slo.filter(|s| !s.objectives.is_empty() || s.judges_attainment()).cloned();
+        if until.is_empty() && slo.is_none() {
+            return None;
+        }
+        let metrics: Vec<SloMetric> = until
+            .iter()
+            .filter_map(|t| match t.figure {
+                Figure::Percentile { metric, .. } => Some(metric),
+                _ => None,
+            })
+            .chain(slo.iter().flat_map(|s| s.objectives.iter().map(|o| o.metric)))
+            .collect();
+        let mut samples: Vec<(SloMetric, Vec<f64>)> = Vec::new();
+        for m in metrics {
+            if !samples.iter().any(|(k, _)| *k == m) {
+                samples.push((m, Vec::new()));
+            }
+        }
+        Some(Watch {
+            until,
+            slo,
+            confidence,
+            samples,
+            first_sent: None,
+            last_end: Duration::ZERO,
+            ends: Vec::new(),
+            judged: 0,
+            good: 0,
+            measured: 0,
+            next_look: FIRST_LOOK,
+            looks: 0,
+        })
+    }
+
+    /// Measured requests completed so far.
+    pub fn measured(&self) -> u64 {
+        self.measured
+    }
+
+    pub fn looks(&self) -> u32 {
+        self.looks
+    }
+
+    /// Takes one completed record; at a look, the decision to stop, if the
+    /// rules decided.
+    pub fn observe(&mut self, r: &RequestRecord) -> Option<Stop> {
+        if r.warmup {
+            return None;
+        }
+        self.measured += 1;
+        self.first_sent = Some(self.first_sent.map_or(r.sent, |s| s.min(r.sent)));
+        self.last_end = self.last_end.max(r.end);
+        let rates = self.until.iter().any(|t| !matches!(t.figure, Figure::Percentile { .. }));
+        if rates {
+            self.ends.push((r.end, r.outcome.is_success(), r.output_tokens));
+        }
+        if !matches!(r.outcome, Outcome::Cancelled) {
+            if let Some(slo) = &self.slo {
+                self.judged += 1;
+                self.good += u64::from(slo.is_good(r));
+            }
+            if r.outcome.is_success() {
+                for (m, v) in &mut self.samples {
+                    if let Some(d) = m.of(r) {
+                        v.push(ms(d));
+                    }
+                }
+            }
+        }
+        if self.measured < self.next_look {
+            return None;
+        }
+        self.next_look = ((self.measured as f64 * LOOK_GROWTH).ceil() as u64).max(self.measured + 1);
+        self.looks += 1;
+        self.decide()
+    }
+
+    fn samples_of(&self, m: SloMetric) -> &[f64] {
+        self.samples.iter().find(|(k, _)| *k == m).map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    /// A figure's estimate and interval on what has completed so far.
+    fn figure(&self, f: Figure, conf: f64) -> (Option<f64>, Interval) {
+        match f {
+            Figure::Percentile { metric, p } => percentile_figure(self.samples_of(metric), p, conf),
+            Figure::RequestsPerS | Figure::OutputTokensPerS => {
+                let Some(t0) = self.first_sent else { return (None, Interval::NONE) };
+                let dur = (self.last_end.saturating_sub(t0)).as_secs_f64();
+                let events: Vec<(f64, f64)> = self
+                    .ends
+                    .iter()
+                    .filter_map(|&(end, ok, tokens)| {
+                        let t = end.saturating_sub(t0).as_secs_f64();
+                        match f {
+                            Figure::RequestsPerS => ok.then_some((t, 1.0)),
+                            _ => Some((t, tokens as f64)),
+                        }
+                    })
+                    .collect();
+                let total: f64 = events.iter().map(|e| e.1).sum();
+                let est = (dur > 0.0).then(|| total / dur);
+                (est, rate_interval(&events, dur, BATCHES, conf))
+            }
+        }
+    }
+
+    /// Each `--until` target: whether met, and in words.
+    fn until_status(&self) -> Vec<(bool, String)> {
+        self.until
+            .iter()
+            .map(|t| {
+                let (est, i) = self.figure(t.figure, self.confidence);
+                let half = match (est, i.lo, i.hi) {
+                    (Some(e), Some(lo), Some(hi)) => Some((e - lo).max(hi - e)),
+                    _ => None,
+                };
+                let allowed = match (t.width, est) {
+                    (Width::Relative(s), Some(e)) => Some(s * e.abs()),
+                    (Width::Absolute(a), _) => Some(a),
+                    _ => None,
+                };
+                let met = matches!((half, allowed), (Some(h), Some(a)) if h <= a);
+                let off = match (half, est) {
+                    (Some(h), Some(e)) if matches!(t.width, Width::Relative(_)) && e != 0.0 => {
+                        format!("±{:.1}%", h / e.abs() * 100.0)
+                    }
+                    (Some(h), _) => format!("±{}", fmt_value(Some(h))),
+                    _ => "unbounded".to_string(),
+                };
+                (
+                    met,
+                    format!(
+                        "{t}: {} {} {} ({off}{})",
+                        fmt_value(est),
+                        t.figure.unit(),
+                        fmt_interval(&i),
+                        if met { "" } else { ", not yet" }
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    /// The SLO's verdict at this look: `Some(true)` when every objective
+    /// (and the attainment) is decided met, `Some(false)` when one is
+    /// decided missed; with the words for each.
+    fn slo_status(&self) -> (Option<bool>, Vec<String>) {
+        let Some(slo) = &self.slo else { return (None, Vec::new()) };
+        let conf = decision_confidence(self.confidence, self.looks);
+        let mut words = Vec::new();
+        let mut sides = Vec::new();
+        for o in &slo.objectives {
+            let (_, i) = percentile_figure(self.samples_of(o.metric), o.percentile, conf);
+            let limit = ms(o.max);
+            let side = match (i.lo, i.hi) {
+                (_, Some(hi)) if hi <= limit => Some(true),
+                (Some(lo), _) if lo > limit => Some(false),
+                _ => None,
+            };
+            words.push(format!("{o}: {} ms {}", fmt_interval(&i), side_words(side)));
+            sides.push(side);
+        }
+        if slo.judges_attainment() {
+            let target = slo.attainment_target();
+            let i = wilson(self.good, self.judged, conf);
+            let side = match (i.lo, i.hi) {
+                (Some(lo), _) if lo >= target => Some(true),
+                (_, Some(hi)) if hi < target => Some(false),
+                _ => None,
+            };
+            words.push(format!("attainment>={target}: {} {}", fmt_interval(&i), side_words(side)));
+            sides.push(side);
+        }
+        let verdict = if sides.contains(&Some(false)) {
+            Some(false)
+        } else if sides.iter().all(|s| *s == Some(true)) {
+            Some(true)
+        } else {
+            None
+        };
+        (verdict, words)
+    }
+
+    /// The decision at this look, if any.
+    fn decide(&self) -> Option<Stop> {
+        let stop = |reason, detail| Stop { reason, detail, at_requests: Some(self.measured), looks: Some(self.looks) };
+        if !self.until.is_empty() {
+            let status = self.until_status();
+            if status.iter().all(|s| s.0) {
+                let words: Vec<String> = status.into_iter().map(|s| s.1).collect();
+                return Some(stop(
+                    StopReason::UntilMet,
+                    format!("at {:.0}% confidence: {}", self.confidence * 100.0, words.join("; ")),
+                ));
+            }
+        }
+        if let (Some(verdict), words) = self.slo_status() {
+            let conf = decision_confidence(self.confidence, self.looks);
+            return Some(stop(
+                StopReason::SloDecided,
+                format!(
+                    "the SLO is {} (look {}, at {:.4}% confidence): {}",
+                    if verdict { "met" } else { "missed" },
+                    self.looks,
+                    conf * 100.0,
+                    words.join("; ")
+                ),
+            ));
+        }
+        None
+    }
+
+    /// Why the run stopped when it reached its limit with the rules
+    /// undecided: the figures over every record taken.
+    pub fn capped(&self, limit: &str) -> Stop {
+        let mut words: Vec<String> = self.until_status().into_iter().filter(|s| !s.0).map(|s| s.1).collect();
+        let (_, slo) = self.slo_status();
+        if !slo.is_empty() {
+            words.push(format!("the SLO undecided: {}", slo.join("; ")));
+        }
+        Stop {
+            reason: StopReason::Cap,
+            detail: match words.is_empty() {
+                // The rules held only after the last look.
+                true => format!("{limit} came first"),
+                false => format!("{limit} came first: {}", words.join("; ")),
+            },
+            at_requests: Some(self.measured),
+            looks: Some(self.looks),
+        }
+    }
+}
+
+fn side_words(side: Option<bool>) -> &'static str {
+    match side {
+        Some(true) => "wholly within",
+        Some(false) => "wholly beyond",
+        None => "on both sides",
+    }
+}
+
+#[cfg(test)]
+mod tests;

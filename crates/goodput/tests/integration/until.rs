@@ -1,0 +1,199 @@
+//! `bench --until` and `--stop-on-slo` through the binary against the
+//! fixed-timing server: a quiet server's answer is known sooner than a
+//! noisy one's (counts, not times), the SLO's verdict ends a run, the
+//! result and the terminal say why the run stopped, and bad options are
+//! refused with their fix.
+
+use crate::cmd;
+
+use cmd::{fixed_server, goodput, read_json, records, GoodputCommand};
+use goodput_core::RequestMetrics;
+use goodput_sim::fixed::FixedProfile;
+use std::time::Duration;
+
+/// TTFT 50 ms, plus a uniform share of `jitter` drawn per request.
+fn server(jitter: Duration) -> (tokio::runtime::Runtime, String) {
+    fixed_server(FixedProfile {
+        ttft: Duration::from_millis(50),
+        itl: Duration::from_millis(1),
+        tokens_per_chunk: 1,
+        ttft_jitter: jitter,
+        jitter_seed: 7,
+        ..Default::default()
+    })
+}
+
+/// Runs `--until ttft:p50±5%` capped at 5,000 requests; the result and the
+/// records.
+fn until_run(url: &str, extra: &[&str]) -> (serde_json::Value, Vec<goodput_core::RequestRecord>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .args(["bench", "--url", url, "-n", "5000", "-c", "64", "--output-tokens", "2", "--input-tokens", "8"])
+        .args(["--progress", "none"])
+        .args(extra)
+        .writing(&out, &rec)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    (read_json(&out), records(&rec), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+fn a_quiet_server_s_answer_is_known_sooner_than_a_noisy_one_s() {
+    let (_q, quiet_url) = server(Duration::ZERO);
+    let (_n, noisy_url) = server(Duration::from_millis(200));
+    let (quiet, quiet_recs, text) = until_run(&quiet_url, &["--until", "ttft:p50±5%"]);
+    let (noisy, noisy_recs, _) = until_run(&noisy_url, &["--until", "ttft:p50+-5%"]);
+    for v in [&quiet, &noisy] {
+        assert_eq!(v["stop"]["reason"], "until_met", "{}", v["stop"]);
+        assert_eq!(v["interrupted"], false, "a rule's stop is the run's own end");
+        assert_eq!(v["config"]["stopping"]["until"], "ttft:p50±5%", "{}", v["config"]);
+    }
+    let at = |v: &serde_json::Value| v["stop"]["at_requests"].as_u64().unwrap();
+    // A p50 ±5% of a TTFT spread uniformly over 200 ms needs its interval
+    // within ±7.5 ms: about 680 requests (196 ms / √n), far more than 300.
+    assert!(at(&noisy) >= 300, "{}", noisy["stop"]);
+    assert!(at(&quiet) < at(&noisy), "quiet {} noisy {}", quiet["stop"], noisy["stop"]);
+    assert!(quiet_recs.len() < noisy_recs.len() && noisy_recs.len() < 5000);
+    // The jitter is really there: the noisy TTFTs spread over most of 200 ms.
+    let ttfts: Vec<f64> = noisy_recs.iter().filter_map(|r| r.ttft()).map(|d| d.as_secs_f64() * 1e3).collect();
+    let (lo, hi) = ttfts.iter().fold((f64::MAX, 0.0f64), |(l, h), &t| (l.min(t), h.max(t)));
+    assert!(lo >= 50.0 && hi - lo > 150.0, "{lo} {hi}");
+    // Sending stopped at the decision: what came after was in flight then,
+    // or sent into a slot that freed in the same burst of completions
+    // before the sender saw the stop (a closed loop of 64).
+    assert!(quiet_recs.len() as u64 <= at(&quiet) + 2 * 64, "{} records", quiet_recs.len());
+    assert!(text.contains("stopped: until_met after"), "{text}");
+    assert!(text.contains("ttft:p50±5%:"), "{text}");
+}
+
+#[test]
+fn the_slo_s_verdict_ends_a_run_on_whichever_side_it_falls() {
+    let (_rt, url) = server(Duration::ZERO);
+    let (met, recs, _) = until_run(&url, &["--slo", "ttft:p95<=200ms", "--stop-on-slo"]);
+    assert_eq!(met["stop"]["reason"], "slo_decided");
+    assert!(met["stop"]["detail"].as_str().unwrap().starts_with("the SLO is met"), "{}", met["stop"]);
+    assert!(recs.len() < 5000);
+    assert_eq!(met["slo"]["pass"], true);
+    assert_eq!(met["config"]["stopping"]["stop_on_slo"], true, "{}", met["config"]);
+    let (missed, _, _) = until_run(&url, &["--slo", "ttft:p95<=20ms", "--stop-on-slo"]);
+    assert!(missed["stop"]["detail"].as_str().unwrap().starts_with("the SLO is missed"), "{}", missed["stop"]);
+    assert_eq!(missed["slo"]["pass"], false);
+}
+
+#[test]
+fn a_run_without_rules_says_its_count_ended_it_and_one_whose_rule_never_held_says_cap() {
+    let (_rt, url) = server(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let base = ["bench", "-q", "--url", &url, "-n", "60", "-c", "8", "--output-tokens", "2", "--input-tokens", "8"];
+    goodput().args(base).writing(&out, &rec).assert().success();
+    assert_eq!(read_json(&out)["stop"]["reason"], "requests");
+    let md = dir.path().join("run.md");
+    goodput()
+        .args(base)
+        .args(["--until", "ttft:p99±0.001ms", "--markdown"])
+        .arg(&md)
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("- **Stopped** cap after 60 requests "), "{md}");
+    let page = dir.path().join("run.html");
+    goodput().args(["report", "-q"]).arg(&out).arg("--html").arg(&page).assert().success();
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(page.contains("stopped: cap after 60 requests (1 look): the run&#39;s 60 requests came first"), "{page}");
+    assert_eq!(v["stop"]["reason"], "cap", "{}", v["stop"]);
+    assert!(v["stop"]["detail"].as_str().unwrap().starts_with("the run's 60 requests came first"), "{}", v["stop"]);
+    assert_eq!(records(&rec).len(), 60);
+    // Judged again, the run still says why it stopped.
+    let again = dir.path().join("again.json");
+    goodput().args(["report", "-q"]).arg(&out).arg("--records").arg(&rec).arg("-o").arg(&again).assert().success();
+    assert_eq!(read_json(&again)["stop"], v["stop"]);
+}
+
+#[test]
+fn bad_stopping_options_are_refused_with_their_fix() {
+    let run =
+        |extra: &[&str]| goodput().args(["bench", "--url", "http://127.0.0.1:9", "-n", "5"]).args(extra).refusal();
+    let e = run(&["--until", "ttft±5%"]);
+    assert!(e.contains("'ttft' needs a percentile: write e.g. ttft:p99±5%"), "{e}");
+    let e = run(&["--until", "ttft:p99"]);
+    assert!(e.contains("has no half-width"), "{e}");
+    let e = run(&["--stop-on-slo"]);
+    assert!(e.contains("--stop-on-slo needs a latency SLO"), "{e}");
+    let e = run(&["--until", "ttft:p99±5%", "--shard", "0/2", "--seed", "1", "-o", "x.json", "--include-requests"]);
+    assert!(e.contains("drop them, or --shard"), "{e}");
+}
+
+/// A sweep's points end by the same rule: each stops once its figure is
+/// known, far short of its count, live and in virtual time.
+#[test]
+fn a_sweep_s_points_end_when_their_answer_is_known() {
+    let (_rt, url) = server(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "-q", "--url", &url, "--concurrency", "4,16", "-n", "3000"])
+        .args(["--output-tokens", "2", "--input-tokens", "8", "--until", "ttft:p50±5%", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        let r = &p["result"];
+        assert_eq!(r["stop"]["reason"], "until_met", "{}", r["stop"]);
+        assert!(r["summary"]["requests"]["sent"].as_u64().unwrap() < 3000, "{}", r["summary"]["requests"]);
+    }
+    // In virtual time too; and --stages, one run, refuses the rule.
+    goodput()
+        .args(["sweep", "-q", "--estimate", "--concurrency", "4,16", "-n", "3000", "--input-tokens", "64"])
+        .args(["--output-tokens", "8", "--until", "ttft:p50±5%", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    for p in read_json(&out)["points"].as_array().unwrap() {
+        let r = &p["result"];
+        assert_eq!(r["stop"]["reason"], "until_met", "{}", r["stop"]);
+        assert!(r["summary"]["requests"]["sent"].as_u64().unwrap() < 3000, "{}", r["summary"]["requests"]);
+    }
+    let e = goodput().args(["sweep", "--estimate", "--stages", "1/1s", "--until", "ttft:p50±5%"]).refusal();
+    assert!(e.contains("--stages is one run of changing load, not points: drop them, or --stages"), "{e}");
+}
+
+/// In virtual time the same rule ends `estimate`: the simulated engine with
+/// no front-end jitter is decided at the first look, with 200 ms of it
+/// thousands of requests later, short of the cap; and sending stops there
+/// (what follows was in flight: 16 users).
+#[test]
+fn estimate_stops_in_virtual_time_sooner_on_a_quiet_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |jitter_ms: u32| {
+        let cal = dir.path().join(format!("cal{jitter_ms}.json"));
+        std::fs::write(&cal, format!("{{\"frontend_jitter_ms\": {jitter_ms}}}")).unwrap();
+        let out = dir.path().join(format!("est{jitter_ms}.json"));
+        goodput()
+            .args(["estimate", "-q", "-c", "16", "-n", "5000", "--input-tokens", "256", "--output-tokens", "32"])
+            .args(["--until", "ttft:p50±5%", "--calibration"])
+            .arg(&cal)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let (quiet, noisy) = (run(0), run(200));
+    for v in [&quiet, &noisy] {
+        assert_eq!(v["stop"]["reason"], "until_met", "{}", v["stop"]);
+        let sent = v["summary"]["requests"]["sent"].as_u64().unwrap();
+        assert!(sent <= v["stop"]["at_requests"].as_u64().unwrap() + 16, "{sent} {}", v["stop"]);
+    }
+    let at = |v: &serde_json::Value| v["stop"]["at_requests"].as_u64().unwrap();
+    assert_eq!(at(&quiet), 50, "{}", quiet["stop"]);
+    assert!(at(&noisy) > 1000 && at(&noisy) < 5000, "{}", noisy["stop"]);
+}
