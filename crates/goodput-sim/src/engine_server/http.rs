@@ -29,6 +29,10 @@ pub fn app(state: Arc<EngineServer>) -> Router {
     for route in Route::ALL {
         router = router.route(route.path(), post(move |s: State<Arc<EngineServer>>, b: Bytes| generate(s, route, b)));
     }
+    for route in crate::openai::pooling::PoolRoute::ALL {
+        router = router
+            .route(route.path(), post(move |s: State<Arc<EngineServer>>, b: Bytes| super::pool::pool(s, route, b)));
+    }
     let router = router
         .route(
             "/v1/models",

@@ -11,6 +11,7 @@
 
 mod bodies;
 mod chunks;
+pub mod pooling;
 mod request;
 mod route;
 mod usage;
