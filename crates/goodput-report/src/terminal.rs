@@ -322,16 +322,21 @@ fn intervals_block(o: &mut String, r: &RunResult, width: usize) {
 fn throughput(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     let th = &s.throughput;
+    let pooled = crate::metric::no_output(s);
     let _ = writeln!(o, "throughput");
     let _ = writeln!(o, "  requests/s      {:>12.3}", th.requests_per_s);
-    let _ = writeln!(
-        o,
-        "  output tok/s    {:>12.1}   (peak {} over 1 s)",
-        th.output_tokens_per_s,
-        crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
-    );
+    if !pooled {
+        let _ = writeln!(
+            o,
+            "  output tok/s    {:>12.1}   (peak {} over 1 s)",
+            th.output_tokens_per_s,
+            crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
+        );
+    }
     let _ = writeln!(o, "  input tok/s     {:>12.1}", th.input_tokens_per_s);
-    let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);
+    if !pooled {
+        let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);
+    }
     let _ = writeln!(o, "  in flight       {:>12.1}   (peak {})", s.in_flight.mean, s.in_flight.peak);
     let tok = &s.tokens;
     let sources = |m: &std::collections::BTreeMap<String, u64>| {
@@ -347,14 +352,18 @@ fn throughput(o: &mut String, r: &RunResult) {
         [] | ["continuous_usage"] => String::new(),
         _ => format!("; per chunk: {}", sources(&tok.chunk_sources)),
     };
-    let _ = writeln!(
-        o,
-        "  tokens          {:>12}   in / {} out (output counted by: {}; input by: {}{per_chunk})",
-        tok.input,
-        tok.output,
-        sources(&tok.output_sources),
-        sources(&tok.input_sources)
-    );
+    if pooled {
+        let _ = writeln!(o, "  tokens          {:>12}   in (counted by: {})", tok.input, sources(&tok.input_sources));
+    } else {
+        let _ = writeln!(
+            o,
+            "  tokens          {:>12}   in / {} out (output counted by: {}; input by: {}{per_chunk})",
+            tok.input,
+            tok.output,
+            sources(&tok.output_sources),
+            sources(&tok.input_sources)
+        );
+    }
     if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
         let _ = writeln!(o, "  prompt extra    {}", esc(&extra));
     }
@@ -388,6 +397,9 @@ fn throughput(o: &mut String, r: &RunResult) {
 /// The latencies as a user would rate them, and the reading speed.
 fn user_view(o: &mut String, r: &RunResult) {
     let s = &r.summary;
+    if crate::metric::no_output(s) {
+        return;
+    }
     let rt = &s.ratings;
     let band = |x: &Option<goodput_core::analysis::ratings::Rated>| {
         x.map(|x| format!("{} ({:.1} ms)", format!("{:?}", x.band).to_lowercase(), x.value_ms)).unwrap_or("-".into())
@@ -416,14 +428,20 @@ fn slo_lines(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     if let (Some(slo), Some(g)) = (&r.slo, &s.goodput) {
         let _ = writeln!(o, "\nSLO {}: {}", esc(&slo.spec), if slo.pass { "PASS" } else { "FAIL" });
-        let _ = writeln!(
-            o,
-            "  goodput {:.3} req/s · {:.1} output tok/s · attainment {:.1}% · useful work {:.1}%",
-            g.requests_per_s,
-            g.output_tokens_per_s,
-            g.slo_attainment * 100.0,
-            g.useful_work * 100.0
-        );
+        if crate::metric::no_output(s) {
+            // No output to count as good, nor work done on it.
+            let _ =
+                writeln!(o, "  goodput {:.3} req/s · attainment {:.1}%", g.requests_per_s, g.slo_attainment * 100.0);
+        } else {
+            let _ = writeln!(
+                o,
+                "  goodput {:.3} req/s · {:.1} output tok/s · attainment {:.1}% · useful work {:.1}%",
+                g.requests_per_s,
+                g.output_tokens_per_s,
+                g.slo_attainment * 100.0,
+                g.useful_work * 100.0
+            );
+        }
         if let Some(a) = &slo.attainment {
             let _ = writeln!(
                 o,
@@ -470,6 +488,17 @@ pub(crate) fn limits_label(slo: &goodput_core::SloReport) -> String {
 fn cost_line(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>, d: usize| v.map(|v| format!("${v:.d$}")).unwrap_or("-".into());
+        if crate::metric::no_output(&r.summary) {
+            let _ = writeln!(
+                o,
+                "\ncost (${:.2}/GPU-hour × {}): {} per M input tokens · {} per request",
+                c.gpu_hour_usd,
+                c.gpus,
+                usd(c.usd_per_million_input_tokens, 3),
+                usd(c.usd_per_request, 6)
+            );
+            return;
+        }
         let per_session = c.usd_per_session.map(|_| format!(" · {} per session", usd(c.usd_per_session, 6)));
         let _ = writeln!(
             o,
@@ -486,6 +515,9 @@ fn cost_line(o: &mut String, r: &RunResult) {
 }
 
 fn vllm_line(o: &mut String, r: &RunResult) {
+    if crate::metric::no_output(&r.summary) {
+        return;
+    }
     let v = &r.compat.vllm;
     let _ = writeln!(
         o,

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
+    crate::pooling::check(&a.target, &a.workload, &a.load.shape)?;
     let trace = setup::trace(&a.load)?;
     let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.target.grace)?;
     plan.shard = a.shard.shard.map(|(index, count)| goodput_load::runner::Shard { index, count });

@@ -18,6 +18,7 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     }
     let cfg = EngineConfig::try_from(&a.engine)?;
     setup::no_answers(&a.workload, "estimate")?;
+    crate::pooling::refuse_virtual(a.api, "estimate")?;
     let trace = setup::trace(&a.load)?;
     let plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;

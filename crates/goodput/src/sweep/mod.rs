@@ -647,8 +647,10 @@ fn check_args(a: &SweepArgs) -> Result<()> {
     if a.workload.repeat > 1 {
         bail!("--repeat belongs to one run (goodput bench): a sweep's points would each repeat their own prompts");
     }
+    crate::pooling::check(&a.target, &a.workload, &a.shape)?;
     if a.estimate {
         setup::no_answers(&a.workload, "sweep --estimate")?;
+        crate::pooling::refuse_virtual(a.target.api, "sweep --estimate")?;
     }
     Ok(())
 }
