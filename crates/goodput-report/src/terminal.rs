@@ -788,8 +788,18 @@ pub fn load_line(config: &RunConfig) -> String {
         parts.push(format!("{}% given up on after {}", (c.rate * 1e4).round() / 100.0, esc(&c.after)));
     }
     let w = config.workload.clone().unwrap_or_default();
+    // An embeddings or rerank run's texts a request; it asks for no output.
+    let pooled = config.client.as_ref().and_then(|c| match c.api.as_str() {
+        "embeddings" => Some(format!("{} inputs a request", c.embed_batch.unwrap_or(1))),
+        "rerank" => Some(format!("a query and {} documents a request", c.rerank_docs.unwrap_or(1))),
+        _ => None,
+    });
     if let Some(d) = &w.dataset {
         parts.push(format!("dataset {d}"));
+    } else if let (Some(i), Some(p)) = (&w.input_tokens, &pooled) {
+        parts.push(format!("input {i} tokens"));
+        parts.push(p.clone());
+        return parts.join(" · ");
     } else if let (Some(i), Some(o)) = (&w.input_tokens, &w.output_tokens) {
         if sessions.is_some() {
             parts.push(format!("questions of {i} · answers of {o} tokens"));
@@ -799,6 +809,7 @@ pub fn load_line(config: &RunConfig) -> String {
     } else if let Some(t) = &w.trace {
         parts.push(format!("input {:.0} · output {:.0} tokens on average", t.input_tokens_mean, t.output_tokens_mean));
     }
+    parts.extend(pooled);
     parts.join(" · ")
 }
 

@@ -67,6 +67,7 @@ fn an_embeddings_run_against_the_embedded_engine_is_timed_end_to_end_and_counted
     // no output rate, the price of input tokens.
     assert!(said.contains("  E2E ") && !said.contains("  TTFT ") && !said.contains("  TPOT "), "{said}");
     assert!(!said.contains("output tok/s") && said.contains("per M input tokens"), "{said}");
+    assert!(said.contains("input 64 tokens · 4 inputs a request"), "{said}");
     let v = read_json(&out);
     assert_valid(&v, "RunResult", "an embeddings run");
     let s = &v["summary"];
