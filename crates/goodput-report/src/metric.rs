@@ -115,7 +115,7 @@ impl Dist {
 /// tokens only. Its output-side figures (TTFT, TPOT, output rates) are
 /// absent from tables and lines, not shown as zeros.
 pub fn no_output(s: &Summary) -> bool {
-    s.requests.completed > 0 && s.tokens.output == 0 && s.ttft_ms.count == 0
+    s.no_output()
 }
 
 /// What [`Dist::spec`] says of a distribution.

@@ -124,6 +124,15 @@ pub struct Summary {
     pub intervals: Option<crate::analysis::interval::Intervals>,
 }
 
+impl Summary {
+    /// The run completed requests and none brought output: an embeddings or
+    /// rerank run, answered whole with input tokens only. Its output-side
+    /// figures (TTFT, TPOT, output rates) are absent, not zero.
+    pub fn no_output(&self) -> bool {
+        self.requests.completed > 0 && self.tokens.output == 0 && self.ttft_ms.count == 0
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct RequestCounts {

@@ -209,7 +209,10 @@ impl Sweep {
         ttft: Option<Cdf>,
     ) -> Result<&SweepPoint> {
         if self.points.is_empty() {
-            crate::output::say(&format!("{}\n", sweep_table::row_header(self.args.shape.turns.is_some())));
+            crate::output::say(&format!(
+                "{}\n",
+                sweep_table::row_header_for(self.args.shape.turns.is_some(), self.args.target.api.pools())
+            ));
         }
         crate::output::say(&format!(
             "{}\n",

@@ -179,3 +179,30 @@ fn options_a_pooling_run_cannot_honour_are_refused_with_the_fix() {
     let err = goodput().args(["estimate", "--api", "embeddings", "-n", "1"]).refusal();
     assert!(err.contains("goodput bench"), "{err}");
 }
+
+#[test]
+fn a_sweep_of_rerank_points_is_judged_on_input_tokens_and_e2e() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let o = goodput()
+        .args(["sweep", "--api", "rerank", "--rerank-docs", "3", "--concurrency", "1,4", "-n", "8"])
+        .args(["--input-tokens", "40", "--slo", "e2e:p99<=30s", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("in tok/s") && said.contains("E2E p99") && !said.contains("TTFT p50"), "{said}");
+    let v = read_json(&out);
+    assert_valid(&v, "SweepResult", "a rerank sweep");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        assert_eq!(p["result"]["summary"]["requests"]["completed"], 8, "{}", p["result"]["summary"]["requests"]);
+    }
+    // The best point is the one with the most input tokens/s, named so.
+    let best = v["analysis"]["max_throughput"]["index"].as_u64().unwrap() as usize;
+    let rate = |i: usize| points[i]["result"]["summary"]["throughput"]["input_tokens_per_s"].as_f64().unwrap();
+    assert!(rate(best) >= rate(1 - best), "{}", v["analysis"]);
+    assert!(said.contains("input tok/s, E2E p50"), "{said}");
+}
