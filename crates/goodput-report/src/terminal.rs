@@ -790,8 +790,14 @@ pub fn load_line(config: &RunConfig) -> String {
     let w = config.workload.clone().unwrap_or_default();
     // An embeddings or rerank run's texts a request; it asks for no output.
     let pooled = config.client.as_ref().and_then(|c| match c.api.as_str() {
-        "embeddings" => Some(format!("{} inputs a request", c.embed_batch.unwrap_or(1))),
-        "rerank" => Some(format!("a query and {} documents a request", c.rerank_docs.unwrap_or(1))),
+        "embeddings" => Some(match c.embed_batch.unwrap_or(1) {
+            1 => "1 input a request".to_string(),
+            n => format!("{n} inputs a request"),
+        }),
+        "rerank" => Some(match c.rerank_docs.unwrap_or(1) {
+            1 => "a query and 1 document a request".to_string(),
+            n => format!("a query and {n} documents a request"),
+        }),
         _ => None,
     });
     if let Some(d) = &w.dataset {
