@@ -794,7 +794,7 @@ pub fn load_line(config: &RunConfig) -> String {
             1 => "1 input a request".to_string(),
             n => format!("{n} inputs a request"),
         }),
-        "rerank" => Some(match c.rerank_docs.unwrap_or(1) {
+        "rerank" | "tei-rerank" => Some(match c.rerank_docs.unwrap_or(1) {
             1 => "a query and 1 document a request".to_string(),
             n => format!("a query and {n} documents a request"),
         }),

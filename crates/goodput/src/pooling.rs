@@ -14,8 +14,8 @@ pub fn check(t: &TargetArgs, w: &WorkloadArgs, shape: &ShapeArgs) -> Result<()> 
     if api != Api::Embeddings && t.embed_batch.is_some() {
         bail!("--embed-batch sets the inputs of an embeddings request: add --api embeddings, or drop --embed-batch");
     }
-    if api != Api::Rerank && t.rerank_docs.is_some() {
-        bail!("--rerank-docs sets the documents of a rerank request: add --api rerank, or drop --rerank-docs");
+    if !api.reranks() && t.rerank_docs.is_some() {
+        bail!("--rerank-docs sets the documents of a rerank request: add --api rerank (or tei-rerank), or drop --rerank-docs");
     }
     if !api.pools() {
         return Ok(());

@@ -183,7 +183,7 @@ pub fn shareable_prompt_share(config: &RunConfig, records: &[RequestRecord]) -> 
     let w = config.workload.as_ref()?;
     let sessions = config.load.as_ref().is_some_and(|l| l.sessions.is_some());
     // A rerank sends its query again with each document, by design.
-    let rerank = config.client.as_ref().is_some_and(|c| c.api == "rerank");
+    let rerank = config.client.as_ref().is_some_and(|c| matches!(c.api.as_str(), "rerank" | "tei-rerank"));
     if sessions || rerank || w.dataset.is_some() || w.trace.is_some() || w.repeat.is_some_and(|r| r > 1) {
         return None;
     }

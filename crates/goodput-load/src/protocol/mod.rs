@@ -46,10 +46,12 @@ pub enum Api {
     Embeddings,
     /// /v1/rerank (vLLM, Jina, Cohere): a query and documents, never streamed.
     Rerank,
+    /// Hugging Face TEI's own /rerank: a query and `texts`, scores back as a bare list.
+    TeiRerank,
 }
 
 impl Api {
-    pub const ALL: [Api; 9] = [
+    pub const ALL: [Api; 10] = [
         Api::Chat,
         Api::Completions,
         Api::Messages,
@@ -59,6 +61,7 @@ impl Api {
         Api::LlamaCpp,
         Api::Embeddings,
         Api::Rerank,
+        Api::TeiRerank,
     ];
 
     /// The request path, streamed or not (TGI streams on a route of its own).
@@ -74,6 +77,7 @@ impl Api {
             Api::LlamaCpp => "/completion",
             Api::Embeddings => "/v1/embeddings",
             Api::Rerank => "/v1/rerank",
+            Api::TeiRerank => "/rerank",
         }
     }
 
@@ -89,6 +93,7 @@ impl Api {
             Api::LlamaCpp => "llamacpp",
             Api::Embeddings => "embeddings",
             Api::Rerank => "rerank",
+            Api::TeiRerank => "tei-rerank",
         }
     }
 
@@ -101,7 +106,12 @@ impl Api {
     /// The answer is one pooled body (vectors or scores): never streamed,
     /// with input tokens and no output.
     pub fn pools(self) -> bool {
-        matches!(self, Api::Embeddings | Api::Rerank)
+        matches!(self, Api::Embeddings | Api::Rerank | Api::TeiRerank)
+    }
+
+    /// A query with documents: `--rerank-docs` applies.
+    pub fn reranks(self) -> bool {
+        matches!(self, Api::Rerank | Api::TeiRerank)
     }
 
     /// The OpenTelemetry GenAI operation name of a request (`chat`,
@@ -110,7 +120,7 @@ impl Api {
     pub fn operation(self) -> &'static str {
         if self == Api::Embeddings {
             "embeddings"
-        } else if self == Api::Rerank {
+        } else if self.reranks() {
             "rerank"
         } else if self.takes_messages() {
             "chat"
@@ -139,7 +149,7 @@ impl Api {
             Api::OllamaChat | Api::OllamaGenerate => "its line with \"done\": true",
             Api::Tgi => "its last event (the one with \"details\")",
             Api::LlamaCpp => "its event with \"stop\": true",
-            Api::Embeddings | Api::Rerank => "its whole JSON body",
+            Api::Embeddings | Api::Rerank | Api::TeiRerank => "its whole JSON body",
         }
     }
 
@@ -247,7 +257,7 @@ pub fn build_body_for(
         Api::OllamaChat | Api::OllamaGenerate => ollama::fill_body(opts, prompt, max_tokens, &mut body, &mut extra)?,
         Api::Tgi => tgi::fill_body(opts, prompt, max_tokens, &mut body, &mut extra)?,
         Api::LlamaCpp => llamacpp::fill_body(opts, prompt, max_tokens, &mut body)?,
-        Api::Embeddings | Api::Rerank => pooling::fill_body(opts, prompt, &mut body)?,
+        Api::Embeddings | Api::Rerank | Api::TeiRerank => pooling::fill_body(opts, prompt, &mut body)?,
     }
     // `--extra-body` goes in last, for every API: a field it names replaces
     // goodput's own (an `options` or `parameters` object was merged into
@@ -369,7 +379,7 @@ pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, ProtocolError> {
         Api::OllamaChat | Api::OllamaGenerate => ollama::parse_ollama(data),
         Api::Tgi => tgi::parse_tgi(data),
         Api::LlamaCpp => llamacpp::parse_llamacpp(data),
-        Api::Embeddings | Api::Rerank => pooling::parse_pooled(data),
+        Api::Embeddings | Api::Rerank | Api::TeiRerank => pooling::parse_pooled(data),
     }
 }
 

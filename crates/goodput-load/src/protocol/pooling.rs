@@ -12,8 +12,11 @@
 //!   `"encoding_format": "base64"`);
 //! - rerank: `{"model", "query", "documents": ["…", …], "top_n"?}` →
 //!   `{"results": [{"index", "relevance_score", "document"?}], "usage":
-//!   {"prompt_tokens"?, "total_tokens"}}` (vLLM before 0.9 sent only
-//!   `total_tokens`).
+//!   {"prompt_tokens"?, "total_tokens"}}` (older vLLM releases sent only
+//!   `total_tokens`);
+//! - TEI's own `/rerank` (text-embeddings-inference's
+//!   `router/src/http/types.rs`, `RerankRequest` and `Rank`): `{"query", "texts": ["…", …]}` → `[{"index", "score"}]`, a
+//!   bare list without usage; TEI serves one model, so the body names none.
 
 use super::{
     decode, error_message, one_prompt, Api, BodyError, BodyOptions, ChunkInfo, PromptBody, ProtocolError, Usage,
@@ -47,12 +50,16 @@ pub(super) fn fill_body(
 ) -> Result<(), BodyError> {
     let text = one_prompt(opts.api, prompt)?;
     match opts.api {
-        Api::Rerank => {
+        Api::Rerank | Api::TeiRerank => {
             let docs = opts.rerank_docs.max(1) as usize;
             let mut pieces = split_words(&text, docs + 1);
             let query = pieces.remove(0);
             body.insert("query".into(), Value::String(query));
-            body.insert("documents".into(), Value::Array(pieces.into_iter().map(Value::String).collect()));
+            let key = if opts.api == Api::TeiRerank { "texts" } else { "documents" };
+            body.insert(key.into(), Value::Array(pieces.into_iter().map(Value::String).collect()));
+            if opts.api == Api::TeiRerank {
+                body.remove("model");
+            }
         }
         _ => {
             let n = opts.embed_batch.max(1) as usize;
@@ -93,8 +100,15 @@ struct PooledUsage {
 /// usage's `prompt_tokens`, else its `total_tokens`, which for a pooling
 /// request are the same), and how many vectors or scores it carried.
 pub fn parse_pooled(data: &str) -> Result<ChunkInfo, ProtocolError> {
-    let body: PooledBody = decode(data)?;
     let mut info = ChunkInfo::default();
+    // TEI's /rerank: a bare list of ranks.
+    if data.trim_start().starts_with('[') {
+        let ranks: Vec<Value> = decode(data)?;
+        info.pooled = Some(ranks.len());
+        info.done = true;
+        return Ok(info);
+    }
+    let body: PooledBody = decode(data)?;
     if let Some(e) = body.error {
         info.error = Some(error_message(&e));
         return Ok(info);
@@ -132,6 +146,9 @@ mod tests {
         let b = body(Api::Rerank, "q1 q2 d1 d2 d3 d4", 0, 2);
         assert_eq!(b, json!({"model": "m", "query": "q1 q2", "documents": ["d1 d2", "d3 d4"]}));
         assert_eq!(Api::Rerank.path(false), "/v1/rerank");
+        let b = body(Api::TeiRerank, "q1 q2 d1 d2 d3 d4", 0, 2);
+        assert_eq!(b, json!({"query": "q1 q2", "texts": ["d1 d2", "d3 d4"]}), "TEI's: one model, named nowhere");
+        assert_eq!(Api::TeiRerank.path(false), "/rerank");
     }
 
     #[test]
@@ -148,7 +165,7 @@ mod tests {
         let info = parse_for(Api::Embeddings, emb).unwrap();
         assert_eq!((info.usage.unwrap().prompt_tokens, info.pooled, info.done), (Some(12), Some(2), true));
         assert!(info.channel.is_none() && info.text.is_empty(), "no output");
-        // vLLM before 0.9: total_tokens alone.
+        // Older vLLM releases: total_tokens alone.
         let rr = r#"{"id":"rerank-1","model":"m","usage":{"total_tokens":30},
             "results":[{"index":1,"document":{"text":"d"},"relevance_score":0.9},{"index":0,"relevance_score":0.1}]}"#;
         let info = parse_for(Api::Rerank, rr).unwrap();
@@ -158,5 +175,12 @@ mod tests {
         let info = parse_for(Api::Embeddings, r#"{"error":{"message":"too long","code":400}}"#).unwrap();
         assert_eq!(info.error.as_deref(), Some("too long"));
         assert!(parse_for(Api::Embeddings, "{").is_err());
+        // TEI's /rerank: a bare list, no usage.
+        let info = parse_for(Api::TeiRerank, r#"[{"index":1,"score":0.9},{"index":0,"score":0.2}]"#).unwrap();
+        assert_eq!((info.usage, info.pooled, info.done), (None, Some(2), true));
+        let info =
+            parse_for(Api::TeiRerank, r#"{"error":"Input validation error","error_type":"Validation"}"#).unwrap();
+        assert_eq!(info.error.as_deref(), Some("Input validation error"));
+        assert!(parse_for(Api::TeiRerank, "[").is_err());
     }
 }

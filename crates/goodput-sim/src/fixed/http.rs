@@ -331,18 +331,23 @@ impl Conn {
             _ => None,
         };
         let pooled = match (&req.target, req.method) {
-            (Target::Pool(route), Method::Post) => Some(super::pool_reply(state, *route, &self.buf[req.body.clone()])),
+            (Target::Pool(route), Method::Post) => {
+                Some((*route, super::pool_reply(state, *route, &self.buf[req.body.clone()])))
+            }
             _ => None,
         };
         self.buf.drain(..req.body.end);
-        if let Some(pooled) = pooled {
+        if let Some((route, pooled)) = pooled {
             return match pooled {
                 Ok((due, body)) => {
                     let at = crate::clock::sleep_until(tokio::time::Instant::from_std(due));
                     self.unless_gone(at).await?;
                     self.respond(200, CT_JSON, body.as_bytes(), keep, "").await.map(|()| keep)
                 }
-                Err((status, msg)) => self.error(status, &msg, keep).await.map(|()| keep),
+                Err((status, msg)) => {
+                    let body = route.error_body(status, &msg);
+                    self.respond(status, CT_JSON, body.as_bytes(), keep, "").await.map(|()| keep)
+                }
             };
         }
         match (req.target, reply) {

@@ -1,5 +1,5 @@
-//! The pooling routes the simulator answers: OpenAI's `/v1/embeddings` and
-//! the `/v1/rerank` of vLLM, Jina and Cohere (shapes in
+//! The pooling routes the simulator answers: OpenAI's `/v1/embeddings`, the
+//! `/v1/rerank` of vLLM, Jina and Cohere, and TEI's own `/rerank` (shapes in
 //! `goodput_load::protocol::pooling`). Each input of an embeddings request,
 //! and each query–document pair of a rerank (a cross-encoder reads them
 //! together, as vLLM's does), is one sequence the server prefills; the
@@ -17,15 +17,18 @@ pub const MAX_EMBED_DIM: usize = 256;
 pub enum PoolRoute {
     Embeddings,
     Rerank,
+    /// TEI's `/rerank`: `texts` for documents, a bare list of ranks back.
+    TeiRerank,
 }
 
 impl PoolRoute {
-    pub const ALL: [PoolRoute; 2] = [PoolRoute::Embeddings, PoolRoute::Rerank];
+    pub const ALL: [PoolRoute; 3] = [PoolRoute::Embeddings, PoolRoute::Rerank, PoolRoute::TeiRerank];
 
     pub fn path(self) -> &'static str {
         match self {
             PoolRoute::Embeddings => "/v1/embeddings",
             PoolRoute::Rerank => "/v1/rerank",
+            PoolRoute::TeiRerank => "/rerank",
         }
     }
 
@@ -34,9 +37,16 @@ impl PoolRoute {
         PoolRoute::ALL.into_iter().find(|r| r.path() == path)
     }
 
-    /// The JSON body of an error, OpenAI's shape (vLLM answers both routes so).
+    /// The JSON body of an error: OpenAI's shape (vLLM answers its routes
+    /// so), or TEI's.
     pub fn error_body(self, status: u16, message: &str) -> String {
-        error_body(status, message)
+        match self {
+            PoolRoute::TeiRerank => {
+                let kind = if status >= 500 { "backend" } else { "validation" };
+                json!({ "error": message, "error_type": kind }).to_string()
+            }
+            _ => error_body(status, message),
+        }
     }
 }
 
@@ -93,9 +103,9 @@ impl PoolRequest {
         };
         let (texts, query) = match route {
             PoolRoute::Embeddings => (list("input")?, None),
-            PoolRoute::Rerank => {
+            PoolRoute::Rerank | PoolRoute::TeiRerank => {
                 let q = v.get("query").and_then(text_of).ok_or("the request has no \"query\" string")?;
-                (list("documents")?, Some(q))
+                (list(if route == PoolRoute::TeiRerank { "texts" } else { "documents" })?, Some(q))
             }
         };
         if texts.is_empty() {
@@ -132,11 +142,16 @@ impl PoolRequest {
                 json!({ "id": format!("embd-{n}"), "object": "list", "created": super::unix_now(), "model": model,
                         "data": data, "usage": usage })
             }
-            PoolRoute::Rerank => {
+            PoolRoute::Rerank | PoolRoute::TeiRerank => {
                 let mut results: Vec<(usize, f64)> = ids.iter().map(|ids| score(ids)).enumerate().collect();
                 results.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 if self.top_n > 0 {
                     results.truncate(self.top_n);
+                }
+                if self.route == PoolRoute::TeiRerank {
+                    let ranks: Vec<Value> =
+                        results.into_iter().map(|(i, s)| json!({ "index": i, "score": s })).collect();
+                    return Value::Array(ranks);
                 }
                 let results: Vec<Value> = results
                     .into_iter()
@@ -216,5 +231,13 @@ mod tests {
         let s: Vec<f64> = results.iter().map(|x| x["relevance_score"].as_f64().unwrap()).collect();
         assert!(s[0] >= s[1] && (0.0..1.0).contains(&s[1]), "ranked, in [0, 1): {s:?}");
         assert_eq!(a["usage"]["total_tokens"], 6);
+
+        let r = PoolRequest::parse(PoolRoute::TeiRerank, br#"{"query":"q","texts":["a","b"]}"#).unwrap();
+        let a = r.answer("m", &[vec![1, 2], vec![1, 3]], 8, 1);
+        let ranks = a.as_array().expect("TEI's bare list");
+        assert_eq!(ranks.len(), 2);
+        assert!(ranks[0]["score"].as_f64() >= ranks[1]["score"].as_f64() && ranks[0]["index"].is_u64(), "{a}");
+        assert!(PoolRoute::TeiRerank.error_body(400, "x").contains("\"error_type\":\"validation\""));
+        assert!(PoolRequest::parse(PoolRoute::TeiRerank, br#"{"query":"q","documents":["a"]}"#).is_err());
     }
 }

@@ -119,6 +119,20 @@ fn a_rerank_run_against_goodput_serve_fixed_waits_its_ttft_and_counts_the_query_
         // with each of them (one word a token in the fixed profile).
         assert_eq!((r.input_tokens, r.counts.intended_prompt), (100, Some(60)), "{r:?}");
     }
+    // TEI's own /rerank on the same server: `texts`, a bare list back and
+    // no usage, so the input is the workload's count.
+    let tei = dir.path().join("tei.json");
+    goodput()
+        .args(["bench", "--url", &url, "--api", "tei-rerank", "--rerank-docs", "5", "-n", "6", "-c", "2", "-q"])
+        .args(["--input-tokens", "60", "--no-metrics", "-o"])
+        .arg(&tei)
+        .assert()
+        .success();
+    let v = read_json(&tei);
+    assert_valid(&v, "RunResult", "a TEI rerank run");
+    assert_eq!(v["summary"]["requests"]["completed"], 6, "{}", v["summary"]["requests"]);
+    assert_eq!(v["summary"]["tokens"]["input_sources"]["intended"], 6, "{}", v["summary"]["tokens"]);
+    no_output_side(&v);
 }
 
 #[test]
