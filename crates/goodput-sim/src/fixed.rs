@@ -239,7 +239,11 @@ fn pool_reply(
     let ids: Vec<Vec<u32>> = req.sequences().iter().map(|t| crate::openai::token_ids(t)).collect();
     let model = req.model.as_deref().unwrap_or(&p.model);
     let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
-    Ok((t0 + p.ttft + slow, req.answer(model, &ids, FIXED_EMBED_DIM, n).to_string()))
+    let stall = match fault {
+        Fault::Stall(d) => d,
+        _ => Duration::ZERO,
+    };
+    Ok((t0 + p.ttft + slow + stall, req.answer(model, &ids, FIXED_EMBED_DIM, n).to_string()))
 }
 
 enum Reply {

@@ -67,6 +67,11 @@ pub struct PoolRequest {
 /// the server hold (vLLM has none; a real batch of embeddings is hundreds).
 pub const MAX_TEXTS: usize = 4096;
 
+/// The most bytes a rerank's query–document pairs may come to, the query
+/// repeated with each document: a long query with many documents would
+/// otherwise make the server build far more text than the request held.
+pub const MAX_PAIR_BYTES: usize = 256 << 20;
+
 /// A text of the request: a string, a Cohere/Jina `{"text": …}` object, or
 /// token ids, which the simulator's tokenizer (one word a token) reads as
 /// that many words.
@@ -113,6 +118,18 @@ impl PoolRequest {
         }
         if texts.len() > MAX_TEXTS {
             return Err(format!("the request carries {} texts, more than the {MAX_TEXTS} it may", texts.len()));
+        }
+        if let Some(q) = &query {
+            let pairs = q.len().saturating_mul(texts.len()).saturating_add(texts.iter().map(String::len).sum());
+            if pairs > MAX_PAIR_BYTES {
+                return Err(format!(
+                    "the query read with each of the {} documents comes to {} MiB, more than the {} MiB the \
+                     simulator reads; send a shorter query or fewer documents",
+                    texts.len(),
+                    pairs >> 20,
+                    MAX_PAIR_BYTES >> 20
+                ));
+            }
         }
         let top_n = v.get("top_n").and_then(Value::as_u64).unwrap_or(0) as usize;
         Ok(PoolRequest { route, model, texts, query, top_n })
@@ -190,6 +207,8 @@ mod tests {
 
     #[test]
     fn requests_read_their_texts_in_every_shape() {
+        let long = "q ".repeat(40_000);
+        let huge = serde_json::to_vec(&json!({"query": long, "documents": vec!["d"; 4000]})).unwrap();
         let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"model":"m","input":"a b"}"#).unwrap();
         assert_eq!((r.model.as_deref(), r.texts.clone()), (Some("m"), vec!["a b".to_owned()]));
         let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"input":["a","b c"]}"#).unwrap();
@@ -206,6 +225,7 @@ mod tests {
             (PoolRoute::Embeddings, br#"{"input":"a","encoding_format":"base64"}"#, "drop encoding_format"),
             (PoolRoute::Rerank, br#"{"documents":["a"]}"#, "no \"query\""),
             (PoolRoute::Rerank, b"[", "not a JSON object"),
+            (PoolRoute::Rerank, &huge[..], "shorter query"),
         ] {
             let e = PoolRequest::parse(route, bad).unwrap_err();
             assert!(e.contains(says), "{e}");
