@@ -69,6 +69,9 @@ pub struct ResponseReader {
     reply: Option<String>,
     /// Some byte of the body came (an empty body is no stream cut short).
     any_body: bool,
+    /// The vectors or scores a pooling answer carried (`--api embeddings`,
+    /// `rerank`).
+    pooled: Option<usize>,
 }
 
 impl ResponseReader {
@@ -245,6 +248,9 @@ impl ResponseReader {
         if let Some(u) = info.usage {
             self.usage = Some(self.usage.map_or(u, |old| old.merge(u)));
         }
+        if info.pooled.is_some() {
+            self.pooled = info.pooled;
+        }
         if info.choice {
             self.choices = Some((self.choices.map_or(t, |c| c.0), t));
         }
@@ -302,6 +308,7 @@ impl ResponseReader {
             bound_chunks,
             ttft_bound,
             choices,
+            pooled,
             ..
         } = self;
         rec.read_lag_max = read_lag_max;
@@ -375,6 +382,12 @@ impl ResponseReader {
             None if !done && finish_reason.is_none() => {
                 Outcome::Failed { kind: FailureKind::TruncatedStream, message: end_words }
             }
+            // A pooling answer has no output chunks: its vectors or scores are the answer.
+            None if pooled.is_some_and(|n| n > 0) => Outcome::Success,
+            None if pooled.is_some() => Outcome::Failed {
+                kind: FailureKind::EmptyOutput,
+                message: "the answer carried no embeddings or scores".into(),
+            },
             None if rec.chunks.is_empty() => Outcome::Failed {
                 kind: FailureKind::EmptyOutput,
                 message: format!(

@@ -85,6 +85,8 @@ pub fn rates(r: &RunResult) -> Option<Table> {
     let th = &s.throughput;
     let g = s.goodput.as_ref();
     let gi = iv.goodput.as_ref();
+    // A run without output has no output rate to bound.
+    let out = (!crate::metric::no_output(s)).then_some(());
     let col = |head: &str, key: &str| Column {
         head: head.into(),
         key: key.into(),
@@ -116,7 +118,7 @@ pub fn rates(r: &RunResult) -> Option<Table> {
             "output tok/s",
             "output_tokens_per_s",
             Unit::TokensPerS,
-            Some(th.output_tokens_per_s),
+            out.map(|()| th.output_tokens_per_s),
             Some(&iv.throughput.output_tokens_per_s),
         ),
         row(
@@ -130,7 +132,7 @@ pub fn rates(r: &RunResult) -> Option<Table> {
             "goodput tok/s",
             "goodput.output_tokens_per_s",
             Unit::TokensPerS,
-            g.map(|g| g.output_tokens_per_s),
+            g.map(|g| g.output_tokens_per_s).filter(|_| out.is_some()),
             gi.map(|g| &g.output_tokens_per_s),
         ),
         row("attainment", "slo_attainment", Unit::Ratio, g.map(|g| g.slo_attainment), gi.map(|g| &g.slo_attainment)),

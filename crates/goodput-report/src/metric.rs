@@ -97,7 +97,9 @@ impl Dist {
     /// leave out a row it does not have (CSV keeps its columns).
     pub fn present(self, s: &Summary) -> bool {
         match self.spec().presence {
-            Presence::Always => true,
+            // A run without output (embeddings, rerank) has no TTFT or TPOT:
+            // their rows are absent rather than empty.
+            Presence::Always => !(no_output(s) && self.of(s).count == 0),
             Presence::Counted => self.of(s).count > 0,
             Presence::WithFailures => s.requests.failed > 0,
         }
@@ -106,6 +108,14 @@ impl Dist {
     pub fn of(self, s: &Summary) -> &Distribution {
         (self.spec().of)(s)
     }
+}
+
+/// The run completed requests and none brought output: an embeddings or
+/// rerank run (`--api embeddings`, `rerank`), answered whole with input
+/// tokens only. Its output-side figures (TTFT, TPOT, output rates) are
+/// absent from tables and lines, not shown as zeros.
+pub fn no_output(s: &Summary) -> bool {
+    s.no_output()
 }
 
 /// What [`Dist::spec`] says of a distribution.

@@ -355,16 +355,21 @@ fn repeats_block(o: &mut String, r: &RunResult) {
 fn throughput(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     let th = &s.throughput;
+    let pooled = crate::metric::no_output(s);
     let _ = writeln!(o, "throughput");
     let _ = writeln!(o, "  requests/s      {:>12.3}", th.requests_per_s);
-    let _ = writeln!(
-        o,
-        "  output tok/s    {:>12.1}   (peak {} over 1 s)",
-        th.output_tokens_per_s,
-        crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
-    );
+    if !pooled {
+        let _ = writeln!(
+            o,
+            "  output tok/s    {:>12.1}   (peak {} over 1 s)",
+            th.output_tokens_per_s,
+            crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
+        );
+    }
     let _ = writeln!(o, "  input tok/s     {:>12.1}", th.input_tokens_per_s);
-    let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);
+    if !pooled {
+        let _ = writeln!(o, "  total tok/s     {:>12.1}", th.total_tokens_per_s);
+    }
     let _ = writeln!(o, "  in flight       {:>12.1}   (peak {})", s.in_flight.mean, s.in_flight.peak);
     let tok = &s.tokens;
     let sources = |m: &std::collections::BTreeMap<String, u64>| {
@@ -380,14 +385,18 @@ fn throughput(o: &mut String, r: &RunResult) {
         [] | ["continuous_usage"] => String::new(),
         _ => format!("; per chunk: {}", sources(&tok.chunk_sources)),
     };
-    let _ = writeln!(
-        o,
-        "  tokens          {:>12}   in / {} out (output counted by: {}; input by: {}{per_chunk})",
-        tok.input,
-        tok.output,
-        sources(&tok.output_sources),
-        sources(&tok.input_sources)
-    );
+    if pooled {
+        let _ = writeln!(o, "  tokens          {:>12}   in (counted by: {})", tok.input, sources(&tok.input_sources));
+    } else {
+        let _ = writeln!(
+            o,
+            "  tokens          {:>12}   in / {} out (output counted by: {}; input by: {}{per_chunk})",
+            tok.input,
+            tok.output,
+            sources(&tok.output_sources),
+            sources(&tok.input_sources)
+        );
+    }
     // Bursts are news only where some chunk carried more than one token.
     if let Some(c) = tok.per_chunk.as_ref().filter(|c| c.max > 1) {
         let _ = writeln!(
@@ -435,6 +444,9 @@ fn throughput(o: &mut String, r: &RunResult) {
 /// The latencies as a user would rate them, and the reading speed.
 fn user_view(o: &mut String, r: &RunResult) {
     let s = &r.summary;
+    if crate::metric::no_output(s) {
+        return;
+    }
     let rt = &s.ratings;
     let band = |x: &Option<goodput_core::analysis::ratings::Rated>| {
         x.map(|x| format!("{} ({:.1} ms)", format!("{:?}", x.band).to_lowercase(), x.value_ms)).unwrap_or("-".into())
@@ -463,14 +475,20 @@ fn slo_lines(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     if let (Some(slo), Some(g)) = (&r.slo, &s.goodput) {
         let _ = writeln!(o, "\nSLO {}: {}", esc(&slo.spec), if slo.pass { "PASS" } else { "FAIL" });
-        let _ = writeln!(
-            o,
-            "  goodput {:.3} req/s · {:.1} output tok/s · attainment {:.1}% · useful work {:.1}%",
-            g.requests_per_s,
-            g.output_tokens_per_s,
-            g.slo_attainment * 100.0,
-            g.useful_work * 100.0
-        );
+        if crate::metric::no_output(s) {
+            // No output to count as good, nor work done on it.
+            let _ =
+                writeln!(o, "  goodput {:.3} req/s · attainment {:.1}%", g.requests_per_s, g.slo_attainment * 100.0);
+        } else {
+            let _ = writeln!(
+                o,
+                "  goodput {:.3} req/s · {:.1} output tok/s · attainment {:.1}% · useful work {:.1}%",
+                g.requests_per_s,
+                g.output_tokens_per_s,
+                g.slo_attainment * 100.0,
+                g.useful_work * 100.0
+            );
+        }
         if let Some(a) = &slo.attainment {
             let _ = writeln!(
                 o,
@@ -517,6 +535,17 @@ pub(crate) fn limits_label(slo: &goodput_core::SloReport) -> String {
 fn cost_line(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>, d: usize| v.map(|v| format!("${v:.d$}")).unwrap_or("-".into());
+        if crate::metric::no_output(&r.summary) {
+            let _ = writeln!(
+                o,
+                "\ncost (${:.2}/GPU-hour × {}): {} per M input tokens · {} per request",
+                c.gpu_hour_usd,
+                c.gpus,
+                usd(c.usd_per_million_input_tokens, 3),
+                usd(c.usd_per_request, 6)
+            );
+            return;
+        }
         let per_session = c.usd_per_session.map(|_| format!(" · {} per session", usd(c.usd_per_session, 6)));
         let _ = writeln!(
             o,
@@ -533,6 +562,9 @@ fn cost_line(o: &mut String, r: &RunResult) {
 }
 
 fn vllm_line(o: &mut String, r: &RunResult) {
+    if crate::metric::no_output(&r.summary) {
+        return;
+    }
     let v = &r.compat.vllm;
     let _ = writeln!(
         o,
@@ -803,8 +835,24 @@ pub fn load_line(config: &RunConfig) -> String {
         parts.push(format!("{}% given up on after {}", (c.rate * 1e4).round() / 100.0, esc(&c.after)));
     }
     let w = config.workload.clone().unwrap_or_default();
+    // An embeddings or rerank run's texts a request; it asks for no output.
+    let pooled = config.client.as_ref().and_then(|c| match c.api.as_str() {
+        "embeddings" => Some(match c.embed_batch.unwrap_or(1) {
+            1 => "1 input a request".to_string(),
+            n => format!("{n} inputs a request"),
+        }),
+        "rerank" | "tei-rerank" => Some(match c.rerank_docs.unwrap_or(1) {
+            1 => "a query and 1 document a request".to_string(),
+            n => format!("a query and {n} documents a request"),
+        }),
+        _ => None,
+    });
     if let Some(d) = &w.dataset {
         parts.push(format!("dataset {d}"));
+    } else if let (Some(i), Some(p)) = (&w.input_tokens, &pooled) {
+        parts.push(format!("input {i} tokens"));
+        parts.push(p.clone());
+        return parts.join(" · ");
     } else if let (Some(i), Some(o)) = (&w.input_tokens, &w.output_tokens) {
         if sessions.is_some() {
             parts.push(format!("questions of {i} · answers of {o} tokens"));
@@ -814,6 +862,7 @@ pub fn load_line(config: &RunConfig) -> String {
     } else if let Some(t) = &w.trace {
         parts.push(format!("input {:.0} · output {:.0} tokens on average", t.input_tokens_mean, t.output_tokens_mean));
     }
+    parts.extend(pooled);
     parts.join(" · ")
 }
 

@@ -225,6 +225,34 @@ fn metrics_text(s: &FixedServer) -> String {
 }
 
 /// What a generation request gets, decided when it arrives.
+/// The dimensions of the fixed profile's embeddings.
+pub const FIXED_EMBED_DIM: usize = 64;
+
+/// An embeddings or rerank request to the fixed profile: its answer and when
+/// it is due (the profile's TTFT after `t0`: the prefill it stands for), or
+/// an error's status and message.
+fn pool_reply(
+    s: &FixedServer,
+    route: crate::openai::pooling::PoolRoute,
+    body: &[u8],
+) -> Result<(Instant, String), (u16, String)> {
+    let t0 = Instant::now();
+    let req = crate::openai::pooling::PoolRequest::parse(route, body).map_err(|e| (400, e))?;
+    let p = &s.profile;
+    let (n, fault) = s.counters.next(&p.faults);
+    if fault == Fault::HttpError {
+        return Err((500, "injected fault: internal server error".into()));
+    }
+    let ids: Vec<Vec<u32>> = req.sequences().iter().map(|t| crate::openai::token_ids(t)).collect();
+    let model = req.model.as_deref().unwrap_or(&p.model);
+    let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
+    let stall = match fault {
+        Fault::Stall(d) => d,
+        _ => Duration::ZERO,
+    };
+    Ok((t0 + p.ttft + slow + stall, req.answer(model, &ids, FIXED_EMBED_DIM, n).to_string()))
+}
+
 enum Reply {
     /// An error status with its message (a bad body, an injected HTTP 500).
     Error(u16, String),

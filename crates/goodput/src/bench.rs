@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
+    crate::pooling::check(&a.target, &a.workload, &a.load.shape)?;
     if a.runs.runs > 1 {
         return crate::runs::bench(a).await;
     }

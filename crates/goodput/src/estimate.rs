@@ -30,6 +30,7 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
 pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<RequestRecord>)> {
     setup::no_answers(&a.workload, "estimate")?;
     setup::no_images(&a.workload, "estimate")?;
+    crate::pooling::refuse_virtual(a.api, "estimate")?;
     let trace = setup::trace(&a.load)?;
     let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;

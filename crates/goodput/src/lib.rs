@@ -18,6 +18,7 @@ pub mod monitor;
 pub mod output;
 pub mod plan;
 pub mod point;
+pub mod pooling;
 pub mod progress;
 pub mod prometheus;
 pub mod report;

@@ -365,7 +365,7 @@ async fn start_probes(a: &MonitorArgs, rate: f64, base: &str, http: &reqwest::Cl
         api,
         model: models[0].clone(),
         models: if models.len() > 1 { models } else { Vec::new() },
-        stream: true,
+        stream: !api.pools(),
         include_usage: true,
         ..Default::default()
     };

@@ -84,6 +84,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     };
     setup::no_answers(&a.workload, "plan")?;
     setup::no_images(&a.workload, "plan")?;
+    crate::pooling::refuse_virtual(a.api, "plan")?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.shape.seed.value, None)?;
     let slo = a.slo.clone().map(|mut s| {
         if let Some(t) = a.attainment {

@@ -36,6 +36,9 @@ struct State {
     recent: VecDeque<(f64, Option<f64>)>,
     /// Output tokens per whole second of the run.
     per_second: Vec<u64>,
+    /// Answers came whole with no output (embeddings, rerank): `recent`
+    /// holds their E2E and `per_second` their input tokens.
+    pooled: bool,
 }
 
 /// What the live view shows, fed by the run's record sink.
@@ -73,6 +76,9 @@ pub struct Snapshot {
     pub planned: Option<u64>,
     /// The cores the client has kept busy since the start (Linux).
     pub client_cores: Option<f64>,
+    /// An embeddings or rerank run: `ttft` holds E2E, `tokens_per_s` and
+    /// `per_second` input tokens, and there is no TPOT.
+    pub pooled: bool,
 }
 
 impl Progress {
@@ -109,6 +115,22 @@ impl Progress {
         }
         if let Some(k) = r.outcome.failure_kind() {
             *s.failed.entry(k.to_string()).or_default() += 1;
+        }
+        // A pooling answer (success, no output chunks): its E2E, and its
+        // input tokens in the second it came back.
+        if r.outcome.is_success() && r.chunks.is_empty() {
+            s.pooled = true;
+            if let Some(t) = r.e2e() {
+                s.recent.push_back((ms(t), None));
+                if s.recent.len() > RECENT {
+                    s.recent.pop_front();
+                }
+            }
+            let sec = r.end.as_secs() as usize;
+            if s.per_second.len() <= sec {
+                s.per_second.resize(sec + 1, 0);
+            }
+            s.per_second[sec] += r.input_tokens;
         }
         if r.outcome.is_success() {
             if let Some(t) = r.ttft() {
@@ -164,6 +186,7 @@ impl Progress {
             fraction,
             planned,
             client_cores: self.cpu.as_ref().and_then(|m| m.cores()),
+            pooled: s.pooled,
         }
     }
 
@@ -186,6 +209,18 @@ impl Progress {
         } else {
             format!(" ({})", s.failed.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", "))
         };
+        if s.pooled {
+            return format!(
+                "[{:>6.1}s] {}{of} done{sessions}{eta} · {} in flight · {failed} failed{kinds} · E2E p50 {} p99 {} ms · {:.0} in tok/s{}",
+                s.elapsed.as_secs_f64(),
+                s.done,
+                s.in_flight,
+                f(s.ttft.0),
+                f(s.ttft.1),
+                s.tokens_per_s,
+                client(s.client_cores)
+            );
+        }
         format!(
             "[{:>6.1}s] {}{of} done{sessions}{eta} · {} in flight · {failed} failed{kinds} · TTFT p50 {} p99 {} ms · TPOT p50 {} p99 {} ms · {:.0} out tok/s{}",
             s.elapsed.as_secs_f64(),
@@ -368,12 +403,20 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
             );
             let fmt = |v: Option<f64>| v.map(|x| format!("{x:>8.1}")).unwrap_or(format!("{:>8}", "-"));
             let failed: u64 = s.failed.values().sum();
-            let mut lines = vec![
-                Line::from(format!("in flight {:>6}    failed {:>6}", s.in_flight, failed)),
-                Line::from(format!("TTFT ms   p50 {}   p99 {}", fmt(s.ttft.0), fmt(s.ttft.1))),
-                Line::from(format!("TPOT ms   p50 {}   p99 {}", fmt(s.tpot.0), fmt(s.tpot.1))),
-                Line::from(format!("output    {:>8.0} tok/s (last 5 s){}", s.tokens_per_s, client(s.client_cores))),
-            ];
+            let mut lines = if s.pooled {
+                vec![
+                    Line::from(format!("in flight {:>6}    failed {:>6}", s.in_flight, failed)),
+                    Line::from(format!("E2E ms    p50 {}   p99 {}", fmt(s.ttft.0), fmt(s.ttft.1))),
+                    Line::from(format!("input     {:>8.0} tok/s (last 5 s){}", s.tokens_per_s, client(s.client_cores))),
+                ]
+            } else {
+                vec![
+                    Line::from(format!("in flight {:>6}    failed {:>6}", s.in_flight, failed)),
+                    Line::from(format!("TTFT ms   p50 {}   p99 {}", fmt(s.ttft.0), fmt(s.ttft.1))),
+                    Line::from(format!("TPOT ms   p50 {}   p99 {}", fmt(s.tpot.0), fmt(s.tpot.1))),
+                    Line::from(format!("output    {:>8.0} tok/s (last 5 s){}", s.tokens_per_s, client(s.client_cores))),
+                ]
+            };
             if !s.failed.is_empty() {
                 lines.push(Line::from(format!(
                     "failures  {}",
@@ -388,7 +431,10 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
             let data: Vec<u64> = s.per_second.iter().rev().take(width).rev().copied().collect();
             f.render_widget(
                 Sparkline::default()
-                    .block(Block::default().borders(Borders::ALL).title(rate_title("output tokens per second", &data)))
+                    .block(Block::default().borders(Borders::ALL).title(rate_title(
+                        if s.pooled { "input tokens per second" } else { "output tokens per second" },
+                        &data,
+                    )))
                     .data(&data)
                     .style(Style::default().fg(Color::Green)),
                 rows[2],
@@ -510,6 +556,11 @@ mod tests {
         let mut r = RequestRecord::new(id, Duration::ZERO, Duration::ZERO);
         r.outcome = if ok { Outcome::Success } else { Outcome::Cancelled };
         r.session = Some(SessionTurn { id, turn, turns });
+        // A generation that succeeded has output.
+        if ok {
+            let t = Duration::from_millis(5);
+            r.chunks.push(goodput_core::OutputChunk { t, tokens: 1, channel: goodput_core::Channel::Content });
+        }
         r
     }
 
@@ -565,5 +616,25 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(s.client_cores.is_some() && p.line().contains(" out tok/s · client "), "{}", p.line());
         }
+    }
+
+    #[test]
+    fn a_pooling_run_shows_e2e_and_input_tokens() {
+        let mut plan = four_sessions(Turns::Drawn(LengthDist::Fixed(1)));
+        plan.sessions = None;
+        let p = Progress::new("t".into(), &plan, &Control::default());
+        // Embeddings answers: whole, no output chunks, 40 ms and 64 input tokens each.
+        for id in 0..3 {
+            let mut r = RequestRecord::new(id, Duration::ZERO, Duration::ZERO);
+            r.outcome = Outcome::Success;
+            (r.end, r.stream_end, r.input_tokens) = (Duration::from_millis(40), Some(Duration::from_millis(40)), 64);
+            p.observe(&r);
+        }
+        let s = p.snapshot();
+        assert!(s.pooled && s.tpot == (None, None), "no TPOT");
+        assert_eq!((s.ttft.0, s.per_second.first()), (Some(40.0), Some(&192)), "E2E and input tokens");
+        let line = p.line();
+        assert!(line.contains("E2E p50 40.0 p99 40.0 ms") && line.contains(" in tok/s"), "{line}");
+        assert!(!line.contains("TTFT") && !line.contains("TPOT"), "{line}");
     }
 }

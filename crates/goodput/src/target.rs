@@ -220,10 +220,13 @@ pub async fn connect(
         api,
         model: models[0].clone(),
         models: if models.len() > 1 { models.clone() } else { Vec::new() },
-        stream: !t.no_stream,
+        // A pooling route answers whole.
+        stream: !t.no_stream && !api.pools(),
         include_usage: !t.no_usage,
         ignore_eos,
         extra: extra.clone(),
+        embed_batch: t.embed_batch.unwrap_or(1),
+        rerank_docs: t.rerank_docs.unwrap_or(1),
     };
     let client = Client::new(
         ClientConfig {
@@ -322,7 +325,9 @@ fn client_settings(t: &TargetArgs, sim: &SimArgs, client: &Client, settled: Sett
         url: base.to_owned(),
         api: t.api.as_str().into(),
         model: model.to_owned(),
-        stream: !t.no_stream,
+        stream: !t.no_stream && !t.api.pools(),
+        embed_batch: (t.api == goodput_load::Api::Embeddings).then(|| t.embed_batch.unwrap_or(1)),
+        rerank_docs: t.api.reranks().then(|| t.rerank_docs.unwrap_or(1)),
         include_usage: !t.no_usage,
         api_key: t.api_key.as_ref().map(|_| "<redacted>".into()),
         // Names only: a header's value may be a secret.
@@ -492,7 +497,7 @@ fn probe(
 fn model_list(api: Api) -> (&'static str, &'static str) {
     match api {
         Api::OllamaChat | Api::OllamaGenerate => ("/api/tags", "/models/0/name"),
-        Api::Tgi => ("/info", "/model_id"),
+        Api::Tgi | Api::TeiRerank => ("/info", "/model_id"),
         _ => ("/v1/models", "/data/0/id"),
     }
 }

@@ -292,7 +292,7 @@ pub fn prompt_kind(api: goodput_load::Api) -> PromptKind {
     use goodput_load::Api;
     match api {
         Api::Chat | Api::Messages | Api::OllamaChat | Api::OllamaGenerate => PromptKind::Chat,
-        Api::Completions | Api::Tgi | Api::LlamaCpp => PromptKind::Raw,
+        Api::Completions | Api::Tgi | Api::LlamaCpp | Api::Embeddings | Api::Rerank | Api::TeiRerank => PromptKind::Raw,
     }
 }
 

@@ -179,12 +179,14 @@ const TEMPLATE_SHARE: f64 = 0.15;
 /// The most of a synthetic run's prompt tokens that its own prompts could
 /// find in a prefix cache: its shared prefixes (`--shared-prefix-tokens`),
 /// over the mean prompt. `None` for a workload whose prompts share by
-/// design or by their source (sessions, a dataset, a trace, `--repeat`),
-/// whose sharing this does not bound.
+/// design or by their source (sessions, a rerank's query, a dataset, a
+/// trace, `--repeat`), whose sharing this does not bound.
 pub fn shareable_prompt_share(config: &RunConfig, records: &[RequestRecord]) -> Option<f64> {
     let w = config.workload.as_ref()?;
     let sessions = config.load.as_ref().is_some_and(|l| l.sessions.is_some());
-    if sessions || w.dataset.is_some() || w.trace.is_some() || w.repeat.is_some_and(|r| r > 1) {
+    // A rerank sends its query again with each document, by design.
+    let rerank = config.client.as_ref().is_some_and(|c| matches!(c.api.as_str(), "rerank" | "tei-rerank"));
+    if sessions || rerank || w.dataset.is_some() || w.trace.is_some() || w.repeat.is_some_and(|r| r > 1) {
         return None;
     }
     let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();

@@ -25,6 +25,10 @@ pub struct CostReport {
     pub usd_per_hour: f64,
     pub usd_per_million_output_tokens: Option<f64>,
     pub usd_per_million_total_tokens: Option<f64>,
+    /// Per million input (prompt) tokens: the price of an embeddings or
+    /// rerank run, whose requests have no output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_input_tokens: Option<f64>,
     pub usd_per_request: Option<f64>,
     /// The honest one: cost per million output tokens of requests that met the SLO.
     pub usd_per_million_good_output_tokens: Option<f64>,
@@ -80,6 +84,7 @@ impl CostConfig {
             usd_per_hour,
             usd_per_million_output_tokens: usd_per_million(usd_per_hour, output_tokens_per_s),
             usd_per_million_total_tokens: usd_per_million(usd_per_hour, total_tokens_per_s),
+            usd_per_million_input_tokens: usd_per_million(usd_per_hour, total_tokens_per_s - output_tokens_per_s),
             usd_per_request: (requests_per_s > 0.0).then(|| usd_per_hour / (requests_per_s * 3600.0)),
             usd_per_million_good_output_tokens: usd_per_million(
                 usd_per_hour,

@@ -12,7 +12,8 @@ pub trait RequestMetrics {
     fn ttft(&self) -> Option<Duration>;
     /// First visible-content chunk − sent.
     fn ttft_content(&self) -> Option<Duration>;
-    /// Last output-bearing chunk − sent.
+    /// Last output-bearing chunk − sent; for a successful answer with no
+    /// output chunks (a pooling one: embeddings, rerank), its body's end − sent.
     fn e2e(&self) -> Option<Duration>;
     /// (t_last − t_first) / (n_out − k_first), defined when the divisor ≥ 1.
     fn tpot(&self) -> Option<Duration>;
@@ -62,7 +63,11 @@ impl RequestMetrics for RequestRecord {
     }
 
     fn e2e(&self) -> Option<Duration> {
-        self.chunks.last().map(|c| c.t.saturating_sub(self.sent))
+        match self.chunks.last() {
+            Some(c) => Some(c.t.saturating_sub(self.sent)),
+            None if self.outcome.is_success() => Some(self.stream_end.unwrap_or(self.end).saturating_sub(self.sent)),
+            None => None,
+        }
     }
 
     fn tpot(&self) -> Option<Duration> {
@@ -80,7 +85,7 @@ impl RequestMetrics for RequestRecord {
     }
 
     fn e2e_vllm(&self) -> Option<Duration> {
-        let last = self.chunks.last()?.t;
+        let Some(last) = self.chunks.last().map(|c| c.t) else { return self.e2e() };
         Some(self.last_choice.map_or(last, |c| c.max(last)).saturating_sub(self.sent))
     }
 
@@ -202,11 +207,14 @@ mod tests {
                 &[10.0, 10.0, 10.0, 10.0],
                 Some(30.0),
             ),
-            // No output at all.
+            // No output at all (failed: a successful one is a pooling answer).
             (&[], 0, None, None, None, None, &[], None),
         ];
         for (i, (chunks, n, ttft, e2e, tpot, tpot_v, itl, itl_max)) in cases.iter().enumerate() {
-            let r = rec(100, chunks, *n);
+            let mut r = rec(100, chunks, *n);
+            if chunks.is_empty() {
+                r.outcome = Outcome::Failed { kind: crate::FailureKind::EmptyOutput, message: String::new() };
+            }
             let f = |d: Option<Duration>| d.map(ms);
             let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
                 (Some(a), Some(b)) => (a - b).abs() < 1e-6,
@@ -226,6 +234,18 @@ mod tests {
             assert_eq!(r.ttfb(), Some(Duration::from_millis(1)));
             assert_eq!(r.client_queue(), Duration::from_millis(2));
         }
+    }
+
+    #[test]
+    fn a_pooling_answer_is_timed_to_its_body_s_end_and_has_no_ttft() {
+        // An embeddings answer: success, no output chunks, the body read at 180 ms.
+        let mut r = rec(100, &[], 0);
+        r.stream_end = Some(Duration::from_millis(180));
+        r.end = Duration::from_millis(181);
+        assert_eq!((r.e2e(), r.e2e_vllm()), (Some(Duration::from_millis(80)), Some(Duration::from_millis(80))));
+        assert_eq!((r.ttft(), r.tpot(), r.tpot_vllm(), r.itl_max()), (None, None, None, None));
+        r.stream_end = None;
+        assert_eq!(r.e2e(), Some(Duration::from_millis(81)), "no stamp of the body: the request's end");
     }
 
     #[test]

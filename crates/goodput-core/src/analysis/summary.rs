@@ -166,6 +166,15 @@ impl Multimodal {
     }
 }
 
+impl Summary {
+    /// The run completed requests and none brought output: an embeddings or
+    /// rerank run, answered whole with input tokens only. Its output-side
+    /// figures (TTFT, TPOT, output rates) are absent, not zero.
+    pub fn no_output(&self) -> bool {
+        self.requests.completed > 0 && self.tokens.output == 0 && self.ttft_ms.count == 0
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct RequestCounts {
@@ -492,15 +501,20 @@ fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> TokenTota
         ..Default::default()
     };
     for r in ok {
-        *tokens.output_sources.entry(r.output_tokens_source.to_string()).or_default() += 1;
         *tokens.input_sources.entry(r.input_tokens_source.to_string()).or_default() += 1;
+        // A successful answer with no output chunks is a pooling one
+        // (embeddings, rerank): it has no output whose count has a source.
+        if r.chunks.is_empty() {
+            continue;
+        }
+        *tokens.output_sources.entry(r.output_tokens_source.to_string()).or_default() += 1;
         if r.counts.requested_completion.is_some_and(|asked| asked != r.output_tokens) {
             tokens.length_mismatches += 1;
         }
     }
     tokens.prompt_extra =
         PromptExtra::of(ok.iter().filter_map(|r| Some((r.counts.usage_prompt?, r.counts.intended_prompt?))));
-    for r in ok {
+    for r in ok.iter().filter(|r| !r.chunks.is_empty()) {
         *tokens.chunk_sources.entry(r.chunk_tokens_source.to_string()).or_default() += 1;
     }
     tokens.per_chunk = ChunkTokens::of(ok.iter().copied());

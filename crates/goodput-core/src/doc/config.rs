@@ -286,6 +286,9 @@ pub struct ClientSettings {
     pub api_key: Option<String>,
     /// The server goodput started itself, when it did.
     pub embedded: Option<EmbeddedServer>,
+    /// `--embed-batch`: the inputs of each request of an embeddings run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embed_batch: Option<u32>,
     /// `--extra-body`: fields merged into every request body, as given.
     pub extra_body: serde_json::Map<String, Value>,
     /// `--header` names (their values may be secrets).
@@ -295,6 +298,9 @@ pub struct ClientSettings {
     pub key_header: String,
     /// The model asked for; several comma-separated when spread over them.
     pub model: String,
+    /// `--rerank-docs`: the documents of each query of a rerank run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_docs: Option<u32>,
     /// Where a chunk's time is taken: `kernel` or `read`.
     pub stamp: String,
     pub stream: bool,

@@ -167,8 +167,21 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
         a.notes.push("no point completed a request".into());
         return a;
     }
-    let thr = |i: usize| points[i].result.summary.throughput.output_tokens_per_s;
-    let ttft = |i: usize| points[i].result.summary.ttft_ms.p(50.0).unwrap_or(0.0);
+    // A sweep of embeddings or rerank points: no output, so its throughput
+    // is input tokens and its latency E2E.
+    let pooled = order.iter().all(|&i| points[i].result.summary.no_output());
+    let thr = |i: usize| {
+        let th = &points[i].result.summary.throughput;
+        if pooled {
+            th.input_tokens_per_s
+        } else {
+            th.output_tokens_per_s
+        }
+    };
+    let ttft = |i: usize| {
+        let s = &points[i].result.summary;
+        if pooled { s.e2e_ms.p(50.0) } else { s.ttft_ms.p(50.0) }.unwrap_or(0.0)
+    };
     let best = *order.iter().max_by(|&&x, &&y| thr(x).total_cmp(&thr(y))).expect("not empty");
     a.max_throughput = Some(point_ref(best, &points[best]));
 
@@ -180,14 +193,18 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
         Some(k) if order[k] != last && ttft(last) >= 1.5 * ttft(order[k]).max(1e-9) => {
             a.saturation = Some(point_ref(order[k], &points[order[k]]));
         }
-        _ => a.notes.push(
-            "throughput was still rising, or TTFT flat, at the highest load: the sweep did not reach saturation".into(),
-        ),
+        _ => a.notes.push(format!(
+            "throughput was still rising, or {} flat, at the highest load: the sweep did not reach saturation",
+            if pooled { "E2E" } else { "TTFT" }
+        )),
     }
 
     let judged: Vec<usize> = order.iter().copied().filter(|&i| points[i].result.slo.is_some()).collect();
     if !judged.is_empty() {
-        let goodput = |i: usize| points[i].result.summary.goodput.as_ref().map_or(0.0, |g| g.output_tokens_per_s);
+        let goodput = |i: usize| {
+            let g = points[i].result.summary.goodput.as_ref();
+            g.map_or(0.0, |g| if pooled { g.requests_per_s } else { g.output_tokens_per_s })
+        };
         let g = *judged.iter().max_by(|&&x, &&y| goodput(x).total_cmp(&goodput(y))).expect("not empty");
         a.max_goodput = Some(point_ref(g, &points[g]));
         let meeting: Vec<usize> = judged

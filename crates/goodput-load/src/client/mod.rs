@@ -253,7 +253,8 @@ impl Client {
         rec.model = model.map(str::to_owned);
         rec.counts.intended_prompt = item.intended_input_tokens;
         (rec.images, rec.image_bytes) = (item.media.images, item.media.image_bytes);
-        rec.counts.requested_completion = item.max_tokens.map(u64::from);
+        // A pooling request asks for no output.
+        rec.counts.requested_completion = item.max_tokens.map(u64::from).filter(|_| !self.api().pools());
         let body = match body {
             Ok(b) => b,
             Err(e) => {

@@ -7,12 +7,14 @@
 //!   and SGLang;
 //! - [`ollama`]: `/api/chat` and `/api/generate`, newline-delimited JSON;
 //! - [`tgi`]: TGI's `/generate_stream` and `/generate`;
-//! - [`llamacpp`]: llama.cpp's `/completion`.
+//! - [`llamacpp`]: llama.cpp's `/completion`;
+//! - [`pooling`]: `/v1/embeddings` and `/v1/rerank`, answered whole.
 
 pub mod anthropic;
 pub mod llamacpp;
 pub mod ollama;
 pub mod openai;
+pub mod pooling;
 pub mod tgi;
 
 pub use crate::error::{BodyError, ProtocolError};
@@ -40,11 +42,27 @@ pub enum Api {
     /// llama.cpp's native /completion.
     #[cfg_attr(feature = "clap", value(name = "llamacpp"))]
     LlamaCpp,
+    /// OpenAI /v1/embeddings (vLLM, TEI, SGLang serve it): never streamed.
+    Embeddings,
+    /// /v1/rerank (vLLM, Jina, Cohere): a query and documents, never streamed.
+    Rerank,
+    /// Hugging Face TEI's own /rerank: a query and `texts`, scores back as a bare list.
+    TeiRerank,
 }
 
 impl Api {
-    pub const ALL: [Api; 7] =
-        [Api::Chat, Api::Completions, Api::Messages, Api::OllamaChat, Api::OllamaGenerate, Api::Tgi, Api::LlamaCpp];
+    pub const ALL: [Api; 10] = [
+        Api::Chat,
+        Api::Completions,
+        Api::Messages,
+        Api::OllamaChat,
+        Api::OllamaGenerate,
+        Api::Tgi,
+        Api::LlamaCpp,
+        Api::Embeddings,
+        Api::Rerank,
+        Api::TeiRerank,
+    ];
 
     /// The request path, streamed or not (TGI streams on a route of its own).
     pub fn path(self, stream: bool) -> &'static str {
@@ -57,6 +75,9 @@ impl Api {
             Api::Tgi if stream => "/generate_stream",
             Api::Tgi => "/generate",
             Api::LlamaCpp => "/completion",
+            Api::Embeddings => "/v1/embeddings",
+            Api::Rerank => "/v1/rerank",
+            Api::TeiRerank => "/rerank",
         }
     }
 
@@ -70,6 +91,9 @@ impl Api {
             Api::OllamaGenerate => "ollama-generate",
             Api::Tgi => "tgi",
             Api::LlamaCpp => "llamacpp",
+            Api::Embeddings => "embeddings",
+            Api::Rerank => "rerank",
+            Api::TeiRerank => "tei-rerank",
         }
     }
 
@@ -79,10 +103,26 @@ impl Api {
         matches!(self, Api::Chat | Api::Completions | Api::LlamaCpp)
     }
 
-    /// The OpenTelemetry GenAI operation name of a request (`chat` or
-    /// `text_completion`), for metrics labelled by it.
+    /// The answer is one pooled body (vectors or scores): never streamed,
+    /// with input tokens and no output.
+    pub fn pools(self) -> bool {
+        matches!(self, Api::Embeddings | Api::Rerank | Api::TeiRerank)
+    }
+
+    /// A query with documents: `--rerank-docs` applies.
+    pub fn reranks(self) -> bool {
+        matches!(self, Api::Rerank | Api::TeiRerank)
+    }
+
+    /// The OpenTelemetry GenAI operation name of a request (`chat`,
+    /// `text_completion` or `embeddings`; `rerank`, which the conventions
+    /// do not name), for metrics labelled by it.
     pub fn operation(self) -> &'static str {
-        if self.takes_messages() {
+        if self == Api::Embeddings {
+            "embeddings"
+        } else if self.reranks() {
+            "rerank"
+        } else if self.takes_messages() {
             "chat"
         } else {
             "text_completion"
@@ -109,6 +149,7 @@ impl Api {
             Api::OllamaChat | Api::OllamaGenerate => "its line with \"done\": true",
             Api::Tgi => "its last event (the one with \"details\")",
             Api::LlamaCpp => "its event with \"stop\": true",
+            Api::Embeddings | Api::Rerank | Api::TeiRerank => "its whole JSON body",
         }
     }
 
@@ -187,6 +228,12 @@ pub struct BodyOptions {
     pub ignore_eos: bool,
     /// Extra top-level fields merged into every body (`--extra-body`).
     pub extra: Map<String, Value>,
+    /// `--api embeddings`: how many inputs one request's prompt is split
+    /// into (`--embed-batch`; 0 counts as 1).
+    pub embed_batch: u32,
+    /// `--api rerank`: how many documents a query comes with
+    /// (`--rerank-docs`; 0 counts as 1).
+    pub rerank_docs: u32,
 }
 
 /// The JSON body of one request.
@@ -218,6 +265,7 @@ pub fn build_body_for(
         Api::OllamaChat | Api::OllamaGenerate => ollama::fill_body(opts, prompt, max_tokens, &mut body, &mut extra)?,
         Api::Tgi => tgi::fill_body(opts, prompt, max_tokens, &mut body, &mut extra)?,
         Api::LlamaCpp => llamacpp::fill_body(opts, prompt, max_tokens, &mut body)?,
+        Api::Embeddings | Api::Rerank | Api::TeiRerank => pooling::fill_body(opts, prompt, &mut body)?,
     }
     // `--extra-body` goes in last, for every API: a field it names replaces
     // goodput's own (an `options` or `parameters` object was merged into
@@ -310,6 +358,9 @@ pub struct ChunkInfo {
     /// stamps its TTFT and ITL on: any completions choice; a chat delta with
     /// text, reasoning or a call, or an empty `content` without a `role`.
     pub choice: bool,
+    /// A pooling answer's vectors or scores, counted (`--api embeddings`
+    /// and `rerank`): `None` for every other API.
+    pub pooled: Option<usize>,
 }
 
 impl ChunkInfo {
@@ -336,6 +387,7 @@ pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, ProtocolError> {
         Api::OllamaChat | Api::OllamaGenerate => ollama::parse_ollama(data),
         Api::Tgi => tgi::parse_tgi(data),
         Api::LlamaCpp => llamacpp::parse_llamacpp(data),
+        Api::Embeddings | Api::Rerank | Api::TeiRerank => pooling::parse_pooled(data),
     }
 }
 

@@ -200,10 +200,16 @@ fn throughput_table(o: &mut String, r: &RunResult) {
     let th = &s.throughput;
     o.push_str("| throughput | |\n| --- | ---: |\n");
     let _ = writeln!(o, "| requests/s | {:.3} |", th.requests_per_s);
-    let peak = crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"));
-    let _ = writeln!(o, "| output tok/s | {:.1} (peak {peak}) |", th.output_tokens_per_s);
+    // A run without output (embeddings, rerank) has no output rate.
+    let pooled = s.no_output();
+    if !pooled {
+        let peak = crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"));
+        let _ = writeln!(o, "| output tok/s | {:.1} (peak {peak}) |", th.output_tokens_per_s);
+    }
     let _ = writeln!(o, "| input tok/s | {:.1} |", th.input_tokens_per_s);
-    let _ = writeln!(o, "| total tok/s | {:.1} |", th.total_tokens_per_s);
+    if !pooled {
+        let _ = writeln!(o, "| total tok/s | {:.1} |", th.total_tokens_per_s);
+    }
     let _ = writeln!(o, "| in flight | {:.2} mean · {} peak |", s.in_flight.mean, s.in_flight.peak);
     let _ = writeln!(o, "| tokens | {} in · {} out |", s.tokens.input, s.tokens.output);
     if let Some(extra) = s.tokens.prompt_extra.as_ref().and_then(format::prompt_extra) {
@@ -382,6 +388,17 @@ fn by_model(o: &mut String, r: &RunResult) {
 fn cost(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
         let usd = |v: Option<f64>| v.map(|v| md(&format::usd(v))).unwrap_or("-".into());
+        if r.summary.no_output() {
+            let _ = writeln!(
+                o,
+                "**Cost** (\\${:.2}/GPU-hour × {}): {} per M input tokens · {} per request\n",
+                c.gpu_hour_usd,
+                c.gpus,
+                usd(c.usd_per_million_input_tokens),
+                usd(c.usd_per_request)
+            );
+            return;
+        }
         let _ = writeln!(
             o,
             "**Cost** (\\${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens\n",
@@ -399,6 +416,9 @@ fn cost(o: &mut String, r: &RunResult) {
 /// The latencies as a user would rate them.
 fn user_view(o: &mut String, r: &RunResult) {
     let s = &r.summary;
+    if s.no_output() {
+        return;
+    }
     let rt = &s.ratings;
     let _ = write!(
         o,

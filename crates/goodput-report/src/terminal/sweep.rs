@@ -7,6 +7,19 @@ use goodput_core::RunResult;
 
 /// The table's head; with sessions, a column of completed sessions/s.
 pub fn row_header(sessions: bool) -> String {
+    row_header_for(sessions, false)
+}
+
+/// The table's head of a sweep of embeddings or rerank points (`pooled`):
+/// input tokens/s and E2E where a generation's has output tokens/s, TTFT
+/// and TPOT (see [`row`]).
+pub fn row_header_for(sessions: bool, pooled: bool) -> String {
+    if pooled {
+        return format!(
+            "{:<18}{:<10}{:>10}{:>12}{:>11}{:>11}{:>11}{:>11}{:>11}  {}",
+            "load", "origin", "req/s", "in tok/s", "E2E p50", "E2E p90", "E2E p99", "E2E max", "in flight", "SLO"
+        );
+    }
     format!(
         "{:<18}{:<10}{:>10}{}{:>12}{:>11}{:>11}{:>11}{:>11}{:>11}  {}",
         "load",
@@ -46,6 +59,21 @@ pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f6
         }
         _ => slo,
     };
+    if s.no_output() {
+        return format!(
+            "{:<18}{:<10}{:>10.2}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
+            load.label(),
+            origin,
+            s.throughput.requests_per_s,
+            s.throughput.input_tokens_per_s,
+            n(s.e2e_ms.p(50.0)),
+            n(s.e2e_ms.p(90.0)),
+            n(s.e2e_ms.p(99.0)),
+            n(s.e2e_ms.max),
+            s.in_flight.mean,
+            slo
+        );
+    }
     format!(
         "{:<18}{:<10}{:>10.2}{}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
         load.label(),
@@ -70,6 +98,16 @@ pub fn analysis_lines(doc: &SweepResult) -> String {
     let a = &doc.analysis;
     let mut o = String::new();
     let describe = |p: &goodput_core::doc::sweep::PointRef| {
+        // An embeddings or rerank point: its input rate and E2E.
+        if let Some(s) = doc.points.get(p.index).map(|q| &q.result.summary).filter(|s| s.no_output()) {
+            return format!(
+                "{} ({:.1} req/s, {:.1} input tok/s, E2E p50 {} ms)",
+                p.load.label(),
+                s.throughput.requests_per_s,
+                s.throughput.input_tokens_per_s,
+                s.e2e_ms.p(50.0).map(|v| format!("{v:.1}")).unwrap_or("-".into())
+            );
+        }
         let mut s = format!(
             "{} ({:.1} output tok/s, TTFT p50 {} ms",
             p.load.label(),

@@ -30,6 +30,10 @@ pub fn app(state: Arc<EngineServer>) -> Router {
     for route in Route::ALL {
         router = router.route(route.path(), post(move |s: State<Arc<EngineServer>>, b: Bytes| generate(s, route, b)));
     }
+    for route in crate::openai::pooling::PoolRoute::ALL {
+        router = router
+            .route(route.path(), post(move |s: State<Arc<EngineServer>>, b: Bytes| super::pool::pool(s, route, b)));
+    }
     // Requests with images run to megabytes (axum's default stops at 2 MiB);
     // the fixed profile takes as much.
     let router = router.layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024));

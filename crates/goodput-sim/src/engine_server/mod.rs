@@ -14,6 +14,7 @@ mod config;
 mod driver;
 mod http;
 mod metrics;
+mod pool;
 mod progress;
 mod server;
 mod stream;

@@ -14,6 +14,7 @@ use super::emitter::{frame, Emitter, End, Stream};
 use super::{metrics_text, FixedServer, Plan, Reply};
 use crate::connections::{serve_connections, ConnectionLimits};
 use crate::faults::Fault;
+use crate::openai::pooling::PoolRoute;
 use crate::openai::{error_body, info_body, models_body, tags_body, Route, Usage};
 use std::future::Future;
 use std::sync::Arc;
@@ -105,6 +106,8 @@ enum Method {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Target {
     Generate(Route),
+    /// `/v1/embeddings` or `/v1/rerank`.
+    Pool(PoolRoute),
     Models,
     /// Ollama's model list.
     Tags,
@@ -170,7 +173,10 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Reject> {
         (None, "/info") => Target::Info,
         (None, "/health") => Target::Health,
         (None, "/metrics") => Target::Metrics,
-        (None, other) => Target::Unknown(other.to_owned()),
+        (None, other) => match PoolRoute::of_path(other) {
+            Some(route) => Target::Pool(route),
+            None => Target::Unknown(other.to_owned()),
+        },
     };
     let http11 = req.version == Some(1);
     let mut keep_alive = http11;
@@ -324,7 +330,26 @@ impl Conn {
             }
             _ => None,
         };
+        let pooled = match (&req.target, req.method) {
+            (Target::Pool(route), Method::Post) => {
+                Some((*route, super::pool_reply(state, *route, &self.buf[req.body.clone()])))
+            }
+            _ => None,
+        };
         self.buf.drain(..req.body.end);
+        if let Some((route, pooled)) = pooled {
+            return match pooled {
+                Ok((due, body)) => {
+                    let at = crate::clock::sleep_until(tokio::time::Instant::from_std(due));
+                    self.unless_gone(at).await?;
+                    self.respond(200, CT_JSON, body.as_bytes(), keep, "").await.map(|()| keep)
+                }
+                Err((status, msg)) => {
+                    let body = route.error_body(status, &msg);
+                    self.respond(status, CT_JSON, body.as_bytes(), keep, "").await.map(|()| keep)
+                }
+            };
+        }
         match (req.target, reply) {
             (Target::Generate(route), Some(Reply::Error(status, msg))) => {
                 let body = route.error_body(status, &msg);
@@ -340,7 +365,7 @@ impl Conn {
                 _ if plan.stream => return self.stream(*plan, keep, req.http11, emitter).await,
                 _ => self.whole(*plan, keep).await?,
             },
-            (Target::Generate(_), None) => self.method_not_allowed("POST", keep).await?,
+            (Target::Generate(_) | Target::Pool(_), None) => self.method_not_allowed("POST", keep).await?,
             (Target::Models, None) if get => {
                 let body = models_body(&[&state.profile.model]).to_string();
                 self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?

@@ -12,6 +12,7 @@
 mod bodies;
 mod chunks;
 pub mod images;
+pub mod pooling;
 mod request;
 mod route;
 mod usage;

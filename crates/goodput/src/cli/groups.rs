@@ -54,6 +54,12 @@ pub struct TargetArgs {
     /// Which endpoint to load.
     #[arg(long, value_enum, default_value_t = Api::Chat)]
     pub api: Api,
+    /// --api embeddings: how many inputs each request carries; the request's prompt (its input length) is split at word boundaries into this many.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
+    pub embed_batch: Option<u32>,
+    /// --api rerank: how many documents each query comes with; the request's prompt is split at word boundaries into the query and this many documents.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), value_name = "N")]
+    pub rerank_docs: Option<u32>,
     /// Model name to send; by default the first model the server lists at /v1/models. Several, comma-separated (e.g. LoRA adapters), spread the requests over them, each request or session drawing one; the summary then has a row per model.
     #[arg(long)]
     pub model: Option<String>,

@@ -232,7 +232,10 @@ impl Sweep {
         ttft: Option<Cdf>,
     ) -> Result<&SweepPoint> {
         if self.points.is_empty() {
-            crate::output::say(&format!("{}\n", sweep_table::row_header(self.args.shape.turns.is_some())));
+            crate::output::say(&format!(
+                "{}\n",
+                sweep_table::row_header_for(self.args.shape.turns.is_some(), self.args.target.api.pools())
+            ));
         }
         crate::output::say(&format!(
             "{}\n",
@@ -696,8 +699,10 @@ fn check_args(a: &SweepArgs) -> Result<()> {
     if a.workload.repeat > 1 {
         bail!("--repeat belongs to one run (goodput bench): a sweep's points would each repeat their own prompts");
     }
+    crate::pooling::check(&a.target, &a.workload, &a.shape)?;
     if a.estimate {
         setup::no_answers(&a.workload, "sweep --estimate")?;
+        crate::pooling::refuse_virtual(a.target.api, "sweep --estimate")?;
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ mod live_view;
 mod outputs;
 mod peers;
 mod plan;
+mod pooling;
 mod quality;
 mod runs;
 mod schema;

@@ -108,14 +108,47 @@ pub fn cross_check(
         run.histograms.get(&HistogramSignal::Ttft),
         run.histograms.get(&HistogramSignal::Queue),
     );
-    if let Some(sv) = c.server_generation_tokens {
+    // A pooling run (embeddings, rerank) asks for no output: its tokens are
+    // the prompts', set against the server's prompt counter.
+    let pooling = c.client_completed > 0
+        && c.client_output_tokens == 0
+        && records.iter().filter(|r| r.outcome.is_success()).all(|r| r.chunks.is_empty());
+    if pooling {
+        let prompt = counts.and_then(|run| run.counters.get(&CounterSignal::PromptTokens)).map(|c| c.delta);
+        if let Some(sv) = prompt {
+            let cl = crate::analysis::stats::total(records.iter().map(|r| r.input_tokens)) as f64;
+            let rel = if cl > 0.0 {
+                (sv - cl) / cl
+            } else if sv > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+            c.notes.push(if rel.abs() > 0.02 {
+                format!(
+                    "counting mismatch: the server counted {sv:.0} prompt tokens during the run, the client sent \
+                     {cl:.0}{}: other clients, or a client count from another tokenizer",
+                    share(rel)
+                )
+            } else {
+                format!("prompt tokens agree: server {sv:.0}, client {cl:.0}")
+            });
+        }
+    }
+    if let Some(sv) = c.server_generation_tokens.filter(|_| !pooling) {
         let cl = c.client_output_tokens as f64;
-        let rel = if cl > 0.0 { (sv - cl) / cl } else { 0.0 };
+        let rel = if cl > 0.0 {
+            (sv - cl) / cl
+        } else if sv > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
         if rel.abs() > 0.02 {
             c.notes.push(format!(
-                "counting mismatch: the server generated {sv:.0} tokens during the run, the client received {cl:.0} \
-                 ({:+.1}%): other clients on the server, or tokens generated for requests the client gave up on",
-                rel * 100.0
+                "counting mismatch: the server generated {sv:.0} tokens during the run, the client received {cl:.0}{}: \
+                 other clients on the server, or tokens generated for requests the client gave up on",
+                share(rel)
             ));
         } else {
             c.notes.push(format!("tokens agree: server {sv:.0}, client {cl:.0}"));
@@ -184,6 +217,16 @@ pub fn cross_check(
         });
     }
     c
+}
+
+/// A relative difference as ` (+4.2%)`, or nothing when the client's count
+/// was zero.
+fn share(rel: f64) -> String {
+    if rel.is_finite() {
+        format!(" ({:+.1}%)", rel * 100.0)
+    } else {
+        String::new()
+    }
 }
 
 /// Sets the TTFT gap and its note. Where the server's histogram over the
