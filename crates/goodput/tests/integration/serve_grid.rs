@@ -368,8 +368,9 @@ fn server_pid(parent: i32) -> i32 {
 }
 
 /// --restart-per-point starts a server for each point; --serve-reset
-/// POSTs its path before each point, and a server without that route fails
-/// its configuration, saying which flag asked for it.
+/// POSTs its path before each point (goodput serve answers vLLM's
+/// /reset_prefix_cache), and a server without that route fails its
+/// configuration, saying which flag asked for it.
 #[test]
 fn servers_restart_per_point_and_a_reset_the_server_lacks_fails() {
     let dir = tempfile::tempdir().unwrap();
@@ -395,13 +396,18 @@ fn servers_restart_per_point_and_a_reset_the_server_lacks_fails() {
     assert!(logs.join("01-default.point00.log").exists() && logs.join("01-default.point01.log").exists());
     assert_all_gone(&pids);
 
+    // goodput serve answers vLLM's reset, as vLLM does with VLLM_SERVER_DEV_MODE=1.
     let o = sweep(&["--serve-reset", "/reset_prefix_cache"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(configs(&read_json(&out))[0]["status"], "ok");
+
+    let o = sweep(&["--serve-reset", "/reset_all_caches"]);
     assert_eq!(o.status.code(), Some(1));
     let doc = read_json(&out);
     let c = &configs(&doc)[0];
     assert_eq!(c["status"], "failed");
     let e = c["error"].as_str().unwrap();
-    assert!(e.contains("POST /reset_prefix_cache (--serve-reset) with HTTP 404"), "{e}");
+    assert!(e.contains("POST /reset_all_caches (--serve-reset) with HTTP 404"), "{e}");
     assert_all_gone(&logged_pids(&logs));
 }
 
