@@ -20,6 +20,7 @@ pub mod format;
 pub mod frontier;
 pub mod intervals;
 pub mod metric;
+pub mod overlay;
 pub mod read;
 #[cfg(feature = "schema")]
 pub mod schema;

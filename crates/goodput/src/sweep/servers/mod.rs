@@ -5,6 +5,7 @@
 //! written after each configuration so that a stopped sweep keeps what it
 //! finished and `--resume` goes on from there.
 
+mod estimate;
 mod grid;
 mod points;
 mod process;
@@ -79,6 +80,9 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         );
     }
     check(&a, &grid)?;
+    if a.estimate {
+        estimate::check_grid(&grid)?;
+    }
     let out = a
         .output
         .output
@@ -138,6 +142,18 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if !a.output.quiet {
         eprintln!("{}", upper_bound(&a, todo.len()));
     }
+    // With --estimate, the grid in virtual time first: seconds, before the servers' minutes.
+    let predicted = if a.estimate {
+        let doc = estimate::predict(&a, &grid, &logs, percentile, attainment).await?;
+        let p = estimate::beside(&out, "predicted", "json");
+        crate::output::write_document(&p, &doc, "predicted frontier")?;
+        if !a.output.quiet {
+            eprintln!("predicted frontier (virtual time) written to {}", p.display());
+        }
+        Some(doc)
+    } else {
+        None
+    };
     let interrupt = Interrupt::install("the sweep", a.target.grace);
     let mut percentiles = a.output.percentiles.0.clone();
     if !percentiles.contains(&percentile) {
@@ -145,6 +161,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     let mut args = a.clone();
     args.output.percentiles.0 = percentiles;
+    args.estimate = false;
     let ctx = Ctx { args, template, logs, interrupt, percentile, attainment };
     let mut stopped = false;
     for (i, params) in todo {
@@ -176,6 +193,9 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     crate::output::say(&goodput_report::frontier::terminal(&doc));
     export(&doc, &ctx.args)?;
+    if let Some(pred) = predicted {
+        compare(pred, &doc, &out, &ctx.args)?;
+    }
     if stopped {
         eprintln!(
             "error: the sweep was interrupted; {} holds the configurations finished until then, and --resume runs \
@@ -203,6 +223,29 @@ fn export(doc: &FrontierResult, a: &SweepArgs) -> Result<()> {
             if !a.output.quiet {
                 eprintln!("{} written to {}", format.exporter().name(), f.display());
             }
+        }
+    }
+    Ok(())
+}
+
+/// With --estimate: the predicted frontier beside the measured one, in the
+/// terminal, as a document beside -o (`frontier.compare.json`) and, with
+/// --html, as a page beside it (`frontier.compare.html`).
+fn compare(pred: FrontierResult, doc: &FrontierResult, out: &Path, a: &SweepArgs) -> Result<()> {
+    let label = |p: &Path| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let pl = label(&estimate::beside(out, "predicted", "json"));
+    let c = goodput_report::overlay::compare_frontiers((&pl, pred), (&label(out), doc.clone()));
+    crate::output::say(&goodput_report::overlay::terminal(&c));
+    let json = estimate::beside(out, "compare", "json");
+    crate::output::write_document(&json, &c, "frontier comparison")?;
+    let mut written = vec![json];
+    if let Some(h) = &a.output.exports.html {
+        let page = estimate::beside(h, "compare", "html");
+        written.extend(goodput_report::overlay::export(goodput_report::Format::Html, &c, &page)?);
+    }
+    if !a.output.quiet {
+        for w in written {
+            eprintln!("predicted against measured written to {}", w.display());
         }
     }
     Ok(())
