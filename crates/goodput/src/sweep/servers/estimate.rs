@@ -117,6 +117,13 @@ pub async fn predict(
         }
         let gpus = args.hw.tp.max(1) * args.hw.dp.max(1);
         args.judge.gpus = Some(gpus);
+        if let Some(g) = params.get("gpus").filter(|g| g.trim().parse::<u32>().ok() != Some(gpus)) {
+            doc.notes.push(format!(
+                "{}: the grid gives gpus={g}, and the simulated engine occupies tp × dp = {gpus}: per GPU, each side \
+                 counts its own (set tp or dp in the grid to match)",
+                params.id()
+            ));
+        }
         let mut c = FrontierConfig {
             id: params.id(),
             params: params.map(),
