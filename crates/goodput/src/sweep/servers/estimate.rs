@@ -173,3 +173,33 @@ pub async fn predict(
     analyze_frontier(&mut doc);
     Ok(doc)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(sets: &[&[(&str, &str)]]) -> Vec<Params> {
+        sets.iter().map(|s| Params(s.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())).collect()
+    }
+
+    #[test]
+    fn a_grid_runs_in_virtual_time_only_where_each_parameter_has_a_knob() {
+        // Knobs under their own names and servers' flags, and bookkeeping.
+        let ok =
+            grid(&[&[("tp", "2"), ("np", "4"), ("b", "512"), ("quantization", "fp8"), ("gpus", "2"), ("id", "x")]]);
+        assert!(check_grid(&ok).is_ok());
+        let e = check_grid(&grid(&[&[("seqs", "4"), ("temperature", "0")]])).unwrap_err().to_string();
+        assert!(e.contains("temperature maps onto no knob") && e.contains("max_num_batched_tokens"), "{e}");
+        for bad in ["0", "two", "-1"] {
+            let e = check_grid(&grid(&[&[("tp", bad)]])).unwrap_err().to_string();
+            assert!(e.contains(&format!("tp={bad}")) && e.contains("positive whole number"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_predicted_frontier_and_the_comparison_go_beside_the_measured_one() {
+        let out = Path::new("/r/frontier.json");
+        assert_eq!(beside(out, "predicted", "json"), Path::new("/r/frontier.predicted.json"));
+        assert_eq!(beside(Path::new("f.html"), "compare", "html"), Path::new("f.compare.html"));
+    }
+}
