@@ -26,7 +26,7 @@ pub fn document_schema() -> Value {
         generator.subschema_for::<SweepResult>(),
         generator.subschema_for::<Comparison>(),
         generator.subschema_for::<FrontierResult>(),
-        generator.subschema_for::<crate::overlay::FrontierComparison>(),
+        generator.subschema_for::<goodput_core::doc::overlay::FrontierComparison>(),
     ];
     let defs = generator.take_definitions(true);
     sorted(json!({

@@ -77,7 +77,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
 
 /// `goodput compare plan.json frontier.json`: when the documents are
 /// frontiers, the predicted one beside the measured one, with the errors of
-/// the prediction (`goodput_report::overlay`). `None` when they are runs.
+/// the prediction (`goodput_core::doc::overlay`). `None` when they are runs.
 fn frontiers(a: &CompareArgs) -> Result<Option<ExitCode>> {
     use goodput_core::doc::frontier::{FrontierResult, FrontierSource};
     use goodput_report::read::{read_document, Document};
@@ -114,7 +114,7 @@ fn frontiers(a: &CompareArgs) -> Result<Option<ExitCode>> {
     let mut it = frontiers.into_iter();
     let (pl, pred) = it.next().expect("two documents");
     let (ml, meas) = it.next().expect("two documents");
-    let c = goodput_report::overlay::compare_frontiers((&pl, pred), (&ml, meas));
+    let c = goodput_core::doc::overlay::compare_frontiers((&pl, pred), (&ml, meas));
     let table = goodput_report::overlay::terminal(&c);
     if a.output.as_deref() == Some(Path::new("-")) {
         eprint!("{table}");

@@ -366,7 +366,7 @@ fn frontier_comparison_renders_in_a_browser() {
     }
     meas.configs.remove(2);
     analyze_frontier(&mut meas);
-    let c = goodput_report::overlay::compare_frontiers(("plan.json", pred), ("frontier.json", meas));
+    let c = goodput_core::doc::overlay::compare_frontiers(("plan.json", pred), ("frontier.json", meas));
     assert_eq!(c.pairs.len(), 2);
     let html = Rendered::File(goodput_report::export::html::overlay_page(&c).unwrap().into_bytes());
     let dom = check_page(&b, "frontier-compare-report", &html, &["frontier-compare"]);

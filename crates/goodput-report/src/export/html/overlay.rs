@@ -7,9 +7,9 @@
 use super::{card, charts, embed, footer, header, page};
 use crate::escape::html;
 use crate::export::ExportError;
-use crate::overlay::{Figure, FrontierComparison};
 use crate::svg::{Chart, Series, Style};
 use goodput_core::doc::frontier::{plane, FrontierResult};
+use goodput_core::doc::overlay::{predicted_points, Figure, FrontierComparison};
 use std::fmt::Write;
 
 /// Paired configurations drawn in their own colour; the rest share one.
@@ -126,7 +126,7 @@ fn predicted_curve(c: &FrontierComparison, id: &str) -> Vec<(f64, f64)> {
         .configs
         .iter()
         .position(|p| p.id == id)
-        .map_or_else(Vec::new, |i| crate::overlay::predicted_points(&c.predicted, i).iter().filter_map(plane).collect())
+        .map_or_else(Vec::new, |i| predicted_points(&c.predicted, i).iter().filter_map(plane).collect())
 }
 
 fn pctcell(v: Option<f64>, signed: bool) -> String {

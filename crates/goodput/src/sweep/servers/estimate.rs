@@ -1,17 +1,17 @@
 //! `sweep --serve-cmd … --serve-grid … --estimate`: the same grid in
 //! virtual time first. Each configuration's parameters are set on the
 //! simulated engine's knobs (under their own names or a server's, as
-//! `goodput_report::overlay::knob_of` maps them), swept as `sweep
+//! `goodput_core::doc::overlay::knob_of` maps them), swept as `sweep
 //! --estimate` sweeps the engine, and set in a predicted frontier document;
 //! after the servers are measured, the two are compared
-//! (`goodput_report::overlay`), so one command gives the comparison.
+//! (`goodput_core::doc::overlay`), so one command gives the comparison.
 
 use super::grid::Params;
 use super::points::frontier_point;
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
 use anyhow::{bail, Context, Result};
 use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
-use goodput_report::overlay::{is_bookkeeping, knob_of, KNOBS};
+use goodput_core::doc::overlay::{is_bookkeeping, knob_of, KNOBS};
 use goodput_sim::engine::ModelSpec;
 use std::path::{Path, PathBuf};
 
@@ -51,6 +51,38 @@ fn engine_model(a: &SweepArgs) -> String {
     }
 }
 
+/// The arguments of `sweep --estimate` for one configuration: the sweep's
+/// own, with the configuration's parameters on the engine's knobs, its
+/// document written to `output`.
+fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Result<SweepArgs> {
+    let mut args = a.clone();
+    args.estimate = true;
+    args.serve.serve_cmd = None;
+    args.target.url = None;
+    args.target.model = Some(model.to_string());
+    args.output.exports = Default::default();
+    args.output.records = None;
+    args.output.quiet = true;
+    args.output.output = Some(output.to_path_buf());
+    // A DCGM exporter's URL is the live servers'.
+    args.metrics.metrics_url.clear();
+    for (k, v) in &params.0 {
+        let v = v.trim();
+        let n = || v.parse::<u32>().with_context(|| format!("--estimate: {k}={v} is not a whole number"));
+        match knob_of(k) {
+            Some("gpu") => args.hw.gpu = v.to_string(),
+            Some("tp") => args.hw.tp = n()?,
+            Some("dp") => args.hw.dp = n()?,
+            Some("precision") => args.hw.precision = v.to_string(),
+            Some("kv_cache_dtype") => args.hw.kv_cache_dtype = v.to_string(),
+            Some("max_num_seqs") => args.hw.max_num_seqs = Some(n()?),
+            Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = n()?,
+            _ => {}
+        }
+    }
+    Ok(args)
+}
+
 /// `frontier.json` → `frontier.predicted.json` beside it (`suffix`
 /// `predicted`), or `frontier.compare.json`.
 pub fn beside(out: &Path, suffix: &str, ext: &str) -> PathBuf {
@@ -58,15 +90,20 @@ pub fn beside(out: &Path, suffix: &str, ext: &str) -> PathBuf {
     out.with_file_name(format!("{stem}.{suffix}.{ext}"))
 }
 
-/// The grid in virtual time: a predicted frontier document with a
-/// configuration per parameter set, in the grid's order.
+/// With --estimate, the grid in virtual time: a predicted frontier document
+/// with a configuration per parameter set, in the grid's order, written
+/// beside `out` (`frontier.predicted.json`). `None` without --estimate.
 pub async fn predict(
     a: &SweepArgs,
     grid: &[Params],
     logs: &Path,
+    out: &Path,
     percentile: f64,
     attainment: f64,
-) -> Result<FrontierResult> {
+) -> Result<Option<FrontierResult>> {
+    if !a.estimate {
+        return Ok(None);
+    }
     let model = engine_model(a);
     let mut doc = FrontierResult {
         schema: goodput_core::SCHEMA.into(),
@@ -90,31 +127,8 @@ pub async fn predict(
         extra: Default::default(),
     };
     for (i, params) in grid.iter().enumerate() {
-        let mut args = a.clone();
-        args.estimate = true;
-        args.serve.serve_cmd = None;
-        args.target.url = None;
-        args.target.model = Some(model.clone());
-        args.output.exports = Default::default();
-        args.output.records = None;
-        args.output.quiet = true;
-        args.output.output = Some(logs.join(format!("{:02}-{}.predicted.json", i + 1, params.slug())));
-        // A DCGM exporter's URL is the live servers'.
-        args.metrics.metrics_url.clear();
-        for (k, v) in &params.0 {
-            let v = v.trim();
-            let n = || v.parse::<u32>().with_context(|| format!("--estimate: {k}={v} is not a whole number"));
-            match knob_of(k) {
-                Some("gpu") => args.hw.gpu = v.to_string(),
-                Some("tp") => args.hw.tp = n()?,
-                Some("dp") => args.hw.dp = n()?,
-                Some("precision") => args.hw.precision = v.to_string(),
-                Some("kv_cache_dtype") => args.hw.kv_cache_dtype = v.to_string(),
-                Some("max_num_seqs") => args.hw.max_num_seqs = Some(n()?),
-                Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = n()?,
-                _ => {}
-            }
-        }
+        let mut args =
+            engine_args(a, params, &model, &logs.join(format!("{:02}-{}.predicted.json", i + 1, params.slug())))?;
         let gpus = args.hw.tp.max(1) * args.hw.dp.max(1);
         args.judge.gpus = Some(gpus);
         if let Some(g) = params.get("gpus").filter(|g| g.trim().parse::<u32>().ok() != Some(gpus)) {
@@ -171,7 +185,12 @@ pub async fn predict(
         doc.configs.push(c);
     }
     analyze_frontier(&mut doc);
-    Ok(doc)
+    let p = beside(out, "predicted", "json");
+    crate::output::write_document(&p, &doc, "predicted frontier")?;
+    if !a.output.quiet {
+        eprintln!("predicted frontier (virtual time) written to {}", p.display());
+    }
+    Ok(Some(doc))
 }
 
 #[cfg(test)]

@@ -80,9 +80,6 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         );
     }
     check(&a, &grid)?;
-    if a.estimate {
-        estimate::check_grid(&grid)?;
-    }
     let out = a
         .output
         .output
@@ -143,17 +140,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         eprintln!("{}", upper_bound(&a, todo.len()));
     }
     // With --estimate, the grid in virtual time first: seconds, before the servers' minutes.
-    let predicted = if a.estimate {
-        let doc = estimate::predict(&a, &grid, &logs, percentile, attainment).await?;
-        let p = estimate::beside(&out, "predicted", "json");
-        crate::output::write_document(&p, &doc, "predicted frontier")?;
-        if !a.output.quiet {
-            eprintln!("predicted frontier (virtual time) written to {}", p.display());
-        }
-        Some(doc)
-    } else {
-        None
-    };
+    let predicted = estimate::predict(&a, &grid, &logs, &out, percentile, attainment).await?;
     let interrupt = Interrupt::install("the sweep", a.target.grace);
     let mut percentiles = a.output.percentiles.0.clone();
     if !percentiles.contains(&percentile) {
@@ -193,9 +180,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     crate::output::say(&goodput_report::frontier::terminal(&doc));
     export(&doc, &ctx.args)?;
-    if let Some(pred) = predicted {
-        compare(pred, &doc, &out, &ctx.args)?;
-    }
+    compare(predicted, &doc, &out, &ctx.args)?;
     if stopped {
         eprintln!(
             "error: the sweep was interrupted; {} holds the configurations finished until then, and --resume runs \
@@ -230,11 +215,12 @@ fn export(doc: &FrontierResult, a: &SweepArgs) -> Result<()> {
 
 /// With --estimate: the predicted frontier beside the measured one, in the
 /// terminal, as a document beside -o (`frontier.compare.json`) and, with
-/// --html, as a page beside it (`frontier.compare.html`).
-fn compare(pred: FrontierResult, doc: &FrontierResult, out: &Path, a: &SweepArgs) -> Result<()> {
+/// --html, as a page beside it (`frontier.compare.html`). Nothing without.
+fn compare(pred: Option<FrontierResult>, doc: &FrontierResult, out: &Path, a: &SweepArgs) -> Result<()> {
+    let Some(pred) = pred else { return Ok(()) };
     let label = |p: &Path| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
     let pl = label(&estimate::beside(out, "predicted", "json"));
-    let c = goodput_report::overlay::compare_frontiers((&pl, pred), (&label(out), doc.clone()));
+    let c = goodput_core::doc::overlay::compare_frontiers((&pl, pred), (&label(out), doc.clone()));
     crate::output::say(&goodput_report::overlay::terminal(&c));
     let json = estimate::beside(out, "compare", "json");
     crate::output::write_document(&json, &c, "frontier comparison")?;
@@ -278,6 +264,9 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
         if !r.starts_with('/') {
             bail!("--serve-reset takes a path on the server, e.g. /reset_prefix_cache");
         }
+    }
+    if a.estimate {
+        estimate::check_grid(grid)?;
     }
     if a.serve.serve_ready_timeout.is_zero() {
         bail!("--serve-ready-timeout must be longer than zero");
