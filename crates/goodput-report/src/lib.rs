@@ -20,6 +20,7 @@ pub mod format;
 pub mod frontier;
 pub mod intervals;
 pub mod metric;
+pub mod overlay;
 pub mod read;
 pub mod repeats;
 #[cfg(feature = "schema")]

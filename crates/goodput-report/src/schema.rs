@@ -26,13 +26,15 @@ pub fn document_schema() -> Value {
         generator.subschema_for::<SweepResult>(),
         generator.subschema_for::<Comparison>(),
         generator.subschema_for::<FrontierResult>(),
+        generator.subschema_for::<goodput_core::doc::overlay::FrontierComparison>(),
     ];
     let defs = generator.take_definitions(true);
     sorted(json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "goodput/v1 result document",
         "description": "A result document of goodput: a run (`kind` bench or estimate), a sweep (`kind` sweep), a \
-            comparison (`kind` compare) or a frontier of configurations (`kind` frontier), each with `schema` \
+            comparison (`kind` compare), a frontier of configurations (`kind` frontier) or a predicted frontier beside a \
+            measured one (`kind` frontier_compare), each with `schema` \
             goodput/v1. Derived from goodput's types; docs/result.md explains it.",
         "oneOf": kinds.iter().map(|s| s.as_value()).collect::<Vec<_>>(),
         "$defs": defs,

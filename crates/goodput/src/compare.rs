@@ -17,6 +17,9 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     if let Some(p) = &a.output {
         crate::output::check_file(p, "--output")?;
     }
+    if let Some(code) = frontiers(&a)? {
+        return Ok(code);
+    }
     let mut runs: Vec<(String, RunResult)> = Vec::new();
     if !a.records.is_empty() && a.records.len() != a.runs.len() {
         anyhow::bail!(
@@ -70,4 +73,64 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `goodput compare plan.json frontier.json`: when the documents are
+/// frontiers, the predicted one beside the measured one, with the errors of
+/// the prediction (`goodput_core::doc::overlay`). `None` when they are runs.
+fn frontiers(a: &CompareArgs) -> Result<Option<ExitCode>> {
+    use goodput_core::doc::frontier::{FrontierResult, FrontierSource};
+    use goodput_report::read::{read_document, Document};
+    let docs: Vec<Document> = a.runs.iter().map(|p| read_document(p)).collect::<Result<_, _>>()?;
+    let n = docs.iter().filter(|d| matches!(d, Document::Frontier(_))).count();
+    if n == 0 {
+        return Ok(None);
+    }
+    if n != docs.len() || docs.len() != 2 {
+        anyhow::bail!(
+            "compare sets two frontier documents side by side (one from goodput plan, one from sweep --serve-grid), or \
+             runs and sweeps against each other: {} of the {} documents are frontiers",
+            n,
+            docs.len()
+        );
+    }
+    if a.fail_if.is_some() || !a.records.is_empty() {
+        anyhow::bail!("--fail-if and --records apply to runs: two frontiers are compared by the prediction's errors");
+    }
+    let label =
+        |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
+    let mut frontiers: Vec<(String, FrontierResult)> = docs
+        .into_iter()
+        .zip(&a.runs)
+        .filter_map(|(d, p)| match d {
+            Document::Frontier(f) => Some((label(p), *f)),
+            _ => None,
+        })
+        .collect();
+    // The predicted one first, whichever order they came in.
+    if frontiers[0].1.source == FrontierSource::Measured && frontiers[1].1.source == FrontierSource::Predicted {
+        frontiers.swap(0, 1);
+    }
+    let mut it = frontiers.into_iter();
+    let (pl, pred) = it.next().expect("two documents");
+    let (ml, meas) = it.next().expect("two documents");
+    let c = goodput_core::doc::overlay::compare_frontiers((&pl, pred), (&ml, meas));
+    let table = goodput_report::overlay::terminal(&c);
+    if a.output.as_deref() == Some(Path::new("-")) {
+        eprint!("{table}");
+    } else {
+        crate::output::say(&table);
+    }
+    if let Some(p) = &a.output {
+        crate::output::write_document(p, &c, "frontier comparison")?;
+        if p != Path::new("-") {
+            eprintln!("frontier comparison written to {}", p.display());
+        }
+    }
+    for (format, dest) in a.exports.targets() {
+        for f in goodput_report::overlay::export(format, &c, &dest)? {
+            eprintln!("{} written to {}", format.exporter().name(), f.display());
+        }
+    }
+    Ok(Some(ExitCode::SUCCESS))
 }

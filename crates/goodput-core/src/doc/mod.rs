@@ -7,6 +7,7 @@ pub mod chunks;
 pub mod config;
 pub mod engine;
 pub mod frontier;
+pub mod overlay;
 pub mod record;
 pub mod repeats;
 pub mod result;

@@ -344,3 +344,33 @@ fn frontier_report_renders_in_a_browser() {
     assert!(dom.contains("dominated: its nearest point to the frontier"), "why the h200 lost shows");
     assert!(dom.contains("&lt;img src=x onerror=alert(1)&gt;") && !dom.contains("<img"), "ids are text");
 }
+
+/// A predicted frontier beside a measured one: both curves of each paired
+/// configuration and both Pareto frontiers on one chart, the errors, and
+/// what is on one side only (hostile ids as text).
+#[test]
+fn frontier_comparison_renders_in_a_browser() {
+    use goodput_core::doc::frontier::{analyze_frontier, FrontierSource};
+    let Some(b) = browser_or_skip() else { return };
+    let mut pred = frontier_doc();
+    for (i, c) in pred.configs.iter_mut().enumerate() {
+        c.params.insert("max_num_seqs".into(), (64u32 << i).to_string());
+    }
+    let mut meas = pred.clone();
+    meas.source = FrontierSource::Measured;
+    // Measured a fifth slower than predicted: the prediction is 25% high.
+    for c in &mut meas.configs {
+        for p in &mut c.points {
+            p.output_tokens_per_s_per_gpu *= 0.8;
+        }
+    }
+    meas.configs.remove(2);
+    analyze_frontier(&mut meas);
+    let c = goodput_core::doc::overlay::compare_frontiers(("plan.json", pred), ("frontier.json", meas));
+    assert_eq!(c.pairs.len(), 2);
+    let html = Rendered::File(goodput_report::export::html::overlay_page(&c).unwrap().into_bytes());
+    let dom = check_page(&b, "frontier-compare-report", &html, &["frontier-compare"]);
+    assert!(dom.contains("measured Pareto frontier") && dom.contains("+25.0%"), "{dom}");
+    assert!(dom.contains("On one side only") && dom.contains("h200 tp1x2 bf16"), "{dom}");
+    assert!(dom.contains("&lt;img src=x onerror=alert(1)&gt;") && !dom.contains("<img"), "ids are text");
+}

@@ -23,13 +23,23 @@ fn the_schema_is_draft_2020_12_and_tells_the_kinds_apart() {
     let s = goodput_report::document_schema();
     assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
     let kinds: Vec<&str> = s["oneOf"].as_array().unwrap().iter().map(|k| k["$ref"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["#/$defs/RunResult", "#/$defs/SweepResult", "#/$defs/Comparison", "#/$defs/FrontierResult"]);
+    assert_eq!(
+        kinds,
+        [
+            "#/$defs/RunResult",
+            "#/$defs/SweepResult",
+            "#/$defs/Comparison",
+            "#/$defs/FrontierResult",
+            "#/$defs/FrontierComparison"
+        ]
+    );
     let defs = &s["$defs"];
     assert_eq!(defs["RunResult"]["properties"]["kind"]["enum"], serde_json::json!(["bench", "estimate", "import"]));
     assert_eq!(defs["SweepResult"]["properties"]["kind"]["const"], "sweep");
     assert_eq!(defs["Comparison"]["properties"]["kind"]["const"], "compare");
     assert_eq!(defs["FrontierResult"]["properties"]["kind"]["const"], "frontier");
-    for d in ["RunResult", "SweepResult", "Comparison", "FrontierResult"] {
+    assert_eq!(defs["FrontierComparison"]["properties"]["kind"]["const"], "frontier_compare");
+    for d in ["RunResult", "SweepResult", "Comparison", "FrontierResult", "FrontierComparison"] {
         assert_eq!(defs[d]["properties"]["schema"]["const"], goodput_core::SCHEMA, "{d}");
         let required = defs[d]["required"].as_array().unwrap();
         assert!(required.contains(&"schema".into()) && required.contains(&"kind".into()), "{d}: {required:?}");

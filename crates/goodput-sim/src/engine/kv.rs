@@ -331,6 +331,24 @@ impl BlockPool {
         blocks.clear();
     }
 
+    /// Forgets every cached prefix (vLLM's `reset_prefix_cache`): the idle
+    /// cached blocks become plain free ones, and the blocks requests hold
+    /// are no longer found by a prefix, nor cached when released. Returns
+    /// how many prefixes were forgotten.
+    pub fn reset_prefix_cache(&mut self) -> usize {
+        let forgotten = self.cached.len();
+        while self.lru_head != NIL {
+            let b = self.lru_head;
+            self.lru_remove(b);
+            self.plain_free.push(b);
+        }
+        for h in &mut self.hash {
+            *h = None;
+        }
+        self.cached.clear();
+        forgotten
+    }
+
     /// A block for new tokens: a plain free one if any, else the least
     /// recently used cached one, whose prefix is then forgotten.
     fn take_fresh(&mut self) -> u32 {
@@ -515,6 +533,32 @@ mod tests {
         assert_eq!(pool.num_free(), 1);
         pool.release(&mut c);
         assert_eq!(pool.num_free(), 2);
+    }
+
+    #[test]
+    fn a_reset_forgets_every_prefix_and_frees_the_idle_cached_blocks() {
+        let mut pool = BlockPool::new(4, 16);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        assert!(pool.admit(&mut a, &[], 32));
+        pool.register(a[0], 1);
+        pool.register(a[1], 2);
+        assert!(pool.admit(&mut b, &[], 16));
+        pool.register(b[0], 3);
+        pool.release(&mut a);
+        // a's two blocks idle in the cache, b's held and registered.
+        let mut hits = Vec::new();
+        pool.find_prefix(&[1, 2], 2, &mut hits);
+        assert_eq!(hits.len(), 2);
+        assert_eq!(pool.reset_prefix_cache(), 3);
+        for h in [1, 3] {
+            pool.find_prefix(&[h], 1, &mut hits);
+            assert!(hits.is_empty(), "prefix {h} is still found");
+        }
+        // Nothing was lost: three blocks free, b's still held.
+        assert_eq!(pool.num_free(), 3);
+        pool.release(&mut b);
+        assert_eq!(pool.num_free(), 4);
+        assert_eq!(pool.evictions, 0);
     }
 
     #[test]

@@ -353,6 +353,13 @@ impl Engine {
 
     /// Drops a request (a client disconnect), freeing its blocks. False when
     /// the engine does not hold it (already finished, or never added).
+    /// Empties the prefix cache (vLLM's `reset_prefix_cache`): no later
+    /// request finds a prefix cached before it. Returns how many cached
+    /// prefixes (blocks) were forgotten.
+    pub fn reset_prefix_cache(&mut self) -> usize {
+        self.pool.reset_prefix_cache()
+    }
+
     pub fn abort(&mut self, id: u64) -> bool {
         let Some(slot) = self.index.remove(&id) else {
             return false;

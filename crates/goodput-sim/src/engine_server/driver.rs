@@ -131,6 +131,9 @@ impl Driver {
                 // A handler gone meanwhile left a ticket whose abort follows.
                 let _ = reply.send(res);
             }
+            Command::ResetPrefixCache(reply) => {
+                let _ = reply.send(self.engine.reset_prefix_cache());
+            }
             Command::Abort(id) => {
                 if self.live.remove(&id).is_some() {
                     self.engine.abort(id);

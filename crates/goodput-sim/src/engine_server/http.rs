@@ -48,6 +48,16 @@ pub fn app(state: Arc<EngineServer>) -> Router {
         )
         .route("/info", get(|State(s): State<Arc<EngineServer>>| async move { Json(info_body(&s.cfg.model_name)) }))
         .route("/health", get(|| async { "ok" }))
+        // vLLM's (with VLLM_SERVER_DEV_MODE=1): 200 once the cache is empty.
+        .route(
+            "/reset_prefix_cache",
+            post(|State(s): State<Arc<EngineServer>>| async move {
+                match s.reset_prefix_cache().await {
+                    Some(_) => StatusCode::OK.into_response(),
+                    None => (StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped").into_response(),
+                }
+            }),
+        )
         .route(
             "/metrics",
             get(|State(s): State<Arc<EngineServer>>| async move {

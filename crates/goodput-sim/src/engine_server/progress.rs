@@ -21,6 +21,9 @@ pub(super) enum Command {
         reply: oneshot::Sender<Result<(), Error>>,
     },
     Abort(u64),
+    /// Empty the prefix cache; the reply carries how many prefixes were
+    /// forgotten.
+    ResetPrefixCache(oneshot::Sender<usize>),
 }
 
 /// A handler's claim on its engine request. Dropped while live (the client

@@ -81,6 +81,21 @@ impl EngineServer {
         (replica, self.commands[replica].clone())
     }
 
+    /// Empties every replica's prefix cache (vLLM's `POST
+    /// /reset_prefix_cache`); gives how many cached prefixes were forgotten.
+    /// Requests under way keep their blocks, but no later request finds a
+    /// prefix cached before the reset. `None` when a replica's engine has
+    /// stopped.
+    pub async fn reset_prefix_cache(&self) -> Option<usize> {
+        let mut forgotten = 0;
+        for c in &self.commands {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            c.send(Command::ResetPrefixCache(tx)).ok()?;
+            forgotten += rx.await.ok()?;
+        }
+        Some(forgotten)
+    }
+
     pub fn config(&self) -> &EngineServerConfig {
         &self.cfg
     }

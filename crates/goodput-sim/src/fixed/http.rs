@@ -115,6 +115,9 @@ enum Target {
     Info,
     Health,
     Metrics,
+    /// vLLM's `POST /reset_prefix_cache`: the fixed profile has no cache,
+    /// so it answers 200 and does nothing.
+    ResetPrefixCache,
     Unknown(String),
 }
 
@@ -173,6 +176,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Reject> {
         (None, "/info") => Target::Info,
         (None, "/health") => Target::Health,
         (None, "/metrics") => Target::Metrics,
+        (None, "/reset_prefix_cache") => Target::ResetPrefixCache,
         (None, other) => match PoolRoute::of_path(other) {
             Some(route) => Target::Pool(route),
             None => Target::Unknown(other.to_owned()),
@@ -385,6 +389,10 @@ impl Conn {
                 let body = info_body(&state.profile.model).to_string();
                 self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
             }
+            (Target::ResetPrefixCache, None) if req.method == Method::Post => {
+                self.respond_to(false, 200, "text/plain; charset=utf-8", b"", keep).await?
+            }
+            (Target::ResetPrefixCache, None) => self.method_not_allowed("POST", keep).await?,
             (Target::Models | Target::Tags | Target::Info | Target::Health | Target::Metrics, None) => {
                 self.method_not_allowed("GET, HEAD", keep).await?
             }

@@ -349,6 +349,40 @@ async fn shared_prefixes_show_as_prefix_cache_hits_in_metrics() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_prefix_cache_empties_the_cache_as_vllm_does() {
+    // The same prompt three times: the second finds its prefix cached; after
+    // POST /reset_prefix_cache the third finds nothing, and the hits counter
+    // in /metrics does not move.
+    let (base, _server, _stop) = start(config()).await;
+    let http = client();
+    let prompt = words(200, "r");
+    let labels = "{engine=\"0\",model_name=\"sim-8b\"}";
+    let hits = |text: &str| metric(text, &format!("vllm:prefix_cache_hits_total{labels}"));
+    let mut cached = Vec::new();
+    let mut hits_after = Vec::new();
+    for reset in [false, false, true] {
+        if reset {
+            let r = http.post(format!("{base}/reset_prefix_cache")).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            // Only POST, as vLLM's route.
+            assert_eq!(http.get(format!("{base}/reset_prefix_cache")).send().await.unwrap().status(), 405);
+        }
+        let body = json!({"prompt": prompt, "max_tokens": 3});
+        let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        cached.push(v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap());
+        let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+        hits_after.push(hits(&text));
+    }
+    assert_eq!(cached[0], 0);
+    assert!(cached[1] > 0, "the repeated prompt is served from the cache: {cached:?}");
+    assert_eq!(cached[2], 0, "after the reset nothing is cached: {cached:?}");
+    assert!(hits_after[1] > hits_after[0]);
+    assert_eq!(hits_after[2], hits_after[1], "no hit after the reset: {hits_after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_parallel_replicas_each_serve_and_show_under_their_own_engine_label() {
     // Two replicas behind the prefix-aware router: two prompts that share a
     // long start go to one replica (the second finds it cached there), an

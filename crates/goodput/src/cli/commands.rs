@@ -157,7 +157,7 @@ pub struct EstimateArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
-    /// Sweep the simulated engine in virtual time instead of a server (--model names a catalog model then).
+    /// Sweep the simulated engine in virtual time instead of a server (--model names a catalog model then). With --serve-cmd: run the grid in virtual time first (each parameter on the simulator's knob of that name: tp, dp, precision, gpu, max_num_seqs, max_num_batched_tokens, or a server's flag for one), and set the predicted frontier beside the measured one.
     #[arg(long)]
     pub estimate: bool,
     /// Closed-loop points: a list of concurrencies, e.g. 1,2,4,8,16,32.
@@ -303,7 +303,7 @@ pub struct FaultArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Result documents: the first is the baseline.
+    /// Result documents: the first is the baseline. Or two frontier documents, one from plan and one from sweep --serve-grid: both frontiers on one chart and the prediction's error at each measured point.
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<PathBuf>,
     /// Regression rules, e.g. 'ttft_ms.p95>+10%,output_tokens_per_s<-5%' or 'quality.exact<-0.02': exit 1 when a later run breaks one against the first.

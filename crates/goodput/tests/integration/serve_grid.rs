@@ -368,8 +368,9 @@ fn server_pid(parent: i32) -> i32 {
 }
 
 /// --restart-per-point starts a server for each point; --serve-reset
-/// POSTs its path before each point, and a server without that route fails
-/// its configuration, saying which flag asked for it.
+/// POSTs its path before each point (goodput serve answers vLLM's
+/// /reset_prefix_cache), and a server without that route fails its
+/// configuration, saying which flag asked for it.
 #[test]
 fn servers_restart_per_point_and_a_reset_the_server_lacks_fails() {
     let dir = tempfile::tempdir().unwrap();
@@ -395,13 +396,18 @@ fn servers_restart_per_point_and_a_reset_the_server_lacks_fails() {
     assert!(logs.join("01-default.point00.log").exists() && logs.join("01-default.point01.log").exists());
     assert_all_gone(&pids);
 
+    // goodput serve answers vLLM's reset, as vLLM does with VLLM_SERVER_DEV_MODE=1.
     let o = sweep(&["--serve-reset", "/reset_prefix_cache"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(configs(&read_json(&out))[0]["status"], "ok");
+
+    let o = sweep(&["--serve-reset", "/reset_all_caches"]);
     assert_eq!(o.status.code(), Some(1));
     let doc = read_json(&out);
     let c = &configs(&doc)[0];
     assert_eq!(c["status"], "failed");
     let e = c["error"].as_str().unwrap();
-    assert!(e.contains("POST /reset_prefix_cache (--serve-reset) with HTTP 404"), "{e}");
+    assert!(e.contains("POST /reset_all_caches (--serve-reset) with HTTP 404"), "{e}");
     assert_all_gone(&logged_pids(&logs));
 }
 
@@ -494,4 +500,167 @@ fn bad_templates_and_grids_are_refused_before_anything_starts() {
     assert!(!out.exists() && !dir.path().join("f.logs").exists());
     let o = goodput().args(["sweep", "--concurrency", "1", "--serve-cmd", "srv --port {port}"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("--output"), "-o is required");
+}
+
+/// The finite errors of every compared point of a frontier comparison, and
+/// the pairs' (measured, predicted) ids.
+fn compared(c: &Value) -> (Vec<f64>, Vec<(String, String)>) {
+    let mut errors = Vec::new();
+    let mut pairs = Vec::new();
+    for p in c["pairs"].as_array().unwrap() {
+        pairs.push((p["measured"].as_str().unwrap().to_string(), p["predicted"].as_str().unwrap().to_string()));
+        for pt in p["points"].as_array().unwrap() {
+            for f in pt["figures"].as_array().unwrap() {
+                if let Some(e) = f["error"].as_f64() {
+                    assert!(e.is_finite(), "{f}");
+                    errors.push(e);
+                }
+            }
+        }
+    }
+    (errors, pairs)
+}
+
+/// The predicted frontier beside the measured one, both ways: `sweep
+/// --serve-grid … --estimate` runs the grid in virtual time too and
+/// compares; `goodput compare plan.json frontier.json` pairs plan's
+/// configurations with the measured ones by their knobs (a batch limit plan
+/// did not simulate again taking the widest's curve), reads the predicted
+/// curve between its loads, and lists what is on one side only.
+#[test]
+fn a_predicted_frontier_is_set_beside_the_measured_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, html) = (dir.path().join("frontier.json"), dir.path().join("frontier.html"));
+    let workload = ["--input-tokens", "512", "--output-tokens", "24"];
+    let t = Instant::now();
+    let o = goodput()
+        .args(["sweep", "--estimate", "--serve-cmd"])
+        .arg(format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 5 --max-num-seqs {seqs}")).unwrap()))
+        .args(["--serve-grid", "seqs=4,16", "--concurrency", "3,12", "-n", "36", "--progress", "none"])
+        .args(["--slo", "ttft:p50<=60s"])
+        .args(workload)
+        .arg("-o")
+        .arg(&out)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    eprintln!("two configurations predicted and measured in {:.1} s", t.elapsed().as_secs_f64());
+    let predicted = read_json(&dir.path().join("frontier.predicted.json"));
+    assert_eq!((predicted["kind"].as_str(), predicted["source"].as_str()), (Some("frontier"), Some("predicted")));
+    for c in configs(&predicted) {
+        assert_eq!(c["status"], "ok", "{c}");
+        assert_eq!(c["points"].as_array().unwrap().len(), 2, "the grid's loads in virtual time: {c}");
+    }
+    crate::schema::assert_valid(&predicted, "FrontierResult", "a predicted frontier from --estimate");
+    let c = read_json(&dir.path().join("frontier.compare.json"));
+    assert_eq!(c["kind"], "frontier_compare");
+    let (errors, pairs) = compared(&c);
+    assert_eq!(pairs, [("seqs=4".into(), "seqs=4".into()), ("seqs=16".into(), "seqs=16".into())]);
+    // Two loads, four figures each, in each pair.
+    assert_eq!(errors.len(), 2 * 2 * 4, "{c}");
+    assert!(c["unmatched"].as_array().unwrap().is_empty(), "{c}");
+    // goodput serve runs the prediction's engine five times faster than
+    // real time (--speed 5): the prediction is a fifth of what is measured
+    // (an error of -80%), less so where a loaded machine slowed the server.
+    for (i, figure) in [(0, "output_tokens_per_s_per_gpu"), (1, "tokens_per_s_per_user")] {
+        let s = &c["overall"][i];
+        assert_eq!(s["figure"], figure);
+        let e = s["median_error"].as_f64().unwrap();
+        assert!((-0.9..-0.6).contains(&e), "{s}");
+    }
+    crate::schema::assert_valid(&c, "FrontierComparison", "a frontier comparison");
+    let page = std::fs::read_to_string(dir.path().join("frontier.compare.html")).unwrap();
+    assert!(page.contains(r#"data-chart="frontier-compare""#) && page.contains("seqs=16 predicted"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("seqs=16 ← predicted by seqs=16") && stdout.contains("median |error|"), "{stdout}");
+
+    // plan's frontier against the measured one: batch limits 16 and 32 (16
+    // is a prefix of 32's curve, not simulated again), loads 1, 2, 4, ….
+    let plan = dir.path().join("plan.json");
+    let o = goodput()
+        .args(["plan", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--precision", "bf16"])
+        .args(["--max-num-seqs", "16,32", "--max-num-batched-tokens", "8192", "--requests-per-user", "3", "-q"])
+        .args(workload)
+        .arg("-o")
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (both, csv, md, doc) = (
+        dir.path().join("both.html"),
+        dir.path().join("both.csv"),
+        dir.path().join("both.md"),
+        dir.path().join("both.json"),
+    );
+    // The measured document first: the predicted one is found by its source.
+    let o = goodput()
+        .arg("compare")
+        .arg(&out)
+        .arg(&plan)
+        .arg("--html")
+        .arg(&both)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("-o")
+        .arg(&doc)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c = read_json(&doc);
+    assert_eq!(c["predicted_label"], "plan.json");
+    let (errors, pairs) = compared(&c);
+    assert_eq!(pairs.len(), 1, "{c}");
+    assert_eq!(pairs[0].0, "seqs=16");
+    assert!(pairs[0].1.contains("seqs16"), "{pairs:?}");
+    let pair = &c["pairs"][0];
+    let pts = pair["points"].as_array().unwrap();
+    assert!(!pts.is_empty() && !errors.is_empty(), "{c}");
+    // 3 and 12 users fall between plan's doubling loads.
+    assert!(pts.iter().all(|p| p["interpolated"] == true), "{pair}");
+    let unmatched: Vec<(&str, &str)> = c["unmatched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["source"].as_str().unwrap(), u["config"].as_str().unwrap()))
+        .collect();
+    assert!(unmatched.contains(&("measured", "seqs=4")), "{unmatched:?}");
+    assert!(unmatched.iter().any(|(s, id)| *s == "predicted" && id.contains("seqs32")), "{unmatched:?}");
+    let why = &c["unmatched"].as_array().unwrap().iter().find(|u| u["config"] == "seqs=4").unwrap()["reason"];
+    assert!(why.as_str().unwrap().contains("max_num_seqs=4"), "{why}");
+    crate::schema::assert_valid(&c, "FrontierComparison", "plan against a measured frontier");
+    assert!(stdout.contains("on one side only") && stdout.contains("seqs=4"), "{stdout}");
+    assert!(std::fs::read_to_string(&both).unwrap().contains("measured Pareto frontier"));
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert!(rows.starts_with("measured_config,predicted_config,") && rows.contains("measured only"), "{rows}");
+    assert!(std::fs::read_to_string(&md).unwrap().contains("| **overall** |"));
+
+    // A frontier beside a run is refused, naming what compare takes.
+    let run = dir.path().join("frontier.logs").join("01-seqs=4.sweep.json");
+    let o = goodput().arg("compare").arg(&plan).arg(&run).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("two frontier documents"));
+}
+
+/// --estimate with a grid parameter the simulator has no knob for is
+/// refused before any server starts, naming it and the knobs.
+#[test]
+fn an_estimate_of_a_parameter_without_a_knob_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = goodput()
+        .args(["sweep", "--estimate", "--serve-cmd", "sh -c 'echo started > started' {port} {temperature}"])
+        .args(["--serve-grid", "temperature=0,1", "--concurrency", "1", "-o"])
+        .arg(dir.path().join("f.json"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("temperature maps onto no knob") && err.contains("max_num_seqs"), "{err}");
+    assert!(!dir.path().join("started").exists(), "no server started");
 }

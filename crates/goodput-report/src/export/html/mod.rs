@@ -5,6 +5,7 @@
 
 mod compare;
 mod frontier;
+mod overlay;
 mod run;
 mod sections;
 mod signals;
@@ -12,6 +13,7 @@ mod sweep;
 
 pub use compare::compare_page;
 pub use frontier::frontier_page;
+pub use overlay::overlay_page;
 pub use run::{run_page, run_page_with};
 pub use sweep::{sweep_page, sweep_page_with};
 

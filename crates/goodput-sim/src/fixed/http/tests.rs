@@ -245,6 +245,13 @@ async fn bad_requests_get_a_clear_status_not_a_hang() {
     assert_eq!((status, closed, allow.as_deref()), (405, false, Some("POST")));
     let (status, _, _, allow) = ask(post("/health", "{}").into_bytes()).await;
     assert_eq!((status, allow.as_deref()), (405, Some("GET, HEAD")));
+    // vLLM's cache reset: the fixed profile has no cache, so a 200 that does nothing; POST only.
+    let mut sock = TcpStream::connect(addr).await.unwrap();
+    sock.write_all(post("/reset_prefix_cache", "").as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(read_response(&mut sock, &mut buf).await.status, 200);
+    let (status, _, _, allow) = ask(b"GET /reset_prefix_cache HTTP/1.1\r\n\r\n".to_vec()).await;
+    assert_eq!((status, allow.as_deref()), (405, Some("POST")));
     let (status, msg, closed, _) = ask(post("/v1/chat/completions", "{nope").into_bytes()).await;
     assert_eq!((status, closed), (400, false));
     assert!(msg.contains("invalid JSON body"), "{msg}");

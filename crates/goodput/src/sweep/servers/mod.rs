@@ -5,6 +5,7 @@
 //! written after each configuration so that a stopped sweep keeps what it
 //! finished and `--resume` goes on from there.
 
+mod estimate;
 mod grid;
 mod points;
 mod process;
@@ -138,6 +139,8 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     if !a.output.quiet {
         eprintln!("{}", upper_bound(&a, todo.len()));
     }
+    // With --estimate, the grid in virtual time first: seconds, before the servers' minutes.
+    let predicted = estimate::predict(&a, &grid, &logs, &out, percentile, attainment).await?;
     let interrupt = Interrupt::install("the sweep", a.target.grace);
     let mut percentiles = a.output.percentiles.0.clone();
     if !percentiles.contains(&percentile) {
@@ -145,6 +148,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     let mut args = a.clone();
     args.output.percentiles.0 = percentiles;
+    args.estimate = false;
     let ctx = Ctx { args, template, logs, interrupt, percentile, attainment };
     let mut stopped = false;
     for (i, params) in todo {
@@ -176,6 +180,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     }
     crate::output::say(&goodput_report::frontier::terminal(&doc));
     export(&doc, &ctx.args)?;
+    compare(predicted, &doc, &out, &ctx.args)?;
     if stopped {
         eprintln!(
             "error: the sweep was interrupted; {} holds the configurations finished until then, and --resume runs \
@@ -208,6 +213,30 @@ fn export(doc: &FrontierResult, a: &SweepArgs) -> Result<()> {
     Ok(())
 }
 
+/// With --estimate: the predicted frontier beside the measured one, in the
+/// terminal, as a document beside -o (`frontier.compare.json`) and, with
+/// --html, as a page beside it (`frontier.compare.html`). Nothing without.
+fn compare(pred: Option<FrontierResult>, doc: &FrontierResult, out: &Path, a: &SweepArgs) -> Result<()> {
+    let Some(pred) = pred else { return Ok(()) };
+    let label = |p: &Path| p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let pl = label(&estimate::beside(out, "predicted", "json"));
+    let c = goodput_core::doc::overlay::compare_frontiers((&pl, pred), (&label(out), doc.clone()));
+    crate::output::say(&goodput_report::overlay::terminal(&c));
+    let json = estimate::beside(out, "compare", "json");
+    crate::output::write_document(&json, &c, "frontier comparison")?;
+    let mut written = vec![json];
+    if let Some(h) = &a.output.exports.html {
+        let page = estimate::beside(h, "compare", "html");
+        written.extend(goodput_report::overlay::export(goodput_report::Format::Html, &c, &page)?);
+    }
+    if !a.output.quiet {
+        for w in written {
+            eprintln!("predicted against measured written to {}", w.display());
+        }
+    }
+    Ok(())
+}
+
 /// `frontier.json` → `frontier.logs` beside it.
 fn logs_beside(out: &Path) -> PathBuf {
     let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "frontier".into());
@@ -235,6 +264,9 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
         if !r.starts_with('/') {
             bail!("--serve-reset takes a path on the server, e.g. /reset_prefix_cache");
         }
+    }
+    if a.estimate {
+        estimate::check_grid(grid)?;
     }
     if a.serve.serve_ready_timeout.is_zero() {
         bail!("--serve-ready-timeout must be longer than zero");

@@ -1,0 +1,719 @@
+//! A predicted frontier (`goodput plan`) beside a measured one (`goodput
+//! sweep --serve-grid`): configurations paired by their settings mapped onto
+//! the simulator's knobs, points paired by load per replica (the predicted
+//! curve interpolated at the measured load), and per figure the signed
+//! error of the prediction with its median absolute error per configuration
+//! and overall. Configurations on one side only are listed with the reason.
+//! `goodput compare plan.json frontier.json` writes it (`kind`
+//! `frontier_compare`); goodput-report's `overlay` renders it.
+
+use crate::doc::frontier::{ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource};
+use crate::doc::sweep::Load;
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The simulator's knobs a configuration's settings map onto, as `goodput
+/// plan` names them in its documents' `params`.
+pub const KNOBS: [&str; 7] =
+    ["gpu", "tp", "dp", "precision", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens"];
+
+/// The simulator's knob a server setting (a grid parameter) names, when it
+/// names one: the knob's own name, or a server's flag for it (vLLM's
+/// `tensor_parallel_size`, `quantization`; SGLang's `tp_size`,
+/// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
+/// (parallel slots) and `b` (batch size in tokens)). Case, leading dashes
+/// and `-` for `_` do not matter.
+pub fn knob_of(param: &str) -> Option<&'static str> {
+    let p = param.trim().trim_start_matches('-').to_ascii_lowercase().replace('-', "_");
+    Some(match p.as_str() {
+        "gpu" | "gpu_type" => "gpu",
+        "tp" | "tensor_parallel_size" | "tp_size" => "tp",
+        "dp" | "data_parallel_size" | "dp_size" => "dp",
+        "precision" | "quantization" | "dtype" => "precision",
+        "kv_cache_dtype" => "kv_cache_dtype",
+        "max_num_seqs" | "seqs" | "max_seqs" | "max_running_requests" | "np" | "parallel" => "max_num_seqs",
+        "max_num_batched_tokens" | "mbt" | "batched_tokens" | "chunked_prefill_size" | "b" | "batch_size" => {
+            "max_num_batched_tokens"
+        }
+        _ => return None,
+    })
+}
+
+/// Grid parameters that are not server settings: the configuration's GPU
+/// count and its name.
+pub fn is_bookkeeping(param: &str) -> bool {
+    matches!(param, "gpus" | "id")
+}
+
+/// A precision as the simulator names it (`bfloat16` and `fp16` are `bf16`,
+/// `nvfp4` is `fp4`); other text as given, in lower case.
+fn precision_name(v: &str) -> String {
+    let v = v.trim().to_ascii_lowercase();
+    match v.as_str() {
+        "bf16" | "bfloat16" | "fp16" | "float16" | "half" => "bf16".into(),
+        "fp8" | "float8" | "fp8-e4m3" => "fp8".into(),
+        "int8" | "w8a16" => "int8".into(),
+        "int4" | "w4a16" | "awq" | "gptq" => "int4".into(),
+        "fp4" | "nvfp4" | "float4" | "fp4-e2m1" => "fp4".into(),
+        _ => v,
+    }
+}
+
+/// Whether two values of `knob` are the same setting: equal numbers, the
+/// same precision under its other names, else the same text ignoring case.
+pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
+    if knob == "precision" || knob == "kv_cache_dtype" {
+        return precision_name(a) == precision_name(b);
+    }
+    match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a.trim().eq_ignore_ascii_case(b.trim()),
+    }
+}
+
+/// A configuration's settings as knobs: knob → value, and the parameters
+/// that map onto none (bookkeeping ones left out).
+pub fn knobs_of(params: &BTreeMap<String, String>) -> (BTreeMap<&'static str, String>, Vec<String>) {
+    let mut knobs = BTreeMap::new();
+    let mut other = Vec::new();
+    for (k, v) in params {
+        match knob_of(k) {
+            Some(knob) => {
+                knobs.insert(knob, v.clone());
+            }
+            None if is_bookkeeping(k) => {}
+            None => other.push(k.clone()),
+        }
+    }
+    (knobs, other)
+}
+
+/// The figures compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    /// Output tokens/s per GPU.
+    OutputTokensPerSPerGpu,
+    /// Tokens/s per user (1000 / TPOT).
+    TokensPerSPerUser,
+    /// TTFT at the documents' percentile.
+    TtftMs,
+    /// Output tokens/s of the requests that met the SLO, per GPU.
+    GoodputTokensPerSPerGpu,
+}
+
+impl Figure {
+    pub const ALL: [Figure; 4] =
+        [Figure::OutputTokensPerSPerGpu, Figure::TokensPerSPerUser, Figure::TtftMs, Figure::GoodputTokensPerSPerGpu];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Figure::OutputTokensPerSPerGpu => "tok/s/GPU",
+            Figure::TokensPerSPerUser => "tok/s/user",
+            Figure::TtftMs => "TTFT ms",
+            Figure::GoodputTokensPerSPerGpu => "goodput/GPU",
+        }
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Figure::OutputTokensPerSPerGpu => "output_tokens_per_s_per_gpu",
+            Figure::TokensPerSPerUser => "tokens_per_s_per_user",
+            Figure::TtftMs => "ttft_ms",
+            Figure::GoodputTokensPerSPerGpu => "goodput_tokens_per_s_per_gpu",
+        }
+    }
+
+    fn of(self, p: &FrontierPoint, gpus: u32) -> Option<f64> {
+        let v = match self {
+            Figure::OutputTokensPerSPerGpu => Some(p.output_tokens_per_s_per_gpu),
+            Figure::TokensPerSPerUser => p.tokens_per_s_per_user,
+            Figure::TtftMs => p.ttft_ms,
+            Figure::GoodputTokensPerSPerGpu => p.goodput_tokens_per_s.map(|g| g / f64::from(gpus.max(1))),
+        };
+        v.filter(|v| v.is_finite())
+    }
+}
+
+/// One figure at one point: predicted, measured, and the prediction's
+/// signed relative error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct FigureValue {
+    pub figure: Figure,
+    pub predicted: Option<f64>,
+    pub measured: Option<f64>,
+    /// (predicted − measured) / |measured|: positive where the prediction
+    /// was too high. Absent when either side lacks the figure or the
+    /// measured value is zero.
+    pub error: Option<f64>,
+}
+
+/// A measured point and the prediction at its load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct PointError {
+    /// The measured point's load (all replicas).
+    pub load: Load,
+    /// The load per replica the curves were read at.
+    pub load_per_replica: f64,
+    /// The predicted figures were interpolated (linearly in load) between
+    /// the two predicted points around it, rather than read at a predicted
+    /// point of the same load.
+    pub interpolated: bool,
+    pub figures: Vec<FigureValue>,
+}
+
+/// A measured point with no prediction to set against it, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct UncomparedPoint {
+    pub load: Load,
+    pub reason: String,
+}
+
+/// A figure's error over several points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct FigureSummary {
+    pub figure: Figure,
+    /// Points with an error for this figure.
+    pub points: usize,
+    /// Median of |error| (a share: 0.1 is 10%); absent without points.
+    pub median_abs_error: Option<f64>,
+    /// Median of the signed error: its sign says which way the prediction leans.
+    pub median_error: Option<f64>,
+}
+
+/// A configuration found on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ConfigPair {
+    /// The predicted configuration's id.
+    pub predicted: String,
+    /// The measured configuration's id.
+    pub measured: String,
+    /// The knobs they were paired on, with the measured value.
+    pub knobs: BTreeMap<String, String>,
+    /// Measured settings that map onto no knob of the simulator: the
+    /// prediction does not see them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmapped: Vec<String>,
+    /// The predicted configuration's replicas, and the measured one's
+    /// (its `dp`, else 1): loads are compared per replica.
+    pub predicted_replicas: u32,
+    pub measured_replicas: u32,
+    pub points: Vec<PointError>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncompared: Vec<UncomparedPoint>,
+    pub summary: Vec<FigureSummary>,
+}
+
+/// A configuration on one side only, and why it has no partner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Unmatched {
+    pub source: FrontierSource,
+    pub config: String,
+    pub reason: String,
+}
+
+/// A predicted frontier beside a measured one (`kind` `frontier_compare`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct FrontierComparison {
+    /// `goodput/v1`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = crate::SCHEMA)))]
+    pub schema: String,
+    /// `frontier_compare`.
+    #[cfg_attr(feature = "schema", schemars(extend("const" = "frontier_compare")))]
+    pub kind: String,
+    /// The files (or names) of the two documents.
+    pub predicted_label: String,
+    pub measured_label: String,
+    pub pairs: Vec<ConfigPair>,
+    pub unmatched: Vec<Unmatched>,
+    /// Every compared point of every pair together.
+    pub overall: Vec<FigureSummary>,
+    pub notes: Vec<String>,
+    /// Both documents, for the chart.
+    pub predicted: FrontierResult,
+    pub measured: FrontierResult,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+fn summarize<'a>(points: impl Iterator<Item = &'a PointError> + Clone) -> Vec<FigureSummary> {
+    Figure::ALL
+        .iter()
+        .map(|&f| {
+            let errs: Vec<f64> = points
+                .clone()
+                .flat_map(|p| p.figures.iter())
+                .filter(|v| v.figure == f)
+                .filter_map(|v| v.error)
+                .collect();
+            FigureSummary {
+                figure: f,
+                points: errs.len(),
+                median_abs_error: median(errs.iter().map(|e| e.abs()).collect()),
+                median_error: median(errs),
+            }
+        })
+        .collect()
+}
+
+/// A configuration's replicas: its `dp` knob, else 1.
+fn replicas(c: &FrontierConfig) -> u32 {
+    let (k, _) = knobs_of(&c.params);
+    k.get("dp").and_then(|v| v.trim().parse::<u32>().ok()).filter(|&d| d > 0).unwrap_or(1)
+}
+
+/// A predicted configuration's points: its own, or, for a batch limit
+/// `plan` did not simulate again (its curve is a prefix of the widest
+/// limit's), the widest's points up to its limit.
+pub fn predicted_points(doc: &FrontierResult, ci: usize) -> Vec<FrontierPoint> {
+    let c = &doc.configs[ci];
+    if !c.points.is_empty() {
+        return c.points.clone();
+    }
+    let Some(seqs) = c.params.get("max_num_seqs").and_then(|v| v.parse::<u64>().ok()) else {
+        return Vec::new();
+    };
+    let rest = |o: &FrontierConfig| {
+        let mut p = o.params.clone();
+        p.remove("max_num_seqs");
+        p
+    };
+    let wider = doc.configs.iter().filter(|o| o.status == ConfigStatus::Ok && !o.points.is_empty()).find(|o| {
+        rest(o) == rest(c) && o.params.get("max_num_seqs").and_then(|v| v.parse::<u64>().ok()).is_some_and(|s| s > seqs)
+    });
+    let dp = u64::from(replicas(c));
+    wider.map_or_else(Vec::new, |w| {
+        w.points.iter().filter(|p| matches!(p.load, Load::Concurrency(n) if n <= seqs * dp)).cloned().collect()
+    })
+}
+
+/// The predicted configuration a measured one pairs with, or why none.
+enum Partner {
+    One(usize),
+    None(String),
+}
+
+fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
+    let (knobs, _) = knobs_of(&m.params);
+    if knobs.is_empty() && pred.configs.len() > 1 {
+        return Partner::None(format!(
+            "none of its settings ({}) maps onto a knob of the simulator ({})",
+            m.params.keys().cloned().collect::<Vec<_>>().join(", "),
+            KNOBS.join(", ")
+        ));
+    }
+    let candidates: Vec<usize> = (0..pred.configs.len())
+        .filter(|&i| {
+            let (pk, _) = knobs_of(&pred.configs[i].params);
+            knobs.iter().all(|(k, v)| match pk.get(k) {
+                Some(pv) => same_value(k, pv, v),
+                // The GPU as the catalog names it, when the plan's --gpu name differs.
+                None if *k == "gpu" => pred.configs[i].gpu.as_deref().is_some_and(|g| same_value(k, g, v)),
+                None => false,
+            })
+        })
+        .collect();
+    let mut left = candidates.clone();
+    if left.len() > 1 {
+        // The same GPU count, when that tells them apart.
+        let same: Vec<usize> = left.iter().copied().filter(|&i| pred.configs[i].gpus == m.gpus).collect();
+        if !same.is_empty() {
+            left = same;
+        }
+    }
+    match left.as_slice() {
+        [one] => Partner::One(*one),
+        [] => {
+            let shown: Vec<String> = knobs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            Partner::None(format!("no predicted configuration has {}", shown.join(", ")))
+        }
+        many => {
+            // The knobs on which the candidates differ.
+            let mut differ: Vec<&str> = KNOBS
+                .iter()
+                .copied()
+                .filter(|k| {
+                    let vals: Vec<Option<&String>> = many.iter().map(|&i| pred.configs[i].params.get(*k)).collect();
+                    vals.windows(2).any(|w| w[0] != w[1])
+                })
+                .collect();
+            differ.dedup();
+            Partner::None(format!(
+                "it matches {} predicted configurations ({}): give the grid a parameter for {} so that one is chosen",
+                many.len(),
+                many.iter().map(|&i| pred.configs[i].id.as_str()).collect::<Vec<_>>().join(", "),
+                if differ.is_empty() { "what tells them apart".into() } else { differ.join(", ") }
+            ))
+        }
+    }
+}
+
+/// The predicted figure at `load` (per replica), on a curve of points
+/// (load per replica, point) in rising load: read at a point of that load,
+/// or interpolated linearly between its neighbours; `None` outside.
+fn at_load(curve: &[(f64, &FrontierPoint)], load: f64, f: Figure, gpus: u32) -> Option<(Option<f64>, bool)> {
+    if let Some((_, p)) = curve.iter().find(|(l, _)| (l - load).abs() <= 1e-9 * load.abs().max(1.0)) {
+        return Some((f.of(p, gpus), false));
+    }
+    let i = curve.iter().position(|(l, _)| *l > load)?;
+    if i == 0 {
+        return None;
+    }
+    let ((l0, p0), (l1, p1)) = (curve[i - 1], curve[i]);
+    let v = match (f.of(p0, gpus), f.of(p1, gpus)) {
+        (Some(a), Some(b)) => Some(a + (b - a) * (load - l0) / (l1 - l0)),
+        _ => None,
+    };
+    Some((v, true))
+}
+
+fn kind_of(l: Load) -> &'static str {
+    match l {
+        Load::Concurrency(_) => "concurrency",
+        Load::Rate(_) => "rate",
+    }
+}
+
+fn pair(pred: &FrontierResult, pi: usize, meas: &FrontierConfig) -> ConfigPair {
+    let pc = &pred.configs[pi];
+    let points = predicted_points(pred, pi);
+    let (pr, mr) = (replicas(pc), replicas(meas));
+    let (knobs, unmapped) = knobs_of(&meas.params);
+    let mut curve: Vec<(f64, &FrontierPoint)> = points.iter().map(|p| (p.load.value() / f64::from(pr), p)).collect();
+    curve.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let pred_kind = points.first().map(|p| kind_of(p.load));
+    let mut out = Vec::new();
+    let mut uncompared = Vec::new();
+    for m in &meas.points {
+        let load = m.load.value() / f64::from(mr);
+        if pred_kind.is_some_and(|k| k != kind_of(m.load)) {
+            uncompared.push(UncomparedPoint {
+                load: m.load,
+                reason: format!("measured at a {}, predicted at a {}", kind_of(m.load), pred_kind.unwrap_or("-")),
+            });
+            continue;
+        }
+        let mut figures = Vec::new();
+        let mut interpolated = false;
+        let mut inside = true;
+        for f in Figure::ALL {
+            let Some((p, interp)) = at_load(&curve, load, f, pc.gpus) else {
+                inside = false;
+                break;
+            };
+            interpolated |= interp;
+            let mv = f.of(m, meas.gpus);
+            let error = match (p, mv) {
+                (Some(p), Some(mv)) if mv != 0.0 => Some((p - mv) / mv.abs()),
+                _ => None,
+            };
+            figures.push(FigureValue { figure: f, predicted: p, measured: mv, error });
+        }
+        if !inside {
+            let range = match (curve.first(), curve.last()) {
+                (Some(a), Some(b)) => format!("{}–{} per replica", trim(a.0), trim(b.0)),
+                _ => "none".into(),
+            };
+            uncompared.push(UncomparedPoint {
+                load: m.load,
+                reason: format!(
+                    "{} per replica lies outside the predicted curve's loads ({range}; plan stops a curve at its first \
+                     miss of the SLO or where its throughput stops rising, and nothing is extrapolated)",
+                    trim(load)
+                ),
+            });
+            continue;
+        }
+        out.push(PointError { load: m.load, load_per_replica: load, interpolated, figures });
+    }
+    let summary = summarize(out.iter());
+    ConfigPair {
+        predicted: pc.id.clone(),
+        measured: meas.id.clone(),
+        knobs: knobs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        unmapped,
+        predicted_replicas: pr,
+        measured_replicas: mr,
+        points: out,
+        uncompared,
+        summary,
+    }
+}
+
+fn trim(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Sets the measured frontier against the predicted one.
+pub fn compare_frontiers(predicted: (&str, FrontierResult), measured: (&str, FrontierResult)) -> FrontierComparison {
+    let (pl, pred) = predicted;
+    let (ml, meas) = measured;
+    let mut pairs = Vec::new();
+    let mut unmatched = Vec::new();
+    let mut used = vec![false; pred.configs.len()];
+    let mut notes = Vec::new();
+    for m in &meas.configs {
+        if m.status == ConfigStatus::Failed {
+            unmatched.push(Unmatched {
+                source: FrontierSource::Measured,
+                config: m.id.clone(),
+                reason: format!("it failed: {}", m.error.as_deref().unwrap_or("see its log")),
+            });
+            continue;
+        }
+        match partner(&pred, m) {
+            Partner::One(pi) if pred.configs[pi].status == ConfigStatus::Failed => {
+                used[pi] = true;
+                unmatched.push(Unmatched {
+                    source: FrontierSource::Measured,
+                    config: m.id.clone(),
+                    reason: format!(
+                        "its predicted configuration {} failed: {}",
+                        pred.configs[pi].id,
+                        pred.configs[pi].error.as_deref().unwrap_or("-")
+                    ),
+                });
+            }
+            Partner::One(pi) => {
+                used[pi] = true;
+                pairs.push(pair(&pred, pi, m));
+            }
+            Partner::None(reason) => {
+                unmatched.push(Unmatched { source: FrontierSource::Measured, config: m.id.clone(), reason })
+            }
+        }
+    }
+    for c in pred.configs.iter().zip(&used).filter(|(_, u)| !**u).map(|(c, _)| c) {
+        unmatched.push(Unmatched {
+            source: FrontierSource::Predicted,
+            config: c.id.clone(),
+            reason: "no measured configuration has its settings".into(),
+        });
+    }
+    let mut shared: Vec<String> = pairs.iter().flat_map(|p| p.unmapped.iter().cloned()).collect();
+    shared.sort();
+    shared.dedup();
+    if !shared.is_empty() {
+        notes.push(format!(
+            "measured settings the simulator has no knob for: {} (each of their values is set against the same \
+             prediction; the knobs are {})",
+            shared.join(", "),
+            KNOBS.join(", ")
+        ));
+    }
+    if pred.source == meas.source {
+        notes.push(format!(
+            "both documents are {} frontiers: the first ({pl}) stands for the prediction",
+            pred.source.as_str()
+        ));
+    }
+    if (pred.percentile - meas.percentile).abs() > 1e-9 {
+        notes.push(format!(
+            "the predicted latencies are at p{} and the measured at p{}: TTFT and tokens/s per user differ by that too",
+            pred.percentile, meas.percentile
+        ));
+    }
+    if !pred.model.is_empty() && !meas.model.is_empty() && pred.model != meas.model {
+        notes.push(format!("the predicted model is {} and the measured one {}", pred.model, meas.model));
+    }
+    let overall = summarize(pairs.iter().flat_map(|p| p.points.iter()));
+    FrontierComparison {
+        schema: crate::SCHEMA.into(),
+        kind: "frontier_compare".into(),
+        predicted_label: pl.into(),
+        measured_label: ml.into(),
+        pairs,
+        unmatched,
+        overall,
+        notes,
+        predicted: pred,
+        measured: meas,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::config::{Extra, WorkloadConfig};
+    use crate::doc::frontier::analyze_frontier;
+    use crate::doc::result::Tool;
+
+    fn point(users: u64, tput: f64, speed: f64, ttft: f64) -> FrontierPoint {
+        FrontierPoint {
+            load: Load::Concurrency(users),
+            output_tokens_per_s: tput,
+            output_tokens_per_s_per_gpu: tput,
+            tokens_per_s_per_user: Some(speed),
+            ttft_ms: Some(ttft),
+            tpot_ms: Some(1000.0 / speed),
+            goodput_tokens_per_s: Some(tput),
+            meets_slo: Some(true),
+            usd_per_million_output_tokens: None,
+            joules_per_output_token: None,
+            output_tokens_per_s_per_mw: None,
+            completed: 10,
+            failed: 0,
+            steady: None,
+            extra: Extra::new(),
+        }
+    }
+
+    fn config(id: &str, params: &[(&str, &str)], points: Vec<FrontierPoint>) -> FrontierConfig {
+        FrontierConfig {
+            id: id.into(),
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            gpu: None,
+            gpus: 1,
+            gpu_hour_usd: None,
+            status: ConfigStatus::Ok,
+            error: None,
+            exit_status: None,
+            log_tail: None,
+            dominated: None,
+            points,
+            extra: Extra::new(),
+        }
+    }
+
+    fn doc(source: FrontierSource, configs: Vec<FrontierConfig>) -> FrontierResult {
+        let mut d = FrontierResult {
+            schema: crate::SCHEMA.into(),
+            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
+            kind: "frontier".into(),
+            source,
+            started_unix_s: 0.0,
+            interrupted: false,
+            model: "m".into(),
+            workload: WorkloadConfig::default(),
+            slo: None,
+            attainment_target: 0.9,
+            percentile: 50.0,
+            configs,
+            frontier: Vec::new(),
+            best: None,
+            notes: Vec::new(),
+            extra: Extra::new(),
+        };
+        analyze_frontier(&mut d);
+        d
+    }
+
+    fn plan_params(seqs: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("gpu", "h100".into()),
+            ("tp", "1".into()),
+            ("dp", "1".into()),
+            ("precision", "bf16".into()),
+            ("max_num_seqs", seqs.into()),
+            ("max_num_batched_tokens", "8192".into()),
+        ]
+    }
+
+    fn planned(id: &str, seqs: &str, points: Vec<FrontierPoint>) -> FrontierConfig {
+        let p = plan_params(seqs);
+        let refs: Vec<(&str, &str)> = p.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        config(id, &refs, points)
+    }
+
+    #[test]
+    fn settings_map_onto_knobs_under_their_servers_names() {
+        assert_eq!(knob_of("--max-num-seqs"), Some("max_num_seqs"));
+        assert_eq!(knob_of("np"), Some("max_num_seqs"));
+        assert_eq!(knob_of("tensor_parallel_size"), Some("tp"));
+        assert_eq!(knob_of("quantization"), Some("precision"));
+        assert_eq!(knob_of("temperature"), None);
+        assert!(same_value("precision", "bfloat16", "BF16"));
+        assert!(same_value("max_num_seqs", "64", "64.0"));
+        assert!(!same_value("tp", "1", "2"));
+    }
+
+    #[test]
+    fn points_pair_by_load_and_interpolate_between_predicted_loads() {
+        let pred = doc(
+            FrontierSource::Predicted,
+            vec![
+                planned("p4", "4", vec![point(1, 100.0, 50.0, 20.0), point(4, 300.0, 40.0, 40.0)]),
+                // A batch limit plan did not simulate again: its points are p4's up to 2 users.
+                planned("p2", "2", Vec::new()),
+                planned("p8", "8", vec![point(1, 100.0, 50.0, 20.0)]),
+            ],
+        );
+        let meas = doc(
+            FrontierSource::Measured,
+            vec![
+                config("seqs=4", &[("seqs", "4")], vec![point(1, 80.0, 50.0, 25.0), point(2, 200.0, 40.0, 30.0)]),
+                config("seqs=2", &[("seqs", "2")], vec![point(1, 90.0, 45.0, 20.0), point(2, 150.0, 40.0, 30.0)]),
+                config("seqs=16", &[("seqs", "16")], vec![point(1, 90.0, 45.0, 20.0)]),
+                config("odd", &[("temperature", "0")], vec![point(1, 90.0, 45.0, 20.0)]),
+            ],
+        );
+        let c = compare_frontiers(("plan.json", pred), ("frontier.json", meas));
+        assert_eq!(c.pairs.len(), 2);
+        let p = &c.pairs[0];
+        assert_eq!((p.measured.as_str(), p.predicted.as_str()), ("seqs=4", "p4"));
+        // At 1 user: read at the predicted point; 100 against 80 is +25%.
+        let v = &p.points[0].figures[0];
+        assert!(!p.points[0].interpolated);
+        assert_eq!((v.predicted, v.measured), (Some(100.0), Some(80.0)));
+        assert!((v.error.unwrap() - 0.25).abs() < 1e-12);
+        // At 2 users: a third of the way from 1 to 4 users, 100 → 300.
+        assert!(p.points[1].interpolated);
+        let v = &p.points[1].figures[0];
+        assert!((v.predicted.unwrap() - (100.0 + 200.0 / 3.0)).abs() < 1e-9);
+        // The median of |+25%| and |(166.7-200)/200|.
+        let want = (0.25 + (200.0 - (100.0 + 200.0 / 3.0)) / 200.0) / 2.0;
+        assert!((p.summary[0].median_abs_error.unwrap() - want).abs() < 1e-9);
+        // seqs=2 takes p4's first point and its interpolation stops at 2 users: 2 is outside.
+        let q = &c.pairs[1];
+        assert_eq!(q.predicted, "p2");
+        assert_eq!(q.points.len(), 1);
+        assert_eq!(q.uncompared.len(), 1);
+        assert!(q.uncompared[0].reason.contains("outside"), "{}", q.uncompared[0].reason);
+        // On one side only: seqs=16 and odd measured, p8 predicted.
+        let one: Vec<(&str, &str)> = c.unmatched.iter().map(|u| (u.source.as_str(), u.config.as_str())).collect();
+        assert_eq!(one, [("measured", "seqs=16"), ("measured", "odd"), ("predicted", "p8")]);
+        assert!(c.unmatched[0].reason.contains("max_num_seqs=16"), "{}", c.unmatched[0].reason);
+        assert!(c.unmatched[1].reason.contains("maps onto"), "{}", c.unmatched[1].reason);
+        assert_eq!(c.overall[0].points, 3);
+    }
+
+    #[test]
+    fn several_candidates_are_named_not_guessed() {
+        let mut tp2 = planned("tp2", "4", vec![point(1, 100.0, 60.0, 10.0)]);
+        tp2.params.insert("tp".into(), "2".into());
+        tp2.gpus = 2;
+        tp2.params.insert("dp".into(), "1".into());
+        let mut tp2b = tp2.clone();
+        tp2b.id = "tp2 fp8".into();
+        tp2b.params.insert("precision".into(), "fp8".into());
+        let pred = doc(FrontierSource::Predicted, vec![tp2, tp2b]);
+        let mut m = config("seqs=4", &[("max_num_seqs", "4")], vec![point(1, 90.0, 50.0, 12.0)]);
+        m.gpus = 2;
+        let meas = doc(FrontierSource::Measured, vec![m]);
+        let c = compare_frontiers(("a", pred), ("b", meas));
+        assert!(c.pairs.is_empty());
+        let r = &c.unmatched[0].reason;
+        assert!(r.contains("matches 2 predicted configurations") && r.contains("precision"), "{r}");
+    }
+}

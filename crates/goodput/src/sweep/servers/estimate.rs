@@ -1,0 +1,224 @@
+//! `sweep --serve-cmd … --serve-grid … --estimate`: the same grid in
+//! virtual time first. Each configuration's parameters are set on the
+//! simulated engine's knobs (under their own names or a server's, as
+//! `goodput_core::doc::overlay::knob_of` maps them), swept as `sweep
+//! --estimate` sweeps the engine, and set in a predicted frontier document;
+//! after the servers are measured, the two are compared
+//! (`goodput_core::doc::overlay`), so one command gives the comparison.
+
+use super::grid::Params;
+use super::points::frontier_point;
+use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
+use anyhow::{bail, Context, Result};
+use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
+use goodput_core::doc::overlay::{is_bookkeeping, knob_of, KNOBS};
+use goodput_sim::engine::ModelSpec;
+use std::path::{Path, PathBuf};
+
+/// Every parameter of the grid maps onto a knob of the simulator (or is
+/// `gpus` or `id`): checked before any server starts.
+pub fn check_grid(grid: &[Params]) -> Result<()> {
+    for p in grid {
+        for (k, v) in &p.0 {
+            if is_bookkeeping(k) {
+                continue;
+            }
+            let Some(knob) = knob_of(k) else {
+                bail!(
+                    "--estimate: the grid's parameter {k} maps onto no knob of the simulator, so the grid cannot be \
+                     run in virtual time; the knobs are {} (also under vLLM's, SGLang's and llama.cpp's names: \
+                     tensor_parallel_size, tp_size, quantization, max_running_requests, chunked_prefill_size, np, \
+                     b), and gpus and id are bookkeeping. Drop --estimate, or name the parameter after its knob",
+                    KNOBS.join(", ")
+                );
+            };
+            let numeric = matches!(knob, "tp" | "dp" | "max_num_seqs" | "max_num_batched_tokens");
+            if numeric && !v.trim().parse::<u32>().is_ok_and(|n| n > 0) {
+                bail!("--estimate: {k}={v} in {} is not a positive whole number ({knob})", p.id());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The model the prediction simulates: `--model` when the catalog knows it
+/// (a Hugging Face id works) or it is a config.json, else `--sim-model`.
+fn engine_model(a: &SweepArgs) -> String {
+    match a.target.model.as_deref() {
+        Some(m) if Path::new(m).is_file() || ModelSpec::lookup(m).is_ok() => m.to_string(),
+        _ if a.sim.sim_model.is_empty() => DEFAULT_ENGINE_MODEL.into(),
+        _ => a.sim.sim_model.clone(),
+    }
+}
+
+/// The arguments of `sweep --estimate` for one configuration: the sweep's
+/// own, with the configuration's parameters on the engine's knobs, its
+/// document written to `output`.
+fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Result<SweepArgs> {
+    let mut args = a.clone();
+    args.estimate = true;
+    args.serve.serve_cmd = None;
+    args.target.url = None;
+    args.target.model = Some(model.to_string());
+    args.output.exports = Default::default();
+    args.output.records = None;
+    args.output.quiet = true;
+    args.output.output = Some(output.to_path_buf());
+    // A DCGM exporter's URL is the live servers'.
+    args.metrics.metrics_url.clear();
+    for (k, v) in &params.0 {
+        let v = v.trim();
+        let n = || v.parse::<u32>().with_context(|| format!("--estimate: {k}={v} is not a whole number"));
+        match knob_of(k) {
+            Some("gpu") => args.hw.gpu = v.to_string(),
+            Some("tp") => args.hw.tp = n()?,
+            Some("dp") => args.hw.dp = n()?,
+            Some("precision") => args.hw.precision = v.to_string(),
+            Some("kv_cache_dtype") => args.hw.kv_cache_dtype = v.to_string(),
+            Some("max_num_seqs") => args.hw.max_num_seqs = Some(n()?),
+            Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = n()?,
+            _ => {}
+        }
+    }
+    Ok(args)
+}
+
+/// `frontier.json` → `frontier.predicted.json` beside it (`suffix`
+/// `predicted`), or `frontier.compare.json`.
+pub fn beside(out: &Path, suffix: &str, ext: &str) -> PathBuf {
+    let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "frontier".into());
+    out.with_file_name(format!("{stem}.{suffix}.{ext}"))
+}
+
+/// With --estimate, the grid in virtual time: a predicted frontier document
+/// with a configuration per parameter set, in the grid's order, written
+/// beside `out` (`frontier.predicted.json`). `None` without --estimate.
+pub async fn predict(
+    a: &SweepArgs,
+    grid: &[Params],
+    logs: &Path,
+    out: &Path,
+    percentile: f64,
+    attainment: f64,
+) -> Result<Option<FrontierResult>> {
+    if !a.estimate {
+        return Ok(None);
+    }
+    let model = engine_model(a);
+    let mut doc = FrontierResult {
+        schema: goodput_core::SCHEMA.into(),
+        tool: crate::common::tool(),
+        kind: "frontier".into(),
+        source: FrontierSource::Predicted,
+        started_unix_s: crate::common::unix_now(),
+        interrupted: false,
+        model: String::new(),
+        workload: Default::default(),
+        slo: None,
+        attainment_target: attainment,
+        percentile,
+        configs: Vec::new(),
+        frontier: Vec::new(),
+        best: None,
+        notes: vec![format!(
+            "the grid run in virtual time by the simulated engine (model {model}; each configuration's parameters on \
+             its knobs, the rest from --gpu, --precision, --tp and the other engine flags), as sweep --estimate runs it"
+        )],
+        extra: Default::default(),
+    };
+    for (i, params) in grid.iter().enumerate() {
+        let mut args =
+            engine_args(a, params, &model, &logs.join(format!("{:02}-{}.predicted.json", i + 1, params.slug())))?;
+        let gpus = args.hw.tp.max(1) * args.hw.dp.max(1);
+        args.judge.gpus = Some(gpus);
+        if let Some(g) = params.get("gpus").filter(|g| g.trim().parse::<u32>().ok() != Some(gpus)) {
+            doc.notes.push(format!(
+                "{}: the grid gives gpus={g}, and the simulated engine occupies tp × dp = {gpus}: per GPU, each side \
+                 counts its own (set tp or dp in the grid to match)",
+                params.id()
+            ));
+        }
+        let mut c = FrontierConfig {
+            id: params.id(),
+            params: params.map(),
+            gpu: Some(args.hw.gpu.clone()),
+            gpus,
+            gpu_hour_usd: a.judge.gpu_hour_usd,
+            status: ConfigStatus::Ok,
+            error: None,
+            exit_status: None,
+            log_tail: None,
+            dominated: None,
+            points: Vec::new(),
+            extra: Default::default(),
+        };
+        let res = async {
+            let mut sw = super::start(args, super::Shared::default()).await?;
+            sw.measure().await?;
+            Ok::<_, anyhow::Error>(sw)
+        }
+        .await;
+        match res {
+            Ok(sw) => {
+                if doc.model.is_empty() {
+                    doc.model = sw.target.model.clone();
+                    doc.workload = sw.workload_config.clone();
+                    doc.slo = sw.opts.slo.as_ref().map(|s| s.to_string());
+                }
+                let mut pts: Vec<_> = sw.points.iter().collect();
+                pts.sort_by(|x, y| x.load.value().total_cmp(&y.load.value()));
+                c.points = pts.into_iter().map(|p| frontier_point(p, gpus, percentile, attainment)).collect();
+            }
+            Err(e) => {
+                c.status = ConfigStatus::Failed;
+                c.error = Some(format!("{e:#}"));
+            }
+        }
+        if !a.output.quiet {
+            match c.status {
+                ConfigStatus::Ok => eprintln!("predicted {}: {} points", c.id, c.points.len()),
+                ConfigStatus::Failed => {
+                    eprintln!("predicted {}: failed: {}", c.id, c.error.as_deref().unwrap_or("-"))
+                }
+            }
+        }
+        doc.configs.push(c);
+    }
+    analyze_frontier(&mut doc);
+    let p = beside(out, "predicted", "json");
+    crate::output::write_document(&p, &doc, "predicted frontier")?;
+    if !a.output.quiet {
+        eprintln!("predicted frontier (virtual time) written to {}", p.display());
+    }
+    Ok(Some(doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(sets: &[&[(&str, &str)]]) -> Vec<Params> {
+        sets.iter().map(|s| Params(s.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())).collect()
+    }
+
+    #[test]
+    fn a_grid_runs_in_virtual_time_only_where_each_parameter_has_a_knob() {
+        // Knobs under their own names and servers' flags, and bookkeeping.
+        let ok =
+            grid(&[&[("tp", "2"), ("np", "4"), ("b", "512"), ("quantization", "fp8"), ("gpus", "2"), ("id", "x")]]);
+        assert!(check_grid(&ok).is_ok());
+        let e = check_grid(&grid(&[&[("seqs", "4"), ("temperature", "0")]])).unwrap_err().to_string();
+        assert!(e.contains("temperature maps onto no knob") && e.contains("max_num_batched_tokens"), "{e}");
+        for bad in ["0", "two", "-1"] {
+            let e = check_grid(&grid(&[&[("tp", bad)]])).unwrap_err().to_string();
+            assert!(e.contains(&format!("tp={bad}")) && e.contains("positive whole number"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_predicted_frontier_and_the_comparison_go_beside_the_measured_one() {
+        let out = Path::new("/r/frontier.json");
+        assert_eq!(beside(out, "predicted", "json"), Path::new("/r/frontier.predicted.json"));
+        assert_eq!(beside(Path::new("f.html"), "compare", "html"), Path::new("f.compare.html"));
+    }
+}
