@@ -87,6 +87,19 @@ fn an_embeddings_run_against_the_embedded_engine_is_timed_end_to_end_and_counted
     let w = &v["server_signals"]["window"]["counters"];
     assert_eq!(w["prompt_tokens"]["delta"].as_f64(), s["tokens"]["input"].as_f64(), "{w}");
     assert_eq!(w["requests_succeeded"]["delta"].as_f64(), Some(48.0), "{w}");
+    // The cross-check sets the prompts against the server's prompt counter
+    // (no output to count).
+    let notes = v["server_signals"]["cross_check"]["notes"].to_string();
+    assert!(notes.contains("prompt tokens agree") && !notes.contains("\"tokens agree"), "{notes}");
+    // The HTML report draws E2E and the requests in flight, no empty TTFT or
+    // output charts.
+    let page = dir.path().join("emb.html");
+    goodput().arg("report").arg(&out).arg("--html").arg(&page).assert().success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(r#"id="chart-e2e-cdf""#) && html.contains(r#"id="chart-inflight-time""#));
+    assert!(!html.contains(r#"id="chart-ttft-cdf""#) && !html.contains(r#"id="chart-throughput-time""#));
+    let card = |k: &str| html.contains(&format!(r#"<div class="k">{k}</div>"#));
+    assert!(card("input throughput") && card("E2E p50") && !card("TTFT p50") && !card("output throughput"));
     for r in records(&rec) {
         assert!(r.outcome.is_success() && r.chunks.is_empty(), "{r:?}");
         assert_eq!(r.output_tokens, 0);

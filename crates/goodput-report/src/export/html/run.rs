@@ -164,39 +164,56 @@ fn run_cards(o: &mut String, r: &RunResult) {
         let _ = write!(sub, " · {} warm-up", q.warmup);
     }
     card(o, "requests completed", &format!("{} / {}", q.completed, q.sent), &sub);
-    card(
-        o,
-        "output throughput",
-        &format!("{:.1} <small>tok/s</small>", th.output_tokens_per_s),
-        &format!(
-            "peak {} · {:.3} req/s",
-            crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}")),
-            th.requests_per_s
-        ),
-    );
-    card(
-        o,
-        "TTFT p50",
-        &format!("{} <small>ms</small> {}", format::ms(s.ttft_ms.p(50.0)), rated_tag(&rt.ttft_p50)),
-        &format!("p95 {} ms {}", format::ms(s.ttft_ms.p(95.0)), rated_tag(&rt.ttft_p95)),
-    );
-    let reading = rt.times_reading_speed.map(|x| format!(" · {x:.1}× reading speed")).unwrap_or_default();
-    card(
-        o,
-        "TPOT p50",
-        &format!("{} <small>ms</small> {}", format::ms(s.tpot_ms.p(50.0)), rated_tag(&rt.tpot_p50)),
-        &format!("p95 {} ms {}{reading}", format::ms(s.tpot_ms.p(95.0)), rated_tag(&rt.tpot_p95)),
-    );
-    card(
-        o,
-        "E2E p50",
-        &format!("{} <small>ms</small>", format::ms(s.e2e_ms.p(50.0))),
-        &format!(
-            "p99 {} ms · {} from TTFT + TPOT×(n−1)",
-            format::ms(s.e2e_ms.p(99.0)),
-            format::change(rt.latency_model.relative_deviation)
-        ),
-    );
+    // A pooling run (embeddings, rerank) has no output, no TTFT and no
+    // TPOT: its cards are input throughput and E2E.
+    if crate::metric::no_output(s) {
+        card(
+            o,
+            "input throughput",
+            &format!("{:.1} <small>tok/s</small>", th.input_tokens_per_s),
+            &format!("{:.3} req/s", th.requests_per_s),
+        );
+        card(
+            o,
+            "E2E p50",
+            &format!("{} <small>ms</small>", format::ms(s.e2e_ms.p(50.0))),
+            &format!("p99 {} ms", format::ms(s.e2e_ms.p(99.0))),
+        );
+    } else {
+        card(
+            o,
+            "output throughput",
+            &format!("{:.1} <small>tok/s</small>", th.output_tokens_per_s),
+            &format!(
+                "peak {} · {:.3} req/s",
+                crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}")),
+                th.requests_per_s
+            ),
+        );
+        card(
+            o,
+            "TTFT p50",
+            &format!("{} <small>ms</small> {}", format::ms(s.ttft_ms.p(50.0)), rated_tag(&rt.ttft_p50)),
+            &format!("p95 {} ms {}", format::ms(s.ttft_ms.p(95.0)), rated_tag(&rt.ttft_p95)),
+        );
+        let reading = rt.times_reading_speed.map(|x| format!(" · {x:.1}× reading speed")).unwrap_or_default();
+        card(
+            o,
+            "TPOT p50",
+            &format!("{} <small>ms</small> {}", format::ms(s.tpot_ms.p(50.0)), rated_tag(&rt.tpot_p50)),
+            &format!("p95 {} ms {}{reading}", format::ms(s.tpot_ms.p(95.0)), rated_tag(&rt.tpot_p95)),
+        );
+        card(
+            o,
+            "E2E p50",
+            &format!("{} <small>ms</small>", format::ms(s.e2e_ms.p(50.0))),
+            &format!(
+                "p99 {} ms · {} from TTFT + TPOT×(n−1)",
+                format::ms(s.e2e_ms.p(99.0)),
+                format::change(rt.latency_model.relative_deviation)
+            ),
+        );
+    }
     if let Some(g) = &s.goodput {
         card(
             o,
@@ -334,6 +351,12 @@ fn time_charts(r: &RunResult) -> Vec<Chart> {
             ..Default::default()
         },
     ];
+    // A pooling run has no tokens out and no first token: requests in
+    // flight alone.
+    if crate::metric::no_output(&r.summary) {
+        charts.retain(|c| c.id == "inflight-time");
+        return charts;
+    }
     // An imported run whose file does not time each chunk cannot place its
     // tokens in time.
     if crate::read::peers::peak_output_tokens_per_s(r).is_none() {
@@ -365,6 +388,7 @@ fn latency_section(o: &mut String, r: &RunResult) {
     let cdfs: Vec<Chart> = Latency::ALL
         .iter()
         .filter(|m| crate::read::peers::recomputed(r, m.field()))
+        .filter(|&&m| m == Latency::E2e || !crate::metric::no_output(&r.summary))
         .map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &one, slo_guides(&slo, m)))
         .collect();
     charts(o, &cdfs);
