@@ -413,20 +413,13 @@ impl Search<'_> {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        FrontierConfig {
-            id: id_of(self, c),
+        FrontierConfig::new(
+            id_of(self, c),
             params,
-            gpu: Some(c.gpu.name.clone()),
-            gpus: c.tp * c.dp,
-            gpu_hour_usd: self.args.gpu[c.offer].usd_per_hour,
-            status: ConfigStatus::Ok,
-            error: None,
-            exit_status: None,
-            log_tail: None,
-            dominated: None,
-            points: Vec::new(),
-            extra: Extra::new(),
-        }
+            Some(c.gpu.name.clone()),
+            c.tp * c.dp,
+            self.args.gpu[c.offer].usd_per_hour,
+        )
     }
 
     /// A group's configurations, TP rising, until TP stops making one user

@@ -87,6 +87,30 @@ pub struct FrontierConfig {
 }
 
 impl FrontierConfig {
+    /// A configuration that ran (status `ok`), with no points yet.
+    pub fn new(
+        id: String,
+        params: BTreeMap<String, String>,
+        gpu: Option<String>,
+        gpus: u32,
+        gpu_hour_usd: Option<f64>,
+    ) -> FrontierConfig {
+        FrontierConfig {
+            id,
+            params,
+            gpu,
+            gpus,
+            gpu_hour_usd,
+            status: ConfigStatus::Ok,
+            error: None,
+            exit_status: None,
+            log_tail: None,
+            dominated: None,
+            points: Vec::new(),
+            extra: Extra::default(),
+        }
+    }
+
     /// What an hour of the configuration costs, when its price is known.
     pub fn usd_per_hour(&self) -> Option<f64> {
         self.gpu_hour_usd.map(|p| p * f64::from(self.gpus))

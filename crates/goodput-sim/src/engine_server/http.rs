@@ -117,27 +117,9 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // Only the block hashes need to live through the wait below.
     drop(ids);
 
-    // The front end's share of the latency (HTTP, parsing, tokenising, in a
-    // real server) passes before the scheduler sees the request.
-    // With `frontend_jitter_ms`, each request's share varies with its number;
-    // with `frontend_serial_us`, a request waits for the front end's work on
-    // those before it (as in virtual time: see `VirtualRun::send`).
-    let calibration = &s.cfg.engine.calibration;
-    let frontend = if calibration.frontend_jitter_ms > 0.0 {
-        calibration.frontend_delay(id, 0).div_f64(s.cfg.speed)
-    } else {
-        s.frontend
-    };
-    let serial = calibration.frontend_serial(prompt_tokens).div_f64(s.cfg.speed) + encoder;
-    let reach = if serial.is_zero() {
-        arrived + frontend
-    } else {
-        let mut free = super::metrics::lock(&s.frontend_free);
-        let start = (*free).max(arrived);
-        *free = start + serial;
-        start + serial.max(frontend)
-    };
-    sleep_until(reach).await;
+    // The front end's share of the latency passes before the scheduler sees
+    // the request (and the images' encoder, one request's after another's).
+    sleep_until(s.front_end_reach(id, arrived, prompt_tokens, encoder)).await;
     let progress = Arc::new(Progress::default());
     let (reply, answer) = oneshot::channel();
     // Made before the request is sent, so a client gone while it waits for

@@ -50,23 +50,8 @@ pub(super) async fn pool(State(s): State<Arc<EngineServer>>, route: PoolRoute, b
         }
     }
     let prompt_tokens: u64 = ids.iter().map(|i| i.len() as u64).sum();
-    // The front end's share, as for a generation (see `generate`).
-    let calibration = &s.cfg.engine.calibration;
-    let frontend = if calibration.frontend_jitter_ms > 0.0 {
-        calibration.frontend_delay(n, 0).div_f64(s.cfg.speed)
-    } else {
-        s.frontend
-    };
-    let serial = calibration.frontend_serial(prompt_tokens).div_f64(s.cfg.speed);
-    let reach = if serial.is_zero() {
-        arrived + frontend
-    } else {
-        let mut free = super::metrics::lock(&s.frontend_free);
-        let start = (*free).max(arrived);
-        *free = start + serial;
-        start + serial.max(frontend)
-    };
-    sleep_until(reach).await;
+    // The front end's share, as for a generation.
+    sleep_until(s.front_end_reach(n, arrived, prompt_tokens, std::time::Duration::ZERO)).await;
 
     let mut tickets = Vec::with_capacity(ids.len());
     let mut pending = Vec::with_capacity(ids.len());

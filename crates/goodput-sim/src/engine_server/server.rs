@@ -125,6 +125,36 @@ impl EngineServer {
     }
 
     /// The `/metrics` body: Prometheus text format 0.0.4.
+    /// When request `n`, arrived at `arrived` with `prompt_tokens`, reaches
+    /// the scheduler: the front end's share of the latency (HTTP, parsing,
+    /// tokenising, in a real server) first. With `frontend_jitter_ms` each
+    /// request's share varies with its number; with `frontend_serial_us`
+    /// (and `more_serial`, an image encoder's work), a request waits for the
+    /// front end's work on those before it (as in virtual time: see
+    /// `VirtualRun::send`).
+    pub(super) fn front_end_reach(
+        &self,
+        n: u64,
+        arrived: tokio::time::Instant,
+        prompt_tokens: u64,
+        more_serial: Duration,
+    ) -> tokio::time::Instant {
+        let calibration = &self.cfg.engine.calibration;
+        let frontend = if calibration.frontend_jitter_ms > 0.0 {
+            calibration.frontend_delay(n, 0).div_f64(self.cfg.speed)
+        } else {
+            self.frontend
+        };
+        let serial = calibration.frontend_serial(prompt_tokens).div_f64(self.cfg.speed) + more_serial;
+        if serial.is_zero() {
+            return arrived + frontend;
+        }
+        let mut free = super::metrics::lock(&self.frontend_free);
+        let start = (*free).max(arrived);
+        *free = start + serial;
+        start + serial.max(frontend)
+    }
+
     pub fn prometheus(&self) -> String {
         let all: Vec<Observed> = self.observed.iter().map(|o| lock(o).clone()).collect();
         let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, self.cfg.engine.spec.map(|sd| sd.tokens));

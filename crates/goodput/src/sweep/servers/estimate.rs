@@ -138,20 +138,8 @@ pub async fn predict(
                 params.id()
             ));
         }
-        let mut c = FrontierConfig {
-            id: params.id(),
-            params: params.map(),
-            gpu: Some(args.hw.gpu.clone()),
-            gpus,
-            gpu_hour_usd: a.judge.gpu_hour_usd,
-            status: ConfigStatus::Ok,
-            error: None,
-            exit_status: None,
-            log_tail: None,
-            dominated: None,
-            points: Vec::new(),
-            extra: Default::default(),
-        };
+        let mut c =
+            FrontierConfig::new(params.id(), params.map(), Some(args.hw.gpu.clone()), gpus, a.judge.gpu_hour_usd);
         let res = async {
             let mut sw = super::start(args, super::Shared::default()).await?;
             sw.measure().await?;

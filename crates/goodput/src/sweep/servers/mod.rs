@@ -345,20 +345,7 @@ impl Ctx {
                 Part::Interrupted => return Ok(Outcome::Interrupted),
             }
         }
-        let mut c = FrontierConfig {
-            id,
-            params: params.map(),
-            gpu: None,
-            gpus,
-            gpu_hour_usd: self.args.judge.gpu_hour_usd,
-            status: ConfigStatus::Ok,
-            error: None,
-            exit_status: None,
-            log_tail: None,
-            dominated: None,
-            points: Vec::new(),
-            extra: Default::default(),
-        };
+        let mut c = FrontierConfig::new(id, params.map(), None, gpus, self.args.judge.gpu_hour_usd);
         if let Some(f) = failure {
             eprintln!("configuration {} failed: {}", c.id, f.error);
             c.status = ConfigStatus::Failed;
