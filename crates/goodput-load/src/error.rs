@@ -238,6 +238,11 @@ pub enum WorkloadError {
     NoConversations,
     #[error("cannot read dataset {}: {error}", path.display())]
     DatasetRead { path: PathBuf, error: String },
+    #[error(
+        "the dataset {dataset} names the image {image}, which cannot be read ({error}): image paths are taken relative \
+         to the dataset's folder; fix the path or put the file there"
+    )]
+    DatasetImage { dataset: PathBuf, image: PathBuf, error: String },
     /// Not a file to read, or a line or array past its cap: its message
     /// (this error is cloned and compared, which an I/O error is not).
     #[error("{0}")]
@@ -338,6 +343,11 @@ pub enum TraceLine {
 pub enum EntryError {
     #[error("\"max_tokens\" must be a positive whole number")]
     MaxTokens,
+    #[error(
+        "\"{column}\" must be an image or a list of them: a file path, a data URL (data:image/png;base64,...), or \
+         an object with \"path\" or base64 \"bytes\" (the Hugging Face Image feature)"
+    )]
+    ImageColumn { column: String },
     #[error("\"prompt\" must be a string")]
     PromptNotText,
     #[error("\"messages\" must be an array")]

@@ -335,6 +335,18 @@ pub fn repeated(workload: Workload, w: &WorkloadArgs, plan: &LoadPlan) -> Result
     Ok(Workload::Repeated { inner: Box::new(workload), copies: w.repeat, spread })
 }
 
+/// Refuses a dataset with images where requests are only lengths in
+/// virtual time.
+pub fn no_dataset_images(workload: &Workload, command: &str) -> Result<()> {
+    if workload.has_images() {
+        bail!(
+            "the dataset's images are not modelled in {command} yet: its requests would be their text alone; \
+             measure them against a server (or goodput serve), or give a dataset without an image column"
+        );
+    }
+    Ok(())
+}
+
 /// Refuses `--images` where requests are only lengths in virtual time.
 pub fn no_images(w: &WorkloadArgs, command: &str) -> Result<()> {
     if w.images.is_some() {
@@ -355,6 +367,13 @@ pub fn with_images(
     api: goodput_load::Api,
     seed: u64,
 ) -> Result<Workload> {
+    if workload.has_images() && api != goodput_load::Api::Chat {
+        bail!(
+            "the dataset's images go in chat messages' content parts (OpenAI's image_url): use --api chat (the \
+             default), not --api {}",
+            api.as_str()
+        );
+    }
     let Some(images) = w.image_spec().map_err(anyhow::Error::msg)? else { return Ok(workload) };
     if api != goodput_load::Api::Chat {
         bail!(

@@ -33,12 +33,14 @@ pub(super) fn entry_of(
         Some(m) => Some(m.as_u64().filter(|&n| n > 0 && n <= u32::MAX as u64).ok_or(EntryError::MaxTokens)? as u32),
     };
     let reference = reference_of(v)?;
+    let images = super::images::images_column(obj)?;
     let entry = |prompt: PromptBody, prompt_tokens: u32| DatasetEntry {
         prompt,
         max_tokens,
         follow_ups: Vec::new(),
         reference: reference.clone(),
         prompt_tokens,
+        images: images.clone(),
     };
     match &obj[key] {
         Value::String(text) => {
@@ -70,6 +72,7 @@ pub(super) fn entry_of(
                 max_tokens: max_tokens.or(max),
                 follow_ups,
                 reference: reference.clone(),
+                images: images.clone(),
             }))
         }
         _ if key == "prompt" => Err(EntryError::PromptNotText),

@@ -26,6 +26,9 @@ pub struct DatasetEntry {
     /// The prompt's tokens: counted by the tokenizer when one is given,
     /// else about 4 characters a token. What `estimate` sends.
     pub prompt_tokens: u32,
+    /// Images sent with the prompt (an `image` or `images` column): data
+    /// URLs as given, or image files, read when the request is built.
+    pub images: Vec<super::images::DatasetImage>,
 }
 
 /// Tokens of `text`: the tokenizer's count, or about 4 characters a token
@@ -107,6 +110,8 @@ pub fn load_dataset_column(
         }
         out
     };
+    let mut entries = entries;
+    super::images::resolve_dataset_images(&mut entries, path)?;
     if entries.is_empty() {
         return Err(WorkloadError::Empty { path: path_buf() });
     }
@@ -164,6 +169,7 @@ fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEn
             follow_ups,
             reference: Vec::new(),
             prompt_tokens: count_tokens(prompt, tokenizer),
+            images: Vec::new(),
         });
     }
     if out.is_empty() && !arr.is_empty() {

@@ -123,6 +123,130 @@ impl ImageSpec {
     }
 }
 
+/// One image of a dataset entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatasetImage {
+    /// A data URL, sent as it is.
+    DataUrl(String),
+    /// A file, read when the request is built (relative paths are resolved
+    /// against the dataset's folder when the dataset is read).
+    File(std::path::PathBuf),
+}
+
+/// The image columns looked for, in this order.
+pub const IMAGE_COLUMNS: [&str; 4] = ["image", "images", "image_path", "image_paths"];
+
+/// The images of a dataset record: its first image column's, each a file
+/// path, a data URL, or the Hugging Face Image feature's `{"bytes", "path"}`
+/// (bytes in base64, as JSON keeps them).
+pub(super) fn images_column(
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Vec<DatasetImage>, crate::error::EntryError> {
+    let Some((column, v)) = IMAGE_COLUMNS.iter().find_map(|k| Some((*k, obj.get(*k).filter(|v| !v.is_null())?))) else {
+        return Ok(Vec::new());
+    };
+    let bad = || crate::error::EntryError::ImageColumn { column: column.to_owned() };
+    let one = |v: &Value| -> Result<DatasetImage, crate::error::EntryError> {
+        match v {
+            Value::String(s) if s.starts_with("data:") => Ok(DatasetImage::DataUrl(s.clone())),
+            Value::String(s) if !s.trim().is_empty() => Ok(DatasetImage::File(s.into())),
+            Value::Object(o) => match (o.get("bytes").and_then(Value::as_str), o.get("path").and_then(Value::as_str)) {
+                (Some(b64), _) if !b64.is_empty() => {
+                    let bytes = BASE64_STANDARD.decode(b64.trim()).map_err(|_| bad())?;
+                    Ok(DatasetImage::DataUrl(data_url(&bytes)))
+                }
+                (_, Some(p)) if !p.trim().is_empty() => Ok(DatasetImage::File(p.into())),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        }
+    };
+    match v {
+        Value::Array(items) => items.iter().map(one).collect(),
+        v => Ok(vec![one(v)?]),
+    }
+}
+
+/// Resolves every entry's image files against the dataset's folder and
+/// checks that each can be read, so that a wrong path fails before the run,
+/// naming the file.
+pub(super) fn resolve_dataset_images(
+    entries: &mut [super::dataset::DatasetEntry],
+    dataset: &std::path::Path,
+) -> Result<(), crate::error::WorkloadError> {
+    let folder = dataset.parent().unwrap_or(std::path::Path::new("."));
+    for img in entries.iter_mut().flat_map(|e| e.images.iter_mut()) {
+        if let DatasetImage::File(p) = img {
+            if p.is_relative() {
+                *p = folder.join(&*p);
+            }
+            std::fs::metadata(&*p)
+                .and_then(|m| if m.is_file() { Ok(()) } else { Err(std::io::Error::other("not a regular file")) })
+                .map_err(|e| crate::error::WorkloadError::DatasetImage {
+                    dataset: dataset.to_path_buf(),
+                    image: p.clone(),
+                    error: e.to_string(),
+                })?;
+        }
+    }
+    Ok(())
+}
+
+/// The most bytes one image file may have.
+pub const IMAGE_FILE_CAP: u64 = 64 * 1024 * 1024;
+
+/// A data URL of `bytes`, its type told by its first bytes.
+fn data_url(bytes: &[u8]) -> String {
+    let mime = if bytes.starts_with(b"\x89PNG") {
+        "image/png"
+    } else if bytes.starts_with(&[0xff, 0xd8]) {
+        "image/jpeg"
+    } else if bytes.starts_with(b"GIF8") {
+        "image/gif"
+    } else if bytes.len() >= 12 && &bytes[8..12] == b"WEBP" {
+        "image/webp"
+    } else {
+        "application/octet-stream"
+    };
+    format!("data:{mime};base64,{}", BASE64_STANDARD.encode(bytes))
+}
+
+/// `item` with a dataset entry's images added to its last user message;
+/// a file that can no longer be read (moved during the run) is left out,
+/// and the record counts only the images sent.
+pub(super) fn attach_dataset_images(images: &[DatasetImage], mut item: WorkItem) -> WorkItem {
+    if images.is_empty() {
+        return item;
+    }
+    let mut parts = Vec::with_capacity(images.len());
+    let mut media = super::item::Media::default();
+    for img in images {
+        let (url, bytes) = match img {
+            DatasetImage::DataUrl(u) => {
+                let n = u.split_once(',').map_or(0, |(_, b)| b.len() as u64 * 3 / 4);
+                (u.clone(), n)
+            }
+            DatasetImage::File(p) => {
+                let read = std::fs::File::open(p).and_then(|f| {
+                    use std::io::Read;
+                    let mut buf = Vec::new();
+                    f.take(IMAGE_FILE_CAP).read_to_end(&mut buf).map(|_| buf)
+                });
+                match read {
+                    Ok(b) => (data_url(&b), b.len() as u64),
+                    Err(_) => continue,
+                }
+            }
+        };
+        parts.push(json!({ "type": "image_url", "image_url": { "url": url } }));
+        media.images += 1;
+        media.image_bytes += bytes;
+    }
+    item.prompt = with_parts(std::mem::replace(&mut item.prompt, PromptBody::Text(String::new())), parts);
+    item.media = media;
+    item
+}
+
 const SHARE_SALT: u64 = 0x1d3a_5c7e_9b2f_4a61;
 const PIXEL_SALT: u64 = 0x6c8e_9cf5_7075_2b13;
 
@@ -272,6 +396,21 @@ mod tests {
         let with = (0..2000).filter(|&i| s.images_for(5, i) > 0).count();
         assert!((500..700).contains(&with), "{with} of 2000");
         assert!((0..50).all(|i| spec(ImageFormat::Png).images_for(5, i) == 2));
+    }
+
+    #[test]
+    fn a_datasets_image_column_takes_paths_data_urls_and_the_hub_feature() {
+        let obj = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(images_column(&obj(json!({"prompt": "p"}))).unwrap(), []);
+        assert_eq!(images_column(&obj(json!({"image": "x/a.png"}))).unwrap(), [DatasetImage::File("x/a.png".into())]);
+        let png = spec(ImageFormat::Png).encode(1, 0, 0);
+        let hub = json!({"images": [{"bytes": BASE64_STANDARD.encode(&png), "path": null}, {"path": "b.jpg"}, "data:image/png;base64,AAAA"]});
+        let got = images_column(&obj(hub)).unwrap();
+        assert!(matches!(&got[0], DatasetImage::DataUrl(u) if u.starts_with("data:image/png;base64,iVBOR")), "{got:?}");
+        assert_eq!(got[1], DatasetImage::File("b.jpg".into()));
+        assert_eq!(got[2], DatasetImage::DataUrl("data:image/png;base64,AAAA".into()));
+        let err = images_column(&obj(json!({"image": 7}))).unwrap_err().to_string();
+        assert!(err.contains("\"image\" must be an image") && err.contains("Hugging Face Image feature"), "{err}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use crate::lengths::Lengths;
 pub use crate::words::WORDS;
 pub use columns::DETECTED as DATASET_COLUMNS;
 pub use dataset::{load_dataset, load_dataset_column, DatasetEntry};
-pub use images::{parse_size as parse_image_size, ImageFormat, ImageSpec, MAX_IMAGES};
+pub use images::{parse_size as parse_image_size, DatasetImage, ImageFormat, ImageSpec, IMAGE_COLUMNS, MAX_IMAGES};
 pub use item::{Media, WorkItem};
 pub use lengths::{LengthDist, Preset, MAX_TOKENS};
 pub use prompts::SharedPrefix;

@@ -215,9 +215,15 @@ impl Workload {
     pub fn builds_slowly(&self) -> bool {
         match self {
             Workload::WithImages { .. } => true,
+            Workload::Dataset { entries, .. } => entries.iter().any(|e| !e.images.is_empty()),
             Workload::Repeated { inner, .. } => inner.builds_slowly(),
             _ => false,
         }
+    }
+
+    /// Whether requests carry images (`--images`, or a dataset's image column).
+    pub fn has_images(&self) -> bool {
+        self.builds_slowly()
     }
 
     /// The content of request `i`.
@@ -242,7 +248,7 @@ impl Workload {
                     Some(d) => Some(d.sample(&mut item_rng(*seed, i))),
                     None => e.max_tokens,
                 };
-                WorkItem {
+                let item = WorkItem {
                     prompt: e.prompt.clone(),
                     intended_input_tokens: None,
                     max_tokens,
@@ -250,7 +256,8 @@ impl Workload {
                     reference: e.reference.clone().into(),
                     repeat: None,
                     media: Default::default(),
-                }
+                };
+                super::images::attach_dataset_images(&e.images, item)
             }
             Workload::Repeated { inner, copies, spread } => {
                 let (prompt, copy) = repeat_slot(i, *copies, *spread);

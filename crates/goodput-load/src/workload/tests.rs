@@ -33,7 +33,14 @@ fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
     // A dataset of chat messages brings no questions.
     let msgs = PromptBody::Messages(vec![serde_json::json!({"role": "user", "content": "x"})]);
     let d = Workload::dataset(
-        vec![DatasetEntry { prompt: msgs, max_tokens: None, follow_ups: vec![], reference: vec![], prompt_tokens: 1 }],
+        vec![DatasetEntry {
+            prompt: msgs,
+            max_tokens: None,
+            follow_ups: vec![],
+            reference: vec![],
+            prompt_tokens: 1,
+            images: Vec::new(),
+        }],
         None,
         0,
     );
@@ -223,6 +230,7 @@ fn jsonl_and_sharegpt_datasets() {
             follow_ups: vec![],
             reference: vec![],
             prompt_tokens: 2,
+            images: Vec::new(),
         }
     );
     assert!(matches!(e[1].prompt, PromptBody::Messages(_)));
@@ -266,6 +274,7 @@ fn dataset_workload_cycles_in_a_seeded_order() {
             follow_ups: vec![],
             reference: vec![],
             prompt_tokens: 1,
+            images: Vec::new(),
         })
         .collect();
     let w = Workload::dataset(entries, None, 9);

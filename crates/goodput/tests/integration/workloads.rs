@@ -375,3 +375,62 @@ fn images_need_chat_and_single_requests() {
         goodput().args(["bench", "-q", "-n", "2", "--images", "0"]).assert().failure().get_output().stderr.clone();
     assert!(String::from_utf8_lossy(&err).contains("--images 0 must lie in 1..=32"));
 }
+
+/// A dataset's image column: file paths relative to the dataset, sent in
+/// the chat request's content parts, counted on the record and by the
+/// server's prompt; a missing file fails before the run, named.
+#[test]
+fn a_datasets_image_files_are_sent_with_their_prompts() {
+    use goodput_load::workload::{ImageFormat, ImageSpec};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = ImageSpec { count: 1, width: 280, height: 280, format: ImageFormat::Png, share: 1.0 };
+    std::fs::write(dir.path().join("a.png"), spec.encode(1, 0, 0)).unwrap();
+    std::fs::write(dir.path().join("b.png"), spec.encode(1, 1, 0)).unwrap();
+    let data = dir.path().join("vqa.jsonl");
+    std::fs::write(
+        &data,
+        "{\"prompt\": \"what is in the picture\", \"image\": \"a.png\", \"max_tokens\": 4}\n\
+         {\"prompt\": \"compare the two pictures\", \"images\": [\"a.png\", \"b.png\"], \"max_tokens\": 4}\n\
+         {\"prompt\": \"no picture here\", \"max_tokens\": 4}\n",
+    )
+    .unwrap();
+    let recs = dir.path().join("r.jsonl");
+    let out = dir.path().join("r.json");
+    goodput()
+        .args(["bench", "-q", "--seed", "1", "-n", "6", "-c", "2", "--dataset"])
+        .arg(&data)
+        .arg("--records")
+        .arg(&recs)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let records: Vec<Value> =
+        std::fs::read_to_string(&recs).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut by_images: Vec<(u64, u64)> = records
+        .iter()
+        .map(|r| (r["images"].as_u64().unwrap_or(0), r["counts"]["usage_prompt"].as_u64().unwrap()))
+        .collect();
+    by_images.sort();
+    by_images.dedup_by_key(|x| x.0);
+    assert_eq!(by_images.iter().map(|x| x.0).collect::<Vec<_>>(), [0, 1, 2], "{by_images:?}");
+    // 280 px: 10 merged tokens a side and two markers, an image.
+    let (one, two) = (by_images[1].1, by_images[2].1);
+    assert!(two > one + 100, "the second image's 102 tokens: {by_images:?}");
+    assert_eq!(
+        read_json(&out)["summary"]["multimodal"]["images"].as_u64(),
+        Some(records.iter().map(|r| r["images"].as_u64().unwrap_or(0)).sum())
+    );
+    // A path that is not there: refused before the run, named.
+    std::fs::write(&data, "{\"prompt\": \"p\", \"image\": \"missing.png\"}\n").unwrap();
+    let err = goodput()
+        .args(["bench", "-q", "-n", "1", "--dataset"])
+        .arg(&data)
+        .assert()
+        .failure()
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8_lossy(&err);
+    assert!(err.contains("missing.png") && err.contains("relative to the dataset's folder"), "{err}");
+}
