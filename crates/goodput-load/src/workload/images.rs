@@ -175,6 +175,25 @@ pub(super) fn resolve_dataset_images(
     dataset: &std::path::Path,
 ) -> Result<(), crate::error::WorkloadError> {
     let folder = dataset.parent().unwrap_or(std::path::Path::new("."));
+    let held: u64 = entries
+        .iter()
+        .flat_map(|e| &e.images)
+        .map(|i| match i {
+            DatasetImage::DataUrl(u) => u.len() as u64,
+            DatasetImage::File(_) => 0,
+        })
+        .sum();
+    if held > EMBEDDED_IMAGES_CAP {
+        return Err(crate::error::WorkloadError::DatasetRead {
+            path: dataset.to_path_buf(),
+            error: format!(
+                "its embedded images come to {} MiB, more than goodput holds in memory ({} MiB): export a subset of \
+                 its rows, or its images as files named in an image column",
+                held >> 20,
+                EMBEDDED_IMAGES_CAP >> 20
+            ),
+        });
+    }
     for img in entries.iter_mut().flat_map(|e| e.images.iter_mut()) {
         if let DatasetImage::File(p) = img {
             if p.is_relative() {
@@ -191,6 +210,10 @@ pub(super) fn resolve_dataset_images(
     }
     Ok(())
 }
+
+/// The most bytes of images held in memory from a dataset's rows (data URLs
+/// and the hub's Image feature); image files are read per request instead.
+pub const EMBEDDED_IMAGES_CAP: u64 = 1 << 30;
 
 /// The most bytes one image file may have.
 pub const IMAGE_FILE_CAP: u64 = 64 * 1024 * 1024;

@@ -51,7 +51,10 @@ pub(super) fn load(
             reason: crate::error::EntryError::NoPrompt { found: quoted(&names) },
         })?,
     };
-    let wanted = [key, "max_tokens", "reference", "answer", "input"];
+    // The image columns too: the hub's Image feature (`{bytes, path}`) comes
+    // out with its bytes in base64.
+    let mut wanted = vec![key, "max_tokens", "reference", "answer", "input"];
+    wanted.extend(super::images::IMAGE_COLUMNS);
     let projection: Vec<Arc<Type>> = fields.iter().filter(|f| wanted.contains(&f.name())).cloned().collect();
     let projection = Type::group_type_builder(schema.name()).with_fields(projection).build().map_err(|e| fail(&e))?;
     let mut out = Vec::new();

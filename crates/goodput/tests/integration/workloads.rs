@@ -434,3 +434,53 @@ fn a_datasets_image_files_are_sent_with_their_prompts() {
     let err = String::from_utf8_lossy(&err);
     assert!(err.contains("missing.png") && err.contains("relative to the dataset's folder"), "{err}");
 }
+
+/// A Parquet file as the hub keeps a vision dataset: a `question` and an
+/// `image` of the Image feature (`struct<bytes: binary, path: string>`);
+/// the bytes come out of the Parquet reader in base64 and go to the
+/// server as a data URL, whose image tokens it counts.
+#[test]
+fn a_parquet_datasets_image_feature_is_sent() {
+    use goodput_load::workload::{ImageFormat, ImageSpec};
+    use parquet::data_type::{ByteArray, ByteArrayType};
+    use parquet::file::writer::SerializedFileWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vqa.parquet");
+    let schema = "message schema {
+        required binary question (STRING);
+        optional group image { optional binary bytes; optional binary path (STRING); }
+    }";
+    let schema = std::sync::Arc::new(parquet::schema::parser::parse_message_type(schema).unwrap());
+    let mut w = SerializedFileWriter::new(std::fs::File::create(&path).unwrap(), schema, Default::default()).unwrap();
+    let mut g = w.next_row_group().unwrap();
+    let spec = ImageSpec { count: 1, width: 56, height: 56, format: ImageFormat::Jpeg, share: 1.0 };
+    let columns: [(Vec<ByteArray>, Option<Vec<i16>>); 3] = [
+        (vec![ByteArray::from("what colour is it?"), ByteArray::from("how many?")], None),
+        ((0..2).map(|i| ByteArray::from(spec.encode(2, i, 0))).collect(), Some(vec![2, 2])),
+        // The path is null (the hub's export keeps the bytes alone).
+        (Vec::new(), Some(vec![1, 1])),
+    ];
+    for (values, def) in columns {
+        let mut col = g.next_column().unwrap().unwrap();
+        col.typed::<ByteArrayType>().write_batch(&values, def.as_deref(), None).unwrap();
+        col.close().unwrap();
+    }
+    g.close().unwrap();
+    w.close().unwrap();
+    let recs = dir.path().join("r.jsonl");
+    goodput()
+        .args(["bench", "-q", "--seed", "1", "-n", "2", "-c", "1", "--output-tokens", "4", "--dataset"])
+        .arg(&path)
+        .arg("--records")
+        .arg(&recs)
+        .assert()
+        .success();
+    let sizes: Vec<u64> = (0..2).map(|i| spec.encode(2, i, 0).len() as u64).collect();
+    for line in std::fs::read_to_string(&recs).unwrap().lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["images"], 1, "{r}");
+        // The image's bytes, as its base64 gives them (within its padding).
+        let bytes = r["image_bytes"].as_u64().unwrap();
+        assert!(sizes.iter().any(|&s| bytes.abs_diff(s) <= 2), "{bytes} against {sizes:?}");
+    }
+}
