@@ -97,8 +97,16 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
             target.base,
             match (target.embedded, a.sim.sim_profile) {
                 (false, _) => String::new(),
-                (true, ProfileArg::Engine) =>
-                    format!(" (embedded simulated engine: {} on {})", a.sim.sim_model, a.sim.sim_gpu),
+                (true, ProfileArg::Engine) => format!(
+                    " (embedded simulated engine: {} on {}{})",
+                    a.sim.sim_model,
+                    a.sim.sim_gpu,
+                    if a.sim.sim_dp > 1 {
+                        format!(", {} replicas behind {}", a.sim.sim_dp, a.sim.sim_router)
+                    } else {
+                        String::new()
+                    }
+                ),
                 (true, ProfileArg::Fixed) => " (embedded fixed-timing simulator)".into(),
             },
             model,

@@ -347,6 +347,8 @@ fn client_settings(t: &TargetArgs, sim: &SimArgs, client: &Client, settled: Sett
                 gpu: sim.sim_gpu.clone(),
                 precision: sim.sim_precision.clone(),
                 tp: sim.sim_tp,
+                dp: sim.sim_dp,
+                router: (sim.sim_dp > 1).then(|| sim.sim_router.clone()),
                 chat_template: sim.sim_chat_template.clone(),
             },
             ProfileArg::Fixed => EmbeddedServer::Fixed {

@@ -318,8 +318,18 @@ pub struct ClientSettings {
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(tag = "profile", rename_all = "snake_case")]
 pub enum EmbeddedServer {
-    /// The simulated engine.
-    Engine { chat_template: String, gpu: String, model: String, precision: String, tp: u32 },
+    /// The simulated engine: `dp` replicas (absent for one) behind `router`.
+    Engine {
+        chat_template: String,
+        gpu: String,
+        model: String,
+        precision: String,
+        tp: u32,
+        #[serde(default = "one_u32", skip_serializing_if = "one_replica")]
+        dp: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        router: Option<String>,
+    },
     /// Fixed timing; `ttft` and `itl` humantime strings.
     Fixed { itl: String, tokens_per_chunk: u32, ttft: String },
 }
@@ -385,6 +395,10 @@ pub struct SpecDecodeSettings {
     /// The drafter's time per draft token, as a share of the verifying
     /// step's time.
     pub draft_cost: f64,
+}
+
+fn one_u32() -> u32 {
+    1
 }
 
 fn one_replica(dp: &u32) -> bool {

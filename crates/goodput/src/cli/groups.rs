@@ -527,6 +527,12 @@ pub struct SimArgs {
     /// Embedded engine: tensor-parallel degree.
     #[arg(long, default_value_t = 1, help_heading = "Embedded simulator (no --url)")]
     pub sim_tp: u32,
+    /// Embedded engine: data-parallel replicas, each on --sim-tp GPUs, behind a router (as --dp of serve).
+    #[arg(long, default_value_t = 1, help_heading = "Embedded simulator (no --url)")]
+    pub sim_dp: u32,
+    /// Embedded engine: how the router in front of --sim-dp replicas picks one: least-loaded, round-robin or prefix-aware.
+    #[arg(long, default_value = "least-loaded", help_heading = "Embedded simulator (no --url)")]
+    pub sim_router: String,
     /// Embedded engine: the model's chat template (auto, llama3, qwen2.5, chatml, mistral, none), as --chat-template of serve.
     #[arg(long, default_value = "auto", help_heading = "Embedded simulator (no --url)")]
     pub sim_chat_template: String,
@@ -551,6 +557,8 @@ impl From<&SimArgs> for EngineArgs {
                 gpu: sim.sim_gpu.clone(),
                 precision: sim.sim_precision.clone(),
                 tp: sim.sim_tp,
+                dp: sim.sim_dp,
+                router: sim.sim_router.clone(),
                 chat_template: sim.sim_chat_template.clone(),
                 ..Default::default()
             },

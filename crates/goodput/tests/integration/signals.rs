@@ -400,3 +400,31 @@ fn speculative_decoding_counters_and_the_clients_bursts_agree() {
     let kinds: Vec<&str> = v["diagnosis"].as_array().unwrap().iter().filter_map(|d| d["kind"].as_str()).collect();
     assert!(kinds.contains(&"speculative_decoding"), "{kinds:?}");
 }
+
+/// `bench`'s embedded engine in data-parallel replicas: the result says so,
+/// and each replica's counters come back labelled by its `engine` index,
+/// a round-robin router giving each replica the same share.
+#[test]
+fn the_embedded_engine_runs_data_parallel_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dp.json");
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--sim-dp", "2", "--sim-router", "round-robin", "-n", "20", "-c", "4"])
+        .args(["--input-tokens", "32", "--output-tokens", "16", "--metrics-interval", "200ms", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let embedded = &v["config"]["client"]["embedded"];
+    assert_eq!((embedded["dp"].as_u64(), embedded["router"].as_str()), (Some(2), Some("round-robin")), "{embedded}");
+    let last = v["server_signals"]["samples"].as_array().unwrap().last().unwrap();
+    let series = last["signals"]["counters"]["generation_tokens"].as_array().unwrap();
+    let of = |engine: &str| {
+        series.iter().find(|s| s["series"].as_str().unwrap().contains(&format!("\"engine\": \"{engine}\""))).unwrap()
+            ["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!((of("0"), of("1")), (160.0, 160.0), "ten requests of 16 tokens each: {series:?}");
+}
