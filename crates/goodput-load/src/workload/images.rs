@@ -84,7 +84,7 @@ impl ImageSpec {
     /// The images request `i` carries: `count`, or 0 where the share left
     /// it text only.
     pub fn images_for(&self, seed: u64, i: u64) -> u32 {
-        let u = unit(goodput_core::util::hash::draw(seed ^ SHARE_SALT, i));
+        let u = goodput_core::util::hash::unit(seed ^ SHARE_SALT, i);
         if self.share >= 1.0 || u < self.share {
             self.count
         } else {
@@ -272,10 +272,6 @@ pub(super) fn attach_dataset_images(images: &[DatasetImage], mut item: WorkItem)
 
 const SHARE_SALT: u64 = 0x1d3a_5c7e_9b2f_4a61;
 const PIXEL_SALT: u64 = 0x6c8e_9cf5_7075_2b13;
-
-fn unit(h: u64) -> f64 {
-    (h >> 11) as f64 / (1u64 << 53) as f64
-}
 
 /// A prompt as chat messages whose last user message ends with `parts`.
 fn with_parts(prompt: PromptBody, parts: Vec<Value>) -> PromptBody {

@@ -81,7 +81,7 @@ fn read_data_url(url: &str) -> Result<ImageInput, ImageError> {
         .map_err(|e| ImageError(format!("an image's base64 does not decode: {e}")))?;
     let (width, height) = dimensions(&bytes)
         .ok_or_else(|| ImageError("an image is neither a PNG nor a JPEG whose size its header gives".into()))?;
-    Ok(ImageInput { width, height, bytes: bytes.len(), hash: fnv1a(&bytes) })
+    Ok(ImageInput { width, height, bytes: bytes.len(), hash: goodput_core::util::hash::fnv1a64(&bytes) })
 }
 
 /// Width and height from a PNG's IHDR or a JPEG's start-of-frame.
@@ -111,19 +111,10 @@ fn dimensions(b: &[u8]) -> Option<(u32, u32)> {
     None
 }
 
-fn fnv1a(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| (h ^ u64::from(x)).wrapping_mul(0x100_0000_01b3))
-}
-
 /// The prompt token ids standing for `img`: distinct per image (drawn from
 /// its hash), in a range above the text vocabulary the simulator's words use.
 pub fn placeholder_ids(img: &ImageInput) -> impl Iterator<Item = u32> + '_ {
-    (0..img.tokens()).map(move |k| {
-        let mut z = img.hash ^ k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z ^= z >> 31;
-        1_000_000 + (z % 1_000_000_000) as u32
-    })
+    (0..img.tokens()).map(move |k| 1_000_000 + (goodput_core::util::hash::draw(img.hash, k) % 1_000_000_000) as u32)
 }
 
 #[cfg(test)]
