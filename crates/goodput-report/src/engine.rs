@@ -4,7 +4,7 @@
 //! [`SimulatedEngine`]).
 
 use crate::server::Figure;
-use goodput_core::doc::engine::SimulatedEngine;
+use goodput_core::doc::engine::{ReplicaShare, SimulatedEngine};
 use goodput_core::RunResult;
 
 /// The run's `engine` block, if it has one.
@@ -48,6 +48,12 @@ impl EngineView for SimulatedEngine {
             (None, Some(g)) => parts.push(g),
             (None, None) => {}
         }
+        if c.dp > 1 {
+            parts.push(match &c.router {
+                Some(r) => format!("{} replicas ({r})", c.dp),
+                None => format!("{} replicas", c.dp),
+            });
+        }
         parts.extend(given(&c.precision));
         if let Some(kv) = given(&c.kv_cache_dtype).filter(|k| k != "auto") {
             parts.push(format!("KV {kv}"));
@@ -65,7 +71,7 @@ impl EngineView for SimulatedEngine {
         let f = |label, value, unit, detail| Figure { label, value, unit, detail };
         let (b, m) = (self.busy_s, self.makespan_s);
         let busy = if m > 0.0 { format!(" · busy {:.1}% of {m:.2} s", 100.0 * b / m) } else { String::new() };
-        vec![
+        let mut figures = vec![
             f(
                 "mean batch",
                 num(Some(self.mean_batch_seqs), 1),
@@ -100,7 +106,11 @@ impl EngineView for SimulatedEngine {
                 "tokens",
                 format!("peak use {}", pct(Some(self.kv_usage_max))),
             ),
-        ]
+        ];
+        if !self.replicas.is_empty() {
+            figures.push(replica_figure(&self.replicas, self.makespan_s));
+        }
+        figures
     }
 
     fn kv_usage(&self) -> Vec<(f64, f64)> {
@@ -129,6 +139,39 @@ impl EngineView for SimulatedEngine {
             })
             .collect();
         (header, rows)
+    }
+}
+
+/// How evenly the router spread the load: the busiest replica's requests
+/// over the mean (1.00: even; `None` before any request), and each
+/// replica's requests with its busy share (the first eight, then a count).
+pub(crate) fn replica_spread(replicas: &[ReplicaShare], makespan_s: f64) -> (Option<f64>, String) {
+    let n = replicas.len() as f64;
+    let mean = replicas.iter().map(|r| r.requests as f64).sum::<f64>() / n;
+    let max = replicas.iter().map(|r| r.requests).max().unwrap_or(0) as f64;
+    let shown = 8;
+    let mut each: Vec<String> = replicas
+        .iter()
+        .take(shown)
+        .map(|r| {
+            let busy =
+                if makespan_s > 0.0 { format!(" ({:.0}% busy)", 100.0 * r.busy_s / makespan_s) } else { String::new() };
+            format!("{}{busy}", r.requests)
+        })
+        .collect();
+    if replicas.len() > shown {
+        each.push(format!("… {} more", replicas.len() - shown));
+    }
+    ((mean > 0.0).then(|| max / mean), each.join(" · "))
+}
+
+fn replica_figure(replicas: &[ReplicaShare], makespan_s: f64) -> Figure {
+    let (spread, each) = replica_spread(replicas, makespan_s);
+    Figure {
+        label: "replica spread",
+        value: spread.map_or("—".into(), |x| format!("{x:.2}")),
+        unit: "× mean",
+        detail: format!("the busiest replica's requests over the mean; requests each: {each}"),
     }
 }
 

@@ -725,6 +725,11 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         100.0 * e.busy_s / e.makespan_s.max(1e-9),
         e.makespan_s
     );
+    if !e.replicas.is_empty() {
+        let (spread, each) = crate::engine::replica_spread(&e.replicas, e.makespan_s);
+        let spread = spread.map_or("—".into(), |x| format!("{x:.2}"));
+        let _ = writeln!(o, "  replicas: busiest {spread}× the mean · requests {each}");
+    }
     o
 }
 

@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::assemble::{assemble, attach_server_side, Assembly, ServerSide};
 use goodput_core::analysis::energy::{EnergyReport, EnergySource};
 use goodput_core::doc::config::WorkloadConfig;
-use goodput_core::doc::engine::{EngineSeries, SimulatedEngine};
+use goodput_core::doc::engine::{EngineSeries, ReplicaShare, SimulatedEngine};
 use goodput_core::load::dispatch::Dispatcher;
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
 use goodput_load::{LoadPlan, Workload};
@@ -214,6 +214,21 @@ pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
             kv_usage: v.samples.iter().map(|s| s.kv_usage).collect(),
             running: v.samples.iter().map(|s| s.running).collect(),
             waiting: v.samples.iter().map(|s| s.waiting).collect(),
+        },
+        replicas: if v.replicas.len() > 1 {
+            v.replicas
+                .iter()
+                .map(|r| ReplicaShare {
+                    requests: r.requests,
+                    prompt_tokens: r.prompt_tokens,
+                    generation_tokens: r.generation_tokens,
+                    preemptions: r.preemptions,
+                    prefix_cache_hit_rate: r.prefix_cache_hit_rate,
+                    busy_s: r.busy.as_secs_f64(),
+                })
+                .collect()
+        } else {
+            Vec::new()
         },
     }
 }

@@ -35,6 +35,26 @@ pub struct SimulatedEngine {
     /// The most of the KV capacity held at once, 0..1.
     pub kv_usage_max: f64,
     pub series: EngineSeries,
+    /// Each data-parallel replica's share, in replica order; empty with one
+    /// replica (the figures above are then its own).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaShare>,
+}
+
+/// What one data-parallel replica of the simulated engine did: how evenly
+/// the router spread the load, and what each replica's cache found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct ReplicaShare {
+    /// Requests the router sent it (warm-up included).
+    pub requests: u64,
+    pub prompt_tokens: u64,
+    pub generation_tokens: u64,
+    pub preemptions: u64,
+    pub prefix_cache_hit_rate: Option<f64>,
+    /// Virtual time it spent in steps.
+    pub busy_s: f64,
 }
 
 /// Samples over virtual time, one column each.

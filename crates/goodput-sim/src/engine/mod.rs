@@ -32,6 +32,6 @@ pub use roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepBreakdown,
 pub use router::{Router, RouterPolicy};
 pub use scheduler::{BatchSummary, Engine, EngineStats, StepOutcome, TokenEvent};
 pub use virtual_time::{
-    simulate, simulate_until, EngineSample, EngineView, PrefixBlocks, PromptKind, SharedPrefix, SimRun, VirtualLoad,
-    VirtualRequest, VirtualTurn,
+    simulate, simulate_until, EngineSample, EngineView, PrefixBlocks, PromptKind, ReplicaView, SharedPrefix, SimRun,
+    VirtualLoad, VirtualRequest, VirtualTurn,
 };

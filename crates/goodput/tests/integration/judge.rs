@@ -308,6 +308,19 @@ fn estimate_gives_energy_and_takes_data_parallelism_and_fp4_where_it_runs() {
         (Some(2), Some("round-robin"))
     );
     assert_eq!(two["energy"]["provisioned_w"].as_f64(), Some(1400.0));
+    // Each replica's share: round-robin sends them alternately, so the 1,024
+    // requests and their 64 tokens each split evenly (warm-up included).
+    let replicas = two["engine"]["replicas"].as_array().unwrap();
+    let sent: Vec<u64> = replicas.iter().map(|r| r["requests"].as_u64().unwrap()).collect();
+    let warmup = two["summary"]["requests"]["warmup"].as_u64().unwrap_or(0);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent.iter().sum::<u64>(), 1024 + warmup, "{sent:?}");
+    assert!(sent[0].abs_diff(sent[1]) <= 1, "{sent:?}");
+    for r in replicas {
+        assert_eq!(r["generation_tokens"].as_u64(), Some(64 * r["requests"].as_u64().unwrap()), "{r}");
+        assert!(r["busy_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert!(one["engine"].get("replicas").is_none(), "one replica has no per-replica block");
     assert!(two["target"]["url"].as_str().unwrap().contains("@2x1x"), "{}", two["target"]["url"]);
 
     // FP4 runs on Blackwell and is refused, with where it runs, elsewhere.

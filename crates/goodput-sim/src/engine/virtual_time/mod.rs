@@ -240,8 +240,34 @@ pub struct EngineView {
     pub provisioned_w: f64,
     /// Output tokens the engine generated, warm-up included.
     pub generation_tokens: u64,
-    /// Requests each data-parallel replica admitted (one entry without `dp`).
-    pub replica_requests: Vec<u64>,
+    /// What each data-parallel replica did (one entry without `dp`).
+    pub replicas: Vec<ReplicaView>,
+}
+
+/// One data-parallel replica's share of a virtual run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplicaView {
+    /// Requests the router sent it that it scheduled.
+    pub requests: u64,
+    pub prompt_tokens: u64,
+    pub generation_tokens: u64,
+    pub preemptions: u64,
+    pub prefix_cache_hit_rate: Option<f64>,
+    /// Time it spent in steps.
+    pub busy: Duration,
+}
+
+impl ReplicaView {
+    pub fn of(s: &super::scheduler::EngineStats) -> ReplicaView {
+        ReplicaView {
+            requests: s.requests_admitted,
+            prompt_tokens: s.prompt_tokens,
+            generation_tokens: s.generation_tokens,
+            preemptions: s.preemptions,
+            prefix_cache_hit_rate: s.prefix_cache_hit_rate(),
+            busy: s.busy,
+        }
+    }
 }
 
 /// The result of a virtual run.
@@ -799,14 +825,14 @@ mod tests {
             let mut c = cfg.clone();
             c.dp = dp;
             let run = simulate(&c, &VirtualLoad::closed_loop(same(2048, 256, 64), 512)).unwrap();
-            assert_eq!(run.engine.replica_requests.len(), dp as usize);
+            assert_eq!(run.engine.replicas.len(), dp as usize);
             (output_throughput(&run), run)
         };
         let ((one, _), (two, run)) = (tput(1), tput(2));
         let ratio = two / one;
         assert!((1.7..=2.3).contains(&ratio), "{one} → {two}: {ratio}");
         // Least-loaded (the default) splits the requests about evenly.
-        let r = &run.engine.replica_requests;
+        let r: Vec<u64> = run.engine.replicas.iter().map(|r| r.requests).collect();
         assert!(r[0].abs_diff(r[1]) < 64, "{r:?}");
         assert_eq!(r.iter().sum::<u64>(), 2048);
         // Both replicas' GPUs are provisioned and drew power.
@@ -849,6 +875,6 @@ mod tests {
         // Fewer prefill tokens computed: a lower mean TTFT.
         assert!(mean_ttft(&pa) < mean_ttft(&rr), "{} vs {}", mean_ttft(&pa), mean_ttft(&rr));
         // Every replica served some of the load.
-        assert!(pa.engine.replica_requests.iter().all(|&n| n > 100), "{:?}", pa.engine.replica_requests);
+        assert!(pa.engine.replicas.iter().all(|r| r.requests > 100), "{:?}", pa.engine.replicas);
     }
 }

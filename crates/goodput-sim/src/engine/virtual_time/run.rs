@@ -384,7 +384,7 @@ impl<'a> VirtualRun<'a> {
                 energy_j: engines.iter().map(|e| e.energy_j(makespan)).sum(),
                 provisioned_w: engines.iter().map(|e| e.roofline().provisioned_watts()).sum(),
                 generation_tokens: stats.generation_tokens,
-                replica_requests: engines.iter().map(|e| e.stats().requests_admitted).collect(),
+                replicas: engines.iter().map(|e| super::ReplicaView::of(&e.stats())).collect(),
             },
             ran_out,
             stop: self.decided,
