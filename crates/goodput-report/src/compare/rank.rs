@@ -1,9 +1,9 @@
 //! Tests on the per-request samples themselves, for runs that carry their
 //! records (`--include-requests`, or `compare --records`): the
-//! Mann–Whitney U test, and Holm's correction for the `!` rules of a
+//! Mann–Whitney U test, Mood's quantile test, and Holm's correction for the `!` rules of a
 //! `--fail-if` taken together (docs/metrics.md, "Is a change real?").
 
-use goodput_core::analysis::interval::normal_cdf;
+use goodput_core::analysis::interval::{ln_gamma, normal_cdf};
 use goodput_core::analysis::metrics::ms;
 use goodput_core::{RequestMetrics, RequestRecord};
 
@@ -63,6 +63,65 @@ pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
     Some(MannWhitney { u, z, p })
 }
 
+/// The result of Mood's quantile test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuantileTest {
+    /// The pooled sample's quantile the two runs are split at.
+    pub split: f64,
+    /// Each run's values above the split.
+    pub above: (u64, u64),
+    /// Two-sided, by Fisher's exact test on the 2×2 table.
+    pub p: f64,
+}
+
+/// Mood's quantile test (the median test generalised to the `q`-th
+/// quantile, 0 < q < 1; Conover, *Practical Nonparametric Statistics*,
+/// §4.3): both runs' values are pooled, split at the pooled sample's
+/// `q`-quantile (its ⌈q·N⌉-th smallest value), and each run's count above
+/// the split is set against the other's by Fisher's exact test on the 2×2
+/// table (two-sided: the tables no likelier than the one seen; SciPy's
+/// `fisher_exact`). Unlike Mann–Whitney U it asks about that quantile
+/// alone, so a change confined to the tail is seen at the tail's
+/// percentile and not at the median. `None` when a sample is empty, holds a
+/// value that is not a number, or `q` is not in (0, 1).
+pub fn quantile_test(x: &[f64], y: &[f64], q: f64) -> Option<QuantileTest> {
+    if x.is_empty() || y.is_empty() || x.iter().chain(y).any(|v| v.is_nan()) || !(q > 0.0 && q < 1.0) {
+        return None;
+    }
+    let mut pooled: Vec<f64> = x.iter().chain(y).copied().collect();
+    pooled.sort_unstable_by(f64::total_cmp);
+    let rank = ((q * pooled.len() as f64).ceil() as usize).clamp(1, pooled.len());
+    let split = pooled[rank - 1];
+    let above = |v: &[f64]| v.iter().filter(|&&t| t > split).count() as u64;
+    let (a, b) = (above(x), above(y));
+    let p = fisher_exact(a, x.len() as u64 - a, b, y.len() as u64 - b);
+    Some(QuantileTest { split, above: (a, b), p })
+}
+
+/// Fisher's exact test, two-sided, of the 2×2 table [[a, b], [c, d]]
+/// (rows: the two runs; columns: above, not above): with the margins held,
+/// the sum of the hypergeometric probabilities of the tables no likelier
+/// than this one (a relative tolerance of 1e-7 for ties, as R and SciPy).
+pub fn fisher_exact(a: u64, b: u64, c: u64, d: u64) -> f64 {
+    let (row1, col1, n) = (a + b, a + c, a + b + c + d);
+    let ln_choose =
+        |n: u64, k: u64| ln_gamma(n as f64 + 1.0) - ln_gamma(k as f64 + 1.0) - ln_gamma((n - k) as f64 + 1.0);
+    let denom = ln_choose(n, col1);
+    // P(a = k): k of row 1's values above, out of col1 above in all.
+    let ln_p = |k: u64| ln_choose(row1, k) + ln_choose(n - row1, col1 - k) - denom;
+    let lo = col1.saturating_sub(n - row1);
+    let hi = row1.min(col1);
+    let seen = ln_p(a);
+    let mut p = 0.0;
+    for k in lo..=hi {
+        let l = ln_p(k);
+        if l <= seen + 1e-7f64.ln_1p() {
+            p += l.exp();
+        }
+    }
+    p.clamp(0.0, 1.0)
+}
+
 /// The measured, successful requests' values of the distribution at `key`
 /// (`ttft_ms`, `e2e_ms`…), in ms; `None` for a distribution with no single
 /// value per request (ITL) or one a failure enters (error-adjusted).
@@ -102,6 +161,43 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn fisher_exact_matches_the_textbook_tables() {
+        // Fisher's tea-tasting table [[3, 1], [1, 3]]: p = 34/70 = 0.4857
+        // (two-sided; R's and SciPy's fisher_exact).
+        assert!(close(fisher_exact(3, 1, 1, 3), 34.0 / 70.0, 1e-9));
+        // SciPy's documented example [[6, 2], [1, 4]]: p = 0.10256410256410
+        // (hypergeometric tables of 13 with margins 8 and 7).
+        assert!(close(fisher_exact(6, 2, 1, 4), 0.10256410256410256, 1e-9));
+        // A table as likely as any: p = 1.
+        assert!(close(fisher_exact(5, 5, 5, 5), 1.0, 1e-9));
+        assert!(close(fisher_exact(0, 10, 0, 10), 1.0, 1e-12));
+    }
+
+    #[test]
+    fn the_quantile_test_sees_the_tail_alone() {
+        // Two runs of 1,000 with the same body; in the second the slowest
+        // 3% take three times as long. The p99 differs, the median does not.
+        let base: Vec<f64> = (0..1000).map(|i| 50.0 + (i as f64 * 0.618_034).fract() * 50.0).collect();
+        let mut tail = base.clone();
+        tail.sort_by(f64::total_cmp);
+        for v in tail.iter_mut().skip(970) {
+            *v *= 3.0;
+        }
+        let p99 = quantile_test(&base, &tail, 0.99).unwrap();
+        assert!(p99.p < 1e-3, "{p99:?}");
+        // Pooled 2,000, split at the 1,980th: the 20 above all in the
+        // second run.
+        assert_eq!(p99.above, (0, 20), "{p99:?}");
+        let p50 = quantile_test(&base, &tail, 0.5).unwrap();
+        assert!(p50.p > 0.5, "{p50:?}");
+        // Mann–Whitney U sees 3% of the values move: less than the p99.
+        assert!(mann_whitney(&base, &tail).unwrap().p > p99.p);
+        // The same sample twice: nothing to see.
+        assert!(close(quantile_test(&base, &base, 0.99).unwrap().p, 1.0, 1e-9));
+        assert!(quantile_test(&base, &[], 0.5).is_none() && quantile_test(&base, &base, 1.0).is_none());
     }
 
     #[test]

@@ -4,11 +4,13 @@
 //! documents are enough.
 //!
 //! - A percentile of a per-request latency, where both runs carry their
-//!   records (and no sessions): the Mann–Whitney U test on the two runs'
-//!   per-request values (`rank`). It asks whether one run's requests tend
-//!   to be slower than the other's, so it gives every percentile of that
-//!   latency the same p: a change confined to the far tail can pass it. A
-//!   percentile a run's sample does not bound keeps the interval test,
+//!   records (and no sessions), tested on the two runs' per-request values
+//!   (`rank`): the median by the Mann–Whitney U test, which asks whether
+//!   one run's requests tend to be slower than the other's; any other
+//!   percentile by Mood's quantile test at that percentile, which asks
+//!   whether more of one run's requests lie beyond the pooled percentile,
+//!   so a change confined to the tail is seen there and not at the median.
+//!   A percentile a run's sample does not bound keeps the interval test,
 //!   which declines to call it.
 //! - A percentile otherwise: the difference of the two percentiles over its standard
 //!   error, each run's standard error read from its order-statistic
@@ -23,7 +25,7 @@
 //!   runs' values, each run one draw (the run-to-run noise that one run's
 //!   intervals cannot see).
 
-use super::rank::{mann_whitney, samples, MIN_SAMPLES};
+use super::rank::{mann_whitney, quantile_test, samples, MIN_SAMPLES};
 use crate::metric::{Dist, Metric, Scalar, Stat};
 use goodput_core::analysis::interval::{
     normal_cdf, normal_quantile, t_cdf, t_quantile, Interval, Intervals, DEFAULT_CONFIDENCE,
@@ -127,12 +129,13 @@ pub fn test_in(m: &Metric, base: &RunResult, run: &RunResult, by_means: bool) ->
     })
 }
 
-/// The Mann–Whitney U test on the two runs' per-request values of `d`,
-/// where both carry their records, neither ran sessions (whose requests
-/// are not independent), each has [`MIN_SAMPLES`] values or more, and each
-/// run's sample bounds its `p`-th percentile on both sides: U speaks of the
-/// whole distribution, and a percentile the sample cannot bound (a p99 of
-/// 30 requests) stays one no test can call.
+/// The test of the `p`-th percentile of `d` on the two runs' per-request
+/// values (Mann–Whitney U for the median, Mood's quantile test at `p`
+/// otherwise), where both carry their records, neither ran sessions (whose
+/// requests are not independent), each has [`MIN_SAMPLES`] values or more,
+/// and each run's sample bounds its `p`-th percentile on both sides: a
+/// percentile the sample cannot bound (a p99 of 30 requests) stays one no
+/// test can call.
 fn on_records(d: Dist, p: f64, base: &RunResult, run: &RunResult) -> Option<Significance> {
     let sessions = |r: &RunResult| r.summary.sessions.is_some();
     if sessions(base) || sessions(run) {
@@ -149,19 +152,25 @@ fn on_records(d: Dist, p: f64, base: &RunResult, run: &RunResult) -> Option<Sign
     if x.len() < MIN_SAMPLES || y.len() < MIN_SAMPLES {
         return None;
     }
-    let t = mann_whitney(&x, &y)?;
     let conf = base.summary.intervals.as_ref().map_or(DEFAULT_CONFIDENCE, |i| i.confidence);
     let alpha = ((1.0 - conf) * 1e9).round() / 1e9;
+    let (test, p_value, detail) = if p == 50.0 {
+        let t = mann_whitney(&x, &y)?;
+        (MANN_WHITNEY, t.p, format!("U = {}", t.u))
+    } else {
+        let t = quantile_test(&x, &y, p / 100.0)?;
+        (MOOD_QUANTILE, t.p, format!("{} and {} above the pooled p{} of {:.2} ms", t.above.0, t.above.1, p, t.split))
+    };
+    let different = p_value < alpha;
     Some(Significance {
-        test: MANN_WHITNEY.into(),
-        p_value: Some(t.p),
+        test: test.into(),
+        p_value: Some(p_value),
         alpha,
-        call: if t.p < alpha { Call::Different } else { Call::NotShown },
+        call: if different { Call::Different } else { Call::NotShown },
         reason: format!(
-            "p = {} {} {alpha} (U = {}, {} and {} requests)",
-            p_text(t.p),
-            if t.p < alpha { "<" } else { "≥" },
-            t.u,
+            "p = {} {} {alpha} ({detail}, {} and {} requests)",
+            p_text(p_value),
+            if different { "<" } else { "≥" },
             x.len(),
             y.len()
         ),
@@ -217,8 +226,10 @@ pub fn welch(x: &[f64], y: &[f64]) -> f64 {
 /// The name of the test on repeated runs.
 pub const WELCH_RUNS: &str = "Welch's t on the runs' values";
 
-/// The name of the test on per-request records.
+/// The name of the test of a median on per-request records.
 pub const MANN_WHITNEY: &str = "Mann–Whitney U on per-request values";
+/// The name of the test of another percentile on per-request records.
+pub const MOOD_QUANTILE: &str = "Mood's quantile test on per-request values";
 
 pub(crate) fn p_text(p: f64) -> String {
     if p < 1e-4 {

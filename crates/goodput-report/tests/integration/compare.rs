@@ -290,20 +290,25 @@ fn server_run_with_records(n: u64, ttft_ms: f64, seed: u64) -> goodput_core::Run
 }
 
 /// With both runs' records at hand, a per-request latency's percentiles
-/// are tested by Mann–Whitney U on the requests themselves: two runs of the
-/// same server at 500 requests are called the same, TTFT 10% slower is
-/// called different on every TTFT percentile (the tail included, which the
-/// difference of percentiles saw only weakly), and a `!` gate fails.
+/// are tested on the requests themselves (the median by Mann–Whitney U,
+/// the others by Mood's quantile test): two runs of the same server at 500
+/// requests are called the same, TTFT 10% slower is called different on
+/// every TTFT percentile (the tail included, which the difference of
+/// percentiles saw only weakly), and a `!` gate fails.
 #[test]
 fn with_records_mann_whitney_calls_the_same_server_the_same_and_a_shift_different() {
-    use goodput_report::compare::{significance::MANN_WHITNEY, Call};
+    use goodput_report::compare::{
+        significance::{MANN_WHITNEY, MOOD_QUANTILE},
+        Call,
+    };
+    let test_of = |path: &str| if path.ends_with(".p50") { MANN_WHITNEY } else { MOOD_QUANTILE };
     let base = server_run_with_records(500, 50.0, 1);
     let (same, slower) = (server_run_with_records(500, 50.0, 2), server_run_with_records(500, 55.0, 2));
     let rules = parse_rules("ttft_ms.p50>+5%!").unwrap();
     let c = compare(&[("a", &base), ("b", &same)], &rules);
     for path in ["ttft_ms.p50", "ttft_ms.p95", "ttft_ms.p99", "e2e_ms.p50", "tpot_ms.p50"] {
         let s = call_of(&c, path);
-        assert_eq!(s.test, MANN_WHITNEY, "{path}: {s:?}");
+        assert_eq!(s.test, test_of(path), "{path}: {s:?}");
         assert_eq!(s.call, Call::NotShown, "{path}: {s:?}");
         assert!(s.reason.contains("500 and 500 requests"), "{}", s.reason);
     }
@@ -316,8 +321,12 @@ fn with_records_mann_whitney_calls_the_same_server_the_same_and_a_shift_differen
     let worse = compare(&[("a", &base), ("b", &slower)], &rules);
     for path in ["ttft_ms.p50", "ttft_ms.p95", "ttft_ms.p99", "e2e_ms.p50"] {
         let s = call_of(&worse, path);
-        assert_eq!((s.test.as_str(), s.call), (MANN_WHITNEY, Call::Different), "{path}: {s:?}");
-        assert!(s.p_value.unwrap() < 1e-6, "{path}: {s:?}");
+        assert_eq!((s.test.as_str(), s.call), (test_of(path), Call::Different), "{path}: {s:?}");
+        // U uses every request (p far below the level); the quantile test
+        // only the counts beyond the pooled percentile (about p = 0.01).
+        if path.ends_with(".p50") {
+            assert!(s.p_value.unwrap() < 1e-6, "{path}: {s:?}");
+        }
     }
     assert_eq!(worse.verdicts[0].verdict, Verdict::Fail, "{:?}", worse.verdicts[0]);
     assert!(worse.verdicts[0].reason.contains(MANN_WHITNEY), "{}", worse.verdicts[0].reason);
