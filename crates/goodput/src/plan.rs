@@ -7,6 +7,11 @@
 //! with the most good tokens per dollar within the SLO, and why the other
 //! configurations lost.
 //!
+//! With `--trace`, each configuration is simulated whole (its replicas
+//! behind the router, each router of `--router` its own configuration) and
+//! its load rises by replaying the trace faster, rather than by closed
+//! loops of users on one replica.
+//!
 //! What cannot win is not simulated: configurations whose weights do not
 //! fit, tensor-parallel degrees past the one that stopped making a single
 //! user faster, loads past a curve's first miss of the SLO or past where its
@@ -23,8 +28,11 @@ use goodput_core::doc::frontier::{
 };
 use goodput_core::doc::sweep::{meets_slo, Load};
 use goodput_core::{AnalysisOptions, Slo, SCHEMA};
+use goodput_load::trace::TraceEntry;
 use goodput_load::{LoadPlan, Workload};
-use goodput_sim::engine::{kv_capacity, EngineConfig, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind};
+use goodput_sim::engine::{
+    kv_capacity, EngineConfig, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, RouterPolicy,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
@@ -52,7 +60,22 @@ struct Candidate {
     dp: u32,
     max_num_seqs: u32,
     max_num_batched_tokens: u32,
+    /// The router in front of the replicas (with `--trace` alone: a closed
+    /// loop simulates one replica).
+    router: RouterPolicy,
 }
+
+/// `--trace`: the trace, placed on the clock at speed 1, the speeds its
+/// points replay it at, and the routers to try.
+struct PlanTrace {
+    entries: Vec<TraceEntry>,
+    file: String,
+    speeds: Vec<f64>,
+    routers: Vec<RouterPolicy>,
+}
+
+/// `--trace-speed`'s default: each point twice as fast as the one before.
+const TRACE_SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
 
 /// A group's configurations as they ran, each with a note when the climb
 /// of TP stopped at it.
@@ -71,6 +94,7 @@ struct Search<'a> {
     kv_cache_dtype: KvCacheDtype,
     /// Whether several batch limits are searched (each id then names its own).
     several_seqs: bool,
+    trace: Option<PlanTrace>,
 }
 
 pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
@@ -85,7 +109,15 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     setup::no_answers(&a.workload, "plan")?;
     setup::no_images(&a.workload, "plan")?;
     crate::pooling::refuse_virtual(a.api, "plan")?;
-    let (workload, _, workload_config) = setup::workload(&a.workload, a.shape.seed.value, None)?;
+    let trace = match &a.trace {
+        Some(p) => Some(setup::read_trace(p, 1.0, a.trace_format).with_context(|| format!("--trace {}", p.display()))?),
+        None => None,
+    };
+    let plan_trace = match (&trace, &a.trace) {
+        (Some(t), Some(p)) => Some(plan_trace(&a, t, p)?),
+        _ => None,
+    };
+    let (workload, _, workload_config) = setup::workload(&a.workload, a.shape.seed.value, trace)?;
     let slo = a.slo.clone().map(|mut s| {
         if let Some(t) = a.attainment {
             s.attainment = Some(t);
@@ -123,6 +155,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         prompts: prompt_kind(a.api),
         kv_cache_dtype: a.kv_cache_dtype.parse()?,
         several_seqs,
+        trace: plan_trace,
     };
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
@@ -183,7 +216,34 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--trace`'s speeds (rising) and routers, checked.
+fn plan_trace(a: &PlanArgs, t: &setup::LoadedTrace, path: &Path) -> Result<PlanTrace> {
+    let mut speeds = a.trace_speed.clone().unwrap_or_else(|| TRACE_SPEEDS.to_vec());
+    if let Some(bad) = speeds.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+        bail!("--trace-speed {bad}: each speed must be a positive number (2 replays the trace twice as fast)");
+    }
+    speeds.sort_by(f64::total_cmp);
+    speeds.dedup();
+    let mut routers = Vec::new();
+    for r in a.router.as_deref().unwrap_or(&[]) {
+        let r: RouterPolicy = r.parse().map_err(|e| anyhow!("--router: {e}"))?;
+        if !routers.contains(&r) {
+            routers.push(r);
+        }
+    }
+    if routers.is_empty() {
+        routers.push(RouterPolicy::LeastLoaded);
+    }
+    if t.entries.is_empty() {
+        bail!("--trace {} holds no request: give a trace with at least one line", path.display());
+    }
+    Ok(PlanTrace { entries: t.entries.to_vec(), file: path.display().to_string(), speeds, routers })
+}
+
 fn check_args(a: &PlanArgs) -> Result<()> {
+    if a.trace.is_some() && a.concurrency.is_some() {
+        bail!("--concurrency sets closed loops of users; with --trace the load is the trace replayed at --trace-speed");
+    }
     if a.shape.duration.is_some() {
         bail!("--duration: plan measures each point on a count of requests (--requests-per-user, or -n N per point)");
     }
@@ -224,6 +284,9 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     );
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
+    }
+    if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.dp > 1 {
+        id.push_str(&format!(" {}", c.router));
     }
     id
 }
@@ -277,11 +340,19 @@ impl Search<'_> {
                 };
                 seqs.sort_unstable();
                 seqs.dedup();
-                for &mbt in &a.max_num_batched_tokens.0 {
-                    for &seq in &seqs {
+                let routers = self.trace.as_ref().map_or(vec![RouterPolicy::LeastLoaded], |t| t.routers.clone());
+                for (&mbt, &seq, &router) in a
+                    .max_num_batched_tokens
+                    .0
+                    .iter()
+                    .flat_map(|m| seqs.iter().map(move |s| (m, s)))
+                    .flat_map(|(m, s)| routers.iter().map(move |r| (m, s, r)))
+                {
+                    {
                         let mut group = Vec::new();
                         for &tp in &tps {
-                            if tp > a.budget {
+                            // One replica has no router to choose.
+                            if tp > a.budget || (router != routers[0] && a.budget / tp < 2) {
                                 continue;
                             }
                             let c = Candidate {
@@ -289,6 +360,7 @@ impl Search<'_> {
                                 dp: a.budget / tp,
                                 max_num_seqs: seq,
                                 max_num_batched_tokens: mbt as u32,
+                                router,
                                 ..self.base(offer, &gpu, precision)
                             };
                             let cfg = self.engine(&c);
@@ -326,6 +398,7 @@ impl Search<'_> {
             dp: self.args.budget,
             max_num_seqs: 1,
             max_num_batched_tokens: 8192,
+            router: RouterPolicy::LeastLoaded,
         }
     }
 
@@ -338,6 +411,10 @@ impl Search<'_> {
         // The widest batch limit of each (GPU, precision, budget, TP) is
         // simulated; the narrower ones are its prefixes.
         let widest = |c: &Candidate| {
+            if self.trace.is_some() {
+                // An open load can meet any batch limit: each is simulated.
+                return c.max_num_seqs;
+            }
             groups
                 .iter()
                 .flatten()
@@ -345,6 +422,7 @@ impl Search<'_> {
                     o.offer == c.offer
                         && o.precision == c.precision
                         && o.tp == c.tp
+                        && o.router == c.router
                         && o.max_num_batched_tokens == c.max_num_batched_tokens
                 })
                 .map(|o| o.max_num_seqs)
@@ -411,6 +489,7 @@ impl Search<'_> {
             ("max_num_batched_tokens", c.max_num_batched_tokens.to_string()),
         ]
         .into_iter()
+        .chain(self.trace.as_ref().filter(|_| c.dp > 1).map(|_| ("router", c.router.to_string())))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         FrontierConfig::new(
@@ -477,6 +556,9 @@ impl Search<'_> {
     /// One configuration's points, load rising, until it misses the SLO or
     /// its throughput stops rising.
     fn curve(&self, c: &Candidate) -> Result<Vec<FrontierPoint>> {
+        if let Some(t) = &self.trace {
+            return self.trace_curve(c, t);
+        }
         let cfg = self.engine(c);
         cfg.validate()?;
         let server = VirtualServer { engine: &cfg, prompts: self.prompts };
@@ -497,6 +579,59 @@ impl Search<'_> {
             }
         }
         Ok(points)
+    }
+
+    /// With `--trace`: the whole configuration (its `dp` replicas behind
+    /// its router) replaying the trace at each speed, rising, until it
+    /// misses the SLO or its throughput stops rising.
+    fn trace_curve(&self, c: &Candidate, t: &PlanTrace) -> Result<Vec<FrontierPoint>> {
+        let mut cfg = self.engine(c);
+        cfg.dp = c.dp;
+        cfg.router = c.router;
+        cfg.validate()?;
+        let server = VirtualServer { engine: &cfg, prompts: self.prompts };
+        let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
+        let mut points: Vec<FrontierPoint> = Vec::new();
+        for (k, &speed) in t.speeds.iter().enumerate() {
+            let entries: Vec<TraceEntry> =
+                t.entries.iter().map(|e| TraceEntry { at: e.at.div_f64(speed), ..e.clone() }).collect();
+            let seed = crate::cli::Seed { value: self.args.shape.seed.of_run(k as u64), drawn: false };
+            let shape = crate::cli::ShapeArgs { seed, ..self.args.shape.clone() };
+            let mut plan = setup::shaped_plan(&shape, None, None, Some(&entries), std::time::Duration::from_secs(5))?;
+            plan.trace_source = Some(goodput_load::runner::TraceSource { file: t.file.clone(), speed });
+            let workload = self.workload.with_seed(plan.seed);
+            let (result, _) =
+                estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
+                    .with_context(|| format!("the trace at speed {speed}"))?;
+            // The offered rate: the trace's requests over its span, at this speed.
+            let offered =
+                if span.is_zero() { f64::INFINITY } else { t.entries.len() as f64 * speed / span.as_secs_f64() };
+            let p = self.whole_point(c, offered, &result);
+            let thr = p.output_tokens_per_s;
+            let missed = p.meets_slo == Some(false);
+            let flat = points.last().is_some_and(|q| thr < q.output_tokens_per_s * (1.0 + SATURATED));
+            points.push(p);
+            if missed || flat {
+                break;
+            }
+        }
+        Ok(points)
+    }
+
+    /// A point of `c` from the whole configuration's result (`--trace`),
+    /// at `rate` requests/s offered.
+    fn whole_point(&self, c: &Candidate, rate: f64, r: &goodput_core::RunResult) -> FrontierPoint {
+        // One replica's result scaled by 1 is the whole's.
+        let mut p = self.point(&Candidate { dp: 1, ..c.clone() }, 0, r);
+        let gpus = f64::from(c.tp * c.dp);
+        p.load = Load::Rate(rate);
+        p.output_tokens_per_s_per_gpu = p.output_tokens_per_s / gpus;
+        p.usd_per_million_output_tokens = self.args.gpu[c.offer]
+            .usd_per_hour
+            .map(|u| u * gpus)
+            .filter(|_| p.output_tokens_per_s > 0.0)
+            .map(|u| u / (p.output_tokens_per_s * 3600.0) * 1e6);
+        p
     }
 
     fn point_plan(&self, users: u64, k: u64) -> Result<LoadPlan> {

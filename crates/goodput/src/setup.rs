@@ -10,6 +10,7 @@ use goodput_load::trace::TraceEntry;
 use goodput_load::workload::{load_dataset_column, SharedPrefix};
 use goodput_load::{Arrival, LengthDist, LoadPlan, TokenCounter, Workload};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -166,9 +167,14 @@ impl std::ops::Deref for LoadedTrace {
 /// line shows), read and placed on the run's clock.
 pub fn trace(l: &LoadArgs) -> Result<Option<LoadedTrace>> {
     let Some(p) = &l.trace else { return Ok(None) };
-    let t = goodput_load::trace::read_trace(p, l.trace_speed, l.trace_format)?;
+    read_trace(p, l.trace_speed, l.trace_format).map(Some)
+}
+
+/// The trace at `path`, read and placed on the run's clock at `speed`.
+pub fn read_trace(path: &Path, speed: f64, format: goodput_load::trace::TraceFormat) -> Result<LoadedTrace> {
+    let t = goodput_load::trace::read_trace(path, speed, format)?;
     let reused_prefix_tokens = t.reused_prefix_tokens();
-    Ok(Some(LoadedTrace { entries: Arc::new(t.entries), format: t.format, skipped: t.skipped, reused_prefix_tokens }))
+    Ok(LoadedTrace { entries: Arc::new(t.entries), format: t.format, skipped: t.skipped, reused_prefix_tokens })
 }
 
 /// The load plan of `l` (with its `trace`, read by [`trace`]), with the

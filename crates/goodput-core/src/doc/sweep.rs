@@ -30,6 +30,9 @@ impl Load {
     pub fn label(self) -> String {
         match self {
             Load::Concurrency(c) => format!("concurrency {c}"),
+            // A rate given on the command line as it was written (2.5); one
+            // worked out (a trace's offered rate) to three decimals.
+            Load::Rate(r) if format!("{r}").len() > 8 => format!("{r:.3} req/s"),
             Load::Rate(r) => format!("{r} req/s"),
         }
     }

@@ -4,6 +4,7 @@ use super::groups::{ExportArgs, ShapeArgs, WorkloadArgs, DEFAULT_ENGINE_MODEL};
 use super::parse::{parse_attainment, parse_counts, parse_slo, CountList};
 use clap::Args;
 use goodput_core::Slo;
+use goodput_load::trace::TraceFormat;
 use goodput_load::Api;
 use std::path::PathBuf;
 
@@ -84,6 +85,18 @@ pub struct PlanArgs {
     /// Which route the requests model (the chat template around each prompt, or a raw prompt's BOS).
     #[arg(long, value_enum, default_value_t = Api::Chat)]
     pub api: Api,
+    /// Replay this trace against each whole configuration (its replicas behind the router) at rising speeds, instead of closed loops of users: its requests' lengths (and Mooncake's shared prefix blocks) are the workload, its send times the load. Formats as bench --trace.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The --trace file's format; auto tells it from the first line.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Auto, requires = "trace")]
+    pub trace_format: TraceFormat,
+    /// Speeds to replay the --trace at, each a curve's point (2 halves every gap; default 0.25,0.5,1,2,4,8,16): a curve stops at its first miss of the SLO or once its throughput stops rising.
+    #[arg(long, value_delimiter = ',', requires = "trace")]
+    pub trace_speed: Option<Vec<f64>>,
+    /// Routers in front of the replicas to try with --trace: round-robin, least-loaded, prefix-aware (default least-loaded).
+    #[arg(long, value_delimiter = ',', requires = "trace")]
+    pub router: Option<Vec<String>>,
     /// Simulations run at once (default: the CPUs available).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: Option<u32>,

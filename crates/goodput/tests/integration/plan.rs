@@ -185,3 +185,63 @@ fn auto_precision_tries_fp4_on_blackwell_only() {
     assert_eq!(precisions("h100"), ["bf16", "fp8"], "{doc}");
     assert!(!doc["notes"].to_string().contains("fp4"), "{}", doc["notes"]);
 }
+
+/// `--trace`: each configuration is simulated whole (its replicas behind
+/// each router of `--router`), replaying the trace at each speed: every
+/// point sends all of the trace's requests, at the trace's rate times the
+/// speed, and its throughput per GPU is the whole's over all its GPUs.
+#[test]
+fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    // 60 requests over 5.9 s: 1,024-token prompts, the first 512 shared
+    // by one of four conversations, 16 tokens out.
+    let lines: Vec<String> = (0..60)
+        .map(|i| {
+            format!(
+                r#"{{"timestamp": {:.1}, "input_tokens": 1024, "output_tokens": 16, "prefix_id": {}, "prefix_tokens": 512}}"#,
+                i as f64 * 0.1,
+                i % 4
+            )
+        })
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let out = dir.path().join("plan.json");
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2.5", "--gpus", "2", "--tp", "1"])
+        .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--jobs", "2", "--trace"])
+        .arg(&trace)
+        .args(["--trace-speed", "4,1,16", "--router", "round-robin,prefix-aware", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "plan failed: {}", String::from_utf8_lossy(&o.stderr));
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --trace");
+    assert_eq!(doc["workload"]["trace"]["requests"], 60, "{}", doc["workload"]);
+    let configs = doc["configs"].as_array().unwrap();
+    let routers: Vec<&str> = configs.iter().map(|c| c["params"]["router"].as_str().unwrap()).collect();
+    assert_eq!(routers, ["round-robin", "prefix-aware"], "each router its own configuration");
+    for c in configs {
+        assert_eq!((c["status"].as_str(), c["gpus"].as_u64()), (Some("ok"), Some(2)), "{c}");
+        assert!(c["id"].as_str().unwrap().ends_with(c["params"]["router"].as_str().unwrap()), "{}", c["id"]);
+        let points = c["points"].as_array().unwrap();
+        assert!(!points.is_empty(), "{c}");
+        for (p, speed) in points.iter().zip([1.0, 4.0, 16.0]) {
+            // The speeds rising, whatever order they were given in; the
+            // offered rate is 60 requests over 5.9 s times the speed.
+            assert_eq!(p["load"]["kind"], "rate", "{p}");
+            let rate = p["load"]["value"].as_f64().unwrap();
+            assert!((rate - 60.0 / 5.9 * speed).abs() < 1e-9, "{rate} at speed {speed}");
+            // The whole configuration served the whole trace.
+            assert_eq!(p["completed"].as_u64().unwrap() + p["failed"].as_u64().unwrap(), 60, "{p}");
+            let per_gpu = p["output_tokens_per_s_per_gpu"].as_f64().unwrap();
+            assert!((per_gpu * 2.0 - p["output_tokens_per_s"].as_f64().unwrap()).abs() < 1e-6, "{p}");
+        }
+    }
+    // Closed loops of users are not a trace's load.
+    let err = goodput().args(["plan", "--gpu", "h100", "--concurrency", "1,2", "--trace"]).arg(&trace).refusal();
+    assert!(err.contains("--concurrency") && err.contains("--trace-speed"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100", "--trace-speed", "0,1", "--trace"]).arg(&trace).refusal();
+    assert!(err.contains("positive"), "{err}");
+}
