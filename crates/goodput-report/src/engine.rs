@@ -64,6 +64,12 @@ impl EngineView for SimulatedEngine {
         if c != &Default::default() {
             parts.push(if c.enable_prefix_caching { "prefix caching on" } else { "prefix caching off" }.into());
         }
+        if c.scheduler == "trtllm" {
+            parts.push("TensorRT-LLM scheduler".into());
+        }
+        if c.calibrated == Some(false) {
+            parts.push(format!("uncalibrated ({}: Hopper's constants)", c.gpu_family));
+        }
         parts.join(" · ")
     }
 
@@ -197,6 +203,15 @@ mod tests {
         }}));
         assert_eq!(e.config_line(), "Llama-3.1-8B on 2× H100 SXM · fp8 · max 8192 batched tokens · prefix caching on");
         assert_eq!(SimulatedEngine::default().config_line(), "");
+        let e = engine(json!({"config": {
+            "model": "Llama-3.1-8B", "gpu": "MI300X", "tp": 1, "precision": "fp8", "enable_prefix_caching": true,
+            "scheduler": "trtllm", "gpu_family": "cdna3", "calibrated": false
+        }}));
+        assert_eq!(
+            e.config_line(),
+            "Llama-3.1-8B on 1× MI300X · fp8 · prefix caching on · TensorRT-LLM scheduler · uncalibrated (cdna3: \
+             Hopper's constants)"
+        );
     }
 
     #[test]

@@ -3,10 +3,14 @@
 //!
 //! cargo run --release -p goodput-sim --example validate -- FILE.csv
 //!     [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger]
-//!     [--trt-frontend-ms MS|calibration]
+//!     [--trt-frontend-ms MS|calibration] [--trt-scheduler trtllm|vllm]
+//!     [--trt-no-chunked-context]
 //!
 //! `--trt-frontend-ms` sets TensorRT-LLM rows' front-end overhead (NIM's
 //! 5 ms by default; `calibration` keeps the calibration's 15 ms).
+//! `--trt-scheduler` picks the scheduler of TensorRT-LLM rows (TensorRT-LLM's
+//! own by default, `vllm` to compare) and `--trt-no-chunked-context` turns
+//! their chunked context off.
 //! `--no-stagger` starts a closed loop's users all at once and counts every
 //! request (see docs/simulator.md, "Closed loops").
 //!
@@ -14,7 +18,7 @@
 //! (`{"eta_kv": 0.6}`) or overrides per family (`{"hopper": {"eta_kv": 0.6}}`).
 
 use goodput_sim::engine::validate::{parse_csv, validate, ValidationOptions};
-use goodput_sim::engine::{Calibration, GpuFamily, KvCacheDtype};
+use goodput_sim::engine::{Calibration, GpuFamily, KvCacheDtype, SchedulerPolicy};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -50,11 +54,16 @@ fn run() -> Result<(), String> {
                     ms => Some(ms.parse::<f64>().map_err(|e| format!("--trt-frontend-ms {ms}: {e}"))?),
                 };
             }
+            "--trt-scheduler" => {
+                let v = args.next().ok_or("--trt-scheduler needs vllm or trtllm")?;
+                options.tensorrt_llm_scheduler = v.parse::<SchedulerPolicy>().map_err(|e| e.to_string())?;
+            }
+            "--trt-no-chunked-context" => options.tensorrt_llm_chunked_context = false,
             _ if csv.is_none() && !arg.starts_with("--") => csv = Some(arg),
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration]")?;
+    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context]")?;
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     let rows = parse_csv(&text).map_err(|e| e.to_string())?;
     let report = validate(&rows, &options).map_err(|e| e.to_string())?;

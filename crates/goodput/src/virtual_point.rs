@@ -49,6 +49,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.block_size = e.block_size;
         cfg.enable_chunked_prefill = !e.no_chunked_prefill;
         cfg.enable_prefix_caching = !e.no_prefix_caching;
+        cfg.scheduler = e.scheduler.parse()?;
         cfg.spec = (e.spec_tokens > 0).then_some(goodput_sim::engine::SpecDecoding {
             tokens: e.spec_tokens,
             acceptance: e.spec_acceptance,

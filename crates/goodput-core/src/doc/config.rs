@@ -380,6 +380,20 @@ pub struct EngineSettings {
     /// Speculative decoding, when the engine drafts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<SpecDecodeSettings>,
+    /// Whose batch scheduler the engine ran: `vllm` (preemption with
+    /// recompute) or `trtllm` (TensorRT-LLM's guaranteed-no-evict
+    /// admission); empty in documents written before it was recorded, which
+    /// ran vLLM's.
+    pub scheduler: String,
+    /// The GPU's family (`hopper`, `ampere`, `ada`, `blackwell`, `cdna3`),
+    /// whose constants the step times come from.
+    pub gpu_family: String,
+    /// Whether that family's constants were fitted to public measurements
+    /// of it (only `hopper`'s are); `false`: it runs on Hopper's constants,
+    /// and its times are unchecked. Absent in documents written before it
+    /// was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibrated: Option<bool>,
 }
 
 /// The simulated engine's speculative decoding.

@@ -6,6 +6,7 @@ use super::calibration::Calibration;
 use super::catalog::{GpuSpec, KvCacheDtype, ModelSpec, Precision};
 use super::error::Error;
 use super::router::RouterPolicy;
+use super::scheduler::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 use crate::template::ChatTemplate;
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,10 @@ pub struct EngineConfig {
     /// Speculative decoding: `None` decodes one token a step.
     #[serde(default)]
     pub spec: Option<SpecDecoding>,
+    /// Whose scheduler runs the batch: vLLM's (the default) or
+    /// TensorRT-LLM's guaranteed-no-evict one (`scheduler/trtllm.rs`).
+    #[serde(default)]
+    pub scheduler: SchedulerPolicy,
 }
 
 /// Speculative decoding, as vLLM runs it: each step, every decoding
@@ -106,6 +111,9 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             chat_template: cfg.chat_template.name().to_string(),
             enable_chunked_prefill: cfg.enable_chunked_prefill,
             enable_prefix_caching: cfg.enable_prefix_caching,
+            scheduler: cfg.scheduler.to_string(),
+            gpu_family: cfg.gpu.family.to_string(),
+            calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
             // The constants by name, as the calibration's own serialisation
             // names them (every one a number, so the conversion cannot fail).
             calibration: serde_json::to_value(&cfg.calibration).and_then(serde_json::from_value).unwrap_or_default(),
@@ -140,6 +148,7 @@ impl EngineConfig {
             dp: 1,
             router: RouterPolicy::default(),
             spec: None,
+            scheduler: SchedulerPolicy::default(),
         }
     }
 
@@ -153,9 +162,14 @@ impl EngineConfig {
         self.tp.saturating_mul(self.dp)
     }
 
-    /// The sequence cap in force: the configured one, else vLLM's default.
+    /// The sequence cap in force: the configured one, else the scheduler's
+    /// default (vLLM's by GPU memory, TensorRT-LLM's `max_batch_size`).
     pub fn resolved_max_num_seqs(&self) -> u32 {
-        self.max_num_seqs.unwrap_or(if self.gpu.memory_gib >= 70.0 { 1024 } else { 256 })
+        self.max_num_seqs.unwrap_or(match self.scheduler {
+            SchedulerPolicy::Vllm if self.gpu.memory_gib >= 70.0 => 1024,
+            SchedulerPolicy::Vllm => 256,
+            SchedulerPolicy::Trtllm => TRTLLM_MAX_BATCH_SIZE,
+        })
     }
 
     /// Checks every setting; the roofline and KV sizing check the rest.

@@ -52,10 +52,15 @@ pub fn kv_capacity(cfg: &EngineConfig) -> Result<KvCapacity, Error> {
 fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
     let c = &cfg.calibration;
     let weight_bytes_per_gpu = cfg.model.weight_bytes(cfg.precision) / cfg.tp as f64;
-    let kv_bytes_per_gpu = cfg.gpu.memory_bytes() * cfg.gpu_memory_utilization
-        - weight_bytes_per_gpu
-        - c.activation_gib * GIB
-        - c.runtime_gib * GIB;
+    let reserved = weight_bytes_per_gpu + c.activation_gib * GIB + c.runtime_gib * GIB;
+    let kv_bytes_per_gpu = match cfg.scheduler {
+        // vLLM's gpu_memory_utilization: a share of the whole memory, the
+        // weights and the rest inside it.
+        super::SchedulerPolicy::Vllm => cfg.gpu.memory_bytes() * cfg.gpu_memory_utilization - reserved,
+        // TensorRT-LLM's kv_cache_free_gpu_mem_fraction: a share of what
+        // is free once the weights and the rest are loaded.
+        super::SchedulerPolicy::Trtllm => (cfg.gpu.memory_bytes() - reserved) * cfg.gpu_memory_utilization,
+    };
     let kv_bytes_per_token_per_gpu = cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp);
     let block_bytes = kv_bytes_per_token_per_gpu * cfg.block_size as f64;
     let num_blocks =

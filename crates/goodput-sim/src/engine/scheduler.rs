@@ -10,6 +10,9 @@ use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepPower};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+mod trtllm;
+pub use trtllm::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
+
 /// Salts the draft acceptances' generator apart from the step times'.
 const SPEC_NOISE_SALT: u64 = 0x5bd1_e995_9e37_79b9;
 
@@ -565,6 +568,9 @@ impl Engine {
     /// requests are admitted first come, first served while the budget, the
     /// sequence cap and the free blocks allow.
     fn schedule(&mut self, out: &mut StepOutcome) {
+        if self.cfg.scheduler == SchedulerPolicy::Trtllm {
+            return self.schedule_trtllm(out);
+        }
         self.scheduled.clear();
         let mut budget = self.cfg.max_num_batched_tokens;
         let mut preempted = false;

@@ -7,6 +7,7 @@ use super::catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Precision};
 use super::config::EngineConfig;
 use super::error::Error;
 use super::roofline::kv_capacity;
+use super::scheduler::SchedulerPolicy;
 use super::virtual_time::SimRun;
 use super::virtual_time::{simulate, VirtualLoad, VirtualRequest};
 use goodput_core::{percentile, RequestMetrics};
@@ -290,6 +291,11 @@ pub struct ValidationOptions {
     /// Front-end overhead of TensorRT-LLM rows, in ms (NIM's: see
     /// [`NIM_FRONTEND_MS`]); `None` keeps the calibration's.
     pub tensorrt_llm_frontend_ms: Option<f64>,
+    /// The scheduler TensorRT-LLM rows run under: TensorRT-LLM's own
+    /// (guaranteed-no-evict) by default, or vLLM's to compare.
+    pub tensorrt_llm_scheduler: SchedulerPolicy,
+    /// Chunked context for TensorRT-LLM rows.
+    pub tensorrt_llm_chunked_context: bool,
 }
 
 /// NIM's time from a request's send to its prefill, less the prefill: the
@@ -306,6 +312,8 @@ impl Default for ValidationOptions {
             tensorrt_llm_kv_cache: KvCacheDtype::Fp8,
             stagger: true,
             tensorrt_llm_frontend_ms: Some(NIM_FRONTEND_MS),
+            tensorrt_llm_scheduler: SchedulerPolicy::Trtllm,
+            tensorrt_llm_chunked_context: true,
         }
     }
 }
@@ -342,6 +350,8 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
         if let Some(ms) = options.tensorrt_llm_frontend_ms {
             cfg.calibration.frontend_overhead_ms = ms;
         }
+        cfg.scheduler = options.tensorrt_llm_scheduler;
+        cfg.enable_chunked_prefill = options.tensorrt_llm_chunked_context;
     }
     Ok(cfg)
 }
@@ -683,9 +693,16 @@ o,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,1,ttft_ms_mean,2
         let batch = parse_csv(&format!("{header}\n{}\n", row.replace("concurrency", "batch"))).unwrap();
         assert_eq!(batch[0].load, ReferenceLoad::Batch(16));
         assert_eq!(predict(&batch[0], &ValidationOptions::default()).unwrap().predicted, lockstep.predicted);
-        // The NIM front end applies to TensorRT-LLM rows.
+        // The NIM front end and TensorRT-LLM's scheduler apply to
+        // TensorRT-LLM rows; vLLM rows keep vLLM's.
         let cfg = row_config(&rows[0], &ValidationOptions::default()).unwrap();
         assert_eq!(cfg.calibration.frontend_overhead_ms, NIM_FRONTEND_MS);
+        assert_eq!((cfg.scheduler, cfg.enable_chunked_prefill), (SchedulerPolicy::Trtllm, true));
+        let vllm_row = &parse_csv(SAMPLE).unwrap()[0];
+        assert_eq!(row_config(vllm_row, &ValidationOptions::default()).unwrap().scheduler, SchedulerPolicy::Vllm);
+        let compare =
+            ValidationOptions { tensorrt_llm_scheduler: SchedulerPolicy::Vllm, ..ValidationOptions::default() };
+        assert_eq!(row_config(&rows[0], &compare).unwrap().scheduler, SchedulerPolicy::Vllm);
         let kept = ValidationOptions { tensorrt_llm_frontend_ms: None, ..ValidationOptions::default() };
         assert_eq!(row_config(&rows[0], &kept).unwrap().calibration.frontend_overhead_ms, 15.0);
     }

@@ -467,6 +467,9 @@ pub struct EngineHwArgs {
     /// Turn prefix caching off.
     #[arg(long, help_heading = "Simulated engine")]
     pub no_prefix_caching: bool,
+    /// Whose batch scheduler to run: vllm (admits by the blocks a step needs, preempts and recomputes when the cache runs out) or trtllm (TensorRT-LLM's guaranteed-no-evict: admits a request only when its prompt plus max tokens fit, never preempts; decodes before prompt chunks; 2,048 sequences by default; the KV cache a share of the memory left after the weights).
+    #[arg(long, default_value = "vllm", help_heading = "Simulated engine")]
+    pub scheduler: String,
     /// A JSON file of step-time constants overriding the GPU family's calibration.
     #[arg(long, help_heading = "Simulated engine")]
     pub calibration: Option<PathBuf>,
@@ -500,6 +503,7 @@ impl Default for EngineHwArgs {
             block_size: 16,
             no_chunked_prefill: false,
             no_prefix_caching: false,
+            scheduler: "vllm".into(),
             calibration: None,
             chat_template: "auto".into(),
             spec_tokens: 0,

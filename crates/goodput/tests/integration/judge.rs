@@ -331,6 +331,48 @@ fn estimate_gives_energy_and_takes_data_parallelism_and_fp4_where_it_runs() {
     assert!(!err.status.success() && text.contains("no FP4 tensor cores") && text.contains("b200"), "{text}");
 }
 
+/// `--scheduler trtllm` admits a request only when its whole run fits in
+/// the KV cache, so a load that makes vLLM's scheduler preempt runs without
+/// preemption; the result records the scheduler, and says when a GPU's
+/// family runs on another's constants.
+#[test]
+fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-c", "64", "-n", "128", "--input-tokens", "256", "--output-tokens", "512"])
+            .args(["--gpu-memory-utilization", "0.3"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let vllm = run("vllm.json", &[]);
+    assert_eq!(vllm["config"]["engine"]["scheduler"], "vllm");
+    assert!(vllm["engine"]["preemptions"].as_u64().unwrap() > 0, "{}", vllm["engine"]);
+    assert_eq!(
+        (&vllm["config"]["engine"]["gpu_family"], vllm["config"]["engine"]["calibrated"].as_bool()),
+        (&serde_json::json!("hopper"), Some(true))
+    );
+    let trt = run("trt.json", &["--scheduler", "trtllm"]);
+    assert_eq!(trt["config"]["engine"]["scheduler"], "trtllm");
+    assert_eq!(trt["engine"]["preemptions"].as_u64(), Some(0), "{}", trt["engine"]);
+    assert_eq!(trt["config"]["engine"]["max_num_seqs"].as_u64(), Some(2048));
+    assert_eq!(trt["summary"]["requests"]["completed"].as_u64(), Some(128), "{}", trt["summary"]["requests"]);
+
+    let amd = run("amd.json", &["--gpu", "mi300x"]);
+    assert_eq!(
+        (&amd["config"]["engine"]["gpu_family"], amd["config"]["engine"]["calibrated"].as_bool()),
+        (&serde_json::json!("cdna3"), Some(false))
+    );
+    let err = goodput().args(["estimate", "--scheduler", "sglang", "-n", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&err.stderr);
+    assert!(!err.status.success() && text.contains("--scheduler") && text.contains("trtllm"), "{text}");
+}
+
 #[test]
 fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     let dir = tempfile::tempdir().unwrap();

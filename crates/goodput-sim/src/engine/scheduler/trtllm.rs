@@ -1,0 +1,375 @@
+//! TensorRT-LLM's batch scheduler, as its C++ batch manager runs it (the
+//! engine behind NIM 1.x): a capacity scheduler with the
+//! `GUARANTEED_NO_EVICT` policy, then a micro-batch scheduler under
+//! `max_num_tokens` and `max_batch_size`. docs/simulator.md ("The
+//! reference's scheduler") cites the sources.
+//!
+//! What differs from vLLM's schedule (`Engine::schedule`):
+//! - **Admission reserves the whole request.** A waiting request starts only
+//!   when the blocks it will hold at its end (prompt plus `max_tokens`) fit
+//!   in the free blocks less what the running requests will still take to
+//!   their ends; the first that does not fit stops admission (no skipping).
+//!   Nothing is ever preempted: a started request has its blocks promised.
+//! - **Generation first.** Every decoding request takes its token before
+//!   any context (prefill) work, then partly prefilled prompts continue,
+//!   oldest first, then new ones.
+//! - **Context chunks** (with chunked context on) are whole multiples of the
+//!   KV block, but for a prompt's last chunk, first come first served; with
+//!   chunked context off a prompt runs whole or waits, and nothing after it
+//!   starts that step.
+
+use super::{Engine, StepOutcome};
+use crate::engine::error::Error;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Whose scheduler the engine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedulerPolicy {
+    /// vLLM V1's: admission by the blocks a step needs, preemption with
+    /// recompute when a running request cannot grow.
+    #[default]
+    Vllm,
+    /// TensorRT-LLM's `GUARANTEED_NO_EVICT` capacity scheduler and its
+    /// micro-batch scheduler (this module).
+    Trtllm,
+}
+
+/// TensorRT-LLM's default `max_batch_size` (trtllm-build's and the LLM
+/// API's): the sequence cap of the trtllm policy when none is given.
+pub const TRTLLM_MAX_BATCH_SIZE: u32 = 2048;
+
+impl SchedulerPolicy {
+    pub const ALL: [SchedulerPolicy; 2] = [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedulerPolicy::Vllm => "vllm",
+            SchedulerPolicy::Trtllm => "trtllm",
+        }
+    }
+}
+
+impl fmt::Display for SchedulerPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SchedulerPolicy {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "vllm" => Ok(SchedulerPolicy::Vllm),
+            "trtllm" | "trt-llm" | "tensorrt-llm" => Ok(SchedulerPolicy::Trtllm),
+            _ => Err(Error::InvalidConfig(format!(
+                "unknown --scheduler `{s}`; use vllm (preemption with recompute) or trtllm (TensorRT-LLM's \
+                 guaranteed-no-evict admission)"
+            ))),
+        }
+    }
+}
+
+impl Engine {
+    /// One step of TensorRT-LLM's schedule (see the module doc). Fills
+    /// `self.scheduled`; never preempts.
+    pub(super) fn schedule_trtllm(&mut self, out: &mut StepOutcome) {
+        self.scheduled.clear();
+        let bs = self.cfg.block_size;
+        let mut budget = self.cfg.max_num_batched_tokens;
+        // Chunks are whole blocks (TensorRT-LLM's chunk unit is
+        // tokens_per_block), unless a block is more than the whole budget.
+        let unit = if bs <= budget { bs } else { 1 };
+
+        // The blocks running requests will still take to their ends: not
+        // free for a newcomer.
+        let mut owed: u64 = 0;
+        for &slot in &self.running {
+            let r = &self.slots[slot as usize];
+            let total = self.pool.blocks_for(r.prompt_len + r.max_tokens);
+            owed += total.saturating_sub(r.blocks.len() as u32) as u64;
+        }
+        let mut available = (self.pool.num_free() as u64).saturating_sub(owed);
+
+        // 1. Generation: every decoding request, oldest admission first.
+        for i in 0..self.running.len() {
+            let slot = self.running[i];
+            let r = &self.slots[slot as usize];
+            if !r.decoding() {
+                continue;
+            }
+            let drafts = match self.cfg.spec {
+                Some(sd) => sd.tokens.min(r.max_tokens - r.num_output - 1),
+                None => 0,
+            };
+            let new = 1 + drafts;
+            if new > budget {
+                break;
+            }
+            let target = r.num_computed + new;
+            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+                // Cannot happen: the blocks were promised at admission.
+                debug_assert!(false, "a running request could not grow under guaranteed-no-evict");
+                continue;
+            }
+            self.register_full_blocks(slot, super::r_kept(target, new, drafts));
+            self.scheduled.push((slot, new));
+            budget -= new;
+        }
+
+        // 2. Contexts already started (chunked), oldest first.
+        for i in 0..self.running.len() {
+            if budget == 0 {
+                break;
+            }
+            let slot = self.running[i];
+            let r = &self.slots[slot as usize];
+            if r.decoding() {
+                continue;
+            }
+            let remaining = r.num_tokens() - r.num_computed;
+            let Some(new) = self.context_chunk(remaining, budget, unit) else { break };
+            if new == 0 {
+                continue;
+            }
+            let target = r.num_computed + new;
+            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+                debug_assert!(false, "a running request could not grow under guaranteed-no-evict");
+                continue;
+            }
+            self.register_full_blocks(slot, target);
+            self.scheduled.push((slot, new));
+            budget -= new;
+        }
+
+        // 3. New contexts, first come first served, each admitted only when
+        // its whole run fits beside what the running ones are owed.
+        let mut fitting = self.running.len() as u32;
+        let mut k = 0;
+        while budget > 0 && fitting < self.max_num_seqs && k < self.waiting.len() {
+            let slot = self.waiting[k];
+            let r = &self.slots[slot as usize];
+            let num_tokens = r.num_tokens();
+            let need = self.pool.blocks_for(r.prompt_len + r.max_tokens) as u64;
+            if need > available {
+                break;
+            }
+            if self.cfg.enable_prefix_caching {
+                // The last token is always recomputed: its logits are needed.
+                let max_hit = ((num_tokens - 1) / bs) as usize;
+                self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
+            } else {
+                self.hits.clear();
+            }
+            let cached = self.hits.len() as u32 * bs;
+            let Some(new) = self.context_chunk(num_tokens - cached, budget, unit) else { break };
+            // The capacity scheduler counted it as fitting whether or not the
+            // micro-batch had room for a chunk of it this step.
+            available -= need;
+            fitting += 1;
+            if new == 0 {
+                k += 1;
+                continue;
+            }
+            if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
+                debug_assert!(false, "an admitted request's first chunk did not fit");
+                break;
+            }
+            let _ = self.waiting.remove(k);
+            let r = &mut self.slots[slot as usize];
+            r.num_computed = cached;
+            r.num_registered = self.hits.len() as u32;
+            if self.cfg.enable_prefix_caching {
+                self.stats.prefix_cache_queries += num_tokens as u64;
+                self.stats.prefix_cache_hits += cached as u64;
+            }
+            if !r.admitted_once {
+                r.admitted_once = true;
+                self.stats.requests_admitted += 1;
+                out.admitted.push(r.id);
+                if cached > 0 {
+                    out.prefix_hits.push((r.id, cached));
+                }
+            }
+            self.register_full_blocks(slot, cached + new);
+            self.running.push(slot);
+            self.scheduled.push((slot, new));
+            budget -= new;
+        }
+    }
+
+    /// The tokens of a context with `remaining` to compute that this step
+    /// takes out of `budget`: with chunked context, all of them if they fit,
+    /// else the whole units that fit (possibly 0: it waits, and a later,
+    /// shorter context may still fit); without, all of them or `None` (it
+    /// waits, and so does every context after it).
+    fn context_chunk(&self, remaining: u32, budget: u32, unit: u32) -> Option<u32> {
+        if remaining <= budget {
+            Some(remaining)
+        } else if self.cfg.enable_chunked_prefill {
+            Some(budget / unit * unit)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use super::*;
+    use crate::engine::catalog::Precision;
+
+    fn config(blocks: Option<u32>, block_size: u32, policy: SchedulerPolicy) -> EngineConfig {
+        let mut c = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        c.num_gpu_blocks_override = blocks;
+        c.block_size = block_size;
+        c.scheduler = policy;
+        c.enable_prefix_caching = false;
+        c
+    }
+
+    fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
+        Prompt::synthetic(len, &[], seed, cfg.block_size)
+    }
+
+    fn drain(engine: &mut Engine) -> Vec<StepOutcome> {
+        let mut steps = Vec::new();
+        while let Some(out) = engine.step() {
+            steps.push(out);
+            assert!(steps.len() < 100_000, "engine does not finish");
+        }
+        steps
+    }
+
+    #[test]
+    fn policy_names_parse_and_print() {
+        for p in SchedulerPolicy::ALL {
+            assert_eq!(p.as_str().parse::<SchedulerPolicy>().unwrap(), p);
+        }
+        assert_eq!("TensorRT-LLM".parse::<SchedulerPolicy>().unwrap(), SchedulerPolicy::Trtllm);
+        let err = "sglang".parse::<SchedulerPolicy>().unwrap_err().to_string();
+        assert!(err.contains("--scheduler") && err.contains("trtllm"), "{err}");
+        assert_eq!(serde_json::to_string(&SchedulerPolicy::Trtllm).unwrap(), "\"trtllm\"");
+    }
+
+    #[test]
+    fn admission_waits_for_the_whole_reservation_where_vllm_preempts() {
+        // 6 blocks of 4 tokens. Two requests of 8 prompt + 12 output tokens
+        // each end at 20 tokens: 5 blocks. vLLM admits both (2 blocks each
+        // at first), and when they grow one is preempted and recomputed;
+        // TensorRT-LLM admits the second only when the first has ended.
+        let run = |policy| {
+            let cfg = config(Some(6), 4, policy);
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            e.add_request(1, prompt(8, 1, &cfg), 12).unwrap();
+            e.add_request(2, prompt(8, 2, &cfg), 12).unwrap();
+            let first = e.step().unwrap();
+            let steps = drain(&mut e);
+            (first, steps, e.stats())
+        };
+        let (first, _, vllm) = run(SchedulerPolicy::Vllm);
+        assert_eq!(first.admitted, vec![1, 2]);
+        assert!(vllm.preemptions >= 1, "vLLM runs both and preempts: {vllm:?}");
+
+        let (first, steps, trt) = run(SchedulerPolicy::Trtllm);
+        assert_eq!(first.admitted, vec![1], "the second's 5 blocks are not free beside the first's 5");
+        assert_eq!(trt.preemptions, 0);
+        assert_eq!((trt.requests_finished, trt.generation_tokens), (2, 24));
+        let one_done = steps.iter().position(|s| s.tokens.iter().any(|t| t.id == 1 && t.finished)).unwrap();
+        let two_in = steps.iter().position(|s| s.admitted.contains(&2)).unwrap();
+        assert_eq!(two_in, one_done + 1, "admitted the step after the first ends");
+        // Every token once, in order.
+        let idx: Vec<u32> = steps.iter().flat_map(|s| &s.tokens).filter(|t| t.id == 2).map(|t| t.index).collect();
+        assert_eq!(idx, (0..12).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_first_request_that_does_not_fit_stops_admission() {
+        // 10 blocks of 4. A (4 + 28 tokens: 8 blocks) runs; B needs 8 and
+        // waits; C would fit in the 2 left (4 + 4 tokens) but is behind B.
+        let cfg = config(Some(10), 4, SchedulerPolicy::Trtllm);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(4, 1, &cfg), 28).unwrap();
+        e.add_request(2, prompt(4, 2, &cfg), 28).unwrap();
+        e.add_request(3, prompt(4, 3, &cfg), 4).unwrap();
+        let s = e.step().unwrap();
+        assert_eq!(s.admitted, vec![1]);
+        assert_eq!(e.waiting_ids().collect::<Vec<_>>(), vec![2, 3]);
+        // Two blocks are really free, yet none is taken.
+        assert!(e.stats().kv_blocks_free >= 8);
+        drain(&mut e);
+        assert_eq!((e.stats().requests_finished, e.stats().preemptions), (3, 0));
+    }
+
+    #[test]
+    fn decodes_go_first_then_chunks_of_whole_blocks_within_the_budget() {
+        let mut cfg = config(None, 16, SchedulerPolicy::Trtllm);
+        cfg.max_num_batched_tokens = 100;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(90, 1, &cfg), 5).unwrap();
+        assert_eq!(e.step().unwrap().batch.prefill_tokens, 90);
+        e.add_request(2, prompt(500, 2, &cfg), 5).unwrap();
+        let s = e.step().unwrap();
+        // One decode, then 99 tokens of budget: six whole 16-token blocks.
+        assert_eq!((s.batch.decodes, s.batch.prefill_tokens), (1, 96));
+        // vLLM fills the budget to the token.
+        cfg.scheduler = SchedulerPolicy::Vllm;
+        let mut v = Engine::new(cfg.clone()).unwrap();
+        v.add_request(1, prompt(90, 1, &cfg), 5).unwrap();
+        v.step().unwrap();
+        v.add_request(2, prompt(500, 2, &cfg), 5).unwrap();
+        assert_eq!(v.step().unwrap().batch.prefill_tokens, 99);
+    }
+
+    #[test]
+    fn without_chunked_context_a_prompt_runs_whole_or_waits_with_all_behind_it() {
+        let mut cfg = config(None, 16, SchedulerPolicy::Trtllm);
+        cfg.max_num_batched_tokens = 100;
+        cfg.enable_chunked_prefill = false;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for (id, len) in [(1, 60), (2, 60), (3, 30)] {
+            e.add_request(id, prompt(len, id, &cfg), 3).unwrap();
+        }
+        let s = e.step().unwrap();
+        // 40 tokens are left after the first, but the second needs 60, and
+        // the third (30) does not jump it.
+        assert_eq!((s.admitted.clone(), s.batch.prefill_tokens), (vec![1], 60));
+        let s = e.step().unwrap();
+        assert_eq!((s.admitted.clone(), s.batch.prefill_tokens, s.batch.decodes), (vec![2, 3], 90, 1));
+    }
+
+    #[test]
+    fn the_default_batch_cap_is_tensorrt_llms() {
+        let cfg = config(None, 16, SchedulerPolicy::Trtllm);
+        assert_eq!(cfg.resolved_max_num_seqs(), TRTLLM_MAX_BATCH_SIZE);
+        assert_eq!(config(None, 16, SchedulerPolicy::Vllm).resolved_max_num_seqs(), 1024);
+        let mut capped = cfg.clone();
+        capped.max_num_seqs = Some(2);
+        let mut e = Engine::new(capped.clone()).unwrap();
+        for id in 0..5 {
+            e.add_request(id, prompt(32, id, &capped), 4).unwrap();
+        }
+        assert_eq!(e.step().unwrap().batch.seqs, 2);
+        drain(&mut e);
+        assert_eq!(e.stats().max_batch_seqs, 2);
+    }
+
+    #[test]
+    fn the_kv_cache_is_a_share_of_the_memory_left_after_weights() {
+        // TensorRT-LLM's kv_cache_free_gpu_mem_fraction takes 0.9 of what
+        // is free after the weights; vLLM's 0.9 is of the whole memory, the
+        // weights inside it. The 70B on two H100s gets more cache under
+        // TensorRT-LLM.
+        let mut cfg = EngineConfig::from_names("llama-3.1-70b", "h100", Precision::Fp8).unwrap();
+        cfg.tp = 2;
+        let vllm = kv_capacity(&cfg).unwrap();
+        cfg.scheduler = SchedulerPolicy::Trtllm;
+        let trt = kv_capacity(&cfg).unwrap();
+        let ratio = trt.num_blocks as f64 / vllm.num_blocks as f64;
+        assert!(ratio > 1.05 && ratio < 1.5, "{ratio}");
+    }
+}
