@@ -48,6 +48,12 @@ impl EngineView for SimulatedEngine {
             (None, Some(g)) => parts.push(g),
             (None, None) => {}
         }
+        if let Some(pd) = &c.pd {
+            parts.push(format!(
+                "disaggregated {} prefill + {} decode instances · KV link {} Gb/s per GPU ({}), {} µs",
+                pd.prefill, pd.decode, pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
+            ));
+        }
         parts.extend(given(&c.precision));
         if let Some(kv) = given(&c.kv_cache_dtype).filter(|k| k != "auto") {
             parts.push(format!("KV {kv}"));

@@ -725,6 +725,14 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         100.0 * e.busy_s / e.makespan_s.max(1e-9),
         e.makespan_s
     );
+    if let Some(pd) = &e.config.pd {
+        let mean = e.kv_transfer_mean_s.map(|s| format!(" · KV transfer mean {:.2} ms", s * 1e3)).unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  disaggregated: {} prefill + {} decode instances · KV link {} Gb/s per GPU ({}), {} µs a transfer{mean}",
+            pd.prefill, pd.decode, pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
+        );
+    }
     o
 }
 

@@ -4,6 +4,7 @@
 
 use super::calibration::Calibration;
 use super::catalog::{GpuSpec, KvCacheDtype, ModelSpec, Precision};
+use super::disagg::{Disaggregation, KvLink};
 use super::error::Error;
 use super::router::RouterPolicy;
 use crate::template::ChatTemplate;
@@ -46,6 +47,10 @@ pub struct EngineConfig {
     /// Speculative decoding: `None` decodes one token a step.
     #[serde(default)]
     pub spec: Option<SpecDecoding>,
+    /// Prefill/decode disaggregation: a pool of prefill instances and one of
+    /// decode instances, each on `tp` GPUs (`None`: every replica does both).
+    #[serde(default)]
+    pub pd: Option<Disaggregation>,
 }
 
 /// Speculative decoding, as vLLM runs it: each step, every decoding
@@ -99,6 +104,13 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
                 acceptance: s.acceptance,
                 draft_cost: s.draft_cost,
             }),
+            pd: KvLink::new(cfg).zip(cfg.pd).map(|(link, pd)| goodput_core::doc::config::PdSettings {
+                prefill: pd.prefill,
+                decode: pd.decode,
+                kv_link: link.kind.as_str().to_string(),
+                kv_link_gbps: link.gbps,
+                kv_link_latency_us: link.latency.as_secs_f64() * 1e6,
+            }),
             gpu_memory_utilization: cfg.gpu_memory_utilization,
             max_num_seqs: cfg.resolved_max_num_seqs(),
             max_num_batched_tokens: cfg.max_num_batched_tokens,
@@ -140,6 +152,7 @@ impl EngineConfig {
             dp: 1,
             router: RouterPolicy::default(),
             spec: None,
+            pd: None,
         }
     }
 
@@ -148,9 +161,10 @@ impl EngineConfig {
         Ok(EngineConfig::new(ModelSpec::lookup(model)?, GpuSpec::lookup(gpu)?, precision))
     }
 
-    /// Every GPU the configuration runs on: TP × DP.
+    /// Every GPU the configuration runs on: TP × DP, or TP × both pools'
+    /// instances when disaggregated.
     pub fn gpus(&self) -> u32 {
-        self.tp.saturating_mul(self.dp)
+        self.tp.saturating_mul(self.pd.map_or(self.dp, |pd| pd.instances()))
     }
 
     /// The sequence cap in force: the configured one, else vLLM's default.
@@ -202,6 +216,23 @@ impl EngineConfig {
                 return bad(format!(
                     "--spec-draft-cost {} must lie in [0, 1]: a draft token's time as a share of the verifying step's",
                     sd.draft_cost
+                ));
+            }
+        }
+        if let Some(pd) = &self.pd {
+            pd.check().map_err(Error::InvalidConfig)?;
+            if self.dp > 1 {
+                return bad(format!(
+                    "--pd {}:{} and --dp {} both set the replicas: the prefill and decode pools are the instances \
+                     with --pd; drop --dp (for more instances raise P or D)",
+                    pd.prefill, pd.decode, self.dp
+                ));
+            }
+            if self.router != RouterPolicy::LeastLoaded {
+                return bad(format!(
+                    "--router {} picks among --dp replicas; with --pd each pool routes to its least-loaded \
+                     instance: drop --router",
+                    self.router
                 ));
             }
         }
