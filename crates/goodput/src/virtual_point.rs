@@ -279,13 +279,12 @@ pub fn energy_of(cfg: &EngineConfig, v: &EngineView, output_tokens_per_s: f64) -
 
 pub fn target_of(cfg: &EngineConfig) -> Target {
     Target {
-        url: match cfg.dp {
-            _ if cfg.pd.is_some() => {
-                let pd = cfg.pd.expect("matched");
+        url: match (cfg.pd, cfg.dp) {
+            (Some(pd), _) => {
                 format!("virtual://{}@{}p{}dx{}x{}", cfg.model.name, pd.prefill, pd.decode, cfg.tp, cfg.gpu.name)
             }
-            1 => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
-            dp => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            (None, 1) => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            (None, dp) => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
         },
         model: cfg.model.name.clone(),
         api: "virtual".into(),
