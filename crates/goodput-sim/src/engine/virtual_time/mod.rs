@@ -972,4 +972,24 @@ mod tests {
         assert!(run.records[1].outcome.is_success() && run.records[1].chunks.len() == 4);
         assert_eq!(run.engine.generation_tokens, 4);
     }
+
+    #[test]
+    fn a_prefilled_request_waits_for_room_on_the_decode_instance_and_that_wait_is_in_its_ttft() {
+        // Every instance holds 24 blocks of 16 tokens: one request of 256 +
+        // 64 tokens at a time. The second request's prefill waits for the
+        // first's KV to leave the prefill instance; on the decode instance it
+        // waits for the first to finish.
+        let mut cfg = disaggregated(&h100_8b(), "1:1");
+        cfg.num_gpu_blocks_override = Some(24);
+        let run = simulate(&cfg, &VirtualLoad::burst(same(2, 256, 64))).unwrap();
+        let (a, b) = (&run.records[0], &run.records[1]);
+        assert!(a.outcome.is_success() && b.outcome.is_success());
+        assert!(b.first_byte.unwrap() > a.end, "{:?} vs {:?}", b.first_byte, a.end);
+        assert_eq!(run.engine.preemptions, 0);
+        // With room for both, the second's first token comes long before
+        // the first's end.
+        cfg.num_gpu_blocks_override = Some(64);
+        let run = simulate(&cfg, &VirtualLoad::burst(same(2, 256, 64))).unwrap();
+        assert!(run.records[1].first_byte.unwrap() < run.records[0].end);
+    }
 }
