@@ -329,6 +329,9 @@ pub enum EmbeddedServer {
         dp: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         router: Option<String>,
+        /// Prefill/decode disaggregation, `P:D` instances, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pd: Option<String>,
     },
     /// Fixed timing; `ttft` and `itl` humantime strings.
     Fixed { itl: String, tokens_per_chunk: u32, ttft: String },

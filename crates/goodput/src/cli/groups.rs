@@ -553,6 +553,9 @@ pub struct SimArgs {
     /// Embedded engine: how the router in front of --sim-dp replicas picks one: least-loaded, round-robin or prefix-aware.
     #[arg(long, default_value = "least-loaded", help_heading = "Embedded simulator (no --url)")]
     pub sim_router: String,
+    /// Embedded engine: prefill/decode disaggregation, P prefill and D decode instances each on --sim-tp GPUs (as --pd of serve; not with --sim-dp).
+    #[arg(long, value_name = "P:D", help_heading = "Embedded simulator (no --url)")]
+    pub sim_pd: Option<String>,
     /// Embedded engine: the model's chat template (auto, llama3, qwen2.5, chatml, mistral, none), as --chat-template of serve.
     #[arg(long, default_value = "auto", help_heading = "Embedded simulator (no --url)")]
     pub sim_chat_template: String,
@@ -580,6 +583,7 @@ impl From<&SimArgs> for EngineArgs {
                 dp: sim.sim_dp,
                 router: sim.sim_router.clone(),
                 chat_template: sim.sim_chat_template.clone(),
+                pd: sim.sim_pd.clone(),
                 ..Default::default()
             },
         }

@@ -472,3 +472,29 @@ fn a_disaggregated_engine_s_kv_transfers_reach_the_window_and_the_diagnosis() {
         .collect();
     assert!(told.iter().any(|m| m.contains("TTFT is mostly KV transfer")), "{:?}", v["diagnosis"]);
 }
+
+/// `bench`'s embedded engine disaggregated: the result keeps the pools, and
+/// the window has the engine's KV transfers; with --sim-dp it is refused.
+#[test]
+fn the_embedded_engine_runs_prefill_and_decode_pools() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pd.json");
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--sim-pd", "1:1", "-n", "12", "-c", "3"])
+        .args(["--input-tokens", "512", "--output-tokens", "8", "--metrics-interval", "200ms", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["config"]["client"]["embedded"]["pd"], "1:1", "{}", v["config"]["client"]["embedded"]);
+    let kv = v["server_signals"]["window"]["kv_transfer_mean_s"].as_f64().expect("the window's KV transfer");
+    assert!(kv > 0.0 && kv < 0.05, "{kv}");
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "--sim-pd", "1:1", "--sim-dp", "2", "-n", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("drop --dp"), "{err}");
+}
