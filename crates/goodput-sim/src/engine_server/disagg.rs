@@ -58,7 +58,8 @@ pub(super) enum Refused {
 
 /// Runs request `id`'s prefill on the least-loaded prefill instance and
 /// moves its KV over that instance's link; returns when the KV has landed
-/// (with the time from the prefill's end), when the decode pool may take
+/// (with the time from the prefill's end, and the prompt tokens the prefill
+/// instance's prefix cache served), when the decode pool may take
 /// the request (with [`Command::Add`]'s `prefilled`). Dropped with the
 /// client, it aborts the prefill, or frees the blocks its KV held.
 pub(super) async fn prefill(
@@ -66,7 +67,7 @@ pub(super) async fn prefill(
     id: u64,
     prompt: &Prompt,
     arrived: Instant,
-) -> Result<std::time::Duration, Refused> {
+) -> Result<(std::time::Duration, u32), Refused> {
     let pool = s.pd.as_ref().expect("called only when disaggregated");
     let p = lock(&pool.router).route(prompt);
     let commands = s.commands[p].clone();
@@ -106,6 +107,7 @@ pub(super) async fn prefill(
         return Err(Refused::Gone);
     }
     ticket.live = false;
+    let cached = progress.cached.load(std::sync::atomic::Ordering::Acquire);
     let held = Held { id, commands };
     drop(ticket);
     let ended = Instant::now();
@@ -118,5 +120,5 @@ pub(super) async fn prefill(
     };
     sleep_until(landed).await;
     drop(held);
-    Ok(landed - ended)
+    Ok((landed - ended, cached))
 }

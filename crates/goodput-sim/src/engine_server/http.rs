@@ -123,7 +123,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // Disaggregated: the prefill pool first, then the KV's transfer.
     let kv_transfer = match s.pd.is_some() {
         true => match super::disagg::prefill(&s, id, &prompt, arrived).await {
-            Ok(took) => Some(took),
+            Ok(done) => Some(done),
             Err(super::disagg::Refused::Invalid(m)) => return error_response(route, StatusCode::BAD_REQUEST, &m),
             Err(super::disagg::Refused::Gone) => {
                 return error_response(route, StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped")
@@ -132,12 +132,16 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         false => None,
     };
     let progress = Arc::new(Progress::default());
+    // The prompt tokens the prefill instance found cached are the usage's.
+    if let Some((_, cached)) = kv_transfer {
+        progress.cached.store(cached, Ordering::Release);
+    }
     let (reply, answer) = oneshot::channel();
     // Made before the request is sent, so a client gone while it waits for
     // the answer still aborts it: the abort follows the add in the channel.
     let (replica, commands) = s.route(&prompt);
     let mut ticket = Ticket { id, commands: commands.clone(), live: true, router: s.router.clone(), replica };
-    if let Some(took) = kv_transfer {
+    if let Some((took, _)) = kv_transfer {
         s.observe_kv_transfer(replica, took);
     }
     let prefilled = kv_transfer.is_some();

@@ -741,4 +741,10 @@ async fn disaggregated_pools_move_the_kv_and_export_vllms_nixl_histogram() {
         s.kv_blocks_free == s.kv_blocks_total
     })
     .await;
+    // A prompt sent again finds its blocks in the prefill instance's prefix
+    // cache: 15 of its 16 blocks (the last token is always computed).
+    let body = json!({"prompt": words(255, "p1-"), "max_tokens": 2});
+    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64(), Some(240), "{v}");
 }
