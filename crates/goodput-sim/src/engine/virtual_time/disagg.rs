@@ -65,10 +65,11 @@ impl Pools {
         }
     }
 
-    /// Request `i`'s prefill ended on instance `p` at `now`: its KV (the
-    /// prompt's `tokens`) goes over `p`'s link once the transfers before
-    /// it have.
-    pub(super) fn start_transfer(&mut self, now: Duration, i: usize, p: usize, tokens: u32) {
+    /// Request `i`'s prefill ended on instance `p` at `now`: its KV (its
+    /// whole prompt's) goes over `p`'s link once the transfers before it
+    /// have.
+    pub(super) fn start_transfer(&mut self, now: Duration, i: usize, p: usize) {
+        let tokens = self.prompts[i].as_ref().map_or(0, Prompt::len);
         let start = now.max(self.link_free[p]);
         let took = self.link.transfer_time(tokens);
         self.link_free[p] = start + took;

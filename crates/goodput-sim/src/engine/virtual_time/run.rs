@@ -320,10 +320,8 @@ impl<'a> VirtualRun<'a> {
             }
             route_done(&mut self.pd, &mut self.router, p);
             self.replica_of[i] = NONE;
-            let r = &self.load.requests[i];
-            let tokens = r.input_tokens.saturating_add(self.load.prompts.extra(self.cfg.chat_template, r));
             if let Some(pd) = self.pd.as_mut() {
-                pd.start_transfer(self.now, i, p, tokens);
+                pd.start_transfer(self.now, i, p);
             }
         }
     }
