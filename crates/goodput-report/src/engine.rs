@@ -54,6 +54,12 @@ impl EngineView for SimulatedEngine {
                 None => format!("{} replicas", c.dp),
             });
         }
+        if let Some(pd) = &c.pd {
+            parts.push(format!(
+                "disaggregated {} prefill + {} decode instances · KV link {} Gb/s per GPU ({}), {} µs",
+                pd.prefill, pd.decode, pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
+            ));
+        }
         parts.extend(given(&c.precision));
         if let Some(kv) = given(&c.kv_cache_dtype).filter(|k| k != "auto") {
             parts.push(format!("KV {kv}"));
@@ -114,7 +120,9 @@ impl EngineView for SimulatedEngine {
             ),
         ];
         if !self.replicas.is_empty() {
-            figures.push(replica_figure(&self.replicas, self.makespan_s));
+            for (pool, replicas) in pools(self) {
+                figures.push(replica_figure(pool, replicas, self.makespan_s));
+            }
         }
         figures
     }
@@ -171,10 +179,26 @@ pub(crate) fn replica_spread(replicas: &[ReplicaShare], makespan_s: f64) -> (Opt
     ((mean > 0.0).then(|| max / mean), each.join(" · "))
 }
 
-fn replica_figure(replicas: &[ReplicaShare], makespan_s: f64) -> Figure {
+/// The engine's instances by pool: the prefill and the decode instances
+/// apart when disaggregated (they hold different work), else the replicas.
+pub(crate) fn pools(e: &SimulatedEngine) -> Vec<(&'static str, &[ReplicaShare])> {
+    match &e.config.pd {
+        Some(pd) if e.replicas.len() == (pd.prefill + pd.decode) as usize => {
+            let (p, d) = e.replicas.split_at(pd.prefill as usize);
+            vec![("prefill instances", p), ("decode instances", d)]
+        }
+        _ => vec![("replicas", &e.replicas[..])],
+    }
+}
+
+fn replica_figure(pool: &'static str, replicas: &[ReplicaShare], makespan_s: f64) -> Figure {
     let (spread, each) = replica_spread(replicas, makespan_s);
     Figure {
-        label: "replica spread",
+        label: match pool {
+            "prefill instances" => "prefill spread",
+            "decode instances" => "decode spread",
+            _ => "replica spread",
+        },
         value: spread.map_or("—".into(), |x| format!("{x:.2}")),
         unit: "× mean",
         detail: format!("the busiest replica's requests over the mean; requests each: {each}"),

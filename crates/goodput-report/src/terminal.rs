@@ -726,9 +726,19 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         e.makespan_s
     );
     if !e.replicas.is_empty() {
-        let (spread, each) = crate::engine::replica_spread(&e.replicas, e.makespan_s);
-        let spread = spread.map_or("—".into(), |x| format!("{x:.2}"));
-        let _ = writeln!(o, "  replicas: busiest {spread}× the mean · requests {each}");
+        for (pool, replicas) in crate::engine::pools(e) {
+            let (spread, each) = crate::engine::replica_spread(replicas, e.makespan_s);
+            let spread = spread.map_or("—".into(), |x| format!("{x:.2}"));
+            let _ = writeln!(o, "  {pool}: busiest {spread}× the mean · requests {each}");
+        }
+    }
+    if let Some(pd) = &e.config.pd {
+        let mean = e.kv_transfer_mean_s.map(|s| format!(" · KV transfer mean {:.2} ms", s * 1e3)).unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  disaggregated: {} prefill + {} decode instances · KV link {} Gb/s per GPU ({}), {} µs a transfer{mean}",
+            pd.prefill, pd.decode, pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
+        );
     }
     o
 }

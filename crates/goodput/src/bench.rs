@@ -101,10 +101,12 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
                     " (embedded simulated engine: {} on {}{})",
                     a.sim.sim_model,
                     a.sim.sim_gpu,
-                    if a.sim.sim_dp > 1 {
-                        format!(", {} replicas behind {}", a.sim.sim_dp, a.sim.sim_router)
-                    } else {
-                        String::new()
+                    match &a.sim.sim_pd {
+                        Some(pd) => format!(", disaggregated {pd} prefill:decode instances"),
+                        None if a.sim.sim_dp > 1 => {
+                            format!(", {} replicas behind {}", a.sim.sim_dp, a.sim.sim_router)
+                        }
+                        None => String::new(),
                     }
                 ),
                 (true, ProfileArg::Fixed) => " (embedded fixed-timing simulator)".into(),

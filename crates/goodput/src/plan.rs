@@ -1,7 +1,8 @@
 //! `goodput plan`: which deployment to run. The simulated engine, in
 //! virtual time, traces each configuration (GPU type, tensor parallelism,
 //! replicas to fill the GPU budget, precision, batch limit, chunked-prefill
-//! budget) at rising load; the points go into one frontier document
+//! budget, and with `--pd` prefill/decode disaggregation ratios) at rising
+//! load; the points go into one frontier document
 //! (goodput-core's `doc::frontier`), whose analysis gives the Pareto
 //! frontier of output tokens/s per GPU against tokens/s per user, the point
 //! with the most good tokens per dollar within the SLO, and why the other
@@ -15,7 +16,8 @@
 //! What cannot win is not simulated: configurations whose weights do not
 //! fit, tensor-parallel degrees past the one that stopped making a single
 //! user faster, loads past a curve's first miss of the SLO or past where its
-//! throughput stopped rising, and batch limits that only cut a curve short.
+//! throughput stopped rising, batch limits that only cut a curve short, and
+//! disaggregation ratios far from the workload's prefill:decode balance.
 
 use crate::cli::{PlanArgs, WarmupArg};
 use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
@@ -31,7 +33,8 @@ use goodput_core::{AnalysisOptions, Slo, SCHEMA};
 use goodput_load::trace::TraceEntry;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
-    kv_capacity, EngineConfig, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, RouterPolicy,
+    kv_capacity, BatchShape, Disaggregation, EngineConfig, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
+    Roofline, RouterPolicy,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,6 +63,8 @@ struct Candidate {
     dp: u32,
     max_num_seqs: u32,
     max_num_batched_tokens: u32,
+    /// Prefill/decode disaggregation: (P, D) instances a unit, `dp` units.
+    pd: Option<(u32, u32)>,
     /// The router in front of the replicas (with `--trace` alone: a closed
     /// loop simulates one replica).
     router: RouterPolicy,
@@ -76,6 +81,25 @@ struct PlanTrace {
 
 /// `--trace-speed`'s default: each point twice as fast as the one before.
 const TRACE_SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
+
+impl Candidate {
+    /// Engine instances a unit (one replica, or P + D).
+    fn instances(&self) -> u32 {
+        self.pd.map_or(1, |(p, d)| p + d)
+    }
+
+    /// Every GPU the configuration takes.
+    fn gpus(&self) -> u32 {
+        self.tp * self.dp * self.instances()
+    }
+}
+
+/// `auto`'s ratios: P + D at most this, in lowest terms.
+const PD_AUTO_MAX: u32 = 5;
+/// A ratio P:D whose P/D lies more than this factor from the workload's
+/// prefill:decode work (see [`pd_balance`]) leaves one pool idle most of
+/// the time: per GPU, it cannot beat the ratios nearer the balance.
+const PD_BALANCE_BAND: f64 = 3.0;
 
 /// A group's configurations as they ran, each with a note when the climb
 /// of TP stopped at it.
@@ -154,8 +178,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         percentile,
         prompts: prompt_kind(a.api),
         kv_cache_dtype: a.kv_cache_dtype.parse()?,
-        several_seqs,
         trace: plan_trace,
+        several_seqs,
     };
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
@@ -244,6 +268,12 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     if a.trace.is_some() && a.concurrency.is_some() {
         bail!("--concurrency sets closed loops of users; with --trace the load is the trace replayed at --trace-speed");
     }
+    if a.trace.is_some() && a.pd.is_some() {
+        bail!(
+            "--pd with --trace: disaggregated units are not yet simulated whole behind a router; plan the trace \
+             without --pd, or the ratios with closed loops (drop --trace)"
+        );
+    }
     if a.shape.duration.is_some() {
         bail!("--duration: plan measures each point on a count of requests (--requests-per-user, or -n N per point)");
     }
@@ -285,10 +315,94 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
     }
+    if let Some((p, d)) = c.pd {
+        id.push_str(&format!(" pd{p}:{d}"));
+    }
     if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.dp > 1 {
         id.push_str(&format!(" {}", c.router));
     }
     id
+}
+
+/// `--pd`: the ratios to search beside colocated serving (`None`).
+fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<(u32, u32)>>> {
+    let mut out = vec![None];
+    let Some(spec) = spec.map(str::trim) else { return Ok(out) };
+    if spec.eq_ignore_ascii_case("auto") {
+        for sum in 2..=PD_AUTO_MAX {
+            for p in 1..sum {
+                let d = sum - p;
+                if gcd(p, d) == 1 {
+                    out.push(Some((p, d)));
+                }
+            }
+        }
+        return Ok(out);
+    }
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let pd = Disaggregation::parse(part).map_err(|e| anyhow!("--pd {spec}: {e}"))?;
+        pd.check().map_err(|e| anyhow!("--pd {spec}: {e}"))?;
+        if !out.contains(&Some((pd.prefill, pd.decode))) {
+            out.push(Some((pd.prefill, pd.decode)));
+        }
+    }
+    if out.len() == 1 {
+        bail!("--pd {spec:?} names no ratio: give auto, or P:D ratios such as 1:1,1:2");
+    }
+    Ok(out)
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The workload's mean prompt and output lengths, where they are known
+/// before it runs (not a dataset's).
+fn mean_lengths(w: &Workload) -> Option<(f64, f64)> {
+    match w {
+        Workload::Synthetic { input, output, shared_prefix, .. } => {
+            Some((input.mean() + shared_prefix.map_or(0.0, |p| f64::from(p.tokens)), output.mean()))
+        }
+        Workload::Trace { entries, .. } if !entries.is_empty() => {
+            let n = entries.len() as f64;
+            let input: f64 = entries.iter().map(|e| f64::from(e.lengths.input)).sum();
+            let output: f64 = entries.iter().map(|e| f64::from(e.lengths.output)).sum();
+            Some((input / n, output / n))
+        }
+        Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => mean_lengths(inner),
+        _ => None,
+    }
+}
+
+/// The prefill instances a decode instance keeps busy at saturation: a
+/// request's prefill time (its prompt in budget-sized chunks, alone on an
+/// instance) over its share of a decode instance's time (its output's steps
+/// at the largest batch the batch limit and the KV cache allow, divided by
+/// that batch). The roofline's step times, without the scheduler.
+fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
+    let roof = Roofline::new(cfg).ok()?;
+    let (input, output) = (input.round().max(1.0) as u32, output.round().max(1.0) as u32);
+    let mut prefill_s = 0.0;
+    let mut done = 0;
+    while done < input {
+        let chunk = (input - done).min(cfg.max_num_batched_tokens.max(1));
+        let mut b = BatchShape::default();
+        b.add_prefill(done, chunk);
+        prefill_s += roof.step_time(&b).as_secs_f64();
+        done += chunk;
+    }
+    let kv_fit = kv_capacity(cfg).ok()?.tokens() / u64::from(input + output);
+    let batch = u64::from(cfg.resolved_max_num_seqs()).min(kv_fit).max(1) as u32;
+    let mut b = BatchShape::default();
+    for _ in 0..batch {
+        b.add_decode(input + output / 2);
+    }
+    let decode_s = f64::from(output) * roof.step_time(&b).as_secs_f64() / f64::from(batch);
+    (decode_s > 0.0).then(|| prefill_s / decode_s)
 }
 
 impl Search<'_> {
@@ -300,6 +414,8 @@ impl Search<'_> {
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
+        cfg.pd =
+            c.pd.map(|(prefill, decode)| Disaggregation { prefill, decode, link_gbps: None, link_latency_us: None });
         cfg
     }
 
@@ -324,6 +440,9 @@ impl Search<'_> {
         let mut tps: Vec<u32> = a.tp.0.iter().map(|&t| t as u32).collect();
         tps.sort_unstable();
         tps.dedup();
+        let ratios = pd_ratios(a.pd.as_deref())?;
+        let routers = self.trace.as_ref().map_or(vec![RouterPolicy::LeastLoaded], |t| t.routers.clone());
+        let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
         for (offer, o) in a.gpu.iter().enumerate() {
             let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
@@ -340,44 +459,46 @@ impl Search<'_> {
                 };
                 seqs.sort_unstable();
                 seqs.dedup();
-                let routers = self.trace.as_ref().map_or(vec![RouterPolicy::LeastLoaded], |t| t.routers.clone());
-                for (&mbt, &seq, &router) in a
-                    .max_num_batched_tokens
-                    .0
-                    .iter()
-                    .flat_map(|m| seqs.iter().map(move |s| (m, s)))
-                    .flat_map(|(m, s)| routers.iter().map(move |r| (m, s, r)))
-                {
-                    {
-                        let mut group = Vec::new();
-                        for &tp in &tps {
-                            // One replica has no router to choose.
-                            if tp > a.budget || (router != routers[0] && a.budget / tp < 2) {
-                                continue;
-                            }
-                            let c = Candidate {
-                                tp,
-                                dp: a.budget / tp,
-                                max_num_seqs: seq,
-                                max_num_batched_tokens: mbt as u32,
-                                router,
-                                ..self.base(offer, &gpu, precision)
-                            };
-                            let cfg = self.engine(&c);
-                            let fits = kv_capacity(&cfg).map_err(anyhow::Error::from).and_then(|_| {
-                                crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
-                            });
-                            match fits {
-                                Ok(()) => group.push(c),
-                                // Said once per GPU, precision and TP, not per limit.
-                                Err(e) if seq == seqs[0] && mbt == a.max_num_batched_tokens.0[0] => {
-                                    notes.push(format!("{} tp{tp} {precision}: left out ({e:#})", o.name));
-                                }
-                                Err(_) => {}
-                            }
+                let first = (seqs[0], a.max_num_batched_tokens.0[0]);
+                for &mbt in &a.max_num_batched_tokens.0 {
+                    for &seq in &seqs {
+                        let (kept, left) = self.balanced(&ratios, &gpu, precision, offer, seq, mbt as u32, lengths);
+                        if (seq, mbt) == first {
+                            notes.extend(left);
                         }
-                        if !group.is_empty() {
-                            groups.push(group);
+                        for (&pd, &router) in kept.iter().flat_map(|p| routers.iter().map(move |r| (p, r))) {
+                            let mut group = Vec::new();
+                            for &tp in &tps {
+                                let unit = tp * pd.map_or(1, |(p, d)| p + d);
+                                // One replica has no router to choose.
+                                if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
+                                    continue;
+                                }
+                                let c = Candidate {
+                                    tp,
+                                    dp: a.budget / unit,
+                                    max_num_seqs: seq,
+                                    max_num_batched_tokens: mbt as u32,
+                                    pd,
+                                    router,
+                                    ..self.base(offer, &gpu, precision)
+                                };
+                                let cfg = self.engine(&c);
+                                let fits = kv_capacity(&cfg).map_err(anyhow::Error::from).and_then(|_| {
+                                    crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
+                                });
+                                match fits {
+                                    Ok(()) => group.push(c),
+                                    // Said once per GPU, precision and TP, not per limit.
+                                    Err(e) if (seq, mbt) == first && pd.is_none() => {
+                                        notes.push(format!("{} tp{tp} {precision}: left out ({e:#})", o.name));
+                                    }
+                                    Err(_) => {}
+                                }
+                            }
+                            if !group.is_empty() {
+                                groups.push(group);
+                            }
                         }
                     }
                 }
@@ -398,8 +519,47 @@ impl Search<'_> {
             dp: self.args.budget,
             max_num_seqs: 1,
             max_num_batched_tokens: 8192,
+            pd: None,
             router: RouterPolicy::LeastLoaded,
         }
+    }
+
+    /// The ratios worth simulating for one GPU, precision and limits, and
+    /// a note for each left out: those whose P/D lies more than
+    /// [`PD_BALANCE_BAND`] from the workload's balance (the nearest ratio is
+    /// always kept). All of them where the balance cannot be told.
+    #[allow(clippy::too_many_arguments)]
+    fn balanced(
+        &self,
+        ratios: &[Option<(u32, u32)>],
+        gpu: &GpuSpec,
+        precision: Precision,
+        offer: usize,
+        seq: u32,
+        mbt: u32,
+        lengths: Option<(f64, f64)>,
+    ) -> (Vec<Option<(u32, u32)>>, Vec<String>) {
+        let pds: Vec<(u32, u32)> = ratios.iter().flatten().copied().collect();
+        let c = Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision) };
+        let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o));
+        let Some(r) = balance.filter(|r| r.is_finite() && *r > 0.0) else { return (ratios.to_vec(), Vec::new()) };
+        let off = |(p, d): (u32, u32)| (f64::from(p) / f64::from(d) / r).ln().abs();
+        let nearest = pds.iter().copied().min_by(|a, b| off(*a).total_cmp(&off(*b)));
+        let mut kept = vec![None];
+        let mut notes = Vec::new();
+        for pd in pds {
+            if off(pd) <= PD_BALANCE_BAND.ln() || Some(pd) == nearest {
+                kept.push(Some(pd));
+            } else {
+                let idle = if f64::from(pd.0) / f64::from(pd.1) > r { "prefill" } else { "decode" };
+                notes.push(format!(
+                    "{} {precision}: --pd {}:{} left out: a request's prefill takes about {r:.2} times its share of a \
+                     decode instance, so that ratio's {idle} pool would idle most of the time",
+                    self.args.gpu[offer].name, pd.0, pd.1
+                ));
+            }
+        }
+        (kept, notes)
     }
 
     /// Runs every group on `--jobs` threads, and gives the configurations
@@ -422,8 +582,9 @@ impl Search<'_> {
                     o.offer == c.offer
                         && o.precision == c.precision
                         && o.tp == c.tp
-                        && o.router == c.router
                         && o.max_num_batched_tokens == c.max_num_batched_tokens
+                        && o.pd == c.pd
+                        && o.router == c.router
                 })
                 .map(|o| o.max_num_seqs)
                 .max()
@@ -489,6 +650,7 @@ impl Search<'_> {
             ("max_num_batched_tokens", c.max_num_batched_tokens.to_string()),
         ]
         .into_iter()
+        .chain(c.pd.map(|(p, d)| ("pd", format!("{p}:{d}"))))
         .chain(self.trace.as_ref().filter(|_| c.dp > 1).map(|_| ("router", c.router.to_string())))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
@@ -496,7 +658,7 @@ impl Search<'_> {
             id_of(self, c),
             params,
             Some(c.gpu.name.clone()),
-            c.tp * c.dp,
+            c.gpus(),
             self.args.gpu[c.offer].usd_per_hour,
         )
     }
@@ -521,9 +683,10 @@ impl Search<'_> {
                 if s < s0 * (1.0 + TP_HELPS) && k + 1 < group.len() {
                     let wider: Vec<String> = group[k + 1..].iter().map(|c| c.tp.to_string()).collect();
                     let note = format!(
-                        "{} {}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
+                        "{} {}{}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
                         self.args.gpu[c.offer].name,
                         c.precision,
+                        c.pd.map(|(p, d)| format!(" pd{p}:{d}")).unwrap_or_default(),
                         c.tp,
                         (s / s0 - 1.0) * 100.0,
                         wider.join(", ")
@@ -542,7 +705,8 @@ impl Search<'_> {
     /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
     /// to the batch limit (and the limit itself).
     fn loads(&self, c: &Candidate) -> Vec<u64> {
-        let cap = u64::from(c.max_num_seqs);
+        // Disaggregated, the decode pool holds the unit's sequences.
+        let cap = u64::from(c.max_num_seqs) * u64::from(c.pd.map_or(1, |(_, d)| d));
         let mut v: Vec<u64> = match &self.args.concurrency {
             Some(l) => l.0.clone(),
             None => std::iter::successors(Some(1u64), |&x| Some(x * 2)).take_while(|&x| x < cap).chain([cap]).collect(),
@@ -623,7 +787,7 @@ impl Search<'_> {
     fn whole_point(&self, c: &Candidate, rate: f64, r: &goodput_core::RunResult) -> FrontierPoint {
         // One replica's result scaled by 1 is the whole's.
         let mut p = self.point(&Candidate { dp: 1, ..c.clone() }, 0, r);
-        let gpus = f64::from(c.tp * c.dp);
+        let gpus = f64::from(c.gpus());
         p.load = Load::Rate(rate);
         p.output_tokens_per_s_per_gpu = p.output_tokens_per_s / gpus;
         p.usd_per_million_output_tokens = self.args.gpu[c.offer]
@@ -654,7 +818,7 @@ impl Search<'_> {
         let dp = f64::from(c.dp);
         let replica = s.throughput.output_tokens_per_s;
         let total = replica * dp;
-        let gpus = f64::from(c.tp * c.dp);
+        let gpus = f64::from(c.gpus());
         let tpot = s.tpot_ms.p(self.percentile);
         let usd_per_hour = self.args.gpu[c.offer].usd_per_hour.map(|p| p * gpus);
         FrontierPoint {

@@ -67,9 +67,16 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;
     let c = server.config();
-    let replicas = match c.engine.dp {
-        1 => String::new(),
-        dp => format!("{dp} replicas ({} router) each ", c.engine.router),
+    let replicas = match (c.engine.pd, goodput_sim::engine::KvLink::new(&c.engine)) {
+        (Some(pd), Some(link)) => format!(
+            "{} prefill + {} decode instances (KV link {} Gb/s per GPU, {} µs) each ",
+            pd.prefill,
+            pd.decode,
+            link.gbps,
+            link.latency.as_secs_f64() * 1e6
+        ),
+        _ if c.engine.dp == 1 => String::new(),
+        _ => format!("{} replicas ({} router) each ", c.engine.dp, c.engine.router),
     };
     let what = format!(
         "engine: {} ({}) on {replicas}{}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \

@@ -350,6 +350,7 @@ fn client_settings(t: &TargetArgs, sim: &SimArgs, client: &Client, settled: Sett
                 dp: sim.sim_dp,
                 router: (sim.sim_dp > 1).then(|| sim.sim_router.clone()),
                 chat_template: sim.sim_chat_template.clone(),
+                pd: sim.sim_pd.clone(),
             },
             ProfileArg::Fixed => EmbeddedServer::Fixed {
                 ttft: humantime::format_duration(sim.sim_ttft).to_string(),

@@ -55,6 +55,17 @@ impl TryFrom<&EngineArgs> for EngineConfig {
             acceptance: e.spec_acceptance,
             draft_cost: e.spec_draft_cost,
         });
+        cfg.pd = match &e.pd {
+            Some(text) => Some(goodput_sim::engine::Disaggregation {
+                link_gbps: e.kv_link_gbps,
+                link_latency_us: e.kv_link_latency_us,
+                ..goodput_sim::engine::Disaggregation::parse(text).map_err(|m| anyhow!(m))?
+            }),
+            None if e.kv_link_gbps.is_some() || e.kv_link_latency_us.is_some() => {
+                bail!("--kv-link-gbps and --kv-link-latency-us set the link of --pd: add --pd P:D, or drop them")
+            }
+            None => None,
+        };
         cfg.chat_template = ChatTemplate::parse(&e.chat_template, cfg.model.chat_template())
             .map_err(|m| anyhow!("--chat-template: {m}"))?;
         if let Some(p) = &e.calibration {
@@ -210,6 +221,7 @@ pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
         busy_s: v.busy.as_secs_f64(),
         makespan_s: v.makespan.as_secs_f64(),
         kv_usage_max: v.samples.iter().map(|s| s.kv_usage).fold(0.0, f64::max),
+        kv_transfer_mean_s: (v.kv_transfers > 0).then(|| v.kv_transfer_s / v.kv_transfers as f64),
         series: EngineSeries {
             t_s: v.samples.iter().map(|s| s.t.as_secs_f64()).collect(),
             kv_usage: v.samples.iter().map(|s| s.kv_usage).collect(),
@@ -283,9 +295,12 @@ pub fn energy_of(cfg: &EngineConfig, v: &EngineView, output_tokens_per_s: f64) -
 
 pub fn target_of(cfg: &EngineConfig) -> Target {
     Target {
-        url: match cfg.dp {
-            1 => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
-            dp => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+        url: match (cfg.pd, cfg.dp) {
+            (Some(pd), _) => {
+                format!("virtual://{}@{}p{}dx{}x{}", cfg.model.name, pd.prefill, pd.decode, cfg.tp, cfg.gpu.name)
+            }
+            (None, 1) => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            (None, dp) => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
         },
         model: cfg.model.name.clone(),
         api: "virtual".into(),

@@ -329,6 +329,9 @@ pub enum EmbeddedServer {
         dp: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         router: Option<String>,
+        /// Prefill/decode disaggregation, `P:D` instances, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pd: Option<String>,
     },
     /// Fixed timing; `ttft` and `itl` humantime strings.
     Fixed { itl: String, tokens_per_chunk: u32, ttft: String },
@@ -394,6 +397,27 @@ pub struct EngineSettings {
     /// was recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibrated: Option<bool>,
+    /// Prefill/decode disaggregation, when the engine runs separate pools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pd: Option<PdSettings>,
+}
+
+/// The simulated engine's prefill and decode pools and the KV link
+/// between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct PdSettings {
+    /// Prefill instances, each on `tp` GPUs.
+    pub prefill: u32,
+    /// Decode instances, each on `tp` GPUs.
+    pub decode: u32,
+    /// Where the link's figures came from: `node` (the GPUs' interconnect,
+    /// both pools in one node), `network` (a NIC per GPU) or `given`.
+    pub kv_link: String,
+    /// The link's bandwidth per GPU and direction, Gb/s.
+    pub kv_link_gbps: f64,
+    /// A transfer's fixed cost, µs.
+    pub kv_link_latency_us: f64,
 }
 
 /// The simulated engine's speculative decoding.

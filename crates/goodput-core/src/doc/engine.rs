@@ -34,6 +34,11 @@ pub struct SimulatedEngine {
     pub makespan_s: f64,
     /// The most of the KV capacity held at once, 0..1.
     pub kv_usage_max: f64,
+    /// Disaggregated: the mean time a request's KV took from the end of its
+    /// prefill to its landing on a decode instance (its wait for the link
+    /// included), seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_transfer_mean_s: Option<f64>,
     pub series: EngineSeries,
     /// Each data-parallel replica's share, in replica order; empty with one
     /// replica (the figures above are then its own).

@@ -4,6 +4,7 @@
 
 use super::calibration::Calibration;
 use super::catalog::{GpuSpec, KvCacheDtype, ModelSpec, Precision};
+use super::disagg::{Disaggregation, KvLink};
 use super::error::Error;
 use super::router::RouterPolicy;
 use super::scheduler::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
@@ -51,6 +52,10 @@ pub struct EngineConfig {
     /// TensorRT-LLM's guaranteed-no-evict one (`scheduler/trtllm.rs`).
     #[serde(default)]
     pub scheduler: SchedulerPolicy,
+    /// Prefill/decode disaggregation: a pool of prefill instances and one of
+    /// decode instances, each on `tp` GPUs (`None`: every replica does both).
+    #[serde(default)]
+    pub pd: Option<Disaggregation>,
 }
 
 /// Speculative decoding, as vLLM runs it: each step, every decoding
@@ -104,6 +109,13 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
                 acceptance: s.acceptance,
                 draft_cost: s.draft_cost,
             }),
+            pd: KvLink::new(cfg).zip(cfg.pd).map(|(link, pd)| goodput_core::doc::config::PdSettings {
+                prefill: pd.prefill,
+                decode: pd.decode,
+                kv_link: link.kind.as_str().to_string(),
+                kv_link_gbps: link.gbps,
+                kv_link_latency_us: link.latency.as_secs_f64() * 1e6,
+            }),
             gpu_memory_utilization: cfg.gpu_memory_utilization,
             max_num_seqs: cfg.resolved_max_num_seqs(),
             max_num_batched_tokens: cfg.max_num_batched_tokens,
@@ -149,6 +161,7 @@ impl EngineConfig {
             router: RouterPolicy::default(),
             spec: None,
             scheduler: SchedulerPolicy::default(),
+            pd: None,
         }
     }
 
@@ -157,9 +170,10 @@ impl EngineConfig {
         Ok(EngineConfig::new(ModelSpec::lookup(model)?, GpuSpec::lookup(gpu)?, precision))
     }
 
-    /// Every GPU the configuration runs on: TP × DP.
+    /// Every GPU the configuration runs on: TP × DP, or TP × both pools'
+    /// instances when disaggregated.
     pub fn gpus(&self) -> u32 {
-        self.tp.saturating_mul(self.dp)
+        self.tp.saturating_mul(self.pd.map_or(self.dp, |pd| pd.instances()))
     }
 
     /// The sequence cap in force: the configured one, else the scheduler's
@@ -216,6 +230,23 @@ impl EngineConfig {
                 return bad(format!(
                     "--spec-draft-cost {} must lie in [0, 1]: a draft token's time as a share of the verifying step's",
                     sd.draft_cost
+                ));
+            }
+        }
+        if let Some(pd) = &self.pd {
+            pd.check().map_err(Error::InvalidConfig)?;
+            if self.dp > 1 {
+                return bad(format!(
+                    "--pd {}:{} and --dp {} both set the replicas: the prefill and decode pools are the instances \
+                     with --pd; drop --dp (for more instances raise P or D)",
+                    pd.prefill, pd.decode, self.dp
+                ));
+            }
+            if self.router != RouterPolicy::LeastLoaded {
+                return bad(format!(
+                    "--router {} picks among --dp replicas; with --pd each pool routes to its least-loaded \
+                     instance: drop --router",
+                    self.router
                 ));
             }
         }

@@ -12,6 +12,7 @@
 mod calibration;
 mod catalog;
 mod config;
+pub mod disagg;
 mod error;
 mod kv;
 mod roofline;
@@ -26,6 +27,7 @@ pub use config::{
     EngineConfig, SpecDecoding, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS,
     MAX_DP, MAX_SPEC_TOKENS,
 };
+pub use disagg::{Disaggregation, KvLink};
 pub use error::Error;
 pub use kv::Prompt;
 pub use roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepBreakdown, StepPower};

@@ -196,6 +196,10 @@ struct Request {
     blocks: Vec<u32>,
     admitted_once: bool,
     live: bool,
+    /// Its prompt's KV came from a prefill instance (disaggregation): at
+    /// admission all but the last prompt token count as computed. Cleared
+    /// by a preemption, after which the instance recomputes it all.
+    remote_kv: bool,
 }
 
 impl Request {
@@ -232,6 +236,11 @@ pub struct Engine {
     /// The draft acceptances' generator state, apart from `noise` so that
     /// speculation leaves the step-time stream as it was.
     spec_noise: u64,
+    /// A prefill instance of a disaggregated engine: a finished request
+    /// keeps its blocks (in `held`) until [`Engine::release_held`], while its
+    /// KV crosses to a decode instance.
+    hold_finished: bool,
+    held: HashMap<u64, Vec<u32>>,
 }
 
 impl Engine {
@@ -254,6 +263,8 @@ impl Engine {
             stats: EngineStats::default(),
             noise: 0,
             spec_noise: SPEC_NOISE_SALT,
+            hold_finished: false,
+            held: HashMap::new(),
             cfg,
         })
     }
@@ -279,6 +290,35 @@ impl Engine {
 
     pub fn max_num_seqs(&self) -> u32 {
         self.max_num_seqs
+    }
+
+    /// Makes this engine a prefill instance of a disaggregated engine: each
+    /// finished request keeps its KV blocks until [`Engine::release_held`].
+    pub fn hold_finished(&mut self) {
+        self.hold_finished = true;
+    }
+
+    /// Frees the blocks a finished request kept (its KV has left); false
+    /// when none are held for it.
+    pub fn release_held(&mut self, id: u64) -> bool {
+        match self.held.remove(&id) {
+            Some(mut blocks) => {
+                self.pool.release(&mut blocks);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Queues a request whose prompt a prefill instance computed, and whose
+    /// KV has arrived (disaggregation): once admitted (when the blocks for
+    /// its prompt are free), its first step computes the last prompt token
+    /// over the rest, a decode, and yields its first token.
+    pub fn add_prefilled_request(&mut self, id: u64, prompt: Prompt, max_tokens: u32) -> Result<(), Error> {
+        self.add_request(id, prompt, max_tokens)?;
+        let slot = self.index[&id];
+        self.slots[slot as usize].remote_kv = true;
+        Ok(())
     }
 
     /// Queues a request; it is first scheduled by the next `step`. The output
@@ -336,6 +376,7 @@ impl Engine {
             blocks: Vec::new(),
             admitted_once: false,
             live: true,
+            remote_kv: false,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -519,7 +560,11 @@ impl Engine {
             self.stats.generation_tokens += emitted as u64;
             out.tokens.push(TokenEvent { id: r.id, index, tokens: emitted, first: index == 0, finished });
             if finished {
-                self.pool.release(&mut r.blocks);
+                if self.hold_finished {
+                    self.held.insert(r.id, std::mem::take(&mut r.blocks));
+                } else {
+                    self.pool.release(&mut r.blocks);
+                }
                 r.live = false;
                 self.index.remove(&r.id);
                 self.free_slots.push(slot);
@@ -621,14 +666,16 @@ impl Engine {
             };
             let r = &self.slots[slot as usize];
             let num_tokens = r.num_tokens();
-            if self.cfg.enable_prefix_caching {
+            let remote_kv = r.remote_kv;
+            if self.cfg.enable_prefix_caching && !remote_kv {
                 // The last token is always recomputed: its logits are needed.
                 let max_hit = ((num_tokens - 1) / bs) as usize;
                 self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
             } else {
                 self.hits.clear();
             }
-            let cached = self.hits.len() as u32 * bs;
+            // A prefilled request's prompt is here but for its last token.
+            let cached = if remote_kv { num_tokens - 1 } else { self.hits.len() as u32 * bs };
             let mut new = num_tokens - cached;
             let whole_fits_a_step = new <= self.cfg.max_num_batched_tokens;
             if !self.cfg.enable_chunked_prefill && whole_fits_a_step && new > budget {
@@ -644,7 +691,7 @@ impl Engine {
             let r = &mut self.slots[slot as usize];
             r.num_computed = cached;
             r.num_registered = self.hits.len() as u32;
-            if self.cfg.enable_prefix_caching {
+            if self.cfg.enable_prefix_caching && !remote_kv {
                 self.stats.prefix_cache_queries += num_tokens as u64;
                 self.stats.prefix_cache_hits += cached as u64;
             }
@@ -652,7 +699,7 @@ impl Engine {
                 r.admitted_once = true;
                 self.stats.requests_admitted += 1;
                 out.admitted.push(r.id);
-                if cached > 0 {
+                if cached > 0 && !remote_kv {
                     out.prefix_hits.push((r.id, cached));
                 }
             }
@@ -670,6 +717,7 @@ impl Engine {
         self.pool.release(&mut r.blocks);
         r.num_computed = 0;
         r.num_registered = 0;
+        r.remote_kv = false;
         out.preempted.push(r.id);
         self.waiting.push_front(slot);
         self.stats.preemptions += 1;

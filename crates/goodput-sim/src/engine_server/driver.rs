@@ -38,6 +38,9 @@ pub(super) struct Driver {
     speed: f64,
     live: HashMap<u64, Live>,
     out: StepOutcome,
+    /// A prefill instance of a disaggregated server: its requests' one
+    /// token is not the client's, so it observes no request latencies.
+    prefill: bool,
 }
 
 impl Driver {
@@ -46,8 +49,9 @@ impl Driver {
         commands: mpsc::UnboundedReceiver<Command>,
         observed: Arc<Mutex<Observed>>,
         speed: f64,
+        prefill: bool,
     ) -> Driver {
-        Driver { speed, engine, commands, observed, live: HashMap::new(), out: StepOutcome::default() }
+        Driver { speed, engine, commands, observed, live: HashMap::new(), out: StepOutcome::default(), prefill }
     }
 
     pub(super) async fn run(mut self) {
@@ -116,8 +120,12 @@ impl Driver {
 
     fn handle(&mut self, c: Command) {
         match c {
-            Command::Add { id, prompt, max_tokens, arrived, progress, reply } => {
-                let res = self.engine.add_request(id, prompt, max_tokens);
+            Command::Add { id, prompt, max_tokens, arrived, progress, reply, prefilled } => {
+                let res = if prefilled {
+                    self.engine.add_prefilled_request(id, prompt, max_tokens)
+                } else {
+                    self.engine.add_request(id, prompt, max_tokens)
+                };
                 if res.is_ok() {
                     let live = Live {
                         producer: Producer(progress),
@@ -133,6 +141,9 @@ impl Driver {
             }
             Command::ResetPrefixCache(reply) => {
                 let _ = reply.send(self.engine.reset_prefix_cache());
+            }
+            Command::Release(id) => {
+                self.engine.release_held(id);
             }
             Command::Abort(id) => {
                 if self.live.remove(&id).is_some() {
@@ -159,6 +170,11 @@ impl Driver {
             let Some(l) = self.live.get_mut(&ev.id) else {
                 continue;
             };
+            if self.prefill {
+                l.producer.deliver(ev.index + ev.tokens);
+                self.live.remove(&ev.id);
+                continue;
+            }
             match l.last_token {
                 None => obs.ttft.observe(now - l.arrived),
                 Some(t) => obs.itl.observe(now - t),

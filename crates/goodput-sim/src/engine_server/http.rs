@@ -120,13 +120,32 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // The front end's share of the latency passes before the scheduler sees
     // the request (and the images' encoder, one request's after another's).
     sleep_until(s.front_end_reach(id, arrived, prompt_tokens, encoder)).await;
+    // Disaggregated: the prefill pool first, then the KV's transfer.
+    let kv_transfer = match s.pd.is_some() {
+        true => match super::disagg::prefill(&s, id, &prompt, arrived).await {
+            Ok(done) => Some(done),
+            Err(super::disagg::Refused::Invalid(m)) => return error_response(route, StatusCode::BAD_REQUEST, &m),
+            Err(super::disagg::Refused::Gone) => {
+                return error_response(route, StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped")
+            }
+        },
+        false => None,
+    };
     let progress = Arc::new(Progress::default());
+    // The prompt tokens the prefill instance found cached are the usage's.
+    if let Some((_, cached)) = kv_transfer {
+        progress.cached.store(cached, Ordering::Release);
+    }
     let (reply, answer) = oneshot::channel();
     // Made before the request is sent, so a client gone while it waits for
     // the answer still aborts it: the abort follows the add in the channel.
     let (replica, commands) = s.route(&prompt);
     let mut ticket = Ticket { id, commands: commands.clone(), live: true, router: s.router.clone(), replica };
-    let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply };
+    if let Some((took, _)) = kv_transfer {
+        s.observe_kv_transfer(replica, took);
+    }
+    let prefilled = kv_transfer.is_some();
+    let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply, prefilled };
     if commands.send(add).is_err() {
         return engine_gone(route, &mut ticket);
     }

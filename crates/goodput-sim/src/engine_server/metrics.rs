@@ -25,6 +25,9 @@ pub(super) struct Observed {
     pub(super) step_lateness: Histogram,
     pub(super) finished_length: u64,
     pub(super) aborted: u64,
+    /// Disaggregated: each KV transfer that landed on this (decode)
+    /// instance, from the prefill's end.
+    pub(super) kv_xfer: Histogram,
 }
 
 impl Observed {
@@ -38,6 +41,7 @@ impl Observed {
             step_lateness: Histogram::new(LATENESS_BUCKETS),
             finished_length: 0,
             aborted: 0,
+            kv_xfer: Histogram::new(NIXL_XFER_BUCKETS),
         }
     }
 }
@@ -46,8 +50,9 @@ impl Observed {
 /// the replica's index as `engine` (as vLLM labels its data-parallel
 /// engines), in Prometheus text format 0.0.4 (the fault counters follow
 /// them). With speculative decoding (`spec_tokens` drafts a proposal), vLLM's
-/// `spec_decode_*` counters too, one per-position series per draft position.
-pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option<u32>) -> String {
+/// `spec_decode_*` counters too, one per-position series per draft position;
+/// disaggregated (`pd`), vLLM's NIXL transfer histogram.
+pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option<u32>, pd: bool) -> String {
     let model = escape_label(model_name);
     let labels: Vec<String> = (0..all.len()).map(|i| format!("engine=\"{i}\",model_name=\"{model}\"")).collect();
     let mut s = String::with_capacity(12 * 1024 * all.len().max(1));
@@ -130,6 +135,16 @@ pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option
             h(o).render_series(&mut s, name, l);
         }
     }
+    if pd {
+        let name = "vllm:nixl_xfer_time_seconds";
+        let _ = write!(
+            s,
+            "# HELP {name} Histogram of transfer duration for NIXL KV Cache transfers.\n# TYPE {name} histogram\n"
+        );
+        for (o, l) in all.iter().zip(&labels) {
+            o.kv_xfer.render_series(&mut s, name, l);
+        }
+    }
     s
 }
 
@@ -139,6 +154,8 @@ pub(super) const TTFT_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
     160.0, 640.0, 2560.0,
 ];
+/// vLLM's NIXL connector's transfer-time bounds (`nixl_connector.py`).
+const NIXL_XFER_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0];
 const ITL_BUCKETS: &[f64] =
     &[0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
 /// From a tenth of a millisecond (a step on time) to seconds (a host that

@@ -11,6 +11,7 @@
 //! owns the engine), `metrics` (`/metrics`).
 
 mod config;
+mod disagg;
 mod driver;
 mod http;
 mod metrics;

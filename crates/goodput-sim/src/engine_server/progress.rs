@@ -19,8 +19,14 @@ pub(super) enum Command {
         arrived: Instant,
         progress: Arc<Progress>,
         reply: oneshot::Sender<Result<(), Error>>,
+        /// Its KV came from a prefill instance (disaggregation): the decode
+        /// instance computes only its last prompt token.
+        prefilled: bool,
     },
     Abort(u64),
+    /// A prefill instance frees the blocks it kept for a finished request
+    /// (its KV has crossed to a decode instance, or the client left).
+    Release(u64),
     /// Empty the prefix cache; the reply carries how many prefixes were
     /// forgotten.
     ResetPrefixCache(oneshot::Sender<usize>),

@@ -17,8 +17,11 @@ pub struct EngineServer {
     pub(super) cfg: EngineServerConfig,
     pub(super) counters: FaultCounters,
     /// One driver per data-parallel replica, and the router in front of them.
-    commands: Vec<mpsc::UnboundedSender<Command>>,
+    /// Disaggregated, the prefill instances' drivers come first, and the
+    /// router picks among the decode instances.
+    pub(super) commands: Vec<mpsc::UnboundedSender<Command>>,
     pub(super) router: Arc<Mutex<Router>>,
+    pub(super) pd: Option<super::disagg::PrefillPool>,
     observed: Vec<Arc<Mutex<Observed>>>,
     /// The front end's delay on the wall clock.
     pub(super) frontend: Duration,
@@ -43,19 +46,29 @@ impl EngineServer {
         cfg.validate()?;
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::InvalidConfig("the engine server must be started inside a tokio runtime".into()))?;
-        let engines =
-            (0..cfg.engine.dp.max(1)).map(|_| Engine::new(cfg.engine.clone())).collect::<Result<Vec<_>, _>>()?;
+        let instances = cfg.engine.pd.map_or(cfg.engine.dp, |pd| pd.instances()).max(1);
+        let mut engines = (0..instances).map(|_| Engine::new(cfg.engine.clone())).collect::<Result<Vec<_>, _>>()?;
         let (capacity, max_num_seqs) = (*engines[0].capacity(), engines[0].max_num_seqs());
-        let router = Router::new(cfg.engine.router, engines.len(), capacity.num_blocks);
+        let pd = match (cfg.engine.pd, crate::engine::KvLink::new(&cfg.engine)) {
+            (Some(pd), Some(link)) => {
+                Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, capacity.num_blocks))
+            }
+            _ => None,
+        };
+        let prefill = pd.as_ref().map_or(0, |p| p.prefill);
+        for e in &mut engines[..prefill] {
+            e.hold_finished();
+        }
+        let router = Router::new(cfg.engine.router, engines.len() - prefill, capacity.num_blocks);
         let mut commands = Vec::new();
         let mut observed = Vec::new();
         let mut drivers = Vec::new();
-        for engine in engines {
+        for (i, engine) in engines.into_iter().enumerate() {
             let o = Arc::new(Mutex::new(Observed::new(engine.stats())));
             let (tx, rx) = mpsc::unbounded_channel();
             commands.push(tx);
             observed.push(o.clone());
-            drivers.push(Driver::new(engine, rx, o, cfg.speed));
+            drivers.push(Driver::new(engine, rx, o, cfg.speed, i < prefill));
         }
         let server = Arc::new(EngineServer {
             frontend: cfg.engine.calibration.frontend_overhead().div_f64(cfg.speed),
@@ -65,6 +78,7 @@ impl EngineServer {
             counters: FaultCounters::default(),
             commands,
             router: Arc::new(Mutex::new(router)),
+            pd,
             observed,
             cfg,
         });
@@ -78,7 +92,20 @@ impl EngineServer {
     /// there until its ticket is dropped, and that replica's driver.
     pub(super) fn route(&self, prompt: &Prompt) -> (usize, mpsc::UnboundedSender<Command>) {
         let replica = lock(&self.router).route(prompt);
-        (replica, self.commands[replica].clone())
+        (replica, self.commands[self.decode_offset() + replica].clone())
+    }
+
+    /// Disaggregated, the first decode instance's index among the drivers.
+    fn decode_offset(&self) -> usize {
+        self.pd.as_ref().map_or(0, |p| p.prefill)
+    }
+
+    /// A KV transfer that landed on decode instance `replica`, for vLLM's
+    /// NIXL histogram.
+    pub(super) fn observe_kv_transfer(&self, replica: usize, took: Duration) {
+        if let Some(o) = self.observed.get(self.decode_offset() + replica) {
+            lock(o).kv_xfer.observe(took);
+        }
     }
 
     /// Empties every replica's prefix cache (vLLM's `POST
@@ -157,7 +184,8 @@ impl EngineServer {
 
     pub fn prometheus(&self) -> String {
         let all: Vec<Observed> = self.observed.iter().map(|o| lock(o).clone()).collect();
-        let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, self.cfg.engine.spec.map(|sd| sd.tokens));
+        let spec = self.cfg.engine.spec.map(|sd| sd.tokens);
+        let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, spec, self.pd.is_some());
         s.push_str(&self.counters.prometheus(&self.cfg.faults));
         s
     }

@@ -680,3 +680,71 @@ async fn a_serial_front_end_takes_requests_sent_together_one_at_a_time() {
         assert!(*t >= Duration::from_millis(200 * (k as u64 + 1)), "finish {k} at {t:?}: {done:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disaggregated_pools_move_the_kv_and_export_vllms_nixl_histogram() {
+    // One prefill and one decode instance on a 1 Gb/s link: a 256-token
+    // prompt's KV (33.5 MB) takes 268 ms of simulated time, 27 ms here.
+    let mut cfg = config();
+    cfg.engine.pd = Some(goodput_sim::engine::Disaggregation {
+        link_gbps: Some(1.0),
+        ..goodput_sim::engine::Disaggregation::parse("1:1").unwrap()
+    });
+    let link = goodput_sim::engine::KvLink::new(&cfg.engine).unwrap();
+    let transfer = link.transfer_time(256).div_f64(cfg.speed);
+    let (base, server, _stop) = start(cfg).await;
+    let http = client();
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let (http, base) = (http.clone(), base.clone());
+        tasks.push(tokio::spawn(async move {
+            // 255 words and the BOS: 256 prompt tokens.
+            let body = json!({"prompt": words(255, &format!("p{i}-")), "max_tokens": 5, "stream": i % 2 == 0});
+            let sent = Instant::now();
+            let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            let text = r.text().await.unwrap();
+            (sent.elapsed(), text)
+        }));
+    }
+    for (i, t) in tasks.into_iter().enumerate() {
+        let (took, text) = t.await.unwrap();
+        assert!(took >= transfer, "request {i} answered in {took:?}, before its KV could cross ({transfer:?})");
+        if i % 2 == 0 {
+            assert_eq!(tokens(&events(&text)), 5, "{text}");
+        } else {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                (v["usage"]["prompt_tokens"].as_u64(), v["usage"]["completion_tokens"].as_u64()),
+                (Some(256), Some(5))
+            );
+        }
+    }
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let at = |name: &str, engine: u32| metric(&text, &format!("{name}{{engine=\"{engine}\",model_name=\"sim-8b\"}}"));
+    // The decode instance (engine 1) took every transfer; the histogram is vLLM's.
+    assert_eq!(text.matches("# TYPE vllm:nixl_xfer_time_seconds histogram").count(), 1);
+    assert_eq!((at("vllm:nixl_xfer_time_seconds_count", 0), at("vllm:nixl_xfer_time_seconds_count", 1)), (0.0, 4.0));
+    let sum = at("vllm:nixl_xfer_time_seconds_sum", 1);
+    assert!(sum >= 4.0 * transfer.as_secs_f64(), "{sum} < 4 × {transfer:?}");
+    // The client's streams are the decode instance's: its TTFT histogram
+    // counts every request, the prefill instance's none; the prefill
+    // instance made one token a request.
+    assert_eq!(
+        (at("vllm:time_to_first_token_seconds_count", 0), at("vllm:time_to_first_token_seconds_count", 1)),
+        (0.0, 4.0)
+    );
+    assert_eq!((at("vllm:generation_tokens_total", 0), at("vllm:generation_tokens_total", 1)), (4.0, 20.0));
+    // Once the transfers are done, the prefill instance holds no blocks.
+    eventually("the prefill instance's blocks freed", || {
+        let s = &server.replica_stats()[0];
+        s.kv_blocks_free == s.kv_blocks_total
+    })
+    .await;
+    // A prompt sent again finds its blocks in the prefill instance's prefix
+    // cache: 15 of its 16 blocks (the last token is always computed).
+    let body = json!({"prompt": words(255, "p1-"), "max_tokens": 2});
+    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64(), Some(240), "{v}");
+}

@@ -485,6 +485,23 @@ pub struct EngineHwArgs {
     /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0).
     #[arg(long, default_value_t = 0.05, help_heading = "Simulated engine")]
     pub spec_draft_cost: f64,
+    /// Prefill/decode disaggregation: P prefill and D decode instances (P:D, e.g. 1:1), each on --tp GPUs, the KV cache crossing from one to the other (not with --dp).
+    #[arg(long, value_name = "P:D", help_heading = "Simulated engine")]
+    pub pd: Option<String>,
+    /// With --pd: the KV link's bandwidth per GPU, Gb/s (default: the GPU's NVLink when both pools fit in one 8-GPU node, else a 400 Gb/s NIC).
+    #[arg(long, help_heading = "Simulated engine")]
+    pub kv_link_gbps: Option<f64>,
+    /// With --pd: a KV transfer's fixed cost, µs (default: 10 within a node, 50 across nodes).
+    #[arg(long, help_heading = "Simulated engine")]
+    pub kv_link_latency_us: Option<f64>,
+}
+
+impl EngineHwArgs {
+    /// Instances the flags run: both pools' with --pd, else --dp's.
+    pub fn instances(&self) -> u32 {
+        let pd = self.pd.as_deref().and_then(|t| goodput_sim::engine::Disaggregation::parse(t).ok());
+        pd.map_or(self.dp, |pd| pd.instances()).max(1)
+    }
 }
 
 impl Default for EngineHwArgs {
@@ -509,6 +526,9 @@ impl Default for EngineHwArgs {
             spec_tokens: 0,
             spec_acceptance: 0.7,
             spec_draft_cost: 0.05,
+            pd: None,
+            kv_link_gbps: None,
+            kv_link_latency_us: None,
         }
     }
 }
@@ -537,6 +557,9 @@ pub struct SimArgs {
     /// Embedded engine: how the router in front of --sim-dp replicas picks one: least-loaded, round-robin or prefix-aware.
     #[arg(long, default_value = "least-loaded", help_heading = "Embedded simulator (no --url)")]
     pub sim_router: String,
+    /// Embedded engine: prefill/decode disaggregation, P prefill and D decode instances each on --sim-tp GPUs (as --pd of serve; not with --sim-dp).
+    #[arg(long, value_name = "P:D", help_heading = "Embedded simulator (no --url)")]
+    pub sim_pd: Option<String>,
     /// Embedded engine: the model's chat template (auto, llama3, qwen2.5, chatml, mistral, none), as --chat-template of serve.
     #[arg(long, default_value = "auto", help_heading = "Embedded simulator (no --url)")]
     pub sim_chat_template: String,
@@ -564,6 +587,7 @@ impl From<&SimArgs> for EngineArgs {
                 dp: sim.sim_dp,
                 router: sim.sim_router.clone(),
                 chat_template: sim.sim_chat_template.clone(),
+                pd: sim.sim_pd.clone(),
                 ..Default::default()
             },
         }

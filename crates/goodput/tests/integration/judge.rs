@@ -506,3 +506,47 @@ fn the_recommended_point_meets_its_objectives_as_a_real_bench() {
     assert_eq!(b["slo"]["pass"], true, "{}", b["slo"]);
     assert_eq!(b["target"]["embedded"], true);
 }
+
+/// `estimate --pd`: the result keeps the pools and their link, counts both
+/// pools' GPUs, shows the KV transfer, and its ITL has no prefill stalls;
+/// a disaggregation the flags cannot mean is refused with the fix.
+#[test]
+fn estimate_takes_prefill_decode_disaggregation_and_refuses_what_it_cannot_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "--rate", "2.5", "-n", "40", "--input-tokens", "6000", "--output-tokens", "200"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let colo = run("colo.json", &[]);
+    let pd = run("pd.json", &["--pd", "1:1"]);
+    let c = &pd["engine"]["config"]["pd"];
+    assert_eq!((c["prefill"].as_u64(), c["decode"].as_u64(), c["kv_link"].as_str()), (Some(1), Some(1), Some("node")));
+    assert_eq!(c["kv_link_gbps"].as_f64(), Some(3600.0));
+    assert_eq!((pd["energy"]["gpus"].as_u64(), pd["energy"]["provisioned_w"].as_f64()), (Some(2), Some(1400.0)));
+    assert!(pd["target"]["url"].as_str().unwrap().contains("@1p1dx1x"), "{}", pd["target"]["url"]);
+    let kv = pd["engine"]["kv_transfer_mean_s"].as_f64().unwrap();
+    // At least 6,000 tokens × 131,072 bytes over 450 GB/s, and 10 µs (the
+    // chat template's tokens and a wait for the link add a little).
+    let alone = 6000.0 * 131_072.0 / 450e9 + 10e-6;
+    assert!(kv >= alone && kv < 1.1 * alone, "{kv} vs {alone}");
+    let itl_max = |v: &serde_json::Value| v["summary"]["itl_ms"]["max"].as_f64().unwrap();
+    assert!(itl_max(&colo) > 4.0 * itl_max(&pd), "{} vs {}", itl_max(&colo), itl_max(&pd));
+    for (args, needle) in [
+        (&["--pd", "1:1", "--dp", "2"][..], "drop --dp"),
+        (&["--pd", "2"][..], "P:D"),
+        (&["--pd", "1:0"][..], "0 decode instances"),
+        (&["--kv-link-gbps", "100"][..], "add --pd"),
+        (&["--pd", "1:1", "--kv-link-gbps", "-1"][..], "--kv-link-gbps -1"),
+    ] {
+        let o = goodput().args(["estimate", "-n", "1"]).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && text.contains(needle), "{args:?}: {text}");
+    }
+}

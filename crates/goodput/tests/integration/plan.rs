@@ -245,3 +245,37 @@ fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
     let err = goodput().args(["plan", "--gpu", "h100", "--trace-speed", "0,1", "--trace"]).arg(&trace).refusal();
     assert!(err.contains("positive"), "{err}");
 }
+
+/// `--pd`: the ratios given are searched beside colocated serving, each
+/// configuration counting both pools' GPUs; a ratio far from the
+/// workload's prefill:decode balance is left out with the reason; a ratio
+/// that is not P:D is refused.
+#[test]
+fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pd.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "4", "--gpu", "h100=2", "--tp", "1"])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "1:1,1:4"])
+        .args(["--input-tokens", "2000", "--output-tokens", "200", "--concurrency", "1,8"])
+        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --pd");
+    let configs = doc["configs"].as_array().unwrap();
+    let pd: Vec<&Value> = configs.iter().filter(|c| c["params"]["pd"].is_string()).collect();
+    assert_eq!(pd.len(), 1, "{configs:?}");
+    // Two units of one prefill and one decode instance: four GPUs.
+    assert_eq!((pd[0]["params"]["pd"].as_str(), pd[0]["params"]["dp"].as_str()), (Some("1:1"), Some("2")));
+    assert_eq!(pd[0]["gpus"].as_u64(), Some(4));
+    assert!(pd[0]["id"].as_str().unwrap().ends_with(" pd1:1"), "{}", pd[0]["id"]);
+    assert!(configs.iter().any(|c| c["params"]["pd"].is_null() && c["gpus"].as_u64() == Some(4)));
+    // A 2,000-token prompt's prefill outweighs its share of a decode
+    // instance: four decode instances to one prefill would mostly wait.
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("--pd 1:4 left out") && notes.contains("decode pool would idle"), "{notes}");
+    let err = goodput().args(["plan", "--gpu", "h100", "--pd", "1-1"]).refusal();
+    assert!(err.contains("P:D"), "{err}");
+}

@@ -428,3 +428,73 @@ fn the_embedded_engine_runs_data_parallel_replicas() {
     };
     assert_eq!((of("0"), of("1")), (160.0, 160.0), "ten requests of 16 tokens each: {series:?}");
 }
+
+/// The engine disaggregated into one prefill and one decode instance on a
+/// slow link (1 Gb/s: a 256-token prompt's KV takes 268 ms): a live bench
+/// reads vLLM's NIXL histogram as the window's mean KV transfer, equal to
+/// the server's own, and the diagnosis says TTFT is mostly that transfer.
+#[test]
+fn a_disaggregated_engine_s_kv_transfers_reach_the_window_and_the_diagnosis() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (url, _server) = rt.block_on(async {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
+        cfg.pd = Some(goodput_sim::engine::Disaggregation {
+            link_gbps: Some(1.0),
+            ..goodput_sim::engine::Disaggregation::parse("1:1").unwrap()
+        });
+        let server = EngineServer::start(EngineServerConfig { speed: 4.0, ..EngineServerConfig::new(cfg) }).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = goodput_sim::engine_server::app(server.clone());
+        tokio::spawn(goodput_sim::server::serve(listener, app, std::future::pending()));
+        (url, server)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--url", &url, "-n", "8", "-c", "1", "--input-tokens", "255", "--output-tokens", "4"])
+        .args(["--api", "completions", "--metrics-interval", "200ms", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let kv = v["server_signals"]["window"]["kv_transfer_mean_s"].as_f64().expect("the window's KV transfer");
+    // At speed 4, each transfer is 67 ms on the wall clock, one at a time.
+    let link = 256.0 * 131_072.0 * 8.0 / 1e9 / 4.0;
+    assert!(kv >= link && kv < link + 0.05, "{kv} vs {link}");
+    let told: Vec<&str> = v["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "kv_transfer")
+        .filter_map(|d| d["message"].as_str())
+        .collect();
+    assert!(told.iter().any(|m| m.contains("TTFT is mostly KV transfer")), "{:?}", v["diagnosis"]);
+}
+
+/// `bench`'s embedded engine disaggregated: the result keeps the pools, and
+/// the window has the engine's KV transfers; with --sim-dp it is refused.
+#[test]
+fn the_embedded_engine_runs_prefill_and_decode_pools() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pd.json");
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--sim-pd", "1:1", "-n", "12", "-c", "3"])
+        .args(["--input-tokens", "512", "--output-tokens", "8", "--metrics-interval", "200ms", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["config"]["client"]["embedded"]["pd"], "1:1", "{}", v["config"]["client"]["embedded"]);
+    let kv = v["server_signals"]["window"]["kv_transfer_mean_s"].as_f64().expect("the window's KV transfer");
+    assert!(kv > 0.0 && kv < 0.05, "{kv}");
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "--sim-pd", "1:1", "--sim-dp", "2", "-n", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("drop --dp"), "{err}");
+}

@@ -2,6 +2,7 @@
 //! loop, or both) on a simulated clock, and returns the same per-request
 //! records a real run over HTTP would, plus the engine's own view.
 
+mod disagg;
 mod run;
 
 use super::config::EngineConfig;
@@ -240,7 +241,13 @@ pub struct EngineView {
     pub provisioned_w: f64,
     /// Output tokens the engine generated, warm-up included.
     pub generation_tokens: u64,
-    /// What each data-parallel replica did (one entry without `dp`).
+    /// Disaggregated: KV transfers from the prefill to the decode pool, and
+    /// their time summed (from the prefill's end to the landing, a wait for
+    /// the link included); 0 otherwise.
+    pub kv_transfers: u64,
+    pub kv_transfer_s: f64,
+    /// What each data-parallel replica did (one entry without `dp`;
+    /// disaggregated, the prefill instances', then the decode ones').
     pub replicas: Vec<ReplicaView>,
 }
 
@@ -312,6 +319,7 @@ pub fn simulate_until(
         // their own, after the turn before them.
         run.send_due();
         run.admit_arrived()?;
+        run.land_transfers()?;
         run.start_steps();
 
         if let Some(end) = run.next_step_end() {
@@ -347,6 +355,7 @@ pub fn simulate_until(
 mod tests {
     use super::*;
     use crate::engine::catalog::Precision;
+    use crate::engine::roofline::Roofline;
     use crate::engine::router::RouterPolicy;
     use goodput_core::RequestMetrics;
 
@@ -876,5 +885,137 @@ mod tests {
         assert!(mean_ttft(&pa) < mean_ttft(&rr), "{} vs {}", mean_ttft(&pa), mean_ttft(&rr));
         // Every replica served some of the load.
         assert!(pa.engine.replicas.iter().all(|r| r.requests > 100), "{:?}", pa.engine.replicas);
+    }
+
+    fn disaggregated(cfg: &EngineConfig, pools: &str) -> EngineConfig {
+        let mut c = cfg.clone();
+        c.pd = Some(crate::engine::Disaggregation::parse(pools).unwrap());
+        c
+    }
+
+    /// Every gap between two chunks of every record, sorted.
+    fn itl_gaps(run: &SimRun) -> Vec<Duration> {
+        let mut g: Vec<Duration> = run.records.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| b.t - a.t)).collect();
+        g.sort();
+        g
+    }
+
+    #[test]
+    fn disaggregation_takes_the_prefill_stalls_out_of_itl() {
+        // Long prompts (6,000 tokens) arriving every 400 ms while earlier
+        // requests decode 300 tokens: colocated, every arrival's prefill
+        // runs in a step beside the decodes, and their next token waits for
+        // it; disaggregated, the decode instance's steps carry decodes only.
+        let cfg = h100_8b();
+        let load = VirtualLoad::open_loop(same(40, 6000, 300), constant_rate(40, 2.5));
+        let colo = simulate(&cfg, &load).unwrap();
+        let pd = simulate(&disaggregated(&cfg, "1:1"), &load).unwrap();
+        let (c, d) = (itl_gaps(&colo), itl_gaps(&pd));
+        let q = |g: &[Duration], p: f64| g[((g.len() - 1) as f64 * p) as usize].as_secs_f64() * 1e3;
+        // A 6,000-token prefill step: what the colocated stalls last.
+        let prefill = Roofline::new(&cfg).unwrap().step_time(&{
+            let mut b = crate::engine::BatchShape::default();
+            b.add_prefill(0, 6000);
+            b
+        });
+        let prefill_ms = prefill.as_secs_f64() * 1e3;
+        assert!(q(&c, 1.0) >= prefill_ms, "colocated max ITL {} < a prefill step {prefill_ms}", q(&c, 1.0));
+        // Disaggregated, the longest gap is a decode step: within 1.5× of
+        // the median gap, and far below a prefill step.
+        let median = q(&d, 0.5);
+        assert!(q(&d, 1.0) <= 1.5 * median, "max {} vs median {median}", q(&d, 1.0));
+        assert!(q(&d, 0.99) <= 1.5 * median && q(&d, 1.0) < 0.25 * prefill_ms, "{} {}", q(&d, 0.99), q(&d, 1.0));
+        assert!(q(&c, 1.0) > 4.0 * q(&d, 1.0), "colocated {} vs {}", q(&c, 1.0), q(&d, 1.0));
+        // Every request done, every token once; the prefill instances' one
+        // token a request is not output; one transfer a request.
+        assert!(pd.records.iter().all(|r| r.outcome.is_success() && r.chunks.len() == 300));
+        assert_eq!(pd.engine.generation_tokens, 40 * 300);
+        assert_eq!(pd.engine.kv_transfers, 40);
+        assert_eq!(pd.engine.replicas.iter().map(|r| r.requests).collect::<Vec<_>>(), vec![40, 40]);
+        // Both pools' GPUs are provisioned.
+        assert_eq!(pd.engine.provisioned_w, 2.0 * cfg.gpu.tdp_w);
+    }
+
+    #[test]
+    fn disaggregated_ttft_at_one_user_is_colocated_ttft_plus_the_transfer_and_a_decode_step() {
+        let cfg = h100_8b();
+        let load = VirtualLoad::closed_loop(same(3, 2000, 16), 1);
+        let colo = simulate(&cfg, &load).unwrap();
+        for (pools, gbps) in [("1:1", None), ("1:1", Some(10.0)), ("4:5", None)] {
+            let mut c = disaggregated(&cfg, pools);
+            c.pd.as_mut().unwrap().link_gbps = gbps;
+            let link = crate::engine::KvLink::new(&c).unwrap();
+            // 2,000 tokens × 131,072 bytes over the link, and its latency.
+            let transfer = link.transfer_time(2000);
+            let pd = simulate(&c, &load).unwrap();
+            // The decode instance's first step: the last prompt token over
+            // the other 1,999, a decode.
+            let mut shape = crate::engine::BatchShape::default();
+            shape.add_prefill(1999, 1);
+            let decode_step = Roofline::new(&c).unwrap().step_time(&shape);
+            for (a, b) in pd.records.iter().zip(&colo.records) {
+                let (ttft, base) = (a.ttft().unwrap(), b.ttft().unwrap());
+                assert!(ttft >= base + transfer, "{pools} {gbps:?}: {ttft:?} < {base:?} + {transfer:?}");
+                let extra = ttft - base - transfer;
+                assert!(extra.abs_diff(decode_step) < Duration::from_micros(2), "{extra:?} vs {decode_step:?}");
+            }
+            assert!((pd.engine.kv_transfer_s - 3.0 * transfer.as_secs_f64()).abs() < 1e-6);
+        }
+        // At 10 Gb/s the transfer is 210 ms: most of TTFT.
+        let mut slow = disaggregated(&cfg, "1:1");
+        slow.pd.as_mut().unwrap().link_gbps = Some(10.0);
+        let t = crate::engine::KvLink::new(&slow).unwrap().transfer_time(2000).as_secs_f64();
+        assert!((t - (2000.0 * 131_072.0 * 8.0 / 10e9 + 10e-6)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn one_prefill_instance_sends_its_transfers_one_after_another() {
+        // A burst of four on a slow link: each transfer waits for the one
+        // before it, so the requests' first tokens come a transfer apart.
+        let mut cfg = disaggregated(&h100_8b(), "1:1");
+        cfg.pd.as_mut().unwrap().link_gbps = Some(1.0);
+        cfg.calibration.frontend_overhead_ms = 0.0;
+        let t = crate::engine::KvLink::new(&cfg).unwrap().transfer_time(1000);
+        let run = simulate(&cfg, &VirtualLoad::burst(same(4, 1000, 4))).unwrap();
+        let mut firsts: Vec<Duration> = run.records.iter().map(|r| r.first_byte.unwrap()).collect();
+        firsts.sort();
+        for w in firsts.windows(2) {
+            let gap = w[1] - w[0];
+            assert!(gap >= t && gap < t + Duration::from_millis(30), "{gap:?} vs a transfer of {t:?}");
+        }
+        // Their waits for the link count in the transfers' time: 1+2+3+4 transfers.
+        assert!((run.engine.kv_transfer_s - 10.0 * t.as_secs_f64()).abs() < 0.05 * t.as_secs_f64());
+    }
+
+    #[test]
+    fn a_request_given_up_on_during_its_transfer_frees_the_prefill_blocks() {
+        let mut cfg = disaggregated(&h100_8b(), "1:1");
+        cfg.pd.as_mut().unwrap().link_gbps = Some(1.0);
+        let mut requests = same(2, 1000, 4);
+        requests[0].give_up_after = Some(Duration::from_millis(300));
+        let run = simulate(&cfg, &VirtualLoad::closed_loop(requests, 1)).unwrap();
+        assert!(run.records[0].abandoned && run.records[0].chunks.is_empty());
+        assert!(run.records[1].outcome.is_success() && run.records[1].chunks.len() == 4);
+        assert_eq!(run.engine.generation_tokens, 4);
+    }
+
+    #[test]
+    fn a_prefilled_request_waits_for_room_on_the_decode_instance_and_that_wait_is_in_its_ttft() {
+        // Every instance holds 24 blocks of 16 tokens: one request of 256 +
+        // 64 tokens at a time. The second request's prefill waits for the
+        // first's KV to leave the prefill instance; on the decode instance it
+        // waits for the first to finish.
+        let mut cfg = disaggregated(&h100_8b(), "1:1");
+        cfg.num_gpu_blocks_override = Some(24);
+        let run = simulate(&cfg, &VirtualLoad::burst(same(2, 256, 64))).unwrap();
+        let (a, b) = (&run.records[0], &run.records[1]);
+        assert!(a.outcome.is_success() && b.outcome.is_success());
+        assert!(b.first_byte.unwrap() > a.end, "{:?} vs {:?}", b.first_byte, a.end);
+        assert_eq!(run.engine.preemptions, 0);
+        // With room for both, the second's first token comes long before
+        // the first's end.
+        cfg.num_gpu_blocks_override = Some(64);
+        let run = simulate(&cfg, &VirtualLoad::burst(same(2, 256, 64))).unwrap();
+        assert!(run.records[1].first_byte.unwrap() < run.records[0].end);
     }
 }

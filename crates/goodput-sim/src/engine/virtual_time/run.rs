@@ -2,6 +2,7 @@
 //! users and their slots, requests in transit to the engine, sessions'
 //! later turns, give-ups, the records and the engine's samples.
 
+use super::disagg::Pools;
 use super::*;
 use crate::engine::router::Router;
 use crate::engine::scheduler::EngineStats;
@@ -24,6 +25,9 @@ pub(super) struct VirtualRun<'a> {
     outs: Vec<StepOutcome>,
     ends: Vec<Option<Duration>>,
     router: Router,
+    /// Prefill/decode disaggregation: the engines are the prefill
+    /// instances, then the decode ones, and `router` is unused.
+    pd: Option<Pools>,
     /// The replica each request went to (`NONE` before it reached one).
     replica_of: Vec<u32>,
     frontend: Duration,
@@ -56,12 +60,23 @@ pub(super) struct VirtualRun<'a> {
 
 impl<'a> VirtualRun<'a> {
     pub(super) fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
-        let mut engines = (0..cfg.dp.max(1)).map(|_| Engine::new(cfg.clone())).collect::<Result<Vec<_>, _>>()?;
+        let instances = cfg.pd.map_or(cfg.dp, |pd| pd.instances()).max(1);
+        let mut engines = (0..instances).map(|_| Engine::new(cfg.clone())).collect::<Result<Vec<_>, _>>()?;
         for (i, engine) in engines.iter_mut().enumerate() {
             engine.seed_noise(load.seed.wrapping_add(i as u64));
         }
-        let router = Router::new(cfg.router, engines.len(), engines[0].capacity().num_blocks);
+        let blocks = engines[0].capacity().num_blocks;
+        let router = Router::new(cfg.router, engines.len(), blocks);
         let n = load.requests.len();
+        let pd = match (cfg.pd, crate::engine::disagg::KvLink::new(cfg)) {
+            (Some(pd), Some(link)) => {
+                for e in &mut engines[..pd.prefill as usize] {
+                    e.hold_finished();
+                }
+                Some(Pools::new(link, pd.prefill as usize, pd.decode as usize, blocks, n))
+            }
+            _ => None,
+        };
         let (mut first_of, mut unit_of) = (Vec::new(), Vec::with_capacity(n));
         for (i, r) in load.requests.iter().enumerate() {
             if !r.follows() {
@@ -81,6 +96,7 @@ impl<'a> VirtualRun<'a> {
             ends: vec![None; engines.len()],
             engines,
             router,
+            pd,
             replica_of: vec![NONE; n],
             frontend: cfg.calibration.frontend_overhead(),
             jitter: cfg.calibration.frontend_jitter_ms > 0.0,
@@ -143,8 +159,11 @@ impl<'a> VirtualRun<'a> {
             }
             if let Some(&r) = self.replica_of.get(i).filter(|&&r| r != NONE) {
                 self.engines[r as usize].abort(i as u64);
-                self.router.done(r as usize);
+                route_done(&mut self.pd, &mut self.router, r as usize);
                 self.replica_of[i] = NONE;
+            }
+            if let Some(p) = self.pd.as_mut().and_then(|pd| pd.give_up(i)) {
+                self.engines[p].release_held(i as u64);
             }
             self.transit.retain(|&(_, j)| j != i);
             if !chose {
@@ -214,9 +233,33 @@ impl<'a> VirtualRun<'a> {
                 load.seed ^ (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                 cfg.block_size,
             );
+            if let Some(pd) = self.pd.as_mut() {
+                // Prefill only: the prefill instance's one token is not sent.
+                let replica = pd.route_prefill(i, &prompt);
+                self.replica_of[i] = replica as u32;
+                self.engines[replica].add_request(i as u64, prompt, 1)?;
+                continue;
+            }
             let replica = self.router.route(&prompt);
             self.replica_of[i] = replica as u32;
             self.engines[replica].add_request(i as u64, prompt, r.output_tokens)?;
+        }
+        Ok(())
+    }
+
+    /// Disaggregated: hands the requests whose KV landed by now to their
+    /// decode instances, the prefill instances freeing their blocks.
+    pub(super) fn land_transfers(&mut self) -> Result<(), Error> {
+        let Some(pd) = self.pd.as_mut() else { return Ok(()) };
+        while let Some((i, landed)) = pd.land(self.now) {
+            let Some((p, prompt)) = landed else { continue };
+            self.engines[p].release_held(i as u64);
+            if self.records[i].as_ref().is_none_or(|r| r.abandoned) {
+                continue;
+            }
+            let d = pd.route_decode(&prompt);
+            self.replica_of[i] = d as u32;
+            self.engines[d].add_prefilled_request(i as u64, prompt, self.load.requests[i].output_tokens)?;
         }
         Ok(())
     }
@@ -248,11 +291,39 @@ impl<'a> VirtualRun<'a> {
             if self.ends[r] == Some(self.now) {
                 self.ends[r] = None;
                 let out = std::mem::take(&mut self.outs[r]);
-                self.record_step(&out);
+                if self.pd.as_ref().is_some_and(|pd| r < pd.prefill) {
+                    self.prefilled(r, &out);
+                } else {
+                    self.record_step(&out);
+                }
                 self.outs[r] = out;
             }
         }
         self.sample();
+    }
+
+    /// A prefill instance's step ended: its prefix hits are the requests',
+    /// and each request it finished (its one token, not sent) starts its KV
+    /// over the instance's link.
+    fn prefilled(&mut self, p: usize, out: &StepOutcome) {
+        for &(id, c) in &out.prefix_hits {
+            if let Some(r) = self.records[id as usize].as_mut() {
+                r.counts.usage_cached_prompt = Some(c as u64);
+            }
+        }
+        for ev in out.tokens.iter().filter(|ev| ev.finished) {
+            let i = ev.id as usize;
+            // Given up on during the step: the give-up counted it out.
+            if self.records[i].as_ref().is_none_or(|r| r.abandoned) {
+                self.engines[p].release_held(ev.id);
+                continue;
+            }
+            route_done(&mut self.pd, &mut self.router, p);
+            self.replica_of[i] = NONE;
+            if let Some(pd) = self.pd.as_mut() {
+                pd.start_transfer(self.now, i, p);
+            }
+        }
     }
 
     /// Stamps the step's tokens on their records at its end, finishes the
@@ -277,7 +348,7 @@ impl<'a> VirtualRun<'a> {
             }
             if ev.finished {
                 if let Some(r) = self.replica_of.get(i).copied().filter(|&r| r != NONE) {
-                    self.router.done(r as usize);
+                    route_done(&mut self.pd, &mut self.router, r as usize);
                     self.replica_of[i] = NONE;
                 }
                 let request = &load.requests[i];
@@ -345,7 +416,8 @@ impl<'a> VirtualRun<'a> {
     pub(super) fn next_event(&self) -> Option<Duration> {
         let next_reach = self.transit.front().map(|&(t, _)| t);
         let next_give_up = self.give_ups.peek().map(|Reverse((t, _, _))| *t);
-        [next_reach, next_give_up, self.dispatcher.next_wake()].into_iter().flatten().min()
+        let next_landing = self.pd.as_ref().and_then(Pools::next_landing);
+        [next_reach, next_give_up, self.dispatcher.next_wake(), next_landing].into_iter().flatten().min()
     }
 
     pub(super) fn into_result(self) -> SimRun {
@@ -364,6 +436,11 @@ impl<'a> VirtualRun<'a> {
         let engines = &self.engines;
         let stats = EngineStats::summed(engines.iter().map(Engine::stats));
         let dp = engines.len() as u32;
+        // Disaggregated: the prefill instances' one token a request is not
+        // output; the transfers' count and time.
+        let (prefill, kv_transfers, kv_transfer_s) =
+            self.pd.as_ref().map_or((0, 0, 0.0), |pd| (pd.prefill, pd.count, pd.seconds));
+        let generation_tokens = engines[prefill..].iter().map(|e| e.stats().generation_tokens).sum();
         SimRun {
             records,
             engine: EngineView {
@@ -383,12 +460,22 @@ impl<'a> VirtualRun<'a> {
                 makespan,
                 energy_j: engines.iter().map(|e| e.energy_j(makespan)).sum(),
                 provisioned_w: engines.iter().map(|e| e.roofline().provisioned_watts()).sum(),
-                generation_tokens: stats.generation_tokens,
+                generation_tokens,
+                kv_transfers,
+                kv_transfer_s,
                 replicas: engines.iter().map(|e| super::ReplicaView::of(&e.stats())).collect(),
             },
             ran_out,
             stop: self.decided,
         }
+    }
+}
+
+/// A request left instance `r`: its router counts it out.
+fn route_done(pd: &mut Option<Pools>, router: &mut Router, r: usize) {
+    match pd.as_mut() {
+        Some(pd) => pd.done(r),
+        None => router.done(r),
     }
 }
 

@@ -129,7 +129,7 @@ pub async fn predict(
     for (i, params) in grid.iter().enumerate() {
         let mut args =
             engine_args(a, params, &model, &logs.join(format!("{:02}-{}.predicted.json", i + 1, params.slug())))?;
-        let gpus = args.hw.tp.max(1) * args.hw.dp.max(1);
+        let gpus = args.hw.tp.max(1) * args.hw.instances();
         args.judge.gpus = Some(gpus);
         if let Some(g) = params.get("gpus").filter(|g| g.trim().parse::<u32>().ok() != Some(gpus)) {
             doc.notes.push(format!(

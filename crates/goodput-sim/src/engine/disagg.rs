@@ -1,0 +1,214 @@
+//! Prefill/decode disaggregation: a pool of prefill instances and a pool of
+//! decode instances (each on `tp` GPUs), and the link that carries a
+//! request's KV cache from the first to the second (docs/simulator.md,
+//! "Prefill/decode disaggregation").
+
+use super::config::EngineConfig;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The pools' sizes and the KV link between them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Disaggregation {
+    /// Prefill instances.
+    pub prefill: u32,
+    /// Decode instances.
+    pub decode: u32,
+    /// The KV link's bandwidth per GPU and direction, Gb/s: `None` takes
+    /// the catalog's default (see [`KvLink::new`]).
+    #[serde(default)]
+    pub link_gbps: Option<f64>,
+    /// A transfer's fixed cost (set-up, completion notice), µs: `None`
+    /// takes the default of the link's kind.
+    #[serde(default)]
+    pub link_latency_us: Option<f64>,
+}
+
+/// GPUs in one node: pools that fit in one (`(P + D) · tp ≤ 8`) move KV
+/// over the GPUs' own interconnect.
+pub const NODE_GPUS: u32 = 8;
+/// A GPU's network link across nodes, Gb/s: NVIDIA ConnectX-7, "up to 400Gb/s"
+/// InfiniBand NDR or Ethernet per port (ConnectX-7 datasheet), one per GPU
+/// as DGX/HGX H100 systems have them.
+pub const NETWORK_GBPS: f64 = 400.0;
+/// A transfer's fixed cost within a node and across nodes, µs. Assumptions
+/// of this model (an RDMA read's set-up and the completion notice), not
+/// measurements: `--kv-link-latency-us` sets it.
+pub const NVLINK_LATENCY_US: f64 = 10.0;
+pub const NETWORK_LATENCY_US: f64 = 50.0;
+/// The most instances one pool may have.
+pub const MAX_INSTANCES: u32 = 1024;
+
+impl Disaggregation {
+    /// `P:D` (as `--pd` takes it), the link's defaults.
+    pub fn parse(text: &str) -> Result<Disaggregation, String> {
+        let bad = || {
+            format!(
+                "--pd {text:?} is not P:D; give the prefill and decode instances as two whole numbers, e.g. --pd 1:1 or \
+                 --pd 2:3"
+            )
+        };
+        let (p, d) = text.trim().split_once(':').ok_or_else(bad)?;
+        let (prefill, decode) = (p.trim().parse().map_err(|_| bad())?, d.trim().parse().map_err(|_| bad())?);
+        Ok(Disaggregation { prefill, decode, link_gbps: None, link_latency_us: None })
+    }
+
+    /// Both pools' instances.
+    pub fn instances(&self) -> u32 {
+        self.prefill.saturating_add(self.decode)
+    }
+
+    /// Checks the sizes and the link; `Err` names the flag and the fix.
+    pub fn check(&self) -> Result<(), String> {
+        for (n, which) in [(self.prefill, "prefill"), (self.decode, "decode")] {
+            if n == 0 || n > MAX_INSTANCES {
+                return Err(format!(
+                    "--pd {}:{} has {n} {which} instances; each pool needs 1..={MAX_INSTANCES}",
+                    self.prefill, self.decode
+                ));
+            }
+        }
+        if let Some(g) = self.link_gbps.filter(|g| !(g.is_finite() && *g > 0.0 && *g <= 1e6)) {
+            return Err(format!(
+                "--kv-link-gbps {g} must be a positive number of Gb/s per GPU, at most 1e6 (400 for a ConnectX-7 \
+                 NIC, 3600 for H100 NVLink)"
+            ));
+        }
+        if let Some(l) = self.link_latency_us.filter(|l| !(l.is_finite() && (0.0..=1e7).contains(l))) {
+            return Err(format!("--kv-link-latency-us {l} must lie in 0..=1e7 µs"));
+        }
+        Ok(())
+    }
+}
+
+/// Where the KV link's figures came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    /// The GPUs' own interconnect: every instance in one node.
+    Node,
+    /// A network NIC per GPU: the pools span nodes.
+    Network,
+    /// `--kv-link-gbps`.
+    Given,
+}
+
+impl LinkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkKind::Node => "node",
+            LinkKind::Network => "network",
+            LinkKind::Given => "given",
+        }
+    }
+}
+
+/// The KV link in force: a transfer of n prompt tokens takes
+/// `latency + n · kv_bytes_per_token_per_gpu / bytes_per_s`, each of an
+/// instance's TP GPUs sending its own shard over its own link at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KvLink {
+    pub kind: LinkKind,
+    /// Per GPU and direction.
+    pub gbps: f64,
+    pub latency: Duration,
+    pub kv_bytes_per_token_per_gpu: f64,
+}
+
+impl KvLink {
+    /// `cfg`'s link, when it is disaggregated: `--kv-link-gbps` when given;
+    /// else the GPU's interconnect (the catalog's NVLink, Infinity Fabric or
+    /// PCIe figure) when both pools fit in one node, else a 400 Gb/s NIC.
+    pub fn new(cfg: &EngineConfig) -> Option<KvLink> {
+        let pd = cfg.pd?;
+        let node = pd.instances().saturating_mul(cfg.tp) <= NODE_GPUS;
+        let (kind, gbps) = match pd.link_gbps {
+            Some(g) => (LinkKind::Given, g),
+            None if node => (LinkKind::Node, cfg.gpu.interconnect_gb_s * 8.0),
+            None => (LinkKind::Network, NETWORK_GBPS),
+        };
+        let default_latency = if node { NVLINK_LATENCY_US } else { NETWORK_LATENCY_US };
+        let latency_us = pd.link_latency_us.unwrap_or(default_latency);
+        Some(KvLink {
+            kind,
+            gbps,
+            latency: Duration::from_secs_f64(latency_us * 1e-6),
+            kv_bytes_per_token_per_gpu: cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
+        })
+    }
+
+    /// Bytes one GPU sends for a prompt of `tokens`.
+    pub fn bytes_per_gpu(&self, tokens: u32) -> f64 {
+        tokens as f64 * self.kv_bytes_per_token_per_gpu
+    }
+
+    /// One transfer of a `tokens`-long prompt's KV, alone on the link.
+    pub fn transfer_time(&self, tokens: u32) -> Duration {
+        self.latency + Duration::from_secs_f64(self.bytes_per_gpu(tokens) * 8.0 / (self.gbps * 1e9))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Precision;
+
+    #[test]
+    fn parse_takes_p_colon_d_and_names_the_form_otherwise() {
+        let pd = Disaggregation::parse(" 2:3 ").unwrap();
+        assert_eq!((pd.prefill, pd.decode, pd.instances()), (2, 3, 5));
+        for bad in ["2", "2:x", "-1:1", "", "1:1:1"] {
+            let e = Disaggregation::parse(bad).unwrap_err();
+            assert!(e.contains("P:D") && e.contains("--pd 1:1"), "{bad}: {e}");
+        }
+        assert!(Disaggregation::parse("0:1").unwrap().check().unwrap_err().contains("prefill"));
+        let mut pd = Disaggregation::parse("1:1").unwrap();
+        pd.link_gbps = Some(0.0);
+        assert!(pd.check().unwrap_err().contains("--kv-link-gbps"));
+        pd.link_gbps = None;
+        pd.link_latency_us = Some(f64::NAN);
+        assert!(pd.check().unwrap_err().contains("--kv-link-latency-us"));
+    }
+
+    #[test]
+    fn the_link_is_the_node_s_interconnect_or_a_nic_and_a_transfer_is_bytes_over_it() {
+        // Llama-3.1-8B, BF16 KV: 2 · 32 layers · 8 KV heads · 128 · 2 bytes
+        // = 131,072 bytes a token on one GPU.
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        assert_eq!(KvLink::new(&cfg), None);
+        cfg.pd = Some(Disaggregation::parse("1:1").unwrap());
+        let link = KvLink::new(&cfg).unwrap();
+        assert_eq!((link.kind, link.gbps), (LinkKind::Node, 450.0 * 8.0));
+        assert_eq!(link.kv_bytes_per_token_per_gpu, 131_072.0);
+        // 1,000 tokens: 131 MB at 450 GB/s is 291.3 µs, and 10 µs more.
+        let t = link.transfer_time(1000).as_secs_f64();
+        assert!((t - (10e-6 + 131_072_000.0 / 450e9)).abs() < 1e-9, "{t}");
+        // Nine GPUs do not fit a node: the NIC's 400 Gb/s (50 GB/s).
+        cfg.pd = Some(Disaggregation::parse("4:5").unwrap());
+        let link = KvLink::new(&cfg).unwrap();
+        assert_eq!((link.kind, link.gbps, link.latency), (LinkKind::Network, 400.0, Duration::from_micros(50)));
+        // Given: as given; TP halves each GPU's share.
+        cfg.tp = 2;
+        cfg.pd = Some(Disaggregation { link_gbps: Some(100.0), link_latency_us: Some(0.0), ..cfg.pd.unwrap() });
+        let link = KvLink::new(&cfg).unwrap();
+        assert_eq!((link.kind, link.kv_bytes_per_token_per_gpu), (LinkKind::Given, 65_536.0));
+        assert!((link.transfer_time(1000).as_secs_f64() - 65_536_000.0 * 8.0 / 100e9).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_pools_count_every_gpu_and_refuse_dp_and_a_router() {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        cfg.tp = 2;
+        cfg.pd = Some(Disaggregation::parse("3:5").unwrap());
+        assert_eq!(cfg.gpus(), 16);
+        cfg.validate().unwrap();
+        cfg.dp = 2;
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains("--pd 3:5 and --dp 2") && e.contains("drop --dp"), "{e}");
+        cfg.dp = 1;
+        cfg.router = crate::engine::RouterPolicy::PrefixAware;
+        assert!(cfg.validate().unwrap_err().to_string().contains("drop --router"));
+        cfg.router = crate::engine::RouterPolicy::LeastLoaded;
+        cfg.pd = Some(Disaggregation::parse("1:0").unwrap());
+        assert!(cfg.validate().unwrap_err().to_string().contains("0 decode instances"));
+    }
+}

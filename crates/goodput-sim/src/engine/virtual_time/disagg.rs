@@ -1,0 +1,116 @@
+//! Prefill/decode disaggregation in a virtual run: the two pools' routers,
+//! each prefill instance's KV link, and the transfers under way
+//! (docs/simulator.md, "Prefill/decode disaggregation").
+
+use crate::engine::disagg::KvLink;
+use crate::engine::kv::Prompt;
+use crate::engine::router::{Router, RouterPolicy};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+/// No instance.
+pub(super) const NONE: u32 = u32::MAX;
+
+/// The run's disaggregated pools: instances `0..prefill` of the run's
+/// engines prefill, the rest decode.
+pub(super) struct Pools {
+    pub(super) prefill: usize,
+    link: KvLink,
+    prefill_router: Router,
+    decode_router: Router,
+    /// When each prefill instance's link is free: its transfers go one
+    /// after another, each at the link's full bandwidth.
+    link_free: Vec<Duration>,
+    /// Transfers under way: (when it lands, request, prefill instance).
+    transfers: BinaryHeap<Reverse<(Duration, usize, u32)>>,
+    /// The prefill instance holding each request's blocks while its KV
+    /// crosses (`NONE` otherwise), and the prompt it carries.
+    moving: Vec<u32>,
+    prompts: Vec<Option<Prompt>>,
+    /// Transfers started, and their time on the link, summed.
+    pub(super) count: u64,
+    pub(super) seconds: f64,
+}
+
+impl Pools {
+    pub(super) fn new(link: KvLink, prefill: usize, decode: usize, blocks: u32, requests: usize) -> Pools {
+        Pools {
+            prefill,
+            link,
+            prefill_router: Router::new(RouterPolicy::LeastLoaded, prefill, blocks),
+            decode_router: Router::new(RouterPolicy::LeastLoaded, decode, blocks),
+            link_free: vec![Duration::ZERO; prefill],
+            transfers: BinaryHeap::new(),
+            moving: vec![NONE; requests],
+            prompts: vec![None; requests],
+            count: 0,
+            seconds: 0.0,
+        }
+    }
+
+    /// The prefill instance a request goes to; its prompt is kept for the
+    /// decode instance.
+    pub(super) fn route_prefill(&mut self, i: usize, prompt: &Prompt) -> usize {
+        self.prompts[i] = Some(prompt.clone());
+        self.prefill_router.route(prompt)
+    }
+
+    /// A request left instance `r` (either pool).
+    pub(super) fn done(&mut self, r: usize) {
+        if r < self.prefill {
+            self.prefill_router.done(r);
+        } else {
+            self.decode_router.done(r - self.prefill);
+        }
+    }
+
+    /// Request `i`'s prefill ended on instance `p` at `now`: its KV (its
+    /// whole prompt's) goes over `p`'s link once the transfers before it
+    /// have.
+    pub(super) fn start_transfer(&mut self, now: Duration, i: usize, p: usize) {
+        let tokens = self.prompts[i].as_ref().map_or(0, Prompt::len);
+        let start = now.max(self.link_free[p]);
+        let took = self.link.transfer_time(tokens);
+        self.link_free[p] = start + took;
+        self.transfers.push(Reverse((start + took, i, p as u32)));
+        self.moving[i] = p as u32;
+        self.count += 1;
+        self.seconds += (start + took - now).as_secs_f64();
+    }
+
+    /// When the next transfer lands.
+    pub(super) fn next_landing(&self) -> Option<Duration> {
+        self.transfers.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// The next transfer landed by `now`, if any: the request, the prefill
+    /// instance that holds its blocks, and its prompt; `None` in the second
+    /// place for a transfer whose request was given up on meanwhile.
+    pub(super) fn land(&mut self, now: Duration) -> Option<(usize, Option<(usize, Prompt)>)> {
+        let &Reverse((t, i, p)) = self.transfers.peek()?;
+        if t > now {
+            return None;
+        }
+        self.transfers.pop();
+        if self.moving[i] != p {
+            return Some((i, None));
+        }
+        self.moving[i] = NONE;
+        Some((i, self.prompts[i].take().map(|prompt| (p as usize, prompt))))
+    }
+
+    /// The decode instance (an index into the run's engines) a landed
+    /// request goes to.
+    pub(super) fn route_decode(&mut self, prompt: &Prompt) -> usize {
+        self.prefill + self.decode_router.route(prompt)
+    }
+
+    /// A request given up on: the prefill instance whose blocks it held
+    /// during its transfer, if it was crossing.
+    pub(super) fn give_up(&mut self, i: usize) -> Option<usize> {
+        self.prompts[i] = None;
+        let p = std::mem::replace(&mut self.moving[i], NONE);
+        (p != NONE).then_some(p as usize)
+    }
+}
