@@ -43,10 +43,14 @@ impl EngineView for SimulatedEngine {
         let given = |s: &str| (!s.is_empty()).then(|| s.to_string());
         let mut parts = Vec::new();
         match (given(&c.model), given(&c.gpu)) {
+            (Some(m), Some(g)) if c.pp > 1 => parts.push(format!("{m} on {} stages of {}× {g}", c.pp, c.tp.max(1))),
             (Some(m), Some(g)) => parts.push(format!("{m} on {}× {g}", c.tp.max(1))),
             (Some(m), None) => parts.push(m),
             (None, Some(g)) => parts.push(g),
             (None, None) => {}
+        }
+        if c.ep > 1 {
+            parts.push(format!("EP {}", c.ep));
         }
         parts.extend(given(&c.precision));
         if let Some(kv) = given(&c.kv_cache_dtype).filter(|k| k != "auto") {

@@ -725,6 +725,18 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         100.0 * e.busy_s / e.makespan_s.max(1e-9),
         e.makespan_s
     );
+    let c = &e.config;
+    if c.pp > 1 || c.ep > 1 {
+        let (tp, pp, dp) = (c.tp.max(1), c.pp.max(1), c.dp.max(1));
+        let _ = write!(o, "  parallelism: TP {tp} × PP {pp} × DP {dp} = {} GPUs", tp * pp * dp);
+        if pp > 1 {
+            let _ = write!(o, " · {pp} pipeline stages, up to {pp} micro-batches in flight");
+        }
+        if c.ep > 1 {
+            let _ = write!(o, " · EP {}: experts over {} GPUs, {} ranks a scheduler", c.ep, c.ep, c.ep / tp);
+        }
+        o.push('\n');
+    }
     o
 }
 

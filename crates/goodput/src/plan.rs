@@ -7,10 +7,15 @@
 //! with the most good tokens per dollar within the SLO, and why the other
 //! configurations lost.
 //!
+//! Pipeline stages (`--pp`) and expert-parallel sizes (`--ep`, for a
+//! mixture of experts) join the search: each TP takes the fewest stages
+//! that hold the model, and each EP size its own group of TP degrees.
+//!
 //! What cannot win is not simulated: configurations whose weights do not
-//! fit, tensor-parallel degrees past the one that stopped making a single
-//! user faster, loads past a curve's first miss of the SLO or past where its
-//! throughput stopped rising, and batch limits that only cut a curve short.
+//! fit, more pipeline stages than the model needs, tensor-parallel degrees
+//! past the one that stopped making a single user faster, loads past a
+//! curve's first miss of the SLO or past where its throughput stopped
+//! rising, and batch limits that only cut a curve short.
 
 use crate::cli::{PlanArgs, WarmupArg};
 use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
@@ -50,8 +55,34 @@ struct Candidate {
     precision: Precision,
     tp: u32,
     dp: u32,
+    /// Pipeline stages of a replica (each on `tp` GPUs).
+    pp: u32,
+    /// Expert-parallel size (1: none): `ep / tp` of the `dp` ranks share
+    /// the experts and one scheduler.
+    ep: u32,
     max_num_seqs: u32,
     max_num_batched_tokens: u32,
+}
+
+impl Candidate {
+    /// Data-parallel ranks one engine drives (an expert-parallel group's).
+    fn ranks(&self) -> u32 {
+        if self.ep > 1 {
+            self.ep / self.tp
+        } else {
+            1
+        }
+    }
+
+    /// The engines (schedulers) the configuration runs: the simulated one
+    /// stands for each.
+    fn engines(&self) -> u32 {
+        self.dp / self.ranks()
+    }
+
+    fn gpus(&self) -> u32 {
+        self.tp * self.pp * self.dp
+    }
 }
 
 /// A group's configurations as they ran, each with a note when the climb
@@ -218,10 +249,14 @@ fn slo_percentile(s: &Slo) -> Option<f64> {
 
 /// A GPU's short name for an id: the name given with --gpu.
 fn id_of(search: &Search, c: &Candidate) -> String {
-    let mut id = format!(
-        "{} tp{}x{} {} mbt{}",
-        search.args.gpu[c.offer].name, c.tp, c.dp, c.precision, c.max_num_batched_tokens
-    );
+    let mut id = format!("{} tp{}x{}", search.args.gpu[c.offer].name, c.tp, c.dp);
+    if c.pp > 1 {
+        id.push_str(&format!(" pp{}", c.pp));
+    }
+    if c.ep > 1 {
+        id.push_str(&format!(" ep{}", c.ep));
+    }
+    id.push_str(&format!(" {} mbt{}", c.precision, c.max_num_batched_tokens));
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
     }
@@ -233,6 +268,9 @@ impl Search<'_> {
     fn engine(&self, c: &Candidate) -> EngineConfig {
         let mut cfg = EngineConfig::new(self.model.clone(), c.gpu.clone(), c.precision);
         cfg.tp = c.tp;
+        cfg.pp = c.pp;
+        cfg.ep = c.ep;
+        cfg.dp = c.ranks();
         cfg.kv_cache_dtype = self.kv_cache_dtype;
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
@@ -261,6 +299,19 @@ impl Search<'_> {
         let mut tps: Vec<u32> = a.tp.0.iter().map(|&t| t as u32).collect();
         tps.sort_unstable();
         tps.dedup();
+        let sorted = |l: &crate::cli::CountList| {
+            let mut v: Vec<u32> = l.0.iter().map(|&x| x.min(4096) as u32).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let pps = sorted(&a.pp);
+        let mut eps = sorted(&a.ep);
+        if self.model.moe.is_none() && eps.iter().any(|&e| e > 1) {
+            notes.push(format!("--ep: {} is a dense model, with no experts to spread; EP left out", self.model.name));
+            eps = vec![1];
+        }
+        let mut staged = false;
         let mut groups = Vec::new();
         for (offer, o) in a.gpu.iter().enumerate() {
             let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
@@ -279,42 +330,94 @@ impl Search<'_> {
                 seqs.dedup();
                 for &mbt in &a.max_num_batched_tokens.0 {
                     for &seq in &seqs {
-                        let mut group = Vec::new();
-                        for &tp in &tps {
-                            if tp > a.budget {
-                                continue;
-                            }
-                            let c = Candidate {
-                                tp,
-                                dp: a.budget / tp,
-                                max_num_seqs: seq,
-                                max_num_batched_tokens: mbt as u32,
-                                ..self.base(offer, &gpu, precision)
-                            };
-                            let cfg = self.engine(&c);
-                            let fits = kv_capacity(&cfg).map_err(anyhow::Error::from).and_then(|_| {
-                                crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
-                            });
-                            match fits {
-                                Ok(()) => group.push(c),
-                                // Said once per GPU, precision and TP, not per limit.
-                                Err(e) if seq == seqs[0] && mbt == a.max_num_batched_tokens.0[0] => {
-                                    notes.push(format!("{} tp{tp} {precision}: left out ({e:#})", o.name));
+                        for &ep in &eps {
+                            let mut group = Vec::new();
+                            for &tp in &tps {
+                                if tp > a.budget {
+                                    continue;
                                 }
-                                Err(_) => {}
+                                let first = seq == seqs[0] && mbt == a.max_num_batched_tokens.0[0];
+                                match self.fewest_stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32) {
+                                    Some(Ok(c)) => {
+                                        staged |= c.pp > 1;
+                                        group.push(c);
+                                    }
+                                    // Said once per GPU, precision and TP, not per limit.
+                                    Some(Err(e)) if first => {
+                                        let ep = if ep > 1 { format!(" ep{ep}") } else { String::new() };
+                                        notes.push(format!("{} tp{tp}{ep} {precision}: left out ({e:#})", o.name));
+                                    }
+                                    _ => {}
+                                }
                             }
-                        }
-                        if !group.is_empty() {
-                            groups.push(group);
+                            if !group.is_empty() {
+                                groups.push(group);
+                            }
                         }
                     }
                 }
             }
         }
+        if staged {
+            notes.push(
+                "pipeline parallelism: for each TP only the fewest stages that hold the model were simulated; more \
+                 stages add a hand-off to every token and GPUs to every replica, and no speed"
+                    .into(),
+            );
+        }
         if tps.iter().all(|&t| t > a.budget) {
             bail!("every --tp degree is above the budget of {} GPUs (--gpus): give a smaller --tp", a.budget);
         }
         Ok((groups, notes))
+    }
+
+    /// The configuration of `tp` (and EP size `ep`) with the fewest of
+    /// `pps` pipeline stages that fit the budget and hold the model, or why
+    /// none does; `None` where `ep` cannot go with `tp` or the budget.
+    #[allow(clippy::too_many_arguments)]
+    fn fewest_stages(
+        &self,
+        offer: usize,
+        gpu: &GpuSpec,
+        precision: Precision,
+        tp: u32,
+        ep: u32,
+        pps: &[u32],
+        seq: u32,
+        mbt: u32,
+    ) -> Option<Result<Candidate>> {
+        let experts = self.model.moe.map_or(1, |m| m.num_experts);
+        if ep > 1 && (!ep.is_multiple_of(tp) || !experts.is_multiple_of(ep)) {
+            return None;
+        }
+        let ranks = if ep > 1 { ep / tp } else { 1 };
+        let mut last = None;
+        for &pp in pps {
+            let replica = tp * pp * ranks;
+            if replica > self.args.budget {
+                break;
+            }
+            // Whole expert-parallel groups fill the budget.
+            let dp = self.args.budget / (tp * pp) / ranks * ranks;
+            let c = Candidate {
+                tp,
+                dp,
+                pp,
+                ep,
+                max_num_seqs: seq,
+                max_num_batched_tokens: mbt,
+                ..self.base(offer, gpu, precision)
+            };
+            let cfg = self.engine(&c);
+            let fits = kv_capacity(&cfg)
+                .map_err(anyhow::Error::from)
+                .and_then(|_| crate::virtual_point::check_context(&cfg, &self.workload, "choose another model"));
+            match fits {
+                Ok(()) => return Some(Ok(c)),
+                Err(e) => last = Some(Err(e)),
+            }
+        }
+        last
     }
 
     fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision) -> Candidate {
@@ -324,6 +427,8 @@ impl Search<'_> {
             precision,
             tp: 1,
             dp: self.args.budget,
+            pp: 1,
+            ep: 1,
             max_num_seqs: 1,
             max_num_batched_tokens: 8192,
         }
@@ -345,6 +450,8 @@ impl Search<'_> {
                     o.offer == c.offer
                         && o.precision == c.precision
                         && o.tp == c.tp
+                        && o.pp == c.pp
+                        && o.ep == c.ep
                         && o.max_num_batched_tokens == c.max_num_batched_tokens
                 })
                 .map(|o| o.max_num_seqs)
@@ -401,7 +508,7 @@ impl Search<'_> {
     }
 
     fn config(&self, c: &Candidate) -> FrontierConfig {
-        let params: BTreeMap<String, String> = [
+        let mut params: BTreeMap<String, String> = [
             ("gpu", self.args.gpu[c.offer].name.clone()),
             ("tp", c.tp.to_string()),
             ("dp", c.dp.to_string()),
@@ -413,11 +520,17 @@ impl Search<'_> {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
+        // Named only where on, so a plan without them reads as before.
+        for (k, v) in [("pp", c.pp), ("ep", c.ep)] {
+            if v > 1 {
+                params.insert(k.into(), v.to_string());
+            }
+        }
         FrontierConfig::new(
             id_of(self, c),
             params,
             Some(c.gpu.name.clone()),
-            c.tp * c.dp,
+            c.gpus(),
             self.args.gpu[c.offer].usd_per_hour,
         )
     }
@@ -441,8 +554,9 @@ impl Search<'_> {
             if let (Some((tp0, s0)), Some(s)) = (single, speed) {
                 if s < s0 * (1.0 + TP_HELPS) && k + 1 < group.len() {
                     let wider: Vec<String> = group[k + 1..].iter().map(|c| c.tp.to_string()).collect();
+                    let ep = if c.ep > 1 { format!(" ep{}", c.ep) } else { String::new() };
                     let note = format!(
-                        "{} {}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
+                        "{}{ep} {}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
                         self.args.gpu[c.offer].name,
                         c.precision,
                         c.tp,
@@ -463,7 +577,7 @@ impl Search<'_> {
     /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
     /// to the batch limit (and the limit itself).
     fn loads(&self, c: &Candidate) -> Vec<u64> {
-        let cap = u64::from(c.max_num_seqs);
+        let cap = u64::from(c.max_num_seqs) * u64::from(c.ranks());
         let mut v: Vec<u64> = match &self.args.concurrency {
             Some(l) => l.0.clone(),
             None => std::iter::successors(Some(1u64), |&x| Some(x * 2)).take_while(|&x| x < cap).chain([cap]).collect(),
@@ -513,17 +627,18 @@ impl Search<'_> {
 
     /// A point of `c` at `users` per replica, from one replica's result:
     /// throughput per GPU and speed per user are the replica's; the
-    /// configuration's totals are `dp` times its.
+    /// configuration's totals are its engines' count (`dp`, or `dp` over
+    /// an expert-parallel group's ranks) times its.
     fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult) -> FrontierPoint {
         let s = &r.summary;
-        let dp = f64::from(c.dp);
+        let dp = f64::from(c.engines());
         let replica = s.throughput.output_tokens_per_s;
         let total = replica * dp;
-        let gpus = f64::from(c.tp * c.dp);
+        let gpus = f64::from(c.gpus());
         let tpot = s.tpot_ms.p(self.percentile);
         let usd_per_hour = self.args.gpu[c.offer].usd_per_hour.map(|p| p * gpus);
         FrontierPoint {
-            load: Load::Concurrency(users * u64::from(c.dp)),
+            load: Load::Concurrency(users * u64::from(c.engines())),
             output_tokens_per_s: total,
             output_tokens_per_s_per_gpu: total / gpus,
             tokens_per_s_per_user: tpot.filter(|&t| t > 0.0).map(|t| 1000.0 / t),
@@ -536,8 +651,8 @@ impl Search<'_> {
             // configuration's.
             joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token),
             output_tokens_per_s_per_mw: r.energy.as_ref().and_then(|e| e.output_tokens_per_s_per_provisioned_mw),
-            completed: s.requests.completed * u64::from(c.dp),
-            failed: s.requests.failed * u64::from(c.dp),
+            completed: s.requests.completed * u64::from(c.engines()),
+            failed: s.requests.failed * u64::from(c.engines()),
             steady: None,
             extra: Extra::new(),
         }

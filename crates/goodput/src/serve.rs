@@ -71,6 +71,7 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
         1 => String::new(),
         dp => format!("{dp} replicas ({} router) each ", c.engine.router),
     };
+    let replicas = format!("{replicas}{}", c.engine.parallel_words());
     let what = format!(
         "engine: {} ({}) on {replicas}{}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
          serving '{}'",

@@ -42,6 +42,8 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.kv_cache_dtype = e.kv_cache_dtype.parse::<KvCacheDtype>()?;
         cfg.tp = e.tp;
         cfg.dp = e.dp;
+        cfg.ep = e.ep;
+        cfg.pp = e.pp;
         cfg.router = e.router.parse()?;
         cfg.gpu_memory_utilization = e.gpu_memory_utilization;
         cfg.max_num_seqs = e.max_num_seqs;
@@ -267,9 +269,10 @@ pub fn energy_of(cfg: &EngineConfig, v: &EngineView, output_tokens_per_s: f64) -
 
 pub fn target_of(cfg: &EngineConfig) -> Target {
     Target {
-        url: match cfg.dp {
-            1 => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
-            dp => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+        url: match (cfg.dp, cfg.pp) {
+            (1, 1) => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            (dp, 1) => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            (dp, pp) => format!("virtual://{}@{dp}x{pp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
         },
         model: cfg.model.name.clone(),
         api: "virtual".into(),

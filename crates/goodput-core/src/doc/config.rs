@@ -380,6 +380,13 @@ pub struct EngineSettings {
     /// Speculative decoding, when the engine drafts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<SpecDecodeSettings>,
+    /// Expert-parallel size (vLLM's: TP × the data-parallel ranks that
+    /// share the experts); absent for none.
+    #[serde(skip_serializing_if = "one_replica")]
+    pub ep: u32,
+    /// Pipeline-parallel stages, each on `tp` GPUs; absent for one.
+    #[serde(skip_serializing_if = "one_replica")]
+    pub pp: u32,
 }
 
 /// The simulated engine's speculative decoding.

@@ -46,6 +46,16 @@ pub struct EngineConfig {
     /// Speculative decoding: `None` decodes one token a step.
     #[serde(default)]
     pub spec: Option<SpecDecoding>,
+    /// Expert-parallel degree (vLLM's EP size = TP × the DP ranks that share
+    /// the experts): the GPUs a mixture of experts' experts are spread over,
+    /// whole. 1: the experts are split by TP like every other weight. See
+    /// `parallel.rs`.
+    #[serde(default = "one")]
+    pub ep: u32,
+    /// Pipeline-parallel degree: stages the layers are split over, each on
+    /// `tp` GPUs.
+    #[serde(default = "one")]
+    pub pp: u32,
 }
 
 /// Speculative decoding, as vLLM runs it: each step, every decoding
@@ -94,6 +104,8 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             tp: cfg.tp,
             dp: cfg.dp,
             router: (cfg.dp > 1).then(|| cfg.router.to_string()),
+            ep: cfg.ep,
+            pp: cfg.pp,
             spec_decode: cfg.spec.map(|s| goodput_core::doc::config::SpecDecodeSettings {
                 tokens: s.tokens,
                 acceptance: s.acceptance,
@@ -140,6 +152,8 @@ impl EngineConfig {
             dp: 1,
             router: RouterPolicy::default(),
             spec: None,
+            ep: 1,
+            pp: 1,
         }
     }
 
@@ -148,9 +162,9 @@ impl EngineConfig {
         Ok(EngineConfig::new(ModelSpec::lookup(model)?, GpuSpec::lookup(gpu)?, precision))
     }
 
-    /// Every GPU the configuration runs on: TP × DP.
+    /// Every GPU the configuration runs on: TP × PP × DP.
     pub fn gpus(&self) -> u32 {
-        self.tp.saturating_mul(self.dp)
+        self.tp.saturating_mul(self.pp).saturating_mul(self.dp)
     }
 
     /// The sequence cap in force: the configured one, else vLLM's default.
@@ -205,6 +219,7 @@ impl EngineConfig {
                 ));
             }
         }
+        self.validate_parallel()?;
         if self.num_gpu_blocks_override == Some(0) {
             return bad("num_gpu_blocks_override must be at least 1".into());
         }

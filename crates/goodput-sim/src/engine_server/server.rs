@@ -44,7 +44,7 @@ impl EngineServer {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::InvalidConfig("the engine server must be started inside a tokio runtime".into()))?;
         let engines =
-            (0..cfg.engine.dp.max(1)).map(|_| Engine::new(cfg.engine.clone())).collect::<Result<Vec<_>, _>>()?;
+            (0..cfg.engine.engines()).map(|_| Engine::new(cfg.engine.clone())).collect::<Result<Vec<_>, _>>()?;
         let (capacity, max_num_seqs) = (*engines[0].capacity(), engines[0].max_num_seqs());
         let router = Router::new(cfg.engine.router, engines.len(), capacity.num_blocks);
         let mut commands = Vec::new();
@@ -159,6 +159,7 @@ impl EngineServer {
         let all: Vec<Observed> = self.observed.iter().map(|o| lock(o).clone()).collect();
         let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, self.cfg.engine.spec.map(|sd| sd.tokens));
         s.push_str(&self.counters.prometheus(&self.cfg.faults));
+        s.push_str(&self.cfg.engine.parallel_info_metric());
         s
     }
 }

@@ -56,7 +56,7 @@ pub(super) struct VirtualRun<'a> {
 
 impl<'a> VirtualRun<'a> {
     pub(super) fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
-        let mut engines = (0..cfg.dp.max(1)).map(|_| Engine::new(cfg.clone())).collect::<Result<Vec<_>, _>>()?;
+        let mut engines = (0..cfg.engines()).map(|_| Engine::new(cfg.clone())).collect::<Result<Vec<_>, _>>()?;
         for (i, engine) in engines.iter_mut().enumerate() {
             engine.seed_noise(load.seed.wrapping_add(i as u64));
         }
