@@ -67,9 +67,11 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;
     let c = server.config();
-    let replicas = match c.engine.dp {
-        1 => String::new(),
-        dp => format!("{dp} replicas ({} router) each ", c.engine.router),
+    let replicas = match (c.engine.dp, c.engine.engines()) {
+        (1, _) => String::new(),
+        (dp, n) if n == dp => format!("{dp} replicas ({} router) each ", c.engine.router),
+        (dp, 1) => format!("{dp} data-parallel ranks in one expert-parallel group · "),
+        (dp, n) => format!("{dp} data-parallel ranks in {n} expert-parallel groups ({} router) · ", c.engine.router),
     };
     let replicas = format!("{replicas}{}", c.engine.parallel_words());
     let what = format!(
