@@ -11,7 +11,7 @@
 //! of a group step together (every MoE layer is a collective among them),
 //! so the model gives the group one scheduler, with the ranks' limits added
 //! (sequences, token budget, KV blocks) and its sequences spread evenly over
-//! the ranks. Each MoE layer dispatches every token to the GPUs of its top-k
+//! the ranks, the step timed on the busiest rank's share. Each MoE layer dispatches every token to the GPUs of its top-k
 //! experts and combines the results back (two all-to-alls), and waits for
 //! the busiest GPU: with tokens routed uniformly at random, a GPU's share of
 //! the assignments is binomial, and the expected largest of N such shares is
@@ -337,16 +337,20 @@ impl Parallel {
         (1.0 + ep.z_max * ((ep.ep - 1.0) / assignments).sqrt()).min(ep.ep)
     }
 
-    /// One step of `b`'s batch: the terms of one micro-batch on one rank,
+    /// One step of `b`'s batch: the terms of one micro-batch on the busiest rank,
     /// times the stage times the step lasts; the compute and memory seconds
     /// are one GPU's busy time over the step.
     pub(super) fn split(&self, r: &Roofline, b: &super::BatchShape) -> Terms {
         if b.tokens == 0 {
             return Terms::default();
         }
-        let rank_seqs = b.seqs as f64 / self.ranks;
-        let micro = self.pp.min(rank_seqs.ceil().max(1.0));
-        let part = 1.0 / (self.ranks * micro);
+        // The busiest rank holds ⌈B / ranks⌉ of the B sequences (and that
+        // share of the batch's tokens); its micro-batch, 1/m of that, sets the
+        // stage time. A lone sequence is all on one rank.
+        let seqs = b.seqs.max(1) as f64;
+        let rank_seqs = (seqs / self.ranks).ceil();
+        let micro = self.pp.min(rank_seqs.max(1.0));
+        let part = rank_seqs / seqs / micro;
         let n = b.tokens as f64 * part;
         let (gemm_c, gemm_m, gemm, a2a) = match &self.ep {
             None => {
@@ -365,7 +369,7 @@ impl Parallel {
                 let dense_c = n * (r.flops_per_token - ep.expert_flops_per_token) / r.compute_rate;
                 let dense_m = r.fixed_weight_bytes / r.weight_rate;
                 // The group's tokens of one micro-batch, routed over its EP GPUs.
-                let group = n * self.ranks;
+                let group = b.tokens as f64 / micro;
                 let assignments = group * ep.k;
                 let share = group / ep.ep * Self::imbalance(ep, assignments);
                 let expert_c = share * ep.expert_flops_per_token / ep.gpu_compute_rate;
@@ -527,6 +531,31 @@ mod tests {
         c.ep = 16;
         let wide = Roofline::new(&c).unwrap();
         assert!(wide.breakdown(&big).tensor_parallel.as_secs_f64() > comm(&big));
+    }
+
+    #[test]
+    fn a_lone_sequence_runs_on_one_rank_of_the_group() {
+        // One 8,192-token prompt on an EP-8 group of one-GPU ranks: its
+        // attention and shared weights' work is all on one rank; only the
+        // experts' share spreads. Eight prompts spread over the eight ranks.
+        let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        c.dp = 8;
+        let one_gpu = Roofline::new(&c).unwrap();
+        c.ep = 8;
+        let ep = Roofline::new(&c).unwrap();
+        let prompts = |k: u32| {
+            let mut b = BatchShape::default();
+            for _ in 0..k {
+                b.add_prefill(0, 8192);
+            }
+            b
+        };
+        let attention = |r: &Roofline, k| r.breakdown(&prompts(k)).attention.as_secs_f64();
+        assert!((attention(&ep, 1) / attention(&one_gpu, 1) - 1.0).abs() < 1e-9);
+        assert!((attention(&ep, 8) / attention(&one_gpu, 1) - 1.0).abs() < 1e-9);
+        let t = |r: &Roofline, k| r.step_time(&prompts(k)).as_secs_f64();
+        assert!(t(&ep, 1) > 0.3 * t(&one_gpu, 1), "{} vs {}", t(&ep, 1), t(&one_gpu, 1));
+        assert!(t(&ep, 8) < 0.5 * 8.0 * t(&one_gpu, 1), "eight ranks work at once");
     }
 
     #[test]
