@@ -43,6 +43,7 @@ impl EngineView for SimulatedEngine {
         let given = |s: &str| (!s.is_empty()).then(|| s.to_string());
         let mut parts = Vec::new();
         match (given(&c.model), given(&c.gpu)) {
+            (Some(m), Some(g)) if c.pp > 1 => parts.push(format!("{m} on {} stages of {}× {g}", c.pp, c.tp.max(1))),
             (Some(m), Some(g)) => parts.push(format!("{m} on {}× {g}", c.tp.max(1))),
             (Some(m), None) => parts.push(m),
             (None, Some(g)) => parts.push(g),
@@ -59,6 +60,9 @@ impl EngineView for SimulatedEngine {
                 "disaggregated {} prefill + {} decode instances · KV link {} Gb/s per GPU ({}), {} µs",
                 pd.prefill, pd.decode, pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
             ));
+        }
+        if c.ep > 1 {
+            parts.push(format!("EP {}", c.ep));
         }
         parts.extend(given(&c.precision));
         if let Some(kv) = given(&c.kv_cache_dtype).filter(|k| k != "auto") {

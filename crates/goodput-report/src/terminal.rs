@@ -740,6 +740,18 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
             pd.prefill, pd.decode, pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
         );
     }
+    let c = &e.config;
+    if c.pp > 1 || c.ep > 1 {
+        let (tp, pp, dp) = (c.tp.max(1), c.pp.max(1), c.dp.max(1));
+        let _ = write!(o, "  parallelism: TP {tp} × PP {pp} × DP {dp} = {} GPUs", tp * pp * dp);
+        if pp > 1 {
+            let _ = write!(o, " · {pp} pipeline stages, up to {pp} micro-batches in flight");
+        }
+        if c.ep > 1 {
+            let _ = write!(o, " · EP {}: experts over {} GPUs, {} ranks a scheduler", c.ep, c.ep, c.ep / tp);
+        }
+        o.push('\n');
+    }
     o
 }
 

@@ -3,13 +3,26 @@
 //! 10,000 requests.
 //!
 //! cargo run --release -p goodput-sim --example estimate_speed
+//!
+//! `-- --pp N`, `--ep N --dp N` and `--model NAME` time the pipeline- and
+//! expert-parallel paths on the same load (e.g. `--model qwen3-30b-a3b
+//! --ep 8 --dp 8`).
 
 use goodput_sim::engine::{simulate, EngineConfig, Precision, VirtualLoad, VirtualRequest};
 use std::process::ExitCode;
 use std::time::Instant;
 
 fn main() -> ExitCode {
-    let cfg = match EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let count = |name: &str| flag(name).map_or(Ok(1), |v| v.parse::<u32>().map_err(|e| format!("{name} {v}: {e}")));
+    let model = flag("--model").unwrap_or_else(|| "llama-3.1-8b".into());
+    let cfg = EngineConfig::from_names(&model, "h100", Precision::Bf16).map_err(|e| e.to_string()).and_then(|mut c| {
+        (c.pp, c.ep, c.dp) = (count("--pp")?, count("--ep")?, count("--dp")?);
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(c)
+    });
+    let cfg = match cfg {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");

@@ -13,11 +13,16 @@
 //! its load rises by replaying the trace faster, rather than by closed
 //! loops of users on one replica.
 //!
+//! Pipeline stages (`--pp`) and expert-parallel sizes (`--ep`, for a
+//! mixture of experts) join the search: each TP takes the fewest stages
+//! that hold the model, and each EP size its own group of TP degrees.
+//!
 //! What cannot win is not simulated: configurations whose weights do not
-//! fit, tensor-parallel degrees past the one that stopped making a single
-//! user faster, loads past a curve's first miss of the SLO or past where its
-//! throughput stopped rising, batch limits that only cut a curve short, and
-//! disaggregation ratios far from the workload's prefill:decode balance.
+//! fit, more pipeline stages than the model needs, tensor-parallel degrees
+//! past the one that stopped making a single user faster, loads past a
+//! curve's first miss of the SLO or past where its throughput stopped
+//! rising, batch limits that only cut a curve short, and disaggregation
+//! ratios far from the workload's prefill:decode balance.
 
 use crate::cli::{PlanArgs, WarmupArg};
 use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
@@ -61,6 +66,11 @@ struct Candidate {
     precision: Precision,
     tp: u32,
     dp: u32,
+    /// Pipeline stages of a replica (each on `tp` GPUs).
+    pp: u32,
+    /// Expert-parallel size (1: none): `ep / tp` of the `dp` ranks share
+    /// the experts and one scheduler.
+    ep: u32,
     max_num_seqs: u32,
     max_num_batched_tokens: u32,
     /// Prefill/decode disaggregation: (P, D) instances a unit, `dp` units.
@@ -88,9 +98,24 @@ impl Candidate {
         self.pd.map_or(1, |(p, d)| p + d)
     }
 
+    /// Data-parallel ranks one engine drives (an expert-parallel group's).
+    fn ranks(&self) -> u32 {
+        if self.ep > 1 {
+            self.ep / self.tp
+        } else {
+            1
+        }
+    }
+
+    /// The units the configuration runs (replicas, expert-parallel groups
+    /// or disaggregated units): the simulated one stands for each.
+    fn engines(&self) -> u32 {
+        self.dp / self.ranks()
+    }
+
     /// Every GPU the configuration takes.
     fn gpus(&self) -> u32 {
-        self.tp * self.dp * self.instances()
+        self.tp * self.pp * self.dp * self.instances()
     }
 }
 
@@ -308,10 +333,14 @@ fn slo_percentile(s: &Slo) -> Option<f64> {
 
 /// A GPU's short name for an id: the name given with --gpu.
 fn id_of(search: &Search, c: &Candidate) -> String {
-    let mut id = format!(
-        "{} tp{}x{} {} mbt{}",
-        search.args.gpu[c.offer].name, c.tp, c.dp, c.precision, c.max_num_batched_tokens
-    );
+    let mut id = format!("{} tp{}x{}", search.args.gpu[c.offer].name, c.tp, c.dp);
+    if c.pp > 1 {
+        id.push_str(&format!(" pp{}", c.pp));
+    }
+    if c.ep > 1 {
+        id.push_str(&format!(" ep{}", c.ep));
+    }
+    id.push_str(&format!(" {} mbt{}", c.precision, c.max_num_batched_tokens));
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
     }
@@ -410,6 +439,9 @@ impl Search<'_> {
     fn engine(&self, c: &Candidate) -> EngineConfig {
         let mut cfg = EngineConfig::new(self.model.clone(), c.gpu.clone(), c.precision);
         cfg.tp = c.tp;
+        cfg.pp = c.pp;
+        cfg.ep = c.ep;
+        cfg.dp = c.ranks();
         cfg.kv_cache_dtype = self.kv_cache_dtype;
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
@@ -442,6 +474,19 @@ impl Search<'_> {
         tps.dedup();
         let ratios = pd_ratios(a.pd.as_deref())?;
         let routers = self.trace.as_ref().map_or(vec![RouterPolicy::LeastLoaded], |t| t.routers.clone());
+        let sorted = |l: &crate::cli::CountList| {
+            let mut v: Vec<u32> = l.0.iter().map(|&x| x.min(4096) as u32).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let pps = sorted(&a.pp);
+        let mut eps = sorted(&a.ep);
+        if self.model.moe.is_none() && eps.iter().any(|&e| e > 1) {
+            notes.push(format!("--ep: {} is a dense model, with no experts to spread; EP left out", self.model.name));
+            eps = vec![1];
+        }
+        let mut staged = false;
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
         for (offer, o) in a.gpu.iter().enumerate() {
@@ -466,7 +511,12 @@ impl Search<'_> {
                         if (seq, mbt) == first {
                             notes.extend(left);
                         }
-                        for (&pd, &router) in kept.iter().flat_map(|p| routers.iter().map(move |r| (p, r))) {
+                        // Disaggregated units are of single-stage, dense-split
+                        // instances: each ratio with EP 1 alone.
+                        let units = kept.iter().flat_map(|&pd| {
+                            eps.iter().filter(move |&&ep| pd.is_none() || ep == 1).map(move |&ep| (pd, ep))
+                        });
+                        for ((pd, ep), &router) in units.flat_map(|u| routers.iter().map(move |r| (u, r))) {
                             let mut group = Vec::new();
                             for &tp in &tps {
                                 let unit = tp * pd.map_or(1, |(p, d)| p + d);
@@ -474,26 +524,39 @@ impl Search<'_> {
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
                                     continue;
                                 }
-                                let c = Candidate {
-                                    tp,
-                                    dp: a.budget / unit,
-                                    max_num_seqs: seq,
-                                    max_num_batched_tokens: mbt as u32,
-                                    pd,
-                                    router,
-                                    ..self.base(offer, &gpu, precision)
-                                };
-                                let cfg = self.engine(&c);
-                                let fits = kv_capacity(&cfg).map_err(anyhow::Error::from).and_then(|_| {
-                                    crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
-                                });
-                                match fits {
-                                    Ok(()) => group.push(c),
-                                    // Said once per GPU, precision and TP, not per limit.
-                                    Err(e) if (seq, mbt) == first && pd.is_none() => {
-                                        notes.push(format!("{} tp{tp} {precision}: left out ({e:#})", o.name));
+                                let made = match pd {
+                                    Some(_) => {
+                                        let c = Candidate {
+                                            tp,
+                                            dp: a.budget / unit,
+                                            max_num_seqs: seq,
+                                            max_num_batched_tokens: mbt as u32,
+                                            pd,
+                                            ..self.base(offer, &gpu, precision)
+                                        };
+                                        let cfg = self.engine(&c);
+                                        let fits = kv_capacity(&cfg).map_err(anyhow::Error::from).and_then(|_| {
+                                            crate::virtual_point::check_context(
+                                                &cfg,
+                                                &self.workload,
+                                                "choose another model",
+                                            )
+                                        });
+                                        Some(fits.map(|()| c))
                                     }
-                                    Err(_) => {}
+                                    None => self.fewest_stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32),
+                                };
+                                match made {
+                                    Some(Ok(c)) => {
+                                        staged |= c.pp > 1;
+                                        group.push(Candidate { router, ..c });
+                                    }
+                                    // Said once per GPU, precision and TP, not per limit.
+                                    Some(Err(e)) if (seq, mbt) == first && pd.is_none() && router == routers[0] => {
+                                        let ep = if ep > 1 { format!(" ep{ep}") } else { String::new() };
+                                        notes.push(format!("{} tp{tp}{ep} {precision}: left out ({e:#})", o.name));
+                                    }
+                                    _ => {}
                                 }
                             }
                             if !group.is_empty() {
@@ -504,10 +567,66 @@ impl Search<'_> {
                 }
             }
         }
+        if staged {
+            notes.push(
+                "pipeline parallelism: for each TP only the fewest stages that hold the model were simulated; more \
+                 stages add a hand-off to every token and GPUs to every replica, and no speed"
+                    .into(),
+            );
+        }
         if tps.iter().all(|&t| t > a.budget) {
             bail!("every --tp degree is above the budget of {} GPUs (--gpus): give a smaller --tp", a.budget);
         }
         Ok((groups, notes))
+    }
+
+    /// The configuration of `tp` (and EP size `ep`) with the fewest of
+    /// `pps` pipeline stages that fit the budget and hold the model, or why
+    /// none does; `None` where `ep` cannot go with `tp` or the budget.
+    #[allow(clippy::too_many_arguments)]
+    fn fewest_stages(
+        &self,
+        offer: usize,
+        gpu: &GpuSpec,
+        precision: Precision,
+        tp: u32,
+        ep: u32,
+        pps: &[u32],
+        seq: u32,
+        mbt: u32,
+    ) -> Option<Result<Candidate>> {
+        let experts = self.model.moe.map_or(1, |m| m.num_experts);
+        if ep > 1 && (!ep.is_multiple_of(tp) || !experts.is_multiple_of(ep)) {
+            return None;
+        }
+        let ranks = if ep > 1 { ep / tp } else { 1 };
+        let mut last = None;
+        for &pp in pps {
+            let replica = tp * pp * ranks;
+            if replica > self.args.budget {
+                break;
+            }
+            // Whole expert-parallel groups fill the budget.
+            let dp = self.args.budget / (tp * pp) / ranks * ranks;
+            let c = Candidate {
+                tp,
+                dp,
+                pp,
+                ep,
+                max_num_seqs: seq,
+                max_num_batched_tokens: mbt,
+                ..self.base(offer, gpu, precision)
+            };
+            let cfg = self.engine(&c);
+            let fits = kv_capacity(&cfg)
+                .map_err(anyhow::Error::from)
+                .and_then(|_| crate::virtual_point::check_context(&cfg, &self.workload, "choose another model"));
+            match fits {
+                Ok(()) => return Some(Ok(c)),
+                Err(e) => last = Some(Err(e)),
+            }
+        }
+        last
     }
 
     fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision) -> Candidate {
@@ -517,6 +636,8 @@ impl Search<'_> {
             precision,
             tp: 1,
             dp: self.args.budget,
+            pp: 1,
+            ep: 1,
             max_num_seqs: 1,
             max_num_batched_tokens: 8192,
             pd: None,
@@ -582,6 +703,8 @@ impl Search<'_> {
                     o.offer == c.offer
                         && o.precision == c.precision
                         && o.tp == c.tp
+                        && o.pp == c.pp
+                        && o.ep == c.ep
                         && o.max_num_batched_tokens == c.max_num_batched_tokens
                         && o.pd == c.pd
                         && o.router == c.router
@@ -640,7 +763,7 @@ impl Search<'_> {
     }
 
     fn config(&self, c: &Candidate) -> FrontierConfig {
-        let params: BTreeMap<String, String> = [
+        let mut params: BTreeMap<String, String> = [
             ("gpu", self.args.gpu[c.offer].name.clone()),
             ("tp", c.tp.to_string()),
             ("dp", c.dp.to_string()),
@@ -654,6 +777,12 @@ impl Search<'_> {
         .chain(self.trace.as_ref().filter(|_| c.dp > 1).map(|_| ("router", c.router.to_string())))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
+        // Named only where on, so a plan without them reads as before.
+        for (k, v) in [("pp", c.pp), ("ep", c.ep)] {
+            if v > 1 {
+                params.insert(k.into(), v.to_string());
+            }
+        }
         FrontierConfig::new(
             id_of(self, c),
             params,
@@ -682,8 +811,9 @@ impl Search<'_> {
             if let (Some((tp0, s0)), Some(s)) = (single, speed) {
                 if s < s0 * (1.0 + TP_HELPS) && k + 1 < group.len() {
                     let wider: Vec<String> = group[k + 1..].iter().map(|c| c.tp.to_string()).collect();
+                    let ep = if c.ep > 1 { format!(" ep{}", c.ep) } else { String::new() };
                     let note = format!(
-                        "{} {}{}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
+                        "{}{ep} {}{}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
                         self.args.gpu[c.offer].name,
                         c.precision,
                         c.pd.map(|(p, d)| format!(" pd{p}:{d}")).unwrap_or_default(),
@@ -706,7 +836,9 @@ impl Search<'_> {
     /// to the batch limit (and the limit itself).
     fn loads(&self, c: &Candidate) -> Vec<u64> {
         // Disaggregated, the decode pool holds the unit's sequences.
-        let cap = u64::from(c.max_num_seqs) * u64::from(c.pd.map_or(1, |(_, d)| d));
+        // Disaggregated, the decode pool holds the unit's sequences; an
+        // expert-parallel group, its ranks'.
+        let cap = u64::from(c.max_num_seqs) * u64::from(c.pd.map_or(1, |(_, d)| d)) * u64::from(c.ranks());
         let mut v: Vec<u64> = match &self.args.concurrency {
             Some(l) => l.0.clone(),
             None => std::iter::successors(Some(1u64), |&x| Some(x * 2)).take_while(|&x| x < cap).chain([cap]).collect(),
@@ -786,7 +918,7 @@ impl Search<'_> {
     /// at `rate` requests/s offered.
     fn whole_point(&self, c: &Candidate, rate: f64, r: &goodput_core::RunResult) -> FrontierPoint {
         // One replica's result scaled by 1 is the whole's.
-        let mut p = self.point(&Candidate { dp: 1, ..c.clone() }, 0, r);
+        let mut p = self.point(&Candidate { dp: c.ranks(), ..c.clone() }, 0, r);
         let gpus = f64::from(c.gpus());
         p.load = Load::Rate(rate);
         p.output_tokens_per_s_per_gpu = p.output_tokens_per_s / gpus;
@@ -812,17 +944,19 @@ impl Search<'_> {
 
     /// A point of `c` at `users` per replica, from one replica's result:
     /// throughput per GPU and speed per user are the replica's; the
-    /// configuration's totals are `dp` times its.
+    /// configuration's totals are its units' count (`dp` replicas or
+    /// disaggregated units, or `dp` over an expert-parallel group's ranks)
+    /// times its.
     fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult) -> FrontierPoint {
         let s = &r.summary;
-        let dp = f64::from(c.dp);
+        let dp = f64::from(c.engines());
         let replica = s.throughput.output_tokens_per_s;
         let total = replica * dp;
         let gpus = f64::from(c.gpus());
         let tpot = s.tpot_ms.p(self.percentile);
         let usd_per_hour = self.args.gpu[c.offer].usd_per_hour.map(|p| p * gpus);
         FrontierPoint {
-            load: Load::Concurrency(users * u64::from(c.dp)),
+            load: Load::Concurrency(users * u64::from(c.engines())),
             output_tokens_per_s: total,
             output_tokens_per_s_per_gpu: total / gpus,
             tokens_per_s_per_user: tpot.filter(|&t| t > 0.0).map(|t| 1000.0 / t),
@@ -835,8 +969,8 @@ impl Search<'_> {
             // configuration's.
             joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token),
             output_tokens_per_s_per_mw: r.energy.as_ref().and_then(|e| e.output_tokens_per_s_per_provisioned_mw),
-            completed: s.requests.completed * u64::from(c.dp),
-            failed: s.requests.failed * u64::from(c.dp),
+            completed: s.requests.completed * u64::from(c.engines()),
+            failed: s.requests.failed * u64::from(c.engines()),
             steady: None,
             extra: Extra::new(),
         }

@@ -75,9 +75,16 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
             link.gbps,
             link.latency.as_secs_f64() * 1e6
         ),
-        _ if c.engine.dp == 1 => String::new(),
-        _ => format!("{} replicas ({} router) each ", c.engine.dp, c.engine.router),
+        _ => match (c.engine.dp, c.engine.engines()) {
+            (1, _) => String::new(),
+            (dp, n) if n == dp => format!("{dp} replicas ({} router) each ", c.engine.router),
+            (dp, 1) => format!("{dp} data-parallel ranks in one expert-parallel group · "),
+            (dp, n) => {
+                format!("{dp} data-parallel ranks in {n} expert-parallel groups ({} router) · ", c.engine.router)
+            }
+        },
     };
+    let replicas = format!("{replicas}{}", c.engine.parallel_words());
     let what = format!(
         "engine: {} ({}) on {replicas}{}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
          serving '{}'",

@@ -42,6 +42,8 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.kv_cache_dtype = e.kv_cache_dtype.parse::<KvCacheDtype>()?;
         cfg.tp = e.tp;
         cfg.dp = e.dp;
+        cfg.ep = e.ep;
+        cfg.pp = e.pp;
         cfg.router = e.router.parse()?;
         cfg.gpu_memory_utilization = e.gpu_memory_utilization;
         cfg.max_num_seqs = e.max_num_seqs;
@@ -295,12 +297,13 @@ pub fn energy_of(cfg: &EngineConfig, v: &EngineView, output_tokens_per_s: f64) -
 
 pub fn target_of(cfg: &EngineConfig) -> Target {
     Target {
-        url: match (cfg.pd, cfg.dp) {
-            (Some(pd), _) => {
+        url: match (cfg.pd, cfg.dp, cfg.pp) {
+            (Some(pd), _, _) => {
                 format!("virtual://{}@{}p{}dx{}x{}", cfg.model.name, pd.prefill, pd.decode, cfg.tp, cfg.gpu.name)
             }
-            (None, 1) => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
-            (None, dp) => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            (None, 1, 1) => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            (None, dp, 1) => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
+            (None, dp, pp) => format!("virtual://{}@{dp}x{pp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
         },
         model: cfg.model.name.clone(),
         api: "virtual".into(),

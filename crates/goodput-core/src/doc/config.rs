@@ -400,6 +400,13 @@ pub struct EngineSettings {
     /// Prefill/decode disaggregation, when the engine runs separate pools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pd: Option<PdSettings>,
+    /// Expert-parallel size (vLLM's: TP × the data-parallel ranks that
+    /// share the experts); absent for none.
+    #[serde(skip_serializing_if = "one_replica")]
+    pub ep: u32,
+    /// Pipeline-parallel stages, each on `tp` GPUs; absent for one.
+    #[serde(skip_serializing_if = "one_replica")]
+    pub pp: u32,
 }
 
 /// The simulated engine's prefill and decode pools and the KV link

@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 7] =
-    ["gpu", "tp", "dp", "precision", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens"];
+pub const KNOBS: [&str; 9] =
+    ["gpu", "tp", "dp", "precision", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens", "ep", "pp"];
 
 /// The simulator's knob a server setting (a grid parameter) names, when it
 /// names one: the knob's own name, or a server's flag for it (vLLM's
@@ -31,6 +31,8 @@ pub fn knob_of(param: &str) -> Option<&'static str> {
         "gpu" | "gpu_type" => "gpu",
         "tp" | "tensor_parallel_size" | "tp_size" => "tp",
         "dp" | "data_parallel_size" | "dp_size" => "dp",
+        "ep" | "ep_size" | "expert_parallel_size" => "ep",
+        "pp" | "pipeline_parallel_size" | "pp_size" => "pp",
         "precision" | "quantization" | "dtype" => "precision",
         "kv_cache_dtype" => "kv_cache_dtype",
         "max_num_seqs" | "seqs" | "max_seqs" | "max_running_requests" | "np" | "parallel" => "max_num_seqs",

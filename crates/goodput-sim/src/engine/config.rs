@@ -56,6 +56,16 @@ pub struct EngineConfig {
     /// decode instances, each on `tp` GPUs (`None`: every replica does both).
     #[serde(default)]
     pub pd: Option<Disaggregation>,
+    /// Expert-parallel degree (vLLM's EP size = TP × the DP ranks that share
+    /// the experts): the GPUs a mixture of experts' experts are spread over,
+    /// whole. 1: the experts are split by TP like every other weight. See
+    /// `parallel.rs`.
+    #[serde(default = "one")]
+    pub ep: u32,
+    /// Pipeline-parallel degree: stages the layers are split over, each on
+    /// `tp` GPUs.
+    #[serde(default = "one")]
+    pub pp: u32,
 }
 
 /// Speculative decoding, as vLLM runs it: each step, every decoding
@@ -104,6 +114,8 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             tp: cfg.tp,
             dp: cfg.dp,
             router: (cfg.dp > 1).then(|| cfg.router.to_string()),
+            ep: cfg.ep,
+            pp: cfg.pp,
             spec_decode: cfg.spec.map(|s| goodput_core::doc::config::SpecDecodeSettings {
                 tokens: s.tokens,
                 acceptance: s.acceptance,
@@ -162,6 +174,8 @@ impl EngineConfig {
             spec: None,
             scheduler: SchedulerPolicy::default(),
             pd: None,
+            ep: 1,
+            pp: 1,
         }
     }
 
@@ -170,10 +184,10 @@ impl EngineConfig {
         Ok(EngineConfig::new(ModelSpec::lookup(model)?, GpuSpec::lookup(gpu)?, precision))
     }
 
-    /// Every GPU the configuration runs on: TP × DP, or TP × both pools'
-    /// instances when disaggregated.
+    /// Every GPU the configuration runs on: TP × PP × DP, or TP × PP ×
+    /// both pools' instances when disaggregated.
     pub fn gpus(&self) -> u32 {
-        self.tp.saturating_mul(self.pd.map_or(self.dp, |pd| pd.instances()))
+        self.tp.saturating_mul(self.pp).saturating_mul(self.pd.map_or(self.dp, |pd| pd.instances()))
     }
 
     /// The sequence cap in force: the configured one, else the scheduler's
@@ -249,7 +263,15 @@ impl EngineConfig {
                     self.router
                 ));
             }
+            if self.ep > 1 || self.pp > 1 {
+                return bad(format!(
+                    "--pd {}:{} with --ep {} or --pp {}: pools of expert- or pipeline-parallel instances are not \
+                     modelled yet; drop --pd or set --ep 1 --pp 1",
+                    pd.prefill, pd.decode, self.ep, self.pp
+                ));
+            }
         }
+        self.validate_parallel()?;
         if self.num_gpu_blocks_override == Some(0) {
             return bad("num_gpu_blocks_override must be at least 1".into());
         }

@@ -8,6 +8,9 @@ use super::error::Error;
 use serde::Serialize;
 use std::time::Duration;
 
+#[path = "parallel.rs"]
+mod parallel;
+
 /// How much KV cache the engine holds, and where the memory went.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct KvCapacity {
@@ -51,7 +54,11 @@ pub fn kv_capacity(cfg: &EngineConfig) -> Result<KvCapacity, Error> {
 
 fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
     let c = &cfg.calibration;
-    let weight_bytes_per_gpu = cfg.model.weight_bytes(cfg.precision) / cfg.tp as f64;
+    let (weight_bytes_per_gpu, kv_bytes_per_token_per_gpu) = parallel::per_gpu(
+        cfg,
+        cfg.model.weight_bytes(cfg.precision),
+        cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
+    );
     let reserved = weight_bytes_per_gpu + c.activation_gib * GIB + c.runtime_gib * GIB;
     let kv_bytes_per_gpu = match cfg.scheduler {
         // vLLM's gpu_memory_utilization: a share of the whole memory, the
@@ -61,10 +68,14 @@ fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
         // is free once the weights and the rest are loaded.
         super::SchedulerPolicy::Trtllm => (cfg.gpu.memory_bytes() - reserved) * cfg.gpu_memory_utilization,
     };
-    let kv_bytes_per_token_per_gpu = cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp);
     let block_bytes = kv_bytes_per_token_per_gpu * cfg.block_size as f64;
-    let num_blocks =
-        if kv_bytes_per_gpu > 0.0 { (kv_bytes_per_gpu / block_bytes).floor().min(u32::MAX as f64) as u32 } else { 0 };
+    // An expert-parallel group's ranks each hold a cache for their own sequences.
+    let ranks = cfg.attention_ranks() as f64;
+    let num_blocks = if kv_bytes_per_gpu > 0.0 {
+        ((kv_bytes_per_gpu / block_bytes).floor() * ranks).min(u32::MAX as f64) as u32
+    } else {
+        0
+    };
     KvCapacity {
         weight_bytes_per_gpu,
         kv_bytes_per_gpu,
@@ -84,6 +95,16 @@ fn suggest_fit(cfg: &EngineConfig) -> String {
         fits(&c)
     }) {
         options.push(format!("--tp {tp}"));
+    }
+    if let Some(pp) = [2, 4, 8].into_iter().filter(|&p| p > cfg.pp).find(|&p| {
+        let mut c = cfg.clone();
+        c.pp = p;
+        fits(&c)
+    }) {
+        options.push(format!("--pp {pp}"));
+    }
+    if let Some(ep) = parallel::suggest_ep(cfg, &fits) {
+        options.push(ep);
     }
     let narrower =
         Precision::ALL.into_iter().filter(|p| p.bytes_per_weight() < cfg.precision.bytes_per_weight()).find(|&p| {
@@ -190,6 +211,8 @@ pub struct Roofline {
     dynamic_w: f64,
     power_compute: f64,
     power_memory: f64,
+    /// Expert or pipeline parallelism: `None` with EP and PP at 1.
+    parallel: Option<parallel::Parallel>,
 }
 
 /// What one step draws: its GPUs' mean power over it, and how busy their
@@ -227,6 +250,9 @@ impl Roofline {
         } else {
             (0.0, 0.0)
         };
+        // The GPUs one engine drives: TP × PP, times the ranks of an
+        // expert-parallel group.
+        let gpus = tp * (cfg.pp * cfg.attention_ranks()) as f64;
         Ok(Roofline {
             flops_per_token: 2.0 * m.active_params() as f64,
             compute_rate: tp * peak * c.eta_compute,
@@ -243,10 +269,11 @@ impl Roofline {
             link_rate: cfg.gpu.interconnect_bytes_per_s() * c.eta_link,
             fixed_overhead: m.num_layers as f64 * c.c_layer_us * 1e-6 + c.c_step_us * 1e-6,
             per_seq_overhead: c.c_seq_us * 1e-6,
-            idle_w: cfg.gpu.idle_w * tp,
-            dynamic_w: (cfg.gpu.tdp_w - cfg.gpu.idle_w).max(0.0) * tp,
+            idle_w: cfg.gpu.idle_w * gpus,
+            dynamic_w: (cfg.gpu.tdp_w - cfg.gpu.idle_w).max(0.0) * gpus,
             power_compute: c.power_compute,
             power_memory: c.power_memory,
+            parallel: parallel::Parallel::new(cfg, peak),
         })
     }
 
@@ -255,7 +282,8 @@ impl Roofline {
         self.idle_w
     }
 
-    /// Watts the replica's GPUs are provisioned for (TDP × TP).
+    /// Watts the replica's GPUs are provisioned for (TDP × TP × PP, times
+    /// the ranks of an expert-parallel group).
     pub fn provisioned_watts(&self) -> f64 {
         self.idle_w + self.dynamic_w
     }
@@ -301,6 +329,9 @@ impl Roofline {
 
     /// The terms, and the seconds of compute and of memory traffic in them.
     fn split(&self, b: &BatchShape) -> Terms {
+        if let Some(p) = &self.parallel {
+            return p.split(self, b);
+        }
         if b.tokens == 0 {
             return Terms::default();
         }

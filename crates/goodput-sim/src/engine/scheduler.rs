@@ -247,7 +247,8 @@ impl Engine {
     pub fn new(cfg: EngineConfig) -> Result<Engine, Error> {
         let capacity = kv_capacity(&cfg)?;
         let roofline = Roofline::new(&cfg)?;
-        let max_num_seqs = cfg.resolved_max_num_seqs();
+        // An expert-parallel group's ranks each bring their own limits.
+        let max_num_seqs = cfg.resolved_max_num_seqs().saturating_mul(cfg.attention_ranks());
         Ok(Engine {
             pool: BlockPool::new(capacity.num_blocks, cfg.block_size),
             roofline,
@@ -617,7 +618,7 @@ impl Engine {
             return self.schedule_trtllm(out);
         }
         self.scheduled.clear();
-        let mut budget = self.cfg.max_num_batched_tokens;
+        let mut budget = self.cfg.max_num_batched_tokens.saturating_mul(self.cfg.attention_ranks());
         let mut preempted = false;
 
         let mut i = 0;

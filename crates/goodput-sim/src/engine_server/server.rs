@@ -46,8 +46,8 @@ impl EngineServer {
         cfg.validate()?;
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::InvalidConfig("the engine server must be started inside a tokio runtime".into()))?;
-        let instances = cfg.engine.pd.map_or(cfg.engine.dp, |pd| pd.instances()).max(1);
-        let mut engines = (0..instances).map(|_| Engine::new(cfg.engine.clone())).collect::<Result<Vec<_>, _>>()?;
+        let mut engines =
+            (0..cfg.engine.engines()).map(|_| Engine::new(cfg.engine.clone())).collect::<Result<Vec<_>, _>>()?;
         let (capacity, max_num_seqs) = (*engines[0].capacity(), engines[0].max_num_seqs());
         let pd = match (cfg.engine.pd, crate::engine::KvLink::new(&cfg.engine)) {
             (Some(pd), Some(link)) => {
@@ -187,6 +187,7 @@ impl EngineServer {
         let spec = self.cfg.engine.spec.map(|sd| sd.tokens);
         let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, spec, self.pd.is_some());
         s.push_str(&self.counters.prometheus(&self.cfg.faults));
+        s.push_str(&self.cfg.engine.parallel_info_metric());
         s
     }
 }

@@ -748,3 +748,32 @@ async fn disaggregated_pools_move_the_kv_and_export_vllms_nixl_histogram() {
     let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
     assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64(), Some(240), "{v}");
 }
+
+#[tokio::test]
+async fn expert_and_pipeline_parallel_engines_serve_and_say_their_layout_in_metrics() {
+    // Qwen3-30B-A3B with its experts over two data-parallel ranks (EP 2) in
+    // two pipeline stages: one scheduler for the group, one engine label.
+    let mut engine = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
+    engine.dp = 2;
+    engine.ep = 2;
+    engine.pp = 2;
+    let cfg = EngineServerConfig { speed: 10.0, model_name: "sim-moe".into(), ..EngineServerConfig::new(engine) };
+    let (base, server, _stop) = start(cfg).await;
+    let http = client();
+    let body = json!({"prompt": words(64, "m"), "max_tokens": 4});
+    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(server.replica_stats().len(), 1);
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert_eq!(metric(&text, "vllm:generation_tokens_total{engine=\"0\",model_name=\"sim-moe\"}"), 4.0);
+    assert!(!text.contains("engine=\"1\""), "{text}");
+    assert_eq!(
+        metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"2\",dp=\"2\",ep=\"2\",ranks=\"2\"}"),
+        1.0,
+        "{text}"
+    );
+    // The plain engine says nothing of it.
+    let (base, _server, _stop) = start(config()).await;
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(!text.contains("goodput_engine_parallel_info"));
+}

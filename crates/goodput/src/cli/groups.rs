@@ -404,7 +404,7 @@ pub struct JudgeArgs {
     /// Price of one GPU per hour in USD, for cost per million tokens.
     #[arg(long, help_heading = "SLOs and cost")]
     pub gpu_hour_usd: Option<f64>,
-    /// GPUs the server runs on [default: the config file's, else the simulated engine's --tp × --dp, else 1].
+    /// GPUs the server runs on [default: the config file's, else the simulated engine's --tp × --pp × --dp, else 1].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "SLOs and cost")]
     pub gpus: Option<u32>,
     /// A TOML file with `slo`, a `[prices]` list, `price`, `gpus` and `[ratings]` thresholds; flags win over it.
@@ -418,7 +418,7 @@ pub struct JudgeArgs {
 /// The simulated engine: which model on which hardware, and vLLM's limits.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
-    /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b) or a Hugging Face config.json.
+    /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b) or a Hugging Face config.json.
     #[arg(long = "model", default_value = DEFAULT_ENGINE_MODEL, help_heading = "Simulated engine")]
     pub engine_model: String,
     #[command(flatten)]
@@ -449,6 +449,12 @@ pub struct EngineHwArgs {
     /// How the router in front of --dp replicas picks one: least-loaded (fewest requests in flight), round-robin, or prefix-aware (vLLM router's and SGLang's cache_aware policy).
     #[arg(long, default_value = "least-loaded", help_heading = "Simulated engine")]
     pub router: String,
+    /// Expert parallelism for a mixture of experts: the GPUs its experts are spread over, whole (vLLM's EP size = --tp × the --dp ranks that share them; --ep 8 --dp 8 is vLLM's --data-parallel-size 8 --enable-expert-parallel). 1: experts split by --tp.
+    #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
+    pub ep: u32,
+    /// Pipeline parallelism: stages the layers are split over, each on --tp GPUs, with as many micro-batches in flight. GPUs = --tp × --pp × --dp.
+    #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
+    pub pp: u32,
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9, help_heading = "Simulated engine")]
     pub gpu_memory_utilization: f64,
@@ -514,6 +520,8 @@ impl Default for EngineHwArgs {
             tp: 1,
             dp: 1,
             router: "least-loaded".into(),
+            ep: 1,
+            pp: 1,
             gpu_memory_utilization: 0.9,
             max_num_seqs: None,
             max_num_batched_tokens: 8192,

@@ -52,6 +52,12 @@ pub struct PlanArgs {
     /// Tensor-parallel degrees to try (those above the budget, or that do not divide the model's heads, are left out).
     #[arg(long, value_parser = parse_counts, default_value = "1,2,4,8")]
     pub tp: CountList,
+    /// Pipeline-parallel degrees to try: for each TP, only the fewest stages that make the model fit (more add hand-offs and a GPU group per stage, never speed).
+    #[arg(long, value_parser = parse_counts, default_value = "1,2,4,8")]
+    pub pp: CountList,
+    /// Expert-parallel sizes to try for a mixture of experts (each a multiple of TP over data-parallel ranks that share the experts; ignored for a dense model).
+    #[arg(long, value_parser = parse_counts, default_value = "1")]
+    pub ep: CountList,
     /// Weight precisions to try: a list of bf16, fp8, fp4, int8, int4, or auto (bf16, and fp8 and fp4 on the GPUs that have them).
     #[arg(long, default_value = "auto")]
     pub precision: String,

@@ -12,6 +12,7 @@ mod fault_matrix;
 mod judge;
 mod live_view;
 mod outputs;
+mod parallel;
 mod peers;
 mod plan;
 mod pooling;

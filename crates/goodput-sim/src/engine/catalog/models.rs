@@ -47,7 +47,7 @@ struct ModelEntry {
     max_context: u32,
 }
 
-const MODELS: [ModelEntry; 6] = [
+const MODELS: [ModelEntry; 8] = [
     ModelEntry {
         aliases: &["llama-3.1-8b", "llama-3-8b", "llama3.1-8b", "llama3-8b"],
         name: "Llama-3.1-8B",
@@ -119,6 +119,35 @@ const MODELS: [ModelEntry; 6] = [
         vocab: 32000,
         moe: Some(Moe { num_experts: 8, experts_per_token: 2 }),
         max_context: 32768,
+    },
+    // Qwen3's mixtures of experts, from their config.json on the Hugging Face
+    // hub (Qwen/Qwen3-30B-A3B, Qwen/Qwen3-235B-A22B; Apache-2.0): head_dim
+    // 128, no shared expert, `intermediate` is `moe_intermediate_size`,
+    // `max_position_embeddings` 40,960. 30.5 B and 235 B parameters in all,
+    // 3.3 B and 22 B active, as the model cards give them.
+    ModelEntry {
+        aliases: &["qwen3-30b-a3b", "qwen-3-30b-a3b"],
+        name: "Qwen3-30B-A3B",
+        layers: 48,
+        hidden: 2048,
+        heads: 32,
+        kv_heads: 4,
+        intermediate: 768,
+        vocab: 151936,
+        moe: Some(Moe { num_experts: 128, experts_per_token: 8 }),
+        max_context: 40960,
+    },
+    ModelEntry {
+        aliases: &["qwen3-235b-a22b", "qwen-3-235b-a22b"],
+        name: "Qwen3-235B-A22B",
+        layers: 94,
+        hidden: 4096,
+        heads: 64,
+        kv_heads: 4,
+        intermediate: 1536,
+        vocab: 151936,
+        moe: Some(Moe { num_experts: 128, experts_per_token: 8 }),
+        max_context: 40960,
     },
 ];
 

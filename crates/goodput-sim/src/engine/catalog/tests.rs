@@ -28,6 +28,23 @@ fn parameter_counts_match_the_published_sizes() {
 }
 
 #[test]
+fn qwen3_moe_sizes_match_their_model_cards() {
+    // Total and activated parameters as the model cards round them (30.5 B /
+    // 3.3 B, 235 B / 22 B), non-embedding totals 29.9 B and 234 B.
+    for (name, total, active, body) in
+        [("qwen3-30b-a3b", 30.5e9, 3.3e9, 29.9e9), ("Qwen/Qwen3-235B-A22B", 235e9, 22e9, 234e9)]
+    {
+        let m = ModelSpec::lookup(name).unwrap();
+        let (t, a, b) =
+            (m.total_params() as f64, (m.active_params() + m.embedding_params()) as f64, m.body_params() as f64);
+        assert!((t / total - 1.0).abs() < 0.01, "{name}: total {t:e} vs {total:e}");
+        assert!((a / active - 1.0).abs() < 0.03, "{name}: active {a:e} vs {active:e}");
+        assert!((b / body - 1.0).abs() < 0.01, "{name}: non-embedding {b:e} vs {body:e}");
+        assert_eq!(m.moe, Some(Moe { num_experts: 128, experts_per_token: 8 }));
+    }
+}
+
+#[test]
 fn model_aliases_resolve_case_insensitively() {
     for (alias, name) in [
         ("llama-3.1-8b", "Llama-3.1-8B"),

@@ -60,8 +60,7 @@ pub(super) struct VirtualRun<'a> {
 
 impl<'a> VirtualRun<'a> {
     pub(super) fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
-        let instances = cfg.pd.map_or(cfg.dp, |pd| pd.instances()).max(1);
-        let mut engines = (0..instances).map(|_| Engine::new(cfg.clone())).collect::<Result<Vec<_>, _>>()?;
+        let mut engines = (0..cfg.engines()).map(|_| Engine::new(cfg.clone())).collect::<Result<Vec<_>, _>>()?;
         for (i, engine) in engines.iter_mut().enumerate() {
             engine.seed_noise(load.seed.wrapping_add(i as u64));
         }

@@ -32,7 +32,7 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                     KNOBS.join(", ")
                 );
             };
-            let numeric = matches!(knob, "tp" | "dp" | "max_num_seqs" | "max_num_batched_tokens");
+            let numeric = matches!(knob, "tp" | "dp" | "ep" | "pp" | "max_num_seqs" | "max_num_batched_tokens");
             if numeric && !v.trim().parse::<u32>().is_ok_and(|n| n > 0) {
                 bail!("--estimate: {k}={v} in {} is not a positive whole number ({knob})", p.id());
             }
@@ -73,6 +73,8 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("gpu") => args.hw.gpu = v.to_string(),
             Some("tp") => args.hw.tp = n()?,
             Some("dp") => args.hw.dp = n()?,
+            Some("ep") => args.hw.ep = n()?,
+            Some("pp") => args.hw.pp = n()?,
             Some("precision") => args.hw.precision = v.to_string(),
             Some("kv_cache_dtype") => args.hw.kv_cache_dtype = v.to_string(),
             Some("max_num_seqs") => args.hw.max_num_seqs = Some(n()?),
@@ -129,12 +131,12 @@ pub async fn predict(
     for (i, params) in grid.iter().enumerate() {
         let mut args =
             engine_args(a, params, &model, &logs.join(format!("{:02}-{}.predicted.json", i + 1, params.slug())))?;
-        let gpus = args.hw.tp.max(1) * args.hw.instances();
+        let gpus = args.hw.tp.max(1) * args.hw.pp.max(1) * args.hw.instances();
         args.judge.gpus = Some(gpus);
         if let Some(g) = params.get("gpus").filter(|g| g.trim().parse::<u32>().ok() != Some(gpus)) {
             doc.notes.push(format!(
-                "{}: the grid gives gpus={g}, and the simulated engine occupies tp × dp = {gpus}: per GPU, each side \
-                 counts its own (set tp or dp in the grid to match)",
+                "{}: the grid gives gpus={g}, and the simulated engine occupies tp × pp × dp = {gpus}: per GPU, each \
+                 side counts its own (set tp, pp or dp in the grid to match)",
                 params.id()
             ));
         }

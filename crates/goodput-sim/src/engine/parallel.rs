@@ -1,0 +1,652 @@
+//! Expert parallelism and pipeline parallelism (docs/simulator.md, "Expert
+//! and pipeline parallelism"): the checks of `--ep` and `--pp`, the weights
+//! and KV each GPU then holds, and the step time of an expert-parallel group
+//! or a pipeline, built on the roofline's terms.
+//!
+//! **Expert parallelism** follows vLLM's `--enable-expert-parallel`: the EP
+//! size is TP × the data-parallel ranks that share the experts. `--ep N`
+//! with `--tp T` groups N / T of the `--dp` ranks; each rank runs attention
+//! (and every weight that is not a routed expert) on its own T GPUs for its
+//! own sequences, and each of the N GPUs holds E / N whole experts. The ranks
+//! of a group step together (every MoE layer is a collective among them),
+//! so the model gives the group one scheduler, with the ranks' limits added
+//! (sequences, token budget, KV blocks) and its sequences spread evenly over
+//! the ranks, the step timed on the busiest rank's share. Each MoE layer dispatches every token to the GPUs of its top-k
+//! experts and combines the results back (two all-to-alls), and waits for
+//! the busiest GPU: with tokens routed uniformly at random, a GPU's share of
+//! the assignments is binomial, and the expected largest of N such shares is
+//! the mean plus σ times the expected largest of N standard normals (Blom's
+//! approximation).
+//!
+//! **Pipeline parallelism** splits the layers over `--pp` stages. vLLM keeps
+//! `pp` micro-batches in flight: a step's batch is cut into
+//! m = min(pp, its sequences) equal micro-batches, each passes the stages
+//! one after another, and the pipeline stays full across steps, so a step
+//! lasts max(m, pp) stage times, a stage being 1/pp of the whole model's
+//! time for one micro-batch plus the activation hand-off to the next stage.
+//! With one sequence (m = 1) the step takes every stage in turn: the same
+//! time as one GPU group plus the hand-offs, the other stages idle (the
+//! bubble); with pp or more sequences every stage is busy.
+
+use super::{Roofline, Terms};
+use crate::engine::catalog::GpuSpec;
+use crate::engine::config::EngineConfig;
+use crate::engine::error::Error;
+
+/// GPUs one NVLink domain joins: 8 on an HGX or DGX board (H100, H200,
+/// A100, B200; the MI300X platform's Infinity Fabric alike), 72 in a GB200
+/// NVL72 rack. PCIe parts (H100 PCIe, L40S, L4) count 8 to a server, joined
+/// by PCIe (their `interconnect_gb_s`).
+fn nvlink_domain(gpu: &GpuSpec) -> u32 {
+    if gpu.name == "GB200" {
+        72
+    } else {
+        8
+    }
+}
+
+/// Bytes/s each GPU has to the network beyond its domain: one 400 Gb/s NIC
+/// per GPU (ConnectX-7, as in the DGX H100, H200 and B200 datasheets; the
+/// MI300X platform alike), 200 Gb/s on the A100 (DGX A100: ConnectX-6 HDR)
+/// and on the PCIe parts (an assumption: no reference server).
+fn network_bytes_per_s(gpu: &GpuSpec) -> f64 {
+    match gpu.name.as_str() {
+        "A100 80GB" | "H100 PCIe" | "L40S" | "L4" => 25e9,
+        _ => 50e9,
+    }
+}
+
+/// A collective that leaves the NVLink domain costs this much more than one
+/// within it: an assumption of the model, of the size DeepEP's low-latency
+/// kernels show over RDMA (tens of µs for a decode batch on 8 to 32 ranks).
+const NETWORK_LATENCY_US: f64 = 30.0;
+
+/// Bytes of one activation element sent between GPUs (BF16).
+const ACTIVATION_BYTES: f64 = 2.0;
+
+impl EngineConfig {
+    /// The data-parallel ranks that share one set of experts (EP / TP), 1
+    /// without expert parallelism: one scheduler drives them together.
+    pub fn attention_ranks(&self) -> u32 {
+        if self.ep > 1 {
+            (self.ep / self.tp.max(1)).max(1)
+        } else {
+            1
+        }
+    }
+
+    /// The engines (schedulers) the configuration runs: one per data-parallel
+    /// rank, or per expert-parallel group of ranks, or per instance of the
+    /// prefill and decode pools.
+    pub fn engines(&self) -> u32 {
+        if let Some(pd) = self.pd {
+            // Disaggregated: the prefill instances, then the decode ones.
+            return pd.instances().max(1);
+        }
+        (self.dp / self.attention_ranks()).max(1)
+    }
+
+    /// How a line that says where the engine runs names its expert and
+    /// pipeline parallelism: `EP 8 over 8 ranks · ` or `2 stages of `
+    /// (before `{tp}× {gpu}`); empty with neither.
+    pub fn parallel_words(&self) -> String {
+        let mut s = String::new();
+        if self.ep > 1 {
+            s += &format!(
+                "EP {} (experts over {} GPUs, {} ranks a scheduler) · ",
+                self.ep,
+                self.ep,
+                self.attention_ranks()
+            );
+        }
+        if self.pp > 1 {
+            s += &format!("{} stages of ", self.pp);
+        }
+        s
+    }
+
+    /// The engine server's `goodput_engine_parallel_info` gauge (1, its
+    /// labels the layout) where EP or PP is on; empty otherwise. vLLM exports
+    /// no metric of its parallel layout, so the name is goodput's own.
+    pub fn parallel_info_metric(&self) -> String {
+        if self.ep <= 1 && self.pp <= 1 {
+            return String::new();
+        }
+        let name = "goodput_engine_parallel_info";
+        format!(
+            "# HELP {name} The simulated engine's parallel layout (GPUs = tp × pp × dp; ep: GPUs the experts are \
+             spread over; ranks: data-parallel ranks a scheduler drives).\n# TYPE {name} gauge\n\
+             {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"}} 1\n",
+            self.tp,
+            self.pp,
+            self.dp,
+            self.ep,
+            self.attention_ranks()
+        )
+    }
+
+    /// The checks of `--ep` and `--pp`, each refusal with its fix.
+    pub(crate) fn validate_parallel(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        let m = &self.model;
+        if self.pp == 0 {
+            return bad("--pp must be at least 1".into());
+        }
+        if self.pp > m.num_layers {
+            return bad(format!(
+                "--pp {} exceeds {}'s {} layers: each pipeline stage needs at least one; use --pp {} or fewer \
+                 (2, 4 or 8 are usual), or --tp for more GPUs per stage",
+                self.pp, m.name, m.num_layers, m.num_layers
+            ));
+        }
+        if self.ep == 0 {
+            return bad("--ep must be at least 1 (1: no expert parallelism)".into());
+        }
+        if self.ep == 1 {
+            return Ok(());
+        }
+        let Some(moe) = m.moe else {
+            return bad(format!(
+                "--ep {}: {} is a dense model, with no experts to spread; drop --ep (use --tp, --pp or --dp), or \
+                 pick a mixture of experts such as qwen3-30b-a3b, qwen3-235b-a22b or mixtral-8x7b",
+                self.ep, m.name
+            ));
+        };
+        let tp = self.tp.max(1);
+        if !self.ep.is_multiple_of(tp) {
+            return bad(format!(
+                "--ep {} is not a multiple of --tp {tp}: the experts spread over the TP GPUs of every data-parallel \
+                 rank that shares them (vLLM's EP size = TP × DP ranks); use --ep {tp} or {}",
+                self.ep,
+                2 * tp
+            ));
+        }
+        let ranks = self.ep / tp;
+        if !self.dp.is_multiple_of(ranks) {
+            return bad(format!(
+                "--ep {} with --tp {tp} spans {ranks} data-parallel ranks, but --dp {} is not a multiple of {ranks}; \
+                 use --dp {ranks} (or a multiple), or --ep {}",
+                self.ep,
+                self.dp,
+                tp * self.dp
+            ));
+        }
+        if !moe.num_experts.is_multiple_of(self.ep) {
+            let fits: Vec<String> = (1..=moe.num_experts)
+                .filter(|&e| e > 1 && moe.num_experts.is_multiple_of(e) && e.is_multiple_of(tp))
+                .take(6)
+                .map(|e| e.to_string())
+                .collect();
+            return bad(format!(
+                "--ep {} does not divide {}'s {} experts, so the GPUs cannot hold equal shares; use a divisor such \
+                 as {}",
+                self.ep,
+                m.name,
+                moe.num_experts,
+                if fits.is_empty() { "1".into() } else { fits.join(", ") }
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Weight bytes each GPU holds and KV bytes per token it keeps, for the
+/// sizing of the cache: the weights that are not routed experts split over
+/// TP, the experts over EP (TP when EP is 1), and both, with the KV cache's
+/// layers, over the pipeline's stages (the largest stage's share of layers).
+pub(super) fn per_gpu(cfg: &EngineConfig, weight_bytes: f64, kv_bytes_per_token: f64) -> (f64, f64) {
+    if cfg.ep <= 1 && cfg.pp <= 1 {
+        return (weight_bytes / cfg.tp as f64, kv_bytes_per_token);
+    }
+    let m = &cfg.model;
+    let experts = match m.moe {
+        Some(moe) => {
+            m.mlp_params_per_expert() as f64
+                * m.num_layers as f64
+                * cfg.precision.bytes_per_weight()
+                * moe.num_experts as f64
+        }
+        None => 0.0,
+    };
+    let spread = cfg.ep.max(cfg.tp) as f64;
+    let replica = (weight_bytes - experts) / cfg.tp as f64 + experts / spread;
+    let stage = m.num_layers.div_ceil(cfg.pp) as f64 / m.num_layers as f64;
+    (replica * stage, kv_bytes_per_token * stage)
+}
+
+/// For a mixture of experts that does not fit: the smallest expert-parallel
+/// group that does (`--ep N`, with `--dp` raised to its ranks when needed).
+pub(super) fn suggest_ep(cfg: &EngineConfig, fits: &dyn Fn(&EngineConfig) -> bool) -> Option<String> {
+    cfg.model.moe?;
+    let tp = cfg.tp.max(1);
+    [2, 4, 8, 16, 32, 64].into_iter().map(|g| tp * g).filter(|&ep| ep > cfg.ep).find_map(|ep| {
+        let mut c = cfg.clone();
+        c.ep = ep;
+        let ranks = ep / tp;
+        if !c.dp.is_multiple_of(ranks) {
+            c.dp = ranks;
+        }
+        fits(&c).then(|| if c.dp == cfg.dp { format!("--ep {ep}") } else { format!("--ep {ep} --dp {}", c.dp) })
+    })
+}
+
+/// The step-time model of an expert-parallel group or a pipeline: the
+/// configuration's products folded in, as the roofline's are.
+#[derive(Debug, Clone)]
+pub(super) struct Parallel {
+    pp: f64,
+    /// Data-parallel ranks in the group (EP / TP, or 1).
+    ranks: f64,
+    /// The expert-parallel path (EP > 1): the experts apart from the rest.
+    ep: Option<ExpertParallel>,
+    /// One hand-off between stages: latency, and bytes per token per GPU
+    /// over the link's rate.
+    handoff_latency: f64,
+    handoff_s_per_token: f64,
+}
+
+#[derive(Debug, Clone)]
+struct ExpertParallel {
+    ep: f64,
+    k: f64,
+    /// 1 − k/E: the chance a token misses a given expert.
+    miss: f64,
+    /// E / EP experts on each GPU.
+    experts_per_gpu: f64,
+    /// 2 · k · (one expert's parameters) · L: the routed experts' share of a
+    /// token's flops.
+    expert_flops_per_token: f64,
+    /// One GPU's peak · η_c and BW · η_w.
+    gpu_compute_rate: f64,
+    gpu_weight_rate: f64,
+    /// Two all-to-alls per MoE layer: their count, latency, and seconds per
+    /// token a rank sends.
+    a2a_calls: f64,
+    a2a_latency: f64,
+    a2a_s_per_token: f64,
+    /// The expected largest of EP standard normals.
+    z_max: f64,
+    /// Off only in tests: every GPU gets the mean share.
+    imbalance: bool,
+}
+
+impl Parallel {
+    /// `None` where EP and PP are 1: the roofline's own path, unchanged.
+    pub(super) fn new(cfg: &EngineConfig, peak: f64) -> Option<Parallel> {
+        if cfg.ep <= 1 && cfg.pp <= 1 {
+            return None;
+        }
+        let m = &cfg.model;
+        let c = &cfg.calibration;
+        let tp = cfg.tp.max(1) as f64;
+        let d = m.hidden_size as f64;
+        let domain = nvlink_domain(&cfg.gpu);
+        let nvlink = cfg.gpu.interconnect_bytes_per_s() * c.eta_link;
+        let network = network_bytes_per_s(&cfg.gpu) * c.eta_link;
+        let link = |gpus: u32| {
+            if gpus <= domain {
+                (c.allreduce_latency_us * 1e-6, nvlink)
+            } else {
+                ((c.allreduce_latency_us + NETWORK_LATENCY_US) * 1e-6, network.min(nvlink))
+            }
+        };
+        let ranks = cfg.attention_ranks();
+        let ep = match m.moe {
+            Some(moe) if cfg.ep > 1 => {
+                let ep = cfg.ep as f64;
+                let k = moe.experts_per_token as f64;
+                let (lat, rate) = link(cfg.ep);
+                Some(ExpertParallel {
+                    ep,
+                    k,
+                    miss: 1.0 - k / moe.num_experts as f64,
+                    experts_per_gpu: moe.num_experts as f64 / ep,
+                    expert_flops_per_token: 2.0 * k * m.mlp_params_per_expert() as f64 * m.num_layers as f64,
+                    gpu_compute_rate: peak * c.eta_compute,
+                    gpu_weight_rate: cfg.gpu.bandwidth_bytes_per_s() * c.eta_weights,
+                    a2a_calls: 2.0 * m.num_layers as f64,
+                    a2a_latency: lat,
+                    // A rank's tokens are split over its TP GPUs, each sent to
+                    // k experts, (EP − 1)/EP of them on another GPU.
+                    a2a_s_per_token: k * d * ACTIVATION_BYTES * (ep - 1.0) / ep / tp / rate,
+                    z_max: expected_max_normal(cfg.ep),
+                    imbalance: true,
+                })
+            }
+            _ => None,
+        };
+        let (handoff_latency, rate) = link(cfg.tp * cfg.pp * ranks);
+        Some(Parallel {
+            pp: cfg.pp as f64,
+            ranks: ranks as f64,
+            ep,
+            handoff_latency,
+            handoff_s_per_token: d * ACTIVATION_BYTES / tp / rate,
+        })
+    }
+
+    /// Every GPU gets the mean share of the routed tokens (tests only).
+    #[cfg(test)]
+    pub(super) fn balanced(&mut self) {
+        if let Some(ep) = &mut self.ep {
+            ep.imbalance = false;
+        }
+    }
+
+    /// The busiest GPU's share of `assignments` token-expert pairs against
+    /// the mean: 1 + z_max · σ/μ of a binomial share of 1/EP, at most EP.
+    fn imbalance(ep: &ExpertParallel, assignments: f64) -> f64 {
+        if !ep.imbalance || assignments <= 0.0 {
+            return 1.0;
+        }
+        (1.0 + ep.z_max * ((ep.ep - 1.0) / assignments).sqrt()).min(ep.ep)
+    }
+
+    /// One step of `b`'s batch: the terms of one micro-batch on the busiest rank,
+    /// times the stage times the step lasts; the compute and memory seconds
+    /// are one GPU's busy time over the step.
+    pub(super) fn split(&self, r: &Roofline, b: &super::BatchShape) -> Terms {
+        if b.tokens == 0 {
+            return Terms::default();
+        }
+        // The busiest rank holds ⌈B / ranks⌉ of the B sequences (and that
+        // share of the batch's tokens); its micro-batch, 1/m of that, sets the
+        // stage time. A lone sequence is all on one rank.
+        let seqs = b.seqs.max(1) as f64;
+        let rank_seqs = (seqs / self.ranks).ceil();
+        let micro = self.pp.min(rank_seqs.max(1.0));
+        let part = rank_seqs / seqs / micro;
+        let n = b.tokens as f64 * part;
+        let (gemm_c, gemm_m, gemm, a2a) = match &self.ep {
+            None => {
+                let weight_bytes = match r.moe {
+                    None => r.fixed_weight_bytes,
+                    Some(moe) => {
+                        let e = moe.num_experts as f64;
+                        let miss = 1.0 - moe.experts_per_token as f64 / e;
+                        r.fixed_weight_bytes + r.expert_bytes * e * (1.0 - miss.powf(n))
+                    }
+                };
+                let (c, m) = (n * r.flops_per_token / r.compute_rate, weight_bytes / r.weight_rate);
+                (c, m, c.max(m), 0.0)
+            }
+            Some(ep) => {
+                let dense_c = n * (r.flops_per_token - ep.expert_flops_per_token) / r.compute_rate;
+                let dense_m = r.fixed_weight_bytes / r.weight_rate;
+                // The group's tokens of one micro-batch, routed over its EP GPUs.
+                let group = b.tokens as f64 / micro;
+                let assignments = group * ep.k;
+                let share = group / ep.ep * Self::imbalance(ep, assignments);
+                let expert_c = share * ep.expert_flops_per_token / ep.gpu_compute_rate;
+                let expert_m = ep.experts_per_gpu * (1.0 - ep.miss.powf(group)) * r.expert_bytes / ep.gpu_weight_rate;
+                let a2a = ep.a2a_calls * (ep.a2a_latency + n * ep.a2a_s_per_token);
+                (dense_c + expert_c, dense_m + expert_m, dense_c.max(dense_m) + expert_c.max(expert_m), a2a)
+            }
+        };
+        let pairs = (b.prefill_attention + b.decode_context as f64) * part;
+        let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64 * part;
+        let (att_c, att_m) =
+            (r.attention_flops_per_pair * pairs / r.compute_rate, kv_tokens * r.kv_bytes_per_token_per_gpu / r.kv_rate);
+        let tp = r.allreduce_calls * (r.allreduce_latency + n * r.allreduce_bytes_per_token / r.link_rate);
+        let handoffs = (self.pp - 1.0) * (self.handoff_latency + n * self.handoff_s_per_token);
+        let overhead = r.fixed_overhead + r.per_seq_overhead * b.seqs as f64 * part;
+        // The pipeline passes max(m, pp) stage times a step; a stage is 1/pp
+        // of the micro-batch's time through the whole model.
+        let stages = self.pp.max(micro) / self.pp;
+        let busy = micro / self.pp;
+        Terms {
+            gemm: gemm * stages,
+            attention: att_c.max(att_m) * stages,
+            tp: (tp + a2a + handoffs) * stages,
+            overhead: overhead * stages,
+            compute_s: (gemm_c + att_c) * busy,
+            memory_s: (gemm_m + att_m) * busy,
+        }
+    }
+}
+
+/// E[max of n standard normals] by Blom's approximation,
+/// Φ⁻¹((n − 0.375) / (n + 0.25)); 0 for one.
+fn expected_max_normal(n: u32) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    let n = n as f64;
+    goodput_core::analysis::interval::normal_quantile((n - 0.375) / (n + 0.25))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{kv_capacity, BatchShape, Roofline};
+    use crate::engine::catalog::Precision;
+    use crate::engine::config::EngineConfig;
+    use crate::engine::error::Error;
+    use crate::engine::virtual_time::{simulate, SimRun, VirtualLoad, VirtualRequest};
+    use goodput_core::RequestMetrics;
+    use std::time::Duration;
+
+    fn cfg(model: &str, gpu: &str, precision: Precision) -> EngineConfig {
+        EngineConfig::from_names(model, gpu, precision).unwrap()
+    }
+
+    fn decodes(n: u32, context: u32) -> BatchShape {
+        let mut b = BatchShape::default();
+        for _ in 0..n {
+            b.add_decode(context);
+        }
+        b
+    }
+
+    fn refusal(c: &EngineConfig) -> String {
+        match c.validate() {
+            Err(Error::InvalidConfig(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    fn output_throughput(run: &SimRun) -> f64 {
+        let tokens: u64 = run.records.iter().map(|r| r.output_tokens).sum();
+        tokens as f64 / run.engine.makespan.as_secs_f64()
+    }
+
+    fn mean_tpot_ms(run: &SimRun) -> f64 {
+        let v: Vec<f64> = run.records.iter().filter_map(|r| r.tpot()).map(|d| d.as_secs_f64() * 1e3).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+
+    #[test]
+    fn bad_configurations_are_refused_with_the_fix() {
+        let mut dense = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        dense.ep = 2;
+        dense.dp = 2;
+        let m = refusal(&dense);
+        assert!(m.contains("dense model") && m.contains("drop --ep") && m.contains("qwen3-30b-a3b"), "{m}");
+        let mut deep = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        deep.pp = 33;
+        let m = refusal(&deep);
+        assert!(m.contains("--pp 33 exceeds") && m.contains("32 layers") && m.contains("--pp 32"), "{m}");
+        deep.pp = 0;
+        assert!(refusal(&deep).contains("--pp must be at least 1"));
+        // Mixtral's 8 experts do not split over 3 GPUs.
+        let mut odd = cfg("mixtral-8x7b", "h100", Precision::Bf16);
+        odd.ep = 3;
+        odd.dp = 3;
+        let m = refusal(&odd);
+        assert!(m.contains("does not divide") && m.contains("8 experts") && m.contains("2, 4, 8"), "{m}");
+        // EP spans whole TP groups, of whole data-parallel ranks.
+        let mut moe = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        moe.tp = 2;
+        moe.ep = 3;
+        assert!(refusal(&moe).contains("not a multiple of --tp 2"));
+        moe.ep = 4;
+        let m = refusal(&moe);
+        assert!(m.contains("spans 2 data-parallel ranks") && m.contains("--dp 2"), "{m}");
+        moe.dp = 2;
+        assert!(moe.validate().is_ok());
+        assert_eq!((moe.attention_ranks(), moe.engines(), moe.gpus()), (2, 1, 4));
+    }
+
+    #[test]
+    fn expert_parallelism_fits_what_one_gpu_cannot_and_serves_it() {
+        // Qwen3-235B-A22B in FP8 (≈ 235 GB) on H100s: eight data-parallel
+        // copies of one GPU each cannot hold it; spread the experts over the
+        // eight (EP 8) and each GPU holds the shared weights and 16 experts.
+        let mut plain = cfg("qwen3-235b-a22b", "h100", Precision::Fp8);
+        plain.dp = 8;
+        assert!(matches!(kv_capacity(&plain), Err(Error::ModelDoesNotFit { .. })));
+        let mut ep = plain.clone();
+        ep.ep = 8;
+        let cap = kv_capacity(&ep).unwrap();
+        assert!(cap.weight_bytes_per_gpu < 40e9 && cap.weight_bytes_per_gpu > 30e9, "{cap:?}");
+        // One scheduler for the group, with its eight ranks' caches and limits.
+        assert_eq!(ep.engines(), 1);
+        let per_rank = (cap.kv_bytes_per_gpu / (cap.kv_bytes_per_token_per_gpu * 16.0)).floor() as u32;
+        assert_eq!(cap.num_blocks, 8 * per_rank);
+        // At saturation it serves: 256 users of 512 in / 256 out.
+        let load = VirtualLoad::closed_loop(vec![VirtualRequest::new(512, 256); 512], 256);
+        let run = simulate(&ep, &load).unwrap();
+        assert_eq!(run.engine.replicas.len(), 1);
+        assert_eq!(run.engine.provisioned_w, 8.0 * ep.gpu.tdp_w);
+        // Against the same eight GPUs as one TP-8 replica: EP keeps the
+        // attention per rank (8 small batches) and moves tokens, not
+        // partial sums; within a factor of two either way at saturation.
+        let mut tp8 = cfg("qwen3-235b-a22b", "h100", Precision::Fp8);
+        tp8.tp = 8;
+        let tp_run = simulate(&tp8, &load).unwrap();
+        let ratio = output_throughput(&run) / output_throughput(&tp_run);
+        assert!((0.5..2.0).contains(&ratio), "EP 8 / TP 8 throughput: {ratio:.2}");
+    }
+
+    #[test]
+    fn the_all_to_all_adds_to_each_step_and_grows_with_the_tokens() {
+        let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        c.dp = 8;
+        let none = Roofline::new(&c).unwrap();
+        c.ep = 8;
+        let ep = Roofline::new(&c).unwrap();
+        let comm = |b: &BatchShape| ep.breakdown(b).tensor_parallel.as_secs_f64();
+        // Two all-to-alls per MoE layer, each at least its latency.
+        let floor = 2.0 * 48.0 * c.calibration.allreduce_latency_us * 1e-6;
+        let (small, big) = (decodes(8, 100), decodes(1024, 100));
+        assert!(comm(&small) >= floor && comm(&small) < floor * 1.2, "{} vs {floor}", comm(&small));
+        assert!(comm(&big) > comm(&small) * 1.5, "{} vs {}", comm(&big), comm(&small));
+        assert_eq!(none.breakdown(&small).tensor_parallel, Duration::ZERO);
+        // Past one NVLink domain the network carries it: slower.
+        c.dp = 16;
+        c.ep = 16;
+        let wide = Roofline::new(&c).unwrap();
+        assert!(wide.breakdown(&big).tensor_parallel.as_secs_f64() > comm(&big));
+    }
+
+    #[test]
+    fn a_lone_sequence_runs_on_one_rank_of_the_group() {
+        // One 8,192-token prompt on an EP-8 group of one-GPU ranks: its
+        // attention and shared weights' work is all on one rank; only the
+        // experts' share spreads. Eight prompts spread over the eight ranks.
+        let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        c.dp = 8;
+        let one_gpu = Roofline::new(&c).unwrap();
+        c.ep = 8;
+        let ep = Roofline::new(&c).unwrap();
+        let prompts = |k: u32| {
+            let mut b = BatchShape::default();
+            for _ in 0..k {
+                b.add_prefill(0, 8192);
+            }
+            b
+        };
+        let attention = |r: &Roofline, k| r.breakdown(&prompts(k)).attention.as_secs_f64();
+        assert!((attention(&ep, 1) / attention(&one_gpu, 1) - 1.0).abs() < 1e-9);
+        assert!((attention(&ep, 8) / attention(&one_gpu, 1) - 1.0).abs() < 1e-9);
+        let t = |r: &Roofline, k| r.step_time(&prompts(k)).as_secs_f64();
+        assert!(t(&ep, 1) > 0.3 * t(&one_gpu, 1), "{} vs {}", t(&ep, 1), t(&one_gpu, 1));
+        assert!(t(&ep, 8) < 0.5 * 8.0 * t(&one_gpu, 1), "eight ranks work at once");
+    }
+
+    #[test]
+    fn imbalance_makes_the_step_wait_for_the_busiest_gpu() {
+        let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        c.dp = 8;
+        c.ep = 8;
+        let real = Roofline::new(&c).unwrap();
+        let mut even = real.clone();
+        even.parallel.as_mut().unwrap().balanced();
+        // A prefill of 8 × 2,048 tokens is compute-bound: the busiest GPU's
+        // share of the routed tokens sets the experts' time.
+        let mut prefill = BatchShape::default();
+        for _ in 0..8 {
+            prefill.add_prefill(0, 2048);
+        }
+        let (r, e) = (real.step_time(&prefill).as_secs_f64(), even.step_time(&prefill).as_secs_f64());
+        assert!(r > e, "{r} vs {e}");
+        // 131k assignments over 8 GPUs: σ/μ ≈ 0.7 %, the busiest ≈ 1 % over.
+        let gemm = |rl: &Roofline| rl.breakdown(&prefill).gemm.as_secs_f64();
+        assert!(gemm(&real) / gemm(&even) < 1.05, "{}", gemm(&real) / gemm(&even));
+        // Few tokens spread unevenly: relatively more imbalance.
+        let p = real.parallel.as_ref().unwrap();
+        let ep = p.ep.as_ref().unwrap();
+        let (few, many) = (super::Parallel::imbalance(ep, 64.0), super::Parallel::imbalance(ep, 131_072.0));
+        assert!(few > 1.3 && many < 1.02 && many > 1.0, "{few} {many}");
+        // Blom's value for the largest of 8 normals (exact: 1.424).
+        assert!((ep.z_max - 1.424).abs() < 0.03, "{}", ep.z_max);
+    }
+
+    #[test]
+    fn pipeline_splits_memory_and_costs_a_little_latency_at_one_user() {
+        // Llama-3.1-70B in BF16 does not fit one H100; two stages do.
+        let one = cfg("llama-3.1-70b", "h100", Precision::Bf16);
+        let err = kv_capacity(&one).unwrap_err().to_string();
+        assert!(err.contains("--pp 2"), "{err}");
+        let mut pp4 = one.clone();
+        pp4.pp = 4;
+        let cap = kv_capacity(&pp4).unwrap();
+        assert!((cap.weight_bytes_per_gpu * 4.0 / one.model.weight_bytes(one.precision) - 1.0).abs() < 1e-9);
+        assert_eq!(pp4.gpus(), 4);
+        // The KV cache's layers split too: a quarter of the bytes per token.
+        let mut tp_only = one.clone();
+        tp_only.tp = 4;
+        let tp_cap = kv_capacity(&tp_only).unwrap();
+        assert_eq!(cap.kv_bytes_per_token_per_gpu, one.model.kv_bytes_per_token_per_gpu(one.kv_cache_dtype, 1) / 4.0);
+        assert!((cap.tokens() as f64 / tp_cap.tokens() as f64 - 1.0).abs() < 0.01, "PP 4 and TP 4 hold alike");
+        // Step time against TP alone on the same GPUs per stage: one sequence
+        // passes every stage in turn (the bubble), plus the hand-offs.
+        let mut base = cfg("llama-3.1-70b", "h200", Precision::Fp8);
+        let flat = Roofline::new(&base).unwrap();
+        base.pp = 2;
+        let piped = Roofline::new(&base).unwrap();
+        let t = |r: &Roofline, b: &BatchShape| r.step_time(b).as_secs_f64();
+        let single = decodes(1, 1000);
+        let ratio = t(&piped, &single) / t(&flat, &single);
+        assert!(ratio > 1.0 && ratio < 1.05, "one sequence: {ratio}");
+        // Two micro-batches in flight: a batch of 256 decodes steps faster
+        // than on one stage group (each micro-batch reads the weights once
+        // per stage, the stages work at once).
+        let full = decodes(256, 1000);
+        assert!(t(&piped, &full) < t(&flat, &full) * 0.8, "{} vs {}", t(&piped, &full), t(&flat, &full));
+        // Power and provisioning count both stages' GPUs.
+        assert_eq!(piped.provisioned_watts(), 2.0 * base.gpu.tdp_w);
+    }
+
+    #[test]
+    fn pipeline_in_virtual_time_gains_nothing_at_one_user_and_throughput_at_saturation() {
+        let base = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        let mut pp2 = base.clone();
+        pp2.pp = 2;
+        let one_user = VirtualLoad::closed_loop(vec![VirtualRequest::new(256, 128); 4], 1);
+        let (a, b) = (simulate(&base, &one_user).unwrap(), simulate(&pp2, &one_user).unwrap());
+        let (ta, tb) = (mean_tpot_ms(&a), mean_tpot_ms(&b));
+        assert!(tb >= ta && tb < ta * 1.05, "TPOT {ta:.3} → {tb:.3} ms");
+        assert!(output_throughput(&b) <= output_throughput(&a), "no gain at one user");
+        // Saturated: 256 users, at most 128 sequences a replica on one stage
+        // group; two stages double the KV room and keep two micro-batches
+        // in flight.
+        let mut capped = base.clone();
+        capped.max_num_seqs = Some(128);
+        let mut capped2 = capped.clone();
+        capped2.pp = 2;
+        let many = VirtualLoad::closed_loop(vec![VirtualRequest::new(1024, 256); 1024], 256);
+        let (a, b) = (simulate(&capped, &many).unwrap(), simulate(&capped2, &many).unwrap());
+        let gain = output_throughput(&b) / output_throughput(&a);
+        assert!(gain > 1.2 && gain < 2.2, "saturated throughput ×{gain:.2}");
+    }
+}

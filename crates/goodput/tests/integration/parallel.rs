@@ -1,0 +1,120 @@
+//! Expert and pipeline parallelism through the binary: `estimate` and
+//! `sweep --estimate` take `--ep` and `--pp`, keep them in the result's
+//! engine settings and count their GPUs, refuse what cannot run with the
+//! fix, and `plan` searches them.
+
+use crate::cmd;
+use crate::schema::assert_valid;
+
+use cmd::{goodput, read_json, GoodputCommand};
+
+const SHORT: [&str; 8] = ["--input-tokens", "256", "--output-tokens", "32", "-n", "64", "-c", "16"];
+
+#[test]
+fn estimate_takes_pipeline_and_expert_parallelism_and_counts_their_gpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput().args(["estimate", "-q"]).args(SHORT).args(extra).arg("-o").arg(&out).assert().success();
+        read_json(&out)
+    };
+    // Llama-3.1-70B in BF16 on two H100s as two pipeline stages.
+    let pp = run("pp.json", &["--model", "llama-3.1-70b", "--pp", "2"]);
+    let e = &pp["engine"]["config"];
+    assert_eq!((e["pp"].as_u64(), e["tp"].as_u64(), e.get("ep")), (Some(2), Some(1), None), "{e}");
+    assert_eq!(pp["energy"]["gpus"].as_u64(), Some(2));
+    assert_eq!(pp["energy"]["provisioned_w"].as_f64(), Some(1400.0));
+    assert!(pp["target"]["url"].as_str().unwrap().contains("@1x2x1x"), "{}", pp["target"]["url"]);
+    // Qwen3-30B-A3B's experts over four data-parallel ranks: one engine.
+    let ep = run("ep.json", &["--model", "qwen3-30b-a3b", "--dp", "4", "--ep", "4"]);
+    let e = &ep["engine"]["config"];
+    assert_eq!((e["ep"].as_u64(), e["dp"].as_u64(), e.get("pp")), (Some(4), Some(4), None), "{e}");
+    assert_eq!(ep["energy"]["gpus"].as_u64(), Some(4));
+    assert_eq!(ep["summary"]["requests"]["completed"].as_u64(), Some(64));
+    // Neither: the settings carry no ep or pp at all.
+    let plain = run("plain.json", &[]);
+    assert!(plain["engine"]["config"].get("ep").is_none() && plain["engine"]["config"].get("pp").is_none());
+    for (doc, what) in [(&pp, "estimate --pp"), (&ep, "estimate --ep"), (&plain, "estimate")] {
+        assert_valid(doc, "RunResult", what);
+    }
+}
+
+#[test]
+fn estimate_refuses_what_cannot_run_with_the_fix() {
+    let refuse = |args: &[&str]| goodput().args(["estimate", "-n", "1"]).args(args).refusal();
+    let err = refuse(&["--ep", "2", "--dp", "2"]);
+    assert!(err.contains("dense model") && err.contains("drop --ep"), "{err}");
+    let err = refuse(&["--pp", "33"]);
+    assert!(err.contains("--pp 33 exceeds") && err.contains("32 layers"), "{err}");
+    let err = refuse(&["--model", "mixtral-8x7b", "--ep", "3", "--dp", "3"]);
+    assert!(err.contains("does not divide") && err.contains("8 experts"), "{err}");
+    // A model that fits nowhere on one GPU is told of the stages and the
+    // expert-parallel group that would hold it.
+    let err = refuse(&["--model", "llama-3.1-70b"]);
+    assert!(err.contains("--pp 2"), "{err}");
+    let err = refuse(&["--model", "qwen3-235b-a22b", "--precision", "fp8"]);
+    assert!(err.contains("--ep 4 --dp 4"), "{err}");
+}
+
+#[test]
+fn sweep_estimate_takes_the_knobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "1,8", "-n", "16", "--input-tokens", "128"])
+        .args(["--output-tokens", "16", "--model", "llama-3.1-70b", "--pp", "2", "--gpu-hour-usd", "2"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let text = v.to_string();
+    assert!(text.contains("\"pp\":2"), "the engine settings keep pp");
+}
+
+#[test]
+fn plan_searches_pipeline_stages_and_expert_parallel_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan.json");
+    // Llama-3.1-70B in BF16 on two H100s: TP 1 holds it only as two stages.
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-70b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1,2"])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "2048", "--input-tokens", "128"])
+        .args(["--output-tokens", "16", "--concurrency", "1,8", "--requests-per-user", "2", "--jobs", "1", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_valid(&v, "FrontierResult", "plan --pp");
+    let configs = v["configs"].as_array().unwrap();
+    let staged = configs.iter().find(|c| c["params"]["pp"] == "2").expect("a two-stage configuration");
+    assert_eq!((staged["params"]["tp"].as_str(), staged["gpus"].as_u64()), (Some("1"), Some(2)), "{staged}");
+    assert!(configs.iter().any(|c| c["params"]["tp"] == "2" && c["params"].get("pp").is_none()));
+    // A mixture of experts: EP 4 over four ranks of one GPU each.
+    let out = dir.path().join("moe.json");
+    goodput()
+        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2", "--gpus", "4", "--tp", "1"])
+        .args(["--ep", "1,4", "--precision", "bf16", "--max-num-batched-tokens", "2048", "--input-tokens", "128"])
+        .args(["--output-tokens", "16", "--concurrency", "1,8", "--requests-per-user", "2", "--jobs", "1", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    assert_valid(&v, "FrontierResult", "plan --ep");
+    let configs = v["configs"].as_array().unwrap();
+    let ep = configs.iter().find(|c| c["params"]["ep"] == "4").expect("an expert-parallel configuration");
+    assert_eq!(ep["gpus"].as_u64(), Some(4));
+    assert!(ep["points"].as_array().unwrap().iter().all(|p| p["output_tokens_per_s"].as_f64().unwrap() > 0.0));
+    assert!(configs.iter().any(|c| c["params"].get("ep").is_none()));
+    // EP on a dense model is left out, and said so.
+    let out = dir.path().join("dense.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--tp", "1", "--ep", "1,2"])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "2048", "--input-tokens", "64"])
+        .args(["--output-tokens", "8", "--concurrency", "1", "--requests-per-user", "2", "--jobs", "1", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let notes = read_json(&out)["notes"].to_string();
+    assert!(notes.contains("dense model") && notes.contains("EP left out"), "{notes}");
+}
