@@ -293,12 +293,6 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     if a.trace.is_some() && a.concurrency.is_some() {
         bail!("--concurrency sets closed loops of users; with --trace the load is the trace replayed at --trace-speed");
     }
-    if a.trace.is_some() && a.pd.is_some() {
-        bail!(
-            "--pd with --trace: disaggregated units are not yet simulated whole behind a router; plan the trace \
-             without --pd, or the ratios with closed loops (drop --trace)"
-        );
-    }
     if a.shape.duration.is_some() {
         bail!("--duration: plan measures each point on a count of requests (--requests-per-user, or -n N per point)");
     }
@@ -347,7 +341,7 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     if let Some((p, d)) = c.pd {
         id.push_str(&format!(" pd{p}:{d}"));
     }
-    if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.dp > 1 {
+    if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.dp > 1 && c.pd.is_none() {
         id.push_str(&format!(" {}", c.router));
     }
     id
@@ -517,6 +511,12 @@ impl Search<'_> {
                             eps.iter().filter(move |&&ep| pd.is_none() || ep == 1).map(move |&ep| (pd, ep))
                         });
                         for ((pd, ep), &router) in units.flat_map(|u| routers.iter().map(move |r| (u, r))) {
+                            // Disaggregated pools route to their least-loaded
+                            // instance: no router to choose.
+                            if pd.is_some() && router != routers[0] {
+                                continue;
+                            }
+                            let routed = if pd.is_some() { RouterPolicy::LeastLoaded } else { router };
                             let mut group = Vec::new();
                             for &tp in &tps {
                                 let unit = tp * pd.map_or(1, |(p, d)| p + d);
@@ -549,7 +549,7 @@ impl Search<'_> {
                                 match made {
                                     Some(Ok(c)) => {
                                         staged |= c.pp > 1;
-                                        group.push(Candidate { router, ..c });
+                                        group.push(Candidate { router: routed, ..c });
                                     }
                                     // Said once per GPU, precision and TP, not per limit.
                                     Some(Err(e)) if (seq, mbt) == first && pd.is_none() && router == routers[0] => {
@@ -774,7 +774,7 @@ impl Search<'_> {
         ]
         .into_iter()
         .chain(c.pd.map(|(p, d)| ("pd", format!("{p}:{d}"))))
-        .chain(self.trace.as_ref().filter(|_| c.dp > 1).map(|_| ("router", c.router.to_string())))
+        .chain(self.trace.as_ref().filter(|_| c.dp > 1 && c.pd.is_none()).map(|_| ("router", c.router.to_string())))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         // Named only where on, so a plan without them reads as before.
@@ -882,8 +882,18 @@ impl Search<'_> {
     /// misses the SLO or its throughput stops rising.
     fn trace_curve(&self, c: &Candidate, t: &PlanTrace) -> Result<Vec<FrontierPoint>> {
         let mut cfg = self.engine(c);
-        cfg.dp = c.dp;
-        cfg.router = c.router;
+        match (&mut cfg.pd, c.pd) {
+            // The units' pools together: P × units prefill instances and
+            // D × units decode ones, each pool routing to its least loaded.
+            (Some(pools), Some((p, d))) => {
+                pools.prefill = p * c.dp;
+                pools.decode = d * c.dp;
+            }
+            _ => {
+                cfg.dp = c.dp;
+                cfg.router = c.router;
+            }
+        }
         cfg.validate()?;
         let server = VirtualServer { engine: &cfg, prompts: self.prompts };
         let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();

@@ -239,6 +239,25 @@ fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
             assert!((per_gpu * 2.0 - p["output_tokens_per_s"].as_f64().unwrap()).abs() < 1e-6, "{p}");
         }
     }
+    // Disaggregated, a configuration's units are one prefill and one decode
+    // pool, each routing to its least-loaded instance: no router of its own.
+    let out = dir.path().join("pd.json");
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2.5", "--gpus", "2", "--tp", "1"])
+        .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--jobs", "2", "--trace"])
+        .arg(&trace)
+        .args(["--trace-speed", "1,4", "--router", "round-robin,prefix-aware", "--pd", "1:1", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "plan failed: {}", String::from_utf8_lossy(&o.stderr));
+    let doc = read_json(&out);
+    let pd: Vec<&Value> = doc["configs"].as_array().unwrap().iter().filter(|c| c["params"]["pd"] == "1:1").collect();
+    assert_eq!(pd.len(), 1, "{}", doc["configs"]);
+    assert!(pd[0]["params"].get("router").is_none() && pd[0]["gpus"] == 2, "{}", pd[0]);
+    for p in pd[0]["points"].as_array().unwrap() {
+        assert_eq!(p["completed"].as_u64().unwrap() + p["failed"].as_u64().unwrap(), 60, "{p}");
+    }
     // Closed loops of users are not a trace's load.
     let err = goodput().args(["plan", "--gpu", "h100", "--concurrency", "1,2", "--trace"]).arg(&trace).refusal();
     assert!(err.contains("--concurrency") && err.contains("--trace-speed"), "{err}");
