@@ -16,8 +16,19 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 9] =
-    ["gpu", "tp", "dp", "precision", "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens", "ep", "pp"];
+pub const KNOBS: [&str; 11] = [
+    "gpu",
+    "tp",
+    "dp",
+    "precision",
+    "kv_cache_dtype",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "ep",
+    "pp",
+    "pd",
+    "scheduler",
+];
 
 /// The simulator's knob a server setting (a grid parameter) names, when it
 /// names one: the knob's own name, or a server's flag for it (vLLM's
@@ -35,6 +46,8 @@ pub fn knob_of(param: &str) -> Option<&'static str> {
         "pp" | "pipeline_parallel_size" | "pp_size" => "pp",
         "precision" | "quantization" | "dtype" => "precision",
         "kv_cache_dtype" => "kv_cache_dtype",
+        "pd" | "pd_ratio" | "disaggregation" => "pd",
+        "scheduler" | "scheduler_policy" => "scheduler",
         "max_num_seqs" | "seqs" | "max_seqs" | "max_running_requests" | "np" | "parallel" => "max_num_seqs",
         "max_num_batched_tokens" | "mbt" | "batched_tokens" | "chunked_prefill_size" | "b" | "batch_size" => {
             "max_num_batched_tokens"

@@ -664,3 +664,46 @@ fn an_estimate_of_a_parameter_without_a_knob_is_refused() {
     assert!(err.contains("temperature maps onto no knob") && err.contains("max_num_seqs"), "{err}");
     assert!(!dir.path().join("started").exists(), "no server started");
 }
+
+/// `pd` and `scheduler` are knobs of the simulator too: a grid of
+/// disaggregation ratios (and schedulers) is predicted in virtual time,
+/// each configuration counting both pools' GPUs, and set beside the
+/// measured servers, which run the same ratios.
+#[test]
+fn a_grid_of_disaggregation_ratios_and_schedulers_is_predicted_and_paired() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("frontier.json");
+    let o = goodput()
+        .args(["sweep", "--estimate", "--serve-cmd"])
+        .arg(format!(
+            "sh -c {} {{port}}",
+            shlex::try_quote(&serve_script("--speed 5 --pd {pd} --scheduler {scheduler}")).unwrap()
+        ))
+        .args(["--serve-grid", "pd=1:1,1:2;scheduler=trtllm"])
+        .args(["--concurrency", "2", "-n", "8", "--progress", "none"])
+        .args(["--input-tokens", "256", "--output-tokens", "8", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let predicted = read_json(&dir.path().join("frontier.predicted.json"));
+    let gpus: Vec<u64> = configs(&predicted).iter().map(|c| c["gpus"].as_u64().unwrap()).collect();
+    assert_eq!(gpus, [2, 3], "one prefill and one or two decode instances, one GPU each");
+    for c in configs(&predicted) {
+        assert_eq!(c["status"], "ok", "{c}");
+    }
+    let (_, pairs) = compared(&read_json(&dir.path().join("frontier.compare.json")));
+    assert_eq!(pairs.len(), 2, "{pairs:?}");
+    // A ratio that is not P:D is refused before any server starts.
+    let o = goodput()
+        .args(["sweep", "--estimate", "--serve-cmd", "sh -c 'echo started > started' {port} {pd}"])
+        .args(["--serve-grid", "pd=1-1", "--concurrency", "1", "-o"])
+        .arg(dir.path().join("f.json"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("P:D"), "{err}");
+    assert!(!dir.path().join("started").exists(), "no server started");
+}

@@ -36,6 +36,10 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             if numeric && !v.trim().parse::<u32>().is_ok_and(|n| n > 0) {
                 bail!("--estimate: {k}={v} in {} is not a positive whole number ({knob})", p.id());
             }
+            if knob == "pd" {
+                goodput_sim::engine::Disaggregation::parse(v.trim())
+                    .map_err(|e| anyhow::anyhow!("--estimate: {k}={v} in {}: {e}", p.id()))?;
+            }
         }
     }
     Ok(())
@@ -79,6 +83,8 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("kv_cache_dtype") => args.hw.kv_cache_dtype = v.to_string(),
             Some("max_num_seqs") => args.hw.max_num_seqs = Some(n()?),
             Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = n()?,
+            Some("pd") => args.hw.pd = Some(v.to_string()),
+            Some("scheduler") => args.hw.scheduler = v.to_string(),
             _ => {}
         }
     }
