@@ -428,6 +428,17 @@ fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
     (decode_s > 0.0).then(|| prefill_s / decode_s)
 }
 
+/// Adds `p` to a curve whose load rises, and says whether the curve ends
+/// there: at its first miss of the SLO (latency only grows with the load),
+/// or where its throughput rose by less than [`SATURATED`] (past it the
+/// load only queues).
+fn climbed_to_the_end(points: &mut Vec<FrontierPoint>, p: FrontierPoint) -> bool {
+    let missed = p.meets_slo == Some(false);
+    let flat = points.last().is_some_and(|q| p.output_tokens_per_s < q.output_tokens_per_s * (1.0 + SATURATED));
+    points.push(p);
+    missed || flat
+}
+
 impl Search<'_> {
     /// The engine of one replica of `c`.
     fn engine(&self, c: &Candidate) -> EngineConfig {
@@ -865,12 +876,7 @@ impl Search<'_> {
             let (result, _) =
                 estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
                     .with_context(|| format!("{} users per replica", users))?;
-            let p = self.point(c, users, &result);
-            let thr = p.output_tokens_per_s;
-            let missed = p.meets_slo == Some(false);
-            let flat = points.last().is_some_and(|q| thr < q.output_tokens_per_s * (1.0 + SATURATED));
-            points.push(p);
-            if missed || flat {
+            if climbed_to_the_end(&mut points, self.point(c, users, &result)) {
                 break;
             }
         }
@@ -912,12 +918,7 @@ impl Search<'_> {
             // The offered rate: the trace's requests over its span, at this speed.
             let offered =
                 if span.is_zero() { f64::INFINITY } else { t.entries.len() as f64 * speed / span.as_secs_f64() };
-            let p = self.whole_point(c, offered, &result);
-            let thr = p.output_tokens_per_s;
-            let missed = p.meets_slo == Some(false);
-            let flat = points.last().is_some_and(|q| thr < q.output_tokens_per_s * (1.0 + SATURATED));
-            points.push(p);
-            if missed || flat {
+            if climbed_to_the_end(&mut points, self.whole_point(c, offered, &result)) {
                 break;
             }
         }
