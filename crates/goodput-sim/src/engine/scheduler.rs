@@ -689,26 +689,35 @@ impl Engine {
                 break;
             }
             self.waiting.pop_front();
-            let r = &mut self.slots[slot as usize];
-            r.num_computed = cached;
-            r.num_registered = self.hits.len() as u32;
-            if self.cfg.enable_prefix_caching && !remote_kv {
-                self.stats.prefix_cache_queries += num_tokens as u64;
-                self.stats.prefix_cache_hits += cached as u64;
-            }
-            if !r.admitted_once {
-                r.admitted_once = true;
-                self.stats.requests_admitted += 1;
-                out.admitted.push(r.id);
-                if cached > 0 && !remote_kv {
-                    out.prefix_hits.push((r.id, cached));
-                }
-            }
-            self.register_full_blocks(slot, cached + new);
-            self.running.push(slot);
-            self.scheduled.push((slot, new));
+            self.start(slot, cached, new, out);
             budget -= new;
         }
+    }
+
+    /// Starts the request in `slot`, just admitted with its blocks: `cached`
+    /// of its tokens found in the prefix cache (or, prefilled elsewhere,
+    /// arrived with their KV) and `new` computed this step. Counts its
+    /// prefix lookup and its first admission, and schedules it.
+    pub(super) fn start(&mut self, slot: u32, cached: u32, new: u32, out: &mut StepOutcome) {
+        let r = &mut self.slots[slot as usize];
+        let (num_tokens, remote_kv) = (r.num_tokens(), r.remote_kv);
+        r.num_computed = cached;
+        r.num_registered = self.hits.len() as u32;
+        if self.cfg.enable_prefix_caching && !remote_kv {
+            self.stats.prefix_cache_queries += num_tokens as u64;
+            self.stats.prefix_cache_hits += cached as u64;
+        }
+        if !r.admitted_once {
+            r.admitted_once = true;
+            self.stats.requests_admitted += 1;
+            out.admitted.push(r.id);
+            if cached > 0 && !remote_kv {
+                out.prefix_hits.push((r.id, cached));
+            }
+        }
+        self.register_full_blocks(slot, cached + new);
+        self.running.push(slot);
+        self.scheduled.push((slot, new));
     }
 
     /// Frees a request's blocks and puts it at the front of the waiting

@@ -157,14 +157,16 @@ impl Engine {
             if need > available {
                 break;
             }
-            if self.cfg.enable_prefix_caching {
+            let remote_kv = r.remote_kv;
+            if self.cfg.enable_prefix_caching && !remote_kv {
                 // The last token is always recomputed: its logits are needed.
                 let max_hit = ((num_tokens - 1) / bs) as usize;
                 self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
             } else {
                 self.hits.clear();
             }
-            let cached = self.hits.len() as u32 * bs;
+            // A prefilled request's prompt is here but for its last token.
+            let cached = if remote_kv { num_tokens - 1 } else { self.hits.len() as u32 * bs };
             let Some(new) = self.context_chunk(num_tokens - cached, budget, unit) else { break };
             // The capacity scheduler counted it as fitting whether or not the
             // micro-batch had room for a chunk of it this step.
@@ -179,24 +181,7 @@ impl Engine {
                 break;
             }
             let _ = self.waiting.remove(k);
-            let r = &mut self.slots[slot as usize];
-            r.num_computed = cached;
-            r.num_registered = self.hits.len() as u32;
-            if self.cfg.enable_prefix_caching {
-                self.stats.prefix_cache_queries += num_tokens as u64;
-                self.stats.prefix_cache_hits += cached as u64;
-            }
-            if !r.admitted_once {
-                r.admitted_once = true;
-                self.stats.requests_admitted += 1;
-                out.admitted.push(r.id);
-                if cached > 0 {
-                    out.prefix_hits.push((r.id, cached));
-                }
-            }
-            self.register_full_blocks(slot, cached + new);
-            self.running.push(slot);
-            self.scheduled.push((slot, new));
+            self.start(slot, cached, new, out);
             budget -= new;
         }
     }

@@ -969,6 +969,30 @@ mod tests {
     }
 
     #[test]
+    fn under_tensorrt_llm_s_scheduler_a_decode_instance_takes_the_kv_it_was_sent() {
+        // The decode instance computes the last prompt token over the KV
+        // that crossed, not the whole prompt again: its TTFT over colocated
+        // serving is the transfer and one decode step, as under vLLM's.
+        let mut cfg = h100_8b();
+        cfg.scheduler = crate::engine::SchedulerPolicy::Trtllm;
+        let load = VirtualLoad::closed_loop(same(3, 2000, 16), 1);
+        let colo = simulate(&cfg, &load).unwrap();
+        let c = disaggregated(&cfg, "1:1");
+        let transfer = crate::engine::KvLink::new(&c).unwrap().transfer_time(2000);
+        let mut shape = crate::engine::BatchShape::default();
+        shape.add_prefill(1999, 1);
+        let decode_step = Roofline::new(&c).unwrap().step_time(&shape);
+        let pd = simulate(&c, &load).unwrap();
+        for (a, b) in pd.records.iter().zip(&colo.records) {
+            let extra = a.ttft().unwrap() - b.ttft().unwrap() - transfer;
+            assert!(extra.abs_diff(decode_step) < Duration::from_micros(2), "{extra:?} vs {decode_step:?}");
+        }
+        // No prompt token was computed twice: the decode instance's prefix
+        // lookups are not counted, and it reports no hits.
+        assert_eq!(pd.engine.prefix_cache_hits, colo.engine.prefix_cache_hits);
+    }
+
+    #[test]
     fn one_prefill_instance_sends_its_transfers_one_after_another() {
         // A burst of four on a slow link: each transfer waits for the one
         // before it, so the requests' first tokens come a transfer apart.
