@@ -11,7 +11,8 @@
 #   bench/client_overhead.sh [STREAMS] [REQUESTS] [OUTPUT_TOKENS]
 # Environment: PIN=1 (server on CPU 0, client on CPU 1), TRANSPORT=auto|reqwest (the client's HTTP stack), STAMP=auto|read|kernel
 # (when chunks are stamped), SERVER_THREADS and CLIENT_THREADS (tokio worker
-# threads of each side), BENCH_ARGS (more `goodput bench` flags, e.g.
+# threads of each side; 1: a current-thread runtime; CLIENT_THREADS holds for
+# the like-for-like runs of goodput and the baseline too), BENCH_ARGS (more `goodput bench` flags, e.g.
 # "--rate 210" for streams at independent phases), STALLS=1 (runs
 # stall_probe beside the run and splits the ITL errors by whether the machine
 # stalled near them), SERVER_WRAP and CLIENT_WRAP (a command put before
@@ -101,7 +102,8 @@ against() { # NAME COMMAND...: prints NAME's CPU per token; sets $us
     --tokens-per-chunk 1 2>"$TMP/serve2.log" &
   local server2=$!
   sleep 0.5
-  "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time2" "$@" >"$TMP/out2" || { kill $server2; cat "$TMP/out2"; return 1; }
+  GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time2" "$@" >"$TMP/out2" \
+    || { kill $server2; cat "$TMP/out2"; return 1; }
   kill $server2; wait $server2 2>/dev/null || true
   us=$(cpu_per_token "$TMP/time2" "$((REQUESTS * OUT_TOKENS))")
   echo "$name: $us µs of CPU per streamed token ($(awk '{print $1 " user + " $2 " sys, " $3 " s wall"}' "$TMP/time2"))"

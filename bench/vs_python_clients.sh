@@ -17,8 +17,8 @@
 # target/pyclients) on first use (vLLM brings torch and CUDA libraries:
 # several GB); they get a tokenizer (our tiny test one) from a local Hugging
 # Face cache there, offline. CLIENTS picks which run (default
-# "goodput vllm aiperf guidellm"); BIN an already built goodput (nothing is
-# rebuilt); KEEP=DIR keeps the results.
+# "goodput vllm aiperf guidellm"); BIN or GOODPUT_BIN an already built
+# goodput (nothing is rebuilt); KEEP=DIR keeps the results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS=${1:-100}
@@ -30,8 +30,10 @@ CLIENTS=${CLIENTS:-goodput vllm aiperf guidellm}
 VLLM_VERSION=${VLLM_VERSION:-0.33.0}
 AIPERF_VERSION=${AIPERF_VERSION:-0.13.0}
 GUIDELLM_VERSION=${GUIDELLM_VERSION:-0.8.1}
-# BIN: an already built goodput to measure (nothing is rebuilt), so a
-# side-by-side run pins what it measures; by default this tree's release build.
+# BIN (or GOODPUT_BIN): an already built goodput to measure (nothing is
+# rebuilt), so a side-by-side run pins what it measures; by default this
+# tree's release build.
+BIN=${BIN:-${GOODPUT_BIN:-}}
 if [ -n "${BIN:-}" ]; then
   G=$(realpath "$BIN")
 else

@@ -6,7 +6,7 @@
 use crate::http1::ReadStamp;
 use crate::ndjson::LineReader;
 use crate::protocol::{error_message, parse_for, Api, PromptBody, Usage};
-use crate::sse::{SseEvent, SseReader};
+use crate::sse::SseReader;
 use crate::tokenizer::TokenCounter;
 use goodput_core::{
     chunk_counts, spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
@@ -34,7 +34,6 @@ pub struct ResponseReader {
     /// Which protocol the bytes speak.
     api: Api,
     sse: SseReader,
-    events: Vec<SseEvent>,
     /// NDJSON framing (Ollama), in place of SSE.
     lines: LineReader,
     chunks: Vec<OutputChunk>,
@@ -145,12 +144,9 @@ impl ResponseReader {
             self.check_limit();
             return;
         }
-        let mut events = std::mem::take(&mut self.events);
-        self.sse.feed(bytes, &mut events);
-        for ev in events.drain(..) {
-            self.event(ev, t);
-        }
-        self.events = events;
+        let mut sse = std::mem::take(&mut self.sse);
+        sse.feed_each(bytes, &mut |event, data| self.event(event, data, t));
+        self.sse = sse;
         self.check_limit();
     }
 
@@ -163,11 +159,9 @@ impl ResponseReader {
             self.stream_end.get_or_insert(t);
             return;
         }
-        let mut events = Vec::new();
-        self.sse.finish(&mut events);
-        for ev in events {
-            self.event(ev, t);
-        }
+        let mut sse = std::mem::take(&mut self.sse);
+        sse.finish_each(&mut |event, data| self.event(event, data, t));
+        self.sse = sse;
         self.stream_end.get_or_insert(t);
     }
 
@@ -203,24 +197,24 @@ impl ResponseReader {
         }
     }
 
-    fn event(&mut self, ev: SseEvent, t: Duration) {
+    fn event(&mut self, event: Option<&str>, data: &str, t: Duration) {
         if self.finished() {
             return;
         }
-        if ev.event.as_deref() == Some("error") {
-            let msg = serde_json::from_str(&ev.data)
+        if event == Some("error") {
+            let msg = serde_json::from_str(data)
                 .map(|v: serde_json::Value| error_message(v.get("error").unwrap_or(&v)))
-                .unwrap_or(ev.data);
+                .unwrap_or_else(|_| data.to_owned());
             self.failure = Some((FailureKind::MidStreamError, msg));
             self.stream_end = Some(t);
             return;
         }
-        if ev.data.trim() == "[DONE]" {
+        if data.trim() == "[DONE]" {
             self.done = true;
             self.stream_end = Some(t);
             return;
         }
-        self.data(&ev.data, t);
+        self.data(data, t);
     }
 
     fn data(&mut self, data: &str, t: Duration) {

@@ -16,7 +16,9 @@ pub struct SseReader {
     line: Vec<u8>,
     data: String,
     has_data: bool,
+    /// The `event:` field's buffer (its value while `has_event`).
     event: Option<String>,
+    has_event: bool,
     /// The previous byte was a CR: a following LF belongs to the same line end.
     after_cr: bool,
     /// Past the stream's first bytes: a byte order mark is dropped only there.
@@ -36,7 +38,16 @@ impl SseReader {
     }
 
     /// Feeds bytes; complete events are appended to `out`.
-    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+        self.feed_each(bytes, &mut |event, data| {
+            out.push(SseEvent { event: event.map(str::to_owned), data: data.to_owned() })
+        });
+    }
+
+    /// Feeds bytes; each complete event is handed to `out` as its type
+    /// (`event:`) and data, borrowed: no allocation per event (the buffers
+    /// keep their capacity from one event to the next).
+    pub fn feed_each(&mut self, mut bytes: &[u8], out: &mut impl FnMut(Option<&str>, &str)) {
         if !self.started {
             let held = self.bom_held;
             let matched = bytes.iter().zip(&BOM[held..]).take_while(|(a, b)| a == b).count();
@@ -57,7 +68,7 @@ impl SseReader {
     }
 
     /// Reads `bytes` into lines and events (after the start of the stream).
-    fn lines(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+    fn lines(&mut self, mut bytes: &[u8], out: &mut impl FnMut(Option<&str>, &str)) {
         // An empty read must not forget a CR that ended the last one: the LF
         // of the same line end may still come (found by fuzzing).
         if bytes.is_empty() {
@@ -104,6 +115,13 @@ impl SseReader {
     /// End of stream. A final event whose blank line never came is still
     /// dispatched: servers that close right after the last `data:` line mean it.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        self.finish_each(&mut |event, data| {
+            out.push(SseEvent { event: event.map(str::to_owned), data: data.to_owned() })
+        });
+    }
+
+    /// [`SseReader::finish`], each event handed to `out` as by [`SseReader::feed_each`].
+    pub fn finish_each(&mut self, out: &mut impl FnMut(Option<&str>, &str)) {
         if !self.started {
             // The stream ended inside what might have been a mark: it was not one.
             self.started = true;
@@ -116,7 +134,7 @@ impl SseReader {
         self.dispatch(out);
     }
 
-    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+    fn process_line(&mut self, line: &[u8], out: &mut impl FnMut(Option<&str>, &str)) {
         if line.is_empty() {
             self.dispatch(out);
             return;
@@ -142,17 +160,23 @@ impl SseReader {
                 }
                 self.has_data = true;
             }
-            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            b"event" => {
+                let event = self.event.get_or_insert_with(String::new);
+                event.clear();
+                event.push_str(&String::from_utf8_lossy(value));
+                self.has_event = true;
+            }
             _ => {} // id, retry and unknown fields do not concern a benchmark client
         }
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+    fn dispatch(&mut self, out: &mut impl FnMut(Option<&str>, &str)) {
         if self.has_data {
-            out.push(SseEvent { event: self.event.take(), data: std::mem::take(&mut self.data) });
+            out(self.event.as_deref().filter(|_| self.has_event), &self.data);
         }
+        self.data.clear();
         self.has_data = false;
-        self.event = None;
+        self.has_event = false;
     }
 }
 

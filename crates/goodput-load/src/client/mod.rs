@@ -271,6 +271,10 @@ impl Client {
             .keeping_reply();
         let mut early: Option<Outcome> = None;
         let mut abandoned = false;
+        // A token of this request's own: waiting on it locks its own waiter
+        // list at each wake (each read of the stream), where the run's
+        // token, shared by every request, took one lock for all of them.
+        let abort = abort.child_token();
         {
             let mut exchange = std::pin::pin!(self.exchange(body, &headers, &mut rec, &mut reader, origin));
             let timeout = || Outcome::Failed {

@@ -1,6 +1,8 @@
 //! OpenAI's `/v1/chat/completions` and `/v1/completions`: the request body,
 //! and the reading of one streamed chunk or a whole non-streamed response.
 
+mod fast;
+
 use super::{
     decode, error_message, role_messages, Api, BodyError, BodyOptions, ChunkInfo, PromptBody, ProtocolError, Usage,
     TURN_SEPARATOR,
@@ -117,7 +119,17 @@ impl WireMessage<'_> {
 }
 
 /// Parses one `data:` payload of a stream, or a whole non-streamed body.
+/// The plain chunks most servers stream (one choice of plain strings) are
+/// read by a fast path of their own ([`fast`]); all else by serde_json.
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
+    match fast::parse(data) {
+        Some(f) => Ok(read_choice(f.choice, ChunkInfo::default())),
+        None => parse_chunk_serde(data),
+    }
+}
+
+/// [`parse_chunk`] by serde_json alone: the reference the fast path is held to.
+fn parse_chunk_serde(data: &str) -> Result<ChunkInfo, ProtocolError> {
     let wire: Wire = decode(data)?;
     let mut info = ChunkInfo { usage: wire.usage, ..Default::default() };
     if let Some(err) = wire.error {
@@ -131,8 +143,13 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
         return Ok(info);
     }
     // Servers stream one choice per chunk (n = 1, which is what goodput sends).
-    let Some(choice) = wire.choices.and_then(|c| c.into_iter().next()) else {
-        return Ok(info);
+    Ok(read_choice(wire.choices.and_then(|c| c.into_iter().next()), info))
+}
+
+/// `info` with what a payload's first choice carried.
+fn read_choice(choice: Option<WireChoice<'_>>, mut info: ChunkInfo) -> ChunkInfo {
+    let Some(choice) = choice else {
+        return info;
     };
     // vLLM's client counts any completions choice, and a chat delta by its rule.
     info.choice = choice.delta.as_ref().is_none_or(WireMessage::vllm_output);
@@ -152,7 +169,7 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
             }
         }
     }
-    Ok(info)
+    info
 }
 
 #[cfg(test)]

@@ -1,0 +1,453 @@
+//! A fast path for the streamed chunks OpenAI-compatible servers send most:
+//! one choice whose delta (or text) is a plain string, no usage, no error.
+//! It reads the payload in one pass, borrowing the strings it keeps, and
+//! builds the same choice serde would ([`super::parse_chunk`] then reads it
+//! as ever). Anything it is not sure of (an escape in any string, a field
+//! of an unexpected type, a repeated field, usage, an error, tool calls,
+//! more than one choice, invalid JSON) gives `None`, and the payload goes
+//! to serde_json: the fast path only ever answers where it answers as
+//! serde would, which the tests check on every fixture and on odd inputs.
+
+use super::{WireChoice, WireMessage};
+use std::borrow::Cow;
+
+/// Deeper than this, a skipped value is left to serde (its own limit is 128).
+const MAX_DEPTH: u32 = 32;
+
+/// What a payload the fast path could read carried: its one choice, if any.
+pub(super) struct Fast<'a> {
+    pub choice: Option<WireChoice<'a>>,
+}
+
+/// Reads `data` if it is a plain chunk; `None`: leave it to serde.
+pub(super) fn parse(data: &str) -> Option<Fast<'_>> {
+    let mut p = Parser { s: data.as_bytes(), i: 0, src: data };
+    let mut choice = None;
+    let (mut seen_choices, mut seen_object) = (false, false);
+    p.object(|p, key| {
+        match key {
+            "choices" => {
+                if std::mem::replace(&mut seen_choices, true) {
+                    return None;
+                }
+                choice = p.choices()?;
+            }
+            "object" => {
+                if std::mem::replace(&mut seen_object, true) {
+                    return None;
+                }
+                // `"object": "error"` is older vLLM's error payload: serde's.
+                if p.string_or_null()? == Some("error") {
+                    return None;
+                }
+            }
+            // Usage, errors and an error's message: serde reads them.
+            "usage" | "error" | "message" => return None,
+            _ => p.skip(0)?,
+        }
+        Some(())
+    })?;
+    p.ws();
+    (p.i == p.s.len()).then_some(Fast { choice })
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+    src: &'a str,
+}
+
+impl<'a> Parser<'a> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.s.get(self.i).copied()
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.peek()? == b).then(|| self.i += 1)
+    }
+
+    /// An object: `field` is called with each key, the parser before its
+    /// value, and must read the value.
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            field(self, key)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string without escapes or control characters, borrowed.
+    fn string(&mut self) -> Option<&'a str> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.i + 1;
+        let len = memchr::memchr2(b'"', b'\\', &self.s[start..])?;
+        let end = start + len;
+        if self.s[end] != b'"' || self.s[start..end].iter().any(|&b| b < 0x20) {
+            return None;
+        }
+        self.i = end + 1;
+        // Quotes are ASCII: both ends lie on character boundaries.
+        Some(&self.src[start..end])
+    }
+
+    fn null(&mut self) -> Option<bool> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    fn string_or_null(&mut self) -> Option<Option<&'a str>> {
+        if self.null()? {
+            return Some(None);
+        }
+        self.string().map(Some)
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.s[self.i..].starts_with(word).then(|| self.i += word.len())
+    }
+
+    /// A number, checked against JSON's grammar as serde checks it.
+    fn number(&mut self) -> Option<()> {
+        let digits = |p: &mut Self| {
+            let from = p.i;
+            while p.s.get(p.i).is_some_and(u8::is_ascii_digit) {
+                p.i += 1;
+            }
+            (p.i > from).then_some(())
+        };
+        if self.s.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        match self.s.get(self.i)? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => digits(self)?,
+            _ => return None,
+        }
+        if self.s.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            digits(self)?;
+        }
+        if let Some(b'e' | b'E') = self.s.get(self.i) {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.s.get(self.i) {
+                self.i += 1;
+            }
+            digits(self)?;
+        }
+        Some(())
+    }
+
+    /// Any value, checked and passed over.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' => self.object(|p, _| p.skip(depth + 1)),
+            b'[' => {
+                self.i += 1;
+                if self.peek()? == b']' {
+                    self.i += 1;
+                    return Some(());
+                }
+                loop {
+                    self.skip(depth + 1)?;
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b']' => {
+                            self.i += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    /// `choices`: null, or an array of at most one choice object.
+    fn choices(&mut self) -> Option<Option<WireChoice<'a>>> {
+        if self.null()? {
+            return Some(None);
+        }
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(None);
+        }
+        let choice = self.choice()?;
+        self.eat(b']')?;
+        Some(Some(choice))
+    }
+
+    fn choice(&mut self) -> Option<WireChoice<'a>> {
+        let mut c = WireChoice { delta: None, message: None, text: None, finish_reason: None };
+        let mut seen = [false; 4];
+        let mut once = |k: usize| !std::mem::replace(&mut seen[k], true);
+        self.object(|p, key| {
+            match key {
+                "delta" if once(0) => c.delta = p.message()?,
+                "message" if once(1) => c.message = p.message()?,
+                "text" if once(2) => c.text = p.string_or_null()?.map(Cow::Borrowed),
+                "finish_reason" if once(3) => c.finish_reason = p.string_or_null()?.map(Cow::Borrowed),
+                "delta" | "message" | "text" | "finish_reason" => return None,
+                _ => p.skip(1)?,
+            }
+            Some(())
+        })?;
+        Some(c)
+    }
+
+    /// A delta or message: null, or an object of strings (a tool or
+    /// function call is serde's).
+    fn message(&mut self) -> Option<Option<WireMessage<'a>>> {
+        if self.null()? {
+            return Some(None);
+        }
+        let mut m = WireMessage {
+            content: None,
+            reasoning_content: None,
+            reasoning: None,
+            thinking: None,
+            tool_calls: None,
+            role: false,
+            function_call: None,
+        };
+        let mut seen = [false; 5];
+        let mut once = |k: usize| !std::mem::replace(&mut seen[k], true);
+        self.object(|p, key| {
+            let text = |p: &mut Self| p.string_or_null().map(|s| s.map(Cow::Borrowed));
+            match key {
+                "content" if once(0) => m.content = text(p)?,
+                "reasoning_content" if once(1) => m.reasoning_content = text(p)?,
+                "reasoning" if once(2) => m.reasoning = text(p)?,
+                "thinking" if once(3) => m.thinking = text(p)?,
+                "role" if once(4) => {
+                    p.skip(2)?;
+                    m.role = true;
+                }
+                "content" | "reasoning_content" | "reasoning" | "thinking" | "role" => return None,
+                "tool_calls" | "function_call" => return None,
+                _ => p.skip(2)?,
+            }
+            Some(())
+        })?;
+        Some(Some(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_chunk, parse_chunk_serde};
+    use super::parse;
+
+    /// The fast path and serde agree on `data` (the same chunk, or errors
+    /// alike); true when the fast path read it.
+    fn same(data: &str) -> bool {
+        let (got, want) = (parse_chunk(data), parse_chunk_serde(data));
+        match (&got, &want) {
+            (Ok(g), Ok(w)) => assert_eq!(g, w, "{data}"),
+            (Err(g), Err(w)) => assert_eq!(g.to_string(), w.to_string(), "{data}"),
+            _ => panic!("{data}: fast {got:?}, serde {want:?}"),
+        }
+        parse(data).is_some()
+    }
+
+    fn payloads(file: &str) -> Vec<String> {
+        let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        text.lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn every_fixture_payload_reads_as_serde_reads_it() {
+        let mut fast = 0;
+        let mut all = 0;
+        for file in [
+            "llamacpp/chat-stream-usage.sse",
+            "llamacpp/completions-stream-usage.sse",
+            "llamacpp/completions-stream.sse",
+        ] {
+            for data in payloads(file) {
+                all += 1;
+                fast += usize::from(same(&data));
+            }
+        }
+        let whole =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp/chat-nostream.json"))
+                .unwrap();
+        same(&whole);
+        // The token chunks took the fast path; usage and [DONE] did not.
+        assert!(fast > all / 2 && fast < all, "{fast} of {all}");
+    }
+
+    #[test]
+    fn goodput_serves_chunks_the_fast_path_reads() {
+        let chat = r#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"finish_reason":null}]}"#;
+        let text = r#"{"id":"cmpl-7","object":"text_completion","created":1700000000,"model":"m","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null}]}"#;
+        let role = r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}"#;
+        let last = r#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#;
+        for data in [chat, text, role, last] {
+            assert!(same(data), "{data}");
+        }
+        assert_eq!(parse_chunk(chat).unwrap().text, " word");
+        assert_eq!(parse_chunk(last).unwrap().finish_reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn odd_payloads_read_as_serde_reads_them() {
+        let cases = [
+            // Escapes and unicode.
+            r#"{"choices":[{"delta":{"content":"a\"b\n"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\u00e9\ud83d\ude00"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\ud800"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"héllo 😀 世界"}}]}"#,
+            r#"{"id":"a\"b","choices":[{"delta":{"content":"x"}}]}"#,
+            "{\"choices\":[{\"delta\":{\"content\":\"tab\there\"}}]}",
+            // Null and empty content, roles.
+            r#"{"choices":[{"delta":{"content":null}}]}"#,
+            r#"{"choices":[{"delta":{"content":""}}]}"#,
+            r#"{"choices":[{"delta":{"role":null,"content":""}}]}"#,
+            r#"{"choices":[{"delta":{"role":{"x":[1,2,{"y":null}]},"content":"hi"}}]}"#,
+            r#"{"choices":[{"delta":null,"text":null}]}"#,
+            r#"{"choices":null}"#,
+            r#"{"choices":[]}"#,
+            r#"{}"#,
+            // Reasoning.
+            r#"{"choices":[{"delta":{"reasoning_content":"hmm","content":null}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning":"hmm"}}]}"#,
+            r#"{"choices":[{"delta":{"thinking":"hmm","reasoning":""}}]}"#,
+            // Tool and function calls.
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":null,"content":"x"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#,
+            r#"{"choices":[{"delta":{"function_call":{"name":"f"}}}]}"#,
+            r#"{"choices":[{"delta":{"function_call":null}}]}"#,
+            // Usage, errors.
+            r#"{"choices":[],"usage":{"prompt_tokens":15,"completion_tokens":24}}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"usage":null}"#,
+            r#"{"choices":[{"text":" x","finish_reason":"length"}],"usage":{"completion_tokens":3}}"#,
+            r#"{"error":{"message":"out of memory","code":500}}"#,
+            r#"{"error":null,"choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"object":"error","message":"out of KV cache","type":"BadRequestError","code":400}"#,
+            r#"{"object":"chat.completion.chunk","choices":[]}"#,
+            r#"{"object":5,"choices":[]}"#,
+            r#"{"message":"x","choices":[]}"#,
+            // Two choices; a choice of another shape.
+            r#"{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"a"}},5]}"#,
+            r#"{"choices":[["x"]]}"#,
+            r#"{"choices":[{"delta":["hi"]}]}"#,
+            r#"{"choices":{"delta":{"content":"a"}}}"#,
+            // Repeated fields.
+            r#"{"choices":[],"choices":[]}"#,
+            r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+            r#"{"choices":[{"delta":{"role":"a","role":"b"}}]}"#,
+            r#"{"choices":[{"text":"a","text":"b"}]}"#,
+            r#"{"choices":[{"index":0,"index":1,"text":"a"}]}"#,
+            r#"{"x":1,"x":2,"choices":[{"text":"a"}]}"#,
+            // Wrong types.
+            r#"{"choices":[{"delta":{"content":5}}]}"#,
+            r#"{"choices":[{"finish_reason":1}]}"#,
+            r#"{"choices":[{"text":true}]}"#,
+            // Numbers, literals, whitespace, depth.
+            r#"{"created":-1.5e+10,"choices":[{"text":"a"}]}"#,
+            r#"{"created":01,"choices":[{"text":"a"}]}"#,
+            r#"{"created":1.,"choices":[{"text":"a"}]}"#,
+            r#"{"created":-,"choices":[{"text":"a"}]}"#,
+            r#"{"created":1e,"choices":[{"text":"a"}]}"#,
+            r#"{"created":.5,"choices":[{"text":"a"}]}"#,
+            r#"{"created":+1,"choices":[{"text":"a"}]}"#,
+            r#"{"created":NaN,"choices":[{"text":"a"}]}"#,
+            r#"{"a":true,"b":false,"c":null,"d":[],"e":{},"choices":[{"text":"a"}]}"#,
+            r#"{"a":tru,"choices":[{"text":"a"}]}"#,
+            r#"{"a":nul}"#,
+            " \t\r\n{ \"choices\" : [ { \"text\" : \"a\" } ] } \n",
+            r#"{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],"choices":[]}"#,
+            "{\"choices\":[{\"text\":\"a\u{1}\"}]}",
+            // Not an object, not whole, not one.
+            r#"[{"choices":[]}]"#,
+            r#"[[{"delta":{"content":"x"}}]]"#,
+            r#"{"choices":[{"text":"a"}]} x"#,
+            r#"{"choices":[{"text":"a"}]}{}"#,
+            r#"{"choices":[{"text":"a"}],}"#,
+            r#"{"choices":[{"text":"a"},]}"#,
+            r#"{"choices":[{"text":"a"}]"#,
+            r#"{"choices":[{"text":"a}]}"#,
+            r#"{choices:[]}"#,
+            "",
+            "[DONE]",
+            "null",
+        ];
+        for data in cases {
+            same(data);
+        }
+    }
+
+    /// Pieces of OpenAI chunks, and stray bytes.
+    fn piece() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(r#"{"choices":[{"#.to_owned()),
+            Just(r#""delta":{"#.to_owned()),
+            Just(r#""content":"#.to_owned()),
+            Just(r#""role":"#.to_owned()),
+            Just(r#""text":"#.to_owned()),
+            Just(r#""finish_reason":"#.to_owned()),
+            Just(r#""usage":{"completion_tokens":3}"#.to_owned()),
+            Just(r#""index":0"#.to_owned()),
+            Just(r#""a b""#.to_owned()),
+            Just(r#""\n""#.to_owned()),
+            Just("null".to_owned()),
+            Just("12.5e3".to_owned()),
+            Just("{".to_owned()),
+            Just("}".to_owned()),
+            Just("[".to_owned()),
+            Just("]".to_owned()),
+            Just(",".to_owned()),
+            Just(":".to_owned()),
+            Just(" ".to_owned()),
+            Just(r#"}]}"#.to_owned()),
+            "[ -~]{0,4}",
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+        /// Any soup of chunk pieces: the fast path reads it as serde does, or leaves it to serde.
+        #[test]
+        fn any_payload_reads_as_serde_reads_it(pieces in proptest::collection::vec(piece(), 0..24)) {
+            same(&pieces.concat());
+        }
+    }
+}
