@@ -11,11 +11,13 @@ use super::scheduler::SchedulerPolicy;
 use super::virtual_time::SimRun;
 use super::virtual_time::{simulate, VirtualLoad, VirtualRequest};
 use goodput_core::{percentile, RequestMetrics};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// How the reference was loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ReferenceLoad {
     /// Every request queued at once; output tokens over the whole run.
     MaxThroughput,
@@ -26,6 +28,10 @@ pub enum ReferenceLoad {
     /// A batch of this many requests sent together, again and again (vLLM's
     /// latency benchmark): the same closed loop, never staggered.
     Batch(u32),
+    /// An open loop at this many requests per second, Poisson arrivals
+    /// (`sglang.bench_serving --request-rate`, `vllm bench serve
+    /// --request-rate` with burstiness 1): the row's `requests` are sent.
+    Rate(f64),
 }
 
 /// The metrics a reference row may give.
@@ -37,16 +43,21 @@ pub enum Metric {
     TtftMsP50,
     TpotMsMean,
     TpotMsP50,
+    /// The median gap between consecutive output tokens over every token of
+    /// every request (SGLang's and vLLM's "Median ITL"), where TPOT is a
+    /// mean per request.
+    ItlMsP50,
 }
 
 impl Metric {
-    const ALL: [Metric; 6] = [
+    const ALL: [Metric; 7] = [
         Metric::OutputTokensPerS,
         Metric::E2eMsMean,
         Metric::TtftMsMean,
         Metric::TtftMsP50,
         Metric::TpotMsMean,
         Metric::TpotMsP50,
+        Metric::ItlMsP50,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -57,6 +68,7 @@ impl Metric {
             Metric::TtftMsP50 => "ttft_ms_p50",
             Metric::TpotMsMean => "tpot_ms_mean",
             Metric::TpotMsP50 => "tpot_ms_p50",
+            Metric::ItlMsP50 => "itl_ms_p50",
         }
     }
 
@@ -118,6 +130,15 @@ pub struct ReferenceRow {
     /// `queueing` column, `yes` or `no`): its TTFT is mostly the wait for a
     /// free slot, and the summary reports it apart.
     pub queueing: bool,
+    /// Requests the benchmark sent (the optional `requests` column): needed
+    /// by `rate` rows, since past the server's capacity the queue grows over
+    /// the run.
+    pub requests: Option<u32>,
+    /// Spread of the prompt and answer lengths (the optional `range_ratio`
+    /// column, `sglang.bench_serving --random-range-ratio`): each length is
+    /// drawn uniformly from [max(⌊r·N⌋, 1), N], N being `input_tokens` or
+    /// `output_tokens`. 1 (the default) is every request at N.
+    pub range_ratio: f64,
 }
 
 const COLUMNS: [&str; 15] = [
@@ -138,9 +159,14 @@ const COLUMNS: [&str; 15] = [
     "source",
 ];
 
-/// Columns a file may add: `split` (`calibration` or `held-out`) and
-/// `queueing` (`yes` or `no`).
-const OPTIONAL_COLUMNS: [&str; 2] = ["split", "queueing"];
+/// Columns a file may add: `split` (`calibration` or `held-out`),
+/// `queueing` (`yes` or `no`), `requests` (how many the benchmark sent) and
+/// `range_ratio` (0 to 1, the spread of the lengths).
+const OPTIONAL_COLUMNS: [&str; 4] = ["split", "queueing", "requests", "range_ratio"];
+
+/// The most requests a `rate` row may send: each is simulated, and a larger
+/// run says nothing a shorter one does not.
+const MAX_REQUESTS: u32 = 100_000;
 
 /// Parses the reference CSV: a header naming the columns (any order), then
 /// one measurement per line. Blank lines and lines starting with `#` are
@@ -188,6 +214,24 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 Some("yes") => true,
                 Some(other) => return Err(err(format!("`queueing` must be yes or no, got `{other}`"))),
             };
+            row.requests = match extra(2) {
+                None => None,
+                Some(v) => Some(v.parse::<u32>().ok().filter(|&n| n > 0 && n <= MAX_REQUESTS).ok_or_else(|| {
+                    err(format!("`requests` must be a whole number from 1 to {MAX_REQUESTS}, got `{v}`"))
+                })?),
+            };
+            if let Some(v) = extra(3) {
+                row.range_ratio = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .ok_or_else(|| err(format!("`range_ratio` must be a number from 0 to 1, got `{v}`")))?;
+            }
+            if matches!(row.load, ReferenceLoad::Rate(_)) && row.requests.is_none() {
+                return Err(err(
+                    "a `rate` row needs the `requests` column: how many requests the benchmark sent".into()
+                ));
+            }
             Ok(row)
         })
         .collect()
@@ -214,7 +258,14 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         "max_throughput" => ReferenceLoad::MaxThroughput,
         "concurrency" => ReferenceLoad::Concurrency(count(10)?),
         "batch" => ReferenceLoad::Batch(count(10)?),
-        other => return Err(err(format!("unknown load_kind `{other}`; known: max_throughput, concurrency, batch"))),
+        "rate" => {
+            ReferenceLoad::Rate(f(10).parse::<f64>().ok().filter(|r| (0.001..=1e6).contains(r)).ok_or_else(|| {
+                err(format!("a `rate` row's `load_value` is requests per second, from 0.001 to 1e6; got `{}`", f(10)))
+            })?)
+        }
+        other => {
+            return Err(err(format!("unknown load_kind `{other}`; known: max_throughput, concurrency, batch, rate")))
+        }
     };
     let metric = Metric::ALL.into_iter().find(|m| m.as_str() == f(11)).ok_or_else(|| {
         let known: Vec<&str> = Metric::ALL.iter().map(|m| m.as_str()).collect();
@@ -245,6 +296,8 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         source: f(14).to_string(),
         split: None,
         queueing: false,
+        requests: None,
+        range_ratio: 1.0,
     })
 }
 
@@ -372,6 +425,7 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
     let replicas = row.gpus / row.tp;
     let cfg = row_config(row, options)?;
     let request = VirtualRequest::new(row.input_tokens, row.output_tokens);
+    let mut rng = StdRng::seed_from_u64(LENGTHS_SEED);
     let load = match row.load {
         ReferenceLoad::MaxThroughput => {
             // Enough requests for about ten generations of a full batch, so
@@ -389,12 +443,13 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             }
             let users = c / replicas;
             let n = (25 * users as usize).max(200);
-            let mut load = VirtualLoad::closed_loop(vec![request; n], users);
+            let mut load = VirtualLoad::closed_loop(row_requests(row, n, &mut rng), users);
             if options.stagger && matches!(row.load, ReferenceLoad::Concurrency(_)) {
                 // A pilot of two requests a user gives the time one takes at
                 // this load; the users join over it, and their first
                 // requests (sent while others were still joining) are warm-up.
-                let pilot = simulate(&cfg, &VirtualLoad::closed_loop(vec![request; 2 * users as usize], users))?;
+                let pilot_requests = row_requests(row, 2 * users as usize, &mut rng);
+                let pilot = simulate(&cfg, &VirtualLoad::closed_loop(pilot_requests, users))?;
                 let e2e: Vec<f64> = pilot.records.iter().filter_map(|r| r.e2e()).map(|d| d.as_secs_f64()).collect();
                 let mean = e2e.iter().sum::<f64>() / e2e.len().max(1) as f64;
                 load.plan.ramp_up = std::time::Duration::from_secs_f64(mean);
@@ -402,8 +457,50 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             }
             load
         }
+        ReferenceLoad::Rate(per_s) => {
+            // Each replica gets an even share of the requests and the rate.
+            let requests = row.requests.unwrap_or(0);
+            if !requests.is_multiple_of(replicas) {
+                return Err(bad(format!("{requests} requests do not split evenly over {replicas} replicas")));
+            }
+            let n = (requests / replicas) as usize;
+            let rate = per_s / replicas as f64;
+            // Poisson arrivals, the first at time zero, as sglang.bench_serving
+            // and vllm bench serve send them (exponential gaps of mean 1/rate).
+            let mut t = 0.0;
+            let arrivals = (0..n)
+                .map(|i| {
+                    if i > 0 {
+                        t += -(1.0 - rng.random::<f64>()).ln() / rate;
+                    }
+                    std::time::Duration::from_secs_f64(t)
+                })
+                .collect();
+            VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals)
+        }
     };
     Ok((simulate(&cfg, &load)?, replicas))
+}
+
+/// The seed of the lengths and arrival times drawn for a row, fixed so that
+/// a check repeats exactly.
+const LENGTHS_SEED: u64 = 0;
+
+/// `n` requests of the row's lengths: every one at `input_tokens` and
+/// `output_tokens`, or, with a `range_ratio` r below 1, each length drawn as
+/// `sglang.bench_serving --random-range-ratio r` draws it: uniformly from
+/// [max(⌊r·N⌋, 1), N].
+fn row_requests(row: &ReferenceRow, n: usize, rng: &mut StdRng) -> Vec<VirtualRequest> {
+    if row.range_ratio >= 1.0 {
+        return vec![VirtualRequest::new(row.input_tokens, row.output_tokens); n];
+    }
+    let mut draw = |len: u32| rng.random_range(((row.range_ratio * len as f64) as u32).max(1)..=len);
+    (0..n)
+        .map(|_| {
+            let input = draw(row.input_tokens);
+            VirtualRequest::new(input, draw(row.output_tokens))
+        })
+        .collect()
 }
 
 fn prediction(row: &ReferenceRow, run: &SimRun, replicas: u32) -> Result<Prediction, Error> {
@@ -433,6 +530,7 @@ fn metric_value(row: &ReferenceRow, all: &[goodput_core::RequestRecord], replica
         Metric::E2eMsMean => records.iter().filter_map(|r| r.e2e()).map(ms).collect(),
         Metric::TtftMsMean | Metric::TtftMsP50 => records.iter().filter_map(|r| r.ttft()).map(ms).collect(),
         Metric::TpotMsMean | Metric::TpotMsP50 => records.iter().filter_map(|r| r.tpot()).map(ms).collect(),
+        Metric::ItlMsP50 => records.iter().flat_map(|r| r.itl_samples()).map(ms).collect(),
     };
     if samples.is_empty() {
         return Err(Error::Csv {
@@ -441,7 +539,7 @@ fn metric_value(row: &ReferenceRow, all: &[goodput_core::RequestRecord], replica
         });
     }
     let value = match row.metric {
-        Metric::TtftMsP50 | Metric::TpotMsP50 => {
+        Metric::TtftMsP50 | Metric::TpotMsP50 | Metric::ItlMsP50 => {
             samples.sort_by(f64::total_cmp);
             percentile(&samples, 50.0).unwrap_or(f64::NAN)
         }
@@ -458,7 +556,7 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
     let mut predictions = Vec::with_capacity(rows.len());
     for row in rows {
         let key = format!(
-            "{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}",
+            "{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?}|{}",
             row.model,
             row.gpu,
             row.gpus,
@@ -467,7 +565,9 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
             row.engine,
             row.input_tokens,
             row.output_tokens,
-            row.load
+            row.load,
+            row.requests,
+            row.range_ratio
         );
         if !runs.contains_key(&key) {
             let run = simulate_row(row, options)?;
@@ -513,6 +613,7 @@ impl ValidationReport {
             let _ = writeln!(s, "\nmedian |error|: {:.1} %", m * 100.0);
         }
         s.push_str(&self.closed_loop_markdown(SUMMARY_MIN_USERS));
+        s.push_str(&self.open_loop_markdown());
         s
     }
 
@@ -520,10 +621,18 @@ impl ValidationReport {
     /// `min_users` users, per set (calibration, held-out, or neither) and
     /// with the queueing rows apart.
     pub fn closed_loop_summary(&self, min_users: u32) -> Vec<SummaryCell> {
+        self.summary(|row| matches!(row.load, ReferenceLoad::Concurrency(c) if c >= min_users))
+    }
+
+    /// The same over the open-loop (`rate`) rows.
+    pub fn open_loop_summary(&self) -> Vec<SummaryCell> {
+        self.summary(|row| matches!(row.load, ReferenceLoad::Rate(_)))
+    }
+
+    fn summary(&self, keep: impl Fn(&ReferenceRow) -> bool) -> Vec<SummaryCell> {
         let mut groups: BTreeMap<(bool, Option<Split>, usize), Vec<f64>> = BTreeMap::new();
         for p in &self.predictions {
-            let ReferenceLoad::Concurrency(c) = p.row.load else { continue };
-            if c < min_users {
+            if !keep(&p.row) {
                 continue;
             }
             let m = Metric::ALL.iter().position(|&m| m == p.row.metric).unwrap_or(0);
@@ -548,42 +657,53 @@ impl ValidationReport {
     /// table, a line per set and a column per metric; empty without
     /// closed-loop rows.
     pub fn closed_loop_markdown(&self, min_users: u32) -> String {
-        let cells = self.closed_loop_summary(min_users);
-        if cells.is_empty() {
-            return String::new();
-        }
-        let metrics: Vec<Metric> = Metric::ALL.into_iter().filter(|m| cells.iter().any(|c| c.metric == *m)).collect();
-        let mut s = format!("\nclosed loops of {min_users} users or more, median |error| (rows):\n\n| set |");
-        for m in &metrics {
-            let _ = write!(s, " {} |", m.as_str());
-        }
-        s.push_str("\n|---|");
-        s.push_str(&"---:|".repeat(metrics.len()));
-        s.push('\n');
-        let mut sets: Vec<(bool, Option<Split>)> = cells.iter().map(|c| (c.queueing, c.split)).collect();
-        sets.dedup();
-        for (queueing, split) in sets {
-            let name = split.map_or("no split", Split::as_str);
-            let _ = write!(s, "| {name}{} |", if queueing { ", queueing" } else { "" });
-            for m in &metrics {
-                match cells.iter().find(|c| c.queueing == queueing && c.split == split && c.metric == *m) {
-                    Some(c) => {
-                        let _ = write!(s, " {:.1} % ({}) |", c.median_abs_rel_error * 100.0, c.rows);
-                    }
-                    None => s.push_str(" |"),
-                }
-            }
-            s.push('\n');
-        }
-        s
+        summary_markdown(&self.closed_loop_summary(min_users), &format!("closed loops of {min_users} users or more"))
     }
+
+    /// [`open_loop_summary`](Self::open_loop_summary) as a Markdown table;
+    /// empty without `rate` rows.
+    pub fn open_loop_markdown(&self) -> String {
+        summary_markdown(&self.open_loop_summary(), "open loops (rate rows)")
+    }
+}
+
+/// Summary cells as a Markdown table, a line per set and a column per
+/// metric, under `title`; empty without cells.
+fn summary_markdown(cells: &[SummaryCell], title: &str) -> String {
+    if cells.is_empty() {
+        return String::new();
+    }
+    let metrics: Vec<Metric> = Metric::ALL.into_iter().filter(|m| cells.iter().any(|c| c.metric == *m)).collect();
+    let mut s = format!("\n{title}, median |error| (rows):\n\n| set |");
+    for m in &metrics {
+        let _ = write!(s, " {} |", m.as_str());
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---:|".repeat(metrics.len()));
+    s.push('\n');
+    let mut sets: Vec<(bool, Option<Split>)> = cells.iter().map(|c| (c.queueing, c.split)).collect();
+    sets.dedup();
+    for (queueing, split) in sets {
+        let name = split.map_or("no split", Split::as_str);
+        let _ = write!(s, "| {name}{} |", if queueing { ", queueing" } else { "" });
+        for m in &metrics {
+            match cells.iter().find(|c| c.queueing == queueing && c.split == split && c.metric == *m) {
+                Some(c) => {
+                    let _ = write!(s, " {:.1} % ({}) |", c.median_abs_rel_error * 100.0, c.rows);
+                }
+                None => s.push_str(" |"),
+            }
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// The fewest users a closed-loop row needs to count in the summary: at one
 /// user nothing overlaps, and the question is how requests interleave.
 pub const SUMMARY_MIN_USERS: u32 = 5;
 
-/// One metric's median |error| over one set of closed-loop rows.
+/// One metric's median |error| over one set of rows (closed or open loops).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryCell {
     pub split: Option<Split>,
@@ -705,6 +825,43 @@ o,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,1,ttft_ms_mean,2
         assert_eq!(row_config(&rows[0], &compare).unwrap().scheduler, SchedulerPolicy::Vllm);
         let kept = ValidationOptions { tensorrt_llm_frontend_ms: None, ..ValidationOptions::default() };
         assert_eq!(row_config(&rows[0], &kept).unwrap().calibration.frontend_overhead_ms, 15.0);
+    }
+
+    #[test]
+    fn rate_rows_send_poisson_arrivals_of_drawn_lengths() {
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,range_ratio,metric,value,unit,source
+r,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,ttft_ms_p50,50,ms,s
+i,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,itl_ms_p50,10,ms,s
+t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,100,tok/s,s
+";
+        let rows = parse_csv(text).unwrap();
+        assert_eq!(rows[0].load, ReferenceLoad::Rate(4.0));
+        assert_eq!((rows[0].requests, rows[0].range_ratio), (Some(40), 0.0));
+        for (from, to, needle) in [
+            (",4,40,0,", ",4,,0,", "requests"),
+            (",4,40,0,", ",4,40,2,", "range_ratio"),
+            ("rate,4,", "rate,-1,", "requests per second"),
+        ] {
+            let err = parse_csv(&text.replacen(from, to, 1)).unwrap_err().to_string();
+            assert!(err.contains("line 2") && err.contains(needle), "{err}");
+        }
+
+        let report = validate(&rows, &ValidationOptions::default()).unwrap();
+        // The draws are seeded: a second check gives the same numbers.
+        assert_eq!(validate(&rows, &ValidationOptions::default()).unwrap().predictions, report.predictions);
+        let [ttft, itl, tput] = [0, 1, 2].map(|k| report.predictions[k].predicted);
+        assert!(ttft > 0.0 && ttft < 1000.0 && itl > 0.0 && itl < 100.0, "{ttft} {itl}");
+        // At 4 a second the server keeps up: about 4 × the mean answer
+        // (32.5 tokens of 1 to 64) a second.
+        assert!(tput > 60.0 && tput < 200.0, "{tput}");
+        // Every answer at 64 tokens: twice the tokens at the same rate.
+        let fixed = parse_csv(&text.replace(",4,40,0,", ",4,40,1,")).unwrap();
+        let fixed_tput = validate(&fixed, &ValidationOptions::default()).unwrap().predictions[2].predicted;
+        assert!(fixed_tput > 1.5 * tput && fixed_tput < 2.5 * tput, "{fixed_tput} vs {tput}");
+        assert_eq!(report.open_loop_summary().len(), 3);
+        assert!(report.closed_loop_summary(SUMMARY_MIN_USERS).is_empty());
+        assert!(report.to_markdown().contains("open loops (rate rows)"));
     }
 
     #[test]
