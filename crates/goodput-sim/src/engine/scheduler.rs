@@ -660,23 +660,13 @@ impl Engine {
             return;
         }
 
-        let bs = self.cfg.block_size;
         while budget > 0 && (self.running.len() as u32) < self.max_num_seqs {
             let Some(&slot) = self.waiting.front() else {
                 break;
             };
             let r = &self.slots[slot as usize];
             let num_tokens = r.num_tokens();
-            let remote_kv = r.remote_kv;
-            if self.cfg.enable_prefix_caching && !remote_kv {
-                // The last token is always recomputed: its logits are needed.
-                let max_hit = ((num_tokens - 1) / bs) as usize;
-                self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
-            } else {
-                self.hits.clear();
-            }
-            // A prefilled request's prompt is here but for its last token.
-            let cached = if remote_kv { num_tokens - 1 } else { self.hits.len() as u32 * bs };
+            let cached = self.look_up(slot);
             let mut new = num_tokens - cached;
             let whole_fits_a_step = new <= self.cfg.max_num_batched_tokens;
             if !self.cfg.enable_chunked_prefill && whole_fits_a_step && new > budget {
@@ -691,6 +681,27 @@ impl Engine {
             self.waiting.pop_front();
             self.start(slot, cached, new, out);
             budget -= new;
+        }
+    }
+
+    /// The tokens of the waiting request in `slot` that need no computing:
+    /// its prompt's leading blocks found in the prefix cache (left in
+    /// `hits`), or, prefilled elsewhere, all of it but its last token.
+    pub(super) fn look_up(&mut self, slot: u32) -> u32 {
+        let r = &self.slots[slot as usize];
+        let (num_tokens, bs) = (r.num_tokens(), self.cfg.block_size);
+        if self.cfg.enable_prefix_caching && !r.remote_kv {
+            // The last token is always recomputed: its logits are needed.
+            let max_hit = ((num_tokens - 1) / bs) as usize;
+            self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
+        } else {
+            self.hits.clear();
+        }
+        // A prefilled request's prompt is here but for its last token.
+        if r.remote_kv {
+            num_tokens - 1
+        } else {
+            self.hits.len() as u32 * bs
         }
     }
 

@@ -157,16 +157,7 @@ impl Engine {
             if need > available {
                 break;
             }
-            let remote_kv = r.remote_kv;
-            if self.cfg.enable_prefix_caching && !remote_kv {
-                // The last token is always recomputed: its logits are needed.
-                let max_hit = ((num_tokens - 1) / bs) as usize;
-                self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
-            } else {
-                self.hits.clear();
-            }
-            // A prefilled request's prompt is here but for its last token.
-            let cached = if remote_kv { num_tokens - 1 } else { self.hits.len() as u32 * bs };
+            let cached = self.look_up(slot);
             let Some(new) = self.context_chunk(num_tokens - cached, budget, unit) else { break };
             // The capacity scheduler counted it as fitting whether or not the
             // micro-batch had room for a chunk of it this step.
