@@ -854,8 +854,8 @@ mod tests {
         assert!((per_step - model).abs() < 0.05, "{per_step:.3} tokens a step, the model says {model:.3}");
     }
 
-    /// Steps until idle, returning every outcome.
-    fn drain(engine: &mut Engine) -> Vec<StepOutcome> {
+    /// Steps until idle, returning every outcome (TensorRT-LLM's tests too).
+    pub(super) fn drain(engine: &mut Engine) -> Vec<StepOutcome> {
         let mut steps = Vec::new();
         while let Some(out) = engine.step() {
             steps.push(out);

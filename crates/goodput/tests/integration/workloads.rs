@@ -359,21 +359,12 @@ fn images_are_sent_counted_by_the_server_and_their_ttft_told_apart() {
 
 #[test]
 fn images_need_chat_and_single_requests() {
-    let err = goodput()
-        .args(["bench", "-q", "-n", "2", "--images", "1", "--api", "completions"])
-        .assert()
-        .failure()
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8_lossy(&err);
+    let err = goodput().args(["bench", "-q", "-n", "2", "--images", "1", "--api", "completions"]).refusal();
     assert!(err.contains("--images go in chat messages") && err.contains("--api chat"), "{err}");
-    let err =
-        goodput().args(["estimate", "-q", "-n", "2", "--images", "1"]).assert().failure().get_output().stderr.clone();
-    assert!(String::from_utf8_lossy(&err).contains("--images is not modelled in estimate yet"));
-    let err =
-        goodput().args(["bench", "-q", "-n", "2", "--images", "0"]).assert().failure().get_output().stderr.clone();
-    assert!(String::from_utf8_lossy(&err).contains("--images 0 must lie in 1..=32"));
+    let err = goodput().args(["estimate", "-q", "-n", "2", "--images", "1"]).refusal();
+    assert!(err.contains("--images is not modelled in estimate yet"), "{err}");
+    let err = goodput().args(["bench", "-q", "-n", "2", "--images", "0"]).refusal();
+    assert!(err.contains("--images 0 must lie in 1..=32"), "{err}");
 }
 
 /// A dataset's image column: file paths relative to the dataset, sent in
@@ -423,15 +414,7 @@ fn a_datasets_image_files_are_sent_with_their_prompts() {
     );
     // A path that is not there: refused before the run, named.
     std::fs::write(&data, "{\"prompt\": \"p\", \"image\": \"missing.png\"}\n").unwrap();
-    let err = goodput()
-        .args(["bench", "-q", "-n", "1", "--dataset"])
-        .arg(&data)
-        .assert()
-        .failure()
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8_lossy(&err);
+    let err = goodput().args(["bench", "-q", "-n", "1", "--dataset"]).arg(&data).refusal();
     assert!(err.contains("missing.png") && err.contains("relative to the dataset's folder"), "{err}");
 }
 

@@ -198,6 +198,7 @@ mod tests {
     use super::super::*;
     use super::*;
     use crate::engine::catalog::Precision;
+    use crate::engine::scheduler::tests::drain;
 
     fn config(blocks: Option<u32>, block_size: u32, policy: SchedulerPolicy) -> EngineConfig {
         let mut c = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
@@ -210,15 +211,6 @@ mod tests {
 
     fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
         Prompt::synthetic(len, &[], seed, cfg.block_size)
-    }
-
-    fn drain(engine: &mut Engine) -> Vec<StepOutcome> {
-        let mut steps = Vec::new();
-        while let Some(out) = engine.step() {
-            steps.push(out);
-            assert!(steps.len() < 100_000, "engine does not finish");
-        }
-        steps
     }
 
     #[test]
