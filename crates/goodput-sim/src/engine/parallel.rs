@@ -359,15 +359,7 @@ impl Parallel {
         let n = b.tokens as f64 * part;
         let (gemm_c, gemm_m, gemm, a2a) = match &self.ep {
             None => {
-                let weight_bytes = match r.moe {
-                    None => r.fixed_weight_bytes,
-                    Some(moe) => {
-                        let e = moe.num_experts as f64;
-                        let miss = 1.0 - moe.experts_per_token as f64 / e;
-                        r.fixed_weight_bytes + r.expert_bytes * e * (1.0 - miss.powf(n))
-                    }
-                };
-                let (c, m) = (n * r.flops_per_token / r.compute_rate, weight_bytes / r.weight_rate);
+                let (c, m) = (n * r.flops_per_token / r.compute_rate, r.weight_bytes(n) / r.weight_rate);
                 (c, m, c.max(m), 0.0)
             }
             Some(ep) => {

@@ -327,6 +327,21 @@ impl Roofline {
         [t.gemm, t.attention, t.tp, t.overhead]
     }
 
+    /// The weight bytes a step of `n` tokens reads: every dense weight, and
+    /// of a mixture of experts the experts its tokens reach. Tokens route
+    /// independently, so a batch of N touches E·(1 − (1 − k/E)^N) distinct
+    /// experts per layer on average.
+    pub(super) fn weight_bytes(&self, n: f64) -> f64 {
+        match self.moe {
+            None => self.fixed_weight_bytes,
+            Some(moe) => {
+                let e = moe.num_experts as f64;
+                let miss = 1.0 - moe.experts_per_token as f64 / e;
+                self.fixed_weight_bytes + self.expert_bytes * e * (1.0 - miss.powf(n))
+            }
+        }
+    }
+
     /// The terms, and the seconds of compute and of memory traffic in them.
     fn split(&self, b: &BatchShape) -> Terms {
         if let Some(p) = &self.parallel {
@@ -336,17 +351,7 @@ impl Roofline {
             return Terms::default();
         }
         let n = b.tokens as f64;
-        let weight_bytes = match self.moe {
-            None => self.fixed_weight_bytes,
-            Some(moe) => {
-                // Tokens route independently, so a batch of N touches
-                // E·(1 − (1 − k/E)^N) distinct experts per layer on average.
-                let e = moe.num_experts as f64;
-                let miss = 1.0 - moe.experts_per_token as f64 / e;
-                self.fixed_weight_bytes + self.expert_bytes * e * (1.0 - miss.powf(n))
-            }
-        };
-        let (gemm_c, gemm_m) = (n * self.flops_per_token / self.compute_rate, weight_bytes / self.weight_rate);
+        let (gemm_c, gemm_m) = (n * self.flops_per_token / self.compute_rate, self.weight_bytes(n) / self.weight_rate);
         let pairs = b.prefill_attention + b.decode_context as f64;
         let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64;
         let (att_c, att_m) = (
