@@ -17,7 +17,7 @@ pub struct SseReader {
     data: String,
     has_data: bool,
     /// The `event:` field's buffer (its value while `has_event`).
-    event: Option<String>,
+    event: String,
     has_event: bool,
     /// The previous byte was a CR: a following LF belongs to the same line end.
     after_cr: bool,
@@ -161,9 +161,8 @@ impl SseReader {
                 self.has_data = true;
             }
             b"event" => {
-                let event = self.event.get_or_insert_with(String::new);
-                event.clear();
-                event.push_str(&String::from_utf8_lossy(value));
+                self.event.clear();
+                self.event.push_str(&String::from_utf8_lossy(value));
                 self.has_event = true;
             }
             _ => {} // id, retry and unknown fields do not concern a benchmark client
@@ -172,7 +171,7 @@ impl SseReader {
 
     fn dispatch(&mut self, out: &mut impl FnMut(Option<&str>, &str)) {
         if self.has_data {
-            out(self.event.as_deref().filter(|_| self.has_event), &self.data);
+            out(self.has_event.then_some(self.event.as_str()), &self.data);
         }
         self.data.clear();
         self.has_data = false;
