@@ -545,15 +545,7 @@ impl Search<'_> {
                                             pd,
                                             ..self.base(offer, &gpu, precision)
                                         };
-                                        let cfg = self.engine(&c);
-                                        let fits = kv_capacity(&cfg).map_err(anyhow::Error::from).and_then(|_| {
-                                            crate::virtual_point::check_context(
-                                                &cfg,
-                                                &self.workload,
-                                                "choose another model",
-                                            )
-                                        });
-                                        Some(fits.map(|()| c))
+                                        Some(self.fits(&c).map(|()| c))
                                     }
                                     None => self.fewest_stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32),
                                 };
@@ -628,16 +620,20 @@ impl Search<'_> {
                 max_num_batched_tokens: mbt,
                 ..self.base(offer, gpu, precision)
             };
-            let cfg = self.engine(&c);
-            let fits = kv_capacity(&cfg)
-                .map_err(anyhow::Error::from)
-                .and_then(|_| crate::virtual_point::check_context(&cfg, &self.workload, "choose another model"));
-            match fits {
+            match self.fits(&c) {
                 Ok(()) => return Some(Ok(c)),
                 Err(e) => last = Some(Err(e)),
             }
         }
         last
+    }
+
+    /// Whether `c`'s weights leave its GPUs room for a KV cache and its
+    /// longest request fits the model's context; why not, when not.
+    fn fits(&self, c: &Candidate) -> Result<()> {
+        let cfg = self.engine(c);
+        kv_capacity(&cfg)?;
+        crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
     }
 
     fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision) -> Candidate {
