@@ -79,7 +79,10 @@ pub fn finish(
     }
     let code = output::finish(result, &a.output, &a.judge, records)?;
     if let Some(e) = &result.engine {
-        crate::output::say(&goodput_report::terminal::engine_lines(e));
+        crate::output::say(&goodput_report::terminal::wrap(
+            &goodput_report::terminal::engine_lines(e),
+            output::columns(),
+        ));
     }
     if !a.output.quiet && !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
         eprintln!(
