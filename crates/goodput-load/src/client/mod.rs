@@ -5,6 +5,7 @@
 mod failure;
 mod headers;
 mod settings;
+mod streamer;
 mod wire;
 
 pub use failure::{error_chain, tls_hint};
@@ -188,6 +189,19 @@ impl Client {
         )
     }
 
+    /// Streamed bodies over goodput's own HTTP/1.1 transport are read on
+    /// the stream reader threads (`on`, the default) or by each request's
+    /// own task, as every other transport's are. The threads read a chunk
+    /// for a fraction of the CPU a task's wake costs, and keep reading
+    /// while the runtime's threads are busy; `GOODPUT_STREAM_THREADS=0`
+    /// turns them off for the whole process.
+    pub fn with_stream_threads(mut self, on: bool) -> Self {
+        if let Some(h) = &mut self.http1 {
+            h.stream_threads = on;
+        }
+        self
+    }
+
     /// Scores answers and keeps texts as `quality` says.
     pub fn with_quality(self, quality: QualityOptions) -> Self {
         Client { quality, ..self }
@@ -276,7 +290,7 @@ impl Client {
         // token, shared by every request, took one lock for all of them.
         let abort = abort.child_token();
         {
-            let mut exchange = std::pin::pin!(self.exchange(body, &headers, &mut rec, &mut reader, origin));
+            let mut exchange = std::pin::pin!(self.exchange(body, &headers, &mut rec, &mut reader, origin, deadline));
             let timeout = || Outcome::Failed {
                 kind: FailureKind::Timeout,
                 message: format!("no complete response within {:?}", self.cfg.timeout),
@@ -383,12 +397,16 @@ impl Client {
         rec: &mut RequestRecord,
         reader: &mut ResponseReader,
         origin: Instant,
+        deadline: Instant,
     ) -> Result<(), Outcome> {
         let accept = self.cfg.body.stream.then(|| self.api().stream_accept());
         let out = Outgoing { body, headers, accept, origin };
         match &self.http1 {
-            Some(h) => self.exchange_over(h, out, rec, reader).await,
-            None => self.exchange_over(Reqwest { http: &self.http, endpoint: &self.endpoint }, out, rec, reader).await,
+            Some(h) => self.exchange_over(h, out, rec, reader, Some(deadline)).await,
+            None => {
+                let wire = Reqwest { http: &self.http, endpoint: &self.endpoint };
+                self.exchange_over(wire, out, rec, reader, Some(deadline)).await
+            }
         }
     }
 
@@ -401,6 +419,7 @@ impl Client {
         out: Outgoing<'_>,
         rec: &mut RequestRecord,
         reader: &mut ResponseReader,
+        deadline: Option<Instant>,
     ) -> Result<(), Outcome> {
         let origin = out.origin;
         let sent = wire.send(out, &mut rec.retries).await;
@@ -437,23 +456,7 @@ impl Client {
                 Ok(())
             }
             BodyRead::Stream => {
-                let ended = loop {
-                    match resp.read().await {
-                        Ok(Read::Bytes(read)) => {
-                            for piece in read.pieces() {
-                                reader.feed(piece, read.stamp);
-                            }
-                            if read.ends_body {
-                                break Ok(Some(read.stamp.t));
-                            }
-                            if reader.finished() {
-                                break Ok(None);
-                            }
-                        }
-                        Ok(Read::End { at }) => break Ok(Some(at)),
-                        Err(m) => break Err(m),
-                    }
-                };
+                let ended = resp.stream(reader, deadline).await;
                 match ended {
                     Ok(Some(at)) => {
                         reader.end_of_stream(at);
@@ -655,7 +658,7 @@ mod tests {
         let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
         let mut reader = ResponseReader::new(false).limited(max_buffer);
         let out = Outgoing { body: vec![], headers: &[], accept: None, origin: Instant::now() };
-        let res = client.exchange_over(wire, out, &mut rec, &mut reader).await;
+        let res = client.exchange_over(wire, out, &mut rec, &mut reader, None).await;
         reader.into_record(&mut rec, None, &crate::protocol::PromptBody::Text(String::new()));
         (rec, res)
     }

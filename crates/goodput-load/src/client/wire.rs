@@ -10,7 +10,9 @@
 //!   reached directly, the default there.
 
 use super::failure::{error_chain, is_parse_error};
+use super::streamer::{Ended, Work};
 use crate::http1::{BodyStep, Conn, Head, HeadError, Http1, ReadStamp};
+use crate::reader::ResponseReader;
 use std::ops::Range;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -117,6 +119,20 @@ pub(crate) trait WireResponse {
     /// framing is broken (why, in words).
     async fn read(&mut self) -> Result<Read<'_>, String>;
 
+    /// Reads a streamed body into `reader`, read by read, until its framed
+    /// end (`Ok(Some(when))`), until the reader stops before it
+    /// (`Ok(None)`: `[DONE]`, an error event, bytes it cannot read), or
+    /// until the connection breaks (`Err`, why). `deadline`: the request's,
+    /// past which what already came is read and no more waited for.
+    async fn stream(
+        &mut self,
+        reader: &mut ResponseReader,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Duration>, String> {
+        let _ = deadline;
+        read_stream(self, reader).await
+    }
+
     /// Done with the response (its body read to the end, or given up on):
     /// the connection carries another request if the body was read to its
     /// framed end and the server keeps connections, else it is closed.
@@ -127,6 +143,30 @@ pub(crate) trait WireResponse {
     /// its bytes so far the API's: keeps the connection where the stack
     /// can still make it fit for another request.
     async fn release_after_stop(self);
+}
+
+/// [`WireResponse::stream`] on the request's own task, read by read.
+pub(crate) async fn read_stream<R: WireResponse + ?Sized>(
+    resp: &mut R,
+    reader: &mut ResponseReader,
+) -> Result<Option<Duration>, String> {
+    loop {
+        match resp.read().await {
+            Ok(Read::Bytes(read)) => {
+                for piece in read.pieces() {
+                    reader.feed(piece, read.stamp);
+                }
+                if read.ends_body {
+                    return Ok(Some(read.stamp.t));
+                }
+                if reader.finished() {
+                    return Ok(None);
+                }
+            }
+            Ok(Read::End { at }) => return Ok(Some(at)),
+            Err(m) => return Err(m),
+        }
+    }
 }
 
 /// reqwest (hyper), for https, proxies and `--transport reqwest`.
@@ -317,6 +357,30 @@ impl WireResponse for Http1Response<'_> {
                 Ok(Read::Bytes(BodyBytes::new(buf, pieces, stamp, ends_body)))
             }
             BodyStep::End { at } => Ok(Read::End { at }),
+        }
+    }
+
+    async fn stream(
+        &mut self,
+        reader: &mut ResponseReader,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Duration>, String> {
+        // A reader thread reads the body where one runs; else this task.
+        let pool = match super::streamer::pool() {
+            Some(pool) if self.http.stream_threads => pool,
+            _ => return read_stream(self, reader).await,
+        };
+        let work = Work {
+            conn: std::mem::replace(&mut self.conn, Conn::placeholder()),
+            head: std::mem::replace(&mut self.head, Head::placeholder()),
+            read: self.read,
+        };
+        let (work, ended) = super::streamer::hand_off(pool, work, reader, self.origin, deadline).await;
+        (self.conn, self.head, self.read) = (work.conn, work.head, work.read);
+        match ended {
+            Ended::Body(at) => Ok(Some(at)),
+            Ended::Stopped => Ok(None),
+            Ended::Broke(m) => Err(m),
         }
     }
 

@@ -39,6 +39,20 @@ pub(super) enum Framing {
 }
 
 impl Head {
+    /// A head that stands in for one moved elsewhere for a while.
+    pub(crate) fn placeholder() -> Head {
+        Head {
+            status: 0,
+            server: None,
+            content_type: None,
+            content_encoding: None,
+            retry_after: None,
+            location: None,
+            framing: Framing::Close,
+            keep_alive: false,
+        }
+    }
+
     /// The body ended as its framing says.
     pub(super) fn body_done(&self) -> bool {
         matches!(self.framing, Framing::Chunked(Chunked::Done) | Framing::Length(0))

@@ -44,6 +44,9 @@ pub struct Http1 {
     target: String,
     idle: Mutex<Vec<Conn>>,
     stamps: Stamps,
+    /// Streamed bodies are read on the stream reader threads, where they run
+    /// (`client::streamer`), rather than by the request's task.
+    pub(crate) stream_threads: bool,
 }
 
 /// When a read's bytes are taken to have come (`--stamp`).
@@ -88,8 +91,10 @@ enum Host {
 #[derive(Debug)]
 pub struct Conn {
     /// The socket, non-blocking, read and written with plain syscalls (see
-    /// [`Conn::fill`] for why not tokio's `TcpStream`).
-    sock: AsyncFd<std::net::TcpStream>,
+    /// [`Conn::fill`] for why not tokio's `TcpStream`): registered with
+    /// tokio's reactor, except while a stream reader thread reads its body
+    /// (`crate::client::streamer`).
+    sock: Sock,
     buf: BytesMut,
     idle_since: Instant,
     kernel_stamps: bool,
@@ -114,6 +119,38 @@ pub struct Conn {
     consumed: usize,
     /// The chunked framing broke after the payload the last step handed out.
     broken: Option<ChunkedError>,
+    /// The last read found the socket drained (it returned less than it
+    /// asked for): [`Conn::try_next_read`] makes no read that could only say
+    /// EAGAIN until [`Conn::wet`] says bytes came (an edge-triggered poll's
+    /// event).
+    dry: bool,
+}
+
+/// A connection's socket: registered with tokio's reactor, or not (while a
+/// stream reader thread has it, or when registering it again failed).
+#[derive(Debug)]
+enum Sock {
+    Tokio(AsyncFd<std::net::TcpStream>),
+    Plain(std::net::TcpStream),
+    /// Closed: registering it again failed.
+    Gone,
+}
+
+impl Sock {
+    fn fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Sock::Tokio(s) => s.get_ref().as_raw_fd(),
+            Sock::Plain(s) => s.as_raw_fd(),
+            Sock::Gone => -1,
+        }
+    }
+
+    fn tokio(&self) -> std::io::Result<&AsyncFd<std::net::TcpStream>> {
+        match self {
+            Sock::Tokio(s) => Ok(s),
+            _ => Err(std::io::Error::other("the connection is not registered with the runtime")),
+        }
+    }
 }
 
 /// One read off the socket, as the client saw it.
@@ -156,7 +193,15 @@ impl Http1 {
             Some(q) => format!("{}?{q}", endpoint.path()),
             None => endpoint.path().to_owned(),
         };
-        Ok(Http1 { host, port, authority, target, idle: Mutex::new(Vec::new()), stamps: Stamps::Read })
+        Ok(Http1 {
+            host,
+            port,
+            authority,
+            target,
+            idle: Mutex::new(Vec::new()),
+            stamps: Stamps::Read,
+            stream_threads: true,
+        })
     }
 
     /// Stamps reads as `stamps` says: `Kernel` and `Auto` (on Linux) with the
@@ -210,7 +255,8 @@ impl Http1 {
             }
             // A peer that closed it, or sent bytes nobody asked for, is gone.
             let mut probe = [0u8; 1];
-            match std::io::Read::read(&mut c.sock.get_ref(), &mut probe) {
+            let Ok(sock) = c.sock.tokio() else { continue };
+            match std::io::Read::read(&mut sock.get_ref(), &mut probe) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Some(c),
                 _ => continue,
             }
@@ -241,7 +287,7 @@ impl Http1 {
         // for as long as the AsyncFd holds it.
         let sock = unsafe { AsyncFd::register(sock) }.map_err(|e| failed(e.into_parts().1))?;
         Ok(Conn {
-            sock,
+            sock: Sock::Tokio(sock),
             buf: BytesMut::with_capacity(READ_SIZE),
             idle_since: Instant::now(),
             kernel_stamps: self.stamps.effective() == Stamps::Kernel,
@@ -252,6 +298,7 @@ impl Http1 {
             pieces: Vec::new(),
             consumed: 0,
             broken: None,
+            dry: false,
         })
     }
 
@@ -278,37 +325,119 @@ impl Conn {
     async fn fill(&mut self, clock: &mut impl FnMut() -> Duration) -> std::io::Result<(usize, ReadStamp)> {
         self.buf.reserve(READ_SIZE);
         loop {
-            let mut ready = self.sock.readable().await?;
+            let mut ready = self.sock.tokio()?.readable().await?;
             let spare = self.buf.spare_capacity_mut();
             let asked = spare.len();
             let Ok(read) = ready.try_io(|s| recv(s.get_ref().as_raw_fd(), spare)) else {
                 continue; // EAGAIN: readiness was cleared, wait again.
             };
             let (n, stamp) = read?;
-            // The wall clock first, then the run's: a pause between the two
-            // makes `now` late and so the arrival late, never early (read
-            // the other way round, a stamp could come before the server's
-            // write).
-            let wall = std::time::SystemTime::now();
-            let now = clock();
-            let since = self.drained;
             if n < asked {
                 ready.clear_ready();
             }
-            // SAFETY: recv initialised the first n bytes of the spare capacity.
-            unsafe { self.buf.set_len(self.buf.len() + n) };
-            self.reads += 1;
-            let lag = stamp::age(stamp, wall);
-            let t = if self.kernel_stamps { arrival(now, lag, self.last) } else { now };
-            self.last = t;
-            // Drained: bytes not read now came after the read began, and so
-            // after its own stamp (not its return, which a preemption can
-            // put later).
-            if n < asked {
-                self.drained = t;
-            }
-            return Ok((n, ReadStamp { t, lag, serial: self.reads, since }));
+            return Ok(self.took(n, asked, stamp, clock));
         }
+    }
+
+    /// [`Conn::fill`] without waiting, for a thread that learns readiness
+    /// on its own: `None` when the socket has nothing to read.
+    fn try_fill(&mut self, clock: &mut impl FnMut() -> Duration) -> std::io::Result<Option<(usize, ReadStamp)>> {
+        if self.dry {
+            return Ok(None);
+        }
+        self.buf.reserve(READ_SIZE);
+        loop {
+            let spare = self.buf.spare_capacity_mut();
+            let asked = spare.len();
+            return match recv(self.sock.fd(), spare) {
+                Ok((n, stamp)) => Ok(Some(self.took(n, asked, stamp, clock))),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.dry = true;
+                    Ok(None)
+                }
+                Err(e) => Err(e),
+            };
+        }
+    }
+
+    /// Stamps a `recv` of `n` bytes (of `asked`) that came with the kernel's
+    /// `stamp`, and keeps its bytes.
+    fn took(
+        &mut self,
+        n: usize,
+        asked: usize,
+        stamp: Option<std::time::SystemTime>,
+        clock: &mut impl FnMut() -> Duration,
+    ) -> (usize, ReadStamp) {
+        // The wall clock first, then the run's: a pause between the two
+        // makes `now` late and so the arrival late, never early (read
+        // the other way round, a stamp could come before the server's
+        // write).
+        let wall = std::time::SystemTime::now();
+        let now = clock();
+        let since = self.drained;
+        // SAFETY: recv initialised the first n bytes of the spare capacity.
+        unsafe { self.buf.set_len(self.buf.len() + n) };
+        self.reads += 1;
+        let lag = stamp::age(stamp, wall);
+        let t = if self.kernel_stamps { arrival(now, lag, self.last) } else { now };
+        self.last = t;
+        // Drained: bytes not read now came after the read began, and so
+        // after its own stamp (not its return, which a preemption can
+        // put later).
+        if n < asked {
+            self.drained = t;
+        }
+        self.dry = n < asked;
+        (n, ReadStamp { t, lag, serial: self.reads, since })
+    }
+
+    /// Bytes may have come since the last read found the socket drained.
+    pub(crate) fn wet(&mut self) {
+        self.dry = false;
+    }
+
+    /// Takes the socket off tokio's reactor, for a thread that polls it
+    /// itself; [`Conn::attach`] puts it back.
+    pub(crate) fn detach(&mut self) {
+        if let Sock::Tokio(s) = std::mem::replace(&mut self.sock, Sock::Gone) {
+            self.sock = Sock::Plain(s.into_inner());
+        }
+    }
+
+    /// Registers the socket with tokio's reactor again (on the runtime this
+    /// is called on). On failure the socket is closed: the connection's
+    /// reads fail, and it is not kept for another request.
+    pub(crate) fn attach(&mut self) -> std::io::Result<()> {
+        if let Sock::Plain(s) = std::mem::replace(&mut self.sock, Sock::Gone) {
+            // SAFETY: as in `connect`: the stream owns its descriptor.
+            self.sock = Sock::Tokio(unsafe { AsyncFd::register(s) }.map_err(|e| e.into_parts().1)?);
+        }
+        Ok(())
+    }
+
+    /// A closed connection that stands in for one moved elsewhere for a while.
+    pub(crate) fn placeholder() -> Conn {
+        Conn {
+            sock: Sock::Gone,
+            buf: BytesMut::new(),
+            idle_since: Instant::now(),
+            kernel_stamps: false,
+            reads: 0,
+            last: Duration::ZERO,
+            drained: Duration::ZERO,
+            written: Duration::ZERO,
+            pieces: Vec::new(),
+            consumed: 0,
+            broken: None,
+            dry: false,
+        }
+    }
+
+    /// The socket's descriptor.
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        self.sock.fd()
     }
 
     /// When the last [`Conn::send`] finished writing its request, on that
@@ -320,7 +449,7 @@ impl Conn {
     /// Writes all of `data`.
     async fn write_all(&self, mut data: &[u8]) -> std::io::Result<()> {
         while !data.is_empty() {
-            let mut ready = self.sock.writable().await?;
+            let mut ready = self.sock.tokio()?.writable().await?;
             match ready.try_io(|s| std::io::Write::write(&mut s.get_ref(), data)) {
                 Ok(Ok(0)) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(Ok(n)) => data = &data[n..],
@@ -350,7 +479,9 @@ impl Conn {
         // delayed by it (the sender has Nagle off). The mode can lapse between
         // requests, so it is asked for each time.
         #[cfg(target_os = "linux")]
-        let _ = socket2::SockRef::from(self.sock.get_ref()).set_tcp_quickack(false);
+        if let Ok(sock) = self.sock.tokio() {
+            let _ = socket2::SockRef::from(sock.get_ref()).set_tcp_quickack(false);
+        }
         // No byte of the response came before the request went: the floor
         // of its stamps, on this request's clock (see `last`).
         self.last = clock();
@@ -418,60 +549,111 @@ impl Conn {
         clock: &mut impl FnMut() -> Duration,
         read: &mut ReadStamp,
     ) -> Result<BodyStep, HttpError> {
-        if let Some(e) = self.broken.take() {
-            return Err(e.into());
+        if let Some(e) = self.begin_step() {
+            return Err(e);
         }
-        // The bytes the last step handed out are done with.
-        self.buf.advance(std::mem::take(&mut self.consumed));
-        self.pieces.clear();
         loop {
-            if head.body_done() {
-                return Ok(BodyStep::End { at: read.t });
-            }
-            if !self.buf.is_empty() {
-                let pieces = &mut self.pieces;
-                let consumed = match &mut head.framing {
-                    Framing::Chunked(c) => match c.decode_ranges(&self.buf, &mut |r| pieces.push(r)) {
-                        Ok(n) => n,
-                        // The payload before the broken framing is handed
-                        // out first; the error comes with the next step.
-                        Err(e) if !self.pieces.is_empty() => {
-                            self.broken = Some(e);
-                            return Ok(BodyStep::Read { stamp: *read, ends_body: false });
-                        }
-                        Err(e) => return Err(e.into()),
-                    },
-                    Framing::Length(left) => {
-                        let take = (*left as usize).min(self.buf.len());
-                        if take > 0 {
-                            pieces.push(0..take);
-                        }
-                        *left -= take as u64;
-                        take
-                    }
-                    Framing::Close => {
-                        pieces.push(0..self.buf.len());
-                        self.buf.len()
-                    }
-                };
-                if !self.pieces.is_empty() || head.body_done() {
-                    self.consumed = consumed;
-                    return Ok(BodyStep::Read { stamp: *read, ends_body: head.body_done() });
-                }
-                // Framing alone (a chunk's size line): nothing to hand out.
-                self.buf.advance(consumed);
+            if let Some(step) = self.step_buffered(head, read) {
+                return step;
             }
             let (n, next) = self.fill(clock).await.map_err(HttpError::Broke)?;
             if n == 0 {
-                return match head.framing {
-                    Framing::Close => {
-                        head.keep_alive = false;
-                        Ok(BodyStep::End { at: read.t })
-                    }
-                    _ => Err(HttpError::ClosedInBody),
-                };
+                return Self::closed(head, read);
             }
             *read = next;
+        }
+    }
+
+    /// [`Conn::next_read`] without waiting, for a thread that learns the
+    /// socket's readiness on its own: `None` when the step needs bytes the
+    /// socket does not have yet (call again, with the same `head` and
+    /// `read`, when it has).
+    pub(crate) fn try_next_read(
+        &mut self,
+        head: &mut Head,
+        clock: &mut impl FnMut() -> Duration,
+        read: &mut ReadStamp,
+    ) -> Option<Result<BodyStep, HttpError>> {
+        if let Some(e) = self.begin_step() {
+            return Some(Err(e));
+        }
+        loop {
+            if let Some(step) = self.step_buffered(head, read) {
+                return Some(step);
+            }
+            let (n, next) = match self.try_fill(clock) {
+                Ok(Some(got)) => got,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(HttpError::Broke(e))),
+            };
+            if n == 0 {
+                return Some(Self::closed(head, read));
+            }
+            *read = next;
+        }
+    }
+
+    /// Lets go of the bytes the last step handed out; the broken framing
+    /// found after them, if any.
+    fn begin_step(&mut self) -> Option<HttpError> {
+        if let Some(e) = self.broken.take() {
+            return Some(e.into());
+        }
+        self.buf.advance(std::mem::take(&mut self.consumed));
+        self.pieces.clear();
+        None
+    }
+
+    /// The step the bytes buffered make, if they make one.
+    fn step_buffered(&mut self, head: &mut Head, read: &ReadStamp) -> Option<Result<BodyStep, HttpError>> {
+        if head.body_done() {
+            return Some(Ok(BodyStep::End { at: read.t }));
+        }
+        if self.buf.is_empty() {
+            return None;
+        }
+        let pieces = &mut self.pieces;
+        let consumed = match &mut head.framing {
+            Framing::Chunked(c) => match c.decode_ranges(&self.buf, &mut |r| pieces.push(r)) {
+                Ok(n) => n,
+                // The payload before the broken framing is handed
+                // out first; the error comes with the next step.
+                Err(e) if !self.pieces.is_empty() => {
+                    self.broken = Some(e);
+                    return Some(Ok(BodyStep::Read { stamp: *read, ends_body: false }));
+                }
+                Err(e) => return Some(Err(e.into())),
+            },
+            Framing::Length(left) => {
+                let take = (*left as usize).min(self.buf.len());
+                if take > 0 {
+                    pieces.push(0..take);
+                }
+                *left -= take as u64;
+                take
+            }
+            Framing::Close => {
+                pieces.push(0..self.buf.len());
+                self.buf.len()
+            }
+        };
+        if !self.pieces.is_empty() || head.body_done() {
+            self.consumed = consumed;
+            return Some(Ok(BodyStep::Read { stamp: *read, ends_body: head.body_done() }));
+        }
+        // Framing alone (a chunk's size line): nothing to hand out.
+        self.buf.advance(consumed);
+        None
+    }
+
+    /// The step a read of no bytes (the peer's close) makes.
+    fn closed(head: &mut Head, read: &ReadStamp) -> Result<BodyStep, HttpError> {
+        match head.framing {
+            Framing::Close => {
+                head.keep_alive = false;
+                Ok(BodyStep::End { at: read.t })
+            }
+            _ => Err(HttpError::ClosedInBody),
         }
     }
 

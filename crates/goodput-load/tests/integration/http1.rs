@@ -256,8 +256,10 @@ async fn native_requests_carry_their_api_s_path_and_headers() {
 #[cfg(target_os = "linux")]
 #[test]
 fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
-    // The gap between the two chunks, and the longest a chunk waited in the socket.
-    let gap = |kernel: bool| -> (Duration, Duration) {
+    // The gap between the two chunks, and the longest a chunk waited in the
+    // socket, with the body read by the request's task (`threads` false) or
+    // by the stream reader threads.
+    let gap = |kernel: bool, threads: bool| -> (Duration, Duration) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         std::thread::spawn(move || {
@@ -295,7 +297,7 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
                 cancel: None,
                 max_buffer: goodput_load::client::MAX_BUFFER,
             };
-            let c = Arc::new(Client::new(cfg, None).unwrap());
+            let c = Arc::new(Client::new(cfg, None).unwrap().with_stream_threads(threads));
             // Blocks the only thread soon after the request is sent.
             tokio::spawn(async {
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -308,15 +310,26 @@ fn kernel_stamps_keep_arrival_times_through_a_busy_client() {
             (r.chunks.at(1).t - r.chunks.at(0).t, r.read_lag_max.expect("the kernel's receive times"))
         })
     };
-    let (kernel, lag) = gap(true);
+    let (kernel, lag) = gap(true, false);
     assert!(kernel >= Duration::from_millis(140) && kernel < Duration::from_millis(200), "kernel stamps: {kernel:?}");
     // The second chunk waited from ~155 ms to ~420 ms in the socket.
     assert!(lag > Duration::from_millis(200) && lag < Duration::from_millis(400), "kernel stamps, lag {lag:?}");
-    let (read, lag) = gap(false);
+    let (read, lag) = gap(false, false);
     // The second chunk is read only when the thread is free again, ~420 ms in.
     assert!(read > Duration::from_millis(300), "read stamps: {read:?}");
     // Read stamps carry that wait; the record says how long it was.
     assert!(lag > Duration::from_millis(200) && lag < Duration::from_millis(400), "read stamps, lag {lag:?}");
+    // Read on a stream reader thread, the chunks are read as they come,
+    // whatever the runtime's only thread is doing: both stamps give the
+    // server's gap, and no chunk waited long in the socket.
+    for kernel in [true, false] {
+        let (gap, lag) = gap(kernel, true);
+        assert!(
+            gap >= Duration::from_millis(140) && gap < Duration::from_millis(300),
+            "threads, kernel {kernel}: {gap:?}"
+        );
+        assert!(lag < Duration::from_millis(100), "threads, kernel {kernel}: lag {lag:?}");
+    }
 }
 
 #[cfg(target_os = "linux")]

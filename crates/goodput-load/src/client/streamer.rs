@@ -1,0 +1,377 @@
+//! Stream reader threads: the bodies of streamed responses over goodput's
+//! own HTTP/1.1 transport are read and parsed on threads of their own, each
+//! with its own poll, rather than by the request's task.
+//!
+//! Why: on tokio, every chunk of every stream wakes the request's task (the
+//! reactor's event, a wake through the scheduler, a poll of the task and of
+//! everything it is waiting on), several times the work of reading and
+//! parsing the chunk. A reader thread learns from its poll which sockets have
+//! bytes and reads, stamps and parses them in place, as a plain epoll loop
+//! does; the request's task is woken once, when its body's reading ends.
+//!
+//! What moves: once a response's head has come and its body is to be read
+//! as a stream, the connection is taken off tokio's reactor
+//! ([`Conn::detach`]) and handed, with its head and the request's
+//! [`ResponseReader`], to a reader thread. Each read is stamped and fed to
+//! the reader exactly as the task would have (the same [`Conn::try_next_read`]
+//! steps, the same kernel stamps). When the body ends (its framing's end,
+//! `[DONE]` or an error event, a broken connection), the thread lets go of
+//! the socket and wakes the task, which registers the connection with
+//! tokio again ([`Conn::attach`]) for the next request.
+//!
+//! The task still owns the request's outcome: a stop, a cancel or the
+//! request's deadline drops or drains the hand-off (see [`Streaming`]), and
+//! the reader comes back with whatever it had read.
+//!
+//! `GOODPUT_STREAM_THREADS=0` turns the threads off (the task reads, as
+//! before); `N` sets how many (default: one per two CPUs, at least one).
+
+use crate::http1::{BodyStep, Conn, Head, ReadStamp};
+use crate::reader::ResponseReader;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token};
+use std::collections::HashMap;
+use std::future::Future;
+use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::task::{Context, Poll as TaskPoll, Waker};
+use std::time::Duration;
+
+/// The token of a thread's waker (job ids start at 1).
+const WAKE: Token = Token(0);
+
+/// A connection whose streamed body a reader thread reads: the socket and
+/// its buffer, the response's head (its framing's state), and the stamp of
+/// the read the buffered bytes came with.
+pub(crate) struct Work {
+    pub conn: Conn,
+    pub head: Head,
+    pub read: ReadStamp,
+}
+
+/// How the reading of a body ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// The body ended, as its framing says or by the connection's close: when.
+    Body(Duration),
+    /// The reader stopped before the body's end (`[DONE]`, an error event,
+    /// or bytes it could not read as the API's).
+    Stopped,
+    /// The connection broke, or its framing did: why.
+    Broke(String),
+}
+
+struct Slot {
+    /// `None` once handed back to the task.
+    work: Option<Work>,
+    reader: ResponseReader,
+    ended: Option<Ended>,
+    waker: Option<Waker>,
+    /// The task let go of the request (a stop, a cancel, a deadline): the
+    /// thread drops the connection.
+    dropped: bool,
+}
+
+/// One body being read.
+struct Job {
+    id: u64,
+    fd: RawFd,
+    /// The request's clock, on the monotonic clock tokio's is made of.
+    origin: std::time::Instant,
+    slot: Mutex<Slot>,
+}
+
+impl Job {
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads and parses what the socket has, as the task's own loop would
+    /// (client::read_stream): true once the body's reading has ended.
+    fn pump(&self, slot: &mut Slot) -> bool {
+        if slot.ended.is_some() || slot.dropped {
+            return true;
+        }
+        let Slot { work, reader, ended, .. } = slot;
+        let Some(work) = work.as_mut() else { return true };
+        let origin = self.origin;
+        let mut clock = || origin.elapsed();
+        loop {
+            let step = match work.conn.try_next_read(&mut work.head, &mut clock, &mut work.read) {
+                None => return false,
+                Some(step) => step,
+            };
+            let end = match step {
+                Ok(BodyStep::Read { stamp, ends_body }) => {
+                    let (buf, pieces) = work.conn.body_read();
+                    for r in pieces {
+                        reader.feed(&buf[r.clone()], stamp);
+                    }
+                    if ends_body {
+                        Ended::Body(stamp.t)
+                    } else if reader.finished() {
+                        Ended::Stopped
+                    } else {
+                        continue;
+                    }
+                }
+                Ok(BodyStep::End { at }) => Ended::Body(at),
+                Err(e) => Ended::Broke(e.to_string()),
+            };
+            *ended = Some(end);
+            return true;
+        }
+    }
+}
+
+enum Cmd {
+    Add(Arc<Job>),
+    Remove(u64),
+}
+
+/// One reader thread: where its jobs are sent.
+struct Shard {
+    tx: Mutex<mpsc::Sender<Cmd>>,
+    waker: mio::Waker,
+}
+
+impl Shard {
+    fn send(&self, cmd: Cmd) {
+        let sent = self.tx.lock().unwrap_or_else(|e| e.into_inner()).send(cmd).is_ok();
+        if sent {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+pub(crate) struct Pool {
+    shards: Vec<Shard>,
+    next: AtomicUsize,
+}
+
+static POOL: OnceLock<Option<Pool>> = OnceLock::new();
+static IDS: AtomicU64 = AtomicU64::new(1);
+
+/// How many reader threads: `GOODPUT_STREAM_THREADS`, else one per two CPUs.
+fn threads() -> usize {
+    match std::env::var("GOODPUT_STREAM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+        Some(n) => n.min(64),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get().div_ceil(2)),
+    }
+}
+
+/// The reader threads, started on first use; `None` when they are turned
+/// off or could not be started (the task reads its stream then).
+pub(crate) fn pool() -> Option<&'static Pool> {
+    POOL.get_or_init(|| {
+        let n = threads();
+        if n == 0 {
+            return None;
+        }
+        let mut shards = Vec::with_capacity(n);
+        for i in 0..n {
+            shards.push(start(i).ok()?);
+        }
+        Some(Pool { shards, next: AtomicUsize::new(0) })
+    })
+    .as_ref()
+}
+
+/// Starts reader thread `i`.
+fn start(i: usize) -> std::io::Result<Shard> {
+    let poll = Poll::new()?;
+    let waker = mio::Waker::new(poll.registry(), WAKE)?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new().name(format!("goodput-stream-{i}")).spawn(move || run(poll, rx))?;
+    Ok(Shard { tx: Mutex::new(tx), waker })
+}
+
+fn deregister(registry: &Registry, fd: RawFd) {
+    let _ = registry.deregister(&mut SourceFd(&fd));
+}
+
+/// A job's turn on its thread, after an event or when it comes: true when
+/// the thread is done with it (its socket deregistered, its task woken).
+fn turn(registry: &Registry, job: &Job) -> bool {
+    let mut slot = job.lock();
+    if let Some(w) = slot.work.as_mut() {
+        // An edge-triggered event: bytes came since the last read drained it.
+        w.conn.wet();
+    }
+    if !job.pump(&mut slot) {
+        return false;
+    }
+    // Off this poll before the task can have the connection back.
+    deregister(registry, job.fd);
+    let waker = slot.waker.take();
+    drop(slot);
+    if let Some(w) = waker {
+        w.wake();
+    }
+    true
+}
+
+/// A reader thread's loop: runs for the life of the process, asleep in its
+/// poll while it has nothing to read.
+fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
+    let mut jobs: HashMap<u64, Arc<Job>> = HashMap::new();
+    let mut events = Events::with_capacity(1024);
+    loop {
+        if let Err(e) = poll.poll(&mut events, None) {
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            // Not expected; the jobs' tasks would wait for ever: end them.
+            for job in jobs.values() {
+                let mut slot = job.lock();
+                slot.ended.get_or_insert(Ended::Broke(format!("the stream reader's poll failed: {e}")));
+                if let Some(w) = slot.waker.take() {
+                    w.wake();
+                }
+            }
+            return;
+        }
+        let registry = poll.registry();
+        for ev in events.iter() {
+            if ev.token() == WAKE {
+                continue;
+            }
+            let id = ev.token().0 as u64;
+            if let Some(job) = jobs.get(&id) {
+                if turn(registry, job) {
+                    jobs.remove(&id);
+                }
+            }
+        }
+        while let Ok(cmd) = rx.try_recv() {
+            match cmd {
+                Cmd::Add(job) => {
+                    let fd = job.fd;
+                    if let Err(e) = registry.register(&mut SourceFd(&fd), Token(job.id as usize), Interest::READABLE) {
+                        let mut slot = job.lock();
+                        slot.ended
+                            .get_or_insert(Ended::Broke(format!("the stream reader could not poll the socket: {e}")));
+                        if let Some(w) = slot.waker.take() {
+                            w.wake();
+                        }
+                        continue;
+                    }
+                    // Bytes may have come with the head, or before the
+                    // registration: read them now.
+                    if !turn(registry, &job) {
+                        jobs.insert(job.id, job);
+                    }
+                }
+                Cmd::Remove(id) => {
+                    if let Some(job) = jobs.remove(&id) {
+                        deregister(registry, job.fd);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Hands `work` and `reader` to a reader thread: the future ends when the
+/// body's reading has, with the connection and how it ended, and `reader`
+/// back.
+pub(crate) fn hand_off<'r>(
+    pool: &'static Pool,
+    mut work: Work,
+    reader: &'r mut ResponseReader,
+    origin: tokio::time::Instant,
+    deadline: Option<tokio::time::Instant>,
+) -> Streaming<'r> {
+    work.conn.detach();
+    let shard = &pool.shards[pool.next.fetch_add(1, Ordering::Relaxed) % pool.shards.len()];
+    let job = Arc::new(Job {
+        id: IDS.fetch_add(1, Ordering::Relaxed),
+        fd: work.conn.fd(),
+        origin: origin.into_std(),
+        slot: Mutex::new(Slot {
+            work: Some(work),
+            reader: std::mem::take(reader),
+            ended: None,
+            waker: None,
+            dropped: false,
+        }),
+    });
+    shard.send(Cmd::Add(job.clone()));
+    Streaming { job, shard, reader, deadline, done: false }
+}
+
+/// A body being read by a reader thread, from the request's task's side.
+/// Dropped before the end (a stop, a cancel, the deadline), it takes the
+/// reader back with what it had read and has the thread close the
+/// connection.
+pub(crate) struct Streaming<'r> {
+    job: Arc<Job>,
+    shard: &'static Shard,
+    reader: &'r mut ResponseReader,
+    deadline: Option<tokio::time::Instant>,
+    done: bool,
+}
+
+impl Future for Streaming<'_> {
+    type Output = (Work, Ended);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> TaskPoll<(Work, Ended)> {
+        let this = self.get_mut();
+        let mut slot = this.job.lock();
+        if slot.ended.is_none() && this.deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            // Past the deadline (or polled to read what came before it is
+            // declared): what the socket already holds is read here and
+            // now, whether or not the thread has come to it (it may be as
+            // late as a stopped or starved client was).
+            if let Some(w) = slot.work.as_mut() {
+                w.conn.wet();
+            }
+            if this.job.pump(&mut slot) {
+                // Off the thread's poll before the connection goes back.
+                this.shard.send(Cmd::Remove(this.job.id));
+            }
+        }
+        match slot.ended.take() {
+            Some(ended) => {
+                *this.reader = std::mem::take(&mut slot.reader);
+                let work = slot.work.take();
+                drop(slot);
+                this.done = true;
+                match work {
+                    Some(mut work) => {
+                        let _ = work.conn.attach();
+                        TaskPoll::Ready((work, ended))
+                    }
+                    // Not reached: the work leaves the slot only here.
+                    None => TaskPoll::Ready((
+                        Work { conn: Conn::placeholder(), head: Head::placeholder(), read: ReadStamp::default() },
+                        Ended::Broke("the stream reader lost the connection".into()),
+                    )),
+                }
+            }
+            None => {
+                if !slot.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    slot.waker = Some(cx.waker().clone());
+                }
+                TaskPoll::Pending
+            }
+        }
+    }
+}
+
+impl Drop for Streaming<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let mut slot = self.job.lock();
+        slot.dropped = true;
+        *self.reader = std::mem::take(&mut slot.reader);
+        drop(slot);
+        // The thread deregisters the socket, then drops the connection.
+        self.shard.send(Cmd::Remove(self.job.id));
+    }
+}
