@@ -104,9 +104,12 @@ against() { # NAME COMMAND...: prints NAME's CPU per token; sets $us
   sleep 0.5
   GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time2" "$@" >"$TMP/out2" \
     || { kill $server2; cat "$TMP/out2"; return 1; }
+  # The server's chunks that left within 1 ms of their time beside this client.
+  curl -s "http://127.0.0.1:$((PORT + 1))/metrics" >"$TMP/metrics2.prom"
   kill $server2; wait $server2 2>/dev/null || true
+  on_time=$(awk '$0 ~ "chunk_lateness_seconds_bucket" { split($1, a, "\""); if (a[2] == "0.001024") w = $2; n = $2 } END { if (n) printf "%.2f", 100 * w / n; else printf "?" }' "$TMP/metrics2.prom")
   us=$(cpu_per_token "$TMP/time2" "$((REQUESTS * OUT_TOKENS))")
-  echo "$name: $us µs of CPU per streamed token ($(awk '{print $1 " user + " $2 " sys, " $3 " s wall"}' "$TMP/time2"))"
+  echo "$name: $us µs of CPU per streamed token ($(awk '{print $1 " user + " $2 " sys, " $3 " s wall"}' "$TMP/time2")); the server's chunks on time (within 1 ms) beside it: $on_time%"
 }
 # Like for like: goodput again (no records file, no write log, no request
 # ids), then the floor and the baseline, each on a fresh server; the ratios
