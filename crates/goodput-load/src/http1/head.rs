@@ -39,7 +39,8 @@ pub(super) enum Framing {
 }
 
 impl Head {
-    /// A head that stands in for one moved elsewhere for a while.
+    /// A head that stands in for one moved elsewhere for a while (and the
+    /// fields of a parsed one before its headers are read).
     pub(crate) fn placeholder() -> Head {
         Head {
             status: 0,
@@ -79,16 +80,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
         }
     };
     let status = r.code.unwrap_or(0);
-    let mut head = Head {
-        status,
-        server: None,
-        content_type: None,
-        content_encoding: None,
-        retry_after: None,
-        location: None,
-        framing: Framing::Close,
-        keep_alive: r.version == Some(1),
-    };
+    let mut head = Head { status, keep_alive: r.version == Some(1), ..Head::placeholder() };
     let mut chunked = false;
     let mut length = None;
     for h in r.headers.iter() {

@@ -289,16 +289,8 @@ impl Http1 {
         Ok(Conn {
             sock: Sock::Tokio(sock),
             buf: BytesMut::with_capacity(READ_SIZE),
-            idle_since: Instant::now(),
             kernel_stamps: self.stamps.effective() == Stamps::Kernel,
-            reads: 0,
-            last: Duration::ZERO,
-            drained: Duration::ZERO,
-            written: Duration::ZERO,
-            pieces: Vec::new(),
-            consumed: 0,
-            broken: None,
-            dry: false,
+            ..Conn::placeholder()
         })
     }
 
@@ -417,7 +409,8 @@ impl Conn {
         Ok(())
     }
 
-    /// A closed connection that stands in for one moved elsewhere for a while.
+    /// A closed connection that stands in for one moved elsewhere for a
+    /// while (and the fields of a new one before its socket).
     pub(crate) fn placeholder() -> Conn {
         Conn {
             sock: Sock::Gone,
