@@ -334,6 +334,13 @@ mod tests {
             r#"{"choices":[{"delta":{"content":"héllo 😀 世界"}}]}"#,
             r#"{"id":"a\"b","choices":[{"delta":{"content":"x"}}]}"#,
             "{\"choices\":[{\"delta\":{\"content\":\"tab\there\"}}]}",
+            // Long strings: an escape, a control character, the plain end, no end.
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmn\"o"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmnopq\n"}}]}"#,
+            "{\"choices\":[{\"delta\":{\"content\":\"0123456789abcdefghijklmnop\tq\"}}]}",
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmnopqrstuvwxyz"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmn"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmnopqrstuvwxyz"#,
             // Null and empty content, roles.
             r#"{"choices":[{"delta":{"content":null}}]}"#,
             r#"{"choices":[{"delta":{"content":""}}]}"#,
