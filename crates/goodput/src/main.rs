@@ -4,10 +4,33 @@
 use goodput::{bench, cli, compare, estimate, merge, monitor, plan, report, serve, shell, sweep};
 use std::process::ExitCode;
 
+/// A count from environment variable `name`: unset is `None`; anything but a
+/// whole number from `min` to `max` is an error that says what it sets.
+fn env_count(name: &str, min: usize, max: usize, what: &str) -> Result<Option<usize>, String> {
+    let Some(raw) = std::env::var_os(name) else { return Ok(None) };
+    let text = raw.to_string_lossy();
+    match text.trim().parse::<usize>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
+        _ => Err(format!("{name}={text:?} is not a count from {min} to {max} ({what}); set it to one, or unset it")),
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
 fn main() -> ExitCode {
     let cli = cli::parse();
     goodput::limits::raise_open_file_limit();
-    let threads: Option<usize> = std::env::var("GOODPUT_THREADS").ok().and_then(|v| v.parse().ok());
+    // The two tuning knobs of the client's threads, checked before anything runs.
+    let threads = match env_count("GOODPUT_THREADS", 1, 1024, "the async runtime's worker threads; 1 runs one thread") {
+        Ok(n) => n,
+        Err(e) => return usage_error(&e),
+    };
+    if let Err(e) = env_count("GOODPUT_STREAM_THREADS", 0, 64, "the stream reader threads; 0 turns them off") {
+        return usage_error(&e);
+    }
     let rt = match threads {
         Some(1) => tokio::runtime::Builder::new_current_thread().enable_all().build(),
         Some(n) => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),

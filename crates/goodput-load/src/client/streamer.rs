@@ -155,7 +155,9 @@ pub(crate) struct Pool {
 static POOL: OnceLock<Option<Pool>> = OnceLock::new();
 static IDS: AtomicU64 = AtomicU64::new(1);
 
-/// How many reader threads: `GOODPUT_STREAM_THREADS`, else one per two CPUs.
+/// How many reader threads: `GOODPUT_STREAM_THREADS` (at most 64; the
+/// command line refuses anything else, a library's caller gets the default
+/// for a value that is not a count), else one per two CPUs.
 fn threads() -> usize {
     match std::env::var("GOODPUT_STREAM_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
         Some(n) => n.min(64),

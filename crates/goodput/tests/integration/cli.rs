@@ -664,6 +664,21 @@ fn an_unreachable_server_is_a_clear_failure() {
     assert!(err.contains("no request succeeded") && err.contains("connect"), "{err}");
 }
 
+/// The client's thread knobs are checked before anything runs: a count out
+/// of range is a usage error that names the variable, never a panic (a
+/// runtime of no worker threads panicked before).
+#[test]
+fn a_thread_count_out_of_range_is_a_clear_error() {
+    for (name, value) in [("GOODPUT_THREADS", "0"), ("GOODPUT_THREADS", "two"), ("GOODPUT_STREAM_THREADS", "65")] {
+        let out = goodput().env(name, value).args(["estimate", "-n", "2"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}={value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(name) && err.contains("unset it"), "{err}");
+    }
+    let out = goodput().env("GOODPUT_STREAM_THREADS", "0").args(["estimate", "-n", "2", "-q"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn every_request_failing_is_a_non_zero_exit_with_the_reason() {
     let (_rt, url) = fixed_server(goodput_sim::fixed::FixedProfile {
