@@ -139,11 +139,13 @@ struct Shard {
 }
 
 impl Shard {
-    fn send(&self, cmd: Cmd) {
+    /// Sends `cmd` and wakes the thread; false when the thread is gone.
+    fn send(&self, cmd: Cmd) -> bool {
         let sent = self.tx.lock().unwrap_or_else(|e| e.into_inner()).send(cmd).is_ok();
         if sent {
             let _ = self.waker.wake();
         }
+        sent
     }
 }
 
@@ -216,6 +218,26 @@ fn turn(registry: &Registry, job: &Job) -> bool {
     true
 }
 
+/// [`turn`], and a panic in it (a bug) ends that job's reading as broken,
+/// saying so, rather than the thread and every stream on it.
+fn guarded_turn(registry: &Registry, job: &Job) -> bool {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn(registry, job))) {
+        Ok(done) => done,
+        Err(_) => {
+            deregister(registry, job.fd);
+            let mut slot = job.lock();
+            slot.ended =
+                Some(Ended::Broke("goodput's stream reader failed on this response (a bug; please report it)".into()));
+            let waker = slot.waker.take();
+            drop(slot);
+            if let Some(w) = waker {
+                w.wake();
+            }
+            true
+        }
+    }
+}
+
 /// A reader thread's loop: runs for the life of the process, asleep in its
 /// poll while it has nothing to read.
 fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
@@ -243,7 +265,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
             }
             let id = ev.token().0 as u64;
             if let Some(job) = jobs.get(&id) {
-                if turn(registry, job) {
+                if guarded_turn(registry, job) {
                     jobs.remove(&id);
                 }
             }
@@ -263,7 +285,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                     }
                     // Bytes may have come with the head, or before the
                     // registration: read them now.
-                    if !turn(registry, &job) {
+                    if !guarded_turn(registry, &job) {
                         jobs.insert(job.id, job);
                     }
                 }
@@ -301,7 +323,11 @@ pub(crate) fn hand_off<'r>(
             dropped: false,
         }),
     });
-    shard.send(Cmd::Add(job.clone()));
+    if !shard.send(Cmd::Add(job.clone())) {
+        // The thread ended (its poll failed): the request fails, saying so,
+        // rather than waiting for ever.
+        job.lock().ended = Some(Ended::Broke("goodput's stream reader thread has stopped".into()));
+    }
     Streaming { job, shard, reader, deadline, done: false }
 }
 
@@ -333,7 +359,7 @@ impl Future for Streaming<'_> {
             }
             if this.job.pump(&mut slot) {
                 // Off the thread's poll before the connection goes back.
-                this.shard.send(Cmd::Remove(this.job.id));
+                let _ = this.shard.send(Cmd::Remove(this.job.id));
             }
         }
         match slot.ended.take() {
@@ -374,6 +400,6 @@ impl Drop for Streaming<'_> {
         *self.reader = std::mem::take(&mut slot.reader);
         drop(slot);
         // The thread deregisters the socket, then drops the connection.
-        self.shard.send(Cmd::Remove(self.job.id));
+        let _ = self.shard.send(Cmd::Remove(self.job.id));
     }
 }
