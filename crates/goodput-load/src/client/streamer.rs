@@ -248,8 +248,13 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            // Not expected; the jobs' tasks would wait for ever: end them.
-            for job in jobs.values() {
+            // Not expected; the jobs' tasks, and those of jobs sent but not
+            // yet taken, would wait for ever: end them.
+            let queued = rx.try_iter().filter_map(|cmd| match cmd {
+                Cmd::Add(job) => Some(job),
+                Cmd::Remove(_) => None,
+            });
+            for job in jobs.into_values().chain(queued) {
                 let mut slot = job.lock();
                 slot.ended.get_or_insert(Ended::Broke(format!("the stream reader's poll failed: {e}")));
                 if let Some(w) = slot.waker.take() {
