@@ -26,7 +26,8 @@
 //! `GOODPUT_STREAM_THREADS=0` turns the threads off (the task reads, as
 //! before); `N` sets how many (default: one per two CPUs, at least one).
 
-use crate::http1::{BodyStep, Conn, Head, ReadStamp};
+use super::wire::{feed_read, read_of, StreamEnd};
+use crate::http1::{Conn, Head, ReadStamp};
 use crate::reader::ResponseReader;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
@@ -38,7 +39,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll as TaskPoll, Waker};
-use std::time::Duration;
 
 /// The token of a thread's waker (job ids start at 1).
 const WAKE: Token = Token(0);
@@ -52,23 +52,11 @@ pub(crate) struct Work {
     pub read: ReadStamp,
 }
 
-/// How the reading of a body ended.
-#[derive(Debug)]
-pub(crate) enum Ended {
-    /// The body ended, as its framing says or by the connection's close: when.
-    Body(Duration),
-    /// The reader stopped before the body's end (`[DONE]`, an error event,
-    /// or bytes it could not read as the API's).
-    Stopped,
-    /// The connection broke, or its framing did: why.
-    Broke(String),
-}
-
 struct Slot {
     /// `None` once handed back to the task.
     work: Option<Work>,
     reader: ResponseReader,
-    ended: Option<Ended>,
+    ended: Option<StreamEnd>,
     waker: Option<Waker>,
     /// The task let go of the request (a stop, a cancel, a deadline): the
     /// thread drops the connection.
@@ -89,8 +77,9 @@ impl Job {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Reads and parses what the socket has, as the task's own loop would
-    /// (client::read_stream): true once the body's reading has ended.
+    /// Reads and parses what the socket has, each read given to the reader
+    /// by the task's own rule ([`feed_read`]): true once the body's reading
+    /// has ended.
     fn pump(&self, slot: &mut Slot) -> bool {
         if slot.ended.is_some() || slot.dropped {
             return true;
@@ -100,29 +89,25 @@ impl Job {
         let origin = self.origin;
         let mut clock = || origin.elapsed();
         loop {
-            let step = match work.conn.try_next_read(&mut work.head, &mut clock, &mut work.read) {
-                None => return false,
-                Some(step) => step,
+            let Some(step) = work.conn.try_next_read(&mut work.head, &mut clock, &mut work.read) else {
+                return false;
             };
-            let end = match step {
-                Ok(BodyStep::Read { stamp, ends_body }) => {
-                    let (buf, pieces) = work.conn.body_read();
-                    for r in pieces {
-                        reader.feed(&buf[r.clone()], stamp);
-                    }
-                    if ends_body {
-                        Ended::Body(stamp.t)
-                    } else if reader.finished() {
-                        Ended::Stopped
-                    } else {
-                        continue;
-                    }
-                }
-                Ok(BodyStep::End { at }) => Ended::Body(at),
-                Err(e) => Ended::Broke(e.to_string()),
-            };
-            *ended = Some(end);
-            return true;
+            if let Some(end) = feed_read(reader, read_of(&work.conn, step)) {
+                *ended = Some(end);
+                return true;
+            }
+        }
+    }
+
+    /// Ends the body's reading as broken, `why` (unless it had ended), and
+    /// wakes its task.
+    fn fail(&self, why: String) {
+        let mut slot = self.lock();
+        slot.ended.get_or_insert(Err(why));
+        let waker = slot.waker.take();
+        drop(slot);
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 }
@@ -225,14 +210,7 @@ fn guarded_turn(registry: &Registry, job: &Job) -> bool {
         Ok(done) => done,
         Err(_) => {
             deregister(registry, job.fd);
-            let mut slot = job.lock();
-            slot.ended =
-                Some(Ended::Broke("goodput's stream reader failed on this response (a bug; please report it)".into()));
-            let waker = slot.waker.take();
-            drop(slot);
-            if let Some(w) = waker {
-                w.wake();
-            }
+            job.fail("goodput's stream reader failed on this response (a bug; please report it)".into());
             true
         }
     }
@@ -255,11 +233,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                 Cmd::Remove(_) => None,
             });
             for job in jobs.into_values().chain(queued) {
-                let mut slot = job.lock();
-                slot.ended.get_or_insert(Ended::Broke(format!("the stream reader's poll failed: {e}")));
-                if let Some(w) = slot.waker.take() {
-                    w.wake();
-                }
+                job.fail(format!("the stream reader's poll failed: {e}"));
             }
             return;
         }
@@ -280,12 +254,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                 Cmd::Add(job) => {
                     let fd = job.fd;
                     if let Err(e) = registry.register(&mut SourceFd(&fd), Token(job.id as usize), Interest::READABLE) {
-                        let mut slot = job.lock();
-                        slot.ended
-                            .get_or_insert(Ended::Broke(format!("the stream reader could not poll the socket: {e}")));
-                        if let Some(w) = slot.waker.take() {
-                            w.wake();
-                        }
+                        job.fail(format!("the stream reader could not poll the socket: {e}"));
                         continue;
                     }
                     // Bytes may have come with the head, or before the
@@ -331,7 +300,7 @@ pub(crate) fn hand_off<'r>(
     if !shard.send(Cmd::Add(job.clone())) {
         // The thread ended (its poll failed): the request fails, saying so,
         // rather than waiting for ever.
-        job.lock().ended = Some(Ended::Broke("goodput's stream reader thread has stopped".into()));
+        job.fail("goodput's stream reader thread has stopped".into());
     }
     Streaming { job, shard, reader, deadline, done: false }
 }
@@ -349,9 +318,9 @@ pub(crate) struct Streaming<'r> {
 }
 
 impl Future for Streaming<'_> {
-    type Output = (Work, Ended);
+    type Output = (Work, StreamEnd);
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> TaskPoll<(Work, Ended)> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> TaskPoll<(Work, StreamEnd)> {
         let this = self.get_mut();
         let mut slot = this.job.lock();
         if slot.ended.is_none() && this.deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
@@ -381,7 +350,7 @@ impl Future for Streaming<'_> {
                     // Not reached: the work leaves the slot only here.
                     None => TaskPoll::Ready((
                         Work { conn: Conn::placeholder(), head: Head::placeholder(), read: ReadStamp::default() },
-                        Ended::Broke("the stream reader lost the connection".into()),
+                        Err("the stream reader lost the connection".into()),
                     )),
                 }
             }

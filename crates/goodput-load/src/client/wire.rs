@@ -10,7 +10,7 @@
 //!   reached directly, the default there.
 
 use super::failure::{error_chain, is_parse_error};
-use super::streamer::{Ended, Work};
+use super::streamer::Work;
 use crate::http1::{BodyStep, Conn, Head, HeadError, Http1, ReadStamp};
 use crate::reader::ResponseReader;
 use std::ops::Range;
@@ -124,11 +124,7 @@ pub(crate) trait WireResponse {
     /// (`Ok(None)`: `[DONE]`, an error event, bytes it cannot read), or
     /// until the connection breaks (`Err`, why). `deadline`: the request's,
     /// past which what already came is read and no more waited for.
-    async fn stream(
-        &mut self,
-        reader: &mut ResponseReader,
-        deadline: Option<Instant>,
-    ) -> Result<Option<Duration>, String> {
+    async fn stream(&mut self, reader: &mut ResponseReader, deadline: Option<Instant>) -> StreamEnd {
         let _ = deadline;
         read_stream(self, reader).await
     }
@@ -145,27 +141,51 @@ pub(crate) trait WireResponse {
     async fn release_after_stop(self);
 }
 
+/// How the reading of a streamed body ended (see [`WireResponse::stream`]):
+/// at its framed end or the connection's close (`Ok(Some(when))`), with the
+/// reader stopping before it (`Ok(None)`), or broken (`Err`, why).
+pub(crate) type StreamEnd = Result<Option<Duration>, String>;
+
 /// [`WireResponse::stream`] on the request's own task, read by read.
-pub(crate) async fn read_stream<R: WireResponse + ?Sized>(
-    resp: &mut R,
-    reader: &mut ResponseReader,
-) -> Result<Option<Duration>, String> {
+pub(crate) async fn read_stream<R: WireResponse + ?Sized>(resp: &mut R, reader: &mut ResponseReader) -> StreamEnd {
     loop {
-        match resp.read().await {
-            Ok(Read::Bytes(read)) => {
-                for piece in read.pieces() {
-                    reader.feed(piece, read.stamp);
-                }
-                if read.ends_body {
-                    return Ok(Some(read.stamp.t));
-                }
-                if reader.finished() {
-                    return Ok(None);
-                }
-            }
-            Ok(Read::End { at }) => return Ok(Some(at)),
-            Err(m) => return Err(m),
+        if let Some(end) = feed_read(reader, resp.read().await) {
+            return end;
         }
+    }
+}
+
+/// Gives one read of a streamed body to `reader`: how the body's reading
+/// ended, if it ended with this read. Whoever reads the body (the request's
+/// task, or a stream reader thread) reads it by this rule.
+pub(crate) fn feed_read(reader: &mut ResponseReader, read: Result<Read<'_>, String>) -> Option<StreamEnd> {
+    match read {
+        Ok(Read::Bytes(read)) => {
+            for piece in read.pieces() {
+                reader.feed(piece, read.stamp);
+            }
+            if read.ends_body {
+                Some(Ok(Some(read.stamp.t)))
+            } else if reader.finished() {
+                Some(Ok(None))
+            } else {
+                None
+            }
+        }
+        Ok(Read::End { at }) => Some(Ok(Some(at))),
+        Err(m) => Some(Err(m)),
+    }
+}
+
+/// A step of goodput's own transport ([`Conn::next_read`] or
+/// [`Conn::try_next_read`]) as a read of the body.
+pub(crate) fn read_of(conn: &Conn, step: Result<BodyStep, crate::http1::HttpError>) -> Result<Read<'_>, String> {
+    match step.map_err(|e| e.to_string())? {
+        BodyStep::Read { stamp, ends_body } => {
+            let (buf, pieces) = conn.body_read();
+            Ok(Read::Bytes(BodyBytes::new(buf, pieces, stamp, ends_body)))
+        }
+        BodyStep::End { at } => Ok(Read::End { at }),
     }
 }
 
@@ -351,20 +371,10 @@ impl WireResponse for Http1Response<'_> {
     async fn read(&mut self) -> Result<Read<'_>, String> {
         let origin = self.origin;
         let step = self.conn.next_read(&mut self.head, &mut || origin.elapsed(), &mut self.read).await;
-        match step.map_err(|e| e.to_string())? {
-            BodyStep::Read { stamp, ends_body } => {
-                let (buf, pieces) = self.conn.body_read();
-                Ok(Read::Bytes(BodyBytes::new(buf, pieces, stamp, ends_body)))
-            }
-            BodyStep::End { at } => Ok(Read::End { at }),
-        }
+        read_of(&self.conn, step)
     }
 
-    async fn stream(
-        &mut self,
-        reader: &mut ResponseReader,
-        deadline: Option<Instant>,
-    ) -> Result<Option<Duration>, String> {
+    async fn stream(&mut self, reader: &mut ResponseReader, deadline: Option<Instant>) -> StreamEnd {
         // A reader thread reads the body where one runs; else this task.
         let pool = match super::streamer::pool() {
             Some(pool) if self.http.stream_threads => pool,
@@ -377,11 +387,7 @@ impl WireResponse for Http1Response<'_> {
         };
         let (work, ended) = super::streamer::hand_off(pool, work, reader, self.origin, deadline).await;
         (self.conn, self.head, self.read) = (work.conn, work.head, work.read);
-        match ended {
-            Ended::Body(at) => Ok(Some(at)),
-            Ended::Stopped => Ok(None),
-            Ended::Broke(m) => Err(m),
-        }
+        ended
     }
 
     fn release(self) {
