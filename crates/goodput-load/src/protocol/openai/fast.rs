@@ -77,22 +77,39 @@ impl<'a> Parser<'a> {
     /// value, and must read the value.
     fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
         self.eat(b'{')?;
-        if self.peek()? == b'}' {
-            self.i += 1;
+        if self.closes(b'}')? {
             return Some(());
         }
         loop {
             let key = self.string()?;
             self.eat(b':')?;
             field(self, key)?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.ends(b'}')? {
+                return Some(());
             }
+        }
+    }
+
+    /// Eats `close` if it comes next: whether it did.
+    fn closes(&mut self, close: u8) -> Option<bool> {
+        let closed = self.peek()? == close;
+        self.i += usize::from(closed);
+        Some(closed)
+    }
+
+    /// After a member of an object or an array: a comma (false: another
+    /// member follows) or `close` (true: the end); anything else is not JSON.
+    fn ends(&mut self, close: u8) -> Option<bool> {
+        match self.peek()? {
+            b',' => {
+                self.i += 1;
+                Some(false)
+            }
+            b if b == close => {
+                self.i += 1;
+                Some(true)
+            }
+            _ => None,
         }
     }
 
@@ -172,19 +189,13 @@ impl<'a> Parser<'a> {
             b'{' => self.object(|p, _| p.skip(depth + 1)),
             b'[' => {
                 self.i += 1;
-                if self.peek()? == b']' {
-                    self.i += 1;
+                if self.closes(b']')? {
                     return Some(());
                 }
                 loop {
                     self.skip(depth + 1)?;
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b']' => {
-                            self.i += 1;
-                            return Some(());
-                        }
-                        _ => return None,
+                    if self.ends(b']')? {
+                        return Some(());
                     }
                 }
             }
@@ -201,8 +212,7 @@ impl<'a> Parser<'a> {
             return Some(None);
         }
         self.eat(b'[')?;
-        if self.peek()? == b']' {
-            self.i += 1;
+        if self.closes(b']')? {
             return Some(None);
         }
         let choice = self.choice()?;
