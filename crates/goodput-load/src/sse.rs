@@ -28,6 +28,11 @@ pub struct SseReader {
     bom_held: usize,
 }
 
+/// Each event handed out borrowed, kept as an owned [`SseEvent`] in `out`.
+fn owned(out: &mut Vec<SseEvent>) -> impl FnMut(Option<&str>, &str) + '_ {
+    |event, data| out.push(SseEvent { event: event.map(str::to_owned), data: data.to_owned() })
+}
+
 /// The UTF-8 byte order mark, which the SSE standard drops from the start of
 /// a stream (as the first event's field name it would lose that event).
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -39,9 +44,7 @@ impl SseReader {
 
     /// Feeds bytes; complete events are appended to `out`.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
-        self.feed_each(bytes, &mut |event, data| {
-            out.push(SseEvent { event: event.map(str::to_owned), data: data.to_owned() })
-        });
+        self.feed_each(bytes, &mut owned(out));
     }
 
     /// Feeds bytes; each complete event is handed to `out` as its type
@@ -115,9 +118,7 @@ impl SseReader {
     /// End of stream. A final event whose blank line never came is still
     /// dispatched: servers that close right after the last `data:` line mean it.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
-        self.finish_each(&mut |event, data| {
-            out.push(SseEvent { event: event.map(str::to_owned), data: data.to_owned() })
-        });
+        self.finish_each(&mut owned(out));
     }
 
     /// [`SseReader::finish`], each event handed to `out` as by [`SseReader::feed_each`].
