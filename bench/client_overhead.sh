@@ -38,14 +38,14 @@ TMP=$(mktemp -d)
 # PIN=1 puts the server on CPU 0 and the client on CPU 1.
 SERVER_CPU=() CLIENT_CPU=()
 if [ -n "${PIN:-}" ]; then SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1); fi
-GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 \
+env ${SERVER_THREADS:+GOODPUT_THREADS=$SERVER_THREADS} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$PORT" --ttft 10ms --itl 10ms --tokens-per-chunk 1 \
   --write-log "$TMP/writes.jsonl" 2>"$TMP/serve.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 sleep 0.5
 read -r s_user0 s_sys0 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
 if [ -n "${STALLS:-}" ]; then target/release/examples/stall_probe 3600 "$TMP/stalls.csv" & PROBE=$!; fi
-GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $CLIENT_BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
+env ${CLIENT_THREADS:+GOODPUT_THREADS=$CLIENT_THREADS} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time" $CLIENT_BIN bench --url "http://127.0.0.1:$PORT" -c "$STREAMS" -n "$REQUESTS" \
   --output-tokens "$OUT_TOKENS" --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-auto}" -o "$TMP/run.json" --records "$TMP/rec.jsonl" \
   --header 'X-Request-Id: {request}' >/dev/null
 read -r s_user1 s_sys1 < <(awk '{print $14, $15}' /proc/$SERVER/stat)
@@ -98,11 +98,11 @@ cpu_per_token() { # TIME_FILE TOKENS
 }
 against() { # NAME COMMAND...: prints NAME's CPU per token; sets $us
   local name=$1; shift
-  GOODPUT_THREADS=${SERVER_THREADS:-} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$((PORT + 1))" --ttft 10ms --itl 10ms \
+  env ${SERVER_THREADS:+GOODPUT_THREADS=$SERVER_THREADS} "${SERVER_CPU[@]}" ${SERVER_WRAP:-} $BIN serve --profile fixed -q --port "$((PORT + 1))" --ttft 10ms --itl 10ms \
     --tokens-per-chunk 1 2>"$TMP/serve2.log" &
   local server2=$!
   sleep 0.5
-  GOODPUT_THREADS=${CLIENT_THREADS:-} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time2" "$@" >"$TMP/out2" \
+  env ${CLIENT_THREADS:+GOODPUT_THREADS=$CLIENT_THREADS} "${CLIENT_CPU[@]}" ${CLIENT_WRAP:-} /usr/bin/time -f "%U %S %e" -o "$TMP/time2" "$@" >"$TMP/out2" \
     || { kill $server2; cat "$TMP/out2"; return 1; }
   # The server's chunks that left within 1 ms of their time beside this client.
   curl -s "http://127.0.0.1:$((PORT + 1))/metrics" >"$TMP/metrics2.prom"

@@ -4,11 +4,15 @@
 use goodput::{bench, cli, compare, estimate, merge, monitor, plan, report, serve, shell, sweep};
 use std::process::ExitCode;
 
-/// A count from environment variable `name`: unset is `None`; anything but a
-/// whole number from `min` to `max` is an error that says what it sets.
+/// A count from environment variable `name`: unset or empty (a script's
+/// `NAME=${X:-}`) is `None`; anything else but a whole number from `min`
+/// to `max` is an error that says what it sets.
 fn env_count(name: &str, min: usize, max: usize, what: &str) -> Result<Option<usize>, String> {
     let Some(raw) = std::env::var_os(name) else { return Ok(None) };
     let text = raw.to_string_lossy();
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
     match text.trim().parse::<usize>() {
         Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
         _ => Err(format!("{name}={text:?} is not a count from {min} to {max} ({what}); set it to one, or unset it")),

@@ -675,8 +675,11 @@ fn a_thread_count_out_of_range_is_a_clear_error() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(name) && err.contains("unset it"), "{err}");
     }
-    let out = goodput().env("GOODPUT_STREAM_THREADS", "0").args(["estimate", "-n", "2", "-q"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Off, and set but empty (a script's `GOODPUT_THREADS=${X:-}`: the default).
+    for (name, value) in [("GOODPUT_STREAM_THREADS", "0"), ("GOODPUT_THREADS", ""), ("GOODPUT_STREAM_THREADS", " ")] {
+        let out = goodput().env(name, value).args(["estimate", "-n", "2", "-q"]).output().unwrap();
+        assert!(out.status.success(), "{name}={value:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
 }
 
 #[test]
