@@ -5,7 +5,7 @@
 
 use crate::http1::ReadStamp;
 use crate::ndjson::LineReader;
-use crate::protocol::{error_message, parse_for, Api, PromptBody, Usage};
+use crate::protocol::{error_message, parse_for_into, Api, PromptBody, Usage};
 use crate::sse::SseReader;
 use crate::tokenizer::TokenCounter;
 use goodput_core::{
@@ -27,6 +27,10 @@ use std::time::Duration;
 /// a read whose first chunk waited 8 ms still showed a lag under 2.5 ms.
 pub const LATE_READ: Duration = Duration::from_millis(2);
 
+/// The most output chunks [`ResponseReader::expecting`] makes room for
+/// ahead: past it the list grows as chunks come.
+const RESERVE_CAP: usize = 4096;
+
 /// Reads one response, stream or whole body, into output chunks, counts and
 /// a failure if there was one. Times are offsets on the run's clock.
 #[derive(Debug, Default)]
@@ -40,8 +44,14 @@ pub struct ResponseReader {
     /// Each output chunk's text, kept only when a tokenizer will count it
     /// (per chunk, and joined for the whole output).
     chunk_texts: Option<Vec<String>>,
-    /// Cumulative `usage.completion_tokens` seen on each output chunk.
-    cumulative: Vec<Option<u64>>,
+    /// Cumulative `usage.completion_tokens` seen on each output chunk, while
+    /// every chunk so far carried one (`cumulative_gap`: one did not, and
+    /// the counts are dropped).
+    cumulative: Vec<u64>,
+    cumulative_gap: bool,
+    /// The buffer the next payload's text is parsed into: one allocation
+    /// for a response rather than one a chunk.
+    spare: String,
     usage: Option<Usage>,
     done: bool,
     finish_reason: Option<String>,
@@ -76,6 +86,14 @@ pub struct ResponseReader {
 impl ResponseReader {
     pub fn new(keep_chunk_texts: bool) -> Self {
         ResponseReader { chunk_texts: keep_chunk_texts.then(Vec::new), ..Default::default() }
+    }
+
+    /// Room for `max_tokens` output chunks (at most [`RESERVE_CAP`]), so a
+    /// response's chunks are kept without growing their list as they come.
+    pub fn expecting(mut self, max_tokens: Option<u32>) -> Self {
+        let n = max_tokens.map_or(0, |n| (n as usize).saturating_add(1).min(RESERVE_CAP));
+        self.chunks.reserve(n);
+        self
     }
 
     /// Reads `api`'s responses (OpenAI's chat, by default).
@@ -221,7 +239,7 @@ impl ResponseReader {
         if self.finished() {
             return;
         }
-        let info = match parse_for(self.api, data) {
+        let mut info = match parse_for_into(self.api, data, std::mem::take(&mut self.spare)) {
             Ok(i) => i,
             // What was left when the stream closed, unparseable: the stream
             // was cut inside it, not sent malformed.
@@ -269,14 +287,29 @@ impl ResponseReader {
                 self.read_lag_max = Some(self.read_lag_max.map_or(lag, |m| m.max(lag)));
             }
             self.chunks.push(OutputChunk { t, tokens: 0, channel });
-            self.cumulative.push(info.usage.and_then(|u| u.completion_tokens));
+            match info.usage.and_then(|u| u.completion_tokens) {
+                Some(c) if !self.cumulative_gap => {
+                    if self.cumulative.capacity() == 0 {
+                        self.cumulative.reserve(self.chunks.capacity());
+                    }
+                    self.cumulative.push(c)
+                }
+                _ if !self.cumulative_gap => {
+                    self.cumulative_gap = true;
+                    self.cumulative = Vec::new();
+                }
+                _ => {}
+            }
             if let Some(reply) = &mut self.reply {
                 reply.push_str(&info.text[..info.content_len]);
             }
             if let Some(texts) = &mut self.chunk_texts {
-                texts.push(info.text);
+                texts.push(std::mem::take(&mut info.text));
             }
         }
+        // The text's buffer for the next payload (empty when the text was kept).
+        self.spare = info.text;
+        self.spare.clear();
         if info.done {
             self.done = true;
             self.stream_end = Some(t);
@@ -292,6 +325,7 @@ impl ResponseReader {
             chunks,
             chunk_texts,
             cumulative,
+            cumulative_gap,
             usage,
             done,
             finish_reason,
@@ -338,15 +372,13 @@ impl ResponseReader {
                 (None, None, None) => (0, CountSource::Intended),
             };
 
-        let continuous = !cumulative.is_empty()
-            && cumulative.iter().all(Option::is_some)
-            && cumulative.last().copied().flatten() == Some(rec.output_tokens);
+        let continuous = !cumulative_gap && cumulative.last().copied() == Some(rec.output_tokens);
         let (ks, source): (Vec<u32>, _) = if continuous {
             let mut prev = 0;
             let ks = cumulative
                 .iter()
                 .map(|c| {
-                    let c = c.unwrap_or(prev).max(prev);
+                    let c = (*c).max(prev);
                     // A count past u32 is no server's honest one: the most a chunk holds.
                     let k = u32::try_from(c - prev).unwrap_or(u32::MAX);
                     prev = c;

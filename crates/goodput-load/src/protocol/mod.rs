@@ -391,6 +391,19 @@ pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, ProtocolError> {
     }
 }
 
+/// [`parse_for`], with `text` (emptied) as the buffer an OpenAI payload's
+/// text is gathered in: a reader that hands each chunk's buffer back
+/// allocates once a response rather than once a chunk.
+pub fn parse_for_into(api: Api, data: &str, mut text: String) -> Result<ChunkInfo, ProtocolError> {
+    match api {
+        Api::Chat | Api::Completions => {
+            text.clear();
+            openai::parse_chunk_into(data, text)
+        }
+        _ => parse_for(api, data),
+    }
+}
+
 /// Decodes one JSON payload of a response, or says it is malformed.
 pub(crate) fn decode<'a, T: Deserialize<'a>>(data: &'a str) -> Result<T, ProtocolError> {
     serde_json::from_str(data).map_err(ProtocolError::MalformedJson)

@@ -73,8 +73,8 @@ struct WireChoice<'a> {
     finish_reason: Option<Cow<'a, str>>,
 }
 
-fn nonempty(s: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
-    s.filter(|s| !s.is_empty())
+fn nonempty<'s>(s: &'s Option<Cow<'_, str>>) -> Option<&'s str> {
+    s.as_deref().filter(|s| !s.is_empty())
 }
 
 #[derive(Deserialize)]
@@ -122,8 +122,14 @@ impl WireMessage<'_> {
 /// The plain chunks most servers stream (one choice of plain strings) are
 /// read by a fast path of their own ([`fast`]); all else by serde_json.
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
-    match fast::parse(data) {
-        Some(f) => Ok(read_choice(f.choice, ChunkInfo::default())),
+    parse_chunk_into(data, String::new())
+}
+
+/// [`parse_chunk`], gathering the text in `text` (empty) where the fast path reads it.
+pub(super) fn parse_chunk_into(data: &str, text: String) -> Result<ChunkInfo, ProtocolError> {
+    let mut choice = None;
+    match fast::parse(data, &mut choice) {
+        Some(()) => Ok(read_choice(choice.as_ref(), ChunkInfo { text, ..ChunkInfo::default() })),
         None => parse_chunk_serde(data),
     }
 }
@@ -143,26 +149,26 @@ fn parse_chunk_serde(data: &str) -> Result<ChunkInfo, ProtocolError> {
         return Ok(info);
     }
     // Servers stream one choice per chunk (n = 1, which is what goodput sends).
-    Ok(read_choice(wire.choices.and_then(|c| c.into_iter().next()), info))
+    Ok(read_choice(wire.choices.as_ref().and_then(|c| c.first()), info))
 }
 
 /// `info` with what a payload's first choice carried.
-fn read_choice(choice: Option<WireChoice<'_>>, mut info: ChunkInfo) -> ChunkInfo {
+fn read_choice(choice: Option<&WireChoice<'_>>, mut info: ChunkInfo) -> ChunkInfo {
     let Some(choice) = choice else {
         return info;
     };
     // vLLM's client counts any completions choice, and a chat delta by its rule.
     info.choice = choice.delta.as_ref().is_none_or(WireMessage::vllm_output);
-    info.finish_reason = choice.finish_reason.map(Cow::into_owned);
+    info.finish_reason = choice.finish_reason.as_deref().map(str::to_owned);
     // Content first, then reasoning: `push` counts visible content from the start.
     info.push(Channel::Content, choice.text.as_deref().unwrap_or(""));
-    if let Some(m) = choice.delta.or(choice.message) {
+    if let Some(m) = choice.delta.as_ref().or(choice.message.as_ref()) {
         info.push(Channel::Content, m.content.as_deref().unwrap_or(""));
-        let reasoning = nonempty(m.reasoning_content).or(nonempty(m.reasoning)).or(nonempty(m.thinking));
-        info.push(Channel::Reasoning, reasoning.as_deref().unwrap_or(""));
-        if let Some(calls) = m.tool_calls.filter(|c| !c.is_empty()) {
+        let reasoning = nonempty(&m.reasoning_content).or(nonempty(&m.reasoning)).or(nonempty(&m.thinking));
+        info.push(Channel::Reasoning, reasoning.unwrap_or(""));
+        if let Some(calls) = m.tool_calls.as_ref().filter(|c| !c.is_empty()) {
             info.channel.get_or_insert(Channel::ToolCalls);
-            for call in &calls {
+            for call in calls {
                 if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) {
                     info.text.push_str(args);
                 }

@@ -14,15 +14,12 @@ use std::borrow::Cow;
 /// Deeper than this, a skipped value is left to serde (its own limit is 128).
 const MAX_DEPTH: u32 = 32;
 
-/// What a payload the fast path could read carried: its one choice, if any.
-pub(super) struct Fast<'a> {
-    pub choice: Option<WireChoice<'a>>,
-}
-
-/// Reads `data` if it is a plain chunk; `None`: leave it to serde.
-pub(super) fn parse(data: &str) -> Option<Fast<'_>> {
+/// Reads `data` into `choice` (its one choice, if any) if it is a plain
+/// chunk; `None`: leave it to serde (and `choice` with it). The choice is
+/// built in place: a choice is a few hundred bytes, and returning it
+/// through each level copied it at each.
+pub(super) fn parse<'a>(data: &'a str, choice: &mut Option<WireChoice<'a>>) -> Option<()> {
     let mut p = Parser { s: data.as_bytes(), i: 0, src: data };
-    let mut choice = None;
     let (mut seen_choices, mut seen_object) = (false, false);
     p.object(|p, key| {
         match key {
@@ -30,7 +27,7 @@ pub(super) fn parse(data: &str) -> Option<Fast<'_>> {
                 if std::mem::replace(&mut seen_choices, true) {
                     return None;
                 }
-                choice = p.choices()?;
+                p.choices(choice)?;
             }
             "object" => {
                 if std::mem::replace(&mut seen_object, true) {
@@ -48,7 +45,7 @@ pub(super) fn parse(data: &str) -> Option<Fast<'_>> {
         Some(())
     })?;
     p.ws();
-    (p.i == p.s.len()).then_some(Fast { choice })
+    (p.i == p.s.len()).then_some(())
 }
 
 struct Parser<'a> {
@@ -206,45 +203,42 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `choices`: null, or an array of at most one choice object.
-    fn choices(&mut self) -> Option<Option<WireChoice<'a>>> {
+    /// `choices`: null, or an array of at most one choice object, read into `out`.
+    fn choices(&mut self, out: &mut Option<WireChoice<'a>>) -> Option<()> {
         if self.null()? {
-            return Some(None);
+            return Some(());
         }
         self.eat(b'[')?;
         if self.closes(b']')? {
-            return Some(None);
+            return Some(());
         }
-        let choice = self.choice()?;
-        self.eat(b']')?;
-        Some(Some(choice))
+        self.choice(out.insert(WireChoice { delta: None, message: None, text: None, finish_reason: None }))?;
+        self.eat(b']')
     }
 
-    fn choice(&mut self) -> Option<WireChoice<'a>> {
-        let mut c = WireChoice { delta: None, message: None, text: None, finish_reason: None };
+    fn choice(&mut self, c: &mut WireChoice<'a>) -> Option<()> {
         let mut seen = [false; 4];
         let mut once = |k: usize| !std::mem::replace(&mut seen[k], true);
         self.object(|p, key| {
             match key {
-                "delta" if once(0) => c.delta = p.message()?,
-                "message" if once(1) => c.message = p.message()?,
+                "delta" if once(0) => p.message(&mut c.delta)?,
+                "message" if once(1) => p.message(&mut c.message)?,
                 "text" if once(2) => c.text = p.string_or_null()?.map(Cow::Borrowed),
                 "finish_reason" if once(3) => c.finish_reason = p.string_or_null()?.map(Cow::Borrowed),
                 "delta" | "message" | "text" | "finish_reason" => return None,
                 _ => p.skip(1)?,
             }
             Some(())
-        })?;
-        Some(c)
+        })
     }
 
-    /// A delta or message: null, or an object of strings (a tool or
-    /// function call is serde's).
-    fn message(&mut self) -> Option<Option<WireMessage<'a>>> {
+    /// A delta or message, read into `out`: null, or an object of strings (a
+    /// tool or function call is serde's).
+    fn message(&mut self, out: &mut Option<WireMessage<'a>>) -> Option<()> {
         if self.null()? {
-            return Some(None);
+            return Some(());
         }
-        let mut m = WireMessage {
+        let m = out.insert(WireMessage {
             content: None,
             reasoning_content: None,
             reasoning: None,
@@ -252,7 +246,7 @@ impl<'a> Parser<'a> {
             tool_calls: None,
             role: false,
             function_call: None,
-        };
+        });
         let mut seen = [false; 5];
         let mut once = |k: usize| !std::mem::replace(&mut seen[k], true);
         self.object(|p, key| {
@@ -271,8 +265,7 @@ impl<'a> Parser<'a> {
                 _ => p.skip(2)?,
             }
             Some(())
-        })?;
-        Some(Some(m))
+        })
     }
 }
 
@@ -290,7 +283,7 @@ mod tests {
             (Err(g), Err(w)) => assert_eq!(g.to_string(), w.to_string(), "{data}"),
             _ => panic!("{data}: fast {got:?}, serde {want:?}"),
         }
-        parse(data).is_some()
+        parse(data, &mut None).is_some()
     }
 
     fn payloads(file: &str) -> Vec<String> {
