@@ -93,6 +93,10 @@ impl ResponseReader {
     pub fn expecting(mut self, max_tokens: Option<u32>) -> Self {
         let n = max_tokens.map_or(0, |n| (n as usize).saturating_add(1).min(RESERVE_CAP));
         self.chunks.reserve(n);
+        if let Some(reply) = &mut self.reply {
+            // A few bytes a token.
+            reply.reserve(n * 4);
+        }
         self
     }
 

@@ -33,6 +33,21 @@ fn owned(out: &mut Vec<SseEvent>) -> impl FnMut(Option<&str>, &str) + '_ {
     |event, data| out.push(SseEvent { event: event.map(str::to_owned), data: data.to_owned() })
 }
 
+/// When `bytes` starts with a `data:` line (ending at `end`, a line end)
+/// of UTF-8 followed by a blank line, with both line ends plainly in
+/// `bytes` (LF, or CRLF): the data, and what follows the blank line.
+fn whole_data_event(bytes: &[u8], end: usize) -> Option<(&str, &[u8])> {
+    let value = bytes[..end].strip_prefix(b"data:")?;
+    let value = value.strip_prefix(b" ").unwrap_or(value);
+    let ending = match bytes[end..] {
+        [b'\n', b'\n', ..] => 2,
+        [b'\r', b'\n', b'\r', b'\n', ..] => 4,
+        _ => return None,
+    };
+    let data = std::str::from_utf8(value).ok()?;
+    Some((data, &bytes[end + ending..]))
+}
+
 /// The UTF-8 byte order mark, which the SSE standard drops from the start of
 /// a stream (as the first event's field name it would lose that event).
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -84,6 +99,16 @@ impl SseReader {
             }
         }
         while let Some(pos) = memchr::memchr2(b'\n', b'\r', bytes) {
+            if self.line.is_empty() && !self.has_data {
+                // A whole one-line event in this read (what servers stream
+                // a token in): handed out where it lies, not copied first.
+                if let Some((data, rest)) = whole_data_event(bytes, pos) {
+                    out(self.has_event.then_some(self.event.as_str()), data);
+                    self.has_event = false;
+                    bytes = rest;
+                    continue;
+                }
+            }
             if self.line.is_empty() {
                 // The whole line is in this read: parsed where it lies.
                 self.process_line(&bytes[..pos], out);

@@ -280,10 +280,10 @@ impl Client {
         let give_up = self.cfg.cancel.filter(|c| c.picks_request(id, item.session)).map(|c| Instant::now() + c.after);
         // The answer's content is always kept for its hash (and its scores).
         let mut reader = ResponseReader::new(self.tokenizer.is_some())
-            .expecting(item.max_tokens.filter(|_| self.cfg.body.stream))
             .for_api(self.cfg.body.api)
             .limited(self.cfg.max_buffer)
-            .keeping_reply();
+            .keeping_reply()
+            .expecting(item.max_tokens.filter(|_| self.cfg.body.stream));
         let mut early: Option<Outcome> = None;
         let mut abandoned = false;
         // A token of this request's own: waiting on it locks its own waiter

@@ -31,17 +31,20 @@ use crate::http1::{Conn, Head, ReadStamp};
 use crate::reader::ResponseReader;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
-use std::collections::HashMap;
+use slab::Slab;
 use std::future::Future;
 use std::os::fd::RawFd;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll as TaskPoll, Waker};
 
-/// The token of a thread's waker (job ids start at 1).
+/// The token of a thread's waker (a job's is its key in the thread's slab, plus one).
 const WAKE: Token = Token(0);
+
+/// A job's key before its thread has taken it.
+const NO_KEY: usize = usize::MAX;
 
 /// A connection whose streamed body a reader thread reads: the socket and
 /// its buffer, the response's head (its framing's state), and the stamp of
@@ -65,7 +68,8 @@ struct Slot {
 
 /// One body being read.
 struct Job {
-    id: u64,
+    /// Where the thread keeps it (set by the thread when it takes the job).
+    key: AtomicUsize,
     fd: RawFd,
     /// The request's clock, on the monotonic clock tokio's is made of.
     origin: std::time::Instant,
@@ -114,7 +118,7 @@ impl Job {
 
 enum Cmd {
     Add(Arc<Job>),
-    Remove(u64),
+    Remove(Arc<Job>),
 }
 
 /// One reader thread: where its jobs are sent.
@@ -140,7 +144,6 @@ pub(crate) struct Pool {
 }
 
 static POOL: OnceLock<Option<Pool>> = OnceLock::new();
-static IDS: AtomicU64 = AtomicU64::new(1);
 
 /// How many reader threads: `GOODPUT_STREAM_THREADS` (at most 64; the
 /// command line refuses anything else, a library's caller gets the default
@@ -219,7 +222,8 @@ fn guarded_turn(registry: &Registry, job: &Job) -> bool {
 /// A reader thread's loop: runs for the life of the process, asleep in its
 /// poll while it has nothing to read.
 fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
-    let mut jobs: HashMap<u64, Arc<Job>> = HashMap::new();
+    // A slab, not a map: an event's token is its job's key, found without hashing.
+    let mut jobs: Slab<Arc<Job>> = Slab::new();
     let mut events = Events::with_capacity(1024);
     loop {
         if let Err(e) = poll.poll(&mut events, None) {
@@ -232,7 +236,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                 Cmd::Add(job) => Some(job),
                 Cmd::Remove(_) => None,
             });
-            for job in jobs.into_values().chain(queued) {
+            for job in jobs.into_iter().map(|(_, job)| job).chain(queued) {
                 job.fail(format!("the stream reader's poll failed: {e}"));
             }
             return;
@@ -242,29 +246,33 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
             if ev.token() == WAKE {
                 continue;
             }
-            let id = ev.token().0 as u64;
-            if let Some(job) = jobs.get(&id) {
-                if guarded_turn(registry, job) {
-                    jobs.remove(&id);
-                }
+            let key = ev.token().0 - 1;
+            if jobs.get(key).is_some_and(|job| guarded_turn(registry, job)) {
+                jobs.remove(key);
             }
         }
         while let Ok(cmd) = rx.try_recv() {
             match cmd {
                 Cmd::Add(job) => {
                     let fd = job.fd;
-                    if let Err(e) = registry.register(&mut SourceFd(&fd), Token(job.id as usize), Interest::READABLE) {
+                    let entry = jobs.vacant_entry();
+                    let key = entry.key();
+                    if let Err(e) = registry.register(&mut SourceFd(&fd), Token(key + 1), Interest::READABLE) {
                         job.fail(format!("the stream reader could not poll the socket: {e}"));
                         continue;
                     }
+                    job.key.store(key, Ordering::Relaxed);
                     // Bytes may have come with the head, or before the
                     // registration: read them now.
                     if !guarded_turn(registry, &job) {
-                        jobs.insert(job.id, job);
+                        entry.insert(job);
                     }
                 }
-                Cmd::Remove(id) => {
-                    if let Some(job) = jobs.remove(&id) {
+                Cmd::Remove(job) => {
+                    // Only this job: its key may be another's by now.
+                    let key = job.key.load(Ordering::Relaxed);
+                    if jobs.get(key).is_some_and(|j| Arc::ptr_eq(j, &job)) {
+                        jobs.remove(key);
                         deregister(registry, job.fd);
                     }
                 }
@@ -286,7 +294,7 @@ pub(crate) fn hand_off<'r>(
     work.conn.detach();
     let shard = &pool.shards[pool.next.fetch_add(1, Ordering::Relaxed) % pool.shards.len()];
     let job = Arc::new(Job {
-        id: IDS.fetch_add(1, Ordering::Relaxed),
+        key: AtomicUsize::new(NO_KEY),
         fd: work.conn.fd(),
         origin: origin.into_std(),
         slot: Mutex::new(Slot {
@@ -333,7 +341,7 @@ impl Future for Streaming<'_> {
             }
             if this.job.pump(&mut slot) {
                 // Off the thread's poll before the connection goes back.
-                let _ = this.shard.send(Cmd::Remove(this.job.id));
+                let _ = this.shard.send(Cmd::Remove(this.job.clone()));
             }
         }
         match slot.ended.take() {
@@ -374,6 +382,6 @@ impl Drop for Streaming<'_> {
         *self.reader = std::mem::take(&mut slot.reader);
         drop(slot);
         // The thread deregisters the socket, then drops the connection.
-        let _ = self.shard.send(Cmd::Remove(self.job.id));
+        let _ = self.shard.send(Cmd::Remove(self.job.clone()));
     }
 }
