@@ -5,7 +5,7 @@
 
 use crate::http1::ReadStamp;
 use crate::ndjson::LineReader;
-use crate::protocol::{error_message, parse_for_into, Api, PromptBody, Usage};
+use crate::protocol::{error_message, parse_for_into, Api, ChunkInfo, PromptBody, Usage};
 use crate::sse::SseReader;
 use crate::tokenizer::TokenCounter;
 use goodput_core::{
@@ -49,9 +49,10 @@ pub struct ResponseReader {
     /// the counts are dropped).
     cumulative: Vec<u64>,
     cumulative_gap: bool,
-    /// The buffer the next payload's text is parsed into: one allocation
-    /// for a response rather than one a chunk.
-    spare: String,
+    /// What the last payload carried, parsed in place: its text's buffer
+    /// serves the next payload, one allocation for a response rather than
+    /// one a chunk.
+    info: ChunkInfo,
     usage: Option<Usage>,
     done: bool,
     finish_reason: Option<String>,
@@ -243,8 +244,9 @@ impl ResponseReader {
         if self.finished() {
             return;
         }
-        let mut info = match parse_for_into(self.api, data, std::mem::take(&mut self.spare)) {
-            Ok(i) => i,
+        let info = &mut self.info;
+        match parse_for_into(self.api, data, info) {
+            Ok(()) => {}
             // What was left when the stream closed, unparseable: the stream
             // was cut inside it, not sent malformed.
             Err(e) if self.at_end => {
@@ -256,7 +258,7 @@ impl ResponseReader {
                 return;
             }
         };
-        if let Some(e) = info.error {
+        if let Some(e) = info.error.take() {
             self.failure = Some((FailureKind::MidStreamError, e));
             self.stream_end = Some(t);
             return;
@@ -271,7 +273,7 @@ impl ResponseReader {
             self.choices = Some((self.choices.map_or(t, |c| c.0), t));
         }
         if info.finish_reason.is_some() {
-            self.finish_reason = info.finish_reason;
+            self.finish_reason = info.finish_reason.take();
         }
         if let Some(channel) = info.channel {
             let read = self.read;
@@ -308,12 +310,9 @@ impl ResponseReader {
                 reply.push_str(&info.text[..info.content_len]);
             }
             if let Some(texts) = &mut self.chunk_texts {
-                texts.push(std::mem::take(&mut info.text));
+                texts.push(info.text.clone());
             }
         }
-        // The text's buffer for the next payload (empty when the text was kept).
-        self.spare = info.text;
-        self.spare.clear();
         if info.done {
             self.done = true;
             self.stream_end = Some(t);

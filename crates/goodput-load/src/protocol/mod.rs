@@ -391,16 +391,27 @@ pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, ProtocolError> {
     }
 }
 
-/// [`parse_for`], with `text` (emptied) as the buffer an OpenAI payload's
-/// text is gathered in: a reader that hands each chunk's buffer back
-/// allocates once a response rather than once a chunk.
-pub fn parse_for_into(api: Api, data: &str, mut text: String) -> Result<ChunkInfo, ProtocolError> {
+/// [`parse_for`] into `info`, in place: an OpenAI payload's text is
+/// gathered in the buffer the last one left there, so a reader that parses
+/// each chunk into the same `info` allocates once a response rather than
+/// once a chunk. On an error `info` holds nothing of the payload.
+pub fn parse_for_into(api: Api, data: &str, info: &mut ChunkInfo) -> Result<(), ProtocolError> {
     match api {
-        Api::Chat | Api::Completions => {
-            text.clear();
-            openai::parse_chunk_into(data, text)
+        Api::Chat | Api::Completions => openai::parse_chunk_into(data, info),
+        _ => {
+            *info = ChunkInfo::default();
+            *info = parse_for(api, data)?;
+            Ok(())
         }
-        _ => parse_for(api, data),
+    }
+}
+
+impl ChunkInfo {
+    /// Empties it for the next payload, keeping its text's buffer.
+    fn reset(&mut self) {
+        let mut text = std::mem::take(&mut self.text);
+        text.clear();
+        *self = ChunkInfo { text, ..ChunkInfo::default() };
     }
 }
 

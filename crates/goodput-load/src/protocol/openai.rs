@@ -122,16 +122,20 @@ impl WireMessage<'_> {
 /// The plain chunks most servers stream (one choice of plain strings) are
 /// read by a fast path of their own ([`fast`]); all else by serde_json.
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
-    parse_chunk_into(data, String::new())
+    let mut info = ChunkInfo::default();
+    parse_chunk_into(data, &mut info)?;
+    Ok(info)
 }
 
-/// [`parse_chunk`], gathering the text in `text` (empty) where the fast path reads it.
-pub(super) fn parse_chunk_into(data: &str, text: String) -> Result<ChunkInfo, ProtocolError> {
+/// [`parse_chunk`] into `info`, in place (see [`super::parse_for_into`]).
+pub(super) fn parse_chunk_into(data: &str, info: &mut ChunkInfo) -> Result<(), ProtocolError> {
+    info.reset();
     let mut choice = None;
     match fast::parse(data, &mut choice) {
-        Some(()) => Ok(read_choice(choice.as_ref(), ChunkInfo { text, ..ChunkInfo::default() })),
-        None => parse_chunk_serde(data),
+        Some(()) => read_choice(choice.as_ref(), info),
+        None => *info = parse_chunk_serde(data)?,
     }
+    Ok(())
 }
 
 /// [`parse_chunk`] by serde_json alone: the reference the fast path is held to.
@@ -149,13 +153,14 @@ fn parse_chunk_serde(data: &str) -> Result<ChunkInfo, ProtocolError> {
         return Ok(info);
     }
     // Servers stream one choice per chunk (n = 1, which is what goodput sends).
-    Ok(read_choice(wire.choices.as_ref().and_then(|c| c.first()), info))
+    read_choice(wire.choices.as_ref().and_then(|c| c.first()), &mut info);
+    Ok(info)
 }
 
-/// `info` with what a payload's first choice carried.
-fn read_choice(choice: Option<&WireChoice<'_>>, mut info: ChunkInfo) -> ChunkInfo {
+/// Adds to `info` what a payload's first choice carried.
+fn read_choice(choice: Option<&WireChoice<'_>>, info: &mut ChunkInfo) {
     let Some(choice) = choice else {
-        return info;
+        return;
     };
     // vLLM's client counts any completions choice, and a chat delta by its rule.
     info.choice = choice.delta.as_ref().is_none_or(WireMessage::vllm_output);
@@ -175,7 +180,6 @@ fn read_choice(choice: Option<&WireChoice<'_>>, mut info: ChunkInfo) -> ChunkInf
             }
         }
     }
-    info
 }
 
 #[cfg(test)]
