@@ -14,6 +14,24 @@ use std::borrow::Cow;
 /// Deeper than this, a skipped value is left to serde (its own limit is 128).
 const MAX_DEPTH: u32 = 32;
 
+/// How far [`Parser::string`] reads a string byte by byte before it
+/// searches for the end instead.
+const SHORT: usize = 24;
+
+/// The bytes that end a plain string's run: its closing quote, a backslash
+/// and the control characters (which JSON does not allow unescaped).
+const STOPS: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
 /// Reads `data` into `choice` (its one choice, if any) if it is a plain
 /// chunk; `None`: leave it to serde (and `choice` with it). The choice is
 /// built in place: a choice is a few hundred bytes, and returning it
@@ -116,9 +134,28 @@ impl<'a> Parser<'a> {
             return None;
         }
         let start = self.i + 1;
-        let len = memchr::memchr2(b'"', b'\\', &self.s[start..])?;
+        let rest = &self.s[start..];
+        // Most strings of a chunk are short (its keys, a token's text):
+        // read byte by byte, one table look a byte, as far as `SHORT`;
+        // a longer one is searched for its end and then checked.
+        let mut len = 0;
+        loop {
+            match rest.get(len) {
+                None => return None,
+                Some(&b) if STOPS[b as usize] => break,
+                Some(_) if len + 1 == SHORT => {
+                    len = memchr::memchr2(b'"', b'\\', rest)?;
+                    if rest[..len].iter().any(|&b| b < 0x20) {
+                        return None;
+                    }
+                    break;
+                }
+                Some(_) => len += 1,
+            }
+        }
         let end = start + len;
-        if self.s[end] != b'"' || self.s[start..end].iter().any(|&b| b < 0x20) {
+        // A backslash (an escape) or a control character: serde's.
+        if self.s[end] != b'"' {
             return None;
         }
         self.i = end + 1;
@@ -344,6 +381,14 @@ mod tests {
             r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmnopqrstuvwxyz"}}]}"#,
             r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmn"}}]}"#,
             r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmnopqrstuvwxyz"#,
+            // Where the byte-by-byte read of a string hands over to a search (24 bytes).
+            "{\"choices\":[{\"delta\":{\"content\":\"0123456789abcdefghijklm\tn\"}}]}",
+            "{\"choices\":[{\"delta\":{\"content\":\"0123456789abcdefghijklmn\to\"}}]}",
+            "{\"choices\":[{\"delta\":{\"content\":\"0123456789abcdefghijklmno\tp\"}}]}",
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklm\"n"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmn\"o"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklm"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"0123456789abcdefghijklmno"}}]}"#,
             // Null and empty content, roles.
             r#"{"choices":[{"delta":{"content":null}}]}"#,
             r#"{"choices":[{"delta":{"content":""}}]}"#,
