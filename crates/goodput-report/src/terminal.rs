@@ -743,7 +743,16 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
     let c = &e.config;
     if c.pp > 1 || c.ep > 1 {
         let (tp, pp, dp) = (c.tp.max(1), c.pp.max(1), c.dp.max(1));
-        let _ = write!(o, "  parallelism: TP {tp} × PP {pp} × DP {dp} = {} GPUs", tp * pp * dp);
+        match &c.pd {
+            // Disaggregated: the pools' instances are the replicas.
+            Some(pd) => {
+                let n = pd.prefill.saturating_add(pd.decode);
+                let _ = write!(o, "  parallelism: TP {tp} × PP {pp} × {n} instances = {} GPUs", tp * pp * n);
+            }
+            None => {
+                let _ = write!(o, "  parallelism: TP {tp} × PP {pp} × DP {dp} = {} GPUs", tp * pp * dp);
+            }
+        }
         if pp > 1 {
             let _ = write!(o, " · {pp} pipeline stages, up to {pp} micro-batches in flight");
         }

@@ -516,8 +516,8 @@ impl Search<'_> {
                         if (seq, mbt) == first {
                             notes.extend(left);
                         }
-                        // Disaggregated units are of single-stage, dense-split
-                        // instances: each ratio with EP 1 alone.
+                        // Disaggregated units are of dense-split instances:
+                        // each ratio with EP 1 alone.
                         let units = kept.iter().flat_map(|&pd| {
                             eps.iter().filter(move |&&ep| pd.is_none() || ep == 1).map(move |&ep| (pd, ep))
                         });
@@ -536,16 +536,32 @@ impl Search<'_> {
                                     continue;
                                 }
                                 let made = match pd {
+                                    // The fewest pipeline stages whose
+                                    // instances hold the model.
                                     Some(_) => {
-                                        let c = Candidate {
-                                            tp,
-                                            dp: a.budget / unit,
-                                            max_num_seqs: seq,
-                                            max_num_batched_tokens: mbt as u32,
-                                            pd,
-                                            ..self.base(offer, &gpu, precision)
-                                        };
-                                        Some(self.fits(&c).map(|()| c))
+                                        let mut made = None;
+                                        for &pp in &pps {
+                                            let unit = unit.saturating_mul(pp);
+                                            if unit > a.budget {
+                                                break;
+                                            }
+                                            let c = Candidate {
+                                                tp,
+                                                pp,
+                                                dp: a.budget / unit,
+                                                max_num_seqs: seq,
+                                                max_num_batched_tokens: mbt as u32,
+                                                pd,
+                                                ..self.base(offer, &gpu, precision)
+                                            };
+                                            let fit = self.fits(&c).map(|()| c);
+                                            let done = fit.is_ok();
+                                            made = Some(fit);
+                                            if done {
+                                                break;
+                                            }
+                                        }
+                                        made
                                     }
                                     None => self.fewest_stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32),
                                 };

@@ -414,9 +414,9 @@ pub struct EngineSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct PdSettings {
-    /// Prefill instances, each on `tp` GPUs.
+    /// Prefill instances, each on `tp` × `pp` GPUs.
     pub prefill: u32,
-    /// Decode instances, each on `tp` GPUs.
+    /// Decode instances, each on `tp` × `pp` GPUs.
     pub decode: u32,
     /// Where the link's figures came from: `node` (the GPUs' interconnect,
     /// both pools in one node), `network` (a NIC per GPU) or `given`.

@@ -263,11 +263,11 @@ impl EngineConfig {
                     self.router
                 ));
             }
-            if self.ep > 1 || self.pp > 1 {
+            if self.ep > 1 {
                 return bad(format!(
-                    "--pd {}:{} with --ep {} or --pp {}: pools of expert- or pipeline-parallel instances are not \
-                     modelled yet; drop --pd or set --ep 1 --pp 1",
-                    pd.prefill, pd.decode, self.ep, self.pp
+                    "--pd {}:{} with --ep {}: pools of expert-parallel instances are not modelled yet; drop --pd \
+                     or --ep (pipeline-parallel instances, --pp, are)",
+                    pd.prefill, pd.decode, self.ep
                 ));
             }
         }

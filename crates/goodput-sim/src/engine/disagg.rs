@@ -1,5 +1,5 @@
 //! Prefill/decode disaggregation: a pool of prefill instances and a pool of
-//! decode instances (each on `tp` GPUs), and the link that carries a
+//! decode instances (each on `tp` × `pp` GPUs), and the link that carries a
 //! request's KV cache from the first to the second (docs/simulator.md,
 //! "Prefill/decode disaggregation").
 
@@ -24,7 +24,7 @@ pub struct Disaggregation {
     pub link_latency_us: Option<f64>,
 }
 
-/// GPUs in one node: pools that fit in one (`(P + D) · tp ≤ 8`) move KV
+/// GPUs in one node: pools that fit in one (`(P + D) · tp · pp ≤ 8`) move KV
 /// over the GPUs' own interconnect.
 pub const NODE_GPUS: u32 = 8;
 /// A GPU's network link across nodes, Gb/s: NVIDIA ConnectX-7, "up to 400Gb/s"
@@ -104,7 +104,7 @@ impl LinkKind {
 
 /// The KV link in force: a transfer of n prompt tokens takes
 /// `latency + n · kv_bytes_per_token_per_gpu / bytes_per_s`, each of an
-/// instance's TP GPUs sending its own shard over its own link at once.
+/// instance's TP × PP GPUs sending its own shard over its own link at once.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KvLink {
     pub kind: LinkKind,
@@ -120,7 +120,7 @@ impl KvLink {
     /// PCIe figure) when both pools fit in one node, else a 400 Gb/s NIC.
     pub fn new(cfg: &EngineConfig) -> Option<KvLink> {
         let pd = cfg.pd?;
-        let node = pd.instances().saturating_mul(cfg.tp) <= NODE_GPUS;
+        let node = pd.instances().saturating_mul(cfg.tp).saturating_mul(cfg.pp) <= NODE_GPUS;
         let (kind, gbps) = match pd.link_gbps {
             Some(g) => (LinkKind::Given, g),
             None if node => (LinkKind::Node, cfg.gpu.interconnect_gb_s * 8.0),
@@ -132,7 +132,11 @@ impl KvLink {
             kind,
             gbps,
             latency: Duration::from_secs_f64(latency_us * 1e-6),
-            kv_bytes_per_token_per_gpu: cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
+            // With pipeline stages each GPU holds its stage's layers' KV and
+            // sends it at once with the others: the largest stage's share.
+            kv_bytes_per_token_per_gpu: cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp)
+                * cfg.model.num_layers.div_ceil(cfg.pp.max(1)) as f64
+                / cfg.model.num_layers.max(1) as f64,
         })
     }
 

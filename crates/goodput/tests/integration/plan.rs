@@ -265,6 +265,32 @@ fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
     assert!(err.contains("positive"), "{err}");
 }
 
+/// A model one GPU cannot hold is disaggregated over pipeline-parallel
+/// instances: each pool's instance gets the fewest stages that hold it.
+#[test]
+fn plan_gives_disaggregated_instances_the_stages_that_hold_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pd-pp.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-70b", "--gpus", "8", "--gpu", "h100=2", "--tp", "1"])
+        .args(["--pp", "1,2,4", "--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "1:1"])
+        .args(["--input-tokens", "500", "--output-tokens", "50", "--concurrency", "1,4"])
+        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --pd --pp");
+    let configs = doc["configs"].as_array().unwrap();
+    let pd: Vec<&Value> = configs.iter().filter(|c| c["params"]["pd"].is_string()).collect();
+    assert_eq!(pd.len(), 1, "{configs:?}");
+    // 140 GB of weights: two stages of one H100 an instance, two units of
+    // one prefill and one decode instance, eight GPUs.
+    let p = &pd[0]["params"];
+    assert_eq!((p["pp"].as_str(), p["dp"].as_str(), pd[0]["gpus"].as_u64()), (Some("2"), Some("2"), Some(8)));
+    assert!(pd[0]["id"].as_str().unwrap().contains(" pp2"), "{}", pd[0]["id"]);
+}
+
 /// `--pd`: the ratios given are searched beside colocated serving, each
 /// configuration counting both pools' GPUs; a ratio far from the
 /// workload's prefill:decode balance is left out with the reason; a ratio

@@ -969,6 +969,42 @@ mod tests {
     }
 
     #[test]
+    fn pools_of_pipeline_parallel_instances_send_each_stage_s_share_of_the_kv() {
+        // Two stages an instance: 2 GPUs each, 4 in all; each GPU holds half
+        // the layers' KV and sends it beside the other stage's GPU.
+        let mut pp = h100_8b();
+        pp.pp = 2;
+        let c = disaggregated(&pp, "1:1");
+        c.validate().unwrap();
+        assert_eq!(c.gpus(), 4);
+        let link = crate::engine::KvLink::new(&c).unwrap();
+        assert_eq!((link.kind, link.kv_bytes_per_token_per_gpu), (crate::engine::disagg::LinkKind::Node, 65_536.0));
+        let whole = crate::engine::KvLink::new(&disaggregated(&h100_8b(), "1:1")).unwrap();
+        assert!(link.transfer_time(2000) < whole.transfer_time(2000));
+        // At one user TTFT is the pipelined engine's, colocated, plus the
+        // transfer and one decode step of the same pipeline.
+        let load = VirtualLoad::closed_loop(same(3, 2000, 16), 1);
+        let colo = simulate(&pp, &load).unwrap();
+        let run = simulate(&c, &load).unwrap();
+        let mut shape = crate::engine::BatchShape::default();
+        shape.add_prefill(1999, 1);
+        let decode_step = Roofline::new(&c).unwrap().step_time(&shape);
+        let transfer = link.transfer_time(2000);
+        for (a, b) in run.records.iter().zip(&colo.records) {
+            assert!(a.outcome.is_success() && a.chunks.len() == 16);
+            let extra = a.ttft().unwrap() - b.ttft().unwrap() - transfer;
+            assert!(extra.abs_diff(decode_step) < Duration::from_micros(2), "{extra:?} vs {decode_step:?}");
+        }
+        assert_eq!(run.engine.provisioned_w, 4.0 * c.gpu.tdp_w);
+        // Expert parallelism in the pools is still refused, with the fix.
+        let mut moe = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
+        moe.ep = 2;
+        moe.pd = c.pd;
+        let e = moe.validate().unwrap_err().to_string();
+        assert!(e.contains("--ep 2") && e.contains("drop --pd or --ep"), "{e}");
+    }
+
+    #[test]
     fn under_tensorrt_llm_s_scheduler_a_decode_instance_takes_the_kv_it_was_sent() {
         // The decode instance computes the last prompt token over the KV
         // that crossed, not the whole prompt again: its TTFT over colocated
