@@ -114,12 +114,13 @@ impl EngineConfig {
         }
         let name = "goodput_engine_parallel_info";
         format!(
-            "# HELP {name} The simulated engine's parallel layout (GPUs = tp × pp × dp; ep: GPUs the experts are \
-             spread over; ranks: data-parallel ranks a scheduler drives).\n# TYPE {name} gauge\n\
+            "# HELP {name} The simulated engine's parallel layout (GPUs = tp × pp × dp, dp being both pools' \
+             instances when prefill and decode are disaggregated; ep: GPUs the experts are spread over; ranks: \
+             data-parallel ranks a scheduler drives).\n# TYPE {name} gauge\n\
              {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"}} 1\n",
             self.tp,
             self.pp,
-            self.dp,
+            self.pd.map_or(self.dp, |pd| pd.instances()),
             self.ep,
             self.attention_ranks()
         )

@@ -681,6 +681,32 @@ async fn a_serial_front_end_takes_requests_sent_together_one_at_a_time() {
     }
 }
 
+/// Pools of two-stage instances: each GPU sends its stage's half of the KV,
+/// the decode instance streams the answer, and the layout gauge counts
+/// both pools' instances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disaggregated_pools_of_pipeline_parallel_instances_serve_and_say_so() {
+    let mut cfg = config();
+    cfg.engine.pp = 2;
+    cfg.engine.pd = Some(goodput_sim::engine::Disaggregation::parse("1:1").unwrap());
+    cfg.engine.validate().unwrap();
+    assert_eq!(cfg.engine.gpus(), 4);
+    let (base, _server, _stop) = start(cfg).await;
+    let http = client();
+    let body = json!({"prompt": words(255, "pp-"), "max_tokens": 5, "stream": true});
+    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(tokens(&events(&r.text().await.unwrap())), 5);
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let at = |name: &str, engine: u32| metric(&text, &format!("{name}{{engine=\"{engine}\",model_name=\"sim-8b\"}}"));
+    assert_eq!(at("vllm:nixl_xfer_time_seconds_count", 1), 1.0);
+    assert_eq!(
+        metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"2\",dp=\"2\",ep=\"1\",ranks=\"1\"}"),
+        1.0,
+        "{text}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disaggregated_pools_move_the_kv_and_export_vllms_nixl_histogram() {
     // One prefill and one decode instance on a 1 Gb/s link: a 256-token
