@@ -747,7 +747,11 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
             // Disaggregated: the pools' instances are the replicas.
             Some(pd) => {
                 let n = pd.prefill.saturating_add(pd.decode);
-                let _ = write!(o, "  parallelism: TP {tp} × PP {pp} × {n} instances = {} GPUs", tp * pp * n);
+                // An expert-parallel instance is a group of EP / TP ranks.
+                let ranks = (c.ep / tp).max(1);
+                let of = if ranks > 1 { format!(" of {ranks} ranks") } else { String::new() };
+                let _ =
+                    write!(o, "  parallelism: TP {tp} × PP {pp} × {n} instances{of} = {} GPUs", tp * pp * n * ranks);
             }
             None => {
                 let _ = write!(o, "  parallelism: TP {tp} × PP {pp} × DP {dp} = {} GPUs", tp * pp * dp);

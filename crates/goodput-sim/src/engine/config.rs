@@ -184,10 +184,15 @@ impl EngineConfig {
         Ok(EngineConfig::new(ModelSpec::lookup(model)?, GpuSpec::lookup(gpu)?, precision))
     }
 
-    /// Every GPU the configuration runs on: TP × PP × DP, or TP × PP ×
-    /// both pools' instances when disaggregated.
+    /// Every GPU the configuration runs on: TP × PP × DP, or, when
+    /// disaggregated, TP × PP × both pools' instances × each instance's
+    /// data-parallel ranks (an expert-parallel instance has EP / TP).
     pub fn gpus(&self) -> u32 {
-        self.tp.saturating_mul(self.pp).saturating_mul(self.pd.map_or(self.dp, |pd| pd.instances()))
+        let replicas = match self.pd {
+            Some(pd) => pd.instances().saturating_mul(self.attention_ranks()),
+            None => self.dp,
+        };
+        self.tp.saturating_mul(self.pp).saturating_mul(replicas)
     }
 
     /// The sequence cap in force: the configured one, else the scheduler's
@@ -261,13 +266,6 @@ impl EngineConfig {
                     "--router {} picks among --dp replicas; with --pd each pool routes to its least-loaded \
                      instance: drop --router",
                     self.router
-                ));
-            }
-            if self.ep > 1 {
-                return bad(format!(
-                    "--pd {}:{} with --ep {}: pools of expert-parallel instances are not modelled yet; drop --pd \
-                     or --ep (pipeline-parallel instances, --pp, are)",
-                    pd.prefill, pd.decode, self.ep
                 ));
             }
         }

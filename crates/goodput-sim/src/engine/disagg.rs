@@ -1,5 +1,6 @@
 //! Prefill/decode disaggregation: a pool of prefill instances and a pool of
-//! decode instances (each on `tp` × `pp` GPUs), and the link that carries a
+//! decode instances (each on `tp` × `pp` GPUs, times its ranks when it is
+//! an expert-parallel group), and the link that carries a
 //! request's KV cache from the first to the second (docs/simulator.md,
 //! "Prefill/decode disaggregation").
 
@@ -24,7 +25,7 @@ pub struct Disaggregation {
     pub link_latency_us: Option<f64>,
 }
 
-/// GPUs in one node: pools that fit in one (`(P + D) · tp · pp ≤ 8`) move KV
+/// GPUs in one node: pools that fit in one (`(P + D) · tp · pp · ranks ≤ 8`) move KV
 /// over the GPUs' own interconnect.
 pub const NODE_GPUS: u32 = 8;
 /// A GPU's network link across nodes, Gb/s: NVIDIA ConnectX-7, "up to 400Gb/s"
@@ -120,7 +121,7 @@ impl KvLink {
     /// PCIe figure) when both pools fit in one node, else a 400 Gb/s NIC.
     pub fn new(cfg: &EngineConfig) -> Option<KvLink> {
         let pd = cfg.pd?;
-        let node = pd.instances().saturating_mul(cfg.tp).saturating_mul(cfg.pp) <= NODE_GPUS;
+        let node = cfg.gpus() <= NODE_GPUS;
         let (kind, gbps) = match pd.link_gbps {
             Some(g) => (LinkKind::Given, g),
             None if node => (LinkKind::Node, cfg.gpu.interconnect_gb_s * 8.0),

@@ -115,12 +115,12 @@ impl EngineConfig {
         let name = "goodput_engine_parallel_info";
         format!(
             "# HELP {name} The simulated engine's parallel layout (GPUs = tp × pp × dp, dp being both pools' \
-             instances when prefill and decode are disaggregated; ep: GPUs the experts are spread over; ranks: \
+             instances times their ranks when prefill and decode are disaggregated; ep: GPUs the experts are spread over; ranks: \
              data-parallel ranks a scheduler drives).\n# TYPE {name} gauge\n\
              {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"}} 1\n",
             self.tp,
             self.pp,
-            self.pd.map_or(self.dp, |pd| pd.instances()),
+            self.pd.map_or(self.dp, |pd| pd.instances().saturating_mul(self.attention_ranks())),
             self.ep,
             self.attention_ranks()
         )
@@ -163,7 +163,9 @@ impl EngineConfig {
             ));
         }
         let ranks = self.ep / tp;
-        if !self.dp.is_multiple_of(ranks) {
+        // Disaggregated, each pool's instance is one expert-parallel group
+        // of these ranks (and --dp is refused).
+        if self.pd.is_none() && !self.dp.is_multiple_of(ranks) {
             return bad(format!(
                 "--ep {} with --tp {tp} spans {ranks} data-parallel ranks, but --dp {} is not a multiple of {ranks}; \
                  use --dp {ranks} (or a multiple), or --ep {}",

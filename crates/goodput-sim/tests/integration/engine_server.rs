@@ -681,11 +681,11 @@ async fn a_serial_front_end_takes_requests_sent_together_one_at_a_time() {
     }
 }
 
-/// Pools of two-stage instances: each GPU sends its stage's half of the KV,
-/// the decode instance streams the answer, and the layout gauge counts
-/// both pools' instances.
+/// Pools of two-stage instances, then of expert-parallel groups: the
+/// decode instance streams the answer, and the layout gauge counts both
+/// pools' instances and their ranks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn disaggregated_pools_of_pipeline_parallel_instances_serve_and_say_so() {
+async fn disaggregated_pools_of_pipeline_and_expert_parallel_instances_serve_and_say_so() {
     let mut cfg = config();
     cfg.engine.pp = 2;
     cfg.engine.pd = Some(goodput_sim::engine::Disaggregation::parse("1:1").unwrap());
@@ -702,6 +702,23 @@ async fn disaggregated_pools_of_pipeline_parallel_instances_serve_and_say_so() {
     assert_eq!(at("vllm:nixl_xfer_time_seconds_count", 1), 1.0);
     assert_eq!(
         metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"2\",dp=\"2\",ep=\"1\",ranks=\"1\"}"),
+        1.0,
+        "{text}"
+    );
+    // Pools of expert-parallel groups: two ranks an instance, four in all.
+    let mut engine = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
+    engine.ep = 2;
+    engine.pd = Some(goodput_sim::engine::Disaggregation::parse("1:1").unwrap());
+    let cfg = EngineServerConfig { speed: 10.0, model_name: "sim-moe".into(), ..EngineServerConfig::new(engine) };
+    let (base, server, _stop) = start(cfg).await;
+    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(tokens(&events(&r.text().await.unwrap())), 5);
+    assert_eq!(server.replica_stats().len(), 2);
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert_eq!(metric(&text, "vllm:nixl_xfer_time_seconds_count{engine=\"1\",model_name=\"sim-moe\"}"), 1.0);
+    assert_eq!(
+        metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"1\",dp=\"4\",ep=\"2\",ranks=\"2\"}"),
         1.0,
         "{text}"
     );

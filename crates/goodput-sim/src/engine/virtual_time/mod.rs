@@ -996,12 +996,35 @@ mod tests {
             assert!(extra.abs_diff(decode_step) < Duration::from_micros(2), "{extra:?} vs {decode_step:?}");
         }
         assert_eq!(run.engine.provisioned_w, 4.0 * c.gpu.tdp_w);
-        // Expert parallelism in the pools is still refused, with the fix.
-        let mut moe = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
-        moe.ep = 2;
-        moe.pd = c.pd;
-        let e = moe.validate().unwrap_err().to_string();
-        assert!(e.contains("--ep 2") && e.contains("drop --pd or --ep"), "{e}");
+    }
+
+    #[test]
+    fn pools_of_expert_parallel_instances_are_groups_of_ranks() {
+        // EP 2 over TP 1: each instance is a group of two data-parallel
+        // ranks sharing the experts, one scheduler; 1:1 pools, 4 GPUs.
+        let mut group = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
+        (group.ep, group.dp) = (2, 2);
+        let c = disaggregated(&EngineConfig { dp: 1, ..group.clone() }, "1:1");
+        c.validate().unwrap();
+        assert_eq!((c.attention_ranks(), c.engines(), c.gpus()), (2, 2, 4));
+        // At one user TTFT is the colocated group's plus the transfer (one
+        // rank's KV, on its TP GPUs) and one decode step of the group.
+        let load = VirtualLoad::closed_loop(same(3, 2000, 16), 1);
+        let colo = simulate(&group, &load).unwrap();
+        let run = simulate(&c, &load).unwrap();
+        let link = crate::engine::KvLink::new(&c).unwrap();
+        assert_eq!(link.kv_bytes_per_token_per_gpu, c.model.kv_bytes_per_token_per_gpu(c.kv_cache_dtype, 1));
+        let mut shape = crate::engine::BatchShape::default();
+        shape.add_prefill(1999, 1);
+        let decode_step = Roofline::new(&c).unwrap().step_time(&shape);
+        for (a, b) in run.records.iter().zip(&colo.records) {
+            assert!(a.outcome.is_success() && a.chunks.len() == 16);
+            let extra = a.ttft().unwrap() - b.ttft().unwrap() - link.transfer_time(2000);
+            assert!(extra.abs_diff(decode_step) < Duration::from_micros(2), "{extra:?} vs {decode_step:?}");
+        }
+        // Every GPU of both groups is provisioned.
+        assert_eq!(run.engine.provisioned_w, 4.0 * c.gpu.tdp_w);
+        assert_eq!(colo.engine.provisioned_w, 2.0 * c.gpu.tdp_w);
     }
 
     #[test]
