@@ -446,7 +446,8 @@ impl Search<'_> {
         cfg.tp = c.tp;
         cfg.pp = c.pp;
         cfg.ep = c.ep;
-        cfg.dp = c.ranks();
+        // Disaggregated, each instance is one group of the ranks (--dp is the pools').
+        cfg.dp = if c.pd.is_some() { 1 } else { c.ranks() };
         cfg.kv_cache_dtype = self.kv_cache_dtype;
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
@@ -516,11 +517,7 @@ impl Search<'_> {
                         if (seq, mbt) == first {
                             notes.extend(left);
                         }
-                        // Disaggregated units are of dense-split instances:
-                        // each ratio with EP 1 alone.
-                        let units = kept.iter().flat_map(|&pd| {
-                            eps.iter().filter(move |&&ep| pd.is_none() || ep == 1).map(move |&ep| (pd, ep))
-                        });
+                        let units = kept.iter().flat_map(|&pd| eps.iter().map(move |&ep| (pd, ep)));
                         for ((pd, ep), &router) in units.flat_map(|u| routers.iter().map(move |r| (u, r))) {
                             // Disaggregated pools route to their least-loaded
                             // instance: no router to choose.
@@ -535,36 +532,8 @@ impl Search<'_> {
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
                                     continue;
                                 }
-                                let made = match pd {
-                                    // The fewest pipeline stages whose
-                                    // instances hold the model.
-                                    Some(_) => {
-                                        let mut made = None;
-                                        for &pp in &pps {
-                                            let unit = unit.saturating_mul(pp);
-                                            if unit > a.budget {
-                                                break;
-                                            }
-                                            let c = Candidate {
-                                                tp,
-                                                pp,
-                                                dp: a.budget / unit,
-                                                max_num_seqs: seq,
-                                                max_num_batched_tokens: mbt as u32,
-                                                pd,
-                                                ..self.base(offer, &gpu, precision)
-                                            };
-                                            let fit = self.fits(&c).map(|()| c);
-                                            let done = fit.is_ok();
-                                            made = Some(fit);
-                                            if done {
-                                                break;
-                                            }
-                                        }
-                                        made
-                                    }
-                                    None => self.fewest_stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32),
-                                };
+                                let made =
+                                    self.fewest_stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32, pd);
                                 match made {
                                     Some(Ok(c)) => {
                                         staged |= c.pp > 1;
@@ -599,7 +568,8 @@ impl Search<'_> {
         Ok((groups, notes))
     }
 
-    /// The configuration of `tp` (and EP size `ep`) with the fewest of
+    /// The configuration of `tp` (and EP size `ep`, and disaggregated pools
+    /// `pd` of instances that are each such a replica) with the fewest of
     /// `pps` pipeline stages that fit the budget and hold the model, or why
     /// none does; `None` where `ep` cannot go with `tp` or the budget.
     #[allow(clippy::too_many_arguments)]
@@ -613,20 +583,22 @@ impl Search<'_> {
         pps: &[u32],
         seq: u32,
         mbt: u32,
+        pd: Option<(u32, u32)>,
     ) -> Option<Result<Candidate>> {
         let experts = self.model.moe.map_or(1, |m| m.num_experts);
         if ep > 1 && (!ep.is_multiple_of(tp) || !experts.is_multiple_of(ep)) {
             return None;
         }
         let ranks = if ep > 1 { ep / tp } else { 1 };
+        let instances = pd.map_or(1, |(p, d)| p + d);
         let mut last = None;
         for &pp in pps {
-            let replica = tp * pp * ranks;
-            if replica > self.args.budget {
+            let unit = tp.saturating_mul(pp).saturating_mul(ranks).saturating_mul(instances);
+            if unit > self.args.budget {
                 break;
             }
-            // Whole expert-parallel groups fill the budget.
-            let dp = self.args.budget / (tp * pp) / ranks * ranks;
+            // Whole expert-parallel groups (whole disaggregated units) fill the budget.
+            let dp = self.args.budget / (tp * pp * instances) / ranks * ranks;
             let c = Candidate {
                 tp,
                 dp,
@@ -634,6 +606,7 @@ impl Search<'_> {
                 ep,
                 max_num_seqs: seq,
                 max_num_batched_tokens: mbt,
+                pd,
                 ..self.base(offer, gpu, precision)
             };
             match self.fits(&c) {

@@ -266,7 +266,8 @@ fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
 }
 
 /// A model one GPU cannot hold is disaggregated over pipeline-parallel
-/// instances: each pool's instance gets the fewest stages that hold it.
+/// instances: each pool's instance gets the fewest stages that hold it;
+/// a mixture of experts over instances that are expert-parallel groups.
 #[test]
 fn plan_gives_disaggregated_instances_the_stages_that_hold_the_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -289,6 +290,23 @@ fn plan_gives_disaggregated_instances_the_stages_that_hold_the_model() {
     let p = &pd[0]["params"];
     assert_eq!((p["pp"].as_str(), p["dp"].as_str(), pd[0]["gpus"].as_u64()), (Some("2"), Some("2"), Some(8)));
     assert!(pd[0]["id"].as_str().unwrap().contains(" pp2"), "{}", pd[0]["id"]);
+    // A mixture of experts: instances that are expert-parallel groups too.
+    let out = dir.path().join("pd-ep.json");
+    goodput()
+        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpus", "4", "--gpu", "h100=2", "--tp", "1"])
+        .args(["--ep", "2", "--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "1:1"])
+        .args(["--input-tokens", "500", "--output-tokens", "50", "--concurrency", "1,4"])
+        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let configs = doc["configs"].as_array().unwrap();
+    let pd: Vec<&Value> = configs.iter().filter(|c| c["params"]["pd"].is_string()).collect();
+    // One unit: a prefill and a decode instance, each two ranks of one GPU.
+    assert_eq!(pd.len(), 1, "{configs:?}");
+    let p = &pd[0]["params"];
+    assert_eq!((p["ep"].as_str(), pd[0]["gpus"].as_u64(), pd[0]["status"].as_str()), (Some("2"), Some(4), Some("ok")));
 }
 
 /// `--pd`: the ratios given are searched beside colocated serving, each
