@@ -271,42 +271,36 @@ fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
 #[test]
 fn plan_gives_disaggregated_instances_the_stages_that_hold_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("pd-pp.json");
-    goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-70b", "--gpus", "8", "--gpu", "h100=2", "--tp", "1"])
-        .args(["--pp", "1,2,4", "--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "1:1"])
-        .args(["--input-tokens", "500", "--output-tokens", "50", "--concurrency", "1,4"])
-        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let doc = read_json(&out);
-    assert_valid(&doc, "FrontierResult", "plan --pd --pp");
-    let configs = doc["configs"].as_array().unwrap();
-    let pd: Vec<&Value> = configs.iter().filter(|c| c["params"]["pd"].is_string()).collect();
-    assert_eq!(pd.len(), 1, "{configs:?}");
+    // The one disaggregated configuration `plan --pd 1:1` finds for
+    // `model` on `gpus` H100s with TP 1 and `extra`.
+    let pd_config = |model: &str, gpus: &str, extra: &[&str]| -> Value {
+        let out = dir.path().join(format!("{model}.json"));
+        goodput()
+            .args(["plan", "-q", "--model", model, "--gpus", gpus, "--gpu", "h100=2", "--tp", "1", "--pd", "1:1"])
+            .args(extra)
+            .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--input-tokens", "500"])
+            .args(["--output-tokens", "50", "--concurrency", "1,4", "--requests-per-user", "2", "--jobs", "2", "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let doc = read_json(&out);
+        assert_valid(&doc, "FrontierResult", "plan --pd");
+        let pd: Vec<Value> =
+            doc["configs"].as_array().unwrap().iter().filter(|c| c["params"]["pd"].is_string()).cloned().collect();
+        assert_eq!(pd.len(), 1, "{:?}", doc["configs"]);
+        pd[0].clone()
+    };
     // 140 GB of weights: two stages of one H100 an instance, two units of
     // one prefill and one decode instance, eight GPUs.
-    let p = &pd[0]["params"];
-    assert_eq!((p["pp"].as_str(), p["dp"].as_str(), pd[0]["gpus"].as_u64()), (Some("2"), Some("2"), Some(8)));
-    assert!(pd[0]["id"].as_str().unwrap().contains(" pp2"), "{}", pd[0]["id"]);
-    // A mixture of experts: instances that are expert-parallel groups too.
-    let out = dir.path().join("pd-ep.json");
-    goodput()
-        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpus", "4", "--gpu", "h100=2", "--tp", "1"])
-        .args(["--ep", "2", "--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "1:1"])
-        .args(["--input-tokens", "500", "--output-tokens", "50", "--concurrency", "1,4"])
-        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let doc = read_json(&out);
-    let configs = doc["configs"].as_array().unwrap();
-    let pd: Vec<&Value> = configs.iter().filter(|c| c["params"]["pd"].is_string()).collect();
-    // One unit: a prefill and a decode instance, each two ranks of one GPU.
-    assert_eq!(pd.len(), 1, "{configs:?}");
-    let p = &pd[0]["params"];
-    assert_eq!((p["ep"].as_str(), pd[0]["gpus"].as_u64(), pd[0]["status"].as_str()), (Some("2"), Some(4), Some("ok")));
+    let c = pd_config("llama-3.1-70b", "8", &["--pp", "1,2,4"]);
+    let p = &c["params"];
+    assert_eq!((p["pp"].as_str(), p["dp"].as_str(), c["gpus"].as_u64()), (Some("2"), Some("2"), Some(8)));
+    assert!(c["id"].as_str().unwrap().contains(" pp2"), "{}", c["id"]);
+    // A mixture of experts: one unit of a prefill and a decode instance,
+    // each an expert-parallel group of two ranks of one GPU.
+    let c = pd_config("qwen3-30b-a3b", "4", &["--ep", "2"]);
+    let p = &c["params"];
+    assert_eq!((p["ep"].as_str(), c["gpus"].as_u64(), c["status"].as_str()), (Some("2"), Some(4), Some("ok")));
 }
 
 /// `--pd`: the ratios given are searched beside colocated serving, each
