@@ -94,11 +94,17 @@ impl ResponseReader {
     pub fn expecting(mut self, max_tokens: Option<u32>) -> Self {
         let n = max_tokens.map_or(0, |n| (n as usize).saturating_add(1).min(RESERVE_CAP));
         self.chunks.reserve(n);
-        if let Some(reply) = &mut self.reply {
-            // A few bytes a token.
-            reply.reserve(n * 4);
-        }
+        self.reserve_reply();
         self
+    }
+
+    /// Room in the kept reply for the chunks made room for (a few bytes a
+    /// token), whichever of [`ResponseReader::expecting`] and
+    /// [`ResponseReader::keeping_reply`] came first.
+    fn reserve_reply(&mut self) {
+        if let Some(reply) = &mut self.reply {
+            reply.reserve(self.chunks.capacity().saturating_mul(4));
+        }
     }
 
     /// Reads `api`'s responses (OpenAI's chat, by default).
@@ -131,8 +137,10 @@ impl ResponseReader {
     }
 
     /// Also keeps the answer's visible content, for [`ResponseReader::take_reply`].
-    pub fn keeping_reply(self) -> Self {
-        ResponseReader { reply: Some(String::new()), ..self }
+    pub fn keeping_reply(mut self) -> Self {
+        self.reply = Some(String::new());
+        self.reserve_reply();
+        self
     }
 
     /// The answer's visible content, when kept.
@@ -293,18 +301,19 @@ impl ResponseReader {
                 self.read_lag_max = Some(self.read_lag_max.map_or(lag, |m| m.max(lag)));
             }
             self.chunks.push(OutputChunk { t, tokens: 0, channel });
-            match info.usage.and_then(|u| u.completion_tokens) {
-                Some(c) if !self.cumulative_gap => {
-                    if self.cumulative.capacity() == 0 {
-                        self.cumulative.reserve(self.chunks.capacity());
+            if !self.cumulative_gap {
+                match info.usage.and_then(|u| u.completion_tokens) {
+                    Some(c) => {
+                        if self.cumulative.capacity() == 0 {
+                            self.cumulative.reserve(self.chunks.capacity());
+                        }
+                        self.cumulative.push(c);
                     }
-                    self.cumulative.push(c)
+                    None => {
+                        self.cumulative_gap = true;
+                        self.cumulative = Vec::new();
+                    }
                 }
-                _ if !self.cumulative_gap => {
-                    self.cumulative_gap = true;
-                    self.cumulative = Vec::new();
-                }
-                _ => {}
             }
             if let Some(reply) = &mut self.reply {
                 reply.push_str(&info.text[..info.content_len]);
