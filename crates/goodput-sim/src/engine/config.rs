@@ -188,11 +188,7 @@ impl EngineConfig {
     /// disaggregated, TP × PP × both pools' instances × each instance's
     /// data-parallel ranks (an expert-parallel instance has EP / TP).
     pub fn gpus(&self) -> u32 {
-        let replicas = match self.pd {
-            Some(pd) => pd.instances().saturating_mul(self.attention_ranks()),
-            None => self.dp,
-        };
-        self.tp.saturating_mul(self.pp).saturating_mul(replicas)
+        self.tp.saturating_mul(self.pp).saturating_mul(self.all_ranks())
     }
 
     /// The sequence cap in force: the configured one, else the scheduler's

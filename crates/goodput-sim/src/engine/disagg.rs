@@ -136,8 +136,7 @@ impl KvLink {
             // With pipeline stages each GPU holds its stage's layers' KV and
             // sends it at once with the others: the largest stage's share.
             kv_bytes_per_token_per_gpu: cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp)
-                * cfg.model.num_layers.div_ceil(cfg.pp.max(1)) as f64
-                / cfg.model.num_layers.max(1) as f64,
+                * cfg.stage_share(),
         })
     }
 

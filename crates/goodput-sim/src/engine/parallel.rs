@@ -75,6 +75,23 @@ impl EngineConfig {
         }
     }
 
+    /// The share of the model's layers (and so of a token's KV) on one
+    /// pipeline stage: the largest stage's, 1 without pipeline parallelism.
+    pub fn stage_share(&self) -> f64 {
+        let layers = self.model.num_layers.max(1);
+        layers.div_ceil(self.pp.max(1)) as f64 / layers as f64
+    }
+
+    /// Every data-parallel rank the configuration runs: `--dp`, or both
+    /// pools' instances times each one's ranks when disaggregated (an
+    /// expert-parallel instance has EP / TP). GPUs = TP × PP × these.
+    pub fn all_ranks(&self) -> u32 {
+        match self.pd {
+            Some(pd) => pd.instances().saturating_mul(self.attention_ranks()),
+            None => self.dp,
+        }
+    }
+
     /// The engines (schedulers) the configuration runs: one per data-parallel
     /// rank, or per expert-parallel group of ranks, or per instance of the
     /// prefill and decode pools.
@@ -120,7 +137,7 @@ impl EngineConfig {
              {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"}} 1\n",
             self.tp,
             self.pp,
-            self.pd.map_or(self.dp, |pd| pd.instances().saturating_mul(self.attention_ranks())),
+            self.all_ranks(),
             self.ep,
             self.attention_ranks()
         )
@@ -213,7 +230,7 @@ pub(super) fn per_gpu(cfg: &EngineConfig, weight_bytes: f64, kv_bytes_per_token:
     };
     let spread = cfg.ep.max(cfg.tp) as f64;
     let replica = (weight_bytes - experts) / cfg.tp as f64 + experts / spread;
-    let stage = m.num_layers.div_ceil(cfg.pp) as f64 / m.num_layers as f64;
+    let stage = cfg.stage_share();
     (replica * stage, kv_bytes_per_token * stage)
 }
 
