@@ -57,8 +57,11 @@ impl EngineView for SimulatedEngine {
         }
         if let Some(pd) = &c.pd {
             parts.push(format!(
-                "disaggregated {} prefill + {} decode instances · KV link {} Gb/s per GPU ({}), {} µs",
-                pd.prefill, pd.decode, pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
+                "disaggregated {} · KV link {} Gb/s per GPU ({}), {} µs",
+                pd.pools_words(c.tp),
+                pd.kv_link_gbps,
+                pd.kv_link,
+                pd.kv_link_latency_us
             ));
         }
         if c.ep > 1 {

@@ -736,8 +736,11 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         let mean = e.kv_transfer_mean_s.map(|s| format!(" · KV transfer mean {:.2} ms", s * 1e3)).unwrap_or_default();
         let _ = writeln!(
             o,
-            "  disaggregated: {} prefill + {} decode instances · KV link {} Gb/s per GPU ({}), {} µs a transfer{mean}",
-            pd.prefill, pd.decode, pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
+            "  disaggregated: {} · KV link {} Gb/s per GPU ({}), {} µs a transfer{mean}",
+            pd.pools_words(e.config.tp),
+            pd.kv_link_gbps,
+            pd.kv_link,
+            pd.kv_link_latency_us
         );
     }
     let c = &e.config;
@@ -750,8 +753,15 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
                 // An expert-parallel instance is a group of EP / TP ranks.
                 let ranks = (c.ep / tp).max(1);
                 let of = if ranks > 1 { format!(" of {ranks} ranks") } else { String::new() };
-                let _ =
-                    write!(o, "  parallelism: TP {tp} × PP {pp} × {n} instances{of} = {} GPUs", tp * pp * n * ranks);
+                let gpus = pd.gpus(tp, pp * ranks);
+                let _ = match pd.decode_tp {
+                    Some(d) => write!(
+                        o,
+                        "  parallelism: PP {pp} × ({} prefill × TP {tp} + {} decode × TP {d}) = {gpus} GPUs",
+                        pd.prefill, pd.decode
+                    ),
+                    None => write!(o, "  parallelism: TP {tp} × PP {pp} × {n} instances{of} = {gpus} GPUs"),
+                };
             }
             None => {
                 let _ = write!(o, "  parallelism: TP {tp} × PP {pp} × DP {dp} = {} GPUs", tp * pp * dp);

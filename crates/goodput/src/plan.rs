@@ -73,11 +73,54 @@ struct Candidate {
     ep: u32,
     max_num_seqs: u32,
     max_num_batched_tokens: u32,
-    /// Prefill/decode disaggregation: (P, D) instances a unit, `dp` units.
-    pd: Option<(u32, u32)>,
+    /// Prefill/decode disaggregation: P and D instances a unit, `dp` units,
+    /// the prefill instances on `tp` GPUs and the decode ones on the pool's
+    /// own TP where it differs.
+    pd: Option<Pools>,
     /// The router in front of the replicas (with `--trace` alone: a closed
     /// loop simulates one replica).
     router: RouterPolicy,
+}
+
+/// A unit's prefill and decode pools: P and D instances, and a pool's own
+/// tensor-parallel size where `--pd` names one (`4xTP1:1xTP4`). In a
+/// [`Candidate`] the prefill pool's is the candidate's `tp`, and `decode_tp`
+/// is set only where it differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pools {
+    p: u32,
+    d: u32,
+    prefill_tp: Option<u32>,
+    decode_tp: Option<u32>,
+}
+
+impl Pools {
+    /// ` pd2:1` or ` pd2:1xTP4`, as a configuration's id names it.
+    fn id(&self) -> String {
+        format!(" pd{}", self.spec())
+    }
+
+    /// `2:1`, `2:1xTP4`: as `--pd` takes it.
+    fn spec(&self) -> String {
+        let side = |n: u32, tp: Option<u32>| tp.map_or(n.to_string(), |tp| format!("{n}xTP{tp}"));
+        format!("{}:{}", side(self.p, self.prefill_tp), side(self.d, self.decode_tp))
+    }
+
+    /// GPUs of one unit whose prefill instances run on `tp` (× `per_instance`
+    /// GPUs: stages × expert-parallel ranks).
+    fn gpus(&self, tp: u32, per_instance: u32) -> u32 {
+        let d = self.decode_tp.unwrap_or(tp);
+        per_instance.saturating_mul(self.p.saturating_mul(tp).saturating_add(self.d.saturating_mul(d)))
+    }
+
+    /// The pools a candidate of prefill TP `tp` runs, or `None` where the
+    /// ratio names another prefill TP.
+    fn at(self, tp: u32) -> Option<Pools> {
+        if self.prefill_tp.is_some_and(|t| t != tp) {
+            return None;
+        }
+        Some(Pools { prefill_tp: None, decode_tp: self.decode_tp.filter(|&d| d != tp), ..self })
+    }
 }
 
 /// `--trace`: the trace, placed on the clock at speed 1, the speeds its
@@ -93,11 +136,6 @@ struct PlanTrace {
 const TRACE_SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
 
 impl Candidate {
-    /// Engine instances a unit (one replica, or P + D).
-    fn instances(&self) -> u32 {
-        self.pd.map_or(1, |(p, d)| p + d)
-    }
-
     /// Data-parallel ranks one engine drives (an expert-parallel group's).
     fn ranks(&self) -> u32 {
         if self.ep > 1 {
@@ -115,7 +153,10 @@ impl Candidate {
 
     /// Every GPU the configuration takes.
     fn gpus(&self) -> u32 {
-        self.tp * self.pp * self.dp * self.instances()
+        match self.pd {
+            Some(pd) => self.dp * pd.gpus(self.tp, self.pp),
+            None => self.tp * self.pp * self.dp,
+        }
     }
 }
 
@@ -338,8 +379,8 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
     }
-    if let Some((p, d)) = c.pd {
-        id.push_str(&format!(" pd{p}:{d}"));
+    if let Some(pd) = c.pd {
+        id.push_str(&pd.id());
     }
     if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.dp > 1 && c.pd.is_none() {
         id.push_str(&format!(" {}", c.router));
@@ -347,8 +388,9 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     id
 }
 
-/// `--pd`: the ratios to search beside colocated serving (`None`).
-fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<(u32, u32)>>> {
+/// `--pd`: the ratios to search beside colocated serving (`None`), each
+/// with its pools' own TPs where it names them.
+fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<Pools>>> {
     let mut out = vec![None];
     let Some(spec) = spec.map(str::trim) else { return Ok(out) };
     if spec.eq_ignore_ascii_case("auto") {
@@ -356,7 +398,7 @@ fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<(u32, u32)>>> {
             for p in 1..sum {
                 let d = sum - p;
                 if gcd(p, d) == 1 {
-                    out.push(Some((p, d)));
+                    out.push(Some(Pools { p, d, prefill_tp: None, decode_tp: None }));
                 }
             }
         }
@@ -365,12 +407,13 @@ fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<(u32, u32)>>> {
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let pd = Disaggregation::parse(part).map_err(|e| anyhow!("--pd {spec}: {e}"))?;
         pd.check().map_err(|e| anyhow!("--pd {spec}: {e}"))?;
-        if !out.contains(&Some((pd.prefill, pd.decode))) {
-            out.push(Some((pd.prefill, pd.decode)));
+        let pools = Pools { p: pd.prefill, d: pd.decode, prefill_tp: pd.prefill_tp, decode_tp: pd.decode_tp };
+        if !out.contains(&Some(pools)) {
+            out.push(Some(pools));
         }
     }
     if out.len() == 1 {
-        bail!("--pd {spec:?} names no ratio: give auto, or P:D ratios such as 1:1,1:2");
+        bail!("--pd {spec:?} names no ratio: give auto, or P:D ratios such as 1:1,1:2 (or 4xTP1:1xTP4)");
     }
     Ok(out)
 }
@@ -452,8 +495,14 @@ impl Search<'_> {
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
-        cfg.pd =
-            c.pd.map(|(prefill, decode)| Disaggregation { prefill, decode, link_gbps: None, link_latency_us: None });
+        cfg.pd = c.pd.map(|pd| Disaggregation {
+            prefill: pd.p,
+            decode: pd.d,
+            prefill_tp: None,
+            decode_tp: pd.decode_tp,
+            link_gbps: None,
+            link_latency_us: None,
+        });
         cfg
     }
 
@@ -527,7 +576,15 @@ impl Search<'_> {
                             let routed = if pd.is_some() { RouterPolicy::LeastLoaded } else { router };
                             let mut group = Vec::new();
                             for &tp in &tps {
-                                let unit = tp * pd.map_or(1, |(p, d)| p + d);
+                                // A ratio that names its prefill TP runs at that TP only.
+                                let pd = match pd {
+                                    Some(pools) => match pools.at(tp) {
+                                        Some(at) => Some(at),
+                                        None => continue,
+                                    },
+                                    None => None,
+                                };
+                                let unit = pd.map_or(tp, |pd| pd.gpus(tp, 1));
                                 // One replica has no router to choose.
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
                                     continue;
@@ -583,22 +640,22 @@ impl Search<'_> {
         pps: &[u32],
         seq: u32,
         mbt: u32,
-        pd: Option<(u32, u32)>,
+        pd: Option<Pools>,
     ) -> Option<Result<Candidate>> {
         let experts = self.model.moe.map_or(1, |m| m.num_experts);
         if ep > 1 && (!ep.is_multiple_of(tp) || !experts.is_multiple_of(ep)) {
             return None;
         }
         let ranks = if ep > 1 { ep / tp } else { 1 };
-        let instances = pd.map_or(1, |(p, d)| p + d);
         let mut last = None;
         for &pp in pps {
-            let unit = tp.saturating_mul(pp).saturating_mul(ranks).saturating_mul(instances);
+            let per_rank = pd.map_or(tp.saturating_mul(pp), |pd| pd.gpus(tp, pp));
+            let unit = per_rank.saturating_mul(ranks);
             if unit > self.args.budget {
                 break;
             }
             // Whole expert-parallel groups (whole disaggregated units) fill the budget.
-            let dp = self.args.budget / (tp * pp * instances) / ranks * ranks;
+            let dp = self.args.budget / per_rank / ranks * ranks;
             let c = Candidate {
                 tp,
                 dp,
@@ -648,31 +705,36 @@ impl Search<'_> {
     #[allow(clippy::too_many_arguments)]
     fn balanced(
         &self,
-        ratios: &[Option<(u32, u32)>],
+        ratios: &[Option<Pools>],
         gpu: &GpuSpec,
         precision: Precision,
         offer: usize,
         seq: u32,
         mbt: u32,
         lengths: Option<(f64, f64)>,
-    ) -> (Vec<Option<(u32, u32)>>, Vec<String>) {
-        let pds: Vec<(u32, u32)> = ratios.iter().flatten().copied().collect();
+    ) -> (Vec<Option<Pools>>, Vec<String>) {
+        // A ratio that names a pool's TP is the user's own: always kept.
+        let pds: Vec<Pools> =
+            ratios.iter().flatten().copied().filter(|pd| pd.prefill_tp.is_none() && pd.decode_tp.is_none()).collect();
         let c = Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision) };
         let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o));
         let Some(r) = balance.filter(|r| r.is_finite() && *r > 0.0) else { return (ratios.to_vec(), Vec::new()) };
-        let off = |(p, d): (u32, u32)| (f64::from(p) / f64::from(d) / r).ln().abs();
+        let off = |pd: Pools| (f64::from(pd.p) / f64::from(pd.d) / r).ln().abs();
         let nearest = pds.iter().copied().min_by(|a, b| off(*a).total_cmp(&off(*b)));
-        let mut kept = vec![None];
+        let mut kept: Vec<Option<Pools>> = vec![None];
+        kept.extend(
+            ratios.iter().flatten().filter(|pd| pd.prefill_tp.is_some() || pd.decode_tp.is_some()).map(|&pd| Some(pd)),
+        );
         let mut notes = Vec::new();
         for pd in pds {
             if off(pd) <= PD_BALANCE_BAND.ln() || Some(pd) == nearest {
                 kept.push(Some(pd));
             } else {
-                let idle = if f64::from(pd.0) / f64::from(pd.1) > r { "prefill" } else { "decode" };
+                let idle = if f64::from(pd.p) / f64::from(pd.d) > r { "prefill" } else { "decode" };
                 notes.push(format!(
                     "{} {precision}: --pd {}:{} left out: a request's prefill takes about {r:.2} times its share of a \
                      decode instance, so that ratio's {idle} pool would idle most of the time",
-                    self.args.gpu[offer].name, pd.0, pd.1
+                    self.args.gpu[offer].name, pd.p, pd.d
                 ));
             }
         }
@@ -769,7 +831,7 @@ impl Search<'_> {
             ("max_num_batched_tokens", c.max_num_batched_tokens.to_string()),
         ]
         .into_iter()
-        .chain(c.pd.map(|(p, d)| ("pd", format!("{p}:{d}"))))
+        .chain(c.pd.map(|pd| ("pd", pd.spec())))
         .chain(self.trace.as_ref().filter(|_| c.dp > 1 && c.pd.is_none()).map(|_| ("router", c.router.to_string())))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
@@ -812,7 +874,7 @@ impl Search<'_> {
                         "{}{ep} {}{}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
                         self.args.gpu[c.offer].name,
                         c.precision,
-                        c.pd.map(|(p, d)| format!(" pd{p}:{d}")).unwrap_or_default(),
+                        c.pd.map(|pd| pd.id()).unwrap_or_default(),
                         c.tp,
                         (s / s0 - 1.0) * 100.0,
                         wider.join(", ")
@@ -834,7 +896,7 @@ impl Search<'_> {
         // Disaggregated, the decode pool holds the unit's sequences.
         // Disaggregated, the decode pool holds the unit's sequences; an
         // expert-parallel group, its ranks'.
-        let cap = u64::from(c.max_num_seqs) * u64::from(c.pd.map_or(1, |(_, d)| d)) * u64::from(c.ranks());
+        let cap = u64::from(c.max_num_seqs) * u64::from(c.pd.map_or(1, |pd| pd.d)) * u64::from(c.ranks());
         let mut v: Vec<u64> = match &self.args.concurrency {
             Some(l) => l.0.clone(),
             None => std::iter::successors(Some(1u64), |&x| Some(x * 2)).take_while(|&x| x < cap).chain([cap]).collect(),
@@ -876,9 +938,9 @@ impl Search<'_> {
         match (&mut cfg.pd, c.pd) {
             // The units' pools together: P × units prefill instances and
             // D × units decode ones, each pool routing to its least loaded.
-            (Some(pools), Some((p, d))) => {
-                pools.prefill = p * c.dp;
-                pools.decode = d * c.dp;
+            (Some(pools), Some(pd)) => {
+                pools.prefill = pd.p * c.dp;
+                pools.decode = pd.d * c.dp;
             }
             _ => {
                 cfg.dp = c.dp;

@@ -69,11 +69,20 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     let c = server.config();
     let replicas = match (c.engine.pd, goodput_sim::engine::KvLink::new(&c.engine)) {
         (Some(pd), Some(link)) => format!(
-            "{} prefill + {} decode instances (KV link {} Gb/s per GPU, {} µs) each ",
-            pd.prefill,
-            pd.decode,
+            "{} (KV link {} Gb/s per GPU, {} µs) {}",
+            match pd.split_tp(c.engine.tp) {
+                true => format!(
+                    "{} prefill instances (TP {}) + {} decode instances (TP {})",
+                    pd.prefill,
+                    c.engine.pool_tp(false),
+                    pd.decode,
+                    c.engine.pool_tp(true)
+                ),
+                false => format!("{} prefill + {} decode instances", pd.prefill, pd.decode),
+            },
             link.gbps,
-            link.latency.as_secs_f64() * 1e6
+            link.latency.as_secs_f64() * 1e6,
+            if pd.split_tp(c.engine.tp) { "of " } else { "each " }
         ),
         _ => match (c.engine.dp, c.engine.engines()) {
             (1, _) => String::new(),
@@ -86,11 +95,14 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     };
     let replicas = format!("{replicas}{}", c.engine.parallel_words());
     let what = format!(
-        "engine: {} ({}) on {replicas}{}× {} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
+        "engine: {} ({}) on {replicas}{}{} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
          serving '{}'",
         c.engine.model.name,
         c.engine.precision,
-        c.engine.tp,
+        match c.engine.pd.filter(|pd| pd.split_tp(c.engine.tp)) {
+            Some(_) => String::new(),
+            None => format!("{}× ", c.engine.tp),
+        },
         c.engine.gpu.name,
         server.capacity().tokens(),
         server.max_num_seqs(),

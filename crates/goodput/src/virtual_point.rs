@@ -68,6 +68,13 @@ impl TryFrom<&EngineArgs> for EngineConfig {
             }
             None => None,
         };
+        if let Some(pd) = cfg.pd.filter(|pd| pd.prefill_tp.is_some() || pd.decode_tp.is_some()) {
+            // A pool's own TP (`--pd 4xTP1:1xTP4`), checked as given (so a
+            // refusal names what was typed), then kept as the engine keeps
+            // it: the prefill pool's is --tp.
+            cfg.validate()?;
+            (cfg.tp, cfg.pd) = (pd.canonical(cfg.tp).0, Some(pd.canonical(cfg.tp).1));
+        }
         cfg.chat_template = ChatTemplate::parse(&e.chat_template, cfg.model.chat_template())
             .map_err(|m| anyhow!("--chat-template: {m}"))?;
         if let Some(p) = &e.calibration {
@@ -78,6 +85,15 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         }
         cfg.validate()?;
         goodput_sim::engine::kv_capacity(&cfg)?;
+        if let Some(pd) = cfg.pd.filter(|pd| pd.split_tp(cfg.tp)) {
+            goodput_sim::engine::kv_capacity(&cfg.pool(true)).with_context(|| {
+                format!(
+                    "--pd {}: the decode pool, on TP {}",
+                    e.pd.as_deref().unwrap_or_default(),
+                    pd.decode_tp.unwrap_or(cfg.tp)
+                )
+            })?;
+        }
         Ok(cfg)
     }
 }
@@ -298,6 +314,16 @@ pub fn energy_of(cfg: &EngineConfig, v: &EngineView, output_tokens_per_s: f64) -
 pub fn target_of(cfg: &EngineConfig) -> Target {
     Target {
         url: match (cfg.pd, cfg.dp, cfg.pp) {
+            // Pools of their own TP: each pool's instances × its TP.
+            (Some(pd), _, _) if pd.split_tp(cfg.tp) => format!(
+                "virtual://{}@{}px{}+{}dx{}x{}",
+                cfg.model.name,
+                pd.prefill,
+                cfg.pool_tp(false),
+                pd.decode,
+                cfg.pool_tp(true),
+                cfg.gpu.name
+            ),
             (Some(pd), _, _) => {
                 format!("virtual://{}@{}p{}dx{}x{}", cfg.model.name, pd.prefill, pd.decode, cfg.tp, cfg.gpu.name)
             }

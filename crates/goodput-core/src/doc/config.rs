@@ -418,6 +418,11 @@ pub struct PdSettings {
     pub prefill: u32,
     /// Decode instances, each on `tp` × `pp` GPUs.
     pub decode: u32,
+    /// The decode pool's own tensor-parallel size where it differs from the
+    /// prefill pool's, which is `tp` (`--pd 4xTP1:1xTP4`: `tp` 1,
+    /// `decode_tp` 4); absent when both run on `tp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_tp: Option<u32>,
     /// Where the link's figures came from: `node` (the GPUs' interconnect,
     /// both pools in one node), `network` (a NIC per GPU) or `given`.
     pub kv_link: String,
@@ -425,6 +430,25 @@ pub struct PdSettings {
     pub kv_link_gbps: f64,
     /// A transfer's fixed cost, µs.
     pub kv_link_latency_us: f64,
+}
+
+impl PdSettings {
+    /// The pools in words, `2 prefill + 1 decode instances`, each pool's TP
+    /// named where they differ (`tp`: the prefill pool's).
+    pub fn pools_words(&self, tp: u32) -> String {
+        match self.decode_tp {
+            Some(d) => format!("{} prefill (TP {tp}) + {} decode (TP {d}) instances", self.prefill, self.decode),
+            None => format!("{} prefill + {} decode instances", self.prefill, self.decode),
+        }
+    }
+
+    /// Every GPU of both pools, each instance on `tp` (the prefill pool's,
+    /// the decode pool's where it has its own) × `per_instance` GPUs
+    /// (pipeline stages × expert-parallel ranks).
+    pub fn gpus(&self, tp: u32, per_instance: u32) -> u32 {
+        let d = self.decode_tp.unwrap_or(tp);
+        per_instance.saturating_mul(self.prefill.saturating_mul(tp).saturating_add(self.decode.saturating_mul(d)))
+    }
 }
 
 /// The simulated engine's speculative decoding.

@@ -111,7 +111,9 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             gpu: cfg.gpu.name.clone(),
             precision: cfg.precision.to_string(),
             kv_cache_dtype: cfg.kv_cache_dtype.to_string(),
-            tp: cfg.tp,
+            // Disaggregated, the prefill pool's (the decode pool's is in `pd`
+            // where it differs).
+            tp: cfg.pool_tp(false),
             dp: cfg.dp,
             router: (cfg.dp > 1).then(|| cfg.router.to_string()),
             ep: cfg.ep,
@@ -124,6 +126,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             pd: KvLink::new(cfg).zip(cfg.pd).map(|(link, pd)| goodput_core::doc::config::PdSettings {
                 prefill: pd.prefill,
                 decode: pd.decode,
+                decode_tp: pd.split_tp(cfg.tp).then(|| cfg.pool_tp(true)),
                 kv_link: link.kind.as_str().to_string(),
                 kv_link_gbps: link.gbps,
                 kv_link_latency_us: link.latency.as_secs_f64() * 1e6,
@@ -185,10 +188,18 @@ impl EngineConfig {
     }
 
     /// Every GPU the configuration runs on: TP × PP × DP, or, when
-    /// disaggregated, TP × PP × both pools' instances × each instance's
-    /// data-parallel ranks (an expert-parallel instance has EP / TP).
+    /// disaggregated, PP × each instance's data-parallel ranks (an
+    /// expert-parallel instance has EP / TP) × each pool's instances times
+    /// its TP.
     pub fn gpus(&self) -> u32 {
-        self.tp.saturating_mul(self.pp).saturating_mul(self.all_ranks())
+        match self.pd {
+            Some(pd) => self.pp.saturating_mul(self.attention_ranks()).saturating_mul(
+                pd.prefill
+                    .saturating_mul(self.pool_tp(false))
+                    .saturating_add(pd.decode.saturating_mul(self.pool_tp(true))),
+            ),
+            None => self.tp.saturating_mul(self.pp).saturating_mul(self.all_ranks()),
+        }
     }
 
     /// The sequence cap in force: the configured one, else the scheduler's
@@ -209,6 +220,20 @@ impl EngineConfig {
         }
         if self.dp == 0 || self.dp > MAX_DP {
             return bad(format!("--dp {} must lie in 1..={MAX_DP}", self.dp));
+        }
+        if let Some(pd) = &self.pd {
+            for (decode, which) in [(false, "prefill"), (true, "decode")] {
+                let tp = self.pool_tp(decode);
+                if tp != 0 && !self.model.num_heads.is_multiple_of(tp) {
+                    return bad(format!(
+                        "--pd {} runs the {which} pool on TP{tp}, which does not divide {}'s {} attention heads; \
+                         use a divisor such as 1, 2, 4 or 8",
+                        pd.spec(),
+                        self.model.name,
+                        self.model.num_heads
+                    ));
+                }
+            }
         }
         if !self.model.num_heads.is_multiple_of(self.tp) {
             return bad(format!(
@@ -252,9 +277,10 @@ impl EngineConfig {
             pd.check().map_err(Error::InvalidConfig)?;
             if self.dp > 1 {
                 return bad(format!(
-                    "--pd {}:{} and --dp {} both set the replicas: the prefill and decode pools are the instances \
+                    "--pd {} and --dp {} both set the replicas: the prefill and decode pools are the instances \
                      with --pd; drop --dp (for more instances raise P or D)",
-                    pd.prefill, pd.decode, self.dp
+                    pd.spec(),
+                    self.dp
                 ));
             }
             if self.router != RouterPolicy::LeastLoaded {

@@ -15,6 +15,12 @@ pub struct Disaggregation {
     pub prefill: u32,
     /// Decode instances.
     pub decode: u32,
+    /// Each pool's tensor-parallel size where it is not `--tp`
+    /// (`--pd 4xTP1:1xTP4`): `None` runs that pool on `--tp`.
+    #[serde(default)]
+    pub prefill_tp: Option<u32>,
+    #[serde(default)]
+    pub decode_tp: Option<u32>,
     /// The KV link's bandwidth per GPU and direction, Gb/s: `None` takes
     /// the catalog's default (see [`KvLink::new`]).
     #[serde(default)]
@@ -41,17 +47,50 @@ pub const NETWORK_LATENCY_US: f64 = 50.0;
 pub const MAX_INSTANCES: u32 = 1024;
 
 impl Disaggregation {
-    /// `P:D` (as `--pd` takes it), the link's defaults.
+    /// `P:D` (as `--pd` takes it), the link's defaults. Either side may name
+    /// its pool's tensor-parallel size, `NxTPk` (`4xTP1:1xTP4`: four
+    /// prefill instances of one GPU, one decode instance of four); a side
+    /// without one runs on `--tp`.
     pub fn parse(text: &str) -> Result<Disaggregation, String> {
         let bad = || {
             format!(
                 "--pd {text:?} is not P:D; give the prefill and decode instances as two whole numbers, e.g. --pd 1:1 or \
-                 --pd 2:3"
+                 --pd 2:3, each optionally with its pool's tensor-parallel size, e.g. --pd 4xTP1:1xTP4"
             )
         };
+        let side = |s: &str| -> Option<(u32, Option<u32>)> {
+            let s = s.trim().to_ascii_lowercase();
+            match s.split_once(['x', '\u{d7}']) {
+                None => Some((s.parse().ok()?, None)),
+                Some((n, tp)) => {
+                    let tp = tp.trim().strip_prefix("tp")?.trim();
+                    Some((n.trim().parse().ok()?, Some(tp.parse().ok()?)))
+                }
+            }
+        };
         let (p, d) = text.trim().split_once(':').ok_or_else(bad)?;
-        let (prefill, decode) = (p.trim().parse().map_err(|_| bad())?, d.trim().parse().map_err(|_| bad())?);
-        Ok(Disaggregation { prefill, decode, link_gbps: None, link_latency_us: None })
+        let ((prefill, prefill_tp), (decode, decode_tp)) = (side(p).ok_or_else(bad)?, side(d).ok_or_else(bad)?);
+        Ok(Disaggregation { prefill, decode, prefill_tp, decode_tp, link_gbps: None, link_latency_us: None })
+    }
+
+    /// `P:D` and any pool's own TP, as [`Disaggregation::parse`] takes it.
+    pub fn spec(&self) -> String {
+        let side = |n: u32, tp: Option<u32>| tp.map_or(n.to_string(), |tp| format!("{n}xTP{tp}"));
+        format!("{}:{}", side(self.prefill, self.prefill_tp), side(self.decode, self.decode_tp))
+    }
+
+    /// The same pools with `tp` as `--tp`, in the form the rest of the
+    /// engine keeps: the prefill pool's TP (returned, for `--tp`) and the
+    /// decode pool's own only where it differs from it.
+    pub fn canonical(self, tp: u32) -> (u32, Disaggregation) {
+        let (p, d) = (self.prefill_tp.unwrap_or(tp), self.decode_tp.unwrap_or(tp));
+        (p, Disaggregation { prefill_tp: None, decode_tp: (d != p).then_some(d), ..self })
+    }
+
+    /// Whether the pools run on different tensor-parallel sizes, given the
+    /// default `tp`.
+    pub fn split_tp(&self, tp: u32) -> bool {
+        self.prefill_tp.unwrap_or(tp) != self.decode_tp.unwrap_or(tp)
     }
 
     /// Both pools' instances.
@@ -64,8 +103,16 @@ impl Disaggregation {
         for (n, which) in [(self.prefill, "prefill"), (self.decode, "decode")] {
             if n == 0 || n > MAX_INSTANCES {
                 return Err(format!(
-                    "--pd {}:{} has {n} {which} instances; each pool needs 1..={MAX_INSTANCES}",
-                    self.prefill, self.decode
+                    "--pd {} has {n} {which} instances; each pool needs 1..={MAX_INSTANCES}",
+                    self.spec()
+                ));
+            }
+        }
+        for (tp, which) in [(self.prefill_tp, "prefill"), (self.decode_tp, "decode")] {
+            if let Some(tp) = tp.filter(|&t| t == 0 || t > 64) {
+                return Err(format!(
+                    "--pd {} gives the {which} pool TP{tp}; a pool's tensor-parallel size must lie in 1..=64",
+                    self.spec()
                 ));
             }
         }
@@ -135,7 +182,12 @@ impl KvLink {
             latency: Duration::from_secs_f64(latency_us * 1e-6),
             // With pipeline stages each GPU holds its stage's layers' KV and
             // sends it at once with the others: the largest stage's share.
-            kv_bytes_per_token_per_gpu: cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp)
+            // Pools of different TP: each GPU of the smaller group sends or
+            // takes 1/TP of the KV heads, the larger group's GPUs a part of
+            // that, so the smaller TP's share crosses each link.
+            kv_bytes_per_token_per_gpu: cfg
+                .model
+                .kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.pool_tp(false).min(cfg.pool_tp(true)))
                 * cfg.stage_share(),
         })
     }
@@ -165,6 +217,29 @@ mod tests {
             assert!(e.contains("P:D") && e.contains("--pd 1:1"), "{bad}: {e}");
         }
         assert!(Disaggregation::parse("0:1").unwrap().check().unwrap_err().contains("prefill"));
+        // A pool's own TP, in either case, with x or ×; the other pool's is --tp.
+        for (text, tps) in
+            [("4xTP1:1xTP4", (Some(1), Some(4))), ("2:3xtp2", (None, Some(2))), ("2×TP8 : 1", (Some(8), None))]
+        {
+            let pd = Disaggregation::parse(text).unwrap();
+            assert_eq!((pd.prefill_tp, pd.decode_tp), tps, "{text}");
+            assert_eq!(Disaggregation::parse(&pd.spec()).unwrap(), pd, "{text}");
+        }
+        assert_eq!(Disaggregation::parse("4xTP1:1xTP4").unwrap().spec(), "4xTP1:1xTP4");
+        for bad in ["2xTP:1", "2x4:1", "2xfoo:1", "x:1", "2:1xTP-1"] {
+            assert!(Disaggregation::parse(bad).unwrap_err().contains("4xTP1:1xTP4"), "{bad}");
+        }
+        assert!(Disaggregation::parse("2xTP0:1").unwrap().check().unwrap_err().contains("1..=64"));
+        // Kept as the engine keeps it: the prefill pool's TP is --tp, the
+        // decode pool's own only where it differs.
+        let canon = |text: &str, tp| {
+            let (tp, pd) = Disaggregation::parse(text).unwrap().canonical(tp);
+            (tp, pd.prefill_tp, pd.decode_tp)
+        };
+        assert_eq!(canon("4xTP1:1xTP4", 2), (1, None, Some(4)));
+        assert_eq!(canon("4xTP2:1", 4), (2, None, Some(4)));
+        assert_eq!(canon("4:1xTP2", 2), (2, None, None));
+        assert_eq!(canon("4xTP2:1xTP2", 1), (2, None, None));
         let mut pd = Disaggregation::parse("1:1").unwrap();
         pd.link_gbps = Some(0.0);
         assert!(pd.check().unwrap_err().contains("--kv-link-gbps"));

@@ -82,6 +82,34 @@ impl EngineConfig {
         layers.div_ceil(self.pp.max(1)) as f64 / layers as f64
     }
 
+    /// The tensor-parallel size of one pool's instances (`decode`: the decode
+    /// pool's): the pool's own where `--pd` names it (`4xTP1:1xTP4`), else
+    /// `--tp`; `--tp` when not disaggregated.
+    pub fn pool_tp(&self, decode: bool) -> u32 {
+        let own = self.pd.and_then(|pd| if decode { pd.decode_tp } else { pd.prefill_tp });
+        own.unwrap_or(self.tp)
+    }
+
+    /// The configuration one instance of a pool runs (`decode`: the decode
+    /// pool's): this one, on that pool's tensor-parallel size.
+    pub fn pool(&self, decode: bool) -> EngineConfig {
+        EngineConfig { tp: self.pool_tp(decode), ..self.clone() }
+    }
+
+    /// Each engine's configuration, in [`EngineConfig::engines`]' order: the
+    /// prefill instances' then the decode instances' when disaggregated.
+    pub fn engine_configs(&self) -> Vec<EngineConfig> {
+        let n = self.engines() as usize;
+        let prefill = self.pd.map_or(0, |pd| pd.prefill as usize);
+        match self.pd {
+            Some(pd) if pd.split_tp(self.tp) || pd.prefill_tp.is_some() => {
+                let (p, d) = (self.pool(false), self.pool(true));
+                (0..n).map(|i| if i < prefill { p.clone() } else { d.clone() }).collect()
+            }
+            _ => vec![self.clone(); n],
+        }
+    }
+
     /// Every data-parallel rank the configuration runs: `--dp`, or both
     /// pools' instances times each one's ranks when disaggregated (an
     /// expert-parallel instance has EP / TP). GPUs = TP × PP × these.
@@ -126,16 +154,21 @@ impl EngineConfig {
     /// labels the layout) where EP or PP is on; empty otherwise. vLLM exports
     /// no metric of its parallel layout, so the name is goodput's own.
     pub fn parallel_info_metric(&self) -> String {
-        if self.ep <= 1 && self.pp <= 1 {
+        let split = self.pd.is_some_and(|pd| pd.split_tp(self.tp));
+        if self.ep <= 1 && self.pp <= 1 && !split {
             return String::new();
         }
         let name = "goodput_engine_parallel_info";
+        // Pools of their own TP: the decode pool's too, and GPUs = pp × (the
+        // prefill instances × tp + the decode instances × decode_tp).
+        let decode_tp = if split { format!(",decode_tp=\"{}\"", self.pool_tp(true)) } else { String::new() };
         format!(
             "# HELP {name} The simulated engine's parallel layout (GPUs = tp × pp × dp, dp being both pools' \
-             instances times their ranks when prefill and decode are disaggregated; ep: GPUs the experts are spread over; ranks: \
-             data-parallel ranks a scheduler drives).\n# TYPE {name} gauge\n\
-             {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"}} 1\n",
-            self.tp,
+             instances times their ranks when prefill and decode are disaggregated; with decode_tp, the decode pool's \
+             own TP, tp is the prefill pool's; ep: GPUs the experts are spread over; ranks: data-parallel ranks a \
+             scheduler drives).\n# TYPE {name} gauge\n\
+             {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"{decode_tp}}} 1\n",
+            self.pool_tp(false),
             self.pp,
             self.all_ranks(),
             self.ep,
@@ -170,6 +203,16 @@ impl EngineConfig {
                 self.ep, m.name
             ));
         };
+        if let Some(pd) = self.pd.filter(|pd| pd.prefill_tp.is_some() || pd.decode_tp.is_some()) {
+            return bad(format!(
+                "--pd {} gives a pool its own TP, which is not modelled with --ep {}: both pools run --tp; give \
+                 --pd {}:{} and --tp instead",
+                pd.spec(),
+                self.ep,
+                pd.prefill,
+                pd.decode
+            ));
+        }
         let tp = self.tp.max(1);
         if !self.ep.is_multiple_of(tp) {
             return bad(format!(

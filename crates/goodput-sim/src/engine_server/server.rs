@@ -46,16 +46,17 @@ impl EngineServer {
         cfg.validate()?;
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::InvalidConfig("the engine server must be started inside a tokio runtime".into()))?;
-        let mut engines =
-            (0..cfg.engine.engines()).map(|_| Engine::new(cfg.engine.clone())).collect::<Result<Vec<_>, _>>()?;
-        let (capacity, max_num_seqs) = (*engines[0].capacity(), engines[0].max_num_seqs());
+        let mut engines = cfg.engine.engine_configs().into_iter().map(Engine::new).collect::<Result<Vec<_>, _>>()?;
         let pd = match (cfg.engine.pd, crate::engine::KvLink::new(&cfg.engine)) {
             (Some(pd), Some(link)) => {
-                Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, capacity.num_blocks))
+                Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, engines[0].capacity().num_blocks))
             }
             _ => None,
         };
         let prefill = pd.as_ref().map_or(0, |p| p.prefill);
+        // The instances that serve responses (the decode pool's, when
+        // disaggregated) give the server's cache and sequence cap.
+        let (capacity, max_num_seqs) = (*engines[prefill].capacity(), engines[prefill].max_num_seqs());
         for e in &mut engines[..prefill] {
             e.hold_finished();
         }

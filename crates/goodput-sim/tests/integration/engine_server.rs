@@ -722,6 +722,23 @@ async fn disaggregated_pools_of_pipeline_and_expert_parallel_instances_serve_and
         1.0,
         "{text}"
     );
+    // A decode pool of its own TP: its instance streams the answer, and
+    // the gauge names both TPs.
+    let mut cfg = config();
+    cfg.engine.pd = Some(goodput_sim::engine::Disaggregation::parse("1:1xTP2").unwrap());
+    cfg.engine.validate().unwrap();
+    assert_eq!(cfg.engine.gpus(), 3);
+    let (base, _server, _stop) = start(cfg).await;
+    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(tokens(&events(&r.text().await.unwrap())), 5);
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert_eq!(metric(&text, "vllm:nixl_xfer_time_seconds_count{engine=\"1\",model_name=\"sim-8b\"}"), 1.0);
+    assert_eq!(
+        metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"1\",dp=\"2\",ep=\"1\",ranks=\"1\",decode_tp=\"2\"}"),
+        1.0,
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -70,7 +70,7 @@ pub struct PlanArgs {
     /// KV-cache dtype: auto (the activation dtype) or fp8.
     #[arg(long, default_value = "auto")]
     pub kv_cache_dtype: String,
-    /// Prefill/decode disaggregation ratios to search beside colocated serving: a list of P:D (P prefill and D decode instances, each on --tp GPUs, the unit replicated to fill --gpus), or auto (every P:D in lowest terms with P + D ≤ 5, less those the workload would leave far out of balance).
+    /// Prefill/decode disaggregation ratios to search beside colocated serving: a list of P:D (P prefill and D decode instances, each on --tp GPUs, the unit replicated to fill --gpus; either pool may name its own TP, 4xTP1:1xTP4, searched as given), or auto (every P:D in lowest terms with P + D ≤ 5, less those the workload would leave far out of balance).
     #[arg(long, value_name = "auto|P:D,...")]
     pub pd: Option<String>,
     /// Share of GPU memory the engine may use.

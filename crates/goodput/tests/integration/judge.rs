@@ -538,8 +538,20 @@ fn estimate_takes_prefill_decode_disaggregation_and_refuses_what_it_cannot_mean(
     assert!(kv >= alone && kv < 1.1 * alone, "{kv} vs {alone}");
     let itl_max = |v: &serde_json::Value| v["summary"]["itl_ms"]["max"].as_f64().unwrap();
     assert!(itl_max(&colo) > 4.0 * itl_max(&pd), "{} vs {}", itl_max(&colo), itl_max(&pd));
+    // A decode pool of its own TP: both pools' GPUs counted (1 × 1 + 1 ×
+    // 2), the decode pool's TP kept and named, its decode steps shorter.
+    let wide = run("wide.json", &["--pd", "1:1xTP2"]);
+    let c = &wide["engine"]["config"];
+    assert_eq!((c["tp"].as_u64(), c["pd"]["decode_tp"].as_u64()), (Some(1), Some(2)));
+    assert!(pd["engine"]["config"]["pd"]["decode_tp"].is_null());
+    assert_eq!((wide["energy"]["gpus"].as_u64(), wide["energy"]["provisioned_w"].as_f64()), (Some(3), Some(2100.0)));
+    assert!(wide["target"]["url"].as_str().unwrap().contains("@1px1+1dx2x"), "{}", wide["target"]["url"]);
+    let tpot = |v: &serde_json::Value| v["summary"]["tpot_ms"]["p50"].as_f64().unwrap();
+    assert!(tpot(&wide) < 0.8 * tpot(&pd), "{} vs {}", tpot(&wide), tpot(&pd));
     for (args, needle) in [
         (&["--pd", "1:1", "--dp", "2"][..], "drop --dp"),
+        (&["--pd", "1:1xTP3"][..], "decode pool on TP3"),
+        (&["--model", "llama-3.1-70b", "--pd", "1xTP4:1xTP1"][..], "the decode pool, on TP 1"),
         (&["--pd", "2"][..], "P:D"),
         (&["--pd", "1:0"][..], "0 decode instances"),
         (&["--kv-link-gbps", "100"][..], "add --pd"),

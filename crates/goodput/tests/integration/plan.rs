@@ -336,3 +336,36 @@ fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
     let err = goodput().args(["plan", "--gpu", "h100", "--pd", "1-1"]).refusal();
     assert!(err.contains("P:D"), "{err}");
 }
+
+/// `--pd` with a pool's own TP: searched as given (never pruned), at the
+/// prefill TP it names only, each configuration counting both pools' GPUs,
+/// named so that `--pd` takes it back.
+#[test]
+fn plan_searches_pools_of_their_own_tp() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pools.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "8", "--gpu", "h100=2", "--tp", "1,2"])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "2xTP1:1xTP4,1:4xTP2"])
+        .args(["--input-tokens", "2000", "--output-tokens", "200", "--concurrency", "1,8"])
+        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --pd");
+    let configs = doc["configs"].as_array().unwrap();
+    let pools = |spec: &str| -> Vec<&Value> { configs.iter().filter(|c| c["params"]["pd"] == spec).collect() };
+    // 2 × TP1 + 1 × TP4: six GPUs a unit, one unit in eight; only at TP 1.
+    let a = pools("2:1xTP4");
+    assert_eq!(a.len(), 1, "{configs:?}");
+    assert_eq!((a[0]["params"]["tp"].as_str(), a[0]["params"]["dp"].as_str()), (Some("1"), Some("1")));
+    assert_eq!(a[0]["gpus"].as_u64(), Some(6));
+    assert!(a[0]["id"].as_str().unwrap().ends_with(" pd2:1xTP4"), "{}", a[0]["id"]);
+    // 1:4xTP2, unbalanced for this workload but named: at TP 1 (1 + 8 GPUs
+    // is over the budget) nothing; at TP 2 the decode pool's TP is the
+    // prefill pool's, so it is the plain 1:4 of TP 2 (10 GPUs): over too.
+    assert!(pools("1:4xTP2").is_empty() && pools("1:4").is_empty(), "{configs:?}");
+    let notes = doc["notes"].to_string();
+    assert!(!notes.contains("2:1xTP4 left out"), "{notes}");
+}

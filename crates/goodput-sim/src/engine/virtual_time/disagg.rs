@@ -34,12 +34,13 @@ pub(super) struct Pools {
 }
 
 impl Pools {
-    pub(super) fn new(link: KvLink, prefill: usize, decode: usize, blocks: u32, requests: usize) -> Pools {
+    /// `blocks`: a prefill and a decode instance's KV blocks.
+    pub(super) fn new(link: KvLink, prefill: usize, decode: usize, blocks: (u32, u32), requests: usize) -> Pools {
         Pools {
             prefill,
             link,
-            prefill_router: Router::new(RouterPolicy::LeastLoaded, prefill, blocks),
-            decode_router: Router::new(RouterPolicy::LeastLoaded, decode, blocks),
+            prefill_router: Router::new(RouterPolicy::LeastLoaded, prefill, blocks.0),
+            decode_router: Router::new(RouterPolicy::LeastLoaded, decode, blocks.1),
             link_free: vec![Duration::ZERO; prefill],
             transfers: BinaryHeap::new(),
             moving: vec![NONE; requests],

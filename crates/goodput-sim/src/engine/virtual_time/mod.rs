@@ -969,6 +969,58 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_of_its_own_tp_decodes_or_prefills_at_that_tp_and_counts_its_gpus() {
+        // 24 users of 1,000-token prompts and 200-token answers, on two
+        // one-GPU prefill instances and one decode instance.
+        let cfg = h100_8b();
+        let load = VirtualLoad::closed_loop(same(96, 1000, 200), 24);
+        let median_itl = |run: &SimRun| {
+            let g = itl_gaps(run);
+            g[g.len() / 2].as_secs_f64()
+        };
+        let run = |pools: &str| {
+            let c = disaggregated(&cfg, pools);
+            c.validate().unwrap();
+            (simulate(&c, &load).unwrap(), c)
+        };
+        let (base, _) = run("2:1");
+        let (wide_decode, c) = run("2:1xTP4");
+        let (all_tp4, _) = run("2xTP4:1xTP4");
+        let (wide_prefill, _) = run("2xTP4:1");
+        // Every GPU counted: 2 × 1 + 1 × 4.
+        assert_eq!(c.gpus(), 6);
+        assert_eq!(wide_decode.engine.provisioned_w, 6.0 * cfg.gpu.tdp_w);
+        assert!(wide_decode.records.iter().all(|r| r.outcome.is_success() && r.chunks.len() == 200));
+        // The decode pool's TP sets the decode step: four GPUs read the
+        // weights in parallel, so a decode step of the same batch is well
+        // under half as long, as fast as when every instance is TP 4 (the
+        // decode instance's steps carry decodes only, whoever prefilled).
+        let (b, w, a) = (median_itl(&base), median_itl(&wide_decode), median_itl(&all_tp4));
+        assert!(w < 0.5 * b, "decode TP4 {w} vs TP1 {b}");
+        assert!((w - a).abs() < 0.05 * a, "decode TP4 {w} vs every instance TP4 {a}");
+        // The prefill pool's TP sets the prefill: a lower TTFT, and the
+        // decode steps as they were.
+        assert!(
+            mean_ttft(&wide_prefill) < 0.8 * mean_ttft(&base),
+            "{} vs {}",
+            mean_ttft(&wide_prefill),
+            mean_ttft(&base)
+        );
+        assert!((median_itl(&wide_prefill) - b).abs() < 0.05 * b, "{} vs {b}", median_itl(&wide_prefill));
+        // The KV crosses at the smaller TP's share a GPU: one GPU's whole
+        // KV from a TP1 prefill instance, half from TP2 into TP4.
+        let per_gpu =
+            |pools: &str| crate::engine::KvLink::new(&disaggregated(&cfg, pools)).unwrap().kv_bytes_per_token_per_gpu;
+        assert_eq!(
+            (per_gpu("2:1xTP4"), per_gpu("2xTP2:1xTP4"), per_gpu("2xTP4:1xTP2")),
+            (131_072.0, 65_536.0, 65_536.0)
+        );
+        // The layout gauge names the decode pool's TP where it differs.
+        assert!(c.parallel_info_metric().contains("tp=\"1\",pp=\"1\",dp=\"3\",ep=\"1\",ranks=\"1\",decode_tp=\"4\""));
+        assert_eq!(disaggregated(&cfg, "2xTP2:1xTP2").parallel_info_metric(), "");
+    }
+
+    #[test]
     fn pools_of_pipeline_parallel_instances_send_each_stage_s_share_of_the_kv() {
         // Two stages an instance: 2 GPUs each, 4 in all; each GPU holds half
         // the layers' KV and sends it beside the other stage's GPU.

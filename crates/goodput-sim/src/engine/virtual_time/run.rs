@@ -60,7 +60,7 @@ pub(super) struct VirtualRun<'a> {
 
 impl<'a> VirtualRun<'a> {
     pub(super) fn new(cfg: &'a EngineConfig, load: &'a VirtualLoad) -> Result<VirtualRun<'a>, Error> {
-        let mut engines = (0..cfg.engines()).map(|_| Engine::new(cfg.clone())).collect::<Result<Vec<_>, _>>()?;
+        let mut engines = cfg.engine_configs().into_iter().map(Engine::new).collect::<Result<Vec<_>, _>>()?;
         for (i, engine) in engines.iter_mut().enumerate() {
             engine.seed_noise(load.seed.wrapping_add(i as u64));
         }
@@ -72,7 +72,8 @@ impl<'a> VirtualRun<'a> {
                 for e in &mut engines[..pd.prefill as usize] {
                     e.hold_finished();
                 }
-                Some(Pools::new(link, pd.prefill as usize, pd.decode as usize, blocks, n))
+                let decode_blocks = engines[pd.prefill as usize].capacity().num_blocks;
+                Some(Pools::new(link, pd.prefill as usize, pd.decode as usize, (blocks, decode_blocks), n))
             }
             _ => None,
         };
