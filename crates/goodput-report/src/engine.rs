@@ -58,7 +58,7 @@ impl EngineView for SimulatedEngine {
         if let Some(pd) = &c.pd {
             parts.push(format!(
                 "disaggregated {} · KV link {} Gb/s per GPU ({}), {} µs",
-                pd.pools_words(c.tp),
+                pd.pools_words(c.tp, c.ep),
                 pd.kv_link_gbps,
                 pd.kv_link,
                 pd.kv_link_latency_us

@@ -737,7 +737,7 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         let _ = writeln!(
             o,
             "  disaggregated: {} · KV link {} Gb/s per GPU ({}), {} µs a transfer{mean}",
-            pd.pools_words(e.config.tp),
+            pd.pools_words(e.config.tp, e.config.ep),
             pd.kv_link_gbps,
             pd.kv_link,
             pd.kv_link_latency_us
@@ -753,14 +753,10 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
                 // An expert-parallel instance is a group of EP / TP ranks.
                 let ranks = (c.ep / tp).max(1);
                 let of = if ranks > 1 { format!(" of {ranks} ranks") } else { String::new() };
-                let gpus = pd.gpus(tp, pp * ranks);
-                let _ = match pd.decode_tp {
-                    Some(d) => write!(
-                        o,
-                        "  parallelism: PP {pp} × ({} prefill × TP {tp} + {} decode × TP {d}) = {gpus} GPUs",
-                        pd.prefill, pd.decode
-                    ),
-                    None => write!(o, "  parallelism: TP {tp} × PP {pp} × {n} instances{of} = {gpus} GPUs"),
+                let gpus = pd.gpus(tp, c.ep, pp);
+                let _ = match (pd.decode_tp, pd.decode_ep) {
+                    (None, None) => write!(o, "  parallelism: TP {tp} × PP {pp} × {n} instances{of} = {gpus} GPUs"),
+                    _ => write!(o, "  parallelism: PP {pp} × ({}) = {gpus} GPUs", pd.pools_words(tp, c.ep)),
                 };
             }
             None => {

@@ -407,6 +407,12 @@ fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<Pools>>> {
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let pd = Disaggregation::parse(part).map_err(|e| anyhow!("--pd {spec}: {e}"))?;
         pd.check().map_err(|e| anyhow!("--pd {spec}: {e}"))?;
+        if pd.prefill_ep.is_some() || pd.decode_ep.is_some() {
+            bail!(
+                "--pd {part}: plan does not search a pool's own EP size; give the sizes to try with --ep (both pools \
+                 take each), or run `goodput estimate --pd {part}` for that one configuration"
+            );
+        }
         let pools = Pools { p: pd.prefill, d: pd.decode, prefill_tp: pd.prefill_tp, decode_tp: pd.decode_tp };
         if !out.contains(&Some(pools)) {
             out.push(Some(pools));
@@ -500,6 +506,8 @@ impl Search<'_> {
             decode: pd.d,
             prefill_tp: None,
             decode_tp: pd.decode_tp,
+            prefill_ep: None,
+            decode_ep: None,
             link_gbps: None,
             link_latency_us: None,
         });

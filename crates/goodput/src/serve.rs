@@ -70,19 +70,13 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     let replicas = match (c.engine.pd, goodput_sim::engine::KvLink::new(&c.engine)) {
         (Some(pd), Some(link)) => format!(
             "{} (KV link {} Gb/s per GPU, {} µs) {}",
-            match pd.split_tp(c.engine.tp) {
-                true => format!(
-                    "{} prefill instances (TP {}) + {} decode instances (TP {})",
-                    pd.prefill,
-                    c.engine.pool_tp(false),
-                    pd.decode,
-                    c.engine.pool_tp(true)
-                ),
-                false => format!("{} prefill + {} decode instances", pd.prefill, pd.decode),
-            },
+            goodput_core::doc::config::EngineSettings::from(&c.engine)
+                .pd
+                .map(|s| s.pools_words(c.engine.pool_tp(false), c.engine.pool_ep(false)))
+                .unwrap_or_default(),
             link.gbps,
             link.latency.as_secs_f64() * 1e6,
-            if pd.split_tp(c.engine.tp) { "of " } else { "each " }
+            if pd.names_sizes() { "of " } else { "each " }
         ),
         _ => match (c.engine.dp, c.engine.engines()) {
             (1, _) => String::new(),
@@ -99,7 +93,7 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
          serving '{}'",
         c.engine.model.name,
         c.engine.precision,
-        match c.engine.pd.filter(|pd| pd.split_tp(c.engine.tp)) {
+        match c.engine.pd.filter(|pd| pd.names_sizes()) {
             Some(_) => String::new(),
             None => format!("{}× ", c.engine.tp),
         },

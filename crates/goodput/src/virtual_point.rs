@@ -68,12 +68,13 @@ impl TryFrom<&EngineArgs> for EngineConfig {
             }
             None => None,
         };
-        if let Some(pd) = cfg.pd.filter(|pd| pd.prefill_tp.is_some() || pd.decode_tp.is_some()) {
-            // A pool's own TP (`--pd 4xTP1:1xTP4`), checked as given (so a
-            // refusal names what was typed), then kept as the engine keeps
-            // it: the prefill pool's is --tp.
+        if let Some(pd) = cfg.pd.filter(|pd| pd.names_sizes()) {
+            // A pool's own TP or EP (`--pd 4xTP1:1xTP4`), checked as given
+            // (so a refusal names what was typed), then kept as the engine
+            // keeps it: the prefill pool's are --tp and --ep.
             cfg.validate()?;
-            (cfg.tp, cfg.pd) = (pd.canonical(cfg.tp).0, Some(pd.canonical(cfg.tp).1));
+            let (tp, ep, pd) = pd.canonical(cfg.tp, cfg.ep);
+            (cfg.tp, cfg.ep, cfg.pd) = (tp, ep, Some(pd));
         }
         cfg.chat_template = ChatTemplate::parse(&e.chat_template, cfg.model.chat_template())
             .map_err(|m| anyhow!("--chat-template: {m}"))?;
@@ -85,7 +86,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         }
         cfg.validate()?;
         goodput_sim::engine::kv_capacity(&cfg)?;
-        if let Some(pd) = cfg.pd.filter(|pd| pd.split_tp(cfg.tp)) {
+        if let Some(pd) = cfg.pd.filter(|pd| pd.names_sizes()) {
             goodput_sim::engine::kv_capacity(&cfg.pool(true)).with_context(|| {
                 format!(
                     "--pd {}: the decode pool, on TP {}",

@@ -423,6 +423,11 @@ pub struct PdSettings {
     /// `decode_tp` 4); absent when both run on `tp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_tp: Option<u32>,
+    /// The decode pool's own expert-parallel size where it differs from the
+    /// prefill pool's, which is `ep` (`--pd 1xEP8:1xEP16`); absent when both
+    /// run on `ep`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_ep: Option<u32>,
     /// Where the link's figures came from: `node` (the GPUs' interconnect,
     /// both pools in one node), `network` (a NIC per GPU) or `given`.
     pub kv_link: String,
@@ -434,20 +439,29 @@ pub struct PdSettings {
 
 impl PdSettings {
     /// The pools in words, `2 prefill + 1 decode instances`, each pool's TP
-    /// named where they differ (`tp`: the prefill pool's).
-    pub fn pools_words(&self, tp: u32) -> String {
-        match self.decode_tp {
-            Some(d) => format!("{} prefill (TP {tp}) + {} decode (TP {d}) instances", self.prefill, self.decode),
-            None => format!("{} prefill + {} decode instances", self.prefill, self.decode),
+    /// and EP named where they differ (`tp`, `ep`: the prefill pool's).
+    pub fn pools_words(&self, tp: u32, ep: u32) -> String {
+        if self.decode_tp.is_none() && self.decode_ep.is_none() {
+            return format!("{} prefill + {} decode instances", self.prefill, self.decode);
         }
+        let sizes = |tp: u32, ep: u32| if ep > 1 { format!("TP {tp}, EP {ep}") } else { format!("TP {tp}") };
+        format!(
+            "{} prefill ({}) + {} decode ({}) instances",
+            self.prefill,
+            sizes(tp, ep),
+            self.decode,
+            sizes(self.decode_tp.unwrap_or(tp), self.decode_ep.unwrap_or(ep))
+        )
     }
 
-    /// Every GPU of both pools, each instance on `tp` (the prefill pool's,
-    /// the decode pool's where it has its own) × `per_instance` GPUs
-    /// (pipeline stages × expert-parallel ranks).
-    pub fn gpus(&self, tp: u32, per_instance: u32) -> u32 {
-        let d = self.decode_tp.unwrap_or(tp);
-        per_instance.saturating_mul(self.prefill.saturating_mul(tp).saturating_add(self.decode.saturating_mul(d)))
+    /// Every GPU of both pools, each instance on its pool's TP times its
+    /// expert-parallel ranks (EP / TP) times `pp` stages (`tp`, `ep`: the
+    /// prefill pool's).
+    pub fn gpus(&self, tp: u32, ep: u32, pp: u32) -> u32 {
+        let each = |tp: u32, ep: u32| tp.max(1).saturating_mul(if ep > 1 { (ep / tp.max(1)).max(1) } else { 1 });
+        let d = each(self.decode_tp.unwrap_or(tp), self.decode_ep.unwrap_or(ep));
+        pp.max(1)
+            .saturating_mul(self.prefill.saturating_mul(each(tp, ep)).saturating_add(self.decode.saturating_mul(d)))
     }
 }
 

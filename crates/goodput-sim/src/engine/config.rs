@@ -116,7 +116,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             tp: cfg.pool_tp(false),
             dp: cfg.dp,
             router: (cfg.dp > 1).then(|| cfg.router.to_string()),
-            ep: cfg.ep,
+            ep: cfg.pool_ep(false),
             pp: cfg.pp,
             spec_decode: cfg.spec.map(|s| goodput_core::doc::config::SpecDecodeSettings {
                 tokens: s.tokens,
@@ -127,6 +127,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
                 prefill: pd.prefill,
                 decode: pd.decode,
                 decode_tp: pd.split_tp(cfg.tp).then(|| cfg.pool_tp(true)),
+                decode_ep: pd.split_ep(cfg.ep).then(|| cfg.pool_ep(true)),
                 kv_link: link.kind.as_str().to_string(),
                 kv_link_gbps: link.gbps,
                 kv_link_latency_us: link.latency.as_secs_f64() * 1e6,
@@ -193,11 +194,17 @@ impl EngineConfig {
     /// its TP.
     pub fn gpus(&self) -> u32 {
         match self.pd {
-            Some(pd) => self.pp.saturating_mul(self.attention_ranks()).saturating_mul(
-                pd.prefill
-                    .saturating_mul(self.pool_tp(false))
-                    .saturating_add(pd.decode.saturating_mul(self.pool_tp(true))),
-            ),
+            Some(pd) => {
+                let per_instance = |decode: bool| {
+                    let pool = self.pool(decode);
+                    pool.tp.saturating_mul(pool.attention_ranks())
+                };
+                self.pp.saturating_mul(
+                    pd.prefill
+                        .saturating_mul(per_instance(false))
+                        .saturating_add(pd.decode.saturating_mul(per_instance(true))),
+                )
+            }
             None => self.tp.saturating_mul(self.pp).saturating_mul(self.all_ranks()),
         }
     }

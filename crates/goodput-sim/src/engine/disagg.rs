@@ -21,6 +21,12 @@ pub struct Disaggregation {
     pub prefill_tp: Option<u32>,
     #[serde(default)]
     pub decode_tp: Option<u32>,
+    /// Each pool's expert-parallel size where it is not `--ep`
+    /// (`--pd 1xEP8:1xEP16`): each instance one group of EP / TP ranks.
+    #[serde(default)]
+    pub prefill_ep: Option<u32>,
+    #[serde(default)]
+    pub decode_ep: Option<u32>,
     /// The KV link's bandwidth per GPU and direction, Gb/s: `None` takes
     /// the catalog's default (see [`KvLink::new`]).
     #[serde(default)]
@@ -49,48 +55,101 @@ pub const MAX_INSTANCES: u32 = 1024;
 impl Disaggregation {
     /// `P:D` (as `--pd` takes it), the link's defaults. Either side may name
     /// its pool's tensor-parallel size, `NxTPk` (`4xTP1:1xTP4`: four
-    /// prefill instances of one GPU, one decode instance of four); a side
-    /// without one runs on `--tp`.
+    /// prefill instances of one GPU, one decode instance of four), and its
+    /// expert-parallel size, `NxEPm` (`1xEP8:1xEP16`), or both
+    /// (`1xTP2xEP8`); a side without one runs on `--tp` and `--ep`.
     pub fn parse(text: &str) -> Result<Disaggregation, String> {
         let bad = || {
             format!(
                 "--pd {text:?} is not P:D; give the prefill and decode instances as two whole numbers, e.g. --pd 1:1 or \
-                 --pd 2:3, each optionally with its pool's tensor-parallel size, e.g. --pd 4xTP1:1xTP4"
+                 --pd 2:3, each optionally with its pool's tensor- or expert-parallel size, e.g. --pd 4xTP1:1xTP4 or \
+                 --pd 1xEP8:1xEP16"
             )
         };
-        let side = |s: &str| -> Option<(u32, Option<u32>)> {
+        let side = |s: &str| -> Option<(u32, Option<u32>, Option<u32>)> {
             let s = s.trim().to_ascii_lowercase();
-            match s.split_once(['x', '\u{d7}']) {
-                None => Some((s.parse().ok()?, None)),
-                Some((n, tp)) => {
-                    let tp = tp.trim().strip_prefix("tp")?.trim();
-                    Some((n.trim().parse().ok()?, Some(tp.parse().ok()?)))
+            let mut parts = s.split(['x', '\u{d7}']).map(str::trim);
+            let n = parts.next()?.parse().ok()?;
+            let (mut tp, mut ep) = (None, None);
+            for part in parts {
+                let (slot, size) = match (part.strip_prefix("tp"), part.strip_prefix("ep")) {
+                    (Some(k), _) => (&mut tp, k),
+                    (_, Some(m)) => (&mut ep, m),
+                    _ => return None,
+                };
+                if slot.replace(size.trim().parse().ok()?).is_some() {
+                    return None;
                 }
             }
+            Some((n, tp, ep))
         };
         let (p, d) = text.trim().split_once(':').ok_or_else(bad)?;
-        let ((prefill, prefill_tp), (decode, decode_tp)) = (side(p).ok_or_else(bad)?, side(d).ok_or_else(bad)?);
-        Ok(Disaggregation { prefill, decode, prefill_tp, decode_tp, link_gbps: None, link_latency_us: None })
+        let ((prefill, prefill_tp, prefill_ep), (decode, decode_tp, decode_ep)) =
+            (side(p).ok_or_else(bad)?, side(d).ok_or_else(bad)?);
+        Ok(Disaggregation {
+            prefill,
+            decode,
+            prefill_tp,
+            decode_tp,
+            prefill_ep,
+            decode_ep,
+            link_gbps: None,
+            link_latency_us: None,
+        })
     }
 
-    /// `P:D` and any pool's own TP, as [`Disaggregation::parse`] takes it.
+    /// `P:D` and any pool's own TP and EP, as [`Disaggregation::parse`]
+    /// takes it.
     pub fn spec(&self) -> String {
-        let side = |n: u32, tp: Option<u32>| tp.map_or(n.to_string(), |tp| format!("{n}xTP{tp}"));
-        format!("{}:{}", side(self.prefill, self.prefill_tp), side(self.decode, self.decode_tp))
+        let side = |n: u32, tp: Option<u32>, ep: Option<u32>| {
+            let mut s = n.to_string();
+            if let Some(tp) = tp {
+                s += &format!("xTP{tp}");
+            }
+            if let Some(ep) = ep {
+                s += &format!("xEP{ep}");
+            }
+            s
+        };
+        format!(
+            "{}:{}",
+            side(self.prefill, self.prefill_tp, self.prefill_ep),
+            side(self.decode, self.decode_tp, self.decode_ep)
+        )
     }
 
-    /// The same pools with `tp` as `--tp`, in the form the rest of the
-    /// engine keeps: the prefill pool's TP (returned, for `--tp`) and the
-    /// decode pool's own only where it differs from it.
-    pub fn canonical(self, tp: u32) -> (u32, Disaggregation) {
+    /// Whether either pool names a size of its own.
+    pub fn names_sizes(&self) -> bool {
+        [self.prefill_tp, self.decode_tp, self.prefill_ep, self.decode_ep].iter().any(Option::is_some)
+    }
+
+    /// The same pools with `tp` and `ep` as `--tp` and `--ep`, in the form
+    /// the rest of the engine keeps: the prefill pool's TP and EP
+    /// (returned, for `--tp` and `--ep`) and the decode pool's own only
+    /// where they differ from them.
+    pub fn canonical(self, tp: u32, ep: u32) -> (u32, u32, Disaggregation) {
         let (p, d) = (self.prefill_tp.unwrap_or(tp), self.decode_tp.unwrap_or(tp));
-        (p, Disaggregation { prefill_tp: None, decode_tp: (d != p).then_some(d), ..self })
+        let (pe, de) = (self.prefill_ep.unwrap_or(ep), self.decode_ep.unwrap_or(ep));
+        let pd = Disaggregation {
+            prefill_tp: None,
+            decode_tp: (d != p).then_some(d),
+            prefill_ep: None,
+            decode_ep: (de != pe).then_some(de),
+            ..self
+        };
+        (p, pe, pd)
     }
 
     /// Whether the pools run on different tensor-parallel sizes, given the
     /// default `tp`.
     pub fn split_tp(&self, tp: u32) -> bool {
         self.prefill_tp.unwrap_or(tp) != self.decode_tp.unwrap_or(tp)
+    }
+
+    /// Whether the pools run on different expert-parallel sizes, given the
+    /// default `ep`.
+    pub fn split_ep(&self, ep: u32) -> bool {
+        self.prefill_ep.unwrap_or(ep) != self.decode_ep.unwrap_or(ep)
     }
 
     /// Both pools' instances.
@@ -112,6 +171,14 @@ impl Disaggregation {
             if let Some(tp) = tp.filter(|&t| t == 0 || t > 64) {
                 return Err(format!(
                     "--pd {} gives the {which} pool TP{tp}; a pool's tensor-parallel size must lie in 1..=64",
+                    self.spec()
+                ));
+            }
+        }
+        for (ep, which) in [(self.prefill_ep, "prefill"), (self.decode_ep, "decode")] {
+            if let Some(ep) = ep.filter(|&e| e == 0 || e > 4096) {
+                return Err(format!(
+                    "--pd {} gives the {which} pool EP{ep}; a pool's expert-parallel size must lie in 1..=4096",
                     self.spec()
                 ));
             }
@@ -230,10 +297,21 @@ mod tests {
             assert!(Disaggregation::parse(bad).unwrap_err().contains("4xTP1:1xTP4"), "{bad}");
         }
         assert!(Disaggregation::parse("2xTP0:1").unwrap().check().unwrap_err().contains("1..=64"));
+        // A pool's own EP, alone or with its TP, in either order.
+        let pd = Disaggregation::parse("1xEP8:2xep16xTP2").unwrap();
+        assert_eq!((pd.prefill_tp, pd.prefill_ep, pd.decode_tp, pd.decode_ep), (None, Some(8), Some(2), Some(16)));
+        assert_eq!(pd.spec(), "1xEP8:2xTP2xEP16");
+        assert_eq!(Disaggregation::parse(&pd.spec()).unwrap(), pd);
+        for bad in ["1xEP8xEP4:1", "1xTP2xTP2:1", "1xEP:1", "1xEP8x:1"] {
+            assert!(Disaggregation::parse(bad).unwrap_err().contains("1xEP8:1xEP16"), "{bad}");
+        }
+        assert!(Disaggregation::parse("1xEP0:1").unwrap().check().unwrap_err().contains("expert-parallel"));
+        let (tp, ep, pd) = Disaggregation::parse("1xEP8:1xEP16").unwrap().canonical(1, 1);
+        assert_eq!((tp, ep, pd.decode_tp, pd.decode_ep), (1, 8, None, Some(16)));
         // Kept as the engine keeps it: the prefill pool's TP is --tp, the
         // decode pool's own only where it differs.
         let canon = |text: &str, tp| {
-            let (tp, pd) = Disaggregation::parse(text).unwrap().canonical(tp);
+            let (tp, _, pd) = Disaggregation::parse(text).unwrap().canonical(tp, 1);
             (tp, pd.prefill_tp, pd.decode_tp)
         };
         assert_eq!(canon("4xTP1:1xTP4", 2), (1, None, Some(4)));

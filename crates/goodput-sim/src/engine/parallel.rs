@@ -90,10 +90,25 @@ impl EngineConfig {
         own.unwrap_or(self.tp)
     }
 
+    /// The expert-parallel size of one pool's instances: the pool's own
+    /// where `--pd` names it (`1xEP8:1xEP16`), else `--ep`.
+    pub fn pool_ep(&self, decode: bool) -> u32 {
+        let own = self.pd.and_then(|pd| if decode { pd.decode_ep } else { pd.prefill_ep });
+        own.unwrap_or(self.ep)
+    }
+
     /// The configuration one instance of a pool runs (`decode`: the decode
-    /// pool's): this one, on that pool's tensor-parallel size.
+    /// pool's): this one, on that pool's tensor- and expert-parallel sizes
+    /// (its pools then name no sizes of their own).
     pub fn pool(&self, decode: bool) -> EngineConfig {
-        EngineConfig { tp: self.pool_tp(decode), ..self.clone() }
+        let pd = self.pd.map(|pd| crate::engine::Disaggregation {
+            prefill_tp: None,
+            decode_tp: None,
+            prefill_ep: None,
+            decode_ep: None,
+            ..pd
+        });
+        EngineConfig { tp: self.pool_tp(decode), ep: self.pool_ep(decode), pd, ..self.clone() }
     }
 
     /// Each engine's configuration, in [`EngineConfig::engines`]' order: the
@@ -102,7 +117,7 @@ impl EngineConfig {
         let n = self.engines() as usize;
         let prefill = self.pd.map_or(0, |pd| pd.prefill as usize);
         match self.pd {
-            Some(pd) if pd.split_tp(self.tp) || pd.prefill_tp.is_some() => {
+            Some(pd) if pd.names_sizes() => {
                 let (p, d) = (self.pool(false), self.pool(true));
                 (0..n).map(|i| if i < prefill { p.clone() } else { d.clone() }).collect()
             }
@@ -112,9 +127,14 @@ impl EngineConfig {
 
     /// Every data-parallel rank the configuration runs: `--dp`, or both
     /// pools' instances times each one's ranks when disaggregated (an
-    /// expert-parallel instance has EP / TP). GPUs = TP × PP × these.
+    /// expert-parallel instance has EP / TP, at its pool's sizes). GPUs =
+    /// TP × PP × these where the pools' TPs are the same.
     pub fn all_ranks(&self) -> u32 {
         match self.pd {
+            Some(pd) if pd.names_sizes() => pd
+                .prefill
+                .saturating_mul(self.pool(false).attention_ranks())
+                .saturating_add(pd.decode.saturating_mul(self.pool(true).attention_ranks())),
             Some(pd) => pd.instances().saturating_mul(self.attention_ranks()),
             None => self.dp,
         }
@@ -136,7 +156,8 @@ impl EngineConfig {
     /// (before `{tp}× {gpu}`); empty with neither.
     pub fn parallel_words(&self) -> String {
         let mut s = String::new();
-        if self.ep > 1 {
+        // Pools of their own EP sizes: the pools' words name them.
+        if self.ep > 1 && !self.pd.is_some_and(|pd| pd.names_sizes()) {
             s += &format!(
                 "EP {} (experts over {} GPUs, {} ranks a scheduler) · ",
                 self.ep,
@@ -154,25 +175,33 @@ impl EngineConfig {
     /// labels the layout) where EP or PP is on; empty otherwise. vLLM exports
     /// no metric of its parallel layout, so the name is goodput's own.
     pub fn parallel_info_metric(&self) -> String {
-        let split = self.pd.is_some_and(|pd| pd.split_tp(self.tp));
-        if self.ep <= 1 && self.pp <= 1 && !split {
+        let split_tp = self.pd.is_some_and(|pd| pd.split_tp(self.tp));
+        let split_ep = self.pd.is_some_and(|pd| pd.split_ep(self.ep));
+        if self.pool_ep(false) <= 1 && self.pp <= 1 && !split_tp && !split_ep {
             return String::new();
         }
         let name = "goodput_engine_parallel_info";
-        // Pools of their own TP: the decode pool's too, and GPUs = pp × (the
-        // prefill instances × tp + the decode instances × decode_tp).
-        let decode_tp = if split { format!(",decode_tp=\"{}\"", self.pool_tp(true)) } else { String::new() };
+        // Pools of their own sizes: the decode pool's too.
+        let mut decode_tp = String::new();
+        if split_tp {
+            decode_tp += &format!(",decode_tp=\"{}\"", self.pool_tp(true));
+        }
+        if split_ep {
+            let d = self.pool(true);
+            decode_tp += &format!(",decode_ep=\"{}\",decode_ranks=\"{}\"", d.ep, d.attention_ranks());
+        }
         format!(
             "# HELP {name} The simulated engine's parallel layout (GPUs = tp × pp × dp, dp being both pools' \
              instances times their ranks when prefill and decode are disaggregated; with decode_tp, the decode pool's \
              own TP, tp is the prefill pool's; ep: GPUs the experts are spread over; ranks: data-parallel ranks a \
-             scheduler drives).\n# TYPE {name} gauge\n\
+             scheduler drives; decode_ep and decode_ranks: the decode pool's where they differ, ep and ranks then \
+             the prefill pool's).\n# TYPE {name} gauge\n\
              {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"{decode_tp}}} 1\n",
             self.pool_tp(false),
             self.pp,
             self.all_ranks(),
-            self.ep,
-            self.attention_ranks()
+            self.pool_ep(false),
+            self.pool(false).attention_ranks()
         )
     }
 
@@ -190,6 +219,22 @@ impl EngineConfig {
                 self.pp, m.name, m.num_layers, m.num_layers
             ));
         }
+        if let Some(pd) = self.pd.filter(|pd| pd.names_sizes()) {
+            // Each pool at its own sizes, a refusal naming the pool.
+            for (decode, which) in [(false, "prefill"), (true, "decode")] {
+                let pool = self.pool(decode);
+                pool.validate_parallel().map_err(|e| match e {
+                    Error::InvalidConfig(m) => Error::InvalidConfig(format!(
+                        "--pd {}: the {which} pool (TP {}, EP {}): {m}",
+                        pd.spec(),
+                        pool.tp,
+                        pool.ep
+                    )),
+                    other => other,
+                })?;
+            }
+            return Ok(());
+        }
         if self.ep == 0 {
             return bad("--ep must be at least 1 (1: no expert parallelism)".into());
         }
@@ -203,16 +248,6 @@ impl EngineConfig {
                 self.ep, m.name
             ));
         };
-        if let Some(pd) = self.pd.filter(|pd| pd.prefill_tp.is_some() || pd.decode_tp.is_some()) {
-            return bad(format!(
-                "--pd {} gives a pool its own TP, which is not modelled with --ep {}: both pools run --tp; give \
-                 --pd {}:{} and --tp instead",
-                pd.spec(),
-                self.ep,
-                pd.prefill,
-                pd.decode
-            ));
-        }
         let tp = self.tp.max(1);
         if !self.ep.is_multiple_of(tp) {
             return bad(format!(

@@ -491,7 +491,7 @@ pub struct EngineHwArgs {
     /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0).
     #[arg(long, default_value_t = 0.05, help_heading = "Simulated engine")]
     pub spec_draft_cost: f64,
-    /// Prefill/decode disaggregation: P prefill and D decode instances (P:D, e.g. 1:1), each on --tp GPUs, the KV cache crossing from one to the other (not with --dp). Either pool may name its own TP: 4xTP1:1xTP4 is four prefill instances of one GPU and one decode instance of four.
+    /// Prefill/decode disaggregation: P prefill and D decode instances (P:D, e.g. 1:1), each on --tp GPUs, the KV cache crossing from one to the other (not with --dp). Either pool may name its own TP or EP: 4xTP1:1xTP4 is four prefill instances of one GPU and one decode instance of four; 1xEP8:1xEP16 gives a mixture of experts' decode instance a wider expert-parallel group.
     #[arg(long, value_name = "P:D", help_heading = "Simulated engine")]
     pub pd: Option<String>,
     /// With --pd: the KV link's bandwidth per GPU, Gb/s (default: the GPU's NVLink when both pools fit in one 8-GPU node, else a 400 Gb/s NIC).

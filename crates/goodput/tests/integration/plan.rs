@@ -368,4 +368,7 @@ fn plan_searches_pools_of_their_own_tp() {
     assert!(pools("1:4xTP2").is_empty() && pools("1:4").is_empty(), "{configs:?}");
     let notes = doc["notes"].to_string();
     assert!(!notes.contains("2:1xTP4 left out"), "{notes}");
+    // A pool's own EP is estimate's, not plan's: refused with the way to it.
+    let err = goodput().args(["plan", "--gpu", "h100", "--pd", "1xEP2:1xEP4"]).refusal();
+    assert!(err.contains("--ep") && err.contains("goodput estimate --pd 1xEP2:1xEP4"), "{err}");
 }

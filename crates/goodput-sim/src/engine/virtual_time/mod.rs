@@ -1021,6 +1021,47 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_of_its_own_ep_runs_groups_of_that_many_ranks_and_counts_their_gpus() {
+        // A mixture of experts: one prefill instance, an expert-parallel
+        // group of two ranks, and one decode instance of four ranks.
+        let cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
+        let load = VirtualLoad::closed_loop(same(64, 1000, 100), 32);
+        let run = |pools: &str| {
+            let c = disaggregated(&cfg, pools);
+            c.validate().unwrap();
+            (simulate(&c, &load).unwrap(), c)
+        };
+        let (split, c) = run("1xEP2:1xEP4");
+        let (all_ep4, _) = run("1xEP4:1xEP4");
+        let (all_ep2, _) = run("1xEP2:1xEP2");
+        // 1 × 2 + 1 × 4 GPUs, each provisioned; six ranks.
+        assert_eq!((c.gpus(), c.all_ranks()), (6, 6));
+        assert_eq!(split.engine.provisioned_w, 6.0 * cfg.gpu.tdp_w);
+        assert!(split.records.iter().all(|r| r.outcome.is_success() && r.chunks.len() == 100));
+        // Each pool's instance is timed as a group of its own ranks: the
+        // decode steps are the all-EP4 configuration's, not the EP2 one's.
+        let median = |run: &SimRun| {
+            let g = itl_gaps(run);
+            g[g.len() / 2].as_secs_f64()
+        };
+        let (s, a4, a2) = (median(&split), median(&all_ep4), median(&all_ep2));
+        assert!((s - a4).abs() < 0.05 * a4, "decode EP4 {s} vs every instance EP4 {a4}");
+        assert!((a4 - a2).abs() > 0.05 * a2, "EP4 {a4} and EP2 {a2} decode alike: the test shows nothing");
+        // The decode instance's cache is an EP4 group's.
+        let ep4 = crate::engine::kv_capacity(&c.pool(true)).unwrap().tokens();
+        let ep2 = crate::engine::kv_capacity(&c.pool(false)).unwrap().tokens();
+        assert!(ep4 > ep2, "{ep4} vs {ep2}");
+        assert!(c
+            .parallel_info_metric()
+            .contains("tp=\"1\",pp=\"1\",dp=\"6\",ep=\"2\",ranks=\"2\",decode_ep=\"4\",decode_ranks=\"4\""));
+        // A pool's size that cannot hold the experts is refused, naming the pool.
+        let e = disaggregated(&cfg, "1:1xEP3").validate().unwrap_err().to_string();
+        assert!(e.contains("the decode pool (TP 1, EP 3)") && e.contains("divisor"), "{e}");
+        let e = disaggregated(&h100_8b(), "1xEP2:1").validate().unwrap_err().to_string();
+        assert!(e.contains("the prefill pool") && e.contains("dense"), "{e}");
+    }
+
+    #[test]
     fn pools_of_pipeline_parallel_instances_send_each_stage_s_share_of_the_kv() {
         // Two stages an instance: 2 GPUs each, 4 in all; each GPU holds half
         // the layers' KV and sends it beside the other stage's GPU.
