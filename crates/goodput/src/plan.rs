@@ -550,6 +550,8 @@ impl Search<'_> {
             eps = vec![1];
         }
         let mut staged = false;
+        let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
+        let mut own_tp_with_ep = false;
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
         for (offer, o) in a.gpu.iter().enumerate() {
@@ -570,9 +572,19 @@ impl Search<'_> {
                 let first = (seqs[0], a.max_num_batched_tokens.0[0]);
                 for &mbt in &a.max_num_batched_tokens.0 {
                     for &seq in &seqs {
-                        let (kept, left) = self.balanced(&ratios, &gpu, precision, offer, seq, mbt as u32, lengths);
+                        let (mut kept, left) = self.balanced(&ratios, &gpu, precision, offer, seq, mbt as u32, lengths);
                         if (seq, mbt) == first {
                             notes.extend(left);
+                        }
+                        if auto_pd {
+                            // Each ratio kept also with its decode pool on
+                            // each TP of the list, the prefill pool's climbing.
+                            let wider: Vec<Option<Pools>> = kept
+                                .iter()
+                                .flatten()
+                                .flat_map(|&pd| tps.iter().map(move |&s| Some(Pools { decode_tp: Some(s), ..pd })))
+                                .collect();
+                            kept.extend(wider);
                         }
                         let units = kept.iter().flat_map(|&pd| eps.iter().map(move |&ep| (pd, ep)));
                         for ((pd, ep), &router) in units.flat_map(|u| routers.iter().map(move |r| (u, r))) {
@@ -586,12 +598,21 @@ impl Search<'_> {
                             for &tp in &tps {
                                 // A ratio that names its prefill TP runs at that TP only.
                                 let pd = match pd {
+                                    // `auto`'s decode TP equal to this one: the
+                                    // plain ratio, searched already.
+                                    Some(pools) if auto_pd && pools.decode_tp == Some(tp) => continue,
                                     Some(pools) => match pools.at(tp) {
                                         Some(at) => Some(at),
                                         None => continue,
                                     },
                                     None => None,
                                 };
+                                // Pools of their own TPs are not searched with
+                                // EP: their groups would differ in ranks.
+                                if ep > 1 && pd.is_some_and(|p| p.decode_tp.is_some()) {
+                                    own_tp_with_ep = true;
+                                    continue;
+                                }
                                 let unit = pd.map_or(tp, |pd| pd.gpus(tp, 1));
                                 // One replica has no router to choose.
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
@@ -619,6 +640,13 @@ impl Search<'_> {
                     }
                 }
             }
+        }
+        if own_tp_with_ep {
+            notes.push(
+                "--pd: pools of their own TPs were searched without expert parallelism only (with --ep above 1 the \
+                 pools' groups would differ in ranks); `goodput estimate --pd` takes such a configuration"
+                    .into(),
+            );
         }
         if staged {
             notes.push(
@@ -687,6 +715,9 @@ impl Search<'_> {
     fn fits(&self, c: &Candidate) -> Result<()> {
         let cfg = self.engine(c);
         kv_capacity(&cfg)?;
+        if c.pd.is_some_and(|pd| pd.decode_tp.is_some()) {
+            kv_capacity(&cfg.pool(true)).context("the decode pool")?;
+        }
         crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
     }
 

@@ -368,6 +368,34 @@ fn plan_searches_pools_of_their_own_tp() {
     assert!(pools("1:4xTP2").is_empty() && pools("1:4").is_empty(), "{configs:?}");
     let notes = doc["notes"].to_string();
     assert!(!notes.contains("2:1xTP4 left out"), "{notes}");
+    // `auto` tries each ratio with its decode pool on each TP of the list
+    // too: every unit within the budget, both pools' GPUs counted, and no
+    // decode TP named that equals the prefill pool's (the plain ratio).
+    let out = dir.path().join("auto.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "4", "--gpu", "h100=2", "--tp", "1,2"])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "auto"])
+        .args(["--input-tokens", "2000", "--output-tokens", "200", "--concurrency", "1,8"])
+        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --pd auto");
+    let mut own = 0;
+    for c in doc["configs"].as_array().unwrap() {
+        let Some(spec) = c["params"]["pd"].as_str() else { continue };
+        let pd = goodput_sim::engine::Disaggregation::parse(spec).unwrap();
+        let tp: u32 = c["params"]["tp"].as_str().unwrap().parse().unwrap();
+        let dp: u64 = c["params"]["dp"].as_str().unwrap().parse().unwrap();
+        let decode_tp = pd.decode_tp.unwrap_or(tp);
+        assert!(pd.decode_tp != Some(tp), "{spec} at TP {tp}");
+        let unit = u64::from(pd.prefill * tp + pd.decode * decode_tp);
+        assert_eq!(c["gpus"].as_u64(), Some(dp * unit), "{}", c["id"]);
+        assert!(dp * unit <= 4, "{}", c["id"]);
+        own += usize::from(pd.decode_tp.is_some());
+    }
+    assert!(own > 0, "{:?}", doc["configs"]);
     // A pool's own EP is estimate's, not plan's: refused with the way to it.
     let err = goodput().args(["plan", "--gpu", "h100", "--pd", "1xEP2:1xEP4"]).refusal();
     assert!(err.contains("--ep") && err.contains("goodput estimate --pd 1xEP2:1xEP4"), "{err}");
