@@ -400,11 +400,20 @@ impl Chart {
     /// neither a ring (its own point's or another's: a saturation label
     /// once hid the recommended point beside it) nor a label placed before
     /// it: beside its point, right or left, then a line higher at a time,
-    /// then below.
+    /// then below. The recommended mark (`mark-rec`) takes its place first
+    /// and is drawn last, over the others. A label with no free place (a
+    /// crowded chart, as a plan's frontier of many configurations can be)
+    /// is left off rather than written over another: its ring keeps the
+    /// label as its tooltip, and the page's table lists every configuration.
     fn marks_svg(&self, o: &mut String, f: &Frame) {
         let rings: Vec<Rect> = self.marks.iter().map(|m| Rect::ring(f.sx(m.x), f.sy(m.y))).collect();
+        let mut order: Vec<usize> = (0..self.marks.len()).collect();
+        order.sort_by_key(|&i| self.marks[i].class != "mark-rec");
         let mut placed: Vec<Rect> = Vec::new();
-        for m in &self.marks {
+        // Each label's box, where it has one; its text starts at the box's left.
+        let mut places: Vec<Option<Rect>> = vec![None; self.marks.len()];
+        for &i in &order {
+            let m = &self.marks[i];
             let (x, y) = (f.sx(m.x), f.sy(m.y));
             let width = LABEL_CHAR_PX * m.label.chars().count() as f64;
             let right_first = x <= LEFT + f.pw * 0.7;
@@ -421,24 +430,43 @@ impl Chart {
             };
             let above = (0..=8).map(|k| y - 10.0 - LINE_PX * k as f64);
             let below = (0..=4).map(|k| y + 20.0 + LINE_PX * k as f64);
-            let found = above
-                .chain(below)
-                .flat_map(|base| [(right_first, base), (!right_first, base)])
-                .find(|&(right, base)| fits(&at(right, base)));
-            // Nowhere free (a crowded chart): beside the point, as before.
-            let (right, base) = found.unwrap_or((right_first, (y - 10.0).max(TOP + 10.0)));
-            placed.push(at(right, base));
+            let mut found =
+                above.chain(below).flat_map(|base| [at(right_first, base), at(!right_first, base)]).find(|r| fits(r));
+            if m.class == "mark-rec" {
+                // The recommended mark is labelled wherever it must be: a
+                // line above or below its point, slid along to lie inside
+                // the plot, else beside its point over whatever is there.
+                let slid = |base: f64| {
+                    let left = (x - width / 2.0).clamp(LEFT, (W - width).max(LEFT));
+                    Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT }
+                };
+                let above = (1..=12).map(|k| y - 10.0 - LINE_PX * k as f64);
+                let below = (0..=8).map(|k| y + 20.0 + LINE_PX * k as f64);
+                found = found
+                    .or_else(|| above.chain(below).map(slid).find(|r| fits(r)))
+                    .or_else(|| Some(at(right_first, (y - 10.0).max(TOP + 10.0))));
+            }
+            if let Some(r) = found {
+                placed.push(r);
+            }
+            places[i] = found;
+        }
+        let draw = (0..self.marks.len()).filter(|&i| self.marks[i].class != "mark-rec");
+        for i in draw.chain((0..self.marks.len()).filter(|&i| self.marks[i].class == "mark-rec")) {
+            let m = &self.marks[i];
+            let (x, y) = (f.sx(m.x), f.sy(m.y));
+            let t = html(&m.label);
             let _ = write!(
                 o,
-                r#"<g class="mark {cls}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle><text text-anchor="{anchor}" x="{}" y="{}">{t}</text></g>"#,
+                r#"<g class="mark {cls}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle>"#,
                 c(x),
                 c(y),
-                c(if right { x + LABEL_GAP } else { x - LABEL_GAP }),
-                c(base),
                 cls = m.class,
-                anchor = if right { "start" } else { "end" },
-                t = html(&m.label)
             );
+            if let Some(r) = places[i] {
+                let _ = write!(o, r#"<text x="{}" y="{}">{t}</text>"#, c(r.left), c(r.bottom - LABEL_DESCENT));
+            }
+            o.push_str("</g>");
         }
     }
 }
@@ -534,7 +562,10 @@ fn series_svg(o: &mut String, f: &Frame, i: usize, s: &Series) {
 /// rises above its baseline and falls below it; how far it starts from its
 /// point; the radius of a mark's ring.
 const LINE_PX: f64 = 14.0;
-const LABEL_CHAR_PX: f64 = 7.0;
+/// A label character's width at the marks' 11.5 px, weight 650: Chromium's
+/// sans-serif measured 7.10–7.28 (`getComputedTextLength`) over a plan's
+/// configuration names.
+const LABEL_CHAR_PX: f64 = 7.4;
 const LABEL_ASCENT: f64 = 10.5;
 const LABEL_DESCENT: f64 = 3.0;
 const LABEL_GAP: f64 = 10.0;
@@ -594,36 +625,73 @@ mod tests {
     }
 
     /// Each mark's ring and label boxes, read back from the SVG's own
-    /// coordinates: (ring, label).
-    fn mark_boxes(svg: &str) -> Vec<(Rect, Rect)> {
+    /// coordinates: (ring, label, if drawn).
+    fn mark_boxes(svg: &str) -> Vec<(Rect, Option<Rect>)> {
         let attr = |tag: &str, k: &str| -> f64 {
             tag.split(&format!(" {k}=\"")).nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
         };
         svg.split(r#"<g class="mark "#)
             .skip(1)
             .map(|g| {
+                let g = g.split("</g>").next().unwrap();
                 let circle = g.split("<circle").nth(1).unwrap();
-                let text = g.split("<text").nth(1).unwrap();
-                let label = text.split('>').nth(1).unwrap().split('<').next().unwrap();
-                let (x, base) = (attr(text, "x"), attr(text, "y"));
-                let width = LABEL_CHAR_PX * label.chars().count() as f64;
-                let left = if text.contains(r#"text-anchor="end""#) { x - width } else { x };
                 let ring = Rect::ring(attr(circle, "cx"), attr(circle, "cy"));
-                (ring, Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT })
+                let label = g.split("<text").nth(1).map(|text| {
+                    let label = text.split('>').nth(1).unwrap().split('<').next().unwrap();
+                    let (x, base) = (attr(text, "x"), attr(text, "y"));
+                    let width = LABEL_CHAR_PX * label.chars().count() as f64;
+                    let left = if text.contains(r#"text-anchor="end""#) { x - width } else { x };
+                    Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT }
+                });
+                (ring, label)
             })
             .collect()
     }
 
-    /// No label covers a ring, and no two labels cross.
+    /// No label covers a ring, and no two labels cross; every label drawn.
     fn assert_labels_clear(svg: &str) {
         let boxes = mark_boxes(svg);
-        assert!(boxes.len() >= 2, "{svg}");
+        assert!(boxes.len() >= 2 && boxes.iter().all(|b| b.1.is_some()), "{svg}");
+        assert_drawn_labels_clear(&boxes);
+    }
+
+    fn assert_drawn_labels_clear(boxes: &[(Rect, Option<Rect>)]) {
         for (i, (_, label)) in boxes.iter().enumerate() {
+            let Some(label) = label else { continue };
             for (j, (ring, other)) in boxes.iter().enumerate() {
                 assert!(!label.crosses(ring), "label {i} {label:?} covers ring {j} {ring:?}");
-                assert!(i == j || !label.crosses(other), "labels {i} and {j} cross: {label:?} {other:?}");
+                assert!(i == j || other.is_none_or(|o| !label.crosses(&o)), "labels {i} and {j} cross");
             }
         }
+    }
+
+    /// A plan's crowded frontier: thirty marks along a short stretch. No
+    /// drawn label crosses another or covers a ring; those with no room
+    /// are left off (their rings keep them as tooltips); the recommended
+    /// mark's is drawn whatever the crowd, on top.
+    #[test]
+    fn a_crowded_chart_leaves_off_the_labels_it_has_no_room_for() {
+        let mut marks: Vec<Mark> = (0..30)
+            .map(|i| mark(40.0 + i as f64, 50.0 + (i % 3) as f64, "h200 tp1x1 fp8 mbt8192 pd3:1xTP4", "mark-sat"))
+            .collect();
+        marks.push(mark(55.0, 51.0, "best: h100 tp1x1 pp2 fp8 mbt8192 pd2:1xTP2", "mark-rec"));
+        let chart = Chart {
+            id: "crowd".into(),
+            title: "Crowd".into(),
+            series: vec![Series::new("s", Style::LineDots, 0, vec![(0.0, 0.0), (100.0, 100.0)])],
+            marks,
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let boxes = mark_boxes(&svg);
+        assert_eq!(boxes.len(), 31);
+        let drawn = boxes.iter().filter(|b| b.1.is_some()).count();
+        assert!(drawn > 1 && drawn < 31, "{drawn} labels drawn");
+        assert_drawn_labels_clear(&boxes);
+        assert_eq!(svg.matches("<title>").count(), 31);
+        // The recommended mark is drawn last, with its label.
+        let last = svg.rsplit(r#"<g class="mark "#).next().unwrap();
+        assert!(last.starts_with("mark-rec") && last.contains("<text"), "{last}");
     }
 
     fn mark(x: f64, y: f64, label: &str, class: &'static str) -> Mark {
