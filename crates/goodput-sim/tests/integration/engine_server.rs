@@ -681,6 +681,15 @@ async fn a_serial_front_end_takes_requests_sent_together_one_at_a_time() {
     }
 }
 
+/// Streams a completion of five tokens from `base` (checking it), then
+/// reads its `/metrics`.
+async fn five_tokens_then_metrics(http: &reqwest::Client, base: &str, body: &serde_json::Value) -> String {
+    let r = post(http, format!("{base}/v1/completions"), body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(tokens(&events(&r.text().await.unwrap())), 5);
+    http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap()
+}
+
 /// Pools of two-stage instances, then of expert-parallel groups: the
 /// decode instance streams the answer, and the layout gauge counts both
 /// pools' instances and their ranks.
@@ -694,10 +703,7 @@ async fn disaggregated_pools_of_pipeline_and_expert_parallel_instances_serve_and
     let (base, _server, _stop) = start(cfg).await;
     let http = client();
     let body = json!({"prompt": words(255, "pp-"), "max_tokens": 5, "stream": true});
-    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(tokens(&events(&r.text().await.unwrap())), 5);
-    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let text = five_tokens_then_metrics(&http, &base, &body).await;
     let at = |name: &str, engine: u32| metric(&text, &format!("{name}{{engine=\"{engine}\",model_name=\"sim-8b\"}}"));
     assert_eq!(at("vllm:nixl_xfer_time_seconds_count", 1), 1.0);
     assert_eq!(
@@ -711,11 +717,8 @@ async fn disaggregated_pools_of_pipeline_and_expert_parallel_instances_serve_and
     engine.pd = Some(goodput_sim::engine::Disaggregation::parse("1:1").unwrap());
     let cfg = EngineServerConfig { speed: 10.0, model_name: "sim-moe".into(), ..EngineServerConfig::new(engine) };
     let (base, server, _stop) = start(cfg).await;
-    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(tokens(&events(&r.text().await.unwrap())), 5);
+    let text = five_tokens_then_metrics(&http, &base, &body).await;
     assert_eq!(server.replica_stats().len(), 2);
-    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     assert_eq!(metric(&text, "vllm:nixl_xfer_time_seconds_count{engine=\"1\",model_name=\"sim-moe\"}"), 1.0);
     assert_eq!(
         metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"1\",dp=\"4\",ep=\"2\",ranks=\"2\"}"),
@@ -729,10 +732,7 @@ async fn disaggregated_pools_of_pipeline_and_expert_parallel_instances_serve_and
     cfg.engine.validate().unwrap();
     assert_eq!(cfg.engine.gpus(), 3);
     let (base, _server, _stop) = start(cfg).await;
-    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(tokens(&events(&r.text().await.unwrap())), 5);
-    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let text = five_tokens_then_metrics(&http, &base, &body).await;
     assert_eq!(metric(&text, "vllm:nixl_xfer_time_seconds_count{engine=\"1\",model_name=\"sim-8b\"}"), 1.0);
     assert_eq!(
         metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"1\",dp=\"2\",ep=\"1\",ranks=\"1\",decode_tp=\"2\"}"),

@@ -310,17 +310,7 @@ fn plan_gives_disaggregated_instances_the_stages_that_hold_the_model() {
 #[test]
 fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("pd.json");
-    goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "4", "--gpu", "h100=2", "--tp", "1"])
-        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "1:1,1:4"])
-        .args(["--input-tokens", "2000", "--output-tokens", "200", "--concurrency", "1,8"])
-        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let doc = read_json(&out);
-    assert_valid(&doc, "FrontierResult", "plan --pd");
+    let doc = plan_8b_pd(dir.path(), "4", "1", "1:1,1:4");
     let configs = doc["configs"].as_array().unwrap();
     let pd: Vec<&Value> = configs.iter().filter(|c| c["params"]["pd"].is_string()).collect();
     assert_eq!(pd.len(), 1, "{configs:?}");
@@ -337,23 +327,31 @@ fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
     assert!(err.contains("P:D"), "{err}");
 }
 
-/// `--pd` with a pool's own TP: searched as given (never pruned), at the
-/// prefill TP it names only, each configuration counting both pools' GPUs,
-/// named so that `--pd` takes it back.
-#[test]
-fn plan_searches_pools_of_their_own_tp() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("pools.json");
+/// `plan` of Llama-3.1-8B on `gpus` H100s at TP `tp` with `--pd pd` (BF16,
+/// an 8,192-token budget, 2,000-token prompts and 200-token answers, 1 and
+/// 8 users): its document, checked against the schema.
+fn plan_8b_pd(dir: &std::path::Path, gpus: &str, tp: &str, pd: &str) -> Value {
+    let out = dir.join("plan-8b-pd.json");
     goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "8", "--gpu", "h100=2", "--tp", "1,2"])
-        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "2xTP1:1xTP4,1:4xTP2"])
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", gpus, "--gpu", "h100=2", "--tp", tp])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", pd])
         .args(["--input-tokens", "2000", "--output-tokens", "200", "--concurrency", "1,8"])
         .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
         .arg(&out)
         .assert()
         .success();
     let doc = read_json(&out);
-    assert_valid(&doc, "FrontierResult", "plan --pd");
+    assert_valid(&doc, "FrontierResult", &format!("plan --pd {pd}"));
+    doc
+}
+
+/// `--pd` with a pool's own TP: searched as given (never pruned), at the
+/// prefill TP it names only, each configuration counting both pools' GPUs,
+/// named so that `--pd` takes it back.
+#[test]
+fn plan_searches_pools_of_their_own_tp() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = plan_8b_pd(dir.path(), "8", "1,2", "2xTP1:1xTP4,1:4xTP2");
     let configs = doc["configs"].as_array().unwrap();
     let pools = |spec: &str| -> Vec<&Value> { configs.iter().filter(|c| c["params"]["pd"] == spec).collect() };
     // 2 × TP1 + 1 × TP4: six GPUs a unit, one unit in eight; only at TP 1.
@@ -371,17 +369,7 @@ fn plan_searches_pools_of_their_own_tp() {
     // `auto` tries each ratio with its decode pool on each TP of the list
     // too: every unit within the budget, both pools' GPUs counted, and no
     // decode TP named that equals the prefill pool's (the plain ratio).
-    let out = dir.path().join("auto.json");
-    goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "4", "--gpu", "h100=2", "--tp", "1,2"])
-        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", "auto"])
-        .args(["--input-tokens", "2000", "--output-tokens", "200", "--concurrency", "1,8"])
-        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let doc = read_json(&out);
-    assert_valid(&doc, "FrontierResult", "plan --pd auto");
+    let doc = plan_8b_pd(dir.path(), "4", "1,2", "auto");
     let mut own = 0;
     for c in doc["configs"].as_array().unwrap() {
         let Some(spec) = c["params"]["pd"].as_str() else { continue };

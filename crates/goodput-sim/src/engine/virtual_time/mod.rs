@@ -893,6 +893,19 @@ mod tests {
         c
     }
 
+    /// `cfg` disaggregated into `pools`, checked, and its run of `load`.
+    fn run_pools(cfg: &EngineConfig, pools: &str, load: &VirtualLoad) -> (SimRun, EngineConfig) {
+        let c = disaggregated(cfg, pools);
+        c.validate().unwrap();
+        (simulate(&c, load).unwrap(), c)
+    }
+
+    /// The median gap between two chunks, s.
+    fn median_itl(run: &SimRun) -> f64 {
+        let g = itl_gaps(run);
+        g[g.len() / 2].as_secs_f64()
+    }
+
     /// Every gap between two chunks of every record, sorted.
     fn itl_gaps(run: &SimRun) -> Vec<Duration> {
         let mut g: Vec<Duration> = run.records.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| b.t - a.t)).collect();
@@ -974,15 +987,7 @@ mod tests {
         // one-GPU prefill instances and one decode instance.
         let cfg = h100_8b();
         let load = VirtualLoad::closed_loop(same(96, 1000, 200), 24);
-        let median_itl = |run: &SimRun| {
-            let g = itl_gaps(run);
-            g[g.len() / 2].as_secs_f64()
-        };
-        let run = |pools: &str| {
-            let c = disaggregated(&cfg, pools);
-            c.validate().unwrap();
-            (simulate(&c, &load).unwrap(), c)
-        };
+        let run = |pools: &str| run_pools(&cfg, pools, &load);
         let (base, _) = run("2:1");
         let (wide_decode, c) = run("2:1xTP4");
         let (all_tp4, _) = run("2xTP4:1xTP4");
@@ -1026,11 +1031,7 @@ mod tests {
         // group of two ranks, and one decode instance of four ranks.
         let cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
         let load = VirtualLoad::closed_loop(same(64, 1000, 100), 32);
-        let run = |pools: &str| {
-            let c = disaggregated(&cfg, pools);
-            c.validate().unwrap();
-            (simulate(&c, &load).unwrap(), c)
-        };
+        let run = |pools: &str| run_pools(&cfg, pools, &load);
         let (split, c) = run("1xEP2:1xEP4");
         let (all_ep4, _) = run("1xEP4:1xEP4");
         let (all_ep2, _) = run("1xEP2:1xEP2");
@@ -1040,11 +1041,7 @@ mod tests {
         assert!(split.records.iter().all(|r| r.outcome.is_success() && r.chunks.len() == 100));
         // Each pool's instance is timed as a group of its own ranks: the
         // decode steps are the all-EP4 configuration's, not the EP2 one's.
-        let median = |run: &SimRun| {
-            let g = itl_gaps(run);
-            g[g.len() / 2].as_secs_f64()
-        };
-        let (s, a4, a2) = (median(&split), median(&all_ep4), median(&all_ep2));
+        let (s, a4, a2) = (median_itl(&split), median_itl(&all_ep4), median_itl(&all_ep2));
         assert!((s - a4).abs() < 0.05 * a4, "decode EP4 {s} vs every instance EP4 {a4}");
         assert!((a4 - a2).abs() > 0.05 * a2, "EP4 {a4} and EP2 {a2} decode alike: the test shows nothing");
         // The decode instance's cache is an EP4 group's.
