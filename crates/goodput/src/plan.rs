@@ -976,10 +976,12 @@ impl Search<'_> {
         let mut cfg = self.engine(c);
         match (&mut cfg.pd, c.pd) {
             // The units' pools together: P × units prefill instances and
-            // D × units decode ones, each pool routing to its least loaded.
+            // D × units decode ones, each pool routing to its least loaded
+            // (the units, not `dp`, which counts an expert-parallel
+            // instance's every rank).
             (Some(pools), Some(pd)) => {
-                pools.prefill = pd.p * c.dp;
-                pools.decode = pd.d * c.dp;
+                pools.prefill = pd.p * c.engines();
+                pools.decode = pd.d * c.engines();
             }
             _ => {
                 cfg.dp = c.dp;

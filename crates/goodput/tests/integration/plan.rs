@@ -258,6 +258,26 @@ fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
     for p in pd[0]["points"].as_array().unwrap() {
         assert_eq!(p["completed"].as_u64().unwrap() + p["failed"].as_u64().unwrap(), 60, "{p}");
     }
+    // Pools of expert-parallel groups: one unit of a prefill and a decode
+    // instance of two ranks each is four GPUs, and what the replay
+    // simulates draws four GPUs' provisioned power (tokens/s per MW ×
+    // 4 × 700 W is the output rate), not a unit's instances per rank.
+    let out = dir.path().join("pd-ep.json");
+    goodput()
+        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", "4", "--tp", "1", "--ep", "2"])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "2048", "--jobs", "2", "--trace"])
+        .arg(&trace)
+        .args(["--trace-speed", "1", "--pd", "1:1", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let pd: Vec<&Value> = doc["configs"].as_array().unwrap().iter().filter(|c| c["params"]["pd"] == "1:1").collect();
+    assert_eq!((pd.len(), pd[0]["gpus"].as_u64()), (1, Some(4)), "{}", doc["configs"]);
+    let p = &pd[0]["points"][0];
+    let (out_rate, per_mw) =
+        (p["output_tokens_per_s"].as_f64().unwrap(), p["output_tokens_per_s_per_mw"].as_f64().unwrap());
+    assert!((per_mw * 4.0 * 700.0 / 1e6 - out_rate).abs() < 1e-6 * out_rate, "{per_mw} per MW, {out_rate} tok/s");
     // Closed loops of users are not a trace's load.
     let err = goodput().args(["plan", "--gpu", "h100", "--concurrency", "1,2", "--trace"]).arg(&trace).refusal();
     assert!(err.contains("--concurrency") && err.contains("--trace-speed"), "{err}");
