@@ -1059,6 +1059,54 @@ mod tests {
     }
 
     #[test]
+    fn every_layout_s_engines_draw_the_power_of_the_gpus_it_counts() {
+        // The GPUs a configuration counts (cost, per-GPU figures) and the
+        // GPUs its simulated engines provision (energy) are worked out
+        // apart: across every layout they must agree.
+        let dense = h100_8b();
+        let moe = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
+        let with = |base: &EngineConfig, tp: u32, dp: u32, ep: u32, pp: u32, pd: Option<&str>| {
+            let mut c = base.clone();
+            (c.tp, c.dp, c.ep, c.pp) = (tp, dp, ep, pp);
+            c.pd = pd.map(|p| crate::engine::Disaggregation::parse(p).unwrap());
+            c
+        };
+        let layouts = [
+            with(&dense, 2, 1, 1, 1, None),
+            with(&dense, 1, 3, 1, 1, None),
+            with(&dense, 2, 1, 1, 2, None),
+            with(&dense, 1, 1, 1, 1, Some("2:1")),
+            with(&dense, 2, 1, 1, 2, Some("1:2")),
+            with(&dense, 1, 1, 1, 1, Some("3xTP1:1xTP4")),
+            with(&dense, 2, 1, 1, 2, Some("2:1xTP4")),
+            with(&moe, 1, 4, 2, 1, None),
+            with(&moe, 2, 2, 4, 1, None),
+            with(&moe, 1, 1, 2, 1, Some("1:1")),
+            with(&moe, 1, 1, 2, 2, Some("1:1")),
+            with(&moe, 1, 1, 1, 1, Some("1xEP2:1xEP4")),
+            with(&moe, 1, 1, 1, 1, Some("2xTP2xEP4:1xEP8")),
+        ];
+        let load = VirtualLoad::closed_loop(same(4, 64, 4), 2);
+        for c in &layouts {
+            c.validate().unwrap_or_else(|e| panic!("{c:?}: {e}"));
+            let run = simulate(c, &load).unwrap();
+            let counted = f64::from(c.gpus()) * c.gpu.tdp_w;
+            assert!(
+                (run.engine.provisioned_w - counted).abs() < 1e-6,
+                "tp {} dp {} ep {} pp {} pd {:?}: engines provision {} W, {} GPUs counted ({counted} W)",
+                c.tp,
+                c.dp,
+                c.ep,
+                c.pp,
+                c.pd.map(|p| p.spec()),
+                run.engine.provisioned_w,
+                c.gpus()
+            );
+            assert!(run.records.iter().all(|r| r.outcome.is_success()));
+        }
+    }
+
+    #[test]
     fn pools_of_pipeline_parallel_instances_send_each_stage_s_share_of_the_kv() {
         // Two stages an instance: 2 GPUs each, 4 in all; each GPU holds half
         // the layers' KV and sends it beside the other stage's GPU.
