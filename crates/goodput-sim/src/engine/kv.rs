@@ -265,6 +265,12 @@ impl BlockPool {
         }
     }
 
+    /// How many of `hashes`' leading blocks (at most `max_blocks`) are
+    /// cached, as [`BlockPool::find_prefix`] would find them.
+    pub fn prefix_blocks(&self, hashes: &[u64], max_blocks: usize) -> usize {
+        hashes.iter().take(max_blocks).take_while(|h| self.cached.contains_key(h)).count()
+    }
+
     /// Gives a request the cached blocks `hits` and enough fresh blocks to
     /// hold `tokens` tokens in all, or nothing when that does not fit. A hit
     /// on an unreferenced block takes it out of the free pool, so it counts

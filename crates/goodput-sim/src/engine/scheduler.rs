@@ -311,6 +311,19 @@ impl Engine {
         }
     }
 
+    /// The leading tokens of `prompt` this engine's prefix cache holds, in
+    /// whole blocks, the last token left out (it is always computed): what
+    /// a disaggregated decode instance need not be sent (vLLM's NIXL
+    /// connector pulls only the blocks the decode side lacks).
+    pub fn cached_prefix_tokens(&self, prompt: &Prompt) -> u32 {
+        if !self.cfg.enable_prefix_caching || prompt.is_empty() {
+            return 0;
+        }
+        let bs = self.cfg.block_size;
+        let max_hit = ((prompt.len() - 1) / bs) as usize;
+        self.pool.prefix_blocks(prompt.block_hashes(), max_hit) as u32 * bs
+    }
+
     /// Queues a request whose prompt a prefill instance computed, and whose
     /// KV has arrived (disaggregation): once admitted (when the blocks for
     /// its prompt are free), its first step computes the last prompt token
@@ -686,11 +699,13 @@ impl Engine {
 
     /// The tokens of the waiting request in `slot` that need no computing:
     /// its prompt's leading blocks found in the prefix cache (left in
-    /// `hits`), or, prefilled elsewhere, all of it but its last token.
+    /// `hits`), or, prefilled elsewhere, all of it but its last token (its
+    /// cached leading blocks, which its KV transfer left out, in `hits`
+    /// too: the request shares them).
     pub(super) fn look_up(&mut self, slot: u32) -> u32 {
         let r = &self.slots[slot as usize];
         let (num_tokens, bs) = (r.num_tokens(), self.cfg.block_size);
-        if self.cfg.enable_prefix_caching && !r.remote_kv {
+        if self.cfg.enable_prefix_caching {
             // The last token is always recomputed: its logits are needed.
             let max_hit = ((num_tokens - 1) / bs) as usize;
             self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);

@@ -57,7 +57,8 @@ pub(super) enum Refused {
 }
 
 /// Runs request `id`'s prefill on the least-loaded prefill instance and
-/// moves its KV over that instance's link; returns when the KV has landed
+/// moves its KV (less what the `decode` instance's prefix cache holds) over
+/// that instance's link; returns when the KV has landed
 /// (with the time from the prefill's end, and the prompt tokens the prefill
 /// instance's prefix cache served), when the decode pool may take
 /// the request (with [`Command::Add`]'s `prefilled`). Dropped with the
@@ -67,6 +68,7 @@ pub(super) async fn prefill(
     id: u64,
     prompt: &Prompt,
     arrived: Instant,
+    decode: &mpsc::UnboundedSender<Command>,
 ) -> Result<(std::time::Duration, u32), Refused> {
     let pool = s.pd.as_ref().expect("called only when disaggregated");
     let p = lock(&pool.router).route(prompt);
@@ -111,7 +113,14 @@ pub(super) async fn prefill(
     let held = Held { id, commands };
     drop(ticket);
     let ended = Instant::now();
-    let took = pool.link.transfer_time(prompt.len()).div_f64(s.cfg.speed);
+    // Only the blocks the decode instance's prefix cache lacks cross
+    // (vLLM's NIXL connector pulls just those).
+    let (ask, answer) = oneshot::channel();
+    let lacking = match decode.send(Command::CachedPrefix(prompt.clone(), ask)) {
+        Ok(()) => prompt.len().saturating_sub(answer.await.unwrap_or(0)),
+        Err(_) => return Err(Refused::Gone),
+    };
+    let took = pool.link.transfer_time(lacking).div_f64(s.cfg.speed);
     let landed = {
         let mut free = lock(&pool.link_free[p]);
         let start = (*free).max(ended);

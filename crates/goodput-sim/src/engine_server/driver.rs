@@ -142,6 +142,9 @@ impl Driver {
             Command::ResetPrefixCache(reply) => {
                 let _ = reply.send(self.engine.reset_prefix_cache());
             }
+            Command::CachedPrefix(prompt, reply) => {
+                let _ = reply.send(self.engine.cached_prefix_tokens(&prompt));
+            }
             Command::Release(id) => {
                 self.engine.release_held(id);
             }

@@ -120,9 +120,16 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // The front end's share of the latency passes before the scheduler sees
     // the request (and the images' encoder, one request's after another's).
     sleep_until(s.front_end_reach(id, arrived, prompt_tokens, encoder)).await;
+    // The replica the request runs on (disaggregated, its decode instance,
+    // chosen as it comes, as vLLM's proxy names both instances), counted
+    // there until the ticket goes; live once the request is sent to it, so
+    // a client gone while it waits for the answer still aborts it (the
+    // abort follows the add in the channel).
+    let (replica, commands) = s.route(&prompt);
+    let mut ticket = Ticket { id, commands: commands.clone(), live: false, router: s.router.clone(), replica };
     // Disaggregated: the prefill pool first, then the KV's transfer.
     let kv_transfer = match s.pd.is_some() {
-        true => match super::disagg::prefill(&s, id, &prompt, arrived).await {
+        true => match super::disagg::prefill(&s, id, &prompt, arrived, &commands).await {
             Ok(done) => Some(done),
             Err(super::disagg::Refused::Invalid(m)) => return error_response(route, StatusCode::BAD_REQUEST, &m),
             Err(super::disagg::Refused::Gone) => {
@@ -137,10 +144,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         progress.cached.store(cached, Ordering::Release);
     }
     let (reply, answer) = oneshot::channel();
-    // Made before the request is sent, so a client gone while it waits for
-    // the answer still aborts it: the abort follows the add in the channel.
-    let (replica, commands) = s.route(&prompt);
-    let mut ticket = Ticket { id, commands: commands.clone(), live: true, router: s.router.clone(), replica };
+    ticket.live = true;
     if let Some((took, _)) = kv_transfer {
         s.observe_kv_transfer(replica, took);
     }

@@ -30,6 +30,9 @@ pub(super) enum Command {
     /// Empty the prefix cache; the reply carries how many prefixes were
     /// forgotten.
     ResetPrefixCache(oneshot::Sender<usize>),
+    /// How many of the prompt's leading tokens the prefix cache holds (a
+    /// decode instance: what a request's KV transfer may leave out).
+    CachedPrefix(Prompt, oneshot::Sender<u32>),
 }
 
 /// A handler's claim on its engine request. Dropped while live (the client

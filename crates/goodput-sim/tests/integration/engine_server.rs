@@ -807,6 +807,12 @@ async fn disaggregated_pools_move_the_kv_and_export_vllms_nixl_histogram() {
     let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
     let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
     assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64(), Some(240), "{v}");
+    // The decode instance holds those 15 blocks too: only the last 16
+    // tokens' KV crossed, a sixteenth of the first time's.
+    let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    let again = metric(&text, "vllm:nixl_xfer_time_seconds_sum{engine=\"1\",model_name=\"sim-8b\"}") - sum;
+    let rest = link.transfer_time(16).div_f64(10.0).as_secs_f64();
+    assert!((again - rest).abs() < 1e-6 && again < 0.1 * transfer.as_secs_f64(), "{again} s against {rest} s");
 }
 
 #[tokio::test]

@@ -28,6 +28,9 @@ pub(super) struct Pools {
     /// crosses (`NONE` otherwise), and the prompt it carries.
     moving: Vec<u32>,
     prompts: Vec<Option<Prompt>>,
+    /// The decode instance (an index into the run's engines) each request
+    /// was given when it arrived, until its KV lands there (`NONE` after).
+    decode_of: Vec<u32>,
     /// Transfers started, and their time on the link, summed.
     pub(super) count: u64,
     pub(super) seconds: f64,
@@ -45,15 +48,18 @@ impl Pools {
             transfers: BinaryHeap::new(),
             moving: vec![NONE; requests],
             prompts: vec![None; requests],
+            decode_of: vec![NONE; requests],
             count: 0,
             seconds: 0.0,
         }
     }
 
-    /// The prefill instance a request goes to; its prompt is kept for the
-    /// decode instance.
+    /// The prefill instance a request goes to. Its decode instance is
+    /// chosen now too, as vLLM's proxy names both when a request comes
+    /// (counted there from now), and its prompt is kept for it.
     pub(super) fn route_prefill(&mut self, i: usize, prompt: &Prompt) -> usize {
         self.prompts[i] = Some(prompt.clone());
+        self.decode_of[i] = (self.prefill + self.decode_router.route(prompt)) as u32;
         self.prefill_router.route(prompt)
     }
 
@@ -67,10 +73,10 @@ impl Pools {
     }
 
     /// Request `i`'s prefill ended on instance `p` at `now`: its KV (its
-    /// whole prompt's) goes over `p`'s link once the transfers before it
-    /// have.
-    pub(super) fn start_transfer(&mut self, now: Duration, i: usize, p: usize) {
-        let tokens = self.prompts[i].as_ref().map_or(0, Prompt::len);
+    /// prompt's, less the `cached` leading tokens its decode instance holds)
+    /// goes over `p`'s link once the transfers before it have.
+    pub(super) fn start_transfer(&mut self, now: Duration, i: usize, p: usize, cached: u32) {
+        let tokens = self.prompts[i].as_ref().map_or(0, Prompt::len).saturating_sub(cached);
         let start = now.max(self.link_free[p]);
         let took = self.link.transfer_time(tokens);
         self.link_free[p] = start + took;
@@ -101,16 +107,28 @@ impl Pools {
         Some((i, self.prompts[i].take().map(|prompt| (p as usize, prompt))))
     }
 
-    /// The decode instance (an index into the run's engines) a landed
-    /// request goes to.
-    pub(super) fn route_decode(&mut self, prompt: &Prompt) -> usize {
-        self.prefill + self.decode_router.route(prompt)
+    /// Request `i`'s decode instance (an index into the run's engines) and
+    /// prompt, from its arrival until its KV lands.
+    pub(super) fn decode_of(&self, i: usize) -> Option<(usize, &Prompt)> {
+        let d = self.decode_of[i];
+        (d != NONE).then_some(d as usize).zip(self.prompts[i].as_ref())
+    }
+
+    /// Request `i`'s KV landed: from now its decode instance's is its
+    /// replica (counted out by [`Pools::done`]).
+    pub(super) fn landed_at(&mut self, i: usize) -> usize {
+        std::mem::replace(&mut self.decode_of[i], NONE) as usize
     }
 
     /// A request given up on: the prefill instance whose blocks it held
     /// during its transfer, if it was crossing.
     pub(super) fn give_up(&mut self, i: usize) -> Option<usize> {
         self.prompts[i] = None;
+        // Not yet on its decode instance: counted out of its router here.
+        let d = std::mem::replace(&mut self.decode_of[i], NONE);
+        if d != NONE {
+            self.decode_router.done(d as usize - self.prefill);
+        }
         let p = std::mem::replace(&mut self.moving[i], NONE);
         (p != NONE).then_some(p as usize)
     }

@@ -1107,6 +1107,39 @@ mod tests {
     }
 
     #[test]
+    fn only_the_kv_the_decode_instance_lacks_crosses() {
+        // One user, four requests sharing a 2,048-token system prompt, on a
+        // 10 Gb/s link: the first request's whole prompt crosses; the
+        // decode instance then holds the shared blocks, and the next three
+        // send only the rest. With prefix caching off, every prompt crosses
+        // whole.
+        let requests: Vec<VirtualRequest> = (0..4)
+            .map(|_| VirtualRequest {
+                shared_prefix: Some(SharedPrefix { id: 7, len: 2048 }),
+                ..VirtualRequest::new(2048 + 64, 16)
+            })
+            .collect();
+        let load = VirtualLoad::closed_loop(requests, 1);
+        let mut cfg = disaggregated(&h100_8b(), "1:1");
+        cfg.pd.as_mut().unwrap().link_gbps = Some(10.0);
+        let link = crate::engine::KvLink::new(&cfg).unwrap();
+        let cached = simulate(&cfg, &load).unwrap();
+        cfg.enable_prefix_caching = false;
+        let whole = simulate(&cfg, &load).unwrap();
+        let prompt = whole.records[0].counts.usage_prompt.unwrap() as u32;
+        let full = link.transfer_time(prompt).as_secs_f64();
+        assert!((whole.engine.kv_transfer_s - 4.0 * full).abs() < 1e-6, "{} vs 4 × {full}", whole.engine.kv_transfer_s);
+        // The first whole, the others at most their last 100 tokens or so
+        // (the unshared 64 and the partial block).
+        let rest = cached.engine.kv_transfer_s - full;
+        assert!(rest > 0.0 && rest < 3.0 * link.transfer_time(100).as_secs_f64(), "{rest} s for the three after");
+        // Less on the link is less TTFT: the later requests' first tokens
+        // come far sooner than the first's.
+        let ttft = |i: usize| cached.records[i].ttft().unwrap().as_secs_f64();
+        assert!((1..4).all(|i| ttft(i) < ttft(0) - 0.8 * full), "{:?}", (0..4).map(ttft).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn pools_of_pipeline_parallel_instances_send_each_stage_s_share_of_the_kv() {
         // Two stages an instance: 2 GPUs each, 4 in all; each GPU holds half
         // the layers' KV and sends it beside the other stage's GPU.

@@ -257,7 +257,7 @@ impl<'a> VirtualRun<'a> {
             if self.records[i].as_ref().is_none_or(|r| r.abandoned) {
                 continue;
             }
-            let d = pd.route_decode(&prompt);
+            let d = pd.landed_at(i);
             self.replica_of[i] = d as u32;
             self.engines[d].add_prefilled_request(i as u64, prompt, self.load.requests[i].output_tokens)?;
         }
@@ -321,7 +321,10 @@ impl<'a> VirtualRun<'a> {
             route_done(&mut self.pd, &mut self.router, p);
             self.replica_of[i] = NONE;
             if let Some(pd) = self.pd.as_mut() {
-                pd.start_transfer(self.now, i, p);
+                // Only the blocks its decode instance's prefix cache lacks
+                // cross (vLLM's NIXL connector pulls just those).
+                let cached = pd.decode_of(i).map_or(0, |(d, prompt)| self.engines[d].cached_prefix_tokens(prompt));
+                pd.start_transfer(self.now, i, p, cached);
             }
         }
     }
