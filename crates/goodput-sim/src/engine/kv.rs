@@ -257,18 +257,18 @@ impl BlockPool {
     /// `max_blocks`), written into `out`.
     pub fn find_prefix(&self, hashes: &[u64], max_blocks: usize, out: &mut Vec<u32>) {
         out.clear();
-        for h in hashes.iter().take(max_blocks) {
-            match self.cached.get(h) {
-                Some(&b) => out.push(b),
-                None => break,
-            }
-        }
+        out.extend(self.cached_prefix(hashes, max_blocks));
     }
 
     /// How many of `hashes`' leading blocks (at most `max_blocks`) are
     /// cached, as [`BlockPool::find_prefix`] would find them.
     pub fn prefix_blocks(&self, hashes: &[u64], max_blocks: usize) -> usize {
-        hashes.iter().take(max_blocks).take_while(|h| self.cached.contains_key(h)).count()
+        self.cached_prefix(hashes, max_blocks).count()
+    }
+
+    /// The cached blocks of `hashes`' leading run (at most `max_blocks`).
+    fn cached_prefix<'s>(&'s self, hashes: &'s [u64], max_blocks: usize) -> impl Iterator<Item = u32> + 's {
+        hashes.iter().take(max_blocks).map_while(|h| self.cached.get(h).copied())
     }
 
     /// Gives a request the cached blocks `hits` and enough fresh blocks to

@@ -319,9 +319,15 @@ impl Engine {
         if !self.cfg.enable_prefix_caching || prompt.is_empty() {
             return 0;
         }
-        let bs = self.cfg.block_size;
-        let max_hit = ((prompt.len() - 1) / bs) as usize;
-        self.pool.prefix_blocks(prompt.block_hashes(), max_hit) as u32 * bs
+        let max_hit = self.reusable_blocks(prompt.len());
+        self.pool.prefix_blocks(prompt.block_hashes(), max_hit) as u32 * self.cfg.block_size
+    }
+
+    /// The most leading blocks of a `num_tokens`-token prompt the prefix
+    /// cache may serve: the last token is always computed (its logits are
+    /// needed), so a block that holds it is not.
+    fn reusable_blocks(&self, num_tokens: u32) -> usize {
+        (num_tokens.saturating_sub(1) / self.cfg.block_size) as usize
     }
 
     /// Queues a request whose prompt a prefill instance computed, and whose
@@ -706,8 +712,7 @@ impl Engine {
         let r = &self.slots[slot as usize];
         let (num_tokens, bs) = (r.num_tokens(), self.cfg.block_size);
         if self.cfg.enable_prefix_caching {
-            // The last token is always recomputed: its logits are needed.
-            let max_hit = ((num_tokens - 1) / bs) as usize;
+            let max_hit = self.reusable_blocks(num_tokens);
             self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
         } else {
             self.hits.clear();
