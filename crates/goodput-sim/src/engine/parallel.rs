@@ -114,15 +114,9 @@ impl EngineConfig {
     /// Each engine's configuration, in [`EngineConfig::engines`]' order: the
     /// prefill instances' then the decode instances' when disaggregated.
     pub fn engine_configs(&self) -> Vec<EngineConfig> {
-        let n = self.engines() as usize;
         let prefill = self.pd.map_or(0, |pd| pd.prefill as usize);
-        match self.pd {
-            Some(pd) if pd.names_sizes() => {
-                let (p, d) = (self.pool(false), self.pool(true));
-                (0..n).map(|i| if i < prefill { p.clone() } else { d.clone() }).collect()
-            }
-            _ => vec![self.clone(); n],
-        }
+        let (p, d) = (self.pool(false), self.pool(true));
+        (0..self.engines() as usize).map(|i| if i < prefill { p.clone() } else { d.clone() }).collect()
     }
 
     /// Every data-parallel rank the configuration runs: `--dp`, or both
@@ -131,11 +125,10 @@ impl EngineConfig {
     /// TP × PP × these where the pools' TPs are the same.
     pub fn all_ranks(&self) -> u32 {
         match self.pd {
-            Some(pd) if pd.names_sizes() => pd
+            Some(pd) => pd
                 .prefill
                 .saturating_mul(self.pool(false).attention_ranks())
                 .saturating_add(pd.decode.saturating_mul(self.pool(true).attention_ranks())),
-            Some(pd) => pd.instances().saturating_mul(self.attention_ranks()),
             None => self.dp,
         }
     }
@@ -182,13 +175,13 @@ impl EngineConfig {
         }
         let name = "goodput_engine_parallel_info";
         // Pools of their own sizes: the decode pool's too.
-        let mut decode_tp = String::new();
+        let mut decode_labels = String::new();
         if split_tp {
-            decode_tp += &format!(",decode_tp=\"{}\"", self.pool_tp(true));
+            decode_labels += &format!(",decode_tp=\"{}\"", self.pool_tp(true));
         }
         if split_ep {
             let d = self.pool(true);
-            decode_tp += &format!(",decode_ep=\"{}\",decode_ranks=\"{}\"", d.ep, d.attention_ranks());
+            decode_labels += &format!(",decode_ep=\"{}\",decode_ranks=\"{}\"", d.ep, d.attention_ranks());
         }
         format!(
             "# HELP {name} The simulated engine's parallel layout (GPUs = tp × pp × dp, dp being both pools' \
@@ -196,7 +189,7 @@ impl EngineConfig {
              own TP, tp is the prefill pool's; ep: GPUs the experts are spread over; ranks: data-parallel ranks a \
              scheduler drives; decode_ep and decode_ranks: the decode pool's where they differ, ep and ranks then \
              the prefill pool's).\n# TYPE {name} gauge\n\
-             {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"{decode_tp}}} 1\n",
+             {name}{{tp=\"{}\",pp=\"{}\",dp=\"{}\",ep=\"{}\",ranks=\"{}\"{decode_labels}}} 1\n",
             self.pool_tp(false),
             self.pp,
             self.all_ranks(),
