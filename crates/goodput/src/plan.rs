@@ -102,8 +102,26 @@ impl Pools {
 
     /// `2:1`, `2:1xTP4`: as `--pd` takes it.
     fn spec(&self) -> String {
-        let side = |n: u32, tp: Option<u32>| tp.map_or(n.to_string(), |tp| format!("{n}xTP{tp}"));
-        format!("{}:{}", side(self.p, self.prefill_tp), side(self.d, self.decode_tp))
+        self.disaggregation().spec()
+    }
+
+    /// Whether the ratio names a pool's own TP.
+    fn names_tp(&self) -> bool {
+        self.prefill_tp.is_some() || self.decode_tp.is_some()
+    }
+
+    /// The engine's pools, on the link's defaults.
+    fn disaggregation(&self) -> Disaggregation {
+        Disaggregation {
+            prefill: self.p,
+            decode: self.d,
+            prefill_tp: self.prefill_tp,
+            decode_tp: self.decode_tp,
+            prefill_ep: None,
+            decode_ep: None,
+            link_gbps: None,
+            link_latency_us: None,
+        }
     }
 
     /// GPUs of one unit whose prefill instances run on `tp` (× `per_instance`
@@ -501,16 +519,7 @@ impl Search<'_> {
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
-        cfg.pd = c.pd.map(|pd| Disaggregation {
-            prefill: pd.p,
-            decode: pd.d,
-            prefill_tp: None,
-            decode_tp: pd.decode_tp,
-            prefill_ep: None,
-            decode_ep: None,
-            link_gbps: None,
-            link_latency_us: None,
-        });
+        cfg.pd = c.pd.map(|pd| pd.disaggregation());
         cfg
     }
 
@@ -753,17 +762,14 @@ impl Search<'_> {
         lengths: Option<(f64, f64)>,
     ) -> (Vec<Option<Pools>>, Vec<String>) {
         // A ratio that names a pool's TP is the user's own: always kept.
-        let pds: Vec<Pools> =
-            ratios.iter().flatten().copied().filter(|pd| pd.prefill_tp.is_none() && pd.decode_tp.is_none()).collect();
+        let (named, pds): (Vec<Pools>, Vec<Pools>) = ratios.iter().flatten().partition(|pd| pd.names_tp());
         let c = Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision) };
         let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o));
         let Some(r) = balance.filter(|r| r.is_finite() && *r > 0.0) else { return (ratios.to_vec(), Vec::new()) };
         let off = |pd: Pools| (f64::from(pd.p) / f64::from(pd.d) / r).ln().abs();
         let nearest = pds.iter().copied().min_by(|a, b| off(*a).total_cmp(&off(*b)));
         let mut kept: Vec<Option<Pools>> = vec![None];
-        kept.extend(
-            ratios.iter().flatten().filter(|pd| pd.prefill_tp.is_some() || pd.decode_tp.is_some()).map(|&pd| Some(pd)),
-        );
+        kept.extend(named.into_iter().map(Some));
         let mut notes = Vec::new();
         for pd in pds {
             if off(pd) <= PD_BALANCE_BAND.ln() || Some(pd) == nearest {
