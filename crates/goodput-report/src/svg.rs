@@ -638,9 +638,9 @@ mod tests {
                 let ring = Rect::ring(attr(circle, "cx"), attr(circle, "cy"));
                 let label = g.split("<text").nth(1).map(|text| {
                     let label = text.split('>').nth(1).unwrap().split('<').next().unwrap();
-                    let (x, base) = (attr(text, "x"), attr(text, "y"));
+                    // Every label's text starts at its box's left.
+                    let (left, base) = (attr(text, "x"), attr(text, "y"));
                     let width = LABEL_CHAR_PX * label.chars().count() as f64;
-                    let left = if text.contains(r#"text-anchor="end""#) { x - width } else { x };
                     Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT }
                 });
                 (ring, label)
