@@ -8,6 +8,7 @@ use crate::ndjson::LineReader;
 use crate::protocol::{error_message, parse_for_into, Api, ChunkInfo, PromptBody, Usage};
 use crate::sse::SseReader;
 use crate::tokenizer::TokenCounter;
+use goodput_core::util::hash::{text_hash, Fnv1a64};
 use goodput_core::{
     chunk_counts, spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
 };
@@ -31,6 +32,70 @@ pub const LATE_READ: Duration = Duration::from_millis(2);
 /// ahead: past it the list grows as chunks come.
 const RESERVE_CAP: usize = 4096;
 
+/// How many output chunks a [`ChunkList`] holds in itself.
+const STAGED: usize = 8;
+
+/// The output chunks read so far: the latest few in the reader itself, the
+/// others in a list they are moved to [`STAGED`] at a time. A stream reader
+/// thread reaches for the reader at every chunk anyway; the list is one
+/// more place in memory, which each chunk of each stream would otherwise
+/// write to (see docs/measurement.md).
+#[derive(Debug)]
+struct ChunkList {
+    list: Vec<OutputChunk>,
+    staged: [OutputChunk; STAGED],
+    n_staged: usize,
+}
+
+impl Default for ChunkList {
+    fn default() -> Self {
+        let blank = OutputChunk { t: Duration::ZERO, tokens: 0, channel: goodput_core::Channel::Content };
+        ChunkList { list: Vec::new(), staged: [blank; STAGED], n_staged: 0 }
+    }
+}
+
+impl ChunkList {
+    fn push(&mut self, c: OutputChunk) {
+        if self.n_staged == STAGED {
+            self.list.extend_from_slice(&self.staged);
+            self.n_staged = 0;
+        }
+        self.staged[self.n_staged] = c;
+        self.n_staged += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.list.len() + self.n_staged
+    }
+
+    fn reserve(&mut self, n: usize) {
+        self.list.reserve(n);
+    }
+
+    fn capacity(&self) -> usize {
+        self.list.capacity()
+    }
+
+    fn into_vec(mut self) -> Vec<OutputChunk> {
+        self.list.extend_from_slice(&self.staged[..self.n_staged]);
+        self.list
+    }
+}
+
+/// What a [`ResponseReader`] keeps of the answer's visible content.
+#[derive(Debug, Default)]
+enum Reply {
+    #[default]
+    Nothing,
+    Text(String),
+    /// The hash alone ([`goodput_core::util::hash::text_hash`]'s), fed a
+    /// chunk at a time: the text's buffer is one more place in memory that
+    /// every chunk of every stream would write to, and a client reading
+    /// hundreds of streams pays for each such place (see
+    /// docs/measurement.md).
+    Hash(Fnv1a64),
+}
+
 /// Reads one response, stream or whole body, into output chunks, counts and
 /// a failure if there was one. Times are offsets on the run's clock.
 #[derive(Debug, Default)]
@@ -40,7 +105,7 @@ pub struct ResponseReader {
     sse: SseReader,
     /// NDJSON framing (Ollama), in place of SSE.
     lines: LineReader,
-    chunks: Vec<OutputChunk>,
+    chunks: ChunkList,
     /// Each output chunk's text, kept only when a tokenizer will count it
     /// (per chunk, and joined for the whole output).
     chunk_texts: Option<Vec<String>>,
@@ -74,9 +139,10 @@ pub struct ResponseReader {
     at_end: bool,
     /// The most bytes held for one line, event or body (0: no cap).
     limit: usize,
-    /// The visible content of the answer, kept when a conversation carries
-    /// it into its next turn.
-    reply: Option<String>,
+    /// What is kept of the answer's visible content: the text (a
+    /// conversation carries it into its next turn, a scorer reads it), or
+    /// only its hash, or nothing.
+    reply: Reply,
     /// Some byte of the body came (an empty body is no stream cut short).
     any_body: bool,
     /// The vectors or scores a pooling answer carried (`--api embeddings`,
@@ -102,7 +168,7 @@ impl ResponseReader {
     /// token), whichever of [`ResponseReader::expecting`] and
     /// [`ResponseReader::keeping_reply`] came first.
     fn reserve_reply(&mut self) {
-        if let Some(reply) = &mut self.reply {
+        if let Reply::Text(reply) = &mut self.reply {
             reply.reserve(self.chunks.capacity().saturating_mul(4));
         }
     }
@@ -138,14 +204,37 @@ impl ResponseReader {
 
     /// Also keeps the answer's visible content, for [`ResponseReader::take_reply`].
     pub fn keeping_reply(mut self) -> Self {
-        self.reply = Some(String::new());
+        self.reply = Reply::Text(String::new());
         self.reserve_reply();
+        self
+    }
+
+    /// Keeps only the hash of the answer's visible content, for
+    /// [`ResponseReader::reply_hash`], and not the content.
+    pub fn hashing_reply(mut self) -> Self {
+        self.reply = Reply::Hash(Fnv1a64::default());
         self
     }
 
     /// The answer's visible content, when kept.
     pub fn take_reply(&mut self) -> Option<String> {
-        self.reply.take()
+        match std::mem::take(&mut self.reply) {
+            Reply::Text(text) => Some(text),
+            kept => {
+                self.reply = kept;
+                None
+            }
+        }
+    }
+
+    /// The hash of the answer's visible content ([`text_hash`]'s), when
+    /// kept or hashed (and not yet taken).
+    pub fn reply_hash(&self) -> Option<String> {
+        match &self.reply {
+            Reply::Nothing => None,
+            Reply::Text(text) => Some(text_hash(text)),
+            Reply::Hash(h) => Some(h.hex()),
+        }
     }
 
     /// The response failed as bytes that are not the API's (malformed, or
@@ -315,8 +404,12 @@ impl ResponseReader {
                     }
                 }
             }
-            if let Some(reply) = &mut self.reply {
-                reply.push_str(&info.text[..info.content_len]);
+            match &mut self.reply {
+                Reply::Nothing => {}
+                Reply::Text(reply) => reply.push_str(&info.text[..info.content_len]),
+                Reply::Hash(h) => {
+                    h.write(&info.text.as_bytes()[..info.content_len]);
+                }
             }
             if let Some(texts) = &mut self.chunk_texts {
                 texts.push(info.text.clone());
@@ -351,6 +444,7 @@ impl ResponseReader {
             pooled,
             ..
         } = self;
+        let chunks = chunks.into_vec();
         rec.read_lag_max = read_lag_max;
         rec.shared_reads = shared_reads;
         rec.bound_chunks = bound_chunks;
@@ -673,6 +767,22 @@ mod tests {
     }
 
     #[test]
+    fn chunks_held_in_the_reader_and_moved_to_its_list_keep_their_order() {
+        for n in [0, 1, STAGED - 1, STAGED, STAGED + 1, 3 * STAGED + 2] {
+            let mut list = ChunkList::default();
+            let want: Vec<OutputChunk> = (0..n)
+                .map(|i| OutputChunk { t: Duration::from_millis(i as u64), tokens: 0, channel: Channel::Content })
+                .collect();
+            for (i, c) in want.iter().enumerate() {
+                assert_eq!(list.len(), i);
+                list.push(*c);
+            }
+            assert_eq!(list.len(), n);
+            assert_eq!(list.into_vec(), want, "{n} chunks");
+        }
+    }
+
+    #[test]
     fn a_kept_reply_is_the_visible_content_only() {
         let stream = concat!(
             "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n",
@@ -687,6 +797,14 @@ mod tests {
         let mut r = ResponseReader::new(false);
         r.feed(stream.as_bytes(), ReadStamp::default());
         assert_eq!(r.take_reply(), None, "kept only when asked for");
+        assert_eq!(r.reply_hash(), None);
+        // Hashed a chunk at a time, the same hash as the kept text's.
+        let mut r = ResponseReader::new(false).hashing_reply();
+        for piece in stream.split_inclusive("\n\n") {
+            r.feed(piece.as_bytes(), ReadStamp::default());
+        }
+        assert_eq!(r.take_reply(), None, "the text is not kept");
+        assert_eq!(r.reply_hash(), Some(text_hash("Hello world")));
     }
 
     /// Everything but the timestamps, which depend on the split.

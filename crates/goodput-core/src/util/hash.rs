@@ -33,7 +33,42 @@ pub fn unit(seed: u64, i: u64) -> f64 {
 /// FNV-1a, 64 bits, over `bytes`: a hash that stays the same across
 /// versions and machines (the standard library's does not promise to).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+    Fnv1a64::default().write(bytes).finish()
+}
+
+/// [`fnv1a64`] fed in pieces: the hash of the pieces joined, so a text
+/// read piece by piece is hashed without being kept.
+///
+/// ```
+/// use goodput_core::util::hash::{fnv1a64, text_hash, Fnv1a64};
+/// let mut h = Fnv1a64::default();
+/// h.write(b"Hello").write(b" world");
+/// assert_eq!(h.finish(), fnv1a64(b"Hello world"));
+/// assert_eq!(h.hex(), text_hash("Hello world"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fnv1a64(u64);
+
+impl Default for Fnv1a64 {
+    fn default() -> Self {
+        Fnv1a64(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a64 {
+    pub fn write(&mut self, bytes: &[u8]) -> &mut Self {
+        self.0 = bytes.iter().fold(self.0, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+        self
+    }
+
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+
+    /// The hash as records keep it (see [`text_hash`]).
+    pub fn hex(&self) -> String {
+        format!("{:016x}", self.0)
+    }
 }
 
 /// A text's hash as records keep it: FNV-1a 64 in 16 hex digits.
@@ -43,7 +78,7 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 /// assert_eq!(goodput_core::util::hash::text_hash("a"), "af63dc4c8601ec8c");
 /// ```
 pub fn text_hash(text: &str) -> String {
-    format!("{:016x}", fnv1a64(text.as_bytes()))
+    Fnv1a64::default().write(text.as_bytes()).hex()
 }
 
 /// The 32-bit hash of each whitespace-separated word of `text`, in order

@@ -278,12 +278,14 @@ impl Client {
         };
         let deadline = Instant::now() + self.cfg.timeout;
         let give_up = self.cfg.cancel.filter(|c| c.picks_request(id, item.session)).map(|c| Instant::now() + c.after);
-        // The answer's content is always kept for its hash (and its scores).
-        let mut reader = ResponseReader::new(self.tokenizer.is_some())
-            .for_api(self.cfg.body.api)
-            .limited(self.cfg.max_buffer)
-            .keeping_reply()
-            .expecting(item.max_tokens.filter(|_| self.cfg.body.stream));
+        // The answer's content is always hashed; it is kept where something
+        // reads it: the conversation's next turn, the scorers, the repeated
+        // prompt's words, `--keep-text`.
+        let reader =
+            ResponseReader::new(self.tokenizer.is_some()).for_api(self.cfg.body.api).limited(self.cfg.max_buffer);
+        let keep_text = keep_reply || self.quality.keep_text || !item.reference.is_empty() || item.repeat.is_some();
+        let reader = if keep_text { reader.keeping_reply() } else { reader.hashing_reply() };
+        let mut reader = reader.expecting(item.max_tokens.filter(|_| self.cfg.body.stream));
         let mut early: Option<Outcome> = None;
         let mut abandoned = false;
         // A token of this request's own: waiting on it locks its own waiter
@@ -317,6 +319,7 @@ impl Client {
         rec.abandoned |= abandoned;
         rec.end = origin.elapsed();
         let prompt = &item.prompt;
+        let reply_hash = reader.reply_hash();
         let reply = reader.take_reply();
         reader.into_record(&mut rec, self.tokenizer.as_deref(), prompt);
         if let Some(o) = early {
@@ -330,21 +333,23 @@ impl Client {
                 *message = m;
             }
         }
+        if rec.outcome.is_success() {
+            rec.output_hash = reply_hash;
+        }
         self.note_answer(&mut rec, item, reply.as_deref()).await;
         (rec, reply.filter(|_| keep_reply))
     }
 
-    /// What a record keeps of the exchange's texts: the prompt's and the
-    /// answer's hashes, the answer's scores against the item's reference,
-    /// its words' hashes when the prompt is repeated, and the texts
-    /// themselves only when asked (`--keep-text`).
+    /// What a record keeps of the exchange's texts, beside the answer's
+    /// hash (set by the caller): the prompt's hash, the answer's scores
+    /// against the item's reference, its words' hashes when the prompt is
+    /// repeated, and the texts themselves only when asked (`--keep-text`).
     async fn note_answer(&self, rec: &mut RequestRecord, item: &WorkItem, reply: Option<&str>) {
         let prompt = prompt_text(&item.prompt);
         rec.prompt_hash = Some(goodput_core::util::hash::text_hash(&prompt));
         rec.repeat = item.repeat;
         let answer = reply.filter(|_| rec.outcome.is_success());
         if let Some(answer) = answer {
-            rec.output_hash = Some(goodput_core::util::hash::text_hash(answer));
             if !item.reference.is_empty() {
                 // Scoring a long answer takes a while: off the task that
                 // reads streams, so it makes no other request's read late.

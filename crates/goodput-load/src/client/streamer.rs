@@ -29,6 +29,7 @@
 use super::wire::{feed_read, read_of, StreamEnd};
 use crate::http1::{Conn, Head, ReadStamp};
 use crate::reader::ResponseReader;
+use bytes::BytesMut;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 use slab::Slab;
@@ -84,7 +85,8 @@ impl Job {
     /// Reads and parses what the socket has, each read given to the reader
     /// by the task's own rule ([`feed_read`]): true once the body's reading
     /// has ended.
-    fn pump(&self, slot: &mut Slot) -> bool {
+    /// `shared`: the thread's read buffer (see [`Conn::reading_into`]).
+    fn pump(&self, slot: &mut Slot, shared: &mut BytesMut) -> bool {
         if slot.ended.is_some() || slot.dropped {
             return true;
         }
@@ -92,15 +94,16 @@ impl Job {
         let Some(work) = work.as_mut() else { return true };
         let origin = self.origin;
         let mut clock = || origin.elapsed();
-        loop {
-            let Some(step) = work.conn.try_next_read(&mut work.head, &mut clock, &mut work.read) else {
+        let Work { conn, head, read } = work;
+        conn.reading_into(shared, |conn| loop {
+            let Some(step) = conn.try_next_read(head, &mut clock, read) else {
                 return false;
             };
-            if let Some(end) = feed_read(reader, read_of(&work.conn, step)) {
+            if let Some(end) = feed_read(reader, read_of(conn, step)) {
                 *ended = Some(end);
                 return true;
             }
-        }
+        })
     }
 
     /// Ends the body's reading as broken, `why` (unless it had ended), and
@@ -187,13 +190,13 @@ fn deregister(registry: &Registry, fd: RawFd) {
 
 /// A job's turn on its thread, after an event or when it comes: true when
 /// the thread is done with it (its socket deregistered, its task woken).
-fn turn(registry: &Registry, job: &Job) -> bool {
+fn turn(registry: &Registry, job: &Job, shared: &mut BytesMut) -> bool {
     let mut slot = job.lock();
     if let Some(w) = slot.work.as_mut() {
         // An edge-triggered event: bytes came since the last read drained it.
         w.conn.wet();
     }
-    if !job.pump(&mut slot) {
+    if !job.pump(&mut slot, shared) {
         return false;
     }
     // Off this poll before the task can have the connection back.
@@ -208,8 +211,8 @@ fn turn(registry: &Registry, job: &Job) -> bool {
 
 /// [`turn`], and a panic in it (a bug) ends that job's reading as broken,
 /// saying so, rather than the thread and every stream on it.
-fn guarded_turn(registry: &Registry, job: &Job) -> bool {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn(registry, job))) {
+fn guarded_turn(registry: &Registry, job: &Job, shared: &mut BytesMut) -> bool {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn(registry, job, shared))) {
         Ok(done) => done,
         Err(_) => {
             deregister(registry, job.fd);
@@ -225,6 +228,8 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
     // A slab, not a map: an event's token is its job's key, found without hashing.
     let mut jobs: Slab<Arc<Job>> = Slab::new();
     let mut events = Events::with_capacity(1024);
+    // Every connection of this thread is read into this buffer.
+    let mut shared = BytesMut::new();
     loop {
         if let Err(e) = poll.poll(&mut events, None) {
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -247,7 +252,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                 continue;
             }
             let key = ev.token().0 - 1;
-            if jobs.get(key).is_some_and(|job| guarded_turn(registry, job)) {
+            if jobs.get(key).is_some_and(|job| guarded_turn(registry, job, &mut shared)) {
                 jobs.remove(key);
             }
         }
@@ -264,7 +269,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                     job.key.store(key, Ordering::Relaxed);
                     // Bytes may have come with the head, or before the
                     // registration: read them now.
-                    if !guarded_turn(registry, &job) {
+                    if !guarded_turn(registry, &job, &mut shared) {
                         entry.insert(job);
                     }
                 }
@@ -339,7 +344,7 @@ impl Future for Streaming<'_> {
             if let Some(w) = slot.work.as_mut() {
                 w.conn.wet();
             }
-            if this.job.pump(&mut slot) {
+            if this.job.pump(&mut slot, &mut BytesMut::new()) {
                 // Off the thread's poll before the connection goes back.
                 let _ = this.shard.send(Cmd::Remove(this.job.clone()));
             }

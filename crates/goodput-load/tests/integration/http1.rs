@@ -437,3 +437,30 @@ async fn kernel_stamps_on_a_kept_connection_follow_the_next_run_s_clock() {
         assert!(times[0] - r.sent < r.end - r.sent, "TTFT = E2E: {times:?}, end {:?}", r.end);
     }
 }
+
+/// The answer's hash is the same whether the client keeps its text (here
+/// `--keep-text`) or only hashes it a chunk at a time (the default, which
+/// keeps no text): every answer is the same recorded stream, written a
+/// byte at a time (chunks cut anywhere) or whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_hashed_without_its_text_has_the_kept_texts_hash() {
+    use goodput_load::QualityOptions;
+    for piece in [1, usize::MAX] {
+        let (url, _) = server(Framing::Chunked, piece, b"").await;
+        let mut hashes = Vec::new();
+        for keep_text in [true, false] {
+            let c = Arc::try_unwrap(http1_client(&url)).ok().unwrap();
+            let c = Arc::new(c.with_quality(QualityOptions { keep_text, ..Default::default() }));
+            for r in load(c, 3, 3).await {
+                assert_eq!(r.outcome, Outcome::Success);
+                assert_eq!(r.output_text.is_some(), keep_text);
+                if let Some(text) = &r.output_text {
+                    assert!(!text.is_empty());
+                    assert_eq!(r.output_hash, Some(goodput_core::util::hash::text_hash(text)));
+                }
+                hashes.push(r.output_hash.expect("every answer is hashed"));
+            }
+        }
+        assert!(hashes.iter().all(|h| h == &hashes[0]), "kept or not, the same hash: {hashes:?}");
+    }
+}
