@@ -10,7 +10,8 @@ use crate::sse::SseReader;
 use crate::tokenizer::TokenCounter;
 use goodput_core::util::hash::{text_hash, Fnv1a64};
 use goodput_core::{
-    chunk_counts, spread_evenly, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord,
+    chunk_counts, spread_evenly, ChunkTokenSource, Chunks, CountSource, FailureKind, Outcome, OutputChunk,
+    RequestRecord,
 };
 use std::time::Duration;
 
@@ -36,28 +37,33 @@ const RESERVE_CAP: usize = 4096;
 const STAGED: usize = 8;
 
 /// The output chunks read so far: the latest few in the reader itself, the
-/// others in a list they are moved to [`STAGED`] at a time. A stream reader
-/// thread reaches for the reader at every chunk anyway; the list is one
-/// more place in memory, which each chunk of each stream would otherwise
-/// write to (see docs/measurement.md).
+/// others packed ([`Chunks`], about 5 bytes a chunk where an
+/// [`OutputChunk`] takes 24) in a list they are moved to [`STAGED`] at a
+/// time. A stream reader thread reaches for the reader at every chunk
+/// anyway; the list is one more place in memory, which each chunk of each
+/// stream would otherwise write to (see docs/measurement.md).
 #[derive(Debug)]
 struct ChunkList {
-    list: Vec<OutputChunk>,
+    list: Chunks,
     staged: [OutputChunk; STAGED],
     n_staged: usize,
+    /// The chunks made room for ([`ResponseReader::expecting`]).
+    room: usize,
 }
 
 impl Default for ChunkList {
     fn default() -> Self {
         let blank = OutputChunk { t: Duration::ZERO, tokens: 0, channel: goodput_core::Channel::Content };
-        ChunkList { list: Vec::new(), staged: [blank; STAGED], n_staged: 0 }
+        ChunkList { list: Chunks::new(), staged: [blank; STAGED], n_staged: 0, room: 0 }
     }
 }
 
 impl ChunkList {
     fn push(&mut self, c: OutputChunk) {
         if self.n_staged == STAGED {
-            self.list.extend_from_slice(&self.staged);
+            for c in self.staged {
+                self.list.push(c);
+            }
             self.n_staged = 0;
         }
         self.staged[self.n_staged] = c;
@@ -69,15 +75,18 @@ impl ChunkList {
     }
 
     fn reserve(&mut self, n: usize) {
-        self.list.reserve(n);
+        self.list.reserve_exact(n);
+        self.room = self.room.max(n);
     }
 
-    fn capacity(&self) -> usize {
-        self.list.capacity()
+    fn room(&self) -> usize {
+        self.room
     }
 
-    fn into_vec(mut self) -> Vec<OutputChunk> {
-        self.list.extend_from_slice(&self.staged[..self.n_staged]);
+    fn into_chunks(mut self) -> Chunks {
+        for &c in &self.staged[..self.n_staged] {
+            self.list.push(c);
+        }
         self.list
     }
 }
@@ -169,7 +178,7 @@ impl ResponseReader {
     /// [`ResponseReader::keeping_reply`] came first.
     fn reserve_reply(&mut self) {
         if let Reply::Text(reply) = &mut self.reply {
-            reply.reserve(self.chunks.capacity().saturating_mul(4));
+            reply.reserve(self.chunks.room().saturating_mul(4));
         }
     }
 
@@ -394,7 +403,7 @@ impl ResponseReader {
                 match info.usage.and_then(|u| u.completion_tokens) {
                     Some(c) => {
                         if self.cumulative.capacity() == 0 {
-                            self.cumulative.reserve(self.chunks.capacity());
+                            self.cumulative.reserve(self.chunks.room());
                         }
                         self.cumulative.push(c);
                     }
@@ -444,7 +453,7 @@ impl ResponseReader {
             pooled,
             ..
         } = self;
-        let chunks = chunks.into_vec();
+        let chunks = chunks.into_chunks();
         rec.read_lag_max = read_lag_max;
         rec.shared_reads = shared_reads;
         rec.bound_chunks = bound_chunks;
@@ -498,7 +507,7 @@ impl ResponseReader {
             (spread_evenly(rec.output_tokens, chunks.len()), ChunkTokenSource::Even)
         };
         rec.chunk_tokens_source = source;
-        rec.chunks = chunks.into_iter().zip(ks).map(|(c, k)| OutputChunk { tokens: k, ..c }).collect();
+        rec.chunks = chunks.iter().zip(ks).map(|(c, k)| OutputChunk { tokens: k, ..c }).collect();
         rec.stream_end = stream_end;
         if let Some((first, last)) = choices {
             rec.first_choice = Some(first).filter(|&t| Some(t) != rec.chunks.first().map(|c| c.t));
@@ -778,7 +787,7 @@ mod tests {
                 list.push(*c);
             }
             assert_eq!(list.len(), n);
-            assert_eq!(list.into_vec(), want, "{n} chunks");
+            assert_eq!(list.into_chunks().to_vec(), want, "{n} chunks");
         }
     }
 
