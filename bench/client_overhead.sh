@@ -23,7 +23,8 @@
 # The floor client (bench/floor.c: one epoll loop, one read and one clock
 # reading per read, a byte scan for "data:") is built with cc and run against
 # a fresh server of the same timing after goodput's run, in the same sitting;
-# the last lines give goodput's CPU per token as a ratio to it.
+# the last lines give goodput's CPU per token as a ratio to it. ROUNDS=N
+# repeats those like-for-like runs N times in turn and gives the medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS=${1:-1000}
@@ -116,15 +117,43 @@ against() { # NAME COMMAND...: prints NAME's CPU per token; sets $us
 # are to this run of goodput's.
 bench_args() { echo bench --url "http://127.0.0.1:$((PORT + 1))" -c "$STREAMS" -n "$REQUESTS" --output-tokens "$OUT_TOKENS" \
   --input-tokens 32 ${BENCH_ARGS:-} --no-metrics -q --transport "${TRANSPORT:-auto}" --stamp "${STAMP:-auto}"; }
-# shellcheck disable=SC2046
-against goodput $CLIENT_BIN $(bench_args)
-goodput_us=$us
-if [ "${FLOOR:-1}" != 0 ]; then
-  against floor target/bench/floor 127.0.0.1 "$((PORT + 1))" "$STREAMS" "$REQUESTS" "$OUT_TOKENS"
-  python3 -c "print(f'goodput / floor: {$goodput_us / $us:.2f}x')"
-fi
-if [ -n "${BASELINE_BIN:-}" ]; then
+# ROUNDS (default 1) repeats the like-for-like runs in turn (goodput, floor,
+# baseline, goodput, ...): on a shared machine one run of each can differ by
+# half from the next, so with ROUNDS above 1 the last lines give the medians
+# and the median of each round's ratio.
+ratios_floor=() ratios_base=() all_goodput=() all_floor=() all_base=()
+for round in $(seq "${ROUNDS:-1}"); do
+  [ "${ROUNDS:-1}" -gt 1 ] && echo "round $round"
   # shellcheck disable=SC2046
-  against baseline "$BASELINE_BIN" $(bench_args)
-  python3 -c "print(f'goodput / baseline: {$goodput_us / $us:.2f}x')"
+  against goodput $CLIENT_BIN $(bench_args)
+  goodput_us=$us
+  all_goodput+=("$us")
+  if [ "${FLOOR:-1}" != 0 ]; then
+    against floor target/bench/floor 127.0.0.1 "$((PORT + 1))" "$STREAMS" "$REQUESTS" "$OUT_TOKENS"
+    all_floor+=("$us")
+    ratios_floor+=("$(python3 -c "print(f'{$goodput_us / $us:.4f}')")")
+    python3 -c "print(f'goodput / floor: {$goodput_us / $us:.2f}x')"
+  fi
+  if [ -n "${BASELINE_BIN:-}" ]; then
+    # shellcheck disable=SC2046
+    against baseline "$BASELINE_BIN" $(bench_args)
+    all_base+=("$us")
+    ratios_base+=("$(python3 -c "print(f'{$goodput_us / $us:.4f}')")")
+    python3 -c "print(f'goodput / baseline: {$goodput_us / $us:.2f}x')"
+  fi
+done
+if [ "${ROUNDS:-1}" -gt 1 ]; then
+  python3 - "${all_goodput[*]}" "${all_floor[*]:-}" "${all_base[*]:-}" "${ratios_floor[*]:-}" "${ratios_base[*]:-}" <<'PY'
+import statistics, sys
+def vals(s):
+    return [float(v) for v in s.split()]
+g, f, b, rf, rb = (vals(a) for a in sys.argv[1:6])
+print(f"medians over {len(g)} rounds: goodput {statistics.median(g):.2f} µs a token (range {min(g):.2f}-{max(g):.2f})"
+      + (f" · floor {statistics.median(f):.2f} ({min(f):.2f}-{max(f):.2f})" if f else "")
+      + (f" · baseline {statistics.median(b):.2f} ({min(b):.2f}-{max(b):.2f})" if b else ""))
+if rf:
+    print(f"goodput / floor, median of the rounds: {statistics.median(rf):.2f}x (range {min(rf):.2f}-{max(rf):.2f})")
+if rb:
+    print(f"goodput / baseline, median of the rounds: {statistics.median(rb):.2f}x (range {min(rb):.2f}-{max(rb):.2f})")
+PY
 fi
