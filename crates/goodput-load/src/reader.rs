@@ -61,13 +61,18 @@ impl Default for ChunkList {
 impl ChunkList {
     fn push(&mut self, c: OutputChunk) {
         if self.n_staged == STAGED {
-            for c in self.staged {
-                self.list.push(c);
-            }
-            self.n_staged = 0;
+            self.move_staged();
         }
         self.staged[self.n_staged] = c;
         self.n_staged += 1;
+    }
+
+    /// Moves the chunks held in the reader to the list.
+    fn move_staged(&mut self) {
+        for &c in &self.staged[..self.n_staged] {
+            self.list.push(c);
+        }
+        self.n_staged = 0;
     }
 
     fn len(&self) -> usize {
@@ -84,9 +89,7 @@ impl ChunkList {
     }
 
     fn into_chunks(mut self) -> Chunks {
-        for &c in &self.staged[..self.n_staged] {
-            self.list.push(c);
-        }
+        self.move_staged();
         self.list
     }
 }
