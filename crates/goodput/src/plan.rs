@@ -29,7 +29,7 @@ use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
 use crate::{common, output, setup};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::slo::{SloMetric, DEFAULT_ATTAINMENT};
-use goodput_core::doc::config::{Extra, WorkloadConfig};
+use goodput_core::doc::config::{ep_ranks, Extra, WorkloadConfig};
 use goodput_core::doc::frontier::{
     analyze_frontier, ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource,
 };
@@ -156,11 +156,7 @@ const TRACE_SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
 impl Candidate {
     /// Data-parallel ranks one engine drives (an expert-parallel group's).
     fn ranks(&self) -> u32 {
-        if self.ep > 1 {
-            self.ep / self.tp
-        } else {
-            1
-        }
+        ep_ranks(self.tp, self.ep)
     }
 
     /// The units the configuration runs (replicas, expert-parallel groups
@@ -691,7 +687,7 @@ impl Search<'_> {
         if ep > 1 && (!ep.is_multiple_of(tp) || !experts.is_multiple_of(ep)) {
             return None;
         }
-        let ranks = if ep > 1 { ep / tp } else { 1 };
+        let ranks = ep_ranks(tp, ep);
         let mut last = None;
         for &pp in pps {
             let per_rank = pd.map_or(tp.saturating_mul(pp), |pd| pd.gpus(tp, pp));

@@ -437,6 +437,17 @@ pub struct PdSettings {
     pub kv_link_latency_us: f64,
 }
 
+/// The data-parallel ranks one instance of `tp` GPUs a rank drives: an
+/// expert-parallel group of `ep` GPUs is `ep / tp` ranks sharing one
+/// scheduler (`ep` 1: no expert parallelism, one rank).
+pub fn ep_ranks(tp: u32, ep: u32) -> u32 {
+    if ep > 1 {
+        (ep / tp.max(1)).max(1)
+    } else {
+        1
+    }
+}
+
 impl PdSettings {
     /// The pools in words, `2 prefill + 1 decode instances`, each pool's TP
     /// and EP named where they differ (`tp`, `ep`: the prefill pool's).
@@ -458,7 +469,7 @@ impl PdSettings {
     /// expert-parallel ranks (EP / TP) times `pp` stages (`tp`, `ep`: the
     /// prefill pool's).
     pub fn gpus(&self, tp: u32, ep: u32, pp: u32) -> u32 {
-        let each = |tp: u32, ep: u32| tp.max(1).saturating_mul(if ep > 1 { (ep / tp.max(1)).max(1) } else { 1 });
+        let each = |tp: u32, ep: u32| tp.max(1).saturating_mul(ep_ranks(tp, ep));
         let d = each(self.decode_tp.unwrap_or(tp), self.decode_ep.unwrap_or(ep));
         pp.max(1)
             .saturating_mul(self.prefill.saturating_mul(each(tp, ep)).saturating_add(self.decode.saturating_mul(d)))

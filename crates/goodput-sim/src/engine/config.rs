@@ -9,6 +9,7 @@ use super::error::Error;
 use super::router::RouterPolicy;
 use super::scheduler::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 use crate::template::ChatTemplate;
+use goodput_core::doc::config::ep_ranks;
 use serde::{Deserialize, Serialize};
 
 /// Everything that defines one simulated engine.
@@ -194,17 +195,7 @@ impl EngineConfig {
     /// its TP.
     pub fn gpus(&self) -> u32 {
         match self.pd {
-            Some(pd) => {
-                let per_instance = |decode: bool| {
-                    let pool = self.pool(decode);
-                    pool.tp.saturating_mul(pool.attention_ranks())
-                };
-                self.pp.saturating_mul(
-                    pd.prefill
-                        .saturating_mul(per_instance(false))
-                        .saturating_add(pd.decode.saturating_mul(per_instance(true))),
-                )
-            }
+            Some(pd) => self.pp.saturating_mul(self.over_pools(pd, |tp, ep| tp.saturating_mul(ep_ranks(tp, ep)))),
             None => self.tp.saturating_mul(self.pp).saturating_mul(self.all_ranks()),
         }
     }

@@ -32,6 +32,8 @@ use super::{Roofline, Terms};
 use crate::engine::catalog::GpuSpec;
 use crate::engine::config::EngineConfig;
 use crate::engine::error::Error;
+use crate::engine::Disaggregation;
+use goodput_core::doc::config::ep_ranks;
 
 /// GPUs one NVLink domain joins: 8 on an HGX or DGX board (H100, H200,
 /// A100, B200; the MI300X platform's Infinity Fabric alike), 72 in a GB200
@@ -68,11 +70,7 @@ impl EngineConfig {
     /// The data-parallel ranks that share one set of experts (EP / TP), 1
     /// without expert parallelism: one scheduler drives them together.
     pub fn attention_ranks(&self) -> u32 {
-        if self.ep > 1 {
-            (self.ep / self.tp.max(1)).max(1)
-        } else {
-            1
-        }
+        ep_ranks(self.tp, self.ep)
     }
 
     /// The share of the model's layers (and so of a token's KV) on one
@@ -125,12 +123,16 @@ impl EngineConfig {
     /// TP × PP × these where the pools' TPs are the same.
     pub fn all_ranks(&self) -> u32 {
         match self.pd {
-            Some(pd) => pd
-                .prefill
-                .saturating_mul(self.pool(false).attention_ranks())
-                .saturating_add(pd.decode.saturating_mul(self.pool(true).attention_ranks())),
+            Some(pd) => self.over_pools(pd, ep_ranks),
             None => self.dp,
         }
+    }
+
+    /// Both pools' instances, each counted as `each` of its pool's TP and
+    /// EP, summed.
+    pub(crate) fn over_pools(&self, pd: Disaggregation, each: impl Fn(u32, u32) -> u32) -> u32 {
+        let pool = |decode: bool| each(self.pool_tp(decode), self.pool_ep(decode));
+        pd.prefill.saturating_mul(pool(false)).saturating_add(pd.decode.saturating_mul(pool(true)))
     }
 
     /// The engines (schedulers) the configuration runs: one per data-parallel
