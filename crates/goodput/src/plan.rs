@@ -29,7 +29,7 @@ use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
 use crate::{common, output, setup};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::slo::{SloMetric, DEFAULT_ATTAINMENT};
-use goodput_core::doc::config::{ep_ranks, Extra, WorkloadConfig};
+use goodput_core::doc::config::{ep_ranks, pool_gpus, Extra, WorkloadConfig};
 use goodput_core::doc::frontier::{
     analyze_frontier, ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource,
 };
@@ -83,31 +83,39 @@ struct Candidate {
 }
 
 /// A unit's prefill and decode pools: P and D instances, and a pool's own
-/// tensor-parallel size where `--pd` names one (`4xTP1:1xTP4`). In a
-/// [`Candidate`] the prefill pool's is the candidate's `tp`, and `decode_tp`
-/// is set only where it differs.
+/// tensor- and expert-parallel sizes where `--pd` names them
+/// (`4xTP1:1xTP4`, `1xEP8:1xEP16`). In a [`Candidate`] the prefill pool's
+/// are the candidate's `tp` and `ep`, and the decode pool's are set only
+/// where they differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Pools {
     p: u32,
     d: u32,
     prefill_tp: Option<u32>,
     decode_tp: Option<u32>,
+    prefill_ep: Option<u32>,
+    decode_ep: Option<u32>,
 }
 
 impl Pools {
+    /// P:D with no sizes of its own.
+    fn ratio(p: u32, d: u32) -> Pools {
+        Pools { p, d, prefill_tp: None, decode_tp: None, prefill_ep: None, decode_ep: None }
+    }
+
     /// ` pd2:1` or ` pd2:1xTP4`, as a configuration's id names it.
     fn id(&self) -> String {
         format!(" pd{}", self.spec())
     }
 
-    /// `2:1`, `2:1xTP4`: as `--pd` takes it.
+    /// `2:1`, `2:1xTP4`, `1:1xEP16`: as `--pd` takes it.
     fn spec(&self) -> String {
         self.disaggregation().spec()
     }
 
-    /// Whether the ratio names a pool's own TP.
-    fn names_tp(&self) -> bool {
-        self.prefill_tp.is_some() || self.decode_tp.is_some()
+    /// Whether the ratio names a pool's own TP or EP.
+    fn names_sizes(&self) -> bool {
+        self.disaggregation().names_sizes()
     }
 
     /// The engine's pools, on the link's defaults.
@@ -117,27 +125,39 @@ impl Pools {
             decode: self.d,
             prefill_tp: self.prefill_tp,
             decode_tp: self.decode_tp,
-            prefill_ep: None,
-            decode_ep: None,
+            prefill_ep: self.prefill_ep,
+            decode_ep: self.decode_ep,
             link_gbps: None,
             link_latency_us: None,
         }
     }
 
-    /// GPUs of one unit whose prefill instances run on `tp` (× `per_instance`
-    /// GPUs: stages × expert-parallel ranks).
-    fn gpus(&self, tp: u32, per_instance: u32) -> u32 {
-        let d = self.decode_tp.unwrap_or(tp);
-        per_instance.saturating_mul(self.p.saturating_mul(tp).saturating_add(self.d.saturating_mul(d)))
+    /// The decode pool's TP and EP where the prefill pool's are `tp` and `ep`.
+    fn decode_sizes(&self, tp: u32, ep: u32) -> (u32, u32) {
+        (self.decode_tp.unwrap_or(tp), self.decode_ep.unwrap_or(ep))
     }
 
-    /// The pools a candidate of prefill TP `tp` runs, or `None` where the
-    /// ratio names another prefill TP.
-    fn at(self, tp: u32) -> Option<Pools> {
-        if self.prefill_tp.is_some_and(|t| t != tp) {
+    /// GPUs of one unit whose prefill instances run on `tp` and `ep`, each
+    /// of `pp` stages.
+    fn gpus(&self, tp: u32, ep: u32, pp: u32) -> u32 {
+        let prefill = (self.p, self.prefill_tp.unwrap_or(tp), self.prefill_ep.unwrap_or(ep));
+        let (dt, de) = self.decode_sizes(tp, ep);
+        pool_gpus([prefill, (self.d, dt, de)], pp)
+    }
+
+    /// The pools a candidate of prefill TP `tp` and EP `ep` runs, or `None`
+    /// where the ratio names another prefill size.
+    fn at(self, tp: u32, ep: u32) -> Option<Pools> {
+        if self.prefill_tp.is_some_and(|t| t != tp) || self.prefill_ep.is_some_and(|e| e != ep) {
             return None;
         }
-        Some(Pools { prefill_tp: None, decode_tp: self.decode_tp.filter(|&d| d != tp), ..self })
+        Some(Pools {
+            prefill_tp: None,
+            decode_tp: self.decode_tp.filter(|&d| d != tp),
+            prefill_ep: None,
+            decode_ep: self.decode_ep.filter(|&d| d != ep),
+            ..self
+        })
     }
 }
 
@@ -168,7 +188,7 @@ impl Candidate {
     /// Every GPU the configuration takes.
     fn gpus(&self) -> u32 {
         match self.pd {
-            Some(pd) => self.dp * pd.gpus(self.tp, self.pp),
+            Some(pd) => self.engines() * pd.gpus(self.tp, self.ep, self.pp),
             None => self.tp * self.pp * self.dp,
         }
     }
@@ -412,7 +432,7 @@ fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<Pools>>> {
             for p in 1..sum {
                 let d = sum - p;
                 if gcd(p, d) == 1 {
-                    out.push(Some(Pools { p, d, prefill_tp: None, decode_tp: None }));
+                    out.push(Some(Pools::ratio(p, d)));
                 }
             }
         }
@@ -421,13 +441,14 @@ fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<Pools>>> {
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let pd = Disaggregation::parse(part).map_err(|e| anyhow!("--pd {spec}: {e}"))?;
         pd.check().map_err(|e| anyhow!("--pd {spec}: {e}"))?;
-        if pd.prefill_ep.is_some() || pd.decode_ep.is_some() {
-            bail!(
-                "--pd {part}: plan does not search a pool's own EP size; give the sizes to try with --ep (both pools \
-                 take each), or run `goodput estimate --pd {part}` for that one configuration"
-            );
-        }
-        let pools = Pools { p: pd.prefill, d: pd.decode, prefill_tp: pd.prefill_tp, decode_tp: pd.decode_tp };
+        let pools = Pools {
+            p: pd.prefill,
+            d: pd.decode,
+            prefill_tp: pd.prefill_tp,
+            decode_tp: pd.decode_tp,
+            prefill_ep: pd.prefill_ep,
+            decode_ep: pd.decode_ep,
+        };
         if !out.contains(&Some(pools)) {
             out.push(Some(pools));
         }
@@ -519,6 +540,32 @@ impl Search<'_> {
         cfg
     }
 
+    /// Refuses a `--pd` ratio that names a pool's EP the model cannot take:
+    /// a dense model's, or one that does not divide its experts.
+    fn check_pool_eps(&self, ratios: &[Option<Pools>]) -> Result<()> {
+        for pd in ratios.iter().flatten() {
+            for (ep, which) in [(pd.prefill_ep, "prefill"), (pd.decode_ep, "decode")] {
+                let Some(ep) = ep.filter(|&e| e > 1) else { continue };
+                let spec = pd.spec();
+                match self.model.moe {
+                    None => bail!(
+                        "--pd {spec} gives the {which} pool EP {ep}, but {} is a dense model, with no experts to \
+                         spread: drop the pool's EP",
+                        self.model.name
+                    ),
+                    Some(m) if !m.num_experts.is_multiple_of(ep) => bail!(
+                        "--pd {spec} gives the {which} pool EP {ep}, which does not divide {}'s {} experts: use a \
+                         divisor such as 2, 4 or 8",
+                        self.model.name,
+                        m.num_experts
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The configurations to simulate, in groups whose members differ in
     /// tensor parallelism alone (rising: a group stops climbing once TP
     /// stops helping), and what was left out, and why.
@@ -554,9 +601,9 @@ impl Search<'_> {
             notes.push(format!("--ep: {} is a dense model, with no experts to spread; EP left out", self.model.name));
             eps = vec![1];
         }
+        self.check_pool_eps(&ratios)?;
         let mut staged = false;
         let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
-        let mut own_tp_with_ep = false;
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
         for (offer, o) in a.gpu.iter().enumerate() {
@@ -583,15 +630,25 @@ impl Search<'_> {
                         }
                         if auto_pd {
                             // Each ratio kept also with its decode pool on
-                            // each TP of the list, the prefill pool's climbing.
-                            let wider: Vec<Option<Pools>> = kept
-                                .iter()
-                                .flatten()
-                                .flat_map(|&pd| tps.iter().map(move |&s| Some(Pools { decode_tp: Some(s), ..pd })))
-                                .collect();
-                            kept.extend(wider);
+                            // each TP of the list, the prefill pool's
+                            // climbing, and on each wider EP of the list.
+                            let plain: Vec<Pools> = kept.iter().flatten().copied().collect();
+                            for pd in plain {
+                                kept.extend(tps.iter().map(|&s| Some(Pools { decode_tp: Some(s), ..pd })));
+                                if eps.len() > 1 {
+                                    kept.extend(eps.iter().map(|&e| Some(Pools { decode_ep: Some(e), ..pd })));
+                                }
+                            }
                         }
-                        let units = kept.iter().flat_map(|&pd| eps.iter().map(move |&ep| (pd, ep)));
+                        // A ratio that names its prefill pool's TP or EP runs
+                        // at that size only, in the lists or not.
+                        let units = kept.iter().flat_map(|&pd| {
+                            let eps = match pd.and_then(|p| p.prefill_ep) {
+                                Some(e) => vec![e],
+                                None => eps.clone(),
+                            };
+                            eps.into_iter().map(move |ep| (pd, ep))
+                        });
                         for ((pd, ep), &router) in units.flat_map(|u| routers.iter().map(move |r| (u, r))) {
                             // Disaggregated pools route to their least-loaded
                             // instance: no router to choose.
@@ -600,25 +657,31 @@ impl Search<'_> {
                             }
                             let routed = if pd.is_some() { RouterPolicy::LeastLoaded } else { router };
                             let mut group = Vec::new();
-                            for &tp in &tps {
-                                // A ratio that names its prefill TP runs at that TP only.
+                            let group_tps = match pd.and_then(|p| p.prefill_tp) {
+                                Some(t) => vec![t],
+                                None => tps.clone(),
+                            };
+                            for &tp in &group_tps {
                                 let pd = match pd {
-                                    // `auto`'s decode TP equal to this one: the
-                                    // plain ratio, searched already.
-                                    Some(pools) if auto_pd && pools.decode_tp == Some(tp) => continue,
-                                    Some(pools) => match pools.at(tp) {
+                                    // `auto`'s decode TP equal to this one (the
+                                    // plain ratio, searched already), or beside
+                                    // EP (with EP, `auto` widens the decode
+                                    // pool's EP, not its TP); its decode EP
+                                    // no wider than this.
+                                    Some(pools)
+                                        if auto_pd
+                                            && (pools.decode_tp.is_some_and(|d| d == tp || ep > 1)
+                                                || pools.decode_ep.is_some_and(|d| d <= ep)) =>
+                                    {
+                                        continue
+                                    }
+                                    Some(pools) => match pools.at(tp, ep) {
                                         Some(at) => Some(at),
                                         None => continue,
                                     },
                                     None => None,
                                 };
-                                // Pools of their own TPs are not searched with
-                                // EP: their groups would differ in ranks.
-                                if ep > 1 && pd.is_some_and(|p| p.decode_tp.is_some()) {
-                                    own_tp_with_ep = true;
-                                    continue;
-                                }
-                                let unit = pd.map_or(tp, |pd| pd.gpus(tp, 1));
+                                let unit = pd.map_or(tp, |pd| pd.gpus(tp, 1, 1));
                                 // One replica has no router to choose.
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
                                     continue;
@@ -645,13 +708,6 @@ impl Search<'_> {
                     }
                 }
             }
-        }
-        if own_tp_with_ep {
-            notes.push(
-                "--pd: pools of their own TPs were searched without expert parallelism only (with --ep above 1 the \
-                 pools' groups would differ in ranks); `goodput estimate --pd` takes such a configuration"
-                    .into(),
-            );
         }
         if staged {
             notes.push(
@@ -684,19 +740,25 @@ impl Search<'_> {
         pd: Option<Pools>,
     ) -> Option<Result<Candidate>> {
         let experts = self.model.moe.map_or(1, |m| m.num_experts);
-        if ep > 1 && (!ep.is_multiple_of(tp) || !experts.is_multiple_of(ep)) {
+        let pairs = |tp: u32, ep: u32| ep <= 1 || (ep.is_multiple_of(tp) && experts.is_multiple_of(ep));
+        if !pairs(tp, ep)
+            || pd.is_some_and(|pd| {
+                let (dt, de) = pd.decode_sizes(tp, ep);
+                !pairs(dt, de)
+            })
+        {
             return None;
         }
         let ranks = ep_ranks(tp, ep);
         let mut last = None;
         for &pp in pps {
-            let per_rank = pd.map_or(tp.saturating_mul(pp), |pd| pd.gpus(tp, pp));
-            let unit = per_rank.saturating_mul(ranks);
+            let unit = pd.map_or(tp.saturating_mul(pp).saturating_mul(ranks), |pd| pd.gpus(tp, ep, pp));
             if unit > self.args.budget {
                 break;
             }
-            // Whole expert-parallel groups (whole disaggregated units) fill the budget.
-            let dp = self.args.budget / per_rank / ranks * ranks;
+            // Whole expert-parallel groups (whole disaggregated units) fill
+            // the budget; `dp` counts the units' prefill-pool ranks.
+            let dp = self.args.budget / unit * ranks;
             let c = Candidate {
                 tp,
                 dp,
@@ -720,7 +782,7 @@ impl Search<'_> {
     fn fits(&self, c: &Candidate) -> Result<()> {
         let cfg = self.engine(c);
         kv_capacity(&cfg)?;
-        if c.pd.is_some_and(|pd| pd.decode_tp.is_some()) {
+        if c.pd.is_some_and(|pd| pd.decode_tp.is_some() || pd.decode_ep.is_some()) {
             kv_capacity(&cfg.pool(true)).context("the decode pool")?;
         }
         crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
@@ -758,7 +820,7 @@ impl Search<'_> {
         lengths: Option<(f64, f64)>,
     ) -> (Vec<Option<Pools>>, Vec<String>) {
         // A ratio that names a pool's TP is the user's own: always kept.
-        let (named, pds): (Vec<Pools>, Vec<Pools>) = ratios.iter().flatten().partition(|pd| pd.names_tp());
+        let (named, pds): (Vec<Pools>, Vec<Pools>) = ratios.iter().flatten().partition(|pd| pd.names_sizes());
         let c = Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision) };
         let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o));
         let Some(r) = balance.filter(|r| r.is_finite() && *r > 0.0) else { return (ratios.to_vec(), Vec::new()) };
@@ -934,10 +996,16 @@ impl Search<'_> {
     /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
     /// to the batch limit (and the limit itself).
     fn loads(&self, c: &Candidate) -> Vec<u64> {
-        // Disaggregated, the decode pool holds the unit's sequences.
         // Disaggregated, the decode pool holds the unit's sequences; an
         // expert-parallel group, its ranks'.
-        let cap = u64::from(c.max_num_seqs) * u64::from(c.pd.map_or(1, |pd| pd.d)) * u64::from(c.ranks());
+        let holders = match c.pd {
+            Some(pd) => {
+                let (dt, de) = pd.decode_sizes(c.tp, c.ep);
+                pd.d * ep_ranks(dt, de)
+            }
+            None => c.ranks(),
+        };
+        let cap = u64::from(c.max_num_seqs) * u64::from(holders);
         let mut v: Vec<u64> = match &self.args.concurrency {
             Some(l) => l.0.clone(),
             None => std::iter::successors(Some(1u64), |&x| Some(x * 2)).take_while(|&x| x < cap).chain([cap]).collect(),

@@ -448,6 +448,14 @@ pub fn ep_ranks(tp: u32, ep: u32) -> u32 {
     }
 }
 
+/// Every GPU of a prefill pool and a decode pool, each given as (instances,
+/// TP, EP): an instance is its TP times its expert-parallel ranks
+/// ([`ep_ranks`]) GPUs, times `pp` stages.
+pub fn pool_gpus(pools: [(u32, u32, u32); 2], pp: u32) -> u32 {
+    let pool = |(n, tp, ep): (u32, u32, u32)| n.saturating_mul(tp.max(1).saturating_mul(ep_ranks(tp, ep)));
+    pp.max(1).saturating_mul(pool(pools[0]).saturating_add(pool(pools[1])))
+}
+
 impl PdSettings {
     /// The pools in words, `2 prefill + 1 decode instances`, each pool's TP
     /// and EP named where they differ (`tp`, `ep`: the prefill pool's).
@@ -469,10 +477,8 @@ impl PdSettings {
     /// expert-parallel ranks (EP / TP) times `pp` stages (`tp`, `ep`: the
     /// prefill pool's).
     pub fn gpus(&self, tp: u32, ep: u32, pp: u32) -> u32 {
-        let each = |tp: u32, ep: u32| tp.max(1).saturating_mul(ep_ranks(tp, ep));
-        let d = each(self.decode_tp.unwrap_or(tp), self.decode_ep.unwrap_or(ep));
-        pp.max(1)
-            .saturating_mul(self.prefill.saturating_mul(each(tp, ep)).saturating_add(self.decode.saturating_mul(d)))
+        let decode = (self.decode, self.decode_tp.unwrap_or(tp), self.decode_ep.unwrap_or(ep));
+        pool_gpus([(self.prefill, tp, ep), decode], pp)
     }
 }
 

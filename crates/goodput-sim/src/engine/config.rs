@@ -9,7 +9,7 @@ use super::error::Error;
 use super::router::RouterPolicy;
 use super::scheduler::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 use crate::template::ChatTemplate;
-use goodput_core::doc::config::ep_ranks;
+use goodput_core::doc::config::pool_gpus;
 use serde::{Deserialize, Serialize};
 
 /// Everything that defines one simulated engine.
@@ -195,7 +195,10 @@ impl EngineConfig {
     /// its TP.
     pub fn gpus(&self) -> u32 {
         match self.pd {
-            Some(pd) => self.pp.saturating_mul(self.over_pools(pd, |tp, ep| tp.saturating_mul(ep_ranks(tp, ep)))),
+            Some(pd) => {
+                let pool = |decode: bool, n: u32| (n, self.pool_tp(decode), self.pool_ep(decode));
+                pool_gpus([pool(false, pd.prefill), pool(true, pd.decode)], self.pp)
+            }
             None => self.tp.saturating_mul(self.pp).saturating_mul(self.all_ranks()),
         }
     }

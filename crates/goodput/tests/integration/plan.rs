@@ -366,7 +366,7 @@ fn plan_8b_pd(dir: &std::path::Path, gpus: &str, tp: &str, pd: &str) -> Value {
 }
 
 /// `--pd` with a pool's own TP: searched as given (never pruned), at the
-/// prefill TP it names only, each configuration counting both pools' GPUs,
+/// prefill TP it names only (listed by `--tp` or not), each configuration counting both pools' GPUs,
 /// named so that `--pd` takes it back.
 #[test]
 fn plan_searches_pools_of_their_own_tp() {
@@ -404,7 +404,85 @@ fn plan_searches_pools_of_their_own_tp() {
         own += usize::from(pd.decode_tp.is_some());
     }
     assert!(own > 0, "{:?}", doc["configs"]);
-    // A pool's own EP is estimate's, not plan's: refused with the way to it.
-    let err = goodput().args(["plan", "--gpu", "h100", "--pd", "1xEP2:1xEP4"]).refusal();
-    assert!(err.contains("--ep") && err.contains("goodput estimate --pd 1xEP2:1xEP4"), "{err}");
+    // A prefill TP that --tp does not list is searched all the same.
+    let doc = plan_8b_pd(dir.path(), "8", "2", "2xTP1:1xTP4");
+    let named: Vec<&Value> =
+        doc["configs"].as_array().unwrap().iter().filter(|c| c["params"]["pd"] == "2:1xTP4").collect();
+    assert_eq!(named.len(), 1, "{:?}", doc["configs"]);
+    assert_eq!(named[0]["params"]["tp"], "1", "{}", named[0]);
+}
+
+/// `plan` of Qwen3-30B-A3B (128 experts) on eight H100s at TP 1 with
+/// `--ep eps` and `--pd pd` (BF16, 500-token prompts, 50-token answers, 1
+/// and 4 users): its document, checked against the schema.
+fn plan_moe_pd(dir: &std::path::Path, eps: &str, pd: &str) -> Value {
+    let out = dir.join("plan-moe-pd.json");
+    goodput()
+        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpus", "8", "--gpu", "h100=2.5", "--tp", "1", "--ep", eps])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", pd])
+        .args(["--input-tokens", "500", "--output-tokens", "50", "--concurrency", "1,4"])
+        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", &format!("plan --pd {pd}"));
+    doc
+}
+
+/// `--pd` with a pool's own EP: searched at the prefill EP it names only,
+/// each pool counting its own ranks' GPUs, and its decode
+/// pool decoding as a decode pool of that EP does; `auto` tries each
+/// ratio's decode pool on each wider EP of the list; an EP the model cannot take
+/// is refused.
+#[test]
+fn plan_searches_pools_of_their_own_ep() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = plan_moe_pd(dir.path(), "2,4", "1:1,1xEP2:1xEP4");
+    let configs = doc["configs"].as_array().unwrap();
+    let find = |spec: &str, ep: &str| -> &Value {
+        let hit: Vec<&Value> =
+            configs.iter().filter(|c| c["params"]["pd"] == spec && c["params"]["ep"] == ep).collect();
+        assert_eq!(hit.len(), 1, "pd {spec} at EP {ep} in {configs:?}");
+        hit[0]
+    };
+    // A prefill instance of two ranks and a decode instance of four: six
+    // GPUs a unit, one unit in eight, at EP 2 only.
+    let own = find("1:1xEP4", "2");
+    assert_eq!((own["gpus"].as_u64(), own["status"].as_str()), (Some(6), Some("ok")), "{own}");
+    assert!(own["id"].as_str().unwrap().ends_with(" pd1:1xEP4"), "{}", own["id"]);
+    // Both pools at EP 4: eight GPUs. Its decode pool is the other's, so
+    // one user's decode speed is the same; the prefill pools differ.
+    let wide = find("1:1", "4");
+    assert_eq!(wide["gpus"].as_u64(), Some(8), "{wide}");
+    let speed = |c: &Value| c["points"][0]["tokens_per_s_per_user"].as_f64().unwrap();
+    let (a, b) = (speed(own), speed(wide));
+    assert!(
+        (a / b - 1.0).abs() < 0.01,
+        "one user: {a} tok/s (decode EP 4 beside prefill EP 2) against {b} (both EP 4)"
+    );
+    // `auto` with --ep 2,4: ratios whose decode pool runs on the wider EP
+    // too, every unit within budget.
+    let doc = plan_moe_pd(dir.path(), "2,4", "auto");
+    let mut own = 0;
+    for c in doc["configs"].as_array().unwrap() {
+        let Some(spec) = c["params"]["pd"].as_str() else { continue };
+        let pd = goodput_sim::engine::Disaggregation::parse(spec).unwrap();
+        let ep: u32 = c["params"]["ep"].as_str().unwrap().parse().unwrap();
+        let dp: u32 = c["params"]["dp"].as_str().unwrap().parse().unwrap();
+        // A wider decode group only, and no decode TP of its own beside EP.
+        assert!(pd.decode_ep.is_none_or(|d| d > ep) && pd.decode_tp.is_none(), "{spec} at EP {ep}");
+        // TP 1: an instance is as many GPUs as its EP; dp counts the
+        // units' prefill ranks.
+        let unit = pd.prefill * ep + pd.decode * pd.decode_ep.unwrap_or(ep);
+        assert_eq!(c["gpus"].as_u64(), Some(u64::from(dp / ep * unit)), "{}", c["id"]);
+        assert!(dp / ep * unit <= 8, "{}", c["id"]);
+        own += usize::from(pd.decode_ep.is_some());
+    }
+    assert!(own > 0, "{:?}", doc["configs"]);
+    // A pool's EP the model cannot take.
+    let err = goodput().args(["plan", "--gpu", "h100", "--model", "llama-3.1-8b", "--pd", "1:1xEP4"]).refusal();
+    assert!(err.contains("dense") && err.contains("decode pool EP 4"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100", "--model", "qwen3-30b-a3b", "--pd", "1xEP3:1"]).refusal();
+    assert!(err.contains("128 experts") && err.contains("prefill pool EP 3"), "{err}");
 }
