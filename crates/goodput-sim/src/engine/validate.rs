@@ -139,6 +139,12 @@ pub struct ReferenceRow {
     /// drawn uniformly from [max(⌊r·N⌋, 1), N], N being `input_tokens` or
     /// `output_tokens`. 1 (the default) is every request at N.
     pub range_ratio: f64,
+    /// The expert-parallel size (the optional `ep` column; 1, none, where
+    /// absent): a mixture of experts' experts spread over `ep` GPUs, each
+    /// `tp` GPUs a data-parallel rank of one scheduler (`tp` 1 with `ep` 8:
+    /// attention data-parallel over eight ranks, TensorRT-LLM's
+    /// `enable_attention_dp`).
+    pub ep: u32,
 }
 
 const COLUMNS: [&str; 15] = [
@@ -160,9 +166,10 @@ const COLUMNS: [&str; 15] = [
 ];
 
 /// Columns a file may add: `split` (`calibration` or `held-out`),
-/// `queueing` (`yes` or `no`), `requests` (how many the benchmark sent) and
-/// `range_ratio` (0 to 1, the spread of the lengths).
-const OPTIONAL_COLUMNS: [&str; 4] = ["split", "queueing", "requests", "range_ratio"];
+/// `queueing` (`yes` or `no`), `requests` (how many the benchmark sent),
+/// `range_ratio` (0 to 1, the spread of the lengths) and `ep` (the
+/// expert-parallel size).
+const OPTIONAL_COLUMNS: [&str; 5] = ["split", "queueing", "requests", "range_ratio", "ep"];
 
 /// The most requests a `rate` row may send: each is simulated, and a larger
 /// run says nothing a shorter one does not.
@@ -226,6 +233,12 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                     .ok()
                     .filter(|r| (0.0..=1.0).contains(r))
                     .ok_or_else(|| err(format!("`range_ratio` must be a number from 0 to 1, got `{v}`")))?;
+            }
+            if let Some(v) = extra(4) {
+                row.ep =
+                    v.parse::<u32>().ok().filter(|&e| (1..=4096).contains(&e)).ok_or_else(|| {
+                        err(format!("`ep` must be an expert-parallel size from 1 to 4096, got `{v}`"))
+                    })?;
             }
             if matches!(row.load, ReferenceLoad::Rate(_)) && row.requests.is_none() {
                 return Err(err(
@@ -298,6 +311,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         queueing: false,
         requests: None,
         range_ratio: 1.0,
+        ep: 1,
     })
 }
 
@@ -390,11 +404,14 @@ pub struct ValidationReport {
     pub median_abs_rel_error: Option<f64>,
 }
 
-/// The engine configuration a row describes: one replica of `tp` GPUs.
+/// The engine configuration a row describes: one replica of `tp` GPUs, or
+/// with `ep`, one expert-parallel group of its ranks.
 pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<EngineConfig, Error> {
     let gpu = GpuSpec::lookup(&row.gpu)?;
     let mut cfg = EngineConfig::new(ModelSpec::lookup(&row.model)?, gpu.clone(), row.precision);
     cfg.tp = row.tp;
+    cfg.ep = row.ep;
+    cfg.dp = cfg.attention_ranks();
     if let Some(c) = options.calibrations.get(&gpu.family) {
         cfg.calibration = c.clone();
     }
@@ -419,11 +436,15 @@ pub fn predict(row: &ReferenceRow, options: &ValidationOptions) -> Result<Predic
 /// The engine run a row describes, and its number of replicas.
 fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimRun, u32), Error> {
     let bad = |message: String| Error::Csv { line: row.line, message };
-    if !row.gpus.is_multiple_of(row.tp) {
-        return Err(bad(format!("{} GPUs is not a whole number of tensor-parallel groups of {}", row.gpus, row.tp)));
-    }
-    let replicas = row.gpus / row.tp;
     let cfg = row_config(row, options)?;
+    cfg.validate()?;
+    // GPUs one engine (a replica, or an expert-parallel group) takes.
+    let unit = row.tp * cfg.attention_ranks();
+    if !row.gpus.is_multiple_of(unit) {
+        let what = if row.ep > 1 { "expert-parallel groups" } else { "tensor-parallel groups" };
+        return Err(bad(format!("{} GPUs is not a whole number of {what} of {unit}", row.gpus)));
+    }
+    let replicas = row.gpus / unit;
     let request = VirtualRequest::new(row.input_tokens, row.output_tokens);
     let mut rng = StdRng::seed_from_u64(LENGTHS_SEED);
     let load = match row.load {
@@ -433,7 +454,8 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             // 30,000 for the same reason).
             let cap = kv_capacity(&cfg)?;
             let per_request = (row.input_tokens + row.output_tokens) as u64;
-            let batch = (cap.tokens() / per_request).clamp(1, cfg.resolved_max_num_seqs() as u64);
+            let seqs = u64::from(cfg.resolved_max_num_seqs()) * u64::from(cfg.attention_ranks());
+            let batch = (cap.tokens() / per_request).clamp(1, seqs);
             let n = (10 * batch).clamp(1000, 30_000) as usize;
             VirtualLoad::burst(vec![request; n])
         }
@@ -556,11 +578,12 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
     let mut predictions = Vec::with_capacity(rows.len());
     for row in rows {
         let key = format!(
-            "{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?}|{}",
+            "{}|{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?}|{}",
             row.model,
             row.gpu,
             row.gpus,
             row.tp,
+            row.ep,
             row.precision,
             row.engine,
             row.input_tokens,
@@ -862,6 +885,47 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         assert_eq!(report.open_loop_summary().len(), 3);
         assert!(report.closed_loop_summary(SUMMARY_MIN_USERS).is_empty());
         assert!(report.to_markdown().contains("open loops (rate rows)"));
+    }
+
+    #[test]
+    fn an_expert_parallel_row_runs_groups_of_its_ranks() {
+        let header = "id,model,gpu,gpus,tp,ep,precision,engine,input_tokens,output_tokens,load_kind,load_value,metric,\
+                      value,unit,source";
+        let rows = parse_csv(&format!(
+            "{header}\none,qwen3-30b-a3b,h100,2,1,2,bf16,vllm,64,16,concurrency,8,output_tokens_per_s,1,tok/s,s\n\
+             two,qwen3-30b-a3b,h100,4,1,2,bf16,vllm,64,16,concurrency,16,output_tokens_per_s,1,tok/s,s\n\
+             bad,qwen3-30b-a3b,h100,3,1,2,bf16,vllm,64,16,concurrency,8,output_tokens_per_s,1,tok/s,s\n"
+        ))
+        .unwrap();
+        assert_eq!((rows[0].ep, rows[0].tp), (2, 1));
+        // One group of two ranks (two GPUs) takes the eight users; two
+        // groups take twice the users at twice the rate.
+        let opts = ValidationOptions::default();
+        let (one, two) = (predict(&rows[0], &opts).unwrap(), predict(&rows[1], &opts).unwrap());
+        assert!((two.predicted / one.predicted - 2.0).abs() < 1e-9, "{} {}", one.predicted, two.predicted);
+        let err = predict(&rows[2], &opts).unwrap_err().to_string();
+        assert!(err.contains("expert-parallel groups of 2"), "{err}");
+        let bad = parse_csv(&format!(
+            "{header}\nx,qwen3-30b-a3b,h100,2,1,0,bf16,vllm,64,16,concurrency,8,output_tokens_per_s,1,tok/s,s\n"
+        ))
+        .unwrap_err();
+        assert!(bad.to_string().contains("`ep`"), "{bad}");
+    }
+
+    #[test]
+    fn the_repositorys_reference_files_parse() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
+        let rows = |f: &str| parse_csv(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
+        for f in ["public.csv", "nim-closed-loop.csv", "sglang-open-loop.csv"] {
+            assert!(!rows(f).is_empty(), "{f}");
+        }
+        // Held out whole, and each row's model, GPU and precision known.
+        let overview = rows("trtllm-overview.csv");
+        assert_eq!(overview.len(), 37);
+        for r in &overview {
+            assert_eq!((r.split, r.load), (Some(Split::HeldOut), ReferenceLoad::MaxThroughput), "{}", r.id);
+            row_config(r, &ValidationOptions::default()).unwrap().validate().unwrap();
+        }
     }
 
     #[test]
