@@ -68,10 +68,12 @@ impl Default for Calibration {
 }
 
 impl Calibration {
-    /// The shipped constants for one GPU family. Only Hopper is calibrated
-    /// against public measurements (see docs/simulator.md for the residuals
-    /// and why each constant moved from its first guess); the others
-    /// start from Hopper's, a guess to be replaced when data comes.
+    /// The shipped constants for one GPU family. Hopper and Blackwell are
+    /// calibrated against public measurements (see docs/simulator.md for
+    /// the residuals and why each constant moved from its first guess;
+    /// Blackwell's only on FP4 throughput at saturation, its other
+    /// constants Hopper's); the others start from Hopper's, a guess to be
+    /// replaced when data comes.
     pub fn for_family(family: GpuFamily) -> Calibration {
         let hopper = Calibration {
             eta_compute: 0.55,
@@ -93,15 +95,22 @@ impl Calibration {
             power_memory: 0.5,
         };
         match family {
-            GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::Blackwell | GpuFamily::Cdna3 => hopper,
+            // Fitted by hand on five FP4 saturation rows of Llama-3.3-70B on
+            // one B200 (TensorRT-LLM's tables; data/validation/
+            // trtllm-overview.csv, split `calibration`): FP4 matrix products
+            // reach a smaller share of Blackwell's peak, and its paged
+            // attention a smaller share of its bandwidth, than Hopper's do.
+            GpuFamily::Blackwell => Calibration { eta_compute: 0.40, eta_kv: 0.55, ..hopper },
+            GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::Cdna3 => hopper,
         }
     }
 
     /// Whether the family's shipped constants were checked against public
-    /// measurements (docs/simulator.md, "Calibration"): Hopper's alone. The
-    /// others run on Hopper's, and `goodput estimate` says so.
+    /// measurements (docs/simulator.md, "Calibration"): Hopper's and
+    /// Blackwell's. The others run on Hopper's, and `goodput estimate` says
+    /// so.
     pub fn is_calibrated(family: GpuFamily) -> bool {
-        family == GpuFamily::Hopper
+        matches!(family, GpuFamily::Hopper | GpuFamily::Blackwell)
     }
 
     /// These constants with some replaced by the fields of a JSON object

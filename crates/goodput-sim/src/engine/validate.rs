@@ -919,13 +919,18 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         for f in ["public.csv", "nim-closed-loop.csv", "sglang-open-loop.csv"] {
             assert!(!rows(f).is_empty(), "{f}");
         }
-        // Held out whole, and each row's model, GPU and precision known.
+        // Held out but for five of the dense B200 rows (Blackwell's
+        // calibration), and each row's model, GPU and precision known.
         let overview = rows("trtllm-overview.csv");
-        assert_eq!(overview.len(), 37);
+        assert_eq!(overview.len(), 57);
         for r in &overview {
-            assert_eq!((r.split, r.load), (Some(Split::HeldOut), ReferenceLoad::MaxThroughput), "{}", r.id);
+            let split = if r.split == Some(Split::Calibration) { "calibration" } else { "held-out" };
+            assert_eq!(r.load, ReferenceLoad::MaxThroughput, "{}", r.id);
+            assert!(split == "held-out" || r.id.starts_with("trt-70b-b200-"), "{} is {split}", r.id);
             row_config(r, &ValidationOptions::default()).unwrap().validate().unwrap();
         }
+        let calibration = overview.iter().filter(|r| r.split == Some(Split::Calibration)).count();
+        assert_eq!(calibration, 5);
     }
 
     #[test]
