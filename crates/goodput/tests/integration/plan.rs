@@ -347,22 +347,29 @@ fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
     assert!(err.contains("P:D"), "{err}");
 }
 
-/// `plan` of Llama-3.1-8B on `gpus` H100s at TP `tp` with `--pd pd` (BF16,
-/// an 8,192-token budget, 2,000-token prompts and 200-token answers, 1 and
-/// 8 users): its document, checked against the schema.
-fn plan_8b_pd(dir: &std::path::Path, gpus: &str, tp: &str, pd: &str) -> Value {
-    let out = dir.join("plan-8b-pd.json");
+/// `plan -q` with `--pd pd` and `args` (BF16, an 8,192-token budget, two
+/// requests a user, two threads): its document, checked against the schema.
+fn plan_pd(dir: &std::path::Path, args: &[&str], pd: &str) -> Value {
+    let out = dir.join("plan-pd.json");
     goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", gpus, "--gpu", "h100=2", "--tp", tp])
-        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", pd])
-        .args(["--input-tokens", "2000", "--output-tokens", "200", "--concurrency", "1,8"])
-        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
+        .args(["plan", "-q", "--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", pd])
+        .args(["--requests-per-user", "2", "--jobs", "2"])
+        .args(args)
+        .arg("-o")
         .arg(&out)
         .assert()
         .success();
     let doc = read_json(&out);
     assert_valid(&doc, "FrontierResult", &format!("plan --pd {pd}"));
     doc
+}
+
+/// `plan` of Llama-3.1-8B on `gpus` H100s at TP `tp` with `--pd pd`
+/// (2,000-token prompts and 200-token answers, 1 and 8 users).
+fn plan_8b_pd(dir: &std::path::Path, gpus: &str, tp: &str, pd: &str) -> Value {
+    let model = ["--model", "llama-3.1-8b", "--gpus", gpus, "--gpu", "h100=2", "--tp", tp];
+    let load = ["--input-tokens", "2000", "--output-tokens", "200", "--concurrency", "1,8"];
+    plan_pd(dir, &[&model[..], &load[..]].concat(), pd)
 }
 
 /// `--pd` with a pool's own TP: searched as given (never pruned), at the
@@ -413,21 +420,12 @@ fn plan_searches_pools_of_their_own_tp() {
 }
 
 /// `plan` of Qwen3-30B-A3B (128 experts) on eight H100s at TP 1 with
-/// `--ep eps` and `--pd pd` (BF16, 500-token prompts, 50-token answers, 1
-/// and 4 users): its document, checked against the schema.
+/// `--ep eps` and `--pd pd` (500-token prompts, 50-token answers, 1 and 4
+/// users).
 fn plan_moe_pd(dir: &std::path::Path, eps: &str, pd: &str) -> Value {
-    let out = dir.join("plan-moe-pd.json");
-    goodput()
-        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpus", "8", "--gpu", "h100=2.5", "--tp", "1", "--ep", eps])
-        .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--pd", pd])
-        .args(["--input-tokens", "500", "--output-tokens", "50", "--concurrency", "1,4"])
-        .args(["--requests-per-user", "2", "--jobs", "2", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let doc = read_json(&out);
-    assert_valid(&doc, "FrontierResult", &format!("plan --pd {pd}"));
-    doc
+    let model = ["--model", "qwen3-30b-a3b", "--gpus", "8", "--gpu", "h100=2.5", "--tp", "1", "--ep", eps];
+    let load = ["--input-tokens", "500", "--output-tokens", "50", "--concurrency", "1,4"];
+    plan_pd(dir, &[&model[..], &load[..]].concat(), pd)
 }
 
 /// `--pd` with a pool's own EP: searched at the prefill EP it names only,
