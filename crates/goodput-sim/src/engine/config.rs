@@ -195,10 +195,7 @@ impl EngineConfig {
     /// its TP.
     pub fn gpus(&self) -> u32 {
         match self.pd {
-            Some(pd) => {
-                let pool = |decode: bool, n: u32| (n, self.pool_tp(decode), self.pool_ep(decode));
-                pool_gpus([pool(false, pd.prefill), pool(true, pd.decode)], self.pp)
-            }
+            Some(pd) => pool_gpus(self.pool_sizes(pd), self.pp),
             None => self.tp.saturating_mul(self.pp).saturating_mul(self.all_ranks()),
         }
     }

@@ -123,16 +123,21 @@ impl EngineConfig {
     /// TP × PP × these where the pools' TPs are the same.
     pub fn all_ranks(&self) -> u32 {
         match self.pd {
-            Some(pd) => self.over_pools(pd, ep_ranks),
+            Some(pd) => self
+                .pool_sizes(pd)
+                .iter()
+                .map(|&(n, tp, ep)| n.saturating_mul(ep_ranks(tp, ep)))
+                .fold(0, u32::saturating_add),
             None => self.dp,
         }
     }
 
-    /// Both pools' instances, each counted as `each` of its pool's TP and
-    /// EP, summed.
-    pub(crate) fn over_pools(&self, pd: Disaggregation, each: impl Fn(u32, u32) -> u32) -> u32 {
-        let pool = |decode: bool| each(self.pool_tp(decode), self.pool_ep(decode));
-        pd.prefill.saturating_mul(pool(false)).saturating_add(pd.decode.saturating_mul(pool(true)))
+    /// The prefill pool's and the decode pool's (instances, TP, EP), each
+    /// pool on its own sizes where `--pd` names them: what
+    /// [`goodput_core::doc::config::pool_gpus`] counts.
+    pub(crate) fn pool_sizes(&self, pd: Disaggregation) -> [(u32, u32, u32); 2] {
+        let pool = |decode: bool, n: u32| (n, self.pool_tp(decode), self.pool_ep(decode));
+        [pool(false, pd.prefill), pool(true, pd.decode)]
     }
 
     /// The engines (schedulers) the configuration runs: one per data-parallel
