@@ -16,19 +16,31 @@ const SERVER_THREADS: [&str; 3] = ["goodput-embedde", "goodput-sim-emi", "goodpu
 pub struct Meter {
     started: Instant,
     process_s: f64,
-    server_s: f64,
+    /// Each server thread alive at the start (thread id) and its CPU seconds then.
+    server_s: Vec<(String, f64)>,
 }
 
 impl Meter {
     /// Starts measuring now; `None` where the clocks cannot be read.
     pub fn start() -> Option<Meter> {
-        Some(Meter { started: Instant::now(), process_s: process_cpu_s()?, server_s: server_cpu_s() })
+        Some(Meter { started: Instant::now(), process_s: process_cpu_s()?, server_s: server_threads_cpu_s() })
     }
 
-    /// The client's CPU seconds since the start.
+    /// The client's CPU seconds since the start: the process's less what
+    /// each server thread alive now ran since then (since it began, for one
+    /// begun since). A server thread that ended in between is not there to
+    /// read: its time since the start stays in the client's (an excess, never
+    /// a negative share that would put more than every core in the client).
     fn cpu_s(&self) -> Option<f64> {
         let process = process_cpu_s()? - self.process_s;
-        Some((process - (server_cpu_s() - self.server_s)).max(0.0))
+        let server: f64 = server_threads_cpu_s()
+            .iter()
+            .map(|(tid, now)| {
+                let then = self.server_s.iter().find(|(t, _)| t == tid).map_or(0.0, |(_, s)| *s);
+                (now - then).max(0.0)
+            })
+            .sum();
+        Some((process - server).max(0.0))
     }
 
     /// The cores the client has kept busy since the start, on average: for
@@ -65,10 +77,11 @@ fn process_cpu_s() -> Option<f64> {
     None
 }
 
-/// CPU seconds of the in-process server's threads alive now.
-fn server_cpu_s() -> f64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0.0 };
-    let mut total = 0.0;
+/// Each in-process server thread alive now (its thread id) and the CPU
+/// seconds it has run.
+fn server_threads_cpu_s() -> Vec<(String, f64)> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    let mut threads = Vec::new();
     for task in tasks.flatten() {
         let dir = task.path();
         let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
@@ -77,9 +90,10 @@ fn server_cpu_s() -> f64 {
         }
         // The first field: nanoseconds this thread has run.
         let ran = std::fs::read_to_string(dir.join("schedstat")).ok();
-        total += ran.and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok()).unwrap_or(0.0) * 1e-9;
+        let s = ran.and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok()).unwrap_or(0.0) * 1e-9;
+        threads.push((task.file_name().to_string_lossy().into_owned(), s));
     }
-    total
+    threads
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -143,5 +157,30 @@ mod tests {
         let cores = live.cores().unwrap();
         let wall = t.elapsed().as_secs_f64();
         assert!(cores * wall >= 0.095 && cores <= cost.cpus as f64 + 0.1, "{cores} cores over {wall} s");
+        // A server thread that ran 300 ms before the start and ends before
+        // the read: its time before the start is in neither reading's
+        // difference, so the client's cannot come out as that 300 ms (it did
+        // when a thread gone was taken as a negative server share). Here
+        // rather than in a test of its own: a server thread of another test
+        // ending inside this test's window would put its time in this
+        // client's.
+        let (go, wait_go) = std::sync::mpsc::channel::<()>();
+        let (ready, wait_ready) = std::sync::mpsc::channel::<()>();
+        let server = std::thread::Builder::new()
+            .name("goodput-embedded".into())
+            .spawn(move || {
+                burn(300);
+                ready.send(()).unwrap();
+                let _ = wait_go.recv();
+            })
+            .unwrap();
+        wait_ready.recv().unwrap();
+        let meter = Meter::start().unwrap();
+        go.send(()).unwrap();
+        server.join().unwrap();
+        let cost = meter.finish(&[]).unwrap();
+        // Every core busy over the window at most (other tests of this
+        // binary run beside it), and far from the server's 300 ms.
+        assert!(cost.cores <= cost.cpus as f64 + 0.1 && cost.cpu_s < 0.1, "{cost:?}");
     }
 }
