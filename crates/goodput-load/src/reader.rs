@@ -5,7 +5,7 @@
 
 use crate::http1::ReadStamp;
 use crate::ndjson::LineReader;
-use crate::protocol::{error_message, parse_for_into, Api, ChunkInfo, PromptBody, Usage};
+use crate::protocol::{error_message, parse_for_into, Api, ChunkInfo, ChunkMemo, PromptBody, Usage};
 use crate::sse::SseReader;
 use crate::tokenizer::TokenCounter;
 use goodput_core::util::hash::{text_hash, Fnv1a64};
@@ -130,6 +130,9 @@ pub struct ResponseReader {
     /// serves the next payload, one allocation for a response rather than
     /// one a chunk.
     info: ChunkInfo,
+    /// The stream's last plain chunk, less its string: a payload of the
+    /// same bytes around another string is read without parsing.
+    memo: ChunkMemo,
     usage: Option<Usage>,
     done: bool,
     finish_reason: Option<String>,
@@ -354,7 +357,7 @@ impl ResponseReader {
             return;
         }
         let info = &mut self.info;
-        match parse_for_into(self.api, data, info) {
+        match parse_for_into(self.api, data, info, &mut self.memo) {
             Ok(()) => {}
             // What was left when the stream closed, unparseable: the stream
             // was cut inside it, not sent malformed.

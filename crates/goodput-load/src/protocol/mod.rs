@@ -19,6 +19,7 @@ pub mod tgi;
 
 pub use crate::error::{BodyError, ProtocolError};
 use goodput_core::Channel;
+pub(crate) use openai::ChunkMemo;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -395,9 +396,15 @@ pub fn parse_for(api: Api, data: &str) -> Result<ChunkInfo, ProtocolError> {
 /// gathered in the buffer the last one left there, so a reader that parses
 /// each chunk into the same `info` allocates once a response rather than
 /// once a chunk. On an error `info` holds nothing of the payload.
-pub fn parse_for_into(api: Api, data: &str, info: &mut ChunkInfo) -> Result<(), ProtocolError> {
+/// `memo`: the stream's last plain chunk (see [`ChunkMemo`]), one a stream.
+pub(crate) fn parse_for_into(
+    api: Api,
+    data: &str,
+    info: &mut ChunkInfo,
+    memo: &mut ChunkMemo,
+) -> Result<(), ProtocolError> {
     match api {
-        Api::Chat | Api::Completions => openai::parse_chunk_into(data, info),
+        Api::Chat | Api::Completions => openai::parse_chunk_into(data, info, memo),
         _ => {
             *info = ChunkInfo::default();
             *info = parse_for(api, data)?;

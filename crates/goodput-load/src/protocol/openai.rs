@@ -103,6 +103,19 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 }
 
 impl WireMessage<'_> {
+    /// A message with no field.
+    const fn empty() -> Self {
+        WireMessage {
+            content: None,
+            reasoning_content: None,
+            reasoning: None,
+            thinking: None,
+            tool_calls: None,
+            role: false,
+            function_call: None,
+        }
+    }
+
     /// Whether vLLM's `bench serve` (0.33, `_choice_has_streamed_output`)
     /// counts a chat delta as output, to stamp its TTFT and ITL on: text,
     /// `reasoning` (not `reasoning_content`), a tool or function call, or an
@@ -123,19 +136,162 @@ impl WireMessage<'_> {
 /// read by a fast path of their own ([`fast`]); all else by serde_json.
 pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
     let mut info = ChunkInfo::default();
-    parse_chunk_into(data, &mut info)?;
+    parse_chunk_into(data, &mut info, &mut ChunkMemo::default())?;
     Ok(info)
 }
 
-/// [`parse_chunk`] into `info`, in place (see [`super::parse_for_into`]).
-pub(super) fn parse_chunk_into(data: &str, info: &mut ChunkInfo) -> Result<(), ProtocolError> {
+/// [`parse_chunk`] into `info`, in place (see [`super::parse_for_into`]),
+/// with `memo` remembering the shape of a stream's plain chunks.
+pub(super) fn parse_chunk_into(data: &str, info: &mut ChunkInfo, memo: &mut ChunkMemo) -> Result<(), ProtocolError> {
     info.reset();
     let mut choice = None;
+    if memo.recall(data, &mut choice) {
+        read_choice(choice.as_ref(), info);
+        return Ok(());
+    }
     match fast::parse(data, &mut choice) {
-        Some(()) => read_choice(choice.as_ref(), info),
+        Some(()) => {
+            memo.remember(data, choice.as_ref());
+            read_choice(choice.as_ref(), info);
+        }
         None => *info = parse_chunk_serde(data)?,
     }
     Ok(())
+}
+
+/// The most bytes of a payload a [`ChunkMemo`] keeps: the payload less its
+/// one string (a vLLM chunk with a long model name keeps about 200).
+const MEMO_BYTES: usize = 256;
+
+/// Which string of a plain chunk's one choice varies from chunk to chunk.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum MemoField {
+    Content,
+    ReasoningContent,
+    Reasoning,
+    Thinking,
+    Text,
+}
+
+/// The last plain chunk of a stream, less its one string: a server streams
+/// the same bytes around each token (`{"id":…,"choices":[{"index":0,
+/// "delta":{"content":"` and `"},"finish_reason":null}]}`), and a payload
+/// whose bytes before and after its string are those of the last one, with
+/// no quote, backslash or control character between them, is that chunk
+/// with another string: the parse of the one before reads it to the byte,
+/// so it is read without parsing (issue 30: the parse was a fifth of the
+/// stream reader's CPU).
+///
+/// Why that is exact: a JSON parser's state at a byte depends only on the
+/// bytes before it, so the same prefix brings it to the string's opening
+/// quote as before; a string with none of those bytes ends at the first
+/// quote after it, the suffix's first byte, as the last one's did; and the
+/// same suffix then ends the payload as before. Only chunks of one choice
+/// whose delta (or text) has that one string, and no role, call, finish
+/// reason or message, are remembered; anything else is parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct ChunkMemo {
+    /// The prefix, then the suffix.
+    bytes: [u8; MEMO_BYTES],
+    prefix: u16,
+    suffix: u16,
+    field: Option<MemoField>,
+}
+
+impl Default for ChunkMemo {
+    fn default() -> Self {
+        ChunkMemo { bytes: [0; MEMO_BYTES], prefix: 0, suffix: 0, field: None }
+    }
+}
+
+impl ChunkMemo {
+    /// Whether `data` is the remembered chunk with its own string; if so,
+    /// its choice is built in `out` (in place, as [`fast::parse`] builds it).
+    fn recall<'a>(&self, data: &'a str, out: &mut Option<WireChoice<'a>>) -> bool {
+        let Some(field) = self.field else { return false };
+        let (p, s) = (usize::from(self.prefix), usize::from(self.suffix));
+        let b = data.as_bytes();
+        let Some(mid_end) = b.len().checked_sub(s) else { return false };
+        if mid_end < p || b[..p] != self.bytes[..p] || b[mid_end..] != self.bytes[p..p + s] {
+            return false;
+        }
+        if b[p..mid_end].iter().any(|&c| fast::STOPS[usize::from(c)]) {
+            return false;
+        }
+        // Both ends are next to an ASCII quote: character boundaries.
+        let text = Some(Cow::Borrowed(&data[p..mid_end]));
+        let choice = out.insert(WireChoice { delta: None, message: None, text: None, finish_reason: None });
+        match field {
+            MemoField::Text => choice.text = text,
+            MemoField::Content => plain_delta(choice).content = text,
+            MemoField::ReasoningContent => plain_delta(choice).reasoning_content = text,
+            MemoField::Reasoning => plain_delta(choice).reasoning = text,
+            MemoField::Thinking => plain_delta(choice).thinking = text,
+        }
+        true
+    }
+
+    /// Remembers `data`, which the fast path read into `choice`, if it is a
+    /// plain chunk of one string; else the memo stays as it was (what it
+    /// holds was read as it says whatever came after it: a token with an
+    /// escape, which serde reads, or the last chunk, leaves it for the next).
+    fn remember(&mut self, data: &str, choice: Option<&WireChoice<'_>>) {
+        let Some((field, text)) = choice.and_then(memo_field) else {
+            return;
+        };
+        let start = (text.as_ptr() as usize).wrapping_sub(data.as_ptr() as usize);
+        let end = start + text.len();
+        let b = data.as_bytes();
+        // The string is borrowed from `data`, between its quotes.
+        if end >= b.len() || start == 0 || b[start - 1] != b'"' || b[end] != b'"' {
+            return;
+        }
+        let (p, s) = (start, b.len() - end);
+        if p + s > MEMO_BYTES {
+            return;
+        }
+        self.bytes[..p].copy_from_slice(&b[..p]);
+        self.bytes[p..p + s].copy_from_slice(&b[end..]);
+        (self.prefix, self.suffix, self.field) = (p as u16, s as u16, Some(field));
+    }
+}
+
+/// `c`'s delta, set to a message of nothing yet.
+fn plain_delta<'c, 'a>(c: &'c mut WireChoice<'a>) -> &'c mut WireMessage<'a> {
+    c.delta.insert(WireMessage::empty())
+}
+
+/// The one string of a plain chunk's choice, and which it is: `None` for
+/// any other choice.
+fn memo_field<'c>(c: &'c WireChoice<'_>) -> Option<(MemoField, &'c str)> {
+    let borrowed = |s: &'c Option<Cow<'_, str>>| match s {
+        Some(Cow::Borrowed(t)) => Some(*t),
+        _ => None,
+    };
+    if c.message.is_some() || c.finish_reason.is_some() {
+        return None;
+    }
+    match (&c.delta, &c.text) {
+        (None, Some(_)) => Some((MemoField::Text, borrowed(&c.text)?)),
+        (Some(m), None) => {
+            if m.role || m.tool_calls.is_some() || m.function_call.is_some() {
+                return None;
+            }
+            let fields = [
+                (MemoField::Content, &m.content),
+                (MemoField::ReasoningContent, &m.reasoning_content),
+                (MemoField::Reasoning, &m.reasoning),
+                (MemoField::Thinking, &m.thinking),
+            ];
+            let mut some = fields.iter().filter(|(_, s)| s.is_some());
+            let (field, s) = some.next()?;
+            if some.next().is_some() {
+                return None;
+            }
+            Some((*field, borrowed(s)?))
+        }
+        _ => None,
+    }
 }
 
 /// [`parse_chunk`] by serde_json alone: the reference the fast path is held to.

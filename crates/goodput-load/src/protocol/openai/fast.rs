@@ -20,7 +20,7 @@ const SHORT: usize = 24;
 
 /// The bytes that end a plain string's run: its closing quote, a backslash
 /// and the control characters (which JSON does not allow unescaped).
-const STOPS: [bool; 256] = {
+pub(super) const STOPS: [bool; 256] = {
     let mut t = [false; 256];
     let mut b = 0;
     while b < 0x20 {
@@ -275,15 +275,7 @@ impl<'a> Parser<'a> {
         if self.null()? {
             return Some(());
         }
-        let m = out.insert(WireMessage {
-            content: None,
-            reasoning_content: None,
-            reasoning: None,
-            thinking: None,
-            tool_calls: None,
-            role: false,
-            function_call: None,
-        });
+        let m = out.insert(WireMessage::empty());
         let mut seen = [false; 5];
         let mut once = |k: usize| !std::mem::replace(&mut seen[k], true);
         self.object(|p, key| {
@@ -308,7 +300,7 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse_chunk, parse_chunk_serde};
+    use super::super::{parse_chunk, parse_chunk_into, parse_chunk_serde, ChunkInfo, ChunkMemo};
     use super::parse;
 
     /// The fast path and serde agree on `data` (the same chunk, or errors
@@ -329,6 +321,72 @@ mod tests {
         text.lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_owned).collect()
     }
 
+    /// Reads `payloads` in turn as one stream does (one memo), each as serde
+    /// reads it alone; how many were read from the memo.
+    fn read_in_turn<S: AsRef<str>>(payloads: &[S]) -> usize {
+        let (mut memo, mut info, mut recalled) = (ChunkMemo::default(), ChunkInfo::default(), 0);
+        for data in payloads.iter().map(AsRef::as_ref) {
+            recalled += usize::from(memo.recall(data, &mut None));
+            let got = parse_chunk_into(data, &mut info, &mut memo).map(|()| std::mem::take(&mut info));
+            match (got, parse_chunk_serde(data)) {
+                (Ok(g), Ok(w)) => assert_eq!(g, w, "{data}"),
+                (Err(g), Err(w)) => assert_eq!(g.to_string(), w.to_string(), "{data}"),
+                (g, w) => panic!("{data}: in turn {g:?}, serde {w:?}"),
+            }
+        }
+        recalled
+    }
+
+    #[test]
+    fn a_stream_read_from_its_memo_reads_as_serde_reads_each_payload() {
+        let chat = |mid: &str| {
+            format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":"{mid}"}},"finish_reason":null}}]}}"#)
+        };
+        let stream = [
+            chat("a"),
+            chat("b"),             // the memo's
+            chat(""),              // the memo's: an empty token (vLLM counts it)
+            chat("héllo 😀 世界"), // the memo's: UTF-8 between the same bytes
+            chat(r#"a\"b"#),       // an escape: serde's
+            chat("a\\tb"),         // an escape again
+            chat("x"),             // the memo's: the escapes left it as it was
+            chat("tab\there"),     // a control character: serde's error
+            // The same bytes around more than a string: the quotes in
+            // between send it to the parser.
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"a","reasoning":"b"},"finish_reason":null}]}"#.into(),
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"a","role":"r"},"finish_reason":null}]}"#.into(),
+            chat("y"), // the memo's
+            // Shorter than the memo's ends.
+            r#"{"id":"c","choices":[]}"#.into(),
+            chat("z"), // the memo's
+            // Another id: parsed, and remembered.
+            r#"{"id":"d","choices":[{"index":0,"delta":{"content":"z"},"finish_reason":null}]}"#.into(),
+            r#"{"id":"d","choices":[{"index":0,"delta":{"content":"zz"},"finish_reason":null}]}"#.into(), // the memo's
+            r#"{"id":"d","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#.into(),
+            "[1]".into(),
+            chat("w"),
+        ];
+        assert_eq!(read_in_turn(&stream), 7);
+
+        let reasoning = |mid: &str| {
+            format!(
+                r#"{{"choices":[{{"delta":{{"content":null,"reasoning_content":"{mid}"}},"finish_reason":null}}]}}"#
+            )
+        };
+        let text =
+            |mid: &str| format!(r#"{{"choices":[{{"text":"{mid}","index":0,"logprobs":null,"finish_reason":null}}]}}"#);
+        let role = |mid: &str| format!(r#"{{"choices":[{{"delta":{{"role":"assistant","content":"{mid}"}}}}]}}"#);
+        let thinking = |mid: &str| format!(r#"{{"choices":[{{"delta":{{"thinking":"{mid}"}}}}]}}"#);
+        let shapes: [&dyn Fn(&str) -> String; 4] = [&reasoning, &text, &role, &thinking];
+        for (f, hits) in shapes.into_iter().zip([2, 2, 0, 2]) {
+            assert_eq!(read_in_turn(&[f("a"), f("b"), f(""), f("\\\\")]), hits, "{}", f("a"));
+        }
+        // A payload whose ends do not fit in the memo is parsed every time.
+        let long =
+            |mid: &str| format!(r#"{{"id":"{}","choices":[{{"delta":{{"content":"{mid}"}}}}]}}"#, "i".repeat(300));
+        assert_eq!(read_in_turn(&[long("a"), long("b")]), 0);
+    }
+
     #[test]
     fn every_fixture_payload_reads_as_serde_reads_it() {
         let mut fast = 0;
@@ -338,10 +396,14 @@ mod tests {
             "llamacpp/completions-stream-usage.sse",
             "llamacpp/completions-stream.sse",
         ] {
-            for data in payloads(file) {
+            let payloads = payloads(file);
+            for data in &payloads {
                 all += 1;
-                fast += usize::from(same(&data));
+                fast += usize::from(same(data));
             }
+            // Read in turn, llama.cpp's token chunks come from the memo.
+            let recalled = read_in_turn(&payloads);
+            assert!(recalled > payloads.len() / 2, "{file}: {recalled} of {}", payloads.len());
         }
         let whole =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp/chat-nostream.json"))
