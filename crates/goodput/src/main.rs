@@ -4,6 +4,15 @@
 use goodput::{bench, cli, compare, estimate, merge, monitor, plan, report, serve, shell, sweep};
 use std::process::ExitCode;
 
+/// mimalloc, not the system's allocator: it keeps blocks of one size
+/// together on pages of their own, so the state of hundreds of streams that
+/// a reader thread reaches for once a chunk (each reach slow once the host
+/// has run the server in between; see docs/measurement.md) lies on fewer
+/// pages. Measured at 1,000 streams: the client's user time 0.6× glibc's,
+/// CPU a token 0.77×, peak memory 40–60 MB more (issue 30).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A count from environment variable `name`: unset or empty (a script's
 /// `NAME=${X:-}`) is `None`; anything else but a whole number from `min`
 /// to `max` is an error that says what it sets.
