@@ -187,8 +187,8 @@ enum MemoField {
 /// quote as before; a string with none of those bytes ends at the first
 /// quote after it, the suffix's first byte, as the last one's did; and the
 /// same suffix then ends the payload as before. Only chunks of one choice
-/// whose delta (or text) has that one string, and no role, call, finish
-/// reason or message, are remembered; anything else is parsed.
+/// whose delta (or text) has that one string (and perhaps a role), and no
+/// call, finish reason or message, are remembered; anything else is parsed.
 #[derive(Debug, Clone)]
 pub(crate) struct ChunkMemo {
     /// The prefix, then the suffix.
@@ -196,11 +196,13 @@ pub(crate) struct ChunkMemo {
     prefix: u16,
     suffix: u16,
     field: Option<MemoField>,
+    /// The delta names a role (SGLang writes `"role":null` in every chunk).
+    role: bool,
 }
 
 impl Default for ChunkMemo {
     fn default() -> Self {
-        ChunkMemo { bytes: [0; MEMO_BYTES], prefix: 0, suffix: 0, field: None }
+        ChunkMemo { bytes: [0; MEMO_BYTES], prefix: 0, suffix: 0, field: None, role: false }
     }
 }
 
@@ -223,10 +225,10 @@ impl ChunkMemo {
         let choice = out.insert(WireChoice { delta: None, message: None, text: None, finish_reason: None });
         match field {
             MemoField::Text => choice.text = text,
-            MemoField::Content => plain_delta(choice).content = text,
-            MemoField::ReasoningContent => plain_delta(choice).reasoning_content = text,
-            MemoField::Reasoning => plain_delta(choice).reasoning = text,
-            MemoField::Thinking => plain_delta(choice).thinking = text,
+            MemoField::Content => plain_delta(choice, self.role).content = text,
+            MemoField::ReasoningContent => plain_delta(choice, self.role).reasoning_content = text,
+            MemoField::Reasoning => plain_delta(choice, self.role).reasoning = text,
+            MemoField::Thinking => plain_delta(choice, self.role).thinking = text,
         }
         true
     }
@@ -236,7 +238,7 @@ impl ChunkMemo {
     /// holds was read as it says whatever came after it: a token with an
     /// escape, which serde reads, or the last chunk, leaves it for the next).
     fn remember(&mut self, data: &str, choice: Option<&WireChoice<'_>>) {
-        let Some((field, text)) = choice.and_then(memo_field) else {
+        let Some((field, text, role)) = choice.and_then(memo_field) else {
             return;
         };
         let start = (text.as_ptr() as usize).wrapping_sub(data.as_ptr() as usize);
@@ -252,18 +254,18 @@ impl ChunkMemo {
         }
         self.bytes[..p].copy_from_slice(&b[..p]);
         self.bytes[p..p + s].copy_from_slice(&b[end..]);
-        (self.prefix, self.suffix, self.field) = (p as u16, s as u16, Some(field));
+        (self.prefix, self.suffix, self.field, self.role) = (p as u16, s as u16, Some(field), role);
     }
 }
 
-/// `c`'s delta, set to a message of nothing yet.
-fn plain_delta<'c, 'a>(c: &'c mut WireChoice<'a>) -> &'c mut WireMessage<'a> {
-    c.delta.insert(WireMessage::empty())
+/// `c`'s delta, set to a message of nothing yet but whether it names a `role`.
+fn plain_delta<'c, 'a>(c: &'c mut WireChoice<'a>, role: bool) -> &'c mut WireMessage<'a> {
+    c.delta.insert(WireMessage { role, ..WireMessage::empty() })
 }
 
-/// The one string of a plain chunk's choice, and which it is: `None` for
-/// any other choice.
-fn memo_field<'c>(c: &'c WireChoice<'_>) -> Option<(MemoField, &'c str)> {
+/// The one string of a plain chunk's choice, which it is, and whether the
+/// delta names a role: `None` for any other choice.
+fn memo_field<'c>(c: &'c WireChoice<'_>) -> Option<(MemoField, &'c str, bool)> {
     let borrowed = |s: &'c Option<Cow<'_, str>>| match s {
         Some(Cow::Borrowed(t)) => Some(*t),
         _ => None,
@@ -272,9 +274,9 @@ fn memo_field<'c>(c: &'c WireChoice<'_>) -> Option<(MemoField, &'c str)> {
         return None;
     }
     match (&c.delta, &c.text) {
-        (None, Some(_)) => Some((MemoField::Text, borrowed(&c.text)?)),
+        (None, Some(_)) => Some((MemoField::Text, borrowed(&c.text)?, false)),
         (Some(m), None) => {
-            if m.role || m.tool_calls.is_some() || m.function_call.is_some() {
+            if m.tool_calls.is_some() || m.function_call.is_some() {
                 return None;
             }
             let fields = [
@@ -288,7 +290,7 @@ fn memo_field<'c>(c: &'c WireChoice<'_>) -> Option<(MemoField, &'c str)> {
             if some.next().is_some() {
                 return None;
             }
-            Some((*field, borrowed(s)?))
+            Some((*field, borrowed(s)?, m.role))
         }
         _ => None,
     }

@@ -38,26 +38,25 @@ pub(super) const STOPS: [bool; 256] = {
 /// through each level copied it at each.
 pub(super) fn parse<'a>(data: &'a str, choice: &mut Option<WireChoice<'a>>) -> Option<()> {
     let mut p = Parser { s: data.as_bytes(), i: 0, src: data };
-    let (mut seen_choices, mut seen_object) = (false, false);
+    let mut seen = [false; 5];
+    let mut once = |k: usize| !std::mem::replace(&mut seen[k], true);
     p.object(|p, key| {
         match key {
-            "choices" => {
-                if std::mem::replace(&mut seen_choices, true) {
-                    return None;
-                }
-                p.choices(choice)?;
-            }
-            "object" => {
-                if std::mem::replace(&mut seen_object, true) {
-                    return None;
-                }
+            "choices" if once(0) => p.choices(choice)?,
+            "object" if once(1) => {
                 // `"object": "error"` is older vLLM's error payload: serde's.
                 if p.string_or_null()? == Some("error") {
                     return None;
                 }
             }
-            // Usage, errors and an error's message: serde reads them.
-            "usage" | "error" | "message" => return None,
+            // Usage, errors and an error's message are serde's, unless null
+            // (as pydantic-built servers send them: `"usage":null`), which
+            // serde reads as absent.
+            "usage" if once(2) => p.null()?.then_some(())?,
+            "error" if once(3) => p.null()?.then_some(())?,
+            "message" if once(4) => p.null()?.then_some(())?,
+            // A repeated field: serde's error.
+            "choices" | "object" | "usage" | "error" | "message" => return None,
             _ => p.skip(0)?,
         }
         Some(())
@@ -276,7 +275,7 @@ impl<'a> Parser<'a> {
             return Some(());
         }
         let m = out.insert(WireMessage::empty());
-        let mut seen = [false; 5];
+        let mut seen = [false; 7];
         let mut once = |k: usize| !std::mem::replace(&mut seen[k], true);
         self.object(|p, key| {
             let text = |p: &mut Self| p.string_or_null().map(|s| s.map(Cow::Borrowed));
@@ -289,6 +288,9 @@ impl<'a> Parser<'a> {
                     p.skip(2)?;
                     m.role = true;
                 }
+                // A call is serde's; no call (null) is absent to serde too.
+                "tool_calls" if once(5) => p.null()?.then_some(())?,
+                "function_call" if once(6) => p.null()?.then_some(())?,
                 "content" | "reasoning_content" | "reasoning" | "thinking" | "role" => return None,
                 "tool_calls" | "function_call" => return None,
                 _ => p.skip(2)?,
@@ -352,10 +354,14 @@ mod tests {
             chat("x"),             // the memo's: the escapes left it as it was
             chat("tab\there"),     // a control character: serde's error
             // The same bytes around more than a string: the quotes in
-            // between send it to the parser.
+            // between send it to the parser (and two strings are not
+            // remembered).
             r#"{"id":"c","choices":[{"index":0,"delta":{"content":"a","reasoning":"b"},"finish_reason":null}]}"#.into(),
-            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"a","role":"r"},"finish_reason":null}]}"#.into(),
             chat("y"), // the memo's
+            // A role beside the string: parsed, and remembered with it.
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"a","role":"r"},"finish_reason":null}]}"#.into(),
+            r#"{"id":"c","choices":[{"index":0,"delta":{"content":"","role":"r"},"finish_reason":null}]}"#.into(), // the memo's
+            chat("y"),
             // Shorter than the memo's ends.
             r#"{"id":"c","choices":[]}"#.into(),
             chat("z"), // the memo's
@@ -366,7 +372,7 @@ mod tests {
             "[1]".into(),
             chat("w"),
         ];
-        assert_eq!(read_in_turn(&stream), 7);
+        assert_eq!(read_in_turn(&stream), 8);
 
         let reasoning = |mid: &str| {
             format!(
@@ -378,7 +384,7 @@ mod tests {
         let role = |mid: &str| format!(r#"{{"choices":[{{"delta":{{"role":"assistant","content":"{mid}"}}}}]}}"#);
         let thinking = |mid: &str| format!(r#"{{"choices":[{{"delta":{{"thinking":"{mid}"}}}}]}}"#);
         let shapes: [&dyn Fn(&str) -> String; 4] = [&reasoning, &text, &role, &thinking];
-        for (f, hits) in shapes.into_iter().zip([2, 2, 0, 2]) {
+        for (f, hits) in shapes.into_iter().zip([2, 2, 2, 2]) {
             assert_eq!(read_in_turn(&[f("a"), f("b"), f(""), f("\\\\")]), hits, "{}", f("a"));
         }
         // A payload whose ends do not fit in the memo is parsed every time.
@@ -470,6 +476,23 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#,
             r#"{"choices":[{"delta":{"function_call":{"name":"f"}}}]}"#,
             r#"{"choices":[{"delta":{"function_call":null}}]}"#,
+            // Nulls for a call, usage, an error or its message, as
+            // pydantic-built servers send them (SGLang's chunks), and
+            // repeated.
+            r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":null,"content":" word","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#,
+            r#"{"choices":[{"delta":{"content":"x","function_call":null}}],"error":null,"message":null}"#,
+            r#"{"choices":[{"delta":{"content":"x","tool_calls":null,"tool_calls":null}}]}"#,
+            r#"{"choices":[{"delta":{"content":"x","tool_calls":null,"tool_calls":[]}}]}"#,
+            r#"{"choices":[{"delta":{"content":"x","function_call":null,"function_call":null}}]}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"usage":null,"usage":null}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"usage":null,"usage":{"completion_tokens":1}}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"error":null,"error":null}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"error":null,"error":{"message":"m"}}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"message":null,"message":"m"}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"choices":[]}"#,
+            r#"{"object":null,"object":"chat.completion.chunk","choices":[]}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"usage":nul}"#,
+            r#"{"choices":[{"delta":{"content":"x","tool_calls":nul}}]}"#,
             // Usage, errors.
             r#"{"choices":[],"usage":{"prompt_tokens":15,"completion_tokens":24}}"#,
             r#"{"choices":[{"delta":{"content":"x"}}],"usage":null}"#,
@@ -531,6 +554,20 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_nulls_pydantic_servers_send_take_the_fast_path() {
+        // An SGLang chat chunk: every optional field written, as null.
+        let sglang = r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":null,"content":" word","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#;
+        assert!(same(sglang));
+        assert!(same(r#"{"choices":[{"delta":{"content":"x","function_call":null}}],"error":null,"message":null}"#));
+        // Repeated, they are serde's (its error).
+        assert!(!same(r#"{"choices":[{"delta":{"content":"x"}}],"usage":null,"usage":null}"#));
+        assert!(!same(r#"{"choices":[{"delta":{"content":"x","tool_calls":null,"tool_calls":null}}]}"#));
+        // And such a stream is read from its memo after its first token.
+        let chunk = |mid: &str| sglang.replace(" word", mid);
+        assert_eq!(read_in_turn(&[chunk("a"), chunk("b"), chunk("")]), 2);
+    }
+
     /// Pieces of OpenAI chunks, and stray bytes.
     fn piece() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
@@ -542,6 +579,10 @@ mod tests {
             Just(r#""text":"#.to_owned()),
             Just(r#""finish_reason":"#.to_owned()),
             Just(r#""usage":{"completion_tokens":3}"#.to_owned()),
+            Just(r#""usage":"#.to_owned()),
+            Just(r#""error":"#.to_owned()),
+            Just(r#""tool_calls":"#.to_owned()),
+            Just(r#""function_call":"#.to_owned()),
             Just(r#""index":0"#.to_owned()),
             Just(r#""a b""#.to_owned()),
             Just(r#""\n""#.to_owned()),
