@@ -5,27 +5,58 @@
 
 use crate::common;
 
-use common::{plan, run, start};
-use goodput_core::{analyze, AnalysisOptions};
+use common::{first_writes, plan, run_named, serve};
+use goodput_core::{analyze, AnalysisOptions, RequestMetrics, RequestRecord};
 use goodput_load::Api;
-use goodput_sim::fixed::FixedProfile;
+use goodput_sim::fixed::{FixedProfile, FixedServer};
+
+/// The median of what the client measured as TTFT less what the server's
+/// write log says it took, each request's taken from the response head's
+/// arrival where that is less: a server late to take a request (a loaded
+/// machine) writes its head late by as much, and its log counts from then.
+/// The log stamps a write when it returns, which a server preempted just
+/// then makes late: on a loaded machine the difference can be below zero.
+fn client_share_ms(recs: &[RequestRecord], truth: &std::collections::HashMap<String, f64>) -> f64 {
+    let mut shares: Vec<f64> = recs
+        .iter()
+        .map(|r| {
+            let ttft = r.ttft().unwrap().as_secs_f64() * 1e3;
+            // Never early: the server waits its 150 ms from the request's
+            // arrival before it writes the first token.
+            assert!(ttft > 149.0, "request {}: TTFT {ttft:.2} ms under the server's 150", r.id);
+            let from_head = (r.chunks.at(0).t - r.first_byte.unwrap()).as_secs_f64() * 1e3;
+            let server = truth[&r.id.to_string()];
+            (ttft - server).min(from_head - server)
+        })
+        .collect();
+    shares.sort_by(f64::total_cmp);
+    shares[shares.len() / 2]
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn known_timings_come_back_as_known_metrics() {
-    let (url, _s) = start(FixedProfile::default()).await;
+    let dir = tempfile::tempdir().unwrap();
     // A wall-clock measurement on a shared machine: a host stall can spoil one
     // run, so up to three are taken and the first inside the bounds counts; a
-    // client that mis-measures misses them every time.
+    // client that mis-measures misses them every time. The TTFT is held to
+    // the server's own log of when it wrote each first token: on a loaded
+    // machine the server's writes are late too (by 3 to 6 ms at the median
+    // with both cores kept busy), and that is the server's time, which the
+    // client is right to report.
     let mut attempts = Vec::new();
     let (recs, a) = loop {
-        let recs = run(&url, Api::Chat, true, 64, plan(24, 8)).await;
+        let log = dir.path().join(format!("writes-{}.jsonl", attempts.len()));
+        let (url, _s) = serve(FixedServer::logging_writes(FixedProfile::default(), &log).unwrap()).await;
+        let recs = run_named(&url, Api::Chat, true, 64, plan(24, 8)).await;
+        let truth = first_writes(&log, 24).await;
         let a = analyze(&recs, &AnalysisOptions::default());
         let s = &a.summary;
         let (ttft, itl, tpot) = (s.ttft_ms.p(50.0).unwrap(), s.itl_ms.p(50.0).unwrap(), s.tpot_ms.p(50.0).unwrap());
-        attempts.push((ttft, itl, tpot));
-        let inside = (ttft - 150.0).abs() < 3.0 && (itl - 10.0).abs() < 1.0 && (tpot - 10.0).abs() < 1.0;
+        let own = client_share_ms(&recs, &truth);
+        attempts.push((ttft, own, itl, tpot));
+        let inside = own.abs() < 3.0 && (itl - 10.0).abs() < 1.0 && (tpot - 10.0).abs() < 1.0;
         if inside || attempts.len() == 3 {
-            assert!(inside, "(ttft, itl, tpot) p50 of each attempt: {attempts:?}");
+            assert!(inside, "(ttft, client's share of it, itl, tpot) p50 of each attempt: {attempts:?}");
             break (recs, a);
         }
     };

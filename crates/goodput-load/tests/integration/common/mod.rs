@@ -9,7 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn start(profile: FixedProfile) -> (String, Arc<FixedServer>) {
-    let server = FixedServer::new(profile);
+    serve(FixedServer::new(profile)).await
+}
+
+/// Serves `server` on 127.0.0.1:0, on the test's runtime.
+pub async fn serve(server: Arc<FixedServer>) -> (String, Arc<FixedServer>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(goodput_sim::fixed::serve(listener, server.clone(), std::future::pending()));
@@ -74,6 +78,35 @@ pub fn plan(requests: u64, concurrency: usize) -> LoadPlan {
 pub async fn run(url: &str, api: Api, stream: bool, output: u32, p: LoadPlan) -> Vec<RequestRecord> {
     let c = client(url, api, stream, Duration::from_secs(10));
     goodput_load::run(&p, c, workload(output), Control::default(), |_: &RequestRecord| {}).await.unwrap().records
+}
+
+/// [`run`] by a client that names each request (`X-Request-Id`: its id),
+/// as a server's write log records it.
+pub async fn run_named(url: &str, api: Api, stream: bool, output: u32, p: LoadPlan) -> Vec<RequestRecord> {
+    let mut cfg = config(url, api, stream, Duration::from_secs(10), Transport::default());
+    cfg.headers.push(("X-Request-Id".into(), "{request}".into()));
+    let c = Arc::new(Client::new(cfg, None).unwrap());
+    goodput_load::run(&p, c, workload(output), Control::default(), |_: &RequestRecord| {}).await.unwrap().records
+}
+
+/// A write log's first token-chunk write of each request, in ms after the
+/// server took the request, by request id (see `FixedServer::logging_writes`).
+pub async fn first_writes(log: &std::path::Path, streams: usize) -> std::collections::HashMap<String, f64> {
+    // The log's thread writes each stream's line as it ends.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.lines().count() >= streams || std::time::Instant::now() > deadline {
+            return text
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .map(|v| {
+                    (v["request_id"].as_str().unwrap().to_owned(), v["writes_ns"][0].as_u64().unwrap() as f64 / 1e6)
+                })
+                .collect();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// The recorded llama.cpp chat stream (with usage).
