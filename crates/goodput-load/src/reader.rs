@@ -513,7 +513,8 @@ impl ResponseReader {
             (spread_evenly(rec.output_tokens, chunks.len()), ChunkTokenSource::Even)
         };
         rec.chunk_tokens_source = source;
-        rec.chunks = chunks.iter().zip(ks).map(|(c, k)| OutputChunk { tokens: k, ..c }).collect();
+        rec.chunks = chunks;
+        rec.chunks.set_tokens(&ks);
         rec.stream_end = stream_end;
         if let Some((first, last)) = choices {
             rec.first_choice = Some(first).filter(|&t| Some(t) != rec.chunks.first().map(|c| c.t));

@@ -167,6 +167,36 @@ impl Chunks {
         self.get(i).unwrap_or_else(|| panic!("chunk {i} of {}", self.len))
     }
 
+    /// Gives the chunks `ks`' token counts in turn, keeping the first
+    /// `ks.len()` chunks (as `zip`ping them would): in place where each new
+    /// count packs into as many bytes as the old, as counts under 32 do over
+    /// the 0 a reader packs first; else packed anew.
+    pub fn set_tokens(&mut self, ks: &[u32]) {
+        self.truncate(ks.len());
+        let mut at = 0;
+        for &k in &ks[..self.len()] {
+            // The bytes were packed by `push`: both varints are there.
+            let (Some(_), start) = (get_varint(&self.packed, &mut at), at) else { break };
+            let Some(old) = get_varint(&self.packed, &mut at) else { break };
+            let mut v = (u64::from(k) << 2) | (old & 3);
+            let mut len = 1;
+            while v >> (7 * len) != 0 {
+                len += 1;
+            }
+            if len != at - start {
+                *self = self.iter().zip(ks).map(|(c, &tokens)| OutputChunk { tokens, ..c }).collect();
+                return;
+            }
+            for (i, b) in self.packed[start..at].iter_mut().enumerate() {
+                *b = (v as u8 & 0x7f) | if i + 1 < len { 0x80 } else { 0 };
+                v >>= 7;
+            }
+        }
+        if let Some(last) = self.last.as_mut() {
+            last.tokens = ks[self.len as usize - 1];
+        }
+    }
+
     /// Keeps the first `n` chunks.
     pub fn truncate(&mut self, n: usize) {
         if n >= self.len() {
@@ -650,6 +680,27 @@ mod tests {
 
     fn chunk(t: u64, tokens: u32, channel: Channel) -> OutputChunk {
         OutputChunk { t: Duration::from_nanos(t), tokens, channel }
+    }
+
+    proptest! {
+        /// Token counts set in place read back as the chunks given those
+        /// counts one by one, whatever their sizes (a count of 32 or more
+        /// over a 0 no longer packs in one byte) and however many.
+        #[test]
+        fn token_counts_set_in_place_read_as_counts_given_one_by_one(
+            start in proptest::collection::vec((0u64..1 << 40, 0u32..40, 0u8..3), 0..40),
+            ks in proptest::collection::vec(prop_oneof![0u32..32, 0u32..100_000], 0..45),
+        ) {
+            let channels = [Channel::Content, Channel::Reasoning, Channel::ToolCalls];
+            let mut t = 0;
+            let v: Vec<OutputChunk> = start.iter().map(|&(d, k, c)| { t += d; chunk(t, k, channels[c as usize]) }).collect();
+            let want: Chunks = v.iter().zip(&ks).map(|(c, &tokens)| OutputChunk { tokens, ..*c }).collect();
+            let mut got = Chunks::from(v);
+            got.set_tokens(&ks);
+            prop_assert_eq!(got.to_vec(), want.to_vec());
+            prop_assert_eq!((got.len(), got.last()), (want.len(), want.last()));
+            prop_assert_eq!(got, want);
+        }
     }
 
     #[test]
