@@ -169,6 +169,23 @@ impl WriteLog {
     }
 }
 
+/// Each stream's first token-chunk write in the text of a write log (see
+/// [`FixedServer::logging_writes`]): milliseconds from the server taking the
+/// request to that write's return, by the request's `X-Request-Id`. A line
+/// that is not JSON, names no request or logs no write is an error, naming
+/// the line.
+pub fn first_writes_ms(text: &str) -> Result<std::collections::HashMap<String, f64>, String> {
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).map_err(|e| format!("{e}: {l}"))?;
+            match (v["request_id"].as_str(), v["writes_ns"][0].as_u64()) {
+                (Some(id), Some(ns)) => Ok((id.to_owned(), ns as f64 / 1e6)),
+                _ => Err(format!("no request id or no write: {l}")),
+            }
+        })
+        .collect()
+}
+
 /// A histogram of small durations (µs buckets, powers of two): chunk
 /// lateness, and gap error.
 #[derive(Debug, Default)]

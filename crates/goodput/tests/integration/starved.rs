@@ -148,13 +148,7 @@ fn a_starved_client_reads_ttft_within_a_few_ms_of_the_truth_or_marks_it_a_bound(
     let truth: std::collections::HashMap<String, f64> = loop {
         let text = std::fs::read_to_string(&log).unwrap();
         if text.lines().count() >= 54 || Instant::now() > deadline {
-            break text
-                .lines()
-                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-                .map(|v| {
-                    (v["request_id"].as_str().unwrap().to_owned(), v["writes_ns"][0].as_u64().unwrap() as f64 / 1e6)
-                })
-                .collect();
+            break goodput_sim::fixed::first_writes_ms(&text).unwrap();
         }
         std::thread::sleep(Duration::from_millis(20));
     };

@@ -97,13 +97,7 @@ pub async fn first_writes(log: &std::path::Path, streams: usize) -> std::collect
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         if text.lines().count() >= streams || std::time::Instant::now() > deadline {
-            return text
-                .lines()
-                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-                .map(|v| {
-                    (v["request_id"].as_str().unwrap().to_owned(), v["writes_ns"][0].as_u64().unwrap() as f64 / 1e6)
-                })
-                .collect();
+            return goodput_sim::fixed::first_writes_ms(&text).unwrap();
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
