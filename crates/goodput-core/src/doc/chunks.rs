@@ -90,12 +90,21 @@ fn nanos(t: Duration) -> u64 {
     u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+/// `v` as LEB128: its bytes are the first `.1` of the array.
+fn varint(mut v: u64) -> ([u8; 10], usize) {
+    let (mut bytes, mut n) = ([0; 10], 0);
     while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+        bytes[n] = (v as u8) | 0x80;
         v >>= 7;
+        n += 1;
     }
-    out.push(v as u8);
+    bytes[n] = v as u8;
+    (bytes, n + 1)
+}
+
+fn put_varint(out: &mut Vec<u8>, v: u64) {
+    let (bytes, n) = varint(v);
+    out.extend_from_slice(&bytes[..n]);
 }
 
 /// The varint at `*at`, moving past it; `None` at the end or on a varint
@@ -178,19 +187,12 @@ impl Chunks {
             // The bytes were packed by `push`: both varints are there.
             let (Some(_), start) = (get_varint(&self.packed, &mut at), at) else { break };
             let Some(old) = get_varint(&self.packed, &mut at) else { break };
-            let mut v = (u64::from(k) << 2) | (old & 3);
-            let mut len = 1;
-            while v >> (7 * len) != 0 {
-                len += 1;
-            }
+            let (bytes, len) = varint((u64::from(k) << 2) | (old & 3));
             if len != at - start {
                 *self = self.iter().zip(ks).map(|(c, &tokens)| OutputChunk { tokens, ..c }).collect();
                 return;
             }
-            for (i, b) in self.packed[start..at].iter_mut().enumerate() {
-                *b = (v as u8 & 0x7f) | if i + 1 < len { 0x80 } else { 0 };
-                v >>= 7;
-            }
+            self.packed[start..at].copy_from_slice(&bytes[..len]);
         }
         if let Some(last) = self.last.as_mut() {
             last.tokens = ks[self.len as usize - 1];
