@@ -591,15 +591,25 @@ fn peak_rate(ok: &[&RequestRecord], t1: Duration, t2: Duration) -> f64 {
     // damaged file can put T2 years after T1, and a bucket a second for
     // all of them would not fit in memory.
     let mut buckets: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-    for c in ok.iter().flat_map(|r| r.chunks.iter()) {
-        if c.t < t1 {
-            continue;
-        }
-        let i = (c.t - t1).as_secs();
-        if i < full as u64 {
+    // A request's chunks mostly fall in one bucket after another: each run
+    // of chunks in one bucket is summed before the map is touched.
+    let mut add = |i: Option<u64>, n: u64| {
+        if let Some(i) = i.filter(|&i| i < full as u64) {
             let b = buckets.entry(i).or_default();
-            *b = b.saturating_add(u64::from(c.tokens));
+            *b = b.saturating_add(n);
         }
+    };
+    for r in ok {
+        let (mut at, mut n) = (None, 0u64);
+        for c in r.chunks.iter() {
+            let i = c.t.checked_sub(t1).map(|d| d.as_secs());
+            if i != at {
+                add(at, n);
+                (at, n) = (i, 0);
+            }
+            n = n.saturating_add(u64::from(c.tokens));
+        }
+        add(at, n);
     }
     buckets.into_values().max().unwrap_or(0) as f64
 }

@@ -217,8 +217,11 @@ impl Chunks {
     }
 
     /// Each chunk with the one after it, in order (`windows(2)` of a slice).
+    /// Each chunk is unpacked once.
     pub fn pairs(&self) -> impl Iterator<Item = (OutputChunk, OutputChunk)> + '_ {
-        self.iter().zip(self.iter().skip(1))
+        let mut it = self.iter();
+        let mut prev = it.next();
+        it.map(move |c| (prev.replace(c).unwrap_or(c), c))
     }
 
     pub fn to_vec(&self) -> Vec<OutputChunk> {
@@ -802,6 +805,8 @@ mod tests {
             let v: Vec<OutputChunk> = v.into_iter().map(|(t, k, c)| chunk(t, k, channel_of(c))).collect();
             let c = Chunks::from(v.clone());
             prop_assert_eq!(c.to_vec(), v.clone());
+            let pairs: Vec<_> = v.windows(2).map(|w| (w[0], w[1])).collect();
+            prop_assert_eq!(c.pairs().collect::<Vec<_>>(), pairs);
             let back: Chunks = serde_json::from_str(&serde_json::to_string(&Packed(&c)).unwrap()).unwrap();
             prop_assert_eq!(back.to_vec(), v.clone());
             let back: Chunks = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
