@@ -222,6 +222,26 @@ fn guarded_turn(registry: &Registry, job: &Job, shared: &mut BytesMut) -> bool {
     }
 }
 
+/// How many events ahead of the one being read a job's state is fetched.
+const AHEAD: usize = 4;
+
+/// Asks the CPU to bring `v`'s bytes into its cache, without waiting for
+/// them: a hint, with no effect on what the program computes.
+#[inline(always)]
+fn prefetch<T>(v: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = (v as *const T).cast::<i8>();
+        for off in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: a prefetch never faults and reads nothing the program
+            // sees; every address is within `v`.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.wrapping_add(off)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
+}
+
 /// A reader thread's loop: runs for the life of the process, asleep in its
 /// poll while it has nothing to read.
 fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
@@ -230,6 +250,8 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
     let mut events = Events::with_capacity(1024);
     // Every connection of this thread is read into this buffer.
     let mut shared = BytesMut::new();
+    // The jobs of one poll's events, in order.
+    let mut keys: Vec<usize> = Vec::with_capacity(1024);
     loop {
         if let Err(e) = poll.poll(&mut events, None) {
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -247,11 +269,21 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
             return;
         }
         let registry = poll.registry();
-        for ev in events.iter() {
-            if ev.token() == WAKE {
-                continue;
+        keys.clear();
+        keys.extend(events.iter().filter(|ev| ev.token() != WAKE).map(|ev| ev.token().0 - 1));
+        // Each job's state was last touched a read ago, and the server has
+        // run since: it is out of the cache, and reaching for it one job at
+        // a time waits for memory once a job. Asking for the next jobs'
+        // state while this one is read overlaps those waits.
+        for &key in keys.iter().take(AHEAD) {
+            if let Some(job) = jobs.get(key) {
+                prefetch(&**job);
             }
-            let key = ev.token().0 - 1;
+        }
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(job) = keys.get(i + AHEAD).and_then(|&k| jobs.get(k)) {
+                prefetch(&**job);
+            }
             if jobs.get(key).is_some_and(|job| guarded_turn(registry, job, &mut shared)) {
                 jobs.remove(key);
             }
