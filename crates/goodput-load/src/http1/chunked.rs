@@ -50,9 +50,14 @@ impl Chunked {
                         continue;
                     }
                     let size = line.split(|&b| b == b';').next().unwrap_or_default();
-                    let size = std::str::from_utf8(size).ok().map(str::trim).unwrap_or("");
-                    let n = u64::from_str_radix(size, 16)
-                        .map_err(|_| ChunkedError::BadSize(String::from_utf8_lossy(line).into_owned()))?;
+                    let n = match plain_hex(size) {
+                        Some(n) => n,
+                        None => {
+                            let size = std::str::from_utf8(size).ok().map(str::trim).unwrap_or("");
+                            u64::from_str_radix(size, 16)
+                                .map_err(|_| ChunkedError::BadSize(String::from_utf8_lossy(line).into_owned()))?
+                        }
+                    };
                     *self = if n == 0 { Chunked::Trailer } else { Chunked::Data(n) };
                 }
                 Chunked::Data(left) => {
@@ -76,6 +81,48 @@ impl Chunked {
                     }
                     _ => return Err(ChunkedError::NoCrlf),
                 },
+            }
+        }
+    }
+}
+
+/// A size line of 1 to 16 hex digits and nothing else (what servers write),
+/// read without the general path's UTF-8 check and trim; `None` for any
+/// other line, which that path reads.
+fn plain_hex(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| Some(n << 4 | u64::from((b as char).to_digit(16)?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_hex;
+
+    /// Wherever the plain reading answers, it answers as the general path
+    /// (UTF-8, trimmed, base 16) does.
+    fn general(b: &[u8]) -> Option<u64> {
+        u64::from_str_radix(std::str::from_utf8(b).ok()?.trim(), 16).ok()
+    }
+
+    #[test]
+    fn plain_sizes_read_as_the_general_path_reads_them() {
+        for b in [&b"0"[..], b"1a", b"FFFF", b"ffffffffffffffff"] {
+            assert_eq!(plain_hex(b), general(b), "{:?}", String::from_utf8_lossy(b));
+        }
+        // Left to the general path: signs, spaces, empty, too long, not hex.
+        for b in [&b"+1"[..], b" 1", b"1 ", b"", b"00000000000000001", b"g", b"\xc2\xa01"] {
+            assert_eq!(plain_hex(b), None, "{:?}", String::from_utf8_lossy(b));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_size_line_the_plain_reading_takes_reads_the_same(b in proptest::collection::vec(
+            proptest::sample::select(b"0123456789abcdefABCDEFgx +-; \t".to_vec()), 0..20)) {
+            if let Some(n) = plain_hex(&b) {
+                proptest::prop_assert_eq!(Some(n), general(&b));
             }
         }
     }
