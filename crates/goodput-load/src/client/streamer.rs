@@ -190,11 +190,18 @@ fn deregister(registry: &Registry, fd: RawFd) {
 
 /// A job's turn on its thread, after an event or when it comes: true when
 /// the thread is done with it (its socket deregistered, its task woken).
-fn turn(registry: &Registry, job: &Job, shared: &mut BytesMut) -> bool {
+/// `closed`: the event said the peer closed its side or the socket failed.
+fn turn(registry: &Registry, job: &Job, shared: &mut BytesMut, closed: bool) -> bool {
     let mut slot = job.lock();
     if let Some(w) = slot.work.as_mut() {
         // An edge-triggered event: bytes came since the last read drained it.
         w.conn.wet();
+        if closed {
+            // The close may have come with the bytes this event is for: a
+            // short read of them would look like the end of what there is,
+            // and no further event would come for the close.
+            w.conn.peer_closed();
+        }
     }
     if !job.pump(&mut slot, shared) {
         return false;
@@ -211,8 +218,8 @@ fn turn(registry: &Registry, job: &Job, shared: &mut BytesMut) -> bool {
 
 /// [`turn`], and a panic in it (a bug) ends that job's reading as broken,
 /// saying so, rather than the thread and every stream on it.
-fn guarded_turn(registry: &Registry, job: &Job, shared: &mut BytesMut) -> bool {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn(registry, job, shared))) {
+fn guarded_turn(registry: &Registry, job: &Job, shared: &mut BytesMut, closed: bool) -> bool {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn(registry, job, shared, closed))) {
         Ok(done) => done,
         Err(_) => {
             deregister(registry, job.fd);
@@ -250,8 +257,9 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
     let mut events = Events::with_capacity(1024);
     // Every connection of this thread is read into this buffer.
     let mut shared = BytesMut::new();
-    // The jobs of one poll's events, in order.
-    let mut keys: Vec<usize> = Vec::with_capacity(1024);
+    // The jobs of one poll's events, in order, and whether each event said
+    // the peer closed (or the socket failed).
+    let mut keys: Vec<(usize, bool)> = Vec::with_capacity(1024);
     loop {
         if let Err(e) = poll.poll(&mut events, None) {
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -270,21 +278,26 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
         }
         let registry = poll.registry();
         keys.clear();
-        keys.extend(events.iter().filter(|ev| ev.token() != WAKE).map(|ev| ev.token().0 - 1));
+        keys.extend(
+            events
+                .iter()
+                .filter(|ev| ev.token() != WAKE)
+                .map(|ev| (ev.token().0 - 1, ev.is_read_closed() || ev.is_error())),
+        );
         // Each job's state was last touched a read ago, and the server has
         // run since: it is out of the cache, and reaching for it one job at
         // a time waits for memory once a job. Asking for the next jobs'
         // state while this one is read overlaps those waits.
-        for &key in keys.iter().take(AHEAD) {
+        for &(key, _) in keys.iter().take(AHEAD) {
             if let Some(job) = jobs.get(key) {
                 prefetch(&**job);
             }
         }
-        for (i, &key) in keys.iter().enumerate() {
-            if let Some(job) = keys.get(i + AHEAD).and_then(|&k| jobs.get(k)) {
+        for (i, &(key, closed)) in keys.iter().enumerate() {
+            if let Some(job) = keys.get(i + AHEAD).and_then(|&(k, _)| jobs.get(k)) {
                 prefetch(&**job);
             }
-            if jobs.get(key).is_some_and(|job| guarded_turn(registry, job, &mut shared)) {
+            if jobs.get(key).is_some_and(|job| guarded_turn(registry, job, &mut shared, closed)) {
                 jobs.remove(key);
             }
         }
@@ -301,7 +314,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                     job.key.store(key, Ordering::Relaxed);
                     // Bytes may have come with the head, or before the
                     // registration: read them now.
-                    if !guarded_turn(registry, &job, &mut shared) {
+                    if !guarded_turn(registry, &job, &mut shared, false) {
                         entry.insert(job);
                     }
                 }

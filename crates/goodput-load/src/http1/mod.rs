@@ -126,6 +126,11 @@ pub struct Conn {
     /// EAGAIN until [`Conn::wet`] says bytes came (an edge-triggered poll's
     /// event).
     dry: bool,
+    /// The poll said the peer closed its side, or the socket failed
+    /// ([`Conn::peer_closed`]): a short read no longer means drained. That event
+    /// may have come with the last bytes, and no other follows it, so the
+    /// reads go on until one says so (the end of the stream or an error).
+    hup: bool,
 }
 
 /// A connection's socket: registered with tokio's reactor, or not (while a
@@ -383,12 +388,19 @@ impl Conn {
         if n < asked {
             self.drained = t;
         }
-        self.dry = n < asked;
+        self.dry = n < asked && !self.hup;
         (n, ReadStamp { t, lag, serial: self.reads, since })
     }
 
     /// Bytes may have come since the last read found the socket drained.
     pub(crate) fn wet(&mut self) {
+        self.dry = false;
+    }
+
+    /// The poll said the peer closed its side (or the socket failed): read
+    /// on to the end, whatever the reads return (see `hup`).
+    pub(crate) fn peer_closed(&mut self) {
+        self.hup = true;
         self.dry = false;
     }
 
@@ -427,6 +439,7 @@ impl Conn {
             consumed: 0,
             broken: None,
             dry: false,
+            hup: false,
         }
     }
 

@@ -61,6 +61,34 @@ async fn injected_faults_are_failures_of_the_right_kind() {
     assert!(http_msg.unwrap().contains("500"), "the status is in the message");
 }
 
+/// A server that writes its last bytes and closes at once has the close seen
+/// when it comes, not at the request's deadline. The two often reach the
+/// stream reader's poll as one event: a short read of the bytes must not be
+/// taken for the end of what there is (it once was, and such a request
+/// ended as truncated only at its deadline, holding its user the while).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_right_after_the_last_bytes_is_seen_when_it_comes() {
+    let faults = FaultConfig { disconnect_rate: 1.0, seed: 3, ..Default::default() };
+    let profile =
+        FixedProfile { ttft: Duration::from_millis(2), itl: Duration::from_millis(1), faults, ..Default::default() };
+    let (url, server) = start(profile).await;
+    let timeout = Duration::from_secs(20);
+    let c = client(&url, Api::Chat, true, timeout);
+    let started = std::time::Instant::now();
+    let recs = goodput_load::run(&plan(480, 16), c, workload(8), Control::default(), |_: &RequestRecord| {})
+        .await
+        .unwrap()
+        .records;
+    assert_eq!(server.counters.disconnects.load(Ordering::Relaxed), 480);
+    for r in &recs {
+        assert_eq!(r.outcome.failure_kind(), Some(FailureKind::TruncatedStream), "{:?}", r.outcome);
+        assert!(!r.chunks.is_empty(), "the bytes before the close are kept");
+        // The server closes a few ms after the send; the deadline is 20 s.
+        assert!(r.end - r.sent < timeout / 2, "request {} ended {:?} after its send", r.id, r.end - r.sent);
+    }
+    assert!(started.elapsed() < timeout, "the run took {:?}", started.elapsed());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_and_unreachable_servers() {
     let faults = FaultConfig { stall_rate: 1.0, stall: Duration::from_secs(30), ..Default::default() };
