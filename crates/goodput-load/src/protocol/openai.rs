@@ -144,11 +144,10 @@ pub fn parse_chunk(data: &str) -> Result<ChunkInfo, ProtocolError> {
 /// with `memo` remembering the shape of a stream's plain chunks.
 pub(super) fn parse_chunk_into(data: &str, info: &mut ChunkInfo, memo: &mut ChunkMemo) -> Result<(), ProtocolError> {
     info.reset();
-    let mut choice = None;
-    if memo.recall(data, &mut choice) {
-        read_choice(choice.as_ref(), info);
+    if memo.recall(data, info) {
         return Ok(());
     }
+    let mut choice = None;
     match fast::parse(data, &mut choice) {
         Some(()) => {
             memo.remember(data, choice.as_ref());
@@ -208,8 +207,9 @@ impl Default for ChunkMemo {
 
 impl ChunkMemo {
     /// Whether `data` is the remembered chunk with its own string; if so,
-    /// its choice is built in `out` (in place, as [`fast::parse`] builds it).
-    fn recall<'a>(&self, data: &'a str, out: &mut Option<WireChoice<'a>>) -> bool {
+    /// what it carried is set in `info` (just reset), as [`read_choice`]
+    /// sets it from the choice the parse would build, without building one.
+    fn recall(&self, data: &str, info: &mut ChunkInfo) -> bool {
         let Some(field) = self.field else { return false };
         let (p, s) = (usize::from(self.prefix), usize::from(self.suffix));
         let b = data.as_bytes();
@@ -221,15 +221,21 @@ impl ChunkMemo {
             return false;
         }
         // Both ends are next to an ASCII quote: character boundaries.
-        let text = Some(Cow::Borrowed(&data[p..mid_end]));
-        let choice = out.insert(WireChoice { delta: None, message: None, text: None, finish_reason: None });
-        match field {
-            MemoField::Text => choice.text = text,
-            MemoField::Content => plain_delta(choice, self.role).content = text,
-            MemoField::ReasoningContent => plain_delta(choice, self.role).reasoning_content = text,
-            MemoField::Reasoning => plain_delta(choice, self.role).reasoning = text,
-            MemoField::Thinking => plain_delta(choice, self.role).thinking = text,
-        }
+        let text = &data[p..mid_end];
+        // vLLM's rule (`WireMessage::vllm_output`) for a choice of this one
+        // string: any completions choice; a delta's content when it has text
+        // or names no role; `reasoning` with text; never the other two.
+        info.choice = match field {
+            MemoField::Text => true,
+            MemoField::Content => !text.is_empty() || !self.role,
+            MemoField::Reasoning => !text.is_empty(),
+            MemoField::ReasoningContent | MemoField::Thinking => false,
+        };
+        let channel = match field {
+            MemoField::Text | MemoField::Content => Channel::Content,
+            _ => Channel::Reasoning,
+        };
+        info.push(channel, text);
         true
     }
 
@@ -256,11 +262,6 @@ impl ChunkMemo {
         self.bytes[p..p + s].copy_from_slice(&b[end..]);
         (self.prefix, self.suffix, self.field, self.role) = (p as u16, s as u16, Some(field), role);
     }
-}
-
-/// `c`'s delta, set to a message of nothing yet but whether it names a `role`.
-fn plain_delta<'c, 'a>(c: &'c mut WireChoice<'a>, role: bool) -> &'c mut WireMessage<'a> {
-    c.delta.insert(WireMessage { role, ..WireMessage::empty() })
 }
 
 /// The one string of a plain chunk's choice, which it is, and whether the

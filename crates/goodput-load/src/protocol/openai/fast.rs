@@ -328,7 +328,7 @@ mod tests {
     fn read_in_turn<S: AsRef<str>>(payloads: &[S]) -> usize {
         let (mut memo, mut info, mut recalled) = (ChunkMemo::default(), ChunkInfo::default(), 0);
         for data in payloads.iter().map(AsRef::as_ref) {
-            recalled += usize::from(memo.recall(data, &mut None));
+            recalled += usize::from(memo.recall(data, &mut ChunkInfo::default()));
             let got = parse_chunk_into(data, &mut info, &mut memo).map(|()| std::mem::take(&mut info));
             match (got, parse_chunk_serde(data)) {
                 (Ok(g), Ok(w)) => assert_eq!(g, w, "{data}"),
@@ -383,8 +383,10 @@ mod tests {
             |mid: &str| format!(r#"{{"choices":[{{"text":"{mid}","index":0,"logprobs":null,"finish_reason":null}}]}}"#);
         let role = |mid: &str| format!(r#"{{"choices":[{{"delta":{{"role":"assistant","content":"{mid}"}}}}]}}"#);
         let thinking = |mid: &str| format!(r#"{{"choices":[{{"delta":{{"thinking":"{mid}"}}}}]}}"#);
-        let shapes: [&dyn Fn(&str) -> String; 4] = [&reasoning, &text, &role, &thinking];
-        for (f, hits) in shapes.into_iter().zip([2, 2, 2, 2]) {
+        // vLLM's own reasoning field, which its client counts as output.
+        let vllm_reasoning = |mid: &str| format!(r#"{{"choices":[{{"delta":{{"reasoning":"{mid}"}}}}]}}"#);
+        let shapes: [&dyn Fn(&str) -> String; 5] = [&reasoning, &text, &role, &thinking, &vllm_reasoning];
+        for (f, hits) in shapes.into_iter().zip([2, 2, 2, 2, 2]) {
             assert_eq!(read_in_turn(&[f("a"), f("b"), f(""), f("\\\\")]), hits, "{}", f("a"));
         }
         // A payload whose ends do not fit in the memo is parsed every time.
