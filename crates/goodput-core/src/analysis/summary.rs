@@ -375,7 +375,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     // (the summary's and vLLM's ITL); on a long run, tens of millions.
     let mut gaps: Vec<f64> = Vec::with_capacity(ok.iter().map(|r| r.chunks.len().saturating_sub(1)).sum());
     gaps.extend(ok.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| ms(b.t.saturating_sub(a.t)))));
-    gaps.sort_unstable_by(|a, b| a.total_cmp(b));
+    crate::analysis::stats::sort_total(&mut gaps);
     // Where every chunk after a first carries one token, the ITL samples
     // are the gaps themselves.
     let itl_ms = if ok.iter().all(|r| r.chunks.iter().skip(1).all(|c| c.tokens == 1)) {
@@ -446,7 +446,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     let vllm_gaps = if edges.is_empty() {
         gaps
     } else {
-        edges.sort_unstable_by(|a, b| a.total_cmp(b));
+        crate::analysis::stats::sort_total(&mut edges);
         crate::analysis::stats::merge_sorted(&gaps, &edges)
     };
     let vllm = vllm_compat(&ok, &summary, ps, dur, &vllm_gaps);

@@ -361,7 +361,9 @@ fn prefill_scaling(ok: &[&RequestRecord]) -> Option<String> {
 /// seldom did: prefills, scheduled with the decoding batch, hold it up. A
 /// server whose queue is never empty has such a request beside every gap,
 /// and is told nothing.
-fn prefill_stalls(ok: &[&RequestRecord]) -> Option<String> {
+/// `gaps`: the summary's distribution of the chunk gaps; its median serves
+/// when it was taken over these same gaps (as many), else it is found here.
+fn prefill_stalls(ok: &[&RequestRecord], gaps: &Distribution) -> Option<String> {
     // Each request's wait for its first token, by start, with the latest
     // end among those started so far: some wait overlaps (from, to] when the
     // latest end among those started by `to` is after `from`. A request's
@@ -375,13 +377,18 @@ fn prefill_stalls(ok: &[&RequestRecord]) -> Option<String> {
             Some(*m)
         })
         .collect();
-    let mut gaps: Vec<f64> =
-        ok.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| ms(b.t.saturating_sub(a.t)))).collect();
-    if gaps.len() < 100 {
+    let count: usize = ok.iter().map(|r| r.chunks.len().saturating_sub(1)).sum();
+    if count < 100 {
         return None;
     }
-    let median = crate::analysis::stats::percentile_of(&mut gaps, 50.0)?;
-    drop(gaps);
+    let median = match gaps.p(50.0).filter(|_| gaps.count == count as u64) {
+        Some(m) => m,
+        None => {
+            let mut gaps: Vec<f64> =
+                ok.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| ms(b.t.saturating_sub(a.t)))).collect();
+            crate::analysis::stats::percentile_of(&mut gaps, 50.0)?
+        }
+    };
     if median <= 0.0 {
         return None;
     }
@@ -480,7 +487,7 @@ pub fn diagnose(
     out.extend(late);
     out.extend(prefill_scaling(&ok).map(told(DiagnosisKind::PrefillScaling)));
     if !simulator_behind {
-        out.extend(prefill_stalls(&ok).map(told(DiagnosisKind::PrefillStalls)));
+        out.extend(prefill_stalls(&ok, &summary.chunk_gap_ms).map(told(DiagnosisKind::PrefillStalls)));
     }
     out.extend(tail_degrading(&ok));
     out.extend(client_bottleneck(summary, window, concurrency_cap));
@@ -924,6 +931,8 @@ mod tests {
         // Forty requests at TTFT 230..=269 ms: mean 249.5, p50 249.5.
         let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
         let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let gaps: usize = records.iter().map(|r| r.chunks.len() - 1).sum();
+        assert_eq!(summary.chunk_gap_ms.count, gaps as u64, "the summary's median is taken");
         let check = |w: &WindowSummary| cross_check(&records, &summary, w, Some(w));
         // The server counted the same 40: the means differ by exactly the overhead.
         let c = check(&ttft(40.0, 247.0, 180.0, (100.0, 250.0)));
@@ -1004,17 +1013,21 @@ mod tests {
         };
         let mut records: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
         records.extend(stalls.iter().enumerate().map(|(k, &s)| stream(10 + k as u64, s, &[s + 100, s + 110])));
-        let m = prefill_stalls(&measured(&records)).expect("every stall had a request waiting beside it");
+        // The median found here, and the summary's of the same gaps, alike.
+        let m = prefill_stalls(&measured(&records), &Distribution::default())
+            .expect("every stall had a request waiting beside it");
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        assert_eq!(prefill_stalls(&measured(&records), &summary.chunk_gap_ms).as_ref(), Some(&m));
         assert!(m.starts_with("prefills stall the streams: 100% of the 24 gaps over 30.0 ms"), "{m}");
         assert!(m.contains("they average 100.0 ms") && m.contains("against 4% of the other gaps"), "{m}");
         // The same stalls with nobody waiting (a host pausing the server):
         // nothing is told of prefills.
         let lone: Vec<_> = (0..4).map(|i| stream(i, 0, &times(&stalls))).collect();
-        assert_eq!(prefill_stalls(&measured(&lone)), None);
+        assert_eq!(prefill_stalls(&measured(&lone), &Distribution::default()), None);
         // Nor when requests wait beside every gap alike (a queue never empty).
         let mut busy = lone.clone();
         busy.extend((0..40).map(|k| stream(100 + k, 50 * k, &[50 * k + 60, 50 * k + 70])));
-        assert_eq!(prefill_stalls(&measured(&busy)), None);
+        assert_eq!(prefill_stalls(&measured(&busy), &Distribution::default()), None);
     }
 
     #[test]
