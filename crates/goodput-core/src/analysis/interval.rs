@@ -557,7 +557,7 @@ pub fn intervals(
             }
         } else {
             let mut v: Vec<f64> = over.iter().filter_map(|r| of(r)).collect();
-            v.sort_unstable_by(f64::total_cmp);
+            crate::analysis::stats::sort_total(&mut v);
             for &p in ps {
                 row.insert(percentile_key(p), percentile_interval(&v, p, conf));
             }

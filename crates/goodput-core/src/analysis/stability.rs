@@ -238,8 +238,8 @@ pub fn with_server_queue(s: &mut Stability, samples: impl Iterator<Item = (f64, 
 fn outstanding(records: &[RequestRecord], j0: f64, j1: f64) -> (f64, f64) {
     let mut due: Vec<f64> = records.iter().map(|r| r.scheduled.as_secs_f64()).collect();
     let mut ended: Vec<f64> = records.iter().map(|r| r.end.max(r.scheduled).as_secs_f64()).collect();
-    due.sort_by(f64::total_cmp);
-    ended.sort_by(f64::total_cmp);
+    crate::analysis::stats::sort_total(&mut due);
+    crate::analysis::stats::sort_total(&mut ended);
     let at = |t: f64| due.partition_point(|&x| x <= t) as f64 - ended.partition_point(|&x| x <= t) as f64;
     if j1 <= j0 {
         return (at(j0), 0.0);
