@@ -97,7 +97,7 @@ pub struct FixedServer {
     /// instrument's own precision, exposed at /metrics.
     pub lateness: Lateness,
     /// How far each gap between two token chunks of a stream, taken when
-    /// their writes returned, strays from the exact gap: the server's own
+    /// their writes began, strays from the exact gap: the server's own
     /// share of any inter-token error a client measures.
     pub gap_error: Lateness,
     /// Where each stream's write times go, when asked for.
@@ -136,7 +136,7 @@ impl FixedServer {
 pub(crate) struct StreamWrites {
     pub request_id: Option<String>,
     pub n: u64,
-    /// Nanoseconds from the request's arrival to each write's return.
+    /// Nanoseconds from the request's arrival to each write's start.
     pub writes_ns: Vec<u64>,
 }
 
@@ -171,7 +171,7 @@ impl WriteLog {
 
 /// Each stream's first token-chunk write in the text of a write log (see
 /// [`FixedServer::logging_writes`]): milliseconds from the server taking the
-/// request to that write's return, by the request's `X-Request-Id`. A line
+/// request to that write's start, by the request's `X-Request-Id`. A line
 /// that is not JSON, names no request or logs no write is an error, naming
 /// the line.
 pub fn first_writes_ms(text: &str) -> Result<std::collections::HashMap<String, f64>, String> {

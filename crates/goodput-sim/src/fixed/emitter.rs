@@ -72,9 +72,9 @@ pub(crate) struct Stream {
     /// Bytes of `out` already sent.
     sent: usize,
     retry: Duration,
-    /// When the last token chunk's write returned.
+    /// When the last token chunk's write began.
     last_write: Option<Instant>,
-    /// When each token chunk's write returned, after the request's arrival
+    /// When each token chunk's write began, after the request's arrival
     /// (ns), kept only for the server's write log.
     writes: Option<Vec<u64>>,
 }
@@ -171,9 +171,13 @@ impl Stream {
             self.frame(&close);
             self.terminate();
         }
+        // A chunk's time is when its write began: its bytes cannot reach the
+        // client before it, whereas the write's return can come later than
+        // they do (the thread preempted between the call and the clock).
+        let began = framed.map(|i| (i, Instant::now()));
         let flushed = self.flush();
-        if let Some(i) = framed {
-            self.gap_error(i, server);
+        if let Some((i, t)) = began {
+            self.gap_error(i, t, server);
         }
         match flushed {
             Err(_) => Step::Finished(End { keep_alive: false }),
@@ -198,10 +202,9 @@ impl Stream {
         }
     }
 
-    /// Records the gap error of token chunk `i`, written just now, against
-    /// the previous write (chunk 0 has no gap before it).
-    fn gap_error(&mut self, i: u64, server: &FixedServer) {
-        let t = Instant::now();
+    /// Records the gap error of token chunk `i`, whose write began at `t`,
+    /// against the previous write (chunk 0 has no gap before it).
+    fn gap_error(&mut self, i: u64, t: Instant, server: &FixedServer) {
         if let Some(w) = &mut self.writes {
             w.push(t.saturating_duration_since(self.plan.t0).as_nanos() as u64);
         }
