@@ -1629,8 +1629,9 @@ fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
 }
 
 /// A server whose `/v1/models` and `/metrics` answer without end, and
-/// whose other routes answer as [`chat_answer`], honestly. Serves until the
-/// test process ends.
+/// whose other routes answer as [`chat_answer`], honestly; under `/long`,
+/// `/metrics` declares a length one byte past 64 MiB and then sends
+/// without end. Serves until the test process ends.
 fn endless_lists() -> String {
     use std::io::{BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -1640,10 +1641,17 @@ fn endless_lists() -> String {
             let Ok(mut s) = stream else { continue };
             std::thread::spawn(move || {
                 let request = read_request(&mut BufReader::new(s.try_clone().unwrap()));
-                if request.contains("/v1/models") || request.contains("/metrics") {
+                let filler = vec![b'x'; 1 << 16];
+                if request.contains("/long/metrics") {
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+                        (64 << 20) + 1
+                    );
+                    let _ = s.write_all(head.as_bytes());
+                    while s.write_all(&filler).is_ok() {}
+                } else if request.contains("/v1/models") || request.contains("/metrics") {
                     // No length, no newline, no end: bytes until the client hangs up.
                     let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n");
-                    let filler = vec![b'x'; 1 << 16];
                     while s.write_all(&filler).is_ok() {}
                 } else {
                     let _ = s.write_all(&chat_answer(3));
@@ -1655,9 +1663,13 @@ fn endless_lists() -> String {
 }
 
 /// A `/v1/models` or `/metrics` body without end (issue 29, defect 5) is
-/// read up to `--max-buffer` (monitor: its 64 MiB default) and no further:
-/// the model list is refused saying so, and a run whose scrapes pass it
-/// sends every request, its failed scrapes counted and named.
+/// read up to `--max-buffer` and no further: the model list is refused
+/// saying so, and a run whose scrapes pass it sends every request, its
+/// failed scrapes counted and named. monitor's own cap is 64 MiB by
+/// default: a body declared past it is refused before a byte is read.
+/// (An endless body read to 64 MiB is this same cap, but whether those
+/// bytes come within the scrape's 2 s on a loaded machine is chance: with
+/// both cores kept busy the scrape timed out first.)
 #[test]
 fn endless_model_lists_and_metrics_stop_at_max_buffer() {
     let url = endless_lists();
@@ -1683,7 +1695,7 @@ fn endless_model_lists_and_metrics_stop_at_max_buffer() {
     let last = s["last_error"].as_str().unwrap();
     assert!(last.contains("1 MiB") && last.contains("--max-buffer"), "{last}");
     let o = goodput()
-        .args(["monitor", &url, "--once", "--interval", "100ms"])
+        .args(["monitor", &format!("{url}/long"), "--once", "--interval", "100ms"])
         .timeout(Duration::from_secs(30))
         .output()
         .unwrap();
