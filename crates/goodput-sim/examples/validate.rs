@@ -3,11 +3,15 @@
 //!
 //! cargo run --release -p goodput-sim --example validate -- FILE.csv
 //!     [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger]
-//!     [--trt-frontend-ms MS|calibration] [--trt-scheduler trtllm|vllm]
-//!     [--trt-no-chunked-context]
+//!     [--trt-frontend-ms MS|calibration]
+//!     [--trt-frontend-us-per-output-token US|calibration]
+//!     [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context]
 //!
 //! `--trt-frontend-ms` sets TensorRT-LLM rows' front-end overhead (NIM's
-//! 5 ms by default; `calibration` keeps the calibration's 15 ms).
+//! 5 ms by default; `calibration` keeps the calibration's 15 ms), and
+//! `--trt-frontend-us-per-output-token` the front end's serial work per
+//! output token on those served over HTTP (NIM's 65 µs by default;
+//! `calibration` keeps the calibration's, none).
 //! `--trt-scheduler` picks the scheduler of TensorRT-LLM rows (TensorRT-LLM's
 //! own by default, `vllm` to compare) and `--trt-no-chunked-context` turns
 //! their chunked context off.
@@ -54,6 +58,14 @@ fn run() -> Result<(), String> {
                     ms => Some(ms.parse::<f64>().map_err(|e| format!("--trt-frontend-ms {ms}: {e}"))?),
                 };
             }
+            "--trt-frontend-us-per-output-token" => {
+                let v =
+                    args.next().ok_or("--trt-frontend-us-per-output-token needs a number of µs, or `calibration`")?;
+                options.tensorrt_llm_frontend_us_per_output_token = match v.as_str() {
+                    "calibration" => None,
+                    us => Some(us.parse::<f64>().map_err(|e| format!("--trt-frontend-us-per-output-token {us}: {e}"))?),
+                };
+            }
             "--trt-scheduler" => {
                 let v = args.next().ok_or("--trt-scheduler needs vllm or trtllm")?;
                 options.tensorrt_llm_scheduler = v.parse::<SchedulerPolicy>().map_err(|e| e.to_string())?;
@@ -63,7 +75,7 @@ fn run() -> Result<(), String> {
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context]")?;
+    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context]")?;
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     let rows = parse_csv(&text).map_err(|e| e.to_string())?;
     let report = validate(&rows, &options).map_err(|e| e.to_string())?;

@@ -52,6 +52,11 @@ pub struct Calibration {
     pub frontend_serial_us: f64,
     /// The same per prompt token (tokenising).
     pub frontend_serial_us_per_token: f64,
+    /// The front end's own work per output token it streams (detokenising,
+    /// the event, the write), done one token at a time with its other
+    /// serial work: a step's tokens reach their clients this far apart, and
+    /// later once the front end falls behind the engine. 0: none.
+    pub frontend_serial_us_per_output_token: f64,
     /// Share of a GPU's dynamic power range (TDP − idle) its tensor cores
     /// draw when busy the whole step at the rate η_c allows (the power
     /// model of docs/simulator.md).
@@ -91,6 +96,7 @@ impl Calibration {
             frontend_jitter_ms: 0.0,
             frontend_serial_us: 0.0,
             frontend_serial_us_per_token: 0.0,
+            frontend_serial_us_per_output_token: 0.0,
             power_compute: 1.0,
             power_memory: 0.5,
         };
@@ -175,6 +181,7 @@ impl Calibration {
             ("frontend_jitter_ms", self.frontend_jitter_ms),
             ("frontend_serial_us", self.frontend_serial_us),
             ("frontend_serial_us_per_token", self.frontend_serial_us_per_token),
+            ("frontend_serial_us_per_output_token", self.frontend_serial_us_per_output_token),
             ("activation_gib", self.activation_gib),
             ("runtime_gib", self.runtime_gib),
         ];
@@ -207,6 +214,12 @@ impl Calibration {
     /// The front end's serial work for a prompt of `tokens`.
     pub fn frontend_serial(&self, tokens: u64) -> Duration {
         let us = self.frontend_serial_us + self.frontend_serial_us_per_token * tokens as f64;
+        goodput_core::clamped_secs(us / 1e6).min(goodput_core::HORIZON)
+    }
+
+    /// The front end's serial work for `tokens` output tokens.
+    pub fn frontend_output(&self, tokens: u64) -> Duration {
+        let us = self.frontend_serial_us_per_output_token * tokens as f64;
         goodput_core::clamped_secs(us / 1e6).min(goodput_core::HORIZON)
     }
 

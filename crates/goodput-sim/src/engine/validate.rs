@@ -34,6 +34,15 @@ pub enum ReferenceLoad {
     Rate(f64),
 }
 
+impl ReferenceLoad {
+    /// Sent over HTTP to a serving front end, as every load but an offline
+    /// benchmark's (`max_throughput`: trtllm-bench drives the engine in its
+    /// own process) is.
+    pub fn is_served(&self) -> bool {
+        !matches!(self, ReferenceLoad::MaxThroughput)
+    }
+}
+
 /// The metrics a reference row may give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
@@ -358,6 +367,11 @@ pub struct ValidationOptions {
     /// Front-end overhead of TensorRT-LLM rows, in ms (NIM's: see
     /// [`NIM_FRONTEND_MS`]); `None` keeps the calibration's.
     pub tensorrt_llm_frontend_ms: Option<f64>,
+    /// The front end's serial work per output token on TensorRT-LLM rows
+    /// served over HTTP (NIM's: see [`NIM_FRONTEND_US_PER_OUTPUT_TOKEN`]),
+    /// in µs; `None` keeps the calibration's. Rows of an offline benchmark
+    /// (`max_throughput`: trtllm-bench, no front end) keep the calibration's.
+    pub tensorrt_llm_frontend_us_per_output_token: Option<f64>,
     /// The scheduler TensorRT-LLM rows run under: TensorRT-LLM's own
     /// (guaranteed-no-evict) by default, or vLLM's to compare.
     pub tensorrt_llm_scheduler: SchedulerPolicy,
@@ -372,6 +386,15 @@ pub struct ValidationOptions {
 /// for every other row.
 pub const NIM_FRONTEND_MS: f64 = 5.0;
 
+/// NIM's front end's serial work per output token it streams, in µs: where
+/// it, not the engine, sets the pace, a user's next token waits for every
+/// user's, so the mean ITL is the users times this. On the calibration rows
+/// where the measured ITL exceeds the engine's own step (Llama-3.1-8B,
+/// 200/200, at 150, 200 and 250 users: 9.81, 12.65 and 16.14 ms) that is
+/// 65.4, 63.3 and 64.6 µs a token (docs/simulator.md, "The front end's work
+/// per output token").
+pub const NIM_FRONTEND_US_PER_OUTPUT_TOKEN: f64 = 65.0;
+
 impl Default for ValidationOptions {
     fn default() -> Self {
         ValidationOptions {
@@ -379,6 +402,7 @@ impl Default for ValidationOptions {
             tensorrt_llm_kv_cache: KvCacheDtype::Fp8,
             stagger: true,
             tensorrt_llm_frontend_ms: Some(NIM_FRONTEND_MS),
+            tensorrt_llm_frontend_us_per_output_token: Some(NIM_FRONTEND_US_PER_OUTPUT_TOKEN),
             tensorrt_llm_scheduler: SchedulerPolicy::Trtllm,
             tensorrt_llm_chunked_context: true,
         }
@@ -419,6 +443,9 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
         cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;
         if let Some(ms) = options.tensorrt_llm_frontend_ms {
             cfg.calibration.frontend_overhead_ms = ms;
+        }
+        if let Some(us) = options.tensorrt_llm_frontend_us_per_output_token.filter(|_| row.load.is_served()) {
+            cfg.calibration.frontend_serial_us_per_output_token = us;
         }
         cfg.scheduler = options.tensorrt_llm_scheduler;
         cfg.enable_chunked_prefill = options.tensorrt_llm_chunked_context;
@@ -848,6 +875,18 @@ o,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,1,ttft_ms_mean,2
         assert_eq!(row_config(&rows[0], &compare).unwrap().scheduler, SchedulerPolicy::Vllm);
         let kept = ValidationOptions { tensorrt_llm_frontend_ms: None, ..ValidationOptions::default() };
         assert_eq!(row_config(&rows[0], &kept).unwrap().calibration.frontend_overhead_ms, 15.0);
+        // NIM's work per output token on rows served over HTTP; an offline
+        // benchmark's rows have no front end.
+        let per_token = |row: &ReferenceRow, o: &ValidationOptions| {
+            row_config(row, o).unwrap().calibration.frontend_serial_us_per_output_token
+        };
+        assert_eq!(per_token(&rows[0], &ValidationOptions::default()), NIM_FRONTEND_US_PER_OUTPUT_TOKEN);
+        assert_eq!(per_token(&batch[0], &ValidationOptions::default()), NIM_FRONTEND_US_PER_OUTPUT_TOKEN);
+        let offline = parse_csv(&format!("{header}\n{}\n", row.replace("concurrency,16", "max_throughput,"))).unwrap();
+        assert_eq!(per_token(&offline[0], &ValidationOptions::default()), 0.0);
+        let none =
+            ValidationOptions { tensorrt_llm_frontend_us_per_output_token: None, ..ValidationOptions::default() };
+        assert_eq!(per_token(&rows[0], &none), 0.0);
     }
 
     #[test]

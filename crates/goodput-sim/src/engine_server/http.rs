@@ -192,6 +192,8 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         usage: req.include_usage(),
         done: false,
         burst: s.cfg.engine.spec.is_some(),
+        server: s.clone(),
+        pacing: None,
     };
     stream_response(route, Body::from_stream(stream))
 }

@@ -183,6 +183,21 @@ impl EngineServer {
         start + serial.max(frontend)
     }
 
+    /// When the front end has streamed `tokens` more output tokens
+    /// (`frontend_serial_us_per_output_token`), one at a time with its other
+    /// serial work: a chunk waits for the work on those before it, every
+    /// stream's (as in virtual time: see `VirtualRun::record_step`). `None`
+    /// when the front end spends nothing a token.
+    pub(super) fn front_end_output(&self, tokens: u64) -> Option<tokio::time::Instant> {
+        let work = self.cfg.engine.calibration.frontend_output(tokens).div_f64(self.cfg.speed);
+        if work.is_zero() {
+            return None;
+        }
+        let mut free = super::metrics::lock(&self.frontend_free);
+        *free = (*free).max(tokio::time::Instant::now()) + work;
+        Some(*free)
+    }
+
     pub fn prometheus(&self) -> String {
         let all: Vec<Observed> = self.observed.iter().map(|o| lock(o).clone()).collect();
         let spec = self.cfg.engine.spec.map(|sd| sd.tokens);

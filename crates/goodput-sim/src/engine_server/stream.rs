@@ -36,6 +36,11 @@ pub(super) struct TokenStream {
     /// go out in one chunk, as vLLM streams them. Otherwise one chunk a
     /// token, also when a late stream finds several ready.
     pub(super) burst: bool,
+    /// The server, whose front end streams each chunk after its serial work
+    /// on the chunks before it (with `frontend_serial_us_per_output_token`),
+    /// and the wait for the chunk in hand.
+    pub(super) server: Arc<super::EngineServer>,
+    pub(super) pacing: Option<Sleep>,
 }
 
 impl TokenStream {
@@ -106,6 +111,15 @@ impl Stream for TokenStream {
         } else {
             this.emitted + 1
         };
+        if this.pacing.is_none() {
+            this.pacing = this.server.front_end_output(u64::from(upto - this.emitted)).map(sleep_until);
+        }
+        if let Some(wait) = this.pacing.as_mut() {
+            if Pin::new(wait).poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.pacing = None;
+        }
         this.emitted = upto;
         let chunk = this.writer.tokens(i, upto as u64);
         if i > 0 {

@@ -681,6 +681,38 @@ async fn a_serial_front_end_takes_requests_sent_together_one_at_a_time() {
     }
 }
 
+/// With `frontend_serial_us_per_output_token`, the front end streams one
+/// token at a time, every stream's: two streams of three tokens sent
+/// together cannot both end before six tokens' work has passed, nor either
+/// before its own three.
+#[tokio::test]
+async fn a_front_end_that_works_on_each_output_token_streams_them_one_at_a_time() {
+    let mut cfg = config();
+    // 1 s of simulated work a token: 100 ms on the wall at speed 10.
+    cfg.engine.calibration.frontend_serial_us_per_output_token = 1_000_000.0;
+    let (base, _server, _stop) = start(cfg).await;
+    let http = client();
+    let url = format!("{base}/v1/completions");
+    let t0 = Instant::now();
+    let sends = (0..2).map(|i| {
+        let (http, url) = (http.clone(), url.clone());
+        tokio::spawn(async move {
+            let body = json!({"prompt": words(8, &format!("o{i}")), "max_tokens": 3, "stream": true});
+            let resp = post(&http, &url, &body).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            assert_eq!(tokens(&events(&resp.text().await.unwrap())), 3);
+            t0.elapsed()
+        })
+    });
+    let mut done: Vec<Duration> = Vec::new();
+    for s in sends.collect::<Vec<_>>() {
+        done.push(s.await.unwrap());
+    }
+    done.sort();
+    assert!(done[0] >= Duration::from_millis(300), "{done:?}");
+    assert!(done[1] >= Duration::from_millis(600), "{done:?}");
+}
+
 /// Streams a completion of five tokens from `base` (checking it), then
 /// reads its `/metrics`.
 async fn five_tokens_then_metrics(http: &reqwest::Client, base: &str, body: &serde_json::Value) -> String {

@@ -811,6 +811,40 @@ mod tests {
     }
 
     #[test]
+    fn front_end_work_per_output_token_caps_the_stream_and_spaces_a_steps_tokens() {
+        // 200 users of short answers: the engine alone streams far more than
+        // 10,000 tokens a second on an H100 (BF16).
+        let load = || VirtualLoad::closed_loop(same(2000, 64, 100), 200);
+        let free = simulate(&h100_8b(), &load()).unwrap();
+        let mut cfg = h100_8b();
+        cfg.calibration.frontend_serial_us_per_output_token = 100.0;
+        let paced = simulate(&cfg, &load()).unwrap();
+        let (fast, capped) = (output_throughput(&free), output_throughput(&paced));
+        assert!(fast > 13_000.0, "{fast}");
+        // One token every 100 µs at most, and near it: the front end is the
+        // bottleneck, busy most of the time (not while the users' next
+        // prompts prefill, nor in the last requests' drain).
+        assert!(capped <= 10_000.0 && capped > 8_000.0, "{capped}");
+        // Each user waits for the other decoding users' tokens before its
+        // next: the gap is about the users times the work a token (a long
+        // prefill step, slower than the front end, adds a little).
+        let tpot = mean_tpot(&paced);
+        assert!(tpot > 0.7 * 200.0 * 0.1 && tpot < 1.1 * 200.0 * 0.1, "{tpot}");
+        // Tokens of one step reach their clients 100 µs apart, never together.
+        let mut times: Vec<Duration> = paced.records.iter().flat_map(|r| r.chunks.iter().map(|c| c.t)).collect();
+        times.sort();
+        assert!(times.windows(2).all(|w| w[1] - w[0] >= Duration::from_micros(100)));
+        // A lone user: its tokens come 100 µs after the steps that made them.
+        let one = VirtualLoad::closed_loop(same(1, 64, 20), 1);
+        let (a, b) = (simulate(&h100_8b(), &one).unwrap(), simulate(&cfg, &one).unwrap());
+        for (x, y) in a.records[0].chunks.iter().zip(b.records[0].chunks.iter()) {
+            assert_eq!(y.t, x.t + Duration::from_micros(100));
+        }
+        cfg.calibration.frontend_serial_us_per_output_token = -1.0;
+        assert!(cfg.calibration.check().unwrap_err().to_string().contains("frontend_serial_us_per_output_token"));
+    }
+
+    #[test]
     fn kv_samples_stay_bounded_and_ordered() {
         let mut cfg = h100_8b();
         cfg.calibration.frontend_overhead_ms = 0.0;

@@ -287,6 +287,10 @@ impl<'a> VirtualRun<'a> {
     /// Ends the steps that end now: their tokens stamped, their requests
     /// finished, a sample taken.
     pub(super) fn finish_steps(&mut self) {
+        // What was due during the steps goes first, at its own time: the
+        // front end's serial work (a request's, the tokens' it streams) is
+        // taken in time order.
+        self.send_due();
         for r in 0..self.engines.len() {
             if self.ends[r] == Some(self.now) {
                 self.ends[r] = None;
@@ -339,12 +343,22 @@ impl<'a> VirtualRun<'a> {
                 r.counts.usage_cached_prompt = Some(c as u64);
             }
         }
+        let per_token = !cfg.calibration.frontend_output(1).is_zero();
         for ev in &out.tokens {
             let i = ev.id as usize;
             let record = self.records[i].as_mut().expect("a request is recorded when it is sent");
             if record.abandoned {
                 continue;
             }
+            // The front end streams the step's tokens one after another, after
+            // its serial work before them: each reaches its client then.
+            let now = if per_token {
+                let at = now.max(self.frontend_free) + cfg.calibration.frontend_output(ev.tokens as u64);
+                self.frontend_free = at;
+                at
+            } else {
+                now
+            };
             record.chunks.push(OutputChunk { t: now, tokens: ev.tokens, channel: Channel::Content });
             if ev.first {
                 record.first_byte = Some(now);
