@@ -344,7 +344,7 @@ impl ResponseReader {
             self.stream_end = Some(t);
             return;
         }
-        if data.trim() == "[DONE]" {
+        if is_done(data) {
             self.done = true;
             self.stream_end = Some(t);
             return;
@@ -561,6 +561,14 @@ fn prompt_tokens(t: &TokenCounter, prompt: &PromptBody) -> u64 {
     }
 }
 
+/// Whether an event's data is `[DONE]` (the end of an OpenAI stream),
+/// whitespace around it allowed: `data.trim() == "[DONE]"`, without trimming
+/// the end of every JSON payload to learn that it is not (a payload's first
+/// character already says so).
+fn is_done(data: &str) -> bool {
+    data.trim_start().strip_prefix("[DONE]").is_some_and(|rest| rest.trim_end().is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -628,6 +636,19 @@ mod tests {
         let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
         r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
         rec
+    }
+
+    proptest::proptest! {
+        /// `is_done` is `data.trim() == "[DONE]"`, Unicode whitespace included.
+        #[test]
+        fn done_is_the_trimmed_marker(
+            before in "[ \t\r\n\u{a0}\u{2003}\u{3000}x]{0,3}",
+            body in "(\\[DONE\\]|\\[DONE|DONE\\]|\\{\"a\":1\\}|\\[DONE\\]x|)",
+            after in "[ \t\r\n\u{a0}\u{2003}\u{3000}x]{0,3}",
+        ) {
+            let data = format!("{before}{body}{after}");
+            proptest::prop_assert_eq!(is_done(&data), data.trim() == "[DONE]", "{:?}", data);
+        }
     }
 
     proptest::proptest! {
