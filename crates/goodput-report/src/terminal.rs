@@ -725,6 +725,12 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         100.0 * e.busy_s / e.makespan_s.max(1e-9),
         e.makespan_s
     );
+    if let Some(busy) = e.frontend_busy_s {
+        // The busier of the two is the bottleneck.
+        let pace = if busy > e.busy_s { ": busier than the engine, it set the pace" } else { "" };
+        let share = 100.0 * busy / e.makespan_s.max(1e-9);
+        let _ = writeln!(o, "  front end busy {share:.1}% of the run (its serial work){pace}");
+    }
     if !e.replicas.is_empty() {
         for (pool, replicas) in crate::engine::pools(e) {
             let (spread, each) = crate::engine::replica_spread(replicas, e.makespan_s);
@@ -927,6 +933,25 @@ mod tests {
         assert_eq!(
             load_line(&config),
             "closed loop, concurrency 8 · 40 requests · 12.5% given up on after 300ms · input 256 · output 128 tokens"
+        );
+    }
+
+    #[test]
+    fn the_engine_lines_say_when_the_front_end_was_busier_than_the_engine() {
+        let engine = |front: Option<f64>| goodput_core::doc::engine::SimulatedEngine {
+            busy_s: 6.0,
+            makespan_s: 10.0,
+            frontend_busy_s: front,
+            ..Default::default()
+        };
+        assert!(!engine_lines(&engine(None)).contains("front end"));
+        let idle = engine_lines(&engine(Some(2.5)));
+        assert!(idle.contains("front end busy 25.0% of the run") && !idle.contains("pace"), "{idle}");
+        let pacing = engine_lines(&engine(Some(8.0)));
+        assert!(
+            pacing
+                .contains("front end busy 80.0% of the run (its serial work): busier than the engine, it set the pace"),
+            "{pacing}"
         );
     }
 }

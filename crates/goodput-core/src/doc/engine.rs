@@ -39,6 +39,12 @@ pub struct SimulatedEngine {
     /// included), seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_transfer_mean_s: Option<f64>,
+    /// Virtual time the front end spent on its serial work (per request,
+    /// per prompt token, per streamed token: the calibration's
+    /// `frontend_serial_*`), when it has any. Near `makespan_s`, the front
+    /// end, not the engine, set the pace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontend_busy_s: Option<f64>,
     pub series: EngineSeries,
     /// Each data-parallel replica's share, in replica order; empty with one
     /// replica (the figures above are then its own).

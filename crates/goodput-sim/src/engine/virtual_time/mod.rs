@@ -246,6 +246,10 @@ pub struct EngineView {
     /// the link included); 0 otherwise.
     pub kv_transfers: u64,
     pub kv_transfer_s: f64,
+    /// The front end's serial work (per request, per prompt token, per
+    /// streamed token: `Calibration::frontend_serial_*`) summed; zero when
+    /// it has none.
+    pub frontend_busy: Duration,
     /// What each data-parallel replica did (one entry without `dp`;
     /// disaggregated, the prefill instances', then the decode ones').
     pub replicas: Vec<ReplicaView>,
@@ -834,6 +838,9 @@ mod tests {
         let mut times: Vec<Duration> = paced.records.iter().flat_map(|r| r.chunks.iter().map(|c| c.t)).collect();
         times.sort();
         assert!(times.windows(2).all(|w| w[1] - w[0] >= Duration::from_micros(100)));
+        // The front end's work is counted: 100 µs each of the 200,000 tokens.
+        assert_eq!(paced.engine.frontend_busy, Duration::from_micros(100 * 200_000));
+        assert!(free.engine.frontend_busy.is_zero());
         // A lone user: its tokens come 100 µs after the steps that made them.
         let one = VirtualLoad::closed_loop(same(1, 64, 20), 1);
         let (a, b) = (simulate(&h100_8b(), &one).unwrap(), simulate(&cfg, &one).unwrap());

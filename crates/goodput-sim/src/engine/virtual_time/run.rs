@@ -35,6 +35,8 @@ pub(super) struct VirtualRun<'a> {
     jitter: bool,
     /// When the front end's serial work for the requests sent so far ends.
     frontend_free: Duration,
+    /// That work, summed.
+    frontend_busy: Duration,
     /// The load's rules: what is sent when.
     dispatcher: Dispatcher,
     /// Each unit's first request (a lone request, or a session's first
@@ -101,6 +103,7 @@ impl<'a> VirtualRun<'a> {
             frontend: cfg.calibration.frontend_overhead(),
             jitter: cfg.calibration.frontend_jitter_ms > 0.0,
             frontend_free: Duration::ZERO,
+            frontend_busy: Duration::ZERO,
             dispatcher,
             warm: vec![false; first_of.len()],
             first_of,
@@ -136,6 +139,7 @@ impl<'a> VirtualRun<'a> {
         let serial = self.cfg.calibration.frontend_serial(self.load.requests[i].input_tokens as u64);
         let start = sent.max(self.frontend_free);
         self.frontend_free = start + serial;
+        self.frontend_busy += serial;
         let at = start + serial.max(delay);
         let pos = self.transit.partition_point(|&(t, _)| t <= at);
         self.transit.insert(pos, (at, i));
@@ -353,8 +357,10 @@ impl<'a> VirtualRun<'a> {
             // The front end streams the step's tokens one after another, after
             // its serial work before them: each reaches its client then.
             let now = if per_token {
-                let at = now.max(self.frontend_free) + cfg.calibration.frontend_output(ev.tokens as u64);
+                let work = cfg.calibration.frontend_output(ev.tokens as u64);
+                let at = now.max(self.frontend_free) + work;
                 self.frontend_free = at;
+                self.frontend_busy += work;
                 at
             } else {
                 now
@@ -480,6 +486,7 @@ impl<'a> VirtualRun<'a> {
                 generation_tokens,
                 kv_transfers,
                 kv_transfer_s,
+                frontend_busy: self.frontend_busy,
                 replicas: engines.iter().map(|e| super::ReplicaView::of(&e.stats())).collect(),
             },
             ran_out,
