@@ -366,14 +366,14 @@ impl Conn {
         &mut self,
         n: usize,
         asked: usize,
-        stamp: Option<std::time::SystemTime>,
+        stamp: Option<stamp::WallNs>,
         clock: &mut impl FnMut() -> Duration,
     ) -> (usize, ReadStamp) {
         // The wall clock first, then the run's: a pause between the two
         // makes `now` late and so the arrival late, never early (read
         // the other way round, a stamp could come before the server's
         // write).
-        let wall = std::time::SystemTime::now();
+        let wall = stamp::wall_now();
         let now = clock();
         let since = self.drained;
         // SAFETY: recv initialised the first n bytes of the spare capacity.
@@ -726,7 +726,7 @@ fn arrival(now: Duration, lag: Option<Duration>, last: Duration) -> Duration {
 fn recv(
     fd: std::os::fd::RawFd,
     spare: &mut [std::mem::MaybeUninit<u8>],
-) -> std::io::Result<(usize, Option<std::time::SystemTime>)> {
+) -> std::io::Result<(usize, Option<stamp::WallNs>)> {
     let mut iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: spare.len() };
     // Room for one control message with a timespec, 8-byte aligned.
     let mut control = [0u64; 8];
