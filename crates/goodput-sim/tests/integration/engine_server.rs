@@ -649,6 +649,31 @@ async fn a_held_thread_shows_as_step_lateness() {
     assert!(all > under_200ms, "a step 200 ms late or more is counted: {under_200ms} of {all}");
 }
 
+/// Sends `bodies` to `url` together: each answer (status 200) and its time
+/// from the send to its end, in the order they ended.
+async fn sent_together(url: String, bodies: Vec<serde_json::Value>) -> Vec<(Duration, String)> {
+    let http = client();
+    let t0 = Instant::now();
+    let sends: Vec<_> = bodies
+        .into_iter()
+        .map(|body| {
+            let (http, url) = (http.clone(), url.clone());
+            tokio::spawn(async move {
+                let resp = post(&http, &url, &body).send().await.unwrap();
+                assert_eq!(resp.status(), 200);
+                let text = resp.text().await.unwrap();
+                (t0.elapsed(), text)
+            })
+        })
+        .collect();
+    let mut done = Vec::new();
+    for s in sends {
+        done.push(s.await.unwrap());
+    }
+    done.sort();
+    done
+}
+
 /// With `frontend_serial_us`, the front end takes requests one at a time:
 /// three sent together reach the engine one slot after another, so the k-th
 /// to finish cannot finish before k slots have passed.
@@ -658,24 +683,9 @@ async fn a_serial_front_end_takes_requests_sent_together_one_at_a_time() {
     // 2 s of simulated work a request: 200 ms on the wall at speed 10.
     cfg.engine.calibration.frontend_serial_us = 2_000_000.0;
     let (base, _server, _stop) = start(cfg).await;
-    let http = client();
-    let url = format!("{base}/v1/completions");
-    let t0 = Instant::now();
-    let sends = (0..3).map(|i| {
-        let (http, url) = (http.clone(), url.clone());
-        tokio::spawn(async move {
-            let body = json!({"prompt": words(8, &format!("s{i}")), "max_tokens": 1});
-            let resp = post(&http, &url, &body).send().await.unwrap();
-            assert_eq!(resp.status(), 200);
-            resp.text().await.unwrap();
-            t0.elapsed()
-        })
-    });
-    let mut done: Vec<Duration> = Vec::new();
-    for s in sends.collect::<Vec<_>>() {
-        done.push(s.await.unwrap());
-    }
-    done.sort();
+    let bodies = (0..3).map(|i| json!({"prompt": words(8, &format!("s{i}")), "max_tokens": 1})).collect();
+    let done: Vec<Duration> =
+        sent_together(format!("{base}/v1/completions"), bodies).await.into_iter().map(|d| d.0).collect();
     for (k, t) in done.iter().enumerate() {
         assert!(*t >= Duration::from_millis(200 * (k as u64 + 1)), "finish {k} at {t:?}: {done:?}");
     }
@@ -691,26 +701,12 @@ async fn a_front_end_that_works_on_each_output_token_streams_them_one_at_a_time(
     // 1 s of simulated work a token: 100 ms on the wall at speed 10.
     cfg.engine.calibration.frontend_serial_us_per_output_token = 1_000_000.0;
     let (base, _server, _stop) = start(cfg).await;
-    let http = client();
-    let url = format!("{base}/v1/completions");
-    let t0 = Instant::now();
-    let sends = (0..2).map(|i| {
-        let (http, url) = (http.clone(), url.clone());
-        tokio::spawn(async move {
-            let body = json!({"prompt": words(8, &format!("o{i}")), "max_tokens": 3, "stream": true});
-            let resp = post(&http, &url, &body).send().await.unwrap();
-            assert_eq!(resp.status(), 200);
-            assert_eq!(tokens(&events(&resp.text().await.unwrap())), 3);
-            t0.elapsed()
-        })
-    });
-    let mut done: Vec<Duration> = Vec::new();
-    for s in sends.collect::<Vec<_>>() {
-        done.push(s.await.unwrap());
-    }
-    done.sort();
-    assert!(done[0] >= Duration::from_millis(300), "{done:?}");
-    assert!(done[1] >= Duration::from_millis(600), "{done:?}");
+    let bodies =
+        (0..2).map(|i| json!({"prompt": words(8, &format!("o{i}")), "max_tokens": 3, "stream": true})).collect();
+    let done = sent_together(format!("{base}/v1/completions"), bodies).await;
+    assert!(done.iter().all(|(_, text)| tokens(&events(text)) == 3));
+    assert!(done[0].0 >= Duration::from_millis(300), "{done:?}");
+    assert!(done[1].0 >= Duration::from_millis(600), "{done:?}");
 }
 
 /// Streams a completion of five tokens from `base` (checking it), then
