@@ -38,9 +38,10 @@ pub(super) struct TokenStream {
     pub(super) burst: bool,
     /// The server, whose front end streams each chunk after its serial work
     /// on the chunks before it (with `frontend_serial_us_per_output_token`),
-    /// and the wait for the chunk in hand.
+    /// and the wait for the chunk in hand with the tokens it was taken for
+    /// (a burst's, as many as were ready then).
     pub(super) server: Arc<super::EngineServer>,
-    pub(super) pacing: Option<Sleep>,
+    pub(super) pacing: Option<(Sleep, u32)>,
 }
 
 impl TokenStream {
@@ -105,19 +106,23 @@ impl Stream for TokenStream {
         }
         let i = this.emitted as u64;
         // A pending fault strikes at its token: a burst stops short of it.
-        let upto = if this.burst {
+        let mut upto = if this.burst {
             let cap = if this.emitted < this.half && this.fault != Fault::None { this.half } else { this.n_out };
             this.produced.min(cap).max(this.emitted + 1)
         } else {
             this.emitted + 1
         };
         if this.pacing.is_none() {
-            this.pacing = this.server.front_end_output(u64::from(upto - this.emitted)).map(sleep_until);
+            let work = this.server.front_end_output(u64::from(upto - this.emitted));
+            this.pacing = work.map(|at| (sleep_until(at), upto));
         }
-        if let Some(wait) = this.pacing.as_mut() {
+        if let Some((wait, taken)) = this.pacing.as_mut() {
             if Pin::new(wait).poll(cx).is_pending() {
                 return Poll::Pending;
             }
+            // The chunk the front end worked on: a burst that grew while it
+            // waited sends the rest in its next chunk.
+            upto = *taken;
             this.pacing = None;
         }
         this.emitted = upto;
