@@ -213,20 +213,23 @@ impl Calibration {
 
     /// The front end's serial work for a prompt of `tokens`.
     pub fn frontend_serial(&self, tokens: u64) -> Duration {
-        let us = self.frontend_serial_us + self.frontend_serial_us_per_token * tokens as f64;
-        goodput_core::clamped_secs(us / 1e6).min(goodput_core::HORIZON)
+        micros(self.frontend_serial_us + self.frontend_serial_us_per_token * tokens as f64)
     }
 
     /// The front end's serial work for `tokens` output tokens.
     pub fn frontend_output(&self, tokens: u64) -> Duration {
-        let us = self.frontend_serial_us_per_output_token * tokens as f64;
-        goodput_core::clamped_secs(us / 1e6).min(goodput_core::HORIZON)
+        micros(self.frontend_serial_us_per_output_token * tokens as f64)
     }
 
     pub fn frontend_overhead(&self) -> Duration {
         // Checked finite and ≥ 0, but not bounded: clamped, not a panic.
         goodput_core::clamped_secs(self.frontend_overhead_ms / 1e3).min(goodput_core::HORIZON)
     }
+}
+
+/// `us` microseconds (checked finite and ≥ 0, not bounded: clamped).
+fn micros(us: f64) -> Duration {
+    goodput_core::clamped_secs(us / 1e6).min(goodput_core::HORIZON)
 }
 
 /// SplitMix64's output function: a well-mixed 64-bit value from any state.
