@@ -429,6 +429,40 @@ mod tests {
     }
 
     #[test]
+    fn users_sent_together_stay_together_while_a_wave_prefills_in_one_step() {
+        // As genai-perf's closed loop against a NIM did for 35 s
+        // (docs/simulator.md, "A real closed loop stayed in lockstep"): 5
+        // users of 200/50 sent at once go out, take their first tokens and
+        // end together, wave after wave.
+        let cfg = h100_8b();
+        let run = simulate(&cfg, &VirtualLoad::closed_loop(same(200, 200, 50), 5)).unwrap();
+        let waves: Vec<&[RequestRecord]> = run.records.chunks(5).collect();
+        assert_eq!(waves.len(), 40);
+        let first_ttft = waves[0][0].ttft().unwrap();
+        for (i, wave) in waves.iter().enumerate() {
+            for r in *wave {
+                assert_eq!((r.sent, r.end), (wave[0].sent, wave[0].end), "wave {i}");
+                assert_eq!(r.ttft().unwrap(), first_ttft, "wave {i}: one joint prefill, as the first");
+            }
+            if i > 0 {
+                assert_eq!(wave[0].sent, waves[i - 1][0].end, "wave {i} goes when the one before ends");
+            }
+        }
+        // The joint prefill of five prompts takes longer than one alone.
+        let alone = simulate(&cfg, &VirtualLoad::closed_loop(same(10, 200, 50), 1)).unwrap();
+        assert!(first_ttft > alone.records[9].ttft().unwrap());
+
+        // Where a wave's prompts need two steps the engine decodes the
+        // early requests while the later ones prefill, so they end a step
+        // apart; the real loop's first wave did not (its early two waited).
+        let mut small = cfg.clone();
+        small.max_num_batched_tokens = 600;
+        let run = simulate(&small, &VirtualLoad::closed_loop(same(5, 200, 50), 5)).unwrap();
+        let ends: std::collections::BTreeSet<Duration> = run.records.iter().map(|r| r.end).collect();
+        assert!(ends.len() > 1, "a wave prefilled in two steps ends split: {ends:?}");
+    }
+
+    #[test]
     fn a_ramp_up_opens_the_users_one_by_one() {
         let cfg = h100_8b();
         let mut load = VirtualLoad::closed_loop(same(8, 300, 200), 4);
