@@ -29,7 +29,8 @@
 # PORT (default 18779), KEEP=DIR keeps every run's files.
 # vllm-bench is not built here. Build it from a checkout of the vllm
 # repository: `cd rust && cargo build --release -p vllm-bench`, then
-# VLLM_BENCH_BIN=.../rust/target/release/vllm-bench. It runs offline with a
+# VLLM_BENCH_BIN=.../rust/target/release/vllm-bench (or from the archived
+# stand-alone repository vllm-project/vllm-bench: `cargo build --release`). It runs offline with a
 # tokenizer built into it (`--tokenizer gpt2`, tiktoken's r50k encoding).
 # Measure on a quiet machine: the two clients share the CPUs with the server.
 set -euo pipefail
