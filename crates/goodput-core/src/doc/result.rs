@@ -265,6 +265,9 @@ pub enum DiagnosisKind {
     /// A disaggregated deployment's KV-cache transfers and the prefill and
     /// decode pools' queues, set beside TTFT.
     KvTransfer,
+    /// A closed loop's users sent their requests in waves: each wave's
+    /// prompts prefill together, and TTFT measures a wave.
+    Lockstep,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -1278,6 +1278,42 @@ fn the_diagnosis_fits_the_engine_s_own_prefill_rate_from_ttft() {
     panic!("the engine prefills at {engine_ms_per_1k:.2} ms per 1,000 tokens; the diagnosis said: {last:?}");
 }
 
+/// A closed loop of alike requests started together moves in waves, and
+/// the diagnosis says so; started over one request's time it does not. In
+/// virtual time both are exact; over HTTP a stalled host can spread a
+/// wave's sends, so the live run gets a second attempt.
+#[test]
+fn users_sent_together_are_told_they_moved_in_lockstep_and_a_ramp_up_spreads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |command: &str, extra: &[&str]| {
+        let out = dir.path().join("run.json");
+        goodput()
+            .args([command, "-q", "-n", "40", "-c", "4", "--input-tokens", "256", "--output-tokens", "32", "-o"])
+            .arg(&out)
+            .args(extra)
+            .assert()
+            .success();
+        let v = read_json(&out);
+        // No diagnosis at all leaves the field out.
+        let told = v["diagnosis"].as_array().into_iter().flatten().find(|d| d["kind"] == "lockstep").cloned();
+        (told.map(|d| d["message"].as_str().unwrap().to_owned()), v["summary"]["e2e_ms"]["p50"].as_f64().unwrap())
+    };
+    let (told, e2e_ms) = run("estimate", &[]);
+    let m = told.expect("four users sent together stay together in virtual time");
+    assert!(m.starts_with("the 4 users moved in lockstep") && m.contains("bursts of 4.0 sends"), "{m}");
+    let ramp = format!("{:.3}s", e2e_ms / 1e3);
+    assert_eq!(run("estimate", &["--ramp-up", &ramp]).0, None, "users started apart stay apart");
+    let mut last = None;
+    for _ in 0..2 {
+        let (told, _) = run("bench", &[]);
+        if told.as_deref().is_some_and(|m| m.starts_with("the 4 users moved in lockstep")) {
+            return;
+        }
+        last = told;
+    }
+    panic!("the live run's users were not told to be in lockstep: {last:?}");
+}
+
 #[test]
 fn a_label_and_notes_are_kept_and_compare_names_runs_by_their_labels() {
     let dir = tempfile::tempdir().unwrap();

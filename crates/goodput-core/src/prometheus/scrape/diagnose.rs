@@ -490,8 +490,64 @@ pub fn diagnose(
         out.extend(prefill_stalls(&ok, &summary.chunk_gap_ms).map(told(DiagnosisKind::PrefillStalls)));
     }
     out.extend(tail_degrading(&ok));
+    out.extend(lockstep(&ok, summary, concurrency_cap));
     out.extend(client_bottleneck(summary, window, concurrency_cap));
     out
+}
+
+/// A closed loop's users moving in waves. Alike requests sent together end
+/// together when the server runs them in one batch, and their users send
+/// again together: each wave's prompts prefill together, wave after wave
+/// (a real NIM behind genai-perf did so for a whole run; docs/simulator.md,
+/// "A real closed loop stayed in lockstep"). A wave may come in parts a step
+/// apart (a request that reached an idle server alone took its first token
+/// a step before the rest, and stays a step ahead), so sends, in time order,
+/// are joined when each came within one and a half steps (the median chunk
+/// gap; 1 % of the mean gap between sends when longer, or when nothing
+/// streamed) of the one before. Told when at least 45 % of the sends were
+/// joined so, and three times the share that users sending at independent
+/// times would give (1 − e^(−window / mean gap)): with so many users that
+/// independent sends crowd that close anyway, nothing is told.
+/// `concurrency_cap` is the plan's in-flight cap; without one (an open
+/// loop's schedule) nothing is told.
+fn lockstep(ok: &[&RequestRecord], summary: &Summary, concurrency_cap: Option<usize>) -> Option<Diagnosis> {
+    let users = concurrency_cap.filter(|&c| c >= 2)?;
+    if ok.len() < (4 * users).max(20) {
+        return None;
+    }
+    let mut sent: Vec<Duration> = ok.iter().map(|r| r.sent).collect();
+    sent.sort_unstable();
+    let gaps = sent.len() - 1;
+    let mean_gap = (sent[gaps] - sent[0]).as_secs_f64() / gaps as f64;
+    if mean_gap <= 0.0 {
+        return None;
+    }
+    let step = summary.chunk_gap_ms.p(50.0).unwrap_or(0.0) / 1e3;
+    let window = (1.5 * step).max(0.01 * mean_gap);
+    let joined = sent.windows(2).filter(|w| (w[1] - w[0]).as_secs_f64() <= window).count();
+    let share = joined as f64 / gaps as f64;
+    let independent = 1.0 - (-window / mean_gap).exp();
+    if share < 0.45 || share < 3.0 * independent {
+        return None;
+    }
+    let wave = sent.len() as f64 / (sent.len() - joined) as f64;
+    let ttft = summary.ttft_ms.p(50.0).map(|t| format!(" (p50 {t:.1} ms here)")).unwrap_or_default();
+    let ramp = summary.e2e_ms.p(50.0).map(|e| format!(" {:.1}s", e / 1e3)).unwrap_or_default();
+    Some(Diagnosis {
+        kind: DiagnosisKind::Lockstep,
+        message: format!(
+            "the {users} users moved in lockstep: {:.0}% of the sends came within {:.1} ms of the one before \
+             (users sending at independent times would put about {:.0}% there), in bursts of {wave:.1} sends on \
+             average. Alike \
+             requests sent together end together when the server runs them in one batch, and go again together: \
+             each wave's prompts prefill together, so TTFT{ttft} is a wave's, not a lone arrival's. To measure \
+             arrivals apart, start the users over about one request's time (--ramp-up{ramp}) or send on a \
+             schedule (--rate)",
+            100.0 * share,
+            window * 1e3,
+            100.0 * independent,
+        ),
+    })
 }
 
 /// How late goodput's simulated server may run against its own timeline
@@ -1028,6 +1084,58 @@ mod tests {
         let mut busy = lone.clone();
         busy.extend((0..40).map(|k| stream(100 + k, 50 * k, &[50 * k + 60, 50 * k + 70])));
         assert_eq!(prefill_stalls(&measured(&busy), &Distribution::default()), None);
+    }
+
+    #[test]
+    fn users_sending_in_waves_are_told_and_users_apart_are_not() {
+        // Requests of 50 chunks, 10 ms apart after an 80 ms TTFT: each
+        // takes 570 ms. Each user sends 40, one when its last ends.
+        let run = |sends: Vec<u64>| -> Vec<RequestRecord> {
+            sends
+                .into_iter()
+                .enumerate()
+                .map(|(k, s)| stream(k as u64, s, &(0..50).map(|i| s + 80 + 10 * i).collect::<Vec<_>>()))
+                .collect()
+        };
+        let told = |records: &[RequestRecord], cap: Option<usize>| {
+            let summary = analyze(records, &AnalysisOptions::default()).summary;
+            lockstep(&measured(records), &summary, cap).map(|d| d.message)
+        };
+        let loop_of = |users: u64, start: &dyn Fn(u64) -> u64| -> Vec<u64> {
+            (0..40 * users).map(|k| start(k % users) + 570 * (k / users)).collect()
+        };
+        // Waves of 5 sent in the same millisecond, every 570 ms.
+        let waves = run(loop_of(5, &|_| 0));
+        let m = told(&waves, Some(5)).expect("waves of five");
+        assert!(m.starts_with("the 5 users moved in lockstep: 80% of the sends came within"), "{m}");
+        assert!(m.contains("in bursts of 5.0 sends"), "{m}");
+        assert!(m.contains("TTFT (p50 80.0 ms here)") && m.contains("--ramp-up 0.6s"), "{m}");
+        assert!(
+            m.contains("within 15.0 ms of the one before (users sending at independent times would put about 13%"),
+            "{m}"
+        );
+        // A wave in two parts a step apart (one request a step ahead of
+        // the rest, as one that reached an idle server alone) is one wave.
+        let parts = told(&run(loop_of(5, &|u| if u == 0 { 0 } else { 10 })), Some(5)).expect("a wave in parts");
+        assert!(parts.contains("in bursts of 5.0 sends"), "{parts}");
+        // Two users in step: waves of 2 are told.
+        assert!(told(&run(loop_of(2, &|_| 0)), Some(2)).unwrap().contains("in bursts of 2.0"));
+        // The same users a fifth of a request apart: nothing.
+        assert_eq!(told(&run(loop_of(5, &|u| 114 * u)), Some(5)), None);
+        // Users that joined at independent times (a fixed pseudo-random
+        // draw each): nothing either.
+        let mut x = 12345u64;
+        let joins: Vec<u64> = (0..5)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 33) % 570
+            })
+            .collect();
+        assert_eq!(told(&run(loop_of(5, &|u| joins[u as usize])), Some(5)), None);
+        // No cap (an open loop's schedule), one user, or too few requests.
+        assert_eq!(told(&waves, None), None);
+        assert_eq!(told(&waves, Some(1)), None);
+        assert_eq!(told(&waves[..19], Some(5)), None);
     }
 
     #[test]
