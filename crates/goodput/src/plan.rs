@@ -1027,12 +1027,22 @@ impl Search<'_> {
         let server = VirtualServer { engine: &cfg, prompts: self.prompts };
         let mut points: Vec<FrontierPoint> = Vec::new();
         for (k, users) in self.loads(c).into_iter().enumerate() {
-            let plan = self.point_plan(users, k as u64)?;
+            let mut plan = self.point_plan(users, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
-            let (result, _) =
-                estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
+            if self.args.shape.ramp_up.is_none() && users > 1 {
+                plan.ramp_up = self
+                    .one_request_time(server, &plan, &workload)
+                    .with_context(|| format!("{} users per replica, their pilot", users))?;
+                plan.warmup_time = plan.warmup_time.max(plan.ramp_up);
+            }
+            let (result, records) =
+                estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, true)
                     .with_context(|| format!("{} users per replica", users))?;
-            if climbed_to_the_end(&mut points, self.point(c, users, &result)) {
+            let mut point = self.point(c, users, &result);
+            if let Some(rate) = steady_output_rate(&records, plan.ramp_up) {
+                self.set_output_rate(c, &mut point, rate);
+            }
+            if climbed_to_the_end(&mut points, point) {
                 break;
             }
         }
@@ -1099,6 +1109,32 @@ impl Search<'_> {
         p
     }
 
+    /// How long one request takes at `plan`'s load: the mean end-to-end
+    /// time of a pilot of two requests per user, sent together. A point's
+    /// users join over it (its `ramp_up`), so that they send at times of
+    /// their own, as users of a deployment do, rather than in the waves
+    /// that users started together keep (docs/plan.md); the validation's
+    /// closed loops start so too.
+    fn one_request_time(
+        &self,
+        server: VirtualServer,
+        plan: &LoadPlan,
+        workload: &Workload,
+    ) -> Result<std::time::Duration> {
+        let users = plan.concurrency.unwrap_or(1) as u64;
+        let pilot = LoadPlan {
+            requests: Some(2 * users),
+            duration: None,
+            warmup: 0,
+            warmup_time: std::time::Duration::ZERO,
+            ramp_up: std::time::Duration::ZERO,
+            ..plan.clone()
+        };
+        let (result, _) = estimate_result(server, &pilot, workload, self.workload_config.clone(), &self.opts, false)?;
+        let mean_ms = result.summary.e2e_ms.mean.unwrap_or(0.0);
+        Ok(std::time::Duration::from_secs_f64(mean_ms.max(0.0) / 1e3))
+    }
+
     fn point_plan(&self, users: u64, k: u64) -> Result<LoadPlan> {
         let a = self.args;
         let requests = a.shape.requests.unwrap_or_else(|| (users * a.requests_per_user).max(MIN_REQUESTS));
@@ -1109,6 +1145,25 @@ impl Search<'_> {
         let seed = crate::cli::Seed { value: a.shape.seed.of_run(k), drawn: false };
         let shape = crate::cli::ShapeArgs { requests: Some(requests), warmup, seed, ..a.shape.clone() };
         setup::shaped_plan(&shape, Some(users as usize), None, None, std::time::Duration::from_secs(5))
+    }
+
+    /// Sets a point's output rate and what follows from it to one
+    /// replica's `rate` (output tokens/s) times the replicas; its goodput
+    /// keeps its share of the output.
+    fn set_output_rate(&self, c: &Candidate, p: &mut FrontierPoint, rate: f64) {
+        let total = rate * f64::from(c.engines());
+        let gpus = f64::from(c.gpus());
+        if p.output_tokens_per_s > 0.0 {
+            let scale = total / p.output_tokens_per_s;
+            p.goodput_tokens_per_s = p.goodput_tokens_per_s.map(|g| g * scale);
+        }
+        p.output_tokens_per_s = total;
+        p.output_tokens_per_s_per_gpu = total / gpus;
+        p.usd_per_million_output_tokens = self.args.gpu[c.offer]
+            .usd_per_hour
+            .map(|u| u * gpus)
+            .filter(|_| total > 0.0)
+            .map(|u| u / (total * 3600.0) * 1e6);
     }
 
     /// A point of `c` at `users` per replica, from one replica's result:
@@ -1144,4 +1199,28 @@ impl Search<'_> {
             extra: Extra::new(),
         }
     }
+}
+
+/// A closed loop's output tokens/s while every user is in it: the tokens
+/// streamed after `joined` (the end of the users' ramp-up; the first send
+/// without one) and up to the last send, over that time. Before it users
+/// are still joining; after it they leave one by one as their last answers
+/// end. The run's own window (first measured send to last end) takes in
+/// both edges, and where users send at times of their own those edges run
+/// at part load, a large share of a point's few requests per user. `None`
+/// when nothing streamed in that time.
+fn steady_output_rate(records: &[goodput_core::RequestRecord], joined: std::time::Duration) -> Option<f64> {
+    let first = records.iter().map(|r| r.sent).min()?;
+    let from = joined.max(first);
+    let to = records.iter().map(|r| r.sent).max()?;
+    if to <= from {
+        return None;
+    }
+    let tokens: u64 = records
+        .iter()
+        .flat_map(|r| r.chunks.iter())
+        .filter(|ch| ch.t > from && ch.t <= to)
+        .map(|ch| u64::from(ch.tokens))
+        .sum();
+    (tokens > 0).then(|| tokens as f64 / (to - from).as_secs_f64())
 }

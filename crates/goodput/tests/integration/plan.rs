@@ -484,3 +484,37 @@ fn plan_searches_pools_of_their_own_ep() {
     let err = goodput().args(["plan", "--gpu", "h100", "--model", "qwen3-30b-a3b", "--pd", "1xEP3:1"]).refusal();
     assert!(err.contains("128 experts") && err.contains("prefill pool EP 3"), "{err}");
 }
+
+/// A point's users join over one request's time, so they send at times of
+/// their own rather than in the waves users started together keep: the
+/// same point with `--ramp-up 0s` (together) has a far longer TTFT. Its
+/// output tokens/s, counted while every user is in the loop, does not
+/// move with the requests each user sends (counted over the run's window,
+/// the part-loaded edges would weigh less as the run grows).
+#[test]
+fn a_point_s_users_start_apart_unless_a_ramp_up_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = |name: &str, per_user: &str, extra: &[&str]| -> Value {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--tp", "1"])
+            .args(["--precision", "bf16", "--max-num-batched-tokens", "8192", "--max-num-seqs", "64"])
+            .args(["--input-tokens", "1024", "--output-tokens", "64", "--concurrency", "32"])
+            .args(["--requests-per-user", per_user, "--percentile", "50", "-o"])
+            .arg(&out)
+            .args(extra)
+            .assert()
+            .success();
+        let doc = read_json(&out);
+        doc["configs"][0]["points"][0].clone()
+    };
+    let (apart, together) = (one("apart.json", "4", &[]), one("together.json", "4", &["--ramp-up", "0s"]));
+    let f = |p: &Value, k: &str| p[k].as_f64().unwrap();
+    let (ttft_apart, ttft_together) = (f(&apart, "ttft_ms"), f(&together, "ttft_ms"));
+    // Together, 32 prompts of 1,024 tokens prefill in four steps of 8,192
+    // every cycle; apart, a prompt seldom waits for more than one other.
+    assert!(ttft_apart < 0.5 * ttft_together, "TTFT p50 {ttft_apart:.1} ms apart, {ttft_together:.1} together");
+    let longer = one("apart16.json", "16", &[]);
+    let (short, long) = (f(&apart, "output_tokens_per_s"), f(&longer, "output_tokens_per_s"));
+    assert!((short / long - 1.0).abs() < 0.02, "{short:.0} tokens/s at 4 requests a user, {long:.0} at 16");
+}
