@@ -1038,11 +1038,8 @@ impl Search<'_> {
             let (result, records) =
                 estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, true)
                     .with_context(|| format!("{} users per replica", users))?;
-            let mut point = self.point(c, users, &result);
-            if let Some(rate) = steady_output_rate(&records, plan.ramp_up) {
-                self.set_output_rate(c, &mut point, rate);
-            }
-            if climbed_to_the_end(&mut points, point) {
+            let steady = steady_output_rate(&records, plan.ramp_up);
+            if climbed_to_the_end(&mut points, self.point(c, users, &result, steady)) {
                 break;
             }
         }
@@ -1097,16 +1094,22 @@ impl Search<'_> {
     /// at `rate` requests/s offered.
     fn whole_point(&self, c: &Candidate, rate: f64, r: &goodput_core::RunResult) -> FrontierPoint {
         // One replica's result scaled by 1 is the whole's.
-        let mut p = self.point(&Candidate { dp: c.ranks(), ..c.clone() }, 0, r);
+        let mut p = self.point(&Candidate { dp: c.ranks(), ..c.clone() }, 0, r, None);
         let gpus = f64::from(c.gpus());
         p.load = Load::Rate(rate);
         p.output_tokens_per_s_per_gpu = p.output_tokens_per_s / gpus;
-        p.usd_per_million_output_tokens = self.args.gpu[c.offer]
+        p.usd_per_million_output_tokens = self.usd_per_million(c, gpus, p.output_tokens_per_s);
+        p
+    }
+
+    /// What a million output tokens cost on `gpus` of `c`'s offer at `total`
+    /// output tokens/s; `None` without a price or without output.
+    fn usd_per_million(&self, c: &Candidate, gpus: f64, total: f64) -> Option<f64> {
+        self.args.gpu[c.offer]
             .usd_per_hour
             .map(|u| u * gpus)
-            .filter(|_| p.output_tokens_per_s > 0.0)
-            .map(|u| u / (p.output_tokens_per_s * 3600.0) * 1e6);
-        p
+            .filter(|_| total > 0.0)
+            .map(|u| u / (total * 3600.0) * 1e6)
     }
 
     /// How long one request takes at `plan`'s load: the mean end-to-end
@@ -1148,38 +1151,23 @@ impl Search<'_> {
         setup::shaped_plan(&shape, Some(users as usize), None, None, std::time::Duration::from_secs(5))
     }
 
-    /// Sets a point's output rate and what follows from it to one
-    /// replica's `rate` (output tokens/s) times the replicas; its goodput
-    /// keeps its share of the output.
-    fn set_output_rate(&self, c: &Candidate, p: &mut FrontierPoint, rate: f64) {
-        let total = rate * f64::from(c.engines());
-        let gpus = f64::from(c.gpus());
-        if p.output_tokens_per_s > 0.0 {
-            let scale = total / p.output_tokens_per_s;
-            p.goodput_tokens_per_s = p.goodput_tokens_per_s.map(|g| g * scale);
-        }
-        p.output_tokens_per_s = total;
-        p.output_tokens_per_s_per_gpu = total / gpus;
-        p.usd_per_million_output_tokens = self.args.gpu[c.offer]
-            .usd_per_hour
-            .map(|u| u * gpus)
-            .filter(|_| total > 0.0)
-            .map(|u| u / (total * 3600.0) * 1e6);
-    }
-
     /// A point of `c` at `users` per replica, from one replica's result:
     /// throughput per GPU and speed per user are the replica's; the
     /// configuration's totals are its units' count (`dp` replicas or
     /// disaggregated units, or `dp` over an expert-parallel group's ranks)
     /// times its.
-    fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult) -> FrontierPoint {
+    /// `steady`: the replica's output tokens/s counted while every user was
+    /// in the loop ([`steady_output_rate`]), which takes the place of the
+    /// run's window's; its goodput keeps its share of the output.
+    fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult, steady: Option<f64>) -> FrontierPoint {
         let s = &r.summary;
         let dp = f64::from(c.engines());
-        let replica = s.throughput.output_tokens_per_s;
+        let window = s.throughput.output_tokens_per_s;
+        let replica = steady.unwrap_or(window);
+        let scale = if window > 0.0 { replica / window } else { 1.0 };
         let total = replica * dp;
         let gpus = f64::from(c.gpus());
         let tpot = s.tpot_ms.p(self.percentile);
-        let usd_per_hour = self.args.gpu[c.offer].usd_per_hour.map(|p| p * gpus);
         FrontierPoint {
             load: Load::Concurrency(users * u64::from(c.engines())),
             output_tokens_per_s: total,
@@ -1187,9 +1175,9 @@ impl Search<'_> {
             tokens_per_s_per_user: tpot.filter(|&t| t > 0.0).map(|t| 1000.0 / t),
             ttft_ms: s.ttft_ms.p(self.percentile),
             tpot_ms: tpot,
-            goodput_tokens_per_s: s.goodput.as_ref().map(|g| g.output_tokens_per_s * dp),
+            goodput_tokens_per_s: s.goodput.as_ref().map(|g| g.output_tokens_per_s * scale * dp),
             meets_slo: meets_slo(r, self.attainment),
-            usd_per_million_output_tokens: usd_per_hour.filter(|_| total > 0.0).map(|u| u / (total * 3600.0) * 1e6),
+            usd_per_million_output_tokens: self.usd_per_million(c, gpus, total),
             // Both per token or per provisioned watt: a replica's are the
             // configuration's.
             joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token),
