@@ -1158,7 +1158,8 @@ impl Search<'_> {
     /// times its.
     /// `steady`: the replica's output tokens/s counted while every user was
     /// in the loop ([`steady_output_rate`]), which takes the place of the
-    /// run's window's; its goodput keeps its share of the output.
+    /// run's window's; its goodput keeps its share of the output, and its
+    /// tokens/s per provisioned megawatt follow it.
     fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult, steady: Option<f64>) -> FrontierPoint {
         let s = &r.summary;
         let dp = f64::from(c.engines());
@@ -1181,7 +1182,11 @@ impl Search<'_> {
             // Both per token or per provisioned watt: a replica's are the
             // configuration's.
             joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token),
-            output_tokens_per_s_per_mw: r.energy.as_ref().and_then(|e| e.output_tokens_per_s_per_provisioned_mw),
+            output_tokens_per_s_per_mw: r
+                .energy
+                .as_ref()
+                .and_then(|e| e.output_tokens_per_s_per_provisioned_mw)
+                .map(|m| m * scale),
             completed: s.requests.completed * u64::from(c.engines()),
             failed: s.requests.failed * u64::from(c.engines()),
             steady: None,

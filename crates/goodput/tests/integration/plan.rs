@@ -514,6 +514,11 @@ fn a_point_s_users_start_apart_unless_a_ramp_up_is_given() {
     // Together, 32 prompts of 1,024 tokens prefill in four steps of 8,192
     // every cycle; apart, a prompt seldom waits for more than one other.
     assert!(ttft_apart < 0.5 * ttft_together, "TTFT p50 {ttft_apart:.1} ms apart, {ttft_together:.1} together");
+    // Output tokens/s per provisioned megawatt is the same rate (one H100
+    // of 700 W).
+    let per_mw = f(&apart, "output_tokens_per_s_per_mw");
+    let rate = f(&apart, "output_tokens_per_s");
+    assert!((per_mw * 700.0 / 1e6 - rate).abs() < 1e-6 * rate, "{per_mw} per MW, {rate} tokens/s");
     let longer = one("apart16.json", "16", &[]);
     let (short, long) = (f(&apart, "output_tokens_per_s"), f(&longer, "output_tokens_per_s"));
     assert!((short / long - 1.0).abs() < 0.02, "{short:.0} tokens/s at 4 requests a user, {long:.0} at 16");
