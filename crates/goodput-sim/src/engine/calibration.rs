@@ -227,6 +227,19 @@ impl Calibration {
     }
 }
 
+/// The front end's serial work, one piece at a time: `work` on what reached
+/// it at `at` starts when both are there (`free`: when its work before
+/// ends), and keeps it busy until it ends. Returns the start. Virtual time
+/// and the engine server's wall clock both queue so.
+pub(crate) fn serial_start<T>(free: &mut T, at: T, work: Duration) -> T
+where
+    T: Copy + Ord + std::ops::Add<Duration, Output = T>,
+{
+    let start = (*free).max(at);
+    *free = start + work;
+    start
+}
+
 /// `us` microseconds (checked finite and ≥ 0, not bounded: clamped).
 fn micros(us: f64) -> Duration {
     goodput_core::clamped_secs(us / 1e6).min(goodput_core::HORIZON)

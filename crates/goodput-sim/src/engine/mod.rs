@@ -21,6 +21,7 @@ mod scheduler;
 pub mod validate;
 mod virtual_time;
 
+pub(crate) use calibration::serial_start;
 pub use calibration::Calibration;
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, ModelSpec, Moe, Precision};
 pub use config::{

@@ -177,9 +177,7 @@ impl EngineServer {
         if serial.is_zero() {
             return arrived + frontend;
         }
-        let mut free = super::metrics::lock(&self.frontend_free);
-        let start = (*free).max(arrived);
-        *free = start + serial;
+        let start = crate::engine::serial_start(&mut *lock(&self.frontend_free), arrived, serial);
         start + serial.max(frontend)
     }
 
@@ -193,9 +191,8 @@ impl EngineServer {
         if work.is_zero() {
             return None;
         }
-        let mut free = super::metrics::lock(&self.frontend_free);
-        *free = (*free).max(tokio::time::Instant::now()) + work;
-        Some(*free)
+        let start = crate::engine::serial_start(&mut *lock(&self.frontend_free), tokio::time::Instant::now(), work);
+        Some(start + work)
     }
 
     pub fn prometheus(&self) -> String {

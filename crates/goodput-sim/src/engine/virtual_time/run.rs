@@ -6,6 +6,7 @@ use super::disagg::Pools;
 use super::*;
 use crate::engine::router::Router;
 use crate::engine::scheduler::EngineStats;
+use crate::engine::serial_start;
 use goodput_core::load::dispatch::{Action, Dispatcher};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -137,8 +138,7 @@ impl<'a> VirtualRun<'a> {
             if self.jitter { self.cfg.calibration.frontend_delay(i as u64, self.load.seed) } else { self.frontend };
         // The front end's serial share: a request waits for those before it.
         let serial = self.cfg.calibration.frontend_serial(self.load.requests[i].input_tokens as u64);
-        let start = sent.max(self.frontend_free);
-        self.frontend_free = start + serial;
+        let start = serial_start(&mut self.frontend_free, sent, serial);
         self.frontend_busy += serial;
         let at = start + serial.max(delay);
         let pos = self.transit.partition_point(|&(t, _)| t <= at);
@@ -358,10 +358,8 @@ impl<'a> VirtualRun<'a> {
             // its serial work before them: each reaches its client then.
             let now = if per_token {
                 let work = cfg.calibration.frontend_output(ev.tokens as u64);
-                let at = now.max(self.frontend_free) + work;
-                self.frontend_free = at;
                 self.frontend_busy += work;
-                at
+                serial_start(&mut self.frontend_free, now, work) + work
             } else {
                 now
             };
