@@ -1036,7 +1036,7 @@ impl Search<'_> {
                 plan.warmup_time = plan.warmup_time.max(plan.ramp_up);
             }
             let (result, records) =
-                estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, true)
+                estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
                     .with_context(|| format!("{} users per replica", users))?;
             let steady = steady_output_rate(&records, plan.ramp_up);
             if climbed_to_the_end(&mut points, self.point(c, users, &result, steady)) {
