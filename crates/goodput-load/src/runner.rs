@@ -98,6 +98,18 @@ pub struct TraceSource {
 pub use goodput_core::load::dispatch::Shard;
 
 impl LoadPlan {
+    /// The load as the diagnosis reads it: the cap, and what schedule (if
+    /// any) set the sends.
+    pub fn client_load(&self) -> goodput_core::prometheus::scrape::ClientLoad {
+        use goodput_core::prometheus::scrape::{ClientLoad, Schedule};
+        let schedule = match (&self.trace, self.rate) {
+            (Some(_), _) => Some(Schedule::Trace),
+            (None, Some((r, _))) if r.is_finite() => Some(Schedule::Rate(r)),
+            _ => None,
+        };
+        ClientLoad { concurrency_cap: self.concurrency, schedule }
+    }
+
     /// The requests (or, with sessions, the sessions) counted, warm-up
     /// included, when a count bounds the run (a timed warm-up's size is not
     /// known ahead).

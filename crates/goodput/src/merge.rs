@@ -249,7 +249,7 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     );
     // The server's side from the scrapes of the first shard that took them,
     // on the merged clock.
-    let cap = first.config.load.as_ref().and_then(|l| l.concurrency).map(|c| c as usize);
+    let cap = goodput_core::prometheus::scrape::ClientLoad::of(first.config.load.as_ref());
     let scraped =
         shards.iter().zip(&offsets).find(|(s, _)| s.run.server_signals.as_ref().is_some_and(|g| !g.samples.is_empty()));
     let scrapes_from = match scraped {

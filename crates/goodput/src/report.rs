@@ -200,7 +200,7 @@ fn in_window(records: Vec<RequestRecord>, w: &goodput_core::TimeSlice) -> Result
 /// The server's side and the diagnosis, recomputed from the scrapes and
 /// records for this window and these figures, as the live run drew them.
 fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[RequestRecord], windowed: bool) {
-    let cap = run.config.load.as_ref().and_then(|l| l.concurrency).map(|c| c as usize);
+    let cap = goodput_core::prometheus::scrape::ClientLoad::of(run.config.load.as_ref());
     let imported = goodput_report::read::peers::import_info(&run).is_some();
     let side = match run.server_signals {
         Some(signals) if !signals.samples.is_empty() => ServerSide::Scraped(signals),

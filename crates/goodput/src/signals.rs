@@ -6,7 +6,7 @@ use crate::cli::MetricsArgs;
 use crate::scrape::{ScrapeLog, Scraper};
 use anyhow::Result;
 use goodput_core::analysis::assemble::{attach_server_side, ServerSide};
-use goodput_core::prometheus::scrape::{diagnose, ScrapeSample, ServerSignals};
+use goodput_core::prometheus::scrape::{diagnose, ClientLoad, ScrapeSample, ServerSignals};
 use goodput_core::{RequestRecord, RunResult};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -70,14 +70,14 @@ pub async fn start(
 }
 
 /// Stops the scraping (after one last scrape) and puts its findings into `result`.
-pub async fn finish(s: Option<Scraping>, result: &mut RunResult, records: &[RequestRecord], cap: Option<usize>) {
+pub async fn finish(s: Option<Scraping>, result: &mut RunResult, records: &[RequestRecord], load: ClientLoad) {
     let Some(s) = s else {
-        result.diagnosis = diagnose(records, &result.summary, None, cap);
+        result.diagnosis = diagnose(records, &result.summary, None, load);
         return;
     };
     s.stop.cancel();
     let log = s.task.await.unwrap_or_default();
-    attach(log, s.urls, s.interval, result, records, cap);
+    attach(log, s.urls, s.interval, result, records, load);
 }
 
 /// Builds `server_signals` (with every scrape, so that it can be recomputed),
@@ -88,7 +88,7 @@ pub fn attach(
     interval: Duration,
     result: &mut RunResult,
     records: &[RequestRecord],
-    cap: Option<usize>,
+    load: ClientLoad,
 ) {
     let samples = log
         .points
@@ -110,5 +110,5 @@ pub fn attach(
         samples,
         ..ServerSignals::default()
     };
-    attach_server_side(result, ServerSide::Scraped(signals), records, cap);
+    attach_server_side(result, ServerSide::Scraped(signals), records, load);
 }

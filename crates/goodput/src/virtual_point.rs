@@ -412,6 +412,6 @@ pub fn estimate_result_until(
     result.engine = Some(engine_view(cfg, &run.engine));
     result.energy = Some(energy_of(cfg, &run.engine, result.summary.throughput.output_tokens_per_s));
     // The diagnoses read from records alone hold in virtual time too.
-    attach_server_side(&mut result, ServerSide::Unscraped, &run.records, plan.concurrency);
+    attach_server_side(&mut result, ServerSide::Unscraped, &run.records, plan.client_load());
     Ok((result, run.records))
 }

@@ -5,7 +5,7 @@
 
 use crate::analysis::stability::with_server_queue;
 use crate::doc::config::LoadConfig;
-use crate::prometheus::scrape::ServerSignals;
+use crate::prometheus::scrape::{ClientLoad, ServerSignals};
 use crate::{analyze, AnalysisOptions, Compat, RequestRecord, RunConfig, RunResult, Target, Tool, SCHEMA};
 
 /// What a result document holds beside what its records give.
@@ -95,18 +95,13 @@ impl From<Option<ServerSignals>> for ServerSide {
 /// nothing was scraped, or when a saved document kept no scrapes), and the
 /// growth of the server's queue in the stability verdict, from the scraped
 /// waiting gauge or else the simulated engine's own queue. Every command
-/// that makes or remakes a result goes through here. `concurrency_cap` is a
-/// closed loop's users.
-pub fn attach_server_side(
-    result: &mut RunResult,
-    side: ServerSide,
-    records: &[RequestRecord],
-    concurrency_cap: Option<usize>,
-) {
+/// that makes or remakes a result goes through here. `load` is the
+/// client's: its cap on requests in flight and its rate.
+pub fn attach_server_side(result: &mut RunResult, side: ServerSide, records: &[RequestRecord], load: ClientLoad) {
     result.diagnosis = match side {
         ServerSide::Scraped(mut signals) => {
             let windowed = result.config.report_window.is_some();
-            let d = signals.analyse(records, &result.summary, &result.window, concurrency_cap, windowed);
+            let d = signals.analyse(records, &result.summary, &result.window, load, windowed);
             let warm =
                 signals.window.prefix_cache_hit_rate.and_then(|h| warm_cache_warning(&result.config, records, h));
             result.warnings.extend(warm);
@@ -115,7 +110,7 @@ pub fn attach_server_side(
             result.server_signals = Some(signals);
             d
         }
-        ServerSide::Unscraped => crate::prometheus::scrape::diagnose(records, &result.summary, None, concurrency_cap),
+        ServerSide::Unscraped => crate::prometheus::scrape::diagnose(records, &result.summary, None, load),
         ServerSide::AsSaved { signals, diagnosis } => {
             result.server_signals = signals;
             diagnosis

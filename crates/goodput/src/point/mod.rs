@@ -91,7 +91,7 @@ pub async fn run_point(
     result.stop = Some(crate::until::stop_of(rules.as_deref(), interrupted, p.plan, &recs));
     client_cost::with_client_cost(&mut result, client_cost);
     client_cost::with_client_stalls(&mut result, &stalls, &recs);
-    crate::signals::finish(scraping, &mut result, &recs, p.plan.concurrency).await;
+    crate::signals::finish(scraping, &mut result, &recs, p.plan.client_load()).await;
     Ok((result, recs))
 }
 

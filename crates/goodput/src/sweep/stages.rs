@@ -3,6 +3,7 @@
 use super::*;
 use crate::cli::Stages;
 use goodput_core::analysis::assemble::attach_server_side;
+use goodput_core::prometheus::scrape::{ClientLoad, Schedule};
 
 impl Sweep {
     /// `--stages`: one continuous run whose load steps from stage to
@@ -100,9 +101,16 @@ impl Sweep {
                 &self.opts,
             );
             result.engine = whole.engine.clone();
-            let users = if by_users { load as usize } else { self.args.max_concurrency as usize };
+            let client = if by_users {
+                ClientLoad::closed(load as usize)
+            } else {
+                ClientLoad {
+                    concurrency_cap: Some(self.args.max_concurrency as usize),
+                    schedule: Some(Schedule::Rate(load)),
+                }
+            };
             let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
-            attach_server_side(&mut result, signals.into(), &stage, Some(users));
+            attach_server_side(&mut result, signals.into(), &stage, client);
             let point = if by_users { Load::Concurrency(load as u64) } else { Load::Rate(load) };
             let ttft = goodput_report::series::cdf_of_records(&stage, goodput_report::series::Latency::Ttft);
             self.record(point, "stage", result, Some(ttft))?;

@@ -1303,6 +1303,13 @@ fn users_sent_together_are_told_they_moved_in_lockstep_and_a_ramp_up_spreads_the
     assert!(m.starts_with("the 4 users moved in lockstep") && m.contains("bursts of 4.0 sends"), "{m}");
     let ramp = format!("{:.3}s", e2e_ms / 1e3);
     assert_eq!(run("estimate", &["--ramp-up", &ramp]).0, None, "users started apart stay apart");
+    // An open loop whose cap of 4 holds back its schedule is such a loop,
+    // and the fix named is the cap or the rate; one the cap never holds
+    // back (a request every 2 s) sends on its schedule, and nothing is told.
+    let m = run("estimate", &["--rate", "200"]).0.expect("a cap that binds makes a closed loop of 4");
+    assert!(m.starts_with("the 4 requests the cap lets in flight ("), "{m}");
+    assert!(m.contains("not on the --rate 200 schedule") && m.contains("raise -c until it no longer binds"), "{m}");
+    assert_eq!(run("estimate", &["--rate", "0.5"]).0, None, "sends on a schedule the cap never held back");
     let mut last = None;
     for _ in 0..2 {
         let (told, _) = run("bench", &[]);

@@ -453,15 +453,53 @@ fn thirds(v: &[Option<f64>]) -> Option<(f64, f64)> {
     Some((mean(&vals[..k.max(1)]), mean(&vals[vals.len() - k.max(1)..])))
 }
 
+/// The client's load as the diagnosis reads it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ClientLoad {
+    /// The plan's cap on requests in flight: a closed loop's users, or an
+    /// open loop's `-c`. Waits for it are the plan's own doing.
+    pub concurrency_cap: Option<usize>,
+    /// An open loop's schedule, whose sends go at their times unless the
+    /// cap holds them back. `None` for a closed loop and for `--rate inf`.
+    pub schedule: Option<Schedule>,
+}
+
+/// What set an open loop's send times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Schedule {
+    /// `--rate`, requests (or sessions) a second.
+    Rate(f64),
+    /// `--trace`: a trace's clock.
+    Trace,
+}
+
+impl ClientLoad {
+    /// A closed loop of `users`.
+    pub fn closed(users: usize) -> ClientLoad {
+        ClientLoad { concurrency_cap: Some(users), schedule: None }
+    }
+
+    /// The load a run's document records.
+    pub fn of(load: Option<&crate::doc::config::LoadConfig>) -> ClientLoad {
+        let Some(l) = load else { return ClientLoad::default() };
+        let schedule = match (&l.trace, &l.rate) {
+            (Some(_), _) => Some(Schedule::Trace),
+            (None, Some(r)) if r.0.is_finite() => Some(Schedule::Rate(r.0)),
+            _ => None,
+        };
+        ClientLoad { concurrency_cap: l.concurrency.map(|c| c as usize), schedule }
+    }
+}
+
 /// Diagnosis lines for a run. `window` is `None` when no server metrics were
-/// scraped; `concurrency_cap` is the plan's in-flight cap, whose waits are
-/// the plan's own doing rather than the client's.
+/// scraped.
 pub fn diagnose(
     records: &[RequestRecord],
     summary: &Summary,
     window: Option<&WindowSummary>,
-    concurrency_cap: Option<usize>,
+    load: ClientLoad,
 ) -> Vec<Diagnosis> {
+    let concurrency_cap = load.concurrency_cap;
     let mut out = Vec::new();
     if let Some(w) = window {
         let build_up = queue_build_up(w, concurrency_cap);
@@ -490,7 +528,7 @@ pub fn diagnose(
         out.extend(prefill_stalls(&ok, &summary.chunk_gap_ms).map(told(DiagnosisKind::PrefillStalls)));
     }
     out.extend(tail_degrading(&ok));
-    out.extend(lockstep(&ok, summary, concurrency_cap));
+    out.extend(lockstep(&ok, summary, load));
     out.extend(client_bottleneck(summary, window, concurrency_cap));
     out
 }
@@ -508,10 +546,13 @@ pub fn diagnose(
 /// joined so, and three times the share that users sending at independent
 /// times would give (1 − e^(−window / mean gap)): with so many users that
 /// independent sends crowd that close anyway, nothing is told.
-/// `concurrency_cap` is the plan's in-flight cap; without one (an open
-/// loop's schedule) nothing is told.
-fn lockstep(ok: &[&RequestRecord], summary: &Summary, concurrency_cap: Option<usize>) -> Option<Diagnosis> {
-    let users = concurrency_cap.filter(|&c| c >= 2)?;
+/// Nothing is told without a cap on requests in flight (an open loop's
+/// schedule sets its sends), nor for an open loop with a rate whose sends
+/// mostly kept to its schedule (bursts, if any, are the schedule's). An open
+/// loop whose cap held most sends back is a closed loop of the cap's size,
+/// and told so, with the cap or the rate as the fix.
+fn lockstep(ok: &[&RequestRecord], summary: &Summary, load: ClientLoad) -> Option<Diagnosis> {
+    let users = load.concurrency_cap.filter(|&c| c >= 2)?;
     if ok.len() < (4 * users).max(20) {
         return None;
     }
@@ -524,6 +565,13 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, concurrency_cap: Option<us
     }
     let step = summary.chunk_gap_ms.p(50.0).unwrap_or(0.0) / 1e3;
     let window = (1.5 * step).max(0.01 * mean_gap);
+    // An open loop's sends the cap held back (sent later than scheduled by
+    // more than a timer's lateness: by more than the window).
+    let held = ok.iter().filter(|r| (r.sent.saturating_sub(r.scheduled)).as_secs_f64() > window).count() as f64
+        / ok.len() as f64;
+    if load.schedule.is_some() && held < 0.5 {
+        return None;
+    }
     let joined = sent.windows(2).filter(|w| (w[1] - w[0]).as_secs_f64() <= window).count();
     let share = joined as f64 / gaps as f64;
     let independent = 1.0 - (-window / mean_gap).exp();
@@ -532,17 +580,49 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, concurrency_cap: Option<us
     }
     let wave = sent.len() as f64 / (sent.len() - joined) as f64;
     let ttft = summary.ttft_ms.p(50.0).map(|t| format!(" (p50 {t:.1} ms here)")).unwrap_or_default();
-    let ramp = summary.e2e_ms.p(50.0).map(|e| format!(" {:.1}s", e / 1e3)).unwrap_or_default();
+    let e2e_p50 = summary.e2e_ms.p(50.0);
+    let per_s = e2e_p50
+        .filter(|&e| e > 0.0)
+        .map(|e| {
+            format!(" (under about {:.1}/s: {users} / the {:.2}s a request took)", users as f64 / (e / 1e3), e / 1e3)
+        })
+        .unwrap_or_default();
+    let held_back = |what: &str| {
+        format!(
+            "the {users} requests the cap lets in flight ({:.0}% of the sends waited for a free one, so requests \
+             went when others ended, not on {what})",
+            100.0 * held
+        )
+    };
+    let (who, fix) = match load.schedule {
+        None => (
+            format!("the {users} users"),
+            format!(
+                "start the users over about one request's time (--ramp-up{}) or send on a schedule (--rate)",
+                e2e_p50.map(|e| format!(" {:.1}s", e / 1e3)).unwrap_or_default()
+            ),
+        ),
+        Some(Schedule::Rate(rate)) => (
+            held_back(&format!("the --rate {rate} schedule")),
+            format!("raise -c until it no longer binds, or send at a rate {users} in flight keep up with{per_s}"),
+        ),
+        Some(Schedule::Trace) => (
+            held_back("the trace's clock"),
+            format!(
+                "raise -c until it no longer binds, or replay the trace slower (--trace-speed) so that {users} in \
+                 flight keep up with it{per_s}"
+            ),
+        ),
+    };
     Some(Diagnosis {
         kind: DiagnosisKind::Lockstep,
         message: format!(
-            "the {users} users moved in lockstep: {:.0}% of the sends came within {:.1} ms of the one before \
+            "{who} moved in lockstep: {:.0}% of the sends came within {:.1} ms of the one before \
              (users sending at independent times would put about {:.0}% there), in bursts of {wave:.1} sends on \
              average. Alike \
              requests sent together end together when the server runs them in one batch, and go again together: \
              each wave's prompts prefill together, so TTFT{ttft} is a wave's, not a lone arrival's. To measure \
-             arrivals apart, start the users over about one request's time (--ramp-up{ramp}) or send on a \
-             schedule (--rate)",
+             arrivals apart, {fix}",
             100.0 * share,
             window * 1e3,
             100.0 * independent,
@@ -897,7 +977,7 @@ mod tests {
 
     fn told(w: &WindowSummary, kind: DiagnosisKind) -> Option<String> {
         let summary = analyze(&[], &AnalysisOptions::default()).summary;
-        diagnose(&[], &summary, Some(w), None).into_iter().find(|d| d.kind == kind).map(|d| d.message)
+        diagnose(&[], &summary, Some(w), ClientLoad::default()).into_iter().find(|d| d.kind == kind).map(|d| d.message)
     }
 
     #[test]
@@ -946,7 +1026,7 @@ mod tests {
     fn a_prefix_cache_effect_is_told_only_with_both_groups_large_enough() {
         let prefix_note = |records: &[RequestRecord]| {
             let summary = analyze(records, &AnalysisOptions::default()).summary;
-            let d = diagnose(records, &summary, Some(&window(0.2)), None);
+            let d = diagnose(records, &summary, Some(&window(0.2)), ClientLoad::default());
             d.into_iter().find(|d| d.kind == DiagnosisKind::PrefixCache).expect("a hit rate of 20% is told").message
         };
         // Every chat after the first finds its template's block: one cold
@@ -1099,7 +1179,8 @@ mod tests {
         };
         let told = |records: &[RequestRecord], cap: Option<usize>| {
             let summary = analyze(records, &AnalysisOptions::default()).summary;
-            lockstep(&measured(records), &summary, cap).map(|d| d.message)
+            lockstep(&measured(records), &summary, ClientLoad { concurrency_cap: cap, schedule: None })
+                .map(|d| d.message)
         };
         let loop_of = |users: u64, start: &dyn Fn(u64) -> u64| -> Vec<u64> {
             (0..40 * users).map(|k| start(k % users) + 570 * (k / users)).collect()
@@ -1136,6 +1217,32 @@ mod tests {
         assert_eq!(told(&waves, None), None);
         assert_eq!(told(&waves, Some(1)), None);
         assert_eq!(told(&waves[..19], Some(5)), None);
+
+        // An open loop of 20 requests a second capped at 5 in flight, where
+        // 5 in flight keep up with 8.8 a second: the cap holds the sends
+        // back (each goes when a request ends, 50 ms to 15 s after its
+        // time), and the fix named is the cap or the rate, not --rate.
+        let open = |records: &[RequestRecord], scheduled_ms: &dyn Fn(usize) -> u64| {
+            let mut records = records.to_vec();
+            for (k, r) in records.iter_mut().enumerate() {
+                r.scheduled = Duration::from_millis(scheduled_ms(k));
+            }
+            let summary = analyze(&records, &AnalysisOptions::default()).summary;
+            let load = ClientLoad { concurrency_cap: Some(5), schedule: Some(Schedule::Rate(20.0)) };
+            lockstep(&measured(&records), &summary, load).map(|d| d.message)
+        };
+        let m = open(&waves, &|k| 50 * k as u64).expect("a cap that binds");
+        assert!(m.starts_with("the 5 requests the cap lets in flight (98% of the sends waited for a free one"), "{m}");
+        assert!(m.contains("not on the --rate 20 schedule"), "{m}");
+        assert!(
+            m.contains("raise -c until it no longer binds") && m.contains("(under about 8.8/s: 5 / the 0.57s"),
+            "{m}"
+        );
+        assert!(!m.contains("--ramp-up"), "{m}");
+        // The same bursts as the schedule's own, sent on time (a bursty
+        // arrival process under a cap that never bound): nothing.
+        let on_time: Vec<u64> = waves.iter().map(|r| r.sent.as_millis() as u64).collect();
+        assert_eq!(open(&waves, &|k| on_time[k]), None);
     }
 
     #[test]
@@ -1148,7 +1255,7 @@ mod tests {
         records.extend(stalls.iter().enumerate().map(|(k, &s)| stream(10 + k as u64, s, &[s + 100, s + 110])));
         let summary = analyze(&records, &AnalysisOptions::default()).summary;
         let kinds = |w: &WindowSummary| -> Vec<DiagnosisKind> {
-            diagnose(&records, &summary, Some(w), Some(4)).into_iter().map(|d| d.kind).collect()
+            diagnose(&records, &summary, Some(w), ClientLoad::closed(4)).into_iter().map(|d| d.kind).collect()
         };
         let mut w = ttft(28.0, 50.0, 50.0, (0.0, 1e6));
         assert!(kinds(&w).contains(&DiagnosisKind::PrefillStalls), "no lateness told: prefills");
@@ -1164,7 +1271,7 @@ mod tests {
         };
         // Steps late by 2.7 s at worst, as on a busy machine: the simulator.
         w.histograms.insert(HistogramSignal::SimLateness, late(2700.0));
-        let d = diagnose(&records, &summary, Some(&w), Some(4));
+        let d = diagnose(&records, &summary, Some(&w), ClientLoad::closed(4));
         let told = d.iter().find(|d| d.kind == DiagnosisKind::SimulatorLate).expect("the lateness is told");
         assert!(
             told.message.contains("2700 ms at p99") && told.message.contains("machine was busy"),
@@ -1213,7 +1320,10 @@ mod tests {
         // The waits are most of TTFT though the gauges show no batch at its
         // cap: told from the histogram.
         let kinds = |w: &WindowSummary| -> Vec<(DiagnosisKind, String)> {
-            diagnose(&records, &summary, Some(w), None).into_iter().map(|d| (d.kind, d.message)).collect()
+            diagnose(&records, &summary, Some(w), ClientLoad::default())
+                .into_iter()
+                .map(|d| (d.kind, d.message))
+                .collect()
         };
         let d = kinds(&w);
         assert!(
@@ -1234,14 +1344,14 @@ mod tests {
         // The same gauges under a client of 32 users: the plateau is the
         // client's concurrency, not the server's batch limit.
         let w = queued(40.0, 247.0, 100.0, Some((32.0, 3.0)));
-        let d: Vec<Diagnosis> = diagnose(&records, &summary, Some(&w), Some(32));
+        let d: Vec<Diagnosis> = diagnose(&records, &summary, Some(&w), ClientLoad::closed(32));
         let m = &d.iter().find(|d| d.kind == DiagnosisKind::QueueBuildUp).unwrap().message;
         assert!(
             m.contains("the client's concurrency (32), not a batch limit") && !m.contains("at its batch limit"),
             "{m}"
         );
         // A client allowing more than the server ran: the server's limit.
-        let d: Vec<Diagnosis> = diagnose(&records, &summary, Some(&w), Some(256));
+        let d: Vec<Diagnosis> = diagnose(&records, &summary, Some(&w), ClientLoad::closed(256));
         let m = &d.iter().find(|d| d.kind == DiagnosisKind::QueueBuildUp).unwrap().message;
         assert!(m.contains("the server is at its batch limit"), "{m}");
         // A server that counted other requests too: no split.

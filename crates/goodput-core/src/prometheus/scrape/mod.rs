@@ -17,7 +17,7 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
-pub use diagnose::{cross_check, diagnose, CrossCheck};
+pub use diagnose::{cross_check, diagnose, ClientLoad, CrossCheck, Schedule};
 pub use histogram::{histogram_quantile, Bucket, Histogram};
 pub use parse::{parse, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape};
 pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
@@ -78,7 +78,7 @@ impl ServerSignals {
     /// bracket it, so that counters cover all of it: a scrape falls inside
     /// the window only by chance at its edges) and over the whole run,
     /// cross-checks them against the client's `records` and `summary`, and
-    /// gives the diagnosis. `concurrency_cap` is a closed loop's users;
+    /// gives the diagnosis. `load` is the client's (its cap and rate);
     /// `windowed`, records of a stretch of the run (`report --window`),
     /// whose counts are not set against the server's.
     /// Nothing to recompute without samples: the saved summary stays, and
@@ -88,11 +88,11 @@ impl ServerSignals {
         records: &[RequestRecord],
         summary: &Summary,
         window: &Window,
-        concurrency_cap: Option<usize>,
+        load: ClientLoad,
         windowed: bool,
     ) -> Vec<Diagnosis> {
         if self.samples.is_empty() {
-            return diagnose(records, summary, None, concurrency_cap);
+            return diagnose(records, summary, None, load);
         }
         let (t1, t2) = (crate::clamped_secs(window.start_s), crate::clamped_secs(window.end_s));
         let times = || self.samples.iter().map(|s| s.t);
@@ -104,7 +104,7 @@ impl ServerSignals {
         // A stretch of the run (report --window) has no whole run to count against.
         let whole = (!windowed).then(|| summarize_points(points(), Duration::ZERO, last));
         self.cross_check = Some(cross_check(records, summary, &inside, whole.as_ref()));
-        let diagnosis = diagnose(records, summary, Some(&inside), concurrency_cap);
+        let diagnosis = diagnose(records, summary, Some(&inside), load);
         self.engine = inside.engine;
         self.window = inside;
         diagnosis

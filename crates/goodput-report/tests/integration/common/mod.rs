@@ -374,7 +374,13 @@ pub fn server_run() -> RunResult {
         samples,
         ..ServerSignals::default()
     };
-    run.diagnosis = signals.analyse(&recs, &run.summary, &run.window, Some(p.concurrency as usize), false);
+    run.diagnosis = signals.analyse(
+        &recs,
+        &run.summary,
+        &run.window,
+        goodput_core::prometheus::scrape::ClientLoad::closed(p.concurrency as usize),
+        false,
+    );
     run.server_signals = Some(signals);
     run
 }
