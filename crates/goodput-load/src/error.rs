@@ -170,6 +170,12 @@ pub enum PlanError {
     TraceAndTurns,
     #[error("--trace brings its own send times: drop --ramp-up")]
     TraceAndRampUp,
+    #[error(
+        "--rate inf sends every request at the start, so a warm-up by time (--warmup 30s) or a --ramp-up, whose \
+         sends are warm-up, would take every request and leave none to measure: give the warm-up as a count \
+         (--warmup 10), a finite --rate to ramp up, or -c N without --rate to bring users in one by one"
+    )]
+    InstantWarmupTime,
     #[error("--requests must be at least 1")]
     NoRequests,
     #[error("--concurrency must be at least 1")]

@@ -199,6 +199,9 @@ impl LoadPlan {
         if self.trace.is_some() && !self.ramp_up.is_zero() {
             return Err(PlanError::TraceAndRampUp);
         }
+        if self.rate.is_some_and(|(r, _)| r.is_infinite()) && !self.warmup_time.is_zero() {
+            return Err(PlanError::InstantWarmupTime);
+        }
         if self.requests == Some(0) {
             return Err(PlanError::NoRequests);
         }

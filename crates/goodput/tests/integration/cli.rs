@@ -970,6 +970,18 @@ fn a_timed_warmup_comes_before_the_measured_requests() {
     std::fs::write(&trace, "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5}\n").unwrap();
     let err = goodput().args(["bench", "-q", "--ramp-up", "1s", "--trace"]).arg(&trace).refusal();
     assert!(err.contains("drop --ramp-up"), "{err}");
+    // Every request of --rate inf is due at the start: a warm-up by time
+    // (a ramp-up's included) would take them all and never end (it once
+    // did, drawing warm-up sends until memory ran out). Refused; a
+    // warm-up by count is not.
+    for (command, extra) in [("estimate", "--ramp-up"), ("bench", "--ramp-up"), ("estimate", "--warmup")] {
+        let err = goodput().args([command, "-q", "-n", "5", "--rate", "inf", extra, "1s"]).refusal();
+        assert!(err.contains("--rate inf sends every request at the start") && err.contains("(--warmup 10)"), "{err}");
+    }
+    goodput()
+        .args(["estimate", "-q", "-n", "5", "--rate", "inf", "-c", "2", "--warmup", "2", "--output-tokens", "8"])
+        .assert()
+        .success();
     for load in
         [&["-c", "8"][..], &["-r", "5"][..], &["-c", "8", "--ramp-up", "2s"][..], &["-r", "5", "--ramp-up", "2s"][..]]
     {
