@@ -129,6 +129,19 @@ fn longest_request(w: &Workload) -> Option<(u64, u64, String)> {
     }
 }
 
+/// The most requests (or sessions) one virtual run takes, checked before
+/// their lengths are drawn: a virtual run holds every request's lengths and
+/// record in memory (see [`VIRTUAL_MEMORY_LIMIT`]).
+pub const MAX_VIRTUAL_UNITS: u64 = 2_000_000;
+
+/// The memory a virtual run may hold, by the measured cost of its records:
+/// about 3 KB a request and 24 bytes an output token (`/usr/bin/time` on
+/// `estimate -n 200000 --output-tokens 16`, 610 MB, and `-n 20000
+/// --output-tokens 1024`, 482 MB).
+pub const VIRTUAL_MEMORY_LIMIT: u64 = 8 << 30;
+const VIRTUAL_BYTES_PER_REQUEST: u64 = 3 << 10;
+const VIRTUAL_BYTES_PER_OUTPUT_TOKEN: u64 = 24;
+
 /// The virtual load of a plan: the same request lengths, prefixes and
 /// arrival times a `bench` with the same flags and seed would send. A closed
 /// loop gets `timed_warmup` requests more for those a timed warm-up takes
@@ -151,12 +164,27 @@ pub fn virtual_load(
     // them again; an open loop's arrivals and bounds say here how many
     // units to give lengths to.
     let rules = plan.dispatch_plan();
-    let arrivals = plan.send_times()?.map(|sched| Dispatcher::uncapped_sends(&rules, sched, 10_000_000));
+    let most = MAX_VIRTUAL_UNITS as usize + 1;
+    let arrivals = plan.send_times()?.map(|sched| Dispatcher::uncapped_sends(&rules, sched, most));
     let n = match (&arrivals, plan.requests) {
         (Some(a), _) => a.len() as u64,
-        (None, Some(n)) => n + plan.warmup + timed_warmup,
+        (None, Some(n)) => n.saturating_add(plan.warmup).saturating_add(timed_warmup),
         (None, None) => bail!("a closed-loop estimate needs --requests N (a duration alone gives no request count)"),
     };
+    if n > MAX_VIRTUAL_UNITS {
+        let what = if plan.sessions.is_some() { "sessions" } else { "requests" };
+        let fewer = if arrivals.is_some() { "fewer -n, a shorter --duration or a lower --rate" } else { "fewer -n" };
+        bail!(
+            "this estimate would take {} {what}{}, and a virtual run holds each in memory: it takes at most \
+             {MAX_VIRTUAL_UNITS} (give {fewer}; a sample of a few thousand already gives the percentiles)",
+            if arrivals.is_some() && n as usize == most {
+                "over ".to_string() + &MAX_VIRTUAL_UNITS.to_string()
+            } else {
+                n.to_string()
+            },
+            if plan.warmup > 0 || timed_warmup > 0 { " with its warm-up" } else { "" },
+        );
+    }
     // With sessions, `n` and the arrivals count sessions: each expands into
     // its turns, whose prompts hold the conversation so far.
     let synthetic_only = || {
@@ -212,6 +240,18 @@ pub fn virtual_load(
             sent_at.extend(at);
             context = context.saturating_add(l.output);
         }
+    }
+    let tokens: u64 = requests.iter().map(|r| u64::from(r.output_tokens)).sum();
+    let bytes = VIRTUAL_BYTES_PER_REQUEST * requests.len() as u64 + VIRTUAL_BYTES_PER_OUTPUT_TOKEN * tokens;
+    if bytes > VIRTUAL_MEMORY_LIMIT {
+        bail!(
+            "this estimate would hold about {:.1} GB in memory ({} requests of {tokens} output tokens in all: \
+             about 3 KB a request and 24 bytes a token), over a virtual run's {} GB: give fewer requests or \
+             shorter answers (a sample of a few thousand requests already gives the percentiles)",
+            bytes as f64 / 1e9,
+            requests.len(),
+            VIRTUAL_MEMORY_LIMIT >> 30,
+        );
     }
     Ok(VirtualLoad {
         requests,

@@ -54,6 +54,19 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
     assert!(err.contains("--pp 2"), "{err}");
     let err = refuse(&["--model", "qwen3-235b-a22b", "--precision", "fp8"]);
     assert!(err.contains("--ep 4 --dp 4"), "{err}");
+    // A run too big to hold is refused before anything is drawn (it once
+    // aborted allocating 80 GB for -n 1000000000), as is one whose answers
+    // would take more memory than a run may, and an open loop's schedule
+    // past the bound (it was cut there without a word).
+    let err = goodput().args(["estimate", "-n", "1000000000", "-c", "1"]).refusal();
+    assert!(
+        err.contains("1000000000 requests") && err.contains("at most 2000000") && err.contains("fewer -n"),
+        "{err}"
+    );
+    let err = goodput().args(["estimate", "-n", "100000", "-c", "4", "--output-tokens", "100000"]).refusal();
+    assert!(err.contains("240.3 GB in memory (100000 requests of 10000000000 output tokens"), "{err}");
+    let err = goodput().args(["estimate", "--duration", "2h", "--rate", "1000"]).refusal();
+    assert!(err.contains("over 2000000 requests") && err.contains("a lower --rate"), "{err}");
 }
 
 #[test]
