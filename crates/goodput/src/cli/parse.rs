@@ -324,7 +324,7 @@ pub fn parse_stages(s: &str) -> Result<Stages, String> {
 pub fn parse_counts(s: &str) -> Result<CountList, String> {
     let v: Vec<u64> = parse_list(s)?;
     if v.contains(&0) {
-        return Err("a concurrency must be at least 1".into());
+        return Err("each number in the list must be at least 1".into());
     }
     Ok(CountList(v))
 }
