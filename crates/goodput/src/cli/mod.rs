@@ -88,6 +88,7 @@ mod tests {
         assert!(parse_window("30s").unwrap_err().contains("e.g. 30s..90s"));
         assert!(parse_window("30s..soon").unwrap_err().contains("'soon'"));
         assert!(parse_window("90s..30s").unwrap_err().contains("ends before it starts"));
+        assert!(parse_window("30s..30s").unwrap_err().contains("ends where it starts, and holds no time"));
     }
 
     #[test]

@@ -123,8 +123,11 @@ pub fn parse_window(s: &str) -> Result<goodput_core::TimeSlice, String> {
         within_horizon(t, d).map(Some)
     };
     let (from, to) = (at(from)?.unwrap_or_default(), at(to)?);
-    if to.is_some_and(|to| to <= from) {
+    if to.is_some_and(|to| to < from) {
         return Err(format!("--window '{s}' ends before it starts: {hint}"));
+    }
+    if to == Some(from) {
+        return Err(format!("--window '{s}' ends where it starts, and holds no time: {hint}"));
     }
     Ok(goodput_core::TimeSlice { from, to })
 }
