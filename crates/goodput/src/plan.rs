@@ -993,11 +993,10 @@ impl Search<'_> {
         out
     }
 
-    /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
-    /// to the batch limit (and the limit itself).
-    fn loads(&self, c: &Candidate) -> Vec<u64> {
-        // Disaggregated, the decode pool holds the unit's sequences; an
-        // expert-parallel group, its ranks'.
+    /// The most sequences a replica runs at once: disaggregated, the
+    /// decode pool holds the unit's sequences; an expert-parallel group,
+    /// its ranks'.
+    fn batch_limit(&self, c: &Candidate) -> u64 {
         let holders = match c.pd {
             Some(pd) => {
                 let (dt, de) = pd.decode_sizes(c.tp, c.ep);
@@ -1005,7 +1004,13 @@ impl Search<'_> {
             }
             None => c.ranks(),
         };
-        let cap = u64::from(c.max_num_seqs) * u64::from(holders);
+        u64::from(c.max_num_seqs) * u64::from(holders)
+    }
+
+    /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
+    /// to the batch limit (and the limit itself).
+    fn loads(&self, c: &Candidate) -> Vec<u64> {
+        let cap = self.batch_limit(c);
         let mut v: Vec<u64> = match &self.args.concurrency {
             Some(l) => l.0.clone(),
             None => std::iter::successors(Some(1u64), |&x| Some(x * 2)).take_while(|&x| x < cap).chain([cap]).collect(),
@@ -1025,8 +1030,20 @@ impl Search<'_> {
         let cfg = self.engine(c);
         cfg.validate()?;
         let server = VirtualServer { engine: &cfg, prompts: self.prompts };
+        let loads = self.loads(c);
+        if let (true, Some(given)) = (loads.is_empty(), &self.args.concurrency) {
+            let given: Vec<String> = given.0.iter().map(u64::to_string).collect();
+            bail!(
+                "every --concurrency given ({}) is above this configuration's batch limit: a replica runs at \
+                 most {cap} sequences at once (--max-num-seqs {} on each rank that holds them), and users past \
+                 that only wait in the queue; give loads of at most {cap}",
+                given.join(","),
+                c.max_num_seqs,
+                cap = self.batch_limit(c),
+            );
+        }
         let mut points: Vec<FrontierPoint> = Vec::new();
-        for (k, users) in self.loads(c).into_iter().enumerate() {
+        for (k, users) in loads.into_iter().enumerate() {
             let mut plan = self.point_plan(users, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
             if self.args.shape.ramp_up.is_none() && users > 1 {

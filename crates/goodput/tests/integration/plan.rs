@@ -158,6 +158,27 @@ fn plan_refuses_what_it_cannot_search() {
     assert!(err.contains("no configuration is left") && err.contains("left out"), "{err}");
 }
 
+/// Loads given past a configuration's batch limit are left out, as users
+/// that would only queue; when that leaves none, the configuration says
+/// so (it said only that no request gave a TPOT).
+#[test]
+fn a_configuration_whose_every_load_is_past_its_batch_limit_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    goodput()
+        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--precision", "fp8"])
+        .args(["--max-num-seqs", "2", "--max-num-batched-tokens", "2048", "--concurrency", "4,64", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let config = &doc["configs"][0];
+    assert_eq!(config["status"], "failed", "{config}");
+    let err = config["error"].as_str().unwrap();
+    assert!(err.starts_with("every --concurrency given (4,64) is above this configuration's batch limit"), "{err}");
+    assert!(err.contains("at most 2 sequences at once") && err.ends_with("give loads of at most 2"), "{err}");
+}
+
 /// `--precision auto` tries FP4 where the GPU has it (B200), and not where
 /// it does not (H100), without a note for the one it skips.
 #[test]
