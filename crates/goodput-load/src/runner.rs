@@ -646,6 +646,15 @@ mod tests {
         let mut sent: Vec<Duration> = out.records.iter().map(|r| r.sent).collect();
         sent.sort();
         assert_eq!(sent, [0, 100, 200, 300].map(Duration::from_millis));
+        // Two users over 1 s, each request 100 ms: the first goes again as
+        // each of its requests ends, not when the second joins (it once
+        // waited for each join, so users sent together there).
+        let p = LoadPlan { requests: Some(8), concurrency: Some(2), ramp_up: Duration::from_secs(1), ..plan() };
+        let out = run(&p, Fake::new(100, 0, 1), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let mut sent: Vec<Duration> = out.records.iter().map(|r| r.sent).collect();
+        sent.sort();
+        assert_eq!(sent, [0, 100, 200, 300, 400, 500, 500, 600].map(Duration::from_millis));
+        assert!(out.records.iter().all(|r| r.client_queue_is_zero()), "no send waited for a join");
         // 10/s over a 1 s ramp: the rate's schedule, warped.
         let p = LoadPlan {
             requests: Some(8),

@@ -182,7 +182,11 @@ pub fn virtual_load(
             } else {
                 n.to_string()
             },
-            if plan.warmup > 0 || timed_warmup > 0 { " with its warm-up" } else { "" },
+            match (plan.warmup > 0, timed_warmup > 0) {
+                (_, true) => " with the warm-up its --ramp-up or timed --warmup takes",
+                (true, false) => " with its warm-up",
+                _ => "",
+            },
         );
     }
     // With sessions, `n` and the arrivals count sessions: each expands into
@@ -334,7 +338,17 @@ pub fn run_virtual_until(
         if open_loop || !run.ran_out || more <= timed_warmup {
             return Ok(run);
         }
-        timed_warmup = more;
+        // The requests ran out before the warm-up ended: the next run gets
+        // at least twice as many, and as many as the warm-up would take at
+        // this run's pace (its warm-up sends by the last one's time), so
+        // that a long warm-up (a ramp-up of hours) takes a few runs, not
+        // one per request, and the bound on a run's size refuses it early.
+        // Requests past the warm-up's need are not sent: the load's rules
+        // end the run at its count.
+        let last = run.records.iter().map(|r| r.sent).max().unwrap_or_default().as_secs_f64();
+        let pace = plan.warmup_time.as_secs_f64() / last.max(1e-9);
+        let paced = (more as f64 * pace.clamp(2.0, 1e9)).ceil() as u64;
+        timed_warmup = paced.max(timed_warmup.saturating_add(1));
     }
 }
 

@@ -277,8 +277,15 @@ impl Dispatcher {
         if sent > now {
             return None;
         }
-        if self.capped && self.initial.pop_front().is_none() {
-            self.freed.pop_front();
+        if self.capped {
+            // The slot it took: a user joining, or one whose request ended,
+            // whichever came first (a user that finished during a ramp-up
+            // goes again then, not when the next user joins).
+            match (self.initial.front(), self.freed.front()) {
+                (Some(&joins), Some(&freed)) if freed < joins => self.freed.pop_front(),
+                (Some(_), _) => self.initial.pop_front(),
+                (None, _) => self.freed.pop_front(),
+            };
         }
         let scheduled = arrival.unwrap_or(sent);
         let warmup = unit < self.plan.warmup || scheduled < self.plan.warmup_time;
@@ -318,7 +325,8 @@ impl Dispatcher {
         let (_, arrival) = self.pending?;
         let slot = match (self.capped, self.initial.front(), self.freed.front()) {
             (false, _, _) => Duration::ZERO,
-            (true, Some(&t), _) | (true, None, Some(&t)) => t,
+            (true, Some(&a), Some(&b)) => a.min(b),
+            (true, Some(&t), None) | (true, None, Some(&t)) => t,
             (true, None, None) => return None,
         };
         Some(arrival.unwrap_or_default().max(slot))
