@@ -48,7 +48,7 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
     inputs.extend(a.engine.hw.calibration.as_deref().map(|p| ("--calibration", p)));
     inputs.extend(output::named_file("--model", &a.engine.engine_model));
     output::check_outputs(&a.output, &inputs)?;
-    let server = VirtualServer { engine: cfg, prompts: prompt_kind(a.api) };
+    let server = VirtualServer::new(cfg, prompt_kind(a.api));
     let (mut result, records) = estimate_result_until(
         server,
         &plan,

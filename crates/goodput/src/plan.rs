@@ -205,6 +205,11 @@ const PD_BALANCE_BAND: f64 = 3.0;
 /// of TP stopped at it.
 type GroupOutcome = Vec<(FrontierConfig, Option<String>)>;
 
+/// The points simulated at once: `--jobs`, or one a CPU.
+fn jobs(a: &PlanArgs) -> usize {
+    a.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize).max(1)
+}
+
 /// What the search shares across its threads.
 struct Search<'a> {
     args: &'a PlanArgs,
@@ -218,6 +223,9 @@ struct Search<'a> {
     kv_cache_dtype: KvCacheDtype,
     /// Whether several batch limits are searched (each id then names its own).
     several_seqs: bool,
+    /// The memory each point's run may hold: a virtual run's, shared by the
+    /// runs that go at once (`--jobs`).
+    memory_limit: u64,
     trace: Option<PlanTrace>,
 }
 
@@ -280,6 +288,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         kv_cache_dtype: a.kv_cache_dtype.parse()?,
         trace: plan_trace,
         several_seqs,
+        memory_limit: crate::virtual_point::VIRTUAL_MEMORY_LIMIT / jobs(&a) as u64,
     };
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
@@ -848,8 +857,7 @@ impl Search<'_> {
     /// in a stable order (the groups', then TP), each with the index of the
     /// configuration whose curve it is a prefix of, when it is one.
     fn run(&self, groups: Vec<Vec<Candidate>>, notes: &mut Vec<String>) -> Vec<(FrontierConfig, Option<usize>)> {
-        let jobs =
-            self.args.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize);
+        let jobs = jobs(self.args);
         // The widest batch limit of each (GPU, precision, budget, TP) is
         // simulated; the narrower ones are its prefixes.
         let widest = |c: &Candidate| {
@@ -1029,7 +1037,7 @@ impl Search<'_> {
         }
         let cfg = self.engine(c);
         cfg.validate()?;
-        let server = VirtualServer { engine: &cfg, prompts: self.prompts };
+        let server = VirtualServer { engine: &cfg, prompts: self.prompts, memory_limit: self.memory_limit };
         let loads = self.loads(c);
         if let (true, Some(given)) = (loads.is_empty(), &self.args.concurrency) {
             let given: Vec<String> = given.0.iter().map(u64::to_string).collect();
@@ -1083,7 +1091,7 @@ impl Search<'_> {
             }
         }
         cfg.validate()?;
-        let server = VirtualServer { engine: &cfg, prompts: self.prompts };
+        let server = VirtualServer { engine: &cfg, prompts: self.prompts, memory_limit: self.memory_limit };
         let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
         let mut points: Vec<FrontierPoint> = Vec::new();
         for (k, &speed) in t.speeds.iter().enumerate() {

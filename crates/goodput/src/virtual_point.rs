@@ -151,6 +151,7 @@ pub fn virtual_load(
     workload: &Workload,
     timed_warmup: u64,
     prompts: PromptKind,
+    memory_limit: u64,
 ) -> Result<VirtualLoad> {
     // Given up on as bench gives up on them (the plan's `cancel`): a lone
     // request by its number, a session's turn by its session and turn.
@@ -247,14 +248,22 @@ pub fn virtual_load(
     }
     let tokens: u64 = requests.iter().map(|r| u64::from(r.output_tokens)).sum();
     let bytes = VIRTUAL_BYTES_PER_REQUEST * requests.len() as u64 + VIRTUAL_BYTES_PER_OUTPUT_TOKEN * tokens;
-    if bytes > VIRTUAL_MEMORY_LIMIT {
+    if bytes > memory_limit {
+        let share = if memory_limit < VIRTUAL_MEMORY_LIMIT {
+            format!(
+                " (its share of {} GB, with other runs at once: fewer --jobs gives it more)",
+                VIRTUAL_MEMORY_LIMIT >> 30
+            )
+        } else {
+            String::new()
+        };
         bail!(
             "this estimate would hold about {:.1} GB in memory ({} requests of {tokens} output tokens in all: \
-             about 3 KB a request and 24 bytes a token), over a virtual run's {} GB: give fewer requests or \
-             shorter answers (a sample of a few thousand requests already gives the percentiles)",
+             about 3 KB a request and 24 bytes a token), over a virtual run's {:.1} GB{share}: give fewer requests \
+             or shorter answers (a sample of a few thousand requests already gives the percentiles)",
             bytes as f64 / 1e9,
             requests.len(),
-            VIRTUAL_MEMORY_LIMIT >> 30,
+            memory_limit as f64 / f64::from(1u32 << 30),
         );
     }
     Ok(VirtualLoad {
@@ -328,7 +337,7 @@ pub fn run_virtual_until(
     let mut timed_warmup = 0;
     let open_loop = plan.rate.is_some() || plan.trace.is_some();
     loop {
-        let load = virtual_load(plan, workload, timed_warmup, server.prompts)?;
+        let load = virtual_load(plan, workload, timed_warmup, server.prompts, server.memory_limit)?;
         let run = simulate_until(server.engine, &load, until.map(|u| u.watch()))?;
         // The units (requests, or sessions) the timed warm-up took beyond
         // the counted warm-up.
@@ -400,6 +409,16 @@ pub fn target_of(cfg: &EngineConfig) -> Target {
 pub struct VirtualServer<'a> {
     pub engine: &'a EngineConfig,
     pub prompts: PromptKind,
+    /// The memory one run may hold: [`VIRTUAL_MEMORY_LIMIT`], or its share
+    /// when several runs go at once (`plan`'s jobs).
+    pub memory_limit: u64,
+}
+
+impl<'a> VirtualServer<'a> {
+    /// A server whose runs go one at a time.
+    pub fn new(engine: &'a EngineConfig, prompts: PromptKind) -> VirtualServer<'a> {
+        VirtualServer { engine, prompts, memory_limit: VIRTUAL_MEMORY_LIMIT }
+    }
 }
 
 /// What a real server adds to the prompts of requests to `api`: the chat

@@ -310,7 +310,7 @@ impl Sweep {
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await
             }
             Runner::Virtual { cfg, prompts } => {
-                let server = virtual_point::VirtualServer { engine: cfg, prompts: *prompts };
+                let server = virtual_point::VirtualServer::new(cfg, *prompts);
                 // Judged (and warned about) as the load the plan describes,
                 // though the engine ends a closed loop by its count.
                 let bounded = virtual_bounds(server, plan.clone(), workload)?;

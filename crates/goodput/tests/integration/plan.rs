@@ -179,6 +179,25 @@ fn a_configuration_whose_every_load_is_past_its_batch_limit_says_so() {
     assert!(err.contains("at most 2 sequences at once") && err.ends_with("give loads of at most 2"), "{err}");
 }
 
+/// Each point's run may hold its share of a virtual run's memory, the
+/// points of `--jobs` running at once: past it the configuration says so,
+/// with the fix (it once aborted when the jobs together ran out).
+#[test]
+fn a_point_too_big_for_its_share_of_memory_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    goodput()
+        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--precision", "fp8", "--jobs", "4"])
+        .args(["--max-num-batched-tokens", "8192", "--concurrency", "1000", "--requests-per-user", "500", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let err = doc["configs"][0]["error"].as_str().unwrap();
+    assert!(err.contains("over a virtual run's 2.0 GB (its share of 8 GB"), "{err}");
+    assert!(err.contains("fewer --jobs gives it more"), "{err}");
+}
+
 /// `--precision auto` tries FP4 where the GPU has it (B200), and not where
 /// it does not (H100), without a note for the one it skips.
 #[test]

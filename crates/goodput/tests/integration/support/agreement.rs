@@ -153,7 +153,7 @@ fn load_plan(plan: &Plan, speed: f64) -> LoadPlan {
 /// Predicts the plan's figures in virtual time, as `goodput estimate` does.
 pub fn estimate(cfg: &EngineConfig, plan: &Plan) -> Figures {
     // The bench below loads the chat route: its prompts carry the model's template.
-    let server = goodput::virtual_point::VirtualServer { engine: cfg, prompts: PromptKind::Chat };
+    let server = goodput::virtual_point::VirtualServer::new(cfg, PromptKind::Chat);
     let run =
         goodput::virtual_point::run_virtual(server, &load_plan(plan, 1.0), &workload(plan)).expect("the estimate runs");
     Figures::of(&run.records, 1.0)
