@@ -158,23 +158,29 @@ fn plan_refuses_what_it_cannot_search() {
     assert!(err.contains("no configuration is left") && err.contains("left out"), "{err}");
 }
 
-/// Loads given past a configuration's batch limit are left out, as users
-/// that would only queue; when that leaves none, the configuration says
-/// so (it said only that no request gave a TPOT).
-#[test]
-fn a_configuration_whose_every_load_is_past_its_batch_limit_says_so() {
+/// The first configuration's error of a plan of one H100 at FP8 with
+/// `args`, which fails (the plan itself succeeds).
+fn failed_config(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.json");
     goodput()
-        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--precision", "fp8"])
-        .args(["--max-num-seqs", "2", "--max-num-batched-tokens", "2048", "--concurrency", "4,64", "-o"])
+        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--precision", "fp8", "-o"])
         .arg(&out)
+        .args(args)
         .assert()
         .success();
     let doc = read_json(&out);
     let config = &doc["configs"][0];
     assert_eq!(config["status"], "failed", "{config}");
-    let err = config["error"].as_str().unwrap();
+    config["error"].as_str().unwrap().to_owned()
+}
+
+/// Loads given past a configuration's batch limit are left out, as users
+/// that would only queue; when that leaves none, the configuration says
+/// so (it said only that no request gave a TPOT).
+#[test]
+fn a_configuration_whose_every_load_is_past_its_batch_limit_says_so() {
+    let err = failed_config(&["--max-num-seqs", "2", "--max-num-batched-tokens", "2048", "--concurrency", "4,64"]);
     assert!(err.starts_with("every --concurrency given (4,64) is above this configuration's batch limit"), "{err}");
     assert!(err.contains("at most 2 sequences at once") && err.ends_with("give loads of at most 2"), "{err}");
 }
@@ -184,16 +190,16 @@ fn a_configuration_whose_every_load_is_past_its_batch_limit_says_so() {
 /// with the fix (it once aborted when the jobs together ran out).
 #[test]
 fn a_point_too_big_for_its_share_of_memory_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("p.json");
-    goodput()
-        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--precision", "fp8", "--jobs", "4"])
-        .args(["--max-num-batched-tokens", "8192", "--concurrency", "1000", "--requests-per-user", "500", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let doc = read_json(&out);
-    let err = doc["configs"][0]["error"].as_str().unwrap();
+    let err = failed_config(&[
+        "--jobs",
+        "4",
+        "--max-num-batched-tokens",
+        "8192",
+        "--concurrency",
+        "1000",
+        "--requests-per-user",
+        "500",
+    ]);
     assert!(err.contains("over a virtual run's 2.0 GB (its share of 8 GB"), "{err}");
     assert!(err.contains("fewer --jobs gives it more"), "{err}");
 }
