@@ -21,6 +21,16 @@ pub enum RequestError {
     /// Anthropic's own words.
     #[error("max_tokens: Field required")]
     NoMaxTokens,
+    #[error(
+        "n is {0}: this simulated server answers one choice a request (a real one would generate {0} answers to \
+         the prompt); send {0} requests, or leave n out"
+    )]
+    SeveralChoices(u64),
+    #[error(
+        "\"prompt\" is a list of {0} prompts: this simulated server answers one prompt a request (a real one would \
+         answer each); send one request a prompt"
+    )]
+    SeveralPrompts(usize),
 }
 
 /// The fields of a completion request that the simulator honours.
@@ -58,6 +68,9 @@ pub struct GenerationRequest {
     /// llama.cpp's output limit; negative means none.
     #[serde(default)]
     pub n_predict: Option<i64>,
+    /// OpenAI's choices a request: one is all the simulator answers.
+    #[serde(default)]
+    pub n: Option<u64>,
     /// Ollama's generate: the prompt goes to the model as written, with no template.
     #[serde(default)]
     pub raw: Option<bool>,
@@ -103,6 +116,16 @@ impl GenerationRequest {
             }
             Route::TgiGenerate | Route::TgiGenerateStream if req.inputs.is_none() => Err(RequestError::NoInputs),
             Route::Messages if req.max_tokens.is_none() => Err(RequestError::NoMaxTokens),
+            Route::Chat | Route::Completions if req.n.is_some_and(|n| n > 1) => {
+                Err(RequestError::SeveralChoices(req.n.unwrap_or_default()))
+            }
+            Route::Completions => match &req.prompt {
+                // A list of strings is several prompts; a list of token ids is one.
+                Some(Value::Array(a)) if a.len() > 1 && a.iter().all(Value::is_string) => {
+                    Err(RequestError::SeveralPrompts(a.len()))
+                }
+                _ => Ok(req),
+            },
             _ => Ok(req),
         }
     }

@@ -27,7 +27,7 @@ fn each_route_counts_its_prompt_as_a_real_server_does() {
         (Route::OllamaGenerate, json!({"prompt": "a b c", "system": "be brief"}), 2 + 3 + 35),
         (Route::OllamaGenerate, json!({"prompt": "a b c", "raw": true}), 3 + 1),
         (Route::Completions, json!({"prompt": "a b c"}), 3 + 1),
-        (Route::Completions, json!({"prompt": ["a b", "c"]}), 3 + 1),
+        (Route::Completions, json!({"prompt": ["a b c"]}), 3 + 1),
         (Route::LlamaCpp, json!({"prompt": "a b c"}), 3 + 1),
         (Route::TgiGenerate, json!({"inputs": "a b c"}), 3 + 1),
     ];
@@ -194,6 +194,14 @@ fn native_requests_are_checked_and_counted() {
         .unwrap_err()
         .to_string()
         .contains("inputs"));
+    // Several choices or prompts a request are refused, not answered as one.
+    let several = |route, body: &[u8]| GenerationRequest::parse(route, body).unwrap_err().to_string();
+    assert!(several(Route::Completions, br#"{"prompt":"a","n":3}"#).starts_with("n is 3: this simulated server"));
+    assert!(several(Route::Chat, br#"{"messages":[{"role":"user","content":"a"}],"n":2}"#).contains("send 2 requests"));
+    assert!(several(Route::Completions, br#"{"prompt":["a","b"]}"#).contains("a list of 2 prompts"));
+    for one in [&br#"{"prompt":["a"],"n":1}"#[..], br#"{"prompt":"a","n":1}"#] {
+        assert!(GenerationRequest::parse(Route::Completions, one).is_ok());
+    }
     let l = GenerationRequest::parse(Route::LlamaCpp, br#"{"prompt":"a","n_predict":5,"stream":true}"#).unwrap();
     assert_eq!((l.max_tokens(), l.stream()), (Some(5), true));
     let body: Value = serde_json::from_str(&Route::Messages.error_body(400, "bad")).unwrap();
