@@ -101,13 +101,8 @@ impl LoadPlan {
     /// The load as the diagnosis reads it: the cap, and what schedule (if
     /// any) set the sends.
     pub fn client_load(&self) -> goodput_core::prometheus::scrape::ClientLoad {
-        use goodput_core::prometheus::scrape::{ClientLoad, Schedule};
-        let schedule = match (&self.trace, self.rate) {
-            (Some(_), _) => Some(Schedule::Trace),
-            (None, Some((r, _))) if r.is_finite() => Some(Schedule::Rate(r)),
-            _ => None,
-        };
-        ClientLoad { concurrency_cap: self.concurrency, schedule }
+        let rate = self.rate.map(|(r, _)| r);
+        goodput_core::prometheus::scrape::ClientLoad::new(self.concurrency, rate, self.trace.is_some())
     }
 
     /// The requests (or, with sessions, the sessions) counted, warm-up

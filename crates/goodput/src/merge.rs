@@ -249,7 +249,7 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     );
     // The server's side from the scrapes of the first shard that took them,
     // on the merged clock.
-    let cap = goodput_core::prometheus::scrape::ClientLoad::of(first.config.load.as_ref());
+    let load = goodput_core::prometheus::scrape::ClientLoad::of(first.config.load.as_ref());
     let scraped =
         shards.iter().zip(&offsets).find(|(s, _)| s.run.server_signals.as_ref().is_some_and(|g| !g.samples.is_empty()));
     let scrapes_from = match scraped {
@@ -261,11 +261,11 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
             if let Some(w) = scrapes_end_early(&signals, &result.window, &records) {
                 result.warnings.push(w);
             }
-            attach_server_side(&mut result, ServerSide::Scraped(signals), &records, cap);
+            attach_server_side(&mut result, ServerSide::Scraped(signals), &records, load);
             s.run.shard.as_ref().map(|i| i.index)
         }
         None => {
-            attach_server_side(&mut result, ServerSide::Unscraped, &records, cap);
+            attach_server_side(&mut result, ServerSide::Unscraped, &records, load);
             None
         }
     };

@@ -200,7 +200,7 @@ fn in_window(records: Vec<RequestRecord>, w: &goodput_core::TimeSlice) -> Result
 /// The server's side and the diagnosis, recomputed from the scrapes and
 /// records for this window and these figures, as the live run drew them.
 fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[RequestRecord], windowed: bool) {
-    let cap = goodput_core::prometheus::scrape::ClientLoad::of(run.config.load.as_ref());
+    let load = goodput_core::prometheus::scrape::ClientLoad::of(run.config.load.as_ref());
     let imported = goodput_report::read::peers::import_info(&run).is_some();
     let side = match run.server_signals {
         Some(signals) if !signals.samples.is_empty() => ServerSide::Scraped(signals),
@@ -218,5 +218,5 @@ fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[Requ
         None if imported => ServerSide::AsSaved { signals: None, diagnosis: run.diagnosis },
         None => ServerSide::Unscraped,
     };
-    attach_server_side(result, side, records, cap);
+    attach_server_side(result, side, records, load);
 }

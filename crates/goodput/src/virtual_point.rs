@@ -178,11 +178,7 @@ pub fn virtual_load(
         bail!(
             "this estimate would take {} {what}{}, and a virtual run holds each in memory: it takes at most \
              {MAX_VIRTUAL_UNITS} (give {fewer}; a sample of a few thousand already gives the percentiles)",
-            if arrivals.is_some() && n as usize == most {
-                "over ".to_string() + &MAX_VIRTUAL_UNITS.to_string()
-            } else {
-                n.to_string()
-            },
+            if arrivals.is_some() && n as usize == most { format!("over {MAX_VIRTUAL_UNITS}") } else { n.to_string() },
             match (plan.warmup > 0, timed_warmup > 0) {
                 (_, true) => " with the warm-up its --ramp-up or timed --warmup takes",
                 (true, false) => " with its warm-up",

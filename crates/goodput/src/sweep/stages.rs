@@ -3,7 +3,7 @@
 use super::*;
 use crate::cli::Stages;
 use goodput_core::analysis::assemble::attach_server_side;
-use goodput_core::prometheus::scrape::{ClientLoad, Schedule};
+use goodput_core::prometheus::scrape::ClientLoad;
 
 impl Sweep {
     /// `--stages`: one continuous run whose load steps from stage to
@@ -104,10 +104,7 @@ impl Sweep {
             let client = if by_users {
                 ClientLoad::closed(load as usize)
             } else {
-                ClientLoad {
-                    concurrency_cap: Some(self.args.max_concurrency as usize),
-                    schedule: Some(Schedule::Rate(load)),
-                }
+                ClientLoad::new(Some(self.args.max_concurrency as usize), Some(load), false)
             };
             let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
             attach_server_side(&mut result, signals.into(), &stage, client);

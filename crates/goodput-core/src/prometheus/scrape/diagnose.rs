@@ -474,20 +474,23 @@ pub enum Schedule {
 }
 
 impl ClientLoad {
+    /// A load of at most `concurrency_cap` in flight, sent on a trace's
+    /// clock, or at `rate` a second (an infinite one: all at once, no
+    /// schedule), or else as a closed loop.
+    pub fn new(concurrency_cap: Option<usize>, rate: Option<f64>, trace: bool) -> ClientLoad {
+        let schedule = if trace { Some(Schedule::Trace) } else { rate.filter(|r| r.is_finite()).map(Schedule::Rate) };
+        ClientLoad { concurrency_cap, schedule }
+    }
+
     /// A closed loop of `users`.
     pub fn closed(users: usize) -> ClientLoad {
-        ClientLoad { concurrency_cap: Some(users), schedule: None }
+        ClientLoad::new(Some(users), None, false)
     }
 
     /// The load a run's document records.
     pub fn of(load: Option<&crate::doc::config::LoadConfig>) -> ClientLoad {
         let Some(l) = load else { return ClientLoad::default() };
-        let schedule = match (&l.trace, &l.rate) {
-            (Some(_), _) => Some(Schedule::Trace),
-            (None, Some(r)) if r.0.is_finite() => Some(Schedule::Rate(r.0)),
-            _ => None,
-        };
-        ClientLoad { concurrency_cap: l.concurrency.map(|c| c as usize), schedule }
+        ClientLoad::new(l.concurrency.map(|c| c as usize), l.rate.as_ref().map(|r| r.0), l.trace.is_some())
     }
 }
 
