@@ -101,6 +101,17 @@ pub fn terminal(s: &str) -> String {
     o
 }
 
+/// [`terminal`] for text of several lines: line feeds stay (a message that
+/// lists its causes one a line reads as it was written), and every other
+/// control character is shown, so none moves the cursor back over a line.
+///
+/// ```
+/// assert_eq!(goodput_report::escape::terminal_lines("a:\n  b\r\x1b"), "a:\n  b\\u{d}\\u{1b}");
+/// ```
+pub fn terminal_lines(s: &str) -> String {
+    s.split('\n').map(terminal).collect::<Vec<_>>().join("\n")
+}
+
 /// One CSV field holding untrusted text (RFC 4180): quoted when it holds a
 /// comma, quote or line break, quotes doubled; and a leading apostrophe when
 /// it starts with a character a spreadsheet would read as a formula

@@ -63,9 +63,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     inputs.extend(output::named_file("--sim-model", &a.sim.sim_model));
     output::check_outputs(&a.output, &inputs)?;
     let run_id = goodput_report::read::records::new_run_id();
-    if let Some(c) = plan.concurrency {
-        limits::check_open_files(c, a.target.url.is_none())?;
-    }
+    limits::check_plan(&plan, a.target.url.is_none())?;
     let records = match &a.output.records {
         Some(p) => Some(RecordFile::create(p, &run_id)?),
         None => None,

@@ -12,9 +12,11 @@ const SPARE_FILES: u64 = 64;
 /// refused before the run, saying how many, rather than failing thousands
 /// of connects on the client's own limit. The soft limit was already raised
 /// to the hard one at start.
-pub fn check_open_files(concurrency: usize, embedded: bool) -> Result<()> {
+/// `streams` is the most that can be open at once: `concurrency`, or fewer
+/// when the run sends fewer requests than that in all.
+pub fn check_open_files(concurrency: usize, streams: u64, embedded: bool) -> Result<()> {
     let Some(limit) = open_file_limit() else { return Ok(()) };
-    let need = concurrency as u64 * if embedded { 2 } else { 1 } + SPARE_FILES;
+    let need = streams.min(concurrency as u64).saturating_mul(if embedded { 2 } else { 1 }).saturating_add(SPARE_FILES);
     if need > limit {
         bail!(
             "-c {concurrency} needs about {need} open files ({}one socket a stream and {SPARE_FILES} to spare), \
@@ -24,6 +26,17 @@ pub fn check_open_files(concurrency: usize, embedded: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// [`check_open_files`] for a load plan's cap: a count of requests with no
+/// time bound opens no more streams than it sends.
+pub fn check_plan(plan: &goodput_load::LoadPlan, embedded: bool) -> Result<()> {
+    let Some(c) = plan.concurrency else { return Ok(()) };
+    let streams = match (plan.requests, plan.duration, plan.warmup_time.is_zero()) {
+        (Some(n), None, true) => n.saturating_add(plan.warmup),
+        _ => u64::MAX,
+    };
+    check_open_files(c, streams, embedded)
 }
 
 /// Thousands of concurrent streams need as many sockets: lifts the soft

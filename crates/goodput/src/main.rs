@@ -77,10 +77,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // An error can carry a server's words: masked, and shown as text
-            // (no escape sequence of theirs acts on the terminal).
+            // (no escape sequence of theirs acts on the terminal); its own
+            // line breaks stay.
             eprintln!(
                 "error: {}",
-                goodput_report::escape::terminal(&goodput_core::util::redact::scrub(&format!("{e:#}")))
+                goodput_report::escape::terminal_lines(&goodput_core::util::redact::scrub(&format!("{e:#}")))
             );
             ExitCode::from(2)
         }

@@ -67,19 +67,42 @@ pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
             bail!("unknown alert figure '{name}'; known: {}", ALERT_NAMES.join(", "));
         }
         let v = value.trim().trim_start_matches('=');
+        let time = TIME_ALERTS.contains(&name);
         let threshold = if let Some(p) = v.strip_suffix('%') {
+            if time {
+                bail!("alert '{part}': {name} is a time, not a share; give it with its unit, e.g. {name}>500ms");
+            }
             p.trim().parse::<f64>().map(|x| x / 100.0).ok()
         } else if let Ok(x) = v.parse::<f64>() {
+            if time {
+                // A bare number was read as seconds: `ttft_p99>200` meant 200 ms
+                // more often than 200 s, and would never fire.
+                bail!("alert '{part}': {name} is a time; give its unit, e.g. {name}>{v}ms or {name}>{v}s");
+            }
             Some(x)
-        } else {
+        } else if time {
             humantime::parse_duration(v).ok().map(|d| d.as_secs_f64())
+        } else {
+            None
         };
-        let threshold =
-            threshold.ok_or_else(|| anyhow!("alert '{part}': '{v}' is not a number, a percentage or a duration"))?;
+        let threshold = threshold.filter(|t| t.is_finite()).ok_or_else(|| {
+            if time {
+                anyhow!("alert '{part}': '{v}' is not a time, e.g. {name}>500ms")
+            } else {
+                anyhow!("alert '{part}': '{v}' is not a finite number or a percentage, e.g. {name}>0.9 or {name}>90%")
+            }
+        })?;
         out.push(Alert { name: name.into(), above, threshold });
+    }
+    if out.is_empty() {
+        bail!("--alert '{s}' names no alert; give FIGURE>VALUE or FIGURE<VALUE, e.g. kv_cache>0.9,ttft_p99>2s");
     }
     Ok(out)
 }
+
+/// The alert figures that are times: their thresholds take a unit.
+const TIME_ALERTS: &[&str] =
+    &["ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "e2e_p99", "queue_p99", "probe_ttft", "probe_tpot"];
 
 /// One model's probes in an interval.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -247,6 +270,12 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         Some(s) => parse_alerts(s)?,
         None => Vec::new(),
     };
+    if let Some(al) = alerts.iter().find(|al| al.name.starts_with("probe_")).filter(|_| a.probe_rate.is_none()) {
+        bail!(
+            "alert on {} watches the probes, and none are sent: add --probe-rate (e.g. --probe-rate 0.2), or drop the alert",
+            al.name
+        );
+    }
     if a.interval.is_zero() {
         bail!("--interval must be longer than zero");
     }
@@ -289,6 +318,8 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     let end = a.duration.map(|d| origin + d);
     let mut prev: Option<(Duration, Signals)> = None;
     let mut fired_any = false;
+    let mut scraped_any = false;
+    let mut unjudged: Vec<&str> = Vec::new();
     eprintln!(
         "goodput monitor → {} every {}",
         goodput_core::util::redact::scrub(&urls.join(", ")),
@@ -308,11 +339,20 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
                 if a.once {
                     return Ok(ExitCode::from(2));
                 }
+                if end.is_some_and(|e| Instant::now() >= e) {
+                    // --duration holds while the server is down too; a watch
+                    // that never read it says so in its exit.
+                    break;
+                }
                 continue;
             }
         };
+        scraped_any = true;
         let Some(p) = prev.take() else {
             prev = Some(cur);
+            if end.is_some_and(|e| Instant::now() >= e) {
+                break;
+            }
             continue;
         };
         let (t0, t1) = (p.0, cur.0);
@@ -322,6 +362,18 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         crate::output::say(&format!("{}\n", line(t1, &w, &batch, &by_model)));
         let figs = figures(&w, &batch);
         let fired = fired_alerts(&alerts, &figs);
+        for al in &alerts {
+            let absent = figs.iter().find(|(n, _)| *n == al.name).is_none_or(|(_, v)| v.is_none());
+            if absent && !unjudged.contains(&al.name.as_str()) {
+                unjudged.push(&al.name);
+                eprintln!(
+                    "[{:>7.1}s] note: alert on {} was not judged: the interval had no {} (the server exports none, or nothing happened then)",
+                    t1.as_secs_f64(),
+                    al.name,
+                    al.name
+                );
+            }
+        }
         for f in &fired {
             crate::output::say(&format!("ALERT {f}\n"));
         }
@@ -336,6 +388,13 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     }
     control.stop.cancel();
     control.abort.cancel();
+    if !scraped_any && !stop.is_cancelled() {
+        bail!(
+            "no scrape of {} succeeded in the {} watched: is the server up, and its metrics at that address (--metrics-url)?",
+            goodput_core::util::redact::scrub(&urls.join(", ")),
+            humantime::format_duration(a.duration.unwrap_or_default())
+        );
+    }
     Ok(if a.once && fired_any { ExitCode::from(4) } else { ExitCode::SUCCESS })
 }
 
@@ -469,5 +528,12 @@ mod tests {
         assert!(parse_alerts("kv=0.9").unwrap_err().to_string().contains("> or <"));
         assert!(parse_alerts("latency>1").unwrap_err().to_string().contains("known:"));
         assert!(parse_alerts("kv_cache>lots").is_err());
+        // A time without its unit, a share of a time, a number that is not
+        // finite, and nothing at all are refused, each with its fix.
+        assert!(parse_alerts("ttft_p99>200").unwrap_err().to_string().contains("ttft_p99>200ms"));
+        assert!(parse_alerts("probe_ttft>50%").unwrap_err().to_string().contains("unit"));
+        assert!(parse_alerts("kv_cache>NaN").unwrap_err().to_string().contains("finite"));
+        assert!(parse_alerts("kv_cache>inf").is_err());
+        assert!(parse_alerts(" , ").unwrap_err().to_string().contains("names no alert"));
     }
 }

@@ -119,7 +119,7 @@ pub struct Dispatcher {
     capped: bool,
     /// When each slot free from the start opens (in order), then the times
     /// later slots freed (sorted).
-    initial: VecDeque<Duration>,
+    initial: Joins,
     freed: VecDeque<Duration>,
     /// User changes still to come, the users now, and slots owed to users who left.
     steps: VecDeque<(Duration, usize)>,
@@ -127,6 +127,68 @@ pub struct Dispatcher {
     owed: usize,
     /// Sessions' next turns, by due time.
     follow: BinaryHeap<Reverse<(Duration, u64)>>,
+}
+
+/// The users who join a closed loop, in order, each at its share of the
+/// ramp-up (user k of c at ramp · k / c), a shard's only (its users join
+/// when they would in the whole run). Computed as taken, not stored: a cap
+/// of a billion users costs nothing until they send.
+#[derive(Debug, Clone)]
+struct Joins {
+    /// Users lo…hi−1 are still to join (those of the shard among them).
+    lo: u64,
+    hi: u64,
+    users: u64,
+    ramp: Duration,
+    shard: Option<Shard>,
+}
+
+impl Joins {
+    /// The first of this process's users at or after `k`.
+    fn first_from(&self, k: u64) -> u64 {
+        match self.shard {
+            None => k,
+            Some(s) => {
+                let (i, n) = (u64::from(s.index), u64::from(s.count));
+                k + (i + n - k % n) % n
+            }
+        }
+    }
+
+    /// The last of this process's users before `k`, if any.
+    fn last_before(&self, k: u64) -> Option<u64> {
+        let k = k.checked_sub(1)?;
+        match self.shard {
+            None => Some(k),
+            Some(s) => {
+                let (i, n) = (u64::from(s.index), u64::from(s.count));
+                k.checked_sub((k % n + n - i) % n)
+            }
+        }
+    }
+
+    fn at(&self, k: u64) -> Duration {
+        self.ramp.mul_f64(k as f64 / self.users as f64)
+    }
+
+    fn front(&self) -> Option<Duration> {
+        let k = self.first_from(self.lo);
+        (k < self.hi).then(|| self.at(k))
+    }
+
+    fn pop_front(&mut self) -> Option<Duration> {
+        let k = self.first_from(self.lo);
+        (k < self.hi).then(|| {
+            self.lo = k + 1;
+            self.at(k)
+        })
+    }
+
+    fn pop_back(&mut self) -> Option<Duration> {
+        let k = self.last_before(self.hi).filter(|&k| k >= self.lo)?;
+        self.hi = k;
+        Some(self.at(k))
+    }
 }
 
 impl Dispatcher {
@@ -141,14 +203,9 @@ impl Dispatcher {
             (Some(s), Some(c), Some(n)) if !plan.warmup_time.is_zero() => Some(s.owned_below(n, Some(c))),
             _ => None,
         };
-        let mut initial = VecDeque::new();
-        if let Some(c) = plan.users {
-            let ramp = if arrivals.is_none() { plan.ramp_up } else { Duration::ZERO };
-            // A shard's users join when they would in the whole run.
-            for k in (0..c).filter(|k| plan.shard.is_none_or(|s| s.owns(*k as u64, None))) {
-                initial.push_back(ramp.mul_f64(k as f64 / c as f64));
-            }
-        }
+        let users = plan.users.unwrap_or(0) as u64;
+        let ramp = if arrivals.is_none() { plan.ramp_up } else { Duration::ZERO };
+        let initial = Joins { lo: 0, hi: users, users, ramp, shard: plan.shard };
         let mut d = Dispatcher {
             end: plan.duration.map(|d| plan.warmup_time + d),
             capped: plan.users.is_some(),
@@ -282,7 +339,7 @@ impl Dispatcher {
             // whichever came first (a user that finished during a ramp-up
             // goes again then, not when the next user joins).
             match (self.initial.front(), self.freed.front()) {
-                (Some(&joins), Some(&freed)) if freed < joins => self.freed.pop_front(),
+                (Some(joins), Some(&freed)) if freed < joins => self.freed.pop_front(),
                 (Some(_), _) => self.initial.pop_front(),
                 (None, _) => self.freed.pop_front(),
             };
@@ -325,8 +382,8 @@ impl Dispatcher {
         let (_, arrival) = self.pending?;
         let slot = match (self.capped, self.initial.front(), self.freed.front()) {
             (false, _, _) => Duration::ZERO,
-            (true, Some(&a), Some(&b)) => a.min(b),
-            (true, Some(&t), None) | (true, None, Some(&t)) => t,
+            (true, Some(a), Some(&b)) => a.min(b),
+            (true, Some(t), None) | (true, None, Some(&t)) => t,
             (true, None, None) => return None,
         };
         Some(arrival.unwrap_or_default().max(slot))
@@ -426,6 +483,26 @@ mod tests {
 
     fn ms(x: u64) -> Duration {
         Duration::from_millis(x)
+    }
+
+    #[test]
+    fn joins_are_the_users_of_the_shard_in_order_and_cost_nothing_before() {
+        // Users 0…6 over a 700 ms ramp-up; shard 1 of 3 has users 1 and 4.
+        let shard = Some(Shard { index: 1, count: 3 });
+        let mut j = Joins { lo: 0, hi: 7, users: 7, ramp: ms(700), shard };
+        assert_eq!((j.front(), j.pop_front(), j.front()), (Some(ms(100)), Some(ms(100)), Some(ms(400))));
+        assert_eq!(j.pop_back(), Some(ms(400)), "the last to join leaves first");
+        assert_eq!((j.pop_front(), j.pop_back()), (None, None));
+        let mut all = Joins { lo: 0, hi: 3, users: 3, ramp: Duration::ZERO, shard: None };
+        assert_eq!(
+            (all.pop_back(), all.pop_front(), all.pop_front(), all.pop_front()),
+            (Some(ms(0)), Some(ms(0)), Some(ms(0)), None)
+        );
+        // A billion users: the first joins at once, the dispatcher holds no list.
+        let plan = Plan { users: Some(1_000_000_000), requests: Some(20), ..Plan::default() };
+        let sends = drive(Dispatcher::new(plan, None), ms(100));
+        assert_eq!(sends.len(), 20);
+        assert!(sends.iter().all(|s| s.2.is_zero()), "each of the 20 has a user of its own");
     }
 
     fn arrivals(times: &[u64]) -> Option<Arrivals> {

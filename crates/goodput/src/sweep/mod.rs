@@ -293,6 +293,7 @@ impl Sweep {
         let Keep { records, include_requests } = keep;
         match &self.runner {
             Runner::Http { target, interrupt } => {
+                crate::limits::check_plan(plan, self.args.target.url.is_none())?;
                 let run_id = goodput_report::read::records::new_run_id();
                 let records = records.map(|p| RecordFile::create(&p, &run_id)).transpose()?;
                 let point = Point {
@@ -451,6 +452,42 @@ fn round_rate(r: f64) -> f64 {
     (r * 1000.0).round() / 1000.0
 }
 
+/// `--estimate` alone runs no server: a flag that only a live client or
+/// server acts on would be dropped in silence, and some change what the
+/// figures mean (`--no-stream`'s TTFT is the whole answer's), so each is
+/// refused with its fix, as `estimate`, which has none of them, refuses it.
+/// (`--api-key` is let be: it comes from OPENAI_API_KEY as well, and a
+/// key set for other work changes nothing here.)
+fn refuse_live_flags(a: &SweepArgs) -> Result<()> {
+    let (t, m) = (&a.target, &a.metrics);
+    let given = [
+        ("--no-stream", t.no_stream),
+        ("--no-usage", t.no_usage),
+        ("--header", !t.header.is_empty()),
+        ("--extra-body", t.extra_body.is_some()),
+        // Against their defaults (120s, 64MiB, auto): the arguments keep no
+        // record of which were typed.
+        ("--timeout", t.timeout != Duration::from_secs(120)),
+        ("--max-buffer", t.max_buffer != 64 << 20),
+        ("--wait-ready", t.wait_ready.is_some()),
+        ("--transport", !matches!(t.transport, goodput_load::Transport::Auto)),
+        ("--stamp", !matches!(t.stamp, goodput_load::Stamps::Auto)),
+        ("--key-header", !matches!(t.key_header, crate::cli::KeyHeaderArg::Auto)),
+        ("--metrics-url", !m.metrics_url.is_empty()),
+        ("--no-metrics", m.no_metrics),
+        ("--metrics-interval", m.metrics_interval != Duration::from_secs(1)),
+        ("--prometheus-listen", m.prometheus_listen.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|g| g.1) {
+        bail!(
+            "{flag} is for a live server, and --estimate runs none (its requests stream, and nothing times \
+             out or is scraped): drop {flag}, or drop --estimate to sweep a server (or add --serve-cmd to \
+             set the prediction beside one)"
+        );
+    }
+    Ok(())
+}
+
 fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
     let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "records".into());
     let ext = p.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "jsonl".into());
@@ -458,6 +495,9 @@ fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
 }
 
 pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
+    if a.estimate && a.serve.serve_cmd.is_none() {
+        refuse_live_flags(&a)?;
+    }
     if a.serve.serve_cmd.is_some() {
         return servers::sweep(a).await;
     }

@@ -5,6 +5,10 @@ use crate::cli::Stages;
 use goodput_core::analysis::assemble::attach_server_side;
 use goodput_core::prometheus::scrape::ClientLoad;
 
+/// The most requests a live `--stages` run of rates sends: each one's
+/// record is held until the stages are judged (about 1–3 KB each).
+const MAX_STAGED_REQUESTS: u64 = 10_000_000;
+
 impl Sweep {
     /// `--stages`: one continuous run whose load steps from stage to
     /// stage, then each stage's requests (by due time) analysed as a
@@ -33,12 +37,25 @@ impl Sweep {
             plan
         } else {
             let arrival = setup::arrival(&self.args.shape)?;
+            // The run keeps every request's record (a virtual one its
+            // lengths too): checked as the arrivals are drawn, not after.
+            let most = if self.args.estimate { crate::virtual_point::MAX_VIRTUAL_UNITS } else { MAX_STAGED_REQUESTS };
             let mut times = Vec::new();
             for (i, (&(rate, d), &from)) in stages.iter().zip(&starts).enumerate() {
                 let seed = self.args.shape.seed.value.wrapping_add(i as u64);
                 let sched = goodput_load::schedule::ArrivalSchedule::new(rate, arrival, seed)
                     .map_err(|e| anyhow::anyhow!(e))?;
-                times.extend(sched.take_while(|&at| at < d).map(|at| from + at));
+                let room = (most as usize + 1).saturating_sub(times.len());
+                times.extend(sched.take_while(|&at| at < d).map(|at| from + at).take(room));
+                if times.len() > most as usize {
+                    let expected: f64 = stages.iter().map(|&(r, d)| r * d.as_secs_f64()).sum();
+                    bail!(
+                        "these stages would send about {expected:.0} requests (each stage's rate × its time), \
+                         and the run keeps each one's record in memory: it takes at most {most}{}; give lower \
+                         rates or shorter stages (a few thousand requests a stage already give its percentiles)",
+                        if self.args.estimate { " in virtual time" } else { "" }
+                    );
+                }
             }
             let mut plan =
                 setup::shaped_plan(&shape, Some(self.args.max_concurrency as usize), Some(first), None, grace)?;

@@ -67,6 +67,30 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
     assert!(err.contains("240.3 GB in memory (100000 requests of 10000000000 output tokens"), "{err}");
     let err = goodput().args(["estimate", "--duration", "2h", "--rate", "1000"]).refusal();
     assert!(err.contains("over 2000000 requests") && err.contains("a lower --rate"), "{err}");
+    // A sweep's stages are bounded as they are drawn (1e8/1s aborted
+    // allocating 4 GB), and a billion users cost nothing until they send
+    // (the dispatcher held a join time for each: 8 GB).
+    let err = goodput().args(["sweep", "--estimate", "--stages", "1e8/1s", "--output-tokens", "16"]).refusal();
+    assert!(err.contains("about 100000000 requests") && err.contains("shorter stages"), "{err}");
+    let err = goodput().args(["sweep", "--stages", "3000/24h", "--output-tokens", "16"]).refusal();
+    assert!(err.contains("about 259200000 requests") && err.contains("at most 10000000;"), "{err}");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "1000000000", "-n", "20", "--output-tokens", "16"])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
+    // A live client's flag on a sweep of the engine alone is refused, not
+    // dropped: --no-stream's TTFT would have been a streamed one.
+    for flag in [&["--no-stream"][..], &["--timeout", "1ms"], &["--metrics-url", "http://127.0.0.1:9/metrics"]] {
+        let err = goodput().args(["sweep", "--estimate", "--concurrency", "2", "-n", "20"]).args(flag).refusal();
+        assert!(err.contains(&format!("{} is for a live server", flag[0])) && err.contains("drop --estimate"), "{err}");
+    }
+    // 20 requests open no more than 20 streams, whatever -c says.
+    goodput()
+        .args(["bench", "-q", "-c", "1000000000", "-n", "20", "--output-tokens", "16"])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
 }
 
 #[test]

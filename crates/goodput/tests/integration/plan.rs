@@ -156,6 +156,9 @@ fn plan_refuses_what_it_cannot_search() {
     // 405B in BF16 fits on no single H100 with a budget of one.
     let err = goodput().args(["plan", "--model", "llama-3.1-405b", "--gpu", "h100", "--gpus", "1"]).refusal();
     assert!(err.contains("no configuration is left") && err.contains("left out"), "{err}");
+    // One configuration a line: the message's own line breaks reach the
+    // terminal as breaks, not as `\u{a}`.
+    assert!(err.lines().filter(|l| l.contains("left out")).count() >= 2 && !err.contains("\\u{a}"), "{err}");
 }
 
 /// The first configuration's error of a plan of one H100 at FP8 with

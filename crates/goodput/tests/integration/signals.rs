@@ -215,6 +215,33 @@ fn monitor_once_shows_the_engine_and_fires_alerts() {
 }
 
 #[test]
+fn monitor_keeps_its_duration_while_the_server_is_down_and_refuses_alerts_that_cannot_fire() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["monitor", &url, "--interval", "200ms", "--duration", "1s"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "it ended, and said no scrape succeeded: {err}");
+    assert!(err.contains("scrape failed") && err.contains("no scrape of") && err.contains("succeeded"), "{err}");
+    // A probe's alert with no probes, and a time without its unit.
+    for (alert, says) in [("probe_ttft>1s", "--probe-rate"), ("ttft_p99>200", "ttft_p99>200ms")] {
+        let out = Command::cargo_bin("goodput")
+            .unwrap()
+            .args(["monitor", &url, "--once", "--alert", alert])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says) && !err.contains("scrape"), "refused before watching: {err}");
+    }
+}
+
+#[test]
 fn monitor_probes_every_model_it_is_given_and_shows_each() {
     let (_rt, url, _server) = start_serving(None, &["lora-a"]);
     let dir = tempfile::tempdir().unwrap();
