@@ -97,6 +97,22 @@ fn check_one_run(shards: &[Shard], allow_partial: bool) -> Result<(u32, Vec<u32>
     let info = |r: &RunResult| r.shard.clone().expect("read_shard keeps shards only");
     for Shard { path, run, .. } in &shards[1..] {
         let (a, b) = (info(first), info(run));
+        let (ta, tb) = (&first.target, &run.target);
+        let served = |t: &goodput_core::doc::result::Target| (t.model.clone(), t.api.clone(), t.embedded);
+        if served(ta) != served(tb) {
+            bail!(
+                "{} and {} are shards of different runs: one loaded {} ({} over {}), the other {} ({} over {}). \
+                 Merge the shards of one run (the same model and API in every shard)",
+                first_path.display(),
+                path.display(),
+                ta.url,
+                ta.model,
+                ta.api,
+                tb.url,
+                tb.model,
+                tb.api
+            );
+        }
         if let Some(why) = shard::difference((&a, &first.config), (&b, &run.config)) {
             bail!(
                 "{} and {} are shards of different runs: {why}. Merge the shards of one run (the same flags, \
@@ -310,6 +326,16 @@ fn merge_warnings(shards: &[Shard], count: u32, missing: &[u32], spread: f64) ->
         let i = s.run.shard.as_ref().map_or(0, |i| i.index);
         warnings.push(format!(
             "shard {i}/{count} was stopped early (Ctrl-C or SIGTERM): it holds what it measured until then"
+        ));
+    }
+    let urls: std::collections::BTreeSet<&str> =
+        shards.iter().filter(|s| !s.run.target.embedded).map(|s| s.run.target.url.as_str()).collect();
+    if urls.len() > 1 {
+        warnings.push(format!(
+            "the shards loaded {} addresses ({}): merged as one server's run, which holds only if they reach the \
+             same server",
+            urls.len(),
+            urls.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
     if spread > CLOCK_WARNING_S {

@@ -50,6 +50,20 @@ pub fn shaped_plan(
         if r < goodput_load::schedule::min_rate() {
             bail!(goodput_load::error::ScheduleError::RateTooLow(r));
         }
+        // A count at a rate that takes longer than any run: its sends would
+        // stop at the horizon, short of the count.
+        let units = s.requests.map(|n| n.saturating_add(if let WarmupArg::Requests(w) = s.warmup { w } else { 0 }));
+        if let Some(n) = units.filter(|_| s.duration.is_none() && r.is_finite() && trace.is_none()) {
+            let span = n as f64 / r + s.ramp_up.unwrap_or_default().as_secs_f64() / 2.0;
+            if span > goodput_core::HORIZON.as_secs_f64() {
+                bail!(
+                    "{n} requests at --rate {} take about {:.0} years to send, and a run lasts at most 100 years: \
+                     give a higher --rate or fewer -n",
+                    goodput_load::schedule::shown(r),
+                    span / (365.0 * 24.0 * 3600.0)
+                );
+            }
+        }
         if r.is_infinite() && s.requests.is_none() && s.duration.is_some() {
             bail!(
                 "--rate inf sends every request at once, so --duration alone does not bound it: give -n N \

@@ -146,19 +146,20 @@ pub struct Secrets {
     values: Vec<String>,
 }
 
-/// Shorter values are not masked: they would mask ordinary words.
+/// Shorter values are masked only as whole words (not inside a longer
+/// one): `xyz` in "key provided: xyz", not in "xyzzy".
 const SHORTEST: usize = 4;
 
 impl Secrets {
     /// Adds a secret value, and each of its words (an `Authorization:
-    /// Bearer sk-…` value also masks `sk-…` alone). Too short to be a
-    /// secret, it is left out.
+    /// Bearer sk-…` value also masks `sk-…` alone). One of under
+    /// [`SHORTEST`] bytes is masked where it stands as a word of its own.
     pub fn add(&mut self, value: &str) {
         let value = value.trim();
         let words =
             value.split_whitespace().filter(|w| !w.eq_ignore_ascii_case("bearer") && !w.eq_ignore_ascii_case("basic"));
         for v in std::iter::once(value).chain(words) {
-            if v.len() >= SHORTEST && !self.values.iter().any(|s| s == v) {
+            if !v.is_empty() && !self.values.iter().any(|s| s == v) {
                 self.values.push(v.to_owned());
             }
         }
@@ -222,7 +223,7 @@ impl Secrets {
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = redact_urls(text);
         for v in &self.values {
-            if let Some(masked) = mask_loose(&out, v) {
+            if let Some(masked) = mask_loose(&out, v, v.len() < SHORTEST) {
                 out = Cow::Owned(masked);
             }
         }
@@ -232,7 +233,8 @@ impl Secrets {
 
 /// `text` with every occurrence of `secret` masked, where each of its bytes
 /// may stand in any ASCII case and as `%XX`; `None` when there is none.
-fn mask_loose(text: &str, secret: &str) -> Option<String> {
+/// With `whole_word`, only where no letter or digit touches it.
+fn mask_loose(text: &str, secret: &str, whole_word: bool) -> Option<String> {
     let (t, s) = (text.as_bytes(), secret.as_bytes());
     let first = *s.first()?;
     let mut out: Option<String> = None;
@@ -240,8 +242,13 @@ fn mask_loose(text: &str, secret: &str) -> Option<String> {
     while i < t.len() {
         // A cheap test first: most positions start neither the secret nor an escape.
         let starts = t[i].eq_ignore_ascii_case(&first) || t[i] == b'%';
+        let apart = |end: usize| {
+            !whole_word
+                || (i.checked_sub(1).is_none_or(|b| !t[b].is_ascii_alphanumeric())
+                    && t.get(end).is_none_or(|c| !c.is_ascii_alphanumeric()))
+        };
         match starts.then(|| loose_match(t, i, s)).flatten() {
-            Some(end) if text.is_char_boundary(i) && text.is_char_boundary(end) => {
+            Some(end) if text.is_char_boundary(i) && text.is_char_boundary(end) && apart(end) => {
                 let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
                 o.push_str(&text[copied..i]);
                 o.push_str(MASK);
@@ -336,10 +343,14 @@ mod tests {
         let mut basic = Secrets::default();
         basic.add_header("Authorization", &basic_auth("http://bobby:hunter22@h").unwrap());
         assert_eq!(basic.redact("no user bobby with password hunter22"), "no user *** with password ***");
-        // A word too short to be a secret would mask ordinary text.
+        // A key too short to mask inside words (it would mask ordinary
+        // text) is masked where it stands alone, as a server echoes it.
         let mut short = Secrets::default();
         short.add("Bearer ab");
-        assert_eq!(short.redact("ab cd; Bearer ab"), "ab cd; ***");
+        assert_eq!(short.redact("ab cd; Bearer ab; tab abc"), "*** cd; ***; tab abc");
+        let mut key = Secrets::default();
+        key.add("xyz");
+        assert_eq!(key.redact("Incorrect API key provided: xyz. (xyzzy)"), "Incorrect API key provided: ***. (xyzzy)");
     }
 
     #[test]

@@ -31,6 +31,12 @@ pub enum RequestError {
          answer each); send one request a prompt"
     )]
     SeveralPrompts(usize),
+    #[error("n is 0: ask for at least one choice, or leave n out")]
+    NoChoices,
+    #[error("max_tokens is 0; ask for at least one token")]
+    NoTokens,
+    #[error("temperature is {0}: it must be a number of 0 or more")]
+    Temperature(f64),
 }
 
 /// The fields of a completion request that the simulator honours.
@@ -71,6 +77,10 @@ pub struct GenerationRequest {
     /// OpenAI's choices a request: one is all the simulator answers.
     #[serde(default)]
     pub n: Option<u64>,
+    /// Checked as a real server checks it (a negative one is refused); the
+    /// simulated text does not depend on it.
+    #[serde(default)]
+    pub temperature: Option<f64>,
     /// Ollama's generate: the prompt goes to the model as written, with no template.
     #[serde(default)]
     pub raw: Option<bool>,
@@ -116,6 +126,15 @@ impl GenerationRequest {
             }
             Route::TgiGenerate | Route::TgiGenerateStream if req.inputs.is_none() => Err(RequestError::NoInputs),
             Route::Messages if req.max_tokens.is_none() => Err(RequestError::NoMaxTokens),
+            Route::Chat | Route::Completions if req.n == Some(0) => Err(RequestError::NoChoices),
+            Route::Chat | Route::Completions | Route::Messages if req.max_tokens() == Some(0) => {
+                Err(RequestError::NoTokens)
+            }
+            Route::Chat | Route::Completions | Route::Messages
+                if req.temperature.is_some_and(|t| !(t >= 0.0 && t.is_finite())) =>
+            {
+                Err(RequestError::Temperature(req.temperature.unwrap_or_default()))
+            }
             Route::Chat | Route::Completions if req.n.is_some_and(|n| n > 1) => {
                 Err(RequestError::SeveralChoices(req.n.unwrap_or_default()))
             }

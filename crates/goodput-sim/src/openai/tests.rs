@@ -202,6 +202,16 @@ fn native_requests_are_checked_and_counted() {
     for one in [&br#"{"prompt":["a"],"n":1}"#[..], br#"{"prompt":"a","n":1}"#] {
         assert!(GenerationRequest::parse(Route::Completions, one).is_ok());
     }
+    // No choice, no token, or a negative temperature: refused as vLLM
+    // refuses them, by both profiles (the fixed one had answered them).
+    assert!(several(Route::Completions, br#"{"prompt":"a","n":0}"#).starts_with("n is 0"));
+    assert!(several(Route::Chat, br#"{"messages":[{"role":"user","content":"a"}],"max_completion_tokens":0}"#)
+        .contains("max_tokens is 0"));
+    assert!(several(Route::Messages, br#"{"messages":[{"role":"user","content":"a"}],"max_tokens":0}"#)
+        .contains("at least one token"));
+    assert!(several(Route::Chat, br#"{"messages":[{"role":"user","content":"a"}],"temperature":-5}"#)
+        .contains("temperature is -5"));
+    assert!(GenerationRequest::parse(Route::Completions, br#"{"prompt":"a","temperature":0}"#).is_ok());
     let l = GenerationRequest::parse(Route::LlamaCpp, br#"{"prompt":"a","n_predict":5,"stream":true}"#).unwrap();
     assert_eq!((l.max_tokens(), l.stream()), (Some(5), true));
     let body: Value = serde_json::from_str(&Route::Messages.error_body(400, "bad")).unwrap();

@@ -85,6 +85,10 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
         let err = goodput().args(["sweep", "--estimate", "--concurrency", "2", "-n", "20"]).args(flag).refusal();
         assert!(err.contains(&format!("{} is for a live server", flag[0])) && err.contains("drop --estimate"), "{err}");
     }
+    // A count that takes longer than any run to send at its rate (its sends
+    // had piled up at the horizon: 15 in flight at once for 1e-9/s).
+    let err = goodput().args(["sweep", "--estimate", "--rate", "1e-9", "-n", "20"]).refusal();
+    assert!(err.contains("20 requests at --rate 1e-9 take about 634 years") && err.contains("fewer -n"), "{err}");
     // 20 requests open no more than 20 streams, whatever -c says.
     goodput()
         .args(["bench", "-q", "-c", "1000000000", "-n", "20", "--output-tokens", "16"])

@@ -201,6 +201,13 @@ fn refusals(dir: &Path, single: &Path) {
     let err = merge(&[s(0), s(1), p("other.json")]).refusal();
     assert!(err.contains("shards of different runs") && err.contains("--seed differ"), "{err}");
     assert_eq!(code(&mut merge(&[s(0), s(1), p("other.json")])), Some(2));
+    // A shard of the same flags against another model (another server):
+    // it was merged as one run under the first shard's name.
+    let mut other = read_json(&s(2));
+    other["target"]["model"] = "another-model".into();
+    std::fs::write(p("model.json"), other.to_string()).unwrap();
+    let err = merge(&[s(0), s(1), p("model.json")]).refusal();
+    assert!(err.contains("shards of different runs") && err.contains("another-model"), "{err}");
     // A run that is no shard.
     let err = merge(&[s(0), single.to_owned()]).refusal();
     assert!(err.contains("is not a shard's result"), "{err}");
