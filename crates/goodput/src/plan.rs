@@ -389,10 +389,17 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     if !(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0) {
         bail!("--gpu-memory-utilization {} must lie in (0, 1]", a.gpu_memory_utilization);
     }
-    let mut seen = std::collections::HashSet::new();
+    // By the catalog's name: h100 and h100-sxm are one GPU.
+    let mut seen = std::collections::HashMap::new();
     for g in &a.gpu {
-        if !seen.insert(g.name.to_ascii_lowercase()) {
-            bail!("--gpu {} is given twice: name each GPU type once, with its price", g.name);
+        let key = GpuSpec::lookup(&g.name).map_or_else(|_| g.name.to_ascii_lowercase(), |s| s.name.clone());
+        if let Some(first) = seen.insert(key.clone(), g.name.clone()) {
+            let same = if first.eq_ignore_ascii_case(&g.name) {
+                String::new()
+            } else {
+                format!(" (as {first}: both are {key})")
+            };
+            bail!("--gpu {} is given twice{same}: name each GPU type once, with its price", g.name);
         }
     }
     for (flag, list) in [("--tp", &a.tp.0), ("--max-num-batched-tokens", &a.max_num_batched_tokens.0)] {
@@ -593,6 +600,15 @@ impl Search<'_> {
         if precisions.is_empty() {
             bail!("--precision names no precision: give e.g. bf16,fp8");
         }
+        // Each once, in the order given (bf16,bf16 had run every point twice).
+        let mut precisions = precisions;
+        let mut seen = Vec::new();
+        precisions.retain(|p| {
+            !seen.contains(p) && {
+                seen.push(*p);
+                true
+            }
+        });
         let mut tps: Vec<u32> = a.tp.0.iter().map(|&t| t as u32).collect();
         tps.sort_unstable();
         tps.dedup();
@@ -727,6 +743,15 @@ impl Search<'_> {
         }
         if tps.iter().all(|&t| t > a.budget) {
             bail!("every --tp degree is above the budget of {} GPUs (--gpus): give a smaller --tp", a.budget);
+        }
+        if let Some(spec) = a.pd.as_deref().filter(|_| !auto_pd) {
+            if !groups.iter().flatten().any(|c| c.pd.is_some()) {
+                notes.push(format!(
+                    "--pd {spec}: no ratio fit the budget of {} GPUs (--gpus) at any --tp, so none was simulated: \
+                     raise --gpus, or give smaller pools",
+                    a.budget
+                ));
+            }
         }
         Ok((groups, notes))
     }

@@ -48,11 +48,22 @@ pub fn usd_per_million(usd_per_hour: f64, per_s: f64) -> Option<f64> {
     (per_s > 0.0).then(|| usd_per_hour / (per_s * 3600.0) * 1e6)
 }
 
+/// The dearest price per GPU-hour taken: a thousand times the dearest cloud
+/// GPU's, and far below where a cost per million tokens overflows (a price
+/// of 1e308 gave every point an infinite cost, and `plan` picked its worst).
+pub const MAX_GPU_HOUR_USD: f64 = 10_000.0;
+
 /// A price that cannot cost a run.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub enum CostError {
     #[error("--gpu-hour-usd must be a price of zero or more, not {0}")]
     Price(f64),
+    #[error(
+        "--gpu-hour-usd {} is more than a GPU costs an hour (at most {MAX_GPU_HOUR_USD}, past which costs overflow): \
+         give USD per GPU-hour, e.g. 2.5",
+        if *.0 >= 1e6 { format!("{:e}", .0) } else { .0.to_string() }
+    )]
+    Dear(f64),
     #[error("--gpus must be at least 1")]
     NoGpus,
 }
@@ -61,6 +72,9 @@ impl CostConfig {
     pub fn validate(&self) -> Result<(), CostError> {
         if !(self.gpu_hour_usd.is_finite() && self.gpu_hour_usd >= 0.0) {
             return Err(CostError::Price(self.gpu_hour_usd));
+        }
+        if self.gpu_hour_usd > MAX_GPU_HOUR_USD {
+            return Err(CostError::Dear(self.gpu_hour_usd));
         }
         if self.gpus == 0 {
             return Err(CostError::NoGpus);

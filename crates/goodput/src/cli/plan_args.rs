@@ -27,6 +27,13 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
     let usd_per_hour = match price {
         None => None,
         Some(p) => match p.trim_start_matches('$').parse::<f64>() {
+            Ok(v) if v > goodput_core::analysis::cost::MAX_GPU_HOUR_USD && v.is_finite() => {
+                return Err(format!(
+                    "{name}={} is more than a GPU costs an hour (at most {}): give USD per GPU-hour, e.g. {name}=2.5",
+                    if v >= 1e6 { format!("{v:e}") } else { v.to_string() },
+                    goodput_core::analysis::cost::MAX_GPU_HOUR_USD
+                ))
+            }
             Ok(v) if v.is_finite() && v > 0.0 => Some(v),
             _ => {
                 return Err(format!(

@@ -159,6 +159,33 @@ fn plan_refuses_what_it_cannot_search() {
     // One configuration a line: the message's own line breaks reach the
     // terminal as breaks, not as `\u{a}`.
     assert!(err.lines().filter(|l| l.contains("left out")).count() >= 2 && !err.contains("\\u{a}"), "{err}");
+    // One GPU by two of its names, and a price past any GPU's (1e308 made
+    // every cost overflow, and the best point the worst).
+    let err = goodput().args(["plan", "--gpu", "h100", "--gpu", "h100-sxm"]).refusal();
+    assert!(err.contains("--gpu h100-sxm is given twice (as h100: both are H100 SXM)"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100=1e308"]).refusal();
+    assert!(err.contains("h100=1e308 is more than a GPU costs an hour"), "{err}");
+}
+
+#[test]
+fn plan_runs_a_precision_once_and_says_when_no_pool_fits() {
+    let run = |extra: &[&str]| {
+        let o = goodput()
+            .args(["plan", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--tp", "1", "--gpus", "8"])
+            .args(["--max-num-batched-tokens", "2048", "--concurrency", "1,4", "--requests-per-user", "2"])
+            .args(["--output-tokens", "16", "--jobs", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    };
+    // bf16,bf16 had run every point twice.
+    let twice = run(&["--precision", "bf16,bf16"]);
+    assert!(twice.contains("1 configurations (1 ran") || twice.contains("1 configuration (1 ran"), "{twice}");
+    // Five and five instances of TP 1 are ten GPUs, over a budget of 8: said, not dropped in silence.
+    let pd = run(&["--precision", "bf16", "--pd", "5:5"]);
+    assert!(pd.contains("--pd 5:5: no ratio fit the budget of 8 GPUs"), "{pd}");
 }
 
 /// The first configuration's error of a plan of one H100 at FP8 with
