@@ -233,11 +233,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let started_unix_s = common::unix_now();
     a.shape.seed = a.shape.seed.fixed_unless_given();
     check_args(&a)?;
-    let model = if a.model.ends_with(".json") || Path::new(&a.model).is_file() {
-        ModelSpec::from_hf_config(Path::new(&a.model))?
-    } else {
-        ModelSpec::lookup(&a.model)?
-    };
+    let model = crate::virtual_point::model_spec(&a.model)?;
     setup::no_answers(&a.workload, "plan")?;
     setup::no_images(&a.workload, "plan")?;
     crate::pooling::refuse_virtual(a.api, "plan")?;

@@ -23,6 +23,24 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
+/// The model `--model` names: a catalog name, a Hugging Face config.json,
+/// or the folder that holds one (a downloaded model's).
+pub fn model_spec(model: &str) -> Result<ModelSpec> {
+    let path = Path::new(model);
+    if path.is_dir() {
+        let config = path.join("config.json");
+        if !config.is_file() {
+            bail!("--model {model} is a folder with no config.json in it: give the path of the model's config.json");
+        }
+        return Ok(ModelSpec::from_hf_config(&config)?);
+    }
+    Ok(if model.ends_with(".json") || path.is_file() {
+        ModelSpec::from_hf_config(path)?
+    } else {
+        ModelSpec::lookup(model)?
+    })
+}
+
 /// The engine configuration the flags describe: the model (a catalog name
 /// or a Hugging Face config.json) on the hardware and limits of `hw`, the
 /// calibration file overlaid, checked and sized.
@@ -31,11 +49,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
 
     fn try_from(a: &EngineArgs) -> Result<EngineConfig> {
         let (model, e) = (&a.engine_model, &a.hw);
-        let model = if model.ends_with(".json") || Path::new(model).is_file() {
-            ModelSpec::from_hf_config(Path::new(model))?
-        } else {
-            ModelSpec::lookup(model)?
-        };
+        let model = model_spec(model)?;
         let gpu = GpuSpec::lookup(&e.gpu)?;
         let precision: Precision = e.precision.parse()?;
         let mut cfg = EngineConfig::new(model, gpu, precision);

@@ -68,6 +68,8 @@ pub enum SloError {
     NeedsAtMost { term: String },
     #[error("SLO term '{term}': '{percentile}' is not a percentile like p95")]
     NotAPercentile { term: String, percentile: String },
+    #[error("SLO term '{term}': {metric} is a time, bounded from above: write {metric}<={value} (>= is for quality scores, e.g. exact>=0.8)")]
+    LatencyAtLeast { term: String, metric: String, value: String },
     #[error("SLO term '{term}': '{value}' is not a number (e.g. exact>=0.8)")]
     NotANumber { term: String, value: String },
     #[error("SLO term '{term}': '{found}' is not 'mean' (write e.g. rouge_l:mean>=0.5)")]
@@ -240,6 +242,14 @@ pub struct Slo {
 /// One `name>=x` or `name:mean>=x` term.
 fn parse_quality_term(slo: &mut Slo, part: &str) -> Result<(), SloError> {
     let (lhs, rhs) = part.split_once(">=").expect("a quality term has >=");
+    let latency = lhs.split_once(':').map_or(lhs, |(m, _)| m).trim();
+    if latency.parse::<SloMetric>().is_ok() {
+        return Err(SloError::LatencyAtLeast {
+            term: part.to_string(),
+            metric: lhs.trim().to_string(),
+            value: rhs.trim().to_string(),
+        });
+    }
     let min: f64 = rhs
         .trim()
         .parse()
@@ -649,6 +659,9 @@ mod tests {
             ("ttft:q95<=1s", "percentile"),
             ("ttft<=-1s", "positive"),
             ("", "empty"),
+            // A time's bound the wrong way round: it had been "'1s' is not a number".
+            ("ttft>=1s", "ttft is a time, bounded from above: write ttft<=1s"),
+            ("tpot:p99>=40ms", "write tpot:p99<=40ms"),
         ] {
             let e = bad.parse::<Slo>().unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");

@@ -39,7 +39,11 @@ pub enum ReadError {
     #[error("{} does not match the goodput/v1 schema: {error}", path.display())]
     RunSchema { path: PathBuf, error: serde_json::Error },
     /// A sweep where one run was asked for.
-    #[error("{} is a sweep, not a single run", path.display())]
+    #[error(
+        "{} is a sweep, not a single run: give single runs' results (bench -o); a sweep's points are judged in the \
+         sweep itself (goodput report FILE shows them)",
+        path.display()
+    )]
     Sweep { path: PathBuf },
     #[error(
         "{} is not JSON ({error}): goodput reads its own results and vLLM bench serve's, AIPerf's and GuideLLM's",

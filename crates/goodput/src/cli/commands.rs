@@ -216,7 +216,7 @@ pub struct ServeArgs {
     /// Timing model.
     #[arg(long, value_enum, default_value_t = ProfileArg::Engine)]
     pub profile: ProfileArg,
-    /// The simulated engine's model: a catalog name or a Hugging Face config.json.
+    /// The simulated engine's model: a catalog name or a Hugging Face config.json (or the folder that holds it).
     #[arg(long, default_value = DEFAULT_ENGINE_MODEL)]
     pub model: String,
     #[command(flatten)]

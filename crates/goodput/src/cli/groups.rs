@@ -418,7 +418,7 @@ pub struct JudgeArgs {
 /// The simulated engine: which model on which hardware, and vLLM's limits.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
-    /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b) or a Hugging Face config.json.
+    /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b) or a Hugging Face config.json (or the folder that holds it).
     #[arg(long = "model", default_value = DEFAULT_ENGINE_MODEL, help_heading = "Simulated engine")]
     pub engine_model: String,
     #[command(flatten)]
@@ -547,7 +547,7 @@ pub struct SimArgs {
     /// Embedded simulator: the simulated engine (default) or exact fixed timings.
     #[arg(long, value_enum, default_value_t = ProfileArg::Engine, help_heading = "Embedded simulator (no --url)")]
     pub sim_profile: ProfileArg,
-    /// Embedded engine: catalog model or Hugging Face config.json.
+    /// Embedded engine: catalog model or Hugging Face config.json (or its folder).
     #[arg(long, default_value = DEFAULT_ENGINE_MODEL, help_heading = "Embedded simulator (no --url)")]
     pub sim_model: String,
     /// Embedded engine: GPU.

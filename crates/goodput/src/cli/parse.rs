@@ -303,7 +303,14 @@ pub fn parse_stages(s: &str) -> Result<Stages, String> {
         };
         let n: f64 = load.trim().parse().map_err(|_| bad())?;
         let time = within_horizon(time, humantime::parse_duration(time.trim()).map_err(|_| bad())?)?;
-        if !(n.is_finite() && n > 0.0) || time.is_zero() {
+        if !n.is_finite() {
+            return Err(format!(
+                "invalid stage '{part}': a stage holds a finite load ({} sends everything at once); give requests/s or \
+                 c=USERS, e.g. 100/2m or c=8/2m",
+                load.trim()
+            ));
+        }
+        if n <= 0.0 || time.is_zero() {
             return Err(format!("invalid stage '{part}': the load and the time must be above zero"));
         }
         if !users && n < goodput_load::schedule::min_rate() {

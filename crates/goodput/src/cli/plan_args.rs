@@ -47,7 +47,7 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// The model: a catalog name or a Hugging Face config.json.
+    /// The model: a catalog name or a Hugging Face config.json (or the folder that holds it).
     #[arg(long, default_value = DEFAULT_ENGINE_MODEL)]
     pub model: String,
     /// A GPU type on offer, with its price per GPU-hour in USD: h100=2.5 (repeat for each type; the price may be left out, and the best point is then chosen per GPU rather than per dollar).

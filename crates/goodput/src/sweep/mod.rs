@@ -425,8 +425,16 @@ fn virtual_bounds(server: virtual_point::VirtualServer, mut plan: LoadPlan, work
     let (Some(d), None, None, None) = (plan.duration, plan.requests, plan.rate, &plan.trace) else { return Ok(plan) };
     let most = plan.user_steps.iter().map(|s| s.1).chain(plan.concurrency).max();
     let c = most.unwrap_or(1) as u64;
+    let pilot_requests = goodput_core::analysis::assemble::REQUESTS_PER_USER.saturating_mul(c).max(100);
+    if pilot_requests > virtual_point::MAX_VIRTUAL_UNITS {
+        bail!(
+            "a closed loop of {c} users in virtual time is piloted with {pilot_requests} requests (10 a user), and \
+             a virtual run holds at most {}: give fewer users",
+            virtual_point::MAX_VIRTUAL_UNITS
+        );
+    }
     let pilot = LoadPlan {
-        requests: Some((goodput_core::analysis::assemble::REQUESTS_PER_USER * c).max(100)),
+        requests: Some(pilot_requests),
         duration: None,
         warmup: 0,
         warmup_time: Duration::ZERO,

@@ -25,14 +25,28 @@ impl Sweep {
             from + s.1
         });
         let first = stages[0].0;
+        // What is due in the warm-up or the ramp-up is warm-up: one as long
+        // as the stages leaves none of them measured.
+        let ramp = self.args.shape.ramp_up.unwrap_or_default();
+        let warm = match self.args.shape.warmup {
+            crate::cli::WarmupArg::Time(d) => d,
+            crate::cli::WarmupArg::Requests(_) => Duration::ZERO,
+        };
+        if warm.max(ramp) >= total {
+            let (flag, d) = if ramp >= warm { ("--ramp-up", ramp) } else { ("--warmup", warm) };
+            bail!(
+                "the {flag} of {} is as long as the stages ({} in all), and what is due in it is warm-up, so no stage \
+                 would be measured: give a shorter {flag}, or longer stages",
+                humantime::format_duration(d),
+                humantime::format_duration(total)
+            );
+        }
         let shape = crate::cli::ShapeArgs { duration: Some(total), requests: None, ..self.args.shape.clone() };
         let grace = self.args.target.grace;
         let plan = if by_users {
             let mut plan = setup::shaped_plan(&shape, Some(first as usize), None, None, grace)?;
             plan.requests = None;
-            plan.duration = Some(total.checked_sub(plan.warmup_time).filter(|d| !d.is_zero()).ok_or_else(|| {
-                anyhow::anyhow!("the warm-up is as long as the stages: give a shorter --warmup, or longer stages")
-            })?);
+            plan.duration = Some(total.saturating_sub(plan.warmup_time));
             plan.user_steps = stages.iter().zip(&starts).skip(1).map(|(s, &at)| (at, s.0 as usize)).collect();
             plan
         } else {

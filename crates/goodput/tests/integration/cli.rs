@@ -1676,6 +1676,9 @@ fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
         (os(&[&"estimate", &"--calibration", &zero]), device),
         (os(&[&"estimate", &"--validate", &zero]), device),
         (os(&[&"estimate", &"--model", &model]), "model.json is a character device"),
+        // A folder is read for the config.json in it (a downloaded model's).
+        (os(&[&"estimate", &"--model", &dir.path()]), "is a folder with no config.json in it"),
+        (os(&[&"plan", &"--gpu", &"h100", &"--model", &dir.path()]), "is a folder with no config.json in it"),
     ];
     for (args, says) in cases {
         let err = goodput().args(&args).timeout(Duration::from_secs(20)).refusal();

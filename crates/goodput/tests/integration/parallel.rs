@@ -72,6 +72,19 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
     // (the dispatcher held a join time for each: 8 GB).
     let err = goodput().args(["sweep", "--estimate", "--stages", "1e8/1s", "--output-tokens", "16"]).refusal();
     assert!(err.contains("about 100000000 requests") && err.contains("shorter stages"), "{err}");
+    // Stages whose ramp-up covers them, an endless rate, and users too
+    // many to pilot: each said with its cause (it had been "no point
+    // completed a request", "a shorter --warmup" with none given, "above
+    // zero" for inf, and "fewer -n" with no -n).
+    for (stages, extra, says) in [
+        ("10/1s", "--ramp-up=5s", "the --ramp-up of 5s is as long as the stages (1s in all)"),
+        ("c=4/1s", "--ramp-up=5s", "give a shorter --ramp-up"),
+        ("inf/2s", "--seed=1", "a stage holds a finite load (inf sends everything at once)"),
+        ("c=4294967296/1s", "--seed=1", "is piloted with 42949672960 requests (10 a user)"),
+    ] {
+        let err = goodput().args(["sweep", "--estimate", "--stages", stages, extra]).refusal();
+        assert!(err.contains(says), "{stages} {extra}: {err}");
+    }
     let err = goodput().args(["sweep", "--stages", "3000/24h", "--output-tokens", "16"]).refusal();
     assert!(err.contains("about 259200000 requests") && err.contains("at most 10000000;"), "{err}");
     goodput()
