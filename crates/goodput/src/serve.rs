@@ -13,6 +13,49 @@ use std::time::Duration;
 /// A live status line's source.
 type StatusFn = Box<dyn Fn() -> ServeStatus + Send>;
 
+/// A flag of the other profile is refused, not dropped: `--profile engine
+/// --ttft 10ms` served the engine's own TTFT, `--profile fixed --gpu h200`
+/// fixed timings. Checked against the flags' defaults, as the parsed
+/// arguments keep no record of which were typed.
+fn other_profiles_flags(a: &ServeArgs) -> Result<()> {
+    match a.profile {
+        ProfileArg::Engine => {
+            let fixed = [
+                ("--ttft", a.ttft != Duration::from_millis(150)),
+                ("--itl", a.itl != Duration::from_millis(20)),
+                ("--tokens-per-chunk", a.tokens_per_chunk != 2),
+                ("--slow-every", a.slow_every.is_some()),
+                ("--slow-ttft", a.slow_ttft.is_some()),
+                ("--ttft-jitter", !a.ttft_jitter.is_zero()),
+                ("--jitter-seed", a.jitter_seed != 0),
+                ("--write-log", a.write_log.is_some()),
+            ];
+            if let Some((flag, _)) = fixed.iter().find(|f| f.1) {
+                bail!(
+                    "{flag} sets the fixed profile's timing, and the engine profile times each step from its model: \
+                     add --profile fixed, or drop {flag}"
+                );
+            }
+        }
+        ProfileArg::Fixed => {
+            use clap::{Args, FromArgMatches};
+            let defaults = crate::cli::EngineHwArgs::augment_args(clap::Command::new("defaults"))
+                .try_get_matches_from(["defaults"])
+                .ok()
+                .and_then(|m| crate::cli::EngineHwArgs::from_arg_matches(&m).ok());
+            let engine_flags = a.model != crate::cli::DEFAULT_ENGINE_MODEL
+                || defaults.is_some_and(|d| format!("{d:?}") != format!("{:?}", a.hw));
+            if engine_flags {
+                bail!(
+                    "--model, --gpu, --tp and the engine's other flags describe the engine profile, and the fixed \
+                     profile serves fixed timings (--ttft, --itl): drop them, or serve --profile engine"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let served = crate::common::names_of("--served-model-name", a.served_model_name.as_deref())?;
     let mut inputs: Vec<(&str, &std::path::Path)> =
@@ -20,6 +63,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     inputs.extend(a.hw.calibration.as_deref().map(|p| ("--calibration", p)));
     inputs.extend(crate::output::named_file("--model", &a.model));
     crate::output::distinct_files(&inputs, &[("--write-log", a.write_log.as_deref())])?;
+    other_profiles_flags(&a)?;
     let (app, what, status) = match a.profile {
         ProfileArg::Engine => engine_app(&a, &served)?,
         ProfileArg::Fixed => fixed_app(&a, &served)?,

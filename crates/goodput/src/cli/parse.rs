@@ -336,6 +336,9 @@ pub fn parse_counts(s: &str) -> Result<CountList, String> {
     if v.contains(&0) {
         return Err("each number in the list must be at least 1".into());
     }
+    if let Some(d) = v.iter().enumerate().find(|(i, x)| v[..*i].contains(x)).map(|(_, x)| x) {
+        return Err(format!("'{s}' names {d} twice: give each once"));
+    }
     Ok(CountList(v))
 }
 
@@ -346,6 +349,9 @@ pub fn parse_rates(s: &str) -> Result<RateList, String> {
     }
     if let Some(&r) = v.iter().find(|&&r| r < goodput_load::schedule::min_rate()) {
         return Err(goodput_load::error::ScheduleError::RateTooLow(r).to_string());
+    }
+    if let Some(d) = v.iter().enumerate().find(|(i, x)| v[..*i].contains(x)).map(|(_, x)| x) {
+        return Err(format!("'{s}' names {d} twice: give each once (--runs repeats a point)"));
     }
     Ok(RateList(v))
 }

@@ -744,6 +744,28 @@ fn check_args(a: &SweepArgs) -> Result<()> {
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
     }
+    // Flags another mode reads, given to this one, were dropped in silence.
+    // Against their defaults (6, 256, 3, poisson): the arguments keep no
+    // record of which were typed.
+    let open_loop = a.auto || a.rate.is_some() || a.stages.as_ref().is_some_and(|s| !s.concurrency);
+    if a.points != 6 && !a.auto {
+        bail!("--points spreads --auto's rates between its baseline and ceiling: drop it, or sweep with --auto");
+    }
+    if a.max_concurrency != 256 && !open_loop {
+        bail!(
+            "--max-concurrency caps --auto's ceiling and the requests in flight of open-loop points (--rate, rate \
+             --stages); a closed loop's users are its own cap: drop it"
+        );
+    }
+    if a.search_steps != 3 && a.stages.is_some() {
+        bail!("--search-steps places points between a sweep's loads, and --stages runs the stages given: drop it");
+    }
+    if (a.shape.arrival != crate::cli::ArrivalArg::Poisson || a.shape.burstiness.is_some()) && !open_loop {
+        bail!(
+            "--arrival and --burstiness shape open-loop arrivals (--rate, --auto, rate --stages); a closed loop's \
+             users send as their requests end: drop them"
+        );
+    }
     if a.workload.repeat > 1 {
         bail!("--repeat belongs to one run (goodput bench): a sweep's points would each repeat their own prompts");
     }

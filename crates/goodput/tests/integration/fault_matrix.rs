@@ -468,4 +468,9 @@ fn goodput_serve_plays_a_fault_flag_and_refuses_bad_ones() {
     assert!(err.contains("add up to 1.1"), "{err}");
     let err = refused(&["--fault", "trickle:0.1"]);
     assert!(err.contains("--profile fixed"), "the engine profile plays none: {err}");
+    // The other profile's flags are refused, not dropped in silence.
+    let err = refused(&["--profile", "engine", "--ttft", "10ms"]);
+    assert!(err.contains("--ttft sets the fixed profile's timing") && err.contains("add --profile fixed"), "{err}");
+    let err = refused(&["--profile", "fixed", "--gpu", "h200"]);
+    assert!(err.contains("describe the engine profile") && err.contains("--profile engine"), "{err}");
 }

@@ -102,6 +102,19 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
     // had piled up at the horizon: 15 in flight at once for 1e-9/s).
     let err = goodput().args(["sweep", "--estimate", "--rate", "1e-9", "-n", "20"]).refusal();
     assert!(err.contains("20 requests at --rate 1e-9 take about 634 years") && err.contains("fewer -n"), "{err}");
+    // Flags another mode of sweep reads are refused, not dropped, as is a
+    // point named twice.
+    for (args, says) in [
+        (&["--concurrency", "1,2", "--points", "3"][..], "--points spreads --auto's rates"),
+        (&["--concurrency", "1,2", "--max-concurrency", "1"], "a closed loop's users are its own cap"),
+        (&["--concurrency", "1", "--arrival", "gamma"], "shape open-loop arrivals"),
+        (&["--stages", "10/1s", "--search-steps", "5"], "--search-steps places points"),
+        (&["--concurrency", "1,1,1"], "'1,1,1' names 1 twice"),
+        (&["--rate", "2,2"], "'2,2' names 2 twice"),
+    ] {
+        let err = goodput().args(["sweep", "--estimate"]).args(args).refusal();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     // 20 requests open no more than 20 streams, whatever -c says.
     goodput()
         .args(["bench", "-q", "-c", "1000000000", "-n", "20", "--output-tokens", "16"])
