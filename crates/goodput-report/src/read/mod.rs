@@ -58,6 +58,13 @@ pub enum ReadError {
         path.display()
     )]
     NotAResult { path: PathBuf },
+    /// Figures no run can have: a document edited or damaged.
+    #[error(
+        "{} holds figures no run can have ({what}): it was edited or damaged; restore it from its source, or measure \
+         again",
+        path.display()
+    )]
+    Impossible { path: PathBuf, what: String },
     /// Another tool's result that cannot be read.
     #[error(transparent)]
     Import(#[from] peers::ImportError),
@@ -87,9 +94,58 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
             .map(|s| Document::Sweep(Box::new(s)))
             .map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error });
     }
-    serde_json::from_value(v)
-        .map(|r| Document::Run(Box::new(r)))
-        .map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })
+    let run: RunResult =
+        serde_json::from_value(v).map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })?;
+    if let Some(what) = impossible(&run) {
+        return Err(ReadError::Impossible { path: path.to_owned(), what });
+    }
+    Ok(Document::Run(Box::new(run)))
+}
+
+/// What in a run's summary no measurement can give, if anything: a
+/// window that ends before it starts, more requests ended than sent, a
+/// latency or a rate below zero or not finite, percentiles outside their
+/// minimum and maximum. `report` and `compare` render what they read, and
+/// a hand-edited document had shown "20 sent · 999999999999 completed" and a
+/// negative TTFT compared as an improvement.
+pub fn impossible(r: &RunResult) -> Option<String> {
+    let w = &r.window;
+    if ![w.start_s, w.end_s, w.duration_s].iter().all(|x| x.is_finite()) || w.duration_s < 0.0 {
+        return Some(format!("a window of {} s", w.duration_s));
+    }
+    let q = &r.summary.requests;
+    if q.completed > q.sent || q.failed > q.sent {
+        return Some(format!("{} completed and {} failed of {} sent", q.completed, q.failed, q.sent));
+    }
+    let s = &r.summary;
+    for (name, d) in [("ttft_ms", &s.ttft_ms), ("tpot_ms", &s.tpot_ms), ("itl_ms", &s.itl_ms), ("e2e_ms", &s.e2e_ms)] {
+        let values = [d.mean, d.min, d.max].into_iter().chain(d.percentiles.iter().map(|p| p.1)).flatten();
+        if let Some(v) = values.clone().find(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Some(format!("{name} of {v}"));
+        }
+        if let (Some(lo), Some(hi)) = (d.min, d.max) {
+            let slack = 1e-9 * hi.abs().max(1.0);
+            if let Some((p, v)) = d
+                .percentiles
+                .iter()
+                .find_map(|&(p, v)| v.filter(|v| *v < lo - slack || *v > hi + slack).map(|v| (p, v)))
+            {
+                return Some(format!("{name} p{p} of {v}, outside its min {lo} and max {hi}"));
+            }
+        }
+    }
+    let t = &s.throughput;
+    for (name, v) in [
+        ("requests_per_s", t.requests_per_s),
+        ("output_tokens_per_s", t.output_tokens_per_s),
+        ("total_tokens_per_s", t.total_tokens_per_s),
+        ("peak_output_tokens_per_s", t.peak_output_tokens_per_s),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Some(format!("{name} of {v}"));
+        }
+    }
+    None
 }
 
 /// Reads a run written by `write_json`; a sweep is an error that says so.

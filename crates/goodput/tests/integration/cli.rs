@@ -1686,6 +1686,31 @@ fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
     }
 }
 
+#[test]
+fn documents_holding_figures_no_run_can_have_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    let doc = fast_bench(&["-n", "3", "--quiet"], &run);
+    // Each edit had been rendered as it stood: "3 sent · 999 completed", a
+    // window of -3 s, a negative TTFT compared as an improvement.
+    let edits: [(&str, fn(&mut serde_json::Value), &str); 3] = [
+        ("completed", |v| v["summary"]["requests"]["completed"] = 999.into(), "999 completed and 0 failed of 3 sent"),
+        ("window", |v| v["window"]["duration_s"] = (-3.0).into(), "a window of -3 s"),
+        ("ttft", |v| v["summary"]["ttft_ms"]["p50"] = (-5.0).into(), "ttft_ms of -5"),
+    ];
+    for (name, edit, says) in edits {
+        let mut v = doc.clone();
+        edit(&mut v);
+        let odd = dir.path().join(format!("{name}.json"));
+        std::fs::write(&odd, v.to_string()).unwrap();
+        for args in [vec![odd.as_os_str()], vec![run.as_os_str(), odd.as_os_str()]] {
+            let cmd = if args.len() == 1 { "report" } else { "compare" };
+            let err = goodput().arg(cmd).args(&args).refusal();
+            assert!(err.contains("holds figures no run can have") && err.contains(says), "{cmd} {name}: {err}");
+        }
+    }
+}
+
 /// A server whose `/v1/models` and `/metrics` answer without end, and
 /// whose other routes answer as [`chat_answer`], honestly; under `/long`,
 /// `/metrics` declares a length one byte past 64 MiB and then sends
