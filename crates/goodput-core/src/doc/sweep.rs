@@ -27,11 +27,20 @@ impl Load {
         }
     }
 
+    /// ```
+    /// use goodput_core::doc::sweep::Load;
+    /// assert_eq!(Load::Rate(2.5).label(), "2.5 req/s");
+    /// assert_eq!(Load::Rate(1e300).label(), "1e300 req/s");
+    /// assert_eq!(Load::Concurrency(8).label(), "concurrency 8");
+    /// ```
     pub fn label(self) -> String {
         match self {
             Load::Concurrency(c) => format!("concurrency {c}"),
             // A rate given on the command line as it was written (2.5); one
             // worked out (a trace's offered rate) to three decimals.
+            // Past a million a second, in exponent form (1e300 had been a
+            // label of 300 digits).
+            Load::Rate(r) if r >= 1e6 => format!("{r:e} req/s"),
             Load::Rate(r) if format!("{r}").len() > 8 => format!("{r:.3} req/s"),
             Load::Rate(r) => format!("{r} req/s"),
         }

@@ -1521,18 +1521,24 @@ fn estimate_validates_against_the_repositorys_reference_rows() {
 }
 
 /// More streams than the process may open files for is refused before the
-/// run, saying how many it needs, not failed a connect at a time.
+/// run, saying how many it needs, not failed a connect at a time; a run of
+/// fewer requests than -c needs files for those only.
 #[test]
 fn too_few_open_files_for_the_concurrency_is_refused_before_the_run() {
     let bin = assert_cmd::cargo::cargo_bin("goodput");
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -n 300 && exec '{}' bench -c 2000 -n 10 --quiet", bin.display()))
-        .output()
-        .unwrap();
+    let run = |n: u32| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -n 300 && exec '{}' bench -c 2000 -n {n} --output-tokens 4 --quiet", bin.display()))
+            .output()
+            .unwrap()
+    };
+    let out = run(5000);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("-c 2000 needs about 4064 open files") && err.contains("may open 300"), "{err}");
+    let out = run(10);
+    assert_eq!(out.status.code(), Some(0), "10 requests open 10 streams: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A server on 127.0.0.1 that answers every chat request with three
