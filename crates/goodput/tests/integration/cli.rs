@@ -1699,7 +1699,8 @@ fn documents_holding_figures_no_run_can_have_are_refused() {
     let doc = fast_bench(&["-n", "3", "--quiet"], &run);
     // Each edit had been rendered as it stood: "3 sent · 999 completed", a
     // window of -3 s, a negative TTFT compared as an improvement.
-    let edits: [(&str, fn(&mut serde_json::Value), &str); 3] = [
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit, &str); 3] = [
         ("completed", |v| v["summary"]["requests"]["completed"] = 999.into(), "999 completed and 0 failed of 3 sent"),
         ("window", |v| v["window"]["duration_s"] = (-3.0).into(), "a window of -3 s"),
         ("ttft", |v| v["summary"]["ttft_ms"]["p50"] = (-5.0).into(), "ttft_ms of -5"),
