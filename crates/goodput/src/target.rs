@@ -99,10 +99,63 @@ fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
     goodput_sim::engine::EngineConfig::try_from(&EngineArgs::from(sim))
 }
 
+/// The `--sim-*` flags that the server in use reads, and no others: a
+/// server at `--url` reads none, the engine profile not the fixed
+/// profile's timings, the fixed profile not the engine's. Each was dropped
+/// in silence (`--sim-ttft 10ms` on the engine, `--sim-gpu h200` on the
+/// fixed profile); checked against the defaults, as the parsed arguments
+/// keep no record of which were typed.
+fn check_sim_flags(t: &TargetArgs, sim: &SimArgs) -> Result<()> {
+    let fixed = [
+        ("--sim-ttft", sim.sim_ttft != std::time::Duration::from_millis(150)),
+        ("--sim-itl", sim.sim_itl != std::time::Duration::from_millis(20)),
+        ("--sim-tokens-per-chunk", sim.sim_tokens_per_chunk != 2),
+    ];
+    let engine = [
+        ("--sim-model", sim.sim_model != crate::cli::DEFAULT_ENGINE_MODEL),
+        ("--sim-gpu", sim.sim_gpu != "h100-sxm"),
+        ("--sim-precision", sim.sim_precision != "bf16"),
+        ("--sim-tp", sim.sim_tp != 1),
+        ("--sim-dp", sim.sim_dp != 1),
+        ("--sim-router", sim.sim_router != "least-loaded"),
+        ("--sim-pd", sim.sim_pd.is_some()),
+        ("--sim-chat-template", sim.sim_chat_template != "auto"),
+    ];
+    let given = |flags: &[(&'static str, bool)]| flags.iter().find(|f| f.1).map(|f| f.0);
+    if t.url.is_some() {
+        let any =
+            given(&fixed).or(given(&engine)).or((sim.sim_profile != ProfileArg::Engine).then_some("--sim-profile"));
+        if let Some(flag) = any {
+            bail!("{flag} sets up the embedded simulator, and --url loads a server of its own: drop {flag}, or --url");
+        }
+        return Ok(());
+    }
+    match sim.sim_profile {
+        ProfileArg::Engine => {
+            if let Some(flag) = given(&fixed) {
+                bail!(
+                    "{flag} sets the fixed profile's timing, and the embedded engine times each step from its model: \
+                     add --sim-profile fixed, or drop {flag}"
+                );
+            }
+        }
+        ProfileArg::Fixed => {
+            if let Some(flag) = given(&engine) {
+                bail!(
+                    "{flag} describes the embedded engine, and --sim-profile fixed serves fixed timings (--sim-ttft, \
+                     --sim-itl): drop {flag}, or the fixed profile"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// With no `--url`, on the embedded simulated engine: refuses requests its
 /// model's context cannot hold before the run, as `estimate` does (each
 /// would be answered 400).
 pub fn check_embedded_context(t: &TargetArgs, sim: &SimArgs, workload: &goodput_load::Workload) -> Result<()> {
+    check_sim_flags(t, sim)?;
     if t.url.is_some() || sim.sim_profile != ProfileArg::Engine {
         return Ok(());
     }

@@ -1693,6 +1693,20 @@ fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
 }
 
 #[test]
+fn embedded_simulator_flags_the_server_does_not_read_are_refused() {
+    // Each had been dropped in silence: the engine served its own TTFT, the
+    // fixed profile its timings, a server at --url its own.
+    for (args, says) in [
+        (&["--sim-ttft", "10ms"][..], "add --sim-profile fixed, or drop --sim-ttft"),
+        (&["--sim-profile", "fixed", "--sim-gpu", "h200"], "drop --sim-gpu, or the fixed profile"),
+        (&["--url", "http://127.0.0.1:9", "--sim-itl", "5ms"], "--url loads a server of its own"),
+    ] {
+        let err = goodput().args(["bench", "-n", "2"]).args(args).refusal();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn documents_holding_figures_no_run_can_have_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run.json");
