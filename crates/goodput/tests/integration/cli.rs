@@ -1541,6 +1541,16 @@ fn too_few_open_files_for_the_concurrency_is_refused_before_the_run() {
     assert_eq!(out.status.code(), Some(0), "10 requests open 10 streams: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A run whose records cannot fit in any machine's memory is refused before
+/// it starts (a soak at a high rate had run for hours towards running out).
+#[test]
+fn a_run_too_big_to_hold_is_refused_before_it_starts() {
+    for args in [&["-n", "100000000000", "-c", "4"][..], &["--rate", "1e9", "--duration", "24h"]] {
+        let err = goodput().arg("bench").args(args).timeout(Duration::from_secs(20)).refusal();
+        assert!(err.contains("keep each one's record in memory") && err.contains("GB free"), "{args:?}: {err}");
+    }
+}
+
 /// A server on 127.0.0.1 that answers every chat request with three
 /// one-word chunks and a usage that claims `completion_tokens` output
 /// tokens; its URL. It serves until the test process ends.
