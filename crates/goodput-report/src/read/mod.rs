@@ -90,9 +90,12 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
             .map_err(|error| ReadError::FrontierSchema { path: path.to_owned(), error });
     }
     if v.get("points").is_some() {
-        return serde_json::from_value(v)
-            .map(|s| Document::Sweep(Box::new(s)))
-            .map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error });
+        let sweep: SweepResult =
+            serde_json::from_value(v).map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error })?;
+        if let Some(what) = impossible_sweep(&sweep) {
+            return Err(ReadError::Impossible { path: path.to_owned(), what });
+        }
+        return Ok(Document::Sweep(Box::new(sweep)));
     }
     let run: RunResult =
         serde_json::from_value(v).map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })?;
@@ -100,6 +103,30 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
         return Err(ReadError::Impossible { path: path.to_owned(), what });
     }
     Ok(Document::Run(Box::new(run)))
+}
+
+/// What in a sweep no sweep can hold: a point's run that [`impossible`]
+/// finds, or an analysis that names a point the sweep does not have (one
+/// edited to `points: []` had still shown its best points).
+pub fn impossible_sweep(s: &SweepResult) -> Option<String> {
+    for (i, p) in s.points.iter().enumerate() {
+        if let Some(what) = impossible(&p.result) {
+            return Some(format!("point {i}: {what}"));
+        }
+    }
+    let a = &s.analysis;
+    let refs = [
+        ("saturation", &a.saturation),
+        ("max_throughput", &a.max_throughput),
+        ("max_goodput", &a.max_goodput),
+        ("highest_load_meeting_slo", &a.highest_load_meeting_slo),
+        ("recommended", &a.recommended),
+    ];
+    refs.into_iter().find_map(|(name, r)| {
+        r.as_ref()
+            .filter(|r| r.index >= s.points.len())
+            .map(|r| format!("analysis.{name} names point {} of {} points", r.index, s.points.len()))
+    })
 }
 
 /// What in a run's summary no measurement can give, if anything: a

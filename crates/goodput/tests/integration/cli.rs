@@ -1740,6 +1740,19 @@ fn documents_holding_figures_no_run_can_have_are_refused() {
             assert!(err.contains("holds figures no run can have") && err.contains(says), "{cmd} {name}: {err}");
         }
     }
+    // A sweep whose analysis names a point it does not have (it had shown
+    // its best point from an empty list).
+    let sweep = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "1,2", "-n", "4", "--output-tokens", "8", "-o"])
+        .arg(&sweep)
+        .assert()
+        .success();
+    let mut v = read_json(&sweep);
+    v["points"] = serde_json::json!([]);
+    std::fs::write(&sweep, v.to_string()).unwrap();
+    let err = goodput().arg("report").arg(&sweep).refusal();
+    assert!(err.contains("names point") && err.contains("of 0 points"), "{err}");
 }
 
 /// A server whose `/v1/models` and `/metrics` answer without end, and
