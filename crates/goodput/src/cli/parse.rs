@@ -331,12 +331,17 @@ pub fn parse_stages(s: &str) -> Result<Stages, String> {
     Ok(Stages { stages: v.into_iter().map(|(_, n, t)| (n, t)).collect(), concurrency })
 }
 
+/// The first item of a list that an earlier one repeats.
+fn first_repeat<T: PartialEq>(v: &[T]) -> Option<&T> {
+    v.iter().enumerate().find(|(i, x)| v[..*i].contains(x)).map(|(_, x)| x)
+}
+
 pub fn parse_counts(s: &str) -> Result<CountList, String> {
     let v: Vec<u64> = parse_list(s)?;
     if v.contains(&0) {
         return Err("each number in the list must be at least 1".into());
     }
-    if let Some(d) = v.iter().enumerate().find(|(i, x)| v[..*i].contains(x)).map(|(_, x)| x) {
+    if let Some(d) = first_repeat(&v) {
         return Err(format!("'{s}' names {d} twice: give each once"));
     }
     Ok(CountList(v))
@@ -350,7 +355,7 @@ pub fn parse_rates(s: &str) -> Result<RateList, String> {
     if let Some(&r) = v.iter().find(|&&r| r < goodput_load::schedule::min_rate()) {
         return Err(goodput_load::error::ScheduleError::RateTooLow(r).to_string());
     }
-    if let Some(d) = v.iter().enumerate().find(|(i, x)| v[..*i].contains(x)).map(|(_, x)| x) {
+    if let Some(d) = first_repeat(&v) {
         return Err(format!("'{s}' names {d} twice: give each once (--runs repeats a point)"));
     }
     Ok(RateList(v))
