@@ -15,22 +15,11 @@ type StatusFn = Box<dyn Fn() -> ServeStatus + Send>;
 
 /// A flag of the other profile is refused, not dropped: `--profile engine
 /// --ttft 10ms` served the engine's own TTFT, `--profile fixed --gpu h200`
-/// fixed timings. Checked against the flags' defaults, as the parsed
-/// arguments keep no record of which were typed.
+/// fixed timings.
 fn other_profiles_flags(a: &ServeArgs) -> Result<()> {
     match a.profile {
         ProfileArg::Engine => {
-            let fixed = [
-                ("--ttft", a.ttft != Duration::from_millis(150)),
-                ("--itl", a.itl != Duration::from_millis(20)),
-                ("--tokens-per-chunk", a.tokens_per_chunk != 2),
-                ("--slow-every", a.slow_every.is_some()),
-                ("--slow-ttft", a.slow_ttft.is_some()),
-                ("--ttft-jitter", !a.ttft_jitter.is_zero()),
-                ("--jitter-seed", a.jitter_seed != 0),
-                ("--write-log", a.write_log.is_some()),
-            ];
-            if let Some((flag, _)) = fixed.iter().find(|f| f.1) {
+            if let Some(flag) = a.given.first(FIXED_FLAGS) {
                 bail!(
                     "{flag} sets the fixed profile's timing, and the engine profile times each step from its model: \
                      add --profile fixed, or drop {flag}"
@@ -38,23 +27,35 @@ fn other_profiles_flags(a: &ServeArgs) -> Result<()> {
             }
         }
         ProfileArg::Fixed => {
-            use clap::{Args, FromArgMatches};
-            let defaults = crate::cli::EngineHwArgs::augment_args(clap::Command::new("defaults"))
-                .try_get_matches_from(["defaults"])
-                .ok()
-                .and_then(|m| crate::cli::EngineHwArgs::from_arg_matches(&m).ok());
-            let engine_flags = a.model != crate::cli::DEFAULT_ENGINE_MODEL
-                || defaults.is_some_and(|d| format!("{d:?}") != format!("{:?}", a.hw));
-            if engine_flags {
+            use clap::Args;
+            let engine = crate::cli::EngineHwArgs::augment_args(clap::Command::new("engine"));
+            let typed = std::iter::once(("--model".to_owned(), "model".to_owned()))
+                .chain(engine.get_arguments().filter_map(|arg| {
+                    arg.get_long().map(|long| (format!("--{long}"), arg.get_id().as_str().to_owned()))
+                }))
+                .find(|(_, id)| a.given.has(id));
+            if let Some((flag, _)) = typed {
                 bail!(
-                    "--model, --gpu, --tp and the engine's other flags describe the engine profile, and the fixed \
-                     profile serves fixed timings (--ttft, --itl): drop them, or serve --profile engine"
+                    "{flag} describes the engine profile, and the fixed profile serves fixed timings (--ttft, \
+                     --itl): drop {flag}, or serve --profile engine"
                 );
             }
         }
     }
     Ok(())
 }
+
+/// The fixed profile's own flags: the flag, and its clap id.
+pub(crate) const FIXED_FLAGS: &[(&str, &str)] = &[
+    ("--ttft", "ttft"),
+    ("--itl", "itl"),
+    ("--tokens-per-chunk", "tokens_per_chunk"),
+    ("--slow-every", "slow_every"),
+    ("--slow-ttft", "slow_ttft"),
+    ("--ttft-jitter", "ttft_jitter"),
+    ("--jitter-seed", "jitter_seed"),
+    ("--write-log", "write_log"),
+];
 
 pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let served = crate::common::names_of("--served-model-name", a.served_model_name.as_deref())?;

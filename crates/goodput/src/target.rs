@@ -103,28 +103,14 @@ fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
 /// server at `--url` reads none, the engine profile not the fixed
 /// profile's timings, the fixed profile not the engine's. Each was dropped
 /// in silence (`--sim-ttft 10ms` on the engine, `--sim-gpu h200` on the
-/// fixed profile); checked against the defaults, as the parsed arguments
-/// keep no record of which were typed.
+/// fixed profile).
 fn check_sim_flags(t: &TargetArgs, sim: &SimArgs) -> Result<()> {
-    let fixed = [
-        ("--sim-ttft", sim.sim_ttft != std::time::Duration::from_millis(150)),
-        ("--sim-itl", sim.sim_itl != std::time::Duration::from_millis(20)),
-        ("--sim-tokens-per-chunk", sim.sim_tokens_per_chunk != 2),
-    ];
-    let engine = [
-        ("--sim-model", sim.sim_model != crate::cli::DEFAULT_ENGINE_MODEL),
-        ("--sim-gpu", sim.sim_gpu != "h100-sxm"),
-        ("--sim-precision", sim.sim_precision != "bf16"),
-        ("--sim-tp", sim.sim_tp != 1),
-        ("--sim-dp", sim.sim_dp != 1),
-        ("--sim-router", sim.sim_router != "least-loaded"),
-        ("--sim-pd", sim.sim_pd.is_some()),
-        ("--sim-chat-template", sim.sim_chat_template != "auto"),
-    ];
-    let given = |flags: &[(&'static str, bool)]| flags.iter().find(|f| f.1).map(|f| f.0);
+    let given = &sim.given;
     if t.url.is_some() {
-        let any =
-            given(&fixed).or(given(&engine)).or((sim.sim_profile != ProfileArg::Engine).then_some("--sim-profile"));
+        let any = given
+            .first(SIM_FIXED_FLAGS)
+            .or(given.first(SIM_ENGINE_FLAGS))
+            .or(given.first(&[("--sim-profile", "sim_profile")]));
         if let Some(flag) = any {
             bail!("{flag} sets up the embedded simulator, and --url loads a server of its own: drop {flag}, or --url");
         }
@@ -132,7 +118,7 @@ fn check_sim_flags(t: &TargetArgs, sim: &SimArgs) -> Result<()> {
     }
     match sim.sim_profile {
         ProfileArg::Engine => {
-            if let Some(flag) = given(&fixed) {
+            if let Some(flag) = given.first(SIM_FIXED_FLAGS) {
                 bail!(
                     "{flag} sets the fixed profile's timing, and the embedded engine times each step from its model: \
                      add --sim-profile fixed, or drop {flag}"
@@ -140,7 +126,7 @@ fn check_sim_flags(t: &TargetArgs, sim: &SimArgs) -> Result<()> {
             }
         }
         ProfileArg::Fixed => {
-            if let Some(flag) = given(&engine) {
+            if let Some(flag) = given.first(SIM_ENGINE_FLAGS) {
                 bail!(
                     "{flag} describes the embedded engine, and --sim-profile fixed serves fixed timings (--sim-ttft, \
                      --sim-itl): drop {flag}, or the fixed profile"
@@ -150,6 +136,22 @@ fn check_sim_flags(t: &TargetArgs, sim: &SimArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// The embedded fixed profile's flags: the flag, and its clap id.
+pub(crate) const SIM_FIXED_FLAGS: &[(&str, &str)] =
+    &[("--sim-ttft", "sim_ttft"), ("--sim-itl", "sim_itl"), ("--sim-tokens-per-chunk", "sim_tokens_per_chunk")];
+
+/// The embedded engine's flags: the flag, and its clap id.
+pub(crate) const SIM_ENGINE_FLAGS: &[(&str, &str)] = &[
+    ("--sim-model", "sim_model"),
+    ("--sim-gpu", "sim_gpu"),
+    ("--sim-precision", "sim_precision"),
+    ("--sim-tp", "sim_tp"),
+    ("--sim-dp", "sim_dp"),
+    ("--sim-router", "sim_router"),
+    ("--sim-pd", "sim_pd"),
+    ("--sim-chat-template", "sim_chat_template"),
+];
 
 /// With no `--url`, on the embedded simulated engine: refuses requests its
 /// model's context cannot hold before the run, as `estimate` does (each

@@ -157,6 +157,9 @@ pub struct EstimateArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
+    /// The flags typed, set by [`super::parse_from`].
+    #[arg(skip)]
+    pub given: super::Given,
     /// Sweep the simulated engine in virtual time instead of a server (--model names a catalog model then). With --serve-cmd: run the grid in virtual time first (each parameter on the simulator's knob of that name: tp, dp, precision, gpu, max_num_seqs, max_num_batched_tokens, or a server's flag for one), and set the predicted frontier beside the measured one.
     #[arg(long)]
     pub estimate: bool,
@@ -207,6 +210,9 @@ pub struct SweepArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// The flags typed, set by [`super::parse_from`].
+    #[arg(skip)]
+    pub given: super::Given,
     /// Address to bind (loopback unless you say otherwise).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,

@@ -571,6 +571,9 @@ pub struct SimArgs {
     /// Embedded engine: the model's chat template (auto, llama3, qwen2.5, chatml, mistral, none), as --chat-template of serve.
     #[arg(long, default_value = "auto", help_heading = "Embedded simulator (no --url)")]
     pub sim_chat_template: String,
+    /// The flags typed, set by [`super::parse_from`].
+    #[arg(skip)]
+    pub given: super::Given,
     /// Fixed profile: time to first token.
     #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Embedded simulator (no --url)")]
     pub sim_ttft: Duration,

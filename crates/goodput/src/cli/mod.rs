@@ -18,20 +18,80 @@ pub use runs_args::*;
 pub use servegrid::*;
 pub use until::*;
 
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Parses the command line. clap reads a value such as `-1` or `-5s` as an
 /// unknown flag and says only "unexpected argument"; this names the option
 /// it was meant for and why it was refused.
 pub fn parse() -> Cli {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    Cli::try_parse_from(&args).unwrap_or_else(|e| {
+    parse_from(&args).unwrap_or_else(|e| {
         if let Some(msg) = negative_value_message(&e, &args) {
             eprintln!("error: {msg}");
             std::process::exit(2);
         }
         e.exit()
     })
+}
+
+/// Parses `args` (the program's name first) and records in the commands
+/// that ask which flags were typed ([`Given`]).
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    let given = Given::of(&matches);
+    match &mut cli.command {
+        Command::Bench(a) => a.sim.given = given,
+        Command::Sweep(a) => {
+            a.sim.given = given.clone();
+            a.given = given;
+        }
+        Command::Serve(a) => a.given = given,
+        _ => {}
+    }
+    Ok(cli)
+}
+
+/// The flags typed on the command line (or set by their environment
+/// variable), by clap's id (the field's name), the subcommand's included.
+/// A flag given its default value is given all the same: a check that a
+/// flag was dropped asks this, not whether the value differs from the
+/// default, which would let `--timeout 120s` through and have to repeat
+/// every default.
+#[derive(Debug, Clone, Default)]
+pub struct Given(Arc<BTreeSet<String>>);
+
+impl Given {
+    pub fn of(m: &ArgMatches) -> Given {
+        let mut ids = BTreeSet::new();
+        let mut at = Some(m);
+        while let Some(m) = at {
+            for id in m.ids() {
+                if matches!(m.value_source(id.as_str()), Some(ValueSource::CommandLine | ValueSource::EnvVariable)) {
+                    ids.insert(id.as_str().to_owned());
+                }
+            }
+            at = m.subcommand().map(|(_, sub)| sub);
+        }
+        Given(Arc::new(ids))
+    }
+
+    /// Whether the flag of clap id `id` (`max_buffer` for `--max-buffer`) was typed.
+    pub fn has(&self, id: &str) -> bool {
+        self.0.contains(id)
+    }
+
+    /// The first of `flags` (`--name`, clap id) that was typed.
+    pub fn first<'a>(&self, flags: &[(&'a str, &str)]) -> Option<&'a str> {
+        flags.iter().find(|(_, id)| self.has(id)).map(|(flag, _)| *flag)
+    }
 }
 
 fn negative_value_message(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
@@ -117,6 +177,16 @@ mod tests {
     }
 
     #[test]
+    fn a_list_with_an_empty_item_is_refused() {
+        assert_eq!(parse_counts(" 1, 2 ,4").unwrap().0, vec![1, 2, 4]);
+        for bad in ["1,,2", "1,2,", ",1"] {
+            assert!(parse_counts(bad).unwrap_err().contains("has an empty item"), "{bad}");
+            assert!(parse_rates(bad).unwrap_err().contains("has an empty item"), "{bad}");
+        }
+        assert!(parse_counts("").unwrap_err().contains("is not a comma-separated list"));
+    }
+
+    #[test]
     fn percentile_lists() {
         assert_eq!(parse_percentiles("50,90,99.9").unwrap().0, vec![50.0, 90.0, 99.9]);
         assert_eq!(parse_percentiles("p50, p99").unwrap().0, vec![50.0, 99.0]);
@@ -126,10 +196,43 @@ mod tests {
 
     #[test]
     fn engine_defaults_match_the_flags() {
-        let cli = Cli::try_parse_from(["goodput", "serve"]).unwrap();
+        let cli = parse_from(["goodput", "serve"]).unwrap();
         let Command::Serve(a) = cli.command else { panic!() };
         let d = EngineHwArgs::default();
         assert_eq!(format!("{:?}", a.hw), format!("{d:?}"));
+    }
+
+    #[test]
+    fn the_flags_checked_as_typed_are_the_commands_own() {
+        let cli = Cli::command();
+        let tables: [(&str, &[(&str, &str)]); 6] = [
+            ("sweep", crate::sweep::LIVE_FLAGS),
+            ("serve", crate::serve::FIXED_FLAGS),
+            ("bench", crate::target::SIM_FIXED_FLAGS),
+            ("bench", crate::target::SIM_ENGINE_FLAGS),
+            ("sweep", crate::target::SIM_FIXED_FLAGS),
+            ("sweep", crate::target::SIM_ENGINE_FLAGS),
+        ];
+        for (name, table) in tables {
+            let sub = cli.find_subcommand(name).unwrap();
+            for (flag, id) in table {
+                let arg = sub.get_arguments().find(|a| a.get_id() == *id);
+                let arg = arg.unwrap_or_else(|| panic!("{name} has no argument of id {id}"));
+                assert_eq!(format!("--{}", arg.get_long().unwrap()), *flag, "{name} {id}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_flag_typed_with_its_default_value_is_given() {
+        let cli = parse_from(["goodput", "sweep", "--estimate", "--concurrency", "1", "--timeout", "120s"]).unwrap();
+        let Command::Sweep(a) = cli.command else { panic!() };
+        assert!(a.given.has("timeout") && a.given.has("concurrency") && a.given.has("estimate"));
+        assert!(!a.given.has("max_buffer"), "a default is not typed");
+        assert!(a.sim.given.has("timeout"));
+        let cli = parse_from(["goodput", "serve", "--profile", "fixed", "--tp", "1"]).unwrap();
+        let Command::Serve(a) = cli.command else { panic!() };
+        assert!(a.given.has("tp") && !a.given.has("gpu"));
     }
 
     #[test]

@@ -263,7 +263,11 @@ pub fn parse_confidence(s: &str) -> Result<f64, String> {
 }
 
 pub fn parse_list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
-    let v: Result<Vec<T>, _> = s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::parse).collect();
+    // An empty item ('1,,4', '1,2,') is a number left out, not a spacer.
+    if !s.trim().is_empty() && s.split(',').any(|p| p.trim().is_empty()) {
+        return Err(format!("'{s}' has an empty item: write a number between each pair of commas, e.g. 1,2,4,8"));
+    }
+    let v: Result<Vec<T>, _> = s.split(',').map(str::trim).map(str::parse).collect();
     match v {
         Ok(v) if !v.is_empty() => Ok(v),
         _ => Err(format!("'{s}' is not a comma-separated list of numbers, e.g. 1,2,4,8")),

@@ -467,26 +467,7 @@ fn round_rate(r: f64) -> f64 {
 /// (`--api-key` is let be: it comes from OPENAI_API_KEY as well, and a
 /// key set for other work changes nothing here.)
 fn refuse_live_flags(a: &SweepArgs) -> Result<()> {
-    let (t, m) = (&a.target, &a.metrics);
-    let given = [
-        ("--no-stream", t.no_stream),
-        ("--no-usage", t.no_usage),
-        ("--header", !t.header.is_empty()),
-        ("--extra-body", t.extra_body.is_some()),
-        // Against their defaults (120s, 64MiB, auto): the arguments keep no
-        // record of which were typed.
-        ("--timeout", t.timeout != Duration::from_secs(120)),
-        ("--max-buffer", t.max_buffer != 64 << 20),
-        ("--wait-ready", t.wait_ready.is_some()),
-        ("--transport", !matches!(t.transport, goodput_load::Transport::Auto)),
-        ("--stamp", !matches!(t.stamp, goodput_load::Stamps::Auto)),
-        ("--key-header", !matches!(t.key_header, crate::cli::KeyHeaderArg::Auto)),
-        ("--metrics-url", !m.metrics_url.is_empty()),
-        ("--no-metrics", m.no_metrics),
-        ("--metrics-interval", m.metrics_interval != Duration::from_secs(1)),
-        ("--prometheus-listen", m.prometheus_listen.is_some()),
-    ];
-    if let Some((flag, _)) = given.iter().find(|g| g.1) {
+    if let Some(flag) = a.given.first(LIVE_FLAGS) {
         bail!(
             "{flag} is for a live server, and --estimate runs none (its requests stream, and nothing times \
              out or is scraped): drop {flag}, or drop --estimate to sweep a server (or add --serve-cmd to \
@@ -495,6 +476,24 @@ fn refuse_live_flags(a: &SweepArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// The flags only a live client or server acts on: the flag, and its clap id.
+pub(crate) const LIVE_FLAGS: &[(&str, &str)] = &[
+    ("--no-stream", "no_stream"),
+    ("--no-usage", "no_usage"),
+    ("--header", "header"),
+    ("--extra-body", "extra_body"),
+    ("--timeout", "timeout"),
+    ("--max-buffer", "max_buffer"),
+    ("--wait-ready", "wait_ready"),
+    ("--transport", "transport"),
+    ("--stamp", "stamp"),
+    ("--key-header", "key_header"),
+    ("--metrics-url", "metrics_url"),
+    ("--no-metrics", "no_metrics"),
+    ("--metrics-interval", "metrics_interval"),
+    ("--prometheus-listen", "prometheus_listen"),
+];
 
 fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
     let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "records".into());
@@ -745,25 +744,25 @@ fn check_args(a: &SweepArgs) -> Result<()> {
         bail!("--max-concurrency and --points must be at least 1");
     }
     // Flags another mode reads, given to this one, were dropped in silence.
-    // Against their defaults (6, 256, 3, poisson): the arguments keep no
-    // record of which were typed.
     let open_loop = a.auto || a.rate.is_some() || a.stages.as_ref().is_some_and(|s| !s.concurrency);
-    if a.points != 6 && !a.auto {
+    if a.given.has("points") && !a.auto {
         bail!("--points spreads --auto's rates between its baseline and ceiling: drop it, or sweep with --auto");
     }
-    if a.max_concurrency != 256 && !open_loop {
+    if a.given.has("max_concurrency") && !open_loop {
         bail!(
             "--max-concurrency caps --auto's ceiling and the requests in flight of open-loop points (--rate, rate \
              --stages); a closed loop's users are its own cap: drop it"
         );
     }
-    if a.search_steps != 3 && a.stages.is_some() {
+    if a.given.has("search_steps") && a.stages.is_some() {
         bail!("--search-steps places points between a sweep's loads, and --stages runs the stages given: drop it");
     }
-    if (a.shape.arrival != crate::cli::ArrivalArg::Poisson || a.shape.burstiness.is_some()) && !open_loop {
+    if let Some(flag) =
+        a.given.first(&[("--arrival", "arrival"), ("--burstiness", "burstiness")]).filter(|_| !open_loop)
+    {
         bail!(
-            "--arrival and --burstiness shape open-loop arrivals (--rate, --auto, rate --stages); a closed loop's \
-             users send as their requests end: drop them"
+            "{flag} shapes open-loop arrivals (--rate, --auto, rate --stages); a closed loop's users send as their \
+             requests end: drop it"
         );
     }
     if a.workload.repeat > 1 {

@@ -1710,6 +1710,10 @@ fn embedded_simulator_flags_the_server_does_not_read_are_refused() {
         (&["--sim-ttft", "10ms"][..], "add --sim-profile fixed, or drop --sim-ttft"),
         (&["--sim-profile", "fixed", "--sim-gpu", "h200"], "drop --sim-gpu, or the fixed profile"),
         (&["--url", "http://127.0.0.1:9", "--sim-itl", "5ms"], "--url loads a server of its own"),
+        // Typed with their defaults' values, they are dropped all the same.
+        (&["--sim-ttft", "150ms"][..], "add --sim-profile fixed, or drop --sim-ttft"),
+        (&["--sim-profile", "fixed", "--sim-gpu", "h100-sxm"], "drop --sim-gpu, or the fixed profile"),
+        (&["--url", "http://127.0.0.1:9", "--sim-profile", "engine"], "drop --sim-profile, or --url"),
     ] {
         let err = goodput().args(["bench", "-n", "2"]).args(args).refusal();
         assert!(err.contains(says), "{args:?}: {err}");

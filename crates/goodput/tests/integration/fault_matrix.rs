@@ -472,5 +472,10 @@ fn goodput_serve_plays_a_fault_flag_and_refuses_bad_ones() {
     let err = refused(&["--profile", "engine", "--ttft", "10ms"]);
     assert!(err.contains("--ttft sets the fixed profile's timing") && err.contains("add --profile fixed"), "{err}");
     let err = refused(&["--profile", "fixed", "--gpu", "h200"]);
-    assert!(err.contains("describe the engine profile") && err.contains("--profile engine"), "{err}");
+    assert!(err.contains("--gpu describes the engine profile") && err.contains("--profile engine"), "{err}");
+    // Typed with the default's value, a flag is given all the same.
+    let err = refused(&["--profile", "fixed", "--model", "llama-3.1-8b", "--tp", "1"]);
+    assert!(err.contains("--model describes the engine profile"), "{err}");
+    let err = refused(&["--profile", "engine", "--itl", "20ms"]);
+    assert!(err.contains("--itl sets the fixed profile's timing"), "{err}");
 }

@@ -94,7 +94,13 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
         .success();
     // A live client's flag on a sweep of the engine alone is refused, not
     // dropped: --no-stream's TTFT would have been a streamed one.
-    for flag in [&["--no-stream"][..], &["--timeout", "1ms"], &["--metrics-url", "http://127.0.0.1:9/metrics"]] {
+    // The default's value typed is given all the same (--timeout 120s).
+    for flag in [
+        &["--no-stream"][..],
+        &["--timeout", "1ms"],
+        &["--timeout", "120s"],
+        &["--metrics-url", "http://127.0.0.1:9/metrics"],
+    ] {
         let err = goodput().args(["sweep", "--estimate", "--concurrency", "2", "-n", "20"]).args(flag).refusal();
         assert!(err.contains(&format!("{} is for a live server", flag[0])) && err.contains("drop --estimate"), "{err}");
     }
@@ -106,8 +112,11 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
     // point named twice.
     for (args, says) in [
         (&["--concurrency", "1,2", "--points", "3"][..], "--points spreads --auto's rates"),
+        (&["--concurrency", "1,2", "--points", "6"], "--points spreads --auto's rates"),
+        (&["--concurrency", "1", "--arrival", "gamma", "--burstiness", "1"], "--arrival shapes open-loop arrivals"),
+        (&["--concurrency", "1", "--arrival", "poisson"], "--arrival shapes open-loop arrivals"),
         (&["--concurrency", "1,2", "--max-concurrency", "1"], "a closed loop's users are its own cap"),
-        (&["--concurrency", "1", "--arrival", "gamma"], "shape open-loop arrivals"),
+        (&["--concurrency", "1", "--arrival", "gamma"], "--arrival shapes open-loop arrivals"),
         (&["--stages", "10/1s", "--search-steps", "5"], "--search-steps places points"),
         (&["--concurrency", "1,1,1"], "'1,1,1' names 1 twice"),
         (&["--rate", "2,2"], "'2,2' names 2 twice"),
