@@ -64,7 +64,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     output::check_outputs(&a.output, &inputs)?;
     let run_id = goodput_report::read::records::new_run_id();
     limits::check_plan(&plan, a.target.url.is_none())?;
-    limits::check_memory(&plan)?;
+    limits::check_memory(&plan, true)?;
     let records = match &a.output.records {
         Some(p) => Some(RecordFile::create(p, &run_id)?),
         None => None,

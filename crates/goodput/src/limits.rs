@@ -48,8 +48,9 @@ const LIVE_BYTES_PER_REQUEST: u64 = 1 << 10;
 /// before it starts where even the least a request takes does not: a long
 /// soak at a high rate (`--rate 3000 --duration 24h`, 259 million requests)
 /// had run for hours towards running out. Runs whose count cannot be known
-/// ahead (a closed loop bounded by time) are not checked.
-pub fn check_memory(plan: &goodput_load::LoadPlan) -> Result<()> {
+/// ahead (a closed loop bounded by time) are not checked. `shards`: the
+/// command can split a run over machines (`--shard`), and the fix says so.
+pub fn check_memory(plan: &goodput_load::LoadPlan, shards: bool) -> Result<()> {
     let Some(free) = available_memory() else { return Ok(()) };
     let units = plan.total_requests().or_else(|| {
         let (rate, _) = plan.rate.filter(|r| r.0.is_finite())?;
@@ -66,10 +67,10 @@ pub fn check_memory(plan: &goodput_load::LoadPlan) -> Result<()> {
         let gb = |b: u64| b as f64 / f64::from(1u32 << 30);
         bail!(
             "this run would send about {n} requests and keep each one's record in memory, at least {:.1} GB in \
-             all, and this machine has {:.1} GB free: give fewer -n, a shorter --duration or a lower --rate, or \
-             split it over machines (--shard I/N)",
+             all, and this machine has {:.1} GB free: give fewer -n, a shorter --duration or a lower --rate{}",
             gb(need),
-            gb(free)
+            gb(free),
+            if shards { ", or split it over machines (--shard I/N)" } else { "" }
         );
     }
     Ok(())

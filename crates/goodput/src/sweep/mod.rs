@@ -294,6 +294,7 @@ impl Sweep {
         match &self.runner {
             Runner::Http { target, interrupt } => {
                 crate::limits::check_plan(plan, self.args.target.url.is_none())?;
+                crate::limits::check_memory(plan, false)?;
                 let run_id = goodput_report::read::records::new_run_id();
                 let records = records.map(|p| RecordFile::create(&p, &run_id)).transpose()?;
                 let point = Point {

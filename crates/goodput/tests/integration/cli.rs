@@ -1549,6 +1549,10 @@ fn a_run_too_big_to_hold_is_refused_before_it_starts() {
         let err = goodput().arg("bench").args(args).timeout(Duration::from_secs(20)).refusal();
         assert!(err.contains("keep each one's record in memory") && err.contains("GB free"), "{args:?}: {err}");
     }
+    // A live sweep's point alike (it had no such check); sweep has no --shard.
+    let args = ["sweep", "--rate", "1e9,2e9", "--duration", "24h", "--output-tokens", "4"];
+    let err = goodput().args(args).timeout(Duration::from_secs(20)).refusal();
+    assert!(err.contains("keep each one's record in memory") && !err.contains("--shard"), "{err}");
 }
 
 /// A server on 127.0.0.1 that answers every chat request with three
