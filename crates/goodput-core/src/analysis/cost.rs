@@ -53,6 +53,16 @@ pub fn usd_per_million(usd_per_hour: f64, per_s: f64) -> Option<f64> {
 /// of 1e308 gave every point an infinite cost, and `plan` picked its worst).
 pub const MAX_GPU_HOUR_USD: f64 = 10_000.0;
 
+/// A price as a refusal names it: as typed, or in exponent form when it is
+/// a million or more (`1e308`, not its 309 digits).
+pub fn price_text(usd: f64) -> String {
+    if usd >= 1e6 {
+        format!("{usd:e}")
+    } else {
+        usd.to_string()
+    }
+}
+
 /// A price that cannot cost a run.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub enum CostError {
@@ -61,7 +71,7 @@ pub enum CostError {
     #[error(
         "--gpu-hour-usd {} is more than a GPU costs an hour (at most {MAX_GPU_HOUR_USD}, past which costs overflow): \
          give USD per GPU-hour, e.g. 2.5",
-        if *.0 >= 1e6 { format!("{:e}", .0) } else { .0.to_string() }
+        price_text(*.0)
     )]
     Dear(f64),
     #[error("--gpus must be at least 1")]

@@ -30,7 +30,7 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
             Ok(v) if v > goodput_core::analysis::cost::MAX_GPU_HOUR_USD && v.is_finite() => {
                 return Err(format!(
                     "{name}={} is more than a GPU costs an hour (at most {}): give USD per GPU-hour, e.g. {name}=2.5",
-                    if v >= 1e6 { format!("{v:e}") } else { v.to_string() },
+                    goodput_core::analysis::cost::price_text(v),
                     goodput_core::analysis::cost::MAX_GPU_HOUR_USD
                 ))
             }
