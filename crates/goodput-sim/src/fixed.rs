@@ -26,6 +26,13 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, PartialEq)]
 pub struct FixedProfile {
     pub model: String,
+    /// The names it answers to besides `model`, listed after it. When any
+    /// are given (`serve --served-model-name a,b`), a request naming
+    /// another model is refused with 404, as vLLM refuses it; when none,
+    /// the profile answers to any name.
+    pub also: Vec<String>,
+    /// Whether a request must name one of `model` and `also`.
+    pub strict_names: bool,
     /// Request arrival to the first output chunk.
     pub ttft: Duration,
     /// Between output chunks.
@@ -44,10 +51,26 @@ pub struct FixedProfile {
     pub faults: FaultConfig,
 }
 
+impl FixedProfile {
+    /// Every name it serves, `model` first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.model.as_str()).chain(self.also.iter().map(String::as_str))
+    }
+
+    /// The 404 message for a request naming `name`, where the profile
+    /// serves only its own names and `name` is not one.
+    fn unknown(&self, route_names_model: bool, name: Option<&str>) -> Option<String> {
+        let name = name.filter(|_| self.strict_names && route_names_model)?;
+        (!self.names().any(|n| n == name)).then(|| name.to_owned())
+    }
+}
+
 impl Default for FixedProfile {
     fn default() -> Self {
         FixedProfile {
             model: "goodput-fixed".into(),
+            also: Vec::new(),
+            strict_names: false,
             ttft: Duration::from_millis(150),
             itl: Duration::from_millis(20),
             tokens_per_chunk: 2,
@@ -260,6 +283,9 @@ fn pool_reply(
     if fault == Fault::HttpError {
         return Err((500, "injected fault: internal server error".into()));
     }
+    if let Some(name) = p.unknown(true, req.model.as_deref()) {
+        return Err((404, format!("The model `{name}` does not exist.")));
+    }
     let ids: Vec<Vec<u32>> = req.sequences().iter().map(|t| crate::openai::token_ids(t)).collect();
     let model = req.model.as_deref().unwrap_or(&p.model);
     let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
@@ -310,6 +336,9 @@ impl Reply {
             Err(e) => return Reply::Error(400, e.to_string()),
         };
         let p = &s.profile;
+        if let Some(name) = p.unknown(route.names_model(), req.model.as_deref()) {
+            return Reply::Error(404, route.unknown_model(&name));
+        }
         let (n, fault) = s.counters.next(&p.faults);
         if fault == Fault::HttpError {
             return Reply::Error(500, "injected fault: internal server error".into());

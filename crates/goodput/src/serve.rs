@@ -175,10 +175,13 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
 
 /// The fixed profile's app, a line saying what it serves, and its live status.
 fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn)> {
-    // The fixed profile answers to any name; it lists the first.
+    // With no --served-model-name the fixed profile answers to any name;
+    // with names, to those only (404 for another, as the engine and vLLM).
     let name = served.first().cloned().unwrap_or_else(|| "goodput-fixed".into());
     let profile = FixedProfile {
         model: name.clone(),
+        also: served.iter().skip(1).cloned().collect(),
+        strict_names: !served.is_empty(),
         ttft: a.ttft,
         itl: a.itl,
         tokens_per_chunk: a.tokens_per_chunk,

@@ -371,7 +371,7 @@ impl Conn {
             },
             (Target::Generate(_) | Target::Pool(_), None) => self.method_not_allowed("POST", keep).await?,
             (Target::Models, None) if get => {
-                let body = models_body(&[&state.profile.model]).to_string();
+                let body = models_body(&state.profile.names().collect::<Vec<_>>()).to_string();
                 self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
             }
             (Target::Health, None) if get => {
@@ -382,7 +382,7 @@ impl Conn {
                 self.respond_to(head_only, 200, "text/plain; version=0.0.4", text.as_bytes(), keep).await?
             }
             (Target::Tags, None) if get => {
-                let body = tags_body(&[&state.profile.model]).to_string();
+                let body = tags_body(&state.profile.names().collect::<Vec<_>>()).to_string();
                 self.respond_to(head_only, 200, CT_JSON, body.as_bytes(), keep).await?
             }
             (Target::Info, None) if get => {

@@ -227,7 +227,7 @@ pub struct ServeArgs {
     pub model: String,
     #[command(flatten)]
     pub hw: EngineHwArgs,
-    /// The name the server reports at /v1/models (default: the engine's model name, or goodput-fixed). Several, comma-separated, are served alike (as LoRA adapters beside a base model); the engine refuses any other name with 404, as vLLM does.
+    /// The name the server reports at /v1/models (default: the engine's model name, or goodput-fixed). Several, comma-separated, are served alike (as LoRA adapters beside a base model); any other name is refused with 404, as vLLM refuses it (the fixed profile with no name given answers to any).
     #[arg(long)]
     pub served_model_name: Option<String>,
     /// Time scale of the engine: 2 runs twice as fast as the hardware would.

@@ -150,7 +150,7 @@ fn goodput_serve_answers_every_api() {
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let mut child = std::process::Command::new(bin)
         .args(["serve", "--port", "0", "--profile", "fixed", "--ttft", "5ms", "--itl", "1ms", "-q"])
-        .args(["--served-model-name", "served-here"])
+        .args(["--served-model-name", "served-here,also-here"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -175,6 +175,29 @@ fn goodput_serve_answers_every_api() {
         assert_eq!(v["summary"]["requests"]["completed"], 2, "{api}");
         assert_eq!(v["summary"]["tokens"]["output"], 8, "{api}");
     }
+    // Named, the fixed profile lists its names and answers to them only,
+    // as vLLM and the engine profile do (it had answered to any name).
+    let ask = |request: String| {
+        use std::io::{Read, Write};
+        let mut sock = std::net::TcpStream::connect(url.trim_start_matches("http://")).unwrap();
+        sock.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        sock.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let models = ask("GET /v1/models HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".into());
+    assert!(models.contains("\"served-here\"") && models.contains("\"also-here\""), "{models}");
+    let chat = |model: &str| {
+        let body = format!(r#"{{"model":"{model}","messages":[{{"role":"user","content":"hi"}}],"max_tokens":2}}"#);
+        ask(format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        ))
+    };
+    assert!(chat("also-here").starts_with("HTTP/1.1 200"), "{}", chat("also-here"));
+    let other = chat("other-model");
+    assert!(other.starts_with("HTTP/1.1 404") && other.contains("The model `other-model` does not exist"), "{other}");
     let err = goodput().args(["serve", "--port", "0", "--served-model-name", " , "]).refusal();
     assert!(err.contains("--served-model-name ' , ' names no model"), "{err}");
 }
