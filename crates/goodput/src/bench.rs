@@ -65,10 +65,6 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     let run_id = goodput_report::read::records::new_run_id();
     limits::check_plan(&plan, a.target.url.is_none())?;
     limits::check_memory(&plan, true)?;
-    let records = match &a.output.records {
-        Some(p) => Some(RecordFile::create(p, &run_id)?),
-        None => None,
-    };
     let workload = setup::repeated(workload, &a.workload, &plan)?;
     let workload =
         setup::with_images(workload, &a.workload, plan.sessions.is_some(), a.target.api, a.load.shape.seed.value)?;
@@ -127,6 +123,12 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
             serve_live(addr, live.clone()).await?;
             Some(live)
         }
+        None => None,
+    };
+    // Made (an earlier file of the name emptied) only now, when nothing is
+    // left to refuse the run: a run refused before it started had lost it.
+    let records = match &a.output.records {
+        Some(p) => Some(RecordFile::create(p, &run_id)?),
         None => None,
     };
     let point = Point {

@@ -72,11 +72,19 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     let mut seen: Vec<(&str, FileKey)> = Vec::new();
     for &(flag, path) in outputs {
         let Some(path) = path else { continue };
-        let key = same_file_key(path);
-        if let Some((other, _)) = seen.iter().find(|(_, k)| *k == key) {
-            bail!("{other} and {flag} both name {}: give each its own file", path.display());
+        // A --csv folder, and each file it writes there (`-o out/summary.csv
+        // --csv out` had left the CSV where the result was).
+        let mut written = vec![path.to_path_buf()];
+        if flag == "--csv" && path != Path::new("-") {
+            written.extend(goodput_report::export::CSV_FILES.iter().map(|n| path.join(n)));
         }
-        seen.push((flag, key));
+        for file in written {
+            let key = same_file_key(&file);
+            if let Some((other, _)) = seen.iter().find(|(_, k)| *k == key) {
+                bail!("{other} and {flag} both name {}: give each its own file", file.display());
+            }
+            seen.push((flag, key));
+        }
     }
     Ok(())
 }

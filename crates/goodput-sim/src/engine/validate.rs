@@ -154,6 +154,12 @@ pub struct ReferenceRow {
     /// attention data-parallel over eight ranks, TensorRT-LLM's
     /// `enable_attention_dp`).
     pub ep: u32,
+    /// The client started a closed loop's users together (the optional
+    /// `start` column, `together` or `apart`; absent, the validator's
+    /// option decides): genai-perf's concurrency mode sends its users'
+    /// first requests at once, and a per-request export of one such run
+    /// shows them staying together (docs/simulator.md, "Closed loops").
+    pub together: bool,
 }
 
 const COLUMNS: [&str; 15] = [
@@ -176,9 +182,10 @@ const COLUMNS: [&str; 15] = [
 
 /// Columns a file may add: `split` (`calibration` or `held-out`),
 /// `queueing` (`yes` or `no`), `requests` (how many the benchmark sent),
-/// `range_ratio` (0 to 1, the spread of the lengths) and `ep` (the
-/// expert-parallel size).
-const OPTIONAL_COLUMNS: [&str; 5] = ["split", "queueing", "requests", "range_ratio", "ep"];
+/// `range_ratio` (0 to 1, the spread of the lengths), `ep` (the
+/// expert-parallel size) and `start` (`together` where the client sent its
+/// users' first requests at once, `apart`).
+const OPTIONAL_COLUMNS: [&str; 6] = ["split", "queueing", "requests", "range_ratio", "ep", "start"];
 
 /// The most requests a `rate` row may send: each is simulated, and a larger
 /// run says nothing a shorter one does not.
@@ -248,6 +255,14 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                     v.parse::<u32>().ok().filter(|&e| (1..=4096).contains(&e)).ok_or_else(|| {
                         err(format!("`ep` must be an expert-parallel size from 1 to 4096, got `{v}`"))
                     })?;
+            }
+            row.together = match extra(5) {
+                None | Some("apart") => false,
+                Some("together") => true,
+                Some(other) => return Err(err(format!("`start` must be together or apart, got `{other}`"))),
+            };
+            if row.together && !matches!(row.load, ReferenceLoad::Concurrency(_)) {
+                return Err(err("`start` describes a closed loop's users: give it on `concurrency` rows only".into()));
             }
             if matches!(row.load, ReferenceLoad::Rate(_)) && row.requests.is_none() {
                 return Err(err(
@@ -321,6 +336,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         requests: None,
         range_ratio: 1.0,
         ep: 1,
+        together: false,
     })
 }
 
@@ -356,9 +372,12 @@ fn split_fields(line: &str, line_no: usize) -> Result<Vec<String>, Error> {
 pub struct ValidationOptions {
     /// Calibration per GPU family; families not listed use the shipped one.
     pub calibrations: BTreeMap<GpuFamily, Calibration>,
-    /// KV-cache dtype for TensorRT-LLM rows. NVIDIA's published FP8 numbers
-    /// exceed what a 16-bit cache could stream (see docs/simulator.md, "Calibration"), so the
-    /// default is FP8; `Auto` shows what stock vLLM settings would give.
+    /// KV-cache dtype for TensorRT-LLM rows of FP8 or FP4 weights. NVIDIA's
+    /// published FP8 numbers exceed what a 16-bit cache could stream (see
+    /// docs/simulator.md, "Calibration"), so the default is FP8; `Auto`
+    /// shows what stock vLLM settings would give. Rows of 16-bit weights
+    /// keep a 16-bit cache: TensorRT-LLM quantizes the KV cache only when
+    /// asked, as its FP8 checkpoints ask.
     pub tensorrt_llm_kv_cache: KvCacheDtype,
     /// Closed loops start with their users spread over one request's time
     /// (measured by a pilot run) and count from the second request of each
@@ -440,7 +459,9 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
         cfg.calibration = c.clone();
     }
     if row.engine == ReferenceEngine::TensorRtLlm {
-        cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;
+        if row.precision != Precision::Bf16 {
+            cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;
+        }
         if let Some(ms) = options.tensorrt_llm_frontend_ms {
             cfg.calibration.frontend_overhead_ms = ms;
         }
@@ -493,7 +514,7 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             let users = c / replicas;
             let n = (25 * users as usize).max(200);
             let mut load = VirtualLoad::closed_loop(row_requests(row, n, &mut rng), users);
-            if options.stagger && matches!(row.load, ReferenceLoad::Concurrency(_)) {
+            if options.stagger && !row.together && matches!(row.load, ReferenceLoad::Concurrency(_)) {
                 // A pilot of two requests a user gives the time one takes at
                 // this load; the users join over it, and their first
                 // requests (sent while others were still joining) are warm-up.

@@ -82,6 +82,30 @@ fn two_outputs_naming_one_file_are_refused_before_the_run() {
     let err = goodput().args(RUN).arg("--html").arg(&same).arg("--records").arg(&other).refusal();
     assert!(err.contains("--records and --html both name"), "{err}");
     assert!(!same.exists(), "the run went ahead");
+    // A file the --csv folder writes, named by another output: the CSV had
+    // replaced the result.
+    let folder = dir.path().join("csv");
+    let err = goodput().args(RUN).arg("-o").arg(folder.join("summary.csv")).arg("--csv").arg(&folder).refusal();
+    assert!(err.contains("--output and --csv both name") && err.contains("summary.csv"), "{err}");
+    assert!(!folder.exists(), "the run went ahead");
+}
+
+/// A run refused before it sends leaves the records file of an earlier run
+/// as it was (it had been emptied when the server could not be reached).
+#[test]
+fn a_run_that_never_started_keeps_the_records_file_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("r.jsonl");
+    std::fs::write(&records, "precious\n").unwrap();
+    let err = goodput()
+        .args(["bench", "-n", "2", "--url", "http://127.0.0.1:1", "--records"])
+        .arg(&records)
+        .timeout(std::time::Duration::from_secs(30))
+        .refusal();
+    assert!(err.contains("cannot reach"), "{err}");
+    let err = goodput().args(["bench", "-n", "2", "--input-tokens", "200000", "--records"]).arg(&records).refusal();
+    assert!(err.contains("context"), "{err}");
+    assert_eq!(std::fs::read_to_string(&records).unwrap(), "precious\n");
 }
 
 /// A failed or finished write leaves none of its `.NAME.tmp-PID` files.
