@@ -106,6 +106,15 @@ pub enum HeaderError {
     LineBreak { name: String },
     #[error("--header '{name}' is goodput's HTTP layer's to set (it frames every request itself): leave it out")]
     Owned { name: String },
+    #[error(
+        "the value of header '{name}' holds a control character, which no header may: give it in visible characters"
+    )]
+    Control { name: String },
+    #[error(
+        "the API key (--api-key or OPENAI_API_KEY) holds a control character or a line break, which no header may: \
+         give the key alone (a file's trailing newline?)"
+    )]
+    Key,
 }
 
 /// A client that cannot be built from its settings.

@@ -256,7 +256,7 @@ fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<St
         None,
     )?;
     let http = probe_client.http().clone();
-    let mut secrets = goodput_load::client::secrets_of(a.api_key.as_deref(), &[], &a.url);
+    let mut secrets = goodput_load::client::secrets_of(a.api_key.as_deref(), &[], &a.header, &a.url);
     a.metrics_url.iter().for_each(|u| secrets.add_url(u));
     goodput_core::util::redact::set_global(secrets);
     let mut urls = vec![metrics];

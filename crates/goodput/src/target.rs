@@ -261,7 +261,8 @@ pub async fn connect(
     let extra_headers = with_url_credentials(t, api, key_header)?;
     let headers = request_headers(api, t.api_key.as_deref(), key_header, &extra_headers)?;
     // Whatever a server echoes of these never reaches stderr or a file.
-    goodput_core::util::redact::set_global(secrets_of(t.api_key.as_deref(), &headers, t.url.as_deref().unwrap_or("")));
+    let url = t.url.as_deref().unwrap_or("");
+    goodput_core::util::redact::set_global(secrets_of(t.api_key.as_deref(), &headers, &extra_headers, url));
     if let (Some(wait), None) = (t.wait_ready, &server) {
         wait_ready(probe.http(), &base, api, &headers, wait).await?;
     }

@@ -171,9 +171,15 @@ impl Secrets {
     /// credentials (authorization, a key, a token, a cookie, a secret, a
     /// password).
     pub fn add_header(&mut self, name: &str, value: &str) {
-        if !is_secret_header(name) {
-            return;
+        if is_secret_header(name) {
+            self.add_header_value(value);
         }
+    }
+
+    /// The value of a header given by the user (`--header`), whatever its
+    /// name: its help promises the value is never written, and a server may
+    /// echo it in an error (`X-Custom: …` in a 401's body).
+    pub fn add_header_value(&mut self, value: &str) {
         self.add(value);
         // Basic credentials: what they encode is as secret as the encoding.
         let basic = value.trim().strip_prefix("Basic ").or_else(|| value.trim().strip_prefix("basic "));

@@ -17,6 +17,12 @@ pub fn check_header(name: &str, value: &str) -> Result<(), HeaderError> {
     if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
         return Err(HeaderError::LineBreak { name: name_of() });
     }
+    // A field value is visible characters, spaces and tabs (RFC 9110 §5.5):
+    // a control character is refused by the HTTP stack too, later and as a
+    // failure to reach the server.
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(HeaderError::Control { name: name_of() });
+    }
     if OWNED_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name)) {
         return Err(HeaderError::Owned { name: name_of() });
     }
@@ -49,6 +55,9 @@ pub fn request_headers(
     for (name, value) in extra {
         check_header(name, value)?;
     }
+    if api_key.is_some_and(|k| k.chars().any(|c| c.is_control() && c != '\t')) {
+        return Err(HeaderError::Key);
+    }
     // A header given by name replaces the one the key would make.
     let mut headers: Vec<(String, String)> = api
         .auth_headers(api_key, key_header)
@@ -60,15 +69,24 @@ pub fn request_headers(
     Ok(headers)
 }
 
-/// What a client must never write: its key, the values of its credential
-/// headers, and the credentials of its URL.
-pub fn secrets_of(api_key: Option<&str>, headers: &[(String, String)], url: &str) -> Secrets {
+/// What a client must never write: its key, the values of the credential
+/// headers it sends (`headers`), every value of the headers its user gave
+/// (`given`, `--header`), and the credentials of its URL.
+pub fn secrets_of(
+    api_key: Option<&str>,
+    headers: &[(String, String)],
+    given: &[(String, String)],
+    url: &str,
+) -> Secrets {
     let mut s = Secrets::default();
     if let Some(k) = api_key {
         s.add(k);
     }
     for (name, value) in headers {
         s.add_header(name, value);
+    }
+    for (_, value) in given {
+        s.add_header_value(value);
     }
     s.add_url(url);
     s

@@ -142,7 +142,7 @@ impl Client {
         }
         let headers = request_headers(cfg.body.api, cfg.api_key.as_deref(), cfg.key_header, &cfg.headers)?;
         let templated = cfg.headers.iter().any(|(_, v)| v.contains("{session}") || v.contains("{request}"));
-        let secrets = secrets_of(cfg.api_key.as_deref(), &headers, &cfg.base_url);
+        let secrets = secrets_of(cfg.api_key.as_deref(), &headers, &cfg.headers, &cfg.base_url);
         Ok(Client {
             http,
             http1,

@@ -29,7 +29,7 @@ use std::sync::Arc;
 pub fn parse() -> Cli {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     parse_from(&args).unwrap_or_else(|e| {
-        if let Some(msg) = negative_value_message(&e, &args) {
+        if let Some(msg) = secret_value_message(&e).or_else(|| negative_value_message(&e, &args)) {
             eprintln!("error: {msg}");
             std::process::exit(2);
         }
@@ -94,6 +94,21 @@ impl Given {
     }
 }
 
+/// A refused `--header`, said without its value: clap's own message
+/// repeats the value as typed, and a header may hold a key.
+fn secret_value_message(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else { return None };
+    if !arg.starts_with("--header") {
+        return None;
+    }
+    let why = std::error::Error::source(e).map(|s| s.to_string()).unwrap_or_default();
+    Some(format!("invalid --header: {why}"))
+}
+
 fn negative_value_message(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if e.kind() != ErrorKind::UnknownArgument {
@@ -135,6 +150,7 @@ mod tests {
         assert_eq!(parse_header("X-Team:  infra ").unwrap(), ("X-Team".into(), "infra".into()));
         assert_eq!(parse_header("X-Empty:").unwrap().1, "");
         assert!(parse_header("no colon").unwrap_err().contains("'Name: value'"));
+        assert!(!parse_header("Authorization sk-SECRET").unwrap_err().contains("SECRET"), "the value is not repeated");
         assert!(parse_header("Bad Name: x").unwrap_err().contains("not a header name"));
     }
 

@@ -102,8 +102,12 @@ pub fn parse_label(s: &str) -> Result<String, String> {
 
 /// `--header 'Name: value'`.
 pub fn parse_header(s: &str) -> Result<(String, String), String> {
-    let (name, value) =
-        s.split_once(':').ok_or_else(|| format!("'{s}' is not a header: write 'Name: value', e.g. 'X-Team: infra'"))?;
+    // The text is not repeated: a header may hold a secret.
+    let (name, value) = s.split_once(':').ok_or_else(|| {
+        "it has no colon: write 'Name: value', e.g. 'X-Team: infra' (the value given is not shown: a header may hold \
+         a secret)"
+            .to_string()
+    })?;
     let (name, value) = (name.trim(), value.trim());
     goodput_load::client::check_header(name, value).map_err(|e| e.to_string())?;
     Ok((name.to_owned(), value.to_owned()))

@@ -22,7 +22,7 @@ fn echoing_server() -> (String, mpsc::Receiver<String>) {
         for sock in listener.incoming() {
             let Ok(mut sock) = sock else { return };
             let mut reader = BufReader::new(sock.try_clone().unwrap());
-            let (mut auth, mut len) = (String::new(), 0usize);
+            let (mut auth, mut custom, mut len) = (String::new(), String::new(), 0usize);
             loop {
                 let mut line = String::new();
                 if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -38,13 +38,14 @@ fn echoing_server() -> (String, mpsc::Receiver<String>) {
                     "authorization" if auth.is_empty() => auth = value.trim().to_owned(),
                     "authorization" => auth = format!("{auth} | {}", value.trim()),
                     "content-length" => len = value.trim().parse().unwrap_or(0),
+                    "x-custom" => custom = value.trim().to_owned(),
                     _ => {}
                 }
             }
             let mut body = vec![0; len];
             let _ = reader.read_exact(&mut body);
             let _ = tx.send(auth.clone());
-            let msg = serde_json::json!({"error": {"message": format!("Incorrect API key provided: {auth}"),
+            let msg = serde_json::json!({"error": {"message": format!("Incorrect API key provided: {auth} (custom: {custom})"),
                 "type": "invalid_request_error"}})
             .to_string();
             let _ = write!(
@@ -125,6 +126,16 @@ fn keys_and_auth_headers_echoed_by_a_server_are_masked() {
     for secret in ["sk-live-0123456789", "gw-secret-456"] {
         assert!(!all.contains(secret), "{secret} was written:\n{all}");
     }
+}
+
+/// A `--header` value is never written, whatever the header's name (one
+/// that names no credential had been echoed into every output).
+#[test]
+fn any_header_value_echoed_by_a_server_is_masked() {
+    let (url, _auths) = echoing_server();
+    let all = everything_written(&["--url", &url, "--header", "X-Custom: custom-value-789"]);
+    assert!(all.contains("(custom: ***)"), "the server's message is kept, masked:\n{all}");
+    assert!(!all.contains("custom-value-789"), "the value was written:\n{all}");
 }
 
 #[test]
@@ -226,4 +237,20 @@ fn a_key_echoed_percent_encoded_or_case_folded_is_masked() {
     assert_eq!(auth, "Bearer sk-live-0123456789");
     assert!(all.contains("bad key *** (***)"), "{all}");
     assert!(!all.to_ascii_lowercase().contains("0123456789"), "the key was written:\n{all}");
+}
+
+/// A refused `--header` or key is named without its value (clap had
+/// repeated the whole header, twice), and a key or value holding a control
+/// character is refused as such, not as a server that cannot be reached.
+#[test]
+fn a_refused_header_or_key_is_not_repeated() {
+    use cmd::GoodputCommand;
+    for header in ["Authorization Bearer sk-SECRETVALUE123", "Bad Name: sk-SECRETVALUE123"] {
+        let err = goodput().args(["bench", "-n", "1", "--header", header]).refusal();
+        assert!(err.contains("invalid --header") && !err.contains("SECRETVALUE"), "{err}");
+    }
+    let err = goodput().args(["bench", "-n", "1", "--header", "X-A: sk-SECRETVALUE123\u{1}"]).refusal();
+    assert!(err.contains("holds a control character") && !err.contains("SECRETVALUE"), "{err}");
+    let err = goodput().args(["bench", "-n", "1", "--api-key", "sk-SECRETVALUE123\n"]).refusal();
+    assert!(err.contains("the API key") && !err.contains("cannot reach") && !err.contains("SECRETVALUE"), "{err}");
 }
