@@ -153,7 +153,10 @@ pub(super) fn images_column(
             Value::Object(o) => match (o.get("bytes").and_then(Value::as_str), o.get("path").and_then(Value::as_str)) {
                 (Some(b64), _) if !b64.is_empty() => {
                     let bytes = BASE64_STANDARD.decode(b64.trim()).map_err(|_| bad())?;
-                    Ok(DatasetImage::DataUrl(data_url(&bytes)))
+                    // The dataset's own bytes, whatever their type: nothing
+                    // beside it is read.
+                    let mime = image_mime(&bytes).unwrap_or("application/octet-stream");
+                    Ok(DatasetImage::DataUrl(format!("data:{mime};base64,{}", BASE64_STANDARD.encode(&bytes))))
                 }
                 (_, Some(p)) if !p.trim().is_empty() => Ok(DatasetImage::File(p.into())),
                 _ => Err(bad()),
@@ -199,8 +202,22 @@ pub(super) fn resolve_dataset_images(
             if p.is_relative() {
                 *p = folder.join(&*p);
             }
+            // An image, by its first bytes: a dataset's path column can name
+            // any file (`/etc/passwd`, a key), and the run sends what it names.
             std::fs::metadata(&*p)
                 .and_then(|m| if m.is_file() { Ok(()) } else { Err(std::io::Error::other("not a regular file")) })
+                .and_then(|()| {
+                    use std::io::Read;
+                    let mut head = Vec::with_capacity(16);
+                    std::fs::File::open(&*p)?.take(16).read_to_end(&mut head)?;
+                    match image_mime(&head) {
+                        Some(_) => Ok(()),
+                        None => Err(std::io::Error::other(
+                            "not an image (PNG, JPEG, GIF or WebP, told by its first bytes), and goodput sends no \
+                             other file",
+                        )),
+                    }
+                })
                 .map_err(|e| crate::error::WorkloadError::DatasetImage {
                     dataset: dataset.to_path_buf(),
                     image: p.clone(),
@@ -219,19 +236,24 @@ pub const EMBEDDED_IMAGES_CAP: u64 = 1 << 30;
 pub const IMAGE_FILE_CAP: u64 = 64 * 1024 * 1024;
 
 /// A data URL of `bytes`, its type told by its first bytes.
-fn data_url(bytes: &[u8]) -> String {
-    let mime = if bytes.starts_with(b"\x89PNG") {
-        "image/png"
+fn data_url(bytes: &[u8]) -> Option<String> {
+    let mime = image_mime(bytes)?;
+    Some(format!("data:{mime};base64,{}", BASE64_STANDARD.encode(bytes)))
+}
+
+/// An image's type, told by its first bytes; `None` for anything else.
+fn image_mime(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG") {
+        Some("image/png")
     } else if bytes.starts_with(&[0xff, 0xd8]) {
-        "image/jpeg"
+        Some("image/jpeg")
     } else if bytes.starts_with(b"GIF8") {
-        "image/gif"
+        Some("image/gif")
     } else if bytes.len() >= 12 && &bytes[8..12] == b"WEBP" {
-        "image/webp"
+        Some("image/webp")
     } else {
-        "application/octet-stream"
-    };
-    format!("data:{mime};base64,{}", BASE64_STANDARD.encode(bytes))
+        None
+    }
 }
 
 /// `item` with a dataset entry's images added to its last user message;
@@ -255,9 +277,10 @@ pub(super) fn attach_dataset_images(images: &[DatasetImage], mut item: WorkItem)
                     let mut buf = Vec::new();
                     f.take(IMAGE_FILE_CAP).read_to_end(&mut buf).map(|_| buf)
                 });
-                match read {
-                    Ok(b) => (data_url(&b), b.len() as u64),
-                    Err(_) => continue,
+                // One replaced by another kind of file since the check is left out too.
+                match read.ok().and_then(|b| Some((data_url(&b)?, b.len() as u64))) {
+                    Some(sent) => sent,
+                    None => continue,
                 }
             }
         };

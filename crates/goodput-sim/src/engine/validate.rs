@@ -991,6 +991,33 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         }
         let calibration = overview.iter().filter(|r| r.split == Some(Split::Calibration)).count();
         assert_eq!(calibration, 5);
+        // genai-perf's closed loops: every row held out, every user started
+        // together, 16-bit rows on a 16-bit cache.
+        let dli = rows("nim-dli-closed-loop.csv");
+        assert_eq!(dli.len(), 2361);
+        for r in &dli {
+            assert!(r.split == Some(Split::HeldOut) && r.together, "{}", r.id);
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            let fp8 = cfg.kv_cache_dtype == KvCacheDtype::Fp8;
+            assert_eq!(fp8, r.precision == Precision::Fp8, "{}", r.id);
+        }
+    }
+
+    #[test]
+    fn users_started_together_are_not_staggered() {
+        let header = "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,start,\
+                      metric,value,unit,source";
+        let row = "t,llama-3.1-8b,h100-sxm,1,1,bf16,tensorrt-llm,1000,16,concurrency,8,together,ttft_ms_mean,1,ms,s";
+        let rows = parse_csv(&format!("{header}\n{row}\n{}\n", row.replace("together", "apart"))).unwrap();
+        assert!(rows[0].together && !rows[1].together);
+        let opts = ValidationOptions::default();
+        let (together, apart) = (predict(&rows[0], &opts).unwrap(), predict(&rows[1], &opts).unwrap());
+        // Eight prompts prefilled as one wave wait for each other.
+        assert!(together.predicted > 2.0 * apart.predicted, "{} vs {}", together.predicted, apart.predicted);
+        let bad = parse_csv(&format!("{header}\n{}\n", row.replace("together", "soon"))).unwrap_err();
+        assert!(bad.to_string().contains("`start` must be together or apart"), "{bad}");
+        let bad = parse_csv(&format!("{header}\n{}\n", row.replace("concurrency", "batch"))).unwrap_err();
+        assert!(bad.to_string().contains("on `concurrency` rows only"), "{bad}");
     }
 
     #[test]

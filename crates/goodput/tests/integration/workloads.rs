@@ -416,6 +416,13 @@ fn a_datasets_image_files_are_sent_with_their_prompts() {
     std::fs::write(&data, "{\"prompt\": \"p\", \"image\": \"missing.png\"}\n").unwrap();
     let err = goodput().args(["bench", "-q", "-n", "1", "--dataset"]).arg(&data).refusal();
     assert!(err.contains("missing.png") && err.contains("relative to the dataset's folder"), "{err}");
+    // A file that is not an image is refused, not sent: a dataset's path
+    // could name any file (/etc/passwd had gone to the server).
+    let secret = dir.path().join("notes.txt");
+    std::fs::write(&secret, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    std::fs::write(&data, format!("{{\"prompt\": \"p\", \"image\": {:?}}}\n", secret.display().to_string())).unwrap();
+    let err = goodput().args(["bench", "-q", "-n", "1", "--dataset"]).arg(&data).refusal();
+    assert!(err.contains("notes.txt") && err.contains("not an image"), "{err}");
 }
 
 /// A Parquet file as the hub keeps a vision dataset: a `question` and an
