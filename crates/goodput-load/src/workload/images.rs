@@ -54,6 +54,10 @@ pub struct ImageSpec {
 /// The most images one request may carry, and the largest side.
 pub const MAX_IMAGES: u32 = 32;
 pub const MAX_SIDE: u32 = 8192;
+/// The most bytes of pixels (RGB) one request's images may hold: one
+/// 8192x8192 image is 192 MiB, and the simulator refuses a body of more
+/// than 64 MiB.
+pub const MAX_REQUEST_PIXEL_BYTES: u64 = 256 << 20;
 
 /// `WxH`, e.g. `512x512`.
 pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
@@ -76,6 +80,21 @@ impl ImageSpec {
             return Err(format!(
                 "--image-share {} must lie in (0, 1]: the share of requests that carry images",
                 self.share
+            ));
+        }
+        // Each image is made and encoded whole for every request that
+        // carries it, and sent in one body: 8 of 8192x8192 (1.6 GB of
+        // pixels) a request aborted a run of 4 users for want of memory.
+        let pixels = u64::from(self.count) * u64::from(self.width) * u64::from(self.height) * 3;
+        if pixels > MAX_REQUEST_PIXEL_BYTES {
+            return Err(format!(
+                "--images {} of --image-size {}x{} come to {} MiB of pixels a request, more than goodput makes for \
+                 one ({} MiB; each is made and held whole for every request): give fewer or smaller images",
+                self.count,
+                self.width,
+                self.height,
+                pixels >> 20,
+                MAX_REQUEST_PIXEL_BYTES >> 20
             ));
         }
         Ok(())
@@ -462,5 +481,10 @@ mod tests {
         assert!(parse_size("0x10").unwrap_err().contains("1..=8192"));
         assert!(ImageSpec { count: 0, ..spec(ImageFormat::Png) }.check().unwrap_err().contains("--images 0"));
         assert!(ImageSpec { share: 0.0, ..spec(ImageFormat::Png) }.check().unwrap_err().contains("--image-share"));
+        // One image of the largest size a request goes; eight do not.
+        let big = ImageSpec { count: 1, width: MAX_SIDE, height: MAX_SIDE, ..spec(ImageFormat::Png) };
+        assert!(big.check().is_ok());
+        let err = ImageSpec { count: 8, ..big }.check().unwrap_err();
+        assert!(err.contains("1536 MiB of pixels a request") && err.contains("fewer or smaller"), "{err}");
     }
 }
