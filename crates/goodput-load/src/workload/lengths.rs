@@ -134,20 +134,28 @@ impl FromStr for LengthDist {
         };
         let pair = |sep: &str| args.split_once(sep).ok_or_else(|| bad(&format!("missing '{sep}'")));
         match kind.trim() {
-            "fixed" => count(args).map(LengthDist::Fixed),
+            // At least 1, as a plain number is (`fixed:0` had sent 1 and recorded 0).
+            "fixed" => match count(args)? {
+                0 => Err(bad("a length must be at least 1")),
+                n => Ok(LengthDist::Fixed(n)),
+            },
             "uniform" => {
                 let (a, b) = pair("..")?;
                 let (lo, hi) = (count(a)?, count(b)?);
                 if lo > hi {
                     return Err(bad("the lower bound is above the upper"));
                 }
+                if lo == 0 {
+                    return Err(bad("a length must be at least 1: start the range at 1 or more"));
+                }
                 Ok(LengthDist::Uniform { lo, hi })
             }
             "normal" => {
                 let (a, b) = pair(",")?;
                 let (mean, std) = (num(a)?, num(b)?);
-                if !(mean > 0.0 && std >= 0.0) {
-                    return Err(bad("the mean must be positive and the deviation not negative"));
+                // A deviation of inf had been taken, and every draw fell back to the mean.
+                if !(mean > 0.0 && std >= 0.0 && std.is_finite()) {
+                    return Err(bad("the mean must be positive and the deviation a finite number, not negative"));
                 }
                 if mean > MAX_TOKENS as f64 {
                     return Err(too_long());
@@ -157,8 +165,8 @@ impl FromStr for LengthDist {
             "lognormal" => {
                 let (a, b) = pair(",")?;
                 let (mean, sigma) = (num(a)?, num(b)?);
-                if !(mean > 0.0 && sigma >= 0.0) {
-                    return Err(bad("the mean must be positive and sigma not negative"));
+                if !(mean > 0.0 && sigma >= 0.0 && sigma.is_finite()) {
+                    return Err(bad("the mean must be positive and sigma a finite number, not negative"));
                 }
                 if mean > MAX_TOKENS as f64 {
                     return Err(too_long());

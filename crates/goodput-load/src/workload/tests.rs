@@ -87,6 +87,11 @@ fn parses_length_specs() {
     assert_eq!("uniform:64..256".parse(), Ok(LengthDist::Uniform { lo: 64, hi: 256 }));
     assert_eq!("normal:512,128".parse(), Ok(LengthDist::Normal { mean: 512.0, std: 128.0 }));
     assert_eq!("lognormal:300,0.5".parse(), Ok(LengthDist::LogNormal { mean: 300.0, sigma: 0.5 }));
+    // Zero, in every form, and an endless spread, are refused.
+    for bad in ["fixed:0", "uniform:0..0", "uniform:0..4", "normal:512,inf", "lognormal:512,inf", "normal:512,NaN"] {
+        let e = bad.parse::<LengthDist>().unwrap_err().to_string();
+        assert!(e.contains("at least 1") || e.contains("finite"), "{bad}: {e}");
+    }
     for bad in ["0", "abc", "uniform:9..3", "normal:5", "zipf:1,2", "lognormal:-1,1", "uniform:1-3"] {
         let e = bad.parse::<LengthDist>().unwrap_err().to_string();
         assert!(e.contains("expected 128"), "{bad}: {e}");
