@@ -206,7 +206,15 @@ pub(super) fn datetime_seconds(s: &str) -> Option<f64> {
     let (date, rest) = (s.get(..10)?, s.get(10..)?);
     let mut d = date.split('-');
     let (y, m, day) = (num(d.next()?)?, num(d.next()?)?, num(d.next()?)?);
-    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+    // A day the month has (2023-02-31 had been taken as 3 March).
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_days = match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=month_days).contains(&day) {
         return None;
     }
     let rest = rest.strip_prefix([' ', 'T'])?;
@@ -217,7 +225,12 @@ pub(super) fn datetime_seconds(s: &str) -> Option<f64> {
         let (t, off) = rest.split_at(i);
         let sign = if off.starts_with('-') { -1 } else { 1 };
         let (oh, om) = off[1..].split_once(':').unwrap_or((&off[1..], "0"));
-        (t, sign * (num(oh)? * 3600 + num(om)? * 60))
+        let (oh, om) = (num(oh)?, num(om)?);
+        // An offset of a clock on Earth (`+99:99` had moved a line by four days).
+        if oh > 23 || om > 59 {
+            return None;
+        }
+        (t, sign * (oh * 3600 + om * 60))
     } else {
         (rest, 0)
     };
@@ -264,6 +277,11 @@ mod tests {
         for bad in ["", "2023-11-16", "16/11/2023 18:17:03", "2023-13-01 00:00:00", "2023-11-16 25:00:00", "x"] {
             assert_eq!(datetime_seconds(bad), None, "{bad}");
         }
+        // Days a month has not, and offsets no clock has.
+        for bad in ["2023-02-31 00:00:00", "2023-02-29 00:00:00", "2023-04-31 00:00:00", "2023-11-16 18:17:04+99:99"] {
+            assert_eq!(datetime_seconds(bad), None, "{bad}");
+        }
+        assert!(datetime_seconds("2024-02-29 00:00:00").is_some(), "a leap day");
     }
 
     #[test]
