@@ -259,6 +259,7 @@ impl ModelSpec {
     /// Multimodal configs are read from their `text_config`. Shared experts
     /// and biases are not counted: they are a fraction of a percent.
     pub fn from_hf_config_str(text: &str, fallback_name: &str) -> Result<ModelSpec, Error> {
+        const MAX_PARAMS: f64 = 1e15;
         let invalid = |message: String| Error::ModelConfigInvalid { source_name: fallback_name.to_string(), message };
         let root: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
         let mut cfg = root.as_object().ok_or_else(|| invalid("the top level is not a JSON object".into()))?;
@@ -324,6 +325,20 @@ impl ModelSpec {
                 v.as_bool().ok_or_else(|| invalid(format!("`tie_word_embeddings` must be true or false, got {v}")))?
             }
         };
+        // Sizes whose product passes any model's (a hidden_size of 2^31 had
+        // wrapped the parameter count, and the model "fit" on one GPU).
+        let vocab_size = need("vocab_size")?;
+        let f = f64::from;
+        let (q, kv) = (f(num_heads) * f(head_dim), f(num_kv_heads) * f(head_dim));
+        let experts = moe.map_or(1.0, |m| f(m.num_experts));
+        let layer = 2.0 * f(hidden_size) * (q + kv) + experts * f(hidden_size) * (3.0 * f(intermediate_size) + 1.0);
+        let params = f(num_layers) * layer + 2.0 * f(vocab_size) * f(hidden_size);
+        if params > MAX_PARAMS {
+            return Err(invalid(format!(
+                "its sizes make a model of {params:.1e} parameters, past any model (at most {MAX_PARAMS:e}): check \
+                 hidden_size, intermediate_size, the head counts, num_hidden_layers and vocab_size"
+            )));
+        }
         let name = root
             .get("_name_or_path")
             .and_then(|v| v.as_str())
@@ -338,7 +353,7 @@ impl ModelSpec {
             num_kv_heads,
             head_dim,
             intermediate_size,
-            vocab_size: need("vocab_size")?,
+            vocab_size,
             tie_word_embeddings,
             moe,
             max_context: get("max_position_embeddings")?.unwrap_or(131072),

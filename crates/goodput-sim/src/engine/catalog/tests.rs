@@ -142,6 +142,11 @@ fn hf_config_errors_name_the_field() {
     assert!(err.to_string().contains("num_hidden_layers"), "{err}");
     let err = ModelSpec::from_hf_config_str("[1]", "m").unwrap_err();
     assert!(err.to_string().contains("object"), "{err}");
+    // Sizes no model has: the parameter count had wrapped, and it "fit".
+    let huge = r#"{"num_hidden_layers":1,"hidden_size":2147483648,"num_attention_heads":2147483648,
+        "num_key_value_heads":1,"head_dim":2,"intermediate_size":1,"vocab_size":1}"#;
+    let err = ModelSpec::from_hf_config_str(huge, "m").unwrap_err().to_string();
+    assert!(err.contains("parameters, past any model") && err.contains("hidden_size"), "{err}");
     let err = ModelSpec::from_hf_config(Path::new("/nonexistent/config.json")).unwrap_err();
     assert!(matches!(err, Error::ModelConfigRead { .. }));
 
