@@ -5,7 +5,13 @@ use serde::{Deserialize, Deserializer, Serializer};
 use std::time::Duration;
 
 pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_nanos() as u64)
+    s.serialize_u64(nanos(d))
+}
+
+/// `d` in nanoseconds, the most a u64 holds past 584 years (a cast had
+/// wrapped, and a time past it read back as a small one).
+fn nanos(d: &Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
@@ -17,7 +23,7 @@ pub mod option {
 
     pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
-            Some(d) => s.serialize_some(&(d.as_nanos() as u64)),
+            Some(d) => s.serialize_some(&nanos(d)),
             None => s.serialize_none(),
         }
     }

@@ -154,9 +154,10 @@ impl Calibration {
         self.overlay(&value)
     }
 
-    /// Efficiencies must lie in (0, 1]; times and memory must be finite and
-    /// not negative.
+    /// Efficiencies must lie in [0.001, 1]; times and memory must be finite,
+    /// not negative, and within what any engine takes.
     pub fn check(&self) -> Result<(), Error> {
+        const MIN_SHARE: f64 = 1e-3;
         let shares = [
             ("eta_compute", self.eta_compute),
             ("eta_weights", self.eta_weights),
@@ -169,6 +170,12 @@ impl Calibration {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(Error::InvalidCalibration(format!(
                     "{name} = {v} must lie in (0, 1]: it is a share of a datasheet peak"
+                )));
+            }
+            // 1e-300 had made every step a century long.
+            if v < MIN_SHARE {
+                return Err(Error::InvalidCalibration(format!(
+                    "{name} = {v} is below any engine's ({MIN_SHARE}, a thousandth of the datasheet's peak)"
                 )));
             }
         }
@@ -188,6 +195,26 @@ impl Calibration {
         for (name, v) in amounts {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::InvalidCalibration(format!("{name} = {v} must be a finite number ≥ 0")));
+            }
+        }
+        // Past any engine's: a second a step, a layer or a sequence; a minute
+        // of front end; a terabyte of memory a GPU.
+        let bounded = [
+            ("c_layer_us", self.c_layer_us, 1e6),
+            ("c_step_us", self.c_step_us, 1e6),
+            ("c_seq_us", self.c_seq_us, 1e6),
+            ("allreduce_latency_us", self.allreduce_latency_us, 1e6),
+            ("frontend_overhead_ms", self.frontend_overhead_ms, 6e4),
+            ("frontend_jitter_ms", self.frontend_jitter_ms, 6e4),
+            ("frontend_serial_us", self.frontend_serial_us, 1e6),
+            ("frontend_serial_us_per_token", self.frontend_serial_us_per_token, 1e6),
+            ("frontend_serial_us_per_output_token", self.frontend_serial_us_per_output_token, 1e6),
+            ("activation_gib", self.activation_gib, 1024.0),
+            ("runtime_gib", self.runtime_gib, 1024.0),
+        ];
+        for (name, v, most) in bounded {
+            if v > most {
+                return Err(Error::InvalidCalibration(format!("{name} = {v} is past any engine's (at most {most})")));
             }
         }
         if !(0.0..=0.5).contains(&self.step_time_cv) {

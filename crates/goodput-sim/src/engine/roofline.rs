@@ -509,6 +509,16 @@ mod tests {
         assert!(err.contains("eta_kvv"), "{err}");
         assert!(base.overlay_json(r#"{"eta_kv": 1.5}"#).is_err());
         assert!(base.overlay_json(r#"{"eta_kv": "fast"}"#).is_err());
+        // Values past any engine's: a century-long step, an efficiency of
+        // 1e-300, a petabyte of activations.
+        for (json, says) in [
+            (r#"{"c_step_us": 1e15}"#, "c_step_us = 1000000000000000 is past any engine's"),
+            (r#"{"eta_weights": 1e-300}"#, "is below any engine's"),
+            (r#"{"activation_gib": 1e9}"#, "activation_gib = 1000000000 is past any engine's"),
+        ] {
+            let err = base.overlay_json(json).unwrap_err().to_string();
+            assert!(err.contains(says), "{json}: {err}");
+        }
         let text = serde_json::to_string(&base).unwrap();
         assert!(text.contains("\"frontend_overhead_ms\""), "{text}");
         assert_eq!(serde_json::from_str::<Calibration>(&text).unwrap(), base);

@@ -339,6 +339,7 @@ pub fn simulate_until(
                 }
             }
             run.now = end;
+            past_horizon(run.now)?;
             // Requests given up on during the step: their tokens of this
             // step came after the client left.
             run.give_up(false);
@@ -353,6 +354,20 @@ pub fn simulate_until(
         }
     }
     Ok(run.into_result())
+}
+
+/// A run whose clock passes [`goodput_core::HORIZON`] (100 years) is refused:
+/// its times would no longer fit a record's nanoseconds (a calibration of
+/// steps of 1e15 µs had wrapped ends before their sends).
+fn past_horizon(now: Duration) -> Result<(), Error> {
+    if now > goodput_core::HORIZON {
+        return Err(Error::InvalidLoad(
+            "the run's virtual clock passed 100 years: its steps are longer than any engine's (check the \
+             calibration's costs and efficiencies) or its load is past any run's"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
