@@ -494,9 +494,14 @@ impl Conn {
         // of its stamps, on this request's clock (see `last`).
         self.last = clock();
         self.drained = self.last;
-        if let Err(e) = self.write_all(request).await {
-            return Err(HeadError::ClosedBeforeResponse(format!("the request could not be written: {e}")));
-        }
+        // A write the server cut short may still have its answer waiting (a
+        // 413 for a body past its limit, sent before it closed): it is read,
+        // and only where none came is the failed write the error.
+        let unwritten = self.write_all(request).await.err();
+        let lost = |e: &dyn std::fmt::Display| match &unwritten {
+            Some(w) => HeadError::ClosedBeforeResponse(format!("the request could not be written: {w}")),
+            None => HeadError::ClosedBeforeResponse(format!("the connection broke before the response: {e}")),
+        };
         self.written = clock();
         let mut first = None;
         let mut last = ReadStamp::default();
@@ -527,17 +532,15 @@ impl Conn {
                     last = read;
                     n
                 }
-                Err(e) if self.buf.is_empty() => {
-                    return Err(HeadError::ClosedBeforeResponse(format!(
-                        "the connection broke before the response: {e}"
-                    )))
-                }
+                Err(e) if self.buf.is_empty() => return Err(lost(&e)),
                 Err(e) => {
                     return Err(HeadError::Invalid(format!("the connection broke inside the response head: {e}")))
                 }
             };
             if n == 0 {
-                return Err(if self.buf.is_empty() {
+                return Err(if self.buf.is_empty() && unwritten.is_some() {
+                    lost(&"")
+                } else if self.buf.is_empty() {
                     HeadError::ClosedBeforeResponse("the server closed the connection before responding".into())
                 } else {
                     HeadError::Invalid("the server closed the connection inside the response head".into())

@@ -1921,3 +1921,45 @@ fn the_readmes_dataset_example_runs_on_the_files_it_ships() {
     assert_eq!(v["config"]["workload"]["dataset_entries"], 12);
     assert!(v["warnings"].to_string().contains("went round the dataset 2.0 times"), "{}", v["warnings"]);
 }
+
+/// A server that answers a body past its limit with 413 and closes before
+/// reading it: the answer is read and reported, not the write it cut short
+/// ("connect: the request could not be written: Broken pipe" before).
+#[test]
+fn a_server_refusing_a_body_too_large_is_heard() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && sock.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let body = r#"{"error":{"message":"the request body is too large","type":"invalid_request_error"}}"#;
+            let answer = format!(
+                "HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            // In one write, then closed with the body unread (a reset).
+            let _ = sock.write_all(answer.as_bytes());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let _ = goodput()
+        .args(["bench", "-q", "--url", &url, "--model", "m", "--api", "completions", "--no-metrics", "-n", "1"])
+        .args(["--input-tokens", "2000000", "--output-tokens", "4", "-o"])
+        .arg(&out)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let v = read_json(&out);
+    let kinds = &v["summary"]["requests"]["errors_by_kind"];
+    assert_eq!(kinds["http_status"], 1, "{kinds}");
+    assert!(kinds.get("connect").is_none(), "{kinds}");
+}
