@@ -265,6 +265,13 @@ pub fn workload(
     if let (Some(p), Some(_)) = (preset, &w.dataset) {
         bail!("--preset {} shapes synthetic prompts; a --dataset brings its own (drop one of them)", p.name());
     }
+    // A dataset's prompts are its own; --output-tokens still caps answers.
+    if w.input_tokens.is_some() && w.dataset.is_some() {
+        bail!(
+            "--input-tokens shapes synthetic prompts, and a --dataset brings its own (their lengths are the \
+             dataset's): drop --input-tokens"
+        );
+    }
     let (preset_input, preset_output) = match preset.map(|p| p.lengths()) {
         Some((i, o)) => (Some(i), Some(o)),
         None => (None, None),

@@ -96,7 +96,30 @@ impl Drop for Embedded {
 
 /// The embedded simulated engine's configuration.
 fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
-    goodput_sim::engine::EngineConfig::try_from(&EngineArgs::from(sim))
+    goodput_sim::engine::EngineConfig::try_from(&EngineArgs::from(sim)).map_err(as_sim_flags)
+}
+
+/// An error about the embedded server's settings, naming the `--sim-*`
+/// flags that were typed (`--sim-tp 3`) where the engine names its own
+/// (`--tp 3 does not divide …`).
+fn as_sim_flags(e: anyhow::Error) -> anyhow::Error {
+    let mut text = format!("{e:#}");
+    let flags = SIM_ENGINE_FLAGS.iter().chain(SIM_FIXED_FLAGS).map(|(f, _)| *f);
+    for sim_flag in flags.chain(["--sim-router", "--sim-dp"]) {
+        let plain = sim_flag.replacen("--sim-", "--", 1);
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(&plain) {
+            let after = &rest[at + plain.len()..];
+            let whole = !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-');
+            out.push_str(&rest[..at]);
+            out.push_str(if whole { sim_flag } else { &plain });
+            rest = after;
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    anyhow::anyhow!(text)
 }
 
 /// The `--sim-*` flags that the server in use reads, and no others: a
@@ -180,7 +203,7 @@ fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::sim_server::S
                 tokens_per_chunk: sim.sim_tokens_per_chunk,
                 ..FixedProfile::default()
             };
-            profile.validate()?;
+            profile.validate().map_err(|e| as_sim_flags(e.into()))?;
             crate::sim_server::Served::Fixed(FixedServer::new(profile))
         }
     })

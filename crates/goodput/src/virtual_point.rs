@@ -41,6 +41,10 @@ pub fn model_spec(model: &str) -> Result<ModelSpec> {
     })
 }
 
+/// `--spec-acceptance` and `--spec-draft-cost` where not given.
+const SPEC_ACCEPTANCE: f64 = 0.7;
+const SPEC_DRAFT_COST: f64 = 0.05;
+
 /// The engine configuration the flags describe: the model (a catalog name
 /// or a Hugging Face config.json) on the hardware and limits of `hw`, the
 /// calibration file overlaid, checked and sized.
@@ -59,6 +63,10 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.ep = e.ep;
         cfg.pp = e.pp;
         cfg.router = e.router.parse()?;
+        // A router choice with one replica routes nothing.
+        if e.dp <= 1 && e.pd.is_none() && e.router != "least-loaded" {
+            bail!("--router {} picks among --dp replicas, and there is one: add --dp N, or drop --router", e.router);
+        }
         cfg.gpu_memory_utilization = e.gpu_memory_utilization;
         cfg.max_num_seqs = e.max_num_seqs;
         cfg.max_num_batched_tokens = e.max_num_batched_tokens;
@@ -66,10 +74,16 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.enable_chunked_prefill = !e.no_chunked_prefill;
         cfg.enable_prefix_caching = !e.no_prefix_caching;
         cfg.scheduler = e.scheduler.parse()?;
+        if e.spec_tokens == 0 && (e.spec_acceptance.is_some() || e.spec_draft_cost.is_some()) {
+            bail!(
+                "--spec-acceptance and --spec-draft-cost describe speculative decoding, which --spec-tokens N turns \
+                 on: add --spec-tokens, or drop them"
+            );
+        }
         cfg.spec = (e.spec_tokens > 0).then_some(goodput_sim::engine::SpecDecoding {
             tokens: e.spec_tokens,
-            acceptance: e.spec_acceptance,
-            draft_cost: e.spec_draft_cost,
+            acceptance: e.spec_acceptance.unwrap_or(SPEC_ACCEPTANCE),
+            draft_cost: e.spec_draft_cost.unwrap_or(SPEC_DRAFT_COST),
         });
         cfg.pd = match &e.pd {
             Some(text) => Some(goodput_sim::engine::Disaggregation {

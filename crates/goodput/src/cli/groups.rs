@@ -485,12 +485,12 @@ pub struct EngineHwArgs {
     /// Speculative decoding: draft tokens each decoding sequence carries a step, verified in the same pass (vLLM's num_speculative_tokens; 0: off).
     #[arg(long, default_value_t = 0, help_heading = "Simulated engine")]
     pub spec_tokens: u32,
-    /// With --spec-tokens: the chance a draft token is accepted when the ones before it were (position i is accepted in acceptance^(i+1) of proposals). Take it from your server's vllm:spec_decode_* counters.
-    #[arg(long, default_value_t = 0.7, help_heading = "Simulated engine")]
-    pub spec_acceptance: f64,
-    /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0).
-    #[arg(long, default_value_t = 0.05, help_heading = "Simulated engine")]
-    pub spec_draft_cost: f64,
+    /// With --spec-tokens: the chance a draft token is accepted when the ones before it were (position i is accepted in acceptance^(i+1) of proposals). Take it from your server's vllm:spec_decode_* counters [default: 0.7].
+    #[arg(long, help_heading = "Simulated engine")]
+    pub spec_acceptance: Option<f64>,
+    /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0) [default: 0.05].
+    #[arg(long, help_heading = "Simulated engine")]
+    pub spec_draft_cost: Option<f64>,
     /// Prefill/decode disaggregation: P prefill and D decode instances (P:D, e.g. 1:1), each on --tp GPUs, the KV cache crossing from one to the other (not with --dp). Either pool may name its own TP or EP: 4xTP1:1xTP4 is four prefill instances of one GPU and one decode instance of four; 1xEP8:1xEP16 gives a mixture of experts' decode instance a wider expert-parallel group.
     #[arg(long, value_name = "P:D", help_heading = "Simulated engine")]
     pub pd: Option<String>,
@@ -532,8 +532,8 @@ impl Default for EngineHwArgs {
             calibration: None,
             chat_template: "auto".into(),
             spec_tokens: 0,
-            spec_acceptance: 0.7,
-            spec_draft_cost: 0.05,
+            spec_acceptance: None,
+            spec_draft_cost: None,
             pd: None,
             kv_link_gbps: None,
             kv_link_latency_us: None,

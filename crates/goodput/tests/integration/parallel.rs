@@ -54,6 +54,16 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
     assert!(err.contains("--pp 2"), "{err}");
     let err = refuse(&["--model", "qwen3-235b-a22b", "--precision", "fp8"]);
     assert!(err.contains("--ep 4 --dp 4"), "{err}");
+    // Knobs that had been taken and dropped without a word.
+    let err = refuse(&["--spec-acceptance", "0.9", "--spec-draft-cost", "0.5"]);
+    assert!(err.contains("add --spec-tokens"), "{err}");
+    let err = refuse(&["--router", "prefix-aware"]);
+    assert!(err.contains("--router prefix-aware picks among --dp replicas"), "{err}");
+    // The embedded engine's refusals name the --sim-* flag that was typed.
+    let err = goodput().args(["bench", "-n", "1", "--sim-tp", "3"]).refusal();
+    assert!(err.contains("--sim-tp 3 does not divide"), "{err}");
+    let err = goodput().args(["bench", "-n", "1", "--sim-profile", "fixed", "--sim-tokens-per-chunk", "0"]).refusal();
+    assert!(err.contains("--sim-tokens-per-chunk must be"), "{err}");
     // A run too big to hold is refused before anything is drawn (it once
     // aborted allocating 80 GB for -n 1000000000), as is one whose answers
     // would take more memory than a run may, and an open loop's schedule

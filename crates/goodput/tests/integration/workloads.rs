@@ -412,6 +412,9 @@ fn a_datasets_image_files_are_sent_with_their_prompts() {
         read_json(&out)["summary"]["multimodal"]["images"].as_u64(),
         Some(records.iter().map(|r| r["images"].as_u64().unwrap_or(0)).sum())
     );
+    // --input-tokens beside a dataset's own prompts is refused, not dropped.
+    let err = goodput().args(["bench", "-q", "-n", "1", "--input-tokens", "1000", "--dataset"]).arg(&data).refusal();
+    assert!(err.contains("drop --input-tokens"), "{err}");
     // A path that is not there: refused before the run, named.
     std::fs::write(&data, "{\"prompt\": \"p\", \"image\": \"missing.png\"}\n").unwrap();
     let err = goodput().args(["bench", "-q", "-n", "1", "--dataset"]).arg(&data).refusal();
