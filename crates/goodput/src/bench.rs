@@ -43,6 +43,13 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
                  give every shard the same --seed (e.g. --seed 42)"
             );
         }
+        // A share of nothing (it had run and said "no request succeeded").
+        if plan.total_requests() == Some(0) {
+            anyhow::bail!(
+                "--shard {i}/{n} gets none of the run's requests (too few to deal one to every shard): give fewer \
+                 shards, or more requests"
+            );
+        }
     }
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     let opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;

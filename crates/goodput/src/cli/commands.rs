@@ -64,7 +64,7 @@ pub struct MonitorArgs {
     #[arg(long)]
     pub metrics_url: Vec<String>,
     /// Time between scrapes; rates and quantiles are over the last interval.
-    #[arg(long, value_parser = parse_positive_duration, default_value = "2s")]
+    #[arg(long, value_parser = parse_scrape_interval, default_value = "2s")]
     pub interval: Duration,
     /// Send small real requests at this rate (requests/s) and show the TTFT and TPOT users see now.
     #[arg(long)]

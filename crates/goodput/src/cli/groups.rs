@@ -113,7 +113,7 @@ pub struct MetricsArgs {
     #[arg(long, conflicts_with = "metrics_url", help_heading = "Server metrics")]
     pub no_metrics: bool,
     /// Time between scrapes.
-    #[arg(long, value_parser = parse_positive_duration, default_value = "1s", help_heading = "Server metrics")]
+    #[arg(long, value_parser = parse_scrape_interval, default_value = "1s", help_heading = "Server metrics")]
     pub metrics_interval: Duration,
     /// Serve goodput's own live client-side metrics in Prometheus text at this address (e.g. 127.0.0.1:9464), named after OpenTelemetry's GenAI conventions.
     #[arg(long, help_heading = "Server metrics")]

@@ -171,13 +171,23 @@ mod tests {
     fn shards_and_start_instants() {
         assert_eq!(parse_shard("2/3").unwrap(), (2, 3));
         assert!(parse_shard("3/3").unwrap_err().contains("0/3 … 2/3"));
-        assert!(parse_shard("1/0").is_err() && parse_shard("1").unwrap_err().contains("INDEX/COUNT"));
+        assert!(
+            parse_shard("1/0").unwrap_err().contains("one shard or more")
+                && parse_shard("1").unwrap_err().contains("INDEX/COUNT")
+        );
         assert_eq!(parse_start_at("1767225600.25").unwrap(), 1_767_225_600.25);
         assert_eq!(parse_start_at("2026-01-01T00:00:00Z").unwrap(), 1_767_225_600.0);
         assert_eq!(parse_start_at("2026-01-01T01:00:00.5+01:00").unwrap(), 1_767_225_600.5);
         assert!(parse_start_at("tomorrow").unwrap_err().contains("RFC 3339"));
         assert!(parse_start_at("-5").is_err());
         assert_eq!(crate::common::rfc3339(1_767_225_600.25), "2026-01-01T00:00:00.250Z");
+    }
+
+    #[test]
+    fn a_scrape_interval_is_at_least_10ms() {
+        assert_eq!(parse_scrape_interval("10ms").unwrap(), Duration::from_millis(10));
+        assert!(parse_scrape_interval("1ns").unwrap_err().contains("10 ms at least"));
+        assert!(parse_scrape_interval("0s").unwrap_err().contains("no time at all"));
     }
 
     #[test]

@@ -266,6 +266,12 @@ fn shard_options_are_checked_before_the_run() {
     // A fresh seed in each shard would give each its own schedule and prompts.
     let err = goodput().args(["bench", "--shard", "0/2", "-o", "x.json", "--records", "x.jsonl"]).refusal();
     assert!(err.contains("the same --seed"), "{err}");
+    // A shard dealt none of the requests (it had run, sent nothing, and failed).
+    let args = ["bench", "-n", "3", "--shard", "5/10", "--seed", "1", "-o", "x.json", "--records", "x.jsonl"];
+    let err = goodput().args(args).refusal();
+    assert!(err.contains("--shard 5/10 gets none of the run's requests"), "{err}");
+    let err = goodput().args(["bench", "--shard", "0/0", "-o", "x.json", "--records", "x.jsonl"]).refusal();
+    assert!(err.contains("one shard or more"), "{err}");
     let err = goodput().args(["bench", "--start-at", "soon"]).refusal();
     assert!(err.contains("RFC 3339"), "{err}");
 }
