@@ -55,6 +55,12 @@ pub enum InputError {
     LineTooLong { path: PathBuf, what: &'static str, line: usize, cap: usize },
     #[error("{} is not UTF-8 text: {what} is UTF-8", path.display())]
     NotUtf8 { path: PathBuf, what: &'static str },
+    #[error(
+        "{} is {kind}-compressed, and goodput reads {what} as plain text: decompress it first (e.g. {tool} {})",
+        path.display(),
+        path.display()
+    )]
+    Compressed { path: PathBuf, what: &'static str, kind: &'static str, tool: &'static str },
 }
 
 /// A cap as people write it: 64 MiB, 4 GiB.
@@ -182,11 +188,30 @@ pub struct LineReader<R> {
 }
 
 impl LineReader<std::io::BufReader<std::fs::File>> {
-    /// The lines of the file at `path` (see [`open_stream`]), each at most [`LINE_CAP`].
+    /// The lines of the file at `path` (see [`open_stream`]), each at most
+    /// [`LINE_CAP`]; a compressed file is refused, named as such (its bytes
+    /// had been read as a first line of binary, "not JSON").
     pub fn open(path: &Path, what: &'static str) -> Result<Self, InputError> {
         let f = open_stream(path, what)?;
-        Ok(LineReader::new(std::io::BufReader::with_capacity(1 << 16, f), path, what, LINE_CAP))
+        let mut input = std::io::BufReader::with_capacity(1 << 16, f);
+        let head = input.fill_buf().map_err(|error| InputError::Io { path: path.to_owned(), what, error })?;
+        if let Some((kind, tool)) = compression(head) {
+            return Err(InputError::Compressed { path: path.to_owned(), what, kind, tool });
+        }
+        Ok(LineReader::new(input, path, what, LINE_CAP))
     }
+}
+
+/// The compression a file's first bytes announce, and the tool that undoes it.
+fn compression(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    const MAGIC: [(&[u8], &str, &str); 5] = [
+        (b"\x1f\x8b", "gzip", "gunzip -k"),
+        (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d"),
+        (b"BZh", "bzip2", "bunzip2 -k"),
+        (b"\xfd7zXZ\x00", "xz", "unxz -k"),
+        (b"PK\x03\x04", "zip", "unzip"),
+    ];
+    MAGIC.iter().find(|(magic, _, _)| head.starts_with(magic)).map(|&(_, kind, tool)| (kind, tool))
 }
 
 impl<R: BufRead> LineReader<R> {
@@ -284,6 +309,20 @@ mod tests {
             );
         }
         out
+    }
+
+    #[test]
+    fn a_compressed_file_is_named_as_such() {
+        let dir = std::env::temp_dir().join(format!("goodput-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let gz = dir.join("trace.jsonl.gz");
+        std::fs::write(&gz, b"\x1f\x8b\x08\x00binary").unwrap();
+        let err = LineReader::open(&gz, "the trace").err().unwrap().to_string();
+        assert!(err.contains("gzip-compressed") && err.contains("gunzip -k"), "{err}");
+        let plain = dir.join("trace.jsonl");
+        std::fs::write(&plain, b"{}\n").unwrap();
+        assert!(LineReader::open(&plain, "the trace").is_ok());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
