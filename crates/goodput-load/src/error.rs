@@ -363,6 +363,11 @@ pub enum EntryError {
          an object with \"path\" or base64 \"bytes\" (the Hugging Face Image feature)"
     )]
     ImageColumn { column: String },
+    #[error(
+        "\"{column}\" names an image by URL ({url}), and goodput fetches nothing a dataset names: download the \
+         images and name the files (relative to the dataset's folder), or give data: URLs"
+    )]
+    ImageUrl { column: String, url: String },
     #[error("\"prompt\" must be a string")]
     PromptNotText,
     #[error("\"messages\" must be an array")]

@@ -168,6 +168,10 @@ pub(super) fn images_column(
     let one = |v: &Value| -> Result<DatasetImage, crate::error::EntryError> {
         match v {
             Value::String(s) if s.starts_with("data:") => Ok(DatasetImage::DataUrl(s.clone())),
+            Value::String(s) if s.starts_with("http://") || s.starts_with("https://") => {
+                let url = goodput_core::util::redact::scrub(s).chars().take(120).collect();
+                Err(crate::error::EntryError::ImageUrl { column: column.to_owned(), url })
+            }
             Value::String(s) if !s.trim().is_empty() => Ok(DatasetImage::File(s.into())),
             Value::Object(o) => match (o.get("bytes").and_then(Value::as_str), o.get("path").and_then(Value::as_str)) {
                 (Some(b64), _) if !b64.is_empty() => {
@@ -470,6 +474,8 @@ mod tests {
         assert!(matches!(&got[0], DatasetImage::DataUrl(u) if u.starts_with("data:image/png;base64,iVBOR")), "{got:?}");
         assert_eq!(got[1], DatasetImage::File("b.jpg".into()));
         assert_eq!(got[2], DatasetImage::DataUrl("data:image/png;base64,AAAA".into()));
+        let err = images_column(&obj(json!({"image": "https://example.com/a.png"}))).unwrap_err().to_string();
+        assert!(err.contains("by URL (https://example.com/a.png)") && err.contains("download the images"), "{err}");
         let err = images_column(&obj(json!({"image": 7}))).unwrap_err().to_string();
         assert!(err.contains("\"image\" must be an image") && err.contains("Hugging Face Image feature"), "{err}");
     }
