@@ -5,7 +5,7 @@ use crate::cmd;
 /// Hostile servers met through the whole `goodput bench`.
 mod hostile;
 
-use cmd::{fixed_server, goodput, read_json, records, serving, GoodputCommand, FAST};
+use cmd::{fixed_server, goodput, read_json, records, serving, GoodputCommand, FAST, FAST_DATASET};
 use std::time::Duration;
 
 /// `goodput bench` with `args` against the FAST embedded server: the
@@ -519,7 +519,7 @@ fn bad_input_gets_a_clear_error_and_no_panic() {
         (&["--header", "Content-Length: 5"], "is goodput's HTTP layer's to set"),
         (&["--header", "host: example.invalid"], "is goodput's HTTP layer's to set"),
         (&["--api", "ollama"], "invalid value 'ollama' for '--api <API>'"),
-        (&["--sim-chat-template", "llama2"], "--chat-template: unknown chat template 'llama2': use auto or one of"),
+        (&["--sim-chat-template", "llama2"], "--sim-chat-template: unknown chat template 'llama2': use auto or one of"),
         (&["--timeout", "0s"], "'0s' is no time at all"),
         (&["--duration", "0ms"], "'0ms' is no time at all"),
         (&["--rate", "-3"], "--rate -3: a negative value makes no sense here"),
@@ -1154,7 +1154,7 @@ fn sessions_carry_their_history_and_are_summarised_and_priced() {
     // What sessions cannot be combined with, and the fix.
     let ds = dir.path().join("d.jsonl");
     std::fs::write(&ds, "{\"prompt\": \"hello\"}\n").unwrap();
-    let err = goodput().args(["bench", "-q", "--turns", "2", "--dataset"]).arg(&ds).args(FAST).refusal();
+    let err = goodput().args(["bench", "-q", "--turns", "2", "--dataset"]).arg(&ds).args(FAST_DATASET).refusal();
     assert!(err.contains("drop --dataset"), "{err}");
     assert!(goodput().args(["bench", "-q", "--think-time", "1s"]).refusal().contains("--turns"));
 
@@ -1907,7 +1907,7 @@ fn the_readmes_dataset_example_runs_on_the_files_it_ships() {
     let out = dir.path().join("run.json");
     goodput()
         .args(["bench", "-q", "-n", "24", "-c", "4"])
-        .args(FAST)
+        .args(FAST_DATASET)
         .arg("--dataset")
         .arg(examples.join("sharegpt.json"))
         .arg("--tokenizer")

@@ -246,7 +246,9 @@ fn no_output_overwrites_an_input_of_its_command() {
     assert!(err.contains("an input of this command (--records)"), "{err}");
     let dataset = p("prompts.jsonl");
     std::fs::write(&dataset, "{\"prompt\": \"hello\"}\n").unwrap();
-    let err = goodput().args(RUN).arg("--dataset").arg(&dataset).arg("--records").arg(&dataset).refusal();
+    // RUN without its --input-tokens, which a dataset's prompts refuse.
+    let run = &RUN[..RUN.len() - 2];
+    let err = goodput().args(run).arg("--dataset").arg(&dataset).arg("--records").arg(&dataset).refusal();
     assert!(err.contains("an input of this command (--dataset)"), "{err}");
     assert_eq!(std::fs::read(&dataset).unwrap(), b"{\"prompt\": \"hello\"}\n");
     assert!(saved(&inputs) == before, "an input was written over");

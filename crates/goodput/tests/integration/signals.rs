@@ -523,5 +523,5 @@ fn the_embedded_engine_runs_prefill_and_decode_pools() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("drop --dp"), "{err}");
+    assert!(!o.status.success() && err.contains("drop --sim-dp"), "{err}");
 }

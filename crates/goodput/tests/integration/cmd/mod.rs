@@ -22,6 +22,12 @@ pub const FAST: &[&str] = &[
     "16",
 ];
 
+/// [`FAST`] without its `--input-tokens`, for runs whose prompts come from
+/// a `--dataset` (which refuses it).
+#[allow(dead_code)]
+pub const FAST_DATASET: &[&str] =
+    &["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "2ms", "--output-tokens", "8"];
+
 pub fn goodput() -> Command {
     let mut c = Command::cargo_bin("goodput").unwrap();
     c.env_remove("OPENAI_API_KEY");
