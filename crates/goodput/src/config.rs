@@ -93,6 +93,15 @@ impl ConfigFile {
             ),
         };
         match self.prices.get(name) {
+            // Checked here, so that the refusal names the file's entry, not --gpu-hour-usd.
+            Some(&p) if !(p.is_finite() && p >= 0.0) => {
+                bail!("[prices] {name} = {p} in the config: a price per GPU-hour is a number of USD, zero or more")
+            }
+            Some(&p) if p > goodput_core::analysis::cost::MAX_GPU_HOUR_USD => bail!(
+                "[prices] {name} = {} in the config is more than a GPU costs an hour (at most {})",
+                goodput_core::analysis::cost::price_text(p),
+                goodput_core::analysis::cost::MAX_GPU_HOUR_USD
+            ),
             Some(&p) => Ok(Some(p)),
             None => bail!(
                 "no price named '{name}' in [prices]; known: {}",
@@ -157,6 +166,9 @@ pub fn judging(j: &crate::cli::JudgeArgs, default_gpus: u32) -> Result<Judging> 
         Some(p) => Some(p),
         None => file.price(j.price.as_deref())?,
     };
+    if file.gpus == Some(0) {
+        bail!("gpus = 0 in the config: a server runs on one GPU or more");
+    }
     let gpus = j.gpus.or(file.gpus).unwrap_or(default_gpus);
     let cost = price.map(|p| CostConfig { gpu_hour_usd: p, gpus });
     if let Some(c) = &cost {
@@ -215,5 +227,15 @@ mod tests {
         assert_eq!(gpus_of(&judge(None)), 4, "the file's count without the flag");
         std::fs::write(&path, "price = \"h100\"\n[prices]\nh100 = 2.0\n").unwrap();
         assert_eq!(gpus_of(&judge(None)), 8, "the engine's default with neither");
+        // The file's own values are refused naming the file's entries.
+        for (text, says) in [
+            ("price = \"h100\"\n[prices]\nh100 = -3.0\n", "[prices] h100 = -3 in the config"),
+            ("price = \"h100\"\n[prices]\nh100 = 1e9\n", "[prices] h100 = 1e9 in the config"),
+            ("gpus = 0\nprice = \"h100\"\n[prices]\nh100 = 2.0\n", "gpus = 0 in the config"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = judging(&judge(None), 8).err().unwrap().to_string();
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 }

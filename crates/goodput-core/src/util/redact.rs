@@ -20,6 +20,7 @@ pub const MASK: &str = "***";
 /// assert_eq!(redact_url("http://user:pass@host:8000/v1"), "http://***@host:8000/v1");
 /// assert_eq!(redact_url("http://host:8000/v1?key=sk-1&v=2"), "http://host:8000/v1?key=***&v=***");
 /// assert_eq!(redact_url("http://host:8000"), "http://host:8000");
+/// assert_eq!(redact_url("cannot reach http://h:1?key=sk-1: refused"), "cannot reach http://h:1?key=***: refused");
 /// ```
 pub fn redact_url(url: &str) -> String {
     redact_urls(url).into_owned()
@@ -70,7 +71,12 @@ fn redact_urls(text: &str) -> Cow<'_, str> {
         out.push_str(head);
         // The URL ends at a space, a quote or a bracket; its authority at
         // the path or the query too.
-        let url_end = tail.find(|c: char| "\"'<> \t\r\n)]".contains(c)).unwrap_or(tail.len());
+        let mut url_end = tail.find(|c: char| "\"'<> \t\r\n)]".contains(c)).unwrap_or(tail.len());
+        // Nor is the punctuation a sentence puts after it ("cannot reach
+        // http://h?key=…: error"): the ':' had been masked with the key.
+        while url_end > 0 && tail[..url_end].ends_with([':', ',', '.', ';']) {
+            url_end -= 1;
+        }
         let end = tail[..url_end].find(['/', '?', '#']).unwrap_or(url_end);
         match tail[..end].rfind('@') {
             Some(at) => {
