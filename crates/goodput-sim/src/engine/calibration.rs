@@ -198,7 +198,7 @@ impl Calibration {
             }
         }
         // Past any engine's: a second a step, a layer or a sequence; a minute
-        // of front end; a terabyte of memory a GPU.
+        // of front end (a request, or a token); a terabyte of memory a GPU.
         let bounded = [
             ("c_layer_us", self.c_layer_us, 1e6),
             ("c_step_us", self.c_step_us, 1e6),
@@ -206,9 +206,9 @@ impl Calibration {
             ("allreduce_latency_us", self.allreduce_latency_us, 1e6),
             ("frontend_overhead_ms", self.frontend_overhead_ms, 6e4),
             ("frontend_jitter_ms", self.frontend_jitter_ms, 6e4),
-            ("frontend_serial_us", self.frontend_serial_us, 1e6),
-            ("frontend_serial_us_per_token", self.frontend_serial_us_per_token, 1e6),
-            ("frontend_serial_us_per_output_token", self.frontend_serial_us_per_output_token, 1e6),
+            ("frontend_serial_us", self.frontend_serial_us, 6e7),
+            ("frontend_serial_us_per_token", self.frontend_serial_us_per_token, 6e7),
+            ("frontend_serial_us_per_output_token", self.frontend_serial_us_per_output_token, 6e7),
             ("activation_gib", self.activation_gib, 1024.0),
             ("runtime_gib", self.runtime_gib, 1024.0),
         ];
