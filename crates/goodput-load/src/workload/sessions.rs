@@ -119,6 +119,11 @@ impl FromStr for Turns {
         }
         s.parse().map(Turns::Drawn).map_err(|e: SpecError| SpecError {
             what: "turn count",
+            // Said of turns, not of the tokens a length's reasons speak of.
+            why: e.why.replace("a length must be at least 1", "a session has at least 1 turn").replace(
+                "a length is at most 2097152 tokens (2 Mi, beyond any model's context)",
+                "at most 2097152 turns",
+            ),
             expected: "all (a dataset's own), 3, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA",
             ..e
         })

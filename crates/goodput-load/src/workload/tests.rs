@@ -49,6 +49,11 @@ fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
     assert!(all.shape(0, 0, None).unwrap_err().to_string().contains("--turns all"));
     assert_eq!("all".parse::<Turns>().unwrap(), Turns::All);
     assert!("x".parse::<Turns>().unwrap_err().to_string().contains("invalid turn count"));
+    // Refused in words of turns, not of a length's tokens.
+    let e = "4294967296".parse::<Turns>().unwrap_err().to_string();
+    assert!(e.contains("at most 2097152 turns") && !e.contains("tokens"), "{e}");
+    let e = "0".parse::<Turns>().unwrap_err().to_string();
+    assert!(e.contains("a session has at least 1 turn"), "{e}");
 
     // Turn counts and think times per session.
     let s = Sessions {
