@@ -78,11 +78,8 @@ pub fn terminal(doc: &FrontierResult) -> String {
         Some(b) => {
             let _ = writeln!(o, "\nbest: {}", esc(&b.reason));
         }
-        None if doc.slo.is_some() => {
-            let _ = writeln!(o, "\nbest: no point met the SLO: relax it, or offer more or faster GPUs");
-        }
         None => {
-            let _ = writeln!(o, "\nbest: no point completed a request");
+            let _ = writeln!(o, "\nbest: {}", goodput_core::doc::frontier::no_best_reason(doc));
         }
     }
     let off: Vec<_> = doc.configs.iter().filter_map(|c| c.dominated.as_ref().map(|d| (c, d))).collect();

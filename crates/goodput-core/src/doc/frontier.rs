@@ -300,6 +300,33 @@ pub fn analyze_frontier(doc: &mut FrontierResult) {
 /// an SLO) over the configuration's price per hour; by good tokens/s per
 /// GPU when any configuration has no price. Ties go to the faster point per
 /// user.
+/// Why [`best_point`] found none, in a line with its fix: no point
+/// completed a request, none met the SLO, or those that did were not steady
+/// (a reason of its own: it had been told as "no point completed a
+/// request" beside points that had).
+pub fn no_best_reason(doc: &FrontierResult) -> &'static str {
+    let good = |p: &FrontierPoint| p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s) > 0.0;
+    let judged = doc.slo.is_some();
+    let candidates: Vec<&FrontierPoint> = doc
+        .points()
+        .map(|(_, p)| p)
+        .filter(|p| if judged { p.meets_slo == Some(true) } else { p.meets_slo != Some(false) })
+        .filter(|p| good(p))
+        .collect();
+    match (candidates.is_empty(), judged) {
+        (true, true) => "no point met the SLO: relax it, or offer more or faster GPUs",
+        (true, false) => "no point completed a request",
+        (false, true) => {
+            "the points that met the SLO were not steady (each point's stability says why): give each point more \
+             requests or a longer --duration"
+        }
+        (false, false) => {
+            "no point was steady (each point's stability says why): give each point more requests or a longer \
+             --duration"
+        }
+    }
+}
+
 pub fn best_point(doc: &FrontierResult) -> Option<BestPoint> {
     let priced = doc.points().all(|(id, _)| doc.configs[id.config].usd_per_hour().is_some_and(|u| u > 0.0));
     let good = |p: &FrontierPoint| p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s);
@@ -548,6 +575,19 @@ mod tests {
         analyze_frontier(&mut d);
         assert_eq!(d.best, None);
         assert_eq!(d.frontier.len(), 1);
+        assert!(no_best_reason(&d).starts_with("no point met the SLO"));
+        // Points that completed, met it, and were not steady: told so (it
+        // had said "no point completed a request").
+        let mut unsteady = point(10.0, 10.0, Some(true));
+        unsteady.steady = Some(false);
+        let mut d = doc(true, vec![config("a", 1, Some(1.0), vec![unsteady.clone()])]);
+        analyze_frontier(&mut d);
+        assert_eq!(d.best, None);
+        assert!(no_best_reason(&d).contains("were not steady"), "{}", no_best_reason(&d));
+        unsteady.meets_slo = None;
+        let mut d = doc(false, vec![config("a", 1, Some(1.0), vec![unsteady])]);
+        analyze_frontier(&mut d);
+        assert!(no_best_reason(&d).starts_with("no point was steady"), "{}", no_best_reason(&d));
     }
 
     #[test]

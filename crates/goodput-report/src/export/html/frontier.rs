@@ -79,7 +79,7 @@ fn fmt(v: Option<f64>, digits: usize) -> String {
 
 fn best_cards(o: &mut String, doc: &FrontierResult) {
     let Some(b) = &doc.best else {
-        let why = if doc.slo.is_some() { "no point met the SLO" } else { "no point completed a request" };
+        let why = goodput_core::doc::frontier::no_best_reason(doc);
         card(o, "best", "none", why);
         return;
     };
