@@ -297,6 +297,28 @@ impl FaultCounters {
     pub fn next(&self, cfg: &FaultConfig) -> (u64, Fault) {
         let n = self.requests.fetch_add(1, Ordering::Relaxed);
         let f = cfg.draw(n);
+        self.count(f);
+        (n, f)
+    }
+
+    /// [`FaultCounters::next`] for an embeddings or rerank request, a whole
+    /// JSON answer: the faults it can play (HTTP 500, 429 and 503, a stall)
+    /// are drawn and counted; a stream's faults leave it alone and are not
+    /// counted (they had been counted as injected while the request was
+    /// served as usual).
+    pub fn next_pooled(&self, cfg: &FaultConfig) -> (u64, Fault) {
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        let f = match cfg.draw(n) {
+            f @ (Fault::HttpError
+            | Fault::Stall(_)
+            | Fault::Hostile(Hostile::TooManyRequests | Hostile::Unavailable)) => f,
+            _ => Fault::None,
+        };
+        self.count(f);
+        (n, f)
+    }
+
+    fn count(&self, f: Fault) {
         let c = match f {
             Fault::None => None,
             Fault::HttpError => Some(&self.http_errors),
@@ -308,7 +330,6 @@ impl FaultCounters {
         if let Some(c) = c {
             c.fetch_add(1, Ordering::Relaxed);
         }
-        (n, f)
     }
 
     /// Requests that drew the hostile case `h`.

@@ -279,9 +279,16 @@ fn pool_reply(
     let t0 = Instant::now();
     let req = crate::openai::pooling::PoolRequest::parse(route, body).map_err(|e| (400, e))?;
     let p = &s.profile;
-    let (n, fault) = s.counters.next(&p.faults);
-    if fault == Fault::HttpError {
-        return Err((500, "injected fault: internal server error".into()));
+    let (n, fault) = s.counters.next_pooled(&p.faults);
+    match fault {
+        Fault::HttpError => return Err((500, "injected fault: internal server error".into())),
+        Fault::Hostile(crate::faults::Hostile::TooManyRequests) => {
+            return Err((429, "injected fault: too many requests".into()))
+        }
+        Fault::Hostile(crate::faults::Hostile::Unavailable) => {
+            return Err((503, "injected fault: service unavailable".into()))
+        }
+        _ => {}
     }
     if let Some(name) = p.unknown(true, req.model.as_deref()) {
         return Err((404, format!("The model `{name}` does not exist.")));

@@ -479,3 +479,28 @@ fn goodput_serve_plays_a_fault_flag_and_refuses_bad_ones() {
     let err = refused(&["--profile", "engine", "--itl", "20ms"]);
     assert!(err.contains("--itl sets the fixed profile's timing"), "{err}");
 }
+
+/// Embeddings and rerank requests play the faults a whole JSON answer can
+/// (429 here) and are left alone by a stream's (malformed JSON), which is
+/// then not counted as injected (it had been counted while every request
+/// was served as usual).
+#[test]
+fn pooled_requests_play_the_faults_they_can_and_count_only_those() {
+    for (case, failed, injected) in [(Hostile::TooManyRequests, 3, 3), (Hostile::MalformedJson, 0, 0)] {
+        let faults = FaultConfig { hostile: vec![(case, 1.0)], seed: SEED, ..Default::default() };
+        let profile = FixedProfile { ttft: Duration::from_millis(2), faults, ..Default::default() };
+        let server = FixedServer::new(profile);
+        let (_rt, url) = serving(server.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run.json");
+        let _ = goodput()
+            .args(["bench", "-q", "--url", &url, "--model", "m", "--api", "embeddings", "--no-metrics", "-n", "3"])
+            .args(["-c", "1", "--input-tokens", "8", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let v = read_json(&out);
+        assert_eq!(v["summary"]["requests"]["failed"].as_u64(), Some(failed), "{case}: {}", v["summary"]["requests"]);
+        assert_eq!(server.counters.hostile(case), injected, "{case}");
+    }
+}
