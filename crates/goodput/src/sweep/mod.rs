@@ -769,6 +769,14 @@ fn check_args(a: &SweepArgs) -> Result<()> {
     if a.workload.repeat > 1 {
         bail!("--repeat belongs to one run (goodput bench): a sweep's points would each repeat their own prompts");
     }
+    // Each point's records go to a file of their own beside the name given
+    // (it had made files named `-.point00.jsonl`).
+    if a.output.records.as_deref() == Some(std::path::Path::new("-")) {
+        bail!(
+            "--records - is standard output, and a sweep writes one records file a point (NAME.point00.jsonl, …): \
+             give a file name, e.g. --records records.jsonl"
+        );
+    }
     crate::pooling::check(&a.target, &a.workload, &a.shape)?;
     if a.estimate {
         setup::no_answers(&a.workload, "sweep --estimate")?;

@@ -130,6 +130,7 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
         (&["--stages", "10/1s", "--search-steps", "5"], "--search-steps places points"),
         (&["--concurrency", "1,1,1"], "'1,1,1' names 1 twice"),
         (&["--rate", "2,2"], "'2,2' names 2 twice"),
+        (&["--concurrency", "1,2", "--records", "-"], "a sweep writes one records file a point"),
     ] {
         let err = goodput().args(["sweep", "--estimate"]).args(args).refusal();
         assert!(err.contains(says), "{args:?}: {err}");

@@ -209,6 +209,14 @@ fn check(grid: Vec<Params>) -> Result<Vec<Params>> {
                     "--serve-grid: '{k}' is not a parameter name (letters, digits, _ and -, not starting with a digit)"
                 );
             }
+            // {port} is goodput's to fill with a free port: a grid of ports
+            // had labelled identical servers as different configurations.
+            if k == "port" {
+                bail!(
+                    "--serve-grid: 'port' is the free port goodput gives each server ({{port}} in --serve-cmd), not \
+                     a parameter: drop it from the grid"
+                );
+            }
         }
     }
     for (i, p) in grid.iter().enumerate() {
@@ -341,6 +349,7 @@ mod tests {
         assert!(parse_grid("a=1,,2").unwrap_err().to_string().contains("empty value"));
         assert!(parse_grid("a=1,1").unwrap_err().to_string().contains("twice"));
         assert!(parse_grid("1a=1").unwrap_err().to_string().contains("not a parameter name"));
+        assert!(parse_grid("port=1,2").unwrap_err().to_string().contains("'port' is the free port goodput gives"));
         assert!(parse_grid(" ; ").unwrap_err().to_string().contains("empty"));
         assert_eq!(parse_grid("a=x/y z").unwrap()[0].slug(), "a=x_y_z");
         assert_eq!(Params(vec![("id".into(), "x".repeat(500))]).slug().len(), 60);
