@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
-    crate::pooling::check(&a.target, &a.workload, &a.load.shape)?;
+    crate::pooling::check(&a.target, &a.workload, &a.load.shape, a.load.trace.is_some())?;
     if a.runs.runs > 1 {
         return crate::runs::bench(a).await;
     }

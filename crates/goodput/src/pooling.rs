@@ -9,7 +9,8 @@ use goodput_load::Api;
 
 /// Refuses the options a pooling run cannot honour, and the pooling knobs
 /// on a run of another API.
-pub fn check(t: &TargetArgs, w: &WorkloadArgs, shape: &ShapeArgs) -> Result<()> {
+/// `traced`: a `--trace` gives the prompts' lengths.
+pub fn check(t: &TargetArgs, w: &WorkloadArgs, shape: &ShapeArgs, traced: bool) -> Result<()> {
     let api = t.api;
     if api != Api::Embeddings && t.embed_batch.is_some() {
         bail!("--embed-batch sets the inputs of an embeddings request: add --api embeddings, or drop --embed-batch");
@@ -35,6 +36,25 @@ pub fn check(t: &TargetArgs, w: &WorkloadArgs, shape: &ShapeArgs) -> Result<()> 
              shapes a stream or its answer) has nothing to act on; drop {flag}, or load a generation route (--api \
              chat or completions)"
         );
+    }
+    // A prompt of fewer words than its pieces has its words repeated, and
+    // the server counts more tokens than the workload gave (`--input-tokens
+    // 16 --rerank-docs 4096` had sent 8,192 and called the rest the server's).
+    let (pieces, flag) = match (t.embed_batch, t.rerank_docs) {
+        (Some(b), _) => (u64::from(b), "--embed-batch"),
+        (_, Some(d)) => (u64::from(d) + 1, "--rerank-docs"),
+        _ => return Ok(()),
+    };
+    // The synthetic prompt's length: given, the preset's, or the default 256.
+    let input =
+        w.input_tokens.clone().or(w.preset.map(|p| p.lengths().0)).unwrap_or(goodput_load::LengthDist::Fixed(256));
+    if w.dataset.is_none() && !traced {
+        if input.mean() < pieces as f64 {
+            bail!(
+                "{flag} splits each prompt into {pieces} pieces at its words, and --input-tokens {input} gives fewer \
+                 words than that: give --input-tokens {pieces} or more, or a smaller {flag}"
+            );
+        }
     }
     Ok(())
 }

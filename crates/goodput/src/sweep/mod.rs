@@ -777,7 +777,7 @@ fn check_args(a: &SweepArgs) -> Result<()> {
              give a file name, e.g. --records records.jsonl"
         );
     }
-    crate::pooling::check(&a.target, &a.workload, &a.shape)?;
+    crate::pooling::check(&a.target, &a.workload, &a.shape, false)?;
     if a.estimate {
         setup::no_answers(&a.workload, "sweep --estimate")?;
         crate::pooling::refuse_virtual(a.target.api, "sweep --estimate")?;

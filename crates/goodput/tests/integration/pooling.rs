@@ -205,6 +205,13 @@ fn options_a_pooling_run_cannot_honour_are_refused_with_the_fix() {
     assert!(err.contains("add --api rerank"), "{err}");
     let err = goodput().args(["estimate", "--api", "embeddings", "-n", "1"]).refusal();
     assert!(err.contains("goodput bench"), "{err}");
+    // More pieces than the prompt has words: the words would be repeated,
+    // and the server's count blamed for the tokens goodput added.
+    let args = ["bench", "--api", "rerank", "--input-tokens", "16", "--rerank-docs", "4096", "-n", "1"];
+    let err = goodput().args(args).refusal();
+    assert!(err.contains("into 4097 pieces") && err.contains("--input-tokens 4097 or more"), "{err}");
+    let err = goodput().args(["bench", "--api", "embeddings", "--embed-batch", "300", "-n", "1"]).refusal();
+    assert!(err.contains("--input-tokens 256 gives fewer words"), "the default length: {err}");
 }
 
 #[test]
