@@ -48,13 +48,11 @@ pub fn check(t: &TargetArgs, w: &WorkloadArgs, shape: &ShapeArgs, traced: bool) 
     // The synthetic prompt's length: given, the preset's, or the default 256.
     let input =
         w.input_tokens.clone().or(w.preset.map(|p| p.lengths().0)).unwrap_or(goodput_load::LengthDist::Fixed(256));
-    if w.dataset.is_none() && !traced {
-        if input.mean() < pieces as f64 {
-            bail!(
-                "{flag} splits each prompt into {pieces} pieces at its words, and --input-tokens {input} gives fewer \
-                 words than that: give --input-tokens {pieces} or more, or a smaller {flag}"
-            );
-        }
+    if w.dataset.is_none() && !traced && input.mean() < pieces as f64 {
+        bail!(
+            "{flag} splits each prompt into {pieces} pieces at its words, and --input-tokens {input} gives fewer \
+             words than that: give --input-tokens {pieces} or more, or a smaller {flag}"
+        );
     }
     Ok(())
 }
