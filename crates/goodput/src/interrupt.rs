@@ -51,6 +51,11 @@ impl Interrupt {
         self.stop.is_cancelled()
     }
 
+    /// Whether the command was stopped twice: whatever is left is to end now.
+    pub fn aborted(&self) -> bool {
+        self.abort.is_cancelled()
+    }
+
     /// Waits until the command is stopped.
     pub async fn wait(&self) {
         self.stop.cancelled().await

@@ -496,7 +496,9 @@ impl Ctx {
 
     /// Stops a server, saying so when it would not go; gives its exit status.
     async fn stop(&self, server: &mut Server) -> Option<std::process::ExitStatus> {
-        match server.stop(self.args.serve.serve_stop_grace, PORT_WAIT).await {
+        let interrupt = self.interrupt.clone();
+        let aborted = move || interrupt.aborted();
+        match server.stop_unless(self.args.serve.serve_stop_grace, PORT_WAIT, &aborted).await {
             Ok(s) => Some(s),
             Err(e) => {
                 eprintln!("warning: {e:#}");

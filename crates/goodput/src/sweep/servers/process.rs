@@ -136,18 +136,41 @@ impl Server {
     /// (and to whatever of it is left once the leader has gone), reaps it,
     /// and waits up to `port_wait` for its port to be free. Gives its exit
     /// status.
-    pub async fn stop(&mut self, grace: Duration, port_wait: Duration) -> Result<ExitStatus> {
+    /// Cut short once `aborted` says so (the command was stopped twice):
+    /// SIGKILL at once, and no wait for the port, which no later server will
+    /// take. A server that outlasts a second of its grace is said to be
+    /// waited for, and how to end the wait (the wait had been silent, and
+    /// deaf to further Ctrl-Cs).
+    pub async fn stop_unless(
+        &mut self,
+        grace: Duration,
+        port_wait: Duration,
+        aborted: &dyn Fn() -> bool,
+    ) -> Result<ExitStatus> {
         if let Some(s) = self.status {
             return Ok(s);
         }
         self.signal_group(libc::SIGTERM);
-        let deadline = Instant::now() + grace;
-        while !self.exited() && Instant::now() < deadline {
+        let start = Instant::now();
+        let deadline = start + grace;
+        let mut told = false;
+        while !self.exited() && Instant::now() < deadline && !aborted() {
+            if !told && start.elapsed() >= Duration::from_secs(1) {
+                told = true;
+                eprintln!(
+                    "waiting for the server (pid {}) to stop: SIGKILL in {} (Ctrl-C or SIGTERM again to kill it now)",
+                    self.pgid,
+                    humantime::format_duration(grace.saturating_sub(Duration::from_secs(1)))
+                );
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // Whatever of the group is left, the leader gone or not.
         self.signal_group(libc::SIGKILL);
         let status = self.reap().await?;
+        if aborted() {
+            return Ok(status);
+        }
         let deadline = Instant::now() + port_wait;
         while !port_is_free(self.port) {
             if Instant::now() >= deadline {
@@ -268,6 +291,34 @@ mod tests {
         assert_eq!(log_tail(&p, 2), "line 19998\nline 19999");
     }
 
+    /// A second Ctrl-C kills a server that ignores SIGTERM at once, rather
+    /// than after its grace (the wait had been deaf to it).
+    #[tokio::test]
+    async fn an_abort_ends_the_wait_for_a_server_that_will_not_stop() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let argv: Vec<String> =
+            ["sh", "-c", "trap '' TERM; echo started; sleep 60"].iter().map(|s| s.to_string()).collect();
+        let mut s = Server::start(&argv, free_port().unwrap(), &log).unwrap();
+        let t = Instant::now();
+        while !std::fs::read_to_string(&log).unwrap().contains("started") {
+            assert!(t.elapsed() < Duration::from_secs(10));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let aborted = std::sync::Arc::new(AtomicBool::new(false));
+        let set = aborted.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            set.store(true, Ordering::Relaxed);
+        });
+        let grace = Duration::from_secs(60);
+        let t = Instant::now();
+        let status = s.stop_unless(grace, grace, &|| aborted.load(Ordering::Relaxed)).await.unwrap();
+        assert_eq!(status_code(status), Some(128 + libc::SIGKILL));
+        assert!(t.elapsed() < grace / 4, "ended by the abort, not the grace: {:?}", t.elapsed());
+    }
+
     #[tokio::test]
     async fn a_server_is_stopped_with_its_group_and_its_status_kept() {
         let dir = tempfile::tempdir().unwrap();
@@ -283,7 +334,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(!s.exited());
-        let status = s.stop(Duration::from_millis(200), Duration::from_secs(5)).await.unwrap();
+        let status = s.stop_unless(Duration::from_millis(200), Duration::from_secs(5), &|| false).await.unwrap();
         assert_eq!(status_code(status), Some(128 + libc::SIGKILL));
         assert!(status_text(status).contains("SIGKILL"));
         // Not one of the group is left running (its killed members may
