@@ -56,7 +56,7 @@ pub enum SloError {
     UnknownMetric(String),
     #[error("unknown quality metric '{0}': use exact, number, rouge_l, chrf, bleu or chrf_corpus")]
     UnknownQualityMetric(String),
-    #[error("'{0}' has no unit: write e.g. 200ms or 1.5s")]
+    #[error("'{0}' needs a unit an SLO takes, ms or s: write e.g. 200ms or 1.5s (1h is 3600s)")]
     NoUnit(String),
     #[error("'{0}' is not a duration: write e.g. 200ms or 1.5s")]
     NotADuration(String),
