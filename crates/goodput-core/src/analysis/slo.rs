@@ -654,7 +654,7 @@ mod tests {
         assert_eq!(o.to_string(), "ttft:p95<=200ms,tpot:p99.9<=40ms");
         for (bad, want) in [
             ("ttft<200ms", "needs '<='"),
-            ("ttft<=200", "no unit"),
+            ("ttft<=200", "needs a unit an SLO takes"),
             ("latency<=1s", "unknown SLO metric"),
             ("ttft:q95<=1s", "percentile"),
             ("ttft<=-1s", "positive"),
