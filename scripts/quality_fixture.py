@@ -91,10 +91,15 @@ def reference_number(ref):
 
 
 def number_match(hyp, refs):
+    # Not applied (0 here) where a reference has no number: the answer may
+    # be said in words ("carbon dioxide" beside "CO2").
+    wanted = [reference_number(r) for r in refs]
+    if not wanted or any(w is None for w in wanted):
+        return 0.0
     h = last_number(hyp)
     if h is None:
         return 0.0
-    return float(any(reference_number(r) == h for r in refs))
+    return float(any(w == h for w in wanted))
 
 
 # --- the pairs -------------------------------------------------------------------

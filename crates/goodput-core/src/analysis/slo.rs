@@ -56,7 +56,7 @@ pub enum SloError {
     UnknownMetric(String),
     #[error("unknown quality metric '{0}': use exact, number, rouge_l, chrf, bleu or chrf_corpus")]
     UnknownQualityMetric(String),
-    #[error("'{0}' needs a unit an SLO takes, ms or s: write e.g. 200ms or 1.5s (1h is 3600s)")]
+    #[error("'{0}' needs a unit an SLO takes (us, ms or s): write e.g. 200ms or 1.5s (1h is 3600s)")]
     NoUnit(String),
     #[error("'{0}' is not a duration: write e.g. 200ms or 1.5s")]
     NotADuration(String),
@@ -323,6 +323,8 @@ pub(crate) fn parse_limit(s: &str) -> Result<Duration, SloError> {
         return Err(SloError::NotPositive(s.to_string()));
     }
     match Duration::try_from_secs_f64(v * scale) {
+        // Under a nanosecond rounds to none (1e-300ms): no time, as 0 is.
+        Ok(d) if d.is_zero() => Err(SloError::NotPositive(s.to_string())),
         Ok(d) if d <= crate::HORIZON => Ok(d),
         _ => Err(SloError::TooLong(s.to_string())),
     }
@@ -655,6 +657,7 @@ mod tests {
         for (bad, want) in [
             ("ttft<200ms", "needs '<='"),
             ("ttft<=200", "needs a unit an SLO takes"),
+            ("ttft<=1e-300ms", "must be a positive duration"),
             ("latency<=1s", "unknown SLO metric"),
             ("ttft:q95<=1s", "percentile"),
             ("ttft<=-1s", "positive"),

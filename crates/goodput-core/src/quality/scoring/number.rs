@@ -24,35 +24,20 @@ pub fn last_number(text: &str) -> Option<f64> {
 }
 
 /// A reference's number: what follows GSM8K's `####` marker when there is
-/// one, else the last number in it that stands as a word of its own. The
-/// digits of a name (`CO2`, `H2O`, `2nd`) are no number to grade by: with
-/// them, an answer of "carbon dioxide" against the forms "carbon dioxide"
-/// and "CO2" had scored 0.
-///
-/// ```
-/// use goodput_core::quality::reference_number;
-/// assert_eq!(reference_number("#### 1,234"), Some(1234.0));
-/// assert_eq!(reference_number("3 apples"), Some(3.0));
-/// assert_eq!(reference_number("CO2"), None);
-/// assert_eq!(reference_number("the 2nd"), None);
-/// ```
+/// one, else the last number in it.
 pub fn reference_number(reference: &str) -> Option<f64> {
     let tail = reference.rsplit_once("####").map_or(reference, |(_, t)| t);
-    let alone = |m: &regex::Match| {
-        let before = tail[..m.start()].chars().next_back();
-        let after = tail[m.end()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphabetic)
-    };
-    let m = number_re().find_iter(tail).filter(alone).last()?;
-    m.as_str().replace(',', "").parse().ok()
+    last_number(tail)
 }
 
 /// 1 when the output's last number equals a reference's number, 0 when it
-/// does not (or the output has none); `None` when no reference has a number,
-/// so the scorer does not apply.
+/// does not (or the output has none); `None` when a reference has no number,
+/// so the scorer does not apply: an answer that may be said in words is not
+/// graded by its digits (against the forms "carbon dioxide" and "CO2", a
+/// right "carbon dioxide" had scored 0 by CO2's 2).
 pub fn number(output: &str, references: &[String]) -> Option<f64> {
     let wanted: Vec<f64> = references.iter().filter_map(|r| reference_number(r)).collect();
-    if wanted.is_empty() {
+    if wanted.is_empty() || wanted.len() < references.len() {
         return None;
     }
     let got = last_number(output);
@@ -64,12 +49,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_digits_of_a_name_are_no_number_to_grade_by() {
+    fn an_answer_that_may_be_said_in_words_is_not_graded_by_digits() {
         // The repository's own question set: "carbon dioxide" or "CO2".
         let forms = ["carbon dioxide".to_string(), "CO2".to_string()];
         assert_eq!(number(" carbon dioxide", &forms), None, "the scorer does not apply");
-        // A number among the forms still grades, against any of them.
-        let forms = ["seven".to_string(), "7".to_string()];
+        // Numbers in every form grade, against any of them.
+        let forms = ["7".to_string(), "#### 7.0".to_string()];
         assert_eq!(number("It is 7.", &forms), Some(1.0));
         assert_eq!(number("It is 8.", &forms), Some(0.0));
     }
