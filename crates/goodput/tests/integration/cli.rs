@@ -639,9 +639,11 @@ fn a_run_that_will_wait_hours_says_so() {
             }
         });
         // The run itself waits for days: the note must come before it, at once.
-        let line =
-            std::iter::from_fn(|| lines.recv_timeout(Duration::from_secs(30)).ok()).find(|l| l.contains("note:"));
-        let line = line.unwrap_or_else(|| panic!("{args:?}: no note of the wait"));
+        let mut seen = Vec::new();
+        let line = std::iter::from_fn(|| lines.recv_timeout(Duration::from_secs(30)).ok())
+            .inspect(|l| seen.push(l.clone()))
+            .find(|l| l.contains("note:"));
+        let line = line.unwrap_or_else(|| panic!("{args:?}: no note of the wait; stderr said: {seen:?}"));
         assert!(line.contains(want), "{args:?}: {line}");
     }
 }
