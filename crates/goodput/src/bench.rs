@@ -54,6 +54,18 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     let opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
+    // --gpus counts the GPUs a price is paid for; with none it changed
+    // nothing and left no trace.
+    // Once, though --runs makes several runs.
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    if a.judge.gpus.is_some() && opts.cost.is_none() {
+        ONCE.call_once(|| {
+            eprintln!(
+                "note: --gpus counts the GPUs a price is paid for, and no price was given (--gpu-hour-usd, or a \
+             config's [prices]): it changes nothing in this run"
+            )
+        });
+    }
     let until = crate::until::spec(&a.until, &opts)?;
     if until.is_some() {
         if let Some((i, n)) = a.shard.shard {

@@ -361,7 +361,10 @@ impl FromStr for Slo {
                     let percentile: f64 = p
                         .trim()
                         .strip_prefix('p')
-                        .and_then(|v| v.replace('_', ".").parse().ok())
+                        .map(|v| v.replace('_', "."))
+                        // A plain decimal: p1e-320 would be shown in 300 digits.
+                        .filter(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+                        .and_then(|v| v.parse().ok())
                         .filter(|v| (0.0..=100.0).contains(v))
                         .ok_or_else(|| SloError::NotAPercentile {
                             term: part.to_string(),
@@ -658,6 +661,7 @@ mod tests {
             ("ttft<200ms", "needs '<='"),
             ("ttft<=200", "needs a unit an SLO takes"),
             ("ttft<=1e-300ms", "must be a positive duration"),
+            ("ttft:p1e-320<=1s", "percentile"),
             ("latency<=1s", "unknown SLO metric"),
             ("ttft:q95<=1s", "percentile"),
             ("ttft<=-1s", "positive"),

@@ -156,6 +156,8 @@ fn parse_figure(term: &str, s: &str) -> Result<Figure, UntilError> {
         .trim()
         .strip_prefix('p')
         .map(|v| v.replace('_', "."))
+        // A plain decimal (p1e-320 had been taken, and shown in 300 digits).
+        .filter(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
         .and_then(|v| v.parse::<f64>().ok())
         .filter(|p| *p > 0.0 && *p < 100.0)
         .ok_or_else(|| UntilError::NotAPercentile { term: term.into(), percentile: pct.trim().into() })?;

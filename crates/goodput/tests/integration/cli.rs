@@ -1967,3 +1967,14 @@ fn a_server_refusing_a_body_too_large_is_heard() {
     assert_eq!(kinds["http_status"], 1, "{kinds}");
     assert!(kinds.get("connect").is_none(), "{kinds}");
 }
+
+/// `--gpus` with no price changes nothing, and says so (it had left no trace).
+#[test]
+fn gpus_without_a_price_is_noted() {
+    let out = goodput().args(["bench", "-q", "-n", "2", "--gpus", "4"]).args(FAST).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("note: --gpus counts the GPUs a price is paid for"), "{err}");
+    let out =
+        goodput().args(["bench", "-q", "-n", "2", "--gpus", "4", "--gpu-hour-usd", "2"]).args(FAST).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note: --gpus"), "a price given: no note");
+}

@@ -61,6 +61,8 @@ fn each_bad_term_is_named_with_its_fix() {
         ("ttft±5%", "'ttft' needs a percentile: write e.g. ttft:p99±5%"),
         ("ttft:q99±5%", "'q99' is not a percentile"),
         ("ttft:p100±5%", "'p100' is not a percentile"),
+        ("ttft:p1e-320±5%", "'p1e-320' is not a percentile"),
+        ("e2e:p50±1e-300ms", "'1e-300ms' is not a half-width"),
         ("ttft:p99±0%", "'0%' is not a half-width"),
         ("ttft:p99±150%", "'150%' is not a half-width"),
         ("ttft:p99±20", "'20' is not a half-width: write a share above 0 and below 100% (5%) or, for a percentile, a duration (20ms)"),
