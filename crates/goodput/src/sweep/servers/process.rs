@@ -296,16 +296,7 @@ mod tests {
     #[tokio::test]
     async fn an_abort_ends_the_wait_for_a_server_that_will_not_stop() {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log");
-        let argv: Vec<String> =
-            ["sh", "-c", "trap '' TERM; echo started; sleep 60"].iter().map(|s| s.to_string()).collect();
-        let mut s = Server::start(&argv, free_port().unwrap(), &log).unwrap();
-        let t = Instant::now();
-        while !std::fs::read_to_string(&log).unwrap().contains("started") {
-            assert!(t.elapsed() < Duration::from_secs(10));
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let (mut s, _dir) = started("trap '' TERM; echo started; sleep 60").await;
         let aborted = std::sync::Arc::new(AtomicBool::new(false));
         let set = aborted.clone();
         tokio::spawn(async move {
@@ -319,20 +310,25 @@ mod tests {
         assert!(t.elapsed() < grace / 4, "ended by the abort, not the grace: {:?}", t.elapsed());
     }
 
-    #[tokio::test]
-    async fn a_server_is_stopped_with_its_group_and_its_status_kept() {
+    /// A server of `sh -c script`, once its log says "started" (the script
+    /// echoes it), with the folder its log is in.
+    async fn started(script: &str) -> (Server, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
-        // A shell that ignores SIGTERM, with a child of its own: both go.
-        let argv: Vec<String> =
-            ["sh", "-c", "trap '' TERM; sleep 30 & echo started; wait"].iter().map(|s| s.to_string()).collect();
-        let port = free_port().unwrap();
-        let mut s = Server::start(&argv, port, &log).unwrap();
+        let argv: Vec<String> = ["sh", "-c", script].iter().map(|s| s.to_string()).collect();
+        let s = Server::start(&argv, free_port().unwrap(), &log).unwrap();
         let t = Instant::now();
         while !std::fs::read_to_string(&log).unwrap().contains("started") {
             assert!(t.elapsed() < Duration::from_secs(10));
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        (s, dir)
+    }
+
+    #[tokio::test]
+    async fn a_server_is_stopped_with_its_group_and_its_status_kept() {
+        // A shell that ignores SIGTERM, with a child of its own: both go.
+        let (mut s, _dir) = started("trap '' TERM; sleep 30 & echo started; wait").await;
         assert!(!s.exited());
         let status = s.stop_unless(Duration::from_millis(200), Duration::from_secs(5), &|| false).await.unwrap();
         assert_eq!(status_code(status), Some(128 + libc::SIGKILL));
