@@ -291,7 +291,7 @@ fn pool_reply(
         _ => {}
     }
     if let Some(name) = p.unknown(true, req.model.as_deref()) {
-        return Err((404, format!("The model `{name}` does not exist.")));
+        return Err((404, crate::openai::openai_unknown_model(&name)));
     }
     let ids: Vec<Vec<u32>> = req.sequences().iter().map(|t| crate::openai::token_ids(t)).collect();
     let model = req.model.as_deref().unwrap_or(&p.model);

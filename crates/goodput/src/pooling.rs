@@ -45,9 +45,7 @@ pub fn check(t: &TargetArgs, w: &WorkloadArgs, shape: &ShapeArgs, traced: bool) 
         (_, Some(d)) => (u64::from(d) + 1, "--rerank-docs"),
         _ => return Ok(()),
     };
-    // The synthetic prompt's length: given, the preset's, or the default 256.
-    let input =
-        w.input_tokens.clone().or(w.preset.map(|p| p.lengths().0)).unwrap_or(goodput_load::LengthDist::Fixed(256));
+    let input = crate::setup::synthetic_input(w);
     if w.dataset.is_none() && !traced && input.mean() < pieces as f64 {
         bail!(
             "{flag} splits each prompt into {pieces} pieces at its words, and --input-tokens {input} gives fewer \

@@ -212,6 +212,11 @@ pub fn plan(l: &LoadArgs, trace: Option<&[TraceEntry]>, grace: Duration) -> Resu
 
 /// The workload of `w` (or of a `trace`, which gives every request's
 /// lengths) and its config block.
+/// A synthetic prompt's length: `--input-tokens`, the preset's, or 256.
+pub fn synthetic_input(w: &WorkloadArgs) -> LengthDist {
+    w.input_tokens.clone().or(w.preset.map(|p| p.lengths().0)).unwrap_or(LengthDist::Fixed(256))
+}
+
 pub fn workload(
     w: &WorkloadArgs,
     seed: u64,
@@ -272,11 +277,8 @@ pub fn workload(
              dataset's): drop --input-tokens"
         );
     }
-    let (preset_input, preset_output) = match preset.map(|p| p.lengths()) {
-        Some((i, o)) => (Some(i), Some(o)),
-        None => (None, None),
-    };
-    let input = w.input_tokens.clone().or(preset_input).unwrap_or(LengthDist::Fixed(256));
+    let preset_output = preset.map(|p| p.lengths().1);
+    let input = synthetic_input(w);
     let output = match (&w.output_tokens, &w.dataset) {
         (Some(o), _) => Some(o.clone()),
         (None, Some(_)) => None,

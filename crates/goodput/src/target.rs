@@ -105,7 +105,7 @@ fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
 fn as_sim_flags(e: anyhow::Error) -> anyhow::Error {
     let mut text = format!("{e:#}");
     let flags = SIM_ENGINE_FLAGS.iter().chain(SIM_FIXED_FLAGS).map(|(f, _)| *f);
-    for sim_flag in flags.chain(["--sim-router", "--sim-dp"]) {
+    for sim_flag in flags {
         let plain = sim_flag.replacen("--sim-", "--", 1);
         let mut out = String::with_capacity(text.len());
         let mut rest = text.as_str();

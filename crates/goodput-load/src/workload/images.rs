@@ -179,7 +179,7 @@ pub(super) fn images_column(
                     // The dataset's own bytes, whatever their type: nothing
                     // beside it is read.
                     let mime = image_mime(&bytes).unwrap_or("application/octet-stream");
-                    Ok(DatasetImage::DataUrl(format!("data:{mime};base64,{}", BASE64_STANDARD.encode(&bytes))))
+                    Ok(DatasetImage::DataUrl(data_url_of(mime, &bytes)))
                 }
                 (_, Some(p)) if !p.trim().is_empty() => Ok(DatasetImage::File(p.into())),
                 _ => Err(bad()),
@@ -260,8 +260,12 @@ pub const IMAGE_FILE_CAP: u64 = 64 * 1024 * 1024;
 
 /// A data URL of `bytes`, its type told by its first bytes.
 fn data_url(bytes: &[u8]) -> Option<String> {
-    let mime = image_mime(bytes)?;
-    Some(format!("data:{mime};base64,{}", BASE64_STANDARD.encode(bytes)))
+    Some(data_url_of(image_mime(bytes)?, bytes))
+}
+
+/// A data URL of `bytes` of type `mime`.
+fn data_url_of(mime: &str, bytes: &[u8]) -> String {
+    format!("data:{mime};base64,{}", BASE64_STANDARD.encode(bytes))
 }
 
 /// An image's type, told by its first bytes; `None` for anything else.

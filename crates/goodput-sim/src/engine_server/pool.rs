@@ -35,7 +35,7 @@ pub(super) async fn pool(State(s): State<Arc<EngineServer>>, route: PoolRoute, b
     };
     if let Some(name) = req.model.as_deref() {
         if !s.cfg.names().any(|n| n == name) {
-            return error(route, StatusCode::NOT_FOUND, &format!("The model `{name}` does not exist."));
+            return error(route, StatusCode::NOT_FOUND, &crate::openai::openai_unknown_model(name));
         }
     }
     let (n, fault) = s.counters.next(&s.cfg.faults);

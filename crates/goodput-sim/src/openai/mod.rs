@@ -15,6 +15,7 @@ pub mod images;
 pub mod pooling;
 mod request;
 mod route;
+pub(crate) use route::openai_unknown_model;
 mod usage;
 
 pub use bodies::{error_response, info_body, models_body, tags_body, unix_now};

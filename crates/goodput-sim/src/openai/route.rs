@@ -83,7 +83,7 @@ impl Route {
         match self {
             Route::Messages => format!("model: {name}"),
             Route::OllamaChat | Route::OllamaGenerate => format!("model '{name}' not found"),
-            _ => format!("The model `{name}` does not exist."),
+            _ => openai_unknown_model(name),
         }
     }
 
@@ -112,4 +112,10 @@ impl Route {
 /// The JSON body of an OpenAI-style error with HTTP status `status`.
 pub fn error_body(status: u16, message: &str) -> String {
     json!({ "error": { "message": message, "type": "invalid_request_error", "code": status } }).to_string()
+}
+
+/// OpenAI's (and vLLM's) 404 message for a model the server does not
+/// serve: the generation routes' and the embeddings and rerank routes'.
+pub(crate) fn openai_unknown_model(name: &str) -> String {
+    format!("The model `{name}` does not exist.")
 }
