@@ -94,15 +94,17 @@ impl ConfigFile {
         };
         match self.prices.get(name) {
             // Checked here, so that the refusal names the file's entry, not --gpu-hour-usd.
-            Some(&p) if !(p.is_finite() && p >= 0.0) => {
-                bail!("[prices] {name} = {p} in the config: a price per GPU-hour is a number of USD, zero or more")
-            }
-            Some(&p) if p > goodput_core::analysis::cost::MAX_GPU_HOUR_USD => bail!(
-                "[prices] {name} = {} in the config is more than a GPU costs an hour (at most {})",
-                goodput_core::analysis::cost::price_text(p),
-                goodput_core::analysis::cost::MAX_GPU_HOUR_USD
-            ),
-            Some(&p) => Ok(Some(p)),
+            Some(&p) => match goodput_core::analysis::cost::price_fault(p) {
+                None => Ok(Some(p)),
+                Some(goodput_core::analysis::cost::CostError::Dear(_)) => bail!(
+                    "[prices] {name} = {} in the config is more than a GPU costs an hour (at most {})",
+                    goodput_core::analysis::cost::price_text(p),
+                    goodput_core::analysis::cost::MAX_GPU_HOUR_USD
+                ),
+                Some(_) => {
+                    bail!("[prices] {name} = {p} in the config: a price per GPU-hour is a number of USD, zero or more")
+                }
+            },
             None => bail!(
                 "no price named '{name}' in [prices]; known: {}",
                 if self.prices.is_empty() {

@@ -15,8 +15,8 @@ use goodput_core::load::dispatch::Dispatcher;
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
-    simulate_until, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, SharedPrefix,
-    SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
+    simulate_until, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, RouterPolicy,
+    SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
 };
 use goodput_sim::template::ChatTemplate;
 use std::collections::HashSet;
@@ -64,7 +64,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.pp = e.pp;
         cfg.router = e.router.parse()?;
         // A router choice with one replica routes nothing.
-        if e.dp <= 1 && e.pd.is_none() && e.router != "least-loaded" {
+        if e.dp <= 1 && e.pd.is_none() && cfg.router != RouterPolicy::default() {
             bail!("--router {} picks among --dp replicas, and there is one: add --dp N, or drop --router", e.router);
         }
         cfg.gpu_memory_utilization = e.gpu_memory_utilization;

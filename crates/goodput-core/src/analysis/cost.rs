@@ -78,13 +78,23 @@ pub enum CostError {
     NoGpus,
 }
 
+/// Why a price per GPU-hour cannot cost a run, if it cannot: not a number
+/// of USD, zero or more ([`CostError::Price`]), or dearer than
+/// [`MAX_GPU_HOUR_USD`] ([`CostError::Dear`]).
+pub fn price_fault(usd: f64) -> Option<CostError> {
+    if !(usd.is_finite() && usd >= 0.0) {
+        Some(CostError::Price(usd))
+    } else if usd > MAX_GPU_HOUR_USD {
+        Some(CostError::Dear(usd))
+    } else {
+        None
+    }
+}
+
 impl CostConfig {
     pub fn validate(&self) -> Result<(), CostError> {
-        if !(self.gpu_hour_usd.is_finite() && self.gpu_hour_usd >= 0.0) {
-            return Err(CostError::Price(self.gpu_hour_usd));
-        }
-        if self.gpu_hour_usd > MAX_GPU_HOUR_USD {
-            return Err(CostError::Dear(self.gpu_hour_usd));
+        if let Some(e) = price_fault(self.gpu_hour_usd) {
+            return Err(e);
         }
         if self.gpus == 0 {
             return Err(CostError::NoGpus);

@@ -116,12 +116,42 @@ impl Preset {
 /// What a length distribution is written as.
 const LENGTHS: &str = "128, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA";
 
+/// What a distribution's draws count, for its parse errors: tokens (a
+/// prompt's or an answer's length) or a session's turns.
+pub(crate) struct Counted {
+    /// The spec's name in the error ("length", "turn count").
+    pub what: &'static str,
+    /// Why 0 is refused.
+    pub at_least_one: &'static str,
+    /// Why a count above [`MAX_TOKENS`] is refused: the words before
+    /// the number and after it.
+    pub at_most: (&'static str, &'static str),
+    /// How the spec is written.
+    pub expected: &'static str,
+}
+
+/// Tokens: a prompt's or an answer's length.
+const TOKENS: Counted = Counted {
+    what: "length",
+    at_least_one: "a length must be at least 1",
+    at_most: ("a length is at most", "tokens (2 Mi, beyond any model's context)"),
+    expected: LENGTHS,
+};
+
 impl FromStr for LengthDist {
     type Err = SpecError;
 
     fn from_str(s: &str) -> Result<Self, SpecError> {
-        let bad = |why: &str| SpecError { what: "length", spec: s.to_owned(), why: why.to_owned(), expected: LENGTHS };
-        let too_long = || bad(&format!("a length is at most {MAX_TOKENS} tokens (2 Mi, beyond any model's context)"));
+        LengthDist::parse_counted(s, &TOKENS)
+    }
+}
+
+impl LengthDist {
+    /// Parses a distribution whose draws count `unit`, its errors said of it.
+    pub(crate) fn parse_counted(s: &str, unit: &Counted) -> Result<Self, SpecError> {
+        let bad =
+            |why: &str| SpecError { what: unit.what, spec: s.to_owned(), why: why.to_owned(), expected: unit.expected };
+        let too_long = || bad(&format!("{} {MAX_TOKENS} {}", unit.at_most.0, unit.at_most.1));
         let num = |t: &str| t.trim().parse::<f64>().map_err(|_| bad(&format!("'{t}' is not a number")));
         let count = |t: &str| match t.trim().parse::<u64>() {
             Ok(n) if n > u64::from(MAX_TOKENS) => Err(too_long()),
@@ -130,13 +160,13 @@ impl FromStr for LengthDist {
         };
         let Some((kind, args)) = s.split_once(':') else {
             let n = count(s)?;
-            return if n == 0 { Err(bad("a length must be at least 1")) } else { Ok(LengthDist::Fixed(n)) };
+            return if n == 0 { Err(bad(unit.at_least_one)) } else { Ok(LengthDist::Fixed(n)) };
         };
         let pair = |sep: &str| args.split_once(sep).ok_or_else(|| bad(&format!("missing '{sep}'")));
         match kind.trim() {
             // At least 1, as a plain number is (`fixed:0` had sent 1 and recorded 0).
             "fixed" => match count(args)? {
-                0 => Err(bad("a length must be at least 1")),
+                0 => Err(bad(unit.at_least_one)),
                 n => Ok(LengthDist::Fixed(n)),
             },
             "uniform" => {
@@ -146,7 +176,7 @@ impl FromStr for LengthDist {
                     return Err(bad("the lower bound is above the upper"));
                 }
                 if lo == 0 {
-                    return Err(bad("a length must be at least 1: start the range at 1 or more"));
+                    return Err(bad(&format!("{}: start the range at 1 or more", unit.at_least_one)));
                 }
                 Ok(LengthDist::Uniform { lo, hi })
             }

@@ -2,7 +2,7 @@
 //! the conversation a session carries.
 
 use super::item::{item_rng, WorkItem};
-use super::lengths::LengthDist;
+use super::lengths::{Counted, LengthDist};
 use crate::error::{SpecError, WorkloadError};
 use crate::protocol::PromptBody;
 use rand::Rng;
@@ -117,16 +117,13 @@ impl FromStr for Turns {
         if s.trim() == "all" {
             return Ok(Turns::All);
         }
-        s.parse().map(Turns::Drawn).map_err(|e: SpecError| SpecError {
+        const TURNS: Counted = Counted {
             what: "turn count",
-            // Said of turns, not of the tokens a length's reasons speak of.
-            why: e.why.replace("a length must be at least 1", "a session has at least 1 turn").replace(
-                "a length is at most 2097152 tokens (2 Mi, beyond any model's context)",
-                "at most 2097152 turns",
-            ),
+            at_least_one: "a session has at least 1 turn",
+            at_most: ("at most", "turns"),
             expected: "all (a dataset's own), 3, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA",
-            ..e
-        })
+        };
+        LengthDist::parse_counted(s, &TURNS).map(Turns::Drawn)
     }
 }
 

@@ -5,7 +5,7 @@ use crate::cmd;
 /// Hostile servers met through the whole `goodput bench`.
 mod hostile;
 
-use cmd::{fixed_server, goodput, read_json, records, serving, GoodputCommand, FAST, FAST_DATASET};
+use cmd::{bench_doc, fixed_server, goodput, read_json, records, serving, GoodputCommand, FAST, FAST_DATASET};
 use std::time::Duration;
 
 /// `goodput bench` with `args` against the FAST embedded server: the
@@ -1953,16 +1953,10 @@ fn a_server_refusing_a_body_too_large_is_heard() {
             std::thread::sleep(Duration::from_millis(50));
         }
     });
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run.json");
-    let _ = goodput()
-        .args(["bench", "-q", "--url", &url, "--model", "m", "--api", "completions", "--no-metrics", "-n", "1"])
-        .args(["--input-tokens", "2000000", "--output-tokens", "4", "-o"])
-        .arg(&out)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let v = read_json(&out);
+    let v = bench_doc(
+        &url,
+        &["--model", "m", "--api", "completions", "-n", "1", "--input-tokens", "2000000", "--output-tokens", "4"],
+    );
     let kinds = &v["summary"]["requests"]["errors_by_kind"];
     assert_eq!(kinds["http_status"], 1, "{kinds}");
     assert!(kinds.get("connect").is_none(), "{kinds}");

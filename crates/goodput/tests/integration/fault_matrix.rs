@@ -10,7 +10,7 @@
 #[allow(dead_code)]
 use crate::cmd;
 
-use cmd::{goodput, read_json, records, serving, GoodputCommand};
+use cmd::{bench_doc, goodput, read_json, records, serving, GoodputCommand};
 use goodput_core::{FailureKind, Outcome, RequestRecord};
 use goodput_sim::faults::{FaultConfig, Hostile};
 use goodput_sim::fixed::{FixedProfile, FixedServer};
@@ -491,15 +491,7 @@ fn pooled_requests_play_the_faults_they_can_and_count_only_those() {
         let profile = FixedProfile { ttft: Duration::from_millis(2), faults, ..Default::default() };
         let server = FixedServer::new(profile);
         let (_rt, url) = serving(server.clone());
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("run.json");
-        let _ = goodput()
-            .args(["bench", "-q", "--url", &url, "--model", "m", "--api", "embeddings", "--no-metrics", "-n", "3"])
-            .args(["-c", "1", "--input-tokens", "8", "-o"])
-            .arg(&out)
-            .output()
-            .unwrap();
-        let v = read_json(&out);
+        let v = bench_doc(&url, &["--model", "m", "--api", "embeddings", "-n", "3", "-c", "1", "--input-tokens", "8"]);
         assert_eq!(v["summary"]["requests"]["failed"].as_u64(), Some(failed), "{case}: {}", v["summary"]["requests"]);
         assert_eq!(server.counters.hostile(case), injected, "{case}");
     }

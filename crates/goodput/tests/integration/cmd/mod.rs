@@ -59,6 +59,24 @@ pub fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// The result document of `bench -q --url URL --no-metrics ARGS`, whether
+/// the run passed or failed (a run whose requests fail still writes one).
+#[allow(dead_code)]
+pub fn bench_doc(url: &str, args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = goodput()
+        .args(["bench", "-q", "--url", url, "--no-metrics"])
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.exists(), "no result written: {}", String::from_utf8_lossy(&o.stderr));
+    read_json(&out)
+}
+
 /// The per-request records a run wrote with `--records`.
 /// The records of a records file, JSON Lines or Parquet.
 pub fn records(p: &Path) -> Vec<goodput_core::RequestRecord> {
