@@ -260,12 +260,6 @@ impl BlockPool {
         out.extend(self.cached_prefix(hashes, max_blocks));
     }
 
-    /// How many of `hashes`' leading blocks (at most `max_blocks`) are
-    /// cached, as [`BlockPool::find_prefix`] would find them.
-    pub fn prefix_blocks(&self, hashes: &[u64], max_blocks: usize) -> usize {
-        self.cached_prefix(hashes, max_blocks).count()
-    }
-
     /// The cached blocks of `hashes`' leading run (at most `max_blocks`).
     fn cached_prefix<'s>(&'s self, hashes: &'s [u64], max_blocks: usize) -> impl Iterator<Item = u32> + 's {
         hashes.iter().take(max_blocks).map_while(|h| self.cached.get(h).copied())

@@ -64,6 +64,12 @@ pub struct StepOutcome {
     pub prefix_hits: Vec<(u64, u32)>,
     /// Requests preempted this step, in the order they were.
     pub preempted: Vec<u64>,
+    /// Requests prefilled elsewhere (disaggregation) admitted this step to
+    /// pull their KV into blocks now theirs, with the leading prompt tokens
+    /// this instance's prefix cache holds (which do not cross): the pull
+    /// starts as the step does, and [`Engine::kv_landed`] says it ended.
+    /// Filled even when no step runs (a pull admitted by an idle engine).
+    pub pulls: Vec<(u64, u32)>,
     pub batch: BatchSummary,
     /// What the replica's GPUs drew over the step (the power model).
     pub power: StepPower,
@@ -77,6 +83,7 @@ impl StepOutcome {
         self.admitted.clear();
         self.prefix_hits.clear();
         self.preempted.clear();
+        self.pulls.clear();
         self.batch = BatchSummary::default();
     }
 }
@@ -196,10 +203,26 @@ struct Request {
     blocks: Vec<u32>,
     admitted_once: bool,
     live: bool,
-    /// Its prompt's KV came from a prefill instance (disaggregation): at
-    /// admission all but the last prompt token count as computed. Cleared
-    /// by a preemption, after which the instance recomputes it all.
-    remote_kv: bool,
+    /// Where its KV is, prefilled elsewhere (disaggregation). A preemption
+    /// after it started frees that KV: the instance recomputes it all.
+    pull: Pull,
+}
+
+/// A request prefilled on another instance (disaggregation), as vLLM's
+/// scheduler and TensorRT-LLM's generation instance take it: queued first,
+/// admitted when a sequence slot and blocks for its prompt are free, its KV
+/// then pulled into those blocks, and computed once it has landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pull {
+    /// Not prefilled elsewhere, or its KV is here and it has started.
+    None,
+    /// Queued for blocks; its KV still on its prefill instance.
+    Awaiting,
+    /// Holding its blocks, its KV crossing (vLLM's
+    /// `WAITING_FOR_REMOTE_KVS`): neither running nor scheduled.
+    Pulling,
+    /// Its KV landed: queued again, to compute its last prompt token.
+    Landed,
 }
 
 impl Request {
@@ -241,6 +264,8 @@ pub struct Engine {
     /// KV crosses to a decode instance.
     hold_finished: bool,
     held: HashMap<u64, Vec<u32>>,
+    /// Requests holding blocks while their KV is pulled in (see [`Pull`]).
+    pulling: Vec<u32>,
 }
 
 impl Engine {
@@ -266,6 +291,7 @@ impl Engine {
             spec_noise: SPEC_NOISE_SALT,
             hold_finished: false,
             held: HashMap::new(),
+            pulling: Vec::new(),
             cfg,
         })
     }
@@ -311,18 +337,6 @@ impl Engine {
         }
     }
 
-    /// The leading tokens of `prompt` this engine's prefix cache holds, in
-    /// whole blocks, the last token left out (it is always computed): what
-    /// a disaggregated decode instance need not be sent (vLLM's NIXL
-    /// connector pulls only the blocks the decode side lacks).
-    pub fn cached_prefix_tokens(&self, prompt: &Prompt) -> u32 {
-        if !self.cfg.enable_prefix_caching || prompt.is_empty() {
-            return 0;
-        }
-        let max_hit = self.reusable_blocks(prompt.len());
-        self.pool.prefix_blocks(prompt.block_hashes(), max_hit) as u32 * self.cfg.block_size
-    }
-
     /// The most leading blocks of a `num_tokens`-token prompt the prefix
     /// cache may serve: the last token is always computed (its logits are
     /// needed), so a block that holds it is not.
@@ -330,15 +344,32 @@ impl Engine {
         (num_tokens.saturating_sub(1) / self.cfg.block_size) as usize
     }
 
-    /// Queues a request whose prompt a prefill instance computed, and whose
-    /// KV has arrived (disaggregation): once admitted (when the blocks for
-    /// its prompt are free), its first step computes the last prompt token
+    /// Queues a request whose prompt a prefill instance computed and still
+    /// holds (disaggregation), in the order vLLM's scheduler and
+    /// TensorRT-LLM's generation instance take it: admitted first come first
+    /// served when a sequence slot and the blocks for its prompt are free
+    /// (the step's [`StepOutcome::pulls`] name it), its KV is pulled into
+    /// them while it waits, neither running nor counted in the batch; once
+    /// [`Engine::kv_landed`], its first step computes the last prompt token
     /// over the rest, a decode, and yields its first token.
-    pub fn add_prefilled_request(&mut self, id: u64, prompt: Prompt, max_tokens: u32) -> Result<(), Error> {
+    pub fn add_remote_request(&mut self, id: u64, prompt: Prompt, max_tokens: u32) -> Result<(), Error> {
         self.add_request(id, prompt, max_tokens)?;
-        let slot = self.index[&id];
-        self.slots[slot as usize].remote_kv = true;
+        self.slots[self.index[&id] as usize].pull = Pull::Awaiting;
         Ok(())
+    }
+
+    /// Request `id`'s KV has landed in the blocks it was admitted to: it
+    /// queues to be computed, ahead of requests not yet admitted (vLLM puts
+    /// the requests it skipped while they pulled back at the waiting
+    /// queue's front). False when it was not pulling.
+    pub fn kv_landed(&mut self, id: u64) -> bool {
+        let Some(&slot) = self.index.get(&id) else { return false };
+        let Some(pos) = self.pulling.iter().position(|&s| s == slot) else { return false };
+        self.pulling.remove(pos);
+        self.slots[slot as usize].pull = Pull::Landed;
+        let ahead = self.waiting.iter().take_while(|&&s| self.slots[s as usize].pull == Pull::Landed).count();
+        self.waiting.insert(ahead, slot);
+        true
     }
 
     /// Queues a request; it is first scheduled by the next `step`. The output
@@ -396,7 +427,7 @@ impl Engine {
             blocks: Vec::new(),
             admitted_once: false,
             live: true,
-            remote_kv: false,
+            pull: Pull::None,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -432,6 +463,8 @@ impl Engine {
             self.running.remove(pos);
         } else if let Some(pos) = self.waiting.iter().position(|&s| s == slot) {
             self.waiting.remove(pos);
+        } else if let Some(pos) = self.pulling.iter().position(|&s| s == slot) {
+            self.pulling.remove(pos);
         }
         let req = &mut self.slots[slot as usize];
         self.pool.release(&mut req.blocks);
@@ -450,8 +483,10 @@ impl Engine {
         self.running.len()
     }
 
+    /// Waiting requests, those pulling their KV in included (vLLM counts
+    /// them waiting).
     pub fn num_waiting(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() + self.pulling.len()
     }
 
     pub fn kv_usage(&self) -> f64 {
@@ -683,6 +718,24 @@ impl Engine {
             let Some(&slot) = self.waiting.front() else {
                 break;
             };
+            match self.slots[slot as usize].pull {
+                Pull::Awaiting => {
+                    if !self.admit_pull(slot, out) {
+                        break;
+                    }
+                    self.waiting.pop_front();
+                    continue;
+                }
+                Pull::Landed => {
+                    if !self.start_landed(slot, out) {
+                        break;
+                    }
+                    self.waiting.pop_front();
+                    budget -= 1;
+                    continue;
+                }
+                Pull::None | Pull::Pulling => {}
+            }
             let r = &self.slots[slot as usize];
             let num_tokens = r.num_tokens();
             let cached = self.look_up(slot);
@@ -705,9 +758,7 @@ impl Engine {
 
     /// The tokens of the waiting request in `slot` that need no computing:
     /// its prompt's leading blocks found in the prefix cache (left in
-    /// `hits`), or, prefilled elsewhere, all of it but its last token (its
-    /// cached leading blocks, which its KV transfer left out, in `hits`
-    /// too: the request shares them).
+    /// `hits`; prefilled elsewhere, what its KV pull leaves out).
     pub(super) fn look_up(&mut self, slot: u32) -> u32 {
         let r = &self.slots[slot as usize];
         let (num_tokens, bs) = (r.num_tokens(), self.cfg.block_size);
@@ -717,24 +768,18 @@ impl Engine {
         } else {
             self.hits.clear();
         }
-        // A prefilled request's prompt is here but for its last token.
-        if r.remote_kv {
-            num_tokens - 1
-        } else {
-            self.hits.len() as u32 * bs
-        }
+        self.hits.len() as u32 * bs
     }
 
     /// Starts the request in `slot`, just admitted with its blocks: `cached`
-    /// of its tokens found in the prefix cache (or, prefilled elsewhere,
-    /// arrived with their KV) and `new` computed this step. Counts its
-    /// prefix lookup and its first admission, and schedules it.
+    /// of its tokens found in the prefix cache and `new` computed this step.
+    /// Counts its prefix lookup and its first admission, and schedules it.
     pub(super) fn start(&mut self, slot: u32, cached: u32, new: u32, out: &mut StepOutcome) {
         let r = &mut self.slots[slot as usize];
-        let (num_tokens, remote_kv) = (r.num_tokens(), r.remote_kv);
+        let num_tokens = r.num_tokens();
         r.num_computed = cached;
         r.num_registered = self.hits.len() as u32;
-        if self.cfg.enable_prefix_caching && !remote_kv {
+        if self.cfg.enable_prefix_caching {
             self.stats.prefix_cache_queries += num_tokens as u64;
             self.stats.prefix_cache_hits += cached as u64;
         }
@@ -742,13 +787,56 @@ impl Engine {
             r.admitted_once = true;
             self.stats.requests_admitted += 1;
             out.admitted.push(r.id);
-            if cached > 0 && !remote_kv {
+            if cached > 0 {
                 out.prefix_hits.push((r.id, cached));
             }
         }
         self.register_full_blocks(slot, cached + new);
         self.running.push(slot);
         self.scheduled.push((slot, new));
+    }
+
+    /// Admits the request in `slot`, prefilled elsewhere, to pull its KV:
+    /// blocks for its whole prompt (its leading blocks this instance caches
+    /// shared, not pulled; vLLM allocates for all but the last token and
+    /// that one's block when it is computed, at most a block later: taken
+    /// now, no request that landed waits for a block); false, holding
+    /// nothing, when they are not free. Its blocks enter the prefix cache
+    /// when the KV lands (vLLM delays their caching until the load ends).
+    pub(super) fn admit_pull(&mut self, slot: u32, out: &mut StepOutcome) -> bool {
+        self.look_up(slot);
+        let tokens = self.slots[slot as usize].num_tokens();
+        if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, tokens) {
+            return false;
+        }
+        let r = &mut self.slots[slot as usize];
+        r.pull = Pull::Pulling;
+        r.num_registered = self.hits.len() as u32;
+        out.pulls.push((r.id, self.hits.len() as u32 * self.cfg.block_size));
+        self.pulling.push(slot);
+        true
+    }
+
+    /// Starts the request in `slot`, whose KV landed in the blocks it holds:
+    /// its last prompt token is computed this step, a decode; false when its
+    /// block cannot be had (it was taken at admission: never).
+    pub(super) fn start_landed(&mut self, slot: u32, out: &mut StepOutcome) -> bool {
+        let n = self.slots[slot as usize].num_tokens();
+        if !self.pool.grow(&mut self.slots[slot as usize].blocks, n) {
+            return false;
+        }
+        let r = &mut self.slots[slot as usize];
+        r.pull = Pull::None;
+        r.num_computed = n - 1;
+        if !r.admitted_once {
+            r.admitted_once = true;
+            self.stats.requests_admitted += 1;
+            out.admitted.push(r.id);
+        }
+        self.register_full_blocks(slot, n);
+        self.running.push(slot);
+        self.scheduled.push((slot, 1));
+        true
     }
 
     /// Frees a request's blocks and puts it at the front of the waiting
@@ -758,7 +846,6 @@ impl Engine {
         self.pool.release(&mut r.blocks);
         r.num_computed = 0;
         r.num_registered = 0;
-        r.remote_kv = false;
         out.preempted.push(r.id);
         self.waiting.push_front(slot);
         self.stats.preemptions += 1;
@@ -882,6 +969,45 @@ mod tests {
             assert!(steps.len() < 100_000, "engine does not finish");
         }
         steps
+    }
+
+    #[test]
+    fn a_request_prefilled_elsewhere_pulls_its_kv_once_admitted_and_runs_once_it_landed() {
+        for policy in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm] {
+            // 3 blocks of 4 tokens. A (8 prompt + 4 output tokens) runs and
+            // grows to 3 blocks; B, prefilled elsewhere (8 prompt tokens),
+            // needs 2 for its KV (TensorRT-LLM: 3 for its whole run) and
+            // waits for A to end before it may pull.
+            let mut cfg = config(Some(3), 4);
+            cfg.scheduler = policy;
+            cfg.enable_prefix_caching = false;
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            e.add_request(1, prompt(8, 1, &cfg), 4).unwrap();
+            e.add_remote_request(2, prompt(8, 2, &cfg), 4).unwrap();
+            let mut out = StepOutcome::default();
+            let mut a_ended = false;
+            while !a_ended {
+                assert!(e.step_into(&mut out), "{policy}");
+                assert!(out.pulls.is_empty(), "{policy}: B pulled while A held the blocks");
+                assert!(out.tokens.iter().all(|t| t.id == 1), "{policy}");
+                a_ended = out.tokens.iter().any(|t| t.finished);
+            }
+            // A's end frees its blocks: B is admitted to pull (no step: it
+            // computes nothing yet), waiting, holding its blocks.
+            assert!(!e.step_into(&mut out), "{policy}");
+            assert_eq!(out.pulls, vec![(2, 0)], "{policy}");
+            assert_eq!((e.num_running(), e.num_waiting()), (0, 1), "{policy}");
+            assert!(!e.has_work() && e.kv_usage() > 0.0, "{policy}");
+            // Landed: its first step computes its last prompt token alone.
+            assert!(e.kv_landed(2) && !e.kv_landed(2), "{policy}");
+            assert!(e.step_into(&mut out), "{policy}");
+            assert_eq!(out.batch.tokens, 1, "{policy}");
+            assert_eq!(out.admitted, vec![2], "{policy}");
+            assert!(out.tokens.len() == 1 && out.tokens[0].first, "{policy}");
+            let rest = drain(&mut e);
+            assert_eq!(indices(&rest, 2), vec![1, 2, 3], "{policy}");
+            assert_eq!(e.kv_usage(), 0.0, "{policy}");
+        }
     }
 
     fn indices(steps: &[StepOutcome], id: u64) -> Vec<u32> {

@@ -1,10 +1,12 @@
 //! Prefill/decode disaggregation on the live server: a generation first
 //! goes to a prefill instance (least-loaded) as a request of one token; once
-//! that token is out, its KV crosses the instance's link (one transfer after
-//! another, on the wall clock at the server's speed), the prefill instance
-//! frees its blocks, and the request goes on to a decode instance, whose
-//! stream the client reads (docs/simulator.md, "Prefill/decode
-//! disaggregation").
+//! that token is out, the prefill instance keeps the request's blocks and
+//! the request queues on its decode instance, which admits it (a sequence
+//! slot, blocks for its prompt) and then pulls its KV over the prefill
+//! instance's link (one transfer after another, on the wall clock at the
+//! server's speed); landed, the prefill instance frees its blocks and the
+//! decode instance computes the request, whose stream the client reads
+//! (docs/simulator.md, "Prefill/decode disaggregation").
 
 use super::metrics::lock;
 use super::progress::{Command, Progress, Ticket, Update};
@@ -56,20 +58,25 @@ pub(super) enum Refused {
     Gone,
 }
 
-/// Runs request `id`'s prefill on the least-loaded prefill instance and
-/// moves its KV (less what the `decode` instance's prefix cache holds) over
-/// that instance's link; returns when the KV has landed
-/// (with the time from the prefill's end, and the prompt tokens the prefill
-/// instance's prefix cache served), when the decode pool may take
-/// the request (with [`Command::Add`]'s `prefilled`). Dropped with the
-/// client, it aborts the prefill, or frees the blocks its KV held.
+/// A request whose prefill ended: the prefill instance holds its KV until
+/// this is dropped.
+pub(super) struct Prefilled {
+    held: Held,
+    /// The prefill instance, whose link its KV crosses.
+    instance: usize,
+    /// The prompt tokens the prefill instance's prefix cache served.
+    pub(super) cached: u32,
+}
+
+/// Runs request `id`'s prefill on the least-loaded prefill instance;
+/// returns when it has ended, the instance keeping the request's blocks.
+/// Dropped with the client, it aborts the prefill.
 pub(super) async fn prefill(
     s: &EngineServer,
     id: u64,
     prompt: &Prompt,
     arrived: Instant,
-    decode: &mpsc::UnboundedSender<Command>,
-) -> Result<(std::time::Duration, u32), Refused> {
+) -> Result<Prefilled, Refused> {
     let pool = s.pd.as_ref().expect("called only when disaggregated");
     let p = lock(&pool.router).route(prompt);
     let commands = s.commands[p].clone();
@@ -83,7 +90,7 @@ pub(super) async fn prefill(
         arrived,
         progress: progress.clone(),
         reply,
-        prefilled: false,
+        pull: None,
     };
     if commands.send(add).is_err() {
         ticket.live = false;
@@ -110,24 +117,25 @@ pub(super) async fn prefill(
     }
     ticket.live = false;
     let cached = progress.cached.load(std::sync::atomic::Ordering::Acquire);
-    let held = Held { id, commands };
-    drop(ticket);
-    let ended = Instant::now();
-    // Only the blocks the decode instance's prefix cache lacks cross
-    // (vLLM's NIXL connector pulls just those).
-    let (ask, answer) = oneshot::channel();
-    let lacking = match decode.send(Command::CachedPrefix(prompt.clone(), ask)) {
-        Ok(()) => prompt.len().saturating_sub(answer.await.unwrap_or(0)),
-        Err(_) => return Err(Refused::Gone),
-    };
-    let took = pool.link.transfer_time(lacking).div_f64(s.cfg.speed);
+    Ok(Prefilled { held: Held { id, commands }, instance: p, cached })
+}
+
+/// Moves `tokens` of a prefilled request's KV (its prompt's, less what its
+/// decode instance caches) over its prefill instance's link, from now (its
+/// decode instance has admitted it), once that link's earlier transfers
+/// are done; returns when it has landed, the prefill instance's blocks
+/// freed, with the time it took.
+pub(super) async fn transfer(s: &EngineServer, prefilled: Prefilled, tokens: u32) -> std::time::Duration {
+    let pool = s.pd.as_ref().expect("called only when disaggregated");
+    let took = pool.link.transfer_time(tokens).div_f64(s.cfg.speed);
+    let now = Instant::now();
     let landed = {
-        let mut free = lock(&pool.link_free[p]);
-        let start = (*free).max(ended);
+        let mut free = lock(&pool.link_free[prefilled.instance]);
+        let start = (*free).max(now);
         *free = start + took;
         *free
     };
     sleep_until(landed).await;
-    drop(held);
-    Ok((landed - ended, cached))
+    drop(prefilled.held);
+    landed - now
 }

@@ -20,6 +20,8 @@ struct Live {
     reached: Instant,
     queued: Option<Duration>,
     last_token: Option<Instant>,
+    /// Prefilled elsewhere: told when admitted to pull its KV.
+    pull: Option<tokio::sync::oneshot::Sender<u32>>,
 }
 
 /// How far the driver may fall behind its virtual-to-wall mapping before it
@@ -76,7 +78,9 @@ impl Driver {
                 lock(&self.observed).step_lateness.observe(now - start);
                 (*anchor, *elapsed, start) = (now, Duration::ZERO, now);
             }
-            if !self.engine.step_into(&mut self.out) {
+            let stepped = self.engine.step_into(&mut self.out);
+            self.start_pulls();
+            if !stepped {
                 // Work that cannot be scheduled waits for a command to change that.
                 clock = None;
                 if !self.idle().await {
@@ -112,6 +116,16 @@ impl Driver {
         }
     }
 
+    /// Tells the handlers of the requests admitted to pull their KV this
+    /// step: their transfers start now.
+    fn start_pulls(&mut self) {
+        for &(id, cached) in &self.out.pulls {
+            if let Some(tx) = self.live.get_mut(&id).and_then(|l| l.pull.take()) {
+                let _ = tx.send(cached);
+            }
+        }
+    }
+
     fn drain(&mut self) {
         while let Ok(c) = self.commands.try_recv() {
             self.handle(c);
@@ -120,9 +134,9 @@ impl Driver {
 
     fn handle(&mut self, c: Command) {
         match c {
-            Command::Add { id, prompt, max_tokens, arrived, progress, reply, prefilled } => {
-                let res = if prefilled {
-                    self.engine.add_prefilled_request(id, prompt, max_tokens)
+            Command::Add { id, prompt, max_tokens, arrived, progress, reply, pull } => {
+                let res = if pull.is_some() {
+                    self.engine.add_remote_request(id, prompt, max_tokens)
                 } else {
                     self.engine.add_request(id, prompt, max_tokens)
                 };
@@ -133,6 +147,7 @@ impl Driver {
                         reached: Instant::now(),
                         queued: None,
                         last_token: None,
+                        pull,
                     };
                     self.live.insert(id, live);
                 }
@@ -142,8 +157,8 @@ impl Driver {
             Command::ResetPrefixCache(reply) => {
                 let _ = reply.send(self.engine.reset_prefix_cache());
             }
-            Command::CachedPrefix(prompt, reply) => {
-                let _ = reply.send(self.engine.cached_prefix_tokens(&prompt));
+            Command::Landed(id) => {
+                self.engine.kv_landed(id);
             }
             Command::Release(id) => {
                 self.engine.release_held(id);

@@ -127,9 +127,9 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // abort follows the add in the channel).
     let (replica, commands) = s.route(&prompt);
     let mut ticket = Ticket { id, commands: commands.clone(), live: false, router: s.router.clone(), replica };
-    // Disaggregated: the prefill pool first, then the KV's transfer.
-    let kv_transfer = match s.pd.is_some() {
-        true => match super::disagg::prefill(&s, id, &prompt, arrived, &commands).await {
+    // Disaggregated: the prefill pool first.
+    let prefilled = match s.pd.is_some() {
+        true => match super::disagg::prefill(&s, id, &prompt, arrived).await {
             Ok(done) => Some(done),
             Err(super::disagg::Refused::Invalid(m)) => return error_response(route, StatusCode::BAD_REQUEST, &m),
             Err(super::disagg::Refused::Gone) => {
@@ -140,16 +140,20 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     };
     let progress = Arc::new(Progress::default());
     // The prompt tokens the prefill instance found cached are the usage's.
-    if let Some((_, cached)) = kv_transfer {
-        progress.cached.store(cached, Ordering::Release);
+    if let Some(p) = &prefilled {
+        progress.cached.store(p.cached, Ordering::Release);
     }
     let (reply, answer) = oneshot::channel();
+    let (pull, pulled) = match prefilled.is_some() {
+        true => {
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        }
+        false => (None, None),
+    };
     ticket.live = true;
-    if let Some((took, _)) = kv_transfer {
-        s.observe_kv_transfer(replica, took);
-    }
-    let prefilled = kv_transfer.is_some();
-    let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply, prefilled };
+    let prompt_len = prompt.len();
+    let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply, pull };
     if commands.send(add).is_err() {
         return engine_gone(route, &mut ticket);
     }
@@ -164,6 +168,16 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
             return error_response(route, StatusCode::BAD_REQUEST, &message);
         }
         Err(_) => return engine_gone(route, &mut ticket),
+    }
+    // Then its decode instance admits it and pulls its KV: only the blocks
+    // its prefix cache lacks cross (vLLM's NIXL connector pulls just those).
+    if let (Some(prefilled), Some(pulled)) = (prefilled, pulled) {
+        let Ok(cached) = pulled.await else { return engine_gone(route, &mut ticket) };
+        let took = super::disagg::transfer(&s, prefilled, prompt_len.saturating_sub(cached)).await;
+        s.observe_kv_transfer(replica, took);
+        if commands.send(Command::Landed(id)).is_err() {
+            return engine_gone(route, &mut ticket);
+        }
     }
 
     let model = req.model.clone().unwrap_or_else(|| s.cfg.model_name.clone());

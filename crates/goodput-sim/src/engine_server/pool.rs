@@ -62,8 +62,7 @@ pub(super) async fn pool(State(s): State<Arc<EngineServer>>, route: PoolRoute, b
         let (reply, answer) = oneshot::channel();
         let (replica, commands) = s.route(&prompt);
         tickets.push(Ticket { id, commands: commands.clone(), live: true, router: s.router.clone(), replica });
-        let add =
-            Command::Add { id, prompt, max_tokens: 1, arrived, progress: progress.clone(), reply, prefilled: false };
+        let add = Command::Add { id, prompt, max_tokens: 1, arrived, progress: progress.clone(), reply, pull: None };
         if commands.send(add).is_err() {
             return gone(route, &mut tickets);
         }

@@ -19,10 +19,14 @@ pub(super) enum Command {
         arrived: Instant,
         progress: Arc<Progress>,
         reply: oneshot::Sender<Result<(), Error>>,
-        /// Its KV came from a prefill instance (disaggregation): the decode
-        /// instance computes only its last prompt token.
-        prefilled: bool,
+        /// Prefilled on a prefill instance that still holds its KV
+        /// (disaggregation): told, when the decode instance admits it to
+        /// pull that KV, the leading prompt tokens its own prefix cache
+        /// holds (which do not cross); [`Command::Landed`] follows.
+        pull: Option<oneshot::Sender<u32>>,
     },
+    /// A request's KV has landed on its decode instance.
+    Landed(u64),
     Abort(u64),
     /// A prefill instance frees the blocks it kept for a finished request
     /// (its KV has crossed to a decode instance, or the client left).
@@ -30,9 +34,6 @@ pub(super) enum Command {
     /// Empty the prefix cache; the reply carries how many prefixes were
     /// forgotten.
     ResetPrefixCache(oneshot::Sender<usize>),
-    /// How many of the prompt's leading tokens the prefix cache holds (a
-    /// decode instance: what a request's KV transfer may leave out).
-    CachedPrefix(Prompt, oneshot::Sender<u32>),
 }
 
 /// A handler's claim on its engine request. Dropped while live (the client

@@ -18,7 +18,7 @@
 //!   chunked context off a prompt runs whole or waits, and nothing after it
 //!   starts that step.
 
-use super::{Engine, StepOutcome};
+use super::{Engine, Pull, StepOutcome};
 use crate::engine::error::Error;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -86,8 +86,12 @@ impl Engine {
 
         // The blocks running requests will still take to their ends: not
         // free for a newcomer.
+        // So are those promised to requests pulling their KV in, or whose KV
+        // has landed (disaggregation): their reservation was made when they
+        // were admitted to pull.
         let mut owed: u64 = 0;
-        for &slot in &self.running {
+        let landed = self.waiting.iter().filter(|&&s| self.slots[s as usize].pull == Pull::Landed);
+        for &slot in self.running.iter().chain(&self.pulling).chain(landed) {
             let r = &self.slots[slot as usize];
             let total = self.pool.blocks_for(r.prompt_len + r.max_tokens);
             owed += total.saturating_sub(r.blocks.len() as u32) as u64;
@@ -152,6 +156,30 @@ impl Engine {
         while budget > 0 && fitting < self.max_num_seqs && k < self.waiting.len() {
             let slot = self.waiting[k];
             let r = &self.slots[slot as usize];
+            match r.pull {
+                // Its reservation is already counted owed, above.
+                Pull::Landed => {
+                    if !self.start_landed(slot, out) {
+                        break;
+                    }
+                    let _ = self.waiting.remove(k);
+                    fitting += 1;
+                    budget -= 1;
+                    continue;
+                }
+                // The generation instance reserves the whole request, then
+                // receives the KV into it.
+                Pull::Awaiting => {
+                    let need = self.pool.blocks_for(r.prompt_len + r.max_tokens) as u64;
+                    if need > available || !self.admit_pull(slot, out) {
+                        break;
+                    }
+                    available -= need;
+                    let _ = self.waiting.remove(k);
+                    continue;
+                }
+                Pull::None | Pull::Pulling => {}
+            }
             let num_tokens = r.num_tokens();
             let need = self.pool.blocks_for(r.prompt_len + r.max_tokens) as u64;
             if need > available {

@@ -24,12 +24,16 @@ pub(super) struct Pools {
     link_free: Vec<Duration>,
     /// Transfers under way: (when it lands, request, prefill instance).
     transfers: BinaryHeap<Reverse<(Duration, usize, u32)>>,
-    /// The prefill instance holding each request's blocks while its KV
-    /// crosses (`NONE` otherwise), and the prompt it carries.
-    moving: Vec<u32>,
+    /// The prefill instance holding each request's blocks from its
+    /// prefill's end until its KV has crossed (`NONE` otherwise), and the
+    /// prompt tokens it holds.
+    holder: Vec<u32>,
+    tokens: Vec<u32>,
+    /// Each request's prompt, from its arrival until its prefill ends.
     prompts: Vec<Option<Prompt>>,
     /// The decode instance (an index into the run's engines) each request
-    /// was given when it arrived, until its KV lands there (`NONE` after).
+    /// was given when it arrived, until its prefill ends and it is queued
+    /// there (`NONE` after).
     decode_of: Vec<u32>,
     /// Transfers started, and their time on the link, summed.
     pub(super) count: u64,
@@ -46,7 +50,8 @@ impl Pools {
             decode_router: Router::new(RouterPolicy::LeastLoaded, decode, blocks.1),
             link_free: vec![Duration::ZERO; prefill],
             transfers: BinaryHeap::new(),
-            moving: vec![NONE; requests],
+            holder: vec![NONE; requests],
+            tokens: vec![0; requests],
             prompts: vec![None; requests],
             decode_of: vec![NONE; requests],
             count: 0,
@@ -72,16 +77,33 @@ impl Pools {
         }
     }
 
-    /// Request `i`'s prefill ended on instance `p` at `now`: its KV (its
-    /// prompt's, less the `cached` leading tokens its decode instance holds)
-    /// goes over `p`'s link once the transfers before it have.
-    pub(super) fn start_transfer(&mut self, now: Duration, i: usize, p: usize, cached: u32) {
-        let tokens = self.prompts[i].as_ref().map_or(0, Prompt::len).saturating_sub(cached);
-        let start = now.max(self.link_free[p]);
+    /// Request `i`'s prefill ended on instance `p`, which keeps its blocks:
+    /// its decode instance (an index into the run's engines, from now its
+    /// replica, counted out by [`Pools::done`]) and its prompt, to queue
+    /// there; `None` for a request given up on.
+    pub(super) fn prefilled(&mut self, i: usize, p: usize) -> Option<(usize, Prompt)> {
+        let prompt = self.prompts[i].take()?;
+        let d = std::mem::replace(&mut self.decode_of[i], NONE);
+        self.holder[i] = p as u32;
+        self.tokens[i] = prompt.len();
+        Some((d as usize, prompt))
+    }
+
+    /// Request `i`'s decode instance admitted it to pull its KV at `now`:
+    /// its prompt's, less the `cached` leading tokens that instance holds,
+    /// crosses its prefill instance's link once the transfers before it
+    /// have.
+    pub(super) fn start_transfer(&mut self, now: Duration, i: usize, cached: u32) {
+        let p = self.holder[i];
+        if p == NONE {
+            return;
+        }
+        let tokens = self.tokens[i].saturating_sub(cached);
+        let link = &mut self.link_free[p as usize];
+        let start = now.max(*link);
         let took = self.link.transfer_time(tokens);
-        self.link_free[p] = start + took;
-        self.transfers.push(Reverse((start + took, i, p as u32)));
-        self.moving[i] = p as u32;
+        *link = start + took;
+        self.transfers.push(Reverse((start + took, i, p)));
         self.count += 1;
         self.seconds += (start + took - now).as_secs_f64();
     }
@@ -91,37 +113,24 @@ impl Pools {
         self.transfers.peek().map(|Reverse((t, _, _))| *t)
     }
 
-    /// The next transfer landed by `now`, if any: the request, the prefill
-    /// instance that holds its blocks, and its prompt; `None` in the second
-    /// place for a transfer whose request was given up on meanwhile.
-    pub(super) fn land(&mut self, now: Duration) -> Option<(usize, Option<(usize, Prompt)>)> {
+    /// The next transfer landed by `now`, if any: the request, and the
+    /// prefill instance that held its blocks (`None` for a request given up
+    /// on meanwhile).
+    pub(super) fn land(&mut self, now: Duration) -> Option<(usize, Option<usize>)> {
         let &Reverse((t, i, p)) = self.transfers.peek()?;
         if t > now {
             return None;
         }
         self.transfers.pop();
-        if self.moving[i] != p {
+        if self.holder[i] != p {
             return Some((i, None));
         }
-        self.moving[i] = NONE;
-        Some((i, self.prompts[i].take().map(|prompt| (p as usize, prompt))))
+        self.holder[i] = NONE;
+        Some((i, Some(p as usize)))
     }
 
-    /// Request `i`'s decode instance (an index into the run's engines) and
-    /// prompt, from its arrival until its KV lands.
-    pub(super) fn decode_of(&self, i: usize) -> Option<(usize, &Prompt)> {
-        let d = self.decode_of[i];
-        (d != NONE).then_some(d as usize).zip(self.prompts[i].as_ref())
-    }
-
-    /// Request `i`'s KV landed: from now its decode instance's is its
-    /// replica (counted out by [`Pools::done`]).
-    pub(super) fn landed_at(&mut self, i: usize) -> usize {
-        std::mem::replace(&mut self.decode_of[i], NONE) as usize
-    }
-
-    /// A request given up on: the prefill instance whose blocks it held
-    /// during its transfer, if it was crossing.
+    /// A request given up on: the prefill instance holding its blocks, if
+    /// its prefill had ended and its KV had not crossed.
     pub(super) fn give_up(&mut self, i: usize) -> Option<usize> {
         self.prompts[i] = None;
         // Not yet on its decode instance: counted out of its router here.
@@ -129,7 +138,7 @@ impl Pools {
         if d != NONE {
             self.decode_router.done(d as usize - self.prefill);
         }
-        let p = std::mem::replace(&mut self.moving[i], NONE);
+        let p = std::mem::replace(&mut self.holder[i], NONE);
         (p != NONE).then_some(p as usize)
     }
 }

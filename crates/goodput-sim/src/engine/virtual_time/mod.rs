@@ -323,7 +323,7 @@ pub fn simulate_until(
         // their own, after the turn before them.
         run.send_due();
         run.admit_arrived()?;
-        run.land_transfers()?;
+        run.land_transfers();
         run.start_steps();
 
         if let Some(end) = run.next_step_end() {
@@ -343,7 +343,7 @@ pub fn simulate_until(
             // Requests given up on during the step: their tokens of this
             // step came after the client left.
             run.give_up(false);
-            run.finish_steps();
+            run.finish_steps()?;
             continue;
         }
 
@@ -1361,5 +1361,34 @@ mod tests {
         cfg.num_gpu_blocks_override = Some(64);
         let run = simulate(&cfg, &VirtualLoad::burst(same(2, 256, 64))).unwrap();
         assert!(run.records[1].first_byte.unwrap() < run.records[0].end);
+    }
+
+    #[test]
+    fn the_decode_instance_admits_before_it_pulls_the_kv_and_the_prefill_instance_holds_it_meanwhile() {
+        // As vLLM's scheduler and TensorRT-LLM's generation instance order
+        // it: the decode instance's blocks first, then the KV pulled into
+        // them. Each instance holds one request of 256 + 64 tokens at a
+        // time, and the link is slow (5 Gb/s: 256 tokens' KV in about 54 ms,
+        // many decode steps). The second request's KV crosses only once
+        // the first has ended on the decode instance (it had crossed during
+        // the first's decode, and waited there); the prefill instance holds
+        // it through that wait, so the third's prefill waits too.
+        for policy in crate::engine::SchedulerPolicy::ALL {
+            let mut cfg = disaggregated(&h100_8b(), "1:1");
+            cfg.num_gpu_blocks_override = Some(24);
+            cfg.scheduler = policy;
+            cfg.pd.as_mut().unwrap().link_gbps = Some(5.0);
+            let transfer = crate::engine::KvLink::new(&cfg).unwrap().transfer_time(256);
+            let run = simulate(&cfg, &VirtualLoad::burst(same(3, 256, 64))).unwrap();
+            let r = &run.records;
+            assert!(r.iter().all(|r| r.outcome.is_success()), "{policy}");
+            for (before, after) in [(&r[0], &r[1]), (&r[1], &r[2])] {
+                let first = after.first_byte.unwrap();
+                assert!(first >= before.end + transfer, "{policy}: {first:?} < {:?} + {transfer:?}", before.end);
+            }
+            // Each transfer's time is the link's: none waited for another.
+            let mean = run.engine.kv_transfer_s / 3.0;
+            assert!((mean - transfer.as_secs_f64()).abs() < 0.01 * mean, "{policy}: {mean} vs {transfer:?}");
+        }
     }
 }

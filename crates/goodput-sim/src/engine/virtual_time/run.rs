@@ -251,28 +251,34 @@ impl<'a> VirtualRun<'a> {
         Ok(())
     }
 
-    /// Disaggregated: hands the requests whose KV landed by now to their
-    /// decode instances, the prefill instances freeing their blocks.
-    pub(super) fn land_transfers(&mut self) -> Result<(), Error> {
-        let Some(pd) = self.pd.as_mut() else { return Ok(()) };
-        while let Some((i, landed)) = pd.land(self.now) {
-            let Some((p, prompt)) = landed else { continue };
+    /// Disaggregated: tells the decode instances whose KV landed by now,
+    /// the prefill instances freeing their blocks.
+    pub(super) fn land_transfers(&mut self) {
+        let Some(pd) = self.pd.as_mut() else { return };
+        while let Some((i, holder)) = pd.land(self.now) {
+            let Some(p) = holder else { continue };
             self.engines[p].release_held(i as u64);
-            if self.records[i].as_ref().is_none_or(|r| r.abandoned) {
-                continue;
+            if let Some(&d) = self.replica_of.get(i).filter(|&&d| d != NONE) {
+                self.engines[d as usize].kv_landed(i as u64);
             }
-            let d = pd.landed_at(i);
-            self.replica_of[i] = d as u32;
-            self.engines[d].add_prefilled_request(i as u64, prompt, self.load.requests[i].output_tokens)?;
         }
-        Ok(())
     }
 
-    /// Starts a step on every replica that is not in one and has work.
+    /// Starts a step on every replica that is not in one and has work;
+    /// disaggregated, the KV pulls a decode instance admitted start now
+    /// (whether or not it had a step to run).
     pub(super) fn start_steps(&mut self) {
         for r in 0..self.engines.len() {
-            if self.ends[r].is_none() && self.engines[r].step_into(&mut self.outs[r]) {
+            if self.ends[r].is_some() {
+                continue;
+            }
+            if self.engines[r].step_into(&mut self.outs[r]) {
                 self.ends[r] = Some(self.now + self.outs[r].duration);
+            }
+            if let Some(pd) = self.pd.as_mut() {
+                for (id, cached) in self.outs[r].pulls.drain(..) {
+                    pd.start_transfer(self.now, id as usize, cached);
+                }
             }
         }
     }
@@ -290,7 +296,7 @@ impl<'a> VirtualRun<'a> {
 
     /// Ends the steps that end now: their tokens stamped, their requests
     /// finished, a sample taken.
-    pub(super) fn finish_steps(&mut self) {
+    pub(super) fn finish_steps(&mut self) -> Result<(), Error> {
         // What was due during the steps goes first, at its own time: the
         // front end's serial work (a request's, the tokens' it streams) is
         // taken in time order.
@@ -299,21 +305,25 @@ impl<'a> VirtualRun<'a> {
             if self.ends[r] == Some(self.now) {
                 self.ends[r] = None;
                 let out = std::mem::take(&mut self.outs[r]);
+                let mut handed = Ok(());
                 if self.pd.as_ref().is_some_and(|pd| r < pd.prefill) {
-                    self.prefilled(r, &out);
+                    handed = self.prefilled(r, &out);
                 } else {
                     self.record_step(&out);
                 }
                 self.outs[r] = out;
+                handed?;
             }
         }
         self.sample();
+        Ok(())
     }
 
     /// A prefill instance's step ended: its prefix hits are the requests',
-    /// and each request it finished (its one token, not sent) starts its KV
-    /// over the instance's link.
-    fn prefilled(&mut self, p: usize, out: &StepOutcome) {
+    /// and each request it finished (its one token, not sent) queues on its
+    /// decode instance, which pulls its KV over the prefill instance's link
+    /// once it has admitted it.
+    fn prefilled(&mut self, p: usize, out: &StepOutcome) -> Result<(), Error> {
         for &(id, c) in &out.prefix_hits {
             if let Some(r) = self.records[id as usize].as_mut() {
                 r.counts.usage_cached_prompt = Some(c as u64);
@@ -328,13 +338,12 @@ impl<'a> VirtualRun<'a> {
             }
             route_done(&mut self.pd, &mut self.router, p);
             self.replica_of[i] = NONE;
-            if let Some(pd) = self.pd.as_mut() {
-                // Only the blocks its decode instance's prefix cache lacks
-                // cross (vLLM's NIXL connector pulls just those).
-                let cached = pd.decode_of(i).map_or(0, |(d, prompt)| self.engines[d].cached_prefix_tokens(prompt));
-                pd.start_transfer(self.now, i, p, cached);
+            if let Some((d, prompt)) = self.pd.as_mut().and_then(|pd| pd.prefilled(i, p)) {
+                self.replica_of[i] = d as u32;
+                self.engines[d].add_remote_request(ev.id, prompt, self.load.requests[i].output_tokens)?;
             }
         }
+        Ok(())
     }
 
     /// Stamps the step's tokens on their records at its end, finishes the
