@@ -16,8 +16,15 @@ pub enum ScrapeError {
     /// The request failed: the URL and the client's chain of reasons.
     #[error("{url}: {reason}")]
     Fetch { url: String, reason: String },
-    #[error("{url}: HTTP {status}")]
-    Status { url: String, status: reqwest::StatusCode },
+    /// An answer that was not the metrics: its status, and where a
+    /// redirect pointed (not followed: it could send the headers elsewhere).
+    #[error("{url}: HTTP {status}{}", redirect.as_ref().map(|to| format!(
+        ", a redirect to {to}, not followed: if the metrics are served there, give that address (--metrics-url)"
+    )).unwrap_or_default())]
+    Status { url: String, status: reqwest::StatusCode, redirect: Option<String> },
+    /// No whole answer within the scrape's time limit.
+    #[error("{url}: no whole answer within {}s (a scrape may take the interval, 2 s at least)", .limit.as_secs_f64())]
+    Slow { url: String, limit: Duration },
     /// The body went on past the cap (`--max-buffer`): read no further.
     #[error(
         "{url}: the answer passed {} without ending, and was cut there (--max-buffer raises the cap)",
@@ -100,10 +107,18 @@ impl Scraper {
     async fn stamped(&self, origin: Instant, timeout: Duration) -> Result<(Duration, Scraped), ScrapeError> {
         let sent = origin.elapsed();
         let fetches = self.urls.iter().map(|u| async move {
-            let fetch = |e: reqwest::Error| ScrapeError::Fetch { url: u.clone(), reason: error_chain(&e) };
+            let fetch = |e: reqwest::Error| match e.is_timeout() {
+                true => ScrapeError::Slow { url: u.clone(), limit: timeout },
+                false => ScrapeError::Fetch { url: u.clone(), reason: error_chain(&e) },
+            };
             let resp = self.http.get(u).timeout(timeout).send().await.map_err(fetch)?;
             if !resp.status().is_success() {
-                return Err(ScrapeError::Status { url: u.clone(), status: resp.status() });
+                let redirect = resp
+                    .status()
+                    .is_redirection()
+                    .then(|| resp.headers().get("location").map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned()))
+                    .flatten();
+                return Err(ScrapeError::Status { url: u.clone(), status: resp.status(), redirect });
             }
             match read_capped(resp, self.max_body).await {
                 Ok(body) => Ok(body),

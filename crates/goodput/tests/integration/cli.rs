@@ -1811,6 +1811,14 @@ fn endless_lists() -> String {
                     );
                     let _ = s.write_all(head.as_bytes());
                     while s.write_all(&filler).is_ok() {}
+                } else if request.contains("/stuck/metrics") {
+                    // Its head, then nothing until the client hangs up.
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 10\r\n\r\n");
+                    let _ = std::io::Read::read(&mut s, &mut [0u8; 1]);
+                } else if request.contains("/moved/metrics") {
+                    let _ = s.write_all(
+                        b"HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:9/elsewhere/metrics\r\ncontent-length: 0\r\n\r\n",
+                    );
                 } else if request.contains("/v1/models") || request.contains("/metrics") {
                     // No length, no newline, no end: bytes until the client hangs up.
                     let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n");
@@ -1864,6 +1872,21 @@ fn endless_model_lists_and_metrics_stop_at_max_buffer() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("scrape failed") && err.contains("64 MiB"), "{err}");
+    // A redirect is not followed, and where it pointed is said.
+    let err = goodput()
+        .args(["monitor", &format!("{url}/moved"), "--once", "--interval", "100ms"])
+        .timeout(Duration::from_secs(30))
+        .refusal();
+    assert!(
+        err.contains("HTTP 302") && err.contains("a redirect to http://127.0.0.1:9/elsewhere/metrics, not followed"),
+        "{err}"
+    );
+    // An answer that never ends is told as the scrape's time limit.
+    let err = goodput()
+        .args(["monitor", &format!("{url}/stuck"), "--once", "--interval", "100ms"])
+        .timeout(Duration::from_secs(30))
+        .refusal();
+    assert!(err.contains("no whole answer within 2s"), "{err}");
 }
 
 /// Each sweep point, and each run without --seed, sends prompts of its
