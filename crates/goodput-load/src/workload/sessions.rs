@@ -120,7 +120,7 @@ impl FromStr for Turns {
         const TURNS: Counted = Counted {
             what: "turn count",
             at_least_one: "a session has at least 1 turn",
-            at_most: ("at most", "turns"),
+            at_most: ("a session has at most", "turns"),
             expected: "all (a dataset's own), 3, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA",
         };
         LengthDist::parse_counted(s, &TURNS).map(Turns::Drawn)
