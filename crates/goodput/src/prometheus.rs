@@ -4,7 +4,17 @@
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
-/// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background.
+/// The most connections `--prometheus-listen` keeps open at once: a
+/// scraper needs one or two. Without a cap, clients that opened connections
+/// and held them (a slowloris, a runaway scraper) took the process's file
+/// descriptors from the run's own connections and outputs.
+const MAX_SCRAPE_CONNECTIONS: usize = 32;
+
+/// How long a scraper may take to send its request head.
+const SCRAPE_HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves `live` as Prometheus text at `addr` (`/metrics`) in the background,
+/// within [`MAX_SCRAPE_CONNECTIONS`] and [`SCRAPE_HEAD_TIMEOUT`].
 pub async fn serve_live(
     addr: std::net::SocketAddr,
     live: Arc<goodput_core::prometheus::live::LiveMetrics>,
@@ -19,6 +29,11 @@ pub async fn serve_live(
             async move { ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], live.render()) }
         }),
     );
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let limits = goodput_sim::connections::ConnectionLimits {
+        head_timeout: SCRAPE_HEAD_TIMEOUT,
+        max_connections: MAX_SCRAPE_CONNECTIONS,
+        log: None,
+    };
+    tokio::spawn(goodput_sim::server::serve_limited(listener, app, limits, std::future::pending()));
     Ok(())
 }

@@ -277,6 +277,29 @@ fn prometheus_listen_serves_live_client_metrics_under_genai_names() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // Clients that open connections and hold them (half a request head)
+    // take no more than the endpoint's cap of the run's descriptors.
+    #[cfg(target_os = "linux")]
+    {
+        let mut held = Vec::new();
+        let start = std::time::Instant::now();
+        // (Past the cap, connections wait in the listen queue: fewer than it holds.)
+        while held.len() < 100 && start.elapsed().as_secs() < 30 {
+            match std::net::TcpStream::connect(&addr) {
+                Ok(mut s) => {
+                    use std::io::Write;
+                    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\n");
+                    held.push(s);
+                }
+                // Not listening yet.
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", child.id())).map(|d| d.count()).unwrap_or(0);
+        assert!(held.len() == 100 && fds > 0, "{} connections held, {fds} descriptors", held.len());
+        assert!(fds < 80, "the run holds {fds} descriptors beside 100 idle scrape connections");
+    }
     // Read it mid-run, the way Prometheus would.
     let start = std::time::Instant::now();
     let text = loop {
