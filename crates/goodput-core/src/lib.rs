@@ -27,6 +27,27 @@
 //! is named by its folder. The JSON Schema derives of the document's types
 //! are behind the `schema` feature.
 
+/// `eprintln!` that never panics: a standard error that went away (`2>&1 |
+/// head`, a closed terminal, `2>&-`) is no reason to stop a command, let
+/// alone to lose the outputs it has still to write (`eprintln!` panics
+/// there, and the process ended with the files unwritten).
+#[macro_export]
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`tell!`] without the newline (`eprint!`'s counterpart).
+#[macro_export]
+macro_rules! tell_part {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::write!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod analysis;
 pub mod doc;
 pub mod load;

@@ -60,7 +60,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     static ONCE: std::sync::Once = std::sync::Once::new();
     if a.judge.gpus.is_some() && opts.cost.is_none() {
         ONCE.call_once(|| {
-            eprintln!(
+            goodput_core::tell!(
                 "note: --gpus counts the GPUs a price is paid for, and no price was given (--gpu-hour-usd, or a \
              config's [prices]): it changes nothing in this run"
             )
@@ -106,7 +106,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     // The model's name may be the server's (its model list): shown as text.
     let model = goodput_report::escape::terminal(&target.model);
     if !a.output.quiet {
-        eprintln!(
+        goodput_core::tell!(
             "goodput bench → {}{} · model {} · {} · seed {}{}",
             target.base,
             match (target.embedded, a.sim.sim_profile) {
@@ -172,7 +172,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     }
     let (mut result, recs) = run_point(&target, point, &metrics, &a.output, &opts).await?;
     if let Some(hint) = target.wrong_model_hint(&result).await {
-        eprintln!("hint: {hint}");
+        goodput_core::tell!("hint: {hint}");
     }
     result.shard = a.shard.shard.map(|(index, count)| goodput_core::doc::shard::ShardInfo {
         run: goodput_core::doc::shard::run_identity(

@@ -52,24 +52,24 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     let table = goodput_report::compare::render_terminal(&c);
     // With `-o -` standard output carries the document alone.
     if a.output.as_deref() == Some(Path::new("-")) {
-        eprint!("{table}");
+        goodput_core::tell_part!("{table}");
     } else {
         crate::output::say(&table);
     }
     if let Some(p) = &a.output {
         crate::output::write_document(p, &c, "comparison")?;
         if p != Path::new("-") {
-            eprintln!("comparison written to {}", p.display());
+            goodput_core::tell!("comparison written to {}", p.display());
         }
     }
     let docs: Vec<&RunResult> = runs.iter().map(|(_, r)| r).collect();
     for (format, dest) in a.exports.targets() {
         for f in goodput_report::export_compare(format, &c, &docs, &dest)? {
-            eprintln!("{} written to {}", format.exporter().name(), f.display());
+            goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
         }
     }
     if !c.passed() {
-        eprintln!("error: a --fail-if rule was broken (or could not be judged)");
+        goodput_core::tell!("error: a --fail-if rule was broken (or could not be judged)");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
@@ -117,19 +117,19 @@ fn frontiers(a: &CompareArgs) -> Result<Option<ExitCode>> {
     let c = goodput_core::doc::overlay::compare_frontiers((&pl, pred), (&ml, meas));
     let table = goodput_report::overlay::terminal(&c);
     if a.output.as_deref() == Some(Path::new("-")) {
-        eprint!("{table}");
+        goodput_core::tell_part!("{table}");
     } else {
         crate::output::say(&table);
     }
     if let Some(p) = &a.output {
         crate::output::write_document(p, &c, "frontier comparison")?;
         if p != Path::new("-") {
-            eprintln!("frontier comparison written to {}", p.display());
+            goodput_core::tell!("frontier comparison written to {}", p.display());
         }
     }
     for (format, dest) in a.exports.targets() {
         for f in goodput_report::overlay::export(format, &c, &dest)? {
-            eprintln!("{} written to {}", format.exporter().name(), f.display());
+            goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
         }
     }
     Ok(Some(ExitCode::SUCCESS))

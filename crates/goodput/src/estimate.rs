@@ -85,7 +85,7 @@ pub fn finish(
         ));
     }
     if !a.output.quiet && !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
-        eprintln!(
+        goodput_core::tell!(
             "note: {} ({}) is uncalibrated: it runs on Hopper's constants, which no public measurement of this \
              family has checked (docs/simulator.md, \"Calibration\"); expect larger errors",
             cfg.gpu.name,
@@ -94,7 +94,7 @@ pub fn finish(
     }
     if !a.output.quiet {
         let simulated = result.engine.as_ref().map_or(0.0, |e| e.makespan_s);
-        eprintln!(
+        goodput_core::tell!(
             "simulated {:.1} s in {:.3} s of wall time ({:.0}× real time)",
             simulated,
             wall.as_secs_f64(),

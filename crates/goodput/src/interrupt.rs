@@ -27,7 +27,7 @@ impl Interrupt {
         let mut signals = StopSignals::listen();
         tokio::spawn(async move {
             if let Some(name) = signals.next().await {
-                eprintln!(
+                goodput_core::tell!(
                     "\nstopping {what} ({name}): no new requests; in-flight ones get {} to finish (Ctrl-C or SIGTERM \
                      again to cancel them now)",
                     humantime::format_duration(grace)

@@ -29,7 +29,7 @@ fn env_count(name: &str, min: usize, max: usize, what: &str) -> Result<Option<us
 }
 
 fn usage_error(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+    goodput_core::tell!("error: {message}");
     ExitCode::from(2)
 }
 
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
     let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            goodput_core::tell!("error: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
             // An error can carry a server's words: masked, and shown as text
             // (no escape sequence of theirs acts on the terminal); its own
             // line breaks stay.
-            eprintln!(
+            goodput_core::tell!(
                 "error: {}",
                 goodput_report::escape::terminal_lines(&goodput_core::util::redact::scrub(&format!("{e:#}")))
             );

@@ -63,7 +63,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     let MergedRun { result, records } = merged;
     if let Some(p) = &a.records {
         goodput_report::read::records::write_records(p, &result.run_id, &records)?;
-        eprintln!("records written to {}", p.display());
+        goodput_core::tell!("records written to {}", p.display());
     }
     let out = OutputArgs::rewriting(
         result.config.percentiles.clone().unwrap_or_default(),
@@ -299,7 +299,7 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         scrapes_from,
     });
     if !a.quiet {
-        eprintln!(
+        goodput_core::tell!(
             "merged {} shard{} of {count}: {} records; clocks began within {:.1} ms of each other",
             shards.len(),
             if shards.len() == 1 { "" } else { "s" },

@@ -320,7 +320,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     let mut fired_any = false;
     let mut scraped_any = false;
     let mut unjudged: Vec<&str> = Vec::new();
-    eprintln!(
+    goodput_core::tell!(
         "goodput monitor → {} every {}",
         goodput_core::util::redact::scrub(&urls.join(", ")),
         humantime::format_duration(a.interval)
@@ -335,7 +335,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             Ok((t, scraped)) => (t, scraped.signals),
             Err(e) => {
                 let e = goodput_report::escape::terminal(&goodput_core::util::redact::scrub(&e.to_string()));
-                eprintln!("[{:>7.1}s] scrape failed: {e}", origin.elapsed().as_secs_f64());
+                goodput_core::tell!("[{:>7.1}s] scrape failed: {e}", origin.elapsed().as_secs_f64());
                 if a.once {
                     return Ok(ExitCode::from(2));
                 }
@@ -366,7 +366,7 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             let absent = figs.iter().find(|(n, _)| *n == al.name).is_none_or(|(_, v)| v.is_none());
             if absent && !unjudged.contains(&al.name.as_str()) {
                 unjudged.push(&al.name);
-                eprintln!(
+                goodput_core::tell!(
                     "[{:>7.1}s] note: alert on {} was not judged: the interval had no {} (the server exports none, or nothing happened then)",
                     t1.as_secs_f64(),
                     al.name,

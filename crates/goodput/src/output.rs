@@ -226,7 +226,7 @@ pub fn finish_live(
 ) -> Result<ExitCode> {
     let code = finish(result, out, judge, records)?;
     if result.interrupted {
-        eprintln!("error: the run was interrupted before its end: its figures cover what it sent until then");
+        goodput_core::tell!("error: the run was interrupted before its end: its figures cover what it sent until then");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     Ok(code)
@@ -254,14 +254,14 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
     let summary = goodput_report::terminal::render_width(result, columns());
     // With `-o -` standard output carries the document alone.
     if out.output.as_deref() == Some(Path::new("-")) {
-        eprint!("{summary}");
+        goodput_core::tell_part!("{summary}");
     } else {
         say(&summary);
     }
     let mut unwritten = Vec::new();
     if let Some(p) = &out.output {
         match write_document(p, result, "result") {
-            Ok(()) if !out.quiet && p != Path::new("-") => eprintln!("result written to {}", p.display()),
+            Ok(()) if !out.quiet && p != Path::new("-") => goodput_core::tell!("result written to {}", p.display()),
             Ok(()) => {}
             Err(e) => unwritten.push(e),
         }
@@ -270,7 +270,7 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
         match goodput_report::export_run_with(format, result, records, &dest) {
             Ok(files) if !out.quiet => {
                 for f in files {
-                    eprintln!("{} written to {}", format.exporter().name(), f.display());
+                    goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
                 }
             }
             Ok(_) => {}
@@ -279,7 +279,7 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
     }
     if let Some((last, rest)) = unwritten.split_last() {
         for e in rest {
-            eprintln!("error: {e:#}");
+            goodput_core::tell!("error: {e:#}");
         }
         bail!("{last:#}");
     }
@@ -294,20 +294,24 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
             .unwrap_or_else(|| "no request finished".into());
         // The server's words, shown as text: its escape sequences never reach the terminal.
         let first = goodput_report::escape::terminal(&first);
-        eprintln!("error: no request succeeded ({} sent, {} failed); first failure: {first}", q.sent, q.failed);
+        goodput_core::tell!(
+            "error: no request succeeded ({} sent, {} failed); first failure: {first}",
+            q.sent,
+            q.failed
+        );
         return Ok(ExitCode::from(1));
     }
     if judge.fail_on_slo && result.slo.is_none() {
-        eprintln!("error: --fail-on-slo needs an SLO: give --slo, or a config with slo = \"...\"");
+        goodput_core::tell!("error: --fail-on-slo needs an SLO: give --slo, or a config with slo = \"...\"");
         return Ok(ExitCode::from(2));
     }
     if let Some(slo) = result.slo.as_ref().filter(|s| judge.fail_on_slo && !s.pass) {
-        eprintln!("error: the run missed its SLO (--fail-on-slo): {}", slo.misses().join("; "));
+        goodput_core::tell!("error: the run missed its SLO (--fail-on-slo): {}", slo.misses().join("; "));
         return Ok(ExitCode::from(3));
     }
     if judge.fail_on_unsteady {
         if let Some(reason) = unsteady(result) {
-            eprintln!("error: the run did not measure a steady state (--fail-on-unsteady): {reason}");
+            goodput_core::tell!("error: the run did not measure a steady state (--fail-on-unsteady): {reason}");
             return Ok(ExitCode::from(4));
         }
     }

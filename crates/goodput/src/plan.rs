@@ -332,13 +332,13 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     if let Some(p) = &a.output {
         output::write_document(p, &doc, "frontier")?;
         if !a.quiet {
-            eprintln!("frontier written to {}", p.display());
+            goodput_core::tell!("frontier written to {}", p.display());
         }
     }
     for (format, dest) in a.exports.targets() {
         for f in goodput_report::frontier::export(format, &doc, &dest)? {
             if !a.quiet {
-                eprintln!("{} written to {}", format.exporter().name(), f.display());
+                goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
             }
         }
     }
@@ -920,7 +920,7 @@ impl Search<'_> {
                     let out = self.run_group(group);
                     if !self.args.quiet {
                         for (c, _) in &out {
-                            eprintln!("{}: {} points", c.id, c.points.len());
+                            goodput_core::tell!("{}: {} points", c.id, c.points.len());
                         }
                     }
                     done.lock().expect("no thread panics holding it").push((gi, out));

@@ -264,7 +264,7 @@ impl LiveView {
                 .name("goodput-live".into())
                 .spawn(move || {
                     if let Err(e) = tui(&progress, &control, &d) {
-                        eprintln!("warning: the live view stopped: {e}");
+                        goodput_core::tell!("warning: the live view stopped: {e}");
                     }
                 })
                 .ok(),
@@ -275,7 +275,7 @@ impl LiveView {
                     while !d.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(100));
                         if Instant::now() >= next {
-                            eprintln!("{}", progress.line());
+                            goodput_core::tell!("{}", progress.line());
                             next += Duration::from_secs(5);
                         }
                     }
@@ -535,7 +535,7 @@ pub fn serve_view(
                 Ok(())
             };
             if let Err(e) = run() {
-                eprintln!("warning: the live view stopped: {e}");
+                goodput_core::tell!("warning: the live view stopped: {e}");
             }
         })
         .ok()

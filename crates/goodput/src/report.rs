@@ -43,7 +43,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
             for (format, dest) in a.exports.targets() {
                 for f in goodput_report::export_sweep(format, &sweep, &dest)? {
                     if !a.quiet {
-                        eprintln!("{} written to {}", format.exporter().name(), f.display());
+                        goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
                     }
                 }
             }
@@ -77,7 +77,7 @@ fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &Report
     for (format, dest) in a.exports.targets() {
         for f in goodput_report::frontier::export(format, doc, &dest)? {
             if !a.quiet {
-                eprintln!("{} written to {}", format.exporter().name(), f.display());
+                goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
             }
         }
     }

@@ -46,7 +46,7 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
         a.load.shape.seed.value = seed;
         a.output.records = if i == 0 { records.clone() } else { None };
         if !a.output.quiet {
-            eprintln!("run {}/{n} · seed {seed}", i + 1);
+            goodput_core::tell!("run {}/{n} · seed {seed}", i + 1);
         }
         // A later run that cannot be made (the server gone) leaves the
         // runs before it to be written, and the command to fail after.
@@ -85,7 +85,9 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
         return Err(e.context("the document holds the runs made before it"));
     }
     if stopped {
-        eprintln!("error: the runs were interrupted before their end: the spread covers the runs made until then");
+        goodput_core::tell!(
+            "error: the runs were interrupted before their end: the spread covers the runs made until then"
+        );
         return Ok(ExitCode::from(output::EXIT_INTERRUPTED));
     }
     Ok(code)

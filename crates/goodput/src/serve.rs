@@ -76,10 +76,10 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     // What goes wrong with connections (the cap reached, accept failing)
     // is said on stderr, whatever the live view.
     let limits = ConnectionLimits {
-        log: Some(std::sync::Arc::new(|line: &str| eprintln!("goodput serve: {line}"))),
+        log: Some(std::sync::Arc::new(|line: &str| goodput_core::tell!("goodput serve: {line}"))),
         ..ConnectionLimits::default()
     };
-    eprintln!(
+    goodput_core::tell!(
         "goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop) · at most {} connections, \
          each closed when a request head takes over {} s\n\
          routes: /v1/chat/completions /v1/completions /v1/messages /api/chat /api/generate \
@@ -241,7 +241,7 @@ fn show_status(
                 let line = status().lines.join(" · ");
                 // Quiet while nothing changes.
                 if line != last {
-                    eprintln!("[{:>7.0}s] {line}", start.elapsed().as_secs_f64());
+                    goodput_core::tell!("[{:>7.0}s] {line}", start.elapsed().as_secs_f64());
                     last = line;
                 }
             }

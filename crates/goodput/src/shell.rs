@@ -22,7 +22,11 @@ pub fn man(a: ManArgs) -> Result<ExitCode> {
             std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
             clap_mangen::generate_to(cmd, &dir)
                 .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
-            eprintln!("man pages written to {} (read one with `man -l {}/goodput.1`)", dir.display(), dir.display());
+            goodput_core::tell!(
+                "man pages written to {} (read one with `man -l {}/goodput.1`)",
+                dir.display(),
+                dir.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         None => {

@@ -56,7 +56,7 @@ pub async fn start(
     // Recorded and shown without the credentials any of them carries.
     let urls: Vec<String> = scraper.urls.iter().map(|u| goodput_core::util::redact::redact_url(u)).collect();
     if log.points.is_empty() {
-        eprintln!(
+        goodput_core::tell!(
             "warning: the first scrape of {} failed ({}); the run goes on and scraping keeps trying",
             urls.join(", "),
             goodput_report::escape::terminal(&goodput_core::util::redact::scrub(

@@ -279,7 +279,9 @@ pub async fn connect(
     }
     let probe = Client::new(ClientConfig::probe(base.clone(), t.timeout), None)?;
     if let Some(name) = key_header_overridden(t.api_key.as_deref(), key_header, &t.header) {
-        eprintln!("warning: --header {name} and --api-key both set {name}: the --header is sent, the key is not");
+        goodput_core::tell!(
+            "warning: --header {name} and --api-key both set {name}: the --header is sent, the key is not"
+        );
     }
     let extra_headers = with_url_credentials(t, api, key_header)?;
     let headers = request_headers(api, t.api_key.as_deref(), key_header, &extra_headers)?;
@@ -451,7 +453,7 @@ fn with_url_credentials(t: &TargetArgs, api: Api, key_header: KeyHeader) -> Resu
     };
     let given = request_headers(api, t.api_key.as_deref(), key_header, &t.header)?;
     if given.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
-        eprintln!(
+        goodput_core::tell!(
             "warning: --url carries credentials and an Authorization header is also given (--api-key or \
              --header): that header is sent, the URL's credentials are not"
         );
@@ -617,7 +619,7 @@ pub async fn wait_ready(
             );
         }
         if !said {
-            eprintln!(
+            goodput_core::tell!(
                 "waiting up to {} for {} to be ready ({})",
                 humantime::format_duration(wait),
                 goodput_core::util::redact::redact_url(base),

@@ -250,7 +250,7 @@ impl RecordFile {
                 if let Some((e, batch)) = failed {
                     // The rest of the run's records have nowhere to go: counted, not held.
                     let lost = batch + rx.iter().count();
-                    eprintln!(
+                    goodput_core::tell!(
                         "warning: writing records to {} failed ({e}) after {written} records; the {lost} records \
                          from then on were not written (the result holds every record with --include-requests)",
                         path.display()
@@ -258,10 +258,12 @@ impl RecordFile {
                     return;
                 }
                 match sink.finish() {
-                    Err(e) => eprintln!("warning: finishing the records file {} failed ({e})", path.display()),
+                    Err(e) => {
+                        goodput_core::tell!("warning: finishing the records file {} failed ({e})", path.display())
+                    }
                     Ok(bytes) => {
                         if let Some(w) = made.and_then(|m| changed_meanwhile(&path, m, bytes)) {
-                            eprintln!("{w}");
+                            goodput_core::tell!("{w}");
                         }
                     }
                 }
@@ -403,7 +405,7 @@ impl JsonLines {
                 }
                 // Cut: the last line, with no newline after it.
                 Err(e) if !line.ended && e.is_eof() => {
-                    eprintln!(
+                    goodput_core::tell!(
                         "warning: {} line {} was cut short (the writer stopped mid-line); read the {} complete \
                          records before it",
                         path.display(),

@@ -30,7 +30,7 @@ pub fn parse() -> Cli {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     parse_from(&args).unwrap_or_else(|e| {
         if let Some(msg) = secret_value_message(&e).or_else(|| negative_value_message(&e, &args)) {
-            eprintln!("error: {msg}");
+            goodput_core::tell!("error: {msg}");
             std::process::exit(2);
         }
         e.exit()

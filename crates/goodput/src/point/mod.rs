@@ -51,7 +51,7 @@ pub async fn run_point(
         start_at::wait_until(t, &p.control, output.quiet).await;
     }
     if let Some(wait) = crate::setup::long_wait(p.plan) {
-        eprintln!("note: {wait}");
+        goodput_core::tell!("note: {wait}");
     }
     // The wall-clock time of the records' zero, so that `t_ns` lines up with
     // server logs (taken after the connect and probes, and the wait for

@@ -10,7 +10,7 @@ use goodput_load::Control;
 pub(super) async fn wait_until(t: f64, control: &Control, quiet: bool) {
     let now = common::unix_now();
     if now > t {
-        eprintln!(
+        goodput_core::tell!(
             "warning: --start-at was {:.3} s ago; starting now (a late shard's start widens the merged run's clock \
              uncertainty)",
             now - t
@@ -20,7 +20,7 @@ pub(super) async fn wait_until(t: f64, control: &Control, quiet: bool) {
     // A wait of hours is said even to a quiet run: it looks like a hang.
     if !quiet || t - now > crate::setup::LONG_WAIT.as_secs_f64() {
         let long = crate::setup::human_wait(goodput_core::clamped_secs(t - now));
-        eprintln!("waiting {:.1} s ({long}) for --start-at {}", t - now, common::rfc3339(t));
+        goodput_core::tell!("waiting {:.1} s ({long}) for --start-at {}", t - now, common::rfc3339(t));
     }
     tokio::select! {
         _ = tokio::time::sleep(goodput_core::clamped_secs(t - now).min(goodput_core::HORIZON)) => {}

@@ -129,13 +129,13 @@ impl Sweep {
     fn export(&self, doc: &SweepResult) -> Result<()> {
         if let Some(p) = &self.args.output.output {
             if !self.args.output.quiet {
-                eprintln!("sweep written to {}", p.display());
+                goodput_core::tell!("sweep written to {}", p.display());
             }
         }
         for (format, dest) in self.args.output.exports.targets() {
             for f in goodput_report::export_sweep_with(format, doc, &self.held, &dest)? {
                 if !self.args.output.quiet {
-                    eprintln!("{} written to {}", format.exporter().name(), f.display());
+                    goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
                 }
             }
         }
@@ -206,7 +206,7 @@ impl Sweep {
             match next {
                 Some(d) if !self.stopped() && needs_longer(&result, self.attainment()) => {
                     if !self.args.output.quiet {
-                        eprintln!(
+                        goodput_core::tell!(
                             "{}: {}; running it again for {}",
                             load.label(),
                             why_longer(&result),
@@ -518,7 +518,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     crate::output::say(&sweep_table::analysis_lines(&doc));
     sw.export(&doc)?;
     if interrupted {
-        eprintln!("error: the sweep was interrupted; its document holds the points measured until then");
+        goodput_core::tell!("error: the sweep was interrupted; its document holds the points measured until then");
         return Ok(ExitCode::from(crate::output::EXIT_INTERRUPTED));
     }
     Ok(exit_code(&doc, &sw.args.judge))
@@ -638,7 +638,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
     if !a.output.quiet {
         // The model's name may be the server's: shown as text.
         let esc = goodput_report::escape::terminal;
-        eprintln!(
+        goodput_core::tell!(
             "goodput sweep → {} · model {} · seed {}{}",
             esc(&target.url),
             esc(&target.model),
@@ -647,7 +647,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         );
         if !a.estimate {
             if let Some(t) = expected_duration(&a, steady_bounds) {
-                eprintln!("this sweep runs {t}");
+                goodput_core::tell!("this sweep runs {t}");
             }
         }
     }
@@ -676,22 +676,22 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
 /// gate fails a run.
 fn exit_code(doc: &SweepResult, judge: &crate::cli::JudgeArgs) -> ExitCode {
     if doc.points.iter().all(|p| p.result.summary.requests.completed == 0) {
-        eprintln!("error: no point completed a request");
+        goodput_core::tell!("error: no point completed a request");
         return ExitCode::from(1);
     }
     if judge.fail_on_slo && doc.analysis.highest_load_meeting_slo.is_none() {
-        eprintln!("error: no load met the SLO (--fail-on-slo)");
+        goodput_core::tell!("error: no load met the SLO (--fail-on-slo)");
         return ExitCode::from(3);
     }
     if let Some(why) = judge.fail_on_unsteady.then(|| stalled_points(&doc.points)).flatten() {
-        eprintln!("error: {why} (--fail-on-unsteady)");
+        goodput_core::tell!("error: {why} (--fail-on-unsteady)");
         return ExitCode::from(4);
     }
     // The recommended point is steady by construction: what can fail is
     // that no steady point was left to recommend.
     let unsteady = doc.points.iter().filter(|p| !steady(&p.result)).count();
     if judge.fail_on_unsteady && doc.analysis.recommended.is_none() && unsteady > 0 {
-        eprintln!(
+        goodput_core::tell!(
             "error: no steady point to recommend ({unsteady} of {} points were not steady) (--fail-on-unsteady)",
             doc.points.len()
         );

@@ -79,7 +79,7 @@ impl Sweep {
             rep.notes.push("the sweep was stopped".into());
         }
         if !self.args.output.quiet {
-            eprintln!("{}: {}", load.label(), goodput_report::repeats::line(&rep));
+            goodput_core::tell!("{}: {}", load.label(), goodput_report::repeats::line(&rep));
         }
         let mut top = results.into_iter().next().expect("the first run");
         top.repeats = Some(rep);

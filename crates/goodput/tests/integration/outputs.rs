@@ -352,3 +352,27 @@ fn a_csv_name_ending_in_csv_is_the_main_table_as_a_file() {
     goodput().args(RUN).arg("--csv").arg(&folder).assert().success();
     assert!(folder.is_dir() && folder.join("summary.csv").is_file());
 }
+
+/// A standard error whose reader went away (`2>&1 | head -1`) loses no
+/// output: every file is written and the command ends as it would have.
+/// (Its first line had panicked, exit 101, with the HTML unwritten.)
+#[test]
+fn a_standard_error_gone_loses_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html) = (dir.path().join("run.json"), dir.path().join("run.html"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["estimate", "-n", "20", "-c", "2", "-o"])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Every write to the pipe now fails (EPIPE).
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(json.exists() && html.exists());
+}

@@ -172,9 +172,9 @@ pub async fn predict(
         }
         if !a.output.quiet {
             match c.status {
-                ConfigStatus::Ok => eprintln!("predicted {}: {} points", c.id, c.points.len()),
+                ConfigStatus::Ok => goodput_core::tell!("predicted {}: {} points", c.id, c.points.len()),
                 ConfigStatus::Failed => {
-                    eprintln!("predicted {}: failed: {}", c.id, c.error.as_deref().unwrap_or("-"))
+                    goodput_core::tell!("predicted {}: failed: {}", c.id, c.error.as_deref().unwrap_or("-"))
                 }
             }
         }
@@ -184,7 +184,7 @@ pub async fn predict(
     let p = beside(out, "predicted", "json");
     crate::output::write_document(&p, &doc, "predicted frontier")?;
     if !a.output.quiet {
-        eprintln!("predicted frontier (virtual time) written to {}", p.display());
+        goodput_core::tell!("predicted frontier (virtual time) written to {}", p.display());
     }
     Ok(Some(doc))
 }

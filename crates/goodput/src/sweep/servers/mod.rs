@@ -72,7 +72,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             v
         });
     if !unused.is_empty() {
-        eprintln!(
+        goodput_core::tell!(
             "warning: --serve-cmd has no {} for the grid's parameter{} of that name: every configuration of it starts \
              the same server",
             unused.iter().map(|k| format!("{{{k}}}")).collect::<Vec<_>>().join(", "),
@@ -104,7 +104,10 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         resumed(&out)?
     } else {
         if s.resume {
-            eprintln!("--resume: {} does not exist yet; starting from the first configuration", out.display());
+            goodput_core::tell!(
+                "--resume: {} does not exist yet; starting from the first configuration",
+                out.display()
+            );
         }
         FrontierResult {
             schema: goodput_core::SCHEMA.into(),
@@ -128,7 +131,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let todo: Vec<(usize, &Params)> =
         grid.iter().enumerate().filter(|(_, p)| !doc.configs.iter().any(|c| c.params == p.map())).collect();
     if s.resume && todo.len() < grid.len() {
-        eprintln!(
+        goodput_core::tell!(
             "--resume: {} of the {} configurations are in {} already; running the other {}",
             grid.len() - todo.len(),
             grid.len(),
@@ -137,7 +140,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         );
     }
     if !a.output.quiet {
-        eprintln!("{}", upper_bound(&a, todo.len()));
+        goodput_core::tell!("{}", upper_bound(&a, todo.len()));
     }
     // With --estimate, the grid in virtual time first: seconds, before the servers' minutes.
     let predicted = estimate::predict(&a, &grid, &logs, &out, percentile, attainment).await?;
@@ -176,13 +179,13 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     analyze_frontier(&mut doc);
     crate::output::write_document(&out, &doc, "frontier")?;
     if !ctx.args.output.quiet {
-        eprintln!("frontier written to {}", out.display());
+        goodput_core::tell!("frontier written to {}", out.display());
     }
     crate::output::say(&goodput_report::frontier::terminal(&doc));
     export(&doc, &ctx.args)?;
     compare(predicted, &doc, &out, &ctx.args)?;
     if stopped {
-        eprintln!(
+        goodput_core::tell!(
             "error: the sweep was interrupted; {} holds the configurations finished until then, and --resume runs \
              the rest",
             out.display()
@@ -190,11 +193,11 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(crate::output::EXIT_INTERRUPTED));
     }
     if doc.configs.iter().all(|c| c.status == ConfigStatus::Failed) {
-        eprintln!("error: no configuration ran (each one's error and log tail are in {})", out.display());
+        goodput_core::tell!("error: no configuration ran (each one's error and log tail are in {})", out.display());
         return Ok(ExitCode::from(1));
     }
     if ctx.args.judge.fail_on_slo && doc.best.is_none() {
-        eprintln!("error: no point of any configuration met the SLO (--fail-on-slo)");
+        goodput_core::tell!("error: no point of any configuration met the SLO (--fail-on-slo)");
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
@@ -206,7 +209,7 @@ fn export(doc: &FrontierResult, a: &SweepArgs) -> Result<()> {
     for (format, dest) in a.output.exports.targets() {
         for f in goodput_report::frontier::export(format, doc, &dest)? {
             if !a.output.quiet {
-                eprintln!("{} written to {}", format.exporter().name(), f.display());
+                goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
             }
         }
     }
@@ -231,7 +234,7 @@ fn compare(pred: Option<FrontierResult>, doc: &FrontierResult, out: &Path, a: &S
     }
     if !a.output.quiet {
         for w in written {
-            eprintln!("predicted against measured written to {}", w.display());
+            goodput_core::tell!("predicted against measured written to {}", w.display());
         }
     }
     Ok(())
@@ -321,7 +324,7 @@ impl Ctx {
         let gpus = params.get("gpus").and_then(|g| g.parse().ok()).or(self.args.judge.gpus).unwrap_or(1);
         let id = params.id();
         let base = format!("{:02}-{}", i + 1, params.slug());
-        eprintln!("\n── configuration {}/{of}: {id} ──", i + 1);
+        goodput_core::tell!("\n── configuration {}/{of}: {id} ──", i + 1);
         let segments: Vec<Option<Load>> = if self.args.serve.restart_per_point {
             let loads: Vec<Load> = match (&self.args.concurrency, &self.args.rate) {
                 (Some(c), _) => c.0.iter().map(|&c| Load::Concurrency(c)).collect(),
@@ -347,7 +350,7 @@ impl Ctx {
         }
         let mut c = FrontierConfig::new(id, params.map(), None, gpus, self.args.judge.gpu_hour_usd);
         if let Some(f) = failure {
-            eprintln!("configuration {} failed: {}", c.id, f.error);
+            goodput_core::tell!("configuration {} failed: {}", c.id, f.error);
             c.status = ConfigStatus::Failed;
             c.error = Some(f.error);
             c.exit_status = f.status;
@@ -381,7 +384,11 @@ impl Ctx {
         if !self.args.output.quiet {
             let shown: Vec<String> =
                 argv.iter().map(|w| shlex::try_quote(w).map_or(w.clone(), |q| q.into_owned())).collect();
-            eprintln!("starting: {} (log: {})", goodput_report::escape::terminal(&shown.join(" ")), log.display());
+            goodput_core::tell!(
+                "starting: {} (log: {})",
+                goodput_report::escape::terminal(&shown.join(" ")),
+                log.display()
+            );
         }
         let failed = |error: String, status: Option<i32>| Ok(Part::Failed(Failure { error, status, log: log.clone() }));
         let mut server = match Server::start(&argv, port, &log) {
@@ -501,7 +508,7 @@ impl Ctx {
         match server.stop_unless(self.args.serve.serve_stop_grace, PORT_WAIT, &aborted).await {
             Ok(s) => Some(s),
             Err(e) => {
-                eprintln!("warning: {e:#}");
+                goodput_core::tell!("warning: {e:#}");
                 None
             }
         }

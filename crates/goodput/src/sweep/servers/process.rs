@@ -157,7 +157,7 @@ impl Server {
         while !self.exited() && Instant::now() < deadline && !aborted() {
             if !told && start.elapsed() >= Duration::from_secs(1) {
                 told = true;
-                eprintln!(
+                goodput_core::tell!(
                     "waiting for the server (pid {}) to stop: SIGKILL in {} (Ctrl-C or SIGTERM again to kill it now)",
                     self.pgid,
                     humantime::format_duration(grace.saturating_sub(Duration::from_secs(1)))
