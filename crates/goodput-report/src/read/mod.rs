@@ -85,9 +85,12 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
         return Err(ReadError::Comparison { path: path.to_owned() });
     }
     if v.get("kind").and_then(|k| k.as_str()) == Some("frontier") {
-        return serde_json::from_value(v)
-            .map(|f| Document::Frontier(Box::new(f)))
-            .map_err(|error| ReadError::FrontierSchema { path: path.to_owned(), error });
+        let frontier: goodput_core::doc::frontier::FrontierResult =
+            serde_json::from_value(v).map_err(|error| ReadError::FrontierSchema { path: path.to_owned(), error })?;
+        if let Some(what) = impossible_frontier(&frontier) {
+            return Err(ReadError::Impossible { path: path.to_owned(), what });
+        }
+        return Ok(Document::Frontier(Box::new(frontier)));
     }
     if v.get("points").is_some() {
         let sweep: SweepResult =
@@ -103,6 +106,43 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
         return Err(ReadError::Impossible { path: path.to_owned(), what });
     }
     Ok(Document::Run(Box::new(run)))
+}
+
+/// What in a frontier no search can give: a frontier or best point that
+/// names a configuration or a point the document does not hold (an edited
+/// one had panicked `report`), a point's figure below zero or not finite,
+/// or a percentile outside (0, 100].
+pub fn impossible_frontier(f: &goodput_core::doc::frontier::FrontierResult) -> Option<String> {
+    if !(f.percentile > 0.0 && f.percentile <= 100.0) {
+        return Some(format!("latencies at p{}", f.percentile));
+    }
+    let named = f.frontier.iter().map(|id| ("frontier", id)).chain(f.best.as_ref().map(|b| ("best", &b.at)));
+    for (what, id) in named {
+        if f.point(*id).is_none() {
+            return Some(format!(
+                "{what} names point {} of configuration {}, and it holds {} configurations{}",
+                id.point,
+                id.config,
+                f.configs.len(),
+                f.configs.get(id.config).map(|c| format!(" (that one {} points)", c.points.len())).unwrap_or_default()
+            ));
+        }
+    }
+    for (id, p) in f.points() {
+        let figures = [Some(p.output_tokens_per_s), Some(p.output_tokens_per_s_per_gpu)].into_iter().chain([
+            p.tokens_per_s_per_user,
+            p.ttft_ms,
+            p.tpot_ms,
+            p.goodput_tokens_per_s,
+            p.usd_per_million_output_tokens,
+            p.joules_per_output_token,
+            p.output_tokens_per_s_per_mw,
+        ]);
+        if let Some(v) = figures.flatten().find(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Some(format!("configuration {} point {}: a figure of {v}", id.config, id.point));
+        }
+    }
+    None
 }
 
 /// What in a sweep no sweep can hold: a point's run that [`impossible`]

@@ -122,6 +122,21 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     // A saved frontier is not re-judged.
     let err = goodput().arg("report").arg(dir.path().join("plan.json")).args(["--slo", "ttft<=1s"]).refusal();
     assert!(err.contains("is a frontier"), "{err}");
+    // An edited one that names a point it does not hold is refused (it had
+    // panicked report), as is a figure no search gives.
+    let edits: [(&str, fn(&mut Value)); 3] = [
+        ("names point", |d| d["frontier"][0]["config"] = 99.into()),
+        ("names point", |d| d["best"]["at"]["point"] = 99.into()),
+        ("a figure of -1", |d| d["configs"][0]["points"][0]["ttft_ms"] = (-1.0).into()),
+    ];
+    for (said, edit) in edits {
+        let mut edited = doc.clone();
+        edit(&mut edited);
+        let path = dir.path().join("edited.json");
+        std::fs::write(&path, edited.to_string()).unwrap();
+        let err = goodput().arg("report").arg(&path).args(["--html"]).arg(dir.path().join("e.html")).refusal();
+        assert!(err.contains("edited or damaged") && err.contains(said), "{err}");
+    }
 }
 
 #[test]

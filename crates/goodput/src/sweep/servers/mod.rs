@@ -255,6 +255,9 @@ fn resumed(out: &Path) -> Result<FrontierResult> {
     if doc.kind != "frontier" || doc.source != FrontierSource::Measured {
         bail!("--resume: {} is not a measured frontier (kind frontier, source measured)", out.display());
     }
+    if let Some(what) = goodput_report::read::impossible_frontier(&doc) {
+        bail!("--resume: {} holds figures no sweep can give ({what}): it was edited or damaged", out.display());
+    }
     Ok(doc)
 }
 
