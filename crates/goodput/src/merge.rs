@@ -123,6 +123,14 @@ fn check_one_run(shards: &[Shard], allow_partial: bool) -> Result<(u32, Vec<u32>
         }
     }
     let count = info(first).count;
+    if count > crate::cli::MAX_SHARDS {
+        bail!(
+            "{} says it is one of {count} shards, and a run splits into at most {} (--shard): it was edited or \
+             damaged; give the shards' results as bench wrote them",
+            first_path.display(),
+            crate::cli::MAX_SHARDS
+        );
+    }
     let mut seen: Vec<Option<&Path>> = vec![None; count as usize];
     for Shard { path, run, .. } in shards {
         let i = info(run).index;

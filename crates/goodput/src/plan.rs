@@ -342,6 +342,17 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
             }
         }
     }
+    // A search whose every configuration failed, or completed nothing, has
+    // no frontier: an error, as a sweep whose every point failed is.
+    if doc.points().all(|(_, p)| p.completed == 0) {
+        let why = doc.configs.iter().find_map(|c| c.error.as_deref().map(|e| format!(" ({}: {e})", c.id)));
+        goodput_core::tell!(
+            "error: no configuration completed a request{}: see the notes above, and give a load the \
+             configurations can serve",
+            why.unwrap_or_default()
+        );
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

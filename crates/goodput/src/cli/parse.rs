@@ -381,6 +381,10 @@ pub fn parse_rates(s: &str) -> Result<RateList, String> {
     Ok(RateList(v))
 }
 
+/// The most shards a run splits into: a process each, far past any fleet
+/// of load generators. `merge` holds a place for each.
+pub const MAX_SHARDS: u32 = 10_000;
+
 /// `--shard I/N`: shard I (counted from 0) of N.
 pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("--shard '{s}': write INDEX/COUNT, the index counted from 0, e.g. 0/3, 1/3, 2/3");
@@ -388,6 +392,9 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
     let (i, n): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
     if n == 0 {
         return Err(format!("--shard {i}/0: a run splits into one shard or more; write e.g. 0/3, 1/3, 2/3"));
+    }
+    if n > MAX_SHARDS {
+        return Err(format!("--shard {i}/{n}: a run splits into at most {MAX_SHARDS} shards"));
     }
     if i >= n {
         return Err(format!(

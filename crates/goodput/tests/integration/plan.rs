@@ -178,6 +178,9 @@ fn plan_refuses_what_it_cannot_search() {
     // every cost overflow, and the best point the worst).
     let err = goodput().args(["plan", "--gpu", "h100", "--gpu", "h100-sxm"]).refusal();
     assert!(err.contains("--gpu h100-sxm is given twice (as h100: both are H100 SXM)"), "{err}");
+    // No configuration can run the load: an error, not an empty frontier (it had exited 0).
+    let err = goodput().args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--concurrency", "1000000"]).refusal();
+    assert!(err.contains("no configuration completed a request") && err.contains("batch limit"), "{err}");
     let err = goodput().args(["plan", "--gpu", "h100=1e308"]).refusal();
     assert!(err.contains("h100=1e308 is more than a GPU costs an hour"), "{err}");
 }
@@ -204,7 +207,8 @@ fn plan_runs_a_precision_once_and_says_when_no_pool_fits() {
 }
 
 /// The first configuration's error of a plan of one H100 at FP8 with
-/// `args`, which fails (the plan itself succeeds).
+/// `args`, which fails (the plan, with nothing run, exits 1 and still
+/// writes its document).
 fn failed_config(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.json");
@@ -213,7 +217,7 @@ fn failed_config(args: &[&str]) -> String {
         .arg(&out)
         .args(args)
         .assert()
-        .success();
+        .code(1);
     let doc = read_json(&out);
     let config = &doc["configs"][0];
     assert_eq!(config["status"], "failed", "{config}");

@@ -217,6 +217,12 @@ fn refusals(dir: &Path, single: &Path) {
     assert_eq!(code(&mut merge(&[s(0), s(2)])), Some(2));
     let err = merge(&[s(0), s(1), s(1), s(2)]).refusal();
     assert!(err.contains("shard 1/3 is given twice"), "{err}");
+    // A count no run splits into (it had aborted the merge allocating 16 GB).
+    let mut huge = read_json(&s(0));
+    huge["shard"]["count"] = 1_000_000_000u64.into();
+    std::fs::write(p("huge.json"), huge.to_string()).unwrap();
+    let err = merge(&[p("huge.json")]).arg("--allow-partial").refusal();
+    assert!(err.contains("one of 1000000000 shards") && err.contains("at most 10000"), "{err}");
     // A records file that is not there (nor beside its result).
     let moved = dir.join("elsewhere");
     std::fs::create_dir(&moved).unwrap();
@@ -272,6 +278,8 @@ fn shard_options_are_checked_before_the_run() {
     assert!(err.contains("--shard 5/10 gets none of the run's requests"), "{err}");
     let err = goodput().args(["bench", "--shard", "0/0", "-o", "x.json", "--records", "x.jsonl"]).refusal();
     assert!(err.contains("one shard or more"), "{err}");
+    let err = goodput().args(["bench", "--shard", "0/20000", "-o", "x.json", "--records", "x.jsonl"]).refusal();
+    assert!(err.contains("at most 10000 shards"), "{err}");
     let err = goodput().args(["bench", "--start-at", "soon"]).refusal();
     assert!(err.contains("RFC 3339"), "{err}");
 }
