@@ -47,6 +47,9 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Instant;
 
+/// The most configurations one search holds (the product of its lists).
+pub const MAX_CONFIGURATIONS: usize = 10_000;
+
 /// A curve whose output throughput rose by less than this share from one
 /// load to the next has saturated: more users only wait longer, so the
 /// points past it are dominated by it.
@@ -638,6 +641,7 @@ impl Search<'_> {
         let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
+        let mut counted = 0;
         for (offer, o) in a.gpu.iter().enumerate() {
             let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
             for &precision in &precisions {
@@ -724,6 +728,18 @@ impl Search<'_> {
                                     Some(Ok(c)) => {
                                         staged |= c.pp > 1;
                                         group.push(Candidate { router: routed, ..c });
+                                        // Past the cap a search runs for hours and
+                                        // holds gigabytes (1,000 × 1,000 batch
+                                        // limits had): refused before it starts.
+                                        counted += 1;
+                                        if counted > MAX_CONFIGURATIONS {
+                                            bail!(
+                                                "these lists make more than {MAX_CONFIGURATIONS} configurations, \
+                                                 the most one plan searches: shorten them (--gpu, --precision, \
+                                                 --tp, --pp, --ep, --pd, --max-num-seqs, \
+                                                 --max-num-batched-tokens), e.g. powers of two of the batch limits"
+                                            );
+                                        }
                                     }
                                     // Said once per GPU, precision and TP, not per limit.
                                     Some(Err(e)) if (seq, mbt) == first && pd.is_none() && router == routers[0] => {

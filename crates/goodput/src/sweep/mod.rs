@@ -32,6 +32,9 @@ mod servers;
 mod stages;
 mod steady;
 
+/// The most rates `--auto` spreads between its baseline and ceiling.
+pub const MAX_AUTO_POINTS: u32 = 100;
+
 /// Where a run's records are kept: written to `records` when given, and
 /// in the result with `include_requests`.
 struct Keep {
@@ -743,6 +746,10 @@ fn check_args(a: &SweepArgs) -> Result<()> {
     repeat::check(a)?;
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
+    }
+    // 100,000 had run for minutes in gigabytes, most of its points at one rate.
+    if a.points > MAX_AUTO_POINTS {
+        bail!("--points {}: --auto spreads at most {MAX_AUTO_POINTS} rates between its baseline and ceiling", a.points);
     }
     // Flags another mode reads, given to this one, were dropped in silence.
     let open_loop = a.auto || a.rate.is_some() || a.stages.as_ref().is_some_and(|s| !s.concurrency);

@@ -131,6 +131,7 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
         (&["--concurrency", "1,1,1"], "'1,1,1' names 1 twice"),
         (&["--rate", "2,2"], "'2,2' names 2 twice"),
         (&["--concurrency", "1,2", "--records", "-"], "a sweep writes one records file a point"),
+        (&["--auto", "--points", "100000"], "--auto spreads at most 100 rates"),
     ] {
         let err = goodput().args(["sweep", "--estimate"]).args(args).refusal();
         assert!(err.contains(says), "{args:?}: {err}");

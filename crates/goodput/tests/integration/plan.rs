@@ -178,6 +178,15 @@ fn plan_refuses_what_it_cannot_search() {
     // every cost overflow, and the best point the worst).
     let err = goodput().args(["plan", "--gpu", "h100", "--gpu", "h100-sxm"]).refusal();
     assert!(err.contains("--gpu h100-sxm is given twice (as h100: both are H100 SXM)"), "{err}");
+    // Lists whose configurations pass the cap are refused before the search
+    // (1,000 × 1,000 batch limits had run for hours in gigabytes).
+    let seqs: Vec<String> = (1..=101).map(|i| i.to_string()).collect();
+    let tokens: Vec<String> = (1..=100).map(|i| (64 * i).to_string()).collect();
+    let err = goodput()
+        .args(["plan", "-q", "--gpu", "h100=2", "--tp", "1", "--precision", "bf16"])
+        .args(["--max-num-seqs", &seqs.join(","), "--max-num-batched-tokens", &tokens.join(",")])
+        .refusal();
+    assert!(err.contains("more than 10000 configurations"), "{err}");
     // No configuration can run the load: an error, not an empty frontier (it had exited 0).
     let err = goodput().args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--concurrency", "1000000"]).refusal();
     assert!(err.contains("no configuration completed a request") && err.contains("batch limit"), "{err}");
