@@ -124,7 +124,8 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     assert!(err.contains("is a frontier"), "{err}");
     // An edited one that names a point it does not hold is refused (it had
     // panicked report), as is a figure no search gives.
-    let edits: [(&str, fn(&mut Value)); 3] = [
+    type Edit = fn(&mut Value);
+    let edits: [(&str, Edit); 3] = [
         ("names point", |d| d["frontier"][0]["config"] = 99.into()),
         ("names point", |d| d["best"]["at"]["point"] = 99.into()),
         ("a figure of -1", |d| d["configs"][0]["points"][0]["ttft_ms"] = (-1.0).into()),
