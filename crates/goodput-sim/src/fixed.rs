@@ -18,7 +18,7 @@ mod http;
 pub use http::{serve, serve_limited};
 
 use crate::faults::{Fault, FaultConfig, FaultCounters, FaultError};
-use crate::openai::{count_tokens, unix_now, ChunkWriter, GenerationRequest, Route};
+use crate::openai::{count_tokens, unix_now, ChunkWriter, GenerationRequest, RequestError, Route};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -110,6 +110,12 @@ impl FixedProfile {
 /// model served today: a whole response is written out in one piece, so a
 /// request for billions of tokens would take gigabytes.
 pub const MAX_OUTPUT_TOKENS: u32 = 1 << 20;
+
+/// The most messages a chat to the fixed profile may carry, as many as
+/// the tokens of the longest context it stands for ([`MAX_OUTPUT_TOKENS`]):
+/// every message takes a token at least, and a body of millions of empty
+/// messages took gigabytes to parse.
+pub const MAX_MESSAGES: u64 = MAX_OUTPUT_TOKENS as u64;
 
 /// Shared state of a fixed-profile server.
 #[derive(Debug)]
@@ -338,6 +344,10 @@ impl Reply {
     /// plans the response of a request that arrived at `t0` (`request_id`:
     /// its `X-Request-Id`, for the write log).
     fn to(s: &FixedServer, route: Route, body: &[u8], t0: Instant, request_id: Option<String>) -> Reply {
+        if let Some(count) = GenerationRequest::messages_over(body, MAX_MESSAGES) {
+            let within = format!("the fixed profile takes ({MAX_MESSAGES}, above any model's context)");
+            return Reply::Error(400, RequestError::TooManyMessages { count, within }.to_string());
+        }
         let req = match GenerationRequest::parse(route, body) {
             Ok(r) => r,
             Err(e) => return Reply::Error(400, e.to_string()),

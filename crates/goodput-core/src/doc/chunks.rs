@@ -543,6 +543,24 @@ enum UnpackError {
     NotBase64(String),
     #[error("chunks.t_ns ends inside a number")]
     CutNumber,
+    /// A first delta below zero: chunks are stamped after the run's origin.
+    #[error("chunks.t_ns puts the first chunk {back} ns before the run's origin; the line was damaged or edited")]
+    BeforeOrigin { back: u64 },
+    /// A delta that steps back: chunks are stamped as they arrive, so a
+    /// chunk's time is never before the chunk before it's (chunks counted
+    /// from 1).
+    #[error(
+        "chunks.t_ns puts chunk {chunk} {back} ns before chunk {}; chunk times never go back, so the line was \
+         damaged or edited",
+        .chunk - 1
+    )]
+    Backward { chunk: usize, back: u64 },
+    /// A delta that takes a chunk's time past what a u64 of nanoseconds holds.
+    #[error(
+        "chunks.t_ns puts chunk {chunk} past 2^64 ns (584 years) after the run's origin; the line was damaged or \
+         edited"
+    )]
+    PastRange { chunk: usize },
     #[error("chunks.tokens has {counts} counts for {chunks} chunks")]
     TokenCounts { counts: usize, chunks: usize },
     #[error("chunks.channel covers {covered} chunks of {chunks}")]
@@ -556,8 +574,14 @@ fn unpack(t_ns: &str, tokens: TokensField, channel: ChannelField) -> Result<Chun
     let mut times = Vec::new();
     let (mut at, mut t) = (0usize, 0u64);
     while at < bytes.len() {
-        let d = get_varint(&bytes, &mut at).ok_or(UnpackError::CutNumber)?;
-        t = t.wrapping_add(unzigzag(d) as u64);
+        let d = unzigzag(get_varint(&bytes, &mut at).ok_or(UnpackError::CutNumber)?);
+        // Counted from 1 in the errors.
+        let chunk = times.len() + 1;
+        t = match u64::try_from(d) {
+            Ok(up) => t.checked_add(up).ok_or(UnpackError::PastRange { chunk })?,
+            Err(_) if chunk == 1 => return Err(UnpackError::BeforeOrigin { back: d.unsigned_abs() }),
+            Err(_) => return Err(UnpackError::Backward { chunk, back: d.unsigned_abs() }),
+        };
         times.push(t);
     }
     let n = times.len();
@@ -599,6 +623,18 @@ impl<'de> Deserialize<'de> for Chunks {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Chunks, A::Error> {
                 let mut out = Chunks::new();
                 while let Some(c) = seq.next_element::<OutputChunk>()? {
+                    // Stamped as they arrive: a chunk before the one before
+                    // it was damaged or edited.
+                    if let Some(prev) = out.last().filter(|p| c.t < p.t) {
+                        return Err(de::Error::custom(format!(
+                            "chunk {} has t_ns {}, before chunk {}'s {}; chunk times never go back, so the chunks \
+                             were damaged or edited",
+                            out.len() + 1,
+                            nanos(c.t),
+                            out.len(),
+                            nanos(prev.t)
+                        )));
+                    }
                     out.push(c);
                 }
                 out.shrink_to_fit();
@@ -796,17 +832,77 @@ mod tests {
         assert!(e(r#"{"t_ns":"AgI="}"#).contains("missing field `tokens`"));
     }
 
+    /// `t_ns` of the zigzag varints of `deltas`, as a packed chunks object.
+    fn packed_deltas(deltas: &[i64]) -> String {
+        let mut bytes = Vec::new();
+        for &d in deltas {
+            put_varint(&mut bytes, zigzag(d));
+        }
+        format!(r#"{{"t_ns":"{}","tokens":1}}"#, base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    #[test]
+    fn packed_times_that_wrap_or_step_back_are_refused() {
+        let e = |s: &str| serde_json::from_str::<Chunks>(s).unwrap_err().to_string();
+        // An edited line, t_ns of bytes 01 02 03: deltas -1, 1, -2 ns. Read
+        // with wrapping it put the first chunk 2^64 - 1 ns after the origin.
+        let edited = e(r#"{"t_ns":"AQID","tokens":1}"#);
+        assert!(edited.contains("chunks.t_ns puts the first chunk 1 ns before the run's origin"), "{edited}");
+        let back = e(&packed_deltas(&[5_000, 1_000, -1_001]));
+        assert!(back.contains("chunks.t_ns puts chunk 3 1001 ns before chunk 2; chunk times never go back"), "{back}");
+        // Past what a u64 of nanoseconds holds: refused, not wrapped to a small time.
+        let past = e(&packed_deltas(&[i64::MAX, i64::MAX, 2]));
+        assert!(past.contains("chunks.t_ns puts chunk 3 past 2^64 ns"), "{past}");
+        // The most a u64 holds, and equal times, still read.
+        let top: Chunks = serde_json::from_str(&packed_deltas(&[i64::MAX, i64::MAX, 1, 0])).unwrap();
+        assert_eq!(
+            top.to_vec().iter().map(|c| nanos(c.t)).collect::<Vec<_>>(),
+            [i64::MAX as u64, u64::MAX - 1, u64::MAX, u64::MAX]
+        );
+    }
+
+    #[test]
+    fn array_chunks_out_of_order_are_refused() {
+        let e = serde_json::from_str::<Chunks>(
+            r#"[{"t_ns":10,"tokens":1,"channel":"content"},{"t_ns":30,"tokens":1,"channel":"content"},
+                {"t_ns":20,"tokens":1,"channel":"content"}]"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("chunk 3 has t_ns 20, before chunk 2's 30; chunk times never go back"), "{e}");
+        let same: Chunks = serde_json::from_str(
+            r#"[{"t_ns":10,"tokens":1,"channel":"content"},{"t_ns":10,"tokens":2,"channel":"content"}]"#,
+        )
+        .unwrap();
+        assert_eq!(same.len(), 2);
+    }
+
+    #[test]
+    fn a_packed_record_line_with_times_that_step_back_is_refused() {
+        let mut r = RequestRecord::new(3, Duration::from_millis(1), Duration::from_millis(2));
+        r.chunks = vec![chunk(5, 1, Channel::Content), chunk(9, 1, Channel::Content)].into();
+        let line = serde_json::to_string(&PackedRecord(&r)).unwrap();
+        assert_eq!(serde_json::from_str::<RequestRecord>(&line).unwrap(), r);
+        let damaged = line.replace(&packed_deltas(&[5, 4])[..], &packed_deltas(&[5, -6]));
+        assert_ne!(damaged, line);
+        let e = serde_json::from_str::<RequestRecord>(&damaged).unwrap_err().to_string();
+        assert!(e.contains("chunks.t_ns puts chunk 2 6 ns before chunk 1"), "{e}");
+    }
+
     proptest! {
         #[test]
         fn any_chunks_round_trip_through_json_and_packing(
             v in prop::collection::vec((0u64..u64::MAX / 2, 0u32..5000, 0u64..3), 0..80)
         ) {
-            // Times in any order: imported runs may step back.
-            let v: Vec<OutputChunk> = v.into_iter().map(|(t, k, c)| chunk(t, k, channel_of(c))).collect();
+            // In memory, times in any order pack and read back.
+            let mut v: Vec<OutputChunk> = v.into_iter().map(|(t, k, c)| chunk(t, k, channel_of(c))).collect();
             let c = Chunks::from(v.clone());
             prop_assert_eq!(c.to_vec(), v.clone());
             let pairs: Vec<_> = v.windows(2).map(|w| (w[0], w[1])).collect();
             prop_assert_eq!(c.pairs().collect::<Vec<_>>(), pairs);
+            // Through JSON, as goodput stamps them: in order (equal times too).
+            v.sort_by_key(|c| c.t);
+            let c = Chunks::from(v.clone());
             let back: Chunks = serde_json::from_str(&serde_json::to_string(&Packed(&c)).unwrap()).unwrap();
             prop_assert_eq!(back.to_vec(), v.clone());
             let back: Chunks = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();

@@ -7,6 +7,7 @@
 
 use super::route::error_body;
 use serde_json::{json, Map, Value};
+use std::fmt::Write as _;
 
 /// The most dimensions a simulated embedding has: the model's hidden size,
 /// capped so that a batch's answer stays small.
@@ -73,15 +74,30 @@ pub const MAX_TEXTS: usize = 4096;
 pub const MAX_PAIR_BYTES: usize = 256 << 20;
 
 /// A text of the request: a string, a Cohere/Jina `{"text": …}` object, or
-/// token ids, which the simulator's tokenizer (one word a token) reads as
-/// that many words.
+/// token ids (see [`ids_text`]).
 fn text_of(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Object(o) => o.get("text").and_then(Value::as_str).map(str::to_owned),
-        Value::Array(ids) if ids.iter().all(Value::is_u64) => Some(vec!["t"; ids.len()].join(" ")),
+        Value::Array(ids) => ids_text(ids),
         _ => None,
     }
+}
+
+/// Token ids as the simulator's words, or `None` unless every one is an id
+/// (an integer of 0 or more): each id its number, one word, so that the
+/// tokenizer (one word a token) reads as many tokens as there are ids, and
+/// equal ids are equal tokens (prompts of ids share what the prefix cache
+/// shares of them). The generation routes read a prompt of ids so too.
+pub(crate) fn ids_text(ids: &[Value]) -> Option<String> {
+    let mut text = String::with_capacity(ids.len() * 6);
+    for id in ids {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        let _ = write!(text, "{}", id.as_u64()?);
+    }
+    Some(text)
 }
 
 impl PoolRequest {
@@ -214,7 +230,9 @@ mod tests {
         let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"input":["a","b c"]}"#).unwrap();
         assert_eq!(r.sequences(), ["a", "b c"]);
         let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"input":[1,2,3]}"#).unwrap();
-        assert_eq!(r.texts, ["t t t"], "one list of ids is one input");
+        assert_eq!(r.texts, ["1 2 3"], "one list of ids is one input");
+        let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"input":[[7,7],[8]]}"#).unwrap();
+        assert_eq!(r.texts, ["7 7", "8"], "a list of lists of ids is one input each");
         let r = PoolRequest::parse(PoolRoute::Rerank, br#"{"query":"q","documents":["x",{"text":"y z"}],"top_n":1}"#)
             .unwrap();
         assert_eq!((r.sequences(), r.top_n), (vec!["q x".to_owned(), "q y z".to_owned()], 1));

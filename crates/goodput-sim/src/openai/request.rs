@@ -2,6 +2,7 @@
 
 use super::route::Route;
 use crate::template::{ChatTemplate, Message};
+use crate::tokens::token_ids;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -37,6 +38,58 @@ pub enum RequestError {
     NoTokens,
     #[error("temperature is {0}: it must be a number of 0 or more")]
     Temperature(f64),
+    /// More messages than the server's context can hold: every message a
+    /// chat template renders takes a token of it at least (its role header),
+    /// so the list is refused before it is parsed or rendered.
+    #[error(
+        "the request carries {count} messages, more than {within}: a chat template gives every message one token \
+         at least; send fewer messages"
+    )]
+    TooManyMessages {
+        count: u64,
+        /// What the limit is, read after "more than" (e.g. "Llama-3.1-8B's
+        /// context of 131072 tokens holds").
+        within: String,
+    },
+}
+
+/// The length of a body's `"messages"` list, counted as it is read past:
+/// nothing of it is kept.
+struct MessageCount {
+    messages: u64,
+}
+
+impl<'de> Deserialize<'de> for MessageCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Elements;
+        impl<'de> serde::de::Visitor<'de> for Elements {
+            type Value = u64;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of messages")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<u64, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(n)
+            }
+        }
+        struct Count(u64);
+        impl<'de> Deserialize<'de> for Count {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_seq(Elements).map(Count)
+            }
+        }
+        #[derive(Deserialize)]
+        struct Body {
+            #[serde(default)]
+            messages: Option<Count>,
+        }
+        Ok(MessageCount { messages: Body::deserialize(d)?.messages.map_or(0, |c| c.0) })
+    }
 }
 
 /// The fields of a completion request that the simulator honours.
@@ -139,14 +192,32 @@ impl GenerationRequest {
                 Err(RequestError::SeveralChoices(req.n.unwrap_or_default()))
             }
             Route::Completions => match &req.prompt {
-                // A list of strings is several prompts; a list of token ids is one.
-                Some(Value::Array(a)) if a.len() > 1 && a.iter().all(Value::is_string) => {
+                // A list of strings, or of lists of token ids, is several
+                // prompts; a list of token ids is one.
+                Some(Value::Array(a))
+                    if a.len() > 1 && (a.iter().all(Value::is_string) || a.iter().all(Value::is_array)) =>
+                {
                     Err(RequestError::SeveralPrompts(a.len()))
                 }
                 _ => Ok(req),
             },
             _ => Ok(req),
         }
+    }
+
+    /// The number of messages `body` carries, where it is more than `limit`:
+    /// counted before the body is parsed, so that a list of millions of
+    /// empty messages (a 55 MB body of them took 1.5 GB parsed, and more
+    /// rendered) is refused for what it is before it costs anything. A body
+    /// under two bytes a message past `limit` (a message takes one byte and
+    /// a comma at least) cannot hold more and is not read; one that is not
+    /// JSON counts none, and [`Self::parse`] says what is wrong with it.
+    pub fn messages_over(body: &[u8], limit: u64) -> Option<u64> {
+        if (body.len() as u64) < limit.saturating_mul(2) {
+            return None;
+        }
+        let count = serde_json::from_slice::<MessageCount>(body).map_or(0, |c| c.messages);
+        (count > limit).then_some(count)
     }
 
     /// Streamed: asked for, or by default on Ollama's routes.
@@ -196,11 +267,27 @@ impl GenerationRequest {
         parts.join(" ")
     }
 
-    /// The completion prompt: a string, or a list of strings joined.
+    /// The completion prompt: a string; token ids, each one token (OpenAI's
+    /// completions and llama.cpp's `/completion` take them, and vLLM counts
+    /// them as they are), read as the pooling routes read them; or a list of
+    /// strings or of lists of ids, joined (llama.cpp mixes ids and strings
+    /// in one list).
     fn raw_prompt(&self) -> String {
         match &self.prompt {
             Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),
+            Some(Value::Array(a)) => match super::pooling::ids_text(a) {
+                Some(ids) => ids,
+                None => a
+                    .iter()
+                    .filter_map(|p| match p {
+                        Value::String(s) => Some(s.clone()),
+                        Value::Number(_) => super::pooling::ids_text(std::slice::from_ref(p)),
+                        Value::Array(ids) => super::pooling::ids_text(ids),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            },
             _ => String::new(),
         }
     }
@@ -208,11 +295,15 @@ impl GenerationRequest {
     /// The prompt's token ids as a server whose model has chat template `t`
     /// counts and prefills them: a chat's messages (with Messages' or
     /// Ollama's `system`, and Ollama's generate prompt unless `raw`) rendered
-    /// by the template; a raw prompt after the tokenizer's BOS.
+    /// by the template; a raw prompt after the tokenizer's BOS; a prompt of
+    /// token ids as it is, one token an id (vLLM and llama.cpp add no BOS to
+    /// ids).
     pub fn prompt_ids(&self, t: ChatTemplate) -> Vec<u32> {
         let generate = self.route == Some(Route::OllamaGenerate) && self.raw != Some(true);
         if !generate && !matches!(self.route, Some(Route::Chat | Route::Messages | Route::OllamaChat)) {
-            return t.raw(&self.prompt_text());
+            // llama.cpp adds its BOS to a list that opens with a string only.
+            let ids = matches!(&self.prompt, Some(Value::Array(a)) if a.first().is_some_and(|p| !p.is_string()));
+            return if ids { token_ids(&self.prompt_text()) } else { t.raw(&self.prompt_text()) };
         }
         let mut owned: Vec<(&str, String)> = Vec::new();
         if self.system.is_some() {
@@ -237,5 +328,88 @@ fn content_text(v: Option<&Value>) -> String {
             parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(" ")
         }
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(n: usize, id: u64) -> Value {
+        Value::Array(vec![Value::from(id); n])
+    }
+
+    fn parse(route: Route, body: Value) -> GenerationRequest {
+        GenerationRequest::parse(route, body.to_string().as_bytes()).unwrap()
+    }
+
+    /// A prompt of token ids is as many tokens as it has ids, as vLLM counts
+    /// them, on both routes that take them: 3,000 ids were 1 token (the
+    /// empty text of a list of no strings, with BOS), so usage, TTFT and the
+    /// context check all read one token.
+    #[test]
+    fn a_prompt_of_token_ids_is_one_token_an_id() {
+        for route in [Route::Completions, Route::LlamaCpp] {
+            let r = parse(route, serde_json::json!({ "prompt": ids(3_000, 5) }));
+            assert_eq!(crate::tokens::count_tokens(&r.prompt_text()), 3_000, "{route:?}");
+            for t in ChatTemplate::ALL {
+                assert_eq!(r.prompt_ids(t).len(), 3_000, "{route:?}, {t}: no BOS is added to ids");
+            }
+            // One list of a list of ids is one prompt too.
+            let r = parse(route, serde_json::json!({ "prompt": [ids(3_000, 5)] }));
+            assert_eq!(r.prompt_ids(ChatTemplate::Llama3).len(), 3_000, "{route:?}");
+            // 200,000 ids are 200,000 tokens, past Llama 3.1's 131,072.
+            let r = parse(route, serde_json::json!({ "prompt": ids(200_000, 7) }));
+            assert_eq!(r.prompt_ids(ChatTemplate::Llama3).len(), 200_000, "{route:?}");
+        }
+        // Equal ids are equal tokens, and other ids other tokens: a prefix
+        // the cache shares is one the prompts share.
+        let tokens =
+            |v: Value| parse(Route::Completions, serde_json::json!({ "prompt": v })).prompt_ids(ChatTemplate::None);
+        assert_eq!(tokens(serde_json::json!([1, 2, 3])), tokens(serde_json::json!([1, 2, 3])));
+        assert_ne!(tokens(serde_json::json!([1, 2, 3]))[2], tokens(serde_json::json!([1, 2, 4]))[2]);
+        // llama.cpp mixes ids and text in one list; a string first takes the BOS.
+        let r = parse(Route::LlamaCpp, serde_json::json!({ "prompt": [12, "a b", 34] }));
+        assert_eq!(r.prompt_ids(ChatTemplate::Llama3).len(), 4);
+        let r = parse(Route::LlamaCpp, serde_json::json!({ "prompt": ["a b", 34] }));
+        assert_eq!(r.prompt_ids(ChatTemplate::Llama3).len(), 4);
+        // A string is still read as words after the BOS.
+        let r = parse(Route::Completions, serde_json::json!({ "prompt": "one two three" }));
+        assert_eq!(r.prompt_ids(ChatTemplate::Llama3).len(), 4);
+    }
+
+    #[test]
+    fn several_prompts_of_ids_are_refused_as_several_prompts_of_text_are() {
+        let body = serde_json::json!({ "prompt": [[1, 2], [3]] }).to_string();
+        let e = GenerationRequest::parse(Route::Completions, body.as_bytes()).unwrap_err();
+        assert!(matches!(e, RequestError::SeveralPrompts(2)), "{e}");
+    }
+
+    /// The messages are counted before the body is parsed, and only where
+    /// the body is long enough to hold more than the limit.
+    #[test]
+    fn messages_past_a_limit_are_counted_before_parsing() {
+        let chat = |n: usize| {
+            serde_json::json!({ "model": "m", "messages": vec![serde_json::json!({"role": "user", "content": ""}); n] })
+                .to_string()
+        };
+        assert_eq!(GenerationRequest::messages_over(chat(100).as_bytes(), 10), Some(100));
+        assert_eq!(GenerationRequest::messages_over(chat(100).as_bytes(), 100), None);
+        assert_eq!(GenerationRequest::messages_over(chat(101).as_bytes(), 100), Some(101));
+        // The smallest messages: one byte and a comma each.
+        let tiny = format!(r#"{{"messages":[{}]}}"#, ["1"; 11].join(","));
+        assert_eq!(GenerationRequest::messages_over(tiny.as_bytes(), 10), Some(11));
+        // No list, or no JSON: nothing to count (parse says what is wrong).
+        assert_eq!(GenerationRequest::messages_over(&[b' '; 100], 10), None);
+        assert_eq!(
+            GenerationRequest::messages_over(format!(r#"{{"prompt":"{}"}}"#, "a ".repeat(50)).as_bytes(), 10),
+            None
+        );
+        let e = RequestError::TooManyMessages { count: 200_000, within: "m's context of 131072 tokens holds".into() };
+        assert_eq!(
+            e.to_string(),
+            "the request carries 200000 messages, more than m's context of 131072 tokens holds: a chat template gives \
+             every message one token at least; send fewer messages"
+        );
     }
 }

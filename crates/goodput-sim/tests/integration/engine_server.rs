@@ -222,6 +222,65 @@ async fn a_request_longer_than_the_context_is_refused_before_anything_is_built()
     assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
 }
 
+/// The JSON a request is answered with.
+async fn answer(req: reqwest::RequestBuilder) -> Value {
+    serde_json::from_slice(&req.send().await.unwrap().bytes().await.unwrap()).unwrap()
+}
+
+/// A prompt of token ids is one token an id, as vLLM counts it, on both
+/// routes that take ids: 3,000 ids were answered as a 1-token prompt, and
+/// 200,000 (past the 131,072-token context) were served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_of_token_ids_counts_one_token_an_id() {
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    let body = json!({"prompt": vec![5; 3_000], "max_tokens": 2});
+    let v = answer(post(&http, format!("{base}/v1/completions"), &body)).await;
+    assert_eq!(v["usage"]["prompt_tokens"], 3_000, "{v}");
+    let v = answer(post(&http, format!("{base}/completion"), &json!({"prompt": vec![5; 3_000], "n_predict": 2}))).await;
+    assert_eq!(v["tokens_evaluated"], 3_000, "{v}");
+    for path in ["/v1/completions", "/completion"] {
+        let body = json!({"prompt": vec![5; 200_000], "max_tokens": 2, "n_predict": 2});
+        let resp = post(&http, format!("{base}{path}"), &body).send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{path}");
+        let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("200000 prompt + 2 output tokens exceed Llama-3.1-8B's context"), "{path}: {v}");
+    }
+    assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
+}
+
+/// A chat of more messages than the context has tokens is refused before
+/// its messages are parsed: 1.9 million empty messages (a 62.7 MB body)
+/// took the server to 1.7 GB parsing and rendering them, only for the
+/// context check to refuse the prompt after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_messages_than_the_context_holds_are_refused_before_they_are_parsed() {
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    let messages = vec![json!({"role": "user", "content": ""}); 200_000];
+    for path in ["/v1/chat/completions", "/v1/messages"] {
+        let body = json!({"messages": messages, "max_tokens": 2});
+        let resp = post(&http, format!("{base}{path}"), &body).send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{path}");
+        let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("200000 messages, more than Llama-3.1-8B's context of 131072 tokens holds"),
+            "{path}: {v}"
+        );
+        assert!(message.contains("send fewer messages"), "{message}");
+    }
+    // As many as the context holds are parsed, rendered, and refused by the
+    // context check as before (each renders to 5 tokens with Llama 3.1's template).
+    let body = json!({"messages": vec![json!({"role": "user", "content": ""}); 131_072], "max_tokens": 2});
+    let resp = post(&http, format!("{base}/v1/chat/completions"), &body).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    assert!(v["error"]["message"].as_str().unwrap_or_default().contains("prompt + 2 output tokens exceed"), "{v}");
+    assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn it_serves_its_names_and_refuses_others_as_each_server_does() {
     let cfg = EngineServerConfig { more_model_names: vec!["lora-a".into()], ..config() };

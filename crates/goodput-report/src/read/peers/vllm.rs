@@ -166,6 +166,10 @@ fn records(name: &str, f: &VllmResult) -> Result<(Vec<RequestRecord>, usize), Im
         let mut t = start + f.ttfts[i];
         let mut times = vec![secs(t, at("ttfts"))?];
         for g in &f.itls[i] {
+            // A gap below zero puts a payload before the one before it.
+            if !(g.is_finite() && *g >= 0.0) {
+                return Err(at("itls")());
+            }
             t += g;
             times.push(secs(t, at("itls"))?);
         }

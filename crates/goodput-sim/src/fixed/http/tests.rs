@@ -278,6 +278,28 @@ async fn an_answer_longer_than_the_profile_gives_is_refused() {
     assert_eq!(r.status, 200);
 }
 
+/// More messages than any model's context has tokens are refused before
+/// the list is parsed (millions of empty ones took gigabytes), and a prompt
+/// of token ids counts one token an id.
+#[tokio::test]
+async fn too_many_messages_are_refused_and_ids_count_one_token_each() {
+    let (addr, _s, _e) = start(FixedProfile { ttft: Duration::ZERO, itl: Duration::ZERO, ..Default::default() }).await;
+    let limit = super::super::MAX_MESSAGES as usize;
+    let many = format!(r#"{{"messages":[{}],"max_tokens":2}}"#, vec!["{}"; limit + 1].join(","));
+    let mut sock = TcpStream::connect(addr).await.unwrap();
+    sock.write_all(post("/v1/chat/completions", &many).as_bytes()).await.unwrap();
+    let r = timeout(PATIENCE, read_response(&mut sock, &mut Vec::new())).await.unwrap();
+    assert_eq!(r.status, 400);
+    let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains(&format!("carries {} messages", limit + 1)), "{message}");
+    assert!(message.contains(&format!("({limit}, above any model's context)")), "{message}");
+    assert!(message.contains("send fewer messages"), "{message}");
+    let ids = format!(r#"{{"prompt":[{}],"max_tokens":2}}"#, vec!["5"; 3_000].join(","));
+    sock.write_all(post("/v1/completions", &ids).as_bytes()).await.unwrap();
+    let r = timeout(PATIENCE, read_response(&mut sock, &mut Vec::new())).await.unwrap();
+    assert_eq!((r.status, &r.json()["usage"]["prompt_tokens"]), (200, &Value::from(3_000)));
+}
+
 #[tokio::test]
 async fn streamed_bytes_are_the_exact_chunk_sequence() {
     let (addr, _s, _e) = start(quick()).await;
