@@ -243,6 +243,30 @@ impl Rule {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// The largest sample a mapped signal takes: past any real counter (a GPU's
+/// energy in mJ reaches 1e18 after 45,000 years at 700 W), and far below
+/// where a figure made of it overflows. A server that said 1e308 had shown
+/// "KV peak inf%" and a queue of "inf ms"; such samples, and those below
+/// zero (no mapped gauge, counter or histogram goes below zero: a queue of
+/// -5 had been shown), are left out as if not exported.
+const MAX_SAMPLE: f64 = 1e18;
+
+/// A sample a mapped signal can take (see [`MAX_SAMPLE`]).
+fn plausible(v: f64) -> bool {
+    (0.0..=MAX_SAMPLE).contains(&v)
+}
+
+/// The gauges that are shares, at most 1: above it, left out.
+fn is_share(signal: GaugeSignal) -> bool {
+    matches!(
+        signal,
+        GaugeSignal::KvCacheUsage
+            | GaugeSignal::PrefixCacheHitRateReported
+            | GaugeSignal::GpuUtilization
+            | GaugeSignal::SpecAcceptRateReported
+    )
+}
+
 const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
     (
         GaugeSignal::RunningRequests,
@@ -505,7 +529,10 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
 
     for (signal, combine, rules) in GAUGES {
         let values = rules.iter().map(|rule| scalars(scrape, rule, &mut used)).find(|v| !v.is_empty());
-        let values: Vec<f64> = values.into_iter().flatten().map(|s| s.value).collect();
+        // A share above 1 (with a rounding's slack) is no share.
+        let share = is_share(*signal);
+        let values: Vec<f64> =
+            values.into_iter().flatten().map(|s| s.value).filter(|&v| !share || v <= 1.0 + 1e-9).collect();
         if !values.is_empty() {
             let sum: f64 = values.iter().sum();
             let value = match combine {
@@ -551,7 +578,7 @@ fn scalars(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesValue> 
                 family
                     .samples
                     .iter()
-                    .filter(|s| s.name == *metric && s.value.is_finite() && rule.filter.keeps(&s.labels))
+                    .filter(|s| s.name == *metric && plausible(s.value) && rule.filter.keeps(&s.labels))
                     .map(|s| SeriesValue { series: series_id(metric, &s.labels), value: s.value * rule.scale }),
             );
             used[i] |= out.len() > before;
@@ -576,8 +603,13 @@ fn histograms(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesHist
         let found: Vec<SeriesHistogram> = scrape
             .histograms(metric)
             .into_iter()
-            .filter(|h| rule.filter.keeps(&h.labels))
-            .map(|h| SeriesHistogram { series: series_id(metric, &h.labels), histogram: scale(h, rule.scale) })
+            .filter(|h| rule.filter.keeps(&h.labels) && plausible(h.count))
+            .map(|mut h| {
+                // What no exporter writes is left out: a sum, or a bucket.
+                h.sum = h.sum.filter(|&s| plausible(s));
+                h.buckets.retain(|b| plausible(b.count));
+                SeriesHistogram { series: series_id(metric, &h.labels), histogram: scale(h, rule.scale) }
+            })
             .collect();
         if found.is_empty() {
             continue;
@@ -647,6 +679,31 @@ mod tests {
             assert_eq!(Source::of_metric(name), want, "{name}");
         }
         assert!(Source::Triton.is_engine() && !Source::Dcgm.is_engine());
+    }
+
+    /// Samples no exporter writes are left out as if absent: a share above
+    /// 1, a queue below zero, a sum of 1e308 (a server that said so had
+    /// shown "KV peak inf%" and a queue of -5).
+    #[test]
+    fn samples_no_exporter_writes_are_left_out() {
+        let s = signals(
+            "vllm:kv_cache_usage_perc 1e308\n\
+             vllm:num_requests_waiting -5\n\
+             vllm:num_requests_running 3\n\
+             vllm:generation_tokens_total 1e300\n\
+             vllm:time_per_output_token_seconds_bucket{le=\"0.05\"} 3\n\
+             vllm:time_per_output_token_seconds_bucket{le=\"+Inf\"} 4\n\
+             vllm:time_per_output_token_seconds_sum 1e308\n\
+             vllm:time_per_output_token_seconds_count 4\n",
+        );
+        assert!(!s.gauges.contains_key(&GaugeSignal::KvCacheUsage), "{:?}", s.gauges);
+        assert!(!s.gauges.contains_key(&GaugeSignal::WaitingRequests), "{:?}", s.gauges);
+        assert_eq!(s.gauges[&GaugeSignal::RunningRequests], 3.0);
+        assert_eq!(s.counter_total(CounterSignal::GenerationTokens), None);
+        let itl = s.histogram(HistogramSignal::Itl).unwrap();
+        assert_eq!((itl.count, itl.sum), (4.0, None));
+        // A share of 1 is kept.
+        assert_eq!(signals("vllm:kv_cache_usage_perc 1\n").gauges[&GaugeSignal::KvCacheUsage], 1.0);
     }
 
     #[test]
