@@ -56,11 +56,7 @@ pub const MAX_GPU_HOUR_USD: f64 = 10_000.0;
 /// A price as a refusal names it: as typed, or in exponent form when it is
 /// a million or more (`1e308`, not its 309 digits).
 pub fn price_text(usd: f64) -> String {
-    if usd >= 1e6 {
-        format!("{usd:e}")
-    } else {
-        usd.to_string()
-    }
+    crate::util::number_text(usd)
 }
 
 /// A price that cannot cost a run.

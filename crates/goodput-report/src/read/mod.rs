@@ -92,6 +92,16 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
         }
         return Ok(Document::Frontier(Box::new(frontier)));
     }
+    // A kind goodput does not write was taken for a run and shown as
+    // "goodput bogus".
+    let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    let known: &[&str] = if v.get("points").is_some() { &["sweep"] } else { &["bench", "estimate", "import"] };
+    if !known.contains(&kind) {
+        return Err(ReadError::Impossible {
+            path: path.to_owned(),
+            what: format!("kind {kind:?}, where goodput writes {}", known.join(", ")),
+        });
+    }
     if v.get("points").is_some() {
         let sweep: SweepResult =
             serde_json::from_value(v).map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error })?;
@@ -185,10 +195,15 @@ pub fn impossible(r: &RunResult) -> Option<String> {
         return Some(format!("{} completed and {} failed of {} sent", q.completed, q.failed, q.sent));
     }
     let s = &r.summary;
+    // No run's latency passes the horizon of its clock (100 years).
+    let longest_ms = goodput_core::HORIZON.as_secs_f64() * 1e3;
     for (name, d) in [("ttft_ms", &s.ttft_ms), ("tpot_ms", &s.tpot_ms), ("itl_ms", &s.itl_ms), ("e2e_ms", &s.e2e_ms)] {
         let values = [d.mean, d.min, d.max].into_iter().chain(d.percentiles.iter().map(|p| p.1)).flatten();
-        if let Some(v) = values.clone().find(|v| !(v.is_finite() && *v >= 0.0)) {
-            return Some(format!("{name} of {v}"));
+        if let Some(v) = values.clone().find(|v| !(v.is_finite() && *v >= 0.0 && *v <= longest_ms)) {
+            return Some(format!("{name} of {}", goodput_core::util::number_text(v)));
+        }
+        if let Some(&(p, _)) = d.percentiles.iter().find(|(p, _)| !(*p > 0.0 && *p <= 100.0)) {
+            return Some(format!("{name} p{p}, a percentile outside (0, 100]"));
         }
         if let (Some(lo), Some(hi)) = (d.min, d.max) {
             let slack = 1e-9 * hi.abs().max(1.0);
@@ -208,8 +223,9 @@ pub fn impossible(r: &RunResult) -> Option<String> {
         ("total_tokens_per_s", t.total_tokens_per_s),
         ("peak_output_tokens_per_s", t.peak_output_tokens_per_s),
     ] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Some(format!("{name} of {v}"));
+        // A trillion a second is past any fleet's output.
+        if !(v.is_finite() && (0.0..=1e12).contains(&v)) {
+            return Some(format!("{name} of {}", goodput_core::util::number_text(v)));
         }
     }
     None

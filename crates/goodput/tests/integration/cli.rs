@@ -1759,10 +1759,15 @@ fn documents_holding_figures_no_run_can_have_are_refused() {
     // Each edit had been rendered as it stood: "3 sent · 999 completed", a
     // window of -3 s, a negative TTFT compared as an improvement.
     type Edit = fn(&mut serde_json::Value);
-    let edits: [(&str, Edit, &str); 3] = [
+    let edits: [(&str, Edit, &str); 6] = [
         ("completed", |v| v["summary"]["requests"]["completed"] = 999.into(), "999 completed and 0 failed of 3 sent"),
         ("window", |v| v["window"]["duration_s"] = (-3.0).into(), "a window of -3 s"),
         ("ttft", |v| v["summary"]["ttft_ms"]["p50"] = (-5.0).into(), "ttft_ms of -5"),
+        // Finite but past any run (compare had printed 300 digits and "+inf%").
+        ("rate", |v| v["summary"]["throughput"]["output_tokens_per_s"] = 1e308.into(), "output_tokens_per_s of 1e308"),
+        ("percentile", |v| v["summary"]["ttft_ms"]["p150"] = 5.0.into(), "ttft_ms p150"),
+        // A kind goodput does not write (shown as "goodput bogus").
+        ("kind", |v| v["kind"] = "bogus".into(), "kind \"bogus\""),
     ];
     for (name, edit, says) in edits {
         let mut v = doc.clone();
