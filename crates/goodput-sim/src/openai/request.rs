@@ -250,9 +250,9 @@ impl GenerationRequest {
 
     pub fn max_tokens(&self) -> Option<u32> {
         match self.route {
-            Some(r) if r.ollama() => u32::try_from(self.options.as_ref().and_then(|o| o.num_predict)?).ok(),
+            Some(r) if r.ollama() => native_limit(self.options.as_ref().and_then(|o| o.num_predict)?),
             Some(r) if r.tgi() => self.parameters.as_ref().and_then(|p| p.max_new_tokens),
-            Some(Route::LlamaCpp) => u32::try_from(self.n_predict?).ok(),
+            Some(Route::LlamaCpp) => native_limit(self.n_predict?),
             _ => self.max_completion_tokens.or(self.max_tokens),
         }
     }
@@ -321,6 +321,14 @@ impl GenerationRequest {
 }
 
 /// A message's content as text: a string, or its parts' `text` joined.
+/// Ollama's `num_predict` and llama.cpp's `n_predict`: a negative one (-1,
+/// "until the context ends") is no limit of the request's own; one past
+/// what a u32 holds is `u32::MAX`, which the context check refuses (1e12
+/// had fallen back to the default of 128 in silence).
+fn native_limit(n: i64) -> Option<u32> {
+    (n >= 0).then(|| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
 fn content_text(v: Option<&Value>) -> String {
     match v {
         Some(Value::String(s)) => s.clone(),
@@ -376,6 +384,19 @@ mod tests {
         // A string is still read as words after the BOS.
         let r = parse(Route::Completions, serde_json::json!({ "prompt": "one two three" }));
         assert_eq!(r.prompt_ids(ChatTemplate::Llama3).len(), 4);
+    }
+
+    /// A native limit past a u32 is refused by the context check, not
+    /// taken as none; -1 is none.
+    #[test]
+    fn native_token_limits_past_a_u32_are_not_dropped() {
+        let body =
+            serde_json::json!({ "model": "m", "prompt": "a", "options": { "num_predict": 1_000_000_000_000i64 } });
+        assert_eq!(parse(Route::OllamaGenerate, body).max_tokens(), Some(u32::MAX));
+        let body = serde_json::json!({ "model": "m", "prompt": "a", "options": { "num_predict": -1 } });
+        assert_eq!(parse(Route::OllamaGenerate, body).max_tokens(), None);
+        let body = serde_json::json!({ "prompt": "a", "n_predict": 4_294_967_296i64 });
+        assert_eq!(parse(Route::LlamaCpp, body).max_tokens(), Some(u32::MAX));
     }
 
     #[test]
