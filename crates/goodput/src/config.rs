@@ -101,6 +101,10 @@ impl ConfigFile {
                     goodput_core::analysis::cost::price_text(p),
                     goodput_core::analysis::cost::MAX_GPU_HOUR_USD
                 ),
+                Some(goodput_core::analysis::cost::CostError::Tiny(_)) => bail!(
+                    "[prices] {name} = {p:e} in the config is less than a millionth of a dollar an hour: give 0 for \
+                     hardware that costs nothing"
+                ),
                 Some(_) => {
                     bail!("[prices] {name} = {p} in the config: a price per GPU-hour is a number of USD, zero or more")
                 }

@@ -70,18 +70,30 @@ pub enum CostError {
         price_text(*.0)
     )]
     Dear(f64),
+    #[error(
+        "--gpu-hour-usd {0:e} is less than a millionth of a dollar an hour, where costs round to nothing and \
+         tokens per dollar overflow: give 0 for hardware that costs nothing, or USD per GPU-hour, e.g. 2.5"
+    )]
+    Tiny(f64),
     #[error("--gpus must be at least 1")]
     NoGpus,
 }
 
+/// The cheapest price per GPU-hour taken above zero: a millionth of a
+/// dollar (5e-324 had given "inf M tokens per dollar").
+pub const MIN_GPU_HOUR_USD: f64 = 1e-6;
+
 /// Why a price per GPU-hour cannot cost a run, if it cannot: not a number
-/// of USD, zero or more ([`CostError::Price`]), or dearer than
-/// [`MAX_GPU_HOUR_USD`] ([`CostError::Dear`]).
+/// of USD, zero or more ([`CostError::Price`]), dearer than
+/// [`MAX_GPU_HOUR_USD`] ([`CostError::Dear`]), or above zero and below
+/// [`MIN_GPU_HOUR_USD`] ([`CostError::Tiny`]).
 pub fn price_fault(usd: f64) -> Option<CostError> {
     if !(usd.is_finite() && usd >= 0.0) {
         Some(CostError::Price(usd))
     } else if usd > MAX_GPU_HOUR_USD {
         Some(CostError::Dear(usd))
+    } else if usd > 0.0 && usd < MIN_GPU_HOUR_USD {
+        Some(CostError::Tiny(usd))
     } else {
         None
     }

@@ -34,6 +34,12 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
                     goodput_core::analysis::cost::MAX_GPU_HOUR_USD
                 ))
             }
+            Ok(v) if v.is_finite() && v < goodput_core::analysis::cost::MIN_GPU_HOUR_USD && v > 0.0 => {
+                return Err(format!(
+                    "{name}={v:e} is less than a millionth of a dollar an hour, where tokens per dollar overflow: \
+                     give USD per GPU-hour, e.g. {name}=2.5"
+                ))
+            }
             Ok(v) if v.is_finite() && v > 0.0 => Some(v),
             _ => {
                 return Err(format!(

@@ -193,6 +193,11 @@ fn plan_refuses_what_it_cannot_search() {
     assert!(err.contains("no configuration completed a request") && err.contains("batch limit"), "{err}");
     let err = goodput().args(["plan", "--gpu", "h100=1e308"]).refusal();
     assert!(err.contains("h100=1e308 is more than a GPU costs an hour"), "{err}");
+    // ... and one too small to divide by (5e-324 had given "inf M tokens per dollar").
+    let err = goodput().args(["plan", "--gpu", "h100=5e-324"]).refusal();
+    assert!(err.contains("less than a millionth of a dollar an hour"), "{err}");
+    let err = goodput().args(["estimate", "-n", "2", "--gpu-hour-usd", "1e-9"]).refusal();
+    assert!(err.contains("--gpu-hour-usd 1e-9 is less than a millionth"), "{err}");
 }
 
 #[test]
