@@ -89,9 +89,10 @@ fn frontiers(a: &CompareArgs) -> Result<Option<ExitCode>> {
     if n != docs.len() || docs.len() != 2 {
         anyhow::bail!(
             "compare sets two frontier documents side by side (one from goodput plan, one from sweep --serve-grid), or \
-             runs and sweeps against each other: {} of the {} documents are frontiers",
+             runs against each other: {} of the {} documents {}",
             n,
-            docs.len()
+            docs.len(),
+            if n == 1 { "is a frontier" } else { "are frontiers" }
         );
     }
     if a.fail_if.is_some() || !a.records.is_empty() {

@@ -55,9 +55,10 @@ pub fn distinct_files(inputs: &[(&str, &Path)], outputs: &[(&str, Option<&Path>)
             let key = same_file_key(&file);
             if let Some((what, input, _)) = inputs.iter().find(|(_, _, k)| *k == key) {
                 bail!(
-                    "{flag} {} would write over {}, an input of this command ({what}): give {flag} a file of its own",
+                    "{flag} {} would write over {}, an input of this command ({what}): give {flag} a {} of its own",
                     out.display(),
-                    input.display()
+                    input.display(),
+                    if flag == "--csv" && out.extension().is_none_or(|e| e != "csv") { "folder" } else { "file" }
                 );
             }
         }
@@ -186,6 +187,14 @@ pub fn check_file(path: &Path, flag: &str) -> Result<()> {
 
 /// That `dir` exists, or can be made, and takes a new file.
 fn check_folder(dir: &Path, flag: &str) -> Result<()> {
+    // The nearest part of the path that exists must be a folder.
+    if let Some(file) = dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {
+        bail!(
+            "{} is a file, not a folder, so {flag} cannot write under it ({}): give {flag} a path in a folder",
+            file.display(),
+            dir.display()
+        );
+    }
     std::fs::create_dir_all(dir).with_context(|| {
         format!("cannot create the folder {} for {flag}; pick a folder you can write to", dir.display())
     })?;

@@ -36,7 +36,12 @@ pub enum Error {
     #[error(
         "{model} in {precision} does not fit on {gpu} with tensor parallelism {tp}: the weights \
          take {weights_gib:.1} GiB per GPU, but {gpu_memory_utilization} of its memory minus \
-         activations and runtime leaves only {budget_gib:.1} GiB; {suggestion}"
+         activations and runtime leaves {}; {suggestion}",
+        if *budget_gib > 0.0 {
+            format!("only {budget_gib:.1} GiB")
+        } else {
+            format!("none (it is {:.1} GiB short before the weights)", -budget_gib)
+        }
     )]
     ModelDoesNotFit {
         model: String,

@@ -376,3 +376,19 @@ fn a_standard_error_gone_loses_no_output() {
     assert!(status.success(), "{status:?}");
     assert!(json.exists() && html.exists());
 }
+
+/// An output under a path whose part is a file says so (it had said it
+/// could not create "the folder small.json").
+#[test]
+fn an_output_under_a_file_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("small.json");
+    std::fs::write(&file, "{}").unwrap();
+    for flag in ["-o", "--csv"] {
+        let err = goodput().args(["estimate", "-n", "2", "-q", flag]).arg(file.join("x")).refusal();
+        assert!(
+            err.contains("small.json is a file, not a folder") && err.contains("a path in a folder"),
+            "{flag}: {err}"
+        );
+    }
+}
