@@ -303,11 +303,20 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
             .unwrap_or_else(|| "no request finished".into());
         // The server's words, shown as text: its escape sequences never reach the terminal.
         let first = goodput_report::escape::terminal(&first);
-        goodput_core::tell!(
-            "error: no request succeeded ({} sent, {} failed); first failure: {first}",
-            q.sent,
-            q.failed
-        );
+        if q.sent == 0 && q.warmup > 0 {
+            // The warm-up took every request: none was left to measure.
+            goodput_core::tell!(
+                "error: no request was measured: the warm-up took all {} sent; give fewer to --warmup, or more \
+                 requests (-n, --duration)",
+                q.warmup
+            );
+        } else {
+            goodput_core::tell!(
+                "error: no request succeeded ({} sent, {} failed); first failure: {first}",
+                q.sent,
+                q.failed
+            );
+        }
         return Ok(ExitCode::from(1));
     }
     if judge.fail_on_slo && result.slo.is_none() {

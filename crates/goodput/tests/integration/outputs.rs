@@ -392,3 +392,11 @@ fn an_output_under_a_file_names_the_file() {
         );
     }
 }
+
+/// A warm-up that takes every request says so (it had said "0 sent, 0
+/// failed; first failure: no request finished").
+#[test]
+fn a_warm_up_that_takes_every_request_says_so() {
+    let err = goodput().args(["estimate", "-q", "--rate", "10", "--duration", "1s", "--warmup", "100"]).refusal();
+    assert!(err.contains("the warm-up took all 10 sent") && err.contains("fewer to --warmup"), "{err}");
+}
