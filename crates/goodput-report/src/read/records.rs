@@ -32,6 +32,9 @@ pub enum RecordsError {
     Duplicate { path: PathBuf, id: u64, unit: &'static str, first: usize, again: usize },
     #[error("{} line {line} is not a goodput record: {err}", path.display())]
     NotARecord { path: PathBuf, line: usize, err: serde_json::Error },
+    /// Times in an order no request has: edited or damaged.
+    #[error("{} line {line} holds a request whose {what}: the file was edited or damaged", path.display())]
+    OutOfOrder { path: PathBuf, line: usize, what: &'static str },
     #[error(
         "{} holds records of run {other}, not of this result's run {run_id}: pass the records file written \
          with this result (--records of the same run)",
@@ -399,6 +402,17 @@ impl JsonLines {
             }
             match serde_json::from_slice::<RequestRecord>(line.bytes) {
                 Ok(r) => {
+                    // Its response after its send (a first byte before it had
+                    // been read as a TTFT of 0).
+                    let what = match (r.first_byte, r.end) {
+                        (Some(f), _) if f < r.sent => Some("first byte came before it was sent"),
+                        (_, e) if e < r.sent => Some("end came before it was sent"),
+                        _ => None,
+                    };
+                    if let Some(what) = what {
+                        self.done = true;
+                        return Some(Err(RecordsError::OutOfOrder { path: path.to_owned(), line: line.number, what }));
+                    }
                     self.read += 1;
                     self.line = line.number;
                     return Some(Ok(r));

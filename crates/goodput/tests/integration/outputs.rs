@@ -138,6 +138,16 @@ fn report_refuses_the_records_of_another_run() {
     let err = goodput().arg("report").arg(p("a.json")).arg("--records").arg(p("b.jsonl")).refusal();
     assert!(err.contains("holds records of run") && err.contains("not of this result's run"), "{err}");
     goodput().arg("report").arg(p("a.json")).arg("--records").arg(p("a.jsonl")).assert().success();
+    // A record whose first byte comes before its send (it had been read as
+    // a TTFT of 0) is refused, with its line.
+    let text = std::fs::read_to_string(p("a.jsonl")).unwrap();
+    let mut lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let first_byte = lines[1]["first_byte_ns"].as_u64().unwrap();
+    lines[1]["sent_ns"] = (first_byte + 1_000).into();
+    let edited: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(p("edited.jsonl"), edited).unwrap();
+    let err = goodput().arg("report").arg(p("a.json")).arg("--records").arg(p("edited.jsonl")).refusal();
+    assert!(err.contains("line 2 holds a request whose first byte came before it was sent"), "{err}");
 }
 
 /// A records file whose last line was cut (a full disk) is read up to it,
