@@ -50,10 +50,39 @@ pub async fn serve_limited(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let within = limits.head_timeout;
+    let app = app.layer(axum::middleware::from_fn(move |req, next| body_within(req, next, within)));
     serve_connections(listener, limits, shutdown, |sock, permit, head_timeout, stop| {
         connection(sock, permit, app.clone(), head_timeout, stop)
     })
     .await
+}
+
+/// The most a request body may hold, on both simulated servers.
+pub(crate) const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// Reads a request's body whole within `limit` (the head's time, counted
+/// from the head's end) before the route sees it: one sent a byte at a time
+/// had held its connection for ever, as a late head no longer does. Past
+/// it, 408 and the connection closed; past [`MAX_BODY`], 413.
+async fn body_within(req: axum::extract::Request, next: axum::middleware::Next, limit: Duration) -> Response {
+    use axum::response::IntoResponse;
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(limit, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(bytes)) => next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+        Ok(Err(_)) => (
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            [(header::CONNECTION, "close")],
+            format!("the request body is larger than {} MiB, or was cut short", MAX_BODY / (1024 * 1024)),
+        )
+            .into_response(),
+        Err(_) => (
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            [(header::CONNECTION, "close")],
+            format!("the request body did not arrive within {} s", limit.as_secs_f64()),
+        )
+            .into_response(),
+    }
 }
 
 /// One connection, holding its place under the cap (`_permit`) until it

@@ -81,7 +81,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     };
     goodput_core::tell!(
         "goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop) · at most {} connections, \
-         each closed when a request head takes over {} s\n\
+         each closed when a request head, or then its body, takes over {} s\n\
          routes: /v1/chat/completions /v1/completions /v1/messages /api/chat /api/generate \
          /generate_stream /generate /completion · /v1/models /api/tags /info /health /metrics",
         limits.max_connections,

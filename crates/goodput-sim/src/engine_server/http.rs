@@ -36,7 +36,7 @@ pub fn app(state: Arc<EngineServer>) -> Router {
     }
     // Requests with images run to megabytes (axum's default stops at 2 MiB);
     // the fixed profile takes as much.
-    let router = router.layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024));
+    let router = router.layer(axum::extract::DefaultBodyLimit::max(crate::server::MAX_BODY));
     let router = router
         .route(
             "/v1/models",

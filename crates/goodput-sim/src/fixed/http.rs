@@ -16,6 +16,7 @@ use crate::connections::{serve_connections, ConnectionLimits};
 use crate::faults::Fault;
 use crate::openai::pooling::PoolRoute;
 use crate::openai::{error_body, info_body, models_body, tags_body, Route, Usage};
+use crate::server::MAX_BODY;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,8 +28,6 @@ use tokio::sync::{oneshot, watch, OwnedSemaphorePermit};
 const MAX_HEAD: usize = 64 * 1024;
 /// The most header fields in a request.
 const MAX_HEADERS: usize = 64;
-/// The largest request body accepted: prompts of a million words fit.
-const MAX_BODY: usize = 64 * 1024 * 1024;
 
 /// Serves `state` on `listener` until `shutdown` resolves, with the default
 /// [`ConnectionLimits`]: accepts connections (TCP_NODELAY on each), then
@@ -301,8 +300,15 @@ impl Conn {
         {
             return Ok(None);
         }
+        // The body too, within the head's time from the head's end: one sent
+        // a byte at a time had held the connection for ever.
+        let deadline = tokio::time::Instant::now() + self.head_timeout;
         while self.buf.len() < end {
-            match self.fill().await {
+            let n = tokio::select! {
+                r = self.fill() => r,
+                () = tokio::time::sleep_until(deadline) => return Ok(None),
+            };
+            match n {
                 Ok(0) | Err(_) => return Ok(None),
                 Ok(_) => {}
             }

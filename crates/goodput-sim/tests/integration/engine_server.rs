@@ -646,6 +646,35 @@ async fn slow_clients_are_timed_out_within_a_cap_and_the_server_answers_again() 
     assert!(said.contains("100 connections are open, the most this server takes"), "{said}");
 }
 
+/// A body that trickles in past the head's time is answered 408 and its
+/// connection closed (one sent a byte at a time had held it for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_trickles_past_the_time_limit_is_answered_408() {
+    let limits = ConnectionLimits { head_timeout: Duration::from_millis(300), ..ConnectionLimits::default() };
+    let (base, _server, _stop) = start_limited(config(), limits).await;
+    let mut sock = TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
+    sock.write_all(b"POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n{").await.unwrap();
+    let t0 = Instant::now();
+    let mut answer = Vec::new();
+    let read = async {
+        let mut b = [0u8; 1024];
+        loop {
+            tokio::select! {
+                n = sock.read(&mut b) => match n {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => answer.extend_from_slice(&b[..n]),
+                },
+                // Bytes keep coming, too slowly.
+                () = tokio::time::sleep(Duration::from_millis(100)) => { let _ = sock.write_all(b" ").await; }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read).await.expect("the trickling body held the connection");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(t0.elapsed() >= Duration::from_millis(300), "{:?}", t0.elapsed());
+}
+
 /// Below the cap, slow clients take nothing from the others: a request is
 /// answered at once while they hang, and again after they go.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

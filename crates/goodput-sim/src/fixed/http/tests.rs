@@ -538,6 +538,30 @@ async fn slow_clients_are_timed_out_within_a_cap_and_the_server_answers_again() 
     assert!(said.contains("50 connections are open, the most this server takes"), "{said}");
 }
 
+/// A body sent slower than the head's time allows closes the connection
+/// (one sent a byte at a time had held it for ever).
+#[tokio::test]
+async fn a_body_that_trickles_past_the_time_limit_closes_the_connection() {
+    let limits = ConnectionLimits { head_timeout: Duration::from_millis(300), ..ConnectionLimits::default() };
+    let (addr, _s, _e) = start_limited(quick(), limits).await;
+    let mut sock = TcpStream::connect(addr).await.unwrap();
+    sock.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n{").await.unwrap();
+    let t0 = Instant::now();
+    let mut buf = Vec::new();
+    // Bytes keep coming, too slowly: the server closes all the same.
+    let trickle = async {
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if sock.write_all(b" ").await.is_err() {
+                break;
+            }
+        }
+    };
+    let _ = timeout(Duration::from_secs(5), trickle).await;
+    assert!(closed_within(&mut sock, &mut buf, PATIENCE).await, "the trickling body held the connection");
+    assert!(t0.elapsed() >= Duration::from_millis(300), "{:?}", t0.elapsed());
+}
+
 /// A client that leaves while its whole response is due far ahead frees
 /// its connection at once, rather than when the answer would have been sent.
 #[tokio::test]
