@@ -5,7 +5,9 @@ use crate::cmd;
 /// Hostile servers met through the whole `goodput bench`.
 mod hostile;
 
-use cmd::{bench_doc, fixed_server, goodput, read_json, records, serving, GoodputCommand, FAST, FAST_DATASET};
+use cmd::{
+    bench_doc, fixed_server, goodput, goodput_child, read_json, records, serving, GoodputCommand, FAST, FAST_DATASET,
+};
 use std::time::Duration;
 
 /// `goodput bench` with `args` against the FAST embedded server: the
@@ -772,17 +774,13 @@ fn ctrl_c_stops_and_still_writes_the_result() {
 fn sigterm_stops_the_run_and_still_writes_the_result() {
     let dir = tempfile::tempdir().unwrap();
     let (out, rec) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
-    let bin = assert_cmd::cargo::cargo_bin("goodput");
-    let mut child = std::process::Command::new(bin)
+    let mut child = goodput_child()
         .args(["bench", "-q", "-c", "4", "--duration", "10m", "--grace", "300ms"])
         .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
         .arg("-o")
         .arg(&out)
         .arg("--records")
         .arg(&rec)
-        .env_remove("OPENAI_API_KEY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // Stopped once it has sent and completed requests (their records are on disk).

@@ -6,7 +6,7 @@
 #[allow(dead_code)]
 use crate::cmd;
 
-use cmd::{goodput, GoodputCommand};
+use cmd::{goodput, goodput_child, GoodputCommand};
 use std::path::Path;
 
 /// A short bench on the embedded fixed-timing server.
@@ -370,14 +370,11 @@ fn a_csv_name_ending_in_csv_is_the_main_table_as_a_file() {
 fn a_standard_error_gone_loses_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let (json, html) = (dir.path().join("run.json"), dir.path().join("run.html"));
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+    let mut child = goodput_child()
         .args(["estimate", "-n", "20", "-c", "2", "-o"])
         .arg(&json)
         .arg("--html")
         .arg(&html)
-        .env_remove("OPENAI_API_KEY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // Every write to the pipe now fails (EPIPE).

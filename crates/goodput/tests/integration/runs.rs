@@ -283,17 +283,13 @@ fn compare_with_records_tests_the_requests() {
 fn a_stopped_repeat_writes_the_runs_made_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let (out, rec) = (dir.path().join("t.json"), dir.path().join("t.jsonl"));
-    let bin = assert_cmd::cargo::cargo_bin("goodput");
-    let mut child = std::process::Command::new(bin)
+    let mut child = goodput_child()
         .args(["bench", "-q", "-c", "4", "--duration", "10m", "--grace", "300ms", "--runs", "3"])
         .args(["--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "20ms", "--output-tokens", "10"])
         .arg("-o")
         .arg(&out)
         .arg("--records")
         .arg(&rec)
-        .env_remove("OPENAI_API_KEY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let waited = std::time::Instant::now();

@@ -6,7 +6,7 @@
 #[allow(dead_code)]
 use crate::cmd;
 
-use cmd::{goodput, read_json, GoodputCommand};
+use cmd::{goodput, goodput_child, read_json, GoodputCommand};
 use serde_json::Value;
 use std::path::Path;
 
@@ -481,16 +481,13 @@ impl Drop for Bench {
 /// 16 requests, `--fail-on-unsteady`, writing `out` and `rec`.
 #[cfg(unix)]
 fn bench_child(url: &str, out: &Path, rec: &Path) -> Bench {
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+    let child = goodput_child()
         .args(["bench", "-q", "--url", url, "-n", "16", "-c", "4", "--output-tokens", "20", "--input-tokens", "8"])
         .arg("--fail-on-unsteady")
         .arg("-o")
         .arg(out)
         .arg("--records")
         .arg(rec)
-        .env_remove("OPENAI_API_KEY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     Bench(child)
@@ -570,15 +567,12 @@ fn a_sweep_whose_client_stalled_in_a_point_fails_the_gate() {
     });
     let dir = tempfile::tempdir().unwrap();
     let (out, rec) = (dir.path().join("sweep.json"), dir.path().join("sweep.jsonl"));
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+    let child = goodput_child()
         .args(["sweep", "-q", "--url", &url, "--concurrency", "4", "-n", "16", "--output-tokens", "20"])
         .args(["--input-tokens", "8", "--fail-on-unsteady", "-o"])
         .arg(&out)
         .arg("--records")
         .arg(&rec)
-        .env_remove("OPENAI_API_KEY")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut sweep = Bench(child);

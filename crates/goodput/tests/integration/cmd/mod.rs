@@ -34,6 +34,16 @@ pub fn goodput() -> Command {
     c
 }
 
+/// The goodput binary as a child process of the test's own (one the test
+/// signals, stops or reads as it runs): no API key from the environment,
+/// standard output dropped, standard error piped.
+#[allow(dead_code)]
+pub fn goodput_child() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"));
+    c.env_remove("OPENAI_API_KEY").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    c
+}
+
 /// What tests ask of a goodput command beyond assert_cmd's own.
 pub trait GoodputCommand {
     /// Writes the result document to `out` and the records to `rec`.
