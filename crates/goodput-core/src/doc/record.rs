@@ -451,6 +451,17 @@ pub fn spread_evenly(n: u64, chunks: usize) -> Vec<u32> {
 }
 
 impl RequestRecord {
+    /// What in the record's times no request has, if anything: a first
+    /// byte, or an end, before the send (a file that says so was edited or
+    /// damaged; an edited one had been read as a TTFT of 0).
+    pub fn time_fault(&self) -> Option<&'static str> {
+        match (self.first_byte, self.end) {
+            (Some(f), _) if f < self.sent => Some("first byte came before it was sent"),
+            (_, e) if e < self.sent => Some("end came before it was sent"),
+            _ => None,
+        }
+    }
+
     /// A record with no response yet: the starting point the client fills in.
     pub fn new(id: u64, scheduled: Duration, sent: Duration) -> Self {
         RequestRecord {

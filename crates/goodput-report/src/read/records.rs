@@ -402,14 +402,7 @@ impl JsonLines {
             }
             match serde_json::from_slice::<RequestRecord>(line.bytes) {
                 Ok(r) => {
-                    // Its response after its send (a first byte before it had
-                    // been read as a TTFT of 0).
-                    let what = match (r.first_byte, r.end) {
-                        (Some(f), _) if f < r.sent => Some("first byte came before it was sent"),
-                        (_, e) if e < r.sent => Some("end came before it was sent"),
-                        _ => None,
-                    };
-                    if let Some(what) = what {
+                    if let Some(what) = r.time_fault() {
                         self.done = true;
                         return Some(Err(RecordsError::OutOfOrder { path: path.to_owned(), line: line.number, what }));
                     }

@@ -54,6 +54,9 @@ enum ParquetFault {
     BadJson { column: String, value: Val, err: serde_json::Error },
     #[error("a failed request's row has no `failure_kind`")]
     NoFailureKind,
+    /// Times in an order no request has ([`RequestRecord::time_fault`]).
+    #[error("the request's {0}: the file was edited or damaged")]
+    OutOfOrder(&'static str),
     #[error("`outcome` is {0:?}, not success, failed or cancelled")]
     BadOutcome(Option<String>),
     #[error(
@@ -374,7 +377,10 @@ fn record_of(cols: &mut [Column]) -> Result<RequestRecord, ParquetFault> {
         }
     }
     parts.put_into(&mut r)?;
-    Ok(r)
+    match r.time_fault() {
+        Some(what) => Err(ParquetFault::OutOfOrder(what)),
+        None => Ok(r),
+    }
 }
 
 /// What a row's columns give that is put into its record once the whole
@@ -622,6 +628,13 @@ mod tests {
             row_error(&cols),
             "row 1 is not a goodput record: `chunk_t_ns` has 2 chunks, `chunk_tokens` 1 and `chunk_channel` 0: each \
              list has one item a chunk"
+        );
+        // Times in an order no request has, as the JSON Lines reader refuses them.
+        cols = required("success");
+        cols[3].1 = Cell::I(0);
+        assert_eq!(
+            row_error(&cols),
+            "row 1 is not a goodput record: the request's end came before it was sent: the file was edited or damaged"
         );
         cols = required("success");
         cols.push(("quality_json", Cell::S("{")));
