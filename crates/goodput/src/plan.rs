@@ -47,7 +47,8 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// The most configurations one search holds (the product of its lists).
+/// The most configurations one search makes of its lists (counted as they
+/// are made: their lists' product counts many that no budget holds).
 pub const MAX_CONFIGURATIONS: usize = 10_000;
 
 /// A curve whose output throughput rose by less than this share from one

@@ -149,6 +149,7 @@ pub fn impossible_frontier(f: &goodput_core::doc::frontier::FrontierResult) -> O
             p.output_tokens_per_s_per_mw,
         ]);
         if let Some(v) = figures.flatten().find(|v| !(v.is_finite() && *v >= 0.0)) {
+            let v = goodput_core::util::number_text(v);
             return Some(format!("configuration {} point {}: a figure of {v}", id.config, id.point));
         }
     }

@@ -152,13 +152,8 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         progress.cached.store(p.cached, Ordering::Release);
     }
     let (reply, answer) = oneshot::channel();
-    let (pull, pulled) = match prefilled.is_some() {
-        true => {
-            let (tx, rx) = oneshot::channel();
-            (Some(tx), Some(rx))
-        }
-        false => (None, None),
-    };
+    // Prefilled: told when its decode instance admits it to pull the KV.
+    let (pull, pulled) = prefilled.as_ref().map(|_| oneshot::channel()).unzip();
     ticket.live = true;
     let prompt_len = prompt.len();
     let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply, pull };

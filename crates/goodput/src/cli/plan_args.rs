@@ -26,27 +26,33 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
     }
     let usd_per_hour = match price {
         None => None,
-        Some(p) => match p.trim_start_matches('$').parse::<f64>() {
-            Ok(v) if v > goodput_core::analysis::cost::MAX_GPU_HOUR_USD && v.is_finite() => {
-                return Err(format!(
-                    "{name}={} is more than a GPU costs an hour (at most {}): give USD per GPU-hour, e.g. {name}=2.5",
-                    goodput_core::analysis::cost::price_text(v),
-                    goodput_core::analysis::cost::MAX_GPU_HOUR_USD
-                ))
+        Some(p) => {
+            use goodput_core::analysis::cost::{price_fault, price_text, CostError, MAX_GPU_HOUR_USD};
+            // The bounds every price has (`price_fault`), and above zero: a
+            // plan divides by it.
+            let v = p.trim_start_matches('$').parse::<f64>().ok().filter(|&v| v > 0.0);
+            match v.map(|v| (v, price_fault(v))) {
+                Some((v, None)) => Some(v),
+                Some((v, Some(CostError::Dear(_)))) => {
+                    return Err(format!(
+                        "{name}={} is more than a GPU costs an hour (at most {MAX_GPU_HOUR_USD}): give USD per \
+                         GPU-hour, e.g. {name}=2.5",
+                        price_text(v)
+                    ))
+                }
+                Some((v, Some(CostError::Tiny(_)))) => {
+                    return Err(format!(
+                        "{name}={v:e} is less than a millionth of a dollar an hour, where tokens per dollar \
+                         overflow: give USD per GPU-hour, e.g. {name}=2.5"
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "'{p}' is not a price per GPU-hour: give a positive number of USD, e.g. {name}=2.5"
+                    ))
+                }
             }
-            Ok(v) if v.is_finite() && v < goodput_core::analysis::cost::MIN_GPU_HOUR_USD && v > 0.0 => {
-                return Err(format!(
-                    "{name}={v:e} is less than a millionth of a dollar an hour, where tokens per dollar overflow: \
-                     give USD per GPU-hour, e.g. {name}=2.5"
-                ))
-            }
-            Ok(v) if v.is_finite() && v > 0.0 => Some(v),
-            _ => {
-                return Err(format!(
-                    "'{p}' is not a price per GPU-hour: give a positive number of USD, e.g. {name}=2.5"
-                ))
-            }
-        },
+        }
     };
     Ok(GpuOffer { name: name.to_string(), usd_per_hour })
 }

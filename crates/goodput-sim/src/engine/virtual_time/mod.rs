@@ -1369,10 +1369,10 @@ mod tests {
         // it: the decode instance's blocks first, then the KV pulled into
         // them. Each instance holds one request of 256 + 64 tokens at a
         // time, and the link is slow (5 Gb/s: 256 tokens' KV in about 54 ms,
-        // many decode steps). The second request's KV crosses only once
-        // the first has ended on the decode instance (it had crossed during
-        // the first's decode, and waited there); the prefill instance holds
-        // it through that wait, so the third's prefill waits too.
+        // many decode steps). Each request's KV crosses only once the one
+        // before has ended on the decode instance (it had crossed during
+        // that one's decode, and waited there), so its first token comes a
+        // transfer or more after that end.
         for policy in crate::engine::SchedulerPolicy::ALL {
             let mut cfg = disaggregated(&h100_8b(), "1:1");
             cfg.num_gpu_blocks_override = Some(24);
