@@ -80,6 +80,9 @@ impl EngineView for SimulatedEngine {
         if c.scheduler == "trtllm" {
             parts.push("TensorRT-LLM scheduler".into());
         }
+        if c.mixed_batches == Some(false) {
+            parts.push("prompts and decodes in separate steps".into());
+        }
         if c.calibrated == Some(false) {
             parts.push(format!("uncalibrated ({}: Hopper's constants)", c.gpu_family));
         }

@@ -6,6 +6,7 @@
 //!     [--trt-frontend-ms MS|calibration]
 //!     [--trt-frontend-us-per-output-token US|calibration]
 //!     [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context]
+//!     [--mixed-batches yes|no]
 //!
 //! `--trt-frontend-ms` sets TensorRT-LLM rows' front-end overhead (NIM's
 //! 5 ms by default; `calibration` keeps the calibration's 15 ms), and
@@ -15,6 +16,8 @@
 //! `--trt-scheduler` picks the scheduler of TensorRT-LLM rows (TensorRT-LLM's
 //! own by default, `vllm` to compare) and `--trt-no-chunked-context` turns
 //! their chunked context off.
+//! `--mixed-batches` runs every row with prompts and decodes in one step
+//! (`yes`) or in separate steps (`no`), whatever its `mixed` column says.
 //! `--no-stagger` starts a closed loop's users all at once and counts every
 //! request (see docs/simulator.md, "Closed loops").
 //!
@@ -71,11 +74,18 @@ fn run() -> Result<(), String> {
                 options.tensorrt_llm_scheduler = v.parse::<SchedulerPolicy>().map_err(|e| e.to_string())?;
             }
             "--trt-no-chunked-context" => options.tensorrt_llm_chunked_context = false,
+            "--mixed-batches" => {
+                options.mixed_batches = match args.next().as_deref() {
+                    Some("yes") => Some(true),
+                    Some("no") => Some(false),
+                    _ => return Err("--mixed-batches needs yes or no".into()),
+                }
+            }
             _ if csv.is_none() && !arg.starts_with("--") => csv = Some(arg),
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context]")?;
+    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--mixed-batches yes|no]")?;
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     let rows = parse_csv(&text).map_err(|e| e.to_string())?;
     let report = validate(&rows, &options).map_err(|e| e.to_string())?;

@@ -73,6 +73,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.block_size = e.block_size;
         cfg.enable_chunked_prefill = !e.no_chunked_prefill;
         cfg.enable_prefix_caching = !e.no_prefix_caching;
+        cfg.mixed_batches = !e.no_mixed_batches;
         cfg.scheduler = e.scheduler.parse()?;
         if e.spec_tokens == 0 && (e.spec_acceptance.is_some() || e.spec_draft_cost.is_some()) {
             bail!(

@@ -388,6 +388,12 @@ pub struct EngineSettings {
     /// admission); empty in documents written before it was recorded, which
     /// ran vLLM's.
     pub scheduler: String,
+    /// `false` when a step that computes a prompt decoded nothing (SGLang's
+    /// default, vLLM V0's without chunked prefill: `--no-mixed-batches`);
+    /// absent when prompts and decodes shared steps, vLLM V1's and
+    /// TensorRT-LLM's in-flight batching.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mixed_batches: Option<bool>,
     /// The GPU's family (`hopper`, `ampere`, `ada`, `blackwell`, `cdna3`),
     /// whose constants the step times come from.
     pub gpu_family: String,

@@ -67,6 +67,14 @@ pub struct EngineConfig {
     /// `tp` GPUs.
     #[serde(default = "one")]
     pub pp: u32,
+    /// Whether a step may prefill and decode together (vLLM V1's and
+    /// TensorRT-LLM's in-flight batching: the default). `false`: a step
+    /// that computes any prompt decodes nothing, and the running requests
+    /// decode in the steps with no prompt to compute, as SGLang does
+    /// without `--enable-mixed-chunk` and vLLM V0 did without chunked
+    /// prefill.
+    #[serde(default = "yes")]
+    pub mixed_batches: bool,
 }
 
 /// Speculative decoding, as vLLM runs it: each step, every decoding
@@ -97,6 +105,10 @@ pub const MAX_SPEC_TOKENS: u32 = 16;
 
 fn one() -> u32 {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The most replicas one engine configuration may have.
@@ -141,6 +153,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             enable_chunked_prefill: cfg.enable_chunked_prefill,
             enable_prefix_caching: cfg.enable_prefix_caching,
             scheduler: cfg.scheduler.to_string(),
+            mixed_batches: (!cfg.mixed_batches).then_some(false),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
             // The constants by name, as the calibration's own serialisation
@@ -181,6 +194,7 @@ impl EngineConfig {
             pd: None,
             ep: 1,
             pp: 1,
+            mixed_batches: true,
         }
     }
 
@@ -286,6 +300,13 @@ impl EngineConfig {
                     "--router {} picks among --dp replicas; with --pd each pool routes to its least-loaded \
                      instance: drop --router",
                     self.router
+                ));
+            }
+            if !self.mixed_batches {
+                return bad(format!(
+                    "--no-mixed-batches keeps prompts and decodes in separate steps, and with --pd {} they are on \
+                     separate instances already: drop one of them",
+                    pd.spec()
                 ));
             }
         }

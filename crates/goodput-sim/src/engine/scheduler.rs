@@ -225,6 +225,17 @@ enum Pull {
     Landed,
 }
 
+/// Which running requests a pass of vLLM's schedule takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// All of them, prefilling and decoding: a mixed batch.
+    Both,
+    /// Those still prefilling.
+    Prefill,
+    /// Those decoding.
+    Decode,
+}
+
 impl Request {
     /// Prompt plus output so far: what a recompute after preemption redoes.
     fn num_tokens(&self) -> u32 {
@@ -667,50 +678,19 @@ impl Engine {
     /// one (possibly itself). Then, unless this step preempted, waiting
     /// requests are admitted first come, first served while the budget, the
     /// sequence cap and the free blocks allow.
+    ///
+    /// Without mixed batches (`mixed_batches` false) the running requests'
+    /// prefill chunks and the admissions go first, and the decodes run only
+    /// in a step that prefills nothing.
     fn schedule(&mut self, out: &mut StepOutcome) {
         if self.cfg.scheduler == SchedulerPolicy::Trtllm {
             return self.schedule_trtllm(out);
         }
         self.scheduled.clear();
         let mut budget = self.cfg.max_num_batched_tokens.saturating_mul(self.cfg.attention_ranks());
-        let mut preempted = false;
-
-        let mut i = 0;
-        while i < self.running.len() && budget > 0 {
-            let slot = self.running[i];
-            let r = &self.slots[slot as usize];
-            // A decoding sequence carries its drafts, as many as its output
-            // has room for and the budget allows.
-            let drafts = match self.cfg.spec {
-                Some(sd) if r.decoding() => sd.tokens.min(r.max_tokens - r.num_output - 1),
-                _ => 0,
-            };
-            let new = (r.num_tokens() - r.num_computed + drafts).min(budget);
-            let target = r.num_computed + new;
-            let mut scheduled = true;
-            while !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
-                let Some(victim) = self.running.pop() else {
-                    scheduled = false;
-                    break;
-                };
-                self.preempt(victim, out);
-                preempted = true;
-                if victim == slot {
-                    scheduled = false;
-                    break;
-                }
-            }
-            if !scheduled {
-                break;
-            }
-            // Drafts not yet accepted fill no block of the prefix cache.
-            let kept = r_kept(target, new, drafts);
-            self.register_full_blocks(slot, kept);
-            self.scheduled.push((slot, new));
-            budget -= new;
-            i += 1;
-        }
-        if preempted {
+        let mixed = self.cfg.mixed_batches;
+        let running = if mixed { Phase::Both } else { Phase::Prefill };
+        if self.schedule_running(running, &mut budget, out) {
             return;
         }
 
@@ -754,6 +734,69 @@ impl Engine {
             self.start(slot, cached, new, out);
             budget -= new;
         }
+        if !mixed && !self.prefills() {
+            self.schedule_running(Phase::Decode, &mut budget, out);
+        }
+    }
+
+    /// Whether the step scheduled so far computes some prompt (a new
+    /// request's, a chunk of a started one's, or a preempted one's again).
+    pub(super) fn prefills(&self) -> bool {
+        self.scheduled.iter().any(|&(s, _)| !self.slots[s as usize].decoding())
+    }
+
+    /// vLLM's pass over the running requests, in admission order: each
+    /// takes what is left of its prefill within `budget`, or its decode
+    /// token (and drafts), as `phase` allows; a request that cannot get a
+    /// block preempts the newest running one (possibly itself). True when it
+    /// preempted, and the step then admits nobody.
+    fn schedule_running(&mut self, phase: Phase, budget: &mut u32, out: &mut StepOutcome) -> bool {
+        let mut preempted = false;
+        let mut i = 0;
+        while i < self.running.len() && *budget > 0 {
+            let slot = self.running[i];
+            let r = &self.slots[slot as usize];
+            let wanted = match phase {
+                Phase::Both => true,
+                Phase::Prefill => !r.decoding(),
+                Phase::Decode => r.decoding(),
+            };
+            if !wanted {
+                i += 1;
+                continue;
+            }
+            // A decoding sequence carries its drafts, as many as its output
+            // has room for and the budget allows.
+            let drafts = match self.cfg.spec {
+                Some(sd) if r.decoding() => sd.tokens.min(r.max_tokens - r.num_output - 1),
+                _ => 0,
+            };
+            let new = (r.num_tokens() - r.num_computed + drafts).min(*budget);
+            let target = r.num_computed + new;
+            let mut scheduled = true;
+            while !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+                let Some(victim) = self.running.pop() else {
+                    scheduled = false;
+                    break;
+                };
+                self.preempt(victim, out);
+                preempted = true;
+                if victim == slot {
+                    scheduled = false;
+                    break;
+                }
+            }
+            if !scheduled {
+                break;
+            }
+            // Drafts not yet accepted fill no block of the prefix cache.
+            let kept = r_kept(target, new, drafts);
+            self.register_full_blocks(slot, kept);
+            self.scheduled.push((slot, new));
+            *budget -= new;
+            i += 1;
+        }
+        preempted
     }
 
     /// The tokens of the waiting request in `slot` that need no computing:
@@ -959,6 +1002,57 @@ mod tests {
         let per_step = 1.0 + st.spec_accepted_tokens as f64 / drafts;
         let model = (1.0 - 0.6f64.powi(4)) / (1.0 - 0.6);
         assert!((per_step - model).abs() < 0.05, "{per_step:.3} tokens a step, the model says {model:.3}");
+    }
+
+    /// Without mixed batches a step that computes a prompt decodes nothing:
+    /// a stream's gap across another request's prefill is that prefill step
+    /// and its own decode step, where a mixed batch gives it one step, a
+    /// little longer than the prefill alone. Under both schedulers.
+    #[test]
+    fn without_mixed_batches_a_prefill_step_decodes_nothing() {
+        for policy in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm] {
+            let mut prefill_step = Vec::new();
+            for mixed in [true, false] {
+                let mut cfg = config(None, 16);
+                (cfg.scheduler, cfg.mixed_batches) = (policy, mixed);
+                let mut e = Engine::new(cfg.clone()).unwrap();
+                e.add_request(1, prompt(64, 1, &cfg), 8).unwrap();
+                let mut out = StepOutcome::default();
+                assert!(e.step_into(&mut out) && e.step_into(&mut out), "{policy}: A prefilled, then decoded");
+                assert_eq!(out.tokens.iter().map(|t| (t.id, t.index)).collect::<Vec<_>>(), [(1, 1)]);
+                e.add_request(2, prompt(4000, 2, &cfg), 8).unwrap();
+                assert!(e.step_into(&mut out));
+                let mut made: Vec<(u64, u32)> = out.tokens.iter().map(|t| (t.id, t.index)).collect();
+                made.sort();
+                let want: &[(u64, u32)] = if mixed { &[(1, 2), (2, 0)] } else { &[(2, 0)] };
+                assert_eq!(made, want, "{policy}, mixed {mixed}: the step that prefilled B");
+                prefill_step.push(out.duration);
+                assert!(e.step_into(&mut out));
+                let mut made: Vec<(u64, u32)> = out.tokens.iter().map(|t| (t.id, t.index)).collect();
+                made.sort();
+                let want: &[(u64, u32)] = if mixed { &[(1, 3), (2, 1)] } else { &[(1, 2), (2, 1)] };
+                assert_eq!(made, want, "{policy}, mixed {mixed}: the next step decodes both");
+                let steps = drain(&mut e);
+                assert!(steps.iter().flat_map(|s| &s.tokens).filter(|t| t.finished).count() == 2, "{policy}");
+            }
+            assert!(
+                prefill_step[1] < prefill_step[0],
+                "{policy}: the prefill alone ({:?}) is shorter than with a decode beside it ({:?})",
+                prefill_step[1],
+                prefill_step[0]
+            );
+        }
+    }
+
+    /// A disaggregated instance prefills or decodes, never both: the two are
+    /// refused together.
+    #[test]
+    fn unmixed_batches_are_refused_with_disaggregation() {
+        let mut cfg = config(None, 16);
+        cfg.pd = Some(crate::engine::Disaggregation::parse("1:1").unwrap());
+        cfg.mixed_batches = false;
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains("--no-mixed-batches") && e.contains("--pd 1:1") && e.contains("drop one"), "{e}");
     }
 
     /// Steps until idle, returning every outcome (TensorRT-LLM's tests too).

@@ -160,6 +160,11 @@ pub struct ReferenceRow {
     /// first requests at once, and a per-request export of one such run
     /// shows them staying together (docs/simulator.md, "Closed loops").
     pub together: bool,
+    /// Whether the reference engine ran prompts and decodes in one step (the
+    /// optional `mixed` column, `yes` or `no`; `yes` where absent): `no` for
+    /// SGLang's default and for the older NIM whose per-request export shows
+    /// its running requests making no token while others prefilled.
+    pub mixed_batches: bool,
 }
 
 const COLUMNS: [&str; 15] = [
@@ -183,9 +188,10 @@ const COLUMNS: [&str; 15] = [
 /// Columns a file may add: `split` (`calibration` or `held-out`),
 /// `queueing` (`yes` or `no`), `requests` (how many the benchmark sent),
 /// `range_ratio` (0 to 1, the spread of the lengths), `ep` (the
-/// expert-parallel size) and `start` (`together` where the client sent its
-/// users' first requests at once, `apart`).
-const OPTIONAL_COLUMNS: [&str; 6] = ["split", "queueing", "requests", "range_ratio", "ep", "start"];
+/// expert-parallel size), `start` (`together` where the client sent its
+/// users' first requests at once, `apart`) and `mixed` (`no` where the
+/// engine kept prompts and decodes in separate steps, `yes`).
+const OPTIONAL_COLUMNS: [&str; 7] = ["split", "queueing", "requests", "range_ratio", "ep", "start", "mixed"];
 
 /// The most requests a `rate` row may send: each is simulated, and a larger
 /// run says nothing a shorter one does not.
@@ -260,6 +266,11 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 None | Some("apart") => false,
                 Some("together") => true,
                 Some(other) => return Err(err(format!("`start` must be together or apart, got `{other}`"))),
+            };
+            row.mixed_batches = match extra(6) {
+                None | Some("yes") => true,
+                Some("no") => false,
+                Some(other) => return Err(err(format!("`mixed` must be yes or no, got `{other}`"))),
             };
             if row.together && !matches!(row.load, ReferenceLoad::Concurrency(_)) {
                 return Err(err("`start` describes a closed loop's users: give it on `concurrency` rows only".into()));
@@ -337,6 +348,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         range_ratio: 1.0,
         ep: 1,
         together: false,
+        mixed_batches: true,
     })
 }
 
@@ -396,6 +408,10 @@ pub struct ValidationOptions {
     pub tensorrt_llm_scheduler: SchedulerPolicy,
     /// Chunked context for TensorRT-LLM rows.
     pub tensorrt_llm_chunked_context: bool,
+    /// Prompts and decodes in one step (`Some(true)`) or apart
+    /// (`Some(false)`) on every row, to compare; `None` follows each row's
+    /// `mixed` column.
+    pub mixed_batches: Option<bool>,
 }
 
 /// NIM's time from a request's send to its prefill, less the prefill: the
@@ -424,6 +440,7 @@ impl Default for ValidationOptions {
             tensorrt_llm_frontend_us_per_output_token: Some(NIM_FRONTEND_US_PER_OUTPUT_TOKEN),
             tensorrt_llm_scheduler: SchedulerPolicy::Trtllm,
             tensorrt_llm_chunked_context: true,
+            mixed_batches: None,
         }
     }
 }
@@ -458,6 +475,7 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
     if let Some(c) = options.calibrations.get(&gpu.family) {
         cfg.calibration = c.clone();
     }
+    cfg.mixed_batches = options.mixed_batches.unwrap_or(row.mixed_batches);
     if row.engine == ReferenceEngine::TensorRtLlm {
         if row.precision != Precision::Bf16 {
             cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;

@@ -473,6 +473,9 @@ pub struct EngineHwArgs {
     /// Turn prefix caching off.
     #[arg(long, help_heading = "Simulated engine")]
     pub no_prefix_caching: bool,
+    /// Keep prompts and decodes in separate steps: a step that computes any prompt decodes nothing, and the running requests decode when no prompt is waiting. SGLang's default (without --enable-mixed-chunk) and vLLM V0's without chunked prefill; vLLM V1 and TensorRT-LLM mix them (the default).
+    #[arg(long, help_heading = "Simulated engine")]
+    pub no_mixed_batches: bool,
     /// Whose batch scheduler to run: vllm (admits by the blocks a step needs, preempts and recomputes when the cache runs out) or trtllm (TensorRT-LLM's guaranteed-no-evict: admits a request only when its prompt plus max tokens fit, never preempts; decodes before prompt chunks; 2,048 sequences by default; the KV cache a share of the memory left after the weights).
     #[arg(long, default_value = "vllm", help_heading = "Simulated engine")]
     pub scheduler: String,
@@ -528,6 +531,7 @@ impl Default for EngineHwArgs {
             block_size: 16,
             no_chunked_prefill: false,
             no_prefix_caching: false,
+            no_mixed_batches: false,
             scheduler: "vllm".into(),
             calibration: None,
             chat_template: "auto".into(),

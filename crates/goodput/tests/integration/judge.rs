@@ -373,6 +373,40 @@ fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
     assert!(!err.status.success() && text.contains("--scheduler") && text.contains("trtllm"), "{text}");
 }
 
+/// `--no-mixed-batches` keeps prompts and decodes in separate steps: the
+/// streams stall for whole prefill steps (a longer worst gap), the result
+/// records it, and it is refused beside --pd, whose instances never mix.
+#[test]
+fn estimate_keeps_prompts_and_decodes_apart_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-c", "16", "-n", "96", "--input-tokens", "2000", "--output-tokens", "200"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let mixed = run("mixed.json", &[]);
+    let apart = run("apart.json", &["--no-mixed-batches"]);
+    assert!(mixed["config"]["engine"].get("mixed_batches").is_none(), "{}", mixed["config"]["engine"]);
+    assert_eq!(apart["config"]["engine"]["mixed_batches"], false);
+    let worst_gap = |v: &serde_json::Value| v["summary"]["itl_ms"]["max"].as_f64().unwrap();
+    assert!(
+        worst_gap(&apart) > 1.5 * worst_gap(&mixed),
+        "worst gap {} ms apart against {} ms mixed",
+        worst_gap(&apart),
+        worst_gap(&mixed)
+    );
+    assert_eq!(apart["summary"]["requests"]["completed"].as_u64(), Some(96));
+    let err = goodput().args(["estimate", "--no-mixed-batches", "--pd", "1:1", "-n", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&err.stderr);
+    assert!(!err.status.success() && text.contains("--no-mixed-batches") && text.contains("drop one"), "{text}");
+}
+
 #[test]
 fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     let dir = tempfile::tempdir().unwrap();

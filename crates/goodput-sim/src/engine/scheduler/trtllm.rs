@@ -99,29 +99,10 @@ impl Engine {
         let mut available = (self.pool.num_free() as u64).saturating_sub(owed);
 
         // 1. Generation: every decoding request, oldest admission first.
-        for i in 0..self.running.len() {
-            let slot = self.running[i];
-            let r = &self.slots[slot as usize];
-            if !r.decoding() {
-                continue;
-            }
-            let drafts = match self.cfg.spec {
-                Some(sd) => sd.tokens.min(r.max_tokens - r.num_output - 1),
-                None => 0,
-            };
-            let new = 1 + drafts;
-            if new > budget {
-                break;
-            }
-            let target = r.num_computed + new;
-            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
-                // Cannot happen: the blocks were promised at admission.
-                debug_assert!(false, "a running request could not grow under guaranteed-no-evict");
-                continue;
-            }
-            self.register_full_blocks(slot, super::r_kept(target, new, drafts));
-            self.scheduled.push((slot, new));
-            budget -= new;
+        // Without mixed batches it comes last, and only into a step with no
+        // context.
+        if self.cfg.mixed_batches {
+            self.schedule_generation(&mut budget);
         }
 
         // 2. Contexts already started (chunked), oldest first.
@@ -202,6 +183,38 @@ impl Engine {
             let _ = self.waiting.remove(k);
             self.start(slot, cached, new, out);
             budget -= new;
+        }
+        if !self.cfg.mixed_batches && !self.prefills() {
+            self.schedule_generation(&mut budget);
+        }
+    }
+
+    /// The generation phase: every decoding request, oldest admission
+    /// first, a token (and its drafts) each while `budget` lasts.
+    fn schedule_generation(&mut self, budget: &mut u32) {
+        for i in 0..self.running.len() {
+            let slot = self.running[i];
+            let r = &self.slots[slot as usize];
+            if !r.decoding() {
+                continue;
+            }
+            let drafts = match self.cfg.spec {
+                Some(sd) => sd.tokens.min(r.max_tokens - r.num_output - 1),
+                None => 0,
+            };
+            let new = 1 + drafts;
+            if new > *budget {
+                break;
+            }
+            let target = r.num_computed + new;
+            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+                // Cannot happen: the blocks were promised at admission.
+                debug_assert!(false, "a running request could not grow under guaranteed-no-evict");
+                continue;
+            }
+            self.register_full_blocks(slot, super::r_kept(target, new, drafts));
+            self.scheduled.push((slot, new));
+            *budget -= new;
         }
     }
 
