@@ -457,8 +457,6 @@ impl Engine {
         Ok(())
     }
 
-    /// Drops a request (a client disconnect), freeing its blocks. False when
-    /// the engine does not hold it (already finished, or never added).
     /// Empties the prefix cache (vLLM's `reset_prefix_cache`): no later
     /// request finds a prefix cached before it. Returns how many cached
     /// prefixes (blocks) were forgotten.
@@ -466,9 +464,13 @@ impl Engine {
         self.pool.reset_prefix_cache()
     }
 
+    /// Drops a request (a client disconnect), freeing its blocks: a finished
+    /// one's too, where a prefill instance held them for a transfer that
+    /// will not come now. False when the engine holds nothing of it (already
+    /// finished and freed, or never added).
     pub fn abort(&mut self, id: u64) -> bool {
         let Some(slot) = self.index.remove(&id) else {
-            return false;
+            return self.release_held(id);
         };
         if let Some(pos) = self.running.iter().position(|&s| s == slot) {
             self.running.remove(pos);
@@ -1264,6 +1266,24 @@ mod tests {
         let s = e.step().unwrap();
         // One decode for the running request, the other 99 to the newcomer.
         assert_eq!((s.batch.decodes, s.batch.prefill_tokens), (1, 99));
+    }
+
+    /// A prefill instance holds a finished request's KV for its transfer;
+    /// a client gone before the transfer started frees it on abort (it had
+    /// leaked: the blocks stayed held with no one left to release them).
+    #[test]
+    fn abort_frees_the_kv_a_prefill_instance_held_for_a_transfer() {
+        let cfg = config(None, 16);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.hold_finished();
+        e.add_request(1, prompt(200, 1, &cfg), 1).unwrap();
+        let s = e.step().unwrap();
+        assert!(s.tokens[0].finished);
+        assert!(e.kv_usage() > 0.0, "held for the transfer");
+        assert!(e.abort(1));
+        assert_eq!(e.kv_usage(), 0.0);
+        assert!(!e.abort(1) && !e.release_held(1), "nothing is left to free");
+        assert_eq!(e.stats().requests_aborted, 0, "it finished its prefill: not counted aborted");
     }
 
     #[test]

@@ -197,6 +197,13 @@ const OPTIONAL_COLUMNS: [&str; 7] = ["split", "queueing", "requests", "range_rat
 /// run says nothing a shorter one does not.
 const MAX_REQUESTS: u32 = 100_000;
 
+/// Requests a closed loop's (or a batch's) user sends in the simulation.
+const REQUESTS_A_USER: u32 = 25;
+
+/// The most users a `concurrency` or `batch` row may have: as many
+/// requests as a `rate` row may send.
+const MAX_USERS: u32 = MAX_REQUESTS / REQUESTS_A_USER;
+
 /// Parses the reference CSV: a header naming the columns (any order), then
 /// one measurement per line. Blank lines and lines starting with `#` are
 /// skipped; fields may be quoted, with `""` for a quote.
@@ -295,6 +302,18 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
             .filter(|&n| n > 0)
             .ok_or_else(|| err(format!("`{}` must be a positive integer, got `{}`", COLUMNS[k], f(k))))
     };
+    // Each user is simulated for 25 requests: past MAX_USERS a row would
+    // hold more requests than a `rate` row may (it had aborted, allocating
+    // for a billion users).
+    let users = || -> Result<u32, Error> {
+        f(10).parse::<u32>().ok().filter(|n| (1..=MAX_USERS).contains(n)).ok_or_else(|| {
+            err(format!(
+                "a `concurrency` or `batch` row's `load_value` is its users, from 1 to {MAX_USERS} (each simulated \
+                 for {REQUESTS_A_USER} requests); got `{}`",
+                f(10)
+            ))
+        })
+    };
     let precision = f(5).parse::<Precision>().map_err(|e| err(e.to_string()))?;
     let engine = match f(6).to_ascii_lowercase().as_str() {
         "vllm" => ReferenceEngine::Vllm,
@@ -304,8 +323,8 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
     };
     let load = match f(9) {
         "max_throughput" => ReferenceLoad::MaxThroughput,
-        "concurrency" => ReferenceLoad::Concurrency(count(10)?),
-        "batch" => ReferenceLoad::Batch(count(10)?),
+        "concurrency" => ReferenceLoad::Concurrency(users()?),
+        "batch" => ReferenceLoad::Batch(users()?),
         "rate" => {
             ReferenceLoad::Rate(f(10).parse::<f64>().ok().filter(|r| (0.001..=1e6).contains(r)).ok_or_else(|| {
                 err(format!("a `rate` row's `load_value` is requests per second, from 0.001 to 1e6; got `{}`", f(10)))
@@ -530,7 +549,7 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                 return Err(bad(format!("concurrency {c} does not split evenly over {replicas} replicas")));
             }
             let users = c / replicas;
-            let n = (25 * users as usize).max(200);
+            let n = (REQUESTS_A_USER as usize * users as usize).max(200);
             let mut load = VirtualLoad::closed_loop(row_requests(row, n, &mut rng), users);
             if options.stagger && !row.together && matches!(row.load, ReferenceLoad::Concurrency(_)) {
                 // A pilot of two requests a user gives the time one takes at
@@ -835,6 +854,9 @@ b,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,128,128,max_throughput,,output_toke
             ("x,llama-3.1-8b,h200,1,1,bf16,tgi,32,16,concurrency,2,e2e_ms_mean,1,ms,s", "engine"),
             ("x,llama-3.1-8b,h200,1,1,bf16,vllm,32,16,concurrency,2,p99,1,ms,s", "metric"),
             ("x,llama-3.1-8b,h200,1", "fields"),
+            // A billion users had aborted, allocating for their requests.
+            ("x,llama-3.1-8b,h200,1,1,bf16,vllm,32,16,concurrency,1000000000,e2e_ms_mean,1,ms,s", "from 1 to 4000"),
+            ("x,llama-3.1-8b,h200,1,1,bf16,vllm,32,16,batch,4001,e2e_ms_mean,1,ms,s", "users"),
         ];
         for (row, needle) in cases {
             let err = parse_csv(&format!("{header}\n{row}\n")).unwrap_err();
@@ -842,6 +864,28 @@ b,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,128,128,max_throughput,,output_toke
             assert!(text.contains("line 2") && text.contains(needle), "{row}: {text}");
         }
         assert!(parse_csv("id,model\n").unwrap_err().to_string().contains("gpu"));
+    }
+
+    /// The `mixed` column: `no` runs the row's engine with prompts and
+    /// decodes in separate steps, `yes` or nothing mixes them, and the
+    /// validator's option overrides it.
+    #[test]
+    fn the_mixed_column_sets_the_rows_steps() {
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,mixed,metric,value,unit,source
+a,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,32,16,concurrency,2,no,e2e_ms_mean,150,ms,s
+b,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,32,16,concurrency,2,yes,e2e_ms_mean,150,ms,s
+c,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,32,16,concurrency,2,,e2e_ms_mean,150,ms,s
+";
+        let rows = parse_csv(text).unwrap();
+        assert_eq!(rows.iter().map(|r| r.mixed_batches).collect::<Vec<_>>(), [false, true, true]);
+        let options = ValidationOptions::default();
+        assert!(!row_config(&rows[0], &options).unwrap().mixed_batches);
+        assert!(row_config(&rows[1], &options).unwrap().mixed_batches);
+        let all_mixed = ValidationOptions { mixed_batches: Some(true), ..ValidationOptions::default() };
+        assert!(row_config(&rows[0], &all_mixed).unwrap().mixed_batches);
+        let err = parse_csv(&text.replace(",no,", ",sometimes,")).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("`mixed` must be yes or no"), "{err}");
     }
 
     #[test]
