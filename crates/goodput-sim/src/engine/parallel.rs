@@ -39,7 +39,7 @@ use goodput_core::doc::config::ep_ranks;
 /// A100, B200; the MI300X platform's Infinity Fabric alike), 72 in a GB200
 /// NVL72 rack. PCIe parts (H100 PCIe, L40S, L4) count 8 to a server, joined
 /// by PCIe (their `interconnect_gb_s`).
-fn nvlink_domain(gpu: &GpuSpec) -> u32 {
+pub(super) fn nvlink_domain(gpu: &GpuSpec) -> u32 {
     if gpu.name == "GB200" {
         72
     } else {
@@ -51,7 +51,7 @@ fn nvlink_domain(gpu: &GpuSpec) -> u32 {
 /// per GPU (ConnectX-7, as in the DGX H100, H200 and B200 datasheets; the
 /// MI300X platform alike), 200 Gb/s on the A100 (DGX A100: ConnectX-6 HDR)
 /// and on the PCIe parts (an assumption: no reference server).
-fn network_bytes_per_s(gpu: &GpuSpec) -> f64 {
+pub(super) fn network_bytes_per_s(gpu: &GpuSpec) -> f64 {
     match gpu.name.as_str() {
         "A100 80GB" | "H100 PCIe" | "L40S" | "L4" => 25e9,
         _ => 50e9,
@@ -61,7 +61,7 @@ fn network_bytes_per_s(gpu: &GpuSpec) -> f64 {
 /// A collective that leaves the NVLink domain costs this much more than one
 /// within it: an assumption of the model, of the size DeepEP's low-latency
 /// kernels show over RDMA (tens of µs for a decode batch on 8 to 32 ranks).
-const NETWORK_LATENCY_US: f64 = 30.0;
+pub(super) const NETWORK_LATENCY_US: f64 = 30.0;
 
 /// Bytes of one activation element sent between GPUs (BF16).
 const ACTIVATION_BYTES: f64 = 2.0;

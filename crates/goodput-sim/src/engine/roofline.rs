@@ -250,6 +250,18 @@ impl Roofline {
         } else {
             (0.0, 0.0)
         };
+        // A TP group within one NVLink domain all-reduces over NVLink; one
+        // wider than it (TP 16 of H100s: two boards) over the network, as
+        // an expert-parallel group that leaves the domain does
+        // (`parallel.rs`).
+        let (allreduce_latency_us, link_rate) = if cfg.tp <= parallel::nvlink_domain(&cfg.gpu) {
+            (c.allreduce_latency_us, cfg.gpu.interconnect_bytes_per_s() * c.eta_link)
+        } else {
+            (
+                c.allreduce_latency_us + parallel::NETWORK_LATENCY_US,
+                parallel::network_bytes_per_s(&cfg.gpu).min(cfg.gpu.interconnect_bytes_per_s()) * c.eta_link,
+            )
+        };
         // The GPUs one engine drives: TP × PP, times the ranks of an
         // expert-parallel group.
         let gpus = tp * (cfg.pp * cfg.attention_ranks()) as f64;
@@ -264,9 +276,9 @@ impl Roofline {
             kv_bytes_per_token_per_gpu: m.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
             kv_rate: bw * c.eta_kv,
             allreduce_calls,
-            allreduce_latency: c.allreduce_latency_us * 1e-6,
+            allreduce_latency: allreduce_latency_us * 1e-6,
             allreduce_bytes_per_token,
-            link_rate: cfg.gpu.interconnect_bytes_per_s() * c.eta_link,
+            link_rate,
             fixed_overhead: m.num_layers as f64 * c.c_layer_us * 1e-6 + c.c_step_us * 1e-6,
             per_seq_overhead: c.c_seq_us * 1e-6,
             idle_w: cfg.gpu.idle_w * gpus,
@@ -435,6 +447,30 @@ mod tests {
         let mut three = one;
         three.tp = 3;
         assert!(matches!(kv_capacity(&three), Err(Error::InvalidConfig(_))));
+    }
+
+    /// A TP group wider than the NVLink domain all-reduces over the network
+    /// (it had run at NVLink's rate: TP 64 of H100s decoding 2.7 times as
+    /// fast as TP 8); within GB200's 72-GPU domain it stays on NVLink.
+    #[test]
+    fn tensor_parallelism_past_the_nvlink_domain_crosses_the_network() {
+        let tp = |gpu: &str, n: u32| {
+            let mut c = cfg("llama-3.1-405b", gpu, Precision::Fp8);
+            c.tp = n;
+            Roofline::new(&c).unwrap()
+        };
+        let mut decode = BatchShape::default();
+        decode.add_decode(1000);
+        let mut prefill = BatchShape::default();
+        prefill.add_prefill(0, 4096);
+        for b in [&decode, &prefill] {
+            let (h8, h16) = (tp("h100", 8).breakdown(b), tp("h100", 16).breakdown(b));
+            // Per token and GPU the network is 9 times slower than NVLink,
+            // plus 30 µs a call.
+            assert!(h16.tensor_parallel > 3 * h8.tensor_parallel, "{:?} against {:?}", h16, h8);
+            let (g8, g16) = (tp("gb200", 8).breakdown(b), tp("gb200", 16).breakdown(b));
+            assert!(g16.tensor_parallel < 2 * g8.tensor_parallel, "{:?} against {:?}", g16, g8);
+        }
     }
 
     #[test]
