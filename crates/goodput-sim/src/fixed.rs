@@ -18,7 +18,7 @@ mod http;
 pub use http::{serve, serve_limited};
 
 use crate::faults::{Fault, FaultConfig, FaultCounters, FaultError};
-use crate::openai::{count_tokens, unix_now, ChunkWriter, GenerationRequest, RequestError, Route};
+use crate::openai::{count_tokens, unix_now, ChunkWriter, GenerationRequest, Route};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -344,9 +344,9 @@ impl Reply {
     /// plans the response of a request that arrived at `t0` (`request_id`:
     /// its `X-Request-Id`, for the write log).
     fn to(s: &FixedServer, route: Route, body: &[u8], t0: Instant, request_id: Option<String>) -> Reply {
-        if let Some(count) = GenerationRequest::messages_over(body, MAX_MESSAGES) {
-            let within = format!("the fixed profile takes ({MAX_MESSAGES}, above any model's context)");
-            return Reply::Error(400, RequestError::TooManyMessages { count, within }.to_string());
+        let within = || format!("the fixed profile takes ({MAX_MESSAGES}, above any model's context)");
+        if let Err(e) = GenerationRequest::check_messages(body, MAX_MESSAGES, within) {
+            return Reply::Error(400, e.to_string());
         }
         let req = match GenerationRequest::parse(route, body) {
             Ok(r) => r,

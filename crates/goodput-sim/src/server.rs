@@ -64,25 +64,67 @@ pub(crate) const MAX_BODY: usize = 64 * 1024 * 1024;
 /// Reads a request's body whole within `limit` (the head's time, counted
 /// from the head's end) before the route sees it: one sent a byte at a time
 /// had held its connection for ever, as a late head no longer does. Past
-/// it, 408 and the connection closed; past [`MAX_BODY`], 413.
+/// it, 408 and the connection closed; past [`MAX_BODY`] (by its
+/// Content-Length, or as it arrives), 413; a body that cannot be read
+/// (malformed chunks), 400. Each is a JSON error in the shape of the route
+/// asked for, as the route's own errors are (and the fixed profile's, and
+/// vLLM's): they had been plain text, and a malformed body a 413.
 async fn body_within(req: axum::extract::Request, next: axum::middleware::Next, limit: Duration) -> Response {
-    use axum::response::IntoResponse;
+    use axum::http::StatusCode;
     let (parts, body) = req.into_parts();
+    let refuse = |status: StatusCode, message: String| refused(parts.uri.path(), status, &message);
+    let too_large = || format!("the request body is larger than {} MiB", MAX_BODY / (1024 * 1024));
+    // A Content-Length past the limit is refused before the body is waited
+    // for, as the fixed profile refuses it.
+    if axum::body::HttpBody::size_hint(&body).lower() > MAX_BODY as u64 {
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE, too_large());
+    }
     match tokio::time::timeout(limit, axum::body::to_bytes(body, MAX_BODY)).await {
         Ok(Ok(bytes)) => next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await,
-        Ok(Err(_)) => (
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            [(header::CONNECTION, "close")],
-            format!("the request body is larger than {} MiB, or was cut short", MAX_BODY / (1024 * 1024)),
-        )
-            .into_response(),
-        Err(_) => (
-            axum::http::StatusCode::REQUEST_TIMEOUT,
-            [(header::CONNECTION, "close")],
+        Ok(Err(e)) => match unreadable(&e) {
+            Some(why) => refuse(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the request body cannot be read ({why}): send it with a Content-Length, or in well-formed chunks"
+                ),
+            ),
+            None => refuse(StatusCode::PAYLOAD_TOO_LARGE, too_large()),
+        },
+        Err(_) => refuse(
+            StatusCode::REQUEST_TIMEOUT,
             format!("the request body did not arrive within {} s", limit.as_secs_f64()),
-        )
-            .into_response(),
+        ),
     }
+}
+
+/// A request refused before its route saw it, the connection closed: the
+/// JSON error of the route at `path` (Anthropic's, Ollama's, TGI's shape on
+/// theirs), OpenAI's elsewhere.
+fn refused(path: &str, status: axum::http::StatusCode, message: &str) -> Response {
+    use axum::response::IntoResponse;
+    let code = status.as_u16();
+    let body = match (crate::openai::Route::of_path(path), crate::openai::pooling::PoolRoute::of_path(path)) {
+        (Some(route), _) => route.error_body(code, message),
+        (None, Some(route)) => route.error_body(code, message),
+        (None, None) => crate::openai::error_body(code, message),
+    };
+    (status, [(header::CONTENT_TYPE, "application/json"), (header::CONNECTION, "close")], body).into_response()
+}
+
+/// Why hyper could not read a body (malformed chunks, or a body cut short),
+/// in words; `None` where the body was refused for its length.
+fn unreadable(e: &axum::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return Some(match std::error::Error::source(h) {
+                Some(cause) => format!("{h}: {cause}"),
+                None => h.to_string(),
+            });
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// One connection, holding its place under the cap (`_permit`) until it

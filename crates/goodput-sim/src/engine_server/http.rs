@@ -8,8 +8,8 @@ use crate::clock::sleep_until;
 use crate::engine::{Error, Prompt};
 use crate::faults::Fault;
 use crate::openai::{
-    error_response, info_body, models_body, output_ids, tags_body, unix_now, ChunkWriter, GenerationRequest,
-    RequestError, Route, Usage,
+    error_response, info_body, models_body, output_ids, tags_body, unix_now, ChunkWriter, GenerationRequest, Route,
+    Usage,
 };
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -73,9 +73,8 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // A chat of more messages than the context has tokens never fits, and
     // parsing and rendering millions of them would take gigabytes first.
     let model = &s.cfg.engine.model;
-    if let Some(count) = GenerationRequest::messages_over(&body, model.max_context.into()) {
-        let within = format!("{}'s context of {} tokens holds", model.name, model.max_context);
-        let e = RequestError::TooManyMessages { count, within };
+    let within = || format!("{}'s context of {} tokens holds", model.name, model.max_context);
+    if let Err(e) = GenerationRequest::check_messages(&body, model.max_context.into(), within) {
         return error_response(route, StatusCode::BAD_REQUEST, &e.to_string());
     }
     let req = match GenerationRequest::parse(route, &body) {

@@ -212,12 +212,22 @@ impl GenerationRequest {
     /// under two bytes a message past `limit` (a message takes one byte and
     /// a comma at least) cannot hold more and is not read; one that is not
     /// JSON counts none, and [`Self::parse`] says what is wrong with it.
-    pub fn messages_over(body: &[u8], limit: u64) -> Option<u64> {
+    fn messages_over(body: &[u8], limit: u64) -> Option<u64> {
         if (body.len() as u64) < limit.saturating_mul(2) {
             return None;
         }
         let count = serde_json::from_slice::<MessageCount>(body).map_or(0, |c| c.messages);
         (count > limit).then_some(count)
+    }
+
+    /// That `body` carries at most `limit` messages, counted before it is
+    /// parsed ([`Self::messages_over`]); else the error both servers answer
+    /// with, `within` saying what the limit is (read after "more than").
+    pub fn check_messages(body: &[u8], limit: u64, within: impl FnOnce() -> String) -> Result<(), RequestError> {
+        match Self::messages_over(body, limit) {
+            Some(count) => Err(RequestError::TooManyMessages { count, within: within() }),
+            None => Ok(()),
+        }
     }
 
     /// Streamed: asked for, or by default on Ollama's routes.
@@ -425,6 +435,15 @@ mod tests {
         assert_eq!(
             GenerationRequest::messages_over(format!(r#"{{"prompt":"{}"}}"#, "a ".repeat(50)).as_bytes(), 10),
             None
+        );
+        let body = chat(101);
+        assert!(GenerationRequest::check_messages(body.as_bytes(), 101, || unreachable!()).is_ok());
+        let e = GenerationRequest::check_messages(body.as_bytes(), 100, || "m's context of 100 tokens holds".into())
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the request carries 101 messages, more than m's context of 100 tokens holds: a chat template gives \
+             every message one token at least; send fewer messages"
         );
         let e = RequestError::TooManyMessages { count: 200_000, within: "m's context of 131072 tokens holds".into() };
         assert_eq!(

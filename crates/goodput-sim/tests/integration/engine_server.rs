@@ -672,7 +672,64 @@ async fn a_body_that_trickles_past_the_time_limit_is_answered_408() {
     tokio::time::timeout(Duration::from_secs(10), read).await.expect("the trickling body held the connection");
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains(r#""code":408"#), "a JSON error: {answer}");
     assert!(t0.elapsed() >= Duration::from_millis(300), "{:?}", t0.elapsed());
+}
+
+/// A body past the limit, or one that cannot be read, is answered with the
+/// route's JSON error, as every other refusal and vLLM's are: it had been
+/// plain text ("the request body is larger than 64 MiB, or was cut short"),
+/// a 413 for a malformed one too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_too_large_or_malformed_is_answered_with_a_json_error() {
+    let (base, _server, _stop) = start(config()).await;
+    let ask = |request: Vec<u8>| {
+        let addr = base.trim_start_matches("http://").to_owned();
+        async move {
+            let mut sock = TcpStream::connect(addr).await.unwrap();
+            sock.write_all(&request).await.unwrap();
+            // The answer, read to the end its Content-Length gives.
+            let mut answer = Vec::new();
+            let read = async {
+                let mut b = [0u8; 4096];
+                loop {
+                    let n = sock.read(&mut b).await.unwrap();
+                    answer.extend_from_slice(&b[..n]);
+                    let text = String::from_utf8_lossy(&answer);
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let head = head.to_ascii_lowercase();
+                        let len = head.split("content-length: ").nth(1).and_then(|l| l.lines().next());
+                        if n == 0 || len.is_some_and(|l| l.parse::<usize>().unwrap() <= body.len()) {
+                            return (head, body.to_owned());
+                        }
+                    }
+                    assert!(n > 0, "closed before its answer: {text}");
+                }
+            };
+            let (head, body) = tokio::time::timeout(Duration::from_secs(10), read).await.expect("an answer");
+            let status: u16 = head[9..12].parse().unwrap();
+            assert!(head.contains("content-type: application/json"), "{head}");
+            (status, serde_json::from_str::<Value>(&body).unwrap_or_else(|e| panic!("{e}: {body}")))
+        }
+    };
+    // Past 64 MiB by its Content-Length: refused before it is read.
+    let big = format!("POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{{", 65 << 20);
+    let (status, body) = ask(big.into_bytes()).await;
+    assert_eq!(status, 413);
+    assert_eq!(body["error"]["code"], 413);
+    assert_eq!(body["error"]["message"], "the request body is larger than 64 MiB");
+    // On Anthropic's route, Anthropic's shape.
+    let big = format!("POST /v1/messages HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{{", 65 << 20);
+    let (status, body) = ask(big.into_bytes()).await;
+    assert_eq!((status, body["type"].as_str()), (413, Some("error")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("larger than 64 MiB"), "{body}");
+    // A chunk size that is not hexadecimal.
+    let bad = b"POST /v1/completions HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nhello\r\n0\r\n\r\n";
+    let (status, body) = ask(bad.to_vec()).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], 400);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("the request body cannot be read (") && message.contains("chunk"), "{message}");
 }
 
 /// Below the cap, slow clients take nothing from the others: a request is
