@@ -51,7 +51,7 @@ const LIVE_BYTES_PER_REQUEST: u64 = 1 << 10;
 /// ahead (a closed loop bounded by time) are not checked. `shards`: the
 /// command can split a run over machines (`--shard`), and the fix says so.
 pub fn check_memory(plan: &goodput_load::LoadPlan, shards: bool) -> Result<()> {
-    let Some(free) = available_memory() else { return Ok(()) };
+    let Some(free) = goodput_core::util::input::available_memory() else { return Ok(()) };
     let units = plan.total_requests().or_else(|| {
         let (rate, _) = plan.rate.filter(|r| r.0.is_finite())?;
         let time = plan.sending_time()?.as_secs_f64() + plan.ramp_up.as_secs_f64() / 2.0;
@@ -74,14 +74,6 @@ pub fn check_memory(plan: &goodput_load::LoadPlan, shards: bool) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The memory free for a new run (Linux's MemAvailable), where known.
-fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb.saturating_mul(1024))
 }
 
 /// Thousands of concurrent streams need as many sockets: lifts the soft

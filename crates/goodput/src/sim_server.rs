@@ -16,6 +16,7 @@ pub fn faults(f: &FaultArgs) -> Result<FaultConfig> {
     let answers = match &f.answers {
         Some(p) => {
             let text = goodput_core::util::input::read_text(p, "--answers", goodput_core::util::input::DOCUMENT_CAP)?;
+            goodput_core::util::input::check_parse(p, "--answers", &text)?;
             let mut a = goodput_sim::answers::Answers::from_jsonl(&text)
                 .map_err(|e| anyhow::anyhow!("--answers {}: {e}", p.display()))?;
             a.wrong_rate = f.fault_wrong_rate;

@@ -53,6 +53,20 @@ pub enum InputError {
         size(*cap as u64)
     )]
     LineTooLong { path: PathBuf, what: &'static str, line: usize, cap: usize },
+    /// A JSON document whose parsed form would not fit in the memory the
+    /// process has left: refused before it is parsed (an allocation that
+    /// fails aborts the process, with no message of what it was reading).
+    #[error(
+        "{} ({what}) is {} of JSON in {values} values, and reading it takes about {}, more than the {} this process \
+         has left (the machine's available memory, and ulimit -v where one is set): free memory or raise the limit, \
+         or give a smaller file (a run keeps its per-request records out of its result with --records FILE rather \
+         than --include-requests)",
+        path.display(),
+        approx(*size),
+        approx(*need),
+        approx(*left)
+    )]
+    OverMemory { path: PathBuf, what: &'static str, size: u64, values: u64, need: u64, left: u64 },
     #[error("{} is not UTF-8 text: {what} is UTF-8", path.display())]
     NotUtf8 { path: PathBuf, what: &'static str },
     #[error(
@@ -70,6 +84,160 @@ pub fn size(bytes: u64) -> String {
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
         b => format!("{b} bytes"),
+    }
+}
+
+/// A size in memory as people read it, to a tenth: 1.5 GiB, 300.0 MiB.
+fn approx(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / f64::from(1u32 << 10)),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// What parsing one JSON value takes at most beyond the text, on average
+/// over a document: the value's slot (32 bytes as a `serde_json::Value`, 24
+/// as a `String` or a `Vec`) twice over, since a list grows by doubling, or
+/// an entry of a map with its key's allocation. Measured (peak RSS of
+/// `goodput report`, less the text): a result holding a list of 150 million
+/// zeros took 64 bytes a value parsed as `Value`s, one of 100 million empty
+/// warnings 49 parsed as its types, and one of 400,000 records (43.6
+/// million values) under 22 parsed as its types, analysis included.
+pub const BYTES_PER_VALUE: u64 = 80;
+
+/// The memory the process has left, where known: the least of the
+/// machine's available memory (Linux's `MemAvailable`) and what the
+/// process's address-space limit (`ulimit -v`) leaves beyond what it has
+/// mapped.
+pub fn memory_left() -> Option<u64> {
+    let available = available_memory();
+    let room = address_space_room(
+        &std::fs::read_to_string("/proc/self/limits").unwrap_or_default(),
+        &std::fs::read_to_string("/proc/self/status").unwrap_or_default(),
+    );
+    match (available, room) {
+        (Some(a), Some(r)) => Some(a.min(r)),
+        (a, r) => a.or(r),
+    }
+}
+
+/// The machine's available memory (Linux's `MemAvailable`), where known.
+pub fn available_memory() -> Option<u64> {
+    mem_available(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+/// `MemAvailable` of the text of /proc/meminfo, in bytes.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
+/// What the soft address-space limit leaves beyond the process's mapped
+/// size (`VmSize`), from the text of /proc/self/limits and
+/// /proc/self/status; `None` without a limit.
+fn address_space_room(limits: &str, status: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with("Max address space"))?;
+    let limit: u64 = line.trim_start_matches("Max address space").split_whitespace().next()?.parse().ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmSize:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(limit.saturating_sub(kb.saturating_mul(1024)))
+}
+
+/// The number of JSON values in `text` (a document, or JSON Lines), each
+/// element, key and value counted, read without keeping any of them; the
+/// count stops where the text stops being JSON.
+pub fn json_values(text: &str) -> u64 {
+    let mut values = 0;
+    for v in serde_json::Deserializer::from_str(text).into_iter::<Values>() {
+        match v {
+            Ok(Values(n)) => values += n,
+            Err(_) => break,
+        }
+    }
+    values
+}
+
+/// That the JSON in `text`, read from `path` as `what`, can be parsed
+/// within the memory the process has left ([`memory_left`]), the text
+/// itself being held already: as many bytes again (what its strings copy),
+/// and [`BYTES_PER_VALUE`] for each of its values. Where the memory left is
+/// not known, it is not checked.
+pub fn check_parse(path: &Path, what: &'static str, text: &str) -> Result<(), InputError> {
+    match memory_left() {
+        Some(left) => parse_fits(path, what, text, left),
+        None => Ok(()),
+    }
+}
+
+/// [`check_parse`] with `left` bytes of memory left.
+fn parse_fits(path: &Path, what: &'static str, text: &str, left: u64) -> Result<(), InputError> {
+    let size = text.len() as u64;
+    // Most documents are far below what is left, and their values need not
+    // be counted: a value takes two bytes at least (itself and a comma, a
+    // colon or a bracket), but for one.
+    if size.saturating_mul(1 + BYTES_PER_VALUE / 2).saturating_add(BYTES_PER_VALUE) <= left {
+        return Ok(());
+    }
+    let values = json_values(text);
+    let need = size.saturating_add(values.saturating_mul(BYTES_PER_VALUE));
+    if need > left {
+        return Err(InputError::OverMemory { path: path.to_owned(), what, size, values, need, left });
+    }
+    Ok(())
+}
+
+/// A JSON value's count of values, itself and every one within it, read
+/// as the parser passes them (nothing is kept).
+struct Values(u64);
+
+impl<'de> serde::Deserialize<'de> for Values {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ValuesVisitor)
+    }
+}
+
+struct ValuesVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ValuesVisitor {
+    type Value = Values;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Values, E> {
+        Ok(Values(1))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Values, E> {
+        Ok(Values(1))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Values, E> {
+        Ok(Values(1))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Values, E> {
+        Ok(Values(1))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Values, E> {
+        Ok(Values(1))
+    }
+    fn visit_unit<E>(self) -> Result<Values, E> {
+        Ok(Values(1))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Values, A::Error> {
+        let mut n = 1u64;
+        while let Some(Values(k)) = seq.next_element()? {
+            n = n.saturating_add(k);
+        }
+        Ok(Values(n))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Values, A::Error> {
+        let mut n = 1u64;
+        while let Some((Values(k), Values(v))) = map.next_entry()? {
+            n = n.saturating_add(k).saturating_add(v);
+        }
+        Ok(Values(n))
     }
 }
 
@@ -358,5 +526,54 @@ mod tests {
         }
         assert_eq!(size(LINE_CAP as u64), "64 MiB");
         assert_eq!(size(DOCUMENT_CAP), "4 GiB");
+    }
+
+    #[test]
+    fn json_values_are_counted_without_being_kept() {
+        assert_eq!(json_values(r#"{"a": [1, 2, {"b": null}], "c": "x"}"#), 10);
+        assert_eq!(json_values("[]"), 1);
+        // JSON Lines, and text that stops being JSON: counted up to there.
+        assert_eq!(json_values("{\"a\": 1}\n[true, false]\n"), 6);
+        assert_eq!(json_values("[1, 2] not json [3]"), 3);
+        assert_eq!(json_values(""), 0);
+    }
+
+    /// A document whose parsed form would pass the memory left is refused
+    /// before it is parsed, saying so: a result of 300 MB, a list of 150
+    /// million zeros, had aborted `goodput report` under `ulimit -v 6000000`
+    /// (an allocation of 4 GiB failed in the parse).
+    #[test]
+    fn a_document_too_large_for_the_memory_left_is_refused_before_parsing() {
+        let path = Path::new("big.json");
+        let zeros = format!("{{\"schema\": \"goodput/v1\", \"extra\": [{}]}}", vec!["0"; 100_000].join(","));
+        let values = 100_000 + 5;
+        let need = zeros.len() as u64 + values * BYTES_PER_VALUE;
+        assert!(parse_fits(path, "the result", &zeros, need).is_ok());
+        let e = parse_fits(path, "the result", &zeros, need / 2).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "big.json (the result) is 195.3 KiB of JSON in 100005 values, and reading it takes about 7.8 MiB, \
+                 more than the 3.9 MiB this process has left"
+            ) && e.contains("raise the limit"),
+            "{e}"
+        );
+        // Text and little else: a long string is one value.
+        let text = format!("{{\"a\": \"{}\"}}", "x".repeat(1 << 20));
+        assert!(parse_fits(path, "the result", &text, (1 << 20) + 1000).is_ok());
+    }
+
+    #[test]
+    fn the_memory_left_is_read_from_proc() {
+        assert_eq!(mem_available("MemTotal: 100 kB\nMemAvailable:   2048 kB\n"), Some(2 << 20));
+        assert_eq!(mem_available("MemTotal: 100 kB\n"), None);
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\n\
+                      Max address space         6144000000           6144000000           bytes\n";
+        let status = "Name:\tgoodput\nVmSize:\t  1000000 kB\n";
+        assert_eq!(address_space_room(limits, status), Some(6_144_000_000 - 1_024_000_000));
+        let unlimited = "Max address space         unlimited            unlimited            bytes\n";
+        assert_eq!(address_space_room(unlimited, status), None);
+        if cfg!(target_os = "linux") {
+            assert!(memory_left().is_some_and(|m| m > 0));
+        }
     }
 }

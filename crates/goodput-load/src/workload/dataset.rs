@@ -73,6 +73,7 @@ pub fn load_dataset_column(
     let entries = if first.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         drop(lines);
         let text = goodput_core::util::input::read_text(path, "the dataset", goodput_core::util::input::DOCUMENT_CAP)?;
+        goodput_core::util::input::check_parse(path, "the dataset", &text)?;
         let trimmed = text.strip_prefix('\u{feff}').unwrap_or(&text).trim_start();
         let v: Value = serde_json::from_str(trimmed)
             .map_err(|e| WorkloadError::DatasetArray { path: path_buf(), error: e.to_string() })?;

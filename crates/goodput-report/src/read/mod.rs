@@ -74,19 +74,47 @@ pub enum ReadError {
 /// another tool's result ([`peers`]: vLLM `bench serve`, AIPerf,
 /// GuideLLM) as a run.
 /// The file must be a regular one, of at most
-/// [`goodput_core::util::input::DOCUMENT_CAP`].
+/// [`goodput_core::util::input::DOCUMENT_CAP`], whose parsed form fits in
+/// the memory the process has left
+/// ([`goodput_core::util::input::check_parse`]). A goodput document is
+/// parsed from its text straight into its types: through a
+/// `serde_json::Value` first, it had taken several times its size.
 pub fn read_document(path: &Path) -> Result<Document, ReadError> {
     let text = goodput_core::util::input::read_text(path, "the result", goodput_core::util::input::DOCUMENT_CAP)?;
-    if let Some(run) = peers::import(path, &text)? {
-        return Ok(Document::Run(Box::new(run)));
+    goodput_core::util::input::check_parse(path, "the result", &text)?;
+    let head = serde_json::from_str::<Head>(&text);
+    let schema = match &head {
+        Ok(h) => h.schema.as_ref(),
+        Err(_) => None,
+    };
+    match schema {
+        Some(Field::Text(s)) if s == goodput_core::SCHEMA => {}
+        Some(Field::Text(other)) => {
+            return Err(ReadError::OtherSchema { path: path.to_owned(), schema: other.clone() });
+        }
+        Some(Field::Other(_)) => return Err(ReadError::NotAResult { path: path.to_owned() }),
+        None => {
+            if let Some(run) = peers::import(path, &text)? {
+                return Ok(Document::Run(Box::new(run)));
+            }
+            return Err(match head {
+                // JSON, but not an object with a schema.
+                Err(e) if !e.is_data() => ReadError::NotJson { path: path.to_owned(), error: e },
+                _ => ReadError::NotAResult { path: path.to_owned() },
+            });
+        }
     }
-    let v = read_value(path, &text)?;
-    if v.get("kind").and_then(|k| k.as_str()) == Some("compare") {
+    let head = head.expect("a head with a schema was read");
+    let kind = match &head.kind {
+        Some(Field::Text(k)) => k.as_str(),
+        _ => "",
+    };
+    if kind == "compare" {
         return Err(ReadError::Comparison { path: path.to_owned() });
     }
-    if v.get("kind").and_then(|k| k.as_str()) == Some("frontier") {
-        let frontier: goodput_core::doc::frontier::FrontierResult =
-            serde_json::from_value(v).map_err(|error| ReadError::FrontierSchema { path: path.to_owned(), error })?;
+    if kind == "frontier" {
+        let frontier: FrontierResult =
+            serde_json::from_str(&text).map_err(|error| ReadError::FrontierSchema { path: path.to_owned(), error })?;
         if let Some(what) = impossible_frontier(&frontier) {
             return Err(ReadError::Impossible { path: path.to_owned(), what });
         }
@@ -94,28 +122,47 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
     }
     // A kind goodput does not write was taken for a run and shown as
     // "goodput bogus".
-    let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-    let known: &[&str] = if v.get("points").is_some() { &["sweep"] } else { &["bench", "estimate", "import"] };
+    let known: &[&str] = if head.points.is_some() { &["sweep"] } else { &["bench", "estimate", "import"] };
     if !known.contains(&kind) {
         return Err(ReadError::Impossible {
             path: path.to_owned(),
             what: format!("kind {kind:?}, where goodput writes {}", known.join(", ")),
         });
     }
-    if v.get("points").is_some() {
+    if head.points.is_some() {
         let sweep: SweepResult =
-            serde_json::from_value(v).map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error })?;
+            serde_json::from_str(&text).map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error })?;
         if let Some(what) = impossible_sweep(&sweep) {
             return Err(ReadError::Impossible { path: path.to_owned(), what });
         }
         return Ok(Document::Sweep(Box::new(sweep)));
     }
     let run: RunResult =
-        serde_json::from_value(v).map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })?;
+        serde_json::from_str(&text).map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })?;
     if let Some(what) = impossible(&run) {
         return Err(ReadError::Impossible { path: path.to_owned(), what });
     }
     Ok(Document::Run(Box::new(run)))
+}
+
+/// The fields of a document that say what it is, read past everything
+/// else without keeping it.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(default)]
+    schema: Option<Field>,
+    #[serde(default)]
+    kind: Option<Field>,
+    #[serde(default)]
+    points: Option<serde::de::IgnoredAny>,
+}
+
+/// A field that should be text, and may be anything.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Field {
+    Text(String),
+    Other(#[allow(dead_code)] serde::de::IgnoredAny),
 }
 
 /// What in a frontier no search can give: a frontier or best point that
@@ -238,15 +285,5 @@ pub fn read_json(path: &Path) -> Result<RunResult, ReadError> {
         Document::Run(r) => Ok(*r),
         Document::Sweep(_) => Err(ReadError::Sweep { path: path.to_owned() }),
         Document::Frontier(_) => Err(ReadError::Frontier { path: path.to_owned() }),
-    }
-}
-
-fn read_value(path: &Path, text: &str) -> Result<serde_json::Value, ReadError> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|error| ReadError::NotJson { path: path.to_owned(), error })?;
-    match v.get("schema").and_then(|s| s.as_str()) {
-        Some(goodput_core::SCHEMA) => Ok(v),
-        Some(other) => Err(ReadError::OtherSchema { path: path.to_owned(), schema: other.to_owned() }),
-        None => Err(ReadError::NotAResult { path: path.to_owned() }),
     }
 }

@@ -161,13 +161,13 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
         Ok(v) if aiperf::is_summary(&v) => {
             let records = path.with_file_name("profile_export.jsonl");
             let cap = goodput_core::util::input::DOCUMENT_CAP;
-            let text = goodput_core::util::input::read_text(&records, "AIPerf's records", cap).map_err(|e| {
-                ImportError::AiperfNoRecords {
+            let text = goodput_core::util::input::read_text(&records, "AIPerf's records", cap)
+                .and_then(|t| goodput_core::util::input::check_parse(&records, "AIPerf's records", &t).map(|()| t))
+                .map_err(|e| ImportError::AiperfNoRecords {
                     file: name.clone(),
                     records: records.display().to_string(),
                     error: e.to_string(),
-                }
-            })?;
+                })?;
             aiperf::parse(&records.display().to_string(), &text, Some((&name, &v)))?
         }
         Ok(_) => return Ok(None),
@@ -179,6 +179,7 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
                 goodput_core::util::input::DOCUMENT_CAP,
             )
             .ok()
+            .filter(|t| goodput_core::util::input::check_parse(&beside, "AIPerf's summary", t).is_ok())
             .and_then(|t| serde_json::from_str::<Value>(&t).ok())
             .filter(aiperf::is_summary);
             let beside = beside.display().to_string();

@@ -249,6 +249,7 @@ fn logs_beside(out: &Path) -> PathBuf {
 /// The document a stopped sweep left, to go on from.
 fn resumed(out: &Path) -> Result<FrontierResult> {
     let text = goodput_core::util::input::read_text(out, "-o", 1 << 30)?;
+    goodput_core::util::input::check_parse(out, "-o", &text)?;
     let doc: FrontierResult = serde_json::from_str(&text).with_context(|| {
         format!("--resume: {} is not a frontier document (goodput sweep --serve-cmd -o writes one)", out.display())
     })?;
