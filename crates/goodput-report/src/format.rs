@@ -131,13 +131,25 @@ pub fn client_stalls(s: &goodput_core::ClientStalls) -> String {
 /// later chunk more than 2 ms after the client last looked, or sent late),
 /// in one line; `None` when none.
 pub fn bound_chunks(s: &goodput_core::Summary) -> Option<String> {
-    (s.bound_chunks > 0 || s.ttft_bound_requests > 0).then(|| {
-        format!(
-            "{} output chunk(s) read with a later one, over more than 2 ms: their times are upper bounds; so is the \
-             TTFT of {} request(s)",
-            s.bound_chunks, s.ttft_bound_requests
-        )
-    })
+    bound_text(s.bound_chunks, s.ttft_bound_requests)
+}
+
+/// [`bound_chunks`] of `chunks` bound chunks and `requests` bound TTFTs.
+fn bound_text(chunks: u64, requests: u64) -> Option<String> {
+    let ttft = |n: u64| format!("the TTFT of {n} request(s)");
+    match (chunks, requests) {
+        (0, 0) => None,
+        // It had said "so is the TTFT of 0 request(s)".
+        (chunks, 0) => Some(format!(
+            "{chunks} output chunk(s) read with a later one, over more than 2 ms: their times are upper bounds"
+        )),
+        (0, requests) => Some(format!("{} is only an upper bound", ttft(requests))),
+        (chunks, requests) => Some(format!(
+            "{chunks} output chunk(s) read with a later one, over more than 2 ms: their times are upper bounds; so is \
+             {}",
+            ttft(requests)
+        )),
+    }
 }
 
 /// A relative change (0.1 = +10%).
@@ -239,6 +251,17 @@ pub fn stop_text(r: &goodput_core::RunResult) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only what is bound is named: it had said "so is the TTFT of 0
+    /// request(s)".
+    #[test]
+    fn bound_chunks_names_only_what_is_bound() {
+        assert_eq!(bound_text(0, 0), None);
+        let only_chunks = bound_text(3, 0).unwrap();
+        assert!(only_chunks.starts_with("3 output chunk(s)") && !only_chunks.contains("TTFT"), "{only_chunks}");
+        assert_eq!(bound_text(0, 2).unwrap(), "the TTFT of 2 request(s) is only an upper bound");
+        assert!(bound_text(3, 2).unwrap().ends_with("so is the TTFT of 2 request(s)"));
+    }
 
     #[test]
     fn dates_against_known_instants() {

@@ -268,7 +268,8 @@ impl EngineConfig {
         if let Some(sd) = &self.spec {
             if sd.tokens == 0 || sd.tokens > MAX_SPEC_TOKENS {
                 return bad(format!(
-                    "--spec-tokens {} must lie in 1..={MAX_SPEC_TOKENS} (vLLM's num_speculative_tokens; 3 to 5 is usual)",
+                    "--spec-tokens {} must lie in 1..={MAX_SPEC_TOKENS}, or be 0 for none (vLLM's num_speculative_tokens; 3 \
+                     to 5 is usual)",
                     sd.tokens
                 ));
             }

@@ -21,10 +21,10 @@ pub enum Error {
     #[error("unknown KV-cache dtype `{0}`; use auto (same as the activations, 16-bit) or fp8")]
     UnknownKvCacheDtype(String),
 
-    #[error("{gpu} has no {cores} tensor cores, so --precision {precision} cannot run on it; {fix}")]
+    #[error("{gpu} has no {cores} cores, so --precision {precision} cannot run on it; {fix}")]
     /// `precision` as `--precision` names it (the error stays beneath the
-    /// catalog, which returns it); `cores` the tensor-core format it needs,
-    /// `fix` the GPUs that have it and the precisions this one runs.
+    /// catalog, which returns it); `cores` the format it needs and its
+    /// units' name (`FP4 tensor`, AMD's `FP4 matrix`), `fix` the GPUs that have it and the precisions this one runs.
     PrecisionUnsupported { gpu: String, precision: String, cores: String, fix: String },
 
     #[error("cannot read model config {}: {message}", path.display())]

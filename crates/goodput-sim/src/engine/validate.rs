@@ -208,6 +208,9 @@ const MAX_USERS: u32 = MAX_REQUESTS / REQUESTS_A_USER;
 /// one measurement per line. Blank lines and lines starting with `#` are
 /// skipped; fields may be quoted, with `""` for a quote.
 pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
+    // A byte-order mark (a spreadsheet's export) is not part of the first
+    // column's name: it had been refused as a missing `id`.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text
         .lines()
         .enumerate()
@@ -226,7 +229,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
     }
     let optional: Vec<Option<usize>> =
         OPTIONAL_COLUMNS.iter().map(|col| names.iter().position(|n| n.trim() == *col)).collect();
-    lines
+    let rows = lines
         .map(|(line, text)| {
             let fields = split_fields(text, line)?;
             if fields.len() != names.len() {
@@ -289,7 +292,15 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
             }
             Ok(row)
         })
-        .collect()
+        .collect::<Result<Vec<_>, Error>>()?;
+    if rows.is_empty() {
+        // It had printed an empty table and exited 0.
+        return Err(Error::Csv {
+            line: header_line,
+            message: "a header and no rows: give a measurement a line after it".into(),
+        });
+    }
+    Ok(rows)
 }
 
 /// `cols` holds the fields in `COLUMNS` order.
@@ -662,8 +673,10 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
     let mut runs: HashMap<String, (SimRun, u32)> = HashMap::new();
     let mut predictions = Vec::with_capacity(rows.len());
     for row in rows {
+        // Everything that shapes the run: rows that differ only in their
+        // metric share one.
         let key = format!(
-            "{}|{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?}|{}",
+            "{}|{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?}|{}|{}|{}",
             row.model,
             row.gpu,
             row.gpus,
@@ -675,10 +688,17 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
             row.output_tokens,
             row.load,
             row.requests,
-            row.range_ratio
+            row.range_ratio,
+            row.together,
+            row.mixed_batches
         );
         if !runs.contains_key(&key) {
-            let run = simulate_row(row, options)?;
+            // An engine that cannot run the row (an unknown model, a TP that
+            // does not divide its heads) is named with the row's line.
+            let run = simulate_row(row, options).map_err(|e| match e {
+                Error::Csv { .. } => e,
+                other => Error::Csv { line: row.line, message: format!("row {}: {other}", row.id) },
+            })?;
             runs.insert(key.clone(), run);
         }
         let (run, replicas) = &runs[&key];
@@ -864,6 +884,15 @@ b,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,128,128,max_throughput,,output_toke
             assert!(text.contains("line 2") && text.contains(needle), "{row}: {text}");
         }
         assert!(parse_csv("id,model\n").unwrap_err().to_string().contains("gpu"));
+        let empty = parse_csv(&format!("{header}\n\n")).unwrap_err().to_string();
+        assert!(empty.contains("line 1") && empty.contains("no rows"), "{empty}");
+        // A spreadsheet's byte-order mark is not part of the first column's name.
+        let row = "x,llama-3.1-8b,h200,1,1,bf16,vllm,32,16,concurrency,2,e2e_ms_mean,1,ms,s";
+        assert_eq!(parse_csv(&format!("\u{feff}{header}\n{row}\n")).unwrap().len(), 1);
+        // An engine that cannot run a row names its line.
+        let rows = parse_csv(&format!("{header}\n{}\n", row.replace("llama-3.1-8b", "no-such-model"))).unwrap();
+        let e = validate(&rows, &ValidationOptions::default()).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("no-such-model"), "{e}");
     }
 
     /// The `mixed` column: `no` runs the row's engine with prompts and

@@ -282,10 +282,12 @@ impl GpuSpec {
     /// run at the BF16 peak; NVFP4 runs at the FP4 peak where the tensor
     /// cores have FP4, and nowhere else.
     pub fn peak_flops(&self, precision: Precision) -> Result<f64, Error> {
+        // AMD calls its matrix units matrix cores.
+        let units = if self.family == GpuFamily::Cdna3 { "matrix" } else { "tensor" };
         let unsupported = |cores: &str, fix: String| Error::PrecisionUnsupported {
             gpu: self.name.clone(),
             precision: precision.to_string(),
-            cores: cores.to_string(),
+            cores: format!("{cores} {units}"),
             fix,
         };
         let tflops = match precision {

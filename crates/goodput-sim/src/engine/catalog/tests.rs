@@ -182,7 +182,9 @@ fn fp4_parses_and_runs_only_where_the_tensor_cores_have_it() {
         let err = GpuSpec::lookup(gpu).unwrap().peak_flops(Precision::Fp4).unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, Error::PrecisionUnsupported { .. }));
-        assert!(text.contains("no FP4 tensor cores") && text.contains("b200") && text.contains("gb200"), "{text}");
+        // AMD's are matrix cores.
+        let cores = if gpu == "mi300x" { "no FP4 matrix cores" } else { "no FP4 tensor cores" };
+        assert!(text.contains(cores) && text.contains("b200") && text.contains("gb200"), "{text}");
     }
     // The fix offered runs on the GPU: FP8 on Hopper, not on Ampere.
     let a100 = GpuSpec::lookup("a100").unwrap().peak_flops(Precision::Fp4).unwrap_err().to_string();
