@@ -293,6 +293,13 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
     if groups.is_empty() {
+        if notes.is_empty() {
+            notes.push(format!(
+                "the lists (--gpu, --precision, --tp, --pp, --ep, --pd) make no configuration that fits the budget \
+                 of {} GPUs (--gpus): widen them, or raise --gpus",
+                a.budget
+            ));
+        }
         bail!("no configuration is left to simulate:\n  {}", notes.join("\n  "));
     }
     let configs = search.run(groups, &mut notes);
@@ -638,6 +645,7 @@ impl Search<'_> {
             eps = vec![1];
         }
         self.check_pool_eps(&ratios)?;
+        notes.extend(self.unplaceable(&tps, &pps, &eps));
         let mut staged = false;
         let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
         let lengths = mean_lengths(&self.workload);
@@ -780,10 +788,73 @@ impl Search<'_> {
         Ok((groups, notes))
     }
 
+    /// A note for each `--ep` size, and for the fewest `--pp` stages, that
+    /// no configuration can take, with the fix: an EP that does not divide
+    /// the model's experts or is a multiple of no `--tp`, and groups or
+    /// replicas that need more GPUs than the budget at every TP. The search
+    /// skips them (see [`Search::fewest_stages`]); said here once a flag's
+    /// value, not once a TP.
+    fn unplaceable(&self, tps: &[u32], pps: &[u32], eps: &[u32]) -> Vec<String> {
+        let budget = self.args.budget;
+        let Some(&pp) = pps.first() else { return Vec::new() };
+        let stages = if pp > 1 { format!(" at --pp {pp}") } else { String::new() };
+        let tps: Vec<u32> = tps.iter().copied().filter(|&t| t <= budget).collect();
+        let mut notes = Vec::new();
+        for &ep in eps {
+            if ep > 1 {
+                if let Some(m) = self.model.moe.filter(|m| !m.num_experts.is_multiple_of(ep)) {
+                    let some: Vec<String> = (2..=m.num_experts)
+                        .filter(|d| m.num_experts.is_multiple_of(*d))
+                        .take(3)
+                        .map(|d| d.to_string())
+                        .collect();
+                    notes.push(format!(
+                        "--ep {ep} does not divide {}'s {} experts; EP {ep} left out: give a divisor of {}, such as {}",
+                        self.model.name,
+                        m.num_experts,
+                        m.num_experts,
+                        some.join(", ")
+                    ));
+                    continue;
+                }
+            }
+            let paired: Vec<u32> = tps.iter().copied().filter(|&t| ep <= 1 || ep.is_multiple_of(t)).collect();
+            let Some(unit) = paired.iter().map(|&t| t.saturating_mul(pp).saturating_mul(ep_ranks(t, ep))).min() else {
+                if ep > 1 && !tps.is_empty() {
+                    let list: Vec<String> = tps.iter().map(u32::to_string).collect();
+                    notes.push(format!(
+                        "--ep {ep} is a multiple of no --tp within the budget ({}): an expert-parallel group spans \
+                         whole tensor-parallel groups; EP {ep} left out: give a --tp that divides {ep}",
+                        list.join(", ")
+                    ));
+                }
+                continue;
+            };
+            if unit <= budget {
+                continue;
+            }
+            notes.push(if ep > 1 {
+                format!(
+                    "--ep {ep}{stages} needs {unit} GPUs an expert-parallel group, over the budget of {budget} \
+                     (--gpus): lower --ep{} or raise --gpus",
+                    if pp > 1 { " or --pp," } else { "" }
+                )
+            } else {
+                format!(
+                    "--pp {pp} needs {unit} GPUs a replica (at TP {}), over the budget of {budget} (--gpus): lower \
+                     --pp or raise --gpus",
+                    paired[0]
+                )
+            });
+        }
+        notes
+    }
+
     /// The configuration of `tp` (and EP size `ep`, and disaggregated pools
     /// `pd` of instances that are each such a replica) with the fewest of
     /// `pps` pipeline stages that fit the budget and hold the model, or why
-    /// none does; `None` where `ep` cannot go with `tp` or the budget.
+    /// none does; `None` where `ep` cannot go with `tp` or the budget (said
+    /// once a flag's value by [`Search::unplaceable`]).
     #[allow(clippy::too_many_arguments)]
     fn fewest_stages(
         &self,

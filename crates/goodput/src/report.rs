@@ -55,20 +55,43 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
 }
 
 /// A frontier (`plan`, `sweep --serve-grid`) re-rendered as it is: its
-/// points are not re-judged.
+/// points are not re-judged. `--fail-on-slo` fails it (3, as a run that
+/// misses its SLO) when no point met the SLO it was searched with.
 fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &ReportArgs) -> Result<ExitCode> {
-    if a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.records.is_some() {
+    let run = a.run.display();
+    if a.records.is_some() {
         bail!(
-            "{} is a frontier: it is re-rendered as it is; run goodput plan (or the sweep) again with the new SLO, \
-             percentiles or prices",
-            a.run.display()
+            "{run} is a frontier: its points keep no per-request records for --records to re-analyse; drop \
+             --records (it is re-rendered as it is)"
+        );
+    }
+    if a.judge.slo.is_some()
+        || a.judge.attainment.is_some()
+        || a.percentiles.is_some()
+        || a.judge.gpu_hour_usd.is_some()
+    {
+        bail!(
+            "{run} is a frontier: it is re-rendered as it is; run goodput plan (or the sweep) again with the new SLO, \
+             percentiles or prices"
+        );
+    }
+    if let Some(g) = a.judge.gpus {
+        bail!(
+            "{run} is a frontier: each configuration keeps its own GPU count, so --gpus {g} sets nothing: drop \
+             --gpus (run goodput plan again with --gpus N for another budget)"
+        );
+    }
+    if a.judge.fail_on_unsteady {
+        bail!(
+            "{run} is a frontier: --fail-on-unsteady judges a run or a sweep, and a frontier's best point is chosen \
+             among steady points already; drop --fail-on-unsteady (--fail-on-slo fails a frontier with no best point)"
         );
     }
     if a.window.is_some() || a.exports.markdown.is_some() {
-        bail!(
-            "{} is a frontier: drop --window and --markdown (it renders to the terminal, -o, --csv and --html)",
-            a.run.display()
-        );
+        bail!("{run} is a frontier: drop --window and --markdown (it renders to the terminal, -o, --csv and --html)");
+    }
+    if a.judge.fail_on_slo && doc.slo.is_none() {
+        bail!("--fail-on-slo needs an SLO, and {run} was searched without one: run goodput plan again with --slo");
     }
     crate::output::say(&goodput_report::frontier::terminal(doc));
     if let Some(p) = &a.output {
@@ -80,6 +103,13 @@ fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &Report
                 goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
             }
         }
+    }
+    if a.judge.fail_on_slo && doc.best.is_none() {
+        goodput_core::tell!(
+            "error: the frontier has no best point (--fail-on-slo): {}",
+            goodput_core::doc::frontier::no_best_reason(doc)
+        );
+        return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
 }

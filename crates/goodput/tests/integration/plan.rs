@@ -633,3 +633,86 @@ fn a_point_s_users_start_apart_unless_a_ramp_up_is_given() {
     let (short, long) = (f(&apart, "output_tokens_per_s"), f(&longer, "output_tokens_per_s"));
     assert!((short / long - 1.0).abs() < 0.02, "{short:.0} tokens/s at 4 requests a user, {long:.0} at 16");
 }
+
+/// Stages, expert-parallel groups or an EP that no configuration within
+/// the budget can take: the refusal names the flag and its fix (it had
+/// said "no configuration is left to simulate:" and nothing more).
+#[test]
+fn plan_names_the_flag_that_left_no_configuration() {
+    let refused = |extra: &[&str]| {
+        let o = goodput().args(["plan", "-q", "--gpu", "h100=2.5"]).args(extra).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("no configuration is left to simulate:"), "{extra:?}: {err}");
+        // No empty reason: every line after the first says something.
+        assert!(err.lines().skip(1).all(|l| !l.trim().is_empty()) && err.lines().count() >= 2, "{extra:?}: {err}");
+        err
+    };
+    let err = refused(&["--pp", "64"]);
+    assert!(
+        err.contains(
+            "--pp 64 needs 64 GPUs a replica (at TP 1), over the budget of 8 (--gpus): lower --pp or raise --gpus"
+        ),
+        "{err}"
+    );
+    let moe = ["--model", "qwen3-30b-a3b"];
+    let err = refused(&[&moe[..], &["--ep", "16"]].concat());
+    assert!(
+        err.contains("--ep 16 needs 16 GPUs an expert-parallel group, over the budget of 8 (--gpus): lower --ep"),
+        "{err}"
+    );
+    let err = refused(&[&moe[..], &["--ep", "3"]].concat());
+    assert!(err.contains("--ep 3 does not divide Qwen3-30B-A3B's 128 experts; EP 3 left out"), "{err}");
+    let err = refused(&[&moe[..], &["--ep", "2", "--tp", "4,8"]].concat());
+    assert!(err.contains("--ep 2 is a multiple of no --tp within the budget (4, 8)"), "{err}");
+}
+
+/// `report` on a frontier: `--fail-on-slo` fails it with a run's code (3)
+/// when no point met its SLO (it had exited 0), and the flags it cannot
+/// apply to a frontier are refused with the fix, not ignored.
+#[test]
+fn report_fails_a_frontier_that_missed_its_slo_and_refuses_what_it_cannot_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let frontier = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1"])
+            .args(["--precision", "bf16", "--max-num-batched-tokens", "2048", "--input-tokens", "64"])
+            .args(["--output-tokens", "8", "--concurrency", "1,4", "--requests-per-user", "2", "-o"])
+            .arg(&out)
+            .args(extra)
+            .assert()
+            .success();
+        out
+    };
+    let missed = frontier("missed.json", &["--slo", "tpot<=0.01ms"]);
+    let met = frontier("met.json", &["--slo", "tpot<=1s"]);
+    let unjudged = frontier("unjudged.json", &[]);
+    assert!(read_json(&missed)["best"].is_null() && !read_json(&met)["best"].is_null());
+    let report = |doc: &Path, extra: &[&str]| goodput().arg("report").arg(doc).args(extra).output().unwrap();
+    let o = report(&missed, &["--fail-on-slo"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("the frontier has no best point (--fail-on-slo): no point met the SLO"), "{err}");
+    // The frontier is rendered all the same.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("h100 tp1x1 bf16"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(report(&met, &["--fail-on-slo"]).status.success());
+    let o = report(&unjudged, &["--fail-on-slo"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--fail-on-slo needs an SLO") && err.contains("run goodput plan again with --slo"), "{err}");
+    for (flags, says) in [
+        (&["--fail-on-unsteady"][..], "drop --fail-on-unsteady"),
+        (&["--gpus", "2"], "so --gpus 2 sets nothing: drop --gpus"),
+        (
+            &["--records", "r.jsonl"],
+            "its points keep no per-request records for --records to re-analyse; drop --records",
+        ),
+        (&["--attainment", "0.5"], "again with the new SLO"),
+    ] {
+        let o = report(&met, flags);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains("is a frontier") && err.contains(says), "{flags:?}: {err}");
+    }
+}
