@@ -6,7 +6,7 @@
 use crate::cli::{EngineArgs, EstimateArgs};
 use crate::virtual_point::{estimate_result_until, prompt_kind, VirtualServer};
 use crate::{output, setup};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use goodput_core::{RequestRecord, RunResult};
 use goodput_sim::engine::{validate, EngineConfig, GpuSpec};
 use std::path::Path;
@@ -17,13 +17,31 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     if let Some(csv) = &a.validate {
         return validate_file(csv, &a.engine);
     }
+    crate::virtual_point::refuse_unused_sizes(&a.engine.hw, a.given.has("tp"), a.given.has("ep"))?;
     let cfg = EngineConfig::try_from(&a.engine)?;
+    refuse_other_gpus(a.judge.gpus, &cfg)?;
     if a.runs.runs > 1 {
         return crate::runs::estimate(a, &cfg);
     }
     let wall = std::time::Instant::now();
     let (result, records) = run(&a, &cfg)?;
     finish(&a, &cfg, &result, &records, wall.elapsed())
+}
+
+/// Refuses a `--gpus` other than the simulated engine's own count: the
+/// engine knows the GPUs it runs on, and its energy counts them, so a cost
+/// priced on another count would contradict it.
+fn refuse_other_gpus(gpus: Option<u32>, cfg: &EngineConfig) -> Result<()> {
+    let Some(g) = gpus.filter(|&g| g != cfg.gpus()) else { return Ok(()) };
+    let sizes = match cfg.pd {
+        Some(pd) => format!("its --pd {} pools", pd.spec()),
+        None => format!("--tp {} × --pp {} × --dp {}", cfg.tp, cfg.pp, cfg.dp),
+    };
+    bail!(
+        "--gpus {g} contradicts the simulated engine, which runs on {} GPU(s) ({sizes}), and its cost and energy \
+         count those: drop --gpus (the engine's count is priced), or size the engine with --tp, --pp and --dp",
+        cfg.gpus()
+    );
 }
 
 /// One estimate of `a` on `cfg`: its result and its records, written nowhere.

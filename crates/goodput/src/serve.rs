@@ -108,6 +108,7 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     if a.write_log.is_some() {
         bail!("--write-log logs the fixed profile's writes: add --profile fixed");
     }
+    crate::virtual_point::refuse_unused_sizes(&a.hw, a.given.has("tp"), a.given.has("ep"))?;
     let engine = crate::cli::EngineArgs { engine_model: a.model.clone(), hw: a.hw.clone() };
     let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;

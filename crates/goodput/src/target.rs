@@ -96,7 +96,9 @@ impl Drop for Embedded {
 
 /// The embedded simulated engine's configuration.
 fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
-    goodput_sim::engine::EngineConfig::try_from(&EngineArgs::from(sim)).map_err(as_sim_flags)
+    let engine = EngineArgs::from(sim);
+    crate::virtual_point::refuse_unused_sizes(&engine.hw, sim.given.has("sim_tp"), false).map_err(as_sim_flags)?;
+    goodput_sim::engine::EngineConfig::try_from(&engine).map_err(as_sim_flags)
 }
 
 /// An error about the embedded server's settings, naming the `--sim-*`

@@ -3,7 +3,7 @@
 //! run over HTTP would, plus the engine's own view. What `estimate` runs
 //! once and `sweep --estimate` runs per point, as `point` is for live runs.
 
-use crate::cli::EngineArgs;
+use crate::cli::{EngineArgs, EngineHwArgs};
 use crate::common;
 use crate::setup;
 use anyhow::{anyhow, bail, Context, Result};
@@ -15,8 +15,8 @@ use goodput_core::load::dispatch::Dispatcher;
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
-    simulate_until, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind, RouterPolicy,
-    SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
+    simulate_until, Disaggregation, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
+    RouterPolicy, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
 };
 use goodput_sim::template::ChatTemplate;
 use std::collections::HashSet;
@@ -114,6 +114,20 @@ impl TryFrom<&EngineArgs> for EngineConfig {
                 cfg.calibration.overlay_json(&text).with_context(|| format!("calibration {}", p.display()))?;
         }
         cfg.validate()?;
+        // Nor does one among --dp ranks that an expert-parallel group makes
+        // one engine (checked once the ranks are known to fill whole groups).
+        if cfg.pd.is_none() && cfg.router != RouterPolicy::default() && cfg.engines() <= 1 {
+            bail!(
+                "--router {} picks among engines, and --ep {} over --tp {} makes the --dp {} ranks one \
+                 expert-parallel engine: give --dp a multiple of {} for several (--dp {} for two), or drop --router",
+                e.router,
+                cfg.ep,
+                cfg.tp,
+                cfg.dp,
+                cfg.attention_ranks(),
+                2 * cfg.attention_ranks()
+            );
+        }
         goodput_sim::engine::kv_capacity(&cfg)?;
         if let Some(pd) = cfg.pd.filter(|pd| pd.names_sizes()) {
             goodput_sim::engine::kv_capacity(&cfg.pool(true)).with_context(|| {
@@ -126,6 +140,23 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         }
         Ok(cfg)
     }
+}
+
+/// Refuses a `--tp` (`--ep`) typed beside a `--pd` that names both pools'
+/// tensor (expert) parallelism: each pool runs on its own size, and the
+/// flag would set nothing. `tp_typed` and `ep_typed`: whether the flags
+/// were typed (their defaults name nothing). A `--pd` that does not parse
+/// is left to [`EngineConfig::try_from`]'s own refusal.
+pub fn refuse_unused_sizes(hw: &EngineHwArgs, tp_typed: bool, ep_typed: bool) -> Result<()> {
+    let Some(text) = hw.pd.as_deref() else { return Ok(()) };
+    let Ok(pd) = Disaggregation::parse(text) else { return Ok(()) };
+    if tp_typed && pd.prefill_tp.is_some() && pd.decode_tp.is_some() {
+        bail!("--pd {text} names both pools' tensor parallelism, so --tp {} sets nothing: drop --tp", hw.tp);
+    }
+    if ep_typed && pd.prefill_ep.is_some() && pd.decode_ep.is_some() {
+        bail!("--pd {text} names both pools' expert parallelism, so --ep {} sets nothing: drop --ep", hw.ep);
+    }
+    Ok(())
 }
 
 /// Refuses, before a run, a workload whose longest request (as its flags

@@ -130,6 +130,9 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 pub struct EstimateArgs {
+    /// The flags typed, set by [`super::parse_from`].
+    #[arg(skip)]
+    pub given: super::Given,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]

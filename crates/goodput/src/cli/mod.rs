@@ -49,6 +49,7 @@ where
     let given = Given::of(&matches);
     match &mut cli.command {
         Command::Bench(a) => a.sim.given = given,
+        Command::Estimate(a) => a.given = given,
         Command::Sweep(a) => {
             a.sim.given = given.clone();
             a.given = given;

@@ -598,6 +598,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
             engine_model: a.target.model.clone().unwrap_or_else(|| DEFAULT_ENGINE_MODEL.into()),
             hw: a.hw.clone(),
         };
+        virtual_point::refuse_unused_sizes(&a.hw, a.given.has("tp"), a.given.has("ep"))?;
         let cfg = EngineConfig::try_from(&engine)?;
         virtual_point::check_context(&cfg, &workload, "--model picks another")?;
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;

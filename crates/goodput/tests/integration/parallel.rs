@@ -206,3 +206,52 @@ fn plan_searches_pipeline_stages_and_expert_parallel_groups() {
     let notes = read_json(&out)["notes"].to_string();
     assert!(notes.contains("dense model") && notes.contains("EP left out"), "{notes}");
 }
+
+/// Flags the engine's own sizes leave with nothing to set are refused with
+/// the fix (each had been accepted and had changed nothing): `--tp` beside
+/// a `--pd` that names both pools' TP, `--router` before the one engine an
+/// expert-parallel group makes of its `--dp` ranks, and a `--gpus` other
+/// than the GPUs the engine runs on (cost said "× 3", energy "1 GPU").
+#[test]
+fn estimate_refuses_flags_the_engine_s_own_sizes_leave_nothing_to_set() {
+    let run = ["estimate", "-q", "-n", "8", "-c", "4", "--input-tokens", "64", "--output-tokens", "8"];
+    let refuse = |args: &[&str]| goodput().args(run).args(args).refusal();
+    let err = refuse(&["--pd", "4xTP1:1xTP4", "--tp", "2"]);
+    assert!(
+        err.contains("--pd 4xTP1:1xTP4 names both pools' tensor parallelism, so --tp 2 sets nothing: drop --tp"),
+        "{err}"
+    );
+    // Typed at its default too; not typed, or with one pool's TP named, --tp counts.
+    assert!(refuse(&["--pd", "4xTP1:1xTP4", "--tp", "1"]).contains("so --tp 1 sets nothing"));
+    goodput().args(run).args(["--pd", "4xTP1:1xTP4"]).assert().success();
+    goodput().args(run).args(["--pd", "1:1xTP4", "--tp", "2"]).assert().success();
+    let err = goodput().args(["bench", "-q", "-n", "1", "--sim-pd", "1xTP1:1xTP2", "--sim-tp", "2"]).refusal();
+    assert!(err.contains("--sim-pd 1xTP1:1xTP2 names both pools'") && err.contains("drop --sim-tp"), "{err}");
+
+    let moe = ["--model", "qwen3-30b-a3b", "--ep", "4"];
+    let err = refuse(&[&moe[..], &["--dp", "4", "--router", "round-robin"]].concat());
+    assert!(
+        err.contains("--router round-robin picks among engines, and --ep 4 over --tp 1 makes the --dp 4 ranks one")
+            && err.contains("(--dp 8 for two), or drop --router"),
+        "{err}"
+    );
+    goodput().args(run).args(moe).args(["--dp", "8", "--router", "round-robin"]).assert().success();
+
+    let err = refuse(&["--gpu-hour-usd", "2", "--gpus", "3"]);
+    assert!(
+        err.contains("--gpus 3 contradicts the simulated engine, which runs on 1 GPU(s) (--tp 1 × --pp 1 × --dp 1)")
+            && err.contains("drop --gpus"),
+        "{err}"
+    );
+    // The engine's own count, typed, is priced as the engine counts it.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("four.json");
+    goodput()
+        .args(run)
+        .args(["--tp", "2", "--dp", "2", "--gpus", "4", "--gpu-hour-usd", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert_eq!((doc["cost"]["gpus"].as_u64(), doc["energy"]["gpus"].as_u64()), (Some(4), Some(4)), "{doc}");
+}
