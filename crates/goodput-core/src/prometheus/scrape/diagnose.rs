@@ -358,7 +358,8 @@ fn prefill_scaling(ok: &[&RequestRecord]) -> Option<String> {
 /// and it is set beside the other requests that were between their send and
 /// their first token (queued or prefilling) during it, or within half a
 /// median gap after it. Told when most stalls had one and ordinary gaps
-/// seldom did: prefills, scheduled with the decoding batch, hold it up. A
+/// seldom did: prefills, scheduled with the decoding batch or in steps of
+/// their own, hold it up. A
 /// server whose queue is never empty has such a request beside every gap,
 /// and is told nothing.
 /// `gaps`: the summary's distribution of the chunk gaps; its median serves
@@ -434,8 +435,9 @@ fn prefill_stalls(ok: &[&RequestRecord], gaps: &Distribution) -> Option<String> 
         "prefills stall the streams: {:.0}% of the {stalls} gaps over {:.1} ms (three times the median gap; they \
          average {:.1} ms) had another request waiting for its first token beside them, against {:.0}% of the other \
          gaps. Prefills \
-         scheduled with the decoding batch hold it up; a smaller prefill chunk (vLLM's --max-num-batched-tokens) \
-         or separate prefill instances bound the stall",
+         scheduled with the decoding batch, or in steps of their own (SGLang's default), hold it up; a smaller \
+         prefill chunk mixed with the decodes (vLLM's --max-num-batched-tokens; SGLang's --chunked-prefill-size \
+         with --enable-mixed-chunk) or separate prefill instances bound the stall",
         s * 100.0,
         3.0 * median,
         stalled_ms / stalls as f64,
