@@ -25,14 +25,24 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     output::check_exports(&a.exports)?;
     match goodput_report::read::read_document(&a.run)? {
         Document::Sweep(sweep) => {
+            // --gpus and --attainment had been taken and set nothing.
             if a.judge.slo.is_some()
+                || a.judge.attainment.is_some()
                 || a.percentiles.is_some()
                 || a.judge.gpu_hour_usd.is_some()
+                || a.judge.gpus.is_some()
                 || a.records.is_some()
                 || a.window.is_some()
             {
                 bail!(
-                    "{} is a sweep: it is re-rendered as it is; re-judge one of its points by re-running it, or sweep again with --slo",
+                    "{} is a sweep: it is re-rendered as it is; re-judge one of its points by re-running it, or sweep \
+                     again with the new SLO, percentiles, prices or GPUs",
+                    a.run.display()
+                );
+            }
+            if a.judge.fail_on_slo && sweep.points.iter().all(|p| p.result.slo.is_none()) {
+                bail!(
+                    "--fail-on-slo needs an SLO, and {} was swept without one: sweep again with --slo",
                     a.run.display()
                 );
             }
@@ -47,7 +57,9 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
                     }
                 }
             }
-            Ok(ExitCode::SUCCESS)
+            // The gates a live sweep applies, on the saved one (they had been
+            // ignored: exit 0 whatever the sweep held).
+            Ok(crate::sweep::exit_code(&sweep, &a.judge))
         }
         Document::Frontier(doc) => report_frontier(&doc, &a),
         Document::Run(run) => report_run(*run, &a),

@@ -678,7 +678,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
 /// steady point was left to recommend or the client itself stalled while a
 /// point's requests were due or in flight (--fail-on-unsteady), as bench's
 /// gate fails a run.
-fn exit_code(doc: &SweepResult, judge: &crate::cli::JudgeArgs) -> ExitCode {
+pub(crate) fn exit_code(doc: &SweepResult, judge: &crate::cli::JudgeArgs) -> ExitCode {
     if doc.points.iter().all(|p| p.result.summary.requests.completed == 0) {
         goodput_core::tell!("error: no point completed a request");
         return ExitCode::from(1);

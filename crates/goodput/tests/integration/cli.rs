@@ -1793,6 +1793,41 @@ fn documents_holding_figures_no_run_can_have_are_refused() {
     assert!(err.contains("names point") && err.contains("of 0 points"), "{err}");
 }
 
+/// `report` on a saved sweep applies the gates a live sweep does
+/// (--fail-on-slo had exited 0 whatever the sweep held) and refuses what it
+/// cannot apply (--gpus and --attainment had been taken and set nothing).
+#[test]
+fn report_gates_a_saved_sweep_as_the_sweep_did() {
+    let dir = tempfile::tempdir().unwrap();
+    // Enough requests a point to judge it steady: a point not steady meets
+    // no SLO in a sweep's analysis.
+    let sweep = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["sweep", "--estimate", "-q", "--concurrency", "1,2", "-n", "200", "--output-tokens", "8"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        out
+    };
+    let missed = sweep("missed.json", &["--slo", "ttft:p95<=0.001ms"]);
+    let o = goodput().arg("report").arg(&missed).arg("--fail-on-slo").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("no load met the SLO (--fail-on-slo)"), "{err}");
+    let met = sweep("met.json", &["--slo", "ttft:p95<=60s"]);
+    goodput().arg("report").arg(&met).arg("--fail-on-slo").assert().success();
+    let none = sweep("none.json", &[]);
+    let err = goodput().arg("report").arg(&none).arg("--fail-on-slo").refusal();
+    assert!(err.contains("swept without one") && err.contains("--slo"), "{err}");
+    for flag in [["--gpus", "2"], ["--attainment", "0.5"]] {
+        let err = goodput().arg("report").arg(&met).args(flag).refusal();
+        assert!(err.contains("is a sweep") && err.contains("re-rendered as it is"), "{flag:?}: {err}");
+    }
+}
+
 /// A server whose `/v1/models` and `/metrics` answer without end, and
 /// whose other routes answer as [`chat_answer`], honestly; under `/long`,
 /// `/metrics` declares a length one byte past 64 MiB and then sends
