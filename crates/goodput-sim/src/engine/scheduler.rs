@@ -71,6 +71,10 @@ pub struct StepOutcome {
     /// Filled even when no step runs (a pull admitted by an idle engine).
     pub pulls: Vec<(u64, u32)>,
     pub batch: BatchSummary,
+    /// The step's tokens as vLLM counts them for `vllm:iteration_tokens_total`:
+    /// the whole prompt of each request whose first token came this step,
+    /// and every token generated (a prompt's earlier chunks count nothing).
+    pub iteration_tokens: u32,
     /// What the replica's GPUs drew over the step (the power model).
     pub power: StepPower,
 }
@@ -85,6 +89,7 @@ impl StepOutcome {
         self.preempted.clear();
         self.pulls.clear();
         self.batch = BatchSummary::default();
+        self.iteration_tokens = 0;
     }
 }
 
@@ -624,8 +629,10 @@ impl Engine {
             let finished = r.num_output >= r.max_tokens;
             if index == 0 {
                 self.stats.prompt_tokens += r.prompt_len as u64;
+                out.iteration_tokens = out.iteration_tokens.saturating_add(r.prompt_len);
             }
             self.stats.generation_tokens += emitted as u64;
+            out.iteration_tokens = out.iteration_tokens.saturating_add(emitted);
             out.tokens.push(TokenEvent { id: r.id, index, tokens: emitted, first: index == 0, finished });
             if finished {
                 if self.hold_finished {

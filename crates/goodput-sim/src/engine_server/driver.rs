@@ -96,7 +96,11 @@ impl Driver {
                 // Catching up: let the streams and handlers run between steps.
                 tokio::task::yield_now().await;
             }
-            lock(&self.observed).step_lateness.observe(Instant::now().saturating_duration_since(deadline));
+            {
+                let mut obs = lock(&self.observed);
+                obs.step_lateness.observe(Instant::now().saturating_duration_since(deadline));
+                obs.iteration_tokens.observe_value(f64::from(self.out.iteration_tokens));
+            }
             // Aborts that came during the step drop its tokens for those requests.
             self.drain();
             self.deliver(start, Instant::now());

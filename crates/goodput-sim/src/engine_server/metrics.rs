@@ -28,6 +28,8 @@ pub(super) struct Observed {
     /// Disaggregated: each KV transfer that landed on this (decode)
     /// instance, from the prefill's end.
     pub(super) kv_xfer: Histogram,
+    /// Each step's tokens as vLLM counts them (`StepOutcome::iteration_tokens`).
+    pub(super) iteration_tokens: Histogram,
 }
 
 impl Observed {
@@ -42,6 +44,7 @@ impl Observed {
             finished_length: 0,
             aborted: 0,
             kv_xfer: Histogram::new(NIXL_XFER_BUCKETS),
+            iteration_tokens: Histogram::new(ITERATION_TOKEN_BUCKETS),
         }
     }
 }
@@ -118,7 +121,8 @@ pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option
         }
     }
     type Hist = fn(&Observed) -> &Histogram;
-    let histograms: [(Hist, &str, &str); 5] = [
+    let histograms: [(Hist, &str, &str); 6] = [
+        (|o| &o.iteration_tokens, "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step."),
         (|o| &o.ttft, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds."),
         (|o| &o.itl, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds."),
         (|o| &o.e2e, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds."),
@@ -154,6 +158,12 @@ pub(super) const TTFT_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
     160.0, 640.0, 2560.0,
 ];
+/// vLLM's bounds for `vllm:iteration_tokens_total` when it runs without CUDA
+/// graphs (`build_cudagraph_buckets` under `enforce_eager`, its 8096
+/// included; with graphs they are the graphs' capture sizes, which the
+/// simulator has none of).
+const ITERATION_TOKEN_BUCKETS: &[f64] =
+    &[1.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8096.0];
 /// vLLM's NIXL connector's transfer-time bounds (`nixl_connector.py`).
 const NIXL_XFER_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0];
 const ITL_BUCKETS: &[f64] =
@@ -183,7 +193,11 @@ impl Histogram {
     }
 
     pub(super) fn observe(&mut self, d: Duration) {
-        let v = d.as_secs_f64();
+        self.observe_value(d.as_secs_f64());
+    }
+
+    /// An observation that is not a time (a count).
+    pub(super) fn observe_value(&mut self, v: f64) {
         let i = self.bounds.partition_point(|&b| b < v);
         self.counts[i] += 1;
         self.sum += v;

@@ -393,6 +393,13 @@ async fn shared_prefixes_show_as_prefix_cache_hits_in_metrics() {
     assert_eq!((s.prefix_cache_queries, s.prefix_cache_hits), (771, 384));
     assert_eq!(metric(&text, &format!("vllm:prompt_tokens_total{labels}")), 771.0);
     assert_eq!(metric(&text, &format!("vllm:generation_tokens_total{labels}")), 9.0);
+    // vLLM's tokens per step: each request's prompt, whole, in the step of
+    // its first token, and every token generated; one observation a step
+    // (three requests one after another: a prefill and two decodes each).
+    assert_eq!(metric(&text, &format!("vllm:iteration_tokens_total_sum{labels}")), 771.0 + 9.0);
+    assert_eq!(metric(&text, &format!("vllm:iteration_tokens_total_count{labels}")), 9.0);
+    let first = "vllm:iteration_tokens_total_bucket{engine=\"0\",model_name=\"sim-8b\",le=\"1.0\"}";
+    assert_eq!(metric(&text, first), 6.0, "the decode steps made a token each");
     assert_eq!(
         metric(&text, "vllm:request_success_total{engine=\"0\",model_name=\"sim-8b\",finished_reason=\"length\"}"),
         3.0
