@@ -31,12 +31,14 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
                 || a.percentiles.is_some()
                 || a.judge.gpu_hour_usd.is_some()
                 || a.judge.gpus.is_some()
+                || a.judge.price.is_some()
+                || a.judge.config.is_some()
                 || a.records.is_some()
                 || a.window.is_some()
             {
                 bail!(
                     "{} is a sweep: it is re-rendered as it is; re-judge one of its points by re-running it, or sweep \
-                     again with the new SLO, percentiles, prices or GPUs",
+                     again with the new SLO, percentiles, prices, GPUs or --config",
                     a.run.display()
                 );
             }
@@ -77,14 +79,17 @@ fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &Report
              --records (it is re-rendered as it is)"
         );
     }
+    // --price and --config had been taken and set nothing.
     if a.judge.slo.is_some()
         || a.judge.attainment.is_some()
         || a.percentiles.is_some()
         || a.judge.gpu_hour_usd.is_some()
+        || a.judge.price.is_some()
+        || a.judge.config.is_some()
     {
         bail!(
             "{run} is a frontier: it is re-rendered as it is; run goodput plan (or the sweep) again with the new SLO, \
-             percentiles or prices"
+             percentiles, prices or --config"
         );
     }
     if let Some(g) = a.judge.gpus {

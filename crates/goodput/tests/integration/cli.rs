@@ -1822,7 +1822,10 @@ fn report_gates_a_saved_sweep_as_the_sweep_did() {
     let none = sweep("none.json", &[]);
     let err = goodput().arg("report").arg(&none).arg("--fail-on-slo").refusal();
     assert!(err.contains("swept without one") && err.contains("--slo"), "{err}");
-    for flag in [["--gpus", "2"], ["--attainment", "0.5"]] {
+    let config = dir.path().join("judge.toml");
+    std::fs::write(&config, "slo = \"ttft:p95<=1s\"\n").unwrap();
+    let config = config.to_str().unwrap();
+    for flag in [["--gpus", "2"], ["--attainment", "0.5"], ["--price", "h100"], ["--config", config]] {
         let err = goodput().arg("report").arg(&met).args(flag).refusal();
         assert!(err.contains("is a sweep") && err.contains("re-rendered as it is"), "{flag:?}: {err}");
     }

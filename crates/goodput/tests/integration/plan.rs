@@ -709,6 +709,7 @@ fn report_fails_a_frontier_that_missed_its_slo_and_refuses_what_it_cannot_apply(
             "its points keep no per-request records for --records to re-analyse; drop --records",
         ),
         (&["--attainment", "0.5"], "again with the new SLO"),
+        (&["--price", "h100"], "prices or --config"),
     ] {
         let o = report(&met, flags);
         let err = String::from_utf8_lossy(&o.stderr);
