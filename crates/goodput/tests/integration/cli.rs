@@ -1793,6 +1793,26 @@ fn documents_holding_figures_no_run_can_have_are_refused() {
     assert!(err.contains("names point") && err.contains("of 0 points"), "{err}");
 }
 
+/// A sparse grid's knee far below the most throughput measured is not
+/// called "near its best": the recommendation gives its share (it had
+/// said "near its best" of 22 % of the best).
+#[test]
+fn a_sparse_sweeps_knee_says_its_share_of_the_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "1,16,256", "-n", "300", "--output-tokens", "64", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let a = &v["analysis"];
+    assert_eq!(a["recommended"]["load"]["value"], 16, "{a}");
+    assert_eq!(a["max_throughput"]["load"]["value"], 256, "{a}");
+    let said = a["recommendation"].as_str().unwrap();
+    assert!(said.contains("% of the most measured (concurrency 256)") && !said.contains("near its best"), "{said}");
+}
+
 /// `report` on a saved sweep applies the gates a live sweep does
 /// (--fail-on-slo had exited 0 whatever the sweep held) and refuses what it
 /// cannot apply (--gpus and --attainment had been taken and set nothing).
