@@ -33,6 +33,15 @@ pub const LATE_READ: Duration = Duration::from_millis(2);
 /// ahead: past it the list grows as chunks come.
 const RESERVE_CAP: usize = 4096;
 
+/// The most output chunks a response may bring when the request named no
+/// `max_tokens` (about 20 MB of them kept): a server streaming without end
+/// had filled the client's memory until it aborted, and the run was lost.
+const MOST_CHUNKS: usize = 4_000_000;
+
+/// The most tokens a usage count may give a request (u32's most, as the
+/// other token counts): past it the count is no server's honest one.
+const MOST_USAGE_TOKENS: u64 = u32::MAX as u64;
+
 /// How many output chunks a [`ChunkList`] holds in itself.
 const STAGED: usize = 8;
 
@@ -163,6 +172,10 @@ pub struct ResponseReader {
     /// The vectors or scores a pooling answer carried (`--api embeddings`,
     /// `rerank`).
     pooled: Option<usize>,
+    /// The `max_tokens` the request asked for, when it named one: a
+    /// response past twice as many output chunks (and 1,024 more) does not
+    /// honour it, and is failed rather than kept growing.
+    max_tokens: Option<u32>,
 }
 
 impl ResponseReader {
@@ -173,6 +186,7 @@ impl ResponseReader {
     /// Room for `max_tokens` output chunks (at most [`RESERVE_CAP`]), so a
     /// response's chunks are kept without growing their list as they come.
     pub fn expecting(mut self, max_tokens: Option<u32>) -> Self {
+        self.max_tokens = max_tokens;
         let n = max_tokens.map_or(0, |n| (n as usize).saturating_add(1).min(RESERVE_CAP));
         self.chunks.reserve(n);
         self.reserve_reply();
@@ -260,6 +274,12 @@ impl ResponseReader {
 
     /// True once the stream said all it will say (`[DONE]`, its API's last
     /// event, or an error).
+    /// The most output chunks this response may bring ([`MOST_CHUNKS`], or
+    /// twice `max_tokens` and 1,024 more where the request named it).
+    fn most_chunks(&self) -> usize {
+        self.max_tokens.map_or(MOST_CHUNKS, |m| (m as usize).saturating_mul(2).saturating_add(1024).min(MOST_CHUNKS))
+    }
+
     pub fn finished(&self) -> bool {
         self.done || self.failure.is_some()
     }
@@ -356,6 +376,7 @@ impl ResponseReader {
         if self.finished() {
             return;
         }
+        let most = self.most_chunks();
         let info = &mut self.info;
         match parse_for_into(self.api, data, info, &mut self.memo) {
             Ok(()) => {}
@@ -376,6 +397,26 @@ impl ResponseReader {
             return;
         }
         if let Some(u) = info.usage {
+            // A count no request can have (2^63 tokens had been taken, and
+            // the run's document was then refused as damaged by goodput).
+            let counts = [
+                ("completion_tokens", u.completion_tokens),
+                ("prompt_tokens", u.prompt_tokens),
+                ("prompt_tokens_details.cached_tokens", u.prompt_tokens_details.and_then(|d| d.cached_tokens)),
+            ];
+            if let Some((name, n)) =
+                counts.into_iter().filter_map(|(name, n)| Some((name, n?))).find(|&(_, n)| n > MOST_USAGE_TOKENS)
+            {
+                self.failure = Some((
+                    FailureKind::InvalidResponse,
+                    format!(
+                        "the server's usage says {n} {name}, more than any request holds ({MOST_USAGE_TOKENS}): its \
+                         counts cannot be used"
+                    ),
+                ));
+                self.stream_end = Some(t);
+                return;
+            }
             self.usage = Some(self.usage.map_or(u, |old| old.merge(u)));
         }
         if info.pooled.is_some() {
@@ -403,6 +444,23 @@ impl ResponseReader {
             }
             if let Some(lag) = read.lag {
                 self.read_lag_max = Some(self.read_lag_max.map_or(lag, |m| m.max(lag)));
+            }
+            if self.chunks.len() >= most {
+                self.failure = Some((
+                    FailureKind::InvalidResponse,
+                    match self.max_tokens {
+                        Some(m) => format!(
+                            "the server streamed more than {most} output chunks where max_tokens asked for {m}: it \
+                             does not honour max_tokens, and the rest of the stream was not read"
+                        ),
+                        None => format!(
+                            "the server streamed more than {most} output chunks without ending: the rest of the \
+                             stream was not read (give the requests a max_tokens, --output-tokens)"
+                        ),
+                    },
+                ));
+                self.stream_end = Some(t);
+                return;
             }
             self.chunks.push(OutputChunk { t, tokens: 0, channel });
             if !self.cumulative_gap {
@@ -698,6 +756,60 @@ mod tests {
         "event: message_delta\r\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":6}}\r\n\r\n",
         "event: message_stop\r\ndata: {\"type\":\"message_stop\"}\r\n\r\n",
     );
+
+    /// A usage count no request can have fails the request (2^64 − 1 tokens
+    /// had been taken, and the run's own document was then refused as
+    /// damaged).
+    #[test]
+    fn a_usage_count_past_any_request_fails_it() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":18446744073709551615}}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let rec = read(stream.as_bytes(), &[]);
+        let Outcome::Failed { kind, message } = &rec.outcome else { panic!("{:?}", rec.outcome) };
+        assert_eq!(*kind, FailureKind::InvalidResponse);
+        assert!(
+            message.contains("usage says 18446744073709551615 completion_tokens, more than any request holds"),
+            "{message}"
+        );
+        let honest = stream.replace("18446744073709551615", "4294967295");
+        assert_eq!(read(honest.as_bytes(), &[]).outcome, Outcome::Success);
+    }
+
+    /// A stream that does not end is failed once it passes twice the
+    /// max_tokens asked for (and 1,024 more), its reading stopped there: a
+    /// server streaming without end had filled the client's memory until it
+    /// aborted, losing the run.
+    #[test]
+    fn a_stream_past_its_max_tokens_is_failed_and_no_longer_read() {
+        let chunk = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n";
+        for (max_tokens, most) in [(Some(16), 1056), (None, MOST_CHUNKS)] {
+            let mut r = ResponseReader::new(false).expecting(max_tokens);
+            let stamp = |i: u64| ReadStamp { t: Duration::from_millis(i), lag: None, serial: i, since: Duration::ZERO };
+            let mut fed = 0;
+            let batch = chunk.repeat(1000);
+            while !r.finished() {
+                r.feed(batch.as_bytes(), stamp(fed as u64 + 1));
+                fed += 1000;
+                assert!(fed <= most + 1000, "still reading after {fed} chunks");
+            }
+            let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+            r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+            assert_eq!(rec.chunks.len(), most, "{max_tokens:?}");
+            let Outcome::Failed { kind, message } = &rec.outcome else { panic!("{:?}", rec.outcome) };
+            assert_eq!(*kind, FailureKind::InvalidResponse);
+            let says = match max_tokens {
+                Some(_) => "where max_tokens asked for 16: it does not honour max_tokens",
+                None => "without ending",
+            };
+            assert!(
+                message.contains(&format!("more than {most} output chunks")) && message.contains(says),
+                "{message}"
+            );
+        }
+    }
 
     /// An Ollama `/api/chat` stream: one JSON object per line, the last with the counts.
     const OLLAMA_STREAM: &str = concat!(
