@@ -232,6 +232,20 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     for (s, by) in shards.iter_mut().zip(&offsets) {
         let held = std::mem::replace(&mut s.records, ShardRecords::Held(Vec::new()));
         let requests = held.move_into(&mut records, *by, &s.run.run_id)?;
+        // A records file cut at a line's end had been merged as it was,
+        // its missing requests dropped without a word.
+        let counted = &s.run.summary.requests;
+        let expected = counted.sent.saturating_add(counted.warmup);
+        if requests != expected {
+            bail!(
+                "{} holds {requests} records, where its shard's result {} says {expected} requests were sent ({} \
+                 measured, {} warm-up): the records are cut short or not that shard's; restore them from the run",
+                s.records_path,
+                s.path.display(),
+                counted.sent,
+                counted.warmup
+            );
+        }
         let info = s.run.shard.as_ref().expect("read_shard keeps shards only");
         merged_shards.push(MergedShard {
             index: info.index,

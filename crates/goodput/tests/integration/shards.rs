@@ -235,6 +235,13 @@ fn refusals(dir: &Path, single: &Path) {
     // ... found beside its result once copied there.
     std::fs::copy(p("s1.moved"), moved.join("s1.jsonl")).unwrap();
     merge(&[s(0), moved.join("s1.json"), s(2)]).assert().success();
+    // ... and refused when it holds fewer records than its result counts
+    // (cut at a line's end, it had been merged, its requests dropped).
+    let whole = std::fs::read_to_string(p("s1.moved")).unwrap();
+    let cut: String = whole.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(moved.join("s1.jsonl"), cut).unwrap();
+    let err = merge(&[s(0), moved.join("s1.json"), s(2)]).refusal();
+    assert!(err.contains("holds 2 records, where its shard's result") && err.contains("cut short"), "{err}");
     std::fs::rename(p("s1.moved"), p("s1.jsonl")).unwrap();
     // Nor does a merge write over a shard's own files.
     let err = goodput().arg("merge").args([s(0), s(1), s(2)]).arg("-o").arg(s(0)).refusal();
