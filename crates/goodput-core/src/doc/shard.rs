@@ -126,16 +126,36 @@ pub fn difference(a: (&ShardInfo, &RunConfig), b: (&ShardInfo, &RunConfig)) -> O
     let (la, lb) = (a.load.as_ref(), b.load.as_ref());
     let seed = |l: Option<&LoadConfig>| l.and_then(|l| l.seed);
     if seed(la) != seed(lb) {
-        return Some(format!("their --seed differ ({:?} and {:?})", seed(la), seed(lb)));
+        let said = |s: Option<u64>| s.map_or("none".to_string(), |s| s.to_string());
+        return Some(format!("their --seed differ ({} and {})", said(seed(la)), said(seed(lb))));
     }
     if json(&la) != json(&lb) {
-        return Some(format!("their load settings differ ({} and {})", json(&la), json(&lb)));
+        return Some(format!("their load settings differ ({})", first_difference(&la, &lb)));
     }
     let (wa, wb) = (a.workload.as_ref(), b.workload.as_ref());
     if json(&wa) != json(&wb) {
-        return Some(format!("their workload settings differ ({} and {})", json(&wa), json(&wb)));
+        return Some(format!("their workload settings differ ({})", first_difference(&wa, &wb)));
     }
     (sa.run != sb.run).then(|| format!("their run identities differ ({} and {})", sa.run, sb.run))
+}
+
+/// The first setting two config blocks differ in, as `name: a and b` (the
+/// whole blocks had been quoted, hundreds of characters each).
+fn first_difference<T: Serialize>(a: &T, b: &T) -> String {
+    let (a, b) = (serde_json::to_value(a).unwrap_or_default(), serde_json::to_value(b).unwrap_or_default());
+    let (Some(ma), Some(mb)) = (a.as_object(), b.as_object()) else {
+        return format!("{a} and {b}");
+    };
+    let none = serde_json::Value::Null;
+    let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .find_map(|k| {
+            let (x, y) = (ma.get(k).unwrap_or(&none), mb.get(k).unwrap_or(&none));
+            (x != y).then(|| format!("{k}: {x} and {y}"))
+        })
+        .unwrap_or_else(|| format!("{a} and {b}"))
 }
 
 /// A config block as compact JSON, to compare and to quote.
@@ -187,6 +207,17 @@ mod tests {
         assert_ne!(base, id(&LoadConfig { seed: Some(2), ..load.clone() }, 3, Some(1.7e9)));
         assert_ne!(base, id(&load, 4, Some(1.7e9)));
         assert_ne!(base, id(&load, 3, None));
+    }
+
+    /// Load settings that differ are named by their first differing setting,
+    /// not quoted whole.
+    #[test]
+    fn the_first_differing_setting_is_named() {
+        let a = LoadConfig { rate: Some(crate::doc::config::Rate(30.0)), seed: Some(1), ..LoadConfig::default() };
+        let b = LoadConfig { rate: Some(crate::doc::config::Rate(20.0)), ..a.clone() };
+        assert_eq!(first_difference(&a, &b), "rate: 30.0 and 20.0");
+        let c = LoadConfig { seed: None, ..a.clone() };
+        assert_eq!(first_difference(&a, &c), "seed: 1 and null");
     }
 
     #[test]

@@ -200,6 +200,7 @@ fn refusals(dir: &Path, single: &Path) {
     std::fs::write(p("other.json"), other.to_string()).unwrap();
     let err = merge(&[s(0), s(1), p("other.json")]).refusal();
     assert!(err.contains("shards of different runs") && err.contains("--seed differ"), "{err}");
+    assert!(err.contains(" and 12)") && !err.contains("Some("), "the seeds as numbers: {err}");
     assert_eq!(code(&mut merge(&[s(0), s(1), p("other.json")])), Some(2));
     // A shard of the same flags against another model (another server):
     // it was merged as one run under the first shard's name.
