@@ -4,7 +4,7 @@
 
 use crate::cmd;
 
-use cmd::{fixed_server, goodput, read_json, records, GoodputCommand};
+use cmd::{estimate_doc, fixed_server, goodput, read_json, records, GoodputCommand};
 use goodput_core::RequestRecord;
 use std::time::Duration;
 
@@ -276,16 +276,16 @@ fn estimate_writes_the_same_document_with_the_engine_view() {
 fn estimate_gives_energy_and_takes_data_parallelism_and_fp4_where_it_runs() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str, extra: &[&str]| {
-        let out = dir.path().join(name);
-        goodput()
-            .args(["estimate", "-q", "-c", "256", "-n", "1024", "--input-tokens", "256", "--output-tokens", "64"])
-            .args(["--max-num-seqs", "32"])
-            .args(extra)
-            .arg("-o")
-            .arg(&out)
-            .assert()
-            .success();
-        read_json(&out)
+        estimate_doc(
+            dir.path(),
+            name,
+            &[
+                &["-c", "256", "-n", "1024", "--input-tokens", "256", "--output-tokens", "64", "--max-num-seqs", "32"]
+                    [..],
+                extra,
+            ]
+            .concat(),
+        )
     };
     let one = run("one.json", &[]);
     let e = &one["energy"];
@@ -339,16 +339,26 @@ fn estimate_gives_energy_and_takes_data_parallelism_and_fp4_where_it_runs() {
 fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str, extra: &[&str]| {
-        let out = dir.path().join(name);
-        goodput()
-            .args(["estimate", "-q", "-c", "64", "-n", "128", "--input-tokens", "256", "--output-tokens", "512"])
-            .args(["--gpu-memory-utilization", "0.3"])
-            .args(extra)
-            .arg("-o")
-            .arg(&out)
-            .assert()
-            .success();
-        read_json(&out)
+        estimate_doc(
+            dir.path(),
+            name,
+            &[
+                &[
+                    "-c",
+                    "64",
+                    "-n",
+                    "128",
+                    "--input-tokens",
+                    "256",
+                    "--output-tokens",
+                    "512",
+                    "--gpu-memory-utilization",
+                    "0.3",
+                ][..],
+                extra,
+            ]
+            .concat(),
+        )
     };
     let vllm = run("vllm.json", &[]);
     assert_eq!(vllm["config"]["engine"]["scheduler"], "vllm");
@@ -380,15 +390,11 @@ fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
 fn estimate_keeps_prompts_and_decodes_apart_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str, extra: &[&str]| {
-        let out = dir.path().join(name);
-        goodput()
-            .args(["estimate", "-q", "-c", "16", "-n", "96", "--input-tokens", "2000", "--output-tokens", "200"])
-            .args(extra)
-            .arg("-o")
-            .arg(&out)
-            .assert()
-            .success();
-        read_json(&out)
+        estimate_doc(
+            dir.path(),
+            name,
+            &[&["-c", "16", "-n", "96", "--input-tokens", "2000", "--output-tokens", "200"][..], extra].concat(),
+        )
     };
     let mixed = run("mixed.json", &[]);
     let apart = run("apart.json", &["--no-mixed-batches"]);
@@ -548,15 +554,11 @@ fn the_recommended_point_meets_its_objectives_as_a_real_bench() {
 fn estimate_takes_prefill_decode_disaggregation_and_refuses_what_it_cannot_mean() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str, extra: &[&str]| {
-        let out = dir.path().join(name);
-        goodput()
-            .args(["estimate", "-q", "--rate", "2.5", "-n", "40", "--input-tokens", "6000", "--output-tokens", "200"])
-            .args(extra)
-            .arg("-o")
-            .arg(&out)
-            .assert()
-            .success();
-        read_json(&out)
+        estimate_doc(
+            dir.path(),
+            name,
+            &[&["--rate", "2.5", "-n", "40", "--input-tokens", "6000", "--output-tokens", "200"][..], extra].concat(),
+        )
     };
     let colo = run("colo.json", &[]);
     let pd = run("pd.json", &["--pd", "1:1"]);

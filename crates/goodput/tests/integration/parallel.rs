@@ -6,18 +6,14 @@
 use crate::cmd;
 use crate::schema::assert_valid;
 
-use cmd::{goodput, read_json, GoodputCommand};
+use cmd::{estimate_doc, goodput, read_json, GoodputCommand};
 
 const SHORT: [&str; 8] = ["--input-tokens", "256", "--output-tokens", "32", "-n", "64", "-c", "16"];
 
 #[test]
 fn estimate_takes_pipeline_and_expert_parallelism_and_counts_their_gpus() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str, extra: &[&str]| {
-        let out = dir.path().join(name);
-        goodput().args(["estimate", "-q"]).args(SHORT).args(extra).arg("-o").arg(&out).assert().success();
-        read_json(&out)
-    };
+    let run = |name: &str, extra: &[&str]| estimate_doc(dir.path(), name, &[&SHORT[..], extra].concat());
     // Llama-3.1-70B in BF16 on two H100s as two pipeline stages.
     let pp = run("pp.json", &["--model", "llama-3.1-70b", "--pp", "2"]);
     let e = &pp["engine"]["config"];

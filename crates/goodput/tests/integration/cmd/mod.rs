@@ -87,6 +87,14 @@ pub fn bench_doc(url: &str, args: &[&str]) -> Value {
     read_json(&out)
 }
 
+/// `goodput estimate -q ARGS -o DIR/NAME`, which must succeed, and the
+/// document it wrote.
+pub fn estimate_doc(dir: &Path, name: &str, args: &[&str]) -> Value {
+    let out = dir.join(name);
+    goodput().args(["estimate", "-q"]).args(args).arg("-o").arg(&out).assert().success();
+    read_json(&out)
+}
+
 /// The per-request records a run wrote with `--records`.
 /// The records of a records file, JSON Lines or Parquet.
 pub fn records(p: &Path) -> Vec<goodput_core::RequestRecord> {
