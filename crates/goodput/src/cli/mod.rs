@@ -211,6 +211,10 @@ mod tests {
             assert!(parse_rates(bad).unwrap_err().contains("has an empty item"), "{bad}");
         }
         assert!(parse_counts("").unwrap_err().contains("is not a comma-separated list"));
+        // A sweep's rates are finite: inf is a bench's --rate.
+        let inf = parse_rates("1,10,inf").unwrap_err();
+        assert!(inf.contains("a sweep's rates are finite") && inf.contains("give the highest rate"), "{inf}");
+        assert!(parse_rates("1,-2").unwrap_err().contains("a positive number"));
     }
 
     #[test]

@@ -369,6 +369,13 @@ pub fn parse_counts(s: &str) -> Result<CountList, String> {
 
 pub fn parse_rates(s: &str) -> Result<RateList, String> {
     let v: Vec<f64> = parse_list(s)?;
+    if v.iter().any(|r| r.is_infinite() && *r > 0.0) {
+        // bench and estimate take `--rate inf` (every request at once); a
+        // sweep's point is a rate it can place among the others.
+        return Err("a sweep's rates are finite: inf (every request at once) is a bench's or an estimate's --rate, \
+                    not a sweep's point; give the highest rate to try"
+            .into());
+    }
     if v.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
         return Err("a rate must be a positive number of requests per second".into());
     }
