@@ -734,8 +734,15 @@ fn implausible_counts(measured: &[&RequestRecord]) -> Option<String> {
         Some(m) => format!(" (it asked for at most {m})"),
         None => String::new(),
     };
+    // Whose count it is: the usage block's, or the chunks' (a stream that
+    // did not end had been said to "claim" in a usage it never sent).
+    let whose = if worst.output_tokens_source == crate::doc::record::CountSource::Usage {
+        "the server's usage claims"
+    } else {
+        "the server's answers come to"
+    };
     Some(format!(
-        "the server's usage claims more tokens than any model's context holds ({IMPLAUSIBLE_TOKENS}) on {} requests: \
+        "{whose} more tokens than any model's context holds ({IMPLAUSIBLE_TOKENS}) on {} requests: \
          request {} claimed {} output tokens{asked} and {} input tokens in {} chunks. The counts are the server's \
          error; the token totals and rates take them as claimed (summing to at most {}), and mean nothing",
         over.len(),
