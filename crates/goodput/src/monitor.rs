@@ -4,12 +4,12 @@
 //! thresholds, and a JSONL record of the series.
 
 use crate::cli::MonitorArgs;
-use crate::scrape::Scraper;
+use crate::scrape::{terminal, ScrapeError, Scraped, Scraper};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::metrics::RequestMetrics;
 use goodput_core::prometheus::live::LiveMetrics;
 use goodput_core::prometheus::scrape::{
-    summarize_signals, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary,
+    summarize_points, CounterSignal, GaugeSignal, HistogramSignal, Signals, WindowSummary,
 };
 use goodput_core::{Distribution, RequestRecord};
 use goodput_load::client::{join_url, normalize_base, request_headers};
@@ -149,6 +149,8 @@ fn probe_p50<'a>(
 /// The figures of one interval that alerts can name.
 fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Option<f64>)> {
     let gauge = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.max);
+    // A counter that went down (a restart) in the interval is not judged.
+    let counted = |c: CounterSignal| w.counters.get(&c).filter(|c| c.resets == 0);
     let hist = |h: HistogramSignal, q: fn(&goodput_core::prometheus::scrape::HistogramSummary) -> Option<f64>| {
         w.histograms.get(&h).and_then(q)
     };
@@ -157,8 +159,8 @@ fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Op
         ("waiting", gauge(GaugeSignal::WaitingRequests)),
         ("running", gauge(GaugeSignal::RunningRequests)),
         ("prefix_hit_rate", w.prefix_cache_hit_rate),
-        ("preemptions", w.counters.get(&CounterSignal::Preemptions).map(|c| c.delta)),
-        ("gen_tokens_per_s", w.counters.get(&CounterSignal::GenerationTokens).and_then(|c| c.rate_per_s)),
+        ("preemptions", counted(CounterSignal::Preemptions).map(|c| c.delta)),
+        ("gen_tokens_per_s", counted(CounterSignal::GenerationTokens).and_then(|c| c.rate_per_s)),
         ("ttft_p50", hist(HistogramSignal::Ttft, |h| h.p50)),
         ("ttft_p99", hist(HistogramSignal::Ttft, |h| h.p99)),
         ("itl_p50", hist(HistogramSignal::Itl, |h| h.p50)),
@@ -173,7 +175,24 @@ fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Op
     ]
 }
 
-fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord], by_model: &BTreeMap<String, ModelProbes>) -> String {
+/// One interval's line: the server's window (`None` when its metrics were
+/// not read then) and the probes.
+fn line(
+    t: Duration,
+    w: Option<&WindowSummary>,
+    probes: &[RequestRecord],
+    by_model: &BTreeMap<String, ModelProbes>,
+) -> String {
+    let mut parts = match w {
+        Some(w) => server_parts(w),
+        None => vec!["no server metrics".to_string()],
+    };
+    probe_parts(&mut parts, probes, by_model);
+    format!("[{:>7.1}s] {}", t.as_secs_f64(), parts.join(" · "))
+}
+
+/// What the server's window says, in the words of an interval's line.
+fn server_parts(w: &WindowSummary) -> Vec<String> {
     let mut parts = vec![w.engine.map(|e| format!("{e:?}").to_lowercase()).unwrap_or_else(|| "server".into())];
     let g = |s: GaugeSignal| w.gauges.get(&s).and_then(|d| d.max);
     if let Some(v) = g(GaugeSignal::RunningRequests) {
@@ -189,12 +208,18 @@ fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord], by_model: &BTr
         parts.push(format!("hit {:.1}%", v * 100.0));
     }
     for (c, label) in [(CounterSignal::GenerationTokens, "gen"), (CounterSignal::PromptTokens, "prompt")] {
-        if let Some(r) = w.counters.get(&c).and_then(|c| c.rate_per_s) {
-            parts.push(format!("{label} {r:.0} tok/s"));
+        match w.counters.get(&c) {
+            // A counter that went down (a restart) says nothing of the rate
+            // between the two scrapes.
+            Some(c) if c.resets > 0 => parts.push(format!("{label} reset")),
+            Some(c) => parts.extend(c.rate_per_s.map(|r| format!("{label} {r:.0} tok/s"))),
+            None => {}
         }
     }
-    if let Some(p) = w.counters.get(&CounterSignal::Preemptions) {
-        parts.push(format!("preempt {:.0}", p.delta));
+    match w.counters.get(&CounterSignal::Preemptions) {
+        Some(p) if p.resets > 0 => parts.push("preempt reset".into()),
+        Some(p) => parts.push(format!("preempt {:.0}", p.delta)),
+        None => {}
     }
     for (h, label) in [(HistogramSignal::Ttft, "TTFT"), (HistogramSignal::Itl, "ITL")] {
         if let Some(s) = w.histograms.get(&h).filter(|s| s.count > 0.0) {
@@ -208,6 +233,11 @@ fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord], by_model: &BTr
     if let Some(v) = g(GaugeSignal::GpuPower) {
         parts.push(format!("{v:.0} W"));
     }
+    parts
+}
+
+/// The probes' part of an interval's line.
+fn probe_parts(parts: &mut Vec<String>, probes: &[RequestRecord], by_model: &BTreeMap<String, ModelProbes>) {
     if !probes.is_empty() {
         let ok = probes.iter().filter(|r| r.outcome.is_success()).count();
         let ms = |v: Option<f64>| v.map(|x| format!("{:.0}", x * 1e3)).unwrap_or("-".into());
@@ -223,7 +253,6 @@ fn line(t: Duration, w: &WindowSummary, probes: &[RequestRecord], by_model: &BTr
             parts.push(format!("by model TTFT/TPOT ms: {}", each.join(", ")));
         }
     }
-    format!("[{:>7.1}s] {}", t.as_secs_f64(), parts.join(" · "))
 }
 
 /// The server's root and the metrics URLs to scrape (`<url>/metrics`, or
@@ -316,10 +345,20 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         s.cancel();
     });
     let end = a.duration.map(|d| origin + d);
+    let ended = || end.is_some_and(|e| Instant::now() >= e);
+    let probing = a.probe_rate.is_some();
+    // The last scrape that answered: the start of the next interval's window.
     let mut prev: Option<(Duration, Signals)> = None;
+    // Whether the first tick, the start of the first interval, has passed.
+    let mut started = false;
     let mut fired_any = false;
     let mut scraped_any = false;
+    let mut probed_any = false;
     let mut unjudged: Vec<&str> = Vec::new();
+    // Each endpoint failing now, with what was said of it: said again only
+    // when it changes, and when the endpoint answers again.
+    let mut down: BTreeMap<String, String> = BTreeMap::new();
+    let mut told_unrecognised = false;
     goodput_core::tell!(
         "goodput monitor → {} every {}",
         goodput_core::util::redact::scrub(&urls.join(", ")),
@@ -331,71 +370,138 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
             _ = tick.tick() => {}
             _ = stop.cancelled() => break,
         }
-        let cur = match scraper.scrape_at(origin).await {
-            Ok((t, scraped)) => (t, scraped.signals),
-            Err(e) => {
-                let e = goodput_report::escape::terminal(&goodput_core::util::redact::scrub(&e.to_string()));
-                goodput_core::tell!("[{:>7.1}s] scrape failed: {e}", origin.elapsed().as_secs_f64());
-                if a.once {
-                    return Ok(ExitCode::from(2));
+        let (cur, failed) = match scraper.scrape_at(origin).await {
+            Ok((t, scraped)) => {
+                if scraped.signals.is_empty() && !told_unrecognised {
+                    goodput_core::tell!("[{:>7.1}s] note: {}", t.as_secs_f64(), unrecognised(&scraped));
                 }
-                if end.is_some_and(|e| Instant::now() >= e) {
-                    // --duration holds while the server is down too; a watch
-                    // that never read it says so in its exit.
-                    break;
-                }
-                continue;
+                // Said once: an endpoint that flaps would say it again and again.
+                told_unrecognised |= scraped.signals.is_empty();
+                (Some((t, scraped.signals)), scraped.failed)
             }
+            Err(e) => (None, e.into_each()),
         };
-        scraped_any = true;
-        let Some(p) = prev.take() else {
-            prev = Some(cur);
-            if end.is_some_and(|e| Instant::now() >= e) {
+        tell_failures(&mut down, failed, origin.elapsed(), cur.is_some(), probing);
+        scraped_any |= cur.is_some();
+        if cur.is_none() && !probing {
+            if a.once {
+                return Ok(ExitCode::from(2));
+            }
+            if ended() {
+                // --duration holds while the server is down too; a watch
+                // that never read it says so in its exit.
                 break;
             }
             continue;
+        }
+        if !started {
+            // The first tick starts the first interval: of the scrapes, and of the probes.
+            started = true;
+            prev = cur;
+            if ended() {
+                break;
+            }
+            continue;
+        }
+        // The window from the last scrape that answered to this one; none
+        // when this one failed (the next that answers spans the gap).
+        let w = match (&prev, &cur) {
+            (Some(p), Some(c)) => Some(summarize_points([(p.0, &p.1), (c.0, &c.1)].into_iter(), p.0, c.0)),
+            _ => None,
         };
-        let (t0, t1) = (p.0, cur.0);
-        let w = summarize_signals(&[p, cur.clone()], t0, t1);
+        let t1 = cur.as_ref().map(|c| c.0).unwrap_or_else(|| origin.elapsed());
+        if cur.is_some() {
+            prev = cur;
+        }
         let batch: Vec<RequestRecord> = std::mem::take(&mut *probes.lock().unwrap_or_else(|e| e.into_inner()));
-        let by_model = probes_by_model(&batch);
-        crate::output::say(&format!("{}\n", line(t1, &w, &batch, &by_model)));
-        let figs = figures(&w, &batch);
-        let fired = fired_alerts(&alerts, &figs);
-        for al in &alerts {
-            let absent = figs.iter().find(|(n, _)| *n == al.name).is_none_or(|(_, v)| v.is_none());
-            if absent && !unjudged.contains(&al.name.as_str()) {
-                unjudged.push(&al.name);
-                goodput_core::tell!(
-                    "[{:>7.1}s] note: alert on {} was not judged: the interval had no {} (the server exports none, or nothing happened then)",
-                    t1.as_secs_f64(),
-                    al.name,
-                    al.name
-                );
+        probed_any |= batch.iter().any(|r| r.outcome.is_success());
+        if w.is_some() || !batch.is_empty() {
+            let read = w.is_some();
+            let w = w.unwrap_or_default();
+            let by_model = probes_by_model(&batch);
+            crate::output::say(&format!("{}\n", line(t1, read.then_some(&w), &batch, &by_model)));
+            let figs = figures(&w, &batch);
+            let fired = fired_alerts(&alerts, &figs);
+            for al in &alerts {
+                let absent = figs.iter().find(|(n, _)| *n == al.name).is_none_or(|(_, v)| v.is_none());
+                if absent && !unjudged.contains(&al.name.as_str()) {
+                    unjudged.push(&al.name);
+                    goodput_core::tell!(
+                        "[{:>7.1}s] note: alert on {} was not judged: the interval had no {} (the server exports none, or nothing happened then)",
+                        t1.as_secs_f64(),
+                        al.name,
+                        al.name
+                    );
+                }
+            }
+            for f in &fired {
+                crate::output::say(&format!("ALERT {f}\n"));
+            }
+            fired_any |= !fired.is_empty();
+            if let Some(out) = record.as_mut() {
+                write_interval(out, t1, &figs, &fired, &by_model, &w);
             }
         }
-        for f in &fired {
-            crate::output::say(&format!("ALERT {f}\n"));
-        }
-        fired_any |= !fired.is_empty();
-        if let Some(out) = record.as_mut() {
-            write_interval(out, t1, &figs, &fired, &by_model, &w);
-        }
-        prev = Some(cur);
-        if a.once || end.is_some_and(|e| Instant::now() >= e) {
+        if a.once || ended() {
             break;
         }
     }
     control.stop.cancel();
     control.abort.cancel();
-    if !scraped_any && !stop.is_cancelled() {
+    if !scraped_any && !probed_any && !stop.is_cancelled() {
         bail!(
-            "no scrape of {} succeeded in the {} watched: is the server up, and its metrics at that address (--metrics-url)?",
+            "no scrape of {} succeeded{} in the {} watched: is the server up, and its metrics at that address (--metrics-url)?",
             goodput_core::util::redact::scrub(&urls.join(", ")),
+            if probing { ", and no probe was answered," } else { "" },
             humantime::format_duration(a.duration.unwrap_or_default())
         );
     }
     Ok(if a.once && fired_any { ExitCode::from(4) } else { ExitCode::SUCCESS })
+}
+
+/// Says which endpoints failed, each when it starts failing or fails
+/// otherwise, and which answer again; `others_answered`, whether any
+/// endpoint answered this scrape.
+fn tell_failures(
+    down: &mut BTreeMap<String, String>,
+    failed: Vec<ScrapeError>,
+    t: Duration,
+    others_answered: bool,
+    probing: bool,
+) {
+    let now: BTreeMap<String, String> =
+        failed.into_iter().map(|e| (e.url().unwrap_or_default().to_string(), terminal(&e.to_string()))).collect();
+    let going_on = match (others_answered, probing) {
+        (true, _) => "; the other endpoints are read, and it is tried at every interval",
+        (false, true) => "; the probes go on, and it is tried at every interval",
+        (false, false) => "",
+    };
+    for (url, e) in &now {
+        if down.get(url) != Some(e) {
+            goodput_core::tell!("[{:>7.1}s] scrape failed: {e}{going_on}", t.as_secs_f64());
+        }
+    }
+    for url in down.keys().filter(|u| !now.contains_key(*u)) {
+        goodput_core::tell!("[{:>7.1}s] {} answers again", t.as_secs_f64(), terminal(url));
+    }
+    *down = now;
+}
+
+/// A scrape that answered with nothing goodput knows, in words: what each
+/// endpoint said it sent, and what was read of it.
+fn unrecognised(s: &Scraped) -> String {
+    let each: Vec<String> = s
+        .answered
+        .iter()
+        .map(|(url, kind)| format!("{} ({})", terminal(url), terminal(kind.as_deref().unwrap_or("no content type"))))
+        .collect();
+    format!(
+        "{} answered no Prometheus metric goodput knows (metric families: {}, unreadable lines: {}): \
+         is that the server's metrics endpoint? give it with --metrics-url (vLLM, SGLang and TGI serve it at /metrics)",
+        each.join(", "),
+        s.families,
+        s.parse_errors
+    )
 }
 
 /// Where the probes' records go, and the control and clock they run under.

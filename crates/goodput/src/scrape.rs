@@ -2,9 +2,10 @@
 //! interval during a run (`signals`) or on its own (`monitor`), stamp each
 //! scrape on the run's clock (the midpoint of its request), and keep the
 //! mapped signals. A failed or malformed scrape is counted and the loop goes
-//! on. The parsing and mapping are goodput-core's `prometheus::scrape`.
+//! on; an endpoint that fails while others answer costs only its own part.
+//! The parsing and mapping are goodput-core's `prometheus::scrape`.
 
-use goodput_core::prometheus::scrape::{parse, Signals};
+use goodput_core::prometheus::scrape::{metric_lines, parse_at_most, Signals, MAX_METRIC_LINES};
 use goodput_load::client::error_chain;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -31,6 +32,39 @@ pub enum ScrapeError {
         goodput_core::util::input::size(*cap as u64)
     )]
     TooLong { url: String, cap: usize },
+    /// More metric lines than goodput reads of one endpoint: refused before
+    /// they are parsed, so that the scrape's memory stays bounded.
+    #[error(
+        "{url}: {lines} metric lines (samples, # HELP and # TYPE), more than the {limit} goodput reads of one \
+         endpoint; an inference server exposes a few thousand: give its own metrics endpoint, not an aggregate \
+         (--metrics-url)"
+    )]
+    TooManyLines { url: String, lines: usize, limit: usize },
+    /// No endpoint answered: each one's failure, in the order given.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Each(Vec<ScrapeError>),
+}
+
+impl ScrapeError {
+    /// The endpoint that failed (`None` for [`ScrapeError::Each`]).
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            ScrapeError::Fetch { url, .. }
+            | ScrapeError::Status { url, .. }
+            | ScrapeError::Slow { url, .. }
+            | ScrapeError::TooLong { url, .. }
+            | ScrapeError::TooManyLines { url, .. } => Some(url),
+            ScrapeError::Each(_) => None,
+        }
+    }
+
+    /// The failures of single endpoints this is made of.
+    pub fn into_each(self) -> Vec<ScrapeError> {
+        match self {
+            ScrapeError::Each(all) => all,
+            one => vec![one],
+        }
+    }
 }
 
 /// Where and how often to scrape.
@@ -55,14 +89,20 @@ pub struct ScrapeLog {
     pub last_error: Option<String>,
 }
 
-/// One scrape of every URL, parsed and mapped.
-#[derive(Debug, Clone)]
+/// One scrape of every URL that answered, parsed and mapped.
+#[derive(Debug)]
 pub struct Scraped {
+    /// What the scrape says, without the samples no signal uses.
     pub signals: Signals,
     /// Lines the parser could not read.
     pub parse_errors: usize,
     /// Metric families read: none means the URLs do not serve Prometheus text.
     pub families: usize,
+    /// The URLs that answered, each with the content type (and encoding,
+    /// when one was given) it said its body was.
+    pub answered: Vec<(String, Option<String>)>,
+    /// The URLs that failed while others answered, each with why.
+    pub failed: Vec<ScrapeError>,
 }
 
 /// Why a body was not read whole.
@@ -88,6 +128,12 @@ pub async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// A failure's words as the terminal may show them: credentials masked,
+/// control characters escaped.
+pub fn terminal(s: &str) -> String {
+    goodput_report::escape::terminal(&goodput_core::util::redact::scrub(s))
 }
 
 /// How long the probe of a default `<url>/metrics` may take.
@@ -120,24 +166,53 @@ impl Scraper {
                     .flatten();
                 return Err(ScrapeError::Status { url: u.clone(), status: resp.status(), redirect });
             }
-            match read_capped(resp, self.max_body).await {
-                Ok(body) => Ok(body),
-                Err(Capped::TooLong) => Err(ScrapeError::TooLong { url: u.clone(), cap: self.max_body }),
-                Err(Capped::Fetch(e)) => Err(fetch(e)),
+            let header =
+                |name: &str| resp.headers().get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let content_type = match (header("content-type"), header("content-encoding")) {
+                (t, None) => t,
+                (t, Some(enc)) => Some(format!("{}, {enc}-encoded", t.as_deref().unwrap_or("no content type"))),
+            };
+            let body = match read_capped(resp, self.max_body).await {
+                Ok(body) => body,
+                Err(Capped::TooLong) => return Err(ScrapeError::TooLong { url: u.clone(), cap: self.max_body }),
+                Err(Capped::Fetch(e)) => return Err(fetch(e)),
+            };
+            // Counted before it is parsed: parsing costs memory by the line.
+            let text = String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            let lines = metric_lines(&text);
+            if lines > MAX_METRIC_LINES {
+                return Err(ScrapeError::TooManyLines { url: u.clone(), lines, limit: MAX_METRIC_LINES });
             }
+            Ok((u.clone(), content_type, text))
         });
         let texts = futures::future::join_all(fetches).await;
         let t = sent + (origin.elapsed() - sent) / 2;
-        let mut all = String::new();
+        let (mut bodies, mut answered, mut failed) = (Vec::new(), Vec::new(), Vec::new());
         for text in texts {
-            all.push_str(&String::from_utf8_lossy(&text?));
-            all.push('\n');
+            match text {
+                Ok((url, content_type, text)) => {
+                    bodies.push(text);
+                    answered.push((url, content_type));
+                }
+                Err(e) => failed.push(e),
+            }
         }
-        let scrape = parse(&all);
+        if answered.is_empty() {
+            return Err(match failed.len() {
+                1 => failed.remove(0),
+                _ => ScrapeError::Each(failed),
+            });
+        }
+        // Their texts read as one exposition; each holds at most
+        // MAX_METRIC_LINES, so this reads them all.
+        let all = if bodies.len() == 1 { bodies.remove(0) } else { bodies.join("\n") };
+        let scrape = parse_at_most(&all, MAX_METRIC_LINES.saturating_mul(answered.len()));
         let scraped = Scraped {
-            signals: Signals::from_scrape(&scrape),
+            signals: Signals::mapped(&scrape),
             parse_errors: scrape.errors.len(),
             families: scrape.families.len(),
+            answered,
+            failed,
         };
         Ok((t, scraped))
     }
@@ -148,6 +223,10 @@ impl Scraper {
             Ok((t, scraped)) => {
                 log.parse_errors += scraped.parse_errors as u64;
                 log.points.push((t, scraped.signals));
+                if !scraped.failed.is_empty() {
+                    // The others answered: kept, and the one that did not named.
+                    log.last_error = Some(ScrapeError::Each(scraped.failed).to_string());
+                }
                 Some(scraped.families)
             }
             Err(e) => {
@@ -159,9 +238,20 @@ impl Scraper {
     }
 
     /// The first scrape, taken before the load starts so the run is bracketed.
+    /// An endpoint that failed while others answered is said here (a run
+    /// whose scrapes all failed is warned of by its caller).
     pub async fn first(&self, origin: Instant) -> ScrapeLog {
         let mut log = ScrapeLog::default();
-        Self::record(&mut log, self.scrape_at(origin).await);
+        let res = self.scrape_at(origin).await;
+        if let Ok((_, scraped)) = &res {
+            for e in &scraped.failed {
+                goodput_core::tell!(
+                    "warning: one endpoint failed the first scrape ({}); the others are read, and it is tried at every scrape",
+                    terminal(&e.to_string())
+                );
+            }
+        }
+        Self::record(&mut log, res);
         log
     }
 
@@ -170,7 +260,15 @@ impl Scraper {
     /// text. The probe and the first scrape are one request.
     pub async fn first_if_answers(&self, origin: Instant) -> Option<ScrapeLog> {
         let mut log = ScrapeLog::default();
-        let families = Self::record(&mut log, self.stamped(origin, PROBE_TIMEOUT).await)?;
+        let res = self.stamped(origin, PROBE_TIMEOUT).await;
+        if let Err(e @ ScrapeError::TooManyLines { .. }) = &res {
+            // It answered, with far too much: said, where a missing endpoint is not.
+            goodput_core::tell!(
+                "warning: the server's metrics are not read: {}; the run goes on without them",
+                terminal(&e.to_string())
+            );
+        }
+        let families = Self::record(&mut log, res)?;
         (families > 0).then_some(log)
     }
 

@@ -548,3 +548,212 @@ fn the_embedded_engine_runs_prefill_and_decode_pools() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("drop --sim-dp"), "{err}");
 }
+
+/// A hostile exporter on 127.0.0.1:0, beside a streamed chat endpoint for
+/// probes and runs, ended (its listener closed and its thread joined) when
+/// dropped. The first path segment picks the answer: `vllm`, a vLLM
+/// exposition whose counter grows by 100 a scrape (of that path); `backwards`, the same
+/// with a generation counter that falls by 1000 a scrape; `huge`, one line
+/// more than goodput reads of an endpoint; `html`, a web page; anything
+/// else, 404.
+struct Exporter {
+    url: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Exporter {
+    fn start() -> Exporter {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let huge: Arc<String> = Arc::new(
+            (0..=goodput_core::prometheus::scrape::MAX_METRIC_LINES).map(|i| format!("a{{b=\"{i}\"}} 1\n")).collect(),
+        );
+        let scrapes: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>> = Arc::default();
+        let thread = std::thread::spawn(move || {
+            let mut connections = Vec::new();
+            for sock in listener.incoming() {
+                if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut sock) = sock else { continue };
+                let (huge, scrapes) = (huge.clone(), scrapes.clone());
+                connections.push(std::thread::spawn(move || {
+                    let mut r = BufReader::new(sock.try_clone().unwrap());
+                    let mut request = String::new();
+                    let _ = r.read_line(&mut request);
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let _ = r.read_exact(&mut vec![0; length]);
+                    let path = request.split(' ').nth(1).unwrap_or("/").to_string();
+                    let n = {
+                        let mut seen = scrapes.lock().unwrap();
+                        let n = seen.entry(path.clone()).or_default();
+                        *n += 1;
+                        *n
+                    };
+                    let vllm = |generated: u64| {
+                        format!(
+                            "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"m\"}} 3\n\
+                             # TYPE vllm:generation_tokens_total counter\n\
+                             vllm:generation_tokens_total{{model_name=\"m\"}} {generated}\n"
+                        )
+                    };
+                    let (status, kind, body) = match path.split('/').nth(1).unwrap_or("") {
+                        _ if path.ends_with("/chat/completions") => {
+                            let chunk = |text: &str| {
+                                format!("data: {{\"id\":\"x\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n")
+                            };
+                            let usage = "data: {\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}\n\n";
+                            let body = [chunk("a"), chunk("b"), chunk("c"), usage.into(), "data: [DONE]\n\n".into()].concat();
+                            ("200 OK", "text/event-stream", body)
+                        }
+                        "vllm" => ("200 OK", "text/plain; version=0.0.4", vllm(n * 100)),
+                        "backwards" => ("200 OK", "text/plain; version=0.0.4", vllm(1_000_000_000 - n * 1000)),
+                        "huge" => ("200 OK", "text/plain; version=0.0.4", huge.to_string()),
+                        "html" => ("200 OK", "text/html", "<html><body>hello</body></html>".to_string()),
+                        _ => ("404 Not Found", "text/plain", String::new()),
+                    };
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = sock.write_all(head.as_bytes()).and_then(|_| sock.write_all(body.as_bytes()));
+                }));
+            }
+            for c in connections {
+                let _ = c.join();
+            }
+        });
+        Exporter { url, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop, which then ends.
+        let _ = std::net::TcpStream::connect(self.url.trim_start_matches("http://"));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `goodput monitor ARGS`, ended within 60 s: its exit code, stdout and stderr.
+fn monitor(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::cargo_bin("goodput")
+        .unwrap()
+        .arg("monitor")
+        .args(args)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// One endpoint that fails costs only itself: monitor reads the others and
+/// names it once (it printed a failure every interval and ended "no scrape
+/// succeeded", exit 2); with no metrics at all, the probes are still shown.
+/// An exposition past the lines goodput reads is refused saying so (four
+/// million lines had aborted on memory); a web page is said to hold no
+/// metric goodput knows; a counter that goes down is a reset, not a rate
+/// (it was shown as a billion tok/s).
+#[test]
+fn monitor_reads_the_endpoints_that_answer_and_says_what_the_others_did() {
+    let ex = Exporter::start();
+    let url = &ex.url;
+    let (vllm, missing, huge) =
+        (format!("{url}/vllm/metrics"), format!("{url}/missing/metrics"), format!("{url}/huge/metrics"));
+
+    let (code, out, err) = monitor(&[&vllm, "--metrics-url", &missing, "--interval", "300ms", "--duration", "1s"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    // 100 tokens a scrape, a scrape every 300 ms: a rate near 333 tok/s.
+    assert!(out.lines().count() >= 2, "{out}");
+    for l in out.lines() {
+        let rate = l.split("vllm · run 3 · gen ").nth(1).and_then(|r| r.strip_suffix(" tok/s"));
+        assert!(rate.and_then(|r| r.parse::<f64>().ok()).is_some_and(|r| r > 10.0 && r < 10_000.0), "{l}");
+    }
+    let said = format!("scrape failed: {missing}: HTTP 404 Not Found; the other endpoints are read");
+    assert_eq!(err.matches(&said).count(), 1, "said once, not every interval: {err}");
+    assert!(!err.contains("no scrape of"), "{err}");
+
+    let lines = goodput_core::prometheus::scrape::MAX_METRIC_LINES;
+    let too_many = format!("{huge}: {} metric lines (samples, # HELP and # TYPE), more than the {lines}", lines + 1);
+    let (code, out, err) = monitor(&[&huge, "--metrics-url", &vllm, "--once", "--interval", "200ms"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("vllm · run 3") && err.contains(&too_many) && err.contains("(--metrics-url)"), "{out}{err}");
+    let (code, _, err) = monitor(&[&huge, "--once", "--interval", "200ms"]);
+    assert_eq!(code, Some(2), "nothing answered: {err}");
+    assert!(err.contains(&too_many), "{err}");
+
+    // No metrics (the root's /metrics is 404), and probes: they are shown.
+    let (code, out, err) = monitor(&[url, "--probe-rate", "20", "--model", "m", "--once", "--interval", "1s"]);
+    assert_eq!(code, Some(0), "the probes answered: {out}{err}");
+    assert!(out.contains("no server metrics · probe TTFT ") && out.contains(" ok, 0 failed)"), "{out}");
+    assert!(err.contains(&format!("scrape failed: {url}/metrics: HTTP 404 Not Found; the probes go on")), "{err}");
+
+    let (code, out, err) = monitor(&[&format!("{url}/html/metrics"), "--once", "--interval", "200ms"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains(&format!("note: {url}/html/metrics (text/html) answered no Prometheus metric goodput knows")),
+        "{err}"
+    );
+
+    let (code, out, err) = monitor(&[&format!("{url}/backwards/metrics"), "--once", "--interval", "200ms"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("vllm · run 3 · gen reset") && !out.contains("tok/s"), "{out}");
+    drop(ex);
+}
+
+/// A bench whose metrics endpoint is past the lines goodput reads runs on
+/// without its signals, the refusal kept as the scrapes' last error (it had
+/// aborted on memory and lost the run); beside an endpoint that answers,
+/// that one's signals are kept.
+#[test]
+fn a_bench_scraping_an_endpoint_too_large_keeps_its_run_and_the_others_signals() {
+    let ex = Exporter::start();
+    let url = &ex.url;
+    let dir = tempfile::tempdir().unwrap();
+    let bench = |name: &str, metrics: &[&str]| -> Value {
+        let out = dir.path().join(name);
+        let mut cmd = Command::cargo_bin("goodput").unwrap();
+        cmd.args(["bench", "-q", "--url", url, "--model", "m", "-n", "4", "-c", "1", "--metrics-interval", "100ms"]);
+        for m in metrics {
+            cmd.args(["--metrics-url", m]);
+        }
+        cmd.arg("-o").arg(&out).timeout(std::time::Duration::from_secs(60)).assert().success();
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    };
+    let (vllm, huge) = (format!("{url}/vllm/metrics"), format!("{url}/huge/metrics"));
+    let too_many = format!("{huge}: {} metric lines", goodput_core::prometheus::scrape::MAX_METRIC_LINES + 1);
+    let v = bench("alone.json", &[&huge]);
+    assert_eq!(v["summary"]["requests"]["completed"], 4, "every request ran");
+    let s = &v["server_signals"];
+    assert_eq!(s["scrapes"], 0, "{s}");
+    assert!(s["failed_scrapes"].as_u64().unwrap() >= 2, "{s}");
+    assert!(s["last_error"].as_str().unwrap().contains(&too_many), "{s}");
+
+    let v = bench("beside.json", &[&huge, &vllm]);
+    assert_eq!(v["summary"]["requests"]["completed"], 4);
+    let s = &v["server_signals"];
+    assert!(s["scrapes"].as_u64().unwrap() >= 2 && s["failed_scrapes"] == 0, "{s}");
+    assert_eq!(s["engine"], "vllm");
+    assert!(s["last_error"].as_str().unwrap().starts_with(&too_many), "{s}");
+    drop(ex);
+}

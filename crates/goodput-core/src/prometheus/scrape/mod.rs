@@ -19,7 +19,10 @@ mod tests;
 
 pub use diagnose::{cross_check, diagnose, ClientLoad, CrossCheck, Schedule};
 pub use histogram::{histogram_quantile, Bucket, Histogram};
-pub use parse::{parse, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape};
+pub use parse::{
+    metric_lines, parse, parse_at_most, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape,
+    MAX_METRIC_LINES,
+};
 pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
 pub use window::{
     summarize, summarize_points, summarize_signals, CounterSummary, HistogramSummary, Series, WindowSummary,

@@ -508,6 +508,18 @@ impl Signals {
         map(scrape, true)
     }
 
+    /// Maps one scrape without copying the samples no signal uses
+    /// ([`Signals::unmapped`] left empty): what a scraper keeps of every
+    /// scrape of a run, whose unmapped samples no one reads.
+    pub fn mapped(scrape: &Scrape) -> Signals {
+        map(scrape, false)
+    }
+
+    /// True when nothing was recognised: no known source, and no signal.
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty() && self.gauges.is_empty() && self.counters.is_empty() && self.histograms.is_empty()
+    }
+
     /// A counter's lifetime total over its series (not a window's increase).
     pub fn counter_total(&self, signal: CounterSignal) -> Option<f64> {
         self.counters.get(&signal).map(|series| series.iter().map(|s| s.value).sum())

@@ -109,6 +109,10 @@ pub enum ParseErrorKind {
     InvalidFamily { family: String, reason: String },
     #[error("text after # EOF ignored")]
     AfterEof,
+    /// More metric lines than one parse reads ([`MAX_METRIC_LINES`]): the
+    /// first `limit` were read, and those after them counted, not read.
+    #[error("{lines} metric lines, more than the {limit} read of one exposition; the rest were counted, not read")]
+    TooManyLines { lines: usize, limit: usize },
 }
 
 /// A parsed scrape: families in the order they appeared, and every problem
@@ -181,8 +185,18 @@ impl Scrape {
     }
 }
 
+/// The most metric lines (samples, `# HELP` and `# TYPE`) [`parse`] reads
+/// of one text. What the parser keeps of a line (a sample and its labels,
+/// a family, an error) is then bounded by this, not by how many lines a
+/// server sends: a vLLM server exposes a few thousand, and an exposition of
+/// four million short lines, under the 64 MiB a body may hold, had taken
+/// 5 GB to parse. Past it the rest is counted, not read
+/// ([`ParseErrorKind::TooManyLines`]).
+pub const MAX_METRIC_LINES: usize = 100_000;
+
 /// Parses one scrape. Never fails and never panics: what cannot be read
-/// lands in [`Scrape::errors`] and the rest is kept.
+/// lands in [`Scrape::errors`] and the rest is kept. Reads at most
+/// [`MAX_METRIC_LINES`] metric lines.
 ///
 /// ```
 /// use goodput_core::prometheus::scrape::parse::parse;
@@ -192,24 +206,89 @@ impl Scrape {
 /// assert_eq!(s.samples("vllm:num_requests_running").next().unwrap().value, 3.0);
 /// ```
 pub fn parse(text: &str) -> Scrape {
-    let mut p = Parser::default();
+    parse_at_most(text, MAX_METRIC_LINES)
+}
+
+/// [`parse`], reading at most `limit` metric lines (samples, `# HELP` and
+/// `# TYPE`): past them, the rest are counted and the scrape ends with a
+/// [`ParseErrorKind::TooManyLines`] error, at the first line not read.
+pub fn parse_at_most(text: &str, limit: usize) -> Scrape {
+    let mut p = Parser { limit, ..Parser::default() };
     let mut lines = text.split('\n').enumerate();
+    let mut flow = Flow::Go;
+    let mut stopped_at = 0;
     for (i, raw) in lines.by_ref() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
-        if p.line(i + 1, line) == Flow::Eof {
+        flow = p.line(i + 1, line);
+        if flow != Flow::Go {
+            stopped_at = i + 1;
             break;
         }
     }
-    if let Some((i, _)) = lines.find(|(_, l)| !l.trim().is_empty()) {
-        p.error(i + 1, ParseErrorKind::AfterEof);
+    if flow == Flow::Full {
+        let rest = count_metric_lines(lines.by_ref().map(|(_, l)| l));
+        p.error(stopped_at, ParseErrorKind::TooManyLines { lines: limit.saturating_add(1 + rest), limit });
+    }
+    if flow == Flow::Eof {
+        if let Some((i, _)) = lines.find(|(_, l)| !l.trim().is_empty()) {
+            p.error(i + 1, ParseErrorKind::AfterEof);
+        }
     }
     p.finish()
+}
+
+/// The metric lines (samples, `# HELP` and `# TYPE`, well formed or not) of
+/// `text` up to its `# EOF`: what [`parse`] would read of it, counted
+/// without reading them, so that an exposition too large to parse is told
+/// by its size before it costs any memory.
+pub fn metric_lines(text: &str) -> usize {
+    count_metric_lines(text.split('\n'))
+}
+
+fn count_metric_lines<'a>(lines: impl Iterator<Item = &'a str>) -> usize {
+    let mut n = 0;
+    for line in lines {
+        match line_kind(line.strip_suffix('\r').unwrap_or(line)) {
+            LineKind::Metric => n += 1,
+            LineKind::Eof => break,
+            LineKind::Other => {}
+        }
+    }
+    n
+}
+
+/// What a line is to the parser.
+#[derive(PartialEq)]
+enum LineKind {
+    /// A sample (or what was meant as one), `# HELP` or `# TYPE`.
+    Metric,
+    /// `# EOF`.
+    Eof,
+    /// Blank, or a plain comment (OpenMetrics' `# UNIT` too).
+    Other,
+}
+
+fn line_kind(line: &str) -> LineKind {
+    let trimmed = line.trim_start_matches([' ', '\t']);
+    if trimmed.trim_end().is_empty() {
+        return LineKind::Other;
+    }
+    let Some(comment) = trimmed.strip_prefix('#') else {
+        return LineKind::Metric;
+    };
+    match split_word(comment.trim_start_matches([' ', '\t'])) {
+        ("HELP" | "TYPE", _) => LineKind::Metric,
+        ("EOF", rest) if rest.trim().is_empty() => LineKind::Eof,
+        _ => LineKind::Other,
+    }
 }
 
 #[derive(PartialEq)]
 enum Flow {
     Go,
     Eof,
+    /// A metric line past the limit: nothing more is read.
+    Full,
 }
 
 /// The family whose lines are being read.
@@ -228,6 +307,9 @@ struct Parser {
     open: Option<Open>,
     /// A repeated family's later group, being dropped: its name and type.
     skipping: Option<(String, MetricType)>,
+    /// Metric lines read, and the most that may be.
+    read: usize,
+    limit: usize,
 }
 
 impl Parser {
@@ -236,6 +318,12 @@ impl Parser {
     }
 
     fn line(&mut self, n: usize, line: &str) -> Flow {
+        if line_kind(line) == LineKind::Metric {
+            if self.read >= self.limit {
+                return Flow::Full;
+            }
+            self.read += 1;
+        }
         let trimmed = line.trim_start_matches([' ', '\t']);
         if trimmed.trim_end().is_empty() {
             return Flow::Go;
@@ -682,6 +770,40 @@ mod tests {
         assert_eq!(back.families[2], s.families[2]);
         assert!(back.families[1].samples[0].value.is_nan());
         assert_eq!(back.errors, s.errors);
+    }
+
+    #[test]
+    fn past_its_limit_the_parser_counts_lines_and_reads_none() {
+        // Blank lines, plain comments and # UNIT are not metric lines; # HELP,
+        // # TYPE and samples are, malformed ones too.
+        let text = "# HELP a A.\n# TYPE a gauge\n\n# a comment\n# UNIT a seconds\na{k=\"1\"} 1\nbad line\n\
+                    a{k=\"2\"} 2\na{k=\"3\"} 3\r\n# EOF\na{k=\"4\"} 4\n";
+        assert_eq!(metric_lines(text), 6, "up to # EOF");
+        let whole = parse_at_most(text, 6);
+        assert_eq!(whole.families[0].samples.len(), 3);
+        assert!(!kinds(&whole).iter().any(|k| matches!(k, ParseErrorKind::TooManyLines { .. })));
+        assert_eq!(whole.errors.last().unwrap().kind, ParseErrorKind::AfterEof);
+        let cut = parse_at_most(text, 4);
+        assert_eq!(cut.families[0].samples.len(), 1, "a{{k=2}} is the fifth metric line: {:?}", cut.families);
+        assert_eq!(
+            cut.errors.last().unwrap(),
+            &ParseError { line: 8, kind: ParseErrorKind::TooManyLines { lines: 6, limit: 4 } },
+            "the line where reading stopped, and every metric line counted; nothing after # EOF"
+        );
+        // parse itself reads MAX_METRIC_LINES: four million one-label lines
+        // had taken 5 GB.
+        let many: String = (0..MAX_METRIC_LINES + 10).map(|i| format!("a{{b=\"{i}\"}} 1\n")).collect();
+        assert_eq!(metric_lines(&many), MAX_METRIC_LINES + 10);
+        let s = parse(&many);
+        assert_eq!(s.families[0].samples.len(), MAX_METRIC_LINES);
+        let limit = MAX_METRIC_LINES;
+        assert_eq!(
+            s.errors,
+            vec![ParseError {
+                line: MAX_METRIC_LINES + 1,
+                kind: ParseErrorKind::TooManyLines { lines: MAX_METRIC_LINES + 10, limit }
+            }]
+        );
     }
 
     /// Lines made of the format's own pieces, valid or nearly so.
