@@ -88,7 +88,7 @@ pub fn size(bytes: u64) -> String {
 }
 
 /// A size in memory as people read it, to a tenth: 1.5 GiB, 300.0 MiB.
-fn approx(bytes: u64) -> String {
+pub fn approx(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),

@@ -65,9 +65,59 @@ pub enum ReadError {
         path.display()
     )]
     Impossible { path: PathBuf, what: String },
+    /// Another tool's result whose figures no run can have.
+    #[error(
+        "{} is a result of {tool} with figures no run can have ({what}): it was edited or damaged; pass the file \
+         {tool} wrote, or measure again",
+        path.display()
+    )]
+    ImportImpossible { path: PathBuf, tool: String, what: String },
+    /// A compressed file, where goodput reads plain text.
+    #[error(
+        "{} is {kind}-compressed, and goodput reads {what} as plain text: decompress it first (e.g. {tool} {} > \
+         result.json), and give goodput the plain file",
+        path.display(),
+        path.display()
+    )]
+    Compressed { path: PathBuf, what: &'static str, kind: &'static str, tool: &'static str },
     /// Another tool's result that cannot be read.
     #[error(transparent)]
     Import(#[from] peers::ImportError),
+}
+
+/// The text of the result at `path` (`what` names it in messages), read
+/// as [`goodput_core::util::input::read_text`] reads it, and refused where
+/// its parse would not fit in the memory left
+/// ([`goodput_core::util::input::check_parse`]); a compressed file is
+/// named as such (a gzipped result had been called "not UTF-8 text").
+fn read_text(path: &Path, what: &'static str) -> Result<String, ReadError> {
+    use goodput_core::util::input;
+    let bytes = input::read_file(path, what, input::DOCUMENT_CAP)?;
+    if let Some((kind, tool)) = compression(&bytes) {
+        return Err(ReadError::Compressed { path: path.to_owned(), what, kind, tool });
+    }
+    let text = String::from_utf8(bytes).map_err(|_| input::InputError::NotUtf8 { path: path.to_owned(), what })?;
+    input::check_parse(path, what, &text)?;
+    Ok(text)
+}
+
+/// The compression a file's first bytes announce, and the command that
+/// writes it out decompressed.
+fn compression(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    const MAGIC: [(&[u8], &str, &str); 4] = [
+        (b"\x1f\x8b", "gzip", "gzip -dc"),
+        (b"\x28\xb5\x2f\xfd", "zstd", "zstd -dc"),
+        (b"BZh", "bzip2", "bzip2 -dc"),
+        (b"\xfd7zXZ\x00", "xz", "xz -dc"),
+    ];
+    MAGIC.iter().find(|(magic, _, _)| head.starts_with(magic)).map(|&(_, kind, tool)| (kind, tool))
+}
+
+/// `text` without the byte-order mark some editors write first, which JSON
+/// does not allow (it had been "not JSON (expected value at line 1 column
+/// 1)").
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 /// Reads a result document written by `write_json`, run, sweep or frontier, or
@@ -80,9 +130,9 @@ pub enum ReadError {
 /// parsed from its text straight into its types: through a
 /// `serde_json::Value` first, it had taken several times its size.
 pub fn read_document(path: &Path) -> Result<Document, ReadError> {
-    let text = goodput_core::util::input::read_text(path, "the result", goodput_core::util::input::DOCUMENT_CAP)?;
-    goodput_core::util::input::check_parse(path, "the result", &text)?;
-    let head = serde_json::from_str::<Head>(&text);
+    let text = read_text(path, "the result")?;
+    let text = without_bom(&text);
+    let head = serde_json::from_str::<Head>(text);
     let schema = match &head {
         Ok(h) => h.schema.as_ref(),
         Err(_) => None,
@@ -94,7 +144,11 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
         }
         Some(Field::Other(_)) => return Err(ReadError::NotAResult { path: path.to_owned() }),
         None => {
-            if let Some(run) = peers::import(path, &text)? {
+            if let Some(run) = peers::import(path, text)? {
+                // As a saved copy of it will be, when read back.
+                if let Some(what) = impossible(&run) {
+                    return Err(ReadError::ImportImpossible { path: path.to_owned(), tool: run.tool.name, what });
+                }
                 return Ok(Document::Run(Box::new(run)));
             }
             return Err(match head {
@@ -114,7 +168,7 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
     }
     if kind == "frontier" {
         let frontier: FrontierResult =
-            serde_json::from_str(&text).map_err(|error| ReadError::FrontierSchema { path: path.to_owned(), error })?;
+            serde_json::from_str(text).map_err(|error| ReadError::FrontierSchema { path: path.to_owned(), error })?;
         if let Some(what) = impossible_frontier(&frontier) {
             return Err(ReadError::Impossible { path: path.to_owned(), what });
         }
@@ -131,14 +185,14 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
     }
     if head.points.is_some() {
         let sweep: SweepResult =
-            serde_json::from_str(&text).map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error })?;
+            serde_json::from_str(text).map_err(|error| ReadError::SweepSchema { path: path.to_owned(), error })?;
         if let Some(what) = impossible_sweep(&sweep) {
             return Err(ReadError::Impossible { path: path.to_owned(), what });
         }
         return Ok(Document::Sweep(Box::new(sweep)));
     }
     let run: RunResult =
-        serde_json::from_str(&text).map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })?;
+        serde_json::from_str(text).map_err(|error| ReadError::RunSchema { path: path.to_owned(), error })?;
     if let Some(what) = impossible(&run) {
         return Err(ReadError::Impossible { path: path.to_owned(), what });
     }
@@ -235,7 +289,9 @@ pub fn impossible_sweep(s: &SweepResult) -> Option<String> {
 /// negative TTFT compared as an improvement.
 pub fn impossible(r: &RunResult) -> Option<String> {
     let w = &r.window;
-    if ![w.start_s, w.end_s, w.duration_s].iter().all(|x| x.is_finite()) || w.duration_s < 0.0 {
+    // No run lasts past the horizon of its clock (100 years) either.
+    let longest_s = goodput_core::HORIZON.as_secs_f64();
+    if ![w.start_s, w.end_s, w.duration_s].iter().all(|x| x.is_finite()) || !(0.0..=longest_s).contains(&w.duration_s) {
         return Some(format!("a window of {} s", w.duration_s));
     }
     let q = &r.summary.requests;
@@ -243,8 +299,8 @@ pub fn impossible(r: &RunResult) -> Option<String> {
         return Some(format!("{} completed and {} failed of {} sent", q.completed, q.failed, q.sent));
     }
     let s = &r.summary;
-    // No run's latency passes the horizon of its clock (100 years).
-    let longest_ms = goodput_core::HORIZON.as_secs_f64() * 1e3;
+    // Nor is any of its latencies longer.
+    let longest_ms = longest_s * 1e3;
     for (name, d) in [("ttft_ms", &s.ttft_ms), ("tpot_ms", &s.tpot_ms), ("itl_ms", &s.itl_ms), ("e2e_ms", &s.e2e_ms)] {
         let values = [d.mean, d.min, d.max].into_iter().chain(d.percentiles.iter().map(|p| p.1)).flatten();
         if let Some(v) = values.clone().find(|v| !(v.is_finite() && *v >= 0.0 && *v <= longest_ms)) {

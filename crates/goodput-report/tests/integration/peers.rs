@@ -570,3 +570,159 @@ fn files_that_cannot_be_read_are_said_with_the_fix() {
     let e = refusal("other.jsonl", "{\"a\": 1}\n{\"b\": 2}\n");
     assert!(e.contains("is not JSON") && e.contains("GuideLLM"), "{e}");
 }
+
+/// Each fixture, read and saved by goodput, reads back as it was: what an
+/// import shows passes the check goodput's own documents get.
+#[test]
+fn every_import_reads_back_as_it_was_written() {
+    for p in ["vllm/vllm.json", "aiperf/profile_export.jsonl", "aiperf/profile_export_aiperf.json"] {
+        let r = import(p);
+        let dir = tempfile::tempdir().unwrap();
+        let saved = dir.path().join("imported.json");
+        goodput_report::write_json(&saved, &r).unwrap();
+        assert_eq!(read_json(&saved).unwrap_or_else(|e| panic!("{p}: {e}")), r, "{p}");
+    }
+}
+
+/// Files damaged in ways each figure alone does not show: each is refused
+/// with its cause, where it had been read (a negative TTFT, a token before
+/// its request, a run of 57 years) or had aborted.
+#[test]
+fn damaged_files_are_refused_with_their_cause() {
+    // vLLM: a TTFT below zero, the payload still after the run's first send.
+    let mut v = json("vllm/vllm.json");
+    let first = v["start_times"][0].as_f64().unwrap();
+    v["ttfts"][1] = Value::from(-(v["start_times"][1].as_f64().unwrap() - first));
+    let e = refusal("vllm.json", &v.to_string());
+    assert!(e.contains("whose \"ttfts\"[1] is not a time ≥ 0"), "{e}");
+    // A duration of 1e-300 s with no send times had been 4e301 requests a
+    // second; a TTFT of 1e9 s in a run of 1.6 s, a window of 31 years.
+    let mut v = json("vllm/vllm.json");
+    v.as_object_mut().unwrap().remove("start_times");
+    v["duration"] = Value::from(1e-300);
+    let e = refusal("vllm.json", &v.to_string());
+    assert!(e.contains("whose \"duration\" is 1e-300 s, shorter than its requests took: request"), "{e}");
+    let mut v = json("vllm/vllm.json");
+    v["ttfts"][7] = Value::from(1e9);
+    let e = refusal("vllm.json", &v.to_string());
+    assert!(e.contains("shorter than its requests took: request 7's last payload came 1.000e9 s after"), "{e}");
+    let mut v = json("vllm/vllm.json");
+    v["request_rate"] = Value::from(-3);
+    let e = refusal("vllm.json", &v.to_string());
+    assert!(e.contains("whose \"request_rate\" is -3, not requests per second above 0 or \"inf\""), "{e}");
+    // Counts each a u64, and 9e18 output tokens a second: refused as
+    // goodput's own saved copy of it would be, naming the tool.
+    let mut v = json("vllm/vllm.json");
+    v["output_lens"] = Value::from(vec![1u64 << 63; 40]);
+    let e = refusal("vllm.json", &v.to_string());
+    assert!(
+        e.contains("vllm.json is a result of vllm bench serve with figures no run can have (output_tokens_per_s of ")
+            && e.ends_with("it was edited or damaged; pass the file vllm bench serve wrote, or measure again"),
+        "{e}"
+    );
+
+    // GuideLLM: 2^64 - 1 iterations had panicked; times against the
+    // request's own start, not the run's first.
+    fn timings(g: &mut Value, i: usize) -> &mut Value {
+        &mut g["benchmarks"][0]["requests"]["successful"][i]["info"]["timings"]
+    }
+    let mut g = json("guidellm/benchmarks.json");
+    timings(&mut g, 3)["token_iterations"] = Value::from(u64::MAX);
+    let e = refusal("benchmarks.json", &g.to_string());
+    assert!(
+        e.contains("whose request successful[3]'s token_iterations is 18446744073709551615, more than its 32"),
+        "{e}"
+    );
+    let mut g = json("guidellm/benchmarks.json");
+    let t = timings(&mut g, 20);
+    t["first_token_iteration"] = Value::from(t["request_start"].as_f64().unwrap() - 0.25);
+    let e = refusal("benchmarks.json", &g.to_string());
+    assert!(
+        e.contains("whose request successful[20]'s first_token_iteration is 0.250 s before its request_start"),
+        "{e}"
+    );
+    let mut g = json("guidellm/benchmarks.json");
+    let t = timings(&mut g, 4);
+    t["last_token_iteration"] = Value::from(t["first_token_iteration"].as_f64().unwrap() - 0.001);
+    let e = refusal("benchmarks.json", &g.to_string());
+    assert!(
+        e.contains("request successful[4]'s last_token_iteration is 0.001 s before its first_token_iteration"),
+        "{e}"
+    );
+    let mut g = json("guidellm/benchmarks.json");
+    timings(&mut g, 0)["request_start"] = Value::from(1e300);
+    let e = refusal("benchmarks.json", &g.to_string());
+    assert!(e.contains("whose request successful[0]'s request_start is 1.000e300 s after the send before it"), "{e}");
+
+    // AIPerf: a send at 0 among the run's had been a window of 57 years, a
+    // TTFT of 1e300 ms one of 584, an output of −1e30 tokens 0.
+    let lines: Vec<Value> =
+        printed("aiperf/profile_export.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let damaged = |f: &dyn Fn(&mut Value)| -> String {
+        let mut l = lines.clone();
+        f(&mut l[5]);
+        refusal("profile_export.jsonl", &l.iter().map(|l| l.to_string() + "\n").collect::<String>())
+    };
+    let e = damaged(&|l| l["metadata"]["request_start_ns"] = Value::from(0));
+    assert!(
+        e.contains("line 6: metadata.request_start_ns is 1.796e9 s before the send after it, where the run's"),
+        "{e}"
+    );
+    let e = damaged(&|l| l["metrics"]["time_to_first_token"]["value"] = Value::from(1e300));
+    assert!(e.contains("line 6: metrics.time_to_first_token is 1e300 ms, not a time from 0 to 100 years"), "{e}");
+    let e = damaged(&|l| l["metrics"]["output_sequence_length"]["value"] = Value::from(-1e30));
+    assert!(e.contains("line 6: metrics.output_sequence_length is -1e30, not a count ≥ 0"), "{e}");
+}
+
+/// A byte-order mark is read past; a compressed file and JSON nested past
+/// the parser's depth are named as such (they had been "not JSON", "not
+/// UTF-8 text" and "not a goodput result").
+#[test]
+fn a_bom_a_compressed_file_and_deep_nesting_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("vllm.json");
+    std::fs::write(&p, format!("\u{feff}{}", printed("vllm/vllm.json"))).unwrap();
+    let r = read_json(&p).unwrap();
+    assert_eq!(r.summary, import("vllm/vllm.json").summary);
+    let records = dir.path().join("profile_export.jsonl");
+    std::fs::write(&records, format!("\u{feff}{}", printed("aiperf/profile_export.jsonl"))).unwrap();
+    assert_eq!(read_json(&records).unwrap().summary, import("aiperf/profile_export.jsonl").summary);
+    // gzip's magic bytes, whatever the name.
+    std::fs::write(&p, b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03binary").unwrap();
+    let e = read_document(&p).unwrap_err().to_string();
+    assert!(
+        e.ends_with(&format!(
+            "vllm.json is gzip-compressed, and goodput reads the result as plain text: decompress it first (e.g. \
+             gzip -dc {} > result.json), and give goodput the plain file",
+            p.display()
+        )),
+        "{e}"
+    );
+    let deep = format!(
+        "{{\"backend\": \"x\", \"duration\": 1, \"completed\": 1, \"ttfts\": {}{}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let e = refusal("vllm.json", &deep);
+    assert!(
+        e.contains("vllm.json nests its JSON deeper than goodput reads (recursion limit exceeded at line 1 column")
+            && e.ends_with(
+                "no result of goodput, vLLM bench serve, AIPerf or GuideLLM nests so deep; is it the right file?"
+            ),
+        "{e}"
+    );
+}
+
+/// A window past the horizon of any run's clock (100 years) is no run's,
+/// in goodput's own document as in an import.
+#[test]
+fn a_window_past_a_hundred_years_is_refused() {
+    let mut r = import("vllm/vllm.json");
+    r.window.end_s = 4e9;
+    r.window.duration_s = 4e9;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("run.json");
+    goodput_report::write_json(&p, &r).unwrap();
+    let e = read_document(&p).unwrap_err().to_string();
+    assert!(e.contains("holds figures no run can have (a window of 4000000000 s): it was edited or damaged"), "{e}");
+}

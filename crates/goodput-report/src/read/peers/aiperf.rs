@@ -84,9 +84,9 @@ struct Metric<T> {
 }
 
 impl Metric<f64> {
-    /// A count, rounded, 0 at least.
-    fn count(&self) -> u64 {
-        self.value.round().max(0.0) as u64
+    /// A count, rounded; `None` below 0 (−1e30 had been taken as 0).
+    fn count(&self) -> Option<u64> {
+        (self.value > -0.5).then(|| self.value.round().max(0.0) as u64)
     }
 }
 
@@ -180,9 +180,17 @@ pub(super) fn parse(name: &str, text: &str, summary: Option<(&str, &Value)>) -> 
         None => None,
     };
     let mut origin = u64::MAX;
+    let mut starts = Vec::with_capacity(lines.len());
     for (line, l) in &lines {
-        origin = origin.min(start(name, *line, l)?);
+        let s = start(name, *line, l)?;
+        origin = origin.min(s);
+        starts.push(s as f64 / 1e9);
     }
+    if let Some(s) = super::stray(&starts) {
+        let what = format!("metadata.request_start_ns {}", s.text());
+        return Err(bad(name, lines[s.index].0, &what));
+    }
+    drop(starts);
     let mut c = Counts::default();
     let mut records = Vec::with_capacity(lines.len());
     for (id, (line, l)) in lines.iter().enumerate() {
@@ -208,9 +216,17 @@ pub(super) fn parse(name: &str, text: &str, summary: Option<(&str, &Value)>) -> 
     })
 }
 
-/// The file's records, each a JSON object with `metadata` and `metrics`.
+/// The file's records, each a JSON object with `metadata` and `metrics`,
+/// once it is known that they, and the records built of them, fit in the
+/// memory left (6 million lines of a few bytes had aborted the process).
 fn read_lines(name: &str, text: &str) -> Result<Vec<(usize, Line)>, ImportError> {
-    let mut lines = Vec::new();
+    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+    // A line read, and its send time while the records are built.
+    let more = (std::mem::size_of::<(usize, Line)>() + 16) as u64;
+    // The chunks are not known before the lines are read: two a request
+    // at least (the first, and more in a stream).
+    super::check_memory(name, "AIPerf", count as u64, 2 * count as u64, more)?;
+    let mut lines = Vec::with_capacity(count);
     for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(l).map_err(|e| bad(name, i + 1, &format!("not JSON ({e})")))?;
         if !v.get("metadata").is_some_and(Value::is_object) || !v.get("metrics").is_some_and(Value::is_object) {
@@ -240,12 +256,33 @@ fn record(
                 let unit = x.unit.as_deref().unwrap_or("");
                 let ns = ns(x.value, unit)
                     .ok_or_else(|| bad(name, line, &format!("metrics.{k} is not a time ({unit:?})")))?;
-                nanos(ns, || bad(name, line, &format!("metrics.{k} is negative"))).map(Some)
+                let what = || {
+                    let v = super::figure(x.value);
+                    bad(name, line, &format!("metrics.{k} is {v} {unit}, not a time from 0 to 100 years"))
+                };
+                nanos(ns, what).map(Some)
             }
         }
     };
-    let count = |x: &Option<Metric<f64>>| x.as_ref().map(Metric::count);
-    let sent = Duration::from_nanos(start(name, line, l)? - origin);
+    // A count, or its absence; below 0, no count.
+    let count = |k: &str, x: &Option<Metric<f64>>| -> Result<Option<u64>, ImportError> {
+        match x {
+            None => Ok(None),
+            Some(x) => x.count().map(Some).ok_or_else(|| {
+                let v = super::figure(x.value);
+                bad(name, line, &format!("metrics.{k} is {v}, not a count ≥ 0"))
+            }),
+        }
+    };
+    // Within 100 years of the first send (its start and end).
+    let after_origin = |k: &str, ns: u64| -> Result<Duration, ImportError> {
+        let d = Duration::from_nanos(ns.saturating_sub(origin));
+        if d > goodput_core::HORIZON {
+            return Err(bad(name, line, &format!("metadata.{k} is over 100 years after the first send")));
+        }
+        Ok(d)
+    };
+    let sent = after_origin("request_start_ns", start(name, line, l)?)?;
     let scheduled = match md.credit_issued_ns {
         Some(c) => Duration::from_nanos(c.saturating_sub(origin)).min(sent),
         None => {
@@ -256,15 +293,16 @@ fn record(
     let mut r = RequestRecord::new(id as u64, scheduled, sent);
     r.warmup = md.benchmark_phase.as_deref() == Some("warmup");
     r.end = match md.request_end_ns {
-        Some(e) => Duration::from_nanos(e.saturating_sub(origin)).max(sent),
+        Some(e) => after_origin("request_end_ns", e)?.max(sent),
         None => sent,
     };
-    r.counts.usage_prompt = count(&m.usage_prompt_tokens);
-    r.counts.usage_completion = count(&m.usage_completion_tokens);
-    r.input_tokens = count(&m.input_sequence_length).or(r.counts.usage_prompt).unwrap_or(0);
+    r.counts.usage_prompt = count("usage_prompt_tokens", &m.usage_prompt_tokens)?;
+    r.counts.usage_completion = count("usage_completion_tokens", &m.usage_completion_tokens)?;
+    r.input_tokens = count("input_sequence_length", &m.input_sequence_length)?.or(r.counts.usage_prompt).unwrap_or(0);
     r.input_tokens_source =
         if r.counts.usage_prompt == Some(r.input_tokens) { CountSource::Usage } else { CountSource::Tokenizer };
-    r.output_tokens = count(&m.output_sequence_length).or(r.counts.usage_completion).unwrap_or(0);
+    r.output_tokens =
+        count("output_sequence_length", &m.output_sequence_length)?.or(r.counts.usage_completion).unwrap_or(0);
     r.output_tokens_source = if r.counts.usage_completion == Some(r.output_tokens) {
         CountSource::Usage
     } else {
@@ -282,7 +320,13 @@ fn record(
             let unit = x.unit.as_deref().unwrap_or("");
             for &g in &x.value {
                 let g = ns(g, unit).ok_or_else(|| bad(name, line, "metrics.inter_chunk_latency holds a non-time"))?;
-                t += nanos(g, || bad(name, line, "metrics.inter_chunk_latency holds a negative gap"))?;
+                t += nanos(g, || bad(name, line, "metrics.inter_chunk_latency holds a gap below 0 or over 100 years"))?;
+                // Gaps each within the horizon, and their sum past it.
+                if t - sent > goodput_core::HORIZON {
+                    let what = "metrics.time_to_first_token and inter_chunk_latency put a response over 100 years \
+                                after its send";
+                    return Err(bad(name, line, what));
+                }
                 times.push(t);
             }
         }
@@ -377,6 +421,90 @@ fn from_summary(summary: Option<(Summary, &Value)>, notes: &mut Vec<String>) -> 
                     .into(),
             );
             ("unknown".into(), json!({}), Target::default(), LoadConfig::default())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record line: sent at `start` ns, its first response 10 ms later and
+    /// one more 5 ms after, 2 tokens, its end at the last.
+    fn line(start: u64) -> Value {
+        json!({
+            "metadata": {
+                "request_start_ns": start,
+                "request_end_ns": start.saturating_add(15_000_000),
+                "benchmark_phase": "profiling",
+            },
+            "metrics": {
+                "time_to_first_token": {"value": 10.0, "unit": "ms"},
+                "inter_chunk_latency": {"value": [5.0], "unit": "ms"},
+                "output_sequence_length": {"value": 2, "unit": "tokens"},
+                "input_sequence_length": {"value": 8, "unit": "tokens"},
+            },
+        })
+    }
+
+    const T0: u64 = 1_795_605_207_618_671_794;
+
+    fn lines(v: &[Value]) -> String {
+        v.iter().map(|l| l.to_string() + "\n").collect()
+    }
+
+    fn refusal(v: &[Value]) -> String {
+        match parse("p.jsonl", &lines(v), None) {
+            Ok(_) => panic!("read: {v:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_lines_are_read() {
+        let p = parse("p.jsonl", &lines(&[line(T0), line(T0 + 1_000_000_000)]), None).unwrap();
+        assert_eq!(p.records.len(), 2);
+        assert_eq!(p.records[1].end, Duration::from_millis(1015));
+    }
+
+    /// −1e30 tokens had been taken as 0.
+    #[test]
+    fn a_negative_count_is_refused() {
+        let mut l = line(T0);
+        l["metrics"]["output_sequence_length"]["value"] = json!(-1e30);
+        let e = refusal(&[l]);
+        assert!(e.starts_with("p.jsonl line 1: metrics.output_sequence_length is -1e30, not a count ≥ 0:"), "{e}");
+    }
+
+    /// A TTFT of 1e300 ms had been taken as u64::MAX ns (584 years), and
+    /// a hundred gaps of 1e9 s, each a time, as 3,170 years.
+    #[test]
+    fn times_past_the_horizon_are_refused() {
+        let mut l = line(T0);
+        l["metrics"]["time_to_first_token"]["value"] = json!(1e300);
+        let e = refusal(&[line(T0), l]);
+        assert!(e.contains("line 2: metrics.time_to_first_token is 1e300 ms, not a time from 0 to 100 years"), "{e}");
+        let mut l = line(T0);
+        l["metrics"]["inter_chunk_latency"] = json!({"value": vec![1e9; 100], "unit": "s"});
+        let e = refusal(&[l]);
+        assert!(
+            e.contains("line 1: metrics.time_to_first_token and inter_chunk_latency put a response over 100 years"),
+            "{e}"
+        );
+        let mut l = line(T0);
+        l["metadata"]["request_end_ns"] = json!(u64::MAX);
+        let e = refusal(&[line(T0), l]);
+        assert!(e.contains("line 2: metadata.request_end_ns is over 100 years after the first send"), "{e}");
+    }
+
+    /// A send at 0, or at 2^64 - 1 ns, among a run's: 57 and 528 years of
+    /// window had been shown.
+    #[test]
+    fn a_send_apart_from_the_others_is_refused() {
+        for (stray, side) in [(0, "before the send after it"), (u64::MAX, "after the send before it")] {
+            let e = refusal(&[line(T0), line(T0 + 1_000_000_000), line(stray), line(T0 + 2_000_000_000)]);
+            assert!(e.contains("line 3: metadata.request_start_ns is "), "{e}");
+            assert!(e.contains(&format!(" s {side}, where the run's other sends span 2.000 s (not a send")), "{e}");
         }
     }
 }

@@ -45,6 +45,21 @@ pub enum ImportError {
          cannot be read ({error}): pass the profile_export.jsonl AIPerf wrote beside it"
     )]
     AiperfNoRecords { file: String, records: String, error: String },
+    /// A file whose records would not fit in the memory the process has
+    /// left: refused before they are built (an allocation that fails aborts
+    /// the process, with no message of what it was reading).
+    #[error(
+        "{file} is {tool}'s result of {requests} requests, and goodput's records of them take about {need}, more \
+         than the {left} this process has left (the machine's available memory, and ulimit -v where one is set): \
+         free memory or raise the limit, or give a smaller file (a run of fewer requests)"
+    )]
+    OverMemory { file: String, tool: String, requests: u64, need: String, left: String },
+    /// JSON nested deeper than the parser goes: no tool's result is.
+    #[error(
+        "{file} nests its JSON deeper than goodput reads ({error}): no result of goodput, vLLM bench serve, AIPerf \
+         or GuideLLM nests so deep; is it the right file?"
+    )]
+    TooDeep { file: String, error: String },
     /// `--slo` judges a figure the imported file cannot give.
     #[error(
         "--slo judges {metric}, which {tool}'s file cannot give (its warnings say why): judge this run on what \

@@ -8,11 +8,9 @@
 //! text; only the first and the last are timed, and its ITL is one mean gap
 //! per request, (last − first)/(n − 1).
 
-use super::{common_not_recomputed, common_notes, secs, typed, ImportError, ImportInfo, Parsed};
+use super::{common_not_recomputed, common_notes, seconds_text, secs, typed, ImportError, ImportInfo, Parsed};
 use goodput_core::doc::config::{LoadConfig, Rate};
-use goodput_core::{
-    spread_evenly, Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord, Target,
-};
+use goodput_core::{Channel, ChunkTokenSource, CountSource, FailureKind, Outcome, OutputChunk, RequestRecord, Target};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -168,8 +166,24 @@ enum Ended {
     Incomplete,
 }
 
-/// A request of the file, with how it ended.
-type Sent<'a> = (Ended, &'a Request);
+impl Ended {
+    /// The group's name in the file.
+    fn group(self) -> &'static str {
+        match self {
+            Ended::Successful => "successful",
+            Ended::Errored => "errored",
+            Ended::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// A request of the file: how it ended, and its place in its group.
+type Sent<'a> = (Ended, usize, &'a Request);
+
+/// A request as messages name it: `request successful[3]`.
+fn which(ended: Ended, index: usize) -> String {
+    format!("request {}[{index}]", ended.group())
+}
 
 pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     let report: Report = typed(v).map_err(|w| bad(name, &w))?;
@@ -177,6 +191,7 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     let raw = &v["benchmarks"][0];
     let b: Benchmark = typed(raw).map_err(|w| bad(name, &format!("benchmark's {w}")))?;
     let (all, origin) = requests_in_order(name, &b)?;
+    super::check_memory(name, "GuideLLM", all.len() as u64, 2 * all.len() as u64, 0)?;
     let (records, counts) = records(name, &all, origin)?;
     let (notes, not_recomputed) = notes(&counts);
     let spec = report.config.as_ref().and_then(|c| c.spec.as_ref());
@@ -229,14 +244,21 @@ fn requests_in_order<'a>(name: &str, b: &'a Benchmark) -> Result<(Vec<Sent<'a>>,
         (Ended::Errored, &groups.errored),
         (Ended::Incomplete, &groups.incomplete),
     ] {
-        all.extend(l.iter().flatten().map(|r| (ended, r)));
+        all.extend(l.iter().flatten().enumerate().map(|(i, r)| (ended, i, r)));
     }
-    let mut origin = f64::INFINITY;
-    for (i, (_, r)) in all.iter().enumerate() {
-        origin = origin.min(r.start().ok_or_else(|| bad(name, &format!("request {i} has no request_start time")))?);
+    let mut starts = Vec::with_capacity(all.len());
+    for &(ended, i, r) in &all {
+        let start = r.start().ok_or_else(|| bad(name, &format!("{} has no request_start time", which(ended, i))))?;
+        starts.push(start);
     }
+    if let Some(s) = super::stray(&starts) {
+        let (ended, i, r) = all[s.index];
+        let field = if r.timings().request_start.is_some() { "request_start" } else { "resolve_start" };
+        return Err(bad(name, &format!("{}'s {field} {}", which(ended, i), s.text())));
+    }
+    let origin = starts.iter().copied().fold(f64::INFINITY, f64::min);
     // Requests sent in the order they were sent.
-    all.sort_by(|a, b| a.1.start().unwrap_or(0.0).total_cmp(&b.1.start().unwrap_or(0.0)));
+    all.sort_by(|a, b| a.2.start().unwrap_or(0.0).total_cmp(&b.2.start().unwrap_or(0.0)));
     Ok((all, origin))
 }
 
@@ -244,17 +266,31 @@ fn requests_in_order<'a>(name: &str, b: &'a Benchmark) -> Result<(Vec<Sent<'a>>,
 fn records(name: &str, all: &[Sent], origin: f64) -> Result<(Vec<RequestRecord>, Counts), ImportError> {
     let mut c = Counts::default();
     let mut records = Vec::with_capacity(all.len());
-    for (id, &(ended, r)) in all.iter().enumerate() {
+    for (id, &(ended, index, r)) in all.iter().enumerate() {
         let t = r.timings();
-        let at = |k: &'static str| move || bad(name, &format!("request {id}'s {k} is before its start"));
+        let who = which(ended, index);
+        let who = who.as_str();
+        let (start, start_field) = match (t.request_start, t.resolve_start) {
+            (Some(s), _) => (s, "request_start"),
+            (None, Some(s)) => (s, "resolve_start"),
+            (None, None) => unreachable!("requests_in_order refuses a request with no start"),
+        };
+        // Each time on the run's clock, from the first send; one of the
+        // request's own after its own start (against the first send, a
+        // token before its request had been taken).
+        let far = |k: &'static str| move || bad(name, &format!("{who}'s {k} is over 100 years after the first send"));
         let rel = |time: Option<f64>, k: &'static str| -> Result<Option<std::time::Duration>, ImportError> {
-            time.map(|t| secs(t - origin, at(k))).transpose()
+            time.map(|t| {
+                if t < start {
+                    let early = seconds_text(start - t);
+                    return Err(bad(name, &format!("{who}'s {k} is {early} s before its {start_field}")));
+                }
+                secs(t - origin, far(k))
+            })
+            .transpose()
         };
-        let sent = match rel(t.request_start, "request_start")? {
-            Some(t) => t,
-            None => rel(t.resolve_start, "resolve_start")?.expect("checked above"),
-        };
-        let scheduled = rel(t.targeted_start, "targeted_start").ok().flatten().map_or(sent, |t| t.min(sent));
+        let sent = secs(start - origin, far(start_field))?;
+        let scheduled = t.targeted_start.and_then(|s| secs(s - origin, || ()).ok()).map_or(sent, |s| s.min(sent));
         let mut rec = RequestRecord::new(id as u64, scheduled, sent);
         rec.end = match rel(t.request_end, "request_end")? {
             Some(t) => t,
@@ -265,6 +301,17 @@ fn records(name: &str, all: &[Sent], origin: f64) -> Result<(Vec<RequestRecord>,
         rec.input_tokens_source = CountSource::Usage;
         let iterations = t.token_iterations.unwrap_or(0);
         rec.output_tokens = r.output_tokens.unwrap_or(0);
+        // Each iteration added text, a token at least (GuideLLM counts its
+        // output by them where the server sent no usage): 2^64 - 1 of them
+        // had panicked here, 10^18 aborted.
+        let most = r.output_tokens.unwrap_or(u64::from(u32::MAX));
+        if iterations > most {
+            let than = match r.output_tokens {
+                Some(n) => format!("its {n} output tokens (an iteration adds one token at least)"),
+                None => format!("{most}, with no output_tokens given"),
+            };
+            return Err(bad(name, &format!("{who}'s token_iterations is {iterations}, more than {than}")));
+        }
         rec.output_tokens_source = if r.output_metrics.as_ref().is_some_and(|m| m.total_tokens.is_some()) {
             CountSource::Usage
         } else {
@@ -276,20 +323,31 @@ fn records(name: &str, all: &[Sent], origin: f64) -> Result<(Vec<RequestRecord>,
         // first with its share of the tokens, one at the last with the rest.
         let first = rel(t.first_token_iteration, "first_token_iteration")?;
         let last = rel(t.last_token_iteration, "last_token_iteration")?;
+        if let (Some(f), Some(l)) = (first, last) {
+            if l < f {
+                let early = seconds_text((f - l).as_secs_f64());
+                return Err(bad(
+                    name,
+                    &format!("{who}'s last_token_iteration is {early} s before its first_token_iteration"),
+                ));
+            }
+        }
         if let (Some(first), Some(last)) = (first, last) {
             let n = rec.output_tokens;
-            let k_first = spread_evenly(n, iterations.max(1) as usize).first().copied().unwrap_or(0);
+            // The first of spread_evenly(n, iterations), without the list
+            // of every iteration's share.
+            let k_first = tokens(n / iterations.max(1));
             if iterations > 1 && last > first {
                 rec.chunks = vec![
                     OutputChunk { t: first, tokens: k_first, channel: Channel::Content },
-                    OutputChunk { t: last, tokens: (n - k_first as u64) as u32, channel: Channel::Content },
+                    OutputChunk { t: last, tokens: tokens(n - u64::from(k_first)), channel: Channel::Content },
                 ]
                 .into();
                 if iterations != n {
                     c.several_per_iteration += 1;
                 }
             } else {
-                rec.chunks = vec![OutputChunk { t: first, tokens: n as u32, channel: Channel::Content }].into();
+                rec.chunks = vec![OutputChunk { t: first, tokens: tokens(n), channel: Channel::Content }].into();
                 if n > 1 {
                     c.bundled += 1;
                 }
@@ -309,6 +367,11 @@ fn records(name: &str, all: &[Sent], origin: f64) -> Result<(Vec<RequestRecord>,
     }
 
     Ok((records, c))
+}
+
+/// A chunk's tokens: what a chunk holds at most where there are more.
+fn tokens(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// What the file cannot give, in words and by the result's field names.
@@ -392,4 +455,99 @@ fn settings(v: &Value, b: &Value) -> Value {
         "end_time": b["end_time"],
         "duration": b["duration"],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request sent at `start` (wall-clock seconds) of 4 tokens in 4
+    /// iterations, the first 0.1 s after it, the last 0.4 s, its end 0.5 s.
+    fn request(start: f64) -> Value {
+        json!({
+            "prompt_tokens": 8, "output_tokens": 4, "output_metrics": {"total_tokens": 4},
+            "info": {"timings": {
+                "request_start": start, "first_token_iteration": start + 0.1, "last_token_iteration": start + 0.4,
+                "token_iterations": 4, "request_end": start + 0.5,
+            }},
+        })
+    }
+
+    /// A report of one benchmark with these successful requests.
+    fn report(requests: Vec<Value>) -> Value {
+        json!({
+            "metadata": {"guidellm_version": "0.8.1"},
+            "benchmarks": [{"type_": "generative_benchmark", "requests": {"successful": requests}}],
+        })
+    }
+
+    fn refusal(v: &Value) -> String {
+        match parse("b.json", v) {
+            Ok(_) => panic!("read: {v}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_first_iteration_gets_an_even_share() {
+        let p = parse("b.json", &report(vec![request(1000.0), request(1001.0)])).unwrap();
+        let chunks: Vec<_> = p.records[1].chunks.iter().map(|c| (c.t.as_secs_f64(), c.tokens)).collect();
+        assert_eq!(chunks.len(), 2);
+        assert_eq!((chunks[0].1, chunks[1].1), (1, 3));
+        assert!((chunks[1].0 - 1.4).abs() < 1e-9, "{chunks:?}");
+    }
+
+    /// 2^64 - 1 iterations had panicked ("capacity overflow"), 10^18
+    /// aborted: the share of the first was read off a list of them all.
+    #[test]
+    fn more_iterations_than_tokens_are_refused() {
+        for n in [u64::MAX, 1_000_000_000_000_000_000, 5] {
+            let mut r = request(1000.0);
+            r["info"]["timings"]["token_iterations"] = json!(n);
+            let e = refusal(&report(vec![r]));
+            assert!(
+                e.contains(&format!(
+                    "whose request successful[0]'s token_iterations is {n}, more than its 4 output tokens (an \
+                     iteration adds one token at least)"
+                )),
+                "{e}"
+            );
+        }
+    }
+
+    /// Each request's times against its own start: against the first send
+    /// of all, a first token before its request had been read as a TTFT
+    /// of 0, and a last iteration before the first dropped.
+    #[test]
+    fn times_before_the_requests_own_start_are_refused() {
+        let mut late = request(1001.0);
+        late["info"]["timings"]["first_token_iteration"] = json!(1000.5);
+        let e = refusal(&report(vec![request(1000.0), late]));
+        assert!(
+            e.contains("whose request successful[1]'s first_token_iteration is 0.500 s before its request_start"),
+            "{e}"
+        );
+        let mut r = request(1001.0);
+        r["info"]["timings"]["request_end"] = json!(1000.75);
+        let e = refusal(&report(vec![request(1000.0), r]));
+        assert!(e.contains("request successful[1]'s request_end is 0.250 s before its request_start"), "{e}");
+        let mut r = request(1000.0);
+        r["info"]["timings"]["last_token_iteration"] = json!(1000.05);
+        let e = refusal(&report(vec![r]));
+        assert!(
+            e.contains("request successful[0]'s last_token_iteration is 0.050 s before its first_token_iteration"),
+            "{e}"
+        );
+    }
+
+    /// A start of 1e300 (or -1e300) among a run's: its own cause, not "before
+    /// its start" of another field.
+    #[test]
+    fn a_start_apart_from_the_others_is_named() {
+        for (t, side) in [(1e300, "after the send before it"), (-1e300, "before the send after it")] {
+            let e = refusal(&report(vec![request(1000.0), request(1001.0), request(t)]));
+            assert!(e.contains(&format!("whose request successful[2]'s request_start is 1.000e300 s {side}")), "{e}");
+            assert!(e.contains("where the run's other sends span 1.000 s (not a send of the same run)"), "{e}");
+        }
+    }
 }

@@ -160,30 +160,27 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
         Ok(v) if guidellm::is(&v) => guidellm::parse(&name, &v)?,
         Ok(v) if aiperf::is_summary(&v) => {
             let records = path.with_file_name("profile_export.jsonl");
-            let cap = goodput_core::util::input::DOCUMENT_CAP;
-            let text = goodput_core::util::input::read_text(&records, "AIPerf's records", cap)
-                .and_then(|t| goodput_core::util::input::check_parse(&records, "AIPerf's records", &t).map(|()| t))
-                .map_err(|e| ImportError::AiperfNoRecords {
-                    file: name.clone(),
-                    records: records.display().to_string(),
-                    error: e.to_string(),
-                })?;
-            aiperf::parse(&records.display().to_string(), &text, Some((&name, &v)))?
+            let text = super::read_text(&records, "AIPerf's records").map_err(|e| ImportError::AiperfNoRecords {
+                file: name.clone(),
+                records: records.display().to_string(),
+                error: e.to_string(),
+            })?;
+            aiperf::parse(&records.display().to_string(), super::without_bom(&text), Some((&name, &v)))?
         }
         Ok(_) => return Ok(None),
         Err(_) if aiperf::is_records(text) => {
             let beside = path.with_file_name("profile_export_aiperf.json");
-            let summary = goodput_core::util::input::read_text(
-                &beside,
-                "AIPerf's summary",
-                goodput_core::util::input::DOCUMENT_CAP,
-            )
-            .ok()
-            .filter(|t| goodput_core::util::input::check_parse(&beside, "AIPerf's summary", t).is_ok())
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .filter(aiperf::is_summary);
+            let summary = super::read_text(&beside, "AIPerf's summary")
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(super::without_bom(&t)).ok())
+                .filter(aiperf::is_summary);
             let beside = beside.display().to_string();
             aiperf::parse(&name, text, summary.as_ref().map(|v| (beside.as_str(), v)))?
+        }
+        // Past serde_json's 128 levels: no tool's result nests so deep, and
+        // it had been called none of them.
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            return Err(ImportError::TooDeep { file: name, error: e.to_string() });
         }
         Err(_) => return Ok(None),
     };
@@ -248,13 +245,130 @@ fn secs<E>(x: f64, what: impl FnOnce() -> E) -> Result<Duration, E> {
     }
 }
 
-/// Nanoseconds (possibly fractional) as a duration.
+/// Nanoseconds (possibly fractional) as a duration, refusing what [`secs`]
+/// refuses (`1e300` ms had been taken as 584 years, `u64::MAX` ns).
 fn nanos<E>(x: f64, what: impl FnOnce() -> E) -> Result<Duration, E> {
-    if x.is_finite() && x > -1.0 {
+    if x.is_finite() && x > -1.0 && x <= goodput_core::HORIZON.as_nanos() as f64 {
         Ok(Duration::from_nanos(x.max(0.0).round() as u64))
     } else {
         Err(what())
     }
+}
+
+/// The longest two sends of a run are apart, where every other send of it is
+/// far closer together ([`stray`]).
+const STRAY_GAP_S: f64 = 24.0 * 3600.0;
+
+/// A send apart from all the others of its run: a stamp of 0, or of another
+/// clock, among a run's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Stray {
+    /// Its index in the sends given.
+    index: usize,
+    /// Whether it is after the others (else before them).
+    after: bool,
+    /// Seconds between it and the send nearest it.
+    gap: f64,
+    /// Seconds the run's other sends span.
+    rest: f64,
+}
+
+impl Stray {
+    /// What is wrong with the send, after the field that names it.
+    fn text(&self) -> String {
+        let side = if self.after { "after the send before it" } else { "before the send after it" };
+        format!(
+            "is {} s {side}, where the run's other sends span {} s (not a send of the same run)",
+            seconds_text(self.gap),
+            seconds_text(self.rest)
+        )
+    }
+}
+
+/// Of the sends `starts` (seconds, in any order), one apart from the rest:
+/// where the widest gap between two sends in time is over a day
+/// ([`STRAY_GAP_S`]) and over a thousand times what the other sends span,
+/// the send next to that gap on its side with fewer sends. A file with a
+/// send at 0 among wall-clock ones had been read as a run of 57 years.
+fn stray(starts: &[f64]) -> Option<Stray> {
+    if starts.len() < 2 {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..starts.len()).collect();
+    order.sort_by(|&a, &b| starts[a].total_cmp(&starts[b]));
+    let at = |i: usize| starts[order[i]];
+    let n = order.len();
+    let i = (0..n - 1).max_by(|&a, &b| (at(a + 1) - at(a)).total_cmp(&(at(b + 1) - at(b))))?;
+    let gap = at(i + 1) - at(i);
+    // The spans on either side, apart: their difference with the whole
+    // would be lost beside a gap of 1e300.
+    let rest = (at(i) - at(0)) + (at(n - 1) - at(i + 1));
+    if !(gap > STRAY_GAP_S && gap > 1000.0 * rest) {
+        return None;
+    }
+    // The side with fewer sends is the stray one; of two sends, the later.
+    let after = n - 1 - i <= i + 1;
+    let index = if after { order[i + 1] } else { order[i] };
+    Some(Stray { index, after, gap, rest })
+}
+
+/// A figure of a file as a message names it: as written, in exponent form
+/// from a million on and below a thousandth (`1e-300`, not its 300 zeros).
+fn figure(v: f64) -> String {
+    if v != 0.0 && !(1e-3..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// Seconds as a message gives them: to the millisecond, in exponent form
+/// from a million on.
+fn seconds_text(s: f64) -> String {
+    if s.abs() >= 1e6 {
+        format!("{s:.3e}")
+    } else {
+        format!("{s:.3}")
+    }
+}
+
+/// What one request takes in memory once imported, beyond its chunks: its
+/// record (about 1 KB) twice over, the records and the result's copy of them
+/// (an import keeps them), and what the analysis and the report make of it,
+/// as much again. Measured: a million vLLM requests of one payload each
+/// took 2.8 KB a request at the peak of `goodput report`, 0.3 KB of it the
+/// file's parse, before this is checked.
+const RECORD_BYTES: u64 = 3 * std::mem::size_of::<RequestRecord>() as u64;
+
+/// What each chunk of a record takes: its packed bytes in both copies, and
+/// its gap in the analysis.
+const CHUNK_BYTES: u64 = 48;
+
+/// Refuses an import whose `requests` records, with `chunks` chunks in all
+/// and `more` bytes each of the file's own reading, would not fit in the
+/// memory the process has left: an allocation that fails aborts the process
+/// (10 million vLLM requests had, under `ulimit -v 6000000`).
+fn check_memory(file: &str, tool: &str, requests: u64, chunks: u64, more: u64) -> Result<(), ImportError> {
+    match goodput_core::util::input::memory_left() {
+        Some(left) => records_fit(file, tool, requests, chunks, more, left),
+        None => Ok(()),
+    }
+}
+
+/// [`check_memory`] with `left` bytes of memory left.
+fn records_fit(file: &str, tool: &str, requests: u64, chunks: u64, more: u64, left: u64) -> Result<(), ImportError> {
+    let need =
+        requests.saturating_mul(RECORD_BYTES.saturating_add(more)).saturating_add(chunks.saturating_mul(CHUNK_BYTES));
+    if need <= left {
+        return Ok(());
+    }
+    Err(ImportError::OverMemory {
+        file: file.to_owned(),
+        tool: tool.to_owned(),
+        requests,
+        need: goodput_core::util::input::approx(need),
+        left: goodput_core::util::input::approx(left),
+    })
 }
 
 /// A failure's kind from what a tool wrote of it: an HTTP status where it
@@ -329,5 +443,64 @@ mod tests {
         assert!(secs(f64::NAN, || "nan").is_err());
         assert!(nanos(f64::INFINITY, || "inf").is_err());
         assert_eq!(nanos(1.6, String::new), Ok(Duration::from_nanos(2)));
+        // Past the horizon, as secs: 1e300 ms had been u64::MAX ns.
+        assert!(nanos(1e306, || "huge").is_err());
+        let horizon = goodput_core::HORIZON.as_nanos() as f64;
+        assert_eq!(nanos(horizon, String::new), Ok(goodput_core::HORIZON));
+        assert!(nanos(horizon * 1.001, || "past").is_err());
+    }
+
+    #[test]
+    fn a_send_apart_from_the_others_is_found() {
+        let run = [1e9 + 0.5, 1e9, 1e9 + 1.0];
+        assert_eq!(stray(&run), None);
+        // A stamp of 0 among wall-clock ones, on either side.
+        let s = stray(&[1e9 + 0.5, 0.0, 1e9, 1e9 + 1.0]).unwrap();
+        assert_eq!((s.index, s.after, s.gap, s.rest), (1, false, 1e9, 1.0));
+        assert_eq!(
+            s.text(),
+            "is 1.000e9 s before the send after it, where the run's other sends span 1.000 s (not a send of the same \
+             run)"
+        );
+        let s = stray(&[1e9, 1e9 + 1.0, 1e300]).unwrap();
+        assert_eq!((s.index, s.after), (2, true));
+        // Two far apart: the later is named.
+        assert_eq!(stray(&[5.0, 1e6]).map(|s| (s.index, s.after)), Some((1, true)));
+        // Slow, but even: a send every two days is a run's.
+        assert_eq!(stray(&[0.0, 172_800.0, 345_600.0]), None);
+        // Far, but not over a day: a pause of an hour.
+        assert_eq!(stray(&[0.0, 0.1, 3600.0]), None);
+        assert_eq!(stray(&[7.0]), None);
+        assert_eq!(stray(&[]), None);
+    }
+
+    /// An import whose records would not fit in the memory left is refused
+    /// before they are built, saying what to do.
+    #[test]
+    fn records_that_would_not_fit_are_refused() {
+        let need = 1000 * RECORD_BYTES + 2000 * CHUNK_BYTES;
+        assert!(records_fit("v.json", "vLLM bench serve", 1000, 2000, 0, need).is_ok());
+        let e = records_fit("v.json", "vLLM bench serve", 1000, 2000, 0, need - 1).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "v.json is vLLM bench serve's result of 1000 requests, and goodput's records of them take about"
+            ) && e.contains("this process has left (the machine's available memory, and ulimit -v where one is set)")
+                && e.ends_with("or give a smaller file (a run of fewer requests)"),
+            "{e}"
+        );
+        let e = records_fit("v.json", "vLLM bench serve", 10_000_000, 10_000_000, 0, 5 << 30).unwrap_err().to_string();
+        assert!(e.contains("more than the 5.0 GiB this process has left"), "{e}");
+        // No count overflows the sum.
+        assert!(records_fit("v.json", "AIPerf", u64::MAX, u64::MAX, u64::MAX, u64::MAX - 1).is_err());
+        assert_eq!(goodput_core::util::input::approx(1536 << 20), "1.5 GiB");
+    }
+
+    #[test]
+    fn figures_are_named_as_written() {
+        assert_eq!(figure(1e-300), "1e-300");
+        assert_eq!(figure(1e308), "1e308");
+        assert_eq!(figure(-3.0), "-3");
+        assert_eq!(figure(0.0), "0");
+        assert_eq!(figure(1.625), "1.625");
     }
 }

@@ -110,9 +110,15 @@ pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     }
     let file: VllmResult = typed(v).map_err(|what| bad(name, &what))?;
     file.check_lengths(name)?;
+    let chunks = file.itls.iter().fold(file.requests() as u64, |n, l| n.saturating_add(l.len() as u64));
+    super::check_memory(name, "vLLM bench serve", file.requests() as u64, chunks, 0)?;
+    if let Some(s) = file.start_times.as_deref().and_then(super::stray) {
+        return Err(bad(name, &format!("\"start_times\"[{}] {}", s.index, s.text())));
+    }
     let (records, more_payloads_than_tokens) = records(name, &file)?;
+    check_duration(name, &file, &records)?;
     let (notes, not_recomputed, duration_s) = notes(&file, more_payloads_than_tokens);
-    let (api, load) = api_and_load(&file);
+    let (api, load) = api_and_load(name, &file)?;
     Ok(Parsed {
         records,
         started_unix_s: 0.0,
@@ -163,6 +169,11 @@ fn records(name: &str, f: &VllmResult) -> Result<(Vec<RequestRecord>, usize), Im
             records.push(r);
             continue;
         }
+        // A TTFT below zero puts the first payload before the send, even
+        // where the sum stays a time (a send late in the run).
+        if !(f.ttfts[i].is_finite() && f.ttfts[i] >= 0.0) {
+            return Err(at("ttfts")());
+        }
         let mut t = start + f.ttfts[i];
         let mut times = vec![secs(t, at("ttfts"))?];
         for g in &f.itls[i] {
@@ -188,6 +199,41 @@ fn records(name: &str, f: &VllmResult) -> Result<(Vec<RequestRecord>, usize), Im
     Ok((records, more_payloads_than_tokens))
 }
 
+/// Refuses a `duration` no run of these requests can have: not a time
+/// within the horizon, or shorter than the requests took (vLLM times its
+/// duration from before the first send to after the last request's end, on
+/// the clock of the send times). `1e-300` had been taken as the run's length,
+/// 4e301 requests a second; a TTFT of 1e9 s in a run of 1.6 s, as 31 years.
+fn check_duration(name: &str, f: &VllmResult, records: &[RequestRecord]) -> Result<(), ImportError> {
+    let Some(d) = f.duration else { return Ok(()) };
+    let longest = goodput_core::HORIZON.as_secs_f64();
+    if !(d > 0.0 && d <= longest) {
+        return Err(bad(
+            name,
+            &format!("\"duration\" is {}, not a time above 0 of at most 100 years", super::figure(d)),
+        ));
+    }
+    let Some((i, end)) =
+        records.iter().enumerate().map(|(i, r)| (i, r.end.as_secs_f64())).max_by(|a, b| a.1.total_cmp(&b.1))
+    else {
+        return Ok(());
+    };
+    // Float sums of the gaps, and the stamps' own rounding.
+    if end > d * 1.01 + 1e-3 {
+        let from = if f.start_times.is_some() { "the first send" } else { "its send" };
+        return Err(bad(
+            name,
+            &format!(
+                "\"duration\" is {} s, shorter than its requests took: request {i}'s last payload came {} s after \
+                 {from} (its \"ttfts\" and \"itls\")",
+                if d >= 1e-3 { super::seconds_text(d) } else { super::figure(d) },
+                super::seconds_text(end)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// What the file cannot give, in words and by the result's field names, and
 /// the run's length where it has no send times.
 fn notes(f: &VllmResult, more_payloads_than_tokens: usize) -> (Vec<String>, Vec<String>, Option<f64>) {
@@ -211,7 +257,8 @@ fn notes(f: &VllmResult, more_payloads_than_tokens: usize) -> (Vec<String>, Vec<
     }
     let mut duration_s = None;
     if f.start_times.is_none() {
-        let d = f.duration.filter(|d| d.is_finite() && *d > 0.0);
+        // Checked in check_duration: a time above 0, of at most 100 years.
+        let d = f.duration;
         duration_s = d;
         not_recomputed.extend(
             ["summary.client_queue_ms", "summary.in_flight", "summary.throughput.peak_output_tokens_per_s"]
@@ -233,8 +280,9 @@ fn notes(f: &VllmResult, more_payloads_than_tokens: usize) -> (Vec<String>, Vec<
     (notes, not_recomputed, duration_s)
 }
 
-/// The API, and the load the settings name.
-fn api_and_load(f: &VllmResult) -> (String, LoadConfig) {
+/// The API, and the load the settings name; a rate no load has is refused
+/// (`-3` had been shown as "open loop -3 req/s").
+fn api_and_load(name: &str, f: &VllmResult) -> Result<(String, LoadConfig), ImportError> {
     let backend = f.backend.as_deref().or(f.endpoint_type.as_deref()).unwrap_or("");
     let api = match backend {
         "openai-chat" | "openai-audio" | "vllm-chat" => "chat",
@@ -244,6 +292,12 @@ fn api_and_load(f: &VllmResult) -> (String, LoadConfig) {
     let mut load = LoadConfig { requests: f.num_prompts, concurrency: f.max_concurrency, ..LoadConfig::default() };
     match &f.request_rate {
         Some(RequestRate::Named(s)) if s == "inf" => load.rate = Some(Rate(f64::INFINITY)),
+        Some(RequestRate::PerSecond(r)) if !(r.is_finite() && *r > 0.0) => {
+            return Err(bad(
+                name,
+                &format!("\"request_rate\" is {}, not requests per second above 0 or \"inf\"", super::figure(*r)),
+            ));
+        }
         Some(RequestRate::PerSecond(r)) => {
             load.rate = Some(Rate(*r));
             let bursty = f.burstiness.unwrap_or(1.0);
@@ -251,7 +305,7 @@ fn api_and_load(f: &VllmResult) -> (String, LoadConfig) {
         }
         _ => {}
     }
-    (api.to_string(), load)
+    Ok((api.to_string(), load))
 }
 
 /// vLLM's own settings, as the file holds them.
@@ -275,4 +329,111 @@ fn settings(o: &Map<String, Value>) -> Map<String, Value> {
     .into_iter()
     .filter_map(|k| Some((k.to_string(), o.get(k)?.clone())))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A vLLM file of two requests sent 5 s apart, each of two payloads.
+    fn file() -> Value {
+        json!({
+            "backend": "openai-chat", "duration": 6.0, "completed": 2, "request_rate": "inf",
+            "ttfts": [0.1, 0.2], "itls": [[0.05], [0.05]], "output_lens": [2, 2], "input_lens": [8, 8],
+            "errors": ["", ""], "start_times": [1000.0, 1005.0],
+        })
+    }
+
+    fn refusal(v: &Value) -> String {
+        match parse("v.json", v) {
+            Ok(_) => panic!("read: {v}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_file_is_read() {
+        let p = parse("v.json", &file()).unwrap();
+        assert_eq!(p.records.len(), 2);
+        assert_eq!(p.records[1].end, Duration::from_secs_f64(5.25));
+    }
+
+    /// A TTFT below zero is refused, even where the send's lateness keeps
+    /// the payload after the run's first send (-4 s on a send 5 s in had
+    /// been read as a payload at 1 s).
+    #[test]
+    fn a_negative_ttft_is_refused_wherever_the_send() {
+        let mut v = file();
+        v["ttfts"][1] = json!(-4.0);
+        let e = refusal(&v);
+        assert!(e.starts_with("v.json is a vLLM bench serve result whose \"ttfts\"[1] is not a time ≥ 0:"), "{e}");
+        let mut v = file();
+        v["itls"][0][0] = json!(-0.01);
+        assert!(refusal(&v).contains("\"itls\"[0] is not a time ≥ 0"));
+    }
+
+    /// A duration the requests cannot have had: 1e-300 s had been the window
+    /// of a file without send times (4e301 requests a second), 1e308 s too
+    /// long for any, and a TTFT of 1e9 s in a run of 6 s had been read as a
+    /// window of 31 years.
+    #[test]
+    fn a_duration_the_requests_cannot_have_had_is_refused() {
+        let mut v = file();
+        v.as_object_mut().unwrap().remove("start_times");
+        v["duration"] = json!(1e-300);
+        let e = refusal(&v);
+        assert!(
+            e.contains(
+                "whose \"duration\" is 1e-300 s, shorter than its requests took: request 1's last payload came \
+                 0.250 s after its send (its \"ttfts\" and \"itls\")"
+            ),
+            "{e}"
+        );
+        v["duration"] = json!(1e308);
+        let e = refusal(&v);
+        assert!(e.contains("whose \"duration\" is 1e308, not a time above 0 of at most 100 years"), "{e}");
+        v["duration"] = json!(-5.0);
+        assert!(refusal(&v).contains("\"duration\" is -5, not a time above 0"));
+        let mut v = file();
+        v["ttfts"][0] = json!(1e9);
+        let e = refusal(&v);
+        assert!(
+            e.contains(
+                "\"duration\" is 6.000 s, shorter than its requests took: request 0's last payload came 1.000e9 s \
+                 after the first send"
+            ),
+            "{e}"
+        );
+        // Within the file's own rounding, read.
+        let mut v = file();
+        v["duration"] = json!(5.25);
+        assert!(parse("v.json", &v).is_ok());
+    }
+
+    #[test]
+    fn a_rate_no_load_has_is_refused() {
+        let mut v = file();
+        v["request_rate"] = json!(-3);
+        let e = refusal(&v);
+        assert!(e.contains("whose \"request_rate\" is -3, not requests per second above 0 or \"inf\""), "{e}");
+        v["request_rate"] = json!(2.5);
+        assert_eq!(parse("v.json", &v).unwrap().load.rate.map(|r| r.0), Some(2.5));
+    }
+
+    /// A send of another clock among the run's: named, not read as a run
+    /// of 3e10 years.
+    #[test]
+    fn a_send_apart_from_the_others_is_refused() {
+        let mut v = file();
+        v["start_times"][0] = json!(1e18);
+        let e = refusal(&v);
+        assert!(
+            e.contains(
+                "whose \"start_times\"[0] is 1.000e18 s after the send before it, where the run's other sends span \
+                 0.000 s (not a send of the same run)"
+            ),
+            "{e}"
+        );
+    }
 }
