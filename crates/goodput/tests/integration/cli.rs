@@ -6,7 +6,8 @@ use crate::cmd;
 mod hostile;
 
 use cmd::{
-    bench_doc, fixed_server, goodput, goodput_child, read_json, records, serving, GoodputCommand, FAST, FAST_DATASET,
+    bench_doc, fixed_server, goodput, goodput_child, read_json, read_request, records, serving, GoodputCommand, FAST,
+    FAST_DATASET,
 };
 use std::time::Duration;
 
@@ -1596,24 +1597,6 @@ fn usage_claiming(completion_tokens: u64) -> String {
         }
     });
     url
-}
-
-/// Reads one HTTP request off `r`: its request line.
-fn read_request(r: &mut impl std::io::BufRead) -> String {
-    let mut request = String::new();
-    let _ = r.read_line(&mut request);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap();
-        }
-    }
-    let _ = r.read_exact(&mut vec![0; length]);
-    request
 }
 
 /// A streamed chat answer of three one-word chunks whose usage claims

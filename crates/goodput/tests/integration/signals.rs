@@ -564,7 +564,7 @@ struct Exporter {
 
 impl Exporter {
     fn start() -> Exporter {
-        use std::io::{BufRead, BufReader, Read, Write};
+        use std::io::{BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -582,20 +582,7 @@ impl Exporter {
                 let Ok(mut sock) = sock else { continue };
                 let (huge, scrapes) = (huge.clone(), scrapes.clone());
                 connections.push(std::thread::spawn(move || {
-                    let mut r = BufReader::new(sock.try_clone().unwrap());
-                    let mut request = String::new();
-                    let _ = r.read_line(&mut request);
-                    let mut length = 0;
-                    loop {
-                        let mut line = String::new();
-                        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                            break;
-                        }
-                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    let _ = r.read_exact(&mut vec![0; length]);
+                    let request = crate::cmd::read_request(&mut BufReader::new(sock.try_clone().unwrap()));
                     let path = request.split(' ').nth(1).unwrap_or("/").to_string();
                     let n = {
                         let mut seen = scrapes.lock().unwrap();

@@ -120,3 +120,22 @@ pub fn serving(server: std::sync::Arc<goodput_sim::fixed::FixedServer>) -> (toki
     });
     (rt, url)
 }
+
+/// Reads one HTTP request off `r` (its head, and a body of the length its
+/// head gives): its request line.
+pub fn read_request(r: &mut impl std::io::BufRead) -> String {
+    let mut request = String::new();
+    let _ = r.read_line(&mut request);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let _ = r.read_exact(&mut vec![0; length]);
+    request
+}
