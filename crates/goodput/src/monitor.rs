@@ -4,7 +4,8 @@
 //! thresholds, and a JSONL record of the series.
 
 use crate::cli::MonitorArgs;
-use crate::scrape::{terminal, ScrapeError, Scraped, Scraper};
+use crate::output::shown;
+use crate::scrape::{ScrapeError, Scraped, Scraper};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::metrics::RequestMetrics;
 use goodput_core::prometheus::live::LiveMetrics;
@@ -416,10 +417,9 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         let batch: Vec<RequestRecord> = std::mem::take(&mut *probes.lock().unwrap_or_else(|e| e.into_inner()));
         probed_any |= batch.iter().any(|r| r.outcome.is_success());
         if w.is_some() || !batch.is_empty() {
-            let read = w.is_some();
-            let w = w.unwrap_or_default();
             let by_model = probes_by_model(&batch);
-            crate::output::say(&format!("{}\n", line(t1, read.then_some(&w), &batch, &by_model)));
+            crate::output::say(&format!("{}\n", line(t1, w.as_ref(), &batch, &by_model)));
+            let w = w.unwrap_or_default();
             let figs = figures(&w, &batch);
             let fired = fired_alerts(&alerts, &figs);
             for al in &alerts {
@@ -470,7 +470,7 @@ fn tell_failures(
     probing: bool,
 ) {
     let now: BTreeMap<String, String> =
-        failed.into_iter().map(|e| (e.url().unwrap_or_default().to_string(), terminal(&e.to_string()))).collect();
+        failed.into_iter().map(|e| (e.url().unwrap_or_default().to_string(), shown(&e.to_string()))).collect();
     let going_on = match (others_answered, probing) {
         (true, _) => "; the other endpoints are read, and it is tried at every interval",
         (false, true) => "; the probes go on, and it is tried at every interval",
@@ -482,7 +482,7 @@ fn tell_failures(
         }
     }
     for url in down.keys().filter(|u| !now.contains_key(*u)) {
-        goodput_core::tell!("[{:>7.1}s] {} answers again", t.as_secs_f64(), terminal(url));
+        goodput_core::tell!("[{:>7.1}s] {} answers again", t.as_secs_f64(), shown(url));
     }
     *down = now;
 }
@@ -493,7 +493,7 @@ fn unrecognised(s: &Scraped) -> String {
     let each: Vec<String> = s
         .answered
         .iter()
-        .map(|(url, kind)| format!("{} ({})", terminal(url), terminal(kind.as_deref().unwrap_or("no content type"))))
+        .map(|(url, kind)| format!("{} ({})", shown(url), shown(kind.as_deref().unwrap_or("no content type"))))
         .collect();
     format!(
         "{} answered no Prometheus metric goodput knows (metric families: {}, unreadable lines: {}): \

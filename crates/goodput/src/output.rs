@@ -361,6 +361,12 @@ pub(crate) fn client_stalled(result: &RunResult) -> Option<String> {
     ))
 }
 
+/// Words from elsewhere (a server's answer, an error's text) as the
+/// terminal may show them: credentials masked, control characters escaped.
+pub fn shown(s: &str) -> String {
+    goodput_report::escape::terminal(&goodput_core::util::redact::scrub(s))
+}
+
 /// Writes `text` to standard output. A reader that went away (`| head`) is
 /// no reason to stop, let alone panic as `print!` does: whatever goes to
 /// files is still written.

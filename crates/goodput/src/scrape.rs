@@ -130,12 +130,6 @@ pub async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<
     Ok(body)
 }
 
-/// A failure's words as the terminal may show them: credentials masked,
-/// control characters escaped.
-pub fn terminal(s: &str) -> String {
-    goodput_report::escape::terminal(&goodput_core::util::redact::scrub(s))
-}
-
 /// How long the probe of a default `<url>/metrics` may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -247,7 +241,7 @@ impl Scraper {
             for e in &scraped.failed {
                 goodput_core::tell!(
                     "warning: one endpoint failed the first scrape ({}); the others are read, and it is tried at every scrape",
-                    terminal(&e.to_string())
+                    crate::output::shown(&e.to_string())
                 );
             }
         }
@@ -265,7 +259,7 @@ impl Scraper {
             // It answered, with far too much: said, where a missing endpoint is not.
             goodput_core::tell!(
                 "warning: the server's metrics are not read: {}; the run goes on without them",
-                terminal(&e.to_string())
+                crate::output::shown(&e.to_string())
             );
         }
         let families = Self::record(&mut log, res)?;

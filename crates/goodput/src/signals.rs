@@ -59,9 +59,7 @@ pub async fn start(
         goodput_core::tell!(
             "warning: the first scrape of {} failed ({}); the run goes on and scraping keeps trying",
             urls.join(", "),
-            goodput_report::escape::terminal(&goodput_core::util::redact::scrub(
-                log.last_error.as_deref().unwrap_or("no answer")
-            ))
+            crate::output::shown(log.last_error.as_deref().unwrap_or("no answer"))
         );
     }
     let stop = CancellationToken::new();

@@ -625,7 +625,7 @@ pub async fn wait_ready(
                 "waiting up to {} for {} to be ready ({})",
                 humantime::format_duration(wait),
                 goodput_core::util::redact::redact_url(base),
-                goodput_report::escape::terminal(&goodput_core::util::redact::scrub(&last))
+                crate::output::shown(&last)
             );
             said = true;
         }
