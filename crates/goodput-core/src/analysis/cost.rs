@@ -54,7 +54,7 @@ pub fn usd_per_million(usd_per_hour: f64, per_s: f64) -> Option<f64> {
 pub const MAX_GPU_HOUR_USD: f64 = 10_000.0;
 
 /// A price as a refusal names it: as typed, or in exponent form when it is
-/// a million or more (`1e308`, not its 309 digits).
+/// a million or more or below a thousandth (`1e308`, not its 309 digits).
 pub fn price_text(usd: f64) -> String {
     crate::util::number_text(usd)
 }

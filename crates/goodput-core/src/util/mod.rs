@@ -9,11 +9,25 @@ pub mod redact;
 pub(crate) mod serde_ns;
 
 /// A number as a message names it: as written, or in exponent form from a
-/// million on (`1e308`, not its 309 digits).
+/// million on and below a thousandth (`1e308` and `1e-300`, not their
+/// hundreds of digits).
 pub fn number_text(v: f64) -> String {
-    if v.abs() >= 1e6 {
+    if v != 0.0 && !(1e-3..1e6).contains(&v.abs()) {
         format!("{v:e}")
     } else {
         v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbers_are_named_as_written() {
+        use super::number_text;
+        assert_eq!(number_text(1e-300), "1e-300");
+        assert_eq!(number_text(1e308), "1e308");
+        assert_eq!(number_text(-3.0), "-3");
+        assert_eq!(number_text(0.0), "0");
+        assert_eq!(number_text(1.625), "1.625");
     }
 }

@@ -257,7 +257,7 @@ fn record(
                 let ns = ns(x.value, unit)
                     .ok_or_else(|| bad(name, line, &format!("metrics.{k} is not a time ({unit:?})")))?;
                 let what = || {
-                    let v = super::figure(x.value);
+                    let v = goodput_core::util::number_text(x.value);
                     bad(name, line, &format!("metrics.{k} is {v} {unit}, not a time from 0 to 100 years"))
                 };
                 nanos(ns, what).map(Some)
@@ -269,7 +269,7 @@ fn record(
         match x {
             None => Ok(None),
             Some(x) => x.count().map(Some).ok_or_else(|| {
-                let v = super::figure(x.value);
+                let v = goodput_core::util::number_text(x.value);
                 bad(name, line, &format!("metrics.{k} is {v}, not a count ≥ 0"))
             }),
         }

@@ -312,16 +312,6 @@ fn stray(starts: &[f64]) -> Option<Stray> {
     Some(Stray { index, after, gap, rest })
 }
 
-/// A figure of a file as a message names it: as written, in exponent form
-/// from a million on and below a thousandth (`1e-300`, not its 300 zeros).
-fn figure(v: f64) -> String {
-    if v != 0.0 && !(1e-3..1e6).contains(&v.abs()) {
-        format!("{v:e}")
-    } else {
-        v.to_string()
-    }
-}
-
 /// Seconds as a message gives them: to the millisecond, in exponent form
 /// from a million on.
 fn seconds_text(s: f64) -> String {
@@ -493,14 +483,5 @@ mod tests {
         // No count overflows the sum.
         assert!(records_fit("v.json", "AIPerf", u64::MAX, u64::MAX, u64::MAX, u64::MAX - 1).is_err());
         assert_eq!(goodput_core::util::input::approx(1536 << 20), "1.5 GiB");
-    }
-
-    #[test]
-    fn figures_are_named_as_written() {
-        assert_eq!(figure(1e-300), "1e-300");
-        assert_eq!(figure(1e308), "1e308");
-        assert_eq!(figure(-3.0), "-3");
-        assert_eq!(figure(0.0), "0");
-        assert_eq!(figure(1.625), "1.625");
     }
 }

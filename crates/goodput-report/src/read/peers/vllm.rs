@@ -210,7 +210,7 @@ fn check_duration(name: &str, f: &VllmResult, records: &[RequestRecord]) -> Resu
     if !(d > 0.0 && d <= longest) {
         return Err(bad(
             name,
-            &format!("\"duration\" is {}, not a time above 0 of at most 100 years", super::figure(d)),
+            &format!("\"duration\" is {}, not a time above 0 of at most 100 years", goodput_core::util::number_text(d)),
         ));
     }
     let Some((i, end)) =
@@ -226,7 +226,7 @@ fn check_duration(name: &str, f: &VllmResult, records: &[RequestRecord]) -> Resu
             &format!(
                 "\"duration\" is {} s, shorter than its requests took: request {i}'s last payload came {} s after \
                  {from} (its \"ttfts\" and \"itls\")",
-                if d >= 1e-3 { super::seconds_text(d) } else { super::figure(d) },
+                if d >= 1e-3 { super::seconds_text(d) } else { goodput_core::util::number_text(d) },
                 super::seconds_text(end)
             ),
         ));
@@ -295,7 +295,10 @@ fn api_and_load(name: &str, f: &VllmResult) -> Result<(String, LoadConfig), Impo
         Some(RequestRate::PerSecond(r)) if !(r.is_finite() && *r > 0.0) => {
             return Err(bad(
                 name,
-                &format!("\"request_rate\" is {}, not requests per second above 0 or \"inf\"", super::figure(*r)),
+                &format!(
+                    "\"request_rate\" is {}, not requests per second above 0 or \"inf\"",
+                    goodput_core::util::number_text(*r)
+                ),
             ));
         }
         Some(RequestRate::PerSecond(r)) => {
