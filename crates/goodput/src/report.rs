@@ -26,16 +26,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     match goodput_report::read::read_document(&a.run)? {
         Document::Sweep(sweep) => {
             // --gpus and --attainment had been taken and set nothing.
-            if a.judge.slo.is_some()
-                || a.judge.attainment.is_some()
-                || a.percentiles.is_some()
-                || a.judge.gpu_hour_usd.is_some()
-                || a.judge.gpus.is_some()
-                || a.judge.price.is_some()
-                || a.judge.config.is_some()
-                || a.records.is_some()
-                || a.window.is_some()
-            {
+            if judges_again(&a) || a.judge.gpus.is_some() || a.records.is_some() || a.window.is_some() {
                 bail!(
                     "{} is a sweep: it is re-rendered as it is; re-judge one of its points by re-running it, or sweep \
                      again with the new SLO, percentiles, prices, GPUs or --config",
@@ -68,6 +59,18 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     }
 }
 
+/// Whether a flag that judges the points again was given (an SLO, an
+/// attainment, percentiles, a price, a config file): a saved sweep or
+/// frontier is re-rendered as it is, and refuses them.
+fn judges_again(a: &ReportArgs) -> bool {
+    a.judge.slo.is_some()
+        || a.judge.attainment.is_some()
+        || a.percentiles.is_some()
+        || a.judge.gpu_hour_usd.is_some()
+        || a.judge.price.is_some()
+        || a.judge.config.is_some()
+}
+
 /// A frontier (`plan`, `sweep --serve-grid`) re-rendered as it is: its
 /// points are not re-judged. `--fail-on-slo` fails it (3, as a run that
 /// misses its SLO) when no point met the SLO it was searched with.
@@ -80,13 +83,7 @@ fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &Report
         );
     }
     // --price and --config had been taken and set nothing.
-    if a.judge.slo.is_some()
-        || a.judge.attainment.is_some()
-        || a.percentiles.is_some()
-        || a.judge.gpu_hour_usd.is_some()
-        || a.judge.price.is_some()
-        || a.judge.config.is_some()
-    {
+    if judges_again(a) {
         bail!(
             "{run} is a frontier: it is re-rendered as it is; run goodput plan (or the sweep) again with the new SLO, \
              percentiles, prices or --config"
