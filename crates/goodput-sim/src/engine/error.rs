@@ -71,4 +71,7 @@ pub enum Error {
 
     #[error("validation CSV, line {line}: {message}")]
     Csv { line: usize, message: String },
+
+    #[error("step-time table, line {line}: {message}")]
+    StepTable { line: usize, message: String },
 }

@@ -18,6 +18,7 @@ mod kv;
 mod roofline;
 mod router;
 mod scheduler;
+pub mod step_table;
 pub mod validate;
 mod virtual_time;
 

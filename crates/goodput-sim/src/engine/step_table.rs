@@ -1,0 +1,409 @@
+//! The check of the step-time model against step times measured on a GPU:
+//! reads the table `scripts/gpu-step-times.py` writes (one GPU, TP 1, BF16,
+//! prefill and decode steps of randomly initialised catalog models) and
+//! sets each row beside the roofline's [`Roofline::step_time`] for the same
+//! batch (docs/simulator.md, "Step times measured on a GPU").
+
+use super::catalog::{ModelSpec, Precision};
+use super::config::EngineConfig;
+use super::error::Error;
+use super::roofline::{BatchShape, Roofline};
+use goodput_core::percentile;
+use std::fmt::Write as _;
+
+/// The columns the table must have, in any order (others are kept out).
+const COLUMNS: [&str; 13] = [
+    "gpu",
+    "model",
+    "phase",
+    "batch",
+    "tokens",
+    "ms",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "intermediate",
+    "vocab",
+];
+
+/// The largest batch or length a row may name: a row past it is refused
+/// rather than built into a batch shape of billions of sequences.
+const MAX_BATCH: u64 = 1 << 16;
+const MAX_TOKENS: u64 = 1 << 22;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// `batch` prompts of `tokens` tokens, nothing cached.
+    Prefill,
+    /// `batch` sequences making one token each after `tokens` cached.
+    Decode,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Prefill => "prefill",
+            Phase::Decode => "decode",
+        }
+    }
+}
+
+/// One measured step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRow {
+    /// The line of the file it came from.
+    pub line: usize,
+    pub gpu: String,
+    pub model: String,
+    pub phase: Phase,
+    pub batch: u32,
+    pub tokens: u32,
+    /// The measured step, milliseconds (the median of the script's runs).
+    pub ms: f64,
+}
+
+/// A measured step beside the model's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepComparison {
+    pub row: StepRow,
+    /// The model's whole step, milliseconds.
+    pub model_ms: f64,
+    /// Its matrix products and attention alone (the roofline's terms,
+    /// without the per-layer, per-step and per-sequence overheads, which
+    /// stand for an engine's software and not for the kernels timed here).
+    pub roofline_ms: f64,
+}
+
+impl StepComparison {
+    /// (model − measured) / measured.
+    pub fn error(&self) -> f64 {
+        self.model_ms / self.row.ms - 1.0
+    }
+
+    pub fn roofline_error(&self) -> f64 {
+        self.roofline_ms / self.row.ms - 1.0
+    }
+}
+
+fn csv_error(line: usize, message: impl Into<String>) -> Error {
+    Error::StepTable { line, message: message.into() }
+}
+
+/// Parses the table. Lines starting with `#` (the script's provenance) and
+/// blank lines are skipped. Every row's model sizes must be the catalog's:
+/// a table measured on other sizes would be compared with the wrong model.
+pub fn parse_step_table(text: &str) -> Result<Vec<StepRow>, Error> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
+    let Some((header_line, header)) = lines.next() else {
+        return Err(csv_error(1, format!("the file is empty; expected a header line with {}", COLUMNS.join(","))));
+    };
+    let names: Vec<&str> = header.split(',').map(str::trim).collect();
+    let mut at = [0usize; COLUMNS.len()];
+    for (k, col) in COLUMNS.iter().enumerate() {
+        at[k] = names.iter().position(|n| n == col).ok_or_else(|| {
+            csv_error(header_line, format!("missing column `{col}`; the header needs {}", COLUMNS.join(",")))
+        })?;
+    }
+    let mut rows = Vec::new();
+    for (line, text) in lines {
+        let fields: Vec<&str> = text.split(',').map(str::trim).collect();
+        if fields.len() != names.len() {
+            return Err(csv_error(line, format!("{} fields where the header has {}", fields.len(), names.len())));
+        }
+        let field = |k: usize| fields[at[k]];
+        let int = |k: usize, max: u64| -> Result<u64, Error> {
+            let v: u64 = field(k)
+                .parse()
+                .map_err(|_| csv_error(line, format!("`{}` is `{}`, not a whole number", COLUMNS[k], field(k))))?;
+            if v == 0 || v > max {
+                return Err(csv_error(line, format!("`{}` is {v}; it must be 1 to {max}", COLUMNS[k])));
+            }
+            Ok(v)
+        };
+        let gpu = field(0).to_string();
+        if gpu.is_empty() {
+            return Err(csv_error(
+                line,
+                "the `gpu` column is empty: the script could not tell the GPU from its name; \
+                 run it again with --gpu NAME (the catalog's name, e.g. h200)",
+            ));
+        }
+        let model = field(1).to_string();
+        let phase = match field(2) {
+            "prefill" => Phase::Prefill,
+            "decode" => Phase::Decode,
+            other => return Err(csv_error(line, format!("phase `{other}`: expected prefill or decode"))),
+        };
+        let batch = int(3, MAX_BATCH)? as u32;
+        let tokens = int(4, MAX_TOKENS)? as u32;
+        let ms: f64 = field(5)
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v > 0.0)
+            .ok_or_else(|| csv_error(line, format!("`ms` is `{}`: expected a positive number", field(5))))?;
+        let spec = ModelSpec::lookup(&model).map_err(|e| csv_error(line, e.to_string()))?;
+        let expected = [
+            spec.num_layers,
+            spec.hidden_size,
+            spec.num_heads,
+            spec.num_kv_heads,
+            spec.head_dim,
+            spec.intermediate_size,
+            spec.vocab_size,
+        ];
+        for (k, want) in (6..COLUMNS.len()).zip(expected) {
+            let got = int(k, u32::MAX as u64)?;
+            if got != want as u64 {
+                return Err(csv_error(
+                    line,
+                    format!(
+                        "{model} was measured with `{}` {got}, but the catalog's {} has {want}: the table \
+                         measured another model; measure the catalog's sizes",
+                        COLUMNS[k], spec.name
+                    ),
+                ));
+            }
+        }
+        if spec.moe.is_some() {
+            return Err(csv_error(line, format!("{model} is a mixture of experts; the script times dense models")));
+        }
+        rows.push(StepRow { line, gpu, model, phase, batch, tokens, ms });
+    }
+    if rows.is_empty() {
+        return Err(csv_error(header_line, "the table has a header and no rows"));
+    }
+    Ok(rows)
+}
+
+/// The batch a row measured, as the model counts it.
+pub fn batch_shape(row: &StepRow) -> BatchShape {
+    let mut b = BatchShape::default();
+    for _ in 0..row.batch {
+        match row.phase {
+            Phase::Prefill => b.add_prefill(0, row.tokens),
+            Phase::Decode => b.add_decode(row.tokens),
+        }
+    }
+    b
+}
+
+/// Each row beside the model's step on its GPU and model, BF16 at TP 1,
+/// with the calibration the catalog gives that GPU's family.
+pub fn compare(rows: &[StepRow]) -> Result<Vec<StepComparison>, Error> {
+    rows.iter()
+        .map(|row| {
+            let cfg = EngineConfig::from_names(&row.model, &row.gpu, Precision::Bf16)
+                .map_err(|e| csv_error(row.line, e.to_string()))?;
+            let roofline = Roofline::new(&cfg).map_err(|e| csv_error(row.line, e.to_string()))?;
+            let shape = batch_shape(row);
+            let parts = roofline.breakdown(&shape);
+            Ok(StepComparison {
+                row: row.clone(),
+                model_ms: roofline.step_time(&shape).as_secs_f64() * 1e3,
+                roofline_ms: (parts.gemm + parts.attention).as_secs_f64() * 1e3,
+            })
+        })
+        .collect()
+}
+
+/// The median |error| of the model's step and of its roofline terms alone,
+/// over the comparisons given; `None` for none.
+pub fn median_errors(c: &[&StepComparison]) -> Option<(f64, f64)> {
+    let median = |f: &dyn Fn(&StepComparison) -> f64| {
+        let mut v: Vec<f64> = c.iter().map(|x| f(x).abs()).collect();
+        v.sort_by(f64::total_cmp);
+        percentile(&v, 50.0)
+    };
+    Some((median(&|x| x.error())?, median(&|x| x.roofline_error())?))
+}
+
+/// The comparison as a text table, a line a row, then the median |error|
+/// per GPU, model and phase.
+pub fn render(c: &[StepComparison]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<8} {:<15} {:<8} {:>6} {:>7} {:>11} {:>11} {:>8} {:>13} {:>8}",
+        "gpu", "model", "phase", "batch", "tokens", "measured ms", "model ms", "error", "roofline ms", "error"
+    );
+    for x in c {
+        let r = &x.row;
+        let phase = r.phase.name();
+        let _ = writeln!(
+            out,
+            "{:<8} {:<15} {:<8} {:>6} {:>7} {:>11.3} {:>11.3} {:>+7.1}% {:>13.3} {:>+7.1}%",
+            r.gpu,
+            r.model,
+            phase,
+            r.batch,
+            r.tokens,
+            r.ms,
+            x.model_ms,
+            x.error() * 100.0,
+            x.roofline_ms,
+            x.roofline_error() * 100.0
+        );
+    }
+    let mut groups: Vec<(String, String, Phase)> = Vec::new();
+    for x in c {
+        let key = (x.row.gpu.clone(), x.row.model.clone(), x.row.phase);
+        if !groups.contains(&key) {
+            groups.push(key);
+        }
+    }
+    let _ = writeln!(out, "\nmedian |error| (rows): model's step / roofline terms alone");
+    for (gpu, model, phase) in &groups {
+        let of: Vec<&StepComparison> =
+            c.iter().filter(|x| &x.row.gpu == gpu && &x.row.model == model && x.row.phase == *phase).collect();
+        if let Some((step, roofline)) = median_errors(&of) {
+            let _ = writeln!(
+                out,
+                "{gpu} {model} {}: {:.1} % / {:.1} % ({})",
+                phase.name(),
+                step * 100.0,
+                roofline * 100.0,
+                of.len()
+            );
+        }
+    }
+    if let Some((step, roofline)) = median_errors(&c.iter().collect::<Vec<_>>()) {
+        let _ = writeln!(out, "all: {:.1} % / {:.1} % ({})", step * 100.0, roofline * 100.0, c.len());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "gpu,model,phase,batch,tokens,ms,runs,cuda_graph,weight_sets,kv_sets,\
+                          layers,hidden,heads,kv_heads,head_dim,intermediate,vocab";
+    const LLAMA_8B: &str = "32,4096,32,8,128,14336,128256";
+
+    fn row(gpu: &str, phase: &str, batch: u32, tokens: u32, ms: f64) -> String {
+        format!("{gpu},llama-3.1-8b,{phase},{batch},{tokens},{ms},5,yes,32,1,{LLAMA_8B}")
+    }
+
+    #[test]
+    fn a_table_of_the_models_own_steps_compares_at_no_error() {
+        // The table's plumbing, not a measurement: rows whose times are the
+        // model's own come back at zero error, and each row's shape is the
+        // batch it names (a decode of 16 after 1,024 is 16 tokens and 16 ×
+        // 1,024 of context; a prefill of 2 × 512 is 1,024 tokens).
+        let cfg = EngineConfig::from_names("llama-3.1-8b", "h200", Precision::Bf16).unwrap();
+        let roofline = Roofline::new(&cfg).unwrap();
+        let shapes = [("decode", 16, 1024), ("decode", 1, 128), ("prefill", 2, 512), ("prefill", 1, 8192)];
+        let mut text = format!("# made by the test\n{HEADER}\n");
+        for (phase, b, n) in shapes {
+            let r = StepRow {
+                line: 0,
+                gpu: "h200".into(),
+                model: "llama-3.1-8b".into(),
+                phase: if phase == "decode" { Phase::Decode } else { Phase::Prefill },
+                batch: b,
+                tokens: n,
+                ms: 1.0,
+            };
+            let ms = roofline.step_time(&batch_shape(&r)).as_secs_f64() * 1e3;
+            text += &row("h200", phase, b, n, ms);
+            text += "\n";
+        }
+        let rows = parse_step_table(&text).unwrap();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[0].line, 3);
+        let shape = batch_shape(&rows[0]);
+        assert_eq!((shape.tokens, shape.seqs, shape.decode_context), (16, 16, 16 * 1024));
+        let shape = batch_shape(&rows[2]);
+        assert_eq!((shape.tokens, shape.seqs, shape.prefill_context), (1024, 2, 0));
+        let c = compare(&rows).unwrap();
+        for x in &c {
+            assert!(x.error().abs() < 1e-3, "{x:?}");
+            assert!(x.roofline_ms > 0.0 && x.roofline_ms < x.model_ms, "{x:?}");
+        }
+        let text = render(&c);
+        assert!(text.contains("all: 0.0 %"), "{text}");
+        assert!(text.contains("h200 llama-3.1-8b decode: 0.0 %"), "{text}");
+    }
+
+    #[test]
+    fn a_bad_table_is_refused_with_its_line_and_the_fix() {
+        let cases = [
+            ("", "line 1: the file is empty"),
+            ("gpu,model\n", "missing column `phase`"),
+            (&format!("{HEADER}\n"), "a header and no rows"),
+            (&format!("{HEADER}\n{}\n", row("", "decode", 1, 128, 1.0)), "run it again with --gpu"),
+            (&format!("{HEADER}\n{}\n", row("h200", "both", 1, 128, 1.0)), "phase `both`"),
+            (&format!("{HEADER}\n{}\n", row("h200", "decode", 0, 128, 1.0)), "`batch` is 0"),
+            (&format!("{HEADER}\n{}\n", row("h200", "decode", 1, 128, -1.0)), "`ms` is `-1`"),
+            (&format!("{HEADER}\n{}\n", row("h200", "decode", 1, 128, f64::NAN)), "`ms` is `NaN`"),
+            (&format!("{HEADER}\nh200,llama-3.1-8b,decode,1,128,1.0\n"), "6 fields where the header has 17"),
+            (
+                &format!("{HEADER}\n{}\n", row("h200", "decode", 1, 128, 1.0).replace(",32,4096,", ",16,4096,")),
+                "`layers` 16, but the catalog's Llama-3.1-8B has 32",
+            ),
+            (
+                &format!("{HEADER}\n{}\n", row("h200", "decode", 1, 128, 1.0).replace("llama-3.1-8b", "tiny")),
+                "unknown model `tiny`",
+            ),
+            (
+                &format!(
+                    "{HEADER}\n{}\n",
+                    row("h200", "decode", 1, 128, 1.0).replace(",decode,1,", ",decode,99999999,")
+                ),
+                "`batch` is 99999999; it must be 1 to 65536",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse_step_table(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(e.starts_with("step-time table, line "), "{e}");
+        }
+        let rows = parse_step_table(&format!("{HEADER}\n{}\n", row("tpu-v9", "decode", 1, 128, 1.0))).unwrap();
+        let e = compare(&rows).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("unknown GPU `tpu-v9`"), "{e}");
+    }
+
+    #[test]
+    fn the_scripts_models_are_the_catalogs() {
+        // scripts/gpu-step-times.py keeps its own copy of the sizes (it runs
+        // where no Rust is built); a table it made must pass the check above.
+        let script = include_str!("../../../../scripts/gpu-step-times.py");
+        let mut seen = 0;
+        for line in script.lines().map(str::trim).filter(|l| l.starts_with("\"llama")) {
+            let (name, rest) = line[1..].split_once('"').unwrap();
+            let field = |key: &str| -> u32 {
+                // `heads=` is also the end of `kv_heads=`: the key must start a word.
+                let at = rest
+                    .match_indices(&format!("{key}="))
+                    .find(|(i, _)| !rest[..*i].ends_with(|c: char| c == '_' || c.is_ascii_alphanumeric()))
+                    .unwrap()
+                    .0
+                    + key.len()
+                    + 1;
+                rest[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+            };
+            let spec = ModelSpec::lookup(name).unwrap();
+            let sizes = [
+                ("layers", spec.num_layers),
+                ("hidden", spec.hidden_size),
+                ("heads", spec.num_heads),
+                ("kv_heads", spec.num_kv_heads),
+                ("head_dim", spec.head_dim),
+                ("intermediate", spec.intermediate_size),
+                ("vocab", spec.vocab_size),
+            ];
+            for (key, want) in sizes {
+                assert_eq!(field(key), want, "{name} {key}");
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 2, "the script's llama models");
+    }
+}

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Measure one GPU's prefill and decode step times for catalog models.
+
+The engine's step-time model (docs/simulator.md, "One step's time") is a
+roofline over a step's matrix products, attention and overheads. This script
+times real steps of the same shapes on the GPU at hand, with PyTorch and
+randomly initialised layers: a step's time does not depend on the weights'
+values, so nothing is downloaded. The table it writes is compared with the
+model by
+
+    cargo run --release -p goodput-sim --example step_times -- FILE.csv
+
+What a step is here (one GPU, tensor parallelism 1, BF16 weights, activations
+and KV cache):
+  * the embedding lookup of the step's tokens;
+  * every decoder layer: RMSNorm, one fused QKV projection, attention
+    (PyTorch's scaled_dot_product_attention: FlashAttention where PyTorch
+    has it), the output projection, RMSNorm, the fused gate/up projection,
+    SiLU times up, the down projection, and the two residual adds;
+  * the final RMSNorm and the LM head for the last token of each sequence
+    (engines compute logits only where they sample).
+Left out: rotary embeddings, writing the new tokens' K and V into the
+cache, sampling and the engine's scheduling (each an elementwise or host
+cost the model counts in its per-layer, per-step and per-sequence overheads,
+not in the roofline).
+
+A prefill row is `batch` prompts of `tokens` tokens each, no cached prefix,
+causal attention. A decode row is `batch` sequences making one token each
+after `tokens` cached tokens. Decode steps are captured in a CUDA graph and
+replayed, as vLLM and TensorRT-LLM replay theirs; prefill runs eagerly (its
+kernels are long enough that launching them costs little), as vLLM runs its
+prefills.
+
+Memory: the layers cycle through a few sets of weights and KV buffers (as
+many as fit in --weight-budget-gib, at least two). A set is hundreds of MB
+to GBs, far more than the GPU's L2 cache, so every layer still reads its
+weights and its KV from HBM, as a real model's would; the 70B's 140 GB of
+BF16 weights need not fit.
+
+Usage (on a GPU machine; about 2 to 4 minutes on an H100 or H200):
+
+    python3 scripts/gpu-step-times.py --out data/gpu/h200-step-times.csv
+
+and a check of the script itself on a CPU, with a tiny model (seconds):
+
+    python3 scripts/gpu-step-times.py --device cpu --quick --out /tmp/t.csv
+"""
+
+import argparse
+import datetime
+import math
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+# The catalog's models (crates/goodput-sim/src/engine/catalog/models.rs):
+# the comparison refuses a row whose sizes differ from the catalog's.
+MODELS = {
+    "llama-3.1-8b": dict(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336, vocab=128256),
+    "llama-3.1-70b": dict(layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128, intermediate=28672, vocab=128256),
+    # Only for --quick on a CPU: not in the catalog, not compared.
+    "tiny": dict(layers=4, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=512, vocab=1024),
+}
+
+# (batch, tokens) grids. Decode: tokens is the context each sequence attends to.
+DECODE = [(b, s) for b in (1, 4, 16, 64, 256) for s in (128, 1024, 4096)]
+PREFILL = [(1, 128), (1, 512), (1, 2048), (1, 8192), (4, 512), (16, 512), (4, 2048)]
+QUICK_DECODE = [(1, 64), (4, 256)]
+QUICK_PREFILL = [(1, 64), (2, 128)]
+
+# The catalog's names for the GPUs torch may report.
+GPU_NAMES = [
+    ("GH200", "gh200"),
+    ("GB200", "gb200"),
+    ("B200", "b200"),
+    ("H200", "h200"),
+    ("H100 PCIe", "h100-pcie"),
+    ("H100", "h100"),
+    ("A100-SXM4-80GB", "a100-80gb"),
+    ("A100 80GB", "a100-80gb"),
+    ("L40S", "l40s"),
+    ("L4", "l4"),
+]
+
+
+def catalog_gpu(device_name):
+    for needle, name in GPU_NAMES:
+        if needle.lower() in device_name.lower():
+            return name
+    return ""
+
+
+def rms_norm(x, w, eps=1e-5):
+    if hasattr(F, "rms_norm"):
+        return F.rms_norm(x, (x.shape[-1],), w, eps)
+    v = x.float().pow(2).mean(-1, keepdim=True)
+    return (x.float() * torch.rsqrt(v + eps)).to(x.dtype) * w
+
+
+def sdpa(q, k, v, causal):
+    """q [b, h, n, d], k and v [b, kv_h, s, d]: grouped-query attention."""
+    try:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True), "sdpa"
+    except TypeError:
+        pass
+    # Older PyTorch: no enable_gqa. Group the query heads over their KV head
+    # so that K and V are read once, as a GQA kernel reads them.
+    b, h, n, d = q.shape
+    kvh = k.shape[1]
+    g = h // kvh
+    qg = q.reshape(b, kvh, g * n, d)
+    scores = torch.matmul(qg, k.transpose(-1, -2)) / math.sqrt(d)
+    if causal:
+        s = k.shape[2]
+        mask = torch.ones(n, s, dtype=torch.bool, device=q.device).tril(s - n)
+        scores = scores.view(b, kvh, g, n, s).masked_fill(~mask, float("-inf")).view(b, kvh, g * n, s)
+    p = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    return torch.matmul(p, v).reshape(b, h, n, d), "matmul"
+
+
+class Layer:
+    def __init__(self, m, device, dtype):
+        h, d = m["hidden"], m["head_dim"]
+        qkv = (m["heads"] + 2 * m["kv_heads"]) * d
+
+        def w(rows, cols):
+            return torch.empty(rows, cols, device=device, dtype=dtype).normal_(0.0, 0.02)
+
+        self.wqkv = w(qkv, h)
+        self.wo = w(h, m["heads"] * d)
+        self.wgu = w(2 * m["intermediate"], h)
+        self.wd = w(h, m["intermediate"])
+        self.n1 = torch.ones(h, device=device, dtype=dtype)
+        self.n2 = torch.ones(h, device=device, dtype=dtype)
+
+    def bytes(self):
+        return sum(t.numel() * t.element_size() for t in (self.wqkv, self.wo, self.wgu, self.wd))
+
+
+def layer_bytes(m, dtype_bytes=2):
+    qkv = (m["heads"] + 2 * m["kv_heads"]) * m["head_dim"]
+    h, f = m["hidden"], m["intermediate"]
+    return (qkv * h + h * m["heads"] * m["head_dim"] + 3 * h * f) * dtype_bytes
+
+
+class Model:
+    def __init__(self, m, sets, device, dtype):
+        self.m = m
+        self.layers = [Layer(m, device, dtype) for _ in range(sets)]
+        self.embed = torch.empty(m["vocab"], m["hidden"], device=device, dtype=dtype).normal_(0.0, 0.02)
+        self.lm_head = torch.empty(m["vocab"], m["hidden"], device=device, dtype=dtype).normal_(0.0, 0.02)
+        self.norm = torch.ones(m["hidden"], device=device, dtype=dtype)
+        self.attention = "sdpa"
+
+    def layer(self, i, x, b, n, kv):
+        """x [b·n, hidden]; kv is None (prefill) or (k, v) of [b, kv_h, s, d]."""
+        m = self.m
+        L = self.layers[i % len(self.layers)]
+        h, kvh, d = m["heads"], m["kv_heads"], m["head_dim"]
+        y = rms_norm(x, L.n1)
+        qkv = F.linear(y, L.wqkv).view(b, n, h + 2 * kvh, d)
+        q = qkv[:, :, :h].transpose(1, 2)
+        if kv is None:
+            k = qkv[:, :, h : h + kvh].transpose(1, 2)
+            v = qkv[:, :, h + kvh :].transpose(1, 2)
+            o, self.attention = sdpa(q, k, v, causal=True)
+        else:
+            k, v = kv
+            o, self.attention = sdpa(q, k, v, causal=False)
+        o = o.transpose(1, 2).reshape(b * n, h * d)
+        x = x + F.linear(o, L.wo)
+        y = rms_norm(x, L.n2)
+        g, u = F.linear(y, L.wgu).chunk(2, dim=-1)
+        return x + F.linear(F.silu(g) * u, L.wd)
+
+    def step(self, ids, b, n, kvs):
+        """ids [b·n]; kvs: None for a prefill, else a list of (k, v) sets."""
+        x = F.embedding(ids, self.embed)
+        for i in range(self.m["layers"]):
+            x = self.layer(i, x, b, n, None if kvs is None else kvs[i % len(kvs)])
+        last = x.view(b, n, -1)[:, -1]
+        return F.linear(rms_norm(last, self.norm), self.lm_head)
+
+
+def timed(fn, device, min_reps, max_reps, budget_s):
+    """Median seconds of fn() after two warm-up calls, and the repetitions."""
+    fn()
+    fn()
+    sync(device)
+    times = []
+    while len(times) < max_reps and (len(times) < min_reps or sum(times) < budget_s):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times), len(times)
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def graphed(fn, device):
+    """fn captured in a CUDA graph (returns its replay), or fn itself where
+    capture is not possible; and whether it was captured."""
+    if device.type != "cuda":
+        return fn, False
+    try:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                fn()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        return g.replay, True
+    except Exception as e:  # noqa: BLE001 - any capture failure falls back to eager
+        print(f"  (CUDA graph capture failed, timing eagerly: {e})", file=sys.stderr)
+        sync(device)
+        return fn, False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="CSV to write")
+    ap.add_argument("--models", default="llama-3.1-8b,llama-3.1-70b", help="comma-separated: " + ", ".join(MODELS))
+    ap.add_argument("--device", default="cuda", help="cuda or cpu")
+    ap.add_argument("--gpu", default="", help="the catalog's name for the GPU (default: told from the device's name)")
+    ap.add_argument("--quick", action="store_true", help="the tiny model and a few small shapes (a check of the script)")
+    ap.add_argument("--weight-budget-gib", type=float, default=16.0, help="memory for the cycled sets of weights")
+    ap.add_argument("--kv-budget-gib", type=float, default=24.0, help="memory for the cycled sets of KV buffers")
+    ap.add_argument("--budget-s", type=float, default=1.0, help="seconds of repetitions a shape gets (3 to 20 of them)")
+    args = ap.parse_args()
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("no CUDA device: run on a GPU machine, or --device cpu --quick to check the script")
+    dtype = torch.bfloat16
+    names = ["tiny"] if args.quick else [n.strip() for n in args.models.split(",") if n.strip()]
+    for n in names:
+        if n not in MODELS:
+            sys.exit(f"unknown model {n!r}: one of {', '.join(MODELS)}")
+    decode = QUICK_DECODE if args.quick else DECODE
+    prefill = QUICK_PREFILL if args.quick else PREFILL
+    if device.type == "cuda":
+        device_name = torch.cuda.get_device_name(device)
+        cuda = torch.version.cuda or ""
+        torch.backends.cuda.matmul.allow_tf32 = False
+    else:
+        device_name = platform.processor() or platform.machine()
+        cuda = ""
+    gpu = args.gpu or catalog_gpu(device_name)
+    torch.manual_seed(0)
+
+    rows = []
+    started = time.time()
+    for name in names:
+        m = MODELS[name]
+        sets = max(2, min(m["layers"], int(args.weight_budget_gib * 2**30 // layer_bytes(m))))
+        model = Model(m, sets, device, dtype)
+        print(f"{name}: {m['layers']} layers cycling {sets} weight sets", file=sys.stderr)
+        for b, p in prefill:
+            ids = torch.randint(0, m["vocab"], (b * p,), device=device)
+            with torch.inference_mode():
+                t, reps = timed(lambda: model.step(ids, b, p, None), device, 3, 20, args.budget_s)
+            rows.append((name, "prefill", b, p, t, reps, False, sets, 0))
+            print(f"  prefill {b} x {p}: {t * 1e3:.3f} ms ({reps} runs)", file=sys.stderr)
+        kv_token_bytes = 2 * m["kv_heads"] * m["head_dim"] * 2
+        for b, s in decode:
+            per_set = b * s * kv_token_bytes
+            kv_sets = max(1, min(m["layers"], int(args.kv_budget_gib * 2**30 // per_set)))
+            if per_set > args.kv_budget_gib * 2**30:
+                print(f"  decode {b} x {s}: skipped, its KV takes more than --kv-budget-gib", file=sys.stderr)
+                continue
+            kvs = [
+                tuple(
+                    torch.empty(b, m["kv_heads"], s, m["head_dim"], device=device, dtype=dtype).normal_()
+                    for _ in range(2)
+                )
+                for _ in range(kv_sets)
+            ]
+            ids = torch.randint(0, m["vocab"], (b,), device=device)
+            with torch.inference_mode():
+                fn, graph = graphed(lambda: model.step(ids, b, 1, kvs), device)
+                t, reps = timed(fn, device, 3, 20, args.budget_s)
+            rows.append((name, "decode", b, s, t, reps, graph, sets, kv_sets))
+            print(f"  decode {b} x {s}: {t * 1e3:.3f} ms ({reps} runs, graph {graph})", file=sys.stderr)
+            del kvs, fn
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        attention = model.attention
+        del model
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    with open(args.out, "w") as f:
+        f.write("# Step times measured by scripts/gpu-step-times.py (randomly initialised layers, BF16, one GPU).\n")
+        f.write(f"# date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}\n")
+        f.write(f"# device: {device_name}; torch {torch.__version__}; CUDA {cuda or 'none'}; attention {attention}\n")
+        f.write(f"# took {time.time() - started:.0f} s; ms is the median of the runs\n")
+        f.write(
+            "gpu,model,phase,batch,tokens,ms,runs,cuda_graph,weight_sets,kv_sets,"
+            "layers,hidden,heads,kv_heads,head_dim,intermediate,vocab\n"
+        )
+        for name, phase, b, n, t, reps, graph, sets, kv_sets in rows:
+            m = MODELS[name]
+            f.write(
+                f"{gpu},{name},{phase},{b},{n},{t * 1e3:.4f},{reps},{'yes' if graph else 'no'},{sets},{kv_sets},"
+                f"{m['layers']},{m['hidden']},{m['heads']},{m['kv_heads']},{m['head_dim']},"
+                f"{m['intermediate']},{m['vocab']}\n"
+            )
+    print(f"wrote {len(rows)} rows to {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
