@@ -10,8 +10,8 @@ model by
 
     cargo run --release -p goodput-sim --example step_times -- FILE.csv
 
-What a step is here (one GPU, tensor parallelism 1, BF16 weights, activations
-and KV cache):
+What a step is here (one GPU, tensor parallelism 1; BF16 activations and KV
+cache; BF16 weights, and with --precisions fp8 also FP8 ones):
   * the embedding lookup of the step's tokens;
   * every decoder layer: RMSNorm, one fused QKV projection, attention
     (PyTorch's scaled_dot_product_attention: FlashAttention where PyTorch
@@ -19,6 +19,12 @@ and KV cache):
     SiLU times up, the down projection, and the two residual adds;
   * the final RMSNorm and the LM head for the last token of each sequence
     (engines compute logits only where they sample).
+FP8 (E4M3, one scale per tensor, as TensorRT-LLM's and vLLM's static FP8
+checkpoints scale): the four projections of every layer run as
+torch._scaled_mm on FP8 weights, each casting its BF16 input to FP8 first
+(engines fuse that cast into the norm before it) and padding the tokens to
+a multiple of 16 (PyTorch's FP8 GEMM needs it); the embedding, LM head and
+attention stay BF16, as the engine's model has them.
 Left out: rotary embeddings, writing the new tokens' K and V into the
 cache, sampling and the engine's scheduling (each an elementwise or host
 cost the model counts in its per-layer, per-step and per-sequence overheads,
@@ -122,13 +128,32 @@ def sdpa(q, k, v, causal):
     return torch.matmul(p, v).reshape(b, h, n, d), "matmul"
 
 
+FP8 = getattr(torch, "float8_e4m3fn", None)
+
+
+def linear(x, w):
+    """x [n, in] times w [out, in] transposed; w BF16, or FP8 beside its scale."""
+    if isinstance(w, torch.Tensor):
+        return F.linear(x, w)
+    w, scale = w
+    n = x.shape[0]
+    pad = -n % 16
+    if pad:
+        x = F.pad(x, (0, 0, 0, pad))
+    y = torch._scaled_mm(x.to(FP8), w.t(), scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+    return y[:n] if pad else y
+
+
 class Layer:
-    def __init__(self, m, device, dtype):
+    def __init__(self, m, device, dtype, fp8):
         h, d = m["hidden"], m["head_dim"]
         qkv = (m["heads"] + 2 * m["kv_heads"]) * d
 
+        scale = torch.ones((), device=device, dtype=torch.float32)
+
         def w(rows, cols):
-            return torch.empty(rows, cols, device=device, dtype=dtype).normal_(0.0, 0.02)
+            t = torch.empty(rows, cols, device=device, dtype=dtype).normal_(0.0, 0.02)
+            return (t.to(FP8), scale) if fp8 else t
 
         self.wqkv = w(qkv, h)
         self.wo = w(h, m["heads"] * d)
@@ -136,9 +161,6 @@ class Layer:
         self.wd = w(h, m["intermediate"])
         self.n1 = torch.ones(h, device=device, dtype=dtype)
         self.n2 = torch.ones(h, device=device, dtype=dtype)
-
-    def bytes(self):
-        return sum(t.numel() * t.element_size() for t in (self.wqkv, self.wo, self.wgu, self.wd))
 
 
 def layer_bytes(m, dtype_bytes=2):
@@ -148,9 +170,9 @@ def layer_bytes(m, dtype_bytes=2):
 
 
 class Model:
-    def __init__(self, m, sets, device, dtype):
+    def __init__(self, m, sets, device, dtype, fp8):
         self.m = m
-        self.layers = [Layer(m, device, dtype) for _ in range(sets)]
+        self.layers = [Layer(m, device, dtype, fp8) for _ in range(sets)]
         self.embed = torch.empty(m["vocab"], m["hidden"], device=device, dtype=dtype).normal_(0.0, 0.02)
         self.lm_head = torch.empty(m["vocab"], m["hidden"], device=device, dtype=dtype).normal_(0.0, 0.02)
         self.norm = torch.ones(m["hidden"], device=device, dtype=dtype)
@@ -162,7 +184,7 @@ class Model:
         L = self.layers[i % len(self.layers)]
         h, kvh, d = m["heads"], m["kv_heads"], m["head_dim"]
         y = rms_norm(x, L.n1)
-        qkv = F.linear(y, L.wqkv).view(b, n, h + 2 * kvh, d)
+        qkv = linear(y, L.wqkv).view(b, n, h + 2 * kvh, d)
         q = qkv[:, :, :h].transpose(1, 2)
         if kv is None:
             k = qkv[:, :, h : h + kvh].transpose(1, 2)
@@ -172,10 +194,10 @@ class Model:
             k, v = kv
             o, self.attention = sdpa(q, k, v, causal=False)
         o = o.transpose(1, 2).reshape(b * n, h * d)
-        x = x + F.linear(o, L.wo)
+        x = x + linear(o, L.wo)
         y = rms_norm(x, L.n2)
-        g, u = F.linear(y, L.wgu).chunk(2, dim=-1)
-        return x + F.linear(F.silu(g) * u, L.wd)
+        g, u = linear(y, L.wgu).chunk(2, dim=-1)
+        return x + linear(F.silu(g) * u, L.wd)
 
     def step(self, ids, b, n, kvs):
         """ids [b·n]; kvs: None for a prefill, else a list of (k, v) sets."""
@@ -234,11 +256,55 @@ def graphed(fn, device):
         return fn, False
 
 
+def measure(args, device, dtype, name, precision, prefill, decode, write):
+    """Times the grid for one model at one precision; returns how attention ran."""
+    m = MODELS[name]
+    fp8 = precision == "fp8"
+    per_layer = layer_bytes(m, 1 if fp8 else 2)
+    sets = max(2, min(m["layers"], int(args.weight_budget_gib * 2**30 // per_layer)))
+    model = Model(m, sets, device, dtype, fp8)
+    print(f"{name} {precision}: {m['layers']} layers cycling {sets} weight sets", file=sys.stderr)
+    for b, p in prefill:
+        ids = torch.randint(0, m["vocab"], (b * p,), device=device)
+        with torch.inference_mode():
+            t, reps = timed(lambda: model.step(ids, b, p, None), device, 3, 20, args.budget_s)
+        write(name, precision, "prefill", b, p, t, reps, False, sets, 0)
+        print(f"  prefill {b} x {p}: {t * 1e3:.3f} ms ({reps} runs)", file=sys.stderr)
+    kv_token_bytes = 2 * m["kv_heads"] * m["head_dim"] * 2
+    for b, s in decode:
+        per_set = b * s * kv_token_bytes
+        if per_set > args.kv_budget_gib * 2**30:
+            print(f"  decode {b} x {s}: skipped, its KV takes more than --kv-budget-gib", file=sys.stderr)
+            continue
+        kv_sets = max(1, min(m["layers"], int(args.kv_budget_gib * 2**30 // per_set)))
+        kvs = [
+            tuple(
+                torch.empty(b, m["kv_heads"], s, m["head_dim"], device=device, dtype=dtype).normal_() for _ in range(2)
+            )
+            for _ in range(kv_sets)
+        ]
+        ids = torch.randint(0, m["vocab"], (b,), device=device)
+        with torch.inference_mode():
+            fn, graph = graphed(lambda: model.step(ids, b, 1, kvs), device)
+            t, reps = timed(fn, device, 3, 20, args.budget_s)
+        write(name, precision, "decode", b, s, t, reps, graph, sets, kv_sets)
+        print(f"  decode {b} x {s}: {t * 1e3:.3f} ms ({reps} runs, graph {graph})", file=sys.stderr)
+        kvs = fn = None  # frees the KV buffers and the graph before the next shape
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return model.attention
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="CSV to write")
     ap.add_argument("--models", default="llama-3.1-8b,llama-3.1-70b", help="comma-separated: " + ", ".join(MODELS))
     ap.add_argument("--device", default="cuda", help="cuda or cpu")
+    ap.add_argument(
+        "--precisions",
+        default="",
+        help="weights to time: bf16, fp8 (default: both where the GPU has FP8 tensor cores, else bf16)",
+    )
     ap.add_argument("--gpu", default="", help="the catalog's name for the GPU (default: told from the device's name)")
     ap.add_argument("--quick", action="store_true", help="the tiny model and a few small shapes (a check of the script)")
     ap.add_argument("--weight-budget-gib", type=float, default=16.0, help="memory for the cycled sets of weights")
@@ -264,66 +330,56 @@ def main():
         device_name = platform.processor() or platform.machine()
         cuda = ""
     gpu = args.gpu or catalog_gpu(device_name)
+    if args.precisions:
+        precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    elif device.type == "cuda" and torch.cuda.get_device_capability(device) >= (8, 9) and FP8 is not None:
+        precisions = ["bf16", "fp8"]
+    else:
+        precisions = ["bf16"]
+    for p in precisions:
+        if p not in ("bf16", "fp8"):
+            sys.exit(f"unknown precision {p!r}: bf16 or fp8")
+        if p == "fp8" and FP8 is None:
+            sys.exit("this PyTorch has no float8_e4m3fn: time bf16 only (--precisions bf16)")
     torch.manual_seed(0)
 
-    rows = []
     started = time.time()
-    for name in names:
+    out = open(args.out, "w")
+    out.write("# Step times measured by scripts/gpu-step-times.py (randomly initialised layers, one GPU, TP 1).\n")
+    out.write(f"# date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}\n")
+    out.write(f"# device: {device_name}; torch {torch.__version__}; CUDA {cuda or 'none'}\n")
+    out.write("# ms is the median of the runs; rows are written as they are measured\n")
+    out.write(
+        "gpu,model,precision,phase,batch,tokens,ms,runs,cuda_graph,weight_sets,kv_sets,"
+        "layers,hidden,heads,kv_heads,head_dim,intermediate,vocab\n"
+    )
+    out.flush()
+    rows = 0
+
+    def write(name, precision, phase, b, n, t, reps, graph, sets, kv_sets):
+        nonlocal rows
         m = MODELS[name]
-        sets = max(2, min(m["layers"], int(args.weight_budget_gib * 2**30 // layer_bytes(m))))
-        model = Model(m, sets, device, dtype)
-        print(f"{name}: {m['layers']} layers cycling {sets} weight sets", file=sys.stderr)
-        for b, p in prefill:
-            ids = torch.randint(0, m["vocab"], (b * p,), device=device)
-            with torch.inference_mode():
-                t, reps = timed(lambda: model.step(ids, b, p, None), device, 3, 20, args.budget_s)
-            rows.append((name, "prefill", b, p, t, reps, False, sets, 0))
-            print(f"  prefill {b} x {p}: {t * 1e3:.3f} ms ({reps} runs)", file=sys.stderr)
-        kv_token_bytes = 2 * m["kv_heads"] * m["head_dim"] * 2
-        for b, s in decode:
-            per_set = b * s * kv_token_bytes
-            kv_sets = max(1, min(m["layers"], int(args.kv_budget_gib * 2**30 // per_set)))
-            if per_set > args.kv_budget_gib * 2**30:
-                print(f"  decode {b} x {s}: skipped, its KV takes more than --kv-budget-gib", file=sys.stderr)
-                continue
-            kvs = [
-                tuple(
-                    torch.empty(b, m["kv_heads"], s, m["head_dim"], device=device, dtype=dtype).normal_()
-                    for _ in range(2)
-                )
-                for _ in range(kv_sets)
-            ]
-            ids = torch.randint(0, m["vocab"], (b,), device=device)
-            with torch.inference_mode():
-                fn, graph = graphed(lambda: model.step(ids, b, 1, kvs), device)
-                t, reps = timed(fn, device, 3, 20, args.budget_s)
-            rows.append((name, "decode", b, s, t, reps, graph, sets, kv_sets))
-            print(f"  decode {b} x {s}: {t * 1e3:.3f} ms ({reps} runs, graph {graph})", file=sys.stderr)
-            del kvs, fn
+        out.write(
+            f"{gpu},{name},{precision},{phase},{b},{n},{t * 1e3:.4f},{reps},{'yes' if graph else 'no'},{sets},"
+            f"{kv_sets},{m['layers']},{m['hidden']},{m['heads']},{m['kv_heads']},{m['head_dim']},"
+            f"{m['intermediate']},{m['vocab']}\n"
+        )
+        out.flush()
+        rows += 1
+
+    for name in names:
+        for precision in precisions:
+            try:
+                attention = measure(args, device, dtype, name, precision, prefill, decode, write)
+                out.write(f"# {name} {precision}: attention by {attention}\n")
+            except Exception as e:  # noqa: BLE001 - one model's failure leaves the others' rows
+                print(f"{name} {precision}: failed: {e}", file=sys.stderr)
+                out.write(f"# {name} {precision}: failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}\n")
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-        attention = model.attention
-        del model
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-
-    with open(args.out, "w") as f:
-        f.write("# Step times measured by scripts/gpu-step-times.py (randomly initialised layers, BF16, one GPU).\n")
-        f.write(f"# date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}\n")
-        f.write(f"# device: {device_name}; torch {torch.__version__}; CUDA {cuda or 'none'}; attention {attention}\n")
-        f.write(f"# took {time.time() - started:.0f} s; ms is the median of the runs\n")
-        f.write(
-            "gpu,model,phase,batch,tokens,ms,runs,cuda_graph,weight_sets,kv_sets,"
-            "layers,hidden,heads,kv_heads,head_dim,intermediate,vocab\n"
-        )
-        for name, phase, b, n, t, reps, graph, sets, kv_sets in rows:
-            m = MODELS[name]
-            f.write(
-                f"{gpu},{name},{phase},{b},{n},{t * 1e3:.4f},{reps},{'yes' if graph else 'no'},{sets},{kv_sets},"
-                f"{m['layers']},{m['hidden']},{m['heads']},{m['kv_heads']},{m['head_dim']},"
-                f"{m['intermediate']},{m['vocab']}\n"
-            )
-    print(f"wrote {len(rows)} rows to {args.out}", file=sys.stderr)
+    out.write(f"# took {time.time() - started:.0f} s\n")
+    out.close()
+    print(f"wrote {rows} rows to {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

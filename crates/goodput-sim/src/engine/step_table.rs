@@ -1,6 +1,7 @@
 //! The check of the step-time model against step times measured on a GPU:
-//! reads the table `scripts/gpu-step-times.py` writes (one GPU, TP 1, BF16,
-//! prefill and decode steps of randomly initialised catalog models) and
+//! reads the table `scripts/gpu-step-times.py` writes (one GPU, TP 1, BF16
+//! or FP8 weights, prefill and decode steps of randomly initialised catalog
+//! models) and
 //! sets each row beside the roofline's [`Roofline::step_time`] for the same
 //! batch (docs/simulator.md, "Step times measured on a GPU").
 
@@ -57,6 +58,9 @@ pub struct StepRow {
     pub line: usize,
     pub gpu: String,
     pub model: String,
+    /// The weights' precision (the optional `precision` column, bf16 where
+    /// it is absent); activations and the KV cache are 16-bit.
+    pub precision: Precision,
     pub phase: Phase,
     pub batch: u32,
     pub tokens: u32,
@@ -111,6 +115,7 @@ pub fn parse_step_table(text: &str) -> Result<Vec<StepRow>, Error> {
             csv_error(header_line, format!("missing column `{col}`; the header needs {}", COLUMNS.join(",")))
         })?;
     }
+    let precision_at = names.iter().position(|n| *n == "precision");
     let mut rows = Vec::new();
     for (line, text) in lines {
         let fields: Vec<&str> = text.split(',').map(str::trim).collect();
@@ -140,6 +145,13 @@ pub fn parse_step_table(text: &str) -> Result<Vec<StepRow>, Error> {
             "prefill" => Phase::Prefill,
             "decode" => Phase::Decode,
             other => return Err(csv_error(line, format!("phase `{other}`: expected prefill or decode"))),
+        };
+        let precision = match precision_at.map(|k| fields[k]) {
+            None | Some("bf16") => Precision::Bf16,
+            Some("fp8") => Precision::Fp8,
+            Some(other) => {
+                return Err(csv_error(line, format!("precision `{other}`: the script times bf16 or fp8 weights")))
+            }
         };
         let batch = int(3, MAX_BATCH)? as u32;
         let tokens = int(4, MAX_TOKENS)? as u32;
@@ -174,7 +186,7 @@ pub fn parse_step_table(text: &str) -> Result<Vec<StepRow>, Error> {
         if spec.moe.is_some() {
             return Err(csv_error(line, format!("{model} is a mixture of experts; the script times dense models")));
         }
-        rows.push(StepRow { line, gpu, model, phase, batch, tokens, ms });
+        rows.push(StepRow { line, gpu, model, precision, phase, batch, tokens, ms });
     }
     if rows.is_empty() {
         return Err(csv_error(header_line, "the table has a header and no rows"));
@@ -194,12 +206,13 @@ pub fn batch_shape(row: &StepRow) -> BatchShape {
     b
 }
 
-/// Each row beside the model's step on its GPU and model, BF16 at TP 1,
-/// with the calibration the catalog gives that GPU's family.
+/// Each row beside the model's step on its GPU and model at its precision
+/// (a 16-bit KV cache), TP 1, with the calibration the catalog gives that
+/// GPU's family.
 pub fn compare(rows: &[StepRow]) -> Result<Vec<StepComparison>, Error> {
     rows.iter()
         .map(|row| {
-            let cfg = EngineConfig::from_names(&row.model, &row.gpu, Precision::Bf16)
+            let cfg = EngineConfig::from_names(&row.model, &row.gpu, row.precision)
                 .map_err(|e| csv_error(row.line, e.to_string()))?;
             let roofline = Roofline::new(&cfg).map_err(|e| csv_error(row.line, e.to_string()))?;
             let shape = batch_shape(row);
@@ -230,17 +243,18 @@ pub fn render(c: &[StepComparison]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<8} {:<15} {:<8} {:>6} {:>7} {:>11} {:>11} {:>8} {:>13} {:>8}",
-        "gpu", "model", "phase", "batch", "tokens", "measured ms", "model ms", "error", "roofline ms", "error"
+        "{:<8} {:<15} {:<5} {:<8} {:>6} {:>7} {:>11} {:>11} {:>8} {:>13} {:>8}",
+        "gpu", "model", "prec", "phase", "batch", "tokens", "measured ms", "model ms", "error", "roofline ms", "error"
     );
     for x in c {
         let r = &x.row;
         let phase = r.phase.name();
         let _ = writeln!(
             out,
-            "{:<8} {:<15} {:<8} {:>6} {:>7} {:>11.3} {:>11.3} {:>+7.1}% {:>13.3} {:>+7.1}%",
+            "{:<8} {:<15} {:<5} {:<8} {:>6} {:>7} {:>11.3} {:>11.3} {:>+7.1}% {:>13.3} {:>+7.1}%",
             r.gpu,
             r.model,
+            r.precision.as_str(),
             phase,
             r.batch,
             r.tokens,
@@ -251,21 +265,25 @@ pub fn render(c: &[StepComparison]) -> String {
             x.roofline_error() * 100.0
         );
     }
-    let mut groups: Vec<(String, String, Phase)> = Vec::new();
+    let mut groups: Vec<(String, String, Precision, Phase)> = Vec::new();
     for x in c {
-        let key = (x.row.gpu.clone(), x.row.model.clone(), x.row.phase);
+        let key = (x.row.gpu.clone(), x.row.model.clone(), x.row.precision, x.row.phase);
         if !groups.contains(&key) {
             groups.push(key);
         }
     }
     let _ = writeln!(out, "\nmedian |error| (rows): model's step / roofline terms alone");
-    for (gpu, model, phase) in &groups {
-        let of: Vec<&StepComparison> =
-            c.iter().filter(|x| &x.row.gpu == gpu && &x.row.model == model && x.row.phase == *phase).collect();
+    for (gpu, model, precision, phase) in &groups {
+        let of: Vec<&StepComparison> = c
+            .iter()
+            .filter(|x| {
+                &x.row.gpu == gpu && &x.row.model == model && x.row.precision == *precision && x.row.phase == *phase
+            })
+            .collect();
         if let Some((step, roofline)) = median_errors(&of) {
             let _ = writeln!(
                 out,
-                "{gpu} {model} {}: {:.1} % / {:.1} % ({})",
+                "{gpu} {model} {precision} {}: {:.1} % / {:.1} % ({})",
                 phase.name(),
                 step * 100.0,
                 roofline * 100.0,
@@ -306,6 +324,7 @@ mod tests {
                 line: 0,
                 gpu: "h200".into(),
                 model: "llama-3.1-8b".into(),
+                precision: Precision::Bf16,
                 phase: if phase == "decode" { Phase::Decode } else { Phase::Prefill },
                 batch: b,
                 tokens: n,
@@ -329,7 +348,7 @@ mod tests {
         }
         let text = render(&c);
         assert!(text.contains("all: 0.0 %"), "{text}");
-        assert!(text.contains("h200 llama-3.1-8b decode: 0.0 %"), "{text}");
+        assert!(text.contains("h200 llama-3.1-8b bf16 decode: 0.0 %"), "{text}");
     }
 
     #[test]
@@ -365,9 +384,38 @@ mod tests {
             assert!(e.contains(want), "{text:?}: {e}");
             assert!(e.starts_with("step-time table, line "), "{e}");
         }
+        let with_precision = HEADER.replace("model,", "model,precision,");
+        let fp8 = row("h200", "decode", 1, 128, 1.0).replace("llama-3.1-8b,", "llama-3.1-8b,fp4,");
+        let e = parse_step_table(&format!("{with_precision}\n{fp8}\n")).unwrap_err().to_string();
+        assert!(e.contains("precision `fp4`: the script times bf16 or fp8 weights"), "{e}");
         let rows = parse_step_table(&format!("{HEADER}\n{}\n", row("tpu-v9", "decode", 1, 128, 1.0))).unwrap();
         let e = compare(&rows).unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("unknown GPU `tpu-v9`"), "{e}");
+    }
+
+    #[test]
+    fn fp8_rows_compare_with_the_fp8_model() {
+        // The precision column picks the model's precision: an FP8 decode
+        // reads half the weights, so its model step is shorter, and a row
+        // carrying the FP8 model's time compares at no error.
+        let with_precision = HEADER.replace("model,", "model,precision,");
+        let step = |p: Precision| {
+            let cfg = EngineConfig::from_names("llama-3.1-8b", "h100", p).unwrap();
+            let mut b = BatchShape::default();
+            b.add_decode(1024);
+            Roofline::new(&cfg).unwrap().step_time(&b).as_secs_f64() * 1e3
+        };
+        let (bf16, fp8) = (step(Precision::Bf16), step(Precision::Fp8));
+        assert!(fp8 < 0.7 * bf16, "{fp8} {bf16}");
+        let line = |p: &str, ms: f64| {
+            row("h100", "decode", 1, 1024, ms).replace("llama-3.1-8b,", &format!("llama-3.1-8b,{p},"))
+        };
+        let text = format!("{with_precision}\n{}\n{}\n", line("fp8", fp8), line("bf16", bf16));
+        let rows = parse_step_table(&text).unwrap();
+        assert_eq!((rows[0].precision, rows[1].precision), (Precision::Fp8, Precision::Bf16));
+        for x in compare(&rows).unwrap() {
+            assert!(x.error().abs() < 1e-3, "{x:?}");
+        }
     }
 
     #[test]
