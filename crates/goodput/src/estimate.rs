@@ -52,7 +52,7 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
     let trace = setup::trace(&a.load)?;
     let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
-    crate::virtual_point::check_context(cfg, &workload, "--model picks another")?;
+    crate::virtual_point::check_context(cfg, &workload, prompt_kind(a.api), "--model picks another")?;
     // The engine modelled runs on tp × dp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
     setup::check_fail_on_slo(&a.judge, &opts)?;

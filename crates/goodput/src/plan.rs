@@ -388,6 +388,26 @@ fn plan_trace(a: &PlanArgs, t: &setup::LoadedTrace, path: &Path) -> Result<PlanT
     if t.entries.is_empty() {
         bail!("--trace {} holds no request: give a trace with at least one line", path.display());
     }
+    // Its span at each speed: a trace whose requests all come at one instant
+    // replays the same at every speed (its offered rate has no value), and
+    // one slowed past the clock's horizon cannot be run.
+    let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
+    if span.is_zero() {
+        bail!(
+            "--trace {}: its {} request(s) all come at the same instant, so replaying it faster or slower changes \
+             nothing: give a trace whose requests are spread in time, or plan closed loops of users (--concurrency)",
+            path.display(),
+            t.entries.len()
+        );
+    }
+    if let Some(slow) = speeds.first().filter(|&&s| span.as_secs_f64() / s > goodput_core::HORIZON.as_secs_f64()) {
+        bail!(
+            "--trace-speed {}: the trace's last request would come {} s after its first, more than 100 years, \
+             longer than any run: give a higher --trace-speed",
+            goodput_core::util::number_text(*slow),
+            goodput_core::util::number_text(span.as_secs_f64() / slow)
+        );
+    }
     Ok(PlanTrace { entries: t.entries.to_vec(), file: path.display().to_string(), speeds, routers })
 }
 
@@ -420,13 +440,30 @@ fn check_args(a: &PlanArgs) -> Result<()> {
             bail!("--gpu {} is given twice{same}: name each GPU type once, with its price", g.name);
         }
     }
-    for (flag, list) in [("--tp", &a.tp.0), ("--max-num-batched-tokens", &a.max_num_batched_tokens.0)] {
-        if list.iter().any(|&v| v > u64::from(u32::MAX)) {
-            bail!("{flag}: {} is too large", list.iter().max().unwrap_or(&0));
+    // A split wider than the most GPUs --gpus allows could never be tried
+    // (it had been clamped to 4,096, and a refusal then named that).
+    for (flag, list) in [("--tp", &a.tp.0), ("--pp", &a.pp.0), ("--ep", &a.ep.0)] {
+        if let Some(v) = list.iter().find(|&&v| v > u64::from(MAX_GPUS)) {
+            bail!("{flag} {v}: more GPUs than the most a plan may take (--gpus at most {MAX_GPUS})");
         }
+    }
+    if let Some(v) = a.max_num_batched_tokens.0.iter().find(|&&v| v > u64::from(u32::MAX)) {
+        bail!("--max-num-batched-tokens {v}: at most {} tokens", u32::MAX);
+    }
+    if a.shape.requests == Some(0) {
+        bail!("--requests (-n) 0: each point needs at least 1 request");
+    }
+    if a.shape.arrival != crate::cli::ArrivalArg::Poisson || a.shape.burstiness.is_some() {
+        bail!(
+            "--arrival and --burstiness shape an open-loop (--rate) schedule, which plan does not run: its points \
+             are closed loops of users (--concurrency), or a trace replayed at its own times (--trace)"
+        );
     }
     Ok(())
 }
+
+/// The most GPUs a plan may take (`--gpus`), so the widest split it may try.
+const MAX_GPUS: u32 = 4096;
 
 /// The percentile the SLO judges TPOT at (else TTFT), when it names one.
 fn slo_percentile(s: &Slo) -> Option<f64> {
@@ -633,7 +670,7 @@ impl Search<'_> {
         let ratios = pd_ratios(a.pd.as_deref())?;
         let routers = self.trace.as_ref().map_or(vec![RouterPolicy::LeastLoaded], |t| t.routers.clone());
         let sorted = |l: &crate::cli::CountList| {
-            let mut v: Vec<u32> = l.0.iter().map(|&x| x.min(4096) as u32).collect();
+            let mut v: Vec<u32> = l.0.iter().map(|&x| x.min(u64::from(MAX_GPUS)) as u32).collect();
             v.sort_unstable();
             v.dedup();
             v
@@ -914,7 +951,7 @@ impl Search<'_> {
         if c.pd.is_some_and(|pd| pd.decode_tp.is_some() || pd.decode_ep.is_some()) {
             kv_capacity(&cfg.pool(true)).context("the decode pool")?;
         }
-        crate::virtual_point::check_context(&cfg, &self.workload, "choose another model")
+        crate::virtual_point::check_context(&cfg, &self.workload, self.prompts, "choose another model")
     }
 
     fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision) -> Candidate {

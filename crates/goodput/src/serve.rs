@@ -85,7 +85,11 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
          routes: /v1/chat/completions /v1/completions /v1/messages /api/chat /api/generate \
          /generate_stream /generate /completion · /v1/models /api/tags /info /health /metrics",
         limits.max_connections,
-        limits.head_timeout.as_secs()
+        limits.head_timeout.as_secs(),
+        // The served names come from the command line or a model's
+        // config.json: their control characters are shown escaped, as
+        // estimate, plan and report show them.
+        what = crate::output::shown(&what)
     );
     let stop = tokio_util::sync::CancellationToken::new();
     let view = show_status(&a, addr, status, &stop);

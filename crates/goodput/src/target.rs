@@ -187,7 +187,12 @@ pub fn check_embedded_context(t: &TargetArgs, sim: &SimArgs, workload: &goodput_
         return Ok(());
     }
     let other = format!("the embedded simulated engine serves {}; --sim-model picks another", sim.sim_model);
-    crate::virtual_point::check_context(&embedded_engine(sim)?, workload, &other)
+    crate::virtual_point::check_context(
+        &embedded_engine(sim)?,
+        workload,
+        crate::virtual_point::prompt_kind(t.api),
+        &other,
+    )
 }
 
 /// The embedded server's app: the simulated engine or the fixed profile.

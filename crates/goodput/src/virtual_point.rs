@@ -29,6 +29,12 @@ pub fn model_spec(model: &str) -> Result<ModelSpec> {
     let path = Path::new(model);
     if path.is_dir() {
         let config = path.join("config.json");
+        if config.is_dir() {
+            bail!(
+                "--model {model}: its config.json is itself a folder, not the model's config file: give the path \
+                 of the model's config.json"
+            );
+        }
         if !config.is_file() {
             bail!("--model {model} is a folder with no config.json in it: give the path of the model's config.json");
         }
@@ -162,10 +168,24 @@ pub fn refuse_unused_sizes(hw: &EngineHwArgs, tp_typed: bool, ep_typed: bool) ->
 /// Refuses, before a run, a workload whose longest request (as its flags
 /// give it) `cfg`'s model cannot hold, in the engine's own words: the engine
 /// refuses every such request (`estimate` stopped at the first, the embedded
-/// server answered 400). `other` says how to pick another model.
-pub fn check_context(cfg: &EngineConfig, workload: &Workload, other: &str) -> Result<()> {
+/// server answered 400). The prompt counts what `prompts` adds to a first
+/// turn's (the chat template, a raw prompt's BOS), as the engine counts it;
+/// `other` says how to pick another model.
+pub fn check_context(cfg: &EngineConfig, workload: &Workload, prompts: PromptKind, other: &str) -> Result<()> {
     let Some((input, output, flags)) = longest_request(workload) else { return Ok(()) };
-    cfg.model.check_context(input, output).map_err(|m| anyhow!("{flags}: {m} ({other})"))
+    let extra = u64::from(prompts.first_turn_extra(cfg.chat_template));
+    cfg.model.check_context(input + extra, output).map_err(|m| {
+        let added = match prompts {
+            _ if extra == 0 => String::new(),
+            PromptKind::Chat => format!(
+                "; the prompt counts the {extra} tokens the {} chat template adds (--chat-template none, or --api \
+                 completions, leaves them out)",
+                cfg.chat_template.name()
+            ),
+            _ => format!("; the prompt counts the {extra} token(s) of the model's BOS"),
+        };
+        anyhow!("{flags}: {m}{added} ({other})")
+    })
 }
 
 /// A workload's longest request: prompt and output tokens (the most a

@@ -600,11 +600,11 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         };
         virtual_point::refuse_unused_sizes(&a.hw, a.given.has("tp"), a.given.has("ep"))?;
         let cfg = EngineConfig::try_from(&engine)?;
-        virtual_point::check_context(&cfg, &workload, "--model picks another")?;
+        let prompts = virtual_point::prompt_kind(a.target.api);
+        virtual_point::check_context(&cfg, &workload, prompts, "--model picks another")?;
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
         let target = virtual_point::target_of(&cfg);
         let ec = EngineSettings::from(&cfg);
-        let prompts = virtual_point::prompt_kind(a.target.api);
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
         crate::target::check_embedded_context(&a.target, &a.sim, &workload)?;

@@ -1689,6 +1689,9 @@ fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let (zero, device, line) = ("/dev/zero", "/dev/zero is a character device", "line 1 is longer than 64 MiB");
     // A model's config.json is read where --model names a .json.
+    // A folder whose config.json is itself a folder.
+    let nested = tempfile::tempdir().unwrap();
+    std::fs::create_dir(nested.path().join("config.json")).unwrap();
     let model = dir.path().join("model.json");
     std::os::unix::fs::symlink(zero, &model).unwrap();
     let os =
@@ -1712,6 +1715,7 @@ fn endless_and_unreadable_inputs_are_refused_at_their_bound() {
         // A folder is read for the config.json in it (a downloaded model's).
         (os(&[&"estimate", &"--model", &dir.path()]), "is a folder with no config.json in it"),
         (os(&[&"plan", &"--gpu", &"h100", &"--model", &dir.path()]), "is a folder with no config.json in it"),
+        (os(&[&"estimate", &"--model", &nested.path()]), "its config.json is itself a folder"),
     ];
     for (args, says) in cases {
         let err = goodput().args(&args).timeout(Duration::from_secs(20)).refusal();
@@ -2043,4 +2047,47 @@ fn gpus_without_a_price_is_noted() {
     let out =
         goodput().args(["bench", "-q", "-n", "2", "--gpus", "4", "--gpu-hour-usd", "2"]).args(FAST).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("note: --gpus"), "a price given: no note");
+}
+
+#[test]
+fn serve_shows_a_config_s_control_characters_escaped() {
+    // A model's name comes from its config.json: an escape sequence and a
+    // line break in it had reached the terminal raw in serve's banner,
+    // where estimate, plan and report escape them.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("config.json");
+    std::fs::write(
+        &model,
+        r#"{"_name_or_path":"a\u001b[31mred\nline","num_hidden_layers":2,"hidden_size":256,"num_attention_heads":4,
+            "num_key_value_heads":2,"intermediate_size":512,"vocab_size":1000,"max_position_embeddings":4096}"#,
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["serve", "--port", "0", "-q", "--model"])
+        .arg(&model)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _guard = Kill(child);
+    let mut banner = Vec::new();
+    for l in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+        let done = l.starts_with("listening on ");
+        banner.push(l);
+        if done {
+            break;
+        }
+    }
+    let banner = banner.join("\n");
+    assert!(banner.contains("serving 'a\\u{1b}[31mred\\u{a}line'"), "{banner}");
+    assert!(!banner.contains('\u{1b}'), "{banner}");
+    // Two lines: the banner's own break, none from the name.
+    assert_eq!(banner.lines().count(), 2, "{banner}");
 }

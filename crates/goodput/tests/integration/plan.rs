@@ -198,6 +198,20 @@ fn plan_refuses_what_it_cannot_search() {
     assert!(err.contains("less than a millionth of a dollar an hour"), "{err}");
     let err = goodput().args(["estimate", "-n", "2", "--gpu-hour-usd", "1e-9"]).refusal();
     assert!(err.contains("--gpu-hour-usd 1e-9 is less than a millionth"), "{err}");
+    // Settings plan has no use for are refused, not ignored: its points are
+    // closed loops or a trace, never an open-loop schedule, and each needs
+    // a request; a split past the GPU cap is named as typed (it had been
+    // clamped to 4,096 first, and the refusal named that).
+    let err = goodput().args(["plan", "--gpu", "h100", "--arrival", "gamma"]).refusal();
+    assert!(err.contains("--arrival and --burstiness shape an open-loop"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100", "--burstiness", "0.1"]).refusal();
+    assert!(err.contains("which plan does not run"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100", "-n", "0"]).refusal();
+    assert!(err.contains("at least 1 request"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100", "--ep", "4294967295"]).refusal();
+    assert!(err.contains("--ep 4294967295: more GPUs than the most a plan may take (--gpus at most 4096)"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100", "--tp", "1,4294967298"]).refusal();
+    assert!(err.contains("--tp 4294967298"), "{err}");
 }
 
 #[test]
@@ -393,6 +407,16 @@ fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
     assert!(err.contains("--concurrency") && err.contains("--trace-speed"), "{err}");
     let err = goodput().args(["plan", "--gpu", "h100", "--trace-speed", "0,1", "--trace"]).arg(&trace).refusal();
     assert!(err.contains("positive"), "{err}");
+    // A speed that slows the trace past the clock's horizon is refused up
+    // front (1e-300 had panicked converting the stretched times), and so is
+    // a trace of one instant, which every speed replays alike (its offered
+    // rate had been written as null, which report then refused).
+    let err = goodput().args(["plan", "--gpu", "h100", "--trace-speed", "1e-300,1", "--trace"]).arg(&trace).refusal();
+    assert!(err.contains("--trace-speed 1e-300") && err.contains("more than 100 years"), "{err}");
+    let instant = dir.path().join("instant.jsonl");
+    std::fs::write(&instant, "{\"timestamp\":0,\"input_tokens\":100,\"output_tokens\":10}\n".repeat(3)).unwrap();
+    let err = goodput().args(["plan", "--gpu", "h100", "--trace"]).arg(&instant).refusal();
+    assert!(err.contains("3 request(s) all come at the same instant"), "{err}");
 }
 
 /// A model one GPU cannot hold is disaggregated over pipeline-parallel
@@ -716,4 +740,32 @@ fn report_fails_a_frontier_that_missed_its_slo_and_refuses_what_it_cannot_apply(
         assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
         assert!(err.contains("is a frontier") && err.contains(says), "{flags:?}: {err}");
     }
+}
+
+#[test]
+fn the_context_check_counts_the_chat_template_and_says_so() {
+    // 50 + 20 tokens fit a context of 100, but the chat template's tokens
+    // come on top: plan had passed the check, then every configuration
+    // failed with "85 prompt" and no word of where 35 came from.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("config.json");
+    std::fs::write(
+        &model,
+        r#"{"num_hidden_layers":2,"hidden_size":256,"num_attention_heads":4,"num_key_value_heads":2,
+            "intermediate_size":512,"vocab_size":128256,"max_position_embeddings":100}"#,
+    )
+    .unwrap();
+    let lengths = ["--input-tokens", "50", "--output-tokens", "20"];
+    let err = goodput().args(["plan", "-q", "--gpu", "h100", "--model"]).arg(&model).args(lengths).refusal();
+    assert!(err.contains("chat template adds") && err.contains("--chat-template none"), "{err}");
+    let err = goodput().args(["estimate", "-n", "2", "--model"]).arg(&model).args(lengths).refusal();
+    assert!(err.contains("chat template adds"), "{err}");
+    // Without the template the same lengths run (a raw prompt adds its BOS).
+    let out = goodput()
+        .args(["estimate", "-q", "-n", "2", "--api", "completions", "--model"])
+        .arg(&model)
+        .args(lengths)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -137,6 +137,16 @@ impl PromptKind {
         }
     }
 
+    /// Tokens added to a first turn's prompt (a single request's) under
+    /// `template`: [`Self::extra`] without a request at hand.
+    pub fn first_turn_extra(self, template: ChatTemplate) -> u32 {
+        match self {
+            PromptKind::Exact => 0,
+            PromptKind::Raw => template.bos(),
+            PromptKind::Chat => template.overhead(1, 0),
+        }
+    }
+
     /// The leading tokens every prompt shares under `template`.
     pub fn shared_start(self, template: ChatTemplate) -> u32 {
         match self {
