@@ -2054,13 +2054,6 @@ fn serve_shows_a_config_s_control_characters_escaped() {
     // A model's name comes from its config.json: an escape sequence and a
     // line break in it had reached the terminal raw in serve's banner,
     // where estimate, plan and report escape them.
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("config.json");
     std::fs::write(
@@ -2069,23 +2062,7 @@ fn serve_shows_a_config_s_control_characters_escaped() {
             "num_key_value_heads":2,"intermediate_size":512,"vocab_size":1000,"max_position_embeddings":4096}"#,
     )
     .unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
-        .args(["serve", "--port", "0", "-q", "--model"])
-        .arg(&model)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let _guard = Kill(child);
-    let mut banner = Vec::new();
-    for l in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
-        let done = l.starts_with("listening on ");
-        banner.push(l);
-        if done {
-            break;
-        }
-    }
-    let banner = banner.join("\n");
+    let (_url, banner, _server) = crate::cmd::serve(&[std::ffi::OsStr::new("--model"), model.as_os_str()]);
     assert!(banner.contains("serving 'a\\u{1b}[31mred\\u{a}line'"), "{banner}");
     assert!(!banner.contains('\u{1b}'), "{banner}");
     // Two lines: the banner's own break, none from the name.

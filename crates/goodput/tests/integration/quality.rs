@@ -6,37 +6,11 @@
 
 use crate::cmd;
 use cmd::{goodput, read_json, records, GoodputCommand};
-use std::io::BufRead;
 use std::path::Path;
 
-struct Kill(std::process::Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `goodput serve` with `args` on a loopback port: its URL, and the guard
-/// that stops it.
-fn serve(args: &[&str]) -> (String, Kill) {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
-        .args(["serve", "--port", "0", "--profile", "fixed", "--ttft", "2ms", "--itl", "1ms", "-q"])
-        .args(args)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let guard = Kill(child);
-    let mut said = String::new();
-    let url = std::io::BufReader::new(stderr)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            said.push_str(&l);
-            l.strip_prefix("listening on ").and_then(|r| r.split_whitespace().next()).map(str::to_owned)
-        })
-        .unwrap_or_else(|| panic!("goodput serve did not start: {said}"));
+/// `goodput serve` with `args`: its URL, and the guard that stops it.
+fn serve(args: &[&str]) -> (String, crate::cmd::Kill) {
+    let (url, _, guard) = crate::cmd::serve(args);
     (url, guard)
 }
 

@@ -44,6 +44,42 @@ pub fn goodput_child() -> std::process::Command {
     c
 }
 
+/// A child process killed and reaped when the guard goes.
+pub struct Kill(pub std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `goodput serve` with `args` on a loopback port: its URL, what it said
+/// up to the line that gives it (the banner), and the guard that stops it.
+#[allow(dead_code)]
+pub fn serve<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (String, String, Kill) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
+        .args(["serve", "--port", "0", "-q"])
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let guard = Kill(child);
+    let mut said = String::new();
+    let url = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            said.push_str(&l);
+            said.push('\n');
+            l.strip_prefix("listening on ").and_then(|r| r.split_whitespace().next()).map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("goodput serve did not start: {said}"));
+    (url, said, guard)
+}
+
 /// What tests ask of a goodput command beyond assert_cmd's own.
 pub trait GoodputCommand {
     /// Writes the result document to `out` and the records to `rec`.
