@@ -99,12 +99,7 @@ fn csv_error(line: usize, message: impl Into<String>) -> Error {
 /// blank lines are skipped. Every row's model sizes must be the catalog's:
 /// a table measured on other sizes would be compared with the wrong model.
 pub fn parse_step_table(text: &str) -> Result<Vec<StepRow>, Error> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
+    let mut lines = super::validate::csv_lines(text);
     let Some((header_line, header)) = lines.next() else {
         return Err(csv_error(1, format!("the file is empty; expected a header line with {}", COLUMNS.join(","))));
     };

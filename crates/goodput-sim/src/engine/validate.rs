@@ -208,14 +208,7 @@ const MAX_USERS: u32 = MAX_REQUESTS / REQUESTS_A_USER;
 /// one measurement per line. Blank lines and lines starting with `#` are
 /// skipped; fields may be quoted, with `""` for a quote.
 pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
-    // A byte-order mark (a spreadsheet's export) is not part of the first
-    // column's name: it had been refused as a missing `id`.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
+    let mut lines = csv_lines(text);
     let Some((header_line, header)) = lines.next() else {
         return Err(Error::Csv { line: 1, message: "the file is empty; expected a header line".into() });
     };
@@ -380,6 +373,18 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         together: false,
         mixed_batches: true,
     })
+}
+
+/// A CSV's lines that hold something, each with its line number: blank
+/// lines and `#` comments are skipped, a Windows line end is cut, and a
+/// byte-order mark (a spreadsheet's export) is not taken for part of the
+/// first column's name (it had been refused as a missing `id`).
+pub(super) fn csv_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
 }
 
 fn split_fields(line: &str, line_no: usize) -> Result<Vec<String>, Error> {
