@@ -524,7 +524,7 @@ impl Engine {
     pub fn stats(&self) -> EngineStats {
         EngineStats {
             running: self.running.len() as u32,
-            waiting: self.waiting.len() as u32,
+            waiting: self.num_waiting() as u32,
             kv_usage: self.pool.usage(),
             kv_blocks_total: self.pool.num_blocks(),
             kv_blocks_free: self.pool.num_free(),
@@ -1100,6 +1100,9 @@ mod tests {
             assert!(!e.step_into(&mut out), "{policy}");
             assert_eq!(out.pulls, vec![(2, 0)], "{policy}");
             assert_eq!((e.num_running(), e.num_waiting()), (0, 1), "{policy}");
+            // The stats /metrics shows count it waiting too (they had said
+            // nothing waiting while requests pulled their KV in).
+            assert_eq!((e.stats().running, e.stats().waiting), (0, 1), "{policy}");
             assert!(!e.has_work() && e.kv_usage() > 0.0, "{policy}");
             // Landed: its first step computes its last prompt token alone.
             assert!(e.kv_landed(2) && !e.kv_landed(2), "{policy}");

@@ -171,6 +171,14 @@ impl Driver {
                 if self.live.remove(&id).is_some() {
                     self.engine.abort(id);
                     lock(&self.observed).aborted += 1;
+                } else {
+                    // A prefill instance's request is no longer live once its
+                    // one token is delivered, but the engine holds its KV for
+                    // the decode instance until the handler's `Held` guard
+                    // releases it; a client gone before the handler took that
+                    // guard leaves only this abort to free the blocks (they
+                    // had stayed held for good).
+                    self.engine.release_held(id);
                 }
             }
         }
@@ -212,5 +220,58 @@ impl Driver {
             }
         }
         obs.engine = self.engine.stats();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::progress::{Progress, Update};
+    use super::*;
+    use crate::engine::{EngineConfig, Precision, Prompt};
+
+    /// A prefill instance's request leaves the driver's live set when its
+    /// one token is delivered, while the engine keeps its KV for the decode
+    /// instance. A client gone before its handler took the hold sends only
+    /// an abort: that abort must free the blocks (it had been dropped, and
+    /// the blocks stayed held for good).
+    #[tokio::test]
+    async fn an_abort_after_a_prefill_instance_delivered_frees_the_held_kv() {
+        let cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        let block_size = cfg.block_size;
+        let mut engine = Engine::new(cfg).unwrap();
+        engine.hold_finished();
+        let observed = Arc::new(Mutex::new(Observed::new(engine.stats())));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(Driver::new(engine, rx, observed.clone(), 100.0, true).run());
+        // What the driver publishes, once it holds (it publishes when idle):
+        // waited for, not timed.
+        let published = |want: fn(f64) -> bool| {
+            let observed = observed.clone();
+            async move {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while !want(lock(&observed).engine.kv_usage) {
+                    assert!(Instant::now() < deadline, "the driver never published it");
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        };
+        let progress = Arc::new(Progress::default());
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let prompt = Prompt::from_tokens(&(0..512).collect::<Vec<u32>>(), block_size);
+        let arrived = Instant::now();
+        let add = Command::Add { id: 7, prompt, max_tokens: 1, arrived, progress: progress.clone(), reply, pull: None };
+        tx.send(add).unwrap();
+        answer.await.unwrap().unwrap();
+        assert!(!matches!(progress.changed(0).await, Update::Closed), "the prefill's token");
+        // The instance holds the prompt's KV; the abort frees it.
+        published(|usage| usage > 0.0).await;
+        tx.send(Command::Abort(7)).unwrap();
+        published(|usage| usage == 0.0).await;
+        // Its hold released again (the handler's guard, had it been taken)
+        // is nothing more to free.
+        tx.send(Command::Release(7)).unwrap();
+        drop(tx);
+        task.await.unwrap();
+        assert_eq!(lock(&observed).engine.kv_usage, 0.0);
     }
 }
