@@ -68,8 +68,16 @@ import torch.nn.functional as F
 MODELS = {
     "llama-3.1-8b": dict(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, intermediate=14336, vocab=128256),
     "llama-3.1-70b": dict(layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128, intermediate=28672, vocab=128256),
+    # A mixture of experts: 128 experts of 768, 8 a token (intermediate is
+    # an expert's), BF16 only.
+    "qwen3-30b-a3b": dict(
+        layers=48, hidden=2048, heads=32, kv_heads=4, head_dim=128, intermediate=768, vocab=151936, experts=128, top_k=8
+    ),
     # Only for --quick on a CPU: not in the catalog, not compared.
     "tiny": dict(layers=4, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=512, vocab=1024),
+    "tiny-moe": dict(
+        layers=4, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=128, vocab=1024, experts=8, top_k=2
+    ),
 }
 
 # (batch, tokens) grids. Decode: tokens is the context each sequence attends to.
@@ -157,8 +165,18 @@ class Layer:
 
         self.wqkv = w(qkv, h)
         self.wo = w(h, m["heads"] * d)
-        self.wgu = w(2 * m["intermediate"], h)
-        self.wd = w(h, m["intermediate"])
+        if "experts" in m:
+            e, f = m["experts"], m["intermediate"]
+
+            def experts(rows, cols):
+                return torch.empty(e, rows, cols, device=device, dtype=dtype).normal_(0.0, 0.02)
+
+            self.router = torch.empty(e, h, device=device, dtype=dtype).normal_(0.0, 0.02)
+            self.egu = experts(h, 2 * f)
+            self.ed = experts(f, h)
+        else:
+            self.wgu = w(2 * m["intermediate"], h)
+            self.wd = w(h, m["intermediate"])
         self.n1 = torch.ones(h, device=device, dtype=dtype)
         self.n2 = torch.ones(h, device=device, dtype=dtype)
 
@@ -166,7 +184,28 @@ class Layer:
 def layer_bytes(m, dtype_bytes=2):
     qkv = (m["heads"] + 2 * m["kv_heads"]) * m["head_dim"]
     h, f = m["hidden"], m["intermediate"]
-    return (qkv * h + h * m["heads"] * m["head_dim"] + 3 * h * f) * dtype_bytes
+    mlp = 3 * h * f * m.get("experts", 1) + h * m.get("experts", 0)
+    return (qkv * h + h * m["heads"] * m["head_dim"] + mlp) * dtype_bytes
+
+
+def moe(x, L, m):
+    """A mixture-of-experts MLP over x [n, hidden]: the router's top k, the
+    tokens sorted by expert, one grouped GEMM for the gate/up projections
+    and one for the down (torch._grouped_mm), and the weighted sum back.
+    Every step is on the device (no host sync), so a CUDA graph holds it."""
+    n = x.shape[0]
+    k, e = m["top_k"], m["experts"]
+    weights, chosen = torch.topk(torch.softmax(F.linear(x, L.router).float(), dim=-1), k, dim=-1)
+    flat = chosen.reshape(-1)
+    order = torch.argsort(flat)
+    token = order // k
+    counts = torch.zeros(e, device=x.device, dtype=torch.int64).scatter_add_(0, flat, torch.ones_like(flat))
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    xs = x.index_select(0, token)
+    g, u = torch._grouped_mm(xs, L.egu, offs=offs).chunk(2, dim=-1)
+    y = torch._grouped_mm(F.silu(g) * u, L.ed, offs=offs)
+    y = y * weights.reshape(-1)[order].unsqueeze(-1).to(y.dtype)
+    return torch.zeros(n, x.shape[1], device=x.device, dtype=x.dtype).index_add_(0, token, y)
 
 
 class Model:
@@ -196,6 +235,8 @@ class Model:
         o = o.transpose(1, 2).reshape(b * n, h * d)
         x = x + linear(o, L.wo)
         y = rms_norm(x, L.n2)
+        if "experts" in m:
+            return x + moe(y, L, m)
         g, u = linear(y, L.wgu).chunk(2, dim=-1)
         return x + linear(F.silu(g) * u, L.wd)
 
@@ -298,7 +339,9 @@ def measure(args, device, dtype, name, precision, prefill, decode, write):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="CSV to write")
-    ap.add_argument("--models", default="llama-3.1-8b,llama-3.1-70b", help="comma-separated: " + ", ".join(MODELS))
+    ap.add_argument(
+        "--models", default="llama-3.1-8b,llama-3.1-70b,qwen3-30b-a3b", help="comma-separated: " + ", ".join(MODELS)
+    )
     ap.add_argument("--device", default="cuda", help="cuda or cpu")
     ap.add_argument(
         "--precisions",
@@ -316,7 +359,7 @@ def main():
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit("no CUDA device: run on a GPU machine, or --device cpu --quick to check the script")
     dtype = torch.bfloat16
-    names = ["tiny"] if args.quick else [n.strip() for n in args.models.split(",") if n.strip()]
+    names = ["tiny", "tiny-moe"] if args.quick else [n.strip() for n in args.models.split(",") if n.strip()]
     for n in names:
         if n not in MODELS:
             sys.exit(f"unknown model {n!r}: one of {', '.join(MODELS)}")
@@ -351,7 +394,7 @@ def main():
     out.write("# ms is the median of the runs; rows are written as they are measured\n")
     out.write(
         "gpu,model,precision,phase,batch,tokens,ms,runs,cuda_graph,weight_sets,kv_sets,"
-        "layers,hidden,heads,kv_heads,head_dim,intermediate,vocab\n"
+        "layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,experts,experts_per_token\n"
     )
     out.flush()
     rows = 0
@@ -362,13 +405,18 @@ def main():
         out.write(
             f"{gpu},{name},{precision},{phase},{b},{n},{t * 1e3:.4f},{reps},{'yes' if graph else 'no'},{sets},"
             f"{kv_sets},{m['layers']},{m['hidden']},{m['heads']},{m['kv_heads']},{m['head_dim']},"
-            f"{m['intermediate']},{m['vocab']}\n"
+            f"{m['intermediate']},{m['vocab']},{m.get('experts', 0)},{m.get('top_k', 0)}\n"
         )
         out.flush()
         rows += 1
 
-    for name in names:
-        for precision in precisions:
+    # Every model at BF16 first, then FP8: a run cut short keeps the most
+    # models measured.
+    for precision in precisions:
+        for name in names:
+            if precision != "bf16" and "experts" in MODELS[name]:
+                out.write(f"# {name} {precision}: not timed (a mixture of experts is timed in BF16 only)\n")
+                continue
             try:
                 attention = measure(args, device, dtype, name, precision, prefill, decode, write)
                 out.write(f"# {name} {precision}: attention by {attention}\n")

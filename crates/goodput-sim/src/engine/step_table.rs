@@ -111,6 +111,8 @@ pub fn parse_step_table(text: &str) -> Result<Vec<StepRow>, Error> {
         })?;
     }
     let precision_at = names.iter().position(|n| *n == "precision");
+    let column = |name: &str| names.iter().position(|n| *n == name);
+    let experts_at = column("experts").zip(column("experts_per_token"));
     let mut rows = Vec::new();
     for (line, text) in lines {
         let fields: Vec<&str> = text.split(',').map(str::trim).collect();
@@ -178,8 +180,36 @@ pub fn parse_step_table(text: &str) -> Result<Vec<StepRow>, Error> {
                 ));
             }
         }
-        if spec.moe.is_some() {
-            return Err(csv_error(line, format!("{model} is a mixture of experts; the script times dense models")));
+        // A mixture of experts' experts, where the table has the columns
+        // (0 and 0 for a dense model); a table without them timed dense
+        // models only.
+        let experts = match (experts_at, spec.moe) {
+            (Some((e, k)), _) => {
+                let number = |at: usize, name: &str| -> Result<u32, Error> {
+                    fields[at]
+                        .parse()
+                        .map_err(|_| csv_error(line, format!("`{name}` is `{}`, not a whole number", fields[at])))
+                };
+                Some((number(e, "experts")?, number(k, "experts_per_token")?))
+            }
+            (None, Some(_)) => {
+                return Err(csv_error(
+                    line,
+                    format!("{model} is a mixture of experts, and the table has no `experts` column to check it by"),
+                ))
+            }
+            (None, None) => None,
+        };
+        let want = spec.moe.map_or((0, 0), |m| (m.num_experts, m.experts_per_token));
+        if let Some(got) = experts.filter(|&got| got != want) {
+            return Err(csv_error(
+                line,
+                format!(
+                    "{model} was measured with {} experts, {} a token, but the catalog's {} has {} and {}: the \
+                     table measured another model",
+                    got.0, got.1, spec.name, want.0, want.1
+                ),
+            ));
         }
         rows.push(StepRow { line, gpu, model, precision, phase, batch, tokens, ms });
     }
@@ -414,23 +444,39 @@ mod tests {
     }
 
     #[test]
+    fn a_mixture_of_experts_is_checked_by_its_experts() {
+        let header = format!("{HEADER},experts,experts_per_token");
+        let qwen = "qwen3-30b-a3b,decode,1,128,1.0,5,yes,13,1,48,2048,32,4,128,768,151936";
+        let rows = parse_step_table(&format!("{header}\nh200,{qwen},128,8\n")).unwrap();
+        let x = &compare(&rows).unwrap()[0];
+        assert!(x.model_ms > 0.0, "{x:?}");
+        let e = parse_step_table(&format!("{header}\nh200,{qwen},64,8\n")).unwrap_err().to_string();
+        assert!(
+            e.contains("measured with 64 experts, 8 a token, but the catalog's Qwen3-30B-A3B has 128 and 8"),
+            "{e}"
+        );
+        let e = parse_step_table(&format!("{HEADER}\nh200,{qwen}\n")).unwrap_err().to_string();
+        assert!(e.contains("no `experts` column"), "{e}");
+        // A dense model's row says 0 and 0.
+        let e = parse_step_table(&format!("{header}\n{},8,2\n", row("h200", "decode", 1, 128, 1.0))).unwrap_err();
+        assert!(e.to_string().contains("measured with 8 experts"), "{e}");
+    }
+
+    #[test]
     fn the_scripts_models_are_the_catalogs() {
         // scripts/gpu-step-times.py keeps its own copy of the sizes (it runs
         // where no Rust is built); a table it made must pass the check above.
         let script = include_str!("../../../../scripts/gpu-step-times.py");
-        let mut seen = 0;
-        for line in script.lines().map(str::trim).filter(|l| l.starts_with("\"llama")) {
-            let (name, rest) = line[1..].split_once('"').unwrap();
+        for name in ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b"] {
+            let at = script.find(&format!("\"{name}\": dict(")).unwrap_or_else(|| panic!("{name} in the script"));
+            let entry = &script[at..at + script[at..].find(')').unwrap()];
             let field = |key: &str| -> u32 {
                 // `heads=` is also the end of `kv_heads=`: the key must start a word.
-                let at = rest
+                let at = entry
                     .match_indices(&format!("{key}="))
-                    .find(|(i, _)| !rest[..*i].ends_with(|c: char| c == '_' || c.is_ascii_alphanumeric()))
-                    .unwrap()
-                    .0
-                    + key.len()
-                    + 1;
-                rest[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+                    .find(|(i, _)| !entry[..*i].ends_with(|c: char| c == '_' || c.is_ascii_alphanumeric()))
+                    .map_or_else(|| panic!("{name}: no {key}"), |(i, _)| i + key.len() + 1);
+                entry[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
             };
             let spec = ModelSpec::lookup(name).unwrap();
             let sizes = [
@@ -445,8 +491,11 @@ mod tests {
             for (key, want) in sizes {
                 assert_eq!(field(key), want, "{name} {key}");
             }
-            seen += 1;
+            if let Some(moe) = spec.moe {
+                assert_eq!((field("experts"), field("top_k")), (moe.num_experts, moe.experts_per_token), "{name}");
+            } else {
+                assert!(!entry.contains("experts="), "{name}");
+            }
         }
-        assert_eq!(seen, 2, "the script's llama models");
     }
 }
