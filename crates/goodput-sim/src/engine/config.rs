@@ -163,6 +163,36 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
     }
 }
 
+/// Why vLLM refuses `tp` GPUs for `model` (the words after `--tp N`),
+/// with the sizes it takes: TP must divide the attention heads, and the
+/// KV heads must split evenly over the GPUs (KV heads a multiple of TP) or
+/// replicate evenly (TP a multiple of the KV heads). Latent attention
+/// (MLA) caches no per-head keys: the KV-head rule does not apply to it.
+fn tp_refusal(model: &ModelSpec, tp: u32) -> Option<String> {
+    let (heads, kv) = (model.num_heads, model.num_kv_heads);
+    let kv_rule = |t: u32| model.mla.is_some() || kv == 0 || kv.is_multiple_of(t) || t.is_multiple_of(kv);
+    let fits = |t: u32| t > 0 && heads.is_multiple_of(t) && kv_rule(t);
+    if fits(tp) {
+        return None;
+    }
+    // The sizes up to 16, and the powers of two past it.
+    let choices: Vec<String> = (1..=16).chain([32, 64, 128]).filter(|&t| fits(t)).map(|t| t.to_string()).collect();
+    let choices = match choices.as_slice() {
+        [] => "1".to_string(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    };
+    Some(if !heads.is_multiple_of(tp.max(1)) {
+        format!("does not divide {}'s {heads} attention heads; use {choices}", model.name)
+    } else {
+        format!(
+            "does not fit {}'s {kv} KV heads: vLLM needs the KV heads to split evenly over the GPUs (a multiple of \
+             TP) or each to be replicated evenly (TP a multiple of them); use {choices}",
+            model.name
+        )
+    })
+}
+
 pub const DEFAULT_MAX_NUM_BATCHED_TOKENS: u32 = 8192;
 pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
@@ -236,22 +266,13 @@ impl EngineConfig {
         if let Some(pd) = &self.pd {
             for (decode, which) in [(false, "prefill"), (true, "decode")] {
                 let tp = self.pool_tp(decode);
-                if tp != 0 && !self.model.num_heads.is_multiple_of(tp) {
-                    return bad(format!(
-                        "--pd {} runs the {which} pool on TP{tp}, which does not divide {}'s {} attention heads; \
-                         use a divisor such as 1, 2, 4 or 8",
-                        pd.spec(),
-                        self.model.name,
-                        self.model.num_heads
-                    ));
+                if let Some(why) = tp_refusal(&self.model, tp).filter(|_| tp != 0) {
+                    return bad(format!("--pd {} runs the {which} pool on TP{tp}, which {why}", pd.spec()));
                 }
             }
         }
-        if !self.model.num_heads.is_multiple_of(self.tp) {
-            return bad(format!(
-                "--tp {} does not divide {}'s {} attention heads; use a divisor such as 1, 2, 4 or 8",
-                self.tp, self.model.name, self.model.num_heads
-            ));
+        if let Some(why) = tp_refusal(&self.model, self.tp) {
+            return bad(format!("--tp {} {why}", self.tp));
         }
         if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
             return bad(format!("--gpu-memory-utilization {} must lie in (0, 1]", self.gpu_memory_utilization));
@@ -317,5 +338,69 @@ impl EngineConfig {
         }
         self.gpu.peak_flops(self.precision)?;
         self.calibration.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(c: &EngineConfig) -> String {
+        match c.validate() {
+            Err(Error::InvalidConfig(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    fn with_tp(model: ModelSpec, tp: u32) -> EngineConfig {
+        let mut c = EngineConfig::new(model, GpuSpec::lookup("h100").unwrap(), Precision::Bf16);
+        c.tp = tp;
+        c
+    }
+
+    #[test]
+    fn a_tp_that_does_not_divide_the_heads_is_told_the_sizes_that_do() {
+        // Qwen2.5-7B: 28 heads over 4 KV heads. It had been told to use 8.
+        let qwen = ModelSpec::lookup("qwen2.5-7b").unwrap();
+        let m = refusal(&with_tp(qwen.clone(), 8));
+        assert_eq!(m, "--tp 8 does not divide Qwen2.5-7B's 28 attention heads; use 1, 2 or 4");
+        // 7 and 14 divide the heads, not the 4 KV heads.
+        let m = refusal(&with_tp(qwen, 7));
+        assert!(m.contains("--tp 7 does not fit Qwen2.5-7B's 4 KV heads") && m.ends_with("use 1, 2 or 4"), "{m}");
+        let llama = ModelSpec::lookup("llama-3.1-8b").unwrap();
+        let m = refusal(&with_tp(llama.clone(), 3));
+        assert!(m.starts_with("--tp 3 does not divide") && m.ends_with("use 1, 2, 4, 8, 16 or 32"), "{m}");
+        // Past the 8 KV heads each is replicated: 16 and 32 run.
+        for tp in [1, 2, 4, 8, 16, 32] {
+            assert!(with_tp(llama.clone(), tp).validate().is_ok(), "TP {tp}");
+        }
+        // A pool's TP is checked alike.
+        let mut pd = with_tp(ModelSpec::lookup("qwen2.5-7b").unwrap(), 1);
+        pd.pd = Some(Disaggregation::parse("1:1xTP8").unwrap());
+        let m = refusal(&pd);
+        assert!(m.contains("the decode pool on TP8, which does not divide") && m.ends_with("use 1, 2 or 4"), "{m}");
+    }
+
+    #[test]
+    fn the_kv_heads_must_split_or_replicate_evenly() {
+        // 30 heads over 10 KV heads: TP 3 divides the heads, but 10 KV heads
+        // neither split over 3 GPUs nor replicate evenly on them (vLLM
+        // refuses it); TP 20 past them replicates each twice.
+        let text = r#"{"num_hidden_layers": 2, "hidden_size": 3840, "num_attention_heads": 30,
+            "num_key_value_heads": 10, "intermediate_size": 8192, "vocab_size": 32000}"#;
+        let model = ModelSpec::from_hf_config_str(text, "thirty").unwrap();
+        let m = refusal(&with_tp(model.clone(), 3));
+        assert!(m.starts_with("--tp 3 does not fit thirty's 10 KV heads: vLLM needs"), "{m}");
+        assert!(m.ends_with("use 1, 2, 5 or 10"), "{m}");
+        assert!(refusal(&with_tp(model.clone(), 6)).contains("10 KV heads"));
+        for tp in [1, 2, 5, 10] {
+            assert!(with_tp(model.clone(), tp).validate().is_ok(), "TP {tp}");
+        }
+        // Latent attention caches no per-head keys: only the heads count.
+        let mla = ModelSpec { mla: ModelSpec::lookup("deepseek-v3").unwrap().mla, ..model };
+        assert!(with_tp(mla.clone(), 3).validate().is_ok());
+        assert!(with_tp(mla, 6).validate().is_ok());
+        let m = refusal(&with_tp(ModelSpec::lookup("deepseek-v3").unwrap(), 3));
+        assert_eq!(m, "--tp 3 does not divide DeepSeek-V3's 128 attention heads; use 1, 2, 4, 8, 16, 32, 64 or 128");
     }
 }

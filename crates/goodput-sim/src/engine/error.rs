@@ -54,6 +54,26 @@ pub enum Error {
         suggestion: String,
     },
 
+    /// The weights fit but one block of the KV cache does not: what is left
+    /// after the weights, activations and runtime is less than a block.
+    #[error(
+        "{model} on {gpu} with tensor parallelism {tp}: the weights fit ({weights_gib:.1} GiB per \
+         GPU), but one KV-cache block of {block_size} tokens takes {} per GPU, more than the {} the memory \
+         leaves after the weights, activations and runtime; {suggestion}",
+        bytes_text(*block_bytes),
+        bytes_text(*left_bytes)
+    )]
+    KvBlockDoesNotFit {
+        model: String,
+        gpu: String,
+        tp: u32,
+        block_size: u32,
+        weights_gib: f64,
+        block_bytes: f64,
+        left_bytes: f64,
+        suggestion: String,
+    },
+
     #[error("invalid engine setting: {0}")]
     InvalidConfig(String),
 
@@ -74,4 +94,16 @@ pub enum Error {
 
     #[error("step-time table, line {line}: {message}")]
     StepTable { line: usize, message: String },
+}
+
+/// Bytes as GiB, or MiB or KiB below one of the larger unit.
+fn bytes_text(bytes: f64) -> String {
+    const KIB: f64 = 1024.0;
+    if bytes >= KIB * KIB * KIB {
+        format!("{:.1} GiB", bytes / (KIB * KIB * KIB))
+    } else if bytes >= KIB * KIB {
+        format!("{:.1} MiB", bytes / (KIB * KIB))
+    } else {
+        format!("{:.1} KiB", bytes / KIB)
+    }
 }

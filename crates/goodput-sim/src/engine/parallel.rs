@@ -297,13 +297,10 @@ pub(super) fn per_gpu(cfg: &EngineConfig, weight_bytes: f64, kv_bytes_per_token:
         return (weight_bytes / cfg.tp as f64, kv_bytes_per_token);
     }
     let m = &cfg.model;
+    // The routed experts; shared experts and dense layers are split by TP
+    // with the attention.
     let experts = match m.moe {
-        Some(moe) => {
-            m.mlp_params_per_expert() as f64
-                * m.num_layers as f64
-                * cfg.precision.bytes_per_weight()
-                * moe.num_experts as f64
-        }
+        Some(moe) => m.expert_params_all_layers() as f64 * cfg.precision.bytes_per_weight() * moe.num_experts as f64,
         None => 0.0,
     };
     let spread = cfg.ep.max(cfg.tp) as f64;
@@ -351,8 +348,9 @@ struct ExpertParallel {
     miss: f64,
     /// E / EP experts on each GPU.
     experts_per_gpu: f64,
-    /// 2 · k · (one expert's parameters) · L: the routed experts' share of a
-    /// token's flops.
+    /// 2 · k · (one routed expert's parameters) · (MoE layers): the routed
+    /// experts' share of a token's flops (the shared experts' stay with the
+    /// rank's own TP GPUs).
     expert_flops_per_token: f64,
     /// One GPU's peak · η_c and BW · η_w.
     gpu_compute_rate: f64,
@@ -399,10 +397,10 @@ impl Parallel {
                     k,
                     miss: 1.0 - k / moe.num_experts as f64,
                     experts_per_gpu: moe.num_experts as f64 / ep,
-                    expert_flops_per_token: 2.0 * k * m.mlp_params_per_expert() as f64 * m.num_layers as f64,
+                    expert_flops_per_token: 2.0 * k * m.expert_params_all_layers() as f64,
                     gpu_compute_rate: peak * c.eta_compute,
                     gpu_weight_rate: cfg.gpu.bandwidth_bytes_per_s() * c.eta_weights,
-                    a2a_calls: 2.0 * m.num_layers as f64,
+                    a2a_calls: 2.0 * m.moe_layers() as f64,
                     a2a_latency: lat,
                     // A rank's tokens are split over its TP GPUs, each sent to
                     // k experts, (EP − 1)/EP of them on another GPU.
@@ -473,10 +471,9 @@ impl Parallel {
                 (dense_c + expert_c, dense_m + expert_m, dense_c.max(dense_m) + expert_c.max(expert_m), a2a)
             }
         };
-        let pairs = (b.prefill_attention + b.decode_context as f64) * part;
+        let flops = r.attention_flops(b.prefill_attention, b.decode_context as f64, part);
         let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64 * part;
-        let (att_c, att_m) =
-            (r.attention_flops_per_pair * pairs / r.compute_rate, kv_tokens * r.kv_bytes_per_token_per_gpu / r.kv_rate);
+        let (att_c, att_m) = (flops / r.compute_rate, kv_tokens * r.kv_bytes_per_token_per_gpu / r.kv_rate);
         let tp = r.allreduce_calls * (r.allreduce_latency + n * r.allreduce_bytes_per_token / r.link_rate);
         let handoffs = (self.pp - 1.0) * (self.handoff_latency + n * self.handoff_s_per_token);
         let overhead = r.fixed_overhead + r.per_seq_overhead * b.seqs as f64 * part;
@@ -738,5 +735,38 @@ mod tests {
         let (a, b) = (simulate(&capped, &many).unwrap(), simulate(&capped2, &many).unwrap());
         let gain = output_throughput(&b) / output_throughput(&a);
         assert!(gain > 1.2 && gain < 2.2, "saturated throughput ×{gain:.2}");
+    }
+
+    /// Expert parallelism spreads the routed experts only: the shared
+    /// experts and DeepSeek's dense layers stay on every rank (split by its
+    /// TP), their flops on the rank's own GPUs, and the all-to-alls run in
+    /// the MoE layers alone.
+    #[test]
+    fn expert_parallelism_spreads_routed_experts_and_keeps_shared_ones_on_every_rank() {
+        let mut c = cfg("deepseek-v3", "h200", Precision::Fp8);
+        c.tp = 8;
+        c.dp = 2;
+        c.ep = 16;
+        let m = c.model.clone();
+        let routed = m.expert_params_all_layers() as f64 * 256.0;
+        let cap = kv_capacity(&c).unwrap();
+        let want = (m.weight_bytes(Precision::Fp8) - routed) / 8.0 + routed / 16.0;
+        assert!((cap.weight_bytes_per_gpu - want).abs() < 1.0, "{} vs {want}", cap.weight_bytes_per_gpu);
+        // Without the shared experts each GPU would hold 58 × 7,168 × 2,048 × 3
+        // bytes less, divided by TP only.
+        let mut unshared = c.clone();
+        unshared.model.shared_expert_intermediate_size = 0;
+        let less = kv_capacity(&unshared).unwrap().weight_bytes_per_gpu;
+        assert!((cap.weight_bytes_per_gpu - less - 58.0 * 44_040_192.0 / 8.0).abs() < 1.0);
+        let r = Roofline::new(&c).unwrap();
+        let ep = r.parallel.as_ref().unwrap().ep.as_ref().unwrap();
+        assert_eq!(ep.a2a_calls, 2.0 * 58.0);
+        assert_eq!(ep.expert_flops_per_token, 2.0 * 8.0 * 58.0 * 44_040_192.0);
+        assert_eq!(ep.experts_per_gpu, 16.0);
+        // The rest of a token's flops (attention, dense layers, shared
+        // experts, router) run on the rank's GPUs.
+        let rest = r.flops_per_token - ep.expert_flops_per_token;
+        let dense = 2.0 * (61.0 * 187_105_280.0 + 3.0 * 396_361_728.0 + 58.0 * (44_040_192.0 + 7168.0 * 256.0));
+        assert_eq!(rest, dense);
     }
 }

@@ -2,7 +2,7 @@
 //! attention, tensor-parallel all-reduce, fixed overheads), the calibration
 //! constants it runs on, and the KV-cache sizing from GPU memory.
 
-use super::catalog::{Moe, Precision, GIB};
+use super::catalog::{KvCacheDtype, Moe, Precision, GIB};
 use super::config::EngineConfig;
 use super::error::Error;
 use serde::Serialize;
@@ -37,6 +37,19 @@ pub fn kv_capacity(cfg: &EngineConfig) -> Result<KvCapacity, Error> {
     if let Some(blocks) = cfg.num_gpu_blocks_override {
         return Ok(KvCapacity { num_blocks: blocks, ..cap });
     }
+    if cap.num_blocks == 0 && cap.kv_bytes_per_gpu > 0.0 {
+        // The weights fit; a block of the cache does not.
+        return Err(Error::KvBlockDoesNotFit {
+            model: cfg.model.name.clone(),
+            gpu: cfg.gpu.name.clone(),
+            tp: cfg.tp,
+            weights_gib: cap.weight_bytes_per_gpu / GIB,
+            block_size: cfg.block_size,
+            block_bytes: cap.kv_bytes_per_token_per_gpu * cfg.block_size as f64,
+            left_bytes: cap.kv_bytes_per_gpu,
+            suggestion: suggest_fit(cfg, true),
+        });
+    }
     if cap.num_blocks == 0 {
         return Err(Error::ModelDoesNotFit {
             model: cfg.model.name.clone(),
@@ -46,7 +59,7 @@ pub fn kv_capacity(cfg: &EngineConfig) -> Result<KvCapacity, Error> {
             gpu_memory_utilization: cfg.gpu_memory_utilization,
             weights_gib: cap.weight_bytes_per_gpu / GIB,
             budget_gib: (cap.kv_bytes_per_gpu + cap.weight_bytes_per_gpu) / GIB,
-            suggestion: suggest_fit(cfg),
+            suggestion: suggest_fit(cfg, false),
         });
     }
     Ok(cap)
@@ -85,8 +98,9 @@ fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
     }
 }
 
-/// Lists the single changes that would make the model fit.
-fn suggest_fit(cfg: &EngineConfig) -> String {
+/// Lists the single changes that would make the model fit; `block`: the
+/// weights fit and a block of the cache does not.
+fn suggest_fit(cfg: &EngineConfig, block: bool) -> String {
     let fits = |c: &EngineConfig| c.validate().is_ok() && kv_capacity_unchecked(c).num_blocks > 0;
     let mut options = Vec::new();
     if let Some(tp) = [2, 4, 8, 16].into_iter().filter(|&t| t > cfg.tp).find(|&t| {
@@ -94,7 +108,10 @@ fn suggest_fit(cfg: &EngineConfig) -> String {
         c.tp = t;
         fits(&c)
     }) {
-        options.push(format!("--tp {tp}"));
+        // Where the weights fit already, it is the KV heads it splits (a
+        // latent cache it does not split: there it frees weights' memory).
+        let heads = block && cfg.model.mla.is_none();
+        options.push(if heads { format!("--tp {tp} (it splits the KV heads)") } else { format!("--tp {tp}") });
     }
     if let Some(pp) = [2, 4, 8].into_iter().filter(|&p| p > cfg.pp).find(|&p| {
         let mut c = cfg.clone();
@@ -115,6 +132,24 @@ fn suggest_fit(cfg: &EngineConfig) -> String {
     if let Some(p) = narrower {
         options.push(format!("--precision {p}"));
     }
+    // Options that shrink the cache alone: they help only where the weights
+    // fit and a block does not.
+    if cfg.kv_cache_dtype != KvCacheDtype::Fp8 {
+        let mut c = cfg.clone();
+        c.kv_cache_dtype = KvCacheDtype::Fp8;
+        if fits(&c) {
+            options.push("--kv-cache-dtype fp8".into());
+        }
+    }
+    let smaller_block =
+        std::iter::successors(Some(cfg.block_size / 2), |&b| (b > 1).then_some(b / 2)).filter(|&b| b >= 1).find(|&b| {
+            let mut c = cfg.clone();
+            c.block_size = b;
+            fits(&c)
+        });
+    if let Some(b) = smaller_block {
+        options.push(format!("--block-size {b}"));
+    }
     if cfg.gpu_memory_utilization < 0.95 {
         let mut c = cfg.clone();
         c.gpu_memory_utilization = 0.95;
@@ -124,6 +159,8 @@ fn suggest_fit(cfg: &EngineConfig) -> String {
     }
     if options.is_empty() {
         "use a GPU with more memory".into()
+    } else if block {
+        format!("try {}, or a GPU with more memory", options.join(", or "))
     } else {
         format!("try {}", options.join(", or "))
     }
@@ -187,13 +224,16 @@ pub struct Roofline {
     compute_rate: f64,
     /// Weights read every step whatever the batch (all of W for dense).
     fixed_weight_bytes: f64,
-    /// One expert's weights over all layers; with `moe`, read per expert hit.
+    /// One routed expert's weights over all MoE layers; with `moe`, read per
+    /// expert hit.
     expert_bytes: f64,
     moe: Option<Moe>,
     /// TP · BW · η_w.
     weight_rate: f64,
-    /// 4·L·H·h_d.
+    /// 4·L·H·h_d (latent attention: `ModelSpec::attention_flops_per_pair`).
     attention_flops_per_pair: f64,
+    /// A prefill's, where it differs (latent attention's non-absorbed form).
+    prefill_attention_flops_per_pair: Option<f64>,
     kv_bytes_per_token_per_gpu: f64,
     /// BW · η_kv per GPU.
     kv_rate: f64,
@@ -236,10 +276,12 @@ impl Roofline {
         let bw = cfg.gpu.bandwidth_bytes_per_s();
         let b_w = cfg.precision.bytes_per_weight();
         let all_weights = m.weight_bytes(cfg.precision);
+        // The routed experts apart: the rest (attention, embeddings, router,
+        // shared experts, a mixture of experts' dense layers) is read every step.
         let (fixed_weight_bytes, expert_bytes) = match m.moe {
             None => (all_weights, 0.0),
             Some(moe) => {
-                let expert = m.mlp_params_per_expert() as f64 * m.num_layers as f64 * b_w;
+                let expert = m.expert_params_all_layers() as f64 * b_w;
                 (all_weights - expert * moe.num_experts as f64, expert)
             }
         };
@@ -272,7 +314,8 @@ impl Roofline {
             expert_bytes,
             moe: m.moe,
             weight_rate: tp * bw * c.eta_weights,
-            attention_flops_per_pair: 4.0 * m.num_layers as f64 * m.num_heads as f64 * m.head_dim as f64,
+            attention_flops_per_pair: m.attention_flops_per_pair(),
+            prefill_attention_flops_per_pair: m.prefill_attention_flops_per_pair(),
             kv_bytes_per_token_per_gpu: m.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
             kv_rate: bw * c.eta_kv,
             allreduce_calls,
@@ -354,6 +397,15 @@ impl Roofline {
         }
     }
 
+    /// Attention flops of `part` of a step's prefill and decode pairs (the
+    /// share one pipeline stage or rank computes; 1 for the whole step).
+    pub(super) fn attention_flops(&self, prefill_pairs: f64, decode_pairs: f64, part: f64) -> f64 {
+        match self.prefill_attention_flops_per_pair {
+            None => self.attention_flops_per_pair * ((prefill_pairs + decode_pairs) * part),
+            Some(prefill) => (prefill * prefill_pairs + self.attention_flops_per_pair * decode_pairs) * part,
+        }
+    }
+
     /// The terms, and the seconds of compute and of memory traffic in them.
     fn split(&self, b: &BatchShape) -> Terms {
         if let Some(p) = &self.parallel {
@@ -364,10 +416,9 @@ impl Roofline {
         }
         let n = b.tokens as f64;
         let (gemm_c, gemm_m) = (n * self.flops_per_token / self.compute_rate, self.weight_bytes(n) / self.weight_rate);
-        let pairs = b.prefill_attention + b.decode_context as f64;
         let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64;
         let (att_c, att_m) = (
-            self.attention_flops_per_pair * pairs / self.compute_rate,
+            self.attention_flops(b.prefill_attention, b.decode_context as f64, 1.0) / self.compute_rate,
             kv_tokens * self.kv_bytes_per_token_per_gpu / self.kv_rate,
         );
         let tp = self.allreduce_calls * (self.allreduce_latency + n * self.allreduce_bytes_per_token / self.link_rate);
@@ -404,7 +455,7 @@ fn seconds(s: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::catalog::KvCacheDtype;
+    use crate::engine::catalog::{GpuSpec, ModelSpec};
     use crate::engine::Calibration;
 
     fn cfg(model: &str, gpu: &str, precision: Precision) -> EngineConfig {
@@ -606,5 +657,114 @@ mod tests {
         let r2 = Roofline::new(&tp2).unwrap();
         assert_eq!(r2.provisioned_watts(), 2.0 * c.gpu.tdp_w);
         assert_eq!(r2.idle_watts(), 2.0 * c.gpu.idle_w);
+    }
+
+    /// The weights fit and one block of the KV cache does not: the error
+    /// says so (it had said the weights took 32 GiB of 66 and to add TP).
+    #[test]
+    fn a_kv_block_past_the_memory_left_is_named_with_its_fixes() {
+        let gqa = r#"{"num_hidden_layers":1,"hidden_size":1,"num_attention_heads":65536,
+            "num_key_value_heads":65536,"head_dim":65536,"intermediate_size":1,"vocab_size":1}"#;
+        let model = ModelSpec::from_hf_config_str(gqa, "wide").unwrap();
+        let c = EngineConfig::new(model, GpuSpec::lookup("h100").unwrap(), Precision::Bf16);
+        let err = kv_capacity(&c).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::KvBlockDoesNotFit { .. }), "{err:?}");
+        // 16 GiB a token (2 × 65,536 heads × 65,536 × 2 bytes), 256 GiB a block;
+        // TP 8 splits the heads, 2-token blocks fit as they are.
+        for says in [
+            "the weights fit (32.0 GiB per GPU)",
+            "one KV-cache block of 16 tokens takes 256.0 GiB per GPU",
+            "leaves after the weights, activations and runtime",
+            "try --tp 8 (it splits the KV heads), or --block-size 2, or a GPU with more memory",
+        ] {
+            assert!(text.contains(says), "{says}: {text}");
+        }
+        assert!(!text.contains("does not fit"), "{text}");
+        // Latent attention: every TP rank holds the whole latent, so TP does
+        // not help; a smaller block does.
+        let mla = r#"{"num_hidden_layers":1,"hidden_size":1,"num_attention_heads":16,"kv_lora_rank":67108864,
+            "qk_nope_head_dim":1,"qk_rope_head_dim":1,"v_head_dim":1,"intermediate_size":1,"vocab_size":1}"#;
+        let mut c = EngineConfig::new(
+            ModelSpec::from_hf_config_str(mla, "latent").unwrap(),
+            GpuSpec::lookup("h100").unwrap(),
+            Precision::Bf16,
+        );
+        c.block_size = 1024;
+        let text = kv_capacity(&c).unwrap_err().to_string();
+        assert!(
+            text.contains("block of 1024 tokens takes 128.0 GiB") && text.contains("try --block-size 256"),
+            "{text}"
+        );
+        assert!(!text.contains("--tp"), "{text}");
+        // Weights that do not fit keep their own words.
+        let err = kv_capacity(&cfg("llama-3.1-70b", "h100", Precision::Bf16)).unwrap_err();
+        assert!(matches!(err, Error::ModelDoesNotFit { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn deepseek_v3_caches_its_latent_on_every_tp_rank() {
+        let mut c = cfg("deepseek-v3", "h200", Precision::Fp8);
+        c.tp = 8;
+        let cap = kv_capacity(&c).unwrap();
+        // 61 layers × 576 elements × 2 bytes, not split over TP; about 78 GiB
+        // of FP8 weights (16-bit embeddings) per GPU, some 43 GiB left.
+        assert_eq!(cap.kv_bytes_per_token_per_gpu, 70_272.0);
+        assert!((cap.weight_bytes_per_gpu / GIB - 78.3).abs() < 0.1, "{cap:?}");
+        assert!(cap.tokens() > 600_000 && cap.tokens() < 700_000, "{cap:?}");
+        // Attention at TP 8: the absorbed form's flops split over the GPUs,
+        // the whole latent cache read by each.
+        let r = Roofline::new(&c).unwrap();
+        let mut decode = BatchShape::default();
+        decode.add_decode(100_000);
+        let cal = &c.calibration;
+        let flops = 61.0 * 128.0 * 2176.0 * 100_000.0 / (8.0 * 1979e12 * cal.eta_compute);
+        let bytes = 100_001.0 * 70_272.0 / (4.8e12 * cal.eta_kv);
+        let att = r.breakdown(&decode).attention.as_secs_f64();
+        assert!((att / flops.max(bytes) - 1.0).abs() < 1e-6, "{att} vs {flops} / {bytes}");
+        // A prefill's pairs cost the non-absorbed form's 2·(128 + 64) + 2·128
+        // = 640 flops a head, not 2,176: an 8,192-token prompt's attention.
+        let mut prefill = BatchShape::default();
+        prefill.add_prefill(0, 8192);
+        let pairs = 8192.0 * 4096.0;
+        let flops = 61.0 * 128.0 * 640.0 * pairs / (8.0 * 1979e12 * cal.eta_compute);
+        let bytes = 8192.0 * 70_272.0 / (4.8e12 * cal.eta_kv);
+        let att = r.breakdown(&prefill).attention.as_secs_f64();
+        assert!((att / flops.max(bytes) - 1.0).abs() < 1e-6, "{att} vs {flops} / {bytes}");
+        // A step of both: each pair at its own cost.
+        let mut both = prefill;
+        both.add_decode(100_000);
+        let flops = 61.0 * 128.0 * (640.0 * pairs + 2176.0 * 100_000.0) / (8.0 * 1979e12 * cal.eta_compute);
+        let bytes = (8192.0 + 100_001.0) * 70_272.0 / (4.8e12 * cal.eta_kv);
+        let att = r.breakdown(&both).attention.as_secs_f64();
+        assert!((att / flops.max(bytes) - 1.0).abs() < 1e-6, "{att} vs {flops} / {bytes}");
+        // One decode reads the weights that are not routed experts (the
+        // shared experts and the three dense layers among them) and 8 of the
+        // 256 experts of each MoE layer: about 37 B of 671 B.
+        let one = r.weight_bytes(1.0);
+        let routed = c.model.expert_params_all_layers() as f64;
+        let always = c.model.weight_bytes(Precision::Fp8) - 256.0 * routed;
+        assert!((one - always - 8.0 * routed).abs() < 1.0, "{one}");
+        assert!(always > (61 * 187_105_280 + 3 * 396_361_728 + 58 * 44_040_192u64) as f64, "{always}");
+    }
+
+    #[test]
+    fn shared_experts_are_read_every_step() {
+        let text = r#"{"hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+            "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
+            "num_hidden_layers": 24, "num_attention_heads": 16, "vocab_size": 151936}"#;
+        let with = ModelSpec::from_hf_config_str(text, "qwen1.5-moe").unwrap();
+        let without = ModelSpec { shared_expert_intermediate_size: 0, ..with.clone() };
+        let roofline = |m: &ModelSpec| {
+            Roofline::new(&EngineConfig::new(m.clone(), GpuSpec::lookup("h100").unwrap(), Precision::Bf16)).unwrap()
+        };
+        let (a, b) = (roofline(&with), roofline(&without));
+        let shared = 24.0 * 3.0 * 2048.0 * 5632.0;
+        // Read whatever the batch: at one token and at a thousand.
+        for n in [1.0, 1000.0] {
+            assert!((a.weight_bytes(n) - b.weight_bytes(n) - shared * 2.0).abs() < 1.0, "{n}");
+        }
+        assert_eq!(a.flops_per_token - b.flops_per_token, 2.0 * shared);
+        assert_eq!(a.expert_bytes, b.expert_bytes);
     }
 }

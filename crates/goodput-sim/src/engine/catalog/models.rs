@@ -16,6 +16,26 @@ pub struct Moe {
     pub experts_per_token: u32,
 }
 
+/// Multi-head latent attention (DeepSeek-V2 and V3): keys and values are
+/// cached as one compressed latent of `kv_lora_rank` elements plus a shared
+/// rotary key of `qk_rope_head_dim` per token and layer, and up-projected to
+/// the heads' `qk_nope_head_dim` keys and `v_head_dim` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mla {
+    pub kv_lora_rank: u32,
+    /// The queries' compression rank; `None`: the queries are projected at
+    /// full rank (DeepSeek-V2-Lite).
+    #[serde(default)]
+    pub q_lora_rank: Option<u32>,
+    pub qk_nope_head_dim: u32,
+    pub qk_rope_head_dim: u32,
+    pub v_head_dim: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A decoder-only transformer, as much of it as the step-time model needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
@@ -23,15 +43,36 @@ pub struct ModelSpec {
     pub num_layers: u32,
     pub hidden_size: u32,
     pub num_heads: u32,
+    /// The KV heads of grouped-query attention (unused with `mla`).
     pub num_kv_heads: u32,
+    /// The attention heads' width; with `mla`, the query and key heads'
+    /// (`qk_nope_head_dim + qk_rope_head_dim`).
     pub head_dim: u32,
-    /// The gated MLP's inner size (per expert for MoE).
+    /// The gated MLP's inner size (per routed expert for MoE).
     pub intermediate_size: u32,
     pub vocab_size: u32,
     pub tie_word_embeddings: bool,
     pub moe: Option<Moe>,
     /// The longest prompt plus output the model accepts.
     pub max_context: u32,
+    /// The always-active shared experts of every MoE layer, their gated
+    /// MLPs' inner sizes added (DeepSeek: `n_shared_experts` ×
+    /// `moe_intermediate_size`; Qwen-MoE: `shared_expert_intermediate_size`).
+    /// 0: none (Mixtral, Qwen3).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared_expert_intermediate_size: u32,
+    /// Layers of a mixture of experts whose MLP is dense, of
+    /// `dense_intermediate_size` (DeepSeek's `first_k_dense_replace`, or
+    /// the layers `moe_layer_freq`, `decoder_sparse_step` and
+    /// `mlp_only_layers` leave dense). 0 for a dense model, every layer of
+    /// which is dense of `intermediate_size`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dense_mlp_layers: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dense_intermediate_size: u32,
+    /// Multi-head latent attention in place of grouped-query attention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mla: Option<Mla>,
 }
 
 struct ModelEntry {
@@ -45,9 +86,34 @@ struct ModelEntry {
     vocab: u32,
     moe: Option<Moe>,
     max_context: u32,
+    head_dim: u32,
+    shared_intermediate: u32,
+    dense_layers: u32,
+    dense_intermediate: u32,
+    mla: Option<Mla>,
 }
 
-const MODELS: [ModelEntry; 8] = [
+/// What an entry leaves as it was before DeepSeek: heads of 128, no shared
+/// experts, every layer's MLP of one kind, grouped-query attention.
+const PLAIN: ModelEntry = ModelEntry {
+    aliases: &[],
+    name: "",
+    layers: 0,
+    hidden: 0,
+    heads: 0,
+    kv_heads: 0,
+    intermediate: 0,
+    vocab: 0,
+    moe: None,
+    max_context: 0,
+    head_dim: 128,
+    shared_intermediate: 0,
+    dense_layers: 0,
+    dense_intermediate: 0,
+    mla: None,
+};
+
+const MODELS: [ModelEntry; 9] = [
     ModelEntry {
         aliases: &["llama-3.1-8b", "llama-3-8b", "llama3.1-8b", "llama3-8b"],
         name: "Llama-3.1-8B",
@@ -59,6 +125,7 @@ const MODELS: [ModelEntry; 8] = [
         vocab: 128256,
         moe: None,
         max_context: 131072,
+        ..PLAIN
     },
     ModelEntry {
         aliases: &["llama-3.1-70b", "llama-3.3-70b", "llama-3-70b", "llama3.1-70b", "llama3.3-70b", "llama3-70b"],
@@ -71,6 +138,7 @@ const MODELS: [ModelEntry; 8] = [
         vocab: 128256,
         moe: None,
         max_context: 131072,
+        ..PLAIN
     },
     ModelEntry {
         aliases: &["llama-3.1-405b", "llama3.1-405b"],
@@ -83,6 +151,7 @@ const MODELS: [ModelEntry; 8] = [
         vocab: 128256,
         moe: None,
         max_context: 131072,
+        ..PLAIN
     },
     ModelEntry {
         aliases: &["qwen2.5-7b", "qwen-2.5-7b"],
@@ -95,6 +164,7 @@ const MODELS: [ModelEntry; 8] = [
         vocab: 152064,
         moe: None,
         max_context: 32768,
+        ..PLAIN
     },
     ModelEntry {
         aliases: &["qwen2.5-72b", "qwen-2.5-72b"],
@@ -107,6 +177,7 @@ const MODELS: [ModelEntry; 8] = [
         vocab: 152064,
         moe: None,
         max_context: 32768,
+        ..PLAIN
     },
     ModelEntry {
         aliases: &["mixtral-8x7b"],
@@ -119,6 +190,7 @@ const MODELS: [ModelEntry; 8] = [
         vocab: 32000,
         moe: Some(Moe { num_experts: 8, experts_per_token: 2 }),
         max_context: 32768,
+        ..PLAIN
     },
     // Qwen3's mixtures of experts, from their config.json on the Hugging Face
     // hub (Qwen/Qwen3-30B-A3B, Qwen/Qwen3-235B-A22B; Apache-2.0): head_dim
@@ -136,6 +208,7 @@ const MODELS: [ModelEntry; 8] = [
         vocab: 151936,
         moe: Some(Moe { num_experts: 128, experts_per_token: 8 }),
         max_context: 40960,
+        ..PLAIN
     },
     ModelEntry {
         aliases: &["qwen3-235b-a22b", "qwen-3-235b-a22b"],
@@ -148,6 +221,39 @@ const MODELS: [ModelEntry; 8] = [
         vocab: 151936,
         moe: Some(Moe { num_experts: 128, experts_per_token: 8 }),
         max_context: 40960,
+        ..PLAIN
+    },
+    // DeepSeek-V3, from its config.json on the Hugging Face hub
+    // (deepseek-ai/DeepSeek-V3; R1 and V3-0324 share it): 61 layers, the
+    // first 3 dense (`first_k_dense_replace`, `intermediate_size` 18,432),
+    // the other 58 with 256 routed experts, top-8, and 1 shared expert,
+    // each of `moe_intermediate_size` 2,048; multi-head latent attention of
+    // 128 heads (`kv_lora_rank` 512, `q_lora_rank` 1,536, key heads of
+    // 128 + 64 rotary, value heads of 128); vocabulary 129,280,
+    // `max_position_embeddings` 163,840. 671 B parameters, 37 B activated,
+    // as DeepSeek gives them (the multi-token-prediction layer's 14 B aside).
+    ModelEntry {
+        aliases: &["deepseek-v3", "deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
+        name: "DeepSeek-V3",
+        layers: 61,
+        hidden: 7168,
+        heads: 128,
+        kv_heads: 128,
+        intermediate: 2048,
+        vocab: 129280,
+        moe: Some(Moe { num_experts: 256, experts_per_token: 8 }),
+        max_context: 163840,
+        head_dim: 192,
+        shared_intermediate: 2048,
+        dense_layers: 3,
+        dense_intermediate: 18432,
+        mla: Some(Mla {
+            kv_lora_rank: 512,
+            q_lora_rank: Some(1536),
+            qk_nope_head_dim: 128,
+            qk_rope_head_dim: 64,
+            v_head_dim: 128,
+        }),
     },
 ];
 
@@ -221,12 +327,16 @@ impl ModelSpec {
             hidden_size: e.hidden,
             num_heads: e.heads,
             num_kv_heads: e.kv_heads,
-            head_dim: 128,
+            head_dim: e.head_dim,
             intermediate_size: e.intermediate,
             vocab_size: e.vocab,
             tie_word_embeddings: false,
             moe: e.moe,
             max_context: e.max_context,
+            shared_expert_intermediate_size: e.shared_intermediate,
+            dense_mlp_layers: e.dense_layers,
+            dense_intermediate_size: e.dense_intermediate,
+            mla: e.mla,
         }
     }
 
@@ -254,12 +364,31 @@ impl ModelSpec {
     /// `num_key_value_heads` (default: the attention heads), `intermediate_size`
     /// (or `moe_intermediate_size` for experts), `vocab_size`, `head_dim`
     /// (default hidden / heads), `tie_word_embeddings` (default false, as the
-    /// Llama, Qwen2 and Mistral configs default it), `num_local_experts` or
-    /// `num_experts` with `num_experts_per_tok`, and `max_position_embeddings`.
-    /// Multimodal configs are read from their `text_config`. Shared experts
-    /// and biases are not counted: they are a fraction of a percent.
+    /// Llama, Qwen2 and Mistral configs default it), `max_position_embeddings`,
+    /// and for a mixture of experts:
+    ///
+    /// - `num_local_experts`, `num_experts` or `n_routed_experts`, with
+    ///   `num_experts_per_tok`;
+    /// - shared experts, always active: DeepSeek's `n_shared_experts` (each of
+    ///   `moe_intermediate_size`), Qwen-MoE's `shared_expert_intermediate_size`;
+    /// - which layers are dense MLPs of `intermediate_size`, as DeepSeek's and
+    ///   Qwen-MoE's modelling code decides it: layer i is a mixture of experts
+    ///   when i ≥ `first_k_dense_replace`, i % `moe_layer_freq` = 0,
+    ///   (i + 1) % `decoder_sparse_step` = 0 and i is not in `mlp_only_layers`.
+    ///
+    /// `kv_lora_rank` makes the attention multi-head latent attention
+    /// (DeepSeek-V2 and V3), with `q_lora_rank` (absent or null: full-rank
+    /// queries), `qk_nope_head_dim`, `qk_rope_head_dim` and `v_head_dim`.
+    /// Multimodal configs are read from their `text_config`. Not read: biases,
+    /// norms and Qwen-MoE's one-output shared-expert gate (a fraction of a
+    /// percent), multi-token-prediction layers (`num_nextn_predict_layers`:
+    /// vLLM loads them only to draft speculative tokens) and
+    /// `quantization_config` (`--precision` sets the weights' width).
     pub fn from_hf_config_str(text: &str, fallback_name: &str) -> Result<ModelSpec, Error> {
         const MAX_PARAMS: f64 = 1e15;
+        // More layers than any model has: the layout of a mixture of experts
+        // is counted layer by layer.
+        const MAX_MOE_LAYERS: u32 = 100_000;
         let invalid = |message: String| Error::ModelConfigInvalid { source_name: fallback_name.to_string(), message };
         let root: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
         let mut cfg = root.as_object().ok_or_else(|| invalid("the top level is not a JSON object".into()))?;
@@ -268,6 +397,17 @@ impl ModelSpec {
                 cfg = inner;
             }
         }
+        // A count that may be 0 (`first_k_dense_replace`, `n_shared_experts`).
+        let get0 = |key: &str| -> Result<Option<u32>, Error> {
+            match cfg.get(key) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .filter(|&n| n <= u32::MAX as u64)
+                    .map(|n| Some(n as u32))
+                    .ok_or_else(|| invalid(format!("`{key}` must be a non-negative integer, got {v}"))),
+            }
+        };
         let get = |key: &str| -> Result<Option<u32>, Error> {
             match cfg.get(key) {
                 None | Some(serde_json::Value::Null) => Ok(None),
@@ -285,25 +425,52 @@ impl ModelSpec {
         let hidden_size = need("hidden_size")?;
         let num_heads = need("num_attention_heads")?;
         let num_kv_heads = get("num_key_value_heads")?.unwrap_or(num_heads);
-        let head_dim = match get("head_dim")? {
-            Some(h) => h,
-            None if hidden_size % num_heads == 0 => hidden_size / num_heads,
-            None => {
+        let mla = match get("kv_lora_rank")? {
+            None => None,
+            Some(kv_lora_rank) => {
+                let part = |key: &str| -> Result<u32, Error> {
+                    get(key)?.ok_or_else(|| {
+                        invalid(format!("`{key}` is missing: multi-head latent attention (`kv_lora_rank`) needs it"))
+                    })
+                };
+                Some(Mla {
+                    kv_lora_rank,
+                    q_lora_rank: get("q_lora_rank")?,
+                    qk_nope_head_dim: part("qk_nope_head_dim")?,
+                    qk_rope_head_dim: part("qk_rope_head_dim")?,
+                    v_head_dim: part("v_head_dim")?,
+                })
+            }
+        };
+        let head_dim = match (mla, get("head_dim")?) {
+            (Some(a), _) => a.qk_nope_head_dim.checked_add(a.qk_rope_head_dim).ok_or_else(|| {
+                invalid(format!(
+                    "qk_nope_head_dim {} + qk_rope_head_dim {} is past any model's head",
+                    a.qk_nope_head_dim, a.qk_rope_head_dim
+                ))
+            })?,
+            (None, Some(h)) => h,
+            (None, None) if hidden_size % num_heads == 0 => hidden_size / num_heads,
+            (None, None) => {
                 return Err(invalid(format!(
                     "`head_dim` is missing and hidden_size {hidden_size} is not a multiple of \
                      num_attention_heads {num_heads}"
                 )))
             }
         };
-        if num_heads % num_kv_heads != 0 {
+        // Latent attention caches no per-head keys: its KV-head count is moot.
+        if mla.is_none() && num_heads % num_kv_heads != 0 {
             return Err(invalid(format!(
                 "num_attention_heads {num_heads} is not a multiple of num_key_value_heads {num_kv_heads}"
             )));
         }
-        let experts = match get("num_local_experts")? {
-            Some(n) => Some(n),
-            None => get("num_experts")?,
-        };
+        let mut experts = None;
+        for key in ["num_local_experts", "num_experts", "n_routed_experts"] {
+            if let Some(n) = get0(key)? {
+                experts = Some(n);
+                break;
+            }
+        }
         let moe = match experts {
             Some(n) if n > 1 => {
                 let k = get("num_experts_per_tok")?
@@ -315,9 +482,72 @@ impl ModelSpec {
             }
             _ => None,
         };
+        // Which layers of a mixture of experts are dense.
+        let (moe, dense_mlp_layers) = match moe {
+            None => (None, 0),
+            Some(m) => {
+                let first_dense = get0("first_k_dense_replace")?.unwrap_or(0);
+                let freq = get("moe_layer_freq")?.unwrap_or(1);
+                let step = get("decoder_sparse_step")?.unwrap_or(1);
+                let mlp_only: Vec<u64> = match cfg.get("mlp_only_layers") {
+                    None | Some(serde_json::Value::Null) => Vec::new(),
+                    Some(v) => v
+                        .as_array()
+                        .and_then(|a| a.iter().map(|i| i.as_u64()).collect::<Option<Vec<u64>>>())
+                        .ok_or_else(|| {
+                            invalid(format!("`mlp_only_layers` must be a list of layer indices, got {v}"))
+                        })?,
+                };
+                let moe_layers = if first_dense == 0 && freq == 1 && step == 1 && mlp_only.is_empty() {
+                    num_layers
+                } else if num_layers > MAX_MOE_LAYERS {
+                    return Err(invalid(format!(
+                        "num_hidden_layers {num_layers} is past any mixture of experts' (at most {MAX_MOE_LAYERS})"
+                    )));
+                } else {
+                    let is_moe = |i: u32| {
+                        i >= first_dense
+                            && i.is_multiple_of(freq)
+                            && (i + 1).is_multiple_of(step)
+                            && !mlp_only.contains(&u64::from(i))
+                    };
+                    (0..num_layers).filter(|&i| is_moe(i)).count() as u32
+                };
+                // No layer left with experts: a dense model.
+                if moe_layers == 0 {
+                    (None, 0)
+                } else {
+                    (Some(m), num_layers - moe_layers)
+                }
+            }
+        };
         let intermediate_size = match (moe, get("moe_intermediate_size")?) {
             (Some(_), Some(m)) => m,
             _ => need("intermediate_size")?,
+        };
+        let dense_intermediate_size = if dense_mlp_layers > 0 {
+            get("intermediate_size")?.ok_or_else(|| {
+                invalid(format!(
+                    "`intermediate_size` is missing: {dense_mlp_layers} of the {num_layers} layers are dense MLPs \
+                     of that size"
+                ))
+            })?
+        } else {
+            0
+        };
+        let shared_expert_intermediate_size = match moe {
+            None => 0,
+            Some(_) => {
+                let deepseek = u64::from(get0("n_shared_experts")?.unwrap_or(0)) * u64::from(intermediate_size);
+                let qwen = u64::from(get0("shared_expert_intermediate_size")?.unwrap_or(0));
+                u32::try_from(deepseek + qwen).map_err(|_| {
+                    invalid(format!(
+                        "the shared experts' inner size ({} shared of {intermediate_size}, plus \
+                         shared_expert_intermediate_size) is past any model's",
+                        deepseek / u64::from(intermediate_size)
+                    ))
+                })?
+            }
         };
         let tie_word_embeddings = match cfg.get("tie_word_embeddings") {
             None | Some(serde_json::Value::Null) => false,
@@ -325,27 +555,14 @@ impl ModelSpec {
                 v.as_bool().ok_or_else(|| invalid(format!("`tie_word_embeddings` must be true or false, got {v}")))?
             }
         };
-        // Sizes whose product passes any model's (a hidden_size of 2^31 had
-        // wrapped the parameter count, and the model "fit" on one GPU).
         let vocab_size = need("vocab_size")?;
-        let f = f64::from;
-        let (q, kv) = (f(num_heads) * f(head_dim), f(num_kv_heads) * f(head_dim));
-        let experts = moe.map_or(1.0, |m| f(m.num_experts));
-        let layer = 2.0 * f(hidden_size) * (q + kv) + experts * f(hidden_size) * (3.0 * f(intermediate_size) + 1.0);
-        let params = f(num_layers) * layer + 2.0 * f(vocab_size) * f(hidden_size);
-        if params > MAX_PARAMS {
-            return Err(invalid(format!(
-                "its sizes make a model of {params:.1e} parameters, past any model (at most {MAX_PARAMS:e}): check \
-                 hidden_size, intermediate_size, the head counts, num_hidden_layers and vocab_size"
-            )));
-        }
         let name = root
             .get("_name_or_path")
             .and_then(|v| v.as_str())
             .filter(|s| !s.is_empty())
             .unwrap_or(fallback_name)
             .to_string();
-        Ok(ModelSpec {
+        let spec = ModelSpec {
             name,
             num_layers,
             hidden_size,
@@ -357,28 +574,125 @@ impl ModelSpec {
             tie_word_embeddings,
             moe,
             max_context: get("max_position_embeddings")?.unwrap_or(131072),
-        })
+            shared_expert_intermediate_size,
+            dense_mlp_layers,
+            dense_intermediate_size,
+            mla,
+        };
+        // Sizes whose product passes any model's (a hidden_size of 2^31 had
+        // wrapped the parameter count, and the model "fit" on one GPU).
+        let params = spec.params_f64();
+        if params > MAX_PARAMS {
+            return Err(invalid(format!(
+                "its sizes make a model of {params:.1e} parameters, past any model (at most {MAX_PARAMS:e}): check \
+                 hidden_size, intermediate_size, the head counts, num_hidden_layers and vocab_size{}",
+                if mla.is_some() { ", and the latent attention's ranks and head sizes" } else { "" }
+            )));
+        }
+        Ok(spec)
     }
 
-    /// q, k, v and o projections of one layer.
+    /// Every parameter, counted in floating point as the integer counts below
+    /// count them: what [`ModelSpec::from_hf_config_str`] bounds before those
+    /// can overflow.
+    fn params_f64(&self) -> f64 {
+        let f = f64::from;
+        let (d, h) = (f(self.hidden_size), f(self.num_heads));
+        let attention = match self.mla {
+            Some(a) => {
+                let qk = f(a.qk_nope_head_dim) + f(a.qk_rope_head_dim);
+                let q = match a.q_lora_rank {
+                    Some(r) => d * f(r) + f(r) * h * qk,
+                    None => d * h * qk,
+                };
+                let kv = d * (f(a.kv_lora_rank) + f(a.qk_rope_head_dim))
+                    + f(a.kv_lora_rank) * h * (f(a.qk_nope_head_dim) + f(a.v_head_dim));
+                q + kv + h * f(a.v_head_dim) * d
+            }
+            None => 2.0 * d * (h + f(self.num_kv_heads)) * f(self.head_dim),
+        };
+        let mlp = |inner: u32| 3.0 * d * f(inner);
+        let mlps = match self.moe {
+            None => f(self.num_layers) * mlp(self.intermediate_size),
+            Some(m) => {
+                let e = f(m.num_experts);
+                f(self.moe_layers())
+                    * (e * mlp(self.intermediate_size) + d * e + mlp(self.shared_expert_intermediate_size))
+                    + f(self.dense_mlp_layers) * mlp(self.dense_intermediate_size)
+            }
+        };
+        f(self.num_layers) * attention + mlps + 2.0 * f(self.vocab_size) * d
+    }
+
+    /// The attention's parameters of one layer: the q, k, v and o projections,
+    /// or with latent attention the query's (down and up when `q_lora_rank`
+    /// is set), the keys' and values' (down to the latent and the rotary key,
+    /// then up to the heads) and the output's.
     pub fn attention_params_per_layer(&self) -> u64 {
         let d = self.hidden_size as u64;
-        let q = self.num_heads as u64 * self.head_dim as u64;
+        let heads = self.num_heads as u64;
+        if let Some(a) = self.mla {
+            let (r, rope) = (a.kv_lora_rank as u64, a.qk_rope_head_dim as u64);
+            let (nope, v) = (a.qk_nope_head_dim as u64, a.v_head_dim as u64);
+            let q = match a.q_lora_rank {
+                Some(q_rank) => d * q_rank as u64 + q_rank as u64 * heads * (nope + rope),
+                None => d * heads * (nope + rope),
+            };
+            let kv = d * (r + rope) + r * heads * (nope + v);
+            return q + kv + heads * v * d;
+        }
+        let q = heads * self.head_dim as u64;
         let kv = self.num_kv_heads as u64 * self.head_dim as u64;
         d * q + 2 * d * kv + q * d
     }
 
-    /// One gated MLP (gate, up and down projections): one expert for MoE.
+    /// One gated MLP (gate, up and down projections): one routed expert for MoE.
     pub fn mlp_params_per_expert(&self) -> u64 {
         3 * self.hidden_size as u64 * self.intermediate_size as u64
     }
 
-    /// Every MLP parameter of one layer, all experts and the router included.
+    /// The shared experts of one MoE layer (gated MLPs, always active).
+    pub fn shared_expert_params_per_layer(&self) -> u64 {
+        3 * self.hidden_size as u64 * self.shared_expert_intermediate_size as u64
+    }
+
+    /// Every MLP parameter of one MoE layer (all routed experts, the router
+    /// and the shared experts), or of one layer of a dense model.
     pub fn mlp_params_per_layer(&self) -> u64 {
         match self.moe {
             None => self.mlp_params_per_expert(),
             Some(m) => {
-                m.num_experts as u64 * self.mlp_params_per_expert() + self.hidden_size as u64 * m.num_experts as u64
+                m.num_experts as u64 * self.mlp_params_per_expert()
+                    + self.hidden_size as u64 * m.num_experts as u64
+                    + self.shared_expert_params_per_layer()
+            }
+        }
+    }
+
+    /// Layers whose MLP is a mixture of experts: every layer of Mixtral's and
+    /// Qwen3's, DeepSeek-V3's but its first three, none of a dense model's.
+    pub fn moe_layers(&self) -> u32 {
+        match self.moe {
+            None => 0,
+            Some(_) => self.num_layers.saturating_sub(self.dense_mlp_layers),
+        }
+    }
+
+    /// One routed expert's parameters in every MoE layer together: what a
+    /// step reads per expert its tokens reach, and what expert parallelism
+    /// spreads (times the experts).
+    pub fn expert_params_all_layers(&self) -> u64 {
+        self.mlp_params_per_expert() * self.moe_layers() as u64
+    }
+
+    /// The MLPs of every layer: for a mixture of experts, its MoE layers'
+    /// and its dense layers'.
+    fn mlp_params(&self) -> u64 {
+        match self.moe {
+            None => self.num_layers as u64 * self.mlp_params_per_expert(),
+            Some(_) => {
+                self.moe_layers() as u64 * self.mlp_params_per_layer()
+                    + self.dense_mlp_layers as u64 * 3 * self.hidden_size as u64 * self.dense_intermediate_size as u64
             }
         }
     }
@@ -395,20 +709,24 @@ impl ModelSpec {
 
     /// Non-embedding parameters, all experts included: what memory holds.
     pub fn body_params(&self) -> u64 {
-        self.num_layers as u64 * (self.attention_params_per_layer() + self.mlp_params_per_layer())
+        self.num_layers as u64 * self.attention_params_per_layer() + self.mlp_params()
     }
 
     /// Non-embedding parameters one token passes through (`P` of docs/simulator.md):
-    /// for MoE only the top-k experts and the router.
+    /// for MoE only the top-k routed experts, the router and the shared
+    /// experts of each MoE layer, and the dense layers' MLPs.
     pub fn active_params(&self) -> u64 {
         let mlp = match self.moe {
-            None => self.mlp_params_per_expert(),
+            None => self.num_layers as u64 * self.mlp_params_per_expert(),
             Some(m) => {
-                m.experts_per_token as u64 * self.mlp_params_per_expert()
+                let moe_layer = m.experts_per_token as u64 * self.mlp_params_per_expert()
                     + self.hidden_size as u64 * m.num_experts as u64
+                    + self.shared_expert_params_per_layer();
+                self.moe_layers() as u64 * moe_layer
+                    + self.dense_mlp_layers as u64 * 3 * self.hidden_size as u64 * self.dense_intermediate_size as u64
             }
         };
-        self.num_layers as u64 * (self.attention_params_per_layer() + mlp)
+        self.num_layers as u64 * self.attention_params_per_layer() + mlp
     }
 
     pub fn total_params(&self) -> u64 {
@@ -423,9 +741,42 @@ impl ModelSpec {
 
     /// KV-cache bytes per token on one GPU: 2·L·H_kv·h_d·b_kv split over TP.
     /// Past TP = H_kv each GPU keeps a replica of its head, as vLLM does.
+    /// With latent attention L·(kv_lora_rank + qk_rope_head_dim)·b_kv, the
+    /// latent and the rotary key, on every GPU of the TP group: vLLM keeps
+    /// the whole latent cache on each rank.
     pub fn kv_bytes_per_token_per_gpu(&self, kv: KvCacheDtype, tp: u32) -> f64 {
+        if let Some(a) = self.mla {
+            let latent = a.kv_lora_rank as f64 + a.qk_rope_head_dim as f64;
+            return self.num_layers as f64 * latent * kv.bytes_per_element();
+        }
         let heads_per_gpu = self.num_kv_heads.div_ceil(tp.max(1));
         2.0 * self.num_layers as f64 * heads_per_gpu as f64 * self.head_dim as f64 * kv.bytes_per_element()
+    }
+
+    /// Attention flops per (query token, cached token) pair, all layers and
+    /// heads: 4·L·H·h_d (q·k and p·v). With latent attention, as the absorbed
+    /// form vLLM decodes with computes it: L·H·(2·(kv_lora_rank + rope) +
+    /// 2·kv_lora_rank), the scores against the latent and its rotary key, and
+    /// the weighted sum of latents; a prefill's pairs cost
+    /// [`Self::prefill_attention_flops_per_pair`].
+    pub fn attention_flops_per_pair(&self) -> f64 {
+        if let Some(a) = self.mla {
+            let (r, rope) = (a.kv_lora_rank as f64, a.qk_rope_head_dim as f64);
+            return self.num_layers as f64 * self.num_heads as f64 * (2.0 * (r + rope) + 2.0 * r);
+        }
+        4.0 * self.num_layers as f64 * self.num_heads as f64 * self.head_dim as f64
+    }
+
+    /// A prefill's attention flops per pair where they differ from a
+    /// decode's: with latent attention vLLM prefills in the non-absorbed
+    /// form, L·H·(2·(nope + rope) + 2·v), each head's own keys and values
+    /// (for DeepSeek-V3 640 flops a head against the absorbed form's 2,176);
+    /// the up-projection of a cached prefix's latents that this form needs
+    /// is left out. `None`: the same as a decode's.
+    pub fn prefill_attention_flops_per_pair(&self) -> Option<f64> {
+        let a = self.mla?;
+        let per_head = 2.0 * f64::from(a.qk_nope_head_dim + a.qk_rope_head_dim) + 2.0 * f64::from(a.v_head_dim);
+        Some(self.num_layers as f64 * self.num_heads as f64 * per_head)
     }
 }
 

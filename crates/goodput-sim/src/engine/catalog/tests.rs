@@ -212,3 +212,179 @@ fn hopper_and_blackwell_datasheets_and_power() {
         assert!(g.tdp_w > 0.0 && g.idle_w > 0.05 * g.tdp_w && g.idle_w < 0.3 * g.tdp_w, "{}", g.name);
     }
 }
+
+/// DeepSeek-V3's config.json as deepseek-ai/DeepSeek-V3 ships it (the
+/// fields the model reads and some it leaves, rope scaling and the FP8
+/// quantisation among them).
+const DEEPSEEK_V3_CONFIG: &str = r#"{
+  "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+  "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+  "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+  "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+  "first_k_dense_replace": 3, "moe_layer_freq": 1, "n_group": 8, "topk_group": 4,
+  "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+  "v_head_dim": 128, "num_nextn_predict_layers": 1, "vocab_size": 129280,
+  "max_position_embeddings": 163840, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
+  "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+    "weight_block_size": [128, 128]}
+}"#;
+
+#[test]
+fn deepseek_v3_sizes_match_its_model_card() {
+    let m = ModelSpec::lookup("deepseek-v3").unwrap();
+    // Counted by hand. Attention a layer: q 7,168 × 1,536 + 1,536 × 128 × 192;
+    // kv 7,168 × 576 + 512 × 128 × 256; o 128 × 128 × 7,168: 187,105,280.
+    assert_eq!(m.attention_params_per_layer(), 187_105_280);
+    // 3 dense MLPs of 3 × 7,168 × 18,432; 58 MoE layers of 256 + 1 shared
+    // experts of 3 × 7,168 × 2,048 and a 7,168 × 256 router.
+    assert_eq!((m.moe_layers(), m.dense_mlp_layers), (58, 3));
+    assert_eq!(m.mlp_params_per_layer(), 257 * 44_040_192 + 7168 * 256);
+    assert_eq!(m.total_params(), 671_025_397_760);
+    // 671 B in all, 37 B activated, as DeepSeek gives them; active counted
+    // with the embeddings, as the other models' checks count it (37.55 B).
+    let (t, a) = (m.total_params() as f64, (m.active_params() + m.embedding_params()) as f64);
+    assert!((t / 671e9 - 1.0).abs() < 0.01, "total {t:e}");
+    assert!((a / 37e9 - 1.0).abs() < 0.03, "active {a:e}");
+    assert_eq!(m.active_params(), 61 * 187_105_280 + 3 * 396_361_728 + 58 * (9 * 44_040_192 + 7168 * 256));
+    // The KV cache holds the latent and the rotary key, 576 elements a layer,
+    // on every TP rank: 61 × 576 × 2 bytes, not 2 × 61 × 128 heads × 56.
+    assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Auto, 1), 70_272.0);
+    assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Auto, 8), 70_272.0);
+    assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Fp8, 8), 35_136.0);
+    // Absorbed attention: scores over 576 and a sum of 512-wide latents.
+    assert_eq!(m.attention_flops_per_pair(), 61.0 * 128.0 * (2.0 * 576.0 + 2.0 * 512.0));
+    for alias in [
+        "deepseek-ai/DeepSeek-V3",
+        "deepseek-ai/DeepSeek-V3-Base",
+        "deepseek-ai/DeepSeek-V3-0324",
+        "deepseek-ai/DeepSeek-R1",
+        "deepseek-ai/DeepSeek-R1-0528",
+        "DEEPSEEK_R1",
+    ] {
+        assert_eq!(ModelSpec::lookup(alias).unwrap().name, "DeepSeek-V3", "{alias}");
+    }
+}
+
+#[test]
+fn hf_config_reads_deepseek_v3_as_the_catalog_has_it() {
+    let read = ModelSpec::from_hf_config_str(DEEPSEEK_V3_CONFIG, "DeepSeek-V3").unwrap();
+    let shipped = ModelSpec::lookup("deepseek-v3").unwrap();
+    assert_eq!(read, shipped);
+    // What it had read: a 38 B dense model whose KV cache was 25 times MLA's.
+    assert!(read.moe.is_some() && read.mla.is_some());
+    let as_gqa = 2.0 * 61.0 * 128.0 * 56.0 * 2.0;
+    assert!(as_gqa / read.kv_bytes_per_token_per_gpu(KvCacheDtype::Auto, 1) > 24.0);
+    // A serialised form from before these fields reads as it did, and a
+    // dense model serialises as it did.
+    let llama = ModelSpec::lookup("llama-3.1-8b").unwrap();
+    let text = serde_json::to_string(&llama).unwrap();
+    for key in ["mla", "shared_expert", "dense_"] {
+        assert!(!text.contains(key), "{text}");
+    }
+    assert_eq!(serde_json::from_str::<ModelSpec>(&text).unwrap(), llama);
+    let text = serde_json::to_string(&shipped).unwrap();
+    assert_eq!(serde_json::from_str::<ModelSpec>(&text).unwrap(), shipped);
+}
+
+#[test]
+fn hf_config_reads_deepseek_v2_lite_with_full_rank_queries() {
+    // deepseek-ai/DeepSeek-V2-Lite: no query compression (`q_lora_rank`
+    // null), one dense layer, 64 routed experts, top-6, 2 shared. 15.7 B
+    // parameters, 2.4 B activated as DeepSeek counts them: with the LM head,
+    // without the input embedding (a lookup, no matrix product).
+    let lite = r#"{"hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+        "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+        "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+        "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": null,
+        "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400,
+        "max_position_embeddings": 163840, "tie_word_embeddings": false}"#;
+    let m = ModelSpec::from_hf_config_str(lite, "DeepSeek-V2-Lite").unwrap();
+    assert_eq!(m.attention_params_per_layer(), 2048 * 16 * 192 + 2048 * 576 + 512 * 16 * 256 + 16 * 128 * 2048);
+    assert_eq!((m.moe_layers(), m.dense_mlp_layers, m.shared_expert_intermediate_size), (26, 1, 2816));
+    let t = m.total_params() as f64;
+    let a = (m.active_params() + m.embedding_params() / 2) as f64;
+    assert!((t / 15.7e9 - 1.0).abs() < 0.01, "total {t:e}");
+    assert!((a / 2.4e9 - 1.0).abs() < 0.03, "active {a:e}");
+}
+
+#[test]
+fn qwen_moe_shared_experts_are_counted() {
+    // Qwen/Qwen1.5-MoE-A2.7B: 14.3 B parameters, 2.7 B activated; and
+    // Qwen/Qwen2-57B-A14B: 57 B and 14 B (the model cards'; active counted
+    // with the embeddings, as Qwen counts it). Each MoE layer has a shared
+    // expert of `shared_expert_intermediate_size`, always active.
+    let a27 = r#"{"_name_or_path": "Qwen/Qwen1.5-MoE-A2.7B", "hidden_size": 2048,
+        "intermediate_size": 5632, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+        "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1, "num_hidden_layers": 24,
+        "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936,
+        "max_position_embeddings": 8192, "tie_word_embeddings": false}"#;
+    let a14 = r#"{"_name_or_path": "Qwen/Qwen2-57B-A14B", "hidden_size": 3584,
+        "intermediate_size": 18944, "moe_intermediate_size": 2560, "shared_expert_intermediate_size": 20480,
+        "num_experts": 64, "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+        "vocab_size": 151936, "max_position_embeddings": 131072, "tie_word_embeddings": false}"#;
+    for (text, total, active) in [(a27, 14.3e9, 2.7e9), (a14, 57.4e9, 14e9)] {
+        let m = ModelSpec::from_hf_config_str(text, "x").unwrap();
+        let (t, a) = (m.total_params() as f64, (m.active_params() + m.embedding_params()) as f64);
+        assert!((t / total - 1.0).abs() < 0.01, "{}: total {t:e} vs {total:e}", m.name);
+        assert!((a / active - 1.0).abs() < 0.03, "{}: active {a:e} vs {active:e}", m.name);
+        assert_eq!(m.dense_mlp_layers, 0);
+    }
+    // Without its shared expert the 2.7 B model would be 13.5 B and 1.9 B.
+    let m = ModelSpec::from_hf_config_str(a27, "x").unwrap();
+    assert_eq!(m.shared_expert_params_per_layer(), 3 * 2048 * 5632);
+    assert_eq!(m.total_params(), 14_315_487_232);
+    assert_eq!(m.active_params(), 24 * (4 * 2048 * 2048 + 4 * 3 * 2048 * 1408 + 2048 * 60 + 3 * 2048 * 5632));
+}
+
+#[test]
+fn hf_config_reads_which_layers_are_dense() {
+    let base = |extra: &str| {
+        format!(
+            r#"{{"hidden_size": 1024, "intermediate_size": 4096, "moe_intermediate_size": 512,
+            "num_hidden_layers": 12, "num_attention_heads": 8, "num_key_value_heads": 8,
+            "num_experts": 16, "num_experts_per_tok": 2, "vocab_size": 32000{extra}}}"#
+        )
+    };
+    let read = |extra: &str| ModelSpec::from_hf_config_str(&base(extra), "m");
+    let layers = |extra: &str| {
+        let m = read(extra).unwrap();
+        (m.moe_layers(), m.dense_mlp_layers)
+    };
+    assert_eq!(layers(""), (12, 0));
+    // DeepSeek's rule: i ≥ first_k_dense_replace and i % moe_layer_freq = 0.
+    assert_eq!(layers(r#", "first_k_dense_replace": 0"#), (12, 0));
+    assert_eq!(layers(r#", "first_k_dense_replace": 3"#), (9, 3));
+    assert_eq!(layers(r#", "moe_layer_freq": 2"#), (6, 6));
+    assert_eq!(layers(r#", "first_k_dense_replace": 1, "moe_layer_freq": 2"#), (5, 7));
+    // Qwen-MoE's: (i + 1) % decoder_sparse_step = 0, i not in mlp_only_layers.
+    assert_eq!(layers(r#", "decoder_sparse_step": 3"#), (4, 8));
+    assert_eq!(layers(r#", "mlp_only_layers": [0, 11, 40]"#), (10, 2));
+    // Dense layers are MLPs of intermediate_size: 2 of them here.
+    let m = read(r#", "mlp_only_layers": [0, 11]"#).unwrap();
+    let all_moe = read("").unwrap();
+    let dense_mlp = 3 * 1024 * 4096;
+    assert_eq!(m.body_params() + 2 * all_moe.mlp_params_per_layer(), all_moe.body_params() + 2 * dense_mlp);
+    assert_eq!(m.active_params() + 2 * (2 * 3 * 1024 * 512 + 1024 * 16), all_moe.active_params() + 2 * dense_mlp);
+    // Every layer dense: a dense model.
+    let m = read(r#", "first_k_dense_replace": 12"#).unwrap();
+    assert_eq!((m.moe, m.intermediate_size, m.dense_mlp_layers), (None, 4096, 0));
+    // Refusals name the field.
+    for (extra, says) in [
+        (r#", "moe_layer_freq": 0"#, "`moe_layer_freq` must be a positive integer"),
+        (r#", "mlp_only_layers": "none""#, "`mlp_only_layers` must be a list of layer indices"),
+        (r#", "first_k_dense_replace": -1"#, "`first_k_dense_replace` must be a non-negative integer"),
+        (r#", "n_shared_experts": 1.5"#, "`n_shared_experts` must be a non-negative integer"),
+    ] {
+        let err = read(extra).unwrap_err().to_string();
+        assert!(err.contains(says), "{extra}: {err}");
+    }
+    let no_dense_size = base(r#", "first_k_dense_replace": 1"#).replace(r#""intermediate_size": 4096,"#, "");
+    let err = ModelSpec::from_hf_config_str(&no_dense_size, "m").unwrap_err().to_string();
+    assert!(err.contains("`intermediate_size` is missing: 1 of the 12 layers are dense"), "{err}");
+    let err = ModelSpec::from_hf_config_str(&base(r#", "kv_lora_rank": 512, "qk_nope_head_dim": 128"#), "m")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`qk_rope_head_dim` is missing: multi-head latent attention"), "{err}");
+}
