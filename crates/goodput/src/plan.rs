@@ -1068,7 +1068,9 @@ impl Search<'_> {
         let mut out: Vec<(FrontierConfig, Option<usize>)> = Vec::new();
         for (_, group) in done {
             for (c, note) in group {
-                notes.extend(note);
+                // Groups that differ only in their batch limits stop their
+                // TP climb alike: said once.
+                notes.extend(note.filter(|n| !notes.contains(n)));
                 out.push((c, None));
             }
         }
@@ -1138,13 +1140,18 @@ impl Search<'_> {
                 if s < s0 * (1.0 + TP_HELPS) && k + 1 < group.len() {
                     let wider: Vec<String> = group[k + 1..].iter().map(|c| c.tp.to_string()).collect();
                     let ep = if c.ep > 1 { format!(" ep{}", c.ep) } else { String::new() };
+                    let change = (s / s0 - 1.0) * 100.0;
+                    let how = if change < 0.0 {
+                        format!("{:.1}% slower", -change)
+                    } else {
+                        format!("only {change:.1}% faster")
+                    };
                     let note = format!(
-                        "{}{ep} {}{}: TP {} made one user only {:.1}% faster than TP {tp0}; TP {} left out",
+                        "{}{ep} {}{}: TP {} made one user {how} than TP {tp0}; TP {} left out",
                         self.args.gpu[c.offer].name,
                         c.precision,
                         c.pd.map(|pd| pd.id()).unwrap_or_default(),
                         c.tp,
-                        (s / s0 - 1.0) * 100.0,
                         wider.join(", ")
                     );
                     out.last_mut().expect("just pushed").1 = Some(note);

@@ -62,6 +62,13 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     assert_eq!((doc["kind"].as_str(), doc["source"].as_str()), (Some("frontier"), Some("predicted")));
     assert_valid(&doc, "FrontierResult", "plan");
     assert_eq!(doc["percentile"], 90.0);
+    // Each note once (groups that differ only in their batch limits had
+    // each said where their TP climb stopped).
+    let notes: Vec<&str> = doc["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let mut unique = notes.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), notes.len(), "{notes:#?}");
 
     let all = points(&doc);
     assert!(all.len() >= 8, "too few points: {doc}");
@@ -768,4 +775,24 @@ fn the_context_check_counts_the_chat_template_and_says_so() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn where_a_tp_climb_stopped_is_said_once_and_in_plain_words() {
+    // Qwen3-30B-A3B in FP8 on H100s: TP 2 does not speed one user up, so
+    // the climb stops there. Each of the two batch budgets' groups had said
+    // so, and a slowdown read "only -14.1% faster".
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.json");
+    goodput()
+        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "4", "--tp", "1,2,4"])
+        .args(["--precision", "fp8", "--concurrency", "1,2", "--requests-per-user", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let notes: Vec<&str> = doc["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    let climb: Vec<&&str> = notes.iter().filter(|n| n.contains("made one user")).collect();
+    assert_eq!(climb.len(), 1, "{notes:#?}");
+    assert!(!climb[0].contains("only -") && climb[0].contains("TP 4 left out"), "{}", climb[0]);
 }
