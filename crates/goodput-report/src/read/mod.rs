@@ -91,14 +91,20 @@ pub enum ReadError {
 /// ([`goodput_core::util::input::check_parse`]); a compressed file is
 /// named as such (a gzipped result had been called "not UTF-8 text").
 fn read_text(path: &Path, what: &'static str) -> Result<String, ReadError> {
+    let text = read_unchecked(path, what)?;
+    goodput_core::util::input::check_parse(path, what, &text)?;
+    Ok(text)
+}
+
+/// [`read_text`] without the check of its parse's memory, for a caller
+/// that checks it once it knows what the text will be parsed into.
+fn read_unchecked(path: &Path, what: &'static str) -> Result<String, ReadError> {
     use goodput_core::util::input;
     let bytes = input::read_file(path, what, input::DOCUMENT_CAP)?;
     if let Some((kind, tool)) = compression(&bytes) {
         return Err(ReadError::Compressed { path: path.to_owned(), what, kind, tool });
     }
-    let text = String::from_utf8(bytes).map_err(|_| input::InputError::NotUtf8 { path: path.to_owned(), what })?;
-    input::check_parse(path, what, &text)?;
-    Ok(text)
+    Ok(String::from_utf8(bytes).map_err(|_| input::InputError::NotUtf8 { path: path.to_owned(), what })?)
 }
 
 /// The compression a file's first bytes announce, and the command that
@@ -130,20 +136,26 @@ fn without_bom(text: &str) -> &str {
 /// parsed from its text straight into its types: through a
 /// `serde_json::Value` first, it had taken several times its size.
 pub fn read_document(path: &Path) -> Result<Document, ReadError> {
-    let text = read_text(path, "the result")?;
+    use goodput_core::util::input;
+    const WHAT: &str = "the result";
+    let text = read_unchecked(path, WHAT)?;
     let text = without_bom(&text);
+    // The head alone: its other fields are skipped, not kept.
     let head = serde_json::from_str::<Head>(text);
     let schema = match &head {
         Ok(h) => h.schema.as_ref(),
         Err(_) => None,
     };
     match schema {
-        Some(Field::Text(s)) if s == goodput_core::SCHEMA => {}
+        // Parsed into its types: its records at what they take.
+        Some(Field::Text(s)) if s == goodput_core::SCHEMA => input::check_typed_parse(path, WHAT, text, "requests")?,
         Some(Field::Text(other)) => {
             return Err(ReadError::OtherSchema { path: path.to_owned(), schema: other.clone() });
         }
         Some(Field::Other(_)) => return Err(ReadError::NotAResult { path: path.to_owned() }),
         None => {
+            // Another tool's result is read through `serde_json::Value`s.
+            input::check_parse(path, WHAT, text)?;
             if let Some(run) = peers::import(path, text)? {
                 // As a saved copy of it will be, when read back.
                 if let Some(what) = impossible(&run) {
