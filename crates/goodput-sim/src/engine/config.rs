@@ -175,8 +175,17 @@ fn tp_refusal(model: &ModelSpec, tp: u32) -> Option<String> {
     if fits(tp) {
         return None;
     }
-    // The sizes up to 16, and the powers of two past it.
-    let choices: Vec<String> = (1..=16).chain([32, 64, 128]).filter(|&t| fits(t)).map(|t| t.to_string()).collect();
+    // Every divisor of the heads that passes, up to the most GPUs a plan
+    // takes (the sizes up to 16 and the powers of two past it had left
+    // out 28 of 28 heads, which runs).
+    let mut divisors: Vec<u32> = (1..)
+        .take_while(|&d: &u32| d.saturating_mul(d) <= heads)
+        .filter(|&d| heads.is_multiple_of(d))
+        .flat_map(|d| [d, heads / d])
+        .collect();
+    divisors.sort_unstable();
+    divisors.dedup();
+    let choices: Vec<String> = divisors.into_iter().filter(|&t| t <= 4096 && fits(t)).map(|t| t.to_string()).collect();
     let choices = match choices.as_slice() {
         [] => "1".to_string(),
         [one] => one.clone(),
@@ -363,10 +372,10 @@ mod tests {
         // Qwen2.5-7B: 28 heads over 4 KV heads. It had been told to use 8.
         let qwen = ModelSpec::lookup("qwen2.5-7b").unwrap();
         let m = refusal(&with_tp(qwen.clone(), 8));
-        assert_eq!(m, "--tp 8 does not divide Qwen2.5-7B's 28 attention heads; use 1, 2 or 4");
+        assert_eq!(m, "--tp 8 does not divide Qwen2.5-7B's 28 attention heads; use 1, 2, 4 or 28");
         // 7 and 14 divide the heads, not the 4 KV heads.
         let m = refusal(&with_tp(qwen, 7));
-        assert!(m.contains("--tp 7 does not fit Qwen2.5-7B's 4 KV heads") && m.ends_with("use 1, 2 or 4"), "{m}");
+        assert!(m.contains("--tp 7 does not fit Qwen2.5-7B's 4 KV heads") && m.ends_with("use 1, 2, 4 or 28"), "{m}");
         let llama = ModelSpec::lookup("llama-3.1-8b").unwrap();
         let m = refusal(&with_tp(llama.clone(), 3));
         assert!(m.starts_with("--tp 3 does not divide") && m.ends_with("use 1, 2, 4, 8, 16 or 32"), "{m}");
@@ -378,7 +387,7 @@ mod tests {
         let mut pd = with_tp(ModelSpec::lookup("qwen2.5-7b").unwrap(), 1);
         pd.pd = Some(Disaggregation::parse("1:1xTP8").unwrap());
         let m = refusal(&pd);
-        assert!(m.contains("the decode pool on TP8, which does not divide") && m.ends_with("use 1, 2 or 4"), "{m}");
+        assert!(m.contains("the decode pool on TP8, which does not divide") && m.ends_with("use 1, 2, 4 or 28"), "{m}");
     }
 
     #[test]
@@ -391,9 +400,9 @@ mod tests {
         let model = ModelSpec::from_hf_config_str(text, "thirty").unwrap();
         let m = refusal(&with_tp(model.clone(), 3));
         assert!(m.starts_with("--tp 3 does not fit thirty's 10 KV heads: vLLM needs"), "{m}");
-        assert!(m.ends_with("use 1, 2, 5 or 10"), "{m}");
+        assert!(m.ends_with("use 1, 2, 5, 10 or 30"), "{m}");
         assert!(refusal(&with_tp(model.clone(), 6)).contains("10 KV heads"));
-        for tp in [1, 2, 5, 10] {
+        for tp in [1, 2, 5, 10, 30] {
             assert!(with_tp(model.clone(), tp).validate().is_ok(), "TP {tp}");
         }
         // Latent attention caches no per-head keys: only the heads count.

@@ -398,16 +398,15 @@ impl ModelSpec {
             }
         }
         // A count that may be 0 (`first_k_dense_replace`, `n_shared_experts`).
-        let get0 = |key: &str| -> Result<Option<u32>, Error> {
-            match cfg.get(key) {
-                None | Some(serde_json::Value::Null) => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .filter(|&n| n <= u32::MAX as u64)
-                    .map(|n| Some(n as u32))
-                    .ok_or_else(|| invalid(format!("`{key}` must be a non-negative integer, got {v}"))),
-            }
-        };
+        let get0 =
+            |key: &str| -> Result<Option<u32>, Error> {
+                match cfg.get(key) {
+                    None | Some(serde_json::Value::Null) => Ok(None),
+                    Some(v) => v.as_u64().filter(|&n| n <= u32::MAX as u64).map(|n| Some(n as u32)).ok_or_else(|| {
+                        invalid(format!("`{key}` must be a non-negative integer, got {}", shown_value(v)))
+                    }),
+                }
+            };
         let get = |key: &str| -> Result<Option<u32>, Error> {
             match cfg.get(key) {
                 None | Some(serde_json::Value::Null) => Ok(None),
@@ -415,7 +414,7 @@ impl ModelSpec {
                     .as_u64()
                     .filter(|&n| n > 0 && n <= u32::MAX as u64)
                     .map(|n| Some(n as u32))
-                    .ok_or_else(|| invalid(format!("`{key}` must be a positive integer, got {v}"))),
+                    .ok_or_else(|| invalid(format!("`{key}` must be a positive integer, got {}", shown_value(v)))),
             }
         };
         let need =
@@ -426,7 +425,19 @@ impl ModelSpec {
         let num_heads = need("num_attention_heads")?;
         let num_kv_heads = get("num_key_value_heads")?.unwrap_or(num_heads);
         let mla = match get("kv_lora_rank")? {
-            None => None,
+            // The other fields of latent attention without its rank: a
+            // config Hugging Face's code cannot run (it had been read as
+            // grouped-query attention of hidden / heads).
+            None => {
+                let latent = ["qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"];
+                if let Some(key) = latent.iter().find(|k| cfg.get(**k).is_some_and(|v| !v.is_null())) {
+                    return Err(invalid(format!(
+                        "`{key}` is given but `kv_lora_rank` is not: multi-head latent attention needs its \
+                         rank (DeepSeek-V3's is 512); give it, or leave out the latent fields"
+                    )));
+                }
+                None
+            }
             Some(kv_lora_rank) => {
                 let part = |key: &str| -> Result<u32, Error> {
                     get(key)?.ok_or_else(|| {
@@ -464,13 +475,24 @@ impl ModelSpec {
                 "num_attention_heads {num_heads} is not a multiple of num_key_value_heads {num_kv_heads}"
             )));
         }
-        let mut experts = None;
+        // The experts, by whichever name the config gives them; names that
+        // disagree are refused (the first had won, a 0 making DeepSeek-V3
+        // dense).
+        let mut experts: Option<(&str, u32)> = None;
         for key in ["num_local_experts", "num_experts", "n_routed_experts"] {
             if let Some(n) = get0(key)? {
-                experts = Some(n);
-                break;
+                match experts {
+                    Some((first, m)) if m != n => {
+                        return Err(invalid(format!(
+                            "`{first}` is {m} but `{key}` is {n}: give the experts' count once, or the same in both"
+                        )))
+                    }
+                    Some(_) => {}
+                    None => experts = Some((key, n)),
+                }
             }
         }
+        let experts = experts.map(|(_, n)| n);
         let moe = match experts {
             Some(n) if n > 1 => {
                 let k = get("num_experts_per_tok")?
@@ -489,14 +511,28 @@ impl ModelSpec {
                 let first_dense = get0("first_k_dense_replace")?.unwrap_or(0);
                 let freq = get("moe_layer_freq")?.unwrap_or(1);
                 let step = get("decoder_sparse_step")?.unwrap_or(1);
-                let mlp_only: Vec<u64> = match cfg.get("mlp_only_layers") {
-                    None | Some(serde_json::Value::Null) => Vec::new(),
-                    Some(v) => v
-                        .as_array()
-                        .and_then(|a| a.iter().map(|i| i.as_u64()).collect::<Option<Vec<u64>>>())
-                        .ok_or_else(|| {
-                            invalid(format!("`mlp_only_layers` must be a list of layer indices, got {v}"))
-                        })?,
+                // A set: a layer is looked up in it once each (a list of
+                // millions had taken seconds a layer).
+                let mlp_only: std::collections::HashSet<u64> = match cfg.get("mlp_only_layers") {
+                    None | Some(serde_json::Value::Null) => Default::default(),
+                    Some(serde_json::Value::Array(a)) => a
+                        .iter()
+                        .enumerate()
+                        .map(|(k, i)| {
+                            i.as_u64().ok_or_else(|| {
+                                invalid(format!(
+                                    "`mlp_only_layers` must be a list of layer indices: its element {k} is {}",
+                                    shown_value(i)
+                                ))
+                            })
+                        })
+                        .collect::<Result<_, Error>>()?,
+                    Some(v) => {
+                        return Err(invalid(format!(
+                            "`mlp_only_layers` must be a list of layer indices, got {}",
+                            shown_value(v)
+                        )))
+                    }
                 };
                 let moe_layers = if first_dense == 0 && freq == 1 && step == 1 && mlp_only.is_empty() {
                     num_layers
@@ -551,9 +587,9 @@ impl ModelSpec {
         };
         let tie_word_embeddings = match cfg.get("tie_word_embeddings") {
             None | Some(serde_json::Value::Null) => false,
-            Some(v) => {
-                v.as_bool().ok_or_else(|| invalid(format!("`tie_word_embeddings` must be true or false, got {v}")))?
-            }
+            Some(v) => v.as_bool().ok_or_else(|| {
+                invalid(format!("`tie_word_embeddings` must be true or false, got {}", shown_value(v)))
+            })?,
         };
         let vocab_size = need("vocab_size")?;
         let name = root
@@ -777,6 +813,17 @@ impl ModelSpec {
         let a = self.mla?;
         let per_head = 2.0 * f64::from(a.qk_nope_head_dim + a.qk_rope_head_dim) + 2.0 * f64::from(a.v_head_dim);
         Some(self.num_layers as f64 * self.num_heads as f64 * per_head)
+    }
+}
+
+/// A config's value in a message: itself where short, its start where not
+/// (a list of a million layers had been echoed whole).
+fn shown_value(v: &serde_json::Value) -> String {
+    const MOST: usize = 80;
+    let text = v.to_string();
+    match text.char_indices().nth(MOST) {
+        Some((at, _)) => format!("{}… ({} characters)", &text[..at], text.chars().count()),
+        None => text,
     }
 }
 

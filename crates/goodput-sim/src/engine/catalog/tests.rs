@@ -388,3 +388,44 @@ fn hf_config_reads_which_layers_are_dense() {
         .to_string();
     assert!(err.contains("`qk_rope_head_dim` is missing: multi-head latent attention"), "{err}");
 }
+
+#[test]
+fn a_deepseek_config_that_contradicts_itself_is_refused_by_its_fields() {
+    // Each had been read in silence: a `num_experts` of 0 beside
+    // `n_routed_experts` made DeepSeek-V3 dense, and a `kv_lora_rank` of
+    // null made its attention grouped-query of heads 56 wide.
+    let with = |extra: &str| DEEPSEEK_V3_CONFIG.replacen('{', &format!("{{{extra},"), 1);
+    let refused = |extra: &str| ModelSpec::from_hf_config_str(&with(extra), "ds").unwrap_err().to_string();
+    let e = refused(r#""num_experts": 0"#);
+    assert!(e.contains("`num_experts` is 0 but `n_routed_experts` is 256"), "{e}");
+    let e = refused(r#""num_local_experts": 8"#);
+    assert!(e.contains("`num_local_experts` is 8 but `n_routed_experts` is 256"), "{e}");
+    // The same count under two names is one count.
+    let same = ModelSpec::from_hf_config_str(&with(r#""num_experts": 256"#), "ds").unwrap();
+    assert_eq!(same.moe, ModelSpec::lookup("deepseek-v3").unwrap().moe);
+    let nulled = DEEPSEEK_V3_CONFIG.replace(r#""kv_lora_rank": 512"#, r#""kv_lora_rank": null"#);
+    assert_ne!(nulled, DEEPSEEK_V3_CONFIG);
+    let e = ModelSpec::from_hf_config_str(&nulled, "ds").unwrap_err().to_string();
+    assert!(e.contains("`qk_nope_head_dim` is given but `kv_lora_rank` is not"), "{e}");
+}
+
+#[test]
+fn a_long_mlp_only_layers_is_read_at_once_and_shown_short() {
+    // A million entries: a set, not a list searched once a layer (a
+    // 16.7 MB config had taken 37 s), and a bad one named by its place,
+    // not by the whole list (a 6.9 MB message).
+    let many: Vec<String> = (0..1_000_000).map(|i| (i % 61).to_string()).collect();
+    let config = |list: &str| DEEPSEEK_V3_CONFIG.replacen('{', &format!("{{\"mlp_only_layers\": [{list}],"), 1);
+    let started = std::time::Instant::now();
+    let m = ModelSpec::from_hf_config_str(&config(&many.join(",")), "ds").unwrap();
+    // Every layer listed: no layer keeps its experts, a dense model.
+    assert!(m.moe.is_none(), "{m:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    let e = ModelSpec::from_hf_config_str(&config(&format!("{},-1", many.join(","))), "ds").unwrap_err().to_string();
+    assert!(e.contains("its element 1000000 is -1"), "{e}");
+    assert!(e.len() < 1_000, "{} characters", e.len());
+    let e = ModelSpec::from_hf_config_str(&config("0").replace("[0]", &format!("\"{}\"", "x".repeat(500))), "ds")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("… (502 characters)") && e.len() < 1_000, "{e}");
+}
