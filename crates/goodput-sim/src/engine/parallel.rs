@@ -305,8 +305,61 @@ pub(super) fn per_gpu(cfg: &EngineConfig, weight_bytes: f64, kv_bytes_per_token:
     };
     let spread = cfg.ep.max(cfg.tp) as f64;
     let replica = (weight_bytes - experts) / cfg.tp as f64 + experts / spread;
-    let stage = cfg.stage_share();
-    (replica * stage, kv_bytes_per_token * stage)
+    if cfg.pp <= 1 {
+        return (replica, kv_bytes_per_token);
+    }
+    (heaviest_stage(cfg, spread), kv_bytes_per_token * cfg.stage_share())
+}
+
+/// The weight bytes per GPU of a pipeline's heaviest stage. Layers are
+/// dealt out as vLLM's `get_pp_indices` deals them (an equal share each,
+/// the remainder one more to each stage before the last, from the last
+/// but one back), the input embedding on the first stage and the LM head on
+/// the last, and a mixture of experts' dense layers taken to be its first
+/// (DeepSeek's `first_k_dense_replace`; where they are interleaved, as
+/// `moe_layer_freq` may place them, the stages are more even than this,
+/// so it is the heaviest a layout can give). A stage had been taken to
+/// hold its share of the whole model, as if every layer weighed the same:
+/// a model whose first 30 of 61 layers are dense had "fit" two stages
+/// whose second held 30 layers of experts.
+fn heaviest_stage(cfg: &EngineConfig, spread: f64) -> f64 {
+    let m = &cfg.model;
+    let (b, tp) = (cfg.precision.bytes_per_weight(), cfg.tp as f64);
+    let d = m.hidden_size as f64;
+    let attention = m.attention_params_per_layer() as f64 * b / tp;
+    let (dense_mlp, moe_mlp, dense_layers) = match m.moe {
+        None => (m.mlp_params_per_expert() as f64 * b / tp, 0.0, m.num_layers),
+        Some(moe) => {
+            let e = moe.num_experts as f64;
+            let routed = e * m.mlp_params_per_expert() as f64 * b / spread;
+            let always = (d * e + m.shared_expert_params_per_layer() as f64) * b / tp;
+            (3.0 * d * m.dense_intermediate_size as f64 * b / tp, routed + always, m.dense_mlp_layers)
+        }
+    };
+    // A table of the vocabulary, 16-bit, split over TP; with tied
+    // embeddings the last stage holds its own copy for the LM head.
+    let table = m.vocab_size as f64 * d * 2.0 / tp;
+    let (layers, pp) = (m.num_layers, cfg.pp.max(1));
+    let mut counts = vec![layers / pp; pp as usize];
+    for k in 0..(layers % pp) as usize {
+        let at = counts.len() - 2 - k;
+        counts[at] += 1;
+    }
+    let mut first = 0;
+    let mut heaviest: f64 = 0.0;
+    for (s, &n) in counts.iter().enumerate() {
+        let dense = dense_layers.saturating_sub(first).min(n);
+        let mut bytes = n as f64 * attention + dense as f64 * dense_mlp + (n - dense) as f64 * moe_mlp;
+        if s == 0 {
+            bytes += table;
+        }
+        if s + 1 == counts.len() {
+            bytes += table;
+        }
+        heaviest = heaviest.max(bytes);
+        first += n;
+    }
+    heaviest
 }
 
 /// For a mixture of experts that does not fit: the smallest expert-parallel
@@ -505,7 +558,8 @@ fn expected_max_normal(n: u32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::super::{kv_capacity, BatchShape, Roofline};
-    use crate::engine::catalog::Precision;
+    use super::per_gpu;
+    use crate::engine::catalog::{GpuSpec, ModelSpec, Precision};
     use crate::engine::config::EngineConfig;
     use crate::engine::error::Error;
     use crate::engine::virtual_time::{simulate, SimRun, VirtualLoad, VirtualRequest};
@@ -679,6 +733,36 @@ mod tests {
     }
 
     #[test]
+    fn a_pipeline_is_sized_by_its_heaviest_stage() {
+        // DeepSeek-V3 with its first 30 layers dense: two stages of 31 and
+        // 30 layers, the second all experts and the LM head. It had been
+        // sized as half the model a stage, and "fit" on two H200s a stage.
+        let mut m = ModelSpec::lookup("deepseek-v3").unwrap();
+        m.dense_mlp_layers = 30;
+        let mut c = EngineConfig::new(m.clone(), GpuSpec::lookup("h200").unwrap(), Precision::Fp8);
+        c.tp = 2;
+        c.pp = 2;
+        let b = 1.0;
+        let attention = m.attention_params_per_layer() as f64 * b / 2.0;
+        let routed = 256.0 * m.mlp_params_per_expert() as f64 * b / 2.0;
+        let always = (7168.0 * 256.0 + m.shared_expert_params_per_layer() as f64) * b / 2.0;
+        let head = 129_280.0 * 7168.0 * 2.0 / 2.0;
+        let second = 30.0 * (attention + routed + always) + head;
+        let (weights, _) = per_gpu(&c, m.weight_bytes(c.precision), 1.0);
+        assert!((weights / second - 1.0).abs() < 1e-9, "{weights} against {second}");
+        assert!(weights > 0.6 * m.weight_bytes(c.precision) / 2.0, "{weights}");
+        assert!(kv_capacity(&c).is_err(), "the second stage does not fit two H200s");
+        // Layers dealt as vLLM deals them: 61 over 4 stages is 15, 15, 16, 15.
+        c.pp = 4;
+        c.tp = 8;
+        let (weights, _) = per_gpu(&c, m.weight_bytes(c.precision), 1.0);
+        let (attention, routed, always) = (attention / 4.0, routed / 4.0, always / 4.0);
+        let third = 16.0 * (attention + routed + always);
+        let last = 15.0 * (attention + routed + always) + head / 4.0;
+        assert!((weights / third.max(last) - 1.0).abs() < 1e-9, "{weights} against {third} / {last}");
+    }
+
+    #[test]
     fn pipeline_splits_memory_and_costs_a_little_latency_at_one_user() {
         // Llama-3.1-70B in BF16 does not fit one H100; two stages do.
         let one = cfg("llama-3.1-70b", "h100", Precision::Bf16);
@@ -687,14 +771,21 @@ mod tests {
         let mut pp4 = one.clone();
         pp4.pp = 4;
         let cap = kv_capacity(&pp4).unwrap();
-        assert!((cap.weight_bytes_per_gpu * 4.0 / one.model.weight_bytes(one.precision) - 1.0).abs() < 1e-9);
+        // Each stage holds 20 of the 80 layers; the first the embedding, the
+        // last the LM head: a quarter of the layers and one table each.
+        let table = 128_256.0 * 8192.0 * 2.0;
+        let layers = one.model.weight_bytes(one.precision) - 2.0 * table;
+        assert!((cap.weight_bytes_per_gpu / (layers / 4.0 + table) - 1.0).abs() < 1e-9, "{cap:?}");
         assert_eq!(pp4.gpus(), 4);
         // The KV cache's layers split too: a quarter of the bytes per token.
         let mut tp_only = one.clone();
         tp_only.tp = 4;
         let tp_cap = kv_capacity(&tp_only).unwrap();
         assert_eq!(cap.kv_bytes_per_token_per_gpu, one.model.kv_bytes_per_token_per_gpu(one.kv_cache_dtype, 1) / 4.0);
-        assert!((cap.tokens() as f64 / tp_cap.tokens() as f64 - 1.0).abs() < 0.01, "PP 4 and TP 4 hold alike");
+        // PP 4 holds a little less than TP 4: its end stages hold a whole
+        // table each, where TP splits both tables four ways.
+        let ratio = cap.tokens() as f64 / tp_cap.tokens() as f64;
+        assert!(ratio < 1.0 && ratio > 0.95, "PP 4 against TP 4: {ratio}");
         // Step time against TP alone on the same GPUs per stage: one sequence
         // passes every stage in turn (the bubble), plus the hand-offs.
         let mut base = cfg("llama-3.1-70b", "h200", Precision::Fp8);
