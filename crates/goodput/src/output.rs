@@ -398,6 +398,55 @@ mod tests {
         assert_eq!(serde_json::from_slice::<Value>(&std::fs::read(&ok).unwrap()).unwrap(), doc);
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_document_whose_write_fails_midway_is_saved_whole_elsewhere() {
+        // /dev/full takes the document in place and fails at its first
+        // write: the document, streamed, is streamed again to the rescue.
+        if !Path::new("/dev/full").exists() {
+            return;
+        }
+        let records: Vec<Value> = (0..20_000).map(|i| json!({"id": i, "t_ns": [i, 2 * i]})).collect();
+        let doc = json!({"schema": "goodput/v1", "requests": records});
+        let err = format!("{:#}", write_document(Path::new("/dev/full"), &doc, "result").unwrap_err());
+        assert!(err.starts_with("cannot write /dev/full ("), "{err}");
+        let saved = err.split("saved to ").nth(1).and_then(|s| s.strip_suffix(" instead")).expect(&err);
+        let bytes = std::fs::read(saved).unwrap();
+        std::fs::remove_file(saved).unwrap();
+        let mut whole = serde_json::to_vec_pretty(&doc).unwrap();
+        whole.push(b'\n');
+        assert!(bytes == whole, "the rescued document is not the one written whole");
+    }
+
+    /// A document that fails partway through its serialization.
+    struct Unwritable;
+
+    impl serde::Serialize for Unwritable {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            use serde::ser::{Error, SerializeMap};
+            let mut m = s.serialize_map(None)?;
+            m.serialize_entry("schema", &"x".repeat(4 << 20))?;
+            Err(S::Error::custom("no such document"))
+        }
+    }
+
+    #[test]
+    fn a_document_that_cannot_be_serialized_leaves_no_file_anywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        let kind = "unserializable-test-document";
+        let err = format!("{:#}", write_document(&path, &Unwritable, kind).unwrap_err());
+        assert!(
+            err.starts_with(&format!("cannot write {}", path.display())) && err.contains("no such document"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "a file was left where it was to be written");
+        let tmp = std::fs::read_dir(std::env::temp_dir()).unwrap();
+        let rescued: Vec<_> =
+            tmp.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(kind)).collect();
+        assert!(rescued.is_empty(), "{rescued:?}");
+    }
+
     #[test]
     fn output_checks_name_the_flag_and_the_fix_and_make_missing_folders() {
         let dir = tempfile::tempdir().unwrap();

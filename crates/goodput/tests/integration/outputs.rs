@@ -108,6 +108,39 @@ fn a_run_that_never_started_keeps_the_records_file_it_names() {
     assert_eq!(std::fs::read_to_string(&records).unwrap(), "precious\n");
 }
 
+/// `bench -o`, `report -o` and `merge -o` write their document through one
+/// writer, streamed: each file is the document's pretty JSON and one
+/// newline, byte for byte what serializing it whole gives, and no
+/// temporary file is left beside it.
+#[test]
+fn bench_report_and_merge_write_their_documents_as_pretty_json_and_a_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    goodput().args(RUN).arg("-o").arg(p("bench.json")).arg("--include-requests").assert().success();
+    goodput().arg("report").arg("-q").arg(p("bench.json")).arg("-o").arg(p("report.json")).assert().success();
+    for i in 0..2 {
+        let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
+        goodput().args(RUN).args(["--seed", "4", "--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+    }
+    goodput()
+        .args(["merge", "-q"])
+        .arg(p("s0.json"))
+        .arg(p("s1.json"))
+        .arg("-o")
+        .arg(p("merged.json"))
+        .assert()
+        .success();
+    for name in ["bench.json", "report.json", "merged.json"] {
+        let bytes = std::fs::read(p(name)).unwrap();
+        let doc: goodput_core::RunResult = serde_json::from_slice(&bytes).expect(name);
+        let mut whole = serde_json::to_vec_pretty(&doc).unwrap();
+        whole.push(b'\n');
+        assert!(bytes == whole, "{name} is not the document's pretty JSON and a newline");
+    }
+    assert!(std::fs::read_to_string(p("bench.json")).unwrap().contains("\n  \"requests\": [\n    {"));
+    no_temporary_files(dir.path());
+}
+
 /// A failed or finished write leaves none of its `.NAME.tmp-PID` files.
 fn no_temporary_files(dir: &Path) {
     let left: Vec<_> = std::fs::read_dir(dir)
