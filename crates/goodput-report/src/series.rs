@@ -63,17 +63,95 @@ impl Latency {
 
     /// Samples in ms from successful measured requests, as the summary
     /// computes them (ITL pooled per token: a chunk of k tokens is k
-    /// samples, held as one), finite ones only, sorted.
-    fn samples(self, records: &[RequestRecord]) -> goodput_core::Repeated {
-        let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
-        let once = |d: std::time::Duration| (ms(d), 1);
-        let pairs: Vec<(f64, u64)> = match self {
-            Latency::Ttft => ok.filter_map(|r| r.ttft()).map(once).collect(),
-            Latency::Tpot => ok.filter_map(|r| r.tpot()).map(once).collect(),
-            Latency::Itl => ok.flat_map(|r| r.itl_repeated()).map(|(d, k)| (ms(d), k)).collect(),
-            Latency::E2e => ok.filter_map(|r| r.e2e()).map(once).collect(),
+    /// samples, held as one), finite ones only, sorted. One buffer of the
+    /// exact size holds them: 8 bytes a sample, or 16 a chunk where some
+    /// chunk carries other than one token (a run's ITL gaps are tens of
+    /// millions).
+    fn samples(self, records: &[RequestRecord]) -> Sorted {
+        let ok = || records.iter().filter(|r| !r.warmup && r.outcome.is_success());
+        let each = |f: fn(&RequestRecord) -> Option<std::time::Duration>| {
+            let values = || ok().filter_map(f).map(ms).filter(|x| x.is_finite());
+            Sorted::once(exactly(values().count(), values()))
         };
-        goodput_core::Repeated::new(pairs.into_iter().filter(|p| p.0.is_finite()).collect())
+        match self {
+            Latency::Ttft => each(|r| r.ttft()),
+            Latency::Tpot => each(|r| r.tpot()),
+            Latency::E2e => each(|r| r.e2e()),
+            Latency::Itl => {
+                // Chunks after a first, which each give their gap: one
+                // sample a token, none for a chunk of none.
+                let later = || ok().flat_map(|r| r.chunks.iter().skip(1));
+                let (mut gaps, mut ones) = (0usize, true);
+                for c in later() {
+                    gaps += usize::from(c.tokens > 0);
+                    ones &= c.tokens == 1;
+                }
+                // Each request's `(Δ/k ms, k)` as the summary reads them:
+                // what a request holds, never the run's, at a time.
+                let pairs = || ok().flat_map(|r| r.itl_repeated()).map(|(d, k)| (ms(d), k));
+                // Every gap is a finite number of ms: none is left out.
+                if ones {
+                    Sorted::once(exactly(gaps, pairs().map(|p| p.0)))
+                } else {
+                    Sorted::repeated(exactly(gaps, pairs()))
+                }
+            }
+        }
+    }
+}
+
+/// `n` items from `items` in a buffer of exactly their size.
+fn exactly<T>(n: usize, items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    v.extend(items.take(n));
+    v
+}
+
+/// A metric's samples in rising order, read as the sorted list of all of
+/// them: each value once, or values with how many samples each stands for
+/// (as [`goodput_core::Repeated`], in one buffer rather than its three).
+enum Sorted {
+    Once(Vec<f64>),
+    /// `(value, samples up to and including it)`.
+    Repeated(Vec<(f64, u64)>),
+}
+
+impl Sorted {
+    fn once(mut v: Vec<f64>) -> Self {
+        // The sort the summary gives its samples: `total_cmp`'s order.
+        goodput_core::analysis::stats::sort_total(&mut v);
+        Sorted::Once(v)
+    }
+
+    /// `(value, times)` pairs in any order; a pair of zero times is none.
+    fn repeated(mut v: Vec<(f64, u64)>) -> Self {
+        // Values equal under `total_cmp` are the same bits: their order
+        // among themselves changes nothing.
+        v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let mut total = 0u64;
+        for p in &mut v {
+            total = total.saturating_add(p.1);
+            p.1 = total;
+        }
+        Sorted::Repeated(v)
+    }
+
+    /// How many samples, each repeat counted.
+    fn len(&self) -> u64 {
+        match self {
+            Sorted::Once(v) => v.len() as u64,
+            Sorted::Repeated(v) => v.last().map_or(0, |p| p.1),
+        }
+    }
+
+    /// The `i`-th of the samples in sorted order (`i < len`).
+    fn at(&self, i: u64) -> f64 {
+        match self {
+            Sorted::Once(v) => v[i as usize],
+            // The first value whose samples reach past `i`: one of zero
+            // times ends where the one before it ends, and is passed over.
+            Sorted::Repeated(v) => v[v.partition_point(|p| p.1 <= i).min(v.len() - 1)].0,
+        }
     }
 }
 
@@ -142,13 +220,17 @@ pub fn cdf_of_records(records: &[RequestRecord], m: Latency) -> Cdf {
         let p = (1000.0 * (i + 1) as f64 / n as f64).floor() / 10.0;
         (p.min(CUT_PERCENTILE), v.at(i))
     });
-    Cdf { samples: n, points: cdf_of(&v), from_percentiles: false, body_end }
+    Cdf { samples: n, points: cdf_at(n, |i| v.at(i)), from_percentiles: false, body_end }
 }
 
 /// Step points of the empirical CDF of `samples`, thinned to
 /// [`CDF_POINTS`] evenly spaced quantiles when there are more.
 pub fn cdf_of(samples: &goodput_core::Repeated) -> Vec<(f64, f64)> {
-    let (n, at) = (samples.len(), |i| samples.at(i));
+    cdf_at(samples.len(), |i| samples.at(i))
+}
+
+/// [`cdf_of`] of `n` sorted samples, `at(i)` the `i`-th.
+fn cdf_at(n: u64, at: impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
     if n == 0 {
         return Vec::new();
     }
@@ -317,6 +399,118 @@ mod tests {
         assert_eq!(pts.last(), Some(&(10_000.0, 1.0)));
         assert_eq!(pts[CDF_POINTS / 2], (5000.0, 0.5));
         assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+    }
+
+    /// `cdf_of_records` as it was before the samples were held in one
+    /// buffer: every `(value, times)` pair collected, filtered, and read
+    /// through [`goodput_core::Repeated`].
+    fn cdf_of_records_as_before(records: &[RequestRecord], m: Latency) -> Cdf {
+        let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
+        let once = |d: std::time::Duration| (ms(d), 1);
+        let pairs: Vec<(f64, u64)> = match m {
+            Latency::Ttft => ok.filter_map(|r| r.ttft()).map(once).collect(),
+            Latency::Tpot => ok.filter_map(|r| r.tpot()).map(once).collect(),
+            Latency::Itl => ok.flat_map(|r| r.itl_repeated()).map(|(d, k)| (ms(d), k)).collect(),
+            Latency::E2e => ok.filter_map(|r| r.e2e()).map(once).collect(),
+        };
+        let v = goodput_core::Repeated::new(pairs.into_iter().filter(|p| p.0.is_finite()).collect());
+        let n = v.len();
+        let body_end = (n > 0).then(|| {
+            let i = ((CUT_PERCENTILE / 100.0 * n as f64).ceil() as u64).clamp(1, n) - 1;
+            let i = if n >= 2 { i.min(n - 2) } else { i };
+            let p = (1000.0 * (i + 1) as f64 / n as f64).floor() / 10.0;
+            (p.min(CUT_PERCENTILE), v.at(i))
+        });
+        Cdf { samples: n, points: cdf_of(&v), from_percentiles: false, body_end }
+    }
+
+    /// `requests` records whose times repeat (whole ms, few of them) and,
+    /// with `chunked`, whose chunks carry 0 to 4 tokens; a warm-up and a
+    /// failed request among them, which no CDF counts.
+    fn records(requests: u64, chunks: u64, chunked: bool) -> Vec<RequestRecord> {
+        use goodput_core::{Channel, FailureKind, Outcome, OutputChunk};
+        use std::time::Duration;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut draw = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        (0..requests)
+            .map(|id| {
+                let sent = Duration::from_millis(id * 7);
+                let mut r = RequestRecord::new(id, sent, sent);
+                let mut t = sent + Duration::from_millis(20 + 5 * draw(4));
+                let mut out = 0u64;
+                for i in 0..=draw(chunks) {
+                    // Gaps of 1 to 5 ms, 3 ms and 3 tokens at times: one
+                    // chunk of 3 tokens gives three samples of 1 ms, as
+                    // three chunks of one 1 ms apart do.
+                    t += Duration::from_millis(1 + draw(5));
+                    let tokens = if !chunked || i == 0 { 1 } else { [1, 1, 3, 0, 4][draw(5) as usize] as u32 };
+                    out += u64::from(tokens);
+                    r.chunks.push(OutputChunk { t, tokens, channel: Channel::Content });
+                }
+                r.output_tokens = out;
+                r.end = t;
+                r.outcome = Outcome::Success;
+                match id % 11 {
+                    3 => r.warmup = true,
+                    5 => r.outcome = Outcome::Failed { kind: FailureKind::MidStreamError, message: "x".into() },
+                    _ => {}
+                }
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn record_cdfs_draw_the_points_they_drew_when_every_pair_was_collected() {
+        // Few samples (a step at each) and many (thinned to quantiles); a
+        // token a chunk (the gaps alone) and chunks of several.
+        for (requests, chunks) in [(1, 1), (3, 4), (12, 30), (60, 40), (500, 80)] {
+            for chunked in [false, true] {
+                let recs = records(requests, chunks, chunked);
+                for m in Latency::ALL {
+                    let (new, old) = (cdf_of_records(&recs, m), cdf_of_records_as_before(&recs, m));
+                    // Bit for bit: the same values at the same shares.
+                    let bits = |c: &Cdf| c.points.iter().map(|p| (p.0.to_bits(), p.1.to_bits())).collect::<Vec<_>>();
+                    let what = format!("{} of {requests} requests (chunked {chunked})", m.id());
+                    assert_eq!(bits(&new), bits(&old), "{what}");
+                    assert_eq!((new.samples, new.body_end), (old.samples, old.body_end), "{what}");
+                }
+            }
+        }
+        // The sets above cover both ways the ITL is drawn, with more
+        // samples than CDF_POINTS and repeated values.
+        let (ones, chunked) = (records(500, 80, false), records(500, 80, true));
+        assert!(cdf_of_records(&ones, Latency::Itl).samples > 4 * CDF_POINTS as u64);
+        assert!(Latency::Itl.samples(&chunked).len() > cdf_of_records(&chunked, Latency::Ttft).samples);
+    }
+
+    #[test]
+    fn record_samples_are_held_in_one_buffer_of_their_size() {
+        // A token a chunk: the gaps' values alone, 8 bytes each.
+        match Latency::Itl.samples(&records(200, 60, false)) {
+            Sorted::Once(v) => assert_eq!(v.capacity(), v.len()),
+            Sorted::Repeated(_) => panic!("single-token chunks held with their counts"),
+        }
+        // Chunks of several tokens: a (value, count) pair a chunk that
+        // carried any.
+        let recs = records(200, 60, true);
+        let carried = recs
+            .iter()
+            .filter(|r| !r.warmup && r.outcome.is_success())
+            .flat_map(|r| r.chunks.iter().skip(1))
+            .filter(|c| c.tokens > 0)
+            .count();
+        match Latency::Itl.samples(&recs) {
+            Sorted::Repeated(v) => assert_eq!((v.len(), v.capacity()), (carried, carried)),
+            Sorted::Once(_) => panic!("multi-token chunks held once each"),
+        }
+        match Latency::E2e.samples(&recs) {
+            Sorted::Once(v) => assert_eq!(v.capacity(), v.len()),
+            Sorted::Repeated(_) => panic!("one sample a request held with counts"),
+        }
     }
 
     #[test]
