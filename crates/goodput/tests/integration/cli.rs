@@ -142,14 +142,8 @@ fn native_apis_measure_the_embedded_engine() {
 /// Ollama's /api/tags, TGI's /info.
 #[test]
 fn goodput_serve_answers_every_api() {
+    use crate::cmd::Kill;
     use std::io::BufRead;
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let mut child = std::process::Command::new(bin)
         .args(["serve", "--port", "0", "--profile", "fixed", "--ttft", "5ms", "--itl", "1ms", "-q"])
@@ -213,16 +207,10 @@ fn goodput_serve_answers_every_api() {
 #[cfg(unix)]
 #[test]
 fn goodput_serve_says_when_slow_clients_fill_it_and_answers_once_they_go() {
+    use crate::cmd::Kill;
     use std::io::{BufRead, Read, Write};
     use std::net::TcpStream;
     use std::sync::mpsc;
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let mut child = std::process::Command::new("sh")
         .args(["-c", "ulimit -n 128 && exec \"$0\" serve --port 0 -q"])
@@ -620,13 +608,7 @@ fn a_run_that_will_wait_hours_says_so() {
         (&["--rate", "1e-6", "-n", "2", "--seed", "1"], "note: the next request after the first is due 23days"),
         (&["-c", "2", "--ramp-up", "1000h", "-n", "2"], "note: users join one every 20days 20h over the --ramp-up"),
     ];
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
+    use crate::cmd::Kill;
     for (args, want) in cases {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
             .args(["bench", "-q", "--progress", "none"])

@@ -418,14 +418,8 @@ fn keep_alive_advertised_and_closed_after_every_response() {
 /// with the reason before anything is served.
 #[test]
 fn goodput_serve_plays_a_fault_flag_and_refuses_bad_ones() {
+    use crate::cmd::Kill;
     use std::io::{BufRead, Read, Write};
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("goodput"))
         .args(["serve", "--port", "0", "--profile", "fixed", "--ttft", "5ms", "--itl", "1ms", "-q"])
         .args(["--fault", "429:1", "--fault-seed", "3"])
