@@ -918,6 +918,12 @@ impl Search<'_> {
         let ranks = ep_ranks(tp, ep);
         let mut last = None;
         for &pp in pps {
+            // More stages than layers is no pipeline: the reason of the
+            // stages before it (a KV block too large, say) is the one to
+            // give, not that.
+            if pp > self.model.num_layers {
+                break;
+            }
             let unit = pd.map_or(tp.saturating_mul(pp).saturating_mul(ranks), |pd| pd.gpus(tp, ep, pp));
             if unit > self.args.budget {
                 break;

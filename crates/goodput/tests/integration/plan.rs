@@ -796,3 +796,24 @@ fn where_a_tp_climb_stopped_is_said_once_and_in_plain_words() {
     assert_eq!(climb.len(), 1, "{notes:#?}");
     assert!(!climb[0].contains("only -") && climb[0].contains("TP 4 left out"), "{}", climb[0]);
 }
+
+#[test]
+fn a_layout_left_out_gives_its_own_reason_not_that_of_more_stages_than_layers() {
+    // One layer whose KV block is larger than any GPU: the plan had said
+    // "--pp 8 exceeds its 1 layers", the last of the stages it tried, and
+    // lost the reason and its fix.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("config.json");
+    std::fs::write(
+        &model,
+        r#"{"num_hidden_layers":1,"hidden_size":1,"num_attention_heads":65536,"num_key_value_heads":65536,
+            "head_dim":65536,"intermediate_size":1,"vocab_size":1}"#,
+    )
+    .unwrap();
+    let err = goodput()
+        .args(["plan", "-q", "--gpu", "h100", "--precision", "fp8", "--tp", "1", "--model"])
+        .arg(&model)
+        .refusal();
+    assert!(err.contains("one KV-cache block of 16 tokens takes") && err.contains("--block-size"), "{err}");
+    assert!(!err.contains("exceeds"), "{err}");
+}
