@@ -360,7 +360,11 @@ pub fn time_series_of(recs: &[RequestRecord], window: (f64, f64)) -> Option<Time
 /// The first `limit` distinct failure messages with their kind and count,
 /// most frequent first: what a reader needs to see why requests failed.
 pub fn failure_messages(r: &RunResult, limit: usize) -> Vec<(String, String, u64)> {
-    let Some(recs) = &r.requests else { return Vec::new() };
+    r.requests.as_deref().map(|recs| failure_messages_of(recs, limit)).unwrap_or_default()
+}
+
+/// [`failure_messages`] of records that need not be in a document.
+pub fn failure_messages_of(recs: &[RequestRecord], limit: usize) -> Vec<(String, String, u64)> {
     let mut seen: Vec<(String, String, u64)> = Vec::new();
     for rec in recs {
         if let goodput_core::Outcome::Failed { kind, message } = &rec.outcome {

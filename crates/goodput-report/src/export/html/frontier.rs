@@ -18,7 +18,7 @@ const OWN_COLOURS: usize = 6;
 
 /// A frontier as a page.
 pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
-    let (data, _) = embed(doc, |_| {})?;
+    let (data, _) = embed(doc, || doc)?;
     let mut o = String::new();
     let title = format!("{} frontier · {}", doc.source.as_str(), doc.model);
     let mut lines = vec![format!(

@@ -74,16 +74,17 @@ fn page(kind: &str, title: &str, body: &str, data: &str) -> String {
     o
 }
 
-/// The document as JSON for the page, without per-request records when it
-/// would be too large, and a note saying so.
-fn embed<T: Serialize>(doc: &T, strip: impl FnOnce(&mut serde_json::Value)) -> Result<(String, bool), ExportError> {
-    embed_within(doc, EMBED_LIMIT_BYTES, strip)
+/// The document as JSON for the page; when it would be too large, `lean`'s
+/// instead (the document without its per-request records), and a note
+/// saying so.
+fn embed<T: Serialize, L: Serialize>(doc: &T, lean: impl FnOnce() -> L) -> Result<(String, bool), ExportError> {
+    embed_within(doc, EMBED_LIMIT_BYTES, lean)
 }
 
-fn embed_within<T: Serialize>(
+fn embed_within<T: Serialize, L: Serialize>(
     doc: &T,
     limit: usize,
-    strip: impl FnOnce(&mut serde_json::Value),
+    lean: impl FnOnce() -> L,
 ) -> Result<(String, bool), ExportError> {
     // Measure before building: a long run's records can run to hundreds of MB.
     let mut size = ByteCount(0);
@@ -91,9 +92,72 @@ fn embed_within<T: Serialize>(
     if size.0 <= limit {
         return Ok((serde_json::to_string(doc)?, false));
     }
-    let mut v = serde_json::to_value(doc)?;
-    strip(&mut v);
+    // The document without its records, never a tree of them. It goes
+    // through a `Value`, as the page has always embedded a stripped
+    // document: its maps order their keys by name.
+    let v = serde_json::to_value(lean())?;
     Ok((serde_json::to_string(&v)?, true))
+}
+
+/// `r` without its per-request records, for the embedded document: the
+/// rest is cloned (its summary, configuration and signals, small beside
+/// the records). Every field is named, so a field added to [`RunResult`]
+/// must be placed here.
+fn without_records(r: &RunResult) -> RunResult {
+    let RunResult {
+        schema,
+        tool,
+        kind,
+        started_unix_s,
+        run_id,
+        interrupted,
+        stop,
+        config,
+        target,
+        window,
+        summary,
+        slo,
+        cost,
+        energy,
+        compat,
+        engine,
+        server_signals,
+        client,
+        client_stalls,
+        warnings,
+        diagnosis,
+        shard,
+        merge,
+        repeats,
+        requests: _,
+    } = r;
+    RunResult {
+        schema: schema.clone(),
+        tool: tool.clone(),
+        kind: kind.clone(),
+        started_unix_s: *started_unix_s,
+        run_id: run_id.clone(),
+        interrupted: *interrupted,
+        stop: stop.clone(),
+        config: config.clone(),
+        target: target.clone(),
+        window: *window,
+        summary: summary.clone(),
+        slo: slo.clone(),
+        cost: cost.clone(),
+        energy: energy.clone(),
+        compat: compat.clone(),
+        engine: engine.clone(),
+        server_signals: server_signals.clone(),
+        client: client.clone(),
+        client_stalls: client_stalls.clone(),
+        warnings: warnings.clone(),
+        diagnosis: diagnosis.clone(),
+        shard: shard.clone(),
+        merge: merge.clone(),
+        repeats: repeats.clone(),
+        requests: None,
+    }
 }
 
 struct ByteCount(usize);
@@ -327,10 +391,6 @@ fn footer(o: &mut String, tool: &goodput_core::Tool, schema: &str) {
     );
 }
 
-fn strip_requests(v: &mut serde_json::Value) {
-    v.as_object_mut().map(|m| m.remove("requests"));
-}
-
 /// The page's styles, inlined in `<style>`.
 const CSS: &str = concat!("\n", include_str!("report.css"));
 
@@ -341,16 +401,90 @@ const CSS: &str = concat!("\n", include_str!("report.css"));
 const JS: &str = concat!("\n", include_str!("report.js"));
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use goodput_core::analysis::assemble::{assemble, Assembly};
+    use goodput_core::doc::record::{Channel, FailureKind, OutputChunk};
+    use goodput_core::{AnalysisOptions, Outcome, RequestRecord, Target, Tool};
+    use std::time::Duration;
+
+    /// `n` streamed requests, four at a time, every seventh failing with
+    /// one of two messages; and the run of them, its records kept when
+    /// `include_requests`.
+    pub(in crate::export::html) fn run(n: u64, include_requests: bool) -> (RunResult, Vec<RequestRecord>) {
+        let ms = |v: u64| Duration::from_millis(v);
+        let recs: Vec<RequestRecord> = (0..n)
+            .map(|id| {
+                let sent = ms(id / 4 * 400 + id % 4);
+                let mut r = RequestRecord::new(id, sent, sent);
+                for k in 0..16 {
+                    let t = sent + ms(40 + id % 5 + k * (5 + (id + k) % 3));
+                    r.chunks.push(OutputChunk { t, tokens: 1, channel: Channel::Content });
+                }
+                r.end = r.chunks.last().unwrap().t + ms(1);
+                r.input_tokens = 128;
+                r.output_tokens = 16;
+                r.outcome = if id % 7 == 6 {
+                    let message = if id % 2 == 0 { "upstream overloaded" } else { "reset" };
+                    Outcome::Failed { kind: FailureKind::MidStreamError, message: message.into() }
+                } else {
+                    Outcome::Success
+                };
+                r
+            })
+            .collect();
+        let a = Assembly {
+            tool: Tool { name: "goodput".into(), version: "0.1.0".into(), commit: None },
+            kind: "bench",
+            run_id: String::new(),
+            started_unix_s: 1_767_225_600.0,
+            interrupted: false,
+            config: Default::default(),
+            target: Target {
+                url: "http://127.0.0.1:8000".into(),
+                model: "m".into(),
+                api: "chat".into(),
+                ..Default::default()
+            },
+            include_requests,
+        };
+        let opts = AnalysisOptions { slo: Some("ttft:p95<=100ms".parse().unwrap()), ..Default::default() };
+        (assemble(a, &recs, &opts), recs)
+    }
+
+    /// The stripped document as the page embedded it before `embed` built
+    /// it without the records: the whole document as a `Value`, its
+    /// `requests` removed.
+    fn stripped_as_before<T: Serialize>(doc: &T, strip: impl FnOnce(&mut serde_json::Value)) -> String {
+        let mut v = serde_json::to_value(doc).unwrap();
+        strip(&mut v);
+        serde_json::to_string(&v).unwrap()
+    }
 
     #[test]
     fn an_oversized_document_is_embedded_without_its_records() {
-        let doc = serde_json::json!({"schema": "goodput/v1", "requests": vec!["x".repeat(100); 50]});
-        let (small, stripped) = embed_within(&doc, 1 << 20, strip_requests).unwrap();
-        assert!(!stripped && small.contains("requests"));
-        let (text, stripped) = embed_within(&doc, 1000, strip_requests).unwrap();
-        assert!(stripped);
-        assert_eq!(text, r#"{"schema":"goodput/v1"}"#);
+        let (r, _) = run(40, true);
+        let whole = serde_json::to_string(&r).unwrap();
+        let (small, stripped) = embed_within(&r, whole.len(), || without_records(&r)).unwrap();
+        assert!(!stripped);
+        assert_eq!(small, whole);
+        let (text, stripped) = embed_within(&r, whole.len() - 1, || without_records(&r)).unwrap();
+        assert!(stripped && !text.contains(r#""requests":["#), "{text}");
+        let before = stripped_as_before(&r, |v| {
+            v.as_object_mut().unwrap().remove("requests").unwrap();
+        });
+        assert_eq!(text, before);
+        // Only the records are left out.
+        let mut back: RunResult = serde_json::from_str(&text).unwrap();
+        back.requests = r.requests.clone();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn a_run_without_records_is_the_run_less_them() {
+        let (with, _) = run(12, true);
+        let (without, _) = run(12, false);
+        assert!(with.requests.is_some());
+        assert_eq!(without_records(&with), without);
     }
 }

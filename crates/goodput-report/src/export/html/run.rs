@@ -3,8 +3,8 @@
 use super::sections::{by_model, diagnosis, failures, quality, sessions, vllm_view, warnings};
 use super::signals::{engine_section, server_section};
 use super::{
-    card, cdf_chart, charts, config_section, embed, footer, header, page, rated_tag, slo_guides, slo_of,
-    strip_requests, table, target_line,
+    card, cdf_chart_of, charts, config_section, embed, footer, header, page, rated_tag, slo_guides, slo_of, table,
+    target_line, without_records, FROM_PERCENTILES,
 };
 use crate::escape::html;
 use crate::export::ExportError;
@@ -13,7 +13,7 @@ use crate::series::{self, Latency};
 use crate::svg::{self, Chart, Guide, Series, Style};
 use crate::table::Detail;
 use crate::terminal::load_line;
-use goodput_core::RunResult;
+use goodput_core::{RequestRecord, RunResult};
 use std::fmt::Write;
 
 /// One run as a page.
@@ -21,20 +21,17 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
     run_page_with(r, None)
 }
 
-/// One run as a page, its CDFs and time series drawn from `records` where
-/// the document holds none (a run saved without `--include-requests`,
-/// rendered by the command that holds its records in memory). The page's
-/// embedded document stays the one given: the records draw, they are not
-/// copied in.
-pub fn run_page_with(r: &RunResult, records: Option<&[goodput_core::RequestRecord]>) -> Result<String, ExportError> {
-    let (data, stripped) = embed(r, strip_requests)?;
-    let held;
-    let r = match records {
-        Some(recs) if r.requests.is_none() && !recs.is_empty() => {
-            held = RunResult { requests: Some(recs.to_vec()), ..r.clone() };
-            &held
-        }
-        _ => r,
+/// One run as a page, its CDFs, time series and failure messages drawn
+/// from `records` where the document holds none (a run saved without
+/// `--include-requests`, rendered by the command that holds its records in
+/// memory). The page's embedded document stays the one given: the records
+/// draw, borrowed, they are not copied in.
+pub fn run_page_with(r: &RunResult, records: Option<&[RequestRecord]>) -> Result<String, ExportError> {
+    let (data, stripped) = embed(r, || without_records(r))?;
+    // The records that draw: the document's own, else those given.
+    let recs = match records {
+        Some(recs) if r.requests.is_none() && !recs.is_empty() => Some(recs),
+        _ => r.requests.as_deref(),
     };
     let mut o = String::new();
     let load = load_line(&r.config);
@@ -72,7 +69,7 @@ pub fn run_page_with(r: &RunResult, records: Option<&[goodput_core::RequestRecor
     o.push_str("</header><main>");
     diagnosis(&mut o, r);
     run_cards(&mut o, r);
-    run_body(&mut o, r);
+    run_body(&mut o, r, recs);
     config_section(&mut o, &serde_json::to_value(&r.config)?, stripped)?;
     o.push_str("</main>");
     footer(&mut o, &r.tool, &r.schema);
@@ -285,8 +282,10 @@ fn intervals(o: &mut String, r: &RunResult) {
     let _ = write!(o, r#"<p class="note">{}.</p>"#, html(&note));
 }
 
-fn time_charts(r: &RunResult) -> Vec<Chart> {
-    let Some(ts) = series::time_series(r) else { return Vec::new() };
+fn time_charts(r: &RunResult, recs: Option<&[RequestRecord]>) -> Vec<Chart> {
+    let Some(ts) = recs.and_then(|recs| series::time_series_of(recs, (r.window.start_s, r.window.end_s))) else {
+        return Vec::new();
+    };
     let w = ts.bucket_s;
     let bands = if r.summary.requests.warmup > 0 && ts.window.0 > 0.0 {
         vec![(0.0, ts.window.0, "warm-up".to_string())]
@@ -365,38 +364,53 @@ fn time_charts(r: &RunResult) -> Vec<Chart> {
     charts
 }
 
-fn run_body(o: &mut String, r: &RunResult) {
-    latency_section(o, r);
-    over_the_run(o, r);
+/// The page's sections; `recs`, the records that draw (the document's own
+/// or those given beside it).
+fn run_body(o: &mut String, r: &RunResult, recs: Option<&[RequestRecord]>) {
+    latency_section(o, r, recs);
+    over_the_run(o, r, recs);
     server_section(o, r);
     engine_section(o, r);
     throughput_section(o, r);
     sessions(o, r);
     by_model(o, r);
     quality(o, r);
-    failures(o, r);
+    failures(o, r, recs);
     slo_section(o, r);
     warnings(o, r);
     vllm_view(o, r);
 }
 
-fn latency_section(o: &mut String, r: &RunResult) {
+fn latency_section(o: &mut String, r: &RunResult, recs: Option<&[RequestRecord]>) {
     o.push_str(r#"<section><h2>Latency</h2>"#);
     latency_table(o, r);
     let slo = slo_of(r);
-    let one = [(String::new(), r)];
     let cdfs: Vec<Chart> = Latency::ALL
         .iter()
         .filter(|m| crate::read::peers::recomputed(r, m.field()))
         .filter(|&&m| m == Latency::E2e || !crate::metric::no_output(&r.summary))
-        .map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &one, slo_guides(&slo, m)))
+        .map(|&m| {
+            // As `series::cdf` draws it (the metric recomputed, as filtered
+            // above), from `recs` where there are some.
+            let cdf = match recs {
+                Some(recs) => series::cdf_of_records(recs, m),
+                None => series::cdf(r, m),
+            };
+            cdf_chart_of(
+                &format!("{}-cdf", m.id()),
+                m,
+                vec![(String::new(), cdf)],
+                slo_guides(&slo, m),
+                FROM_PERCENTILES,
+            )
+        })
         .collect();
     charts(o, &cdfs);
     o.push_str("</section>");
 }
 
-fn over_the_run(o: &mut String, r: &RunResult) {
-    let tc = time_charts(r);
+fn over_the_run(o: &mut String, r: &RunResult, recs: Option<&[RequestRecord]>) {
+    let tc = time_charts(r, recs);
     o.push_str(r#"<section><h2>Over the run</h2>"#);
     if let Some(st) = &r.summary.stability {
         // The verdict beside its evidence.
@@ -535,5 +549,48 @@ fn slo_section(o: &mut String, r: &RunResult) {
             }
         }
         o.push_str("</tbody></table></div></section>");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::run;
+    use super::*;
+
+    /// The table of failure messages, drawn from records.
+    const MESSAGES: &str = r#"<table class="messages">"#;
+
+    /// The page without its embedded document.
+    fn body(page: &str) -> &str {
+        &page[..page.find(r#"<script type="application/json" id="goodput-data">"#).unwrap()]
+    }
+
+    fn data(page: &str) -> &str {
+        let start = r#"<script type="application/json" id="goodput-data">"#;
+        let rest = &page[page.find(start).unwrap() + start.len()..];
+        &rest[..rest.find("</script>").unwrap()]
+    }
+
+    /// Records given beside a document without them draw what the
+    /// document's own would (CDFs, time series, failure messages), and the
+    /// page embeds the document as given.
+    #[test]
+    fn records_given_beside_draw_as_the_documents_own() {
+        let (with, recs) = run(120, true);
+        let (without, _) = run(120, false);
+        let own = run_page(&with).unwrap();
+        let beside = run_page_with(&without, Some(&recs)).unwrap();
+        assert_eq!(body(&beside), body(&own));
+        for id in ["ttft-cdf", "itl-cdf", "e2e-cdf", "ttft-time", "inflight-time"] {
+            assert!(own.contains(&format!(r#"data-chart="{id}""#)), "no {id}");
+        }
+        assert!(own.contains(MESSAGES) && !own.contains("No time series"));
+        assert_eq!(data(&beside), crate::escape::script_json(&serde_json::to_string(&without).unwrap()));
+        // The document's own records draw when it holds some; none given
+        // or an empty set leaves the page as the document alone draws it.
+        assert_eq!(run_page_with(&with, Some(&recs[..10])).unwrap(), own);
+        let bare = run_page(&without).unwrap();
+        assert!(bare.contains("No time series") && !bare.contains(MESSAGES));
+        assert_eq!(run_page_with(&without, Some(&[])).unwrap(), bare);
     }
 }

@@ -4,9 +4,8 @@
 use super::charts;
 use crate::escape::html;
 use crate::format;
-use crate::series;
 use crate::svg::{Chart, Series, Style};
-use goodput_core::RunResult;
+use goodput_core::{RequestRecord, RunResult};
 use std::fmt::Write;
 
 pub(super) fn warnings(o: &mut String, r: &RunResult) {
@@ -169,7 +168,9 @@ fn session_charts(ss: &goodput_core::analysis::session::SessionSummary) -> Vec<C
     ]
 }
 
-pub(super) fn failures(o: &mut String, r: &RunResult) {
+/// The failures by kind, and their messages from `recs` (the records that
+/// draw the page) where there are some.
+pub(super) fn failures(o: &mut String, r: &RunResult, recs: Option<&[RequestRecord]>) {
     let q = &r.summary.requests;
     o.push_str(r#"<section><h2>Failures</h2>"#);
     if q.errors_by_kind.is_empty() {
@@ -181,7 +182,7 @@ pub(super) fn failures(o: &mut String, r: &RunResult) {
         let _ = write!(o, "<tr><td>{}</td><td>{n}</td></tr>", html(k));
     }
     o.push_str("</tbody></table></div>");
-    let msgs = series::failure_messages(r, 20);
+    let msgs = recs.map(|recs| crate::series::failure_messages_of(recs, 20)).unwrap_or_default();
     if !msgs.is_empty() {
         o.push_str(r#"<div class="scroll"><table class="messages"><thead><tr><th>kind</th><th>count</th><th>message</th></tr></thead><tbody>"#);
         for (k, m, n) in msgs {

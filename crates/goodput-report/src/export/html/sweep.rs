@@ -2,7 +2,7 @@
 
 use super::{
     card, cdf_chart_of, charts, config_section, embed, footer, header, page, slo_guides, slo_metric, slo_of,
-    target_line, FROM_PERCENTILES,
+    target_line, without_records, FROM_PERCENTILES,
 };
 use crate::escape::html;
 use crate::export::ExportError;
@@ -26,7 +26,7 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
 /// (`held`) where the document holds none. The page embeds the document
 /// as given.
 pub fn sweep_page_with(sw: &SweepResult, held: Option<&SweepSeries>) -> Result<String, ExportError> {
-    let (data, stripped) = embed(sw, strip_point_requests)?;
+    let (data, stripped) = embed(sw, || without_point_records(sw))?;
     let mut o = String::new();
     sweep_header(&mut o, sw);
     o.push_str("</header><main><section class=\"cards\">");
@@ -45,12 +45,28 @@ pub fn sweep_page_with(sw: &SweepResult, held: Option<&SweepSeries>) -> Result<S
     Ok(page("sweep", &format!("goodput sweep · {}", sw.target.model), &o, &data))
 }
 
-/// Leaves each point's per-request records out of the embedded document.
-fn strip_point_requests(v: &mut serde_json::Value) {
-    if let Some(points) = v.get_mut("points").and_then(|p| p.as_array_mut()) {
-        for p in points {
-            p.get_mut("result").and_then(|r| r.as_object_mut()).map(|m| m.remove("requests"));
-        }
+/// `sw` without its points' per-request records, for the embedded
+/// document: the rest is cloned. Every field is named, so a field added to
+/// [`SweepResult`] or [`SweepPoint`] must be placed here.
+fn without_point_records(sw: &SweepResult) -> SweepResult {
+    let SweepResult { schema, tool, kind, started_unix_s, interrupted, config, target, points, analysis } = sw;
+    SweepResult {
+        schema: schema.clone(),
+        tool: tool.clone(),
+        kind: kind.clone(),
+        started_unix_s: *started_unix_s,
+        interrupted: *interrupted,
+        config: config.clone(),
+        target: target.clone(),
+        points: points
+            .iter()
+            .map(|SweepPoint { load, origin, result }| SweepPoint {
+                load: *load,
+                origin: origin.clone(),
+                result: without_records(result),
+            })
+            .collect(),
+        analysis: analysis.clone(),
     }
 }
 
@@ -523,4 +539,46 @@ fn point_mark(
 ) -> Option<Mark> {
     let p = p.as_ref()?;
     Some(Mark { x: p.output_tokens_per_s, y: y(p)?, label: format!("{label}: {}", p.load.label()), class })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::run;
+    use super::*;
+    use goodput_core::doc::sweep::{analyze_sweep, DEFAULT_ATTAINMENT_TARGET};
+
+    /// An oversized sweep is embedded without its points' records, as it
+    /// was when they were stripped from the whole document's `Value`.
+    #[test]
+    fn an_oversized_sweep_is_embedded_without_its_points_records() {
+        let points: Vec<SweepPoint> = [(1, true), (2, false), (4, true)]
+            .into_iter()
+            .map(|(c, keep)| SweepPoint {
+                load: Load::Concurrency(c),
+                origin: "grid".into(),
+                result: run(20 * c, keep).0,
+            })
+            .collect();
+        let first = points[0].result.clone();
+        let sw = SweepResult {
+            schema: first.schema,
+            tool: first.tool,
+            kind: "sweep".into(),
+            started_unix_s: first.started_unix_s,
+            interrupted: false,
+            config: Default::default(),
+            target: first.target,
+            analysis: analyze_sweep(&points, DEFAULT_ATTAINMENT_TARGET),
+            points,
+        };
+        let whole = serde_json::to_string(&sw).unwrap();
+        let (text, stripped) = super::super::embed_within(&sw, whole.len() - 1, || without_point_records(&sw)).unwrap();
+        assert!(stripped);
+        let mut v = serde_json::to_value(&sw).unwrap();
+        for p in v["points"].as_array_mut().unwrap() {
+            p["result"].as_object_mut().unwrap().remove("requests");
+        }
+        assert_eq!(text, serde_json::to_string(&v).unwrap());
+        assert!(sw.points[0].result.requests.is_some() && !text.contains(r#""requests":["#));
+    }
 }
