@@ -755,13 +755,11 @@ fn the_context_check_counts_the_chat_template_and_says_so() {
     // come on top: plan had passed the check, then every configuration
     // failed with "85 prompt" and no word of where 35 came from.
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("config.json");
-    std::fs::write(
-        &model,
+    let model = model_config(
+        dir.path(),
         r#"{"num_hidden_layers":2,"hidden_size":256,"num_attention_heads":4,"num_key_value_heads":2,
             "intermediate_size":512,"vocab_size":128256,"max_position_embeddings":100}"#,
-    )
-    .unwrap();
+    );
     let lengths = ["--input-tokens", "50", "--output-tokens", "20"];
     let err = goodput().args(["plan", "-q", "--gpu", "h100", "--model"]).arg(&model).args(lengths).refusal();
     assert!(err.contains("chat template adds") && err.contains("--chat-template none"), "{err}");
@@ -803,17 +801,22 @@ fn a_layout_left_out_gives_its_own_reason_not_that_of_more_stages_than_layers() 
     // "--pp 8 exceeds its 1 layers", the last of the stages it tried, and
     // lost the reason and its fix.
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("config.json");
-    std::fs::write(
-        &model,
+    let model = model_config(
+        dir.path(),
         r#"{"num_hidden_layers":1,"hidden_size":1,"num_attention_heads":65536,"num_key_value_heads":65536,
             "head_dim":65536,"intermediate_size":1,"vocab_size":1}"#,
-    )
-    .unwrap();
+    );
     let err = goodput()
         .args(["plan", "-q", "--gpu", "h100", "--precision", "fp8", "--tp", "1", "--model"])
         .arg(&model)
         .refusal();
     assert!(err.contains("one KV-cache block of 16 tokens takes") && err.contains("--block-size"), "{err}");
     assert!(!err.contains("exceeds"), "{err}");
+}
+
+/// A model's config.json of `json` in `dir`: its path.
+fn model_config(dir: &Path, json: &str) -> std::path::PathBuf {
+    let path = dir.join("config.json");
+    std::fs::write(&path, json).unwrap();
+    path
 }
