@@ -47,6 +47,26 @@ pub fn model_spec(model: &str) -> Result<ModelSpec> {
     })
 }
 
+/// `--precision`: a width, or `auto`, the checkpoint's
+/// ([`ModelSpec::checkpoint_precision`]: a config.json's
+/// `quantization_config`, DeepSeek-V3's FP8) and 16-bit where it names
+/// none. A checkpoint in a format the GPU's tensor cores lack runs as vLLM
+/// runs it there, its weights alone at that width (FP8 on an A100 through
+/// the FP8 Marlin kernel: 8-bit weights, 16-bit math; NVFP4 on Hopper: 4-bit
+/// weights).
+pub fn resolve_precision(flag: &str, model: &ModelSpec, gpu: &GpuSpec) -> Result<Precision> {
+    if !flag.trim().eq_ignore_ascii_case("auto") {
+        return Ok(flag.parse()?);
+    }
+    Ok(match model.checkpoint_precision {
+        None => Precision::Bf16,
+        Some(p) if gpu.peak_flops(p).is_ok() => p,
+        Some(Precision::Fp8) => Precision::Int8,
+        Some(Precision::Fp4) => Precision::Int4,
+        Some(p) => p,
+    })
+}
+
 /// `--spec-acceptance` and `--spec-draft-cost` where not given.
 const SPEC_ACCEPTANCE: f64 = 0.7;
 const SPEC_DRAFT_COST: f64 = 0.05;
@@ -61,7 +81,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         let (model, e) = (&a.engine_model, &a.hw);
         let model = model_spec(model)?;
         let gpu = GpuSpec::lookup(&e.gpu)?;
-        let precision: Precision = e.precision.parse()?;
+        let precision = resolve_precision(&e.precision, &model, &gpu)?;
         let mut cfg = EngineConfig::new(model, gpu, precision);
         cfg.kv_cache_dtype = e.kv_cache_dtype.parse::<KvCacheDtype>()?;
         cfg.tp = e.tp;

@@ -434,8 +434,8 @@ pub struct EngineHwArgs {
     /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, gb200, mi300x.
     #[arg(long, default_value = "h100-sxm", help_heading = "Simulated engine")]
     pub gpu: String,
-    /// Weight precision: bf16, fp8, int8, int4 (weight-only), fp4 (NVFP4, Blackwell: b200, gb200).
-    #[arg(long, default_value = "bf16", help_heading = "Simulated engine")]
+    /// Weight precision: bf16, fp8, int8, int4 (weight-only), fp4 (NVFP4, Blackwell: b200, gb200), or auto: the checkpoint's (a config.json's quantization_config; deepseek-v3's fp8), else bf16.
+    #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
     pub precision: String,
     /// KV-cache dtype: auto (the activation dtype) or fp8.
     #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
@@ -518,7 +518,7 @@ impl Default for EngineHwArgs {
     fn default() -> Self {
         EngineHwArgs {
             gpu: "h100-sxm".into(),
-            precision: "bf16".into(),
+            precision: "auto".into(),
             kv_cache_dtype: "auto".into(),
             tp: 1,
             dp: 1,
@@ -557,8 +557,8 @@ pub struct SimArgs {
     /// Embedded engine: GPU.
     #[arg(long, default_value = "h100-sxm", help_heading = "Embedded simulator (no --url)")]
     pub sim_gpu: String,
-    /// Embedded engine: weight precision.
-    #[arg(long, default_value = "bf16", help_heading = "Embedded simulator (no --url)")]
+    /// Embedded engine: weight precision (auto: the checkpoint's, else bf16).
+    #[arg(long, default_value = "auto", help_heading = "Embedded simulator (no --url)")]
     pub sim_precision: String,
     /// Embedded engine: tensor-parallel degree.
     #[arg(long, default_value_t = 1, help_heading = "Embedded simulator (no --url)")]

@@ -820,3 +820,39 @@ fn model_config(dir: &Path, json: &str) -> std::path::PathBuf {
     std::fs::write(&path, json).unwrap();
     path
 }
+
+#[test]
+fn precision_auto_runs_the_checkpoint_s_width() {
+    // A config.json published in FP8: `estimate` runs it in FP8 unless
+    // --precision says otherwise, and on an A100 (no FP8 tensor cores) as
+    // vLLM runs it there, 8-bit weights with 16-bit math. It had always run
+    // 16-bit, and DeepSeek-V3 "did not fit" eight H200s.
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_config(
+        dir.path(),
+        r#"{"num_hidden_layers":2,"hidden_size":256,"num_attention_heads":4,"intermediate_size":512,
+            "vocab_size":1000,"quantization_config":{"quant_method":"fp8","fmt":"e4m3"}}"#,
+    );
+    let precision = |args: &[&str]| {
+        let out = dir.path().join("run.json");
+        goodput()
+            .args(["estimate", "-q", "-n", "2", "-o"])
+            .arg(&out)
+            .arg("--model")
+            .arg(&model)
+            .args(args)
+            .assert()
+            .success();
+        read_json(&out)["config"]["engine"]["precision"].as_str().unwrap().to_string()
+    };
+    assert_eq!(precision(&[]), "fp8");
+    assert_eq!(precision(&["--precision", "bf16"]), "bf16");
+    assert_eq!(precision(&["--gpu", "a100-80gb"]), "int8");
+    let out = dir.path().join("ds.json");
+    goodput()
+        .args(["estimate", "-q", "-n", "2", "--model", "deepseek-r1", "--gpu", "h200", "--tp", "8", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(read_json(&out)["config"]["engine"]["precision"], "fp8");
+}

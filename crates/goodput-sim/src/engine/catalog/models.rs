@@ -73,6 +73,11 @@ pub struct ModelSpec {
     /// Multi-head latent attention in place of grouped-query attention.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mla: Option<Mla>,
+    /// The weights' width the checkpoint is published in, where it is not
+    /// 16-bit: a config.json's `quantization_config` (FP8, AWQ, GPTQ,
+    /// NVFP4), DeepSeek-V3's FP8. What `--precision auto` runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_precision: Option<Precision>,
 }
 
 struct ModelEntry {
@@ -91,6 +96,7 @@ struct ModelEntry {
     dense_layers: u32,
     dense_intermediate: u32,
     mla: Option<Mla>,
+    checkpoint: Option<Precision>,
 }
 
 /// What an entry leaves as it was before DeepSeek: heads of 128, no shared
@@ -111,6 +117,7 @@ const PLAIN: ModelEntry = ModelEntry {
     dense_layers: 0,
     dense_intermediate: 0,
     mla: None,
+    checkpoint: None,
 };
 
 const MODELS: [ModelEntry; 9] = [
@@ -254,6 +261,8 @@ const MODELS: [ModelEntry; 9] = [
             qk_rope_head_dim: 64,
             v_head_dim: 128,
         }),
+        // Published in FP8 (E4M3, 128 × 128 block scales).
+        checkpoint: Some(Precision::Fp8),
     },
 ];
 
@@ -337,6 +346,7 @@ impl ModelSpec {
             dense_mlp_layers: e.dense_layers,
             dense_intermediate_size: e.dense_intermediate,
             mla: e.mla,
+            checkpoint_precision: e.checkpoint,
         }
     }
 
@@ -383,7 +393,8 @@ impl ModelSpec {
     /// norms and Qwen-MoE's one-output shared-expert gate (a fraction of a
     /// percent), multi-token-prediction layers (`num_nextn_predict_layers`:
     /// vLLM loads them only to draft speculative tokens) and
-    /// `quantization_config` (`--precision` sets the weights' width).
+    /// `quantization_config` is read for the checkpoint's width
+    /// ([`ModelSpec::checkpoint_precision`]), which `--precision auto` runs.
     pub fn from_hf_config_str(text: &str, fallback_name: &str) -> Result<ModelSpec, Error> {
         const MAX_PARAMS: f64 = 1e15;
         // More layers than any model has: the layout of a mixture of experts
@@ -585,6 +596,7 @@ impl ModelSpec {
                 })?
             }
         };
+        let checkpoint_precision = cfg.get("quantization_config").and_then(checkpoint_precision);
         let tie_word_embeddings = match cfg.get("tie_word_embeddings") {
             None | Some(serde_json::Value::Null) => false,
             Some(v) => v.as_bool().ok_or_else(|| {
@@ -614,6 +626,7 @@ impl ModelSpec {
             dense_mlp_layers,
             dense_intermediate_size,
             mla,
+            checkpoint_precision,
         };
         // Sizes whose product passes any model's (a hidden_size of 2^31 had
         // wrapped the parameter count, and the model "fit" on one GPU).
@@ -813,6 +826,43 @@ impl ModelSpec {
         let a = self.mla?;
         let per_head = 2.0 * f64::from(a.qk_nope_head_dim + a.qk_rope_head_dim) + 2.0 * f64::from(a.v_head_dim);
         Some(self.num_layers as f64 * self.num_heads as f64 * per_head)
+    }
+}
+
+/// The weights' width a config.json's `quantization_config` names, where
+/// it is one the engine models: FP8 (`quant_method` `fp8` or
+/// `fbgemm_fp8`; ModelOpt's `quant_algo` `FP8`), NVFP4 (ModelOpt's
+/// `NVFP4`), 4- or 8-bit weights alone (AWQ, GPTQ and their Marlin
+/// kernels, by `bits`), and compressed-tensors' one group of weights
+/// (`num_bits` 8 of type `float`, or 4 or 8 of type `int`). Anything else
+/// (bitsandbytes, MXFP4, mixed schemes) is left to `--precision`.
+fn checkpoint_precision(q: &serde_json::Value) -> Option<Precision> {
+    let text = |v: &serde_json::Value, key: &str| v.get(key).and_then(|m| m.as_str()).map(str::to_ascii_lowercase);
+    let bits = |v: &serde_json::Value, key: &str| v.get(key).and_then(|b| b.as_u64());
+    let weight_only = |b: Option<u64>| match b {
+        Some(4) => Some(Precision::Int4),
+        Some(8) => Some(Precision::Int8),
+        _ => None,
+    };
+    match text(q, "quant_method")?.as_str() {
+        "fp8" | "fbgemm_fp8" => Some(Precision::Fp8),
+        "awq" | "awq_marlin" | "gptq" | "gptq_marlin" => weight_only(bits(q, "bits").or(bits(q, "w_bit"))),
+        "modelopt" => match text(q, "quant_algo")?.as_str() {
+            "fp8" => Some(Precision::Fp8),
+            "nvfp4" => Some(Precision::Fp4),
+            _ => None,
+        },
+        "compressed-tensors" => {
+            let groups = q.get("config_groups")?.as_object()?;
+            let [group] = groups.values().collect::<Vec<_>>()[..] else { return None };
+            let w = group.get("weights")?;
+            match (text(w, "type")?.as_str(), bits(w, "num_bits")?) {
+                ("float", 8) => Some(Precision::Fp8),
+                ("int", b) => weight_only(Some(b)),
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 

@@ -429,3 +429,45 @@ fn a_long_mlp_only_layers_is_read_at_once_and_shown_short() {
         .to_string();
     assert!(e.contains("… (502 characters)") && e.len() < 1_000, "{e}");
 }
+
+#[test]
+fn a_checkpoint_s_width_is_read_from_its_quantization_config() {
+    let base = r#""num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512,
+        "vocab_size": 1000"#;
+    let read = |q: &str| {
+        let text =
+            if q.is_empty() { format!("{{{base}}}") } else { format!("{{{base}, \"quantization_config\": {q}}}") };
+        ModelSpec::from_hf_config_str(&text, "m").unwrap().checkpoint_precision
+    };
+    let cases = [
+        ("", None),
+        (r#"{"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}"#, Some(Precision::Fp8)),
+        (r#"{"quant_method": "fbgemm_fp8"}"#, Some(Precision::Fp8)),
+        (r#"{"quant_method": "awq", "bits": 4, "group_size": 128}"#, Some(Precision::Int4)),
+        (r#"{"quant_method": "gptq", "bits": 8}"#, Some(Precision::Int8)),
+        (r#"{"quant_method": "gptq", "bits": 3}"#, None),
+        (r#"{"quant_method": "modelopt", "quant_algo": "NVFP4"}"#, Some(Precision::Fp4)),
+        (r#"{"quant_method": "modelopt", "quant_algo": "FP8"}"#, Some(Precision::Fp8)),
+        (
+            r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights":
+                {"num_bits": 8, "type": "float"}}}}"#,
+            Some(Precision::Fp8),
+        ),
+        (
+            r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights":
+                {"num_bits": 4, "type": "int"}}}}"#,
+            Some(Precision::Int4),
+        ),
+        // Not modelled: left to --precision.
+        (r#"{"quant_method": "bitsandbytes", "load_in_4bit": true}"#, None),
+        (r#"{"quant_method": "mxfp4"}"#, None),
+        (r#"{"quant_method": 7}"#, None),
+        (r#""fp8""#, None),
+    ];
+    for (q, want) in cases {
+        assert_eq!(read(q), want, "{q}");
+    }
+    // DeepSeek-V3 is published in FP8; the Llamas in 16 bits.
+    assert_eq!(ModelSpec::lookup("deepseek-r1").unwrap().checkpoint_precision, Some(Precision::Fp8));
+    assert_eq!(ModelSpec::lookup("llama-3.1-8b").unwrap().checkpoint_precision, None);
+}
