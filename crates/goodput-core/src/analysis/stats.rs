@@ -163,9 +163,10 @@ impl Distribution {
 /// tokens in a chunk must not make the client hold billions of samples.
 #[derive(Debug, Clone, Default)]
 pub struct Repeated {
-    values: Vec<f64>,
-    /// How many samples there are up to and including each value.
-    ends: Vec<u64>,
+    /// Each value, sorted, beside how many samples there are up to and
+    /// including it: the pairs given, turned in place (a copy of the values
+    /// and another of the counts had held three times their size).
+    sorted: Vec<(f64, u64)>,
 }
 
 impl Repeated {
@@ -174,17 +175,16 @@ impl Repeated {
         pairs.retain(|p| p.1 > 0);
         pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         let mut total = 0u64;
-        let ends = pairs.iter().map(|p| {
+        for p in &mut pairs {
             total = total.saturating_add(p.1);
-            total
-        });
-        let ends = ends.collect();
-        Repeated { values: pairs.into_iter().map(|p| p.0).collect(), ends }
+            p.1 = total;
+        }
+        Repeated { sorted: pairs }
     }
 
     /// How many samples, each repeat counted.
     pub fn len(&self) -> u64 {
-        self.ends.last().copied().unwrap_or(0)
+        self.sorted.last().map_or(0, |p| p.1)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -193,7 +193,7 @@ impl Repeated {
 
     /// The `i`-th of the samples in sorted order (`i < len`).
     pub fn at(&self, i: u64) -> f64 {
-        self.values[self.ends.partition_point(|&e| e <= i).min(self.values.len() - 1)]
+        self.sorted[self.sorted.partition_point(|p| p.1 <= i).min(self.sorted.len() - 1)].0
     }
 
     /// What [`Distribution::from_samples`] gives of the samples written out.
@@ -207,11 +207,11 @@ impl Repeated {
         if n == 0 {
             return Distribution::of(0, ps, [0.0; 4]);
         }
-        let times = |k: usize| (self.ends[k] - k.checked_sub(1).map_or(0, |j| self.ends[j])) as f64;
-        let mean = self.values.iter().enumerate().map(|(k, v)| v * times(k)).sum::<f64>() / n as f64;
-        let var =
-            self.values.iter().enumerate().map(|(k, v)| (v - mean) * (v - mean) * times(k)).sum::<f64>() / n as f64;
-        let (min, max) = (self.values[0], self.values[self.values.len() - 1]);
+        let s = &self.sorted;
+        let times = |k: usize| (s[k].1 - k.checked_sub(1).map_or(0, |j| s[j].1)) as f64;
+        let mean = s.iter().enumerate().map(|(k, p)| p.0 * times(k)).sum::<f64>() / n as f64;
+        let var = s.iter().enumerate().map(|(k, p)| (p.0 - mean) * (p.0 - mean) * times(k)).sum::<f64>() / n as f64;
+        let (min, max) = (s[0].0, s[s.len() - 1].0);
         Distribution::of(n, ps, [mean, var, min, max])
     }
 }

@@ -383,8 +383,11 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     let itl_ms = if ok.iter().all(|r| r.chunks.iter().skip(1).all(|c| c.tokens == 1)) {
         Distribution::from_sorted(&gaps, ps)
     } else {
-        let itl = ok.iter().flat_map(|r| r.itl_repeated()).map(|(d, k)| (ms(d), k));
-        crate::analysis::stats::Repeated::new(itl.collect()).distribution(ps)
+        // One buffer of a pair a gap, sized once (a growing one had
+        // doubled past it).
+        let mut itl = Vec::with_capacity(gaps.len());
+        itl.extend(ok.iter().flat_map(|r| r.itl_repeated()).map(|(d, k)| (ms(d), k)));
+        crate::analysis::stats::Repeated::new(itl).distribution(ps)
     };
 
     let counts = request_counts(records, &measured);
