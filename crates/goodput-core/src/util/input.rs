@@ -231,8 +231,9 @@ fn parse_fits(path: &Path, what: &'static str, text: &str, left: u64) -> Result<
 /// text: the top-level `records` array's at the typed costs, the rest at
 /// [`BYTES_PER_VALUE`] (all of it where the top level is not an object).
 fn document_cost(text: &str, records: &str) -> (u64, u64) {
+    use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_str(text);
-    match serde::Deserializer::deserialize_any(&mut de, TopVisitor { records }) {
+    match (Costed { costs: UNTYPED, typed: Some(records) }).deserialize(&mut de) {
         Ok(c) => (c.values, c.bytes),
         // Not JSON past some point: what is counted up to it is not known
         // here, so every value is counted the untyped way.
@@ -256,159 +257,104 @@ impl Cost {
     }
 }
 
-/// The top level of a document: its `records` entry typed, the rest not.
-struct TopVisitor<'k> {
-    records: &'k str,
+/// What a parsed JSON value of each kind takes beyond its text: a number,
+/// a boolean or a null; a string or an array; a map; a map's key.
+#[derive(Clone, Copy)]
+struct Costs {
+    scalar: u64,
+    slot: u64,
+    map: u64,
+    key: u64,
 }
 
-impl<'de> serde::de::Visitor<'de> for TopVisitor<'_> {
+/// As `serde_json::Value`s: [`BYTES_PER_VALUE`] each.
+const UNTYPED: Costs =
+    Costs { scalar: BYTES_PER_VALUE, slot: BYTES_PER_VALUE, map: BYTES_PER_VALUE, key: BYTES_PER_VALUE };
+
+/// As a request record's types: a record or a struct within it has its
+/// fields inline, and its keys are its fields' names, kept nowhere
+/// (counted as scalars all the same, for a map among its types).
+const TYPED: Costs = Costs { scalar: TYPED_SCALAR, slot: TYPED_SLOT, map: TYPED_SCALAR, key: TYPED_SCALAR };
+
+/// A JSON value's count of values (itself and every one within it) and
+/// what they take at `costs`, read as the parser passes them (nothing is
+/// kept); of a map, the entry named `typed` at [`TYPED`] costs.
+#[derive(Clone, Copy)]
+struct Costed<'k> {
+    costs: Costs,
+    typed: Option<&'k str>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Costed<'_> {
+    type Value = Cost;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cost, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Costed<'_> {
     type Value = Cost;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON document")
+        f.write_str("any JSON value")
     }
     fn visit_bool<E>(self, _: bool) -> Result<Cost, E> {
-        Ok(Cost { values: 1, bytes: BYTES_PER_VALUE })
+        Ok(Cost { values: 1, bytes: self.costs.scalar })
     }
     fn visit_i64<E>(self, _: i64) -> Result<Cost, E> {
-        Ok(Cost { values: 1, bytes: BYTES_PER_VALUE })
+        Ok(Cost { values: 1, bytes: self.costs.scalar })
     }
     fn visit_u64<E>(self, _: u64) -> Result<Cost, E> {
-        Ok(Cost { values: 1, bytes: BYTES_PER_VALUE })
+        Ok(Cost { values: 1, bytes: self.costs.scalar })
     }
     fn visit_f64<E>(self, _: f64) -> Result<Cost, E> {
-        Ok(Cost { values: 1, bytes: BYTES_PER_VALUE })
+        Ok(Cost { values: 1, bytes: self.costs.scalar })
     }
     fn visit_str<E>(self, _: &str) -> Result<Cost, E> {
-        Ok(Cost { values: 1, bytes: BYTES_PER_VALUE })
+        Ok(Cost { values: 1, bytes: self.costs.slot })
     }
     fn visit_unit<E>(self) -> Result<Cost, E> {
-        Ok(Cost { values: 1, bytes: BYTES_PER_VALUE })
+        Ok(Cost { values: 1, bytes: self.costs.scalar })
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Cost, A::Error> {
-        let Values(n) = ValuesVisitor.visit_seq(seq)?;
-        Ok(Cost { values: n, bytes: n.saturating_mul(BYTES_PER_VALUE) })
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Cost, A::Error> {
+        let mut c = Cost { values: 1, bytes: self.costs.slot };
+        let inner = Costed { typed: None, ..self };
+        while let Some(v) = seq.next_element_seed(inner)? {
+            c.add(v);
+        }
+        Ok(c)
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Cost, A::Error> {
-        let mut c = Cost { values: 1, bytes: BYTES_PER_VALUE };
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            c.add(Cost { values: 1, bytes: BYTES_PER_VALUE });
-            if key == self.records {
-                let Typed(v) = map.next_value()?;
-                c.add(v);
-            } else {
-                let Values(n) = map.next_value()?;
-                c.add(Cost { values: n, bytes: n.saturating_mul(BYTES_PER_VALUE) });
-            }
+        let mut c = Cost { values: 1, bytes: self.costs.map };
+        let inner = Costed { typed: None, ..self };
+        loop {
+            // The keys read only where one is looked for (a document's top
+            // level), and skipped unread below it.
+            let typed = match self.typed {
+                Some(name) => match map.next_key::<String>()? {
+                    Some(key) => key == name,
+                    None => break,
+                },
+                None => match map.next_key::<serde::de::IgnoredAny>()? {
+                    Some(_) => false,
+                    None => break,
+                },
+            };
+            c.add(Cost { values: 1, bytes: self.costs.key });
+            c.add(map.next_value_seed(if typed { Costed { costs: TYPED, typed: None } } else { inner })?);
         }
         Ok(c)
     }
 }
 
-/// A value within request records, costed as their types take it.
-struct Typed(Cost);
-
-impl<'de> serde::Deserialize<'de> for Typed {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TypedVisitor)
-    }
-}
-
-struct TypedVisitor;
-
-impl<'de> serde::de::Visitor<'de> for TypedVisitor {
-    type Value = Typed;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Typed, E> {
-        Ok(Typed(Cost { values: 1, bytes: TYPED_SCALAR }))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Typed, E> {
-        Ok(Typed(Cost { values: 1, bytes: TYPED_SCALAR }))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Typed, E> {
-        Ok(Typed(Cost { values: 1, bytes: TYPED_SCALAR }))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Typed, E> {
-        Ok(Typed(Cost { values: 1, bytes: TYPED_SCALAR }))
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Typed, E> {
-        Ok(Typed(Cost { values: 1, bytes: TYPED_SLOT }))
-    }
-    fn visit_unit<E>(self) -> Result<Typed, E> {
-        Ok(Typed(Cost { values: 1, bytes: TYPED_SCALAR }))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Typed, A::Error> {
-        let mut c = Cost { values: 1, bytes: TYPED_SLOT };
-        while let Some(Typed(v)) = seq.next_element()? {
-            c.add(v);
-        }
-        Ok(Typed(c))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Typed, A::Error> {
-        // A record or a struct within it: its fields are inline, and its
-        // keys are its fields' names, kept nowhere (counted as scalars all
-        // the same, for a map among its types).
-        let mut c = Cost { values: 1, bytes: TYPED_SCALAR };
-        while let Some((Typed(k), Typed(v))) = map.next_entry()? {
-            c.add(Cost { values: k.values, bytes: TYPED_SCALAR });
-            c.add(v);
-        }
-        Ok(Typed(c))
-    }
-}
-
-/// A JSON value's count of values, itself and every one within it, read
-/// as the parser passes them (nothing is kept).
+/// A JSON value's count of values, itself and every one within it.
 struct Values(u64);
 
 impl<'de> serde::Deserialize<'de> for Values {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ValuesVisitor)
-    }
-}
-
-struct ValuesVisitor;
-
-impl<'de> serde::de::Visitor<'de> for ValuesVisitor {
-    type Value = Values;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Values, E> {
-        Ok(Values(1))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Values, E> {
-        Ok(Values(1))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Values, E> {
-        Ok(Values(1))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Values, E> {
-        Ok(Values(1))
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Values, E> {
-        Ok(Values(1))
-    }
-    fn visit_unit<E>(self) -> Result<Values, E> {
-        Ok(Values(1))
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Values, A::Error> {
-        let mut n = 1u64;
-        while let Some(Values(k)) = seq.next_element()? {
-            n = n.saturating_add(k);
-        }
-        Ok(Values(n))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Values, A::Error> {
-        let mut n = 1u64;
-        while let Some((Values(k), Values(v))) = map.next_entry()? {
-            n = n.saturating_add(k).saturating_add(v);
-        }
-        Ok(Values(n))
+        use serde::de::DeserializeSeed;
+        Costed { costs: UNTYPED, typed: None }.deserialize(d).map(|c| Values(c.values))
     }
 }
 
