@@ -333,7 +333,7 @@ fn heaviest_stage(cfg: &EngineConfig, spread: f64) -> f64 {
             let e = moe.num_experts as f64;
             let routed = e * m.mlp_params_per_expert() as f64 * b / spread;
             let always = (d * e + m.shared_expert_params_per_layer() as f64) * b / tp;
-            (3.0 * d * m.dense_intermediate_size as f64 * b / tp, routed + always, m.dense_mlp_layers)
+            (m.dense_mlp_params_per_layer() as f64 * b / tp, routed + always, m.dense_mlp_layers)
         }
     };
     // A table of the vocabulary, 16-bit, split over TP; with tied

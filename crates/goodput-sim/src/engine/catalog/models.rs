@@ -700,6 +700,11 @@ impl ModelSpec {
         3 * self.hidden_size as u64 * self.intermediate_size as u64
     }
 
+    /// The gated MLP of one of a mixture of experts' dense layers.
+    pub fn dense_mlp_params_per_layer(&self) -> u64 {
+        3 * self.hidden_size as u64 * self.dense_intermediate_size as u64
+    }
+
     /// The shared experts of one MoE layer (gated MLPs, always active).
     pub fn shared_expert_params_per_layer(&self) -> u64 {
         3 * self.hidden_size as u64 * self.shared_expert_intermediate_size as u64
@@ -741,7 +746,7 @@ impl ModelSpec {
             None => self.num_layers as u64 * self.mlp_params_per_expert(),
             Some(_) => {
                 self.moe_layers() as u64 * self.mlp_params_per_layer()
-                    + self.dense_mlp_layers as u64 * 3 * self.hidden_size as u64 * self.dense_intermediate_size as u64
+                    + self.dense_mlp_layers as u64 * self.dense_mlp_params_per_layer()
             }
         }
     }
@@ -771,8 +776,7 @@ impl ModelSpec {
                 let moe_layer = m.experts_per_token as u64 * self.mlp_params_per_expert()
                     + self.hidden_size as u64 * m.num_experts as u64
                     + self.shared_expert_params_per_layer();
-                self.moe_layers() as u64 * moe_layer
-                    + self.dense_mlp_layers as u64 * 3 * self.hidden_size as u64 * self.dense_intermediate_size as u64
+                self.moe_layers() as u64 * moe_layer + self.dense_mlp_layers as u64 * self.dense_mlp_params_per_layer()
             }
         };
         self.num_layers as u64 * self.attention_params_per_layer() + mlp
