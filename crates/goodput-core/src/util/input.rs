@@ -198,29 +198,35 @@ pub const TYPED_SCALAR: u64 = 16;
 pub const TYPED_SLOT: u64 = 48;
 
 fn typed_parse_fits(path: &Path, what: &'static str, text: &str, records: &str, left: u64) -> Result<(), InputError> {
-    let size = text.len() as u64;
-    if size.saturating_mul(1 + BYTES_PER_VALUE / 2).saturating_add(BYTES_PER_VALUE) <= left {
-        return Ok(());
-    }
-    let (values, bytes) = document_cost(text, records);
-    let need = size.saturating_add(bytes);
-    if need > left {
-        return Err(InputError::OverMemory { path: path.to_owned(), what, size, values, need, left });
-    }
-    Ok(())
+    fits_within(path, what, text, left, || document_cost(text, records))
 }
 
 /// [`check_parse`] with `left` bytes of memory left.
 fn parse_fits(path: &Path, what: &'static str, text: &str, left: u64) -> Result<(), InputError> {
+    fits_within(path, what, text, left, || {
+        let values = json_values(text);
+        (values, values.saturating_mul(BYTES_PER_VALUE))
+    })
+}
+
+/// Whether `text` and what `cost` says its parse takes beyond it (its
+/// values, and their bytes) fit in `left` bytes.
+fn fits_within(
+    path: &Path,
+    what: &'static str,
+    text: &str,
+    left: u64,
+    cost: impl FnOnce() -> (u64, u64),
+) -> Result<(), InputError> {
     let size = text.len() as u64;
     // Most documents are far below what is left, and their values need not
     // be counted: a value takes two bytes at least (itself and a comma, a
-    // colon or a bracket), but for one.
+    // colon or a bracket), but for one, and no more than BYTES_PER_VALUE.
     if size.saturating_mul(1 + BYTES_PER_VALUE / 2).saturating_add(BYTES_PER_VALUE) <= left {
         return Ok(());
     }
-    let values = json_values(text);
-    let need = size.saturating_add(values.saturating_mul(BYTES_PER_VALUE));
+    let (values, bytes) = cost();
+    let need = size.saturating_add(bytes);
     if need > left {
         return Err(InputError::OverMemory { path: path.to_owned(), what, size, values, need, left });
     }
