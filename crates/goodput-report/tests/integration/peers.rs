@@ -626,33 +626,36 @@ fn damaged_files_are_refused_with_their_cause() {
     fn timings(g: &mut Value, i: usize) -> &mut Value {
         &mut g["benchmarks"][0]["requests"]["successful"][i]["info"]["timings"]
     }
-    let mut g = json("guidellm/benchmarks.json");
-    timings(&mut g, 3)["token_iterations"] = Value::from(u64::MAX);
-    let e = refusal("benchmarks.json", &g.to_string());
-    assert!(
-        e.contains("whose request successful[3]'s token_iterations is 18446744073709551615, more than its 32"),
-        "{e}"
-    );
-    let mut g = json("guidellm/benchmarks.json");
-    let t = timings(&mut g, 20);
-    t["first_token_iteration"] = Value::from(t["request_start"].as_f64().unwrap() - 0.25);
-    let e = refusal("benchmarks.json", &g.to_string());
-    assert!(
-        e.contains("whose request successful[20]'s first_token_iteration is 0.250 s before its request_start"),
-        "{e}"
-    );
-    let mut g = json("guidellm/benchmarks.json");
-    let t = timings(&mut g, 4);
-    t["last_token_iteration"] = Value::from(t["first_token_iteration"].as_f64().unwrap() - 0.001);
-    let e = refusal("benchmarks.json", &g.to_string());
-    assert!(
-        e.contains("request successful[4]'s last_token_iteration is 0.001 s before its first_token_iteration"),
-        "{e}"
-    );
-    let mut g = json("guidellm/benchmarks.json");
-    timings(&mut g, 0)["request_start"] = Value::from(1e300);
-    let e = refusal("benchmarks.json", &g.to_string());
-    assert!(e.contains("whose request successful[0]'s request_start is 1.000e300 s after the send before it"), "{e}");
+    /// A request's index, an edit of its timings, and what the refusal says.
+    type Case = (usize, fn(&mut Value), &'static str);
+    let cases: [Case; 4] = [
+        (
+            3,
+            |t| t["token_iterations"] = Value::from(u64::MAX),
+            "whose request successful[3]'s token_iterations is 18446744073709551615, more than its 32",
+        ),
+        (
+            20,
+            |t| t["first_token_iteration"] = Value::from(t["request_start"].as_f64().unwrap() - 0.25),
+            "whose request successful[20]'s first_token_iteration is 0.250 s before its request_start",
+        ),
+        (
+            4,
+            |t| t["last_token_iteration"] = Value::from(t["first_token_iteration"].as_f64().unwrap() - 0.001),
+            "request successful[4]'s last_token_iteration is 0.001 s before its first_token_iteration",
+        ),
+        (
+            0,
+            |t| t["request_start"] = Value::from(1e300),
+            "whose request successful[0]'s request_start is 1.000e300 s after the send before it",
+        ),
+    ];
+    for (i, edit, says) in cases {
+        let mut g = json("guidellm/benchmarks.json");
+        edit(timings(&mut g, i));
+        let e = refusal("benchmarks.json", &g.to_string());
+        assert!(e.contains(says), "{e}");
+    }
 
     // AIPerf: a send at 0 among the run's had been a window of 57 years, a
     // TTFT of 1e300 ms one of 584, an output of −1e30 tokens 0.
