@@ -24,7 +24,7 @@
 //! rising, batch limits that only cut a curve short, and disaggregation
 //! ratios far from the workload's prefill:decode balance.
 
-use crate::cli::{PlanArgs, WarmupArg};
+use crate::cli::{PlanArgs, WarmupArg, MAX_GPUS};
 use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
 use crate::{common, output, setup};
 use anyhow::{anyhow, bail, Context, Result};
@@ -461,9 +461,6 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     }
     Ok(())
 }
-
-/// The most GPUs a plan may take (`--gpus`), so the widest split it may try.
-const MAX_GPUS: u32 = 4096;
 
 /// The percentile the SLO judges TPOT at (else TTFT), when it names one.
 fn slo_percentile(s: &Slo) -> Option<f64> {

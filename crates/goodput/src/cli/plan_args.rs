@@ -8,6 +8,9 @@ use goodput_load::trace::TraceFormat;
 use goodput_load::Api;
 use std::path::PathBuf;
 
+/// The most GPUs a plan may take (`--gpus`), so the widest split it may try.
+pub const MAX_GPUS: u32 = 4096;
+
 /// A GPU type on offer: its catalog name and, when given, its price per
 /// GPU-hour in USD (`h100=2.5`).
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +69,7 @@ pub struct PlanArgs {
     #[arg(long = "gpu", value_name = "NAME[=USD]", value_parser = parse_gpu_offer, required = true)]
     pub gpu: Vec<GpuOffer>,
     /// The most GPUs a configuration may take: each is tensor-parallel groups (--tp) replicated to fill it.
-    #[arg(long = "gpus", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long = "gpus", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=MAX_GPUS as i64))]
     pub budget: u32,
     /// Tensor-parallel degrees to try (those above the budget, or that do not divide the model's heads, are left out).
     #[arg(long, value_parser = parse_counts, default_value = "1,2,4,8")]
