@@ -85,7 +85,7 @@ impl Calibration {
             eta_weights: 0.73,
             eta_kv: 0.70,
             c_layer_us: 32.0,
-            c_step_us: 600.0,
+            c_step_us: 1000.0,
             c_seq_us: 4.4,
             allreduce_latency_us: 15.0,
             eta_link: 0.7,

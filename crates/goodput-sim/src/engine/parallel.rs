@@ -508,12 +508,12 @@ impl Parallel {
         let n = b.tokens as f64 * part;
         let (gemm_c, gemm_m, gemm, a2a) = match &self.ep {
             None => {
-                let (c, m) = (n * r.flops_per_token / r.compute_rate, r.weight_bytes(n) / r.weight_rate);
+                let (c, m) = (r.gemm_compute_s(n, seqs * part), r.weight_bytes(n) / r.weight_rate);
                 (c, m, c.max(m), 0.0)
             }
             Some(ep) => {
-                let dense_c = n * (r.flops_per_token - ep.expert_flops_per_token) / r.compute_rate;
-                let dense_m = r.fixed_weight_bytes / r.weight_rate;
+                let dense_c = r.gemm_compute_s(n, seqs * part) - n * ep.expert_flops_per_token / r.compute_rate;
+                let dense_m = r.dense_weight_bytes(n) / r.weight_rate;
                 // The group's tokens of one micro-batch, routed over its EP GPUs.
                 let group = b.tokens as f64 / micro;
                 let assignments = group * ep.k;

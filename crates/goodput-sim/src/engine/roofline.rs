@@ -222,8 +222,16 @@ pub struct Roofline {
     flops_per_token: f64,
     /// TP · peak · η_c.
     compute_rate: f64,
-    /// Weights read every step whatever the batch (all of W for dense).
+    /// Weights read every step whatever the batch: every weight but the
+    /// routed experts and the input embedding (of which a step reads only its
+    /// tokens' rows, `embedding_row_bytes` each); the LM head's table is read
+    /// whole (tied or not).
     fixed_weight_bytes: f64,
+    /// One row of the embedding table (16-bit): read per token.
+    embedding_row_bytes: f64,
+    /// The LM head's seconds for one sequence's logits: 2 · vocabulary · d
+    /// flops at the 16-bit peak (the head stays 16-bit, as its weights do).
+    lm_head_s_per_seq: f64,
     /// One routed expert's weights over all MoE layers; with `moe`, read per
     /// expert hit.
     expert_bytes: f64,
@@ -285,6 +293,11 @@ impl Roofline {
                 (all_weights - expert * moe.num_experts as f64, expert)
             }
         };
+        // Untied, the input embedding is a second table of which a step reads
+        // only its tokens' rows (it had counted as read whole every step:
+        // 6.5 % of the 8B's BF16 decode bytes).
+        let table = m.vocab_size as f64 * m.hidden_size as f64 * 2.0;
+        let fixed_weight_bytes = fixed_weight_bytes - (m.embedding_params() as f64 * 2.0 - table);
         let (allreduce_calls, allreduce_bytes_per_token) = if cfg.tp > 1 {
             // Two all-reduces per layer (after attention and after the MLP) of
             // N × d 16-bit activations.
@@ -311,6 +324,9 @@ impl Roofline {
             flops_per_token: 2.0 * m.active_params() as f64,
             compute_rate: tp * peak * c.eta_compute,
             fixed_weight_bytes,
+            embedding_row_bytes: m.hidden_size as f64 * 2.0,
+            lm_head_s_per_seq: 2.0 * m.vocab_size as f64 * m.hidden_size as f64
+                / (tp * cfg.gpu.peak_flops(Precision::Bf16)? * c.eta_compute),
             expert_bytes,
             moe: m.moe,
             weight_rate: tp * bw * c.eta_weights,
@@ -382,19 +398,33 @@ impl Roofline {
         [t.gemm, t.attention, t.tp, t.overhead]
     }
 
-    /// The weight bytes a step of `n` tokens reads: every dense weight, and
-    /// of a mixture of experts the experts its tokens reach. Tokens route
-    /// independently, so a batch of N touches E·(1 − (1 − k/E)^N) distinct
-    /// experts per layer on average.
+    /// The weight bytes a step of `n` tokens reads: every dense weight, the
+    /// LM head, its tokens' rows of the embedding, and of a mixture of
+    /// experts the experts its tokens reach. Tokens route independently, so a
+    /// batch of N touches E·(1 − (1 − k/E)^N) distinct experts per layer on
+    /// average.
     pub(super) fn weight_bytes(&self, n: f64) -> f64 {
+        let dense = self.dense_weight_bytes(n);
         match self.moe {
-            None => self.fixed_weight_bytes,
+            None => dense,
             Some(moe) => {
                 let e = moe.num_experts as f64;
                 let miss = 1.0 - moe.experts_per_token as f64 / e;
-                self.fixed_weight_bytes + self.expert_bytes * e * (1.0 - miss.powf(n))
+                dense + self.expert_bytes * e * (1.0 - miss.powf(n))
             }
         }
+    }
+
+    /// The bytes of a step of `n` tokens that are not routed experts.
+    pub(super) fn dense_weight_bytes(&self, n: f64) -> f64 {
+        self.fixed_weight_bytes + n * self.embedding_row_bytes
+    }
+
+    /// Matrix-product compute seconds of `n` tokens over `seqs` sequences:
+    /// 2·P a token at the precision's peak, and the LM head's logits once a
+    /// sequence (a prefill chunk's last token, a decode's one).
+    pub(super) fn gemm_compute_s(&self, n: f64, seqs: f64) -> f64 {
+        n * self.flops_per_token / self.compute_rate + seqs * self.lm_head_s_per_seq
     }
 
     /// Attention flops of `part` of a step's prefill and decode pairs (the
@@ -415,7 +445,7 @@ impl Roofline {
             return Terms::default();
         }
         let n = b.tokens as f64;
-        let (gemm_c, gemm_m) = (n * self.flops_per_token / self.compute_rate, self.weight_bytes(n) / self.weight_rate);
+        let (gemm_c, gemm_m) = (self.gemm_compute_s(n, b.seqs as f64), self.weight_bytes(n) / self.weight_rate);
         let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64;
         let (att_c, att_m) = (
             self.attention_flops(b.prefill_attention, b.decode_context as f64, 1.0) / self.compute_rate,
@@ -531,14 +561,17 @@ mod tests {
         let mut decode = BatchShape::default();
         decode.add_decode(100);
         let b = r.breakdown(&decode);
-        // 16.06 GB at 3.35 TB/s × 0.73.
-        let weights = 16_059_990_016.0 / (3.35e12 * c.calibration.eta_weights);
-        assert!((b.gemm.as_secs_f64() - weights).abs() < 1e-6);
+        // 16.06 GB of weights less the input embedding's table (128,256 ×
+        // 4,096 × 2 B), of which one row is read: 15.01 GB at 3.35 TB/s × 0.73.
+        let table = 128_256.0 * 4096.0 * 2.0;
+        let weights = (16_059_990_016.0 - table + 4096.0 * 2.0) / (3.35e12 * c.calibration.eta_weights);
+        assert!((b.gemm.as_secs_f64() - weights).abs() < 1e-9, "{:?} against {weights}", b.gemm);
         assert_eq!(b.tensor_parallel, Duration::ZERO);
         let mut prefill = BatchShape::default();
         prefill.add_prefill(0, 8192);
-        let flops = 2.0 * 8192.0 * 6_979_321_856.0 / (989e12 * c.calibration.eta_compute);
-        assert!((r.breakdown(&prefill).gemm.as_secs_f64() - flops).abs() < 1e-6);
+        // 2 · P a token, and the LM head's logits for the last one.
+        let flops = (2.0 * 8192.0 * 6_979_321_856.0 + 2.0 * 128_256.0 * 4096.0) / (989e12 * c.calibration.eta_compute);
+        assert!((r.breakdown(&prefill).gemm.as_secs_f64() - flops).abs() < 1e-9);
         assert!(r.step_time(&prefill) > r.step_time(&decode) * 5);
         assert_eq!(r.step_time(&BatchShape::default()), Duration::ZERO);
     }
@@ -739,11 +772,13 @@ mod tests {
         let att = r.breakdown(&both).attention.as_secs_f64();
         assert!((att / flops.max(bytes) - 1.0).abs() < 1e-6, "{att} vs {flops} / {bytes}");
         // One decode reads the weights that are not routed experts (the
-        // shared experts and the three dense layers among them) and 8 of the
-        // 256 experts of each MoE layer: about 37 B of 671 B.
+        // shared experts and the three dense layers among them; the LM head,
+        // and one row of the input embedding) and 8 of the 256 experts of
+        // each MoE layer: about 37 B of 671 B.
         let one = r.weight_bytes(1.0);
         let routed = c.model.expert_params_all_layers() as f64;
-        let always = c.model.weight_bytes(Precision::Fp8) - 256.0 * routed;
+        let (table, row) = (129_280.0 * 7168.0 * 2.0, 7168.0 * 2.0);
+        let always = c.model.weight_bytes(Precision::Fp8) - 256.0 * routed - table + row;
         assert!((one - always - 8.0 * routed).abs() < 1.0, "{one}");
         assert!(always > (61 * 187_105_280 + 3 * 396_361_728 + 58 * 44_040_192u64) as f64, "{always}");
     }
