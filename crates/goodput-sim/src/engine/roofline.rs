@@ -783,6 +783,39 @@ mod tests {
         assert!(always > (61 * 187_105_280 + 3 * 396_361_728 + 58 * 44_040_192u64) as f64, "{always}");
     }
 
+    /// A step reads the LM head's table and its tokens' rows of the input
+    /// embedding, so tied and untied embeddings step alike (an untied model
+    /// had read a second table a step: 6.5 % of the 8B's 16-bit decode),
+    /// though memory holds both tables; and every sequence's logits cost
+    /// 2 · V · d flops at the 16-bit peak.
+    #[test]
+    fn a_step_reads_the_lm_head_and_its_rows_of_the_embedding() {
+        let untied = cfg("llama-3.1-8b", "h100", Precision::Fp8);
+        let mut tied = untied.clone();
+        tied.model.tie_word_embeddings = true;
+        let table = 128_256.0 * 4096.0 * 2.0;
+        assert_eq!(untied.model.weight_bytes(Precision::Fp8) - tied.model.weight_bytes(Precision::Fp8), table);
+        let (u, t) = (Roofline::new(&untied).unwrap(), Roofline::new(&tied).unwrap());
+        for n in [1u32, 64, 4096] {
+            let mut decode = BatchShape::default();
+            (0..n).for_each(|_| decode.add_decode(1000));
+            assert_eq!(u.step_time(&decode), t.step_time(&decode), "{n} decodes");
+            let mut prefill = BatchShape::default();
+            prefill.add_prefill(0, n);
+            assert_eq!(u.step_time(&prefill), t.step_time(&prefill), "a prompt of {n}");
+        }
+        // 256 decodes are compute-bound: the head's flops add to the
+        // products', at half the FP8 rate.
+        let mut decodes = BatchShape::default();
+        (0..256).for_each(|_| decodes.add_decode(1000));
+        let mut headless = untied.clone();
+        headless.model.vocab_size = 1;
+        let h = Roofline::new(&headless).unwrap();
+        let added = u.breakdown(&decodes).gemm.as_secs_f64() - h.breakdown(&decodes).gemm.as_secs_f64();
+        let want = 256.0 * 2.0 * (128_256.0 - 1.0) * 4096.0 / (989e12 * untied.calibration.eta_compute);
+        assert!((added / want - 1.0).abs() < 1e-6, "{added} against {want}");
+    }
+
     #[test]
     fn shared_experts_are_read_every_step() {
         let text = r#"{"hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
