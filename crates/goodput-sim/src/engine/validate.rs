@@ -1078,7 +1078,7 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         // Held out but for five of the dense B200 rows (Blackwell's
         // calibration), and each row's model, GPU and precision known.
         let overview = rows("trtllm-overview.csv");
-        assert_eq!(overview.len(), 109);
+        assert_eq!(overview.len(), 139);
         for r in &overview {
             let split = if r.split == Some(Split::Calibration) { "calibration" } else { "held-out" };
             assert_eq!(r.load, ReferenceLoad::MaxThroughput, "{}", r.id);
