@@ -37,9 +37,18 @@ pub enum ReferenceLoad {
 impl ReferenceLoad {
     /// Sent over HTTP to a serving front end, as every load but an offline
     /// benchmark's (`max_throughput`: trtllm-bench drives the engine in its
-    /// own process) is.
+    /// own process) is, unless the row's `client` says `offline`.
     pub fn is_served(&self) -> bool {
         !matches!(self, ReferenceLoad::MaxThroughput)
+    }
+}
+
+impl ReferenceRow {
+    /// Whether the row's requests went through a serving front end (HTTP):
+    /// its load's kind, unless the `client` column says `offline`
+    /// (trtllm-bench's closed loops, `--concurrency`, run in its process).
+    pub fn is_served(&self) -> bool {
+        self.load.is_served() && !self.offline
     }
 }
 
@@ -165,6 +174,22 @@ pub struct ReferenceRow {
     /// SGLang's default and for the older NIM whose per-request export shows
     /// its running requests making no token while others prefilled.
     pub mixed_batches: bool,
+    /// The benchmark's own engine limits where it set them: sequences a step
+    /// (per attention rank: TensorRT-LLM's `max_batch_size`, vLLM's
+    /// `max_num_seqs`; the optional `max_num_seqs` column), tokens a step
+    /// (per rank: `max_num_tokens`, `max_num_batched_tokens`; the optional
+    /// `max_num_batched_tokens` column), the memory share for the KV cache
+    /// (TensorRT-LLM's `kv_cache_free_gpu_mem_fraction`, vLLM's
+    /// `gpu_memory_utilization`; `memory_fraction`) and the KV cache's
+    /// dtype (`kv_cache`, `auto` or `fp8`). `None`: the engine's default.
+    pub max_num_seqs: Option<u32>,
+    pub max_num_batched_tokens: Option<u32>,
+    pub memory_fraction: Option<f64>,
+    pub kv_cache: Option<KvCacheDtype>,
+    /// The client drove the engine in its own process, with no HTTP front
+    /// end (the optional `client` column, `offline` or `http`; absent, a
+    /// `max_throughput` row is offline and the others are served).
+    pub offline: bool,
 }
 
 const COLUMNS: [&str; 15] = [
@@ -189,9 +214,30 @@ const COLUMNS: [&str; 15] = [
 /// `queueing` (`yes` or `no`), `requests` (how many the benchmark sent),
 /// `range_ratio` (0 to 1, the spread of the lengths), `ep` (the
 /// expert-parallel size), `start` (`together` where the client sent its
-/// users' first requests at once, `apart`) and `mixed` (`no` where the
-/// engine kept prompts and decodes in separate steps, `yes`).
-const OPTIONAL_COLUMNS: [&str; 7] = ["split", "queueing", "requests", "range_ratio", "ep", "start", "mixed"];
+/// users' first requests at once, `apart`), `mixed` (`no` where the
+/// engine kept prompts and decodes in separate steps, `yes`), and the
+/// engine limits the benchmark set: `max_num_seqs`, `max_num_batched_tokens`
+/// (each per attention rank), `memory_fraction` and `kv_cache`; and `client`
+/// (`offline` where the benchmark ran the engine in its own process).
+const OPTIONAL_COLUMNS: [&str; 12] = [
+    "split",
+    "queueing",
+    "requests",
+    "range_ratio",
+    "ep",
+    "start",
+    "mixed",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "memory_fraction",
+    "kv_cache",
+    "client",
+];
+
+/// The most requests a `concurrency` row's benchmark may have sent (its
+/// `requests` column): more than are simulated, which are whole rounds of
+/// its users up to `MAX_REQUESTS`.
+const MAX_SENT: u32 = 10_000_000;
 
 /// The most requests a `rate` row may send: each is simulated, and a larger
 /// run says nothing a shorter one does not.
@@ -246,12 +292,16 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 Some("yes") => true,
                 Some(other) => return Err(err(format!("`queueing` must be yes or no, got `{other}`"))),
             };
-            row.requests = match extra(2) {
-                None => None,
-                Some(v) => Some(v.parse::<u32>().ok().filter(|&n| n > 0 && n <= MAX_REQUESTS).ok_or_else(|| {
-                    err(format!("`requests` must be a whole number from 1 to {MAX_REQUESTS}, got `{v}`"))
-                })?),
-            };
+            // A closed loop's benchmark may have sent more than are
+            // simulated (whole rounds of its users are, up to MAX_REQUESTS).
+            let most = if matches!(row.load, ReferenceLoad::Concurrency(_)) { MAX_SENT } else { MAX_REQUESTS };
+            row.requests =
+                match extra(2) {
+                    None => None,
+                    Some(v) => Some(v.parse::<u32>().ok().filter(|&n| n > 0 && n <= most).ok_or_else(|| {
+                        err(format!("`requests` must be a whole number from 1 to {most}, got `{v}`"))
+                    })?),
+                };
             if let Some(v) = extra(3) {
                 row.range_ratio = v
                     .parse::<f64>()
@@ -275,6 +325,53 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 Some("no") => false,
                 Some(other) => return Err(err(format!("`mixed` must be yes or no, got `{other}`"))),
             };
+            let positive = |k: usize, what: &str| -> Result<Option<u32>, Error> {
+                extra(k)
+                    .map(|v| {
+                        v.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                            err(format!("`{}` must be a positive integer ({what}), got `{v}`", OPTIONAL_COLUMNS[k]))
+                        })
+                    })
+                    .transpose()
+            };
+            row.max_num_seqs = positive(7, "sequences a step per attention rank")?;
+            row.max_num_batched_tokens = positive(8, "tokens a step per attention rank")?;
+            row.memory_fraction = extra(9)
+                .map(|v| {
+                    v.parse::<f64>().ok().filter(|f| *f > 0.0 && *f <= 1.0).ok_or_else(|| {
+                        err(format!("`memory_fraction` must be a share above 0 and at most 1, got `{v}`"))
+                    })
+                })
+                .transpose()?;
+            row.kv_cache = match extra(10) {
+                None => None,
+                Some("auto") => Some(KvCacheDtype::Auto),
+                Some("fp8") => Some(KvCacheDtype::Fp8),
+                Some(other) => return Err(err(format!("`kv_cache` must be auto or fp8, got `{other}`"))),
+            };
+            row.offline = match extra(11) {
+                None => !row.load.is_served(),
+                Some("offline") => true,
+                Some("http") => false,
+                Some(other) => return Err(err(format!("`client` must be offline or http, got `{other}`"))),
+            };
+            if let (ReferenceLoad::Concurrency(users), Some(sent)) = (row.load, row.requests) {
+                if sent < users {
+                    return Err(err(format!(
+                        "`requests` {sent} is fewer than the {users} users: a closed loop sends at least one each"
+                    )));
+                }
+            }
+            if let ReferenceLoad::Concurrency(users) | ReferenceLoad::Batch(users) = row.load {
+                // Without a count of its own a row simulates 25 requests a user.
+                if users > MAX_USERS && !(matches!(row.load, ReferenceLoad::Concurrency(_)) && row.requests.is_some()) {
+                    return Err(err(format!(
+                        "a `concurrency` or `batch` row's `load_value` is its users, from 1 to {MAX_USERS} (each \
+                         simulated for {REQUESTS_A_USER} requests; a `concurrency` row with a `requests` column may \
+                         have up to {MAX_REQUESTS}); got `{users}`"
+                    )));
+                }
+            }
             if row.together && !matches!(row.load, ReferenceLoad::Concurrency(_)) {
                 return Err(err("`start` describes a closed loop's users: give it on `concurrency` rows only".into()));
             }
@@ -308,12 +405,14 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
     };
     // Each user is simulated for 25 requests: past MAX_USERS a row would
     // hold more requests than a `rate` row may (it had aborted, allocating
-    // for a billion users).
+    // for a billion users); a `concurrency` row with a `requests` column may
+    // have up to MAX_REQUESTS (checked with the optional columns).
     let users = || -> Result<u32, Error> {
-        f(10).parse::<u32>().ok().filter(|n| (1..=MAX_USERS).contains(n)).ok_or_else(|| {
+        f(10).parse::<u32>().ok().filter(|n| (1..=MAX_REQUESTS).contains(n)).ok_or_else(|| {
             err(format!(
                 "a `concurrency` or `batch` row's `load_value` is its users, from 1 to {MAX_USERS} (each simulated \
-                 for {REQUESTS_A_USER} requests); got `{}`",
+                 for {REQUESTS_A_USER} requests; a `concurrency` row with a `requests` column may have up to \
+                 {MAX_REQUESTS}); got `{}`",
                 f(10)
             ))
         })
@@ -372,6 +471,11 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         ep: 1,
         together: false,
         mixed_batches: true,
+        max_num_seqs: None,
+        max_num_batched_tokens: None,
+        memory_fraction: None,
+        kv_cache: None,
+        offline: matches!(load, ReferenceLoad::MaxThroughput),
     })
 }
 
@@ -518,11 +622,24 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
         if let Some(ms) = options.tensorrt_llm_frontend_ms {
             cfg.calibration.frontend_overhead_ms = ms;
         }
-        if let Some(us) = options.tensorrt_llm_frontend_us_per_output_token.filter(|_| row.load.is_served()) {
+        if let Some(us) = options.tensorrt_llm_frontend_us_per_output_token.filter(|_| row.is_served()) {
             cfg.calibration.frontend_serial_us_per_output_token = us;
         }
         cfg.scheduler = options.tensorrt_llm_scheduler;
         cfg.enable_chunked_prefill = options.tensorrt_llm_chunked_context;
+    }
+    // The benchmark's own limits, where the row gives them.
+    if let Some(n) = row.max_num_seqs {
+        cfg.max_num_seqs = Some(n);
+    }
+    if let Some(n) = row.max_num_batched_tokens {
+        cfg.max_num_batched_tokens = n;
+    }
+    if let Some(f) = row.memory_fraction {
+        cfg.gpu_memory_utilization = f;
+    }
+    if let Some(kv) = row.kv_cache {
+        cfg.kv_cache_dtype = kv;
     }
     Ok(cfg)
 }
@@ -565,7 +682,17 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                 return Err(bad(format!("concurrency {c} does not split evenly over {replicas} replicas")));
             }
             let users = c / replicas;
-            let n = (REQUESTS_A_USER as usize * users as usize).max(200);
+            let n = match row.requests {
+                // What the benchmark sent, its share a replica; past
+                // MAX_REQUESTS whole rounds of the users (with requests alike
+                // and the users started together, the rounds repeat).
+                Some(sent) if matches!(row.load, ReferenceLoad::Concurrency(_)) => {
+                    let share = (sent / replicas) as usize;
+                    let most = (MAX_REQUESTS / users).max(1) as usize * users as usize;
+                    share.min(most).max(users as usize)
+                }
+                _ => (REQUESTS_A_USER as usize * users as usize).max(200),
+            };
             let mut load = VirtualLoad::closed_loop(row_requests(row, n, &mut rng), users);
             if options.stagger && !row.together && matches!(row.load, ReferenceLoad::Concurrency(_)) {
                 // A pilot of two requests a user gives the time one takes at
@@ -681,7 +808,7 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
         // Everything that shapes the run: rows that differ only in their
         // metric share one.
         let key = format!(
-            "{}|{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?}|{}|{}|{}|{:?}|{:?}|{:?}|{:?}|{}",
             row.model,
             row.gpu,
             row.gpus,
@@ -695,7 +822,12 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
             row.requests,
             row.range_ratio,
             row.together,
-            row.mixed_batches
+            row.mixed_batches,
+            row.max_num_seqs,
+            row.max_num_batched_tokens,
+            row.memory_fraction,
+            row.kv_cache,
+            row.offline
         );
         if !runs.contains_key(&key) {
             // An engine that cannot run the row (an unknown model, a TP that
@@ -1087,6 +1219,17 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         }
         let calibration = overview.iter().filter(|r| r.split == Some(Split::Calibration)).count();
         assert_eq!(calibration, 5);
+        // DeepSeek-R1 under trtllm-bench's closed loops: held out, offline,
+        // attention data-parallel over eight ranks of one expert-parallel
+        // group, with the benchmark's own limits.
+        let deepseek = rows("trtllm-deepseek.csv");
+        assert_eq!(deepseek.len(), 3);
+        for r in &deepseek {
+            assert!(r.split == Some(Split::HeldOut) && r.offline && r.together && r.max_num_seqs.is_some(), "{}", r.id);
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            cfg.validate().unwrap();
+            assert_eq!((cfg.attention_ranks(), cfg.calibration.frontend_serial_us_per_output_token), (8, 0.0));
+        }
         // genai-perf's closed loops: every row held out, every user started
         // together, 16-bit rows on a 16-bit cache.
         let dli = rows("nim-dli-closed-loop.csv");
@@ -1096,6 +1239,63 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             let cfg = row_config(r, &ValidationOptions::default()).unwrap();
             let fp8 = cfg.kv_cache_dtype == KvCacheDtype::Fp8;
             assert_eq!(fp8, r.precision == Precision::Fp8, "{}", r.id);
+        }
+    }
+
+    /// A benchmark's own limits reach the row's engine; an offline client
+    /// has no front end's work per token; a closed loop that gives its
+    /// `requests` sends that many (whole rounds of its users past the
+    /// simulator's limit), and may then have more users than 25 requests
+    /// each would allow.
+    #[test]
+    fn a_rows_engine_limits_client_and_requests_reach_its_run() {
+        let header = "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,start,\
+                      client,requests,max_num_seqs,max_num_batched_tokens,memory_fraction,kv_cache,metric,value,unit,\
+                      source";
+        let row = |extra: &str| {
+            format!(
+                "t,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,64,8,concurrency,8,{extra},output_tokens_per_s,1,tok/s,s"
+            )
+        };
+        let rows = parse_csv(&format!(
+            "{header}\n{}\n{}\n",
+            row("together,offline,40,4,512,0.5,auto"),
+            row("together,http,,,,,")
+        ))
+        .unwrap();
+        let opts = ValidationOptions::default();
+        let (limited, plain) = (row_config(&rows[0], &opts).unwrap(), row_config(&rows[1], &opts).unwrap());
+        assert_eq!((limited.max_num_seqs, limited.max_num_batched_tokens), (Some(4), 512));
+        assert_eq!((limited.gpu_memory_utilization, limited.kv_cache_dtype), (0.5, KvCacheDtype::Auto));
+        assert_eq!(limited.calibration.frontend_serial_us_per_output_token, 0.0);
+        // The defaults where the row is silent: TensorRT-LLM's FP8 cache
+        // beside FP8 weights, NIM's work per streamed token over HTTP.
+        assert_eq!((plain.max_num_seqs, plain.kv_cache_dtype), (None, KvCacheDtype::Fp8));
+        assert_eq!(plain.calibration.frontend_serial_us_per_output_token, NIM_FRONTEND_US_PER_OUTPUT_TOKEN);
+        let (run, _) = simulate_row(&rows[0], &opts).unwrap();
+        assert_eq!(run.records.len(), 40);
+        assert!(run.engine.mean_batch_seqs <= 4.0, "{}", run.engine.mean_batch_seqs);
+        let (run, _) = simulate_row(&rows[1], &opts).unwrap();
+        assert_eq!(run.records.len(), 200);
+        // 5,000 users: too many at 25 requests each, not with a count.
+        let many = |requests: &str| {
+            parse_csv(&format!(
+                "{header}\n{}\n",
+                row(&format!("together,offline,{requests},,,,")).replace(",concurrency,8,", ",concurrency,5000,")
+            ))
+        };
+        assert!(many("").unwrap_err().to_string().contains("`requests` column"));
+        assert!(many("4999").unwrap_err().to_string().contains("fewer than the 5000 users"));
+        assert_eq!(many("1000000").unwrap()[0].requests, Some(1_000_000));
+        for (bad, says) in [
+            ("together,offline,40,0,,,", "`max_num_seqs`"),
+            ("together,offline,40,,x,,", "`max_num_batched_tokens`"),
+            ("together,offline,40,,,1.5,", "`memory_fraction`"),
+            ("together,offline,40,,,,fp16", "`kv_cache`"),
+            ("together,local,40,,,,", "`client`"),
+        ] {
+            let e = parse_csv(&format!("{header}\n{}\n", row(bad))).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 
