@@ -3,7 +3,7 @@
 //! every secret value goodput was given (an API key, an auth header's
 //! value), wherever a server's text echoes them ("Incorrect API key
 //! provided: sk-…") into a record, a report or stderr: as given, in any
-//! case, and percent-encoded.
+//! case, percent-encoded, and JSON-escaped.
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use std::borrow::Cow;
@@ -231,7 +231,9 @@ impl Secrets {
     /// `text` with every secret value, and every URL's userinfo and query
     /// values, masked. A secret is found in any case (a server that echoes
     /// `bearer SK-…` folded) and with any of its bytes percent-encoded (one
-    /// that echoes `sk%2D…`, as a URL or a form carries it).
+    /// that echoes `sk%2D…`, as a URL or a form carries it) or escaped as a
+    /// JSON string escapes it (`sk\/…`, `\u0026`, `\"`), in a body goodput
+    /// shows without decoding.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = redact_urls(text);
         for v in &self.values {
@@ -244,8 +246,11 @@ impl Secrets {
 }
 
 /// `text` with every occurrence of `secret` masked, where each of its bytes
-/// may stand in any ASCII case and as `%XX`; `None` when there is none.
-/// With `whole_word`, only where no letter or digit touches it.
+/// may stand in any ASCII case, as `%XX`, or as a JSON string's escape
+/// (`\/`, `\"`, `\\`, `\uXXXX` for any character): a server that echoes
+/// the key inside a JSON body goodput does not decode (PHP writes `/` as
+/// `\/`) had shown it. `None` when there is none. With `whole_word`, only
+/// where no letter or digit touches it.
 fn mask_loose(text: &str, secret: &str, whole_word: bool) -> Option<String> {
     let (t, s) = (text.as_bytes(), secret.as_bytes());
     let first = *s.first()?;
@@ -253,7 +258,7 @@ fn mask_loose(text: &str, secret: &str, whole_word: bool) -> Option<String> {
     let (mut copied, mut i) = (0, 0);
     while i < t.len() {
         // A cheap test first: most positions start neither the secret nor an escape.
-        let starts = t[i].eq_ignore_ascii_case(&first) || t[i] == b'%';
+        let starts = t[i].eq_ignore_ascii_case(&first) || t[i] == b'%' || t[i] == b'\\';
         let apart = |end: usize| {
             !whole_word
                 || (i.checked_sub(1).is_none_or(|b| !t[b].is_ascii_alphanumeric())
@@ -276,13 +281,24 @@ fn mask_loose(text: &str, secret: &str, whole_word: bool) -> Option<String> {
 }
 
 /// Where `secret` ends in `t` when it starts at `at` (see [`mask_loose`]).
+/// A backslash is read as a JSON escape first, and as itself where the
+/// escape does not give the secret's next bytes.
 fn loose_match(t: &[u8], at: usize, secret: &[u8]) -> Option<usize> {
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let mut i = at;
-    for &want in secret {
-        let got = *t.get(i)?;
+    let (mut i, mut j) = (at, 0);
+    while j < secret.len() {
+        let (got, want) = (*t.get(i)?, secret[j]);
+        if got == b'\\' {
+            if let Some((buf, n, len)) = json_escape(&t[i..]) {
+                let wanted = secret.get(j..j + n);
+                if wanted.is_some_and(|w| w.eq_ignore_ascii_case(&buf[..n])) {
+                    (i, j) = (i + len, j + n);
+                    continue;
+                }
+            }
+        }
         if got.eq_ignore_ascii_case(&want) {
-            i += 1;
+            (i, j) = (i + 1, j + 1);
             continue;
         }
         let escaped = match (got, t.get(i + 1).copied().and_then(hex), t.get(i + 2).copied().and_then(hex)) {
@@ -292,9 +308,46 @@ fn loose_match(t: &[u8], at: usize, secret: &[u8]) -> Option<usize> {
         if !escaped.eq_ignore_ascii_case(&want) {
             return None;
         }
-        i += 3;
+        (i, j) = (i + 3, j + 1);
     }
     Some(i)
+}
+
+/// The JSON string escape `t` starts with (`\/`, `\"`, `\\`, `\n`, …,
+/// `\uXXXX`, a surrogate pair as two): the UTF-8 bytes it stands for (the
+/// first `n` of the array), `n`, and how many bytes of `t` it takes. `None`
+/// for a backslash that starts none.
+fn json_escape(t: &[u8]) -> Option<([u8; 4], usize, usize)> {
+    let one = |b: u8| Some(([b, 0, 0, 0], 1, 2));
+    match *t.get(1)? {
+        c @ (b'/' | b'"' | b'\\') => one(c),
+        b'b' => one(0x08),
+        b'f' => one(0x0c),
+        b'n' => one(b'\n'),
+        b'r' => one(b'\r'),
+        b't' => one(b'\t'),
+        b'u' => {
+            let unit = |at: usize| -> Option<u32> {
+                let digits = std::str::from_utf8(t.get(at..at + 4)?).ok()?;
+                u32::from_str_radix(digits, 16).ok().filter(|_| digits.bytes().all(|d| d.is_ascii_hexdigit()))
+            };
+            let high = unit(2)?;
+            let (code, len) = match high {
+                0xD800..=0xDBFF => {
+                    let low = (t.get(6..8)? == b"\\u").then(|| unit(8)).flatten()?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return None;
+                    }
+                    (0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00), 12)
+                }
+                _ => (high, 6),
+            };
+            let mut buf = [0; 4];
+            let n = char::from_u32(code)?.encode_utf8(&mut buf).len();
+            Some((buf, n, len))
+        }
+        _ => None,
+    }
 }
 
 /// Whether a header's name says its value is a credential.
@@ -393,5 +446,34 @@ mod tests {
         assert_eq!(redact_url("https://h/p?a=1&b&c=#x"), "https://h/p?a=***&***&c=#***");
         assert_eq!(redact_url("https://h/p#k=s"), "https://h/p#***");
         assert_eq!(redact_url("see (http://h/p?sig=abc) now"), "see (http://h/p?sig=***) now");
+    }
+
+    #[test]
+    fn secrets_are_masked_json_escaped() {
+        let mut s = Secrets::default();
+        s.add("tok-SECRET/abc+def==");
+        // PHP's json_encode writes '/' as '\/'.
+        assert_eq!(
+            s.redact(r#"{"detail":"Invalid token tok-SECRET\/abc+def=="}"#),
+            r#"{"detail":"Invalid token ***"}"#
+        );
+        // Any character as \uXXXX, in either case of hex digit.
+        assert_eq!(s.redact(r"bad tok\u002DSECRET\u002fabc\u002Bdef\u003d="), "bad ***");
+        // A key holding a quote and a backslash, each escaped.
+        let mut q = Secrets::default();
+        q.add(r#"k"ey\0123456"#);
+        assert_eq!(q.redact(r#"{"msg":"bad k\"ey\\0123456"}"#), r#"{"msg":"bad ***"}"#);
+        // The same key echoed raw (not escaped) is still found.
+        assert_eq!(q.redact(r#"bad k"ey\0123456 here"#), "bad *** here");
+        // Go's encoding/json escapes '&', '<' and '>'.
+        let mut g = Secrets::default();
+        g.add("sk-a&b<c>d-0123");
+        assert_eq!(g.redact(r"bad token sk-a\u0026b\u003cc\u003ed-0123"), "bad token ***");
+        // A character outside the BMP, as a surrogate pair, and one inside it.
+        let mut u = Secrets::default();
+        u.add("key-é😀-0123");
+        assert_eq!(u.redact(r"bad key-\u00e9\ud83d\ude00-0123!"), "bad ***!");
+        // Escapes that give other bytes, or none, leave the text alone.
+        assert!(matches!(s.redact(r"tok-SECRET\u0030abc+def== \x \ud83d"), Cow::Borrowed(_)));
     }
 }
