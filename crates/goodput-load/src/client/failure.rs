@@ -18,11 +18,17 @@ pub(super) fn status_failure(status: u16, text: &str, location: Option<&str>) ->
             Some(l) => format!("to {}", l.chars().take(500).collect::<String>()),
             None => "without a Location".to_owned(),
         };
+        // 301, 302 and 303 are followed as GETs (what clients do); 307 and
+        // 308 keep the POST and its body.
+        let method = match status {
+            301..=303 => ", and turn the POST into a GET",
+            _ => "",
+        };
         return Outcome::Failed {
             kind: FailureKind::HttpStatus,
             message: format!(
                 "HTTP {named}: a redirect {to}, not followed (following it would send the key and the headers to \
-                 wherever it points, and turn the POST into a GET): give --url the address that answers"
+                 wherever it points{method}): give --url the address that answers"
             ),
         };
     }
@@ -156,5 +162,21 @@ mod tests {
         assert_eq!(kind("error connecting: Too many open files (os error 24)"), Some(FailureKind::ClientResource));
         assert_eq!(kind("Cannot assign requested address (os error 99)"), Some(FailureKind::ClientResource));
         assert_eq!(kind("Connection refused (os error 111)"), Some(FailureKind::Connect));
+    }
+
+    #[test]
+    fn a_redirect_names_what_following_it_would_do_by_its_status() {
+        let said = |status| match status_failure(status, "", Some("http://elsewhere/v1")) {
+            Outcome::Failed { message, .. } => message,
+            o => format!("{o:?}"),
+        };
+        for status in [301, 302, 303] {
+            let m = said(status);
+            assert!(m.contains("to http://elsewhere/v1, not followed") && m.contains("POST into a GET"), "{m}");
+        }
+        for status in [307, 308] {
+            let m = said(status);
+            assert!(m.contains("not followed (following it would send the key") && !m.contains("GET"), "{m}");
+        }
     }
 }
