@@ -69,9 +69,33 @@ impl Head {
 /// parts, or `None` when more bytes are needed. Public for the fuzz targets
 /// (fuzz/), which feed it whatever a server might send.
 pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
-    let mut headers = [httparse::EMPTY_HEADER; 96];
+    let mut headers = [httparse::EMPTY_HEADER; HEADERS];
     let mut r = httparse::Response::new(&mut headers);
-    let len = match r.parse(buf) {
+    match r.parse(buf) {
+        // More headers than the array holds: as many as the head has lines,
+        // which MAX_HEAD bounds (a server that sent 200 had been refused as
+        // "not an HTTP/1.x response").
+        Err(httparse::Error::TooManyHeaders) => {
+            let lines = buf[..buf.len().min(MAX_HEAD)].iter().filter(|&&b| b == b'\n').count();
+            let mut many = vec![httparse::EMPTY_HEADER; lines];
+            let mut r = httparse::Response::new(&mut many);
+            let parsed = r.parse(buf);
+            read_head(buf, &r, parsed)
+        }
+        parsed => read_head(buf, &r, parsed),
+    }
+}
+
+/// How many headers a response head is parsed for at first, on the stack.
+const HEADERS: usize = 96;
+
+/// The parts of a head `r` holds, once `parsed`.
+fn read_head(
+    buf: &[u8],
+    r: &httparse::Response<'_, '_>,
+    parsed: httparse::Result<usize>,
+) -> Result<Option<(usize, Head)>, HeadError> {
+    let len = match parsed {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(e) => {
@@ -128,4 +152,33 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
         Framing::Close
     };
     Ok(Some((len, head)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A head of `n` headers besides its content type, and a body.
+    fn head_with(n: usize) -> Vec<u8> {
+        let mut h = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n".to_vec();
+        for i in 0..n {
+            h.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
+        }
+        h.extend_from_slice(b"Content-Length: 2\r\n\r\nok");
+        h
+    }
+
+    #[test]
+    fn a_head_of_more_headers_than_the_first_array_holds_is_read_whole() {
+        for n in [0, HEADERS - 2, HEADERS, 200, 2000] {
+            let buf = head_with(n);
+            let (len, head) = parse_head(&buf).unwrap().unwrap();
+            assert_eq!((len, head.status), (buf.len() - 2, 200), "{n} headers");
+            assert_eq!(head.content_type.as_deref(), Some("text/event-stream"), "{n} headers");
+            assert!(matches!(head.framing, Framing::Length(2)), "{n} headers: the length after them is read");
+        }
+        // Not yet whole: more bytes are waited for.
+        let buf = head_with(300);
+        assert!(parse_head(&buf[..buf.len() - 30]).unwrap().is_none());
+    }
 }
