@@ -58,6 +58,10 @@ pub enum BodyError {
 pub enum ProtocolError {
     #[error("malformed JSON in response: {0}")]
     MalformedJson(serde_json::Error),
+    /// Well-formed JSON with a field of a type or value the API does not
+    /// give it (`"prompt_tokens": -5`, `5.0`, `"5"`): the field named.
+    #[error("the server sent {field} as a value goodput cannot read ({error}): the API gives it otherwise")]
+    UnexpectedValue { field: String, error: serde_json::Error },
 }
 
 /// What goodput's own HTTP/1.1 client could not do: set up, connect, or

@@ -339,6 +339,20 @@ impl ResponseReader {
         let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
         let text = String::from_utf8_lossy(body);
         self.data(&text, t);
+        if self.unreadable() && looks_like_sse(&text) {
+            // serde's "expected value at line 1 column 1" had said nothing of what came.
+            let start: String = text.trim_start().chars().take(100).collect();
+            self.failure = Some((
+                FailureKind::InvalidResponse,
+                format!(
+                    "the response body is an SSE event stream (it starts with `{}:`), where one JSON body was due: \
+                     the server streams though --no-stream asked it not to (drop --no-stream), or it labels its \
+                     stream application/json (the server's to fix); the body starts \"{}\"",
+                    text.trim_start().split(':').next().unwrap_or_default(),
+                    start.escape_debug()
+                ),
+            ));
+        }
         // One body is not a stream: it has no first and last payload.
         self.choices = None;
         self.done = true;
@@ -382,7 +396,7 @@ impl ResponseReader {
             Ok(()) => {}
             // What was left when the stream closed, unparseable: the stream
             // was cut inside it, not sent malformed.
-            Err(e) if self.at_end => {
+            Err(e @ crate::error::ProtocolError::MalformedJson(_)) if self.at_end => {
                 self.failure = Some((FailureKind::TruncatedStream, format!("the stream ended inside a payload ({e})")));
                 return;
             }
@@ -604,6 +618,14 @@ impl ResponseReader {
             None => Outcome::Success,
         };
     }
+}
+
+/// Whether a body meant to be one JSON document is an SSE event stream:
+/// its first line is a `data:`, `event:`, `id:` or `retry:` field, or a
+/// comment (`:`).
+fn looks_like_sse(text: &str) -> bool {
+    let first = text.trim_start();
+    first.starts_with(':') || ["data:", "event:", "id:", "retry:"].iter().any(|f| first.starts_with(f))
 }
 
 /// The words of a 2xx answer with nothing in its body.
@@ -1240,5 +1262,28 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
         // Clearly another model's tokenizer: spread evenly.
         let rec = split_word_with_usage(30);
         assert_eq!((ks(&rec), rec.chunk_tokens_source), (vec![10, 10, 10], ChunkTokenSource::Even));
+    }
+
+    #[test]
+    fn an_sse_stream_where_one_json_body_was_due_is_named() {
+        let mut r = ResponseReader::new(false);
+        let body = b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n";
+        r.whole_body(body, Duration::from_millis(5));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        let Outcome::Failed { kind, message } = rec.outcome else { panic!("{:?}", rec.outcome) };
+        assert_eq!(kind, FailureKind::InvalidResponse);
+        assert!(message.starts_with("the response body is an SSE event stream (it starts with `data:`)"), "{message}");
+        assert!(
+            message.contains(r#"starts "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n""#),
+            "{message}"
+        );
+        assert!(message.contains("--no-stream") && !message.contains("line 1 column 1"), "{message}");
+        // Malformed JSON that is no stream keeps serde's words.
+        let mut r = ResponseReader::new(false);
+        r.whole_body(b"{oops", Duration::from_millis(5));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        assert!(matches!(&rec.outcome, Outcome::Failed { message, .. } if message.starts_with("malformed JSON")));
     }
 }

@@ -424,7 +424,20 @@ impl ChunkInfo {
 
 /// Decodes one JSON payload of a response, or says it is malformed.
 pub(crate) fn decode<'a, T: Deserialize<'a>>(data: &'a str) -> Result<T, ProtocolError> {
-    serde_json::from_str(data).map_err(ProtocolError::MalformedJson)
+    serde_json::from_str(data).map_err(|e| {
+        if e.classify() != serde_json::error::Category::Data {
+            return ProtocolError::MalformedJson(e);
+        }
+        // Read again, this time keeping the path to the field at fault (the
+        // first reading stays as fast as it was).
+        let mut de = serde_json::Deserializer::from_str(data);
+        match serde_path_to_error::deserialize::<_, T>(&mut de) {
+            Err(at) if at.path().iter().next().is_some() => {
+                ProtocolError::UnexpectedValue { field: at.path().to_string(), error: at.into_inner() }
+            }
+            _ => ProtocolError::MalformedJson(e),
+        }
+    })
 }
 
 /// A readable message from an error payload (`{"message": …}`, a string, or anything).
