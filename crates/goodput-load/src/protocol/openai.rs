@@ -491,6 +491,18 @@ mod tests {
     }
 
     #[test]
+    fn a_field_of_an_unexpected_type_is_named() {
+        for (usage, value) in [("-5", "integer `-5`"), ("5.0", "floating point `5.0`"), (r#""5""#, "string \"5\"")] {
+            let data = format!(r#"{{"choices":[],"usage":{{"prompt_tokens":{usage},"completion_tokens":3}}}}"#);
+            let e = parse_chunk(&data).unwrap_err().to_string();
+            assert!(e.starts_with("the server sent usage.prompt_tokens as a value goodput cannot read"), "{e}");
+            assert!(e.contains(value), "{e}");
+        }
+        // Not JSON at all stays malformed JSON.
+        assert!(parse_chunk("data: {}").unwrap_err().to_string().starts_with("malformed JSON"));
+    }
+
+    #[test]
     fn whole_non_streamed_message() {
         let body =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp/chat-nostream.json"))
