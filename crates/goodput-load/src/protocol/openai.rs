@@ -59,6 +59,10 @@ struct Wire<'a> {
     object: Option<Cow<'a, str>>,
     #[serde(default)]
     message: Option<Value>,
+    /// FastAPI's error shape, `{"detail": …}`, which a server built on it
+    /// may stream when a request fails after its first chunk.
+    #[serde(default)]
+    detail: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -311,6 +315,14 @@ fn parse_chunk_serde(data: &str) -> Result<ChunkInfo, ProtocolError> {
         info.error = Some(wire.message.as_ref().map_or_else(|| data.to_owned(), error_message));
         return Ok(info);
     }
+    // FastAPI's `{"detail": …}`, with no choice and no usage: an error too
+    // (it had been skipped, and the request counted a success).
+    if let Some(detail) = wire.detail.as_ref().filter(|d| !d.is_null()) {
+        if wire.choices.is_none() && info.usage.is_none() {
+            info.error = Some(error_message(detail));
+            return Ok(info);
+        }
+    }
     // Servers stream one choice per chunk (n = 1, which is what goodput sends).
     read_choice(wire.choices.as_ref().and_then(|c| c.first()), &mut info);
     Ok(info)
@@ -488,6 +500,14 @@ mod tests {
         // An object of another kind is no error.
         assert_eq!(parse_chunk(r#"{"object":"chat.completion.chunk","choices":[]}"#).unwrap().error, None);
         assert!(parse_chunk("{not json").unwrap_err().to_string().contains("malformed JSON"));
+        // FastAPI's shape, a string or a list of problems; beside a choice or a usage it is no error.
+        let e = parse_chunk(r#"{"detail":"Internal Server Error"}"#).unwrap();
+        assert_eq!(e.error.as_deref(), Some("Internal Server Error"));
+        let e = parse_chunk(r#"{"detail":[{"loc":["body"],"msg":"bad"}]}"#).unwrap();
+        assert_eq!(e.error.as_deref(), Some(r#"[{"loc":["body"],"msg":"bad"}]"#));
+        let ok = parse_chunk(r#"{"detail":"x","choices":[{"delta":{"content":"a"}}]}"#).unwrap();
+        assert_eq!((ok.error, ok.text.as_str()), (None, "a"));
+        assert_eq!(parse_chunk(r#"{"detail":null,"choices":[]}"#).unwrap().error, None);
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub(super) fn parse<'a>(data: &'a str, choice: &mut Option<WireChoice<'a>>) -> O
             "usage" if once(2) => p.null()?.then_some(())?,
             "error" if once(3) => p.null()?.then_some(())?,
             "message" if once(4) => p.null()?.then_some(())?,
+            // FastAPI's error shape (`{"detail": …}`): serde's, which reads it as an error.
+            "detail" => return None,
             // A repeated field: serde's error.
             "choices" | "object" | "usage" | "error" | "message" => return None,
             _ => p.skip(0)?,
