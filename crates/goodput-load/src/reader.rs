@@ -551,8 +551,13 @@ impl ResponseReader {
             rec.counts.tokenizer_prompt = tokenizer.map(|t| prompt_tokens(t, prompt));
         }
 
-        (rec.output_tokens, rec.output_tokens_source) = match (usage.completion_tokens, rec.counts.tokenizer_completion)
-        {
+        // A usage that counts fewer output tokens than the output chunks that
+        // came (each carries text, so a token at least) contradicts the
+        // stream, and is not taken: its 0 had made five chunks "0 out", its
+        // 2 a TPOT twice the measured ITL. The record keeps it
+        // (`counts.usage_completion`), and the summary warns of it.
+        let usage_output = usage.completion_tokens.filter(|&n| n >= chunks.len() as u64);
+        (rec.output_tokens, rec.output_tokens_source) = match (usage_output, rec.counts.tokenizer_completion) {
             (Some(n), _) => (n, CountSource::Usage),
             (None, Some(n)) => (n, CountSource::Tokenizer),
             (None, None) => (chunks.len() as u64, CountSource::Chunks),
@@ -1262,6 +1267,34 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
         // Clearly another model's tokenizer: spread evenly.
         let rec = split_word_with_usage(30);
         assert_eq!((ks(&rec), rec.chunk_tokens_source), (vec![10, 10, 10], ChunkTokenSource::Even));
+    }
+
+    #[test]
+    fn a_usage_that_counts_fewer_tokens_than_the_chunks_is_not_taken() {
+        let stream = |usage: u64| {
+            let mut b = String::new();
+            for i in 0..5 {
+                b += &format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"t{i} \"}}}}]}}\n\n");
+            }
+            b += &format!(
+                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":4,\"completion_tokens\":{usage}}}}}\n\n"
+            );
+            b + "data: [DONE]\n\n"
+        };
+        // Fewer than the five chunks: counted from the chunks; as many or
+        // more (several tokens a chunk): the usage.
+        for (usage, out, source) in [
+            (0, 5, CountSource::Chunks),
+            (2, 5, CountSource::Chunks),
+            (5, 5, CountSource::Usage),
+            (9, 9, CountSource::Usage),
+        ] {
+            let rec = read(stream(usage).as_bytes(), &[]);
+            assert_eq!(rec.outcome, Outcome::Success, "usage {usage}");
+            assert_eq!((rec.output_tokens, rec.output_tokens_source), (out, source), "usage {usage}");
+            assert_eq!(rec.counts.usage_completion, Some(usage), "the server's count is kept");
+            assert_eq!(rec.input_tokens, 4, "the prompt's count is taken");
+        }
     }
 
     #[test]

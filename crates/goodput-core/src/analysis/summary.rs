@@ -455,7 +455,10 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
         crate::analysis::stats::merge_sorted(&gaps, &edges)
     };
     let vllm = vllm_compat(&ok, &summary, ps, dur, &vllm_gaps);
-    let mut warnings = warnings(&summary);
+    let short: Vec<&RequestRecord> = ok.iter().copied().filter(|r| usage_short(r)).collect();
+    let short_by_chunks = short.iter().filter(|r| r.output_tokens_source == CountSource::Chunks).count() as u64;
+    let mut warnings = warnings(&summary, short_by_chunks);
+    warnings.extend(usage_short_warning(&short));
     warnings.extend(implausible_counts(&measured));
     Analysis {
         window: Window { start_s: t1.as_secs_f64(), end_s: t2.as_secs_f64(), duration_s: dur },
@@ -523,7 +526,14 @@ fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> TokenTota
         *tokens.chunk_sources.entry(r.chunk_tokens_source.to_string()).or_default() += 1;
     }
     tokens.per_chunk = ChunkTokens::of(ok.iter().copied());
-    let both = || measured.iter().filter_map(|r| Some((r.counts.usage_completion?, r.counts.tokenizer_completion?)));
+    // A usage not taken (fewer than the chunks: `usage_short`) is no count
+    // the tokenizer's is held to.
+    let both = || {
+        measured
+            .iter()
+            .filter(|r| !usage_short(r))
+            .filter_map(|r| Some((r.counts.usage_completion?, r.counts.tokenizer_completion?)))
+    };
     tokens.usage_tokenizer_disagreements = both().filter(|(a, b)| a != b).count() as u64;
     tokens.tokenizer_mismatches = both().filter(|&(a, b)| !crate::tokenizer_fits(a, b)).count() as u64;
     tokens
@@ -649,7 +659,34 @@ fn in_flight(records: &[RequestRecord], t1: Duration, t2: Duration) -> InFlight 
     InFlight { mean: if dur > 0.0 { area / dur } else { 0.0 }, peak: peak.max(0) as u64 }
 }
 
-fn warnings(s: &Summary) -> Vec<String> {
+/// Whether `r`'s usage counted fewer output tokens than the output chunks
+/// it streamed (each carries text, a token at least): the client did not
+/// take that count (goodput-load's reader), and counted the output itself.
+pub fn usage_short(r: &RequestRecord) -> bool {
+    r.counts.usage_completion.is_some_and(|u| u < r.chunks.len() as u64)
+}
+
+/// The warning for requests whose usage contradicted their stream (see [`usage_short`]).
+fn usage_short_warning(short: &[&RequestRecord]) -> Option<String> {
+    let first = short.first()?;
+    Some(format!(
+        "on {} completed requests the server's usage.completion_tokens was fewer than the output chunks streamed \
+         (request {}: {} for {} chunks, each carrying text): that count was not taken, and their output tokens \
+         were counted from the stream ({}); the server's usage is wrong",
+        short.len(),
+        first.id,
+        first.counts.usage_completion.unwrap_or(0),
+        first.chunks.len(),
+        match first.output_tokens_source {
+            CountSource::Tokenizer => "by --tokenizer",
+            _ => "a token a chunk, which undercounts where a chunk carries several",
+        }
+    ))
+}
+
+/// The run's warnings from its summary; `short_by_chunks` of the requests
+/// counted by their chunks had a usage, not taken (see [`usage_short`]).
+fn warnings(s: &Summary, short_by_chunks: u64) -> Vec<String> {
     let mut w = Vec::new();
     let t = &s.tokens;
     if t.length_mismatches > 0 {
@@ -676,7 +713,8 @@ fn warnings(s: &Summary) -> Vec<String> {
             t.usage_tokenizer_disagreements
         ));
     }
-    let by_chunks = t.output_sources.get(&CountSource::Chunks.to_string()).copied().unwrap_or(0);
+    let by_chunks =
+        t.output_sources.get(&CountSource::Chunks.to_string()).copied().unwrap_or(0).saturating_sub(short_by_chunks);
     if by_chunks > 0 {
         w.push(format!(
             "{by_chunks} completed requests had no usage block and no tokenizer: output tokens were counted as \
