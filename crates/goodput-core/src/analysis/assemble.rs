@@ -32,6 +32,8 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
     let chunks: u64 = records.iter().filter(|r| !r.warmup).map(|r| r.chunks.len() as u64).sum();
     let stamp = a.config.client.as_ref().map(|c| c.stamp.as_str());
     let late = crate::analysis::summary::read_lag_warning(&analysis.summary, stamp, chunks);
+    let streamed = a.config.client.as_ref().is_some_and(|c| c.stream);
+    let unstreamed = streamed.then(|| unstreamed_warning(records)).flatten();
     RunResult {
         schema: SCHEMA.into(),
         tool: a.tool,
@@ -52,13 +54,46 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
         server_signals: None,
         client: None,
         client_stalls: None,
-        warnings: analysis.warnings.into_iter().chain(few).chain(cycled).chain(late).collect(),
+        warnings: analysis.warnings.into_iter().chain(few).chain(cycled).chain(late).chain(unstreamed).collect(),
         diagnosis: Vec::new(),
         shard: None,
         merge: None,
         repeats: None,
         requests: a.include_requests.then(|| records.to_vec()),
     }
+}
+
+/// The warning for streamed requests whose output came all at once
+/// ([`crate::analysis::slo::unstreamed`]): nothing had said that their TTFT
+/// was the whole response's time, and a TPOT SLO passed with nothing
+/// measured.
+fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
+    let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
+    let (mut completed, mut whole, mut one_read) = (0u64, 0u64, 0u64);
+    for r in ok {
+        completed += 1;
+        if crate::analysis::slo::unstreamed(r) {
+            match r.chunks.len() {
+                1 => whole += 1,
+                _ => one_read += 1,
+            }
+        }
+    }
+    if whole + one_read == 0 {
+        return None;
+    }
+    let how = match (whole, one_read) {
+        (_, 0) => "as one piece (one JSON body, or one chunk of the stream)".to_string(),
+        (0, _) => "with every chunk in one read".to_string(),
+        (w, o) => format!("as one piece ({w}) or with every chunk in one read ({o})"),
+    };
+    Some(format!(
+        "{} of {completed} completed requests were asked to stream and their output (two tokens or more) came {how}: \
+         the server ignores stream: true, or a proxy between buffers the stream (nginx: proxy_buffering off). Their \
+         TTFT is the whole response's time, their TPOT and ITL measure nothing, and a tpot or itl_max SLO term \
+         counts them as not met",
+        whole + one_read
+    ))
 }
 
 /// Requests a user of a closed loop sends by default: enough that the

@@ -35,8 +35,18 @@ impl SloMetric {
         }
     }
 
+    /// Whether `r` defines this metric but did not let it be measured: a
+    /// TPOT or ITL term of an answer of two tokens or more that came all at
+    /// once ([`unstreamed`]). Such a request does not meet the term: its
+    /// TPOT had been undefined or 0, and the SLO had passed with nothing
+    /// measured.
+    pub fn unmeasured(self, r: &RequestRecord) -> bool {
+        matches!(self, SloMetric::Tpot | SloMetric::ItlMax) && unstreamed(r)
+    }
+
     /// The metric of one request; `None` where the request cannot define it
-    /// (a one-token answer has no TPOT), which no limit can violate.
+    /// (a one-token answer has no TPOT), which no limit can violate (but see
+    /// [`SloMetric::unmeasured`]).
     pub fn of(self, r: &RequestRecord) -> Option<Duration> {
         match self {
             SloMetric::Ttft => r.ttft(),
@@ -46,6 +56,17 @@ impl SloMetric {
             SloMetric::Ttfb => r.ttfb(),
         }
     }
+}
+
+/// Whether `r`'s output, two tokens or more, came all at once: in one
+/// chunk, or every chunk in one read or at one instant (a server that
+/// answered one JSON body where a stream was asked, a proxy that buffered
+/// the stream). Its TTFT is then the whole response's time, and its TPOT
+/// and ITL measure nothing. A one-token answer is none of this.
+pub fn unstreamed(r: &RequestRecord) -> bool {
+    let (Some(first), Some(last)) = (r.chunks.first(), r.chunks.last()) else { return false };
+    let n = r.chunks.len();
+    r.output_tokens >= 2 && (n < 2 || r.shared_reads as usize + 1 >= n || first.t == last.t)
 }
 
 /// An `--slo` (or a config's `slo`) that does not read; each message names
@@ -417,9 +438,10 @@ impl Slo {
     /// objective bounds each request too (`ttft:p95<=200ms` makes a request
     /// with TTFT over 200 ms not good, and passes when 95% are within), as
     /// DistServe defines goodput: otherwise an SLO of objectives alone would
-    /// count every success as good, however slow.
+    /// count every success as good, however slow. A TPOT or ITL term the
+    /// request did not let be measured is not met ([`SloMetric::unmeasured`]).
     pub fn is_good(&self, r: &RequestRecord) -> bool {
-        let within = |m: SloMetric, max: Duration| m.of(r).is_none_or(|v| v <= max);
+        let within = |m: SloMetric, max: Duration| !m.unmeasured(r) && m.of(r).is_none_or(|v| v <= max);
         r.outcome.is_success()
             && self.limits.iter().all(|l| within(l.metric, l.max))
             && self.objectives.iter().all(|o| within(o.metric, o.max))
@@ -563,8 +585,13 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
         .objectives
         .iter()
         .map(|o| {
-            let mut v: Vec<f64> =
-                judged.iter().filter(|r| r.outcome.is_success()).filter_map(|r| o.metric.of(r)).map(ms).collect();
+            // A TPOT of output that came all at once is no sample (its 0 had passed any limit).
+            let mut v: Vec<f64> = judged
+                .iter()
+                .filter(|r| r.outcome.is_success() && !o.metric.unmeasured(r))
+                .filter_map(|r| o.metric.of(r))
+                .map(ms)
+                .collect();
             let measured = Distribution::from_samples(&mut v, &[o.percentile]).p(o.percentile);
             let limit_ms = ms(o.max);
             ObjectiveResult {
@@ -818,5 +845,42 @@ mod tests {
         assert_eq!(one.tpot(), None);
         let slo: Slo = "tpot<=1ms,itl_max<=1ms".parse().unwrap();
         assert!(slo.is_good(&one));
+    }
+
+    #[test]
+    fn output_that_came_all_at_once_does_not_meet_tpot_or_itl_terms() {
+        use crate::doc::record::{Channel, OutputChunk};
+        let chunk =
+            |ms: u64, tokens: u32| OutputChunk { t: Duration::from_millis(ms), tokens, channel: Channel::Content };
+        let answer = |chunks: Vec<OutputChunk>, shared: u32| {
+            let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+            r.output_tokens = chunks.iter().map(|c| u64::from(c.tokens)).sum();
+            r.chunks = chunks.into_iter().collect();
+            r.shared_reads = shared;
+            r.outcome = Outcome::Success;
+            r
+        };
+        // One JSON body of three tokens (a server that ignored stream: true).
+        let whole = answer(vec![chunk(50, 3)], 0);
+        // Five chunks in one read (a buffering proxy): a TPOT of 0.
+        let buffered = answer((0..5).map(|_| chunk(50, 1)).collect(), 4);
+        // Five chunks in five reads, 10 ms apart: measured.
+        let streamed = answer((0..5).map(|i| chunk(50 + 10 * i, 1)).collect(), 0);
+        let single = answer(vec![chunk(50, 1)], 0);
+        assert_eq!((whole.tpot(), buffered.tpot()), (None, Some(Duration::ZERO)));
+        assert!(unstreamed(&whole) && unstreamed(&buffered) && !unstreamed(&streamed) && !unstreamed(&single));
+        for spec in ["tpot<=50ms", "itl_max<=50ms", "tpot:p90<=50ms"] {
+            let slo: Slo = spec.parse().unwrap();
+            assert!(!slo.is_good(&whole) && !slo.is_good(&buffered), "{spec}: nothing was measured");
+            assert!(slo.is_good(&streamed) && slo.is_good(&single), "{spec}");
+        }
+        // A TTFT term is met as before: TTFT is defined (the whole answer's time).
+        assert!("ttft<=1s".parse::<Slo>().unwrap().is_good(&whole));
+        // An objective takes no sample of them: with only those, it has none.
+        let slo: Slo = "tpot:p90<=50ms".parse().unwrap();
+        let (g, report) = judge(&[whole.clone(), buffered.clone()], &slo, 1.0);
+        assert_eq!((g.good_requests, report.objectives[0].measured_ms, report.pass), (0, None, false));
+        let (g, report) = judge(&[whole, buffered, streamed], &slo, 1.0);
+        assert_eq!((g.good_requests, report.objectives[0].measured_ms), (1, Some(10.0)));
     }
 }

@@ -386,7 +386,7 @@ impl ExportArgs {
 /// How a run is judged: SLOs and the price of the hardware.
 #[derive(Debug, Clone, Args)]
 pub struct JudgeArgs {
-    /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'; limits pass when --attainment of the requests meet them all.
+    /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'; limits pass when --attainment of the requests meet them all. A request of two output tokens or more whose output came all at once (not streamed, or buffered on the way) does not meet a tpot or itl_max term: nothing of it was measured.
     #[arg(long, value_parser = parse_slo, help_heading = "SLOs and cost")]
     pub slo: Option<Slo>,
     /// Share of requests that must meet every per-request limit of --slo for it to pass (0.95 or 95%) [default: the SLO's own attainment>= term, else 0.9]; with percentile objectives alone, a sweep point must reach it too.
