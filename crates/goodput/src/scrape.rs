@@ -262,6 +262,19 @@ impl Scraper {
                 crate::output::shown(&e.to_string())
             );
         }
+        if let Err(ScrapeError::Slow { url, limit }) = &res {
+            // Said once a process: a sweep probes before every point.
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                goodput_core::tell!(
+                    "warning: {} gave no whole answer within {}s, so the server's metrics are not read and the \
+                     result has none (the run's clock started after the wait, which delays no request): give \
+                     --metrics-url URL where they are served, or --no-metrics to skip this probe",
+                    crate::output::shown(&goodput_core::util::redact::redact_url(url)),
+                    limit.as_secs_f64()
+                );
+            }
+        }
         let families = Self::record(&mut log, res)?;
         (families > 0).then_some(log)
     }

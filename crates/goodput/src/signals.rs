@@ -21,22 +21,36 @@ pub struct Scraping {
     task: JoinHandle<ScrapeLog>,
 }
 
+/// The first scrape, taken before the load's clock starts: [`FirstScrape::begin`]
+/// starts the loop on that clock.
+pub struct FirstScrape {
+    scraper: Scraper,
+    log: ScrapeLog,
+    urls: Vec<String>,
+    interval: Duration,
+    /// The clock the first scrape was stamped on.
+    taken_on: Instant,
+}
+
 /// Resolves the endpoints (the given ones, or `<base>/metrics` when it
-/// answers), takes the first scrape and starts the loop; each answer is
-/// read up to `max_body` bytes (`--max-buffer`).
+/// answers) and takes the first scrape; each answer is read up to
+/// `max_body` bytes (`--max-buffer`). The load's clock is started after
+/// this returns, so a slow or silent endpoint delays the run's start, never
+/// its schedule: a /metrics that hung 5 s had sent an open loop's first 5 s
+/// of requests in one burst, and charged the wait to the client.
 pub async fn start(
     m: &MetricsArgs,
     http: &reqwest::Client,
     base: &str,
-    origin: Instant,
     max_body: usize,
-) -> Result<Option<Scraping>> {
+) -> Result<Option<FirstScrape>> {
     if m.no_metrics {
         return Ok(None);
     }
     if m.metrics_interval.is_zero() {
         anyhow::bail!("--metrics-interval must be longer than zero");
     }
+    let taken_on = Instant::now();
     let (scraper, log) = if m.metrics_url.is_empty() {
         let scraper = Scraper::new(
             http.clone(),
@@ -44,13 +58,13 @@ pub async fn start(
             m.metrics_interval,
             max_body,
         );
-        match scraper.first_if_answers(origin).await {
+        match scraper.first_if_answers(taken_on).await {
             Some(log) => (scraper, log),
             None => return Ok(None),
         }
     } else {
         let scraper = Scraper::new(http.clone(), m.metrics_url.clone(), m.metrics_interval, max_body);
-        let log = scraper.first(origin).await;
+        let log = scraper.first(taken_on).await;
         (scraper, log)
     };
     // Recorded and shown without the credentials any of them carries.
@@ -62,9 +76,22 @@ pub async fn start(
             crate::output::shown(log.last_error.as_deref().unwrap_or("no answer"))
         );
     }
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(scraper.run(log, origin, stop.clone()));
-    Ok(Some(Scraping { urls, interval: m.metrics_interval, stop, task }))
+    Ok(Some(FirstScrape { scraper, log, urls, interval: m.metrics_interval, taken_on }))
+}
+
+impl FirstScrape {
+    /// Starts the scraping loop on the load's clock, which starts at
+    /// `origin`: the first scrape, taken before it, is stamped at its zero.
+    pub fn begin(self, origin: Instant) -> Scraping {
+        let FirstScrape { scraper, mut log, urls, interval, taken_on } = self;
+        let before = origin.saturating_duration_since(taken_on);
+        for (t, _) in &mut log.points {
+            *t = t.saturating_sub(before);
+        }
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(scraper.run(log, origin, stop.clone()));
+        Scraping { urls, interval, stop, task }
+    }
 }
 
 /// Stops the scraping (after one last scrape) and puts its findings into `result`.

@@ -1,8 +1,9 @@
 //! One live load point: what `bench` runs once and `sweep` runs per point.
 //! The server's metrics are scraped beside it, progress is shown, the
 //! client's CPU is metered, records stream to their file, and the result is
-//! assembled with the client's cost and the server's signals. A shard waits
-//! for its `--start-at` first ([`start_at`]).
+//! assembled with the client's cost and the server's signals. The first
+//! scrape comes first, then a shard's wait for its `--start-at`
+//! ([`start_at`]), and only then does the load's clock start.
 
 mod client_cost;
 mod start_at;
@@ -47,6 +48,9 @@ pub async fn run_point(
     output: &OutputArgs,
     opts: &AnalysisOptions,
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
+    // The first scrape, before the wait for --start-at and before the
+    // load's clock starts: however long it takes, it shifts no request.
+    let first_scrape = crate::signals::start(metrics, target.client.http(), &target.root, target.max_buffer).await?;
     if let Some(t) = p.start_at {
         start_at::wait_until(t, &p.control, output.quiet).await;
     }
@@ -54,12 +58,11 @@ pub async fn run_point(
         goodput_core::tell!("note: {wait}");
     }
     // The wall-clock time of the records' zero, so that `t_ns` lines up with
-    // server logs (taken after the connect and probes, and the wait for
-    // --start-at).
+    // server logs (taken after the connect, the probes, the first scrape and
+    // the wait for --start-at).
     let started_unix_s = common::unix_now();
     let origin = tokio::time::Instant::now();
-    let scraping =
-        crate::signals::start(metrics, target.client.http(), &target.root, origin, target.max_buffer).await?;
+    let scraping = first_scrape.map(|f| f.begin(origin));
     let progress = crate::progress::Progress::new(p.title, p.plan, &p.control);
     let view = crate::progress::LiveView::start(output.progress, output.quiet, progress.clone(), p.control.clone());
     let rules = p.until.as_ref().map(|s| s.rules());
