@@ -310,6 +310,17 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
                  requests (-n, --duration)",
                 q.warmup
             );
+        } else if q.failed == 0 && q.cancelled > 0 && !result.interrupted {
+            // None failed: every one was still waiting on the server when the
+            // run's time ran out ("first failure: no request finished" had
+            // named no cause).
+            goodput_core::tell!(
+                "error: no request succeeded ({} sent, none failed): the {} still in flight when the duration and \
+                 the grace after it ended were cancelled, as the server had not finished a response; give a \
+                 longer --grace (or --duration), and check that the server answers",
+                q.sent,
+                q.cancelled
+            );
         } else {
             goodput_core::tell!(
                 "error: no request succeeded ({} sent, {} failed); first failure: {first}",
