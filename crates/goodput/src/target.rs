@@ -484,10 +484,18 @@ pub async fn discover_model(
     max_body: usize,
 ) -> Result<String> {
     let (path, pointer) = model_list(api);
-    let resp = probe(http, base, path, headers, Duration::from_secs(10)).send().await.map_err(|e| {
+    let resp = probe(http, base, path, headers, MODEL_LIST_WAIT).send().await.map_err(|e| {
         let chain = error_chain(&e);
         match goodput_load::client::tls_hint(&chain) {
             Some(hint) => anyhow!("cannot reach {base}: {hint} ({chain})"),
+            // Reached, and silent: "cannot reach" had sent people to check a
+            // server that was up.
+            None if e.is_timeout() && !e.is_connect() => anyhow!(
+                "the server at {base} did not answer {path} within {}s (it may have taken the connection and not \
+                 answered: a server still loading its model, or stuck): pass --model NAME, which needs no model \
+                 list, and check the server",
+                MODEL_LIST_WAIT.as_secs()
+            ),
             None => anyhow!("cannot reach {base}: {chain}. Is the server running and is --url right?"),
         }
     })?;
@@ -508,6 +516,7 @@ pub async fn discover_model(
         );
     }
     use crate::scrape::{read_capped, Capped};
+    let content_type = resp.headers().get("content-type").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     let body = match read_capped(resp, max_body).await {
         Ok(body) => body,
         Err(Capped::TooLong) => bail!(
@@ -517,12 +526,38 @@ pub async fn discover_model(
         ),
         Err(Capped::Fetch(e)) => return Err(anyhow!("reading {path}: {}", error_chain(&e))),
     };
-    let v: Value = serde_json::from_slice(&body).with_context(|| format!("{path} did not answer JSON"))?;
-    v.pointer(pointer)
+    let v: Value = serde_json::from_slice(&body).map_err(|e| {
+        // What came instead (a login page, a proxy's HTML), shown escaped.
+        let start: String = String::from_utf8_lossy(&body).chars().take(100).collect();
+        anyhow!(
+            "the server at {base} did not answer {path} with JSON ({e}): it sent {} starting \"{}\"; pass --model \
+             NAME, which needs no model list, or check that --url is the API and not a page or a proxy",
+            content_type.as_deref().map_or_else(|| "no content type".to_owned(), crate::output::shown),
+            start.escape_debug()
+        )
+    })?;
+    let id = v
+        .pointer(pointer)
         .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| anyhow!("the server at {base} lists no model at {path}: pass --model NAME"))
+        .ok_or_else(|| anyhow!("the server at {base} lists no model at {path}: pass --model NAME"))?;
+    // A name no server gives (10 MB of it had been printed and written to
+    // every output): refused, not cut, as a cut name would be sent as another.
+    if id.len() > MAX_MODEL_ID {
+        bail!(
+            "the server at {base} lists a model name of {} bytes at {path}, more than the {MAX_MODEL_ID} goodput \
+             takes from a model list: pass --model NAME",
+            id.len()
+        );
+    }
+    Ok(id.to_owned())
 }
+
+/// How long the model list may take to answer.
+const MODEL_LIST_WAIT: Duration = Duration::from_secs(10);
+
+/// The longest model name goodput takes from a model list (a Hugging Face
+/// id is at most 96 characters; a path to weights may be a few hundred).
+const MAX_MODEL_ID: usize = 1024;
 
 /// Which other API the server at `base` speaks, when `api`'s model list
 /// did not answer: the first other list that answers 2xx, with the `--api`
