@@ -5,6 +5,7 @@
 mod cmd;
 mod support;
 
+mod answers;
 mod cli;
 mod deploy;
 mod engine_metrics;
