@@ -18,7 +18,7 @@ mod http;
 pub use http::{serve, serve_limited};
 
 use crate::faults::{Fault, FaultConfig, FaultCounters, FaultError};
-use crate::openai::{count_tokens, unix_now, ChunkWriter, GenerationRequest, Route};
+use crate::openai::{unix_now, ChunkWriter, GenerationRequest, Route};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -299,7 +299,7 @@ fn pool_reply(
     if let Some(name) = p.unknown(true, req.model.as_deref()) {
         return Err((404, crate::openai::openai_unknown_model(&name)));
     }
-    let ids: Vec<Vec<u32>> = req.sequences().iter().map(|t| crate::openai::token_ids(t)).collect();
+    let ids = req.sequence_ids(crate::template::ChatTemplate::None);
     let model = req.model.as_deref().unwrap_or(&p.model);
     let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
     let stall = match fault {
@@ -375,7 +375,8 @@ impl Reply {
         // A scripted answer ends with its last word, as a model stops at its end.
         let n_out = script.as_ref().map_or(asked, |s| asked.min(s.len()));
         let k = p.tokens_per_chunk as u64;
-        let prompt_tokens = count_tokens(&req.prompt_text());
+        // Counted as the prompt's text would be, without building it.
+        let prompt_tokens = req.prompt_words();
         let model = req.model.as_deref().unwrap_or(&p.model);
         let slow = p.slow_every.filter(|(every, _)| n % every == 0).map_or(Duration::ZERO, |(_, d)| d);
         let jitter = p.ttft_jitter.mul_f64(goodput_core::util::hash::unit(p.jitter_seed, n));

@@ -98,24 +98,47 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let asked = req.max_tokens().unwrap_or(s.cfg.default_max_tokens);
     // A scripted answer ends with its last word, as a model stops at its end.
     let n_out = script.as_ref().map_or(asked, |sc| asked.min(sc.len() as u32));
-    let mut ids = req.prompt_ids(s.cfg.engine.chat_template);
     // Images: their tokens join the prompt (as a vision-language model's
     // placeholders do), and the encoder's work passes before the engine.
-    let images = match crate::openai::images::images_of(req.messages.as_deref().unwrap_or_default()) {
+    let images = match crate::openai::images::images_of(req.messages.as_ref().map_or(&[], |m| &m.list[..])) {
         Ok(images) => images,
         Err(e) => return error_response(route, StatusCode::BAD_REQUEST, &e.0),
     };
+    // Refused before anything is sized by the request: a prompt whose words
+    // or images alone pass the context (an image's header may claim
+    // 4294967295 × 4294967295 pixels, 2.3e16 tokens, whose ids had aborted
+    // the server), and then the prompt as the template renders it. The
+    // answer's token ids below (4 GB for a billion tokens) wait for the
+    // same check; the engine checks again, with its KV cache.
+    let context = u64::from(model.max_context);
+    for (k, img) in images.iter().enumerate() {
+        if img.tokens() > context {
+            let message = format!(
+                "image {} of the request is {}×{} pixels by its header: {} tokens, more than {}'s context of {} \
+                 tokens; send a smaller image",
+                k + 1,
+                img.width,
+                img.height,
+                img.tokens(),
+                model.name,
+                model.max_context
+            );
+            return error_response(route, StatusCode::BAD_REQUEST, &message);
+        }
+    }
+    let image_tokens = crate::openai::images::tokens_of(&images);
+    if let Err(message) = model.check_context(req.prompt_words().saturating_add(image_tokens), n_out.into()) {
+        return error_response(route, StatusCode::BAD_REQUEST, &message);
+    }
+    let mut ids = req.prompt_ids(s.cfg.engine.chat_template);
+    let prompt_tokens = (ids.len() as u64).saturating_add(image_tokens);
+    if let Err(message) = model.check_context(prompt_tokens, n_out.into()) {
+        return error_response(route, StatusCode::BAD_REQUEST, &message);
+    }
     for img in &images {
         ids.extend(crate::openai::images::placeholder_ids(img));
     }
     let encoder = encoder_time(&s.cfg.engine, &images).div_f64(s.cfg.speed);
-    let prompt_tokens = ids.len() as u64;
-    // Refused before anything is sized by the request: the answer's token
-    // ids below (4 GB for a billion tokens) were built before the engine saw
-    // the length and refused it. The engine checks again, with its KV cache.
-    if let Err(message) = s.cfg.engine.model.check_context(prompt_tokens, n_out.into()) {
-        return error_response(route, StatusCode::BAD_REQUEST, &message);
-    }
     let mut prompt = Prompt::from_tokens(&ids, s.cfg.engine.block_size);
     if s.cfg.engine.enable_prefix_caching {
         // The answer's words (see ChunkWriter), so the blocks it fills are cached.

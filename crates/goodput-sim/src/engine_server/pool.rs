@@ -42,13 +42,15 @@ pub(super) async fn pool(State(s): State<Arc<EngineServer>>, route: PoolRoute, b
     if fault == Fault::HttpError {
         return error(route, StatusCode::INTERNAL_SERVER_ERROR, "injected fault: internal server error");
     }
-    // A raw prompt each, after the tokenizer's BOS (an encoder's CLS).
-    let ids: Vec<Vec<u32>> = req.sequences().iter().map(|t| s.cfg.engine.chat_template.raw(t)).collect();
-    for seq in &ids {
-        if let Err(message) = s.cfg.engine.model.check_context(seq.len() as u64, 1) {
+    // A raw prompt each, after the tokenizer's BOS (an encoder's CLS),
+    // checked against the context before its ids are built.
+    let template = s.cfg.engine.chat_template;
+    for tokens in req.sequence_tokens(template) {
+        if let Err(message) = s.cfg.engine.model.check_context(tokens, 1) {
             return error(route, StatusCode::BAD_REQUEST, &message);
         }
     }
+    let ids = req.sequence_ids(template);
     let prompt_tokens: u64 = ids.iter().map(|i| i.len() as u64).sum();
     // The front end's share, as for a generation.
     sleep_until(s.front_end_reach(n, arrived, prompt_tokens, std::time::Duration::ZERO)).await;

@@ -3,8 +3,8 @@
 //! simulator fetches nothing), its tokens as a Qwen2-VL-style encoder
 //! makes them, and its encoder's work.
 
+use super::fields::ChatMessage;
 use base64::prelude::{Engine as _, BASE64_STANDARD};
-use serde_json::Value;
 
 /// One image of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +30,7 @@ impl ImageInput {
     /// side rounded up to whole merged tokens.
     pub fn patches(&self) -> u64 {
         let side = |px: u32| u64::from(px.div_ceil(PATCH * MERGE) * MERGE);
-        side(self.width) * side(self.height)
+        side(self.width).saturating_mul(side(self.height))
     }
 
     /// Tokens the image adds to the prompt: its patches merged 2×2, and the
@@ -51,19 +51,20 @@ impl ImageInput {
 pub struct ImageError(pub String);
 
 /// The images of chat messages' content parts (`image_url` with a data URL).
-pub fn images_of(messages: &[Value]) -> Result<Vec<ImageInput>, ImageError> {
+pub fn images_of(messages: &[ChatMessage]) -> Result<Vec<ImageInput>, ImageError> {
     let mut out = Vec::new();
-    for m in messages {
-        let Some(Value::Array(parts)) = m.get("content") else { continue };
-        for p in parts {
-            if p.get("type").and_then(Value::as_str) != Some("image_url") {
-                continue;
-            }
-            let url = p.get("image_url").and_then(|u| u.get("url").or(Some(u))).and_then(Value::as_str).unwrap_or("");
-            out.push(read_data_url(url)?);
-        }
+    for url in messages.iter().flat_map(|m| &m.content.images) {
+        out.push(read_data_url(url)?);
     }
     Ok(out)
+}
+
+/// The tokens `images` add to a prompt, added up (saturating): what is
+/// checked against the context before any placeholder id is made, for a
+/// header may claim any size (4294967295 × 4294967295 pixels is 2.3e16
+/// tokens, and building their ids had aborted the server).
+pub fn tokens_of(images: &[ImageInput]) -> u64 {
+    images.iter().fold(0u64, |sum, i| sum.saturating_add(i.tokens()))
 }
 
 fn read_data_url(url: &str) -> Result<ImageInput, ImageError> {
@@ -156,15 +157,23 @@ mod tests {
     #[test]
     fn images_are_read_from_data_urls_only() {
         let url = format!("data:image/png;base64,{}", BASE64_STANDARD.encode(png_header(100, 50)));
-        let msgs = vec![serde_json::json!({"role": "user", "content": [
-            {"type": "text", "text": "what is this"},
-            {"type": "image_url", "image_url": {"url": url}},
-        ]})];
-        let imgs = images_of(&msgs).unwrap();
+        let msgs: super::super::fields::Messages =
+            serde_json::from_value(serde_json::json!([{"role": "user", "content": [
+                {"type": "text", "text": "what is this"},
+                {"type": "image_url", "image_url": {"url": url}},
+            ]}]))
+            .unwrap();
+        let imgs = images_of(&msgs.list).unwrap();
         assert_eq!((imgs.len(), imgs[0].width, imgs[0].height), (1, 100, 50));
-        let remote = vec![serde_json::json!({"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
-        ]})];
-        assert!(images_of(&remote).unwrap_err().0.contains("data URLs"));
+        let remote: super::super::fields::Messages =
+            serde_json::from_value(serde_json::json!([{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+            ]}]))
+            .unwrap();
+        assert!(images_of(&remote.list).unwrap_err().0.contains("data URLs"));
+        // A header may claim any size: its tokens saturate, and are summed so.
+        let huge = ImageInput { width: u32::MAX, height: u32::MAX, bytes: 0, hash: 1 };
+        assert_eq!(huge.tokens(), 153_391_690u64.pow(2) + 2, "306,783,380 patches a side, merged 2×2");
+        assert_eq!(tokens_of(&[huge; 3]), 3 * huge.tokens());
     }
 }

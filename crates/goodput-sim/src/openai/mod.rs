@@ -11,6 +11,7 @@
 
 mod bodies;
 mod chunks;
+pub mod fields;
 pub mod images;
 pub mod pooling;
 mod request;

@@ -5,9 +5,11 @@
 //! together, as vLLM's does), is one sequence the server prefills; the
 //! answer's vectors and scores are deterministic in the sequences' tokens.
 
+use super::fields::{Loose, PoolQuery, PoolText, PoolTexts};
 use super::route::error_body;
-use serde_json::{json, Map, Value};
-use std::fmt::Write as _;
+use crate::template::ChatTemplate;
+use serde::Deserialize;
+use serde_json::{json, Value};
 
 /// The most dimensions a simulated embedding has: the model's hidden size,
 /// capped so that a batch's answer stays small.
@@ -57,9 +59,9 @@ pub struct PoolRequest {
     pub route: PoolRoute,
     pub model: Option<String>,
     /// Embeddings' inputs, or rerank's documents.
-    pub texts: Vec<String>,
+    pub texts: Vec<PoolText>,
     /// Rerank's query.
-    pub query: Option<String>,
+    pub query: Option<PoolText>,
     /// Rerank's `top_n` (0 or absent: every document).
     pub top_n: usize,
 }
@@ -73,70 +75,64 @@ pub const MAX_TEXTS: usize = 4096;
 /// otherwise make the server build far more text than the request held.
 pub const MAX_PAIR_BYTES: usize = 256 << 20;
 
-/// A text of the request: a string, a Cohere/Jina `{"text": …}` object, or
-/// token ids (see [`ids_text`]).
-fn text_of(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(o) => o.get("text").and_then(Value::as_str).map(str::to_owned),
-        Value::Array(ids) => ids_text(ids),
-        _ => None,
-    }
-}
-
-/// Token ids as the simulator's words, or `None` unless every one is an id
-/// (an integer of 0 or more): each id its number, one word, so that the
-/// tokenizer (one word a token) reads as many tokens as there are ids, and
-/// equal ids are equal tokens (prompts of ids share what the prefix cache
-/// shares of them). The generation routes read a prompt of ids so too.
-pub(crate) fn ids_text(ids: &[Value]) -> Option<String> {
-    let mut text = String::with_capacity(ids.len() * 6);
-    for id in ids {
-        if !text.is_empty() {
-            text.push(' ');
-        }
-        let _ = write!(text, "{}", id.as_u64()?);
-    }
-    Some(text)
+/// A pooling body's fields, read straight into texts and token ids (a
+/// `Map` of `Value`s had taken 3.3 GB for a 63 MB list of ids).
+#[derive(Deserialize)]
+struct Body {
+    #[serde(default)]
+    model: Loose<String>,
+    #[serde(default)]
+    encoding_format: Loose<String>,
+    #[serde(default)]
+    input: Option<PoolTexts>,
+    #[serde(default)]
+    documents: Option<PoolTexts>,
+    #[serde(default)]
+    texts: Option<PoolTexts>,
+    #[serde(default)]
+    query: Option<PoolQuery>,
+    #[serde(default)]
+    top_n: Loose<u64>,
 }
 
 impl PoolRequest {
     /// Reads a request body of `route`, or says what is wrong with it.
     pub fn parse(route: PoolRoute, body: &[u8]) -> Result<PoolRequest, String> {
-        let v: Map<String, Value> =
+        let mut b: Body =
             serde_json::from_slice(body).map_err(|e| format!("the request body is not a JSON object: {e}"))?;
-        let model = v.get("model").and_then(Value::as_str).map(str::to_owned);
-        if v.get("encoding_format").and_then(Value::as_str).is_some_and(|f| f != "float") {
+        if b.encoding_format.0.as_deref().is_some_and(|f| f != "float") {
             return Err("goodput's simulator answers encoding_format \"float\" only; drop encoding_format".into());
         }
-        let list = |key: &str| -> Result<Vec<String>, String> {
-            let bad = || format!("\"{key}\" must be a string or a list of strings (or of token ids)");
-            match v.get(key) {
-                None => Err(format!("the request has no \"{key}\"")),
-                Some(Value::String(s)) => Ok(vec![s.clone()]),
-                // One list of token ids is one input.
-                Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_u64) => {
-                    Ok(vec![text_of(&Value::Array(a.clone())).ok_or_else(bad)?])
-                }
-                Some(Value::Array(a)) => a.iter().map(|x| text_of(x).ok_or_else(bad)).collect(),
-                Some(_) => Err(bad()),
-            }
+        let key = match route {
+            PoolRoute::Embeddings => "input",
+            PoolRoute::Rerank => "documents",
+            PoolRoute::TeiRerank => "texts",
         };
-        let (texts, query) = match route {
-            PoolRoute::Embeddings => (list("input")?, None),
-            PoolRoute::Rerank | PoolRoute::TeiRerank => {
-                let q = v.get("query").and_then(text_of).ok_or("the request has no \"query\" string")?;
-                (list(if route == PoolRoute::TeiRerank { "texts" } else { "documents" })?, Some(q))
-            }
+        let list = match route {
+            PoolRoute::Embeddings => b.input.take(),
+            PoolRoute::Rerank => b.documents.take(),
+            PoolRoute::TeiRerank => b.texts.take(),
         };
-        if texts.is_empty() {
+        let query = match route {
+            PoolRoute::Embeddings => None,
+            PoolRoute::Rerank | PoolRoute::TeiRerank => match b.query.take() {
+                None => return Err("the request has no \"query\" string".into()),
+                Some(PoolQuery(q)) => Some(q?),
+            },
+        };
+        let Some(list) = list else { return Err(format!("the request has no \"{key}\"")) };
+        if let Some(bad) = list.bad {
+            return Err(format!("\"{key}\"{bad}"));
+        }
+        if list.count == 0 {
             return Err(format!("the request carries no {}", if query.is_some() { "documents" } else { "input" }));
         }
-        if texts.len() > MAX_TEXTS {
-            return Err(format!("the request carries {} texts, more than the {MAX_TEXTS} it may", texts.len()));
+        if list.count > MAX_TEXTS as u64 {
+            return Err(format!("the request carries {} texts, more than the {MAX_TEXTS} it may", list.count));
         }
+        let texts = list.texts;
         if let Some(q) = &query {
-            let pairs = q.len().saturating_mul(texts.len()).saturating_add(texts.iter().map(String::len).sum());
+            let pairs = q.bytes().saturating_mul(texts.len()).saturating_add(texts.iter().map(PoolText::bytes).sum());
             if pairs > MAX_PAIR_BYTES {
                 return Err(format!(
                     "the query read with each of the {} documents comes to {} MiB, more than the {} MiB the \
@@ -147,17 +143,32 @@ impl PoolRequest {
                 ));
             }
         }
-        let top_n = v.get("top_n").and_then(Value::as_u64).unwrap_or(0) as usize;
-        Ok(PoolRequest { route, model, texts, query, top_n })
+        let top_n = usize::try_from(b.top_n.0.unwrap_or(0)).unwrap_or(usize::MAX);
+        Ok(PoolRequest { route, model: b.model.0, texts, query, top_n })
     }
 
-    /// The sequences the server prefills: each input, or the query and each
-    /// document together.
-    pub fn sequences(&self) -> Vec<String> {
-        match &self.query {
-            None => self.texts.clone(),
-            Some(q) => self.texts.iter().map(|d| format!("{q} {d}")).collect(),
-        }
+    /// Each sequence's tokens as a server with template `t` counts them
+    /// (its BOS, an encoder's CLS, first), without building them: checked
+    /// against the context before [`Self::sequence_ids`] builds them.
+    pub fn sequence_tokens(&self, t: ChatTemplate) -> impl Iterator<Item = u64> + '_ {
+        let query = self.query.as_ref().map_or(0, PoolText::tokens);
+        self.texts.iter().map(move |d| u64::from(t.bos()) + query + d.tokens())
+    }
+
+    /// The sequences the server prefills, as token ids after template `t`'s
+    /// BOS: each input, or the query and each document together.
+    pub fn sequence_ids(&self, t: ChatTemplate) -> Vec<Vec<u32>> {
+        self.texts
+            .iter()
+            .map(|d| {
+                let mut ids = t.raw("");
+                if let Some(q) = &self.query {
+                    q.extend_ids(&mut ids);
+                }
+                d.extend_ids(&mut ids);
+                ids
+            })
+            .collect()
     }
 
     /// The answer, given each sequence's token ids (as the server counted
@@ -188,7 +199,10 @@ impl PoolRequest {
                 }
                 let results: Vec<Value> = results
                     .into_iter()
-                    .map(|(i, s)| json!({ "index": i, "document": { "text": self.texts[i] }, "relevance_score": s }))
+                    .map(|(i, s)| {
+                        let text = self.texts.get(i).map(PoolText::text).unwrap_or_default();
+                        json!({ "index": i, "document": { "text": text }, "relevance_score": s })
+                    })
                     .collect();
                 json!({ "id": format!("rerank-{n}"), "model": model, "usage": usage, "results": results })
             }
@@ -221,25 +235,53 @@ pub fn score(ids: &[u32]) -> f64 {
 mod tests {
     use super::*;
 
+    fn texts(r: &PoolRequest) -> Vec<String> {
+        r.texts.iter().map(PoolText::text).collect()
+    }
+
+    fn sequences(r: &PoolRequest) -> Vec<Vec<u32>> {
+        r.sequence_ids(ChatTemplate::None)
+    }
+
+    fn words(texts: &[&str]) -> Vec<Vec<u32>> {
+        texts.iter().map(|t| crate::tokens::token_ids(t)).collect()
+    }
+
     #[test]
     fn requests_read_their_texts_in_every_shape() {
         let long = "q ".repeat(40_000);
         let huge = serde_json::to_vec(&json!({"query": long, "documents": vec!["d"; 4000]})).unwrap();
         let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"model":"m","input":"a b"}"#).unwrap();
-        assert_eq!((r.model.as_deref(), r.texts.clone()), (Some("m"), vec!["a b".to_owned()]));
+        assert_eq!((r.model.as_deref(), texts(&r)), (Some("m"), vec!["a b".to_owned()]));
         let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"input":["a","b c"]}"#).unwrap();
-        assert_eq!(r.sequences(), ["a", "b c"]);
+        assert_eq!(sequences(&r), words(&["a", "b c"]));
         let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"input":[1,2,3]}"#).unwrap();
-        assert_eq!(r.texts, ["1 2 3"], "one list of ids is one input");
+        assert_eq!(r.texts, [PoolText::Ids(vec![1, 2, 3])], "one list of ids is one input");
+        assert_eq!(sequences(&r), words(&["1 2 3"]), "an id is the word of its number");
         let r = PoolRequest::parse(PoolRoute::Embeddings, br#"{"input":[[7,7],[8]]}"#).unwrap();
-        assert_eq!(r.texts, ["7 7", "8"], "a list of lists of ids is one input each");
+        assert_eq!(texts(&r), ["7 7", "8"], "a list of lists of ids is one input each");
         let r = PoolRequest::parse(PoolRoute::Rerank, br#"{"query":"q","documents":["x",{"text":"y z"}],"top_n":1}"#)
             .unwrap();
-        assert_eq!((r.sequences(), r.top_n), (vec!["q x".to_owned(), "q y z".to_owned()], 1));
+        assert_eq!((sequences(&r), r.top_n), (words(&["q x", "q y z"]), 1));
+        assert_eq!(
+            r.sequence_tokens(ChatTemplate::Llama3).collect::<Vec<_>>(),
+            [3, 4],
+            "the BOS, the query, the document"
+        );
+        // More texts than a request may carry are counted, not kept.
+        let many = format!(r#"{{"input":[{}]}}"#, vec![r#""""#; MAX_TEXTS + 5].join(","));
+        let e = PoolRequest::parse(PoolRoute::Embeddings, many.as_bytes()).unwrap_err();
+        assert!(e.contains(&format!("carries {} texts", MAX_TEXTS + 5)), "{e}");
         for (route, bad, says) in [
             (PoolRoute::Embeddings, &br#"{"model":"m"}"#[..], "no \"input\""),
             (PoolRoute::Embeddings, br#"{"input":[]}"#, "carries no input"),
-            (PoolRoute::Embeddings, br#"{"input":[{}]}"#, "must be a string"),
+            (PoolRoute::Embeddings, br#"{"input":[{}]}"#, "\"input\"[0] is an object with no \"text\""),
+            (PoolRoute::Embeddings, br#"{"input":[true]}"#, "\"input\"[0] is true: it must be a string"),
+            (PoolRoute::Embeddings, br#"{"input":5}"#, "\"input\" is 5: it must be a string"),
+            (PoolRoute::Embeddings, br#"{"input":[5,-1]}"#, "\"input\"[1] is -1: a token id"),
+            (PoolRoute::Embeddings, br#"{"input":[5,"a"]}"#, "\"input\"[1] mixes token ids"),
+            (PoolRoute::Embeddings, br#"{"input":[[5,-1]]}"#, "\"input\"[0][1] is -1: a token id is a whole number"),
+            (PoolRoute::Embeddings, br#"{"input":["a",[1.5]]}"#, "\"input\"[1][0] is 1.5"),
             (PoolRoute::Embeddings, br#"{"input":"a","encoding_format":"base64"}"#, "drop encoding_format"),
             (PoolRoute::Rerank, br#"{"documents":["a"]}"#, "no \"query\""),
             (PoolRoute::Rerank, b"[", "not a JSON object"),

@@ -1,10 +1,10 @@
 //! Request bodies: the fields the simulator honours, parsed per route.
 
+use super::fields::{Content, Messages, Prompt};
 use super::route::Route;
 use crate::template::{ChatTemplate, Message};
-use crate::tokens::token_ids;
+use crate::tokens::{count_tokens, token_ids};
 use serde::Deserialize;
-use serde_json::Value;
 
 /// Why a request body is refused (with a 400): each message is the one the
 /// server the route copies would give.
@@ -34,8 +34,18 @@ pub enum RequestError {
     SeveralPrompts(usize),
     #[error("n is 0: ask for at least one choice, or leave n out")]
     NoChoices,
-    #[error("max_tokens is 0; ask for at least one token")]
-    NoTokens,
+    /// The output limit is 0, named as the request named it (`max_tokens`,
+    /// `max_completion_tokens`, `options.num_predict`,
+    /// `parameters.max_new_tokens`, `n_predict`). llama.cpp answers an
+    /// `n_predict` of 0 with an empty completion; the simulator refuses it
+    /// as vLLM refuses `max_tokens` 0, for the simulated model always
+    /// generates.
+    #[error("{0} is 0; ask for at least one token")]
+    NoTokens(&'static str),
+    /// A message, prompt or system prompt of the wrong shape, and where:
+    /// `messages[2].role is "wizard": …`, `prompt[0] is -1: …`.
+    #[error("{0}")]
+    Shape(String),
     #[error("temperature is {0}: it must be a number of 0 or more")]
     Temperature(f64),
     /// More messages than the server's context can hold: every message a
@@ -97,10 +107,12 @@ impl<'de> Deserialize<'de> for MessageCount {
 pub struct GenerationRequest {
     #[serde(default)]
     pub model: Option<String>,
+    /// Read straight into roles and texts (see [`super::fields`]).
     #[serde(default)]
-    pub messages: Option<Vec<Value>>,
+    pub messages: Option<Messages>,
+    /// Text, or token ids kept as `u32`s.
     #[serde(default)]
-    pub prompt: Option<Value>,
+    pub prompt: Option<Prompt>,
     #[serde(default)]
     pub max_tokens: Option<u32>,
     #[serde(default)]
@@ -115,7 +127,7 @@ pub struct GenerationRequest {
     pub stream_options: Option<StreamOptions>,
     /// Messages' system prompt: a string or text blocks.
     #[serde(default)]
-    pub system: Option<Value>,
+    pub system: Option<Content>,
     /// Ollama's generation options (`num_predict`).
     #[serde(default)]
     pub options: Option<OllamaOptions>,
@@ -170,19 +182,32 @@ impl GenerationRequest {
     pub fn parse(route: Route, body: &[u8]) -> Result<Self, RequestError> {
         let mut req: GenerationRequest = serde_json::from_slice(body).map_err(RequestError::Json)?;
         req.route = Some(route);
+        let chat = matches!(route, Route::Chat | Route::Messages | Route::OllamaChat);
+        let prompted = matches!(route, Route::Completions | Route::OllamaGenerate | Route::LlamaCpp);
+        let several =
+            req.prompt.as_ref().and_then(|p| p.list).filter(|k| k.len > 1 && (k.strings == k.len || k.lists == k.len));
         match route {
-            Route::Chat | Route::Messages | Route::OllamaChat if req.messages.as_ref().is_none_or(|m| m.is_empty()) => {
+            _ if chat && req.messages.as_ref().is_none_or(|m| m.list.is_empty() && m.bad.is_none()) => {
                 Err(RequestError::NoMessages)
             }
-            Route::Completions | Route::OllamaGenerate | Route::LlamaCpp if req.prompt.is_none() => {
-                Err(RequestError::NoPrompt)
-            }
+            _ if prompted && req.prompt.is_none() => Err(RequestError::NoPrompt),
             Route::TgiGenerate | Route::TgiGenerateStream if req.inputs.is_none() => Err(RequestError::NoInputs),
+            _ if chat && req.messages.as_ref().is_some_and(|m| m.bad.is_some()) => {
+                Err(RequestError::Shape(req.messages.and_then(|m| m.bad).unwrap_or_default()))
+            }
+            _ if prompted && req.prompt.as_ref().is_some_and(|p| p.bad.is_some()) => {
+                let bad = req.prompt.and_then(|p| p.bad).unwrap_or_default();
+                Err(RequestError::Shape(format!("prompt{bad}")))
+            }
+            Route::Messages | Route::OllamaChat | Route::OllamaGenerate
+                if req.system.as_ref().is_some_and(|s| s.bad.is_some()) =>
+            {
+                let bad = req.system.and_then(|s| s.bad).unwrap_or_default();
+                Err(RequestError::Shape(format!("system{bad}")))
+            }
             Route::Messages if req.max_tokens.is_none() => Err(RequestError::NoMaxTokens),
             Route::Chat | Route::Completions if req.n == Some(0) => Err(RequestError::NoChoices),
-            Route::Chat | Route::Completions | Route::Messages if req.max_tokens() == Some(0) => {
-                Err(RequestError::NoTokens)
-            }
+            _ if req.max_tokens() == Some(0) => Err(RequestError::NoTokens(req.max_tokens_field())),
             Route::Chat | Route::Completions | Route::Messages
                 if req.temperature.is_some_and(|t| !(t >= 0.0 && t.is_finite())) =>
             {
@@ -191,17 +216,24 @@ impl GenerationRequest {
             Route::Chat | Route::Completions if req.n.is_some_and(|n| n > 1) => {
                 Err(RequestError::SeveralChoices(req.n.unwrap_or_default()))
             }
-            Route::Completions => match &req.prompt {
-                // A list of strings, or of lists of token ids, is several
-                // prompts; a list of token ids is one.
-                Some(Value::Array(a))
-                    if a.len() > 1 && (a.iter().all(Value::is_string) || a.iter().all(Value::is_array)) =>
-                {
-                    Err(RequestError::SeveralPrompts(a.len()))
-                }
-                _ => Ok(req),
-            },
+            // A list of strings, or of lists of token ids, is several
+            // prompts; a list of token ids is one.
+            Route::Completions if several.is_some() => {
+                Err(RequestError::SeveralPrompts(several.map_or(0, |k| k.len) as usize))
+            }
             _ => Ok(req),
+        }
+    }
+
+    /// The name of the field that set [`Self::max_tokens`], as the request
+    /// wrote it.
+    fn max_tokens_field(&self) -> &'static str {
+        match self.route {
+            Some(r) if r.ollama() => "options.num_predict",
+            Some(r) if r.tgi() => "parameters.max_new_tokens",
+            Some(Route::LlamaCpp) => "n_predict",
+            _ if self.max_completion_tokens.is_some() => "max_completion_tokens",
+            _ => "max_tokens",
         }
     }
 
@@ -269,37 +301,26 @@ impl GenerationRequest {
 
     /// The prompt's text: chat message contents joined, or the completion prompt.
     pub fn prompt_text(&self) -> String {
-        let mut parts = vec![content_text(self.system.as_ref())];
-        parts.extend(self.messages.iter().flatten().map(|m| content_text(m.get("content"))));
-        parts.extend(self.inputs.clone());
-        parts.push(self.raw_prompt());
+        let mut parts: Vec<&str> = Vec::new();
+        parts.extend(self.system.as_ref().map(|s| s.text.as_str()));
+        parts.extend(self.messages.iter().flat_map(|m| &m.list).map(|m| m.content.text.as_str()));
+        parts.extend(self.inputs.as_deref());
+        let prompt = self.prompt.as_ref().map(Prompt::text).unwrap_or_default();
+        parts.push(&prompt);
         parts.retain(|p| !p.is_empty());
         parts.join(" ")
     }
 
-    /// The completion prompt: a string; token ids, each one token (OpenAI's
-    /// completions and llama.cpp's `/completion` take them, and vLLM counts
-    /// them as they are), read as the pooling routes read them; or a list of
-    /// strings or of lists of ids, joined (llama.cpp mixes ids and strings
-    /// in one list).
-    fn raw_prompt(&self) -> String {
-        match &self.prompt {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(a)) => match super::pooling::ids_text(a) {
-                Some(ids) => ids,
-                None => a
-                    .iter()
-                    .filter_map(|p| match p {
-                        Value::String(s) => Some(s.clone()),
-                        Value::Number(_) => super::pooling::ids_text(std::slice::from_ref(p)),
-                        Value::Array(ids) => super::pooling::ids_text(ids),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            },
-            _ => String::new(),
-        }
+    /// The tokens of [`Self::prompt_text`], counted without building it:
+    /// the prompt's own tokens, before any chat template's. A prompt whose
+    /// words alone pass a model's context is refused on this count, before
+    /// its ids are built.
+    pub fn prompt_words(&self) -> u64 {
+        let system = self.system.as_ref().map_or(0, |s| count_tokens(&s.text));
+        let messages: u64 = self.messages.iter().flat_map(|m| &m.list).map(|m| count_tokens(&m.content.text)).sum();
+        let inputs = self.inputs.as_deref().map_or(0, count_tokens);
+        let prompt = self.prompt.as_ref().map_or(0, Prompt::tokens);
+        system + messages + inputs + prompt
     }
 
     /// The prompt's token ids as a server whose model has chat template `t`
@@ -307,30 +328,40 @@ impl GenerationRequest {
     /// Ollama's `system`, and Ollama's generate prompt unless `raw`) rendered
     /// by the template; a raw prompt after the tokenizer's BOS; a prompt of
     /// token ids as it is, one token an id (vLLM and llama.cpp add no BOS to
-    /// ids).
+    /// ids, and llama.cpp adds its BOS to a list that opens with a string
+    /// only).
     pub fn prompt_ids(&self, t: ChatTemplate) -> Vec<u32> {
         let generate = self.route == Some(Route::OllamaGenerate) && self.raw != Some(true);
         if !generate && !matches!(self.route, Some(Route::Chat | Route::Messages | Route::OllamaChat)) {
-            // llama.cpp adds its BOS to a list that opens with a string only.
-            let ids = matches!(&self.prompt, Some(Value::Array(a)) if a.first().is_some_and(|p| !p.is_string()));
-            return if ids { token_ids(&self.prompt_text()) } else { t.raw(&self.prompt_text()) };
+            let ids_first = self.prompt.as_ref().is_some_and(Prompt::opens_with_ids);
+            let mut ids = if ids_first { Vec::new() } else { t.raw("") };
+            if let Some(s) = &self.system {
+                ids.extend(token_ids(&s.text));
+            }
+            for m in self.messages.iter().flat_map(|m| &m.list) {
+                ids.extend(token_ids(&m.content.text));
+            }
+            ids.extend(self.inputs.as_deref().map(token_ids).unwrap_or_default());
+            if let Some(p) = &self.prompt {
+                p.extend_ids(&mut ids);
+            }
+            return ids;
         }
-        let mut owned: Vec<(&str, String)> = Vec::new();
-        if self.system.is_some() {
-            owned.push(("system", content_text(self.system.as_ref())));
+        let generated = if generate { self.prompt.as_ref().map(Prompt::text) } else { None };
+        let mut messages: Vec<Message> = Vec::new();
+        if let Some(s) = &self.system {
+            messages.push(Message { role: "system", content: &s.text });
         }
-        for m in self.messages.iter().flatten() {
-            owned.push((m.get("role").and_then(Value::as_str).unwrap_or("user"), content_text(m.get("content"))));
+        for m in self.messages.iter().flat_map(|m| &m.list) {
+            messages.push(Message { role: &m.role, content: &m.content.text });
         }
-        if generate {
-            owned.push(("user", self.raw_prompt()));
+        if let Some(p) = &generated {
+            messages.push(Message { role: "user", content: p });
         }
-        let messages: Vec<Message> = owned.iter().map(|(role, content)| Message { role, content }).collect();
         t.render(&messages)
     }
 }
 
-/// A message's content as text: a string, or its parts' `text` joined.
 /// Ollama's `num_predict` and llama.cpp's `n_predict`: a negative one (-1,
 /// "until the context ends") is no limit of the request's own; one past
 /// what a u32 holds is `u32::MAX`, which the context check refuses (1e12
@@ -339,19 +370,10 @@ fn native_limit(n: i64) -> Option<u32> {
     (n >= 0).then(|| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
-fn content_text(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => {
-            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(" ")
-        }
-        _ => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn ids(n: usize, id: u64) -> Value {
         Value::Array(vec![Value::from(id); n])

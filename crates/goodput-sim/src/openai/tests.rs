@@ -206,7 +206,8 @@ fn native_requests_are_checked_and_counted() {
     // refuses them, by both profiles (the fixed one had answered them).
     assert!(several(Route::Completions, br#"{"prompt":"a","n":0}"#).starts_with("n is 0"));
     assert!(several(Route::Chat, br#"{"messages":[{"role":"user","content":"a"}],"max_completion_tokens":0}"#)
-        .contains("max_tokens is 0"));
+        .starts_with("max_completion_tokens is 0"));
+    assert!(several(Route::Completions, br#"{"prompt":"a","max_tokens":0}"#).starts_with("max_tokens is 0"));
     assert!(several(Route::Messages, br#"{"messages":[{"role":"user","content":"a"}],"max_tokens":0}"#)
         .contains("at least one token"));
     assert!(several(Route::Chat, br#"{"messages":[{"role":"user","content":"a"}],"temperature":-5}"#)
@@ -232,4 +233,104 @@ fn requests_are_checked_and_counted() {
     assert!(GenerationRequest::parse(Route::Chat, br#"{"prompt":"x"}"#).is_err());
     assert!(GenerationRequest::parse(Route::Completions, br#"{"messages":[]}"#).is_err());
     assert!(GenerationRequest::parse(Route::Completions, b"{nope").is_err());
+}
+
+/// A zero-token limit is refused naming the field the request set, on
+/// every route: the native ones had been told "max_tokens" by the engine.
+#[test]
+fn a_zero_token_limit_names_the_field_sent() {
+    for (route, body, field) in [
+        (Route::OllamaGenerate, &br#"{"prompt":"a","options":{"num_predict":0}}"#[..], "options.num_predict"),
+        (
+            Route::OllamaChat,
+            br#"{"messages":[{"role":"user","content":"a"}],"options":{"num_predict":0}}"#,
+            "options.num_predict",
+        ),
+        (Route::TgiGenerate, br#"{"inputs":"a","parameters":{"max_new_tokens":0}}"#, "parameters.max_new_tokens"),
+        (Route::TgiGenerateStream, br#"{"inputs":"a","parameters":{"max_new_tokens":0}}"#, "parameters.max_new_tokens"),
+        (Route::LlamaCpp, br#"{"prompt":"a","n_predict":0}"#, "n_predict"),
+        (Route::Messages, br#"{"messages":[{"role":"user","content":"a"}],"max_tokens":0}"#, "max_tokens"),
+    ] {
+        let e = GenerationRequest::parse(route, body).unwrap_err().to_string();
+        assert_eq!(e, format!("{field} is 0; ask for at least one token"), "{route:?}");
+    }
+}
+
+/// Prompts of the wrong shape are refused naming the element and its value
+/// (vLLM refuses them too): they had been read as an empty prompt, had
+/// lost the bad id in silence, or had been answered as one token.
+#[test]
+fn prompts_of_the_wrong_shape_name_what_is_wrong() {
+    for (prompt, says) in [
+        (json!([-1]), "prompt[0] is -1: a prompt is a string, a list of token ids"),
+        (json!([1.5]), "prompt[0] is 1.5:"),
+        (json!([null]), "prompt[0] is null:"),
+        (json!([{}]), "prompt[0] is an object:"),
+        (json!([[]]), "prompt[0] is an empty list: a list of token ids holds one at least"),
+        (json!([[-1]]), "prompt[0][0] is -1: a token id is a whole number from 0 to 4294967295"),
+        (json!([5, -1]), "prompt[1] is -1:"),
+        (json!([5, 4_294_967_296u64]), "prompt[1] is 4294967296:"),
+        (json!({}), "prompt is an empty object: a prompt is a string"),
+        (json!(5), "prompt is the number 5:"),
+        (json!(true), "prompt is true:"),
+    ] {
+        for route in [Route::Completions, Route::LlamaCpp] {
+            let body = json!({ "prompt": prompt }).to_string();
+            let e = GenerationRequest::parse(route, body.as_bytes()).unwrap_err().to_string();
+            assert!(e.starts_with(says), "{route:?} {prompt}: {e}");
+        }
+    }
+    // The good shapes still parse, and count one token an id.
+    for (prompt, tokens) in [(json!([0, 7, 4_294_967_295u32]), 3), (json!([[1, 2]]), 2), (json!(["a b"]), 2)] {
+        let r =
+            GenerationRequest::parse(Route::Completions, json!({ "prompt": prompt }).to_string().as_bytes()).unwrap();
+        assert_eq!(r.prompt_words(), tokens, "{prompt}");
+        assert_eq!(r.prompt_ids(ChatTemplate::None).len() as u64, tokens, "{prompt}");
+    }
+}
+
+/// Chat messages of the wrong shape are refused naming the message and what
+/// is wrong, as vLLM refuses them; they had been answered.
+#[test]
+fn messages_of_the_wrong_shape_name_the_message() {
+    for (messages, says) in [
+        (json!(["hi"]), "messages[0] is \"hi\": a message is an object with a role"),
+        (json!([null]), "messages[0] is null:"),
+        (json!([{"content": "hi"}]), "messages[0] has no role:"),
+        (json!([{"role": 5}]), "messages[0].role is 5:"),
+        (json!([{"role": "user", "content": "a"}, {"role": "wizard"}]), "messages[1].role is \"wizard\":"),
+        (json!([{"role": "user", "content": {"a": 1}}]), "messages[0].content is an object: a message's content"),
+        (json!([{"role": "user", "content": [{"type": "video"}]}]), "messages[0].content[0] has type \"video\""),
+        (json!([{"role": "user", "content": [0, 0]}]), "messages[0].content[0] is 0: a content part is an object"),
+        (json!([{"role": "user", "content": [{"text": "a"}]}]), "messages[0].content[0] has no \"type\""),
+        (json!([{"role": "user", "content": [{"type": "text", "text": 5}]}]), "messages[0].content[0].text is 5"),
+        (json!({"role": "user"}), "\"messages\" is an object: it must be a list"),
+    ] {
+        for route in [Route::Chat, Route::OllamaChat] {
+            let body = json!({ "messages": messages }).to_string();
+            let e = GenerationRequest::parse(route, body.as_bytes()).unwrap_err().to_string();
+            assert!(e.starts_with(says), "{route:?} {messages}: {e}");
+        }
+    }
+    let e = GenerationRequest::parse(
+        Route::Messages,
+        json!({"max_tokens": 3, "messages": [{"role": "user", "content": "a"}], "system": [0, 0]})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("system[0] is 0: a content part is an object"), "{e}");
+    // Every role vLLM takes, content absent or null (an assistant's tool
+    // call), and Anthropic's blocks are taken.
+    for role in crate::openai::fields::ROLES {
+        let body = json!({"messages": [{"role": role, "content": "a b"}, {"role": "assistant", "content": null},
+                                       {"role": "assistant", "tool_calls": []}]});
+        let r = GenerationRequest::parse(Route::Chat, body.to_string().as_bytes()).unwrap();
+        assert_eq!(r.prompt_words(), 2, "{role}");
+    }
+    let body = json!({"max_tokens": 3, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "a"}, {"type": "tool_result", "tool_use_id": "t", "content": "x"},
+        {"type": "thinking", "thinking": "hmm"}]}]});
+    assert_eq!(GenerationRequest::parse(Route::Messages, body.to_string().as_bytes()).unwrap().prompt_words(), 1);
 }

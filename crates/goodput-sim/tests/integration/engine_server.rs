@@ -1023,3 +1023,81 @@ async fn expert_and_pipeline_parallel_engines_serve_and_say_their_layout_in_metr
     let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(!text.contains("goodput_engine_parallel_info"));
 }
+
+/// A PNG header may claim any size: 4294967295 × 4294967295 pixels is 2.3e16
+/// tokens, and building their placeholder ids before the context check
+/// aborted the server ("memory allocation of 94116042244224552 bytes
+/// failed"); 1,000,000 × 1,000,000 took 5 GB before it was refused. Each
+/// is refused at once naming the image and its size, and the server
+/// serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_that_claims_more_than_the_context_is_refused_and_the_server_serves_on() {
+    use base64::prelude::{Engine as _, BASE64_STANDARD};
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    let png = |w: u32, h: u32| {
+        let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        b.extend(w.to_be_bytes());
+        b.extend(h.to_be_bytes());
+        b.extend([8, 2, 0, 0, 0]);
+        json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}", BASE64_STANDARD.encode(b))}})
+    };
+    let chat = |images: Vec<Value>| {
+        let mut content = vec![json!({"type": "text", "text": "what"})];
+        content.extend(images);
+        json!({"messages": [{"role": "user", "content": content}], "max_tokens": 2})
+    };
+    let url = format!("{base}/v1/chat/completions");
+    for (images, says) in [
+        (
+            vec![png(u32::MAX, u32::MAX)],
+            "image 1 of the request is 4294967295×4294967295 pixels by its header: 23529010561056102 tokens, more \
+             than Llama-3.1-8B's context of 131072 tokens; send a smaller image",
+        ),
+        (
+            vec![png(64, 64), png(1_000_000, 1_000_000)],
+            "image 2 of the request is 1000000×1000000 pixels by its header: 1275561227 tokens",
+        ),
+        // Each within the context, together past it.
+        (vec![png(5_000, 5_000); 5], "exceed Llama-3.1-8B's context of 131072 tokens"),
+    ] {
+        let t0 = Instant::now();
+        let resp = post(&http, &url, &chat(images)).timeout(Duration::from_secs(10)).send().await.unwrap();
+        assert_eq!(resp.status(), 400);
+        let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{says}: {v}");
+        assert!(t0.elapsed() < Duration::from_secs(2), "refused at once: {:?}", t0.elapsed());
+    }
+    // Still serving: an image that fits is answered, its tokens counted.
+    let v = answer(post(&http, &url, &chat(vec![png(56, 56)]))).await;
+    assert_eq!(v["usage"]["completion_tokens"], 2, "{v}");
+    assert_eq!(v["usage"]["prompt_tokens"], 35 + 1 + 4 + 2, "the template, the word, 2×2 tokens and the markers");
+    assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
+}
+
+/// Prompts and messages of the wrong shape are refused over HTTP naming
+/// the element, and prompts of ids longer than the context are refused for
+/// their length, all before anything is built.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_shapes_are_refused_naming_the_element() {
+    let (base, server, _stop) = start(config()).await;
+    let http = client();
+    for (path, body, says) in [
+        ("/v1/completions", json!({"prompt": [5, -1], "max_tokens": 2}), "prompt[1] is -1: "),
+        ("/v1/completions", json!({"prompt": {}, "max_tokens": 2}), "prompt is an empty object: "),
+        ("/completion", json!({"prompt": [[7, 1.5]], "n_predict": 2}), "prompt[0][1] is 1.5: "),
+        ("/v1/chat/completions", json!({"messages": ["hi"]}), "messages[0] is \"hi\": "),
+        ("/v1/chat/completions", json!({"messages": [{"role": "wizard", "content": "a"}]}), "messages[0].role is "),
+        ("/v1/embeddings", json!({"input": [[1, -2]]}), "\"input\"[0][1] is -2: "),
+        ("/v1/completions", json!({"prompt": vec![0; 140_000], "max_tokens": 2}), "140000 prompt + 2 output tokens"),
+        ("/v1/embeddings", json!({"input": vec![0; 140_000]}), "140001 prompt + 1 output tokens"),
+    ] {
+        let resp = post(&http, format!("{base}{path}"), &body).send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{path} {says}");
+        let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with(says), "{path}: {says}: {v}");
+    }
+    assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
+}
