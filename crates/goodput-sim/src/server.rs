@@ -100,7 +100,18 @@ async fn body_within(req: axum::extract::Request, next: axum::middleware::Next, 
 /// A request refused before its route saw it, the connection closed: the
 /// JSON error of the route at `path` (Anthropic's, Ollama's, TGI's shape on
 /// theirs), OpenAI's elsewhere.
+/// They pass no route's layers, so they say `Server: goodput-sim` here.
 fn refused(path: &str, status: axum::http::StatusCode, message: &str) -> Response {
+    let mut r = path_error(path, status, message);
+    let h = r.headers_mut();
+    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    h.insert(header::SERVER, HeaderValue::from_static("goodput-sim"));
+    r
+}
+
+/// A JSON error in the shape of the route at `path` (Anthropic's, Ollama's,
+/// TGI's, TEI's on theirs), OpenAI's elsewhere.
+pub(crate) fn path_error(path: &str, status: axum::http::StatusCode, message: &str) -> Response {
     use axum::response::IntoResponse;
     let code = status.as_u16();
     let body = match (crate::openai::Route::of_path(path), crate::openai::pooling::PoolRoute::of_path(path)) {
@@ -108,7 +119,32 @@ fn refused(path: &str, status: axum::http::StatusCode, message: &str) -> Respons
         (None, Some(route)) => route.error_body(code, message),
         (None, None) => crate::openai::error_body(code, message),
     };
-    (status, [(header::CONTENT_TYPE, "application/json"), (header::CONNECTION, "close")], body).into_response()
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Says what a 405 that a router answered with an empty body means, as a
+/// JSON error naming the methods to use (the fixed profile's words):
+/// axum's own had no body.
+pub(crate) async fn json_method_not_allowed(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let r = next.run(req).await;
+    if r.status() != axum::http::StatusCode::METHOD_NOT_ALLOWED || r.headers().contains_key(header::CONTENT_TYPE) {
+        return r;
+    }
+    // Layered inside each route, this sees the 405 before axum adds its
+    // Allow header: the routes' methods are known here.
+    let posted = crate::openai::Route::of_path(&path).is_some()
+        || crate::openai::pooling::PoolRoute::of_path(&path).is_some()
+        || path == "/reset_prefix_cache";
+    let allow = r.headers().get(header::ALLOW).cloned().unwrap_or(HeaderValue::from_static(if posted {
+        "POST"
+    } else {
+        "GET,HEAD"
+    }));
+    let words = allow.to_str().unwrap_or("another method").to_owned();
+    let mut out = path_error(&path, r.status(), &format!("method not allowed: use {words}"));
+    out.headers_mut().insert(header::ALLOW, allow);
+    out
 }
 
 /// Why hyper could not read a body (malformed chunks, or a body cut short),

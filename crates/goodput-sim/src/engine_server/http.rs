@@ -64,6 +64,12 @@ pub fn app(state: Arc<EngineServer>) -> Router {
                 ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], s.prometheus())
             }),
         )
+        // Unknown paths and methods: JSON errors, as the fixed profile and
+        // vLLM answer them (axum's own had empty bodies).
+        .fallback(|uri: axum::http::Uri| async move {
+            crate::server::path_error(uri.path(), StatusCode::NOT_FOUND, &format!("no route for {}", uri.path()))
+        })
+        .layer(axum::middleware::from_fn(crate::server::json_method_not_allowed))
         .with_state(state);
     crate::server::with_server_header(router)
 }

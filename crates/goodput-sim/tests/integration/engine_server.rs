@@ -716,6 +716,8 @@ async fn a_body_too_large_or_malformed_is_answered_with_a_json_error() {
             let (head, body) = tokio::time::timeout(Duration::from_secs(10), read).await.expect("an answer");
             let status: u16 = head[9..12].parse().unwrap();
             assert!(head.contains("content-type: application/json"), "{head}");
+            // Refused before any route, it still says which server answered.
+            assert!(head.contains("server: goodput-sim"), "{head}");
             (status, serde_json::from_str::<Value>(&body).unwrap_or_else(|e| panic!("{e}: {body}")))
         }
     };
@@ -1074,6 +1076,36 @@ async fn an_image_that_claims_more_than_the_context_is_refused_and_the_server_se
     assert_eq!(v["usage"]["completion_tokens"], 2, "{v}");
     assert_eq!(v["usage"]["prompt_tokens"], 35 + 1 + 4 + 2, "the template, the word, 2×2 tokens and the markers");
     assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
+}
+
+/// Unknown paths and methods are answered with JSON errors, as the fixed
+/// profile answers them: the engine's had empty bodies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_paths_and_methods_get_json_errors() {
+    let (base, _server, _stop) = start(config()).await;
+    let http = client();
+    for (resp, status, message) in [
+        (http.get(format!("{base}/nope")).send().await.unwrap(), 404, "no route for /nope"),
+        (http.post(format!("{base}/v1/nope")).send().await.unwrap(), 404, "no route for /v1/nope"),
+        (http.get(format!("{base}/v1/chat/completions")).send().await.unwrap(), 405, "method not allowed: use POST"),
+        (http.post(format!("{base}/v1/models")).send().await.unwrap(), 405, "method not allowed: use GET,HEAD"),
+    ] {
+        assert_eq!(resp.status(), status, "{message}");
+        assert_eq!(resp.headers()["server"], "goodput-sim");
+        assert_eq!(resp.headers()["content-type"], "application/json");
+        if status == 405 {
+            assert!(resp.headers().contains_key("allow"), "{message}");
+        }
+        let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+        assert_eq!((v["error"]["message"].as_str(), v["error"]["code"].as_u64()), (Some(message), Some(status as u64)));
+    }
+    // On Anthropic's route, Anthropic's shape.
+    let resp = http.get(format!("{base}/v1/messages")).send().await.unwrap();
+    let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    assert_eq!(
+        (v["type"].as_str(), v["error"]["message"].as_str()),
+        (Some("error"), Some("method not allowed: use POST"))
+    );
 }
 
 /// Prompts and messages of the wrong shape are refused over HTTP naming
