@@ -957,6 +957,9 @@ impl<'de> Deserialize<'de> for PoolTexts {
                         }
                         (Elem::Ids(list), None) => match list.bad {
                             Some(b) => Some(format!("[{i}]{b}: {AN_ID}")),
+                            None if list.count > list.kept.len() as u64 => {
+                                Some(too_many_ids(&format!("[{i}]"), list.count))
+                            }
                             None => {
                                 t.keep(PoolText::Ids(list.kept));
                                 None
@@ -972,7 +975,10 @@ impl<'de> Deserialize<'de> for PoolTexts {
                     }
                     i += 1;
                 }
-                if let Some(run) = ids {
+                if let Some(run) = ids.filter(|_| t.bad.is_none()) {
+                    if run.count > run.kept.len() as u64 {
+                        t.bad = Some(too_many_ids("", run.count));
+                    }
                     t.texts = vec![PoolText::Ids(run.kept)];
                     t.count = 1;
                 }
@@ -1002,6 +1008,14 @@ impl<'de> Deserialize<'de> for PoolTexts {
     }
 }
 
+/// A pooling text of more ids than are kept (see [`MAX_KEPT_IDS`]): no
+/// model's context holds it, and its sequence would be counted short.
+fn too_many_ids(at: &str, count: u64) -> String {
+    format!(
+        "{at} holds {count} token ids, more than any model's context (the simulator keeps {MAX_KEPT_IDS} of a text)"
+    )
+}
+
 impl PoolTexts {
     fn keep(&mut self, text: PoolText) {
         if self.count < KEEP_TEXTS {
@@ -1021,6 +1035,7 @@ impl<'de> Deserialize<'de> for PoolQuery {
             Elem::Text(s) | Elem::Object(Some(s)) => Ok(PoolText::Text(s)),
             Elem::Ids(ids) => match ids.bad {
                 Some(b) => Err(format!("\"query\"{b}: {AN_ID}")),
+                None if ids.count > ids.kept.len() as u64 => Err(format!("\"query\"{}", too_many_ids("", ids.count))),
                 None => Ok(PoolText::Ids(ids.kept)),
             },
             Elem::Id(id) => Err(format!("\"query\" is {id}: it must be a string")),
