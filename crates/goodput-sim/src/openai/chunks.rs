@@ -204,17 +204,24 @@ impl ChunkWriter {
     pub fn preamble(&self, prompt: Usage) -> Bytes {
         let mut out = String::new();
         match self.route {
+            // With continuous usage, every chunk carries it, as vLLM's do.
             Route::Chat => {
                 self.head(&mut out);
                 out.push_str(
-                    "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null},\"finish_reason\":null}]}\n\n",
+                    "[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null},\"finish_reason\":null}]",
                 );
+                self.running_usage(0, &mut out);
+                out.push_str("}\n\n");
                 self.head(&mut out);
-                out.push_str("[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":null}]}\n\n");
+                out.push_str("[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":null}]");
+                self.running_usage(0, &mut out);
+                out.push_str("}\n\n");
             }
             Route::Completions => {
                 self.head(&mut out);
-                out.push_str("[{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+                out.push_str("[{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":null}]");
+                self.running_usage(0, &mut out);
+                out.push_str("}\n\n");
             }
             Route::Messages => {
                 let start = json!({
@@ -250,14 +257,18 @@ impl ChunkWriter {
         match self.route {
             Route::Chat => {
                 self.head(&mut out);
-                let _ = write!(out, "[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish_reason}\"}}]}}\n\n");
+                let _ = write!(out, "[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish_reason}\"}}]");
+                self.running_usage(usage.map_or(self.n_out, |u| u.completion), &mut out);
+                out.push_str("}\n\n");
             }
             Route::Completions => {
                 self.head(&mut out);
                 let _ = write!(
                     out,
-                    "[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish_reason}\"}}]}}\n\n"
+                    "[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish_reason}\"}}]"
                 );
+                self.running_usage(usage.map_or(self.n_out, |u| u.completion), &mut out);
+                out.push_str("}\n\n");
             }
             Route::Messages => {
                 let delta = json!({

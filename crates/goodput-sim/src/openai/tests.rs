@@ -334,3 +334,30 @@ fn messages_of_the_wrong_shape_name_the_message() {
         {"type": "thinking", "thinking": "hmm"}]}]});
     assert_eq!(GenerationRequest::parse(Route::Messages, body.to_string().as_bytes()).unwrap().prompt_words(), 1);
 }
+
+/// With `continuous_usage_stats`, every chunk carries usage, the role and
+/// empty preamble chunks and the finish chunk included, as vLLM's do.
+#[test]
+fn continuous_usage_is_on_every_chunk() {
+    for route in [Route::Chat, Route::Completions] {
+        let w = ChunkWriter::new(route, 7, "m", 1).with_lengths(4, 3).with_continuous_usage(true);
+        let mut all = payloads(route, &w.preamble(Usage::new(4, 0)));
+        let preamble = all.len();
+        all.extend(payloads(route, &w.tokens(0, 3)));
+        all.extend(payloads(route, &w.close("length", Some(Usage::new(4, 3)))));
+        // The last is the usage chunk itself.
+        for (i, v) in all.iter().enumerate() {
+            let completion = if i < preamble { 0 } else { 3 };
+            assert_eq!(
+                (v["usage"]["prompt_tokens"].as_u64(), v["usage"]["completion_tokens"].as_u64()),
+                (Some(4), Some(completion)),
+                "{route:?} chunk {i}: {v}"
+            );
+        }
+        // Without it, only the usage chunk carries usage.
+        let w = ChunkWriter::new(route, 7, "m", 1).with_lengths(4, 3);
+        let mut all = payloads(route, &w.preamble(Usage::new(4, 0)));
+        all.extend(payloads(route, &w.close("length", Some(Usage::new(4, 3)))));
+        assert_eq!(all.iter().filter(|v| !v["usage"].is_null()).count(), 1, "{route:?}");
+    }
+}
