@@ -24,11 +24,15 @@ pub(super) struct PrefillPool {
     pub(super) router: Arc<Mutex<Router>>,
     /// When each prefill instance's link is next free, on the wall clock.
     link_free: Vec<Mutex<Instant>>,
+    /// The tokens one prefill instance's KV cache holds.
+    kv_tokens: u64,
 }
 
 impl PrefillPool {
-    pub(super) fn new(link: KvLink, prefill: usize, blocks: u32) -> PrefillPool {
+    pub(super) fn new(link: KvLink, prefill: usize, capacity: &crate::engine::KvCapacity) -> PrefillPool {
+        let blocks = capacity.num_blocks;
         PrefillPool {
+            kv_tokens: capacity.tokens(),
             prefill,
             link,
             router: Arc::new(Mutex::new(Router::new(crate::engine::RouterPolicy::LeastLoaded, prefill, blocks))),
@@ -70,14 +74,20 @@ pub(super) struct Prefilled {
 
 /// Runs request `id`'s prefill on the least-loaded prefill instance;
 /// returns when it has ended, the instance keeping the request's blocks.
-/// Dropped with the client, it aborts the prefill.
+/// Dropped with the client, it aborts the prefill. A prompt that no
+/// prefill instance's KV cache holds is refused saying so (`max_tokens`:
+/// the request's, for the message).
 pub(super) async fn prefill(
     s: &EngineServer,
     id: u64,
     prompt: &Prompt,
+    max_tokens: u32,
     arrived: Instant,
 ) -> Result<Prefilled, Refused> {
-    let pool = s.pd.as_ref().expect("called only when disaggregated");
+    let Some(pool) = s.pd.as_ref() else { return Err(Refused::Gone) };
+    if prompt.len() as u64 + 1 > pool.kv_tokens {
+        return Err(Refused::Invalid(too_long_to_prefill(s, pool, prompt.len(), max_tokens)));
+    }
     let p = lock(&pool.router).route(prompt);
     let commands = s.commands[p].clone();
     let mut ticket = Ticket { id, commands: commands.clone(), live: true, router: pool.router.clone(), replica: p };
@@ -118,6 +128,26 @@ pub(super) async fn prefill(
     ticket.live = false;
     let cached = progress.cached.load(std::sync::atomic::Ordering::Acquire);
     Ok(Prefilled { held: Held { id, commands }, instance: p, cached })
+}
+
+/// Why a prompt is refused by the prefill pool: its instances' KV cache
+/// is smaller than the prompt, however large the decode pool's (whose
+/// cache the banner gives). The prefill instance's own refusal had named
+/// its cache as the engine's, and the one output token it makes as the
+/// request's.
+fn too_long_to_prefill(s: &EngineServer, pool: &PrefillPool, prompt: u32, max_tokens: u32) -> String {
+    let e = &s.cfg.engine;
+    let (p_tp, d_tp) = (e.pool_tp(false), e.pool_tp(true));
+    let (p, d) = e.pd.map_or((pool.prefill as u32, 1), |pd| (pd.prefill, pd.decode));
+    let decode = s.capacity().tokens();
+    let decode = if decode > pool.kv_tokens { format!(" (a decode instance's holds {decode})") } else { String::new() };
+    format!(
+        "the {prompt}-token prompt (max_tokens {max_tokens}) needs more KV cache than a prefill instance holds: \
+         {} tokens at TP {p_tp}{decode}; shorten the prompt, or give the prefill pool a larger TP (e.g. --pd \
+         {p}xTP{}:{d}xTP{d_tp}) or more memory (a lower precision, --kv-cache-dtype fp8, --gpu-memory-utilization)",
+        pool.kv_tokens,
+        p_tp.saturating_mul(2)
+    )
 }
 
 /// Moves `tokens` of a prefilled request's KV (its prompt's, less what its

@@ -165,7 +165,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let mut ticket = Ticket { id, commands: commands.clone(), live: false, router: s.router.clone(), replica };
     // Disaggregated: the prefill pool first.
     let prefilled = match s.pd.is_some() {
-        true => match super::disagg::prefill(&s, id, &prompt, arrived).await {
+        true => match super::disagg::prefill(&s, id, &prompt, n_out, arrived).await {
             Ok(done) => Some(done),
             Err(super::disagg::Refused::Invalid(m)) => return error_response(route, StatusCode::BAD_REQUEST, &m),
             Err(super::disagg::Refused::Gone) => {

@@ -49,7 +49,7 @@ impl EngineServer {
         let mut engines = cfg.engine.engine_configs().into_iter().map(Engine::new).collect::<Result<Vec<_>, _>>()?;
         let pd = match (cfg.engine.pd, crate::engine::KvLink::new(&cfg.engine)) {
             (Some(pd), Some(link)) => {
-                Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, engines[0].capacity().num_blocks))
+                Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, engines[0].capacity()))
             }
             _ => None,
         };

@@ -1133,3 +1133,34 @@ async fn bad_shapes_are_refused_naming_the_element() {
     }
     assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
 }
+
+/// A prompt that fits the decode pool's cache but not a prefill instance's
+/// is refused naming the prefill pool, its cache and the request's own
+/// max_tokens: the prefill instance's refusal had called its 8,128 tokens
+/// the engine's (the banner says 138,784) and its one token the request's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_too_long_for_the_prefill_pool_is_refused_naming_it() {
+    let engine = EngineConfig::from_names("llama-3.1-8b", "l4", Precision::Bf16).unwrap();
+    let mut cfg = EngineServerConfig { speed: 10.0, model_name: "sim-8b".into(), ..EngineServerConfig::new(engine) };
+    cfg.engine.pd = Some(goodput_sim::engine::Disaggregation::parse("2xTP1:1xTP2").unwrap());
+    cfg.engine.validate().unwrap();
+    let (base, server, _stop) = start(cfg).await;
+    let decode = server.capacity().tokens();
+    let http = client();
+    let body = json!({"prompt": words(20_000, "w"), "max_tokens": 5});
+    let resp = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message
+            .starts_with("the 20001-token prompt (max_tokens 5) needs more KV cache than a prefill instance holds: "),
+        "{message}"
+    );
+    assert!(message.contains(&format!("tokens at TP 1 (a decode instance's holds {decode})")), "{message}");
+    assert!(message.contains("(e.g. --pd 2xTP2:1xTP2)"), "{message}");
+    // A prompt that fits is served.
+    let body = json!({"prompt": words(200, "w"), "max_tokens": 5});
+    let v = answer(post(&http, format!("{base}/v1/completions"), &body)).await;
+    assert_eq!(v["usage"]["completion_tokens"], 5, "{v}");
+}
