@@ -131,6 +131,25 @@ pub struct FixedServer {
     pub gap_error: Lateness,
     /// Where each stream's write times go, when asked for.
     pub(crate) write_log: Option<WriteLog>,
+    /// Generation responses planned and not yet ended (see [`Live`]).
+    live: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// One generation response in flight, counted in its server's
+/// [`FixedServer::live_responses`] until it is dropped with its plan.
+pub(crate) struct Live(Arc<std::sync::atomic::AtomicU64>);
+
+impl Live {
+    fn new(count: &Arc<std::sync::atomic::AtomicU64>) -> Live {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Live(count.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl FixedServer {
@@ -157,7 +176,14 @@ impl FixedServer {
             lateness: Lateness::default(),
             gap_error: Lateness::default(),
             write_log: None,
+            live: Arc::default(),
         }
+    }
+
+    /// Generation responses (streamed or whole) in flight now: what a
+    /// shutdown waits for.
+    pub fn live_responses(&self) -> u64 {
+        self.live.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -337,6 +363,8 @@ pub(crate) struct Plan {
     stall: Duration,
     /// The request's `X-Request-Id`, kept only for the write log.
     request_id: Option<String>,
+    /// Counts the response as live until the plan is dropped.
+    _live: Live,
 }
 
 impl Reply {
@@ -401,6 +429,7 @@ impl Reply {
                 _ => Duration::ZERO,
             },
             request_id: request_id.filter(|_| s.write_log.is_some()),
+            _live: Live::new(&s.live),
         }))
     }
 }

@@ -13,6 +13,13 @@ use std::time::Duration;
 /// A live status line's source.
 type StatusFn = Box<dyn Fn() -> ServeStatus + Send>;
 
+/// How many responses are in flight: what a shutdown finishes.
+type LiveFn = Box<dyn Fn() -> u64 + Send>;
+
+/// How long responses in flight get to finish once the server is stopped
+/// (the grace of `goodput_sim::connections`' shutdown).
+const GRACE_S: u64 = 10;
+
 /// A flag of the other profile is refused, not dropped: `--profile engine
 /// --ttft 10ms` served the engine's own TTFT, `--profile fixed --gpu h200`
 /// fixed timings.
@@ -65,13 +72,11 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     inputs.extend(crate::output::named_file("--model", &a.model));
     crate::output::distinct_files(&inputs, &[("--write-log", a.write_log.as_deref())])?;
     other_profiles_flags(&a)?;
-    let (app, what, status) = match a.profile {
+    let (app, what, status, live) = match a.profile {
         ProfileArg::Engine => engine_app(&a, &served)?,
         ProfileArg::Fixed => fixed_app(&a, &served)?,
     };
-    let listener = listen((a.host.as_str(), a.port))
-        .await
-        .with_context(|| format!("cannot bind {}:{} (is the port in use? pick another with --port)", a.host, a.port))?;
+    let listener = listen((a.host.as_str(), a.port)).await.map_err(|e| bind_error(&a.host, a.port, e))?;
     let addr = listener.local_addr()?;
     // What goes wrong with connections (the cap reached, accept failing)
     // is said on stderr, whatever the live view.
@@ -92,23 +97,75 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
         what = crate::output::shown(&what)
     );
     let stop = tokio_util::sync::CancellationToken::new();
+    let abort = tokio_util::sync::CancellationToken::new();
     let view = show_status(&a, addr, status, &stop);
-    let s = stop.clone();
-    let mut signals = crate::interrupt::StopSignals::listen();
-    tokio::spawn(async move {
-        signals.next().await;
-        s.cancel();
-    });
-    let res = app.serve(listener, limits, async move { stop.cancelled().await }).await;
+    tokio::spawn(stop_on_signals(live, stop.clone(), abort.clone()));
+    let serving = app.serve(listener, limits, async move { stop.cancelled().await });
+    let (res, code) = tokio::select! {
+        res = serving => (res, ExitCode::SUCCESS),
+        // Dropping the server ends the connections still open.
+        () = abort.cancelled() => (Ok(()), ExitCode::from(130)),
+    };
     if let Some(v) = view {
         let _ = v.join();
     }
     res.context("serving")?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
+}
+
+/// Ctrl-C or SIGTERM: once, stop taking requests and give those in flight
+/// up to [`GRACE_S`] to finish, saying how many there are; twice, stop now.
+/// The second had been ignored and the first said nothing, so a server with
+/// live streams seemed to hang for its grace.
+async fn stop_on_signals(
+    live: LiveFn,
+    stop: tokio_util::sync::CancellationToken,
+    abort: tokio_util::sync::CancellationToken,
+) {
+    let mut signals = crate::interrupt::StopSignals::listen();
+    let Some(name) = signals.next().await else { return };
+    let n = live();
+    if n == 0 {
+        goodput_core::tell!("\nstopping ({name})");
+    } else {
+        goodput_core::tell!(
+            "\nstopping ({name}): finishing {n} live {} for up to {GRACE_S} s (Ctrl-C or SIGTERM again to stop now)",
+            if n == 1 { "response" } else { "responses" }
+        );
+    }
+    stop.cancel();
+    if let Some(again) = signals.next().await {
+        let n = live();
+        goodput_core::tell!(
+            "stopping now ({again}): {n} live {} cut short",
+            if n == 1 { "response" } else { "responses" }
+        );
+        abort.cancel();
+    }
+}
+
+/// Why `host:port` cannot be listened on, with the hint its error calls
+/// for: the port taken, an address that is not this machine's, a port
+/// below 1024 (one hint, about the port, had been given for every error).
+fn bind_error(host: &str, port: u16, e: std::io::Error) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let hint = match e.kind() {
+        ErrorKind::AddrInUse => "the port is in use: pick another with --port, or --port 0 for a free one".to_owned(),
+        ErrorKind::AddrNotAvailable => format!(
+            "{host} is not an address of this machine: use --host 127.0.0.1 for this machine only, or --host 0.0.0.0 \
+             for all its addresses"
+        ),
+        ErrorKind::PermissionDenied if port != 0 && port < 1024 => {
+            format!("ports below 1024 need privileges: pick --port {} or above, or --port 0 for a free one", 1024)
+        }
+        ErrorKind::PermissionDenied => "permission denied: pick another --host or --port".to_owned(),
+        _ => "check --host and --port".to_owned(),
+    };
+    anyhow::anyhow!("cannot bind {host}:{port} ({hint}): {e}")
 }
 
 /// The simulated engine's app, a line saying what it serves, and its live status.
-fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn)> {
+fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn, LiveFn)> {
     if a.write_log.is_some() {
         bail!("--write-log logs the fixed profile's writes: add --profile fixed");
     }
@@ -175,11 +232,16 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
             kv: Some(st.kv_usage),
         }
     });
-    Ok((Served::Engine(goodput_sim::engine_server::app(server)), what, status))
+    let s = server.clone();
+    let live = Box::new(move || {
+        let st = s.stats();
+        st.running as u64 + st.waiting as u64
+    });
+    Ok((Served::Engine(goodput_sim::engine_server::app(server)), what, status, live))
 }
 
 /// The fixed profile's app, a line saying what it serves, and its live status.
-fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn)> {
+fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn, LiveFn)> {
     // With no --served-model-name the fixed profile answers to any name;
     // with names, to those only (404 for another, as the engine and vLLM).
     let name = served.first().cloned().unwrap_or_else(|| "goodput-fixed".into());
@@ -217,7 +279,9 @@ fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Status
     for (case, rate) in &a.faults.fault {
         what.push_str(&format!(" · --fault {case}:{rate}"));
     }
-    Ok((Served::Fixed(server), what, status))
+    let s = server.clone();
+    let live = Box::new(move || s.live_responses());
+    Ok((Served::Fixed(server), what, status, live))
 }
 
 /// The live status: a full-screen view on a terminal, else a line every

@@ -22,6 +22,7 @@ mod runs;
 mod schema;
 mod secrets;
 mod serve_grid;
+mod serve_stop;
 mod shards;
 mod shell;
 mod signals;

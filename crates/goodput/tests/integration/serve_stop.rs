@@ -1,0 +1,128 @@
+//! `goodput serve` stopped with a stream in flight: the first Ctrl-C says
+//! how many responses it finishes and for how long, the second stops the
+//! server at once (it had been ignored, and the server silent for its
+//! 10 s grace).
+
+use std::io::{BufRead, Read, Write};
+use std::net::TcpStream;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// `goodput serve ARGS` on a free loopback port: the child (killed when
+/// the guard goes), its address, and its stderr's lines as they come.
+fn serve(args: &[&str]) -> (crate::cmd::Kill, String, mpsc::Receiver<String>) {
+    let mut child =
+        crate::cmd::goodput_child().args(["serve", "--port", "0", "--progress", "none"]).args(args).spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let guard = crate::cmd::Kill(child);
+    let addr = line_with(&rx, "listening on ")
+        .split_whitespace()
+        .nth(2)
+        .and_then(|u| u.strip_prefix("http://"))
+        .unwrap()
+        .to_owned();
+    (guard, addr, rx)
+}
+
+/// The next line of `rx` that holds `needle`, waiting up to 20 s.
+fn line_with(rx: &mpsc::Receiver<String>, needle: &str) -> String {
+    let t0 = Instant::now();
+    loop {
+        let left = Duration::from_secs(20).saturating_sub(t0.elapsed());
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains(needle) => return l,
+            Ok(_) => {}
+            Err(e) => panic!("no line with {needle:?}: {e}"),
+        }
+    }
+}
+
+/// Opens a long stream on `addr` and reads until its first token chunk.
+fn open_stream(addr: &str) -> TcpStream {
+    let mut sock = TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let body = r#"{"prompt":"a b c","max_tokens":100000,"stream":true}"#;
+    write!(
+        sock,
+        "POST /v1/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut b = [0u8; 4096];
+    while String::from_utf8_lossy(&seen).matches("data: ").nth(1).is_none() {
+        let n = sock.read(&mut b).unwrap();
+        assert!(n > 0, "the stream closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&b[..n]);
+    }
+    sock
+}
+
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+#[test]
+fn a_second_ctrl_c_stops_serve_at_once_and_the_first_says_what_it_finishes() {
+    for args in [&["--profile", "engine", "--speed", "0.2"][..], &["--profile", "fixed", "--itl", "50ms"]] {
+        let (mut guard, addr, lines) = serve(args);
+        let _stream = open_stream(&addr);
+        signal(&guard.0, libc::SIGINT);
+        let said = line_with(&lines, "stopping");
+        assert!(
+            said.contains("stopping (Ctrl-C): finishing 1 live response for up to 10 s (Ctrl-C or SIGTERM again"),
+            "{args:?}: {said}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(guard.0.try_wait().unwrap().is_none(), "{args:?}: the first Ctrl-C lets the stream finish");
+        let t0 = Instant::now();
+        signal(&guard.0, libc::SIGTERM);
+        let status = loop {
+            if let Some(s) = guard.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "{args:?}: still serving 5 s after the second signal");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(130), "{args:?}");
+        let said = line_with(&lines, "stopping now");
+        assert!(said.contains("stopping now (SIGTERM): 1 live response cut short"), "{args:?}: {said}");
+    }
+}
+
+/// An address that is not this machine's is refused with a hint about the
+/// address, not about the port.
+#[test]
+fn a_bind_error_says_what_to_change() {
+    let o = crate::cmd::goodput()
+        .args(["serve", "--host", "192.0.2.1", "--port", "0", "--progress", "none"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("cannot bind 192.0.2.1:0 (192.0.2.1 is not an address of this machine: use --host 127.0.0.1"),
+        "{err}"
+    );
+    assert!(!err.contains("port is in use"), "{err}");
+    // A port in use says so.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let o = crate::cmd::goodput()
+        .args(["serve", "--host", "127.0.0.1", "--port", &port, "--progress", "none"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("cannot bind 127.0.0.1:{port} (the port is in use: pick another")), "{err}");
+}
