@@ -94,7 +94,7 @@ fn open_file_limit() -> Option<u64> {
 }
 
 /// How long the connections still busy at a shutdown get to finish.
-const GRACE: Duration = Duration::from_secs(10);
+pub const GRACE: Duration = Duration::from_secs(10);
 
 /// Accepts connections on `listener` within `limits` until `shutdown`
 /// resolves, running `connection` on each: its socket, the permit that

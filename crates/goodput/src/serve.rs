@@ -16,9 +16,8 @@ type StatusFn = Box<dyn Fn() -> ServeStatus + Send>;
 /// How many responses are in flight: what a shutdown finishes.
 type LiveFn = Box<dyn Fn() -> u64 + Send>;
 
-/// How long responses in flight get to finish once the server is stopped
-/// (the grace of `goodput_sim::connections`' shutdown).
-const GRACE_S: u64 = 10;
+/// How long responses in flight get to finish once the server is stopped.
+const GRACE_S: u64 = goodput_sim::connections::GRACE.as_secs();
 
 /// A flag of the other profile is refused, not dropped: `--profile engine
 /// --ttft 10ms` served the engine's own TTFT, `--profile fixed --gpu h200`

@@ -33,7 +33,8 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
     let stamp = a.config.client.as_ref().map(|c| c.stamp.as_str());
     let late = crate::analysis::summary::read_lag_warning(&analysis.summary, stamp, chunks);
     let streamed = a.config.client.as_ref().is_some_and(|c| c.stream);
-    let unstreamed = streamed.then(|| unstreamed_warning(records)).flatten();
+    let unstreamed =
+        if streamed { unstreamed_warning(records) } else { unmeasured_terms_warning(records, opts.slo.as_ref()) };
     RunResult {
         schema: SCHEMA.into(),
         tool: a.tool,
@@ -94,6 +95,29 @@ fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
          counts them as not met",
         whole + one_read
     ))
+}
+
+/// The warning for a run not asked to stream (`--no-stream`, a pooling
+/// API) whose SLO has a tpot or itl_max term: its answers of two tokens or
+/// more come whole, so that term counts them as not met, and a run whose
+/// every request failed the SLO had said nothing of why.
+fn unmeasured_terms_warning(records: &[RequestRecord], slo: Option<&crate::analysis::slo::Slo>) -> Option<String> {
+    use crate::analysis::slo::SloMetric;
+    let slo = slo?;
+    let timed = |m: SloMetric| matches!(m, SloMetric::Tpot | SloMetric::ItlMax);
+    if !slo.limits.iter().map(|l| l.metric).chain(slo.objectives.iter().map(|o| o.metric)).any(timed) {
+        return None;
+    }
+    let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
+    let (completed, whole) =
+        ok.fold((0u64, 0u64), |(c, w), r| (c + 1, w + u64::from(crate::analysis::slo::unstreamed(r))));
+    (whole > 0).then(|| {
+        format!(
+            "{whole} of {completed} completed requests were not streamed (--no-stream) and answered two tokens or \
+             more at once: they have no TPOT or ITL, and the SLO's tpot or itl_max term counts them as not met; \
+             stream them (drop --no-stream), or judge them by ttft and e2e"
+        )
+    })
 }
 
 /// Requests a user of a closed loop sends by default: enough that the

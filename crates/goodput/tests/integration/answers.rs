@@ -170,8 +170,9 @@ fn a_silent_metrics_endpoint_delays_the_start_and_bunches_no_request() {
     // The schedule spans its 10 requests at 10/s: not sent at once.
     let window = v["window"]["duration_s"].as_f64().unwrap();
     assert!(window > 0.5, "the window is {window} s");
-    let diagnosis = v["diagnosis"].to_string();
-    assert!(!diagnosis.contains("client-side lateness"), "{diagnosis}");
+    // (No check of the diagnosis: on a busy machine the client may be late
+    // by tens of milliseconds and say so; the probe's 5 s is what the queue
+    // bound above rules out.)
     assert!(v["server_signals"].is_null(), "no metrics were read: {}", v["server_signals"]);
 }
 
@@ -257,6 +258,24 @@ fn streamed_requests_answered_whole_are_warned_of_and_meet_no_tpot_term() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = read_json(&out);
     assert!(!v["warnings"].to_string().contains("asked to stream"), "{}", v["warnings"]);
+    assert!(!v["warnings"].to_string().contains("were not streamed"), "{}", v["warnings"]);
+    // With a TPOT term as well, --no-stream's whole answers meet none of it:
+    // the result says why every request failed the SLO.
+    let o = goodput()
+        .args(["bench", "-q", "--url", &server.url, "--model", "m", "-n", "2", "-c", "1", "--no-metrics"])
+        .args(["--no-stream", "--slo", "tpot<=50ms"])
+        .arg("-o")
+        .arg(&out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let v = read_json(&out);
+    let warned =
+        v["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).find(|w| w.contains("--no-stream"));
+    let warned =
+        warned.unwrap_or_else(|| panic!("no warning: {}; {}", v["warnings"], String::from_utf8_lossy(&o.stderr)));
+    assert!(warned.starts_with("2 of 2 completed requests were not streamed") && warned.contains("tpot"), "{warned}");
+    assert_eq!(v["summary"]["goodput"]["good_requests"], 0, "{}", v["summary"]["goodput"]);
 }
 
 /// A model list whose name is longer than any model's is refused, saying
