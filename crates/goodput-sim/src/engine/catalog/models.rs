@@ -78,6 +78,11 @@ pub struct ModelSpec {
     /// NVFP4), DeepSeek-V3's FP8. What `--precision auto` runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_precision: Option<Precision>,
+    /// A `quantization_config` whose scheme is not modelled (MXFP4,
+    /// bitsandbytes, mixed schemes), named: the weights run at
+    /// `--precision`'s width (16-bit under `auto`), and the commands say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmodelled_quantization: Option<String>,
 }
 
 struct ModelEntry {
@@ -347,6 +352,7 @@ impl ModelSpec {
             dense_intermediate_size: e.dense_intermediate,
             mla: e.mla,
             checkpoint_precision: e.checkpoint,
+            unmodelled_quantization: None,
         }
     }
 
@@ -389,7 +395,10 @@ impl ModelSpec {
     /// `kv_lora_rank` makes the attention multi-head latent attention
     /// (DeepSeek-V2 and V3), with `q_lora_rank` (absent or null: full-rank
     /// queries), `qk_nope_head_dim`, `qk_rope_head_dim` and `v_head_dim`.
-    /// Multimodal configs are read from their `text_config`. Not read: biases,
+    /// Multimodal configs are read from their `text_config`, a key it lacks
+    /// (or holds as null) from the top level, where such configs keep
+    /// `quantization_config` and at times `vocab_size`; a top-level key
+    /// that is null counts as absent. Not read: biases,
     /// norms and Qwen-MoE's one-output shared-expert gate (a fraction of a
     /// percent), multi-token-prediction layers (`num_nextn_predict_layers`:
     /// vLLM loads them only to draft speculative tokens) and
@@ -401,13 +410,12 @@ impl ModelSpec {
         // is counted layer by layer.
         const MAX_MOE_LAYERS: u32 = 100_000;
         let invalid = |message: String| Error::ModelConfigInvalid { source_name: fallback_name.to_string(), message };
+        // A byte-order mark before the JSON (an editor's on Windows) is not the config's.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let root: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
-        let mut cfg = root.as_object().ok_or_else(|| invalid("the top level is not a JSON object".into()))?;
-        if cfg.get("num_hidden_layers").is_none() {
-            if let Some(inner) = cfg.get("text_config").and_then(|v| v.as_object()) {
-                cfg = inner;
-            }
-        }
+        let top = root.as_object().ok_or_else(|| invalid("the top level is not a JSON object".into()))?;
+        let (merged, nested) = text_config_over(top);
+        let cfg = merged.as_ref().unwrap_or(top);
         // A count that may be 0 (`first_k_dense_replace`, `n_shared_experts`).
         let get0 =
             |key: &str| -> Result<Option<u32>, Error> {
@@ -428,8 +436,15 @@ impl ModelSpec {
                     .ok_or_else(|| invalid(format!("`{key}` must be a positive integer, got {}", shown_value(v)))),
             }
         };
-        let need =
-            |key: &str| -> Result<u32, Error> { get(key)?.ok_or_else(|| invalid(format!("`{key}` is missing"))) };
+        let need = |key: &str| -> Result<u32, Error> {
+            get(key)?.ok_or_else(|| {
+                invalid(if nested {
+                    format!("`{key}` is missing (looked for in `text_config`, then at the top level)")
+                } else {
+                    format!("`{key}` is missing")
+                })
+            })
+        };
 
         let num_layers = need("num_hidden_layers")?;
         let hidden_size = need("hidden_size")?;
@@ -596,7 +611,12 @@ impl ModelSpec {
                 })?
             }
         };
-        let checkpoint_precision = cfg.get("quantization_config").and_then(checkpoint_precision);
+        let quantization = cfg.get("quantization_config").filter(|q| !q.is_null());
+        let checkpoint_precision = quantization.and_then(checkpoint_precision);
+        let unmodelled_quantization = match (quantization, checkpoint_precision) {
+            (Some(q), None) => Some(quantization_name(q)),
+            _ => None,
+        };
         let tie_word_embeddings = match cfg.get("tie_word_embeddings") {
             None | Some(serde_json::Value::Null) => false,
             Some(v) => v.as_bool().ok_or_else(|| {
@@ -627,6 +647,7 @@ impl ModelSpec {
             dense_intermediate_size,
             mla,
             checkpoint_precision,
+            unmodelled_quantization,
         };
         // Sizes whose product passes any model's (a hidden_size of 2^31 had
         // wrapped the parameter count, and the model "fit" on one GPU).
@@ -842,7 +863,10 @@ impl ModelSpec {
 /// (bitsandbytes, MXFP4, mixed schemes) is left to `--precision`.
 fn checkpoint_precision(q: &serde_json::Value) -> Option<Precision> {
     let text = |v: &serde_json::Value, key: &str| v.get(key).and_then(|m| m.as_str()).map(str::to_ascii_lowercase);
-    let bits = |v: &serde_json::Value, key: &str| v.get(key).and_then(|b| b.as_u64());
+    // A count, or one written as a string ("bits": "4", as some exports do).
+    let bits = |v: &serde_json::Value, key: &str| {
+        v.get(key).and_then(|b| b.as_u64().or_else(|| b.as_str().and_then(|s| s.trim().parse().ok())))
+    };
     let weight_only = |b: Option<u64>| match b {
         Some(4) => Some(Precision::Int4),
         Some(8) => Some(Precision::Int8),
@@ -857,17 +881,64 @@ fn checkpoint_precision(q: &serde_json::Value) -> Option<Precision> {
             _ => None,
         },
         "compressed-tensors" => {
+            // Groups that all quantize their weights alike are one scheme.
             let groups = q.get("config_groups")?.as_object()?;
-            let [group] = groups.values().collect::<Vec<_>>()[..] else { return None };
-            let w = group.get("weights")?;
-            match (text(w, "type")?.as_str(), bits(w, "num_bits")?) {
-                ("float", 8) => Some(Precision::Fp8),
-                ("int", b) => weight_only(Some(b)),
+            let widths = groups
+                .values()
+                .map(|group| {
+                    let w = group.get("weights")?;
+                    match (text(w, "type")?.as_str(), bits(w, "num_bits")?) {
+                        ("float", 8) => Some(Precision::Fp8),
+                        ("int", b) => weight_only(Some(b)),
+                        _ => None,
+                    }
+                })
+                .collect::<Option<Vec<Precision>>>()?;
+            match widths[..] {
+                [first, ref rest @ ..] if rest.iter().all(|&p| p == first) => Some(first),
                 _ => None,
             }
         }
         _ => None,
     }
+}
+
+/// A `quantization_config` [`checkpoint_precision`] does not model, named
+/// for a note: its `quant_method` (with `bits` where given), else its value.
+fn quantization_name(q: &serde_json::Value) -> String {
+    match q.get("quant_method").and_then(|m| m.as_str()) {
+        Some(m) => match q.get("bits").or_else(|| q.get("w_bit")) {
+            Some(b) => format!("{} ({} bits)", shown_value(&serde_json::Value::String(m.into())), shown_value(b)),
+            None => shown_value(&serde_json::Value::String(m.into())),
+        },
+        None => shown_value(q),
+    }
+}
+
+/// A multimodal config's text model: its `text_config`, each key it lacks
+/// (or holds as null) taken from the top level, where such configs keep
+/// `quantization_config` (Llama 4's, Qwen-VL's quantized checkpoints) and
+/// at times `vocab_size`. `None` where the top level is the text model (it
+/// gives `num_hidden_layers`) or there is no `text_config`; the flag says
+/// whether `text_config` was read.
+fn text_config_over(
+    top: &serde_json::Map<String, serde_json::Value>,
+) -> (Option<serde_json::Map<String, serde_json::Value>>, bool) {
+    let given = |m: &serde_json::Map<String, serde_json::Value>, k: &str| m.get(k).is_some_and(|v| !v.is_null());
+    if given(top, "num_hidden_layers") {
+        return (None, false);
+    }
+    let Some(inner) = top.get("text_config").and_then(|v| v.as_object()) else { return (None, false) };
+    let mut merged = inner.clone();
+    for (k, v) in top {
+        if matches!(k.as_str(), "text_config" | "vision_config" | "audio_config") || v.is_null() {
+            continue;
+        }
+        if !given(&merged, k) {
+            merged.insert(k.clone(), v.clone());
+        }
+    }
+    (Some(merged), true)
 }
 
 /// A config's value in a message: itself where short, its start where not

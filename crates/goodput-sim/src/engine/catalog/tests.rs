@@ -458,6 +458,13 @@ fn a_checkpoint_s_width_is_read_from_its_quantization_config() {
                 {"num_bits": 4, "type": "int"}}}}"#,
             Some(Precision::Int4),
         ),
+        // Bits written as a string, and compressed-tensors' groups that agree.
+        (r#"{"quant_method": "gptq", "bits": "4"}"#, Some(Precision::Int4)),
+        (
+            r#"{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights":
+                {"num_bits": 8, "type": "float"}}, "group_1": {"weights": {"num_bits": 8, "type": "float"}}}}"#,
+            Some(Precision::Fp8),
+        ),
         // Not modelled: left to --precision.
         (r#"{"quant_method": "bitsandbytes", "load_in_4bit": true}"#, None),
         (r#"{"quant_method": "mxfp4"}"#, None),
@@ -470,4 +477,52 @@ fn a_checkpoint_s_width_is_read_from_its_quantization_config() {
     // DeepSeek-V3 is published in FP8; the Llamas in 16 bits.
     assert_eq!(ModelSpec::lookup("deepseek-r1").unwrap().checkpoint_precision, Some(Precision::Fp8));
     assert_eq!(ModelSpec::lookup("llama-3.1-8b").unwrap().checkpoint_precision, None);
+}
+
+#[test]
+fn an_unmodelled_quantization_is_named_for_the_note() {
+    let base = r#""num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512,
+        "vocab_size": 1000"#;
+    let named = |q: &str| {
+        ModelSpec::from_hf_config_str(&format!("{{{base}, \"quantization_config\": {q}}}"), "m")
+            .unwrap()
+            .unmodelled_quantization
+    };
+    assert_eq!(named(r#"{"quant_method": "mxfp4"}"#).as_deref(), Some("\"mxfp4\""));
+    assert_eq!(named(r#"{"quant_method": "gptq", "bits": 3}"#).as_deref(), Some("\"gptq\" (3 bits)"));
+    let mixed = r#"{"quant_method": "compressed-tensors", "config_groups": {"a": {"weights": {"num_bits": 8,
+        "type": "float"}}, "b": {"weights": {"num_bits": 4, "type": "int"}}}}"#;
+    assert_eq!(named(mixed).as_deref(), Some("\"compressed-tensors\""));
+    // Modelled, or none at all: nothing to say.
+    assert_eq!(named(r#"{"quant_method": "awq", "bits": 4}"#), None);
+    assert_eq!(named("null"), None);
+}
+
+#[test]
+fn a_multimodal_config_takes_what_its_text_config_lacks_from_the_top_level() {
+    let sizes = r#""num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336"#;
+    let read = |text: &str| ModelSpec::from_hf_config_str(text, "mm");
+    // Qwen-VL's and Llama 4's quantized checkpoints keep quantization_config
+    // at the top: it had been ignored, and the model ran in 16 bits.
+    let awq = format!(
+        r#"{{"quantization_config": {{"quant_method": "awq", "bits": 4}},
+            "text_config": {{{sizes}, "vocab_size": 128256}}}}"#
+    );
+    let m = read(&awq).unwrap();
+    assert_eq!((m.num_layers, m.checkpoint_precision), (32, Some(Precision::Int4)));
+    // A null at the top is absent: text_config is read.
+    let null = format!(r#"{{"num_hidden_layers": null, "text_config": {{{sizes}, "vocab_size": 128256}}}}"#);
+    assert_eq!(read(&null).unwrap().num_layers, 32);
+    // vocab_size at the top, the rest nested.
+    let partial = format!(r#"{{"vocab_size": 128256, "text_config": {{{sizes}}}}}"#);
+    assert_eq!(read(&partial).unwrap().vocab_size, 128256);
+    // The nested value wins over the top's; a key in neither is named with where it was looked for.
+    let both = format!(r#"{{"vocab_size": 7, "text_config": {{{sizes}, "vocab_size": 128256}}}}"#);
+    assert_eq!(read(&both).unwrap().vocab_size, 128256);
+    let e = read(&format!(r#"{{"text_config": {{{sizes}}}}}"#)).unwrap_err().to_string();
+    assert!(e.contains("`vocab_size` is missing (looked for in `text_config`, then at the top level)"), "{e}");
+    // A byte-order mark before the JSON is not the config's.
+    let flat = format!("\u{feff}{{{sizes}, \"vocab_size\": 128256}}");
+    assert_eq!(read(&flat).unwrap().num_layers, 32);
 }
