@@ -131,6 +131,13 @@ impl Calibration {
             merged.as_object_mut().ok_or_else(|| Error::InvalidCalibration("calibration is not an object".into()))?;
         for (key, value) in fields {
             if !known.contains_key(key) {
+                // The per-family form (`{"hopper": {...}}`), one run's GPU family at a time here.
+                if GpuFamily::ALL.iter().any(|f| f.as_str().eq_ignore_ascii_case(key)) {
+                    return Err(Error::InvalidCalibration(format!(
+                        "`{key}` is a GPU family: a file of constants per family is what --validate reads; a run \
+                         takes one family's constants, so give the object under `{key}` alone ({{\"eta_compute\": …}})"
+                    )));
+                }
                 let names: Vec<&str> = known.keys().map(String::as_str).collect();
                 return Err(Error::InvalidCalibration(format!(
                     "unknown constant `{key}`; known: {}",
@@ -169,13 +176,15 @@ impl Calibration {
         for (name, v) in shares {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(Error::InvalidCalibration(format!(
-                    "{name} = {v} must lie in (0, 1]: it is a share of a datasheet peak"
+                    "{name} = {} must lie in (0, 1]: it is a share of a datasheet peak",
+                    shown(v)
                 )));
             }
             // 1e-300 had made every step a century long.
             if v < MIN_SHARE {
                 return Err(Error::InvalidCalibration(format!(
-                    "{name} = {v} is below any engine's ({MIN_SHARE}, a thousandth of the datasheet's peak)"
+                    "{name} = {} is below any engine's ({MIN_SHARE}, a thousandth of the datasheet's peak)",
+                    shown(v)
                 )));
             }
         }
@@ -197,18 +206,21 @@ impl Calibration {
         ];
         for (name, v, _) in amounts {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(Error::InvalidCalibration(format!("{name} = {v} must be a finite number ≥ 0")));
+                return Err(Error::InvalidCalibration(format!("{name} = {} must be a finite number ≥ 0", shown(v))));
             }
         }
         for (name, v, most) in amounts {
             if v > most {
-                return Err(Error::InvalidCalibration(format!("{name} = {v} is past any engine's (at most {most})")));
+                return Err(Error::InvalidCalibration(format!(
+                    "{name} = {} is past any engine's (at most {most})",
+                    shown(v)
+                )));
             }
         }
         if !(0.0..=0.5).contains(&self.step_time_cv) {
             return Err(Error::InvalidCalibration(format!(
                 "step_time_cv = {} must lie in [0, 0.5]: it is a step time's relative spread",
-                self.step_time_cv
+                shown(self.step_time_cv)
             )));
         }
         Ok(())
@@ -255,6 +267,16 @@ where
     start
 }
 
+/// A constant in a message: as written where it is of everyday size, in
+/// scientific notation where not (1e-300 had been printed as 300 digits).
+fn shown(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-4..1e16).contains(&v.abs()) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
 /// `us` microseconds (checked finite and ≥ 0, not bounded: clamped).
 fn micros(us: f64) -> Duration {
     goodput_core::clamped_secs(us / 1e6).min(goodput_core::HORIZON)
@@ -271,4 +293,23 @@ pub(crate) fn splitmix64(mut z: u64) -> u64 {
 /// A uniform draw on [0, 1) from 64 random bits.
 pub(crate) fn unit_draw(bits: u64) -> f64 {
     (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_print_tiny_constants_short_and_name_the_per_family_form() {
+        let base = Calibration::default();
+        let err = base.overlay_json(r#"{"eta_weights": 1e-300}"#).unwrap_err().to_string();
+        assert!(err.contains("eta_weights = 1e-300 is below any engine's"), "{err}");
+        assert!(err.len() < 300, "{} characters: {err}", err.len());
+        let err = base.overlay_json(r#"{"c_seq_us": -1e-200}"#).unwrap_err().to_string();
+        assert!(err.contains("c_seq_us = -1e-200 must be"), "{err}");
+        // The form --validate reads, one object a family: named, with the fix.
+        let err = base.overlay_json(r#"{"hopper": {"eta_kv": 0.6}}"#).unwrap_err().to_string();
+        assert!(err.contains("`hopper` is a GPU family") && err.contains("under `hopper` alone"), "{err}");
+        assert_eq!((shown(0.25), shown(1e15), shown(2e-5)), ("0.25".into(), "1000000000000000".into(), "2e-5".into()));
+    }
 }
