@@ -386,6 +386,7 @@ mod tests {
     use crate::engine::catalog::Precision;
     use crate::engine::roofline::Roofline;
     use crate::engine::router::RouterPolicy;
+    use goodput_core::FailureKind;
     use goodput_core::RequestMetrics;
 
     fn h100_8b() -> EngineConfig {
@@ -451,6 +452,38 @@ mod tests {
         assert_eq!(run.records[4].sent, first_end);
         assert!(run.engine.steps > 0 && !run.engine.samples.is_empty());
         assert_eq!(simulate(&cfg, &VirtualLoad::closed_loop(same(12, 300, 20), 4)).unwrap(), run);
+    }
+
+    #[test]
+    fn a_request_past_the_context_is_answered_400_and_the_run_goes_on() {
+        // One tail draw past the model's context had ended the whole run
+        // ("request 2 rejected") and lost every record; a server answers it
+        // with a 400 and serves the rest.
+        let mut cfg = h100_8b();
+        cfg.model.max_context = 4096;
+        let mut requests = same(8, 300, 20);
+        requests[2] = VirtualRequest::new(4583, 223);
+        let check = |cfg: &EngineConfig, load: &VirtualLoad, admitted: u64| {
+            let run = simulate(cfg, load).unwrap();
+            assert_eq!(run.records.len(), 8);
+            let failed: Vec<&RequestRecord> = run.records.iter().filter(|r| !r.outcome.is_success()).collect();
+            assert_eq!(failed.len(), 1, "{:?}", failed);
+            let r = failed[0];
+            assert_eq!((r.id, r.http_status, r.outcome.failure_kind()), (2, Some(400), Some(FailureKind::HttpStatus)));
+            let Outcome::Failed { message, .. } = &r.outcome else { unreachable!() };
+            assert!(message.starts_with("HTTP 400 Bad Request: 4583 prompt + 223 output tokens exceed"), "{message}");
+            assert!(r.chunks.is_empty() && r.end >= r.sent);
+            // Its user went on: the others all finished, and the engine never saw it.
+            assert!(run.records.iter().filter(|r| r.id != 2).all(|r| r.outcome.is_success()));
+            assert_eq!(run.engine.replicas.iter().map(|v| v.requests).sum::<u64>(), admitted);
+        };
+        check(&cfg, &VirtualLoad::closed_loop(requests.clone(), 2), 7);
+        // Disaggregated too, where the prefill instance would have taken it
+        // (its one token fits) and the decode instance refused it later.
+        let pd = disaggregated(&cfg, "1:1");
+        pd.validate().unwrap();
+        // Each of the 7 others on both pools.
+        check(&pd, &VirtualLoad::closed_loop(requests, 2), 14);
     }
 
     #[test]

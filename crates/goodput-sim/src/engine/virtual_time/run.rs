@@ -8,6 +8,7 @@ use crate::engine::router::Router;
 use crate::engine::scheduler::EngineStats;
 use crate::engine::serial_start;
 use goodput_core::load::dispatch::{Action, Dispatcher};
+use goodput_core::FailureKind;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -158,7 +159,8 @@ impl<'a> VirtualRun<'a> {
             }
             self.give_ups.pop();
             let Some(record) = self.records[i].as_mut() else { continue };
-            if record.outcome.is_success() {
+            // Done already: answered, or refused (see `refuse`).
+            if !matches!(record.outcome, Outcome::Cancelled) || record.http_status.is_some() {
                 continue;
             }
             if let Some(&r) = self.replica_of.get(i).filter(|&&r| r != NONE) {
@@ -238,17 +240,62 @@ impl<'a> VirtualRun<'a> {
                 cfg.block_size,
             );
             if let Some(pd) = self.pd.as_mut() {
+                // The whole request must fit the model's context, though the
+                // prefill instance makes one token of it: refused up front,
+                // as a real server's front end refuses it.
+                if let Err(message) = cfg.model.check_context(prompt.len() as u64, r.output_tokens.into()) {
+                    self.refuse(i, message);
+                    continue;
+                }
                 // Prefill only: the prefill instance's one token is not sent.
                 let replica = pd.route_prefill(i, &prompt);
                 self.replica_of[i] = replica as u32;
-                self.engines[replica].add_request(i as u64, prompt, 1)?;
+                if let Err(e) = self.engines[replica].add_request(i as u64, prompt, 1) {
+                    let message = refused(e)?;
+                    if let Some(p) = self.pd.as_mut() {
+                        p.done(replica);
+                        p.give_up(i);
+                    }
+                    self.replica_of[i] = NONE;
+                    self.refuse(i, message);
+                }
                 continue;
             }
             let replica = self.router.route(&prompt);
             self.replica_of[i] = replica as u32;
-            self.engines[replica].add_request(i as u64, prompt, r.output_tokens)?;
+            if let Err(e) = self.engines[replica].add_request(i as u64, prompt, r.output_tokens) {
+                let message = refused(e)?;
+                self.router.done(replica);
+                self.replica_of[i] = NONE;
+                self.refuse(i, message);
+            }
         }
         Ok(())
+    }
+
+    /// Request `i` was refused by the engine (longer than the model's
+    /// context or the KV cache, say): it ends now as a real server answers
+    /// it, with a 400 and the engine's message, as the live client records
+    /// one; its user is free at once (a session ends with it), and the run
+    /// goes on.
+    fn refuse(&mut self, i: usize, message: String) {
+        let (request, now) = (&self.load.requests[i], self.now);
+        let Some(record) = self.records[i].as_mut() else { return };
+        record.end = now;
+        record.http_status = Some(400);
+        record.outcome =
+            Outcome::Failed { kind: FailureKind::HttpStatus, message: format!("HTTP 400 Bad Request: {message}") };
+        record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
+        record.counts.intended_prompt = Some(request.input_tokens as u64);
+        record.counts.requested_completion = Some(request.output_tokens as u64);
+        record.input_tokens = request.input_tokens as u64;
+        if let (Some(w), None) = (self.watch.as_mut(), &self.decided) {
+            self.decided = w.observe(record);
+        }
+        self.dispatcher.done(now);
+        if self.decided.is_some() && !self.dispatcher.finished() {
+            self.stop_sending();
+        }
     }
 
     /// Disaggregated: tells the decode instances whose KV landed by now,
@@ -340,7 +387,18 @@ impl<'a> VirtualRun<'a> {
             self.replica_of[i] = NONE;
             if let Some((d, prompt)) = self.pd.as_mut().and_then(|pd| pd.prefilled(i, p)) {
                 self.replica_of[i] = d as u32;
-                self.engines[d].add_remote_request(ev.id, prompt, self.load.requests[i].output_tokens)?;
+                if let Err(e) = self.engines[d].add_remote_request(ev.id, prompt, self.load.requests[i].output_tokens) {
+                    // The decode instance refused it (its KV cache is too
+                    // small for the whole request): answered as a 400.
+                    let message = refused(e)?;
+                    self.engines[p].release_held(ev.id);
+                    if let Some(pd) = self.pd.as_mut() {
+                        pd.done(d);
+                        pd.give_up(i);
+                    }
+                    self.replica_of[i] = NONE;
+                    self.refuse(i, message);
+                }
             }
         }
         Ok(())
@@ -499,6 +557,15 @@ impl<'a> VirtualRun<'a> {
             ran_out,
             stop: self.decided,
         }
+    }
+}
+
+/// The engine's message for a request it refused, which a real server
+/// answers with a 400; any other error ends the run.
+fn refused(e: Error) -> Result<String, Error> {
+    match e {
+        Error::InvalidRequest { message, .. } => Ok(message),
+        other => Err(other),
     }
 }
 
