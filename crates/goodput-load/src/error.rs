@@ -330,8 +330,20 @@ pub enum TraceFault {
          (Timestamp,Model,Request tokens,Response tokens,…); --trace-format names one"
     )]
     Unknown { first: String },
-    #[error("the trace has no requests")]
-    Empty,
+    /// No request; `skipped` rows were read and left out (BurstGPT's of 0
+    /// response tokens, its failures).
+    #[error(
+        "the trace has no requests{}",
+        if *skipped > 0 {
+            format!(
+                ": its {skipped} row(s) were all skipped, each with 0 Response tokens (BurstGPT's mark of a failed \
+                 request, which asked for nothing a replay can send)"
+            )
+        } else {
+            String::new()
+        }
+    )]
+    Empty { skipped: u64 },
     #[error(
         "the trace's last line comes {} s after its first (at this --trace-speed): more than 100 years, longer \
          than any run; check its timestamps are seconds, or give a higher --trace-speed",

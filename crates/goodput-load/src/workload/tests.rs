@@ -334,3 +334,22 @@ fn dataset_references_as_a_string_a_list_or_an_answer() {
         assert!(err.contains(want) && err.contains("line 1"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn a_lognormal_s_median_is_below_its_mean_and_its_tail_share_and_clamping_are_measured() {
+    let code = LengthDist::LogNormal { mean: 1024.0, sigma: 0.6 };
+    // exp(μ) = mean · exp(−σ²/2).
+    assert_eq!(code.median(), (1024.0 * (-0.18f64).exp()).round() as u32);
+    assert_eq!((LengthDist::Fixed(7).median(), LengthDist::Uniform { lo: 2, hi: 10 }.median()), (7, 6));
+    // Llama-2's 4,096 tokens: a fraction of a percent of --preset code's draws pass it.
+    let out = LengthDist::LogNormal { mean: 256.0, sigma: 0.6 };
+    let share = crate::workload::share_past(&code, 50, &out, 4096);
+    assert!((0.001..0.02).contains(&share), "{share}");
+    assert_eq!(crate::workload::share_past(&LengthDist::Fixed(100), 0, &LengthDist::Fixed(10), 4096), 0.0);
+    // Clamping at 1 token pulls lognormal:256,10's mean to a few tokens: said.
+    let wide = LengthDist::LogNormal { mean: 256.0, sigma: 10.0 };
+    let w = wide.clamp_warning("--input-tokens").unwrap();
+    assert!(w.contains("--input-tokens lognormal:256,10 draws a mean of") && w.contains("not 256"), "{w}");
+    assert_eq!(code.clamp_warning("--input-tokens"), None);
+    assert_eq!(LengthDist::Fixed(1).clamp_warning("--input-tokens"), None);
+}
