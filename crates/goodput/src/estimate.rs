@@ -19,7 +19,12 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     }
     crate::virtual_point::refuse_unused_sizes(&a.engine.hw, a.given.has("tp"), a.given.has("ep"))?;
     let cfg = EngineConfig::try_from(&a.engine)?;
-    refuse_other_gpus(a.judge.gpus, &cfg)?;
+    refuse_other_gpus(&a.judge, &cfg)?;
+    if !a.output.quiet {
+        if let Some(note) = crate::virtual_point::quantization_note(&a.engine.hw.precision, &cfg.model) {
+            goodput_core::tell!("{note}");
+        }
+    }
     if a.runs.runs > 1 {
         return crate::runs::estimate(a, &cfg);
     }
@@ -28,20 +33,37 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     finish(&a, &cfg, &result, &records, wall.elapsed())
 }
 
-/// Refuses a `--gpus` other than the simulated engine's own count: the
-/// engine knows the GPUs it runs on, and its energy counts them, so a cost
-/// priced on another count would contradict it.
-fn refuse_other_gpus(gpus: Option<u32>, cfg: &EngineConfig) -> Result<()> {
-    let Some(g) = gpus.filter(|&g| g != cfg.gpus()) else { return Ok(()) };
-    let sizes = match cfg.pd {
+/// Refuses a `--gpus`, or a `--config` file's `gpus`, other than the
+/// simulated engine's own count: the engine knows the GPUs it runs on, and
+/// its energy counts them, so a cost priced on another count would
+/// contradict it (`estimate` and `sweep --estimate`).
+pub fn refuse_other_gpus(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig) -> Result<()> {
+    let sizes = || match cfg.pd {
         Some(pd) => format!("its --pd {} pools", pd.spec()),
         None => format!("--tp {} × --pp {} × --dp {}", cfg.tp, cfg.pp, cfg.dp),
     };
-    bail!(
-        "--gpus {g} contradicts the simulated engine, which runs on {} GPU(s) ({sizes}), and its cost and energy \
-         count those: drop --gpus (the engine's count is priced), or size the engine with --tp, --pp and --dp",
-        cfg.gpus()
-    );
+    if let Some(g) = judge.gpus.filter(|&g| g != cfg.gpus()) {
+        bail!(
+            "--gpus {g} contradicts the simulated engine, which runs on {} GPU(s) ({}), and its cost and energy \
+             count those: drop --gpus (the engine's count is priced), or size the engine with --tp, --pp and --dp",
+            cfg.gpus(),
+            sizes()
+        );
+    }
+    // The flag wins over the file: a file's count under a matching flag is unused.
+    let Some(path) = judge.config.as_deref().filter(|_| judge.gpus.is_none()) else { return Ok(()) };
+    let file = crate::config::ConfigFile::read(path)?;
+    if let Some(g) = file.gpus.filter(|&g| g != cfg.gpus()) {
+        bail!(
+            "gpus = {g} in --config {} contradicts the simulated engine, which runs on {} GPU(s) ({}), and its \
+             cost and energy count those: drop `gpus` from the file (the engine's count is priced), or size the \
+             engine with --tp, --pp and --dp",
+            path.display(),
+            cfg.gpus(),
+            sizes()
+        );
+    }
+    Ok(())
 }
 
 /// One estimate of `a` on `cfg`: its result and its records, written nowhere.
@@ -53,6 +75,10 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
     let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     crate::virtual_point::check_context(cfg, &workload, prompt_kind(a.api), "--model picks another")?;
+    let tail = crate::virtual_point::context_tail_warning(cfg, &workload, prompt_kind(a.api));
+    for w in crate::virtual_point::clamp_warnings(&workload).into_iter().chain(tail) {
+        goodput_core::tell!("{w}");
+    }
     // The engine modelled runs on tp × dp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
     setup::check_fail_on_slo(&a.judge, &opts)?;

@@ -13,7 +13,7 @@ use goodput_core::doc::config::WorkloadConfig;
 use goodput_core::doc::engine::{EngineSeries, ReplicaShare, SimulatedEngine};
 use goodput_core::load::dispatch::Dispatcher;
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
-use goodput_load::{LoadPlan, Workload};
+use goodput_load::{LengthDist, LoadPlan, Workload};
 use goodput_sim::engine::{
     simulate_until, Disaggregation, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
     RouterPolicy, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
@@ -36,9 +36,23 @@ pub fn model_spec(model: &str) -> Result<ModelSpec> {
             );
         }
         if !config.is_file() {
+            if config.symlink_metadata().is_ok() {
+                bail!(
+                    "--model {model}: its config.json is a symbolic link that leads to no file (a loop of links, or \
+                     a missing target): give the path of the model's config.json"
+                );
+            }
             bail!("--model {model} is a folder with no config.json in it: give the path of the model's config.json");
         }
         return Ok(ModelSpec::from_hf_config(&config)?);
+    }
+    if let Ok(meta) = std::fs::metadata(path).or_else(|_| std::fs::symlink_metadata(path)) {
+        if !meta.is_file() {
+            bail!(
+                "--model {model} is not a regular file (a device, a pipe, or a link that leads nowhere): give a \
+                 catalog name, a model's config.json, or the folder that holds it"
+            );
+        }
     }
     Ok(if model.ends_with(".json") || path.is_file() {
         ModelSpec::from_hf_config(path)?
@@ -64,6 +78,20 @@ pub fn resolve_precision(flag: &str, model: &ModelSpec, gpu: &GpuSpec) -> Result
         Some(Precision::Fp8) => Precision::Int8,
         Some(Precision::Fp4) => Precision::Int4,
         Some(p) => p,
+    })
+}
+
+/// A note where `--precision auto` meets a `quantization_config` whose
+/// scheme is not modelled (MXFP4, bitsandbytes, mixed schemes): the
+/// weights run at 16 bits, which the checkpoint's are not.
+pub fn quantization_note(flag: &str, model: &ModelSpec) -> Option<String> {
+    let q = model.unmodelled_quantization.as_ref()?;
+    flag.trim().eq_ignore_ascii_case("auto").then(|| {
+        format!(
+            "note: {}'s quantization_config {q} is not modelled: running 16-bit weights; pass --precision with the \
+             width nearest the checkpoint's (int4, int8, fp8, fp4)",
+            model.name
+        )
     })
 }
 
@@ -185,14 +213,16 @@ pub fn refuse_unused_sizes(hw: &EngineHwArgs, tp_typed: bool, ep_typed: bool) ->
     Ok(())
 }
 
-/// Refuses, before a run, a workload whose longest request (as its flags
-/// give it) `cfg`'s model cannot hold, in the engine's own words: the engine
-/// refuses every such request (`estimate` stopped at the first, the embedded
-/// server answered 400). The prompt counts what `prompts` adds to a first
+/// Refuses, before a run, a workload whose typical request (as its flags
+/// give it: the median of a length distribution, a trace's longest request)
+/// `cfg`'s model cannot hold, in the engine's own words: the engine refuses
+/// every such request. The prompt counts what `prompts` adds to a first
 /// turn's (the chat template, a raw prompt's BOS), as the engine counts it;
-/// `other` says how to pick another model.
+/// `other` says how to pick another model. A distribution whose tail alone
+/// passes the context runs: the engine answers those requests as a server
+/// does, with a 400 (counted failed), and [`context_tail_warning`] says so.
 pub fn check_context(cfg: &EngineConfig, workload: &Workload, prompts: PromptKind, other: &str) -> Result<()> {
-    let Some((input, output, flags)) = longest_request(workload) else { return Ok(()) };
+    let Some((input, output, flags)) = typical_request(workload) else { return Ok(()) };
     let extra = u64::from(prompts.first_turn_extra(cfg.chat_template));
     cfg.model.check_context(input + extra, output).map_err(|m| {
         let added = match prompts {
@@ -208,16 +238,70 @@ pub fn check_context(cfg: &EngineConfig, workload: &Workload, prompts: PromptKin
     })
 }
 
-/// A workload's longest request: prompt and output tokens (the most a
-/// length draws, or the mean of an unbounded one), and the flags or file it
-/// comes from; `None` for a dataset, whose prompts are their own.
-fn longest_request(w: &Workload) -> Option<(u64, u64, String)> {
+/// A warning, before a run, where a share of the requests a synthetic
+/// workload draws (its lengths' tail) passes `cfg`'s model's context: each
+/// such request is answered 400 and counted failed, and the run goes on.
+pub fn context_tail_warning(cfg: &EngineConfig, workload: &Workload, prompts: PromptKind) -> Option<String> {
+    let (input, output, prefix) = match workload {
+        Workload::Synthetic { input, output, shared_prefix, .. } => {
+            (input, output, shared_prefix.map_or(0, |p| p.tokens))
+        }
+        Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => {
+            return context_tail_warning(cfg, inner, prompts)
+        }
+        _ => return None,
+    };
+    let extra = u64::from(prompts.first_turn_extra(cfg.chat_template)) + u64::from(prefix);
+    let share = goodput_load::workload::share_past(input, extra, output, u64::from(cfg.model.max_context));
+    (share > 0.0).then(|| {
+        let unbounded = |d: &LengthDist| matches!(d, LengthDist::Normal { .. } | LengthDist::LogNormal { .. });
+        let which = if unbounded(input) || unbounded(output) {
+            "a smaller sigma (or std), or bounded lengths (uniform:LO..HI),"
+        } else {
+            "shorter lengths"
+        };
+        format!(
+            "warning: about {:.1} % of the requests --input-tokens {input} and --output-tokens {output} draw pass \
+             {}'s context of {} tokens: the engine answers each with HTTP 400, as a server does, and the run \
+             counts it failed; {which} keeps them within it",
+            (share * 100.0).max(0.1),
+            cfg.model.name,
+            cfg.model.max_context
+        )
+    })
+}
+
+/// Warnings, before a run, for a synthetic workload's length distributions
+/// whose draws' mean clamping moves far from the mean asked for.
+pub fn clamp_warnings(workload: &Workload) -> Vec<String> {
+    match workload {
+        Workload::Synthetic { input, output, .. } => [(input, "--input-tokens"), (output, "--output-tokens")]
+            .iter()
+            .filter_map(|(d, f)| d.clamp_warning(f))
+            .collect(),
+        Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => clamp_warnings(inner),
+        _ => Vec::new(),
+    }
+}
+
+/// A workload's typical request: prompt and output tokens (a length
+/// distribution's median; a trace's longest request, which it sends as
+/// given), and the flags or file it comes from; `None` for a dataset, whose
+/// prompts are their own.
+fn typical_request(w: &Workload) -> Option<(u64, u64, String)> {
     match w {
         Workload::Synthetic { input, output, shared_prefix, .. } => {
             let prefix = shared_prefix.map_or(0, |p| p.tokens);
             let with = if prefix > 0 { format!(" with --shared-prefix-tokens {prefix}") } else { String::new() };
-            let flags = format!("--input-tokens {input}{with} and --output-tokens {output}");
-            Some((u64::from(input.most()) + u64::from(prefix), output.most().into(), flags))
+            let median = |d: &LengthDist| match d {
+                LengthDist::Fixed(_) => String::new(),
+                _ => " (their median draws)".to_string(),
+            };
+            let flags = format!(
+                "--input-tokens {input}{with} and --output-tokens {output}{}",
+                if median(input).is_empty() { median(output) } else { median(input) }
+            );
+            Some((u64::from(input.median()) + u64::from(prefix), output.median().into(), flags))
         }
         Workload::Trace { entries, .. } => entries
             .iter()
@@ -225,7 +309,7 @@ fn longest_request(w: &Workload) -> Option<(u64, u64, String)> {
             .max_by_key(|(i, o)| i + o)
             .map(|(i, o)| (i, o, "the trace's longest request".into())),
         Workload::Dataset { .. } => None,
-        Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => longest_request(inner),
+        Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => typical_request(inner),
     }
 }
 

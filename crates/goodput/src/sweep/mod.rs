@@ -600,8 +600,18 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         };
         virtual_point::refuse_unused_sizes(&a.hw, a.given.has("tp"), a.given.has("ep"))?;
         let cfg = EngineConfig::try_from(&engine)?;
+        crate::estimate::refuse_other_gpus(&a.judge, &cfg)?;
+        if !a.output.quiet {
+            if let Some(note) = virtual_point::quantization_note(&a.hw.precision, &cfg.model) {
+                goodput_core::tell!("{note}");
+            }
+        }
         let prompts = virtual_point::prompt_kind(a.target.api);
         virtual_point::check_context(&cfg, &workload, prompts, "--model picks another")?;
+        let tail = virtual_point::context_tail_warning(&cfg, &workload, prompts);
+        for w in virtual_point::clamp_warnings(&workload).into_iter().chain(tail) {
+            goodput_core::tell!("{w}");
+        }
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
         let target = virtual_point::target_of(&cfg);
         let ec = EngineSettings::from(&cfg);
