@@ -354,6 +354,22 @@ impl Sweep {
         }
     }
 
+    /// Writes the document of a sweep a point's error ended: the points
+    /// measured, marked interrupted, with a note of the error.
+    fn write_failed(&self, e: &anyhow::Error) -> Result<()> {
+        let Some(p) = &self.args.output.output else { return Ok(()) };
+        let mut doc = self.document(true);
+        doc.analysis.notes.insert(
+            0,
+            format!(
+                "the sweep stopped at its point {} on an error, after {} point(s) measured: {e:#}",
+                self.points.len() + 1,
+                self.points.len()
+            ),
+        );
+        output::write_document(p, &doc, "sweep")
+    }
+
     fn write(&self, interrupted: bool) -> Result<()> {
         if let Some(p) = &self.args.output.output {
             output::write_document(p, &self.document(interrupted), "sweep")?;
@@ -513,7 +529,13 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         return servers::sweep(a).await;
     }
     let mut sw = start(a, Shared::default()).await?;
-    sw.measure().await?;
+    if let Err(e) = sw.measure().await {
+        // The points measured are kept, marked cut short and why: the
+        // document had read as a finished sweep that "did not reach
+        // saturation".
+        sw.write_failed(&e)?;
+        return Err(e);
+    }
 
     let interrupted = sw.stopped();
     let doc = sw.document(interrupted);

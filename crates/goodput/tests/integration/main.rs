@@ -30,4 +30,5 @@ mod sim_agreement;
 mod stability;
 mod starved;
 mod until;
+mod virtual_runs;
 mod workloads;

@@ -1,0 +1,141 @@
+//! `estimate` and `sweep --estimate` where the simulated engine meets what
+//! a real one answers: requests past the model's context (answered 400, the
+//! run goes on), a GPU count for the cost other than the engine's (refused,
+//! from the flag or the config file), a sweep an error ends (its document
+//! marked interrupted), and model configs read as their authors meant.
+
+use crate::cmd;
+use cmd::{goodput, read_json, GoodputCommand};
+use std::path::{Path, PathBuf};
+
+/// A model of 4,096 tokens' context, as Llama 2's.
+fn short_context(dir: &Path) -> PathBuf {
+    let path = dir.join("config.json");
+    std::fs::write(
+        &path,
+        r#"{"num_hidden_layers":2,"hidden_size":256,"num_attention_heads":4,"intermediate_size":512,
+            "vocab_size":32000,"max_position_embeddings":4096}"#,
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_tail_draw_past_the_context_fails_alone_and_the_run_is_written() {
+    // One draw of --preset code past 4,096 tokens had aborted the run with
+    // nothing written (rc 2).
+    let dir = tempfile::tempdir().unwrap();
+    let model = short_context(dir.path());
+    let out = dir.path().join("x.json");
+    let o = goodput()
+        .args(["estimate", "-q", "--preset", "code", "-n", "1000", "--model"])
+        .arg(&model)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("% of the requests --input-tokens lognormal:1024,0.6") && err.contains("smaller sigma"),
+        "{err}"
+    );
+    let doc = read_json(&out);
+    let r = &doc["summary"]["requests"];
+    let failed = r["failed"].as_u64().unwrap();
+    assert!((1..50).contains(&failed) && r["completed"].as_u64().unwrap() + failed == 1000, "{r}");
+    assert_eq!(r["errors_by_kind"]["http_status"].as_u64(), Some(failed), "{r}");
+    let sample = r["error_samples"]["http_status"].as_str().unwrap();
+    assert!(sample.starts_with("HTTP 400 Bad Request:") && sample.contains("context of 4096 tokens"), "{sample}");
+    // A typical request past the context is still refused before the run.
+    let err = goodput()
+        .args(["estimate", "-q", "-n", "5", "--input-tokens", "lognormal:6000,0.5", "--model"])
+        .arg(&model)
+        .refusal();
+    assert!(err.contains("(their median draws)") && err.contains("context of 4096"), "{err}");
+}
+
+#[test]
+fn a_cost_on_other_gpus_than_the_engine_s_is_refused_from_the_flag_or_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "gpus = 2\nprice = \"h100\"\n[prices]\nh100 = 3.0\n").unwrap();
+    let sweep = ["sweep", "--estimate", "-q", "--concurrency", "1", "-n", "4"];
+    for args in [&["--dp", "2", "--gpus", "1", "--gpu-hour-usd", "2"][..], &["--gpus", "3", "--gpu-hour-usd", "2"][..]]
+    {
+        let err = goodput().args(sweep).args(args).refusal();
+        assert!(err.contains("contradicts the simulated engine"), "{args:?}: {err}");
+    }
+    for cmd in [&["estimate", "-q", "-n", "4"][..], &sweep[..]] {
+        let err = goodput().args(cmd).arg("--config").arg(&config).refusal();
+        assert!(err.contains("gpus = 2 in --config") && err.contains("runs on 1 GPU(s)"), "{cmd:?}: {err}");
+        // The engine on the file's count: priced on it.
+        let out = dir.path().join("ok.json");
+        goodput().args(cmd).args(["--tp", "2", "--config"]).arg(&config).arg("-o").arg(&out).assert().success();
+    }
+}
+
+#[test]
+fn a_sweep_an_error_ends_keeps_its_points_marked_interrupted() {
+    // The document had read as a finished sweep that "did not reach saturation".
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let err = goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "1,1000000", "--duration", "30s"])
+        .args(["--input-tokens", "64", "--output-tokens", "64", "-o"])
+        .arg(&out)
+        .refusal();
+    assert!(err.contains("1000000 users"), "{err}");
+    let doc = read_json(&out);
+    assert_eq!(doc["interrupted"], true);
+    assert_eq!(doc["points"].as_array().unwrap().len(), 1);
+    let note = doc["analysis"]["notes"][0].as_str().unwrap();
+    assert!(note.starts_with("the sweep stopped at its point 2 on an error, after 1 point(s) measured"), "{note}");
+}
+
+#[test]
+fn model_configs_are_read_as_their_authors_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let d = dir.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("config.json"), text).unwrap();
+        d
+    };
+    let sizes = r#""num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512,
+        "vocab_size": 1000"#;
+    let precision = |model: &Path, extra: &[&str]| {
+        let out = dir.path().join("m.json");
+        let o = goodput().args(["estimate", "-n", "2", "--model"]).arg(model).args(extra).arg("-o").arg(&out).output();
+        let o = o.unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let engine = &read_json(&out)["config"]["engine"];
+        (engine["precision"].as_str().unwrap().to_string(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    // A multimodal checkpoint's quantization_config at the top level.
+    let mm = write(
+        "mm",
+        &format!(r#"{{"quantization_config": {{"quant_method": "awq", "bits": 4}}, "text_config": {{{sizes}}}}}"#),
+    );
+    assert_eq!(precision(&mm, &["-q"]).0, "int4");
+    // A scheme not modelled runs 16-bit, and says so.
+    let mx = write("mx", &format!(r#"{{{sizes}, "quantization_config": {{"quant_method": "mxfp4"}}}}"#));
+    let (p, err) = precision(&mx, &[]);
+    assert_eq!(p, "bf16");
+    assert!(err.contains("quantization_config \"mxfp4\" is not modelled: running 16-bit weights"), "{err}");
+    // A byte-order mark before the JSON.
+    let bom = write("bom", &format!("\u{feff}{{{sizes}}}"));
+    assert_eq!(precision(&bom, &["-q"]).0, "bf16");
+    // Not a regular file, and a config.json whose links loop.
+    let err = goodput().args(["estimate", "-q", "-n", "2", "--model", "/dev/null"]).refusal();
+    assert!(err.contains("is not a regular file"), "{err}");
+    #[cfg(unix)]
+    {
+        let d = dir.path().join("loop");
+        std::fs::create_dir(&d).unwrap();
+        std::os::unix::fs::symlink(d.join("a"), d.join("config.json")).unwrap();
+        std::os::unix::fs::symlink(d.join("config.json"), d.join("a")).unwrap();
+        let err = goodput().args(["estimate", "-q", "-n", "2", "--model"]).arg(&d).refusal();
+        assert!(err.contains("is a symbolic link that leads to no file"), "{err}");
+    }
+}
