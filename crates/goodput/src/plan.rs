@@ -61,6 +61,14 @@ const SATURATED: f64 = 0.03;
 const TP_HELPS: f64 = 0.05;
 /// The fewest requests a point is measured on (beside its warm-up).
 const MIN_REQUESTS: u64 = 16;
+/// The fewest requests a point sends per user, whatever `-n` says: fewer
+/// leave no time with every user in the loop to measure (`-n 1` at 512
+/// users had measured one step's burst over less than a step, 20 times
+/// the GPU's peak).
+const MIN_REQUESTS_PER_USER: u64 = 4;
+/// The fewest completions per user a point's steady window must hold for
+/// its rate to be one ([`steady_output_rate`]).
+const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 
 /// One configuration to simulate, before it runs.
 #[derive(Debug, Clone)]
@@ -302,6 +310,30 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         }
         bail!("no configuration is left to simulate:\n  {}", notes.join("\n  "));
     }
+    // -n below the floor of requests per user at some load: said once.
+    if let (Some(n), None) = (a.shape.requests, &search.trace) {
+        let most = groups.iter().flatten().flat_map(|c| search.loads(c)).max().unwrap_or(1);
+        if n < most.saturating_mul(MIN_REQUESTS_PER_USER) {
+            let which = match n / MIN_REQUESTS_PER_USER {
+                0 => "every point".to_string(),
+                u => format!("points of more than {u} users per replica"),
+            };
+            notes.push(format!(
+                "-n {n}: a point sends at least {MIN_REQUESTS_PER_USER} requests per user, so {which} sent \
+                 {MIN_REQUESTS_PER_USER} per user (up to {}): fewer leave no steady time to measure",
+                most.saturating_mul(MIN_REQUESTS_PER_USER)
+            ));
+        }
+    }
+    // The model's context is every configuration's: its tail said once.
+    let tail = groups
+        .first()
+        .and_then(|g| g.first())
+        .and_then(|c| crate::virtual_point::context_tail_warning(&search.engine(c), &search.workload, search.prompts));
+    for w in crate::virtual_point::clamp_warnings(&search.workload).into_iter().chain(tail) {
+        goodput_core::tell!("{w}");
+        notes.push(w.trim_start_matches("warning: ").to_string());
+    }
     let configs = search.run(groups, &mut notes);
     let mut doc = FrontierResult {
         schema: SCHEMA.into(),
@@ -332,6 +364,14 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 doc.configs[*j].id, doc.configs[i].params["max_num_seqs"]
             ));
         }
+    }
+    let unsteady = doc.points().filter(|(_, p)| p.steady == Some(false)).count();
+    if unsteady > 0 {
+        doc.notes.push(format!(
+            "{unsteady} point(s) not steady: fewer than {MIN_STEADY_COMPLETIONS_PER_USER} requests per user ended \
+             while every user was in the loop, so each gives the run's window's rate, marked steady: false, and \
+             none is the best: raise --requests-per-user (or -n)"
+        ));
     }
     let simulated: usize = doc.configs.iter().map(|c| c.points.len()).sum();
     doc.notes.push(format!(
@@ -374,7 +414,10 @@ fn plan_trace(a: &PlanArgs, t: &setup::LoadedTrace, path: &Path) -> Result<PlanT
         bail!("--trace-speed {bad}: each speed must be a positive number (2 replays the trace twice as fast)");
     }
     speeds.sort_by(f64::total_cmp);
-    speeds.dedup();
+    // Named twice: refused, as --tp 1,1 is (a list is each value once).
+    if let Some(w) = speeds.windows(2).find(|w| w[0] == w[1]) {
+        bail!("--trace-speed names {} twice: give each speed once", w[0]);
+    }
     let mut routers = Vec::new();
     for r in a.router.as_deref().unwrap_or(&[]) {
         let r: RouterPolicy = r.parse().map_err(|e| anyhow!("--router: {e}"))?;
@@ -517,9 +560,10 @@ fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<Pools>>> {
             prefill_ep: pd.prefill_ep,
             decode_ep: pd.decode_ep,
         };
-        if !out.contains(&Some(pools)) {
-            out.push(Some(pools));
+        if out.contains(&Some(pools)) {
+            bail!("--pd {spec} names {part} twice: give each ratio once");
         }
+        out.push(Some(pools));
     }
     if out.len() == 1 {
         bail!("--pd {spec:?} names no ratio: give auto, or P:D ratios such as 1:1,1:2 (or 4xTP1:1xTP4)");
@@ -586,7 +630,13 @@ fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
 /// load only queues).
 fn climbed_to_the_end(points: &mut Vec<FrontierPoint>, p: FrontierPoint) -> bool {
     let missed = p.meets_slo == Some(false);
-    let flat = points.last().is_some_and(|q| p.output_tokens_per_s < q.output_tokens_per_s * (1.0 + SATURATED));
+    // A point not steady has the run's window's rate, not comparable with a
+    // steady one's: it ends no climb as flat.
+    let measured = |q: &FrontierPoint| q.steady != Some(false);
+    let flat = measured(&p)
+        && points
+            .last()
+            .is_some_and(|q| measured(q) && p.output_tokens_per_s < q.output_tokens_per_s * (1.0 + SATURATED));
     points.push(p);
     missed || flat
 }
@@ -634,6 +684,34 @@ impl Search<'_> {
         Ok(())
     }
 
+    /// Under `--precision auto`: the checkpoint's own width (a config.json's
+    /// `quantization_config`: AWQ's int4, say) planned beside the widths
+    /// `auto` tries, and a note saying so; or a note that its scheme is not
+    /// modelled and the weights are planned at the widths tried.
+    fn checkpoint_precisions(&self, precisions: &mut Vec<Precision>) -> Option<String> {
+        let tried = |p: &[Precision]| p.iter().map(Precision::to_string).collect::<Vec<_>>().join(", ");
+        if let Some(own) = self.model.checkpoint_precision {
+            if precisions.contains(&own) {
+                return None;
+            }
+            let others = tried(precisions);
+            precisions.push(own);
+            return Some(format!(
+                "--precision auto: {}'s checkpoint is {own} (its quantization_config), planned beside {others}, \
+                 which would need a checkpoint of that width",
+                self.model.name
+            ));
+        }
+        self.model.unmodelled_quantization.as_ref().map(|q| {
+            format!(
+                "--precision auto: {}'s quantization_config {q} is not modelled: its weights are planned at {} \
+                 instead; pass --precision with the width nearest the checkpoint's (int4, int8, fp8, fp4)",
+                self.model.name,
+                tried(precisions)
+            )
+        })
+    }
+
     /// The configurations to simulate, in groups whose members differ in
     /// tensor parallelism alone (rising: a group stops climbing once TP
     /// stops helping), and what was left out, and why.
@@ -654,6 +732,9 @@ impl Search<'_> {
         }
         // Each once, in the order given (bf16,bf16 had run every point twice).
         let mut precisions = precisions;
+        if auto {
+            notes.extend(self.checkpoint_precisions(&mut precisions));
+        }
         let mut seen = Vec::new();
         precisions.retain(|p| {
             !seen.contains(p) && {
@@ -913,7 +994,7 @@ impl Search<'_> {
             return None;
         }
         let ranks = ep_ranks(tp, ep);
-        let mut last = None;
+        let mut last: Option<(Candidate, anyhow::Error)> = None;
         for &pp in pps {
             // More stages than layers is no pipeline: the reason of the
             // stages before it (a KV block too large, say) is the one to
@@ -940,10 +1021,110 @@ impl Search<'_> {
             };
             match self.fits(&c) {
                 Ok(()) => return Some(Ok(c)),
-                Err(e) => last = Some(Err(e)),
+                Err(e) => last = Some((c, e)),
             }
         }
-        last
+        last.map(|(c, e)| Err(self.unfit(&c, e)))
+    }
+
+    /// Why `c`, the most stages of its TP the budget allows, was left out:
+    /// its pipeline degree and GPUs named (the engine's message names its
+    /// TP alone), and for weights or a KV block that do not fit, only what
+    /// the budget allows, else the smallest `--gpus` that holds the model
+    /// (the engine's own hints had named a --tp 16 over a budget of 8).
+    fn unfit(&self, c: &Candidate, e: anyhow::Error) -> anyhow::Error {
+        let unit =
+            c.pd.map_or(c.tp.saturating_mul(c.pp).saturating_mul(ep_ranks(c.tp, c.ep)), |pd| pd.gpus(c.tp, c.ep, c.pp));
+        let at = format!("at --pp {} ({unit} GPU{} a replica)", c.pp, if unit == 1 { "" } else { "s" });
+        let detail = match e.downcast_ref::<goodput_sim::engine::Error>() {
+            Some(goodput_sim::engine::Error::ModelDoesNotFit {
+                model,
+                precision,
+                gpu,
+                weights_gib,
+                budget_gib,
+                gpu_memory_utilization,
+                ..
+            }) => format!(
+                "{model} in {precision} does not fit on {gpu}: the weights take {weights_gib:.1} GiB per GPU, but \
+                 {gpu_memory_utilization} of its memory minus activations and runtime leaves {}",
+                if *budget_gib > 0.0 {
+                    format!("only {budget_gib:.1} GiB")
+                } else {
+                    format!("none ({:.1} GiB short before the weights)", -budget_gib)
+                }
+            ),
+            Some(goodput_sim::engine::Error::KvBlockDoesNotFit { model, gpu, weights_gib, block_size, .. }) => {
+                format!(
+                    "{model} on {gpu}: the weights fit ({weights_gib:.1} GiB per GPU), but one KV-cache block of \
+                     {block_size} tokens does not fit beside them"
+                )
+            }
+            _ => return e.context(at),
+        };
+        anyhow!("{at}: {detail}; {}", self.fit_fix(c))
+    }
+
+    /// What would make `c`'s model fit, within the plan's reach: a higher
+    /// `--gpu-memory-utilization`, a narrower precision, or the fewest GPUs
+    /// a replica of its TP or wider with more stages needs (a `--gpus` to
+    /// raise the budget to, with the `--tp`/`--pp` to add where the lists
+    /// lack them).
+    fn fit_fix(&self, c: &Candidate) -> String {
+        let a = self.args;
+        let holds = |cfg: &EngineConfig| cfg.validate().is_ok() && kv_capacity(cfg).is_ok();
+        let fits = |d: &Candidate| holds(&self.engine(d));
+        let mut options = Vec::new();
+        let mut fuller = self.engine(c);
+        fuller.gpu_memory_utilization = 0.95;
+        if a.gpu_memory_utilization < 0.95 && holds(&fuller) {
+            options.push("--gpu-memory-utilization 0.95".to_string());
+        }
+        let narrower = Precision::ALL
+            .into_iter()
+            .filter(|p| p.bytes_per_weight() < c.precision.bytes_per_weight() && c.gpu.peak_flops(*p).is_ok())
+            .find(|&p| fits(&Candidate { precision: p, ..c.clone() }));
+        if let Some(p) = narrower {
+            options.push(format!("--precision {p}"));
+        }
+        let layers = self.model.num_layers;
+        let ranks = ep_ranks(c.tp, c.ep);
+        let wider = std::iter::successors(Some(c.tp.saturating_mul(c.pp).saturating_mul(ranks) * 2), |&n| {
+            (n < MAX_GPUS).then_some(n * 2)
+        })
+        .find_map(|n| {
+            // The --tp list's degrees first (widest first), then up to 8.
+            let listed = |t: u32| a.tp.0.contains(&u64::from(t));
+            let mut tps: Vec<u32> = std::iter::successors(Some(c.tp), |&t| (t < 8).then_some(t * 2))
+                .chain(a.tp.0.iter().map(|&t| t.min(u64::from(MAX_GPUS)) as u32).filter(|&t| t >= c.tp))
+                .filter(|t| n % t == 0)
+                .collect();
+            tps.sort_unstable_by_key(|&t| (!listed(t), std::cmp::Reverse(t)));
+            tps.dedup();
+            tps.into_iter().find_map(|tp| {
+                let pp = n / tp.saturating_mul(ep_ranks(tp, c.ep));
+                let d = Candidate { tp, pp, ..c.clone() };
+                (pp >= 1 && pp <= layers && c.pd.is_none() && fits(&d)).then_some((n, tp, pp))
+            })
+        });
+        if let Some((n, tp, pp)) = wider {
+            let mut add = Vec::new();
+            if !a.tp.0.contains(&u64::from(tp)) {
+                add.push(format!("--tp {tp}"));
+            }
+            if !a.pp.0.contains(&u64::from(pp)) {
+                add.push(format!("--pp {pp}"));
+            }
+            let add = if add.is_empty() { String::new() } else { format!(" and add {}", add.join(" ")) };
+            options.push(format!(
+                "raise --gpus to {n}{add} (no TP × PP within {} GPUs holds it; TP {tp} × PP {pp} does)",
+                a.budget
+            ));
+        }
+        match options.len() {
+            0 => format!("no TP × PP within the plan's reach ({MAX_GPUS} GPUs) holds it: offer a larger GPU"),
+            _ => format!("give {}", options.join(", or ")),
+        }
     }
 
     /// Whether `c`'s weights leave its GPUs room for a KV cache and its
@@ -1230,8 +1411,11 @@ impl Search<'_> {
             let (result, records) =
                 estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
                     .with_context(|| format!("{} users per replica", users))?;
-            let steady = steady_output_rate(&records, plan.ramp_up);
-            if climbed_to_the_end(&mut points, self.point(c, users, &result, steady)) {
+            let steady = steady_output_rate(&records, plan.ramp_up, users);
+            let mut point = self.point(c, users, &result, steady.ok());
+            // Too few completions with every user in: no rate to give.
+            point.steady = steady.is_err_and(|unmeasured| unmeasured).then_some(false);
+            if climbed_to_the_end(&mut points, point) {
                 break;
             }
         }
@@ -1333,7 +1517,7 @@ impl Search<'_> {
 
     fn point_plan(&self, users: u64, k: u64) -> Result<LoadPlan> {
         let a = self.args;
-        let requests = a.shape.requests.unwrap_or_else(|| (users * a.requests_per_user).max(MIN_REQUESTS));
+        let requests = point_requests(a.shape.requests, users, a.requests_per_user);
         let warmup = match a.shape.warmup {
             WarmupArg::Requests(0) => WarmupArg::Requests(users),
             w => w,
@@ -1387,20 +1571,43 @@ impl Search<'_> {
     }
 }
 
+/// A point's measured requests: `--requests-per-user` per user (at least
+/// [`MIN_REQUESTS`] in all), or `-n`'s total, but never fewer than
+/// [`MIN_REQUESTS_PER_USER`] per user.
+fn point_requests(n: Option<u64>, users: u64, per_user: u64) -> u64 {
+    let floor = users.saturating_mul(MIN_REQUESTS_PER_USER);
+    match n {
+        Some(n) => n.max(floor),
+        None => users.saturating_mul(per_user).max(MIN_REQUESTS),
+    }
+}
+
 /// A closed loop's output tokens/s while every user is in it: the tokens
 /// streamed after `joined` (the end of the users' ramp-up; the first send
 /// without one) and up to the last send, over that time. Before it users
 /// are still joining; after it they leave one by one as their last answers
 /// end. The run's own window (first measured send to last end) takes in
 /// both edges, and where users send at times of their own those edges run
-/// at part load, a large share of a point's few requests per user. `None`
-/// when nothing streamed in that time.
-fn steady_output_rate(records: &[goodput_core::RequestRecord], joined: std::time::Duration) -> Option<f64> {
-    let first = records.iter().map(|r| r.sent).min()?;
+/// at part load, a large share of a point's few requests per user.
+/// `Err(true)` when that time holds fewer than
+/// [`MIN_STEADY_COMPLETIONS_PER_USER`] completions per user of `users`: a
+/// window that short measures a step's burst, not a rate (one request at
+/// 512 users had given 20 times the GPU's peak); `Err(false)` when nothing
+/// streamed in it.
+fn steady_output_rate(
+    records: &[goodput_core::RequestRecord],
+    joined: std::time::Duration,
+    users: u64,
+) -> Result<f64, bool> {
+    let first = records.iter().map(|r| r.sent).min().ok_or(false)?;
     let from = joined.max(first);
-    let to = records.iter().map(|r| r.sent).max()?;
+    let to = records.iter().map(|r| r.sent).max().ok_or(false)?;
     if to <= from {
-        return None;
+        return Err(users > 1);
+    }
+    let completed = records.iter().filter(|r| r.outcome.is_success() && r.end > from && r.end <= to).count() as u64;
+    if completed < users.saturating_mul(MIN_STEADY_COMPLETIONS_PER_USER) {
+        return Err(true);
     }
     let tokens: u64 = records
         .iter()
@@ -1408,5 +1615,8 @@ fn steady_output_rate(records: &[goodput_core::RequestRecord], joined: std::time
         .filter(|ch| ch.t > from && ch.t <= to)
         .map(|ch| u64::from(ch.tokens))
         .sum();
-    (tokens > 0).then(|| tokens as f64 / (to - from).as_secs_f64())
+    if tokens == 0 {
+        return Err(false);
+    }
+    Ok(tokens as f64 / (to - from).as_secs_f64())
 }

@@ -49,6 +49,15 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
                          overflow: give USD per GPU-hour, e.g. {name}=2.5"
                     ))
                 }
+                // `h100=2.5,a100=1`: two offers in one flag.
+                _ if p.contains(',') => {
+                    return Err(format!(
+                        "'{p}' is not a price per GPU-hour: --gpu takes one GPU; repeat the flag for each, e.g. \
+                         --gpu {name}={} --gpu {}",
+                        p.split(',').next().unwrap_or_default().trim(),
+                        p.split_once(',').map_or("", |(_, rest)| rest.trim())
+                    ))
+                }
                 _ => {
                     return Err(format!(
                         "'{p}' is not a price per GPU-hour: give a positive number of USD, e.g. {name}=2.5"
@@ -101,7 +110,7 @@ pub struct PlanArgs {
     /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once it misses the SLO or its throughput stops rising.
     #[arg(long, value_parser = parse_counts)]
     pub concurrency: Option<CountList>,
-    /// Requests each user sends at a point, after one warm-up request each (--requests sets a point's total instead).
+    /// Requests each user sends at a point, after one warm-up request each (-n/--requests sets a point's total instead, raised to at least 4 per user: fewer leave no steady time to measure).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub requests_per_user: u64,
     /// Per-request limits and/or percentile objectives, e.g. 'ttft:p95<=1s,tpot:p95<=50ms': the best point must meet them, and a curve stops at its first point that does not.

@@ -856,3 +856,124 @@ fn precision_auto_runs_the_checkpoint_s_width() {
         .success();
     assert_eq!(read_json(&out)["config"]["engine"]["precision"], "fp8");
 }
+
+/// Output tokens/s per GPU of every point of a plan's document.
+fn per_gpu(doc: &Value) -> Vec<f64> {
+    doc["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["points"].as_array().unwrap().iter())
+        .map(|p| p["output_tokens_per_s_per_gpu"].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn n_below_a_few_requests_per_user_cannot_measure_a_burst_as_the_rate() {
+    // `-n 1` at 512 users had measured one step's burst over less than a
+    // step: 190,404 tokens/s per H100 (its default peak is ~9,300) and the
+    // best point. A point now sends at least 4 requests per user, and says so.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let out = dir.path().join("n.json");
+        goodput()
+            .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "2", "--jobs", "1", "--tp", "1", "--precision", "bf16"])
+            .args(["--max-num-batched-tokens", "2048", "--concurrency", "1,64,512", "-o"])
+            .arg(&out)
+            .args(extra)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let default = run(&[]);
+    let peak = per_gpu(&default).into_iter().fold(0.0, f64::max);
+    assert!(peak > 1000.0, "{peak}");
+    for n in ["1", "4", "64"] {
+        let doc = run(&["-n", n]);
+        let most = per_gpu(&doc).into_iter().fold(0.0, f64::max);
+        assert!(most < 2.0 * peak, "-n {n}: {most} tokens/s per GPU against a default peak of {peak}");
+        let notes = doc["notes"].to_string();
+        assert!(notes.contains(&format!("-n {n}: a point sends at least 4 requests per user")), "{notes}");
+    }
+}
+
+#[test]
+fn a_point_with_one_request_per_user_is_not_steady_and_never_the_best() {
+    // With one request per user no time has every user in the loop: such a
+    // point gives the run's window's rate, marked steady: false.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    goodput()
+        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--jobs", "1", "--tp", "1", "--precision", "bf16"])
+        .args(["--max-num-batched-tokens", "2048", "--concurrency", "1,64", "--requests-per-user", "1", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let points = doc["configs"][0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "an unsteady point ends no climb as flat");
+    assert_eq!(points[1]["steady"], false, "{}", points[1]);
+    assert_eq!(doc["best"]["at"]["point"], 0, "{}", doc["best"]);
+    assert!(doc["notes"].to_string().contains("1 point(s) not steady"), "{}", doc["notes"]);
+}
+
+#[test]
+fn a_model_that_fits_no_split_names_its_stages_and_what_the_budget_allows() {
+    // "l4 tp1 … with tensor parallelism 1" had hidden the 8 stages tried,
+    // and suggested --tp 16 on a budget of 8 GPUs.
+    let err = goodput()
+        .args(["plan", "-q", "--gpu", "l4=0.5", "--gpus", "8", "--model", "llama-3.1-70b", "--jobs", "1"])
+        .args(["--tp", "1,2", "--precision", "bf16"])
+        .refusal();
+    assert!(err.contains("l4 tp1 bf16: left out (at --pp 8 (8 GPUs a replica)"), "{err}");
+    assert!(err.contains("raise --gpus to 16 (no TP × PP within 8 GPUs holds it; TP 2 × PP 8 does)"), "{err}");
+    assert!(!err.contains("--tp 16"), "{err}");
+    let err = goodput()
+        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--model", "llama-3.1-405b", "--jobs", "1"])
+        .args(["--precision", "fp8"])
+        .refusal();
+    assert!(err.contains("at --pp 1 (1 GPU a replica)") && err.contains("raise --gpus to 8"), "{err}");
+    assert!(!err.contains("--tp 16"), "{err}");
+}
+
+#[test]
+fn precision_auto_plans_the_checkpoint_s_own_width_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_config(
+        dir.path(),
+        r#"{"num_hidden_layers":2,"hidden_size":256,"num_attention_heads":4,"intermediate_size":512,
+            "vocab_size":1000,"quantization_config":{"quant_method":"awq","bits":4,"group_size":128}}"#,
+    );
+    let out = dir.path().join("awq.json");
+    goodput()
+        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--jobs", "1", "--concurrency", "1", "-n", "4"])
+        .args(["--max-num-batched-tokens", "2048", "--model"])
+        .arg(&model)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let ids = doc["configs"].to_string();
+    assert!(ids.contains("int4") && ids.contains("bf16"), "{ids}");
+    assert!(doc["notes"].to_string().contains("checkpoint is int4 (its quantization_config), planned beside"));
+}
+
+#[test]
+fn lists_that_name_a_value_twice_are_refused_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(&trace, "{\"timestamp\": 0, \"input_tokens\": 64, \"output_tokens\": 8}\n").unwrap();
+    let trace = trace.to_str().unwrap();
+    for args in [
+        &["--gpu", "h100", "--pd", "1:1,1:1"][..],
+        &["--gpu", "h100", "--tp", "1,1"][..],
+        &["--gpu", "h100", "--trace", trace, "--trace-speed", "1,1"][..],
+    ] {
+        let err = goodput().args(["plan", "-q", "--gpus", "2"]).args(args).refusal();
+        assert!(err.contains("twice"), "{args:?}: {err}");
+    }
+    // Two offers in one --gpu: told to repeat the flag.
+    let err = goodput().args(["plan", "-q", "--gpu", "h100=2.5,a100=1"]).refusal();
+    assert!(err.contains("repeat the flag for each, e.g. --gpu h100=2.5 --gpu a100=1"), "{err}");
+}
