@@ -46,15 +46,15 @@ pub fn model_spec(model: &str) -> Result<ModelSpec> {
         }
         return Ok(ModelSpec::from_hf_config(&config)?);
     }
-    if let Ok(meta) = std::fs::metadata(path).or_else(|_| std::fs::symlink_metadata(path)) {
-        if !meta.is_file() {
-            bail!(
-                "--model {model} is not a regular file (a device, a pipe, or a link that leads nowhere): give a \
-                 catalog name, a model's config.json, or the folder that holds it"
-            );
-        }
+    // A link that leads nowhere (a loop, a missing target): named so, not looked up as a catalog name.
+    if std::fs::metadata(path).is_err() && std::fs::symlink_metadata(path).is_ok() {
+        bail!(
+            "--model {model} is a symbolic link that leads to no file (a loop of links, or a missing target): give \
+             a catalog name, a model's config.json, or the folder that holds it"
+        );
     }
-    Ok(if model.ends_with(".json") || path.is_file() {
+    // Any other thing that is there (a device, a pipe) is read as a file, which names what it is.
+    Ok(if model.ends_with(".json") || path.exists() {
         ModelSpec::from_hf_config(path)?
     } else {
         ModelSpec::lookup(model)?
