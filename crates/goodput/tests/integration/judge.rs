@@ -495,8 +495,10 @@ fn a_config_file_gives_the_slo_a_named_price_and_rating_thresholds() {
     )
     .unwrap();
     let out = dir.path().join("run.json");
+    // The file's gpus = 2 is the engine's own count (--tp 2): another is
+    // refused, as --gpus is (virtual_runs.rs).
     goodput()
-        .args(["estimate", "-q", "-c", "4", "-n", "40", "--input-tokens", "128", "--output-tokens", "16"])
+        .args(["estimate", "-q", "-c", "4", "-n", "40", "--input-tokens", "128", "--output-tokens", "16", "--tp", "2"])
         .arg("--config")
         .arg(&cfg)
         .args(["--price", "l4"])
