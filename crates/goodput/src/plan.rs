@@ -1036,7 +1036,7 @@ impl Search<'_> {
         let unit =
             c.pd.map_or(c.tp.saturating_mul(c.pp).saturating_mul(ep_ranks(c.tp, c.ep)), |pd| pd.gpus(c.tp, c.ep, c.pp));
         let at = format!("at --pp {} ({unit} GPU{} a replica)", c.pp, if unit == 1 { "" } else { "s" });
-        let detail = match e.downcast_ref::<goodput_sim::engine::Error>() {
+        let (detail, mut options) = match e.downcast_ref::<goodput_sim::engine::Error>() {
             Some(goodput_sim::engine::Error::ModelDoesNotFit {
                 model,
                 precision,
@@ -1045,24 +1045,40 @@ impl Search<'_> {
                 budget_gib,
                 gpu_memory_utilization,
                 ..
-            }) => format!(
-                "{model} in {precision} does not fit on {gpu}: the weights take {weights_gib:.1} GiB per GPU, but \
-                 {gpu_memory_utilization} of its memory minus activations and runtime leaves {}",
-                if *budget_gib > 0.0 {
-                    format!("only {budget_gib:.1} GiB")
-                } else {
-                    format!("none ({:.1} GiB short before the weights)", -budget_gib)
-                }
-            ),
-            Some(goodput_sim::engine::Error::KvBlockDoesNotFit { model, gpu, weights_gib, block_size, .. }) => {
+            }) => (
                 format!(
-                    "{model} on {gpu}: the weights fit ({weights_gib:.1} GiB per GPU), but one KV-cache block of \
-                     {block_size} tokens does not fit beside them"
-                )
+                    "{model} in {precision} does not fit on {gpu}: the weights take {weights_gib:.1} GiB per GPU, \
+                     but {gpu_memory_utilization} of its memory minus activations and runtime leaves {}",
+                    if *budget_gib > 0.0 {
+                        format!("only {budget_gib:.1} GiB")
+                    } else {
+                        format!("none ({:.1} GiB short before the weights)", -budget_gib)
+                    }
+                ),
+                Vec::new(),
+            ),
+            // The engine's words, its hints kept but those that size the
+            // replica (the budget bounds those: see `fit_fix`).
+            Some(err @ goodput_sim::engine::Error::KvBlockDoesNotFit { suggestion, .. }) => {
+                let text = err.to_string();
+                let detail = text.strip_suffix(suggestion.as_str()).unwrap_or(&text).trim_end_matches([';', ' ']);
+                let sized = ["--tp", "--pp", "--ep", "--precision", "--gpu-memory-utilization"];
+                let kept = suggestion
+                    .trim_start_matches("try ")
+                    .split(", or ")
+                    .filter(|o| !sized.iter().any(|s| o.starts_with(s)) && !o.contains("more memory"))
+                    .map(str::to_string)
+                    .collect();
+                (detail.to_string(), kept)
             }
             _ => return e.context(at),
         };
-        anyhow!("{at}: {detail}; {}", self.fit_fix(c))
+        options.extend(self.fit_fix(c));
+        let fix = match options.len() {
+            0 => format!("no TP × PP within the plan's reach ({MAX_GPUS} GPUs) holds it: offer a GPU with more memory"),
+            _ => format!("give {}", options.join(", or ")),
+        };
+        anyhow!("{at}: {detail}; {fix}")
     }
 
     /// What would make `c`'s model fit, within the plan's reach: a higher
@@ -1070,7 +1086,7 @@ impl Search<'_> {
     /// a replica of its TP or wider with more stages needs (a `--gpus` to
     /// raise the budget to, with the `--tp`/`--pp` to add where the lists
     /// lack them).
-    fn fit_fix(&self, c: &Candidate) -> String {
+    fn fit_fix(&self, c: &Candidate) -> Vec<String> {
         let a = self.args;
         let holds = |cfg: &EngineConfig| cfg.validate().is_ok() && kv_capacity(cfg).is_ok();
         let fits = |d: &Candidate| holds(&self.engine(d));
@@ -1121,10 +1137,7 @@ impl Search<'_> {
                 a.budget
             ));
         }
-        match options.len() {
-            0 => format!("no TP × PP within the plan's reach ({MAX_GPUS} GPUs) holds it: offer a larger GPU"),
-            _ => format!("give {}", options.join(", or ")),
-        }
+        options
     }
 
     /// Whether `c`'s weights leave its GPUs room for a KV cache and its
