@@ -729,7 +729,24 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals)
         }
     };
-    Ok((simulate(&cfg, &load)?, replicas))
+    let run = simulate(&cfg, &load)?;
+    // A request the engine refuses ends as a failed record and the run goes
+    // on (as a server answers a 400); a reference row's benchmark had every
+    // request served, so a refusal is the row's configuration at fault, not
+    // a figure to compare.
+    let refused: Vec<&goodput_core::RequestRecord> = run.records.iter().filter(|r| !r.outcome.is_success()).collect();
+    if let Some(first) = refused.first() {
+        let why = match &first.outcome {
+            goodput_core::Outcome::Failed { message, .. } => message.as_str(),
+            _ => "not served",
+        };
+        return Err(bad(format!(
+            "{} of the row's {} requests were refused by the engine ({why}): the reference served them all",
+            refused.len(),
+            run.records.len()
+        )));
+    }
+    Ok((run, replicas))
 }
 
 /// The seed of the lengths and arrival times drawn for a row, fixed so that
@@ -1277,6 +1294,13 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         assert!(run.engine.mean_batch_seqs <= 4.0, "{}", run.engine.mean_batch_seqs);
         let (run, _) = simulate_row(&rows[1], &opts).unwrap();
         assert_eq!(run.records.len(), 200);
+        // A row whose requests the engine refuses (a prompt past the
+        // context) is an error, not a throughput of the rest.
+        let long =
+            parse_csv(&format!("{header}\n{}\n", row("together,offline,40,,,,").replace(",64,8,", ",200000,8,")))
+                .unwrap();
+        let e = simulate_row(&long[0], &opts).unwrap_err().to_string();
+        assert!(e.contains("40 of the row's 40 requests were refused") && e.contains("200000"), "{e}");
         // 5,000 users: too many at 25 requests each, not with a count.
         let many = |requests: &str| {
             parse_csv(&format!(
