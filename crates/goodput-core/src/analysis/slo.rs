@@ -107,6 +107,10 @@ pub enum SloError {
     NotAShare { term: String },
     #[error("the SLO gives its attainment target twice ('{first}' and '{second}'): keep one")]
     AttainmentTwice { first: String, second: String },
+    /// One limit, or one percentile objective, given twice: only the
+    /// tighter could bind, and which was meant is unclear.
+    #[error("the SLO bounds {what} twice ('{first}' and '{second}'): keep the one you mean")]
+    TermTwice { what: String, first: String, second: String },
     #[error(
         "the SLO 'attainment>={0}' has no limit to attain: add one (e.g. ttft<=200ms,attainment>={0}) or \
          write a percentile objective (ttft:p95<=200ms)"
@@ -358,6 +362,8 @@ impl FromStr for Slo {
     /// `ttft:p95<=200ms,tpot:p99<=40ms`.
     fn from_str(s: &str) -> Result<Self, SloError> {
         let mut slo = Slo::default();
+        // The latency terms read so far, to refuse one given twice.
+        let mut terms: Vec<(SloMetric, Option<f64>, String)> = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             if let Some(rhs) = part.strip_prefix("attainment").and_then(|r| r.trim_start().strip_prefix(">=")) {
                 let share = parse_share(rhs).ok_or_else(|| SloError::NotAShare { term: part.to_string() })?;
@@ -377,7 +383,18 @@ impl FromStr for Slo {
             let (lhs, rhs) = part.split_once("<=").ok_or_else(|| SloError::NeedsAtMost { term: part.to_string() })?;
             let max = parse_limit(rhs).map_err(|e| e.in_term(part))?;
             match lhs.split_once(':') {
-                None => slo.limits.push(Limit { metric: lhs.parse()?, max }),
+                None => {
+                    let metric: SloMetric = lhs.parse()?;
+                    if let Some((_, _, first)) = terms.iter().find(|(m, p, _)| *m == metric && p.is_none()) {
+                        return Err(SloError::TermTwice {
+                            what: format!("every request's {}", metric.as_str()),
+                            first: first.clone(),
+                            second: part.to_string(),
+                        });
+                    }
+                    terms.push((metric, None, part.to_string()));
+                    slo.limits.push(Limit { metric, max })
+                }
                 Some((m, p)) => {
                     let percentile: f64 = p
                         .trim()
@@ -386,12 +403,22 @@ impl FromStr for Slo {
                         // A plain decimal: p1e-320 would be shown in 300 digits.
                         .filter(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
                         .and_then(|v| v.parse().ok())
-                        .filter(|v| (0.0..=100.0).contains(v))
+                        // p0 is no percentile a run reports (the reports read (0, 100]).
+                        .filter(|v| *v > 0.0 && *v <= 100.0)
                         .ok_or_else(|| SloError::NotAPercentile {
                             term: part.to_string(),
                             percentile: p.to_string(),
                         })?;
-                    slo.objectives.push(Objective { metric: m.parse()?, percentile, max });
+                    let metric: SloMetric = m.parse()?;
+                    if let Some((_, _, first)) = terms.iter().find(|(m, p, _)| *m == metric && *p == Some(percentile)) {
+                        return Err(SloError::TermTwice {
+                            what: format!("{}'s p{percentile}", metric.as_str()),
+                            first: first.clone(),
+                            second: part.to_string(),
+                        });
+                    }
+                    terms.push((metric, Some(percentile), part.to_string()));
+                    slo.objectives.push(Objective { metric, percentile, max });
                 }
             }
         }
@@ -845,6 +872,21 @@ mod tests {
         assert_eq!(one.tpot(), None);
         let slo: Slo = "tpot<=1ms,itl_max<=1ms".parse().unwrap();
         assert!(slo.is_good(&one));
+    }
+
+    /// A limit or a percentile objective given twice is refused, naming both
+    /// (`ttft<=1s,ttft<=2s` had been taken, the tighter binding silently);
+    /// a limit and an objective of one metric, or two percentiles, are not
+    /// twice; p0 is no percentile.
+    #[test]
+    fn a_term_given_twice_or_a_p0_is_refused() {
+        let e = "ttft<=1s,ttft<=2s".parse::<Slo>().unwrap_err().to_string();
+        assert!(e.contains("'ttft<=1s' and 'ttft<=2s'") && e.contains("keep the one"), "{e}");
+        let e = "tpot:p90<=10ms, tpot:p90<=20ms".parse::<Slo>().unwrap_err().to_string();
+        assert!(e.contains("tpot's p90") && e.contains("'tpot:p90<=20ms'"), "{e}");
+        let ok: Slo = "ttft<=1s,ttft:p95<=500ms,ttft:p99<=900ms,tpot<=50ms".parse().unwrap();
+        assert_eq!((ok.limits.len(), ok.objectives.len()), (2, 2));
+        assert!("ttft:p0<=80ms".parse::<Slo>().unwrap_err().to_string().contains("not a percentile"));
     }
 
     #[test]
