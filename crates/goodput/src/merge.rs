@@ -189,23 +189,74 @@ fn shard_records(path: &Path, run: &mut RunResult) -> Result<(String, ShardRecor
     Ok((found.display().to_string(), ShardRecords::File(found)))
 }
 
+/// The request ids met so far across the shards being merged, each with
+/// where it was read: the shards of one run number their requests apart
+/// (docs/shards.md), so an id met twice is a shard's records given twice or
+/// edited (a merge had written such a run, and `report` then refused it).
+#[derive(Default)]
+struct SeenIds(std::collections::HashMap<u64, String>);
+
+impl SeenIds {
+    fn check(&mut self, id: u64, at: impl FnOnce() -> String) -> Result<()> {
+        use std::collections::hash_map::Entry;
+        match self.0.entry(id) {
+            Entry::Occupied(first) => bail!(
+                "request {id} is in {} and again in {}: the shards of one run number their requests apart, so these \
+                 records are one shard's given twice, or edited; give each shard's own records",
+                first.get(),
+                at()
+            ),
+            Entry::Vacant(slot) => {
+                slot.insert(at());
+                Ok(())
+            }
+        }
+    }
+}
+
 impl ShardRecords {
     /// Each record, placed `by` later, onto `out`; how many there were.
-    /// A file's are read one at a time and checked to be of run `run_id`,
-    /// each request once.
-    fn move_into(self, out: &mut Vec<RequestRecord>, by: std::time::Duration, run_id: &str) -> Result<u64> {
-        use goodput_report::read::records::{check_records_belong, RecordsReader, UniqueIds};
+    /// A file's are read one at a time and checked to be of run `run_id`;
+    /// every record's request is checked to be met once across all shards
+    /// (`seen`), and its times to stay on the merged clock.
+    fn move_into(
+        self,
+        out: &mut Vec<RequestRecord>,
+        by: std::time::Duration,
+        s: &Shard,
+        seen: &mut SeenIds,
+    ) -> Result<u64> {
+        use goodput_report::read::records::{check_records_belong, RecordsReader};
         let before = out.len();
+        let late = |r: &RequestRecord| {
+            anyhow!(
+                "{} (shard started at {} s since the Unix epoch) puts request {} {} s after the merged clock's start, \
+                 past the {}-year horizon of a run's clock: its started_unix_s was edited or damaged; give the shard's \
+                 result as bench wrote it",
+                s.path.display(),
+                goodput_core::util::number_text(s.run.started_unix_s),
+                r.id,
+                goodput_core::util::number_text(by.as_secs_f64()),
+                goodput_core::HORIZON.as_secs() / (365 * 24 * 3600)
+            )
+        };
         match self {
-            ShardRecords::Held(recs) => out.extend(recs.into_iter().map(|r| shard::shifted(r, by))),
+            ShardRecords::Held(recs) => {
+                for (i, r) in recs.into_iter().enumerate() {
+                    seen.check(r.id, || format!("{} (record {} it holds)", s.path.display(), i + 1))?;
+                    let err = late(&r);
+                    out.push(shard::shifted(r, by).ok_or(err)?);
+                }
+            }
             ShardRecords::File(path) => {
-                let mut ids = UniqueIds::default();
                 let mut reader = RecordsReader::open(&path)?;
                 while let Some(r) = reader.next() {
                     let r = r?;
-                    check_records_belong(std::slice::from_ref(&r), run_id, &path)?;
-                    ids.check(r.id, reader.position(), &path)?;
-                    out.push(shard::shifted(r, by));
+                    check_records_belong(std::slice::from_ref(&r), &s.run.run_id, &path)?;
+                    let (unit, at) = reader.position();
+                    seen.check(r.id, || format!("{} {unit} {at}", path.display()))?;
+                    let err = late(&r);
+                    out.push(shard::shifted(r, by).ok_or(err)?);
                 }
             }
         }
@@ -229,9 +280,10 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     // Every shard's records, and no more, are held at once: assemble and
     // the diagnoses take them together.
     let mut records = Vec::new();
+    let mut seen = SeenIds::default();
     for (s, by) in shards.iter_mut().zip(&offsets) {
         let held = std::mem::replace(&mut s.records, ShardRecords::Held(Vec::new()));
-        let requests = held.move_into(&mut records, *by, &s.run.run_id)?;
+        let requests = held.move_into(&mut records, *by, s, &mut seen)?;
         // A records file cut at a line's end had been merged as it was,
         // its missing requests dropped without a word.
         let counted = &s.run.summary.requests;
@@ -262,6 +314,7 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     // one run's shards are distinct, so the order is the same each time.
     records.sort_unstable_by_key(|r| (r.end, r.id));
     let first = &shards[0].run;
+    check_same_judging(a, &shards)?;
     let percentiles = match &a.percentiles {
         Some(p) => p.0.clone(),
         None => first.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
@@ -320,6 +373,12 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         clock_uncertainty_s: spread,
         scrapes_from,
     });
+    // What is written must read back: refused here, not on the next read.
+    if let Some(what) = goodput_report::read::impossible(&result) {
+        bail!(
+            "the merged run has figures no run can have ({what}): a shard was edited or damaged; nothing was written"
+        );
+    }
     if !a.quiet {
         goodput_core::tell!(
             "merged {} shard{} of {count}: {} records; clocks began within {:.1} ms of each other",
@@ -330,6 +389,39 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         );
     }
     Ok(MergedRun { result, records })
+}
+
+/// Refuses shards judged by different SLOs, or reporting different
+/// percentiles, where merge is given none of its own (`--slo`,
+/// `--percentiles`): the first shard's had been used without a word.
+fn check_same_judging(a: &MergeArgs, shards: &[Shard]) -> Result<()> {
+    let first = &shards[0];
+    let slo = |s: &Shard| s.run.config.judge.as_ref().and_then(|j| j.slo.clone());
+    let pcts = |s: &Shard| s.run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect::<Vec<f64>>();
+    for s in &shards[1..] {
+        if a.judge.slo.is_none() && slo(s) != slo(first) {
+            let said = |x: Option<String>| x.map_or("none".to_string(), |x| format!("'{x}'"));
+            bail!(
+                "{} was judged by the SLO {} and {} by {}: pass --slo to merge to judge the merged run by one",
+                first.path.display(),
+                said(slo(first)),
+                s.path.display(),
+                said(slo(s))
+            );
+        }
+        if a.percentiles.is_none() && pcts(s) != pcts(first) {
+            let said = |p: Vec<f64>| p.iter().map(|p| format!("p{p}")).collect::<Vec<_>>().join(",");
+            bail!(
+                "{} reports the percentiles {} and {} {}: pass --percentiles to merge to report the merged run at one \
+                 set",
+                first.path.display(),
+                said(pcts(first)),
+                s.path.display(),
+                said(pcts(s))
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The merge's own warnings: shards missing or stopped early, clocks that

@@ -450,16 +450,49 @@ pub fn spread_evenly(n: u64, chunks: usize) -> Vec<u32> {
     (0..c).map(|i| u32::try_from((i + 1) * n / c - i * n / c).unwrap_or(u32::MAX)).collect()
 }
 
+/// The most tokens a request's prompt or output may count (2^30, about a
+/// billion: a thousand times the longest context a model serves): a count
+/// past it is a record edited or damaged (`u64::MAX` output tokens had been
+/// reported as 3.19e18 tokens a second).
+pub const MAX_REQUEST_TOKENS: u64 = 1 << 30;
+
 impl RequestRecord {
-    /// What in the record's times no request has, if anything: a first
-    /// byte, or an end, before the send (a file that says so was edited or
-    /// damaged; an edited one had been read as a TTFT of 0).
-    pub fn time_fault(&self) -> Option<&'static str> {
-        match (self.first_byte, self.end) {
-            (Some(f), _) if f < self.sent => Some("first byte came before it was sent"),
-            (_, e) if e < self.sent => Some("end came before it was sent"),
-            _ => None,
+    /// What in the record's times and counts no request has, if anything,
+    /// naming the field: a first byte, an end or a chunk before the send, a
+    /// send before its schedule, a chunk after the end, an end past the
+    /// clock's [`crate::HORIZON`], or a token count past
+    /// [`MAX_REQUEST_TOKENS`]. A file that says so was edited or damaged:
+    /// an edited one had been read as a TTFT of 0, an E2E of 1,001,155 ms,
+    /// a window of 584 years or 3.19e18 tokens a second.
+    pub fn time_fault(&self) -> Option<String> {
+        let ns = |d: Duration| d.as_nanos();
+        if let Some(f) = self.first_byte.filter(|f| *f < self.sent) {
+            return Some(format!("first_byte_ns {} came before its sent_ns {}", ns(f), ns(self.sent)));
         }
+        if self.end < self.sent {
+            return Some(format!("end_ns {} came before its sent_ns {}", ns(self.end), ns(self.sent)));
+        }
+        if self.scheduled > self.sent {
+            return Some(format!("sent_ns {} came before its scheduled_ns {}", ns(self.sent), ns(self.scheduled)));
+        }
+        if self.end > crate::HORIZON {
+            return Some(format!(
+                "end_ns {} lies past the {}-year horizon of a run's clock",
+                ns(self.end),
+                crate::HORIZON.as_secs() / (365 * 24 * 3600)
+            ));
+        }
+        if let Some((i, c)) = self.chunks.iter().enumerate().find(|(_, c)| c.t < self.sent || c.t > self.end) {
+            let (rel, other, at) =
+                if c.t < self.sent { ("before", "sent_ns", self.sent) } else { ("after", "end_ns", self.end) };
+            return Some(format!("chunks[{i}].t_ns {} came {rel} its {other} {}", ns(c.t), ns(at)));
+        }
+        for (name, n) in [("input_tokens", self.input_tokens), ("output_tokens", self.output_tokens)] {
+            if n > MAX_REQUEST_TOKENS {
+                return Some(format!("{name} {n} is past the {MAX_REQUEST_TOKENS} tokens any request can hold"));
+            }
+        }
+        None
     }
 
     /// A record with no response yet: the starting point the client fills in.
@@ -512,6 +545,36 @@ impl RequestRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Times and counts no request has are named with their field.
+    #[test]
+    fn a_records_faults_name_the_field() {
+        let ms = Duration::from_millis;
+        let mut r = RequestRecord::new(7, ms(10), ms(20));
+        r.first_byte = Some(ms(30));
+        r.chunks.push(OutputChunk { t: ms(30), tokens: 1, channel: Channel::Content });
+        r.end = ms(40);
+        r.output_tokens = 1;
+        assert_eq!(r.time_fault(), None);
+        let fault = |edit: &dyn Fn(&mut RequestRecord)| {
+            let mut e = r.clone();
+            edit(&mut e);
+            e.time_fault().unwrap_or_default()
+        };
+        assert_eq!(fault(&|e| e.scheduled = ms(25)), "sent_ns 20000000 came before its scheduled_ns 25000000");
+        assert_eq!(fault(&|e| e.end = ms(15)), "end_ns 15000000 came before its sent_ns 20000000");
+        assert!(fault(&|e| e.end = Duration::from_nanos(u64::MAX)).starts_with("end_ns 18446744073709551615 lies past"));
+        let chunk = |t| {
+            move |e: &mut RequestRecord| {
+                e.chunks = Chunks::new();
+                e.chunks.push(OutputChunk { t, tokens: 1, channel: Channel::Content });
+            }
+        };
+        assert_eq!(fault(&chunk(ms(5))), "chunks[0].t_ns 5000000 came before its sent_ns 20000000");
+        assert_eq!(fault(&chunk(ms(50))), "chunks[0].t_ns 50000000 came after its end_ns 40000000");
+        assert!(fault(&|e| e.output_tokens = u64::MAX).starts_with("output_tokens 18446744073709551615 is past"));
+        assert!(fault(&|e| e.input_tokens = MAX_REQUEST_TOKENS + 1).starts_with("input_tokens 1073741825 is past"));
+    }
 
     #[test]
     fn spread_adds_up_and_differs_by_at_most_one() {

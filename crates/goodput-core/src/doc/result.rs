@@ -201,6 +201,19 @@ impl ClientStalls {
     }
 }
 
+/// The latest wall-clock start a result may say: 2200-01-01 00:00:00 UTC,
+/// in seconds since the Unix epoch.
+pub const LATEST_START_UNIX_S: f64 = 7_258_118_400.0;
+
+/// Whether `s` can be a run's wall-clock start (`started_unix_s`, a shard's
+/// `--start-at`): a number of seconds since the Unix epoch from 0 (an
+/// imported run whose file gives no start) to [`LATEST_START_UNIX_S`]. A
+/// shard that said 1e308 had panicked `merge`, and one that said -1e12 had
+/// been merged into a window of 1e12 s.
+pub fn plausible_start(s: f64) -> bool {
+    s.is_finite() && (0.0..=LATEST_START_UNIX_S).contains(&s)
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Tool {

@@ -120,7 +120,10 @@ pub fn difference(a: (&ShardInfo, &RunConfig), b: (&ShardInfo, &RunConfig)) -> O
         return Some(format!("one was split into {} shards, the other into {}", sa.count, sb.count));
     }
     if sa.start_at_unix_s != sb.start_at_unix_s {
-        let t = |s: Option<f64>| s.map_or("none".to_string(), |t| format!("{t}"));
+        // As written, unless past what a clock says (1e308 had been 309 digits).
+        let t = |s: Option<f64>| {
+            s.map_or("none".to_string(), |t| if t.abs() < 1e12 { t.to_string() } else { crate::util::number_text(t) })
+        };
         return Some(format!("their --start-at differ ({} and {})", t(sa.start_at_unix_s), t(sb.start_at_unix_s)));
     }
     let (la, lb) = (a.load.as_ref(), b.load.as_ref());
@@ -164,8 +167,20 @@ fn json<T: Serialize>(v: &T) -> String {
 }
 
 /// `r` with every time moved `by` later: a shard's record placed on a clock
-/// that began `by` before its own.
-pub fn shifted(mut r: RequestRecord, by: Duration) -> RequestRecord {
+/// that began `by` before its own. `None` when a time would then lie past
+/// [`crate::HORIZON`] (a start of 1e308 s had panicked here, "overflow when
+/// adding durations"): no run's clock reaches so far.
+pub fn shifted(mut r: RequestRecord, by: Duration) -> Option<RequestRecord> {
+    let options = [r.first_byte, r.first_choice, r.last_choice, r.stream_end];
+    let latest = [r.scheduled, r.sent, r.end]
+        .into_iter()
+        .chain(options.into_iter().flatten())
+        .chain(r.chunks.iter().map(|c| c.t))
+        .max()?;
+    if latest.checked_add(by).is_none_or(|t| t > crate::HORIZON) {
+        return None;
+    }
+    // Every time is at most `latest`, so none of these sums overflows.
     r.scheduled += by;
     r.sent += by;
     r.end += by;
@@ -182,13 +197,15 @@ pub fn shifted(mut r: RequestRecord, by: Duration) -> RequestRecord {
             c
         })
         .collect();
-    r
+    Some(r)
 }
 
 /// The offsets that put each shard's clock on the merged one, which begins
-/// at the earliest shard's start: each start less that earliest one.
+/// at the earliest shard's start: each start less that earliest one. Starts
+/// are checked when a result is read ([`crate::doc::result::plausible_start`]);
+/// one that is not a number gives an offset of zero, never a panic.
 pub fn offsets(started_unix_s: &[f64]) -> Vec<Duration> {
-    let first = started_unix_s.iter().copied().fold(f64::INFINITY, f64::min);
+    let first = started_unix_s.iter().copied().filter(|s| s.is_finite()).fold(f64::INFINITY, f64::min);
     started_unix_s.iter().map(|s| crate::clamped_secs(s - first)).collect()
 }
 
@@ -227,12 +244,16 @@ mod tests {
         r.first_byte = Some(ms(20));
         r.chunks.push(OutputChunk { t: ms(25), tokens: 1, channel: Channel::Content });
         r.end = ms(30);
-        let s = shifted(r, ms(5));
+        let s = shifted(r.clone(), ms(5)).unwrap();
         assert_eq!(
             (s.scheduled, s.sent, s.first_byte, s.chunks.at(0).t, s.end),
             (ms(15), ms(16), Some(ms(25)), ms(30), ms(35))
         );
         assert_eq!(s.stream_end, None);
         assert_eq!(offsets(&[100.25, 100.0, 100.5]), [ms(250), ms(0), ms(500)]);
+        // Past the clock's horizon, or past what a duration holds: refused, not a panic.
+        assert_eq!(shifted(r.clone(), crate::HORIZON), None);
+        assert_eq!(shifted(r, Duration::MAX), None);
+        assert_eq!(offsets(&[1e308, 0.0]), [Duration::MAX, ms(0)]);
     }
 }

@@ -50,6 +50,14 @@ pub enum ReadError {
         path.display()
     )]
     NotJson { path: PathBuf, error: serde_json::Error },
+    /// `NaN` or `Infinity` where JSON has a number: Python's `json.dump`
+    /// writes them unless told not to.
+    #[error(
+        "{} is not JSON: line {line} column {column} holds {token}, which JSON does not allow (Python's json.dump \
+         writes it by default): write the file with allow_nan=False, or replace them with null",
+        path.display()
+    )]
+    NanNotJson { path: PathBuf, token: &'static str, line: usize, column: usize },
     #[error("{} has schema '{schema}', this goodput reads '{}'", path.display(), goodput_core::SCHEMA)]
     OtherSchema { path: PathBuf, schema: String },
     #[error(
@@ -165,7 +173,12 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
             }
             return Err(match head {
                 // JSON, but not an object with a schema.
-                Err(e) if !e.is_data() => ReadError::NotJson { path: path.to_owned(), error: e },
+                Err(e) if !e.is_data() => match not_a_json_number(text, &e) {
+                    Some(token) => {
+                        ReadError::NanNotJson { path: path.to_owned(), token, line: e.line(), column: e.column() }
+                    }
+                    None => ReadError::NotJson { path: path.to_owned(), error: e },
+                },
                 _ => ReadError::NotAResult { path: path.to_owned() },
             });
         }
@@ -209,6 +222,21 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
         return Err(ReadError::Impossible { path: path.to_owned(), what });
     }
     Ok(Document::Run(Box::new(run)))
+}
+
+/// `NaN`, `Infinity` or `-Infinity` where `e`, a syntax error in `text`,
+/// was met: the numbers Python's `json.dump` writes and JSON does not have.
+fn not_a_json_number(text: &str, e: &serde_json::Error) -> Option<&'static str> {
+    let line = text.lines().nth(e.line().checked_sub(1)?)?;
+    // The column is of the character where the error was seen, from 1.
+    let at = line.char_indices().nth(e.column().saturating_sub(1)).map_or(line.len(), |(i, _)| i);
+    let from = line[..at].char_indices().rev().take(2).last().map_or(at, |(i, _)| i);
+    let near = &line[from..];
+    ["-Infinity", "Infinity", "NaN"].into_iter().find(|t| {
+        near.starts_with(t)
+            || near.get(1..).is_some_and(|n| n.starts_with(t))
+            || near.get(2..).is_some_and(|n| n.starts_with(t))
+    })
 }
 
 /// The fields of a document that say what it is, read past everything
@@ -300,6 +328,23 @@ pub fn impossible_sweep(s: &SweepResult) -> Option<String> {
 /// a hand-edited document had shown "20 sent · 999999999999 completed" and a
 /// negative TTFT compared as an improvement.
 pub fn impossible(r: &RunResult) -> Option<String> {
+    use goodput_core::doc::result::plausible_start;
+    // A start no clock gives (`merge` had panicked on 1e308, and merged -1e12
+    // into a window of 1e12 s).
+    let starts = [
+        ("started_unix_s", Some(r.started_unix_s)),
+        ("shard.start_at_unix_s", r.shard.as_ref().and_then(|s| s.start_at_unix_s)),
+    ];
+    if let Some((name, s)) = starts.into_iter().find_map(|(n, s)| s.filter(|s| !plausible_start(*s)).map(|s| (n, s))) {
+        return Some(format!(
+            "{name} {}, where a run starts between 0 (1970-01-01) and {} (2200-01-01) seconds since the Unix epoch",
+            goodput_core::util::number_text(s),
+            goodput_core::doc::result::LATEST_START_UNIX_S
+        ));
+    }
+    if let Some(what) = impossible_records(r.requests.as_deref().unwrap_or_default()) {
+        return Some(what);
+    }
     let w = &r.window;
     // No run lasts past the horizon of its clock (100 years) either.
     let longest_s = goodput_core::HORIZON.as_secs_f64();
@@ -347,11 +392,68 @@ pub fn impossible(r: &RunResult) -> Option<String> {
     None
 }
 
+/// What in a result's own records (`requests`, `--include-requests`) no
+/// run can hold: a record's times or counts out of order or past bounds
+/// ([`goodput_core::RequestRecord::time_fault`]), or a request met twice (a
+/// record repeated had been reported as one more request sent), named by
+/// the record's id and place.
+pub fn impossible_records(records: &[goodput_core::RequestRecord]) -> Option<String> {
+    let mut seen = std::collections::HashMap::with_capacity(records.len());
+    for (i, r) in records.iter().enumerate() {
+        if let Some(what) = r.time_fault() {
+            return Some(format!("requests[{i}], request {}: its {what}", r.id));
+        }
+        if let Some(first) = seen.insert(r.id, i) {
+            return Some(format!(
+                "request {} twice, at requests[{first}] and requests[{i}]: a run's records name each request once",
+                r.id
+            ));
+        }
+    }
+    None
+}
+
 /// Reads a run written by `write_json`; a sweep is an error that says so.
 pub fn read_json(path: &Path) -> Result<RunResult, ReadError> {
     match read_document(path)? {
         Document::Run(r) => Ok(*r),
         Document::Sweep(_) => Err(ReadError::Sweep { path: path.to_owned() }),
         Document::Frontier(_) => Err(ReadError::Frontier { path: path.to_owned() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers Python's json.dump writes and JSON does not have are
+    /// named where they stand ("expected value at line 1 column 142903"
+    /// had said nothing of them).
+    #[test]
+    fn nan_and_infinity_are_named() {
+        for (text, token) in [
+            ("{\"a\": NaN}", Some("NaN")),
+            ("{\"a\": [1, Infinity]}", Some("Infinity")),
+            ("{\n \"b\": -Infinity}", Some("-Infinity")),
+            ("{\"a\": nope}", None),
+        ] {
+            let e = serde_json::from_str::<serde_json::Value>(text).unwrap_err();
+            assert_eq!(not_a_json_number(text, &e), token, "{text}: {e}");
+        }
+    }
+
+    /// A document's own records are checked as a records file's are.
+    #[test]
+    fn a_documents_records_are_checked() {
+        use goodput_core::RequestRecord;
+        use std::time::Duration;
+        let r = |id| RequestRecord::new(id, Duration::ZERO, Duration::from_millis(1));
+        assert_eq!(impossible_records(&[r(0), r(1)]), None);
+        let twice = impossible_records(&[r(0), r(1), r(0)]).unwrap();
+        assert!(twice.starts_with("request 0 twice, at requests[0] and requests[2]"), "{twice}");
+        let mut late = r(3);
+        late.scheduled = Duration::from_millis(2);
+        let e = impossible_records(&[r(0), late]).unwrap();
+        assert!(e.starts_with("requests[1], request 3: its sent_ns 1000000 came before its scheduled_ns"), "{e}");
     }
 }

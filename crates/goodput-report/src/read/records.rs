@@ -30,11 +30,19 @@ pub enum RecordsError {
         path.display()
     )]
     Duplicate { path: PathBuf, id: u64, unit: &'static str, first: usize, again: usize },
+    /// A records file that holds another number of records than its run sent.
+    #[error(
+        "{} holds {held} records, where {} says {expected} requests were sent ({sent} measured, {warmup} warm-up): \
+         the records are cut short, or not that run's; pass the records file the run wrote, whole",
+        path.display(),
+        result.display()
+    )]
+    Count { path: PathBuf, result: PathBuf, held: u64, expected: u64, sent: u64, warmup: u64 },
     #[error("{} line {line} is not a goodput record: {err}", path.display())]
     NotARecord { path: PathBuf, line: usize, err: serde_json::Error },
     /// Times in an order no request has: edited or damaged.
-    #[error("{} line {line} holds a request whose {what}: the file was edited or damaged", path.display())]
-    OutOfOrder { path: PathBuf, line: usize, what: &'static str },
+    #[error("{} line {line} holds request {id}, whose {what}: the file was edited or damaged", path.display())]
+    OutOfOrder { path: PathBuf, line: usize, id: u64, what: String },
     #[error(
         "{} holds records of run {other}, not of this result's run {run_id}: pass the records file written \
          with this result (--records of the same run)",
@@ -343,6 +351,9 @@ struct JsonLines {
     line: usize,
     /// After a bad line nothing more is read.
     done: bool,
+    /// The line cut short at the file's end, if it was (the writer stopped
+    /// mid-line): the records before it were read.
+    cut: Option<usize>,
 }
 
 impl RecordsReader {
@@ -359,12 +370,26 @@ impl RecordsReader {
         let input = goodput_core::util::input::LineReader::open(path, "the records file")?;
         Ok(RecordsReader {
             path: path.to_owned(),
-            inner: Inner::Jsonl(JsonLines { input, read: 0, line: 0, done: false }),
+            inner: Inner::Jsonl(JsonLines { input, read: 0, line: 0, done: false, cut: None }),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Why the file was read only in part, once it has been read: its last
+    /// line was cut short (the writer stopped mid-line), and the records
+    /// before it were read.
+    pub fn cut_short(&self) -> Option<String> {
+        match &self.inner {
+            Inner::Jsonl(JsonLines { cut: Some(line), read, .. }) => Some(format!(
+                "{} line {line} was cut short (the writer stopped mid-line): the {read} complete records before it \
+                 were read",
+                self.path.display()
+            )),
+            _ => None,
+        }
     }
 
     /// Where the record last read is: its line (JSON Lines) or row
@@ -400,11 +425,23 @@ impl JsonLines {
             if line.bytes.trim_ascii().is_empty() {
                 continue;
             }
-            match serde_json::from_slice::<RequestRecord>(line.bytes) {
+            // A byte-order mark some editors write first, which JSON does
+            // not allow (the result reader strips it too).
+            let bytes = if line.number == 1 {
+                line.bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line.bytes)
+            } else {
+                line.bytes
+            };
+            match serde_json::from_slice::<RequestRecord>(bytes) {
                 Ok(r) => {
                     if let Some(what) = r.time_fault() {
                         self.done = true;
-                        return Some(Err(RecordsError::OutOfOrder { path: path.to_owned(), line: line.number, what }));
+                        return Some(Err(RecordsError::OutOfOrder {
+                            path: path.to_owned(),
+                            line: line.number,
+                            id: r.id,
+                            what,
+                        }));
                     }
                     self.read += 1;
                     self.line = line.number;
@@ -412,6 +449,8 @@ impl JsonLines {
                 }
                 // Cut: the last line, with no newline after it.
                 Err(e) if !line.ended && e.is_eof() => {
+                    self.done = true;
+                    self.cut = Some(line.number);
                     goodput_core::tell!(
                         "warning: {} line {} was cut short (the writer stopped mid-line); read the {} complete \
                          records before it",
@@ -451,6 +490,54 @@ pub fn read_run_records(path: &Path, run_id: &str) -> Result<Vec<RequestRecord>,
         out.push(r);
     }
     Ok(out)
+}
+
+/// The records of `run` (its result, read from `result`) in `path`, read as
+/// [`read_run_records`] reads them and counted against the requests the
+/// result says were sent, measured and warm-up, as `merge` counts a shard's:
+/// a file that holds another number is refused (half a records file had
+/// been analysed as a run of half the requests, without a word). A file
+/// whose last line was cut short (the writer stopped mid-line) is read as
+/// far as it goes, and the warning returned says so, for the result's
+/// `warnings`. A result of `report --window` counts only its window's
+/// requests, and is not counted against.
+pub fn read_counted_records(
+    path: &Path,
+    run: &goodput_core::RunResult,
+    result: &Path,
+) -> Result<(Vec<RequestRecord>, Option<String>), RecordsError> {
+    let mut out = Vec::new();
+    let mut ids = UniqueIds::default();
+    let mut reader = RecordsReader::open(path)?;
+    while let Some(r) = reader.next() {
+        let r = r?;
+        check_records_belong(std::slice::from_ref(&r), &run.run_id, path)?;
+        ids.check(r.id, reader.position(), path)?;
+        out.push(r);
+    }
+    let cut = reader.cut_short();
+    let q = &run.summary.requests;
+    let expected = q.sent.saturating_add(q.warmup);
+    let held = out.len() as u64;
+    let counted = run.config.report_window.is_none();
+    match cut {
+        Some(cut) if counted && held != expected => Ok((
+            out,
+            Some(format!(
+                "{cut}, where {} says {expected} requests were sent: the figures are over those {held} alone",
+                result.display()
+            )),
+        )),
+        None if counted && held != expected => Err(RecordsError::Count {
+            path: path.to_owned(),
+            result: result.to_owned(),
+            held,
+            expected,
+            sent: q.sent,
+            warmup: q.warmup,
+        }),
+        cut => Ok((out, cut)),
+    }
 }
 
 /// The request ids met so far in a records file, each with the line (or

@@ -611,13 +611,16 @@ fn damaged_files_are_refused_with_their_cause() {
     let e = refusal("vllm.json", &v.to_string());
     assert!(e.contains("whose \"request_rate\" is -3, not requests per second above 0 or \"inf\""), "{e}");
     // Counts each a u64, and 9e18 output tokens a second: refused as
-    // goodput's own saved copy of it would be, naming the tool.
+    // goodput's own saved copy of it would be, naming the tool, the
+    // request and the field.
     let mut v = json("vllm/vllm.json");
     v["output_lens"] = Value::from(vec![1u64 << 63; 40]);
     let e = refusal("vllm.json", &v.to_string());
     assert!(
-        e.contains("vllm.json is a result of vllm bench serve with figures no run can have (output_tokens_per_s of ")
-            && e.ends_with("it was edited or damaged; pass the file vllm bench serve wrote, or measure again"),
+        e.contains(
+            "vllm.json is a result of vllm bench serve with figures no run can have (requests[0], request 0: its \
+             output_tokens 9223372036854775808 is past the 1073741824 tokens any request can hold)"
+        ) && e.ends_with("it was edited or damaged; pass the file vllm bench serve wrote, or measure again"),
         "{e}"
     );
 

@@ -180,7 +180,8 @@ fn report_refuses_the_records_of_another_run() {
     let edited: String = lines.iter().map(|l| l.to_string() + "\n").collect();
     std::fs::write(p("edited.jsonl"), edited).unwrap();
     let err = goodput().arg("report").arg(p("a.json")).arg("--records").arg(p("edited.jsonl")).refusal();
-    assert!(err.contains("line 2 holds a request whose first byte came before it was sent"), "{err}");
+    let said = format!("whose first_byte_ns {first_byte} came before its sent_ns {}", first_byte + 1_000);
+    assert!(err.contains("line 2 holds request ") && err.contains(&said), "{err}");
 }
 
 /// A records file whose last line was cut (a full disk) is read up to it,

@@ -209,6 +209,36 @@ fn refusals(dir: &Path, single: &Path) {
     std::fs::write(p("model.json"), other.to_string()).unwrap();
     let err = merge(&[s(0), s(1), p("model.json")]).refusal();
     assert!(err.contains("shards of different runs") && err.contains("another-model"), "{err}");
+    // A start no clock gives: 1e308 had panicked the merge ("overflow when
+    // adding durations"), -1e12 had merged into a window of 1e12 s.
+    for (name, start) in [("far.json", 1e308), ("before.json", -1e12)] {
+        let mut v = read_json(&s(1));
+        v["started_unix_s"] = start.into();
+        std::fs::write(p(name), v.to_string()).unwrap();
+        let err = merge(&[s(0), p(name), s(2)]).refusal();
+        assert!(err.contains(name) && err.contains("started_unix_s ") && err.contains("2200-01-01"), "{err}");
+    }
+    // ... and one within the years, which puts a shard's records past the
+    // clock's horizon of 100 years.
+    let mut v = read_json(&s(1));
+    v["started_unix_s"] = 7e9.into();
+    std::fs::write(p("late.json"), v.to_string()).unwrap();
+    let err = merge(&[s(0), p("late.json"), s(2)]).refusal();
+    assert!(err.contains("late.json") && err.contains("past the 100-year horizon"), "{err}");
+    // A request in two shards: one shard's records given as another's.
+    let mut v = read_json(&s(1));
+    let first = &cmd::records(&p("s0.jsonl"))[0];
+    v["requests"] = serde_json::json!([serde_json::to_value(first).unwrap()]);
+    std::fs::write(p("overlap.json"), v.to_string()).unwrap();
+    let err = merge(&[s(0), p("overlap.json"), s(2)]).refusal();
+    assert!(err.contains(&format!("request {} is in ", first.id)) && err.contains("again in"), "{err}");
+    // Shards judged by different SLOs, with none given to merge.
+    let mut v = read_json(&s(1));
+    v["config"]["judge"]["slo"] = "ttft<=1s".into();
+    std::fs::write(p("slo.json"), v.to_string()).unwrap();
+    let err = merge(&[s(0), p("slo.json"), s(2)]).refusal();
+    assert!(err.contains("by 'ttft<=1s'") && err.contains("pass --slo to merge"), "{err}");
+    merge(&[s(0), p("slo.json"), s(2)]).args(["--slo", "ttft<=2s"]).assert().success();
     // A run that is no shard.
     let err = merge(&[s(0), single.to_owned()]).refusal();
     assert!(err.contains("is not a shard's result"), "{err}");

@@ -19,7 +19,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const TOOL: &str = "aiperf";
+pub(super) const TOOL: &str = "aiperf";
+
+/// The names AIPerf gives its records and its summary, each read with the other.
+pub(super) const RECORDS: &str = "profile_export.jsonl";
+pub(super) const SUMMARY: &str = "profile_export_aiperf.json";
 
 /// The first line of AIPerf's per-request export.
 pub(super) fn is_records(text: &str) -> bool {
@@ -50,6 +54,8 @@ struct Line {
 /// A request's times on the wall clock, nanoseconds, and its phase.
 #[derive(Deserialize)]
 struct Metadata {
+    /// AIPerf's id of the request: each once in a file.
+    x_request_id: Option<String>,
     /// Sent.
     request_start_ns: Option<u64>,
     /// Its last content response.
@@ -233,6 +239,19 @@ fn read_lines(name: &str, text: &str) -> Result<Vec<(usize, Line)>, ImportError>
             return Err(bad(name, i + 1, "not a record (no \"metadata\" and \"metrics\")"));
         }
         lines.push((i + 1, typed::<Line>(&v).map_err(|what| bad(name, i + 1, &what))?));
+    }
+    // A line repeated had been read as one more request sent.
+    let mut seen = std::collections::HashMap::new();
+    for (line, l) in &lines {
+        if let Some(id) = l.metadata.x_request_id.as_deref().filter(|id| !id.is_empty()) {
+            if let Some(first) = seen.insert(id, *line) {
+                let what = format!(
+                    "metadata.x_request_id {id:?} is line {first}'s too: a request is recorded once, so the file \
+                     holds lines repeated or two files put together"
+                );
+                return Err(bad(name, *line, &what));
+            }
+        }
     }
     Ok(lines)
 }
@@ -465,6 +484,19 @@ mod tests {
         let p = parse("p.jsonl", &lines(&[line(T0), line(T0 + 1_000_000_000)]), None).unwrap();
         assert_eq!(p.records.len(), 2);
         assert_eq!(p.records[1].end, Duration::from_millis(1015));
+    }
+
+    /// A line repeated (the same `x_request_id`) had been read as one more
+    /// request sent.
+    #[test]
+    fn a_request_twice_is_refused() {
+        let mut a = line(T0);
+        a["metadata"]["x_request_id"] = json!("r-1");
+        let mut b = line(T0 + 1_000_000);
+        b["metadata"]["x_request_id"] = json!("r-2");
+        assert_eq!(parse("p.jsonl", &lines(&[a.clone(), b.clone()]), None).unwrap().records.len(), 2);
+        let e = refusal(&[a.clone(), b, a]);
+        assert!(e.starts_with("p.jsonl line 3: metadata.x_request_id \"r-1\" is line 1's too"), "{e}");
     }
 
     /// −1e30 tokens had been taken as 0.

@@ -101,6 +101,8 @@ struct Groups {
 /// One request's stats.
 #[derive(Deserialize)]
 struct Request {
+    /// GuideLLM's id of the request: each once in a report.
+    request_id: Option<String>,
     prompt_tokens: Option<u64>,
     output_tokens: Option<u64>,
     /// Present with `total_tokens` when the server sent usage.
@@ -245,6 +247,24 @@ fn requests_in_order<'a>(name: &str, b: &'a Benchmark) -> Result<(Vec<Sent<'a>>,
         (Ended::Incomplete, &groups.incomplete),
     ] {
         all.extend(l.iter().flatten().enumerate().map(|(i, r)| (ended, i, r)));
+    }
+    // A request repeated had been read as one more request sent.
+    let mut seen = std::collections::HashMap::new();
+    for &(ended, i, r) in &all {
+        if let Some(first) =
+            r.request_id.as_deref().filter(|id| !id.is_empty()).and_then(|id| seen.insert(id, (ended, i)))
+        {
+            let id = r.request_id.as_deref().unwrap_or_default();
+            return Err(bad(
+                name,
+                &format!(
+                    "{} has request_id {id:?}, as {} has: a request is reported once, so the report holds a request \
+                     repeated or two reports put together",
+                    which(ended, i),
+                    which(first.0, first.1)
+                ),
+            ));
+        }
     }
     let mut starts = Vec::with_capacity(all.len());
     for &(ended, i, r) in &all {
@@ -495,6 +515,21 @@ mod tests {
         assert_eq!(chunks.len(), 2);
         assert_eq!((chunks[0].1, chunks[1].1), (1, 3));
         assert!((chunks[1].0 - 1.4).abs() < 1e-9, "{chunks:?}");
+    }
+
+    /// A request repeated (the same `request_id`) had been read as one more
+    /// request sent.
+    #[test]
+    fn a_request_twice_is_refused() {
+        let with_id = |start: f64, id: &str| {
+            let mut r = request(start);
+            r["request_id"] = json!(id);
+            r
+        };
+        let p = parse("b.json", &report(vec![with_id(1000.0, "a"), with_id(1001.0, "b")])).unwrap();
+        assert_eq!(p.records.len(), 2);
+        let e = refusal(&report(vec![with_id(1000.0, "a"), with_id(1001.0, "a")]));
+        assert!(e.contains("request successful[1] has request_id \"a\", as request successful[0] has"), "{e}");
     }
 
     /// 2^64 - 1 iterations had panicked ("capacity overflow"), 10^18

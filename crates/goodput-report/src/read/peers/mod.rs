@@ -38,6 +38,24 @@ pub fn import_info(run: &RunResult) -> Option<&ImportInfo> {
     run.config.import.as_ref()
 }
 
+/// The files beside `path` that reading it read too, when it was another
+/// tool's result (`run`, as [`import`] gave it): AIPerf's records
+/// (`profile_export.jsonl`) and its summary (`profile_export_aiperf.json`)
+/// are each read with the other. They are inputs of the command as much as
+/// `path` is, and no output may write over them (`report
+/// profile_export_aiperf.json -o profile_export.jsonl` had replaced AIPerf's
+/// records with goodput's result).
+pub fn companions(path: &Path, run: &RunResult) -> Vec<std::path::PathBuf> {
+    match import_info(run) {
+        Some(i) if i.tool == aiperf::TOOL => [aiperf::RECORDS, aiperf::SUMMARY]
+            .into_iter()
+            .map(|n| path.with_file_name(n))
+            .filter(|p| p.as_path() != path)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Refuses an SLO that judges a figure `import`'s file cannot give: the
 /// records would answer it with times they do not hold.
 pub fn check_slo(import: &ImportInfo, slo: &goodput_core::Slo) -> Result<(), ImportError> {
@@ -159,7 +177,7 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
         Ok(v) if vllm::is(&v) => vllm::parse(&name, &v)?,
         Ok(v) if guidellm::is(&v) => guidellm::parse(&name, &v)?,
         Ok(v) if aiperf::is_summary(&v) => {
-            let records = path.with_file_name("profile_export.jsonl");
+            let records = path.with_file_name(aiperf::RECORDS);
             let text = super::read_text(&records, "AIPerf's records").map_err(|e| ImportError::AiperfNoRecords {
                 file: name.clone(),
                 records: records.display().to_string(),
@@ -169,7 +187,7 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
         }
         Ok(_) => return Ok(None),
         Err(_) if aiperf::is_records(text) => {
-            let beside = path.with_file_name("profile_export_aiperf.json");
+            let beside = path.with_file_name(aiperf::SUMMARY);
             let summary = super::read_text(&beside, "AIPerf's summary")
                 .ok()
                 .and_then(|t| serde_json::from_str::<Value>(super::without_bom(&t)).ok())

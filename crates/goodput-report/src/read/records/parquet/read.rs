@@ -55,8 +55,8 @@ enum ParquetFault {
     #[error("a failed request's row has no `failure_kind`")]
     NoFailureKind,
     /// Times in an order no request has ([`RequestRecord::time_fault`]).
-    #[error("the request's {0}: the file was edited or damaged")]
-    OutOfOrder(&'static str),
+    #[error("request {0}'s {1}: the file was edited or damaged")]
+    OutOfOrder(u64, String),
     #[error("`outcome` is {0:?}, not success, failed or cancelled")]
     BadOutcome(Option<String>),
     #[error(
@@ -378,7 +378,7 @@ fn record_of(cols: &mut [Column]) -> Result<RequestRecord, ParquetFault> {
     }
     parts.put_into(&mut r)?;
     match r.time_fault() {
-        Some(what) => Err(ParquetFault::OutOfOrder(what)),
+        Some(what) => Err(ParquetFault::OutOfOrder(r.id, what)),
         None => Ok(r),
     }
 }
@@ -634,7 +634,8 @@ mod tests {
         cols[3].1 = Cell::I(0);
         assert_eq!(
             row_error(&cols),
-            "row 1 is not a goodput record: the request's end came before it was sent: the file was edited or damaged"
+            "row 1 is not a goodput record: request 7's end_ns 0 came before its sent_ns 1: the file was edited or \
+             damaged"
         );
         cols = required("success");
         cols.push(("quality_json", Cell::S("{")));
