@@ -343,7 +343,8 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             let sigs = holm_adjusted(rules, base, run, by_means);
             for (rule, sig) in rules.iter().zip(sigs) {
                 let values = (value(&rule.metric, base, by_means), value(&rule.metric, run, by_means));
-                verdicts.push(judge(rule, values, i, label, runs[0].0, sig));
+                let why = [not_in_file(&rule.metric, base), not_in_file(&rule.metric, run)];
+                verdicts.push(judge(rule, values, i, label, runs[0].0, sig, why));
             }
         }
     }
@@ -482,8 +483,24 @@ fn holm_adjusted(rules: &[Rule], base: &RunResult, run: &RunResult, by_means: bo
     sigs
 }
 
+/// Why `run` holds no value of `metric`, where the reason is that it was
+/// imported from a file that cannot give it (a vLLM import has no TTFB):
+/// the general reasons had been given instead ("no SLO or price given").
+fn not_in_file(metric: &Metric, run: &RunResult) -> Option<String> {
+    let import = crate::read::peers::import_info(run)?;
+    let field = match metric {
+        Metric::Dist(d, _) => format!("summary.{}", d.key()),
+        Metric::Scalar(_) => format!("summary.throughput.{}", metric.path()),
+    };
+    (!crate::read::peers::recomputed(run, &field)).then(|| {
+        format!("an import of {}'s file, which cannot give {}: its warnings say why", import.tool, metric.path())
+    })
+}
+
 /// `rule` judged on run `i` (`label`) against the baseline, `(b, v)` their
-/// values of its metric, `sig` its test where it asks for one (`!`).
+/// values of its metric, `sig` its test where it asks for one (`!`), `why`
+/// the reason each of them lacks the metric where it is known
+/// ([`not_in_file`]).
 fn judge(
     rule: &Rule,
     (b, v): (Option<f64>, Option<f64>),
@@ -491,6 +508,7 @@ fn judge(
     label: &str,
     base_label: &str,
     sig: Option<Significance>,
+    why: [Option<String>; 2],
 ) -> RuleVerdict {
     let mut out = RuleVerdict {
         rule: rule.text.clone(),
@@ -502,11 +520,12 @@ fn judge(
         reason: String::new(),
     };
     let (Some(b), Some(v)) = (b, v) else {
-        let missing = if b.is_none() { base_label } else { label };
-        out.reason = format!(
-            "{missing} has no value for {} (no SLO or price given, a percentile it was not analysed with, or no successful request)",
-            rule.metric
-        );
+        let [why_base, why_run] = why;
+        let (missing, why) = if b.is_none() { (base_label, why_base) } else { (label, why_run) };
+        let why = why.unwrap_or_else(|| {
+            "no SLO or price given, a percentile it was not analysed with, or no successful request".into()
+        });
+        out.reason = format!("{missing} has no value for {} ({why})", rule.metric);
         return out;
     };
     let (change, limit, shown) = match rule.threshold {

@@ -157,7 +157,26 @@ pub fn change(c: Option<f64>) -> String {
     match c {
         None => "-".into(),
         Some(x) if x.is_infinite() => if x > 0.0 { "+∞%" } else { "-∞%" }.into(),
+        // Past a billion per cent, with an exponent (+1e308% had been printed
+        // as 309 digits).
+        Some(x) if (x * 100.0).abs() >= 1e9 => format!("{:+.1e}%", x * 100.0),
         Some(x) => format!("{:+.1}%", x * 100.0),
+    }
+}
+
+/// When a run started, in words: `started 2026-01-31 12:00:00 UTC`, or
+/// `start unknown` for a start of 0, which an imported file that gives no
+/// wall-clock time says (it had been shown as started in 1970).
+///
+/// ```
+/// assert_eq!(goodput_report::format::started(0.0), "start unknown");
+/// assert_eq!(goodput_report::format::started(951_782_400.0), "started 2000-02-29 00:00:00 UTC");
+/// ```
+pub fn started(unix_s: f64) -> String {
+    if unix_s <= 0.0 {
+        "start unknown".into()
+    } else {
+        format!("started {}", utc(unix_s))
     }
 }
 

@@ -100,9 +100,9 @@ fn heading(o: &mut String, r: &RunResult) {
     }
     let _ = writeln!(
         o,
-        "- **Window** {:.2} s · started {}{}",
+        "- **Window** {:.2} s · {}{}",
         r.window.duration_s,
-        format::utc(r.started_unix_s),
+        format::started(r.started_unix_s),
         if r.interrupted { " · **interrupted: partial result**" } else { "" }
     );
     let mut req = format!("- **Requests** {} sent · {} completed · {} failed", q.sent, q.completed, q.failed);

@@ -193,8 +193,15 @@ pub fn parse_percentiles(s: &str) -> Result<PercentileList, String> {
             .trim_start_matches('p')
             .parse()
             .map_err(|_| format!("'{part}' is not a percentile; write e.g. 50,90,99.9"))?;
-        if !(0.0..=100.0).contains(&p) {
-            return Err(format!("percentile {p} is outside 0..100"));
+        // The range a saved result's percentiles are read back in: p0 had
+        // been written, and the document then refused by report and compare.
+        if !(p > 0.0 && p <= 100.0) {
+            return Err(format!("percentile {part} is outside (0, 100]: give one above 0 and at most 100, e.g. 50,99"));
+        }
+        // At most four decimals (99.9999): 1e-300 had named a key of 300 characters.
+        let scaled = p * 1e4;
+        if scaled.round() < 1.0 || (scaled - scaled.round()).abs() > 1e-6 {
+            return Err(format!("percentile {part} has more than four decimals: give e.g. 99.99 or 0.01"));
         }
         if !out.contains(&p) {
             out.push(p);
@@ -440,4 +447,20 @@ fn start_within_horizon(s: &str, t: f64) -> Result<f64, String> {
         ));
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod percentile_tests {
+    use super::parse_percentiles;
+
+    /// The flag takes what a saved result is read back with: (0, 100], at
+    /// most four decimals.
+    #[test]
+    fn percentiles_are_above_zero_with_four_decimals_at_most() {
+        assert!(parse_percentiles("0,50").unwrap_err().contains("outside (0, 100]"));
+        assert!(parse_percentiles("nan").unwrap_err().contains("outside (0, 100]"));
+        assert!(parse_percentiles("1e-300").unwrap_err().contains("four decimals"));
+        assert!(parse_percentiles("99.99999").unwrap_err().contains("four decimals"));
+        assert_eq!(parse_percentiles("0.0001,99.9999,100").unwrap().0, vec![0.0001, 99.9999, 100.0]);
+    }
 }

@@ -22,14 +22,14 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
         .enumerate()
         .map(|(i, (l, r))| {
             format!(
-                r#"<i class="sw c{}"></i>{} <b>{}</b> · {} · {} · {} started {}"#,
+                r#"<i class="sw c{}"></i>{} <b>{}</b> · {} · {} · {} {}"#,
                 i % 6,
                 if i == 0 { "baseline" } else { "run" },
                 html(l),
                 html(&r.target.model),
                 html(&r.target.url),
                 html(&r.kind),
-                format::utc(r.started_unix_s)
+                format::started(r.started_unix_s)
             )
         })
         .collect();

@@ -49,9 +49,9 @@ pub fn run_page_with(r: &RunResult, records: Option<&[RequestRecord]>) -> Result
         lines.push(format!("load {}", html(&load)));
     }
     lines.push(format!(
-        "{} started {} · window {:.2} s ({:.2} → {:.2} s){}",
+        "{} {} · window {:.2} s ({:.2} → {:.2} s){}",
         html(&r.kind),
-        format::utc(r.started_unix_s),
+        format::started(r.started_unix_s),
         r.window.duration_s,
         r.window.start_s,
         r.window.end_s,
