@@ -28,13 +28,24 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
             a.records.len()
         );
     }
+    let labels = labels(&a.runs);
+    let mut companions = Vec::new();
     for (i, p) in a.runs.iter().enumerate() {
         let mut run = goodput_report::read::read_json(p)?;
+        companions.extend(goodput_report::read::peers::companions(p, &run));
         if let Some(rp) = a.records.get(i) {
-            run.requests = Some(goodput_report::read::records::read_run_records(rp, &run.run_id)?);
+            // Counted against the requests the run sent: a file cut short is compared as it is, and said.
+            let (records, cut) = goodput_report::read::records::read_counted_records(rp, &run, p)?;
+            run.requests = Some(records);
+            run.warnings.extend(cut);
         }
-        let label = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
-        runs.push((label, run));
+        runs.push((labels[i].clone(), run));
+    }
+    // The files an import read beside the one named (AIPerf's records and
+    // summary) are inputs too: checked before anything is written.
+    if !companions.is_empty() {
+        inputs.extend(companions.iter().map(|p| ("a file read with a compared run", p.as_path())));
+        crate::output::distinct_files(&inputs, &outputs)?;
     }
     // A run's own --label names it, unless two runs share one.
     let own: Vec<Option<String>> = runs.iter().map(|(_, r)| r.config.label.clone()).collect();
@@ -98,13 +109,11 @@ fn frontiers(a: &CompareArgs) -> Result<Option<ExitCode>> {
     if a.fail_if.is_some() || !a.records.is_empty() {
         anyhow::bail!("--fail-if and --records apply to runs: two frontiers are compared by the prediction's errors");
     }
-    let label =
-        |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string());
     let mut frontiers: Vec<(String, FrontierResult)> = docs
         .into_iter()
-        .zip(&a.runs)
-        .filter_map(|(d, p)| match d {
-            Document::Frontier(f) => Some((label(p), *f)),
+        .zip(labels(&a.runs))
+        .filter_map(|(d, l)| match d {
+            Document::Frontier(f) => Some((l, *f)),
             _ => None,
         })
         .collect();
@@ -134,4 +143,39 @@ fn frontiers(a: &CompareArgs) -> Result<Option<ExitCode>> {
         }
     }
     Ok(Some(ExitCode::SUCCESS))
+}
+
+/// The names the compared files go by: each its shortest path suffix that
+/// no other file shares (`run.json` and `y/run.json` had both been labelled
+/// `run.json`, in the table, the HTML, the CSV's columns and the FAIL
+/// lines); a file given twice by one path is labelled by the whole path.
+fn labels(paths: &[std::path::PathBuf]) -> Vec<String> {
+    let parts: Vec<Vec<std::path::Component>> = paths.iter().map(|p| p.components().collect()).collect();
+    let suffix = |i: usize, k: usize| -> std::path::PathBuf {
+        let c = &parts[i];
+        c[c.len().saturating_sub(k)..].iter().collect()
+    };
+    (0..paths.len())
+        .map(|i| {
+            (1..=parts[i].len())
+                .map(|k| (k, suffix(i, k)))
+                .find(|(k, own)| (0..paths.len()).all(|j| j == i || suffix(j, *k) != *own))
+                .map_or_else(|| paths[i].display().to_string(), |(_, own)| own.display().to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::labels;
+    use std::path::PathBuf;
+
+    #[test]
+    fn labels_are_the_shortest_suffixes_told_apart() {
+        let p = |v: &[&str]| labels(&v.iter().map(PathBuf::from).collect::<Vec<_>>());
+        assert_eq!(p(&["run.json", "y/run.json"]), ["run.json", "y/run.json"]);
+        assert_eq!(p(&["a/b/run.json", "c/b/run.json", "base.json"]), ["a/b/run.json", "c/b/run.json", "base.json"]);
+        assert_eq!(p(&["x/a.json", "x/b.json"]), ["a.json", "b.json"]);
+        assert_eq!(p(&["same.json", "same.json"]), ["same.json", "same.json"]);
+    }
 }

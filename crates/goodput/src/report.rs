@@ -23,7 +23,17 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
         output::check_file(p, "--output")?;
     }
     output::check_exports(&a.exports)?;
-    match goodput_report::read::read_document(&a.run)? {
+    let doc = goodput_report::read::read_document(&a.run)?;
+    // The files an import read beside the one named (AIPerf's records and
+    // summary) are inputs too: checked once the document says what it is.
+    if let Document::Run(run) = &doc {
+        let companions = goodput_report::read::peers::companions(&a.run, run);
+        if !companions.is_empty() {
+            inputs.extend(companions.iter().map(|p| ("a file read with the result", p.as_path())));
+            output::distinct_files(&inputs, &outputs)?;
+        }
+    }
+    match doc {
         Document::Sweep(sweep) => {
             // --gpus and --attainment had been taken and set nothing.
             if judges_again(&a) || a.judge.gpus.is_some() || a.records.is_some() || a.window.is_some() {
@@ -131,10 +141,15 @@ fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &Report
 fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     let rejudge =
         a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.window.is_some();
+    // A records file read only in part (its last line cut short), said in the result too.
+    let mut cut_short = None;
     let records = match (&a.records, &run.requests) {
         (Some(p), _) => {
-            // Streamed: one line of the file at a time, and each record's chunks packed.
-            Some(goodput_report::read::records::read_run_records(p, &run.run_id)?)
+            // Streamed: one line of the file at a time, and each record's chunks packed;
+            // counted against the requests the result says were sent.
+            let (records, cut) = goodput_report::read::records::read_counted_records(p, &run, &a.run)?;
+            cut_short = cut;
+            Some(records)
         }
         (None, Some(r)) => Some(r.clone()),
         (None, None) => None,
@@ -200,10 +215,41 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     });
     // Why the run stopped is the run's, whatever it is judged against now.
     result.stop = run.stop.take();
+    // The client's own stalls and cost are the run's too: dropped, a run
+    // whose client stalled had passed --fail-on-unsteady when re-analysed.
+    result.client_stalls = stalls_again(run.client_stalls.take(), &records, a.window.is_some());
+    result.client = run.client.take();
+    if a.window.is_some() && result.client.is_some() {
+        result.warnings.push(
+            "the client's cost (client) is the whole run's, not --window's: the process's CPU time is kept as one \
+             figure"
+                .into(),
+        );
+    }
+    if a.window.is_none() {
+        // The live run's words on its client, which assemble does not draw again.
+        result.warnings.extend(
+            run.warnings
+                .iter()
+                .filter(|w| w.starts_with("the client kept") || w.starts_with("the client itself stalled"))
+                .filter(|w| !result.warnings.contains(w))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+    }
     if let Some(w) = &a.window {
         result.warnings.extend(window_past_the_run(w, &all_sent));
     }
+    result.warnings.extend(cut_short);
     recompute_server_side(run, &mut result, &records, a.window.is_some());
+    // What is written must read back: refused here, not on the next read.
+    if let Some(what) = goodput_report::read::impossible(&result) {
+        bail!(
+            "{} re-analysed gives figures no run can have ({what}): its records were edited or damaged; nothing was \
+             written",
+            a.run.display()
+        );
+    }
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
 }
@@ -212,6 +258,37 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
 /// records again: the other runs' records were never kept.
 pub const REPEATS_AS_SAVED: &str = "the runs' figures are as first analysed: report re-analyses run 1's records alone \
      (the other runs kept their figures, not their records), so the top level may differ from run 1's row";
+
+/// The client's stalls of a saved run over the records analysed again: as
+/// saved for the whole run, with the requests they caught counted again
+/// from the records' `client_stalled` flags; with `--window`, only the
+/// listed stalls that overlap a request kept (from its schedule to its end),
+/// their figures drawn from those alone.
+fn stalls_again(
+    saved: Option<goodput_core::ClientStalls>,
+    records: &[RequestRecord],
+    windowed: bool,
+) -> Option<goodput_core::ClientStalls> {
+    let saved = saved?;
+    if !windowed {
+        let requests = records.iter().filter(|r| r.client_stalled).count() as u64;
+        return Some(goodput_core::ClientStalls { requests, ..saved });
+    }
+    let kept: Vec<goodput_core::ClientStall> = saved
+        .stalls
+        .iter()
+        .filter(|s| records.iter().any(|r| s.touches(r.scheduled.min(r.sent), r.end)))
+        .copied()
+        .collect();
+    let threshold = goodput_core::clamped_secs(saved.threshold_ms * 1e-3);
+    let requests = records.iter().filter(|r| r.client_stalled).count() as u64;
+    match goodput_core::ClientStalls::over(&kept, threshold, records) {
+        Some(s) => Some(s),
+        // Caught by a stall past the listed ones: the run's figures, as saved.
+        None if requests > 0 => Some(goodput_core::ClientStalls { requests, ..saved }),
+        None => None,
+    }
+}
 
 /// The warning for a `--window` that runs past the run's sending: the
 /// analysis covers only the stretch that held requests, and says so.

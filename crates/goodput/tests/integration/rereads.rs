@@ -1,0 +1,216 @@
+//! What `report` and `compare` read back: a run's own account of its client
+//! kept when its records are analysed again, the files an import reads
+//! beside the one named kept safe from outputs, and records that no run can
+//! hold (a file cut at a line's end, a request twice, times out of order)
+//! refused with the record and the field named.
+
+#[allow(dead_code)]
+use crate::cmd;
+
+use cmd::{goodput, read_json, GoodputCommand};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// A short bench on the embedded fixed-timing server, its records held in
+/// the result and written beside it.
+fn run(dir: &Path, n: u32) -> (PathBuf, PathBuf) {
+    let (out, rec) = (dir.join("run.json"), dir.join("run.jsonl"));
+    goodput()
+        .args(["bench", "-q", "--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms"])
+        .args(["--output-tokens", "4", "--input-tokens", "8", "--include-requests", "-n"])
+        .arg(n.to_string())
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .assert()
+        .success();
+    (out, rec)
+}
+
+fn write_json(p: &Path, v: &Value) {
+    std::fs::write(p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+}
+
+/// The exit status of `goodput report FILE ARGS`.
+fn report_code(file: &Path, args: &[&str]) -> Option<i32> {
+    goodput().arg("report").arg(file).args(args).output().unwrap().status.code()
+}
+
+/// A run whose client stalled while a request was in flight fails
+/// `--fail-on-unsteady` however it is read back: its records analysed again
+/// (held in the result, or from `--records`) had dropped `client_stalls` and
+/// `client`, and exited 0.
+#[test]
+fn a_client_stall_is_kept_when_the_records_are_analysed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let (out, rec) = run(dir.path(), 2);
+    let mut v = read_json(&out);
+    let stalled = v["requests"][0]["id"].as_u64().unwrap();
+    v["requests"][0]["client_stalled"] = true.into();
+    v["client_stalls"] = json!({
+        "threshold_ms": 50.0, "count": 1, "total_ms": 120.0, "longest_ms": 120.0, "requests": 1,
+        "stalls": [{"start_ns": 0, "end_ns": 120_000_000}]
+    });
+    assert!(v["client"].is_object(), "a bench measures its own cost: {}", v["client"]);
+    write_json(&p("stall_inc.json"), &v);
+    v.as_object_mut().unwrap().remove("requests");
+    write_json(&p("stall.json"), &v);
+    let lines: Vec<String> = std::fs::read_to_string(&rec)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).unwrap();
+            if r["id"].as_u64() == Some(stalled) {
+                r["client_stalled"] = true.into();
+            }
+            r.to_string()
+        })
+        .collect();
+    std::fs::write(p("stall.jsonl"), lines.join("\n") + "\n").unwrap();
+
+    let stall_jsonl = p("stall.jsonl");
+    let records = ["--records", stall_jsonl.to_str().unwrap()];
+    assert_eq!(report_code(&p("stall.json"), &["-q", "--fail-on-unsteady"]), Some(4), "as saved");
+    assert_eq!(report_code(&p("stall.json"), &[&records[..], &["-q", "--fail-on-unsteady"]].concat()), Some(4));
+    assert_eq!(report_code(&p("stall_inc.json"), &["-q", "--fail-on-unsteady"]), Some(4));
+    // The written result carries both blocks.
+    goodput().arg("report").arg(p("stall_inc.json")).arg("-q").arg("-o").arg(p("again.json")).assert().success();
+    let again = read_json(&p("again.json"));
+    assert_eq!(again["client_stalls"]["requests"], 1, "{}", again["client_stalls"]);
+    assert_eq!(again["client_stalls"]["count"], 1);
+    assert_eq!(again["client"], v["client"]);
+}
+
+/// AIPerf's records and its summary are each read with the other: no output
+/// may write over the one not named (`report profile_export_aiperf.json -o
+/// profile_export.jsonl` had replaced AIPerf's records with goodput's result).
+#[test]
+fn no_output_writes_over_the_file_an_import_reads_beside_the_one_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../goodput-report/tests/fixtures/peers/aiperf");
+    for f in ["profile_export.jsonl", "profile_export_aiperf.json"] {
+        std::fs::copy(fixtures.join(f), p(f)).unwrap();
+    }
+    let before =
+        (std::fs::read(p("profile_export.jsonl")).unwrap(), std::fs::read(p("profile_export_aiperf.json")).unwrap());
+    let err =
+        goodput().arg("report").arg(p("profile_export_aiperf.json")).arg("-o").arg(p("profile_export.jsonl")).refusal();
+    assert!(err.contains("would write over") && err.contains("profile_export.jsonl"), "{err}");
+    let err =
+        goodput().arg("report").arg(p("profile_export.jsonl")).arg("-o").arg(p("profile_export_aiperf.json")).refusal();
+    assert!(err.contains("would write over") && err.contains("profile_export_aiperf.json"), "{err}");
+    let (out, _) = run(dir.path(), 2);
+    let err = goodput()
+        .arg("compare")
+        .arg(&out)
+        .arg(p("profile_export_aiperf.json"))
+        .arg("--html")
+        .arg(p("profile_export.jsonl"))
+        .refusal();
+    assert!(err.contains("would write over"), "{err}");
+    let after =
+        (std::fs::read(p("profile_export.jsonl")).unwrap(), std::fs::read(p("profile_export_aiperf.json")).unwrap());
+    assert!(before == after, "AIPerf's files are as they were");
+    // Any other output is written.
+    goodput().arg("report").arg(p("profile_export.jsonl")).arg("-q").arg("-o").arg(p("ai.json")).assert().success();
+}
+
+/// A records file holding fewer records than its result says were sent is
+/// refused (half a file had been analysed as a run of half the requests);
+/// one whose last line was cut short is read up to it, and the written
+/// result says so.
+#[test]
+fn a_records_file_must_hold_every_request_its_run_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let (out, rec) = run(dir.path(), 4);
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let half: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(p("half.jsonl"), &half).unwrap();
+    let err = goodput().arg("report").arg(&out).arg("--records").arg(p("half.jsonl")).refusal();
+    assert!(err.contains("holds 2 records, where") && err.contains("says 4 requests were sent"), "{err}");
+    let err = goodput()
+        .arg("compare")
+        .arg(&out)
+        .arg(&out)
+        .args(["--records"])
+        .arg(&rec)
+        .arg("--records")
+        .arg(p("half.jsonl"))
+        .refusal();
+    assert!(err.contains("holds 2 records"), "{err}");
+    // Cut mid-line: read up to the cut, and said in the document.
+    std::fs::write(p("cut.jsonl"), &text[..text.len() - 40]).unwrap();
+    goodput()
+        .arg("report")
+        .arg(&out)
+        .arg("--records")
+        .arg(p("cut.jsonl"))
+        .arg("-q")
+        .arg("-o")
+        .arg(p("cut.json"))
+        .assert()
+        .success();
+    let cut = read_json(&p("cut.json"));
+    assert_eq!(cut["summary"]["requests"]["sent"], 3);
+    assert!(cut["warnings"].to_string().contains("line 4 was cut short"), "{}", cut["warnings"]);
+    // A byte-order mark before the first line is skipped.
+    std::fs::write(p("bom.jsonl"), format!("\u{feff}{text}")).unwrap();
+    goodput().arg("report").arg(&out).arg("--records").arg(p("bom.jsonl")).arg("-q").assert().success();
+}
+
+/// Records no run holds are refused where they are read, with the request's
+/// id and the field: a request twice, a chunk before its send or after its
+/// end, a send before its schedule, an end past the clock's horizon, a
+/// count of tokens past any request's.
+#[test]
+fn records_no_run_holds_are_refused_with_the_request_and_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let (out, rec) = run(dir.path(), 2);
+    let v = read_json(&out);
+    let edited = |name: &str, edit: &dyn Fn(&mut Value)| {
+        let mut e = v.clone();
+        edit(&mut e);
+        write_json(&p(name), &e);
+        goodput().arg("report").arg(p(name)).refusal()
+    };
+    let err = edited("dup.json", &|e| {
+        let first = e["requests"][0].clone();
+        e["requests"].as_array_mut().unwrap().push(first);
+    });
+    assert!(err.contains("twice, at requests[0] and requests[2]"), "{err}");
+    let id = v["requests"][0]["id"].as_u64().unwrap();
+    let end = v["requests"][0]["end_ns"].as_u64().unwrap();
+    let last = v["requests"][0]["chunks"].as_array().unwrap().len() - 1;
+    let err = edited("chunk.json", &|e| e["requests"][0]["chunks"][last]["t_ns"] = (end + 1).into());
+    let said = format!("chunks[{last}].t_ns {} came after its end_ns {end}", end + 1);
+    assert!(err.contains(&format!("request {id}")) && err.contains(&said), "{err}");
+    let err = edited("late.json", &|e| e["requests"][0]["scheduled_ns"] = u64::MAX.into());
+    assert!(err.contains("came before its scheduled_ns"), "{err}");
+    let err = edited("tokens.json", &|e| e["requests"][0]["output_tokens"] = u64::MAX.into());
+    assert!(err.contains("output_tokens 18446744073709551615 is past"), "{err}");
+    // The same in a records file: with its line, its request and the field.
+    let mut lines: Vec<Value> =
+        std::fs::read_to_string(&rec).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    lines[1]["end_ns"] = u64::MAX.into();
+    let id = lines[1]["id"].as_u64().unwrap();
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(p("end.jsonl"), text).unwrap();
+    let err = goodput().arg("report").arg(&out).arg("--records").arg(p("end.jsonl")).refusal();
+    assert!(
+        err.contains(&format!("line 2 holds request {id}")) && err.contains("end_ns 18446744073709551615"),
+        "{err}"
+    );
+}
+
+/// `--percentiles` takes what a saved result is read back with: 0 had been
+/// written, and the document then refused by `report` and `compare`.
+#[test]
+fn a_percentile_of_zero_is_refused_at_the_flag() {
+    let err = goodput().args(["estimate", "-n", "2", "--percentiles", "0,50"]).refusal();
+    assert!(err.contains("outside (0, 100]"), "{err}");
+}
