@@ -11,7 +11,9 @@
 //! `prompt_tokens`, else the dataset's count. Older versions save no
 //! `start_times`.
 
-use super::{common_not_recomputed, common_notes, failure_kind, secs, typed, ImportError, ImportInfo, Parsed};
+use super::{
+    common_not_recomputed, common_notes, failure_kind, secs, typed, typed_text, ImportError, ImportInfo, Parsed,
+};
 use goodput_core::doc::config::{LoadConfig, Rate};
 use goodput_core::{
     spread_evenly, Channel, ChunkTokenSource, CountSource, Outcome, OutputChunk, RequestRecord, Target,
@@ -103,12 +105,32 @@ fn bad(name: &str, what: &str) -> ImportError {
     ImportError::Vllm { file: name.to_owned(), what: what.to_owned() }
 }
 
+/// Reads the vLLM file `v`, parsed whole (where its top level could not be
+/// read alone: [`parse_text`] is the way a file is read).
 pub(super) fn parse(name: &str, v: &Value) -> Result<Parsed, ImportError> {
     let o = v.as_object().expect("is() saw an object");
     if !o.contains_key("ttfts") {
         return Err(ImportError::VllmNotDetailed { file: name.to_owned() });
     }
     let file: VllmResult = typed(v).map_err(|what| bad(name, &what))?;
+    from_file(name, file, o)
+}
+
+/// Reads the vLLM file whose text is `text` straight into its types, `top`
+/// its top level ([`super::top_level`]: its settings, its lists passed
+/// over): the per-request lists are never held as `serde_json::Value`s.
+pub(super) fn parse_text(name: &str, text: &str, top: &Value) -> Result<Parsed, ImportError> {
+    let o = top.as_object().expect("is() saw an object");
+    if !o.contains_key("ttfts") {
+        return Err(ImportError::VllmNotDetailed { file: name.to_owned() });
+    }
+    let file: VllmResult = typed_text(text).map_err(|what| bad(name, &what))?;
+    from_file(name, file, o)
+}
+
+/// The records and settings of a vLLM file read into its types; `o` its
+/// top level, for the settings.
+fn from_file(name: &str, file: VllmResult, o: &Map<String, Value>) -> Result<Parsed, ImportError> {
     file.check_lengths(name)?;
     let chunks = file.itls.iter().fold(file.requests() as u64, |n, l| n.saturating_add(l.len() as u64));
     super::check_memory(name, "vLLM bench serve", file.requests() as u64, chunks, 0)?;
@@ -360,6 +382,24 @@ mod tests {
         let p = parse("v.json", &file()).unwrap();
         assert_eq!(p.records.len(), 2);
         assert_eq!(p.records[1].end, Duration::from_secs_f64(5.25));
+    }
+
+    /// Read straight from its text (the lists never held as `Value`s), a
+    /// file gives what it gives parsed whole; its top level keeps the
+    /// settings and passes over the lists.
+    #[test]
+    fn the_text_is_read_as_the_parsed_file_is() {
+        let text = file().to_string();
+        let top = Value::Object(super::super::top_level(&text).unwrap());
+        assert_eq!(top["ttfts"], Value::Null, "a list is passed over");
+        assert_eq!(top["backend"], "openai-chat");
+        let (a, b) = (parse("v.json", &file()).unwrap(), parse_text("v.json", &text, &top).unwrap());
+        assert_eq!(a.records, b.records);
+        assert_eq!(a.settings, b.settings);
+        assert_eq!(a.info, b.info);
+        assert!(super::super::top_level("[1, 2]").is_none(), "not an object");
+        let deep = format!("{{\"a\": {}{}}}", "[".repeat(500), "]".repeat(500));
+        assert!(super::super::top_level(&deep).is_none(), "nested past serde_json's limit");
     }
 
     /// A TTFT below zero is refused, even where the send's lateness keeps
