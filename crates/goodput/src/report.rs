@@ -218,14 +218,9 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     // The client's own stalls and cost are the run's too: dropped, a run
     // whose client stalled had passed --fail-on-unsteady when re-analysed.
     result.client_stalls = stalls_again(run.client_stalls.take(), &records, a.window.is_some());
+    // The process's cost is one figure for the whole run, windowed or not
+    // (docs/result.md says so).
     result.client = run.client.take();
-    if a.window.is_some() && result.client.is_some() {
-        result.warnings.push(
-            "the client's cost (client) is the whole run's, not --window's: the process's CPU time is kept as one \
-             figure"
-                .into(),
-        );
-    }
     if a.window.is_none() {
         // The live run's words on its client, which assemble does not draw again.
         result.warnings.extend(
