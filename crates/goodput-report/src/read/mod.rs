@@ -162,8 +162,15 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
         }
         Some(Field::Other(_)) => return Err(ReadError::NotAResult { path: path.to_owned() }),
         None => {
-            // Another tool's result is read through `serde_json::Value`s.
-            input::check_parse(path, WHAT, text)?;
+            // Another tool's result is read through `serde_json::Value`s, but
+            // for vLLM's, read into its types, its gaps (`itls`) at what
+            // those take (the `Value` count had refused files the typed
+            // read fits).
+            if peers::is_vllm_text(text) {
+                input::check_typed_parse(path, WHAT, text, "itls")?;
+            } else {
+                input::check_parse(path, WHAT, text)?;
+            }
             if let Some(run) = peers::import(path, text)? {
                 // As a saved copy of it will be, when read back.
                 if let Some(what) = impossible(&run) {

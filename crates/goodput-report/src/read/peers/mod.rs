@@ -217,6 +217,13 @@ pub fn import(path: &Path, text: &str) -> Result<Option<RunResult>, ImportError>
     Ok(Some(build(parsed)))
 }
 
+/// Whether `text` is a vLLM result, told by its top level alone: such a
+/// file is read straight into its types ([`import`]), its `itls` lists at
+/// what a `Vec<f64>` takes, so its memory check is the typed one.
+pub fn is_vllm_text(text: &str) -> bool {
+    top_level(text).is_some_and(|top| !top.contains_key("schema") && vllm::is(&Value::Object(top)))
+}
+
 /// The top level of a JSON object: each key, with its value where that is
 /// not a list (a list, however long, is passed over and kept as `null`).
 /// `None` when `text` is not one JSON object.
@@ -534,6 +541,24 @@ fn common_not_recomputed() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A vLLM file is told from its top level (and gets the typed memory
+    /// check); goodput's own result, GuideLLM's and AIPerf's summary are not
+    /// vLLM's, and neither is what is not a JSON object.
+    #[test]
+    fn a_vllm_file_is_told_by_its_top_level() {
+        let fixture = |f: &str| {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/peers");
+            std::fs::read_to_string(dir.join(f)).unwrap()
+        };
+        assert!(is_vllm_text(&fixture("vllm/vllm.json")));
+        for f in ["goodput/goodput.json", "guidellm/benchmarks.json"] {
+            assert!(!is_vllm_text(&fixture(f)), "{f}");
+        }
+        for text in ["[1, 2]", "{\"ttfts\": [", "", "{\"schema\": \"x\", \"ttfts\": [], \"itls\": []}"] {
+            assert!(!is_vllm_text(text), "{text}");
+        }
+    }
 
     #[test]
     fn failure_kinds_from_text() {
