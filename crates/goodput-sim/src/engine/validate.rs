@@ -365,11 +365,7 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
             if let ReferenceLoad::Concurrency(users) | ReferenceLoad::Batch(users) = row.load {
                 // Without a count of its own a row simulates 25 requests a user.
                 if users > MAX_USERS && !(matches!(row.load, ReferenceLoad::Concurrency(_)) && row.requests.is_some()) {
-                    return Err(err(format!(
-                        "a `concurrency` or `batch` row's `load_value` is its users, from 1 to {MAX_USERS} (each \
-                         simulated for {REQUESTS_A_USER} requests; a `concurrency` row with a `requests` column may \
-                         have up to {MAX_REQUESTS}); got `{users}`"
-                    )));
+                    return Err(err(users_out_of_range(&users.to_string())));
                 }
             }
             if row.together && !matches!(row.load, ReferenceLoad::Concurrency(_)) {
@@ -393,6 +389,16 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
     Ok(rows)
 }
 
+/// Why a closed loop's or a batch's users (`got`) are refused: too many
+/// for the requests simulated, or not a count.
+fn users_out_of_range(got: &str) -> String {
+    format!(
+        "a `concurrency` or `batch` row's `load_value` is its users, from 1 to {MAX_USERS} (each simulated for \
+         {REQUESTS_A_USER} requests; a `concurrency` row with a `requests` column may have up to {MAX_REQUESTS}); \
+         got `{got}`"
+    )
+}
+
 /// `cols` holds the fields in `COLUMNS` order.
 fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
     let f = |k: usize| cols[k];
@@ -408,14 +414,11 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
     // for a billion users); a `concurrency` row with a `requests` column may
     // have up to MAX_REQUESTS (checked with the optional columns).
     let users = || -> Result<u32, Error> {
-        f(10).parse::<u32>().ok().filter(|n| (1..=MAX_REQUESTS).contains(n)).ok_or_else(|| {
-            err(format!(
-                "a `concurrency` or `batch` row's `load_value` is its users, from 1 to {MAX_USERS} (each simulated \
-                 for {REQUESTS_A_USER} requests; a `concurrency` row with a `requests` column may have up to \
-                 {MAX_REQUESTS}); got `{}`",
-                f(10)
-            ))
-        })
+        f(10)
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_REQUESTS).contains(n))
+            .ok_or_else(|| err(users_out_of_range(f(10))))
     };
     let precision = f(5).parse::<Precision>().map_err(|e| err(e.to_string()))?;
     let engine = match f(6).to_ascii_lowercase().as_str() {
