@@ -26,6 +26,19 @@ enum Mode {
     LongModelName,
 }
 
+/// `goodput bench -q` against `server` as model `m`, with `args`, writing
+/// its result to `out`.
+fn bench(server: &Server, args: &[&str], out: &std::path::Path) -> std::process::Output {
+    goodput()
+        .args(["bench", "-q", "--url", &server.url, "--model", "m"])
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap()
+}
+
 /// A server on 127.0.0.1:0 answering as `mode` says, one request a
 /// connection; stopped, and its threads joined, when dropped.
 struct Server {
@@ -150,13 +163,7 @@ fn a_silent_metrics_endpoint_delays_the_start_and_bunches_no_request() {
     let server = Server::start(Mode::SilentMetrics);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.json");
-    let o = goodput()
-        .args(["bench", "-q", "--url", &server.url, "--model", "m", "-n", "10", "--rate", "10", "--seed", "1"])
-        .arg("-o")
-        .arg(&out)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let o = bench(&server, &["-n", "10", "--rate", "10", "--seed", "1"], &out);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let said = format!("warning: {}/metrics gave no whole answer within 5s", server.url);
@@ -183,18 +190,10 @@ fn a_key_echoed_json_escaped_is_masked_everywhere() {
     let server = Server::start(Mode::EchoPhp);
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
-    let o = goodput()
-        .args(["bench", "-q", "--url", &server.url, "--model", "m", "-n", "2", "-c", "1", "--no-metrics"])
-        .args(["--api-key", "tok-SECRET/abc+def=="])
-        .arg("-o")
-        .arg(p("run.json"))
-        .arg("--records")
-        .arg(p("rec.jsonl"))
-        .arg("--html")
-        .arg(p("run.html"))
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let (records, html) = (p("rec.jsonl"), p("run.html"));
+    let (records, html) = (records.to_str().unwrap(), html.to_str().unwrap());
+    let args = ["-n", "2", "-c", "1", "--no-metrics", "--api-key", "tok-SECRET/abc+def==", "--records", records];
+    let o = bench(&server, &[&args[..], &["--html", html]].concat(), &p("run.json"));
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(err.contains("Invalid token ***"), "the server's words are kept, the key masked: {err}");
     let mut all = err + &String::from_utf8_lossy(&o.stdout);
@@ -214,14 +213,7 @@ fn streamed_requests_answered_whole_are_warned_of_and_meet_no_tpot_term() {
     let server = Server::start(Mode::Whole);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.json");
-    let o = goodput()
-        .args(["bench", "-q", "--url", &server.url, "--model", "m", "-n", "3", "-c", "1", "--no-metrics"])
-        .args(["--slo", "tpot<=50ms"])
-        .arg("-o")
-        .arg(&out)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let o = bench(&server, &["-n", "3", "-c", "1", "--no-metrics", "--slo", "tpot<=50ms"], &out);
     let err = String::from_utf8_lossy(&o.stderr);
     let v = read_json(&out);
     assert_eq!(v["summary"]["requests"]["completed"], 3, "{err}");
@@ -235,40 +227,14 @@ fn streamed_requests_answered_whole_are_warned_of_and_meet_no_tpot_term() {
     assert_eq!(v["summary"]["goodput"]["good_requests"], 0, "{}", v["summary"]["goodput"]);
     assert_eq!(v["slo"]["pass"], false, "{}", v["slo"]);
     // The same with --no-stream: asked for whole, so nothing to warn of.
-    let o = goodput()
-        .args([
-            "bench",
-            "-q",
-            "--url",
-            &server.url,
-            "--model",
-            "m",
-            "-n",
-            "2",
-            "-c",
-            "1",
-            "--no-metrics",
-            "--no-stream",
-        ])
-        .arg("-o")
-        .arg(&out)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let o = bench(&server, &["-n", "2", "-c", "1", "--no-metrics", "--no-stream"], &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = read_json(&out);
     assert!(!v["warnings"].to_string().contains("asked to stream"), "{}", v["warnings"]);
     assert!(!v["warnings"].to_string().contains("were not streamed"), "{}", v["warnings"]);
     // With a TPOT term as well, --no-stream's whole answers meet none of it:
     // the result says why every request failed the SLO.
-    let o = goodput()
-        .args(["bench", "-q", "--url", &server.url, "--model", "m", "-n", "2", "-c", "1", "--no-metrics"])
-        .args(["--no-stream", "--slo", "tpot<=50ms"])
-        .arg("-o")
-        .arg(&out)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    let o = bench(&server, &["-n", "2", "-c", "1", "--no-metrics", "--no-stream", "--slo", "tpot<=50ms"], &out);
     let v = read_json(&out);
     let warned =
         v["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).find(|w| w.contains("--no-stream"));
