@@ -44,6 +44,24 @@ impl ReferenceLoad {
 }
 
 impl ReferenceRow {
+    /// What shapes the row's run: every field but those that only name,
+    /// place or judge it (its id, line, metric, value, source, split and
+    /// queueing), so that rows differing only in those share one run, and a
+    /// field added to the row is part of the key without being listed.
+    fn run_key(&self) -> String {
+        let run = ReferenceRow {
+            line: 0,
+            id: String::new(),
+            metric: Metric::OutputTokensPerS,
+            value: 0.0,
+            source: String::new(),
+            split: None,
+            queueing: false,
+            ..self.clone()
+        };
+        format!("{run:?}")
+    }
+
     /// Whether the row's requests went through a serving front end (HTTP):
     /// its load's kind, unless the `client` column says `offline`
     /// (trtllm-bench's closed loops, `--concurrency`, run in its process).
@@ -827,28 +845,7 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
     for row in rows {
         // Everything that shapes the run: rows that differ only in their
         // metric share one.
-        let key = format!(
-            "{}|{}|{}|{}|{}|{}|{:?}|{}|{}|{:?}|{:?}|{}|{}|{}|{:?}|{:?}|{:?}|{:?}|{}",
-            row.model,
-            row.gpu,
-            row.gpus,
-            row.tp,
-            row.ep,
-            row.precision,
-            row.engine,
-            row.input_tokens,
-            row.output_tokens,
-            row.load,
-            row.requests,
-            row.range_ratio,
-            row.together,
-            row.mixed_batches,
-            row.max_num_seqs,
-            row.max_num_batched_tokens,
-            row.memory_fraction,
-            row.kv_cache,
-            row.offline
-        );
+        let key = row.run_key();
         if !runs.contains_key(&key) {
             // An engine that cannot run the row (an unknown model, a TP that
             // does not divide its heads) is named with the row's line.
