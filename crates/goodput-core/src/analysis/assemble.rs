@@ -69,17 +69,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
 /// was the whole response's time, and a TPOT SLO passed with nothing
 /// measured.
 fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
-    let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
-    let (mut completed, mut whole, mut one_read) = (0u64, 0u64, 0u64);
-    for r in ok {
-        completed += 1;
-        if crate::analysis::slo::unstreamed(r) {
-            match r.chunks.len() {
-                1 => whole += 1,
-                _ => one_read += 1,
-            }
-        }
-    }
+    let (completed, whole, one_read) = unstreamed_counts(records);
     if whole + one_read == 0 {
         return None;
     }
@@ -97,6 +87,24 @@ fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
     ))
 }
 
+/// The completed measured requests, and of them those whose output (two
+/// tokens or more) came all at once ([`crate::analysis::slo::unstreamed`]):
+/// as one chunk, and as several in one read.
+fn unstreamed_counts(records: &[RequestRecord]) -> (u64, u64, u64) {
+    let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
+    let (mut completed, mut one_piece, mut one_read) = (0u64, 0u64, 0u64);
+    for r in ok {
+        completed += 1;
+        if crate::analysis::slo::unstreamed(r) {
+            match r.chunks.len() {
+                1 => one_piece += 1,
+                _ => one_read += 1,
+            }
+        }
+    }
+    (completed, one_piece, one_read)
+}
+
 /// The warning for a run not asked to stream (`--no-stream`, a pooling
 /// API) whose SLO has a tpot or itl_max term: its answers of two tokens or
 /// more come whole, so that term counts them as not met, and a run whose
@@ -108,9 +116,8 @@ fn unmeasured_terms_warning(records: &[RequestRecord], slo: Option<&crate::analy
     if !slo.limits.iter().map(|l| l.metric).chain(slo.objectives.iter().map(|o| o.metric)).any(timed) {
         return None;
     }
-    let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
-    let (completed, whole) =
-        ok.fold((0u64, 0u64), |(c, w), r| (c + 1, w + u64::from(crate::analysis::slo::unstreamed(r))));
+    let (completed, one_piece, one_read) = unstreamed_counts(records);
+    let whole = one_piece + one_read;
     (whole > 0).then(|| {
         format!(
             "{whole} of {completed} completed requests were not streamed (--no-stream) and answered two tokens or \
