@@ -211,16 +211,20 @@ pub fn cdf(r: &RunResult, m: Latency) -> Cdf {
 pub fn cdf_of_records(records: &[RequestRecord], m: Latency) -> Cdf {
     let v = m.samples(records);
     let n = v.len();
-    let body_end = (n > 0).then(|| {
-        // p99.9, or with fewer than 1,000 samples (where p99.9 is the
-        // slowest itself) the one before the slowest: one stall is then a
-        // tail to cut too.
+    Cdf { samples: n, points: cdf_at(n, |i| v.at(i)), from_percentiles: false, body_end: body_end(n, |i| v.at(i)) }
+}
+
+/// Where the body of `n` sorted samples (the `i`-th at `at(i)`) ends: p99.9,
+/// or with fewer than 1,000 samples (where p99.9 is the slowest itself) the
+/// one before the slowest, one stall then being a tail to cut too; its
+/// percentile and value. `None` without samples.
+fn body_end(n: u64, at: impl Fn(u64) -> f64) -> Option<(f64, f64)> {
+    (n > 0).then(|| {
         let i = ((CUT_PERCENTILE / 100.0 * n as f64).ceil() as u64).clamp(1, n) - 1;
         let i = if n >= 2 { i.min(n - 2) } else { i };
         let p = (1000.0 * (i + 1) as f64 / n as f64).floor() / 10.0;
-        (p.min(CUT_PERCENTILE), v.at(i))
-    });
-    Cdf { samples: n, points: cdf_at(n, |i| v.at(i)), from_percentiles: false, body_end }
+        (p.min(CUT_PERCENTILE), at(i))
+    })
 }
 
 /// Step points of the empirical CDF of `samples`, thinned to
@@ -419,13 +423,7 @@ mod tests {
         };
         let v = goodput_core::Repeated::new(pairs.into_iter().filter(|p| p.0.is_finite()).collect());
         let n = v.len();
-        let body_end = (n > 0).then(|| {
-            let i = ((CUT_PERCENTILE / 100.0 * n as f64).ceil() as u64).clamp(1, n) - 1;
-            let i = if n >= 2 { i.min(n - 2) } else { i };
-            let p = (1000.0 * (i + 1) as f64 / n as f64).floor() / 10.0;
-            (p.min(CUT_PERCENTILE), v.at(i))
-        });
-        Cdf { samples: n, points: cdf_of(&v), from_percentiles: false, body_end }
+        Cdf { samples: n, points: cdf_of(&v), from_percentiles: false, body_end: body_end(n, |i| v.at(i)) }
     }
 
     /// `requests` records whose times repeat (whole ms, few of them) and,
