@@ -253,6 +253,17 @@ impl Scraper {
     /// default `<url>/metrics`): `None` unless they answered with Prometheus
     /// text. The probe and the first scrape are one request.
     pub async fn first_if_answers(&self, origin: Instant) -> Option<ScrapeLog> {
+        // An endpoint that kept the probe waiting its whole limit is not
+        // probed again by this process: a sweep probes before every point,
+        // and a silent /metrics had cost each point the wait.
+        static SILENT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let silent = |urls: &[String]| {
+            let known = SILENT.lock().unwrap_or_else(|e| e.into_inner());
+            urls.iter().any(|u| known.contains(u))
+        };
+        if silent(&self.urls) {
+            return None;
+        }
         let mut log = ScrapeLog::default();
         let res = self.stamped(origin, PROBE_TIMEOUT).await;
         if let Err(e @ ScrapeError::TooManyLines { .. }) = &res {
@@ -263,13 +274,14 @@ impl Scraper {
             );
         }
         if let Err(ScrapeError::Slow { url, limit }) = &res {
-            // Said once a process: a sweep probes before every point.
-            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let mut known = SILENT.lock().unwrap_or_else(|e| e.into_inner());
+            if !known.contains(url) {
+                known.push(url.clone());
                 goodput_core::tell!(
                     "warning: {} gave no whole answer within {}s, so the server's metrics are not read and the \
-                     result has none (the run's clock started after the wait, which delays no request): give \
-                     --metrics-url URL where they are served, or --no-metrics to skip this probe",
+                     result has none (the run's clock started after the wait, which delays no request; later \
+                     runs of this command do not probe it again): give --metrics-url URL where they are served, \
+                     or --no-metrics to skip this probe",
                     crate::output::shown(&goodput_core::util::redact::redact_url(url)),
                     limit.as_secs_f64()
                 );

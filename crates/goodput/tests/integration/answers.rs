@@ -7,7 +7,7 @@
 use crate::cmd::{goodput, read_json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +43,8 @@ fn bench(server: &Server, args: &[&str], out: &std::path::Path) -> std::process:
 /// connection; stopped, and its threads joined, when dropped.
 struct Server {
     url: String,
+    /// How many requests for /metrics it was sent.
+    scrapes: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -53,6 +55,8 @@ impl Server {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
+        let scrapes = Arc::new(AtomicUsize::new(0));
+        let counted = scrapes.clone();
         let thread = std::thread::spawn(move || {
             let mut connections = Vec::new();
             for sock in listener.incoming() {
@@ -60,16 +64,16 @@ impl Server {
                     break;
                 }
                 let Ok(sock) = sock else { continue };
-                let stopped = stopped.clone();
+                let (stopped, counted) = (stopped.clone(), counted.clone());
                 connections.push(std::thread::spawn(move || {
-                    let _ = answer(sock, mode, &stopped);
+                    let _ = answer(sock, mode, &stopped, &counted);
                 }));
             }
             for c in connections {
                 let _ = c.join();
             }
         });
-        Server { url, stop, thread: Some(thread) }
+        Server { url, scrapes, stop, thread: Some(thread) }
     }
 }
 
@@ -84,7 +88,7 @@ impl Drop for Server {
     }
 }
 
-fn answer(mut sock: TcpStream, mode: Mode, stop: &AtomicBool) -> std::io::Result<()> {
+fn answer(mut sock: TcpStream, mode: Mode, stop: &AtomicBool, scrapes: &AtomicUsize) -> std::io::Result<()> {
     let mut reader = BufReader::new(sock.try_clone()?);
     let mut request_line = String::new();
     reader.read_line(&mut request_line)?;
@@ -113,6 +117,7 @@ fn answer(mut sock: TcpStream, mode: Mode, stop: &AtomicBool) -> std::io::Result
     let chunk =
         |text: &str| format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n");
     if path.ends_with("/metrics") {
+        scrapes.fetch_add(1, Ordering::SeqCst);
         if matches!(mode, Mode::SilentMetrics) {
             // Never answers: holds the connection until the server stops.
             while !stop.load(Ordering::SeqCst) {
@@ -181,6 +186,26 @@ fn a_silent_metrics_endpoint_delays_the_start_and_bunches_no_request() {
     // by tens of milliseconds and say so; the probe's 5 s is what the queue
     // bound above rules out.)
     assert!(v["server_signals"].is_null(), "no metrics were read: {}", v["server_signals"]);
+}
+
+/// A sweep against the same silent /metrics probes it once, not before
+/// every point: each probe had cost its point the 5 s wait.
+#[test]
+fn a_sweep_probes_a_silent_metrics_endpoint_once() {
+    let server = Server::start(Mode::SilentMetrics);
+    let dir = tempfile::tempdir().unwrap();
+    let o = goodput()
+        .args(["sweep", "-q", "--url", &server.url, "--model", "m", "--concurrency", "1,2,3", "-n", "3"])
+        .arg("-o")
+        .arg(dir.path().join("sweep.json"))
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(server.scrapes.load(Ordering::SeqCst), 1, "three points, one probe: {err}");
+    let said = format!("warning: {}/metrics gave no whole answer within 5s", server.url);
+    assert_eq!(err.matches(&said).count(), 1, "{err}");
 }
 
 /// A key a server echoes JSON-escaped the PHP way (`tok-SECRET\/abc+def==`)
