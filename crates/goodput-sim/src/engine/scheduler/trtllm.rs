@@ -79,7 +79,9 @@ impl Engine {
     pub(super) fn schedule_trtllm(&mut self, out: &mut StepOutcome) {
         self.scheduled.clear();
         let bs = self.cfg.block_size;
-        let mut budget = self.cfg.max_num_batched_tokens;
+        // Each attention data-parallel rank has its own budget (and its own
+        // `max_batch_size`, added in `max_num_seqs`), as in vLLM's schedule.
+        let mut budget = self.cfg.max_num_batched_tokens.saturating_mul(self.cfg.attention_ranks());
         // Chunks are whole blocks (TensorRT-LLM's chunk unit is
         // tokens_per_block), unless a block is more than the whole budget.
         let unit = if bs <= budget { bs } else { 1 };
@@ -332,6 +334,26 @@ mod tests {
         v.step().unwrap();
         v.add_request(2, prompt(500, 2, &cfg), 5).unwrap();
         assert_eq!(v.step().unwrap().batch.prefill_tokens, 99);
+    }
+
+    /// With attention data-parallel ranks (EP 8 over 8 ranks of TP 1) each
+    /// rank has its own `max_num_tokens`, and the group's step takes all
+    /// eight, as vLLM's scheduler does: the group had been held to one
+    /// rank's, which capped a step at 1,536 tokens where TensorRT-LLM's
+    /// DeepSeek-R1 runs take 12,288.
+    #[test]
+    fn attention_data_parallel_ranks_add_their_token_budgets() {
+        for policy in [SchedulerPolicy::Trtllm, SchedulerPolicy::Vllm] {
+            let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
+            (cfg.scheduler, cfg.ep, cfg.dp, cfg.enable_prefix_caching) = (policy, 8, 8, false);
+            cfg.max_num_batched_tokens = 1024;
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            for id in 0..16 {
+                e.add_request(id, prompt(1024, id, &cfg), 4).unwrap();
+            }
+            let s = e.step().unwrap();
+            assert_eq!((s.batch.prefills, s.batch.prefill_tokens), (8, 8 * 1024), "{policy}");
+        }
     }
 
     #[test]
