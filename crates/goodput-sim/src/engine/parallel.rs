@@ -526,7 +526,7 @@ impl Parallel {
         };
         let flops = r.attention_flops(b.prefill_attention, b.decode_context as f64, part);
         let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64 * part;
-        let (att_c, att_m) = (flops / r.compute_rate, kv_tokens * r.kv_bytes_per_token_per_gpu / r.kv_rate);
+        let (att_c, att_m) = (flops / r.attention_rate, kv_tokens * r.kv_bytes_per_token_per_gpu / r.kv_rate);
         let tp = r.allreduce_calls * (r.allreduce_latency + n * r.allreduce_bytes_per_token / r.link_rate);
         let handoffs = (self.pp - 1.0) * (self.handoff_latency + n * self.handoff_s_per_token);
         let overhead = r.fixed_overhead + r.per_seq_overhead * b.seqs as f64 * part;

@@ -222,6 +222,11 @@ pub struct Roofline {
     flops_per_token: f64,
     /// TP · peak · η_c.
     compute_rate: f64,
+    /// The attention's: TP · the peak of the type it computes in · η_c.
+    /// Attention kernels multiply in the KV cache's element type, not the
+    /// weights': 16-bit unless the cache is FP8 on a GPU with FP8 tensor
+    /// cores (FP4 or FP8 weights beside a 16-bit cache attend in 16 bits).
+    attention_rate: f64,
     /// Weights read every step whatever the batch: every weight but the
     /// routed experts and the input embedding (of which a step reads only its
     /// tokens' rows, `embedding_row_bytes` each); the LM head's table is read
@@ -281,6 +286,10 @@ impl Roofline {
         let c = &cfg.calibration;
         let tp = cfg.tp as f64;
         let peak = cfg.gpu.peak_flops(cfg.precision)?;
+        let attention_peak = match cfg.kv_cache_dtype {
+            KvCacheDtype::Fp8 if cfg.gpu.fp8_tflops.is_some() => cfg.gpu.peak_flops(Precision::Fp8)?,
+            _ => cfg.gpu.peak_flops(Precision::Bf16)?,
+        };
         let bw = cfg.gpu.bandwidth_bytes_per_s();
         let b_w = cfg.precision.bytes_per_weight();
         let all_weights = m.weight_bytes(cfg.precision);
@@ -323,6 +332,7 @@ impl Roofline {
         Ok(Roofline {
             flops_per_token: 2.0 * m.active_params() as f64,
             compute_rate: tp * peak * c.eta_compute,
+            attention_rate: tp * attention_peak * c.eta_compute,
             fixed_weight_bytes,
             embedding_row_bytes: m.hidden_size as f64 * 2.0,
             lm_head_s_per_seq: 2.0 * m.vocab_size as f64 * m.hidden_size as f64
@@ -448,7 +458,7 @@ impl Roofline {
         let (gemm_c, gemm_m) = (self.gemm_compute_s(n, b.seqs as f64), self.weight_bytes(n) / self.weight_rate);
         let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64;
         let (att_c, att_m) = (
-            self.attention_flops(b.prefill_attention, b.decode_context as f64, 1.0) / self.compute_rate,
+            self.attention_flops(b.prefill_attention, b.decode_context as f64, 1.0) / self.attention_rate,
             kv_tokens * self.kv_bytes_per_token_per_gpu / self.kv_rate,
         );
         let tp = self.allreduce_calls * (self.allreduce_latency + n * self.allreduce_bytes_per_token / self.link_rate);
@@ -587,6 +597,32 @@ mod tests {
         let before = t(&fp8).attention;
         fp8.kv_cache_dtype = KvCacheDtype::Fp8;
         assert!((t(&fp8).attention.as_secs_f64() * 2.0 - before.as_secs_f64()).abs() < 1e-6);
+    }
+
+    /// Attention multiplies in the KV cache's type, not the weights': a
+    /// long prompt's attention (compute-bound) takes as long with FP4 or FP8
+    /// weights as with 16-bit ones beside a 16-bit cache, and an FP8 cache
+    /// halves it on a GPU with FP8 tensor cores (an A100 has none, and its
+    /// FP8 cache attends in 16 bits).
+    #[test]
+    fn attention_runs_at_the_kv_caches_precision() {
+        let mut prompt = BatchShape::default();
+        prompt.add_prefill(0, 32_768);
+        let attention = |model: &str, gpu: &str, p: Precision, kv: KvCacheDtype| {
+            let mut c = cfg(model, gpu, p);
+            c.kv_cache_dtype = kv;
+            Roofline::new(&c).unwrap().breakdown(&prompt).attention.as_secs_f64()
+        };
+        let (auto, fp8) = (KvCacheDtype::Auto, KvCacheDtype::Fp8);
+        let bf16 = attention("llama-3.1-8b", "b200", Precision::Bf16, auto);
+        for p in [Precision::Fp8, Precision::Fp4] {
+            let a = attention("llama-3.1-8b", "b200", p, auto);
+            assert!((a / bf16 - 1.0).abs() < 1e-9, "{p}: {a} against {bf16}");
+        }
+        let a = attention("llama-3.1-8b", "b200", Precision::Fp4, fp8);
+        assert!((a * 2.0 / bf16 - 1.0).abs() < 1e-9, "an FP8 cache: {a} against {bf16}");
+        let a100 = attention("llama-3.1-8b", "a100", Precision::Bf16, auto);
+        assert_eq!(attention("llama-3.1-8b", "a100", Precision::Bf16, fp8), a100);
     }
 
     #[test]
@@ -746,12 +782,14 @@ mod tests {
         assert!((cap.weight_bytes_per_gpu / GIB - 78.3).abs() < 0.1, "{cap:?}");
         assert!(cap.tokens() > 600_000 && cap.tokens() < 700_000, "{cap:?}");
         // Attention at TP 8: the absorbed form's flops split over the GPUs,
-        // the whole latent cache read by each.
+        // the whole latent cache read by each. The cache is 16-bit, so the
+        // attention multiplies at the 16-bit peak (989 TFLOPS), not the FP8
+        // weights' 1,979.
         let r = Roofline::new(&c).unwrap();
         let mut decode = BatchShape::default();
         decode.add_decode(100_000);
         let cal = &c.calibration;
-        let flops = 61.0 * 128.0 * 2176.0 * 100_000.0 / (8.0 * 1979e12 * cal.eta_compute);
+        let flops = 61.0 * 128.0 * 2176.0 * 100_000.0 / (8.0 * 989e12 * cal.eta_compute);
         let bytes = 100_001.0 * 70_272.0 / (4.8e12 * cal.eta_kv);
         let att = r.breakdown(&decode).attention.as_secs_f64();
         assert!((att / flops.max(bytes) - 1.0).abs() < 1e-6, "{att} vs {flops} / {bytes}");
@@ -760,14 +798,14 @@ mod tests {
         let mut prefill = BatchShape::default();
         prefill.add_prefill(0, 8192);
         let pairs = 8192.0 * 4096.0;
-        let flops = 61.0 * 128.0 * 640.0 * pairs / (8.0 * 1979e12 * cal.eta_compute);
+        let flops = 61.0 * 128.0 * 640.0 * pairs / (8.0 * 989e12 * cal.eta_compute);
         let bytes = 8192.0 * 70_272.0 / (4.8e12 * cal.eta_kv);
         let att = r.breakdown(&prefill).attention.as_secs_f64();
         assert!((att / flops.max(bytes) - 1.0).abs() < 1e-6, "{att} vs {flops} / {bytes}");
         // A step of both: each pair at its own cost.
         let mut both = prefill;
         both.add_decode(100_000);
-        let flops = 61.0 * 128.0 * (640.0 * pairs + 2176.0 * 100_000.0) / (8.0 * 1979e12 * cal.eta_compute);
+        let flops = 61.0 * 128.0 * (640.0 * pairs + 2176.0 * 100_000.0) / (8.0 * 989e12 * cal.eta_compute);
         let bytes = (8192.0 + 100_001.0) * 70_272.0 / (4.8e12 * cal.eta_kv);
         let att = r.breakdown(&both).attention.as_secs_f64();
         assert!((att / flops.max(bytes) - 1.0).abs() < 1e-6, "{att} vs {flops} / {bytes}");
