@@ -27,8 +27,9 @@ pub struct Rule {
     pub op: Op,
     pub threshold: Threshold,
     /// Written with a trailing `!` (`ttft_ms.p95>+10%!`): the rule fails
-    /// only on a change its test calls real, passes one within the noise,
-    /// and is unjudged where no test can be made (too few requests).
+    /// only on a change past the threshold that its test calls real, passes
+    /// one within the noise or short of the threshold, and is unjudged where
+    /// a change past it cannot be tested (too few requests).
     pub significant: bool,
 }
 
@@ -554,7 +555,10 @@ fn judge(
     out.change = Some(change);
     out.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
     out.reason = format!("{} {} {}", shown.0, if failed { op } else { not }, shown.1);
-    if rule.significant {
+    // A change that is not past the threshold passes: the `!` asks for a
+    // test only before failing (it had left a clear improvement, TTFT
+    // -85 %, unjudged for want of an interval, and so failed the command).
+    if rule.significant && failed {
         let Some(sig) = sig else {
             out.verdict = Verdict::Unjudged;
             out.reason = format!(
@@ -786,6 +790,31 @@ mod tests {
             assert!(e.contains(text.trim()), "{text}: {e}");
         }
         assert!(parse_rules(" , ").is_err());
+    }
+
+    /// With `!`, a change that is not past the threshold passes whatever
+    /// the test could or could not say: the test is asked only before a
+    /// rule fails. A TTFT 85 % better had been unjudged, and so failed CI.
+    #[test]
+    fn a_significant_rule_passes_a_change_short_of_its_threshold_without_a_test() {
+        let rule: Rule = "ttft_ms.p95>+10%!".parse().unwrap();
+        let cannot = Significance {
+            test: "difference of percentiles".into(),
+            p_value: None,
+            alpha: 0.05,
+            call: Call::CannotTell,
+            reason: "the run's interval has no upper bound".into(),
+        };
+        let judged =
+            |v: f64, sig: Option<Significance>| judge(&rule, (Some(100.0), Some(v)), 1, "b", "a", sig, [None, None]);
+        for sig in [None, Some(cannot.clone())] {
+            let better = judged(14.8, sig);
+            assert_eq!(better.verdict, Verdict::Pass, "{}", better.reason);
+        }
+        // Past it, the test still decides: unjudged where it cannot tell,
+        // or with no interval at all.
+        assert_eq!(judged(150.0, Some(cannot)).verdict, Verdict::Unjudged);
+        assert_eq!(judged(150.0, None).verdict, Verdict::Unjudged);
     }
 
     #[test]
