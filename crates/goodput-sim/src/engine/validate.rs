@@ -840,13 +840,19 @@ fn metric_value(row: &ReferenceRow, all: &[goodput_core::RequestRecord], replica
 /// Rows that describe the same run (a table's TTFT, ITL and throughput at
 /// one point) share one simulation.
 pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<ValidationReport, Error> {
+    // Everything that shapes the run: rows that differ only in their metric
+    // share one. A run is kept until its last row is predicted, and no
+    // longer: its records hold every token's time, and keeping them all had
+    // taken 13 GB for trtllm-overview.csv.
+    let keys: Vec<String> = rows.iter().map(ReferenceRow::run_key).collect();
+    let mut rows_left: HashMap<&str, usize> = HashMap::new();
+    for key in &keys {
+        *rows_left.entry(key.as_str()).or_default() += 1;
+    }
     let mut runs: HashMap<String, (SimRun, u32)> = HashMap::new();
     let mut predictions = Vec::with_capacity(rows.len());
-    for row in rows {
-        // Everything that shapes the run: rows that differ only in their
-        // metric share one.
-        let key = row.run_key();
-        if !runs.contains_key(&key) {
+    for (row, key) in rows.iter().zip(&keys) {
+        if !runs.contains_key(key) {
             // An engine that cannot run the row (an unknown model, a TP that
             // does not divide its heads) is named with the row's line.
             let run = simulate_row(row, options).map_err(|e| match e {
@@ -855,8 +861,13 @@ pub fn validate(rows: &[ReferenceRow], options: &ValidationOptions) -> Result<Va
             })?;
             runs.insert(key.clone(), run);
         }
-        let (run, replicas) = &runs[&key];
+        let (run, replicas) = &runs[key];
         predictions.push(prediction(row, run, *replicas)?);
+        let left = rows_left.get_mut(key.as_str()).expect("every key was counted");
+        *left -= 1;
+        if *left == 0 {
+            runs.remove(key);
+        }
     }
     let mut abs: Vec<f64> = predictions.iter().map(|p| p.rel_error.abs()).collect();
     abs.sort_by(f64::total_cmp);
