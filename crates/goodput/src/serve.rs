@@ -85,11 +85,10 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     };
     goodput_core::tell!(
         "goodput serve · {what}\nlistening on http://{addr} (Ctrl-C to stop) · at most {} connections, \
-         each closed when a request head, or then its body, takes over {} s\n\
-         routes: /v1/chat/completions /v1/completions /v1/messages /api/chat /api/generate \
-         /generate_stream /generate /completion · /v1/models /api/tags /info /health /metrics",
+         each closed when a request head, or then its body, takes over {} s\nroutes: {}",
         limits.max_connections,
         limits.head_timeout.as_secs(),
+        routes_line(),
         // The served names come from the command line or a model's
         // config.json: their control characters are shown escaped, as
         // estimate, plan and report show them.
@@ -316,4 +315,18 @@ fn show_status(
         });
     }
     view
+}
+
+/// Every route both profiles serve, as the start-up banner lists them:
+/// generation, then pooling, then the rest. Built from the servers' own
+/// route lists, so that a route added there is named here.
+fn routes_line() -> String {
+    use goodput_sim::openai::{pooling::PoolRoute, Route};
+    let generation: Vec<&str> = Route::ALL.iter().map(|r| r.path()).collect();
+    let pooling: Vec<&str> = PoolRoute::ALL.iter().map(|r| r.path()).collect();
+    format!(
+        "{} · {} · /v1/models /api/tags /info /health /metrics /reset_prefix_cache",
+        generation.join(" "),
+        pooling.join(" ")
+    )
 }

@@ -153,11 +153,12 @@ fn goodput_serve_answers_every_api() {
         .unwrap();
     let stderr = child.stderr.take().unwrap();
     let _guard = Kill(child);
-    let url = std::io::BufReader::new(stderr)
-        .lines()
-        .map_while(Result::ok)
+    let mut lines = std::io::BufReader::new(stderr).lines().map_while(Result::ok);
+    let url = lines
+        .by_ref()
         .find_map(|l| l.strip_prefix("listening on ").and_then(|r| r.split_whitespace().next()).map(str::to_owned))
         .expect("serve prints where it listens");
+    let routes = lines.find_map(|l| l.strip_prefix("routes: ").map(str::to_owned)).expect("serve lists its routes");
     let dir = tempfile::tempdir().unwrap();
     for api in ["chat", "completions", "messages", "ollama-chat", "ollama-generate", "tgi", "llamacpp"] {
         let out = dir.path().join(format!("{api}.json"));
@@ -182,6 +183,22 @@ fn goodput_serve_answers_every_api() {
         sock.read_to_string(&mut answer).unwrap();
         answer
     };
+    // Every route the banner names is served (it had left out the pooling
+    // routes and /reset_prefix_cache), and every served one is named.
+    let named: Vec<&str> = routes.split_whitespace().filter(|p| p.starts_with('/')).collect();
+    for path in ["/v1/embeddings", "/v1/rerank", "/rerank", "/reset_prefix_cache", "/v1/chat/completions"] {
+        assert!(named.contains(&path), "{path} is not in the banner: {routes}");
+    }
+    for path in named {
+        let get = ["/v1/models", "/api/tags", "/info", "/health", "/metrics"].contains(&path);
+        let method = if get { "GET" } else { "POST" };
+        let answer = ask(format!(
+            "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             Content-Length: 2\r\n\r\n{{}}"
+        ));
+        let status = answer.get(9..12).unwrap_or("");
+        assert!(status != "404" && status != "405", "{method} {path}: {answer}");
+    }
     let models = ask("GET /v1/models HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".into());
     assert!(models.contains("\"served-here\"") && models.contains("\"also-here\""), "{models}");
     let chat = |model: &str| {
