@@ -101,6 +101,17 @@ fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
     goodput_sim::engine::EngineConfig::try_from(&engine).map_err(as_sim_flags)
 }
 
+/// The GPUs a run's price is paid for when neither --gpus nor a config
+/// file gives them: the embedded simulated engine's (--sim-tp × --sim-dp, or
+/// its --sim-pd pools), else 1 (a server at --url, or the fixed profile).
+pub fn default_gpus(t: &TargetArgs, sim: &SimArgs) -> Result<u32> {
+    if t.url.is_some() || sim.sim_profile != ProfileArg::Engine {
+        return Ok(1);
+    }
+    check_sim_flags(t, sim)?;
+    Ok(embedded_engine(sim)?.gpus())
+}
+
 /// An error about the embedded server's settings, naming the `--sim-*`
 /// flags that were typed (`--sim-tp 3`) where the engine names its own
 /// (`--tp 3 does not divide …`).

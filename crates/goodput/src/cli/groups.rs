@@ -404,7 +404,7 @@ pub struct JudgeArgs {
     /// Price of one GPU per hour in USD, for cost per million tokens.
     #[arg(long, help_heading = "SLOs and cost")]
     pub gpu_hour_usd: Option<f64>,
-    /// GPUs the server runs on [default: the config file's, else the simulated engine's --tp × --pp × --dp, else 1].
+    /// GPUs the server runs on [default: the config file's, else the simulated engine's (estimate's, or the embedded one with no --url): TP × PP × DP, or its P:D pools' GPUs; else 1].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "SLOs and cost")]
     pub gpus: Option<u32>,
     /// A TOML file with `slo`, a `[prices]` list, `price`, `gpus` and `[ratings]` thresholds; flags win over it.

@@ -640,6 +640,11 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
         crate::target::check_embedded_context(&a.target, &a.sim, &workload)?;
+        opts = setup::analysis_options_for(
+            &a.output.percentiles.0,
+            &a.judge,
+            crate::target::default_gpus(&a.target, &a.sim)?,
+        )?;
         let cancel = setup::cancellation(&a.shape);
         let quality = setup::quality_options(&a.workload);
         let target =

@@ -600,3 +600,27 @@ fn estimate_takes_prefill_decode_disaggregation_and_refuses_what_it_cannot_mean(
         assert!(!o.status.success() && text.contains(needle), "{args:?}: {text}");
     }
 }
+
+/// With no --url, bench and sweep price the embedded engine's GPUs, as
+/// estimate prices its engine's: both pools of --sim-pd, each at its own TP,
+/// and --sim-tp × --sim-dp; an explicit --gpus still wins. Each had been
+/// priced as one GPU.
+#[test]
+fn embedded_runs_price_the_simulated_engine_s_gpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = ["-q", "-n", "4", "--input-tokens", "64", "--output-tokens", "4", "--seed", "0"];
+    let gpus = |cmd: &str, extra: &[&str]| {
+        let out = dir.path().join(format!("{cmd}.json"));
+        goodput().arg(cmd).args(shape).args(["--gpu-hour-usd", "2"]).args(extra).arg("-o").arg(&out).assert().success();
+        let v = read_json(&out);
+        let cost = if cmd == "sweep" { &v["points"][0]["result"]["cost"] } else { &v["cost"] };
+        cost["gpus"].as_u64().unwrap_or_else(|| panic!("{cmd} {extra:?}: {cost}"))
+    };
+    assert_eq!(gpus("bench", &[]), 1);
+    assert_eq!(gpus("bench", &["--sim-pd", "1:1"]), 2);
+    assert_eq!(gpus("bench", &["--sim-pd", "1xTP2:1xTP4"]), 6);
+    assert_eq!(gpus("bench", &["--sim-tp", "2", "--sim-dp", "2"]), 4);
+    assert_eq!(gpus("bench", &["--sim-pd", "2:1", "--gpus", "7"]), 7);
+    assert_eq!(gpus("bench", &["--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms"]), 1);
+    assert_eq!(gpus("sweep", &["--concurrency", "1", "--sim-pd", "2:1"]), 3);
+}
