@@ -117,13 +117,7 @@ pub fn cross_check(
         let prompt = counts.and_then(|run| run.counters.get(&CounterSignal::PromptTokens)).map(|c| c.delta);
         if let Some(sv) = prompt {
             let cl = crate::analysis::stats::total(records.iter().map(|r| r.input_tokens)) as f64;
-            let rel = if cl > 0.0 {
-                (sv - cl) / cl
-            } else if sv > 0.0 {
-                f64::INFINITY
-            } else {
-                0.0
-            };
+            let rel = relative(sv, cl);
             c.notes.push(if rel.abs() > 0.02 {
                 format!(
                     "counting mismatch: the server counted {sv:.0} prompt tokens during the run, the client sent \
@@ -137,17 +131,36 @@ pub fn cross_check(
     }
     if let Some(sv) = c.server_generation_tokens.filter(|_| !pooling) {
         let cl = c.client_output_tokens as f64;
-        let rel = if cl > 0.0 {
-            (sv - cl) / cl
-        } else if sv > 0.0 {
-            f64::INFINITY
-        } else {
-            0.0
-        };
-        if rel.abs() > 0.02 {
+        let rel = relative(sv, cl);
+        // A disaggregated server (it reports KV-cache transfers): its prefill
+        // pool generates one token for each request it prefills, and its
+        // decode pool then generates every token the client receives, so a
+        // scrape of both pools counts one token a request more than the
+        // client received (a scrape of the decode pool alone, none more).
+        let disaggregated = counts.is_some_and(|run| {
+            run.histograms.contains_key(&HistogramSignal::KvTransfer)
+                || run.counters.contains_key(&CounterSignal::KvTransferRequests)
+        });
+        let prefilled = records.iter().filter(|r| r.ttft().is_some()).count() as f64;
+        if disaggregated && rel.abs() > 0.02 && prefilled > 0.0 && relative(sv, cl + prefilled).abs() <= 0.02 {
+            c.notes.push(format!(
+                "tokens agree: server {sv:.0}, client {cl:.0} and one token for each of the {prefilled:.0} requests \
+                 it prefilled (a disaggregated server's prefill pool counts the first token, which its decode pool \
+                 counts again)"
+            ));
+        } else if rel.abs() > 0.02 {
+            let pools = if disaggregated {
+                format!(
+                    "; a disaggregated server's prefill pool counts one token a request more ({:.0} here), which \
+                     does not account for it either",
+                    cl + prefilled
+                )
+            } else {
+                String::new()
+            };
             c.notes.push(format!(
                 "counting mismatch: the server generated {sv:.0} tokens during the run, the client received {cl:.0}{}: \
-                 other clients on the server, or tokens generated for requests the client gave up on",
+                 other clients on the server, or tokens generated for requests the client gave up on{pools}",
                 share(rel)
             ));
         } else {
@@ -217,6 +230,18 @@ pub fn cross_check(
         });
     }
     c
+}
+
+/// How far the server's count `sv` is from the client's `cl`, relative to
+/// the client's: infinite where the client counted none and the server some.
+fn relative(sv: f64, cl: f64) -> f64 {
+    if cl > 0.0 {
+        (sv - cl) / cl
+    } else if sv > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    }
 }
 
 /// A relative difference as ` (+4.2%)`, or nothing when the client's count
@@ -927,6 +952,7 @@ fn client_bottleneck(
 
 #[cfg(test)]
 mod tests {
+    use super::super::window::CounterSummary;
     use super::*;
     use crate::{analyze, AnalysisOptions, CountSource, Outcome, RequestRecord, Window};
 
@@ -1362,5 +1388,50 @@ mod tests {
         // A server that counted other requests too: no split.
         let w = queued(55.0, 247.0, 147.0, None);
         assert_eq!(cross_check(&records, &summary, &w, Some(&w)).server_queue_mean_ms, None);
+    }
+
+    #[test]
+    fn a_disaggregated_server_s_prefill_token_is_not_a_counting_mismatch() {
+        // Thirty requests of four tokens each: 120 received.
+        let records: Vec<_> = (0..30)
+            .map(|i| {
+                let mut r = served(i, 0, 50);
+                r.output_tokens = 4;
+                r
+            })
+            .collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let notes = |generated: f64, disaggregated: bool| {
+            let mut w = window(0.0);
+            let delta = CounterSummary { delta: generated, rate_per_s: None, resets: 0 };
+            w.counters.insert(CounterSignal::GenerationTokens, delta);
+            if disaggregated {
+                let h = HistogramSummary {
+                    count: 30.0,
+                    sum: Some(0.03),
+                    mean: Some(0.001),
+                    p50: None,
+                    p90: None,
+                    p99: None,
+                    p50_bucket: None,
+                    p99_bucket: None,
+                };
+                w.histograms.insert(HistogramSignal::KvTransfer, h);
+            }
+            cross_check(&records, &summary, &w, Some(&w)).notes.join("\n")
+        };
+        // Both pools scraped: the prefill pool's one token a request (30)
+        // on top of the 120 the decode pool generated.
+        let n = notes(150.0, true);
+        assert!(n.contains("tokens agree: server 150, client 120 and one token for each of the 30 requests"), "{n}");
+        assert!(!n.contains("mismatch"), "{n}");
+        // The decode pool alone: as any server.
+        assert!(notes(120.0, true).contains("tokens agree: server 120, client 120"));
+        // Neither: a mismatch, which names what was allowed for.
+        let n = notes(200.0, true);
+        assert!(n.contains("counting mismatch") && n.contains("one token a request more (150 here)"), "{n}");
+        // A server that is not disaggregated gets no allowance.
+        let n = notes(150.0, false);
+        assert!(n.contains("counting mismatch: the server generated 150 tokens") && !n.contains("prefill"), "{n}");
     }
 }
