@@ -459,6 +459,7 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     let short_by_chunks = short.iter().filter(|r| r.output_tokens_source == CountSource::Chunks).count() as u64;
     let mut warnings = warnings(&summary, short_by_chunks);
     warnings.extend(usage_short_warning(&short));
+    warnings.extend(even_spread_warning(&ok));
     warnings.extend(implausible_counts(&measured));
     Analysis {
         window: Window { start_s: t1.as_secs_f64(), end_s: t2.as_secs_f64(), duration_s: dur },
@@ -684,6 +685,36 @@ fn usage_short_warning(short: &[&RequestRecord]) -> Option<String> {
     ))
 }
 
+/// The mean tokens a chunk above which chunks spread evenly are told of.
+const EVEN_SPREAD_WARN_TOKENS_PER_CHUNK: f64 = 1.1;
+
+/// The warning for requests whose chunks carried several tokens each and
+/// no count of their own (no running usage, no tokenizer): their tokens
+/// were spread evenly over their chunks, which keeps TPOT and throughput
+/// but not the ITL percentiles (a speculating server's chunks carry 1 to
+/// k + 1 tokens, each gap a step). Requests a tokenizer counted are left
+/// to the tokenizer's own warning.
+fn even_spread_warning(ok: &[&RequestRecord]) -> Option<String> {
+    let even = ok.iter().filter(|r| {
+        r.chunk_tokens_source == crate::ChunkTokenSource::Even
+            && r.counts.tokenizer_completion.is_none()
+            && !r.chunks.is_empty()
+    });
+    let (requests, tokens, chunks) = even.fold((0u64, 0u64, 0u64), |(n, t, c), r| {
+        (n + 1, t.saturating_add(r.output_tokens), c.saturating_add(r.chunks.len() as u64))
+    });
+    let mean = tokens as f64 / chunks.max(1) as f64;
+    (requests > 0 && mean > EVEN_SPREAD_WARN_TOKENS_PER_CHUNK).then(|| {
+        format!(
+            "on {requests} completed requests the chunks carried {mean:.2} tokens each on average and no count of \
+             their own (no running usage, no --tokenizer): each request's tokens were spread evenly over its chunks, \
+             which keeps TPOT and throughput but not the ITL percentiles (a speculating server's chunks carry \
+             different numbers of tokens): ask for usage on every chunk, --extra-body \
+             '{{\"stream_options\":{{\"continuous_usage_stats\":true}}}}' (vLLM, goodput serve), or give --tokenizer"
+        )
+    })
+}
+
 /// The run's warnings from its summary; `short_by_chunks` of the requests
 /// counted by their chunks had a usage, not taken (see [`usage_short`]).
 fn warnings(s: &Summary, short_by_chunks: u64) -> Vec<String> {
@@ -853,6 +884,29 @@ mod tests {
         assert!((c.mean - 11.0 / 4.0).abs() < 1e-12 && (c.multi_token_share - 0.75).abs() < 1e-12, "{c:?}");
         // Only evenly spread counts: no distribution.
         assert_eq!(ChunkTokens::of(recs[2..].iter()), None);
+    }
+
+    #[test]
+    fn chunks_of_several_tokens_spread_evenly_are_told_with_the_fix() {
+        // Ten requests of 8 chunks and 20 tokens (2.5 a chunk), spread evenly.
+        let run = |tokens: u64, source: crate::ChunkTokenSource| {
+            let recs: Vec<_> = (0..10)
+                .map(|i| {
+                    let mut r = req(i, i * 1000, 10, 5, 8);
+                    (r.output_tokens, r.chunk_tokens_source) = (tokens, source);
+                    r
+                })
+                .collect();
+            let w = analyze(&recs, &AnalysisOptions::default()).warnings;
+            w.into_iter().find(|w| w.contains("spread evenly over its chunks"))
+        };
+        let w = run(20, crate::ChunkTokenSource::Even).expect("told");
+        assert!(w.starts_with("on 10 completed requests the chunks carried 2.50 tokens each"), "{w}");
+        assert!(w.contains(r#"--extra-body '{"stream_options":{"continuous_usage_stats":true}}'"#), "{w}");
+        // One token a chunk: the spread is exact.
+        assert_eq!(run(8, crate::ChunkTokenSource::Even), None);
+        // Counted by the server's running usage: nothing spread.
+        assert_eq!(run(20, crate::ChunkTokenSource::ContinuousUsage), None);
     }
 
     /// The quirks server of docs/metrics.md as vLLM 0.33's client sees it:
