@@ -123,10 +123,9 @@ pub fn finish(
     }
     let code = output::finish(result, &a.output, &a.judge, records)?;
     if let Some(e) = &result.engine {
-        crate::output::say(&goodput_report::terminal::wrap(
-            &goodput_report::terminal::engine_lines(e),
-            output::columns(),
-        ));
+        let mut lines = goodput_report::terminal::engine_lines(e);
+        lines.extend(e.spec_decode.as_ref().map(spec_line));
+        crate::output::say(&goodput_report::terminal::wrap(&lines, output::columns()));
     }
     if !a.output.quiet && !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
         goodput_core::tell!(
@@ -146,6 +145,23 @@ pub fn finish(
         );
     }
     Ok(code)
+}
+
+/// The acceptance the engine's draws achieved, in the words a live run's
+/// `speculative decoding` diagnosis uses for a server's counters.
+fn spec_line(sd: &goodput_core::doc::engine::EngineSpecDecode) -> String {
+    let mut parts = Vec::new();
+    if let Some(a) = sd.acceptance_rate {
+        parts.push(format!("{:.0}% of draft tokens accepted", a * 100.0));
+    }
+    if let Some(l) = sd.mean_accepted_length {
+        parts.push(format!("{l:.2} tokens a step per sequence, the bonus token included"));
+    }
+    if !sd.acceptance_by_position.is_empty() {
+        let by: Vec<String> = sd.acceptance_by_position.iter().map(|a| format!("{:.0}%", a * 100.0)).collect();
+        parts.push(format!("by draft position {}", by.join(" / ")));
+    }
+    format!("  speculative decoding: {} (over {} proposals, warm-up included)\n", parts.join(", "), sd.drafts)
 }
 
 fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {

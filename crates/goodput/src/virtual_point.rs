@@ -474,6 +474,12 @@ pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
         makespan_s: v.makespan.as_secs_f64(),
         kv_usage_max: v.samples.iter().map(|s| s.kv_usage).fold(0.0, f64::max),
         kv_transfer_mean_s: (v.kv_transfers > 0).then(|| v.kv_transfer_s / v.kv_transfers as f64),
+        spec_decode: goodput_core::doc::engine::EngineSpecDecode::of(
+            v.spec_drafts,
+            v.spec_draft_tokens,
+            v.spec_accepted_tokens,
+            &v.spec_accepted_by_position,
+        ),
         frontend_busy_s: (!v.frontend_busy.is_zero()).then_some(v.frontend_busy.as_secs_f64()),
         series: EngineSeries {
             t_s: v.samples.iter().map(|s| s.t.as_secs_f64()).collect(),

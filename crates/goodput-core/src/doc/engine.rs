@@ -39,6 +39,11 @@ pub struct SimulatedEngine {
     /// included), seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_transfer_mean_s: Option<f64>,
+    /// With speculative decoding: the acceptance the engine's draws
+    /// achieved, as a live run's `server_signals.window.spec_decode` gives
+    /// it from vLLM's counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<EngineSpecDecode>,
     /// Virtual time the front end spent on its serial work (per request,
     /// per prompt token, per streamed token: the calibration's
     /// `frontend_serial_*`), when it has any. Near `makespan_s`, the front
@@ -50,6 +55,40 @@ pub struct SimulatedEngine {
     /// replica (the figures above are then its own).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<ReplicaShare>,
+}
+
+/// The simulated engine's speculative decoding over the whole run (warm-up
+/// included), from the counters vLLM exports (`vllm:spec_decode_*`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(default)]
+pub struct EngineSpecDecode {
+    /// Proposals (one a decoding sequence a step) and the draft tokens they held.
+    pub drafts: u64,
+    pub draft_tokens: u64,
+    /// Draft tokens accepted / draft tokens proposed.
+    pub acceptance_rate: Option<f64>,
+    /// Tokens a speculative step yields per sequence, the bonus token
+    /// included: 1 + accepted / proposals.
+    pub mean_accepted_length: Option<f64>,
+    /// Per draft position, the share of proposals whose token at that
+    /// position was accepted: the first is `--spec-acceptance`'s figure,
+    /// and the rest fall with the position.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub acceptance_by_position: Vec<f64>,
+}
+
+impl EngineSpecDecode {
+    /// From the engine's counters: `None` where nothing was proposed.
+    pub fn of(drafts: u64, draft_tokens: u64, accepted: u64, by_position: &[u64]) -> Option<EngineSpecDecode> {
+        (drafts > 0).then(|| EngineSpecDecode {
+            drafts,
+            draft_tokens,
+            acceptance_rate: (draft_tokens > 0).then(|| accepted as f64 / draft_tokens as f64),
+            mean_accepted_length: Some(1.0 + accepted as f64 / drafts as f64),
+            acceptance_by_position: by_position.iter().map(|&n| n as f64 / drafts as f64).collect(),
+        })
+    }
 }
 
 /// What one data-parallel replica of the simulated engine did: how evenly

@@ -488,7 +488,7 @@ pub struct EngineHwArgs {
     /// Speculative decoding: draft tokens each decoding sequence carries a step, verified in the same pass (vLLM's num_speculative_tokens; 0: off).
     #[arg(long, default_value_t = 0, help_heading = "Simulated engine")]
     pub spec_tokens: u32,
-    /// With --spec-tokens: the chance a draft token is accepted when the ones before it were (position i is accepted in acceptance^(i+1) of proposals). Take it from your server's vllm:spec_decode_* counters [default: 0.7].
+    /// With --spec-tokens: the first draft position's acceptance, and the chance each later draft token is accepted when the ones before it were: position i is accepted in acceptance^(i+1) of proposals, so the share of all draft tokens accepted is lower (0.51 at 0.7 with 3 tokens). Take it from a live run's server_signals.window.spec_decode.acceptance_by_position[0] (vLLM's per-position counter over proposals), not its acceptance_rate [default: 0.7].
     #[arg(long, help_heading = "Simulated engine")]
     pub spec_acceptance: Option<f64>,
     /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0) [default: 0.05].

@@ -251,3 +251,40 @@ fn estimate_refuses_flags_the_engine_s_own_sizes_leave_nothing_to_set() {
     let doc = read_json(&out);
     assert_eq!((doc["cost"]["gpus"].as_u64(), doc["energy"]["gpus"].as_u64()), (Some(4), Some(4)), "{doc}");
 }
+
+/// `estimate --spec-tokens` reports the acceptance its draws achieved, as a
+/// live run reports a server's counters: the first position near
+/// --spec-acceptance, the later ones falling, and all draft tokens' share
+/// lower still. It had reported none.
+#[test]
+fn estimate_reports_the_speculative_acceptance_it_achieved() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("spec.json");
+    let o = goodput()
+        .args(["estimate", "--spec-tokens", "3", "--spec-acceptance", "0.7", "--seed", "1"])
+        .args(SHORT)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    let v = read_json(&out);
+    let sd = &v["engine"]["spec_decode"];
+    let by: Vec<f64> = sd["acceptance_by_position"].as_array().unwrap().iter().map(|a| a.as_f64().unwrap()).collect();
+    assert_eq!(by.len(), 3, "{sd}");
+    // 0.7, 0.49, 0.343 in expectation over some 800 proposals (seeded).
+    assert!((by[0] - 0.7).abs() < 0.05 && by[1] < by[0] && by[2] < by[1], "{sd}");
+    let length = sd["mean_accepted_length"].as_f64().unwrap();
+    assert!((length - 1.0 - by.iter().sum::<f64>()).abs() < 1e-9, "{sd}");
+    // Accepted over proposed, where a proposal near a request's end holds
+    // fewer than 3: about 0.51, well under the first position's.
+    let (drafts, tokens) = (sd["drafts"].as_f64().unwrap(), sd["draft_tokens"].as_f64().unwrap());
+    let rate = sd["acceptance_rate"].as_f64().unwrap();
+    assert!((rate - (length - 1.0) * drafts / tokens).abs() < 1e-9 && rate < 0.6, "{sd}");
+    assert!(said.contains("speculative decoding: ") && said.contains("of draft tokens accepted"), "{said}");
+    crate::schema::assert_valid(&v, "RunResult", "estimate --spec-tokens");
+    // Without speculation: no block.
+    let plain = estimate_doc(dir.path(), "plain.json", &SHORT);
+    assert!(plain["engine"].get("spec_decode").is_none(), "{}", plain["engine"]);
+}

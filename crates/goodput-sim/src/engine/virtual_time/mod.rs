@@ -256,6 +256,14 @@ pub struct EngineView {
     /// the link included); 0 otherwise.
     pub kv_transfers: u64,
     pub kv_transfer_s: f64,
+    /// Speculative decoding, summed over the instances (warm-up included):
+    /// proposals, draft tokens proposed, draft tokens accepted, and accepted
+    /// by their position in the proposal (vLLM's `spec_decode_*` counters);
+    /// zero and empty without `spec`.
+    pub spec_drafts: u64,
+    pub spec_draft_tokens: u64,
+    pub spec_accepted_tokens: u64,
+    pub spec_accepted_by_position: Vec<u64>,
     /// The front end's serial work (per request, per prompt token, per
     /// streamed token: `Calibration::frontend_serial_*`) summed; zero when
     /// it has none.
