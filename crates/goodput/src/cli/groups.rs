@@ -548,8 +548,14 @@ impl Default for EngineHwArgs {
 /// The embedded server `bench` starts when there is no --url.
 #[derive(Debug, Clone, Args)]
 pub struct SimArgs {
-    /// Embedded simulator: the simulated engine (default) or exact fixed timings.
-    #[arg(long, value_enum, default_value_t = ProfileArg::Engine, help_heading = "Embedded simulator (no --url)")]
+    /// Embedded simulator: engine, the simulated engine (default), of which bench takes --sim-model, --sim-gpu, --sim-precision, --sim-tp, --sim-dp, --sim-router, --sim-pd and --sim-chat-template, the rest at their defaults (for --pp, --ep, --spec-tokens, --max-num-seqs, --scheduler and the other engine limits, run `goodput serve --profile engine` with them and bench it with --url, or `goodput estimate`); or fixed, exact timings (--sim-ttft, --sim-itl, --sim-tokens-per-chunk).
+    #[arg(
+        long,
+        value_enum,
+        hide_possible_values = true,
+        default_value_t = ProfileArg::Engine,
+        help_heading = "Embedded simulator (no --url)"
+    )]
     pub sim_profile: ProfileArg,
     /// Embedded engine: catalog model or Hugging Face config.json (or its folder).
     #[arg(long, default_value = DEFAULT_ENGINE_MODEL, help_heading = "Embedded simulator (no --url)")]

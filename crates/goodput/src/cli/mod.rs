@@ -146,6 +146,25 @@ mod tests {
         assert_eq!(KeyHeaderArg::XApiKey.resolve(Api::Chat, "http://h"), KeyHeader::XApiKey);
     }
 
+    /// bench's --sim-profile names exactly the engine flags bench takes, and
+    /// where the rest are; it had listed serve's (--model, --gpu, --tp,
+    /// engine limits), which bench does not take.
+    #[test]
+    fn bench_s_sim_profile_help_names_the_engine_flags_bench_takes() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let bench = cli.find_subcommand_mut("bench").unwrap();
+        let arg = bench.get_arguments().find(|a| a.get_id() == "sim_profile").unwrap();
+        let help = arg.get_long_help().or(arg.get_help()).unwrap().to_string();
+        for (flag, _) in crate::target::SIM_ENGINE_FLAGS.iter().chain(crate::target::SIM_FIXED_FLAGS) {
+            assert!(help.contains(flag), "{flag}: {help}");
+        }
+        assert!(!help.contains("--model,") && help.contains("goodput serve --profile engine"), "{help}");
+        for taken in bench.get_arguments().filter_map(|a| a.get_long()).filter(|l| l.starts_with("sim-")) {
+            assert!(taken == "sim-profile" || help.contains(&format!("--{taken}")), "--{taken} is not named");
+        }
+    }
+
     #[test]
     fn headers() {
         assert_eq!(parse_header("X-Team:  infra ").unwrap(), ("X-Team".into(), "infra".into()));
