@@ -215,7 +215,53 @@ const PD_BALANCE_BAND: f64 = 3.0;
 
 /// A group's configurations as they ran, each with a note when the climb
 /// of TP stopped at it.
-type GroupOutcome = Vec<(FrontierConfig, Option<String>)>;
+type GroupOutcome = Vec<(FrontierConfig, Option<ClimbStop>)>;
+
+/// Where a group's climb of TP stopped: at `tp`, one user's speed `change`
+/// (a fraction) against `tp0`'s, the wider TPs left out. Groups that differ
+/// only in their batch limits or router stop alike and are said once, with
+/// the range of their changes.
+#[derive(Debug, Clone, PartialEq)]
+struct ClimbStop {
+    /// GPU, EP, precision and disaggregation: what the note names.
+    head: String,
+    tp: u32,
+    tp0: u32,
+    wider: String,
+    change: f64,
+}
+
+impl ClimbStop {
+    fn same_stop(&self, o: &ClimbStop) -> bool {
+        (&self.head, self.tp, self.tp0, &self.wider) == (&o.head, o.tp, o.tp0, &o.wider)
+    }
+
+    /// The note for stops alike, their changes from `lo` to `hi`.
+    fn note(&self, (lo, hi): (f64, f64), groups: usize) -> String {
+        let pct = |x: f64| format!("{:.1}%", x.abs() * 100.0);
+        let how = if hi < 0.0 {
+            if (hi - lo).abs() < 5e-4 {
+                format!("{} slower", pct(hi))
+            } else {
+                format!("{}–{} slower", pct(hi), pct(lo))
+            }
+        } else if lo >= 0.0 {
+            if (hi - lo).abs() < 5e-4 {
+                format!("only {} faster", pct(hi))
+            } else {
+                format!("only {}–{} faster", pct(lo), pct(hi))
+            }
+        } else {
+            format!("between {} slower and only {} faster", pct(lo), pct(hi))
+        };
+        let across =
+            if groups > 1 { format!(" (in each of {groups} batch-limit or router settings)") } else { String::new() };
+        format!(
+            "{}: TP {} made one user {how} than TP {}{across}; TP {} left out",
+            self.head, self.tp, self.tp0, self.wider
+        )
+    }
+}
 
 /// The points simulated at once: `--jobs`, or one a CPU.
 fn jobs(a: &PlanArgs) -> usize {
@@ -1263,14 +1309,25 @@ impl Search<'_> {
         let mut done = done.into_inner().expect("the threads have ended");
         done.sort_by_key(|d| d.0);
         let mut out: Vec<(FrontierConfig, Option<usize>)> = Vec::new();
+        // Groups that differ only in their batch limits or router stop
+        // their TP climb alike: said once, with the range of the changes
+        // (each had been said with its own figure and nothing to tell them
+        // apart).
+        let mut stops: Vec<(ClimbStop, (f64, f64), usize)> = Vec::new();
         for (_, group) in done {
-            for (c, note) in group {
-                // Groups that differ only in their batch limits stop their
-                // TP climb alike: said once.
-                notes.extend(note.filter(|n| !notes.contains(n)));
+            for (c, stop) in group {
+                if let Some(stop) = stop {
+                    match stops.iter_mut().find(|(s, _, _)| s.same_stop(&stop)) {
+                        Some((_, (lo, hi), n)) => {
+                            (*lo, *hi, *n) = (lo.min(stop.change), hi.max(stop.change), *n + 1);
+                        }
+                        None => stops.push((stop.clone(), (stop.change, stop.change), 1)),
+                    }
+                }
                 out.push((c, None));
             }
         }
+        notes.extend(stops.iter().map(|(s, range, n)| s.note(*range, *n)));
         // The narrower limits, pointing at their widest's configuration.
         for group in &groups {
             for c in group.iter().filter(|c| c.max_num_seqs != widest(c)) {
@@ -1337,21 +1394,19 @@ impl Search<'_> {
                 if s < s0 * (1.0 + TP_HELPS) && k + 1 < group.len() {
                     let wider: Vec<String> = group[k + 1..].iter().map(|c| c.tp.to_string()).collect();
                     let ep = if c.ep > 1 { format!(" ep{}", c.ep) } else { String::new() };
-                    let change = (s / s0 - 1.0) * 100.0;
-                    let how = if change < 0.0 {
-                        format!("{:.1}% slower", -change)
-                    } else {
-                        format!("only {change:.1}% faster")
+                    let stop = ClimbStop {
+                        head: format!(
+                            "{}{ep} {}{}",
+                            self.args.gpu[c.offer].name,
+                            c.precision,
+                            c.pd.map(|pd| pd.id()).unwrap_or_default()
+                        ),
+                        tp: c.tp,
+                        tp0,
+                        wider: wider.join(", "),
+                        change: s / s0 - 1.0,
                     };
-                    let note = format!(
-                        "{}{ep} {}{}: TP {} made one user {how} than TP {tp0}; TP {} left out",
-                        self.args.gpu[c.offer].name,
-                        c.precision,
-                        c.pd.map(|pd| pd.id()).unwrap_or_default(),
-                        c.tp,
-                        wider.join(", ")
-                    );
-                    out.last_mut().expect("just pushed").1 = Some(note);
+                    out.last_mut().expect("just pushed").1 = Some(stop);
                     break;
                 }
             }
@@ -1632,4 +1687,26 @@ fn steady_output_rate(
         return Err(false);
     }
     Ok(tokens as f64 / (to - from).as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClimbStop;
+
+    /// Stops alike from several groups (batch limits, routers) are one
+    /// note with the range of their changes, in plain words whatever the
+    /// signs: a slowdown never reads "only -3% faster".
+    #[test]
+    fn a_climb_stop_said_for_several_groups_gives_the_range_of_its_changes() {
+        let stop = ClimbStop { head: "h100 fp8".into(), tp: 2, tp0: 1, wider: "4".into(), change: -0.16 };
+        let one = stop.note((-0.16, -0.16), 1);
+        assert_eq!(one, "h100 fp8: TP 2 made one user 16.0% slower than TP 1; TP 4 left out");
+        let slower = stop.note((-0.2, -0.1), 2);
+        assert!(slower.contains("10.0%–20.0% slower") && slower.contains("in each of 2"), "{slower}");
+        let faster = stop.note((0.01, 0.03), 3);
+        assert!(faster.contains("only 1.0%–3.0% faster"), "{faster}");
+        let both = stop.note((-0.02, 0.03), 2);
+        assert!(both.contains("between 2.0% slower and only 3.0% faster"), "{both}");
+        assert!(!ClimbStop { tp: 4, ..stop.clone() }.same_stop(&stop));
+    }
 }
