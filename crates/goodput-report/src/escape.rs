@@ -5,11 +5,15 @@
 use std::fmt::Write;
 
 /// Text safe inside HTML element content and double- or single-quoted
-/// attribute values.
+/// attribute values. Bidirectional embeddings, overrides and isolates
+/// (U+202A–U+202E, U+2066–U+2069) are shown as `\u{202e}` and the like, as
+/// [`terminal`] shows them: a label or a server's model name holding one
+/// could otherwise make the page read differently than the text it shows.
 ///
 /// ```
 /// use goodput_report::escape::html;
 /// assert_eq!(html("<script>alert('x')</script>&"), "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;");
+/// assert_eq!(html("a\u{202e}b"), "a\\u{202e}b");
 /// ```
 pub fn html(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -20,10 +24,19 @@ pub fn html(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
+            c if is_bidi_control(c) => {
+                let _ = write!(o, "\\u{{{:x}}}", c as u32);
+            }
             c => o.push(c),
         }
     }
     o
+}
+
+/// A bidirectional embedding, override or isolate: a character that can
+/// make text read differently than it is stored.
+fn is_bidi_control(c: char) -> bool {
+    ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 /// JSON fit for an inline `<script type="application/json">` block: no `<`,
@@ -91,8 +104,7 @@ pub fn markdown(s: &str) -> String {
 pub fn terminal(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
-        // Bidi overrides can make text read differently than it is stored.
-        if c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c) {
+        if c.is_control() || is_bidi_control(c) {
             let _ = write!(o, "\\u{{{:x}}}", c as u32);
         } else {
             o.push(c);
@@ -178,6 +190,17 @@ mod tests {
         assert_eq!(markdown("a\nb\x07"), "a b\\u{7}");
         assert_eq!(terminal("a\u{202e}b"), "a\\u{202e}b");
         assert_eq!(terminal("naïve ✓"), "naïve ✓");
+    }
+
+    #[test]
+    fn html_shows_every_bidi_control_instead_of_obeying_it() {
+        for c in ('\u{202a}'..='\u{202e}').chain('\u{2066}'..='\u{2069}') {
+            let text = html(&format!("a{c}b"));
+            assert_eq!(text, format!("a\\u{{{:x}}}b", c as u32));
+            assert!(!text.contains(c), "{c:?}");
+        }
+        // Neighbours that only mark a direction, and other scripts, pass.
+        assert_eq!(html("\u{200f}שלום ✓"), "\u{200f}שלום ✓");
     }
 
     #[test]
