@@ -29,7 +29,9 @@ pub enum Style {
 pub struct Series {
     pub name: String,
     pub style: Style,
-    /// Colour slot 0..=5, or [`Series::INK`].
+    /// Style slot, or [`Series::INK`]: slots 0..=5 are the six colours
+    /// drawn solid, and each further six the same colours in another line
+    /// pattern (dotted, then dash-dotted), so [`STYLES`] slots all differ.
     pub color: usize,
     pub points: Vec<(f64, f64)>,
     /// A tooltip per point (dots only).
@@ -37,18 +39,46 @@ pub struct Series {
     pub dashed: bool,
 }
 
-impl Series {
-    /// The colour slot drawn in the page's ink rather than one of the six
-    /// colours (a frontier through curves that take all six).
-    pub const INK: usize = 6;
+/// How many series styles differ from each other: six colours, each solid,
+/// dotted and dash-dotted. Slots past these repeat them.
+pub const STYLES: usize = 18;
 
-    /// The CSS colour class's number: the ink's, or one of the six.
-    fn colour_class(&self) -> usize {
-        if self.color == Series::INK {
-            Series::INK
-        } else {
-            self.color % 6
+/// The CSS classes of style slot `color` (see [`Series::color`]), `dashed`
+/// adding the dashed pattern: `c0`..`c5` the colour, `c6` the ink, and `v1`
+/// or `v2` the pattern of the second and third six.
+fn style_classes(color: usize, dashed: bool) -> String {
+    let mut cls = if color == Series::INK {
+        "c6".to_string()
+    } else {
+        match (color % STYLES) / 6 {
+            0 => format!("c{}", color % 6),
+            v => format!("c{} v{v}", color % 6),
         }
+    };
+    if dashed {
+        cls.push_str(" dashed");
+    }
+    cls
+}
+
+/// A legend's swatch for a series of style slot `color`: a short stretch of
+/// its line, drawn by the same classes, so its colour, pattern and dashes
+/// read as the chart's do.
+pub fn swatch(color: usize, dashed: bool) -> String {
+    format!(
+        r#"<svg class="sw" viewBox="0 0 24 8" aria-hidden="true"><polyline class="line {}" points="1,4 23,4"/></svg>"#,
+        style_classes(color, dashed)
+    )
+}
+
+impl Series {
+    /// The style slot drawn in the page's ink rather than one of the
+    /// colours (a frontier through curves that take the others).
+    pub const INK: usize = usize::MAX;
+
+    /// The CSS classes the series is drawn with.
+    fn classes(&self) -> String {
+        style_classes(self.color, self.dashed)
     }
 
     pub fn new(name: impl Into<String>, style: Style, color: usize, points: Vec<(f64, f64)>) -> Self {
@@ -139,16 +169,29 @@ fn clean(x: f64) -> f64 {
     (x * 1e9).round() / 1e9
 }
 
-fn tick_label(v: f64, step: f64, share: bool) -> String {
+/// The labels of an axis's ticks, `step` apart: shares as percentages;
+/// numbers of five digits or more in thousands (`k`), millions (`M`),
+/// billions (`G`) or trillions (`T`), by the largest tick, so one axis
+/// counts in one unit; beyond those, in exponent form. Each label has as
+/// many decimals as the step needs, and zero is `0`.
+fn tick_labels(ticks: &[f64], step: f64, share: bool) -> Vec<String> {
     if share {
-        return format!("{:.0}%", v * 100.0);
+        return ticks.iter().map(|v| format!("{:.0}%", v * 100.0)).collect();
     }
-    let decimals = (-step.log10().floor()).max(0.0) as usize;
-    if v.abs() >= 10_000.0 && decimals == 0 {
-        let k = v / 1000.0;
-        return if k.fract() == 0.0 { format!("{k:.0}k") } else { format!("{k:.1}k") };
+    let top = ticks.iter().fold(0f64, |m, v| m.max(v.abs()));
+    if top >= 1e15 {
+        return ticks.iter().map(|&v| if v == 0.0 { "0".into() } else { format!("{v:.1e}") }).collect();
     }
-    format!("{v:.decimals$}")
+    let (scale, suffix) = match top {
+        t if t >= 1e12 => (1e12, "T"),
+        t if t >= 1e9 => (1e9, "G"),
+        t if t >= 1e6 => (1e6, "M"),
+        t if t >= 1e4 => (1e3, "k"),
+        _ => (1.0, ""),
+    };
+    // Steps are 1, 2 or 5 × 10ⁿ: the step's own decimals show every tick.
+    let decimals = (-((step / scale).log10() + 1e-9).floor()).max(0.0) as usize;
+    ticks.iter().map(|&v| if v == 0.0 { "0".into() } else { format!("{:.decimals$}{suffix}", v / scale) }).collect()
 }
 
 /// Coordinates to two decimals: plenty for a 640-unit canvas, and stable
@@ -167,9 +210,29 @@ impl Chart {
         self.series.iter().flat_map(|s| s.points.iter().copied()).filter(|(x, y)| x.is_finite() && y.is_finite())
     }
 
-    /// How many data points the chart draws (what `data-points` says).
+    /// How many data points the chart draws (what `data-points` says): a
+    /// series of more points than the plot has pixel columns is drawn thinned.
     pub fn point_count(&self) -> usize {
-        self.finite_points().count()
+        self.layout().map_or(0, |l| l.series.iter().map(|s| s.points.len()).sum())
+    }
+
+    /// The frame, the axes' ticks and the series as drawn; `None` when no
+    /// series has a point to draw.
+    fn layout(&self) -> Option<Layout> {
+        self.finite_points().next()?;
+        let ((x0, x1), (y0, y1)) = self.domain();
+        let pw = W - LEFT - RIGHT;
+        let x = axis_ticks(x0, x1, 6, false, pw);
+        let y = if self.y_share {
+            axis_ticks(0.0, 1.0, 5, true, f64::INFINITY)
+        } else {
+            axis_ticks(y0, y1, 5, false, f64::INFINITY)
+        };
+        let (x0, x1) = (x.ticks[0].min(x0), x.ticks[x.ticks.len() - 1].max(x1));
+        let (y0, y1) = (y.ticks[0].min(y0), y.ticks[y.ticks.len() - 1].max(y1));
+        let frame = Frame { x0, x1, y0, y1, pw, ph: H - TOP - BOTTOM };
+        let series = self.series.iter().map(|s| thinned(s, &frame)).collect();
+        Some(Layout { frame, x, y, series })
     }
 
     fn domain(&self) -> ((f64, f64), (f64, f64)) {
@@ -195,8 +258,10 @@ impl Chart {
             if !lo.is_finite() {
                 (0.0, 1.0)
             } else if hi - lo < 1e-12 {
+                // A flat series is padded either side, but a quantity
+                // that is not negative never below zero.
                 let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
-                (lo - pad, hi + pad)
+                (if lo >= 0.0 { (lo - pad).max(0.0) } else { lo - pad }, hi + pad)
             } else {
                 (lo, hi)
             }
@@ -221,7 +286,8 @@ impl Chart {
     /// the note.
     pub fn render(&self) -> String {
         let mut o = String::new();
-        let n = self.point_count();
+        let layout = self.layout();
+        let n = layout.as_ref().map_or(0, |l| l.series.iter().map(|s| s.points.len()).sum());
         let _ = write!(
             o,
             r#"<figure class="chart{}" id="chart-{id}" data-chart="{id}" data-points="{n}"><figcaption>{}</figcaption>"#,
@@ -229,46 +295,46 @@ impl Chart {
             html(&self.title),
             id = html(&self.id),
         );
-        if n == 0 {
-            let _ = write!(o, r#"<p class="nodata">No data to draw.</p>"#);
-        } else {
-            self.svg(&mut o);
-            o.push_str(r#"<div class="legend">"#);
-            for s in &self.series {
-                let _ = write!(o, r#"<span><i class="sw c{}"></i>{}</span>"#, s.colour_class(), html(&s.name));
+        let mut notes: Vec<String> = self.note.iter().cloned().collect();
+        match &layout {
+            Some(l) if n > 0 => {
+                self.svg(&mut o, l);
+                o.push_str(r#"<div class="legend">"#);
+                for s in &self.series {
+                    let _ = write!(o, r#"<span>{}{}</span>"#, swatch(s.color, s.dashed), html(&s.name));
+                }
+                for m in &self.marks {
+                    let _ = write!(o, r#"<span><i class="sw ring {}"></i>{}</span>"#, m.class, html(&m.label));
+                }
+                o.push_str("</div>");
+                if self.series.iter().zip(&l.series).any(|(a, b)| b.points.len() < a.points.len()) {
+                    notes.push(THINNED.into());
+                }
             }
-            for m in &self.marks {
-                let _ = write!(o, r#"<span><i class="sw ring {}"></i>{}</span>"#, m.class, html(&m.label));
-            }
-            o.push_str("</div>");
+            _ => o.push_str(r#"<p class="nodata">No data to draw.</p>"#),
         }
-        if let Some(note) = &self.note {
-            let _ = write!(o, r#"<p class="note">{}</p>"#, html(note));
+        if !notes.is_empty() {
+            let _ = write!(o, r#"<p class="note">{}</p>"#, html(&notes.join(" ")));
         }
         o.push_str("</figure>");
         o
     }
 
-    fn svg(&self, o: &mut String) {
-        let ((x0, x1), (y0, y1)) = self.domain();
-        let (xt, xstep) = nice_ticks(x0, x1, 6);
-        let (yt, ystep) = if self.y_share { nice_ticks(0.0, 1.0, 5) } else { nice_ticks(y0, y1, 5) };
-        let (x0, x1) = (xt[0].min(x0), xt[xt.len() - 1].max(x1));
-        let (y0, y1) = (yt[0].min(y0), yt[yt.len() - 1].max(y1));
-        let f = Frame { x0, x1, y0, y1, pw: W - LEFT - RIGHT, ph: H - TOP - BOTTOM };
+    fn svg(&self, o: &mut String, l: &Layout) {
+        let f = &l.frame;
         let _ = write!(
             o,
             r#"<svg viewBox="0 0 {W} {H}" role="img" aria-label="{}" preserveAspectRatio="xMidYMid meet">"#,
             html(&self.title)
         );
-        self.bands_svg(o, &f);
-        self.axes_svg(o, &f, (&xt, xstep), (&yt, ystep));
+        self.bands_svg(o, f);
+        self.axes_svg(o, f, &l.x, &l.y);
         let _ = write!(o, r#"<g class="plot">"#);
-        for (i, s) in self.series.iter().enumerate() {
-            series_svg(o, &f, i, s);
+        for (i, s) in l.series.iter().enumerate() {
+            series_svg(o, f, i, s);
         }
-        self.guides_svg(o, &f);
-        self.marks_svg(o, &f);
+        self.guides_svg(o, f);
+        self.marks_svg(o, f, &l.series);
         o.push_str("</g></svg>");
     }
 
@@ -292,13 +358,14 @@ impl Chart {
         }
     }
 
-    /// The grid, the axes, their ticks and labels.
-    fn axes_svg(&self, o: &mut String, f: &Frame, (xt, xstep): (&[f64], f64), (yt, ystep): (&[f64], f64)) {
+    /// The grid, the axes, their ticks and labels. An x label that would
+    /// run past the canvas's right edge ends at it instead.
+    fn axes_svg(&self, o: &mut String, f: &Frame, x: &Ticks, y: &Ticks) {
         o.push_str(r#"<g class="grid">"#);
-        for &t in yt {
+        for &t in &y.ticks {
             let _ = write!(o, r#"<line x1="{}" x2="{}" y1="{y}" y2="{y}"/>"#, c(LEFT), c(LEFT + f.pw), y = c(f.sy(t)));
         }
-        for &t in xt {
+        for &t in &x.ticks {
             let _ = write!(o, r#"<line y1="{}" y2="{}" x1="{x}" x2="{x}"/>"#, c(TOP), c(TOP + f.ph), x = c(f.sx(t)));
         }
         o.push_str("</g><g class=\"axis\">");
@@ -310,23 +377,21 @@ impl Chart {
             t = c(TOP),
             b = c(TOP + f.ph)
         );
-        for &t in yt {
-            let _ = write!(
-                o,
-                r#"<text class="yt" x="{}" y="{}">{}</text>"#,
-                c(LEFT - 6.0),
-                c(f.sy(t) + 3.5),
-                tick_label(t, ystep, self.y_share)
-            );
+        for (&t, label) in y.ticks.iter().zip(&y.labels) {
+            let _ = write!(o, r#"<text class="yt" x="{}" y="{}">{label}</text>"#, c(LEFT - 6.0), c(f.sy(t) + 3.5));
         }
-        for &t in xt {
-            let _ = write!(
-                o,
-                r#"<text class="xt" x="{}" y="{}">{}</text>"#,
-                c(f.sx(t)),
-                c(TOP + f.ph + 15.0),
-                tick_label(t, xstep, false)
-            );
+        for (&t, label) in x.ticks.iter().zip(&x.labels) {
+            let (at, half) = (f.sx(t), tick_text_px(label) / 2.0);
+            if at + half > W - 2.0 {
+                let _ = write!(
+                    o,
+                    r#"<text class="xt" text-anchor="end" x="{}" y="{}">{label}</text>"#,
+                    c((at + half).min(W - 2.0)),
+                    c(TOP + f.ph + 15.0)
+                );
+            } else {
+                let _ = write!(o, r#"<text class="xt" x="{}" y="{}">{label}</text>"#, c(at), c(TOP + f.ph + 15.0));
+            }
         }
         let _ = write!(
             o,
@@ -399,55 +464,79 @@ impl Chart {
     /// Ringed points with their labels, each label placed where it covers
     /// neither a ring (its own point's or another's: a saturation label
     /// once hid the recommended point beside it) nor a label placed before
-    /// it: beside its point, right or left, then a line higher at a time,
-    /// then below. The recommended mark (`mark-rec`) takes its place first
-    /// and is drawn last, over the others. A label with no free place (a
-    /// crowded chart, as a plan's frontier of many configurations can be)
-    /// is left off rather than written over another: its ring keeps the
-    /// label as its tooltip, and the page's table lists every configuration.
-    fn marks_svg(&self, o: &mut String, f: &Frame) {
+    /// it, and, where such a place is near, no series' line or dot either:
+    /// of the places beside its point, right or left, a line higher or
+    /// lower at a time, and centred above or below it, the nearest. A label
+    /// that is not beside its ring is joined to it by a thin leader line,
+    /// so it reads as its own point's, not its neighbour's. The recommended
+    /// mark (`mark-rec`) takes its place first and is drawn last, over the
+    /// others. A label with no free place (a crowded chart, as a plan's
+    /// frontier of many configurations can be) is left off rather than
+    /// written over another: its ring keeps the label as its tooltip, and
+    /// the page's table lists every configuration.
+    fn marks_svg(&self, o: &mut String, f: &Frame, series: &[Series]) {
         let rings: Vec<Rect> = self.marks.iter().map(|m| Rect::ring(f.sx(m.x), f.sy(m.y))).collect();
+        let (lines, dots) = obstacles(f, series);
         let mut order: Vec<usize> = (0..self.marks.len()).collect();
         order.sort_by_key(|&i| self.marks[i].class != "mark-rec");
         let mut placed: Vec<Rect> = Vec::new();
+        let mut leaders: Vec<Segment> = Vec::new();
         // Each label's box, where it has one; its text starts at the box's left.
         let mut places: Vec<Option<Rect>> = vec![None; self.marks.len()];
         for &i in &order {
             let m = &self.marks[i];
             let (x, y) = (f.sx(m.x), f.sy(m.y));
             let width = LABEL_CHAR_PX * m.label.chars().count() as f64;
-            let right_first = x <= LEFT + f.pw * 0.7;
-            let at = |right: bool, base: f64| {
-                let left = if right { x + LABEL_GAP } else { x - LABEL_GAP - width };
-                Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT }
-            };
-            let fits = |r: &Rect| {
+            // Inside the plot, over no ring, label or leader, and its own
+            // leader, if it needs one, through no other ring or label.
+            let free = |r: &Rect| {
                 r.left >= LEFT
                     && r.right <= W
                     && r.top >= TOP - 2.0
                     && r.bottom <= TOP + f.ph
                     && !rings.iter().chain(&placed).any(|o| o.crosses(r))
+                    && !leaders.iter().any(|&(a, b)| r.crosses_segment(a, b))
             };
-            let above = (0..=8).map(|k| y - 10.0 - LINE_PX * k as f64);
-            let below = (0..=4).map(|k| y + 20.0 + LINE_PX * k as f64);
-            let mut found =
-                above.chain(below).flat_map(|base| [at(right_first, base), at(!right_first, base)]).find(|r| fits(r));
+            let fits = |r: &Rect| {
+                free(r)
+                    && leader(x, y, r).is_none_or(|(a, b)| {
+                        !placed.iter().any(|o| o.crosses_segment(a, b))
+                            && !rings.iter().enumerate().any(|(k, o)| k != i && o.crosses_segment(a, b))
+                    })
+            };
+            let clear =
+                |r: &Rect| !dots.iter().any(|d| d.crosses(r)) && !lines.iter().any(|&(a, b)| r.crosses_segment(a, b));
+            let candidates = label_places(x, y, width, x <= LEFT + f.pw * 0.7);
+            let mut found = candidates
+                .iter()
+                .find(|r| fits(r) && clear(r))
+                .or_else(|| candidates.iter().find(|r| fits(r)))
+                .copied();
             if m.class == "mark-rec" {
                 // The recommended mark is labelled wherever it must be: a
                 // line above or below its point, slid along to lie inside
-                // the plot, else beside its point over whatever is there.
+                // the plot, further than the places tried above (its leader
+                // over other rings if it must), else beside its point over
+                // whatever is there.
                 let slid = |base: f64| {
                     let left = (x - width / 2.0).clamp(LEFT, (W - width).max(LEFT));
                     Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT }
                 };
                 let above = (1..=12).map(|k| y - 10.0 - LINE_PX * k as f64);
                 let below = (0..=8).map(|k| y + 20.0 + LINE_PX * k as f64);
+                let slid_places: Vec<Rect> = above.chain(below).map(slid).collect();
                 found = found
-                    .or_else(|| above.chain(below).map(slid).find(|r| fits(r)))
-                    .or_else(|| Some(at(right_first, (y - 10.0).max(TOP + 10.0))));
+                    .or_else(|| slid_places.iter().find(|r| fits(r)).copied())
+                    .or_else(|| slid_places.iter().find(|r| free(r)).copied())
+                    .or_else(|| {
+                        let base = (y - 10.0).max(TOP + 10.0);
+                        let left = if x <= LEFT + f.pw * 0.7 { x + LABEL_GAP } else { x - LABEL_GAP - width };
+                        Some(Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT })
+                    });
             }
             if let Some(r) = found {
                 placed.push(r);
+                leaders.extend(leader(x, y, &r));
             }
             places[i] = found;
         }
@@ -464,11 +553,191 @@ impl Chart {
                 cls = m.class,
             );
             if let Some(r) = places[i] {
+                if let Some((a, b)) = leader(x, y, &r) {
+                    let _ = write!(
+                        o,
+                        r#"<line class="leader" x1="{}" y1="{}" x2="{}" y2="{}"/>"#,
+                        c(a.0),
+                        c(a.1),
+                        c(b.0),
+                        c(b.1)
+                    );
+                }
                 let _ = write!(o, r#"<text x="{}" y="{}">{t}</text>"#, c(r.left), c(r.bottom - LABEL_DESCENT));
             }
             o.push_str("</g>");
         }
     }
+}
+
+/// Where a mark at (x, y) may have its label `width` px wide, nearest
+/// first: beside the point (on the side `right_first` says first, then the
+/// other), then a line higher or lower at a time, or centred above or
+/// below it; at most [`LABEL_LINES`] lines away.
+fn label_places(x: f64, y: f64, width: f64, right_first: bool) -> Vec<Rect> {
+    let at = |left: f64, base: f64| Rect {
+        left,
+        right: left + width,
+        top: base - LABEL_ASCENT,
+        bottom: base + LABEL_DESCENT,
+    };
+    let side = |right: bool| if right { x + LABEL_GAP } else { x - LABEL_GAP - width };
+    // (how far, the box): a label's middle is `LABEL_ASCENT - LABEL_DESCENT`
+    // over 2 above its baseline, so beside the point its baseline is below it.
+    let middle = (LABEL_ASCENT - LABEL_DESCENT) / 2.0;
+    let mut places: Vec<(f64, Rect)> = Vec::new();
+    for k in 0..=LABEL_LINES {
+        let dy = LINE_PX * k as f64;
+        for base in if k == 0 { vec![y + middle] } else { vec![y + middle - dy, y + middle + dy] } {
+            places.push((dy, at(side(right_first), base)));
+            places.push((dy + 4.0, at(side(!right_first), base)));
+        }
+        // Centred over or under the point, clear of its ring.
+        let over = y - MARK_R - 3.0 - LABEL_DESCENT - dy;
+        let under = y + MARK_R + 3.0 + LABEL_ASCENT + dy;
+        places.push((dy + 8.0, at(x - width / 2.0, over)));
+        places.push((dy + 8.0, at(x - width / 2.0, under)));
+    }
+    places.sort_by(|a, b| a.0.total_cmp(&b.0));
+    places.into_iter().map(|p| p.1).collect()
+}
+
+/// A stretch of line on the canvas, from one point to another, px.
+type Segment = ((f64, f64), (f64, f64));
+
+/// The leader line of a mark at (x, y) whose label is in `label`: from the
+/// ring's edge to the label's nearest point; `None` when the label is beside
+/// the ring (within [`LEADER_AFTER`] of it).
+fn leader(x: f64, y: f64, label: &Rect) -> Option<Segment> {
+    let (px, py) = (x.clamp(label.left, label.right), y.clamp(label.top, label.bottom));
+    let far = (px - x).hypot(py - y);
+    if label.crosses(&Rect::ring(x, y).grown(LEADER_AFTER)) || far <= MARK_R + LEADER_AFTER {
+        return None;
+    }
+    let (ux, uy) = ((px - x) / far, (py - y) / far);
+    Some(((x + ux * (MARK_R + 1.5), y + uy * (MARK_R + 1.5)), (px, py)))
+}
+
+/// What a label should not be written over, in px: each line's segments
+/// and each dot's box.
+fn obstacles(f: &Frame, series: &[Series]) -> (Vec<Segment>, Vec<Rect>) {
+    let (mut lines, mut dots) = (Vec::new(), Vec::new());
+    for s in series {
+        let px: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (f.sx(x), f.sy(y))).collect();
+        if matches!(s.style, Style::Line | Style::LineDots) {
+            lines.extend(px.windows(2).map(|w| (w[0], w[1])));
+        }
+        if matches!(s.style, Style::Dots | Style::LineDots) {
+            dots.extend(px.iter().map(|&(x, y)| Rect { left: x - 3.0, right: x + 3.0, top: y - 3.0, bottom: y + 3.0 }));
+        }
+    }
+    (lines, dots)
+}
+
+/// What a chart draws, placed: the frame, the axes' ticks and the series,
+/// thinned to the plot's width.
+struct Layout {
+    frame: Frame,
+    x: Ticks,
+    y: Ticks,
+    series: Vec<Series>,
+}
+
+/// An axis's ticks and their labels.
+struct Ticks {
+    ticks: Vec<f64>,
+    labels: Vec<String>,
+}
+
+/// How wide an axis's tick label is drawn, in px (11 px sans-serif; a digit
+/// is at most 0.64 em in the common faces).
+const TICK_CHAR_PX: f64 = 7.0;
+
+fn tick_text_px(label: &str) -> f64 {
+    TICK_CHAR_PX * label.chars().count() as f64
+}
+
+/// Ticks over [lo, hi], about `target` of them, with their labels; along
+/// an axis `length` px long (`INFINITY` for one whose labels are stacked,
+/// not side by side), fewer where their labels would crowd: neighbouring
+/// labels keep more than half the widest one's width between them.
+fn axis_ticks(lo: f64, hi: f64, target: usize, share: bool, length: f64) -> Ticks {
+    let mut last = None;
+    for want in (2..=target.max(2)).rev() {
+        let (ticks, step) = nice_ticks(lo, hi, want);
+        let labels = tick_labels(&ticks, step, share);
+        let widest = labels.iter().map(|l| tick_text_px(l)).fold(0.0, f64::max);
+        let apart = length / (ticks.len().max(2) - 1) as f64;
+        if apart >= 1.6 * widest {
+            return Ticks { ticks, labels };
+        }
+        last = Some(Ticks { ticks, labels });
+    }
+    last.expect("at least one target")
+}
+
+/// A sentence for a chart's note when a series was thinned to its width.
+const THINNED: &str = "Drawn at the chart's width: where there are more points than pixel columns, each column's \
+     bars are drawn as one (their mean), a line through each column's first, lowest, highest and last points, and \
+     dots at one place once.";
+
+/// `s` as drawn on `f`: its finite points, about one element per pixel
+/// column of the plot at most. Bars more than the columns are merged,
+/// `k` neighbours into one bar `k` times as wide of their mean height (a
+/// rate over the wider bucket); a line of more than two points a column
+/// keeps, of each column's run of points, the first, the lowest, the
+/// highest and the last, so its shape is the same at this width; dots
+/// more than the columns are drawn once a pixel. Fewer are left as they are.
+fn thinned(s: &Series, f: &Frame) -> Series {
+    // Each finite point's place in `s.points`, where its tip is.
+    let at: Vec<usize> =
+        (0..s.points.len()).filter(|&i| s.points[i].0.is_finite() && s.points[i].1.is_finite()).collect();
+    let pts: Vec<(f64, f64)> = at.iter().map(|&i| s.points[i]).collect();
+    let tip = |k: usize| s.tips.get(at[k]).cloned();
+    let columns = f.pw.floor().max(1.0) as usize;
+    let mut out = Series { points: Vec::new(), tips: Vec::new(), ..s.clone() };
+    match s.style {
+        Style::Bars { width } if pts.len() > columns => {
+            let k = pts.len().div_ceil(columns);
+            out.style = Style::Bars { width: width * k as f64 };
+            out.points = pts.chunks(k).map(|g| (g[0].0, g.iter().map(|p| p.1).sum::<f64>() / g.len() as f64)).collect();
+        }
+        Style::Line | Style::LineDots if pts.len() > 2 * columns => {
+            let column = |x: f64| f.sx(x).floor() as i64;
+            let mut i = 0;
+            while i < pts.len() {
+                let mut j = i;
+                while j + 1 < pts.len() && column(pts[j + 1].0) == column(pts[i].0) {
+                    j += 1;
+                }
+                let run = i..=j;
+                let lo = run.clone().min_by(|&a, &b| pts[a].1.total_cmp(&pts[b].1)).unwrap_or(i);
+                let hi = run.clone().max_by(|&a, &b| pts[a].1.total_cmp(&pts[b].1)).unwrap_or(i);
+                let mut keep = vec![i, lo, hi, j];
+                keep.sort_unstable();
+                keep.dedup();
+                for k in keep {
+                    out.points.push(pts[k]);
+                    out.tips.extend(tip(k));
+                }
+                i = j + 1;
+            }
+        }
+        Style::Dots if pts.len() > columns => {
+            let mut seen = std::collections::HashSet::new();
+            for (k, &(x, y)) in pts.iter().enumerate() {
+                if seen.insert((f.sx(x).round() as i64, f.sy(y).round() as i64)) {
+                    out.points.push((x, y));
+                    out.tips.extend(tip(k));
+                }
+            }
+        }
+        _ => {
+            out.tips = (0..pts.len()).filter_map(tip).collect();
+            out.points = pts;
+        }
+    }
+    out
 }
 
 /// A box on the canvas: a mark's ring or a label's text.
@@ -489,6 +758,36 @@ impl Rect {
 
     fn crosses(&self, o: &Rect) -> bool {
         self.left < o.right && o.left < self.right && self.top < o.bottom && o.top < self.bottom
+    }
+
+    /// The box `by` px wider on every side.
+    fn grown(&self, by: f64) -> Rect {
+        Rect { left: self.left - by, right: self.right + by, top: self.top - by, bottom: self.bottom + by }
+    }
+
+    /// Whether the segment from `a` to `b` passes through the box (clipped
+    /// to it, Liang–Barsky: some stretch of it is left).
+    fn crosses_segment(&self, a: (f64, f64), b: (f64, f64)) -> bool {
+        let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+        let (mut t0, mut t1) = (0f64, 1f64);
+        for (p, q) in [(-dx, a.0 - self.left), (dx, self.right - a.0), (-dy, a.1 - self.top), (dy, self.bottom - a.1)] {
+            if p == 0.0 {
+                if q < 0.0 {
+                    return false;
+                }
+            } else {
+                let t = q / p;
+                if p < 0.0 {
+                    t0 = t0.max(t);
+                } else {
+                    t1 = t1.min(t);
+                }
+                if t0 > t1 {
+                    return false;
+                }
+            }
+        }
+        true
     }
 }
 
@@ -513,19 +812,19 @@ impl Frame {
     }
 }
 
-/// One series: bars, a line, dots, or a line with dots; the points that
-/// are not finite are left out, and a series with none draws nothing.
+/// One series as [`thinned`] gives it: bars, a line, dots, or a line with
+/// dots; a series with no point draws nothing.
 fn series_svg(o: &mut String, f: &Frame, i: usize, s: &Series) {
-    let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
+    let pts = &s.points;
     if pts.is_empty() {
         return;
     }
-    let cls = format!("c{}{}", s.colour_class(), if s.dashed { " dashed" } else { "" });
+    let cls = s.classes();
     let _ = write!(o, r#"<g class="series" data-series="{i}" data-n="{}">"#, pts.len());
     match s.style {
         Style::Bars { width } => {
             let bw = (f.sx(f.x0 + width) - f.sx(f.x0) - 1.0).max(1.0);
-            for &(x, y) in &pts {
+            for &(x, y) in pts {
                 let (top, base) = (f.sy(y.max(f.y0)), f.sy(0f64.max(f.y0)));
                 let _ = write!(
                     o,
@@ -570,6 +869,11 @@ const LABEL_ASCENT: f64 = 10.5;
 const LABEL_DESCENT: f64 = 3.0;
 const LABEL_GAP: f64 = 10.0;
 const MARK_R: f64 = 8.0;
+/// How many lines above or below its point a mark's label may go.
+const LABEL_LINES: usize = 4;
+/// How far from its ring, px, a label is no longer beside it and takes a
+/// leader line.
+const LEADER_AFTER: f64 = 3.0;
 
 /// Points of a step function: each value holds until the next x, the last
 /// for `last_width`.
@@ -586,6 +890,7 @@ pub fn steps(points: &[(f64, f64)], last_width: f64) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn ticks_cover_the_range_with_round_steps() {
@@ -596,9 +901,21 @@ mod tests {
             assert!([1.0, 2.0, 5.0, 10.0].iter().any(|x| (x - m).abs() < 1e-9), "{step}");
             assert!(t.len() <= 14, "{t:?}");
         }
-        assert_eq!(tick_label(0.30000000000000004, 0.1, false), "0.3");
-        assert_eq!(tick_label(20_000.0, 5000.0, false), "20k");
-        assert_eq!(tick_label(0.5, 0.1, true), "50%");
+        assert_eq!(tick_labels(&[0.0, 0.30000000000000004], 0.1, false), ["0", "0.3"]);
+        assert_eq!(tick_labels(&[0.0, 20_000.0], 5000.0, false), ["0", "20k"]);
+        assert_eq!(tick_labels(&[0.5], 0.1, true), ["50%"]);
+    }
+
+    /// Large values count in k, M, G or T by the axis's largest tick, never
+    /// as "2500000k"; each with the decimals its step needs.
+    #[test]
+    fn large_tick_labels_take_a_unit_of_their_size() {
+        assert_eq!(tick_labels(&[0.0, 5e5, 1e6, 1.5e6], 5e5, false), ["0", "0.5M", "1.0M", "1.5M"]);
+        assert_eq!(tick_labels(&[0.0, 1e9, 2e9, 3e9], 1e9, false), ["0", "1G", "2G", "3G"]);
+        assert_eq!(tick_labels(&[2e12, 4e12], 2e12, false), ["2T", "4T"]);
+        assert_eq!(tick_labels(&[0.0, 2e18], 2e18, false), ["0", "2.0e18"]);
+        assert_eq!(tick_labels(&[9000.0, 9500.0], 500.0, false), ["9000", "9500"]);
+        assert_eq!(tick_labels(&[0.0, 0.00004], 0.00002, false), ["0", "0.00004"]);
     }
 
     #[test]
@@ -737,6 +1054,184 @@ mod tests {
             ..Default::default()
         };
         assert_labels_clear(&chart.render());
+    }
+
+    /// The numbers an attribute `k` takes in `svg`, in order.
+    fn attrs(svg: &str, k: &str) -> Vec<f64> {
+        svg.split(&format!(" {k}=\"")).skip(1).map(|v| v.split('"').next().unwrap().parse().unwrap()).collect()
+    }
+
+    /// A series of zeros (a run whose every TTFT read 0) is drawn on an axis
+    /// from zero up, on both axes, never from -1.
+    #[test]
+    fn an_all_zero_series_gets_no_negative_axis() {
+        let chart = Chart {
+            id: "z".into(),
+            title: "Z".into(),
+            series: vec![Series::new("s", Style::LineDots, 0, vec![(0.0, 0.0), (0.0, 0.0)])],
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let ticks: Vec<&str> = svg
+            .split(r#"class="yt""#)
+            .chain(svg.split(r#"class="xt""#))
+            .skip(1)
+            .map(|t| t.split(['>', '<']).nth(1).unwrap())
+            .collect();
+        assert!(ticks.iter().all(|t| !t.starts_with('-')), "{ticks:?}");
+        assert_eq!(chart.layout().unwrap().frame.y0, 0.0);
+        assert_eq!(chart.layout().unwrap().frame.x0, 0.0);
+    }
+
+    /// An x axis of long labels keeps them apart and inside the canvas: the
+    /// last one, at the plot's right edge, ends at the canvas's edge at most.
+    #[test]
+    fn x_tick_labels_stay_apart_and_inside_the_canvas() {
+        for hi in [0.00028, 1094.7, 2.5e9, 61.0] {
+            let chart = Chart {
+                id: "x".into(),
+                title: "X".into(),
+                series: vec![Series::new("s", Style::Line, 0, vec![(0.0, 1.0), (hi, 2.0)])],
+                ..Default::default()
+            };
+            let svg = chart.render();
+            let labels: Vec<(&str, &str)> = svg
+                .split(r#"<text class="xt""#)
+                .skip(1)
+                .map(|t| (t.split('>').next().unwrap(), t.split(['>', '<']).nth(1).unwrap()))
+                .collect();
+            assert!(labels.len() >= 2, "{hi}: {labels:?}");
+            let widest = labels.iter().map(|l| tick_text_px(l.1)).fold(0.0, f64::max);
+            let xs: Vec<f64> = labels.iter().map(|l| attrs(l.0, "x")[0]).collect();
+            for w in xs.windows(2) {
+                assert!(w[1] - w[0] >= 1.6 * widest - 1e-9, "{hi}: {labels:?}");
+            }
+            for ((tag, text), x) in labels.iter().zip(&xs) {
+                let right = if tag.contains(r#"text-anchor="end""#) { *x } else { x + tick_text_px(text) / 2.0 };
+                assert!(right <= W, "{hi}: {text} ends at {right}");
+            }
+            assert!(labels.iter().all(|l| !l.1.contains("000k")), "{labels:?}");
+        }
+    }
+
+    /// Twelve runs (and more, up to [`STYLES`]) are drawn each in a style of
+    /// its own, and a legend's swatch is drawn as its series is: dashed too.
+    #[test]
+    fn many_series_each_look_different_and_so_do_their_swatches() {
+        let classes: Vec<String> = (0..STYLES).map(|i| style_classes(i, false)).collect();
+        let distinct: HashSet<&String> = classes.iter().collect();
+        assert_eq!(distinct.len(), STYLES, "{classes:?}");
+        assert_ne!(style_classes(0, false), style_classes(6, false), "run 7 does not look like the baseline");
+        assert_eq!(style_classes(Series::INK, true), "c6 dashed");
+        let mut dashed = Series::new("predicted", Style::Line, Series::INK, vec![(0.0, 0.0), (1.0, 1.0)]);
+        dashed.dashed = true;
+        let solid = Series::new("measured", Style::Line, Series::INK, vec![(0.0, 1.0), (1.0, 2.0)]);
+        let chart = Chart { id: "d".into(), title: "D".into(), series: vec![dashed, solid], ..Default::default() };
+        let svg = chart.render();
+        let legend = svg.split(r#"<div class="legend">"#).nth(1).unwrap();
+        assert!(legend.contains(r#"<polyline class="line c6 dashed" points="1,4 23,4"/></svg>predicted"#), "{legend}");
+        assert!(legend.contains(r#"<polyline class="line c6" points="1,4 23,4"/></svg>measured"#), "{legend}");
+    }
+
+    /// A time series of 20,000 buckets (a record's end read as years on) is
+    /// drawn as at most a bar, and a line's at most four points, per pixel
+    /// column; the counts the page checks agree with what is drawn.
+    #[test]
+    fn long_series_are_drawn_at_the_charts_width() {
+        let n = 20_000;
+        let bars: Vec<(f64, f64)> = (0..n).map(|i| (i as f64 * 150_000.0, (i % 7) as f64)).collect();
+        let line: Vec<(f64, f64)> = steps(&bars, 150_000.0);
+        let chart = Chart {
+            id: "t".into(),
+            title: "T".into(),
+            series: vec![
+                Series::new("bars", Style::Bars { width: 150_000.0 }, 0, bars),
+                Series::new("line", Style::Line, 2, line),
+                Series::new("dots", Style::Dots, 1, (0..n).map(|i| (i as f64 * 150_000.0, 0.0)).collect()),
+            ],
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let columns = (W - LEFT - RIGHT) as usize;
+        let drawn_bars = svg.matches(r#"<rect class="bar"#).count();
+        assert!(drawn_bars > columns / 2 && drawn_bars <= columns, "{drawn_bars} bars");
+        let points = svg.split(r#"<polyline class="line c2" points=""#).nth(1).unwrap().split('"').next().unwrap();
+        let vertices = points.split(' ').count();
+        assert!(vertices <= 4 * columns, "{vertices} vertices");
+        let dots = svg.matches(r#"<circle class="pt"#).count();
+        assert!(dots <= columns + 1, "{dots} dots");
+        assert_eq!(chart.point_count(), drawn_bars + vertices + dots);
+        assert!(svg.contains(&format!(r#"data-points="{}""#, chart.point_count())));
+        // Merged bars keep the level: their mean, 3 tokens/s here.
+        assert!(svg.len() < 200_000, "{} bytes", svg.len());
+        assert!(svg.contains("Drawn at the chart"));
+        // A short series is drawn as it is, with no such note.
+        let short = Chart {
+            id: "s".into(),
+            title: "S".into(),
+            series: vec![Series::new("bars", Style::Bars { width: 1.0 }, 0, vec![(0.0, 1.0), (1.0, 2.0)])],
+            ..Default::default()
+        };
+        let svg = short.render();
+        assert_eq!(svg.matches(r#"<rect class="bar"#).count(), 2);
+        assert!(!svg.contains("Drawn at the chart"));
+    }
+
+    /// A plan's frontier: a configuration's curve runs through its mark,
+    /// a second configuration's mark lies a little above. Each label sits
+    /// by its own ring (within a few lines), off the curves where a place
+    /// free of them is near; a label not beside its ring is joined to it by
+    /// a leader line from the ring's edge.
+    #[test]
+    fn mark_labels_stay_by_their_marks_off_the_lines_with_leaders_when_moved() {
+        let curve = |dy: f64| (0..12).map(|i| (10.0 * i as f64, 100.0 - 7.0 * i as f64 + dy)).collect::<Vec<_>>();
+        let chart = Chart {
+            id: "f".into(),
+            title: "F".into(),
+            series: vec![
+                Series::new("a", Style::LineDots, 0, curve(0.0)),
+                Series::new("b", Style::LineDots, 1, curve(6.0)),
+            ],
+            marks: vec![
+                mark(50.0, 65.0, "h100 tp1x1 fp8", "mark-sat"),
+                mark(50.0, 71.0, "a100 tp2x1 bf16", "mark-sat"),
+                mark(60.0, 58.0, "best: h100 tp1x2 fp8", "mark-rec"),
+            ],
+            ..Default::default()
+        };
+        let svg = chart.render();
+        assert_labels_clear(&svg);
+        let layout = chart.layout().unwrap();
+        let (lines, _) = obstacles(&layout.frame, &layout.series);
+        for (g, (ring, label)) in svg.split(r#"<g class="mark "#).skip(1).zip(mark_boxes(&svg)) {
+            let label = label.unwrap();
+            let (cx, cy) = ((ring.left + ring.right) / 2.0, (ring.top + ring.bottom) / 2.0);
+            // Near its own ring: within the lines a label may move.
+            let gap_y = (label.top - cy).max(cy - label.bottom).max(0.0);
+            let gap_x = (label.left - cx).max(cx - label.right).max(0.0);
+            assert!(gap_y <= LINE_PX * LABEL_LINES as f64 + MARK_R + 4.0 && gap_x <= LABEL_GAP, "{g}");
+            // Off the curves: this chart has room.
+            assert!(!lines.iter().any(|&(a, b)| label.crosses_segment(a, b)), "a label over a line: {g}");
+            let beside = label.crosses(&ring.grown(LEADER_AFTER));
+            let leader = g.split("</g>").next().unwrap().contains(r#"<line class="leader""#);
+            assert_eq!(leader, !beside, "{g}");
+            if leader {
+                let tag = g.split(r#"<line class="leader""#).nth(1).unwrap();
+                let (x1, y1) = (attrs(tag, "x1")[0], attrs(tag, "y1")[0]);
+                assert!(((x1 - cx).hypot(y1 - cy) - (MARK_R + 1.5)).abs() < 0.05, "{tag}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_segment_crosses_a_box_only_where_it_passes_through() {
+        let r = Rect { left: 0.0, right: 10.0, top: 0.0, bottom: 10.0 };
+        assert!(r.crosses_segment((-5.0, 5.0), (15.0, 5.0)));
+        assert!(r.crosses_segment((5.0, 5.0), (6.0, 6.0)));
+        assert!(r.crosses_segment((-5.0, -5.0), (15.0, 15.0)));
+        assert!(!r.crosses_segment((-5.0, 12.0), (15.0, 12.0)));
+        assert!(!r.crosses_segment((11.0, -5.0), (11.0, 15.0)));
+        assert!(!r.crosses_segment((-10.0, 5.0), (5.0, 20.0)));
     }
 
     #[test]
