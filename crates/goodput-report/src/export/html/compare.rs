@@ -7,7 +7,7 @@ use crate::export::ExportError;
 use crate::format;
 use crate::metric::Better;
 use crate::series::Latency;
-use crate::svg::Chart;
+use crate::svg::{swatch, Chart};
 use goodput_core::RunResult;
 use std::fmt::Write;
 
@@ -22,10 +22,10 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
         .enumerate()
         .map(|(i, (l, r))| {
             format!(
-                r#"<i class="sw c{}"></i>{} <b>{}</b> · {} · {} · {} {}"#,
-                i % 6,
+                r#"{}{} <b>{}</b> · {} · {} · {} {}"#,
+                swatch(i, false),
                 if i == 0 { "baseline" } else { "run" },
-                html(l),
+                label_html(l, i),
                 html(&r.target.model),
                 html(&r.target.url),
                 html(&r.kind),
@@ -50,7 +50,7 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
                 o,
                 r#"<span class="pill {cls}">{} on {} · {} · {word}</span>"#,
                 html(&v.rule),
-                html(c.labels.get(v.run).map(String::as_str).unwrap_or("?")),
+                c.labels.get(v.run).map_or_else(|| "?".to_string(), |l| label_html(l, v.run)),
                 html(&v.reason)
             );
         }
@@ -58,7 +58,7 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
     }
     o.push_str(r#"</header><main><section><h2>Metrics</h2><div class="scroll"><table class="compare"><thead><tr><th>metric</th>"#);
     for (i, l) in c.labels.iter().enumerate() {
-        let _ = write!(o, "<th>{}</th>", html(l));
+        let _ = write!(o, "<th>{}</th>", label_html(l, i));
         if i > 0 {
             o.push_str("<th>change</th>");
         }
@@ -93,15 +93,15 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
     if !c.answers.is_empty() {
         o.push_str(r#"<section><h2>Answers</h2><p class="note">On the same prompts as the baseline: change, 95% paired interval.</p><ul>"#);
         for a in &c.answers {
-            let label = c.labels.get(a.run).map_or("?", |l| l.as_str());
-            let _ = write!(o, "<li>{}: {}</li>", html(label), html(&crate::compare::answers_line(a)));
+            let label = c.labels.get(a.run).map_or_else(|| "?".to_string(), |l| label_html(l, a.run));
+            let _ = write!(o, "<li>{label}: {}</li>", html(&crate::compare::answers_line(a)));
         }
         o.push_str("</ul></section>");
     }
     if !c.differences.is_empty() {
         o.push_str(r#"<section><h2>Settings that differ</h2><div class="scroll"><table class="compare"><thead><tr><th>setting</th>"#);
-        for l in &c.labels {
-            let _ = write!(o, "<th>{}</th>", html(l));
+        for (i, l) in c.labels.iter().enumerate() {
+            let _ = write!(o, "<th>{}</th>", label_html(l, i));
         }
         o.push_str("</tr></thead><tbody>");
         for d in &c.differences {
@@ -113,7 +113,8 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
         }
         o.push_str("</tbody></table></div></section>");
     }
-    let labelled: Vec<(String, &RunResult)> = c.labels.iter().cloned().zip(runs.iter().copied()).collect();
+    let labelled: Vec<(String, &RunResult)> =
+        c.labels.iter().enumerate().map(|(i, l)| label_text(l, i)).zip(runs.iter().copied()).collect();
     let cdfs: Vec<Chart> =
         Latency::ALL.iter().map(|&m| cdf_chart(&format!("{}-cdf", m.id()), m, &labelled, Vec::new())).collect();
     o.push_str(r#"<section><h2>Distributions</h2>"#);
@@ -123,4 +124,90 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
         footer(&mut o, &r.tool, &r.schema);
     }
     Ok(page("compare", &format!("goodput compare · {} runs", c.labels.len()), &o, &data))
+}
+
+/// The most characters of a run's label a header shows; a longer one is cut
+/// there with an ellipsis, its whole text in a tooltip, so a table's column
+/// (which does not wrap) stays as wide as its figures.
+const LABEL_CHARS: usize = 48;
+
+/// Run `i`'s label as shown: a blank one named by its place (`run 1` is the
+/// baseline), a long one cut to [`LABEL_CHARS`] with an ellipsis.
+fn label_text(label: &str, i: usize) -> String {
+    if label.trim().is_empty() {
+        format!("run {}", i + 1)
+    } else if label.chars().count() <= LABEL_CHARS {
+        label.to_string()
+    } else {
+        let mut cut: String = label.chars().take(LABEL_CHARS - 1).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// [`label_text`] as HTML, a cut label's whole text in a `title`.
+fn label_html(label: &str, i: usize) -> String {
+    let shown = label_text(label, i);
+    if shown.ends_with('…') && shown != label {
+        format!(r#"<span title="{}">{}</span>"#, html(label), html(&shown))
+    } else {
+        html(&shown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::run;
+    use super::*;
+
+    fn page_of(labels: &[&str]) -> String {
+        let runs: Vec<RunResult> = labels.iter().map(|_| run(8, false).0).collect();
+        let refs: Vec<(&str, &RunResult)> = labels.iter().copied().zip(&runs).collect();
+        let c = crate::compare::compare(&refs, &[]);
+        compare_page(&c, &runs.iter().collect::<Vec<_>>()).unwrap()
+    }
+
+    /// The metrics table's column heads.
+    fn heads(html: &str) -> Vec<String> {
+        let table = html.split(r#"<table class="compare"><thead><tr><th>metric</th>"#).nth(1).unwrap();
+        let row = table.split("</tr>").next().unwrap();
+        row.split("<th>").skip(1).map(|h| h.trim_end_matches("</th>").to_string()).filter(|h| h != "change").collect()
+    }
+
+    /// A blank label is named by the run's place; a long one is cut with an
+    /// ellipsis, its whole text in a tooltip, so the column stays narrow.
+    #[test]
+    fn blank_and_long_labels_head_their_columns_readably() {
+        let long = "x".repeat(3000);
+        let html = page_of(&["", &long]);
+        let heads = heads(&html);
+        assert_eq!(heads[0], "run 1");
+        assert!(heads[1].starts_with(r#"<span title="xxx"#) && heads[1].ends_with("x…</span>"), "{}", heads[1]);
+        assert_eq!(heads[1].matches('x').count(), 3000 + LABEL_CHARS - 1);
+        assert!(!html.contains("<b></b>") && html.contains("<b>run 1</b>"));
+        // The legends name the runs as the table does.
+        assert!(!html.contains(&format!("</svg>{long}</span>")));
+    }
+
+    /// Twelve runs: each header swatch in a style of its own, the same as
+    /// its curves' in the charts.
+    #[test]
+    fn every_run_has_a_swatch_of_its_own() {
+        let labels: Vec<String> = (0..12).map(|i| format!("r{i}")).collect();
+        let html = page_of(&labels.iter().map(String::as_str).collect::<Vec<_>>());
+        let header = html.split("</header>").next().unwrap();
+        let swatches: Vec<&str> =
+            header.split(r#"<svg class="sw""#).skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
+        assert_eq!(swatches.len(), 12);
+        let distinct: std::collections::HashSet<&&str> = swatches.iter().collect();
+        assert_eq!(distinct.len(), 12, "{swatches:?}");
+        let chart = html.split(r#"data-chart="ttft-cdf""#).nth(1).unwrap();
+        for (i, s) in swatches.iter().enumerate() {
+            let cls = s.split(r#"class="line "#).nth(1).unwrap().split('"').next().unwrap();
+            assert!(
+                chart.contains(&format!(r#"<polyline class="line {cls}" points="1,4 23,4"/></svg>r{i}<"#)),
+                "{cls}"
+            );
+        }
+    }
 }
