@@ -4,7 +4,7 @@
 //! best point; the frontier's table; why each other configuration lost, and
 //! the failed ones with their logs.
 
-use super::{card, charts, embed, footer, header, page};
+use super::{card, charts, counted, embed, footer, header, page};
 use crate::escape::html;
 use crate::export::ExportError;
 use crate::svg::{Chart, Mark, Series, Style};
@@ -22,8 +22,8 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
     let mut o = String::new();
     let title = format!("{} frontier · {}", doc.source.as_str(), doc.model);
     let mut lines = vec![format!(
-        "{} configurations · SLO {} · TTFT, TPOT and tokens/s per user at p{}",
-        doc.configs.len(),
+        "{} · SLO {} · TTFT, TPOT and tokens/s per user at p{}",
+        counted(doc.configs.len() as u64, "configuration"),
         html(doc.slo.as_deref().unwrap_or("none")),
         doc.percentile
     )];
@@ -85,11 +85,11 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
     };
     let (c, p) = (&doc.configs[b.at.config], &doc.configs[b.at.config].points[b.at.point]);
     card(o, "best configuration", &html(&c.id), &html(&p.load.label()));
-    card(o, "output tok/s per GPU", &fmt(Some(p.output_tokens_per_s_per_gpu), 0), &format!("{} GPUs", c.gpus));
+    card(o, "output tok/s per GPU", &fmt(Some(p.output_tokens_per_s_per_gpu), 0), &counted(c.gpus.into(), "GPU"));
     card(o, "tok/s per user", &fmt(p.tokens_per_s_per_user, 1), &format!("TPOT {} ms", fmt(p.tpot_ms, 1)));
     card(o, "TTFT", &format!("{} ms", fmt(p.ttft_ms, 0)), &format!("p{}", doc.percentile));
     if let Some(u) = p.usd_per_million_output_tokens {
-        card(o, "$ per M output tokens", &format!("{u:.3}"), "");
+        card(o, "$ per M output tokens", &format!("${u:.3}"), "");
     }
     if let Some(j) = p.joules_per_output_token {
         card(
@@ -143,7 +143,10 @@ fn chart(doc: &FrontierResult) -> Chart {
             continue;
         }
         if own(ci) {
-            let mut s = Series::new(&c.id, Style::LineDots, colour % slots, pts.iter().map(|p| p.1).collect());
+            // Past the colours it may use, a configuration takes them again
+            // in another line pattern: no two curves look alike.
+            let slot = colour % slots + colour / slots * 6;
+            let mut s = Series::new(&c.id, Style::LineDots, slot, pts.iter().map(|p| p.1).collect());
             s.tips = pts.iter().map(|&(id, _, p)| tip(doc, id, p)).collect();
             series.push(s);
             colour += 1;

@@ -229,6 +229,26 @@ fn header(o: &mut String, brand: &str, title: &str, lines: &[String]) {
     }
 }
 
+/// `n` of `noun`, the noun plural unless there is one: `1 GPU`, `4 GPUs`.
+fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A run's or sweep's title: its `--label` and its model, `label · model`;
+/// a blank label is left out with its separator, and a blank model name
+/// leaves the label alone.
+fn title_of(label: Option<&str>, model: &str) -> String {
+    match label.filter(|l| !l.trim().is_empty()) {
+        Some(l) if !model.trim().is_empty() => format!("{l} · {model}"),
+        Some(l) => l.to_string(),
+        None => model.to_string(),
+    }
+}
+
 fn target_line(r_target: &goodput_core::Target, extra: &str) -> String {
     let mut parts = vec![html(&r_target.url)];
     if r_target.embedded {
@@ -282,7 +302,8 @@ fn cdf_chart_of(id: &str, m: Latency, curves: Vec<(String, series::Cdf)>, guides
     let mut series = Vec::new();
     for (i, (label, cdf)) in curves.into_iter().enumerate() {
         let style = if cdf.from_percentiles { Style::LineDots } else { Style::Line };
-        let name = if n == 1 { format!("{} ({} samples)", m.id().to_uppercase(), cdf.samples) } else { label };
+        let name =
+            if n == 1 { format!("{} ({})", m.id().to_uppercase(), counted(cdf.samples, "sample")) } else { label };
         let mut points = cdf.points;
         if let Some((at, _)) = &cut {
             points.retain(|p| p.0 <= *at);
@@ -459,6 +480,18 @@ pub(super) mod tests {
         let mut v = serde_json::to_value(doc).unwrap();
         strip(&mut v);
         serde_json::to_string(&v).unwrap()
+    }
+
+    /// One of a thing is not written as several: `1 GPU`, `TTFT (1 sample)`.
+    #[test]
+    fn counts_of_one_are_singular() {
+        assert_eq!(
+            (counted(1, "GPU"), counted(4, "GPU"), counted(0, "point")),
+            ("1 GPU".into(), "4 GPUs".into(), "0 points".into())
+        );
+        let (r, _) = run(1, true);
+        let chart = cdf_chart("t", Latency::Ttft, &[("r".into(), &r)], Vec::new());
+        assert_eq!(chart.series[0].name, "TTFT (1 sample)");
     }
 
     #[test]

@@ -4,7 +4,7 @@ use super::sections::{by_model, diagnosis, failures, quality, sessions, vllm_vie
 use super::signals::{engine_section, server_section};
 use super::{
     card, cdf_chart_of, charts, config_section, embed, footer, header, page, rated_tag, slo_guides, slo_of, table,
-    target_line, without_records, FROM_PERCENTILES,
+    target_line, title_of, without_records, FROM_PERCENTILES,
 };
 use crate::escape::html;
 use crate::export::ExportError;
@@ -60,10 +60,7 @@ pub fn run_page_with(r: &RunResult, records: Option<&[RequestRecord]>) -> Result
     if let Some(stop) = format::stop_text(r) {
         lines.push(format!("stopped: {}", html(&stop)));
     }
-    let title = match r.config.label.as_deref() {
-        Some(l) => format!("{l} · {}", r.target.model),
-        None => r.target.model.clone(),
-    };
+    let title = title_of(r.config.label.as_deref(), &r.target.model);
     header(&mut o, &format!("{} report", r.kind), &title, &lines);
     verdicts(&mut o, r);
     o.push_str("</header><main>");

@@ -1,8 +1,8 @@
 //! The sweep page.
 
 use super::{
-    card, cdf_chart_of, charts, config_section, embed, footer, header, page, slo_guides, slo_metric, slo_of,
-    target_line, without_records, FROM_PERCENTILES,
+    card, cdf_chart_of, charts, config_section, counted, embed, footer, header, page, slo_guides, slo_metric, slo_of,
+    target_line, title_of, without_records, FROM_PERCENTILES,
 };
 use crate::escape::html;
 use crate::export::ExportError;
@@ -30,7 +30,8 @@ pub fn sweep_page_with(sw: &SweepResult, held: Option<&SweepSeries>) -> Result<S
     let mut o = String::new();
     sweep_header(&mut o, sw);
     o.push_str("</header><main><section class=\"cards\">");
-    point_cards(&mut o, &sw.analysis);
+    let slo_given = sw.config.judge.slo.is_some() || sw.points.iter().any(|p| p.result.slo.is_some());
+    point_cards(&mut o, &sw.analysis, slo_given);
     o.push_str("</section>");
     analysis_notes(&mut o, &sw.analysis);
     if sw.config.mode == "stages" {
@@ -75,7 +76,7 @@ fn sweep_header(o: &mut String, sw: &SweepResult) {
     let a = &sw.analysis;
     let loads: Vec<String> = sw.points.iter().map(|p| p.load.label()).collect();
     let mut lines = vec![target_line(&sw.target, "")];
-    lines.push(format!("{} points: {}", sw.points.len(), html(&loads.join(", "))));
+    lines.push(format!("{}: {}", counted(sw.points.len() as u64, "point"), html(&loads.join(", "))));
     lines.push(format!(
         "{} started {}{}",
         html(&sw.kind),
@@ -85,14 +86,16 @@ fn sweep_header(o: &mut String, sw: &SweepResult) {
     if let Some(spec) = sw.points.iter().find_map(|p| p.result.slo.as_ref().map(|s| s.spec.clone())) {
         lines.push(format!("SLO {}", html(&spec)));
     }
-    header(o, "sweep report", &sw.target.model, &lines);
+    header(o, "sweep report", &title_of(sw.config.label.as_deref(), &sw.target.model), &lines);
     if let Some(rec) = &a.recommendation {
         let _ = write!(o, r#"<div class="verdicts"><span class="pill pass">recommended · {}</span></div>"#, html(rec));
     }
 }
 
-/// A card for each point the analysis singles out.
-fn point_cards(o: &mut String, a: &SweepAnalysis) {
+/// A card for each point the analysis singles out; `slo_given`, whether the
+/// points were judged by an SLO, which tells a card with no point why it has
+/// none.
+fn point_cards(o: &mut String, a: &SweepAnalysis, slo_given: bool) {
     let point_card = |o: &mut String, key: &str, p: &Option<PointRef>, what: &str| match p {
         Some(p) => card(
             o,
@@ -111,8 +114,10 @@ fn point_cards(o: &mut String, a: &SweepAnalysis) {
     point_card(o, "recommended", &a.recommended, "no recommendation");
     point_card(o, "saturation", &a.saturation, "not reached");
     point_card(o, "max throughput", &a.max_throughput, "-");
-    point_card(o, "max goodput", &a.max_goodput, "no SLO given");
-    point_card(o, "highest load meeting the SLO", &a.highest_load_meeting_slo, "none (or no SLO given)");
+    let (no_goodput, none_met) =
+        if slo_given { ("no point met the SLO", "no point met the SLO") } else { ("no SLO given", "no SLO given") };
+    point_card(o, "max goodput", &a.max_goodput, no_goodput);
+    point_card(o, "highest load meeting the SLO", &a.highest_load_meeting_slo, none_met);
 }
 
 fn analysis_notes(o: &mut String, a: &SweepAnalysis) {
@@ -546,6 +551,59 @@ mod tests {
     use super::super::tests::run;
     use super::*;
     use goodput_core::doc::sweep::{analyze_sweep, DEFAULT_ATTAINMENT_TARGET};
+
+    /// A sweep of a few points of [`run`] (judged by its SLO), its analysis
+    /// empty: no point singled out.
+    fn bare_sweep() -> SweepResult {
+        let first = run(8, false).0;
+        let points = vec![SweepPoint { load: Load::Concurrency(1), origin: "grid".into(), result: first.clone() }];
+        SweepResult {
+            schema: first.schema,
+            tool: first.tool,
+            kind: "sweep".into(),
+            started_unix_s: first.started_unix_s,
+            interrupted: false,
+            config: Default::default(),
+            target: first.target,
+            analysis: Default::default(),
+            points,
+        }
+    }
+
+    /// With an SLO given and no point meeting it, the cards say so rather
+    /// than that no SLO was given; without one, they say that.
+    #[test]
+    fn cards_say_no_point_met_the_slo_when_one_was_given() {
+        let sw = bare_sweep();
+        let html = sweep_page(&sw).unwrap();
+        assert!(!html.contains("no SLO given"), "the points were judged by ttft:p95<=100ms");
+        assert_eq!(html.matches("no point met the SLO").count(), 2);
+        let mut unjudged = sw.clone();
+        for p in &mut unjudged.points {
+            p.result.slo = None;
+        }
+        let html = sweep_page(&unjudged).unwrap();
+        assert!(!html.contains("no point met the SLO") && html.matches("no SLO given").count() == 2);
+        // The sweep's own record of the SLO counts too.
+        unjudged.config.judge.slo = Some("ttft:p95<=100ms".into());
+        assert_eq!(sweep_page(&unjudged).unwrap().matches("no point met the SLO").count(), 2);
+    }
+
+    /// The page's title is `label · model`, as a run's is; a blank label
+    /// leaves the model alone, with no separator.
+    #[test]
+    fn the_title_carries_the_label_as_a_runs_does() {
+        let mut sw = bare_sweep();
+        sw.config.label = Some("nightly".into());
+        assert!(sweep_page(&sw).unwrap().contains("<h1>nightly · m</h1>"));
+        sw.config.label = Some(" ".into());
+        assert!(sweep_page(&sw).unwrap().contains("<h1>m</h1>"));
+        let (mut r, _) = run(8, false);
+        r.config.label = Some(String::new());
+        assert!(super::super::run_page(&r).unwrap().contains("<h1>m</h1>"));
+        r.config.label = Some("a".into());
+        assert!(super::super::run_page(&r).unwrap().contains("<h1>a · m</h1>"));
+    }
 
     /// An oversized sweep is embedded without its points' records, as it
     /// was when they were stripped from the whole document's `Value`.
