@@ -47,8 +47,10 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         inputs.extend(companions.iter().map(|p| ("a file read with a compared run", p.as_path())));
         crate::output::distinct_files(&inputs, &outputs)?;
     }
-    // A run's own --label names it, unless two runs share one.
-    let own: Vec<Option<String>> = runs.iter().map(|(_, r)| r.config.label.clone()).collect();
+    // A run's own --label names it, unless two runs share one or it is
+    // blank (an edited document's `""`): then its file's name does.
+    let own: Vec<Option<String>> =
+        runs.iter().map(|(_, r)| r.config.label.clone().filter(|l| !l.trim().is_empty())).collect();
     for (i, (label, _)) in runs.iter_mut().enumerate() {
         if let Some(l) = own[i].as_ref().filter(|l| own.iter().filter(|o| o.as_ref() == Some(*l)).count() == 1) {
             *label = l.clone();

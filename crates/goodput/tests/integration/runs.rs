@@ -350,3 +350,21 @@ fn compare_reads_repeated_runs_as_their_means() {
     assert_eq!(row["values"][0], mean);
     assert_eq!(row["significance"][1]["test"], "Welch's t on the runs' values", "{row}");
 }
+
+/// A blank label (an edited document's `""`) does not name its run in a
+/// comparison: the file's name does, as for a run without a label (the
+/// baseline column had been headed by nothing).
+#[test]
+fn compare_names_a_run_with_a_blank_label_by_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, out) = (dir.path().join("a.json"), dir.path().join("b.json"), dir.path().join("c.json"));
+    for (p, seed) in [(&a, "1"), (&b, "2")] {
+        goodput().args(["estimate", "-q", "-n", "5", "--seed", seed, "-o"]).arg(p).assert().success();
+    }
+    let mut doc = read_json(&a);
+    doc["config"]["label"] = serde_json::json!(" ");
+    std::fs::write(&a, serde_json::to_string(&doc).unwrap()).unwrap();
+    goodput().arg("compare").arg(&a).arg(&b).arg("-o").arg(&out).assert().success();
+    let labels = read_json(&out)["labels"].clone();
+    assert_eq!(labels, serde_json::json!(["a.json", "b.json"]), "{labels}");
+}
