@@ -282,8 +282,11 @@ fn latency_table(o: &mut String, r: &RunResult, width: usize) {
 fn intervals_block(o: &mut String, r: &RunResult, width: usize) {
     let (Some(iv), Some(t)) = (crate::intervals::of(r), crate::intervals::latency(r)) else { return };
     let t = t.at(Detail::Headline);
-    const W: usize = 15;
-    let room = (width.saturating_sub(18) / W).max(1);
+    // Wide enough for the widest interval and two spaces before it: a
+    // 15-column cell had run "[36212, 36212] [36212, 36702]" together.
+    let widest = t.rows.iter().flat_map(|row| t.texts(row)).map(|s| s.chars().count()).max().unwrap_or(0);
+    let w = (widest + 2).max(15);
+    let room = (width.saturating_sub(18) / w).max(1);
     // The median, then from the highest percentile down.
     let mut order: Vec<usize> = (0..t.columns.len()).collect();
     order.sort_by_key(|&i| (t.columns[i].key != "p50", std::cmp::Reverse(i)));
@@ -292,14 +295,14 @@ fn intervals_block(o: &mut String, r: &RunResult, width: usize) {
     if !t.rows.is_empty() {
         o.push_str(&pad(&t.title, 18, t.label_align));
         for &i in &cols {
-            o.push_str(&pad(&t.columns[i].head, W, Align::Right));
+            o.push_str(&pad(&t.columns[i].head, w, Align::Right));
         }
         o.push('\n');
         for row in &t.rows {
             let texts = t.texts(row);
             let _ = write!(o, "  {}", pad(&esc(&row.label), 16, t.label_align));
             for &i in &cols {
-                o.push_str(&pad(&texts[i], W, Align::Right));
+                o.push_str(&pad(&texts[i], w, Align::Right));
             }
             o.push('\n');
         }

@@ -214,3 +214,25 @@ fn a_percentile_of_zero_is_refused_at_the_flag() {
     let err = goodput().args(["estimate", "-n", "2", "--percentiles", "0,50"]).refusal();
     assert!(err.contains("outside (0, 100]"), "{err}");
 }
+
+/// The terminal's intervals table keeps two spaces between columns however
+/// wide an interval is: five-digit bounds had run together
+/// ("[36212, 36212] [36212, 36702]").
+#[test]
+fn wide_intervals_keep_their_columns_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("long.json");
+    goodput()
+        .args(["estimate", "-q", "-n", "60", "-c", "16", "--input-tokens", "8000", "--output-tokens", "2000"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let o = goodput().arg("report").arg(&out).env("COLUMNS", "100").output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let table: Vec<&str> = text.lines().skip_while(|l| !l.contains("intervals (ms)")).take(5).collect();
+    assert!(table.iter().any(|l| l.contains("E2E") && l.contains("]  [")), "no wide row: {table:#?}");
+    for line in &table[1..] {
+        assert!(!line.contains("] ["), "{line}");
+    }
+}
