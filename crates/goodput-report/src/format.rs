@@ -267,6 +267,34 @@ pub fn stop_text(r: &goodput_core::RunResult) -> Option<String> {
     Some(t)
 }
 
+/// The requests with images set beside the text-only ones (`--images`):
+/// how many of each, the images sent, and each side's TTFT at p50 and at
+/// the highest percentile the run was analysed with. `None` for a run
+/// without images.
+pub fn multimodal(s: &goodput_core::analysis::summary::Summary) -> Option<String> {
+    let m = s.multimodal.as_ref()?;
+    let tail = |d: &goodput_core::analysis::stats::Distribution| {
+        d.percentiles.iter().map(|(q, _)| *q).filter(|&q| q > 50.0).max_by(f64::total_cmp)
+    };
+    let side = |d: &goodput_core::analysis::stats::Distribution| match tail(d) {
+        Some(q) => format!("TTFT p50 {} · p{q} {} ms", ms(d.p(50.0)), ms(d.p(q))),
+        None => format!("TTFT p50 {} ms", ms(d.p(50.0))),
+    };
+    let mb = m.image_bytes as f64 / 1e6;
+    let mut text = format!(
+        "{} request{} with images ({} image{}, {mb:.1} MB sent): {}",
+        m.requests_with_images,
+        if m.requests_with_images == 1 { "" } else { "s" },
+        m.images,
+        if m.images == 1 { "" } else { "s" },
+        side(&m.ttft_ms_with_images)
+    );
+    if m.requests_text_only > 0 {
+        text.push_str(&format!(" · {} text only: {}", m.requests_text_only, side(&m.ttft_ms_text_only)));
+    }
+    Some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

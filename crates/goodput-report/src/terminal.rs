@@ -417,6 +417,9 @@ fn throughput(o: &mut String, r: &RunResult) {
     if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
         let _ = writeln!(o, "  prompt extra    {}", esc(&extra));
     }
+    if let Some(images) = format::multimodal(s) {
+        let _ = writeln!(o, "  images          {images}");
+    }
     if let Some(c) = &r.client {
         let _ = writeln!(o, "  client CPU      {}", format::client_cost(c));
     }

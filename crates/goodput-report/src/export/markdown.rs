@@ -215,6 +215,9 @@ fn throughput_table(o: &mut String, r: &RunResult) {
     if let Some(extra) = s.tokens.prompt_extra.as_ref().and_then(format::prompt_extra) {
         let _ = writeln!(o, "| prompt extra | {} |", md(&extra));
     }
+    if let Some(images) = format::multimodal(s) {
+        let _ = writeln!(o, "| images | {} |", md(&images));
+    }
     if let Some(c) = &r.client {
         let _ = writeln!(o, "| client CPU | {} |", md(&format::client_cost(c)));
     }

@@ -355,6 +355,14 @@ fn images_are_sent_counted_by_the_server_and_their_ttft_told_apart() {
     }
     let p50 = |d: &Value| d["p50"].as_f64().unwrap();
     assert!(p50(&m["ttft_ms_with_images"]) > p50(&m["ttft_ms_text_only"]), "{m}");
+    // The terminal and the Markdown report say it too (it had been in the
+    // JSON alone).
+    let o = goodput().arg("report").arg(&out).arg("--markdown").arg(dir.path().join("img.md")).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let said = format!("{with} requests with images ({with} images,");
+    assert!(text.contains(&said) && text.contains(&format!("{without} text only: TTFT p50")), "{text}");
+    let md = std::fs::read_to_string(dir.path().join("img.md")).unwrap();
+    assert!(md.contains("| images | ") && md.contains(&said.replace('(', "\\(")), "{md}");
 }
 
 #[test]
