@@ -30,30 +30,43 @@ pub const KNOBS: [&str; 11] = [
     "scheduler",
 ];
 
-/// The simulator's knob a server setting (a grid parameter) names, when it
-/// names one: the knob's own name, or a server's flag for it (vLLM's
+/// Each knob's other names: the servers' flags for it (vLLM's
 /// `tensor_parallel_size`, `quantization`; SGLang's `tp_size`,
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
-/// (parallel slots) and `b` (batch size in tokens)). Case, leading dashes
-/// and `-` for `_` do not matter.
+/// (parallel slots) and `b` (batch size in tokens)) and short forms.
+pub const KNOB_ALIASES: [(&str, &[&str]); 11] = [
+    ("gpu", &["gpu_type"]),
+    ("tp", &["tensor_parallel_size", "tp_size"]),
+    ("dp", &["data_parallel_size", "dp_size"]),
+    ("precision", &["quantization", "dtype"]),
+    ("kv_cache_dtype", &[]),
+    ("max_num_seqs", &["seqs", "max_seqs", "max_running_requests", "np", "parallel"]),
+    ("max_num_batched_tokens", &["mbt", "batched_tokens", "chunked_prefill_size", "b", "batch_size"]),
+    ("ep", &["ep_size", "expert_parallel_size"]),
+    ("pp", &["pipeline_parallel_size", "pp_size"]),
+    ("pd", &["pd_ratio", "disaggregation"]),
+    ("scheduler", &["scheduler_policy"]),
+];
+
+/// The simulator's knob a server setting (a grid parameter) names, when it
+/// names one: the knob's own name or one of [`KNOB_ALIASES`]. Case, leading
+/// dashes and `-` for `_` do not matter.
 pub fn knob_of(param: &str) -> Option<&'static str> {
     let p = param.trim().trim_start_matches('-').to_ascii_lowercase().replace('-', "_");
-    Some(match p.as_str() {
-        "gpu" | "gpu_type" => "gpu",
-        "tp" | "tensor_parallel_size" | "tp_size" => "tp",
-        "dp" | "data_parallel_size" | "dp_size" => "dp",
-        "ep" | "ep_size" | "expert_parallel_size" => "ep",
-        "pp" | "pipeline_parallel_size" | "pp_size" => "pp",
-        "precision" | "quantization" | "dtype" => "precision",
-        "kv_cache_dtype" => "kv_cache_dtype",
-        "pd" | "pd_ratio" | "disaggregation" => "pd",
-        "scheduler" | "scheduler_policy" => "scheduler",
-        "max_num_seqs" | "seqs" | "max_seqs" | "max_running_requests" | "np" | "parallel" => "max_num_seqs",
-        "max_num_batched_tokens" | "mbt" | "batched_tokens" | "chunked_prefill_size" | "b" | "batch_size" => {
-            "max_num_batched_tokens"
-        }
-        _ => return None,
-    })
+    KNOB_ALIASES.iter().find(|(knob, names)| *knob == p || names.contains(&p.as_str())).map(|(knob, _)| *knob)
+}
+
+/// The knobs and their other names, as an error lists them:
+/// `tp (tensor_parallel_size, tp_size), …, kv_cache_dtype, …`.
+pub fn knobs_and_aliases() -> String {
+    KNOB_ALIASES
+        .iter()
+        .map(|(knob, names)| match names.is_empty() {
+            true => knob.to_string(),
+            false => format!("{knob} ({})", names.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Grid parameters that are not server settings: the configuration's GPU
@@ -573,6 +586,25 @@ mod tests {
     use crate::doc::config::{Extra, WorkloadConfig};
     use crate::doc::frontier::analyze_frontier;
     use crate::doc::result::Tool;
+
+    /// Every knob has its names, in the same order as [`KNOBS`]; every name
+    /// maps back to its knob; and the list an error gives names them all
+    /// (it had left out `seqs` and `mbt`, which worked).
+    #[test]
+    fn every_knob_and_each_of_its_names_map_back_and_are_listed() {
+        let knobs: Vec<&str> = KNOB_ALIASES.iter().map(|(k, _)| *k).collect();
+        assert_eq!(knobs, KNOBS);
+        let listed = knobs_and_aliases();
+        for (knob, names) in KNOB_ALIASES {
+            assert_eq!(knob_of(knob), Some(knob));
+            for name in names {
+                assert_eq!(knob_of(name), Some(knob), "{name}");
+                assert_eq!(knob_of(&format!("--{}", name.replace('_', "-").to_uppercase())), Some(knob), "{name}");
+                assert!(listed.contains(name), "{name} is not in {listed}");
+            }
+        }
+        assert_eq!(knob_of("temperature"), None);
+    }
 
     fn point(users: u64, tput: f64, speed: f64, ttft: f64) -> FrontierPoint {
         FrontierPoint {

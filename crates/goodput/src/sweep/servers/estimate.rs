@@ -11,7 +11,7 @@ use super::points::frontier_point;
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
 use anyhow::{bail, Context, Result};
 use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
-use goodput_core::doc::overlay::{is_bookkeeping, knob_of, KNOBS};
+use goodput_core::doc::overlay::{is_bookkeeping, knob_of, knobs_and_aliases};
 use goodput_sim::engine::ModelSpec;
 use std::path::{Path, PathBuf};
 
@@ -26,10 +26,10 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             let Some(knob) = knob_of(k) else {
                 bail!(
                     "--estimate: the grid's parameter {k} maps onto no knob of the simulator, so the grid cannot be \
-                     run in virtual time; the knobs are {} (also under vLLM's, SGLang's and llama.cpp's names: \
-                     tensor_parallel_size, tp_size, quantization, max_running_requests, chunked_prefill_size, np, \
-                     b), and gpus and id are bookkeeping. Drop --estimate, or name the parameter after its knob",
-                    KNOBS.join(", ")
+                     run in virtual time; the knobs, each with its other names (vLLM's, SGLang's and llama.cpp's \
+                     among them), are {}, and gpus and id are bookkeeping. Drop --estimate, or name the parameter \
+                     after its knob",
+                    knobs_and_aliases()
                 );
             };
             let numeric = matches!(knob, "tp" | "dp" | "ep" | "pp" | "max_num_seqs" | "max_num_batched_tokens");
