@@ -706,7 +706,11 @@ fn queue_build_up(w: &WindowSummary, concurrency_cap: Option<usize>) -> Option<D
             "the running count is the client's concurrency ({c}), not a batch limit of the server's: requests \
              waited for a step with room for their prefill"
         ),
-        _ => "the server is at its batch limit".to_string(),
+        // The peak alone cannot tell which limit: a cap on the running
+        // requests, or (long prompts, pooling) the tokens a step can take.
+        _ => "the server is at its batch limit (a cap on running requests, or the tokens a step can take when \
+              prompts are long)"
+            .to_string(),
     };
     let trend = match rising {
         Some((a, b)) if b > a + 0.5 => {
