@@ -11,8 +11,10 @@
 //! of a group step together (every MoE layer is a collective among them),
 //! so the model gives the group one scheduler, with the ranks' limits added
 //! (sequences, token budget, KV blocks) and its sequences spread evenly over
-//! the ranks, the step timed on the busiest rank's share. Each MoE layer dispatches every token to the GPUs of its top-k
-//! experts and combines the results back (two all-to-alls), and waits for
+//! the ranks, the step timed on the busiest rank's share; a prompt's chunk
+//! runs whole on one rank, so the busiest holds at least the largest. Each
+//! MoE layer dispatches every token to the GPUs of its top-k experts and
+//! combines the results back (two all-to-alls), and waits for
 //! the busiest GPU: with tokens routed uniformly at random, a GPU's share of
 //! the assignments is binomial, and the expected largest of N such shares is
 //! the mean plus σ times the expected largest of N standard normals (Blom's
@@ -498,14 +500,30 @@ impl Parallel {
         if b.tokens == 0 {
             return Terms::default();
         }
-        // The busiest rank holds ⌈B / ranks⌉ of the B sequences (and that
-        // share of the batch's tokens); its micro-batch, 1/m of that, sets the
-        // stage time. A lone sequence is all on one rank.
+        // The busiest rank holds ⌈B / ranks⌉ of the B sequences; its
+        // micro-batch, 1/m of that, sets the stage time. A lone sequence is
+        // all on one rank. A prefill chunk runs whole on its request's rank:
+        // the busiest holds ⌈k / ranks⌉ of the k chunks, and at least the
+        // largest (a lone prompt among decodes holds the whole group's step
+        // while the other ranks wait), and decodes for the rest of its
+        // sequences. Its shares of the prefill and of the decode work (`fp`,
+        // `fd`) are 1 with one rank, and each 1 / ranks for a batch spread
+        // evenly.
         let seqs = b.seqs.max(1) as f64;
         let rank_seqs = (seqs / self.ranks).ceil();
         let micro = self.pp.min(rank_seqs.max(1.0));
+        let (k, prefill) = (b.prefills as f64, b.prefill_tokens as f64);
+        let rank_prefills = (k / self.ranks).ceil().min(rank_seqs);
+        let fp = if prefill > 0.0 {
+            (b.largest_prefill as f64).max(rank_prefills / k * prefill).min(prefill) / prefill / micro
+        } else {
+            0.0
+        };
+        let decodes = seqs - k;
+        let fd = if decodes > 0.0 { (rank_seqs - rank_prefills).max(0.0).min(decodes) / decodes / micro } else { 0.0 };
+        // The share of the batch's sequences, for the per-sequence terms.
         let part = rank_seqs / seqs / micro;
-        let n = b.tokens as f64 * part;
+        let n = prefill * fp + (b.tokens as f64 - prefill) * fd;
         let (gemm_c, gemm_m, gemm, a2a) = match &self.ep {
             None => {
                 let (c, m) = (r.gemm_compute_s(n, seqs * part), r.weight_bytes(n) / r.weight_rate);
@@ -524,8 +542,8 @@ impl Parallel {
                 (dense_c + expert_c, dense_m + expert_m, dense_c.max(dense_m) + expert_c.max(expert_m), a2a)
             }
         };
-        let flops = r.attention_flops(b.prefill_attention, b.decode_context as f64, part);
-        let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64 * part;
+        let flops = r.attention_flops(b.prefill_attention * fp, b.decode_context as f64 * fd, 1.0);
+        let kv_tokens = (b.decode_context as f64 + decodes) * fd + (b.prefill_context as f64 + prefill) * fp;
         let (att_c, att_m) = (flops / r.attention_rate, kv_tokens * r.kv_bytes_per_token_per_gpu / r.kv_rate);
         let tp = r.allreduce_calls * (r.allreduce_latency + n * r.allreduce_bytes_per_token / r.link_rate);
         let handoffs = (self.pp - 1.0) * (self.handoff_latency + n * self.handoff_s_per_token);
@@ -702,6 +720,37 @@ mod tests {
         let t = |r: &Roofline, k| r.step_time(&prompts(k)).as_secs_f64();
         assert!(t(&ep, 1) > 0.3 * t(&one_gpu, 1), "{} vs {}", t(&ep, 1), t(&one_gpu, 1));
         assert!(t(&ep, 8) < 0.5 * 8.0 * t(&one_gpu, 1), "eight ranks work at once");
+    }
+
+    /// With attention data-parallel ranks a prompt's chunk runs whole on
+    /// its request's rank: one 4,096-token chunk among 63 decodes holds the
+    /// group's step for its rank's prefill (it had been spread over the
+    /// eight ranks as if each took 512 of its tokens), while eight chunks of
+    /// 512 spread as before.
+    #[test]
+    fn a_lone_prompt_holds_an_attention_data_parallel_step() {
+        let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        (c.dp, c.ep) = (8, 8);
+        let r = Roofline::new(&c).unwrap();
+        let batch = |chunks: u32, size: u32, n: u32| {
+            let mut b = decodes(n, 1000);
+            for _ in 0..chunks {
+                b.add_prefill(0, size);
+            }
+            b
+        };
+        let (lone, spread) = (batch(1, 4096, 63), batch(8, 512, 56));
+        let att = |b: &BatchShape| r.breakdown(b).attention.as_secs_f64();
+        let gemm = |b: &BatchShape| r.breakdown(b).gemm.as_secs_f64();
+        // The busiest rank's prefill: 4,096 tokens against 512.
+        assert!(att(&lone) > 4.0 * att(&spread), "{} vs {}", att(&lone), att(&spread));
+        assert!(gemm(&lone) > 2.0 * gemm(&spread), "{} vs {}", gemm(&lone), gemm(&spread));
+        // Spread evenly, a rank holds an eighth: the same as one rank's
+        // share of a group step timed on one GPU group alone.
+        let mut one = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        one.dp = 8;
+        let alone = Roofline::new(&one).unwrap().breakdown(&batch(1, 512, 7)).attention.as_secs_f64();
+        assert!((att(&spread) / alone - 1.0).abs() < 1e-9, "{} vs {alone}", att(&spread));
     }
 
     #[test]

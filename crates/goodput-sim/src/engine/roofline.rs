@@ -180,6 +180,12 @@ pub struct BatchShape {
     pub prefill_context: u64,
     /// Σ c_i (p_i + c_i / 2) over prefill chunks.
     pub prefill_attention: f64,
+    /// Prefill chunks (a verification of drafts counts as one), their
+    /// tokens Σ c_i, and the largest c_i: with attention data-parallel ranks
+    /// a chunk runs whole on its request's rank.
+    pub prefills: u64,
+    pub prefill_tokens: u64,
+    pub largest_prefill: u64,
 }
 
 impl BatchShape {
@@ -194,6 +200,9 @@ impl BatchShape {
     pub fn add_prefill(&mut self, cached: u32, new: u32) {
         self.tokens += new as u64;
         self.seqs += 1;
+        self.prefills += 1;
+        self.prefill_tokens += new as u64;
+        self.largest_prefill = self.largest_prefill.max(new as u64);
         self.prefill_context += cached as u64;
         self.prefill_attention += new as f64 * (cached as f64 + new as f64 / 2.0);
     }

@@ -734,8 +734,10 @@ impl Engine {
                 break;
             }
             // Without chunked prefill only a recompute longer than a whole
-            // step is chunked; the alternative is never running it again.
-            new = new.min(budget);
+            // step is chunked; the alternative is never running it again. A
+            // chunk runs on its request's rank, within that rank's budget
+            // (the group's is the ranks' together).
+            new = new.min(budget).min(self.cfg.max_num_batched_tokens);
             if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
                 break;
             }
@@ -780,7 +782,7 @@ impl Engine {
                 Some(sd) if r.decoding() => sd.tokens.min(r.max_tokens - r.num_output - 1),
                 _ => 0,
             };
-            let new = (r.num_tokens() - r.num_computed + drafts).min(*budget);
+            let new = (r.num_tokens() - r.num_computed + drafts).min(*budget).min(self.cfg.max_num_batched_tokens);
             let target = r.num_computed + new;
             let mut scheduled = true;
             while !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {

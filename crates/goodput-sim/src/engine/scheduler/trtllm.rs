@@ -118,7 +118,9 @@ impl Engine {
                 continue;
             }
             let remaining = r.num_tokens() - r.num_computed;
-            let Some(new) = self.context_chunk(remaining, budget, unit) else { break };
+            let Some(new) = self.context_chunk(remaining, budget.min(self.cfg.max_num_batched_tokens), unit) else {
+                break;
+            };
             if new == 0 {
                 continue;
             }
@@ -169,7 +171,9 @@ impl Engine {
                 break;
             }
             let cached = self.look_up(slot);
-            let Some(new) = self.context_chunk(num_tokens - cached, budget, unit) else { break };
+            // A context runs on its request's rank, within that rank's budget.
+            let rank_budget = budget.min(self.cfg.max_num_batched_tokens);
+            let Some(new) = self.context_chunk(num_tokens - cached, rank_budget, unit) else { break };
             // The capacity scheduler counted it as fitting whether or not the
             // micro-batch had room for a chunk of it this step.
             available -= need;
@@ -338,7 +342,8 @@ mod tests {
 
     /// With attention data-parallel ranks (EP 8 over 8 ranks of TP 1) each
     /// rank has its own `max_num_tokens`, and the group's step takes all
-    /// eight, as vLLM's scheduler does: the group had been held to one
+    /// eight (a prompt's chunk within its own rank's), as vLLM's scheduler
+    /// does: the group had been held to one
     /// rank's, which capped a step at 1,536 tokens where TensorRT-LLM's
     /// DeepSeek-R1 runs take 12,288.
     #[test]
@@ -353,6 +358,11 @@ mod tests {
             }
             let s = e.step().unwrap();
             assert_eq!((s.batch.prefills, s.batch.prefill_tokens), (8, 8 * 1024), "{policy}");
+            // A prompt runs on its request's rank, within that rank's budget:
+            // a lone 4,096-token prompt in chunks of 1,024, not in one step.
+            let mut lone = Engine::new(cfg.clone()).unwrap();
+            lone.add_request(99, prompt(4096, 99, &cfg), 4).unwrap();
+            assert_eq!(lone.step().unwrap().batch.prefill_tokens, 1024, "{policy}");
         }
     }
 
