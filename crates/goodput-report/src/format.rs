@@ -295,6 +295,16 @@ pub fn multimodal(s: &goodput_core::analysis::summary::Summary) -> Option<String
     Some(text)
 }
 
+/// An objective's measured percentile: `∞` where it falls among the
+/// failed requests (each a sample above any limit), `-` where nothing was
+/// judged.
+pub fn objective_measured(ob: &goodput_core::analysis::slo::ObjectiveResult) -> String {
+    match ob.measured_ms {
+        None if ob.failures > 0 => "∞".into(),
+        m => ms(m),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

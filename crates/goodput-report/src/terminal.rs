@@ -512,7 +512,7 @@ fn slo_lines(o: &mut String, r: &RunResult) {
                 o,
                 "  {:<24} measured {:>10} ms   {}",
                 esc(&ob.objective),
-                num(ob.measured_ms),
+                format::objective_measured(ob),
                 if ob.pass { "pass" } else { "FAIL" }
             );
         }

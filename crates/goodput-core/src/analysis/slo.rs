@@ -505,9 +505,22 @@ pub struct ObjectiveResult {
     pub metric: SloMetric,
     pub percentile: f64,
     pub limit_ms: f64,
-    /// Over successful requests, as in `summary`; `null` when none succeeded.
+    /// Over the judged requests, each failure counted as infinitely slow
+    /// (as `summary.error_adjusted` counts them): `null` when the percentile
+    /// falls among the failures, or when no request was judged.
     pub measured_ms: Option<f64>,
+    /// The judged requests that failed, each a sample above any limit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: u64,
+    /// The judged requests that gave the objective a sample (failures
+    /// included).
+    #[serde(default)]
+    pub samples: u64,
     pub pass: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One run-level quality objective, judged.
@@ -569,6 +582,10 @@ impl SloReport {
             .filter(|o| !o.pass)
             .map(|o| match o.measured_ms {
                 Some(m) => format!("{} measured {m:.1} ms", o.objective),
+                None if o.failures > 0 => format!(
+                    "{}: {} of its {} requests failed, and the p{} falls among them (a failure never meets it)",
+                    o.objective, o.failures, o.samples, o.percentile
+                ),
                 None => format!("{} had no successful request to measure", o.objective),
             })
             .collect();
@@ -612,14 +629,23 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
         .objectives
         .iter()
         .map(|o| {
-            // A TPOT of output that came all at once is no sample (its 0 had passed any limit).
+            // A failed request is a sample above any limit: it never got its
+            // first token (or its answer) in time. Objectives over the
+            // successes alone had passed `ttft:p90<=200ms` with 93% of the
+            // requests failed. A TPOT of output that came all at once is no
+            // sample (its 0 had passed any limit), nor is a one-token
+            // answer's undefined TPOT.
+            let failures = judged.iter().filter(|r| !r.outcome.is_success()).count() as u64;
             let mut v: Vec<f64> = judged
                 .iter()
                 .filter(|r| r.outcome.is_success() && !o.metric.unmeasured(r))
                 .filter_map(|r| o.metric.of(r))
                 .map(ms)
+                .chain((0..failures).map(|_| f64::INFINITY))
                 .collect();
-            let measured = Distribution::from_samples(&mut v, &[o.percentile]).p(o.percentile);
+            let samples = v.len() as u64;
+            let measured =
+                Distribution::from_samples(&mut v, &[o.percentile]).p(o.percentile).filter(|m| m.is_finite());
             let limit_ms = ms(o.max);
             ObjectiveResult {
                 objective: o.to_string(),
@@ -627,6 +653,8 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
                 percentile: o.percentile,
                 limit_ms,
                 measured_ms: measured,
+                failures,
+                samples,
                 pass: measured.is_some_and(|m| m <= limit_ms),
             }
         })
@@ -747,21 +775,53 @@ mod tests {
         assert_eq!(g.output_tokens_per_s, 10.0);
         assert_eq!(g.slo_attainment, 0.5);
         assert!((g.useful_work - 20.0 / 38.0).abs() < 1e-12);
-        // p50 of the successful requests' TTFT (100, 150, 900) is 150.
-        assert_eq!(rep.objectives[0].measured_ms, Some(150.0));
-        assert!(rep.objectives[0].pass);
+        // p50 of the judged requests' TTFT (100, 150, 900, and the failure
+        // as infinitely slow) is halfway from 150 to 900.
+        assert_eq!(rep.objectives[0].measured_ms, Some(525.0));
+        assert_eq!((rep.objectives[0].failures, rep.objectives[0].samples), (1, 4));
+        assert!(!rep.objectives[0].pass);
         // Half the requests good: the limit misses the default 90% target,
         // and meets a target of a half.
         let a = rep.attainment.as_ref().unwrap();
         assert_eq!((a.target, a.measured, a.pass), (DEFAULT_ATTAINMENT, 0.5, false));
         assert!(!rep.pass);
-        let half: Slo = "ttft<=200ms,ttft:p50<=200ms,attainment>=50%".parse().unwrap();
+        let half: Slo = "ttft<=200ms,attainment>=50%".parse().unwrap();
         assert!(judge(&recs, &half, 2.0).1.pass);
         // The objective alone is judged by its percentile, not by a target.
-        let (_, alone) = judge(&recs, &"ttft:p50<=200ms".parse().unwrap(), 2.0);
+        let (_, alone) = judge(&recs, &"ttft:p25<=200ms".parse().unwrap(), 2.0);
         assert!(alone.attainment.is_none() && alone.pass);
         let strict: Slo = "ttft:p99<=200ms".parse().unwrap();
         assert!(!judge(&recs, &strict, 2.0).1.pass);
+    }
+
+    /// A percentile objective counts each failed request as a sample above
+    /// its limit: 10 fast successes among 145 judged requests (135 failed)
+    /// had passed `ttft:p90<=200ms`, at 6.9% attainment. A few failures
+    /// below the percentile's share still pass it.
+    #[test]
+    fn a_percentile_objective_counts_failures_as_misses() {
+        let failed = || {
+            let mut r = req(100, 10, 2);
+            r.outcome = Outcome::Failed { kind: FailureKind::HttpStatus, message: "x".into() };
+            r
+        };
+        let slo: Slo = "ttft:p90<=200ms".parse().unwrap();
+        let mut recs: Vec<RequestRecord> = (0..10).map(|_| req(50, 10, 5)).collect();
+        recs.extend((0..135).map(|_| failed()));
+        let (g, rep) = judge(&recs, &slo, 1.0);
+        assert_eq!((g.good_requests, g.judged_requests), (10, 145));
+        let o = &rep.objectives[0];
+        assert_eq!((o.measured_ms, o.failures, o.samples, o.pass, rep.pass), (None, 135, 145, false, false));
+        let said = rep.misses().join("; ");
+        assert!(said.contains("135 of its 145 requests failed") && said.contains("p90 falls among them"), "{said}");
+        // 2 failures in 100: the p90 is a success's, and passes.
+        let mut few: Vec<RequestRecord> = (0..98).map(|_| req(50, 10, 5)).collect();
+        few.extend((0..2).map(|_| failed()));
+        let (_, rep) = judge(&few, &slo, 1.0);
+        assert_eq!((rep.objectives[0].measured_ms, rep.pass), (Some(50.0), true));
+        // A one-token answer's TPOT is no sample, and no failure.
+        let (_, one) = judge(&[req(50, 10, 1), req(50, 10, 5)], &"tpot:p50<=20ms".parse().unwrap(), 1.0);
+        assert_eq!((one.objectives[0].samples, one.objectives[0].failures, one.pass), (1, 0, true));
     }
 
     proptest::proptest! {

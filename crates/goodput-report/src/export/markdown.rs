@@ -269,7 +269,7 @@ fn slo_section(o: &mut String, r: &RunResult) {
                     "| {} | {} | {} | {} {} |",
                     md(&ob.objective),
                     format::ms(Some(ob.limit_ms)),
-                    format::ms(ob.measured_ms),
+                    format::objective_measured(ob),
                     check(ob.pass),
                     if ob.pass { "pass" } else { "fail" }
                 );

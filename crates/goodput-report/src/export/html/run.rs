@@ -100,7 +100,7 @@ fn verdicts(o: &mut String, r: &RunResult) {
             o,
             r#"<span class="pill {c}">{} · measured {} ms · {w}</span>"#,
             html(&ob.objective),
-            format::ms(ob.measured_ms),
+            format::objective_measured(ob),
             c = if ob.pass { "pass" } else { "fail" },
             w = if ob.pass { "pass" } else { "FAIL" }
         );
@@ -515,7 +515,7 @@ fn slo_section(o: &mut String, r: &RunResult) {
                 r#"<tr><td>{}</td><td>{}</td><td>{}</td><td class="{c}">{w}</td></tr>"#,
                 html(&ob.objective),
                 format::ms(Some(ob.limit_ms)),
-                format::ms(ob.measured_ms),
+                format::objective_measured(ob),
                 c = if ob.pass { "better" } else { "worse" },
                 w = if ob.pass { "pass" } else { "FAIL" }
             );
