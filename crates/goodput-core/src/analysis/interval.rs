@@ -6,13 +6,15 @@
 //!   independent samples, the number below the true `q`-quantile is
 //!   Binomial(n, q), so `[x(l), x(u)]` covers it with a probability that
 //!   depends on `n`, `q`, `l` and `u` alone, whatever the distribution
-//!   (continuous; ties only make it cover more). The ranks are the pair
-//!   whose coverage is the least that is still at least the confidence
-//!   asked, neither tail more than `1 − confidence`: exact, no resampling,
-//!   and as tight as the discreteness of ranks allows. When no rank is high
-//!   enough (a p99 of 50 samples), the upper bound is none: the sample does
-//!   not bound it, and the lower bound is then one-sided at the full
-//!   confidence.
+//!   (continuous; ties only make it cover more). The ranks are equal-tailed:
+//!   the lower the highest, and the upper the lowest, whose chance of
+//!   missing the true quantile on its own side is at most `(1 − confidence)
+//!   / 2`, so each side read alone ("at most hi") is wrong at most that
+//!   often, and together they cover at least the confidence: exact, no
+//!   resampling. When no rank is high enough (a p99 of 50 samples), the
+//!   upper bound is none: the sample does not bound it, and the lower bound
+//!   is then one-sided at the full confidence (and so, the other way round,
+//!   for a low percentile).
 //! - Attainment (good / judged requests) is a binomial proportion, with
 //!   Wilson's score interval: closed-form, inside [0, 1] even when every
 //!   request was good, and with coverage near the level asked (Brown, Cai
@@ -315,8 +317,11 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
 // Percentiles.
 
 /// The ranks (1-based) of the order statistics that bound the `q`-quantile
-/// of `n` samples at confidence `conf`: `(l, u)` with `l = 0` for no lower
-/// bound and `u = n + 1` for no upper one, and the exact coverage.
+/// of `n` samples at confidence `conf`, equal-tailed: `(l, u)` with `l = 0`
+/// for no lower bound and `u = n + 1` for no upper one, and the exact
+/// coverage. With K ~ Binomial(n, q), each bounded side misses at most
+/// `(1 − conf) / 2`: P(K ≤ l − 1) below, P(K ≥ u) above; when one side is
+/// none, the other misses at most `1 − conf`.
 pub fn percentile_ranks(n: u64, q: f64, conf: f64) -> (u64, u64, f64) {
     if n == 0 || q <= 0.0 || q >= 1.0 {
         return (0, n + 1, 1.0);
@@ -356,48 +361,36 @@ pub fn percentile_ranks(n: u64, q: f64, conf: f64) -> (u64, u64, f64) {
             cdf[(k - from as i64) as usize]
         }
     };
-    // Coverage of [x(l), x(u)] = P(l ≤ K ≤ u − 1).
-    let coverage = |l: u64, u: u64| at(u as i64 - 1) - at(l as i64 - 1);
-    let search = |ls: std::ops::RangeInclusive<u64>, umax: u64| -> Option<(u64, u64, f64)> {
-        let mut best: Option<(u64, u64, f64, f64)> = None;
-        for l in ls {
-            let lower_tail = at(l as i64 - 1);
-            if lower_tail > alpha {
-                break;
-            }
-            // The smallest u ≤ umax with enough coverage.
-            let (mut a, mut b) = (l + 1, umax);
-            if coverage(l, b) < conf {
-                continue;
-            }
-            while a < b {
-                let m = (a + b) / 2;
-                if coverage(l, m) >= conf {
-                    b = m;
-                } else {
-                    a = m + 1;
-                }
-            }
-            let upper_tail = 1.0 - at(b as i64 - 1);
-            if upper_tail > alpha {
-                continue;
-            }
-            let cov = coverage(l, b);
-            let balance = (lower_tail - upper_tail).abs();
-            let better = best.is_none_or(|(_, _, c, bal)| cov < c - 1e-12 || (cov <= c + 1e-12 && balance < bal));
-            if better {
-                best = Some((l, b, cov, balance));
+    // Equal tails: the lower rank is the largest l whose miss, P(K ≤ l − 1)
+    // (the true quantile below x(l)), is at most `tail`; the upper the
+    // smallest u whose miss, P(K ≥ u) (the quantile above x(u)), is at most
+    // `tail`. The misses only shrink as the ranks move outward, so each is a
+    // bisection (l = 0 and u = n + 1, no bound, always qualify).
+    let first = |mut a: u64, mut b: u64, ok: &dyn Fn(u64) -> bool| {
+        // The least k in [a, b] with ok(k), ok(b) being true and ok monotone.
+        while a < b {
+            let m = a + (b - a) / 2;
+            if ok(m) {
+                b = m;
+            } else {
+                a = m + 1;
             }
         }
-        best.map(|(l, u, c, _)| (l, u, c))
+        a
     };
-    let lmin = from.max(1);
-    // Both sides bounded where the sample allows; else one-sided; else none.
-    search(lmin..=to.min(n), n).or_else(|| search(lmin..=to.min(n), n + 1)).or_else(|| search(0..=0, n)).unwrap_or((
-        0,
-        n + 1,
-        1.0,
-    ))
+    let lower = |tail: f64| first(0, n, &|l| at(l as i64) > tail);
+    let upper = |tail: f64| first(1, n + 1, &|u| 1.0 - at(u as i64 - 1) <= tail);
+    let (mut l, mut u) = (lower(alpha / 2.0), upper(alpha / 2.0));
+    // A side the sample cannot bound is none, and the other is then
+    // one-sided at the full confidence (a lower bound where neither can be
+    // bounded at half the miss each).
+    if u > n {
+        l = lower(alpha);
+    } else if l == 0 {
+        u = upper(alpha);
+    }
+    // Coverage of [x(l), x(u)] = P(l ≤ K ≤ u − 1).
+    (l, u, at(u as i64 - 1) - at(l as i64 - 1))
 }
 
 /// The interval of percentile `p` (0..=100) of `sorted` samples at

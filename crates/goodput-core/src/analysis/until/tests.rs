@@ -107,10 +107,11 @@ fn each_look_comes_a_quarter_later_and_a_target_never_met_looks_on() {
 
 #[test]
 fn a_p99_is_not_decided_before_the_sample_bounds_it() {
-    // A p99 has no upper bound at 95% below 299 samples, however quiet.
+    // A p99 has no upper bound at 95% below 368 samples, however quiet
+    // (the slowest of 367 is below the true p99 more than 2.5% of the time).
     let mut w = Watch::new(Some(&until("ttft:p99±5%")), None, 0.95).unwrap();
     let s = run(&mut w, 10_000, |_| 100.0).unwrap();
-    assert!(s.at_requests.unwrap() >= 299, "{s:?}");
+    assert!(s.at_requests.unwrap() >= 368, "{s:?}");
 }
 
 #[test]
@@ -182,10 +183,10 @@ fn nothing_to_watch_is_no_watch() {
 /// Stopping on the width costs the interval little of its level: over many
 /// runs of exponential TTFTs stopped by `ttft:p50±20%` (about 200
 /// requests each), the interval at the stop, over the requests seen then,
-/// holds the true median about as often as asked (94.0% of these 2,000
-/// seeded trials, and 94.1% at ±10%, where one look at a fixed count
-/// gives at least 95%). A standard error of 0.5%: the 93–97% band is two
-/// of them below 94%.
+/// holds the true median about as often as asked (93.8% of these 2,000
+/// seeded trials, and 95.0% at ±10%, where one look at a fixed count
+/// gives at least 95%). A standard error of 0.5%: the 93–97% band is
+/// 1.6 of them below 93.8%.
 #[test]
 fn the_interval_at_a_width_stop_keeps_its_coverage() {
     let spec = until("ttft:p50±20%");
