@@ -50,6 +50,17 @@ impl Spec {
         self.fresh.clone()
     }
 
+    /// `stop`, as the rules of a run decided it, once the run's `records`
+    /// have all completed (those in flight at the decision too): see
+    /// [`Watch::settled`].
+    pub fn settled(&self, stop: Stop, records: &[RequestRecord]) -> Stop {
+        let mut w = self.watch();
+        for r in records {
+            w.absorb(r);
+        }
+        w.settled(stop)
+    }
+
     /// Why a run of `plan` whose rules never decided stopped: the limit
     /// that came first, with the figures over all of its `records`.
     pub fn capped(&self, plan: &LoadPlan, records: &[RequestRecord]) -> Stop {
@@ -96,10 +107,12 @@ impl Rules {
     }
 
     /// Takes one completed record; once the rules decide, stops sending
-    /// (`stop`: what is in flight finishes within the grace, as on Ctrl-C).
+    /// (`stop`: what is in flight finishes within the grace, as on Ctrl-C),
+    /// and takes what then completes without deciding again.
     pub fn observe(&self, r: &RequestRecord, stop: &CancellationToken) {
         let mut s = self.state();
         if s.decided.is_some() {
+            s.watch.absorb(r);
             return;
         }
         if let Some(d) = s.watch.observe(r) {
@@ -114,12 +127,16 @@ impl Rules {
     }
 }
 
-/// Why a run of `plan` with `records` stopped: its rules' decision, else
+/// Why a run of `plan` with `records` stopped: its rules' decision (with
+/// what the requests in flight at it did to the figures), else
 /// Ctrl-C, else the limit that ended sending (with rules, `cap`: they did
 /// not decide within it).
 pub fn stop_of(rules: Option<&Rules>, interrupted: bool, plan: &LoadPlan, records: &[RequestRecord]) -> Stop {
-    if let Some(d) = rules.and_then(|r| r.state().decided.clone()) {
-        return d;
+    if let Some(r) = rules {
+        let s = r.state();
+        if let Some(d) = s.decided.clone() {
+            return s.watch.settled(d);
+        }
     }
     let plain = |reason| Stop { reason, detail: String::new(), at_requests: None, looks: None };
     if interrupted {

@@ -667,7 +667,10 @@ pub fn estimate_result_until(
         &run.records,
         opts,
     );
-    result.stop = until.map(|u| run.stop.clone().unwrap_or_else(|| u.capped(plan, &run.records)));
+    result.stop = until.map(|u| match run.stop.clone() {
+        Some(d) => u.settled(d, &run.records),
+        None => u.capped(plan, &run.records),
+    });
     result.engine = Some(engine_view(cfg, &run.engine));
     result.energy = Some(energy_of(cfg, &run.engine, result.summary.throughput.output_tokens_per_s));
     // The diagnoses read from records alone hold in virtual time too.

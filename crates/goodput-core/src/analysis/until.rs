@@ -374,8 +374,23 @@ impl Watch {
     /// Takes one completed record; at a look, the decision to stop, if the
     /// rules decided.
     pub fn observe(&mut self, r: &RequestRecord) -> Option<Stop> {
-        if r.warmup {
+        if !self.absorb(r) {
             return None;
+        }
+        if self.measured < self.next_look {
+            return None;
+        }
+        self.next_look = ((self.measured as f64 * LOOK_GROWTH).ceil() as u64).max(self.measured + 1);
+        self.looks += 1;
+        self.decide()
+    }
+
+    /// Takes one completed record without looking: one that finished after
+    /// the rules decided (in flight at the decision), for [`Watch::settled`].
+    /// Whether it was measured.
+    pub fn absorb(&mut self, r: &RequestRecord) -> bool {
+        if r.warmup {
+            return false;
         }
         self.measured += 1;
         self.first_sent = Some(self.first_sent.map_or(r.sent, |s| s.min(r.sent)));
@@ -397,12 +412,7 @@ impl Watch {
                 }
             }
         }
-        if self.measured < self.next_look {
-            return None;
-        }
-        self.next_look = ((self.measured as f64 * LOOK_GROWTH).ceil() as u64).max(self.measured + 1);
-        self.looks += 1;
-        self.decide()
+        true
     }
 
     fn samples_of(&self, m: SloMetric) -> &[f64] {
@@ -434,8 +444,9 @@ impl Watch {
         }
     }
 
-    /// Each `--until` target: whether met, and in words.
-    fn until_status(&self) -> Vec<(bool, String)> {
+    /// Each `--until` target: whether met, and in words, those not met
+    /// ending in `unmet` (", not yet").
+    fn until_status(&self, unmet: &str) -> Vec<(bool, String)> {
         self.until
             .iter()
             .map(|t| {
@@ -464,7 +475,7 @@ impl Watch {
                         fmt_value(est),
                         t.figure.unit(),
                         fmt_interval(&i),
-                        if met { "" } else { ", not yet" }
+                        if met { "" } else { unmet }
                     ),
                 )
             })
@@ -515,7 +526,7 @@ impl Watch {
     fn decide(&self) -> Option<Stop> {
         let stop = |reason, detail| Stop { reason, detail, at_requests: Some(self.measured), looks: Some(self.looks) };
         if !self.until.is_empty() {
-            let status = self.until_status();
+            let status = self.until_status(", not yet");
             if status.iter().all(|s| s.0) {
                 let words: Vec<String> = status.into_iter().map(|s| s.1).collect();
                 return Some(stop(
@@ -540,10 +551,35 @@ impl Watch {
         None
     }
 
+    /// `stop`, the decision these rules took, once the requests in flight
+    /// at it have finished too (each taken by [`Watch::absorb`]): the
+    /// result's intervals are over every request, so where one of them
+    /// took an `--until` figure's interval outside its half-width again,
+    /// `detail` says so, with the figure over them all. Any other stop, or
+    /// one that still holds, is returned as it was.
+    pub fn settled(&self, mut stop: Stop) -> Stop {
+        let Some(at) = stop.at_requests else { return stop };
+        if stop.reason != StopReason::UntilMet || self.measured <= at {
+            return stop;
+        }
+        let missed: Vec<String> =
+            self.until_status(", no longer within").into_iter().filter(|s| !s.0).map(|s| s.1).collect();
+        if !missed.is_empty() {
+            let after = self.measured - at;
+            stop.detail.push_str(&format!(
+                "; then the {after} request{} in flight at the decision finished, and over all {}: {}",
+                if after == 1 { "" } else { "s" },
+                self.measured,
+                missed.join("; ")
+            ));
+        }
+        stop
+    }
+
     /// Why the run stopped when it reached its limit with the rules
     /// undecided: the figures over every record taken.
     pub fn capped(&self, limit: &str) -> Stop {
-        let mut words: Vec<String> = self.until_status().into_iter().filter(|s| !s.0).map(|s| s.1).collect();
+        let mut words: Vec<String> = self.until_status(", not yet").into_iter().filter(|s| !s.0).map(|s| s.1).collect();
         let (_, slo) = self.slo_status();
         if !slo.is_empty() {
             words.push(format!("the SLO undecided: {}", slo.join("; ")));

@@ -130,6 +130,49 @@ fn warm_up_and_failed_requests_do_not_count_toward_a_percentile() {
     assert_eq!(s.at_requests, Some(FIRST_LOOK));
 }
 
+/// The requests in flight at an `--until` decision finish and count in the
+/// result; where they take a figure's interval outside its half-width
+/// again, the stop says so, with the interval the result will carry.
+#[test]
+fn a_stop_says_when_the_requests_in_flight_undid_it() {
+    let spec = until("ttft:p50±5%");
+    let ttft = |i: u64| 100.0 + 10.0 * unit(5, i);
+    let mut w = Watch::new(Some(&spec), None, 0.95).unwrap();
+    let stop = run(&mut w, 10_000, ttft).expect("decided");
+    let n = stop.at_requests.unwrap();
+    assert_eq!(stop.reason, StopReason::UntilMet);
+    // Nothing in flight, or what was in flight like the rest: as decided.
+    assert_eq!(w.settled(stop.clone()), stop);
+    let mut calm = w.clone();
+    for i in n..n + 5 {
+        calm.absorb(&rec(i, ttft(i)));
+    }
+    assert_eq!(calm.settled(stop.clone()), stop);
+    // As many slow ones in flight (a closed loop's longest requests are the
+    // ones still running): the median and its interval move up.
+    let mut slow = w.clone();
+    for i in n..2 * n {
+        slow.absorb(&rec(i, 400.0));
+    }
+    let settled = slow.settled(stop.clone());
+    assert_eq!((settled.reason, settled.at_requests, settled.looks), (stop.reason, stop.at_requests, stop.looks));
+    assert!(settled.detail.starts_with(&stop.detail), "{}", settled.detail);
+    let said =
+        format!("; then the {n} requests in flight at the decision finished, and over all {}: ttft:p50±5%: ", 2 * n);
+    assert!(settled.detail.contains(&said), "{}", settled.detail);
+    assert!(settled.detail.ends_with(", no longer within)"), "{}", settled.detail);
+    // The interval it names is the one the result carries, over every request.
+    let mut all: Vec<f64> = (0..n).map(ttft).chain((0..n).map(|_| 400.0)).collect();
+    all.sort_by(f64::total_cmp);
+    let i = percentile_interval(&all, 50.0, 0.95);
+    let est = percentile(&all, 50.0).unwrap();
+    assert!(i.hi.unwrap() - est > 0.05 * est, "{i:?} around {est}");
+    assert!(settled.detail.contains(&fmt_interval(&i)), "{} vs {i:?}", settled.detail);
+    // A stop of another kind is left as it was.
+    let cap = slow.capped("--requests 10");
+    assert_eq!(slow.settled(cap.clone()), cap);
+}
+
 #[test]
 fn a_steady_rate_is_decided_and_an_absolute_width_is_in_its_unit() {
     let spec = until("requests_per_s±2%,output_tps±2%");
