@@ -8,7 +8,7 @@
 //! pure and has no clock: a live run's record sink feeds it each record as
 //! it completes, and says why the run stopped ([`Stop`]) in the result.
 
-use crate::analysis::interval::{percentile_interval, rate_interval, wilson, Interval, BATCHES};
+use crate::analysis::interval::{percentile_interval, percentile_ranks, rate_interval, wilson, Interval, BATCHES};
 use crate::analysis::metrics::ms;
 use crate::analysis::slo::{parse_limit, Slo, SloMetric};
 use crate::analysis::stats::percentile;
@@ -302,6 +302,9 @@ pub struct Watch {
     ends: Vec<(Duration, bool, u64)>,
     judged: u64,
     good: u64,
+    /// Judged requests that failed: samples of every SLO objective above
+    /// its limit, as the verdict counts them.
+    failed: u64,
     measured: u64,
     next_look: u64,
     looks: u32,
@@ -314,8 +317,24 @@ fn percentile_figure(samples: &[f64], p: f64, conf: f64) -> (Option<f64>, Interv
     (percentile(&s, p), percentile_interval(&s, p, conf))
 }
 
+/// A percentile objective's interval over `sorted` samples, failures among
+/// them as infinities: a bound that falls on one is `∞`, not unbounded.
+fn objective_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {
+    let n = sorted.len() as u64;
+    if n == 0 {
+        return Interval::NONE;
+    }
+    let (l, u, _) = percentile_ranks(n, p / 100.0, conf);
+    Interval { lo: (l >= 1).then(|| sorted[l as usize - 1]), hi: (u <= n).then(|| sorted[u as usize - 1]) }
+}
+
 fn fmt_value(v: Option<f64>) -> String {
-    v.map_or_else(|| "none".to_string(), |v| if v.abs() >= 100.0 { format!("{v:.0}") } else { format!("{v:.3}") })
+    match v {
+        None => "none".to_string(),
+        Some(v) if v.is_infinite() => "∞".to_string(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.3}"),
+    }
 }
 
 fn fmt_interval(i: &Interval) -> String {
@@ -356,6 +375,7 @@ impl Watch {
             ends: Vec::new(),
             judged: 0,
             good: 0,
+            failed: 0,
             measured: 0,
             next_look: FIRST_LOOK,
             looks: 0,
@@ -403,6 +423,7 @@ impl Watch {
             if let Some(slo) = &self.slo {
                 self.judged += 1;
                 self.good += u64::from(slo.is_good(r));
+                self.failed += u64::from(!r.outcome.is_success());
             }
             if r.outcome.is_success() {
                 for (m, v) in &mut self.samples {
@@ -491,7 +512,13 @@ impl Watch {
         let mut words = Vec::new();
         let mut sides = Vec::new();
         for o in &slo.objectives {
-            let (_, i) = percentile_figure(self.samples_of(o.metric), o.percentile, conf);
+            // Each failure a sample above the limit, as the verdict takes it:
+            // a bound among the failures is infinite (where a figure's
+            // interval would call that side unbounded), which no limit meets.
+            let failures = (0..self.failed).map(|_| f64::INFINITY);
+            let mut samples: Vec<f64> = self.samples_of(o.metric).iter().copied().chain(failures).collect();
+            samples.sort_by(f64::total_cmp);
+            let i = objective_interval(&samples, o.percentile, conf);
             let limit = ms(o.max);
             let side = match (i.lo, i.hi) {
                 (_, Some(hi)) if hi <= limit => Some(true),

@@ -200,6 +200,27 @@ fn the_slo_is_decided_on_whichever_side_its_interval_lies() {
     assert!(w.capped("--requests 5000").detail.contains("the SLO undecided"));
 }
 
+/// `--stop-on-slo` takes a percentile objective as the verdict does, each
+/// failed request a sample above its limit: fast successes among mostly
+/// failures are decided missed (they had been decided met).
+#[test]
+fn failures_decide_a_percentile_objective_missed() {
+    use crate::doc::record::FailureKind;
+    let slo: Slo = "ttft:p90<=200ms".parse().unwrap();
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+    let stop = (0..10_000u64)
+        .find_map(|i| {
+            let mut r = rec(i, 50.0);
+            if i % 10 != 0 {
+                r.outcome = Outcome::Failed { kind: FailureKind::HttpStatus, message: "x".into() };
+            }
+            w.observe(&r)
+        })
+        .unwrap();
+    assert!(stop.detail.starts_with("the SLO is missed"), "{}", stop.detail);
+    assert!(stop.detail.contains("[∞, ∞]"), "{}", stop.detail);
+}
+
 #[test]
 fn a_limit_is_decided_by_its_attainment() {
     // Every other request over 200 ms: attainment 50%, decided below 90%.
