@@ -586,7 +586,11 @@ impl SloReport {
                     "{}: {} of its {} requests failed, and the p{} falls among them (a failure never meets it)",
                     o.objective, o.failures, o.samples, o.percentile
                 ),
-                None => format!("{} had no successful request to measure", o.objective),
+                None => format!(
+                    "{} had no request to measure (none succeeded, or none gave it a sample: a TPOT needs two \
+                     tokens, streamed apart)",
+                    o.objective
+                ),
             })
             .collect();
         out.extend(self.quality.iter().filter(|q| !q.pass).map(|q| match q.measured {
@@ -822,6 +826,11 @@ mod tests {
         // A one-token answer's TPOT is no sample, and no failure.
         let (_, one) = judge(&[req(50, 10, 1), req(50, 10, 5)], &"tpot:p50<=20ms".parse().unwrap(), 1.0);
         assert_eq!((one.objectives[0].samples, one.objectives[0].failures, one.pass), (1, 0, true));
+        // Only one-token answers: nothing to measure, and said so (it had
+        // said no request succeeded).
+        let (_, none) = judge(&[req(50, 10, 1)], &"tpot:p50<=20ms".parse().unwrap(), 1.0);
+        let said = none.misses().join("; ");
+        assert!(!none.pass && said.contains("a TPOT needs two tokens"), "{said}");
     }
 
     proptest::proptest! {
