@@ -139,8 +139,18 @@ fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &Report
 }
 
 fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
-    let rejudge =
-        a.judge.slo.is_some() || a.percentiles.is_some() || a.judge.gpu_hour_usd.is_some() || a.window.is_some();
+    // Anything that judges or prices the run again: a config file, a price
+    // named from it, an attainment target or a GPU count had been ignored
+    // without a word (and the saved verdict kept, exit 0).
+    let j = &a.judge;
+    let rejudge = j.slo.is_some()
+        || a.percentiles.is_some()
+        || j.gpu_hour_usd.is_some()
+        || a.window.is_some()
+        || j.config.is_some()
+        || j.price.is_some()
+        || j.attainment.is_some()
+        || j.gpus.is_some();
     // A records file read only in part (its last line cut short), said in the result too.
     let mut cut_short = None;
     let records = match (&a.records, &run.requests) {

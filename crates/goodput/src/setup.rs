@@ -467,8 +467,9 @@ pub fn saved_options(
 ) -> Result<goodput_core::AnalysisOptions> {
     let mut opts = analysis_options(percentiles, judge)?;
     let saved = run.config.judge.as_ref();
-    if judge.slo.is_none() {
-        // Keep the run's own SLO when no other is given.
+    if opts.slo.is_none() {
+        // Keep the run's own SLO when no other is given, on the command line
+        // or in a config file (the file's had lost to the saved one).
         if let Some(spec) = saved.and_then(|j| j.slo.as_deref()) {
             opts.slo =
                 Some(spec.parse().map_err(|e: goodput_core::SloError| anyhow::anyhow!("the saved SLO '{spec}': {e}"))?);

@@ -624,3 +624,38 @@ fn embedded_runs_price_the_simulated_engine_s_gpus() {
     assert_eq!(gpus("bench", &["--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms"]), 1);
     assert_eq!(gpus("sweep", &["--concurrency", "1", "--sim-pd", "2:1"]), 3);
 }
+
+/// `report --config` judges the run by the file's SLO, which beats the one
+/// saved with the run (the saved one had won, and --fail-on-slo passed);
+/// without the records, what a config would change is refused, not ignored.
+#[test]
+fn report_judges_by_a_config_files_slo_and_refuses_it_without_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    goodput()
+        .args(["bench", "-q", "-n", "8", "-c", "2", "--sim-profile", "fixed", "--sim-ttft", "20ms", "--sim-itl", "1ms"])
+        .args(["--output-tokens", "4", "--slo", "ttft<=2s", "-o"])
+        .arg(p("run.json"))
+        .arg("--records")
+        .arg(p("run.jsonl"))
+        .assert()
+        .success();
+    std::fs::write(p("strict.toml"), "slo = \"ttft<=1ms\"\n").unwrap();
+    let o = goodput()
+        .arg("report")
+        .arg(p("run.json"))
+        .arg("--records")
+        .arg(p("run.jsonl"))
+        .arg("--config")
+        .arg(p("strict.toml"))
+        .args(["--fail-on-slo", "-o"])
+        .arg(p("again.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert_eq!(read_json(&p("again.json"))["slo"]["spec"], "ttft<=1ms");
+    let o = goodput().arg("report").arg(p("run.json")).arg("--config").arg(p("strict.toml")).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--records FILE"), "{err}");
+}
