@@ -721,7 +721,23 @@ pub(crate) fn exit_code(doc: &SweepResult, judge: &crate::cli::JudgeArgs) -> Exi
         return ExitCode::from(1);
     }
     if judge.fail_on_slo && doc.analysis.highest_load_meeting_slo.is_none() {
-        goodput_core::tell!("error: no load met the SLO (--fail-on-slo)");
+        // Loads that met it but measured no steady state are not counted:
+        // said so, with the fix (it had read as if every load missed).
+        let met_unsteady = doc
+            .points
+            .iter()
+            .filter(|p| p.result.slo.as_ref().is_some_and(|s| s.pass))
+            .filter(|p| !goodput_core::doc::sweep::steady(&p.result))
+            .count();
+        if met_unsteady > 0 {
+            goodput_core::tell!(
+                "error: no steady load met the SLO (--fail-on-slo): {met_unsteady} of {} met it, but measured no \
+                 steady state, so none counts; give each point more requests (-n) or a longer --duration",
+                doc.points.len()
+            );
+        } else {
+            goodput_core::tell!("error: no load met the SLO (--fail-on-slo)");
+        }
         return ExitCode::from(3);
     }
     if let Some(why) = judge.fail_on_unsteady.then(|| stalled_points(&doc.points)).flatten() {

@@ -1830,6 +1830,18 @@ fn report_gates_a_saved_sweep_as_the_sweep_did() {
     assert!(err.contains("no load met the SLO (--fail-on-slo)"), "{err}");
     let met = sweep("met.json", &["--slo", "ttft:p95<=60s"]);
     goodput().arg("report").arg(&met).arg("--fail-on-slo").assert().success();
+    // Points too short to be steady meet the SLO and count for nothing:
+    // said so, with the fix (it had read as if every load missed it).
+    let short = dir.path().join("short.json");
+    let o = goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "1,2", "-n", "8", "--output-tokens", "16"])
+        .args(["--slo", "ttft:p95<=5s", "--fail-on-slo", "-o"])
+        .arg(&short)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("no steady load met the SLO") && err.contains("2 of 2 met it") && err.contains("-n"), "{err}");
     let none = sweep("none.json", &[]);
     let err = goodput().arg("report").arg(&none).arg("--fail-on-slo").refusal();
     assert!(err.contains("swept without one") && err.contains("--slo"), "{err}");
