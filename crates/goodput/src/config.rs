@@ -67,10 +67,25 @@ impl ThresholdsFile {
     }
 }
 
+/// A TOML error as its place and message, without the line it quotes: the
+/// line may hold a secret (an `api_key = "…"` the file has no key for).
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim_end();
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message.to_string(),
+    }
+}
+
 impl ConfigFile {
     pub fn read(path: &Path) -> Result<ConfigFile> {
         let text = goodput_core::util::input::read_text(path, "--config", goodput_core::util::input::SETTINGS_CAP)?;
-        toml::from_str(&text).map_err(|e| anyhow!("--config {}: {e}", path.display()))
+        toml::from_str(&text).map_err(|e| anyhow!("--config {}: {}", path.display(), toml_error(&text, &e)))
     }
 
     pub fn slo(&self) -> Result<Option<Slo>> {
@@ -200,6 +215,12 @@ mod tests {
         assert!(c.price(Some("tpu")).unwrap_err().to_string().contains("known: a100, h100"));
         assert_eq!(c.ratings().unwrap().ttft.excellent, 100.0);
         assert!(toml::from_str::<ConfigFile>("sloo = \"x\"").is_err(), "unknown keys are errors");
+        // The error names the place and the key, not the line's value.
+        let text = "gpus = 2\napi_key = \"sk-SECRET\"\n";
+        let e = toml::from_str::<ConfigFile>(text).unwrap_err();
+        let said = super::toml_error(text, &e);
+        assert!(said.starts_with("line 2, column 1: unknown field `api_key`"), "{said}");
+        assert!(!said.contains("SECRET"), "{said}");
         let bad: ConfigFile = toml::from_str("[ratings.tpot]\nexcellent = 90\nacceptable = 80\npoor = 100\n").unwrap();
         assert!(bad.ratings().is_err());
         // A list of prices and no choice: one is the price, several are a question.
