@@ -52,7 +52,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
         }
     }
     let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
-    let gpus = crate::target::default_gpus(&a.target, &a.sim)?;
+    let gpus = crate::target::default_gpus(&a.target, &a.sim, &a.judge)?;
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, gpus)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
     // --gpus counts the GPUs a price is paid for; with none it changed

@@ -38,14 +38,21 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
 /// its energy counts them, so a cost priced on another count would
 /// contradict it (`estimate` and `sweep --estimate`).
 pub fn refuse_other_gpus(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig) -> Result<()> {
+    refuse_other_gpus_named(judge, cfg, "--")
+}
+
+/// [`refuse_other_gpus`] for an engine sized by flags that begin `flag`
+/// (`--` for estimate's `--tp`, `--sim-` for the embedded server's `--sim-tp`).
+pub fn refuse_other_gpus_named(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig, flag: &str) -> Result<()> {
     let sizes = || match cfg.pd {
-        Some(pd) => format!("its --pd {} pools", pd.spec()),
-        None => format!("--tp {} × --pp {} × --dp {}", cfg.tp, cfg.pp, cfg.dp),
+        Some(pd) => format!("its {flag}pd {} pools", pd.spec()),
+        None => format!("{flag}tp {} × {flag}pp {} × {flag}dp {}", cfg.tp, cfg.pp, cfg.dp),
     };
     if let Some(g) = judge.gpus.filter(|&g| g != cfg.gpus()) {
         bail!(
             "--gpus {g} contradicts the simulated engine, which runs on {} GPU(s) ({}), and its cost and energy \
-             count those: drop --gpus (the engine's count is priced), or size the engine with --tp, --pp and --dp",
+             count those: drop --gpus (the engine's count is priced), or size the engine with {flag}tp, {flag}pp \
+             and {flag}dp",
             cfg.gpus(),
             sizes()
         );
@@ -57,7 +64,7 @@ pub fn refuse_other_gpus(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig) -> R
         bail!(
             "gpus = {g} in --config {} contradicts the simulated engine, which runs on {} GPU(s) ({}), and its \
              cost and energy count those: drop `gpus` from the file (the engine's count is priced), or size the \
-             engine with --tp, --pp and --dp",
+             engine with {flag}tp, {flag}pp and {flag}dp",
             path.display(),
             cfg.gpus(),
             sizes()

@@ -104,12 +104,16 @@ fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
 /// The GPUs a run's price is paid for when neither --gpus nor a config
 /// file gives them: the embedded simulated engine's (--sim-tp × --sim-dp, or
 /// its --sim-pd pools), else 1 (a server at --url, or the fixed profile).
-pub fn default_gpus(t: &TargetArgs, sim: &SimArgs) -> Result<u32> {
+pub fn default_gpus(t: &TargetArgs, sim: &SimArgs, judge: &crate::cli::JudgeArgs) -> Result<u32> {
     if t.url.is_some() || sim.sim_profile != ProfileArg::Engine {
         return Ok(1);
     }
     check_sim_flags(t, sim)?;
-    Ok(embedded_engine(sim)?.gpus())
+    let engine = embedded_engine(sim)?;
+    // Another count would price GPUs the engine does not run on, as
+    // estimate refuses it.
+    crate::estimate::refuse_other_gpus_named(judge, &engine, "--sim-")?;
+    Ok(engine.gpus())
 }
 
 /// An error about the embedded server's settings, naming the `--sim-*`

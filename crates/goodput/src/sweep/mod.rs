@@ -643,7 +643,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         opts = setup::analysis_options_for(
             &a.output.percentiles.0,
             &a.judge,
-            crate::target::default_gpus(&a.target, &a.sim)?,
+            crate::target::default_gpus(&a.target, &a.sim, &a.judge)?,
         )?;
         let cancel = setup::cancellation(&a.shape);
         let quality = setup::quality_options(&a.workload);

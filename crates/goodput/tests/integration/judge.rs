@@ -620,7 +620,13 @@ fn embedded_runs_price_the_simulated_engine_s_gpus() {
     assert_eq!(gpus("bench", &["--sim-pd", "1:1"]), 2);
     assert_eq!(gpus("bench", &["--sim-pd", "1xTP2:1xTP4"]), 6);
     assert_eq!(gpus("bench", &["--sim-tp", "2", "--sim-dp", "2"]), 4);
-    assert_eq!(gpus("bench", &["--sim-pd", "2:1", "--gpus", "7"]), 7);
+    assert_eq!(gpus("bench", &["--sim-pd", "2:1", "--gpus", "3"]), 3);
+    // Another count is refused, as estimate refuses it, naming bench's own flags.
+    let err = goodput().args(["bench", "-q", "-n", "2", "--sim-pd", "2:1", "--gpus", "7"]).refusal();
+    assert!(err.contains("--gpus 7 contradicts the simulated engine") && err.contains("--sim-pd 2:1"), "{err}");
+    std::fs::write(dir.path().join("g.toml"), "gpus = 4\n").unwrap();
+    let err = goodput().args(["bench", "-q", "-n", "2", "--config"]).arg(dir.path().join("g.toml")).refusal();
+    assert!(err.contains("gpus = 4 in --config") && err.contains("--sim-tp"), "{err}");
     assert_eq!(gpus("bench", &["--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms"]), 1);
     assert_eq!(gpus("sweep", &["--concurrency", "1", "--sim-pd", "2:1"]), 3);
 }
