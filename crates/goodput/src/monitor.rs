@@ -309,6 +309,39 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     if a.interval.is_zero() {
         bail!("--interval must be longer than zero");
     }
+    // Taken over before anything that can wait (the model's discovery, a
+    // scrape), so that a signal from the first moment is caught.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let abort = tokio_util::sync::CancellationToken::new();
+    let signals = crate::interrupt::StopSignals::listen();
+    tokio::spawn(stop_on_signals(signals, stop.clone(), abort.clone()));
+    tokio::select! {
+        biased;
+        () = abort.cancelled() => Ok(ExitCode::from(130)),
+        r = watch(a, alerts, stop) => r,
+    }
+}
+
+/// Ctrl-C or SIGTERM: once, end the watch (a scrape in flight is given up)
+/// and exit as the watch would have; twice, exit now, whatever is still
+/// waiting (the model's discovery, a record's write). The first had waited
+/// for a scrape that never answered, and the second was ignored.
+async fn stop_on_signals(
+    mut signals: crate::interrupt::StopSignals,
+    stop: tokio_util::sync::CancellationToken,
+    abort: tokio_util::sync::CancellationToken,
+) {
+    let Some(name) = signals.next().await else { return };
+    goodput_core::tell!("\nstopping ({name}) (Ctrl-C or SIGTERM again to stop now)");
+    stop.cancel();
+    if let Some(again) = signals.next().await {
+        goodput_core::tell!("stopping now ({again})");
+        abort.cancel();
+    }
+}
+
+/// The watch itself, ended early by `stop`.
+async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::CancellationToken) -> Result<ExitCode> {
     let (base, http, scraper, urls) = scraping(&a)?;
     let origin = Instant::now();
 
@@ -338,13 +371,6 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
         None => None,
     };
 
-    let stop = tokio_util::sync::CancellationToken::new();
-    let s = stop.clone();
-    let mut signals = crate::interrupt::StopSignals::listen();
-    tokio::spawn(async move {
-        signals.next().await;
-        s.cancel();
-    });
     let end = a.duration.map(|d| origin + d);
     let ended = || end.is_some_and(|e| Instant::now() >= e);
     let probing = a.probe_rate.is_some();
@@ -367,11 +393,20 @@ pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
     );
     let mut tick = tokio::time::interval(a.interval);
     loop {
+        // Stop first: a tick already due must not start another scrape.
         tokio::select! {
-            _ = tick.tick() => {}
+            biased;
             _ = stop.cancelled() => break,
+            _ = tick.tick() => {}
         }
-        let (cur, failed) = match scraper.scrape_at(origin).await {
+        // A scrape may wait for up to its timeout (the interval, or 2 s):
+        // a stop ends it rather than waiting for it.
+        let scraped = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            r = scraper.scrape_at(origin) => r,
+        };
+        let (cur, failed) = match scraped {
             Ok((t, scraped)) => {
                 if scraped.signals.is_empty() && !told_unrecognised {
                     goodput_core::tell!("[{:>7.1}s] note: {}", t.as_secs_f64(), unrecognised(&scraped));

@@ -744,3 +744,96 @@ fn a_bench_scraping_an_endpoint_too_large_keeps_its_run_and_the_others_signals()
     assert!(s["last_error"].as_str().unwrap().starts_with(&too_many), "{s}");
     drop(ex);
 }
+
+/// A server that takes every connection and never answers, holding each
+/// until it is dropped.
+struct Silent {
+    url: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Silent {
+    fn start() -> Silent {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for c in listener.incoming() {
+                if s.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                held.extend(c.ok());
+            }
+        });
+        Silent { url, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop, which then ends.
+        let _ = std::net::TcpStream::connect(self.url.trim_start_matches("http://"));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// The child's exit status, if it exits within `limit`.
+fn exits_within(child: &mut std::process::Child, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    None
+}
+
+/// Ctrl-C or SIGTERM while a scrape waits on a server that never answers
+/// ends the watch at once (it waited for the scrape's 60 s timeout, and a
+/// due tick could start another).
+#[test]
+fn monitor_stops_on_a_signal_while_a_scrape_waits() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let silent = Silent::start();
+        let mut child = crate::cmd::Kill(
+            crate::cmd::goodput_child().args(["monitor", &silent.url, "--interval", "60s"]).spawn().unwrap(),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert!(child.0.try_wait().unwrap().is_none(), "the scrape waits");
+        signal(&child.0, sig);
+        let status = exits_within(&mut child.0, std::time::Duration::from_secs(10));
+        assert_eq!(status.and_then(|s| s.code()), Some(0), "signal {sig}: ended within 10 s, as a watch stopped");
+    }
+}
+
+/// A second Ctrl-C exits at once (130) even while something the first does
+/// not end still waits: here, the model's discovery for the probes, which
+/// would wait 10 s for a server that never answers (the second was ignored).
+#[test]
+fn a_second_signal_ends_monitor_at_once() {
+    let silent = Silent::start();
+    let mut child = crate::cmd::Kill(
+        crate::cmd::goodput_child()
+            .args(["monitor", &silent.url, "--interval", "60s", "--probe-rate", "1"])
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    signal(&child.0, libc::SIGINT);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    signal(&child.0, libc::SIGINT);
+    let status = exits_within(&mut child.0, std::time::Duration::from_secs(5));
+    assert_eq!(status.and_then(|s| s.code()), Some(130), "ended at once by the second Ctrl-C");
+}
