@@ -28,6 +28,8 @@ use tokio::time::Instant;
 pub struct Alert {
     pub name: String,
     pub above: bool,
+    /// Whether the threshold itself fires it (`>=`, `<=`).
+    pub inclusive: bool,
     pub threshold: f64,
 }
 
@@ -51,8 +53,9 @@ const ALERT_NAMES: &[&str] = &[
     "probe_errors",
 ];
 
-/// `kv_cache>0.9,ttft_p99>2s,waiting>10,prefix_hit_rate<20%`: durations
-/// become seconds, percentages shares.
+/// `kv_cache>0.9,ttft_p99>2s,waiting>=10,prefix_hit_rate<20%`: durations
+/// become seconds, percentages shares; `>=` and `<=` fire at the threshold
+/// too (they had been read as `>` and `<`).
 pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -67,7 +70,10 @@ pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
         if !ALERT_NAMES.contains(&name) {
             bail!("unknown alert figure '{name}'; known: {}", ALERT_NAMES.join(", "));
         }
-        let v = value.trim().trim_start_matches('=');
+        let (inclusive, v) = match value.strip_prefix('=') {
+            Some(v) => (true, v.trim()),
+            None => (false, value.trim()),
+        };
         let time = TIME_ALERTS.contains(&name);
         let threshold = if let Some(p) = v.strip_suffix('%') {
             if time {
@@ -93,7 +99,7 @@ pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
                 anyhow!("alert '{part}': '{v}' is not a finite number or a percentage, e.g. {name}>0.9 or {name}>90%")
             }
         })?;
-        out.push(Alert { name: name.into(), above, threshold });
+        out.push(Alert { name: name.into(), above, inclusive, threshold });
     }
     if out.is_empty() {
         bail!("--alert '{s}' names no alert; give FIGURE>VALUE or FIGURE<VALUE, e.g. kv_cache>0.9,ttft_p99>2s");
@@ -624,8 +630,20 @@ fn fired_alerts(alerts: &[Alert], figs: &[(&str, Option<f64>)]) -> Vec<String> {
     let mut fired = Vec::new();
     for al in alerts {
         if let Some(Some(v)) = figs.iter().find(|(n, _)| *n == al.name).map(|(_, v)| *v) {
-            if (al.above && v > al.threshold) || (!al.above && v < al.threshold) {
-                fired.push(format!("{} = {v:.4} {} {}", al.name, if al.above { ">" } else { "<" }, al.threshold));
+            let crossed = match (al.above, al.inclusive) {
+                (true, false) => v > al.threshold,
+                (true, true) => v >= al.threshold,
+                (false, false) => v < al.threshold,
+                (false, true) => v <= al.threshold,
+            };
+            if crossed {
+                let op = match (al.above, al.inclusive) {
+                    (true, false) => ">",
+                    (true, true) => ">=",
+                    (false, false) => "<",
+                    (false, true) => "<=",
+                };
+                fired.push(format!("{} = {v:.4} {op} {}", al.name, al.threshold));
             }
         }
     }
@@ -662,9 +680,9 @@ mod tests {
     #[test]
     fn alert_specs() {
         let a = parse_alerts("kv_cache>0.9, ttft_p99>2s,waiting>10,prefix_hit_rate<20%,probe_ttft>500ms").unwrap();
-        assert_eq!(a[0], Alert { name: "kv_cache".into(), above: true, threshold: 0.9 });
+        assert_eq!(a[0], Alert { name: "kv_cache".into(), above: true, inclusive: false, threshold: 0.9 });
         assert_eq!(a[1].threshold, 2.0);
-        assert_eq!(a[3], Alert { name: "prefix_hit_rate".into(), above: false, threshold: 0.2 });
+        assert_eq!(a[3], Alert { name: "prefix_hit_rate".into(), above: false, inclusive: false, threshold: 0.2 });
         assert_eq!(a[4].threshold, 0.5);
         assert!(parse_alerts("kv=0.9").unwrap_err().to_string().contains("> or <"));
         assert!(parse_alerts("latency>1").unwrap_err().to_string().contains("known:"));
@@ -676,5 +694,29 @@ mod tests {
         assert!(parse_alerts("kv_cache>NaN").unwrap_err().to_string().contains("finite"));
         assert!(parse_alerts("kv_cache>inf").is_err());
         assert!(parse_alerts(" , ").unwrap_err().to_string().contains("names no alert"));
+    }
+
+    /// `>=` and `<=` fire at the threshold itself, `>` and `<` do not (the
+    /// `=` had been dropped, and `waiting>=10` did not fire at 10).
+    #[test]
+    fn inclusive_alerts_fire_at_their_threshold() {
+        let a = parse_alerts("waiting>=10,prefix_hit_rate<=20%,running>4,kv_cache<0.5, ttft_p99 >= 2s").unwrap();
+        assert_eq!(a[0], Alert { name: "waiting".into(), above: true, inclusive: true, threshold: 10.0 });
+        assert_eq!(a[1], Alert { name: "prefix_hit_rate".into(), above: false, inclusive: true, threshold: 0.2 });
+        assert!(!a[2].inclusive && !a[3].inclusive && a[4].inclusive && a[4].threshold == 2.0);
+        let figs = [
+            ("waiting", Some(10.0)),
+            ("prefix_hit_rate", Some(0.2)),
+            ("running", Some(4.0)),
+            ("kv_cache", Some(0.5)),
+            ("ttft_p99", Some(2.0)),
+        ];
+        let fired = fired_alerts(&a, &figs);
+        assert_eq!(fired.len(), 3, "{fired:?}");
+        assert!(fired[0].starts_with("waiting = 10.0000 >= 10"), "{fired:?}");
+        assert!(fired[1].starts_with("prefix_hit_rate = 0.2000 <= 0.2"), "{fired:?}");
+        assert!(fired[2].starts_with("ttft_p99 = 2.0000 >= 2"), "{fired:?}");
+        let below = fired_alerts(&a, &[("waiting", Some(9.0)), ("prefix_hit_rate", Some(0.21))]);
+        assert!(below.is_empty(), "{below:?}");
     }
 }
