@@ -479,8 +479,16 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
                 crate::output::say(&format!("ALERT {f}\n"));
             }
             fired_any |= !fired.is_empty();
-            if let Some(out) = record.as_mut() {
-                write_interval(out, t1, &figs, &fired, &by_model, &w);
+            if let (Some(out), Some(path)) = (record.as_mut(), a.record.as_ref()) {
+                // A record that cannot be written would lose every line in
+                // silence (a full disk had exited 0 with nothing kept).
+                write_interval(out, t1, &figs, &fired, &by_model, &w).with_context(|| {
+                    format!(
+                        "cannot write --record {}: the intervals before this one are kept in it, this one and later \
+                         ones are not",
+                        path.display()
+                    )
+                })?;
             }
         }
         if a.once || ended() {
@@ -650,8 +658,8 @@ fn fired_alerts(alerts: &[Alert], figs: &[(&str, Option<f64>)]) -> Vec<String> {
     fired
 }
 
-/// One interval as a JSON line of `--record`; a write that fails is dropped
-/// (the watch goes on).
+/// One interval as a JSON line of `--record`, flushed, so that the lines
+/// written before a failure stay in the file.
 fn write_interval(
     out: &mut impl Write,
     t: Duration,
@@ -659,7 +667,7 @@ fn write_interval(
     fired: &[String],
     by_model: &impl serde::Serialize,
     w: &WindowSummary,
-) {
+) -> std::io::Result<()> {
     let v: Value = json!({
         "t_s": t.as_secs_f64(),
         "figures": figs.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
@@ -667,10 +675,9 @@ fn write_interval(
         "probes_by_model": by_model,
         "window": w,
     });
-    let _ = serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other).and_then(|_| {
-        out.write_all(b"\n")?;
-        out.flush()
-    });
+    serde_json::to_writer(&mut *out, &v)?;
+    out.write_all(b"\n")?;
+    out.flush()
 }
 
 #[cfg(test)]

@@ -837,3 +837,16 @@ fn a_second_signal_ends_monitor_at_once() {
     let status = exits_within(&mut child.0, std::time::Duration::from_secs(5));
     assert_eq!(status.and_then(|s| s.code()), Some(130), "ended at once by the second Ctrl-C");
 }
+
+/// A `--record` that cannot be written fails, naming the file and the
+/// system's error (a full disk had exited 0 with every line lost).
+#[cfg(target_os = "linux")]
+#[test]
+fn monitor_fails_when_its_record_cannot_be_written() {
+    let ex = Exporter::start();
+    let vllm = format!("{}/vllm/metrics", ex.url);
+    let (code, out, err) = monitor(&[&vllm, "--once", "--interval", "200ms", "--record", "/dev/full"]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("cannot write --record /dev/full") && err.contains("No space left on device"), "{err}");
+    drop(ex);
+}
