@@ -153,6 +153,21 @@ fn probe_p50<'a>(
     Distribution::from_samples(&mut v, &[50.0]).p(50.0)
 }
 
+/// Why the last probe that failed failed, `kind: message`, its secrets
+/// masked and cut to 300 characters (a failed probe had been only counted).
+fn last_failure(probes: &[RequestRecord]) -> Option<String> {
+    probes.iter().rev().find_map(|r| match &r.outcome {
+        goodput_core::Outcome::Failed { kind, message } => {
+            let said = goodput_core::util::redact::scrub(&format!("{kind}: {message}")).into_owned();
+            Some(match said.char_indices().nth(300) {
+                Some((at, _)) => format!("{}…", &said[..at]),
+                None => said,
+            })
+        }
+        _ => None,
+    })
+}
+
 /// The figures of one interval that alerts can name.
 fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Option<f64>)> {
     let gauge = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.max);
@@ -254,6 +269,9 @@ fn probe_parts(parts: &mut Vec<String>, probes: &[RequestRecord], by_model: &BTr
             ms(probe_p50(probes, |r| r.tpot())),
             probes.len() - ok
         ));
+        if let Some(why) = last_failure(probes) {
+            parts.push(format!("last probe failure: {}", shown(&why)));
+        }
         if by_model.len() > 1 {
             let each: Vec<String> =
                 by_model.iter().map(|(m, p)| format!("{m} {}/{}", ms(p.ttft_p50_s), ms(p.tpot_p50_s))).collect();
@@ -482,7 +500,7 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
             if let (Some(out), Some(path)) = (record.as_mut(), a.record.as_ref()) {
                 // A record that cannot be written would lose every line in
                 // silence (a full disk had exited 0 with nothing kept).
-                write_interval(out, t1, &figs, &fired, &by_model, &w).with_context(|| {
+                write_interval(out, t1, &figs, &fired, &by_model, &batch, &w).with_context(|| {
                     format!(
                         "cannot write --record {}: the intervals before this one are kept in it, this one and later \
                          ones are not",
@@ -666,6 +684,7 @@ fn write_interval(
     figs: &[(&str, Option<f64>)],
     fired: &[String],
     by_model: &impl serde::Serialize,
+    probes: &[RequestRecord],
     w: &WindowSummary,
 ) -> std::io::Result<()> {
     let v: Value = json!({
@@ -673,6 +692,7 @@ fn write_interval(
         "figures": figs.iter().map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "alerts": fired,
         "probes_by_model": by_model,
+        "probe_last_failure": last_failure(probes),
         "window": w,
     });
     serde_json::to_writer(&mut *out, &v)?;

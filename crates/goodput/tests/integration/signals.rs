@@ -850,3 +850,20 @@ fn monitor_fails_when_its_record_cannot_be_written() {
     assert!(err.contains("cannot write --record /dev/full") && err.contains("No space left on device"), "{err}");
     drop(ex);
 }
+
+/// Probes that fail say why, on the interval's line and in `--record` (a
+/// model the server does not serve had shown only "(0 ok, N failed)").
+#[test]
+fn monitor_says_why_its_probes_failed() {
+    let (_rt, url, _server) = start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("mon.jsonl");
+    let rec_arg = rec.to_str().unwrap();
+    let (code, out, err) =
+        monitor(&[&url, "--interval", "1s", "--once", "--probe-rate", "20", "--model", "nosuch", "--record", rec_arg]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains(" ok, ") && out.contains("last probe failure: http_status: ") && out.contains("404"), "{out}");
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&rec).unwrap().lines().next().unwrap()).unwrap();
+    let why = line["probe_last_failure"].as_str().unwrap_or_default();
+    assert!(why.starts_with("http_status: ") && why.contains("404"), "{line}");
+}
