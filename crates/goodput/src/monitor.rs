@@ -99,6 +99,19 @@ pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
                 anyhow!("alert '{part}': '{v}' is not a finite number or a percentage, e.g. {name}>0.9 or {name}>90%")
             }
         })?;
+        // A share past its range would never fire, and the watch would pass in silence.
+        let never = match (above, inclusive) {
+            (true, false) => threshold >= 1.0,
+            (true, true) => threshold > 1.0,
+            (false, false) => threshold <= 0.0,
+            (false, true) => threshold < 0.0,
+        };
+        if SHARE_ALERTS.contains(&name) && never {
+            bail!(
+                "alert '{part}' can never fire: {name} is a share from 0 to 1 (0% to 100%); give a threshold in that \
+                 range, e.g. {name}>0.9 or {name}>90%"
+            );
+        }
         out.push(Alert { name: name.into(), above, inclusive, threshold });
     }
     if out.is_empty() {
@@ -106,6 +119,9 @@ pub fn parse_alerts(s: &str) -> Result<Vec<Alert>> {
     }
     Ok(out)
 }
+
+/// The alert figures that are shares, from 0 to 1.
+const SHARE_ALERTS: &[&str] = &["kv_cache", "prefix_hit_rate", "gpu_util"];
 
 /// The alert figures that are times: their thresholds take a unit.
 const TIME_ALERTS: &[&str] =
@@ -523,7 +539,9 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
             humantime::format_duration(a.duration.unwrap_or_default())
         );
     }
-    Ok(if a.once && fired_any { ExitCode::from(4) } else { ExitCode::SUCCESS })
+    // A bounded watch (--once, --duration) in which an alert fired exits 4,
+    // for cron and CI: a --duration watch had exited 0 whatever fired.
+    Ok(if (a.once || a.duration.is_some()) && fired_any { ExitCode::from(4) } else { ExitCode::SUCCESS })
 }
 
 /// Says which endpoints failed, each when it starts failing or fails
@@ -745,5 +763,18 @@ mod tests {
         assert!(fired[2].starts_with("ttft_p99 = 2.0000 >= 2"), "{fired:?}");
         let below = fired_alerts(&a, &[("waiting", Some(9.0)), ("prefix_hit_rate", Some(0.21))]);
         assert!(below.is_empty(), "{below:?}");
+    }
+
+    /// A share's threshold past 0 to 1 can never fire, and is refused
+    /// saying the range (`kv_cache>1.5` had been taken, and never fired).
+    #[test]
+    fn share_alerts_that_can_never_fire_are_refused() {
+        for never in ["kv_cache>1.5", "kv_cache>1", "gpu_util>150%", "prefix_hit_rate<0", "kv_cache<=-0.1"] {
+            let e = parse_alerts(never).unwrap_err().to_string();
+            assert!(e.contains("can never fire") && e.contains("from 0 to 1 (0% to 100%)"), "{never}: {e}");
+        }
+        for can in ["kv_cache>=1", "kv_cache>0.99", "gpu_util>90%", "prefix_hit_rate<=0", "prefix_hit_rate<0.1"] {
+            assert!(parse_alerts(can).is_ok(), "{can}");
+        }
     }
 }

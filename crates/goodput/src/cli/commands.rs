@@ -84,13 +84,13 @@ pub struct MonitorArgs {
     /// One more header for probes, 'Name: value' (repeatable).
     #[arg(long, value_parser = parse_header)]
     pub header: Vec<(String, String)>,
-    /// Alert thresholds, e.g. 'kv_cache>0.9,waiting>=10,ttft_p99>2s,probe_ttft>1s' (>, >=, <, <=): times take their unit, shares a fraction or a percentage; probe_* alerts need --probe-rate.
+    /// Alert thresholds, e.g. 'kv_cache>0.9,waiting>=10,ttft_p99>2s,probe_ttft>1s' (>, >=, <, <=): times take their unit, shares (kv_cache, prefix_hit_rate, gpu_util) a fraction or a percentage from 0 to 1; probe_* alerts need --probe-rate.
     #[arg(long)]
     pub alert: Option<String>,
     /// Watch one interval, print, and exit (4 when an alert fired): for cron and CI.
     #[arg(long)]
     pub once: bool,
-    /// Stop after this long.
+    /// Stop after this long (exit 4 when an alert fired in it, as --once).
     #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// Write each interval's signals as one JSON line to this file.

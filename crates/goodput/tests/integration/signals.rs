@@ -867,3 +867,17 @@ fn monitor_says_why_its_probes_failed() {
     let why = line["probe_last_failure"].as_str().unwrap_or_default();
     assert!(why.starts_with("http_status: ") && why.contains("404"), "{line}");
 }
+
+/// A `--duration` watch in which an alert fired exits 4, as `--once` does
+/// (it had exited 0); one in which none fired exits 0.
+#[test]
+fn a_duration_watch_exits_4_when_an_alert_fired() {
+    let ex = Exporter::start();
+    let vllm = format!("{}/vllm/metrics", ex.url);
+    let (code, out, err) = monitor(&[&vllm, "--interval", "300ms", "--duration", "1s", "--alert", "running>0"]);
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(out.contains("ALERT running"), "{out}");
+    let (code, out, err) = monitor(&[&vllm, "--interval", "300ms", "--duration", "1s", "--alert", "running>100"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    drop(ex);
+}
