@@ -157,17 +157,11 @@ pub fn finish(
 /// The acceptance the engine's draws achieved, in the words a live run's
 /// `speculative decoding` diagnosis uses for a server's counters.
 fn spec_line(sd: &goodput_core::doc::engine::EngineSpecDecode) -> String {
-    let mut parts = Vec::new();
-    if let Some(a) = sd.acceptance_rate {
-        parts.push(format!("{:.0}% of draft tokens accepted", a * 100.0));
-    }
-    if let Some(l) = sd.mean_accepted_length {
-        parts.push(format!("{l:.2} tokens a step per sequence, the bonus token included"));
-    }
-    if !sd.acceptance_by_position.is_empty() {
-        let by: Vec<String> = sd.acceptance_by_position.iter().map(|a| format!("{:.0}%", a * 100.0)).collect();
-        parts.push(format!("by draft position {}", by.join(" / ")));
-    }
+    let parts = goodput_core::prometheus::scrape::diagnose::acceptance_words(
+        sd.acceptance_rate,
+        sd.mean_accepted_length,
+        &sd.acceptance_by_position,
+    );
     format!("  speculative decoding: {} (over {} proposals, warm-up included)\n", parts.join(", "), sd.drafts)
 }
 

@@ -816,22 +816,31 @@ fn prefix_cache(w: &WindowSummary, records: &[RequestRecord]) -> Option<Diagnosi
     })
 }
 
+/// Speculative decoding's acceptance in words, each figure that is known:
+/// the share of draft tokens accepted, the tokens a step per sequence, and
+/// the acceptance by draft position. A live run's diagnosis and an
+/// estimate's engine line say it alike.
+pub fn acceptance_words(rate: Option<f64>, mean_length: Option<f64>, by_position: &[f64]) -> Vec<String> {
+    let mut parts = Vec::new();
+    if let Some(a) = rate {
+        parts.push(format!("{:.0}% of draft tokens accepted", a * 100.0));
+    }
+    if let Some(l) = mean_length {
+        parts.push(format!("{l:.2} tokens a step per sequence, the bonus token included"));
+    }
+    if !by_position.is_empty() {
+        let by: Vec<String> = by_position.iter().map(|a| format!("{:.0}%", a * 100.0)).collect();
+        parts.push(format!("by draft position {}", by.join(" / ")));
+    }
+    parts
+}
+
 /// A speculating server's acceptance over the window, by position where it
 /// says, and its fall as the batch grew (the first third of the window's
 /// scrapes against the last).
 fn speculative_decoding(w: &WindowSummary) -> Option<Diagnosis> {
     let sd = w.spec_decode.as_ref()?;
-    let mut parts = Vec::new();
-    if let Some(a) = sd.acceptance_rate {
-        parts.push(format!("{:.0}% of draft tokens accepted", a * 100.0));
-    }
-    if let Some(l) = sd.mean_accepted_length {
-        parts.push(format!("{l:.2} tokens a step per sequence, the bonus token included"));
-    }
-    if !sd.acceptance_by_position.is_empty() {
-        let by: Vec<String> = sd.acceptance_by_position.iter().map(|a| format!("{:.0}%", a * 100.0)).collect();
-        parts.push(format!("by draft position {}", by.join(" / ")));
-    }
+    let parts = acceptance_words(sd.acceptance_rate, sd.mean_accepted_length, &sd.acceptance_by_position);
     if parts.is_empty() {
         return None;
     }

@@ -556,7 +556,13 @@ mod tests {
     /// empty: no point singled out.
     fn bare_sweep() -> SweepResult {
         let first = run(8, false).0;
-        let points = vec![SweepPoint { load: Load::Concurrency(1), origin: "grid".into(), result: first.clone() }];
+        sweep_of(vec![SweepPoint { load: Load::Concurrency(1), origin: "grid".into(), result: first }], false)
+    }
+
+    /// A sweep document of `points`, with its header from the first point's
+    /// run, analysed or not.
+    fn sweep_of(points: Vec<SweepPoint>, analysed: bool) -> SweepResult {
+        let first = points[0].result.clone();
         SweepResult {
             schema: first.schema,
             tool: first.tool,
@@ -565,7 +571,7 @@ mod tests {
             interrupted: false,
             config: Default::default(),
             target: first.target,
-            analysis: Default::default(),
+            analysis: if analysed { analyze_sweep(&points, DEFAULT_ATTAINMENT_TARGET) } else { Default::default() },
             points,
         }
     }
@@ -617,18 +623,7 @@ mod tests {
                 result: run(20 * c, keep).0,
             })
             .collect();
-        let first = points[0].result.clone();
-        let sw = SweepResult {
-            schema: first.schema,
-            tool: first.tool,
-            kind: "sweep".into(),
-            started_unix_s: first.started_unix_s,
-            interrupted: false,
-            config: Default::default(),
-            target: first.target,
-            analysis: analyze_sweep(&points, DEFAULT_ATTAINMENT_TARGET),
-            points,
-        };
+        let sw = sweep_of(points, true);
         let whole = serde_json::to_string(&sw).unwrap();
         let (text, stripped) = super::super::embed_within(&sw, whole.len() - 1, || without_point_records(&sw)).unwrap();
         assert!(stripped);
