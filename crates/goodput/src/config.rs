@@ -82,6 +82,17 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
+/// The names of a price list as an error gives them: the first dozen and
+/// how many more (a list of 300,000 had made a 3 MB line).
+fn some_names(prices: &BTreeMap<String, f64>) -> String {
+    const SHOWN: usize = 12;
+    let names: Vec<String> = prices.keys().take(SHOWN).map(|k| crate::output::shown(k)).collect();
+    match prices.len().saturating_sub(SHOWN) {
+        0 => names.join(", "),
+        more => format!("{}, and {more} more", names.join(", ")),
+    }
+}
+
 impl ConfigFile {
     pub fn read(path: &Path) -> Result<ConfigFile> {
         let text = goodput_core::util::input::read_text(path, "--config", goodput_core::util::input::SETTINGS_CAP)?;
@@ -104,7 +115,7 @@ impl ConfigFile {
             (None, 1) => self.prices.keys().next().map(String::as_str).unwrap_or_default(),
             (None, _) => bail!(
                 "the config lists several prices ({}) and names none: pick one with --price NAME, or price = \"NAME\" in the file",
-                self.prices.keys().cloned().collect::<Vec<_>>().join(", ")
+                some_names(&self.prices)
             ),
         };
         match self.prices.get(name) {
@@ -126,11 +137,7 @@ impl ConfigFile {
             },
             None => bail!(
                 "no price named '{name}' in [prices]; known: {}",
-                if self.prices.is_empty() {
-                    "none".to_string()
-                } else {
-                    self.prices.keys().cloned().collect::<Vec<_>>().join(", ")
-                }
+                if self.prices.is_empty() { "none".to_string() } else { some_names(&self.prices) }
             ),
         }
     }
@@ -223,6 +230,11 @@ mod tests {
         assert!(!said.contains("SECRET"), "{said}");
         let bad: ConfigFile = toml::from_str("[ratings.tpot]\nexcellent = 90\nacceptable = 80\npoor = 100\n").unwrap();
         assert!(bad.ratings().is_err());
+        // A list too long to print whole is named by its first dozen.
+        let many =
+            ConfigFile { prices: (0..300_000).map(|i| (format!("gpu{i:06}"), 1.0)).collect(), ..Default::default() };
+        let e = many.price(None).unwrap_err().to_string();
+        assert!(e.len() < 400 && e.contains("gpu000011, and 299988 more"), "{e}");
         // A list of prices and no choice: one is the price, several are a question.
         let one: ConfigFile = toml::from_str("[prices]\nh100 = 2.5\n").unwrap();
         assert_eq!(one.price(None).unwrap(), Some(2.5));
