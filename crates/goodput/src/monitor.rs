@@ -336,6 +336,19 @@ fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<St
 }
 
 pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
+    if let Some(rate) = a.probe_rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("--probe-rate must be a positive number of requests per second");
+        }
+        // Probes watch what users get; they are not the load (1e9 a second
+        // had been taken, and sent as fast as the client could).
+        if rate > MAX_PROBE_RATE {
+            bail!(
+                "--probe-rate {rate} is more than a watch needs (at most {MAX_PROBE_RATE} a second): probes show \
+                 what users get now, without loading the server; to load it, run goodput bench --rate {rate}"
+            );
+        }
+    }
     let alerts = match &a.alert {
         Some(s) => parse_alerts(s)?,
         None => Vec::new(),
@@ -600,11 +613,12 @@ struct ProbeSink {
 /// Starts the probes: a slow open loop of small real requests at `rate`
 /// per second, spread over the models given (or the one the server lists),
 /// each recorded into the sink's records and live metrics.
+/// The most probes a second `monitor` sends.
+const MAX_PROBE_RATE: f64 = 100.0;
+
 async fn start_probes(a: &MonitorArgs, rate: f64, base: &str, http: &reqwest::Client, sink: ProbeSink) -> Result<()> {
     let api = a.api;
-    if !(rate.is_finite() && rate > 0.0) {
-        bail!("--probe-rate must be a positive number of requests per second");
-    }
+    debug_assert!(rate.is_finite() && rate > 0.0 && rate <= MAX_PROBE_RATE, "checked by monitor");
     // Several models (LoRA adapters): the probes are spread over them.
     let mut models = crate::common::names(a.model.as_deref());
     if models.is_empty() {

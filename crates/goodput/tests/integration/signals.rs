@@ -4,6 +4,7 @@
 //! shared-prefix workload shows its hit rate, and the diagnosis names the
 //! KV pressure it causes.
 
+use crate::cmd::GoodputCommand;
 use assert_cmd::Command;
 use goodput_sim::engine::EngineConfig;
 use goodput_sim::engine_server::{EngineServer, EngineServerConfig};
@@ -228,6 +229,9 @@ fn monitor_keeps_its_duration_while_the_server_is_down_and_refuses_alerts_that_c
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "it ended, and said no scrape succeeded: {err}");
     assert!(err.contains("scrape failed") && err.contains("no scrape of") && err.contains("succeeded"), "{err}");
+    // Probes are a watch, not a load: a rate past one is refused, with bench named.
+    let err = crate::cmd::goodput().args(["monitor", "http://127.0.0.1:9", "--once", "--probe-rate", "1e9"]).refusal();
+    assert!(err.contains("at most 100 a second") && err.contains("goodput bench --rate"), "{err}");
     // A probe's alert with no probes, and a time without its unit.
     for (alert, says) in [("probe_ttft>1s", "--probe-rate"), ("ttft_p99>200", "ttft_p99>200ms")] {
         let out = Command::cargo_bin("goodput")
