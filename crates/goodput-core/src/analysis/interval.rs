@@ -396,16 +396,22 @@ pub fn percentile_ranks(n: u64, q: f64, conf: f64) -> (u64, u64, f64) {
 /// The interval of percentile `p` (0..=100) of `sorted` samples at
 /// confidence `conf`, taking the samples as independent.
 pub fn percentile_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {
+    let b = percentile_bounds(sorted, p, conf);
+    let finite = |v: f64| v.is_finite().then_some(v);
+    Interval { lo: b.lo.and_then(finite), hi: b.hi.and_then(finite) }
+}
+
+/// [`percentile_interval`]'s order statistics as they are, an infinite one
+/// (a failure counted infinitely slow) kept: an SLO objective's bound that
+/// falls on one is missed, where a figure's interval calls that side
+/// unbounded.
+pub fn percentile_bounds(sorted: &[f64], p: f64, conf: f64) -> Interval {
     let n = sorted.len() as u64;
     if n == 0 {
         return Interval::NONE;
     }
     let (l, u, _) = percentile_ranks(n, p / 100.0, conf);
-    let finite = |v: f64| v.is_finite().then_some(v);
-    Interval {
-        lo: (l >= 1).then(|| sorted[l as usize - 1]).and_then(finite),
-        hi: (u <= n).then(|| sorted[u as usize - 1]).and_then(finite),
-    }
+    Interval { lo: (l >= 1).then(|| sorted[l as usize - 1]), hi: (u <= n).then(|| sorted[u as usize - 1]) }
 }
 
 /// The intervals of percentiles `ps` over samples grouped in clusters (a

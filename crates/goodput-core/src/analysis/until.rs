@@ -8,7 +8,7 @@
 //! pure and has no clock: a live run's record sink feeds it each record as
 //! it completes, and says why the run stopped ([`Stop`]) in the result.
 
-use crate::analysis::interval::{percentile_interval, percentile_ranks, rate_interval, wilson, Interval, BATCHES};
+use crate::analysis::interval::{percentile_bounds, percentile_interval, rate_interval, wilson, Interval, BATCHES};
 use crate::analysis::metrics::ms;
 use crate::analysis::slo::{parse_limit, Slo, SloMetric};
 use crate::analysis::stats::percentile;
@@ -317,17 +317,6 @@ fn percentile_figure(samples: &[f64], p: f64, conf: f64) -> (Option<f64>, Interv
     (percentile(&s, p), percentile_interval(&s, p, conf))
 }
 
-/// A percentile objective's interval over `sorted` samples, failures among
-/// them as infinities: a bound that falls on one is `∞`, not unbounded.
-fn objective_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {
-    let n = sorted.len() as u64;
-    if n == 0 {
-        return Interval::NONE;
-    }
-    let (l, u, _) = percentile_ranks(n, p / 100.0, conf);
-    Interval { lo: (l >= 1).then(|| sorted[l as usize - 1]), hi: (u <= n).then(|| sorted[u as usize - 1]) }
-}
-
 fn fmt_value(v: Option<f64>) -> String {
     match v {
         None => "none".to_string(),
@@ -518,7 +507,7 @@ impl Watch {
             let failures = (0..self.failed).map(|_| f64::INFINITY);
             let mut samples: Vec<f64> = self.samples_of(o.metric).iter().copied().chain(failures).collect();
             samples.sort_by(f64::total_cmp);
-            let i = objective_interval(&samples, o.percentile, conf);
+            let i = percentile_bounds(&samples, o.percentile, conf);
             let limit = ms(o.max);
             let side = match (i.lo, i.hi) {
                 (_, Some(hi)) if hi <= limit => Some(true),
