@@ -118,9 +118,7 @@ impl Engine {
                 continue;
             }
             let remaining = r.num_tokens() - r.num_computed;
-            let Some(new) = self.context_chunk(remaining, budget.min(self.cfg.max_num_batched_tokens), unit) else {
-                break;
-            };
+            let Some(new) = self.context_chunk(remaining, budget, unit) else { break };
             if new == 0 {
                 continue;
             }
@@ -171,9 +169,7 @@ impl Engine {
                 break;
             }
             let cached = self.look_up(slot);
-            // A context runs on its request's rank, within that rank's budget.
-            let rank_budget = budget.min(self.cfg.max_num_batched_tokens);
-            let Some(new) = self.context_chunk(num_tokens - cached, rank_budget, unit) else { break };
+            let Some(new) = self.context_chunk(num_tokens - cached, budget, unit) else { break };
             // The capacity scheduler counted it as fitting whether or not the
             // micro-batch had room for a chunk of it this step.
             available -= need;
@@ -229,7 +225,11 @@ impl Engine {
     /// else the whole units that fit (possibly 0: it waits, and a later,
     /// shorter context may still fit); without, all of them or `None` (it
     /// waits, and so does every context after it).
+    ///
+    /// A context runs on its request's rank, so within that rank's budget
+    /// too (the step's is the attention data-parallel ranks' together).
     fn context_chunk(&self, remaining: u32, budget: u32, unit: u32) -> Option<u32> {
+        let budget = budget.min(self.cfg.max_num_batched_tokens);
         if remaining <= budget {
             Some(remaining)
         } else if self.cfg.enable_chunked_prefill {
