@@ -301,6 +301,7 @@ fn probe_parts(parts: &mut Vec<String>, probes: &[RequestRecord], by_model: &BTr
 /// HTTP client the scraper and the probes share and the scraper itself; the
 /// key and URLs are registered as secrets to redact.
 fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<String>)> {
+    crate::target::refuse_fragment(&a.url)?;
     // The query of --url (a gateway's key) goes on the end of every path.
     let (path, query) = a.url.split_at(a.url.find(['?', '#']).unwrap_or(a.url.len()));
     let (base, metrics) = match path.trim_end_matches('/').strip_suffix("/metrics") {

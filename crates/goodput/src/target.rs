@@ -382,9 +382,22 @@ const ROUTES: [&str; 13] = [
     "/health",
 ];
 
+/// A `--url` with a fragment, refused before the root is normalised, so
+/// that the message echoes the path as given (the client's own check sees
+/// `/v1` gone), the fragment masked.
+pub(crate) fn refuse_fragment(url: &str) -> Result<()> {
+    if url.contains('#') {
+        return Err(
+            goodput_load::error::ClientError::Fragment { url: goodput_core::util::redact::redact_url(url) }.into()
+        );
+    }
+    Ok(())
+}
+
 /// Refuses a `--url` that names an endpoint (`…/v1/chat/completions`):
 /// goodput adds the API's path, so it would send to the path twice.
 fn check_root(url: &str) -> Result<()> {
+    refuse_fragment(url)?;
     let path_end = url.find(['?', '#']).unwrap_or(url.len());
     let path = url[..path_end].trim_end_matches('/');
     let Some(scheme_end) = path.find("://").map(|i| i + 3) else { return Ok(()) };

@@ -188,6 +188,15 @@ fn hints_name_the_fix() {
     let err =
         goodput().args(["bench", "--url", "http://127.0.0.1:9/api/generate?key=s3cr3t-value", "-n", "1"]).refusal();
     assert!(err.contains("give --url http://127.0.0.1:9") && !err.contains("s3cr3t"), "{err}");
+    // A fragment is refused with the path as given (`/v1/` had been dropped
+    // from the echo) and the fragment masked.
+    let err = goodput().args(["bench", "--url", "http://127.0.0.1:9/v1/#k=s3cr3t", "-n", "1"]).refusal();
+    assert!(
+        err.contains("'http://127.0.0.1:9/v1/#***'") && err.contains("fragment") && !err.contains("s3cr3t"),
+        "{err}"
+    );
+    let err = goodput().args(["monitor", "http://127.0.0.1:9/v1/#k=s3cr3t", "--duration", "1s"]).refusal();
+    assert!(err.contains("'http://127.0.0.1:9/v1/#***'") && !err.contains("s3cr3t"), "{err}");
 
     // An OpenAI server loaded as Ollama: /api/tags is not there, /v1/models is.
     let url = server(
