@@ -410,7 +410,13 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
     let control = Control::default();
     if let Some(rate) = a.probe_rate {
         let sink = ProbeSink { records: probes.clone(), live: live.clone(), control: control.clone(), origin };
-        start_probes(&a, rate, &base, &http, sink).await?;
+        // The model's discovery may wait its 10 s on a silent server: a
+        // stop ends it as it ends a scrape (it had taken a second signal).
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => return Ok(ExitCode::SUCCESS),
+            r = start_probes(&a, rate, &base, &http, sink) => r?,
+        }
     }
     if let Some(addr) = a.prometheus_listen {
         crate::prometheus::serve_live(addr, live.clone()).await?;
