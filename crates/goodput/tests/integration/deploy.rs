@@ -127,6 +127,16 @@ fn the_dockerfile_builds_a_static_binary_on_scratch() {
     let both = ["shards-job.yaml", "merge-job.yaml"]
         .map(|f| manifest(f)["spec"]["template"]["spec"]["containers"][0]["image"].clone());
     assert_eq!(both[0], both[1], "the shards and the merge run the same image");
+    // The image's user owns what the pods write: a fresh volume is root's,
+    // and without the pod's fsGroup the first write to /results fails.
+    let user = text.lines().find_map(|l| l.strip_prefix("USER ")).expect("the image names its user");
+    let (uid, gid) = user.split_once(':').unwrap();
+    for f in ["shards-job.yaml", "merge-job.yaml"] {
+        let sc = &manifest(f)["spec"]["template"]["spec"]["securityContext"];
+        assert_eq!(sc["fsGroup"].as_u64().map(|g| g.to_string()).as_deref(), Some(gid), "{f}: fsGroup");
+        assert_eq!(sc["runAsUser"].as_u64().map(|g| g.to_string()).as_deref(), Some(uid), "{f}: runAsUser");
+        assert_eq!(sc["runAsNonRoot"], true, "{f}");
+    }
 }
 
 fn action() -> Value {
