@@ -14,15 +14,18 @@
 //! loops of users on one replica.
 //!
 //! Pipeline stages (`--pp`) and expert-parallel sizes (`--ep`, for a
-//! mixture of experts) join the search: each TP takes the fewest stages
-//! that hold the model, and each EP size its own group of TP degrees.
+//! mixture of experts) join the search: each TP takes every number of
+//! stages that holds the model (more free cache for more users), and each
+//! EP size its own group of TP degrees.
 //!
 //! What cannot win is not simulated: configurations whose weights do not
-//! fit, more pipeline stages than the model needs, tensor-parallel degrees
-//! past the one that stopped making a single user faster, loads past a
-//! curve's first miss of the SLO or past where its throughput stopped
-//! rising, batch limits that only cut a curve short, and disaggregation
-//! ratios far from the workload's prefill:decode balance.
+//! fit, loads
+//! past a curve's first miss of the SLO or past where its throughput
+//! stopped rising, batch limits that only cut a curve short, and
+//! disaggregation ratios far from the workload's prefill:decode balance.
+//! Every TP degree and pipeline depth that fits is simulated: one user's
+//! speed, or the cache a depth frees, does not tell which wins within the
+//! SLO at many users.
 
 use crate::cli::{PlanArgs, WarmupArg, MAX_GPUS};
 use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
@@ -55,10 +58,6 @@ pub const MAX_CONFIGURATIONS: usize = 10_000;
 /// load to the next has saturated: more users only wait longer, so the
 /// points past it are dominated by it.
 const SATURATED: f64 = 0.03;
-/// A tensor-parallel degree that makes one user less than this share
-/// faster than half of it ends the climb: wider ones cost more GPUs per
-/// replica for less.
-const TP_HELPS: f64 = 0.05;
 /// The fewest requests a point is measured on (beside its warm-up).
 const MIN_REQUESTS: u64 = 16;
 /// The fewest requests a point sends per user, whatever `-n` says: fewer
@@ -213,56 +212,6 @@ const PD_AUTO_MAX: u32 = 5;
 /// the time: per GPU, it cannot beat the ratios nearer the balance.
 const PD_BALANCE_BAND: f64 = 3.0;
 
-/// A group's configurations as they ran, each with a note when the climb
-/// of TP stopped at it.
-type GroupOutcome = Vec<(FrontierConfig, Option<ClimbStop>)>;
-
-/// Where a group's climb of TP stopped: at `tp`, one user's speed `change`
-/// (a fraction) against `tp0`'s, the wider TPs left out. Groups that differ
-/// only in their batch limits or router stop alike and are said once, with
-/// the range of their changes.
-#[derive(Debug, Clone, PartialEq)]
-struct ClimbStop {
-    /// GPU, EP, precision and disaggregation: what the note names.
-    head: String,
-    tp: u32,
-    tp0: u32,
-    wider: String,
-    change: f64,
-}
-
-impl ClimbStop {
-    fn same_stop(&self, o: &ClimbStop) -> bool {
-        (&self.head, self.tp, self.tp0, &self.wider) == (&o.head, o.tp, o.tp0, &o.wider)
-    }
-
-    /// The note for stops alike, their changes from `lo` to `hi`.
-    fn note(&self, (lo, hi): (f64, f64), groups: usize) -> String {
-        let pct = |x: f64| format!("{:.1}%", x.abs() * 100.0);
-        let how = if hi < 0.0 {
-            if (hi - lo).abs() < 5e-4 {
-                format!("{} slower", pct(hi))
-            } else {
-                format!("{}–{} slower", pct(hi), pct(lo))
-            }
-        } else if lo >= 0.0 {
-            if (hi - lo).abs() < 5e-4 {
-                format!("only {} faster", pct(hi))
-            } else {
-                format!("only {}–{} faster", pct(lo), pct(hi))
-            }
-        } else {
-            format!("between {} slower and only {} faster", pct(lo), pct(hi))
-        };
-        let across =
-            if groups > 1 { format!(" (in each of {groups} batch-limit or router settings)") } else { String::new() };
-        format!(
-            "{}: TP {} made one user {how} than TP {}{across}; TP {} left out",
-            self.head, self.tp, self.tp0, self.wider
-        )
-    }
-}
-
 /// The points simulated at once: `--jobs`, or one a CPU.
 fn jobs(a: &PlanArgs) -> usize {
     a.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize).max(1)
@@ -380,7 +329,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         goodput_core::tell!("{w}");
         notes.push(w.trim_start_matches("warning: ").to_string());
     }
-    let configs = search.run(groups, &mut notes);
+    let configs = search.run(groups);
     let mut doc = FrontierResult {
         schema: SCHEMA.into(),
         tool: common::tool(),
@@ -759,8 +708,8 @@ impl Search<'_> {
     }
 
     /// The configurations to simulate, in groups whose members differ in
-    /// tensor parallelism alone (rising: a group stops climbing once TP
-    /// stops helping), and what was left out, and why.
+    /// tensor parallelism and pipeline stages alone (each group runs on one
+    /// thread), and what was left out, and why.
     fn groups(&self) -> Result<(Vec<Vec<Candidate>>, Vec<String>)> {
         let a = self.args;
         let mut notes = Vec::new();
@@ -807,7 +756,6 @@ impl Search<'_> {
         }
         self.check_pool_eps(&ratios)?;
         notes.extend(self.unplaceable(&tps, &pps, &eps));
-        let mut staged = false;
         let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
@@ -836,8 +784,8 @@ impl Search<'_> {
                         }
                         if auto_pd {
                             // Each ratio kept also with its decode pool on
-                            // each TP of the list, the prefill pool's
-                            // climbing, and on each wider EP of the list.
+                            // each TP of the list, beside each prefill
+                            // pool's TP, and on each wider EP of the list.
                             let plain: Vec<Pools> = kept.iter().flatten().copied().collect();
                             for pd in plain {
                                 kept.extend(tps.iter().map(|&s| Some(Pools { decode_tp: Some(s), ..pd })));
@@ -892,16 +840,14 @@ impl Search<'_> {
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
                                     continue;
                                 }
-                                let made =
-                                    self.fewest_stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32, pd);
+                                let made = self.stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32, pd);
                                 match made {
-                                    Some(Ok(c)) => {
-                                        staged |= c.pp > 1;
-                                        group.push(Candidate { router: routed, ..c });
+                                    Some(Ok(cs)) => {
+                                        counted += cs.len();
+                                        group.extend(cs.into_iter().map(|c| Candidate { router: routed, ..c }));
                                         // Past the cap a search runs for hours and
                                         // holds gigabytes (1,000 × 1,000 batch
                                         // limits had): refused before it starts.
-                                        counted += 1;
                                         if counted > MAX_CONFIGURATIONS {
                                             bail!(
                                                 "these lists make more than {MAX_CONFIGURATIONS} configurations, \
@@ -927,13 +873,6 @@ impl Search<'_> {
                 }
             }
         }
-        if staged {
-            notes.push(
-                "pipeline parallelism: for each TP only the fewest stages that hold the model were simulated; more \
-                 stages add a hand-off to every token and GPUs to every replica, and no speed"
-                    .into(),
-            );
-        }
         if tps.iter().all(|&t| t > a.budget) {
             bail!("every --tp degree is above the budget of {} GPUs (--gpus): give a smaller --tp", a.budget);
         }
@@ -953,7 +892,7 @@ impl Search<'_> {
     /// no configuration can take, with the fix: an EP that does not divide
     /// the model's experts or is a multiple of no `--tp`, and groups or
     /// replicas that need more GPUs than the budget at every TP. The search
-    /// skips them (see [`Search::fewest_stages`]); said here once a flag's
+    /// skips them (see [`Search::stages`]); said here once a flag's
     /// value, not once a TP.
     fn unplaceable(&self, tps: &[u32], pps: &[u32], eps: &[u32]) -> Vec<String> {
         let budget = self.args.budget;
@@ -1011,13 +950,13 @@ impl Search<'_> {
         notes
     }
 
-    /// The configuration of `tp` (and EP size `ep`, and disaggregated pools
-    /// `pd` of instances that are each such a replica) with the fewest of
+    /// The configurations of `tp` (and EP size `ep`, and disaggregated pools
+    /// `pd` of instances that are each such a replica), one for each of
     /// `pps` pipeline stages that fit the budget and hold the model, or why
-    /// none does; `None` where `ep` cannot go with `tp` or the budget (said
+    /// the fewest does not; `None` where `ep` cannot go with `tp` or the budget (said
     /// once a flag's value by [`Search::unplaceable`]).
     #[allow(clippy::too_many_arguments)]
-    fn fewest_stages(
+    fn stages(
         &self,
         offer: usize,
         gpu: &GpuSpec,
@@ -1028,7 +967,7 @@ impl Search<'_> {
         seq: u32,
         mbt: u32,
         pd: Option<Pools>,
-    ) -> Option<Result<Candidate>> {
+    ) -> Option<Result<Vec<Candidate>>> {
         let experts = self.model.moe.map_or(1, |m| m.num_experts);
         let pairs = |tp: u32, ep: u32| ep <= 1 || (ep.is_multiple_of(tp) && experts.is_multiple_of(ep));
         if !pairs(tp, ep)
@@ -1041,6 +980,7 @@ impl Search<'_> {
         }
         let ranks = ep_ranks(tp, ep);
         let mut last: Option<(Candidate, anyhow::Error)> = None;
+        let mut fitted = Vec::new();
         for &pp in pps {
             // More stages than layers is no pipeline: the reason of the
             // stages before it (a KV block too large, say) is the one to
@@ -1066,9 +1006,20 @@ impl Search<'_> {
                 ..self.base(offer, gpu, precision)
             };
             match self.fits(&c) {
-                Ok(()) => return Some(Ok(c)),
-                Err(e) => last = Some((c, e)),
+                // Every depth that fits: a deeper pipeline gives no speed,
+                // but halves the weights on each GPU, and the cache that
+                // frees can win at many users (a 70B that only just fits
+                // on two stages of TP 1 ran 24 tokens/s a GPU where four
+                // stages ran 611; at TP 2 in FP8, where two stages leave
+                // a cache only 16% smaller than four, four were still the
+                // best per dollar within the SLO).
+                Ok(()) => fitted.push(c),
+                Err(e) if fitted.is_empty() => last = Some((c, e)),
+                Err(_) => {}
             }
+        }
+        if !fitted.is_empty() {
+            return Some(Ok(fitted));
         }
         last.map(|(c, e)| Err(self.unfit(&c, e)))
     }
@@ -1256,7 +1207,7 @@ impl Search<'_> {
     /// Runs every group on `--jobs` threads, and gives the configurations
     /// in a stable order (the groups', then TP), each with the index of the
     /// configuration whose curve it is a prefix of, when it is one.
-    fn run(&self, groups: Vec<Vec<Candidate>>, notes: &mut Vec<String>) -> Vec<(FrontierConfig, Option<usize>)> {
+    fn run(&self, groups: Vec<Vec<Candidate>>) -> Vec<(FrontierConfig, Option<usize>)> {
         let jobs = jobs(self.args);
         // The widest batch limit of each (GPU, precision, budget, TP) is
         // simulated; the narrower ones are its prefixes.
@@ -1285,7 +1236,7 @@ impl Search<'_> {
         let work: Vec<(usize, &Vec<Candidate>)> =
             groups.iter().enumerate().filter(|(_, g)| g.iter().all(|c| c.max_num_seqs == widest(c))).collect();
         let next = Mutex::new(0usize);
-        let done: Mutex<Vec<(usize, GroupOutcome)>> = Mutex::new(Vec::new());
+        let done: Mutex<Vec<(usize, Vec<FrontierConfig>)>> = Mutex::new(Vec::new());
         std::thread::scope(|s| {
             for _ in 0..jobs.min(work.len()).max(1) {
                 s.spawn(|| loop {
@@ -1298,7 +1249,7 @@ impl Search<'_> {
                     let Some(&(gi, group)) = work.get(i) else { break };
                     let out = self.run_group(group);
                     if !self.args.quiet {
-                        for (c, _) in &out {
+                        for c in &out {
                             goodput_core::tell!("{}: {} points", c.id, c.points.len());
                         }
                     }
@@ -1309,25 +1260,9 @@ impl Search<'_> {
         let mut done = done.into_inner().expect("the threads have ended");
         done.sort_by_key(|d| d.0);
         let mut out: Vec<(FrontierConfig, Option<usize>)> = Vec::new();
-        // Groups that differ only in their batch limits or router stop
-        // their TP climb alike: said once, with the range of the changes
-        // (each had been said with its own figure and nothing to tell them
-        // apart).
-        let mut stops: Vec<(ClimbStop, (f64, f64), usize)> = Vec::new();
         for (_, group) in done {
-            for (c, stop) in group {
-                if let Some(stop) = stop {
-                    match stops.iter_mut().find(|(s, _, _)| s.same_stop(&stop)) {
-                        Some((_, (lo, hi), n)) => {
-                            (*lo, *hi, *n) = (lo.min(stop.change), hi.max(stop.change), *n + 1);
-                        }
-                        None => stops.push((stop.clone(), (stop.change, stop.change), 1)),
-                    }
-                }
-                out.push((c, None));
-            }
+            out.extend(group.into_iter().map(|c| (c, None)));
         }
-        notes.extend(stops.iter().map(|(s, range, n)| s.note(*range, *n)));
         // The narrower limits, pointing at their widest's configuration.
         for group in &groups {
             for c in group.iter().filter(|c| c.max_num_seqs != widest(c)) {
@@ -1374,47 +1309,26 @@ impl Search<'_> {
         )
     }
 
-    /// A group's configurations, TP rising, until TP stops making one user
-    /// faster; a note when the climb stopped before the group's end.
-    fn run_group(&self, group: &[Candidate]) -> GroupOutcome {
-        let mut out: GroupOutcome = Vec::new();
-        let mut single: Option<(u32, f64)> = None;
-        for (k, c) in group.iter().enumerate() {
-            let mut fc = self.config(c);
-            match self.curve(c) {
-                Ok(points) => fc.points = points,
-                Err(e) => {
-                    fc.status = ConfigStatus::Failed;
-                    fc.error = Some(format!("{e:#}"));
+    /// A group's configurations, each with its curve. Every TP is run: a
+    /// wider TP that makes one user slower can still carry more users a
+    /// GPU (Qwen3-30B-A3B FP8 on H100s: TP 2 is slower than TP 1 for one
+    /// user, and TP 4 at 512 users is on the frontier), so the climb that
+    /// had stopped at the first TP not 5% faster for one user is gone.
+    fn run_group(&self, group: &[Candidate]) -> Vec<FrontierConfig> {
+        group
+            .iter()
+            .map(|c| {
+                let mut fc = self.config(c);
+                match self.curve(c) {
+                    Ok(points) => fc.points = points,
+                    Err(e) => {
+                        fc.status = ConfigStatus::Failed;
+                        fc.error = Some(format!("{e:#}"));
+                    }
                 }
-            }
-            let speed = fc.points.first().and_then(|p| p.tokens_per_s_per_user);
-            out.push((fc, None));
-            if let (Some((tp0, s0)), Some(s)) = (single, speed) {
-                if s < s0 * (1.0 + TP_HELPS) && k + 1 < group.len() {
-                    let wider: Vec<String> = group[k + 1..].iter().map(|c| c.tp.to_string()).collect();
-                    let ep = if c.ep > 1 { format!(" ep{}", c.ep) } else { String::new() };
-                    let stop = ClimbStop {
-                        head: format!(
-                            "{}{ep} {}{}",
-                            self.args.gpu[c.offer].name,
-                            c.precision,
-                            c.pd.map(|pd| pd.id()).unwrap_or_default()
-                        ),
-                        tp: c.tp,
-                        tp0,
-                        wider: wider.join(", "),
-                        change: s / s0 - 1.0,
-                    };
-                    out.last_mut().expect("just pushed").1 = Some(stop);
-                    break;
-                }
-            }
-            if let Some(s) = speed {
-                single = Some((c.tp, s));
-            }
-        }
-        out
+                fc
+            })
+            .collect()
     }
 
     /// The most sequences a replica runs at once: disaggregated, the
@@ -1687,26 +1601,4 @@ fn steady_output_rate(
         return Err(false);
     }
     Ok(tokens as f64 / (to - from).as_secs_f64())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ClimbStop;
-
-    /// Stops alike from several groups (batch limits, routers) are one
-    /// note with the range of their changes, in plain words whatever the
-    /// signs: a slowdown never reads "only -3% faster".
-    #[test]
-    fn a_climb_stop_said_for_several_groups_gives_the_range_of_its_changes() {
-        let stop = ClimbStop { head: "h100 fp8".into(), tp: 2, tp0: 1, wider: "4".into(), change: -0.16 };
-        let one = stop.note((-0.16, -0.16), 1);
-        assert_eq!(one, "h100 fp8: TP 2 made one user 16.0% slower than TP 1; TP 4 left out");
-        let slower = stop.note((-0.2, -0.1), 2);
-        assert!(slower.contains("10.0%–20.0% slower") && slower.contains("in each of 2"), "{slower}");
-        let faster = stop.note((0.01, 0.03), 3);
-        assert!(faster.contains("only 1.0%–3.0% faster"), "{faster}");
-        let both = stop.note((-0.02, 0.03), 2);
-        assert!(both.contains("between 2.0% slower and only 3.0% faster"), "{both}");
-        assert!(!ClimbStop { tp: 4, ..stop.clone() }.same_stop(&stop));
-    }
 }

@@ -83,7 +83,7 @@ pub struct PlanArgs {
     /// Tensor-parallel degrees to try (those above the budget, or that do not divide the model's heads, are left out).
     #[arg(long, value_parser = parse_counts, default_value = "1,2,4,8")]
     pub tp: CountList,
-    /// Pipeline-parallel degrees to try: for each TP, only the fewest stages that make the model fit (more add hand-offs and a GPU group per stage, never speed).
+    /// Pipeline-parallel degrees to try: for each TP, every one that makes the model fit within the budget (more stages add hand-offs, never speed, but free each GPU's memory for more users).
     #[arg(long, value_parser = parse_counts, default_value = "1,2,4,8")]
     pub pp: CountList,
     /// Expert-parallel sizes to try for a mixture of experts (each a multiple of TP over data-parallel ranks that share the experts; ignored for a dense model).
