@@ -7,6 +7,7 @@ use crate::cli::{MergeArgs, OutputArgs};
 use crate::{common, output};
 use anyhow::{anyhow, bail, Result};
 use goodput_core::analysis::assemble::{attach_server_side, ServerSide};
+use goodput_core::analysis::cost::CostConfig;
 use goodput_core::doc::shard::{self, MergeInfo, MergedShard};
 use goodput_core::{ClientCost, RequestRecord, RunResult};
 use goodput_report::read::Document;
@@ -274,6 +275,21 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     let starts: Vec<f64> = shards.iter().map(|s| s.run.started_unix_s).collect();
     let offsets = shard::offsets(&starts);
     let start_at = shards[0].run.shard.as_ref().and_then(|s| s.start_at_unix_s);
+    // A shard waits for --start-at before its clock begins: one that began
+    // well before it (an hour had merged into a window of 3,607 s, every
+    // rate 500 times low) was edited, or its clock stepped back meanwhile.
+    if let Some(at) = start_at {
+        if let Some(s) = shards.iter().find(|s| s.run.started_unix_s < at - EARLY_START_S) {
+            bail!(
+                "{} began {:.3} s before the run's --start-at ({}), which a shard that waited for it cannot: its \
+                 started_unix_s was edited or damaged, or its machine's clock stepped back during the wait; give \
+                 the shard's result as bench wrote it, or rerun that shard",
+                s.path.display(),
+                at - s.run.started_unix_s,
+                goodput_core::util::number_text(at)
+            );
+        }
+    }
     let first_start = starts.iter().copied().fold(f64::INFINITY, f64::min);
     let last_start = starts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut merged_shards = Vec::new();
@@ -391,13 +407,15 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     Ok(MergedRun { result, records })
 }
 
-/// Refuses shards judged by different SLOs, or reporting different
-/// percentiles, where merge is given none of its own (`--slo`,
-/// `--percentiles`): the first shard's had been used without a word.
+/// Refuses shards judged by different SLOs, priced differently, or
+/// reporting different percentiles, where merge is given none of its own
+/// (`--slo`, `--gpu-hour-usd`/`--gpus`, `--percentiles`): the first
+/// shard's had been used without a word.
 fn check_same_judging(a: &MergeArgs, shards: &[Shard]) -> Result<()> {
     let first = &shards[0];
     let slo = |s: &Shard| s.run.config.judge.as_ref().and_then(|j| j.slo.clone());
     let pcts = |s: &Shard| s.run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect::<Vec<f64>>();
+    let cost = |s: &Shard| s.run.config.judge.as_ref().and_then(|j| j.cost);
     for s in &shards[1..] {
         if a.judge.slo.is_none() && slo(s) != slo(first) {
             let said = |x: Option<String>| x.map_or("none".to_string(), |x| format!("'{x}'"));
@@ -407,6 +425,33 @@ fn check_same_judging(a: &MergeArgs, shards: &[Shard]) -> Result<()> {
                 said(slo(first)),
                 s.path.display(),
                 said(slo(s))
+            );
+        }
+        // A price of merge's own (a flag or a config file) judges the
+        // merged run; without one, shards priced differently had been
+        // priced as the first, in silence.
+        let own_price = a.judge.gpu_hour_usd.is_some() || a.judge.config.is_some() || a.judge.price.is_some();
+        let (ca, cb) = (cost(first), cost(s));
+        let price =
+            |c: Option<CostConfig>| c.map_or("no price".to_string(), |c| format!("${}/GPU-hour", c.gpu_hour_usd));
+        let gpus = |c: Option<CostConfig>| c.map_or("none".to_string(), |c| c.gpus.to_string());
+        if !own_price && ca.map(|c| c.gpu_hour_usd) != cb.map(|c| c.gpu_hour_usd) {
+            bail!(
+                "{} was priced at {} and {} at {}: pass --gpu-hour-usd (and --gpus) to merge to price the merged \
+                 run once",
+                first.path.display(),
+                price(ca),
+                s.path.display(),
+                price(cb)
+            );
+        }
+        if a.judge.gpus.is_none() && ca.is_some() && cb.is_some() && ca.map(|c| c.gpus) != cb.map(|c| c.gpus) {
+            bail!(
+                "{} was priced for {} GPUs and {} for {}: pass --gpus to merge with the server's GPU count",
+                first.path.display(),
+                gpus(ca),
+                s.path.display(),
+                gpus(cb)
             );
         }
         if a.percentiles.is_none() && pcts(s) != pcts(first) {
@@ -490,6 +535,10 @@ fn scrapes_end_early(
         )
     })
 }
+
+/// How much earlier than `--start-at` a shard's clock may have begun (the
+/// wait's timer against the wall clock) before merge refuses it.
+const EARLY_START_S: f64 = 1.0;
 
 /// Shards whose clocks began further apart than this are warned about.
 const CLOCK_WARNING_S: f64 = 0.1;

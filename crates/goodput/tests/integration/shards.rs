@@ -225,6 +225,13 @@ fn refusals(dir: &Path, single: &Path) {
     std::fs::write(p("late.json"), v.to_string()).unwrap();
     let err = merge(&[s(0), p("late.json"), s(2)]).refusal();
     assert!(err.contains("late.json") && err.contains("past the 100-year horizon"), "{err}");
+    // ... and one an hour before the --start-at every shard waited for:
+    // merged, its window had been 3,607 s and every rate 500 times low.
+    let mut v = read_json(&s(1));
+    v["started_unix_s"] = (v["shard"]["start_at_unix_s"].as_f64().unwrap() - 3600.0).into();
+    std::fs::write(p("early.json"), v.to_string()).unwrap();
+    let err = merge(&[s(0), p("early.json"), s(2)]).refusal();
+    assert!(err.contains("early.json began 3600.") && err.contains("before the run's --start-at"), "{err}");
     // A request in two shards: one shard's records given as another's.
     let mut v = read_json(&s(1));
     let first = &cmd::records(&p("s0.jsonl"))[0];
@@ -239,6 +246,14 @@ fn refusals(dir: &Path, single: &Path) {
     let err = merge(&[s(0), p("slo.json"), s(2)]).refusal();
     assert!(err.contains("by 'ttft<=1s'") && err.contains("pass --slo to merge"), "{err}");
     merge(&[s(0), p("slo.json"), s(2)]).args(["--slo", "ttft<=2s"]).assert().success();
+    // Shards priced differently, with no price given to merge: the first
+    // shard's price (here none) had been taken in silence.
+    let mut v = read_json(&s(1));
+    v["config"]["judge"]["cost"] = serde_json::json!({"gpu_hour_usd": 9.0, "gpus": 8});
+    std::fs::write(p("priced.json"), v.to_string()).unwrap();
+    let err = merge(&[s(0), p("priced.json"), s(2)]).refusal();
+    assert!(err.contains("at no price") && err.contains("$9/GPU-hour") && err.contains("--gpu-hour-usd"), "{err}");
+    merge(&[s(0), p("priced.json"), s(2)]).args(["--gpu-hour-usd", "2", "--gpus", "8"]).assert().success();
     // A run that is no shard.
     let err = merge(&[s(0), single.to_owned()]).refusal();
     assert!(err.contains("is not a shard's result"), "{err}");
