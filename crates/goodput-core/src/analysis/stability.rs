@@ -89,6 +89,9 @@ const TRANSIENT_MAX: f64 = 0.5;
 const SETTLE: f64 = 2.0;
 /// Fewer measured requests than this are too few to judge.
 const MIN_REQUESTS: usize = 10;
+/// A closed loop whose users sent fewer measured requests than this each
+/// is too short to judge: its window is mostly their first requests.
+const MIN_REQUESTS_PER_USER: f64 = 2.0;
 /// Points of the outstanding count sampled over the stretch.
 const SAMPLES: usize = 64;
 /// The Theil–Sen slope is taken over at most this many requests, evenly
@@ -164,6 +167,22 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     let mut why = Vec::new();
     if measured.len() < MIN_REQUESTS {
         why.push(format!("{} measured requests are too few to judge a steady state", measured.len()));
+    }
+    // A closed loop's users start together: with about one request each,
+    // the window is their first requests and the few sent after them, and
+    // its rate that of a fixed number of requests, not of the loop (a sweep
+    // of 64 requests at 40 to 58 users had read one flat throughput as
+    // saturation, and called those points steady).
+    if let Some(users) = load.filter(|_| !open_loop).and_then(|l| l.concurrency).filter(|&u| u > 1) {
+        let each = measured.len() as f64 / users as f64;
+        if each < MIN_REQUESTS_PER_USER {
+            why.push(format!(
+                "{} measured requests over {users} users is {each:.1} a user: the window holds little more than \
+                 their first requests, sent together; give at least {} requests (--requests)",
+                measured.len(),
+                (MIN_REQUESTS_PER_USER * users as f64).ceil()
+            ));
+        }
     }
     let rate = offered_rps.unwrap_or(achieved_rps).max(achieved_rps);
     let rise = outstanding_growth_per_s * len;
@@ -420,6 +439,23 @@ mod tests {
         let closed: Vec<RequestRecord> = (0..8).map(|i| req(i, (i / 4) as f64, 0.05, 1.0)).collect();
         let s = judge(&closed, &window(&closed), None).unwrap();
         assert!(!s.steady && s.offered_rps.is_none(), "{s:?}");
+    }
+
+    #[test]
+    fn a_closed_loop_of_about_one_request_a_user_is_not_steady() {
+        // 58 users sent together, 64 requests: each user's first, and six
+        // more after the first ends; each 1 s long.
+        let closed = |users: u64| LoadConfig { concurrency: Some(users), ..LoadConfig::default() };
+        let few: Vec<RequestRecord> =
+            (0..64).map(|i| req(i, if i < 58 { 0.0 } else { 1.0 + 0.01 * i as f64 }, 0.05, 1.0)).collect();
+        let s = judge(&few, &window(&few), Some(&closed(58))).unwrap();
+        assert!(!s.steady, "{s:?}");
+        assert!(s.reason.as_deref().unwrap().contains("1.1 a user") && s.reason.unwrap().contains("116"));
+        // Eight users of eight requests each, one a second: steady.
+        let many: Vec<RequestRecord> =
+            (0..64).map(|i| req(i, (i / 8) as f64 + 0.01 * (i % 8) as f64, 0.05, 1.0)).collect();
+        let s = judge(&many, &window(&many), Some(&closed(8))).unwrap();
+        assert!(s.steady, "{s:?}");
     }
 
     #[test]
