@@ -199,15 +199,21 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
 
     // Saturation: the knee of output throughput against load (Kneedle: the
     // point farthest above the chord once both axes are scaled to 0..1),
-    // provided TTFT climbs past it, so the extra load only queues.
-    let last = *order.last().expect("not empty");
-    match knee(&order.iter().map(|&i| (intensity(&points[i]), thr(i))).collect::<Vec<_>>()) {
-        Some(k) if order[k] != last && ttft(last) >= 1.5 * ttft(order[k]).max(1e-9) => {
-            a.saturation = Some(point_ref(order[k], &points[order[k]]));
-        }
-        _ => a.notes.push(format!(
-            "throughput was still rising, or {} flat, at the highest load: the sweep did not reach saturation",
-            if pooled { "E2E" } else { "TTFT" }
+    // provided TTFT climbs past it, so the extra load only queues. Over the
+    // steady points alone: an unsteady one's rate is its window's, not the
+    // load's (64 requests at 34 to 64 users had made a flat knee at 34).
+    let knee_order: Vec<usize> = order.iter().copied().filter(|&i| steady(&points[i].result)).collect();
+    let some_unsteady = knee_order.len() < order.len();
+    let found = knee_order.last().and_then(|&last| {
+        let k = knee(&knee_order.iter().map(|&i| (intensity(&points[i]), thr(i))).collect::<Vec<_>>())?;
+        (knee_order[k] != last && ttft(last) >= 1.5 * ttft(knee_order[k]).max(1e-9)).then_some(knee_order[k])
+    });
+    match found {
+        Some(k) => a.saturation = Some(point_ref(k, &points[k])),
+        None => a.notes.push(format!(
+            "throughput was still rising, or {} flat, at the highest {}load: the sweep did not reach saturation",
+            if pooled { "E2E" } else { "TTFT" },
+            if some_unsteady { "steady " } else { "" }
         )),
     }
 
