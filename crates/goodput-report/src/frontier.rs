@@ -58,9 +58,12 @@ pub fn terminal(doc: &FrontierResult) -> String {
     for &id in doc.frontier.iter().rev() {
         let (c, p) = (&doc.configs[id.config], &doc.configs[id.config].points[id.point]);
         let best = if doc.best.as_ref().is_some_and(|b| b.at == id) { "  ← best" } else { "" };
+        // A point not steady gives its window's rate: marked on its row, not
+        // only in a note below the table (its row had read as any other).
+        let unsteady = if p.steady == Some(false) { "  (not steady)" } else { "" };
         let _ = writeln!(
             o,
-            "{:<width$}  {:<16} {:>10} {:>10} {:>9} {:>8} {:>10} {:>6} {:>8} {:>8} {:>11}{best}",
+            "{:<width$}  {:<16} {:>10} {:>10} {:>9} {:>8} {:>10} {:>6} {:>8} {:>8} {:>11}{best}{unsteady}",
             esc(&c.id),
             p.load.label(),
             num(Some(p.output_tokens_per_s_per_gpu), 0),

@@ -364,8 +364,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     if unsteady > 0 {
         doc.notes.push(format!(
             "{unsteady} point(s) not steady: fewer than {MIN_STEADY_COMPLETIONS_PER_USER} requests per user ended \
-             while every user was in the loop, so each gives the run's window's rate, marked steady: false, and \
-             none is the best: raise --requests-per-user (or -n)"
+             while every user was in the loop, so each gives the run's window's rate, marked steady: false (and \
+             \"not steady\" on its row), and none is the best: raise --requests-per-user (or -n)"
         ));
     }
     let simulated: usize = doc.configs.iter().map(|c| c.points.len()).sum();
@@ -1073,7 +1073,13 @@ impl Search<'_> {
         options.extend(self.fit_fix(c));
         let fix = match options.len() {
             0 => format!("no TP × PP within the plan's reach ({MAX_GPUS} GPUs) holds it: offer a GPU with more memory"),
-            _ => format!("give {}", options.join(", or ")),
+            // A flag is given; "raise --gpus to N" says its own verb ("give
+            // raise --gpus" had been printed).
+            _ => options
+                .iter()
+                .map(|o| if o.starts_with("--") { format!("give {o}") } else { o.clone() })
+                .collect::<Vec<_>>()
+                .join(", or "),
         };
         anyhow!("{at}: {detail}; {fix}")
     }
@@ -1517,7 +1523,7 @@ impl Search<'_> {
     /// `steady`: the replica's output tokens/s counted while every user was
     /// in the loop ([`steady_output_rate`]), which takes the place of the
     /// run's window's; its goodput keeps its share of the output, and its
-    /// tokens/s per provisioned megawatt follow it.
+    /// tokens/s per provisioned megawatt and joules per token follow it.
     fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult, steady: Option<f64>) -> FrontierPoint {
         let s = &r.summary;
         let dp = f64::from(c.engines());
@@ -1538,8 +1544,10 @@ impl Search<'_> {
             meets_slo: meets_slo(r, self.attainment),
             usd_per_million_output_tokens: self.usd_per_million(c, gpus, total),
             // Both per token or per provisioned watt: a replica's are the
-            // configuration's.
-            joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token),
+            // configuration's. Both follow the steady rate at the window's
+            // mean power, so that J/token × tokens/s stays the power (the
+            // joules had kept the window's rate, 1% apart).
+            joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token).map(|j| j / scale),
             output_tokens_per_s_per_mw: r
                 .energy
                 .as_ref()

@@ -953,6 +953,20 @@ fn a_point_with_one_request_per_user_is_not_steady_and_never_the_best() {
     assert_eq!(points[1]["steady"], false, "{}", points[1]);
     assert_eq!(doc["best"]["at"]["point"], 0, "{}", doc["best"]);
     assert!(doc["notes"].to_string().contains("1 point(s) not steady"), "{}", doc["notes"]);
+    // The steady rate takes the window's in both energy figures alike:
+    // J/token × tokens/s is the same power as tokens/s per provisioned MW
+    // implies for the replica's mean power (J/token had kept the window's).
+    for p in points {
+        let (j, rate) = (p["joules_per_output_token"].as_f64().unwrap(), p["output_tokens_per_s"].as_f64().unwrap());
+        let per_mw = p["output_tokens_per_s_per_mw"].as_f64().unwrap();
+        let watts = j * rate;
+        let provisioned = rate / per_mw * 1e6;
+        assert!(watts > 0.0 && watts <= provisioned * 1.0001, "{watts} W of {provisioned} W provisioned: {p}");
+    }
+    // The terminal marks the row, not only a note.
+    let o = goodput().arg("report").arg(&out).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.lines().any(|l| l.contains("concurrency 64") && l.ends_with("(not steady)")), "{text}");
 }
 
 #[test]
@@ -965,6 +979,7 @@ fn a_model_that_fits_no_split_names_its_stages_and_what_the_budget_allows() {
         .refusal();
     assert!(err.contains("l4 tp1 bf16: left out (at --pp 8 (8 GPUs a replica)"), "{err}");
     assert!(err.contains("raise --gpus to 16 (no TP × PP within 8 GPUs holds it; TP 2 × PP 8 does)"), "{err}");
+    assert!(!err.contains("give raise"), "{err}");
     assert!(!err.contains("--tp 16"), "{err}");
     let err = goodput()
         .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "1", "--model", "llama-3.1-405b", "--jobs", "1"])
