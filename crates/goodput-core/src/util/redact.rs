@@ -146,6 +146,17 @@ pub fn scrub(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// `text` with the process's secret values ([`set_global`]) masked, and
+/// nothing else: for text kept as the run's data (`--keep-text`), where a
+/// URL's query in a prompt is the prompt's own, but a key the server echoed
+/// in its answer is still the key (it had been written verbatim).
+pub fn scrub_secrets(text: &str) -> Cow<'_, str> {
+    match GLOBAL.get() {
+        Some(s) => s.mask_values(Cow::Borrowed(text)),
+        None => Cow::Borrowed(text),
+    }
+}
+
 /// The secret values of a run, to be masked wherever they show up.
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
@@ -235,7 +246,12 @@ impl Secrets {
     /// JSON string escapes it (`sk\/…`, `\u0026`, `\"`), in a body goodput
     /// shows without decoding.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut out = redact_urls(text);
+        self.mask_values(redact_urls(text))
+    }
+
+    /// `text` with every secret value masked (as [`Secrets::redact`] finds
+    /// them), and nothing else.
+    fn mask_values<'a>(&self, mut out: Cow<'a, str>) -> Cow<'a, str> {
         for v in &self.values {
             if let Some(masked) = mask_loose(&out, v, v.len() < SHORTEST) {
                 out = Cow::Owned(masked);

@@ -364,9 +364,12 @@ impl Client {
             }
         }
         if self.quality.keep_text {
-            rec.prompt_text = Some(prompt);
-            rec.output_text = answer.map(str::to_owned);
-            rec.reference = (!item.reference.is_empty()).then(|| item.reference.to_vec());
+            // The key and header values stay out of what is kept as of
+            // everything written: a server may echo them in its answer.
+            let kept = |t: &str| goodput_core::util::redact::scrub_secrets(t).into_owned();
+            rec.prompt_text = Some(kept(&prompt));
+            rec.output_text = answer.map(kept);
+            rec.reference = (!item.reference.is_empty()).then(|| item.reference.iter().map(|r| kept(r)).collect());
         }
     }
 

@@ -231,7 +231,7 @@ pub struct WorkloadArgs {
     /// Score each answer against its dataset entry's "reference" (or "answer") with these scorers: exact, number, rouge-l, bleu, chrf (default: all that apply). Scores go into the records and summary.quality.
     #[arg(long, value_parser = parse_scorers, help_heading = "Quality")]
     pub score: Option<ScorerList>,
-    /// Keep each request's prompt, answer and reference in its record (off by default: they can be private; scores and hashes are kept either way).
+    /// Keep each request's prompt, answer and reference in its record (off by default: they can be private; scores and hashes are kept either way). The API key and --header values are masked in them, as everywhere.
     #[arg(long, help_heading = "Quality")]
     pub keep_text: bool,
     /// Send each prompt this many times within the run, the copies spread apart so they land in different batches; summary.quality.consistency says how alike they came back.

@@ -254,3 +254,59 @@ fn a_refused_header_or_key_is_not_repeated() {
     let err = goodput().args(["bench", "-n", "1", "--api-key", "sk-SECRETVALUE123\n"]).refusal();
     assert!(err.contains("the API key") && !err.contains("cannot reach") && !err.contains("SECRETVALUE"), "{err}");
 }
+
+/// A server that answers every chat request 200, whole (not streamed), with
+/// an answer that repeats the Authorization header it was sent.
+fn answering_with_the_key() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let mut reader = BufReader::new(sock.try_clone().unwrap());
+            let (mut auth, mut len) = (String::new(), 0usize);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                let (name, value) = line.split_once(':').unwrap_or((line, ""));
+                match name.to_ascii_lowercase().as_str() {
+                    "authorization" => auth = value.trim().to_owned(),
+                    "content-length" => len = value.trim().parse().unwrap_or(0),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            let msg = serde_json::json!({
+                "id": "x", "object": "chat.completion", "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": format!("your key is {auth}")}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
+            })
+            .to_string();
+            let _ = write!(
+                sock,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{msg}",
+                msg.len()
+            );
+        }
+    });
+    url
+}
+
+/// A key the server repeats in its answer is masked in the text kept by
+/// `--keep-text` (records, result, HTML), as everywhere else: it had been
+/// written verbatim.
+#[test]
+fn a_key_echoed_in_an_answer_kept_by_keep_text_is_masked() {
+    let url = answering_with_the_key();
+    let all = everything_written(&["--url", &url, "--api-key", "sk-live-0123456789", "--no-stream", "--keep-text"]);
+    assert!(all.contains("your key is ***"), "the answer is kept, the key masked:\n{all}");
+    assert!(!all.contains("sk-live-0123456789"), "the key was written:\n{all}");
+}
