@@ -208,6 +208,21 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// Its name as the JSON document writes it (`ratio`, `ms`): a CSV's
+    /// unit column, whose values are as the JSON's (a ratio a fraction, not
+    /// a percentage; `%` had read 0.47 as 0.47%).
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::TokensPerS => "tokens_per_s",
+            Unit::RequestsPerS => "requests_per_s",
+            Unit::Ratio => "ratio",
+            Unit::Usd => "usd",
+            Unit::Count => "count",
+            Unit::Plain => "plain",
+        }
+    }
+
     /// The suffix shown after a value or in a header.
     pub fn suffix(self) -> &'static str {
         match self {

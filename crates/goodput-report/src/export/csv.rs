@@ -129,7 +129,7 @@ impl Exporter for Csv {
             .rows
             .iter()
             .map(|r| {
-                let mut row = vec![csv_text(&r.metric.path()), csv_text(r.unit.suffix())];
+                let mut row = vec![csv_text(&r.metric.path()), csv_text(r.unit.name())];
                 for (i, v) in r.values.iter().enumerate() {
                     row.push(csv_num(*v));
                     if i > 0 {

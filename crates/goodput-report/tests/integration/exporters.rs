@@ -654,6 +654,14 @@ fn every_format_renders_a_comparison() {
                     ["metric", "unit", "'=base.json", "<b>cand</b>.json", "change_<b>cand</b>.json"]
                 );
                 assert_no_formulas(&rows);
+                // Units as the JSON names them: a ratio's values are
+                // fractions, and `%` had said otherwise.
+                for row in &rows[1..] {
+                    assert!(row[1] != "%", "{row:?}");
+                    if row[0] == "error_rate" {
+                        assert_eq!(row[1], "ratio", "{row:?}");
+                    }
+                }
                 let verdicts = parse_csv(&text(&out, "verdicts.csv"));
                 assert_eq!(column(&verdicts, "verdict"), ["fail"]);
             }
