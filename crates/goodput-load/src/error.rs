@@ -276,7 +276,11 @@ pub enum WorkloadError {
     /// A JSONL line that is JSON but not an entry.
     #[error("dataset {} line {line}: {reason}", path.display())]
     Entry { path: PathBuf, line: usize, reason: EntryError },
-    #[error("dataset {} holds no usable entry", path.display())]
+    #[error(
+        "dataset {} holds no usable entry (an empty prompt, or a conversation that asks no question, is skipped): \
+         give prompts",
+        path.display()
+    )]
     Empty { path: PathBuf },
     /// An entry of a JSON array, or a Parquet row, that is not an entry.
     #[error("dataset {} {place}: {reason}", path.display())]
@@ -372,7 +376,10 @@ pub enum TraceLine {
 /// A dataset's JSONL line that is JSON but not an entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EntryError {
-    #[error("\"max_tokens\" must be a positive whole number")]
+    #[error(
+        "\"max_tokens\" must be a whole number from 1 to {max} (2 Mi, beyond any model's context)",
+        max = crate::workload::MAX_TOKENS
+    )]
     MaxTokens,
     #[error(
         "\"{column}\" must be an image or a list of them: a file path, a data URL (data:image/png;base64,...), or \

@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 pub const DETECTED: [&str; 7] =
     ["prompt", "messages", "conversations", "conversation", "text", "instruction", "question"];
 
-/// The entry `v` holds, `None` for a conversation with no question to ask
-/// (skipped, as ShareGPT's are), or what is wrong with it.
+/// The entry `v` holds, `None` for an empty prompt or a conversation with
+/// no question to ask (skipped), or what is wrong with it.
 pub(super) fn entry_of(
     v: &Value,
     column: Option<&str>,
@@ -30,7 +30,9 @@ pub(super) fn entry_of(
     };
     let max_tokens = match obj.get("max_tokens") {
         None | Some(Value::Null) => None,
-        Some(m) => Some(m.as_u64().filter(|&n| n > 0 && n <= u32::MAX as u64).ok_or(EntryError::MaxTokens)? as u32),
+        Some(m) => {
+            Some(m.as_u64().filter(|&n| n > 0 && n <= u64::from(super::MAX_TOKENS)).ok_or(EntryError::MaxTokens)? as u32)
+        }
     };
     let reference = reference_of(v)?;
     let images = super::images::images_column(obj)?;
@@ -50,6 +52,10 @@ pub(super) fn entry_of(
                 if let Some(input) = obj.get("input").and_then(Value::as_str).filter(|i| !i.trim().is_empty()) {
                     text = format!("{text}\n\n{input}");
                 }
+            }
+            // A prompt that asks nothing is skipped, as a conversation that asks nothing is.
+            if text.is_empty() {
+                return Ok(None);
             }
             let n = count_tokens(&text, tokenizer);
             Ok(Some(entry(PromptBody::Text(text), n)))

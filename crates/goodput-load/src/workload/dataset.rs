@@ -41,12 +41,13 @@ pub(super) fn count_tokens(text: &str, tokenizer: Option<&TokenCounter>) -> u32 
     n.clamp(1, u32::MAX as usize) as u32
 }
 
-/// Reads a dataset: ShareGPT JSON (an array of `{"conversations": [...]}`) or
-/// JSONL of `{"prompt": …}` / `{"messages": …}` with optional `max_tokens`.
-/// JSONL is read a line at a time, each at most
-/// [`goodput_core::util::input::LINE_CAP`] (a FIFO will do); a ShareGPT array is
-/// read whole, from a regular file of at most
-/// [`goodput_core::util::input::DOCUMENT_CAP`].
+/// Reads a dataset: JSONL of `{"prompt": …}` / `{"messages": …}` (or any
+/// prompt column of [`super::columns::DETECTED`]) with optional
+/// `max_tokens`, or a JSON array of the same entries (ShareGPT's array of
+/// `{"conversations": [...]}` among them). JSONL is read a line at a time,
+/// each at most [`goodput_core::util::input::LINE_CAP`]; an array whole, at
+/// most [`goodput_core::util::input::DOCUMENT_CAP`]. Either may come from a
+/// pipe (`<(…)`, a FIFO): the input is opened once.
 pub fn load_dataset(path: &Path, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, WorkloadError> {
     load_dataset_column(path, tokenizer, None)
 }
@@ -59,36 +60,56 @@ pub fn load_dataset_column(
     tokenizer: Option<&TokenCounter>,
     column: Option<&str>,
 ) -> Result<Vec<DatasetEntry>, WorkloadError> {
-    use std::io::BufRead;
     let path_buf = || path.to_path_buf();
-    if super::parquet::is_parquet(path) {
+    let parquet = |path: &Path| {
         let entries = super::parquet::load(path, tokenizer, column)?;
-        return if entries.is_empty() { Err(WorkloadError::Empty { path: path_buf() }) } else { Ok(entries) };
+        if entries.is_empty() {
+            Err(WorkloadError::Empty { path: path.to_path_buf() })
+        } else {
+            Ok(entries)
+        }
+    };
+    if super::parquet::has_extension(path) {
+        return parquet(path);
     }
-    let mut lines = LineReader::open(path, "the dataset")?;
-    let first =
-        lines.input().fill_buf().map_err(|e| WorkloadError::DatasetRead { path: path_buf(), error: e.to_string() })?;
+    // One open, its first bytes looked at and then read again: a pipe is
+    // read once (opening it twice had waited for a second writer, or found
+    // its first bytes gone).
+    let mut opened = LineReader::open(path, "the dataset")?;
+    let head =
+        head(opened.input()).map_err(|e| WorkloadError::DatasetRead { path: path_buf(), error: e.to_string() })?;
+    if super::parquet::has_magic(&head) {
+        drop(opened);
+        return parquet(path);
+    }
     // Editors on Windows begin UTF-8 files with a byte-order mark.
-    let first = first.strip_prefix(BOM).unwrap_or(first);
-    let entries = if first.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        drop(lines);
-        let text = goodput_core::util::input::read_text(path, "the dataset", goodput_core::util::input::DOCUMENT_CAP)?;
+    let body = head.strip_prefix(BOM).unwrap_or(&head);
+    let array = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let input =
+        std::io::BufReader::with_capacity(1 << 16, std::io::Read::chain(std::io::Cursor::new(head), opened.input()));
+    let mut lines = LineReader::new(input, path, "the dataset", goodput_core::util::input::LINE_CAP);
+    let entries = if array {
+        let text = read_whole(lines.input(), path)?;
         goodput_core::util::input::check_parse(path, "the dataset", &text)?;
         let trimmed = text.strip_prefix('\u{feff}').unwrap_or(&text).trim_start();
         let v: Value = serde_json::from_str(trimmed)
             .map_err(|e| WorkloadError::DatasetArray { path: path_buf(), error: e.to_string() })?;
         let items = v.as_array().map(Vec::as_slice).unwrap_or_default();
-        if column.is_none() && items.iter().any(|i| i.get("conversations").is_some()) {
-            sharegpt(&v, tokenizer).map_err(|reason| WorkloadError::ShareGpt { path: path_buf(), reason })?
-        } else {
-            // An array of entries, each as a JSONL line is read.
-            let mut out = Vec::new();
-            for (k, item) in items.iter().enumerate() {
-                let at = |reason| WorkloadError::Item { path: path_buf(), place: format!("entry {}", k + 1), reason };
-                out.extend(super::columns::entry_of(item, column, tokenizer).map_err(at)?);
-            }
-            out
+        // ShareGPT's array, read as vLLM's benchmarks read it: a
+        // conversation whose question got no answer (and that gives no
+        // max_tokens) sets no output length, and is skipped.
+        let sharegpt = column.is_none() && items.iter().any(|i| i.get("conversations").is_some());
+        // Each entry as a JSONL line is read.
+        let mut out = Vec::new();
+        for (k, item) in items.iter().enumerate() {
+            let at = |reason| WorkloadError::Item { path: path_buf(), place: format!("entry {}", k + 1), reason };
+            let entry = super::columns::entry_of(item, column, tokenizer).map_err(at)?;
+            out.extend(entry.filter(|e| !sharegpt || e.max_tokens.is_some()));
         }
+        if sharegpt && out.is_empty() {
+            return Err(WorkloadError::ShareGpt { path: path_buf(), reason: ShareGptError::NoConversation });
+        }
+        out
     } else {
         let mut out = Vec::new();
         while let Some(line) = lines.next_line() {
@@ -119,6 +140,48 @@ pub fn load_dataset_column(
     Ok(entries)
 }
 
+/// The first bytes of `input`: at least 4 and one not white space, where it
+/// holds them (a pipe may give a few bytes at a time), at most about 64 KiB.
+fn head<R: std::io::BufRead>(input: &mut R) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::new();
+    loop {
+        let got = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if got.is_empty() {
+            return Ok(head);
+        }
+        let n = got.len();
+        head.extend_from_slice(got);
+        input.consume(n);
+        let body = head.strip_prefix(BOM).unwrap_or(&head);
+        if (head.len() >= 4 && body.iter().any(|b| !b.is_ascii_whitespace())) || head.len() >= 1 << 16 {
+            return Ok(head);
+        }
+    }
+}
+
+/// The rest of `input` as text, at most [`goodput_core::util::input::DOCUMENT_CAP`].
+fn read_whole<R: std::io::Read>(input: &mut R, path: &Path) -> Result<String, WorkloadError> {
+    use goodput_core::util::input::{InputError, DOCUMENT_CAP};
+    let what = "the dataset";
+    let too_large = || InputError::TooLarge { path: path.to_owned(), what, cap: DOCUMENT_CAP };
+    // A file's size is known before it is read (a pipe's is not).
+    let size = std::fs::metadata(path).ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
+    if size > DOCUMENT_CAP {
+        return Err(too_large().into());
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(input, DOCUMENT_CAP + 1), &mut bytes)
+        .map_err(|error| InputError::Io { path: path.to_owned(), what, error })?;
+    if bytes.len() as u64 > DOCUMENT_CAP {
+        return Err(too_large().into());
+    }
+    String::from_utf8(bytes).map_err(|_| InputError::NotUtf8 { path: path.to_owned(), what }.into())
+}
+
 /// The UTF-8 byte-order mark.
 const BOM: &[u8] = "\u{feff}".as_bytes();
 
@@ -139,42 +202,4 @@ pub(super) fn reference_of(v: &Value) -> Result<Vec<String>, EntryError> {
         Value::Array(_) => Err(EntryError::NoReference { key }),
         _ => Err(bad()),
     }
-}
-
-/// A ShareGPT array's entries, or what is wrong with it.
-fn sharegpt(v: &Value, tokenizer: Option<&TokenCounter>) -> Result<Vec<DatasetEntry>, ShareGptError> {
-    let arr = v.as_array().ok_or(ShareGptError::NotArray)?;
-    let mut out = Vec::new();
-    for item in arr {
-        let Some(conv) = item.get("conversations").and_then(Value::as_array) else {
-            continue;
-        };
-        // The first human turn is the prompt; the reply that follows sets the output length.
-        let turn = |i: usize| conv.get(i).and_then(|t| t.get("value")).and_then(Value::as_str);
-        let (Some(prompt), Some(reply)) = (turn(0), turn(1)) else {
-            continue;
-        };
-        if prompt.is_empty() || reply.is_empty() {
-            continue;
-        }
-        let reply_tokens = |reply: &str| count_tokens(reply, tokenizer);
-        // Later questions, each with the answer it got, while the turns alternate.
-        let follow_ups = (1..)
-            .map_while(|k| Some((turn(2 * k)?, turn(2 * k + 1)?)))
-            .take_while(|(q, a)| !q.is_empty() && !a.is_empty())
-            .map(|(q, a)| (q.to_owned(), Some(reply_tokens(a))))
-            .collect();
-        out.push(DatasetEntry {
-            prompt: PromptBody::Text(prompt.to_owned()),
-            max_tokens: Some(reply_tokens(reply)),
-            follow_ups,
-            reference: Vec::new(),
-            prompt_tokens: count_tokens(prompt, tokenizer),
-            images: Vec::new(),
-        });
-    }
-    if out.is_empty() && !arr.is_empty() {
-        return Err(ShareGptError::NoConversation);
-    }
-    Ok(out)
 }

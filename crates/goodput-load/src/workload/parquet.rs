@@ -11,13 +11,14 @@ use std::path::Path;
 /// Parquet's magic bytes, at the start and the end of a file.
 const MAGIC: &[u8; 4] = b"PAR1";
 
-/// Whether `path` is Parquet: by its extension, or its first bytes.
-pub fn is_parquet(path: &Path) -> bool {
-    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet")) {
-        return true;
-    }
-    let mut head = [0u8; 4];
-    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok() && &head == MAGIC
+/// Whether `path` names a Parquet file by its extension.
+pub(super) fn has_extension(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+/// Whether a file's first bytes are Parquet's.
+pub(super) fn has_magic(head: &[u8]) -> bool {
+    head.starts_with(MAGIC)
 }
 
 #[cfg(feature = "parquet")]
@@ -33,8 +34,9 @@ pub(super) fn load(
 
     let fail =
         |e: &dyn std::fmt::Display| WorkloadError::Parquet { path: path.to_owned(), error: hint(&e.to_string()) };
-    let file = std::fs::File::open(path)
-        .map_err(|e| WorkloadError::DatasetRead { path: path.to_owned(), error: e.to_string() })?;
+    // Parquet keeps its index at the end: a pipe, which cannot be read
+    // from the end, is refused by name.
+    let file = goodput_core::util::input::open_regular(path, "a Parquet dataset")?;
     let reader = SerializedFileReader::new(file).map_err(|e| fail(&e))?;
     let schema = reader.metadata().file_metadata().schema();
     let fields = schema.get_fields();

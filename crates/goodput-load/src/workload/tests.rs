@@ -260,9 +260,10 @@ fn jsonl_and_sharegpt_datasets() {
     )
     .unwrap();
     let e = load_dataset(&sg, None).unwrap();
-    assert_eq!(e[0].follow_ups, [("And then?".to_string(), Some(6))]);
+    // A last question without its answer is still asked, its length the server's (as in JSONL).
+    assert_eq!(e[0].follow_ups, [("And then?".to_string(), Some(6)), ("Last".to_string(), None)]);
     let w = Workload::dataset(e, None, 0);
-    assert_eq!(w.conversation_turns(0), Some(2));
+    assert_eq!(w.conversation_turns(0), Some(3));
     let q = w.question(0, 1).unwrap();
     assert_eq!((q.prompt, q.max_tokens), (PromptBody::Text("And then?".into()), Some(6)));
     assert_eq!(w.question(0, 0).unwrap().max_tokens, Some(3));
@@ -352,4 +353,110 @@ fn a_lognormal_s_median_is_below_its_mean_and_its_tail_share_and_clamping_are_me
     assert!(w.contains("--input-tokens lognormal:256,10 draws a mean of") && w.contains("not 256"), "{w}");
     assert_eq!(code.clamp_warning("--input-tokens"), None);
     assert_eq!(LengthDist::Fixed(1).clamp_warning("--input-tokens"), None);
+}
+
+#[test]
+fn a_sharegpt_array_reads_each_entry_as_its_jsonl_line_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let items = [
+        // System turns go before the first question; the entry's max_tokens wins; its reference is kept.
+        r#"{"conversations":[{"from":"system","value":"Be brief."},{"from":"human","value":"Why?"},{"from":"gpt","value":"Because it is so."}],"max_tokens":7,"reference":"so"}"#,
+        // The model speaking first asks nothing: skipped.
+        r#"{"conversations":[{"from":"gpt","value":"Hello, how can I help?"},{"from":"human","value":"Unanswered"}]}"#,
+        // The answer sets the length; "answer" is a reference too.
+        r#"{"conversations":[{"from":"human","value":"2+2?"},{"from":"gpt","value":"four"}],"answer":["4","four"]}"#,
+    ];
+    let sg = dir.path().join("s.json");
+    std::fs::write(&sg, format!("[{}]", items.join(","))).unwrap();
+    let jl = dir.path().join("s.jsonl");
+    std::fs::write(&jl, items.join("\n")).unwrap();
+    let (from_array, from_lines) = (load_dataset(&sg, None).unwrap(), load_dataset(&jl, None).unwrap());
+    assert_eq!(from_array, from_lines);
+    let got: Vec<_> = from_array.iter().map(|e| (e.prompt.clone(), e.max_tokens, e.reference.clone())).collect();
+    assert_eq!(
+        got,
+        [
+            (PromptBody::Text("Be brief.\n\nWhy?".into()), Some(7), vec!["so".to_string()]),
+            (PromptBody::Text("2+2?".into()), Some(1), vec!["4".into(), "four".into()]),
+        ]
+    );
+    // Nothing but gpt-first conversations: refused, named.
+    std::fs::write(&sg, format!("[{}]", items[1])).unwrap();
+    let err = load_dataset(&sg, None).unwrap_err().to_string();
+    assert!(err.contains("no entry with \"conversations\" holding a prompt and a reply"), "{err}");
+}
+
+#[test]
+fn an_empty_prompt_is_skipped_in_jsonl_and_arrays_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let jl = dir.path().join("e.jsonl");
+    std::fs::write(&jl, "{\"prompt\": \"\"}\n{\"prompt\": \"hi\"}\n{\"text\": \"\"}\n").unwrap();
+    let ar = dir.path().join("e.json");
+    std::fs::write(&ar, "[{\"prompt\": \"\"}, {\"prompt\": \"hi\"}, {\"text\": \"\"}]").unwrap();
+    for p in [&jl, &ar] {
+        let e = load_dataset(p, None).unwrap();
+        assert_eq!(e.iter().map(|e| e.prompt.clone()).collect::<Vec<_>>(), [PromptBody::Text("hi".into())]);
+    }
+    std::fs::write(&jl, "{\"prompt\": \"\"}\n").unwrap();
+    let err = load_dataset(&jl, None).unwrap_err().to_string();
+    assert!(err.contains("holds no usable entry (an empty prompt"), "{err}");
+}
+
+#[test]
+fn a_dataset_s_max_tokens_is_held_to_max_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.jsonl");
+    std::fs::write(&p, format!("{{\"prompt\": \"x\", \"max_tokens\": {}}}\n", crate::workload::MAX_TOKENS)).unwrap();
+    assert_eq!(load_dataset(&p, None).unwrap()[0].max_tokens, Some(crate::workload::MAX_TOKENS));
+    for bad in ["2097153", "1000000000000", "0", "-1", "1.5"] {
+        std::fs::write(&p, format!("{{\"prompt\": \"x\", \"max_tokens\": {bad}}}\n")).unwrap();
+        let err = load_dataset(&p, None).unwrap_err().to_string();
+        assert!(
+            err.contains("line 1") && err.contains("\"max_tokens\" must be a whole number from 1 to 2097152"),
+            "{bad}: {err}"
+        );
+    }
+}
+
+/// `text` written to a FIFO by another thread, the FIFO read as a dataset.
+#[cfg(unix)]
+fn through_a_fifo(name: &str, text: &'static [u8]) -> Result<Vec<DatasetEntry>, crate::error::WorkloadError> {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join(name);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let to = fifo.clone();
+    // A writer that gives a few bytes at a time, as a pipe may.
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().write(true).open(to).unwrap();
+        for chunk in text.chunks(3) {
+            // The reader may stop early (a refusal): a broken pipe is its business.
+            if f.write_all(chunk).and_then(|_| f.flush()).is_err() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    });
+    let got = load_dataset(&fifo, None);
+    writer.join().unwrap();
+    got
+}
+
+#[cfg(unix)]
+#[test]
+fn a_dataset_is_read_from_a_fifo_opened_once() {
+    let e =
+        through_a_fifo("d.jsonl", b"{\"prompt\": \"hello\", \"max_tokens\": 3}\n{\"prompt\": \"again\"}\n").unwrap();
+    assert_eq!(e.len(), 2);
+    assert_eq!((e[0].prompt.clone(), e[0].max_tokens), (PromptBody::Text("hello".into()), Some(3)));
+    let e = through_a_fifo(
+        "s.json",
+        b"  [{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, {\"from\": \"gpt\", \"value\": \"a\"}]}]",
+    )
+    .unwrap();
+    assert_eq!(e[0].prompt, PromptBody::Text("q".into()));
+    // Parquet is read from its end: from a pipe it is refused, by name.
+    let err = through_a_fifo("p", b"PAR1\x15\x04\x15").unwrap_err().to_string();
+    assert!(err.contains("FIFO") || err.contains("reads no Parquet"), "{err}");
 }
