@@ -361,6 +361,13 @@ pub enum TraceFault {
 pub enum TraceLine {
     #[error("is not a trace entry ({0})")]
     NotEntry(String),
+    /// The fields named are Mooncake's (its `hash_ids` left out, which
+    /// `--trace-format auto` tells it by).
+    #[error(
+        "has Mooncake's fields ({0}): give --trace-format mooncake (its timestamps in milliseconds), or goodput's \
+         fields"
+    )]
+    MooncakeFields(String),
     #[error("has a timestamp of {0}: it must be a number of seconds ≥ 0")]
     Timestamp(f64),
     #[error("asks for 0 tokens: input_tokens and output_tokens must be at least 1")]

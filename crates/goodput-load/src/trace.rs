@@ -98,26 +98,33 @@ impl Trace {
     /// server with an unbounded prefix cache and blocks of
     /// [`MOONCAKE_BLOCK_TOKENS`] would find it; `prefix_id`s count the same
     /// way, their prefix's tokens after its first request.
+    ///
+    /// Only what was sent before is reused: a block (or a prefix) counts at
+    /// most the longest part of it an earlier request sent (a partial block
+    /// seen, then the full one, reuses the partial one's tokens; a prefix
+    /// id seen with 100 tokens, then with 300, reuses 100).
     pub fn reused_prefix_tokens(&self) -> u64 {
-        let mut seen = std::collections::HashSet::new();
-        let mut prefixes = std::collections::HashSet::new();
+        use std::collections::HashMap;
+        // The longest length sent so far of each chain of blocks (the chain
+        // up to a block is what makes its text a prefix) and of each prefix id.
+        let mut seen: HashMap<u64, u32> = HashMap::new();
+        let mut prefixes: HashMap<u64, u32> = HashMap::new();
         let mut reused = 0u64;
+        let mut reuse = |longest: &mut HashMap<u64, u32>, key: u64, len: u32| {
+            let before = longest.entry(key).or_insert(0);
+            reused += u64::from(len.min(*before));
+            *before = (*before).max(len);
+        };
         for e in &self.entries {
             if let Some(blocks) = &e.blocks {
-                // A block is reused when the chain of blocks up to it was seen.
                 let mut chain = 0u64;
                 for (j, &id) in blocks.iter().enumerate() {
                     chain = goodput_core::util::hash::draw(chain, id);
-                    let len = block_len(e.lengths.input, j);
-                    if !seen.insert(chain) && len == MOONCAKE_BLOCK_TOKENS {
-                        reused += u64::from(len);
-                    }
+                    reuse(&mut seen, chain, block_len(e.lengths.input, j));
                 }
             }
             if let Some((id, n)) = e.lengths.prefix {
-                if !prefixes.insert(id) {
-                    reused += u64::from(n);
-                }
+                reuse(&mut prefixes, id, n);
             }
         }
         reused
@@ -251,7 +258,19 @@ fn parse_trace<R: std::io::BufRead>(
 /// A line of goodput's own format.
 fn goodput_line(bytes: &[u8], line: usize) -> Result<public::Row, Fault> {
     let at_line = |reason: TraceLine| Fault::Content(TraceFault::Line { line, reason });
-    let l: Line = serde_json::from_slice(bytes).map_err(|e| at_line(TraceLine::NotEntry(e.to_string())))?;
+    let l: Line = serde_json::from_slice(bytes).map_err(|e| {
+        // Mooncake's fields, without the hash_ids that tell them apart.
+        let v: Option<serde_json::Value> = serde_json::from_slice(bytes).ok();
+        let mooncake = ["input_length", "output_length", "hash_ids"]
+            .into_iter()
+            .filter(|k| v.as_ref().is_some_and(|v| v.get(k).is_some()))
+            .collect::<Vec<_>>();
+        if mooncake.is_empty() {
+            at_line(TraceLine::NotEntry(e.to_string()))
+        } else {
+            at_line(TraceLine::MooncakeFields(mooncake.join(", ")))
+        }
+    })?;
     if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
         return Err(at_line(TraceLine::Timestamp(l.timestamp)));
     }
@@ -304,7 +323,11 @@ mod tests {
     #[test]
     fn bad_lines_are_named_with_the_fix() {
         let cases = [
-            ("{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5}", "line 1 is not a trace entry"),
+            ("{\"timestamp\": 0, \"input_lengths\": 5, \"output_tokens\": 5}", "line 1 is not a trace entry"),
+            (
+                "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 5}",
+                "line 1 has Mooncake's fields (input_length, output_length): give --trace-format mooncake",
+            ),
             ("{\"timestamp\": -1, \"input_tokens\": 5, \"output_tokens\": 5}", "must be a number of seconds"),
             ("{\"timestamp\": 0, \"input_tokens\": 0, \"output_tokens\": 5}", "at least 1"),
             ("{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5, \"prefix_id\": 1}", "give both or neither"),
@@ -356,6 +379,33 @@ mod tests {
         // A format named that the file is not in is refused at its first line.
         let err = read_trace(&dir.join("burstgpt.csv"), 1.0, TraceFormat::Azure).unwrap_err().to_string();
         assert!(err.contains("line 1 of this Azure LLM inference trace") && err.contains("ContextTokens"), "{err}");
+    }
+
+    #[test]
+    fn reuse_counts_at_most_what_an_earlier_request_sent() {
+        let entry = |input: u32, prefix: Option<(u64, u32)>, blocks: Option<&[u64]>| TraceEntry {
+            at: Duration::ZERO,
+            lengths: Lengths { input, output: 1, prefix },
+            blocks: blocks.map(Arc::from),
+        };
+        let trace = |entries| Trace { entries, format: TraceFormat::Goodput, skipped: 0 };
+        // A prefix id sent with 100 tokens, then 300 (100 of them seen), then 200 (all seen).
+        let t = trace(vec![
+            entry(400, Some((7, 100)), None),
+            entry(400, Some((7, 300)), None),
+            entry(400, Some((7, 200)), None),
+        ]);
+        assert_eq!(t.reused_prefix_tokens(), 100 + 200);
+        // Block 9 sent partial (100 tokens), then full (100 of it seen), then partial again (all seen).
+        let t = trace(vec![entry(100, None, Some(&[9])), entry(512, None, Some(&[9])), entry(300, None, Some(&[9]))]);
+        assert_eq!(t.reused_prefix_tokens(), 100 + 300);
+        // A block reused only behind the same blocks: [1, 2] then [3, 2] share nothing.
+        let t = trace(vec![
+            entry(1024, None, Some(&[1, 2])),
+            entry(1024, None, Some(&[3, 2])),
+            entry(1024, None, Some(&[1, 2])),
+        ]);
+        assert_eq!(t.reused_prefix_tokens(), 1024);
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub(super) fn mooncake(line: &[u8]) -> Result<Read, String> {
     if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
         return Err(format!("has a timestamp of {}: it must be a number of milliseconds ≥ 0", l.timestamp));
     }
-    tokens(l.input_length, l.output_length, "input_length and output_length")?;
+    tokens(l.input_length.into(), l.output_length.into(), "input_length and output_length")?;
     let fills = (l.input_length as u64).div_ceil(MOONCAKE_BLOCK_TOKENS as u64);
     if l.hash_ids.len() as u64 > fills {
         return Err(format!(
@@ -108,8 +108,9 @@ pub(super) fn columns(format: TraceFormat, header: &[u8]) -> Result<Columns, Str
     match (find(names[0]), find(names[1]), find(names[2])) {
         (Some(time), Some(input), Some(output)) => Ok(Columns { time, input, output, count: cols.len() }),
         _ => Err(format!(
-            "its header is '{}': a {} trace's header names the columns {expected}",
+            "its header is '{}': {} {} trace's header names the columns {expected}",
             text.trim(),
+            if format == TraceFormat::Azure { "an" } else { "a" },
             format.label()
         )),
     }
@@ -119,8 +120,14 @@ pub(super) fn columns(format: TraceFormat, header: &[u8]) -> Result<Columns, Str
 pub(super) fn csv_row(format: TraceFormat, cols: Columns, line: &[u8]) -> Result<Read, String> {
     let text = std::str::from_utf8(line).map_err(|_| "is not UTF-8 text".to_string())?;
     let fields = split_csv(text.trim_end_matches(['\r', '\n']));
-    if fields.len() < cols.count {
-        return Err(format!("has {} fields where the header names {}", fields.len(), cols.count));
+    if fields.len() != cols.count {
+        // More fields than names: a comma in an unquoted field, or a shifted row.
+        return Err(format!(
+            "has {} fields where the header names {}: give each row the header's columns (a field holding a comma \
+             in double quotes)",
+            fields.len(),
+            cols.count
+        ));
     }
     let count = |i: usize, name: &str| {
         let f = fields[i].trim();
@@ -153,21 +160,22 @@ pub(super) fn csv_row(format: TraceFormat, cols: Columns, line: &[u8]) -> Result
     if format == TraceFormat::Burstgpt && output == 0 {
         return Ok(Read::Skip);
     }
-    let clamp = |n: u64| n.min(u64::from(u32::MAX)) as u32;
-    tokens(clamp(input), clamp(output), &format!("{input_name} and {output_name}"))?;
+    // Checked as read: a count past u32 had been clamped first, and named as 4294967295.
+    tokens(input, output, &format!("{input_name} and {output_name}"))?;
     Ok(Read::Row(Row {
         t,
-        lengths: Lengths { input: clamp(input), output: clamp(output), prefix: None },
+        lengths: Lengths { input: input as u32, output: output as u32, prefix: None },
         blocks: None,
     }))
 }
 
-/// Refuses a request of no tokens, or of more than a prompt can be.
-fn tokens(input: u32, output: u32, names: &str) -> Result<(), String> {
+/// Refuses a request of no tokens, or of more than a prompt can be (which
+/// a `u32` holds, once refused here).
+fn tokens(input: u64, output: u64, names: &str) -> Result<(), String> {
     if input == 0 || output == 0 {
         return Err(format!("asks for 0 tokens: {names} must be at least 1"));
     }
-    if let Some(n) = [input, output].into_iter().find(|&n| n > crate::workload::MAX_TOKENS) {
+    if let Some(n) = [input, output].into_iter().find(|&n| n > u64::from(crate::workload::MAX_TOKENS)) {
         return Err(format!(
             "asks for {n} tokens: a prompt or answer is at most {} tokens (2 Mi, beyond any model's context)",
             crate::workload::MAX_TOKENS
@@ -324,7 +332,25 @@ mod tests {
         let err = csv_row(TraceFormat::Burstgpt, cols, b"7,,,GPT-4,x,3,84,API log").err().unwrap();
         assert!(err.contains("Request tokens 'x'"), "{err}");
         let err = columns(TraceFormat::Azure, b"time,in,out").unwrap_err();
-        assert!(err.contains("TIMESTAMP,ContextTokens,GeneratedTokens"), "{err}");
+        assert!(
+            err.contains(
+                "an Azure LLM inference trace's header names the columns TIMESTAMP,ContextTokens,GeneratedTokens"
+            ),
+            "{err}"
+        );
+        // A row of more fields than the header names (a comma unquoted) is refused, not read shifted.
+        let err = csv_row(TraceFormat::Burstgpt, cols, b"7,a,b,1.5,ChatGPT,472,18,490,Conversation log").err().unwrap();
+        assert!(err.contains("has 9 fields where the header names 8") && err.contains("double quotes"), "{err}");
+        // A count past u32 is named as written, not as 4294967295.
+        let azure = columns(TraceFormat::Azure, b"TIMESTAMP,ContextTokens,GeneratedTokens").unwrap();
+        for (row, shown) in [
+            (&b"2023-11-16 18:17:03.97,1000000000000,10"[..], "asks for 1000000000000 tokens"),
+            (b"2023-11-16 18:17:03.97,10,1e12", "asks for 1000000000000 tokens"),
+            (b"2023-11-16 18:17:03.97,2097153,10", "asks for 2097153 tokens"),
+        ] {
+            let err = csv_row(TraceFormat::Azure, azure, row).err().unwrap();
+            assert!(err.contains(shown) && err.contains("at most 2097152"), "{err}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::cmd::{goodput, read_json, GoodputCommand};
 use goodput_sim::engine::{EngineConfig, Precision};
 use goodput_sim::engine_server::{app, EngineServer, EngineServerConfig};
 use serde_json::{json, Value};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The engine server's time scale, and the traces' replay speed with it, so
@@ -111,17 +111,19 @@ fn each_public_trace_replays_against_the_engine_server_and_in_estimate() {
 }
 
 /// Prompt tokens of `lines` (Mooncake's) in blocks whose chain of ids an
-/// earlier line opened with: the reuse the trace records.
+/// earlier line opened with, each as far as an earlier line sent it (a
+/// block's last, partial one, is its start): the reuse the trace records.
 fn reuse(lines: &[Value]) -> u64 {
-    let mut seen = HashSet::new();
+    let mut longest: HashMap<Vec<u64>, u64> = HashMap::new();
     let mut reused = 0;
     for l in lines {
-        let (ids, input) = (l["hash_ids"].as_array().unwrap(), l["input_length"].as_u64().unwrap());
+        let ids: Vec<u64> = l["hash_ids"].as_array().unwrap().iter().map(|i| i.as_u64().unwrap()).collect();
+        let input = l["input_length"].as_u64().unwrap();
         for j in 0..ids.len() {
-            let full = (j as u64 + 1) * 512 <= input;
-            if !seen.insert(ids[..=j].to_vec()) && full {
-                reused += 512;
-            }
+            let len = input.saturating_sub(j as u64 * 512).min(512);
+            let before = longest.entry(ids[..=j].to_vec()).or_insert(0);
+            reused += len.min(*before);
+            *before = (*before).max(len);
         }
     }
     reused
