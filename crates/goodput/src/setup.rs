@@ -43,6 +43,17 @@ pub fn shaped_plan(
     grace: Duration,
 ) -> Result<LoadPlan> {
     let arrival = arrival(s)?;
+    if let (Some(t), WarmupArg::Requests(w)) = (trace, s.warmup) {
+        // A trace's requests are its lines: -n and --duration only cut it short.
+        if w >= t.len() as u64 {
+            bail!(
+                "--warmup {w} takes all {} requests of the trace, leaving none to measure: give a --warmup below {} \
+                 (or --warmup 0), or a longer trace",
+                t.len(),
+                t.len()
+            );
+        }
+    }
     if let Some(r) = rate {
         if r.is_nan() || r <= 0.0 {
             bail!("--rate must be a positive number of requests per second (or inf: all at once), not {r}");
@@ -196,6 +207,13 @@ pub fn read_trace(path: &Path, speed: f64, format: goodput_load::trace::TraceFor
 pub fn plan(l: &LoadArgs, trace: Option<&[TraceEntry]>, grace: Duration) -> Result<LoadPlan> {
     arrival(&l.shape)?;
     if l.rate.is_none() && (l.shape.arrival != ArrivalArg::Poisson || l.shape.burstiness.is_some()) {
+        if l.trace.is_some() {
+            // --rate is refused with --trace: its send times are the trace's.
+            bail!(
+                "--arrival and --burstiness shape a schedule of their own, and --trace replays the trace's send \
+                 times: drop --arrival and --burstiness (--trace-speed scales the trace's gaps)"
+            );
+        }
         bail!("--arrival and --burstiness shape an open-loop schedule: add --rate R");
     }
     let concurrency = match (l.concurrency, l.rate, trace) {

@@ -265,7 +265,13 @@ pub fn parse_seed(s: &str) -> Result<Seed, String> {
     if s == "fresh" {
         return Ok(Seed { value: fresh_seed(), drawn: true });
     }
-    s.trim().parse().map(|value| Seed { value, drawn: false }).map_err(|_| {
+    s.trim().parse().map(|value| Seed { value, drawn: false }).map_err(|e: std::num::ParseIntError| {
+        if *e.kind() == std::num::IntErrorKind::PosOverflow {
+            return format!(
+                "'{s}' is too large for a seed: give a whole number from 0 to {} (e.g. --seed 42)",
+                u64::MAX
+            );
+        }
         format!(
             "'{s}' is not a seed: give a whole number (e.g. --seed 42), or leave --seed out for a fresh one each run"
         )

@@ -487,3 +487,80 @@ fn a_parquet_datasets_image_feature_is_sent() {
         assert!(sizes.iter().any(|&s| bytes.abs_diff(s) <= 2), "{bytes} against {sizes:?}");
     }
 }
+
+/// What a trace or a dataset cannot be given with is refused before the
+/// run, each with the fix that fits a trace: a trace's requests are its
+/// lines and its times its own (`--rate` is refused with it, -n only cuts
+/// it short); a Mooncake trace without `hash_ids` is named as Mooncake's;
+/// a seed past u64 is named too large.
+#[test]
+fn trace_and_seed_refusals_name_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let lines: Vec<String> =
+        (0..5).map(|i| format!("{{\"timestamp\": {i}, \"input_tokens\": 64, \"output_tokens\": 4}}")).collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let mooncake = dir.path().join("m.jsonl");
+    std::fs::write(&mooncake, "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4}\n").unwrap();
+    let (t, m) = (trace.to_str().unwrap(), mooncake.to_str().unwrap());
+    let cases: &[(&[&str], &str)] = &[
+        (&["--trace", t, "--arrival", "constant"], "drop --arrival and --burstiness"),
+        (&["--trace", t, "--warmup", "5"], "--warmup 5 takes all 5 requests of the trace"),
+        (&["--trace", m], "has Mooncake's fields (input_length, output_length): give --trace-format mooncake"),
+        (
+            &["-n", "1", "--seed", "18446744073709551616"],
+            "too large for a seed: give a whole number from 0 to 18446744073709551615",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = goodput().args(["estimate", "-q"]).args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
+        assert!(!err.contains("add --rate") && !err.contains("panicked"), "{args:?}: {err}");
+    }
+    // Named as Mooncake's, it replays; a warm-up the trace leaves requests after, too.
+    let v = estimate(dir.path(), &["--trace", m, "--trace-format", "mooncake"]);
+    assert_eq!(v["summary"]["requests"]["completed"], 1, "{}", v["summary"]["requests"]);
+    let v = estimate(dir.path(), &["--trace", t, "--warmup", "2"]);
+    assert_eq!(v["summary"]["requests"]["completed"], 3, "{}", v["summary"]["requests"]);
+}
+
+/// A dataset from a pipe (`--dataset <(…)`, a FIFO) is read: it had been
+/// opened twice, the first read (Parquet's magic bytes) taking the start of
+/// the JSONL ("line 1: not JSON"), or a FIFO waiting for a second writer.
+#[cfg(unix)]
+#[test]
+fn a_dataset_is_read_from_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("d.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let to = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        let text: String = (0..4).map(|i| format!("{{\"prompt\": \"question {i}\", \"max_tokens\": 3}}\n")).collect();
+        // The run may have failed before opening it: then nothing waits to read.
+        let _ = std::fs::OpenOptions::new().write(true).open(to).and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(text.as_bytes())
+        });
+    });
+    let out = dir.path().join("e.json");
+    let run = goodput()
+        .args(["estimate", "-q", "-n", "4", "--dataset"])
+        .arg(&fifo)
+        .arg("-o")
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    if !writer.is_finished() {
+        // The run never opened it: a reader that does not wait lets the writer's open return.
+        use std::os::unix::fs::OpenOptionsExt;
+        let _reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo);
+        writer.join().unwrap();
+    }
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["requests"]["completed"], 4, "{}", v["summary"]["requests"]);
+}
