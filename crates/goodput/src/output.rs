@@ -304,10 +304,12 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
         // The server's words, shown as text: its escape sequences never reach the terminal.
         let first = goodput_report::escape::terminal(&first);
         if q.sent == 0 && q.warmup > 0 {
-            // The warm-up took every request: none was left to measure.
+            // The warm-up took every request: none was left to measure. A
+            // trace's requests are its lines: -n and --duration only cut it.
+            let traced = result.config.workload.as_ref().is_some_and(|w| w.trace.is_some());
+            let more = if traced { "a longer trace" } else { "more requests (-n, --duration)" };
             goodput_core::tell!(
-                "error: no request was measured: the warm-up took all {} sent; give fewer to --warmup, or more \
-                 requests (-n, --duration)",
+                "error: no request was measured: the warm-up took all {} sent; give fewer to --warmup, or {more}",
                 q.warmup
             );
         } else if q.failed == 0 && q.cancelled > 0 && !result.interrupted {

@@ -519,6 +519,11 @@ fn trace_and_seed_refusals_name_the_fix() {
         assert!(err.contains(want), "{args:?}: stderr lacks '{want}': {err}");
         assert!(!err.contains("add --rate") && !err.contains("panicked"), "{args:?}: {err}");
     }
+    // A warm-up time past the trace's end is found after the run: the fix named is a trace's.
+    let out = goodput().args(["estimate", "-q", "--trace", t, "--warmup", "10s"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("the warm-up took all 5 sent"), "{err}");
+    assert!(err.contains("fewer to --warmup, or a longer trace") && !err.contains("-n, --duration"), "{err}");
     // Named as Mooncake's, it replays; a warm-up the trace leaves requests after, too.
     let v = estimate(dir.path(), &["--trace", m, "--trace-format", "mooncake"]);
     assert_eq!(v["summary"]["requests"]["completed"], 1, "{}", v["summary"]["requests"]);
