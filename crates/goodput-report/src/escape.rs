@@ -14,6 +14,7 @@ use std::fmt::Write;
 /// use goodput_report::escape::html;
 /// assert_eq!(html("<script>alert('x')</script>&"), "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;");
 /// assert_eq!(html("a\u{202e}b"), "a\\u{202e}b");
+/// assert_eq!(html("a\x1b]0;t\x07"), "a\\u{1b}]0;t\\u{7}");
 /// ```
 pub fn html(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -24,7 +25,10 @@ pub fn html(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
-            c if is_bidi_control(c) => {
+            // Other control characters too (an ESC in a label had reached
+            // the page's title raw); line feeds and tabs stay, for text
+            // shown whole in a <pre>.
+            c if is_bidi_control(c) || (c.is_control() && c != '\n' && c != '\t') => {
                 let _ = write!(o, "\\u{{{:x}}}", c as u32);
             }
             c => o.push(c),
@@ -85,7 +89,7 @@ pub fn markdown(s: &str) -> String {
                 o.push(c);
             }
             '\r' | '\n' | '\t' => o.push(' '),
-            c if c.is_control() => {
+            c if c.is_control() || is_bidi_control(c) => {
                 let _ = write!(o, "\\u{{{:x}}}", c as u32);
             }
             c => o.push(c),
@@ -134,8 +138,28 @@ pub fn terminal_lines(s: &str) -> String {
 /// assert_eq!(csv_text("plain"), "plain");
 /// assert_eq!(csv_text("a,\"b\""), "\"a,\"\"b\"\"\"");
 /// assert_eq!(csv_text("=1+1"), "'=1+1");
+/// assert_eq!(csv_text("a\x1b[2Jb"), "a\\u{1b}[2Jb");
 /// ```
 pub fn csv_text(s: &str) -> String {
+    // Control characters but a quoted field's line breaks and tabs, and
+    // bidi controls, shown as `\u{1b}` (a label's ESC]0;… had retitled the
+    // terminal that `cat` the file).
+    let shown;
+    let s = if s.chars().any(|c| is_bidi_control(c) || (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))) {
+        shown = s
+            .chars()
+            .map(|c| {
+                if is_bidi_control(c) || (c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+                    format!("\\u{{{:x}}}", c as u32)
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>();
+        shown.as_str()
+    } else {
+        s
+    };
     let guarded;
     let s = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         guarded = format!("'{s}");

@@ -166,7 +166,11 @@ fn csv_neutralises_hostile_text_and_quotes_it_correctly() {
     let bare = format!("'{BARE_FORMULA}");
     assert!(messages.contains(&FORMULA_MESSAGE));
     assert!(messages.contains(&bare.as_str()));
-    assert!(messages.contains(&PWN_MESSAGE), "line breaks survive quoting");
+    // Line breaks survive quoting; an escape sequence is shown, not kept
+    // raw for a terminal that `cat`s the file to run.
+    let shown = PWN_MESSAGE.replace('\x1b', "\\u{1b}");
+    assert!(messages.contains(&shown.as_str()), "{messages:?}");
+    assert!(!text(&out, "requests.csv").contains('\x1b'));
     assert_eq!(column(&rows, "finish_reason")[0], "'=HYPERLINK(\"http://evil.example\",\"x\")");
     assert_eq!(column(&rows, "failure_kind").iter().filter(|k| **k == "mid_stream_error").count(), 12);
     let summary = parse_csv(&text(&out, "summary.csv"));
