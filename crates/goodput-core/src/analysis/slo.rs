@@ -295,12 +295,18 @@ fn parse_quality_term(slo: &mut Slo, part: &str) -> Result<(), SloError> {
     Ok(())
 }
 
+/// A limit as `--slo` takes it, from its whole nanoseconds (a float's
+/// milliseconds had printed 150.1ms as 150.10000000000002ms).
 fn fmt_ms(d: Duration) -> String {
-    let ms = d.as_secs_f64() * 1e3;
-    if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
-        format!("{}s", ms / 1000.0)
+    let ns = d.as_nanos();
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
+        return format!("{}s", ns / 1_000_000_000);
+    }
+    let (whole, frac) = (ns / 1_000_000, ns % 1_000_000);
+    if frac == 0 {
+        format!("{whole}ms")
     } else {
-        format!("{ms}ms")
+        format!("{whole}.{}ms", format!("{frac:06}").trim_end_matches('0'))
     }
 }
 
@@ -729,6 +735,23 @@ mod tests {
         r.output_tokens = n;
         r.outcome = Outcome::Success;
         r
+    }
+
+    #[test]
+    fn a_limit_prints_back_as_it_was_given() {
+        // 150.1ms had come back as 150.10000000000002ms.
+        for (given, shown) in [
+            ("ttft<=150.1ms", "ttft<=150.1ms"),
+            ("ttft<=0.5ms", "ttft<=0.5ms"),
+            ("tpot<=33.333ms", "tpot<=33.333ms"),
+            ("e2e<=1.5s", "e2e<=1500ms"),
+            ("e2e<=2s", "e2e<=2s"),
+            ("ttft<=250us", "ttft<=0.25ms"),
+        ] {
+            let s: Slo = given.parse().unwrap();
+            assert_eq!(s.to_string(), shown, "{given}");
+            assert_eq!(s.to_string().parse::<Slo>().unwrap(), s, "{given} reads back the same");
+        }
     }
 
     #[test]
