@@ -171,8 +171,12 @@ pub fn attach_server_side(result: &mut RunResult, side: ServerSide, records: &[R
             let warm =
                 signals.window.prefix_cache_hit_rate.and_then(|h| warm_cache_warning(&result.config, records, h));
             result.warnings.extend(warm);
-            let rate = result.summary.throughput.output_tokens_per_s;
-            result.energy = result.energy.take().or_else(|| scraped_energy(&signals.window, rate));
+            if result.energy.is_none() {
+                let rate = result.summary.throughput.output_tokens_per_s;
+                let (energy, warnings) = scraped_energy_checked(&signals, rate);
+                result.energy = energy;
+                result.warnings.extend(warnings);
+            }
             result.server_signals = Some(signals);
             d
         }
@@ -185,15 +189,57 @@ pub fn attach_server_side(result: &mut RunResult, side: ServerSide, records: &[R
     with_queue_growth(result);
 }
 
+/// [`scraped_energy`] over the scrapes `analyse` summarised, with the GPUs
+/// counted by their energy series, and the warnings it needs: energy series
+/// that did not cover the whole window (counted only while seen, so the
+/// energy is low), and figures [`checked`] refuses (withheld).
+///
+/// [`checked`]: crate::analysis::energy::EnergyReport::checked
+pub fn scraped_energy_checked(
+    signals: &ServerSignals,
+    rate: f64,
+) -> (Option<crate::analysis::energy::EnergyReport>, Vec<String>) {
+    use crate::prometheus::scrape::CounterSignal;
+    let cover = signals.coverage(CounterSignal::GpuEnergy);
+    let gpus = u32::try_from(cover.series).ok().filter(|&n| n > 0);
+    let Some(energy) = scraped_energy(&signals.window, rate, gpus) else { return (None, Vec::new()) };
+    let mut warnings = Vec::new();
+    let n = cover.series;
+    if cover.late > 0 {
+        warnings.push(format!(
+            "energy: {} of the {n} GPU energy series first appeared after the window's first scrape (an exporter \
+             that failed it, or a GPU reported late): each counts only from its first sample, so the energy and \
+             power are low",
+            cover.late
+        ));
+    }
+    if cover.gone > 0 {
+        warnings.push(format!(
+            "energy: {} of the {n} GPU energy series were missing from the window's last scrape: each counts only \
+             to its last sample, so the energy and power are low",
+            cover.gone
+        ));
+    }
+    match energy.checked() {
+        Ok(e) => (Some(e), warnings),
+        Err(why) => {
+            warnings.push(why);
+            (None, warnings)
+        }
+    }
+}
+
 /// Joules per output token and output tokens/s per provisioned megawatt from
 /// the GPUs' energy counters over the scrape window, against the run's
 /// output tokens/s `rate`: the engine's generated tokens over the same
 /// window (the client's output rate over the window's
 /// span where the engine counts none), the power limits DCGM reports as
-/// what is provisioned. `None` without an energy counter.
+/// what is provisioned, drawn by `gpus` GPUs where known. `None` without an
+/// energy counter.
 pub fn scraped_energy(
     w: &crate::prometheus::scrape::WindowSummary,
     rate: f64,
+    gpus: Option<u32>,
 ) -> Option<crate::analysis::energy::EnergyReport> {
     use crate::prometheus::scrape::{CounterSignal, GaugeSignal};
     let energy = w.counters.get(&CounterSignal::GpuEnergy)?.delta;
@@ -207,7 +253,7 @@ pub fn scraped_energy(
         energy,
         w.span_s,
         tokens.max(0.0).round() as u64,
-        None,
+        gpus,
         limit,
         rate,
     ))
@@ -330,21 +376,69 @@ mod tests {
         let counter = |delta: f64| CounterSummary { delta, rate_per_s: Some(delta / 10.0), resets: 0 };
         let mut w = WindowSummary { span_s: 10.0, ..WindowSummary::default() };
         let rate = 1000.0;
-        assert_eq!(scraped_energy(&w, rate), None, "no energy counter, no figures");
+        assert_eq!(scraped_energy(&w, rate, None), None, "no energy counter, no figures");
         // Two GPUs drew 9 kJ over 10 s while the engine generated 10,000 tokens.
         w.counters.insert(CounterSignal::GpuEnergy, counter(9000.0));
         w.counters.insert(CounterSignal::GenerationTokens, counter(10_000.0));
-        let e = scraped_energy(&w, rate).unwrap();
+        let e = scraped_energy(&w, rate, None).unwrap();
         assert_eq!((e.joules_per_output_token, e.mean_power_w), (Some(0.9), Some(900.0)));
         assert_eq!(e.output_tokens_per_s_per_provisioned_mw, None, "no power limit scraped");
         let limits = crate::Distribution { count: 3, mean: Some(1400.0), ..Default::default() };
         w.gauges.insert(GaugeSignal::GpuPowerLimit, limits);
-        let e = scraped_energy(&w, rate).unwrap();
+        let e = scraped_energy(&w, rate, None).unwrap();
         assert_eq!(e.provisioned_w, Some(1400.0));
         assert!((e.output_tokens_per_s_per_provisioned_mw.unwrap() - 1000.0 / 1400e-6).abs() < 1e-6);
         // Without the engine's token counter, the client's rate over the span.
         w.counters.remove(&CounterSignal::GenerationTokens);
-        assert_eq!(scraped_energy(&w, rate).unwrap().output_tokens, 10_000);
+        assert_eq!(scraped_energy(&w, rate, None).unwrap().output_tokens, 10_000);
+    }
+
+    #[test]
+    fn scraped_energy_counts_its_gpus_and_says_what_its_series_missed() {
+        use crate::prometheus::scrape::{parse::parse, ScrapeSample, Signals, WindowSummary};
+        use std::time::Duration;
+        // Two 700 W GPUs drawing 300 W and 500 W; GPU 1 first reported at
+        // 2 s with its total since boot, GPU 0 missing from the last scrape.
+        let text = |g0: Option<f64>, g1: Option<f64>| {
+            let mut t = "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n".to_owned();
+            for (gpu, mj) in [("0", g0), ("1", g1)] {
+                if let Some(mj) = mj {
+                    t += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {mj}\n");
+                }
+            }
+            t + "# TYPE DCGM_FI_DEV_POWER_MGMT_LIMIT gauge\n\
+                 DCGM_FI_DEV_POWER_MGMT_LIMIT{gpu=\"0\"} 700\n\
+                 DCGM_FI_DEV_POWER_MGMT_LIMIT{gpu=\"1\"} 700\n"
+        };
+        let scrapes = [
+            text(Some(5e9), None),
+            text(Some(5e9 + 300e3), None),
+            text(Some(5e9 + 600e3), Some(5e9 + 1000e3)),
+            text(Some(5e9 + 900e3), Some(5e9 + 1500e3)),
+            text(None, Some(5e9 + 2000e3)),
+        ];
+        let samples: Vec<ScrapeSample> = scrapes
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ScrapeSample { t: Duration::from_secs(i as u64), signals: Signals::from_scrape(&parse(t)) })
+            .collect();
+        let mut signals = ServerSignals { samples, ..ServerSignals::default() };
+        let points = || signals.samples.iter().map(|s| (s.t, &s.signals));
+        signals.window = crate::prometheus::scrape::summarize_points(points(), Duration::ZERO, Duration::from_secs(4));
+        let (e, warnings) = scraped_energy_checked(&signals, 100.0);
+        let e = e.unwrap_or_else(|| panic!("{warnings:?}"));
+        // 900 J from GPU 0, 1000 J from GPU 1, none of the 5 MJ since boot
+        assert_eq!((e.energy_j, e.gpus, e.provisioned_w), (1900.0, Some(2), Some(1400.0)));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].starts_with("energy: 1 of the 2 GPU energy series first appeared after"), "{warnings:?}");
+        assert!(warnings[1].starts_with("energy: 1 of the 2 GPU energy series were missing from"), "{warnings:?}");
+
+        // A since-boot total taken as drawn: withheld, with the reason.
+        signals.window = WindowSummary { span_s: 4.0, ..signals.window.clone() };
+        signals.window.counters.get_mut(&crate::prometheus::scrape::CounterSignal::GpuEnergy).unwrap().delta = 5e6;
+        let (e, warnings) = scraped_energy_checked(&signals, 100.0);
+        assert_eq!(e, None);
+        assert!(warnings.last().unwrap().starts_with("energy withheld: 5000000 J over 4.0 s"), "{warnings:?}");
     }
 
     #[test]

@@ -74,7 +74,39 @@ impl EnergyReport {
                 .map(|w| output_tokens_per_s / (w / 1e6)),
         }
     }
+
+    /// The report, or why its figures cannot be the GPUs' draw: a mean
+    /// power above what they are provisioned for by more than
+    /// [`POWER_MARGIN`] (GPUs hold to their power limits; a brief excursion
+    /// past one does not move a mean so far). The likely cause is an energy
+    /// counter's total since boot taken as drawn in the run, or power limits
+    /// reported for fewer GPUs than the energy counters cover.
+    pub fn checked(self) -> Result<EnergyReport, String> {
+        let (Some(p), Some(w)) = (self.mean_power_w, self.provisioned_w) else { return Ok(self) };
+        if p <= w * POWER_MARGIN {
+            return Ok(self);
+        }
+        let per_token =
+            self.joules_per_output_token.map(|j| format!(", {j:.3} J per output token")).unwrap_or_default();
+        let whence = match self.source {
+            EnergySource::Scraped => {
+                "an energy counter's total since boot counted as drawn in the run (a counter reset the \
+                 exporter did not show as one), or power limits reported for fewer GPUs than the energy \
+                 counters cover"
+            }
+            EnergySource::Model => "a power model that does not fit the GPUs' catalog entry",
+        };
+        Err(format!(
+            "energy withheld: {:.0} J over {:.1} s is a mean {p:.0} W{per_token}, more than the {w:.0} W the GPUs \
+             are provisioned for; the likely cause is {whence}",
+            self.energy_j, self.seconds
+        ))
+    }
 }
+
+/// How far above its provisioned watts a mean power may be before
+/// [`EnergyReport::checked`] refuses it.
+pub const POWER_MARGIN: f64 = 1.25;
 
 #[cfg(test)]
 mod tests {
@@ -92,5 +124,22 @@ mod tests {
         let none = EnergyReport::new(EnergySource::Scraped, 0.0, 0.0, 0, None, None, 0.0);
         assert_eq!((none.joules_per_output_token, none.mean_power_w), (None, None));
         assert_eq!(none.output_tokens_per_s_per_provisioned_mw, None);
+    }
+
+    #[test]
+    fn a_mean_power_far_above_what_is_provisioned_is_withheld() {
+        // 800 W on two 700 W GPUs is theirs; 1.77 MW is a since-boot total.
+        let fair = EnergyReport::new(EnergySource::Scraped, 4000.0, 5.0, 4500, Some(2), Some(1400.0), 900.0);
+        assert_eq!(fair.clone().checked(), Ok(fair));
+        let at_the_margin =
+            EnergyReport::new(EnergySource::Scraped, 1750.0 * 5.0, 5.0, 4500, Some(2), Some(1400.0), 900.0);
+        assert!(at_the_margin.checked().is_ok());
+        let boot = EnergyReport::new(EnergySource::Scraped, 1769005.0 * 5.0, 5.0, 4500, Some(2), Some(1400.0), 900.0);
+        let why = boot.checked().unwrap_err();
+        assert!(why.starts_with("energy withheld: 8845025 J over 5.0 s is a mean 1769005 W"), "{why}");
+        assert!(why.contains("1400 W") && why.contains("since boot"), "{why}");
+        // Nothing to check against without a power limit.
+        let unknown = EnergyReport::new(EnergySource::Scraped, 1e9, 5.0, 4500, None, None, 900.0);
+        assert!(unknown.checked().is_ok());
     }
 }

@@ -25,8 +25,8 @@ pub use parse::{
 };
 pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
 pub use window::{
-    summarize, summarize_points, summarize_signals, CounterSummary, HistogramSummary, Series, WindowSummary,
-    GAUGE_PERCENTILES,
+    series_coverage, summarize, summarize_points, summarize_signals, CounterSummary, HistogramSummary, Series,
+    SeriesCoverage, WindowSummary, GAUGE_PERCENTILES,
 };
 
 use crate::{Diagnosis, RequestRecord, Summary, Window};
@@ -111,5 +111,19 @@ impl ServerSignals {
         self.engine = inside.engine;
         self.window = inside;
         diagnosis
+    }
+
+    /// How `signal`'s series covered the scrapes of the window [`analyse`]
+    /// summarised (the window widened to the scrapes that bracket it).
+    ///
+    /// [`analyse`]: ServerSignals::analyse
+    pub fn coverage(&self, signal: CounterSignal) -> SeriesCoverage {
+        let w = &self.window.window;
+        // The bounds went through f64 seconds: a microsecond either side
+        // keeps the scrapes they were taken from.
+        let slack = Duration::from_micros(1);
+        let (start, end) =
+            (crate::clamped_secs(w.start_s).saturating_sub(slack), crate::clamped_secs(w.end_s).saturating_add(slack));
+        series_coverage(self.samples.iter().map(|s| (s.t, &s.signals)), start, end, signal)
     }
 }

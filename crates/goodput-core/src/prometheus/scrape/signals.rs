@@ -162,6 +162,20 @@ named_enum! {
     }
 }
 
+impl CounterSignal {
+    /// True for totals counted from long before the run: a GPU's energy
+    /// since boot (DCGM's `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`) or since
+    /// the server started (Triton's `nv_energy_consumption`). A series of
+    /// one first seen inside a window (its exporter failed the first scrape,
+    /// or a GPU was reported late) brings that whole past with it, so its
+    /// first sample is its baseline, not an increase. An engine's counters
+    /// are not: a labelled series of one (a new `finished_reason`, an engine
+    /// started mid-run) is created when it first counts, from zero.
+    pub fn since_boot(self) -> bool {
+        matches!(self, CounterSignal::GpuEnergy)
+    }
+}
+
 named_enum! {
     /// Server-side latency histograms, in seconds.
     pub enum HistogramSignal {

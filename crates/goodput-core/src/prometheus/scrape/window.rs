@@ -247,9 +247,13 @@ pub fn summarize_points<'a>(
 /// are taken per series, then summed: a value below the series' last one
 /// means the server restarted and counted again from zero, so the new value
 /// is all increase (Prometheus' `increase`). A series first seen after the
-/// window's first scrape was created inside it and counts from zero; a
-/// series missing from a scrape keeps its last value.
+/// window's first scrape was created inside it and counts from zero, unless
+/// the counter is a total [since boot](CounterSignal::since_boot) (a GPU's
+/// energy): then its first sample is its baseline, and a scrape where every
+/// series is new has no step. A series missing from a scrape keeps its last
+/// value.
 fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec<Option<f64>>, u32) {
+    let since_boot = signal.since_boot();
     let mut last: HashMap<&str, f64> = HashMap::new();
     let mut resets = 0;
     let steps = points
@@ -258,6 +262,7 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
         .map(|(i, (_, s))| {
             let series = s.counters.get(&signal)?;
             let mut increase = 0.0;
+            let mut measured = !since_boot;
             for v in series {
                 match last.insert(v.series.as_str(), v.value) {
                     Some(prev) if v.value >= prev => increase += v.value - prev,
@@ -265,14 +270,49 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
                         increase += v.value;
                         resets += 1;
                     }
-                    None if i == 0 => {}
+                    None if i == 0 || since_boot => continue,
                     None => increase += v.value,
                 }
+                measured = true;
             }
-            (i > 0).then_some(increase)
+            (i > 0 && measured).then_some(increase)
         })
         .collect();
     (steps, resets)
+}
+
+/// How the series of one counter covered a window's scrapes: how many were
+/// seen, how many were first seen after its first scrape (an exporter that
+/// failed it, a GPU reported late), how many were missing from its last.
+/// A total [since boot](CounterSignal::since_boot) counts nothing of such a
+/// series before it was seen, nor after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SeriesCoverage {
+    pub series: usize,
+    pub late: usize,
+    pub gone: usize,
+}
+
+/// The [`SeriesCoverage`] of `signal` over the scrapes in [start, end].
+pub fn series_coverage<'a>(
+    signals: impl Iterator<Item = (Duration, &'a Signals)>,
+    start: Duration,
+    end: Duration,
+    signal: CounterSignal,
+) -> SeriesCoverage {
+    let mut points: Vec<(Duration, &Signals)> = signals.filter(|(t, _)| (start..=end).contains(t)).collect();
+    points.sort_by_key(|p| p.0);
+    let names = |s: &'a Signals| -> std::collections::HashSet<&'a str> {
+        s.counters.get(&signal).into_iter().flatten().map(|v| v.series.as_str()).collect()
+    };
+    let all: std::collections::HashSet<&str> = points.iter().flat_map(|(_, s)| names(s)).collect();
+    let (Some(first), Some(last)) = (points.first(), points.last()) else { return SeriesCoverage::default() };
+    let (first, last) = (names(first.1), names(last.1));
+    SeriesCoverage {
+        series: all.len(),
+        late: all.iter().filter(|n| !first.contains(*n)).count(),
+        gone: all.iter().filter(|n| !last.contains(*n)).count(),
+    }
 }
 
 /// Speculative decoding over the window: from vLLM's counters when they
@@ -541,6 +581,53 @@ mod tests {
         let c = &w.counters[&CounterSignal::PromptTokens];
         assert_eq!((c.delta, c.rate_per_s, c.resets), (99.0, Some(24.75), 1));
         assert_eq!(w.series.rates_per_s[&CounterSignal::PromptTokens], vec![None, Some(70.0), Some(2.5), Some(24.0)]);
+    }
+
+    #[test]
+    fn an_energy_series_first_seen_late_counts_from_its_first_sample() {
+        // DCGM counts millijoules since boot. GPU 1 is first reported at 2 s
+        // (or its exporter failed the first scrape): its 5 MJ since boot are
+        // its baseline, not energy drawn in the window.
+        let energy = |g0: Option<f64>, g1: Option<f64>| {
+            let mut t = "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n".to_owned();
+            for (gpu, mj) in [("0", g0), ("1", g1)] {
+                if let Some(mj) = mj {
+                    t += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {mj}\n");
+                }
+            }
+            t
+        };
+        let run = vec![
+            at(0, &energy(Some(5e9), None)),
+            at(1, &energy(Some(5e9 + 300e3), None)),
+            at(2, &energy(Some(5e9 + 600e3), Some(5e9 + 1000e3))),
+            at(3, &energy(Some(5e9 + 900e3), Some(5e9 + 1500e3))),
+            // GPU 0 missing from the last scrape: it keeps its last value
+            at(4, &energy(None, Some(5e9 + 2000e3))),
+        ];
+        let w = summarize(&run, Duration::ZERO, Duration::from_secs(4));
+        let c = &w.counters[&CounterSignal::GpuEnergy];
+        // GPU 0: 900 J over 0–3 s; GPU 1: 1000 J over 2–4 s
+        assert_eq!((c.delta, c.resets), (1900.0, 0));
+        let rates = &w.series.rates_per_s[&CounterSignal::GpuEnergy];
+        assert_eq!(rates, &vec![None, Some(300.0), Some(300.0), Some(800.0), Some(500.0)]);
+        let signals: Vec<(Duration, Signals)> = run.iter().map(|(t, s)| (*t, Signals::from_scrape(s))).collect();
+        let points = || signals.iter().map(|(t, s)| (*t, s));
+        let cover = series_coverage(points(), Duration::ZERO, Duration::from_secs(4), CounterSignal::GpuEnergy);
+        assert_eq!(cover, SeriesCoverage { series: 2, late: 1, gone: 1 });
+        let inner = series_coverage(points(), Duration::from_secs(2), Duration::from_secs(3), CounterSignal::GpuEnergy);
+        assert_eq!(inner, SeriesCoverage { series: 2, late: 0, gone: 0 });
+
+        // Every series new at once (the exporter's first scrape failed): no
+        // step there, and none of the since-boot total.
+        let late = vec![
+            at(0, "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total 10\n"),
+            at(1, &energy(Some(5e9), Some(6e9))),
+            at(2, &energy(Some(5e9 + 300e3), Some(6e9 + 500e3))),
+        ];
+        let w = summarize(&late, Duration::ZERO, Duration::from_secs(2));
+        assert_eq!(w.counters[&CounterSignal::GpuEnergy].delta, 800.0);
+        assert_eq!(w.series.rates_per_s[&CounterSignal::GpuEnergy], vec![None, None, Some(800.0)]);
     }
 
     #[test]
