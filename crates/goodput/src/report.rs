@@ -8,6 +8,7 @@ use crate::common;
 use crate::{output, setup};
 use anyhow::{bail, Result};
 use goodput_core::analysis::assemble::{attach_server_side, ServerSide};
+use goodput_core::analysis::energy::{EnergyReport, EnergySource};
 use goodput_core::{RequestRecord, RunResult};
 use goodput_report::read::Document;
 use std::process::ExitCode;
@@ -246,6 +247,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         result.warnings.extend(window_past_the_run(w, &all_sent));
     }
     result.warnings.extend(cut_short);
+    result.energy = energy_again(&mut run, result.summary.throughput.output_tokens_per_s);
     recompute_server_side(run, &mut result, &records, a.window.is_some());
     // What is written must read back: refused here, not on the next read.
     if let Some(what) = goodput_report::read::impossible(&result) {
@@ -257,6 +259,24 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     }
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
+}
+
+/// A saved run's energy over its records analysed again, at their output
+/// tokens/s `rate`: the simulated engine's (its joules, span, tokens, GPUs
+/// and provisioned watts are saved) drawn again; a scraped one kept as saved
+/// where the run kept no scrapes to draw it from (else `None`: the server's
+/// side draws it again from them). Dropped, a report of an estimate had
+/// said nothing of its energy.
+fn energy_again(run: &mut RunResult, rate: f64) -> Option<EnergyReport> {
+    let e = run.energy.take()?;
+    let scrapes = run.server_signals.as_ref().is_some_and(|s| !s.samples.is_empty());
+    match e.source {
+        EnergySource::Model => {
+            Some(EnergyReport::new(e.source, e.energy_j, e.seconds, e.output_tokens, e.gpus, e.provisioned_w, rate))
+        }
+        EnergySource::Scraped if scrapes => None,
+        EnergySource::Scraped => Some(e),
+    }
 }
 
 /// Said of a `repeats` block when `report` analyses the first run's

@@ -3,6 +3,7 @@
 
 use crate::cli::{ArrivalArg, JudgeArgs, LoadArgs, OutputArgs, ShapeArgs, WarmupArg, WorkloadArgs};
 use anyhow::{bail, Result};
+use goodput_core::analysis::energy::EnergySource;
 use goodput_core::doc::config::{JudgeConfig, SharedPrefixConfig, TraceWorkload, WorkloadConfig};
 use goodput_core::AnalysisOptions;
 use goodput_load::client::Cancellation;
@@ -477,13 +478,15 @@ pub fn tags(out: &OutputArgs) -> (Option<String>, Option<BTreeMap<String, String
 }
 
 /// The analysis options of a saved run re-analysed: `judge`'s where given,
-/// the run's own SLO, price and rating thresholds where not.
+/// the run's own SLO, price and rating thresholds where not. A price given
+/// anew (`--gpu-hour-usd`, a config's) is for the run's own GPUs unless
+/// `--gpus` or the config says otherwise.
 pub fn saved_options(
     run: &goodput_core::RunResult,
     judge: &crate::cli::JudgeArgs,
     percentiles: &[f64],
 ) -> Result<goodput_core::AnalysisOptions> {
-    let mut opts = analysis_options(percentiles, judge)?;
+    let mut opts = analysis_options_for(percentiles, judge, saved_gpus(run))?;
     let saved = run.config.judge.as_ref();
     if opts.slo.is_none() {
         // Keep the run's own SLO when no other is given, on the command line
@@ -508,6 +511,14 @@ pub fn saved_options(
         }
     }
     Ok(opts)
+}
+
+/// The GPUs a saved run was priced on, or ran on: its cost's, its config's
+/// cost's, or its energy's (a simulated engine's own count); else one.
+pub fn saved_gpus(run: &goodput_core::RunResult) -> u32 {
+    let judged = run.config.judge.as_ref().and_then(|j| j.cost.as_ref()).map(|c| c.gpus);
+    let energy = run.energy.as_ref().filter(|e| e.source == EnergySource::Model).and_then(|e| e.gpus);
+    run.cost.as_ref().map(|c| c.gpus).or(judged).or(energy).filter(|&g| g > 0).unwrap_or(1)
 }
 
 #[cfg(test)]

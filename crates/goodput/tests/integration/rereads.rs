@@ -236,3 +236,43 @@ fn wide_intervals_keep_their_columns_apart() {
         assert!(!line.contains("] ["), "{line}");
     }
 }
+
+/// `report` of a saved estimate on four GPUs (TP 2 × DP 2): a price given
+/// anew is for those four GPUs (it had been priced as one, at a quarter of
+/// the cost), and the simulated engine's energy
+/// is kept (it had been dropped: no energy line, `null` written).
+#[test]
+fn report_prices_and_keeps_the_energy_of_a_saved_estimate_s_gpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("e.json");
+    goodput()
+        .args(["estimate", "-q", "--tp", "2", "--dp", "2", "--input-tokens", "64", "--output-tokens", "16"])
+        .args(["-n", "16", "-c", "4", "--gpu-hour-usd", "2.5", "--include-requests", "-o"])
+        .arg(&saved)
+        .assert()
+        .success();
+    let e = read_json(&saved);
+    assert_eq!(e["cost"]["gpus"], 4, "{}", e["cost"]);
+    let again = dir.path().join("r.json");
+    let o = goodput().arg("report").arg(&saved).args(["--gpu-hour-usd", "5", "-o"]).arg(&again).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    let r = read_json(&again);
+    assert_eq!(
+        (r["cost"]["gpus"].as_u64(), r["cost"]["usd_per_hour"].as_f64()),
+        (Some(4), Some(20.0)),
+        "{}",
+        r["cost"]
+    );
+    let per_m = |d: &Value| d["cost"]["usd_per_million_output_tokens"].as_f64().unwrap();
+    assert!((per_m(&r) / per_m(&e) - 2.0).abs() < 1e-9, "{} vs {}", r["cost"], e["cost"]);
+    assert!(said.contains("energy: ") && said.contains("on 4 GPU(s) (the simulated engine's power model)"), "{said}");
+    assert_eq!(r["energy"], e["energy"], "the same run, the same energy");
+
+    // No flag: the saved price, on the same four GPUs.
+    let plain = dir.path().join("plain.json");
+    goodput().arg("report").arg(&saved).args(["-q", "-o"]).arg(&plain).assert().success();
+    let p = read_json(&plain);
+    assert_eq!((p["cost"]["gpus"].as_u64(), p["cost"]["usd_per_hour"].as_f64()), (Some(4), Some(10.0)));
+    assert_eq!(p["energy"], e["energy"]);
+}
