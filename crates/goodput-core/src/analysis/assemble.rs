@@ -176,6 +176,8 @@ pub fn attach_server_side(result: &mut RunResult, side: ServerSide, records: &[R
                 let (energy, warnings) = scraped_energy_checked(&signals, rate);
                 result.energy = energy;
                 result.warnings.extend(warnings);
+                let counted = result.energy.as_ref().and_then(|e| e.gpus);
+                result.warnings.extend(counted.and_then(|n| gpus_unpriced_warning(result.cost.as_ref(), n)));
             }
             result.server_signals = Some(signals);
             d
@@ -227,6 +229,19 @@ pub fn scraped_energy_checked(
             (None, warnings)
         }
     }
+}
+
+/// The warning for a run priced for other GPUs than the `counted` ones its
+/// energy counters report: the price is kept as given (`--gpus`, a config's
+/// `gpus`, or one GPU by default), and the count that would match is named.
+pub fn gpus_unpriced_warning(cost: Option<&crate::analysis::cost::CostReport>, counted: u32) -> Option<String> {
+    let priced = cost?.gpus;
+    (priced != counted).then(|| {
+        format!(
+            "the GPUs' energy counters report {counted} GPU(s), and the cost is priced for {priced} (--gpus, a \
+             config's gpus, or 1 by default): if the server runs on those {counted}, give --gpus {counted}"
+        )
+    })
 }
 
 /// Joules per output token and output tokens/s per provisioned megawatt from
@@ -439,6 +454,20 @@ mod tests {
         let (e, warnings) = scraped_energy_checked(&signals, 100.0);
         assert_eq!(e, None);
         assert!(warnings.last().unwrap().starts_with("energy withheld: 5000000 J over 4.0 s"), "{warnings:?}");
+    }
+
+    #[test]
+    fn a_price_for_other_gpus_than_the_energy_counters_report_is_warned_about() {
+        let priced =
+            |gpus| crate::analysis::cost::CostConfig { gpu_hour_usd: 2.0, gpus }.report(1.0, 1.0, 1.0, None, None);
+        let one = priced(1);
+        let said = gpus_unpriced_warning(Some(&one), 2).unwrap();
+        assert!(
+            said.contains("report 2 GPU(s), and the cost is priced for 1") && said.contains("give --gpus 2"),
+            "{said}"
+        );
+        assert_eq!(gpus_unpriced_warning(Some(&priced(2)), 2), None);
+        assert_eq!(gpus_unpriced_warning(None, 2), None, "nothing priced, nothing mispriced");
     }
 
     #[test]

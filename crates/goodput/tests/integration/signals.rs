@@ -557,9 +557,11 @@ fn the_embedded_engine_runs_prefill_and_decode_pools() {
 /// probes and runs, ended (its listener closed and its thread joined) when
 /// dropped. The first path segment picks the answer: `vllm`, a vLLM
 /// exposition whose counter grows by 100 a scrape (of that path); `backwards`, the same
-/// with a generation counter that falls by 1000 a scrape; `huge`, one line
-/// more than goodput reads of an endpoint; `html`, a web page; anything
-/// else, 404.
+/// with a generation counter that falls by 1000 a scrape; `dcgm`, a DCGM
+/// exporter's energy counters (mJ since boot) of GPU 0 at 300 W, of GPU 1
+/// at 500 W from its third scrape on, and of GPU 2 at 300 W for its first
+/// two, each GPU's 700 W power limit beside; `huge`, one line more than
+/// goodput reads of an endpoint; `html`, a web page; anything else, 404.
 struct Exporter {
     url: String,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -577,6 +579,7 @@ impl Exporter {
             (0..=goodput_core::prometheus::scrape::MAX_METRIC_LINES).map(|i| format!("a{{b=\"{i}\"}} 1\n")).collect(),
         );
         let scrapes: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>> = Arc::default();
+        let started = std::time::Instant::now();
         let thread = std::thread::spawn(move || {
             let mut connections = Vec::new();
             for sock in listener.incoming() {
@@ -612,6 +615,7 @@ impl Exporter {
                         }
                         "vllm" => ("200 OK", "text/plain; version=0.0.4", vllm(n * 100)),
                         "backwards" => ("200 OK", "text/plain; version=0.0.4", vllm(1_000_000_000 - n * 1000)),
+                        "dcgm" => ("200 OK", "text/plain; version=0.0.4", dcgm(n, started.elapsed().as_secs_f64())),
                         "huge" => ("200 OK", "text/plain; version=0.0.4", huge.to_string()),
                         "html" => ("200 OK", "text/html", "<html><body>hello</body></html>".to_string()),
                         _ => ("404 Not Found", "text/plain", String::new()),
@@ -629,6 +633,55 @@ impl Exporter {
         });
         Exporter { url, stop, thread: Some(thread) }
     }
+}
+
+/// The `dcgm` answer of [`Exporter`] at its `n`th scrape, `t` seconds in.
+fn dcgm(n: u64, t: f64) -> String {
+    let gpus = [(0, 300.0, true), (1, 500.0, n >= 3), (2, 300.0, n <= 2)];
+    let shown = || gpus.iter().filter(|g| g.2);
+    let mut body = "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n".to_owned();
+    for (gpu, watts, _) in shown() {
+        body += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {:.0}\n", 5e9 + watts * 1000.0 * t);
+    }
+    body += "# TYPE DCGM_FI_DEV_POWER_MGMT_LIMIT gauge\n";
+    for (gpu, _, _) in shown() {
+        body += &format!("DCGM_FI_DEV_POWER_MGMT_LIMIT{{gpu=\"{gpu}\"}} 700\n");
+    }
+    body
+}
+
+/// A DCGM exporter whose GPUs' energy series come and go during a run: one
+/// first seen after the first scrape counts from that sample (its 5 MJ
+/// since boot had been taken as drawn in the run, megawatts reported), one
+/// missing from the last scrape is said to under-count, the GPUs are
+/// counted, and a price for one GPU names `--gpus 3`.
+#[test]
+fn energy_series_first_seen_late_count_from_their_first_sample() {
+    let exporter = Exporter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "2ms", "--input-tokens", "8"])
+        .args(["--output-tokens", "16", "-c", "2", "--duration", "2s", "--metrics-interval", "200ms"])
+        .args(["--metrics-url", &format!("{}/dcgm/metrics", exporter.url), "--gpu-hour-usd", "2", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let e = &v["energy"];
+    assert_eq!((e["source"].as_str(), e["gpus"].as_u64()), (Some("scraped"), Some(3)), "{e}");
+    // GPU 0's 300 W throughout, GPU 1's 500 W over most of the window and
+    // GPU 2's 300 W over its start: under 1100 W, and no megawatts.
+    let power = e["mean_power_w"].as_f64().unwrap();
+    assert!(power > 300.0 && power < 1100.0, "{e}");
+    let warnings = v["warnings"].to_string();
+    assert!(warnings.contains("energy: 1 of the 3 GPU energy series first appeared after"), "{warnings}");
+    assert!(warnings.contains("energy: 1 of the 3 GPU energy series were missing from"), "{warnings}");
+    assert!(warnings.contains("report 3 GPU(s), and the cost is priced for 1") && warnings.contains("--gpus 3"));
+    assert_eq!(v["cost"]["gpus"], 1, "the price is as given");
 }
 
 impl Drop for Exporter {
