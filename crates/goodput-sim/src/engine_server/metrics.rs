@@ -54,10 +54,20 @@ impl Observed {
 /// engines), in Prometheus text format 0.0.4 (the fault counters follow
 /// them). With speculative decoding (`spec_tokens` drafts a proposal), vLLM's
 /// `spec_decode_*` counters too, one per-position series per draft position;
-/// disaggregated (`pd`), vLLM's NIXL transfer histogram.
-pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option<u32>, pd: bool) -> String {
+/// disaggregated (`pd`: its first `prefill` instances are the prefill
+/// pool's), vLLM's NIXL transfer histogram, and each instance's series
+/// labelled `role="prefill"` or `role="decode"`: both count a request's
+/// prompt tokens and the prefill instance its first token, as vLLM's
+/// instances do, and a scraper tells them apart by it.
+pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option<u32>, pd: Option<usize>) -> String {
     let model = escape_label(model_name);
-    let labels: Vec<String> = (0..all.len()).map(|i| format!("engine=\"{i}\",model_name=\"{model}\"")).collect();
+    let role = |i: usize| match pd {
+        Some(prefill) if i < prefill => ",role=\"prefill\"",
+        Some(_) => ",role=\"decode\"",
+        None => "",
+    };
+    let labels: Vec<String> =
+        (0..all.len()).map(|i| format!("engine=\"{i}\",model_name=\"{model}\"{}", role(i))).collect();
     let mut s = String::with_capacity(12 * 1024 * all.len().max(1));
     type Value = fn(&Observed) -> f64;
     let gauges: [(&str, &str, Value); 3] = [
@@ -139,7 +149,7 @@ pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option
             h(o).render_series(&mut s, name, l);
         }
     }
-    if pd {
+    if pd.is_some() {
         let name = "vllm:nixl_xfer_time_seconds";
         let _ = write!(
             s,

@@ -198,7 +198,7 @@ impl EngineServer {
     pub fn prometheus(&self) -> String {
         let all: Vec<Observed> = self.observed.iter().map(|o| lock(o).clone()).collect();
         let spec = self.cfg.engine.spec.map(|sd| sd.tokens);
-        let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, spec, self.pd.is_some());
+        let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, spec, self.pd.as_ref().map(|p| p.prefill));
         s.push_str(&self.counters.prometheus(&self.cfg.faults));
         s.push_str(&self.cfg.engine.parallel_info_metric());
         s

@@ -886,7 +886,11 @@ async fn disaggregated_pools_of_pipeline_and_expert_parallel_instances_serve_and
     let http = client();
     let body = json!({"prompt": words(255, "pp-"), "max_tokens": 5, "stream": true});
     let text = five_tokens_then_metrics(&http, &base, &body).await;
-    let at = |name: &str, engine: u32| metric(&text, &format!("{name}{{engine=\"{engine}\",model_name=\"sim-8b\"}}"));
+    // Each instance's series say its role (engine 0 is the prefill pool's).
+    let role = |engine: u32| if engine == 0 { "prefill" } else { "decode" };
+    let at = |name: &str, engine: u32| {
+        metric(&text, &format!("{name}{{engine=\"{engine}\",model_name=\"sim-8b\",role=\"{}\"}}", role(engine)))
+    };
     assert_eq!(at("vllm:nixl_xfer_time_seconds_count", 1), 1.0);
     assert_eq!(
         metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"2\",dp=\"2\",ep=\"1\",ranks=\"1\"}"),
@@ -901,7 +905,10 @@ async fn disaggregated_pools_of_pipeline_and_expert_parallel_instances_serve_and
     let (base, server, _stop) = start(cfg).await;
     let text = five_tokens_then_metrics(&http, &base, &body).await;
     assert_eq!(server.replica_stats().len(), 2);
-    assert_eq!(metric(&text, "vllm:nixl_xfer_time_seconds_count{engine=\"1\",model_name=\"sim-moe\"}"), 1.0);
+    assert_eq!(
+        metric(&text, "vllm:nixl_xfer_time_seconds_count{engine=\"1\",model_name=\"sim-moe\",role=\"decode\"}"),
+        1.0
+    );
     assert_eq!(
         metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"1\",dp=\"4\",ep=\"2\",ranks=\"2\"}"),
         1.0,
@@ -915,7 +922,10 @@ async fn disaggregated_pools_of_pipeline_and_expert_parallel_instances_serve_and
     assert_eq!(cfg.engine.gpus(), 3);
     let (base, _server, _stop) = start(cfg).await;
     let text = five_tokens_then_metrics(&http, &base, &body).await;
-    assert_eq!(metric(&text, "vllm:nixl_xfer_time_seconds_count{engine=\"1\",model_name=\"sim-8b\"}"), 1.0);
+    assert_eq!(
+        metric(&text, "vllm:nixl_xfer_time_seconds_count{engine=\"1\",model_name=\"sim-8b\",role=\"decode\"}"),
+        1.0
+    );
     assert_eq!(
         metric(&text, "goodput_engine_parallel_info{tp=\"1\",pp=\"1\",dp=\"2\",ep=\"1\",ranks=\"1\",decode_tp=\"2\"}"),
         1.0,
@@ -963,7 +973,11 @@ async fn disaggregated_pools_move_the_kv_and_export_vllms_nixl_histogram() {
         }
     }
     let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
-    let at = |name: &str, engine: u32| metric(&text, &format!("{name}{{engine=\"{engine}\",model_name=\"sim-8b\"}}"));
+    // Each instance's series say its role (engine 0 is the prefill pool's).
+    let role = |engine: u32| if engine == 0 { "prefill" } else { "decode" };
+    let at = |name: &str, engine: u32| {
+        metric(&text, &format!("{name}{{engine=\"{engine}\",model_name=\"sim-8b\",role=\"{}\"}}", role(engine)))
+    };
     // The decode instance (engine 1) took every transfer; the histogram is vLLM's.
     assert_eq!(text.matches("# TYPE vllm:nixl_xfer_time_seconds histogram").count(), 1);
     assert_eq!((at("vllm:nixl_xfer_time_seconds_count", 0), at("vllm:nixl_xfer_time_seconds_count", 1)), (0.0, 4.0));
@@ -992,7 +1006,8 @@ async fn disaggregated_pools_move_the_kv_and_export_vllms_nixl_histogram() {
     // The decode instance holds those 15 blocks too: only the last 16
     // tokens' KV crossed, a sixteenth of the first time's.
     let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
-    let again = metric(&text, "vllm:nixl_xfer_time_seconds_sum{engine=\"1\",model_name=\"sim-8b\"}") - sum;
+    let again =
+        metric(&text, "vllm:nixl_xfer_time_seconds_sum{engine=\"1\",model_name=\"sim-8b\",role=\"decode\"}") - sum;
     let rest = link.transfer_time(16).div_f64(10.0).as_secs_f64();
     assert!((again - rest).abs() < 1e-6 && again < 0.1 * transfer.as_secs_f64(), "{again} s against {rest} s");
 }

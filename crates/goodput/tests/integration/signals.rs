@@ -544,6 +544,14 @@ fn the_embedded_engine_runs_prefill_and_decode_pools() {
     assert_eq!(v["config"]["client"]["embedded"]["pd"], "1:1", "{}", v["config"]["client"]["embedded"]);
     let kv = v["server_signals"]["window"]["kv_transfer_mean_s"].as_f64().expect("the window's KV transfer");
     assert!(kv > 0.0 && kv < 0.05, "{kv}");
+    // Both instances count each prompt, and the prefill instance its one
+    // token: the prompts are read from the prefill instance and the output
+    // from the decode instance, so the server's counts are the client's
+    // (they had been twice the prompt tokens, and a token a request more).
+    let counters = &v["server_signals"]["window"]["counters"];
+    let tokens = &v["summary"]["tokens"];
+    assert_eq!(counters["prompt_tokens"]["delta"].as_f64(), tokens["input"].as_f64(), "{counters} {tokens}");
+    assert_eq!(counters["generation_tokens"]["delta"].as_f64(), tokens["output"].as_f64(), "{counters} {tokens}");
     let o = Command::cargo_bin("goodput")
         .unwrap()
         .args(["bench", "--sim-pd", "1:1", "--sim-dp", "2", "-n", "1"])

@@ -348,11 +348,21 @@ const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
 /// vLLM's finish reasons that are not a success.
 const VLLM_FAILED: &[&str] = &["abort", "error"];
 
+/// The label that says which pool of a disaggregated (P/D) deployment a
+/// series is from: `prefill` or `decode` (goodput's simulated server puts
+/// it on each instance's series; a Prometheus relabelling can put a
+/// deployment's own role on them, llm-d's `llm-d.ai/role`, say). Both kinds
+/// of instance count a request's prompt tokens, and the prefill instance
+/// generates its one token too: so prompt tokens are read from the prefill
+/// instances alone and generated tokens from the decode instances alone.
+/// Series without it are all read, as one instance's.
+pub const PD_ROLE: &str = "role";
+
 const COUNTERS: &[(CounterSignal, &[Rule])] = &[
     (
         CounterSignal::PromptTokens,
         &[
-            r(&["vllm:prompt_tokens_total"]),
+            r(&["vllm:prompt_tokens_total"]).except(PD_ROLE, &["decode"]),
             r(&["sglang:prompt_tokens_total"]),
             // llama.cpp counts the prompt tokens it computed apart from those
             // it reused; both are prompt tokens.
@@ -364,7 +374,7 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
     (
         CounterSignal::GenerationTokens,
         &[
-            r(&["vllm:generation_tokens_total"]),
+            r(&["vllm:generation_tokens_total"]).except(PD_ROLE, &["prefill"]),
             r(&["sglang:generation_tokens_total"]),
             r(&["llamacpp:tokens_predicted_total"]),
             r(&["tgi_request_generated_tokens_sum"]),

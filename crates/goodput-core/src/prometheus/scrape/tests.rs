@@ -323,3 +323,21 @@ fn kv_transfer_time_comes_from_vllms_nixl_histogram_and_tritons_counters() {
     let w = window_of("triton-disagg-0.prom", "triton-disagg-1.prom");
     assert!(close(w.kv_transfer_mean_s.unwrap(), 0.012), "{:?}", w.kv_transfer_mean_s);
 }
+
+#[test]
+fn a_disaggregated_deployment_counts_prompts_at_prefill_and_generation_at_decode() {
+    // One request of 256 prompt tokens and 5 output tokens: both instances
+    // counted the prompt, and the prefill instance its one token.
+    let text = "# TYPE vllm:prompt_tokens_total counter\n\
+                vllm:prompt_tokens_total{engine=\"0\",role=\"prefill\"} 256\n\
+                vllm:prompt_tokens_total{engine=\"1\",role=\"decode\"} 256\n\
+                # TYPE vllm:generation_tokens_total counter\n\
+                vllm:generation_tokens_total{engine=\"0\",role=\"prefill\"} 1\n\
+                vllm:generation_tokens_total{engine=\"1\",role=\"decode\"} 5\n";
+    let s = Signals::from_scrape(&clean(text));
+    assert_counters(&s, &[(C::PromptTokens, 256.0), (C::GenerationTokens, 5.0)]);
+    // Series that say no role are one instance's each, all read.
+    let plain = text.replace(",role=\"prefill\"", "").replace(",role=\"decode\"", "");
+    let s = Signals::from_scrape(&clean(&plain));
+    assert_counters(&s, &[(C::PromptTokens, 512.0), (C::GenerationTokens, 6.0)]);
+}
