@@ -39,7 +39,9 @@ pub(crate) async fn sleep_until_some(at: Option<Instant>) {
 /// How many times an exchange past its deadline is polled, yielding between,
 /// to read what already came before a timeout is declared: each poll reads
 /// until the socket would block or the runtime's budget for one poll (128
-/// reads) is spent, so this reads far more than any socket buffer holds.
+/// reads; a stream reader thread's job, a turn's 16) is spent, so this reads
+/// far more than any socket buffer holds, and a server that floods the
+/// socket holds the request only that long past its deadline.
 const DRAIN_POLLS: usize = 64;
 
 /// An exchange whose deadline passed, run on only as far as what already sits

@@ -23,6 +23,15 @@
 //! request's deadline drops or drains the hand-off (see [`Streaming`]), and
 //! the reader comes back with whatever it had read.
 //!
+//! Fairness: a thread reads each job for at most [`TURN_READS`] reads a
+//! turn, then goes on to its other jobs (and the jobs sent to it) and comes
+//! back to this one: a stream whose bytes come faster than they are parsed
+//! (a server's flood) would otherwise hold the thread, and every other
+//! stream's bytes would wait in their sockets, to be read (and stamped) at
+//! one late instant. A request's task that wants the job's lock (to take
+//! its end, or to let go of it at a stop, a cancel or the deadline) has it
+//! at the next read: the thread leaves the job while the task waits.
+//!
 //! `GOODPUT_STREAM_THREADS=0` turns the threads off (the task reads, as
 //! before); `N` sets how many (default: one per two CPUs, at least one).
 
@@ -46,6 +55,24 @@ const WAKE: Token = Token(0);
 
 /// A job's key before its thread has taken it.
 const NO_KEY: usize = usize::MAX;
+
+/// The most reads (of up to 16 KiB each) a job's turn on its thread takes,
+/// or a task's poll past the deadline: the bound on how long one stream
+/// holds its thread (and its lock) before the others have their turns.
+pub(crate) const TURN_READS: usize = 16;
+
+/// How a job's pumping ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pumped {
+    /// The body's reading has ended (or the job was let go of).
+    Ended,
+    /// The socket has nothing more for now: the poll says when it has.
+    Drained,
+    /// Stopped on its budget, or for a task that wants the lock, with
+    /// bytes maybe left in the socket: the job is read again next round
+    /// (no poll event need come for bytes already there).
+    Yielded,
+}
 
 /// A connection whose streamed body a reader thread reads: the socket and
 /// its buffer, the response's head (its framing's state), and the stamp of
@@ -75,6 +102,9 @@ struct Job {
     /// The request's clock, on the monotonic clock tokio's is made of.
     origin: std::time::Instant,
     slot: Mutex<Slot>,
+    /// How many of the task's calls wait for (or are about to take) the
+    /// slot's lock: the thread leaves the job to them (see [`Job::lock_for_task`]).
+    waiting: AtomicUsize,
 }
 
 impl Job {
@@ -82,27 +112,47 @@ impl Job {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Reads and parses what the socket has, each read given to the reader
-    /// by the task's own rule ([`feed_read`]): true once the body's reading
-    /// has ended.
+    /// The lock, for the request's task: the thread, which would otherwise
+    /// take it again turn after turn before the waking task could (a
+    /// mutex is not fair), lets go of it at its next read and leaves the
+    /// job until the task has had it.
+    fn lock_for_task(&self) -> MutexGuard<'_, Slot> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let slot = self.lock();
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        slot
+    }
+
+    fn task_waits(&self) -> bool {
+        self.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// Reads and parses what the socket has, at most `budget` reads, each
+    /// read given to the reader by the task's own rule ([`feed_read`]).
     /// `shared`: the thread's read buffer (see [`Conn::reading_into`]).
-    fn pump(&self, slot: &mut Slot, shared: &mut BytesMut) -> bool {
+    fn pump(&self, slot: &mut Slot, shared: &mut BytesMut, budget: usize) -> Pumped {
         if slot.ended.is_some() || slot.dropped {
-            return true;
+            return Pumped::Ended;
         }
         let Slot { work, reader, ended, .. } = slot;
-        let Some(work) = work.as_mut() else { return true };
+        let Some(work) = work.as_mut() else { return Pumped::Ended };
         let origin = self.origin;
         let mut clock = || origin.elapsed();
         let Work { conn, head, read } = work;
-        conn.reading_into(shared, |conn| loop {
-            let Some(step) = conn.try_next_read(head, &mut clock, read) else {
-                return false;
-            };
-            if let Some(end) = feed_read(reader, read_of(conn, step)) {
-                *ended = Some(end);
-                return true;
+        conn.reading_into(shared, |conn| {
+            for _ in 0..budget {
+                let Some(step) = conn.try_next_read(head, &mut clock, read) else {
+                    return Pumped::Drained;
+                };
+                if let Some(end) = feed_read(reader, read_of(conn, step)) {
+                    *ended = Some(end);
+                    return Pumped::Ended;
+                }
+                if self.task_waits() {
+                    break;
+                }
             }
+            Pumped::Yielded
         })
     }
 
@@ -188,13 +238,29 @@ fn deregister(registry: &Registry, fd: RawFd) {
     let _ = registry.deregister(&mut SourceFd(&fd));
 }
 
-/// A job's turn on its thread, after an event or when it comes: true when
-/// the thread is done with it (its socket deregistered, its task woken).
+/// What a job's turn came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// The thread is done with the job (its socket deregistered, its task woken).
+    Done,
+    /// The job waits for its socket's next event.
+    Waits,
+    /// The job is to have another turn next round, event or not.
+    Again,
+}
+
+/// A job's turn on its thread, after an event, when it comes, or again
+/// after a turn cut short ([`Pumped::Yielded`]).
 /// `closed`: the event said the peer closed its side or the socket failed.
-fn turn(registry: &Registry, job: &Job, shared: &mut BytesMut, closed: bool) -> bool {
+fn turn(registry: &Registry, job: &Job, shared: &mut BytesMut, closed: bool) -> Turn {
+    if job.task_waits() {
+        // The task is taking the lock: its turn first.
+        return Turn::Again;
+    }
     let mut slot = job.lock();
     if let Some(w) = slot.work.as_mut() {
-        // An edge-triggered event: bytes came since the last read drained it.
+        // An edge-triggered event: bytes came since the last read drained
+        // it (or a turn cut short left some).
         w.conn.wet();
         if closed {
             // The close may have come with the bytes this event is for: a
@@ -203,8 +269,10 @@ fn turn(registry: &Registry, job: &Job, shared: &mut BytesMut, closed: bool) -> 
             w.conn.peer_closed();
         }
     }
-    if !job.pump(&mut slot, shared) {
-        return false;
+    match job.pump(&mut slot, shared, TURN_READS) {
+        Pumped::Ended => {}
+        Pumped::Drained => return Turn::Waits,
+        Pumped::Yielded => return Turn::Again,
     }
     // Off this poll before the task can have the connection back.
     deregister(registry, job.fd);
@@ -213,18 +281,18 @@ fn turn(registry: &Registry, job: &Job, shared: &mut BytesMut, closed: bool) -> 
     if let Some(w) = waker {
         w.wake();
     }
-    true
+    Turn::Done
 }
 
 /// [`turn`], and a panic in it (a bug) ends that job's reading as broken,
 /// saying so, rather than the thread and every stream on it.
-fn guarded_turn(registry: &Registry, job: &Job, shared: &mut BytesMut, closed: bool) -> bool {
+fn guarded_turn(registry: &Registry, job: &Job, shared: &mut BytesMut, closed: bool) -> Turn {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| turn(registry, job, shared, closed))) {
-        Ok(done) => done,
+        Ok(turn) => turn,
         Err(_) => {
             deregister(registry, job.fd);
             job.fail("goodput's stream reader failed on this response (a bug; please report it)".into());
-            true
+            Turn::Done
         }
     }
 }
@@ -260,8 +328,16 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
     // The jobs of one poll's events, in order, and whether each event said
     // the peer closed (or the socket failed).
     let mut keys: Vec<(usize, bool)> = Vec::with_capacity(1024);
+    // The jobs whose last turn was cut short, to be read again next round
+    // whether or not an event comes (their bytes may all be in already).
+    let mut again: Vec<usize> = Vec::new();
+    // The round each key was last put in `keys`: a job has one turn a round.
+    let mut round: u64 = 0;
+    let mut listed: Vec<u64> = Vec::new();
     loop {
-        if let Err(e) = poll.poll(&mut events, None) {
+        // With jobs to read again, the poll only gathers what else is ready.
+        let timeout = (!again.is_empty()).then_some(std::time::Duration::ZERO);
+        if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
@@ -284,6 +360,19 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                 .filter(|ev| ev.token() != WAKE)
                 .map(|ev| (ev.token().0 - 1, ev.is_read_closed() || ev.is_error())),
         );
+        round += 1;
+        if !again.is_empty() {
+            // The events' jobs first (their bytes are the newest to have
+            // come), then those cut short that no event named.
+            for &(key, _) in &keys {
+                mark(&mut listed, key, round);
+            }
+            for key in again.drain(..) {
+                if mark(&mut listed, key, round) {
+                    keys.push((key, false));
+                }
+            }
+        }
         // Each job's state was last touched a read ago, and the server has
         // run since: it is out of the cache, and reaching for it one job at
         // a time waits for memory once a job. Asking for the next jobs'
@@ -297,8 +386,13 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
             if let Some(job) = keys.get(i + AHEAD).and_then(|&(k, _)| jobs.get(k)) {
                 prefetch(&**job);
             }
-            if jobs.get(key).is_some_and(|job| guarded_turn(registry, job, &mut shared, closed)) {
-                jobs.remove(key);
+            let Some(job) = jobs.get(key) else { continue };
+            match guarded_turn(registry, job, &mut shared, closed) {
+                Turn::Done => {
+                    jobs.remove(key);
+                }
+                Turn::Waits => {}
+                Turn::Again => again.push(key),
             }
         }
         while let Ok(cmd) = rx.try_recv() {
@@ -314,8 +408,15 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                     job.key.store(key, Ordering::Relaxed);
                     // Bytes may have come with the head, or before the
                     // registration: read them now.
-                    if !guarded_turn(registry, &job, &mut shared, false) {
-                        entry.insert(job);
+                    match guarded_turn(registry, &job, &mut shared, false) {
+                        Turn::Done => {}
+                        Turn::Waits => {
+                            entry.insert(job);
+                        }
+                        Turn::Again => {
+                            entry.insert(job);
+                            again.push(key);
+                        }
                     }
                 }
                 Cmd::Remove(job) => {
@@ -329,6 +430,14 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
             }
         }
     }
+}
+
+/// Notes that `key` is listed in round `round`: false when it already was.
+fn mark(listed: &mut Vec<u64>, key: usize, round: u64) -> bool {
+    if listed.len() <= key {
+        listed.resize(key + 1, 0);
+    }
+    std::mem::replace(&mut listed[key], round) != round
 }
 
 /// Hands `work` and `reader` to a reader thread: the future ends when the
@@ -354,6 +463,7 @@ pub(crate) fn hand_off<'r>(
             waker: None,
             dropped: false,
         }),
+        waiting: AtomicUsize::new(0),
     });
     if !shard.send(Cmd::Add(job.clone())) {
         // The thread ended (its poll failed): the request fails, saying so,
@@ -380,16 +490,19 @@ impl Future for Streaming<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> TaskPoll<(Work, StreamEnd)> {
         let this = self.get_mut();
-        let mut slot = this.job.lock();
+        let mut slot = this.job.lock_for_task();
         if slot.ended.is_none() && this.deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
             // Past the deadline (or polled to read what came before it is
             // declared): what the socket already holds is read here and
             // now, whether or not the thread has come to it (it may be as
-            // late as a stopped or starved client was).
+            // late as a stopped or starved client was). At most a turn's
+            // reads a poll: a server that floods the socket holds the task
+            // no longer than it would hold the thread (the caller polls a
+            // bounded number of times, see `read_what_came`).
             if let Some(w) = slot.work.as_mut() {
                 w.conn.wet();
             }
-            if this.job.pump(&mut slot, &mut BytesMut::new()) {
+            if this.job.pump(&mut slot, &mut BytesMut::new(), TURN_READS) == Pumped::Ended {
                 // Off the thread's poll before the connection goes back.
                 let _ = this.shard.send(Cmd::Remove(this.job.clone()));
             }
@@ -427,7 +540,7 @@ impl Drop for Streaming<'_> {
         if self.done {
             return;
         }
-        let mut slot = self.job.lock();
+        let mut slot = self.job.lock_for_task();
         slot.dropped = true;
         *self.reader = std::mem::take(&mut slot.reader);
         drop(slot);

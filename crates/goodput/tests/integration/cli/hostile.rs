@@ -224,3 +224,181 @@ fn hints_name_the_fix() {
     let err = goodput().args(["bench", "--url", &https, "--model", "m", "-n", "1", "--progress", "none"]).refusal();
     assert!(err.contains("use http://, not https://"), "{err}");
 }
+
+/// A server on 127.0.0.1:0 for streams beside a flood: its first chat
+/// request is answered with one token and then choice-less events
+/// (`data: {}`), as fast as the client takes them, for `flood` (until the
+/// client goes, when `None`); every other with five tokens 50 ms apart
+/// after 100 ms, then usage. Each response closes its connection.
+fn flooding_server(flood: Option<Duration>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let posts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(sock) = sock else { return };
+            let posts = posts.clone();
+            std::thread::spawn(move || {
+                let _ = flood_or_stream(sock, &posts, flood);
+            });
+        }
+    });
+    url
+}
+
+fn flood_or_stream(
+    mut sock: TcpStream,
+    posts: &std::sync::atomic::AtomicUsize,
+    flood: Option<Duration>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(sock.try_clone()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                len = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    reader.read_exact(&mut vec![0; len])?;
+    sock.set_nodelay(true)?;
+    if request_line.starts_with("GET ") {
+        let body = r#"{"object":"list","data":[{"id":"m1","object":"model"}]}"#;
+        return write!(sock, "{JSON}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    }
+    write!(sock, "{SSE}\r\nconnection: close\r\n\r\n")?;
+    let token = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n");
+    if posts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+        sock.write_all(token("x").as_bytes())?;
+        let blob = "data: {}\n\n".repeat(100_000);
+        let start = std::time::Instant::now();
+        while flood.is_none_or(|f| start.elapsed() < f) {
+            sock.write_all(blob.as_bytes())?;
+        }
+    } else {
+        std::thread::sleep(Duration::from_millis(100));
+        for i in 0..5 {
+            sock.write_all(token(&format!("w{i} ")).as_bytes())?;
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let usage = r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}"#;
+        write!(sock, "data: {usage}\n\n")?;
+    }
+    sock.write_all(b"data: [DONE]\n\n")
+}
+
+/// One stream whose bytes come faster than goodput parses them (a flood of
+/// choice-less events, 4 s) beside normal ones, two at a time, started
+/// while it lasts, all read by one stream reader thread: the others are
+/// read in turn, their TTFT near its true
+/// 100 ms and their five tokens apart (the flood had held the thread, and
+/// every other stream's chunks were stamped at one instant, seconds late).
+#[test]
+fn a_flooding_stream_leaves_the_other_streams_timings_alone() {
+    let url = flooding_server(Some(Duration::from_secs(4)));
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .env("GOODPUT_STREAM_THREADS", "1")
+        .args(["bench", "-q", "--url", &url, "--model", "m1", "-n", "8", "-c", "3", "--output-tokens", "5"])
+        .args(["--no-metrics"])
+        .writing(&out, &rec)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    use goodput_core::RequestMetrics;
+    let kept = records(&rec);
+    assert_eq!(kept.len(), 8, "{err}");
+    let (flood, normal): (Vec<_>, Vec<_>) = kept.iter().partition(|r| r.chunks.len() < 5);
+    assert_eq!((flood.len(), normal.len()), (1, 7), "{err}");
+    assert!(flood[0].end - flood[0].sent >= Duration::from_secs(3), "the flood lasted: {:?}", flood[0]);
+    for r in normal {
+        let (ttft, e2e) = (r.ttft().unwrap(), r.e2e().unwrap());
+        assert!(r.outcome.is_success(), "{:?}", r.outcome);
+        assert!(ttft >= Duration::from_millis(50) && ttft < Duration::from_secs(1), "TTFT {ttft:?}: {err}");
+        // Four 50 ms gaps: the chunks came apart, and were read so.
+        assert!(e2e - ttft >= Duration::from_millis(150), "TTFT {ttft:?}, E2E {e2e:?}");
+        assert!(e2e < Duration::from_millis(1500), "E2E {e2e:?}");
+    }
+}
+
+/// An endless flood with `--timeout 2s`: the request ends as a timeout
+/// soon after 2 s, whether a reader thread or the request's task reads it
+/// (it had run on for 7-28 s, the task waiting on the thread's lock).
+#[test]
+fn a_flooding_stream_times_out_on_time() {
+    for threads in ["1", "0"] {
+        let url = flooding_server(None);
+        let dir = tempfile::tempdir().unwrap();
+        let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+        let started = std::time::Instant::now();
+        let o = goodput()
+            .env("GOODPUT_STREAM_THREADS", threads)
+            .args(["bench", "-q", "--url", &url, "--model", "m1", "-n", "1", "-c", "1", "--output-tokens", "5"])
+            .args(["--no-metrics", "--timeout", "2s"])
+            .writing(&out, &rec)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(took < Duration::from_secs(8), "threads {threads}: the run took {took:?}: {err}");
+        let kept = records(&rec);
+        assert_eq!(kept.len(), 1, "threads {threads}: {err}");
+        let r = &kept[0];
+        match &r.outcome {
+            goodput_core::Outcome::Failed { kind, .. } => {
+                assert_eq!(*kind, goodput_core::FailureKind::Timeout, "threads {threads}: {:?}", r.outcome)
+            }
+            o => panic!("threads {threads}: {o:?}"),
+        }
+        let lasted = r.end - r.sent;
+        assert!(lasted >= Duration::from_secs(2) && lasted < Duration::from_secs(6), "threads {threads}: {lasted:?}");
+    }
+}
+
+/// SIGTERM during an endless flood (no --timeout of its own): the run ends
+/// within its --grace and a little, the request cancelled (the signal had
+/// been ignored for 30-100 s).
+#[test]
+fn a_flooding_stream_ends_at_sigterm_and_its_grace() {
+    let url = flooding_server(None);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let mut child = crate::cmd::Kill(
+        crate::cmd::goodput_child()
+            .env("GOODPUT_STREAM_THREADS", "1")
+            .args(["bench", "-q", "--url", &url, "--model", "m1", "-n", "1", "-c", "1", "--output-tokens", "5"])
+            .args(["--no-metrics", "--grace", "1s", "-o"])
+            .arg(&out)
+            .arg("--records")
+            .arg(&rec)
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.0.try_wait().unwrap().is_none(), "the flood goes on");
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
+    let t0 = std::time::Instant::now();
+    let mut status = None;
+    while t0.elapsed() < Duration::from_secs(15) {
+        status = child.0.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = t0.elapsed();
+    assert!(status.is_some() && took < Duration::from_secs(5), "ended {took:?} after SIGTERM (grace 1 s)");
+}
