@@ -290,6 +290,7 @@ pub async fn connect(
     };
     let extra = extra_body(t.extra_body.as_deref())?;
     let api = t.api;
+    one_choice(api, &extra)?;
     let key_header = t.key_header.resolve(api, &base);
     if ignore_eos && !api.forces_length() {
         bail!(
@@ -421,6 +422,22 @@ fn extra_body(given: Option<&str>) -> Result<serde_json::Map<String, Value>> {
         },
         None => Default::default(),
     })
+}
+
+/// `--extra-body` asking an OpenAI route for several answers a request
+/// (`"n"`) is refused: their chunks come interleaved in one stream, and
+/// goodput times one answer a request (it would merge them, halving ITL and
+/// TPOT).
+fn one_choice(api: Api, extra: &serde_json::Map<String, Value>) -> Result<()> {
+    let Some(n) = extra.get("n").filter(|n| !n.is_null() && n.as_u64() != Some(1)) else { return Ok(()) };
+    if matches!(api, Api::Chat | Api::Completions) {
+        bail!(
+            "--extra-body asks for \"n\": {n} answers a request, and goodput times one answer a request (the \
+             answers' chunks come interleaved in one stream; merged, they would halve ITL and TPOT). Drop \"n\" \
+             from --extra-body (or set it to 1); for more answers at once, raise -c"
+        );
+    }
+    Ok(())
 }
 
 /// What [`connect`] settled on beyond the flags: the server's root as

@@ -402,3 +402,26 @@ fn a_flooding_stream_ends_at_sigterm_and_its_grace() {
     let took = t0.elapsed();
     assert!(status.is_some() && took < Duration::from_secs(5), "ended {took:?} after SIGTERM (grace 1 s)");
 }
+
+/// `--extra-body '{"n":2}'` on an OpenAI route is refused before any
+/// request, naming the fix (the answers' chunks, interleaved in one stream,
+/// had been merged as one answer's, halving ITL and TPOT); `"n": 1` runs.
+#[test]
+fn several_answers_a_request_are_refused() {
+    for api in ["chat", "completions"] {
+        let err = goodput()
+            .args(["bench", "--url", "http://127.0.0.1:9", "--model", "m", "-n", "1", "--api", api])
+            .args(["--extra-body", r#"{"n":2,"temperature":1}"#])
+            .refusal();
+        assert!(err.contains(r#"asks for "n": 2 answers a request"#) && err.contains(r#"Drop "n""#), "{api}: {err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    goodput()
+        .args(["bench", "-q", "-n", "1", "--no-metrics", "--extra-body", r#"{"n":1}"#])
+        .args(crate::cmd::FAST)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+}
