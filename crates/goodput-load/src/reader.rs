@@ -135,6 +135,12 @@ pub struct ResponseReader {
     /// the counts are dropped).
     cumulative: Vec<u64>,
     cumulative_gap: bool,
+    /// The most `usage.completion_tokens` any payload said so far, and
+    /// whether a later one said fewer (running counts that went down, or a
+    /// second final usage below the first): the running counts are then not
+    /// taken for the chunks' counts.
+    usage_high: Option<u64>,
+    usage_fell: Option<(u64, u64)>,
     /// What the last payload carried, parsed in place: its text's buffer
     /// serves the next payload, one allocation for a response rather than
     /// one a chunk.
@@ -431,6 +437,12 @@ impl ResponseReader {
                 self.stream_end = Some(t);
                 return;
             }
+            if let Some(c) = u.completion_tokens {
+                if let Some(high) = self.usage_high.filter(|&h| c < h) {
+                    self.usage_fell.get_or_insert((high, c));
+                }
+                self.usage_high = Some(self.usage_high.map_or(c, |h| h.max(c)));
+            }
             self.usage = Some(self.usage.map_or(u, |old| old.merge(u)));
         }
         if info.pooled.is_some() {
@@ -518,6 +530,7 @@ impl ResponseReader {
             chunk_texts,
             cumulative,
             cumulative_gap,
+            usage_fell,
             usage,
             done,
             finish_reason,
@@ -570,7 +583,13 @@ impl ResponseReader {
                 (None, None, None) => (0, CountSource::Intended),
             };
 
-        let continuous = !cumulative_gap && cumulative.last().copied() == Some(rec.output_tokens);
+        // Running counts that went down (2, 4, 3, 10, 5) are no count of
+        // each chunk's tokens: taken, they had summed to twice the output.
+        if let Some((high, low)) = usage_fell.filter(|_| !cumulative_gap && !cumulative.is_empty()) {
+            warn_usage_fell(high, low);
+        }
+        let continuous =
+            !cumulative_gap && usage_fell.is_none() && cumulative.last().copied() == Some(rec.output_tokens);
         let (ks, source): (Vec<u32>, _) = if continuous {
             let mut prev = 0;
             let ks = cumulative
@@ -622,6 +641,19 @@ impl ResponseReader {
             },
             None => Outcome::Success,
         };
+    }
+}
+
+/// Says once a run (a process) that a server's running usage went down, and
+/// what was done instead.
+fn warn_usage_fell(high: u64, low: u64) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        goodput_core::tell!(
+            "warning: the server's running usage.completion_tokens went down within a stream ({high} then {low}): \
+             its counts are not each chunk's tokens, and were not taken for them; the output's tokens were shared \
+             over its chunks instead (--tokenizer counts each chunk)"
+        );
     }
 }
 
@@ -1134,6 +1166,32 @@ data: {\"choices\":[{\"delta\":{\"content\":\"defg\"}}],\"usage\":{\"prompt_toke
         let rec = read(s, &[]);
         assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
         assert_eq!(rec.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(), vec![2, 1, 4]);
+    }
+
+    /// Running counts that go down (2, 4, 3, 10, 5, then a final 5) are not
+    /// taken as each chunk's tokens: the chunks' counts sum to the output's
+    /// (they had summed to 10 for an output of 5).
+    #[test]
+    fn running_usage_that_goes_down_is_not_taken_per_chunk() {
+        let mut s = String::new();
+        for (text, n) in [("a", 2), ("b", 4), ("c", 3), ("d", 10), ("e", 5)] {
+            s += &format!(
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{text}\"}}}}],\"usage\":{{\"completion_tokens\":{n}}}}}\n\n"
+            );
+        }
+        s += "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n";
+        let rec = read(s.as_bytes(), &[]);
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (5, CountSource::Usage));
+        assert_ne!(rec.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
+        assert_eq!(rec.chunks.iter().map(|c| c.tokens as u64).sum::<u64>(), 5);
+        // A second final usage below the first: not taken per chunk either.
+        let s = "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}],\"usage\":{\"completion_tokens\":2}}\n\n\
+data: {\"choices\":[{\"delta\":{\"content\":\"c\"}}],\"usage\":{\"completion_tokens\":3}}\n\n\
+data: {\"choices\":[],\"usage\":{\"completion_tokens\":3}}\n\n\
+data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+        let rec = read(s.as_bytes(), &[]);
+        assert_ne!(rec.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
+        assert_eq!(rec.chunks.iter().map(|c| c.tokens as u64).sum::<u64>(), rec.output_tokens);
     }
 
     #[test]
