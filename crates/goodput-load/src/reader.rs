@@ -169,6 +169,9 @@ pub struct ResponseReader {
     at_end: bool,
     /// The most bytes held for one line, event or body (0: no cap).
     limit: usize,
+    /// The request asked for a stream: a stream read as one body came
+    /// labelled application/json, not against a `--no-stream`.
+    stream_asked: bool,
     /// What is kept of the answer's visible content: the text (a
     /// conversation carries it into its next turn, a scorer reads it), or
     /// only its hash, or nothing.
@@ -211,6 +214,12 @@ impl ResponseReader {
     /// Reads `api`'s responses (OpenAI's chat, by default).
     pub fn for_api(self, api: Api) -> Self {
         ResponseReader { api, ..self }
+    }
+
+    /// Reads the answers of requests that asked for a stream (`stream`):
+    /// what a message says of an SSE stream where one body was due.
+    pub fn streamed(self, stream: bool) -> Self {
+        ResponseReader { stream_asked: stream, ..self }
     }
 
     /// Fails the response, as `invalid_response`, once a line, an event or
@@ -348,12 +357,19 @@ impl ResponseReader {
         if self.unreadable() && looks_like_sse(&text) {
             // serde's "expected value at line 1 column 1" had said nothing of what came.
             let start: String = text.trim_start().chars().take(100).collect();
+            let why = if self.stream_asked {
+                "the server labels its stream application/json, where text/event-stream was due (the server's to fix)"
+            } else if self.api.pools() {
+                "the server streams an answer its API gives whole (the server's to fix)"
+            } else {
+                "the server streams though --no-stream asked it not to (drop --no-stream), or it labels its stream \
+                 application/json (the server's to fix)"
+            };
             self.failure = Some((
                 FailureKind::InvalidResponse,
                 format!(
                     "the response body is an SSE event stream (it starts with `{}:`), where one JSON body was due: \
-                     the server streams though --no-stream asked it not to (drop --no-stream), or it labels its \
-                     stream application/json (the server's to fix); the body starts \"{}\"",
+                     {why}; the body starts \"{}\"",
                     text.trim_start().split(':').next().unwrap_or_default(),
                     start.escape_debug()
                 ),
@@ -1370,6 +1386,17 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
             "{message}"
         );
         assert!(message.contains("--no-stream") && !message.contains("line 1 column 1"), "{message}");
+        // A request that asked for a stream: the label is the fault, and
+        // --no-stream is not named (it was not given).
+        let mut r = ResponseReader::new(false).streamed(true);
+        r.whole_body(body, Duration::from_millis(5));
+        let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
+        let Outcome::Failed { message, .. } = rec.outcome else { panic!("{:?}", rec.outcome) };
+        assert!(
+            message.contains("labels its stream application/json") && !message.contains("--no-stream"),
+            "{message}"
+        );
         // Malformed JSON that is no stream keeps serde's words.
         let mut r = ResponseReader::new(false);
         r.whole_body(b"{oops", Duration::from_millis(5));

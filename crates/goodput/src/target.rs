@@ -551,6 +551,9 @@ pub async fn discover_model(
             .get("location")
             .map(|l| format!(", a redirect to {} not followed", String::from_utf8_lossy(l.as_bytes())));
         let status = resp.status();
+        if matches!(status.as_u16(), 401 | 403) {
+            return Err(refused_key(base, path, status, headers, resp).await);
+        }
         let hint = match other_api(http, base, api, headers).await {
             Some(other) => other,
             None => "pass --model NAME".into(),
@@ -595,6 +598,40 @@ pub async fn discover_model(
         );
     }
     Ok(id.to_owned())
+}
+
+/// A model list's 401 or 403: the key was refused (naming the flags that
+/// send it) or, with none sent, one is asked for; with the server's words.
+async fn refused_key(
+    base: &str,
+    path: &str,
+    status: reqwest::StatusCode,
+    headers: &[(String, String)],
+    resp: reqwest::Response,
+) -> anyhow::Error {
+    let body = crate::scrape::read_capped(resp, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&body);
+    let said = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| {
+            ["/error/message", "/error", "/message", "/detail"]
+                .iter()
+                .find_map(|p| v.pointer(p).and_then(Value::as_str).map(str::to_owned))
+        })
+        .unwrap_or_else(|| text.trim().chars().take(200).collect());
+    let said = if said.is_empty() { String::new() } else { format!(": \"{}\"", said.escape_debug()) };
+    let sent =
+        headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("authorization") || n.eq_ignore_ascii_case("x-api-key"));
+    match sent {
+        Some((name, _)) => anyhow!(
+            "the server at {base} refused the API key (HTTP {status} from {path}{said}): check --api-key (or \
+             OPENAI_API_KEY), and --key-header (it went in {name})"
+        ),
+        None => anyhow!(
+            "the server at {base} asks for an API key (HTTP {status} from {path}{said}): pass --api-key (or set \
+             OPENAI_API_KEY), and --key-header if it takes the key in x-api-key"
+        ),
+    }
 }
 
 /// How long the model list may take to answer.

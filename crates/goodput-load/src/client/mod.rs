@@ -287,7 +287,8 @@ impl Client {
             ResponseReader::new(self.tokenizer.is_some()).for_api(self.cfg.body.api).limited(self.cfg.max_buffer);
         let keep_text = keep_reply || self.quality.keep_text || !item.reference.is_empty() || item.repeat.is_some();
         let reader = if keep_text { reader.keeping_reply() } else { reader.hashing_reply() };
-        let mut reader = reader.expecting(item.max_tokens.filter(|_| self.cfg.body.stream));
+        let mut reader =
+            reader.expecting(item.max_tokens.filter(|_| self.cfg.body.stream)).streamed(self.cfg.body.stream);
         let mut early: Option<Outcome> = None;
         let mut abandoned = false;
         // A token of this request's own: waiting on it locks its own waiter

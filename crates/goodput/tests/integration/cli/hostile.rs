@@ -425,3 +425,27 @@ fn several_answers_a_request_are_refused() {
         .assert()
         .success();
 }
+
+/// A model list's 401 says the key was refused, with the server's words
+/// and the flags that send it (it had said "pass --model NAME"); with no
+/// key given, that one is asked for.
+#[test]
+fn a_refused_key_is_named_as_such() {
+    let url = server(
+        |_, _| {
+            (
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json",
+                r#"{"error":{"message":"Invalid API key given","type":"auth"}}"#.into(),
+            )
+        },
+        false,
+    );
+    let err = goodput().args(["bench", "--url", &url, "-n", "1", "--api-key", "sk-s3cr3t"]).refusal();
+    assert!(
+        err.contains("refused the API key") && err.contains("Invalid API key given") && err.contains("--api-key"),
+        "{err}"
+    );
+    assert!(err.contains("--key-header") && !err.contains("pass --model") && !err.contains("s3cr3t"), "{err}");
+    let err = goodput().args(["bench", "--url", &url, "-n", "1"]).refusal();
+    assert!(err.contains("asks for an API key") && err.contains("pass --api-key"), "{err}");
+}
