@@ -429,7 +429,7 @@ fn extra_body(given: Option<&str>) -> Result<serde_json::Map<String, Value>> {
 /// goodput times one answer a request (it would merge them, halving ITL and
 /// TPOT).
 fn one_choice(api: Api, extra: &serde_json::Map<String, Value>) -> Result<()> {
-    let Some(n) = extra.get("n").filter(|n| !n.is_null() && n.as_u64() != Some(1)) else { return Ok(()) };
+    let Some(n) = extra.get("n").filter(|n| !n.is_null() && n.as_f64() != Some(1.0)) else { return Ok(()) };
     if matches!(api, Api::Chat | Api::Completions) {
         bail!(
             "--extra-body asks for \"n\": {n} answers a request, and goodput times one answer a request (the \
