@@ -548,3 +548,79 @@ impl Drop for Streaming<'_> {
         let _ = self.shard.send(Cmd::Remove(self.job.clone()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http1::Http1;
+    use std::io::{Read as _, Write as _};
+
+    /// A body whose bytes keep coming is read at most `budget` reads a
+    /// pump, and the pump says it stopped on its budget (the job is to be
+    /// read again), not that the socket ran dry: a flood cannot hold the
+    /// thread beyond its turn.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_pump_reads_no_more_than_its_budget() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = url::Url::parse(&format!("http://{}/v1/chat/completions", listener.local_addr().unwrap())).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0);
+                got.extend_from_slice(&buf[..n]);
+            }
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+            let blob = b"data: {}\n\n".repeat(10_000);
+            // Until the client goes.
+            while s.write_all(&blob).is_ok() {}
+        });
+        let http = Http1::new(&url).unwrap();
+        let mut conn = http.connect().await.unwrap();
+        let origin = std::time::Instant::now();
+        let mut clock = || origin.elapsed();
+        let (head, _, read) = conn.send(&http.request(b"{}", &[], None), &mut clock).await.unwrap();
+        conn.detach();
+        let job = Job {
+            key: AtomicUsize::new(NO_KEY),
+            fd: conn.fd(),
+            origin,
+            slot: Mutex::new(Slot {
+                work: Some(Work { conn, head, read }),
+                reader: ResponseReader::new(false),
+                ended: None,
+                waker: None,
+                dropped: false,
+            }),
+            waiting: AtomicUsize::new(0),
+        };
+        let mut shared = BytesMut::new();
+        let mut yielded = 0;
+        for _ in 0..20 {
+            // Time for the server to fill the socket (far more than two reads).
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let mut slot = job.lock();
+            let before = slot.work.as_ref().unwrap().read.serial;
+            slot.work.as_mut().unwrap().conn.wet();
+            let pumped = job.pump(&mut slot, &mut shared, 2);
+            let reads = slot.work.as_ref().unwrap().read.serial - before;
+            assert!(reads <= 2, "{reads} reads on a budget of 2");
+            assert_ne!(pumped, Pumped::Ended, "{:?}", slot.ended);
+            yielded += usize::from(pumped == Pumped::Yielded && reads == 2);
+        }
+        assert!(yielded > 0, "the budget, not a dry socket, ended a pump");
+        // A task waiting for the lock cuts the turn at its next read.
+        job.waiting.store(1, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut slot = job.lock();
+        let before = slot.work.as_ref().unwrap().read.serial;
+        slot.work.as_mut().unwrap().conn.wet();
+        assert_eq!(job.pump(&mut slot, &mut shared, TURN_READS), Pumped::Yielded);
+        assert_eq!(slot.work.as_ref().unwrap().read.serial - before, 1, "one read, then the task's turn");
+        drop(slot);
+        drop(job);
+        server.join().unwrap();
+    }
+}
