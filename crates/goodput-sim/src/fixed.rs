@@ -243,16 +243,26 @@ pub fn first_writes_ms(text: &str) -> Result<std::collections::HashMap<String, f
 
 /// A histogram of small durations (µs buckets, powers of two): chunk
 /// lateness, and gap error.
+/// The last slot holds what is past the largest bound (2^23 µs, 8.4 s),
+/// counted in `+Inf` alone (it had been counted under that bound).
 #[derive(Debug, Default)]
 pub struct Lateness {
-    buckets: [std::sync::atomic::AtomicU64; 24],
+    buckets: [std::sync::atomic::AtomicU64; BOUNDED + 1],
+    /// The sum of every duration recorded, in nanoseconds: the histogram's
+    /// `_sum` (a Prometheus histogram has one; it had been left out).
+    sum_ns: std::sync::atomic::AtomicU64,
 }
+
+/// The bounded buckets of a [`Lateness`]: below 2^0 … 2^23 µs.
+const BOUNDED: usize = 24;
 
 impl Lateness {
     pub(crate) fn record(&self, late: Duration) {
         let us = late.as_micros() as u64;
-        let i = (64 - us.leading_zeros() as usize).min(23);
+        let i = (64 - us.leading_zeros() as usize).min(BOUNDED);
         self.buckets[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_ns.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Chunks that left within `bound` of their time, and all chunks.
@@ -262,8 +272,8 @@ impl Lateness {
         for (i, b) in self.buckets.iter().enumerate() {
             let n = b.load(std::sync::atomic::Ordering::Relaxed);
             all += n;
-            // Bucket i holds lateness below 2^i µs.
-            if (1u64 << i) <= bound.as_micros() as u64 {
+            // Bucket i holds lateness below 2^i µs; the last, any beyond.
+            if i < BOUNDED && (1u64 << i) <= bound.as_micros() as u64 {
                 inside += n;
             }
         }
@@ -276,10 +286,14 @@ impl Lateness {
         let mut cum = 0;
         for (i, b) in self.buckets.iter().enumerate() {
             cum += b.load(std::sync::atomic::Ordering::Relaxed);
-            let le = (1u64 << i) as f64 / 1e6;
-            o.push_str(&format!("{name}_bucket{{le=\"{le}\"}} {cum}\n"));
+            if i < BOUNDED {
+                let le = (1u64 << i) as f64 / 1e6;
+                o.push_str(&format!("{name}_bucket{{le=\"{le}\"}} {cum}\n"));
+            }
         }
         o.push_str(&format!("{name}_bucket{{le=\"+Inf\"}} {cum}\n"));
+        let sum = self.sum_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9;
+        o.push_str(&format!("{name}_sum {sum}\n"));
         o.push_str(&format!("{name}_count {cum}\n"));
         o
     }
@@ -445,5 +459,26 @@ impl Plan {
     /// The chunk where an injected stream error or disconnect happens.
     fn fault_at(&self) -> u64 {
         self.n_chunks / 2
+    }
+}
+
+#[cfg(test)]
+mod lateness_tests {
+    use super::Lateness;
+    use std::time::Duration;
+
+    /// A duration past the largest bound is counted in `+Inf` alone (10 s
+    /// had been counted under le="8.388608"), and `_sum` adds them all.
+    #[test]
+    fn a_duration_past_the_largest_bound_is_in_inf_alone_and_the_sum_holds_all() {
+        let h = Lateness::default();
+        h.record(Duration::from_micros(3));
+        h.record(Duration::from_secs(10));
+        let text = h.prometheus("x", "help");
+        assert!(text.contains("x_bucket{le=\"0.000004\"} 1\n"), "{text}");
+        assert!(text.contains("x_bucket{le=\"8.388608\"} 1\n"), "{text}");
+        assert!(text.contains("x_bucket{le=\"+Inf\"} 2\n"), "{text}");
+        assert!(text.contains("x_sum 10.000003\n") && text.contains("x_count 2\n"), "{text}");
+        assert_eq!(h.within(Duration::from_secs(100)), (1, 2));
     }
 }

@@ -181,6 +181,10 @@ async fn one_connection_serves_requests_one_after_another() {
     let text = String::from_utf8(r.body).unwrap();
     assert!(text.contains("goodput_sim_requests_total 2\n"), "{text}");
     assert!(text.contains("goodput_sim_chunk_lateness_seconds_count 2\n"), "{text}");
+    // A histogram has its _sum (strict parsers had refused the text).
+    for h in ["goodput_sim_chunk_lateness_seconds", "goodput_sim_chunk_gap_error_seconds"] {
+        assert!(text.contains(&format!("{h}_sum ")), "{text}");
+    }
     // Two token chunks, one gap between them.
     assert!(text.contains("goodput_sim_chunk_gap_error_seconds_count 1\n"), "{text}");
     // `Connection: close` is honoured.
