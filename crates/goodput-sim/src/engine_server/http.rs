@@ -133,8 +133,15 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         }
     }
     let image_tokens = crate::openai::images::tokens_of(&images);
-    if let Err(message) = model.check_context(req.prompt_words().saturating_add(image_tokens), n_out.into()) {
-        return error_response(route, StatusCode::BAD_REQUEST, &message);
+    // A prompt whose words alone are past the context is refused before it
+    // is rendered; any other is checked below by its tokens (a long
+    // max_tokens had been refused naming the prompt's words, "1 prompt +
+    // 200000 output tokens", for a chat of 36 tokens).
+    let words = req.prompt_words().saturating_add(image_tokens);
+    if words > context {
+        if let Err(message) = model.check_context(words, n_out.into()) {
+            return error_response(route, StatusCode::BAD_REQUEST, &message);
+        }
     }
     let mut ids = req.prompt_ids(s.cfg.engine.chat_template);
     let prompt_tokens = (ids.len() as u64).saturating_add(image_tokens);

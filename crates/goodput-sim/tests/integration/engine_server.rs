@@ -250,6 +250,22 @@ async fn a_prompt_of_token_ids_counts_one_token_an_id() {
     assert_eq!((server.stats().running, server.stats().waiting), (0, 0));
 }
 
+/// A long max_tokens beside a short chat is refused naming the prompt's
+/// tokens as the template renders them, not its words ("1 prompt + 200000
+/// output tokens" had been said of a 36-token chat).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_overflow_names_the_prompts_tokens() {
+    let (base, _server, _stop) = start(config()).await;
+    let http = client();
+    let body = json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 200_000});
+    let resp = post(&http, format!("{base}/v1/chat/completions"), &body).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    let prompt: u64 = message.split(" prompt + 200000 output tokens").next().unwrap().parse().unwrap_or(0);
+    assert!(prompt > 1, "the rendered prompt's tokens: {message}");
+}
+
 /// A chat of more messages than the context has tokens is refused before
 /// its messages are parsed: 1.9 million empty messages (a 62.7 MB body)
 /// took the server to 1.7 GB parsing and rendering them, only for the
