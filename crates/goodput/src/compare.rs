@@ -56,6 +56,19 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
             *label = l.clone();
         }
     }
+    // The same file given twice (or two runs of one label): told apart as
+    // `x (2)`, and said (the CSV had two columns of one name).
+    let given: Vec<String> = runs.iter().map(|(l, _)| l.clone()).collect();
+    for (i, l) in distinct(&given).into_iter().enumerate() {
+        if l != runs[i].0 {
+            goodput_core::tell!(
+                "warning: {} is given more than once: the later is shown as {}",
+                crate::output::shown(&runs[i].0),
+                crate::output::shown(&l)
+            );
+            runs[i].0 = l;
+        }
+    }
     let rules = match &a.fail_if {
         Some(s) => goodput_report::parse_rules(s).map_err(|e| anyhow!("--fail-if: {e}"))?,
         None => Vec::new(),
@@ -167,9 +180,32 @@ fn labels(paths: &[std::path::PathBuf]) -> Vec<String> {
         .collect()
 }
 
+/// `labels` with each repeated one told apart by its count: `x`, `x (2)`.
+fn distinct(labels: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(labels.len());
+    for l in labels {
+        let mut name = l.clone();
+        let mut k = 1;
+        while out.contains(&name) {
+            k += 1;
+            name = format!("{l} ({k})");
+        }
+        out.push(name);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::labels;
+    use super::{distinct, labels};
+
+    #[test]
+    fn labels_given_twice_are_told_apart() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(distinct(&v(&["a", "a", "b", "a"])), v(&["a", "a (2)", "b", "a (3)"]));
+        assert_eq!(distinct(&v(&["a", "a (2)", "a"])), v(&["a", "a (2)", "a (3)"]));
+    }
+
     use std::path::PathBuf;
 
     #[test]

@@ -1380,6 +1380,15 @@ fn a_label_and_notes_are_kept_and_compare_names_runs_by_their_labels() {
     assert!(text.starts_with("baseline: baseline\n") && text.contains("more users"), "{text}");
     assert!(text.contains("config.load.concurrency: 4 → 8") && text.contains("config.meta.note: first try → second"));
     assert!(!text.contains("config.meta.gpu") && !text.contains("config.label"), "only what differs: {text}");
+    // One file given twice: its columns told apart and the repeat said
+    // (the CSV had had two columns of one name).
+    let csv = dir.path().join("csv");
+    let out = goodput().arg("compare").arg(&a).arg(&a).arg("--csv").arg(&csv).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("a.json is given more than once"), "{err}");
+    let header = std::fs::read_to_string(csv.join("compare.csv")).unwrap();
+    let header = header.lines().next().unwrap();
+    assert!(header.contains("a.json,") && header.contains("a.json (2),change_"), "{header}");
     // The comparison's own document never overwrites a run it compares.
     let err = goodput().arg("compare").arg(&a).arg(&b).arg("-o").arg(&b).refusal();
     assert!(err.contains("an input of this command (a compared run)") && read_json(&b)["kind"] == "estimate", "{err}");
