@@ -487,6 +487,23 @@ fn merge_warnings(shards: &[Shard], count: u32, missing: &[u32], spread: f64) ->
             "shard {i}/{count} was stopped early (Ctrl-C or SIGTERM): it holds what it measured until then"
         ));
     }
+    // Shards measured by different builds: merged (the records are read
+    // alike), but said, for a difference between them may be one of
+    // measurement; the merged document names the first shard's build.
+    let builds: std::collections::BTreeSet<String> = shards
+        .iter()
+        .map(|s| {
+            let t = &s.run.tool;
+            format!("{} {}", t.version, t.commit.as_deref().unwrap_or("(no commit)"))
+        })
+        .collect();
+    if builds.len() > 1 {
+        warnings.push(format!(
+            "the shards were measured by {} goodput builds ({}): merged as one run, under the first shard's",
+            builds.len(),
+            builds.into_iter().map(|b| crate::output::shown(&b)).collect::<Vec<_>>().join(", ")
+        ));
+    }
     let urls: std::collections::BTreeSet<&str> =
         shards.iter().filter(|s| !s.run.target.embedded).map(|s| s.run.target.url.as_str()).collect();
     if urls.len() > 1 {

@@ -246,6 +246,13 @@ fn refusals(dir: &Path, single: &Path) {
     let err = merge(&[s(0), p("slo.json"), s(2)]).refusal();
     assert!(err.contains("by 'ttft<=1s'") && err.contains("pass --slo to merge"), "{err}");
     merge(&[s(0), p("slo.json"), s(2)]).args(["--slo", "ttft<=2s"]).assert().success();
+    // Shards of two builds: merged, and said.
+    let mut v = read_json(&s(1));
+    v["tool"]["version"] = "9.9.0".into();
+    std::fs::write(p("build.json"), v.to_string()).unwrap();
+    merge(&[s(0), p("build.json"), s(2)]).assert().success();
+    let warnings = read_json(&p("x.json"))["warnings"].to_string();
+    assert!(warnings.contains("measured by 2 goodput builds") && warnings.contains("9.9.0"), "{warnings}");
     // Shards priced differently, with no price given to merge: the first
     // shard's price (here none) had been taken in silence.
     let mut v = read_json(&s(1));
