@@ -725,6 +725,18 @@ impl Search<'_> {
         if precisions.is_empty() {
             bail!("--precision names no precision: give e.g. bf16,fp8");
         }
+        // FP16 runs as BF16 (it had, without a word): the same two bytes a
+        // weight, and the same tensor-core rate on every GPU of the catalog.
+        if let Some(p) = spec
+            .split(',')
+            .map(str::trim)
+            .find(|p| ["fp16", "float16", "half"].iter().any(|h| p.eq_ignore_ascii_case(h)))
+        {
+            notes.push(format!(
+                "--precision {p} is planned as bf16: the same two bytes a weight and the same tensor-core rate on \
+                 every GPU of the catalog, so its configurations are named bf16"
+            ));
+        }
         // Each once, in the order given (bf16,bf16 had run every point twice).
         let mut precisions = precisions;
         if auto {

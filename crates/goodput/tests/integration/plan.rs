@@ -237,6 +237,9 @@ fn plan_runs_a_precision_once_and_says_when_no_pool_fits() {
     // bf16,bf16 had run every point twice.
     let twice = run(&["--precision", "bf16,bf16"]);
     assert!(twice.contains("1 configurations (1 ran") || twice.contains("1 configuration (1 ran"), "{twice}");
+    // FP16 is BF16 here, and said so (it had been run as BF16 without a word).
+    let half = run(&["--precision", "fp16"]);
+    assert!(half.contains("--precision fp16 is planned as bf16"), "{half}");
     // Five and five instances of TP 1 are ten GPUs, over a budget of 8: said, not dropped in silence.
     let pd = run(&["--precision", "bf16", "--pd", "5:5"]);
     assert!(pd.contains("--pd 5:5: no ratio fit the budget of 8 GPUs"), "{pd}");
