@@ -180,6 +180,20 @@ impl GenerationRequest {
     /// Parses and checks a body for `route`; the error's message is the
     /// message of a 400.
     pub fn parse(route: Route, body: &[u8]) -> Result<Self, RequestError> {
+        // A body that is not an object (serde reads a struct from an array
+        // too: `[]` had been refused as having no messages).
+        let first = body.iter().find(|b| !b.is_ascii_whitespace());
+        if let Some(&b) = first.filter(|&&b| b != b'{') {
+            let what = match b {
+                b'[' => "an array",
+                b'"' => "a string",
+                b'-' | b'0'..=b'9' => "a number",
+                _ => "not an object",
+            };
+            return Err(RequestError::Shape(format!(
+                "the request body is {what}: it must be a JSON object, e.g. {{\"model\": …, \"messages\": […]}}"
+            )));
+        }
         let mut req: GenerationRequest = serde_json::from_slice(body).map_err(RequestError::Json)?;
         req.route = Some(route);
         let chat = matches!(route, Route::Chat | Route::Messages | Route::OllamaChat);

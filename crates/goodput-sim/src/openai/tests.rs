@@ -361,3 +361,14 @@ fn continuous_usage_is_on_every_chunk() {
         assert_eq!(all.iter().filter(|v| !v["usage"].is_null()).count(), 1, "{route:?}");
     }
 }
+
+/// A body that is not a JSON object is refused as such (serde reads a
+/// struct from an array too: `[]` had been refused as having no messages).
+#[test]
+fn a_body_that_is_not_an_object_is_refused_as_such() {
+    for (body, what) in [(&b" []"[..], "an array"), (b"\"hi\"", "a string"), (b"42", "a number")] {
+        let e = GenerationRequest::parse(Route::Chat, body).unwrap_err().to_string();
+        assert!(e.contains(&format!("the request body is {what}: it must be a JSON object")), "{e}");
+    }
+    assert!(GenerationRequest::parse(Route::Chat, br#"{"messages":[{"role":"user","content":"a"}]}"#).is_ok());
+}
