@@ -1080,7 +1080,9 @@ impl Search<'_> {
                     .collect();
                 (detail.to_string(), kept)
             }
-            _ => return e.context(at),
+            // Not a matter of memory (a TP that does not divide the heads):
+            // the stages tried say nothing of it (it had read "at --pp 2").
+            _ => return e,
         };
         options.extend(self.fit_fix(c));
         let fix = match options.len() {

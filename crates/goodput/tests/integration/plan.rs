@@ -989,6 +989,9 @@ fn a_model_that_fits_no_split_names_its_stages_and_what_the_budget_allows() {
         .args(["--precision", "fp8"])
         .refusal();
     assert!(err.contains("at --pp 1 (1 GPU a replica)") && err.contains("raise --gpus to 8"), "{err}");
+    // A TP that does not divide the heads is not a matter of stages.
+    let err = goodput().args(["plan", "-q", "--gpu", "h100", "--gpus", "8", "--tp", "3", "--jobs", "1"]).refusal();
+    assert!(err.contains("--tp 3 does not divide") && !err.contains("at --pp"), "{err}");
     assert!(!err.contains("--tp 16"), "{err}");
 }
 
