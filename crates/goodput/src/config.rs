@@ -167,6 +167,9 @@ pub struct Judging {
     pub slo: Option<Slo>,
     pub cost: Option<CostConfig>,
     pub ratings: RatingThresholds,
+    /// The GPU count given, by `--gpus` or the file, whether or not a price
+    /// was: a saved run's price is then for that many GPUs.
+    pub gpus: Option<u32>,
 }
 
 /// `default_gpus` applies when neither `--gpus` nor the file says (the
@@ -197,12 +200,12 @@ pub fn judging(j: &crate::cli::JudgeArgs, default_gpus: u32) -> Result<Judging> 
     if file.gpus == Some(0) {
         bail!("gpus = 0 in the config: a server runs on one GPU or more");
     }
-    let gpus = j.gpus.or(file.gpus).unwrap_or(default_gpus);
-    let cost = price.map(|p| CostConfig { gpu_hour_usd: p, gpus });
+    let given = j.gpus.or(file.gpus);
+    let cost = price.map(|p| CostConfig { gpu_hour_usd: p, gpus: given.unwrap_or(default_gpus) });
     if let Some(c) = &cost {
         c.validate()?;
     }
-    Ok(Judging { slo, cost, ratings: file.ratings()? })
+    Ok(Judging { slo, cost, ratings: file.ratings()?, gpus: given })
 }
 
 #[cfg(test)]

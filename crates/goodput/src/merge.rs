@@ -416,6 +416,7 @@ fn check_same_judging(a: &MergeArgs, shards: &[Shard]) -> Result<()> {
     let slo = |s: &Shard| s.run.config.judge.as_ref().and_then(|j| j.slo.clone());
     let pcts = |s: &Shard| s.run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect::<Vec<f64>>();
     let cost = |s: &Shard| s.run.config.judge.as_ref().and_then(|j| j.cost);
+    let own = crate::config::judging(&a.judge, 1)?;
     for s in &shards[1..] {
         if a.judge.slo.is_none() && slo(s) != slo(first) {
             let said = |x: Option<String>| x.map_or("none".to_string(), |x| format!("'{x}'"));
@@ -430,7 +431,10 @@ fn check_same_judging(a: &MergeArgs, shards: &[Shard]) -> Result<()> {
         // A price of merge's own (a flag or a config file) judges the
         // merged run; without one, shards priced differently had been
         // priced as the first, in silence.
-        let own_price = a.judge.gpu_hour_usd.is_some() || a.judge.config.is_some() || a.judge.price.is_some();
+        // A config counts where it gives a price (or a GPU count), not
+        // merely for being given (one of an SLO alone had let differently
+        // priced shards through).
+        let own_price = own.cost.is_some();
         let (ca, cb) = (cost(first), cost(s));
         let price =
             |c: Option<CostConfig>| c.map_or("no price".to_string(), |c| format!("${}/GPU-hour", c.gpu_hour_usd));
@@ -445,7 +449,7 @@ fn check_same_judging(a: &MergeArgs, shards: &[Shard]) -> Result<()> {
                 price(cb)
             );
         }
-        if a.judge.gpus.is_none() && ca.is_some() && cb.is_some() && ca.map(|c| c.gpus) != cb.map(|c| c.gpus) {
+        if own.gpus.is_none() && ca.is_some() && cb.is_some() && ca.map(|c| c.gpus) != cb.map(|c| c.gpus) {
             bail!(
                 "{} was priced for {} GPUs and {} for {}: pass --gpus to merge with the server's GPU count",
                 first.path.display(),

@@ -487,6 +487,7 @@ pub fn saved_options(
     percentiles: &[f64],
 ) -> Result<goodput_core::AnalysisOptions> {
     let mut opts = analysis_options_for(percentiles, judge, saved_gpus(run))?;
+    let gpus_given = crate::config::judging(judge, 1)?.gpus;
     let saved = run.config.judge.as_ref();
     if opts.slo.is_none() {
         // Keep the run's own SLO when no other is given, on the command line
@@ -500,8 +501,13 @@ pub fn saved_options(
         goodput_report::read::peers::check_slo(import, slo)?;
     }
     if opts.cost.is_none() {
-        if let Some(c) = &run.cost {
-            opts.cost = Some(goodput_core::analysis::cost::CostConfig { gpu_hour_usd: c.gpu_hour_usd, gpus: c.gpus });
+        // The saved price, for the GPUs `--gpus` or a config names where one
+        // does (merge's --gpus had been refused as needed, then ignored).
+        let saved_cost = run.cost.as_ref().map(|c| (c.gpu_hour_usd, c.gpus));
+        let judged = saved.and_then(|j| j.cost).map(|c| (c.gpu_hour_usd, c.gpus));
+        if let Some((gpu_hour_usd, gpus)) = saved_cost.or(judged) {
+            let gpus = gpus_given.unwrap_or(gpus);
+            opts.cost = Some(goodput_core::analysis::cost::CostConfig { gpu_hour_usd, gpus });
         }
     }
     if judge.config.is_none() {

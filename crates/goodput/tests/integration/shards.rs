@@ -261,6 +261,27 @@ fn refusals(dir: &Path, single: &Path) {
     let err = merge(&[s(0), p("priced.json"), s(2)]).refusal();
     assert!(err.contains("at no price") && err.contains("$9/GPU-hour") && err.contains("--gpu-hour-usd"), "{err}");
     merge(&[s(0), p("priced.json"), s(2)]).args(["--gpu-hour-usd", "2", "--gpus", "8"]).assert().success();
+    // A config that gives no price does not stand for one (an SLO alone had
+    // let differently priced shards through).
+    let slo_only = p("slo.toml");
+    std::fs::write(&slo_only, "slo = \"ttft<=2s\"\n").unwrap();
+    let err = merge(&[s(0), p("priced.json"), s(2)]).arg("--config").arg(&slo_only).refusal();
+    assert!(err.contains("--gpu-hour-usd"), "{err}");
+    // One price on different GPU counts: refused without a count, and the
+    // count given is the merged run's (it had been refused, then ignored).
+    let priced = |gpus: u32, name: &str| {
+        let mut v = read_json(&s(gpus % 3));
+        v["config"]["judge"]["cost"] = serde_json::json!({"gpu_hour_usd": 9.0, "gpus": gpus});
+        v["cost"] = serde_json::Value::Null;
+        std::fs::write(p(name), v.to_string()).unwrap();
+        p(name)
+    };
+    let (g0, g1, g2) = (priced(3, "g0.json"), priced(4, "g1.json"), priced(8, "g2.json"));
+    let err = merge(&[g0.clone(), g1.clone(), g2.clone()]).refusal();
+    assert!(err.contains("pass --gpus"), "{err}");
+    merge(&[g0, g1, g2]).args(["--gpus", "4"]).assert().success();
+    let cost = &read_json(&p("x.json"))["cost"];
+    assert_eq!((cost["gpus"].as_u64(), cost["gpu_hour_usd"].as_f64()), (Some(4), Some(9.0)), "{cost}");
     // A run that is no shard.
     let err = merge(&[s(0), single.to_owned()]).refusal();
     assert!(err.contains("is not a shard's result"), "{err}");
