@@ -1537,7 +1537,8 @@ impl Search<'_> {
     /// `steady`: the replica's output tokens/s counted while every user was
     /// in the loop ([`steady_output_rate`]), which takes the place of the
     /// run's window's; its goodput keeps its share of the output, and its
-    /// tokens/s per provisioned megawatt and joules per token follow it.
+    /// tokens/s per provisioned megawatt follow it (its joules per token are
+    /// the window's).
     fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult, steady: Option<f64>) -> FrontierPoint {
         let s = &r.summary;
         let dp = f64::from(c.engines());
@@ -1558,10 +1559,11 @@ impl Search<'_> {
             meets_slo: meets_slo(r, self.attainment),
             usd_per_million_output_tokens: self.usd_per_million(c, gpus, total),
             // Both per token or per provisioned watt: a replica's are the
-            // configuration's. Both follow the steady rate at the window's
-            // mean power, so that J/token × tokens/s stays the power (the
-            // joules had kept the window's rate, 1% apart).
-            joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token).map(|j| j / scale),
+            // configuration's. J/token is the window's energy over its
+            // tokens: the steady rate at the window's mean power, tried,
+            // read 7-10% low against long runs (the ramp and drain draw
+            // less), where the window's reads 3-12% high.
+            joules_per_output_token: r.energy.as_ref().and_then(|e| e.joules_per_output_token),
             output_tokens_per_s_per_mw: r
                 .energy
                 .as_ref()
