@@ -98,6 +98,17 @@ const SAMPLES: usize = 64;
 /// picked (the pairs grow as the square).
 const TREND_POINTS: usize = 400;
 
+/// Whether a window is too short to measure a rate at all, whatever the
+/// server did: mostly ramp-up and drain, too few measured requests, or a
+/// closed loop of fewer than [`MIN_REQUESTS_PER_USER`] a user. (An
+/// overloaded server, or TTFT climbing, is a finding about the load, not
+/// about the window: a sweep's knee takes such points.)
+pub fn too_short(transient_share: f64, measured: u64, closed_loop_users: Option<u64>) -> bool {
+    transient_share > TRANSIENT_MAX
+        || measured < MIN_REQUESTS as u64
+        || closed_loop_users.is_some_and(|u| u > 1 && (measured as f64) < MIN_REQUESTS_PER_USER * u as f64)
+}
+
 /// Judges the window of a run's `records`; `None` when no measured request
 /// succeeded. `load` (the config's) tells an open loop from a closed one.
 pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfig>) -> Option<Stability> {

@@ -145,6 +145,14 @@ pub fn steady(p: &RunResult) -> bool {
     p.summary.stability.as_ref().is_none_or(|s| s.steady)
 }
 
+/// Whether a point's window was too short to measure its rate (see
+/// [`crate::analysis::stability::too_short`]); a steady one never is.
+fn too_short(p: &RunResult) -> bool {
+    let Some(s) = p.summary.stability.as_ref().filter(|s| !s.steady) else { return false };
+    let users = (!s.open_loop).then(|| p.config.load.as_ref().and_then(|l| l.concurrency)).flatten();
+    crate::analysis::stability::too_short(s.transient_share, p.summary.requests.sent, users)
+}
+
 /// How hard a point loaded the server: mean requests in flight. Unlike the
 /// load value it orders closed-loop and open-loop points on one axis (an
 /// overloaded open loop piles requests up in flight).
@@ -199,11 +207,14 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
 
     // Saturation: the knee of output throughput against load (Kneedle: the
     // point farthest above the chord once both axes are scaled to 0..1),
-    // provided TTFT climbs past it, so the extra load only queues. Over the
-    // steady points alone: an unsteady one's rate is its window's, not the
-    // load's (64 requests at 34 to 64 users had made a flat knee at 34).
-    let knee_order: Vec<usize> = order.iter().copied().filter(|&i| steady(&points[i].result)).collect();
-    let some_unsteady = knee_order.len() < order.len();
+    // provided TTFT climbs past it, so the extra load only queues. Not over
+    // points whose window was too short to measure a rate: theirs is the
+    // window's, not the load's (64 requests at 34 to 64 users had made a
+    // flat knee at 34).
+    // Points past capacity (overloaded, TTFT climbing) stay: they are the
+    // knee's evidence; only windows too short to measure a rate go.
+    let knee_order: Vec<usize> = order.iter().copied().filter(|&i| !too_short(&points[i].result)).collect();
+    let some_short = knee_order.len() < order.len();
     let found = knee_order.last().and_then(|&last| {
         let k = knee(&knee_order.iter().map(|&i| (intensity(&points[i]), thr(i))).collect::<Vec<_>>())?;
         (knee_order[k] != last && ttft(last) >= 1.5 * ttft(knee_order[k]).max(1e-9)).then_some(knee_order[k])
@@ -213,7 +224,7 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
         None => a.notes.push(format!(
             "throughput was still rising, or {} flat, at the highest {}load: the sweep did not reach saturation",
             if pooled { "E2E" } else { "TTFT" },
-            if some_unsteady { "steady " } else { "" }
+            if some_short { "measured " } else { "" }
         )),
     }
 

@@ -1815,6 +1815,30 @@ fn a_sparse_sweeps_knee_says_its_share_of_the_best() {
     assert!(said.contains("% of the most measured (concurrency 256)") && !said.contains("near its best"), "{said}");
 }
 
+/// An open-loop sweep past capacity finds its knee: the overloaded points
+/// are not steady, but they are the knee's evidence (taken among steady
+/// points only, it had found none and recommended nothing).
+#[test]
+fn a_rate_sweep_past_capacity_finds_its_knee() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--rate", "10,40,80,100", "--duration", "20s", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let steady: Vec<bool> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["result"]["summary"]["stability"]["steady"].as_bool().unwrap())
+        .collect();
+    assert!(steady.iter().any(|s| !s), "the case: some points past capacity: {steady:?}");
+    assert_eq!(v["analysis"]["saturation"]["load"]["value"], 40.0, "{}", v["analysis"]);
+    assert_eq!(v["analysis"]["recommended"]["load"]["value"], 40.0, "{}", v["analysis"]);
+}
+
 /// `report` on a saved sweep applies the gates a live sweep does
 /// (--fail-on-slo had exited 0 whatever the sweep held) and refuses what it
 /// cannot apply (--gpus and --attainment had been taken and set nothing).
