@@ -189,7 +189,8 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         if each < MIN_REQUESTS_PER_USER {
             why.push(format!(
                 "{} measured requests over {users} users is {each:.1} a user: the window holds little more than \
-                 their first requests, sent together; give at least {} requests (--requests)",
+                 their first requests, sent together; measure at least {} requests (more --requests, or a \
+                 longer --duration)",
                 measured.len(),
                 (MIN_REQUESTS_PER_USER * users as f64).ceil()
             ));
