@@ -330,7 +330,11 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
     let mut keys: Vec<(usize, bool)> = Vec::with_capacity(1024);
     // The jobs whose last turn was cut short, to be read again next round
     // whether or not an event comes (their bytes may all be in already).
-    let mut again: Vec<usize> = Vec::new();
+    // Each with whether an event of its said the peer closed: a turn left
+    // to a waiting task before it read that event must not lose it (with
+    // edge-triggered events no second one comes, and a body that ends at
+    // the close would wait for its timeout).
+    let mut again: Vec<(usize, bool)> = Vec::new();
     // The round each key was last put in `keys`: a job has one turn a round.
     let mut round: u64 = 0;
     let mut listed: Vec<u64> = Vec::new();
@@ -367,9 +371,14 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
             for &(key, _) in &keys {
                 mark(&mut listed, key, round);
             }
-            for key in again.drain(..) {
+            for (key, closed) in again.drain(..) {
                 if mark(&mut listed, key, round) {
-                    keys.push((key, false));
+                    keys.push((key, closed));
+                } else if closed {
+                    // Listed by this round's events: the close is kept.
+                    if let Some(k) = keys.iter_mut().find(|(k, _)| *k == key) {
+                        k.1 = true;
+                    }
                 }
             }
         }
@@ -392,7 +401,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                     jobs.remove(key);
                 }
                 Turn::Waits => {}
-                Turn::Again => again.push(key),
+                Turn::Again => again.push((key, closed)),
             }
         }
         while let Ok(cmd) = rx.try_recv() {
@@ -415,7 +424,7 @@ fn run(mut poll: Poll, rx: mpsc::Receiver<Cmd>) {
                         }
                         Turn::Again => {
                             entry.insert(job);
-                            again.push(key);
+                            again.push((key, false));
                         }
                     }
                 }
