@@ -139,8 +139,10 @@ pub struct GenerationRequest {
     /// llama.cpp's output limit; negative means none.
     #[serde(default)]
     pub n_predict: Option<i64>,
-    /// OpenAI's choices a request: one is all the simulator answers.
-    #[serde(default)]
+    /// OpenAI's choices a request: one is all the simulator answers. A
+    /// whole number written as a float (`1.0`) is taken, as vLLM's pydantic
+    /// model takes it (it had been refused, every request of a run failing).
+    #[serde(default, deserialize_with = "whole_number")]
     pub n: Option<u64>,
     /// Checked as a real server checks it (a negative one is refused); the
     /// simulated text does not depend on it.
@@ -373,6 +375,19 @@ impl GenerationRequest {
             messages.push(Message { role: "user", content: p });
         }
         t.render(&messages)
+    }
+}
+
+/// A count that may be written as a float of no fraction (`1.0`).
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::de::Error;
+    match Option::<serde_json::Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => match (n.as_u64(), n.as_f64()) {
+            (Some(v), _) => Ok(Some(v)),
+            (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => Ok(Some(f as u64)),
+            _ => Err(D::Error::custom(format!("invalid value {n}: expected a whole number of 0 or more"))),
+        },
     }
 }
 

@@ -372,3 +372,16 @@ fn a_body_that_is_not_an_object_is_refused_as_such() {
     }
     assert!(GenerationRequest::parse(Route::Chat, br#"{"messages":[{"role":"user","content":"a"}]}"#).is_ok());
 }
+
+/// `n` written as a whole float is one choice, as vLLM's pydantic model
+/// takes it (`1.0` had been refused); a fraction or a negative is not.
+#[test]
+fn n_as_a_whole_float_is_taken() {
+    let chat = |n: &str| format!(r#"{{"messages":[{{"role":"user","content":"a"}}],"n":{n}}}"#);
+    assert_eq!(GenerationRequest::parse(Route::Chat, chat("1.0").as_bytes()).unwrap().n, Some(1));
+    assert_eq!(GenerationRequest::parse(Route::Chat, chat("1e0").as_bytes()).unwrap().n, Some(1));
+    for bad in ["1.5", "-1"] {
+        let e = GenerationRequest::parse(Route::Chat, chat(bad).as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("whole number"), "{bad}: {e}");
+    }
+}
