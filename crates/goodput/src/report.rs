@@ -247,6 +247,17 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         result.warnings.extend(window_past_the_run(w, &all_sent));
     }
     result.warnings.extend(cut_short);
+    let model_energy = run.energy.as_ref().is_some_and(|e| e.source == EnergySource::Model);
+    if a.window.is_some() && model_energy {
+        // The engine's energy is one figure for the whole run: its J/token
+        // beside the window's tokens/s per MW had mixed two spans.
+        run.energy = None;
+        result.warnings.push(
+            "energy: the simulated engine's energy is for the whole run, so none is given for --window; report \
+             the whole run for it"
+                .into(),
+        );
+    }
     result.energy = energy_again(&mut run, result.summary.throughput.output_tokens_per_s);
     recompute_server_side(run, &mut result, &records, a.window.is_some());
     // What is written must read back: refused here, not on the next read.

@@ -275,4 +275,14 @@ fn report_prices_and_keeps_the_energy_of_a_saved_estimate_s_gpus() {
     let p = read_json(&plain);
     assert_eq!((p["cost"]["gpus"].as_u64(), p["cost"]["usd_per_hour"].as_f64()), (Some(4), Some(10.0)));
     assert_eq!(p["energy"], e["energy"]);
+
+    // A window of it: the engine's energy is the whole run's, so none (the
+    // whole run's J/token beside the window's tokens/s per MW had mixed
+    // two spans).
+    let windowed = dir.path().join("w.json");
+    let o = goodput().arg("report").arg(&saved).args(["--window", "0s..1h", "-o"]).arg(&windowed).output().unwrap();
+    assert!(o.status.success());
+    let w = read_json(&windowed);
+    assert!(w["energy"].is_null(), "{}", w["energy"]);
+    assert!(w["warnings"].to_string().contains("energy is for the whole run"), "{}", w["warnings"]);
 }
