@@ -168,6 +168,18 @@ fn an_authorization_header_replaces_the_keys_and_says_so() {
 /// A server that answers every request 401 with the message `say` makes of
 /// its request line and its Authorization header, and reports both.
 fn server_saying(say: fn(&str, &str) -> String) -> (String, mpsc::Receiver<(String, String)>) {
+    server_answering(move |line, auth| {
+        let msg = serde_json::json!({"error": {"message": say(line, auth)}}).to_string();
+        ("401 Unauthorized", msg)
+    })
+}
+
+/// A server that answers every request with the status and JSON body
+/// `answer` makes of its request line and its Authorization header, and
+/// reports both.
+fn server_answering(
+    answer: impl Fn(&str, &str) -> (&'static str, String) + Send + 'static,
+) -> (String, mpsc::Receiver<(String, String)>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = mpsc::channel();
@@ -198,11 +210,11 @@ fn server_saying(say: fn(&str, &str) -> String) -> (String, mpsc::Receiver<(Stri
             }
             let mut body = vec![0; len];
             let _ = reader.read_exact(&mut body);
-            let msg = serde_json::json!({"error": {"message": say(&request_line, &auth)}}).to_string();
+            let (status, msg) = answer(&request_line, &auth);
             let _ = tx.send((request_line, auth));
             let _ = write!(
                 sock,
-                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
                  connection: close\r\n\r\n{msg}",
                 msg.len()
             );
@@ -258,44 +270,14 @@ fn a_refused_header_or_key_is_not_repeated() {
 /// A server that answers every chat request 200, whole (not streamed), with
 /// an answer that repeats the Authorization header it was sent.
 fn answering_with_the_key() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for sock in listener.incoming() {
-            let Ok(mut sock) = sock else { return };
-            let mut reader = BufReader::new(sock.try_clone().unwrap());
-            let (mut auth, mut len) = (String::new(), 0usize);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                let line = line.trim_end();
-                if line.is_empty() {
-                    break;
-                }
-                let (name, value) = line.split_once(':').unwrap_or((line, ""));
-                match name.to_ascii_lowercase().as_str() {
-                    "authorization" => auth = value.trim().to_owned(),
-                    "content-length" => len = value.trim().parse().unwrap_or(0),
-                    _ => {}
-                }
-            }
-            let mut body = vec![0; len];
-            let _ = reader.read_exact(&mut body);
-            let msg = serde_json::json!({
-                "id": "x", "object": "chat.completion", "model": "m",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": format!("your key is {auth}")}}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
-            })
-            .to_string();
-            let _ = write!(
-                sock,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{msg}",
-                msg.len()
-            );
-        }
+    let (url, _got) = server_answering(|_, auth| {
+        let msg = serde_json::json!({
+            "id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": format!("your key is {auth}")}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
+        });
+        ("200 OK", msg.to_string())
     });
     url
 }
