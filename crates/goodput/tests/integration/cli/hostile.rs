@@ -33,6 +33,33 @@ fn server(answer: fn(&str, usize) -> Reply, close_after_each: bool) -> String {
     url
 }
 
+/// The next request on a connection, read whole: its request line, its
+/// body read past (`Content-Length`); `None` where the client closed.
+fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<String>> {
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line)? == 0 {
+        return Ok(None);
+    }
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                len = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    reader.read_exact(&mut vec![0; len])?;
+    Ok(Some(request_line))
+}
+
 fn connection(
     mut sock: TcpStream,
     answer: fn(&str, usize) -> Reply,
@@ -41,28 +68,7 @@ fn connection(
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(sock.try_clone()?);
     loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line)? == 0 {
-            return Ok(());
-        }
-        let mut len = 0usize;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    len = value.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; len];
-        reader.read_exact(&mut body)?;
+        let Some(request_line) = read_request(&mut reader)? else { return Ok(()) };
         let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_owned();
         let n = {
             let mut seen = seen.lock().unwrap();
@@ -252,25 +258,7 @@ fn flood_or_stream(
     flood: Option<Duration>,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(sock.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    let mut len = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                len = value.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    reader.read_exact(&mut vec![0; len])?;
+    let Some(request_line) = read_request(&mut reader)? else { return Ok(()) };
     sock.set_nodelay(true)?;
     if request_line.starts_with("GET ") {
         let body = r#"{"object":"list","data":[{"id":"m1","object":"model"}]}"#;
