@@ -276,6 +276,12 @@ fn report_prices_and_keeps_the_energy_of_a_saved_estimate_s_gpus() {
     assert_eq!((p["cost"]["gpus"].as_u64(), p["cost"]["usd_per_hour"].as_f64()), (Some(4), Some(10.0)));
     assert_eq!(p["energy"], e["energy"]);
 
+    // Another GPU count than the engine ran on: refused, as estimate
+    // refuses it (it had been priced as another deployment).
+    let err = goodput().arg("report").arg(&saved).args(["--gpu-hour-usd", "5", "--gpus", "8"]).refusal();
+    assert!(err.contains("--gpus 8") && err.contains("ran on 4 GPU(s)"), "{err}");
+    goodput().arg("report").arg(&saved).args(["-q", "--gpus", "4"]).assert().success();
+
     // A window of it: the engine's energy is the whole run's, so none (the
     // whole run's J/token beside the window's tokens/s per MW had mixed
     // two spans).
