@@ -416,7 +416,12 @@ fn check_same_judging(a: &MergeArgs, shards: &[Shard]) -> Result<()> {
     let slo = |s: &Shard| s.run.config.judge.as_ref().and_then(|j| j.slo.clone());
     let pcts = |s: &Shard| s.run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect::<Vec<f64>>();
     let cost = |s: &Shard| s.run.config.judge.as_ref().and_then(|j| j.cost);
+    // A price of merge's own judges the merged run: a flag, or a config
+    // where it gives one (one holding an SLO alone does not). Without one,
+    // shards priced differently had been priced as the first, in silence.
     let own = crate::config::judging(&a.judge, 1)?;
+    let price = |c: Option<CostConfig>| c.map_or("no price".to_string(), |c| format!("${}/GPU-hour", c.gpu_hour_usd));
+    let gpus = |c: Option<CostConfig>| c.map_or("none".to_string(), |c| c.gpus.to_string());
     for s in &shards[1..] {
         if a.judge.slo.is_none() && slo(s) != slo(first) {
             let said = |x: Option<String>| x.map_or("none".to_string(), |x| format!("'{x}'"));
@@ -428,18 +433,8 @@ fn check_same_judging(a: &MergeArgs, shards: &[Shard]) -> Result<()> {
                 said(slo(s))
             );
         }
-        // A price of merge's own (a flag or a config file) judges the
-        // merged run; without one, shards priced differently had been
-        // priced as the first, in silence.
-        // A config counts where it gives a price (or a GPU count), not
-        // merely for being given (one of an SLO alone had let differently
-        // priced shards through).
-        let own_price = own.cost.is_some();
         let (ca, cb) = (cost(first), cost(s));
-        let price =
-            |c: Option<CostConfig>| c.map_or("no price".to_string(), |c| format!("${}/GPU-hour", c.gpu_hour_usd));
-        let gpus = |c: Option<CostConfig>| c.map_or("none".to_string(), |c| c.gpus.to_string());
-        if !own_price && ca.map(|c| c.gpu_hour_usd) != cb.map(|c| c.gpu_hour_usd) {
+        if own.cost.is_none() && ca.map(|c| c.gpu_hour_usd) != cb.map(|c| c.gpu_hour_usd) {
             bail!(
                 "{} was priced at {} and {} at {}: pass --gpu-hour-usd (and --gpus) to merge to price the merged \
                  run once",

@@ -190,19 +190,6 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         Some(p) => p.0.clone(),
         None => out.percentiles.0.clone(),
     };
-    // A simulated engine's GPUs are what it ran on: another count would
-    // price it (and its energy) as another deployment, which `estimate`
-    // refuses too (report had taken it).
-    let engine_gpus = run.energy.as_ref().filter(|e| e.source == EnergySource::Model).and_then(|e| e.gpus);
-    if let (Some(n), Some(g)) = (engine_gpus, crate::config::judging(&a.judge, 1)?.gpus) {
-        if g != n {
-            bail!(
-                "--gpus {g} (or the config's gpus) contradicts the saved estimate's simulated engine, which ran on \
-                 {n} GPU(s), and its cost and energy count those: drop it (the engine's count is priced), or \
-                 estimate the deployment of {g} GPU(s) anew"
-            );
-        }
-    }
     let opts = setup::saved_options(&run, &a.judge, &percentiles)?;
     let mut config = run.config.clone();
     config.percentiles = Some(percentiles.clone());

@@ -441,14 +441,18 @@ pub fn analysis_options(percentiles: &[f64], judge: &JudgeArgs) -> Result<Analys
 
 /// [`analysis_options`] where the hardware priced defaults to `default_gpus` GPUs.
 pub fn analysis_options_for(percentiles: &[f64], judge: &JudgeArgs, default_gpus: u32) -> Result<AnalysisOptions> {
-    let j = crate::config::judging(judge, default_gpus)?;
-    Ok(AnalysisOptions {
+    Ok(options_of(percentiles, judge, crate::config::judging(judge, default_gpus)?))
+}
+
+/// The analysis options of settings already resolved by [`crate::config::judging`].
+fn options_of(percentiles: &[f64], judge: &JudgeArgs, j: crate::config::Judging) -> AnalysisOptions {
+    AnalysisOptions {
         percentiles: percentiles.to_vec(),
         slo: j.slo,
         cost: j.cost,
         ratings: j.ratings,
         confidence: Some(judge.confidence),
-    })
+    }
 }
 
 /// `--fail-on-slo` with nothing to fail on, refused before the first
@@ -480,14 +484,27 @@ pub fn tags(out: &OutputArgs) -> (Option<String>, Option<BTreeMap<String, String
 /// The analysis options of a saved run re-analysed: `judge`'s where given,
 /// the run's own SLO, price and rating thresholds where not. A price given
 /// anew (`--gpu-hour-usd`, a config's) is for the run's own GPUs unless
-/// `--gpus` or the config says otherwise.
+/// `--gpus` or the config says otherwise; a count other than a saved
+/// estimate's engine ran on is refused, as `estimate` refuses it.
 pub fn saved_options(
     run: &goodput_core::RunResult,
     judge: &crate::cli::JudgeArgs,
     percentiles: &[f64],
 ) -> Result<goodput_core::AnalysisOptions> {
-    let mut opts = analysis_options_for(percentiles, judge, saved_gpus(run))?;
-    let gpus_given = crate::config::judging(judge, 1)?.gpus;
+    let j = crate::config::judging(judge, saved_gpus(run))?;
+    let gpus_given = j.gpus;
+    // A simulated engine's GPUs are what it ran on: another count would
+    // price it (and its energy) as another deployment (report had taken it).
+    if let (Some(n), Some(g)) = (engine_gpus(run), gpus_given) {
+        if g != n {
+            bail!(
+                "--gpus {g} (or the config's gpus) contradicts the saved estimate's simulated engine, which ran on \
+                 {n} GPU(s), and its cost and energy count those: drop it (the engine's count is priced), or \
+                 estimate the deployment of {g} GPU(s) anew"
+            );
+        }
+    }
+    let mut opts = options_of(percentiles, judge, j);
     let saved = run.config.judge.as_ref();
     if opts.slo.is_none() {
         // Keep the run's own SLO when no other is given, on the command line
@@ -523,8 +540,13 @@ pub fn saved_options(
 /// cost's, or its energy's (a simulated engine's own count); else one.
 pub fn saved_gpus(run: &goodput_core::RunResult) -> u32 {
     let judged = run.config.judge.as_ref().and_then(|j| j.cost.as_ref()).map(|c| c.gpus);
-    let energy = run.energy.as_ref().filter(|e| e.source == EnergySource::Model).and_then(|e| e.gpus);
-    run.cost.as_ref().map(|c| c.gpus).or(judged).or(energy).filter(|&g| g > 0).unwrap_or(1)
+    run.cost.as_ref().map(|c| c.gpus).or(judged).or(engine_gpus(run)).filter(|&g| g > 0).unwrap_or(1)
+}
+
+/// The GPUs a saved estimate's simulated engine ran on (its energy's
+/// count); `None` for a measured run.
+fn engine_gpus(run: &goodput_core::RunResult) -> Option<u32> {
+    run.energy.as_ref().filter(|e| e.source == EnergySource::Model).and_then(|e| e.gpus)
 }
 
 #[cfg(test)]
