@@ -28,9 +28,7 @@ pub fn html(s: &str) -> String {
             // Other control characters too (an ESC in a label had reached
             // the page's title raw); line feeds and tabs stay, for text
             // shown whole in a <pre>.
-            c if is_bidi_control(c) || (c.is_control() && c != '\n' && c != '\t') => {
-                let _ = write!(o, "\\u{{{:x}}}", c as u32);
-            }
+            c if hidden(c, &['\n', '\t']) => push_code(&mut o, c),
             c => o.push(c),
         }
     }
@@ -41,6 +39,30 @@ pub fn html(s: &str) -> String {
 /// make text read differently than it is stored.
 fn is_bidi_control(c: char) -> bool {
     ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// Whether `c` is shown as its code rather than written: a control
+/// character other than those `kept`, or a bidi control.
+fn hidden(c: char, kept: &[char]) -> bool {
+    is_bidi_control(c) || (c.is_control() && !kept.contains(&c))
+}
+
+/// `c` as its code, `\u{1b}`, on the end of `o`.
+fn push_code(o: &mut String, c: char) {
+    let _ = write!(o, "\\u{{{:x}}}", c as u32);
+}
+
+/// `s` with each character [`hidden`] but those `kept` shown as its code.
+fn shown_codes(s: &str, kept: &[char]) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        if hidden(c, kept) {
+            push_code(&mut o, c);
+        } else {
+            o.push(c);
+        }
+    }
+    o
 }
 
 /// JSON fit for an inline `<script type="application/json">` block: no `<`,
@@ -89,9 +111,7 @@ pub fn markdown(s: &str) -> String {
                 o.push(c);
             }
             '\r' | '\n' | '\t' => o.push(' '),
-            c if c.is_control() || is_bidi_control(c) => {
-                let _ = write!(o, "\\u{{{:x}}}", c as u32);
-            }
+            c if hidden(c, &[]) => push_code(&mut o, c),
             c => o.push(c),
         }
     }
@@ -106,15 +126,7 @@ pub fn markdown(s: &str) -> String {
 /// assert_eq!(goodput_report::escape::terminal("ok\x1b[31m\r"), "ok\\u{1b}[31m\\u{d}");
 /// ```
 pub fn terminal(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() || is_bidi_control(c) {
-            let _ = write!(o, "\\u{{{:x}}}", c as u32);
-        } else {
-            o.push(c);
-        }
-    }
-    o
+    shown_codes(s, &[])
 }
 
 /// [`terminal`] for text of several lines: line feeds stay (a message that
@@ -144,18 +156,10 @@ pub fn csv_text(s: &str) -> String {
     // Control characters but a quoted field's line breaks and tabs, and
     // bidi controls, shown as `\u{1b}` (a label's ESC]0;… had retitled the
     // terminal that `cat` the file).
+    const KEPT: [char; 3] = ['\n', '\r', '\t'];
     let shown;
-    let s = if s.chars().any(|c| is_bidi_control(c) || (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))) {
-        shown = s
-            .chars()
-            .map(|c| {
-                if is_bidi_control(c) || (c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
-                    format!("\\u{{{:x}}}", c as u32)
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect::<String>();
+    let s = if s.chars().any(|c| hidden(c, &KEPT)) {
+        shown = shown_codes(s, &KEPT);
         shown.as_str()
     } else {
         s
