@@ -106,7 +106,13 @@ const TREND_POINTS: usize = 400;
 pub fn too_short(transient_share: f64, measured: u64, closed_loop_users: Option<u64>) -> bool {
     transient_share > TRANSIENT_MAX
         || measured < MIN_REQUESTS as u64
-        || closed_loop_users.is_some_and(|u| u > 1 && (measured as f64) < MIN_REQUESTS_PER_USER * u as f64)
+        || closed_loop_users.is_some_and(|u| few_per_user(measured, u))
+}
+
+/// Whether `measured` requests are fewer than [`MIN_REQUESTS_PER_USER`] for
+/// each of a closed loop's `users` (more than one).
+fn few_per_user(measured: u64, users: u64) -> bool {
+    users > 1 && (measured as f64) < MIN_REQUESTS_PER_USER * users as f64
 }
 
 /// Judges the window of a run's `records`; `None` when no measured request
@@ -184,9 +190,9 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     // its rate that of a fixed number of requests, not of the loop (a sweep
     // of 64 requests at 40 to 58 users had read one flat throughput as
     // saturation, and called those points steady).
-    if let Some(users) = load.filter(|_| !open_loop).and_then(|l| l.concurrency).filter(|&u| u > 1) {
-        let each = measured.len() as f64 / users as f64;
-        if each < MIN_REQUESTS_PER_USER {
+    if let Some(users) = load.filter(|_| !open_loop).and_then(|l| l.concurrency) {
+        if few_per_user(measured.len() as u64, users) {
+            let each = measured.len() as f64 / users as f64;
             why.push(format!(
                 "{} measured requests over {users} users is {each:.1} a user: the window holds little more than \
                  their first requests, sent together; measure at least {} requests (more --requests, or a \
