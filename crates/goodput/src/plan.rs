@@ -19,10 +19,10 @@
 //! EP size its own group of TP degrees.
 //!
 //! What cannot win is not simulated: configurations whose weights do not
-//! fit, loads
-//! past a curve's first miss of the SLO or past where its throughput
-//! stopped rising, batch limits that only cut a curve short, and
-//! disaggregation ratios far from the workload's prefill:decode balance.
+//! fit, loads past a curve's first miss of the SLO or past where its
+//! throughput stopped rising, batch limits that only cut a curve short,
+//! and disaggregation ratios far from the workload's prefill:decode
+//! balance.
 //! Every TP degree and pipeline depth that fits is simulated: one user's
 //! speed, or the cache a depth frees, does not tell which wins within the
 //! SLO at many users.
@@ -730,7 +730,7 @@ impl Search<'_> {
         if let Some(p) = spec
             .split(',')
             .map(str::trim)
-            .find(|p| ["fp16", "float16", "half"].iter().any(|h| p.eq_ignore_ascii_case(h)))
+            .find(|p| goodput_sim::engine::FP16_NAMES.iter().any(|h| p.eq_ignore_ascii_case(h)))
         {
             notes.push(format!(
                 "--precision {p} is planned as bf16: the same two bytes a weight and the same tensor-core rate on \
@@ -965,8 +965,8 @@ impl Search<'_> {
     /// The configurations of `tp` (and EP size `ep`, and disaggregated pools
     /// `pd` of instances that are each such a replica), one for each of
     /// `pps` pipeline stages that fit the budget and hold the model, or why
-    /// the fewest does not; `None` where `ep` cannot go with `tp` or the budget (said
-    /// once a flag's value by [`Search::unplaceable`]).
+    /// the fewest does not; `None` where `ep` cannot go with `tp` or the
+    /// budget (said once a flag's value by [`Search::unplaceable`]).
     #[allow(clippy::too_many_arguments)]
     fn stages(
         &self,

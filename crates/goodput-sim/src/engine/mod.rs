@@ -24,7 +24,7 @@ mod virtual_time;
 
 pub(crate) use calibration::serial_start;
 pub use calibration::Calibration;
-pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, Mla, ModelSpec, Moe, Precision};
+pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, Mla, ModelSpec, Moe, Precision, FP16_NAMES};
 pub use config::{
     EngineConfig, SpecDecoding, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS,
     MAX_DP, MAX_SPEC_TOKENS,

@@ -14,7 +14,7 @@ mod precision;
 pub use gpus::{GpuFamily, GpuSpec};
 pub use models::{Mla, ModelSpec, Moe};
 pub(crate) use precision::GIB;
-pub use precision::{KvCacheDtype, Precision};
+pub use precision::{KvCacheDtype, Precision, FP16_NAMES};
 
 #[cfg(test)]
 mod tests;

@@ -58,13 +58,18 @@ impl fmt::Display for Precision {
     }
 }
 
+/// The names of FP16, which is planned and estimated as BF16 (the same
+/// two bytes a weight, the same tensor-core peak on every catalog GPU).
+pub const FP16_NAMES: [&str; 3] = ["fp16", "float16", "half"];
+
 impl FromStr for Precision {
     type Err = Error;
 
     /// FP16 is accepted as BF16: same bytes, same tensor-core peak.
     fn from_str(s: &str) -> Result<Self, Error> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "bf16" | "bfloat16" | "fp16" | "float16" | "half" => Ok(Precision::Bf16),
+            "bf16" | "bfloat16" => Ok(Precision::Bf16),
+            name if FP16_NAMES.contains(&name) => Ok(Precision::Bf16),
             "fp8" | "float8" | "fp8-e4m3" => Ok(Precision::Fp8),
             "int8" | "w8a16" => Ok(Precision::Int8),
             "int4" | "w4a16" | "awq" | "gptq" => Ok(Precision::Int4),
