@@ -197,7 +197,7 @@ pub fn attach_server_side(result: &mut RunResult, side: ServerSide, records: &[R
 /// energy is low), and figures [`checked`] refuses (withheld).
 ///
 /// [`checked`]: crate::analysis::energy::EnergyReport::checked
-pub fn scraped_energy_checked(
+fn scraped_energy_checked(
     signals: &ServerSignals,
     rate: f64,
 ) -> (Option<crate::analysis::energy::EnergyReport>, Vec<String>) {
@@ -234,7 +234,7 @@ pub fn scraped_energy_checked(
 /// The warning for a run priced for other GPUs than the `counted` ones its
 /// energy counters report: the price is kept as given (`--gpus`, a config's
 /// `gpus`, or one GPU by default), and the count that would match is named.
-pub fn gpus_unpriced_warning(cost: Option<&crate::analysis::cost::CostReport>, counted: u32) -> Option<String> {
+fn gpus_unpriced_warning(cost: Option<&crate::analysis::cost::CostReport>, counted: u32) -> Option<String> {
     let priced = cost?.gpus;
     (priced != counted).then(|| {
         format!(
