@@ -162,7 +162,30 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
             cut_short = cut;
             Some(records)
         }
-        (None, Some(r)) => Some(r.clone()),
+        (None, Some(r)) => {
+            // The document's own records, counted against the requests its summary says were sent
+            // (as a --records file is): an edited or cut document had been recomputed from what it
+            // still held (`requests: []` read as a run of none), where `compare` read its summary.
+            let q = &run.summary.requests;
+            let expected = q.sent.saturating_add(q.warmup);
+            let held = r.len() as u64;
+            if run.config.report_window.is_none() && held != expected {
+                let what = format!(
+                    "{} holds {held} per-request records where its summary says {expected} requests were sent \
+                     ({} measured, {} warm-up): the document was edited or cut",
+                    a.run.display(),
+                    q.sent,
+                    q.warmup
+                );
+                if rejudge {
+                    bail!("{what}; pass --records FILE (the run's own --records file) to judge it again");
+                }
+                eprintln!("warning: {what}; shown as saved, from its summary");
+                None
+            } else {
+                Some(r.clone())
+            }
+        }
         (None, None) => None,
     };
     let mut out = OutputArgs::rewriting(

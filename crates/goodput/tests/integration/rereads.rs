@@ -162,6 +162,31 @@ fn a_records_file_must_hold_every_request_its_run_sent() {
     goodput().arg("report").arg(&out).arg("--records").arg(p("bom.jsonl")).arg("-q").assert().success();
 }
 
+/// A document whose own `requests` hold fewer records than its summary says
+/// were sent (edited, or cut by a tool) is shown as saved, with a warning,
+/// and `compare` reads the same summary; judging it again needs its records.
+/// `requests: []` had been recomputed as a run of no requests.
+#[test]
+fn a_document_s_own_records_must_hold_every_request_its_summary_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run(dir.path(), 4);
+    let mut v = read_json(&out);
+    let p50 = v["summary"]["ttft_ms"]["percentiles"].clone();
+    v["requests"] = json!([]);
+    let edited = dir.path().join("edited.json");
+    write_json(&edited, &v);
+    let o =
+        goodput().arg("report").arg(&edited).arg("-q").arg("-o").arg(dir.path().join("again.json")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("holds 0 per-request records where its summary says 4 requests were sent"), "{err}");
+    let again = read_json(&dir.path().join("again.json"));
+    assert_eq!(again["summary"]["requests"]["sent"], 4);
+    assert_eq!(again["summary"]["ttft_ms"]["percentiles"], p50);
+    let err = goodput().arg("report").arg(&edited).args(["--slo", "ttft:p50<=1s"]).refusal();
+    assert!(err.contains("holds 0 per-request records") && err.contains("--records"), "{err}");
+}
+
 /// Records no run holds are refused where they are read, with the request's
 /// id and the field: a request twice, a chunk before its send or after its
 /// end, a send before its schedule, an end past the clock's horizon, a
