@@ -563,25 +563,23 @@ pub fn energy_of(cfg: &EngineConfig, v: &EngineView, output_tokens_per_s: f64) -
 }
 
 pub fn target_of(cfg: &EngineConfig) -> Target {
+    // Replicas × stages × TP (each left out at 1), pools for a disaggregated
+    // engine, and the expert-parallel degree after the GPU where there is one.
+    let (dp, pp, tp) = (cfg.dp, cfg.pp, cfg.tp);
+    let stages = if pp > 1 { format!("{pp}x") } else { String::new() };
+    let layout = match cfg.pd {
+        // Pools of their own TP: each pool's instances × its TP.
+        Some(pd) if pd.split_tp(tp) => {
+            format!("{}px{stages}{}+{}dx{stages}{}", pd.prefill, cfg.pool_tp(false), pd.decode, cfg.pool_tp(true))
+        }
+        Some(pd) => format!("{}p{}dx{stages}{tp}", pd.prefill, pd.decode),
+        None if dp == 1 && pp == 1 => format!("{tp}"),
+        None if pp == 1 => format!("{dp}x{tp}"),
+        None => format!("{dp}x{pp}x{tp}"),
+    };
+    let ep = if cfg.ep > 1 { format!("/ep{}", cfg.ep) } else { String::new() };
     Target {
-        url: match (cfg.pd, cfg.dp, cfg.pp) {
-            // Pools of their own TP: each pool's instances × its TP.
-            (Some(pd), _, _) if pd.split_tp(cfg.tp) => format!(
-                "virtual://{}@{}px{}+{}dx{}x{}",
-                cfg.model.name,
-                pd.prefill,
-                cfg.pool_tp(false),
-                pd.decode,
-                cfg.pool_tp(true),
-                cfg.gpu.name
-            ),
-            (Some(pd), _, _) => {
-                format!("virtual://{}@{}p{}dx{}x{}", cfg.model.name, pd.prefill, pd.decode, cfg.tp, cfg.gpu.name)
-            }
-            (None, 1, 1) => format!("virtual://{}@{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
-            (None, dp, 1) => format!("virtual://{}@{dp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
-            (None, dp, pp) => format!("virtual://{}@{dp}x{pp}x{}x{}", cfg.model.name, cfg.tp, cfg.gpu.name),
-        },
+        url: format!("virtual://{}@{layout}x{}{ep}", cfg.model.name, cfg.gpu.name),
         model: cfg.model.name.clone(),
         api: "virtual".into(),
         embedded: true,

@@ -27,6 +27,11 @@ fn estimate_takes_pipeline_and_expert_parallelism_and_counts_their_gpus() {
     assert_eq!((e["ep"].as_u64(), e["dp"].as_u64(), e.get("pp")), (Some(4), Some(4), None), "{e}");
     assert_eq!(ep["energy"]["gpus"].as_u64(), Some(4));
     assert_eq!(ep["summary"]["requests"]["completed"].as_u64(), Some(64));
+    // The target names the expert-parallel degree, and a disaggregated
+    // engine's stages (both had been left out: `--ep 4` read as `--dp 4`).
+    assert!(ep["target"]["url"].as_str().unwrap().ends_with("@4x1xH100 SXM/ep4"), "{}", ep["target"]["url"]);
+    let pd = run("pdpp.json", &["--model", "llama-3.1-70b", "--pd", "1:1", "--pp", "2", "--precision", "fp8"]);
+    assert!(pd["target"]["url"].as_str().unwrap().contains("@1p1dx2x1xH100"), "{}", pd["target"]["url"]);
     // Neither: the settings carry no ep or pp at all.
     let plain = run("plain.json", &[]);
     assert!(plain["engine"]["config"].get("ep").is_none() && plain["engine"]["config"].get("pp").is_none());
