@@ -182,6 +182,22 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         reason: None,
     };
     let mut why = Vec::new();
+    // An open loop whose cap on requests in flight held most of its sends
+    // back ran as a closed loop of the cap's size: the reasons below (a
+    // window of ramp-up and drain, requests piling up) are the client's
+    // queue, and their fixes (more requests) were the wrong ones.
+    let held = load.filter(|_| open_loop).and_then(|l| l.concurrency).and_then(|c| cap_held(&measured, c));
+    if let Some((cap, share)) = held {
+        // Over the window: the stretch judged runs over the schedule's due
+        // times, which the held sends left long before.
+        let rps = if window.duration_s > 0.0 { ok.len() as f64 / window.duration_s } else { 0.0 };
+        why.push(format!(
+            "the -c {cap} cap on requests in flight held back {:.0}% of the sends (each waited for a request to end), \
+             so the server saw at most {cap} at a time at {rps:.1} req/s, not the schedule: raise -c until \
+             it no longer binds, or lower the rate to what {cap} in flight keep up with",
+            100.0 * share
+        ));
+    }
     if measured.len() < MIN_REQUESTS {
         why.push(format!("{} measured requests are too few to judge a steady state", measured.len()));
     }
@@ -207,7 +223,7 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     s.overloaded = filled
         && outstanding_growth_per_s > GROWTH_SHARE * rate
         && rise > GROWTH_NOISE * outstanding_mean.max(1.0).sqrt();
-    if s.overloaded {
+    if s.overloaded && held.is_none() {
         why.push(match offered_rps {
             Some(o) => format!(
                 "arrivals {o:.1} req/s, completions {achieved_rps:.1} req/s: {outstanding_growth_per_s:.1} more \
@@ -231,7 +247,7 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
             ));
         }
     }
-    if transient_share > TRANSIENT_MAX {
+    if transient_share > TRANSIENT_MAX && held.is_none() {
         why.push(format!(
             "mostly ramp-up and drain: the load was at its level for {at_level:.1} s of the {:.1} s window \
              ({:.0}%); give more requests (--requests) or a longer --duration",
@@ -242,6 +258,37 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     s.steady = why.is_empty();
     s.reason = (!why.is_empty()).then(|| why.join("; "));
     Some(s)
+}
+
+/// Sends later than their schedule by more than this were held back (by a
+/// cap, or a client behind): a timer's lateness is well under it.
+const HELD_S: f64 = 0.010;
+/// The cap binds when at least this share of the sends was held back.
+const HELD_SHARE: f64 = 0.5;
+
+/// `(cap, share of the sends held back)` when an open loop's cap of `cap`
+/// requests in flight bound it: most sends left more than [`HELD_S`] after
+/// their schedule, and the requests in flight reached the cap (a client
+/// too slow to send on time holds sends back too, below its cap: that is
+/// the client-bottleneck diagnosis, not this).
+fn cap_held(measured: &[&RequestRecord], cap: u64) -> Option<(u64, f64)> {
+    if measured.is_empty() {
+        return None;
+    }
+    let late = measured.iter().filter(|r| r.sent.saturating_sub(r.scheduled).as_secs_f64() > HELD_S).count();
+    let share = late as f64 / measured.len() as f64;
+    if share < HELD_SHARE {
+        return None;
+    }
+    // The most in flight at once: ends before sends at the same instant.
+    let mut edges: Vec<(Duration, i64)> =
+        measured.iter().flat_map(|r| [(r.sent, 1), (r.end.max(r.sent), -1)]).collect();
+    edges.sort_unstable();
+    let peak = edges.iter().scan(0i64, |n, e| {
+        *n += e.1;
+        Some(*n)
+    });
+    (peak.max().unwrap_or(0) >= cap as i64).then_some((cap, share))
 }
 
 /// Sets the growth of the server's queue from `(t_s, waiting)` samples over
@@ -399,6 +446,45 @@ mod tests {
                 req(i, due, start - due + 0.01, free - due)
             })
             .collect()
+    }
+
+    /// `queue`'s requests as a client capped at one in flight sends them:
+    /// each sent when the one before ended (the server never queues).
+    fn capped(rate: f64, service: f64, n: u64) -> Vec<RequestRecord> {
+        let d = Duration::from_secs_f64;
+        let mut free = 0.0f64;
+        (0..n)
+            .map(|i| {
+                let due = i as f64 / rate;
+                let sent = free.max(due);
+                free = sent + service;
+                let mut r = req(i, sent, 0.01, service);
+                r.scheduled = d(due);
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_open_loop_its_cap_held_back_is_told_so_with_the_cap_as_the_fix() {
+        // 100 req/s due, one in flight of 0.1 s each: 10 req/s, every send late.
+        let held = capped(100.0, 0.1, 60);
+        let load = LoadConfig { concurrency: Some(1), ..open(100.0) };
+        let s = judge(&held, &window(&held), Some(&load)).unwrap();
+        let why = s.reason.clone().unwrap();
+        assert!(!s.steady && why.starts_with("the -c 1 cap on requests in flight held back 98% of the sends"), "{why}");
+        assert!(why.contains("at 10.0 req/s") && why.contains("raise -c"), "{why}");
+        // Neither the window's ramp and drain nor the pile of due requests
+        // (the client's own queue) is told, with their fixes.
+        assert!(!why.contains("give more requests") && !why.contains("outstanding every second"), "{why}");
+        // Sends late by as much, with the cap never reached (a client behind
+        // its schedule, not its cap): not this.
+        let s = judge(&held, &window(&held), Some(&LoadConfig { concurrency: Some(2), ..open(100.0) })).unwrap();
+        assert!(!s.reason.clone().unwrap_or_default().contains("cap on requests"), "{s:?}");
+        // A cap that never held a send back: steady.
+        let ok = queue(9.0, 0.1, 400);
+        let s = judge(&ok, &window(&ok), Some(&LoadConfig { concurrency: Some(64), ..open(9.0) })).unwrap();
+        assert!(s.steady, "{s:?}");
     }
 
     #[test]
