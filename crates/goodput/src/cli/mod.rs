@@ -195,6 +195,14 @@ mod tests {
             parse_shard("1/0").unwrap_err().contains("one shard or more")
                 && parse_shard("1").unwrap_err().contains("INDEX/COUNT")
         );
+        // Counts past u32 and u64 are too many shards, not a format error.
+        for count in ["4294967295", "4294967296", "18446744073709551615", "99999999999999999999999"] {
+            let err = parse_shard(&format!("0/{count}")).unwrap_err();
+            assert!(err.contains("at most 10000 shards") && err.contains(count), "{err}");
+        }
+        assert!(parse_shard("4294967296/3").unwrap_err().contains("4294967296/3: the index counts from 0"));
+        assert!(parse_shard("-1/3").unwrap_err().contains("INDEX/COUNT"));
+        assert_eq!(parse_shard("+1/3").unwrap(), (1, 3));
         assert_eq!(parse_start_at("1767225600.25").unwrap(), 1_767_225_600.25);
         assert_eq!(parse_start_at("2026-01-01T00:00:00Z").unwrap(), 1_767_225_600.0);
         assert_eq!(parse_start_at("2026-01-01T01:00:00.5+01:00").unwrap(), 1_767_225_600.5);

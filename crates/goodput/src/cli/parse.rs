@@ -408,21 +408,27 @@ pub const MAX_SHARDS: u32 = 10_000;
 /// `--shard I/N`: shard I (counted from 0) of N.
 pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("--shard '{s}': write INDEX/COUNT, the index counted from 0, e.g. 0/3, 1/3, 2/3");
-    let (i, n) = s.split_once('/').ok_or_else(bad)?;
-    let (i, n): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    let (ti, tn) = s.split_once('/').map(|(i, n)| (i.trim(), n.trim())).ok_or_else(bad)?;
+    // A whole number past what u64 holds is still a number: past the most
+    // shards, not a mistyped --shard (4294967296 had read as a format error).
+    let whole = |t: &str| {
+        let t = t.strip_prefix('+').unwrap_or(t);
+        (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse::<u64>().unwrap_or(u64::MAX))
+    };
+    let (i, n) = (whole(ti).ok_or_else(bad)?, whole(tn).ok_or_else(bad)?);
     if n == 0 {
-        return Err(format!("--shard {i}/0: a run splits into one shard or more; write e.g. 0/3, 1/3, 2/3"));
+        return Err(format!("--shard {ti}/0: a run splits into one shard or more; write e.g. 0/3, 1/3, 2/3"));
     }
-    if n > MAX_SHARDS {
-        return Err(format!("--shard {i}/{n}: a run splits into at most {MAX_SHARDS} shards"));
+    if n > u64::from(MAX_SHARDS) {
+        return Err(format!("--shard {ti}/{tn}: a run splits into at most {MAX_SHARDS} shards"));
     }
     if i >= n {
         return Err(format!(
-            "--shard {i}/{n}: the index counts from 0 and stays below the number of shards (0/{n} … {}/{n})",
+            "--shard {ti}/{n}: the index counts from 0 and stays below the number of shards (0/{n} … {}/{n})",
             n - 1
         ));
     }
-    Ok((i, n))
+    Ok((i as u32, n as u32))
 }
 
 /// `--start-at`: Unix seconds (1767225600, 1767225600.25) or an RFC 3339
