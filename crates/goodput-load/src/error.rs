@@ -376,6 +376,9 @@ pub enum TraceLine {
     PrefixTokens { prefix: u32, input: u32 },
     #[error("gives only one of prefix_id and prefix_tokens: give both or neither")]
     HalfPrefix,
+    /// A `prefix_id` that is not a whole number ≥ 0 (a string, a fraction).
+    #[error("has prefix_id {0}: it must be a whole number ≥ 0 (e.g. 7), not a string or a fraction")]
+    PrefixId(String),
     #[error("asks for {0} tokens: a prompt or answer is at most {max} tokens (2 Mi, beyond any model's context)", max = crate::workload::MAX_TOKENS)]
     TooLong(u32),
 }

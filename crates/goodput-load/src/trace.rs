@@ -261,6 +261,11 @@ fn goodput_line(bytes: &[u8], line: usize) -> Result<public::Row, Fault> {
     let l: Line = serde_json::from_slice(bytes).map_err(|e| {
         // Mooncake's fields, without the hash_ids that tell them apart.
         let v: Option<serde_json::Value> = serde_json::from_slice(bytes).ok();
+        // A prefix_id of another type had been refused as "expected u64".
+        let id = v.as_ref().and_then(|v| v.get("prefix_id")).filter(|id| !id.is_u64() && !id.is_null());
+        if let Some(id) = id {
+            return at_line(TraceLine::PrefixId(id.to_string()));
+        }
         let mooncake = ["input_length", "output_length", "hash_ids"]
             .into_iter()
             .filter(|k| v.as_ref().is_some_and(|v| v.get(k).is_some()))
@@ -331,6 +336,14 @@ mod tests {
             ("{\"timestamp\": -1, \"input_tokens\": 5, \"output_tokens\": 5}", "must be a number of seconds"),
             ("{\"timestamp\": 0, \"input_tokens\": 0, \"output_tokens\": 5}", "at least 1"),
             ("{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5, \"prefix_id\": 1}", "give both or neither"),
+            (
+                "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5, \"prefix_id\": \"sys\", \"prefix_tokens\": 2}",
+                "line 1 has prefix_id \"sys\": it must be a whole number",
+            ),
+            (
+                "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5, \"prefix_id\": 1.5, \"prefix_tokens\": 2}",
+                "has prefix_id 1.5: it must be a whole number",
+            ),
             (
                 "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5, \"prefix_id\": 1, \"prefix_tokens\": 5}",
                 "less than input_tokens",

@@ -143,7 +143,7 @@ pub struct LoadArgs {
     /// Open loop: requests per second on a schedule drawn ahead from --seed; inf sends every request at once (as vLLM's --request-rate inf), -c capping how many are in flight.
     #[arg(long, short = 'r')]
     pub rate: Option<f64>,
-    /// Replay a trace, sent on its own clock (the first line at once): goodput's JSONL of {"timestamp": SECONDS, "input_tokens": N, "output_tokens": N[, "prefix_id": ID, "prefix_tokens": N]}, Mooncake's JSONL (hash_ids become shared prompt blocks), or Azure's or BurstGPT's CSV (--trace-format).
+    /// Replay a trace, sent on its own clock (the first line at once): goodput's JSONL of {"timestamp": SECONDS, "input_tokens": N, "output_tokens": N[, "prefix_id": ID, "prefix_tokens": N]}, ID a whole number (not a string) that requests sharing a prefix share, Mooncake's JSONL (hash_ids become shared prompt blocks), or Azure's or BurstGPT's CSV (--trace-format).
     #[arg(long, conflicts_with = "rate")]
     pub trace: Option<PathBuf>,
     /// The --trace file's format; auto tells it from the first line.
