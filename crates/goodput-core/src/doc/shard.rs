@@ -4,7 +4,7 @@
 //! shard placed on one clock. The merged result is then assembled from
 //! those records exactly as one process's would be (docs/shards.md).
 
-use crate::doc::config::{LoadConfig, RunConfig, WorkloadConfig};
+use crate::doc::config::{ClientSettings, LoadConfig, RunConfig, WorkloadConfig};
 use crate::doc::record::RequestRecord;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -139,7 +139,74 @@ pub fn difference(a: (&ShardInfo, &RunConfig), b: (&ShardInfo, &RunConfig)) -> O
     if json(&wa) != json(&wb) {
         return Some(format!("their workload settings differ ({})", first_difference(&wa, &wb)));
     }
+    if let Some(why) = client_difference(a.client.as_ref(), b.client.as_ref()) {
+        return Some(why);
+    }
     (sa.run != sb.run).then(|| format!("their run identities differ ({} and {})", sa.run, sb.run))
+}
+
+/// The first request setting two shards' `config.client` differ in, in
+/// words, by its flag: what is sent (the API, streaming, usage, the body's
+/// extra fields, the headers, the key), how it is timed and measured (the
+/// timeout, the HTTP client, where a chunk's time is taken) and the embedded
+/// server's settings. Shards had been merged across `--no-stream` and
+/// streaming, their TTFTs mixing first tokens with whole responses. The URL
+/// may differ (one server under two names), and the model is the target's
+/// check. `--header` values are never saved (they may be secrets): their
+/// names are compared, case aside, and only names are ever said.
+fn client_difference(a: Option<&ClientSettings>, b: Option<&ClientSettings>) -> Option<String> {
+    let (a, b) = match (a, b) {
+        (None, None) => return None,
+        (Some(a), Some(b)) => (a, b),
+        (a, _) => {
+            let which = if a.is_some() { "the first" } else { "the second" };
+            return Some(format!("only {which} says how its requests were sent (config.client)"));
+        }
+    };
+    let differ = |what: &str, x: String, y: String| (x != y).then(|| format!("their {what} differ ({x} and {y})"));
+    let opt = |n: Option<u32>| n.map_or("none".to_string(), |n| n.to_string());
+    let yes = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let names = |c: &ClientSettings| {
+        let mut v: Vec<String> = c.headers.iter().map(|h| h.to_ascii_lowercase()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let listed = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+    let (ha, hb) = (names(a), names(b));
+    let headers = (ha != hb).then(|| {
+        let only = |x: &[String], y: &[String]| x.iter().filter(|h| !y.contains(h)).cloned().collect::<Vec<_>>();
+        format!(
+            "their --header names differ (one sends {}, the other {}; {} only in one)",
+            listed(&ha),
+            listed(&hb),
+            listed(&[only(&ha, &hb), only(&hb, &ha)].concat())
+        )
+    });
+    let stream = (a.stream != b.stream).then(|| {
+        "one streamed its responses and the other did not (--no-stream): their TTFTs would mix first tokens \
+         with whole responses"
+            .to_string()
+    });
+    let extra = (a.extra_body != b.extra_body)
+        .then(|| format!("their --extra-body differ ({})", first_difference(&a.extra_body, &b.extra_body)));
+    let key = |c: &ClientSettings| if c.api_key.is_some() { "a key" } else { "no key" }.to_string();
+    stream
+        .or_else(|| differ("--api", a.api.clone(), b.api.clone()))
+        .or_else(|| differ("--embed-batch", opt(a.embed_batch), opt(b.embed_batch)))
+        .or_else(|| differ("--rerank-docs", opt(a.rerank_docs), opt(b.rerank_docs)))
+        .or_else(|| differ("usage requests (--no-usage)", yes(a.include_usage), yes(b.include_usage)))
+        .or(extra)
+        .or(headers)
+        .or_else(|| differ("API keys (--api-key)", key(a), key(b)))
+        .or_else(|| differ("key headers (--key-header)", a.key_header.clone(), b.key_header.clone()))
+        .or_else(|| differ("--timeout", a.timeout.clone(), b.timeout.clone()))
+        .or_else(|| differ("HTTP clients (--transport)", a.transport.clone(), b.transport.clone()))
+        .or_else(|| differ("chunk stamps (--stamp)", a.stamp.clone(), b.stamp.clone()))
+        .or_else(|| {
+            (a.embedded != b.embedded)
+                .then(|| format!("their embedded servers differ ({})", first_difference(&a.embedded, &b.embedded)))
+        })
 }
 
 /// The first setting two config blocks differ in, as `name: a and b` (the
@@ -235,6 +302,61 @@ mod tests {
         assert_eq!(first_difference(&a, &b), "rate: 30.0 and 20.0");
         let c = LoadConfig { seed: None, ..a.clone() };
         assert_eq!(first_difference(&a, &c), "seed: 1 and null");
+    }
+
+    /// Shards whose requests were sent differently are of different runs:
+    /// `--no-stream` against streaming had been merged in silence, its
+    /// TTFTs whole responses among first tokens. Headers are named, never
+    /// valued; the URL may differ.
+    #[test]
+    fn shards_that_sent_their_requests_differently_are_told_apart() {
+        let client = ClientSettings {
+            api: "chat".into(),
+            stream: true,
+            include_usage: true,
+            headers: vec!["X-Team".into()],
+            key_header: "bearer".into(),
+            timeout: "5m".into(),
+            transport: "goodput http/1.1".into(),
+            stamp: "kernel".into(),
+            url: "http://127.0.0.1:8000".into(),
+            ..ClientSettings::default()
+        };
+        let info =
+            ShardInfo { run: "0123456789abcdef".into(), index: 0, count: 2, start_at_unix_s: None, records: None };
+        let config = |c: ClientSettings| RunConfig { client: Some(c), ..RunConfig::default() };
+        let why = |b: ClientSettings| difference((&info, &config(client.clone())), (&info, &config(b)));
+        assert_eq!(why(client.clone()), None);
+        // Another name for the server, and the header's name in another case.
+        let same =
+            ClientSettings { url: "http://localhost:8000".into(), headers: vec!["x-team".into()], ..client.clone() };
+        assert_eq!(why(same), None);
+        let cases = [
+            (ClientSettings { stream: false, ..client.clone() }, "--no-stream"),
+            (ClientSettings { timeout: "1s".into(), ..client.clone() }, "their --timeout differ (5m and 1s)"),
+            (
+                ClientSettings { api: "completions".into(), ..client.clone() },
+                "their --api differ (chat and completions)",
+            ),
+            (ClientSettings { include_usage: false, ..client.clone() }, "--no-usage"),
+            (ClientSettings { stamp: "read".into(), ..client.clone() }, "--stamp"),
+            (ClientSettings { transport: "reqwest".into(), ..client.clone() }, "--transport"),
+            (ClientSettings { api_key: Some("<redacted>".into()), ..client.clone() }, "(no key and a key)"),
+            (
+                ClientSettings { headers: vec!["X-Team".into(), "Authorization".into()], ..client.clone() },
+                "their --header names differ (one sends x-team, the other authorization, x-team; authorization",
+            ),
+        ];
+        for (b, want) in cases {
+            let got = why(b).unwrap_or_default();
+            assert!(got.contains(want), "{got}");
+        }
+        let mut extra = serde_json::Map::new();
+        extra.insert("temperature".into(), 0.into());
+        let got = why(ClientSettings { extra_body: extra, ..client.clone() }).unwrap_or_default();
+        assert_eq!(got, "their --extra-body differ (temperature: null and 0)");
+        let got = difference((&info, &config(client.clone())), (&info, &RunConfig::default())).unwrap_or_default();
+        assert!(got.contains("only the first says how its requests were sent"), "{got}");
     }
 
     #[test]

@@ -209,6 +209,28 @@ fn refusals(dir: &Path, single: &Path) {
     std::fs::write(p("model.json"), other.to_string()).unwrap();
     let err = merge(&[s(0), s(1), p("model.json")]).refusal();
     assert!(err.contains("shards of different runs") && err.contains("another-model"), "{err}");
+    // Shards whose requests were sent differently: one --no-stream, its
+    // TTFTs whole responses, had been merged among streamed first tokens;
+    // one with another --timeout, another header. A header is named, and
+    // its value (never saved: it may be a secret) is not.
+    let client = |name: &str, field: &str, value: Value| {
+        let mut v = read_json(&s(1));
+        assert!(v["config"]["client"].get(field).is_some(), "config.client.{field}");
+        v["config"]["client"][field] = value;
+        std::fs::write(p(name), v.to_string()).unwrap();
+        merge(&[s(0), p(name), s(2)])
+    };
+    let err = client("nostream.json", "stream", false.into()).refusal();
+    assert!(err.contains("shards of different runs") && err.contains("the other did not (--no-stream)"), "{err}");
+    assert_eq!(code(&mut client("nostream.json", "stream", false.into())), Some(2));
+    let err = client("timeout.json", "timeout", "1s".into()).refusal();
+    assert!(err.contains("their --timeout differ (") && err.contains(" and 1s)"), "{err}");
+    let err = client("header.json", "headers", serde_json::json!(["Authorization"])).refusal();
+    assert!(err.contains("their --header names differ") && err.contains("authorization only in one"), "{err}");
+    let err = client("body.json", "extra_body", serde_json::json!({"temperature": 0})).refusal();
+    assert!(err.contains("their --extra-body differ (temperature: null and 0)"), "{err}");
+    // Another name for the same server is one run still.
+    client("url.json", "url", "http://localhost:1".into()).assert().success();
     // A start no clock gives: 1e308 had panicked the merge ("overflow when
     // adding durations"), -1e12 had merged into a window of 1e12 s.
     for (name, start) in [("far.json", 1e308), ("before.json", -1e12)] {
