@@ -293,38 +293,72 @@ fn with_queue_growth(result: &mut RunResult) {
     }
 }
 
-/// Share of prompt tokens the template and block rounding may add to what
-/// a synthetic workload shares by design: a chat template's few tokens a
-/// request, and the cache's whole blocks.
+/// Share of the prompt tokens a run's own prompts do not share that the
+/// template and block rounding may still find cached: a chat template's few
+/// tokens a request, and the cache's whole blocks.
 const TEMPLATE_SHARE: f64 = 0.15;
 
-/// The most of a synthetic run's prompt tokens that its own prompts could
-/// find in a prefix cache: its shared prefixes (`--shared-prefix-tokens`),
-/// over the mean prompt. `None` for a workload whose prompts share by
-/// design or by their source (sessions, a rerank's query, a dataset, a
-/// trace, `--repeat`), whose sharing this does not bound.
+/// The most of a run's prompt tokens that its own prompts could find in a
+/// prefix cache, from the run itself: a shared prefix's
+/// (`--shared-prefix-tokens`) every use after its first (the first of each
+/// misses, unless a warm-up request opened it); a session's turn after the
+/// first its history (the previous turn's prompt and answer), its first
+/// turn nothing; a trace's recorded prefix reuse
+/// (`reused_prefix_tokens`). `None` for a workload whose sharing this does
+/// not bound: a rerank's query, a dataset, `--repeat`, a trace that recorded
+/// no reuse bound.
 pub fn shareable_prompt_share(config: &RunConfig, records: &[RequestRecord]) -> Option<f64> {
     let w = config.workload.as_ref()?;
-    let sessions = config.load.as_ref().is_some_and(|l| l.sessions.is_some());
     // A rerank sends its query again with each document, by design.
     let rerank = config.client.as_ref().is_some_and(|c| matches!(c.api.as_str(), "rerank" | "tei-rerank"));
-    if sessions || rerank || w.dataset.is_some() || w.trace.is_some() || w.repeat.is_some_and(|r| r > 1) {
+    if rerank || w.dataset.is_some() || w.repeat.is_some_and(|r| r > 1) {
         return None;
     }
+    if let Some(t) = &w.trace {
+        let total = t.input_tokens_mean * t.requests as f64;
+        return Some(if total > 0.0 { (t.reused_prefix_tokens? as f64 / total).min(1.0) } else { 0.0 });
+    }
     let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
-    let mean_input = measured.iter().map(|r| r.input_tokens as f64).sum::<f64>() / measured.len().max(1) as f64;
-    let prefix = w.shared_prefix.as_ref().map_or(0.0, |p| p.ratio * f64::from(p.tokens));
-    Some(if mean_input > 0.0 { (prefix / mean_input).min(1.0) } else { 0.0 })
+    let total: f64 = measured.iter().map(|r| r.input_tokens as f64).sum();
+    if total <= 0.0 {
+        return Some(0.0);
+    }
+    // A later turn's history: the turn before's prompt and answer, or the
+    // whole prompt where that turn is not among the records.
+    let turns: std::collections::HashMap<(u64, u32), &RequestRecord> =
+        records.iter().filter_map(|r| r.session.as_ref().map(|s| ((s.id, s.turn), r))).collect();
+    let turn = |id: u64, t: u32| turns.get(&(id, t));
+    let history: f64 = measured
+        .iter()
+        .filter_map(|r| {
+            let s = r.session.as_ref().filter(|s| s.turn > 1)?;
+            let before = turn(s.id, s.turn - 1).map_or(r.input_tokens, |p| p.input_tokens + p.output_tokens);
+            Some(before.min(r.input_tokens) as f64)
+        })
+        .sum();
+    let prefix = w.shared_prefix.as_ref().map_or(0.0, |p| {
+        let first =
+            |rs: &[&RequestRecord]| rs.iter().filter(|r| r.session.as_ref().is_none_or(|s| s.turn <= 1)).count();
+        let warmups: Vec<&RequestRecord> = records.iter().filter(|r| r.warmup).collect();
+        // Each prefix's first use misses, unless a warm-up request made it.
+        let misses = (f64::from(p.count) - p.ratio * first(&warmups) as f64).max(0.0);
+        (p.ratio * first(&measured) as f64 - misses).max(0.0) * f64::from(p.tokens)
+    });
+    Some(((history + prefix) / total).min(1.0))
 }
 
 /// The warning for a server whose prefix cache hit (`hit_rate`, over the
-/// window) far more of the prompts than the run's own prompts share: it
+/// window) far more of the prompts than the run's own prompts could share
+/// ([`shareable_prompt_share`], plus [`TEMPLATE_SHARE`] of the rest): it
 /// held them before the run began (an earlier run of the same seed), or
 /// other clients send the same prompts. Either way TTFT is not what fresh
-/// prompts get.
+/// prompts get. It takes hits 10 points past that bound, or past half the
+/// way from it to every token, whichever is less: a workload that shares
+/// 75% or more by design (a long shared prefix) had never been warned of.
 pub fn warm_cache_warning(config: &RunConfig, records: &[RequestRecord], hit_rate: f64) -> Option<String> {
     let shared = shareable_prompt_share(config, records)?;
-    if hit_rate < 0.3 || hit_rate <= shared + TEMPLATE_SHARE + 0.1 {
+    let bound = (shared + TEMPLATE_SHARE * (1.0 - shared)).min(1.0);
+    if hit_rate < 0.3 || hit_rate <= bound + (0.1f64).min((1.0 - bound) / 2.0) {
         return None;
     }
     let seed =
@@ -335,7 +369,7 @@ pub fn warm_cache_warning(config: &RunConfig, records: &[RequestRecord], hit_rat
          send the same prompts, so TTFT is faster than fresh prompts would get; leave --seed out to draw fresh prompts \
          each run",
         hit_rate * 100.0,
-        (shared + TEMPLATE_SHARE).min(1.0) * 100.0
+        bound * 100.0
     ))
 }
 
@@ -494,10 +528,69 @@ mod tests {
             Some(SharedPrefixConfig { tokens: 500, ratio: 1.0, count: 1 });
         assert_eq!(warm_cache_warning(&shared, &recs, 0.6), None);
         assert!(warm_cache_warning(&shared, &recs, 0.95).is_some());
-        // Sessions share their conversations by design: no bound, no warning.
+        // Sessions' later turns share their history, never their first:
+        // bounded by what the records show, where they had not been bounded.
         let mut sessions = synthetic.clone();
-        sessions.load.as_mut().unwrap().sessions = Some(SessionsConfig { turns: "3".into(), think_time: "0s".into() });
-        assert_eq!(warm_cache_warning(&sessions, &recs, 0.99), None);
+        sessions.load.as_mut().unwrap().sessions = Some(SessionsConfig { turns: "2".into(), think_time: "0s".into() });
+        // A run of `goodput serve`'s: 6 sessions of 2 turns (counted from
+        // 1), 1535 prompt tokens then 3053.
+        let turns: Vec<RequestRecord> = (0..12u64)
+            .map(|i| {
+                let mut r = RequestRecord::new(i, std::time::Duration::ZERO, std::time::Duration::ZERO);
+                let turn = (i % 2) as u32 + 1;
+                r.session = Some(crate::doc::record::SessionTurn { id: i / 2, turn, turns: 2 });
+                (r.input_tokens, r.output_tokens) = if turn == 1 { (1535, 8) } else { (3053, 8) };
+                r
+            })
+            .collect();
+        let total = 6.0 * (1535.0 + 3053.0);
+        let share = shareable_prompt_share(&sessions, &turns).unwrap();
+        assert!((share - 6.0 * 1543.0 / total).abs() < 1e-9, "{share}");
+        // The first run: 16 tokens of turn 1 (the template), 1536 of turn 2 (its history).
+        let cold = 6.0 * (16.0 + 1536.0) / total;
+        assert_eq!(warm_cache_warning(&sessions, &turns, cold), None, "a first run's own history");
+        // The same seed again: turn 1 had 1520 of its 1535 tokens cached.
+        let warm = 6.0 * (1520.0 + 1536.0) / total;
+        let w = warm_cache_warning(&sessions, &turns, warm).expect("a session run on a warm cache");
+        assert!(w.contains("seed is 7") && w.contains("leave --seed out"), "{w}");
+
+        // A shared prefix of ~87% of every prompt (2048 of 2348): each
+        // prefix's first use misses, and a warm cache had never been warned of.
+        let long: Vec<RequestRecord> =
+            recs.iter().take(6).map(|r| RequestRecord { input_tokens: 2348, ..r.clone() }).collect();
+        let mut prefixed = synthetic.clone();
+        prefixed.workload.as_mut().unwrap().shared_prefix =
+            Some(SharedPrefixConfig { tokens: 2048, ratio: 1.0, count: 1 });
+        let cold = (5.0 * 2048.0 + 6.0 * 16.0) / (6.0 * 2348.0);
+        assert_eq!(warm_cache_warning(&prefixed, &long, cold), None, "a first run: its prefix's first use missed");
+        assert!(warm_cache_warning(&prefixed, &long, 0.99).is_some(), "the same prompts again");
+        // A warm-up request opened the prefix: every measured use may hit it.
+        let mut warmed = long.clone();
+        warmed[0].warmup = true;
+        let own = (5.0 * 2048.0 + 5.0 * 16.0) / (5.0 * 2348.0);
+        assert_eq!(warm_cache_warning(&prefixed, &warmed, own), None);
+
+        // A trace, bounded by the prefix reuse it records: 82.5% hits is
+        // its own, 98.7% (the same seed again) is not.
+        let trace = RunConfig {
+            workload: Some(WorkloadConfig {
+                trace: Some(crate::doc::config::TraceWorkload {
+                    input_tokens_mean: 1000.0,
+                    requests: 10,
+                    reused_prefix_tokens: Some(8000),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            load: Some(LoadConfig { seed: Some(7), ..Default::default() }),
+            ..Default::default()
+        };
+        assert_eq!(warm_cache_warning(&trace, &recs, 0.825), None);
+        assert!(warm_cache_warning(&trace, &recs, 0.987).is_some());
+        // One that recorded no bound is not judged.
+        let mut unbounded = trace.clone();
+        unbounded.workload.as_mut().unwrap().trace.as_mut().unwrap().reused_prefix_tokens = None;
+        assert_eq!(warm_cache_warning(&unbounded, &recs, 0.99), None);
     }
 
     #[test]

@@ -32,4 +32,5 @@ mod stability;
 mod starved;
 mod until;
 mod virtual_runs;
+mod warm_cache;
 mod workloads;
