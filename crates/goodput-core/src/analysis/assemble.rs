@@ -379,7 +379,9 @@ pub fn warm_cache_warning(config: &RunConfig, records: &[RequestRecord], hit_rat
 pub fn cycled_dataset_warning(w: &crate::doc::config::WorkloadConfig, records: &[RequestRecord]) -> Option<String> {
     let entries = w.dataset_entries?;
     // A session's later turns are its entry's own; warm-up requests drew entries too.
-    let used = records.iter().filter(|r| r.session.as_ref().is_none_or(|s| s.turn == 0)).count() as u64;
+    // Turns count from 1 (`SessionTurn`): `turn == 0` had counted none of a
+    // session run's requests, and a dataset gone round had never been warned of.
+    let used = records.iter().filter(|r| r.session.as_ref().is_none_or(|s| s.turn <= 1)).count() as u64;
     if used <= entries {
         return None;
     }
@@ -606,12 +608,18 @@ mod tests {
         assert_eq!(cycled_dataset_warning(&w, &recs(50)), None);
         let m = cycled_dataset_warning(&w, &recs(1000)).unwrap();
         assert!(m.contains("1000 prompts from the 50 entries of qa.jsonl") && m.contains("20.0 times"), "{m}");
-        // Sessions: only a session's first turn draws an entry.
-        let mut turns = recs(120);
-        for (i, r) in turns.iter_mut().enumerate() {
-            r.session = Some(crate::doc::record::SessionTurn { id: i as u64 / 3, turn: i as u32 % 3, turns: 3 });
-        }
-        assert_eq!(cycled_dataset_warning(&w, &turns), None, "40 conversations of 3 turns");
+        // Sessions: only a session's first turn (turn 1) draws an entry.
+        let sessions = |n: u64| {
+            let mut turns = recs(3 * n);
+            for (i, r) in turns.iter_mut().enumerate() {
+                r.session =
+                    Some(crate::doc::record::SessionTurn { id: i as u64 / 3, turn: i as u32 % 3 + 1, turns: 3 });
+            }
+            turns
+        };
+        assert_eq!(cycled_dataset_warning(&w, &sessions(40)), None, "40 conversations of 3 turns");
+        let m = cycled_dataset_warning(&w, &sessions(100)).expect("100 conversations from 50 entries");
+        assert!(m.contains("100 prompts from the 50 entries") && m.contains("2.0 times"), "{m}");
     }
 
     #[test]
