@@ -156,7 +156,7 @@ pub fn parse_messages(data: &str) -> Result<ChunkInfo, ProtocolError> {
         }
         "content_block_start" => {
             if let Some(b) = ev.content_block {
-                block(&mut info, &b);
+                block(&mut info, &b, false);
             }
         }
         "content_block_delta" => {
@@ -182,10 +182,10 @@ pub fn parse_messages(data: &str) -> Result<ChunkInfo, ProtocolError> {
             // A whole message: content blocks, in order, as one output.
             let blocks = ev.content.unwrap_or_default();
             for b in blocks.iter().filter(|b| b.kind == "text") {
-                block(&mut info, b);
+                block(&mut info, b, true);
             }
             for b in blocks.iter().filter(|b| b.kind != "text") {
-                block(&mut info, b);
+                block(&mut info, b, true);
             }
             info.finish_reason = ev.stop_reason.map(Cow::into_owned);
             info.usage = ev.usage.map(|u| u.usage(true));
@@ -197,14 +197,23 @@ pub fn parse_messages(data: &str) -> Result<ChunkInfo, ProtocolError> {
     Ok(info)
 }
 
-fn block(info: &mut ChunkInfo, b: &MsgBlock) {
+/// One content block: of a whole message (`whole`), or a streamed
+/// `content_block_start`.
+fn block(info: &mut ChunkInfo, b: &MsgBlock, whole: bool) {
     match b.kind.as_ref() {
         "text" => info.push(Channel::Content, b.text.as_deref().unwrap_or("")),
         "thinking" => info.push(Channel::Reasoning, b.thinking.as_deref().unwrap_or("")),
         "tool_use" => {
-            // A streamed block opens with `input: {}`; its arguments follow as deltas.
-            if let Some(input) = b.input.as_ref().filter(|i| i.as_object().is_none_or(|o| !o.is_empty())) {
-                info.push(Channel::ToolCalls, &input.to_string());
+            // A tool call is output even without arguments (`input: {}`), as
+            // an OpenAI chat call with `arguments: "{}"` is: a streamed block's
+            // opening is its first output, and its arguments follow as deltas
+            // (an empty `partial_json` adds nothing); a whole message's call
+            // carries its arguments in the block.
+            info.channel.get_or_insert(Channel::ToolCalls);
+            if whole {
+                if let Some(input) = &b.input {
+                    info.text.push_str(&input.to_string());
+                }
             }
         }
         _ => {}
@@ -268,8 +277,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!((tool.channel, tool.text.as_str()), (Some(Channel::ToolCalls), "{\"a\":"));
+        // A call opens as output, though its arguments are still to come.
         let tool_open = parse_messages(r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}"#).unwrap();
-        assert_eq!(tool_open.channel, None);
+        assert_eq!((tool_open.channel, tool_open.text.as_str()), (Some(Channel::ToolCalls), ""));
+        let no_args = parse_messages(
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}"#,
+        )
+        .unwrap();
+        assert_eq!(no_args.channel, None);
         let end = parse_messages(r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":15}}"#).unwrap();
         assert_eq!(end.finish_reason.as_deref(), Some("max_tokens"));
         let merged = u.merge(end.usage.unwrap());
@@ -292,5 +307,13 @@ mod tests {
         assert_eq!((info.usage.unwrap().prompt_tokens, info.usage.unwrap().completion_tokens), (Some(9), Some(20)));
         assert_eq!(info.finish_reason.as_deref(), Some("end_turn"));
         assert!(info.done);
+    }
+
+    #[test]
+    fn a_whole_message_whose_only_output_is_a_call_without_arguments() {
+        let info = parse_messages(r#"{"type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":{}}],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":12}}"#).unwrap();
+        assert_eq!((info.channel, info.text.as_str(), info.content_len), (Some(Channel::ToolCalls), "{}", 0));
+        let info = parse_messages(r#"{"type":"message","content":[{"type":"text","text":"Hi"},{"type":"tool_use","id":"t","name":"f","input":{"a":1}}],"stop_reason":"tool_use"}"#).unwrap();
+        assert_eq!((info.channel, info.text.as_str(), info.content_len), (Some(Channel::Content), "Hi{\"a\":1}", 2));
     }
 }

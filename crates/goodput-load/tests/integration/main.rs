@@ -5,6 +5,7 @@
 mod common;
 
 mod chunk_tokens;
+mod dialects;
 mod fixed_server;
 mod hostile;
 mod http1;

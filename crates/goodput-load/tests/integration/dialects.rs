@@ -1,0 +1,95 @@
+//! Answers in shapes some servers send and others do not, over real HTTP on
+//! 127.0.0.1:0, on both transports: each is read as the output it is, or,
+//! when it is another API's, the failure says which `--api` reads it.
+
+use crate::common;
+
+use goodput_core::{Channel, Outcome, RequestRecord};
+use goodput_load::workload::WorkItem;
+use goodput_load::{Api, Client, PromptBody, Transport};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio_util::sync::CancellationToken;
+
+const TRANSPORTS: [Transport; 2] = [Transport::Auto, Transport::Reqwest];
+
+/// A server that answers every request with `response`, as given, then
+/// closes the connection.
+async fn canned(response: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let response = response.into_bytes();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let response = response.clone();
+            tokio::spawn(async move {
+                if !common::read_request(&mut sock, &mut Vec::new()).await {
+                    return;
+                }
+                let _ = sock.write_all(&response).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    url
+}
+
+async fn request(url: &str, transport: Transport, api: Api, stream: bool) -> RequestRecord {
+    let cfg = common::config(url, api, stream, Duration::from_secs(5), transport);
+    let client = Client::new(cfg, None).unwrap();
+    let item = WorkItem {
+        prompt: PromptBody::Text("hello".into()),
+        intended_input_tokens: None,
+        max_tokens: Some(16),
+        session: None,
+        reference: Vec::new().into(),
+        repeat: None,
+        media: Default::default(),
+    };
+    let origin = tokio::time::Instant::now();
+    client.execute(0, &item, Duration::ZERO, origin, &CancellationToken::new()).await
+}
+
+fn sse(events: &[&str]) -> String {
+    let mut s = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n".to_owned();
+    for e in events {
+        s.push_str(&format!("data: {e}\n\n"));
+    }
+    s
+}
+
+fn json(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// An Anthropic tool call without arguments (`input: {}`) is output, on the
+/// tool-call channel, streamed or whole, as OpenAI chat's `arguments: "{}"`
+/// is: it had failed as `empty_output` though the server counted 12 tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_tool_call_without_arguments_is_output() {
+    let streamed = sse(&[
+        r#"{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":7,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":12}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]);
+    let whole = json(
+        r#"{"type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":{}}],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":12}}"#,
+    );
+    for (resp, stream) in [(streamed, true), (whole, false)] {
+        let url = canned(resp).await;
+        for t in TRANSPORTS {
+            let r = request(&url, t, Api::Messages, stream).await;
+            assert_eq!(r.outcome, Outcome::Success, "stream {stream}, {t:?}");
+            assert_eq!((r.output_tokens, r.input_tokens), (12, 7), "stream {stream}, {t:?}");
+            assert_eq!(r.chunks.len(), 1, "stream {stream}, {t:?}");
+            assert_eq!(r.chunks.at(0).channel, Channel::ToolCalls, "stream {stream}, {t:?}");
+        }
+    }
+}
