@@ -84,7 +84,7 @@ fn nonempty<'s>(s: &'s Option<Cow<'_, str>>) -> Option<&'s str> {
 #[derive(Deserialize)]
 struct WireMessage<'a> {
     #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
+    content: Option<WireContent<'a>>,
     #[serde(default, borrow)]
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -99,6 +99,83 @@ struct WireMessage<'a> {
     role: bool,
     #[serde(default)]
     function_call: Option<Value>,
+}
+
+/// A message's `content`: a string, as most servers send it, or a list of
+/// parts, as Mistral's (Magistral's) do: `{"type": "text", "text": …}` is
+/// content, `{"type": "thinking", "thinking": [{"type": "text", …}]}`
+/// reasoning, and a part of another type is passed over. A string is
+/// borrowed from the payload as it was; only a list takes the slower path.
+#[derive(Debug, Default, PartialEq)]
+struct WireContent<'a> {
+    text: Cow<'a, str>,
+    /// The thinking parts' text.
+    reasoning: String,
+}
+
+impl<'a> WireContent<'a> {
+    fn text(text: Cow<'a, str>) -> Self {
+        WireContent { text, reasoning: String::new() }
+    }
+
+    /// Adds one part of a list.
+    fn part(&mut self, part: &Value) {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => self.text.to_mut().push_str(part.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("thinking") => match part.get("thinking") {
+                Some(Value::String(s)) => self.reasoning.push_str(s),
+                Some(Value::Array(inner)) => {
+                    for p in inner.iter().filter(|p| p.get("type").and_then(Value::as_str) == Some("text")) {
+                        self.reasoning.push_str(p.get("text").and_then(Value::as_str).unwrap_or(""));
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+impl std::ops::Deref for WireContent<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for WireContent<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = WireContent<'a>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or a list of content parts")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(WireContent::text(Cow::Borrowed(s)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(WireContent::text(Cow::Owned(s.to_owned())))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(WireContent::text(Cow::Owned(s)))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut content = WireContent::default();
+                while let Some(part) = seq.next_element::<Value>()? {
+                    content.part(&part);
+                }
+                Ok(content)
+            }
+        }
+        d.deserialize_any(Visit(std::marker::PhantomData))
+    }
 }
 
 /// True for a field that is there, `null` included.
@@ -126,9 +203,9 @@ impl WireMessage<'_> {
     /// empty `content` without a `role` (a token that decodes to nothing);
     /// the opening chunk, which names the role, is not.
     fn vllm_output(&self) -> bool {
-        let some = |s: &Option<Cow<'_, str>>| s.as_deref().is_some_and(|t| !t.is_empty());
-        some(&self.content)
-            || some(&self.reasoning)
+        let some = |s: Option<&str>| s.is_some_and(|t| !t.is_empty());
+        some(self.content.as_deref())
+            || some(self.reasoning.as_deref())
             || self.tool_calls.as_ref().is_some_and(|c| !c.is_empty())
             || self.function_call.as_ref().is_some_and(|f| !f.is_null() && f.as_object().is_none_or(|o| !o.is_empty()))
             || (self.content.as_deref() == Some("") && !self.role)
@@ -271,7 +348,7 @@ impl ChunkMemo {
 /// The one string of a plain chunk's choice, which it is, and whether the
 /// delta names a role: `None` for any other choice.
 fn memo_field<'c>(c: &'c WireChoice<'_>) -> Option<(MemoField, &'c str, bool)> {
-    let borrowed = |s: &'c Option<Cow<'_, str>>| match s {
+    let borrowed = |s: Option<&'c Cow<'_, str>>| match s {
         Some(Cow::Borrowed(t)) => Some(*t),
         _ => None,
     };
@@ -279,23 +356,27 @@ fn memo_field<'c>(c: &'c WireChoice<'_>) -> Option<(MemoField, &'c str, bool)> {
         return None;
     }
     match (&c.delta, &c.text) {
-        (None, Some(_)) => Some((MemoField::Text, borrowed(&c.text)?, false)),
+        (None, Some(_)) => Some((MemoField::Text, borrowed(c.text.as_ref())?, false)),
         (Some(m), None) => {
             if m.tool_calls.is_some() || m.function_call.is_some() {
                 return None;
             }
+            // A list of parts (the fast path leaves it to serde) is no plain string.
+            if m.content.as_ref().is_some_and(|c| !c.reasoning.is_empty()) {
+                return None;
+            }
             let fields = [
-                (MemoField::Content, &m.content),
-                (MemoField::ReasoningContent, &m.reasoning_content),
-                (MemoField::Reasoning, &m.reasoning),
-                (MemoField::Thinking, &m.thinking),
+                (MemoField::Content, m.content.as_ref().map(|c| &c.text)),
+                (MemoField::ReasoningContent, m.reasoning_content.as_ref()),
+                (MemoField::Reasoning, m.reasoning.as_ref()),
+                (MemoField::Thinking, m.thinking.as_ref()),
             ];
             let mut some = fields.iter().filter(|(_, s)| s.is_some());
             let (field, s) = some.next()?;
             if some.next().is_some() {
                 return None;
             }
-            Some((*field, borrowed(s)?, m.role))
+            Some((*field, borrowed(*s)?, m.role))
         }
         _ => None,
     }
@@ -340,7 +421,8 @@ fn read_choice(choice: Option<&WireChoice<'_>>, info: &mut ChunkInfo) {
     info.push(Channel::Content, choice.text.as_deref().unwrap_or(""));
     if let Some(m) = choice.delta.as_ref().or(choice.message.as_ref()) {
         info.push(Channel::Content, m.content.as_deref().unwrap_or(""));
-        let reasoning = nonempty(&m.reasoning_content).or(nonempty(&m.reasoning)).or(nonempty(&m.thinking));
+        let parts = m.content.as_ref().map(|c| c.reasoning.as_str()).filter(|r| !r.is_empty());
+        let reasoning = nonempty(&m.reasoning_content).or(nonempty(&m.reasoning)).or(nonempty(&m.thinking)).or(parts);
         info.push(Channel::Reasoning, reasoning.unwrap_or(""));
         if let Some(calls) = m.tool_calls.as_ref().filter(|c| !c.is_empty()) {
             info.channel.get_or_insert(Channel::ToolCalls);
@@ -520,6 +602,38 @@ mod tests {
         }
         // Not JSON at all stays malformed JSON.
         assert!(parse_chunk("data: {}").unwrap_err().to_string().starts_with("malformed JSON"));
+    }
+
+    /// Mistral's (Magistral's) content as a list of parts: text is content,
+    /// thinking reasoning, other parts passed over; it had failed every
+    /// request as a value goodput cannot read.
+    #[test]
+    fn content_as_a_list_of_parts() {
+        let text = parse_chunk(r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Paris"}]}}]}"#);
+        let text = text.unwrap();
+        assert_eq!((text.channel, text.text.as_str(), text.content_len), (Some(Channel::Content), "Paris", 5));
+        assert!(text.choice);
+        let think = parse_chunk(
+            r#"{"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hmm"}]}]}}]}"#,
+        )
+        .unwrap();
+        assert_eq!((think.channel, think.text.as_str(), think.content_len), (Some(Channel::Reasoning), "hmm", 0));
+        let odd = parse_chunk(
+            r#"{"choices":[{"index":0,"delta":{"content":[{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"a\"b"},"plain",7]}}]}"#,
+        )
+        .unwrap();
+        assert_eq!((odd.channel, odd.text.as_str()), (Some(Channel::Content), "a\"b"));
+        let none = parse_chunk(r#"{"choices":[{"index":0,"delta":{"content":[{"type":"reference","ids":[1]}]}}]}"#);
+        assert_eq!(none.unwrap().channel, None);
+        let whole = parse_chunk(
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"so "}]},{"type":"text","text":"Paris"}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+        )
+        .unwrap();
+        assert_eq!((whole.channel, whole.text.as_str(), whole.content_len), (Some(Channel::Content), "Parisso ", 5));
+        assert_eq!(whole.finish_reason.as_deref(), Some("stop"));
+        // Content of another type still says what it is.
+        let e = parse_chunk(r#"{"choices":[{"delta":{"content":5}}]}"#).unwrap_err().to_string();
+        assert!(e.contains("content") && e.contains("integer `5`"), "{e}");
     }
 
     #[test]

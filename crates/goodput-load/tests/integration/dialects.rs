@@ -93,3 +93,33 @@ async fn an_anthropic_tool_call_without_arguments_is_output() {
         }
     }
 }
+
+/// Chat content as a list of parts (Mistral's, Magistral's), streamed and
+/// whole: text parts are content and thinking parts reasoning; it had failed
+/// every request as `invalid_response`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_content_as_a_list_of_parts_is_read() {
+    let streamed = sse(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"let me see"}]}]},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Paris"}]},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":[{"type":"future_part","x":1}]},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":" it is"},"finish_reason":"stop"}]}"#,
+        "[DONE]",
+    ]);
+    let whole = json(
+        r#"{"choices":[{"index":0,"message":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"let me see"}]},{"type":"text","text":"Paris"}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":5}}"#,
+    );
+    for (resp, stream) in [(streamed, true), (whole, false)] {
+        let url = canned(resp).await;
+        for t in TRANSPORTS {
+            let r = request(&url, t, Api::Chat, stream).await;
+            assert_eq!(r.outcome, Outcome::Success, "stream {stream}, {t:?}");
+            assert_eq!(r.finish_reason.as_deref(), Some("stop"), "stream {stream}, {t:?}");
+            let channels: Vec<Channel> = r.chunks.iter().map(|c| c.channel).collect();
+            let want: &[Channel] =
+                if stream { &[Channel::Reasoning, Channel::Content, Channel::Content] } else { &[Channel::Content] };
+            assert_eq!(channels, want, "stream {stream}, {t:?}");
+        }
+    }
+}

@@ -282,7 +282,7 @@ impl<'a> Parser<'a> {
         self.object(|p, key| {
             let text = |p: &mut Self| p.string_or_null().map(|s| s.map(Cow::Borrowed));
             match key {
-                "content" if once(0) => m.content = text(p)?,
+                "content" if once(0) => m.content = text(p)?.map(super::WireContent::text),
                 "reasoning_content" if once(1) => m.reasoning_content = text(p)?,
                 "reasoning" if once(2) => m.reasoning = text(p)?,
                 "thinking" if once(3) => m.thinking = text(p)?,
