@@ -185,7 +185,24 @@ pub struct ResponseReader {
     /// response past twice as many output chunks (and 1,024 more) does not
     /// honour it, and is failed rather than kept growing.
     max_tokens: Option<u32>,
+    /// Some payload was read as the API's (output, counts, a finish reason
+    /// or its end; `[DONE]` for OpenAI's): until then, the first few that
+    /// were not are kept in `unread`, to tell which API they are of when
+    /// nothing came of them (a server of another API's dialect).
+    recognised: bool,
+    unread: Vec<String>,
+    unread_count: u32,
+    /// A `[DONE]` came, which only OpenAI's APIs end a stream with.
+    openai_done: bool,
 }
+
+/// How many unrecognised payloads are kept, and the longest kept.
+const UNREAD_KEPT: usize = 4;
+const UNREAD_BYTES: usize = 4096;
+
+/// The APIs a payload nothing came of is tried as, in the order named.
+const TEXT_APIS: [Api; 7] =
+    [Api::Chat, Api::Completions, Api::Messages, Api::OllamaChat, Api::OllamaGenerate, Api::Tgi, Api::LlamaCpp];
 
 impl ResponseReader {
     pub fn new(keep_chunk_texts: bool) -> Self {
@@ -403,6 +420,11 @@ impl ResponseReader {
         if is_done(data) {
             self.done = true;
             self.stream_end = Some(t);
+            if matches!(self.api, Api::Chat | Api::Completions) {
+                self.recognised = true;
+            } else {
+                self.openai_done = true;
+            }
             return;
         }
         self.data(data, t);
@@ -431,6 +453,23 @@ impl ResponseReader {
             self.failure = Some((FailureKind::MidStreamError, e));
             self.stream_end = Some(t);
             return;
+        }
+        if !self.recognised {
+            if info.channel.is_some()
+                || info.usage.is_some()
+                || info.finish_reason.is_some()
+                || info.done
+                || info.choice
+                || info.pooled.is_some()
+            {
+                self.recognised = true;
+                self.unread = Vec::new();
+            } else {
+                self.unread_count = self.unread_count.saturating_add(1);
+                if self.unread.len() < UNREAD_KEPT && data.len() <= UNREAD_BYTES {
+                    self.unread.push(data.to_owned());
+                }
+            }
         }
         if let Some(u) = info.usage {
             // A count no request can have (2^63 tokens had been taken, and
@@ -541,6 +580,7 @@ impl ResponseReader {
     pub fn into_record(self, rec: &mut RequestRecord, tokenizer: Option<&TokenCounter>, prompt: &PromptBody) {
         let end_words = format!("the stream ended before {}", self.api.stream_end());
         let empty = !self.any_body;
+        let other_api = self.other_api();
         let ResponseReader {
             chunks,
             chunk_texts,
@@ -640,7 +680,7 @@ impl ResponseReader {
                 Outcome::Failed { kind: FailureKind::InvalidResponse, message: EMPTY_BODY.into() }
             }
             None if !done && finish_reason.is_none() => {
-                Outcome::Failed { kind: FailureKind::TruncatedStream, message: end_words }
+                Outcome::Failed { kind: FailureKind::TruncatedStream, message: end_words + &other_api }
             }
             // A pooling answer has no output chunks: its vectors or scores are the answer.
             None if pooled.is_some_and(|n| n > 0) => Outcome::Success,
@@ -651,12 +691,47 @@ impl ResponseReader {
             None if rec.chunks.is_empty() => Outcome::Failed {
                 kind: FailureKind::EmptyOutput,
                 message: format!(
-                    "the response carried no output (finish reason: {})",
+                    "the response carried no output (finish reason: {}){other_api}",
                     finish_reason.as_deref().unwrap_or("none")
                 ),
             },
             None => Outcome::Success,
         };
+    }
+}
+
+impl ResponseReader {
+    /// Where the server sent payloads but none was read as the API's: what
+    /// to add to the failure's words, naming the APIs they read as (a server
+    /// of OpenAI's dialect benched with `--api tgi` had failed as "no output
+    /// (finish reason: none)", with no word of why). Empty otherwise.
+    fn other_api(&self) -> String {
+        if self.recognised || (self.unread_count == 0 && !self.openai_done) {
+            return String::new();
+        }
+        let fits = |api: Api| {
+            self.unread.iter().any(|data| {
+                crate::protocol::parse_for(api, data).is_ok_and(|i| {
+                    i.channel.is_some() || i.finish_reason.is_some() || i.done || i.usage.is_some() || i.error.is_some()
+                })
+            })
+        };
+        let mut likely: Vec<Api> = TEXT_APIS.into_iter().filter(|&a| a != self.api && fits(a)).collect();
+        // Only OpenAI's streams end with `[DONE]`.
+        if likely.is_empty() && self.openai_done {
+            likely = vec![Api::Chat, Api::Completions];
+        }
+        let what = match self.unread_count {
+            0 => "nothing but a [DONE] came, which is not".to_owned(),
+            1 => "the one payload the server sent is not".to_owned(),
+            n => format!("none of the {n} payloads the server sent is"),
+        };
+        let mut words = format!("; {what} in --api {}'s shape", self.api.as_str());
+        if !likely.is_empty() {
+            let names: Vec<String> = likely.iter().map(|a| format!("--api {}", a.as_str())).collect();
+            words.push_str(&format!(": it reads as {} (is that the server's API?)", names.join(" or ")));
+        }
+        words
     }
 }
 
@@ -1403,5 +1478,36 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
         let mut rec = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
         r.into_record(&mut rec, None, &PromptBody::Text(String::new()));
         assert!(matches!(&rec.outcome, Outcome::Failed { message, .. } if message.starts_with("malformed JSON")));
+    }
+
+    /// A stream of another API's dialect: the failure says none of its
+    /// payloads was the API's, and which `--api` reads them (it had said
+    /// only "no output (finish reason: none)").
+    #[test]
+    fn another_apis_stream_names_the_api_that_reads_it() {
+        let chat = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n\
+            data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Paris\"}}]}\n\n\
+            data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+        for api in [Api::Tgi, Api::LlamaCpp] {
+            let (rec, _) = read_api(api, chat, &[]);
+            let Outcome::Failed { kind, message } = &rec.outcome else { panic!("{api:?}: {:?}", rec.outcome) };
+            assert_eq!(*kind, FailureKind::EmptyOutput, "{api:?}: {message}");
+            assert!(message.contains("none of the 3 payloads the server sent is in --api"), "{api:?}: {message}");
+            assert!(message.contains("--api chat or --api completions"), "{api:?}: {message}");
+        }
+        // llama.cpp's stream read as TGI's: it has no end TGI knows.
+        let llamacpp = b"data: {\"content\":\"Paris\",\"stop\":false}\n\n\
+            data: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\",\"tokens_predicted\":1}\n\n";
+        let (rec, _) = read_api(Api::Tgi, llamacpp, &[]);
+        let Outcome::Failed { message, .. } = &rec.outcome else { panic!("{:?}", rec.outcome) };
+        assert!(message.contains("in --api tgi's shape: it reads as --api llamacpp"), "{message}");
+        // Only a [DONE], which no native API sends.
+        let (rec, _) = read_api(Api::Tgi, b"data: [DONE]\n\n", &[]);
+        let Outcome::Failed { message, .. } = &rec.outcome else { panic!("{:?}", rec.outcome) };
+        assert!(message.contains("--api chat or --api completions"), "{message}");
+        // The API's own answer, empty, says nothing of other APIs.
+        let empty = b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+        let Outcome::Failed { message, .. } = read_api(Api::Chat, empty, &[]).0.outcome else { panic!() };
+        assert!(!message.contains("--api"), "{message}");
     }
 }

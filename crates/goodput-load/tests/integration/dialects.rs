@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use goodput_core::{Channel, Outcome, RequestRecord};
+use goodput_core::{Channel, FailureKind, Outcome, RequestRecord};
 use goodput_load::workload::WorkItem;
 use goodput_load::{Api, Client, PromptBody, Transport};
 use std::time::Duration;
@@ -120,6 +120,39 @@ async fn chat_content_as_a_list_of_parts_is_read() {
             let want: &[Channel] =
                 if stream { &[Channel::Reasoning, Channel::Content, Channel::Content] } else { &[Channel::Content] };
             assert_eq!(channels, want, "stream {stream}, {t:?}");
+        }
+    }
+}
+
+/// A server of OpenAI's chat dialect benched as TGI or llama.cpp, and
+/// llama.cpp's benched as TGI: the failure says the payloads are not the
+/// API's and names the `--api` that reads them (it had said only "no output
+/// (finish reason: none)").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_apis_answers_name_the_api_that_reads_them() {
+    let chat = sse(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"Paris"},"finish_reason":null}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        "[DONE]",
+    ]);
+    let llamacpp = sse(&[
+        r#"{"content":"Paris","stop":false,"tokens_predicted":1}"#,
+        r#"{"content":"","stop":true,"stop_type":"eos","tokens_predicted":1,"tokens_evaluated":3}"#,
+    ]);
+    let cases = [
+        (chat.clone(), Api::Tgi, "--api chat or --api completions"),
+        (chat, Api::LlamaCpp, "--api chat or --api completions"),
+        (llamacpp, Api::Tgi, "--api llamacpp"),
+    ];
+    for (resp, api, want) in cases {
+        let url = canned(resp).await;
+        for t in TRANSPORTS {
+            let r = request(&url, t, api, true).await;
+            let Outcome::Failed { kind, message } = &r.outcome else { panic!("{api:?} {t:?}: {:?}", r.outcome) };
+            assert!(matches!(kind, FailureKind::EmptyOutput | FailureKind::TruncatedStream), "{api:?} {t:?}");
+            assert!(message.contains(&format!("in --api {}'s shape", api.as_str())), "{api:?} {t:?}: {message}");
+            assert!(message.contains(want), "{api:?} {t:?}: {message}");
         }
     }
 }
