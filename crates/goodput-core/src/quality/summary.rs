@@ -183,18 +183,76 @@ pub fn summarize(measured: &[&RequestRecord]) -> Option<QualitySummary> {
     Some(QualitySummary { scores, consistency, by_model })
 }
 
-/// Word-level edit distance (Levenshtein), two rows at a time.
+/// The most cells [`edit_distance`] fills in the band it widens: past this,
+/// the answers' middles (their common start and end set aside) are compared
+/// on their first [`EDIT_CAPPED_WORDS`] words only.
+const EDIT_CELLS: usize = 1 << 24;
+
+/// How many words of each middle are compared once [`EDIT_CELLS`] would be
+/// passed: the rest count a word an edit (an upper bound of the distance).
+const EDIT_CAPPED_WORDS: usize = 4096;
+
+/// Word-level edit distance (Levenshtein). Identical answers are 0 at once;
+/// the common start and end are set aside; the rest is compared within a
+/// band of diagonals that doubles until the distance is inside it
+/// (Ukkonen's), so the work is about the length times the distance, not
+/// the length squared (two 200,000-word answers had taken 40 s of CPU).
+/// Where even that would pass [`EDIT_CELLS`] (long answers that differ
+/// throughout), the middles' first [`EDIT_CAPPED_WORDS`] words are compared
+/// and each word past them counts one edit: a bound, never below the true
+/// distance.
 fn edit_distance(a: &[u32], b: &[u32]) -> usize {
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut row = vec![0; b.len() + 1];
-    for (i, x) in a.iter().enumerate() {
-        row[0] = i + 1;
-        for (j, y) in b.iter().enumerate() {
-            row[j + 1] = (prev[j] + usize::from(x != y)).min(prev[j + 1] + 1).min(row[j] + 1);
+    if a == b {
+        return 0;
+    }
+    let start = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[start..], &b[start..]);
+    let end = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[..a.len() - end], &b[..b.len() - end]);
+    // `b` the shorter: the band's rows run over it.
+    let (a, b) = if a.len() < b.len() { (b, a) } else { (a, b) };
+    if b.is_empty() {
+        return a.len();
+    }
+    let mut k = (a.len() - b.len()).max(1);
+    loop {
+        if (b.len() + 1).saturating_mul(2 * k + 1) > EDIT_CELLS {
+            break;
+        }
+        let d = banded_distance(a, b, k);
+        if d <= k || k >= a.len() {
+            return d;
+        }
+        k *= 2;
+    }
+    let (ca, cb) = (&a[..a.len().min(EDIT_CAPPED_WORDS)], &b[..b.len().min(EDIT_CAPPED_WORDS)]);
+    banded_distance(ca, cb, ca.len().max(cb.len())) + (a.len() - ca.len()).max(b.len() - cb.len())
+}
+
+/// The edit distance of `a` and `b` (`b` no longer) over alignments within
+/// `k` diagonals of the main one (`k` ≥ their lengths' difference): exact
+/// when the distance is at most `k`, above `k` otherwise.
+fn banded_distance(a: &[u32], b: &[u32], k: usize) -> usize {
+    const FAR: usize = usize::MAX / 4;
+    let n = a.len();
+    // Row i holds the distances of b[..i] to a[..j], j within k of i.
+    let mut prev: Vec<usize> = (0..=n).map(|j| if j <= k { j } else { FAR }).collect();
+    let mut row = vec![FAR; n + 1];
+    for (i, y) in b.iter().enumerate() {
+        let i = i + 1;
+        let lo = i.saturating_sub(k).max(1);
+        let hi = (i + k).min(n);
+        row[lo - 1] = if lo == 1 { i } else { FAR };
+        for j in lo..=hi {
+            let sub = prev[j - 1] + usize::from(a[j - 1] != *y);
+            row[j] = sub.min(prev[j] + 1).min(row[j - 1] + 1);
+        }
+        if hi < n {
+            row[hi + 1] = FAR;
         }
         std::mem::swap(&mut prev, &mut row);
     }
-    prev[b.len()]
+    prev[n].min(FAR)
 }
 
 /// 1 − edit distance ÷ the longer length (1 for two empty answers).
@@ -319,5 +377,80 @@ mod tests {
         assert_eq!(c.identical_share, 0.5);
         assert!((c.similarity_mean - (1.0 + 0.75) / 2.0).abs() < 1e-12);
         assert_eq!(c.first_difference_p50, Some(2.0));
+    }
+
+    /// The full table, as `edit_distance` was: the reference it is held to.
+    fn full_table(a: &[u32], b: &[u32]) -> usize {
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        let mut row = vec![0; b.len() + 1];
+        for (i, x) in a.iter().enumerate() {
+            row[0] = i + 1;
+            for (j, y) in b.iter().enumerate() {
+                row[j + 1] = (prev[j] + usize::from(x != y)).min(prev[j + 1] + 1).min(row[j] + 1);
+            }
+            std::mem::swap(&mut prev, &mut row);
+        }
+        prev[b.len()]
+    }
+
+    #[test]
+    fn the_banded_distance_is_the_full_tables() {
+        // A small alphabet, so the answers share words and runs in places.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m) as u32
+        };
+        for _ in 0..3000 {
+            let (la, lb) = (next(40) as usize, next(40) as usize);
+            let a: Vec<u32> = (0..la).map(|_| next(4)).collect();
+            let mut b: Vec<u32> = (0..lb).map(|_| next(4)).collect();
+            if next(3) == 0 {
+                // A near copy: a few words changed, one dropped.
+                b = a.clone();
+                for _ in 0..next(4) {
+                    if !b.is_empty() {
+                        let at = next(b.len() as u64) as usize;
+                        b[at] = next(6);
+                    }
+                }
+                if !b.is_empty() && next(2) == 0 {
+                    b.remove(next(b.len() as u64) as usize);
+                }
+            }
+            assert_eq!(edit_distance(&a, &b), full_table(&a, &b), "{a:?} {b:?}");
+            assert_eq!(similarity(&a, &b), 1.0 - full_table(&a, &b) as f64 / la.max(b.len()).max(1) as f64);
+        }
+        let words = |s: &str| crate::util::hash::word_hashes(s);
+        assert_eq!(similarity(&words("a b c d"), &words("a b x d")), 0.75);
+        assert_eq!(similarity(&[], &[]), 1.0);
+    }
+
+    /// Two 200,000-word answers (`--repeat` of a long answer) are compared
+    /// in bounded work: the full table had taken 40 s of CPU for one pair.
+    #[test]
+    fn long_answers_are_compared_in_bounded_time() {
+        let n = 200_000u32;
+        let a: Vec<u32> = (0..n).map(|i| i % 50).collect();
+        let started = std::time::Instant::now();
+        assert_eq!(similarity(&a, &a.clone()), 1.0);
+        let mut one = a.clone();
+        one[n as usize / 2] = 999;
+        assert_eq!(edit_distance(&a, &one), 1);
+        let mut few = a.clone();
+        few.remove(10);
+        few.insert(150_000, 7);
+        few[190_000] = 998;
+        assert_eq!(edit_distance(&a, &few), 3);
+        // Different throughout: a bound, never below the distance.
+        let other: Vec<u32> = (0..n).map(|i| 100 + i % 7).collect();
+        assert_eq!(edit_distance(&a, &other), n as usize);
+        let shifted: Vec<u32> = (0..n + 5000).map(|i| (i * 7 + 3) % 50).collect();
+        let d = edit_distance(&a, &shifted);
+        assert!((5000..=(n as usize + 5000)).contains(&d), "{d}");
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(10), "{took:?}");
     }
 }
