@@ -424,6 +424,11 @@ pub enum EntryError {
     ReferenceType { key: &'static str },
     #[error("\"{key}\" is an empty list: give at least one reference, or leave it out")]
     NoReference { key: &'static str },
+    #[error(
+        "\"{key}\" is an empty or blank string{list}: it scores 0 against every answer; give at least one reference, or \
+         leave it out"
+    )]
+    BlankReference { key: &'static str, list: &'static str },
 }
 
 /// Why a run did not start.

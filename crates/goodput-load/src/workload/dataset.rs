@@ -194,11 +194,19 @@ pub(super) fn reference_of(v: &Value) -> Result<Vec<String>, EntryError> {
         _ => return Ok(Vec::new()),
     };
     let bad = || EntryError::ReferenceType { key };
+    // A blank reference scores 0 against every answer (exact, ROUGE-L and
+    // chrF alike), as an empty list would: refused the same way.
+    let blank =
+        |s: &str, list| if s.trim().is_empty() { Err(EntryError::BlankReference { key, list }) } else { Ok(()) };
     match value {
-        Value::String(s) => Ok(vec![s.clone()]),
-        Value::Array(items) if !items.is_empty() => {
-            items.iter().map(|i| i.as_str().map(str::to_owned).ok_or_else(bad)).collect()
-        }
+        Value::String(s) => blank(s, "").map(|()| vec![s.clone()]),
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|i| {
+                let s = i.as_str().ok_or_else(bad)?;
+                blank(s, " in its list").map(|()| s.to_owned())
+            })
+            .collect(),
         Value::Array(_) => Err(EntryError::NoReference { key }),
         _ => Err(bad()),
     }

@@ -329,6 +329,10 @@ fn dataset_references_as_a_string_a_list_or_an_answer() {
         ("{\"prompt\": \"x\", \"reference\": 4}", "must be a string or a list"),
         ("{\"prompt\": \"x\", \"answer\": [\"a\", 1]}", "\"answer\" must be a string"),
         ("{\"prompt\": \"x\", \"reference\": []}", "empty list"),
+        // A blank reference had been taken, and every answer scored 0 against it.
+        ("{\"prompt\": \"x\", \"reference\": \"\"}", "\"reference\" is an empty or blank string:"),
+        ("{\"prompt\": \"x\", \"answer\": \" \\n\\t\"}", "\"answer\" is an empty or blank string:"),
+        ("{\"prompt\": \"x\", \"reference\": [\"a\", \"\"]}", "empty or blank string in its list"),
     ] {
         std::fs::write(&p, bad).unwrap();
         let err = load_dataset(&p, None).unwrap_err().to_string();
