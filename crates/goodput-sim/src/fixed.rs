@@ -414,8 +414,11 @@ impl Reply {
             );
         }
         let asked = u64::from(asked);
-        // A scripted answer ends with its last word, as a model stops at its end.
+        // A scripted answer ends with its last word, as a model stops at its
+        // end: its finish reason is then `stop`, `length` only where
+        // `max_tokens` cut it.
         let n_out = script.as_ref().map_or(asked, |s| asked.min(s.len()));
+        let ended = script.as_ref().is_some_and(|s| s.len() < asked);
         let k = p.tokens_per_chunk as u64;
         // Counted as the prompt's text would be, without building it.
         let prompt_tokens = req.prompt_words();
@@ -426,7 +429,8 @@ impl Reply {
             writer: ChunkWriter::new(route, n, model, unix_now())
                 .with_lengths(prompt_tokens, n_out)
                 .with_continuous_usage(req.continuous_usage())
-                .with_script(script),
+                .with_script(script)
+                .ending_on_its_own(ended),
             n,
             fault,
             stream: req.stream(),

@@ -102,8 +102,10 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // ends early, so every response is exactly `max_tokens` long.
     let script = s.cfg.faults.answers.as_ref().and_then(|a| a.script(&req.prompt_text(), id));
     let asked = req.max_tokens().unwrap_or(s.cfg.default_max_tokens);
-    // A scripted answer ends with its last word, as a model stops at its end.
+    // A scripted answer ends with its last word, as a model stops at its
+    // end: its finish reason is then `stop`, `length` where `max_tokens` cut it.
     let n_out = script.as_ref().map_or(asked, |sc| asked.min(sc.len() as u32));
+    let ended = script.as_ref().is_some_and(|sc| sc.len() < u64::from(asked));
     // Images: their tokens join the prompt (as a vision-language model's
     // placeholders do), and the encoder's work passes before the engine.
     let images = match crate::openai::images::images_of(req.messages.as_ref().map_or(&[], |m| &m.list[..])) {
@@ -222,7 +224,8 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let writer = ChunkWriter::new(route, id, &model, unix_now())
         .with_lengths(prompt_tokens, n_out as u64)
         .with_continuous_usage(req.continuous_usage())
-        .with_script(script);
+        .with_script(script)
+        .ending_on_its_own(ended);
     let fault = match fault {
         Fault::Stall(d) => Fault::Stall(d.div_f64(s.cfg.speed)),
         f => f,
@@ -302,7 +305,8 @@ async fn whole(
         completion: n_out as u64,
         cached: Some(progress.cached.load(Ordering::Acquire) as u64),
     };
-    Json(writer.whole(usage, "length")).into_response()
+    let finish = writer.finish_reason();
+    Json(writer.whole(usage, finish)).into_response()
 }
 
 /// A streamed response around `body`: `text/event-stream`, or NDJSON for Ollama's routes.

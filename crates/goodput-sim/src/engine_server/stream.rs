@@ -67,7 +67,7 @@ impl Stream for TokenStream {
             this.done = true;
             this.ticket.live = false;
             let usage = this.usage.then(|| this.prompt_usage(this.n_out as u64));
-            let close = this.writer.close("length", usage);
+            let close = this.writer.close(this.writer.finish_reason(), usage);
             // TGI says its last word with the last token.
             return Poll::Ready((!close.is_empty()).then_some(Ok(close)));
         }

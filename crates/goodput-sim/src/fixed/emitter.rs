@@ -167,7 +167,7 @@ impl Stream {
         // The close follows the last token chunk in the same pass.
         if self.next.is_some_and(|i| i >= self.plan.n_chunks) {
             let p = &self.plan;
-            let close = p.writer.close("length", p.usage.map(|(prompt, n)| Usage::new(prompt, n)));
+            let close = p.writer.close(p.writer.finish_reason(), p.usage.map(|(prompt, n)| Usage::new(prompt, n)));
             self.frame(&close);
             self.terminate();
         }

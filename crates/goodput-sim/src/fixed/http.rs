@@ -417,7 +417,8 @@ impl Conn {
             return self.respond(500, CT_JSON, body.as_bytes(), keep, "").await;
         }
         self.unless_gone(at(plan.due(plan.n_chunks.saturating_sub(1)))).await?;
-        let body = plan.writer.whole(Usage::new(plan.prompt_tokens, plan.n_out), "length").to_string();
+        let body =
+            plan.writer.whole(Usage::new(plan.prompt_tokens, plan.n_out), plan.writer.finish_reason()).to_string();
         self.respond(200, CT_JSON, body.as_bytes(), keep, "").await
     }
 

@@ -27,6 +27,9 @@ pub struct ChunkWriter {
     script: Option<crate::answers::Script>,
     /// Usage on every token chunk (vLLM's `continuous_usage_stats`).
     continuous_usage: bool,
+    /// The answer ended on its own (a scripted answer's last word before
+    /// `max_tokens`): its finish reason is `stop`, not `length`.
+    ended: bool,
 }
 
 impl ChunkWriter {
@@ -48,6 +51,24 @@ impl ChunkWriter {
             n_out: 0,
             script: None,
             continuous_usage: false,
+            ended: false,
+        }
+    }
+
+    /// Whether the answer ends on its own (`stop`, in each API's words) rather
+    /// than at `max_tokens` (`length`).
+    pub fn ending_on_its_own(self, ended: bool) -> Self {
+        ChunkWriter { ended, ..self }
+    }
+
+    /// The answer's finish reason, in OpenAI's words (each route says it in
+    /// its own: Messages `end_turn`/`max_tokens`, TGI `eos_token`/`length`,
+    /// llama.cpp `eos`/`limit`, Ollama `stop`/`length`).
+    pub fn finish_reason(&self) -> &'static str {
+        if self.ended {
+            "stop"
+        } else {
+            "length"
         }
     }
 
@@ -179,8 +200,10 @@ impl ChunkWriter {
                 let _ = write!(
                     out,
                     "\",\"logprob\":0.0,\"special\":false}},\"generated_text\":{text},\"details\":\
-                     {{\"finish_reason\":\"length\",\"generated_tokens\":{},\"seed\":null,\"input_length\":{}}}}}\n\n",
-                    self.n_out, self.prompt_tokens
+                     {{\"finish_reason\":\"{}\",\"generated_tokens\":{},\"seed\":null,\"input_length\":{}}}}}\n\n",
+                    tgi_finish_reason(self.finish_reason()),
+                    self.n_out,
+                    self.prompt_tokens
                 );
             }
             Route::TgiGenerate | Route::TgiGenerateStream => {
@@ -397,7 +420,7 @@ impl ChunkWriter {
                 return json!({
                     "generated_text": text,
                     "details": {
-                        "finish_reason": finish_reason, "generated_tokens": usage.completion,
+                        "finish_reason": tgi_finish_reason(finish_reason), "generated_tokens": usage.completion,
                         "seed": null, "prefill": [], "tokens": [],
                     },
                 })
@@ -427,6 +450,14 @@ fn messages_stop_reason(finish_reason: &str) -> &str {
     match finish_reason {
         "length" => "max_tokens",
         "stop" => "end_turn",
+        other => other,
+    }
+}
+
+/// TGI's name for an OpenAI finish reason.
+fn tgi_finish_reason(finish_reason: &str) -> &str {
+    match finish_reason {
+        "stop" => "eos_token",
         other => other,
     }
 }

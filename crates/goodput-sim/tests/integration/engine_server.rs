@@ -1195,3 +1195,26 @@ async fn a_prompt_too_long_for_the_prefill_pool_is_refused_naming_it() {
     let v = answer(post(&http, format!("{base}/v1/completions"), &body)).await;
     assert_eq!(v["usage"]["completion_tokens"], 5, "{v}");
 }
+
+/// A scripted answer (`--answers`) that ends at its last word before
+/// `max_tokens` finishes as `stop` (`end_turn` for Messages), streamed and
+/// whole; one `max_tokens` cuts, `length`. Every one had said `length`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_answer_that_ends_on_its_own_says_stop() {
+    let answers = goodput_sim::answers::Answers::from_jsonl(r#"{"prompt":"capital?","reference":"Paris is it"}"#);
+    let mut cfg = config();
+    cfg.faults = FaultConfig { answers: Some(Arc::new(answers.unwrap())), ..Default::default() };
+    let (base, _server, _stop) = start(cfg).await;
+    let http = client();
+    for (max_tokens, want) in [(64, "stop"), (2, "length")] {
+        let body = json!({"prompt": "capital?", "max_tokens": max_tokens});
+        let v = answer(post(&http, format!("{base}/v1/completions"), &body)).await;
+        assert_eq!(v["choices"][0]["finish_reason"], want, "{v}");
+        let body = json!({"prompt": "capital?", "max_tokens": max_tokens, "stream": true});
+        let text = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap().text().await.unwrap();
+        assert!(text.contains(&format!("\"finish_reason\":\"{want}\"")), "{text}");
+        let body = json!({"messages": [{"role": "user", "content": "capital?"}], "max_tokens": max_tokens});
+        let v = answer(post(&http, format!("{base}/v1/messages"), &body)).await;
+        assert_eq!(v["stop_reason"], if want == "stop" { "end_turn" } else { "max_tokens" }, "{v}");
+    }
+}

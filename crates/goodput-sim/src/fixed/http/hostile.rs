@@ -293,7 +293,11 @@ impl Conn {
     ) -> std::io::Result<bool> {
         let route = plan.writer.route();
         sleep_until(plan.due(plan.n_chunks.saturating_sub(1))).await;
-        let mut body = plan.writer.whole(Usage::new(plan.prompt_tokens, plan.n_out), "length").to_string().into_bytes();
+        let mut body = plan
+            .writer
+            .whole(Usage::new(plan.prompt_tokens, plan.n_out), plan.writer.finish_reason())
+            .to_string()
+            .into_bytes();
         let text = plan.writer.text(0, plan.n_out);
         let half = body.len() / 2;
         match case {
@@ -415,7 +419,7 @@ fn piece(plan: &Plan, i: usize) -> Piece {
             let k = plan.tokens_per_chunk;
             w.tokens((i - 1) * k, (i * k).min(plan.n_out))
         }
-        _ => w.close("length", plan.usage.map(|(prompt, n)| Usage::new(prompt, n))),
+        _ => w.close(w.finish_reason(), plan.usage.map(|(prompt, n)| Usage::new(prompt, n))),
     };
     Piece { at: piece_at(plan, i), payload: payload.to_vec() }
 }

@@ -747,3 +747,116 @@ async fn each_hostile_case_sends_what_it_says() {
         assert_eq!(r.status, 200, "{case}");
     }
 }
+
+/// A scripted answer (`--answers`) that ends at its last word before
+/// `max_tokens` ends as a model's does, in each route's words (`stop`,
+/// `end_turn`, `eos_token`, `eos`); one `max_tokens` cuts is `length` (or
+/// the route's word for it). Every one had said `length`.
+#[tokio::test]
+async fn a_scripted_answer_that_ends_on_its_own_says_stop_in_each_routes_words() {
+    let answers = crate::answers::Answers::from_jsonl(r#"{"prompt":"capital?","reference":"Paris is the capital"}"#);
+    let profile = FixedProfile {
+        faults: FaultConfig { answers: Some(Arc::new(answers.unwrap())), ..Default::default() },
+        ..quick()
+    };
+    let (addr, _s, _e) = start(profile).await;
+    // Each route's body with `max_tokens` (None: the route's own default), and
+    // where its finish reason is, whole and in the last event or line.
+    type Pick = fn(&Value) -> Option<&str>;
+    let openai: Pick = |v| v["choices"][0]["finish_reason"].as_str();
+    let messages: Pick = |v| v["stop_reason"].as_str().or(v["delta"]["stop_reason"].as_str());
+    let ollama: Pick = |v| v["done_reason"].as_str();
+    let tgi: Pick = |v| v["details"]["finish_reason"].as_str();
+    let llamacpp: Pick = |v| v["stop_type"].as_str();
+    type Body = fn(Option<u32>, bool) -> String;
+    let cases: [(&str, Body, Pick, [&str; 2]); 6] = [
+        (
+            "/v1/chat/completions",
+            |m, s| {
+                format!(r#"{{{},"stream":{s}{}}}"#, MSGS, m.map_or(String::new(), |m| format!(r#","max_tokens":{m}"#)))
+            },
+            openai,
+            ["stop", "length"],
+        ),
+        (
+            "/v1/completions",
+            |m, s| {
+                format!(
+                    r#"{{"prompt":"capital?","stream":{s}{}}}"#,
+                    m.map_or(String::new(), |m| format!(r#","max_tokens":{m}"#))
+                )
+            },
+            openai,
+            ["stop", "length"],
+        ),
+        (
+            "/v1/messages",
+            |m, s| format!(r#"{{{},"stream":{s},"max_tokens":{}}}"#, MSGS, m.unwrap_or(64)),
+            messages,
+            ["end_turn", "max_tokens"],
+        ),
+        (
+            "/api/chat",
+            |m, s| {
+                format!(
+                    r#"{{{},"stream":{s}{}}}"#,
+                    MSGS,
+                    m.map_or(String::new(), |m| format!(r#","options":{{"num_predict":{m}}}"#))
+                )
+            },
+            ollama,
+            ["stop", "length"],
+        ),
+        (
+            "/generate",
+            |m, _| {
+                format!(
+                    r#"{{"inputs":"capital?"{}}}"#,
+                    m.map_or(String::new(), |m| format!(r#","parameters":{{"max_new_tokens":{m}}}"#))
+                )
+            },
+            tgi,
+            ["eos_token", "length"],
+        ),
+        (
+            "/completion",
+            |m, s| {
+                format!(
+                    r#"{{"prompt":"capital?","stream":{s}{}}}"#,
+                    m.map_or(String::new(), |m| format!(r#","n_predict":{m}"#))
+                )
+            },
+            llamacpp,
+            ["eos", "limit"],
+        ),
+    ];
+    let mut sock = TcpStream::connect(addr).await.unwrap();
+    let mut buf = Vec::new();
+    for (path, body, pick, [ended, cut]) in cases {
+        for (max_tokens, want) in [(None, ended), (Some(2), cut)] {
+            for stream in [false, true] {
+                let path = if path == "/generate" && stream { "/generate_stream" } else { path };
+                sock.write_all(post(path, &body(max_tokens, stream)).as_bytes()).await.unwrap();
+                let r = read_response(&mut sock, &mut buf).await;
+                assert_eq!(r.status, 200, "{path} {max_tokens:?}: {}", String::from_utf8_lossy(&r.body));
+                let last: Value = if !stream {
+                    r.json()
+                } else if path.starts_with("/api/") {
+                    let text = String::from_utf8(r.body.clone()).unwrap();
+                    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+                } else {
+                    // Messages names its events (`event:` before `data:`).
+                    let text = String::from_utf8(r.body.clone()).unwrap();
+                    let events: Vec<Value> = text
+                        .lines()
+                        .filter_map(|l| serde_json::from_str(l.strip_prefix("data:")?.trim_start()).ok())
+                        .collect();
+                    events.into_iter().rev().find(|v| pick(v).is_some()).unwrap_or_else(|| panic!("{path}: {text}"))
+                };
+                assert_eq!(pick(&last), Some(want), "{path} stream {stream} max_tokens {max_tokens:?}: {last}");
+            }
+        }
+    }
+}
+
+const MSGS: &str = r#""messages":[{"role":"user","content":"capital?"}]"#;
