@@ -172,7 +172,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
         metrics.no_metrics = true;
     }
     let (mut result, recs) = run_point(&target, point, &metrics, &a.output, &opts).await?;
-    if let Some(hint) = target.wrong_model_hint(&result).await {
+    if let Some(hint) = target.all_failed_hint(&result).await {
         goodput_core::tell!("hint: {hint}");
     }
     result.shard = a.shard.shard.map(|(index, count)| goodput_core::doc::shard::ShardInfo {

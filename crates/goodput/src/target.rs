@@ -232,17 +232,37 @@ fn embedded_app(sim: &SimArgs, models: &[String]) -> Result<crate::sim_server::S
 }
 
 impl HttpTarget {
-    /// The hint for a run whose every request failed with 404: the models
-    /// the server does serve, when it lists them and the run's is not one.
-    pub async fn wrong_model_hint(&self, result: &goodput_core::RunResult) -> Option<String> {
+    /// The hint for a run whose every request failed with an HTTP status,
+    /// as the checks before a run give when `--model` is not given (with
+    /// it, the model list is never asked for, and the run had said nothing):
+    /// 401 or 403, the key refused or missing (the flags that send one; never
+    /// the key); 404, the models the server does serve when it lists them
+    /// and the run's is not one, or, when the API's model list does not
+    /// answer, the API whose list does (Ollama's `/api/tags`: `--api
+    /// ollama-chat`), found as the checks before a run find it.
+    pub async fn all_failed_hint(&self, result: &goodput_core::RunResult) -> Option<String> {
         let q = &result.summary.requests;
-        let not_found = q.error_samples.get("http_status").is_some_and(|m| m.starts_with("HTTP 404"));
-        if self.embedded || q.completed > 0 || !not_found {
+        if self.embedded || q.completed > 0 {
             return None;
         }
-        let served =
-            served_models(self.client.http(), &self.root, self.client.api(), &self.probe_headers, self.max_buffer)
-                .await?;
+        let sample = q.error_samples.get("http_status")?;
+        let http = self.client.http();
+        if let Some(status) = ["401", "403"].into_iter().find(|c| sample.starts_with(&format!("HTTP {c}"))) {
+            return Some(format!(
+                "every request was answered HTTP {status}: the server {}; a server that takes its credentials \
+                 another way takes them with --header 'NAME: VALUE'",
+                key_advice(&self.probe_headers)
+            ));
+        }
+        if !sample.starts_with("HTTP 404") {
+            return None;
+        }
+        let api = self.client.api();
+        let Some(served) = served_models(http, &self.root, api, &self.probe_headers, self.max_buffer).await else {
+            // The API's own list does not answer either: another API's may.
+            let other = other_api(http, &self.root, api, &self.probe_headers).await?;
+            return Some(format!("the server answered 404 to every request (--api {}), and {other}", api.as_str()));
+        };
         let asked: Vec<&str> = self.model.split(',').filter(|m| !served.iter().any(|s| s == m)).collect();
         (!asked.is_empty()).then(|| {
             format!(
@@ -620,17 +640,23 @@ async fn refused_key(
         })
         .unwrap_or_else(|| text.trim().chars().take(200).collect());
     let said = if said.is_empty() { String::new() } else { format!(": \"{}\"", said.escape_debug()) };
+    let advice = key_advice(headers);
+    let (what, fix) = advice.split_once(": ").unwrap_or((&advice, ""));
+    anyhow!("the server at {base} {what} (HTTP {status} from {path}{said}): {fix}")
+}
+
+/// What a 401 or 403 says, as "what: the fix": the key sent was refused
+/// (naming the header it went in, never the key), or none was sent.
+fn key_advice(headers: &[(String, String)]) -> String {
     let sent =
         headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("authorization") || n.eq_ignore_ascii_case("x-api-key"));
     match sent {
-        Some((name, _)) => anyhow!(
-            "the server at {base} refused the API key (HTTP {status} from {path}{said}): check --api-key (or \
-             OPENAI_API_KEY), and --key-header (it went in {name})"
-        ),
-        None => anyhow!(
-            "the server at {base} asks for an API key (HTTP {status} from {path}{said}): pass --api-key (or set \
-             OPENAI_API_KEY), and --key-header if it takes the key in x-api-key"
-        ),
+        Some((name, _)) => {
+            format!("refused the API key: check --api-key (or OPENAI_API_KEY), and --key-header (it went in {name})")
+        }
+        None => "asks for an API key: pass --api-key (or set OPENAI_API_KEY), and --key-header if it takes the key \
+                 in x-api-key"
+            .to_owned(),
     }
 }
 

@@ -437,3 +437,49 @@ fn a_refused_key_is_named_as_such() {
     let err = goodput().args(["bench", "--url", &url, "-n", "1"]).refusal();
     assert!(err.contains("asks for an API key") && err.contains("pass --api-key"), "{err}");
 }
+
+/// With `--model` given the model list is never asked for, so the checks
+/// before a run, which name the fix, do not run: a run whose every request
+/// is answered 401 or 403 now says what to pass (never the key), and one
+/// answered 404 by a server whose `/v1` is not there (Ollama without its
+/// OpenAI routes: "404 page not found") names the API whose list answers.
+#[test]
+fn a_run_whose_every_request_fails_names_the_fix() {
+    let refused = server(
+        |_, _| {
+            (
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json",
+                r#"{"error":{"message":"Invalid API key given","type":"auth"}}"#.into(),
+            )
+        },
+        false,
+    );
+    let run = |url: &str, extra: &[&str]| {
+        let o = goodput()
+            .args(["bench", "-q", "--url", url, "--model", "m", "-n", "2", "--output-tokens", "2", "--no-metrics"])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = run(&refused, &["--api-key", "sk-s3cr3t"]);
+    assert!(err.contains("hint: every request was answered HTTP 401: the server refused the API key"), "{err}");
+    assert!(err.contains("--api-key (or OPENAI_API_KEY)") && err.contains("--header"), "{err}");
+    assert!(!err.contains("s3cr3t"), "{err}");
+    let err = run(&refused, &[]);
+    assert!(err.contains("hint: every request was answered HTTP 401: the server asks for an API key"), "{err}");
+
+    let ollama = server(
+        |line, _| {
+            if line.starts_with("GET /api/tags") {
+                (JSON, r#"{"models":[{"name":"m","model":"m"}]}"#.into())
+            } else {
+                ("HTTP/1.1 404 Not Found\r\ncontent-type: text/plain", "404 page not found".into())
+            }
+        },
+        false,
+    );
+    let err = run(&ollama, &[]);
+    assert!(err.contains("hint: the server answered 404 to every request (--api chat)"), "{err}");
+    assert!(err.contains("this looks like an Ollama server: try --api ollama-chat"), "{err}");
+}
