@@ -455,6 +455,37 @@ fn options_of(percentiles: &[f64], judge: &JudgeArgs, j: crate::config::Judging)
     }
 }
 
+/// The SLO's quality terms, refused before the first request where no
+/// answer can be scored by them: no --dataset (no references), or a
+/// `--score` list without the term's scorer. (After the run each such term
+/// fails the SLO; a long run had found that out at its end.)
+pub fn check_scored(w: &WorkloadArgs, opts: &AnalysisOptions) -> Result<()> {
+    let Some(slo) = &opts.slo else { return Ok(()) };
+    let terms: Vec<(String, goodput_core::analysis::slo::QualityMetric)> = slo
+        .quality_limits
+        .iter()
+        .map(|l| (l.to_string(), l.metric))
+        .chain(slo.quality_objectives.iter().map(|o| (o.to_string(), o.metric)))
+        .collect();
+    let Some((term, _)) = terms.first() else { return Ok(()) };
+    if w.dataset.is_none() {
+        bail!(
+            "--slo {term} judges answers against their references, and this run has none: give --dataset FILE.jsonl \
+             whose lines carry \"reference\" (or \"answer\"), or drop the term"
+        );
+    }
+    if let Some(list) = &w.score {
+        if let Some((term, m)) = terms.iter().find(|(_, m)| !list.0.contains(&m.scorer())) {
+            bail!(
+                "--slo {term} needs the {} scorer, which --score leaves out: add it to --score, or leave --score out \
+                 (every scorer that applies runs)",
+                m.scorer().as_str()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `--fail-on-slo` with nothing to fail on, refused before the first
 /// request rather than after the run (`report` and `merge` may find the
 /// SLO in the saved run, so they check after reading it).

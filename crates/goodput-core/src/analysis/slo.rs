@@ -180,6 +180,18 @@ impl QualityMetric {
         }
     }
 
+    /// The scorer that gives it.
+    pub fn scorer(self) -> crate::quality::Scorer {
+        use crate::quality::Scorer;
+        match self {
+            QualityMetric::Exact => Scorer::Exact,
+            QualityMetric::Number => Scorer::Number,
+            QualityMetric::RougeL => Scorer::RougeL,
+            QualityMetric::Chrf | QualityMetric::ChrfCorpus => Scorer::Chrf,
+            QualityMetric::Bleu => Scorer::Bleu,
+        }
+    }
+
     /// A bare `name>=x` bounds each request for the graded scores (ROUGE-L,
     /// sentence chrF) and the run for the others: an exact match is 0 or 1
     /// per request, and corpus scores exist only over the run.
@@ -573,6 +585,13 @@ pub struct SloReport {
     /// document written before limits had a target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attainment: Option<AttainmentResult>,
+    /// The per-request quality limits (`rouge_l>=0.5`) that no judged
+    /// request was scored by: no answer had a reference, or the limit's
+    /// scorer was not among `--score`. Each fails the SLO, as a run-level
+    /// term with no scored request does (a request without a score has
+    /// nothing to fall short of, so such a limit had passed every request).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unscored: Vec<String>,
     /// Every objective met, and the limits' attainment reached (true when
     /// there are none).
     pub pass: bool,
@@ -602,6 +621,12 @@ impl SloReport {
         out.extend(self.quality.iter().filter(|q| !q.pass).map(|q| match q.measured {
             Some(m) => format!("{} measured {m:.3}", q.objective),
             None => format!("{} had no scored request", q.objective),
+        }));
+        out.extend(self.unscored.iter().map(|l| {
+            format!(
+                "{l} had no scored request (score answers with --dataset FILE whose lines carry a \"reference\", \
+                 and that scorer among --score)"
+            )
         }));
         if let Some(a) = self.attainment.as_ref().filter(|a| !a.pass) {
             out.push(format!(
@@ -694,6 +719,12 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
             pass: goodput.judged_requests > 0 && goodput.slo_attainment >= target,
         }
     });
+    let unscored: Vec<String> = slo
+        .quality_limits
+        .iter()
+        .filter(|l| !judged.iter().any(|r| r.quality.as_ref().is_some_and(|q| q.get(l.metric.as_str()).is_some())))
+        .map(|l| l.to_string())
+        .collect();
     let report = SloReport {
         spec: slo.to_string(),
         limits: slo
@@ -704,10 +735,12 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
             .collect(),
         pass: objectives.iter().all(|o| o.pass)
             && quality.iter().all(|q| q.pass)
-            && attainment.as_ref().is_none_or(|a| a.pass),
+            && attainment.as_ref().is_none_or(|a| a.pass)
+            && unscored.is_empty(),
         objectives,
         quality,
         attainment,
+        unscored,
     };
     (goodput, report)
 }
@@ -918,6 +951,26 @@ mod tests {
         assert_eq!(rep.quality[0].measured, Some(0.75));
         assert!(!rep.pass);
         assert!(judge(&recs, &"exact>=0.75".parse().unwrap(), 1.0).1.pass);
+        assert!(rep.unscored.is_empty());
+        // A limit whose scorer was not run (--score exact) had passed every
+        // request, as had one of a run with no reference at all: it fails.
+        let exact_only: Vec<RequestRecord> = ["Paris", "London"]
+            .iter()
+            .map(|a| {
+                let mut r = req(100, 10, 3);
+                r.quality = crate::quality::score(a, &refs, &[crate::quality::scoring::Scorer::Exact]);
+                r
+            })
+            .collect();
+        for recs in [&exact_only[..], &[req(100, 10, 3), req(100, 10, 3)][..]] {
+            let (g, rep) = judge(recs, &"rouge_l>=0.99".parse().unwrap(), 1.0);
+            assert_eq!(
+                (g.good_requests, rep.unscored.clone(), rep.pass),
+                (2, vec!["rouge_l>=0.99".to_string()], false)
+            );
+            let said = rep.misses().join("; ");
+            assert!(said.contains("rouge_l>=0.99 had no scored request") && said.contains("--score"), "{said}");
+        }
     }
 
     #[test]

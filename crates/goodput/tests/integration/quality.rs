@@ -137,6 +137,17 @@ fn quality_flags_refused_where_they_cannot_apply() {
     assert!(err.contains("no entry") && err.contains("reference"), "{err}");
     let err = goodput().args(["serve", "--fault-wrong-rate", "0.2"]).refusal();
     assert!(err.contains("--answers"), "{err}");
+    // A quality term no answer can be scored by, before the first request:
+    // no references at all, or a --score list without its scorer (each had
+    // passed every request).
+    let err = goodput().args(["bench", "-n", "4", "--slo", "rouge_l>=0.5"]).refusal();
+    assert!(err.contains("--slo rouge_l>=0.5") && err.contains("--dataset"), "{err}");
+    let data = dataset(dir.path(), 4);
+    let err = goodput()
+        .args(["bench", "-n", "4", "--score", "exact", "--slo", "rouge_l>=0.99,chrf>=99", "--dataset"])
+        .arg(&data)
+        .refusal();
+    assert!(err.contains("needs the rouge-l scorer, which --score leaves out"), "{err}");
 }
 
 #[test]
