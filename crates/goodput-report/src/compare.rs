@@ -226,6 +226,19 @@ pub struct Row {
     pub significance: Vec<Option<Significance>>,
 }
 
+impl Row {
+    /// Run `i`'s change against the baseline as shown: a rate given in
+    /// per cent (an error rate, the attainment) in percentage points
+    /// (`+16.67 pp`: from 0% it had been `+∞%`), any other figure relative.
+    pub fn change_text(&self, i: usize) -> String {
+        let ch = self.changes.get(i).copied().flatten();
+        match (self.unit, self.values.first().copied().flatten(), self.values.get(i).copied().flatten()) {
+            (Unit::Ratio, Some(b), Some(v)) if ch.is_some() => format!("{:+.2} pp", (v - b) * 100.0),
+            _ => format::change(ch),
+        }
+    }
+}
+
 /// A setting that differs between the runs: its path in the result
 /// document (`config.load.concurrency`, `target.url`, `tool.version`) and its
 /// value in each run, `-` where a run has none.
@@ -663,7 +676,7 @@ pub fn render_terminal(c: &Comparison) -> String {
             if i > 0 {
                 let ch = row.changes[i];
                 let sig = significance_mark(row.significance.get(i).and_then(Option::as_ref));
-                let _ = write!(o, "  {:>9}", format!("{}{}{sig}", format::change(ch), mark(row.better, ch)));
+                let _ = write!(o, "  {:>9}", format!("{}{}{sig}", row.change_text(i), mark(row.better, ch)));
             }
         }
         o.push('\n');

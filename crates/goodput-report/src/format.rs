@@ -298,6 +298,38 @@ pub fn multimodal(s: &goodput_core::analysis::summary::Summary) -> Option<String
 /// An objective's measured percentile: `∞` where it falls among the
 /// failed requests (each a sample above any limit), `-` where nothing was
 /// judged.
+/// The output rate's peak over a whole 1 s bucket, in words: `peak 700.0
+/// over 1 s`, or, for a window shorter than one bucket (whose document's
+/// peak is its mean rate), that there is none.
+pub fn peak_text(r: &goodput_core::RunResult) -> String {
+    match crate::read::peers::peak_output_tokens_per_s(r) {
+        Some(_) if r.window.duration_s < 1.0 => "no whole 1 s in the window".to_string(),
+        Some(p) => format!("peak {p:.1} over 1 s"),
+        None => "peak - over 1 s".to_string(),
+    }
+}
+
+/// An objective's verdict, `pass` or `fail` as given, a pass on too few
+/// requests to bound its percentile at the run's confidence said so
+/// (`pass, but 5 requests cannot bound a p99 at 95% confidence: give 367 or
+/// more`).
+pub fn objective_verdict(
+    ob: &goodput_core::analysis::slo::ObjectiveResult,
+    r: &goodput_core::RunResult,
+    pass: &str,
+    fail: &str,
+) -> String {
+    if !ob.pass {
+        return fail.to_string();
+    }
+    let confidence =
+        r.summary.intervals.as_ref().map_or(goodput_core::analysis::interval::DEFAULT_CONFIDENCE, |i| i.confidence);
+    match ob.unbounded_pass(confidence) {
+        Some(why) => format!("{pass}, but {why}"),
+        None => pass.to_string(),
+    }
+}
+
 pub fn objective_measured(ob: &goodput_core::analysis::slo::ObjectiveResult) -> String {
     match ob.measured_ms {
         None if ob.failures > 0 => "∞".into(),

@@ -362,12 +362,7 @@ fn throughput(o: &mut String, r: &RunResult) {
     let _ = writeln!(o, "throughput");
     let _ = writeln!(o, "  requests/s      {:>12.3}", th.requests_per_s);
     if !pooled {
-        let _ = writeln!(
-            o,
-            "  output tok/s    {:>12.1}   (peak {} over 1 s)",
-            th.output_tokens_per_s,
-            crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
-        );
+        let _ = writeln!(o, "  output tok/s    {:>12.1}   ({})", th.output_tokens_per_s, format::peak_text(r));
     }
     let _ = writeln!(o, "  input tok/s     {:>12.1}", th.input_tokens_per_s);
     if !pooled {
@@ -441,8 +436,8 @@ fn throughput(o: &mut String, r: &RunResult) {
         let _ = writeln!(
             o,
             "  error-adjusted  TTFT p50 {} · p99 {} ms (a failure counts as ∞)",
-            num(ea.ttft_ms.p(50.0)),
-            num(ea.ttft_ms.p(99.0))
+            adjusted(&ea.ttft_ms, 50.0),
+            adjusted(&ea.ttft_ms, 99.0)
         );
     }
 }
@@ -496,10 +491,14 @@ fn slo_lines(o: &mut String, r: &RunResult) {
             );
         }
         if let Some(a) = &slo.attainment {
+            let label = esc(&limits_label(slo));
+            // A label past its column goes with its count as prose, which
+            // wraps at words (a run of spaces keeps what precedes it whole).
+            let gap = if label.chars().count() > 24 { " " } else { "   " };
             let _ = writeln!(
                 o,
-                "  {:<24} {} of {} good ({:.1}%, target {:.1}%)   {}",
-                esc(&limits_label(slo)),
+                "  {:<24} {} of {} good ({:.1}%, target {:.1}%){gap}{}",
+                label,
                 a.good_requests,
                 a.judged_requests,
                 a.measured * 100.0,
@@ -513,7 +512,7 @@ fn slo_lines(o: &mut String, r: &RunResult) {
                 "  {:<24} measured {:>10} ms   {}",
                 esc(&ob.objective),
                 format::objective_measured(ob),
-                if ob.pass { "pass" } else { "FAIL" }
+                format::objective_verdict(ob, r, "pass", "FAIL")
             );
         }
         for q in &slo.quality {
@@ -528,14 +527,12 @@ fn slo_lines(o: &mut String, r: &RunResult) {
     }
 }
 
-/// What the attainment judges: the per-request limits, or, with an SLO of
-/// objectives and an attainment term, the requests within every objective's limit.
+/// What the attainment judges: the per-request limits, or, where there are
+/// percentile objectives (each bounds every request too), every threshold:
+/// `tpot<=50ms` alone had headed a count of the requests that also met
+/// `ttft:p99<=50ms`'s 50 ms.
 pub(crate) fn limits_label(slo: &goodput_core::SloReport) -> String {
-    if slo.limits.is_empty() {
-        "every objective's limit".to_string()
-    } else {
-        slo.limits.join(",")
-    }
+    slo.attainment_label()
 }
 
 fn cost_line(o: &mut String, r: &RunResult) {
@@ -824,6 +821,17 @@ fn server_lines(o: &mut String, sig: &goodput_core::prometheus::scrape::ServerSi
     if sig.failed_scrapes > 0 {
         let _ =
             writeln!(o, "  {} scrapes failed: {}", sig.failed_scrapes, esc(sig.last_error.as_deref().unwrap_or("")));
+    }
+}
+
+/// An error-adjusted percentile: `∞` where it falls among the failures
+/// (the document's `null` of a percentile over some samples), `-` where
+/// there is none.
+fn adjusted(d: &goodput_core::analysis::stats::Distribution, p: f64) -> String {
+    match d.percentiles.iter().find(|(q, _)| *q == p) {
+        Some((_, Some(v))) => num(Some(*v)),
+        Some((_, None)) if d.count > 0 => "∞".into(),
+        _ => "-".into(),
     }
 }
 

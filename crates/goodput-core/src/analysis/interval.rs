@@ -393,6 +393,31 @@ pub fn percentile_ranks(n: u64, q: f64, conf: f64) -> (u64, u64, f64) {
     (l, u, at(u as i64 - 1) - at(l as i64 - 1))
 }
 
+/// The fewest independent samples whose percentile `p` (0..=100) has an
+/// upper bound at confidence `conf` (a p99 at 95%: 367); none for a
+/// percentile of 100 or more, which no sample bounds.
+pub fn samples_to_bound(p: f64, conf: f64) -> Option<u64> {
+    let q = p / 100.0;
+    if !(q > 0.0 && q < 1.0 && valid_confidence(conf)) {
+        return None;
+    }
+    let bounded = |n: u64| percentile_ranks(n, q, conf).1 <= n;
+    let mut hi = 1u64;
+    while !bounded(hi) {
+        hi = hi.checked_mul(2).filter(|&h| h <= 1 << 40)?;
+    }
+    let mut lo = hi / 2 + 1;
+    while lo < hi {
+        let m = lo + (hi - lo) / 2;
+        if bounded(m) {
+            hi = m;
+        } else {
+            lo = m + 1;
+        }
+    }
+    Some(hi)
+}
+
 /// The interval of percentile `p` (0..=100) of `sorted` samples at
 /// confidence `conf`, taking the samples as independent.
 pub fn percentile_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {

@@ -537,6 +537,31 @@ pub struct ObjectiveResult {
     pub pass: bool,
 }
 
+impl ObjectiveResult {
+    /// Where the objective passed on samples too few to bound its
+    /// percentile from above at `confidence` (its interval's upper side is
+    /// `—`), why in words: `5 requests cannot bound a p99 at 95%
+    /// confidence: give 367 or more`. None where it failed, or is bounded.
+    pub fn unbounded_pass(&self, confidence: f64) -> Option<String> {
+        use crate::analysis::interval::{percentile_ranks, samples_to_bound};
+        if !self.pass || !crate::analysis::interval::valid_confidence(confidence) {
+            return None;
+        }
+        let (_, upper, _) = percentile_ranks(self.samples, self.percentile / 100.0, confidence);
+        (upper > self.samples).then(|| {
+            let need =
+                samples_to_bound(self.percentile, confidence).map_or(String::new(), |n| format!(": give {n} or more"));
+            format!(
+                "{} request{} cannot bound a p{} at {}% confidence{need}",
+                self.samples,
+                if self.samples == 1 { "" } else { "s" },
+                self.percentile,
+                confidence * 100.0
+            )
+        })
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -598,6 +623,41 @@ pub struct SloReport {
 }
 
 impl SloReport {
+    /// Every threshold a good request meets: the per-request limits, and
+    /// each percentile objective's limit (`ttft<=200ms` of
+    /// `ttft:p95<=200ms`), as [`Slo::is_good`] counts them.
+    pub fn thresholds(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.limits.clone();
+        for o in &self.objectives {
+            let limit = o.objective.split_once("<=").map_or(o.objective.as_str(), |(_, l)| l);
+            let t = format!("{}<={limit}", o.metric.as_str());
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        out
+    }
+
+    /// What the attainment counts, in words: the limits, or, where
+    /// percentile objectives bound each request too, every threshold.
+    pub fn attainment_label(&self) -> String {
+        if self.objectives.is_empty() {
+            self.limits.join(",")
+        } else {
+            format!("every threshold ({})", self.thresholds().join(", "))
+        }
+    }
+
+    /// Each objective that passed on too few samples to bound its
+    /// percentile from above at `confidence`, in words (the sample size
+    /// that would).
+    pub fn unbounded_passes(&self, confidence: f64) -> Vec<String> {
+        self.objectives
+            .iter()
+            .filter_map(|o| o.unbounded_pass(confidence).map(|why| format!("slo: {} passed, but {why}", o.objective)))
+            .collect()
+    }
+
     /// What failed, in words: each objective missed and the limits'
     /// attainment where short (empty when the SLO passed).
     pub fn misses(&self) -> Vec<String> {
@@ -629,8 +689,9 @@ impl SloReport {
             )
         }));
         if let Some(a) = self.attainment.as_ref().filter(|a| !a.pass) {
+            let what = if self.objectives.is_empty() { "the limits".to_string() } else { self.attainment_label() };
             out.push(format!(
-                "{} of {} requests met the limits ({:.1}%), short of the {:.1}% target",
+                "{} of {} requests met {what} ({:.1}%), short of the {:.1}% target",
                 a.good_requests,
                 a.judged_requests,
                 a.measured * 100.0,
@@ -815,6 +876,40 @@ mod tests {
             let e = bad.parse::<Slo>().unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
+    }
+
+    /// What the attainment counts is named by every threshold: the limits,
+    /// and each objective's (a limit alone had headed requests that missed
+    /// only an objective's threshold).
+    #[test]
+    fn the_attainment_is_labelled_by_every_threshold() {
+        let recs = vec![req(100, 10, 10), req(900, 10, 10)];
+        let (_, rep) = judge(&recs, &"tpot<=50ms,ttft:p99<=200ms".parse().unwrap(), 1.0);
+        assert_eq!(rep.thresholds(), ["tpot<=50ms", "ttft<=200ms"]);
+        assert_eq!(rep.attainment_label(), "every threshold (tpot<=50ms, ttft<=200ms)");
+        assert!(
+            rep.misses().iter().any(|m| m.starts_with("1 of 2 requests met every threshold (")),
+            "{:?}",
+            rep.misses()
+        );
+        let (_, limits) = judge(&recs, &"tpot<=50ms,ttft<=1s".parse().unwrap(), 1.0);
+        assert_eq!(limits.attainment_label(), "tpot<=50ms,ttft<=1s");
+    }
+
+    /// A p99 met on two requests passes, and says it cannot be bounded.
+    #[test]
+    fn a_pass_on_too_few_samples_to_bound_it_is_said() {
+        let recs = vec![req(100, 10, 10), req(150, 10, 10)];
+        let (_, rep) = judge(&recs, &"ttft:p99<=200ms".parse().unwrap(), 1.0);
+        assert!(rep.pass);
+        assert_eq!(
+            rep.unbounded_passes(0.95),
+            ["slo: ttft:p99<=200ms passed, but 2 requests cannot bound a p99 at 95% confidence: give 368 or more"]
+        );
+        let many: Vec<_> = (0..400).map(|_| req(100, 10, 10)).collect();
+        assert!(judge(&many, &"ttft:p99<=200ms".parse().unwrap(), 1.0).1.unbounded_passes(0.95).is_empty());
+        let (_, failed) = judge(&recs, &"ttft:p99<=120ms".parse().unwrap(), 1.0);
+        assert!(!failed.pass && failed.unbounded_passes(0.95).is_empty());
     }
 
     #[test]

@@ -461,6 +461,12 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     warnings.extend(usage_short_warning(&short));
     warnings.extend(even_spread_warning(&ok));
     warnings.extend(implausible_counts(&measured));
+    // A percentile objective passed on too few requests to bound it is
+    // said, never passed silently (the verdict stands).
+    warnings
+        .extend(slo.iter().flat_map(|s| {
+            s.unbounded_passes(opts.confidence.unwrap_or(crate::analysis::interval::DEFAULT_CONFIDENCE))
+        }));
     Analysis {
         window: Window { start_s: t1.as_secs_f64(), end_s: t2.as_secs_f64(), duration_s: dur },
         summary,

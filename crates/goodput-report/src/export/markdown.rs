@@ -203,8 +203,7 @@ fn throughput_table(o: &mut String, r: &RunResult) {
     // A run without output (embeddings, rerank) has no output rate.
     let pooled = s.no_output();
     if !pooled {
-        let peak = crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"));
-        let _ = writeln!(o, "| output tok/s | {:.1} (peak {peak}) |", th.output_tokens_per_s);
+        let _ = writeln!(o, "| output tok/s | {:.1} ({}) |", th.output_tokens_per_s, md(&format::peak_text(r)));
     }
     let _ = writeln!(o, "| input tok/s | {:.1} |", th.input_tokens_per_s);
     if !pooled {
@@ -271,7 +270,7 @@ fn slo_section(o: &mut String, r: &RunResult) {
                     format::ms(Some(ob.limit_ms)),
                     format::objective_measured(ob),
                     check(ob.pass),
-                    if ob.pass { "pass" } else { "fail" }
+                    md(&format::objective_verdict(ob, r, "pass", "fail"))
                 );
             }
             o.push('\n');
@@ -583,7 +582,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
                 };
                 let sig = crate::compare::significance_mark(row.significance.get(i).and_then(Option::as_ref));
                 let sig = if sig == "*" { "\\*" } else { sig };
-                let _ = write!(o, " {}{flag}{sig} |", format::change(ch));
+                let _ = write!(o, " {}{flag}{sig} |", row.change_text(i));
             }
         }
         o.push('\n');

@@ -16,21 +16,30 @@ pub fn row_header(sessions: bool) -> String {
 pub fn row_header_for(sessions: bool, pooled: bool) -> String {
     if pooled {
         return format!(
-            "{:<18}{:<10}{:>10}{:>12}{:>11}{:>11}{:>11}{:>11}{:>11}  {}",
-            "load", "origin", "req/s", "in tok/s", "E2E p50", "E2E p90", "E2E p99", "E2E max", "in flight", "SLO"
+            "{:<18}{:<10}{:>10}{:>12}{:>14}{:>14}{:>14}{:>14}{:>11}  {}",
+            "load",
+            "origin",
+            "req/s",
+            "in tok/s",
+            "E2E p50 (ms)",
+            "E2E p90 (ms)",
+            "E2E p99 (ms)",
+            "E2E max (ms)",
+            "in flight",
+            "SLO"
         );
     }
     format!(
-        "{:<18}{:<10}{:>10}{}{:>12}{:>11}{:>11}{:>11}{:>11}{:>11}  {}",
+        "{:<18}{:<10}{:>10}{}{:>12}{:>15}{:>15}{:>15}{:>15}{:>11}  {}",
         "load",
         "origin",
         "req/s",
         if sessions { format!("{:>12}", "sessions/s") } else { String::new() },
         "out tok/s",
-        "TTFT p50",
-        "TTFT p99",
-        "TPOT p50",
-        "TPOT p99",
+        "TTFT p50 (ms)",
+        "TTFT p99 (ms)",
+        "TPOT p50 (ms)",
+        "TPOT p99 (ms)",
         "in flight",
         "SLO"
     )
@@ -61,7 +70,7 @@ pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f6
     };
     if s.no_output() {
         return format!(
-            "{:<18}{:<10}{:>10.2}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
+            "{:<18}{:<10}{:>10.2}{:>12.1}{:>14}{:>14}{:>14}{:>14}{:>11.1}  {}",
             load.label(),
             origin,
             s.throughput.requests_per_s,
@@ -75,7 +84,7 @@ pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f6
         );
     }
     format!(
-        "{:<18}{:<10}{:>10.2}{}{:>12.1}{:>11}{:>11}{:>11}{:>11}{:>11.1}  {}",
+        "{:<18}{:<10}{:>10.2}{}{:>12.1}{:>15}{:>15}{:>15}{:>15}{:>11.1}  {}",
         load.label(),
         origin,
         s.throughput.requests_per_s,

@@ -18,6 +18,7 @@ mod peers;
 mod plan;
 mod pooling;
 mod quality;
+mod readings;
 mod rereads;
 mod runs;
 mod schema;

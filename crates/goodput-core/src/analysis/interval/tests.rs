@@ -446,3 +446,17 @@ fn a_run_of_sessions_resamples_whole_sessions() {
     let p50 = iv.percentile("ttft_ms", 50.0).unwrap();
     assert!(p50.bounded() && p50.contains(s.ttft_ms.p(50.0).unwrap()), "{p50:?}");
 }
+
+/// The fewest samples that bound a percentile from above: a p99 at 95%
+/// needs 368 (0.99^367 is just over the 2.5% tail), a median 6.
+#[test]
+fn the_samples_a_percentile_needs_to_be_bounded() {
+    for (p, conf) in [(99.0, 0.95), (50.0, 0.95), (90.0, 0.9), (99.9, 0.99)] {
+        let n = samples_to_bound(p, conf).unwrap();
+        assert!(percentile_ranks(n, p / 100.0, conf).1 <= n, "{p} {conf}: {n}");
+        assert!(percentile_ranks(n - 1, p / 100.0, conf).1 > n - 1, "{p} {conf}: {n}");
+    }
+    assert_eq!(samples_to_bound(99.0, 0.95), Some(368));
+    assert_eq!(samples_to_bound(50.0, 0.95), Some(6));
+    assert_eq!(samples_to_bound(100.0, 0.95), None);
+}

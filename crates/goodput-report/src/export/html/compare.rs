@@ -76,7 +76,7 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
                     _ => "",
                 };
                 let sig = crate::compare::significance_mark(row.significance.get(i).and_then(Option::as_ref));
-                let _ = write!(o, r#"<td class="{cls}">{}{sig}</td>"#, format::change(ch));
+                let _ = write!(o, r#"<td class="{cls}">{}{sig}</td>"#, row.change_text(i));
             }
         }
         o.push_str("</tr>");

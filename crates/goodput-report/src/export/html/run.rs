@@ -102,7 +102,7 @@ fn verdicts(o: &mut String, r: &RunResult) {
             html(&ob.objective),
             format::objective_measured(ob),
             c = if ob.pass { "pass" } else { "fail" },
-            w = if ob.pass { "pass" } else { "FAIL" }
+            w = html(&format::objective_verdict(ob, r, "pass", "FAIL"))
         );
     }
     if let Some(a) = &slo.attainment {
@@ -118,12 +118,13 @@ fn verdicts(o: &mut String, r: &RunResult) {
             w = if a.pass { "pass" } else { "FAIL" }
         );
     } else if let Some(g) = &r.summary.goodput {
-        // A document written before limits had a target: the share alone.
-        for l in &slo.limits {
+        // A document written before limits had a target: the share alone,
+        // once, under every threshold a good request meets.
+        if !slo.limits.is_empty() {
             let _ = write!(
                 o,
                 r#"<span class="pill info">{} · {} of {} requests good ({})</span>"#,
-                html(l),
+                html(&crate::terminal::limits_label(slo)),
                 g.good_requests,
                 g.judged_requests,
                 format::value(Some(g.slo_attainment), crate::metric::Unit::Ratio)
@@ -178,11 +179,7 @@ fn run_cards(o: &mut String, r: &RunResult) {
             o,
             "output throughput",
             &format!("{:.1} <small>tok/s</small>", th.output_tokens_per_s),
-            &format!(
-                "peak {} · {:.3} req/s",
-                crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}")),
-                th.requests_per_s
-            ),
+            &format!("{} · {:.3} req/s", format::peak_text(r), th.requests_per_s),
         );
         card(
             o,
@@ -451,14 +448,7 @@ fn throughput_rows(r: &RunResult) -> Vec<(&'static str, String)> {
     let sources: Vec<String> = tok.output_sources.iter().map(|(k, n)| format!("{} {n}", html(k))).collect();
     let mut rows: Vec<(&str, String)> = vec![
         ("requests/s", format!("{:.3}", th.requests_per_s)),
-        (
-            "output tokens/s",
-            format!(
-                "{:.1} (peak {} over 1 s)",
-                th.output_tokens_per_s,
-                crate::read::peers::peak_output_tokens_per_s(r).map_or("-".into(), |p| format!("{p:.1}"))
-            ),
-        ),
+        ("output tokens/s", format!("{:.1} ({})", th.output_tokens_per_s, format::peak_text(r))),
         ("input tokens/s", format!("{:.1}", th.input_tokens_per_s)),
         ("total tokens/s", format!("{:.1}", th.total_tokens_per_s)),
         ("in flight", format!("{:.2} mean · {} peak", s.in_flight.mean, s.in_flight.peak)),
@@ -517,7 +507,7 @@ fn slo_section(o: &mut String, r: &RunResult) {
                 format::ms(Some(ob.limit_ms)),
                 format::objective_measured(ob),
                 c = if ob.pass { "better" } else { "worse" },
-                w = if ob.pass { "pass" } else { "FAIL" }
+                w = html(&format::objective_verdict(ob, r, "pass", "FAIL"))
             );
         }
         for q in &slo.quality {
@@ -531,19 +521,17 @@ fn slo_section(o: &mut String, r: &RunResult) {
                 w = if q.pass { "pass" } else { "FAIL" }
             );
         }
-        if let Some(g) = &s.goodput {
-            for l in &slo.limits {
-                let _ = write!(
-                    o,
-                    r#"<tr><td>{}</td><td colspan="3" class="text">per request: {} of {} good · goodput {:.3} req/s, {:.1} tok/s · useful work {}</td></tr>"#,
-                    html(l),
-                    g.good_requests,
-                    g.judged_requests,
-                    g.requests_per_s,
-                    g.output_tokens_per_s,
-                    format::value(Some(g.useful_work), crate::metric::Unit::Ratio)
-                );
-            }
+        if let Some(g) = s.goodput.as_ref().filter(|_| !slo.limits.is_empty() || slo.attainment.is_some()) {
+            let _ = write!(
+                o,
+                r#"<tr><td>{}</td><td colspan="3" class="text">per request: {} of {} good · goodput {:.3} req/s, {:.1} tok/s · useful work {}</td></tr>"#,
+                html(&crate::terminal::limits_label(slo)),
+                g.good_requests,
+                g.judged_requests,
+                g.requests_per_s,
+                g.output_tokens_per_s,
+                format::value(Some(g.useful_work), crate::metric::Unit::Ratio)
+            );
         }
         o.push_str("</tbody></table></div></section>");
     }

@@ -1,0 +1,156 @@
+//! What the reports say, read as a user reads them: a count headed by what
+//! it counts, a pass that cannot be trusted said so, an infinite figure
+//! shown as one, a peak only where there is one, units on every column.
+
+use crate::cmd::{goodput, read_json, serve, FAST};
+
+/// The attainment's count is of requests meeting every threshold, an
+/// objective's among them: headed by the limit alone (`tpot<=50ms  0 of 8
+/// good  FAIL`), it read as if the limit had failed when every request met
+/// it and the TTFT objective's threshold was what they missed.
+#[test]
+fn the_attainment_row_names_every_threshold_a_good_request_meets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (md, html) = (dir.path().join("slo.md"), dir.path().join("slo.html"));
+    let o = goodput()
+        .args([
+            "bench",
+            "-n",
+            "8",
+            "-c",
+            "2",
+            "--progress",
+            "none",
+            "--slo",
+            "ttft:p99<=1ms,tpot<=50ms",
+            "--fail-on-slo",
+        ])
+        .args(FAST)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    let label = "every threshold (tpot<=50ms, ttft<=1ms)";
+    assert!(stdout.contains(&format!("{label} 0 of 8 good")), "{stdout}");
+    assert!(!stdout.contains("tpot<=50ms  "), "{stdout}");
+    assert!(stderr.contains(&format!("0 of 8 requests met {label}")), "{stderr}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains(r"Requests meeting every threshold \(tpot&lt;=50ms, ttft&lt;=1ms\): 0 of 8"), "{md}");
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("every threshold (tpot&lt;=50ms, ttft&lt;=1ms) · 0 of 8 requests good"), "{html}");
+    assert!(!html.contains("<td>tpot&lt;=50ms</td>"), "the per-request row is headed by every threshold");
+}
+
+/// A p99 objective met on 5 requests passes as before (the exit stays 0),
+/// but not silently: 5 requests cannot bound a p99 (its interval is `[x, —]`),
+/// and the verdict, the Markdown, the HTML and the warnings say so.
+#[test]
+fn a_percentile_objective_passed_on_too_few_requests_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, md, html) = (dir.path().join("run.json"), dir.path().join("run.md"), dir.path().join("run.html"));
+    let o = goodput()
+        .args(["bench", "-n", "5", "-c", "1", "--progress", "none", "--slo", "ttft:p99<=10s", "--fail-on-slo"])
+        .args(FAST)
+        .arg("-o")
+        .arg(&out)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let why = "5 requests cannot bound a p99 at 95% confidence: give 368 or more";
+    // The terminal wraps its lines: read as words.
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains(&format!("pass, but {why}")), "{stdout}");
+    let v = read_json(&out);
+    assert_eq!(v["slo"]["pass"], true);
+    let warned = v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().is_some_and(|w| w.contains(why)));
+    assert!(warned, "{}", v["warnings"]);
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains(&format!("✅ pass, but {why} |")), "{md}");
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains(&format!("pass, but {why}</td>")), "{html}");
+    // A run that can bound it says nothing more.
+    let o = goodput()
+        .args(["bench", "-n", "10", "-c", "1", "--progress", "none", "--slo", "ttft:p50<=10s"])
+        .args(FAST)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("pass\n") && !stdout.contains("cannot bound"), "{stdout}");
+}
+
+/// The error-adjusted percentiles that fall among the failures are ∞, as
+/// the SLO line shows them (they had been `-`); the document keeps `null`.
+#[test]
+fn error_adjusted_percentiles_among_the_failures_read_as_infinite() {
+    let (url, _, _server) = serve(&["--profile", "fixed", "--ttft", "200ms", "--itl", "1ms"]);
+    let o = goodput()
+        .args(["bench", "--url", &url, "--no-metrics", "-n", "3", "-c", "3", "--timeout", "20ms"])
+        .args(["--output-tokens", "4", "--input-tokens", "8", "--progress", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("error-adjusted  TTFT p50 ∞ · p99 ∞ ms"), "{stdout}");
+}
+
+/// A window shorter than a whole 1 s bucket has no peak over 1 s: it had
+/// printed its mean rate as `peak … over 1 s`.
+#[test]
+fn a_window_under_a_second_has_no_peak_over_1_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("run.md");
+    let o = goodput()
+        .args(["bench", "-n", "3", "-c", "3", "--progress", "none"])
+        .args(FAST)
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("(no whole 1 s in the window)") && !stdout.contains("over 1 s)"), "{stdout}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("(no whole 1 s in the window) |"), "{md}");
+}
+
+/// The sweep table's latency columns carry their unit.
+#[test]
+fn the_sweep_table_names_its_latency_unit() {
+    let o = goodput().args(["sweep", "--concurrency", "1", "-n", "2"]).args(FAST).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("TTFT p50 (ms)") && stdout.contains("TPOT p99 (ms)"), "{stdout}");
+}
+
+/// A rate in per cent changes by percentage points (from 0% it had been
+/// `+∞%`).
+#[test]
+fn compare_shows_a_rate_s_change_in_points() {
+    let (ok_url, _, _ok) = serve(&["--profile", "fixed", "--ttft", "5ms", "--itl", "1ms"]);
+    let (bad_url, _, _bad) =
+        serve(&["--profile", "fixed", "--ttft", "5ms", "--itl", "1ms", "--fault-error-rate", "0.5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |url: &str, name: &str| {
+        let out = dir.path().join(name);
+        let _ = goodput()
+            .args(["bench", "-q", "--url", url, "--no-metrics", "-n", "12", "-c", "4"])
+            .args(["--output-tokens", "4", "--input-tokens", "8", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(out.exists());
+        out
+    };
+    let (a, b) = (run(&ok_url, "a.json"), run(&bad_url, "b.json"));
+    let o = goodput().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text.lines().find(|l| l.starts_with("error rate")).unwrap_or_else(|| panic!("{text}"));
+    // Half the requests fail on the second server: 12 all succeeding is 1 in 4096.
+    assert!(row.contains(" pp") && row.contains('+') && !row.contains("∞"), "{row}");
+}
