@@ -70,7 +70,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         }
     }
     let rules = match &a.fail_if {
-        Some(s) => goodput_report::parse_rules(s).map_err(|e| anyhow!("--fail-if: {e}"))?,
+        Some(s) => goodput_report::parse_rules(s).map_err(|e| anyhow!("{e}"))?,
         None => Vec::new(),
     };
     let refs: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();

@@ -271,8 +271,17 @@ fn server_parts(w: &WindowSummary) -> Vec<String> {
     if let Some(v) = g(GaugeSignal::GpuPower) {
         parts.push(format!("{v:.0} W"));
     }
+    if parts.len() == 1 {
+        // The engine's name alone had been the whole line.
+        parts.push(NO_KNOWN_SIGNAL.to_string());
+    }
     parts
 }
+
+/// An interval's line where the metrics held nothing it shows.
+const NO_KNOWN_SIGNAL: &str = "no known signal in its metrics (goodput reads vLLM's vllm:*, SGLang's sglang:*, TGI's \
+     tgi_*, llama.cpp's llamacpp:*, Triton's nv_* and DCGM's DCGM_FI_* families: running and waiting requests, KV \
+     cache, token counters, TTFT and ITL histograms, GPU use and power)";
 
 /// The probes' part of an interval's line.
 fn probe_parts(parts: &mut Vec<String>, probes: &[RequestRecord], by_model: &BTreeMap<String, ModelProbes>) {
@@ -301,13 +310,14 @@ fn probe_parts(parts: &mut Vec<String>, probes: &[RequestRecord], by_model: &BTr
 /// HTTP client the scraper and the probes share and the scraper itself; the
 /// key and URLs are registered as secrets to redact.
 fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<String>)> {
-    crate::target::refuse_fragment(&a.url)?;
+    let url = a.url.as_deref().unwrap_or_default();
+    crate::target::refuse_fragment(url)?;
     // The query of --url (a gateway's key) goes on the end of every path.
-    let (path, query) = a.url.split_at(a.url.find(['?', '#']).unwrap_or(a.url.len()));
+    let (path, query) = url.split_at(url.find(['?', '#']).unwrap_or(url.len()));
     let (base, metrics) = match path.trim_end_matches('/').strip_suffix("/metrics") {
-        Some(root) => (normalize_base(&format!("{root}{query}")), a.url.clone()),
+        Some(root) => (normalize_base(&format!("{root}{query}")), url.to_string()),
         None => {
-            let b = normalize_base(&a.url);
+            let b = normalize_base(url);
             (b.clone(), join_url(&b, "/metrics"))
         }
     };
@@ -327,7 +337,7 @@ fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<St
         None,
     )?;
     let http = probe_client.http().clone();
-    let mut secrets = goodput_load::client::secrets_of(a.api_key.as_deref(), &[], &a.header, &a.url);
+    let mut secrets = goodput_load::client::secrets_of(a.api_key.as_deref(), &[], &a.header, url);
     a.metrics_url.iter().for_each(|u| secrets.add_url(u));
     goodput_core::util::redact::set_global(secrets);
     let mut urls = vec![metrics];

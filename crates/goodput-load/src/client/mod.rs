@@ -104,12 +104,27 @@ fn behind_proxy() -> bool {
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
 }
 
+/// `host:port` or `host:port/path`, with no `scheme://`.
+fn no_scheme(url: &str) -> bool {
+    let url = url.trim();
+    !url.contains("://")
+        && url.split_once(':').is_some_and(|(host, rest)| {
+            !host.is_empty()
+                && rest.split('/').next().is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
 impl Client {
     pub fn new(cfg: ClientConfig, tokenizer: Option<Arc<TokenCounter>>) -> Result<Self, ClientError> {
         let base = normalize_base(&cfg.base_url);
         let bad_url = |e: url::ParseError| ClientError::Url { url: cfg.base_url.clone(), reason: e.to_string() };
         let parsed = reqwest::Url::parse(&base).map_err(bad_url)?;
         if !matches!(parsed.scheme(), "http" | "https") {
+            // `localhost:8000` parses as the scheme `localhost`: it is a
+            // host and port with no scheme, as `127.0.0.1:8000` is.
+            if no_scheme(&cfg.base_url) {
+                return Err(ClientError::NoScheme { url: cfg.base_url.trim().to_string() });
+            }
             return Err(ClientError::Scheme { url: cfg.base_url.clone() });
         }
         // A fragment is never sent: everything would go to the path before

@@ -27,6 +27,12 @@ pub enum Command {
     /// Re-analyse a saved run: other SLOs, percentiles or price.
     Report(Box<ReportArgs>),
     /// Run a series of loads: the latency–throughput curve, saturation, best goodput under the SLO, and the point to pick.
+    // The shape's flags are bench's, but a sweep's points have their own defaults.
+    #[command(
+        mut_arg("requests", |a| a.help(SWEEP_REQUESTS_HELP)),
+        mut_arg("duration", |a| a.help(SWEEP_DURATION_HELP)),
+        mut_arg("warmup", |a| a.help(SWEEP_WARMUP_HELP).hide_default_value(true))
+    )]
     Sweep(Box<SweepArgs>),
     /// Search deployments with the simulated engine: GPU type and count, tensor parallelism, precision, batch limits; the frontier of output tokens/s per GPU against tokens/s per user, and the most good tokens per dollar within the SLO.
     Plan(Box<super::plan_args::PlanArgs>),
@@ -58,8 +64,12 @@ pub struct ManArgs {
 
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
-    /// The server root (its /metrics is scraped) or a metrics URL ending in /metrics.
-    pub url: String,
+    /// The server root (its /metrics is scraped) or a metrics URL ending in /metrics (or give it as --url).
+    #[arg(required_unless_present = "url_flag", conflicts_with = "url_flag")]
+    pub url: Option<String>,
+    /// The same as the URL given positionally, as bench and sweep take it.
+    #[arg(long = "url", id = "url_flag", value_name = "URL")]
+    pub url_flag: Option<String>,
     /// More Prometheus endpoints to read with it (e.g. a DCGM exporter).
     #[arg(long)]
     pub metrics_url: Vec<String>,
@@ -157,6 +167,14 @@ pub struct EstimateArgs {
     #[command(flatten)]
     pub until: UntilArgs,
 }
+
+/// `sweep --help`'s -n: a point's length when neither bound is given.
+const SWEEP_REQUESTS_HELP: &str = "Measured requests to send per point. With neither -n nor --duration each point runs 60s after a 10s warm-up, and once more for 120s when it is not yet a steady state";
+/// `sweep --help`'s --duration.
+const SWEEP_DURATION_HELP: &str =
+    "Stop sending after this long (e.g. 60s), per point [default with neither -n nor --duration: 60s, extended to 120s when not yet a steady state]";
+/// `sweep --help`'s --warmup.
+const SWEEP_WARMUP_HELP: &str = "Warm-up excluded from each point's measurement window: a request count (10) or a time (30s); the bounds count after it [default: 10s with neither -n nor --duration, else 0]";
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {

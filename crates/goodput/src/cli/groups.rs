@@ -166,10 +166,10 @@ pub struct ShapeArgs {
     /// Gamma shape for --arrival gamma: 1 is Poisson, below 1 burstier, above 1 smoother.
     #[arg(long)]
     pub burstiness: Option<f64>,
-    /// Measured requests to send, per point in a sweep (when no --duration: 10 a user in a closed loop, at least 100; 100 in an open loop).
+    /// Measured requests to send (when no --duration: 10 a user in a closed loop, at least 100; 100 in an open loop). A sweep states its own per-point default.
     #[arg(long, short = 'n')]
     pub requests: Option<u64>,
-    /// Stop sending after this long (e.g. 60s), per point in a sweep.
+    /// Stop sending after this long (e.g. 60s).
     #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
     /// Give up on this share of requests (0..1), as users who close the tab: each disconnects --cancel-after after it was sent unless its response has ended; the same requests for the same --seed. They count as cancelled, not failed.
@@ -178,7 +178,7 @@ pub struct ShapeArgs {
     /// With --cancel-rate: how long after sending a request it is given up on (0s: as soon as it is sent).
     #[arg(long, value_parser = parse_duration, requires = "cancel_rate")]
     pub cancel_after: Option<Duration>,
-    /// Warm-up excluded from the measurement window: a request count (10) or a time (30s); the bounds count after it (per point in a sweep).
+    /// Warm-up excluded from the measurement window: a request count (10) or a time (30s); the bounds count after it.
     #[arg(long, value_parser = parse_warmup, default_value = "0")]
     pub warmup: WarmupArg,
     /// Climb to the load linearly over this long (e.g. 30s): users join one by one, or the rate ramps from 0. What is due meanwhile is warm-up.

@@ -29,7 +29,10 @@ use std::sync::Arc;
 pub fn parse() -> Cli {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     parse_from(&args).unwrap_or_else(|e| {
-        if let Some(msg) = secret_value_message(&e).or_else(|| negative_value_message(&e, &args)) {
+        if let Some(msg) = secret_value_message(&e)
+            .or_else(|| negative_value_message(&e, &args))
+            .or_else(|| positional_url_message(&e, &args))
+        {
             goodput_core::tell!("error: {msg}");
             std::process::exit(2);
         }
@@ -55,6 +58,8 @@ where
             a.given = given;
         }
         Command::Serve(a) => a.given = given,
+        // `monitor --url URL` is `monitor URL`.
+        Command::Monitor(a) => a.url = a.url.take().or_else(|| a.url_flag.take()),
         _ => {}
     }
     Ok(cli)
@@ -108,6 +113,32 @@ fn secret_value_message(e: &clap::Error) -> Option<String> {
     }
     let why = std::error::Error::source(e).map(|s| s.to_string()).unwrap_or_default();
     Some(format!("invalid --header: {why}"))
+}
+
+/// `bench URL` or `sweep URL`: the address goes in --url (clap had said
+/// only that the argument was unexpected).
+fn positional_url_message(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(bad)) = e.get(ContextKind::InvalidArg) else { return None };
+    let command = args.get(1).and_then(|a| a.to_str())?;
+    if !matches!(command, "bench" | "sweep") || bad.starts_with('-') || !looks_like_address(bad) {
+        return None;
+    }
+    let url = if bad.contains("://") { bad.clone() } else { format!("http://{bad}") };
+    Some(format!(
+        "unexpected argument '{bad}': {command} takes no positional argument; pass the server's address as --url {url}"
+    ))
+}
+
+/// `http://h`, `h:8000`, `localhost`: what a server's address looks like.
+fn looks_like_address(s: &str) -> bool {
+    s.contains("://")
+        || s.starts_with("localhost")
+        || s.rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn negative_value_message(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {

@@ -7,6 +7,7 @@ mod support;
 
 mod answers;
 mod cli;
+mod cli_words;
 mod deploy;
 mod engine_metrics;
 mod fault_matrix;
