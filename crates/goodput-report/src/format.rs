@@ -40,6 +40,19 @@ pub fn value(v: Option<f64>, unit: Unit) -> String {
 }
 
 /// Dollars with enough digits to tell small prices apart.
+/// What the user view's ratings are over, where some requests failed:
+/// "rated over the 48 requests that succeeded; 12 of 60 failed (the
+/// error-adjusted figures count them)". `None` when none failed.
+pub fn rated_over(s: &goodput_core::Summary) -> Option<String> {
+    let q = &s.requests;
+    (q.failed > 0).then(|| {
+        format!(
+            "rated over the {} requests that succeeded; {} of {} failed (the error-adjusted figures count them)",
+            q.completed, q.failed, q.sent
+        )
+    })
+}
+
 pub fn usd(x: f64) -> String {
     if x.abs() >= 0.01 || x == 0.0 {
         format!("${x:.3}")

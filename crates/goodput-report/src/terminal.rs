@@ -460,6 +460,11 @@ fn user_view(o: &mut String, r: &RunResult) {
         band(&rt.tpot_p50),
         band(&rt.tpot_p95)
     );
+    // Rated over the successes: a run with a fifth of its requests failed
+    // had read "excellent" with no word of them.
+    if let Some(f) = crate::format::rated_over(s) {
+        let _ = writeln!(o, "  {f}");
+    }
     if let Some(x) = rt.times_reading_speed {
         let lm = &rt.latency_model;
         let _ = writeln!(
@@ -523,6 +528,9 @@ fn slo_lines(o: &mut String, r: &RunResult) {
                 q.measured.map(|m| format!("{m:.3}")).unwrap_or("-".into()),
                 if q.pass { "pass" } else { "FAIL" }
             );
+        }
+        for l in &slo.unscored {
+            let _ = writeln!(o, "  {:<24} no answer scored by it   FAIL", esc(l));
         }
     }
 }

@@ -275,7 +275,7 @@ fn slo_section(o: &mut String, r: &RunResult) {
             }
             o.push('\n');
         }
-        if !slo.quality.is_empty() {
+        if !slo.quality.is_empty() || !slo.unscored.is_empty() {
             o.push_str("| quality objective | measured | verdict |\n| --- | ---: | --- |\n");
             for q in &slo.quality {
                 let _ = writeln!(
@@ -286,6 +286,9 @@ fn slo_section(o: &mut String, r: &RunResult) {
                     check(q.pass),
                     if q.pass { "pass" } else { "fail" }
                 );
+            }
+            for l in &slo.unscored {
+                let _ = writeln!(o, "| {} | no answer scored by it | {} fail |", md(l), check(false));
             }
             o.push('\n');
         }
@@ -432,6 +435,9 @@ fn user_view(o: &mut String, r: &RunResult) {
     );
     if let Some(x) = rt.times_reading_speed {
         let _ = write!(o, " · {x:.1}× human reading speed");
+    }
+    if let Some(f) = crate::format::rated_over(s) {
+        let _ = write!(o, " ({})", md(&f));
     }
     o.push('\n');
 }

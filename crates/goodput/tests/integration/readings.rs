@@ -154,3 +154,51 @@ fn compare_shows_a_rate_s_change_in_points() {
     // Half the requests fail on the second server: 12 all succeeding is 1 in 4096.
     assert!(row.contains(" pp") && row.contains('+') && !row.contains("∞"), "{row}");
 }
+
+/// The user view's ratings are over the successes, and say so where some
+/// failed (a run with half its requests failed had read "excellent" with no
+/// word of them); a quality limit no answer was scored by reads as the
+/// failure it is, in the terminal and the Markdown.
+#[test]
+fn ratings_name_the_failures_and_an_unscored_quality_limit_reads_as_failed() {
+    let (url, _, _server) =
+        serve(&["--profile", "fixed", "--ttft", "5ms", "--itl", "1ms", "--fault-error-rate", "0.5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, md) = (dir.path().join("run.json"), dir.path().join("again.md"));
+    let o = goodput()
+        .args([
+            "bench",
+            "--url",
+            &url,
+            "--no-metrics",
+            "-n",
+            "16",
+            "-c",
+            "4",
+            "--progress",
+            "none",
+            "--include-requests",
+        ])
+        .args(["--output-tokens", "4", "--input-tokens", "8", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let run = read_json(&out);
+    let q = &run["summary"]["requests"];
+    // Half fail: 16 all succeeding is 1 in 65,536.
+    let said = format!(
+        "rated over the {} requests that succeeded; {} of 16 failed",
+        q["completed"].as_u64().unwrap(),
+        q["failed"].as_u64().unwrap()
+    );
+    assert!(stdout.contains(&said), "{stdout}");
+    let o = goodput().arg("report").arg(&out).args(["--slo", "rouge_l>=0.5", "--markdown"]).arg(&md).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("SLO rouge_l>=0.5: FAIL"), "{stdout}");
+    let row = stdout.lines().find(|l| l.contains("no answer scored by it")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.trim_start().starts_with("rouge_l>=0.5 ") && row.ends_with("FAIL"), "{row}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains(r"| rouge\_l&gt;=0.5 | no answer scored by it |"), "{md}");
+    assert!(md.contains(&said), "{md}");
+}

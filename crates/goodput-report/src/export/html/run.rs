@@ -521,6 +521,13 @@ fn slo_section(o: &mut String, r: &RunResult) {
                 w = if q.pass { "pass" } else { "FAIL" }
             );
         }
+        for l in &slo.unscored {
+            let _ = write!(
+                o,
+                r#"<tr><td>{}</td><td colspan="2" class="text">no answer scored by it</td><td class="worse">FAIL</td></tr>"#,
+                html(l)
+            );
+        }
         if let Some(g) = s.goodput.as_ref().filter(|_| !slo.limits.is_empty() || slo.attainment.is_some()) {
             let _ = write!(
                 o,
