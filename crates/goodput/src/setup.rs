@@ -460,6 +460,12 @@ fn options_of(percentiles: &[f64], judge: &JudgeArgs, j: crate::config::Judging)
 /// `--score` list without the term's scorer. (After the run each such term
 /// fails the SLO; a long run had found that out at its end.)
 pub fn check_scored(w: &WorkloadArgs, opts: &AnalysisOptions) -> Result<()> {
+    check_scored_in(w, opts, None)
+}
+
+/// [`check_scored`] for `command`, which writes no answers (the simulated
+/// engine in virtual time) when given: any quality term is refused.
+pub fn check_scored_in(w: &WorkloadArgs, opts: &AnalysisOptions, no_answers: Option<&str>) -> Result<()> {
     let Some(slo) = &opts.slo else { return Ok(()) };
     let terms: Vec<(String, goodput_core::analysis::slo::QualityMetric)> = slo
         .quality_limits
@@ -468,6 +474,12 @@ pub fn check_scored(w: &WorkloadArgs, opts: &AnalysisOptions) -> Result<()> {
         .chain(slo.quality_objectives.iter().map(|o| (o.to_string(), o.metric)))
         .collect();
     let Some((term, _)) = terms.first() else { return Ok(()) };
+    if let Some(command) = no_answers {
+        bail!(
+            "--slo {term}: {command} simulates timings in virtual time and writes no answers to score; judge answers \
+             with goodput bench against a server (drop the term)"
+        );
+    }
     if w.dataset.is_none() {
         bail!(
             "--slo {term} judges answers against their references, and this run has none: give --dataset FILE.jsonl \

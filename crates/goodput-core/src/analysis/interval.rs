@@ -394,7 +394,7 @@ pub fn percentile_ranks(n: u64, q: f64, conf: f64) -> (u64, u64, f64) {
 }
 
 /// The fewest independent samples whose percentile `p` (0..=100) has an
-/// upper bound at confidence `conf` (a p99 at 95%: 367); none for a
+/// upper bound at confidence `conf` (a p99 at 95%: 368); none for a
 /// percentile of 100 or more, which no sample bounds.
 pub fn samples_to_bound(p: f64, conf: f64) -> Option<u64> {
     let q = p / 100.0;

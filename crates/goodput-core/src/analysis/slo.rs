@@ -541,10 +541,17 @@ impl ObjectiveResult {
     /// Where the objective passed on samples too few to bound its
     /// percentile from above at `confidence` (its interval's upper side is
     /// `—`), why in words: `5 requests cannot bound a p99 at 95%
-    /// confidence: give 367 or more`. None where it failed, or is bounded.
+    /// confidence: give 368 or more`. None where it failed, or is bounded;
+    /// none for a maximum (p100: no run bounds one, and a gate on the
+    /// slowest request says what it says), nor for a document written
+    /// before `samples` was kept (0 there is a count not known).
     pub fn unbounded_pass(&self, confidence: f64) -> Option<String> {
         use crate::analysis::interval::{percentile_ranks, samples_to_bound};
-        if !self.pass || !crate::analysis::interval::valid_confidence(confidence) {
+        if !self.pass
+            || self.samples == 0
+            || self.percentile >= 100.0
+            || !crate::analysis::interval::valid_confidence(confidence)
+        {
             return None;
         }
         let (_, upper, _) = percentile_ranks(self.samples, self.percentile / 100.0, confidence);
@@ -684,8 +691,9 @@ impl SloReport {
         }));
         out.extend(self.unscored.iter().map(|l| {
             format!(
-                "{l} had no scored request (score answers with --dataset FILE whose lines carry a \"reference\", \
-                 and that scorer among --score)"
+                "{l} had no scored request (only a successful answer with a reference is scored: --dataset FILE \
+                 whose lines carry a \"reference\", and that scorer among --score, or every one when --score is \
+                 left out)"
             )
         }));
         if let Some(a) = self.attainment.as_ref().filter(|a| !a.pass) {
@@ -708,7 +716,15 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
     let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
     let judged: Vec<&RequestRecord> =
         measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
-    let good: Vec<&RequestRecord> = judged.iter().copied().filter(|r| slo.is_good(r)).collect();
+    let unscored: Vec<String> = slo
+        .quality_limits
+        .iter()
+        .filter(|l| !judged.iter().any(|r| r.quality.as_ref().is_some_and(|q| q.get(l.metric.as_str()).is_some())))
+        .map(|l| l.to_string())
+        .collect();
+    // A limit no request was scored by judged none of them: none is good
+    // (each had passed it, and a failed SLO had shown 100% attainment).
+    let good: Vec<&RequestRecord> = judged.iter().copied().filter(|r| unscored.is_empty() && slo.is_good(r)).collect();
     let good_tokens = crate::analysis::stats::total(good.iter().map(|r| r.output_tokens));
     let all_tokens = crate::analysis::stats::total(measured.iter().map(|r| r.output_tokens));
     let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
@@ -780,12 +796,6 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
             pass: goodput.judged_requests > 0 && goodput.slo_attainment >= target,
         }
     });
-    let unscored: Vec<String> = slo
-        .quality_limits
-        .iter()
-        .filter(|l| !judged.iter().any(|r| r.quality.as_ref().is_some_and(|q| q.get(l.metric.as_str()).is_some())))
-        .map(|l| l.to_string())
-        .collect();
     let report = SloReport {
         spec: slo.to_string(),
         limits: slo
@@ -910,6 +920,13 @@ mod tests {
         assert!(judge(&many, &"ttft:p99<=200ms".parse().unwrap(), 1.0).1.unbounded_passes(0.95).is_empty());
         let (_, failed) = judge(&recs, &"ttft:p99<=120ms".parse().unwrap(), 1.0);
         assert!(!failed.pass && failed.unbounded_passes(0.95).is_empty());
+        // A maximum is never bounded, at any size: not told on every run.
+        assert!(judge(&many, &"ttft:p100<=200ms".parse().unwrap(), 1.0).1.unbounded_passes(0.95).is_empty());
+        // A document saved before `samples` was kept reads it as 0: a count
+        // not known, not "0 requests cannot bound a p99".
+        let mut old = judge(&many, &"ttft:p99<=200ms".parse().unwrap(), 1.0).1;
+        old.objectives[0].samples = 0;
+        assert!(old.unbounded_passes(0.95).is_empty());
     }
 
     #[test]
@@ -1061,7 +1078,7 @@ mod tests {
             let (g, rep) = judge(recs, &"rouge_l>=0.99".parse().unwrap(), 1.0);
             assert_eq!(
                 (g.good_requests, rep.unscored.clone(), rep.pass),
-                (2, vec!["rouge_l>=0.99".to_string()], false)
+                (0, vec!["rouge_l>=0.99".to_string()], false)
             );
             let said = rep.misses().join("; ");
             assert!(said.contains("rouge_l>=0.99 had no scored request") && said.contains("--score"), "{said}");

@@ -599,6 +599,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         setup::with_images(workload, &a.workload, a.shape.turns.is_some(), a.target.api, a.shape.seed.value)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
+    setup::check_scored_in(&a.workload, &opts, a.estimate.then_some("sweep --estimate"))?;
     let until = crate::until::spec(&a.until, &opts)?;
     if until.is_some() && a.stages.is_some() {
         bail!(

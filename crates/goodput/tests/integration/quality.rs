@@ -148,6 +148,17 @@ fn quality_flags_refused_where_they_cannot_apply() {
         .arg(&data)
         .refusal();
     assert!(err.contains("needs the rouge-l scorer, which --score leaves out"), "{err}");
+    // A live sweep the same; the simulated engine writes no answers at all.
+    let err = goodput().args(["sweep", "--concurrency", "1", "-n", "4", "--slo", "rouge_l>=0.5"]).refusal();
+    assert!(err.contains("--slo rouge_l>=0.5") && err.contains("--dataset"), "{err}");
+    for args in [
+        &["estimate", "-n", "4"][..],
+        &["sweep", "--estimate", "--concurrency", "1", "-n", "4"][..],
+        &["plan", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1"][..],
+    ] {
+        let err = goodput().args(args).args(["--slo", "ttft<=1s,exact>=0.5"]).refusal();
+        assert!(err.contains("--slo exact>=0.5") && err.contains("writes no answers"), "{args:?}: {err}");
+    }
 }
 
 #[test]
