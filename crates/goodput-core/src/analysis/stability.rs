@@ -123,10 +123,16 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     if ok.is_empty() {
         return None;
     }
-    let open_loop = load.is_some_and(|l| l.rate.is_some() || l.trace.is_some());
+    // `--rate inf -c N` sends every request at once, N in flight: a closed
+    // loop of N, each request due when a slot frees (its send), not at the
+    // start where its schedule puts it (every window had read as ramp-up
+    // and drain, and every send as held back by the cap).
+    let unbounded = load.and_then(|l| l.rate).is_some_and(|r| r.is_unbounded());
+    let open_loop = !unbounded && load.is_some_and(|l| l.rate.is_some() || l.trace.is_some());
+    let due: fn(&RequestRecord) -> Duration = if unbounded { |r| r.sent } else { |r| r.scheduled };
     let secs = |d: Duration| d.as_secs_f64();
-    let a = measured.iter().map(|r| secs(r.scheduled)).fold(f64::INFINITY, f64::min);
-    let b = measured.iter().map(|r| secs(r.scheduled)).fold(f64::NEG_INFINITY, f64::max);
+    let a = measured.iter().map(|r| secs(due(r))).fold(f64::INFINITY, f64::min);
+    let b = measured.iter().map(|r| secs(due(r))).fold(f64::NEG_INFINITY, f64::max);
     let span = (b - a).max(0.0);
     // An open loop fills over about a request's latency, taken from the
     // first tenth of the measured requests (those that found the server
@@ -150,17 +156,14 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     let len = (j1 - j0).max(0.0);
     let in_stretch = |t: f64| t >= j0 && t <= j1;
     let per_s = |n: usize| if len > 0.0 { n as f64 / len } else { 0.0 };
-    let arrivals = measured.iter().filter(|r| in_stretch(secs(r.scheduled))).count();
+    let arrivals = measured.iter().filter(|r| in_stretch(secs(due(r)))).count();
     let completions = ok.iter().filter(|r| in_stretch(secs(r.end))).count();
     let offered_rps = open_loop.then(|| per_s(arrivals));
     let achieved_rps = per_s(completions);
 
-    let (outstanding_mean, outstanding_growth_per_s) = outstanding(records, j0, j1);
-    let trend_set: Vec<(f64, f64)> = ok
-        .iter()
-        .filter(|r| in_stretch(secs(r.scheduled)))
-        .filter_map(|r| Some((secs(r.sent), ms(r.ttft()?))))
-        .collect();
+    let (outstanding_mean, outstanding_growth_per_s) = outstanding(records, j0, j1, due);
+    let trend_set: Vec<(f64, f64)> =
+        ok.iter().filter(|r| in_stretch(secs(due(r)))).filter_map(|r| Some((secs(r.sent), ms(r.ttft()?)))).collect();
     let trend = theil_sen(&trend_set);
     let ttft_median_ms = median(trend_set.iter().map(|p| p.1));
 
@@ -288,7 +291,7 @@ fn cap_held(measured: &[&RequestRecord], cap: u64) -> Option<(u64, f64)> {
         *n += e.1;
         Some(*n)
     });
-    (peak.max().unwrap_or(0) >= cap as i64).then_some((cap, share))
+    (i64::try_from(cap).is_ok_and(|cap| peak.max().unwrap_or(0) >= cap)).then_some((cap, share))
 }
 
 /// Sets the growth of the server's queue from `(t_s, waiting)` samples over
@@ -319,9 +322,9 @@ pub fn with_server_queue(s: &mut Stability, samples: impl Iterator<Item = (f64, 
 
 /// The mean and least-squares slope of requests outstanding (due, not yet
 /// ended; warm-up included, as it loads the server too) over `[j0, j1]`.
-fn outstanding(records: &[RequestRecord], j0: f64, j1: f64) -> (f64, f64) {
-    let mut due: Vec<f64> = records.iter().map(|r| r.scheduled.as_secs_f64()).collect();
-    let mut ended: Vec<f64> = records.iter().map(|r| r.end.max(r.scheduled).as_secs_f64()).collect();
+fn outstanding(records: &[RequestRecord], j0: f64, j1: f64, due_at: fn(&RequestRecord) -> Duration) -> (f64, f64) {
+    let mut due: Vec<f64> = records.iter().map(|r| due_at(r).as_secs_f64()).collect();
+    let mut ended: Vec<f64> = records.iter().map(|r| r.end.max(due_at(r)).as_secs_f64()).collect();
     crate::analysis::stats::sort_total(&mut due);
     crate::analysis::stats::sort_total(&mut ended);
     let at = |t: f64| due.partition_point(|&x| x <= t) as f64 - ended.partition_point(|&x| x <= t) as f64;
@@ -481,6 +484,14 @@ mod tests {
         // its schedule, not its cap): not this.
         let s = judge(&held, &window(&held), Some(&LoadConfig { concurrency: Some(2), ..open(100.0) })).unwrap();
         assert!(!s.reason.clone().unwrap_or_default().contains("cap on requests"), "{s:?}");
+        // `--rate inf -c 1`, every request due at once: a closed loop of
+        // one, steady (it had read as held back, and before that as all
+        // ramp-up and drain). A cap past what i64 holds never wraps.
+        let all_at_once = capped(f64::INFINITY, 0.1, 60);
+        let load = LoadConfig { concurrency: Some(1), ..open(f64::INFINITY) };
+        let s = judge(&all_at_once, &window(&all_at_once), Some(&load)).unwrap();
+        assert!(s.steady && !s.open_loop, "{s:?}");
+        assert_eq!(cap_held(&held.iter().collect::<Vec<_>>(), u64::MAX), None);
         // A cap that never held a send back: steady.
         let ok = queue(9.0, 0.1, 400);
         let s = judge(&ok, &window(&ok), Some(&LoadConfig { concurrency: Some(64), ..open(9.0) })).unwrap();
