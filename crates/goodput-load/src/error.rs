@@ -126,8 +126,8 @@ pub enum HeaderError {
 pub enum ClientError {
     #[error("invalid --url '{url}': {reason} (expected e.g. http://127.0.0.1:8000)")]
     Url { url: String, reason: String },
-    #[error("invalid --url '{url}': no scheme (expected e.g. http://{url})")]
-    NoScheme { url: String },
+    #[error("invalid --url '{url}': no scheme (expected e.g. http://{host_port})")]
+    NoScheme { url: String, host_port: String },
     #[error("invalid --url '{url}': the scheme must be http or https")]
     Scheme { url: String },
     #[error(

@@ -39,7 +39,6 @@ pub fn value(v: Option<f64>, unit: Unit) -> String {
     }
 }
 
-/// Dollars with enough digits to tell small prices apart.
 /// What the user view's ratings are over, where some requests failed:
 /// "rated over the 48 requests that succeeded; 12 of 60 failed (the
 /// error-adjusted figures count them)". `None` when none failed.
@@ -53,6 +52,7 @@ pub fn rated_over(s: &goodput_core::Summary) -> Option<String> {
     })
 }
 
+/// Dollars with enough digits to tell small prices apart.
 pub fn usd(x: f64) -> String {
     if x.abs() >= 0.01 || x == 0.0 {
         format!("${x:.3}")
@@ -308,9 +308,6 @@ pub fn multimodal(s: &goodput_core::analysis::summary::Summary) -> Option<String
     Some(text)
 }
 
-/// An objective's measured percentile: `∞` where it falls among the
-/// failed requests (each a sample above any limit), `-` where nothing was
-/// judged.
 /// The output rate's peak over a whole 1 s bucket, in words: `peak 700.0
 /// over 1 s`, or, for a window shorter than one bucket (whose document's
 /// peak is its mean rate), that there is none.
@@ -343,6 +340,9 @@ pub fn objective_verdict(
     }
 }
 
+/// An objective's measured percentile: `∞` where it falls among the
+/// failed requests (each a sample above any limit), `-` where nothing was
+/// judged.
 pub fn objective_measured(ob: &goodput_core::analysis::slo::ObjectiveResult) -> String {
     match ob.measured_ms {
         None if ob.failures > 0 => "∞".into(),

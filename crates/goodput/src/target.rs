@@ -242,7 +242,10 @@ impl HttpTarget {
     /// ollama-chat`), found as the checks before a run find it.
     pub async fn all_failed_hint(&self, result: &goodput_core::RunResult) -> Option<String> {
         let q = &result.summary.requests;
-        if self.embedded || q.completed > 0 {
+        // Every failure an HTTP status, or the sample (the earliest) speaks
+        // for none of the others (one 401 among timeouts had read "every
+        // request was answered HTTP 401").
+        if self.embedded || q.completed > 0 || q.errors_by_kind.get("http_status") != Some(&q.failed) {
             return None;
         }
         let sample = q.error_samples.get("http_status")?;

@@ -201,8 +201,16 @@ fn client_difference(a: Option<&ClientSettings>, b: Option<&ClientSettings>) -> 
         .or_else(|| differ("API keys (--api-key)", key(a), key(b)))
         .or_else(|| differ("key headers (--key-header)", a.key_header.clone(), b.key_header.clone()))
         .or_else(|| differ("--timeout", a.timeout.clone(), b.timeout.clone()))
-        .or_else(|| differ("HTTP clients (--transport)", a.transport.clone(), b.transport.clone()))
-        .or_else(|| differ("chunk stamps (--stamp)", a.stamp.clone(), b.stamp.clone()))
+        .or_else(|| {
+            differ(
+                "HTTP clients (--transport, or what auto chose for the URL and proxy)",
+                a.transport.clone(),
+                b.transport.clone(),
+            )
+        })
+        .or_else(|| {
+            differ("chunk stamps (--stamp, or what auto chose for the transport)", a.stamp.clone(), b.stamp.clone())
+        })
         .or_else(|| {
             (a.embedded != b.embedded)
                 .then(|| format!("their embedded servers differ ({})", first_difference(&a.embedded, &b.embedded)))

@@ -106,12 +106,19 @@ fn behind_proxy() -> bool {
 
 /// `host:port` or `host:port/path`, with no `scheme://`.
 fn no_scheme(url: &str) -> bool {
-    let url = url.trim();
+    let url = host_port(url);
     !url.contains("://")
         && url.split_once(':').is_some_and(|(host, rest)| {
             !host.is_empty()
                 && rest.split('/').next().is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
         })
+}
+
+/// `url` up to its query or fragment (which may hold a key, and are not
+/// part of the address to suggest).
+fn host_port(url: &str) -> &str {
+    let url = url.trim();
+    url.split(['?', '#']).next().unwrap_or(url)
 }
 
 impl Client {
@@ -123,7 +130,10 @@ impl Client {
             // `localhost:8000` parses as the scheme `localhost`: it is a
             // host and port with no scheme, as `127.0.0.1:8000` is.
             if no_scheme(&cfg.base_url) {
-                return Err(ClientError::NoScheme { url: cfg.base_url.trim().to_string() });
+                return Err(ClientError::NoScheme {
+                    url: cfg.base_url.trim().to_string(),
+                    host_port: host_port(&cfg.base_url).trim_end_matches('/').to_string(),
+                });
             }
             return Err(ClientError::Scheme { url: cfg.base_url.clone() });
         }

@@ -51,6 +51,10 @@ fn a_server_address_is_taken_where_each_command_takes_it() {
 fn a_host_and_port_without_a_scheme_is_told_the_scheme_to_add() {
     let err = goodput().args(["bench", "-q", "-n", "1", "--url", "localhost:9"]).refusal();
     assert!(err.contains("invalid --url 'localhost:9': no scheme (expected e.g. http://localhost:9)"), "{err}");
+    // A query (which may hold a key) is no part of the address suggested.
+    let err = goodput().args(["bench", "-q", "-n", "1", "--url", "localhost:9?key=abc"]).refusal();
+    assert!(err.contains("no scheme (expected e.g. http://localhost:9)"), "{err}");
+    assert_eq!(err.matches("key=abc").count(), 1, "the query is not echoed again: {err}");
 }
 
 /// A server whose metrics hold nothing monitor shows is told so on its

@@ -468,6 +468,23 @@ fn a_run_whose_every_request_fails_names_the_fix() {
     assert!(!err.contains("s3cr3t"), "{err}");
     let err = run(&refused, &[]);
     assert!(err.contains("hint: every request was answered HTTP 401: the server asks for an API key"), "{err}");
+    // One 401 among failures of another kind: no hint that every request
+    // was answered 401.
+    let mixed = server(
+        |line, n| {
+            if line.starts_with("POST") && n > 0 {
+                ("HTTP/1.1 200 OK\r\ncontent-type: text/html", "<html>a proxy's page</html>".into())
+            } else if line.starts_with("POST") {
+                ("HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json", r#"{"error":{"message":"no"}}"#.into())
+            } else {
+                ("HTTP/1.1 404 Not Found\r\ncontent-type: text/plain", "nothing here".into())
+            }
+        },
+        false,
+    );
+    let err = run(&mixed, &["-c", "1"]);
+    assert!(err.contains("invalid_response") || err.contains("failed"), "{err}");
+    assert!(!err.contains("every request was answered HTTP 401"), "{err}");
 
     let ollama = server(
         |line, _| {
