@@ -229,6 +229,87 @@ fn a_server_never_ready_fails_at_the_timeout() {
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
 }
 
+/// Not a test of its own: with GOODPUT_TEST_MUTE_PORT set, the server the
+/// tests below start (this test binary, run again): it takes connections on
+/// that port and never answers them, as a server stuck loading does.
+#[test]
+fn mute_server() {
+    let Ok(port) = std::env::var("GOODPUT_TEST_MUTE_PORT") else { return };
+    let l = std::net::TcpListener::bind(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
+    println!("pid {}\nlistening on {port}, never answering", std::process::id());
+    let mut held = Vec::new();
+    for c in l.incoming() {
+        held.push(c);
+    }
+}
+
+/// A `sh -c` script (port as `$0`) that logs its pid and becomes
+/// [`mute_server`].
+fn mute_script() -> String {
+    let me = std::env::current_exe().unwrap();
+    format!(
+        "echo pid $$; GOODPUT_TEST_MUTE_PORT=\"$0\" exec {} --exact serve_grid::mute_server --nocapture \
+         --test-threads 1",
+        shlex::try_quote(me.to_str().unwrap()).unwrap()
+    )
+}
+
+/// Runs `cmd` to its end, or kills it after `limit` and fails the test.
+fn output_within(cmd: &mut Command, limit: Duration) -> std::process::Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).env_remove("OPENAI_API_KEY").spawn().unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > limit {
+            child.kill().unwrap();
+            let o = child.wait_with_output().unwrap();
+            panic!("still running after {limit:?}: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A server that takes connections and never answers HTTP fails at
+/// --serve-ready-timeout (each probe is bounded), with its log's end; one
+/// whose process exits while its socket lives on in a child, unanswered,
+/// is seen to exit. (Both had hung for good on their first probe.)
+#[test]
+fn a_server_that_never_answers_fails_at_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let grid = dir.path().join("grid.json");
+    let dies = format!("{} & sleep 1; exit 5", mute_script().replacen(" exec ", " ", 1));
+    let configs_json = serde_json::json!([
+        {"case": "mute", "script": mute_script()},
+        {"case": "dies", "script": dies},
+    ]);
+    std::fs::write(&grid, configs_json.to_string()).unwrap();
+    let t = Instant::now();
+    let o = output_within(
+        Command::new(BIN)
+            .args(["sweep", "--serve-cmd", "sh -c {script} {port}", "--serve-ready-timeout", "4s"])
+            .arg("--serve-grid")
+            .arg(&grid)
+            .args(["--serve-stop-grace", "2s", "--concurrency", "1", "--progress", "none", "-o"])
+            .arg(&out),
+        Duration::from_secs(90),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "no configuration ran: {err}");
+    let took = t.elapsed();
+    assert!(took >= Duration::from_secs(4), "the mute one waited its timeout: {took:?}");
+    let doc = read_json(&out);
+    let mute = &configs(&doc)[0];
+    assert_eq!(mute["status"], "failed");
+    let e = mute["error"].as_str().unwrap();
+    assert!(e.contains("not ready within 4s") && e.contains("/health gave no answer within"), "{mute}");
+    assert!(mute["log_tail"].as_str().unwrap().contains("never answering"), "{mute}");
+    let dies = &configs(&doc)[1];
+    assert_eq!((dies["status"].as_str(), dies["exit_status"].as_i64()), (Some("failed"), Some(5)), "{dies}");
+    assert!(dies["error"].as_str().unwrap().contains("exited before it was ready"), "{dies}");
+    assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}
+
 /// Ctrl-C during the second configuration's sweep stops the sweep: the
 /// document holds the first configuration alone (the second is not
 /// recorded, failed or otherwise), marked interrupted, and no server is

@@ -26,6 +26,8 @@ use std::time::Duration;
 const LOG_TAIL_LINES: usize = 30;
 /// How long a stopped server's port may stay taken.
 const PORT_WAIT: Duration = Duration::from_secs(30);
+/// The most one readiness probe waits for its answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What sweeping one configuration came to.
 enum Outcome {
@@ -534,30 +536,57 @@ enum Ready {
 
 /// Waits for the server's /health (or, where it has none, /v1/models) to
 /// answer 200, up to `timeout`, watching that it does not exit meanwhile.
+/// Each probe is bounded by [`PROBE_TIMEOUT`] and the deadline, and raced
+/// against the server's exit: a server that takes connections and never
+/// answers them fails at the deadline as one that refuses them does.
 async fn ready(base: &str, server: &Server, timeout: Duration) -> Ready {
     use goodput_load::{Client, ClientConfig};
-    let probe = Client::new(ClientConfig::probe(base.to_string(), Duration::from_secs(5)), None);
+    let probe = Client::new(ClientConfig::probe(base.to_string(), PROBE_TIMEOUT), None);
     let http = match &probe {
         Ok(c) => c.http(),
         Err(e) => return Ready::TimedOut(format!("cannot build an HTTP client: {e}")),
     };
     let deadline = tokio::time::Instant::now() + timeout;
+    let exited = || async {
+        while !server.exited() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    // One GET, given up at the probe's bound or the deadline, whichever is sooner.
+    let get = |path: &'static str| {
+        let req = http.get(format!("{base}{path}")).send();
+        let now = tokio::time::Instant::now();
+        let until = deadline.min(now + PROBE_TIMEOUT);
+        let bound = humantime::format_duration(Duration::from_millis((until - now).as_millis() as u64));
+        async move {
+            match tokio::time::timeout_at(until, req).await {
+                Ok(r) => r.map_err(|e| if e.is_connect() { "connection refused".to_string() } else { e.to_string() }),
+                Err(_) => Err(format!("{path} gave no answer within {bound}")),
+            }
+        }
+    };
     loop {
         if server.exited() {
             return Ready::Exited;
         }
-        let last = match http.get(format!("{base}/health")).send().await {
-            Ok(r) if r.status().is_success() => return Ready::Yes,
-            Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => {
-                match http.get(format!("{base}/v1/models")).send().await {
-                    Ok(r) if r.status().is_success() => return Ready::Yes,
-                    Ok(r) => format!("/v1/models answered HTTP {}", r.status()),
-                    Err(e) => e.to_string(),
-                }
+        let attempt = async {
+            match get("/health").await {
+                Ok(r) if r.status().is_success() => Ok(()),
+                Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => match get("/v1/models").await {
+                    Ok(r) if r.status().is_success() => Ok(()),
+                    Ok(r) => Err(format!("/v1/models answered HTTP {}", r.status())),
+                    Err(e) => Err(e),
+                },
+                Ok(r) => Err(format!("/health answered HTTP {}", r.status())),
+                Err(e) => Err(e),
             }
-            Ok(r) => format!("/health answered HTTP {}", r.status()),
-            Err(e) if e.is_connect() => "connection refused".into(),
-            Err(e) => e.to_string(),
+        };
+        let last = tokio::select! {
+            r = attempt => match r {
+                Ok(()) => return Ready::Yes,
+                Err(e) => e,
+            },
+            () = exited() => return Ready::Exited,
         };
         if tokio::time::Instant::now() >= deadline {
             return Ready::TimedOut(last);
