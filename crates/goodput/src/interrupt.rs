@@ -1,5 +1,5 @@
-//! How a command is stopped: Ctrl-C and SIGTERM, once to stop sending,
-//! twice to cancel what is in flight.
+//! How a command is stopped: Ctrl-C, SIGTERM and SIGHUP, once to stop
+//! sending, twice to cancel what is in flight.
 
 use goodput_load::Control;
 use std::time::Duration;
@@ -74,35 +74,48 @@ impl Interrupt {
     }
 }
 
-/// The signals that stop a command: Ctrl-C (SIGINT) and, on Unix, SIGTERM.
+/// The signals that stop a command: Ctrl-C (SIGINT) and, on Unix, SIGTERM
+/// and SIGHUP (the terminal closed, or an ssh session dropped), each taken
+/// as SIGTERM is. SIGHUP had killed goodput outright, leaving no document
+/// and the servers a sweep had started orphaned.
 pub struct StopSignals {
     #[cfg(unix)]
     term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    hup: Option<tokio::signal::unix::Signal>,
 }
 
 impl StopSignals {
-    /// Takes SIGTERM over from now on (Ctrl-C is taken when first awaited).
+    /// Takes SIGTERM and SIGHUP over from now on (Ctrl-C is taken when first
+    /// awaited).
     pub fn listen() -> StopSignals {
+        #[cfg(unix)]
+        use tokio::signal::unix::{signal, SignalKind};
         StopSignals {
             #[cfg(unix)]
-            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+            term: signal(SignalKind::terminate()).ok(),
+            #[cfg(unix)]
+            hup: signal(SignalKind::hangup()).ok(),
         }
     }
 
     /// The next stop signal's name; `None` when none can come any more.
     pub async fn next(&mut self) -> Option<&'static str> {
         #[cfg(unix)]
-        let term = async {
-            match self.term.as_mut() {
+        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+            match s.as_mut() {
                 Some(t) => t.recv().await,
                 None => std::future::pending().await,
             }
-        };
+        }
+        #[cfg(unix)]
+        let (term, hup) = (recv(&mut self.term), recv(&mut self.hup));
         #[cfg(not(unix))]
-        let term = std::future::pending::<Option<()>>();
+        let (term, hup) = (std::future::pending::<Option<()>>(), std::future::pending::<Option<()>>());
         tokio::select! {
             r = tokio::signal::ctrl_c() => r.ok().map(|_| "Ctrl-C"),
             Some(()) = term => Some("SIGTERM"),
+            Some(()) = hup => Some("SIGHUP"),
         }
     }
 }

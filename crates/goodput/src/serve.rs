@@ -77,6 +77,10 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     };
     let listener = listen((a.host.as_str(), a.port)).await.map_err(|e| bind_error(&a.host, a.port, e))?;
     let addr = listener.local_addr()?;
+    // Taken over before "listening on" is said, so that a stop signal sent
+    // once it is seen is caught (it had been taken in the task below, and a
+    // signal that came first killed the server outright).
+    let signals = crate::interrupt::StopSignals::listen();
     // What goes wrong with connections (the cap reached, accept failing)
     // is said on stderr, whatever the live view.
     let limits = ConnectionLimits {
@@ -97,7 +101,7 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
     let stop = tokio_util::sync::CancellationToken::new();
     let abort = tokio_util::sync::CancellationToken::new();
     let view = show_status(&a, addr, status, &stop);
-    tokio::spawn(stop_on_signals(live, stop.clone(), abort.clone()));
+    tokio::spawn(stop_on_signals(signals, live, stop.clone(), abort.clone()));
     let serving = app.serve(listener, limits, async move { stop.cancelled().await });
     let (res, code) = tokio::select! {
         res = serving => (res, ExitCode::SUCCESS),
@@ -116,11 +120,11 @@ pub async fn serve(a: ServeArgs) -> Result<ExitCode> {
 /// The second had been ignored and the first said nothing, so a server with
 /// live streams seemed to hang for its grace.
 async fn stop_on_signals(
+    mut signals: crate::interrupt::StopSignals,
     live: LiveFn,
     stop: tokio_util::sync::CancellationToken,
     abort: tokio_util::sync::CancellationToken,
 ) {
-    let mut signals = crate::interrupt::StopSignals::listen();
     let Some(name) = signals.next().await else { return };
     let n = live();
     if n == 0 {

@@ -385,6 +385,47 @@ fn an_interrupted_sweep_keeps_what_it_finished_and_resumes() {
     assert_all_gone(&logged_pids(&logs));
 }
 
+/// SIGHUP (the terminal closed) mid-sweep stops the sweep as SIGTERM does:
+/// the server's whole process group is stopped (a child of its own
+/// included, which the parent-death signal does not reach), the document
+/// is written, marked interrupted, and goodput exits 130. (SIGHUP had
+/// killed goodput outright: exit 129, no document, the child orphaned.)
+#[test]
+fn sighup_stops_the_sweep_and_its_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let script = format!("sleep 300 & echo pid $!; {}", serve_script("--speed 2"));
+    let child = Command::new(BIN)
+        .args(["sweep", "--serve-cmd"])
+        .arg(format!("sh -c {} {{port}}", shlex::try_quote(&script).unwrap()))
+        .args(["--concurrency", "2", "--duration", "30s", "--progress", "none", "-o"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_remove("OPENAI_API_KEY")
+        .spawn()
+        .unwrap();
+    let logs = dir.path().join("f.logs");
+    let log = logs.join("01-default.log");
+    let t = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("listening on")) {
+        assert!(t.elapsed() < Duration::from_secs(60), "the server never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let pids = logged_pids(&logs);
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    assert_all_gone(&pids);
+    assert_eq!(o.status.code(), Some(130), "{:?}: {err}", o.status);
+    assert!(err.contains("(SIGHUP)"), "{err}");
+    let doc = read_json(&out);
+    assert_eq!(doc["interrupted"], true);
+}
+
 /// goodput killed with SIGKILL, which it cannot catch, mid-sweep: the
 /// server it started goes too (its parent-death signal).
 #[test]

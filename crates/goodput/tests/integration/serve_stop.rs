@@ -99,6 +99,24 @@ fn a_second_ctrl_c_stops_serve_at_once_and_the_first_says_what_it_finishes() {
     }
 }
 
+/// SIGHUP (the terminal closed) stops serve as SIGTERM does: it is said,
+/// and serve exits rather than dying of the signal.
+#[test]
+fn sighup_stops_serve_as_sigterm_does() {
+    let (mut guard, _addr, lines) = serve(&[]);
+    signal(&guard.0, libc::SIGHUP);
+    assert!(line_with(&lines, "stopping").contains("stopping (SIGHUP)"));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "still serving 20 s after SIGHUP");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.code().is_some(), "serve exits on its own, not killed by SIGHUP: {status:?}");
+}
+
 /// An address that is not this machine's is refused with a hint about the
 /// address, not about the port.
 #[test]
