@@ -11,7 +11,7 @@ pub struct ServeGridArgs {
     /// Start the server for each configuration of --serve-grid with this command, sweep it, and stop it: e.g. 'vllm serve MODEL --port {port} --max-num-seqs {max_num_seqs}'. {port} is a free port goodput picks, {NAME} a grid parameter. Split into words as a shell would (quotes, backslashes), but no shell runs it.
     #[arg(long, conflicts_with_all = ["url", "stages"], requires = "output", help_heading = "Server configurations")]
     pub serve_cmd: Option<String>,
-    /// The configurations: 'max_num_seqs=64,128;tp=1,2' (every combination), or a .toml or .json file holding a list of parameter sets or lists to combine. A parameter named gpus sets the configuration's GPU count (else --gpus).
+    /// The configurations: 'max_num_seqs=64,128;tp=1,2' (every combination), or a .toml or .json file holding a list of parameter sets or lists to combine. A parameter named gpus sets the configuration's GPU count (else tp × pp × dp where the grid sets any, else --gpus).
     #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
     pub serve_grid: Option<String>,
     /// Where each server's output goes, one log per configuration [default: beside -o, in a folder named after it with .logs].

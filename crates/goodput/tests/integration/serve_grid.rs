@@ -310,6 +310,47 @@ fn a_server_that_never_answers_fails_at_the_timeout() {
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
 }
 
+/// A configuration's GPUs are `gpus` where the grid gives it, else
+/// tp × pp × dp, as the prediction counts them (tp=2 had counted 1, doubling
+/// tokens/s per GPU); a `gpus` that disagrees is warned of, in the terminal
+/// and the document.
+#[test]
+fn a_configuration_s_gpus_follow_its_parallelism() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let grid = dir.path().join("grid.json");
+    let script = serve_script("--speed 20");
+    let configs_json = serde_json::json!([
+        {"tensor_parallel_size": 2, "pp": 2, "script": script},
+        {"tp": 2, "gpus": 3, "script": script},
+        {"seqs": 4, "script": script},
+    ]);
+    std::fs::write(&grid, configs_json.to_string()).unwrap();
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", "sh -c {script} {port}", "--serve-grid"])
+        .arg(&grid)
+        .args(["--concurrency", "1", "-n", "2", "--output-tokens", "4", "--progress", "none", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let doc = read_json(&out);
+    let gpus: Vec<i64> = configs(&doc).iter().map(|c| c["gpus"].as_i64().unwrap()).collect();
+    assert_eq!(gpus, [4, 3, 1], "{doc}");
+    let warned = "the grid gives gpus=3, yet tp × pp × dp = 2";
+    assert!(err.contains(warned), "{err}");
+    let notes = doc["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().contains(warned)), "{doc}");
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", "srv --port {port}", "--serve-grid", "tp=two", "--concurrency", "1", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("tp=two") && err.contains("not a positive whole number"), "{err}");
+}
+
 /// Ctrl-C during the second configuration's sweep stops the sweep: the
 /// document holds the first configuration alone (the second is not
 /// recorded, failed or otherwise), marked interrupted, and no server is

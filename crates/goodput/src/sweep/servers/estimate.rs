@@ -45,6 +45,58 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
     Ok(())
 }
 
+/// The GPUs the simulated engine occupies: tp × pp × its instances (dp, or
+/// a disaggregated layout's pools), each 1 when absent.
+fn occupied(hw: &crate::cli::EngineHwArgs) -> u32 {
+    hw.tp.max(1) * hw.pp.max(1) * hw.instances()
+}
+
+/// Sets the grid's parallelism knobs (tp, pp, dp and pd, under any of their
+/// names) on `hw`; whether the configuration gave any.
+fn set_parallelism(hw: &mut crate::cli::EngineHwArgs, params: &Params) -> Result<bool> {
+    let mut any = false;
+    for (k, v) in &params.0 {
+        let v = v.trim();
+        let n = || {
+            v.parse::<u32>().ok().filter(|&n| n > 0).with_context(|| {
+                format!("{k}={v} in {} is not a positive whole number: it sets the GPUs it occupies", params.id())
+            })
+        };
+        match knob_of(k) {
+            Some("tp") => hw.tp = n()?,
+            Some("dp") => hw.dp = n()?,
+            Some("pp") => hw.pp = n()?,
+            Some("pd") => hw.pd = Some(v.to_string()),
+            _ => continue,
+        }
+        any = true;
+    }
+    Ok(any)
+}
+
+/// The GPUs a measured configuration occupies: `gpus` where the grid gives
+/// it, else tp × pp × dp (each 1 when absent, under any of their names) where
+/// it gives any of them, as the prediction counts them, else `default`
+/// (--gpus, or 1). With a note when `gpus` and tp × pp × dp disagree.
+pub fn configuration_gpus(params: &Params, default: Option<u32>) -> Result<(u32, Option<String>)> {
+    let mut hw = crate::cli::EngineHwArgs { tp: 1, pp: 1, dp: 1, pd: None, ..Default::default() };
+    let parallel = set_parallelism(&mut hw, params)?.then(|| occupied(&hw));
+    let given = params.get("gpus").and_then(|g| g.trim().parse::<u32>().ok()).filter(|&n| n > 0);
+    Ok(match (given, parallel) {
+        (Some(g), Some(p)) if g != p => (
+            g,
+            Some(format!(
+                "{}: the grid gives gpus={g}, yet tp × pp × dp = {p}: its per-GPU figures count {g} GPUs (drop gpus, \
+                 or set it to match)",
+                params.id()
+            )),
+        ),
+        (Some(g), _) => (g, None),
+        (None, Some(p)) => (p, None),
+        (None, None) => (default.unwrap_or(1), None),
+    })
+}
+
 /// The model the prediction simulates: `--model` when the catalog knows it
 /// (a Hugging Face id works) or it is a config.json, else `--sim-model`.
 fn engine_model(a: &SweepArgs) -> String {
@@ -137,7 +189,7 @@ pub async fn predict(
     for (i, params) in grid.iter().enumerate() {
         let mut args =
             engine_args(a, params, &model, &logs.join(format!("{:02}-{}.predicted.json", i + 1, params.slug())))?;
-        let gpus = args.hw.tp.max(1) * args.hw.pp.max(1) * args.hw.instances();
+        let gpus = occupied(&args.hw);
         args.judge.gpus = Some(gpus);
         if let Some(g) = params.get("gpus").filter(|g| g.trim().parse::<u32>().ok() != Some(gpus)) {
             doc.notes.push(format!(

@@ -285,6 +285,8 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
             if !g.parse::<u32>().is_ok_and(|n| n > 0) {
                 bail!("--serve-grid: gpus={g} in {} is not a count of GPUs (1 or more)", p.id());
             }
+        } else {
+            estimate::configuration_gpus(p, a.judge.gpus).context("--serve-grid")?;
         }
     }
     Ok(())
@@ -327,10 +329,17 @@ impl Ctx {
     /// Starts, sweeps and stops the server of configuration `i`: once, or
     /// once per point with --restart-per-point.
     async fn configuration(&self, i: usize, of: usize, params: &Params, doc: &mut FrontierResult) -> Result<Outcome> {
-        let gpus = params.get("gpus").and_then(|g| g.parse().ok()).or(self.args.judge.gpus).unwrap_or(1);
         let id = params.id();
         let base = format!("{:02}-{}", i + 1, params.slug());
         goodput_core::tell!("\n── configuration {}/{of}: {id} ──", i + 1);
+        // As the prediction counts them: gpus, else tp × pp × dp.
+        let (gpus, mismatch) = estimate::configuration_gpus(params, self.args.judge.gpus)?;
+        if let Some(m) = mismatch {
+            goodput_core::tell!("warning: {m}");
+            if !doc.notes.contains(&m) {
+                doc.notes.push(m);
+            }
+        }
         let segments: Vec<Option<Load>> = if self.args.serve.restart_per_point {
             let loads: Vec<Load> = match (&self.args.concurrency, &self.args.rate) {
                 (Some(c), _) => c.0.iter().map(|&c| Load::Concurrency(c)).collect(),
