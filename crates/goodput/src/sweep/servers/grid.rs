@@ -64,6 +64,12 @@ pub fn parse_grid(spec: &str) -> Result<Vec<Params>> {
         let grid = if ext.as_deref() == Some("json") {
             let v: serde_json::Value =
                 serde_json::from_str(&text).with_context(|| format!("{spec} is not valid JSON"))?;
+            // JSON keeps the last of a name given twice, silently: refused,
+            // as TOML's reader refuses it.
+            let dup: Result<(), serde_json::Error> = serde_json::from_str::<NoTwice>(&text).map(|_| ());
+            if let Err(e) = dup {
+                bail!("--serve-grid {spec}: {e}");
+            }
             from_json(&v)
         } else {
             let v: toml::Table = toml::from_str(&text).with_context(|| format!("{spec} is not valid TOML"))?;
@@ -89,7 +95,12 @@ fn inline(spec: &str) -> Result<Vec<Params>> {
         if values.iter().any(String::is_empty) {
             bail!("--serve-grid: '{part}' has an empty value");
         }
-        lists.push((name.trim().to_string(), values));
+        let name = name.trim().to_string();
+        // The server would run with one value and the document record another.
+        if lists.iter().any(|(n, _)| *n == name) {
+            bail!("--serve-grid names {name} twice: give its values once, as one list ({name}=V1,V2)");
+        }
+        lists.push((name, values));
     }
     if lists.is_empty() {
         bail!("--serve-grid is empty: give NAME=V1,V2;… (e.g. 'max_num_seqs=64,128')");
@@ -113,6 +124,56 @@ fn product(lists: &[(String, Vec<String>)]) -> Vec<Params> {
             .collect();
     }
     out
+}
+
+/// Any JSON value, read only to refuse an object that names a key twice.
+struct NoTwice;
+
+impl<'de> serde::Deserialize<'de> for NoTwice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NoTwice;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<NoTwice, E> {
+                Ok(NoTwice)
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<NoTwice, E> {
+                Ok(NoTwice)
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<NoTwice, E> {
+                Ok(NoTwice)
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<NoTwice, E> {
+                Ok(NoTwice)
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<NoTwice, E> {
+                Ok(NoTwice)
+            }
+            fn visit_unit<E>(self) -> std::result::Result<NoTwice, E> {
+                Ok(NoTwice)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<NoTwice, A::Error> {
+                while a.next_element::<NoTwice>()?.is_some() {}
+                Ok(NoTwice)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<NoTwice, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(k) = a.next_key::<String>()? {
+                    if !seen.insert(k.clone()) {
+                        return Err(serde::de::Error::custom(format!(
+                            "the name {k} is given twice in one object: give it once"
+                        )));
+                    }
+                    a.next_value::<NoTwice>()?;
+                }
+                Ok(NoTwice)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 fn json_scalar(v: &serde_json::Value, name: &str) -> Result<String> {
@@ -348,6 +409,9 @@ mod tests {
         assert!(parse_grid("a").unwrap_err().to_string().contains("not NAME=V1,V2"));
         assert!(parse_grid("a=1,,2").unwrap_err().to_string().contains("empty value"));
         assert!(parse_grid("a=1,1").unwrap_err().to_string().contains("twice"));
+        let e = parse_grid("max_num_seqs=2;max_num_seqs=16").unwrap_err().to_string();
+        assert!(e.contains("names max_num_seqs twice"), "{e}");
+        assert!(parse_grid("a=1; b=2; a =3").unwrap_err().to_string().contains("names a twice"));
         assert!(parse_grid("1a=1").unwrap_err().to_string().contains("not a parameter name"));
         assert!(parse_grid("port=1,2").unwrap_err().to_string().contains("'port' is the free port goodput gives"));
         assert!(parse_grid(" ; ").unwrap_err().to_string().contains("empty"));
@@ -376,6 +440,16 @@ mod tests {
         assert_eq!(ids(&parse_grid(&t).unwrap()), ["tp=1", "seqs=128 tp=2"]);
         let t = write("product.toml", "tp = [1, 2]\nseqs = [64]\n");
         assert_eq!(ids(&parse_grid(&t).unwrap()), ["seqs=64 tp=1", "seqs=64 tp=2"]);
+        // A name given twice: JSON's reader would keep the last silently.
+        for (name, text) in [
+            ("twice.json", r#"{"seqs": [2], "seqs": [16]}"#),
+            ("twice-list.json", r#"[{"seqs": 2, "seqs": 16}]"#),
+            ("twice.toml", "seqs = [2]\nseqs = [16]\n"),
+            ("twice-list.toml", "[[config]]\nseqs = 2\nseqs = 16\n"),
+        ] {
+            let e = format!("{:#}", parse_grid(&write(name, text)).unwrap_err());
+            assert!(e.contains("seqs") && (e.contains("twice") || e.contains("duplicate")), "{name}: {e}");
+        }
         let bad = write("bad.json", r#"{"tp": [[1]]}"#);
         let e = format!("{:#}", parse_grid(&bad).unwrap_err());
         assert!(e.contains("must be a string, a number or a boolean") && e.contains("bad.json"), "{e}");
