@@ -351,6 +351,28 @@ fn a_configuration_s_gpus_follow_its_parallelism() {
     assert!(err.contains("tp=two") && err.contains("not a positive whole number"), "{err}");
 }
 
+/// --fail-on-unsteady fails a sweep of servers whose points were none of
+/// them steady, as it fails a plain sweep (exit 4; it had been ignored).
+#[test]
+fn fail_on_unsteady_applies_to_a_sweep_of_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let template = format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 20")).unwrap());
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", &template, "--fail-on-unsteady"])
+        .args(["--concurrency", "2", "-n", "2", "--output-tokens", "4", "--progress", "none", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let doc = read_json(&out);
+    let c = &configs(&doc)[0];
+    assert_eq!(c["points"][0]["steady"], false, "two requests are no steady state: {doc}");
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("not steady) (--fail-on-unsteady)"), "{err}");
+    assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}
+
 /// Ctrl-C during the second configuration's sweep stops the sweep: the
 /// document holds the first configuration alone (the second is not
 /// recorded, failed or otherwise), marked interrupted, and no server is
@@ -658,6 +680,9 @@ fn bad_templates_and_grids_are_refused_before_anything_starts() {
     );
     let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--serve-grid", "gpus=0"]].concat());
     assert!(e.contains("not a count of GPUs"), "{e}");
+    // Before any server starts, not after every one has run.
+    let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--markdown", "f.md"]].concat());
+    assert!(e.contains("--markdown") && e.contains("--html"), "{e}");
     let e = refused(&["--auto", "--serve-cmd", "srv --port {port}", "--restart-per-point"]);
     assert!(e.contains("--restart-per-point runs a server per point"), "{e}");
     assert!(!out.exists() && !dir.path().join("f.logs").exists());

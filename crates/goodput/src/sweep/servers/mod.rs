@@ -202,6 +202,21 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         goodput_core::tell!("error: no point of any configuration met the SLO (--fail-on-slo)");
         return Ok(ExitCode::from(3));
     }
+    // As a plain sweep fails it: no steady point left to pick (it had been
+    // ignored here, exit 0 beside "no point was steady").
+    let (unsteady, all) = doc
+        .configs
+        .iter()
+        .flat_map(|c| &c.points)
+        .fold((0, 0), |(u, n), p| (u + usize::from(p.steady == Some(false)), n + 1));
+    if ctx.args.judge.fail_on_unsteady && doc.best.is_none() && unsteady > 0 {
+        goodput_core::tell!(
+            "error: no steady point to pick ({unsteady} of {all} point{} {} not steady) (--fail-on-unsteady)",
+            if all == 1 { "" } else { "s" },
+            if unsteady == 1 { "was" } else { "were" }
+        );
+        return Ok(ExitCode::from(4));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -266,6 +281,13 @@ fn resumed(out: &Path) -> Result<FrontierResult> {
 
 /// The arguments' consistency, before any server starts.
 fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
+    // Refused here, not after every server has run.
+    if a.output.exports.markdown.is_some() {
+        bail!(
+            "--markdown: a sweep with --serve-cmd writes a frontier, which renders to the terminal, -o (JSON), --csv \
+             and --html; drop --markdown"
+        );
+    }
     if a.serve.restart_per_point && a.concurrency.is_none() && a.rate.is_none() {
         bail!("--restart-per-point runs a server per point of a list: give --concurrency or --rate (not --auto)");
     }
