@@ -489,6 +489,60 @@ fn sighup_stops_the_sweep_and_its_servers() {
     assert_eq!(doc["interrupted"], true);
 }
 
+/// --resume refuses a document measured with another SLO, load, workload
+/// or template (exit 2, naming the setting and both values, before any
+/// server starts): it had mixed the two runs' points in one frontier. The
+/// grid may grow.
+#[test]
+fn resume_refuses_other_settings_and_lets_the_grid_grow() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let template =
+        format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 20 --max-num-seqs {seqs}")).unwrap());
+    // The first sweep's flags, each value replaced by `changed`'s where it names the flag.
+    let run = |grid: &str, changed: &[(&str, &str)], resume: bool| {
+        let base = [
+            ("--serve-cmd", template.as_str()),
+            ("--serve-grid", grid),
+            ("--concurrency", "2"),
+            ("-n", "4"),
+            ("--output-tokens", "4"),
+            ("--progress", "none"),
+            ("--slo", "ttft:p50<=60s"),
+        ];
+        let mut c = goodput();
+        c.arg("sweep");
+        for (flag, v) in base {
+            c.args([flag, changed.iter().find(|(f, _)| *f == flag).map_or(v, |(_, v)| *v)]);
+        }
+        c.arg("-o").arg(&out).args(resume.then_some("--resume")).output().unwrap()
+    };
+    let o = run("seqs=1", &[], false);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let first = std::fs::read_to_string(&out).unwrap();
+    let other_template = format!("{template} x");
+    for (changed, named) in [
+        (("--slo", "ttft:p50<=30s"), "--slo ttft:p50<=60s, and this sweep gives --slo ttft:p50<=30s"),
+        (("--output-tokens", "8"), "--output-tokens"),
+        (("--concurrency", "4"), "--concurrency 2, and this sweep gives --concurrency 4"),
+        (("-n", "6"), "-n/--requests"),
+        (("--serve-cmd", other_template.as_str()), "--serve-cmd"),
+    ] {
+        let o = run("seqs=1,2", &[changed], true);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{changed:?}: {err}");
+        assert!(err.contains(named), "{changed:?}: {err}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), first, "{changed:?}: the document is left as it was");
+    }
+    assert!(!dir.path().join("f.logs").join("02-seqs=2.log").exists(), "no server started");
+    let o = run("seqs=1,2", &[], true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("1 of the 2 configurations are in"), "{err}");
+    assert_eq!(configs(&read_json(&out)).len(), 2);
+    assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}
+
 /// goodput killed with SIGKILL, which it cannot catch, mid-sweep: the
 /// server it started goes too (its parent-death signal).
 #[test]

@@ -102,8 +102,11 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let attainment =
         opts.slo.as_ref().map_or(goodput_core::analysis::slo::DEFAULT_ATTAINMENT, |s| s.attainment_target());
 
+    let measured = settings(&a, opts.slo.as_ref().map(|s| s.to_string()));
     let mut doc = if s.resume && out.exists() {
-        resumed(&out)?
+        let doc = resumed(&out)?;
+        same_settings(&doc, &measured, &out)?;
+        doc
     } else {
         if s.resume {
             goodput_core::tell!(
@@ -130,6 +133,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             extra: Default::default(),
         }
     };
+    doc.extra.insert(SETTINGS.into(), serde_json::Value::Object(measured));
     let todo: Vec<(usize, &Params)> =
         grid.iter().enumerate().filter(|(_, p)| !doc.configs.iter().any(|c| c.params == p.map())).collect();
     if s.resume && todo.len() < grid.len() {
@@ -277,6 +281,101 @@ fn resumed(out: &Path) -> Result<FrontierResult> {
         bail!("--resume: {} holds figures no sweep can give ({what}): it was edited or damaged", out.display());
     }
     Ok(doc)
+}
+
+/// Where the document keeps [`settings`].
+const SETTINGS: &str = "measurement_settings";
+
+/// The settings that change what a configuration measures, flag by flag, as
+/// the document keeps them for --resume to compare: the template, the SLO,
+/// the load, the workload and the rest of how requests are sent and priced.
+/// (The grid may grow, and outputs, timeouts to start and stop a server and
+/// the live view may change: none changes a point.)
+fn settings(a: &SweepArgs, slo: Option<String>) -> serde_json::Map<String, serde_json::Value> {
+    fn opt<T: std::fmt::Debug>(v: &Option<T>) -> String {
+        v.as_ref().map_or_else(|| "not given".into(), |v| format!("{v:?}"))
+    }
+    let list = |v: Option<Vec<String>>| v.map_or_else(|| "not given".into(), |v| v.join(","));
+    let (w, sh, t, j) = (&a.workload, &a.shape, &a.target, &a.judge);
+    let pairs: Vec<(&str, String)> = vec![
+        ("--serve-cmd", a.serve.serve_cmd.clone().unwrap_or_default()),
+        ("--slo", slo.unwrap_or_else(|| "not given".into())),
+        ("--attainment", opt(&j.attainment)),
+        ("--concurrency", list(a.concurrency.as_ref().map(|c| c.0.iter().map(u64::to_string).collect()))),
+        ("--rate", list(a.rate.as_ref().map(|r| r.0.iter().map(f64::to_string).collect()))),
+        ("--auto", a.auto.to_string()),
+        ("--points", a.points.to_string()),
+        ("--max-concurrency", a.max_concurrency.to_string()),
+        ("--search-steps", a.search_steps.to_string()),
+        ("-n/--requests", opt(&sh.requests)),
+        ("--duration", sh.duration.map_or_else(|| "not given".into(), |d| humantime::format_duration(d).to_string())),
+        ("--warmup", format!("{:?}", sh.warmup)),
+        ("--arrival", format!("{:?}", sh.arrival)),
+        ("--burstiness", opt(&sh.burstiness)),
+        ("--ramp-up", opt(&sh.ramp_up)),
+        ("--turns", opt(&sh.turns)),
+        ("--think-time", format!("{:?}", sh.think_time)),
+        // A seed drawn afresh differs from run to run by design.
+        ("--seed", if sh.seed.drawn { "drawn afresh".into() } else { sh.seed.value.to_string() }),
+        ("--cancel-rate", opt(&sh.cancel_rate)),
+        ("--cancel-after", opt(&sh.cancel_after)),
+        ("--input-tokens", w.input_tokens.as_ref().map_or_else(|| "not given".into(), |d| d.to_string())),
+        ("--output-tokens", w.output_tokens.as_ref().map_or_else(|| "not given".into(), |d| d.to_string())),
+        ("--preset", opt(&w.preset)),
+        ("--shared-prefix-tokens", w.shared_prefix_tokens.to_string()),
+        ("--shared-prefix-ratio", w.shared_prefix_ratio.to_string()),
+        ("--shared-prefixes", w.shared_prefixes.to_string()),
+        ("--ignore-eos", w.ignore_eos.to_string()),
+        ("--dataset", opt(&w.dataset)),
+        ("--dataset-column", opt(&w.dataset_column)),
+        ("--tokenizer", opt(&w.tokenizer)),
+        ("--score", opt(&w.score)),
+        ("--repeat", w.repeat.to_string()),
+        ("--images", opt(&w.images)),
+        ("--image-size", format!("{:?}", w.image_size)),
+        ("--image-format", format!("{:?}", w.image_format)),
+        ("--image-share", w.image_share.to_string()),
+        ("--model", opt(&t.model)),
+        ("--api", format!("{:?}", t.api)),
+        ("--no-stream", t.no_stream.to_string()),
+        ("--extra-body", opt(&t.extra_body)),
+        ("--timeout", humantime::format_duration(t.timeout).to_string()),
+        ("--serve-reset", opt(&a.serve.serve_reset)),
+        ("--restart-per-point", a.serve.restart_per_point.to_string()),
+        ("--gpus", opt(&j.gpus)),
+        ("--gpu-hour-usd", opt(&j.gpu_hour_usd)),
+    ];
+    pairs.into_iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v))).collect()
+}
+
+/// Refuses to resume a document measured with other settings: its points
+/// and the new ones would sit in one frontier as if alike. (A document
+/// written before the settings were kept is compared on its SLO alone.)
+fn same_settings(doc: &FrontierResult, now: &serde_json::Map<String, serde_json::Value>, out: &Path) -> Result<()> {
+    let then: serde_json::Map<String, serde_json::Value> = match doc.extra.get(SETTINGS) {
+        Some(serde_json::Value::Object(m)) => m.clone(),
+        _ => {
+            let slo = doc.slo.clone().unwrap_or_else(|| "not given".into());
+            [("--slo".to_string(), serde_json::Value::String(slo))].into_iter().collect()
+        }
+    };
+    for (k, was) in &then {
+        let Some(is) = now.get(k) else { continue };
+        if was != is {
+            let text = |v: &serde_json::Value| match v.as_str() {
+                Some(s) => goodput_report::escape::terminal(s),
+                None => goodput_report::escape::terminal(&v.to_string()),
+            };
+            bail!(
+                "--resume: {} was measured with {k} {}, and this sweep gives {k} {}: its points and the new ones \
+                 would not compare. Run with the same {k}, or write a new document (another -o, without --resume)",
+                out.display(),
+                text(was),
+                text(is)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The arguments' consistency, before any server starts.
