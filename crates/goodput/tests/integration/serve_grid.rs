@@ -373,6 +373,37 @@ fn fail_on_unsteady_applies_to_a_sweep_of_servers() {
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
 }
 
+/// A chatty server's log is capped at --serve-log-max: its first half, a
+/// line saying what was left out, and the last of the rest; the warning and
+/// the document say so. (A log had grown to 2 GB in seconds.)
+#[test]
+fn a_chatty_server_s_log_is_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let script = format!("yes chatter | head -c 3000000; {}", serve_script("--speed 20"));
+    let o = goodput()
+        .args(["sweep", "--serve-cmd"])
+        .arg(format!("sh -c {} {{port}}", shlex::try_quote(&script).unwrap()))
+        .args(["--serve-log-max", "1", "--concurrency", "1", "-n", "2", "--output-tokens", "4", "--progress", "none"])
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let logs = dir.path().join("f.logs");
+    let log = std::fs::read_to_string(logs.join("01-default.log")).unwrap();
+    assert!(log.len() < (1 << 20) + 1000, "{} bytes", log.len());
+    assert!(log.contains("the log's first 0.5 MiB end here"), "{}", &log[..200]);
+    assert!(log.contains("of the server's output left out here"));
+    // The end: the server's own lines, after the chatter.
+    assert!(log.contains("listening on"), "the last of the output is kept");
+    assert!(err.contains("more than its log keeps (--serve-log-max 1 MiB)"), "{err}");
+    let doc = read_json(&out);
+    assert!(doc["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("more than its log keeps")));
+    assert_all_gone(&logged_pids(&logs));
+}
+
 /// Ctrl-C during the second configuration's sweep stops the sweep: the
 /// document holds the first configuration alone (the second is not
 /// recorded, failed or otherwise), marked interrupted, and no server is

@@ -527,114 +527,135 @@ impl Ctx {
             );
         }
         let failed = |error: String, status: Option<i32>| Ok(Part::Failed(Failure { error, status, log: log.clone() }));
-        let mut server = match Server::start(&argv, port, &log) {
+        let mut server = match Server::start(&argv, port, &log, self.args.serve.serve_log_max_mib << 20) {
             Ok(s) => s,
             Err(e) => return failed(format!("{e:#}"), None),
         };
-        let base = format!("http://127.0.0.1:{port}");
-        let s = &self.args.serve;
-        let ready = tokio::select! {
-            r = ready(&base, &server, s.serve_ready_timeout) => r,
-            () = self.interrupt.wait() => Ready::Interrupted,
-        };
-        match ready {
-            Ready::Yes => {}
-            Ready::Interrupted => {
+        let part: Result<Part> = async {
+            let base = format!("http://127.0.0.1:{port}");
+            let s = &self.args.serve;
+            let ready = tokio::select! {
+                r = ready(&base, &server, s.serve_ready_timeout) => r,
+                () = self.interrupt.wait() => Ready::Interrupted,
+            };
+            match ready {
+                Ready::Yes => {}
+                Ready::Interrupted => {
+                    self.stop(&mut server).await;
+                    return Ok(Part::Interrupted);
+                }
+                Ready::Exited => {
+                    let st = server.reap().await?;
+                    return failed(
+                        format!("the server exited before it was ready ({})", status_text(st)),
+                        status_code(st),
+                    );
+                }
+                Ready::TimedOut(last) => {
+                    let st = self.stop(&mut server).await;
+                    return failed(
+                        format!(
+                            "the server was not ready within {} (--serve-ready-timeout; last: {last})",
+                            humantime::format_duration(s.serve_ready_timeout)
+                        ),
+                        st.and_then(status_code),
+                    );
+                }
+            }
+            // The server's sweep stops when goodput is stopped, or when the
+            // server exits.
+            let interrupt = self.interrupt.child();
+            let watch = {
+                let (i, pid) = (interrupt.clone(), server.pid());
+                tokio::spawn(async move {
+                    loop {
+                        if process::exited(pid) {
+                            i.end();
+                            return true;
+                        }
+                        if i.stopped() {
+                            return false;
+                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                })
+            };
+            let mut args = self.args.clone();
+            // The server's own endpoint beside an exporter's: {port} is this server's.
+            for u in &mut args.metrics.metrics_url {
+                *u = u.replace("{port}", &port.to_string());
+            }
+            args.target.url = Some(base);
+            args.target.wait_ready = None;
+            args.serve.serve_cmd = None;
+            args.judge.gpus = Some(gpus);
+            args.output.output = Some(self.logs.join(format!("{name}.sweep.json")));
+            args.output.exports = Default::default();
+            args.output.records = args.output.records.as_deref().map(|r| per_config(r, name));
+            if let Some(l) = load {
+                match l {
+                    Load::Concurrency(c) => args.concurrency = Some(CountList(vec![c])),
+                    Load::Rate(r) => args.rate = Some(RateList(vec![r])),
+                }
+                args.search_steps = 0;
+            }
+            let shared = Shared { interrupt: Some(interrupt.clone()), reset: s.serve_reset.clone(), first_run };
+            let res = async {
+                let mut sw = start(args, shared).await?;
+                sw.measure().await?;
+                Ok::<_, anyhow::Error>(sw)
+            }
+            .await;
+            // Whether the server ended the sweep by exiting; the watch ends
+            // either way. (A finished watch is not enough: it also ends when
+            // goodput is stopped.)
+            let died = process::exited(server.pid()) || {
+                interrupt.end();
+                watch.await.unwrap_or(false)
+            };
+            if died {
+                let st = server.reap().await?;
+                let measured = res.as_ref().map_or(0, |sw| sw.points.len());
+                return failed(
+                    format!(
+                        "the server exited during the sweep, {measured} point{} in ({})",
+                        if measured == 1 { "" } else { "s" },
+                        status_text(st)
+                    ),
+                    status_code(st),
+                );
+            }
+            if self.interrupt.stopped() {
                 self.stop(&mut server).await;
                 return Ok(Part::Interrupted);
             }
-            Ready::Exited => {
-                let st = server.reap().await?;
-                return failed(format!("the server exited before it was ready ({})", status_text(st)), status_code(st));
+            let stopped = self.stop(&mut server).await;
+            let sw = match res {
+                Ok(sw) => sw,
+                Err(e) => return failed(format!("{e:#}"), stopped.and_then(status_code)),
+            };
+            if doc.model.is_empty() {
+                doc.model = sw.target.model.clone();
+                doc.workload = sw.workload_config.clone();
             }
-            Ready::TimedOut(last) => {
-                let st = self.stop(&mut server).await;
-                return failed(
-                    format!(
-                        "the server was not ready within {} (--serve-ready-timeout; last: {last})",
-                        humantime::format_duration(s.serve_ready_timeout)
-                    ),
-                    st.and_then(status_code),
-                );
-            }
-        }
-        // The server's sweep stops when goodput is stopped, or when the
-        // server exits.
-        let interrupt = self.interrupt.child();
-        let watch = {
-            let (i, pid) = (interrupt.clone(), server.pid());
-            tokio::spawn(async move {
-                loop {
-                    if process::exited(pid) {
-                        i.end();
-                        return true;
-                    }
-                    if i.stopped() {
-                        return false;
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            })
-        };
-        let mut args = self.args.clone();
-        // The server's own endpoint beside an exporter's: {port} is this server's.
-        for u in &mut args.metrics.metrics_url {
-            *u = u.replace("{port}", &port.to_string());
-        }
-        args.target.url = Some(base);
-        args.target.wait_ready = None;
-        args.serve.serve_cmd = None;
-        args.judge.gpus = Some(gpus);
-        args.output.output = Some(self.logs.join(format!("{name}.sweep.json")));
-        args.output.exports = Default::default();
-        args.output.records = args.output.records.as_deref().map(|r| per_config(r, name));
-        if let Some(l) = load {
-            match l {
-                Load::Concurrency(c) => args.concurrency = Some(CountList(vec![c])),
-                Load::Rate(r) => args.rate = Some(RateList(vec![r])),
-            }
-            args.search_steps = 0;
-        }
-        let shared = Shared { interrupt: Some(interrupt.clone()), reset: s.serve_reset.clone(), first_run };
-        let res = async {
-            let mut sw = start(args, shared).await?;
-            sw.measure().await?;
-            Ok::<_, anyhow::Error>(sw)
+            Ok(Part::Points(sw.points.clone()))
         }
         .await;
-        // Whether the server ended the sweep by exiting; the watch ends
-        // either way. (A finished watch is not enough: it also ends when
-        // goodput is stopped.)
-        let died = process::exited(server.pid()) || {
-            interrupt.end();
-            watch.await.unwrap_or(false)
-        };
-        if died {
-            let st = server.reap().await?;
-            let measured = res.as_ref().map_or(0, |sw| sw.points.len());
-            return failed(
-                format!(
-                    "the server exited during the sweep, {measured} point{} in ({})",
-                    if measured == 1 { "" } else { "s" },
-                    status_text(st)
-                ),
-                status_code(st),
+        // The log is whole once its copy has ended: before its tail is read.
+        let dropped = server.log_dropped().await;
+        if dropped > 0 {
+            let note = format!(
+                "{}: the server wrote {:.0} MiB more than its log keeps (--serve-log-max {} MiB): {} holds its first \
+                 and last lines",
+                goodput_report::escape::terminal(&params.id()),
+                dropped as f64 / (1 << 20) as f64,
+                self.args.serve.serve_log_max_mib,
+                log.display()
             );
+            goodput_core::tell!("warning: {note}");
+            doc.notes.push(note);
         }
-        if self.interrupt.stopped() {
-            self.stop(&mut server).await;
-            return Ok(Part::Interrupted);
-        }
-        let stopped = self.stop(&mut server).await;
-        let sw = match res {
-            Ok(sw) => sw,
-            Err(e) => return failed(format!("{e:#}"), stopped.and_then(status_code)),
-        };
-        if doc.model.is_empty() {
-            doc.model = sw.target.model.clone();
-            doc.workload = sw.workload_config.clone();
-        }
-        Ok(Part::Points(sw.points.clone()))
+        part
     }
 
     /// Stops a server, saying so when it would not go; gives its exit status.

@@ -79,15 +79,81 @@ pub struct Server {
     pub port: u16,
     /// Reaped: its exit status.
     status: Option<ExitStatus>,
+    /// The thread copying its output to the log: what it left out, once done.
+    log_done: Option<mpsc::Receiver<u64>>,
+    log_dropped: Option<u64>,
+}
+
+/// Copies a server's output to its log, keeping at most `max` bytes: the
+/// first half as it comes, and of the rest the last half, held in memory
+/// and written when the output ends, after a line saying how much was left
+/// out (a chatty server had written 2 GB in seconds). Gives the bytes left
+/// out.
+fn copy_capped(mut from: impl Read, mut to: File, max: u64) -> u64 {
+    use std::io::Write;
+    let head = max / 2;
+    let tail = (max - head) as usize;
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1 << 20) as f64);
+    let (mut written, mut dropped, mut marked) = (0u64, 0u64, false);
+    let mut ring: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let mut b = &buf[..n];
+        if written < head {
+            let k = ((head - written) as usize).min(b.len());
+            let _ = to.write_all(&b[..k]);
+            written += k as u64;
+            b = &b[k..];
+        }
+        if !b.is_empty() && !marked {
+            marked = true;
+            let _ = writeln!(
+                to,
+                "\n[goodput: the log's first {} end here; of the rest, its last {} follow when the server stops \
+                 (--serve-log-max)]",
+                mib(head),
+                mib(tail as u64)
+            );
+        }
+        if !b.is_empty() {
+            ring.extend(b);
+            if ring.len() > tail {
+                let over = ring.len() - tail;
+                ring.drain(..over);
+                dropped += over as u64;
+            }
+        }
+    }
+    if dropped > 0 {
+        let _ = writeln!(to, "[goodput: {} of the server's output left out here]", mib(dropped));
+    }
+    let (a, b) = ring.as_slices();
+    let _ = to.write_all(a).and_then(|()| to.write_all(b));
+    dropped
 }
 
 impl Server {
     /// Starts `argv` in a process group of its own, with stdin closed and
     /// stdout and stderr appended to `log`, and the parent-death signal set.
-    pub fn start(argv: &[String], port: u16, log: &Path) -> Result<Server> {
+    /// The log keeps at most `log_max` bytes of its output ([`copy_capped`]).
+    pub fn start(argv: &[String], port: u16, log: &Path, log_max: u64) -> Result<Server> {
         let (program, args) = argv.split_first().ok_or_else(|| anyhow!("the server command is empty"))?;
-        let out = File::create(log).with_context(|| format!("cannot create the server log {}", log.display()))?;
+        let file = File::create(log).with_context(|| format!("cannot create the server log {}", log.display()))?;
+        let (reader, out) = std::io::pipe().context("cannot make a pipe for the server's output")?;
         let err = out.try_clone()?;
+        let (tx, log_done) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("goodput-server-log".into())
+            .spawn(move || {
+                let _ = tx.send(copy_capped(reader, file, log_max));
+            })
+            .context("cannot start a thread")?;
         let mut cmd = Command::new(program);
         cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
         let parent = std::process::id() as libc::pid_t;
@@ -106,9 +172,39 @@ impl Server {
                 Ok(())
             });
         }
+        // The command holds the pipe's writing ends: gone with it once the
+        // server has them, so that the log's copy ends when the server's
+        // processes have all gone.
         let child = spawn(cmd).map_err(|e| anyhow!("cannot start {program:?}: {e}"))?;
         let pgid = child.id() as libc::pid_t;
-        Ok(Server { child, pgid, port, status: None })
+        Ok(Server { child, pgid, port, status: None, log_done: Some(log_done), log_dropped: None })
+    }
+
+    /// How much of its output the log left out (once it has been reaped):
+    /// waits up to 2 s for the log's copy to end (a process outside its group
+    /// could hold its output open).
+    pub async fn log_dropped(&mut self) -> u64 {
+        self.finish_log().await;
+        self.log_dropped.unwrap_or(0)
+    }
+
+    /// Waits up to 2 s for the log's copy to end.
+    async fn finish_log(&mut self) {
+        if let Some(rx) = self.log_done.take() {
+            let until = Instant::now() + Duration::from_secs(2);
+            loop {
+                match rx.try_recv() {
+                    Ok(n) => {
+                        self.log_dropped = Some(n);
+                        break;
+                    }
+                    Err(mpsc::TryRecvError::Empty) if Instant::now() < until => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -197,6 +293,8 @@ impl Server {
         loop {
             if let Some(s) = self.child.try_wait().context("cannot wait for the server")? {
                 self.status = Some(s);
+                // Its group is gone: the log is whole once its copy ends.
+                self.finish_log().await;
                 return Ok(s);
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -316,7 +414,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
         let argv: Vec<String> = ["sh", "-c", script].iter().map(|s| s.to_string()).collect();
-        let s = Server::start(&argv, free_port().unwrap(), &log).unwrap();
+        let s = Server::start(&argv, free_port().unwrap(), &log, 1 << 20).unwrap();
         let t = Instant::now();
         while !std::fs::read_to_string(&log).unwrap().contains("started") {
             assert!(t.elapsed() < Duration::from_secs(10));
@@ -353,12 +451,34 @@ mod tests {
         })
     }
 
+    /// A log keeps the first half of its cap and the last half of the rest,
+    /// saying how much it left out between.
+    #[test]
+    fn a_log_keeps_its_start_and_its_end_within_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        let out: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+        let dropped = copy_capped(out.as_bytes(), File::create(&p).unwrap(), 100_000);
+        let log = std::fs::read_to_string(&p).unwrap();
+        assert!(log.len() < 100_000 + 1_000, "{}", log.len());
+        assert_eq!(dropped as usize, out.len() - 100_000);
+        assert!(log.starts_with("line 0\nline 1\n"));
+        assert!(log.ends_with("line 99998\nline 99999\n"));
+        assert!(
+            log.contains("the log's first 0.0 MiB end here") && log.contains("MiB of the server's output left out")
+        );
+        // Within the cap, the output as it came.
+        let small = "a\nb\n";
+        assert_eq!(copy_capped(small.as_bytes(), File::create(&p).unwrap(), 100), 0);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), small);
+    }
+
     #[tokio::test]
     async fn a_server_that_exits_is_seen_to_without_being_reaped() {
         let dir = tempfile::tempdir().unwrap();
         let argv: Vec<String> = ["sh", "-c", "echo bye; exit 3"].iter().map(|s| s.to_string()).collect();
         let log = dir.path().join("log");
-        let mut s = Server::start(&argv, free_port().unwrap(), &log).unwrap();
+        let mut s = Server::start(&argv, free_port().unwrap(), &log, 1 << 20).unwrap();
         let t = Instant::now();
         while !s.exited() {
             assert!(t.elapsed() < Duration::from_secs(10));
@@ -366,7 +486,7 @@ mod tests {
         }
         assert_eq!(status_code(s.reap().await.unwrap()), Some(3));
         assert_eq!(log_tail(&log, 5), "bye");
-        let err = Server::start(&["/nonexistent/server".into()], 1, &dir.path().join("log2")).err().unwrap();
+        let err = Server::start(&["/nonexistent/server".into()], 1, &dir.path().join("log2"), 1 << 20).err().unwrap();
         assert!(err.to_string().contains("cannot start \"/nonexistent/server\""), "{err}");
     }
 }
