@@ -28,14 +28,16 @@ pub fn terminal(doc: &FrontierResult) -> String {
     let mut o = String::new();
     let ran = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok).count();
     let points: usize = doc.points().count();
+    let n = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
+    // No model when no configuration ran: left out, not an empty field.
+    let model = if doc.model.is_empty() { String::new() } else { format!(" · {}", esc(&doc.model)) };
     let _ = writeln!(
         o,
-        "\n{} frontier · {} · {} configurations ({} ran, {} points) · SLO {} · latencies at p{}",
+        "\n{} frontier{model} · {} ({} ran, {}) · SLO {} · latencies at p{}",
         doc.source.as_str(),
-        esc(&doc.model),
-        doc.configs.len(),
+        n(doc.configs.len(), "configuration"),
         ran,
-        points,
+        n(points, "point"),
         doc.slo.as_deref().map(esc).unwrap_or_else(|| "none".into()),
         doc.percentile
     );

@@ -406,11 +406,16 @@ pub fn dominance_reasons(doc: &FrontierResult) -> Vec<Option<String>> {
             let (p, f) = (&c.points[pi], doc.point(fid).expect("a frontier id names a point"));
             let other = &doc.configs[fid.config];
             // Cheaper GPUs can lose per GPU and still win per dollar.
-            let best_here = doc.best.as_ref().is_some_and(|b| b.at.config == ci);
-            let lead = if best_here {
-                "off the frontier per GPU, yet the best point per dollar: its nearest point to it"
-            } else {
-                "dominated: its nearest point to the frontier"
+            // Unpriced, the best is by good tokens/s per GPU, not per dollar.
+            let lead = match doc.best.as_ref().filter(|b| b.at.config == ci) {
+                Some(b) if b.good_tokens_per_usd.is_some() => {
+                    "off the frontier per GPU, yet the best point per dollar: its nearest point to it"
+                }
+                Some(_) => {
+                    "off the frontier, yet the best point by good tokens/s per GPU (those within the SLO): its \
+                     nearest point to it"
+                }
+                None => "dominated: its nearest point to the frontier",
             };
             Some(format!(
                 "{lead} ({}: {:.0} tok/s/GPU at {:.1} tok/s/user) is beaten by {} at {} ({:.0} \
@@ -567,6 +572,33 @@ mod tests {
         assert_eq!(best.at.config, 1);
         assert_eq!(best.good_tokens_per_usd, None);
         assert!(best.reason.contains("per GPU"), "{}", best.reason);
+    }
+
+    /// The best point off the frontier is said to be best by what it was
+    /// chosen by: per dollar with prices, by good tokens/s per GPU without
+    /// (it had said "per dollar" with no price given).
+    #[test]
+    fn a_best_point_off_the_frontier_is_said_to_be_best_by_its_measure() {
+        for price in [None, Some(2.0)] {
+            let mut d = doc(
+                true,
+                vec![
+                    config("fast", 1, price, vec![point(50.0, 1000.0, Some(false))]),
+                    config("slow", 1, price, vec![point(40.0, 800.0, Some(true))]),
+                ],
+            );
+            analyze_frontier(&mut d);
+            assert_eq!(d.best.as_ref().unwrap().at.config, 1);
+            let why = d.configs[1].dominated.as_deref().unwrap();
+            if price.is_some() {
+                assert!(why.starts_with("off the frontier per GPU, yet the best point per dollar"), "{why}");
+            } else {
+                assert!(
+                    why.contains("yet the best point by good tokens/s per GPU") && !why.contains("dollar"),
+                    "{why}"
+                );
+            }
+        }
     }
 
     #[test]

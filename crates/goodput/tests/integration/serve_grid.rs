@@ -404,6 +404,45 @@ fn a_chatty_server_s_log_is_capped() {
     assert_all_gone(&logged_pids(&logs));
 }
 
+/// The words of a sweep whose servers all fail at once: counts in the
+/// singular where one, no empty model field, control characters in a
+/// parameter shown escaped (they had reached the terminal raw in the
+/// configuration's header and its failure), and an unused parameter said
+/// to make configurations alike only where they are.
+#[test]
+fn a_sweep_s_words_fit_what_happened() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let grid = dir.path().join("grid.json");
+    let run = |configs_json: Value| {
+        std::fs::write(&grid, configs_json.to_string()).unwrap();
+        let o = goodput()
+            .args(["sweep", "--serve-cmd", "sh -c {script} {port} {seqs}", "--serve-grid"])
+            .arg(&grid)
+            .args(["--concurrency", "1", "--progress", "none", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (stdout, err) =
+        run(serde_json::json!([{"case": "x\u{1b}[2Jy", "seqs": 1, "script": "echo 'bad \u{1b}]0;t\u{7}'; exit 3"}]));
+    assert!(!err.contains('\u{1b}') && !stdout.contains('\u{1b}'), "{err:?} {stdout:?}");
+    assert!(err.contains("── configuration 1/1: case=x"), "{err}");
+    assert!(err.contains("failed: the server exited before it was ready"), "{err}");
+    assert!(err.contains("every configuration starts the same server"), "{err}");
+    assert!(stdout.contains("measured frontier · 1 configuration (0 ran, 0 points)"), "{stdout}");
+    let (_, err) = run(serde_json::json!([
+        {"case": "a", "seqs": 1, "script": "exit 3"},
+        {"case": "b", "seqs": 2, "script": "exit 3"},
+    ]));
+    assert!(
+        err.contains("{case} for the grid's parameter of that name: configurations that differ in it alone"),
+        "{err}"
+    );
+}
+
 /// Ctrl-C during the second configuration's sweep stops the sweep: the
 /// document holds the first configuration alone (the second is not
 /// recorded, failed or otherwise), marked interrupted, and no server is

@@ -20,7 +20,10 @@ const OWN_COLOURS: usize = 6;
 pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
     let (data, _) = embed(doc, || doc)?;
     let mut o = String::new();
-    let title = format!("{} frontier · {}", doc.source.as_str(), doc.model);
+    let title = match doc.model.as_str() {
+        "" => format!("{} frontier", doc.source.as_str()),
+        m => format!("{} frontier · {m}", doc.source.as_str()),
+    };
     let mut lines = vec![format!(
         "{} · SLO {} · TTFT, TPOT and tokens/s per user at p{}",
         counted(doc.configs.len() as u64, "configuration"),

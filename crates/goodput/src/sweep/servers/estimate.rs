@@ -224,7 +224,12 @@ pub async fn predict(
         }
         if !a.output.quiet {
             match c.status {
-                ConfigStatus::Ok => goodput_core::tell!("predicted {}: {} points", c.id, c.points.len()),
+                ConfigStatus::Ok => goodput_core::tell!(
+                    "predicted {}: {} point{}",
+                    goodput_report::escape::terminal(&c.id),
+                    c.points.len(),
+                    if c.points.len() == 1 { "" } else { "s" }
+                ),
                 ConfigStatus::Failed => {
                     goodput_core::tell!("predicted {}: failed: {}", c.id, c.error.as_deref().unwrap_or("-"))
                 }

@@ -280,6 +280,12 @@ fn check(grid: Vec<Params>) -> Result<Vec<Params>> {
             }
         }
     }
+    for p in &grid {
+        // A blank label: nothing to tell it by in the tables, and a log named `01-.log`.
+        if p.get("id").is_some_and(|id| id.trim().is_empty()) {
+            bail!("--serve-grid: a configuration has an empty id: give it a name (id=…), or drop id to label it by its parameters");
+        }
+    }
     for (i, p) in grid.iter().enumerate() {
         if grid[..i].iter().any(|q| q.map() == p.map()) {
             bail!("--serve-grid gives the configuration {} twice", p.id());
@@ -450,6 +456,10 @@ mod tests {
             let e = format!("{:#}", parse_grid(&write(name, text)).unwrap_err());
             assert!(e.contains("seqs") && (e.contains("twice") || e.contains("duplicate")), "{name}: {e}");
         }
+        let e = format!("{:#}", parse_grid(&write("blank.json", r#"[{"id": "", "tp": 1}]"#)).unwrap_err());
+        assert!(e.contains("empty id"), "{e}");
+        let e = format!("{:#}", parse_grid(&write("blank.toml", "[[config]]\nid = \" \"\ntp = 1\n")).unwrap_err());
+        assert!(e.contains("empty id"), "{e}");
         let bad = write("bad.json", r#"{"tp": [[1]]}"#);
         let e = format!("{:#}", parse_grid(&bad).unwrap_err());
         assert!(e.contains("must be a string, a number or a boolean") && e.contains("bad.json"), "{e}");

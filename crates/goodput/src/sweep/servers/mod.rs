@@ -74,11 +74,18 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             v
         });
     if !unused.is_empty() {
+        // Whether the configurations all start one command, or only those
+        // that differ in the unused parameters alone do.
+        let commands: std::collections::HashSet<Vec<String>> = grid.iter().map(|p| template.fill(p, 0)).collect();
+        let (it, them) = if unused.len() == 1 { ("it", "") } else { ("them", "s") };
         goodput_core::tell!(
-            "warning: --serve-cmd has no {} for the grid's parameter{} of that name: every configuration of it starts \
-             the same server",
+            "warning: --serve-cmd has no {} for the grid's parameter{them} of that name: {}",
             unused.iter().map(|k| format!("{{{k}}}")).collect::<Vec<_>>().join(", "),
-            if unused.len() == 1 { "" } else { "s" }
+            if commands.len() <= 1 {
+                "every configuration starts the same server".to_string()
+            } else {
+                format!("configurations that differ in {it} alone start the same server")
+            }
         );
     }
     check(&a, &grid)?;
@@ -452,7 +459,7 @@ impl Ctx {
     async fn configuration(&self, i: usize, of: usize, params: &Params, doc: &mut FrontierResult) -> Result<Outcome> {
         let id = params.id();
         let base = format!("{:02}-{}", i + 1, params.slug());
-        goodput_core::tell!("\n── configuration {}/{of}: {id} ──", i + 1);
+        goodput_core::tell!("\n── configuration {}/{of}: {} ──", i + 1, goodput_report::escape::terminal(&id));
         // As the prediction counts them: gpus, else tp × pp × dp.
         let (gpus, mismatch) = estimate::configuration_gpus(params, self.args.judge.gpus)?;
         if let Some(m) = mismatch {
@@ -486,7 +493,11 @@ impl Ctx {
         }
         let mut c = FrontierConfig::new(id, params.map(), None, gpus, self.args.judge.gpu_hour_usd);
         if let Some(f) = failure {
-            goodput_core::tell!("configuration {} failed: {}", c.id, f.error);
+            goodput_core::tell!(
+                "configuration {} failed: {}",
+                goodput_report::escape::terminal(&c.id),
+                goodput_report::escape::terminal_lines(&f.error)
+            );
             c.status = ConfigStatus::Failed;
             c.error = Some(f.error);
             c.exit_status = f.status;
