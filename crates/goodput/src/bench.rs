@@ -172,7 +172,9 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     if a.shard.shard.is_some_and(|(index, _)| index > 0) && !a.shard.metrics_every_shard {
         metrics.no_metrics = true;
     }
+    let busy = interrupt.busy();
     let (mut result, recs) = run_point(&target, point, &metrics, &a.output, &opts).await?;
+    drop(busy);
     if let Some(hint) = target.all_failed_hint(&result).await {
         goodput_core::tell!("hint: {hint}");
     }

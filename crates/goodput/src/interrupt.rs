@@ -2,6 +2,8 @@
 //! sending, twice to cancel what is in flight.
 
 use goodput_load::Control;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -14,24 +16,41 @@ use tokio_util::sync::CancellationToken;
 pub struct Interrupt {
     stop: CancellationToken,
     abort: CancellationToken,
+    /// Runs sending requests now ([`Interrupt::busy`]): the notice speaks of
+    /// in-flight requests only while there are some to speak of.
+    busy: Arc<AtomicUsize>,
+}
+
+/// A run sending requests, counted while it lives.
+pub struct Busy(Arc<AtomicUsize>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Interrupt {
     /// Listens for Ctrl-C and SIGTERM from now on; `what` names what stops
     /// ("the sweep", "the run").
     pub fn install(what: &'static str, grace: Duration) -> Interrupt {
-        let i = Interrupt { stop: CancellationToken::new(), abort: CancellationToken::new() };
-        let (stop, abort) = (i.stop.clone(), i.abort.clone());
+        let i = Interrupt { stop: CancellationToken::new(), abort: CancellationToken::new(), busy: Arc::default() };
+        let (stop, abort, busy) = (i.stop.clone(), i.abort.clone(), i.busy.clone());
         // Taken over here, before the command goes on, so that a SIGTERM
         // from the first moment is caught rather than ending the process.
         let mut signals = StopSignals::listen();
         tokio::spawn(async move {
             if let Some(name) = signals.next().await {
-                goodput_core::tell!(
-                    "\nstopping {what} ({name}): no new requests; in-flight ones get {} to finish (Ctrl-C or SIGTERM \
-                     again to cancel them now)",
-                    humantime::format_duration(grace)
-                );
+                if busy.load(Ordering::SeqCst) > 0 {
+                    goodput_core::tell!(
+                        "\nstopping {what} ({name}): no new requests; in-flight ones get {} to finish (Ctrl-C or \
+                         SIGTERM again to cancel them now)",
+                        humantime::format_duration(grace)
+                    );
+                } else {
+                    // Between runs (a server starting or stopping): no request to speak of.
+                    goodput_core::tell!("\nstopping {what} ({name}) (Ctrl-C or SIGTERM again to stop at once)");
+                }
                 stop.cancel();
                 if signals.next().await.is_some() {
                     abort.cancel();
@@ -64,7 +83,13 @@ impl Interrupt {
     /// An interrupt stopped and aborted with this one, and by [`Interrupt::end`]
     /// on its own: one server's sweep, ended when that server exits.
     pub fn child(&self) -> Interrupt {
-        Interrupt { stop: self.stop.child_token(), abort: self.abort.child_token() }
+        Interrupt { stop: self.stop.child_token(), abort: self.abort.child_token(), busy: self.busy.clone() }
+    }
+
+    /// Marks a run sending requests until the guard is dropped.
+    pub fn busy(&self) -> Busy {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        Busy(self.busy.clone())
     }
 
     /// Stops and aborts it (and its children) now.

@@ -312,6 +312,7 @@ impl Sweep {
                     control: interrupt.control(),
                     until: until.cloned(),
                 };
+                let _busy = interrupt.busy();
                 run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await
             }
             Runner::Virtual { cfg, prompts } => {

@@ -613,6 +613,68 @@ fn resume_refuses_other_settings_and_lets_the_grid_grow() {
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
 }
 
+/// A server slow to stop: the notice says one Ctrl-C kills it now, and one
+/// does (the first had left the wait to run its grace out), and the sweep's
+/// own notice speaks of no in-flight requests when none are.
+#[test]
+fn one_ctrl_c_ends_a_slow_server_s_stop_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    // The group's leader ignores SIGTERM and outlives the server it started.
+    let script = format!(
+        "echo pid $$; trap '' TERM; {} serve --port \"$0\" -q --progress none --speed 20 & echo pid $!; wait; exec \
+         sleep 120",
+        shlex::try_quote(BIN).unwrap()
+    );
+    let mut child = Command::new(BIN)
+        .args(["sweep", "--serve-cmd"])
+        .arg(format!("sh -c {} {{port}}", shlex::try_quote(&script).unwrap()))
+        .args(["--serve-stop-grace", "100s", "--concurrency", "1", "-n", "2", "--output-tokens", "4"])
+        .args(["--progress", "none", "-o"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_remove("OPENAI_API_KEY")
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut said = Vec::new();
+    let t = Instant::now();
+    loop {
+        let l = rx.recv_timeout(Duration::from_secs(60)).expect("no word of waiting for the server");
+        said.push(l.clone());
+        if l.contains("waiting for the server") {
+            assert!(l.contains("(Ctrl-C or SIGTERM to kill it now)"), "{l}");
+            break;
+        }
+    }
+    let t_signal = Instant::now();
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t_signal.elapsed() < Duration::from_secs(30), "one Ctrl-C left the 100 s grace running: {said:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    said.extend(rx.try_iter());
+    let said = said.join("\n");
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(said.contains("stopping the sweep (Ctrl-C)") && !said.contains("in-flight ones get"), "{said}");
+    assert!(t.elapsed() < Duration::from_secs(90));
+    // The configuration had finished its points: it is kept.
+    assert_eq!(configs(&read_json(&out))[0]["status"], "ok");
+    assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}
+
 /// goodput killed with SIGKILL, which it cannot catch, mid-sweep: the
 /// server it started goes too (its parent-death signal).
 #[test]

@@ -670,10 +670,14 @@ impl Ctx {
     }
 
     /// Stops a server, saying so when it would not go; gives its exit status.
+    /// A stop signal cuts the wait short: the second when the sweep was
+    /// stopped already, else the first (the first had been told to kill it
+    /// now, and the wait had gone on).
     async fn stop(&self, server: &mut Server) -> Option<std::process::ExitStatus> {
         let interrupt = self.interrupt.clone();
-        let aborted = move || interrupt.aborted();
-        match server.stop_unless(self.args.serve.serve_stop_grace, PORT_WAIT, &aborted).await {
+        let again = interrupt.stopped();
+        let aborted = move || interrupt.aborted() || (!again && interrupt.stopped());
+        match server.stop_unless(self.args.serve.serve_stop_grace, PORT_WAIT, &aborted, again).await {
             Ok(s) => Some(s),
             Err(e) => {
                 goodput_core::tell!("warning: {e:#}");

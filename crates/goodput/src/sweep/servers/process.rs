@@ -232,7 +232,8 @@ impl Server {
     /// (and to whatever of it is left once the leader has gone), reaps it,
     /// and waits up to `port_wait` for its port to be free. Gives its exit
     /// status.
-    /// Cut short once `aborted` says so (the command was stopped twice):
+    /// Cut short once `aborted` says so (the command was stopped, twice where
+    /// `again`, as the notice says):
     /// SIGKILL at once, and no wait for the port, which no later server will
     /// take. A server that outlasts a second of its grace is said to be
     /// waited for, and how to end the wait (the wait had been silent, and
@@ -242,6 +243,7 @@ impl Server {
         grace: Duration,
         port_wait: Duration,
         aborted: &dyn Fn() -> bool,
+        again: bool,
     ) -> Result<ExitStatus> {
         if let Some(s) = self.status {
             return Ok(s);
@@ -254,9 +256,10 @@ impl Server {
             if !told && start.elapsed() >= Duration::from_secs(1) {
                 told = true;
                 goodput_core::tell!(
-                    "waiting for the server (pid {}) to stop: SIGKILL in {} (Ctrl-C or SIGTERM again to kill it now)",
+                    "waiting for the server (pid {}) to stop: SIGKILL in {} (Ctrl-C or SIGTERM{} to kill it now)",
                     self.pgid,
-                    humantime::format_duration(grace.saturating_sub(Duration::from_secs(1)))
+                    humantime::format_duration(grace.saturating_sub(Duration::from_secs(1))),
+                    if again { " again" } else { "" }
                 );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -403,7 +406,7 @@ mod tests {
         });
         let grace = Duration::from_secs(60);
         let t = Instant::now();
-        let status = s.stop_unless(grace, grace, &|| aborted.load(Ordering::Relaxed)).await.unwrap();
+        let status = s.stop_unless(grace, grace, &|| aborted.load(Ordering::Relaxed), true).await.unwrap();
         assert_eq!(status_code(status), Some(128 + libc::SIGKILL));
         assert!(t.elapsed() < grace / 4, "ended by the abort, not the grace: {:?}", t.elapsed());
     }
@@ -428,7 +431,7 @@ mod tests {
         // A shell that ignores SIGTERM, with a child of its own: both go.
         let (mut s, _dir) = started("trap '' TERM; sleep 30 & echo started; wait").await;
         assert!(!s.exited());
-        let status = s.stop_unless(Duration::from_millis(200), Duration::from_secs(5), &|| false).await.unwrap();
+        let status = s.stop_unless(Duration::from_millis(200), Duration::from_secs(5), &|| false, false).await.unwrap();
         assert_eq!(status_code(status), Some(128 + libc::SIGKILL));
         assert!(status_text(status).contains("SIGKILL"));
         // Not one of the group is left running (its killed members may
