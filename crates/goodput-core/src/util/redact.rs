@@ -184,6 +184,11 @@ impl Secrets {
         self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
     }
 
+    /// `text` with these values masked, and nothing else.
+    pub fn mask<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.mask_values(Cow::Borrowed(text))
+    }
+
     /// The secrets of a header: its value when its name says it carries
     /// credentials (authorization, a key, a token, a cookie, a secret, a
     /// password).

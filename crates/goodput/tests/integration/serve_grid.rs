@@ -872,6 +872,9 @@ fn bad_templates_and_grids_are_refused_before_anything_starts() {
     let e = refused(&["--auto", "--serve-cmd", "srv --port {port}", "--restart-per-point"]);
     assert!(e.contains("--restart-per-point runs a server per point"), "{e}");
     assert!(!out.exists() && !dir.path().join("f.logs").exists());
+    // A quality term no answer could be scored by (no --dataset).
+    let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--slo", "rouge_l>=0.5"]].concat());
+    assert!(e.contains("--slo rouge_l>=0.5") && e.contains("--dataset"), "{e}");
     let o = goodput().args(["sweep", "--concurrency", "1", "--serve-cmd", "srv --port {port}"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("--output"), "-o is required");
 }
@@ -1080,4 +1083,28 @@ fn a_grid_of_disaggregation_ratios_and_schedulers_is_predicted_and_paired() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("P:D"), "{err}");
     assert!(!dir.path().join("started").exists(), "no server started");
+}
+
+/// The settings a measured frontier keeps for `--resume` hold its template
+/// with the run's secrets masked: a server's `--api-key` is often the
+/// client's, and the template is written into the document.
+#[test]
+fn the_kept_template_masks_the_run_s_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let key = "sk-kept-secret-4711";
+    let script = serve_script("--speed 20 --max-num-seqs {seqs}");
+    let template = format!("env SERVER_KEY={key} sh -c {} {{port}}", shlex::try_quote(&script).unwrap());
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", &template, "--serve-grid", "seqs=1", "--concurrency", "1", "-n", "2"])
+        .args(["--output-tokens", "2", "--progress", "none", "--api-key", key, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = std::fs::read_to_string(&out).unwrap();
+    assert!(doc.contains("measurement_settings") && doc.contains("SERVER_KEY="), "{doc}");
+    assert!(!doc.contains(key), "the key is written into the document");
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("starting: env 'SERVER_KEY=") && !said.contains(key), "{said}");
 }

@@ -105,6 +105,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     crate::output::check_outputs(&a.output, &inputs)?;
     let opts = crate::setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
     crate::setup::check_fail_on_slo(&a.judge, &opts)?;
+    crate::setup::check_scored(&a.workload, &opts)?;
     let percentile = points::frontier_percentile(opts.slo.as_ref());
     let attainment =
         opts.slo.as_ref().map_or(goodput_core::analysis::slo::DEFAULT_ATTAINMENT, |s| s.attainment_target());
@@ -290,6 +291,17 @@ fn resumed(out: &Path) -> Result<FrontierResult> {
     Ok(doc)
 }
 
+/// The client's key and `--header` values, masked where a server's
+/// command shows them (a server's `--api-key` is often the client's): in
+/// the document's settings and the "starting:" line, both written before
+/// the first point sets the process's secrets.
+fn client_secrets(t: &crate::cli::TargetArgs) -> goodput_core::util::redact::Secrets {
+    let mut secrets = goodput_core::util::redact::Secrets::default();
+    secrets.add(t.api_key.as_deref().unwrap_or_default());
+    t.header.iter().for_each(|(_, v)| secrets.add_header_value(v));
+    secrets
+}
+
 /// Where the document keeps [`settings`].
 const SETTINGS: &str = "measurement_settings";
 
@@ -305,7 +317,9 @@ fn settings(a: &SweepArgs, slo: Option<String>) -> serde_json::Map<String, serde
     let list = |v: Option<Vec<String>>| v.map_or_else(|| "not given".into(), |v| v.join(","));
     let (w, sh, t, j) = (&a.workload, &a.shape, &a.target, &a.judge);
     let pairs: Vec<(&str, String)> = vec![
-        ("--serve-cmd", a.serve.serve_cmd.clone().unwrap_or_default()),
+        // The client's key and header values masked (a server's --api-key
+        // is often the client's), as the document keeps it.
+        ("--serve-cmd", client_secrets(t).mask(a.serve.serve_cmd.as_deref().unwrap_or_default()).into_owned()),
         ("--slo", slo.unwrap_or_else(|| "not given".into())),
         ("--attainment", opt(&j.attainment)),
         ("--concurrency", list(a.concurrency.as_ref().map(|c| c.0.iter().map(u64::to_string).collect()))),
@@ -533,7 +547,7 @@ impl Ctx {
                 argv.iter().map(|w| shlex::try_quote(w).map_or(w.clone(), |q| q.into_owned())).collect();
             goodput_core::tell!(
                 "starting: {} (log: {})",
-                goodput_report::escape::terminal(&shown.join(" ")),
+                goodput_report::escape::terminal(&client_secrets(&self.args.target).mask(&shown.join(" "))),
                 log.display()
             );
         }
