@@ -123,12 +123,12 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         }
         cfg.gpu_memory_utilization = e.gpu_memory_utilization;
         cfg.max_num_seqs = e.max_num_seqs;
-        cfg.max_num_batched_tokens = e.max_num_batched_tokens;
         cfg.block_size = e.block_size;
         cfg.enable_chunked_prefill = !e.no_chunked_prefill;
         cfg.enable_prefix_caching = !e.no_prefix_caching;
         cfg.mixed_batches = !e.no_mixed_batches;
         cfg.scheduler = e.scheduler.parse()?;
+        cfg.max_num_batched_tokens = step_budget(&cfg, e.max_num_batched_tokens)?;
         if e.spec_tokens == 0 && (e.spec_acceptance.is_some() || e.spec_draft_cost.is_some()) {
             bail!(
                 "--spec-acceptance and --spec-draft-cost describe speculative decoding, which --spec-tokens N turns \
@@ -544,6 +544,33 @@ pub fn run_virtual_until(
         let pace = plan.warmup_time.as_secs_f64() / last.max(1e-9);
         let paced = (more as f64 * pace.clamp(2.0, 1e9)).ceil() as u64;
         timed_warmup = paced.max(timed_warmup.saturating_add(1));
+    }
+}
+
+/// The step's token budget: `given`, or the default. vLLM without chunked
+/// prefill takes a whole prompt in one step: it sets the budget to the
+/// model's context (at least 2,048) when none is given, and refuses at
+/// start one smaller than the context (every longer prompt would be
+/// refused). With the budget left at 8,192, `--no-chunked-prefill` had
+/// failed every prompt past 8,192 tokens, and a smaller one given had been
+/// taken and failed its prompts one by one. TensorRT-LLM's scheduler keeps
+/// the 8,192 of its `max_num_tokens`, and refuses a longer prompt without
+/// chunked context per request, as TensorRT-LLM does.
+fn step_budget(cfg: &EngineConfig, given: Option<u32>) -> Result<u32> {
+    let vllm_whole_prompts = !cfg.enable_chunked_prefill && cfg.scheduler == goodput_sim::engine::SchedulerPolicy::Vllm;
+    let context = cfg.model.max_context.max(2048);
+    match given {
+        Some(n) if vllm_whole_prompts && n < cfg.model.max_context => bail!(
+            "--max-num-batched-tokens {n} is smaller than {}'s context ({} tokens) with chunked prefill off: vLLM \
+             refuses this at start, as every prompt longer than the budget would be refused; leave it out (it is \
+             then the context, as vLLM sets it), raise it to {}, or turn chunked prefill on",
+            cfg.model.name,
+            cfg.model.max_context,
+            cfg.model.max_context
+        ),
+        Some(n) => Ok(n),
+        None if vllm_whole_prompts => Ok(context),
+        None => Ok(goodput_sim::engine::DEFAULT_MAX_NUM_BATCHED_TOKENS),
     }
 }
 

@@ -461,9 +461,9 @@ pub struct EngineHwArgs {
     /// Most sequences in one batch (default: 1024 on GPUs with ≥70 GiB, else 256).
     #[arg(long, help_heading = "Simulated engine")]
     pub max_num_seqs: Option<u32>,
-    /// Token budget of one step.
-    #[arg(long, default_value_t = 8192, help_heading = "Simulated engine")]
-    pub max_num_batched_tokens: u32,
+    /// Token budget of one step [default: 8192; with --no-chunked-prefill under the vllm scheduler, the model's context, as vLLM sets it, and a smaller one is refused as vLLM refuses it].
+    #[arg(long, help_heading = "Simulated engine")]
+    pub max_num_batched_tokens: Option<u32>,
     /// Tokens per KV block.
     #[arg(long, default_value_t = 16, help_heading = "Simulated engine")]
     pub block_size: u32,
@@ -527,7 +527,7 @@ impl Default for EngineHwArgs {
             pp: 1,
             gpu_memory_utilization: 0.9,
             max_num_seqs: None,
-            max_num_batched_tokens: 8192,
+            max_num_batched_tokens: None,
             block_size: 16,
             no_chunked_prefill: false,
             no_prefix_caching: false,

@@ -60,6 +60,20 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
     assert!(err.contains("add --spec-tokens"), "{err}");
     let err = refuse(&["--router", "prefix-aware"]);
     assert!(err.contains("--router prefix-aware picks among --dp replicas"), "{err}");
+    // Chunked prefill off: a budget below the context is refused as vLLM
+    // refuses it (it had been taken, and every longer prompt failed), and
+    // none given is the context (a 10,000-token prompt had failed against
+    // 8,192); TensorRT-LLM's scheduler keeps its 8,192 and refuses the
+    // prompt, as TensorRT-LLM does.
+    let err = refuse(&["--no-chunked-prefill", "--max-num-batched-tokens", "100"]);
+    assert!(err.contains("smaller than Llama-3.1-8B's context (131072 tokens) with chunked prefill off"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let long = ["-n", "4", "-c", "2", "--input-tokens", "10000", "--output-tokens", "8", "--no-chunked-prefill"];
+    let run = estimate_doc(dir.path(), "whole.json", &long);
+    assert_eq!(run["summary"]["requests"]["completed"].as_u64(), Some(4), "{}", run["summary"]["requests"]);
+    assert_eq!(run["engine"]["config"]["max_num_batched_tokens"].as_u64(), Some(131072));
+    let o = goodput().args(["estimate", "-q", "--scheduler", "trtllm"]).args(long).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exceeds the 8192-token step budget"), "{o:?}");
     // The embedded engine's refusals name the --sim-* flag that was typed.
     let err = goodput().args(["bench", "-n", "1", "--sim-tp", "3"]).refusal();
     assert!(err.contains("--sim-tp 3 does not divide"), "{err}");

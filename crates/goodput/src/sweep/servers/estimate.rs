@@ -134,7 +134,7 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("precision") => args.hw.precision = v.to_string(),
             Some("kv_cache_dtype") => args.hw.kv_cache_dtype = v.to_string(),
             Some("max_num_seqs") => args.hw.max_num_seqs = Some(n()?),
-            Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = n()?,
+            Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = Some(n()?),
             Some("pd") => args.hw.pd = Some(v.to_string()),
             Some("scheduler") => args.hw.scheduler = v.to_string(),
             _ => {}
