@@ -5,50 +5,18 @@
 use crate::common;
 
 use goodput_core::{Channel, FailureKind, Outcome, RequestRecord};
-use goodput_load::workload::WorkItem;
-use goodput_load::{Api, Client, PromptBody, Transport};
+use goodput_load::{Api, Transport};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio_util::sync::CancellationToken;
 
 const TRANSPORTS: [Transport; 2] = [Transport::Auto, Transport::Reqwest];
 
-/// A server that answers every request with `response`, as given, then
-/// closes the connection.
 async fn canned(response: String) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let response = response.into_bytes();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
-            let response = response.clone();
-            tokio::spawn(async move {
-                if !common::read_request(&mut sock, &mut Vec::new()).await {
-                    return;
-                }
-                let _ = sock.write_all(&response).await;
-                let _ = sock.shutdown().await;
-            });
-        }
-    });
-    url
+    common::canned(response.into_bytes()).await
 }
 
 async fn request(url: &str, transport: Transport, api: Api, stream: bool) -> RequestRecord {
-    let cfg = common::config(url, api, stream, Duration::from_secs(5), transport);
-    let client = Client::new(cfg, None).unwrap();
-    let item = WorkItem {
-        prompt: PromptBody::Text("hello".into()),
-        intended_input_tokens: None,
-        max_tokens: Some(16),
-        session: None,
-        reference: Vec::new().into(),
-        repeat: None,
-        media: Default::default(),
-    };
-    let origin = tokio::time::Instant::now();
-    client.execute(0, &item, Duration::ZERO, origin, &CancellationToken::new()).await
+    let max_buffer = goodput_load::client::MAX_BUFFER;
+    common::request_once(url, transport, api, stream, 16, max_buffer, Duration::from_secs(5)).await
 }
 
 fn sse(events: &[&str]) -> String {

@@ -12,26 +12,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
-/// A server that answers every request with `response`, as given, then
-/// closes the connection.
-async fn canned(response: Vec<u8>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
-            let response = response.clone();
-            tokio::spawn(async move {
-                if !common::read_request(&mut sock, &mut Vec::new()).await {
-                    return;
-                }
-                let _ = sock.write_all(&response).await;
-                let _ = sock.shutdown().await;
-            });
-        }
-    });
-    url
-}
+use common::canned;
 
 async fn one_request(url: &str, transport: Transport) -> RequestRecord {
     request_with(url, transport, Api::Chat, true, goodput_load::client::MAX_BUFFER).await
@@ -53,19 +34,7 @@ async fn request_full(
     max_buffer: usize,
     timeout: Duration,
 ) -> RequestRecord {
-    let cfg = ClientConfig { max_buffer, ..common::config(url, api, stream, timeout, transport) };
-    let client = Client::new(cfg, None).unwrap();
-    let item = WorkItem {
-        prompt: PromptBody::Text("hello".into()),
-        intended_input_tokens: None,
-        max_tokens: Some(4),
-        session: None,
-        reference: Vec::new().into(),
-        repeat: None,
-        media: Default::default(),
-    };
-    let origin = tokio::time::Instant::now();
-    client.execute(0, &item, Duration::ZERO, origin, &CancellationToken::new()).await
+    common::request_once(url, transport, api, stream, 4, max_buffer, timeout).await
 }
 
 fn failure(r: &RequestRecord) -> (FailureKind, String) {

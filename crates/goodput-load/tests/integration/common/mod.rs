@@ -131,3 +131,50 @@ pub async fn read_request(sock: &mut tokio::net::TcpStream, got: &mut Vec<u8>) -
         got.extend_from_slice(&buf[..n]);
     }
 }
+
+/// A server that answers every request with `response`, as given, then
+/// closes the connection.
+pub async fn canned(response: Vec<u8>) -> String {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let response = response.clone();
+            tokio::spawn(async move {
+                if !read_request(&mut sock, &mut Vec::new()).await {
+                    return;
+                }
+                let _ = sock.write_all(&response).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    url
+}
+
+/// One request for `max_tokens` of "hello" to `url`, as the client sends it.
+pub async fn request_once(
+    url: &str,
+    transport: Transport,
+    api: Api,
+    stream: bool,
+    max_tokens: u32,
+    max_buffer: usize,
+    timeout: Duration,
+) -> RequestRecord {
+    let cfg = ClientConfig { max_buffer, ..config(url, api, stream, timeout, transport) };
+    let client = Client::new(cfg, None).unwrap();
+    let item = goodput_load::workload::WorkItem {
+        prompt: goodput_load::PromptBody::Text("hello".into()),
+        intended_input_tokens: None,
+        max_tokens: Some(max_tokens),
+        session: None,
+        reference: Vec::new().into(),
+        repeat: None,
+        media: Default::default(),
+    };
+    let origin = tokio::time::Instant::now();
+    client.execute(0, &item, Duration::ZERO, origin, &tokio_util::sync::CancellationToken::new()).await
+}
