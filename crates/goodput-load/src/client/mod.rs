@@ -130,8 +130,10 @@ impl Client {
             // `localhost:8000` parses as the scheme `localhost`: it is a
             // host and port with no scheme, as `127.0.0.1:8000` is.
             if no_scheme(&cfg.base_url) {
+                // Its query's values masked, as a URL's are wherever one is shown.
+                let shown = goodput_core::util::redact::redact_url(&format!("http://{}", cfg.base_url.trim()));
                 return Err(ClientError::NoScheme {
-                    url: cfg.base_url.trim().to_string(),
+                    url: shown.trim_start_matches("http://").to_string(),
                     host_port: host_port(&cfg.base_url).trim_end_matches('/').to_string(),
                 });
             }

@@ -54,7 +54,7 @@ fn a_host_and_port_without_a_scheme_is_told_the_scheme_to_add() {
     // A query (which may hold a key) is no part of the address suggested.
     let err = goodput().args(["bench", "-q", "-n", "1", "--url", "localhost:9?key=abc"]).refusal();
     assert!(err.contains("no scheme (expected e.g. http://localhost:9)"), "{err}");
-    assert_eq!(err.matches("key=abc").count(), 1, "the query is not echoed again: {err}");
+    assert!(err.contains("'localhost:9?key=***'") && !err.contains("abc"), "the query's values are masked: {err}");
 }
 
 /// A server whose metrics hold nothing monitor shows is told so on its

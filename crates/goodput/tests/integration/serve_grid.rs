@@ -605,7 +605,9 @@ fn resume_refuses_other_settings_and_lets_the_grid_grow() {
         assert_eq!(std::fs::read_to_string(&out).unwrap(), first, "{changed:?}: the document is left as it was");
     }
     assert!(!dir.path().join("f.logs").join("02-seqs=2.log").exists(), "no server started");
-    let o = run("seqs=1,2", &[], true);
+    // The same template spaced otherwise is the same command.
+    let spaced = template.replacen(" ", "   ", 1);
+    let o = run("seqs=1,2", &[("--serve-cmd", spaced.as_str())], true);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("1 of the 2 configurations are in"), "{err}");
@@ -866,6 +868,12 @@ fn bad_templates_and_grids_are_refused_before_anything_starts() {
     );
     let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--serve-grid", "gpus=0"]].concat());
     assert!(e.contains("not a count of GPUs"), "{e}");
+    // A bad tp beside gpus= (it had ended the sweep after the configurations
+    // before it), and counts whose product no u32 holds (it had wrapped to 0).
+    let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--serve-grid", "gpus=2;tp=x"]].concat());
+    assert!(e.contains("tp=x"), "{e}");
+    let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--serve-grid", "tp=65536;pp=65536"]].concat());
+    assert!(e.contains("past any count of GPUs"), "{e}");
     // Before any server starts, not after every one has run.
     let e = refused(&[&c1[..], &["--serve-cmd", "srv --port {port}", "--markdown", "f.md"]].concat());
     assert!(e.contains("--markdown") && e.contains("--html"), "{e}");
@@ -1086,25 +1094,29 @@ fn a_grid_of_disaggregation_ratios_and_schedulers_is_predicted_and_paired() {
 }
 
 /// The settings a measured frontier keeps for `--resume` hold its template
-/// with the run's secrets masked: a server's `--api-key` is often the
-/// client's, and the template is written into the document.
+/// with its credentials masked, as the "starting:" line shows it: a value
+/// named as one (`SERVER_KEY=…`, `HF_TOKEN=…`, a server's own secret) and
+/// the client's key; a header value that is no credential masks nothing
+/// (`X-Priority: 1` had hidden `--max-num-seqs 1`).
 #[test]
-fn the_kept_template_masks_the_run_s_key() {
+fn the_kept_template_masks_credentials_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("f.json");
-    let key = "sk-kept-secret-4711";
+    let (key, token) = ("sk-kept-secret-4711", "hf_server_only_0815");
     let script = serve_script("--speed 20 --max-num-seqs {seqs}");
-    let template = format!("env SERVER_KEY={key} sh -c {} {{port}}", shlex::try_quote(&script).unwrap());
+    let template =
+        format!("env SERVER_KEY={key} HF_TOKEN={token} sh -c {} {{port}}", shlex::try_quote(&script).unwrap());
     let o = goodput()
         .args(["sweep", "--serve-cmd", &template, "--serve-grid", "seqs=1", "--concurrency", "1", "-n", "2"])
-        .args(["--output-tokens", "2", "--progress", "none", "--api-key", key, "-o"])
+        .args(["--output-tokens", "2", "--progress", "none", "--api-key", key, "--header", "X-Priority: 1", "-o"])
         .arg(&out)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc = std::fs::read_to_string(&out).unwrap();
-    assert!(doc.contains("measurement_settings") && doc.contains("SERVER_KEY="), "{doc}");
-    assert!(!doc.contains(key), "the key is written into the document");
+    assert!(doc.contains("SERVER_KEY=***") && doc.contains("HF_TOKEN=***"), "{doc}");
+    assert!(!doc.contains(key) && !doc.contains(token), "a credential is written into the document");
     let said = String::from_utf8_lossy(&o.stderr);
-    assert!(said.contains("starting: env 'SERVER_KEY=") && !said.contains(key), "{said}");
+    assert!(said.contains("starting: env 'SERVER_KEY=***' 'HF_TOKEN=***'"), "{said}");
+    assert!(said.contains("--max-num-seqs 1") && !said.contains(key) && !said.contains(token), "{said}");
 }

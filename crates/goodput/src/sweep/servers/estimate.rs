@@ -47,8 +47,8 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
 
 /// The GPUs the simulated engine occupies: tp × pp × its instances (dp, or
 /// a disaggregated layout's pools), each 1 when absent.
-fn occupied(hw: &crate::cli::EngineHwArgs) -> u32 {
-    hw.tp.max(1) * hw.pp.max(1) * hw.instances()
+fn occupied(hw: &crate::cli::EngineHwArgs) -> Option<u32> {
+    hw.tp.max(1).checked_mul(hw.pp.max(1))?.checked_mul(hw.instances())
 }
 
 /// Sets the grid's parallelism knobs (tp, pp, dp and pd, under any of their
@@ -66,7 +66,9 @@ fn set_parallelism(hw: &mut crate::cli::EngineHwArgs, params: &Params) -> Result
             Some("tp") => hw.tp = n()?,
             Some("dp") => hw.dp = n()?,
             Some("pp") => hw.pp = n()?,
-            Some("pd") => hw.pd = Some(v.to_string()),
+            // A layout that does not parse (SGLang's disaggregation=prefill) names no pools.
+            Some("pd") if goodput_sim::engine::Disaggregation::parse(v).is_ok() => hw.pd = Some(v.to_string()),
+            Some("pd") => continue,
             _ => continue,
         }
         any = true;
@@ -80,7 +82,12 @@ fn set_parallelism(hw: &mut crate::cli::EngineHwArgs, params: &Params) -> Result
 /// (--gpus, or 1). With a note when `gpus` and tp × pp × dp disagree.
 pub fn configuration_gpus(params: &Params, default: Option<u32>) -> Result<(u32, Option<String>)> {
     let mut hw = crate::cli::EngineHwArgs { tp: 1, pp: 1, dp: 1, pd: None, ..Default::default() };
-    let parallel = set_parallelism(&mut hw, params)?.then(|| occupied(&hw));
+    let parallel = match set_parallelism(&mut hw, params)? {
+        true => Some(occupied(&hw).with_context(|| {
+            format!("{}: tp × pp × dp is past any count of GPUs; give counts that multiply to one", params.id())
+        })?),
+        false => None,
+    };
     let given = params.get("gpus").and_then(|g| g.trim().parse::<u32>().ok()).filter(|&n| n > 0);
     Ok(match (given, parallel) {
         (Some(g), Some(p)) if g != p => (
@@ -92,7 +99,20 @@ pub fn configuration_gpus(params: &Params, default: Option<u32>) -> Result<(u32,
             )),
         ),
         (Some(g), _) => (g, None),
-        (None, Some(p)) => (p, None),
+        // --gpus counts every configuration alike; where the grid sets
+        // parallelism and --gpus says otherwise (a template that fixes its own
+        // TP), say which count the figures take.
+        (None, Some(p)) => match default.filter(|&d| d != p) {
+            Some(d) => (
+                p,
+                Some(format!(
+                    "{}: tp × pp × dp = {p} counts its GPUs, not --gpus {d} (where the template sets parallelism of \
+                     its own, give gpus= in the grid)",
+                    params.id()
+                )),
+            ),
+            None => (p, None),
+        },
         (None, None) => (default.unwrap_or(1), None),
     })
 }
@@ -122,6 +142,22 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
     args.output.output = Some(output.to_path_buf());
     // A DCGM exporter's URL is the live servers'.
     args.metrics.metrics_url.clear();
+    // The engine writes no answers: the prediction is judged by the SLO's
+    // timing terms, and scores nothing (its quality terms and flags had
+    // failed every prediction).
+    args.workload.score = None;
+    args.workload.keep_text = false;
+    args.workload.repeat = 1;
+    if let Some(slo) = args.judge.slo.as_mut() {
+        slo.quality_limits.clear();
+        slo.quality_objectives.clear();
+        if slo.limits.is_empty() {
+            slo.attainment = None;
+        }
+    }
+    if args.judge.slo.as_ref().is_some_and(|s| s.limits.is_empty() && s.objectives.is_empty()) {
+        args.judge.slo = None;
+    }
     for (k, v) in &params.0 {
         let v = v.trim();
         let n = || v.parse::<u32>().with_context(|| format!("--estimate: {k}={v} is not a whole number"));
@@ -189,7 +225,7 @@ pub async fn predict(
     for (i, params) in grid.iter().enumerate() {
         let mut args =
             engine_args(a, params, &model, &logs.join(format!("{:02}-{}.predicted.json", i + 1, params.slug())))?;
-        let gpus = occupied(&args.hw);
+        let gpus = occupied(&args.hw).context("tp × pp × dp is past any count of GPUs")?;
         args.judge.gpus = Some(gpus);
         if let Some(g) = params.get("gpus").filter(|g| g.trim().parse::<u32>().ok() != Some(gpus)) {
             doc.notes.push(format!(
@@ -266,6 +302,51 @@ mod tests {
             let e = check_grid(&grid(&[&[("tp", bad)]])).unwrap_err().to_string();
             assert!(e.contains(&format!("tp={bad}")) && e.contains("positive whole number"), "{e}");
         }
+    }
+
+    /// The sweep's arguments as `goodput sweep ARGS` parses them.
+    fn sweep_args(args: &[&str]) -> SweepArgs {
+        let argv = ["goodput", "sweep"].iter().chain(args);
+        match <crate::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Sweep(a) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    /// A prediction is judged by the SLO's timing terms and scores nothing:
+    /// the engine writes no answers (a quality term or --score had failed
+    /// every prediction); an SLO of quality terms alone judges none.
+    #[test]
+    fn a_prediction_leaves_out_what_judges_answers() {
+        let p = &grid(&[&[("tp", "2")]])[0];
+        let a =
+            sweep_args(&["--slo", "ttft:p95<=1s,rouge_l>=0.5,exact>=0.8", "--score", "exact,rouge-l", "--repeat", "2"]);
+        let e = engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap();
+        assert_eq!(e.judge.slo.as_ref().map(|s| s.to_string()).as_deref(), Some("ttft:p95<=1s"));
+        assert!(e.workload.score.is_none() && e.workload.repeat == 1);
+        let a = sweep_args(&["--slo", "rouge_l>=0.5"]);
+        assert!(engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().judge.slo.is_none());
+    }
+
+    /// A configuration's GPUs: gpus=, else tp × pp × dp, else --gpus; a
+    /// --gpus the parallelism overrides is said so, and a product no count
+    /// holds is refused.
+    #[test]
+    fn a_configuration_counts_its_gpus_and_says_which() {
+        let g = grid(&[
+            &[("dp", "2")],
+            &[("gpus", "4"), ("tp", "2")],
+            &[("seqs", "8")],
+            &[("tp", "65536"), ("pp", "65536")],
+        ]);
+        let (n, note) = configuration_gpus(&g[0], Some(8)).unwrap();
+        assert_eq!(n, 2);
+        assert!(note.unwrap().contains("not --gpus 8"));
+        assert_eq!(configuration_gpus(&g[0], None).unwrap(), (2, None));
+        let (n, note) = configuration_gpus(&g[1], Some(8)).unwrap();
+        assert!(n == 4 && note.unwrap().contains("tp × pp × dp = 2"));
+        assert_eq!(configuration_gpus(&g[2], Some(8)).unwrap(), (8, None));
+        assert!(configuration_gpus(&g[3], None).unwrap_err().to_string().contains("past any count of GPUs"));
     }
 
     #[test]

@@ -291,15 +291,55 @@ fn resumed(out: &Path) -> Result<FrontierResult> {
     Ok(doc)
 }
 
-/// The client's key and `--header` values, masked where a server's
-/// command shows them (a server's `--api-key` is often the client's): in
-/// the document's settings and the "starting:" line, both written before
-/// the first point sets the process's secrets.
-fn client_secrets(t: &crate::cli::TargetArgs) -> goodput_core::util::redact::Secrets {
-    let mut secrets = goodput_core::util::redact::Secrets::default();
-    secrets.add(t.api_key.as_deref().unwrap_or_default());
-    t.header.iter().for_each(|(_, v)| secrets.add_header_value(v));
-    secrets
+/// Whether a flag's or a variable's name says it carries a credential:
+/// one of its words (split at `-`, `_` and `.`) is token, key, secret,
+/// password, auth or the like (`--hf-token`, `HF_TOKEN`, `--api-key`; not
+/// `--max-num-batched-tokens`).
+fn credential_name(name: &str) -> bool {
+    const WORDS: [&str; 10] =
+        ["token", "key", "apikey", "secret", "password", "passwd", "pass", "auth", "credential", "credentials"];
+    name.trim_start_matches('-').split(['-', '_', '.']).any(|w| WORDS.iter().any(|c| w.eq_ignore_ascii_case(c)))
+}
+
+/// A server's command as the document and the terminal show it, its
+/// credentials masked word by word: the value of a flag or a `NAME=VALUE`
+/// whose name says it carries one (`--hf-token hf_…`, `HF_TOKEN=…`,
+/// `--api-key=…`), and a word that is the client's key or the value of a
+/// `--header` whose name says it carries one. Nothing else is touched (a
+/// header value masked wherever its text stood had hidden `--max-num-seqs 1`
+/// behind `X-Priority: 1`).
+fn masked_command(words: &[String], t: &crate::cli::TargetArgs) -> String {
+    let key = t.api_key.as_deref().filter(|k| !k.is_empty());
+    let secret = |w: &str| {
+        key == Some(w) || t.header.iter().any(|(n, v)| !v.trim().is_empty() && credential_name(n) && v.trim() == w)
+    };
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut mask_next = false;
+    for w in words {
+        let shown = if std::mem::take(&mut mask_next) || secret(w) {
+            "***".to_string()
+        } else if let Some((name, value)) = w.split_once('=') {
+            if credential_name(name) || secret(value) {
+                format!("{name}=***")
+            } else {
+                w.clone()
+            }
+        } else {
+            mask_next = w.starts_with('-') && credential_name(w);
+            w.clone()
+        };
+        out.push(shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned()));
+    }
+    out.join(" ")
+}
+
+/// [`masked_command`] of a template as typed (its words as the shell would
+/// split them; the text itself where it does not split).
+fn masked_template(template: &str, t: &crate::cli::TargetArgs) -> String {
+    match shlex::split(template) {
+        Some(words) => masked_command(&words, t),
+        None => template.to_string(),
+    }
 }
 
 /// Where the document keeps [`settings`].
@@ -319,7 +359,7 @@ fn settings(a: &SweepArgs, slo: Option<String>) -> serde_json::Map<String, serde
     let pairs: Vec<(&str, String)> = vec![
         // The client's key and header values masked (a server's --api-key
         // is often the client's), as the document keeps it.
-        ("--serve-cmd", client_secrets(t).mask(a.serve.serve_cmd.as_deref().unwrap_or_default()).into_owned()),
+        ("--serve-cmd", masked_template(a.serve.serve_cmd.as_deref().unwrap_or_default(), t)),
         ("--slo", slo.unwrap_or_else(|| "not given".into())),
         ("--attainment", opt(&j.attainment)),
         ("--concurrency", list(a.concurrency.as_ref().map(|c| c.0.iter().map(u64::to_string).collect()))),
@@ -380,9 +420,17 @@ fn same_settings(doc: &FrontierResult, now: &serde_json::Map<String, serde_json:
             [("--slo".to_string(), serde_json::Value::String(slo))].into_iter().collect()
         }
     };
+    // A seed drawn afresh matches any (the sweep's own line invites giving
+    // the drawn one again); a template matches by its words, however spaced
+    // or quoted.
+    let alike = |k: &str, was: &serde_json::Value, is: &serde_json::Value| match (k, was.as_str(), is.as_str()) {
+        ("--seed", Some(a), Some(b)) => a == b || a == "drawn afresh" || b == "drawn afresh",
+        ("--serve-cmd", Some(a), Some(b)) => a == b || shlex::split(a).is_some_and(|w| shlex::split(b) == Some(w)),
+        _ => was == is,
+    };
     for (k, was) in &then {
         let Some(is) = now.get(k) else { continue };
-        if was != is {
+        if !alike(k, was, is) {
             let text = |v: &serde_json::Value| match v.as_str() {
                 Some(s) => goodput_report::escape::terminal(s),
                 None => goodput_report::escape::terminal(&v.to_string()),
@@ -422,14 +470,15 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
     if a.serve.serve_ready_timeout.is_zero() {
         bail!("--serve-ready-timeout must be longer than zero");
     }
+    // Every configuration's count, gpus= or not: a bad tp beside gpus= had
+    // passed here and ended the sweep after the configurations before it.
     for p in grid {
         if let Some(g) = p.get("gpus") {
             if !g.parse::<u32>().is_ok_and(|n| n > 0) {
                 bail!("--serve-grid: gpus={g} in {} is not a count of GPUs (1 or more)", p.id());
             }
-        } else {
-            estimate::configuration_gpus(p, a.judge.gpus).context("--serve-grid")?;
         }
+        estimate::configuration_gpus(p, a.judge.gpus).context("--serve-grid")?;
     }
     Ok(())
 }
@@ -543,11 +592,9 @@ impl Ctx {
         let argv = self.template.fill(params, port);
         let log = self.logs.join(format!("{name}.log"));
         if !self.args.output.quiet {
-            let shown: Vec<String> =
-                argv.iter().map(|w| shlex::try_quote(w).map_or(w.clone(), |q| q.into_owned())).collect();
             goodput_core::tell!(
                 "starting: {} (log: {})",
-                goodput_report::escape::terminal(&client_secrets(&self.args.target).mask(&shown.join(" "))),
+                goodput_report::escape::terminal(&masked_command(&argv, &self.args.target)),
                 log.display()
             );
         }
