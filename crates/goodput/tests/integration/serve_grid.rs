@@ -585,6 +585,9 @@ fn resume_refuses_other_settings_and_lets_the_grid_grow() {
         for (flag, v) in base {
             c.args([flag, changed.iter().find(|(f, _)| *f == flag).map_or(v, |(_, v)| *v)]);
         }
+        for (flag, v) in changed.iter().filter(|(f, _)| !base.iter().any(|(b, _)| b == f)) {
+            c.args([*flag, *v]);
+        }
         c.arg("-o").arg(&out).args(resume.then_some("--resume")).output().unwrap()
     };
     let o = run("seqs=1", &[], false);
@@ -597,6 +600,7 @@ fn resume_refuses_other_settings_and_lets_the_grid_grow() {
         (("--concurrency", "4"), "--concurrency 2, and this sweep gives --concurrency 4"),
         (("-n", "6"), "-n/--requests"),
         (("--serve-cmd", other_template.as_str()), "--serve-cmd"),
+        (("--runs", "2"), "--runs 1, and this sweep gives --runs 2"),
     ] {
         let o = run("seqs=1,2", &[changed], true);
         let err = String::from_utf8_lossy(&o.stderr);

@@ -405,6 +405,16 @@ fn settings(a: &SweepArgs, slo: Option<String>) -> serde_json::Map<String, serde
         ("--restart-per-point", a.serve.restart_per_point.to_string()),
         ("--gpus", opt(&j.gpus)),
         ("--gpu-hour-usd", opt(&j.gpu_hour_usd)),
+        ("--price", opt(&j.price)),
+        ("--config", opt(&j.config)),
+        ("--confidence", j.confidence.to_string()),
+        ("--until", if a.until.until.is_empty() { "not given".into() } else { a.until.until.join(",") }),
+        ("--stop-on-slo", a.until.stop_on_slo.to_string()),
+        ("--runs", a.runs.runs.to_string()),
+        ("--same-seed", a.runs.same_seed.to_string()),
+        ("--no-usage", t.no_usage.to_string()),
+        ("--transport", format!("{:?}", t.transport)),
+        ("--stamp", format!("{:?}", t.stamp)),
     ];
     pairs.into_iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v))).collect()
 }
