@@ -102,45 +102,106 @@ impl Interrupt {
 /// The signals that stop a command: Ctrl-C (SIGINT) and, on Unix, SIGTERM
 /// and SIGHUP (the terminal closed, or an ssh session dropped), each taken
 /// as SIGTERM is. SIGHUP had killed goodput outright, leaving no document
-/// and the servers a sweep had started orphaned.
+/// and the servers a sweep had started orphaned. A SIGHUP ignored when
+/// goodput starts (`nohup goodput sweep … &`) stays ignored: taking it over
+/// had let a logout stop a sweep that nohup was to keep running.
 pub struct StopSignals {
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
     term: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
     hup: Option<tokio::signal::unix::Signal>,
 }
 
+/// Whether `sig` is ignored now (as nohup leaves SIGHUP).
+#[cfg(unix)]
+fn ignored(sig: libc::c_int) -> bool {
+    // SAFETY: a zeroed sigaction is a valid out-parameter, and with a null
+    // new action sigaction only reads the disposition.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    let read = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } == 0;
+    read && old.sa_sigaction == libc::SIG_IGN
+}
+
 impl StopSignals {
-    /// Takes SIGTERM and SIGHUP over from now on (Ctrl-C is taken when first
-    /// awaited).
+    /// Takes Ctrl-C, SIGTERM and SIGHUP (unless ignored) over from now on,
+    /// each a stream kept until it is dropped, so that none is lost between
+    /// two waits. (Ctrl-C had been taken only when first awaited, so one
+    /// sent before killed goodput, and one sent between two waits was lost.)
     pub fn listen() -> StopSignals {
         #[cfg(unix)]
         use tokio::signal::unix::{signal, SignalKind};
         StopSignals {
             #[cfg(unix)]
+            int: signal(SignalKind::interrupt()).ok(),
+            #[cfg(unix)]
             term: signal(SignalKind::terminate()).ok(),
             #[cfg(unix)]
-            hup: signal(SignalKind::hangup()).ok(),
+            hup: if ignored(libc::SIGHUP) { None } else { signal(SignalKind::hangup()).ok() },
         }
     }
 
     /// The next stop signal's name; `None` when none can come any more.
+    #[cfg(unix)]
     pub async fn next(&mut self) -> Option<&'static str> {
-        #[cfg(unix)]
         async fn recv(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
             match s.as_mut() {
                 Some(t) => t.recv().await,
                 None => std::future::pending().await,
             }
         }
-        #[cfg(unix)]
-        let (term, hup) = (recv(&mut self.term), recv(&mut self.hup));
-        #[cfg(not(unix))]
-        let (term, hup) = (std::future::pending::<Option<()>>(), std::future::pending::<Option<()>>());
         tokio::select! {
-            r = tokio::signal::ctrl_c() => r.ok().map(|_| "Ctrl-C"),
-            Some(()) = term => Some("SIGTERM"),
-            Some(()) = hup => Some("SIGHUP"),
+            Some(()) = recv(&mut self.int) => Some("Ctrl-C"),
+            Some(()) = recv(&mut self.term) => Some("SIGTERM"),
+            Some(()) = recv(&mut self.hup) => Some("SIGHUP"),
+            else => None,
         }
+    }
+
+    /// The next stop signal's name; `None` when none can come any more.
+    #[cfg(not(unix))]
+    pub async fn next(&mut self) -> Option<&'static str> {
+        tokio::signal::ctrl_c().await.ok().map(|_| "Ctrl-C")
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A Ctrl-C that comes after `listen` but before the first wait, and one
+    /// between two waits, are each taken (the first had killed the process,
+    /// the second been lost). Run in a child process of the test binary, as
+    /// the signal is the whole process's.
+    #[test]
+    fn a_ctrl_c_before_a_wait_is_kept() {
+        const CHILD: &str = "GOODPUT_TEST_SIGINT_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let mut s = StopSignals::listen();
+                for _ in 0..2 {
+                    // SAFETY: raise is safe to call; the signal is taken by the stream above.
+                    unsafe { libc::raise(libc::SIGINT) };
+                    let got = tokio::time::timeout(Duration::from_secs(20), s.next()).await;
+                    assert_eq!(got, Ok(Some("Ctrl-C")));
+                }
+            });
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "interrupt::tests::a_ctrl_c_before_a_wait_is_kept", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{:?}\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "{}", String::from_utf8_lossy(&out.stdout));
     }
 }

@@ -11,8 +11,12 @@ use std::time::{Duration, Instant};
 /// `goodput serve ARGS` on a free loopback port: the child (killed when
 /// the guard goes), its address, and its stderr's lines as they come.
 fn serve(args: &[&str]) -> (crate::cmd::Kill, String, mpsc::Receiver<String>) {
-    let mut child =
-        crate::cmd::goodput_child().args(["serve", "--port", "0", "--progress", "none"]).args(args).spawn().unwrap();
+    serve_from(crate::cmd::goodput_child(), args)
+}
+
+/// [`serve`] started from `cmd` (the goodput binary, set up as a test needs).
+fn serve_from(mut cmd: std::process::Command, args: &[&str]) -> (crate::cmd::Kill, String, mpsc::Receiver<String>) {
+    let mut child = cmd.args(["serve", "--port", "0", "--progress", "none"]).args(args).spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -115,6 +119,48 @@ fn sighup_stops_serve_as_sigterm_does() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.code().is_some(), "serve exits on its own, not killed by SIGHUP: {status:?}");
+}
+
+/// A SIGHUP ignored when serve starts (`nohup goodput serve &`) stays
+/// ignored: serve keeps serving through it, and SIGTERM still stops it
+/// (SIGHUP had been taken over regardless, so a logout stopped it).
+#[test]
+fn an_ignored_sighup_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = crate::cmd::goodput_child();
+    // SAFETY: between fork and exec only signal(), which is
+    // async-signal-safe; an ignored disposition is kept across exec, as
+    // nohup relies on.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let (mut guard, addr, lines) = serve_from(cmd, &[]);
+    signal(&guard.0, libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(guard.0.try_wait().unwrap().is_none(), "serve ended on an ignored SIGHUP");
+    // Still answering.
+    let mut sock = TcpStream::connect(&addr).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(sock, "GET /v1/models HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    sock.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let said: Vec<String> = lines.try_iter().collect();
+    assert!(!said.iter().any(|l| l.contains("stopping")), "{said:?}");
+    signal(&guard.0, libc::SIGTERM);
+    assert!(line_with(&lines, "stopping").contains("stopping (SIGTERM)"));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = guard.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "still serving 20 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.code().is_some(), "{status:?}");
 }
 
 /// An address that is not this machine's is refused with a hint about the
