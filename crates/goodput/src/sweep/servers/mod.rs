@@ -727,10 +727,10 @@ impl Ctx {
         let dropped = server.log_dropped().await;
         if dropped > 0 {
             let note = format!(
-                "{}: the server wrote {:.0} MiB more than its log keeps (--serve-log-max {} MiB): {} holds its first \
+                "{}: the server wrote {} more than its log keeps (--serve-log-max {} MiB): {} holds its first \
                  and last lines",
                 goodput_report::escape::terminal(&params.id()),
-                dropped as f64 / (1 << 20) as f64,
+                process::amount(dropped),
                 self.args.serve.serve_log_max_mib,
                 log.display()
             );

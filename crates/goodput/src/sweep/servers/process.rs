@@ -19,8 +19,9 @@ use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A port on 127.0.0.1 that nothing listens on now: bound and let go. The
@@ -82,20 +83,52 @@ pub struct Server {
     /// The thread copying its output to the log: what it left out, once done.
     log_done: Option<mpsc::Receiver<u64>>,
     log_dropped: Option<u64>,
+    /// What the log has left out so far, as the copy goes (a copy given up
+    /// on still says what it had left out; the count had read 0).
+    log_dropping: Arc<AtomicU64>,
 }
 
-/// Copies a server's output to its log, keeping at most `max` bytes: the
-/// first half as it comes, and of the rest the last half, held in memory
-/// and written when the output ends, after a line saying how much was left
-/// out (a chatty server had written 2 GB in seconds). Gives the bytes left
-/// out.
-fn copy_capped(mut from: impl Read, mut to: File, max: u64) -> u64 {
+/// A number of bytes in words: bytes under a KiB, KiB under a MiB, else
+/// MiB to a tenth (a note had said "wrote 0 MiB more" of a few KiB).
+pub fn amount(b: u64) -> String {
+    if b < 1 << 10 {
+        format!("{b} bytes")
+    } else if b < 1 << 20 {
+        format!("{:.0} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+    }
+}
+
+/// The two files a log's kept tail is written to in turn while its server
+/// runs: `LOG.tail-1` and `LOG.tail-2`, beside it.
+fn tail_segments(log: &Path) -> [std::path::PathBuf; 2] {
+    [1, 2].map(|n| {
+        let mut p = log.as_os_str().to_owned();
+        p.push(format!(".tail-{n}"));
+        p.into()
+    })
+}
+
+/// Copies a server's output to its log (`to`, at `log`), keeping at most
+/// `max` bytes: the first half as it comes, and of the rest its end, between
+/// a quarter and a half of `max`, kept on disk in two files beside the log
+/// ([`tail_segments`]) written in turn, each emptied when the other fills,
+/// and joined to the log when the output ends, after a line saying how much
+/// was left out (a chatty server had written 2 GB in seconds). The kept end
+/// starts at a line's start where one comes within its first 64 KiB. Gives
+/// the bytes left out, which `dropped` counts as it goes. (The end had been
+/// held in memory until the server stopped, so goodput dying, or giving up
+/// on a copy held open, lost it; the files stay, named in the log, where
+/// goodput dies first.)
+fn copy_capped(mut from: impl Read, log: &Path, mut to: File, max: u64, dropped: &AtomicU64) -> u64 {
     use std::io::Write;
     let head = max / 2;
-    let tail = (max - head) as usize;
-    let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1 << 20) as f64);
-    let (mut written, mut dropped, mut marked) = (0u64, 0u64, false);
-    let mut ring: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
+    let seg_max = ((max - head) / 2).max(1);
+    let names = tail_segments(log);
+    // The segment written now, and the bytes in each.
+    let (mut written, mut cur, mut held) = (0u64, 0usize, [0u64; 2]);
+    let mut segs: Option<[File; 2]> = None;
     let mut buf = vec![0u8; 64 << 10];
     loop {
         let n = match from.read(&mut buf) {
@@ -111,31 +144,66 @@ fn copy_capped(mut from: impl Read, mut to: File, max: u64) -> u64 {
             written += k as u64;
             b = &b[k..];
         }
-        if !b.is_empty() && !marked {
-            marked = true;
+        if b.is_empty() {
+            continue;
+        }
+        if segs.is_none() {
+            let opened = File::create(&names[0]).and_then(|a| Ok([a, File::create(&names[1])?]));
+            let Ok(files) = opened else {
+                // Nowhere to keep the end: what is left is left out.
+                dropped.fetch_add(b.len() as u64, Ordering::Relaxed);
+                continue;
+            };
             let _ = writeln!(
                 to,
-                "\n[goodput: the log's first {} end here; of the rest, its last {} follow when the server stops \
-                 (--serve-log-max)]",
-                mib(head),
-                mib(tail as u64)
+                "\n[goodput: the log's first {} end here; of the rest, its last {} at most follow when the server \
+                 stops, kept until then in {} and {} (--serve-log-max)]",
+                amount(head),
+                amount(2 * seg_max),
+                names[0].display(),
+                names[1].display()
             );
+            segs = Some(files);
         }
-        if !b.is_empty() {
-            ring.extend(b);
-            if ring.len() > tail {
-                let over = ring.len() - tail;
-                ring.drain(..over);
-                dropped += over as u64;
+        let Some(files) = segs.as_mut() else { continue };
+        while !b.is_empty() {
+            if held[cur] == seg_max {
+                // The other segment is emptied and written from its start.
+                cur ^= 1;
+                let f = &mut files[cur];
+                let _ = f.set_len(0).and_then(|()| f.seek(SeekFrom::Start(0)).map(drop));
+                dropped.fetch_add(held[cur], Ordering::Relaxed);
+                held[cur] = 0;
             }
+            let k = ((seg_max - held[cur]) as usize).min(b.len());
+            let _ = files[cur].write_all(&b[..k]);
+            held[cur] += k as u64;
+            b = &b[k..];
         }
     }
-    if dropped > 0 {
-        let _ = writeln!(to, "[goodput: {} of the server's output left out here]", mib(dropped));
+    let Some(files) = segs else { return dropped.load(Ordering::Relaxed) };
+    drop(files);
+    // The older segment, then the newer; left in place if unreadable.
+    let (Ok(older), Ok(newer)) = (File::open(&names[cur ^ 1]), File::open(&names[cur])) else {
+        return dropped.load(Ordering::Relaxed);
+    };
+    let mut kept = older.take(held[cur ^ 1]).chain(newer.take(held[cur]));
+    if dropped.load(Ordering::Relaxed) > 0 {
+        // Cut mid-line, most likely: from the next line's start.
+        let mut first = Vec::new();
+        let _ = (&mut kept).take(64 << 10).read_to_end(&mut first);
+        let skip = first.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
+        dropped.fetch_add(skip as u64, Ordering::Relaxed);
+        let _ =
+            writeln!(to, "[goodput: {} of the server's output left out here]", amount(dropped.load(Ordering::Relaxed)));
+        let _ = to.write_all(&first[skip..]);
     }
-    let (a, b) = ring.as_slices();
-    let _ = to.write_all(a).and_then(|()| to.write_all(b));
-    dropped
+    if std::io::copy(&mut kept, &mut to).is_ok() && to.flush().is_ok() {
+        for n in &names {
+            let _ = std::fs::remove_file(n);
+        }
+    }
+    dropped.load(Ordering::Relaxed)
 }
 
 impl Server {
@@ -148,10 +216,12 @@ impl Server {
         let (reader, out) = std::io::pipe().context("cannot make a pipe for the server's output")?;
         let err = out.try_clone()?;
         let (tx, log_done) = mpsc::channel();
+        let log_dropping = Arc::new(AtomicU64::new(0));
+        let (counted, path) = (log_dropping.clone(), log.to_owned());
         std::thread::Builder::new()
             .name("goodput-server-log".into())
             .spawn(move || {
-                let _ = tx.send(copy_capped(reader, file, log_max));
+                let _ = tx.send(copy_capped(reader, &path, file, log_max, &counted));
             })
             .context("cannot start a thread")?;
         let mut cmd = Command::new(program);
@@ -177,7 +247,7 @@ impl Server {
         // processes have all gone.
         let child = spawn(cmd).map_err(|e| anyhow!("cannot start {program:?}: {e}"))?;
         let pgid = child.id() as libc::pid_t;
-        Ok(Server { child, pgid, port, status: None, log_done: Some(log_done), log_dropped: None })
+        Ok(Server { child, pgid, port, status: None, log_done: Some(log_done), log_dropped: None, log_dropping })
     }
 
     /// How much of its output the log left out (once it has been reaped):
@@ -185,7 +255,7 @@ impl Server {
     /// could hold its output open).
     pub async fn log_dropped(&mut self) -> u64 {
         self.finish_log().await;
-        self.log_dropped.unwrap_or(0)
+        self.log_dropped.unwrap_or_else(|| self.log_dropping.load(Ordering::Relaxed))
     }
 
     /// Waits up to 2 s for the log's copy to end.
@@ -310,6 +380,10 @@ impl Drop for Server {
         if self.status.is_none() {
             self.signal_group(libc::SIGKILL);
             let _ = self.child.wait();
+        }
+        // A moment for the log's copy to join its kept end to it.
+        if let Some(rx) = self.log_done.take() {
+            let _ = rx.recv_timeout(Duration::from_secs(2));
         }
     }
 }
@@ -454,26 +528,75 @@ mod tests {
         })
     }
 
-    /// A log keeps the first half of its cap and the last half of the rest,
-    /// saying how much it left out between.
+    /// A log keeps the first half of its cap and the end of the rest, from a
+    /// line's start, saying how much it left out between.
     #[test]
     fn a_log_keeps_its_start_and_its_end_within_its_cap() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("log");
         let out: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
-        let dropped = copy_capped(out.as_bytes(), File::create(&p).unwrap(), 100_000);
+        let count = AtomicU64::new(0);
+        let dropped = copy_capped(out.as_bytes(), &p, File::create(&p).unwrap(), 100_000, &count);
         let log = std::fs::read_to_string(&p).unwrap();
         assert!(log.len() < 100_000 + 1_000, "{}", log.len());
-        assert_eq!(dropped as usize, out.len() - 100_000);
+        assert_eq!(count.load(Ordering::Relaxed), dropped);
         assert!(log.starts_with("line 0\nline 1\n"));
         assert!(log.ends_with("line 99998\nline 99999\n"));
-        assert!(
-            log.contains("the log's first 0.0 MiB end here") && log.contains("MiB of the server's output left out")
-        );
+        assert!(log.contains("the log's first 49 KiB end here"), "{}", &log[49_000..51_000]);
+        // The end starts at a line's start (it had started mid-line), and
+        // all between is counted as left out.
+        let (_, end) = log.split_once("of the server's output left out here]\n").unwrap();
+        let first = end.lines().next().unwrap();
+        let n: usize = first.strip_prefix("line ").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{first}"));
+        assert!(out.ends_with(end) && out.contains(&format!("\n{first}\n")));
+        assert_eq!(dropped as usize, out.len() - 50_000 - end.len());
+        assert!(end.len() >= 25_000 - 20 && end.len() <= 50_000, "{}", end.len());
+        assert!(n > 90_000);
+        assert!(tail_segments(&p).iter().all(|s| !s.exists()), "the end's files are removed once joined");
         // Within the cap, the output as it came.
         let small = "a\nb\n";
-        assert_eq!(copy_capped(small.as_bytes(), File::create(&p).unwrap(), 100), 0);
+        assert_eq!(copy_capped(small.as_bytes(), &p, File::create(&p).unwrap(), 100, &AtomicU64::new(0)), 0);
         assert_eq!(std::fs::read_to_string(&p).unwrap(), small);
+    }
+
+    /// While the output goes on, its end is on disk, named in the log, and
+    /// what was left out counted (it had been held in memory until the
+    /// output ended, lost should goodput die first, with 0 counted).
+    #[test]
+    fn a_log_s_end_is_on_disk_as_it_comes() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let count = Arc::new(AtomicU64::new(0));
+        let (c, path, file) = (count.clone(), p.clone(), File::create(&p).unwrap());
+        let copy = std::thread::spawn(move || copy_capped(reader, &path, file, 4_000, &c));
+        let out: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
+        writer.write_all(out.as_bytes()).unwrap();
+        let segs = tail_segments(&p);
+        let t = Instant::now();
+        loop {
+            let on_disk: String = segs.iter().map(|s| std::fs::read_to_string(s).unwrap_or_default()).collect();
+            if on_disk.contains("line 9999\n") {
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "the end is not on disk: {on_disk:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(count.load(Ordering::Relaxed) >= out.len() as u64 - 4_000, "{count:?}");
+        let log = std::fs::read_to_string(&p).unwrap();
+        assert!(log.contains(&*segs[0].to_string_lossy()) && log.contains(&*segs[1].to_string_lossy()), "{log}");
+        drop(writer);
+        let dropped = copy.join().unwrap();
+        assert!(std::fs::read_to_string(&p).unwrap().ends_with("line 9999\n"));
+        assert_eq!(dropped, count.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn amounts_under_a_mib_are_said_in_kib_or_bytes() {
+        assert_eq!(amount(300), "300 bytes");
+        assert_eq!(amount(300 << 10), "300 KiB");
+        assert_eq!(amount(3 << 20), "3.0 MiB");
     }
 
     #[tokio::test]
