@@ -17,7 +17,7 @@ pub struct ServeGridArgs {
     /// Where each server's output goes, one log per configuration [default: beside -o, in a folder named after it with .logs].
     #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
     pub serve_logs: Option<PathBuf>,
-    /// The most of a server's output its log keeps, in MiB: the first half, and the last half of the rest (a line in the log says how much was left out between).
+    /// The most of a server's output its log keeps, in MiB: the first half as it comes, and at most the last half of the rest, kept on disk as it comes (two files beside the log, joined into it when the server stops); a line in the log says how much was left out between.
     #[arg(long = "serve-log-max", value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1 << 20), requires = "serve_cmd", help_heading = "Server configurations")]
     pub serve_log_max_mib: u64,
     /// How long a server may take to be ready (/health, else /v1/models, answering 200) before its configuration is recorded as failed.
