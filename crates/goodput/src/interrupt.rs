@@ -125,7 +125,7 @@ fn ignored(sig: libc::c_int) -> bool {
 }
 
 impl StopSignals {
-    /// Takes Ctrl-C, SIGTERM and SIGHUP (unless ignored) over from now on,
+    /// Takes Ctrl-C and SIGHUP (each unless ignored) and SIGTERM over from now on,
     /// each a stream kept until it is dropped, so that none is lost between
     /// two waits. (Ctrl-C had been taken only when first awaited, so one
     /// sent before killed goodput, and one sent between two waits was lost.)
@@ -133,8 +133,11 @@ impl StopSignals {
         #[cfg(unix)]
         use tokio::signal::unix::{signal, SignalKind};
         StopSignals {
+            // Ignored at start (a script's `goodput … &` without job control,
+            // whose shell leaves its background jobs deaf to the terminal's
+            // Ctrl-C), it stays ignored, as SIGHUP under nohup does.
             #[cfg(unix)]
-            int: signal(SignalKind::interrupt()).ok(),
+            int: if ignored(libc::SIGINT) { None } else { signal(SignalKind::interrupt()).ok() },
             #[cfg(unix)]
             term: signal(SignalKind::terminate()).ok(),
             #[cfg(unix)]

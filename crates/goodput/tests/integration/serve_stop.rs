@@ -122,10 +122,12 @@ fn sighup_stops_serve_as_sigterm_does() {
 }
 
 /// A SIGHUP ignored when serve starts (`nohup goodput serve &`) stays
-/// ignored: serve keeps serving through it, and SIGTERM still stops it
-/// (SIGHUP had been taken over regardless, so a logout stopped it).
+/// ignored, as does a SIGINT (a script's `goodput serve &`): serve keeps
+/// serving through them, and SIGTERM still stops it (each had been taken
+/// over regardless, so a logout, or the terminal's Ctrl-C meant for the
+/// script, stopped it).
 #[test]
-fn an_ignored_sighup_stays_ignored() {
+fn an_ignored_sighup_or_sigint_stays_ignored() {
     use std::os::unix::process::CommandExt;
     let mut cmd = crate::cmd::goodput_child();
     // SAFETY: between fork and exec only signal(), which is
@@ -134,13 +136,16 @@ fn an_ignored_sighup_stays_ignored() {
     unsafe {
         cmd.pre_exec(|| {
             libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            // As a script's `goodput … &` starts without job control.
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
             Ok(())
         });
     }
     let (mut guard, addr, lines) = serve_from(cmd, &[]);
     signal(&guard.0, libc::SIGHUP);
+    signal(&guard.0, libc::SIGINT);
     std::thread::sleep(Duration::from_millis(500));
-    assert!(guard.0.try_wait().unwrap().is_none(), "serve ended on an ignored SIGHUP");
+    assert!(guard.0.try_wait().unwrap().is_none(), "serve ended on an ignored SIGHUP or SIGINT");
     // Still answering.
     let mut sock = TcpStream::connect(&addr).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
