@@ -462,16 +462,7 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     if a.attainment.is_some() && a.slo.is_none() {
         bail!("--attainment is the share of requests that must meet the SLO: give the SLO too (--slo 'tpot<=50ms')");
     }
-    // The engine writes no answers: a quality term judged none and failed every point.
-    if let Some(slo) = &a.slo {
-        let quality = slo.quality_limits.iter().map(|l| l.to_string());
-        if let Some(term) = quality.chain(slo.quality_objectives.iter().map(|o| o.to_string())).next() {
-            bail!(
-                "--slo {term}: plan simulates timings in virtual time and writes no answers to score; judge answers \
-                 with goodput bench against a server (drop the term)"
-            );
-        }
-    }
+    crate::setup::refuse_quality_terms(a.slo.as_ref(), "plan")?;
     if !(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0) {
         bail!("--gpu-memory-utilization {} must lie in (0, 1]", a.gpu_memory_utilization);
     }

@@ -466,20 +466,12 @@ pub fn check_scored(w: &WorkloadArgs, opts: &AnalysisOptions) -> Result<()> {
 /// [`check_scored`] for `command`, which writes no answers (the simulated
 /// engine in virtual time) when given: any quality term is refused.
 pub fn check_scored_in(w: &WorkloadArgs, opts: &AnalysisOptions, no_answers: Option<&str>) -> Result<()> {
-    let Some(slo) = &opts.slo else { return Ok(()) };
-    let terms: Vec<(String, goodput_core::analysis::slo::QualityMetric)> = slo
-        .quality_limits
-        .iter()
-        .map(|l| (l.to_string(), l.metric))
-        .chain(slo.quality_objectives.iter().map(|o| (o.to_string(), o.metric)))
-        .collect();
-    let Some((term, _)) = terms.first() else { return Ok(()) };
     if let Some(command) = no_answers {
-        bail!(
-            "--slo {term}: {command} simulates timings in virtual time and writes no answers to score; judge answers \
-             with goodput bench against a server (drop the term)"
-        );
+        return refuse_quality_terms(opts.slo.as_ref(), command);
     }
+    let Some(slo) = &opts.slo else { return Ok(()) };
+    let terms = slo.quality_terms();
+    let Some((term, _)) = terms.first() else { return Ok(()) };
     if w.dataset.is_none() {
         bail!(
             "--slo {term} judges answers against their references, and this run has none: give --dataset FILE.jsonl \
@@ -494,6 +486,18 @@ pub fn check_scored_in(w: &WorkloadArgs, opts: &AnalysisOptions, no_answers: Opt
                 m.scorer().as_str()
             );
         }
+    }
+    Ok(())
+}
+
+/// The SLO's quality terms refused for `command`, which simulates timings
+/// and writes no answers (a term would judge none, and fail every point).
+pub fn refuse_quality_terms(slo: Option<&goodput_core::Slo>, command: &str) -> Result<()> {
+    if let Some((term, _)) = slo.and_then(|s| s.quality_terms().into_iter().next()) {
+        bail!(
+            "--slo {term}: {command} simulates timings in virtual time and writes no answers to score; judge answers \
+             with goodput bench against a server (drop the term)"
+        );
     }
     Ok(())
 }

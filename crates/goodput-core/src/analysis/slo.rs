@@ -465,6 +465,24 @@ pub fn parse_share(s: &str) -> Option<f64> {
 }
 
 impl Slo {
+    /// Its quality terms, per request and over the run, each as written with
+    /// its metric.
+    pub fn quality_terms(&self) -> Vec<(String, QualityMetric)> {
+        let limits = self.quality_limits.iter().map(|l| (l.to_string(), l.metric));
+        limits.chain(self.quality_objectives.iter().map(|o| (o.to_string(), o.metric))).collect()
+    }
+
+    /// Its latency terms alone (what judges a run that writes no answers),
+    /// the attainment with them where a limit is left; `None` where nothing
+    /// else is.
+    pub fn timing_only(&self) -> Option<Slo> {
+        let mut slo = Slo { quality_limits: Vec::new(), quality_objectives: Vec::new(), ..self.clone() };
+        if slo.limits.is_empty() {
+            slo.attainment = None;
+        }
+        (!slo.limits.is_empty() || !slo.objectives.is_empty()).then_some(slo)
+    }
+
     /// The share of judged requests that must be good.
     pub fn attainment_target(&self) -> f64 {
         self.attainment.unwrap_or(DEFAULT_ATTAINMENT)
@@ -1038,6 +1056,10 @@ mod tests {
     #[test]
     fn quality_terms_bound_requests_or_the_run() {
         let slo: Slo = "ttft<=1s,exact>=0.8,rouge_l>=0.3,chrf:mean>=40,bleu>=20".parse().unwrap();
+        let terms: Vec<String> = slo.quality_terms().into_iter().map(|t| t.0).collect();
+        assert_eq!(terms, ["rouge_l>=0.3", "exact>=0.8", "chrf:mean>=40", "bleu>=20"]);
+        assert_eq!(slo.timing_only().map(|s| s.to_string()).as_deref(), Some("ttft<=1s"));
+        assert_eq!("rouge_l>=0.3,attainment>=0.95".parse::<Slo>().unwrap().timing_only(), None);
         assert_eq!(slo.quality_limits, vec![QualityLimit { metric: QualityMetric::RougeL, min: 0.3 }]);
         assert_eq!(slo.quality_objectives.len(), 3);
         assert_eq!(slo.to_string(), "ttft<=1s,rouge_l>=0.3,exact>=0.8,chrf:mean>=40,bleu>=20");

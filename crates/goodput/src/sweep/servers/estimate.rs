@@ -148,16 +148,7 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
     args.workload.score = None;
     args.workload.keep_text = false;
     args.workload.repeat = 1;
-    if let Some(slo) = args.judge.slo.as_mut() {
-        slo.quality_limits.clear();
-        slo.quality_objectives.clear();
-        if slo.limits.is_empty() {
-            slo.attainment = None;
-        }
-    }
-    if args.judge.slo.as_ref().is_some_and(|s| s.limits.is_empty() && s.objectives.is_empty()) {
-        args.judge.slo = None;
-    }
+    args.judge.slo = args.judge.slo.as_ref().and_then(|s| s.timing_only());
     for (k, v) in &params.0 {
         let v = v.trim();
         let n = || v.parse::<u32>().with_context(|| format!("--estimate: {k}={v} is not a whole number"));
