@@ -80,12 +80,12 @@ pub struct Server {
     pub port: u16,
     /// Reaped: its exit status.
     status: Option<ExitStatus>,
-    /// The thread copying its output to the log: what it left out, once done.
-    log_done: Option<mpsc::Receiver<u64>>,
-    log_dropped: Option<u64>,
-    /// What the log has left out so far, as the copy goes (a copy given up
-    /// on still says what it had left out; the count had read 0).
-    log_dropping: Arc<AtomicU64>,
+    /// The thread copying its output to the log: says when it is done.
+    log_done: Option<mpsc::Receiver<()>>,
+    /// What the log has left out so far, as the copy goes: all of it once
+    /// the copy is done (a copy given up on still says what it had left out;
+    /// the count had read 0).
+    log_dropped: Arc<AtomicU64>,
 }
 
 /// A number of bytes in words: bytes under a KiB, KiB under a MiB, else
@@ -216,12 +216,13 @@ impl Server {
         let (reader, out) = std::io::pipe().context("cannot make a pipe for the server's output")?;
         let err = out.try_clone()?;
         let (tx, log_done) = mpsc::channel();
-        let log_dropping = Arc::new(AtomicU64::new(0));
-        let (counted, path) = (log_dropping.clone(), log.to_owned());
+        let log_dropped = Arc::new(AtomicU64::new(0));
+        let (counted, path) = (log_dropped.clone(), log.to_owned());
         std::thread::Builder::new()
             .name("goodput-server-log".into())
             .spawn(move || {
-                let _ = tx.send(copy_capped(reader, &path, file, log_max, &counted));
+                copy_capped(reader, &path, file, log_max, &counted);
+                let _ = tx.send(());
             })
             .context("cannot start a thread")?;
         let mut cmd = Command::new(program);
@@ -247,7 +248,7 @@ impl Server {
         // processes have all gone.
         let child = spawn(cmd).map_err(|e| anyhow!("cannot start {program:?}: {e}"))?;
         let pgid = child.id() as libc::pid_t;
-        Ok(Server { child, pgid, port, status: None, log_done: Some(log_done), log_dropped: None, log_dropping })
+        Ok(Server { child, pgid, port, status: None, log_done: Some(log_done), log_dropped })
     }
 
     /// How much of its output the log left out (once it has been reaped):
@@ -255,7 +256,7 @@ impl Server {
     /// could hold its output open).
     pub async fn log_dropped(&mut self) -> u64 {
         self.finish_log().await;
-        self.log_dropped.unwrap_or_else(|| self.log_dropping.load(Ordering::Relaxed))
+        self.log_dropped.load(Ordering::Relaxed)
     }
 
     /// Waits up to 2 s for the log's copy to end.
@@ -264,10 +265,7 @@ impl Server {
             let until = Instant::now() + Duration::from_secs(2);
             loop {
                 match rx.try_recv() {
-                    Ok(n) => {
-                        self.log_dropped = Some(n);
-                        break;
-                    }
+                    Ok(()) => break,
                     Err(mpsc::TryRecvError::Empty) if Instant::now() < until => {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
