@@ -294,7 +294,8 @@ fn resumed(out: &Path) -> Result<FrontierResult> {
 /// Whether a flag's or a variable's name says it carries a credential:
 /// one of its words (split at `-`, `_` and `.`) is token, key, secret,
 /// password, auth or the like (`--hf-token`, `HF_TOKEN`, `--api-key`; not
-/// `--max-num-batched-tokens`).
+/// `--max-num-batched-tokens`, which a header name's substring test,
+/// `redact::is_secret_header`, would take).
 fn credential_name(name: &str) -> bool {
     const WORDS: [&str; 10] =
         ["token", "key", "apikey", "secret", "password", "passwd", "pass", "auth", "credential", "credentials"];
@@ -305,13 +306,16 @@ fn credential_name(name: &str) -> bool {
 /// credentials masked word by word: the value of a flag or a `NAME=VALUE`
 /// whose name says it carries one (`--hf-token hf_…`, `HF_TOKEN=…`,
 /// `--api-key=…`), and a word that is the client's key or the value of a
-/// `--header` whose name says it carries one. Nothing else is touched (a
+/// `--header` the run masks (`redact::is_secret_header`). Nothing else is touched (a
 /// header value masked wherever its text stood had hidden `--max-num-seqs 1`
 /// behind `X-Priority: 1`).
 fn masked_command(words: &[String], t: &crate::cli::TargetArgs) -> String {
     let key = t.api_key.as_deref().filter(|k| !k.is_empty());
     let secret = |w: &str| {
-        key == Some(w) || t.header.iter().any(|(n, v)| !v.trim().is_empty() && credential_name(n) && v.trim() == w)
+        key == Some(w)
+            || t.header
+                .iter()
+                .any(|(n, v)| !v.trim().is_empty() && goodput_core::util::redact::is_secret_header(n) && v.trim() == w)
     };
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     let mut mask_next = false;
