@@ -634,13 +634,11 @@ async fn refused_key(
 ) -> anyhow::Error {
     let body = crate::scrape::read_capped(resp, 4096).await.unwrap_or_default();
     let text = String::from_utf8_lossy(&body);
+    // The server's message as a failed request's is read (OpenAI's `error`,
+    // FastAPI's `detail`, a bare `message`).
     let said = serde_json::from_str::<Value>(&text)
         .ok()
-        .and_then(|v| {
-            ["/error/message", "/error", "/message", "/detail"]
-                .iter()
-                .find_map(|p| v.pointer(p).and_then(Value::as_str).map(str::to_owned))
-        })
+        .map(|v| goodput_load::protocol::error_message(v.get("error").or(v.get("detail")).unwrap_or(&v)))
         .unwrap_or_else(|| text.trim().chars().take(200).collect());
     let said = if said.is_empty() { String::new() } else { format!(": \"{}\"", said.escape_debug()) };
     let advice = key_advice(headers);
