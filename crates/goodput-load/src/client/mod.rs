@@ -40,8 +40,9 @@ pub(crate) async fn sleep_until_some(at: Option<Instant>) {
 /// to read what already came before a timeout is declared: each poll reads
 /// until the socket would block or the runtime's budget for one poll (128
 /// reads; a stream reader thread's job, a turn's 16) is spent, so this reads
-/// far more than any socket buffer holds, and a server that floods the
-/// socket holds the request only that long past its deadline.
+/// far more than any socket buffer holds. A server that floods the socket
+/// holds the request no longer than the reader's own bound past the
+/// deadline (`wire::read_stream`'s bytes, a reader thread's turns).
 const DRAIN_POLLS: usize = 64;
 
 /// An exchange whose deadline passed, run on only as far as what already sits

@@ -125,8 +125,7 @@ pub(crate) trait WireResponse {
     /// until the connection breaks (`Err`, why). `deadline`: the request's,
     /// past which what already came is read and no more waited for.
     async fn stream(&mut self, reader: &mut ResponseReader, deadline: Option<Instant>) -> StreamEnd {
-        let _ = deadline;
-        read_stream(self, reader).await
+        read_stream(self, reader, deadline).await
     }
 
     /// Done with the response (its body read to the end, or given up on):
@@ -146,11 +145,37 @@ pub(crate) trait WireResponse {
 /// reader stopping before it (`Ok(None)`), or broken (`Err`, why).
 pub(crate) type StreamEnd = Result<Option<Duration>, String>;
 
-/// [`WireResponse::stream`] on the request's own task, read by read.
-pub(crate) async fn read_stream<R: WireResponse + ?Sized>(resp: &mut R, reader: &mut ResponseReader) -> StreamEnd {
+/// How many bytes a request's own task reads past its deadline before it
+/// waits no more: what sat in the socket at the deadline is read (a client
+/// stopped or starved past it did not see the server time out), and that
+/// is at most the socket's receive buffer (Linux's default `tcp_rmem`
+/// lets it grow to 6 MiB). A server that floods the socket faster than it
+/// is parsed is held to this (it had been held to 64 of the runtime's
+/// polls of 128 reads each, 128 MiB, seconds of parsing past a 2 s
+/// timeout), as a stream reader thread's turns hold it.
+const DRAIN_BYTES: usize = 16 << 20;
+
+/// [`WireResponse::stream`] on the request's own task, read by read. Past
+/// `deadline`, once [`DRAIN_BYTES`] more have been read, it waits for
+/// nothing more (the caller declares the timeout).
+pub(crate) async fn read_stream<R: WireResponse + ?Sized>(
+    resp: &mut R,
+    reader: &mut ResponseReader,
+    deadline: Option<Instant>,
+) -> StreamEnd {
+    let mut past_deadline = 0usize;
     loop {
-        if let Some(end) = feed_read(reader, resp.read().await) {
+        let read = resp.read().await;
+        if let (Some(deadline), Ok(Read::Bytes(bytes))) = (deadline, &read) {
+            if Instant::now() >= deadline {
+                past_deadline = past_deadline.saturating_add(bytes.buf.len());
+            }
+        }
+        if let Some(end) = feed_read(reader, read) {
             return end;
+        }
+        if past_deadline > DRAIN_BYTES {
+            return std::future::pending().await;
         }
     }
 }
@@ -378,7 +403,7 @@ impl WireResponse for Http1Response<'_> {
         // A reader thread reads the body where one runs; else this task.
         let pool = match super::streamer::pool() {
             Some(pool) if self.http.stream_threads => pool,
-            _ => return read_stream(self, reader).await,
+            _ => return read_stream(self, reader, deadline).await,
         };
         let work = Work {
             conn: std::mem::replace(&mut self.conn, Conn::placeholder()),
