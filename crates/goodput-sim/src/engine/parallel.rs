@@ -514,15 +514,61 @@ impl Parallel {
         let micro = self.pp.min(rank_seqs.max(1.0));
         let (k, prefill) = (b.prefills as f64, b.prefill_tokens as f64);
         let rank_prefills = (k / self.ranks).ceil().min(rank_seqs);
-        let fp = if prefill > 0.0 {
-            (b.largest_prefill as f64).max(rank_prefills / k * prefill).min(prefill) / prefill / micro
+        // The rank's prefill tokens, and a micro-batch's of them: an even
+        // 1/m share, or, in the micro-batch that holds it, the largest chunk
+        // whole (a sequence's chunk passes the stages in one micro-batch; it
+        // is not cut over them).
+        let (fp_even, fp_heavy) = if prefill > 0.0 {
+            let rank = (b.largest_prefill as f64).max(rank_prefills / k * prefill).min(prefill);
+            let even = rank / micro;
+            (even / prefill, even.max(b.largest_prefill as f64).min(rank) / prefill)
         } else {
-            0.0
+            (0.0, 0.0)
         };
         let decodes = seqs - k;
         let fd = if decodes > 0.0 { (rank_seqs - rank_prefills).max(0.0).min(decodes) / decodes / micro } else { 0.0 };
         // The share of the batch's sequences, for the per-sequence terms.
         let part = rank_seqs / seqs / micro;
+        let even = self.micro_batch(r, b, fp_even, fd, part, micro, 0.0);
+        // The pipeline passes max(m, pp) stage times of an even micro-batch
+        // a step (a stage is 1/pp of a micro-batch's time through the whole
+        // model), and no fewer than the heaviest micro-batch's whole trip
+        // through the stages: a chunk's tokens reach the last stage only
+        // after every stage has computed them.
+        let stages = self.pp.max(micro) / self.pp;
+        let busy = micro / self.pp;
+        let mut out = even.scaled(stages);
+        if fp_heavy > fp_even {
+            let extra = (fp_heavy - fp_even) * prefill;
+            let heavy = self.micro_batch(r, b, fp_heavy, fd, part, micro, extra);
+            if heavy.total() > out.total() {
+                out = heavy;
+            }
+        }
+        // A GPU's busy time is its share of the whole step's work, however
+        // the micro-batches wait for each other.
+        out.compute_s = even.compute_s * busy;
+        out.memory_s = even.memory_s * busy;
+        out
+    }
+
+    /// The terms of one micro-batch's trip through every stage: `fp` and
+    /// `fd` of the step's prefill and decode work, `part` of its sequences;
+    /// `extra` tokens beyond an even micro-batch's (the expert-parallel
+    /// group's routed tokens grow by as many).
+    #[allow(clippy::too_many_arguments)]
+    fn micro_batch(
+        &self,
+        r: &Roofline,
+        b: &super::BatchShape,
+        fp: f64,
+        fd: f64,
+        part: f64,
+        micro: f64,
+        extra: f64,
+    ) -> Terms {
+        let (seqs, prefill) = (b.seqs.max(1) as f64, b.prefill_tokens as f64);
+        let decodes = seqs - b.prefills as f64;
         let n = prefill * fp + (b.tokens as f64 - prefill) * fd;
         let (gemm_c, gemm_m, gemm, a2a) = match &self.ep {
             None => {
@@ -533,7 +579,7 @@ impl Parallel {
                 let dense_c = r.gemm_compute_s(n, seqs * part) - n * ep.expert_flops_per_token / r.compute_rate;
                 let dense_m = r.dense_weight_bytes(n) / r.weight_rate;
                 // The group's tokens of one micro-batch, routed over its EP GPUs.
-                let group = b.tokens as f64 / micro;
+                let group = b.tokens as f64 / micro + extra;
                 let assignments = group * ep.k;
                 let share = group / ep.ep * Self::imbalance(ep, assignments);
                 let expert_c = share * ep.expert_flops_per_token / ep.gpu_compute_rate;
@@ -548,17 +594,13 @@ impl Parallel {
         let tp = r.allreduce_calls * (r.allreduce_latency + n * r.allreduce_bytes_per_token / r.link_rate);
         let handoffs = (self.pp - 1.0) * (self.handoff_latency + n * self.handoff_s_per_token);
         let overhead = r.fixed_overhead + r.per_seq_overhead * b.seqs as f64 * part;
-        // The pipeline passes max(m, pp) stage times a step; a stage is 1/pp
-        // of the micro-batch's time through the whole model.
-        let stages = self.pp.max(micro) / self.pp;
-        let busy = micro / self.pp;
         Terms {
-            gemm: gemm * stages,
-            attention: att_c.max(att_m) * stages,
-            tp: (tp + a2a + handoffs) * stages,
-            overhead: overhead * stages,
-            compute_s: (gemm_c + att_c) * busy,
-            memory_s: (gemm_m + att_m) * busy,
+            gemm,
+            attention: att_c.max(att_m),
+            tp: tp + a2a + handoffs,
+            overhead,
+            compute_s: gemm_c + att_c,
+            memory_s: gemm_m + att_m,
         }
     }
 }
@@ -875,6 +917,37 @@ mod tests {
         let (a, b) = (simulate(&capped, &many).unwrap(), simulate(&capped2, &many).unwrap());
         let gain = output_throughput(&b) / output_throughput(&a);
         assert!(gain > 1.2 && gain < 2.2, "saturated throughput ×{gain:.2}");
+    }
+
+    /// A prompt's chunk passes the stages whole, in one micro-batch: a step
+    /// that prefills it lasts at least the chunk's trip through the whole
+    /// model, however many micro-batches the decodes beside it fill (its
+    /// tokens had been cut over eight micro-batches, and eight users of
+    /// 4,096-token prompts on eight stages got their first tokens in 35 ms
+    /// where the prompt alone takes 131).
+    #[test]
+    fn a_prompt_chunk_is_not_cut_over_micro_batches() {
+        let mut c = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        c.pp = 8;
+        let r = Roofline::new(&c).unwrap();
+        let t = |b: &BatchShape| r.step_time(b).as_secs_f64();
+        let mut alone = BatchShape::default();
+        alone.add_prefill(0, 4096);
+        let mut among = decodes(7, 4096);
+        among.add_prefill(0, 4096);
+        assert!(t(&among) >= t(&alone), "{} against {} alone", t(&among), t(&alone));
+        // Decodes alone still fill the pipeline: eight sequences step in
+        // about one sequence's time, not eight.
+        assert!(t(&decodes(8, 4096)) < 2.0 * t(&decodes(1, 4096)));
+        // In virtual time: TTFT grows with the users, as on one stage group.
+        let ttft = |users: u32| {
+            let load = VirtualLoad::closed_loop(vec![VirtualRequest::new(4096, 64); 4 * users as usize], users);
+            let run = simulate(&c, &load).unwrap();
+            let v: Vec<f64> = run.records.iter().filter_map(|r| r.ttft()).map(|d| d.as_secs_f64()).collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        let (one, eight) = (ttft(1), ttft(8));
+        assert!(eight >= one, "mean TTFT {one:.4} s at one user, {eight:.4} s at eight");
     }
 
     /// Expert parallelism spreads the routed experts only: the shared

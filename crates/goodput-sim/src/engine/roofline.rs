@@ -384,7 +384,7 @@ impl Roofline {
     /// sides take (docs/simulator.md, "Power and energy").
     pub fn step_time_and_power(&self, b: &BatchShape) -> (Duration, StepPower) {
         let t = self.split(b);
-        let total = t.gemm + t.attention + t.tp + t.overhead;
+        let total = t.total();
         if total <= 0.0 {
             return (Duration::ZERO, StepPower { watts: self.idle_w, ..StepPower::default() });
         }
@@ -492,6 +492,25 @@ struct Terms {
     overhead: f64,
     compute_s: f64,
     memory_s: f64,
+}
+
+impl Terms {
+    /// The step's seconds: the terms' sum.
+    fn total(&self) -> f64 {
+        self.gemm + self.attention + self.tp + self.overhead
+    }
+
+    /// Each term times `k` (the busy seconds too).
+    fn scaled(&self, k: f64) -> Terms {
+        Terms {
+            gemm: self.gemm * k,
+            attention: self.attention * k,
+            tp: self.tp * k,
+            overhead: self.overhead * k,
+            compute_s: self.compute_s * k,
+            memory_s: self.memory_s * k,
+        }
+    }
 }
 
 /// Seconds of a step as a duration: a calibration's extreme constants (an
