@@ -1135,3 +1135,29 @@ fn the_kept_template_masks_credentials_and_nothing_else() {
     assert!(said.contains("starting: env 'SERVER_KEY=***' 'HF_TOKEN=***'"), "{said}");
     assert!(said.contains("--max-num-seqs 1") && !said.contains(key) && !said.contains(token), "{said}");
 }
+
+/// A grid value set among other text in a `sh -c` script is quoted for
+/// that shell: a space or a `;` in it stays in the one argument (it had
+/// split the word and run the rest as a command of its own).
+#[test]
+fn a_value_in_a_shell_script_is_quoted_for_that_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let pwned = dir.path().join("pwned");
+    let grid = dir.path().join("grid.json");
+    let tag = format!("a  b; touch {}", pwned.display());
+    std::fs::write(&grid, serde_json::json!([{"tag": tag}]).to_string()).unwrap();
+    let out = dir.path().join("f.json");
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", "sh -c 'echo pid $$; echo tag={tag}; exit 3' {port}", "--serve-grid"])
+        .arg(&grid)
+        .args(["--concurrency", "1", "--progress", "none", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!pwned.exists(), "the value ran as a command");
+    let doc = read_json(&out);
+    let tail = configs(&doc)[0]["log_tail"].as_str().unwrap();
+    assert!(tail.contains(&format!("tag={tag}")), "{tail}");
+    assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}

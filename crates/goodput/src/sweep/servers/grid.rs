@@ -378,18 +378,32 @@ impl Template {
     }
 
     /// The command's words for `params` on `port`. Each word is filled on its
-    /// own, so a value with spaces stays one argument.
+    /// own, so a value with spaces stays one argument. In a shell's script
+    /// (the word after `-c` of `sh`, `bash` and the like, see
+    /// [`script_word`]) a value set among other text is shell-quoted, so
+    /// that the script's shell reads it as one word, unexpanded; a
+    /// placeholder that is the whole script is filled as it is (the value is
+    /// the script).
     pub fn fill(&self, params: &Params, port: u16) -> Vec<String> {
         self.words
             .iter()
-            .map(|w| {
+            .enumerate()
+            .map(|(i, w)| {
+                let holes = placeholders(w);
+                let quote = script_word(&self.words, i) && !(holes.len() == 1 && holes[0].0 == (0..w.len()));
                 let mut out = String::new();
                 let mut last = 0;
-                for (r, name) in placeholders(w) {
+                for (r, name) in holes {
                     out.push_str(&w[last..r.start]);
-                    match name {
-                        "port" => out.push_str(&port.to_string()),
-                        n => out.push_str(params.get(n).unwrap_or("")),
+                    let value = match name {
+                        "port" => port.to_string(),
+                        n => params.get(n).unwrap_or("").to_string(),
+                    };
+                    if quote {
+                        // A NUL cannot be quoted, nor passed in an argument at all.
+                        out.push_str(&shlex::try_quote(&value).map_or(value.clone(), |q| q.into_owned()));
+                    } else {
+                        out.push_str(&value);
                     }
                     last = r.end;
                 }
@@ -398,6 +412,31 @@ impl Template {
             })
             .collect()
     }
+}
+
+/// Whether `words[i]` is a script a shell runs: the word after `-c` (or an
+/// option cluster ending in it, `-ec`, `-lc`) given to a POSIX-like shell
+/// (`sh`, `bash`, `dash`, `zsh`, `ksh`, `ash`, `mksh`, by name or path), the
+/// shell being the command or following `env`, `nohup`, `exec` or the like.
+fn script_word(words: &[String], i: usize) -> bool {
+    const SHELLS: [&str; 7] = ["sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"];
+    if i < 2 {
+        return false;
+    }
+    let c = &words[i - 1];
+    let is_c = c.len() >= 2
+        && c.starts_with('-')
+        && !c.starts_with("--")
+        && c.ends_with('c')
+        && c[1..].chars().all(|ch| ch.is_ascii_alphabetic());
+    if !is_c {
+        return false;
+    }
+    // The shell: the nearest word before the option that is not an option itself.
+    words[..i - 1].iter().rev().find(|w| !w.starts_with('-')).is_some_and(|w| {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        SHELLS.contains(&base)
+    })
 }
 
 #[cfg(test)]
@@ -495,6 +534,20 @@ mod tests {
         let e = t.check(&[Params(vec![("tp".into(), "1".into())])]).unwrap_err().to_string();
         assert!(e.contains("{seqs}") && e.contains("tp=1"), "{e}");
         assert!(Template::parse("serve --port 80").unwrap_err().to_string().contains("no {port}"));
+        // In a shell's script, a value among other text is quoted for that
+        // shell; one that is the whole script, or an argument after it, is not.
+        let t =
+            Template::parse(r#"env A=1 /bin/bash -ec 'serve --port {port} --name {name} -x "{seqs}"' {name} {port}"#)
+                .unwrap();
+        let p = Params(vec![("name".into(), "a b; touch x".into()), ("seqs".into(), "64".into())]);
+        let w = t.fill(&p, 8123);
+        assert_eq!(w[4], r#"serve --port 8123 --name 'a b; touch x' -x "64""#);
+        assert_eq!(&w[5..], ["a b; touch x", "8123"]);
+        let t = Template::parse("sh -c {script} {port}").unwrap();
+        let p = Params(vec![("script".into(), "exec serve --port \"$0\"".into())]);
+        assert_eq!(t.fill(&p, 1)[2], "exec serve --port \"$0\"");
+        let t = Template::parse("python -c 'print({name})' --port {port}").unwrap();
+        assert_eq!(t.fill(&Params(vec![("name".into(), "a b".into())]), 1)[2], "print(a b)", "not a shell");
         assert!(Template::parse("serve 'open").unwrap_err().to_string().contains("unclosed quote"));
     }
 }
