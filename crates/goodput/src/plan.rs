@@ -1323,7 +1323,7 @@ impl Search<'_> {
         }
         FrontierConfig::new(
             id_of(self, c),
-            params,
+            params.into_iter().collect(),
             Some(c.gpu.name.clone()),
             c.gpus(),
             self.args.gpu[c.offer].usd_per_hour,

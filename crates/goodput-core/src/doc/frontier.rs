@@ -12,7 +12,11 @@ use crate::doc::sweep::Load;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+
+/// A configuration's settings, name → value as text, in the order they were
+/// given (a grid file's, as written): the JSON object keeps that order.
+/// Two are equal when they hold the same pairs, in whatever order.
+pub type ParamMap = indexmap::IndexMap<String, String>;
 
 /// Where a frontier's points come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +60,7 @@ pub struct FrontierConfig {
     pub id: String,
     /// The settings, name → value as text (`tp` → `2`, `max_num_seqs` →
     /// `256`): the plan's knobs, or the grid's parameters.
-    pub params: BTreeMap<String, String>,
+    pub params: ParamMap,
     /// The GPU type, as the catalog names it, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
@@ -90,7 +94,7 @@ impl FrontierConfig {
     /// A configuration that ran (status `ok`), with no points yet.
     pub fn new(
         id: String,
-        params: BTreeMap<String, String>,
+        params: ParamMap,
         gpu: Option<String>,
         gpus: u32,
         gpu_hour_usd: Option<f64>,
@@ -492,7 +496,7 @@ mod tests {
     fn config(id: &str, gpus: u32, price: Option<f64>, points: Vec<FrontierPoint>) -> FrontierConfig {
         FrontierConfig {
             id: id.into(),
-            params: BTreeMap::new(),
+            params: ParamMap::new(),
             gpu: Some("H100-SXM".into()),
             gpus,
             gpu_hour_usd: price,

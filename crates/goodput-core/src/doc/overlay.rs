@@ -103,7 +103,7 @@ pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
 
 /// A configuration's settings as knobs: knob → value, and the parameters
 /// that map onto none (bookkeeping ones left out).
-pub fn knobs_of(params: &BTreeMap<String, String>) -> (BTreeMap<&'static str, String>, Vec<String>) {
+pub fn knobs_of(params: &crate::doc::frontier::ParamMap) -> (BTreeMap<&'static str, String>, Vec<String>) {
     let mut knobs = BTreeMap::new();
     let mut other = Vec::new();
     for (k, v) in params {
@@ -320,7 +320,7 @@ pub fn predicted_points(doc: &FrontierResult, ci: usize) -> Vec<FrontierPoint> {
     };
     let rest = |o: &FrontierConfig| {
         let mut p = o.params.clone();
-        p.remove("max_num_seqs");
+        p.shift_remove("max_num_seqs");
         p
     };
     let wider = doc.configs.iter().filter(|o| o.status == ConfigStatus::Ok && !o.points.is_empty()).find(|o| {

@@ -1161,3 +1161,36 @@ fn a_value_in_a_shell_script_is_quoted_for_that_shell() {
     assert!(tail.contains(&format!("tag={tag}")), "{tail}");
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
 }
+
+/// A grid file's parameters keep the order they were written in: in the
+/// configurations' ids, the tables and the document's params (JSON's and
+/// TOML's readers had sorted them by name).
+#[test]
+fn a_grid_file_s_parameters_keep_their_order() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("grid.json", r#"[{"zeta": 1, "alpha": "x"}, {"zeta": 2, "alpha": "x"}]"#),
+        ("grid.toml", "zeta = [1, 2]\nalpha = [\"x\"]\n"),
+    ] {
+        let grid = dir.path().join(name);
+        std::fs::write(&grid, text).unwrap();
+        let out = dir.path().join(format!("{name}.out.json"));
+        let o = goodput()
+            .args(["sweep", "--serve-cmd", "sh -c 'echo {zeta} {alpha}; exit 3' {port}", "--serve-grid"])
+            .arg(&grid)
+            .args(["--concurrency", "1", "--progress", "none", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("── configuration 1/2: zeta=1 alpha=x"), "{name}: {err}");
+        let doc = read_json(&out);
+        let ids: Vec<&str> = configs(&doc).iter().map(|c| c["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["zeta=1 alpha=x", "zeta=2 alpha=x"], "{name}");
+        let text = std::fs::read_to_string(&out).unwrap();
+        let params = &text[text.find("\"params\"").unwrap()..];
+        assert!(params.find("\"zeta\"").unwrap() < params.find("\"alpha\"").unwrap(), "{name}: {params:.80}");
+        assert!(String::from_utf8_lossy(&o.stdout).contains("zeta=1 alpha=x"), "{name}");
+    }
+}

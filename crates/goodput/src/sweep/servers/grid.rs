@@ -4,7 +4,7 @@
 //! fills.
 
 use anyhow::{anyhow, bail, Context, Result};
-use std::collections::BTreeMap;
+use goodput_core::doc::frontier::ParamMap;
 use std::path::Path;
 
 /// One configuration: its parameters in the grid's order.
@@ -33,7 +33,8 @@ impl Params {
         self.0.iter().map(|(k, v)| format!("{k}={}", short(v))).collect::<Vec<_>>().join(" ")
     }
 
-    pub fn map(&self) -> BTreeMap<String, String> {
+    /// The parameters as the document keeps them, in the grid's order.
+    pub fn map(&self) -> ParamMap {
         self.0.iter().cloned().collect()
     }
 
@@ -62,14 +63,14 @@ pub fn parse_grid(spec: &str) -> Result<Vec<Params>> {
         let text = goodput_core::util::input::read_text(p, "--serve-grid", 1 << 20)
             .with_context(|| format!("cannot read the grid file {spec}"))?;
         let grid = if ext.as_deref() == Some("json") {
-            let v: serde_json::Value =
-                serde_json::from_str(&text).with_context(|| format!("{spec} is not valid JSON"))?;
-            // JSON keeps the last of a name given twice, silently: refused,
-            // as TOML's reader refuses it.
-            let dup: Result<(), serde_json::Error> = serde_json::from_str::<NoTwice>(&text).map(|_| ());
-            if let Err(e) = dup {
-                bail!("--serve-grid {spec}: {e}");
-            }
+            // Read in the file's order (serde_json's Value sorts an
+            // object's names); a name given twice is refused, as TOML's
+            // reader refuses it (Value had kept the last, silently).
+            let v: Json = match serde_json::from_str(&text) {
+                Ok(v) => v,
+                Err(e) if e.is_data() => bail!("--serve-grid {spec}: {e}"),
+                Err(e) => return Err(e).with_context(|| format!("{spec} is not valid JSON")),
+            };
             from_json(&v)
         } else {
             let v: toml::Table = toml::from_str(&text).with_context(|| format!("{spec} is not valid TOML"))?;
@@ -126,83 +127,98 @@ fn product(lists: &[(String, Vec<String>)]) -> Vec<Params> {
     out
 }
 
-/// Any JSON value, read only to refuse an object that names a key twice.
-struct NoTwice;
+/// A JSON value with its objects' names in the file's order (an object
+/// that names one twice is refused).
+enum Json {
+    Str(String),
+    Num(String),
+    Bool(bool),
+    Null,
+    Arr(Vec<Json>),
+    Obj(Vec<(String, Json)>),
+}
 
-impl<'de> serde::Deserialize<'de> for NoTwice {
+impl<'de> serde::Deserialize<'de> for Json {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         struct V;
         impl<'de> serde::de::Visitor<'de> for V {
-            type Value = NoTwice;
+            type Value = Json;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_bool<E>(self, _: bool) -> std::result::Result<NoTwice, E> {
-                Ok(NoTwice)
+            fn visit_bool<E>(self, b: bool) -> std::result::Result<Json, E> {
+                Ok(Json::Bool(b))
             }
-            fn visit_i64<E>(self, _: i64) -> std::result::Result<NoTwice, E> {
-                Ok(NoTwice)
+            fn visit_i64<E>(self, n: i64) -> std::result::Result<Json, E> {
+                Ok(Json::Num(n.to_string()))
             }
-            fn visit_u64<E>(self, _: u64) -> std::result::Result<NoTwice, E> {
-                Ok(NoTwice)
+            fn visit_u64<E>(self, n: u64) -> std::result::Result<Json, E> {
+                Ok(Json::Num(n.to_string()))
             }
-            fn visit_f64<E>(self, _: f64) -> std::result::Result<NoTwice, E> {
-                Ok(NoTwice)
+            fn visit_f64<E>(self, n: f64) -> std::result::Result<Json, E> {
+                // As serde_json writes it (1.0, not 1).
+                Ok(Json::Num(serde_json::Number::from_f64(n).map_or_else(|| n.to_string(), |n| n.to_string())))
             }
-            fn visit_str<E>(self, _: &str) -> std::result::Result<NoTwice, E> {
-                Ok(NoTwice)
+            fn visit_str<E>(self, s: &str) -> std::result::Result<Json, E> {
+                Ok(Json::Str(s.to_string()))
             }
-            fn visit_unit<E>(self) -> std::result::Result<NoTwice, E> {
-                Ok(NoTwice)
+            fn visit_string<E>(self, s: String) -> std::result::Result<Json, E> {
+                Ok(Json::Str(s))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<NoTwice, A::Error> {
-                while a.next_element::<NoTwice>()?.is_some() {}
-                Ok(NoTwice)
+            fn visit_unit<E>(self) -> std::result::Result<Json, E> {
+                Ok(Json::Null)
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<NoTwice, A::Error> {
-                let mut seen = std::collections::HashSet::new();
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<Json, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = a.next_element::<Json>()? {
+                    v.push(x);
+                }
+                Ok(Json::Arr(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<Json, A::Error> {
+                let mut v: Vec<(String, Json)> = Vec::new();
                 while let Some(k) = a.next_key::<String>()? {
-                    if !seen.insert(k.clone()) {
+                    if v.iter().any(|(n, _)| *n == k) {
                         return Err(serde::de::Error::custom(format!(
                             "the name {k} is given twice in one object: give it once"
                         )));
                     }
-                    a.next_value::<NoTwice>()?;
+                    let x = a.next_value::<Json>()?;
+                    v.push((k, x));
                 }
-                Ok(NoTwice)
+                Ok(Json::Obj(v))
             }
         }
         d.deserialize_any(V)
     }
 }
 
-fn json_scalar(v: &serde_json::Value, name: &str) -> Result<String> {
+fn json_scalar(v: &Json, name: &str) -> Result<String> {
     match v {
-        serde_json::Value::String(s) => Ok(s.clone()),
-        serde_json::Value::Number(n) => Ok(n.to_string()),
-        serde_json::Value::Bool(b) => Ok(b.to_string()),
+        Json::Str(s) | Json::Num(s) => Ok(s.clone()),
+        Json::Bool(b) => Ok(b.to_string()),
         _ => bail!("the value of '{name}' must be a string, a number or a boolean"),
     }
 }
 
 /// An array of objects (a list of parameter sets), or an object of arrays
 /// (a product of lists; a lone value is a list of one).
-fn from_json(v: &serde_json::Value) -> Result<Vec<Params>> {
+fn from_json(v: &Json) -> Result<Vec<Params>> {
     match v {
-        serde_json::Value::Array(sets) => sets
+        Json::Arr(sets) => sets
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                let obj = s.as_object().ok_or_else(|| anyhow!("entry {i} of the list is not an object"))?;
+                let Json::Obj(obj) = s else { bail!("entry {i} of the list is not an object") };
                 obj.iter().map(|(k, v)| Ok((k.clone(), json_scalar(v, k)?))).collect::<Result<_>>().map(Params)
             })
             .collect(),
-        serde_json::Value::Object(lists) => {
+        Json::Obj(lists) => {
             let lists = lists
                 .iter()
                 .map(|(k, v)| {
                     let vals = match v {
-                        serde_json::Value::Array(a) => a.iter().map(|x| json_scalar(x, k)).collect::<Result<_>>()?,
+                        Json::Arr(a) => a.iter().map(|x| json_scalar(x, k)).collect::<Result<_>>()?,
                         other => vec![json_scalar(other, k)?],
                     };
                     Ok((k.clone(), vals))
@@ -478,13 +494,18 @@ mod tests {
             p.to_string_lossy().into_owned()
         };
         let j = write("list.json", r#"[{"tp": 1, "seqs": 64}, {"tp": 2, "quant": "fp8"}]"#);
-        assert_eq!(ids(&parse_grid(&j).unwrap()), ["seqs=64 tp=1", "quant=fp8 tp=2"]);
+        // In the order written (they had come sorted by name).
+        assert_eq!(ids(&parse_grid(&j).unwrap()), ["tp=1 seqs=64", "tp=2 quant=fp8"]);
         let j = write("product.json", r#"{"tp": [1, 2], "eager": true}"#);
-        assert_eq!(ids(&parse_grid(&j).unwrap()), ["eager=true tp=1", "eager=true tp=2"]);
+        assert_eq!(ids(&parse_grid(&j).unwrap()), ["tp=1 eager=true", "tp=2 eager=true"]);
+        let j = write("float.json", r#"{"zeta": [1.0, 2.5], "alpha": "x"}"#);
+        assert_eq!(ids(&parse_grid(&j).unwrap()), ["zeta=1.0 alpha=x", "zeta=2.5 alpha=x"]);
+        let keys: Vec<String> = parse_grid(&j).unwrap()[0].map().keys().cloned().collect();
+        assert_eq!(keys, ["zeta", "alpha"]);
         let t = write("list.toml", "[[config]]\ntp = 1\n[[config]]\ntp = 2\nseqs = 128\n");
-        assert_eq!(ids(&parse_grid(&t).unwrap()), ["tp=1", "seqs=128 tp=2"]);
+        assert_eq!(ids(&parse_grid(&t).unwrap()), ["tp=1", "tp=2 seqs=128"]);
         let t = write("product.toml", "tp = [1, 2]\nseqs = [64]\n");
-        assert_eq!(ids(&parse_grid(&t).unwrap()), ["seqs=64 tp=1", "seqs=64 tp=2"]);
+        assert_eq!(ids(&parse_grid(&t).unwrap()), ["tp=1 seqs=64", "tp=2 seqs=64"]);
         // A name given twice: JSON's reader would keep the last silently.
         for (name, text) in [
             ("twice.json", r#"{"seqs": [2], "seqs": [16]}"#),
