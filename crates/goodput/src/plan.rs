@@ -1573,6 +1573,7 @@ impl Search<'_> {
             completed: s.requests.completed * u64::from(c.engines()),
             failed: s.requests.failed * u64::from(c.engines()),
             steady: None,
+            client_stalled: None,
             extra: Extra::new(),
         }
     }

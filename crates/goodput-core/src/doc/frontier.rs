@@ -160,6 +160,12 @@ pub struct FrontierPoint {
     /// False when the point did not reach a steady state (absent when not judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<bool>,
+    /// How the client itself stalled while this point's requests were due
+    /// or in flight (measured; their times are then bounds, not the
+    /// server's): what `--fail-on-unsteady` fails a sweep of servers for,
+    /// as it fails a plain sweep's point. Absent when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_stalled: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -489,6 +495,7 @@ mod tests {
             completed: 10,
             failed: 0,
             steady: None,
+            client_stalled: None,
             extra: Extra::new(),
         }
     }

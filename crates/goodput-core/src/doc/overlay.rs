@@ -622,6 +622,7 @@ mod tests {
             completed: 10,
             failed: 0,
             steady: None,
+            client_stalled: None,
             extra: Extra::new(),
         }
     }

@@ -282,6 +282,7 @@ fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
         completed: 100,
         failed: 0,
         steady: None,
+        client_stalled: None,
         extra: Default::default(),
     };
     let config = |id: &str, points: Vec<FrontierPoint>| FrontierConfig {

@@ -1194,3 +1194,48 @@ fn a_grid_file_s_parameters_keep_their_order() {
         assert!(String::from_utf8_lossy(&o.stdout).contains("zeta=1 alpha=x"), "{name}");
     }
 }
+
+/// --fail-on-unsteady fails a sweep of servers whose point was measured by a
+/// client that stalled (stopped here with SIGSTOP) while its requests were
+/// in flight, as it fails a plain sweep's point: exit 4, the point's stall
+/// kept in the document. (A frontier point kept no client record, and the
+/// stall had passed.)
+#[test]
+fn fail_on_unsteady_fails_a_point_whose_client_stalled() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let template = format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 5")).unwrap());
+    let child = Command::new(BIN)
+        .args(["sweep", "--serve-cmd", &template, "--fail-on-unsteady", "--concurrency", "4", "--duration", "5s"])
+        .args(["--output-tokens", "64", "--progress", "none", "-o"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_remove("OPENAI_API_KEY")
+        .spawn()
+        .unwrap();
+    let log = dir.path().join("f.logs").join("01-default.log");
+    let t = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("listening on")) {
+        assert!(t.elapsed() < Duration::from_secs(60), "the server never listened");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Three stalls a second apart, the point's requests in flight over at
+    // least one of them however long the sweep took to begin it.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(1000));
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+        std::thread::sleep(Duration::from_millis(300));
+        unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("measured by a client that stalled") && err.contains("(--fail-on-unsteady)"), "{err}");
+    let doc = read_json(&out);
+    let p = &configs(&doc)[0]["points"][0];
+    assert!(p["client_stalled"].as_str().is_some_and(|s| s.contains("the client stalled")), "{p}");
+    crate::schema::assert_valid(&doc, "FrontierResult", "a frontier with a stalled point");
+    assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}

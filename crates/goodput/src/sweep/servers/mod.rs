@@ -214,6 +214,27 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         goodput_core::tell!("error: no point of any configuration met the SLO (--fail-on-slo)");
         return Ok(ExitCode::from(3));
     }
+    // As a plain sweep fails it: a point measured by a client that stalled
+    // while its requests were due or in flight (its times are bounds, not
+    // the server's; it had passed here, the point carrying no client record).
+    let stalled: Vec<String> = doc
+        .configs
+        .iter()
+        .flat_map(|c| {
+            c.points
+                .iter()
+                .filter_map(move |p| Some(format!("{} at {} ({})", c.id, p.load.label(), p.client_stalled.as_deref()?)))
+        })
+        .collect();
+    if ctx.args.judge.fail_on_unsteady && !stalled.is_empty() {
+        let all: usize = doc.configs.iter().map(|c| c.points.len()).sum();
+        goodput_core::tell!(
+            "error: {} of {all} points were measured by a client that stalled: {} (--fail-on-unsteady)",
+            stalled.len(),
+            goodput_report::escape::terminal(&stalled.join("; "))
+        );
+        return Ok(ExitCode::from(4));
+    }
     // As a plain sweep fails it: no steady point left to pick (it had been
     // ignored here, exit 0 beside "no point was steady").
     let (unsteady, all) = doc

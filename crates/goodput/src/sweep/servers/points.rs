@@ -42,6 +42,7 @@ pub fn frontier_point(p: &SweepPoint, gpus: u32, percentile: f64, attainment: f6
         completed: s.requests.completed,
         failed: s.requests.failed,
         steady: s.stability.as_ref().map(|st| st.steady),
+        client_stalled: crate::output::client_stalled(r),
         extra: Default::default(),
     }
 }
