@@ -252,6 +252,7 @@ mod tests {
                 exit_status: None,
                 log_tail: None,
                 dominated: None,
+                exited_during: None,
                 points: pts.into_iter().map(point).collect(),
                 extra: Extra::new(),
             })

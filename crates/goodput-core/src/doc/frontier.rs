@@ -83,6 +83,12 @@ pub struct FrontierConfig {
     /// [`analyze_frontier`]); absent for one that has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dominated: Option<String>,
+    /// A measured configuration whose server exited in the midst of its
+    /// sweep: the load of the point it exited during. That point is not
+    /// done (no figure of it is kept), and `--resume` runs the
+    /// configuration again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited_during: Option<Load>,
     /// In the order of rising load.
     #[serde(default)]
     pub points: Vec<FrontierPoint>,
@@ -110,6 +116,7 @@ impl FrontierConfig {
             exit_status: None,
             log_tail: None,
             dominated: None,
+            exited_during: None,
             points: Vec::new(),
             extra: Extra::default(),
         }
@@ -512,6 +519,7 @@ mod tests {
             exit_status: None,
             log_tail: None,
             dominated: None,
+            exited_during: None,
             points,
             extra: Extra::new(),
         }

@@ -639,6 +639,7 @@ mod tests {
             exit_status: None,
             log_tail: None,
             dominated: None,
+            exited_during: None,
             points,
             extra: Extra::new(),
         }

@@ -296,6 +296,7 @@ fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
         exit_status: None,
         log_tail: None,
         dominated: None,
+        exited_during: None,
         points,
         extra: Default::default(),
     };

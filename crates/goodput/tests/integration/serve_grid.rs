@@ -193,7 +193,7 @@ fn failed_configurations_are_recorded_and_the_sweep_goes_on() {
     assert!(exits["dominated"].as_str().unwrap().starts_with("failed"));
     let crashes = by("crashes");
     assert_eq!((crashes["status"].as_str(), crashes["exit_status"].as_i64()), (Some("failed"), Some(9)));
-    assert!(crashes["error"].as_str().unwrap().contains("exited during the sweep"), "{crashes}");
+    assert!(crashes["error"].as_str().unwrap().contains("exited during the point at"), "{crashes}");
     assert!(crashes["log_tail"].as_str().unwrap().contains("illegal memory access"), "{crashes}");
     crate::schema::assert_valid(&doc, "FrontierResult", "a frontier with failed configurations");
     let works = by("works");
@@ -1238,4 +1238,68 @@ fn fail_on_unsteady_fails_a_point_whose_client_stalled() {
     assert!(p["client_stalled"].as_str().is_some_and(|s| s.contains("the client stalled")), "{p}");
     crate::schema::assert_valid(&doc, "FrontierResult", "a frontier with a stalled point");
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
+}
+
+/// A server that exits in the midst of a point: the configuration is
+/// failed, the point it exited during named and not counted as done (the
+/// sweep's cut-short point had counted, "1 point in"), with the exit
+/// status and the log's tail; and --resume runs it again (it had kept the
+/// failed configuration as finished).
+#[test]
+fn a_server_that_exits_mid_point_fails_it_and_resume_runs_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("grid.json");
+    let mark = dir.path().join("crashed-once");
+    let srv_log = dir.path().join("crashing-server.log");
+    let bin = shlex::try_quote(BIN).unwrap().into_owned();
+    // Crashes a second into its first sweep; works the second time.
+    let script = format!(
+        "echo pid $$; if [ -e {mark} ]; then exec {bin} serve --port \"$0\" -q --progress none --speed 20; fi; \
+         touch {mark}; {bin} serve --port \"$0\" -q --progress none --speed 2 > {log} 2>&1 & \
+         until grep -q listening {log}; do sleep 0.05; done; sleep 1; \
+         echo 'CUDA error: an illegal memory access'; kill -9 $!; exit 9",
+        mark = shlex::try_quote(mark.to_str().unwrap()).unwrap(),
+        log = shlex::try_quote(srv_log.to_str().unwrap()).unwrap()
+    );
+    std::fs::write(&grid, serde_json::json!([{"case": "flaky", "script": script}]).to_string()).unwrap();
+    let out = dir.path().join("f.json");
+    let logs = dir.path().join("logs");
+    let run = |resume: bool| {
+        goodput()
+            .args(["sweep", "--serve-cmd", "sh -c {script} {port}", "--serve-grid"])
+            .arg(&grid)
+            .arg("--serve-logs")
+            .arg(&logs)
+            .args(["--concurrency", "4", "--duration", "3s", "--output-tokens", "16", "--progress", "none", "-o"])
+            .arg(&out)
+            .args(resume.then_some("--resume"))
+            .output()
+            .unwrap()
+    };
+    let o = run(false);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "no configuration ran: {err}");
+    let doc = read_json(&out);
+    let c = &configs(&doc)[0];
+    assert_eq!((c["status"].as_str(), c["exit_status"].as_i64()), (Some("failed"), Some(9)), "{c}");
+    let e = c["error"].as_str().unwrap();
+    assert!(e.contains("exited during the point at concurrency 4 (exit status 9)"), "{e}");
+    assert!(e.contains("0 points done before it"), "{e}");
+    assert_eq!(c["exited_during"], serde_json::json!({"kind": "concurrency", "value": 4}), "{c}");
+    assert!(c["points"].as_array().is_none_or(|p| p.is_empty()), "{c}");
+    assert!(c["log_tail"].as_str().unwrap().contains("illegal memory access"), "{c}");
+    crate::schema::assert_valid(&doc, "FrontierResult", "a frontier whose server exited mid-point");
+    assert_all_gone(&logged_pids(&logs));
+
+    let o = run(true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("running again the configuration whose server exited during a point"), "{err}");
+    let doc = read_json(&out);
+    assert_eq!(configs(&doc).len(), 1, "{doc}");
+    let c = &configs(&doc)[0];
+    assert_eq!(c["status"], "ok", "{c}");
+    assert!(c.get("exited_during").is_none() && c.get("error").is_none(), "{c}");
+    assert!(c["points"][0]["completed"].as_u64().unwrap() > 0, "{c}");
+    assert_all_gone(&logged_pids(&logs));
 }

@@ -42,6 +42,9 @@ struct Failure {
     error: String,
     status: Option<i32>,
     log: PathBuf,
+    /// The load of the point the server exited during, when it exited
+    /// mid-sweep.
+    exited_during: Option<Load>,
 }
 
 struct Ctx {
@@ -142,6 +145,16 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         }
     };
     doc.extra.insert(SETTINGS.into(), serde_json::Value::Object(measured));
+    // A configuration whose server exited mid-point is not done: run again.
+    let rerun: Vec<String> = doc.configs.iter().filter(|c| c.exited_during.is_some()).map(|c| c.id.clone()).collect();
+    doc.configs.retain(|c| c.exited_during.is_none());
+    if !rerun.is_empty() {
+        goodput_core::tell!(
+            "--resume: running again the configuration{} whose server exited during a point: {}",
+            if rerun.len() == 1 { "" } else { "s" },
+            goodput_report::escape::terminal(&rerun.join(", "))
+        );
+    }
     let todo: Vec<(usize, &Params)> =
         grid.iter().enumerate().filter(|(_, p)| !doc.configs.iter().any(|c| c.params == p.map())).collect();
     if s.resume && todo.len() < grid.len() {
@@ -600,6 +613,7 @@ impl Ctx {
             c.error = Some(f.error);
             c.exit_status = f.status;
             c.log_tail = Some(log_tail(&f.log, LOG_TAIL_LINES));
+            c.exited_during = f.exited_during;
             return Ok(Outcome::Done(Box::new(c)));
         }
         // In the order of rising load: the search's points come last from the sweep.
@@ -633,7 +647,9 @@ impl Ctx {
                 log.display()
             );
         }
-        let failed = |error: String, status: Option<i32>| Ok(Part::Failed(Failure { error, status, log: log.clone() }));
+        let failed = |error: String, status: Option<i32>| {
+            Ok(Part::Failed(Failure { error, status, log: log.clone(), exited_during: None }))
+        };
         let mut server = match Server::start(&argv, port, &log, self.args.serve.serve_log_max_mib << 20) {
             Ok(s) => s,
             Err(e) => return failed(format!("{e:#}"), None),
@@ -722,15 +738,35 @@ impl Ctx {
             };
             if died {
                 let st = server.reap().await?;
-                let measured = res.as_ref().map_or(0, |sw| sw.points.len());
-                return failed(
-                    format!(
-                        "the server exited during the sweep, {measured} point{} in ({})",
-                        if measured == 1 { "" } else { "s" },
-                        status_text(st)
+                // The point it exited during is not done, though the sweep
+                // recorded what it had of it: the first one cut short, else
+                // the last recorded (the exit may have ended it before the
+                // watch saw it), else the first to run.
+                let points = res.as_ref().map_or(&[][..], |sw| &sw.points[..]);
+                let during = points.iter().position(|p| p.result.interrupted).unwrap_or(points.len().saturating_sub(1));
+                // With no point recorded: this part's own load, else the
+                // list's first, else --auto's first (its baseline of one user).
+                let load = points.get(during).map(|p| p.load).or(load).unwrap_or_else(|| {
+                    let a = &self.args;
+                    a.concurrency
+                        .as_ref()
+                        .and_then(|c| c.0.first().map(|&c| Load::Concurrency(c)))
+                        .or_else(|| a.rate.as_ref().and_then(|r| r.0.first().map(|&r| Load::Rate(r))))
+                        .unwrap_or(Load::Concurrency(1))
+                });
+                let done = during.min(points.len());
+                let at = format!(" at {}", load.label());
+                return Ok(Part::Failed(Failure {
+                    error: format!(
+                        "the server exited during the point{at} ({}), {done} point{} done before it; --resume runs \
+                         the configuration again",
+                        status_text(st),
+                        if done == 1 { "" } else { "s" },
                     ),
-                    status_code(st),
-                );
+                    status: status_code(st),
+                    log: log.clone(),
+                    exited_during: Some(load),
+                }));
             }
             if self.interrupt.stopped() {
                 self.stop(&mut server).await;
