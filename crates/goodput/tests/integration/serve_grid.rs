@@ -1220,11 +1220,19 @@ fn fail_on_unsteady_fails_a_point_whose_client_stalled() {
         assert!(t.elapsed() < Duration::from_secs(60), "the server never listened");
         std::thread::sleep(Duration::from_millis(10));
     }
-    // Three stalls a second apart, the point's requests in flight over at
-    // least one of them however long the sweep took to begin it.
-    for _ in 0..3 {
-        std::thread::sleep(Duration::from_millis(1000));
-        // SAFETY: signals our own child.
+    // A stall every second until goodput exits: the point's requests are in
+    // flight over some of them however long the sweep took to begin it.
+    let mut child = child;
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(120) {
+            // SIGTERM stops the sweep and its server.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let _ = child.wait();
+            panic!("the sweep did not end");
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: signals our own child (stopped, then let go on).
         unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
         std::thread::sleep(Duration::from_millis(300));
         unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
