@@ -800,7 +800,7 @@ fn servers_restart_per_point_and_a_reset_the_server_lacks_fails() {
 }
 
 /// A stand-in for a DCGM exporter on 127.0.0.1:0: the GPUs' energy counter
-/// (mJ) rising at `watts` from its start. Serves until the returned flag is
+/// (mJ) rising at `watts` from its start, and a power limit of 700 W. Serves until the returned flag is
 /// set and one more connection comes.
 fn dcgm_exporter(watts: f64) -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
     use std::io::{Read, Write};
@@ -825,7 +825,8 @@ fn dcgm_exporter(watts: f64) -> (String, std::sync::Arc<std::sync::atomic::Atomi
             }
             let mj = watts * 1000.0 * start.elapsed().as_secs_f64();
             let body = format!(
-                "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"0\"}} {mj:.0}\n"
+                "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"0\"}} {mj:.0}\n\
+                 # TYPE DCGM_FI_DEV_POWER_MGMT_LIMIT gauge\nDCGM_FI_DEV_POWER_MGMT_LIMIT{{gpu=\"0\"}} 700\n"
             );
             let _ = write!(
                 c,
@@ -839,7 +840,9 @@ fn dcgm_exporter(watts: f64) -> (String, std::sync::Arc<std::sync::atomic::Atomi
 
 /// With a DCGM exporter scraped beside each server (`{port}` in
 /// --metrics-url is the server's own), every point carries the energy per
-/// output token: the exporter's 300 W over the server's token rate.
+/// output token (the exporter's 300 W over the server's token rate) and
+/// its tokens/s per megawatt of the 700 W power limit (it had been left
+/// out, though the point's own sweep document had it).
 #[test]
 fn energy_per_token_comes_from_a_scraped_energy_counter() {
     let (dcgm, stop) = dcgm_exporter(300.0);
@@ -861,6 +864,9 @@ fn energy_per_token_comes_from_a_scraped_energy_counter() {
     let joules = p["joules_per_output_token"].as_f64().unwrap_or_else(|| panic!("no energy: {p}"));
     let expected = 300.0 / p["output_tokens_per_s"].as_f64().unwrap();
     assert!(joules > expected / 2.0 && joules < expected * 2.0, "{joules} J/token, about {expected} expected");
+    let per_mw = p["output_tokens_per_s_per_mw"].as_f64().unwrap_or_else(|| panic!("no tok/s per MW: {p}"));
+    let expected = p["output_tokens_per_s"].as_f64().unwrap() / 700e-6;
+    assert!((per_mw / expected - 1.0).abs() < 1e-6, "{per_mw} tok/s per MW, {expected} expected");
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
 }
 
@@ -953,6 +959,13 @@ fn a_predicted_frontier_is_set_beside_the_measured_one() {
     for c in configs(&predicted) {
         assert_eq!(c["status"], "ok", "{c}");
         assert_eq!(c["points"].as_array().unwrap().len(), 2, "the grid's loads in virtual time: {c}");
+        // The engine's power model's figures, as plan gives them (they had
+        // been null).
+        for p in c["points"].as_array().unwrap() {
+            let j = p["joules_per_output_token"].as_f64().unwrap_or_else(|| panic!("no J/token: {p}"));
+            let mw = p["output_tokens_per_s_per_mw"].as_f64().unwrap_or_else(|| panic!("no tok/s per MW: {p}"));
+            assert!(j > 0.0 && mw > 0.0, "{p}");
+        }
     }
     crate::schema::assert_valid(&predicted, "FrontierResult", "a predicted frontier from --estimate");
     let c = read_json(&dir.path().join("frontier.compare.json"));

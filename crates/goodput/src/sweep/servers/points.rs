@@ -13,18 +13,20 @@ pub fn frontier_percentile(slo: Option<&Slo>) -> f64 {
 
 /// One steady point of a configuration on `gpus` GPUs: its throughput per
 /// GPU, the speed a user sees (1000 / TPOT at `percentile`), TTFT, goodput
-/// and its verdict, the cost the run priced, and the energy per token where
-/// the GPUs' energy counter was scraped (DCGM).
+/// and its verdict, the cost the run priced, and the energy figures where
+/// the run has them (scraped from DCGM, or the engine's power model).
 pub fn frontier_point(p: &SweepPoint, gpus: u32, percentile: f64, attainment: f64) -> FrontierPoint {
     let r = &p.result;
     let s = &r.summary;
     let tput = s.throughput.output_tokens_per_s;
     let tpot = s.tpot_ms.p(percentile).filter(|t| *t > 0.0);
-    let joules = r
-        .server_signals
-        .as_ref()
-        .and_then(|sig| sig.window.energy_per_output_token_joules)
-        .filter(|j| j.is_finite() && *j > 0.0);
+    // The run's energy report, as `bench` gives it: the GPUs' energy
+    // counters over the window (DCGM) with their power limits, or the
+    // simulated engine's power model for a prediction; none where the
+    // figures were withheld. (The server signals' raw figure had been taken,
+    // unchecked, and a prediction's and the power limits' were dropped.)
+    let energy = r.energy.as_ref();
+    let positive = |v: f64| (v.is_finite() && v > 0.0).then_some(v);
     FrontierPoint {
         load: p.load,
         output_tokens_per_s: tput,
@@ -35,10 +37,8 @@ pub fn frontier_point(p: &SweepPoint, gpus: u32, percentile: f64, attainment: f6
         goodput_tokens_per_s: s.goodput.as_ref().map(|g| g.output_tokens_per_s),
         meets_slo: meets_slo(r, attainment),
         usd_per_million_output_tokens: r.cost.as_ref().and_then(|c| c.usd_per_million_output_tokens),
-        joules_per_output_token: joules,
-        // Per provisioned megawatt needs the GPUs' rated power, which a
-        // measured server does not give.
-        output_tokens_per_s_per_mw: None,
+        joules_per_output_token: energy.and_then(|e| e.joules_per_output_token).and_then(positive),
+        output_tokens_per_s_per_mw: energy.and_then(|e| e.output_tokens_per_s_per_provisioned_mw).and_then(positive),
         completed: s.requests.completed,
         failed: s.requests.failed,
         steady: s.stability.as_ref().map(|st| st.steady),
