@@ -523,7 +523,7 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     if let Some(pd) = c.pd {
         id.push_str(&pd.id());
     }
-    if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.dp > 1 && c.pd.is_none() {
+    if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.engines() > 1 && c.pd.is_none() {
         id.push_str(&format!(" {}", c.router));
     }
     id
@@ -849,13 +849,20 @@ impl Search<'_> {
                                     None => None,
                                 };
                                 let unit = pd.map_or(tp, |pd| pd.gpus(tp, 1, 1));
-                                // One replica has no router to choose.
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
                                     continue;
                                 }
                                 let made = self.stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32, pd);
                                 match made {
-                                    Some(Ok(cs)) => {
+                                    Some(Ok(mut cs)) => {
+                                        // One engine has no router to choose: it runs
+                                        // under the first router alone (its stages and
+                                        // expert-parallel ranks count, not only its TP:
+                                        // a single-replica `pp8` had run once a router,
+                                        // the same id and points twice).
+                                        if router != routers[0] {
+                                            cs.retain(|c| c.engines() > 1);
+                                        }
                                         counted += cs.len();
                                         group.extend(cs.into_iter().map(|c| Candidate { router: routed, ..c }));
                                         // Past the cap a search runs for hours and
@@ -1312,7 +1319,9 @@ impl Search<'_> {
         ]
         .into_iter()
         .chain(c.pd.map(|pd| ("pd", pd.spec())))
-        .chain(self.trace.as_ref().filter(|_| c.dp > 1 && c.pd.is_none()).map(|_| ("router", c.router.to_string())))
+        .chain(
+            self.trace.as_ref().filter(|_| c.engines() > 1 && c.pd.is_none()).map(|_| ("router", c.router.to_string())),
+        )
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         // Named only where on, so a plan without them reads as before.

@@ -1026,3 +1026,45 @@ fn lists_that_name_a_value_twice_are_refused_alike() {
     let err = goodput().args(["plan", "-q", "--gpu", "h100=2.5,a100=1"]).refusal();
     assert!(err.contains("repeat the flag for each, e.g. --gpu h100=2.5 --gpu a100=1"), "{err}");
 }
+
+/// A trace of `n` requests one second apart (256 tokens in, 16 out).
+fn sparse_trace(dir: &Path, n: usize) -> std::path::PathBuf {
+    let trace = dir.join("sparse.jsonl");
+    let lines: Vec<String> =
+        (0..n).map(|i| format!(r#"{{"timestamp": {i}, "input_tokens": 256, "output_tokens": 16}}"#)).collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    trace
+}
+
+/// With `--trace` and several routers, a configuration of one engine (one
+/// replica of several pipeline stages) has no router to choose: simulated
+/// once (it had been once a router, the same id and points twice).
+#[test]
+fn a_single_replica_is_simulated_once_whatever_the_routers() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = sparse_trace(dir.path(), 8);
+    let out = dir.path().join("r.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1,2"])
+        .args(["--pp", "1,2", "--precision", "fp8", "--max-num-batched-tokens", "2048", "--jobs", "2"])
+        .args(["--router", "round-robin,least-loaded", "--trace-speed", "1", "--trace"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let mut ids: Vec<&str> = doc["configs"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [
+            "h100 tp1x1 pp2 fp8 mbt2048",
+            "h100 tp1x2 fp8 mbt2048 least-loaded",
+            "h100 tp1x2 fp8 mbt2048 round-robin",
+            "h100 tp2x1 fp8 mbt2048"
+        ],
+        "{}",
+        doc["configs"]
+    );
+}
