@@ -1173,7 +1173,7 @@ impl Search<'_> {
         if c.pd.is_some_and(|pd| pd.decode_tp.is_some() || pd.decode_ep.is_some()) {
             kv_capacity(&cfg.pool(true)).context("the decode pool")?;
         }
-        crate::virtual_point::check_context(&cfg, &self.workload, self.prompts, "choose another model")
+        crate::virtual_point::check_context_of(&cfg, &self.workload, self.prompts, "choose another model", false)
     }
 
     fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision) -> Candidate {

@@ -222,15 +222,27 @@ pub fn refuse_unused_sizes(hw: &EngineHwArgs, tp_typed: bool, ep_typed: bool) ->
 /// passes the context runs: the engine answers those requests as a server
 /// does, with a 400 (counted failed), and [`context_tail_warning`] says so.
 pub fn check_context(cfg: &EngineConfig, workload: &Workload, prompts: PromptKind, other: &str) -> Result<()> {
+    check_context_of(cfg, workload, prompts, other, true)
+}
+
+/// [`check_context`], for a command that takes `--chat-template` or not
+/// (`plan` does not: its fix names `--api completions` alone).
+pub fn check_context_of(
+    cfg: &EngineConfig,
+    workload: &Workload,
+    prompts: PromptKind,
+    other: &str,
+    chat_template_flag: bool,
+) -> Result<()> {
     let Some((input, output, flags)) = typical_request(workload) else { return Ok(()) };
     let extra = u64::from(prompts.first_turn_extra(cfg.chat_template));
     cfg.model.check_context(input + extra, output).map_err(|m| {
         let added = match prompts {
             _ if extra == 0 => String::new(),
             PromptKind::Chat => format!(
-                "; the prompt counts the {extra} tokens the {} chat template adds (--chat-template none, or --api \
-                 completions, leaves them out)",
-                cfg.chat_template.name()
+                "; the prompt counts the {extra} tokens the {} chat template adds ({} leaves them out)",
+                cfg.chat_template.name(),
+                if chat_template_flag { "--chat-template none, or --api completions," } else { "--api completions" }
             ),
             _ => format!("; the prompt counts the {extra} token(s) of the model's BOS"),
         };

@@ -770,9 +770,12 @@ fn the_context_check_counts_the_chat_template_and_says_so() {
     );
     let lengths = ["--input-tokens", "50", "--output-tokens", "20"];
     let err = goodput().args(["plan", "-q", "--gpu", "h100", "--model"]).arg(&model).args(lengths).refusal();
-    assert!(err.contains("chat template adds") && err.contains("--chat-template none"), "{err}");
+    // plan takes no --chat-template: its fix names --api completions alone
+    // (it had suggested --chat-template none, which plan then refused).
+    assert!(err.contains("chat template adds") && err.contains("(--api completions leaves them out)"), "{err}");
+    assert!(!err.contains("--chat-template"), "{err}");
     let err = goodput().args(["estimate", "-n", "2", "--model"]).arg(&model).args(lengths).refusal();
-    assert!(err.contains("chat template adds"), "{err}");
+    assert!(err.contains("chat template adds") && err.contains("--chat-template none"), "{err}");
     // Without the template the same lengths run (a raw prompt adds its BOS).
     let out = goodput()
         .args(["estimate", "-q", "-n", "2", "--api", "completions", "--model"])
