@@ -791,7 +791,8 @@ impl Search<'_> {
                 let first = (seqs[0], a.max_num_batched_tokens.0[0]);
                 for &mbt in &a.max_num_batched_tokens.0 {
                     for &seq in &seqs {
-                        let (mut kept, left) = self.balanced(&ratios, &gpu, precision, offer, seq, mbt as u32, lengths);
+                        let (mut kept, left) =
+                            self.balanced(&ratios, &gpu, precision, offer, seq, mbt as u32, lengths, !auto_pd);
                         if (seq, mbt) == first {
                             notes.extend(left);
                         }
@@ -1195,7 +1196,10 @@ impl Search<'_> {
     /// The ratios worth simulating for one GPU, precision and limits, and
     /// a note for each left out: those whose P/D lies more than
     /// [`PD_BALANCE_BAND`] from the workload's balance (the nearest ratio is
-    /// always kept). All of them where the balance cannot be told.
+    /// always kept). All of them where the balance cannot be told, and
+    /// where `named` (the ratios are the user's own list, not `auto`'s):
+    /// those far from the balance then run, with a note that they are
+    /// unbalanced (an explicit 3:1 had been dropped, with no way to run it).
     #[allow(clippy::too_many_arguments)]
     fn balanced(
         &self,
@@ -1206,22 +1210,31 @@ impl Search<'_> {
         seq: u32,
         mbt: u32,
         lengths: Option<(f64, f64)>,
+        named: bool,
     ) -> (Vec<Option<Pools>>, Vec<String>) {
         // A ratio that names a pool's TP is the user's own: always kept.
-        let (named, pds): (Vec<Pools>, Vec<Pools>) = ratios.iter().flatten().partition(|pd| pd.names_sizes());
+        let (sized, pds): (Vec<Pools>, Vec<Pools>) = ratios.iter().flatten().partition(|pd| pd.names_sizes());
         let c = Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision) };
         let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o));
         let Some(r) = balance.filter(|r| r.is_finite() && *r > 0.0) else { return (ratios.to_vec(), Vec::new()) };
         let off = |pd: Pools| (f64::from(pd.p) / f64::from(pd.d) / r).ln().abs();
         let nearest = pds.iter().copied().min_by(|a, b| off(*a).total_cmp(&off(*b)));
         let mut kept: Vec<Option<Pools>> = vec![None];
-        kept.extend(named.into_iter().map(Some));
+        kept.extend(sized.into_iter().map(Some));
         let mut notes = Vec::new();
         for pd in pds {
+            let idle = if f64::from(pd.p) / f64::from(pd.d) > r { "prefill" } else { "decode" };
             if off(pd) <= PD_BALANCE_BAND.ln() || Some(pd) == nearest {
                 kept.push(Some(pd));
+            } else if named {
+                kept.push(Some(pd));
+                notes.push(format!(
+                    "{} {precision}: --pd {}:{} is simulated as named, though out of balance: a request's prefill \
+                     takes about {r:.2} times its share of a decode instance, so its {idle} pool idles much of the \
+                     time",
+                    self.args.gpu[offer].name, pd.p, pd.d
+                ));
             } else {
-                let idle = if f64::from(pd.p) / f64::from(pd.d) > r { "prefill" } else { "decode" };
                 notes.push(format!(
                     "{} {precision}: --pd {}:{} left out: a request's prefill takes about {r:.2} times its share of a \
                      decode instance, so that ratio's {idle} pool would idle most of the time",

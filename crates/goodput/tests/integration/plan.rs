@@ -479,10 +479,11 @@ fn plan_gives_disaggregated_instances_the_stages_that_hold_the_model() {
 #[test]
 fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
     let dir = tempfile::tempdir().unwrap();
-    let doc = plan_8b_pd(dir.path(), "4", "1", "1:1,1:4");
+    let doc = plan_8b_pd(dir.path(), "4", "1", "auto");
     let configs = doc["configs"].as_array().unwrap();
-    let pd: Vec<&Value> = configs.iter().filter(|c| c["params"]["pd"].is_string()).collect();
+    let pd: Vec<&Value> = configs.iter().filter(|c| c["params"]["pd"] == "1:1").collect();
     assert_eq!(pd.len(), 1, "{configs:?}");
+    assert!(!configs.iter().any(|c| c["params"]["pd"] == "1:4"), "{configs:?}");
     // Two units of one prefill and one decode instance: four GPUs.
     assert_eq!((pd[0]["params"]["pd"].as_str(), pd[0]["params"]["dp"].as_str()), (Some("1:1"), Some("2")));
     assert_eq!(pd[0]["gpus"].as_u64(), Some(4));
@@ -492,6 +493,15 @@ fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
     // instance: four decode instances to one prefill would mostly wait.
     let notes = doc["notes"].to_string();
     assert!(notes.contains("--pd 1:4 left out") && notes.contains("decode pool would idle"), "{notes}");
+    // A ratio named in the list is the user's: simulated, with a note that
+    // it is out of balance (it had been dropped, with no way to run it).
+    let doc = plan_8b_pd(dir.path(), "5", "1", "1:1,1:4");
+    let configs = doc["configs"].as_array().unwrap();
+    let named: Vec<&str> = configs.iter().filter_map(|c| c["params"]["pd"].as_str()).collect();
+    assert_eq!(named, ["1:1", "1:4"], "{configs:?}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("--pd 1:4 is simulated as named, though out of balance"), "{notes}");
+    assert!(notes.contains("decode pool idles"), "{notes}");
     let err = goodput().args(["plan", "--gpu", "h100", "--pd", "1-1"]).refusal();
     assert!(err.contains("P:D"), "{err}");
 }
