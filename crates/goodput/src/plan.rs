@@ -773,6 +773,7 @@ impl Search<'_> {
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
         let mut counted = 0;
+        let mut pd_refused: Vec<String> = Vec::new();
         for (offer, o) in a.gpu.iter().enumerate() {
             let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
             for &precision in &precisions {
@@ -878,6 +879,17 @@ impl Search<'_> {
                                             );
                                         }
                                     }
+                                    // A disaggregated unit's own reason (a pool's TP
+                                    // that does not divide the heads, say): said if
+                                    // no ratio runs (it had read "no ratio fit the
+                                    // budget ... raise --gpus" with the unit well
+                                    // inside it).
+                                    Some(Err(e)) if pd.is_some() => {
+                                        let why = format!("{} tp{tp} {precision}: {e:#}", o.name);
+                                        if !pd_refused.contains(&why) {
+                                            pd_refused.push(why);
+                                        }
+                                    }
                                     // Said once per GPU, precision and TP, not per limit.
                                     Some(Err(e)) if (seq, mbt) == first && pd.is_none() && router == routers[0] => {
                                         let ep = if ep > 1 { format!(" ep{ep}") } else { String::new() };
@@ -898,7 +910,12 @@ impl Search<'_> {
             bail!("every --tp degree is above the budget of {} GPUs (--gpus): give a smaller --tp", a.budget);
         }
         if let Some(spec) = a.pd.as_deref().filter(|_| !auto_pd) {
-            if !groups.iter().flatten().any(|c| c.pd.is_some()) {
+            if !groups.iter().flatten().any(|c| c.pd.is_some()) && !pd_refused.is_empty() {
+                notes.push(format!(
+                    "--pd {spec}: no ratio was simulated: {}",
+                    pd_refused.iter().take(4).cloned().collect::<Vec<_>>().join("; ")
+                ));
+            } else if !groups.iter().flatten().any(|c| c.pd.is_some()) {
                 notes.push(format!(
                     "--pd {spec}: no ratio fit the budget of {} GPUs (--gpus) at any --tp, so none was simulated: \
                      raise --gpus, or give smaller pools",

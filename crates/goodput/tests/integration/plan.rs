@@ -1081,3 +1081,22 @@ fn a_single_replica_is_simulated_once_whatever_the_routers() {
         doc["configs"]
     );
 }
+
+/// A `--pd` pool whose TP does not divide the model's heads is named as
+/// such (it had read "no ratio fit the budget ... raise --gpus", with the
+/// unit of 7 GPUs well inside 64).
+#[test]
+fn a_pd_pool_whose_tp_does_not_divide_the_heads_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pd.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "64", "--tp", "1", "--pp", "1"])
+        .args(["--precision", "fp8", "--concurrency", "1", "--pd", "1xTP3:1xTP4", "--input-tokens", "512"])
+        .args(["--output-tokens", "16", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let notes = read_json(&out)["notes"].to_string();
+    assert!(notes.contains("--pd 1xTP3:1xTP4: no ratio was simulated") && notes.contains("32"), "{notes}");
+    assert!(notes.contains("does not divide") && !notes.contains("raise --gpus"), "{notes}");
+}
