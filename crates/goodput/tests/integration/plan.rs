@@ -1082,6 +1082,24 @@ fn a_single_replica_is_simulated_once_whatever_the_routers() {
     );
 }
 
+/// A `--dataset` entry whose prompt passes the model's context is refused
+/// before the search, naming the entry and the context (each curve had
+/// stopped after one point, and the verdict blamed the SLO).
+#[test]
+fn a_dataset_prompt_past_the_context_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("ds.jsonl");
+    let mut lines: Vec<String> = (0..5).map(|i| format!(r#"{{"prompt": "short question {i}"}}"#)).collect();
+    lines.push(format!(r#"{{"prompt": "{}"}}"#, "word ".repeat(120_000)));
+    std::fs::write(&ds, lines.join("\n")).unwrap();
+    let err = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--pp", "1"])
+        .args(["--precision", "fp8", "--dataset"])
+        .arg(&ds)
+        .refusal();
+    assert!(err.contains("entry 6's prompt") && err.contains("context of 131072 tokens"), "{err}");
+}
+
 /// A `--pd` pool whose TP does not divide the model's heads is named as
 /// such (it had read "no ratio fit the budget ... raise --gpus", with the
 /// unit of 7 GPUs well inside 64).
