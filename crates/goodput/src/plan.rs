@@ -58,6 +58,9 @@ pub const MAX_CONFIGURATIONS: usize = 10_000;
 /// load to the next has saturated: more users only wait longer, so the
 /// points past it are dominated by it.
 const SATURATED: f64 = 0.03;
+/// A configuration's field (in its `extra`) that says why its curve ends
+/// before it saturated or missed the SLO: a heavier load was refused.
+const CUT: &str = "cut";
 /// The fewest requests a point is measured on (beside its warm-up).
 const MIN_REQUESTS: u64 = 16;
 /// The fewest requests a point sends per user, whatever `-n` says: fewer
@@ -371,10 +374,19 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              \"not steady\" on its row), and none is the best: raise --requests-per-user (or -n)"
         ));
     }
+    // A curve cut where a heavier load was refused, said with its points.
+    let cuts: Vec<String> = doc
+        .configs
+        .iter()
+        .filter_map(|c| c.extra.get(CUT).and_then(|v| v.as_str()).map(|cut| format!("{}: {cut}", c.id)))
+        .collect();
+    doc.notes.extend(cuts);
     let simulated: usize = doc.configs.iter().map(|c| c.points.len()).sum();
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     doc.notes.push(format!(
-        "{} configurations, {simulated} points simulated in {:.1} s of wall time",
-        doc.configs.len(),
+        "{}, {} simulated in {:.1} s of wall time",
+        plural(doc.configs.len(), "configuration"),
+        plural(simulated, "point"),
         wall.elapsed().as_secs_f64()
     ));
     crate::output::say(&goodput_report::frontier::terminal(&doc));
@@ -1422,13 +1434,25 @@ impl Search<'_> {
             .iter()
             .map(|c| {
                 let mut fc = self.config(c);
-                match self.curve(c) {
-                    Ok(points) => fc.points = points,
+                let mut points = Vec::new();
+                let run = self.curve(c, &mut points);
+                match run {
+                    Ok(()) => {}
+                    // A heavier load refused (the memory guard at 1,024
+                    // users, say) cuts the curve there: the points done are
+                    // kept (they had all been thrown away, "0 points").
+                    Err(e) if !points.is_empty() => {
+                        let next = if self.trace.is_some() { "a faster speed" } else { "a heavier load" };
+                        let why =
+                            format!("its curve is cut where {next} was refused ({e:#}); the points before it are kept");
+                        fc.extra.insert(CUT.into(), why.into());
+                    }
                     Err(e) => {
                         fc.status = ConfigStatus::Failed;
                         fc.error = Some(format!("{e:#}"));
                     }
                 }
+                fc.points = points;
                 fc
             })
             .collect()
@@ -1463,10 +1487,11 @@ impl Search<'_> {
     }
 
     /// One configuration's points, load rising, until it misses the SLO or
-    /// its throughput stops rising.
-    fn curve(&self, c: &Candidate) -> Result<Vec<FrontierPoint>> {
+    /// its throughput stops rising, into `points`: those done are kept where
+    /// a heavier load then fails.
+    fn curve(&self, c: &Candidate, points: &mut Vec<FrontierPoint>) -> Result<()> {
         if let Some(t) = &self.trace {
-            return self.trace_curve(c, t);
+            return self.trace_curve(c, t, points);
         }
         let cfg = self.engine(c);
         cfg.validate()?;
@@ -1483,7 +1508,6 @@ impl Search<'_> {
                 cap = self.batch_limit(c),
             );
         }
-        let mut points: Vec<FrontierPoint> = Vec::new();
         for (k, users) in loads.into_iter().enumerate() {
             let mut plan = self.point_plan(users, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
@@ -1493,24 +1517,38 @@ impl Search<'_> {
                     .with_context(|| format!("{} users per replica, their pilot", users))?;
                 plan.warmup_time = plan.warmup_time.max(plan.ramp_up);
             }
-            let (result, records) =
-                estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
-                    .with_context(|| format!("{} users per replica", users))?;
+            let run = estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false);
+            let (result, records) = match (run, self.args.shape.ramp_up) {
+                (Ok(r), _) => r,
+                // What is due during the ramp-up is warm-up, each user sending
+                // throughout: a ramp-up far longer than a request sends far
+                // more than asked, and the memory guard refuses it (it had
+                // read as the requests' fault: "give fewer requests").
+                (Err(e), Some(ramp)) if format!("{e:#}").contains("in memory") => bail!(
+                    "{users} users per replica: --ramp-up {} is too long: what is due during it is warm-up, each \
+                     user sending throughout, and the point would send far more requests than the {} measured \
+                     ({e:#}); give a shorter --ramp-up (a few requests' time), or leave it out: plan then joins \
+                     users over one request's time",
+                    humantime::format_duration(ramp),
+                    plan.requests.unwrap_or_default()
+                ),
+                (Err(e), _) => return Err(e.context(format!("{users} users per replica"))),
+            };
             let steady = steady_output_rate(&records, plan.ramp_up, users);
             let mut point = self.point(c, users, &result, steady.ok());
             // Too few completions with every user in: no rate to give.
             point.steady = steady.is_err_and(|unmeasured| unmeasured).then_some(false);
-            if climbed_to_the_end(&mut points, point) {
+            if climbed_to_the_end(points, point) {
                 break;
             }
         }
-        Ok(points)
+        Ok(())
     }
 
     /// With `--trace`: the whole configuration (its `dp` replicas behind
     /// its router) replaying the trace at each speed, rising, until it
     /// misses the SLO or its throughput stops rising.
-    fn trace_curve(&self, c: &Candidate, t: &PlanTrace) -> Result<Vec<FrontierPoint>> {
+    fn trace_curve(&self, c: &Candidate, t: &PlanTrace, points: &mut Vec<FrontierPoint>) -> Result<()> {
         let mut cfg = self.engine(c);
         match (&mut cfg.pd, c.pd) {
             // The units' pools together: P × units prefill instances and
@@ -1529,7 +1567,6 @@ impl Search<'_> {
         cfg.validate()?;
         let server = VirtualServer { engine: &cfg, prompts: self.prompts, memory_limit: self.memory_limit };
         let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
-        let mut points: Vec<FrontierPoint> = Vec::new();
         for (k, &speed) in t.speeds.iter().enumerate() {
             let entries: Vec<TraceEntry> =
                 t.entries.iter().map(|e| TraceEntry { at: e.at.div_f64(speed), ..e.clone() }).collect();
@@ -1544,11 +1581,11 @@ impl Search<'_> {
             // The offered rate: the trace's requests over its span, at this speed.
             let offered =
                 if span.is_zero() { f64::INFINITY } else { t.entries.len() as f64 * speed / span.as_secs_f64() };
-            if climbed_to_the_end(&mut points, self.whole_point(c, offered, &result)) {
+            if climbed_to_the_end(points, self.whole_point(c, offered, &result)) {
                 break;
             }
         }
-        Ok(points)
+        Ok(())
     }
 
     /// A point of `c` from the whole configuration's result (`--trace`),

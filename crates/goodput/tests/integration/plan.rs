@@ -1100,6 +1100,36 @@ fn a_dataset_prompt_past_the_context_is_refused_by_name() {
     assert!(err.contains("entry 6's prompt") && err.contains("context of 131072 tokens"), "{err}");
 }
 
+/// A heavier load refused (here by the memory guard) cuts the curve there:
+/// the points before it are kept, and the cut said (the whole curve had
+/// been thrown away: "0 points simulated").
+#[test]
+fn a_refused_heavy_point_keeps_the_points_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cut.json");
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--pp", "1"])
+        .args(["--precision", "fp8", "--max-num-batched-tokens", "8192", "--jobs", "16"])
+        .args(["--requests-per-user", "100", "--concurrency", "1,1000", "--input-tokens", "128", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan cut");
+    let c = &doc["configs"][0];
+    assert_eq!((c["status"].as_str(), c["points"].as_array().unwrap().len()), (Some("ok"), 1), "{c}");
+    let cut = c["cut"].as_str().unwrap();
+    assert!(cut.contains("1000 users per replica") && cut.contains("in memory"), "{cut}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("its curve is cut where a heavier load was refused"), "{notes}");
+    assert!(notes.contains("1 configuration, 1 point simulated"), "{notes}");
+    // A --ramp-up past what a point can send is named as too long (it had
+    // read as too many requests: "give fewer requests").
+    let err = failed_config(&["--concurrency", "1", "--ramp-up", "1000000s"]);
+    assert!(err.contains("--ramp-up 11days 13h 46m 40s is too long"), "{err}");
+}
+
 /// A `--pd` pool whose TP does not divide the model's heads is named as
 /// such (it had read "no ratio fit the budget ... raise --gpus", with the
 /// unit of 7 GPUs well inside 64).
