@@ -1148,3 +1148,17 @@ fn a_pd_pool_whose_tp_does_not_divide_the_heads_is_named() {
     assert!(notes.contains("--pd 1xTP3:1xTP4: no ratio was simulated") && notes.contains("32"), "{notes}");
     assert!(notes.contains("does not divide") && !notes.contains("raise --gpus"), "{notes}");
 }
+
+/// `--percentile 0` is refused (latencies "at p0" had been printed), and
+/// flags plan refuses at run time are not in its help.
+#[test]
+fn plan_refuses_p0_and_hides_the_flags_it_refuses() {
+    let err = goodput().args(["plan", "--gpu", "h100", "--percentile", "0"]).refusal();
+    assert!(err.contains("above 0"), "{err}");
+    let help = goodput().args(["plan", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--trace-speed") && help.contains("--dataset"), "{help}");
+    for flag in ["--markdown", "--turns", "--images", "--score", "--cancel-rate", "--duration", "--burstiness"] {
+        assert!(!help.lines().any(|l| l.trim_start().starts_with(flag)), "{flag} in plan --help");
+    }
+}
