@@ -381,7 +381,16 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         .filter_map(|c| c.extra.get(CUT).and_then(|v| v.as_str()).map(|cut| format!("{}: {cut}", c.id)))
         .collect();
     doc.notes.extend(cuts);
-    let simulated: usize = doc.configs.iter().map(|c| c.points.len()).sum();
+    match &search.trace {
+        Some(_) => {}
+        // What each figure counts, said where the figures are (it had been
+        // in docs/plan.md alone): the same configuration in estimate reads
+        // otherwise, and J/token against tokens/s per MW can read as more
+        // than the GPUs' TDP.
+        None if simulated_points(&doc) > 0 => doc.notes.push(SPANS_NOTE.to_string()),
+        None => {}
+    }
+    let simulated = simulated_points(&doc);
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     doc.notes.push(format!(
         "{}, {} simulated in {:.1} s of wall time",
@@ -415,6 +424,21 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a closed-loop point's figures count, in the notes of every plan
+/// that has points.
+const SPANS_NOTE: &str = "spans: each point's tok/s, tok/s/GPU, goodput and tok/s/MW are counted while all its users \
+     are in the loop (they join apart over one request's time), its J/tok over its run's whole window (ramp and \
+     drain too), so J/tok × tok/s/MW / 1e6 can pass 1, as if above the GPUs' TDP: the two are of different spans; \
+     `estimate` and `sweep --estimate` of the same configuration start users together and count the whole window, \
+     so they read lower tok/s and higher TTFT (`estimate --ramp-up` with this point's join time comes near its \
+     latencies; docs/plan.md)";
+
+/// The points the configurations hold (their own, not those shared with
+/// a wider batch limit's).
+fn simulated_points(doc: &FrontierResult) -> usize {
+    doc.configs.iter().map(|c| c.points.len()).sum()
 }
 
 /// Refuses, before the search, a `--dataset` whose entries' prompts (with

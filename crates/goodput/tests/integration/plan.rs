@@ -1124,6 +1124,8 @@ fn a_refused_heavy_point_keeps_the_points_before_it() {
     let notes = doc["notes"].to_string();
     assert!(notes.contains("its curve is cut where a heavier load was refused"), "{notes}");
     assert!(notes.contains("1 configuration, 1 point simulated"), "{notes}");
+    // What each figure counts, said in the notes (not only docs/plan.md).
+    assert!(notes.contains("spans: each point's tok/s") && notes.contains("as if above the GPUs' TDP"), "{notes}");
     // A --ramp-up past what a point can send is named as too long (it had
     // read as too many requests: "give fewer requests").
     let err = failed_config(&["--concurrency", "1", "--ramp-up", "1000000s"]);
