@@ -186,6 +186,10 @@ struct PlanTrace {
 
 /// `--trace-speed`'s default: each point twice as fast as the one before.
 const TRACE_SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
+/// Past the default speeds, a curve still within the SLO and still rising
+/// goes on doubling up to this speed (the concurrency ladder's bound is the
+/// batch limit; a trace's, this): by then its requests come in a burst.
+const MAX_TRACE_SPEED: f64 = 4096.0;
 
 impl Candidate {
     /// Data-parallel ranks one engine drives (an expert-parallel group's).
@@ -382,7 +386,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         .collect();
     doc.notes.extend(cuts);
     match &search.trace {
-        Some(_) => {}
+        Some(t) => doc.notes.extend(unsaturated_note(&doc, t, a.trace_speed.is_some())),
         // What each figure counts, said where the figures are (it had been
         // in docs/plan.md alone): the same configuration in estimate reads
         // otherwise, and J/token against tokens/s per MW can read as more
@@ -439,6 +443,47 @@ const SPANS_NOTE: &str = "spans: each point's tok/s, tok/s/GPU, goodput and tok/
 /// a wider batch limit's).
 fn simulated_points(doc: &FrontierResult) -> usize {
     doc.configs.iter().map(|c| c.points.len()).sum()
+}
+
+/// With `--trace`: a note naming the configurations whose curves end still
+/// within the SLO and still rising, at the fastest speed tried (the best
+/// is then a lower bound, and which configuration it is may change at
+/// faster speeds), and the flag that goes further.
+fn unsaturated_note(doc: &FrontierResult, t: &PlanTrace, given: bool) -> Option<String> {
+    let rising: Vec<&FrontierConfig> = doc
+        .configs
+        .iter()
+        .filter(|c| c.status == ConfigStatus::Ok && !c.points.is_empty() && !c.extra.contains_key(CUT))
+        .filter(|c| !at_the_end(&c.points))
+        .collect();
+    if rising.is_empty() {
+        return None;
+    }
+    let top = rising
+        .iter()
+        .filter_map(|c| match c.points.last().map(|p| p.load) {
+            Some(Load::Rate(r)) => Some(r),
+            _ => None,
+        })
+        .fold(0.0, f64::max);
+    let fastest = if given { t.speeds.last().copied().unwrap_or(1.0) } else { MAX_TRACE_SPEED };
+    let named: Vec<&str> = rising.iter().take(5).map(|c| c.id.as_str()).collect();
+    let more =
+        if rising.len() > named.len() { format!(" and {} more", rising.len() - named.len()) } else { String::new() };
+    let fix = if given {
+        format!("add faster speeds to --trace-speed (e.g. {},{})", fastest * 2.0, fastest * 4.0)
+    } else {
+        "give faster --trace-speed values, or a trace of more requests".to_string()
+    };
+    Some(format!(
+        "{} of {} configurations still met the SLO with throughput still rising at the fastest speed tried \
+         ({}×, {top:.1} req/s): {}{more}; their curves are not saturated, so the best point is a lower bound \
+         and may change: {fix}",
+        rising.len(),
+        doc.configs.len(),
+        goodput_core::util::number_text(fastest),
+        named.join(", ")
+    ))
 }
 
 /// Refuses, before the search, a `--dataset` whose entries' prompts (with
@@ -704,15 +749,22 @@ fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
 /// or where its throughput rose by less than [`SATURATED`] (past it the
 /// load only queues).
 fn climbed_to_the_end(points: &mut Vec<FrontierPoint>, p: FrontierPoint) -> bool {
+    points.push(p);
+    at_the_end(points)
+}
+
+/// Whether a curve's last point ends it: a miss of the SLO, or throughput
+/// that rose by less than [`SATURATED`] from the point before.
+fn at_the_end(points: &[FrontierPoint]) -> bool {
+    let Some(p) = points.last() else { return false };
     let missed = p.meets_slo == Some(false);
     // A point not steady has the run's window's rate, not comparable with a
     // steady one's: it ends no climb as flat.
     let measured = |q: &FrontierPoint| q.steady != Some(false);
-    let flat = measured(&p)
-        && points
-            .last()
-            .is_some_and(|q| measured(q) && p.output_tokens_per_s < q.output_tokens_per_s * (1.0 + SATURATED));
-    points.push(p);
+    let flat = measured(p)
+        && points.len() >= 2
+        && measured(&points[points.len() - 2])
+        && p.output_tokens_per_s < points[points.len() - 2].output_tokens_per_s * (1.0 + SATURATED);
     missed || flat
 }
 
@@ -1591,7 +1643,17 @@ impl Search<'_> {
         cfg.validate()?;
         let server = VirtualServer { engine: &cfg, prompts: self.prompts, memory_limit: self.memory_limit };
         let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
-        for (k, &speed) in t.speeds.iter().enumerate() {
+        // The default speeds go on doubling while the curve is within the
+        // SLO and rising (it had stopped at 16× unsaturated, and the best
+        // was then whichever configuration the last speed favoured); speeds
+        // given are run as given, and `plan` warns of a curve they leave
+        // rising.
+        let mut speeds = t.speeds.clone();
+        let mut k = 0;
+        while let Some(&speed) = speeds.get(k) {
+            if k + 1 == speeds.len() && self.args.trace_speed.is_none() && speed * 2.0 <= MAX_TRACE_SPEED {
+                speeds.push(speed * 2.0);
+            }
             let entries: Vec<TraceEntry> =
                 t.entries.iter().map(|e| TraceEntry { at: e.at.div_f64(speed), ..e.clone() }).collect();
             let seed = crate::cli::Seed { value: self.args.shape.seed.of_run(k as u64), drawn: false };
@@ -1608,6 +1670,7 @@ impl Search<'_> {
             if climbed_to_the_end(points, self.whole_point(c, offered, &result)) {
                 break;
             }
+            k += 1;
         }
         Ok(())
     }

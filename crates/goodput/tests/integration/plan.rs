@@ -1049,6 +1049,47 @@ fn sparse_trace(dir: &Path, n: usize) -> std::path::PathBuf {
     trace
 }
 
+/// `--trace`'s default speeds go on doubling while a curve meets the SLO
+/// and still rises (every curve had stopped at 16× unsaturated, and the
+/// best was whichever the last speed favoured, with no word); speeds given
+/// are run as given, with a note naming the curves they leave rising.
+#[test]
+fn a_trace_curve_climbs_until_it_saturates_or_says_it_did_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = sparse_trace(dir.path(), 20);
+    let run = |extra: &[&str]| {
+        let out = dir.path().join("tr.json");
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1"])
+            .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048", "--jobs", "1"])
+            .args(["--slo", "ttft:p95<=10s", "--trace"])
+            .arg(&trace)
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let doc = run(&[]);
+    let points = doc["configs"][0]["points"].as_array().unwrap();
+    let rate = |p: &Value| p["load"]["value"].as_f64().unwrap();
+    // 20 requests over 19 s: 16× is 16.8 req/s, far from what an H100 serves.
+    let last = points.last().unwrap();
+    assert!(rate(last) > 16.0 * 20.0 / 19.0 * 1.5, "{points:?}");
+    let before = &points[points.len() - 2];
+    let flat = last["output_tokens_per_s"].as_f64().unwrap() < before["output_tokens_per_s"].as_f64().unwrap() * 1.03;
+    assert!(flat || last["meets_slo"] == false, "the curve ends saturated: {points:?}");
+    assert!(!doc["notes"].to_string().contains("not saturated"), "{}", doc["notes"]);
+    // Speeds given are run as given, and the curve they leave rising named.
+    let doc = run(&["--trace-speed", "1,2"]);
+    let id = doc["configs"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(doc["configs"][0]["points"].as_array().unwrap().len(), 2, "{doc}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("1 of 1 configurations still met the SLO with throughput still rising"), "{notes}");
+    assert!(notes.contains(&id) && notes.contains("--trace-speed (e.g. 4,8)"), "{notes}");
+}
+
 /// With `--trace` and several routers, a configuration of one engine (one
 /// replica of several pipeline stages) has no router to choose: simulated
 /// once (it had been once a router, the same id and points twice).
