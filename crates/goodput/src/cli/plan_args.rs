@@ -127,7 +127,7 @@ pub struct PlanArgs {
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9)]
     pub gpu_memory_utilization: f64,
-    /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once it misses the SLO or its throughput stops rising.
+    /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once it misses the SLO or its throughput stops rising. The table and -o label each point with its total users, over all the configuration's replicas.
     #[arg(long, value_parser = parse_counts)]
     pub concurrency: Option<CountList>,
     /// Requests each user sends at a point, after one warm-up request each (-n/--requests sets a point's total instead, raised to at least 4 per user: fewer leave no steady time to measure).
