@@ -37,16 +37,6 @@ pub enum Unusable {
 /// A request body that cannot be built for the API.
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {
-    #[error(
-        "a dataset entry holds chat messages but --api {api} takes a prompt: give the entry a \"prompt\", or use an \
-         API that takes messages (chat, messages, ollama-chat)"
-    )]
-    MessagesForPrompt { api: &'static str },
-    #[error(
-        "a dataset entry holds chat messages but --api completions takes a prompt: use --api chat, or give the \
-         entry a \"prompt\""
-    )]
-    MessagesForCompletions,
     /// serde_json could not write the body.
     #[error("{0}")]
     Encode(serde_json::Error),
@@ -289,6 +279,51 @@ pub enum WorkloadError {
     Item { path: PathBuf, place: String, reason: EntryError },
     #[error("cannot read Parquet dataset {}: {error}", path.display())]
     Parquet { path: PathBuf, error: String },
+    /// More entries than goodput holds ([`crate::workload::MAX_ENTRIES`]).
+    #[error(
+        "dataset {} holds more than {} entries, the most goodput holds of a dataset: give a sample of it, e.g.          `{}` (each request draws from all the entries read)",
+        path.display(),
+        thousands(*cap as u64),
+        sample.replace("FILE", &path.display().to_string())
+    )]
+    TooManyEntries { path: PathBuf, cap: usize, sample: &'static str },
+    /// The memory for more entries could not be had.
+    #[error(
+        "dataset {}: the process ran out of memory holding its first {} entries (the machine's available memory,          or ulimit -v): give a sample of it, e.g. `{}`, or free memory",
+        path.display(),
+        thousands(*held as u64),
+        sample.replace("FILE", &path.display().to_string())
+    )]
+    DatasetMemory { path: PathBuf, held: usize, sample: &'static str },
+    /// A JSON array's entry past [`goodput_core::util::input::LINE_CAP`],
+    /// as a JSONL line past it is refused.
+    #[error(
+        "dataset {} {place} is longer than {} (the longest entry goodput reads of a dataset): is it the right file?",
+        path.display(),
+        goodput_core::util::input::size(*cap as u64)
+    )]
+    EntryTooLong { path: PathBuf, place: String, cap: usize },
+    /// JSON Lines past [`crate::workload::MAX_DATASET_BYTES`].
+    #[error(
+        "dataset {} is larger than {} (the most goodput reads of a dataset, its entries held in memory): give a          sample of it, e.g. `shuf -n 1000000 {} > sample.jsonl`",
+        path.display(),
+        goodput_core::util::input::size(*cap),
+        path.display()
+    )]
+    DatasetTooLarge { path: PathBuf, cap: u64 },
+}
+
+/// `n` with commas between its thousands: 20,000,000.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl From<goodput_core::util::input::InputError> for WorkloadError {
@@ -356,6 +391,20 @@ pub enum TraceFault {
         crate::schedule::shown(*.0)
     )]
     Span(f64),
+    /// More requests than goodput holds ([`crate::trace::MAX_REQUESTS`]).
+    #[error(
+        "the trace has more than {} requests, the most goodput replays: give a part of it, e.g. its first million \
+         lines (`head -n 1000001 FILE > part`, the header line and a million rows for a CSV)",
+        thousands(*cap as u64)
+    )]
+    TooMany { cap: usize },
+    /// The memory for more requests could not be had.
+    #[error(
+        "the process ran out of memory holding the trace's first {} requests (the machine's available memory, or \
+         ulimit -v): give a part of it, e.g. `head -n 1000001 FILE > part`, or free memory",
+        thousands(*held as u64)
+    )]
+    OutOfMemory { held: usize },
 }
 
 /// What is wrong with one line of a trace (the message follows "line N").

@@ -81,6 +81,11 @@ impl TraceFormat {
     }
 }
 
+/// The most requests goodput replays of a trace: 20 million (BurstGPT's
+/// whole trace is 5.3 million rows), about 1 GB held. Past it the trace is
+/// refused, with the fix: a part of it.
+pub const MAX_REQUESTS: usize = 20_000_000;
+
 /// A trace read and placed on the run's clock.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trace {
@@ -163,7 +168,7 @@ pub fn read_trace(path: &Path, speed: f64, format: TraceFormat) -> Result<Trace,
         return Err(TraceError::Speed(speed));
     }
     let mut lines = LineReader::open(path, "the trace")?;
-    let parsed = parse_trace(&mut lines, speed, format).map_err(|e| match e {
+    let parsed = parse_trace(&mut lines, speed, format, MAX_REQUESTS).map_err(|e| match e {
         Fault::Input(e) => TraceError::Read(e),
         Fault::Content(fault) => TraceError::Content { path: path.to_owned(), fault },
     })?;
@@ -193,11 +198,13 @@ struct Parsed {
 const BOM: &[u8] = "\u{feff}".as_bytes();
 
 /// The trace's requests, each at its offset from the first in seconds,
-/// `speed` times faster than recorded.
+/// `speed` times faster than recorded; at most `cap` of them
+/// ([`MAX_REQUESTS`]).
 fn parse_trace<R: std::io::BufRead>(
     lines: &mut LineReader<R>,
     speed: f64,
     format: TraceFormat,
+    cap: usize,
 ) -> Result<Parsed, Fault> {
     let mut out = Vec::new();
     let (mut format, mut columns, mut skipped) = (format, None, 0u64);
@@ -234,6 +241,15 @@ fn parse_trace<R: std::io::BufRead>(
         match read {
             public::Read::Row(mut r) => {
                 r.t /= speed;
+                if out.len() >= cap {
+                    return Err(Fault::Content(TraceFault::TooMany { cap }));
+                }
+                if out.len() == out.capacity() {
+                    // Doubling, as push does, but an allocation that fails is an error, not an abort.
+                    let more = out.len().max(1024).min(cap - out.len());
+                    out.try_reserve_exact(more)
+                        .map_err(|_| Fault::Content(TraceFault::OutOfMemory { held: out.len() }))?;
+                }
                 out.push(r);
             }
             public::Read::Skip => skipped += 1,
@@ -304,12 +320,26 @@ mod tests {
 
     /// `text` read as a trace, `speed` times faster.
     fn parse_text(text: &str, speed: f64) -> Result<Vec<(f64, Lengths)>, TraceFault> {
+        parse_capped(text, speed, MAX_REQUESTS)
+    }
+
+    fn parse_capped(text: &str, speed: f64, cap: usize) -> Result<Vec<(f64, Lengths)>, TraceFault> {
         let mut lines = LineReader::new(text.as_bytes(), Path::new("t.jsonl"), "the trace", 1 << 10);
-        match parse_trace(&mut lines, speed, TraceFormat::Auto) {
+        match parse_trace(&mut lines, speed, TraceFormat::Auto, cap) {
             Ok(p) => Ok(p.rows.into_iter().map(|r| (r.t, r.lengths)).collect()),
             Err(Fault::Content(f)) => Err(f),
             Err(Fault::Input(e)) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn a_trace_past_the_cap_is_refused_with_the_fix() {
+        let line = "{\"timestamp\": 0, \"input_tokens\": 1, \"output_tokens\": 1}\n";
+        assert_eq!(parse_capped(&line.repeat(3), 1.0, 3).unwrap().len(), 3);
+        let err = parse_capped(&line.repeat(4), 1.0, 3).unwrap_err();
+        assert_eq!(err, TraceFault::TooMany { cap: 3 });
+        let m = TraceFault::TooMany { cap: MAX_REQUESTS }.to_string();
+        assert!(m.contains("more than 20,000,000 requests") && m.contains("head -n 1000001"), "{m}");
     }
 
     #[test]
@@ -426,16 +456,24 @@ mod tests {
         let text = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
                     5,ChatGPT,472,18,490,Conversation log\n13,GPT-4,84,0,84,API log\n";
         let mut lines = LineReader::new(text.as_bytes(), Path::new("b.csv"), "the trace", 1 << 10);
-        let Ok(p) = parse_trace(&mut lines, 1.0, TraceFormat::Auto) else { panic!("not read") };
+        let Ok(p) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS) else {
+            panic!("not read")
+        };
         assert_eq!((p.rows.len(), p.skipped, p.format), (1, 1, TraceFormat::Burstgpt));
         // Every row a failure: the refusal says so, not only that none is left.
         let text = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
                     5,ChatGPT,472,0,472,Conversation log\n13,GPT-4,84,0,84,API log\n";
         let mut lines = LineReader::new(text.as_bytes(), Path::new("b.csv"), "the trace", 1 << 10);
-        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto) else { panic!("read") };
+        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS)
+        else {
+            panic!("read")
+        };
         assert!(f.to_string().contains("its 2 row(s) were all skipped, each with 0 Response tokens"), "{f}");
         let mut lines = LineReader::new(&b"when,in,out\n1,2,3\n"[..], Path::new("x.csv"), "the trace", 1 << 10);
-        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto) else { panic!("read") };
+        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS)
+        else {
+            panic!("read")
+        };
         assert!(f.to_string().contains("'when,in,out' is no trace format goodput reads"), "{f}");
     }
 }

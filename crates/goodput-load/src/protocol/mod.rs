@@ -285,13 +285,29 @@ fn merge_object(into: &mut Map<String, Value>, extra: &mut Map<String, Value>, k
     }
 }
 
-/// A prompt as one text, for the APIs that take no messages.
-fn one_prompt(api: Api, prompt: &PromptBody) -> Result<String, BodyError> {
-    match prompt {
-        PromptBody::Text(t) => Ok(t.clone()),
-        PromptBody::Turns(turns) => Ok(turns.join(TURN_SEPARATOR)),
-        PromptBody::Messages(_) => Err(BodyError::MessagesForPrompt { api: api.as_str() }),
-    }
+/// A prompt as one text, for the APIs that take no messages: a
+/// conversation's turns, or a dataset's chat messages (a system message
+/// and all), one after another with a blank line between.
+fn one_prompt(_api: Api, prompt: &PromptBody) -> Result<String, BodyError> {
+    Ok(match prompt {
+        PromptBody::Text(t) => t.clone(),
+        PromptBody::Turns(turns) => turns.join(TURN_SEPARATOR),
+        PromptBody::Messages(m) => joined_messages(m),
+    })
+}
+
+/// Chat messages' texts (a content string, or its `text` parts joined by
+/// a newline), one after another with [`TURN_SEPARATOR`] between, as a
+/// conversation's turns are joined for an API that takes one prompt.
+pub fn joined_messages(messages: &[Value]) -> String {
+    let text = |m: &Value| match m.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        }
+        _ => String::new(),
+    };
+    messages.iter().map(text).filter(|t| !t.is_empty()).collect::<Vec<_>>().join(TURN_SEPARATOR)
 }
 
 /// A prompt as user and assistant messages.
@@ -490,7 +506,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b["ignore_eos"], true);
-        let err = crate::protocol::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err().to_string();
-        assert!(err.contains("--api llamacpp takes a prompt"), "{err}");
+        // A dataset's chat messages are one prompt, as a conversation's turns are.
+        let m = PromptBody::Messages(vec![
+            serde_json::json!({"role": "system", "content": "S"}),
+            serde_json::json!({"role": "user", "content": [{"type": "text", "text": "U"}]}),
+        ]);
+        let b: Value = serde_json::from_slice(&crate::protocol::build_body(&opts, &m, None).unwrap()).unwrap();
+        assert_eq!(b["prompt"], "S\n\nU");
     }
 }

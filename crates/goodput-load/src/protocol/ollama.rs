@@ -130,8 +130,9 @@ mod tests {
         assert_eq!(b["prompt"], "a\n\nb\n\nc");
         assert!(b.get("options").is_none());
         let opts = BodyOptions { api: Api::OllamaGenerate, ..Default::default() };
-        let err = crate::protocol::build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err().to_string();
-        assert!(err.contains("--api ollama-generate takes a prompt") && err.contains("ollama-chat"), "{err}");
+        let m = PromptBody::Messages(vec![serde_json::json!({"role": "user", "content": "U"})]);
+        let b: Value = serde_json::from_slice(&crate::protocol::build_body(&opts, &m, None).unwrap()).unwrap();
+        assert_eq!(b["prompt"], "U");
     }
 
     #[test]

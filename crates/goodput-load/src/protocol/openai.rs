@@ -29,7 +29,10 @@ pub(super) fn fill_body(
         (Api::Completions, PromptBody::Text(t)) => {
             body.insert("prompt".into(), Value::String(t.clone()));
         }
-        (Api::Completions, PromptBody::Messages(_)) => return Err(BodyError::MessagesForCompletions),
+        // A dataset's chat messages, one prompt as a conversation's turns are.
+        (Api::Completions, PromptBody::Messages(m)) => {
+            body.insert("prompt".into(), Value::String(super::joined_messages(m)));
+        }
         _ => unreachable!("the native APIs have files of their own"),
     }
     if let Some(n) = max_tokens {
@@ -514,8 +517,12 @@ mod tests {
         assert_eq!(b["prompt"], "hi");
         assert_eq!(b["stream"], false);
         assert!(b.get("stream_options").is_none() && b.get("max_tokens").is_none());
-        let err = build_body(&opts, &PromptBody::Messages(vec![]), None).unwrap_err().to_string();
-        assert!(err.contains("--api chat"));
+        let m = PromptBody::Messages(vec![
+            json!({"role": "system", "content": "S"}),
+            json!({"role": "user", "content": "U"}),
+        ]);
+        let b: Value = serde_json::from_slice(&build_body(&opts, &m, None).unwrap()).unwrap();
+        assert_eq!(b["prompt"], "S\n\nU");
     }
 
     #[test]

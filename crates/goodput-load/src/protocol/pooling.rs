@@ -152,10 +152,14 @@ mod tests {
     }
 
     #[test]
-    fn chat_messages_are_refused_with_the_fix() {
+    fn chat_messages_are_one_text() {
         let opts = BodyOptions { api: Api::Embeddings, ..Default::default() };
-        let err = build_body(&opts, &PromptBody::Messages(vec![json!({"role": "user"})]), None).unwrap_err();
-        assert!(err.to_string().contains("--api embeddings takes a prompt"), "{err}");
+        let m = PromptBody::Messages(vec![
+            json!({"role": "system", "content": "S"}),
+            json!({"role": "user", "content": "U"}),
+        ]);
+        let b: Value = serde_json::from_slice(&build_body(&opts, &m, None).unwrap()).unwrap();
+        assert_eq!(b["input"], "S\n\nU");
     }
 
     #[test]

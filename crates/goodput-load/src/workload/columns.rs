@@ -12,13 +12,37 @@ use serde_json::{Map, Value};
 pub const DETECTED: [&str; 7] =
     ["prompt", "messages", "conversations", "conversation", "text", "instruction", "question"];
 
-/// The entry `v` holds, `None` for an empty prompt or a conversation with
-/// no question to ask (skipped), or what is wrong with it.
+/// Why an entry read is left out of the run (counted and named in a
+/// warning, and in the result's `config.workload.dataset_skipped`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Skip {
+    /// The prompt is empty or only white space.
+    Blank,
+    /// A conversation with no question in it (only answers or system turns).
+    AsksNothing,
+    /// ShareGPT's array: the first question got no answer, so the entry sets
+    /// no output length (as vLLM's benchmarks read it).
+    NoAnswer,
+}
+
+impl Skip {
+    /// The reason, as a warning says it.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Skip::Blank => "an empty or blank prompt",
+            Skip::AsksNothing => "a conversation that asks no question",
+            Skip::NoAnswer => "a ShareGPT conversation whose first question got no answer (no output length)",
+        }
+    }
+}
+
+/// The entry `v` holds, [`Skip`] for an empty prompt or a conversation with
+/// no question to ask, or what is wrong with it.
 pub(super) fn entry_of(
     v: &Value,
     column: Option<&str>,
     tokenizer: Option<&TokenCounter>,
-) -> Result<Option<DatasetEntry>, EntryError> {
+) -> Result<Result<DatasetEntry, Skip>, EntryError> {
     let obj = v.as_object().ok_or(EntryError::NotObject)?;
     let key = match column {
         Some(c) if obj.contains_key(c) => c,
@@ -38,6 +62,7 @@ pub(super) fn entry_of(
     let images = super::images::images_column(obj)?;
     let entry = |prompt: PromptBody, prompt_tokens: u32| DatasetEntry {
         prompt,
+        system: None,
         max_tokens,
         follow_ups: Vec::new(),
         reference: reference.clone(),
@@ -53,12 +78,13 @@ pub(super) fn entry_of(
                     text = format!("{text}\n\n{input}");
                 }
             }
-            // A prompt that asks nothing is skipped, as a conversation that asks nothing is.
-            if text.is_empty() {
-                return Ok(None);
+            // A prompt that asks nothing (empty, or only white space) is
+            // skipped, as a conversation that asks nothing is.
+            if text.trim().is_empty() {
+                return Ok(Err(Skip::Blank));
             }
             let n = count_tokens(&text, tokenizer);
-            Ok(Some(entry(PromptBody::Text(text), n)))
+            Ok(Ok(entry(PromptBody::Text(text), n)))
         }
         Value::Array(items) => {
             if key == "messages" && items.is_empty() {
@@ -70,15 +96,19 @@ pub(super) fn entry_of(
             // with its answer, is asked turn by turn.
             if key == "messages" && turns.last().is_some_and(|t| t.role != Role::Answer) {
                 let n: u32 = turns.iter().map(|t| count_tokens(&t.text, tokenizer)).sum();
-                return Ok(Some(entry(PromptBody::Messages(items.clone()), n)));
+                return Ok(Ok(entry(PromptBody::Messages(items.clone()), n)));
             }
-            Ok(conversation(&turns, tokenizer).map(|(prompt, max, follow_ups)| DatasetEntry {
-                prompt_tokens: count_tokens(&prompt, tokenizer),
-                prompt: PromptBody::Text(prompt),
-                max_tokens: max_tokens.or(max),
-                follow_ups,
-                reference: reference.clone(),
-                images: images.clone(),
+            Ok(conversation(&turns, tokenizer).ok_or(Skip::AsksNothing).map(|(system, prompt, max, follow_ups)| {
+                DatasetEntry {
+                    prompt_tokens: count_tokens(&prompt, tokenizer)
+                        .saturating_add(system.as_deref().map_or(0, |s| count_tokens(s, tokenizer))),
+                    prompt: PromptBody::Text(prompt),
+                    system,
+                    max_tokens: max_tokens.or(max),
+                    follow_ups,
+                    reference: reference.clone(),
+                    images: images.clone(),
+                }
             }))
         }
         _ if key == "prompt" => Err(EntryError::PromptNotText),
@@ -140,15 +170,15 @@ fn turns_of(items: &[Value]) -> Option<Vec<Turn>> {
         .collect()
 }
 
-/// A conversation's first question (after what system turns say, put
-/// before it), the length of the answer it got, and its later questions
+/// What a conversation's system turns say (joined by blank lines), its
+/// first question (past any assistant turns it opens with), the length of the answer it got, and its later questions
 /// with theirs, while questions and answers alternate: the turns of a
 /// session (`--turns`). `None` when it asks nothing.
 #[allow(clippy::type_complexity)]
 fn conversation(
     turns: &[Turn],
     tokenizer: Option<&TokenCounter>,
-) -> Option<(String, Option<u32>, Vec<(String, Option<u32>)>)> {
+) -> Option<(Option<String>, String, Option<u32>, Vec<(String, Option<u32>)>)> {
     let system: Vec<&str> = turns
         .iter()
         .take_while(|t| t.role == Role::System)
@@ -156,6 +186,10 @@ fn conversation(
         .filter(|t| !t.is_empty())
         .collect();
     let rest = &turns[turns.iter().take_while(|t| t.role == Role::System).count()..];
+    // An assistant's opening turns (a greeting, as real ShareGPT dumps hold)
+    // answer no question of the conversation: left out, the conversation
+    // asked from its first question (it had been skipped unsaid).
+    let rest = &rest[rest.iter().take_while(|t| t.role == Role::Answer).count()..];
     let mut pairs = Vec::new();
     let mut i = 0;
     while let Some(q) = rest.get(i).filter(|t| t.role == Role::Question && !t.text.is_empty()) {
@@ -168,9 +202,9 @@ fn conversation(
     }
     let mut pairs = pairs.into_iter();
     let (first, answer) = pairs.next()?;
-    let first = if system.is_empty() { first } else { format!("{}\n\n{first}", system.join("\n\n")) };
+    let system = (!system.is_empty()).then(|| system.join("\n\n"));
     // A later question whose answer is missing is still asked (its length the server's).
-    Some((first, answer, pairs.collect()))
+    Some((system, first, answer, pairs.collect()))
 }
 
 #[cfg(test)]
@@ -179,7 +213,7 @@ mod tests {
     use serde_json::json;
 
     fn one(v: Value, column: Option<&str>) -> Result<Option<DatasetEntry>, EntryError> {
-        entry_of(&v, column, None)
+        entry_of(&v, column, None).map(Result::ok)
     }
 
     #[test]
@@ -204,7 +238,7 @@ mod tests {
         let sharegpt = json!({"conversations": [
             {"from": "system", "value": "sys"}, {"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]});
         let e = one(sharegpt, None).unwrap().unwrap();
-        assert_eq!((e.prompt, e.max_tokens), (PromptBody::Text("sys\n\nq".into()), Some(1)));
+        assert_eq!((e.prompt, e.system, e.max_tokens), (PromptBody::Text("q".into()), Some("sys".into()), Some(1)));
         let parts = json!({"messages": [
             {"role": "user", "content": [{"type": "text", "text": "look"}]}, {"role": "assistant", "content": "ok"}]});
         assert_eq!(one(parts, None).unwrap().unwrap().prompt, PromptBody::Text("look".into()));

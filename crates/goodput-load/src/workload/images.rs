@@ -161,7 +161,10 @@ pub const IMAGE_COLUMNS: [&str; 4] = ["image", "images", "image_path", "image_pa
 pub(super) fn images_column(
     obj: &serde_json::Map<String, Value>,
 ) -> Result<Vec<DatasetImage>, crate::error::EntryError> {
-    let Some((column, v)) = IMAGE_COLUMNS.iter().find_map(|k| Some((*k, obj.get(*k).filter(|v| !v.is_null())?))) else {
+    // A number or a boolean is no image: a count (goodput's own records
+    // carry `images`, an integer), read as none (it had refused the entry).
+    let image = |v: &&Value| !(v.is_null() || v.is_number() || v.is_boolean());
+    let Some((column, v)) = IMAGE_COLUMNS.iter().find_map(|k| Some((*k, obj.get(*k).filter(image)?))) else {
         return Ok(Vec::new());
     };
     let bad = || crate::error::EntryError::ImageColumn { column: column.to_owned() };
@@ -480,7 +483,9 @@ mod tests {
         assert_eq!(got[2], DatasetImage::DataUrl("data:image/png;base64,AAAA".into()));
         let err = images_column(&obj(json!({"image": "https://example.com/a.png"}))).unwrap_err().to_string();
         assert!(err.contains("by URL (https://example.com/a.png)") && err.contains("download the images"), "{err}");
-        let err = images_column(&obj(json!({"image": 7}))).unwrap_err().to_string();
+        // A number alone is a count (no image); in a list, or an object without bytes or a path, it is refused.
+        assert_eq!(images_column(&obj(json!({"image": 7}))).unwrap(), []);
+        let err = images_column(&obj(json!({"image": [7]}))).unwrap_err().to_string();
         assert!(err.contains("\"image\" must be an image") && err.contains("Hugging Face Image feature"), "{err}");
     }
 

@@ -275,6 +275,14 @@ pub fn share_past(input: &LengthDist, extra: u64, output: &LengthDist, limit: u6
     past as f64 / f64::from(CHECK_DRAWS)
 }
 
+/// `n` draws of `d` from `seed`, as a run draws them (rounded, clamped):
+/// what a check reads where the run's own draws are not known.
+pub fn seeded_draws(d: &LengthDist, n: usize, seed: u64) -> Vec<u32> {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| d.sample(&mut rng)).collect()
+}
+
 /// The mean of `d`'s draws after rounding and clamping at 1 and at
 /// [`MAX_TOKENS`], from a fixed seed: a wide lognormal's clamp moves it far
 /// from the mean asked for (`lognormal:256,10` draws a mean of a few tokens).

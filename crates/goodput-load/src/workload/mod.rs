@@ -19,11 +19,14 @@ mod source;
 
 pub use crate::lengths::Lengths;
 pub use crate::words::WORDS;
+pub use columns::Skip;
 pub use columns::DETECTED as DATASET_COLUMNS;
-pub use dataset::{load_dataset, load_dataset_column, DatasetEntry};
+pub use dataset::{
+    load_dataset, load_dataset_column, read_dataset, Dataset, DatasetEntry, MAX_DATASET_BYTES, MAX_ENTRIES,
+};
 pub use images::{parse_size as parse_image_size, DatasetImage, ImageFormat, ImageSpec, IMAGE_COLUMNS, MAX_IMAGES};
 pub use item::{Media, WorkItem};
-pub use lengths::{drawn_mean, share_past, LengthDist, Preset, MAX_TOKENS};
+pub use lengths::{drawn_mean, seeded_draws, share_past, LengthDist, Preset, MAX_TOKENS};
 pub use prompts::SharedPrefix;
 pub use sessions::{Conversation, Sessions, ThinkTime, Turns};
 pub use source::{repeat_slot, Workload};

@@ -3,7 +3,6 @@
 //! the prompt column and the columns an entry may take beside it
 //! (`max_tokens`, `reference`, `answer`, Alpaca's `input`) are read.
 
-use super::dataset::DatasetEntry;
 use crate::error::WorkloadError;
 use crate::tokenizer::TokenCounter;
 use std::path::Path;
@@ -26,7 +25,8 @@ pub(super) fn load(
     path: &Path,
     tokenizer: Option<&TokenCounter>,
     column: Option<&str>,
-) -> Result<Vec<DatasetEntry>, WorkloadError> {
+    out: &mut super::dataset::Collector,
+) -> Result<(), WorkloadError> {
     use super::columns::DETECTED;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::schema::types::Type;
@@ -59,7 +59,6 @@ pub(super) fn load(
     wanted.extend(super::images::IMAGE_COLUMNS);
     let projection: Vec<Arc<Type>> = fields.iter().filter(|f| wanted.contains(&f.name())).cloned().collect();
     let projection = Type::group_type_builder(schema.name()).with_fields(projection).build().map_err(|e| fail(&e))?;
-    let mut out = Vec::new();
     for (i, row) in reader.get_row_iter(Some(projection)).map_err(|e| fail(&e))?.enumerate() {
         let row = row.map_err(|e| fail(&e))?;
         let place = || format!("row {}", i + 1);
@@ -69,9 +68,9 @@ pub(super) fn load(
             place: place(),
             reason,
         })?;
-        out.extend(entry);
+        out.take(entry, place)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(not(feature = "parquet"))]
@@ -79,7 +78,8 @@ pub(super) fn load(
     path: &Path,
     _tokenizer: Option<&TokenCounter>,
     _column: Option<&str>,
-) -> Result<Vec<DatasetEntry>, WorkloadError> {
+    _out: &mut super::dataset::Collector,
+) -> Result<(), WorkloadError> {
     Err(WorkloadError::Parquet {
         path: path.to_owned(),
         error: "this build of goodput reads no Parquet (built without its `parquet` feature): convert the file to \

@@ -152,7 +152,11 @@ impl Workload {
                 let e = dataset_entry(entries, order, s);
                 let (prompt, max_tokens) = match turn.checked_sub(1) {
                     None => match &e.prompt {
-                        PromptBody::Text(t) => (t.clone(), e.max_tokens),
+                        // A session's history is user and assistant turns: its system text opens the first.
+                        PromptBody::Text(t) => match &e.system {
+                            Some(s) => (format!("{s}{}{t}", crate::protocol::TURN_SEPARATOR), e.max_tokens),
+                            None => (t.clone(), e.max_tokens),
+                        },
                         _ => return Err(WorkloadError::MessagesAsSession),
                     },
                     Some(k) => e.follow_ups.get(k as usize).cloned().ok_or(WorkloadError::NoMoreQuestions)?,
@@ -248,8 +252,17 @@ impl Workload {
                     Some(d) => Some(d.sample(&mut item_rng(*seed, i))),
                     None => e.max_tokens,
                 };
+                // A conversation's system text is a system message: the
+                // protocol joins it before the prompt where the API takes one.
+                let prompt = match (&e.system, &e.prompt) {
+                    (Some(s), PromptBody::Text(t)) => PromptBody::Messages(vec![
+                        serde_json::json!({"role": "system", "content": s}),
+                        serde_json::json!({"role": "user", "content": t}),
+                    ]),
+                    _ => e.prompt.clone(),
+                };
                 let item = WorkItem {
-                    prompt: e.prompt.clone(),
+                    prompt,
                     intended_input_tokens: None,
                     max_tokens,
                     session: None,

@@ -40,6 +40,7 @@ fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
             reference: vec![],
             prompt_tokens: 1,
             images: Vec::new(),
+            system: None,
         }],
         None,
         0,
@@ -241,6 +242,7 @@ fn jsonl_and_sharegpt_datasets() {
             reference: vec![],
             prompt_tokens: 2,
             images: Vec::new(),
+            system: None,
         }
     );
     assert!(matches!(e[1].prompt, PromptBody::Messages(_)));
@@ -286,6 +288,7 @@ fn dataset_workload_cycles_in_a_seeded_order() {
             reference: vec![],
             prompt_tokens: 1,
             images: Vec::new(),
+            system: None,
         })
         .collect();
     let w = Workload::dataset(entries, None, 9);
@@ -365,8 +368,8 @@ fn a_sharegpt_array_reads_each_entry_as_its_jsonl_line_is() {
     let items = [
         // System turns go before the first question; the entry's max_tokens wins; its reference is kept.
         r#"{"conversations":[{"from":"system","value":"Be brief."},{"from":"human","value":"Why?"},{"from":"gpt","value":"Because it is so."}],"max_tokens":7,"reference":"so"}"#,
-        // The model speaking first asks nothing: skipped.
-        r#"{"conversations":[{"from":"gpt","value":"Hello, how can I help?"},{"from":"human","value":"Unanswered"}]}"#,
+        // The model speaking first (a greeting): asked from its first question.
+        r#"{"conversations":[{"from":"gpt","value":"Hello, how can I help?"},{"from":"human","value":"Hm?"},{"from":"gpt","value":"abcd"}]}"#,
         // The answer sets the length; "answer" is a reference too.
         r#"{"conversations":[{"from":"human","value":"2+2?"},{"from":"gpt","value":"four"}],"answer":["4","four"]}"#,
     ];
@@ -376,16 +379,18 @@ fn a_sharegpt_array_reads_each_entry_as_its_jsonl_line_is() {
     std::fs::write(&jl, items.join("\n")).unwrap();
     let (from_array, from_lines) = (load_dataset(&sg, None).unwrap(), load_dataset(&jl, None).unwrap());
     assert_eq!(from_array, from_lines);
+    assert_eq!(from_array[0].system.as_deref(), Some("Be brief."));
     let got: Vec<_> = from_array.iter().map(|e| (e.prompt.clone(), e.max_tokens, e.reference.clone())).collect();
     assert_eq!(
         got,
         [
-            (PromptBody::Text("Be brief.\n\nWhy?".into()), Some(7), vec!["so".to_string()]),
+            (PromptBody::Text("Why?".into()), Some(7), vec!["so".to_string()]),
+            (PromptBody::Text("Hm?".into()), Some(1), vec![]),
             (PromptBody::Text("2+2?".into()), Some(1), vec!["4".into(), "four".into()]),
         ]
     );
-    // Nothing but gpt-first conversations: refused, named.
-    std::fs::write(&sg, format!("[{}]", items[1])).unwrap();
+    // Nothing but conversations that ask nothing: refused, named.
+    std::fs::write(&sg, r#"[{"conversations":[{"from":"gpt","value":"Hello"}]}]"#).unwrap();
     let err = load_dataset(&sg, None).unwrap_err().to_string();
     assert!(err.contains("no entry with \"conversations\" holding a prompt and a reply"), "{err}");
 }
@@ -463,4 +468,170 @@ fn a_dataset_is_read_from_a_fifo_opened_once() {
     // Parquet is read from its end: from a pipe it is refused, by name.
     let err = through_a_fifo("p", b"PAR1\x15\x04\x15").unwrap_err().to_string();
     assert!(err.contains("FIFO") || err.contains("reads no Parquet"), "{err}");
+}
+
+#[test]
+fn skipped_entries_are_counted_by_reason_and_gpt_first_conversations_used() {
+    use crate::workload::{read_dataset, Skip};
+    let dir = tempfile::tempdir().unwrap();
+    // The probe's three conversations: one opening with a gpt greeting, one
+    // whose first question got no answer, one answered by bing.
+    let sg = dir.path().join("sg2.json");
+    std::fs::write(
+        &sg,
+        r#"[{"conversations":[{"from":"gpt","value":"Hello!"},{"from":"human","value":"QG1"},{"from":"gpt","value":"AG1"},{"from":"human","value":"QG2"},{"from":"gpt","value":"AG2"}]},
+{"conversations":[{"from":"human","value":"QH1"},{"from":"human","value":"QH1b"},{"from":"gpt","value":"x"}]},
+{"conversations":[{"from":"human","value":"QB1"},{"from":"bing","value":"AB1"},{"from":"human","value":"QB2"},{"from":"gpt","value":"AB2"}]}]"#,
+    )
+    .unwrap();
+    let d = read_dataset(&sg, None, None).unwrap();
+    let firsts: Vec<_> = d.entries.iter().map(|e| e.prompt.clone()).collect();
+    assert_eq!(firsts, [PromptBody::Text("QG1".into()), PromptBody::Text("QB1".into())]);
+    assert_eq!(d.entries[0].follow_ups, [("QG2".to_string(), Some(1))]);
+    assert_eq!(d.skipped, [(Skip::NoAnswer, 1, "entry 2".to_string())]);
+    let w = d.warnings(&sg).join("\n");
+    assert!(
+        w.contains("holds 3 entries, 1 skipped: 1 for a ShareGPT conversation whose first question got no answer"),
+        "{w}"
+    );
+    assert!(w.contains("(the first at entry 2)") && w.contains("the run draws from the other 2"), "{w}");
+    // JSONL: a gpt-first conversation is asked; blank prompts and
+    // conversations that ask nothing are counted, each with its first line.
+    let jl = dir.path().join("d.jsonl");
+    std::fs::write(
+        &jl,
+        "{\"conversations\":[{\"from\":\"gpt\",\"value\":\"Hi\"},{\"from\":\"human\",\"value\":\"Q\"}]}\n\
+         {\"prompt\":\"   \"}\n{\"prompt\":\"x\"}\n{\"prompt\":\"\"}\n\
+         {\"conversations\":[{\"from\":\"gpt\",\"value\":\"Hi\"}]}\n",
+    )
+    .unwrap();
+    let d = read_dataset(&jl, None, None).unwrap();
+    let firsts: Vec<_> = d.entries.iter().map(|e| e.prompt.clone()).collect();
+    assert_eq!(firsts, [PromptBody::Text("Q".into()), PromptBody::Text("x".into())]);
+    assert_eq!(d.skipped, [(Skip::Blank, 2, "line 2".to_string()), (Skip::AsksNothing, 1, "line 5".to_string())]);
+    assert_eq!(d.skipped_count(), 3);
+}
+
+#[test]
+fn unpaired_surrogates_are_read_as_the_replacement_character_and_counted() {
+    use crate::workload::read_dataset;
+    let dir = tempfile::tempdir().unwrap();
+    let ar = dir.path().join("s.json");
+    std::fs::write(&ar, "[{\"prompt\":\"a\"},\n{\"prompt\":\"b \\ud83d\\ude00\"},\n{\"prompt\":\"c \\ud83d x\"}]")
+        .unwrap();
+    let jl = dir.path().join("s.jsonl");
+    std::fs::write(&jl, "{\"prompt\":\"a\"}\n{\"prompt\":\"b \\ud83d\\ude00\"}\n{\"prompt\":\"c \\ud83d x\"}\n")
+        .unwrap();
+    for (p, place) in [(&ar, "entry 3"), (&jl, "line 3")] {
+        let d = read_dataset(p, None, None).unwrap();
+        assert_eq!(d.entries[1].prompt, PromptBody::Text("b 😀".into()));
+        assert_eq!(d.entries[2].prompt, PromptBody::Text("c \u{fffd} x".into()));
+        assert_eq!(d.mended, Some((1, place.to_string())));
+        let w = d.warnings(p).join("\n");
+        assert!(
+            w.contains("1 entry (the first at") && w.contains("unpaired UTF-16 surrogate") && w.contains("U+FFFD"),
+            "{w}"
+        );
+    }
+    // An escaped backslash before "ud83d" is no escape; a lone low half is mended.
+    assert_eq!(super::dataset::mend_surrogates(r#"{"p":"\\ud83d"}"#), None);
+    assert_eq!(super::dataset::mend_surrogates(r#"{"p":"\udc00\ud800"}"#).unwrap(), r#"{"p":"\ufffd\ufffd"}"#);
+    assert_eq!(super::dataset::mend_surrogates(r#"{"p":"\ud800\udc00"}"#), None);
+    // Other faults are still named as they were.
+    std::fs::write(&jl, "{\"prompt\":\"a\\ud83d\" x}\n").unwrap();
+    let err = read_dataset(&jl, None, None).unwrap_err().to_string();
+    assert!(err.contains("line 1: not JSON"), "{err}");
+}
+
+#[test]
+fn a_dataset_past_the_entry_cap_is_refused_with_the_fix() {
+    use super::dataset::Collector;
+    let p = Path::new("big.jsonl");
+    let mut c = Collector::new(p, "shuf -n 1000000 FILE > sample.jsonl");
+    c.cap = 2;
+    let e = |t: &str| {
+        Ok(DatasetEntry {
+            prompt: PromptBody::Text(t.into()),
+            max_tokens: None,
+            follow_ups: vec![],
+            reference: vec![],
+            prompt_tokens: 1,
+            images: Vec::new(),
+            system: None,
+        })
+    };
+    c.take(e("a"), || "line 1".into()).unwrap();
+    c.take(e("b"), || "line 2".into()).unwrap();
+    let err = c.take(e("c"), || "line 3".into()).unwrap_err().to_string();
+    assert!(err.contains("big.jsonl holds more than 2 entries") && err.contains("shuf -n 1000000 big.jsonl"), "{err}");
+    let m =
+        crate::error::WorkloadError::TooManyEntries { path: p.into(), cap: crate::workload::MAX_ENTRIES, sample: "x" }
+            .to_string();
+    assert!(m.contains("more than 10,000,000 entries"), "{m}");
+}
+
+#[test]
+fn an_array_entry_past_64_mib_is_refused_as_a_jsonl_line_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let ar = dir.path().join("one.json");
+    let big = "w ".repeat((64 << 20) / 2 + 8);
+    std::fs::write(&ar, format!("[{{\"prompt\":\"x\"}}, {{\"prompt\":\"{big}\"}}]")).unwrap();
+    let err = load_dataset(&ar, None).unwrap_err().to_string();
+    assert!(err.contains("entry 2 is longer than 64 MiB"), "{err}");
+}
+
+#[test]
+fn a_json_dataset_named_parquet_is_read_as_json_and_other_text_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ok.parquet");
+    std::fs::write(&p, "{\"prompt\":\"hello\"}\n").unwrap();
+    assert_eq!(load_dataset(&p, None).unwrap()[0].prompt, PromptBody::Text("hello".into()));
+    std::fs::write(&p, "prompt,max_tokens\nhello,3\n").unwrap();
+    let err = load_dataset(&p, None).unwrap_err().to_string();
+    assert!(err.contains("named .parquet but does not begin with Parquet's magic bytes"), "{err}");
+}
+
+#[test]
+fn system_text_is_a_system_message_in_either_shape() {
+    use crate::protocol::{build_body, Api, BodyOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let jl = dir.path().join("sys.jsonl");
+    std::fs::write(
+        &jl,
+        "{\"messages\":[{\"role\":\"system\",\"content\":\"S1\"},{\"role\":\"user\",\"content\":\"U1\"}]}\n\
+         {\"messages\":[{\"role\":\"system\",\"content\":\"S2\"},{\"role\":\"user\",\"content\":\"U2\"},{\"role\":\"assistant\",\"content\":\"A\"}]}\n\
+         {\"conversations\":[{\"from\":\"system\",\"value\":\"S3\"},{\"from\":\"human\",\"value\":\"U3\"},{\"from\":\"gpt\",\"value\":\"A\"}]}\n",
+    )
+    .unwrap();
+    let e = load_dataset(&jl, None).unwrap();
+    let w = Workload::Dataset {
+        entries: std::sync::Arc::new(e),
+        output: None,
+        order: std::sync::Arc::new(vec![0, 1, 2]),
+        seed: 0,
+    };
+    let chat = BodyOptions { api: Api::Chat, model: "m".into(), ..Default::default() };
+    let completions = BodyOptions { api: Api::Completions, model: "m".into(), ..Default::default() };
+    for (i, (s, u)) in [("S1", "U1"), ("S2", "U2"), ("S3", "U3")].into_iter().enumerate() {
+        let prompt = w.item(i as u64).prompt;
+        let b: serde_json::Value = serde_json::from_slice(&build_body(&chat, &prompt, None).unwrap()).unwrap();
+        assert_eq!(
+            b["messages"],
+            serde_json::json!([{"role": "system", "content": s}, {"role": "user", "content": u}]),
+            "entry {i}"
+        );
+        let b: serde_json::Value = serde_json::from_slice(&build_body(&completions, &prompt, None).unwrap()).unwrap();
+        assert_eq!(b["prompt"], format!("{s}\n\n{u}"), "entry {i}");
+    }
+}
+
+#[test]
+fn a_count_in_an_image_column_is_no_image() {
+    // goodput's own records carry "images" as a count: read back as a dataset.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rec.jsonl");
+    std::fs::write(&p, "{\"prompt\":\"a\",\"images\":0}\n{\"prompt\":\"b\",\"image\":true}\n").unwrap();
+    let e = load_dataset(&p, None).unwrap();
+    assert_eq!(e.len(), 2);
+    assert!(e.iter().all(|e| e.images.is_empty()));
 }
