@@ -51,7 +51,13 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
             );
         }
     }
-    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
+    let (workload, tokenizer, workload_config, mut warnings) =
+        setup::workload_warned(&a.workload, a.load.shape.seed.value, trace)?;
+    warnings.extend(setup::draw_warnings(&workload, &plan));
+    // Told before the run, and kept in its result.
+    for w in &warnings {
+        goodput_core::tell!("{w}");
+    }
     let gpus = crate::target::default_gpus(&a.target, &a.sim, &a.judge)?;
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, gpus)?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
@@ -175,6 +181,9 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     let busy = interrupt.busy();
     let (mut result, recs) = run_point(&target, point, &metrics, &a.output, &opts).await?;
     drop(busy);
+    for w in warnings.into_iter().rev() {
+        result.warnings.insert(0, w.strip_prefix("warning: ").unwrap_or(&w).to_owned());
+    }
     if let Some(hint) = target.all_failed_hint(&result).await {
         goodput_core::tell!("hint: {hint}");
     }

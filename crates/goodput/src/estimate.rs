@@ -82,8 +82,11 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
     let mut plan = setup::plan(&a.load, trace.as_deref().map(|t| t.as_slice()), a.grace)?;
     let (workload, _, workload_config) = setup::workload(&a.workload, a.load.shape.seed.value, trace)?;
     crate::virtual_point::check_context(cfg, &workload, prompt_kind(a.api), "--model picks another")?;
-    let tail = crate::virtual_point::context_tail_warning(cfg, &workload, prompt_kind(a.api));
-    for w in crate::virtual_point::clamp_warnings(&workload).into_iter().chain(tail) {
+    let tail = crate::virtual_point::context_tail_warning(cfg, &workload, prompt_kind(a.api))
+        .into_iter()
+        .chain(crate::virtual_point::session_context_warning(cfg, &workload, &plan));
+    // The run's own draws, as bench reads them.
+    for w in setup::draw_warnings(&workload, &plan).into_iter().chain(tail) {
         goodput_core::tell!("{w}");
     }
     // The engine modelled runs on tp × dp GPUs unless --gpus or the config says otherwise.

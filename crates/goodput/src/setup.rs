@@ -8,7 +8,7 @@ use goodput_core::doc::config::{JudgeConfig, SharedPrefixConfig, TraceWorkload, 
 use goodput_core::AnalysisOptions;
 use goodput_load::client::Cancellation;
 use goodput_load::trace::TraceEntry;
-use goodput_load::workload::{load_dataset_column, SharedPrefix};
+use goodput_load::workload::{read_dataset, SharedPrefix};
 use goodput_load::{Arrival, LengthDist, LoadPlan, TokenCounter, Workload};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,6 +30,15 @@ pub fn arrival(s: &ShapeArgs) -> Result<Arrival> {
         ArrivalArg::Gamma => Arrival::Gamma { burstiness: s.burstiness.unwrap_or(1.0) },
         ArrivalArg::Constant => Arrival::Constant,
     })
+}
+
+/// The requests `--warmup N` leaves out of the measurement (0 for a
+/// warm-up by time).
+fn warmup_requests(s: &ShapeArgs) -> u64 {
+    match s.warmup {
+        WarmupArg::Requests(n) => n,
+        WarmupArg::Time(_) => 0,
+    }
 }
 
 /// A plan of `concurrency` and/or `rate` (or a `trace`'s send times) in
@@ -90,6 +99,18 @@ pub fn shaped_plan(
                 (Some(c), None) => (goodput_core::analysis::assemble::REQUESTS_PER_USER * c as u64).max(100),
                 _ => 100,
             }),
+            // More than the trace holds: it ends first, and the run says
+            // so (it had recorded and shown the -n asked, 20 for 8 sent).
+            (Some(n), _) if trace.is_some_and(|t| n.saturating_add(warmup_requests(s)) > t.len() as u64) => {
+                let t = trace.map_or(0, |t| t.len() as u64);
+                let left = t - warmup_requests(s);
+                goodput_core::tell!(
+                    "note: --requests {n} asks more than the trace's {t} request(s){}: the run replays the trace's \
+                     {left}, and records --requests {left}",
+                    if warmup_requests(s) > 0 { " after its warm-up" } else { "" }
+                );
+                Some(left)
+            }
             (n, _) => n,
         },
         duration: s.duration,
@@ -241,6 +262,21 @@ pub fn workload(
     seed: u64,
     trace: Option<LoadedTrace>,
 ) -> Result<(Workload, Option<Arc<TokenCounter>>, WorkloadConfig)> {
+    let (workload, tokenizer, config, warnings) = workload_warned(w, seed, trace)?;
+    for m in warnings {
+        goodput_core::tell!("{m}");
+    }
+    Ok((workload, tokenizer, config))
+}
+
+/// [`workload`], with the warnings reading it gave (a dataset's skipped or
+/// mended entries), told by none: a run puts them in its result.
+pub fn workload_warned(
+    w: &WorkloadArgs,
+    seed: u64,
+    trace: Option<LoadedTrace>,
+) -> Result<(Workload, Option<Arc<TokenCounter>>, WorkloadConfig, Vec<String>)> {
+    let mut warnings = Vec::new();
     let tokenizer = match &w.tokenizer {
         Some(p) => Some(Arc::new(TokenCounter::from_file(p)?)),
         None => None,
@@ -272,7 +308,7 @@ pub fn workload(
             ignore_eos: w.ignore_eos,
             ..Default::default()
         };
-        return Ok((Workload::Trace { entries, seed, tokenizer: tokenizer.clone() }, tokenizer, config));
+        return Ok((Workload::Trace { entries, seed, tokenizer: tokenizer.clone() }, tokenizer, config, warnings));
     }
     let shared_prefix = (w.shared_prefix_tokens > 0).then_some(SharedPrefix {
         tokens: w.shared_prefix_tokens,
@@ -306,9 +342,25 @@ pub fn workload(
     if w.score.is_some() && w.dataset.is_none() {
         bail!("--score scores answers against a dataset's references: give --dataset FILE.jsonl whose lines carry \"reference\" (or \"answer\")");
     }
+    let mut dataset_skipped = None;
     let wl = match &w.dataset {
         Some(path) => {
-            let entries = load_dataset_column(path, tokenizer.as_deref(), w.dataset_column.as_deref())?;
+            let read = read_dataset(path, tokenizer.as_deref(), w.dataset_column.as_deref())?;
+            warnings.extend(read.warnings(path));
+            dataset_skipped = Some(read.skipped_count()).filter(|&n| n > 0);
+            let entries = read.entries;
+            // An answer forced to its length needs one: an entry without
+            // max_tokens or an answer had been sent with neither, unforced.
+            let no_length = entries.iter().filter(|e| e.max_tokens.is_none()).count();
+            if w.ignore_eos && output.is_none() && no_length > 0 {
+                bail!(
+                    "--ignore-eos forces each answer to its output length, and {no_length} of the {} entries of {} give \
+                     none (no \"max_tokens\", no answer turn): add --output-tokens N (or a distribution such as \
+                     uniform:64..512) to give every request one, or drop --ignore-eos",
+                    entries.len(),
+                    path.display()
+                );
+            }
             if w.score.is_some() && entries.iter().all(|e| e.reference.is_empty()) {
                 bail!(
                     "--score: no entry of {} carries a \"reference\" (or \"answer\") to score against; add them, or drop --score",
@@ -336,6 +388,7 @@ pub fn workload(
             Workload::Dataset { entries, .. } => Some(entries.len() as u64),
             _ => None,
         },
+        dataset_skipped,
         tokenizer: w.tokenizer.as_ref().map(|p| p.display().to_string()),
         ignore_eos: w.ignore_eos,
         score: w.score.as_ref().map(|s| s.0.iter().map(|x| x.to_string()).collect()),
@@ -343,7 +396,7 @@ pub fn workload(
         repeat: (w.repeat > 1).then_some(w.repeat),
         ..Default::default()
     };
-    Ok((wl, tokenizer, config))
+    Ok((wl, tokenizer, config, warnings))
 }
 
 /// Refuses the quality flags where no answer is generated (the simulated
@@ -380,7 +433,28 @@ pub fn repeated(workload: Workload, w: &WorkloadArgs, plan: &LoadPlan) -> Result
         Some(n) => n.div_ceil(copies).max(1),
         None => (2 * plan.concurrency.unwrap_or(32) as u64).max(64),
     };
+    if let Some(note) = plan.total_requests().and_then(|n| uneven_repeat_note(n, w.repeat)) {
+        goodput_core::tell!("{note}");
+    }
     Ok(Workload::Repeated { inner: Box::new(workload), copies: w.repeat, spread })
+}
+
+/// A note where `copies` (`--repeat`) does not divide the run's `n`
+/// requests: some prompts are sent once fewer than the others.
+pub fn uneven_repeat_note(n: u64, copies: u32) -> Option<String> {
+    let c = u64::from(copies);
+    if c <= 1 || n % c == 0 {
+        return None;
+    }
+    let spread = n.div_ceil(c);
+    // The last pass (copy c−1) reaches only the prompts below n − spread·(c−1).
+    let full = n.saturating_sub(spread * (c - 1));
+    Some(format!(
+        "note: --repeat {copies} does not divide the {n} requests: of its {spread} prompts, {full} are sent {copies} \
+         times and the other {} {} times; give a multiple of {copies} requests for even repeats",
+        spread - full,
+        c - 1
+    ))
 }
 
 /// Refuses a dataset with images where requests are only lengths in
@@ -596,6 +670,115 @@ fn engine_gpus(run: &goodput_core::RunResult) -> Option<u32> {
     run.energy.as_ref().filter(|e| e.source == EnergySource::Model).and_then(|e| e.gpus)
 }
 
+/// Draws a warning reads from the run's own draws at most: enough for a
+/// mean within a percent, in well under a second.
+const WARN_DRAWS: u64 = 100_000;
+
+/// Warnings, before a run, where its draws miss what was asked: a length
+/// distribution whose draws, rounded and held to 1..2 Mi tokens, have a
+/// mean more than 5 % from the one given (`normal:50,100` draws a mean of
+/// about 72), and gamma arrivals so bursty that most of the run's requests
+/// go out together. Each is read from the draws this run makes (its seed,
+/// its first requests) where the run's size is known.
+pub fn draw_warnings(workload: &Workload, plan: &LoadPlan) -> Vec<String> {
+    let mut out = Vec::new();
+    let lone = plan.sessions.is_none();
+    let n = plan.total_requests().filter(|_| lone).map(|n| n.min(WARN_DRAWS));
+    if let Some((input, output)) = synthetic_lengths(workload) {
+        for (d, flag, is_input) in [(input, "--input-tokens", true), (output, "--output-tokens", false)] {
+            if !matches!(d, LengthDist::Normal { .. } | LengthDist::LogNormal { .. }) {
+                continue;
+            }
+            // The run's own draws where its size is known, else a fixed seed's.
+            let draws: Vec<u32> = match n {
+                Some(n) if n > 0 => (0..n)
+                    .filter_map(|i| workload.lengths(i))
+                    .map(|l| if is_input { l.input - l.prefix.map_or(0, |p| p.1) } else { l.output })
+                    .collect(),
+                _ => goodput_load::workload::seeded_draws(d, 20_000, 0x5eed),
+            };
+            if let Some(w) = length_warning(d, flag, &draws, n.is_some()) {
+                out.push(w);
+            }
+        }
+    }
+    if let Some((rate, Arrival::Gamma { burstiness })) = plan.rate {
+        if let Some(w) = burst_warning(rate, burstiness, plan.seed, plan.total_requests().unwrap_or(20_000)) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// The synthetic workload's length distributions, through `--repeat` and
+/// `--images`.
+fn synthetic_lengths(w: &Workload) -> Option<(&LengthDist, &LengthDist)> {
+    match w {
+        Workload::Synthetic { input, output, .. } => Some((input, output)),
+        Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => synthetic_lengths(inner),
+        _ => None,
+    }
+}
+
+/// The warning for `d`'s `draws` (the run's own when `run`), where their
+/// mean is more than 5 % from `d`'s.
+pub fn length_warning(d: &LengthDist, flag: &str, draws: &[u32], run: bool) -> Option<String> {
+    if draws.is_empty() {
+        return None;
+    }
+    let asked = d.mean();
+    let drawn = draws.iter().map(|&x| f64::from(x)).sum::<f64>() / draws.len() as f64;
+    if (drawn - asked).abs() <= 0.05 * asked {
+        return None;
+    }
+    let at_one = draws.iter().filter(|&&x| x == 1).count() as f64 / draws.len() as f64;
+    let whose = if run { format!("this run's {} draws", draws.len()) } else { "its draws".to_string() };
+    Some(format!(
+        "warning: {flag} {d} asks a mean of {} tokens, and {whose} have a mean of {} ({:.0} % of them held at 1 \
+         token): each draw is rounded and held to 1..{} tokens, and so wide a spread puts many at a bound; give a \
+         smaller std (or sigma), or bounded lengths (uniform:LO..HI)",
+        goodput_load::schedule::shown(asked),
+        goodput_load::schedule::shown((drawn * 10.0).round() / 10.0),
+        at_one * 100.0,
+        goodput_load::workload::MAX_TOKENS
+    ))
+}
+
+/// The warning for gamma arrivals whose gaps, as this run draws them
+/// (`seed`, its first `n` sends), are mostly next to nothing: the run sends
+/// its requests in bursts at a rate far above `rate`.
+pub fn burst_warning(rate: f64, burstiness: f64, seed: u64, n: u64) -> Option<String> {
+    let n = n.clamp(2, WARN_DRAWS) as usize;
+    let sched = goodput_load::schedule::ArrivalSchedule::new(rate, Arrival::Gamma { burstiness }, seed).ok()?;
+    let times: Vec<f64> = sched.take(n).map(|t| t.as_secs_f64()).collect();
+    if times.len() < 2 {
+        return None;
+    }
+    let mean_gap = 1.0 / rate;
+    let gaps = times.windows(2).map(|w| w[1] - w[0]);
+    let tiny = gaps.filter(|g| *g < 0.01 * mean_gap).count() as f64 / (times.len() - 1) as f64;
+    if tiny < 0.5 {
+        return None;
+    }
+    let span = times[times.len() - 1];
+    let achieved = if span > 0.0 {
+        format!("about {} requests/s", goodput_load::schedule::shown((times.len() - 1) as f64 / span))
+    } else {
+        "all at the same instant".to_string()
+    };
+    Some(format!(
+        "warning: --arrival gamma --burstiness {} at --rate {}: {:.0} % of this run's first {} gaps are under a \
+         hundredth of the mean gap asked ({} s), so its requests go out in bursts ({achieved} over them, not {}/s); \
+         a burstiness of 0.1 or more (1 is Poisson) keeps the rate asked",
+        goodput_load::schedule::shown(burstiness),
+        goodput_load::schedule::shown(rate),
+        tiny * 100.0,
+        times.len() - 1,
+        goodput_load::schedule::shown(mean_gap),
+        goodput_load::schedule::shown(rate)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -611,5 +794,34 @@ mod tests {
         assert_eq!(requests(Some(4), None), Some(100));
         assert_eq!(requests(Some(64), None), Some(640));
         assert_eq!(requests(Some(64), Some(10.0)), Some(100));
+    }
+
+    #[test]
+    fn clamped_lengths_are_warned_of_with_the_mean_drawn() {
+        let d: LengthDist = "normal:50,100".parse().unwrap();
+        let draws = goodput_load::workload::seeded_draws(&d, 3000, 1);
+        let w = length_warning(&d, "--input-tokens", &draws, true).unwrap();
+        assert!(w.contains("--input-tokens normal:50,100 asks a mean of 50 tokens, and this run's 3000 draws"), "{w}");
+        assert!(w.contains("% of them held at 1 token"), "{w}");
+        // A spread that clamping leaves alone says nothing.
+        let d: LengthDist = "normal:512,128".parse().unwrap();
+        let draws = goodput_load::workload::seeded_draws(&d, 3000, 1);
+        assert_eq!(length_warning(&d, "--input-tokens", &draws, true), None);
+    }
+
+    #[test]
+    fn bursts_of_gamma_arrivals_are_warned_of() {
+        let w = burst_warning(5.0, 1e-6, 1, 20).unwrap();
+        assert!(w.contains("--burstiness 1e-6 at --rate 5") && w.contains("of this run's first 19 gaps"), "{w}");
+        assert_eq!(burst_warning(5.0, 1.0, 1, 2000), None, "Poisson");
+        assert_eq!(burst_warning(5.0, 0.25, 1, 2000), None, "bursty, not all at once");
+    }
+
+    #[test]
+    fn uneven_repeats_are_noted() {
+        let n = uneven_repeat_note(10, 3).unwrap();
+        assert!(n.contains("of its 4 prompts, 2 are sent 3 times and the other 2 2 times"), "{n}");
+        assert_eq!(uneven_repeat_note(9, 3), None);
+        assert_eq!(uneven_repeat_note(10, 1), None);
     }
 }

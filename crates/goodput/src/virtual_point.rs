@@ -283,6 +283,38 @@ pub fn context_tail_warning(cfg: &EngineConfig, workload: &Workload, prompts: Pr
     })
 }
 
+/// A warning, before a run, where a multi-turn session's history (each
+/// turn sends every earlier question and answer again) outgrows `cfg`'s
+/// model's context within the turns asked: from that turn on each request
+/// is answered 400 and its session counted failed. Synthetic questions, at
+/// their distributions' means; the most turns a session may draw.
+pub fn session_context_warning(cfg: &EngineConfig, workload: &Workload, plan: &LoadPlan) -> Option<String> {
+    use goodput_load::workload::Turns;
+    let sessions = plan.sessions.as_ref()?;
+    let Workload::Synthetic { input, output, shared_prefix, .. } = workload else { return None };
+    let most = match &sessions.turns {
+        Turns::Drawn(LengthDist::Fixed(k)) => u64::from(*k),
+        Turns::Drawn(LengthDist::Uniform { hi, .. }) => u64::from(*hi),
+        Turns::Drawn(d) => d.mean().ceil() as u64,
+        Turns::All => return None,
+    };
+    let per_turn = input.mean() + output.mean();
+    let prefix = shared_prefix.map_or(0.0, |p| f64::from(p.tokens));
+    let context = f64::from(cfg.model.max_context);
+    // Turn t (from 1) sends t questions and t − 1 answers, and asks for one more answer.
+    let first_past = (1..=most).find(|&t| prefix + t as f64 * per_turn > context)?;
+    Some(format!(
+        "warning: a session's history grows by about {} tokens a turn (--input-tokens {input} and --output-tokens \
+         {output}, each turn sending every earlier question and answer again), so from turn {first_past} of the up to \
+         {most} of --turns {} its requests pass {}'s context of {} tokens: each is answered with HTTP 400 and its \
+         session counted failed; fewer turns or shorter lengths keep within it",
+        per_turn.round(),
+        sessions.turns,
+        cfg.model.name,
+        cfg.model.max_context
+    ))
+}
+
 /// Warnings, before a run, for a synthetic workload's length distributions
 /// whose draws' mean clamping moves far from the mean asked for.
 pub fn clamp_warnings(workload: &Workload) -> Vec<String> {

@@ -385,10 +385,11 @@ pub fn cycled_dataset_warning(w: &crate::doc::config::WorkloadConfig, records: &
     if used <= entries {
         return None;
     }
+    let skipped = w.dataset_skipped.map(|k| format!(" ({k} more were skipped)")).unwrap_or_default();
     Some(format!(
-        "the run sent {used} prompts from the {entries} entries of {}: it went round the dataset {:.1} times, so \
-         later requests repeat earlier prompts and a server's prefix cache serves them (faster TTFT than new prompts \
-         get); give a larger dataset, or fewer requests",
+        "the run sent {used} prompts from the {entries} usable entries of {}{skipped}: it went round the dataset \
+         {:.1} times, so later requests repeat earlier prompts and a server's prefix cache serves them (faster TTFT \
+         than new prompts get); give a larger dataset, or fewer requests",
         w.dataset.as_deref().unwrap_or("the dataset"),
         used as f64 / entries as f64
     ))
@@ -607,7 +608,10 @@ mod tests {
         };
         assert_eq!(cycled_dataset_warning(&w, &recs(50)), None);
         let m = cycled_dataset_warning(&w, &recs(1000)).unwrap();
-        assert!(m.contains("1000 prompts from the 50 entries of qa.jsonl") && m.contains("20.0 times"), "{m}");
+        assert!(m.contains("1000 prompts from the 50 usable entries of qa.jsonl:") && m.contains("20.0 times"), "{m}");
+        let skipping = crate::doc::config::WorkloadConfig { dataset_skipped: Some(2), ..w.clone() };
+        let m = cycled_dataset_warning(&skipping, &recs(100)).unwrap();
+        assert!(m.contains("50 usable entries of qa.jsonl (2 more were skipped)"), "{m}");
         // Sessions: only a session's first turn (turn 1) draws an entry.
         let sessions = |n: u64| {
             let mut turns = recs(3 * n);
@@ -619,7 +623,7 @@ mod tests {
         };
         assert_eq!(cycled_dataset_warning(&w, &sessions(40)), None, "40 conversations of 3 turns");
         let m = cycled_dataset_warning(&w, &sessions(100)).expect("100 conversations from 50 entries");
-        assert!(m.contains("100 prompts from the 50 entries") && m.contains("2.0 times"), "{m}");
+        assert!(m.contains("100 prompts from the 50 usable entries") && m.contains("2.0 times"), "{m}");
     }
 
     #[test]

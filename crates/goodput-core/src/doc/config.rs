@@ -210,6 +210,11 @@ pub struct WorkloadConfig {
     /// sends more goes round them again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_entries: Option<u64>,
+    /// Entries of the dataset read and left out (an empty prompt, a
+    /// conversation that asks nothing, a ShareGPT conversation whose first
+    /// question got no answer): the run's warnings name each reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_skipped: Option<u64>,
     /// The dataset's prompt column, when named (`--dataset-column`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_column: Option<String>,

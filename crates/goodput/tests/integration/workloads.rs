@@ -569,3 +569,119 @@ fn a_dataset_is_read_from_a_fifo() {
     let v = read_json(&out);
     assert_eq!(v["summary"]["requests"]["completed"], 4, "{}", v["summary"]["requests"]);
 }
+
+/// A bench against the embedded fixed simulator with `args`: its exit, its
+/// stderr, and its result where it wrote one.
+fn fixed_bench(dir: &Path, args: &[&str]) -> (bool, String, Option<Value>) {
+    let out_file = dir.join("fixed.json");
+    let _ = std::fs::remove_file(&out_file);
+    let out = goodput()
+        .args(["bench", "--sim-profile", "fixed", "--sim-ttft", "0ms", "--sim-itl", "0ms", "--no-metrics"])
+        .args(["--progress", "none", "--seed", "1", "-o"])
+        .arg(&out_file)
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = out_file.exists().then(|| read_json(&out_file));
+    (out.status.success(), err, v)
+}
+
+/// What a probe of the workloads found: each told before the run, and
+/// kept in the result.
+#[test]
+fn skipped_entries_clamped_lengths_and_bursts_are_warned_of_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let sg = dir.path().join("sg2.json");
+    std::fs::write(
+        &sg,
+        r#"[{"conversations":[{"from":"gpt","value":"Hello!"},{"from":"human","value":"QG1"},{"from":"gpt","value":"AG1"}]},
+{"conversations":[{"from":"human","value":"QH1"},{"from":"human","value":"QH1b"},{"from":"gpt","value":"x"}]},
+{"conversations":[{"from":"human","value":"QB1"},{"from":"bing","value":"AB1"}]}]"#,
+    )
+    .unwrap();
+    let (ok, err, v) = fixed_bench(dir.path(), &["--dataset", sg.to_str().unwrap(), "-n", "4", "-c", "1", "-q"]);
+    assert!(ok, "{err}");
+    let v = v.unwrap();
+    assert_eq!(v["config"]["workload"]["dataset_entries"], 2, "the gpt-first conversation is asked");
+    assert_eq!(v["config"]["workload"]["dataset_skipped"], 1);
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("holds 3 entries, 1 skipped") && warnings.contains("(the first at entry 2)"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("4 prompts from the 2 usable entries") && warnings.contains("(1 more were skipped)"),
+        "{warnings}"
+    );
+    assert!(err.contains("holds 3 entries, 1 skipped"), "told before the run: {err}");
+
+    let (ok, err, v) = fixed_bench(
+        dir.path(),
+        &["-n", "300", "-c", "20", "--input-tokens", "normal:50,100", "--output-tokens", "2", "-q"],
+    );
+    assert!(ok, "{err}");
+    let warnings = v.unwrap()["warnings"].to_string();
+    assert!(
+        warnings.contains("--input-tokens normal:50,100 asks a mean of 50 tokens, and this run's 300 draws"),
+        "{warnings}"
+    );
+    assert!(err.contains("asks a mean of 50 tokens"), "{err}");
+
+    let (ok, err, v) = fixed_bench(
+        dir.path(),
+        &["-n", "20", "-r", "5", "--arrival", "gamma", "--burstiness", "1e-6", "--output-tokens", "2", "-q"],
+    );
+    assert!(ok, "{err}");
+    let warnings = v.unwrap()["warnings"].to_string();
+    assert!(warnings.contains("--arrival gamma --burstiness 1e-6 at --rate 5"), "{warnings}");
+}
+
+#[test]
+fn ignore_eos_needs_every_entry_s_output_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("nomax.jsonl");
+    std::fs::write(&ds, "{\"prompt\":\"hello\"}\n{\"prompt\":\"sized\",\"max_tokens\":3}\n").unwrap();
+    let (ok, err, _) = fixed_bench(dir.path(), &["--dataset", ds.to_str().unwrap(), "-n", "2", "-q", "--ignore-eos"]);
+    assert!(!ok);
+    assert!(err.contains("--ignore-eos forces each answer to its output length, and 1 of the 2 entries"), "{err}");
+    assert!(err.contains("add --output-tokens N"), "{err}");
+    let (ok, err, _) = fixed_bench(
+        dir.path(),
+        &["--dataset", ds.to_str().unwrap(), "-n", "2", "-q", "--ignore-eos", "--output-tokens", "4"],
+    );
+    assert!(ok, "{err}");
+}
+
+#[test]
+fn a_count_past_the_trace_is_recorded_as_the_trace_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let lines: Vec<String> = (0..8)
+        .map(|i| format!("{{\"timestamp\": {}, \"input_tokens\": 16, \"output_tokens\": 2}}", i as f64 * 0.01))
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let (ok, err, v) = fixed_bench(dir.path(), &["--trace", trace.to_str().unwrap(), "-n", "20", "-q"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("--requests 20 asks more than the trace's 8 request(s)"), "{err}");
+    let v = v.unwrap();
+    assert_eq!(v["config"]["load"]["requests"], 8);
+    assert_eq!(v["summary"]["requests"]["completed"], 8);
+}
+
+#[test]
+fn a_session_outgrowing_the_context_is_warned_of_before_the_run() {
+    let out = goodput()
+        .args(["estimate", "-n", "1", "-c", "1", "--seed", "1", "--input-tokens", "2000", "--output-tokens", "2000"])
+        .args(["--turns", "40", "-q"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("from turn 33 of the up to 40 of --turns 40") && err.contains("context of 131072"), "{err}");
+    let out = goodput()
+        .args(["estimate", "-n", "1", "-c", "1", "--seed", "1", "--input-tokens", "200", "--output-tokens", "200"])
+        .args(["--turns", "4", "-q"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("history grows"));
+}
