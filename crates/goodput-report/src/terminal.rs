@@ -934,7 +934,13 @@ pub fn load_line(config: &RunConfig) -> String {
             parts.push(format!("input {i} · output {o} tokens"));
         }
     } else if let Some(t) = &w.trace {
-        parts.push(format!("input {:.0} · output {:.0} tokens on average", t.input_tokens_mean, t.output_tokens_mean));
+        // A mean to a tenth where it has one (8.5 had been shown as 8).
+        let mean = |m: f64| if (m - m.round()).abs() < 0.05 { format!("{m:.0}") } else { format!("{m:.1}") };
+        parts.push(format!(
+            "input {} · output {} tokens on average",
+            mean(t.input_tokens_mean),
+            mean(t.output_tokens_mean)
+        ));
     }
     parts.extend(pooled);
     parts.join(" · ")

@@ -473,7 +473,18 @@ impl Watch {
                 let met = matches!((half, allowed), (Some(h), Some(a)) if h <= a);
                 let off = match (half, est) {
                     (Some(h), Some(e)) if matches!(t.width, Width::Relative(_)) && e != 0.0 => {
-                        format!("±{:.1}%", h / e.abs() * 100.0)
+                        // Enough decimals that a width not yet met does not
+                        // read as the target or below (±0.0% for ±0.01%).
+                        let pct = h / e.abs() * 100.0;
+                        let target = match t.width {
+                            Width::Relative(s) => s * 100.0,
+                            Width::Absolute(_) => 0.0,
+                        };
+                        let mut d = 1;
+                        while d < 6 && !met && format!("{pct:.d$}").parse::<f64>().unwrap_or(pct) <= target {
+                            d += 1;
+                        }
+                        format!("±{pct:.d$}%")
                     }
                     (Some(h), _) => format!("±{}", fmt_value(Some(h))),
                     _ => "unbounded".to_string(),

@@ -71,9 +71,10 @@ pub(super) fn mooncake(line: &[u8]) -> Result<Read, String> {
     let fills = (l.input_length as u64).div_ceil(MOONCAKE_BLOCK_TOKENS as u64);
     if l.hash_ids.len() as u64 > fills {
         return Err(format!(
-            "has {} hash_ids, but its input_length of {} fills only {fills} blocks of {MOONCAKE_BLOCK_TOKENS} tokens",
+            "has {} hash_ids, but its input_length of {} fills only {fills} block{} of {MOONCAKE_BLOCK_TOKENS} tokens",
             l.hash_ids.len(),
-            l.input_length
+            l.input_length,
+            if fills == 1 { "" } else { "s" }
         ));
     }
     let lengths = Lengths { input: l.input_length, output: l.output_length, prefix: None };
@@ -108,7 +109,7 @@ pub(super) fn columns(format: TraceFormat, header: &[u8]) -> Result<Columns, Str
     match (find(names[0]), find(names[1]), find(names[2])) {
         (Some(time), Some(input), Some(output)) => Ok(Columns { time, input, output, count: cols.len() }),
         _ => Err(format!(
-            "its header is '{}': {} {} trace's header names the columns {expected}",
+            "is its header, '{}', and {} {} trace's header names the columns {expected}",
             text.trim(),
             if format == TraceFormat::Azure { "an" } else { "a" },
             format.label()

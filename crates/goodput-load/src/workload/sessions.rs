@@ -121,7 +121,7 @@ impl FromStr for Turns {
             what: "turn count",
             at_least_one: "a session has at least 1 turn",
             at_most: ("a session has at most", "turns"),
-            expected: "all (a dataset's own), 3, uniform:64..256, normal:512,128 or lognormal:MEAN,SIGMA",
+            expected: "all (a dataset's own), 3, uniform:2..6, normal:4,1 or lognormal:MEAN,SIGMA",
         };
         LengthDist::parse_counted(s, &TURNS).map(Turns::Drawn)
     }

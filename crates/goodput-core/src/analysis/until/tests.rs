@@ -106,6 +106,17 @@ fn each_look_comes_a_quarter_later_and_a_target_never_met_looks_on() {
 }
 
 #[test]
+fn a_relative_width_not_yet_met_is_shown_past_its_target() {
+    // ±0.01% asked, a half-width of a few hundredths of a percent: it had read "±0.0%, not yet".
+    let mut w = Watch::new(Some(&until("ttft:p50±0.01%")), None, 0.95).unwrap();
+    assert!(run(&mut w, 1000, |i| 5000.0 + 50.0 * unit(3, i)).is_none());
+    let cap = w.capped("--requests 1000");
+    assert!(!cap.detail.contains("±0.0%"), "{}", cap.detail);
+    let shown: f64 = cap.detail.rsplit("(±").next().unwrap().split('%').next().unwrap().parse().unwrap();
+    assert!(shown > 0.01, "{}", cap.detail);
+}
+
+#[test]
 fn a_p99_is_not_decided_before_the_sample_bounds_it() {
     // A p99 has no upper bound at 95% below 368 samples, however quiet
     // (the slowest of 367 is below the true p99 more than 2.5% of the time).
