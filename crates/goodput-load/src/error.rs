@@ -281,7 +281,8 @@ pub enum WorkloadError {
     Parquet { path: PathBuf, error: String },
     /// More entries than goodput holds ([`crate::workload::MAX_ENTRIES`]).
     #[error(
-        "dataset {} holds more than {} entries, the most goodput holds of a dataset: give a sample of it, e.g.          `{}` (each request draws from all the entries read)",
+        "dataset {} holds more than {} entries, the most goodput holds of a dataset: give a sample of it, e.g. \
+         `{}` (each request draws from all the entries read)",
         path.display(),
         thousands(*cap as u64),
         sample.replace("FILE", &path.display().to_string())
@@ -289,7 +290,8 @@ pub enum WorkloadError {
     TooManyEntries { path: PathBuf, cap: usize, sample: &'static str },
     /// The memory for more entries could not be had.
     #[error(
-        "dataset {}: the process ran out of memory holding its first {} entries (the machine's available memory,          or ulimit -v): give a sample of it, e.g. `{}`, or free memory",
+        "dataset {}: the process ran out of memory holding its first {} entries (the machine's available memory, \
+         or ulimit -v): give a sample of it, e.g. `{}`, or free memory",
         path.display(),
         thousands(*held as u64),
         sample.replace("FILE", &path.display().to_string())
@@ -305,7 +307,8 @@ pub enum WorkloadError {
     EntryTooLong { path: PathBuf, place: String, cap: usize },
     /// JSON Lines past [`crate::workload::MAX_DATASET_BYTES`].
     #[error(
-        "dataset {} is larger than {} (the most goodput reads of a dataset, its entries held in memory): give a          sample of it, e.g. `shuf -n 1000000 {} > sample.jsonl`",
+        "dataset {} is larger than {} (the most goodput reads of a dataset, its entries held in memory): give a \
+         sample of it, e.g. `shuf -n 1000000 {} > sample.jsonl`",
         path.display(),
         goodput_core::util::input::size(*cap),
         path.display()
@@ -318,7 +321,7 @@ pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

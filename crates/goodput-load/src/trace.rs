@@ -456,22 +456,18 @@ mod tests {
         let text = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
                     5,ChatGPT,472,18,490,Conversation log\n13,GPT-4,84,0,84,API log\n";
         let mut lines = LineReader::new(text.as_bytes(), Path::new("b.csv"), "the trace", 1 << 10);
-        let Ok(p) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS) else {
-            panic!("not read")
-        };
+        let Ok(p) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS) else { panic!("not read") };
         assert_eq!((p.rows.len(), p.skipped, p.format), (1, 1, TraceFormat::Burstgpt));
         // Every row a failure: the refusal says so, not only that none is left.
         let text = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
                     5,ChatGPT,472,0,472,Conversation log\n13,GPT-4,84,0,84,API log\n";
         let mut lines = LineReader::new(text.as_bytes(), Path::new("b.csv"), "the trace", 1 << 10);
-        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS)
-        else {
+        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS) else {
             panic!("read")
         };
         assert!(f.to_string().contains("its 2 row(s) were all skipped, each with 0 Response tokens"), "{f}");
         let mut lines = LineReader::new(&b"when,in,out\n1,2,3\n"[..], Path::new("x.csv"), "the trace", 1 << 10);
-        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS)
-        else {
+        let Err(Fault::Content(f)) = parse_trace(&mut lines, 1.0, TraceFormat::Auto, MAX_REQUESTS) else {
             panic!("read")
         };
         assert!(f.to_string().contains("'when,in,out' is no trace format goodput reads"), "{f}");

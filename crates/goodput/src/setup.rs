@@ -269,13 +269,13 @@ pub fn workload(
     Ok((workload, tokenizer, config))
 }
 
+/// A workload, its tokenizer, its config block and the warnings reading it
+/// gave.
+pub type Warned = (Workload, Option<Arc<TokenCounter>>, WorkloadConfig, Vec<String>);
+
 /// [`workload`], with the warnings reading it gave (a dataset's skipped or
 /// mended entries), told by none: a run puts them in its result.
-pub fn workload_warned(
-    w: &WorkloadArgs,
-    seed: u64,
-    trace: Option<LoadedTrace>,
-) -> Result<(Workload, Option<Arc<TokenCounter>>, WorkloadConfig, Vec<String>)> {
+pub fn workload_warned(w: &WorkloadArgs, seed: u64, trace: Option<LoadedTrace>) -> Result<Warned> {
     let mut warnings = Vec::new();
     let tokenizer = match &w.tokenizer {
         Some(p) => Some(Arc::new(TokenCounter::from_file(p)?)),
@@ -443,7 +443,7 @@ pub fn repeated(workload: Workload, w: &WorkloadArgs, plan: &LoadPlan) -> Result
 /// requests: some prompts are sent once fewer than the others.
 pub fn uneven_repeat_note(n: u64, copies: u32) -> Option<String> {
     let c = u64::from(copies);
-    if c <= 1 || n % c == 0 {
+    if c <= 1 || n.is_multiple_of(c) {
         return None;
     }
     let spread = n.div_ceil(c);

@@ -564,6 +564,10 @@ fn a_dataset_past_the_entry_cap_is_refused_with_the_fix() {
     c.take(e("b"), || "line 2".into()).unwrap();
     let err = c.take(e("c"), || "line 3".into()).unwrap_err().to_string();
     assert!(err.contains("big.jsonl holds more than 2 entries") && err.contains("shuf -n 1000000 big.jsonl"), "{err}");
+    assert!(!err.contains("  "), "one line of words: {err}");
+    let e = crate::error::WorkloadError::DatasetMemory { path: p.into(), held: 5, sample: "x" }.to_string();
+    let t = crate::error::WorkloadError::DatasetTooLarge { path: p.into(), cap: 4 << 30 }.to_string();
+    assert!(!e.contains("  ") && !t.contains("  ") && t.contains("larger than 4 GiB"), "{e} / {t}");
     let m =
         crate::error::WorkloadError::TooManyEntries { path: p.into(), cap: crate::workload::MAX_ENTRIES, sample: "x" }
             .to_string();
