@@ -53,7 +53,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     }
     let (workload, tokenizer, workload_config, mut warnings) =
         setup::workload_warned(&a.workload, a.load.shape.seed.value, trace)?;
-    warnings.extend(setup::draw_warnings(&workload, &plan));
+    warnings.extend(setup::draw_warnings(&workload, &plan)?);
     // Told before the run, and kept in its result.
     for w in &warnings {
         goodput_core::tell!("{w}");

@@ -86,7 +86,7 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
         .into_iter()
         .chain(crate::virtual_point::session_context_warning(cfg, &workload, &plan));
     // The run's own draws, as bench reads them.
-    for w in setup::draw_warnings(&workload, &plan).into_iter().chain(tail) {
+    for w in setup::draw_warnings(&workload, &plan)?.into_iter().chain(tail) {
         goodput_core::tell!("{w}");
     }
     // The engine modelled runs on tp × dp GPUs unless --gpus or the config says otherwise.

@@ -680,7 +680,11 @@ const WARN_DRAWS: u64 = 100_000;
 /// about 72), and gamma arrivals so bursty that most of the run's requests
 /// go out together. Each is read from the draws this run makes (its seed,
 /// its first requests) where the run's size is known.
-pub fn draw_warnings(workload: &Workload, plan: &LoadPlan) -> Vec<String> {
+///
+/// A length spec whose draws are mostly held at 1 token (a median of 1
+/// where the mean asked is 2 or more: `lognormal:256,5`) is no workload a
+/// run can keep: refused, with the same figures.
+pub fn draw_warnings(workload: &Workload, plan: &LoadPlan) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let lone = plan.sessions.is_none();
     let n = plan.total_requests().filter(|_| lone).map(|n| n.min(WARN_DRAWS));
@@ -697,6 +701,9 @@ pub fn draw_warnings(workload: &Workload, plan: &LoadPlan) -> Vec<String> {
                     .collect(),
                 _ => goodput_load::workload::seeded_draws(d, 20_000, 0x5eed),
             };
+            if let Some(why) = length_refusal(d, flag, &draws) {
+                bail!("{why}");
+            }
             if let Some(w) = length_warning(d, flag, &draws, n.is_some()) {
                 out.push(w);
             }
@@ -707,7 +714,28 @@ pub fn draw_warnings(workload: &Workload, plan: &LoadPlan) -> Vec<String> {
             out.push(w);
         }
     }
-    out
+    Ok(out)
+}
+
+/// The refusal of `d` where most of its `draws` are held at 1 token and
+/// its mean asks for 2 or more: the run would send next to nothing.
+pub fn length_refusal(d: &LengthDist, flag: &str, draws: &[u32]) -> Option<String> {
+    let asked = d.mean();
+    if draws.is_empty() || asked < 2.0 {
+        return None;
+    }
+    let at_one = draws.iter().filter(|&&x| x == 1).count() as f64 / draws.len() as f64;
+    let drawn = draws.iter().map(|&x| f64::from(x)).sum::<f64>() / draws.len() as f64;
+    (at_one >= 0.5).then(|| {
+        format!(
+            "{flag} {d}: {:.0} % of its draws are held at 1 token (each is rounded and held to at least 1), so they \
+             have a mean of {}, not {}, and a median of 1: give a smaller std (or sigma: lognormal's stays near its \
+             mean below about 1.5), or bounded lengths (uniform:LO..HI)",
+            at_one * 100.0,
+            goodput_load::schedule::shown((drawn * 10.0).round() / 10.0),
+            goodput_load::schedule::shown(asked)
+        )
+    })
 }
 
 /// The synthetic workload's length distributions, through `--repeat` and
@@ -803,9 +831,18 @@ mod tests {
         let w = length_warning(&d, "--input-tokens", &draws, true).unwrap();
         assert!(w.contains("--input-tokens normal:50,100 asks a mean of 50 tokens, and this run's 3000 draws"), "{w}");
         assert!(w.contains("% of them held at 1 token"), "{w}");
+        assert_eq!(length_refusal(&d, "--input-tokens", &draws), None, "a third at 1: warned, not refused");
+        // Most draws at 1 token: refused.
+        for spec in ["lognormal:256,5", "lognormal:256,20"] {
+            let d: LengthDist = spec.parse().unwrap();
+            let draws = goodput_load::workload::seeded_draws(&d, 3000, 1);
+            let r = length_refusal(&d, "--input-tokens", &draws).unwrap();
+            assert!(r.contains(&format!("--input-tokens {spec}: ")) && r.contains("not 256, and a median of 1"), "{r}");
+        }
         // A spread that clamping leaves alone says nothing.
         let d: LengthDist = "normal:512,128".parse().unwrap();
         let draws = goodput_load::workload::seeded_draws(&d, 3000, 1);
+        assert_eq!(length_refusal(&d, "--input-tokens", &draws), None);
         assert_eq!(length_warning(&d, "--input-tokens", &draws, true), None);
     }
 
