@@ -5,7 +5,7 @@
 //! on; an endpoint that fails while others answer costs only its own part.
 //! The parsing and mapping are goodput-core's `prometheus::scrape`.
 
-use goodput_core::prometheus::scrape::{metric_lines, parse_at_most, Signals, MAX_METRIC_LINES};
+use goodput_core::prometheus::scrape::{merge_endpoints, metric_lines, parse_at_most, Signals, MAX_METRIC_LINES};
 use goodput_load::client::error_chain;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -138,7 +138,8 @@ impl Scraper {
         Scraper { http, urls, interval, max_body }
     }
 
-    /// One scrape of every URL, their texts read as one exposition, stamped
+    /// One scrape of every URL, each text parsed on its own and their series
+    /// kept apart by URL (`merge_endpoints`), stamped
     /// on the run's clock at the midpoint of its requests.
     pub async fn scrape_at(&self, origin: Instant) -> Result<(Duration, Scraped), ScrapeError> {
         self.stamped(origin, self.interval.max(Duration::from_secs(2))).await
@@ -181,7 +182,7 @@ impl Scraper {
         });
         let texts = futures::future::join_all(fetches).await;
         let t = sent + (origin.elapsed() - sent) / 2;
-        let (mut bodies, mut answered, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut bodies, mut answered, mut failed): (Vec<String>, _, _) = (Vec::new(), Vec::new(), Vec::new());
         for text in texts {
             match text {
                 Ok((url, content_type, text)) => {
@@ -197,10 +198,22 @@ impl Scraper {
                 _ => ScrapeError::Each(failed),
             });
         }
-        // Their texts read as one exposition; each holds at most
-        // MAX_METRIC_LINES, so this reads them all.
-        let all = if bodies.len() == 1 { bodies.remove(0) } else { bodies.join("\n") };
-        let scrape = parse_at_most(&all, MAX_METRIC_LINES.saturating_mul(answered.len()));
+        // Each text parsed as its own exposition (each holds at most
+        // MAX_METRIC_LINES), and each's series labelled with its URL, so
+        // that two exporters' series of one name are both read and summed.
+        let several = self.urls.len() > 1;
+        let parts: Vec<(String, _)> = answered
+            .iter()
+            .zip(bodies)
+            .map(|((url, _), text)| {
+                let name = if several { goodput_core::util::redact::redact_url(url) } else { url.clone() };
+                (name, parse_at_most(&text, MAX_METRIC_LINES))
+            })
+            .collect();
+        let scrape = match several {
+            true => merge_endpoints(parts),
+            false => parts.into_iter().next().map(|p| p.1).unwrap_or_default(),
+        };
         let scraped = Scraped {
             signals: Signals::mapped(&scrape),
             parse_errors: scrape.errors.len(),

@@ -20,8 +20,8 @@ mod tests;
 pub use diagnose::{cross_check, diagnose, ClientLoad, CrossCheck, Schedule};
 pub use histogram::{histogram_quantile, Bucket, Histogram};
 pub use parse::{
-    metric_lines, parse, parse_at_most, Family, Labels, MetricType, ParseError, ParseErrorKind, Sample, Scrape,
-    MAX_METRIC_LINES,
+    merge_endpoints, metric_lines, parse, parse_at_most, Family, Labels, MetricType, ParseError, ParseErrorKind,
+    Sample, Scrape, ENDPOINT_LABEL, MAX_METRIC_LINES,
 };
 pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
 pub use window::{

@@ -185,6 +185,45 @@ impl Scrape {
     }
 }
 
+/// The label [`merge_endpoints`] puts on each endpoint's series.
+pub const ENDPOINT_LABEL: &str = "instance";
+
+/// The scrapes of several endpoints, each parsed as its own exposition, read
+/// as one: every sample of an endpoint labelled [`ENDPOINT_LABEL`] with its
+/// name (its URL, credentials masked), so that two exporters' series of one
+/// name (two nodes' `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0"}`, two
+/// engine instances' token counters) stay apart and are summed where a
+/// signal sums its series; families of one name are joined. A label of that
+/// name the endpoint set already is kept behind the endpoint's
+/// (`URL VALUE`). Each part's errors are kept, their lines counted in its
+/// own text. (Joined as one text, a second exporter's families had been
+/// dropped as a parse error.) Every part is labelled, one alone too: a run
+/// of several endpoints labels each of its scrapes alike, whichever answered.
+pub fn merge_endpoints(parts: Vec<(String, Scrape)>) -> Scrape {
+    let mut merged = Scrape::default();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for (endpoint, scrape) in parts {
+        merged.errors.extend(scrape.errors);
+        for mut family in scrape.families {
+            for s in &mut family.samples {
+                let value = match s.labels.get(ENDPOINT_LABEL) {
+                    Some(own) => format!("{endpoint} {own}"),
+                    None => endpoint.clone(),
+                };
+                s.labels.insert(ENDPOINT_LABEL.to_string(), value);
+            }
+            match at.get(&family.name) {
+                Some(&i) => merged.families[i].samples.extend(family.samples),
+                None => {
+                    at.insert(family.name.clone(), merged.families.len());
+                    merged.families.push(family);
+                }
+            }
+        }
+    }
+    merged
+}
+
 /// The most metric lines (samples, `# HELP` and `# TYPE`) [`parse`] reads
 /// of one text. What the parser keeps of a line (a sample and its labels,
 /// a family, an error) is then bounded by this, not by how many lines a
@@ -560,6 +599,33 @@ fn validate(family: &Family) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoints_are_parsed_apart_and_their_series_labelled() {
+        let a = "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n\
+                 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\"} 10\n\
+                 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"1\"} 20\n\
+                 # TYPE DCGM_FI_DEV_POWER_MGMT_LIMIT gauge\n\
+                 DCGM_FI_DEV_POWER_MGMT_LIMIT{gpu=\"0\"} 700\n";
+        let b = "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n\
+                 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\",instance=\"n\"} 30\n";
+        // One text: the second family is a parse error, and its GPU is lost.
+        assert_eq!(parse(&format!("{a}{b}")).samples("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").count(), 2);
+        let merged = merge_endpoints(vec![("http://a".into(), parse(a)), ("http://b".into(), parse(b))]);
+        assert!(merged.errors.is_empty(), "{:?}", merged.errors);
+        assert_eq!(merged.families.len(), 2);
+        let seen: Vec<(String, f64)> = merged
+            .samples("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+            .map(|s| (s.labels[ENDPOINT_LABEL].clone(), s.value))
+            .collect();
+        assert_eq!(seen, [("http://a".into(), 10.0), ("http://a".into(), 20.0), ("http://b n".into(), 30.0)]);
+        // One endpoint alone is labelled alike.
+        let one = merge_endpoints(vec![("http://b".into(), parse(b))]);
+        assert_eq!(
+            one.samples("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").next().unwrap().labels[ENDPOINT_LABEL],
+            "http://b n"
+        );
+    }
     use proptest::prelude::*;
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
