@@ -304,8 +304,13 @@ impl Scraper {
         (families > 0).then_some(log)
     }
 
-    /// Scrapes every interval after `first` until `stop`, then once more.
-    pub async fn run(self, mut log: ScrapeLog, origin: Instant, stop: CancellationToken) -> ScrapeLog {
+    /// Scrapes every interval after `first` until `stop`, then once more;
+    /// `now`, once at the start too (the baseline at the load's start, where
+    /// `first` was taken long before it).
+    pub async fn run(self, mut log: ScrapeLog, origin: Instant, now: bool, stop: CancellationToken) -> ScrapeLog {
+        if now {
+            Self::record(&mut log, self.scrape_at(origin).await);
+        }
         let mut tick = tokio::time::interval_at(Instant::now() + self.interval, self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

@@ -82,14 +82,21 @@ pub async fn start(
 impl FirstScrape {
     /// Starts the scraping loop on the load's clock, which starts at
     /// `origin`: the first scrape, taken before it, is stamped at its zero.
-    pub fn begin(self, origin: Instant) -> Scraping {
+    /// After a wait (`--start-at`, `waited`) that scrape is no baseline: the
+    /// counters it read (the GPUs' energy over the wait, above all) are of
+    /// before the run. It is then dropped, and the loop takes its first
+    /// scrape at once, stamped when it was taken on the load's clock.
+    pub fn begin(self, origin: Instant, waited: bool) -> Scraping {
         let FirstScrape { scraper, mut log, urls, interval, taken_on } = self;
         let before = origin.saturating_duration_since(taken_on);
         for (t, _) in &mut log.points {
             *t = t.saturating_sub(before);
         }
+        if waited {
+            log.points.clear();
+        }
         let stop = CancellationToken::new();
-        let task = tokio::spawn(scraper.run(log, origin, stop.clone()));
+        let task = tokio::spawn(scraper.run(log, origin, waited, stop.clone()));
         Scraping { urls, interval, stop, task }
     }
 }

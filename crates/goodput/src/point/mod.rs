@@ -62,7 +62,9 @@ pub async fn run_point(
     // the wait for --start-at).
     let started_unix_s = common::unix_now();
     let origin = tokio::time::Instant::now();
-    let scraping = first_scrape.map(|f| f.begin(origin));
+    // After a wait for --start-at, the scrape before it is no baseline: one
+    // is taken as the load starts (its energy had counted the wait's).
+    let scraping = first_scrape.map(|f| f.begin(origin, p.start_at.is_some()));
     let progress = crate::progress::Progress::new(p.title, p.plan, &p.control);
     let view = crate::progress::LiveView::start(output.progress, output.quiet, progress.clone(), p.control.clone());
     let rules = p.until.as_ref().map(|s| s.rules());
