@@ -222,6 +222,20 @@ fn scraped_energy_checked(
             cover.gone
         ));
     }
+    if !limits_cover(&signals.window, gpus) {
+        let limits = signals
+            .window
+            .gauges
+            .get(&crate::prometheus::scrape::GaugeSignal::GpuPowerLimitGpus)
+            .and_then(|d| Some((d.min?, d.max?)))
+            .map(|(lo, hi)| if lo == hi { format!("{lo:.0}") } else { format!("{lo:.0} to {hi:.0}") })
+            .unwrap_or_default();
+        warnings.push(format!(
+            "energy: the GPUs' power limits were read for {limits} GPU(s) and their energy counters for {n}: the \
+             provisioned watts and the output tok/s per provisioned MW are left out (null), as they would set some \
+             GPUs' limits against every GPU's energy"
+        ));
+    }
     match energy.checked() {
         Ok(e) => (Some(e), warnings),
         Err(why) => {
@@ -262,7 +276,11 @@ pub fn scraped_energy(
         Some(c) => c.delta,
         None => rate * w.span_s,
     };
-    let limit = w.gauges.get(&GaugeSignal::GpuPowerLimit).and_then(|d| d.mean);
+    // Power limits for other GPUs than the energy counters cover (one GPU's
+    // limit not exported, a second node's exporter without it) provision
+    // some of the GPUs for all of their energy: left out (the per-megawatt
+    // figure had been twice what it was).
+    let limit = w.gauges.get(&GaugeSignal::GpuPowerLimit).and_then(|d| d.mean).filter(|_| limits_cover(w, gpus));
     Some(crate::analysis::energy::EnergyReport::new(
         crate::analysis::energy::EnergySource::Scraped,
         energy,
@@ -272,6 +290,17 @@ pub fn scraped_energy(
         limit,
         rate,
     ))
+}
+
+/// Whether the power limits of the window were read for the same GPUs in
+/// every scrape, as many as the `gpus` energy series. True where either
+/// count is unknown (a document of goodput before the count was kept).
+fn limits_cover(w: &crate::prometheus::scrape::WindowSummary, gpus: Option<u32>) -> bool {
+    let Some(d) = w.gauges.get(&crate::prometheus::scrape::GaugeSignal::GpuPowerLimitGpus) else { return true };
+    match (d.min, d.max, gpus) {
+        (Some(lo), Some(hi), Some(n)) => lo == hi && lo == f64::from(n),
+        _ => true,
+    }
 }
 
 /// Sets the growth of the server's queue in `result`'s stability from what
@@ -491,6 +520,48 @@ mod tests {
         let (e, warnings) = scraped_energy_checked(&signals, 100.0);
         assert_eq!(e, None);
         assert!(warnings.last().unwrap().starts_with("energy withheld: 5000000 J over 4.0 s"), "{warnings:?}");
+    }
+
+    /// Two GPUs' energy and one GPU's power limit: the per-megawatt figure
+    /// had set 700 W against both GPUs' draw (twice its value), unwarned.
+    #[test]
+    fn power_limits_for_fewer_gpus_than_the_energy_covers_provision_nothing() {
+        use crate::prometheus::scrape::{parse::parse, ScrapeSample, Signals};
+        use std::time::Duration;
+        let text = |t: f64, limits: usize| {
+            let mut x = "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n".to_owned();
+            for gpu in 0..2 {
+                x += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {}\n", 5e9 + 300e3 * t);
+            }
+            x += "# TYPE DCGM_FI_DEV_ENFORCED_POWER_LIMIT gauge\n";
+            for gpu in 0..limits {
+                x += &format!("DCGM_FI_DEV_ENFORCED_POWER_LIMIT{{gpu=\"{gpu}\"}} 700\n");
+            }
+            x
+        };
+        let checked = |limits: usize| {
+            let samples: Vec<ScrapeSample> = (0..5)
+                .map(|i| ScrapeSample {
+                    t: Duration::from_secs(i),
+                    signals: Signals::from_scrape(&parse(&text(i as f64, limits))),
+                })
+                .collect();
+            let mut signals = ServerSignals { samples, ..ServerSignals::default() };
+            let points = || signals.samples.iter().map(|s| (s.t, &s.signals));
+            signals.window =
+                crate::prometheus::scrape::summarize_points(points(), Duration::ZERO, Duration::from_secs(4));
+            scraped_energy_checked(&signals, 1000.0)
+        };
+        let (both, warnings) = checked(2);
+        let both = both.unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!((both.gpus, both.provisioned_w, both.mean_power_w), (Some(2), Some(1400.0), Some(600.0)));
+        assert!((both.output_tokens_per_s_per_provisioned_mw.unwrap() - 1000.0 / 1400e-6).abs() < 1e-6);
+        let (one, warnings) = checked(1);
+        let one = one.unwrap();
+        assert_eq!((one.provisioned_w, one.output_tokens_per_s_per_provisioned_mw), (None, None));
+        assert_eq!(one.mean_power_w, Some(600.0));
+        assert!(warnings.len() == 1 && warnings[0].contains("read for 1 GPU(s) and their energy counters for 2"));
     }
 
     #[test]

@@ -104,6 +104,10 @@ named_enum! {
         /// The GPUs' power limits, watts (summed over GPUs): their TDP
         /// unless an operator lowered it; what they are provisioned for.
         GpuPowerLimit => "gpu_power_limit_watts",
+        /// The GPUs whose power limit was read: the series summed in
+        /// `gpu_power_limit_watts`, to set against the GPUs the energy
+        /// counters cover.
+        GpuPowerLimitGpus => "gpu_power_limit_gpus",
         /// The engine's own mean accepted length of a speculative step,
         /// the bonus token included (SGLang), over the engine's own
         /// logging period.
@@ -576,6 +580,9 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
                 Combine::Mean => sum / values.len() as f64,
             };
             signals.gauges.insert(*signal, value);
+            if *signal == GaugeSignal::GpuPowerLimit {
+                signals.gauges.insert(GaugeSignal::GpuPowerLimitGpus, values.len() as f64);
+            }
         }
     }
     for (signal, rules) in COUNTERS {
