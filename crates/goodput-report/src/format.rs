@@ -113,7 +113,14 @@ pub fn energy(e: &goodput_core::analysis::energy::EnergyReport) -> String {
     let mw = e
         .output_tokens_per_s_per_provisioned_mw
         .map(|v| format!("{:.0} output tok/s per provisioned MW", v))
-        .unwrap_or("- output tok/s per provisioned MW (no power limit scraped)".into());
+        .unwrap_or("- output tok/s per provisioned MW (no power limit scraped for every GPU)".into());
+    // No output (embeddings, rerank, every request failed): no figure per
+    // output token, said so rather than a dash that reads as unmeasured.
+    let (j, mw) = match e.output_tokens {
+        0 => ("no output tokens, so no J per output token or tok/s per MW".to_owned(), None),
+        _ => (j, Some(mw)),
+    };
+    let mw = mw.map(|m| format!(" · {m}")).unwrap_or_default();
     let power = match (e.mean_power_w, e.provisioned_w) {
         (Some(p), Some(t)) => format!(" · mean {p:.0} W of {t:.0} W provisioned"),
         (Some(p), None) => format!(" · mean {p:.0} W"),
@@ -124,7 +131,7 @@ pub fn energy(e: &goodput_core::analysis::energy::EnergyReport) -> String {
         EnergySource::Model => "the simulated engine's power model",
         EnergySource::Scraped => "the GPUs' energy counters",
     };
-    format!("{j} · {mw}{power}{gpus} ({source})")
+    format!("{j}{mw}{power}{gpus} ({source})")
 }
 
 /// The client's own stalls in one line: how many, how long, and the

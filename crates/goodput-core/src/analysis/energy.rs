@@ -31,9 +31,11 @@ pub struct EnergyReport {
     /// last token, or the scrape window.
     pub seconds: f64,
     /// Output tokens generated over that span (the engine's count, warm-up
-    /// included).
+    /// included); 0 for a run whose client received no output tokens
+    /// (embeddings, rerank, every request failed), whatever the engine
+    /// counted (an embeddings server counts a "generation token" a request).
     pub output_tokens: u64,
-    /// energy ÷ output tokens.
+    /// energy ÷ output tokens; `null` without output tokens.
     pub joules_per_output_token: Option<f64>,
     /// energy ÷ seconds, all GPUs together.
     pub mean_power_w: Option<f64>,
@@ -43,7 +45,8 @@ pub struct EnergyReport {
     /// catalog), or the GPUs' power limits as DCGM reports them.
     pub provisioned_w: Option<f64>,
     /// The run's output tokens/s (the summary's) per provisioned megawatt:
-    /// what a datacenter's power budget buys.
+    /// what a datacenter's power budget buys; `null` without output tokens,
+    /// or without provisioned watts for every GPU the energy covers.
     pub output_tokens_per_s_per_provisioned_mw: Option<f64>,
 }
 
@@ -60,17 +63,23 @@ impl EnergyReport {
         output_tokens_per_s: f64,
     ) -> EnergyReport {
         let positive = |v: f64| (v.is_finite() && v > 0.0).then_some(v);
+        // A run with no output (embeddings, rerank, every request failed)
+        // has no figure per output token: an embeddings server's one
+        // "generation token" a request is none, and 0 tok/s per MW no rate.
+        let has_output = positive(output_tokens_per_s).is_some();
+        let output_tokens = if has_output { output_tokens } else { 0 };
         EnergyReport {
             source,
             energy_j,
             seconds,
             output_tokens,
-            joules_per_output_token: (output_tokens > 0).then(|| energy_j / output_tokens as f64),
+            joules_per_output_token: (output_tokens > 0 && has_output).then(|| energy_j / output_tokens as f64),
             mean_power_w: positive(seconds).map(|s| energy_j / s),
             gpus,
             provisioned_w: provisioned_w.and_then(positive),
             output_tokens_per_s_per_provisioned_mw: provisioned_w
                 .and_then(positive)
+                .filter(|_| has_output)
                 .map(|w| output_tokens_per_s / (w / 1e6)),
         }
     }
@@ -124,6 +133,17 @@ mod tests {
         let none = EnergyReport::new(EnergySource::Scraped, 0.0, 0.0, 0, None, None, 0.0);
         assert_eq!((none.joules_per_output_token, none.mean_power_w), (None, None));
         assert_eq!(none.output_tokens_per_s_per_provisioned_mw, None);
+    }
+
+    /// An embeddings run: the server counted a "generation token" a
+    /// request and the client received none. No figure per output token
+    /// (it had said 2.249 J per output token and 0 tok/s per MW).
+    #[test]
+    fn a_run_without_output_tokens_has_no_output_figures() {
+        let r = EnergyReport::new(EnergySource::Scraped, 2465.0, 4.0, 1096, Some(2), Some(1400.0), 0.0);
+        assert_eq!((r.output_tokens, r.joules_per_output_token), (0, None));
+        assert_eq!(r.output_tokens_per_s_per_provisioned_mw, None);
+        assert_eq!((r.mean_power_w, r.provisioned_w), (Some(2465.0 / 4.0), Some(1400.0)));
     }
 
     #[test]
