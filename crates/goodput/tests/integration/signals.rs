@@ -568,7 +568,9 @@ fn the_embedded_engine_runs_prefill_and_decode_pools() {
 /// with a generation counter that falls by 1000 a scrape; `dcgm`, a DCGM
 /// exporter's energy counters (mJ since boot) of GPU 0 at 300 W, of GPU 1
 /// at 500 W from its third scrape on, and of GPU 2 at 300 W for its first
-/// two, each GPU's 700 W power limit beside; `huge`, one line more than
+/// two, each GPU's 700 W power limit beside; `steady/G/L/...`, a DCGM
+/// exporter of G GPUs at a steady 300 W each, L of them with a 700 W power
+/// limit ([`steady`]); `huge`, one line more than
 /// goodput reads of an endpoint; `html`, a web page; anything else, 404.
 struct Exporter {
     url: String,
@@ -624,6 +626,7 @@ impl Exporter {
                         "vllm" => ("200 OK", "text/plain; version=0.0.4", vllm(n * 100)),
                         "backwards" => ("200 OK", "text/plain; version=0.0.4", vllm(1_000_000_000 - n * 1000)),
                         "dcgm" => ("200 OK", "text/plain; version=0.0.4", dcgm(n, started.elapsed().as_secs_f64())),
+                        "steady" => ("200 OK", "text/plain; version=0.0.4", steady(&path, started.elapsed().as_secs_f64())),
                         "huge" => ("200 OK", "text/plain; version=0.0.4", huge.to_string()),
                         "html" => ("200 OK", "text/html", "<html><body>hello</body></html>".to_string()),
                         _ => ("404 Not Found", "text/plain", String::new()),
@@ -656,6 +659,93 @@ fn dcgm(n: u64, t: f64) -> String {
         body += &format!("DCGM_FI_DEV_POWER_MGMT_LIMIT{{gpu=\"{gpu}\"}} 700\n");
     }
     body
+}
+
+/// The `steady/G/L/...` answer of [`Exporter`], `t` seconds in: G GPUs'
+/// energy counters (mJ since boot) rising at 300 W each, the first L with
+/// their 700 W enforced power limit.
+fn steady(path: &str, t: f64) -> String {
+    let mut parts = path.split('/').skip(2).map(|n| n.parse::<usize>().unwrap_or(0));
+    let (gpus, limits) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let mut body = "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n".to_owned();
+    for gpu in 0..gpus {
+        body += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {:.0}\n", 5e9 + 300.0 * 1000.0 * t);
+    }
+    body += "# TYPE DCGM_FI_DEV_ENFORCED_POWER_LIMIT gauge\n";
+    for gpu in 0..limits {
+        body += &format!("DCGM_FI_DEV_ENFORCED_POWER_LIMIT{{gpu=\"{gpu}\"}} 700\n");
+    }
+    body
+}
+
+/// `bench` of the fixed profile for `secs` s, scraping `urls` every 200 ms,
+/// with `more` flags: its exit, its words, and its result.
+fn bench_scraping(urls: &[String], secs: &str, more: &[&str]) -> (bool, String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let mut cmd = Command::cargo_bin("goodput").unwrap();
+    cmd.args(["bench", "--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "2ms", "--input-tokens", "8"])
+        .args(["--output-tokens", "16", "-c", "2", "--duration", secs, "--metrics-interval", "200ms"]);
+    for u in urls {
+        cmd.args(["--metrics-url", u]);
+    }
+    let o = cmd.args(more).arg("-o").arg(&out).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let v = std::fs::read_to_string(&out).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
+    (o.status.success(), said, v)
+}
+
+/// Two exporters (two nodes' GPUs, each labelled gpu="0" and gpu="1"): each
+/// is read as its own exposition, so their four GPUs' energy adds up. Read
+/// as one text, the second's families had been parse errors, dropped: 2
+/// GPUs and 600 W reported of 4 and 1200 W, with advice to give `--gpus 2`.
+#[test]
+fn two_exporters_gpus_all_count() {
+    let exporter = Exporter::start();
+    let urls = [format!("{}/steady/2/2/a/metrics", exporter.url), format!("{}/steady/2/2/b/metrics", exporter.url)];
+    let (ok, said, v) = bench_scraping(&urls, "2s", &["--gpu-hour-usd", "2", "--gpus", "4"]);
+    assert!(ok, "{said}");
+    let e = &v["energy"];
+    assert_eq!(e["gpus"].as_u64(), Some(4), "{e}");
+    assert_eq!(e["provisioned_w"].as_f64(), Some(2800.0), "{e}");
+    let power = e["mean_power_w"].as_f64().unwrap();
+    assert!((power - 1200.0).abs() < 60.0, "{e}");
+    assert_eq!(v["server_signals"]["parse_errors"], 0, "{}", v["server_signals"]);
+    assert!(!v["warnings"].to_string().contains("--gpus"), "{}", v["warnings"]);
+}
+
+/// A shard's wait for `--start-at`: the scrape before it is no baseline, so
+/// the wait's energy is not the run's. It had been (a 3 s wait at 600 W
+/// counted into a 2 s run: about 1500 W reported of 600 W drawn).
+#[test]
+fn the_wait_for_start_at_draws_no_energy_in_the_run() {
+    let exporter = Exporter::start();
+    let urls = [format!("{}/steady/2/2/metrics", exporter.url)];
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let at = format!("{:.3}", now + 3.0);
+    let (ok, said, v) = bench_scraping(&urls, "2s", &["--start-at", &at]);
+    assert!(ok, "{said}");
+    let e = &v["energy"];
+    let power = e["mean_power_w"].as_f64().unwrap_or_else(|| panic!("{e} {said}"));
+    assert!((power - 600.0).abs() < 60.0, "{e}");
+    // The baseline was taken as the load started, and stamped so.
+    let samples = v["server_signals"]["samples"].as_array().unwrap();
+    let first = samples[0]["t_ns"].as_u64().unwrap();
+    assert!(first < 1_000_000_000, "{first}");
+}
+
+/// One GPU of two exports its power limit: the per-megawatt figure had set
+/// its 700 W against both GPUs' draw, twice its value, unwarned.
+#[test]
+fn a_power_limit_for_one_gpu_of_two_provisions_neither() {
+    let exporter = Exporter::start();
+    let urls = [format!("{}/steady/2/1/metrics", exporter.url)];
+    let (ok, said, v) = bench_scraping(&urls, "2s", &[]);
+    assert!(ok, "{said}");
+    let e = &v["energy"];
+    assert_eq!((e["gpus"].as_u64(), e["provisioned_w"].as_f64()), (Some(2), None), "{e}");
+    assert!(e["output_tokens_per_s_per_provisioned_mw"].is_null(), "{e}");
+    assert!(v["warnings"].to_string().contains("read for 1 GPU(s) and their energy counters for 2"), "{said}");
 }
 
 /// A DCGM exporter whose GPUs' energy series come and go during a run: one
