@@ -48,11 +48,13 @@ pub fn refuse_other_gpus_named(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig
         Some(pd) => format!("its {flag}pd {} pools", pd.spec()),
         None => format!("{flag}tp {} × {flag}pp {} × {flag}dp {}", cfg.tp, cfg.pp, cfg.dp),
     };
+    // bench's embedded engine (`--sim-`) reports no energy: its cost alone
+    // counts the GPUs (the words had named an energy it never gives).
+    let counts = if flag == "--" { "its cost and energy count those" } else { "its cost counts those" };
     if let Some(g) = judge.gpus.filter(|&g| g != cfg.gpus()) {
         bail!(
-            "--gpus {g} contradicts the simulated engine, which runs on {} GPU(s) ({}), and its cost and energy \
-             count those: drop --gpus (the engine's count is priced), or size the engine with {flag}tp, {flag}pp \
-             and {flag}dp",
+            "--gpus {g} contradicts the simulated engine, which runs on {} GPU(s) ({}), and {counts}: drop --gpus \
+             (the engine's count is priced), or size the engine with {flag}tp, {flag}pp and {flag}dp",
             cfg.gpus(),
             sizes()
         );
@@ -62,9 +64,9 @@ pub fn refuse_other_gpus_named(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig
     let file = crate::config::ConfigFile::read(path)?;
     if let Some(g) = file.gpus.filter(|&g| g != cfg.gpus()) {
         bail!(
-            "gpus = {g} in --config {} contradicts the simulated engine, which runs on {} GPU(s) ({}), and its \
-             cost and energy count those: drop `gpus` from the file (the engine's count is priced), or size the \
-             engine with {flag}tp, {flag}pp and {flag}dp",
+            "gpus = {g} in --config {} contradicts the simulated engine, which runs on {} GPU(s) ({}), and \
+             {counts}: drop `gpus` from the file (the engine's count is priced), or size the engine with {flag}tp, \
+             {flag}pp and {flag}dp",
             path.display(),
             cfg.gpus(),
             sizes()

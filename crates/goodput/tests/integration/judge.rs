@@ -624,6 +624,8 @@ fn embedded_runs_price_the_simulated_engine_s_gpus() {
     // Another count is refused, as estimate refuses it, naming bench's own flags.
     let err = goodput().args(["bench", "-q", "-n", "2", "--sim-pd", "2:1", "--gpus", "7"]).refusal();
     assert!(err.contains("--gpus 7 contradicts the simulated engine") && err.contains("--sim-pd 2:1"), "{err}");
+    // bench's embedded engine reports no energy: the refusal names none.
+    assert!(err.contains("its cost counts those") && !err.contains("energy"), "{err}");
     std::fs::write(dir.path().join("g.toml"), "gpus = 4\n").unwrap();
     let err = goodput().args(["bench", "-q", "-n", "2", "--config"]).arg(dir.path().join("g.toml")).refusal();
     assert!(err.contains("gpus = 4 in --config") && err.contains("--sim-tp"), "{err}");
