@@ -201,7 +201,10 @@ pub fn judging(j: &crate::cli::JudgeArgs, default_gpus: u32) -> Result<Judging> 
         bail!("gpus = 0 in the config: a server runs on one GPU or more");
     }
     let given = j.gpus.or(file.gpus);
-    let cost = price.map(|p| CostConfig { gpu_hour_usd: p, gpus: given.unwrap_or(default_gpus) });
+    // -0 is zero: it had printed "$-0.00/GPU-hour" and -0.0 in every cost field.
+    let cost = price
+        .map(|p| if p == 0.0 { 0.0 } else { p })
+        .map(|p| CostConfig { gpu_hour_usd: p, gpus: given.unwrap_or(default_gpus) });
     if let Some(c) = &cost {
         c.validate()?;
     }

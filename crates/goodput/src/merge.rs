@@ -335,6 +335,10 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         Some(p) => p.0.clone(),
         None => first.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
     };
+    if a.judge.gpu_hour_usd.is_none() && a.judge.config.is_none() && a.judge.price.is_none() {
+        // The first shard's saved price prices the merge: checked as the flag is.
+        crate::setup::check_saved_prices(first, &shards[0].path)?;
+    }
     let opts = crate::setup::saved_options(first, &a.judge, &percentiles)?;
     let mut config = first.config.clone();
     config.percentiles = Some(percentiles);

@@ -144,6 +144,10 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     // named from it, an attainment target or a GPU count had been ignored
     // without a word (and the saved verdict kept, exit 0).
     let j = &a.judge;
+    if j.gpu_hour_usd.is_none() && j.config.is_none() && j.price.is_none() {
+        // The saved price is what prices it: checked as the flag is.
+        setup::check_saved_prices(&run, &a.run)?;
+    }
     let rejudge = j.slo.is_some()
         || a.percentiles.is_some()
         || j.gpu_hour_usd.is_some()

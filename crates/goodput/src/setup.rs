@@ -602,6 +602,35 @@ pub fn tags(out: &OutputArgs) -> (Option<String>, Option<BTreeMap<String, String
     (out.label.clone(), meta)
 }
 
+/// Refuses a price read back from a saved document (`file`) that the flag
+/// would refuse (`price_fault`: below zero, not a number, dearer than any
+/// GPU, or below a millionth of a dollar), naming the file and the field: a
+/// document's price had been trusted, and `report` printed a negative cost,
+/// or a 300-digit one. Negative zero is no fault (it reads as zero).
+pub fn check_saved_prices(run: &goodput_core::RunResult, file: &std::path::Path) -> Result<()> {
+    use goodput_core::analysis::cost::{price_fault, price_text, CostError, MAX_GPU_HOUR_USD};
+    let saved = [
+        ("cost.gpu_hour_usd", run.cost.as_ref().map(|c| c.gpu_hour_usd)),
+        ("config.judge.cost.gpu_hour_usd", run.config.judge.as_ref().and_then(|j| j.cost).map(|c| c.gpu_hour_usd)),
+    ];
+    for (field, usd) in saved {
+        let Some(usd) = usd else { continue };
+        let why = match price_fault(usd) {
+            None => continue,
+            Some(CostError::Dear(_)) => format!("more than a GPU costs an hour (at most {MAX_GPU_HOUR_USD})"),
+            Some(CostError::Tiny(_)) => "less than a millionth of a dollar an hour".to_owned(),
+            Some(_) => "not a price per GPU-hour: that is a number of USD, zero or more".to_owned(),
+        };
+        bail!(
+            "{}: {field} = {} is {why}; the document was edited or written by another tool: give the price anew \
+             (--gpu-hour-usd USD)",
+            file.display(),
+            price_text(usd)
+        );
+    }
+    Ok(())
+}
+
 /// The analysis options of a saved run re-analysed: `judge`'s where given,
 /// the run's own SLO, price and rating thresholds where not. A price given
 /// anew (`--gpu-hour-usd`, a config's) is for the run's own GPUs unless
