@@ -36,7 +36,18 @@ pub fn value(v: Option<f64>, unit: Unit) -> String {
         Unit::Usd => usd(x),
         Unit::Count => format!("{x:.0}"),
         Unit::Plain => format!("{x:.2}"),
+        Unit::Joules => joules(x),
     }
+}
+
+/// Joules with three significant digits (0.0734, 0.473, 12.5), as a small
+/// J per token needs: two decimals had shown 0.07 and 0.08 a step of 14%.
+pub fn joules(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x:.3}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).clamp(0, 12);
+    format!("{x:.*}", digits as usize)
 }
 
 /// What the user view's ratings are over, where some requests failed:
@@ -52,13 +63,38 @@ pub fn rated_over(s: &goodput_core::Summary) -> Option<String> {
     })
 }
 
-/// Dollars with enough digits to tell small prices apart.
+/// Dollars with enough digits to tell small prices apart: three decimals,
+/// or three significant digits below a cent (a price of $0.004 a GPU-hour
+/// costs $0.000417 per M tokens, not "$0.000"), in exponent form below a
+/// billionth. Zero, negative zero too, is `$0.000`.
 pub fn usd(x: f64) -> String {
-    if x.abs() >= 0.01 || x == 0.0 {
-        format!("${x:.3}")
-    } else {
-        format!("${x:.6}")
+    format!("${}", amount(x, 3))
+}
+
+/// A price per GPU-hour without its `$`: two decimals, or three
+/// significant digits below a cent ($0.004, not "$0.00"); zero, negative
+/// zero too, is `0.00`.
+pub fn gpu_hour(x: f64) -> String {
+    amount(x, 2)
+}
+
+/// `x` with `decimals`, or three significant digits where those show less
+/// than a cent of it.
+fn amount(x: f64, decimals: usize) -> String {
+    if x == 0.0 {
+        // -0.0 too: no "$-0.00".
+        return format!("{:.decimals$}", 0.0);
     }
+    if !x.is_finite() || x.abs() >= 0.01 {
+        return format!("{x:.decimals$}");
+    }
+    let digits = 2 - x.abs().log10().floor() as i32;
+    if digits > 11 {
+        return format!("{x:.2e}");
+    }
+    // Three significant digits at most: no trailing zeros past them (0.000026, not 0.0000260).
+    let text = format!("{x:.*}", digits.max(decimals as i32) as usize);
+    text.trim_end_matches('0').to_owned()
 }
 
 /// The server's prompt count beside the workload's, as a sentence; `None`
@@ -415,6 +451,12 @@ mod tests {
         assert_eq!(value(Some(1010.91), Unit::TokensPerS), "1010.9");
         assert_eq!(value(Some(0.000026), Unit::Usd), "$0.000026");
         assert_eq!(value(Some(0.824), Unit::Usd), "$0.824");
+        // Small prices keep three significant digits: they had read "$0.000".
+        assert_eq!(usd(0.000417), "$0.000417");
+        assert_eq!(usd(1.04e-7), "$0.000000104");
+        assert_eq!(usd(2.5e-13), "$2.50e-13");
+        assert_eq!((usd(-0.0), usd(0.0)), ("$0.000".to_owned(), "$0.000".to_owned()));
+        assert_eq!((gpu_hour(0.004), gpu_hour(2.5), gpu_hour(-0.0)), ("0.004".into(), "2.50".into(), "0.00".into()));
         assert_eq!(value(None, Unit::Ms), "-");
         assert_eq!(change(Some(-0.05)), "-5.0%");
         assert_eq!(change(Some(f64::INFINITY)), "+∞%");

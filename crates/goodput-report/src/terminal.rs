@@ -545,29 +545,30 @@ pub(crate) fn limits_label(slo: &goodput_core::SloReport) -> String {
 
 fn cost_line(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
-        let usd = |v: Option<f64>, d: usize| v.map(|v| format!("${v:.d$}")).unwrap_or("-".into());
+        // Significant digits, as the Markdown has: a small price had read "$0.000".
+        let usd = |v: Option<f64>| v.map(crate::format::usd).unwrap_or("-".into());
         if crate::metric::no_output(&r.summary) {
             let _ = writeln!(
                 o,
-                "\ncost (${:.2}/GPU-hour × {}): {} per M input tokens · {} per request",
-                c.gpu_hour_usd,
+                "\ncost (${}/GPU-hour × {}): {} per M input tokens · {} per request",
+                crate::format::gpu_hour(c.gpu_hour_usd),
                 c.gpus,
-                usd(c.usd_per_million_input_tokens, 3),
-                usd(c.usd_per_request, 6)
+                usd(c.usd_per_million_input_tokens),
+                usd(c.usd_per_request)
             );
             return;
         }
-        let per_session = c.usd_per_session.map(|_| format!(" · {} per session", usd(c.usd_per_session, 6)));
+        let per_session = c.usd_per_session.map(|_| format!(" · {} per session", usd(c.usd_per_session)));
         let _ = writeln!(
             o,
-            "\ncost (${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens",
-            c.gpu_hour_usd,
+            "\ncost (${}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens",
+            crate::format::gpu_hour(c.gpu_hour_usd),
             c.gpus,
-            usd(c.usd_per_million_output_tokens, 3),
-            usd(c.usd_per_million_total_tokens, 3),
-            usd(c.usd_per_request, 6),
+            usd(c.usd_per_million_output_tokens),
+            usd(c.usd_per_million_total_tokens),
+            usd(c.usd_per_request),
             per_session.unwrap_or_default(),
-            usd(c.usd_per_million_good_output_tokens, 3)
+            usd(c.usd_per_million_good_output_tokens)
         );
     }
 }

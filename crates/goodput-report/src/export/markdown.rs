@@ -396,8 +396,8 @@ fn cost(o: &mut String, r: &RunResult) {
         if r.summary.no_output() {
             let _ = writeln!(
                 o,
-                "**Cost** (\\${:.2}/GPU-hour × {}): {} per M input tokens · {} per request\n",
-                c.gpu_hour_usd,
+                "**Cost** (\\${}/GPU-hour × {}): {} per M input tokens · {} per request\n",
+                format::gpu_hour(c.gpu_hour_usd),
                 c.gpus,
                 usd(c.usd_per_million_input_tokens),
                 usd(c.usd_per_request)
@@ -406,8 +406,8 @@ fn cost(o: &mut String, r: &RunResult) {
         }
         let _ = writeln!(
             o,
-            "**Cost** (\\${:.2}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens\n",
-            c.gpu_hour_usd,
+            "**Cost** (\\${}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens\n",
+            format::gpu_hour(c.gpu_hour_usd),
             c.gpus,
             usd(c.usd_per_million_output_tokens),
             usd(c.usd_per_million_total_tokens),

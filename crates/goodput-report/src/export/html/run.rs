@@ -482,10 +482,10 @@ fn cost_row(o: &mut String, r: &RunResult) {
         let usd = |v: Option<f64>| v.map(format::usd).unwrap_or("-".into());
         let _ = write!(
             o,
-            "<tr><td>cost</td><td class=\"text\">${:.2}/GPU-hour × {} = ${:.2}/hour · {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens</td></tr>",
-            c.gpu_hour_usd,
+            "<tr><td>cost</td><td class=\"text\">${}/GPU-hour × {} = {}/hour · {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens</td></tr>",
+            format::gpu_hour(c.gpu_hour_usd),
             c.gpus,
-            c.usd_per_hour,
+            format::usd(c.usd_per_hour),
             usd(c.usd_per_million_output_tokens),
             usd(c.usd_per_million_total_tokens),
             usd(c.usd_per_request),
