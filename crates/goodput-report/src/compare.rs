@@ -144,6 +144,7 @@ fn parse_threshold(rhs: &str, unit: Unit) -> Result<Threshold, ThresholdError> {
         Unit::Ratio => "% (relative) or pp (percentage points)",
         Unit::Usd => "% or $",
         Unit::Count | Unit::Plain => "% or a bare number",
+        Unit::Joules => "% or J",
     };
     let wrong = || ThresholdError::WrongUnit { rhs: rhs.to_string(), metric_unit: unit_name(unit), units };
     Ok(match (suffix, unit) {
@@ -156,6 +157,7 @@ fn parse_threshold(rhs: &str, unit: Unit) -> Result<Threshold, ThresholdError> {
         ("req/s", Unit::RequestsPerS) => Threshold::Absolute(v),
         ("pp", Unit::Ratio) => Threshold::Absolute(v / 100.0),
         ("$", Unit::Usd) => Threshold::Absolute(v),
+        ("J", Unit::Joules) => Threshold::Absolute(v),
         _ => return Err(wrong()),
     })
 }
@@ -169,6 +171,7 @@ fn unit_name(u: Unit) -> &'static str {
         Unit::Usd => "US dollars",
         Unit::Count => "a count",
         Unit::Plain => "a plain number",
+        Unit::Joules => "joules",
     }
 }
 
@@ -304,11 +307,16 @@ pub fn relative_change(base: f64, v: f64) -> f64 {
 
 /// Compares `runs` (label, result), the first being the baseline: the main
 /// metrics plus any a rule names, and every rule judged on every later run.
-/// Goodput and cost rows appear only when some run carries them.
+/// Goodput, cost and energy rows appear only when some run carries them;
+/// the cost per million input tokens, only when some run has no output
+/// (embeddings, rerank: their headline price) or a rule names it.
 pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
+    let input_price = Metric::Scalar(crate::metric::Scalar::UsdPerMillionInputTokens);
+    let no_output = runs.iter().any(|(_, r)| r.summary.no_output());
     let mut metrics: Vec<Metric> = Metric::main()
         .into_iter()
         .filter(|m| runs.iter().any(|(_, r)| m.value(r).is_some()) || matches!(m, Metric::Dist(..)))
+        .filter(|m| *m != input_price || no_output)
         .collect();
     for r in rules {
         if !metrics.contains(&r.metric) {

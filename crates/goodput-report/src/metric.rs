@@ -205,6 +205,8 @@ pub enum Unit {
     Usd,
     Count,
     Plain,
+    /// Joules (per token): three significant digits.
+    Joules,
 }
 
 impl Unit {
@@ -220,6 +222,7 @@ impl Unit {
             Unit::Usd => "usd",
             Unit::Count => "count",
             Unit::Plain => "plain",
+            Unit::Joules => "joules",
         }
     }
 
@@ -232,6 +235,7 @@ impl Unit {
             Unit::Ratio => "%",
             Unit::Usd => "$",
             Unit::Count | Unit::Plain => "",
+            Unit::Joules => "J",
         }
     }
 }
@@ -316,6 +320,10 @@ impl Metric {
             Metric::Scalar(Scalar::GoodputOutputTokensPerS),
             Metric::Scalar(Scalar::ErrorRate),
             Metric::Scalar(Scalar::UsdPerMillionOutputTokens),
+            // Only for runs with no output (embeddings, rerank), or energy.
+            Metric::Scalar(Scalar::UsdPerMillionInputTokens),
+            Metric::Scalar(Scalar::JoulesPerOutputToken),
+            Metric::Scalar(Scalar::OutputTokensPerSPerMw),
             // Only for runs with sessions.
             Metric::Scalar(Scalar::SessionsPerS),
             Metric::Scalar(Scalar::UsdPerSession),

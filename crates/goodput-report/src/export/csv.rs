@@ -327,6 +327,7 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("usd_per_hour", csv_num(c.map(|c| c.usd_per_hour)));
     put("usd_per_million_output_tokens", csv_num(c.and_then(|c| c.usd_per_million_output_tokens)));
     put("usd_per_million_total_tokens", csv_num(c.and_then(|c| c.usd_per_million_total_tokens)));
+    put("usd_per_million_input_tokens", csv_num(c.and_then(|c| c.usd_per_million_input_tokens)));
     put("usd_per_request", csv_num(c.and_then(|c| c.usd_per_request)));
     put("usd_per_million_good_output_tokens", csv_num(c.and_then(|c| c.usd_per_million_good_output_tokens)));
     put("usd_per_session", csv_num(c.and_then(|c| c.usd_per_session)));

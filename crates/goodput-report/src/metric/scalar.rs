@@ -28,6 +28,12 @@ pub enum Scalar {
     UsdPerMillionTotalTokens,
     UsdPerRequest,
     UsdPerMillionGoodOutputTokens,
+    /// Per million input tokens: the price of an embeddings or rerank run.
+    UsdPerMillionInputTokens,
+    /// `energy.joules_per_output_token`: the GPUs' joules per output token.
+    JoulesPerOutputToken,
+    /// `energy.output_tokens_per_s_per_provisioned_mw`.
+    OutputTokensPerSPerMw,
     TimesReadingSpeed,
     /// Completed multi-turn sessions per second (runs with `--turns`).
     SessionsPerS,
@@ -51,7 +57,7 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 32] = [
+    pub const ALL: [Scalar; 35] = [
         Scalar::RequestsPerS,
         Scalar::InputTokensPerS,
         Scalar::OutputTokensPerS,
@@ -72,6 +78,9 @@ impl Scalar {
         Scalar::UsdPerMillionTotalTokens,
         Scalar::UsdPerRequest,
         Scalar::UsdPerMillionGoodOutputTokens,
+        Scalar::UsdPerMillionInputTokens,
+        Scalar::JoulesPerOutputToken,
+        Scalar::OutputTokensPerSPerMw,
         Scalar::TimesReadingSpeed,
         Scalar::SessionsPerS,
         Scalar::UsdPerSession,
@@ -110,6 +119,9 @@ impl Scalar {
             Scalar::UsdPerMillionTotalTokens => "cost.usd_per_million_total_tokens",
             Scalar::UsdPerRequest => "cost.usd_per_request",
             Scalar::UsdPerMillionGoodOutputTokens => "cost.usd_per_million_good_output_tokens",
+            Scalar::UsdPerMillionInputTokens => "cost.usd_per_million_input_tokens",
+            Scalar::JoulesPerOutputToken => "energy.joules_per_output_token",
+            Scalar::OutputTokensPerSPerMw => "energy.output_tokens_per_s_per_provisioned_mw",
             Scalar::TimesReadingSpeed => "ratings.times_reading_speed",
             Scalar::SessionsPerS => "sessions.per_s",
             Scalar::UsdPerSession => "cost.usd_per_session",
@@ -138,6 +150,8 @@ impl Scalar {
             Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s"],
             Scalar::SloAttainment => &["slo_attainment"],
             Scalar::PrefixCacheHitRate => &["prefix_cache_hit_rate"],
+            Scalar::JoulesPerOutputToken => &["joules_per_output_token"],
+            Scalar::OutputTokensPerSPerMw => &["output_tokens_per_s_per_provisioned_mw"],
             Scalar::QualityExact => &["quality.exact"],
             Scalar::QualityNumber => &["quality.number"],
             Scalar::QualityRougeL => &["quality.rouge_l"],
@@ -168,6 +182,9 @@ impl Scalar {
             Scalar::UsdPerMillionTotalTokens => "$ per M total tokens",
             Scalar::UsdPerRequest => "$ per request",
             Scalar::UsdPerMillionGoodOutputTokens => "$ per M good output tokens",
+            Scalar::UsdPerMillionInputTokens => "$ per M input tokens",
+            Scalar::JoulesPerOutputToken => "J per output token",
+            Scalar::OutputTokensPerSPerMw => "output tok/s per MW",
             Scalar::TimesReadingSpeed => "× reading speed",
             Scalar::SessionsPerS => "sessions/s",
             Scalar::UsdPerSession => "$ per session",
@@ -212,6 +229,9 @@ impl Scalar {
             Scalar::UsdPerMillionTotalTokens => c.and_then(|c| c.usd_per_million_total_tokens),
             Scalar::UsdPerRequest => c.and_then(|c| c.usd_per_request),
             Scalar::UsdPerMillionGoodOutputTokens => c.and_then(|c| c.usd_per_million_good_output_tokens),
+            Scalar::UsdPerMillionInputTokens => c.and_then(|c| c.usd_per_million_input_tokens),
+            Scalar::JoulesPerOutputToken => r.energy.as_ref().and_then(|e| e.joules_per_output_token),
+            Scalar::OutputTokensPerSPerMw => r.energy.as_ref().and_then(|e| e.output_tokens_per_s_per_provisioned_mw),
             Scalar::TimesReadingSpeed => s.ratings.times_reading_speed,
             Scalar::SessionsPerS => s.sessions.as_ref().map(|s| s.per_s),
             Scalar::UsdPerSession => c.and_then(|c| c.usd_per_session),
@@ -254,10 +274,13 @@ impl Scalar {
             Scalar::InFlightMean | Scalar::TimesReadingSpeed | Scalar::SessionsPerS | Scalar::ClientCpuPerToken => {
                 Unit::Plain
             }
+            Scalar::JoulesPerOutputToken => Unit::Joules,
+            Scalar::OutputTokensPerSPerMw => Unit::Count,
             Scalar::UsdPerMillionOutputTokens
             | Scalar::UsdPerMillionTotalTokens
             | Scalar::UsdPerRequest
             | Scalar::UsdPerMillionGoodOutputTokens
+            | Scalar::UsdPerMillionInputTokens
             | Scalar::UsdPerSession => Unit::Usd,
         }
     }
@@ -282,7 +305,8 @@ impl Scalar {
             | Scalar::QualityChrf
             | Scalar::QualityBleu
             | Scalar::QualityChrfCorpus
-            | Scalar::QualityIdentical => Better::Higher,
+            | Scalar::QualityIdentical
+            | Scalar::OutputTokensPerSPerMw => Better::Higher,
             Scalar::Failed
             | Scalar::Cancelled
             | Scalar::ErrorRate
@@ -291,6 +315,8 @@ impl Scalar {
             | Scalar::UsdPerRequest
             | Scalar::UsdPerMillionGoodOutputTokens
             | Scalar::UsdPerSession
+            | Scalar::UsdPerMillionInputTokens
+            | Scalar::JoulesPerOutputToken
             | Scalar::ClientCpuPerToken => Better::Lower,
             // More hits is a faster run, not a better server: it explains a difference.
             Scalar::Sent | Scalar::InFlightMean | Scalar::InFlightPeak | Scalar::PrefixCacheHitRate => Better::Neither,
