@@ -75,7 +75,8 @@ pub fn terminal(doc: &FrontierResult) -> String {
             num(p.goodput_tokens_per_s, 0),
             verdict(p),
             num(p.usd_per_million_output_tokens, 3),
-            num(p.joules_per_output_token, 2),
+            // Three significant digits: two decimals had shown 0.07 and 0.08.
+            p.joules_per_output_token.filter(|j| j.is_finite()).map_or_else(|| "-".into(), crate::format::joules),
             num(p.output_tokens_per_s_per_mw, 0),
         );
     }

@@ -193,7 +193,10 @@ pub struct BestPoint {
     pub at: PointId,
     /// Good output tokens per USD (goodput × 3600 / the configuration's
     /// price per hour); absent when a configuration has no price, and the
-    /// best is then chosen by good tokens/s per GPU.
+    /// best is then chosen by good tokens/s per GPU. Without an SLO every
+    /// output token counts as good (the points' goodput is then `null`, and
+    /// their output tokens/s stand in): output tokens per USD, which the
+    /// reason names so.
     pub good_tokens_per_usd: Option<f64>,
     /// Why this one, in words.
     pub reason: String,
@@ -367,11 +370,14 @@ pub fn best_point(doc: &FrontierResult) -> Option<BestPoint> {
     let v = value(id, p);
     let c = &doc.configs[id.config];
     let within = if judged { "among the points that meet the SLO" } else { "(no SLO given: every point counts)" };
+    // Without an SLO no token is judged: all output counts, named as such
+    // (it had read "good output tokens" beside a goodput of "-").
+    let tokens = if judged { "good output tokens" } else { "output tokens" };
     let reason = if priced {
-        format!("{} at {}: the most good output tokens per dollar ({:.2} M) {within}", c.id, p.load.label(), v / 1e6)
+        format!("{} at {}: the most {tokens} per dollar ({:.2} M) {within}", c.id, p.load.label(), v / 1e6)
     } else {
         format!(
-            "{} at {}: the most good output tokens/s per GPU ({v:.0}) {within} (no price per GPU-hour for every \
+            "{} at {}: the most {tokens}/s per GPU ({v:.0}) {within} (no price per GPU-hour for every \
              configuration, so not per dollar)",
             c.id,
             p.load.label()

@@ -92,13 +92,13 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
     card(o, "tok/s per user", &fmt(p.tokens_per_s_per_user, 1), &format!("TPOT {} ms", fmt(p.tpot_ms, 1)));
     card(o, "TTFT", &format!("{} ms", fmt(p.ttft_ms, 0)), &format!("p{}", doc.percentile));
     if let Some(u) = p.usd_per_million_output_tokens {
-        card(o, "$ per M output tokens", &format!("${u:.3}"), "");
+        card(o, "$ per M output tokens", &crate::format::usd(u), "");
     }
     if let Some(j) = p.joules_per_output_token {
         card(
             o,
             "J per output token",
-            &format!("{j:.2}"),
+            &crate::format::joules(j),
             &format!("{} tok/s per MW", fmt(p.output_tokens_per_s_per_mw, 0)),
         );
     }
@@ -242,7 +242,7 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
             let _ = write!(
                 o,
                 "<td>{}</td><td>{}</td>",
-                fmt(p.joules_per_output_token, 2),
+                p.joules_per_output_token.filter(|j| j.is_finite()).map_or_else(|| "-".into(), crate::format::joules),
                 fmt(p.output_tokens_per_s_per_mw, 0)
             );
         }
