@@ -667,3 +667,76 @@ fn report_judges_by_a_config_files_slo_and_refuses_it_without_records() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("--records FILE"), "{err}");
 }
+
+/// A price read back from a saved document is checked as the flag is: a
+/// negative one had printed a negative cost, and 1e300 a 300-digit price.
+#[test]
+fn report_refuses_a_saved_price_the_flag_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = ["-c", "4", "-n", "20", "--input-tokens", "50", "--output-tokens", "20", "--gpu-hour-usd", "2.5"];
+    let mut v = estimate_doc(dir.path(), "e.json", &[&shape[..], &["--include-requests"]].concat());
+    for (price, why) in [(serde_json::json!(-5.0), "zero or more"), (serde_json::json!(1e300), "more than a GPU")] {
+        v["cost"]["gpu_hour_usd"] = price.clone();
+        v["config"]["judge"]["cost"]["gpu_hour_usd"] = price;
+        let edited = dir.path().join("h.json");
+        std::fs::write(&edited, serde_json::to_string(&v).unwrap()).unwrap();
+        let err = goodput().arg("report").arg(&edited).refusal();
+        assert!(err.contains("h.json: cost.gpu_hour_usd = ") && err.contains(why), "{err}");
+        // A price given anew prices it.
+        goodput().arg("report").arg(&edited).args(["--gpu-hour-usd", "2"]).assert().success();
+    }
+}
+
+/// -0 is zero ("$-0.00/GPU-hour" and -0.0 in every cost field had come
+/// out), and a small price keeps its digits ("$0.00/GPU-hour", "$0.000 per
+/// M output tokens" had read as free).
+#[test]
+fn prices_of_negative_zero_and_a_fraction_of_a_cent_print_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = ["-c", "4", "-n", "20", "--input-tokens", "50", "--output-tokens", "20"];
+    let out = dir.path().join("z.json");
+    let o = goodput().arg("estimate").args(shape).arg("--gpu-hour-usd=-0.0").arg("-o").arg(&out).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success() && said.contains("cost ($0.00/GPU-hour × 1)") && !said.contains("$-0"), "{said}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("-0.0"), "{text}");
+    let o = goodput().arg("estimate").args(shape).args(["--gpu-hour-usd", "0.004"]).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(said.contains("cost ($0.004/GPU-hour × 1): $0.0"), "{said}");
+    assert!(!said.contains("$0.000 per M"), "{said}");
+}
+
+/// The energy figures and the input price are metrics of `compare` and
+/// `--fail-if`, and the input price a CSV column (none of them had been).
+#[test]
+fn energy_and_the_input_price_can_be_compared_gated_and_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, c: &str| {
+        let shape = ["-n", "60", "--input-tokens", "256", "--output-tokens", "32", "--gpu-hour-usd", "2.5"];
+        estimate_doc(dir.path(), name, &[&["-c", c][..], &shape[..]].concat());
+        dir.path().join(name)
+    };
+    let (a, b) = (run("a.json", "2"), run("b.json", "16"));
+    let o = goodput()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--fail-if", "energy.joules_per_output_token>+1000%,output_tokens_per_s_per_provisioned_mw<-99%"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("J per output token") && said.contains("output tok/s per MW"), "{said}");
+    // Fewer requests at once spread the GPUs' draw over fewer tokens: more
+    // joules a token, which a gate catches.
+    let o =
+        goodput().arg("compare").arg(&b).arg(&a).args(["--fail-if", "joules_per_output_token>+0%"]).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    let o = goodput().arg("compare").arg(&b).arg(&a).args(["--fail-if", "joules_per_output_token>+1000J"]).output();
+    assert!(o.unwrap().status.success(), "an absolute threshold in joules");
+    let csv = dir.path().join("a.csv");
+    goodput().arg("report").arg(&a).arg("--csv").arg(&csv).assert().success();
+    let head = std::fs::read_to_string(&csv).unwrap();
+    assert!(head.lines().next().unwrap().contains("usd_per_million_input_tokens"), "{head}");
+}

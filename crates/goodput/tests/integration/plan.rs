@@ -1205,3 +1205,23 @@ fn plan_refuses_p0_and_hides_the_flags_it_refuses() {
         assert!(!help.lines().any(|l| l.trim_start().starts_with(flag)), "{flag} in plan --help");
     }
 }
+
+/// Without an SLO no token is judged: the best point is the most output
+/// tokens per dollar, and named so (it had said "good output tokens" beside
+/// a goodput of "-"); J/tok shows three significant digits (two decimals
+/// had shown 0.07 and 0.08, a step of 14%).
+#[test]
+fn plan_without_an_slo_names_its_tokens_per_dollar_and_j_per_token_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = plan(dir.path(), "p.json", &["h100=2.5"], 1, &[]);
+    let reason = doc["best"]["reason"].as_str().unwrap();
+    assert!(reason.contains("the most output tokens per dollar") && !reason.contains("good"), "{reason}");
+    let o = goodput().arg("report").arg(dir.path().join("p.json")).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    let id = &doc["best"]["at"];
+    let best =
+        &doc["configs"][id["config"].as_u64().unwrap() as usize]["points"][id["point"].as_u64().unwrap() as usize];
+    let j = best["joules_per_output_token"].as_f64().unwrap();
+    let digits = (2 - j.log10().floor() as i32).max(0) as usize;
+    assert!(said.contains(&format!(" {j:.digits$} ")), "{j} {said}");
+}
