@@ -748,6 +748,32 @@ fn a_power_limit_for_one_gpu_of_two_provisions_neither() {
     assert!(v["warnings"].to_string().contains("read for 1 GPU(s) and their energy counters for 2"), "{said}");
 }
 
+/// An embeddings run has no output tokens: no J per output token and no
+/// tok/s per MW (it had reported 0 tok/s per MW, and with the engine's
+/// counters scraped, its one "generation token" a request as J per token).
+#[test]
+fn an_embeddings_run_has_no_energy_per_output_token() {
+    let exporter = Exporter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "--api", "embeddings", "-n", "24", "-c", "2", "--input-tokens", "64"])
+        .args(["--metrics-interval", "200ms", "--metrics-url", &format!("{}/steady/2/2/metrics", exporter.url)])
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let e = &v["energy"];
+    assert_eq!(e["output_tokens"], 0, "{e}");
+    assert!(e["joules_per_output_token"].is_null() && e["output_tokens_per_s_per_provisioned_mw"].is_null(), "{e}");
+    assert_eq!(e["provisioned_w"].as_f64(), Some(1400.0), "{e}");
+    assert!(said.contains("energy: no output tokens, so no J per output token"), "{said}");
+}
+
 /// A DCGM exporter whose GPUs' energy series come and go during a run: one
 /// first seen after the first scrape counts from that sample (its 5 MJ
 /// since boot had been taken as drawn in the run, megawatts reported), one
