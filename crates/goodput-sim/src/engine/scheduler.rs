@@ -696,7 +696,7 @@ impl Engine {
             return self.schedule_trtllm(out);
         }
         self.scheduled.clear();
-        let mut budget = self.cfg.max_num_batched_tokens.saturating_mul(self.cfg.attention_ranks());
+        let mut budget = self.cfg.step_token_budget();
         let mixed = self.cfg.mixed_batches;
         let running = if mixed { Phase::Both } else { Phase::Prefill };
         if self.schedule_running(running, &mut budget, out) {

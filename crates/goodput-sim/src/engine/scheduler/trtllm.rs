@@ -81,7 +81,7 @@ impl Engine {
         let bs = self.cfg.block_size;
         // Each attention data-parallel rank has its own budget (and its own
         // `max_batch_size`, added in `max_num_seqs`), as in vLLM's schedule.
-        let mut budget = self.cfg.max_num_batched_tokens.saturating_mul(self.cfg.attention_ranks());
+        let mut budget = self.cfg.step_token_budget();
         // Chunks are whole blocks (TensorRT-LLM's chunk unit is
         // tokens_per_block), unless a block is more than the whole budget.
         let unit = if bs <= budget { bs } else { 1 };
