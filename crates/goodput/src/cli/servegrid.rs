@@ -8,7 +8,7 @@ use std::time::Duration;
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeGridArgs {
-    /// Start the server for each configuration of --serve-grid with this command, sweep it, and stop it: e.g. 'vllm serve MODEL --port {port} --max-num-seqs {max_num_seqs}'. {port} is a free port goodput picks, {NAME} a grid parameter. Split into words as a shell would (quotes, backslashes), but no shell runs it; in a `sh -c` (bash, …) script, a value set among other text is shell-quoted for that shell.
+    /// Start the server for each configuration of --serve-grid with this command, sweep it, and stop it: e.g. 'vllm serve MODEL --port {port} --max-num-seqs {max_num_seqs}'. {port} is a free port goodput picks, {NAME} a grid parameter. Split into words as a shell would (quotes, backslashes), but no shell runs it; in a `sh -c` (bash, …) script, a value set among other text reaches the server as its own text, one argument (quoted bare, escaped inside the script's own quotes).
     #[arg(long, conflicts_with_all = ["url", "stages"], requires = "output", help_heading = "Server configurations")]
     pub serve_cmd: Option<String>,
     /// The configurations: 'max_num_seqs=64,128;tp=1,2' (every combination), or a .toml or .json file holding a list of parameter sets or lists to combine. A parameter named gpus sets the configuration's GPU count (else tp × pp × dp where the grid sets any, else --gpus).

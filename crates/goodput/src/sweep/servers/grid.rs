@@ -416,8 +416,7 @@ impl Template {
                         n => params.get(n).unwrap_or("").to_string(),
                     };
                     if quote {
-                        // A NUL cannot be quoted, nor passed in an argument at all.
-                        out.push_str(&shlex::try_quote(&value).map_or(value.clone(), |q| q.into_owned()));
+                        out.push_str(&quoted_for(shell_quote_at(w, r.start), &value));
                     } else {
                         out.push_str(&value);
                     }
@@ -427,6 +426,65 @@ impl Template {
                 out
             })
             .collect()
+    }
+}
+
+/// The quoting a POSIX shell is in at byte `at` of `script`: bare, inside
+/// '…', or inside "…" (a backslash escapes the next character outside
+/// single quotes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ShellQuote {
+    Bare,
+    Single,
+    Double,
+}
+
+fn shell_quote_at(script: &str, at: usize) -> ShellQuote {
+    let mut state = ShellQuote::Bare;
+    let mut escaped = false;
+    for (i, c) in script.char_indices() {
+        if i >= at {
+            break;
+        }
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        state = match (state, c) {
+            (ShellQuote::Bare | ShellQuote::Double, '\\') => {
+                escaped = true;
+                state
+            }
+            (ShellQuote::Bare, '\'') => ShellQuote::Single,
+            (ShellQuote::Bare, '"') => ShellQuote::Double,
+            (ShellQuote::Single, '\'') | (ShellQuote::Double, '"') => ShellQuote::Bare,
+            (s, _) => s,
+        };
+    }
+    state
+}
+
+/// `value` written so that a shell reads it as its literal text where it
+/// stands: bare, one word of its own (shell-quoted); inside '…', its single
+/// quotes closed and escaped; inside "…", its `\`, `"`, `$` and backquotes
+/// escaped. So `'{x}'`, `"{x}"` and `{x}` all give the value itself, spaces
+/// and all (a value quoted bare inside the script's own quotes had come out
+/// with its quotes, or split in two).
+fn quoted_for(state: ShellQuote, value: &str) -> String {
+    match state {
+        // A NUL cannot be quoted, nor passed in an argument at all.
+        ShellQuote::Bare => shlex::try_quote(value).map_or_else(|_| value.to_string(), |q| q.into_owned()),
+        ShellQuote::Single => value.replace('\'', r"'\''"),
+        ShellQuote::Double => {
+            let mut out = String::with_capacity(value.len());
+            for c in value.chars() {
+                if matches!(c, '\\' | '"' | '$' | '`') {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out
+        }
     }
 }
 
@@ -564,6 +622,16 @@ mod tests {
         let w = t.fill(&p, 8123);
         assert_eq!(w[4], r#"serve --port 8123 --name 'a b; touch x' -x "64""#);
         assert_eq!(&w[5..], ["a b; touch x", "8123"]);
+        // Inside the script's own quotes a value is escaped for them, not
+        // quoted again: '{x}' and "{x}" give the value itself (they had
+        // given 'a b' with its quotes, or two words).
+        let t = Template::parse(r#"sh -c "serve --name '{name}' --cfg \"{cfg}\" --x {x}" {port}"#).unwrap();
+        let p = Params(vec![
+            ("name".into(), "my model's".into()),
+            ("cfg".into(), r#"{"n": "$HOME`x`"}"#.into()),
+            ("x".into(), "a b".into()),
+        ]);
+        assert_eq!(t.fill(&p, 1)[2], r#"serve --name 'my model'\''s' --cfg "{\"n\": \"\$HOME\`x\`\"}" --x 'a b'"#);
         let t = Template::parse("sh -c {script} {port}").unwrap();
         let p = Params(vec![("script".into(), "exec serve --port \"$0\"".into())]);
         assert_eq!(t.fill(&p, 1)[2], "exec serve --port \"$0\"");
