@@ -335,7 +335,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     if let (Some(c), Some(file)) = (groups.first().and_then(|g| g.first()), &a.workload.dataset) {
         dataset_context(&search.engine(c), &search.workload, search.prompts, &file.display().to_string())?;
     }
-    for w in crate::virtual_point::clamp_warnings(&search.workload).into_iter().chain(tail) {
+    for w in crate::virtual_point::clamp_warnings(&search.workload)?.into_iter().chain(tail) {
         goodput_core::tell!("{w}");
         notes.push(w.trim_start_matches("warning: ").to_string());
     }

@@ -316,16 +316,12 @@ pub fn session_context_warning(cfg: &EngineConfig, workload: &Workload, plan: &L
 }
 
 /// Warnings, before a run, for a synthetic workload's length distributions
-/// whose draws' mean clamping moves far from the mean asked for.
-pub fn clamp_warnings(workload: &Workload) -> Vec<String> {
-    match workload {
-        Workload::Synthetic { input, output, .. } => [(input, "--input-tokens"), (output, "--output-tokens")]
-            .iter()
-            .filter_map(|(d, f)| d.clamp_warning(f))
-            .collect(),
-        Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => clamp_warnings(inner),
-        _ => Vec::new(),
-    }
+/// whose draws' mean clamping moves more than 5 % from the mean asked for,
+/// and the refusal of one whose draws are mostly held at 1 token: the
+/// check bench and estimate make ([`crate::setup::length_checks`]), so
+/// sweep and plan judge a spec as they do.
+pub fn clamp_warnings(workload: &Workload) -> anyhow::Result<Vec<String>> {
+    crate::setup::length_checks(workload)
 }
 
 /// A workload's typical request: prompt and output tokens (a length

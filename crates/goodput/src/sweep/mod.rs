@@ -633,7 +633,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         let prompts = virtual_point::prompt_kind(a.target.api);
         virtual_point::check_context(&cfg, &workload, prompts, "--model picks another")?;
         let tail = virtual_point::context_tail_warning(&cfg, &workload, prompts);
-        for w in virtual_point::clamp_warnings(&workload).into_iter().chain(tail) {
+        for w in virtual_point::clamp_warnings(&workload)?.into_iter().chain(tail) {
             goodput_core::tell!("{w}");
         }
         opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
@@ -642,6 +642,11 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         (Runner::Virtual { cfg: Box::new(cfg), prompts }, target, Some(ec))
     } else {
         crate::target::check_embedded_context(&a.target, &a.sim, &workload)?;
+        // The length check bench makes: a spec mostly held at 1 token had
+        // been swept with no word.
+        for w in virtual_point::clamp_warnings(&workload)? {
+            goodput_core::tell!("{w}");
+        }
         opts = setup::analysis_options_for(
             &a.output.percentiles.0,
             &a.judge,
