@@ -440,20 +440,30 @@ pub fn repeated(workload: Workload, w: &WorkloadArgs, plan: &LoadPlan) -> Result
 }
 
 /// A note where `copies` (`--repeat`) does not divide the run's `n`
-/// requests: some prompts are sent once fewer than the others.
+/// requests: some prompts are sent once fewer than the others, or (with
+/// fewer requests than copies) each is sent fewer times than asked.
+/// Request `i` sends prompt `i % spread` ([`repeat_slot`] within one block
+/// of `spread · copies`, which `n` never passes), so each is sent `n /
+/// spread` times and the first `n % spread` once more.
+///
+/// [`repeat_slot`]: goodput_load::workload::repeat_slot
 pub fn uneven_repeat_note(n: u64, copies: u32) -> Option<String> {
     let c = u64::from(copies);
-    if c <= 1 || n.is_multiple_of(c) {
+    if c <= 1 || n == 0 || n.is_multiple_of(c) {
         return None;
     }
     let spread = n.div_ceil(c);
-    // The last pass (copy c−1) reaches only the prompts below n − spread·(c−1).
-    let full = n.saturating_sub(spread * (c - 1));
+    let (base, more) = (n / spread, n % spread);
+    let prompts = if spread == 1 { "prompt".to_string() } else { format!("{spread} prompts") };
+    let sent = if more == 0 {
+        let each = if spread == 1 { "" } else { "each " };
+        format!("sends its {prompts} {each}{base} times, not {copies}")
+    } else {
+        format!("of its {prompts}, {more} are sent {} times and the other {} {base} times", base + 1, spread - more)
+    };
     Some(format!(
-        "note: --repeat {copies} does not divide the {n} requests: of its {spread} prompts, {full} are sent {copies} \
-         times and the other {} {} times; give a multiple of {copies} requests for even repeats",
-        spread - full,
-        c - 1
+        "note: --repeat {copies} does not divide the {n} requests: {sent}; give a multiple of {copies} requests for \
+         even repeats"
     ))
 }
 
@@ -922,5 +932,22 @@ mod tests {
         assert!(n.contains("of its 4 prompts, 2 are sent 3 times and the other 2 2 times"), "{n}");
         assert_eq!(uneven_repeat_note(9, 3), None);
         assert_eq!(uneven_repeat_note(10, 1), None);
+        // Fewer requests than copies: `-n 3 --repeat 5` had been said to
+        // send its prompt 4 times; it is sent 3.
+        let n = uneven_repeat_note(3, 5).unwrap();
+        assert!(n.contains("sends its prompt 3 times, not 5"), "{n}");
+        let n = uneven_repeat_note(7, 5).unwrap();
+        assert!(n.contains("of its 2 prompts, 1 are sent 4 times and the other 1 3 times"), "{n}");
+        // Each count is what the workload's slots send.
+        for (n, c) in [(3u64, 5u32), (7, 5), (10, 3), (12, 5), (101, 4)] {
+            let spread = n.div_ceil(u64::from(c));
+            let mut sent = vec![0u64; spread as usize];
+            for i in 0..n {
+                sent[goodput_load::workload::repeat_slot(i, c, spread).0 as usize] += 1;
+            }
+            let (lo, hi) = (*sent.iter().min().unwrap(), *sent.iter().max().unwrap());
+            let note = uneven_repeat_note(n, c).unwrap();
+            assert!(note.contains(&format!(" {lo} times")) && note.contains(&format!(" {hi} times")), "{note}");
+        }
     }
 }

@@ -749,3 +749,14 @@ fn a_spec_mostly_held_at_one_token_is_refused_by_every_command() {
         assert!(err.contains("--input-tokens lognormal:256,5: ") && err.contains("held at 1 token"), "{cmd:?}: {err}");
     }
 }
+
+/// `-n` below `--repeat`: the note names the count each prompt is sent
+/// (it had said `-n 3 --repeat 5` sends a prompt 4 times; it is sent 3).
+#[test]
+fn the_uneven_repeat_note_counts_what_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, err, v) = fixed_bench(dir.path(), &["-n", "3", "-c", "1", "--repeat", "5", "--output-tokens", "2"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("sends its prompt 3 times, not 5"), "{err}");
+    assert_eq!(v.unwrap()["summary"]["requests"]["sent"], 3);
+}
