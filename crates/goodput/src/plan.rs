@@ -332,10 +332,13 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         .first()
         .and_then(|g| g.first())
         .and_then(|c| crate::virtual_point::context_tail_warning(&search.engine(c), &search.workload, search.prompts));
-    if let (Some(c), Some(file)) = (groups.first().and_then(|g| g.first()), &a.workload.dataset) {
-        dataset_context(&search.engine(c), &search.workload, search.prompts, &file.display().to_string())?;
-    }
-    for w in crate::virtual_point::clamp_warnings(&search.workload)?.into_iter().chain(tail) {
+    let over = match (groups.first().and_then(|g| g.first()), &a.workload.dataset) {
+        (Some(c), Some(file)) => {
+            dataset_context(&search.engine(c), &search.workload, search.prompts, &file.display().to_string())?
+        }
+        _ => None,
+    };
+    for w in crate::virtual_point::clamp_warnings(&search.workload)?.into_iter().chain(tail).chain(over) {
         goodput_core::tell!("{w}");
         notes.push(w.trim_start_matches("warning: ").to_string());
     }
@@ -486,15 +489,17 @@ fn unsaturated_note(doc: &FrontierResult, t: &PlanTrace, given: bool) -> Option<
     ))
 }
 
-/// Refuses, before the search, a `--dataset` whose entries' prompts (with
-/// what the chat template adds) and answers pass the model's context:
-/// every request that draws one fails (HTTP 400), each curve then stops at
-/// its first point as if the SLO were to blame (it had, without a word).
-/// The entries are named (the first few, 1-based, in the file's order),
-/// with the context. A synthetic workload's lengths are refused alike
-/// ([`crate::virtual_point::check_context_of`]).
-fn dataset_context(cfg: &EngineConfig, w: &Workload, prompts: PromptKind, file: &str) -> Result<()> {
-    let Workload::Dataset { entries, output, .. } = w else { return Ok(()) };
+/// A `--dataset` whose entries' prompts (with what the chat template adds)
+/// and answers pass the model's context: every request that draws one
+/// fails (HTTP 400) and counts against the SLO, as in estimate. Refused,
+/// before the search, only where every entry passes it (each curve would
+/// stop at its first point as if the SLO were to blame); where some do, a
+/// warning naming how many and the first few (1-based, in the file's
+/// order), and the search goes on. An answer is the entry's `max_tokens`,
+/// or `--output-tokens`' mean. A synthetic workload's lengths are refused
+/// alike ([`crate::virtual_point::check_context_of`]).
+fn dataset_context(cfg: &EngineConfig, w: &Workload, prompts: PromptKind, file: &str) -> Result<Option<String>> {
+    let Workload::Dataset { entries, output, .. } = w else { return Ok(None) };
     let extra = u64::from(prompts.first_turn_extra(cfg.chat_template));
     let context = u64::from(cfg.model.max_context);
     let answer = |e: &goodput_load::workload::DatasetEntry| match output {
@@ -507,23 +512,31 @@ fn dataset_context(cfg: &EngineConfig, w: &Workload, prompts: PromptKind, file: 
         .map(|(i, e)| (i + 1, u64::from(e.prompt_tokens) + extra, answer(e)))
         .filter(|&(_, p, o)| p.saturating_add(o) > context)
         .collect();
-    let Some(&(first, prompt, out)) = over.first() else { return Ok(()) };
-    let more = match over.len() {
-        1 => String::new(),
-        n => format!(
-            " ({n} entries in all: {}{})",
-            over.iter().take(8).map(|o| o.0.to_string()).collect::<Vec<_>>().join(", "),
-            if n > 8 { ", …" } else { "" }
-        ),
+    let Some(&(first, prompt, out)) = over.first() else { return Ok(None) };
+    let named = |n: usize| {
+        over.iter().take(n).map(|o| o.0.to_string()).collect::<Vec<_>>().join(", ")
+            + if over.len() > n { ", …" } else { "" }
     };
     let template = if extra > 0 { format!(", with the {extra} the chat template adds,") } else { String::new() };
-    bail!(
-        "--dataset {file}: entry {first}'s prompt{template} is {prompt} tokens, and with {out} output tokens passes \
-         {}'s context of {context} tokens{more}: the engine would refuse every request that draws it (HTTP 400), \
-         and the curves would stop at their first point; drop the entries past the context, or choose a model \
-         with a longer one",
-        cfg.model.name
-    )
+    let model = &cfg.model.name;
+    if over.len() == entries.len() {
+        let more = if over.len() == 1 { String::new() } else { " (and so does every other entry)".to_string() };
+        bail!(
+            "--dataset {file}: entry {first}'s prompt{template} is {prompt} tokens, and with {out} output tokens \
+             passes {model}'s context of {context} tokens{more}: the engine would refuse every request (HTTP 400), \
+             and the curves would stop at their first point; give entries within the context, or choose a model \
+             with a longer one"
+        );
+    }
+    Ok(Some(format!(
+        "warning: --dataset {file}: {} of its {} entries ({}) pass {model}'s context of {context} tokens with their \
+         answers (entry {first}'s prompt{template} is {prompt} tokens, with {out} output tokens): the engine answers \
+         each request that draws one with HTTP 400, as a server does, and it counts failed against the SLO; drop \
+         them to plan for the others alone",
+        over.len(),
+        entries.len(),
+        named(8)
+    )))
 }
 
 /// `--trace`'s speeds (rising) and routers, checked.

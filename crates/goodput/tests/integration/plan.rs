@@ -1123,22 +1123,39 @@ fn a_single_replica_is_simulated_once_whatever_the_routers() {
     );
 }
 
-/// A `--dataset` entry whose prompt passes the model's context is refused
-/// before the search, naming the entry and the context (each curve had
-/// stopped after one point, and the verdict blamed the SLO).
+/// A `--dataset` some of whose entries pass the model's context is
+/// planned, with a warning naming how many and which (the whole search had
+/// been refused for one entry, where estimate and bench only warn); one
+/// whose every entry passes it is refused before the search, naming the
+/// entry and the context (each curve would stop after one point, and the
+/// verdict blame the SLO).
 #[test]
-fn a_dataset_prompt_past_the_context_is_refused_by_name() {
+fn a_dataset_prompt_past_the_context_is_warned_of_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dir.path().join("ds.jsonl");
+    let long = format!(r#"{{"prompt": "{}"}}"#, "word ".repeat(120_000));
     let mut lines: Vec<String> = (0..5).map(|i| format!(r#"{{"prompt": "short question {i}"}}"#)).collect();
-    lines.push(format!(r#"{{"prompt": "{}"}}"#, "word ".repeat(120_000)));
+    lines.push(long.clone());
     std::fs::write(&ds, lines.join("\n")).unwrap();
-    let err = goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--pp", "1"])
-        .args(["--precision", "fp8", "--dataset"])
-        .arg(&ds)
-        .refusal();
-    assert!(err.contains("entry 6's prompt") && err.contains("context of 131072 tokens"), "{err}");
+    let plan = || {
+        let mut c = goodput();
+        c.args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--pp", "1"])
+            .args(["--precision", "fp8", "--concurrency", "1,2", "--requests-per-user", "6", "--output-tokens", "8"])
+            .arg("--dataset");
+        c
+    };
+    let out = dir.path().join("p.json");
+    let o = plan().arg(&ds).arg("-o").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let notes = read_json(&out)["notes"].to_string();
+    assert!(notes.contains("1 of its 6 entries (6) pass ") && notes.contains("context of 131072 tokens"), "{notes}");
+    assert!(notes.contains("entry 6's prompt") && notes.contains("counts failed against the SLO"), "{notes}");
+
+    let all = dir.path().join("all.jsonl");
+    std::fs::write(&all, [long.clone(), long].join("\n")).unwrap();
+    let err = plan().arg(&all).refusal();
+    assert!(err.contains("entry 1's prompt") && err.contains("context of 131072 tokens"), "{err}");
+    assert!(err.contains("(and so does every other entry)"), "{err}");
 }
 
 /// A heavier load refused (here by the memory guard) cuts the curve there:
