@@ -263,6 +263,19 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     Some(s)
 }
 
+/// The verdict on a window in which no measured request succeeded (every
+/// one failed or was cancelled, or the run was cut before its window): not
+/// steady, with nothing measured, so its window counts as all transient.
+/// [`judge`] gives `None` there; a sweep marks such a point with this.
+pub fn no_completions(sent: u64, failed: u64, cancelled: u64, open_loop: bool) -> Stability {
+    let reason = if sent == 0 {
+        "no completed requests: none was measured (the point was cut short before its window)".to_string()
+    } else {
+        format!("no completed requests: of {sent} measured, {failed} failed and {cancelled} were cancelled")
+    };
+    Stability { steady: false, open_loop, transient_share: 1.0, reason: Some(reason), ..Stability::default() }
+}
+
 /// Sends later than their schedule by more than this were held back (by a
 /// cap, or a client behind): a timer's lateness is well under it.
 const HELD_S: f64 = 0.010;

@@ -140,9 +140,10 @@ pub fn meets_slo(p: &RunResult, attainment_target: f64) -> Option<bool> {
 
 /// Whether a point measured a steady state (`summary.stability`; a point of
 /// a document from before the verdict counts as steady). A point that is
-/// not is never recommended, nor counted as meeting the SLO.
+/// not is never recommended, nor counted as meeting the SLO. A point that
+/// completed no request measured nothing, so is not steady either way.
 pub fn steady(p: &RunResult) -> bool {
-    p.summary.stability.as_ref().is_none_or(|s| s.steady)
+    p.summary.requests.completed > 0 && p.summary.stability.as_ref().is_none_or(|s| s.steady)
 }
 
 /// Whether a point's window was too short to measure its rate (see
@@ -151,6 +152,35 @@ fn too_short(p: &RunResult) -> bool {
     let Some(s) = p.summary.stability.as_ref().filter(|s| !s.steady) else { return false };
     let users = (!s.open_loop).then(|| p.config.load.as_ref().and_then(|l| l.concurrency)).flatten();
     crate::analysis::stability::too_short(s.transient_share, p.summary.requests.sent, users)
+}
+
+/// The points whose requests failed, each with its share, in words: a
+/// server that died mid-sweep had gone without a word (its points' figures
+/// count only the requests that succeeded).
+fn failures_note(points: &[SweepPoint]) -> Option<String> {
+    let failing: Vec<String> = points
+        .iter()
+        .filter(|p| p.result.summary.requests.failed > 0)
+        .map(|p| {
+            let r = &p.result.summary.requests;
+            let kinds: Vec<String> = r.errors_by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            format!(
+                "{} ({} of {}, {:.0}%{})",
+                p.load.label(),
+                r.failed,
+                r.sent,
+                100.0 * r.failed as f64 / r.sent.max(1) as f64,
+                if kinds.is_empty() { String::new() } else { format!(": {}", kinds.join(", ")) }
+            )
+        })
+        .collect();
+    (!failing.is_empty()).then(|| {
+        format!(
+            "requests failed at {}: each point's figures count only the requests that succeeded \
+             (summary.requests.error_samples says what the server answered)",
+            failing.join("; ")
+        )
+    })
 }
 
 /// How hard a point loaded the server: mean requests in flight. Unlike the
@@ -180,6 +210,9 @@ pub fn knee(xy: &[(f64, f64)]) -> Option<usize> {
 /// Analyses the points of a sweep.
 pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnalysis {
     let mut a = SweepAnalysis::default();
+    if let Some(n) = failures_note(points) {
+        a.notes.push(n);
+    }
     let mut order: Vec<usize> =
         (0..points.len()).filter(|&i| points[i].result.summary.requests.completed > 0).collect();
     order.sort_by(|&x, &y| points[x].load.value().total_cmp(&points[y].load.value()));
@@ -202,7 +235,13 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
         let s = &points[i].result.summary;
         if pooled { s.e2e_ms.p(50.0) } else { s.ttft_ms.p(50.0) }.unwrap_or(0.0)
     };
-    let best = *order.iter().max_by(|&&x, &&y| thr(x).total_cmp(&thr(y))).expect("not empty");
+    // Points whose window was too short to measure a rate (see the knee
+    // below) are left out of the maxima too, unless no other point
+    // completed a request: a 0.2 s window of one request had read as the
+    // sweep's max throughput, ahead of the point of 1 req/s.
+    let knee_order: Vec<usize> = order.iter().copied().filter(|&i| !too_short(&points[i].result)).collect();
+    let rated: &[usize] = if knee_order.is_empty() { &order } else { &knee_order };
+    let best = *rated.iter().max_by(|&&x, &&y| thr(x).total_cmp(&thr(y))).expect("not empty");
     a.max_throughput = Some(point_ref(best, &points[best]));
 
     // Saturation: the knee of output throughput against load (Kneedle: the
@@ -213,15 +252,36 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
     // flat knee at 34).
     // Points past capacity (overloaded, TTFT climbing) stay: they are the
     // knee's evidence; only windows too short to measure a rate go.
-    let knee_order: Vec<usize> = order.iter().copied().filter(|&i| !too_short(&points[i].result)).collect();
     let some_short = knee_order.len() < order.len();
     let found = knee_order.last().and_then(|&last| {
         let k = knee(&knee_order.iter().map(|&i| (intensity(&points[i]), thr(i))).collect::<Vec<_>>())?;
         (knee_order[k] != last && ttft(last) >= 1.5 * ttft(knee_order[k]).max(1e-9)).then_some(knee_order[k])
     });
-    match found {
-        Some(k) => a.saturation = Some(point_ref(k, &points[k])),
-        None => a.notes.push(format!(
+    // Where no knee was found, whether the sweep went past saturation
+    // rather than short of it: every load beyond the server (its backlog
+    // grew), or throughput at the highest load well below the best. "Did
+    // not reach saturation" had been said of a sweep whose every point was
+    // overloaded and whose throughput fell by half.
+    let overloaded = |i: usize| points[i].result.summary.stability.as_ref().is_some_and(|s| s.overloaded);
+    match (found, knee_order.first(), knee_order.last()) {
+        (Some(k), _, _) => a.saturation = Some(point_ref(k, &points[k])),
+        (None, Some(&lo), Some(_)) if knee_order.iter().all(|&i| overloaded(i)) => a.notes.push(format!(
+            "every {}load was beyond the server (its backlog grew): the sweep went past saturation, which lies \
+             below the lowest, {}; add lower loads",
+            if some_short { "measured " } else { "" },
+            points[lo].load.label()
+        )),
+        (None, _, Some(&hi)) if thr(hi) < 0.9 * thr(best) => a.notes.push(format!(
+            "throughput fell from {:.1} at {} to {:.1} at the highest {}load, {}: the sweep went past saturation \
+             without placing its knee; add loads at and below {}",
+            thr(best),
+            points[best].load.label(),
+            thr(hi),
+            if some_short { "measured " } else { "" },
+            points[hi].load.label(),
+            points[best].load.label()
+        )),
+        (None, _, _) => a.notes.push(format!(
             "throughput was still rising, or {} flat, at the highest {}load: the sweep did not reach saturation",
             if pooled { "E2E" } else { "TTFT" },
             if some_short { "measured " } else { "" }
@@ -234,8 +294,14 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
             let g = points[i].result.summary.goodput.as_ref();
             g.map_or(0.0, |g| if pooled { g.requests_per_s } else { g.output_tokens_per_s })
         };
-        let g = *judged.iter().max_by(|&&x, &&y| goodput(x).total_cmp(&goodput(y))).expect("not empty");
-        a.max_goodput = Some(point_ref(g, &points[g]));
+        // The most goodput over the windows that measured a rate (as the
+        // most throughput), and none named where every point's is 0.
+        let rated_judged: Vec<usize> = judged.iter().copied().filter(|i| rated.contains(i)).collect();
+        let pool = if rated_judged.is_empty() { &judged } else { &rated_judged };
+        let g = *pool.iter().max_by(|&&x, &&y| goodput(x).total_cmp(&goodput(y))).expect("not empty");
+        if goodput(g) > 0.0 {
+            a.max_goodput = Some(point_ref(g, &points[g]));
+        }
         let meeting: Vec<usize> = judged
             .iter()
             .copied()
@@ -283,8 +349,12 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
             )
         });
     }
+    // Every point, those that completed no request included (they measured
+    // nothing, and had been left out of the list).
+    let mut all: Vec<usize> = (0..points.len()).collect();
+    all.sort_by(|&x, &y| points[x].load.value().total_cmp(&points[y].load.value()));
     let unsteady: Vec<String> =
-        order.iter().filter(|&&i| !steady(&points[i].result)).map(|&i| points[i].load.label()).collect();
+        all.iter().filter(|&&i| !steady(&points[i].result)).map(|&i| points[i].load.label()).collect();
     if !unsteady.is_empty() {
         a.notes.push(format!(
             "not steady, so never recommended: {} (each point's summary.stability.reason says why)",
@@ -292,4 +362,132 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
         ));
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::assemble::{assemble, Assembly};
+    use crate::analysis::stability::{no_completions, Stability};
+    use crate::{AnalysisOptions, RunConfig};
+
+    /// A point at `load` with `tok_s` output tokens/s, `sent` measured
+    /// requests of which `failed` failed and the rest completed, and the
+    /// verdict `st`.
+    fn pt(load: Load, tok_s: f64, sent: u64, failed: u64, st: Option<Stability>) -> SweepPoint {
+        let a = Assembly {
+            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
+            kind: "bench",
+            run_id: String::new(),
+            started_unix_s: 0.0,
+            interrupted: false,
+            config: RunConfig::default(),
+            target: Target::default(),
+            include_requests: false,
+        };
+        let mut result = assemble(a, &[], &AnalysisOptions::default());
+        let s = &mut result.summary;
+        s.throughput.output_tokens_per_s = tok_s;
+        s.tokens.output = 1 + tok_s as u64;
+        s.requests.sent = sent;
+        s.requests.failed = failed;
+        s.requests.completed = sent - failed;
+        if failed > 0 {
+            s.requests.errors_by_kind.insert("connect".into(), failed);
+        }
+        s.stability = st;
+        SweepPoint { load, origin: "grid".into(), result }
+    }
+
+    fn steady_verdict() -> Option<Stability> {
+        Some(Stability { steady: true, ..Stability::default() })
+    }
+
+    fn overloaded() -> Option<Stability> {
+        Some(Stability { steady: false, overloaded: true, reason: Some("backlog".into()), ..Stability::default() })
+    }
+
+    /// With an SLO judged, goodput `g` tok/s.
+    fn judged(mut p: SweepPoint, g: f64) -> SweepPoint {
+        let slo = serde_json::json!({"spec": "e2e:p95<=1.5s", "limits": [], "objectives": [], "pass": false});
+        p.result.slo = Some(serde_json::from_value(slo).unwrap());
+        p.result.summary.goodput = Some(crate::analysis::slo::Goodput { output_tokens_per_s: g, ..Default::default() });
+        p
+    }
+
+    #[test]
+    fn points_with_failures_are_named_with_their_share() {
+        let pts = [
+            pt(Load::Rate(2.0), 60.0, 20, 0, steady_verdict()),
+            pt(Load::Rate(4.0), 100.0, 42, 11, steady_verdict()),
+            pt(Load::Rate(6.0), 0.0, 53, 53, Some(no_completions(53, 53, 0, true))),
+        ];
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        let n = a.notes.iter().find(|n| n.starts_with("requests failed at")).expect("a failures note");
+        assert!(n.contains("4 req/s (11 of 42, 26%: 11 connect)"), "{n}");
+        assert!(n.contains("6 req/s (53 of 53, 100%"), "{n}");
+        assert!(!n.contains("2 req/s"), "{n}");
+    }
+
+    #[test]
+    fn a_point_with_no_completed_requests_is_listed_not_steady() {
+        let pts = [
+            pt(Load::Rate(2.0), 60.0, 20, 0, steady_verdict()),
+            pt(Load::Rate(4.0), 100.0, 40, 0, steady_verdict()),
+            pt(Load::Rate(10.0), 0.0, 0, 0, Some(no_completions(0, 0, 0, true))),
+        ];
+        assert!(!steady(&pts[2].result));
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        let n = a.notes.iter().find(|n| n.starts_with("not steady")).expect("a not-steady note");
+        assert!(n.contains("10 req/s") && !n.contains("4 req/s"), "{n}");
+        let v = no_completions(187, 0, 187, true);
+        assert!(!v.steady && v.reason.as_deref().unwrap().starts_with("no completed requests"));
+        // A document's point without a verdict that completed nothing is
+        // not steady either.
+        assert!(!steady(&pt(Load::Rate(1.0), 0.0, 5, 5, None).result));
+    }
+
+    #[test]
+    fn every_point_overloaded_and_throughput_falling_is_past_saturation() {
+        let pts = [
+            judged(pt(Load::Rate(14.0), 299.5, 100, 0, overloaded()), 0.0),
+            judged(pt(Load::Rate(18.0), 147.8, 120, 0, overloaded()), 0.0),
+        ];
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        assert!(a.notes.iter().all(|n| !n.contains("did not reach saturation")), "{:?}", a.notes);
+        assert!(a.notes.iter().any(|n| n.contains("went past saturation") && n.contains("14 req/s")), "{:?}", a.notes);
+        // Every goodput is 0: no max-goodput point.
+        assert_eq!(a.max_goodput, None);
+        // Falling without every point overloaded: past saturation too.
+        let pts =
+            [pt(Load::Rate(2.0), 298.0, 100, 0, steady_verdict()), pt(Load::Rate(4.0), 77.0, 100, 0, overloaded())];
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        assert!(a.notes.iter().any(|n| n.contains("throughput fell from 298.0 at 2 req/s")), "{:?}", a.notes);
+        // Rising: not reached, as before.
+        let pts = [
+            pt(Load::Rate(2.0), 100.0, 100, 0, steady_verdict()),
+            pt(Load::Rate(4.0), 200.0, 100, 0, steady_verdict()),
+        ];
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        assert!(a.notes.iter().any(|n| n.contains("did not reach saturation")), "{:?}", a.notes);
+    }
+
+    #[test]
+    fn max_throughput_and_goodput_leave_out_windows_too_short_to_measure_a_rate() {
+        let short = Some(Stability {
+            steady: false,
+            reason: Some("1 measured requests are too few".into()),
+            ..Stability::default()
+        });
+        let pts = [
+            judged(pt(Load::Rate(1e-9), 32.6, 1, 0, short), 32.6),
+            judged(pt(Load::Rate(1.0), 8.0, 30, 0, steady_verdict()), 8.0),
+        ];
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        assert_eq!(a.max_throughput.as_ref().map(|p| p.index), Some(1));
+        assert_eq!(a.max_goodput.as_ref().map(|p| p.index), Some(1));
+        // Only short windows: the best of them all the same.
+        let a = analyze_sweep(&pts[..1], DEFAULT_ATTAINMENT_TARGET);
+        assert_eq!(a.max_throughput.as_ref().map(|p| p.index), Some(0));
+    }
 }
