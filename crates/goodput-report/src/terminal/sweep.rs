@@ -48,7 +48,9 @@ pub fn row_header_for(sessions: bool, pooled: bool) -> String {
 pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f64) -> String {
     let s = &r.summary;
     let n = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
-    let slo = if judged {
+    // No request completed: no SLO verdict to give (its 0% of nothing had
+    // read as a miss); the stability verdict below says why.
+    let slo = if judged && s.requests.completed > 0 {
         let g = s.goodput.as_ref().map(|g| g.slo_attainment * 100.0).unwrap_or(0.0);
         let verdict = if meets_slo(r, attainment) == Some(true) { "meets" } else { "misses" };
         format!("{verdict} ({g:.0}% good)")

@@ -231,9 +231,10 @@ impl Sweep {
         &mut self,
         load: Load,
         origin: &str,
-        result: goodput_core::RunResult,
+        mut result: goodput_core::RunResult,
         ttft: Option<Cdf>,
     ) -> Result<&SweepPoint> {
+        mark_no_completions(&mut result);
         if self.points.is_empty() {
             crate::output::say(&format!(
                 "{}\n",
@@ -715,6 +716,19 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         reset: shared.reset,
         until,
     })
+}
+
+/// Gives a point that completed no measured request (every one failed or
+/// was cancelled, or the sweep was cut before its window) the verdict
+/// "no completed requests", not steady: it had none, and read as neither
+/// steady nor not.
+fn mark_no_completions(r: &mut goodput_core::RunResult) {
+    let q = &r.summary.requests;
+    if q.completed == 0 && r.summary.stability.is_none() {
+        let open_loop = r.config.load.as_ref().is_some_and(|l| l.rate.is_some() || l.trace.is_some());
+        r.summary.stability =
+            Some(goodput_core::analysis::stability::no_completions(q.sent, q.failed, q.cancelled, open_loop));
+    }
 }
 
 /// The exit code a finished sweep's document calls for: 1 when no point

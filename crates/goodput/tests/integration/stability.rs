@@ -600,3 +600,42 @@ fn a_sweep_whose_client_stalled_in_a_point_fails_the_gate() {
         v["points"][0]["result"]["client_stalls"]
     );
 }
+
+/// A live sweep against a server that fails some of its requests names the
+/// points with failures and their share; one where every request failed
+/// reads "no completed requests", NOT STEADY, not an SLO miss of 0% good.
+#[test]
+fn a_live_sweep_names_failed_requests_and_gives_points_without_completions_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |url: &str, name: &str| {
+        let out = dir.path().join(name);
+        let o = goodput()
+            .args(["sweep", "--url", url, "--concurrency", "1,2", "-n", "30", "--output-tokens", "8"])
+            .args(["--input-tokens", "8", "--slo", "e2e:p95<=10s", "--search-steps", "0", "--progress", "none"])
+            .args(["--no-metrics", "-o"])
+            .arg(&out)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        (o.status.code(), text, read_json(&out))
+    };
+    let (url, _, _guard) =
+        cmd::serve(&["--profile", "fixed", "--ttft", "2ms", "--itl", "1ms", "--fault-error-rate", "0.3"]);
+    let (code, text, doc) = sweep(&url, "some.json");
+    assert_eq!(code, Some(0), "{text}");
+    let note = text.lines().find(|l| l.starts_with("note: requests failed at")).unwrap_or_else(|| panic!("{text}"));
+    assert!(note.contains("concurrency 1 (") && note.contains("concurrency 2 (") && note.contains("%"), "{note}");
+    assert!(doc["analysis"]["notes"].to_string().contains("requests failed at"), "{}", doc["analysis"]);
+
+    let (url, _, _guard) = cmd::serve(&["--profile", "fixed", "--ttft", "2ms", "--fault-error-rate", "1"]);
+    let (code, text, doc) = sweep(&url, "none.json");
+    assert_eq!(code, Some(1), "no point completed a request: {text}");
+    assert!(!text.contains("0% good"), "{text}");
+    assert!(text.contains("NOT STEADY: no completed requests: of 30 measured, 30 failed"), "{text}");
+    for p in doc["points"].as_array().unwrap() {
+        let st = &p["result"]["summary"]["stability"];
+        assert_eq!(st["steady"], false, "{st}");
+    }
+    assert!(doc["analysis"]["notes"].to_string().contains("30 of 30, 100%"), "{}", doc["analysis"]);
+}
