@@ -83,6 +83,14 @@ const GROWTH_NOISE: f64 = 2.0;
 const TTFT_RISE_SHARE: f64 = 0.25;
 const TTFT_RISE_MIN_MS: f64 = 25.0;
 const TREND_Z: f64 = 3.0;
+/// A closed loop whose completions in the last third of the judged
+/// stretch fall more than this share below the first third's, by more
+/// than [`RATE_NOISE`] standard deviations of the two counts (a Poisson
+/// count's, widened by the latencies' coefficient of variation where it
+/// is above 1), is a server slowing as the run goes on (its TTFT may hold
+/// level while its decode slows). Wide, so that noise never trips it.
+const RATE_FALL: f64 = 0.2;
+const RATE_NOISE: f64 = 3.0;
 /// A window more than this share ramp-up and drain is not a steady measurement.
 const TRANSIENT_MAX: f64 = 0.5;
 /// The judged stretch starts this many ramps after the first request.
@@ -247,6 +255,33 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
             };
             why.push(format!(
                 "TTFT rose {per_s} ms per second of the run, {rise:.0} ms over the {len:.0} s judged (median {med:.0} ms)"
+            ));
+        }
+    }
+    // A closed loop's arrivals follow its completions, so its backlog never
+    // grows: a server that slows is seen in its completion rate alone.
+    if !open_loop && len > 0.0 {
+        let third = len / 3.0;
+        let ends = |lo: f64, hi: f64| ok.iter().filter(|r| secs(r.end) >= lo && secs(r.end) < hi).count() as f64;
+        let (first, last) = (ends(j0, j0 + third), ends(j1 - third, j1));
+        // A renewal process's count varies as CV² times its mean: the
+        // latencies' CV widens the Poisson bound where it is above 1.
+        let lat: Vec<f64> =
+            ok.iter().filter(|r| in_stretch(secs(r.sent))).map(|r| secs(r.end.saturating_sub(r.sent))).collect();
+        let n = lat.len().max(1) as f64;
+        let mean = lat.iter().sum::<f64>() / n;
+        let cv2 =
+            if mean > 0.0 { lat.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n / (mean * mean) } else { 0.0 };
+        if first >= MIN_REQUESTS as f64
+            && last < (1.0 - RATE_FALL) * first
+            && first - last > RATE_NOISE * ((first + last) * cv2.max(1.0)).sqrt()
+        {
+            why.push(format!(
+                "completions fell {:.0}% over the {len:.0} s judged ({:.1} req/s in its first third, {:.1} in its \
+                 last): the server slowed as the run went on",
+                100.0 * (1.0 - last / first),
+                first / third,
+                last / third
             ));
         }
     }
@@ -508,6 +543,40 @@ mod tests {
         // A cap that never held a send back: steady.
         let ok = queue(9.0, 0.1, 400);
         let s = judge(&ok, &window(&ok), Some(&LoadConfig { concurrency: Some(64), ..open(9.0) })).unwrap();
+        assert!(s.steady, "{s:?}");
+    }
+
+    /// A closed loop of `users`, each sending its next request as the one
+    /// before ends, for `secs` s; a request sent at `t` takes `e2e(t)` s.
+    fn closed_loop(users: u64, secs: f64, e2e: impl Fn(f64) -> f64) -> Vec<RequestRecord> {
+        let mut out = Vec::new();
+        for u in 0..users {
+            let mut t = 0.01 * u as f64;
+            while t < secs {
+                let took = e2e(t);
+                out.push(req(out.len() as u64, t, 0.05, took));
+                t += took;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_closed_loop_whose_server_slows_is_not_steady_and_one_that_holds_is() {
+        let load = LoadConfig { concurrency: Some(16), ..LoadConfig::default() };
+        // Decode slows: a request takes 0.4 s at the start and 0.8 s by the
+        // end of 60 s (throughput falls by half), TTFT flat.
+        let slowing = closed_loop(16, 60.0, |t| 0.4 * (1.0 + t / 60.0));
+        let s = judge(&slowing, &window(&slowing), Some(&load)).unwrap();
+        let why = s.reason.clone().unwrap_or_default();
+        assert!(!s.steady && why.contains("completions fell") && why.contains("server slowed"), "{s:?}");
+        // Level, with jitter of ±20% a request: steady.
+        let level = closed_loop(16, 60.0, |t| 0.4 * (1.0 + 0.2 * (t * 7.3).sin()));
+        let s = judge(&level, &window(&level), Some(&load)).unwrap();
+        assert!(s.steady, "{s:?}");
+        // A fall of about 15% over the whole window: within the margin.
+        let mild = closed_loop(16, 60.0, |t| 0.4 * (1.0 + 0.2 * t / 60.0));
+        let s = judge(&mild, &window(&mild), Some(&load)).unwrap();
         assert!(s.steady, "{s:?}");
     }
 
