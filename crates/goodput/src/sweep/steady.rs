@@ -103,9 +103,11 @@ pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<St
             humantime::format_duration(Duration::from_secs(total.as_secs()))
         ));
     }
+    // The search bisects a list of concurrencies as it does rates (its
+    // points had been left out of a concurrency sweep's count).
     let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
     let points = if let Some(c) = &a.concurrency {
-        c.0.len()
+        c.0.len() + search
     } else if let Some(r) = &a.rate {
         r.0.len() + search
     } else {
@@ -119,7 +121,8 @@ pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<St
     let each = warm + d;
     let total = each * points as u32;
     let mut t = format!(
-        "{points} points of about {} each: about {} in all",
+        "{points} point{} of about {} each: about {} in all",
+        if points == 1 { "" } else { "s" },
         humantime::format_duration(each),
         humantime::format_duration(Duration::from_secs(total.as_secs()))
     );
@@ -136,4 +139,30 @@ pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<St
         ));
     }
     Some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(argv: &[&str]) -> SweepArgs {
+        let argv = ["goodput", "sweep", "--url", "http://127.0.0.1:1"].iter().chain(argv);
+        match <crate::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap().command {
+            crate::cli::Command::Sweep(a) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_estimate_counts_a_concurrency_sweep_s_search_points_and_says_1_point() {
+        let slo = ["--slo", "e2e:p95<=1s", "--search-steps", "3", "--duration", "10s", "--warmup", "5s"];
+        let c = args(&[&["--concurrency", "1,2,4,8,16,32"][..], &slo].concat());
+        let t = expected_duration(&c, false).unwrap();
+        assert!(t.starts_with("9 points of about 15s each"), "{t}");
+        let r = args(&[&["--rate", "16,2,8,12,4"][..], &slo].concat());
+        assert!(expected_duration(&r, false).unwrap().starts_with("8 points"));
+        let one = args(&["--concurrency", "4", "--duration", "10s"]);
+        let t = expected_duration(&one, false).unwrap();
+        assert!(t.starts_with("1 point of about"), "{t}");
+    }
 }
