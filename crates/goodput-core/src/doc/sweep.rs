@@ -183,6 +183,15 @@ fn failures_note(points: &[SweepPoint]) -> Option<String> {
     })
 }
 
+/// Whether a point at `load` or above had 10% or more of its measured
+/// requests fail.
+fn failing_from(points: &[SweepPoint], load: f64) -> bool {
+    points.iter().filter(|p| p.load.value() >= load).any(|p| {
+        let r = &p.result.summary.requests;
+        r.failed > 0 && r.failed as f64 >= 0.1 * r.sent as f64
+    })
+}
+
 /// How hard a point loaded the server: mean requests in flight. Unlike the
 /// load value it orders closed-loop and open-loop points on one axis (an
 /// overloaded open loop piles requests up in flight).
@@ -281,6 +290,14 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
             points[hi].load.label(),
             points[best].load.label()
         )),
+        // The highest loads failed (a server that died mid-sweep): whether
+        // it saturated cannot be told ("did not reach saturation" had been
+        // the only word on a dead server).
+        (None, _, Some(&hi)) if failing_from(points, points[hi].load.value()) => a.notes.push(
+            "requests failed at the highest loads (10% or more of them): whether the sweep reached saturation \
+             cannot be told"
+                .into(),
+        ),
         (None, _, _) => a.notes.push(format!(
             "throughput was still rising, or {} flat, at the highest {}load: the sweep did not reach saturation",
             if pooled { "E2E" } else { "TTFT" },
@@ -427,6 +444,9 @@ mod tests {
         assert!(n.contains("4 req/s (11 of 42, 26%: 11 connect)"), "{n}");
         assert!(n.contains("6 req/s (53 of 53, 100%"), "{n}");
         assert!(!n.contains("2 req/s"), "{n}");
+        // Failing at the top: saturation cannot be told, not "not reached".
+        assert!(a.notes.iter().all(|n| !n.contains("did not reach saturation")), "{:?}", a.notes);
+        assert!(a.notes.iter().any(|n| n.contains("cannot be told")), "{:?}", a.notes);
     }
 
     #[test]
