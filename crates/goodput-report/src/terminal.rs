@@ -469,7 +469,7 @@ fn user_view(o: &mut String, r: &RunResult) {
         let lm = &rt.latency_model;
         let _ = writeln!(
             o,
-            "  streams at {x:.1}× human reading speed · e2e p50 {} ms vs TTFT + TPOT × (n − 1) = {} ms ({})",
+            "  streams at {x:.1}× human reading speed · e2e p50 {} ms vs TTFT + TPOT × (n − k_first) = {} ms ({})",
             num(lm.measured_e2e_p50_ms),
             num(lm.model_e2e_p50_ms),
             lm.relative_deviation.map(|e| format!("{:+.1}%", e * 100.0)).unwrap_or("-".into())
