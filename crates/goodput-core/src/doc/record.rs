@@ -282,12 +282,15 @@ pub fn chunk_counts(n_out: u64, counted: &[u32]) -> (Vec<u32>, ChunkTokenSource)
 
 /// Shares `n` out in proportion to `weights` by largest remainder: each
 /// gets the floor of its share, and what is left goes one each to the
-/// largest remainders (the earlier chunk first on ties). Sums to `n` (but
+/// largest remainders (the later chunk first on ties: a surplus of usage
+/// over the tokenizer's counts is most often the end-of-sequence token,
+/// which comes with the last chunk, and the first chunk's count is TPOT's
+/// divisor's, so a tie given to it had raised TPOT 4% on 30 tokens). Sums to `n` (but
 /// for shares past `u32::MAX`, which are `u32::MAX`); an all-zero
 /// `weights` gets `n` spread evenly.
 ///
 /// ```
-/// assert_eq!(goodput_core::apportion(7, &[1, 1, 1]), vec![3, 2, 2]);
+/// assert_eq!(goodput_core::apportion(7, &[1, 1, 1]), vec![2, 2, 3]);
 /// assert_eq!(goodput_core::apportion(3, &[0, 5, 0]), vec![0, 3, 0]);
 /// ```
 pub fn apportion(n: u64, weights: &[u32]) -> Vec<u32> {
@@ -299,7 +302,7 @@ pub fn apportion(n: u64, weights: &[u32]) -> Vec<u32> {
     let mut out: Vec<u32> = weights.iter().map(|&w| u32::try_from(share(w).0).unwrap_or(u32::MAX)).collect();
     let given = crate::analysis::stats::total(out.iter().map(|&k| k as u64));
     let mut order: Vec<usize> = (0..weights.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(share(weights[i]).1));
+    order.sort_by_key(|&i| std::cmp::Reverse((share(weights[i]).1, i)));
     for &i in order.iter().take(usize::try_from(n.saturating_sub(given)).unwrap_or(usize::MAX)) {
         out[i] = out[i].saturating_add(1);
     }
@@ -599,5 +602,17 @@ mod tests {
         assert!(text.contains("\"kind\":\"mid_stream_error\""), "{text}");
         let back: RequestRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(back, r);
+    }
+
+    /// Probe 82: ten chunks of 3 words and usage 31 (an end-of-sequence
+    /// token): the surplus had gone to the first chunk, whose count TPOT
+    /// takes away (180/27 ms where 180/28 is right). It goes to the last.
+    #[test]
+    fn a_surplus_token_goes_to_the_last_chunk_on_ties() {
+        let (k, source) = chunk_counts(31, &[3; 10]);
+        assert_eq!(source, ChunkTokenSource::Apportioned);
+        assert_eq!((k[0], k[9], k.iter().map(|&k| k as u64).sum::<u64>()), (3, 4, 31));
+        // Remainders still decide before position.
+        assert_eq!(apportion(5, &[1, 2, 1]), vec![1, 3, 1]);
     }
 }
