@@ -599,15 +599,17 @@ fn vllm_line(o: &mut String, r: &RunResult) {
     }
 }
 
-/// Why vLLM's TTFT is far below goodput's, when it is: vLLM stamps the
-/// first payload with a choice, a role-only or empty chunk included, and
-/// goodput the first token.
+/// Why vLLM's TTFT is far below goodput's, when it is: vLLM (0.33.0, which
+/// `compat.vllm` follows) stamps the first payload it counts as output, an
+/// empty `content` included but a role-only chunk skipped, and goodput the
+/// first token.
 pub fn vllm_ttft_note(r: &RunResult) -> Option<String> {
     let (theirs, ours) = (r.compat.vllm.mean_ttft_ms?, r.summary.ttft_ms.mean?);
     (ours - theirs > 1.0 && theirs < 0.9 * ours).then(|| {
         format!(
-            "vLLM's TTFT ({theirs:.2} ms) is its first chunk with a choice, a role-only or empty one included; \
-             goodput's ({ours:.2} ms) is the first token: this server sends a chunk before its first token"
+            "vLLM's TTFT ({theirs:.2} ms) is its first chunk with output or an empty content (a role-only one \
+             skipped, as vLLM 0.33 does); goodput's ({ours:.2} ms) is the first token: this server sends an empty \
+             chunk before its first token"
         )
     })
 }
