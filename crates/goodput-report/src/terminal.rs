@@ -510,14 +510,6 @@ fn slo_lines(o: &mut String, r: &RunResult) {
                 a.target * 100.0,
                 if a.pass { "pass" } else { "FAIL" }
             );
-            if a.unjudged_requests > 0 {
-                // Not counted either way: the client read them late or stalled.
-                let _ = writeln!(
-                    o,
-                    "  {:<24} {} more not judged: their miss may be the client's (read late or stalled)",
-                    "", a.unjudged_requests
-                );
-            }
         }
         for ob in &slo.objectives {
             let _ = writeln!(

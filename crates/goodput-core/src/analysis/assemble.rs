@@ -33,12 +33,8 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
     let stamp = a.config.client.as_ref().map(|c| c.stamp.as_str());
     let late = crate::analysis::summary::read_lag_warning(&analysis.summary, stamp, chunks);
     let streamed = a.config.client.as_ref().is_some_and(|c| c.stream);
-    let mut unstreamed: Vec<String> = if streamed {
-        unstreamed_warning(records).into_iter().chain(late_one_read_warning(records)).collect()
-    } else {
-        unmeasured_terms_warning(records, opts.slo.as_ref()).into_iter().collect()
-    };
-    unstreamed.extend(analysis.summary.goodput.as_ref().and_then(unjudged_warning));
+    let unstreamed =
+        if streamed { unstreamed_warning(records) } else { unmeasured_terms_warning(records, opts.slo.as_ref()) };
     RunResult {
         schema: SCHEMA.into(),
         tool: a.tool,
@@ -73,7 +69,7 @@ pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptio
 /// was the whole response's time, and a TPOT SLO passed with nothing
 /// measured.
 fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
-    let (completed, whole, one_read, _) = unstreamed_counts(records);
+    let (completed, whole, one_read) = unstreamed_counts(records);
     if whole + one_read == 0 {
         return None;
     }
@@ -91,56 +87,22 @@ fn unstreamed_warning(records: &[RequestRecord]) -> Option<String> {
     ))
 }
 
-/// The warning for streamed requests whose chunks all came in one read that
-/// the client itself marked late (`bound_chunks`) or read while it stalled
-/// (`client_stalled`): that is the client falling behind as much as a
-/// server or proxy that held the stream back, and the client cannot tell
-/// which, so it blames neither (a tpot or itl_max term leaves them
-/// unjudged, [`crate::analysis::slo::Slo::verdict`]).
-fn late_one_read_warning(records: &[RequestRecord]) -> Option<String> {
-    let (completed, _, _, late) = unstreamed_counts(records);
-    (late > 0).then(|| {
-        format!(
-            "{late} of {completed} completed requests came with every chunk in one read that the client read late \
-             (their chunks are bounds) or while it stalled: the client fell behind, or the server or a proxy held \
-             the chunks back, and the client cannot tell which. Their TPOT and ITL are unknown: a tpot or itl_max \
-             SLO term leaves them unjudged rather than counting them as missed"
-        )
-    })
-}
-
-/// The warning for requests the SLO left unjudged
-/// ([`crate::analysis::slo::Goodput::unjudged_requests`]).
-fn unjudged_warning(g: &crate::analysis::slo::Goodput) -> Option<String> {
-    (g.unjudged_requests > 0).then(|| {
-        format!(
-            "slo: {} completed requests were left unjudged: they missed only terms whose times the client cannot \
-             vouch for (read late, bound_chunks or ttft_bound, or while it stalled), so the miss may be the \
-             client's own; the attainment is over the {} judged",
-            g.unjudged_requests, g.judged_requests
-        )
-    })
-}
-
 /// The completed measured requests, and of them those whose output (two
 /// tokens or more) came all at once ([`crate::analysis::slo::unstreamed`]):
-/// as one chunk, as several in one read, and as several in one read that
-/// the client read late or while it stalled (apart from the others: the
-/// client's lateness, not known to be the server's).
-fn unstreamed_counts(records: &[RequestRecord]) -> (u64, u64, u64, u64) {
+/// as one chunk, and as several in one read.
+fn unstreamed_counts(records: &[RequestRecord]) -> (u64, u64, u64) {
     let ok = records.iter().filter(|r| !r.warmup && r.outcome.is_success());
-    let (mut completed, mut one_piece, mut one_read, mut late) = (0u64, 0u64, 0u64, 0u64);
+    let (mut completed, mut one_piece, mut one_read) = (0u64, 0u64, 0u64);
     for r in ok {
         completed += 1;
         if crate::analysis::slo::unstreamed(r) {
             match r.chunks.len() {
                 1 => one_piece += 1,
-                _ if r.bound_chunks > 0 || r.client_stalled => late += 1,
                 _ => one_read += 1,
             }
         }
     }
-    (completed, one_piece, one_read, late)
+    (completed, one_piece, one_read)
 }
 
 /// The warning for a run not asked to stream (`--no-stream`, a pooling
@@ -154,8 +116,8 @@ fn unmeasured_terms_warning(records: &[RequestRecord], slo: Option<&crate::analy
     if !slo.limits.iter().map(|l| l.metric).chain(slo.objectives.iter().map(|o| o.metric)).any(timed) {
         return None;
     }
-    let (completed, one_piece, one_read, late) = unstreamed_counts(records);
-    let whole = one_piece + one_read + late;
+    let (completed, one_piece, one_read) = unstreamed_counts(records);
+    let whole = one_piece + one_read;
     (whole > 0).then(|| {
         format!(
             "{whole} of {completed} completed requests were not streamed (--no-stream) and answered two tokens or \
@@ -753,33 +715,5 @@ mod tests {
         let mut sessions = load(64, 10);
         sessions.sessions = Some(SessionsConfig { turns: "2".into(), think_time: "0s".into() });
         assert_eq!(few_requests_warning(&sessions, 64), None, "sessions are counted, and paced, otherwise");
-    }
-
-    /// Probe 82: chunks the client itself read late in one read had been
-    /// blamed on the server ("ignores stream: true, or a proxy buffers").
-    #[test]
-    fn one_read_the_client_read_late_is_not_blamed_on_the_server() {
-        use crate::doc::record::{Channel, Outcome, OutputChunk};
-        use std::time::Duration;
-        let answer = |bound: u32, stalled: bool| {
-            let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
-            r.chunks = (0..6)
-                .map(|_| OutputChunk { t: Duration::from_millis(65), tokens: 1, channel: Channel::Content })
-                .collect();
-            r.output_tokens = 6;
-            r.shared_reads = 5;
-            r.bound_chunks = bound;
-            r.client_stalled = stalled;
-            r.outcome = Outcome::Success;
-            r
-        };
-        let late = [answer(5, false), answer(0, true)];
-        assert_eq!(unstreamed_warning(&late), None);
-        let w = late_one_read_warning(&late).unwrap();
-        assert!(w.starts_with("2 of 2 completed") && w.contains("cannot tell which"), "{w}");
-        // Chunks the server wrote together, read on time: the server's.
-        let buffered = [answer(0, false)];
-        assert!(unstreamed_warning(&buffered).unwrap().contains("proxy"));
-        assert_eq!(late_one_read_warning(&buffered), None);
     }
 }

@@ -609,8 +609,6 @@ pub fn intervals(
     };
     let throughput = RateIntervals { requests_per_s: rate(&ok, false), output_tokens_per_s: rate(&ok, true) };
     let goodput = slo.map(|slo| {
-        // The judged requests (`slo::judge`): not those the client cannot vouch for.
-        let finished: Vec<&RequestRecord> = finished.iter().copied().filter(|r| slo.verdict(r).is_some()).collect();
         let good: Vec<&RequestRecord> = finished.iter().copied().filter(|r| slo.is_good(r)).collect();
         let slo_attainment = if sessions {
             attainment_by_sessions(&finished, slo, conf, &cluster_of)

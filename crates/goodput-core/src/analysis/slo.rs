@@ -44,20 +44,6 @@ impl SloMetric {
         matches!(self, SloMetric::Tpot | SloMetric::ItlMax) && unstreamed(r)
     }
 
-    /// Whether the client cannot vouch for `r`'s value of this metric: its
-    /// time may be late by the client's own doing (docs/metrics.md, what a
-    /// stamp promises). TTFT and TTFB: `ttft_bound`; TPOT and ITL: any of
-    /// `bound_chunks` (a chunk stamped late stretches one gap and shrinks
-    /// another); every metric: `client_stalled`.
-    pub fn unvouched(self, r: &RequestRecord) -> bool {
-        r.client_stalled
-            || match self {
-                SloMetric::Ttft | SloMetric::Ttfb => r.ttft_bound,
-                SloMetric::Tpot | SloMetric::ItlMax => r.bound_chunks > 0,
-                SloMetric::E2e => false,
-            }
-    }
-
     /// The metric of one request; `None` where the request cannot define it
     /// (a one-token answer has no TPOT), which no limit can violate (but see
     /// [`SloMetric::unmeasured`]).
@@ -518,39 +504,14 @@ impl Slo {
     /// count every success as good, however slow. A TPOT or ITL term the
     /// request did not let be measured is not met ([`SloMetric::unmeasured`]).
     pub fn is_good(&self, r: &RequestRecord) -> bool {
-        self.verdict(r) == Some(true)
-    }
-
-    /// Whether `r` is good (`Some(true)`), a miss (`Some(false)`), or not
-    /// judged (`None`): a success that misses only terms whose value the
-    /// client cannot vouch for ([`SloMetric::unvouched`]: read late, or
-    /// while the client stalled) may be the client's lateness, not the
-    /// server's, and is neither good nor a miss. A failure is a miss.
-    pub fn verdict(&self, r: &RequestRecord) -> Option<bool> {
-        if !r.outcome.is_success() {
-            return Some(false);
-        }
-        let quality = self.quality_limits.iter().all(|l| {
-            // A request with no reference has no score to fall short.
-            r.quality.as_ref().and_then(|q| q.get(l.metric.as_str())).is_none_or(|v| v >= l.min)
-        });
-        if !quality {
-            return Some(false);
-        }
         let within = |m: SloMetric, max: Duration| !m.unmeasured(r) && m.of(r).is_none_or(|v| v <= max);
-        let terms =
-            self.limits.iter().map(|l| (l.metric, l.max)).chain(self.objectives.iter().map(|o| (o.metric, o.max)));
-        let mut unknown = false;
-        for (m, max) in terms {
-            if within(m, max) {
-                continue;
-            }
-            if !m.unvouched(r) {
-                return Some(false);
-            }
-            unknown = true;
-        }
-        (!unknown).then_some(true)
+        r.outcome.is_success()
+            && self.limits.iter().all(|l| within(l.metric, l.max))
+            && self.objectives.iter().all(|o| within(o.metric, o.max))
+            && self.quality_limits.iter().all(|l| {
+                // A request with no reference has no score to fall short.
+                r.quality.as_ref().and_then(|q| q.get(l.metric.as_str())).is_none_or(|v| v >= l.min)
+            })
     }
 }
 
@@ -569,12 +530,6 @@ pub struct Goodput {
     pub useful_work: f64,
     pub good_requests: u64,
     pub judged_requests: u64,
-    /// Completed requests left out of the judged ones: they missed only
-    /// terms whose time the client cannot vouch for (a late read's bound,
-    /// or a client stall), so the miss may be the client's, not the
-    /// server's (docs/metrics.md, SLO verdict).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub unjudged_requests: u64,
 }
 
 /// One percentile objective, judged.
@@ -660,9 +615,6 @@ pub struct AttainmentResult {
     pub measured: f64,
     pub good_requests: u64,
     pub judged_requests: u64,
-    /// Completed requests not judged (`summary.goodput.unjudged_requests`).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub unjudged_requests: u64,
     /// `measured >= target`, and at least one request judged.
     pub pass: bool,
 }
@@ -764,12 +716,8 @@ impl SloReport {
         }));
         if let Some(a) = self.attainment.as_ref().filter(|a| !a.pass) {
             let what = if self.objectives.is_empty() { "the limits".to_string() } else { self.attainment_label() };
-            let unjudged = match a.unjudged_requests {
-                0 => String::new(),
-                n => format!(" ({n} more left unjudged: the client read them late or stalled)"),
-            };
             out.push(format!(
-                "{} of {} requests met {what} ({:.1}%), short of the {:.1}% target{unjudged}",
+                "{} of {} requests met {what} ({:.1}%), short of the {:.1}% target",
                 a.good_requests,
                 a.judged_requests,
                 a.measured * 100.0,
@@ -784,12 +732,8 @@ impl SloReport {
 /// over a window of `window_s` seconds.
 pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, SloReport) {
     let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
-    let finished: Vec<&RequestRecord> =
+    let judged: Vec<&RequestRecord> =
         measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
-    // A request that missed only terms the client cannot vouch for is not
-    // judged: counted as a miss, a client that read late failed the server.
-    let judged: Vec<&RequestRecord> = finished.iter().copied().filter(|r| slo.verdict(r).is_some()).collect();
-    let unjudged = (finished.len() - judged.len()) as u64;
     let unscored: Vec<String> = slo
         .quality_limits
         .iter()
@@ -810,7 +754,6 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
         useful_work: ratio(good_tokens as f64, all_tokens as f64),
         good_requests: good.len() as u64,
         judged_requests: judged.len() as u64,
-        unjudged_requests: unjudged,
     };
     let objectives: Vec<ObjectiveResult> = slo
         .objectives
@@ -868,7 +811,6 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
             measured: goodput.slo_attainment,
             good_requests: goodput.good_requests,
             judged_requests: goodput.judged_requests,
-            unjudged_requests: goodput.unjudged_requests,
             pass: goodput.judged_requests > 0 && goodput.slo_attainment >= target,
         }
     });
@@ -1261,47 +1203,5 @@ mod tests {
         assert_eq!((g.good_requests, report.objectives[0].measured_ms, report.pass), (0, None, false));
         let (g, report) = judge(&[whole, buffered, streamed], &slo, 1.0);
         assert_eq!((g.good_requests, report.objectives[0].measured_ms), (1, Some(10.0)));
-    }
-
-    /// Probe 82: a client that read a short answer late got every chunk in
-    /// one read; those requests had counted as TPOT misses (580 of 600 met
-    /// where the server met 600), and a stall failed the SLO. They are
-    /// unjudged now; a one-read answer the client vouches for is a miss still.
-    #[test]
-    fn a_miss_the_client_cannot_vouch_for_is_not_judged() {
-        use crate::doc::record::{Channel, OutputChunk};
-        let answer = |bound: u32, stalled: bool| {
-            let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
-            r.chunks = (0..6)
-                .map(|_| OutputChunk { t: Duration::from_millis(65), tokens: 1, channel: Channel::Content })
-                .collect();
-            r.end = Duration::from_millis(65);
-            r.output_tokens = 6;
-            r.shared_reads = 5;
-            r.bound_chunks = bound;
-            r.ttft_bound = bound > 0;
-            r.client_stalled = stalled;
-            r.outcome = Outcome::Success;
-            r
-        };
-        let slo: Slo = "tpot<=50ms".parse().unwrap();
-        let (late, stalled, buffered) = (answer(5, false), answer(0, true), answer(0, false));
-        assert_eq!((slo.verdict(&late), slo.verdict(&stalled), slo.verdict(&buffered)), (None, None, Some(false)));
-        let mut recs: Vec<RequestRecord> = (0..18).map(|_| req(50, 3, 6)).collect();
-        recs.extend([late.clone(), stalled]);
-        let (g, rep) = judge(&recs, &"tpot<=50ms,attainment>=0.95".parse().unwrap(), 1.0);
-        assert_eq!((g.good_requests, g.judged_requests, g.unjudged_requests), (18, 18, 2));
-        assert!(rep.pass, "{rep:?}");
-        // A TTFT read late and over its limit is not judged either; within
-        // it, it is good (an upper bound within the limit is met).
-        assert_eq!("ttft<=10ms".parse::<Slo>().unwrap().verdict(&late), None);
-        assert_eq!("ttft<=100ms".parse::<Slo>().unwrap().verdict(&late), Some(true));
-        assert_eq!("ttft<=100ms,e2e<=1s".parse::<Slo>().unwrap().verdict(&late), Some(true));
-        // A miss the client vouches for stays a miss beside an unvouched one.
-        assert_eq!("tpot<=50ms,e2e<=10ms".parse::<Slo>().unwrap().verdict(&late), Some(false));
-        // A failure is judged as ever.
-        let mut failed = late;
-        failed.outcome = Outcome::Failed { kind: FailureKind::Timeout, message: String::new() };
-        assert_eq!(slo.verdict(&failed), Some(false));
     }
 }

@@ -409,10 +409,9 @@ impl Watch {
             self.ends.push((r.end, r.outcome.is_success(), r.output_tokens));
         }
         if !matches!(r.outcome, Outcome::Cancelled) {
-            if let Some(verdict) = self.slo.as_ref().map(|slo| slo.verdict(r)) {
-                // A request the client cannot vouch for is not judged (`slo::judge`).
-                self.judged += u64::from(verdict.is_some());
-                self.good += u64::from(verdict == Some(true));
+            if let Some(slo) = &self.slo {
+                self.judged += 1;
+                self.good += u64::from(slo.is_good(r));
                 self.failed += u64::from(!r.outcome.is_success());
             }
             if r.outcome.is_success() {
