@@ -236,26 +236,6 @@ impl fmt::Display for LengthDist {
     }
 }
 
-impl LengthDist {
-    /// A warning where rounding and clamping the draws (at 1 token, and at
-    /// [`MAX_TOKENS`]) moves their mean more than a fifth from the mean
-    /// asked for: `lognormal:256,10` draws a mean of about one token.
-    /// `flag` names where the lengths were given.
-    pub fn clamp_warning(&self, flag: &str) -> Option<String> {
-        if !matches!(self, LengthDist::Normal { .. } | LengthDist::LogNormal { .. }) {
-            return None;
-        }
-        let (asked, drawn) = (self.mean(), drawn_mean(self));
-        ((drawn - asked).abs() > 0.2 * asked).then(|| {
-            format!(
-                "warning: {flag} {self} draws a mean of {drawn:.0} tokens, not {asked:.0}: its draws are rounded and \
-                 clamped to 1..{MAX_TOKENS} tokens, and so wide a spread puts most of them at a bound; give a \
-                 smaller sigma (or std)"
-            )
-        })
-    }
-}
-
 /// Draws a checking estimate takes: enough for a share of a percent within
 /// a tenth of a percent, in about a millisecond.
 const CHECK_DRAWS: u32 = 20_000;
@@ -281,13 +261,4 @@ pub fn seeded_draws(d: &LengthDist, n: usize, seed: u64) -> Vec<u32> {
     use rand::SeedableRng;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     (0..n).map(|_| d.sample(&mut rng)).collect()
-}
-
-/// The mean of `d`'s draws after rounding and clamping at 1 and at
-/// [`MAX_TOKENS`], from a fixed seed: a wide lognormal's clamp moves it far
-/// from the mean asked for (`lognormal:256,10` draws a mean of a few tokens).
-pub fn drawn_mean(d: &LengthDist) -> f64 {
-    use rand::SeedableRng;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
-    (0..CHECK_DRAWS).map(|_| f64::from(d.sample(&mut rng))).sum::<f64>() / f64::from(CHECK_DRAWS)
 }

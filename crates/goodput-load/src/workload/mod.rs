@@ -26,7 +26,7 @@ pub use dataset::{
 };
 pub use images::{parse_size as parse_image_size, DatasetImage, ImageFormat, ImageSpec, IMAGE_COLUMNS, MAX_IMAGES};
 pub use item::{Media, WorkItem};
-pub use lengths::{drawn_mean, seeded_draws, share_past, LengthDist, Preset, MAX_TOKENS};
+pub use lengths::{seeded_draws, share_past, LengthDist, Preset, MAX_TOKENS};
 pub use prompts::SharedPrefix;
 pub use sessions::{Conversation, Sessions, ThinkTime, Turns};
 pub use source::{repeat_slot, Workload};
