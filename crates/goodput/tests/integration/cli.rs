@@ -1522,19 +1522,24 @@ fn the_fixed_servers_write_log_pairs_with_the_records_by_request_id() {
         assert_eq!(w.len(), r.chunks.len(), "request {}: one write per chunk", r.id);
         assert_eq!(w.len(), 20);
         assert!(w.windows(2).all(|p| p[0] <= p[1]), "write times in order: {w:?}");
+        // Chunk k is due 5 ms + k × 5 ms after the request came, and the
+        // server never writes it sooner (a busy machine only makes it later).
+        for (k, ns) in w.iter().enumerate() {
+            assert!(*ns >= (k as u64 + 1) * 5_000_000, "request {}: write {k} at {ns} ns, before it was due", r.id);
+        }
         for (k, (a, b)) in r.chunks.pairs().enumerate() {
             measured.push((b.t - a.t).as_secs_f64() * 1e3);
             written.push((w[k + 1] - w[k]) as f64 / 1e6);
         }
     }
-    // The server wrote every 5 ms, and the client measured the same gaps:
-    // medians, which a loaded machine's odd late wake-up does not move.
+    // The client measured the gaps the server wrote (whatever they were: on
+    // a loaded machine the server's own writes come late, and the gaps with
+    // them): the median difference, which an odd late read does not move.
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
     let diff: Vec<f64> = measured.iter().zip(&written).map(|(m, w)| (m - w).abs()).collect();
-    assert!((median(written.clone()) - 5.0).abs() < 1.0, "the server's write gaps: {written:?}");
     assert!(median(diff) < 0.5, "measured {measured:?} against written {written:?}");
 }
 
