@@ -23,7 +23,7 @@ pub struct ServeGridArgs {
     /// How long a server may take to be ready (/health, else /v1/models, answering 200) before its configuration is recorded as failed.
     #[arg(long, value_parser = parse_duration, default_value = "10m", requires = "serve_cmd", help_heading = "Server configurations")]
     pub serve_ready_timeout: Duration,
-    /// After SIGTERM to a server's process group, how long before SIGKILL.
+    /// After SIGTERM to a server's process group and the other processes of its tree, how long before SIGKILL.
     #[arg(long, value_parser = parse_duration, default_value = "30s", requires = "serve_cmd", help_heading = "Server configurations")]
     pub serve_stop_grace: Duration,
     /// POST to this path of the server before each point, e.g. /reset_prefix_cache (vLLM's; it needs VLLM_SERVER_DEV_MODE=1), so that no point is served from an earlier point's cache. A configuration whose server refuses it fails.

@@ -2,6 +2,9 @@
 //! how many responses it finishes and for how long, the second stops the
 //! server at once (it had been ignored, and the server silent for its
 //! 10 s grace).
+//!
+//! And a server stopped by `goodput sweep --serve-cmd`: every process it
+//! started goes with it, those that left its process group too.
 
 use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
@@ -194,4 +197,82 @@ fn a_bind_error_says_what_to_change() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(&format!("cannot bind 127.0.0.1:{port} (the port is in use: pick another")), "{err}");
+}
+
+/// The live processes whose command line is `sleep SECONDS` (a marker no
+/// other process holds), from /proc.
+fn sleepers(seconds: &str) -> Vec<i32> {
+    let want = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want.as_bytes()))
+        .filter(|pid| {
+            // A zombie, ended and not yet reaped, is not live: the state
+            // follows the command's closing parenthesis.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with(['Z', 'X'])))
+        })
+        .collect()
+}
+
+/// Kills the `sleep SECONDS` processes a test started when it ends, passed
+/// or failed.
+struct KillSleepers(String);
+
+impl Drop for KillSleepers {
+    fn drop(&mut self) {
+        for pid in sleepers(&self.0) {
+            // SAFETY: signals a process this test started (its marker).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// `goodput sweep --serve-cmd 'sh -c SCRIPT'`, `SCRIPT` starting a process
+/// outside the server's process group, logging `sleeper PID`, before it
+/// becomes `goodput serve`: the sleeper, `sleep SECONDS`, does not outlive
+/// the sweep. Gives what the sweep said.
+fn sweep_leaves_no_sleeper(script: &str, seconds: &str) -> String {
+    let _cleanup = KillSleepers(seconds.to_owned());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("f.json");
+    let bin = shlex::try_quote(env!("CARGO_BIN_EXE_goodput")).unwrap().into_owned();
+    let script = format!("{script}; exec {bin} serve --port \"$0\" -q --progress none --speed 20");
+    let template = format!("sh -c {} {{port}}", shlex::try_quote(&script).unwrap());
+    let o = crate::cmd::goodput()
+        .args(["sweep", "--serve-cmd", &template, "--concurrency", "1", "-n", "2", "--output-tokens", "4"])
+        .args(["--serve-stop-grace", "5s", "--progress", "none", "-o"])
+        .arg(&out)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let log = std::fs::read_to_string(dir.path().join("f.logs").join("01-default.log")).unwrap();
+    let pid: i32 = log
+        .lines()
+        .find_map(|l| l.strip_prefix("sleeper ")?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no sleeper was started: {log}"));
+    let left = sleepers(seconds);
+    assert!(left.is_empty(), "sleep {seconds} (pid {pid}) outlived the sweep: {left:?}\n{err}");
+    err
+}
+
+/// A process the server's shell moved to a session of its own (`setsid`),
+/// out of the process group goodput signals, is ended with the server (it
+/// had run on, holding what it held, after goodput had exited).
+#[test]
+fn a_server_s_process_outside_its_group_is_ended_with_it() {
+    let seconds = format!("300.123{}", std::process::id());
+    sweep_leaves_no_sleeper(&format!("setsid sleep {seconds} & echo sleeper $!"), &seconds);
+}
+
+/// A daemonised grandchild, its parent gone before the server is stopped
+/// (a subshell that backgrounds it and exits at once), is ended with the
+/// server too: goodput, its subreaper, finds it among its own children.
+#[test]
+fn a_server_s_daemonised_grandchild_is_ended_with_it() {
+    let seconds = format!("300.456{}", std::process::id());
+    sweep_leaves_no_sleeper(&format!("(setsid sleep {seconds} & echo sleeper $!)"), &seconds);
 }

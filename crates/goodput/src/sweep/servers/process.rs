@@ -1,18 +1,33 @@
 //! A server goodput starts and stops: its own process group, its output in
 //! a log file, a parent-death signal so that it never outlives goodput, and
-//! a stop that leaves its port free.
+//! a stop that ends every process it started and leaves its port free.
 //!
 //! Linux's parent-death signal (`PR_SET_PDEATHSIG`) fires when the *thread*
 //! that forked the child ends, not the process. Servers are therefore
 //! forked from one thread kept for the purpose ([`spawn`]), which lives as
-//! long as goodput. The signal reaches the process goodput started: a
-//! server started through a shell should `exec` it (`sh -c '… exec vllm
-//! serve …'`), and a server's own workers are its to end, as vLLM's and
-//! SGLang's are when their parent goes. On an orderly end (the last
-//! configuration, Ctrl-C, SIGTERM, an error) goodput signals the whole
-//! process group itself.
+//! long as goodput. The signal reaches the process goodput started only;
+//! should goodput be killed outright, a server's own workers are its to
+//! end, as vLLM's and SGLang's are when their parent goes.
+//!
+//! On an orderly end (the last configuration, Ctrl-C, SIGTERM, an error)
+//! goodput ends the server's whole process tree itself, not only its
+//! process group: processes that left the group (`setsid`, a daemonising
+//! wrapper, a worker that calls setsid or setpgid, a shell that backgrounds
+//! one and exits) had held GPU memory and ports after the server was
+//! stopped. goodput makes itself a child subreaper when it starts a server,
+//! so a process whose parent has gone is reparented to goodput rather than
+//! to init; each server's processes inherit [`TREE_VAR`] naming it, which
+//! tells such an orphan from goodput's other children. A stop takes the
+//! tree from /proc before signalling (it changes as parents die), gives it
+//! the group's SIGTERM and, after the grace, SIGKILL, and reaps those that
+//! became goodput's children by pid. A process goodput may not signal (one
+//! of another user's) is named in a warning, with its command line; so is
+//! one that has not ended seconds after SIGKILL. An orphan that cleared its
+//! environment, or that was started by another service (a container
+//! runtime's daemon), is out of goodput's reach.
 
 use anyhow::{anyhow, Context, Result};
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
@@ -71,12 +86,138 @@ fn spawn(cmd: Command) -> std::io::Result<Child> {
     rx.recv().map_err(|_| std::io::Error::other("the spawner thread is gone"))?
 }
 
+/// The variable a server's processes inherit, naming the server: goodput's
+/// pid and the server's number, `GOODPUT_SERVER_TREE=1234.2`. A process of
+/// its tree whose parent has gone is reparented to goodput, and known as
+/// the server's by it (see the module's note).
+pub const TREE_VAR: &str = "GOODPUT_SERVER_TREE";
+
+/// Makes goodput the reaper of its servers' orphans (see the module's
+/// note), once. A kernel without it (before Linux 3.4) leaves them to
+/// init: a stop then reaches only the processes whose parents live.
+fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: prctl with integer arguments only.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+        }
+    });
+}
+
+/// The pids of the servers goodput runs now (not yet reaped): none of them
+/// is another server's orphan.
+fn running() -> &'static Mutex<HashSet<libc::pid_t>> {
+    static RUNNING: OnceLock<Mutex<HashSet<libc::pid_t>>> = OnceLock::new();
+    RUNNING.get_or_init(Default::default)
+}
+
+/// One process of a server's tree: its pid, and its start time (in clock
+/// ticks after boot), which tells it from a later process given its pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Member {
+    pid: libc::pid_t,
+    start: u64,
+}
+
+/// What /proc/PID/stat says of a process: its parent, its start time, and
+/// whether it has ended (a zombie, not yet reaped).
+#[derive(Debug, Clone, Copy)]
+struct Stat {
+    ppid: libc::pid_t,
+    start: u64,
+    ended: bool,
+}
+
+fn stat(pid: libc::pid_t) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis: the state (field 3), the
+    // parent (4), …, the start time (22).
+    let f: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(Stat { ppid: f.get(1)?.parse().ok()?, start: f.get(19)?.parse().ok()?, ended: matches!(f[0], "Z" | "X") })
+}
+
+impl Member {
+    /// Its state now: `None` once it is gone (reaped, its pid free or
+    /// another process's).
+    fn stat(self) -> Option<Stat> {
+        stat(self.pid).filter(|s| s.start == self.start)
+    }
+
+    fn running(self) -> bool {
+        self.stat().is_some_and(|s| !s.ended)
+    }
+
+    /// Its command line, as the terminal may show it.
+    fn command(self) -> String {
+        let raw = std::fs::read(format!("/proc/{}/cmdline", self.pid)).unwrap_or_default();
+        let words: Vec<String> =
+            raw.split(|&b| b == 0).filter(|w| !w.is_empty()).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+        if words.is_empty() {
+            "?".into()
+        } else {
+            goodput_report::escape::terminal(&words.join(" "))
+        }
+    }
+}
+
+/// Whether process `pid`'s environment holds `mark` (`NAME=value`). One
+/// whose environment goodput may not read (another user's) is taken to.
+fn carries(pid: libc::pid_t, mark: &str) -> bool {
+    match std::fs::read(format!("/proc/{pid}/environ")) {
+        Ok(env) => env.split(|&b| b == 0).any(|e| e == mark.as_bytes()),
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+    }
+}
+
+/// The processes of server `root`'s tree, from one reading of /proc: every
+/// descendant of it, and every one of goodput's children that carries
+/// `mark` (the server's processes whose parents have gone), with their
+/// descendants. Neither `root` nor another running server is one.
+fn tree(root: libc::pid_t, mark: &str) -> Vec<Member> {
+    let me = std::process::id() as libc::pid_t;
+    let servers = running().lock().map(|r| r.clone()).unwrap_or_default();
+    let mut children: HashMap<libc::pid_t, Vec<(libc::pid_t, Stat)>> = HashMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<libc::pid_t>().ok()) else { continue };
+        if let Some(s) = stat(pid) {
+            children.entry(s.ppid).or_default().push((pid, s));
+        }
+    }
+    let orphans = children
+        .get(&me)
+        .into_iter()
+        .flatten()
+        .filter(|&&(pid, s)| pid != root && !servers.contains(&pid) && !s.ended && carries(pid, mark));
+    let mut found: Vec<Member> = orphans.map(|&(pid, s)| Member { pid, start: s.start }).collect();
+    let mut next = 0;
+    let mut from = vec![root];
+    from.extend(found.iter().map(|m| m.pid));
+    while let Some(&parent) = from.get(next) {
+        next += 1;
+        for &(pid, s) in children.get(&parent).into_iter().flatten() {
+            let m = Member { pid, start: s.start };
+            if pid != root && !found.contains(&m) {
+                found.push(m);
+                from.push(pid);
+            }
+        }
+    }
+    found
+}
+
 /// A server running under goodput. Dropped while it runs (an error, a
-/// panic), its process group is killed.
+/// panic), its process group and tree are killed.
 pub struct Server {
     child: Child,
     /// Its process group's id: its own pid.
     pgid: libc::pid_t,
+    /// `TREE_VAR=…` as its processes inherit it.
+    mark: String,
+    /// The processes of its tree seen so far (from [`tree`]), itself not one.
+    tree: Vec<Member>,
+    /// Those of them goodput may not signal.
+    denied: Vec<Member>,
     pub port: u16,
     /// Reaped: its exit status.
     status: Option<ExitStatus>,
@@ -225,8 +366,12 @@ impl Server {
                 let _ = tx.send(());
             })
             .context("cannot start a thread")?;
+        static STARTED: AtomicU64 = AtomicU64::new(0);
+        let id = format!("{}.{}", std::process::id(), STARTED.fetch_add(1, Ordering::Relaxed) + 1);
+        become_subreaper();
         let mut cmd = Command::new(program);
-        cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0);
+        cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err).process_group(0).env(TREE_VAR, &id);
+        let mark = format!("{TREE_VAR}={id}");
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: between fork and exec only async-signal-safe calls:
         // prctl, getppid and raise.
@@ -248,7 +393,11 @@ impl Server {
         // processes have all gone.
         let child = spawn(cmd).map_err(|e| anyhow!("cannot start {program:?}: {e}"))?;
         let pgid = child.id() as libc::pid_t;
-        Ok(Server { child, pgid, port, status: None, log_done: Some(log_done), log_dropped })
+        if let Ok(mut r) = running().lock() {
+            r.insert(pgid);
+        }
+        let (tree, denied) = (Vec::new(), Vec::new());
+        Ok(Server { child, pgid, mark, tree, denied, port, status: None, log_done: Some(log_done), log_dropped })
     }
 
     /// How much of its output the log left out (once it has been reaped):
@@ -296,10 +445,99 @@ impl Server {
         }
     }
 
-    /// Stops it: SIGTERM to its group, SIGKILL to the group after `grace`
-    /// (and to whatever of it is left once the leader has gone), reaps it,
-    /// and waits up to `port_wait` for its port to be free. Gives its exit
-    /// status.
+    /// Adds the processes of its tree now to those seen.
+    fn gather(&mut self) {
+        for m in tree(self.pgid, &self.mark) {
+            if !self.tree.contains(&m) {
+                self.tree.push(m);
+            }
+        }
+    }
+
+    /// Sends `sig` to each process of its tree seen that still runs, noting
+    /// those goodput may not signal.
+    fn signal_tree(&mut self, sig: libc::c_int) {
+        for &m in &self.tree {
+            // SAFETY: kill with a pid whose start time was just checked: the
+            // process it names is the one seen.
+            if m.running() && unsafe { libc::kill(m.pid, sig) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EPERM) && !self.denied.contains(&m) {
+                    self.denied.push(m);
+                }
+            }
+        }
+    }
+
+    /// How many processes of its tree seen still run that goodput may
+    /// signal.
+    fn tree_running(&self) -> usize {
+        self.tree.iter().filter(|m| !self.denied.contains(m) && m.running()).count()
+    }
+
+    /// One pass over its tree, once killed: reaps those that became
+    /// goodput's children and have ended (by pid: never another child's
+    /// status), and forgets those gone. Gives whether any is left that may
+    /// yet end (running, or ended and not yet reaped by goodput or its
+    /// parent of the tree), those goodput may not signal aside.
+    fn reap_tree(&mut self) -> bool {
+        let (me, pgid) = (std::process::id() as libc::pid_t, self.pgid);
+        let pids: Vec<libc::pid_t> = self.tree.iter().map(|m| m.pid).collect();
+        self.tree.retain(|&m| match m.stat() {
+            None => false,
+            Some(s) if s.ended && s.ppid == me => {
+                // SAFETY: an ended child of ours, its start time checked:
+                // its pid stays its own until it is reaped, and only we
+                // reap it.
+                let r = unsafe { libc::waitpid(m.pid, std::ptr::null_mut(), libc::WNOHANG) };
+                r != m.pid
+            }
+            // Its parent reaps it, or, a process of the tree, hands it to
+            // goodput when it is reaped.
+            Some(s) if s.ended => pids.contains(&s.ppid) || s.ppid == pgid,
+            Some(_) => true,
+        });
+        self.tree.iter().any(|m| !self.denied.contains(m))
+    }
+
+    /// The processes of its tree goodput could not end, in words: the pid,
+    /// the command line and why; `None` when there are none.
+    fn unended(&self) -> Option<String> {
+        let left: Vec<String> = self
+            .tree
+            .iter()
+            .filter(|m| m.running())
+            .map(|&m| {
+                let why = if self.denied.contains(&m) {
+                    "not permitted to signal it: it runs as another user"
+                } else {
+                    "still running after SIGKILL"
+                };
+                format!("pid {} ({}: {why})", m.pid, m.command())
+            })
+            .collect();
+        (!left.is_empty()).then(|| {
+            let pids: Vec<String> = self.tree.iter().filter(|m| m.running()).map(|m| m.pid.to_string()).collect();
+            format!(
+                "the server (pid {}) left {} goodput could not end: {}; end {} yourself (kill -9 {}, as {} owner or \
+                 root): {} may hold its GPUs and port",
+                self.pgid,
+                if left.len() == 1 { "1 process".to_string() } else { format!("{} processes", left.len()) },
+                left.join(", "),
+                if left.len() == 1 { "it" } else { "them" },
+                pids.join(" "),
+                if left.len() == 1 { "its" } else { "their" },
+                if left.len() == 1 { "it" } else { "they" },
+            )
+        })
+    }
+
+    /// Stops it: takes its process tree, SIGTERM to its group and tree,
+    /// SIGKILL to them after `grace` (and to whatever of them is left once
+    /// the leader has gone), reaps it and those of its tree that became
+    /// goodput's children, and waits up to `port_wait` for its port to be
+    /// free. Gives its exit status. A process of its tree goodput cannot
+    /// end is named in a warning.
     /// Cut short once `aborted` says so (the command was stopped, twice where
     /// `again`, as the notice says):
     /// SIGKILL at once, and no wait for the port, which no later server will
@@ -316,15 +554,24 @@ impl Server {
         if let Some(s) = self.status {
             return Ok(s);
         }
+        // Taken before the signals: a process whose parent ends is
+        // reparented.
+        self.gather();
         self.signal_group(libc::SIGTERM);
+        self.signal_tree(libc::SIGTERM);
         let start = Instant::now();
         let deadline = start + grace;
         let mut told = false;
-        while !self.exited() && Instant::now() < deadline && !aborted() {
+        while (!self.exited() || self.tree_running() > 0) && Instant::now() < deadline && !aborted() {
             if !told && start.elapsed() >= Duration::from_secs(1) {
                 told = true;
+                let others = match self.tree_running() {
+                    0 => String::new(),
+                    1 => " and 1 process it started".into(),
+                    n => format!(" and {n} processes it started"),
+                };
                 goodput_core::tell!(
-                    "waiting for the server (pid {}) to stop: SIGKILL in {} (Ctrl-C or SIGTERM{} to kill it now)",
+                    "waiting for the server (pid {}){others} to stop: SIGKILL in {} (Ctrl-C or SIGTERM{} to kill it now)",
                     self.pgid,
                     humantime::format_duration(grace.saturating_sub(Duration::from_secs(1))),
                     if again { " again" } else { "" }
@@ -332,8 +579,8 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        // Whatever of the group is left, the leader gone or not.
-        self.signal_group(libc::SIGKILL);
+        // Whatever of the group and tree is left, the leader gone or not
+        // (in the reap).
         let status = self.reap().await?;
         if aborted() {
             return Ok(status);
@@ -342,11 +589,17 @@ impl Server {
         while !port_is_free(self.port) {
             if Instant::now() >= deadline {
                 anyhow::bail!(
-                    "port {} was still taken {} after the server (pid {}) ended: did it leave a process outside its \
-                     process group?",
+                    "port {} was still taken {} after the server (pid {}) and the processes it started ended, {}",
                     self.port,
                     humantime::format_duration(port_wait),
-                    self.pgid
+                    self.pgid,
+                    self.unended().unwrap_or_else(|| {
+                        format!(
+                            "by a process not of its tree (one another service started for it?): `ss -ltnp 'sport = \
+                             :{}'` names it",
+                            self.port
+                        )
+                    })
                 );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -355,29 +608,61 @@ impl Server {
     }
 
     /// Its exit status once it has exited (after [`Server::exited`]):
-    /// kills what is left of its group, and reaps it.
+    /// kills what is left of its group and tree, and reaps it and those of
+    /// its tree that became goodput's children (waiting up to 5 s for them
+    /// to end). A process of its tree goodput cannot end is named in a
+    /// warning.
     pub async fn reap(&mut self) -> Result<ExitStatus> {
         if let Some(s) = self.status {
             return Ok(s);
         }
+        self.gather();
         self.signal_group(libc::SIGKILL);
-        loop {
+        self.signal_tree(libc::SIGKILL);
+        let s = loop {
             if let Some(s) = self.child.try_wait().context("cannot wait for the server")? {
-                self.status = Some(s);
-                // Its group is gone: the log is whole once its copy ends.
-                self.finish_log().await;
-                return Ok(s);
+                break s;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        self.status = Some(s);
+        self.forget();
+        let until = Instant::now() + TREE_WAIT;
+        while self.reap_tree() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if let Some(note) = self.unended() {
+            goodput_core::tell!("warning: {note}");
+        }
+        // Its group is gone: the log is whole once its copy ends.
+        self.finish_log().await;
+        Ok(s)
+    }
+
+    /// Takes it off the servers running, once reaped.
+    fn forget(&self) {
+        if let Ok(mut r) = running().lock() {
+            r.remove(&self.pgid);
         }
     }
 }
 
+/// How long a stop waits, after SIGKILL, for a server's tree to end and be
+/// reaped (a process freeing GPU memory can take seconds).
+const TREE_WAIT: Duration = Duration::from_secs(5);
+
 impl Drop for Server {
     fn drop(&mut self) {
         if self.status.is_none() {
+            self.gather();
             self.signal_group(libc::SIGKILL);
+            self.signal_tree(libc::SIGKILL);
             let _ = self.child.wait();
+            self.forget();
+            let until = Instant::now() + Duration::from_secs(1);
+            while self.reap_tree() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
         // A moment for the log's copy to join its kept end to it.
         if let Some(rx) = self.log_done.take() {
@@ -513,6 +798,58 @@ mod tests {
             assert!(t.elapsed() < Duration::from_secs(5), "{pid} of the group still runs");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// A stop ends and reaps the server's processes that left its process
+    /// group: one still its child, and one whose parent had gone (they had
+    /// run on, holding what they held).
+    #[tokio::test]
+    async fn a_stop_ends_the_server_s_whole_tree() {
+        let script = "setsid sleep 60 & echo child $!; (setsid sleep 60 & echo orphan $!); echo started; exec sleep 60";
+        let (mut s, dir) = started(script).await;
+        let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+        let pid = |what: &str| -> libc::pid_t {
+            log.lines().find_map(|l| l.strip_prefix(what)?.trim().parse().ok()).unwrap_or_else(|| panic!("{log}"))
+        };
+        let seen: Vec<Member> = [pid("child "), pid("orphan ")]
+            .into_iter()
+            .map(|pid| Member { pid, start: stat(pid).unwrap_or_else(|| panic!("{pid} is not running")).start })
+            .collect();
+        assert!(seen.iter().all(|m| m.running()));
+        // The orphan is goodput's own child now, as its subreaper.
+        assert_eq!(seen[1].stat().unwrap().ppid, std::process::id() as libc::pid_t);
+        let status = s.stop_unless(Duration::from_secs(5), Duration::from_secs(5), &|| false, false).await.unwrap();
+        assert_eq!(status_code(status), Some(128 + libc::SIGTERM));
+        // Ended and reaped, not left as goodput's zombies.
+        for m in seen {
+            assert!(m.stat().is_none(), "{m:?} is still there: {:?}", m.stat());
+        }
+    }
+
+    /// A process of the tree goodput may not signal, or that outlasts
+    /// SIGKILL, is named with its command line and how to end it. (Which
+    /// one kill refuses is marked here: the tests may run as root, whom
+    /// none refuses.)
+    #[tokio::test]
+    async fn a_process_left_running_is_named_with_its_command_line() {
+        let (mut s, _dir) = started("setsid sleep 60.5 & echo started; exec sleep 60").await;
+        s.gather();
+        let [m] = s.tree[..] else { panic!("{:?}", s.tree) };
+        assert!(m.running() && m.command() == "sleep 60.5", "{m:?}: {}", m.command());
+        s.denied.push(m);
+        let said = s.unended().unwrap();
+        assert!(
+            said.contains(&format!(
+                "left 1 process goodput could not end: pid {} (sleep 60.5: not permitted to signal it: it runs as \
+                 another user); end it yourself (kill -9 {}, as its owner or root)",
+                m.pid, m.pid
+            )),
+            "{said}"
+        );
+        s.denied.clear();
+        let status = s.stop_unless(Duration::from_secs(5), Duration::from_secs(5), &|| false, false).await.unwrap();
+        assert_eq!(status_code(status), Some(128 + libc::SIGTERM));
+        assert!(s.unended().is_none() && m.stat().is_none(), "{m:?}");
     }
 
     /// A process of group `pgid` that has not ended, from /proc.
