@@ -44,9 +44,22 @@ pub fn refuse_other_gpus(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig) -> R
 /// [`refuse_other_gpus`] for an engine sized by flags that begin `flag`
 /// (`--` for estimate's `--tp`, `--sim-` for the embedded server's `--sim-tp`).
 pub fn refuse_other_gpus_named(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig, flag: &str) -> Result<()> {
+    // Each pool as --pd takes it, with the sizes it runs on (the prefill
+    // pool's own had been folded into --tp and --ep, and were left out).
+    let pool = |n: u32, decode: bool| {
+        let (tp, ep) = (cfg.pool_tp(decode), cfg.pool_ep(decode));
+        let tp = if tp > 1 { format!("xTP{tp}") } else { String::new() };
+        let ep = if ep > 1 { format!("xEP{ep}") } else { String::new() };
+        format!("{n}{tp}{ep}")
+    };
     let sizes = || match cfg.pd {
-        Some(pd) => format!("its {flag}pd {} pools", pd.spec()),
+        Some(pd) => format!("its {flag}pd {}:{} pools", pool(pd.prefill, false), pool(pd.decode, true)),
         None => format!("{flag}tp {} × {flag}pp {} × {flag}dp {}", cfg.tp, cfg.pp, cfg.dp),
+    };
+    // --dp is refused beside --pd: its pools are sized in it.
+    let resize = match cfg.pd {
+        Some(_) => format!("size the pools in {flag}pd (more instances, or each pool's xTP and xEP)"),
+        None => format!("size the engine with {flag}tp, {flag}pp and {flag}dp"),
     };
     // bench's embedded engine (`--sim-`) reports no energy: its cost alone
     // counts the GPUs (the words had named an energy it never gives).
@@ -54,7 +67,7 @@ pub fn refuse_other_gpus_named(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig
     if let Some(g) = judge.gpus.filter(|&g| g != cfg.gpus()) {
         bail!(
             "--gpus {g} contradicts the simulated engine, which runs on {} GPU(s) ({}), and {counts}: drop --gpus \
-             (the engine's count is priced), or size the engine with {flag}tp, {flag}pp and {flag}dp",
+             (the engine's count is priced), or {resize}",
             cfg.gpus(),
             sizes()
         );
@@ -65,8 +78,7 @@ pub fn refuse_other_gpus_named(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig
     if let Some(g) = file.gpus.filter(|&g| g != cfg.gpus()) {
         bail!(
             "gpus = {g} in --config {} contradicts the simulated engine, which runs on {} GPU(s) ({}), and \
-             {counts}: drop `gpus` from the file (the engine's count is priced), or size the engine with {flag}tp, \
-             {flag}pp and {flag}dp",
+             {counts}: drop `gpus` from the file (the engine's count is priced), or {resize}",
             path.display(),
             cfg.gpus(),
             sizes()

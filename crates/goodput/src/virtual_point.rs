@@ -631,7 +631,8 @@ pub fn energy_of(cfg: &EngineConfig, v: &EngineView, output_tokens_per_s: f64) -
 
 pub fn target_of(cfg: &EngineConfig) -> Target {
     // Replicas × stages × TP (each left out at 1), pools for a disaggregated
-    // engine, and the expert-parallel degree after the GPU where there is one.
+    // engine, and the expert-parallel degree after the GPU where there is one
+    // (each pool's, prefill's first, where they differ).
     let (dp, pp, tp) = (cfg.dp, cfg.pp, cfg.tp);
     let stages = if pp > 1 { format!("{pp}x") } else { String::new() };
     let layout = match cfg.pd {
@@ -644,7 +645,13 @@ pub fn target_of(cfg: &EngineConfig) -> Target {
         None if pp == 1 => format!("{dp}x{tp}"),
         None => format!("{dp}x{pp}x{tp}"),
     };
-    let ep = if cfg.ep > 1 { format!("/ep{}", cfg.ep) } else { String::new() };
+    // Pools of their own EP: the prefill pool's, then the decode pool's.
+    let ep = match cfg.pd {
+        Some(pd) if pd.split_ep(cfg.ep) => format!("/ep{}+{}", cfg.pool_ep(false), cfg.pool_ep(true)),
+        Some(_) if cfg.pool_ep(false) > 1 => format!("/ep{}", cfg.pool_ep(false)),
+        _ if cfg.ep > 1 => format!("/ep{}", cfg.ep),
+        _ => String::new(),
+    };
     Target {
         url: format!("virtual://{}@{layout}x{}{ep}", cfg.model.name, cfg.gpu.name),
         model: cfg.model.name.clone(),

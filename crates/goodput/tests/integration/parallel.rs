@@ -258,8 +258,24 @@ fn estimate_refuses_flags_the_engine_s_own_sizes_leave_nothing_to_set() {
             && err.contains("drop --gpus"),
         "{err}"
     );
-    // The engine's own count, typed, is priced as the engine counts it.
+    // Under --pd the pools are named as given, the prefill pool's own sizes
+    // too, and the way out is --pd's (--dp is refused beside it).
+    let err = refuse(&["--model", "qwen3-30b-a3b", "--pd", "1xEP2:1xEP4", "--gpus", "3"]);
+    assert!(err.contains("runs on 6 GPU(s) (its --pd 1xEP2:1xEP4 pools)"), "{err}");
+    assert!(err.contains("size the pools in --pd") && !err.contains("--dp"), "{err}");
+    let err = refuse(&["--pd", "2xTP2:1xTP4", "--gpus", "3"]);
+    assert!(err.contains("runs on 8 GPU(s) (its --pd 2xTP2:1xTP4 pools)"), "{err}");
+    // Pools of different EP are told apart by the run's name.
     let dir = tempfile::tempdir().unwrap();
+    let url = |pd: &str| {
+        let out = dir.path().join(format!("{pd}.json"));
+        goodput().args(run).args(["--model", "qwen3-30b-a3b", "--pd", pd, "-o"]).arg(&out).assert().success();
+        read_json(&out)["target"]["url"].as_str().unwrap().to_string()
+    };
+    let names = [url("1xEP2:1xEP2"), url("1xEP2:1xEP4"), url("1:1xEP2")];
+    assert!(names[0].ends_with("/ep2") && names[1].ends_with("/ep2+4") && names[2].ends_with("/ep1+2"), "{names:?}");
+
+    // The engine's own count, typed, is priced as the engine counts it.
     let out = dir.path().join("four.json");
     goodput()
         .args(run)
