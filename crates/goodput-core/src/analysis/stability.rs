@@ -65,6 +65,18 @@ pub struct Stability {
     /// requests per second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_queue_growth_per_s: Option<f64>,
+    /// The trend of TPOT (each request's mean time per output token after
+    /// its first) against send time over the judged stretch, as TTFT's:
+    /// a server whose decode slows (its KV cache filling, say) shows here
+    /// before its completions fall.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpot_trend_ms_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpot_trend_z: Option<f64>,
+    /// More measured requests failed than succeeded: whatever the window's
+    /// trends, it is not a steady state of serving the load.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
     /// Why the run is not steady, in words, with the figures; absent when steady.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -115,6 +127,13 @@ pub fn too_short(transient_share: f64, measured: u64, closed_loop_users: Option<
     transient_share > TRANSIENT_MAX
         || measured < MIN_REQUESTS as u64
         || closed_loop_users.is_some_and(|u| few_per_user(measured, u))
+}
+
+/// Whether more of a window's measured requests failed than succeeded:
+/// its verdict is then that it failed, not a steady state (nor a window
+/// too short: a longer run of a failing load fails as much).
+pub fn mostly_failed(failed: u64, succeeded: u64) -> bool {
+    failed > succeeded
 }
 
 /// Whether `measured` requests are fewer than [`MIN_REQUESTS_PER_USER`] for
@@ -174,6 +193,10 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         ok.iter().filter(|r| in_stretch(secs(due(r)))).filter_map(|r| Some((secs(r.sent), ms(r.ttft()?)))).collect();
     let trend = theil_sen(&trend_set);
     let ttft_median_ms = median(trend_set.iter().map(|p| p.1));
+    let tpot_set: Vec<(f64, f64)> =
+        ok.iter().filter(|r| in_stretch(secs(due(r)))).filter_map(|r| Some((secs(r.sent), ms(r.tpot()?)))).collect();
+    let tpot_trend = theil_sen(&tpot_set);
+    let tpot_median_ms = median(tpot_set.iter().map(|p| p.1));
 
     let mut s = Stability {
         steady: false,
@@ -190,6 +213,9 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         ttft_median_ms,
         transient_share,
         server_queue_growth_per_s: None,
+        tpot_trend_ms_per_s: tpot_trend.map(|t| t.0),
+        tpot_trend_z: tpot_trend.map(|t| t.1),
+        failed: false,
         reason: None,
     };
     let mut why = Vec::new();
@@ -207,6 +233,19 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
              so the server saw at most {cap} at a time at {rps:.1} req/s, not the schedule: raise -c until \
              it no longer binds, or lower the rate to what {cap} in flight keep up with",
             100.0 * share
+        ));
+    }
+    // A load whose requests mostly fail is not served, however level its
+    // trends: the few that succeed are no steady state of serving it.
+    let failed = measured.iter().filter(|r| r.outcome.failure_kind().is_some()).count();
+    if mostly_failed(failed as u64, ok.len() as u64) {
+        s.failed = true;
+        why.push(format!(
+            "failed: {failed} of the {} measured requests failed ({:.2}%) and {} succeeded, so the server did not \
+             serve this load; see the errors it gave (errors_by_kind), and mend the server or lower the load",
+            measured.len(),
+            100.0 * failed as f64 / measured.len() as f64,
+            ok.len()
         ));
     }
     if measured.len() < MIN_REQUESTS {
@@ -230,10 +269,63 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         }
     }
     let rate = offered_rps.unwrap_or(achieved_rps).max(achieved_rps);
-    let rise = outstanding_growth_per_s * len;
-    s.overloaded = filled
-        && outstanding_growth_per_s > GROWTH_SHARE * rate
-        && rise > GROWTH_NOISE * outstanding_mean.max(1.0).sqrt();
+    // A level past the noise: by more than GROWTH_SHARE of the rate, and
+    // over `over` s by more than GROWTH_NOISE Poisson deviations of `mean`.
+    let past_noise =
+        |g: f64, over: f64, mean: f64| g > GROWTH_SHARE * rate && g * over > GROWTH_NOISE * mean.max(1.0).sqrt();
+    // A trend of `(slope, z)` over `over` s that chance rarely gives and
+    // that moved by more than `floor` ms and a quarter of `med`.
+    let trends = |t: Option<(f64, f64)>, over: f64, med: Option<f64>, floor: f64, sign: f64| {
+        matches!((t, med), (Some((slope, z)), Some(med))
+            if sign * z > TREND_Z && sign * slope * over > floor.max(TTFT_RISE_SHARE * med))
+    };
+    let grows = filled && past_noise(outstanding_growth_per_s, len, outstanding_mean);
+    let ttft_rises = trends(trend, len, ttft_median_ms, TTFT_RISE_MIN_MS, 1.0);
+    // TPOT only in a closed loop: an open loop's slowing server grows its
+    // backlog (above), and its batch widening with the queue's slow swings
+    // near capacity lifts TPOT without the load changing.
+    let tpot_rises = !open_loop && trends(tpot_trend, len, tpot_median_ms, 0.0, 1.0);
+    // The same over the stretch's later half: a server still filling when
+    // the window began (a warm-up too short for its first requests to end)
+    // grows its backlog and latency in the first half and holds them level
+    // in the second, where a load beyond it keeps growing them.
+    let mid = j0 + len / 2.0;
+    let (late_mean, late_growth) = outstanding(records, mid, j1, due);
+    // (A latency's trend there need only be one chance rarely gives: the
+    // whole stretch's rise already passed the size test.)
+    let late_rises = |set: &[(f64, f64)]| {
+        let late: Vec<(f64, f64)> = set.iter().copied().filter(|p| p.0 >= mid).collect();
+        theil_sen(&late).is_some_and(|(_, z)| z > TREND_Z)
+    };
+    let still = past_noise(late_growth, len / 2.0, late_mean)
+        || (ttft_rises && late_rises(&trend_set))
+        || (tpot_rises && late_rises(&tpot_set));
+    // Only after a warm-up: without one, the stretch already starts two
+    // ramps in (an open loop's) or at a quarter of the sending time. And
+    // only where the climb slowed: the count grew faster over the first
+    // half than over the second, by more than the same noise (a load
+    // beyond the server grows it as fast in both).
+    let (_, early_growth) = outstanding(records, j0, mid, due);
+    let slowed = !grows || (early_growth - late_growth) * len / 2.0 > GROWTH_NOISE * outstanding_mean.max(1.0).sqrt();
+    let startup = warmed && filled && held.is_none() && (grows || ttft_rises || tpot_rises) && !still && slowed;
+    s.overloaded = grows && !startup;
+    if startup {
+        // The warm-up should have run to where the level settled: the
+        // stretch's middle, on the run's clock from the first request due.
+        let first = records.iter().map(|r| secs(due(r))).fold(f64::INFINITY, f64::min);
+        let what: Vec<&str> = [(grows, "requests outstanding"), (ttft_rises, "TTFT"), (tpot_rises, "TPOT")]
+            .into_iter()
+            .filter_map(|(b, w)| b.then_some(w))
+            .collect();
+        why.push(format!(
+            "still in its start-up transient, not overloaded: {} climbed over the first half of the {len:.0} s \
+             judged and held level over the second ({late_growth:+.1} requests outstanding a second there), so \
+             the server was still filling when the window began; {} (at least {:.0} s), or more requests",
+            what.join(" and "),
+            if warmed { "the warm-up was too short: pass a longer --warmup" } else { "pass a --warmup" },
+            (mid - first).ceil()
+        ));
+    }
     if s.overloaded && held.is_none() {
         why.push(match offered_rps {
             Some(o) => format!(
@@ -243,20 +335,51 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
             None => format!("{outstanding_growth_per_s:.1} more requests outstanding every second"),
         });
     }
-    if let (Some((slope, z)), Some(med)) = (trend, ttft_median_ms) {
-        let rise = slope * len;
-        if z > TREND_Z && rise > TTFT_RISE_MIN_MS.max(TTFT_RISE_SHARE * med) {
-            // A slow creep over a long stretch (0.3 ms/s) read "rose 0 ms
-            // per second": two significant figures, and the rise it made.
-            let per_s = match slope.abs() {
-                a if a >= 10.0 => format!("{slope:.0}"),
-                a if a >= 1.0 => format!("{slope:.1}"),
-                _ => format!("{slope:.2}"),
-            };
+    if let (Some((slope, _)), Some(med), false) = (trend, ttft_median_ms, startup) {
+        if ttft_rises {
+            let rise = slope * len;
             why.push(format!(
-                "TTFT rose {per_s} ms per second of the run, {rise:.0} ms over the {len:.0} s judged (median {med:.0} ms)"
+                "TTFT rose {} ms per second of the run, {rise:.0} ms over the {len:.0} s judged (median {med:.0} ms)",
+                figure(slope)
             ));
         }
+    }
+    // A server whose decode slows (its KV cache filling, preempting) shows
+    // in TPOT first, in a window too short for its completions to fall.
+    if let (Some((slope, _)), Some(med), false) = (tpot_trend, tpot_median_ms, startup) {
+        if tpot_rises {
+            why.push(format!(
+                "TPOT rose {} ms per second of the run, {:.1} ms over the {len:.0} s judged (median {med:.1} ms): \
+                 the server's decode slowed as the run went on",
+                figure(slope),
+                slope * len
+            ));
+        }
+    }
+    // A backlog left before the window (by a heavier load before it: a
+    // sweep's stage before this one, or the warm-up's first wave) still
+    // draining: requests outstanding and TTFT fall past the noise. The
+    // window measured that backlog clearing, not its own load.
+    // Only after a warm-up (or a stage before): without one, nothing came
+    // before the window, and a fall is a queue's swing. Both must fall
+    // where TTFT was measured; a closed loop's count holds at its users, so
+    // there TTFT alone tells.
+    let drains = filled && held.is_none() && past_noise(-outstanding_growth_per_s, len, outstanding_mean);
+    let ttft_falls = trends(trend, len, ttft_median_ms, TTFT_RISE_MIN_MS, -1.0);
+    let draining = warmed && ((drains && (ttft_falls || trend.is_none())) || (!open_loop && ttft_falls));
+    if draining {
+        let mut figs = Vec::new();
+        if drains {
+            figs.push(format!("requests outstanding fell {:.1} a second", -outstanding_growth_per_s));
+        }
+        if let (true, Some((slope, _))) = (ttft_falls, trend) {
+            figs.push(format!("TTFT fell {} ms per second of the run", figure(-slope)));
+        }
+        why.push(format!(
+            "draining a backlog left before the window: {} over the {len:.0} s judged, so it measured that \
+             backlog clearing, not this load; let it drain first (a longer --warmup, or a longer stage)",
+            figs.join(" and ")
+        ));
     }
     // A closed loop's arrivals follow its completions, so its backlog never
     // grows: a server that slows is seen in its completion rate alone.
@@ -442,6 +565,16 @@ fn early_latency(ok: &[&RequestRecord]) -> f64 {
     by_send.sort_by_key(|r| r.sent);
     let k = (by_send.len() / 10).max(5).min(by_send.len());
     median(by_send[..k].iter().map(|r| r.end.saturating_sub(r.sent).as_secs_f64())).unwrap_or(0.0)
+}
+
+/// A slope in ms per second to two significant figures: a slow creep over
+/// a long stretch (0.3 ms/s) had read "rose 0 ms per second".
+fn figure(slope: f64) -> String {
+    match slope.abs() {
+        a if a >= 10.0 => format!("{slope:.0}"),
+        a if a >= 1.0 => format!("{slope:.1}"),
+        _ => format!("{slope:.2}"),
+    }
 }
 
 fn median(v: impl Iterator<Item = f64>) -> Option<f64> {
@@ -667,6 +800,106 @@ mod tests {
         let mut s = judge(&over, &window(&over), Some(&open(11.0))).unwrap();
         with_server_queue(&mut s, [(0.0, 1.0), (1.0, 2.0)].into_iter());
         assert_eq!(s.server_queue_growth_per_s, None);
+    }
+
+    /// A single server taking `service` s a request, fed evenly at each
+    /// `(rate, n)` in turn; the requests of the first `warm` phases are warm-up.
+    fn phases(service: f64, loads: &[(f64, u64)], warm: usize) -> Vec<RequestRecord> {
+        let (mut free, mut t, mut out) = (0.0f64, 0.0f64, Vec::new());
+        for (k, &(rate, n)) in loads.iter().enumerate() {
+            for _ in 0..n {
+                let start = free.max(t);
+                free = start + service;
+                let mut r = req(out.len() as u64, t, start - t + 0.01, free - t);
+                r.warmup = k < warm;
+                out.push(r);
+                t += 1.0 / rate;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_point_whose_requests_nearly_all_fail_failed_and_is_not_steady() {
+        let mut recs = queue(9.0, 0.1, 400);
+        for r in recs.iter_mut().filter(|r| r.id % 100 != 0) {
+            r.outcome = Outcome::Failed { kind: crate::doc::record::FailureKind::HttpStatus, message: "500".into() };
+        }
+        let s = judge(&recs, &window(&recs), Some(&open(9.0))).unwrap();
+        let why = s.reason.clone().unwrap_or_default();
+        assert!(!s.steady && s.failed && why.starts_with("failed: 396 of the 400 measured requests failed"), "{s:?}");
+        // A few failures among many successes leave the verdict to the trends.
+        let mut recs = queue(9.0, 0.1, 400);
+        recs[3].outcome = Outcome::Failed { kind: crate::doc::record::FailureKind::HttpStatus, message: "500".into() };
+        let s = judge(&recs, &window(&recs), Some(&open(9.0))).unwrap();
+        assert!(s.steady && !s.failed, "{s:?}");
+    }
+
+    /// Requests due at `rate` req/s from 0 to `secs`, each `e2e` s long on a
+    /// server that never queues; those due before `warm` s are warm-up.
+    fn unqueued(rate: f64, secs: f64, e2e: f64, warm: f64) -> Vec<RequestRecord> {
+        (0..(rate * secs) as u64)
+            .map(|i| {
+                let due = i as f64 / rate;
+                let mut r = req(i, due, 0.05, e2e);
+                r.warmup = due < warm;
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_warm_up_shorter_than_the_fill_is_a_start_up_transient_not_an_overload() {
+        // 10 req/s of 15 s each: the count in flight climbs for 15 s to 150
+        // and holds there. A 1 s warm-up leaves the climb in the window.
+        let short = unqueued(10.0, 31.0, 15.0, 1.0);
+        let s = judge(&short, &window(&short), Some(&open(10.0))).unwrap();
+        let why = s.reason.clone().unwrap_or_default();
+        assert!(!s.steady && !s.overloaded, "{s:?}");
+        assert!(
+            why.starts_with("still in its start-up transient, not overloaded") && why.contains("--warmup"),
+            "{why}"
+        );
+        assert!(!why.contains("arrivals"), "{why}");
+        // A warm-up past the climb: steady.
+        let long = unqueued(10.0, 60.0, 15.0, 20.0);
+        let s = judge(&long, &window(&long), Some(&open(10.0))).unwrap();
+        assert!(s.steady, "{s:?}");
+        // A load beyond the server keeps climbing: overloaded, as before.
+        let over = phases(0.1, &[(11.0, 20), (11.0, 400)], 1);
+        let s = judge(&over, &window(&over), Some(&open(11.0))).unwrap();
+        assert!(s.overloaded && s.reason.clone().unwrap().starts_with("arrivals 11.0 req/s"), "{s:?}");
+    }
+
+    #[test]
+    fn a_window_draining_the_backlog_of_a_heavier_load_before_it_is_not_steady() {
+        // 15 req/s for 200 requests on a server of 10 req/s leaves about 66
+        // queued; the 5 req/s after it (measured) clears them over 13 s.
+        let after_heavy = phases(0.1, &[(15.0, 200), (5.0, 100)], 1);
+        let s = judge(&after_heavy, &window(&after_heavy), Some(&open(5.0))).unwrap();
+        let why = s.reason.clone().unwrap_or_default();
+        assert!(!s.steady && !s.overloaded && why.starts_with("draining a backlog left before the window"), "{s:?}");
+        assert!(why.contains("requests outstanding fell") && why.contains("TTFT fell"), "{why}");
+        // After a lighter load, the same stage is steady.
+        let after_light = phases(0.1, &[(5.0, 200), (5.0, 100)], 1);
+        let s = judge(&after_light, &window(&after_light), Some(&open(5.0))).unwrap();
+        assert!(s.steady, "{s:?}");
+    }
+
+    #[test]
+    fn a_short_closed_loop_whose_decode_slows_is_not_steady() {
+        let load = LoadConfig { concurrency: Some(16), ..LoadConfig::default() };
+        // 12 s, TTFT level, each request's decode 40% slower by the end (a
+        // KV cache filling): too short for the completion rate's fall to
+        // pass its noise, not for TPOT's trend.
+        let slowing = closed_loop(16, 12.0, |t| 0.4 * (1.0 + 0.4 * t / 12.0));
+        let s = judge(&slowing, &window(&slowing), Some(&load)).unwrap();
+        let why = s.reason.clone().unwrap_or_default();
+        assert!(!s.steady && why.starts_with("TPOT rose") && why.contains("decode slowed"), "{s:?}");
+        assert!(!why.contains("completions fell"), "{why}");
+        let level = closed_loop(16, 12.0, |t| 0.4 * (1.0 + 0.2 * (t * 7.3).sin()));
+        let s = judge(&level, &window(&level), Some(&load)).unwrap();
+        assert!(s.steady, "{s:?}");
     }
 
     #[test]

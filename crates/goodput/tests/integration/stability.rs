@@ -639,3 +639,56 @@ fn a_live_sweep_names_failed_requests_and_gives_points_without_completions_a_ver
     }
     assert!(doc["analysis"]["notes"].to_string().contains("30 of 30, 100%"), "{}", doc["analysis"]);
 }
+
+/// `goodput serve` answering 99% of requests with HTTP 500: a bench run at
+/// a rate far below what it sustains is judged failed, not steady, and
+/// `--fail-on-unsteady` exits 4 on it.
+#[test]
+fn over_http_a_run_whose_requests_nearly_all_fail_failed_and_fails_the_gate() {
+    use std::io::BufRead;
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["serve", "--port", "0", "--fault-error-rate", "0.99", "-q"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let url = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("listening on ").and_then(|r| r.split_whitespace().next()).map(str::to_owned))
+        .expect("serve prints where it listens");
+    let served = Served(child, url);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = goodput()
+        .args(["bench", "-q", "--url", &served.1])
+        .args(SHORT)
+        .args(["--rate", "100", "-n", "1000", "--fail-on-unsteady", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = read_json(&out);
+    let s = stability(&v);
+    let failed = v["summary"]["requests"]["failed"].as_u64().unwrap();
+    assert!(failed > 900 && s["steady"] == false && s["failed"] == true, "{s}");
+    assert!(s["reason"].as_str().unwrap().starts_with(&format!("failed: {failed} of the ")), "{s}");
+}
+
+/// `estimate` of a load well below capacity whose requests take longer than
+/// the warm-up: the count in flight still climbs in the window. Its
+/// verdict names the start-up transient and a longer warm-up, not an
+/// overload; with that warm-up it is steady.
+#[test]
+fn a_warm_up_shorter_than_the_servers_fill_is_told_as_such_not_as_an_overload() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = ["--rate", "10", "--output-tokens", "1024", "--ignore-eos", "--seed", "0"];
+    let short = estimate(dir.path(), "short", &[&long[..], &["--warmup", "1s", "-n", "400"]].concat());
+    let s = stability(&short);
+    let why = s["reason"].as_str().unwrap_or_default();
+    assert!(s["steady"] == false && s["overloaded"] == false, "{s}");
+    assert!(why.starts_with("still in its start-up transient") && why.contains("longer --warmup"), "{s}");
+    let warmed = estimate(dir.path(), "warmed", &[&long[..], &["--warmup", "30s", "-n", "1200"]].concat());
+    assert_eq!(stability(&warmed)["steady"], true, "{}", stability(&warmed));
+}
