@@ -139,6 +139,17 @@ impl Sweep {
             };
             let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
             attach_server_side(&mut result, signals.into(), &stage, client);
+            // A stage still clearing the backlog of the one before it: named.
+            if let (Some(before), Some(reason)) =
+                (i.checked_sub(1), result.summary.stability.as_mut().and_then(|s| s.reason.as_mut()))
+            {
+                let (load, d) = (stages[before].0, humantime::format_duration(stages[before].1));
+                let stage = if by_users { format!("{load} users") } else { format!("{load} req/s") };
+                *reason = reason.replace(
+                    "draining a backlog left before the window",
+                    &format!("draining the backlog the stage before it ({stage} for {d}) left"),
+                );
+            }
             let point = if by_users { Load::Concurrency(load as u64) } else { Load::Rate(load) };
             let ttft = goodput_report::series::cdf_of_records(&stage, goodput_report::series::Latency::Ttft);
             self.record(point, "stage", result, Some(ttft))?;

@@ -35,11 +35,12 @@ pub(super) fn sustained(r: &goodput_core::RunResult) -> f64 {
 /// than [`CONVERGED`] off the judged stretch's; and it meets the SLO, when
 /// one is given. A point that misses the SLO is never recommended, and a
 /// longer run will not bring it within: past the warm-up, its latency can
-/// only grow as a backlog builds.
+/// only grow as a backlog builds. Nor is a point whose requests mostly
+/// failed: a longer run of a failing load fails as much.
 pub(super) fn needs_longer(r: &goodput_core::RunResult, attainment: f64) -> bool {
     let Some(s) = &r.summary.stability else { return false };
     let misses_slo = goodput_core::doc::sweep::meets_slo(r, attainment) == Some(false);
-    !s.overloaded && !misses_slo && (!s.steady || !converged(r))
+    !s.overloaded && !s.failed && !misses_slo && (!s.steady || !converged(r))
 }
 
 fn converged(r: &goodput_core::RunResult) -> bool {
@@ -151,6 +152,30 @@ mod tests {
             crate::cli::Command::Sweep(a) => *a,
             _ => unreachable!(),
         }
+    }
+
+    /// A point not yet steady runs again for longer; one whose requests
+    /// mostly failed does not (a longer run of a failing load fails as much).
+    #[test]
+    fn a_point_whose_requests_mostly_failed_is_not_run_again_for_longer() {
+        use goodput_core::analysis::assemble::{assemble, Assembly};
+        use goodput_core::analysis::stability::Stability;
+        let a = Assembly {
+            tool: crate::common::tool(),
+            kind: "bench",
+            run_id: String::new(),
+            started_unix_s: 0.0,
+            interrupted: false,
+            config: goodput_core::RunConfig::default(),
+            target: Default::default(),
+            include_requests: false,
+        };
+        let mut r = assemble(a, &[], &Default::default());
+        let unsteady = Stability { steady: false, reason: Some("not yet".into()), ..Stability::default() };
+        r.summary.stability = Some(unsteady.clone());
+        assert!(needs_longer(&r, 0.9));
+        r.summary.stability = Some(Stability { failed: true, ..unsteady });
+        assert!(!needs_longer(&r, 0.9));
     }
 
     #[test]

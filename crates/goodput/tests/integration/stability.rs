@@ -676,6 +676,31 @@ fn over_http_a_run_whose_requests_nearly_all_fail_failed_and_fails_the_gate() {
     assert!(s["reason"].as_str().unwrap().starts_with(&format!("failed: {failed} of the ")), "{s}");
 }
 
+/// A sweep's stage after a heavier one (past what the simulated engine
+/// sustains) measures the backlog it left draining: not steady, and the
+/// reason names the stage before it. The same stage after a lighter one is steady.
+#[test]
+fn a_stage_draining_the_backlog_of_a_heavier_stage_before_it_is_not_steady() {
+    let dir = tempfile::tempdir().unwrap();
+    let stage = |name: &str, stages: &str| -> Value {
+        let out = dir.path().join(format!("{name}.json"));
+        goodput()
+            .args(["sweep", "--estimate", "-q", "--max-concurrency", "100000", "--stages", stages, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)["points"][1]["result"]["summary"]["stability"].clone()
+    };
+    let after_heavy = stage("heavy", "120/20s,30/30s");
+    let why = after_heavy["reason"].as_str().unwrap_or_default();
+    assert!(
+        after_heavy["steady"] == false && why.contains("draining the backlog the stage before it (120 req/s"),
+        "{after_heavy}"
+    );
+    let after_light = stage("light", "30/20s,30/30s");
+    assert_eq!(after_light["steady"], true, "{after_light}");
+}
+
 /// `estimate` of a load well below capacity whose requests take longer than
 /// the warm-up: the count in flight still climbs in the window. Its
 /// verdict names the start-up transient and a longer warm-up, not an
