@@ -644,9 +644,18 @@ fn slo_percentile(s: &Slo) -> Option<f64> {
     of(SloMetric::Tpot).or_else(|| of(SloMetric::Ttft))
 }
 
-/// A GPU's short name for an id: the name given with --gpu.
+/// The catalog's one id for the GPU of `--gpu` offer `offer` (`H100` and
+/// `h100` are both `h100-sxm`), so the ids, params and notes of two plans
+/// that spell a GPU differently are the same; the name as given where the
+/// catalog has none (a plan refuses it before it gets here).
+fn gpu_id(args: &PlanArgs, offer: usize) -> String {
+    let name = &args.gpu[offer].name;
+    GpuSpec::canonical_id(name).map_or_else(|_| name.clone(), str::to_string)
+}
+
+/// A configuration's id: the GPU's catalog id, then its splits and knobs.
 fn id_of(search: &Search, c: &Candidate) -> String {
-    let mut id = format!("{} tp{}x{}", search.args.gpu[c.offer].name, c.tp, c.dp);
+    let mut id = format!("{} tp{}x{}", gpu_id(search.args, c.offer), c.tp, c.dp);
     if c.pp > 1 {
         id.push_str(&format!(" pp{}", c.pp));
     }
@@ -920,10 +929,11 @@ impl Search<'_> {
         let mut pd_refused: Vec<String> = Vec::new();
         for (offer, o) in a.gpu.iter().enumerate() {
             let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
+            let name = gpu_id(a, offer);
             for &precision in &precisions {
                 if let Err(e) = gpu.peak_flops(precision) {
                     if !auto {
-                        notes.push(format!("{precision} on {}: left out ({e})", o.name));
+                        notes.push(format!("{precision} on {name}: left out ({e})"));
                     }
                     continue;
                 }
@@ -1029,7 +1039,7 @@ impl Search<'_> {
                                     // budget ... raise --gpus" with the unit well
                                     // inside it).
                                     Some(Err(e)) if pd.is_some() => {
-                                        let why = format!("{} tp{tp} {precision}: {e:#}", o.name);
+                                        let why = format!("{name} tp{tp} {precision}: {e:#}");
                                         if !pd_refused.contains(&why) {
                                             pd_refused.push(why);
                                         }
@@ -1037,7 +1047,7 @@ impl Search<'_> {
                                     // Said once per GPU, precision and TP, not per limit.
                                     Some(Err(e)) if (seq, mbt) == first && pd.is_none() && router == routers[0] => {
                                         let ep = if ep > 1 { format!(" ep{ep}") } else { String::new() };
-                                        notes.push(format!("{} tp{tp}{ep} {precision}: left out ({e:#})", o.name));
+                                        notes.push(format!("{name} tp{tp}{ep} {precision}: left out ({e:#})"));
                                     }
                                     _ => {}
                                 }
@@ -1393,13 +1403,17 @@ impl Search<'_> {
                     "{} {precision}: --pd {}:{} is simulated as named, though out of balance: a request's prefill \
                      takes about {r:.2} times its share of a decode instance, so its {idle} pool idles much of the \
                      time",
-                    self.args.gpu[offer].name, pd.p, pd.d
+                    gpu_id(self.args, offer),
+                    pd.p,
+                    pd.d
                 ));
             } else {
                 notes.push(format!(
                     "{} {precision}: --pd {}:{} left out: a request's prefill takes about {r:.2} times its share of a \
                      decode instance, so that ratio's {idle} pool would idle most of the time",
-                    self.args.gpu[offer].name, pd.p, pd.d
+                    gpu_id(self.args, offer),
+                    pd.p,
+                    pd.d
                 ));
             }
         }
@@ -1483,7 +1497,7 @@ impl Search<'_> {
 
     fn config(&self, c: &Candidate) -> FrontierConfig {
         let mut params: BTreeMap<String, String> = [
-            ("gpu", self.args.gpu[c.offer].name.clone()),
+            ("gpu", gpu_id(self.args, c.offer)),
             ("tp", c.tp.to_string()),
             ("dp", c.dp.to_string()),
             ("precision", c.precision.to_string()),

@@ -316,7 +316,7 @@ fn auto_precision_tries_fp4_on_blackwell_only() {
             .collect()
     };
     assert_eq!(precisions("b200"), ["bf16", "fp8", "fp4"], "{doc}");
-    assert_eq!(precisions("h100"), ["bf16", "fp8"], "{doc}");
+    assert_eq!(precisions("h100-sxm"), ["bf16", "fp8"], "{doc}");
     assert!(!doc["notes"].to_string().contains("fp4"), "{}", doc["notes"]);
 }
 
@@ -744,7 +744,11 @@ fn report_fails_a_frontier_that_missed_its_slo_and_refuses_what_it_cannot_apply(
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(err.contains("the frontier has no best point (--fail-on-slo): no point met the SLO"), "{err}");
     // The frontier is rendered all the same.
-    assert!(String::from_utf8_lossy(&o.stdout).contains("h100 tp1x1 bf16"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("h100-sxm tp1x1 bf16"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     assert!(report(&met, &["--fail-on-slo"]).status.success());
     let o = report(&unjudged, &["--fail-on-slo"]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -1113,10 +1117,10 @@ fn a_single_replica_is_simulated_once_whatever_the_routers() {
     assert_eq!(
         ids,
         [
-            "h100 tp1x1 pp2 fp8 mbt2048",
-            "h100 tp1x2 fp8 mbt2048 least-loaded",
-            "h100 tp1x2 fp8 mbt2048 round-robin",
-            "h100 tp2x1 fp8 mbt2048"
+            "h100-sxm tp1x1 pp2 fp8 mbt2048",
+            "h100-sxm tp1x2 fp8 mbt2048 least-loaded",
+            "h100-sxm tp1x2 fp8 mbt2048 round-robin",
+            "h100-sxm tp2x1 fp8 mbt2048"
         ],
         "{}",
         doc["configs"]
@@ -1241,4 +1245,44 @@ fn plan_without_an_slo_names_its_tokens_per_dollar_and_j_per_token_in_full() {
     let j = best["joules_per_output_token"].as_f64().unwrap();
     let digits = (2 - j.log10().floor() as i32).max(0) as usize;
     assert!(said.contains(&format!(" {j:.digits$} ")), "{j} {said}");
+}
+
+/// `--gpu H100` and `--gpu h100` are one GPU: both plans name it by the
+/// catalog's id (`h100-sxm`) in every id, param, CSV row and HTML label,
+/// so their documents are the same and compare or merge as one; an unknown
+/// GPU is refused with the catalog's ids to choose from.
+#[test]
+fn a_gpu_is_named_by_its_catalog_id_whatever_case_it_is_given_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, gpu: &str| {
+        let csv = dir.path().join(format!("{name}.csv"));
+        let html = dir.path().join(format!("{name}.html"));
+        let mut c = goodput();
+        c.args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "1", "--gpu", gpu, "--tp", "1"])
+            .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--input-tokens", "128"])
+            .args(["--output-tokens", "16", "--concurrency", "1,8", "--requests-per-user", "2", "-o"])
+            .arg(dir.path().join(format!("{name}.json")))
+            .arg("--csv")
+            .arg(&csv)
+            .arg("--html")
+            .arg(&html)
+            .assert()
+            .success();
+        let doc = read_json(&dir.path().join(format!("{name}.json")));
+        (doc, std::fs::read_to_string(csv).unwrap(), std::fs::read_to_string(html).unwrap())
+    };
+    let (upper, upper_csv, upper_html) = run("upper", "H100=2.5");
+    let (lower, lower_csv, _) = run("lower", "h100=2.5");
+    let configs = |d: &Value| d["configs"].clone();
+    assert_eq!(configs(&upper), configs(&lower));
+    assert_eq!(upper_csv, lower_csv);
+    assert_eq!(upper["frontier"], lower["frontier"]);
+    let c = &upper["configs"][0];
+    assert_eq!(c["id"], "h100-sxm tp1x1 fp8 mbt2048", "{c}");
+    assert_eq!(c["params"]["gpu"], "h100-sxm", "{c}");
+    assert_eq!(c["gpu"], "H100 SXM", "{c}");
+    assert!(upper_csv.contains("h100-sxm tp1x1") && !upper_csv.contains("H100 tp"), "{upper_csv}");
+    assert!(upper_html.contains("h100-sxm tp1x1") && !upper_html.contains("H100 tp"));
+    let err = goodput().args(["plan", "--gpu", "H999=2"]).refusal();
+    assert!(err.contains("H999") && err.contains("known GPUs: h100-sxm, h100-pcie, h200"), "{err}");
 }

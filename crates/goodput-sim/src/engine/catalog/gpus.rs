@@ -107,7 +107,7 @@ struct GpuEntry {
 // measurements put it at 10–15 % of TDP on HBM parts (arXiv:2605.23918
 // measures the CUDA context at 26–50 W above bare idle on H100 and A100, 66 W
 // on the GDDR6 L40S); the figures below are those shares, ±50 %.
-const GPUS: [GpuEntry; 9] = [
+static GPUS: [GpuEntry; 9] = [
     GpuEntry {
         aliases: &["h100-sxm", "h100", "h100-sxm5", "h100-80gb", "h100-sxm-80gb"],
         name: "H100 SXM",
@@ -227,22 +227,35 @@ const GPUS: [GpuEntry; 9] = [
     },
 ];
 
+/// The catalog's entry for `name`, case, spaces, underscores and a vendor
+/// prefix aside.
+fn entry(name: &str) -> Result<&'static GpuEntry, Error> {
+    let mut key = normalise(name);
+    for vendor in ["nvidia-", "amd-", "instinct-"] {
+        if let Some(rest) = key.strip_prefix(vendor) {
+            key = rest.to_string();
+        }
+    }
+    GPUS.iter().find(|g| g.aliases.contains(&key.as_str())).ok_or_else(|| Error::UnknownGpu {
+        name: name.to_string(),
+        known: GPUS.iter().map(|g| g.aliases[0]).collect::<Vec<_>>().join(", "),
+    })
+}
+
 impl GpuSpec {
     /// Looks a GPU up by name, case-insensitively (`h100`, `H100-SXM`,
     /// `nvidia-h200`, `a100-80gb`, `mi300x`, …).
     pub fn lookup(name: &str) -> Result<GpuSpec, Error> {
-        let mut key = normalise(name);
-        for vendor in ["nvidia-", "amd-", "instinct-"] {
-            if let Some(rest) = key.strip_prefix(vendor) {
-                key = rest.to_string();
-            }
-        }
-        GPUS.iter().find(|g| g.aliases.contains(&key.as_str())).map(GpuSpec::from_entry).ok_or_else(|| {
-            Error::UnknownGpu {
-                name: name.to_string(),
-                known: GPUS.iter().map(|g| g.aliases[0]).collect::<Vec<_>>().join(", "),
-            }
-        })
+        entry(name).map(GpuSpec::from_entry)
+    }
+
+    /// The catalog's one id for a GPU named any way [`GpuSpec::lookup`]
+    /// takes (`H100`, `h100`, `nvidia-h100-sxm5` → `h100-sxm`): the first
+    /// of its names, the one an unknown name's error lists. Outputs that
+    /// name a GPU given by the user use it, so two runs that name one GPU
+    /// differently still read, compare and merge as one.
+    pub fn canonical_id(name: &str) -> Result<&'static str, Error> {
+        entry(name).map(|e| e.aliases[0])
     }
 
     /// Every GPU the catalog ships, in datasheet order.

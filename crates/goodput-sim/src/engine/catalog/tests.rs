@@ -88,6 +88,24 @@ fn gpu_aliases_and_datasheets() {
 }
 
 #[test]
+fn every_spelling_of_a_gpu_has_the_catalogs_one_id() {
+    for (given, id) in [
+        ("H100", "h100-sxm"),
+        ("h100", "h100-sxm"),
+        ("nvidia_H100_SXM5", "h100-sxm"),
+        ("H200", "h200"),
+        ("A100", "a100-80gb"),
+        (" Mi300x ", "mi300x"),
+    ] {
+        assert_eq!(GpuSpec::canonical_id(given).unwrap(), id, "{given}");
+        // The id names the same GPU.
+        assert_eq!(GpuSpec::lookup(id).unwrap(), GpuSpec::lookup(given).unwrap(), "{given}");
+    }
+    let err = GpuSpec::canonical_id("H999").unwrap_err().to_string();
+    assert!(err.contains("H999") && err.contains("h100-sxm, h100-pcie, h200"), "{err}");
+}
+
+#[test]
 fn fp8_on_a100_is_an_error_that_names_the_fix() {
     let a100 = GpuSpec::lookup("a100").unwrap();
     let err = a100.peak_flops(Precision::Fp8).unwrap_err();

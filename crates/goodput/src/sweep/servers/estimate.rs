@@ -225,8 +225,10 @@ pub async fn predict(
                 params.id()
             ));
         }
-        let mut c =
-            FrontierConfig::new(params.id(), params.map(), Some(args.hw.gpu.clone()), gpus, a.judge.gpu_hour_usd);
+        // The GPU as the catalog names it (`H100` and `h100` are both
+        // `H100 SXM`), as a plan's configurations give it.
+        let gpu = goodput_sim::engine::GpuSpec::lookup(&args.hw.gpu).map_or_else(|_| args.hw.gpu.clone(), |g| g.name);
+        let mut c = FrontierConfig::new(params.id(), params.map(), Some(gpu), gpus, a.judge.gpu_hour_usd);
         let res = async {
             let mut sw = super::start(args, super::Shared::default()).await?;
             sw.measure().await?;
