@@ -118,6 +118,23 @@ impl ConfigFile {
                 some_names(&self.prices)
             ),
         };
+        // A GPU's price whatever case or alias names it (`--price H100`
+        // for `h100 = 2.5`, or `h100-sxm`), where one entry alone is that GPU.
+        let name = match self.prices.get_key_value(name) {
+            Some((k, _)) => k.as_str(),
+            None => {
+                let gpu = |n: &str| goodput_sim::engine::GpuSpec::canonical_id(n).ok();
+                let same: Vec<&String> = self
+                    .prices
+                    .keys()
+                    .filter(|k| k.eq_ignore_ascii_case(name) || gpu(k).is_some_and(|g| Some(g) == gpu(name)))
+                    .collect();
+                match same[..] {
+                    [k] => k.as_str(),
+                    _ => name,
+                }
+            }
+        };
         match self.prices.get(name) {
             // Checked here, so that the refusal names the file's entry, not --gpu-hour-usd.
             Some(&p) => match goodput_core::analysis::cost::price_fault(p) {
@@ -249,6 +266,21 @@ mod tests {
         assert!(err.contains("several prices (a100, h100)") && err.contains("--price NAME"), "{err}");
         assert_eq!(two.price(Some("a100")).unwrap(), Some(1.5));
         assert_eq!(ConfigFile::default().price(None).unwrap(), None);
+    }
+
+    /// A GPU's price is found whatever case or catalog alias names it; a
+    /// name two entries could be is refused, as a name none is.
+    #[test]
+    fn a_gpu_price_is_found_by_any_of_its_names() {
+        let c: ConfigFile = toml::from_str("[prices]\nh100 = 2.5\nA100 = 1.5\nspot = 0.9\n").unwrap();
+        for (name, usd) in [("H100", 2.5), ("h100-sxm", 2.5), ("NVIDIA_H100", 2.5), ("a100", 1.5), ("SPOT", 0.9)] {
+            assert_eq!(c.price(Some(name)).unwrap(), Some(usd), "{name}");
+        }
+        let err = c.price(Some("h200")).unwrap_err().to_string();
+        assert!(err.contains("no price named 'h200'") && err.contains("known: A100, h100, spot"), "{err}");
+        let both: ConfigFile = toml::from_str("[prices]\nh100 = 2.5\nH100 = 3.0\n").unwrap();
+        assert_eq!(both.price(Some("H100")).unwrap(), Some(3.0));
+        assert!(both.price(Some("h100-sxm")).is_err());
     }
 
     #[test]
