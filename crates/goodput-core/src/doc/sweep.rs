@@ -30,7 +30,9 @@ impl Load {
     /// ```
     /// use goodput_core::doc::sweep::Load;
     /// assert_eq!(Load::Rate(2.5).label(), "2.5 req/s");
-    /// assert_eq!(Load::Rate(1e300).label(), "1e300 req/s");
+    /// assert_eq!(Load::Rate(1e9).label(), "1,000,000,000 req/s");
+    /// assert_eq!(Load::Rate(1e300).label(), "unlimited rate");
+    /// assert_eq!(Load::Rate(f64::INFINITY).label(), "unlimited rate");
     /// assert_eq!(Load::Concurrency(8).label(), "concurrency 8");
     /// ```
     pub fn label(self) -> String {
@@ -38,13 +40,35 @@ impl Load {
             Load::Concurrency(c) => format!("concurrency {c}"),
             // A rate given on the command line as it was written (2.5); one
             // worked out (a trace's offered rate) to three decimals.
-            // Past a million a second, in exponent form (1e300 had been a
-            // label of 300 digits).
-            Load::Rate(r) if r >= 1e6 => format!("{r:e} req/s"),
+            // From a trillion a second (or `inf`: every request at once), a
+            // rate no server meets, so in words: 1e300 had been a label of
+            // 300 digits, and then `1e300 req/s` in exponent form, which
+            // read as a typo beside the other loads.
+            Load::Rate(r) if !r.is_finite() || r >= UNLIMITED_RATE => "unlimited rate".into(),
+            // Past a million a second, whole requests with their thousands
+            // marked (`1e9` had been written in exponent form).
+            Load::Rate(r) if r >= 1e6 => format!("{} req/s", grouped(r.round() as u64)),
             Load::Rate(r) if format!("{r}").len() > 8 => format!("{r:.3} req/s"),
             Load::Rate(r) => format!("{r} req/s"),
         }
     }
+}
+
+/// The rate, requests/s, from which [`Load::label`] calls a rate
+/// unlimited: far past what any server serves.
+pub const UNLIMITED_RATE: f64 = 1e12;
+
+/// `n` with its thousands marked: `1,000,000`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
 }
 
 /// One run of a sweep.
@@ -383,6 +407,22 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
 
 #[cfg(test)]
 mod tests {
+    /// A huge rate reads as a number with its thousands marked, and one no
+    /// server meets (or `inf`) in words: never in exponent form.
+    #[test]
+    fn huge_rates_are_labelled_in_words_or_grouped_digits() {
+        assert_eq!(Load::Rate(1e6).label(), "1,000,000 req/s");
+        assert_eq!(Load::Rate(1_234_567.8).label(), "1,234,568 req/s");
+        assert_eq!(Load::Rate(999_999_999_999.0).label(), "999,999,999,999 req/s");
+        assert_eq!(Load::Rate(UNLIMITED_RATE).label(), "unlimited rate");
+        assert_eq!(Load::Rate(f64::INFINITY).label(), "unlimited rate");
+        assert_eq!(Load::Rate(12.5).label(), "12.5 req/s");
+        for r in [1e6, 1e9, 3.5e11, 1e12, 1e300, f64::INFINITY] {
+            let label = Load::Rate(r).label();
+            let exponent = label.as_bytes().windows(2).any(|w| w[0].is_ascii_digit() && w[1] == b'e');
+            assert!(!exponent, "{r}: {label}");
+        }
+    }
     use super::*;
     use crate::analysis::assemble::{assemble, Assembly};
     use crate::analysis::stability::{no_completions, Stability};
