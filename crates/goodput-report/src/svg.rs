@@ -1011,6 +1011,87 @@ mod tests {
         assert!(last.starts_with("mark-rec") && last.contains("<text"), "{last}");
     }
 
+    /// A plan's dense frontier, rendered as its page draws it (and as the
+    /// measured frontier of `sweep --serve-grid` is): forty configurations
+    /// whose frontier points lie a fraction of a token apart, with long ids.
+    /// No two label boxes cross (by the estimated text box) and no label
+    /// covers a ring; the best configuration's label is drawn; the page is
+    /// the same each time it is rendered.
+    #[test]
+    fn a_dense_frontier_page_draws_no_label_over_another() {
+        use goodput_core::doc::config::{Extra, WorkloadConfig};
+        use goodput_core::doc::frontier::{
+            analyze_frontier, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource,
+        };
+        use goodput_core::doc::sweep::Load;
+        let point = |users: u64, per_user: f64, per_gpu: f64| FrontierPoint {
+            load: Load::Concurrency(users),
+            output_tokens_per_s: per_gpu,
+            output_tokens_per_s_per_gpu: per_gpu,
+            tokens_per_s_per_user: Some(per_user),
+            ttft_ms: Some(100.0),
+            tpot_ms: Some(1000.0 / per_user),
+            goodput_tokens_per_s: Some(per_gpu),
+            meets_slo: Some(true),
+            usd_per_million_output_tokens: Some(1000.0 / per_gpu),
+            joules_per_output_token: None,
+            output_tokens_per_s_per_mw: None,
+            completed: 10,
+            failed: 0,
+            steady: None,
+            client_stalled: None,
+            extra: Extra::new(),
+        };
+        for source in [FrontierSource::Predicted, FrontierSource::Measured] {
+            let configs = (0..40u32)
+                .map(|i| {
+                    let f = f64::from(i);
+                    let mut c = FrontierConfig::new(
+                        format!("h200 tp{}x{} pp2 fp8 mbt8192 pd3:1xTP4 seqs{}", 1 + i % 8, 1 + i / 8, 64 + i),
+                        Default::default(),
+                        Some("H200".into()),
+                        8,
+                        Some(3.2),
+                    );
+                    c.points =
+                        vec![point(64, 40.0 + f * 0.4, 900.0 - f * 3.0), point(8, 90.0 + f * 0.1, 200.0 - f * 0.5)];
+                    c
+                })
+                .collect();
+            let mut doc = FrontierResult {
+                schema: goodput_core::SCHEMA.into(),
+                tool: goodput_core::doc::result::Tool { name: "goodput".into(), version: "0".into(), commit: None },
+                kind: "frontier".into(),
+                source,
+                started_unix_s: 0.0,
+                interrupted: false,
+                model: "m".into(),
+                workload: WorkloadConfig::default(),
+                slo: None,
+                attainment_target: 0.9,
+                percentile: 50.0,
+                configs,
+                frontier: Vec::new(),
+                best: None,
+                notes: Vec::new(),
+                extra: Extra::new(),
+            };
+            analyze_frontier(&mut doc);
+            assert!(doc.frontier.len() >= 40, "{:?}", doc.frontier);
+            let page = crate::export::html::frontier_page(&doc).unwrap();
+            assert_eq!(page, crate::export::html::frontier_page(&doc).unwrap(), "not deterministic");
+            let boxes = mark_boxes(&page);
+            assert!(boxes.len() >= 30, "{} marks", boxes.len());
+            let drawn = boxes.iter().filter(|b| b.1.is_some()).count();
+            assert!(drawn >= 3, "{drawn} labels drawn");
+            assert_drawn_labels_clear(&boxes);
+            if doc.best.is_some() {
+                let last = page.rsplit(r#"<g class="mark "#).next().unwrap();
+                assert!(last.starts_with("mark-rec") && last.contains("<text"), "{last}");
+            }
+        }
+    }
+
     fn mark(x: f64, y: f64, label: &str, class: &'static str) -> Mark {
         Mark { x, y, label: label.into(), class }
     }
