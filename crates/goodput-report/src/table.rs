@@ -17,7 +17,7 @@
 use crate::format;
 use crate::metric::{Dist, Stat, Unit};
 use goodput_core::analysis::models::ModelStats;
-use goodput_core::doc::sweep::{meets_slo, PointRef, SweepResult, DEFAULT_ATTAINMENT_TARGET};
+use goodput_core::doc::sweep::{PointRef, SweepResult};
 use goodput_core::{Distribution, RunResult, Summary};
 
 /// How much of a table a format shows: each level includes the ones before it.
@@ -327,7 +327,7 @@ pub fn sweep_points(sw: &SweepResult) -> Table {
                 n(Some(s.requests.failed as f64)),
                 n(g.map(|g| g.output_tokens_per_s)),
                 n(g.map(|g| g.slo_attainment)),
-                Cell::Verdict { pass: meets_slo(res, DEFAULT_ATTAINMENT_TARGET), yes: "met", no: "missed" },
+                Cell::Verdict { pass: sw.point_meets_slo(i), yes: "met", no: "missed" },
                 n(res.cost.as_ref().and_then(|c| c.usd_per_million_output_tokens)),
                 Cell::Verdict { pass: s.stability.as_ref().map(|st| st.steady), yes: "steady", no: "NOT STEADY" },
             ];

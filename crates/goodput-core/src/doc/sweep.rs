@@ -142,6 +142,28 @@ pub struct SweepResult {
 /// as meeting the SLO.
 pub const DEFAULT_ATTAINMENT_TARGET: f64 = 0.9;
 
+impl SweepResult {
+    /// The attainment its points were judged by: the sweep's own
+    /// `config.attainment_target` (`--attainment`, or the SLO's
+    /// `attainment>=` term), or [`DEFAULT_ATTAINMENT_TARGET`] where the
+    /// document records none (a target outside (0, 1], as a document that
+    /// leaves the field out reads).
+    pub fn attainment_target(&self) -> f64 {
+        let t = self.config.attainment_target;
+        if t > 0.0 && t <= 1.0 {
+            t
+        } else {
+            DEFAULT_ATTAINMENT_TARGET
+        }
+    }
+
+    /// Whether point `i` met the SLO by [`Self::attainment_target`], as the
+    /// sweep's analysis judged it (see [`meets_slo`]).
+    pub fn point_meets_slo(&self, i: usize) -> Option<bool> {
+        meets_slo(&self.points.get(i)?.result, self.attainment_target())
+    }
+}
+
 fn point_ref(i: usize, p: &SweepPoint) -> PointRef {
     let s = &p.result.summary;
     PointRef {
@@ -470,6 +492,34 @@ mod tests {
         p.result.slo = Some(serde_json::from_value(slo).unwrap());
         p.result.summary.goodput = Some(crate::analysis::slo::Goodput { output_tokens_per_s: g, ..Default::default() });
         p
+    }
+
+    /// A sweep's points are judged by its own attainment target, as its
+    /// analysis judged them (issue 94: the exports had used 0.9 whatever
+    /// `--attainment` said); a document without one reads as 0.9.
+    #[test]
+    fn a_point_is_judged_by_the_sweeps_own_attainment_target() {
+        let mut p = judged(pt(Load::Concurrency(8), 100.0, 10, 0, steady_verdict()), 76.0);
+        p.result.slo.as_mut().unwrap().pass = true;
+        p.result.summary.goodput.as_mut().unwrap().slo_attainment = 0.76;
+        let mut sw = SweepResult {
+            schema: crate::SCHEMA.into(),
+            tool: p.result.tool.clone(),
+            kind: "sweep".into(),
+            started_unix_s: 0.0,
+            interrupted: false,
+            config: SweepConfig::default(),
+            target: Target::default(),
+            points: Vec::new(),
+            analysis: SweepAnalysis::default(),
+        };
+        sw.points.push(p);
+        assert_eq!((sw.attainment_target(), sw.point_meets_slo(0)), (DEFAULT_ATTAINMENT_TARGET, Some(false)));
+        sw.config.attainment_target = 0.5;
+        assert_eq!((sw.attainment_target(), sw.point_meets_slo(0)), (0.5, Some(true)));
+        let a = analyze_sweep(&sw.points, sw.attainment_target());
+        assert_eq!(a.recommended.map(|r| r.index), Some(0), "the analysis agrees");
+        assert_eq!(sw.point_meets_slo(1), None, "no such point");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::compare::Comparison;
 use crate::escape::{csv_num, csv_text};
 use crate::metric::{Dist, Scalar, Unit};
 use goodput_core::doc::record::{CountSource, FailureKind};
-use goodput_core::doc::sweep::{meets_slo, Load, SweepResult, DEFAULT_ATTAINMENT_TARGET};
+use goodput_core::doc::sweep::{Load, SweepResult};
 use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
 
 /// Every file `--csv` may write into its folder, whatever it renders: a
@@ -87,7 +87,7 @@ impl Exporter for Csv {
                 ("load_kind".to_string(), kind.to_string()),
                 ("load_value".to_string(), csv_num(Some(value))),
                 ("origin".to_string(), csv_text(&p.origin)),
-                ("meets_slo".to_string(), opt_bool(meets_slo(&p.result, DEFAULT_ATTAINMENT_TARGET))),
+                ("meets_slo".to_string(), opt_bool(sweep.point_meets_slo(i))),
                 ("saturation".to_string(), is(&a.saturation)),
                 ("recommended".to_string(), is(&a.recommended)),
             ];
