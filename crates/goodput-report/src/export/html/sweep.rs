@@ -155,7 +155,7 @@ fn sweep_charts(o: &mut String, sw: &SweepResult, held: Option<&SweepSeries>) {
     }
     list.push(latency_curve(&by_load, a, &slo, Latency::E2e, &p50_at(Dist::E2e)));
     list.push(goodput_by_load(&by_load, a, pts));
-    list.push(ttft_by_load(&ordered, held, &slo));
+    list.push(ttft_by_load(&ordered, a, held, &slo));
     o.push_str(r#"<section><h2>Throughput and latency</h2>"#);
     charts(o, &list);
     o.push_str("</section>");
@@ -313,20 +313,48 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
     }
 }
 
-/// The TTFT distributions of up to six loads, overlaid: from each point's
-/// records where the document holds them, else from those the sweep
-/// command held (`held`), else through the point's percentiles, as the
-/// note says.
-fn ttft_by_load(ordered: &[(usize, &SweepPoint)], held: Option<&SweepSeries>, slo: &Option<Slo>) -> Chart {
+/// At most this many overlaid distributions stay readable.
+const MAX_CURVES: usize = 6;
+
+/// The loads (positions in `0..points`, lightest first) whose curves a chart
+/// of [`MAX_CURVES`] at most draws: every one where there are no more, else
+/// `must` (the recommended and the saturation point), the lightest and the
+/// heaviest, and then, one at a time, the load farthest from every one
+/// chosen, so that the rest spread over the range.
+fn shown_loads(points: usize, must: &[usize]) -> Vec<usize> {
+    if points <= MAX_CURVES {
+        return (0..points).collect();
+    }
+    let mut v: Vec<usize> = Vec::with_capacity(MAX_CURVES);
+    for i in must.iter().copied().chain([0, points - 1]) {
+        if i < points && !v.contains(&i) && v.len() < MAX_CURVES {
+            v.push(i);
+        }
+    }
+    while v.len() < MAX_CURVES {
+        let gap = |i: usize| v.iter().map(|&j| i.abs_diff(j)).min().unwrap_or(usize::MAX);
+        // The lighter of two loads equally far from the rest.
+        let next = (0..points).filter(|i| !v.contains(i)).max_by_key(|&i| (gap(i), std::cmp::Reverse(i)));
+        v.extend(next);
+    }
+    v.sort_unstable();
+    v
+}
+
+/// The TTFT distributions of up to six loads, overlaid (the recommended and
+/// the saturation point always among them): from each point's records
+/// where the document holds them, else from those the sweep command held
+/// (`held`), else through the point's percentiles, as the note says.
+fn ttft_by_load(
+    ordered: &[(usize, &SweepPoint)],
+    a: &SweepAnalysis,
+    held: Option<&SweepSeries>,
+    slo: &Option<Slo>,
+) -> Chart {
     let points = ordered.len();
-    // At most six overlaid distributions stay readable: spread them over the loads.
-    let shown: Vec<usize> = if points <= 6 {
-        (0..points).collect()
-    } else {
-        let mut v: Vec<usize> = (0..6).map(|k| (k * (points - 1) + 2) / 5).collect();
-        v.dedup();
-        v
-    };
+    let at = |p: &Option<PointRef>| p.as_ref().and_then(|p| ordered.iter().position(|(i, _)| *i == p.index));
+    let must: Vec<usize> = [at(&a.recommended), at(&a.saturation)].into_iter().flatten().collect();
+    let shown = shown_loads(points, &must);
     let curves: Vec<(String, series::Cdf)> = shown
         .iter()
         .map(|&i| {
@@ -550,7 +578,7 @@ fn point_mark(
 mod tests {
     use super::super::tests::run;
     use super::*;
-    use goodput_core::doc::sweep::{analyze_sweep, DEFAULT_ATTAINMENT_TARGET};
+    use goodput_core::doc::sweep::analyze_sweep;
 
     /// A sweep of a few points of [`run`] (judged by its SLO), its analysis
     /// empty: no point singled out.
@@ -563,7 +591,7 @@ mod tests {
     /// run, analysed or not.
     fn sweep_of(points: Vec<SweepPoint>, analysed: bool) -> SweepResult {
         let first = points[0].result.clone();
-        SweepResult {
+        let mut sw = SweepResult {
             schema: first.schema,
             tool: first.tool,
             kind: "sweep".into(),
@@ -571,9 +599,13 @@ mod tests {
             interrupted: false,
             config: Default::default(),
             target: first.target,
-            analysis: if analysed { analyze_sweep(&points, DEFAULT_ATTAINMENT_TARGET) } else { Default::default() },
+            analysis: Default::default(),
             points,
+        };
+        if analysed {
+            sw.analysis = analyze_sweep(&sw.points, sw.attainment_target());
         }
+        sw
     }
 
     /// With an SLO given and no point meeting it, the cards say so rather
@@ -593,6 +625,55 @@ mod tests {
         // The sweep's own record of the SLO counts too.
         unjudged.config.judge.slo = Some("ttft:p95<=100ms".into());
         assert_eq!(sweep_page(&unjudged).unwrap().matches("no point met the SLO").count(), 2);
+    }
+
+    /// The TTFT chart of a sweep of more loads than it draws keeps the
+    /// recommended and the saturation point, the lightest and the heaviest
+    /// load, and spreads the rest (issue 94, defect 4: of seven loads, an
+    /// index formula had dropped the fourth, the recommended one).
+    #[test]
+    fn the_ttft_chart_keeps_the_recommended_and_the_saturation_point() {
+        assert_eq!(shown_loads(4, &[3]), [0, 1, 2, 3]);
+        for points in 7..=20 {
+            for rec in 0..points {
+                for sat in [rec, points - 1 - rec / 2] {
+                    let v = shown_loads(points, &[rec, sat]);
+                    assert_eq!(v.len(), MAX_CURVES, "{points} loads: {v:?}");
+                    assert!(v.windows(2).all(|w| w[0] < w[1]), "{v:?}");
+                    for must in [rec, sat, 0, points - 1] {
+                        assert!(v.contains(&must), "{points} loads, recommended {rec}, saturation {sat}: {v:?}");
+                    }
+                }
+            }
+        }
+        // The page: seven loads, the recommended the fourth.
+        let base = run(8, false).0;
+        let points: Vec<SweepPoint> = (0..7u64)
+            .map(|c| {
+                let mut r = base.clone();
+                r.summary.in_flight.mean = c as f64 + 1.0;
+                SweepPoint { load: Load::Concurrency(c + 1), origin: "grid".into(), result: r }
+            })
+            .collect();
+        let mut sw = sweep_of(points, false);
+        sw.analysis.recommended = Some(point_ref_of(&sw, 3));
+        let html = sweep_page(&sw).unwrap();
+        let chart = &html[html.find("TTFT distribution by load").unwrap()..];
+        let chart = &chart[..chart.find("</figure>").unwrap_or(chart.len())];
+        assert!(chart.contains("concurrency 4"), "the recommended load is drawn");
+        assert!(chart.contains("6 of 7 loads shown"), "{chart}");
+    }
+
+    fn point_ref_of(sw: &SweepResult, i: usize) -> PointRef {
+        let p = &sw.points[i];
+        PointRef {
+            index: i,
+            load: p.load,
+            output_tokens_per_s: p.result.summary.throughput.output_tokens_per_s,
+            ttft_p50_ms: None,
+            goodput_tokens_per_s: None,
+            usd_per_million_output_tokens: None,
+        }
     }
 
     /// The page's title is `label · model`, as a run's is; a blank label
