@@ -528,11 +528,31 @@ fn slo_section(o: &mut String, r: &RunResult) {
                 html(l)
             );
         }
+        // The per-request limits pass by their attainment: its target and
+        // verdict in the columns, as the terminal and Markdown give them,
+        // the goodput they count below.
+        if let Some(a) = &slo.attainment {
+            let _ = write!(
+                o,
+                r#"<tr><td>{}</td><td>target {:.1}%</td><td>{:.1}% ({} of {} good)</td><td class="{c}">{w}</td></tr>"#,
+                html(&crate::terminal::limits_label(slo)),
+                a.target * 100.0,
+                a.measured * 100.0,
+                a.good_requests,
+                a.judged_requests,
+                c = if a.pass { "better" } else { "worse" },
+                w = if a.pass { "pass" } else { "FAIL" }
+            );
+        }
         if let Some(g) = s.goodput.as_ref().filter(|_| !slo.limits.is_empty() || slo.attainment.is_some()) {
             let _ = write!(
                 o,
                 r#"<tr><td>{}</td><td colspan="3" class="text">per request: {} of {} good · goodput {:.3} req/s, {:.1} tok/s · useful work {}</td></tr>"#,
-                html(&crate::terminal::limits_label(slo)),
+                if slo.attainment.is_some() {
+                    "goodput".to_string()
+                } else {
+                    html(&crate::terminal::limits_label(slo))
+                },
                 g.good_requests,
                 g.judged_requests,
                 g.requests_per_s,
@@ -561,6 +581,37 @@ mod tests {
         let start = r#"<script type="application/json" id="goodput-data">"#;
         let rest = &page[page.find(start).unwrap() + start.len()..];
         &rest[..rest.find("</script>").unwrap()]
+    }
+
+    /// The per-request limits' row carries their attainment target, the
+    /// share measured and the verdict in the table's columns, as the
+    /// terminal and Markdown give them (issue 94, defect 5: the row had
+    /// spanned every column, with no target and no pass or fail).
+    #[test]
+    fn the_limits_row_carries_its_attainment_target_and_verdict() {
+        let (mut r, recs) = run(20, true);
+        // A limit between the fastest and the slowest first token: some
+        // requests meet it, far fewer than 90%.
+        let slo: goodput_core::analysis::slo::Slo = "ttft<=41ms".parse().unwrap();
+        let (g, report) = goodput_core::analysis::slo::judge(&recs, &slo, r.window.duration_s);
+        let a = report.attainment.clone().expect("a limit is judged by its attainment");
+        assert!(!a.pass && a.good_requests > 0, "{a:?}");
+        (r.summary.goodput, r.slo) = (Some(g), Some(report));
+        let page = run_page(&r).unwrap();
+        let body = body(&page);
+        let table = &body[body.find("<h2>SLO</h2>").unwrap()..];
+        let at = table.find("target ").unwrap_or_else(|| panic!("no target: {table}"));
+        let row = &table[table[..at].rfind("<tr>").unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(row.starts_with("<tr><td>ttft&lt;=41ms</td>"), "{row}");
+        let want = format!(
+            r#"<td>target 90.0%</td><td>{:.1}% ({} of {} good)</td><td class="worse">FAIL</td>"#,
+            a.measured * 100.0,
+            a.good_requests,
+            a.judged_requests
+        );
+        assert!(row.contains(&want), "{row}");
+        assert!(!row.contains("colspan"), "{row}");
     }
 
     /// Records given beside a document without them draw what the
