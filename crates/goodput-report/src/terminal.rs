@@ -723,7 +723,7 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "\nengine (simulated): {} steps · mean batch {:.1} seqs / {:.0} tokens (max {}) · KV capacity {} tokens, peak use {:.0}%",
+        "\nengine (simulated): {} steps · mean batch {:.1} seqs / {:.0} tokens (max {}) · KV capacity {} tokens, peak use {:.1}%",
         e.steps,
         e.mean_batch_seqs,
         e.mean_batch_tokens,
@@ -813,7 +813,8 @@ fn server_lines(o: &mut String, sig: &goodput_core::prometheus::scrape::ServerSi
         parts.push(format!("waiting mean {m:.1} (peak {peak:.0})"));
     }
     if let Some(m) = g(G::KvCacheUsage).and_then(|d| d.max) {
-        parts.push(format!("KV peak {:.0}%", m * 100.0));
+        // One decimal, as Markdown and HTML give it: a peak of 0.57% is not 1%.
+        parts.push(format!("KV peak {:.1}%", m * 100.0));
     }
     if let Some(h) = w.prefix_cache_hit_rate {
         parts.push(format!("prefix hits {:.1}%", h * 100.0));
@@ -965,6 +966,22 @@ mod tests {
             load_line(&config),
             "closed loop, concurrency 8 · 40 requests · 12.5% given up on after 300ms · input 256 · output 128 tokens"
         );
+    }
+
+    /// The KV-cache peak has one decimal, as Markdown and HTML give it: a
+    /// peak of 0.57% had been printed `KV peak 1%` beside their 0.6%.
+    #[test]
+    fn the_kv_peak_has_the_precision_of_the_other_formats() {
+        use goodput_core::prometheus::scrape::GaugeSignal;
+        let mut sig = goodput_core::prometheus::scrape::ServerSignals::default();
+        let peak = goodput_core::analysis::stats::Distribution::from_samples(&mut [0.002, 0.0057], &[50.0]);
+        sig.window.gauges.insert(GaugeSignal::KvCacheUsage, peak);
+        let mut o = String::new();
+        server_lines(&mut o, &sig);
+        assert!(o.contains("KV peak 0.6%"), "{o}");
+        let engine = goodput_core::doc::engine::SimulatedEngine { kv_usage_max: 0.0057, ..Default::default() };
+        let lines = engine_lines(&engine);
+        assert!(lines.contains("peak use 0.6%"), "{lines}");
     }
 
     #[test]
