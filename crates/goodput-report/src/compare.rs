@@ -79,6 +79,13 @@ pub enum ThresholdError {
     NotANumber { rhs: String },
     #[error("'{rhs}' is not a finite threshold")]
     NotFinite { rhs: String },
+    /// A bare number past ±1 on a ratio metric: read as a fraction, it is a
+    /// change no ratio can make, so the rule could never fire.
+    #[error(
+        "'{rhs}' on a ratio (a fraction from 0 to 1) is {pp:+} percentage points, a change it can never make: write \
+         '{rhs}pp' for percentage points or '{rhs}%' for a relative change"
+    )]
+    RatioOutOfRange { rhs: String, pp: f64 },
     /// A unit the metric is not in: `metric_unit` names the metric's, `units` lists those accepted.
     #[error("'{rhs}': the metric is in {metric_unit}; write the threshold in {units}")]
     WrongUnit { rhs: String, metric_unit: &'static str, units: &'static str },
@@ -137,18 +144,13 @@ fn parse_threshold(rhs: &str, unit: Unit) -> Result<Threshold, ThresholdError> {
         return Err(ThresholdError::NotFinite { rhs: rhs.to_string() });
     }
     let v = sign * v;
-    let units = match unit {
-        Unit::Ms => "%, ms, s or us",
-        Unit::TokensPerS => "% or tok/s",
-        Unit::RequestsPerS => "% or req/s",
-        Unit::Ratio => "% (relative) or pp (percentage points)",
-        Unit::Usd => "% or $",
-        Unit::Count | Unit::Plain => "% or a bare number",
-        Unit::Joules => "% or J",
-    };
+    let units = units_of(unit);
     let wrong = || ThresholdError::WrongUnit { rhs: rhs.to_string(), metric_unit: unit_name(unit), units };
     Ok(match (suffix, unit) {
         ("%", _) => Threshold::Relative(v / 100.0),
+        ("", Unit::Ratio) if v.abs() > 1.0 => {
+            return Err(ThresholdError::RatioOutOfRange { rhs: rhs.to_string(), pp: v * 100.0 })
+        }
         ("", _) => Threshold::Absolute(v),
         ("ms", Unit::Ms) => Threshold::Absolute(v),
         ("s", Unit::Ms) => Threshold::Absolute(v * 1e3),
@@ -160,6 +162,32 @@ fn parse_threshold(rhs: &str, unit: Unit) -> Result<Threshold, ThresholdError> {
         ("J", Unit::Joules) => Threshold::Absolute(v),
         _ => return Err(wrong()),
     })
+}
+
+/// The ways a threshold on a metric in `unit` may be written.
+fn units_of(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Ms => "%, ms, s or us",
+        Unit::TokensPerS => "% or tok/s",
+        Unit::RequestsPerS => "% or req/s",
+        Unit::Ratio => "% (relative) or pp (percentage points)",
+        Unit::Usd => "% or $",
+        Unit::Count | Unit::Plain => "% or a bare number",
+        Unit::Joules => "% or J",
+    }
+}
+
+/// The units of an amount (not a relative change) on a metric in `unit`.
+fn amount_units(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Ms => "ms, s or us",
+        Unit::TokensPerS => "tok/s",
+        Unit::RequestsPerS => "req/s",
+        Unit::Ratio => "pp",
+        Unit::Usd => "$",
+        Unit::Count | Unit::Plain => "a bare number",
+        Unit::Joules => "J",
+    }
 }
 
 fn unit_name(u: Unit) -> &'static str {
@@ -227,6 +255,12 @@ pub struct Row {
     /// without intervals: ITL, counts, cost).
     #[serde(default)]
     pub significance: Vec<Option<Significance>>,
+    /// The runs (by index, ≥ 1) judged by another SLO than the baseline's,
+    /// where the figure counts requests by the SLO (goodput, the
+    /// attainment): their change is left out (`None`), as it measures the
+    /// two SLOs, not the two runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_slo: Vec<usize>,
 }
 
 impl Row {
@@ -234,6 +268,9 @@ impl Row {
     /// per cent (an error rate, the attainment) in percentage points
     /// (`+16.67 pp`: from 0% it had been `+∞%`), any other figure relative.
     pub fn change_text(&self, i: usize) -> String {
+        if self.other_slo.contains(&i) {
+            return OTHER_SLO.into();
+        }
         let ch = self.changes.get(i).copied().flatten();
         match (self.unit, self.values.first().copied().flatten(), self.values.get(i).copied().flatten()) {
             (Unit::Ratio, Some(b), Some(v)) if ch.is_some() => format!("{:+.2} pp", (v - b) * 100.0),
@@ -292,6 +329,40 @@ impl Comparison {
     }
 }
 
+/// A change left out because the run was judged by another SLO than the
+/// baseline's ([`Row::other_slo`]).
+pub const OTHER_SLO: &str = "other SLO";
+
+/// Each run's SLO as written, blanks taken out; `None` without one.
+fn slo_spec(r: &RunResult) -> Option<String> {
+    r.slo.as_ref().map(|s| s.spec.split_whitespace().collect())
+}
+
+/// The runs (by index, ≥ 1) that carry an SLO other than the baseline's
+/// (the baseline carrying one too): their goodput and attainment are
+/// counted by other limits, and no change in them is the run's.
+fn other_slo_runs(runs: &[(&str, &RunResult)]) -> Vec<usize> {
+    let Some(base) = runs.first().and_then(|(_, r)| slo_spec(r)) else { return Vec::new() };
+    (1..runs.len()).filter(|&i| slo_spec(runs[i].1).is_some_and(|s| s != base)).collect()
+}
+
+/// The note for runs judged by different SLOs: which, and how to judge
+/// them alike.
+fn slo_note(runs: &[(&str, &RunResult)], other: &[usize]) -> Option<String> {
+    if other.is_empty() {
+        return None;
+    }
+    let each: Vec<String> =
+        runs.iter().filter_map(|(l, r)| Some(format!("{l} by '{}'", r.slo.as_ref()?.spec))).collect();
+    Some(format!(
+        "the runs were judged by different SLOs ({}): goodput, the attainment, useful work and the cost per good \
+         token count requests by each run's own SLO, so their changes are not comparable and are shown as '{OTHER_SLO}', \
+         and a --fail-if rule on them is unjudged; to compare them, judge every run by one SLO (goodput report \
+         RUN.json --slo SPEC -o RUN-judged.json, which needs the run's records) and compare those",
+        each.join(", ")
+    ))
+}
+
 /// (run − base) / |base|; ±∞ from a zero baseline, 0 when both are zero.
 pub fn relative_change(base: f64, v: f64) -> f64 {
     if base == 0.0 {
@@ -336,16 +407,23 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b.map(String::from)),
     };
+    let other_slo = other_slo_runs(runs);
+    let note = match (slo_note(runs, &other_slo), note) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
     let rows = metrics
         .into_iter()
         .map(|m| {
             let values: Vec<Option<f64>> = runs.iter().map(|(_, r)| value(&m, r, by_means)).collect();
             let base = values.first().copied().flatten();
+            let other: Vec<usize> = if m.judged_by_slo() { other_slo.clone() } else { Vec::new() };
             let changes = values
                 .iter()
                 .enumerate()
                 .map(|(i, v)| match (i, base, v) {
                     (0, ..) => None,
+                    _ if other.contains(&i) => None,
                     (_, Some(b), Some(v)) => Some(relative_change(b, *v)),
                     _ => None,
                 })
@@ -354,9 +432,15 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             let significance = runs
                 .iter()
                 .enumerate()
-                .map(|(i, (_, r))| if i == 0 { None } else { significance::test_in(&m, runs[0].1, r, by_means) })
+                .map(|(i, (_, r))| {
+                    if i == 0 || other.contains(&i) {
+                        None
+                    } else {
+                        significance::test_in(&m, runs[0].1, r, by_means)
+                    }
+                })
                 .collect();
-            Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes, significance }
+            Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes, significance, other_slo: other }
         })
         .collect();
     let mut verdicts = Vec::new();
@@ -364,6 +448,10 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         for (i, (label, run)) in runs.iter().enumerate().skip(1) {
             let sigs = holm_adjusted(rules, base, run, by_means);
             for (rule, sig) in rules.iter().zip(sigs) {
+                if rule.metric.judged_by_slo() && other_slo.contains(&i) {
+                    verdicts.push(other_slo_verdict(rule, i, (runs[0].0, base), (label, run), by_means));
+                    continue;
+                }
                 let values = (value(&rule.metric, base, by_means), value(&rule.metric, run, by_means));
                 let why = [not_in_file(&rule.metric, base), not_in_file(&rule.metric, run)];
                 verdicts.push(judge(rule, values, i, label, runs[0].0, sig, why));
@@ -379,6 +467,33 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         differences: differences(runs),
         note,
         answers: answers(runs),
+    }
+}
+
+/// `rule` on run `i`, judged by another SLO than the baseline: unjudged,
+/// and why, with how to judge the two alike.
+fn other_slo_verdict(
+    rule: &Rule,
+    i: usize,
+    (base_label, base): (&str, &RunResult),
+    (label, run): (&str, &RunResult),
+    by_means: bool,
+) -> RuleVerdict {
+    let spec = |r: &RunResult| r.slo.as_ref().map(|s| s.spec.clone()).unwrap_or_default();
+    RuleVerdict {
+        rule: rule.text.clone(),
+        run: i,
+        baseline: value(&rule.metric, base, by_means),
+        value: value(&rule.metric, run, by_means),
+        change: None,
+        verdict: Verdict::Unjudged,
+        reason: format!(
+            "not comparable: {label} was judged by '{}', {base_label} by '{}', and {} counts requests by the SLO; \
+             judge both by one SLO (goodput report RUN.json --slo SPEC -o RUN-judged.json) and compare those",
+            spec(run),
+            spec(base),
+            rule.metric
+        ),
     }
 }
 
@@ -576,6 +691,20 @@ fn judge(
     out.change = Some(change);
     out.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
     out.reason = format!("{} {} {}", shown.0, if failed { op } else { not }, shown.1);
+    // From a baseline of 0 any change is ±∞% (or none): say so, and how to
+    // write the rule as an amount instead.
+    if matches!(rule.threshold, Threshold::Relative(_)) && b == 0.0 {
+        let amount = match rule.metric.unit() {
+            Unit::Ratio => "percentage points (e.g. +1pp)".to_string(),
+            u => format!("an amount ({})", amount_units(u)),
+        };
+        out.reason = format!(
+            "{} (the baseline's {} is 0, so a relative change is {}: write the threshold in {amount})",
+            out.reason,
+            rule.metric,
+            if v == 0.0 { "0%" } else { "infinite" }
+        );
+    }
     // A change that is not past the threshold passes: the `!` asks for a
     // test only before failing (it had left a clear improvement, TTFT
     // -85 %, unjudged for want of an interval, and so failed the command).
@@ -790,6 +919,9 @@ mod tests {
             ("output_tokens_per_s<-100tok/s", Op::Lt, Threshold::Absolute(-100.0)),
             ("requests_per_s<-0.5 req/s", Op::Lt, Threshold::Absolute(-0.5)),
             ("cost.usd_per_million_output_tokens>+0.1$", Op::Gt, Threshold::Absolute(0.1)),
+            ("usd_per_million_output_tokens>+5%", Op::Gt, Threshold::Relative(0.05)),
+            ("slo_attainment<-1", Op::Lt, Threshold::Absolute(-1.0)),
+            ("slo_attainment<-5pp", Op::Lt, Threshold::Absolute(-0.05)),
         ];
         for (text, op, th) in ok {
             let r: Rule = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -804,6 +936,11 @@ mod tests {
             ("error_rate>+1ms", "pp"),
             ("ttft_ms.p95>+ten%", "not a number"),
             ("ttft.p95>+10%", "did you mean ttft_ms.p95?"),
+            // A bare number on a ratio is a fraction: -5 had been -500 pp,
+            // a gate that could never fire.
+            ("slo_attainment<-5", "'-5pp' for percentage points"),
+            ("error_rate>+2", "is +200 percentage points"),
+            ("usd_per_million_output_tokn>+5%", "did you mean usd_per_million_output_tokens?"),
         ];
         for (text, want) in bad {
             let e = text.parse::<Rule>().unwrap_err().to_string();
@@ -836,6 +973,22 @@ mod tests {
         // or with no interval at all.
         assert_eq!(judged(150.0, Some(cannot)).verdict, Verdict::Unjudged);
         assert_eq!(judged(150.0, None).verdict, Verdict::Unjudged);
+    }
+
+    /// A relative threshold from a baseline of 0: the change is infinite,
+    /// and the reason says so and names the amount to write instead.
+    #[test]
+    fn a_relative_rule_from_a_zero_baseline_says_the_change_is_infinite() {
+        let rule: Rule = "error_rate>+5%".parse().unwrap();
+        let v = judge(&rule, (Some(0.0), Some(0.02)), 1, "b", "a", None, [None, None]);
+        assert_eq!(v.verdict, Verdict::Fail, "{}", v.reason);
+        assert!(v.reason.contains("the baseline's error_rate is 0, so a relative change is infinite"), "{}", v.reason);
+        assert!(v.reason.contains("percentage points (e.g. +1pp)"), "{}", v.reason);
+        let same = judge(&rule, (Some(0.0), Some(0.0)), 1, "b", "a", None, [None, None]);
+        assert_eq!(same.verdict, Verdict::Pass, "{}", same.reason);
+        let rule: Rule = "requests.failed>+5%".parse().unwrap();
+        let v = judge(&rule, (Some(0.0), Some(3.0)), 1, "b", "a", None, [None, None]);
+        assert!(v.reason.contains("an amount (a bare number)"), "{}", v.reason);
     }
 
     #[test]

@@ -300,6 +300,23 @@ impl Metric {
         }
     }
 
+    /// Whether the figure counts requests as good by the run's SLO
+    /// (goodput, the attainment, useful work, the cost per good token): a
+    /// run judged by another SLO has another figure, not a better or a
+    /// worse one.
+    pub fn judged_by_slo(&self) -> bool {
+        matches!(
+            self,
+            Metric::Scalar(
+                Scalar::GoodputRequestsPerS
+                    | Scalar::GoodputOutputTokensPerS
+                    | Scalar::SloAttainment
+                    | Scalar::UsefulWork
+                    | Scalar::UsdPerMillionGoodOutputTokens
+            )
+        )
+    }
+
     /// The headline metrics `compare` shows for every run.
     pub fn main() -> Vec<Metric> {
         use Dist::*;
@@ -387,7 +404,7 @@ impl schemars::JsonSchema for Metric {
 
 /// An unknown metric path, with the valid ones.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("unknown metric '{path}'{hint}. Valid metrics: {valid}")]
+#[error("unknown metric '{path}'{hint}{} Valid metrics: {valid}", if .hint.is_empty() { "." } else { "" })]
 pub struct UnknownMetric {
     pub path: String,
     /// A nearby valid path, when one is obvious (`: did you mean ttft_ms.p95?`).
@@ -437,7 +454,37 @@ fn hint(path: &str) -> String {
     } else {
         tries.push(format!("{path}_ms.p95"));
     }
-    tries.into_iter().find(|t| parse_exact(t).is_some()).map(|t| format!(": did you mean {t}?")).unwrap_or_default()
+    // A figure's own name under the wrong part of the document, or none
+    // (`cost.usd_per_request` as `usd_per_request`, `throughput.goodput`).
+    let leaf = path.rsplit('.').next().unwrap_or(path);
+    tries.extend(Scalar::ALL.iter().filter(|s| s.key().rsplit('.').next() == Some(leaf)).map(|s| s.key().to_string()));
+    if let Some(t) = tries.into_iter().find(|t| parse_exact(t).is_some()) {
+        return format!(": did you mean {t}?");
+    }
+    // A misspelling: the nearest scalar name, two edits away at most.
+    let names = Scalar::ALL.iter().flat_map(|s| std::iter::once(s.key()).chain(s.aliases().iter().copied()));
+    names
+        .map(|n| (edits(path, n), n))
+        .filter(|&(d, _)| d <= 2)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, n)| format!(": did you mean {n}?"))
+        .unwrap_or_default()
+}
+
+/// The Levenshtein distance between `a` and `b`, in characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (prev + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]
@@ -466,6 +513,11 @@ mod tests {
             ("summary.ttft_ms.p95", "ttft_ms.p95"),
             ("error_adjusted.e2e_ms.p99", "error_adjusted.e2e_ms.p99"),
             (" e2e_ms.max ", "e2e_ms.max"),
+            // The cost figures by their columns in summary.csv.
+            ("usd_per_million_output_tokens", "cost.usd_per_million_output_tokens"),
+            ("usd_per_request", "cost.usd_per_request"),
+            ("usd_per_million_good_output_tokens", "cost.usd_per_million_good_output_tokens"),
+            ("goodput_output_tokens_per_s", "goodput.output_tokens_per_s"),
         ];
         for (input, want) in cases {
             assert_eq!(input.parse::<Metric>().unwrap().path(), want, "{input}");
@@ -480,10 +532,14 @@ mod tests {
             ("TTFT_ms.p95", "did you mean ttft_ms.p95?"),
             ("ttft_ms.p101", ""),
             ("latency", ""),
+            ("throughput.usd_per_request", "did you mean cost.usd_per_request?"),
+            ("usd_per_million_output_token", "did you mean usd_per_million_output_tokens?"),
+            ("goodput.slo_atainment", "did you mean goodput.slo_attainment?"),
         ] {
             let e = bad.parse::<Metric>().unwrap_err();
             let text = e.to_string();
             assert!(text.contains(&format!("unknown metric '{bad}'")), "{text}");
+            assert!(!text.contains("?. ") && (text.contains("? Valid") || text.contains("'. Valid")), "{text}");
             assert!(text.contains(hint), "{bad}: {text}");
             assert!(text.contains("tpot_ms") && text.contains("output_tokens_per_s") && text.contains("error_rate"));
         }

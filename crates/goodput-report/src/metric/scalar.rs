@@ -137,7 +137,8 @@ impl Scalar {
         }
     }
 
-    /// Shorter names accepted on the command line.
+    /// Shorter names accepted on the command line, among them the column
+    /// each figure has in `summary.csv` (`usd_per_million_output_tokens`).
     pub(super) fn aliases(self) -> &'static [&'static str] {
         match self {
             Scalar::RequestsPerS => &["requests_per_s"],
@@ -146,9 +147,16 @@ impl Scalar {
             Scalar::TotalTokensPerS => &["total_tokens_per_s"],
             Scalar::PeakOutputTokensPerS => &["peak_output_tokens_per_s"],
             // docs/metrics.md: "goodput" is good requests per second.
-            Scalar::GoodputRequestsPerS => &["goodput"],
-            Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s"],
+            Scalar::GoodputRequestsPerS => &["goodput", "goodput_requests_per_s"],
+            Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s", "goodput_output_tokens_per_s"],
             Scalar::SloAttainment => &["slo_attainment"],
+            Scalar::UsefulWork => &["useful_work"],
+            Scalar::UsdPerMillionOutputTokens => &["usd_per_million_output_tokens"],
+            Scalar::UsdPerMillionTotalTokens => &["usd_per_million_total_tokens"],
+            Scalar::UsdPerRequest => &["usd_per_request"],
+            Scalar::UsdPerMillionGoodOutputTokens => &["usd_per_million_good_output_tokens"],
+            Scalar::UsdPerMillionInputTokens => &["usd_per_million_input_tokens"],
+            Scalar::UsdPerSession => &["usd_per_session"],
             Scalar::PrefixCacheHitRate => &["prefix_cache_hit_rate"],
             Scalar::JoulesPerOutputToken => &["joules_per_output_token"],
             Scalar::OutputTokensPerSPerMw => &["output_tokens_per_s_per_provisioned_mw"],
